@@ -1126,6 +1126,45 @@ func (e Gb28181DeviceTransport) Valid() bool {
 	}
 }
 
+// Defines values for Gb28181PlaybackSessionState.
+const (
+	Gb28181PlaybackSessionStateEnded   Gb28181PlaybackSessionState = "Ended"
+	Gb28181PlaybackSessionStatePlaying Gb28181PlaybackSessionState = "Playing"
+)
+
+// Valid indicates whether the value is a known member of the Gb28181PlaybackSessionState enum.
+func (e Gb28181PlaybackSessionState) Valid() bool {
+	switch e {
+	case Gb28181PlaybackSessionStateEnded:
+		return true
+	case Gb28181PlaybackSessionStatePlaying:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Gb28181RecordQueryState.
+const (
+	Gb28181RecordQueryStateIncomplete Gb28181RecordQueryState = "Incomplete"
+	Gb28181RecordQueryStateRunning    Gb28181RecordQueryState = "Running"
+	Gb28181RecordQueryStateSucceeded  Gb28181RecordQueryState = "Succeeded"
+)
+
+// Valid indicates whether the value is a known member of the Gb28181RecordQueryState enum.
+func (e Gb28181RecordQueryState) Valid() bool {
+	switch e {
+	case Gb28181RecordQueryStateIncomplete:
+		return true
+	case Gb28181RecordQueryStateRunning:
+		return true
+	case Gb28181RecordQueryStateSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthCheckStatus.
 const (
 	HealthCheckStatusDegraded    HealthCheckStatus = "degraded"
@@ -1809,15 +1848,18 @@ func (e PermissionName) Valid() bool {
 
 // Defines values for PlaybackLeaseResourceKind.
 const (
-	PlaybackLeaseResourceKindCutMergeOutput PlaybackLeaseResourceKind = "cut-merge-output"
-	PlaybackLeaseResourceKindLive           PlaybackLeaseResourceKind = "live"
-	PlaybackLeaseResourceKindRecordingFile  PlaybackLeaseResourceKind = "recording-file"
+	PlaybackLeaseResourceKindCutMergeOutput  PlaybackLeaseResourceKind = "cut-merge-output"
+	PlaybackLeaseResourceKindGb28181Playback PlaybackLeaseResourceKind = "gb28181-playback"
+	PlaybackLeaseResourceKindLive            PlaybackLeaseResourceKind = "live"
+	PlaybackLeaseResourceKindRecordingFile   PlaybackLeaseResourceKind = "recording-file"
 )
 
 // Valid indicates whether the value is a known member of the PlaybackLeaseResourceKind enum.
 func (e PlaybackLeaseResourceKind) Valid() bool {
 	switch e {
 	case PlaybackLeaseResourceKindCutMergeOutput:
+		return true
+	case PlaybackLeaseResourceKindGb28181Playback:
 		return true
 	case PlaybackLeaseResourceKindLive:
 		return true
@@ -5130,6 +5172,201 @@ type Gb28181DeviceList struct {
 	Total int64 `json:"total"`
 }
 
+// Gb28181LiveInviteRequest A live invitation of a device's channel.
+type Gb28181LiveInviteRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+
+	// MediaServerId Media server to receive on; default the channel's, or the least loaded online one.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// RtpWithTcp The device sends over TCP to the media server (TCP passive) instead of UDP.
+	RtpWithTcp *bool `json:"rtpWithTcp,omitempty"`
+
+	// TimeoutSeconds How long to wait for the device's answer (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
+// Gb28181LiveStopRequest The device's channel to stop.
+type Gb28181LiveStopRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+}
+
+// Gb28181PlaybackAction How to play an entry.
+type Gb28181PlaybackAction struct {
+	// Endpoint Path to call (/api/v2/gb28181/playback/invite).
+	Endpoint string `json:"endpoint"`
+
+	// Method HTTP method (POST).
+	Method string `json:"method"`
+
+	// Request A playback invitation.
+	Request Gb28181PlaybackInviteRequest `json:"request"`
+}
+
+// Gb28181PlaybackInviteRequest A playback invitation.
+type Gb28181PlaybackInviteRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+
+	// EndTime End of the recording to play.
+	EndTime time.Time `json:"endTime"`
+
+	// MediaServerId Media server to receive on; default the least loaded online one.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// RtpWithTcp The device sends over TCP to the media server (TCP passive) instead of UDP.
+	RtpWithTcp *bool `json:"rtpWithTcp,omitempty"`
+
+	// StartTime Start of the recording to play.
+	StartTime time.Time `json:"startTime"`
+
+	// TimeoutSeconds How long to wait for the device's answer (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
+// Gb28181PlaybackInviteResult The accepted invitation.
+type Gb28181PlaybackInviteResult struct {
+	// Session A history playback session.
+	Session Gb28181PlaybackSession `json:"session"`
+}
+
+// Gb28181PlaybackSession A history playback session.
+type Gb28181PlaybackSession struct {
+	// App The stream's app.
+	App string `json:"app"`
+
+	// ChannelId The channel's code.
+	ChannelId string `json:"channelId"`
+
+	// CreatedAt When the device accepted the INVITE.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeviceId The device's code.
+	DeviceId string `json:"deviceId"`
+
+	// EndReason Why it ended.
+	EndReason *string `json:"endReason,omitempty"`
+
+	// EndTime End of the recording.
+	EndTime time.Time `json:"endTime"`
+
+	// EndedAt When it ended.
+	EndedAt *time.Time `json:"endedAt,omitempty"`
+
+	// Id The session's id.
+	Id string `json:"id"`
+
+	// MediaServerId The media server receiving it.
+	MediaServerId string `json:"mediaServerId"`
+
+	// StartTime Start of the recording.
+	StartTime time.Time `json:"startTime"`
+
+	// State Playing until the device reports the end (MediaStatus 121), hangs up, or the session is stopped.
+	State Gb28181PlaybackSessionState `json:"state"`
+
+	// StreamId The stream's id (the session id).
+	StreamId string `json:"streamId"`
+
+	// Vhost The stream's virtual host.
+	Vhost string `json:"vhost"`
+}
+
+// Gb28181PlaybackSessionState Playing until the device reports the end (MediaStatus 121), hangs up, or the session is stopped.
+type Gb28181PlaybackSessionState string
+
+// Gb28181Record One recording the device holds.
+type Gb28181Record struct {
+	// EndTime End.
+	EndTime time.Time `json:"endTime"`
+
+	// FileSize Size in bytes, when the device reports it.
+	FileSize *int64 `json:"fileSize,omitempty"`
+
+	// Name The device's name for it.
+	Name *string `json:"name,omitempty"`
+
+	// Playback How to play an entry.
+	Playback Gb28181PlaybackAction `json:"playback"`
+
+	// RecordId Position of the entry in the query's list, from 1.
+	RecordId string `json:"recordId"`
+
+	// Secrecy 0 not secret, 1 secret.
+	Secrecy int32 `json:"secrecy"`
+
+	// StartTime Start.
+	StartTime time.Time `json:"startTime"`
+
+	// Type The device's record type (time, alarm, manual, all).
+	Type *string `json:"type,omitempty"`
+}
+
+// Gb28181RecordQuery A record query and what the device answered.
+type Gb28181RecordQuery struct {
+	// ChannelId The channel's code.
+	ChannelId string `json:"channelId"`
+
+	// CreatedAt When the query was sent.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeviceId The device's code.
+	DeviceId string `json:"deviceId"`
+
+	// EndTime End of the range.
+	EndTime time.Time `json:"endTime"`
+
+	// FinishedAt When it ended.
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+
+	// Records The entries that arrived, in the device's order.
+	Records []Gb28181Record `json:"records"`
+
+	// StartTime Start of the range.
+	StartTime time.Time `json:"startTime"`
+
+	// State Running while pages come; Succeeded when all `sumNum` entries arrived; Incomplete when the device went quiet first (or never answered).
+	State Gb28181RecordQueryState `json:"state"`
+
+	// SumNum How many entries the device announced (0 until its first page).
+	SumNum int32 `json:"sumNum"`
+
+	// TaskId The query's id.
+	TaskId string `json:"taskId"`
+}
+
+// Gb28181RecordQueryState Running while pages come; Succeeded when all `sumNum` entries arrived; Incomplete when the device went quiet first (or never answered).
+type Gb28181RecordQueryState string
+
+// Gb28181RecordQueryRequest A record query.
+type Gb28181RecordQueryRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+
+	// EndTime End of the range (after startTime, within 31 days of it).
+	EndTime time.Time `json:"endTime"`
+
+	// StartTime Start of the range.
+	StartTime time.Time `json:"startTime"`
+
+	// TimeoutSeconds How long to wait for the device's next page before the query ends Incomplete (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
 // HealthCheck Result of one health check.
 type HealthCheck struct {
 	// Message Explanation of the result; empty when the check is ok.
@@ -6529,7 +6766,7 @@ type PlaybackLease struct {
 	// RenewCount Renewals so far.
 	RenewCount int32 `json:"renewCount"`
 
-	// ResourceId Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`.
+	// ResourceId Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`; for gb28181-playback, the session id.
 	ResourceId string `json:"resourceId"`
 
 	// ResourceKind What the lease plays.
@@ -9904,6 +10141,18 @@ type CreateChannelSnapshotAccessJSONRequestBody = SnapshotAccessRequest
 // SaveChannelSnapshotSettingsJSONRequestBody defines body for SaveChannelSnapshotSettings for application/json ContentType.
 type SaveChannelSnapshotSettingsJSONRequestBody = SnapshotSettingsRequest
 
+// InviteGb28181LiveJSONRequestBody defines body for InviteGb28181Live for application/json ContentType.
+type InviteGb28181LiveJSONRequestBody = Gb28181LiveInviteRequest
+
+// StopGb28181LiveJSONRequestBody defines body for StopGb28181Live for application/json ContentType.
+type StopGb28181LiveJSONRequestBody = Gb28181LiveStopRequest
+
+// InviteGb28181PlaybackJSONRequestBody defines body for InviteGb28181Playback for application/json ContentType.
+type InviteGb28181PlaybackJSONRequestBody = Gb28181PlaybackInviteRequest
+
+// CreateGb28181RecordQueryJSONRequestBody defines body for CreateGb28181RecordQuery for application/json ContentType.
+type CreateGb28181RecordQueryJSONRequestBody = Gb28181RecordQueryRequest
+
 // RetireMediaServerJSONRequestBody defines body for RetireMediaServer for application/json ContentType.
 type RetireMediaServerJSONRequestBody = RetireMediaServerRequest
 
@@ -10071,6 +10320,9 @@ type CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLe
 
 // CreateThirdPartyCutMergePlaybackLinkJSONRequestBody defines body for CreateThirdPartyCutMergePlaybackLink for application/json ContentType.
 type CreateThirdPartyCutMergePlaybackLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
+// CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody defines body for CreateThirdPartyGb28181PlaybackLease for application/json ContentType.
+type CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
 
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
@@ -10505,6 +10757,27 @@ type ServerInterface interface {
 	// GetGb28181Device One GB28181 device
 	// (GET /api/v2/gb28181/devices/{deviceId})
 	GetGb28181Device(c *gin.Context, deviceId string)
+	// InviteGb28181Live Start a GB28181 channel's live stream
+	// (POST /api/v2/gb28181/live/invite)
+	InviteGb28181Live(c *gin.Context)
+	// StopGb28181Live Stop a GB28181 channel's live stream
+	// (POST /api/v2/gb28181/live/stop)
+	StopGb28181Live(c *gin.Context)
+	// InviteGb28181Playback Play a device's recording
+	// (POST /api/v2/gb28181/playback/invite)
+	InviteGb28181Playback(c *gin.Context)
+	// GetGb28181PlaybackSession A playback session
+	// (GET /api/v2/gb28181/playback/sessions/{sessionId})
+	GetGb28181PlaybackSession(c *gin.Context, sessionId string)
+	// StopGb28181PlaybackSession Stop a playback session
+	// (POST /api/v2/gb28181/playback/sessions/{sessionId}/stop)
+	StopGb28181PlaybackSession(c *gin.Context, sessionId string)
+	// CreateGb28181RecordQuery Ask a device for a channel's recordings
+	// (POST /api/v2/gb28181/records/query)
+	CreateGb28181RecordQuery(c *gin.Context)
+	// GetGb28181RecordQuery A record query and the device's recordings
+	// (GET /api/v2/gb28181/records/query/{taskId})
+	GetGb28181RecordQuery(c *gin.Context, taskId string)
 	// ListMediaServers List media servers
 	// (GET /api/v2/media-servers)
 	ListMediaServers(c *gin.Context, params ListMediaServersParams)
@@ -10928,6 +11201,9 @@ type ServerInterface interface {
 	// CreateThirdPartyCutMergePlaybackLink Single-use playback link of a cut/merge output
 	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-link)
 	CreateThirdPartyCutMergePlaybackLink(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyGb28181PlaybackLease Lease a GB28181 playback session to a player
+	// (POST /api/v2/third-party/gb28181/playback-sessions/{sessionId}/playback-lease)
+	CreateThirdPartyGb28181PlaybackLease(c *gin.Context, sessionId string)
 	// ListThirdPartyMediaServers List the media servers
 	// (GET /api/v2/third-party/media-servers)
 	ListThirdPartyMediaServers(c *gin.Context, params ListThirdPartyMediaServersParams)
@@ -12589,6 +12865,133 @@ func (siw *ServerInterfaceWrapper) GetGb28181Device(c *gin.Context) {
 	}
 
 	siw.Handler.GetGb28181Device(c, deviceId)
+}
+
+// InviteGb28181Live operation middleware
+func (siw *ServerInterfaceWrapper) InviteGb28181Live(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.InviteGb28181Live(c)
+}
+
+// StopGb28181Live operation middleware
+func (siw *ServerInterfaceWrapper) StopGb28181Live(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopGb28181Live(c)
+}
+
+// InviteGb28181Playback operation middleware
+func (siw *ServerInterfaceWrapper) InviteGb28181Playback(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.InviteGb28181Playback(c)
+}
+
+// GetGb28181PlaybackSession operation middleware
+func (siw *ServerInterfaceWrapper) GetGb28181PlaybackSession(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetGb28181PlaybackSession(c, sessionId)
+}
+
+// StopGb28181PlaybackSession operation middleware
+func (siw *ServerInterfaceWrapper) StopGb28181PlaybackSession(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopGb28181PlaybackSession(c, sessionId)
+}
+
+// CreateGb28181RecordQuery operation middleware
+func (siw *ServerInterfaceWrapper) CreateGb28181RecordQuery(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateGb28181RecordQuery(c)
+}
+
+// GetGb28181RecordQuery operation middleware
+func (siw *ServerInterfaceWrapper) GetGb28181RecordQuery(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetGb28181RecordQuery(c, taskId)
 }
 
 // ListMediaServers operation middleware
@@ -16880,6 +17283,31 @@ func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergePlaybackLink(c *gin.C
 	siw.Handler.CreateThirdPartyCutMergePlaybackLink(c, taskId)
 }
 
+// CreateThirdPartyGb28181PlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyGb28181PlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyGb28181PlaybackLease(c, sessionId)
+}
+
 // ListThirdPartyMediaServers operation middleware
 func (siw *ServerInterfaceWrapper) ListThirdPartyMediaServers(c *gin.Context) {
 
@@ -17473,6 +17901,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/engine/nodes/:nodeId/recording-status", wrapper.GetEngineRecordingStatus)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback", wrapper.CreateThirdPartyLivePlayback)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback-lease", wrapper.CreateThirdPartyLivePlaybackLease)
+	router.POST(options.BaseURL+"/api/v2/third-party/gb28181/playback-sessions/:sessionId/playback-lease", wrapper.CreateThirdPartyGb28181PlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/streams/playback-lease", wrapper.CreateThirdPartyStreamPlaybackLease)
 	router.DELETE(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.DeleteThirdPartyPlaybackLease)
 	router.GET(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.GetThirdPartyPlaybackLease)
@@ -17524,6 +17953,13 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/auth/me", wrapper.GetCurrentUser)
 	router.GET(options.BaseURL+"/api/v2/gb28181/devices", wrapper.ListGb28181Devices)
 	router.GET(options.BaseURL+"/api/v2/gb28181/devices/:deviceId", wrapper.GetGb28181Device)
+	router.POST(options.BaseURL+"/api/v2/gb28181/live/invite", wrapper.InviteGb28181Live)
+	router.POST(options.BaseURL+"/api/v2/gb28181/live/stop", wrapper.StopGb28181Live)
+	router.POST(options.BaseURL+"/api/v2/gb28181/records/query", wrapper.CreateGb28181RecordQuery)
+	router.GET(options.BaseURL+"/api/v2/gb28181/records/query/:taskId", wrapper.GetGb28181RecordQuery)
+	router.POST(options.BaseURL+"/api/v2/gb28181/playback/invite", wrapper.InviteGb28181Playback)
+	router.GET(options.BaseURL+"/api/v2/gb28181/playback/sessions/:sessionId", wrapper.GetGb28181PlaybackSession)
+	router.POST(options.BaseURL+"/api/v2/gb28181/playback/sessions/:sessionId/stop", wrapper.StopGb28181PlaybackSession)
 	router.POST(options.BaseURL+"/api/v2/recording/start", wrapper.StartRecording)
 	router.POST(options.BaseURL+"/api/v2/recording/stop", wrapper.StopRecording)
 	router.GET(options.BaseURL+"/api/v2/recording/sessions", wrapper.ListRecordingSessions)
@@ -23358,6 +23794,1017 @@ func (response GetGb28181Device429JSONResponse) VisitGetGb28181DeviceResponse(w 
 type GetGb28181Device500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response GetGb28181Device500JSONResponse) VisitGetGb28181DeviceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181LiveRequestObject struct {
+	Body *InviteGb28181LiveJSONRequestBody
+}
+
+type InviteGb28181LiveResponseObject interface {
+	VisitInviteGb28181LiveResponse(w http.ResponseWriter) error
+}
+
+type InviteGb28181Live200JSONResponse ChannelStartResult
+
+func (response InviteGb28181Live200JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response InviteGb28181Live400JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response InviteGb28181Live401JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response InviteGb28181Live403JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response InviteGb28181Live404JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live409JSONResponse struct{ ConflictJSONResponse }
+
+func (response InviteGb28181Live409JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response InviteGb28181Live413JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response InviteGb28181Live415JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response InviteGb28181Live429JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response InviteGb28181Live500JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181LiveRequestObject struct {
+	Body *StopGb28181LiveJSONRequestBody
+}
+
+type StopGb28181LiveResponseObject interface {
+	VisitStopGb28181LiveResponse(w http.ResponseWriter) error
+}
+
+type StopGb28181Live200JSONResponse ChannelStopResult
+
+func (response StopGb28181Live200JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopGb28181Live400JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopGb28181Live401JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopGb28181Live403JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopGb28181Live404JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopGb28181Live409JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopGb28181Live413JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopGb28181Live415JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopGb28181Live429JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopGb28181Live500JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181PlaybackRequestObject struct {
+	Body *InviteGb28181PlaybackJSONRequestBody
+}
+
+type InviteGb28181PlaybackResponseObject interface {
+	VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error
+}
+
+type InviteGb28181Playback200JSONResponse Gb28181PlaybackInviteResult
+
+func (response InviteGb28181Playback200JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response InviteGb28181Playback400JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response InviteGb28181Playback401JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response InviteGb28181Playback403JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response InviteGb28181Playback404JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback409JSONResponse struct{ ConflictJSONResponse }
+
+func (response InviteGb28181Playback409JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response InviteGb28181Playback413JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response InviteGb28181Playback415JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response InviteGb28181Playback429JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response InviteGb28181Playback500JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response InviteGb28181Playback503JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSessionRequestObject struct {
+	SessionId string `json:"sessionId"`
+}
+
+type GetGb28181PlaybackSessionResponseObject interface {
+	VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error
+}
+
+type GetGb28181PlaybackSession200JSONResponse Gb28181PlaybackSession
+
+func (response GetGb28181PlaybackSession200JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetGb28181PlaybackSession400JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetGb28181PlaybackSession401JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetGb28181PlaybackSession403JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetGb28181PlaybackSession404JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetGb28181PlaybackSession429JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetGb28181PlaybackSession500JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSessionRequestObject struct {
+	SessionId string `json:"sessionId"`
+}
+
+type StopGb28181PlaybackSessionResponseObject interface {
+	VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error
+}
+
+type StopGb28181PlaybackSession200JSONResponse Gb28181PlaybackSession
+
+func (response StopGb28181PlaybackSession200JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopGb28181PlaybackSession400JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopGb28181PlaybackSession401JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopGb28181PlaybackSession403JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopGb28181PlaybackSession404JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopGb28181PlaybackSession409JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopGb28181PlaybackSession413JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopGb28181PlaybackSession415JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopGb28181PlaybackSession429JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopGb28181PlaybackSession500JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopGb28181PlaybackSession503JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQueryRequestObject struct {
+	Body *CreateGb28181RecordQueryJSONRequestBody
+}
+
+type CreateGb28181RecordQueryResponseObject interface {
+	VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error
+}
+
+type CreateGb28181RecordQuery200JSONResponse Gb28181RecordQuery
+
+func (response CreateGb28181RecordQuery200JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateGb28181RecordQuery400JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateGb28181RecordQuery401JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateGb28181RecordQuery403JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateGb28181RecordQuery404JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateGb28181RecordQuery409JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateGb28181RecordQuery413JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateGb28181RecordQuery415JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateGb28181RecordQuery429JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateGb28181RecordQuery500JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateGb28181RecordQuery503JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQueryRequestObject struct {
+	TaskId string `json:"taskId"`
+}
+
+type GetGb28181RecordQueryResponseObject interface {
+	VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error
+}
+
+type GetGb28181RecordQuery200JSONResponse Gb28181RecordQuery
+
+func (response GetGb28181RecordQuery200JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetGb28181RecordQuery400JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetGb28181RecordQuery401JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetGb28181RecordQuery403JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetGb28181RecordQuery404JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetGb28181RecordQuery429JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetGb28181RecordQuery500JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -40293,6 +41740,158 @@ func (response CreateThirdPartyCutMergePlaybackLink500JSONResponse) VisitCreateT
 	return err
 }
 
+type CreateThirdPartyGb28181PlaybackLeaseRequestObject struct {
+	SessionId string `json:"sessionId"`
+	Body      *CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyGb28181PlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyGb28181PlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyGb28181PlaybackLease200JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease400JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease401JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease403JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease404JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease409JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease413JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateThirdPartyGb28181PlaybackLease415JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease429JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease500JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListThirdPartyMediaServersRequestObject struct {
 	Params ListThirdPartyMediaServersParams
 }
@@ -41917,6 +43516,27 @@ type StrictServerInterface interface {
 	// GetGb28181Device One GB28181 device
 	// (GET /api/v2/gb28181/devices/{deviceId})
 	GetGb28181Device(ctx context.Context, request GetGb28181DeviceRequestObject) (GetGb28181DeviceResponseObject, error)
+	// InviteGb28181Live Start a GB28181 channel's live stream
+	// (POST /api/v2/gb28181/live/invite)
+	InviteGb28181Live(ctx context.Context, request InviteGb28181LiveRequestObject) (InviteGb28181LiveResponseObject, error)
+	// StopGb28181Live Stop a GB28181 channel's live stream
+	// (POST /api/v2/gb28181/live/stop)
+	StopGb28181Live(ctx context.Context, request StopGb28181LiveRequestObject) (StopGb28181LiveResponseObject, error)
+	// InviteGb28181Playback Play a device's recording
+	// (POST /api/v2/gb28181/playback/invite)
+	InviteGb28181Playback(ctx context.Context, request InviteGb28181PlaybackRequestObject) (InviteGb28181PlaybackResponseObject, error)
+	// GetGb28181PlaybackSession A playback session
+	// (GET /api/v2/gb28181/playback/sessions/{sessionId})
+	GetGb28181PlaybackSession(ctx context.Context, request GetGb28181PlaybackSessionRequestObject) (GetGb28181PlaybackSessionResponseObject, error)
+	// StopGb28181PlaybackSession Stop a playback session
+	// (POST /api/v2/gb28181/playback/sessions/{sessionId}/stop)
+	StopGb28181PlaybackSession(ctx context.Context, request StopGb28181PlaybackSessionRequestObject) (StopGb28181PlaybackSessionResponseObject, error)
+	// CreateGb28181RecordQuery Ask a device for a channel's recordings
+	// (POST /api/v2/gb28181/records/query)
+	CreateGb28181RecordQuery(ctx context.Context, request CreateGb28181RecordQueryRequestObject) (CreateGb28181RecordQueryResponseObject, error)
+	// GetGb28181RecordQuery A record query and the device's recordings
+	// (GET /api/v2/gb28181/records/query/{taskId})
+	GetGb28181RecordQuery(ctx context.Context, request GetGb28181RecordQueryRequestObject) (GetGb28181RecordQueryResponseObject, error)
 	// ListMediaServers List media servers
 	// (GET /api/v2/media-servers)
 	ListMediaServers(ctx context.Context, request ListMediaServersRequestObject) (ListMediaServersResponseObject, error)
@@ -42340,6 +43960,9 @@ type StrictServerInterface interface {
 	// CreateThirdPartyCutMergePlaybackLink Single-use playback link of a cut/merge output
 	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-link)
 	CreateThirdPartyCutMergePlaybackLink(ctx context.Context, request CreateThirdPartyCutMergePlaybackLinkRequestObject) (CreateThirdPartyCutMergePlaybackLinkResponseObject, error)
+	// CreateThirdPartyGb28181PlaybackLease Lease a GB28181 playback session to a player
+	// (POST /api/v2/third-party/gb28181/playback-sessions/{sessionId}/playback-lease)
+	CreateThirdPartyGb28181PlaybackLease(ctx context.Context, request CreateThirdPartyGb28181PlaybackLeaseRequestObject) (CreateThirdPartyGb28181PlaybackLeaseResponseObject, error)
 	// ListThirdPartyMediaServers List the media servers
 	// (GET /api/v2/third-party/media-servers)
 	ListThirdPartyMediaServers(ctx context.Context, request ListThirdPartyMediaServersRequestObject) (ListThirdPartyMediaServersResponseObject, error)
@@ -44004,6 +45627,252 @@ func (sh *strictHandler) GetGb28181Device(ctx *gin.Context, deviceId string) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetGb28181DeviceResponseObject); ok {
 		if err := validResponse.VisitGetGb28181DeviceResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// InviteGb28181Live operation middleware
+func (sh *strictHandler) InviteGb28181Live(ctx *gin.Context) {
+	var request InviteGb28181LiveRequestObject
+
+	var body InviteGb28181LiveJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.InviteGb28181Live(ctx, request.(InviteGb28181LiveRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "InviteGb28181Live")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(InviteGb28181LiveResponseObject); ok {
+		if err := validResponse.VisitInviteGb28181LiveResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopGb28181Live operation middleware
+func (sh *strictHandler) StopGb28181Live(ctx *gin.Context) {
+	var request StopGb28181LiveRequestObject
+
+	var body StopGb28181LiveJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopGb28181Live(ctx, request.(StopGb28181LiveRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopGb28181Live")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopGb28181LiveResponseObject); ok {
+		if err := validResponse.VisitStopGb28181LiveResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// InviteGb28181Playback operation middleware
+func (sh *strictHandler) InviteGb28181Playback(ctx *gin.Context) {
+	var request InviteGb28181PlaybackRequestObject
+
+	var body InviteGb28181PlaybackJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.InviteGb28181Playback(ctx, request.(InviteGb28181PlaybackRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "InviteGb28181Playback")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(InviteGb28181PlaybackResponseObject); ok {
+		if err := validResponse.VisitInviteGb28181PlaybackResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetGb28181PlaybackSession operation middleware
+func (sh *strictHandler) GetGb28181PlaybackSession(ctx *gin.Context, sessionId string) {
+	var request GetGb28181PlaybackSessionRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGb28181PlaybackSession(ctx, request.(GetGb28181PlaybackSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGb28181PlaybackSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetGb28181PlaybackSessionResponseObject); ok {
+		if err := validResponse.VisitGetGb28181PlaybackSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopGb28181PlaybackSession operation middleware
+func (sh *strictHandler) StopGb28181PlaybackSession(ctx *gin.Context, sessionId string) {
+	var request StopGb28181PlaybackSessionRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopGb28181PlaybackSession(ctx, request.(StopGb28181PlaybackSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopGb28181PlaybackSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopGb28181PlaybackSessionResponseObject); ok {
+		if err := validResponse.VisitStopGb28181PlaybackSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateGb28181RecordQuery operation middleware
+func (sh *strictHandler) CreateGb28181RecordQuery(ctx *gin.Context) {
+	var request CreateGb28181RecordQueryRequestObject
+
+	var body CreateGb28181RecordQueryJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateGb28181RecordQuery(ctx, request.(CreateGb28181RecordQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateGb28181RecordQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateGb28181RecordQueryResponseObject); ok {
+		if err := validResponse.VisitCreateGb28181RecordQueryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetGb28181RecordQuery operation middleware
+func (sh *strictHandler) GetGb28181RecordQuery(ctx *gin.Context, taskId string) {
+	var request GetGb28181RecordQueryRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGb28181RecordQuery(ctx, request.(GetGb28181RecordQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGb28181RecordQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetGb28181RecordQueryResponseObject); ok {
+		if err := validResponse.VisitGetGb28181RecordQueryResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -48631,6 +50500,50 @@ func (sh *strictHandler) CreateThirdPartyCutMergePlaybackLink(ctx *gin.Context, 
 	}
 }
 
+// CreateThirdPartyGb28181PlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyGb28181PlaybackLease(ctx *gin.Context, sessionId string) {
+	var request CreateThirdPartyGb28181PlaybackLeaseRequestObject
+
+	request.SessionId = sessionId
+
+	var body CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyGb28181PlaybackLease(ctx, request.(CreateThirdPartyGb28181PlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyGb28181PlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyGb28181PlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyGb28181PlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListThirdPartyMediaServers operation middleware
 func (sh *strictHandler) ListThirdPartyMediaServers(ctx *gin.Context, params ListThirdPartyMediaServersParams) {
 	var request ListThirdPartyMediaServersRequestObject
@@ -49135,1372 +51048,1420 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37dtw4licKvwqWvvlWSrUo37LSU22tWaeVsl3WlC86klzZ0901EoJERKDEAFgEqHBkr3yo8wrnyc7C",
-	"3gAIMgCSEZKd2dNZf1RaQRLXjY19/e3/OMjlqpKCCa0OXv3HwZLRgtXwz6v7/ErTkpl/F0zlNa80l+Lg",
-	"1cGtrht2S6Qg7J7VG0KFWrOayDmhRMiCEb2kmiypIqVUmuRSaJprsuZ6SfSSkbxslGY1KaGzV/CbbSOX",
-	"K6bIvJYropdcQXPfKSLXgihNtXmvICu6ISXN70i+pGLBFFlR6LSWzWJJpF6yGj5URHGRsyfkdKaY0GS9",
-	"5CWD3mCUXBEutkeHo3pykB2ofMlW1MyfiWZ18OrfDszED/6WHehNxQ5eHShdc7E4+OWXX7KDitZ0xbRd",
-	"vLMlFYKVp7nm99Qs25UZ/VtealZvL+gnUW4INe8yImsizZ8VEwUXC5ijYKUyA+Lm5X80rN4cZAeCrswY",
-	"aLeLzrD/W83mB68O/n9P201+ik/V0/gID8xU2kcNLfHn+JDd2Mw6wnZR+AS3amDAvtndB+s/DQdaVWMD",
-	"tLtrhlhVxIwkObyq6gxrRb+8Z2KhlwevXv5xe+fbQTRaXrJc1sXoWJZSMUIbLY9r+ICoNdf5Ek4MjPGe",
-	"lk16gG1H4TjtwGZSloyK/sj+ygsmdxhY1ZQlOaTuy6Pdh4g9Thvha6Z4zYpJpNbuZIFfDVNbETa9I7l1",
-	"htUZ7j3Pmf3jvNhlxOZD94Twghz++ccXf3r+p+f+t9xwJlmTTx//ev6WVLWc85IdpWfXHUmCcJ+/+NMA",
-	"5eJ0xuch551ZHOIQ7V+8MKN2s3ETlcXY2Pcd9BtBZyWbeNYYvrwbEduPJpLwn2vZVH9hm+0B/YVtcOna",
-	"jV+YlzNCFcnN+ARZL5kgXJO1+almVLPCD6uietmOauH6yQ5q9o/G0OfBK3Mt7cOz3KAH76Wt/YchpFYt",
-	"GN/+41lHuegZVeyYC8WE4nBVavZFk7lsRIEXEMOhkTuz4vUgl7+znexFe++oOm0KPpGfLqk6pub13chv",
-	"6TqZRn/vqLrQP08f0cX1v+48HtPBtNHEmMl5wYTmc46SYnAc4CDUTDe1YEXsKJjNLLlKH4o8YICTTsXw",
-	"/p6rqyWtHVudtqbKfFGQQ975dsd7s/vxxLV+yHkx/WYk+Cwz8lFGlK4ZXWUtc1dmD9p766scq/dy8baW",
-	"q8R6M6FrzhSh2gyFzo0CASuq+YqRQ7xk+Yr9LEX6zjGKRWdwc1mvqDa3EdXs2Hx/MDzCT3UR45Qf2Zop",
-	"7Qc557XS5NAsccHmtCn1EQj2ZWHegqepIUroIByjbeHg1YGAXg4yr4/4H7DlmGoSDv5aTlrcGZvLmu2+",
-	"ulo+YG0/sILTK1bfs3pcFKFK8YXhFlriMFfma6Lg89TwVp0e9iLRj/KipBtW/1gzejeNMdwxVoE4zcXi",
-	"2KyjbPRxBa0ocijCBnfkFp1vJzKLj7KYIOnhyMM1JXUjlNH4vVaeHlWxt1B3UUstc1lOlUQq+35qLO75",
-	"roK/H0cwtstGGBJ+Lxd/4aIYlJjcaXLDvOMizTG5KHYdXnco4SCvZFPn7HM99dKC18nny/d4xGWjzZ0L",
-	"FzUt1REaR7iw1Gjuj4zkvWul3JyEH7mrBUiX0JoRvhCyZskVUH7MCZp58eyPQ0RzBXfVdCUM77ZB6RBf",
-	"2UuExdHsohQG48EbQ5l/UUVu8cnt0fAw04dtcKB/XUqlpx60e16DYcd8kxrNPTS447lHS+BEcRFfPnFX",
-	"qkLu39oT7XutCRKNiknTWe5733HUjf7A6gW7puruvLgwoujW8K/NuBr9dGVeJJqqu4TsqqGRB6pzwYCu",
-	"NNWNSmys6ay11g0aTnTb1mT2tD0MMzrT80UtZyVbRcZ1CYI/2jy5ZivlrMf3jFDD4c13SWEpbDoqM81p",
-	"qVgWuxEv6CJibPrYrGYtKVXUbJ602omRi2mtuVgYQel58tYxDUcH8zxrhSIu9PcvDrKDFRd8ZaS5536U",
-	"XGi2YLUf5RX/OTLSD/SL+ZAIP+JarhWpWA3DHhodNBgd4Q/PYkPEngwnfjY6YDRNcrFIW2WdHbbkOVie",
-	"9zDFJk6m73zMOAdDsGzuO8eDk3xiT/uaH80bUVwb8XdrLG9E4UgNBO2aigUjh5dvz8j333//T3hLUGKk",
-	"7szqPECCprWjEzLnJVMtUVq5neu0SQvHsYeU7ufylpdsiOmhSZsVMLgEz5tDGw/jeZ0BDVmOcZE6PI8c",
-	"vmYl06wAs4IiS1oXx4X9Cd7PyHrJ8yXIL+BQWnPFSMnmmshGp/VLP5apPDMyjc7spqhF30QD8iMaVCGC",
-	"oRhx4PE1BT+MK3cOtkcCj6aeK3+MrL8NT1n6DPnz96BTNCImhoJh2toyJv+lllCWbJrEVcuSPdw6V8vR",
-	"0749yKtm5sc2bbAFKzm4o6uSioePmj+QP13d52dSKNOFyCNugbc1U0vBlEK/ec1o8YTcljKn5W3PcmTF",
-	"WOcWZ5aJeVUc7AVwn7LihNyWXDBa85/prGS31hSVSzHnNQhXzsMNrnT8SqEjXy/B4SxXK67NEnk7kOHq",
-	"/2iY0oTWNb9nRQYfzyl3mswPz74nt42g95SX2K/TJ6lzqJPTPGcVLL0LHJAVq0ECOCHrmmumgN/Sck03",
-	"ioTT8HuE8QntLv3L8dV9fhwudNxyBusaGM7c32EncevZNa0XTI+w4Q+hqcSsl58ZoblWRIqMcKE0o3Df",
-	"I+c7gUCGGSPSrjeQaajQmH1lX2iuyw2Rgn11Ho9zTTH4Dy1bP8QAiuIoPlkfi8G1pVC6YEJ/nQkPXyMv",
-	"v49OVN6xiWzl9OKcaPP6KEtJKXi2r93432c1VS1uFKsfzu4aZell+iB/MS+rSgrFQK/7kRaXyCbMX7kU",
-	"mgn4ZyDqP/27MtP4j4nS0Zu6lvWPsthgd9vSJtAC2KxlscGInnta8oIczmVtSGlVlYzc2l9v4PVb877/",
-	"yXx4e3RCclnXLNewpFxUjQ4PbM2qkm4Md+SaNALjjoonB0b3lmJe8vwbztnx4tz2rILIqqaumdBOyr11",
-	"r8CUKVkZdq4qlvM5z9E7fwI3T3CrOKZfw3TpgnIB83wr6xkvCia+3URzWpashlAv5W8hCPmoWL3iShmW",
-	"I2tSM2vIVLmszLTbxzcFE5wVt0cwh3Ohmvmc55wJfaVlbS0A32Y2rVmqZjkztyjMCS6+zExjOzQuMxQ9",
-	"Y6VcAyed14wdq4rmZiWAKcI1XLN5o8LWWkUQWIDXyA5vFU76Zt6U5W1mOEa9MVcfkIE2J0mYZYQuOHZY",
-	"2LEhQ6eiDa9DPiO9vGoYthFblxKlb2jGrrtmtaAlrNG3W3F7HxsxhRWkEexLxXLNinJDDm+5HdMtzL0y",
-	"YwZ1oYa549n+KPVb2Yji2w2ZO/ZetFRdSGZuUU3YF67AQcfx73uu+Kxk3gyKx+XwVkh9A25eS/YXdFNK",
-	"WlxL+d5c8N+eUwFzZl9yxgo8yIr/zEjJV1yb04rDu9FS3pRmgHbYl4bJfpT6imqu5hxEtG89dCMFb7RT",
-	"IEFUlo1WvECx2GiO5PAWnt6YZVftWA1h3Z7hYI9hLrdkwe+Z8l9+p2AhzI0cxN12PokE35rxKPKHp//e",
-	"PHv2fW4agH+x2ycHg7e10UlYfc9z9rmV07/Ngp6SglVMFEZAJ+BIWlWypjUvNyRQGshhV4UYurMMs4Jr",
-	"b0bzOzmfA8VcS/mBio2VQtQ3v6mQxFlh9DlzlzoKN3/cwB/mKjoha8o1mVuWDwYKQxiCcEFuL83Ujk/n",
-	"mtW3PcoIHg0ZrhXLpSjAOwId2dsA1oyLxZNBIS9tn34WMfeCpCpoo5ey5j+zb8QoP0qCQl7rdoSLrjK3",
-	"otBw05kxmUfY+42bMMp+tOI3IJa3vyPL+SxUU5m7gBWg7VzDhH8Vdml5/G2/v1s4JX6YN6Ai3ZidgTn8",
-	"4jYTKOY0N99dMgVacMxcG8Tui0CRAznFirlEyRVD24ARN4yOJmR7PYFR1PtIXhFKwJKKwUSkokqtZV3Y",
-	"xsxPpVzIRj8hV02eM6XMTN9dX1+QF8+eBW5RWIRDs/A1zTU5fUVU5P1GlOYnEF0LMMtWtZmF5qiT0Bzn",
-	"2p/6T2Z+hmYKKYABO8OAtQKbhuzIj+0yHGQHpVwsWHEsm1ikTXawYkpFnUo/oUerqpgw8hQXxDQMfsmt",
-	"RjTo4Ik2eDtoouWrQP+rZcm6MVpZNyIyI7cd08BT851R/m7t5l9eX10EJ8qLpIqhoI12yG1NteUl/+aW",
-	"28+iXZN2veTs7yzXZqqnFQdFPGYEDRRvo9sawZUVJ2YBBDNC3VKWVpbAdyDcIENpdA5mCCBhK09trEG3",
-	"RxxlKdesOK8ibsmz0igJhBZFbQisxkSTw7Pz15dHQbfWoAHy97yWqxPCVpXeoGhMxcY3wBWx3YECrq0v",
-	"dHv78Qda13Rj/rb6+2ns+JqLox1KqO0ffr4+g9MwxS7tO/kxYqY8a1ks8gTbg+83I6GmDdpzgSbNXApl",
-	"qNIRkLRsBjUIv73RU1DwBVP6omZz/iXOuNCu+fwFWbIvtGA5X9HSUL/hFqxWzjpy9e70+MUPLwk26J0C",
-	"yY7Zl4rXTCXXm2rrGWoX3n6Ci35CRFOW3gQTyO7mpeSWmI9QHsMLeWtcJVX6s5pMCOZ1pEotSXAXMjA1",
-	"4zUTG6/5Fg+Y+Xj/4aJVaUtGoSs2vgVC6h9BZEnMFMzg/U3AYDleRGflH8KnQMLW7bzf7ORasDploTO/",
-	"k/VSErkWamSqraEiwoIuWiNHJbnQIbvLaV1zpnbjJVVTV1Kl7qfOWiJDk7U32QJbi86hZveMemWi3zCD",
-	"w04FYSKvN2D+z2UF4s0dq3RGlETGgvYd01QghuRUELWU6zCiDC1S2yEdMBJ5N/mI2LdTBGMOrX1lf0Kp",
-	"pZ7IvXFy/ujaD0fOqH1r//GpuN/8rGNGDA9sRgoGHiA8Slzbk8XNncdFIdfWJHUv29gOJ1thhuOBY7Jo",
-	"bYYVPoBTf7Nh+gaai4pXerrRPn3i4Mmke2X7Loncd7fqPr+pqL45nZ0Vty01U1KxWlkKrlkuF4IrF5ox",
-	"LEO1/gJgou2x7fKd7lR6N2aXs2ShpBPy1/C66xxkRxmh/BGKCeFZC6m8c08NiXzveTz40IZcyXkrH6ht",
-	"wa0aDd3iChqKRGxtKbh9pTZrQ6T2ibma0L75Jk58OGEfZ+3juByLH1IvvTQd4fxaaloOrhh2DLS7otpe",
-	"rXOIclYZkYbb0LKEEan+NF/+8SAaChZStQ2KC6LPcEx2NaK00hRcny1ZfheLGjQqrRm5UYWoeZPk5tVt",
-	"YklqZW++VCUVeNG4gAdoNi6VjEo0vv+IRBP3qH6U1o4In5KazQ230fKEUMxYN6zGugSO17ywL8YVR6Ov",
-	"xhIi3R3c9oNvxu9QZS4WriOawJV9gsL9nPKyqZk/bX7yjtlzMZcH2cGa1sIMMDtgYPz/2xj7c0wPZxMM",
-	"aESXNCSQzr9mBLTv4hgURMXyBqaChIMOkqjxQE50wpqrTSwC9dkpgmYHqZBis5KNgrtRbZRmKwKNx3cS",
-	"HjnTUy+ZlGPEYN5Ty8xFVXTu2oofw6E2fBsVsWOriJn7wI3ILDCMJ3rjwvJMDBXya7itXYIqfYqK8Kim",
-	"7dsDJSVcxnbhzK0W197umdDxlevZYMJL3JHDExQbApe5f7LlUYx2n2Q175oVFcc1owXYuVmM8yTXT+bg",
-	"1h2WInFV/AR3tQDIRucyxuBaRtv2ckJwDciKUaFQ1nGaiudkoEGgvONo0hrwzKCQexixBVqKy3tDlrBg",
-	"zkYepjPZ6O6uUqfNFB2jjOGFDAV8gj3E5cSaxnPir62DsEeoGWH/aMxplCAU3/7LMbx4fF7cEhclQdCW",
-	"vxNN9w1s9kSGpN7uXsg6Ms+++iewnVyHtqYa7VpGOy7ERRmtygjmLbaJkP9FxDs7/458t70Y06S94L7b",
-	"R+BzQ/mNSXwO2uSCKpVyW8D5R7GvhVAx8gIpeOQWR/d/IkpYGRKSlbJhJM0KntplsYEDh4qx0BKuvgMd",
-	"Hdw5R1NpwrQdG8Upov64ptFSsuACbQFU3aEJz87SGz8mdAlHIzpx15d9A6XMTmJaizEzuTNZVdH5NVqu",
-	"qOZ5O0X77qSWezTl5tR22C5t5nY6Rlk/0vxuUctGFNdU3SWYFqu5LHgOLmV82SdudUmq823amEbVHRiA",
-	"oxcMxJ/c0/IKvbURGcu+QGZMrxkTmILLhfPvTtwZQ6qvG7SnfYh04565+wzNTw04o1e8LHmiuygLwO58",
-	"mE9P3zI/97vp3M1co5OPFQkBy3x12YiYJNQJ+veTiNnP0IGJzzd4/e9pk4fr/JMoN8NaFxCCTaCGwFbU",
-	"xSTk0DYqQBzb1sfiaqchYp/Bum11bMSZbIQe5P9mOACPholutcytI7XW22czsdl1I0C5G599KWVlhC77",
-	"xVYmeSQ/L6IUhp10lr8dyvbBCqlm6ziEBBss3DgLics+P3Y5hyI1W3CjvTOA3DCXlptxl6OkLAR9RWt7",
-	"yUJjc1ru8KPo8TY1WeDocdAtmaO/Yy4qO3nZ/yilVrqm1Wmx4iKIHKZFwc3gaXkRrJFN5OxrJ+jK0tI6",
-	"Jq0QUyvDSYzcRk3j3PSjZR3h5FxVJd18TBt31FKuhUtqt5p018sLpponmCc5FGDfhhREfD0uTMIpWuGw",
-	"T5BvUKJoae7rJVVL8yI6KtA13uv/xQ8vIXSnHU9kOC4CYHs47+WCC2AwJ8gSnFxASqYh1bomBV9wDRaN",
-	"NkEOvfL4jsrwFfNfaf6/EQWrVS5rpjIjryu+EGgSWW6qpTX09vJqgil8b9bPNGwG+L//7fT4X+nxz8+O",
-	"/+lv7T+f3Pzz8d/+40X28vtf/tuoKuVnH+zLIJ2mMqtDZoek19k9ojQvS8T0kGTGwnSBLjHOXE+Xfpjb",
-	"2mdj426F7HUD0aHK3GjWDcGIbzBwqXFl/hBmLIYpzwBHE/RDNYERbw8xtmRnVOSINXImVysqiv1ONzbj",
-	"QEVzbGp72WpGVUwQu4Tf2/DnNkoe2i29fyqguR8iB+WX6AwrOuMl15szqtlC1pu4TJnbp5Z718VxRWu9",
-	"Ibn73jpxe4bHMDxzwJpLAVXG2jnw7BmVLbBM9KLlVVzIyJNzcLOzSFGhfaXk9wyAbAwJZU6BOFYbkaM2",
-	"ZVMd4+LvNBE6WL45S1hL3TQvdvOlC4zU1JI0inU628Wp3jsefiH7skpskFmwz/FTVOl8Sc+WtCxZNBb4",
-	"lAi2NrRk3jM7gC9uE5R9ZUTC0JIoJgrAHvFf3AbIuOZW2DVq5ief4+WGZzXuGQO7jU0KnG6q5Cu6iEPc",
-	"XDJzpu8R0KbFmLO9wnfjFrZ2qYKuwhlGtwpCBN0l/mBZRjFtuB5b+/DJyJaij/4iKVI4J37VEy3MvXdC",
-	"ZIXDIktWs4zMWE7NOaCid6vUTDGNFjYbuGW+/061zfoQJ3OirMW3L4lse8TYOj1yyJYJJv915J++wBqM",
-	"KLXFUTTAU3LPCyYdA3xCbj2i0a2N07DROiFM0ity+4c//OGfb414JQpl7nRMtd1ADixOCtNsb5dUIbBT",
-	"G4ynbomiG/jMXQfwYTwCNgR43hMWOuvgNu8B19xpYJBRhCDSqMm7QOQdnRpBh5cJGeGn5aaDzIqY4Fx3",
-	"oay72YTewMC8BXC767KU6x+p4vlpo5ef7ll9UVIuLrWqhu/0DujainpwdbygVqym3ykCDZNuiHvA6cB2",
-	"W5n+yG2tVfXq6dNbB2hhGLyy2Db2AHu3lJaEio1RUq2JQjC9lvUdqahePiGf5nMy27i09Fd4KF9jXCVX",
-	"dqCswLxyO1g0pOLtjR/g2IPUccNyujOBdY1LKjQGKnNqIb0dh7PACYeASPWUVtVTB6WgSCP4Pxrm9Tn0",
-	"rSf2cADRG38HSZy5nO+2k0+i5IIlZmBbvWf15sLw3AGXPfXG09p+QcBrAL61w9kG/wmOSi2rI9IIzUu7",
-	"c180am4oi+l6kx5OAhz81AGBn3SOiNUHqSJKSgjORj5s8evN7ju8ZfNvrtzgnQhuM3Ys0oZ1BaYk0z3w",
-	"ZMnh58/nr4/AOWTImua1VF2AlLgkORBrfWZjRi0e5jcJrw7hce+4KF7xYndR+m3NPPBrbdVAWauOBcNc",
-	"3irhBy160Ow7w6ZnWyDlW2OchIHewnyY1rbGb9NkLFZEZBpJjPNJKOahzxY5K6RL4E2fiEVIIZS/5gqP",
-	"h/e55FSYOcxYaH/dPgyLHTDGv7M43X37Ohq/RXyVlklg6/CKsnk/TqhBbGvzwDqu1FI2ZeGT3OJzWSbw",
-	"qrv6LVwhZsgVFceal/r4ZylXyRa3pKR0+24SAXBlK3eRQx+tfOJCbS24wlG8cz4CGd0NwvKyhkWNBrbY",
-	"VPYCqUqqDWNJsEQjelizSpwtblMCSCu2dWtG8SFmAciLtZu6W8PcKYkwl13AUKgm5hJR4ZgcVeKFZRPH",
-	"EQt/h+C712i8TTtCxDBc718Yq4iF5m2xSGCxEKCXlIzeA3iYR4IAvyMYXYwI1ZRlwm0zFPHnbLwOxDi8",
-	"mbor416JB/wFaLk7gdoaxUejtWcK2iy8az7SqrquqVCVrPXUjzvf/JIFaK/bHrwWjdYKhht3HsNjugKn",
-	"uNefUHGioJaiFGikDi/crkG9vTUP/scf/vCH3vuGm7s3fQEftz8eWwSlZb0El3wXWOT/Ms2Yhv+9efbs",
-	"xUvXGHQFGXS3T9Nv4C/2SPyP51BR6V8+2GtHHYV3Tu+KjN84KoGEe9VFvE18d57QxEN8Wog/sJZ8DyBP",
-	"nBEQwxvx9ZIrzcUCMkminTZVMZgaEXpyUf8zyodPUpX1rlKY7XBECtvudlT+uo8j6f41wMztaiYn5Pbm",
-	"xqpRAMN7c3PrM1nZhBSBEJAy6hoNga8DeOXoFdk/2JlH8rX4mx4MuYWb64NMeW9fUNRluzZNUBukLa4S",
-	"1grqlDYKCmD0kc59LYqtgglDencWqZXVKw/UrU21bT/oGzGi6pxjr+nkiZb2Q7IcsDqdbhtx+vbtbrUw",
-	"lL6slmtLiR230yeVlCUc1y3R84TYkKRQOg2jOG1XB5mNXYrGbk4pIeat/K3iXEguFmBpMAo0ORQS887N",
-	"RcuKo4xcuXi/Q2oFFdDpDTta081RZlVvcoh3qlFL65rfc7E4ysilRUBAeD044lRrw2RtqNdJqzsb4Sxf",
-	"sqLBfi+szs19VBhYOVwAWlc1P8rIWxs61n1/zcuS2OU2NMKtPOmW1s77IDtw8zwA+GT8zQ3/IDvwlPa2",
-	"H/K0tQXDtbVaT4sXFiHJyEaeQQYgrjOmdel6A9bpSwy3wOg584siV21Yl5vPpQ/KsA+HBgrFf2LmVUxh",
-	"l/PO5dczhuOT0aiXbsE61pYymhBI9RuyDnD9SEaByWaASaqnLWtla1rNNmBHhTF3tMAHi/V7iA6/DVmh",
-	"d40H92H0Fu9Q9SPeJnDSxoO3O9XK/itl4eGEO1OYHCbVYWb7BGbbziEk2+mZGJX9jYKwncS2MtLguWar",
-	"FBYJvIDBfA5nJAAgcYGv0/BYkJ4zgvSbEXXHK3LokRahehK4BcihBW48IYqZW9TIZZ1LFJvyZ8EIrne8",
-	"GkhAG7Eyd2w2Swqh4muM6LmP86e7GJ/8cwvEImuy5Zro2mzizXIRGWB/4cOlgGctI4nOvU57xrrxHug/",
-	"mnNWFsqxVbMUQAseeHOc69mKN3fA9zxgjB3GKEHu51s/FZZcMXlRG2VnzmpSyLxZ2ei9r+Q2dV1MbOHa",
-	"Du21+wwMPeyes3UH0RhDkntKQEktHiMImwAF6SToDqL0CYFV8ujP8CxYipEgMD+lCbuVRp6qYLQAPWT3",
-	"5tBO9KilK+1wrQEKas7rVQzkCV8Ztrq6QWNeBX6R8Dnh3RrhBVCexGPsSGvdXIO5e8am5oKkElLOLXQt",
-	"3DMnCKBjZtxaw9x+2U2d2J+/t7aveiaMQG8uTmQjoBFaVuf8LQFd7HIDBvdHDIokJOn4lnGFW0Xsu0nM",
-	"D66iV8qVRtQ7fI6KsCE50ygUDKfaYlxZFchSYVXLosknx8Cby6VKU0sAFjxps6wAl2wOH+9LfH3pwO5C",
-	"5o9QS/3tUNo5etp1pBCs/wAvmCxq/lcSMreL2e0hZu4lYfqeIzKm+rZCZrrg3zsL+uOcYUbSy5f2rkKb",
-	"5glGt9xa91IQdpWRWynu+RxSb2XpMFetqOXLKKCFMiO3ixlY12+NEANlCNqnGExzdX4RylU1mhOhj4Ps",
-	"wH4+ZNy40D+fBSG/EQPe9b92goIthJq3yuBokpaPlPF+SJ6cyzwWzn5GhRPv4I2Ew7Pmw98CR6154vOK",
-	"ivjXFU2AOwG4p1ZDhG1fCXfvjrFKTc7RnNdMLeOGBR+dZhvGDDOGIJzmwWpXG4PmMcnIrIF5El+En2Ws",
-	"Pq75JuUXH/AcmD2ww7AtO5qw29suendxhg60/tn6pl21j4hFT/ioXwJknwrsd28l98OCYfnWdrW8pc+O",
-	"nY5N+oHxQVfgMtcyHj6E7yUOom1EdUXsCQ4e12wWrsekLdhTVwo35YSs5D0DuTmXQnPRMOV802j7dRML",
-	"0IxlE1GokqvzmtcsR7hYQ4QZcp0MmEcYhuCYL2i0hVxjCuAcAKj4YonWr2P7S1Mdux/Nq+5n+Ld7YHo7",
-	"5sL9SzbaHYBjwWjt/5jDv81wjmUFgCrw77xEUC4zvijrVxVz5B9U1+sJqRXD1MCK1blZ5U6U03cWeDTK",
-	"wHxVvudjVfnMIYddcfm/rhzhs2dbA/rgttsG6YMRl5XzsOL2yugiQ7nB3fG9fPasO8Jnz0ZFCkctw3R+",
-	"haHpievUBq53r9JHvUGtgsaKHzenYdR8nOd14ur9p3DaACWoH3cG8r2Prrc1CnjiZsBvLuGl8cgq24O/",
-	"vy6u/zXebDKI7QMVEB4NBatPQpaBgVQOAWa9xNi9+Y6X09Z8Qp9xct2nkct+fBFICutzg5qMY/BJZH1u",
-	"N5UyzqyS/zhkMLZf7SQm7IdrbGBV24J2jNb5sk2LS9NfxepjZ2PwSWJEwfc2LQV8zoA6WnBI+GDRzIbx",
-	"LLmw/RUVCEMBHXGM6qJlmTIDmb6HW/cR0QNjT1kt0ukIQurMR6NtrIN+AjKQX41g6FPsqpcuFiwS/e19",
-	"2y5mO2SlJ961jU50G3TwgihSyGYGUXVNRbQkP5AVFxnasf7f/+fFs/8/+TvX1qPR21PbVMRn2euLC0KN",
-	"Sh6AGLj98CiqNhjAiiZuDgCUXTJaTzbK7ARq0V2UJIwFfDioaUQCFEYk3HFYZvZFw34PdgwBEK5jrkjR",
-	"MAekYYNGrb/YFvxxcRL7jqtPyY4Ghoi2H4vYz1+HnBn3QohwjwkNtNGSYJX+z68vbDXDslRAJIZkr88u",
-	"CCBJQAhoF1qv0dLsam4E0aaohvT+tlT/G6FTScJohe0p/DV+SUq5SCATxnZQkpxa5LXQF00OEWjs1ZMn",
-	"T3zhEW9aQQkvngQzQUeyxA+zGFKMzotkaKJTInw7ELmDmG7c7N0mEWKv68203BBsFTJD7v87JMjzQhFl",
-	"iGO2Aa3lKI0ouBOaoBMYrSE1s5lkN1ht3VqDM6/1+vR0c/dbnoGHPW60qWMWgIua3XPZ2EIYOB7MXMP+",
-	"1KBDcUocr6fjv5iPdsA6pHkum1axgfXcGebwJ5+9sB+8oY6kNHxk692Wa1dIQBuz057HJCVvyV1I1llH",
-	"IrZ+UyTIdv0tzl8Xy2+Ic3Z3MokwSh0HOi7lAo/PKxR6F+TQ07b1EWTE1k3JrBcFguBaH2rm8ihtvCVG",
-	"zwUZllk3li5zl/WRPyjksJvAoCDBCxP9XOIJ/gkrZB5DDOCxTUQ4xFh6o9t2wwVgSp3g0BD+2htffBhs",
-	"2Oo01j/u/+gvdRQV4v9YV4id8YM8If2Ldh/HiBvHr+8XuRK0UksZk4NPAxlB2dfASeF8pI9m3SjkWpSS",
-	"FpOxFkqqIRd4Zaja4gW9fHaMRiLimiOa53dMd2XJAJU1kZuW1Gx9RpdbM0zkCoXSSLIYAyPg9uUFv8cm",
-	"NNXZPgbrZx94VD8/7Mm6iBnTiOIQ7gNVRNM7JkYWfNpFaj3Gj0QSpqk9yUHxn9mPGx1zpZmz9oAdREZv",
-	"o66nJPJ9p7ZSv4mQiXiFNS/0MtKs+XnvQQ/Y0Vqj2TYuXmemQ9zI3CapUJ7QmwPXzkk0Gd5BH+YO4gAr",
-	"yadjuXfwgAeuhaEvUNewvpHUogV3/uCKyGragqDv4qEzFC2UVjKrsNWhQOrE5FyuLfgl+mwKripzuSFb",
-	"nF4eZvKy+rA3Ff46nKeKKQQd4W5cRu6331+jQITbCn7c2k4XdBek7+7kMGsZAUqTDlIVbFRbwYYnRtwD",
-	"DmulYm/c1TW9j7koRtFErEMnOjwE3IhhgoQV6XaE2ohA9Y3iZwwN8jSAck7bp7fgKkabrAztDzU4HPrb",
-	"A5bA3FHrdWZfUNE5gUJWRPowRrjB5jVjkzAhpyVq9Jt69uKPSZSDAaSF1xbRwBeJhMBhCyg6YagpEIXX",
-	"IXzC5PY6It1AXOsbCycytI/pBBUfeD2FZrsICANjekfVMSIfDI0qhXJgvh52xeyKZwC2lS8uIh8KVEdy",
-	"pw89wJStSYiq+n6YBlcIXjA0hx2QAiZRzLSEofFmdsEF4HopG4cIkApnekAq/jfLqs9s6jzg+4XJ8yGF",
-	"rJlHwehDqj3745/2TzofO3gTkqgnbG2illCbDd1JaZ4gEbwOovd3EAkC1ZrkVNNSLhpGIJr5ntWKS8GK",
-	"SBYCaTcLtVi3YaLYQioxB5iLvGyKGJSsi/FMWu3VrgaWvoz0C2zGObbw4lkQ0+ENLo6/jMVvufd2teq6",
-	"t7aElHJNNwpq8z3xkcVUKaaP3ZrfTqFJTMVKOz7axLh9FtKniLXL+ENsFXeKcMeltPUtaUGonhjGbsky",
-	"wlxd3oR94wRtdNaqajpRbbqJmmht7J1T+347Cr/2WUvJE06rTyHeSXrH1Ie4rL5j7Ycd5bXpWbVTyPVR",
-	"LseRFNXoJiCIHlzm76TSCSsvqv2GkStyCIjOdAGGei9lYztktgG9qFE2Hd+8WnKFKegrKbiWNaQdOkxr",
-	"RRb8ntnAJk15LI8gkERUyrYDgyfrpVQey4oDaiEXU41H0mbwb8cJiFqWRohdBp3AAoALnZeW2Kb0MWH4",
-	"2DIGCyHOos14XzJa6xmjOozUnOIdsKgPqV4tkiODadp40QKxeIS0w+kX2xgKxdZx/PNLfICrOLGxhN3/",
-	"Q0CPd0KuARI9oMOM2FEQKQADqr1rd+VvzuwvHZSD9EAPlUfTcHPOYrQ6eO5WM1Yn4MftkVrBO9unYslo",
-	"iebIwYsr7OgdfmIUFK2rZFW/0245PxzAd4q8u76+IKcX5/G4GKjoMQaQCu4abvHELMjxYAmVibU1WLBM",
-	"22mydK5HJ+uqZge1XXRN53Oex23YrJzvMlmB5UKp9liriRqezXxeR52FkbbvpUYrrHOI/lVqVh9kBx+l",
-	"uId/jpfs9LU+gkXq0kcwKL/NdgEyR4WjNP7OU2vfaWN+twE0HYoHlFIG5hib8xNfw2g+6bkoWKRI9Huq",
-	"NCnlgnDz3OenWgGsJaFJxZLAWxlNCGrdkoFTuEcUM7bkNmqmPQATizSdSaFprmMloT4Eod1BeB3iXOBn",
-	"LSj8ThPepRYvygAJyH+aL8frIzgaGD4siaoeLVF1Z+mOibyDKOVFTQvMlhQxNP9AwU0J2D9yQeuNE6+7",
-	"HXbwWRrh5z1uH2+XyE8x6xJ2h/z6NBGK4kPVIN359FJZGoce7OLo5WcQUyqsgGCjXUHVzczkeU2WXGlb",
-	"iqF3Nu1mRqFZpNC1LCNn/MR2mYdvYMEMIDW6Ym58iRK2MM2JMMT4chxHhwkjtI7kmFnMb6PFVY0mWi6A",
-	"qKdrxnb5IlSNDyB2wyxCBuAdUBIDfps1+R2zp1tBPNt0/fajLFhLCLanWCCGHd2P0FfSUe5dotRRgxtd",
-	"WwPvhDzz1XDcS23dRAs+O0FEtN++iQVEvRHeD+C74KKQ67Cs3KT+dwrVtc2B73Wk2t23HJYhGjV+yB19",
-	"7Uk844VW/IHsnqksZBButL3F7Gx3ghrbIzTA9VIFoc689IectyuZ9ESSoKLbY0khQZMT7uRH4225XK24",
-	"HhovvqFZEYw8UL12GzdKPEl3eBuO2dURepBn9lcjTcFI0oDH3rQxSVXyH8Dn5i6Plj4PhdUdLIkdze+X",
-	"XWyG7qCqru1wD7rRrF6l2w80IFav9omeC4+432vb7ZYoE9JeMP127aPHGKv5udPcrFY0WgOru0tLjjgp",
-	"qLX0KgMOROLh+5sPKWJoBX7bkRVhYJusMBd0vJkaL/Ytj8no1PJtip9kDtrBBO52YGcjeI/+3Gyy/s51",
-	"yHEY/8QSmGyEjt4T5ncv8VMuAK8CSgpMpyta8Wt5x8Tgup9enGOZuKl1fNMOpLbRTt0jNVkFbI1bw4eg",
-	"V65jQtsJ4aRtFF6Y2FijRkYIL+xDWdhyFuxcsN69FXKTGiAvW887GipsqcfW3jayR0hUikGI2BNyDWWX",
-	"oAIw4rwC2IOlGBuWhBF8XJB3WlefzL9zKe+gAoQobJUEbq+RmSw2cTwHpd5MqBVnx4KFDe1JcHPAXokt",
-	"yHbiB9sWMhA7QECoeg57EHE907JhPlnq9l+Or+7z4zNVz4/hg1vDhwsbOA7KJQRzQWrrgouFzwIJihux",
-	"ApKNtiZzQmZYkVc655rdLlG0AFLmU4fCEddSq6EKiG/mc4bAztVWLcSgMtwuxQ+zAzvQgS09nSlZNpoR",
-	"1qpR9qsTiynAte/dyIWY2rlV6H5wG22L02RYt7qHtLR1UlvfurkPLb3RpuAoYkMZI0FuzU4+XbHbeKaY",
-	"Gf+Y4PZZxYra+8HbRro7GRJptnWGInswxCpSMs4nd2liuWPZvXyWcsV8VkYv0AAv9FGJNSpqPa724S7Z",
-	"KePAl8cMMoAmDCSDAwaRwn+xa7jCmtYijlbhhGb3xkCtJoyMxwAQwR5SqjSpQbst9WsaDD1KW5AMdmov",
-	"s8cq5E1FK7QkImJZcR4Nz4BqxoRapwwgqABTOTt/fUmE1Bare8nsBbOiGzJj1ntTy9UJgi3a74Mi34BC",
-	"a/ais+5hmcmYVOzDOwKvfRgjk2KdQH1UW+DVdrj+5uPaXrv2l3498mlkKdK1z+2x83vQjx0YmbmQ+ke4",
-	"lBNzAwtIf3ZcEYvvi2iYVGPWwF5zq3arCdyOwsbPnxCjeZFVowCzn4Z3p704AM0FTMk7EQUXliieR8Ax",
-	"m7qSagit3y+V8zhOKGMNugqjAWLGUPQ0xECCQ98WwiK5rDYdisAq43ZE2HZQZzynAi4TwHA1t/mJDYwG",
-	"5FmQJSFgw9ePvGPVFPBZF9MX7GyaKYVo3PuiYUGJ5TDi67cSE3QSLbQf1tkPiusHOaHxSv7DxfefP1q8",
-	"0WCj+0QfhRv9CHv8NSvoPiSN4z3T2wViraOI2qqqwyVgEQPa17tCrQ4uRkBDOTohcj7PUmVd90gS+bUJ",
-	"dJcElIcVdN01JcUXVWmLqG6XT82sLg4p8Z3SqSkIsN3rgD5SXkmnUmfmAHdePDuGnSPRAp+H7qTDiCyG",
-	"6tEDE1F61TzTQwlqez5kJFNTWL5ezU9zR3/BYms2klVL9BqHpSbFoya/jFUDHU+GGTolU0qAQmko2C7D",
-	"3XZIYJnc8cOKdO5UIlNCsgnB2GoI5VH6uJQUUGFc9mxQItPIxMg/ekLxI+TPkMPnx89f/MnMv6Y5Mm8h",
-	"feBE+/PRXgrBVt7NqAw6oT7nf7qcnMuQ35jOyKG9pIn9Qb16+vToBHm1uOchKCiQjfmvU1APl1pXGTH/",
-	"r6B0AnU31+fL87CIpOVsT0iQUYbl7slho1j9yskG/4xXD1jkOtU0fY1MlS6SqZp8CSlGWBvzyZNe4csn",
-	"T26DwpiRx/2ymEdg7mgVkdbc7IryPlqm0gmGArVUTrBYxJPtgi1OJ2wE4vuIvoVqN1llQv5TtGzkbhzg",
-	"EfKjQNz+KAt2umBCv/Hx3g+z+yDypRSoyvfDyLdlcq3TCBvv+ZzpoA4Y3PFhzJBdQ/JPz56Rw+cATtho",
-	"po6GYWz/9PKPHRjbl3EU24EVeyAss1FSRJDpn8RYvoYhbHsbLT7AprJhX7A+UmF2ReubsKkP2FUISd8p",
-	"fQsh/U+gFLL5Fb55UtUyZ0o9wbiXoylCBy/YqpKaiXwTFXOwtp5YoBGhjTuFg3pnZCDR/g1jRq6ggpLW",
-	"DhohqONMYTmtCXX03lzRL6dJZMrXrOT3DKQf64PimF2hiGx0S27fj8E4j6E4V3RjpII04cRktXNhhEF/",
-	"FCyqN9cg11TmUqmYKJRbRtNrcJ+2ZJyCLMXKqMTD2PkNcotuvSetS0XXlJeTDFY2RSV50l8zWqB41Jue",
-	"W/KXz57tdqij676mXI/i+WjpK953pq8luL4sZaA2zcWiHeOzMfTsYHiTgbOBBQzzb8Mm801esk/OZrcv",
-	"YypdS4H5T0tSN+BIokHm1zbLSiVnfOh8EzKR72PYga7flM1UkkKG0dvIr46VDQj0f8qq/atmvcc1g+OX",
-	"HQDvC57nZj5z8PAe10yw9U6V1vonaNph2cWO5hM02nUaRgYGIvmsWP1o3hzvXO5ZTlH1+Jj2QaBDshsN",
-	"0/GI7aD+OCEzVnuLg/vXS7qBS/zE1lQjipaARk0VxCVzTN2L5sr/8LK7Q1FzvCzZeYyltI5PL2abd1Xr",
-	"Jgd/gwtq7/okNmRRU6G9fGouetSky5I9tqciTJ6wmhyaS/vFTNsVbkNiw5ADj63rP7YGk+hJMl/FVdn3",
-	"csGFE+XN6VQJayJcS9Ko+2uuXC5AzFypQnulykD35guhAtOlGhb3vzeEZxo2A/zf/3Z6/K/0+Odnx//0",
-	"t/afT27++fhv//Eie/n9L/9tNLXDzz4g6Jaa0ue5cC7aWKSQYOty42vbGS1Uavind8L6NARcUSNB3NOy",
-	"YemItDHN2Y8HkjSjA7s2MlxTlnYI0GHPUHyr7vObiuqb2xN3JFuW4Q3YcIYB9xcjX7nuYbSFYLF3bGIo",
-	"ifeMDu+Ya9FNsw39im8XhgN8VrFcyGt7lqHaexu3AlKWVnigIJ4LGIXdGIunDD5sI6C04YDowVvSeyM8",
-	"4zdQADyiXPjOJgZrbA0yw6JQnrm2pNVCqPci1p4kKmbbFochbOOj6LCbih+7LbE9H9ue44Vi0+Fib0GD",
-	"7Q0fZ4xUCzeGSgeSAXFSgkIG+FuxqZwK7wTgLU5idxu/SjwYXhmAI87EXNY5JhjgrWPD23aLF4NrLCIB",
-	"xW+3ftQLxKdvR6kNsRjTcmwgewdr9Wgv6x6LfuQWzjd+xvUHVi/YvjJ3jfV353C/o73mO9XWuwB95O+S",
-	"i1ctqDz6/xRUhiB5LZVy2Mh3bHMErhJaYWw7Nngez42NOvxKI/12sjdNC5mPH/c4a2YXF/w+HlCyfeBo",
-	"Wc5ofhc1o54KMHoeqiOAHIXg70bncgWkcvHp6pqB/nX4P68+fbSKKVV350UG/8X0nYxYo8UFVmAC/OQ5",
-	"LwGy14G3v7aIfh9UhmWoAZa6AsjrU310QhYNBdm95HeMrNlsKeWd0fvwQD0h5xqpV9vLycc3jpstpyH4",
-	"WtyHbQKY6MYqrvmKDSa/IcUdYswmXMHmExCIVlJp8t9JQTcKwEvro4xcvj0j33///T85+evnnXBmR/wn",
-	"p1CtAWs1mPtL0BogqS1gM4PZm5PR8Za3RVVKbgRjogwro+WkJfIzHknGg2V66PTd+Usaq3nx4KM1weK8",
-	"dZhhLj0eQQ6dJaNvnT7a3SLdrnJLlEPs85qqu2jge6OfrswLcNKjMR2dY50yQFieUjWawA2MEHouphDW",
-	"oz1yGVnQShFbLddwVJEzctXkOWPF5ILCu3HYuIBkD4ePV4kaLDfhPW9etyRlzg0EujpSctLShccqsS1A",
-	"4jsW5tm1rn7AutpqR85vBVX2E8DPAd8dSCAwu2747x5FIa2upFOmaKNm8xXbtd0ki7USACvATrhrq/Gq",
-	"RD8tN4QSWzIJ1mKopIi97CLRFEj5iv8MDpTZRhsNeC+qntd0FRP93sLvzr5jj9ohNRpfTfO7badMon1z",
-	"8iLYn+Y8OgTH8G5s+7KndWIm2si9dN0P0ELtygMN4N3kKt3gCOLFUODRayyqEe/Hjt80CcfVVuCIO8Px",
-	"5av0HfYTLcvjvJTmRg18Z/jdd8o6UmAXd6XRLflqu/dntk6g5TAZee5+uWyEsL88G6G8FJ47+OHfchv1",
-	"HzuA1vBqJYd2bY38pCbDxifXtj3hGLWx4/rZ+KBBfteVc1z9M8z337m7UdkjbjYB0TpOq+bZCfH5Np6q",
-	"eHcTm4YXqabbZPvBYIxALrBf7CPqTDDp4Gw7Y4uRep9luMF0Xe0OsHxL9tkm3/CGGpOMXgMa3rh8FHhV",
-	"XfZpQPxdycm+Ed9nGwyGB4kLd47M8aozjKVvu6qowMoUmAjAu7aEbq+mxRRx1eH5TRbNGgU6cgVucfg9",
-	"lodAuX7Y1rR8GPCKGVtwoYgNh79jG/yQQtKI9wtPvc60fNTxMoh7CCxHwWdMFPsksdod8Ysbo8WtCjxW",
-	"Wp96gqOnzp8JNUr/44WXuufgt1h06XFLLcEsMyLYGqJuDMVMR53o7Mzk+krm9V+3ptL2nRBT4TWzOC1d",
-	"1nj45zfX5Cmt+NP7F0+9CPkUk31XsjD6y4qauTHz6TF8emw+PXrVyjNejPHSi2ELb71Qvq1i2S8OsgP/",
-	"ybCy9Zpqesk0E2ZKZ0bwa6oLLNcTmW8uKzvfgmpKavch5AKIpiK1bACaywrPIF0CcYuNNhs5uSjlqfk5",
-	"YNIuVhCHltBfNVvIOC6enRlRMANzMGAC9pPNdMuwXyr7ZYykp2WH2qk8LDt0anRAb/1OXPaiz0scSanp",
-	"giXZ0oG2887Kx45SjMYum4fnfGKoCBukxYcSXN0IH3SjPNYruDgmmqIHiNI/g5gHM2wj7pak/Wg8j3Tc",
-	"e/KrBZAMxIokSSJeHQl/d46Lr7zfOzMXq3B7uE3DXh7OWexaRHZ0zgVXyzh7CU3vgA7xlRlKar0mg++0",
-	"AileFnIy2MyAhtu1re++DjH7smV+weJHOGGAITWBKc6oYlew/6fm1MUoy//ly7zJHOJhzCIWto1tosfY",
-	"s0iD9gsbetutQXyr/lFyzW6jGwoLX0dr9Lensw0E/k6RfzQ8vyP+O5IvWX6XkVt5ZwPQA0iqbVMWLFRM",
-	"5oL1Iva56zRciUnHDZv5lFQ6nKiYqBbo1xFUgo6pcyr1wgD+msJ3tdN0+K59Lh3Od4qZacJMwCS4+0y2",
-	"qhAvEKK8O7+QfvqLGw6v3fjomQFGi5a3t7xkal8Romu6k2RJ6+IYTaE2eZ+DX8xaZmDdMeSZCV1GQIpQ",
-	"r40s7/Pj58+ekQJS7XJrd+X9WLqRYPcWC+K5DTtOxdZFte3EWnJ194HpmucqruyuZCO0XSSCheBjOez3",
-	"PI/wmR/BJoxPE8YVlqJI+NmXQpviJVDx3IW37cj7EephdGcMHPwDVB8HP3wi2kvTcqiS6I7coFGsGFwO",
-	"Lkij2A6tWWtiogCXbS8jzwx9dq9F2SAAtG0X6zdHVGq9PHBJtQd+EzpLE84r3PLuCKPUaSupgOcMLkdD",
-	"8uk6M+hhQ9m1xusIs+AYYSWDlKA2VEzXNI8Eld8NhoXZZjpg3kFctM9xO8BlYkr/KIsN/KUqKVTLEy1/",
-	"2kT1cXO9p0LSnXHOzYir3v0dGh2Q7p9yMZeYOYedkyv4/VzM5RN7udwmYBmng65XtZyVLO5Vts8iQCr4",
-	"gMzRZCBrj03k1tf8bVQQrhQXixsLpxT8EjY4Wm/Ar6wviu+GNgxW/gZutDMo0XlaVeXmFEJDU1ZlJwqt",
-	"a66d5crmRnXKfPokc9EpwyrJXJalXLfe7bboDXi4IYPZyqBhiRZIIznkbRHX2yCpA8HHpGCf5gev/m1Y",
-	"Mtqar1dExrGYbbbYqa1ke/DL32ILuN+tfcW0diFKUDbKiJYyub4RmfhLxXLNiqslffHDy5gYO28Uaxce",
-	"Lj4hSSnFgtWw+GC3RfCZKVlq31D1zg6UXZ/dEr3CVUXIwAwrzkH0G1o0ofhvi4NnP8ATEs362kp9slH+",
-	"z3/IJuZBBURvjgTQ+1Y2VOsVSpyhw9sIUd4ehRl9XCt7aE/IM9u0cvBRj5pj5fdnMIkmdfoGlK4xTpME",
-	"CR+ugyHY2oqrIH1UJc2ZD0Kw/fiS1VzHIwhmNL9rKiOIxVJLW2gosEvKRqW9cUicibp6C1Z4wpysAoZL",
-	"jY3EFMF89wLahceCWLBk7Ew8eemsUwk6uRjJy/knjMuvKiYScTvTUucirAwDzEdqySJZ1OwYIJQdF43T",
-	"hs2Eu/RnJNUytWtJBGNQN7DtB0MjzDVA7xhhEJ2e6A0Kqf1I87vhKXQo0aJB25q4M5ZTc0N0ZjqHRH53",
-	"YGQK70clLh0LmWSPgb1y1uMWeZ+clwfFyz1deaTzg84R9MMI9rOzMtub0tJaewTH+JY9TPHaYt3TGtOk",
-	"WRmLIsH3ASwiTtdsDdi7EUGzpEKwwiZUUAVXW9zoVBaJNhzW5ngbk6k6ZKOwWRA/gUmDGu4lwb5YyJYJ",
-	"CHe4bsEcgiXZHtXYFoYVbLel3Ngt44zzbdou1qxomfK2xWQqD3Rp5knutKKCLljx1qyBShKPgiQlj1gQ",
-	"yBiHHLIx9CbzmDWK5TXTGVlKeeeD73gdVtQ9OmlZE0qiAPtleULnHkoTc1eFg96eNHUZtzr07qZd8IL4",
-	"o14H+wmbbxDx2s5+tgEq71LRHduQw5yuWHlGFUMp1IhgjkP+r9MP74EmjqKSZ4rNXr07PX7xw8uQz55A",
-	"2q45c5ARgBWFAwUBPIyoEvhd5gGbdpxsxaiAqMMdmHY/uitg3J5DB/Jil7zHzq7hdzF1G93NFvwrdoJx",
-	"RidGxYSgC3P5GeFSx7B07fQHbm3r8idr2ZTFtjgUXI6/mmyHXP3qoXdzdlDweaQo42fB50YcNE/DZr65",
-	"ULixOa5cADxuZvGe0KDymHyhwrt2ZEX9ciJpLOk9e9hd+igSIizN8H1tzTscSrID0HBK4RrDo3WcIDj5",
-	"XWrsr2XmT5wbaUw0s5S4+4VvmMbD7TLmJNKaBXAuVm76rVpofh2jCTmEYms1W8l7Zr7zVyLkpkm4F63V",
-	"JHbPpSwLQ5tcs6tgrn0GU4dj7AtyEO65sFCmyQLZv6IEMuUmaOcPMrHaQVrIp/DfqVf99v0+bdcuDD3t",
-	"eDS7++qJ9YRIW1ANalQrTSMezYWszmi+ZB/ol7fDWTh3rNJtqVxIIfCBzJCcbhRjC71oQ6AdPPthSQHD",
-	"CzNblSYrtpL15mgM88r8bwx/aVmqt7aJrXqW76+IYouVjWte0Y5bZ76qwK2mog6aZamu8NMkuFPYfOHI",
-	"poWSG57ciykTsyOIqhb4xKGzWdNyCSn7Jd2Yn4cH8H04gBfRAdgSzakzC9W6oX/h4Sbffbq6fnXx6fJ6",
-	"Clcu5eI9u2dlLLwJ7pFSLkhp3gj3rWCzZgGRBnNpq08cuFy3v0UZzyVAKFyP4IU5G7ULaqWOmK09Woob",
-	"zMe4EVKwmzpaU3kPADFs6P9uWMNGTiAlqpT+jK3oBhKdXaFnO8xSKnPFYErdjgfsT9Hx6epC1voDTRVu",
-	"vLy+IJWsR+jt5Q8/fP9DuBYhmnSkOx6D0YAkhsfuTyWo/PL66iH0/cskfv+5KqjeE+gBNR6Sh+z/FQqs",
-	"VNtyySg8GYGDFaSp4DeRVvf+CznPdpMm8F7+3en1GE6vLRltyPrYyqsOlt4pgasoZuDvAs3vAs3vAs3v",
-	"As3vAs1XEGhCnu9PU9BlZ7adlQ75WowZddlDFmHjMcJKHobgLKZvInOBJtyX1hTAihDwOhJhYW7xobTB",
-	"FsyyvfXDs1/5lD6s5WD+MZ/bf9VM94x6IdIJ+K/iG/1eygq9HXaXOzH73vd1enEetblM4pO26WgD5i59",
-	"x2itZ4zq4VquIAbB3VszcwZYcULAaoYARuy+x5LCbA7zHhYsQ+vdrkBRDzFb9epjpwMqHsRsHp2b7Mwu",
-	"hrZZJQjfXnY2qh5L34ZE3wgoEw6oBrKqmMc3wJNQ++TWvKZq2T6+QZwaG+wg5/PoybhP5VrYYdnnD7Ht",
-	"OUSH8Pi3HXcPZ7Yzo+yfnmEGdlrxOA9r4baTp58clo5TIAIqZDxGPOdHEdZ3T3lQLnAs9MEWCmtFbVsh",
-	"H7KF9ihZBRFQXJNCJuodr5heysjBBeaFD3dIFLigehkUvoUFHDoaGBA/Fku2qZgCHx1wwXkjckiMc0Fm",
-	"ZdkNuEvQqZ1p1sbqtz36kWTBho0SVBwa4c02/Xga8+6Ewevywcw0CV3QDmRH37E7QmMVcT0zSCIJtO2d",
-	"BXUxEpTbui5tJQ1hMeh73ncqrhsxcsSQekwTtKrKDQbl6EbYuKuIH76NGFeTSLTtpW56K7xdVL79cFJw",
-	"C4TCRI4pxOPo0A5gbSnhEaxK2qtz3B8PYG26cpO/ZqTNVBp39XaSqIP+BW8i4rXjRWxX8neFrTzJRpEO",
-	"fvNCzNe/89vLvd2g3klytDx0t7sDPcxABvmvGaKKFD3vco44qwR0G6Nqd5yuO7LLUV45gUUmE2LtA9UN",
-	"YEJJxKKYIydylrcoO4hoackeP7bm2DSZWJmO5nps5B73x9yPYRZaSoW7MIOe1mpoH3ZzdjdtBFPSLN1f",
-	"p52MDqC2lc8TIZg6XzJ1Fox9yu1k7o3OVplhf6ciK75nncSvxI2nwOtZfcVfVPhJR42V2r21rzI7lU91",
-	"dz3r0n6c5rZpO77N4WqkT/cFan2nIMpOy6Frz7lTGWn+nyB3rjPTx8me6zW5j1PwU6W3+Wd3XSO3xaM6",
-	"4bZO0e8+s1T9vzQlDWSCTd/XvbOa2gZ/A0lJdpaTJVrzsq+rriZZZ4OqiRFAa64gzA9MT4PQaxngfhWf",
-	"Gn2QHZxRkbM4INuULB/Vww2dlL/cmf2QW9VRTjSdo5Wy0CirrB1ib+O3DS98fBv4nC8uogabN7HI90lJ",
-	"Jl/Tsp5XTRKw4eziM2kUC5LtzQZlkJSJ37jNymXNJmE57OXyTFr0kT0lNECbu2AZBzkEUSEjSssqc+HZ",
-	"ma1fkxHaaOlK5B0lO3wTxy+H/jDeW9bOjgju0icHX8kJwL4gPPagHKiaitX3XEkfLsCtmmLRrygArTc1",
-	"s7KhrzC2v4djX44ai4C3vIPwwlx9g4LrAGYp+HJVND3PPDBHRECI0VRbgXULTXAjuVdR/wK3QyiFc20r",
-	"Qxc9ZOmdVtxSrYpe0LjtioucBeMKavhPmbBSCYiYS6Yggc1Gm/Q4xUTQmP/sDqkJzGoXpS1wUn0Fre23",
-	"6iPDuA+VQnFXyA+L34z1LeFxq3jXNBcC+Plz2rm8wouly9eDg9e5p9vFaplbR/R4qLsvYHCDcl3fThtH",
-	"8+qYiDvKQkSAwzMUK5IenjFnGzK6WGt8tmKUOdx1EgGh4DVLSA0cS0/XQaELR/vw6MDVpYgSMBNYAHSK",
-	"77ErA+KXKgll4evdx+5HXFVBVz1IRbPRIIxoXR3Py/txUg/K6reLlPktaWeYpolLhzf9Rug6QQ+2Zk6Y",
-	"KWc+UrvXbovu72wIy8wGGbfXoZh4RRU1crxU2Fhp1JQZBotBOhXGiwU1gg6fdaAnpwLrDxUSwDhqBmaG",
-	"Nno6mt6p4hh1qjVKpZckwWJHKuTsvdS2FGVCX/TA51tG9rCcoKtn6Y01nfJ+XA9WbJpyV1vSnbEFFUG3",
-	"3Yock8ulxCa6poitcygkhpxaOtowDXVj7anB4F+jgnFFqmZWwm4eEY8wbEUFx8hss8Dk7eOB63jXmioT",
-	"CpeM86FYwZEDt05ZDxK3hMtx5oH+bAyeO68TWFXKXAC2oyB+wC24TcTu56Sz/G4azbi4k0crLniuVaee",
-	"zk52rrYC1AAAj6tDlfbeWeJEZuRsszs68nqXx+Twh75k1u5FZ+xpUvgJ61+ei5n8MnBxgd++khALPtsQ",
-	"atctKcrEbi+z3LSq2jrH3hol78hMFhvLoqqauSrxo/K8+Taevv/ORRoQLkhONS3lAjEtDj8JPMkW5yBu",
-	"8eCTCiczs2QZYf8wR9zh4t0zoc+9+dqukS80es8S6KZ71Suze8IT5EvX/zPqSbgO193ITbkuNwRgl3LG",
-	"71lhC7Fq9iVhEXIvDh77ziXVts31LtDo+NG7CTtN+yEqEJN22EbW50M7nmL7160g83ik2zvQoDl5Yo7M",
-	"evuo966IYD/afZ927sdL74C7zhIwN5/8BovvCN/V45bhsfUF9izEk+Ky02vytEvo6/LYIX2jmjygngOs",
-	"7rZmYbiHnNsy48AxwPJrL/qYBwxj/AeXzLRwZiNbCiiLNoAUEanF0UfO1TV1ZX8AIQ+Kas9prhWhM9lg",
-	"0IotFa2afOn4CAYkUJLTSudLavi7kuU989W5gnrntGYeSXdrBZM+unfNiop2TKwF+QU8IEA5AhfrzJzF",
-	"WiUceTXT9WY4+LdmFaMesFIZbmkBk7EKNKT7KHShdee3HX4SqOe6pnlctjIPgpAO21nvqrz9l2N48fi8",
-	"uCUOstnW2B8XloGYQjwWN5okFZ9FU0w+9GkDadg070w2IVGTa8PKSq4AkgZJH94F629JNUgZzle95noJ",
-	"iGUlB+PzmkMoB5Ggi0Fx5qXhV7d2GrdmbSomq5I9IWcQXEYhO6zcQF+EFkW3DhUY4W6sr7I1OOLPGhNx",
-	"/N+NaAOPzR3Cb7S8Y+KmbqEHaWM0Vm0NDeETexBuLKBR8Ev4ElYKvim4QpNJ+9Oilk11k0sxL3mutx4I",
-	"qW/AthU8Mb+1Hkn3q/3lhuaa3zt8afcwMMbaX9ztH3RsVyt3TuH2J8M567qBWBC0LLpvVD2/qdnfwV0C",
-	"yEH6BlBnbtAy1lvbwlZuhim0JzQ7WMxe/On5n57fIIg7PAY07u1Hrd+196ARNaP5stcgF/dcs3CIvSct",
-	"MfCCrSoJSbPhsvBVJWsdtgCrIeCCsLt+M0OEdfdnAM0X/IpnOPjhHw1DFHEjxtygCHtTszmrmchZsf0k",
-	"gMLUS1nAOtGylGv40WhA4Uv2b+3/bBcVSahG8BX794bpm3uuOC6gkEaqR3pX0FGbcQaX5aaUtLjRUt6U",
-	"tMYL1DQIdpabggnE/KxKupnR/O6mZFSxcF0r/TM0q5oKrcv2ty7FgOEW36Oaqzn3v2t2U/IVxw+9Xncz",
-	"5yXrt+EfwnqZ84E/z2umlv6wN8qCkMrVTV7K4C/N8zsGC6Ca1dbP7cmvdW5bC3+rbiBA4YZ9WdJG4Xit",
-	"PeqGfans7qiVrlpGpbSs6YLdzJuy9BJty8+ska59gueJAhGqZuY5+Q2t86URgc1N4Ckdx4jf3DPq1qm7",
-	"avaOMwc5lyv8xe/VDRKmxkILVgy+MQpHuMXud20IRPeodc1mSsICNtWipiHp/i07sGbrg1dRqtq67d8Y",
-	"DfKNuGelrBJRJbOOXOY4ETl0kYXkNCP/jg0RZlv694OjE2K3vVZEyxKKzxEG8hMAnQIkdUE1jZQkoZru",
-	"DEsp9LGqWG7Onu0ga4PGQCk1shfXtOSqkzvl5vGdQn0ai5Nps5tRAcyq5BGXGHzNC1BKzNVP81oqowZj",
-	"UTFzP9ufjGimTqxg6LknuWObSXWRYQhxBdb86g0K5jWjTfJ8SRQrodwSiGxLilUg3fpPNnOdBTG+QbFZ",
-	"XDhZ8wUXWATRSJy0a2PgCV1Z5oAxV5zqzzofq74fTg0rgmUg3drfMX9Va3P172A6Hq7kdEFryFO/7wZs",
-	"O2LPHEZeuSHPT4yIFxx4/9GqURpG6sVvMtuQRcOgEMZONc0j+jWsfGdxQqnOXt3Iad3t2DFdZ23ZJ9no",
-	"mbntji0XOtZM6fFAt361KHdMQmrt77WfUNZaIeHwx4TuP+MkXifqFZ2Smi240pCK+Ocf4d2gfNE29Klg",
-	"ZQKv1DzxZbqghe9sYXW1MfKFMwFO3DRsImWG8x28eHZc8AXXfvB5Kvx/wPV6ywVs3u2rYPR+Zdq8Iq9b",
-	"xPML4HaNhqmYhqy7teRzBmdyBEdke0VWVDRGZ27qWAT521quCG7zuZhLaw5zvvS4uVMWMWiOPVoSUa7a",
-	"2SgwD877TUNwSSM0L9GrZI+/VeP3jva67iVWkKUsvYvMD0nXVCjT44kLdzXXDs2XIRXoZS2bxTJp3/XH",
-	"Z9AM60nKsA4AGLZ16ckh164YOSj/Ss2bkly++fP51fWby50qWK6kZvFAoc5OXJ37LHZnZ3HLA2ulGEKy",
-	"H2KQ3sfT66Odst0vwASbsxNitaeg1uUdY9UxBY/imotCrgGMGut8KV4yG1PuK03141//lhyHdSUkd+EW",
-	"X7tFlmTN0NNX19NKfHHNmvpXYkzEELX1jvmIpqIyPeXV+DXhmaE9at0YCR8M1A6yQw7BPeF4VNYy8x4N",
-	"b6/n6LUybr3u3izqv5Dt2s44M2KLJQk+3TXZvb0fZLEOlv4bWKzfQZzJ2ZLFyo50qxr3cQ/6QLvTy7G5",
-	"NJUgcw8L0rD8jnBF5N0Ol1eoEvQxGcZ5YLc0rP/e87U7ME+BIlr0dOHx5AgLmO9O/VASxDupdLLapXlI",
-	"0Mji8x7iOAV51ZzJqGzTUlopFzynJTm7+DxVotkh+n+9lCXmKAAfbWEzwDx2T8tdSjoa9qliSfYftmt/",
-	"Tk8gDyuLRo4qDHRO8+gqMr2WNRYNxncm93ruPhnoupS0eB7l0McrLhrNiHmD0HtW93leegmh0R9ikV1z",
-	"zZh4YMvRhu8fMt4VWyWJ7QPGj+9eHBSavR4oinoulEYMmZXvY5cCqSu2+pyukdoZ9861Vysj7Iyi5bXB",
-	"+3D6ZlJGQvenXCOdGGLPUfor2JtyZ98cJTsS8UTYn4w74J1Tl+KP14AMMlriMkARsTfNbzYdtzerh6bi",
-	"bjW3X/Fp9HVquY3KguWl1I74OOulVHZbuMNALU5c/QAPjYKF40ejzL4h6O69B3nd06H+milzqOyyGdHS",
-	"l+Eld2xzYv5Poe1sZtaJa2ZRRM2D8cIKdoCD2LVxGhtK0u3sONKA9UnvW6mxPVb2fbAW37May8+Yd1rK",
-	"SsL+nE+KMxOJ9GA1VvQwgcTzms+t5w2UDbsSuEWTL/92E0xzUCo6cv1PPUVglmgV44mpKW3FvTBZF4c/",
-	"TDh+zEOLM2N6zZwkb6uquGqcRXgOnARr12/Hqk2eVqBoEatVC4Tsek3WOLQvTCqhN5Zsa6eUaOvSUwm0",
-	"Fm3hjm2ixviWP+xd97qb47FebrAcUMOCGkvxyOwpJYY6U4NaQ3ALYayQdPajzYQqQ2YJetvSW9mhqkLD",
-	"ROtXMm7xCJltyO88g45hmmm2kPXgrrl3OvDWvGTHSyoKjEIXqENYk1J2wKv7l/Es8f3ItaNXg5AirGOm",
-	"ZrRIEfMIYCEY1dtZoslW7UnXGZx/OSdz9QQWZ0W/ZEQw/QQSxJVc0S+5FCL4rV6x1U33tXXnJ17d//EJ",
-	"r25AirjB2AwsfOSf6ry60Wt06fd+nnPhQj56T1b0y43aiJsZze9KufBPXz7JpZg/oWX5xIbv3JhfCaaa",
-	"QVqrkMlSaEZOWa2YKJIcBH4mwXtwtFA6MuRjBGo1zv3tCXOUu3XYtgbSJYaRIzZWyC88WLYCWIrlD5os",
-	"QEzCCxDJvV+yb4IN4z/Z9Y6Fyna539sSa1Pu9P3rqQUKQmW3etI+76Ij2NnvqST8Z5Hbh3cokdr209jF",
-	"NWIiBIH+c2vHvExoVD8tN24vgyvECpGdOyanAlQLs3O6Tkg77qW0cBF0FvTk/Xq0B8KyLd6lCCyhI3RJ",
-	"Dj+ZsRS2rlvcuM0hJIH23T34Ryu1TE5s8iubpfa2M/4Y0W3ZJqMik+gbP09ITbXZsa6lVxmx05CkM/lu",
-	"EyGYvy5Zfp9KwfUJMGjVmkmpJ1rLoOmrqPUQm4Z47Z2bLWpZqfOo5cGOtKL5HdOK2KTCPbv41OiYiU/o",
-	"h7cPodlDc8DgbbVvy6mhF3u3G/f4eGpNw+PatYpT2IVdyP1pzDYfpzLX/H50VrP8/keu1QWr0Uia3i2I",
-	"OeSCzLhGRyiGqUy0h5vhjXQEe/eQXuIOsfbwh6c1NvXYKLub292LgMZDomxPb3DIYnzwvZEuLhsBJmpB",
-	"K7WUOhaLVfLFUhNl3xiGOA1RbracdTtiagU2fhC9ZKP8KB6It7XIzzZ5FAHgTK6qkpmbbUHrGYW6bWWJ",
-	"QQ1TXRgLmQw//LMkNa74IIrtQtay0VxE47YsJE77zkSdYMlodVqWMv9xCA5CzjG13rxtC+ROnbf55GqT",
-	"gkV6ZxqcYR8zTbkwWp6zZqFXcyqjnBhfFferN6uzqolBxrWOYtKAjusKLCSQmxLLLCsm3sbhJT5VzKLb",
-	"ud9lrU7I8fOtjKop0SPD4GC/DRirKbgRPWyn6dFPO7kKofV9HIRe9EQYoxBqoe/eC47t1nHrHY80jlFL",
-	"PwGf8nQbcpc4U1/wPVXdU4jylyXUP+MiDL3umwYhuWvILZkvaU1z0M/UUq6Fc1HlS1qWTCwY4SuImzL9",
-	"iA0pmUaDIqLsBa6r5y+j+hWMIK7/+PgWm57Z9olQDA5s4oS4bbahgJgLadgS4v8pcqgYI7c21/SJ7/XW",
-	"dYG5KrbFoym15yqq1FrWsaNrn7i2G4Vm2aDFFz+8HHXjmc/ikiSQBka8Bl2QQ7Pox1woJhTX/J4d7dxr",
-	"78T4IQTTjdHqhzZzfQgmC1MOXnXwQkIvmwN0jJlhfnXwUxxwagTvw4pafczXbww2t0/ZxUPz4/Hb93/N",
-	"4PHx/MPFHzPy7v3V0e8Fx0bqhzw+ACcQYXJVOZpa7WsnLsa9ZMr/+AC0zTG0SghAtmvSwaJ7FOjKh7X+",
-	"CDiW0cONnIKsl0bga4maK2KfOIexA1NqBCaWceUQ0U7c1vgbyvy16jGnHVnSKKpkByulvp+sYNw/ahGL",
-	"rfJZXZgTL5YlQCc7jDdEn+wzod2hIGNIk+3xG7np4mHpIctR5BAHr472rB/ThwTCQO8dIrzDm3nvMjJB",
-	"IxdRH34Yi7/acwF+9RD9xw3M7y5Dd/yPuIXJEP0uHRrhvCyh+28Voh8M+9KBAPy5lk0VLXKPz70P6I6j",
-	"qa5nfi9lfmdYykCkB1fwMYF3VcBn3RU5l3XecZd0IraamFXrnVyTFRWbiURh+k/EIwAcgvcK9nHt/DVQ",
-	"MXFs2OKxyxszTBEy/Y9rXR2bW/IYIAiCBy0v8wLHccvVIHUnlwWrj40uWFLN4mXLwQsSsyJ8rgAeBx4b",
-	"GiDc+6dUmyHhNnKgRlzXryVF8NmEmnH9QAEuMDSsQehgO/qspZWptBmzozXK8C4VzAviSyMobQGdWSd/",
-	"E9W3xSW8OATj4xta0Q1ZSEKXjBa+qDiQb5x6AWNFDR6v2cYfrV15T+8Qf51ifskosatmtaL1xgdqYf1J",
-	"WX8VkT7BUq+aFQSalmVLEAQob5pcNVUOcqzV7mcWkM1wFFlnt8z7U6JmA4JzcRGy7j+KkjLg6pw5DhW3",
-	"kYZhreAjh4+cPbbbwZQc5a9IYp1yOmYN8CDjL1+p9CSs98h1tgY033JDqNug+PGvO5xs11OtAtVzOJKy",
-	"w/xcjUA0tgBE2rpVTdvAZkM4AMADkZc1mzcK8rA9ulbU2J8KwEweHbei7VSybUrtLNXEE8VzdknXZyGy",
-	"+WC5n0gdHKoAbDMGmSd01Jv21nxmn5LD/3X64f1REgM7DjxytjWMx6wTpZb0xQ8vI4zy3enxix9ehlgu",
-	"cUjUlIHeTyjzi+N723WbHpBTckoEWw/sqJYABM5eBUaBGTViZ1PhLVUC1kCGr6kMQlkVwYJGoiC1LEv7",
-	"57oHpIxHJF4IKkkwzueJw9umnNAW/PLF8z/+MQ4zAcLjVWJzL2Fg7XihKyFJKcWC1ZCABGyr4AubejFm",
-	"Sf+myTG/l8aLpc75QzaQkTN0yPYPy5xwxmxYZbukvYyJ/4MPR2KfotvDF5bhmfNxyeJgEt3EcaUN0a7c",
-	"l3i0EvjvsWrfcBLx6QkibRT2T5RYMJZf5GVTsAt8HARbTtJAoA9M9I+oHNaaNC18EmZnRtiaoNIbPAw+",
-	"hY89jBTs6YwLo6FgC1MtrQsmAIQtau6/5itm5WQwjBtJ0H+AOFvTfey4PWnRzgpiAGaA76bETMWLJh5n",
-	"sJIQUejqtrhXMwKqDMr9Vc3m/EsfRaEHsDuJNC6x+aQ+qnbaw/41A2djH72upcnu9mbbaFxRYvNblbmD",
-	"Fyx69ORLwbU0+3wheTz9nIo+EMOSmwluyKzJ75gmh3B1ULjkCq7usl6wiC/vUFiN9yjiogVD1KWu3qNp",
-	"KgJ/EFQnI2jAIktWTvWMUR11/bYuI5zM9DMxFMoGiwZh1jaobXcEiM+KFcn23/HFkintwuWo2ISwEBN7",
-	"wW05G5tGLyyv657eqauLlLcT9tbaG7f8TlM3GL+5TEYyuTWr4xFNA/MaCALGPq3LfUp9q5oKUjS1w/tq",
-	"iW6bWTrfVcJPB4umEs66qYuWQN+AjZddCI5HgbJwx8Ku/T6IFoOQE732EXzi8cKQoYM6jEWGNABalj14",
-	"lCnByCljuXdLesjCCGsaQJQcD3KGaSgf6bzvHHp3F+0a0TvhbB2gjB6IhsPNmBoL3eeOEU62xQ36R7V/",
-	"uvosKtu6kGKX58coYPwnm4c06rVMlvQ7vTgnny/f2/oCgXkrQ+p20Vt0LCss7k1yLZr7ut8+NohPgjrT",
-	"dSOwsk88MMq24YFI//agsB/ooxP1QxCIEIUQ6wBr1WXz/iPGBZUITj4O78BVuL8Ev7MwynZBUZc5ijP4",
-	"3QzS/Q0PKz12utzH3LxPSAtY+hFEcbYhS8+1ToJBKnBE0VJhkQqMn8MSbD7Y6MHRdcmIkx9Rq2o1Lbtx",
-	"bTDZPjEo3tJo/Ydt6ImvBxnEmTik+77ZuX8cUvzldBG9Sj2TQWMSmDfMIQmCity0fQRhJCgyqeD8tYuM",
-	"bO2TsJ5u1azZiolaluUqVbcqp+K6EWz4OGHzORUR/J3DWko7QQq2UAjKf2oEtadqoxJnK3AavEFcyRjL",
-	"gUdeBATHtg79DSc4MkVqJtiaUE302nAfDvUF0cpW8vkDaoIHnV2xmkddh/C7Q4E8XLIvR+kRE65UwwrP",
-	"JBfJfUGWcVFSwaZSQSfHB1zXYcm+B0W9qrB6pY/lLSJi+beJg0WqnlTJ3L1qr6DosdiPOMwxEImqZk4M",
-	"2K6ovtv5nH4tw43s2TyiEbv67SFldMtyG2ZU10HOIdejOR6PGrpro8iOpjhVJzplRwG7hoNw23TsrxaK",
-	"m7q6T12Ne92oV/4+PqRYosiMB/lHRoTskTfZMH2U2Qsm81f/I9/l0wCT0cYGcfv7QSbbu/EDhXJLZwEv",
-	"nHJRQYyur5Tl7lmLVx1PiZzgmB4vqO75Qda9vePcfHCWHQ63veyxANntqypxzW6F3ToZYCxA1ss7bzzP",
-	"iqWiSoEbG7A2pF9UW1qxKLNpRxIRv0W5gRsbHShGfAc7bZFKGIEd+FxHruR319cXV05Fa+nCA2yHJwch",
-	"+hOy0TuqlpHo/7byg1Muzk4zcote7Fe3PmZ8yb6QwGFuJnfVwHJeNLOS539hm3MxlyedWwJ9w54/IibE",
-	"2akDF0tIC0UCRN9vRg6sn2uA6lG+aihUYTbjheVHOH3mSCXRF/g1EyESUPflVt3nnUUmT548ufWeUmBM",
-	"GpJsHUrUCMtmaRkxKFdagGW/UjDFfo2PQX4zdrG0+7PmIEO0bJeqXQBxsOgdC86iJbKsT9TtQg8exXik",
-	"+kd/xtQDotPbk4qx6aJVRic5cVr9aO/w9MCRPqBk2ZWKMArMjoxgLGFVJc4UUZLMaT0VdnoX3MdgWKlT",
-	"dL2p2AC+mTsxhWSqi6BnCxM7wbtmPnV2uyssFzGWdGRf28HDgh/8ldORskUIeWmLViSKYRRcVXAPjo4T",
-	"5VwKAGShGtWR7/cXzdqBTJxYOB6uiWz0gLb1McFobPJNaJcEJfsQKm5iDN558Sos616xGt6Jx40B1MSU",
-	"A2pPF1TYHGG1rxktgqIcWOaKa6gTpdzEp9GOwzAe2myAgHukXQ2Kfv0lBgb4F7bpXMIrZrR5YA6U1OzY",
-	"VmFjhT+SIGTKVGD7in45Rd6jBpmPrTLnlMHkYqY50nh8X4eT2GHvg2S84PdMeAzHHsuINAYew2KKwO7M",
-	"FAg1YcSk1vlHBWG0Lg1b9aXwgkAqa0eAcqwLykUqsMFi6P24idY7szUwu5xqjIVPgU2gTqGzZvJHIueU",
-	"/viTLxDn9hvQVb0hLN/kZSdb+cIrgq893zvIDlo/zBVWFYZf3zrLzDVfsQJhbM5cDdao5ReLdH42UmXy",
-	"GGxI4fgKZmFS4QDPJVQt1K98hoRga2UDzIEIuXKc1zwFArArLA2Jrbnae5G3wrNagOK2JE7I07t3eqAW",
-	"9nhPlxr9qcu8sNLlHuH93blze3dm/+bqgmAE/La3LV1p1J/aEWHMo7xHy8JZNMZt+HpqPzPKOO2GT84a",
-	"PYhuf0Iqo0iEtB0U/6JQlpkSzeoVF7RMWdUfEbc7ACDfTbozv8a62COlQUtSSCJs6Pkesd+T74YUx3GY",
-	"v6oD0xDM6FtwmilnNXE4hzIEAnp/Degi4ypI6+nhomp0RrC6NGjYNizrdy3ldy3ldy3ldy0l5lBCDhGt",
-	"dFxvHI9Fa3pGZFkwqMJV4y002SZjF/O6pgAmJEW05tTvGtP4rWiLy+9WO/vc3AwR7psgj/Y++l0/20k/",
-	"q32G7PS9+YTXdXdzTnq1ZpktvDu6Yb9riL9riP/Haogt9/NHrb3BRsTpN+7e3wZ4p54wMRAkA/6O2ydr",
-	"ZGuWomLqXcwPBr2lq3tPKV8z7uOxrp2J+sR43dtOdn1m6Lpz2U8B2LkwTWFc0oORdC4fFUHHzWsfsWUX",
-	"oBxXwTbs7xvg4wSjvdJURxGMG/DNOZR6xUpIF+pue0RVxLqVr20e5YdUlD24fOG2Bn4A4ZXSpiHAvezN",
-	"LNGlSYfFzzZnXZ0wVc9iCrr89pIAiXmTy6ZikcoVZhBt1NpX6N/K2YcslLq5IhVUJ++oMu2YVvTL0K68",
-	"lwKiGkY3hm5tzcT8CFQH7HV9umAf4vFFTrax2oNbayE12TAdXJYn5FkbJDZxDF/zHLpT5ze/T4xZ5HT0",
-	"9yW6TCNHONCTohy7o5a5pICkQzouCk7XSceMRRsj9cxYKcVCES0ng68kzYybDMkgFX6dljUtdCsTmvXi",
-	"z762UDnJJLKupWZxS0+P9NoQct2Rwu5Bihq78n2YVgqyB0rE+sDNrYBN8vcGahvJOxdEJNfCx8pUfa63",
-	"pnXBims5BLgnsbxNJxNCd0Zh5Cyb9T2ZiMyQptSVCcpNPwgl3jDjQd3KpaSsQeehd9PPWSqAx3aZdRba",
-	"zjy1/++dWvUJgK2ifORUeNir4znNDa/02ph9AoHeopNjklmHRBEk/yRZz4BR+GPS0cEfZKyl6g6rxP12",
-	"TW5Jxvep0blcQQAtWCmJffMxQXZkmiDAuM4VKezl6zgnKpTHoLl5/fJYaVm1f1kze/iD1dNAaw6eB/Gh",
-	"x5BDEeWnfpjTHAr+9b2DDBIf7mAjAsrb57L6TTiwwgUPjAktuQQ2ga6poGMJCAwS/gbrqPljN9c254rr",
-	"re+3WdWoyppWDts2dlIPI2z2QWGH8amiJT6SP/qqd50aVhok2u0ad6myXnu7m/kfNv0WeSLt9O3hTsSr",
-	"+yEPGhswupZsZRSsM4jFamyE+2JqCZGte9/V1GpLuHSyXjZ9UImk6ruHeDOc4Ouqp369VN3EQiQSgDbs",
-	"AclQj5nB+hFDuc3DR8hamZofGsEcj5Df+Hl5l/Li2QfDx2WfdawkFzoKcot13zA7E2FZAFrLYv3u6UPs",
-	"g9JMrgtpxxlbwk8VE6cVB0ioeGF3RKRCSzMEGUDF5lY0rkktm1jMzxT7blA4aVYiREtEVNRLWcSzTQg+",
-	"HJbyYtvqLyvCizBlvBGFzJuV0Z0LnJhKeCB1LEOF6iVxYNDx71i94iqRVupq4t9+OVb3+XH77m0nJRt+",
-	"xDSLCP4pLGS0+JV5QOayEUVmtk30RFzzt+F/2PoNTP4gOwhXxP/oXgqm0/7oF/4Gi7Tbn1eyaEo2zijs",
-	"fts1znpSWadHN9thkSqk8RSI2xkA4nHlSNLZAmiuW5C8mi24AqNKQBrbUHnmo8kZ5A5AzX4Xr3j3zRDN",
-	"AOpE0PLSTO8sDt3emjO21sMcH1aT26eunae3mY0EoTUj7AvA1gWl7XK/7A+r3f1JMGIegR15mznZLDdL",
-	"LgqPkfnpwv2yK4beFt+MeEf8OEYXshW9fS2wgB6mOJBwHqMdwdwcakDAdCd5lXYkiQpy7YKTsjPqW+8s",
-	"9bHfeuvbGWKUlHvrNFQe/VOjZ4ZT/sRmSynvzqimpVy8uU+iTihNRUHrgrD7KLh3PGEdGoSM9YxQRQDB",
-	"mQuzNyUV3ylsLFFZRzZ1zlKIyfeslBX7ThF8zRbLR7xVrtpBbgO113yxiOO8gH0KsiTBb3I/DYAYE3Nd",
-	"s37cExbdWdbjCw79e4HErBfmc1rvuDnRgHiDya7J6M9YlalPV9eKrKgRhiH8M0OHIfqlnL2Q1EzXU+tX",
-	"jBnuzMB9GE8QQrQr/waTmQX2j8ilZnFZQZRF/j+kmqyk0uSH5y+CqoQBjoaRUbHen5NAMLpPNXmeKvkE",
-	"G5MyLuOuce1mO9BEHH77Y1CiL03FfJLFzK14EgHCxnqM4z8YknHBRF3AC1QHrZi/J/KSUZC0rlKQISAI",
-	"dwPBYVAYPtZVO+2PJDfLuEmgpyVGFMbysS+ji0PJT5RrLhaX5qAEUWqKFI2Dw+DCOkUgcUA9LPBq1NrR",
-	"Yyze3qGamR9+inINh9n28UXqrhbTT3qI0mCxXnY68D1eizVYu3Npz2N4rLKW/W3Rl1vLrlWznVePy/SJ",
-	"oX9ydmD049E5/mIsfGTqb7DslWjFoUcN32kn7a289hbcyY6QumanB/i0a7lyIQbdDfkGwT69WYAkZcW0",
-	"+Op1JTSS47seSHmbjlLFf1Bom9MVLzlT+y47tJIAWu6tjh3I1FVIlAQ7xSGDHQzlyjb8abYBKWrNyyKn",
-	"dWQtOk0lM1JsB1wROkumOkDX8S3C7zty7z5L25HWI1QtEoU9VispLJh2W8TYjCg6EbdY8ancYjtP/nBr",
-	"V1naslb4l7LSJNLiWGdxmTrsNBiOX+IJ9HKVBERa1Gxh7iOPQOYvLcOB0c/SnnmHJ9JFn0zhWV+YFqLV",
-	"XQFAiGoLXG7+my/5dNxe93qig1P7GKcwsc12kkN8MFgKLgij+TKVCundkUPZFm1VJwYql1lcXqMMAh7+",
-	"xLok4sNcnYbhTtGIBM6KmtD8Tsh1yYqFzQklL758mdidazPmwwr6s2YIkJ25OXhyUU8Hmbau3sEOAMPH",
-	"STrWBLWkjQIpnbaxHwDHCfqcWYTVxBE4z/TgEFAEJhqQPvOS8tXkXQvF50md2HIqvIbU1LBG/a73ceB0",
-	"b/cypKPe6ALPe8Td3rIfHwlffxLXS67+P/beRzluG9sbfBWU6m5ZmmXLspN4MlZ99a0i24nvOLY+SZ65",
-	"e+/kc0MkWo0rNsAQoNqdVKr2afbB9km2cM4BCHaDbLYkO8lM7q3KyE0S/8/B+fs7aajgOBOm/cJnBCUY",
-	"DdsHpQdARQ/6YMOd+lDsznqA09HXI1nGjCvd2HNxK3vKJECNkJqeQ2UjTWZSCORwPPojJG5fCaHYjCtF",
-	"kfhWp3lXzwmS6lUpr+e2z8YRUV0/Bx+T2iU+WjgIw+B+7lCO0AnT0a87aYPoXwMjrU1GrVAIsFysB+ae",
-	"tWC8yaE+3BgBZW30IfH+gsHtGUPa8RW8RhbrF2jn8ltb1O6m91B2dAI3qGJ9AcZIK5Fqm5JvOyIK4x7I",
-	"LmO1KDjIuftoEsTQ/7wWNlVzoyz10unD/YyJKza3tmJCFeBbBYkXEyTT3Mev6yB9bNzuaAwIJw5SsGD3",
-	"7gGsO8IQGcZxRyMkfbZrTqHrNp39PUr3QPuM8WGPiRRrOOnDtw00QjJQwvreuU9w69PSvxejHhn2/vzN",
-	"znoQagUm15XImHKLXkqqHhT0oS1FfbO9OTcXcMYHzjFRAYA+Csv2ebnkK3SFEWyk4V5gPjiO6IZJa0Q5",
-	"a63stbBNrfrO/zh7bO8JGExS9k/AzhJYQJunLA1D4WTsZbbV7tw7Tlyb9yNMgLSKjsrcwuuakP21vQvF",
-	"BeNntzdkFq7xWF/w/n58GjH9ZNCT61I3tjcKDNzPPjnce2OCFpHzssycmGHw+5FbMMaICqTaMaDuuGjU",
-	"yRg21elm4ASk7LFJZT1wj5YvBY6QRTfQxvqvp6B6U21L7JunMJmoCmGrsVG3XY7OdbXjtZw24V7GRu8g",
-	"wI6Ny4QP7hgzNSRB3DlOc6DRu1Zs3BBd/M2oa0Y7s1VSobKb6R6gQua63JLFZTJKKCWoS+hWCYuAtVp1",
-	"LFIRT9/5Ws5I0+l6G1MFRx/u8j52CiS/KkGkJz8xAOagjjebidyiB8ocsr+jiBXGjJ8C7LdYepup1w9/",
-	"bERDLE/aULRZV0LFxiAoc7pvg6neyaSyLNm1xut0BZF1CxHwI6TxyuYQcMNo6YNfGV02VsC+gzDC9uEI",
-	"YDFJsMD4U3SQhXT+PDBAk7mZQj5mTXrRrObXHjg/rvB59OXXW2vF9kk9LwHAWIRwCOM6QhOq20vUyaRi",
-	"08M/TaPwITT0HrNSXPN8xYziN+JDzo1gjjCpJdyxpBAVDf/J0+2jX/CPr/HTJ0dYDtb/M1G6f2eZJWNP",
-	"Jk+OjsnFTpYqrCFq9YJbmZONSqgCDbAdE1YDhSP6YhJCHdsncR3bJ3cXgDLWKPljIxhfaCrbVvVbUWBu",
-	"T7/up/sxy2+COMvV6t1s7/l/beqA+E7GnjwD+O+1/qL2n/2SbRzCRWVXGQOTTAFmb1WuMnYjRGU6VXKx",
-	"k7UZHP3ywzrX/e77k1Mv6unZ5pgy5u8b1ymy/OOof64o6sKJcFfGdY2BPH1DwlMB7ApfRIESEsrYS5XX",
-	"K4QBhIBefHtTfI9p+qtnn0gmfDr54mhQKgwH9ov4wD7dat8geWtYwhqUqkZc+ZfC2Lte9e1lEGMZjoyd",
-	"vhQfbcg+5IYV3PJDettTZ9vBqLt1dPCD1dD0cXtoEfAFw01ljh2HqLwMLac/Nk6K1hSbZedMFnjZIW6S",
-	"f4JufYrU2lrBedz+9Kf9Rnvgb+44GGjd94lP0ml4Pjm45eJtRXKp4slFQITjg6Zeh/IqVMV0iTM87O7y",
-	"LiFUJ6jkJ9pLK7U7BMfIsA4hgXlYRWqDU6JV7gtigen0UufHgehMMqkLZevVMRCNG2owC3IwhQ/FlLhP",
-	"doO0gtFMTCVyOZM5m0lRFgYlrLbjthOqycENm/7X+csXJ6eXL1/8ME1CXvSeFQxMkAXEtVyBtbDWWDcH",
-	"MdxUyvXZNKCnPnwQXl9KTQcSYBmAscgVXstrqXrh03QOF15xYt/bfKRlHxve1aQyXOn6jNfGiaS33XB+",
-	"H3ib+Xu5XI2OK+oL6H0HK7I2meurp18/+fpJxmqbU3nKjOptS3WdEQxkhge/UcWEyHziyDwNCml5fS3s",
-	"xRZqfwVWwZb5ZOg8gfD6NBMg+zXgk6IK1D69WsW2zsOdwb82yn8nY926hyasdJTiC+TdswRbGM72oLXW",
-	"p/cvFKtGW+0r+eMU1lOTx5twPvYG82wNUaOR0F3cbsTnilH7CE6yIWlEe8yDGSpwsMkqXFrphIKhuJTX",
-	"No6QbDUy79wMloWHjhfcHvt9B5FA9tQZPuO1tKvBtC5c9fWqURV8iLlXiRSuuchvTF8iJD499iAt+E+y",
-	"poAJR0GO0xk+3jWtCPo4dW2mVpfGPw4OImSWtQWIUjjTFa9F0e+FpqC44IbmNgpUwNiwOTdzn+vsGxwZ",
-	"n/D5EtsIJjdxkYt6gg9ZAWDjbm8RcGxzVxGOfPdsMTyp30M3BGme2F48Uv02TowYhBNHx29E+bz2zKyn",
-	"T21sfhhB5mmgn+o6c0lJR47AaEF94rUnP1zuhDm7qko5dBjfYF1X042MoM/akmYp4MU+KDpu+RU34rX7",
-	"yY15iIVMz85Pvv3+hP3YyPzmAyzRtNtrJ00XXnhBHYAJnJdmNxybTapuZ5dCeMnnKDoNWcnpsCdK1Eb2",
-	"5S3SL8am4EvrInB6/ftkXsdB0tX+LgJzYfmcS0UGrU4vrEXCh6McDsXh3j0KYm9b6r40+3YD4lLX6yLq",
-	"+imPFyF1IJM0OJBF/g7R3+k5w/gUkABqXZISaPWNUBBlCrakhM0j51ZcJ9EUTukJWjbajtq8mG4tAjQz",
-	"MF0zI/LGTek+QR5tf2Bf7KnqTkrrIEsOLYGS0GNFDMvQHeDwnqQ1gpOy3NiX3dygqY/HXT/tcbmzz3Nt",
-	"vRLRV+vj62S0bkIawEG8rjkgLVgdnc6Ts9d0Qp/DpgMCYtw8OYhmnUzpR4bxxs4dw8zRBlA3pTAZCf6y",
-	"ZrouRH3IvhFGEvCeERmb/mkK97kvsB11lLGpaxKez0WJcG9qFffjBCxelsBQCzbFnOcpW3DwnbZp3eAX",
-	"tJpxpdVqoRtDn5ljZiFK2c5rIYLbBNYFTDi41WjXp4elNK7fuag7+A1kz7uVYumYCv4r12omr9M/LrhC",
-	"lab7c82XG49KfW3WGoGfku8VeqkI+Ix+BiS29XctNzfrjeJv4qPIEWfCNxsQ0tfGEH5fb7yprmterL/v",
-	"fw1vA8aTfwn/EZ7lc66UKMPj8O+2L1sLvmjnQP/ceF6VHDnIrczb7vw/w+v+hxaLyP9ieXkDFwzZd0Ib",
-	"0S+hmeg36jj6Jdqb+FdRClxvz6KR/sLM1n5uZ+gfoC61/jrQdM+vm23U1lSbL7sfN99tjKg3W8Zf2wWV",
-	"xq3AZMnLMqx6/Fu7Zjbv/iOx1N1f/dJ2fw3LmwqlOiv56ornN28ENyJdwUuJJVI9vYqMICEqk1v/ZX89",
-	"lu8g1U0F90Hper1jKOf2IOpd89RVcd4DSAhg9ArBJmnQ8PeuBYpftlMPPtJSgvmj1o3aWYOEoYwT0uHV",
-	"UTZ2eLPfj+ruJBpzJWqpC7xPr1Z0VEqy7RQaLgYFZnklRoMPxwXVe0A0qRw2XI9gNjUkUvK+Kv9KLE9m",
-	"Ng0hgZcgvJNhjiD789H/waQiN+Cddgaa60EmOffrtFMhr1rgXMdtt3/7GOTeUt4KNIrThQEOGV1TPC2e",
-	"aACUxeuBlTqHAI7pz50N+eXxz7fu3vzl8c+8qn55/DO+/rr4ZdpXdgVG8dck9l2QoLF/x186GG8lhoIG",
-	"VjaZSdBj8sZOFqK+FhOsqJZkbHQw0gf4/fkbQ3krq4w1yodRUrISDugRVkEZL9ESf7xAS37CmNITEnuC",
-	"IbEYTC8t48VCWgODA2EMGSom/ZyLW30jUO6aScXLeMFOfPQsfbGX7dH72xGuPCtZ27TOuUtn4XcrggRK",
-	"yxIXQocu1jhNu2VJUZ8W96zWVue6TAr7/oKq6CUU1T1UmHnEpnNrq8msvJ1m/u9F9SWK/dN5aaYYHzB1",
-	"F/w0Y7qpmXeuwtn425tTeOHt386Z0TO7dNuwf355hmAsl6dnjqjevzg7Bvf7+/M3nTKRxvHCqbnNP1iZ",
-	"3wgbgKjasvfE2siEyy178fLi9Pz1Ny+dMK6b63nbkJsuhJSBOlGVPAdLxPnlxVkcK3dAc1qKq9rmNKu/",
-	"f/fyrF2vfUh35IpdvDhjejZzvBV53/vzNxmlLMbjTgwiGKHbjKBHhr3RpPd4bUagtmQ1e/HyzcvLl8dM",
-	"GtOApczbNXmoGoo6lUTfoD/kfgv3sr2wg+7v0oDoY6q9bA/nOijwXPR5NpVgS77y3IHxPnHnyqmlon7L",
-	"geZ6zVv0GpIzgGFTOCNn/85v+QV8QrTO9r97c+E284LPeC0z9t3l5dlk9v3Zl+7H03mtF7JZTK44XLjU",
-	"8DFFS8G7r978zZ1AdwZ6cg6dIC+UTZdxxOvVRkVJcSe71pPprSyEfvwRCAme+D1JXgLzZEzod3oZ1phi",
-	"VZdUxlR8rEQP6lwVkf8YXhzYxS/ZXlOnuIaPRXW0GuymLSVmbRXPmACOoTgGVJwLsUJuA7lh0mw3z4Vp",
-	"4Ki6u5KtHS1awSRXRIzcc132nGSqtgmGjBBVROnz5AUdSoofttpCo9KEum5KL48p4XUC5Ezmk9qniCGR",
-	"0yrji/cJ44b+C92DhjkqPNtPwYc3y2hRHgHcIsDmrkOYR0PFabxT5WpET5Qt3C5CrpURyjRmcDnq5P66",
-	"XSeYtpg6SVOfVCVXImM1n9nJrbZwlCneos2LzJiR1cTIa8XLkkKpERjexypuP8wwujiiMVqSrM3o2War",
-	"POcz+0Lya6WNlXmyTpJfq4D/MHSA0aT9WhXiY0Jgdj93gKkgDCv4bYiqsaMFz+dydN2bXC8W0o7uF1+3",
-	"osARjOzEfXqqleW5TdZ9kmUpzQYWNnUIn7UIorhdx+xokzJHjuSNvh4931Jf7zzTC8UrM9fDi5rrEL4T",
-	"OjP04di+YOIDiMvryrtfusjDpjT96thKf50c1SzORNL5u16Z5VZDgA05i3fxYW0loS7jeIPD1jV7BZGi",
-	"PS49K+pFPwx8y9Dce3cJafEqBvSzdr661JV1iTx1VqI9jdZ8nX6S7EjwQiphDEY+DLhgMZCc3kYxOBEZ",
-	"M1APzNekCqcLvOlSsUVExiOP8C4A14ifPeit6g+xDPPcDIe8Gb4J42CBY2ZuZFW1QSs5VF4LBYd6PMH4",
-	"zZhulhyzqupGxbg1QcXw6VTd6jZ9gQvkgdM3e+0gsnhvh0Gfw5kaFxrUHiqe56Ky3PHxnvMFP2+JWaEl",
-	"rrna2eTaE370WhXyVhYNL9cpYLwjcI3QUtBYoyMR2oJebpLtnPtiE4rVtsgWLxjuGOGCbUfBnO3+DAay",
-	"nIOt65UsxTdOQEuj3zvBfiZLJ6BSlN7Y6qd/n6+AGvaVth8IdT2Y1z64Nj9cayc1ggz4oVH8lksIffU/",
-	"USGZD1iQNR2069rpi7cLJWr66he4jy/G4Gae+3G/Cl8MF6/jli3dFbWstbrGq68Suip7Coohmuwwj5lJ",
-	"VB9Um1fRTjBgbW05K7RcbZcjDsbd8nywEVHAuMEA6gRBrY4RHEwWWNkSVEZQhgpRCVVAyHiivhyMO7FC",
-	"TyZPjo4cZ7VS5ZYWaa3A63A2zS5ZjcnVHLmI6fDXM1GDqdlTl0GUzyv3Ddja/OWBzvvNcAlo1/SGwWwQ",
-	"wUg+uckatkZO0Ej6F+Os5EnYmqUQN06D90QW0AXWrx1wJ7zu8xR5/zSDch2uLbMbYMjI6nJRdftxN9p2",
-	"CwMmDdwZuaU74U0Z5h6IHu7BcFoWZD3sv3//+sWBV06IPQ0WAjECcqh7fX/u8LESyNZnmEV+5nGaiduQ",
-	"/9QqMffXJ29P0HH7E5RzoQyzUveAzW8D5JBdjIzxZwPPfvpAE12EUe1Auo7ULkq9vUYO7W+A6QhLFhtZ",
-	"IsoLI+5DRx4m/5e3vGx6Sw96UB4sVszL0rTFAMbVtIXcRvf1fzfFHSBRCj6wFQUHbb8W94RXak2AGTOa",
-	"khPYfBsRz6Ud5ADRerkTw/aX/R1j+RvbY7Yvdc5LJ8kPrG83s/MnBM8l47WezYwAs+luPOVyEFrIneZh",
-	"mw9MO1qJe3OJy+4MR9jaPTVBwV63Yx1bZVhXPGlR18NUkw6oPO/clyZjvCwZFGsVIYVpTLIVpcPeP6UK",
-	"aggGi9IuGLNbsG/Y1QqMz3dggjtkTCEGZgD0JpnbjrRO3j9Zao1z75pWT7fFUqpiI/M63HTHjPs3KDd2",
-	"IQslr+cggNilbm+b9fzfFAQrX3nac73HntOFVnTEG2Hwr6UolP/bzpua/pzVEv8w3DY1/dnA1z+kI6cS",
-	"bJCX5SQvdX7DhNMzv/vu+fff+1IdltfWQ+88/fL50dEh1tayonbf/u//Opo8/eG/jiZ/+eH5fx1NvsI/",
-	"/60HZixlSYl6p86g/zt2s3aQaEFCYd1i4Oz0+Zn/PtdtTWTweYc82QVXDS/Zfoykomt2xfMboYqDDLBX",
-	"2L4P5XH/wr4OAKCGuHXYdWjN8b/G6j3k9Mld7CjU6VDASH1k+x5yRxTs+7MvDw7ZG9D4rj36nvhYaSNY",
-	"NV8ZmfMSgBbMMZuihtYGOGNMcS1mohYqT7tyEsOpqpKCqtNpZF4+GlRMKLaBop7Cde/EgAj8SCvxKC2D",
-	"5qU2YihqEBOwryWkGmnQqi3b9xbDjBn5k8iYrXl+YzJmrK4qkEFgQBMIMsxYLSruzt5BT8JcIfKehEts",
-	"+BHDd3ZTvTAAd6vqZfTMTtzBm/O6mNBHO4h3A4ZxDEfwb9zRIi5UkZabIhaB4pM15PoHLKMdxdQhoxcZ",
-	"62RBOlnGcnfslLtDXa90QPyJ05VQhOnnvuw1k6WTHqIO0TncBpw4Cuw3uiXlB/erW/irlRVjV/yeJrxZ",
-	"zRepwL1X8Dvbh+gTTD5oCqmpfqk5cEs312UxHoi6EB/72PN37r7GAw7vOTKEMKd9znzdbFhm4LlIoGzf",
-	"E+raxuKlx1leczNPEzF1Mogu6WsFg2ffD4scF2MzTgejay/Xw9BAD4I17av+32ubD8Q018YGH33CCO+O",
-	"wIukt/L95SkryNMPl62j443Jpg0ZEGbWb4T2UrqPR9teQwmDE7/TKe/WZcvk4YygBwJ8PMTwtfqAnX5Y",
-	"VF8eHPYKMuM4FdleALKAAbnsDs6KcbupFEe8CtPW+Vtf+HqtgKisrRNZIKdmq/gUDN7d4xh5S7Ab8O/u",
-	"RYON2F7Es+Kla9n9mluu5UmdM9fZ1y5LiGmyX7wj5rUdcKMjPP0WC0Q9LNQGzDLgoyIn2A1ioyuOjlcZ",
-	"X4FvI6Eyms+qM3ZutZ5EYnArrEnVRgj27ctL9phX8vHt08eBVz0Gf9JkoQtRdgJi4wIYF3pmXwj/L//X",
-	"oLR/IXqSdk+8WMy7l4I0pLhA1oRr5YFEdpAxksdJ1gyWHcTlsXFYd1MApBkr+qMntK99cEXTO50AKKBe",
-	"SD22uuqVxkzfwfbXfiibSlfYDuFUL+ta11vVlVrMILFH1wydvRkaMhG3PO72YcSMTUPrQ0sZray3ne+0",
-	"SRzBWffNKq3FU4lNuOc51tRaVeK57FHXdnGyBAPBsYfa9BkquEmPAKndUuH1MXFh/YKR9x61Ryp4kDgd",
-	"Wi/HupMLWoohXM+0IZYu5hEqJL52B2z5URcIcbi2siZq2dtHBa99eqFquyPLh7zezZ/1IEJbe3I25bZe",
-	"cc10JK4gWMUkFR+SLvg7skF/LQzetLTDY6WwSPL/55fE4onuJnh5yWC87EVf/DbErw7Zb5fAYnXwDlLY",
-	"uT/Te9EQnESGXKStRjYsjLnWv8d4896a7t2Q9F1rYvr5hqN8I1WRzlpxKpC0MrXTlyE6PrQHxOB9fCMj",
-	"Sn2kBf561ZPKgXWY09d/W6M5HO67VAmlZRXkHxs5fDxEkOLM0Zp9cvYaUFN7DSZW1AupUkvayRYJS7oC",
-	"//Eu0andqh6hvxStbJB1zZUB95ZJgsUAeDbeP4asMlYMrP2s1ou+VcNiOOk10n0fgQSS/oaK+ae3GAJ/",
-	"e/Zk3TrhxgxjaBvdvnZjtsITUzjQ3QUfZmbAGBzX2WrSihlE4nrzT/rD04AhhMuS7bcJ2MQfo6BRCJTL",
-	"WJuSbbm5ObjDXRMzvm2rG6aQXrKFvhWFz/w7F0YWjTh1FNNUd42bxHg/qxn6N1iNnYRMY1ZjNykvbb06",
-	"b1SnGkoKmvmdKlcU/Q74QmJlguUeOqXbdJGOD/FlKRIudF+wwmqWu9cp2hNqM1wh/4ax+yrDwXBJmTQL",
-	"eU0OmABO2YZxbqlNMVSMou5xm6E7rbWLkNscOme25rJMQcgPjmQj/ZIWKwziDgcpHTvaRvC365rjJ06T",
-	"LuoVqxuVRE4VVhR/FavBlCA4FvQuADiA6rzUTVm4vaQnqKhHfY1BHYyOafpWkgYLAcYN73IQweriXgO6",
-	"oUPps9Bk7eaGBLCLqAor3FOx3O3ubpUskdC0Ou5keYW30FO/y7quBw7gImed7c6653Gg9CQAh1zOZV2c",
-	"8dquOtg99+ZsgMyAgX2IChAQY7ondRge5q1YrsPDtJXWaFk9SA+ZLtDcpjELcrjsxrOjuO7Gs6PkgieW",
-	"LTolGyN2e8AaBalvKjBBi4KhNAGBUWlWanXtXlum1MYbserBe1kjX+wLIoGwHPs4AsWXk+OPGtqUncE7",
-	"muYrF5j4lxxVCnGWPK0IqxuU+F2iCpKMeC9rFy997K1Qbsin/QCQxGIBst0n5UFJBY+WeCc4yc3s6qVT",
-	"bCdUNQOtuE4fnHMTfk2HopbyWl6VYusREcoGvBB/cSB/R5lj5Gm5EaICHJZ+5NqX1NOydpSnyLoHZ77F",
-	"sa3d8ajGJtCiu6c3Ca1b1dgvCaVed+vKUiVjiI/175Hp0+8bFKNWGlyixvJFZe5bm3nXwsfJiRyzo55K",
-	"zAO0rUuZJ3F+6eQzfCMkX/olkIote6zm65jLLWoo9bZ+KKPt21iQ1IEaRap9ctILumlBu304Yu2BcYXL",
-	"djTppWKYRl7wHWzWqNeetZK1+L61pd7tCj9zp1IsMQzFtbjmr0skbukQ8jJUnhHHBwj5zOkh13N2Ver8",
-	"BtDqfLSeYeKjNPaYZDhyeCHoR05V93sFRUAxHKUYebh1dBS5cS0glQ8YY6GPSXqDZnowNO6sbUS1pUBM",
-	"cr2PKGKVlkRuBS9FcVLJS30jVFpIDqDSToVwH0CAZECg3dxQ29/WzLFTeE7NBpM1SN6AaVNx+2HaY4i5",
-	"EWpc6m0Y2jAb8i1S22nC6IWzqTVkogKpF1ikeLaJQYzCG+BuQvBSArupkaV9rcZhw8DLTKpj/GsiFQHb",
-	"5FwpDTq0x4/Tdcw8EuBL/dlsbWUBDWLGWqXz+GJEzzRktYdoVQ6pamsjvPt9uAMADybJHbMFX7mlgGyz",
-	"HUyo77Fgo4oS31yz6SSVsNPpogkbx4CGCAheO0a/ug9HQi32DXfAr7e525tVo9e2HJAMBILDDTsAt+6u",
-	"I42ttyHST4gADKPN4OSBou7YiDc5IMztHa5MWuieotSeUrubH09hp6Q33ReqdVKWLc2MRT8PH4wzVuhS",
-	"3B3r/NxWZ7q2PTi9jjmeX54xuCUjOM82OCIhUo1LrYXWdgnolrXI04yDym0Cp8KR8bqWt+RAbcMaMmaE",
-	"KqLXpIVfOuig1BhALau0W20AiRdmyBVrVC1whh7XF78JYGmwoqAS5SWXi11W4i7ovKNDX75vw170UnlX",
-	"qxttmnUm8UYufdcFe//i7PHl6VloYYwnu6krbcRQaQRaPCi0HavRVCpuUsrbvoidEq1a/akV0g6AMPtd",
-	"3Xa6w+6D+ExbHDgvlN4GALO7M1tj6kRRwIuL81MCOmzLxLjlWgOTsgMYUsZy2yRYE/CI1jfnCSYgsfk5",
-	"B+zWNPVsDWcJO0wYp6OH3gs9GwKA4bjGvKQ9bbSiG3EmjRnEpQ3HYf1sbWO2J4CAmaadLsvNvIWiE/vX",
-	"Vl5d+kB+eA54KmTDsG1OgRPLSQfBOu0yrC+bUpuXq0pMwcmmlaCa04M3T3x3/JINv/xWF+IU+zkB2CFR",
-	"7P3yw9qi9GS/dpYj1FgauoS2s7dedvY9/5gqx2QsjsFLZ05WGsvQXKtSpWLy6rVm3cgeGTgAu/SQliVg",
-	"Sc0dSxGube4Wv3RMYG6q7VJm42SPuxkpkCVxNqtFRDWhqJHf60emXc01/9h2qQKq+ahiRxkhfTGesFAk",
-	"d+MwHXtfBaskgDTjrPow7lvnxVdfffFVXOf+6OmX975WE5WptxWs3+0+Wuvgi6cPcVOMq+huy143E56n",
-	"Us6Eu4aPO6sSrvGgOgFsl4lkvUP2Am1F7AtMPe7fta+ffdlxOj05Su2ZY9WdwZJB68lX2UaIHKJyWo38",
-	"fRbfGXgnuBsDrgOKkSEQ5mC0Gbhi9qcJ9j09YFIZK3jRoraYprTH7IiaBqRxTcm3Q+63aCGOtns7E7f3",
-	"AHs599fy3RyZKL5ztXYpp+CZBmVK2QqFo47pH1vf63e1pjpp7Pw0gNH3Ka4dxHqGsde1k8OlJZsHJiFi",
-	"vX5jlsmkkzk3Z/RwCMnGN+B22vcTN+yWSZQzsLFB37WwTa36bHpbkh1S5RKj1AdMP4EVoF8Q69F4Vzkt",
-	"Sh+CYZmIr3shr50YAU+hmU7zSukGDPcSI8vzOS9Loa5Fm1Kypdsxdq1oO2Nbpq7R0FULqFewMxgQdZ1K",
-	"xWhPGRqteruUtquLuuEitC8H+FpdtnUKNOwaV13re9Kg1mPeNKLuGDfbhclYg7bPStQbHpthjWk9AD/0",
-	"789E1iGGblx9u4Y/jCLafoPZeqkJXHiI/V4P/B5rUota20EC3uAz9zCzYVuX4P3cFuNlhbFUGHttLRIp",
-	"ceW1rqWd9xNseAMqKsVy7PcvvtrL9i6+O5k8/epZUozljZ3rWv4EkTXfAeZxzwJTtiCbUq+Hh4dTdhJ/",
-	"zuaIBI0OI3R/zGq9oEBpxzFbZukO7/mrU/b02ZM/Y4WaV6fsz8+ePDsO+fiMQ8nUjNjpOhNPmLxUKiUf",
-	"zzuDp6iD4TDpHsuYkMF349TOa3krlFfJZ7Uwcye/F3rRm660Fbm4ZTFUahsh9YzN8OgTpAkNLPdhebiE",
-	"UOKCezBfL54SMGz6bvlRJwKW/lfDS2khFqCqtUURC47MMcZMQBR7ZyBkP1Ca/Yg5h/5gKYSVc6cneazG",
-	"3DApxmZaT2q4X/rq37rLcQtGG91dtZjQcnX23wT685cqLDwgRPi1HhVAr28iBoqnMIvoFvcjTWvRTPrY",
-	"ysVC3wjHV+6B4HpB5c6sZsY1N3GHb5PXBLaZSNrAFjI4tpBc2EDJYkT424nnhgn5uXRwW5/uBNuKnY5d",
-	"ujRfBg8x8mbHlXCm9wJsvQwo6eauKwNDvRdOa2qldwQi8+QBK7Lt8OycvavhLMEVcUzcFyqciI3IzkiZ",
-	"evL065TOLxdCN/3Jsd9ALT6PbzZ3oprr+9jHfrAnW9T5Lzq6fBJ6sObK9MCzu0WEyggsvHWMaFwYOfT+",
-	"xRmwHUQ7hChaq9nl6VnHDo84XDZ3vKQpqiTjTRYrqq2pnj9+DL4Kayrj/oYKXbEMRmK9EwmZVDPN5Cyq",
-	"lMiUEKhILda126Mvv+4Yj77eJoW6MY44sWlixVw0fzDd23SK3A4npKemkPpUFyJhuzo5Oc3Y2en3J/Df",
-	"92553lWNz+OP5j53V4Vr6HBXJKrv9BKif8OFz6zWN129RTdYZp0aRtRFcEP259sDMiYm13tjVdEHjF71",
-	"YSKxmnLXTONEM+2FLARSIjDTupa3687L3hHPhbyep+qr6gKKPLunD1PQswcLgKuw0jtLapzdiBWi4tCs",
-	"QRSRC9FTTcL2AMaLWrT7jbVf93OtlMhtFjIWM2aEbaqMaknqmhVaiXTqvxvDpQZnAmzc1tI9kdTNWys0",
-	"nT9SsWpjw4RHbu8AiwMwWf+YCrmKUmJpHdyo/aaAXBabV+lpJnnXJQ1cFFBqzac2rel7m/KhLEQf3X/3",
-	"9NmXbiDfPX32VfLjpSwcI0ufYng46hAn2J6vAWKpqHPLOpIMsVEXUOz7kpub+ydqNKDVUPwk4wwLiTPL",
-	"TaIwSCrMMtnDRpwlHDVubqIoS/gQq5iR/dJJyw8dcHnf9K6hnK5GOSIcrDNG77Cifcl7MtOlxq6FEvVW",
-	"i1jcHCRQ5Los0d2yoxHsWv8Nc1I2e/sWjgcMn/JWDtMtLPjHqtap6f/NR59+++77k/84O393ejGS1V/r",
-	"Wjc2nVvaxpW1b42+QRYU+D0oduO0v8eXd6gaE1WQ27xmKqFeyVK8oBb0loJdlVAI41S0HwRMfqyrccwm",
-	"T1rBpCq5dUsAZQwppBP9WGPv15rP7Na1WSuthxgo9VYEFch66HzY506OSSA+oJ2j1jkh6cUNu00T8wMd",
-	"oOXvw/HoJQVsEyJiJEwkQcP5GW+MuNSWl29TmiDAT13z+opfB9KFWFMsKUX464orvRs86XV+JupcpGIx",
-	"v93szfL6WoB66z5xD/e/ffft6UF7qnxBq5HHZy54dVKWOv8mDb4FP4MNvISa4CD+8YrhNoydpPvkYmW2",
-	"9QEt02bpK8ulEkUrAyEWMqS4w4U3sm/VLL7Nh6jWW0SL1Pbmq7wcDXxqeqeIx+fKT/Rh57hGlGtburb6",
-	"0Sj92mTrpz8+lQOUd5aUIAFFQCPEGfwvBE20ORRXK8bZQhdNmYJ6Loo6WXXpG6kKRk99nJmu2fToEP4f",
-	"yxDzsmRuVeoZz+9TFRZHF9Vm6KnJII0VyjU8XGCC4hJ4bhtelit25VXclDNxe/m+Te/VlVsc0DLTcGww",
-	"nYSqgdP02RImjLbbA68klpGlGmAZRelO5tZWGVgioIys+xMUA6y+vUMYqjtIVKUgxNDNOiFXfOc4rpcp",
-	"TPpOdBj34Tzix4aXUIzaPcEkbyPVdSl2iobtrUx/GfQp/05sDhqyA627/XAjs7h+tKeYEDPpJ9+pchFO",
-	"6pYChS1hp71+7onp0DJGbWMFExzfFmn5IeSytP/w3A+rglFyVUQMaAcDbsTdRsfT9TsUsTXAN3nFFzJV",
-	"WOhEQZadZTN4AQIghFA+DIvEmAkiu/xdXF3o/EYkLLdtisRgeowSogjwnRA6BwQHfT8yOJQ+bdzIq3JL",
-	"WfCcSklH3jIfvcFtlK2V5oBLWRY5r/uQ1DuDBMe6geQn7hP3/ffbneihpzi3ZK+d5NbdrPlC/FWm+AxU",
-	"aAQLVFxLf/Q+bsm+It0BOwC4RhUV0JedKLuePKdepQ+UfjdmGlFIOQ72Jc+35qIstfu32wnwm5mVyrcz",
-	"MYs17reWA49W+vu+W9Gt879fvHvLrPjokbB3Xey8qU3KPPuu4hCcoRGfie1Pz1/+7fXF63dvD1+/ffHy",
-	"Pw4vXv6v6QFcG9wYdwZ/bES9YtgeUpdpFoLVUMolyq4PS7kpndySIjDEn166l16qW1HqSgzfPO8Ug23K",
-	"vAaKYEUe0mLf3OaHnYU6vH1y0BdqlLTmvFMMNz5jS8KPJSzdWkSwnon23NoUQ0OOa2VRm7lWVqqGRBV3",
-	"xxBOi1vx3O2+k6T77FEjk/tb2qrFrNxByzHix4SFXtfIrDJwy1Atpv0nGXuasS8y9v/9P/9vMIZe88oc",
-	"I3BQAwmuqVljC1JdHxyDrAKrBeTvNyJADVNnjRmZzN7HHV4FVnZM3YF0Bj2Fq6smXhwGErlfOifCPCAX",
-	"cUueeRLehp4TcZTAD16rmU67e6xmoVj0WF7CG7cilkCue9qdC9ZU1zUv2irUTjtoPxVFzM0NeIgazEkz",
-	"fVXZ4WJMXR97L1vJQoLffy7ilGnAAgOnYEa9Dt7kRojWe7iLOBULQIl0W4CXKOWt6F80chC5Nw2TRQkF",
-	"MRTq6YZx9zHMoBDWES0rIOpV9dyDJAZfrqo+rKr2AjcZLhNPXTZmzivBEtfV3VYoCBWJRap4yp1xxrEc",
-	"p1ujcDYzVouSWxDudECmvIIQadQYBthyeg84y0uJeFjuJRPgoGtBG9EeW+IA/Xiaxp38ZJjXZczjWO00",
-	"VLfK4seeMs1X/ddfWA0WvdbOY8FXgQL3L0Q+Ce9PPOjbwXF89IyA6wByByGyYTYTtRghasLGdQebrTOL",
-	"tSMZLVHYlphMIpJPMbsLfitezRaVuL6kiq93DB1Bb2CuAR2KmgIoQQivpeI3Jc8F27fed4hvO0kHRnDQ",
-	"487/RtqaW/HXq5Rn+xItnVji50padHJLxW6upH1sjtkRKwWFSQuFPeZzrc2WQHbMuhkKZc8Ggw3eNbZq",
-	"/LigrNYxy3W1Ir4EwcSqamx8ybnnbsN5DmZvyFSs8sUHXvIl/blo8G/VrTy5KyJD2KFkdlAKpiTbEx9t",
-	"zU/q61R4QVNjLXxaYF0RszX052OMEYXIaJOxUi6kRdVyAvBhNmMT2yiRuX/rmSzF89uMTUpxK8qMTa4z",
-	"NrkRK6nsh4VUGZtczTI2yWv33wX/6Lbc/djMsEzapJIfP8wWrlFeu//kwHEmJv9g57UwHuyjJ/zNaQs4",
-	"bHdso5EnkqgGCpJHKVCBM8NtcJ4EmqYDMwuRGu7oJg7LwJF9erTtxPYFbFDn+NhRTyU/itLsPIQvv9g+",
-	"hi2RHt93ozw2zqq36s5QYK5XGzHx26PHqMW3W5FGKMsWkPVzXYn1upAnk//kk5+OJn/5of3z8MPkh5+P",
-	"smdf/PJvvZEKY1ga1i97UJbm/m/b9gxFUtAxwZHtxtTmT0GVmD999tUQ++oJxaCO4ek9juefn329W2pa",
-	"56R01qbD/ftu1rYs7F1v1W5h/baOh3n4GvtbyaZlbU/gHG0WgtypVn7cX5zieqfi+cfM1g0FkmIJlPuW",
-	"09+6HPeqgn+crM6C4z9y1047ifE5p0f3KqQfqugDKJtc8x+9bNxhe/yNqEsJ9+L7y9Mx9+FnKJIfx5Lv",
-	"FEy+WTefRttLz7q8P4AuScQcMZ28CRBlY/RoibLwzpG7VG7YgNyK4DbaY7VV3tsZh2u3/PL7gXSBMR/c",
-	"VeBdimtwGJE3tbSrx1EPG1jmkWXDWzB89ugDAZenz1o8695TtpGn9mBnbiP/LHH+ICDfJxEbvlgLvHWS",
-	"dOOzFXfOChhOcz32xUGgf+7EHCugqHUhryXaDbTj/EtpBHmL8B2T4Svuf7X7L+AUm1x7jKb5qpoLZVKc",
-	"vbvHI8W7J0//nJbvqt7UYp9n2ebakoGh1NcQj+9mfUyXJOXPCZXXK8wC81uSl42xAnHQ3cw2k48HJvj1",
-	"cPIWBX7umdt8L7tbunAiOzhK8VOa/dhoCG+pWSmVYFe14Dc77sv//sfeP/5R/+Mf6oefn2RPnn6d3okx",
-	"2bZbtyIMO9elVrjgmi3n0gpmKp5v53ydgT//xz/MYzfqZ1/+8m/3yd8NxyzJReCuPNVls1Bp/TaHZxje",
-	"gDcrhWolHPHJJcTG+8F0lbZvm3JL+RoahTTs7btL9vb9mzd9GLBywevVX8VqbHtVFAdPXzuCSTef9ma8",
-	"EHnJHQ1Sq+6t7SY8L1Og38GvQmcK/Tv2Dv+d3DEof59hXceMUcUZMFBIsUxoAzBo07dxGKuHjfpGQkyN",
-	"rx2ZR68q/DXWvmkM40W3zrFMVZIvEuflxYs3iFHmhO0U2rxUedkU4kVRQl6tUwMA8aJuFDpJrGYL/vFF",
-	"UZ7OeZ02MxdFeenfHz5ibjhLbtrmd9EzcH/7iabWy614m7VemrVlgM1wOznWAwkv95SFhxMBcgAOtq13",
-	"HUVAAe/sdjsygoCWwBNTiG7imIMChyyqqOR0brHc7ufrkl07vywQwtomJ4kQ0RzOxa2+Eduz+mv3HqT1",
-	"l2Uon4d05Rj1Jk3SOy8rnc97SmIQnoRwr3j+5RpDsUA5Oc74ciho/XKjyCngz537MBBpTCMKKtjAFaDQ",
-	"19Qyr0Ph1pFHxg1inEAHwiGVy/VjoUoQbl1HuEGor6y7YMkdU7wyc21P8jwZDnrCDL0BKd7GMCt7XLI9",
-	"qGEeM73QS1Vqno5S2AYgCmZMiR4mqyvDlrq+Wa/GOpjLgV/3pEtJ9ORBvKh34/m6xcAK5whP2ZPlkczD",
-	"Ovduwffnb9q6xJBSJhcQ/MzreuXxRNtV3eKOx2lkfrkzypJqF3D7Lt/RlEbbr1GB3PEAYKk+uBth8lKV",
-	"gD/rT0UASXJKCuAMcGt5Pl+Qsu3ZHDCzbM9/ljSBDuKZEZJZCMGC9WzTmp8d7VIY58l2AyitytCuXJBF",
-	"MkV9dAofmZYOnTCQDuoeV4n7buHavns0bll+IxThtkaBJ9Kwd7Cx6TsdQsZvef/ueOCuK2GXQqi205Gh",
-	"wdsK/MJQafnuVON3vQpFWPA4CHh9mmP2/m40eUoVIq12Wsj2A9K7y5f8RkRb/CtvbAsiMIrcNhcXstBf",
-	"6Lxx7AOu9pOmkPZcpMPiO2+GNBXl2J2PkM61sjVPaXcElPI67QptxU4Q8GMUmjGJfqMSHn0uKTcsfLBr",
-	"qmOPJ/eUUGDg8TEKy1Wtr0o3FwzNUOXqzP9C6sNofWZzi9wyJiNysIutwj2uMlm/6KORi2236y8LXQvq",
-	"AqqxMDvnyulGKNMaSN5aplWaNdbRTeTrHKK12cYjywbwWy4sr22o83k3hoLmb01+ludsGjjcFJTbKa+q",
-	"KYhEU49FOmX7WOEEipPTw47dZepOSr3OT5QTKdv7LRW7UiVAmU6qqqRIHjK+eORTHqp1YNWSqxULox/l",
-	"jxp3fXrJnLr1a3UM/qmOoZc8a5Riut07uBuAQ5BZzJrE+sg8iPftTXC8geUfsm3bCoNsH6rGs7x0i0E+",
-	"ky5GAoWtSXvw+Xx1WwFyPf7gw52aEUX/j9mHD7RZf3P//vBhwJeU6uWXPnLHWZ3V+uPqrg7yqilLxyk/",
-	"rgCvyLV6B1K0mlXNVSnNnEll9U423eAZ+HA4+eH//Le9+9MGDqcsma8wenegJDwoQ+cpmjq/q3ukf+a/",
-	"M5QkBAA63gRKArUB4Opalwu5aHTNSn19vQkDvB0oaST5RUXLhk5Awv+ehCRx1BBORvoq1tUD3cTG6qoN",
-	"e8iIS3FY1eSN/7u9R7sz/U1emf9Kt4uuPsHlgqCYux3P3SMjdj4Wn/iK2H4p/MpsbQxDq4fBfCCpIgS0",
-	"CNw9SK1yOhNEiUSJxuuutkXFcyuK/rqw/glrKoB1n8t8znx1YAC+9m2MLcPOLb/iRlzIn0QPloR7FAqW",
-	"0+tBDgaIiZF99WfEnVLlc9PJjBvZ7JKXI0e/rKUVEz4XvHBX7a7jh1rMYhiSB4seMf/qXfC+6rYI7uaJ",
-	"SO3Y2hJEA02fYXe8Cbc/6elA7LcabyKEKW/Nr/D1ITv3cFrcsDOhik7FgEIYNxnKX0Pb4nGs9xbSVDhG",
-	"Zpsa0b2cvMx4t9qAr1gQs6lHBmEhhizvwyBD0fxP8JPh2/qUbmqMDMCRteGnm/c+vjLOyRVSLrHZ/ffv",
-	"X79IZ8SOLJ8XcM52tHyNA420UOdEN3A+gN9s1tyNkgSpyNTQmGunVrtzxGZS8RJd9FsGv7UG2m6pAdx6",
-	"iDkfldAoK0uWO8lM9VbJO+3f57edkhlQHYAgsSUWv2gpoC9dmYrdj6k8wM2NQFqRFuIZb6QqnvfAesL6",
-	"7kQjcKWNcStAdgNs32Zx0bt6FsIaZx0vQ3D74XS6C7ZLhc4UN+jBjl2nVW5uTCr4MNYqgZciqlhao+z0",
-	"n8ZAAYAjfo1piZ0hJIL3qyRuQXs/gfjhXsrayszcsidjQWf4NVw8CZpCAxWElQAcdsXvWaXssmW3d61V",
-	"1r3rEvZ0q22qSsypLysOtSW8czoqL7ErRlaFuJ1h+XzPA0AuCRrslzbXD2dGVXrc0AEGIGJIx+yiyXPA",
-	"ZMnYK2Lsl46xv2swNPaUmDoYK4Atx2earvu9bO9FYGJ7kO5OiD+h+b1sD9vfy/Z8B3vZnm9+gCDOSr5K",
-	"VZQ4AdhbqHUAGcAYlbWtAP0Y1WpjIFdD4HEpO22fhF3rqhIFJFr3ISobRm+xK5FzDwNAU62duGq1ZqbU",
-	"y3I1stvZcH87TKC3rOwljREsalgOS1r4xWC0UMbkjHG1OnwIWyaGM8f7nkb8gkXrazEY32UR5emsekAO",
-	"+jO959ZWk1l5mzH8a1F9mbF5aRCebAsoWS0W2oqToqj71xTlXMycd1d66zlASARp+273eouQ2K7gjhLi",
-	"CLNPGsRpuw4/IqPdb2u2Ecwca+1Ya7LNeY+W2lN0II110oxXr58hI2dK39Tt5hG4xbpoQJhUhSzQ7xfw",
-	"NcaWK6LWd7wAiZsm7r9GgfzNkyBb328bucc5z1rVD3F7OuNbi70Y1DM2V+a+fGP34lY4wtQJ2F7iqbui",
-	"A6eo1h9XvTr45UbVPbf2lNJCijlCkOmPq0R4y4Pg/99/nbeqSevzPMa7TloKNvWZWO6dx7HMm+LUH1fj",
-	"NG40w1K+1tYZmLTgtT7yR17zCRhERCFL3t61WzgcTWGTwXVX0Y+p/3BR+HHatgOcWquoUPKDSk0jnR5w",
-	"oPWSykbhqI7JVO8RMXGoSoePoMyqYfs++6xqzDzzZHDwIEJGNzajZ456NiulEkOXLCjASzeZd/jyrpet",
-	"VqO6AAwyDEnbuYdaXssBzChaBixpYdh+1ZQliTe48DNZ9tSdoNsnkblGN3O87SQwwg2CAXdtiF24Q3qS",
-	"AtqLjCK8RwJ9YtZDLrpWuGPGnZoJpAHBHoiy7UQmJzJvRP7dyahCxBmMKmOcaVGNdr6F/mzN85u+UlzQ",
-	"4CPD8KX+1d4+i0vXQlKg6LcRvaGqmLq2u57VBxEh2yOyyWKxg4Qs6e1LY6xItLWjrTg+q+Gf3ooTT3SH",
-	"Q+bvsfF2mwufJ/Kr2206ZJ44DMCxwRKM9w9VDjoO94XH7wxsEm4TvuSr2BaDDe1le/TZgEkFSTZ5LkUJ",
-	"SXEcahYg1+9onEi0oaphMto+FbaPmFX0fOQpyvtr72RQeSdjPfW37lfFKkBLw4z3AaHl4AHLVyWb7F+G",
-	"myTOLwLmOPHIVxVrE0IKoT2YTPIUGMDfSGNGXSA2h8cH+u4ntg8NjR3t9sJHO01/jQhhLfzJSJLcbf6d",
-	"4KWdvxCWyzKZrKqMUKbBHH50Mxf4spcBnJSdSguNYB2SsJmY2E3lE9I5tHBpi+I15CSm78U8DBAd04X4",
-	"yOgzH6SDCsaCO8YmRtruIKA6sR6vVSFvZQGXJ6wcRuSP59C43hAXn+LPhC0wTiPzQAQhNCLKFU0SdQk1",
-	"UHsdb61tL6e4AvygA2CiNP3qdvVG6WW/o+/e6PF8ZnsugvZcmjZwJGrLk/cbX/X1FZj14c9TrgpZoHhy",
-	"MW9soZeqp6jutriLgEXcE7hyl6szQNW3ZyFeimgXsy6BZJ0ICDzAg1Tvk4gStwae7ZASNFgooGiZx6Bs",
-	"ss5sSP5vUgiAt6LmZaCxiNPEmwul3QoBEL2AzqD4LZflmgmpU8M4vZ3fSOXucA+3vdbdFukYp9C2nlxy",
-	"4HIvF1yWd68OG8HJGKEKxrHAoNKOnigUUyyoLtta4nPTA2xwgQ9adywgmzqFzgeG0aeO2iH8tj828GmE",
-	"SRYpVjoVjZXLCuA+IozbQCcwh+2ZrHrcSm9LIjcUhLPDag4VIMWsKkhv9PskFVtExSJH3kC0FekwDHg0",
-	"ef0i6OEAk9vCGSeyNZQdxlW4+P6yBZPx1bijM9FTkxM+SJyruDXyxvhk923aJuQsUcOdko3xovTvfRop",
-	"/BtuZA51dt3Ku83lV7qxgdApIgSziBOSSJ1CDDg9e8/cE2lFbptaQBBJEPpJMm7rm6UNf5/0xs/1YiFT",
-	"dI+FdvGxr03EKRYSy+CvIfSPLWtotS7zOZcqsNNk60uJRT03Wp9rY9PgHd9pYzu4Z5FI90nkD526mdYK",
-	"f91ly6taF02KG5/hgyF8kjJZtBFc0936hQDWFgpjbUTQ7mAh7HeNhhRS3ye9u6uZqqkAV31b9q+RKk/2",
-	"N5Kljrz/R7kcYAPbJgOldYsqJmW5cMLhhGXIW+J1Xl8Qv+/9PO9cl6KnEFTnNHyGgk/JA3pSlqgrdE/n",
-	"aK2JZuGmuUupp+FFu+Smx64DLGoiVVyxF3TWEKl3V1hIaKnQPYg9JTf2ZdoJCT+3OCAGQi87ipl0shoF",
-	"EPW23icPXTQLgOja0sGcU/HTRrGVsP3dNCrFLy7i6ti+D2QWx0w1ZTnU0d0iWlFZeqfKLchlsDEATwll",
-	"m8l80RoXoJmegjWNUnxrtS3oIOeKXUGdErbgCqoM9re5tWAhNCkNo5eZ0sseKa2poNTaWVxjesxAqSg1",
-	"oR86eWnBAXEJY1RND5wbNzd94FbmBq9w0CVkqJvmC2qO4b6h+a6CFG3E5ow7B6Fd3vi0dggkpsVhDtIf",
-	"0ZLiImaXoJXeBsb5AlomNyoEY3ia543arkt1Spyv1T8ftBukteCft1RXgOM0MZXIncoG5U5Ki/UCjBPF",
-	"1sSodlpD8fUvVRGVJttVkqm2U5g0IAbzeGESJNsvdXW46B3GGG6JYT7gWk5dKB2+ArdGYohzXbvrKFwq",
-	"UGzGTbtw8oeuqVb9lYAf0h7Z7VxkJ15RBVYQS1rRUYhXpp1bFs5pP4H06kP0oKN3RtalLUqno//iRdL+",
-	"+Y17hH52DiLJohIF4xZ4Bj3Yf33xjn397OhJxvCGnTYKhDAswtso/xl8Yz6F/njHPhErZ+uq0kqenL0O",
-	"+DpIXzQWuajQQWd+BT0W7L8IuNnbDT5etztuZD/GcxIfq1Slux7/0oNpPLGe092dSPNpz2tXC0osRYqW",
-	"wF738NDbYNbjHixgHX6bX3Op3AsUG+XrTDlpnwCX8zkvS0FVjdfMQuW1rqWdr6E3f//iqz705vBFMOnE",
-	"rXvLNjZw8d3J5OlXz5K27HvBfGPH7SJ0jUifFp57IexcF931evHy4vT89TcvNxYNtgS/aKkDNqhbHME3",
-	"kLGLl5fvz9wFc/bm5P9en82zzmS+2JjMDz9/kT15lh630skqaCd+SeE5JFUAO++OD8o7gFEYKshzAPFu",
-	"t/6YcTarhZmzmqtCL6ix7Sb3MangP+qqu9q8gSJn3Xn8r4aXEqvIVrW2VFV//Yweu5EJYt6Mszl6Ar1y",
-	"8KOuMpbj4AGmIwfz2PmrU/b02ZM/I7wVIpQjGCqCfncKTSosBAGDTEOJyLS03CHf9+evMx+MQcjiVWMp",
-	"XzY+R4iBzlVQRqZNLadYA8JPfx6Uv42SKVvWfgwCul/jQI6/EqC5W9gkW57LujjjtV2d8opfyVImTR6t",
-	"jcNXo3T3MpTtAm2y0IkQGG6FY4ep5kJnK9a+tlH5sm2fkn/G17tsOzjF9pP1Lu8pjISShFtkkQEAWzCy",
-	"OukZMAviBcbJ06dJM0qhBdpR8KW7m1HuUCykO8rNyh5bDc/w4Ui/SNzXCK2AWk5JM/FM433J4tM6TCdv",
-	"5K04o/yupIERlp29P39jKGYbaqISRMCd8HfaeLd7RJffGVoZZgKoB1cCfKnef7ijZrprZTroF44c4z15",
-	"XaCn9NQYNFJdl2LiOMf78zcYtkmB1uMt07TPqBCl/ScPGqiMzW3La43jHzu7BEDgiEyeiIf84W4xxFtP",
-	"4ADu7Q4Rxe3Eu4TpN3k8Vd5PqQD5xVMxkG7I5nRrvEnBJaFGdzxcJI5B0ci0vwti6d3JNBZSQ41j0S3W",
-	"tPvSXQyl4MayL/AfC22st13P5DWGaAIu+X6LUX10sBtW4hdJsERPK8P5ChpPW+B2x4DWjwdm0YEdwsK0",
-	"BWG6mkcskSyKkYOloZLmukHsuINj+BNzR9n+3797eXYQhSICeNbOJO0n0S1x9lXCljpw6oBnvZHqJqk6",
-	"tAyolArQ9dxJiuHuqWwzIJPUAk/6eOz0IJNB897v5Ine9bUNDH0M+4fGKbeucHsJBaGRWMyud4CfZN9d",
-	"5Z9jLvI+xamLgJ0WEOAm/Xk2vo2/JoOFu4uGWTbRjnSWsNsblLi3k4Wor8VEQ8nMdEgxeSfOubre4jZy",
-	"5D/XSje1Yd9dXp4x+CZaXSPEDSD7Qe1pqa4P0rbaJAQjQkUoW+uyFAV2APUGcGP1EvxKHdPBPmIvclz1",
-	"itv5AdTG8EAtu1Qj6OxDZ+sHChSsL98P4+jv/iyfx/QaOH5Mq+7APBj3jyjrobl/RgCaV2KlKds6KGuP",
-	"DCoLq/tfEcOc0bPZN4Ib8RC7UwslllA9pwuukGCXV0aXjRVvBnbmyy8gnnGNXrTlJfMbGuEZH4OWZea6",
-	"xvAsrrBvarndHGw2AjEd3AOq1d79bSmVCRoeptgBusvBMba+dqm6izGfa5mLjHUuWDI/uFsSTNvunBxs",
-	"Ly8d7/qzo17gi7GnvZQQfokwGJWopS466xqd911Kazy7h8jiCA+Gk+tbUZt/MYmlhT74LNSJt3akALdQ",
-	"p9IaVuqcW13/jmk4RZUPQWW7mQW69uipW+/pHYzJv13Svm/G+rHfmywUYe28jzUIEEynTf3dCu76B8d5",
-	"CCvIw6Pfrmewx1i4d0DxHQDE7QlWv6y5MrkuRH1JNe5TGqINbzFfCj/BCptC6m+krbkVf71KJW5e8vpa",
-	"WMx+ZFfShozFmytpH0Md/1JYn7uK/eVzrY0YJszgBBmoqRCV6d+0woGOROOCPMVjlutqxW6EqKjel6qa",
-	"Tgkv99zpBzzfy/Z0Bbk3Vb74wEu+pD8XDf4NvqQf7o4JSq+NV15HBoHSTqZr8aeLgYuPtuYndarK16um",
-	"BnXRb5yGB4B+hX8+hpAovJZMxkq5kAQAN4G0TZuxiW2UyNy/tdPrnt9mbFKKW1FmbHKdscmNWEllPyyk",
-	"ytjkapaxSV67/y74R3eU3I/NzMifoA358cNs4RrltftPDgxpYvIPdl4LM9dll89sGmZx2FAWtR35mGL3",
-	"LQv64ukmDwL8qnQiLx3EWUhwdiSROIQDpPB0a3WRvnRn6pzynaVilfwoSrPzEJzcsG0Mu5rY185qXH4W",
-	"y1+uY+FsvRF9i2+3lren+wCCrnON9UpHhh88+6KnJPVWKNY71XULDW+BnY1Dn7GLNPKbLMQoho557Q/K",
-	"0N3/bTtE0O0wS8eR7cbS508hcWP+9NlXQ8y7J2meOsas+bsT0Z+ffb1l/uvOxPg8b/ozuiHK0cp1bkY/",
-	"q8AkYm6VOBDZ5qUf3xF9SL7xOR0nlPSEN2+KJeMjm/0HcYjuKKEzITLdObL5PazDSSUv3d1y7yAzJGbG",
-	"VasABoUCg0kMHEN3CiVda6lwMij/9jpF8W/F0key+ITKGqs3SsVOX784d9orlSGuRVXy3MO4+GR+rYTT",
-	"LBSx8FJCOBpE5HC1ilNxw25sK5QRrtvoNg7X7YDrwE3GbsQ1dOIZxrPedICN6yKOr0nJEGN0CaXtN2Km",
-	"azEwCwjqWp+HNG6b5Q53yGCQheusWg+0GN5q8B9CTsuVYDz+OsLm2AzM2LbpUtGmP0nUWWzqSpuetaKH",
-	"QzuSEn5/6SVfKjDwba2b6m4k/ApJE2xQ166ZlpjvQL+D4v+rWjhx6qNNBpKNPNUvpAEPoeebOx3mrQt5",
-	"/zUMOIX3WEXgSZCvfdLY+btbUZ+VXKpza6pUmUG7Gd5KGJKcYdZ3CF9k2j2tXGtsSuXHpofssqkVAn4z",
-	"7asSxwXIeC18+LASAl0zC8y5h/Bhx4Gn6Lp6X5dTtv/l0RGbSgXk/+FKF6sp005FW0ojetxzfda81E6P",
-	"KGHEG6ux1EgSfUHXGFUK1suhyryunb8BRFICpcrqSdWUZfrLcbSAsRSQ+6VrM44yCnErc39kU0rMu7d/",
-	"e/2KkSrrtMhvv3n69ZOvn7SAmJS+ulVXwa76+8Dn4Htue6EfR3fSW1X5hTSYvO2hwFjOldLAzqPM5821",
-	"B072V5HQRf4qIMTXCQEfpQFHPbzs9TrLb8iH69cKapbMQAmDN8eo4XNuAMNs2LVtKIeEHMcBmmtzPnNu",
-	"zuxPw63lfCFqDomjFVcTK0s7+Ul3IAziitPmYs5rf4i2tEwrIQ0z7iM0VLKmanE4rbvge7Ihd9K4o7qT",
-	"JKV5Lc73EqlxW0/WJ7hDnECEsNjf1ILfpE6YqGASoURr0HgJl78U/LYvdTRGjh8M3sU9ic3Pjp9fxtUu",
-	"R3x/3vkmxAu+T8VKOAmGjuz78zeHDDwKoYTMgu1P//SnP/1f04xN3cL+jz/96U/Tg0j1pAskulcydtUE",
-	"wLRQMN0NUGRoo+aqYAD7aSxHJ63hC/GccR+kwZXG6vqUg+Bvp8711V5UUIMZIvgTV9TBITuBdn00f9xG",
-	"LRb6FjnDIllmc9eqdne71kbimd6hYCHKQe+NqB9MF2SNEfVdpEikz7fDao2Z66XySQu5VkaXItLucK4s",
-	"LwWvR5eQrnUpXhc9yod7yGQIvd6ie3C/DLW41f5OcQsCBZwJbZRjUacH0z764MSAdOGZ1z1wa3YdZKh5",
-	"C8Xq9jK3VXh3/zDukJkUVtI7FTaQxiUtOZYRI9Fp5xU3ZunEtoJbnsik6HdoBJAW13bs1tg1Mm/4XPaf",
-	"yQVfOYkFzmUvYsQbfS3V9uHDPYLVfl0/GzkP4UVcv/DmPTIfaOFP0SI8DIPjN8mtcqeWl64ZeFqSWRru",
-	"bRyvfx2RbmCf1us57jT4XoJuUygCSSBCTFjAOyRs9JFfW6VykwTh+qPij+4XkHEJy3OY5BwHLoXtKYc0",
-	"YOjfJIi7l13DDKpxSSruzcO9nbLEgCo6Ziz3bsYa9JLwhVbXECuASydVXjYQc0FLA8x4exwmzaGTDhZT",
-	"e9aiHPoT1W9hjqk5RT4/9DDG7fDfMMnfIOi3Cl09LPw3bqpH7vJNjjKVw00zHv+7XSzsE3AJAAs8BgLP",
-	"0H7izpsbzOcCBv+7uJprffNClPJW1KvtJd0KepPth0y8k4z9A1/BHEKIqwDZzvxj76CnShs2g/841YsK",
-	"uU2293cuLRRMt4APEUq1DdRnA6jEvKmlXUEiPAE8CF6L+qRJubPa7EmifFAypuY2/1Bx++Hw8BAhFa4a",
-	"I5UwWJ9fqMI4Md6LEzwHsC1sZx8+NvTxgVuDW1EaZMF0aZPUw3Ktb6Q4Jt3BMM5wrN62DWFQtZhhfrJT",
-	"h788esKmvJIf4I0Pfs8hyAyVGqfpQSPtKZlbW0VVKE6h1zTar5tOd3TM3aeEuFcCowwgQmx/+uHDd9rY",
-	"CUwZP5vihQu6UoFH+bvLy7OLg2PE9JrADdDJXeiiVkNIIuOl0aBpYbrwf0wubvPJqalnE3AlTX1SNJS6",
-	"BIVtgiVD2PRC5JNXwubzyYW0Yuqkguk7eDYF1czOxQqsjWsr+wWb5qaefajFf0MFMlhU6VYGV2LPq/p7",
-	"0XTbVeaV/KtY7f3iTqFMomM6boOKmZv+mTc1XIga7VvuAIAPcmLCW25+teAl3IyTXC8WjfKhhwuu+DWk",
-	"u7Z2i7ZeLJynCOXCo1q6FvFLE0xeGVp2JyHLvhAmCyGkWZvuAW8KTD3RemF8HTFZQ1KKksbi2ThGdupj",
-	"6NzkpDWsaq5KmWMKhGcbGOOJ/M7ODW1NyUFaIXRxOEIMant7vxzWv/VHsxBVqVeiPmQvgSn9+8W7twxK",
-	"TXk7dWNI8JoC4NQ3YDA2c14JNv0514XIPAhrBiVIxOvCTdzWKycJ/c/MI7L/z1+mOGKMzKDW48SM6X9M",
-	"Ll0Dk9fF1AmklVZGhCx+N2yKuBE/Nk7tn1J304wZTWg1VAgL/EceJ2yB1Szbcma0XaW+NofsjDu5CvyN",
-	"gUJNKPTkPxHqVpQa5oyXtb8jMgZXRAa363/94CYZ2UsWIP6oKvQRBEzColrooindvtmmVrCZeCqEsrAu",
-	"WDJr6hqfHrKXPJ9HfEQBsqY7H56hxW40R9MfHYuZtD9OA1Agddy+hD9M2xJ3tEpCzXSdC5NszAakAnA1",
-	"Xq2g1hcq3dIw2Gl/lmmXRJuB7nuii6BunIxPVuSiljPLeMVri9asaGbTP03ZQnBlmGlAngmPMiY+5qIC",
-	"V0m0m3g2HGt0520VpgJU9Zw5/QT3LZ9TejDjSqvVQjeGXJFR7b94JI4HTx2VzkUJPJhOd4c1YwuH7F07",
-	"ogWvb0ThB9Ias54zXsmJRV5NQ4ErMNy4hnib48GgfKORLQJMCTeee9FRaPLqO44XqH84dFlPwjUVDyrv",
-	"Xn2doUUDDhdFO6B2DT8UQkl3a8TLg9QeH2bDprhd020biWxxcBd7Z17qnJcTN7fQWDxdBATxxTbdMdc+",
-	"FK3UuoK8ASdb1jNOICMb++TXwjNcQPUyZtaUofwi5dJhGL9pyeUEJQHD9v+xR5/FL7NGlQQ7a0Xxj72D",
-	"Y4oVL33f/iNSdbv5NliqANIhYlkFA8sNe3L0JBTuJ/jgCX7yd3F1ofMbYVlTAdr9IXsXsnoMhaZ3+wKf",
-	"pSyFss9xjO1+6Fl7+X1D9Y6DcRlYBNv/xi+E0jQzCo7G3XVr4YZKQetkpzg47k4Mi9Whgu+2GK99ZGb7",
-	"hLcuboFvcfR7QEU696+zy/9kC30r3N9xvcADj5YGQ6DaZwQtF1AHsLrI0t3QNDvpWCPYVDh7+vGjPwfI",
-	"4fx3GeR/5F7Q72oP10KJmpe4PE8O6JArgnBbcsfwp+5/KDliSnXlCaabX4MgvT52u16wcn/6ti1aeEID",
-	"C4zTX+VTev1yVYnpQVQ7EXrx2Kke2o4EEbW2OzAApe0cczRmYLumW3KfowUB+D1v7VpoI3E/lfpaNzax",
-	"HVyxKdaDR1zIqdNHfmwcIVa85gvhyzO1IwkoJYXIS47EsCYBH0WMzXstoNGpu6LReQ+3H2eOn1WitKS1",
-	"kmXNj5MbJkE8qAViIaA7pE2SO04lya33CYoXLzCe8OCQnQteIM1hP6LAmKANODdHzf4e66IA1iIXklws",
-	"nkrwWvYkQ2Ka1zi0MtJYofLVlO23Szu9uM3jZwfkMDRAEogyxbFeKIUGPWdTYMrTLM6CyNolQwP4MZuW",
-	"Ugley5+c2DnFpEPMNK0XpoNPX7YqEJKGY2dlO2N3RH2VHrjO8RQikhyoWhBy1QFqokpfSHkzqEAEh+Or",
-	"oy/WK9N4mF3BnVTqDmC7zq7rUuPArSPuQIhrg0fXHS4CKoVuj2Fb3Yz0UuF+Zv5NoNbgDYmcZ4Bn7PQI",
-	"18QKKwZ151hqQ/emuyxNV4CPagR3BXY6CReWl8Jfpvv+2cVtDg+mB8/juqoLvmKlu0QJwZctOKxMrZvr",
-	"ObF6ULKQXx6yv9cS7gGv8PqSQN5LiDxQrGBL2h1pyTWqyhIYGRA46S9he1AiKbjlrJC1yK2uV48M5JmT",
-	"KC8NQNUtYQNmtRATUzkxoBYgSRPTMGyJY6bB/DkajLG65tfiw6wpyynbDys6fa1MM5vJ3IkfF/jS9CDS",
-	"srDmHHYnsfMCVXZcOe+JxWpYnq26a8kNxgqVBb0ADlLGpo+xus3Ua9IF2nHAQdgeO3wIXmCS7NEnCVZd",
-	"aUsRfKpJ1f3k7HUEU/9878nh0eHR4ZNnf4ECB5VQvJJ7z/e+cD9ieP0cTFO+hLATsx9faW2d+gwhSlXS",
-	"BXsK1mBD5kLHGFBxiHRvxC/3SHdSGcvLsr2L1lzOh+xdLBBS0CK4xaU1opwhuw13Nw+C5tWqV9Z87tdQ",
-	"EcAdsMBc+xhO3gqZXpkHpiHxfuKuFWMBisMtqS+KvD+dTOjJxP0ihXGHx8/KiaYzXS85GCo89e5PX+Fv",
-	"cMFP/2MS/jn5E/5wLng5eX3m/vE3yadBOyrljQBZK2gmGBe8eW1+QXdip3YziHmwkKQIziMtUTcKBAHO",
-	"sAQ8tX3IXukaPjLttCA5t2RmLsoyw2hTApNAgq5qAAPjLVhOOEhIjpTcUepr0uiVXjswEKVkyA7pNGlk",
-	"ed/4dianunBsRYJ3SRUQDe2F6LCX0Ybvc7asNdw1hQhXHKxULSr0i2olDPvy6V8O3BkELSM5qs7ttLn2",
-	"fzkGQ8RSsxqd5MGqKD7y3DqVQQlI5j+ERDaShl4Xe8/3wvxOXL9Al3S/m73n/5XECu+ubJA+4g15BEud",
-	"UUI2HZr4fG8SWTA0zn0hNTI0pvbBW3o5+PG3xGD8gH4BYew3uoBINTdUKlMUpX8+/m+DEYRt00OOj+7K",
-	"+VgOMH2mHSxuPlkr4TpSKKIAqWB97+Nph3uxg8NxGQSYgXsFWOnTo6MHmx76ddKzSTHcThbjL9nelziW",
-	"VBdhzI+/4UVYOPfJF9s/eaXrK1kUQuEXf9n+xalWs1Kih+fLJyO6OOOrUvPiUus3vL4W+N1X2797rwgv",
-	"RhQQa+eUJvj46YhRXmr9PVcrWg6oWffVmCV8raw7WiVWEIjdP45+3eEP2Ol0dQ6fMnfZ82sDnnBCRl2/",
-	"4nwQQGxr3Hu+95e/7PnfWmPP3vM9NOi0z/CfeIB/yXru/0nr4r8WyVIAAMwTIDp7+DlbCdtalKNgEZDc",
-	"zZzsES1PA5HGSQxObfFJdODygSdaJcWKQ/batqaHdTsVuxI5b4y7dK60E8tD3IGXzEP/mwz6W2EDp7kI",
-	"vvFPRfXrXfUwgHa9cJsOf1PH/FJgyEuIq8XD3j0fxsqyBB3NaqfCEe/qPf4PesxzXtl8zh//LItfBo64",
-	"KtBFLlq5hr6MMg0CiAmkHRbo8zp7+y2TC37tdB4oUz2Tt8L7U+A8e0DQpoUHju5qL5NSYuxMzqwQii2k",
-	"aqwwZJaRXqoF863v3kt4qAW2mCsRtDPsSTQW/zL6QDo40CCKkdfpkCb/ugBTT/tOCeYMmGIYoQRjq2mi",
-	"xcFjgD0iPwAbl/TetyCifYk6GOaHFRliY0NgVVXyHGPhN6j0FAe3TYRKQMrGuOwgAjndqBWAZLFx8cfi",
-	"T4iLaBp4Myn+DLILOCiPKywClGgYCwIkmk7yhmjrFlDhE134FHaGdpI7Cwhfbv/krbavdKOK3xRLQloO",
-	"ZJOHs/KZmc3jWsDt1a9ev0b7Y1Cxkb2ETc1CLCFesGRsMKYRju8osXS8KouZy3Kuvf4HxsA4hJd4lDs3",
-	"uiwc/3CXo9Ks1Ooa8I6CnfOQnShGNT7ci8jAVxjrjD1HowRlNL7rubnxcKqxPSziCZtUfY6LdX/KRoM3",
-	"MI+7EflwHswIGr+7SECzP/Vz6aP7zgYc3lGe/+3QK2zWOsGS46E7189ExWBFnXj1ccA+RubWTphwK8le",
-	"i2LiJhSFgTMOIgJYi6W6ZlOizjP6umtMpeAE8GsEG4dWHRNH68aI7GzTAxCTEd5jw92ctqsNea+fd5Lg",
-	"UzaplGuaWEMp+A0g03hUfyUkWrgwTp8M7xCgH1ZR6ZrZug2RN8EoK62TSHAtNpaPga3LCZpLXhdx6L8X",
-	"lrpS1yND0tGEDp/7HPwjwGohfw3chlN/gA/9iD7g8KcZ040Fa+PUNdXUYnpwjFINmNDBYREpNwEvJwvm",
-	"epLJvnz6FzatuRUfCM1nGrlYllIVekmpcMY4Ju1ZQVg0EBEXgrJnw8+VLmW+SmawGr5yit3q4JCdlGUb",
-	"kBAFJlOA1K2+cfJZG40cQ/TDPYSmfgxeQ78ZJKqkZDgknHdL5Tdu79MYjrAf38kWw5G/KP1JiZf28xqE",
-	"Yldr32g7aQk+zL2NE/NRlfFGLqGqMWzk3cXCJ2OMM46N6lr+JIo/jE0Pd4W2xiVknDEFEpeDarwtTaUv",
-	"y5bTQ7Bph9Xvjb5Roc2NuxN43NCNKfIbE8mLNG7QiiEzMrbZ6gritvxhRo5HzNJADu1Ss++srd6pcpWx",
-	"C74QF9KK/3Fha5lbz4qeJ4Kgo6DGua7txKm1RTKymm5ACOVNxx+7lqYX7noQ0zZsw09QmkRwcuAxpCP4",
-	"UWGf9GPoE9uedB9FgG/TeAfc1f+WLlicCK8qzBekane6WOFKkoWsjSQ9vTh/RR+B0k6sJBlHvRlGnVhl",
-	"uJCMiAox9UVWH7K/owcnhmiga/HoSVrICU4rw1eUmBzsUMDwUG/asMs0tTDBn9QxymwKCD1mmeg+x/xc",
-	"7uXWjmNeGhw9PWujCNm+21r/M01uStKhl/SwkQM6YZuWGR8lk9B/FCzpG7Q+wQXOrQhnpmrdi36a7kC2",
-	"S7HvRBHsFhIiJrCCmE2c19qYiZG29ZPtrwXBP49emqKxy2mB8lqF0PiDtBC5FhFPwX5ewJLB8e4Dtb1U",
-	"hoKa25FNYQNW4RMJGND2CIcUQ49URyzjqiAV3x+LjFg6KkC4/Z9X8qCkjAu6DPqcUkTlS0CjFIokDwkx",
-	"nij+QRiWwXoBSOEw1gthJ30JIZeb/KOPTTq+T60eHHY8lBt2s9+2nPMv7SN7V7nbaV09/Tw6PoY69gsq",
-	"51HyuJexgkytokB/UHLdySfhgaKX4bhSHDcU0Vrq+gZVJbpWO1EVkZmsvToMRtGqwmf8X2nraQAzwhDt",
-	"a+Mm7ijrGDkaBm81Ewrp9dqJUF8e/YVNcxKlp0nu6RbqV9Z2Yo5DKkya5QSV87esrPxaesNLbwOhA/1g",
-	"lJfWBTD5ucfhZptaRZnpV2Iu10cXRD28F28knVtJRjZuO++4syBmM4F55xuweu1l4nPiV22QGArErRG7",
-	"xAhPlMfIbqNZIXIJMY0yn2O2rPvVzPUSv4eZSENlXUHEjNI5KFL1FiKi4FWweqU9XGiLgMiQT3ndR930",
-	"WUU2diMQHua+f0ZC+7Xo5gWsypXoOZ6dBXloItrqRcIw9U0pyUO5gNs1tqZ3bicYO+jS+DClJvswjFg9",
-	"dtdPtyF3wRmwez5ngECuLJkGfTqFCdHStYZkG8rV8MDsupI+FBwsnvM4PVhGjB9j19k+6FY0ipCn5TQK",
-	"0FSUu+hEEVrYJ+AQ3disNWgGzzNldgBhkj3tIDK0P2FTaugDfTI9ZG/kjQjXuVuwSfcuxtwAn2ARhxa2",
-	"qE7U6iPzYGnHvd61i8Dnf0MKBO1f34UeBwLsoEgkznIsmd1Vkfin5HP9rjkg0w5vaZkGVoBErhFzhk8u",
-	"v/ss8l7h4g2Eo7XJ5rosoGSRrI3FAG6iWUom8tC1c1kXk4rXhKPsuFdVUsIf4si2MdVW3mKUO5D4sUfT",
-	"cBLFlVTEOE/evjhkFwFezqC8AdHLCDL3nCG+nI9zxqS/HphSKE2kW/uBxJQSSu9KuVncQpz61dpwqafO",
-	"SfvK4zMOuuao9wD1Y8S7NJi/ihUYqMd/EWECjv3k+w5E4/jv3upC7PTBC48nuusnLdrp+C//BmB5498/",
-	"qaod3sack50/2GkGLwkZdYc5BLza3b4hrNxdtj5GwRz/3XceGnWnT87sTzt88LoLbrrLWTNOWkGEnR0W",
-	"MLcNL3f96iJAbY7/5lsCtn0FLHS3IRIXhmH67z9phA72DLBWCdkmBrby989v3dX6aylVbg19RZH2jvKi",
-	"Q/hpU3w4+iotPoQFv5ViCSBfg0ltLa55HJHqVSVI/Q4lzaeH7DTO/exCg8MdXZXSMj2bZUyovF5BzvpG",
-	"FuqNWEUVBsPFzaaAgTp9POVVNX08RTyeaYD5bxS4STwGIzW2j6Y7HOMH/OZDsOQdUNyuRzn2cHwIdjDl",
-	"XdoBLI4pwWRNIakcP3DT6eBVk1soYIhPEX/NBHjgoJ1xfOIL8vlseFDksPj1QSIyBHbHc7lPFBUS97HF",
-	"eUPhZ+7NR4aggrNQYxBOhMU9NUtp8zkCqH1Gh42/D3ojhHHTHiJl6I/Qj99A6AfmFfEu53wgxok4XXsp",
-	"ZesxN0bYCUDszUT9WHz0iNxJFezlR8wZItsIncJWiQqsF0DIMJFZEILfTNQtlsk+hsYDRt5hGGh3MNPM",
-	"N8GeHHQVLseaCc8bul3TrJS2DGciimNWNwozP9BsExAsEFNvk1fhJL0w4ob0SROGqKNLmvULWqI+0t9Y",
-	"y38JUy3uCZ40Ex+1hxUuRlCIXHgKScshf4d7tKqFa3EKqexUCBaxOg4C4EAb9tAJLqHYTW7ZUjdlEWVW",
-	"ZYywWzNmbmRV+ZQaDKtAC+tyvjpka2MAEPQOVApIDoTpwctyoutJGJVC266bL9b1P2a8/ZBwY1aMgluY",
-	"JLCH9YxqNsWVasM+wrZdIwG67g4ZIIQTfmmoc4GSBFQdC7JOQTVyr1YMxKrHvKoe+5KwjfKxkgC5irIb",
-	"rhF4cgn5BMJqllDxozsOH3UCpaHlQhyyt62EYFjJ21inCqWpSWQsqrQuh0Uw0GlEwoT7epFmNp8maNZJ",
-	"vdDhFvFok2FHOE24r4RT/9lFIj/+wSDakiu2T+f/wBFJCzyFp/4Paen3LC2d4c4yTIJwhO00G+LMn15m",
-	"wltonJ3aX1lSgZbo9KMWJUjWUZmjRlkzaOv9Frv9DRl8vYkHrb6fwUADHY6x0uCq/2GjGbDRdA/oZ7bR",
-	"UCEraQ2QxZpFpGsCgXdjC8iwdQHOyOcwMXRKGfbcRDD2RzDJrI2Gj977Ve5QXKKhIf9hWfinsyx06P2z",
-	"3ZKPf/YF7n5BflCKVEWAF/C7aSt7evg/1ZqRj9vCjCzBIJS2H6BuzTQ2kfr6OSS8k6nCtuBaCw3yLaVW",
-	"lOCvjcI2ccBsP1SMVYhnCFIlIhsi+tJzsv5eaTvf5FA4vzUOtds9vnbnftr7dkzwZssoqILJb55R7Ip9",
-	"8LuJAMXj1VYU+5S0nu1VzUDSNA93ns++id4bVWGtSzmb1YMfiHIeXjroL3TcQ0G0CKEO3W9PGCCDky8n",
-	"+k9G3/9SggCezl9BENg0mI0M8QI8YqmuEQqlNbfto6aP5s9CmlzfiloUB92QsLQuTb7Qf9nwqfWojN9I",
-	"VAWdkT+iK8Zo7gNW6E/uDQk1fCZG8DoHbCR+JUsINO2h6gv0aGAWb2iAGbHgysqcYUseCRwsetdN7RNa",
-	"fW1rKq3WBQ08j1qDRggdld4SRQRfGOdgzbUSxpYrNg2A18/RTzJNJ274qALq7gJ6O23n/unJqL/v3hQP",
-	"/8a/hIvQlwH3B4YOhK6ohFEtmCikhRqcn5pKfg4hRiO1XmM1+PPi2KVZLaie0bq/K1ZwPSbweaOUVNcZ",
-	"u6C6iRl7p0qpQASHbG/yOW466rweXWMT02NMbZT+ImWvrfFVTgB2E+JiOuE/Bste14IXgMDu0/Ahf3uL",
-	"OnxXef518evrwHEgzh9a8G9EC/6kQTTZcOajVqIbUufot8BYXSrFBOXPqRwFb6yeuCuRikgUkEagZzOE",
-	"+Gxr2DvKxYiXofvpt0pK48LZ/uko59cihHPBi09EBsHB02wBzruWt0KRhWO72YddkALgPqXIrjgWF5Jr",
-	"sHYL0AWmzkRxXxnjQCaJ6hRQHYGq9SxCLSggzu5blFbpXjtkfw9lCz05140ymI5ckd6VhcjR9RsauplS",
-	"jO3Ug3cSMt5+8tY9eL527Q6bwu5N6p/Y/vV7MH1ts3r9s/KlPzxmowxlnzsWN9IaHpNeL/oDDS/5TSfd",
-	"AQo8zYaMAxD/v2Pcf0rV8OnelHswqFMobT/QcBKaNaX6iN+3+OL36g+G8aurAP5AMb5uUvzM9FvxxgwQ",
-	"7xmH4meO7Bbcypx5HeA5UxormQFUUD4XbmRFXJRPfLSUggPRv7ZeHUIxVJA7PI2S7o8iE4kYxxG3iE3r",
-	"UPnStYr9XolcL4RhMMaEugG//1MoHBTN3NHBKpr1HxT8K8V2Qp2Xzp58btK1P/UT7vdOk8jYT1C2Hoqg",
-	"6MrDiS1EzSPgetfeMYGGYo4cVNRHSvYGPyA/CDk37gY/ZOeXF2etByxgZf6FTSv7E1ynQVyaHrN3b//2",
-	"+hUoG99+8/TrJ18/6f80ru3YshNZswKy1qFS8zVVeW3t7EmYZ4Q4804o+9NvUBdpB0cFerfoI2eX/+m3",
-	"6VdRRdqB+krCvbyLDlNcRvkPdvUvpaFcANRffGbvxyKRA5hDwi4cxSJbx58UZhQgHAw3+oji64D5YNVU",
-	"UQTHgZekfw/8sLW/OiqOl+W3LR2tj3aINUbv/cFsflW77vp2fE5n5gbhb8exOzE3HUr3CscGN+DXXKrf",
-	"Bb37okb/xDTforf9Qf2/HepHrLaHZQB3uvuNsFaq63H3PvbwaI3kVwF1bcFVw0syTBLexu/v3r/wS/Kb",
-	"p/8w0oH73m/wH9T+q9/1pj1Yn9yBeyFsK6t3CBLLGrjL2xMYMQ60OBaaYXVCSA0/u/xPhEXtFIx9ZHy2",
-	"LhJXW1AYLSdzbqAK2O+A8juezock/k9pCPGDHGEJafe8s2W/lmXkD471hylkuGbWJ2CUY83F4DQZKI2F",
-	"NR4wGNLqSdWUpQ/yYvtUw5lbKxYVgdlHrhgrF+IgY7UwzYLcRRPWCRcjb20cp6L00gN8p5DaDtn5urfW",
-	"sXXvLtsPrlv65UPrRZ5ihatCGvQht+/6n6YHUQj/pt5k69Xvw3EEQbTjQj89vDWudbAh/yE3/UoMwdEb",
-	"VkQjIkOAcEdOSi8/P3NoajVxdI/UNOASbmwqEhwi36Siwlh94ENRNRl3FmnqgOaPvt8YM3JMBDiUo6U4",
-	"D88aNt9PsIgk2Te18jBnmjKwft+e4wy4LE3/D2L/9ZQkd7SisIYumTxkStRoisc8iUmpB8wj0Ul6RNWI",
-	"4a4vpRLPQwYU0jchlWVRBmTWG1Eevd0XWZ5tpG5E6Rzi1q1+xpRYhkTKgGwG4EWIZ4aJllOsj1Pqa6Zn",
-	"jPsMiDYFx/KVCUkhg+BG57hsb/T9lKjs10zgbOfwV6mKnXGv3+jrV7Ve7PbFpd7t/XduDz8LB21XY0wC",
-	"aEQ2TChb/zNamn/VpFEeMZwol+uzeo+M4pWZazvObhzhM9N3QcXLQjopSt4I2+yj3tD2VHLrWJhc8Gvx",
-	"yAB7RU4nfxKIlUkAgajT6KVyGjHiy2IRMl47zkmlhBnWErYyvxGW7T87IrhIc8Cu3A7j1SNNF348R3YN",
-	"BfOvar2EKkRcQXExGCUML2QtUIW/Ni1hyOh8EVZzg2F2F/U1NDaTbU2UEKea7Uko0cLtfC/bU3wh2l19",
-	"XWyYe+JKOgv+8Y1Q13a+9/zJ06+zvYVU4d/ZRp2dz6GzhfXoK0/kj5G7E93OH/7BLobKovEECd7TuoKk",
-	"ag6rkq924BePsRLRQFgeBcMTefZTJAmIU0TG1TWbesqfBmpFYNuZe2hteYFkPmX7T44mz46OMo/ky54d",
-	"HbRlzd6fv/HUFXOelpVISOZFG3rLDOAxwN8pbdlcl9jaGhcAMYvmhtXTtSpXndk9MtihoQynckWxNNzS",
-	"xLbg5nnyOcGl/r3wlIe3mHcXYou1HJcW1ryUMwHYwZ/VSr62bX2Avnh2vK3q/fmbP8B8fs9m729rrixJ",
-	"JiiYhFptvyW2HccJJB2OlyDtVaKWupB5O1ymlWPO3nxnyC8pa3DS1be8BHb8xbOjVg5L5Gw+6hUOsQDj",
-	"dc2vMGf7Rqxmjt0xO691c431XRZur6kgNIIGctsOwA2sTUklpv/vZy+/3WS0F/x2nc32uwz/5RjtSMek",
-	"T4YZBSL3+RnwNiel4Y5M/ST+YL+/7wBsm2SzYXs/s9Gx5bg/m1LbX0bp145VeZ7ivmL7U2RiU+SRC20s",
-	"q0UO9SKcaHlwyF5byjkwCTGV6TqDqAnBoZS3k3ZB2EbpY4pGwrBWdGNdw1WGsmorzj5n3AvpQXbBUl6t",
-	"1iyJofNYiPdvGyh2ZS3P51AlJcpjjbRtbGgVNf/l0ZdjlO7fA9vONmqTAIgtzPmY+c12V+P6dmslesbp",
-	"DsrgEIVqFu7YY+vu0G8d1snGmfCqzqxzJtzhYgDS4Nd001gCQ/6xwawxGjO2tje0kNvHiLFE68eK7Ydi",
-	"cN2xHAdl9JHxSgLWmTctjPFB34j9ce6MmdTOveeAUxbGfKV1KbgaZWOBrX/835W47t5vWI3JNSYVx4S7",
-	"9TrJqSsNOAi0+Yet9qEE+76bBZb5s0rxlg/VOTqha4CCTJ4HlxT6oQIc2f/P3r82t5Fj6aLwX0Eo9huW",
-	"dqQuLrtqpqTY8YbKdlV5j13WWHbXidPdY4KZIIlREsgBkKLZjvrvJ7DWAhJJZpKULUqyzQ/dZUl5AZDA",
-	"s+7PasehMJOFehX1dBIMbQT9YaNgcSwLSjVyf7DGCO0wFq48MKhyfkocMW3Fn80mQtEDuDHyWtgj9lZU",
-	"gkMhtHRsRuYDd2lXw1qNpJLUybwRQUAeHlNqwjhb6TFNIiI0PO8LuncE0ZE+Zim5psOw8Au4S6nZRdm3",
-	"qu3CZ4iNQO+JUcE6XfXD0WVThx0UyDYgXWJeTdZZ7s/2rQbBHjP0knQZpXHyHgDGXKqDLCJXgAl/iVci",
-	"C2kr7rwNwHIPR2UKdbraAOmO2BuIa3nV10NNW3lkpaZObkQE2QEIuvpa8EBXq+EAluxbPf33d5h1tdAk",
-	"ubpTygVsc3w81Uo6bSglbn0wuDbG69sTb6X4QQs19kIdqYLhnGBTUqULgcUKIO85m0jrtJmzmVSFnvkD",
-	"DdR0GXmMwp/5tTAcGggqp9mw9qq7PWK/0vNzPRVsZPSUTQQ3bih40wYVK6fwzRNdFtDtayqm2swx9Kvi",
-	"sNr6A7BDzGPLUmK1o1YlRuABAwTTRnRbpbiar5vFvPGhxydQ8swCHTuYSAGDFhaSNB6lZ2CXTaWqnbBn",
-	"TI4VTAOWn+5BCRKW/oidUJNs6O9C1/TZQvTn1/j8lkUUzRap3JMf9jJv1smptz8fn5z8+wnYx/jzSbRo",
-	"oMhDmC4b763w5k7uWrN1GvzD/vutGeEfuhAviz4z86cnG1iZuE6d673m5XBn9+IU3AlogLu3wQheqKL7",
-	"/Wcx7KnWDuaFKm5hKL/AGWQzWbiJ32Hk528Gkk+0FSqQe9O2nHgT3aE34/EPJ/Ekrx4xvotCvRvusX//",
-	"6elJusced+yxrcrRpbPfIUefEW4GnIQ+nuHA7UTqrdnsoXt/I9bQ0qO1TuUpXtklTp90i1OPPV0pVkuS",
-	"9Jik5O1L1Cw6TRO0Xi+NaPd9iVB6aCdod2pu89TQ2i6fnjs6MKXOeXlI+ZBrjw1npRxPHDOCiLmbjLJR",
-	"0mACyi1SpbAyOhfWnrKxNrp2UgmbeT2ygtIuWfglCPris4v3mMFTAX1yKWznUXvlB04ptttsPpG+J8Y+",
-	"1uTXfRftJvz2heCE/8KPbPjGcRG2uYGt467eMInWz0TZ2jInzNRr6oX4KELOvwbH5LX0r42uBjqLIBJA",
-	"AEzFdBi6FoNbrh6NvK2EyoTgpZswbpkVfsd6EymuyxF7AxtXG8u8jSkdMD5Tz2bMTQu5GND83VI+Hfdq",
-	"ZnhxyceWDcVEqmKV2LnEVXnYsoYG2ecApbXHD7wTNbd6VpvlbQ6FDXvm1s8qalPH8Nc1/c7onIauR6SH",
-	"wZ0ZGJ+VF40QuPDKWncdzQu46w943Ra3cfOavqoOv4/TKRx9N3250lknWwp/3bWjnn72jjr+pMDb8Jf/",
-	"4yb7K26Y6FLGxz2yrNS6girToLOcX7xEpmHwWY29dlJbYdftu3M/kjVpEf46JoulMYR93ZFxoIJbZfO0",
-	"iLssPmjNf9WZaL7ADtdvtbBJpQcPSWbCNr6zU7ghGWalA1kDwnloJGKz5sCF4JDfxDaWF0y0voKj255u",
-	"pz7UbMnVxHTfz9HchPLumya5u7daIurO2nFKuxnstntMk+6Vq02oyFpJo6Wx74fscG8GgWQ8YNgZnnJr",
-	"vIWDL7GYMC4tdZhHD1qQxWjaE8FS7RcQHW48n2RIAEOFShi8DqYZIVtVcjiaaS9NWI+YJ4PDaRpfYol4",
-	"AJMZVy4GxmPbzWnFTQ/NHZ6kpgNlj6W1fKjaWut2IGQpcPAm1kYl2NEXAOBVtXdLbwsZR0Xfu/CC/hjR",
-	"PSHk4nddqdSn225HtnWXwOrv2mAFLoW5lrl435DdLTVKBbdLczQbfAvQ1SbK2S4mXwtjV/UET7UmGiZk",
-	"1IBdQjejZhQMFi4VdUleAMw12tLfaCTfsaIUlqAHAsJy7/Sj20z3XVSNruM+3NIJnImhtycOpRrqjxs4",
-	"D9D4aMwWfIxllbZejyBVpXXY2hQyGWg2jQZUVyQr/+/lmz8YB5Ei5LUojtgLcDn7NzJp2ZWooJZDK8EG",
-	"+NojGv3RP+qTkyf571pf/cGnAn4SA2Sw8YqaAB6R+SPrzyrVOOAfZXFAqpC0rJQW8n/tRM/8RdqKyIKD",
-	"SYHwGKB/sH4opVZj/9/mebp2Q/0RBKM/i14Pw7pAiTlCyp2xUox5PmdW8SvxIecWF5V5fLCUAGSmvJSQ",
-	"jDjQ6gMu0Afk8ykGsSvT4I26hD89o78crPLL/Ilr9RI+9E09459FldOhHEXbFeMCfCrYvpCQ5jjSZtpb",
-	"BTGhT9ubUvN0U/UMR0DbdUjqWppL3jcEuOYSLnlwalv6bTei2KEzhqvx0CH8vhDZL2etCtwdhwTMsGIp",
-	"HgNA3ACP7dw6MT0q9bgLleFpxwgjG8AxXh/0D7ytjbcBRq3jquCmCMBn2cxI54QKmI03h5RDqGnAqKAz",
-	"XNlAbmATU5R62BKtBSRPy9S4FepalLoSTHzkuSvnDFid/asL4THUAMDhTiZtY5CxAQzwZRH/6c+9/0Hn",
-	"kCNQnLv3Lve/wMi7/xcqVf5fBXd8cHDELozHQegmoUf0a8CbJKmyoEl53PdXgdTiuWPnAMNeDMCMB39/",
-	"++L5+bN3L57/c5DBJFSYgRT2iD2PsyG6KqrymGqoxh85YRYDO4142MdJvoHVfxt+HSePv3/NP77AR/di",
-	"fHPxHYD7NhENJwHz2QTKaNviQdghWV8nvXGbziDVVjYCsx8+H8wopeZYqpHuhbTANIT4EijgEGf+FMNL",
-	"nV8Jd4ott7mbZMzWw6b39lRYC1OcV8Ira37tVC6YqqdDTMLBGgtbT/3DS2BFVAU57HAxRnwqy9CLKudY",
-	"4ZJUNM9kWTIrvMLiFVi4fM6UEIUlosmwLoQzE2HEQaedGZJo/Ozi5F765dniuep/aY+FF5aXJX/6ggju",
-	"vXNYrdhYca4bnYXH3WfBz3fV/p/1+5jfV2PDC0GcLc2wQLQGf3KL1ZPMmg7xf+AlFBhTTnx0DKhMLNsf",
-	"pN//NZ6XwUHGRsBNGXRh3PlQUNnMzSLpFDKAIjWKtGwwEWWpB2doz6G0GtCfA8kVXzyKOKOx8QbWcB67",
-	"7+vasTGvLBVIDfLaWG0GR+wchCcHb5RSIncZq7iNWatWm4ZpKw4uardedtOjKNnISVULZiB1DwWzdI3C",
-	"AkpPxIwzrFuAEYcEeEhmArvPDyt41fBm5IaxQhWWDYywc+W1lOBoz0vpUcYIXrSTbvGzpuB8fvGSDcUI",
-	"M7LKucchrdJCVuqPdV67iQenPPapAK5rwY1faH0lgDgnpH7pUsTYQK71lRQZyyciv/LfHt+G9jhsxVP2",
-	"9ORxQ49ARGgNHGbs6cmTsECCaSPHUqHrLfCZEU9MqJtDvzgskr/5pLl54cL0ANBo4jzwk3uLjZfeYOwK",
-	"UryphOoEu3XevGfLGyoIlrilgOCLCW5KidlDflOiHvf2xd9eXr5888fRyz+ev/h/ji5f/Kc/X05HudPa",
-	"dX1mJk5xlZ1bcefRbu9077/+fnL48z8/Pc4e//zXP/5x1PvT/9pbb5Q+RlBfKEKB5h9AnxzC09jGtvlC",
-	"tCW9kt2FMAF/Rros9WynoPUIKb9nVwmoW5VL4yF0xzmmtj0bmJmLjX6MGEuLYiOCZ1Vy549kxoAcGiVK",
-	"aKdTnFKNXWWEBXmwP9BQi4/Mi3o0gh/OgDoa7gHcrVXyqgm32BI916Y4yFqexlhx5zcrvury5QXarpU2",
-	"Luh72GdIGpZzx0s9ju1GvclIQwsi1ltxcMcAh3REC3f0vwdB8uLd3SbZb3j1c1rl+3K5hW8GZq+0zReA",
-	"LdYfn6S47jKdC343P2X8aF3ELts0EFvruomJGPra7bCnO/DQPtwJ1NB+/4wWgku24ALmHH/Cf7wsVhFU",
-	"eVVJQywyYgCdRPbS2TapRqhiDnFLwKVBEFsDNqARDBp//yCMYcD2wQfkJmJKN/724h1b5CD4/4fr/8+g",
-	"265r7cxNciJiP8QfTg4LOZau6VyWFpm2I4hhFCtjiEtKwg8nG6kBWzuofVYmfdBdFPGWFAm1KK23c57R",
-	"J47q/CYaRBphsWw/hA1tXQlzDaGu4TzJMrYHUbGQBuh083leCkrSzxjmAQDVruZFt/x93QRsHmwpSDLG",
-	"VQnDrdXbnZXbzBluLe02qj9aJ+X4UyuM+NexESNhvDrWf4ie6dqrmqCJwuXkJmpR0u5DJmGaNWwz9vbd",
-	"BZwUVgpuwTGKrqTMK+tzYWyGCrIXNoY5Ma2Aqu8AcwU55CNoqtqC5MD/rouxAHeMk0ZMsRbWdNWh/CbS",
-	"8/e2meUaqfg6nVSSPtcWgYux2C/KGPwCVoyG2hGzB0QBBTpXVJ7WqVjzaVWiwt7J6Pf4JFtNZrGGyuKO",
-	"0Cr5ov19w+mKHWDdJmA167oMA/eBXx4J+sm4/vRSPHRX2cce4LDTD8h2jsAWEWWm67JghSb+q5m0gv5s",
-	"O6i4iR/OD/4U06mbZlZGJNxbTVWFMP7M5tyJtAWeVl0kPolnFCu6G4+uouQ/aZnydzKhjG64wY7YL6XO",
-	"r6Qap58M30Zuz2bKgQmQ+muNtMlhcFa4zi560ojkMH7VoLolRvGlRVpBKX5B+1Mb+ihJEoMR3N51u+PW",
-	"qP14VpOjVc3w2/tql5P9XVGRL23j25cOHSxu/g/HAXPXWIIt/bTdWTAeuJCF88hSbLKn2hSKucJr78u5",
-	"GucSUho7qlwWFED15dxg3a9eqAXsereI2d23OoLgWg5cBTd2KTeNYJ9H2sy9bI+Yg/eyvcs6z4Uo4Le/",
-	"QqPsvWzvnZyK4k3t9rK9ZyTmNyIZ714+f1tvUA4vhhP+xRmo8c059FxqslCTZJN9b0KcyqI3IZZEpih+",
-	"mffmov508tlD0oZNuCr8v2oXUgO6KW36Rgh8Ov7pN2Mu33CA3Pkxhtw6iU39+oYyMnp6Cyx0PV8vaIhr",
-	"BuH01oZAGY0QsZ7o2vQfQaly8bu/YlNiu3/796c35U58xq04lECrIZ28FpiHQmOURUYsYv5BWYj9e70a",
-	"NS3/WYUXbn1zuBLzmTYPJwM7kUObBKPCx9tFo1bYuC09IVFbkE/ji03alsqCxF8buLDbystnIOVCYnan",
-	"VgMkWw9LtXnY0n13tL+uo42aTnIqHtm7Pe5+o651ti+fdwcZkGCPMCtKkcNhx13PAkkH+Q2KOtK7dPjF",
-	"k111CWNZ473ZGRo7Q2NnaOwMjZ2hsTM0WnKjj70IRNhOCelWQkDA363G8Yn+tTrZDYlaQ4OByP3VUK02",
-	"qkbctqt0i89oSxj6q3S3JQyTeLDcFenke8/GroXM7feoSzfsHR6mYwzu9gefUVmzjDdMelDMw7HQRHi9",
-	"44idK2KQ4aURvJgzg9og1So7XYIWAFFmL2B4fqX0rBTFGIO3IQRtIEiXhJTPMLQtmycThUOodKlVQe01",
-	"F5rxw7i/jrN8+5HbpdmvaQYdIrR/3TO0kGWwa1L3XQZfcdfeNhiui7e24LAQjsvyC1QMqaraZd4Sq2qX",
-	"sL6T6oHotU7veI6j+J61D1qC1ToIskj4C3fayNa0kWaRt6SXEI0WUnusKWVJaOsCFQhW7kLZbOPQY0vU",
-	"ohk2VXAOmRZ7qeue4TBuGjJ456HXkbdug9ABXv+6lS92ByxHOLvnOq+93tV/vJKl3Qnhr5CVMvRo6Dor",
-	"W2DCWz7Hx36nzlcktRrpKBk1HEpsNI12xJDnV5bVVYgZiAy4loQFeiRkAJB4WQbGSDJZI7w6BDYDMpY4",
-	"HfJe/fV11ZTNxzu8sWGppLwNDOd+Hg8EGm7fUEgnBjNdYyiEbxUzeO8jt3Np0Ofg7F7VB3sszpg2WfPl",
-	"k24MwZaNjcm9Mkcu0Bn3+22ZTV5TNT7bHyRKC3ZOF8UggxrKscJW42w4Bzk0SEITg4Mdrn7rxs2tUQx7",
-	"5NsinPdZSG1Ar0quVnQMB8JPcNZ4oCYKgQYvsCIBjyKFeDkr5GgUbJfI4D6bCCCzTOaLDFEcsJwbd+aP",
-	"K1BqNBR8y8B9UXL1XeC2n+imsA0UPkBNf3+Q7cfbm4df8p3CuQPGDYExZOs3nM9toxDh5q4A0vDZ51qv",
-	"AH6LJqzXasVHt6qFBJ99q+ZqfJXMm2kGidcDHn4Vd+DxjVmr8FW/5AgTvyY+9MjwWTzO2V5V95umEPGq",
-	"SuG6BtRrq+qyYFpFczXYqtARDsxRXZb042daoQ/h0N++QrPqvG9imEb1cWeU7ozSne5130bpFlF7rRK2",
-	"xlJ9hvbPGoBPiimJZFQrcVPD8/uD6g1sUVjdnR26w8Lvxw69BzA04jA4fTY3SqObSMc+89SgYqqtO0XK",
-	"sCzts1pyJ1Q+j5rX7+/eXVDyw8oYqxGXYXTfbKQ1meMat9wOab4Fo9U0H/S2Qqw9FurfeCkLvhg/zdqW",
-	"aIdOA+71EEZt8aWj0bHfpnH3puthy3LFH1B1Sp8Owd4OQs/3lR/mgzr02/PFN9PDae9CqTurdaepPSzQ",
-	"fhb6bW0Lt9coZpXRubB2bYJpMkC6pSs8EJPbsJws8LB3ehCj8nVBQ/hG9S6aHnRQWNGWx1+zg437zDJd",
-	"3uJbTkyjtxxjfli/g+j3xXSyQ68IwWFraz1NaxdKTGD7E+0o/+wAO/5QfzxpF7Jqz5IqXYa9SEGgSqqp",
-	"CUx0XmpCv56uNi1v4U0P5VhvS7OimZ3DSm5UyAIq1UTPsLus07CK261u6RjqalUKN8ajUPO006l2OtVX",
-	"qlMhCm0FzzfTpo4JfldkpzlNndHgwi796k7gGt6+w+sdXu/weofX94fXqKzeI2CvhesekGb7PJaW01+k",
-	"ZaUYudgY+y707ssdjO9gfAfjOxi/Txi/vH8Q19U6lXt5eAjAoWmVNqzQAk9acKJIx2rlZEnkIfDLpiPE",
-	"HYC7rnbYvsP2HbbvsP3+sF1XdwrtxlXH2OFsAxbnhZ5oSUehibbuUYhJTXRZWGCnFGUB7b+VK+fZAudr",
-	"IQ22/+4mc37rqgtt3Csc2yY0rzSolOf0c1r0ejC5FhCMhycWe9me+FhBWH5j4lIaS6Atbc21azzxgs4h",
-	"UQd1/zeh+kbxtUfx0g++qp8jLu0OUr9CdAMS6wUQuSVumaxHGz23V704NdKGcRyLHoHY9mMzlCjAQQkd",
-	"GSGYRg0Bo+9Ewz3VQGC3P/RfkAgnEC8gx3ki8qsD+DX2N0uIet1M5oLNJrKkzdyhiz4D0tj0SHxTymg6",
-	"sTVaKKwQm3HlcJ3uLkUqHeRq/RPGuNM6d1rn14rLcMa4iti8Ne69Rt08/gT/xT6Y8M9+l8JbQfoUD0fN",
-	"73YA7qFAcx9w2mmCC3QZdKVNAOKshNV1XHvwiB6mPZrSlhtAfgXIHla6H9v/nMzJzxPk5nadCpujeZTj",
-	"O1jfwfpXnp+xCOy4p7cK71ArdPzJ/+cm0O7Ij3cdVD6tSDnPmIareVnOmfbWdfDtBv63sbwWapVDoQ38",
-	"6zA/qnQFvL8H60lO9gN9f8OGn3788cmPSceGx5t0bAC/ggmfNCzSt+hg2EmlnVTaSaVvXSpFXRoLHLZq",
-	"djjDlc11IcyhE9Oq5G69vzvewvZHo2klxgcs3psxagJ9OJOFF1UCfNrEb9dqBu/Pm8ZJatVuwN/t+H4X",
-	"X/wuDnUT93ccHPi1kj5n1Lt+H8vN/Fj8BchOnl7R28Zqsbn9w+AMX16nVV7juDq73j6rGgw2m94lm2+b",
-	"Dlr0dHrTvuPlZ/7X9O9gf0OFqt+ZoVsV/MLmuhJJ/xA8iU9Pfu7zrS5vn73t6B6X/Fr8CgASXrTG4xkm",
-	"fLfezo71WDu+By7ydxJ8Vc8NOAXdx+5O5fDxp/DPP/hU/IUIUQonlrHiOfy+BysCPqAxCHiwfPbxCZ1n",
-	"f6WE9UMLL0jPZ4ddmM7mSx2BOzF/A1zCXVN8Pfj0tbQGwUOzZajoYbx4K6qS5/36ARiziTLgz2IkVhjq",
-	"Ys6mtXWMj40QfTQVXwcc/HOnnnxb6slNj/93pZ7Qub9b/WSdTwCFqb/yNDDtxA7Llu2TT4BNxXQojD2I",
-	"ONTknlhmasWG88RjZ7NIOShNSJAbztlEcOOGgrtIFCMNuxbGdjdH9yP8A+aw5T5dq6xsXN3vxlxWtN5h",
-	"M9IGuJ32WPbYinJ0HLdBfwzlHb8KAZTO5t+PLKYuAYOBF6WOaZUjKxQkw8PNU+Y0MhlDF4bW3s6YVNYJ",
-	"XnihN+PY5mFESfXQ2LMSRupC5s22Xd6i74wcj4W5FOXo9zirLe/W+KK3kBret3HjqJnjV0J9F1vYbxs0",
-	"IMImiYug9OwWtnUfyh5/UhAl+iu2Yuzf2/9Zi1oslntQ5t5ySh9ViWAdiLRpb8QzRFm/eS9FrlVBZYN0",
-	"tSjwTCR3MKEwjbldOWKh660sxLTSyIF4JeZsCmeQMyOckaKgru/+x9oo6nNirEs7NXZ5pW7Qt/Z1nH2P",
-	"5omL/CC71C7OdY3KmSza3Wmc33FH7J3nbCPP2ba71RqRa1NINT7mtdOH+OOxqdWhh6p+zHwd9QEPWCHQ",
-	"5hVoRClUY0dixiwi4Wlgx4hvpGuE4kNoyzzhSokSIXTgR/MWrhw0TcF5y8mUMYvMG7XTU+5kzqyA+UJN",
-	"BD3O4t1KQ22ZMIzbK4B26TIsO+OWCZ5PGkYm/1LM7sOWU1yFpBF6PmQKW7bPR14Tb3h5qcbw4IgNuBug",
-	"U2AoGB9aoPg2IUzO2VSqGr2JSs9OUUCS2k3B9WSZqpIraK4krnlZw7bwg0IVyslph8/hba3O4wK+8R9y",
-	"XTqKbJwN8EH33/76jD158uTn0E7rX1qJgzM/XkwJwFn1+flA6epIUym4E4d+zHt36+FrVuOCW9uvp/05",
-	"4a5ZhEIWu1Bej+1cK4g1J6iBa9ZW6+Iu7sKqn7qxKt6zBrDy2h1OhRmLY8ftVb9d/ax2x3Adg+sypsRM",
-	"gKlirOs2cp/V7rW/4x08+KZVERfobNzoukv5L7y2yw3v346FIQse+Nt3r68fbboml1jatnrclDYWcH0f",
-	"4qgO0ntyo609pGjClZj3xwu4VDefyaoxWWcEnzbDSzClF8yq6sGEKtKv0OcleaM8fo0R0P28dyC2wsGS",
-	"t+Hh9sBrdU7C/9WSqFifUaOQopH5NqTy4G5l+zwco8zrEbyqiG/M//VlcUClZH6qVuSO/X0AmoiX6oOM",
-	"DYQq4J8H/hIND3598ZTtjwwfT4VyojgI9WetOB8qXlBp6yZimkVSyuAvlWqMXkpk5Q8qHsnQKzEfefgA",
-	"Z5BhQzHSRrBkaCxawJEbPAyJ7XMHjQEYJw2SJplrryg1czpjY17ZOLJkCbkRzF7JqhJFxqxOxvnIsiLw",
-	"bEYL/hoMdKjMs0ds0ILSAdJBjDixlMNIIE1YcWP0zMYuozYmTM5ZKSHD2Ho9l5etpSVGOL/jwqJdCOXH",
-	"fcYqXZYNT8VlnedCEL/Er1x6VXnfCsF+e/GOLQtFqEj221SUB5CGqZgeOg5aZynV1RH7E/TrnKby3pSD",
-	"sDK5nkJ6Cy+tZhdvLt8JcAkbgdjt/D5XvMSqZ2TPkGXpNdOh8OqrHElRsOEcZiDV+OCInVOpY9fnAZ+I",
-	"ZU9Pnp7BlpxhQBkWEbnAC7/R8iub5twM52nt+j6uyEGfryOFyy3l3oRXrGO6gHUI3no8uXfrbGitRV9g",
-	"i9urLGzFXXD7tq35tqy5Hz35+JP/z8tiZRbMWzHV15BwSuQ2gFT7T09+pqJi9GvSRvHQ9BaZ0w7IBzrA",
-	"J78BvP1VlmIACd0kJ6hNk84Y2tCzicwncIHHKAxGUc2Gt/HZTJsr2JDduTYLp/xm2np688vigrtJh157",
-	"7iHRwKKk8g5bqyoYeTtDphAjXpfOiwxLkTxYQjKVxlrYrGlNbR2fWwL8vBRciYLVVa9WvLi2Le2U3rx3",
-	"Cq+O2ulQa//gO1RP1+bQcHu1c2t+hdn1MVdnW3BGqPRX1m3Qn+NRApyBIl2jx0ZYm0U1VP5LZIznruZl",
-	"1PQyJvwyALZQbz6v/4EDbUndA98d5PyEk/to8YQ/PXmKYcyZtOKgsyfC9nHpXffoNvUPfGHU5p4VlZ1+",
-	"cmuJMLzY4nFeSj1Yr5scF8JxWfb69KLxFBVqXZs8WA/Ssf8G83ofpKssmj5ItuLKG9eC55ODjIhTMO+l",
-	"4m5ig33UxoPMP3ItJqzFgOc4qYeIBA/v5NNirTj/8FG9AMCPb3d4sE08aOQtLfc9A4SeqdBqpRciortn",
-	"OHfCpg4v9vri6QE0oWMjo6fLGnxoYAemCaBEmq0UvBcZNKxTjDvH84l/NGXaQa/Kt2Dz7/9w8tMZe/r4",
-	"J1ZxG0hViwNSRFQhsfCckXPCHjFvZg3y2n2AmX/AWXyoG4VsQLZCNCsaL5F/KhpVib014zao3R02FK1k",
-	"evjQtrgVpFqPF9eyEPp4Wj1tA0UMGg6l4oBdi1DUiQyziS5F0iZ0AmFpePUzfOfhc2krbSXetLhvBs23",
-	"HDR+ybiTPH4etQBzaVR/ZXs/nPy01UnSXgF/mCPnUs9kYRN2H4/gk6LkpCAj41y9Hr1+rk8Q1/pOX6wW",
-	"Dz49K5skqKXd/8iya2xAqc3OOHz80/ob4Pv+od0ld9KOJNprX6lhSUjUkj06QNFtGZdBcNxQ4IB0uG9p",
-	"I1Uplfj6ZMyCIgxJVt+AdNkh/Q7pd0j/OU3tSz7fKspXJZ/3IDz4CHqBPE2ewHtEgW6FjOmyENYRcmP6",
-	"0FI4OwammRWlyF0rMqxtiLDHWD2GjvF87g+1m7CuzLszjBKHGLrH9iP2OzfFYfCm4yu4EayUABfIYgXO",
-	"DP836Fn6f9B1WwyO2K/xevSB8KIwwlKEteJucor3UfAbe0iPhBEqFz1s2mGF4dF3kzW15to4pAUKqBvc",
-	"uTnZVLzlGaZq3PCu86q60fWXlPxxo5t+DTuhL3dreadSekJIQ3v/7hkrVrCe45l5jhV0PRmge5tmbeFo",
-	"YuthiP1LG4L/E62v2L5WH/CdH6bV096QGfosftf6qs/Z9dPTm41KqkJ8hAwJadmMz9m+H0/mR8tlfwU8",
-	"3HYJo+kbyZMfPic/L9kYBEg32hkvELa2zL+e7sNN0tdgqXfpayvS19oy6k58cvCm4yZ1oDvB7aUxAnLa",
-	"h6U4pdh5kif1iKwkzDuTpp0exfaDRYR/xCpWtGeuhKgoZx8OExPKmTk44tjzEFvW06F12ptKVmNiAbH7",
-	"qoJyDNLEArRoIIHfi9eQmuRCNjgO1QvLsVbiiJ2HsL0sSzYU/gkzI50TkE/mVWCiCsABzoVj+0q7DyOv",
-	"IB6cLRQyUGIbV/7GoWDcXiEH37XANuwk2y2mlc0gIwtWJLXXDvqyI5bk8jayoNJXwXvWpEORRvX48PHJ",
-	"CSukdVLljsnCZvhlqSkJ6DFoZc7UHVOzx7n8wl0+6a8ZeIOlH3UJFaowM2+oBzuH+eNpdhjWjWGJDrs1",
-	"KAvpBCvAjE5+P5r9YiBp0eqRW1C5hzy/ioiAihPCBZzTSaqjN0ec3oeW+IjLklJg47g++Md9ALTpbPWr",
-	"zd2c66VTsDvVu1O9QQARBenycbmjnEc81cnr+0/277IQJGJPKW/bS15WlXwOyd4NM0aaksiLqXSO6vPm",
-	"4Jwd1qm2YB2fL+gVQwQRIEJowQYvjeDFvL1eFv2tFmsRvdLQAhOtxI2R41KP3B0qBTvw2IHHzcHjsjkE",
-	"96kSfELv14aZBniMF3IB2P6gI+R8ypYizEHJh+hyyEri4IY7yJK4UVL5gCUoMwXZTpuFjzzchMnA9oQe",
-	"pptFko4YuD6aWiVUfsLjThlH8IKWfIt+yaTW42c2WECqNOTUn5zQwqsb+xZbd99v6Khzo9xenoJ//IPO",
-	"UghV5n6gtxbHoll/YRQLPs0uhrWLYd04W6Elpu4sVWFBTq1PUKBj0pOeQK0KQZtlfrsJ5bye1BTdnV+8",
-	"ZLkR0K6Kl4G2KNfKemQjdoy18ipWvWwqtRLpJC2baKVrf/i9pEIODy+tMNLVgpBTmun/PvbAMKAJIoSA",
-	"cPNi1ws3zOIzgg1ejvDWQQb//kMrcfja63oU3Hs5OnytCyh0PLz0yDAAByNn/6hPTp7kAJ/wT8FEKUAH",
-	"sEJcQcdY6XqEqF/y2xKg7FeY5Pu3r5jT0BHS/zd+1lCHyZPvmLGaWiW4iTTFYcWNmzfmTynVlR9U7Em2",
-	"lNnRkq6fl9rxwAT0gmDCLiW4M2xHPUo543PLBrDbBjuxuxO7O7G79dSRLYncFXkjVclVpJTvlbPniomP",
-	"3AM8EDex/ZkQV4XHh5N/Pz05OXzs/9+Lg/fvnh14bMbEDs6UmKFPx+jpCpi9KLlqdZPYqq/Dv+27I0F+",
-	"yDWcraNwvsAS1kVevL0wMPCS9Z6Dtwv8ZcM5GKVnWEE1kqWX+/63nOXcikOprFDe1r0WzNZDFB2rEo0u",
-	"4PVreM0uODbeBkqvkqvENO5KzlBIoP4wiqGaaa6iQ4bV3R3BB5CDEff6XVEInTMvW8o58zvGP9SLFa7Y",
-	"y/M/zqGuGVIHT1NyRnw2ZU9QQ/rIlIjMDuGoMEi0Qm7GoPD5h2aY28AdPD0DUhywbzizpXZsf8bL8jAv",
-	"dX4F19tIvjPRtbHAJ8Q4MICxgs9LOZ64Q8uvgVEatD8LGRKBN6wU+DeoPPMvQNZHzLqIWkCtSmEts3oq",
-	"vBAVpQ15FEj22Nv+vhFz2+t90LxkTQiEIMoKiCzZ+4hurJL4XkXxQ9zBzb0zybQh546iqoBux5/8f9bw",
-	"x4QuSgFMzlLmJ0lEYd7Mg1Cqo/TiXKtclsJ4KQ2E79za1VlNdHDXttrFXdvdYxdmsykZQleW6D/v9VAG",
-	"P9HuYD6I/kXbOphrOFEgaZY2+QrL8Ts/K7sz8gBoBbZ1QqKyvLLHl1tWs84WxA9ywoaOJRzjBCsEEnb4",
-	"emiHbKfK7pDg4SJB6Lz1APTYY7JyVzQ/qo1qkINpxbRhejTqSLBLhe0Leu59w8FSFdOfE4HNAxJTv5/+",
-	"WsRp9I/gTkkGd6f7YZ9u3Pf+jBTSwj8fyDmn/hm9PusLVBGge8d+dxnuQv+Lg9gTFMVd9LohPzefAx80",
-	"HDbpFl1lTVM+Vuqcl3i3v5FiRv6eGbfsv+tiDNHcZcB5QXN6QNpHNzWZn5rTOJWe7iJfSzORBOFx9f00",
-	"e5BIxCt2eHRfeBTEHcddOPHq/LbNkE48Cv2JbkA+4McXbsvYsN1mO2kCsKYk/zK8eVeVf4dV+R2147FF",
-	"laR6eiDT761ad4t19BtVV9PXpkL/dSMJvthQyL66sr+jdH39mOimv+6muJymv0l9eViEXS3GRuFN28DI",
-	"HaCl35f9Rtm5vbJJL4VFfmYXWqh5Jarpn/LI0vXYSCU0WNFqsSbbb3pIfF2igh1cT7R1/h+8qigvNHRi",
-	"GRwcMcwW5CoXwMFymnTNbZhUFlY0Y4O4fQdNl1DKnc21GkkzFQVcRsl9g8jEb9uNS8cayuozNsDmGFQd",
-	"MCi5dfCNB7FHSdO5DpprYFMSWhIlRMGoXLWU1xRHbnXJg1BOJDQDD1ns+QJzwC4BVT0spZ344UM9HLTW",
-	"a/jDwp8xOq2UyJ3NiHzMOl1VfmBAagGV+mF82PJmKRCM3VCxbj6vjcEUXFjkDnPdPzUu/LYiwK2XrHCb",
-	"YfO5sG/vw2PWgGd/bunCzt2ptV9hDiVsyeRbhkN1R3Z50qRoZb0CXEfc3YYrrISyfcpx8zviy1DFYnOv",
-	"DEk0km6bclphnj56+1fnt4NC9RqGfSdHsXldz2nETkxTnk+k+k6a4j+HRRiKRTnaWok70k901a+eXEKW",
-	"Ury6JT1HUnmBh0JKV0JRhTC1wWm4pUBcKqVrlYuC7TeVH0eQx5+HQpLBASvllaCOutCV4oidL0pKFOYt",
-	"aZk04UrrSpR2H7Dn7aBLaOpq+zIzeccGIhPySJrV+TpEZ8YuUb3pV/h20vWrlK7pZrwb4WpFXhvp5v7n",
-	"Q6evxAovkzfqLBTz4YXRDS0N/gZwp5BjYR2rjBjJj8JmrBmNzbD+Rro5m0lV6Bl5orgTGEzHx1zzsgYD",
-	"RZQjACAo8iPmG6lYVXpLYKTNFO7HP6MCLwo2EUYcsRfYm9uZeVAHEoc69AW8Fhy+QhaBbpbEt/DvLEIY",
-	"y7lidqJnAL44QrBIjthbca2vgDwMVgW4NMXIMV27kF8qVV7WhQhXenPO1D18mOeVfIcf4t4aCONE9Ewl",
-	"5Im1FeaM8bKE3xu7STtvuPK9/Zyuwh191Ep0KqSL3c+WmK73w+lzFr7tJj6m5qDtvEwrvEzNMiVAGWCt",
-	"Cyd/6MbJcMsRrfnqHHpMqAU6hjgAKhQe1tbrksjwJRRqY6l7YVSXJRvY6/xDxd2HQYA7cuySx0erco6Y",
-	"GNtdi8qy/66p/vjy9/PDH378ieA2Y1VZU9vF3MwrYA3T1RwPaYN1EXnYC1D5mpLPZi2wYdFQQFUZVFL6",
-	"uWqDHX2zpnkZ4SRS0yStVkEsPD15QiXOuDYePhGox4Yrx6baQHE3hUGFsVqx2USzKS8E1DzjEtPj0nXG",
-	"BohKzILU8eCArRD9taHMAP74yLJSTqWzpx73xcdKGuE1WlZyR4EQwDaMPANLq9HTyGocn+iXfMDLUs9E",
-	"8bKyA7bPFdNT6fwIB/Tcczdg2rSvc/yKssdgGb1gp4GdsZks4EsTR+Ti+h2Q34umiatXQ9KYJelI7YDh",
-	"77KF2ILlHLrpAnDHSgwcBPYvjto8xaLDCWC8LiQ0a5ZlX/1DALJtNcdtvWRNyhiS37TUDPp+wKBlZI72",
-	"v1+DRf2DarziZrrj1rq4xeNi9lVMwvedcYufTxRnqW8YG21HrSQxB73h5lUWRb7TIMrjB33oguXxBndc",
-	"8HmpefFO61fcjLE8+fGPmwzP1hUSREM88Z3XAx5CjUaCdLcr0TZT/48/wX/XNvr1mpWN4BQ4OTQ4+fE8",
-	"eCgz0iGXLroYWkQdiHdNMAD6yGsgv2iHPkDFBDU7j+A1koqXZ4k3x//ySlQO4RP9OkFZHBHlSApsqLYj",
-	"iW8k0mtpl6GszJ+jSWT7Jc9HTMEhGWTRrohFax59QegBa2eFoszykSjnXcyc/rUJpt5M73+HH2zvTlTX",
-	"lSCVQaKTVO31P9p1y+tMZvWLcwfnvSe1/RntbteI0NpU2i7JUtRmEp1Imy45GqAgcMXA6QkVmCCazqLG",
-	"NJLCCy2v05IDAS44Yn+IWfr2VBe18VyJm+uiR+x88XBHUl1UqYqgDC7c+nPGhiLntcXtvIBAfVn9t3SW",
-	"b1+zag9vLbUmfCanCQrXf8A7VZ/WQVL4sKTZffeEL9+TNoX7/AFpU8dohfdHfp4LsNxDcgo4O8GGT7AV",
-	"DNvEEAgcvtG+90eu2+FAxgGoJ9z5hUHc0gbUFAgdjGsDyRdoLgQgN9qh4eqt8vPFkQD7Eo0mdapqE/2q",
-	"BLxZF7pSq7lCsAE8GGJIzXMGjacC/LGfbba+hfsftoqFY1xvD6LDiEzXFNx2wZsvpBCe6Bksalxhnh6u",
-	"xtMHB+S+8UQ7voqgvFW6mEyo0dIS9ijMCfPiPGhsssiWPSsELY1TJWuBTXCldHk00VWly4L+inQcsZGK",
-	"w2CmVh2WIjkSS8Fb6huZVn6SRQNWIiBZmEgy/GUtsAOROrADVvphY8fNXEmBPDp+rCT89hJdoooo9XbQ",
-	"cjvWHuyh+9JHvGRcE9ddEKOUqZn5LeJtKmhbmDFb5xNIhkodJBmBZIAHPE9JRCGfiPzKkrPay2e/w3hV",
-	"CVUcalXO4YCH3NCmt2AgddQmslUk7Z38Qh6x91aE7oZN0+0cMjiL88jhVfKYj8ys8OqLxjgbUJWGh06k",
-	"V7vmBIb+bDRjMvK6J157SQt3Dot8XzHbMFKYsLQeRZVjbl6JDNxfgVywvW2OokOZlyVcvVFcFx4OKv4X",
-	"RXVbA6evJ6ExcK6ngoLN+MNm4Wa8tjUooeopnLA6z4W1e9neiMuyNv6qQigpCn/mbjZU5CSmTRZ2Hwzd",
-	"yX6SOLzuYZWkwZ7FRKRNQtIroGEXo14Ro+4zU25JAsATl1MOI/wnGtAaIYC6V4LclZbKtcLQSs9s1mgQ",
-	"OXdi7EET6k/B4HPoMrSNsWl0SKyl1BLS3mA1vawI/v/pETtX8wUWcXL5TfkcKcLRDeh4qcfeog3eOdiZ",
-	"KIYgkOuPHb7Um6iziaZIWXe+rp//RbJOWzx0zWv6ztx5WS59hO8jTTcel6Xpf9lZ8QvSfThgb250LPyV",
-	"zcZfGmC2kGE2rGXpmFRoInnLcsrVHMLxxGYoHapEkNgkLbNTL/EoVG9QrPi96+G36KnU1KEN07Z8Erq/",
-	"46rfprB838/WNLrdT+hLYBuXbsM8I9x9gJNLOy+07h7O2W8v3rFV+B/caavSfT4vwkJGOgzz5sk+58jv",
-	"GzyGIR7r+MZGOvFy6lJsk5FTl2KjbJTk93CgUx9KknPiV+uOs8415B13Z5oDwDXe5QcfMtlFQDbi/NQt",
-	"pvsvh6xVrga44viT/8+GXJ+EGXD0lcZ0NQCfI/aLF6GHUiUKJP6LOijrmvqUkFztSqP7uVFDw9OtLIVy",
-	"5ZyV2grLjBxPnD1jU33th6GtICHtNMIfvZTsnB5eUf05/cVglbactwGO2v6eg62DT26Wnc/vlsk9t3UC",
-	"N2Et3Egg0SGEFIgpVK47Uc6ZVNQwhZ4VyR9IhuE5CbYVkw4OW/Db4cECWsR58PAvHeomDyPcBmlWnQeZ",
-	"W1AOUFdo6whDb4E2p3V7ek4vj+MXA8D9qSxitrna8rBUlpDigaPaZXh8hxked6zfOFsdgjdhQxrzt+8u",
-	"L1rd7zzYghqikO9igUGkUVeaws5HFh9DPriQOAtXlXosVXSgKaaVt6aSF8JVhcY8ViY+krMhduUiYHuK",
-	"vgiY0hcVCJA+5Gx1XrvJsziQdQRzL+G6kRQmQE2bmAWrF8KshqLU0BRb9/nbW/wrmxLTQeBiKlX82Q/a",
-	"+U24d7r3X38/P/x/+eG/Tg5//mfzz6MPh//8dJI9/uHf/vpfexuEEt433360MKu+qfjtQj1mNqbX65/E",
-	"f53+4x/2+J+fHmc/Pe0c8n2ro8lnXlZKvx14v2+1VC1i022BqLNVoqGu8Kt24KNtsA+PPyKgfZQioGUc",
-	"yJIgsvkcC44BB7HceJnsLuItglzFrZ1RzQBl2jV1czGMnJe1dVB5Nw+5we1S4zPsh4NVxhBzWCg19qom",
-	"1C/cgqN3CU/XNrGCmGW6siE2nC4PRlnT32wUal0E1y+NAqfDbCLB8bPhKOOPGw0xAc0H0phr6ROucqx3",
-	"n4spd3ns2O2/+y7uusJbv7iGtwlwm/ntP08D1CYktkFZ0Qz1usbkBSWOcu96tURMumnDIyYuQgnxrSJh",
-	"MLfRhP983REM1i7NcWvW8dLL1tjK7Q8Vv2LWrCTmQPFy2q3f3aHdvLyQ6xUuHvbBmd95+JVj3DxOclc4",
-	"+vAc/Q1o3JFqt9I8PnbCrmDh/KWWYU8RQJ3TN8f6KuwzTaUKLC+lUA72IRTQNwUS8dTNdF0WzArVVHuO",
-	"5bVQbCrcROOpfP/2JfgQ3/76jP3w0+N/g1/6H/7tp8c/sUKMpNfXXMTVkLiIw6AhiY88d+UcGeF6oNdb",
-	"24ivrRptaGYITwlF2jk3RgpKWOFswu0kobRJT1zjFpAuTZ/h0YSf0VrxqTDc7wbq3e7XxH6mTyAL+TNQ",
-	"/ypt9NESx4D/yMso/k506atbQvHul61B8XQpNMwiylL4jsH/C8UpE16Wwos1iDRBLvu94DjMdHUcB/4a",
-	"K0OAGCQK8fRIebMa8lO+OaP6u0L+d7hH7wvsIfqzJnUq18rqMkaKGsYwbyrXNktCu+jJhN6vZw2wF9zx",
-	"LoXT7/crMYdrwCoibTuYfYykQCGtB0LS0qxeqnwbSSjrZzzPda1crCS5UnrWFMMcseeUgo4zWcHyFS4k",
-	"rh0/EJys/w05s5q0xehwRYKfhNCgi7Wg0zfwHr7DfWWexxigbS9+uvBQzuMtD0qTFh9dY9JvZM3Tp74F",
-	"V0NrJxKTfm1xOPjvzfwLeG1nsjlyYO5le9TIpoBkc/jwG2WbN3RnRbrp1rCd0b57OGxnfl9uklZOk9s5",
-	"MnodGTWd8NuAdVztTdMOU/wORYMtU5c7VgpuHVK/6FJ0sJaRemt56fcyaLmhuX76qBTiLbgoloL4kE/Y",
-	"6J8NfxmKkdvMZVQaHgPF0ZGaJwgJyGis9EyYUV3G1EZpmJ5B/C0CYWdGY0aiwouXoV+Z9JhnN8l39Eds",
-	"qxxc/gVrlOkwVz8rCTp1Y7S0pW8j60kgJqmQ/il3q1fD2q2Y0y4V8ptLhazxuNwejK5Vj48/1cB/ujIV",
-	"8lKP3GER8yH9Hacrqa3qqEh2aYlZVIQxE1uzUquxMF7DjgUJEmo+k7LuhNgXs6+wTjrmbYF6EdwvUFCJ",
-	"ag6zdSUM48VUKmkdKtadPDppYkNVcocMvuWMzy0JCqunAsvRNQw9PBSKKvpSDQgDb6b9Eivtvce6I9Ds",
-	"Ui+3knq5tRO/AavWgulJIi+kE8cw0Aa0WM8Cl1bIwLPBvKWnGuLjCwf/kUWvXtrqIhxlqrYu6rzJ0QTm",
-	"2mCtRC3HKytMjEYidwtpodYJXsAUHEnwjxRjWq20haIHu+10zC8HhW1xb22gUT1w3q2VihMlZKI6t3Mu",
-	"fgP5lfeoNB0HS2JFwxQBbTk9sERjEom4ibFeLagmRlBz+ZgwToDZuBxDYAR6mTkNkSQEKeoMppU4Yudl",
-	"2QGySWZ8qkcB6M4mWmARtUCeIV0WrRB8qcdAeFG7qHd1MFlZAS6/i7A2DwzmUASG0W2Qe546ATKm4c+8",
-	"LOfZ0prfLb3gBupbE3/ktlXAkAjiuDVmwixyou6w8avERjiDbQdWVOfuCyrDNjvGHdaPmK/0OFiZgDRQ",
-	"3T6b+M059LpdbgS3IfJBT2Wi0vkkhK2nQGqPVfHhAmlt3bChSBdqh7opvZC4J+Q28fiUKZ+zCb8WbCiE",
-	"YtbpUqiztjmLRmzCUYh6MJ+m6SndDMse+D67pfFdWIw0OBztauTpRJUOYvjgX2t9yB0j8ypG5rJsifM7",
-	"OtbQ7MkeUzvWdXFVsv2MI3eqrkIjVxgzta21j6iJ1AJbzylmLof0EzjowE+2fyEUuKWxj2rTJxeMWQiz",
-	"GjaBt0jooLZYp/HIMj4WymWYQPM83FVk7G2tlFTj0NUC+JPZZZ3nQhT+79h2NmPv5FQUb2rnjdJnXOWi",
-	"FMUBNf1IG9ZKB0HUqciWq0ViZqT/zPgRR/B4VN0udFlCpk+T4pj0+eVOZNRoluMi9zB/wco8Cx/s3to1",
-	"TSgxB8cftkFftDCPDc2/PJYKiwPeA0p/11XvezmoUxt3AG8tLqpi/dnjYedvoTt6axyrW6MvJdfffvb8",
-	"VoVPOtONuqAjMjQbbhfB7Y3g0lqVciTyeV5GFGtFdRGqu8TKjz1iBe/o4P4iaYI5gP3CJHZD16qUSiwU",
-	"guyTk1ErLCMvDmK4gR7MqPN28CQypWenrDLa6VyXGTNiqp0IvQMyNpyHzrzQ7ht7e2Thh8JgX8uQG9O8",
-	"COwrW+pZFn8J1I2l4KhH+t9YVitIrgSRKFUuQL08YueLpYRp9iNpS9ToibMRKEu5BjyJ3DpSsUGtjBeb",
-	"wEud+kC9ZAnO2dkE6+hDmmCf1LigD7NJDc8d4Eo3oIWPHAqHEmzpRfmq2sKLcTv3Azr1ybzt17a3Wd/r",
-	"4Y/96/3T0/uAcdxffSj+rjnBO9Rex0S3hHQdau+WYTyYIxsZBXDLcgUl2tVGoB8lA1APRmFn0eT1RFt3",
-	"zKuKhnGa2OlDgaysb1BsgPYHpjw+BflyLdtvpciTDDRijM5YqdUBvOnNaASPgSckNsfYYzSf8fkRe+mi",
-	"teKQRTi/smw/14XIvZixuqwdNEcGWcIMKPEWSW/9D2RBBNGULhYJDy8B8CJt5Fgqtl/VZZmxqraTDFpt",
-	"0zP0zNsxQeWOtgZkrq7C/M92PdyqpXAfgiQBcSaLreN4tN63Zg/Qp9zAHkgMSxrV7Rpm2xclNNcbWATN",
-	"THeyZZ1FYBtQ2KYAmeorcej8DKBGq987/Du3C/WoiOIA8TqA9KCFEANoPooh6oMgKLFchuqidG1ykbEZ",
-	"ly6aEOCJYldijojtYXQquK2NoFomFCKn7FoWQrM1UM/rQsaLSEQo64Udlbxoc5XEZjxYB0GOA4GHEUe9",
-	"sI4JVcT2rwN/ua7dJdoFA7ZPidXs8UnGuGNTbR17cnJwRo4mPwmsVCdH3Vh4YQULE2iWhl5ACVdXGQig",
-	"gzg2I7jVCjrgxupvKqN9//YVRBUhB6LJmcVquCzGD5NCiWVXuLPVpd8O7/xp204IsPWONRFA3BuhDuvu",
-	"S6uScfb52/8MWWuwMUa6VsUZ01fMgtpAZA882cqwc4sdIdW3HhT0d20wRY+TMhfvFb/mEnoJLTYeivC8",
-	"AJm3IhVWRBsW5cLxkLt8sqKpUK0sqyt/Wn84YXA3HAqb+WNhGJSgerDMiBulXS1rpRqXomlAjJmoqhCV",
-	"UAUE+TF7AvIyLBgchA7+BHpgtY3jxv8IV8OYW/W2ZTSHsCQy4qc2RcMvRci3BiJ/gRW5A5yEF20ElvYB",
-	"oCWNtg8y36hYjuqNy6AASIWfYEcg8ICyGRL0sV6d4GUKQXbrGOS4cYeV0R/n/cDTVCS1YoBEioOtqFtK",
-	"q7fdF8CUSeX0klsjY7p2VhYCaISDUb+POWSwKPAvrcShHo2YEV5XQx+zV2ftgsvY3xfZVfycKLXdjwei",
-	"n9ChzOuBUo0x/jjk+ZUejTIKumL7AOvAF37EzoHqimN3tHJ+yipdtiKz0drF29Elc8TOWcUhuMldwpbH",
-	"eJxiR47+GQtu91Y81Ljg7u6gbPF/Jp8jfMItkbUsvGYzpRKbkggD6mVVD0tpJ1RJcHewmYyagmu9yXBL",
-	"W5sCrC5spp1KuVMpN1QpMTkEcRCBaIlpavvIrqsvAXbsEdmaAxyIgFiJ5FiDx2eU49K4lYPPOdRCBTe/",
-	"t64LaaO3/4hdeiSGfGEaQyCTp6oqZONiFjNZbBdE6uouELL1ljUASTPRsMZfEx7qageHOzj8DDjU1X2h",
-	"4dw6MYUmvoXO+2N4b0UhjchJ3A+Nnllhgo8Saqs81DmMQUq/TFSAWei8ngrl0KSu+JjcmJTT0f4zRIC4",
-	"Qjdsi53lbLkEtF1rRda6E2MENxu1RU1gCim+PF+hLv4m3Hkln/t1WICYJyc/9K9JWIY1097L9pDmCJ74",
-	"SiM+LT8WXAWYkxKcActPy9hg4RP6z3dYy8HRSiLmxQjNX99BRGPVd/K7qrW66UGDhW3OWUJidLpHu/OQ",
-	"DJy95cP4uOcwwlM7oiH4Gb29NTYecw8dt1ebRNUrYaQuZM6aexncS9FsYE0L0cbK6NzvrJTtKJ8IP+jo",
-	"46depbT7pKEWtbWCUPdElBVYa0hOxEqtq0YAVqLwV0IQWgeODUpC6o4//xJH/Q4mvEXp3n7VqgSUpaUM",
-	"aTdQIPBd5Zgkm2hxVVYcli89B3S+juOAegVT095dX3tJ6/XriZ4pL0TBW0ByZKKnGAw+jZyxUzEdCmMn",
-	"ssI+iIKXbpIxKDCO4DvlUkFkD72bQLtHZV8zbvxGJz5Fug2lE28ahwL1JfULhWBYKEwO+S7MiGtpKXFt",
-	"SSQ9w/Ff0kJss097+019/IS0nmG1v4vT8BuVVC1OfosnoOCOHxrhP6v/lHkpuKqr48pvFjFbcSD8piKy",
-	"+dgBV49Q7FGdPDDXZU3jT6FcTF+Kr2SVLmU+J/pSI6AHWZQRZYGBaGfmjEMZviiySFBXBEIOruZA0HnE",
-	"3hCxHRAC+FMKNRJQkRUEBmc0SwYgs3wcLvDW59zxt2GYz/CWddmqf0A4PjA/U8yH507HkAut7Bmj+LkN",
-	"CgOW/6+oHdDmyxKDfjVCHDrx0VF4vRlnrAGhwfUNAu/rG8WPj3+42+Scrg9E364XVujLx4nu0nO6gIhW",
-	"Ec0C7nhyXPN4EL4UknKtRnJ8U2QytTrUKhdrIrRAXJYe8xZ9R0jAsaJEY5IgTAoL3PMQ+ijL5NeY9KOA",
-	"g94Qs3KWpsDPuAQoio8mfbdAlTbtLGTZ2B95o+vxpEd0E/5RMBdFeABOlOL+hzmWPuZ6SuQYvCuUW6se",
-	"JNuGD67rVW9rtY6NuFlnp/G7LeQC9XGB3p3Trndmm/MRL8idXQD44ZSz19hfohvs8IPdHuT1u8j8+4fc",
-	"ikPcdYew2zewzh0flh67pCrER/8PZ+R4DN58VTAPsW3j8pFlpc55SXgTXpsa7Lku66kCfuJZtDqAnkKF",
-	"vJGMLn3+/BUY7bwEXqUGrOJz0WcG3S+gMulfIlTSR0OfuNxheDhsp1kh+VhpK9hUksuNVUYPSzG1nWbM",
-	"c3rhJSzfOazeuq5ryB2LTPzPX2Gm9JRScajCH57G9PC/Re7WcdAW5c34Z5f0tNf8o5zWU6Zqbzf6Ufhh",
-	"5RNueO7nEDMbQfnGQZ2FUEwcPZqIztQqR/rGnjx3/vF5UT6bcGO7h/305OQk2xtpM+UOZume/LCX+fv8",
-	"IPdOH5+cwBVTqfAXJ3GO8NGBKGnbWuDiJ+9B47gd6YPC6drpgH0EcpiiS853DxYL67dNsxT9zGsdMlyx",
-	"39+9foXp9+AeNEIV0LoaSg+CN37J1Q9qHqDdAPf2/5nzaTlAjYPPmjuD35ZJZ0U5OmK/aDeBswUxk8QB",
-	"AwQc8fKEAhhbVWom1EibXKQ9ZYkSUswDC2TT3qoQVannomDXwoDbxiOstK2phMQXaOox5ZDfPZyzwaIr",
-	"+ZQteJIHp37pYrSji1eODZpxfiiEkqIYZDcIgNiJBD9tNC6NwFrV/YH/1roSilfyCJb9oBvMdW7fy3X4",
-	"fY46Mn7FMzaYOP8dm23QE9jAz20Sx1762fvgknCwEyn3/Jv3ssiBTj/6F3Vxnt8ME+EpLUzsUDb5jL2p",
-	"hPKfdWn/HnV15txz4qM7hoGueTacsu5401K0pxN6O74BafSt44a1FemR3OFzT87iRM8efqRJqpFei+KV",
-	"0UWduww6shQZm+jQeYZc6BIG6uaRLlsXBPdoIds0mzljTo+xIgGwRzrL6grKXfwzhUKKzxCjwo7HieOw",
-	"xnp6UEnVSJopaapDqbihNBv4BY3Cg7dXtXh5BTXwuhPMLmE9Xvrl2GZmSfOWjoP4C7cyZ/6T+OMF2edD",
-	"XbvvLOb0m3BsuG4ltqjbRAaMY+AJ2iT4CjsNr05NNEpvIL4e0hMoeCSMkyNwKvVU5P6hC3GOA9jihoxv",
-	"WRUHxZl9PwHP5HPewj6L+2njHXf8yY/gZfHXsVBGl+WUPnO3P/WltTWkJ2olDgFGcz9+arnmgXBgr3Oc",
-	"D8MHDui/TU46QjqerZdFCGUW2B2YAqlAzIxd7bBfhgVK5jF28dLmysZqGn8xovnHShphk3LEH9lUqtoJ",
-	"e3DEzr2CJ/0DYcllcZPOEnHrvmgWaV34h94Cyr4JWeo096hTVtxNGpUSV2TjxuZPejTJbbW/6FiFdc5c",
-	"8i/JkfC7BY719vEl+UgrxoWFsc/OWSUbD3PMr9Tgq981uvgWGl00GMsakIM9cKuQ2+/KbUA3gss6Ud9w",
-	"YzW3tGkLE76+hQYyaaIwFB5CN6LaqwMrFIBX4Y1vmjFuQsjUjA8TYCKrhse6PuM5It3GyLbsG/VQmrw8",
-	"LfLuZCaSU9ljrv+40q35Y8un+fiOfZrdn2aVCtWsyc5eXqF5dZ2wLahg2arQNO8aBdtHkiCs6AA9qAKq",
-	"ByhiAToDD9AZQRr9IUv1fGaEEjNeHqSJ3UHvWigu8f/DrMmkGeThiOfegqWeO3rU2XKmUQuWd+jetjWR",
-	"5VeuUUbi2O82WNyzPOsG6b9UyMrZVXZ8dxHoTmS4I3UlBljXxJyfJQ3BIR/DnxFRhJBafEwaytBKUECG",
-	"fBTebIM6j1jWhIFWCF9jMBvCzqGtrXSWXYn5IbR68X9ZDjdj5mAR6c08RMqiFjYEmrmBdrlEkckqI0by",
-	"4+K4mpo2PYvRGZzpPDQdx9woYp+BDAFRsLrq9Pq9DsvRE4peQ2f2DP2fL4sOPrMQtyaGN5jaSBtaSZo9",
-	"TXNNzPoSHmFvPW6dDi2mIVeQ0LTJ6PB2oHPrHNnjdYHpNRpc75KmTe8rbq0ozjAwAWuBzgki06ZLoRky",
-	"8KSuWeoLeFz3fNDsv9MGte39iVm9fVKqScHAHCz8ot+cmLovAQBfgPJxEhT1IBOgbItO6QX4PyY4PQxw",
-	"ehjGEBIx+/2F2HnOZjHFESzRJsVxZqQjR0yCx/5HyKpcAAeRQAf1vF3YiOhMTDqkcVZ4BKxVaEtemLkX",
-	"r9LiAe5pgm6A/UM0+eowOsxLH2ugk4ARJbIPPlmk48FxorYdJtHZBhIFEpUyWnxPfGgo+wgiyTpZliCO",
-	"OnRxSkPEj3VB3+pts122QtnT+bY4lJXq+NK3dXox5/+h5HuumebNsz6bGgDanjtP41ftaYQs5brq1zzv",
-	"ImFUaTL/ofGRmHJZHjth3ap2cdAhRRGX31RYi8lTTT46vrU2omCXr99dhDymoAzrGCqH1uAUJE+8cq1B",
-	"sZnHLyQERLWdQvZPT35GTIQ40KB10wel3YdmGANUv2AwEsE2GaNHjh9PnjTkyemgEX2hQ0fOlb8TVHie",
-	"T4DZAjjyZWBQwuOKOQdWqIJNgWFNYw+9VrU0lus8siyfaAnEXtgtz7JB17cbYOaUBa7OQ3BLiuKUmDro",
-	"G1hkoYboFRZWxQwNuBt+lbSQYvtPf/iZDfwTP9ATB5TT9lY4Mz88HzlhBmwo5prsrI5EK78f3gnrXvi5",
-	"bouZA1YE3rABH6YRuaykl4HoqooN8ZitYwruHbJ1LA5+FfS3ztTMqwJAXtUoL8ne3OH/90rFIaCmHfZK",
-	"CntM0Bncutig7Mt1vh5Myae65yTkM1pIr21yPHXtxDIlQFN8mbDrB89N8uBQ2MnxQVl4Xvy9WmDOTO6F",
-	"RcAeJNIkObZZcosEZmBcxSMWvm54Cxoig2NJvz8egF0vPoLljnJGY7elWgEx0ktHXnQonkR2NVE06xJ0",
-	"WjmtSpEwkHitXnR7jCCBs5Kf5y96o8r5BdVHbLdPXzrM1W6DZjG+Iq/B/ToBXGvZxlyqZZYE3LNb9AhU",
-	"3Eg3vwlCENEBNpsLatQIYlfQNEiW0s2zkEdJ9i2l/AT/cbB6QfKTazmUPGL2eZ6+shLmMFZEYgO/CbcT",
-	"lk+4VMjFG//MyzIOETqB0POP2J+ghU5EfvU8FiwF93JN2eGX//lKOsEGF2/Pf3t9zv6nlvnVB7hn0DT4",
-	"xMcDLhQCjXtyfJCBb2UplCvnrJDXwoxF4W/0CAm6d+43iLK1TYuopsQYMe+Eiwv4SrfvXT6nyadzb4q4",
-	"YN6L0z5DoWAEp6ab2AkqFo3Ax0MXui31rL8JRPIdvtAlndZ2+a2CA/XfBoiUJdD4w44YrCvrwltuaTzf",
-	"j4M52Z+rxQTCzc61vE3XsodHWuehcDMh1CJJzRbliccFqYRdQf8WsDZeGnZ/Wrra0h1jplPM9C9qivez",
-	"VsUfIlYlzEibqWUcvdCHQKFDXENGViur8sFtLB2rjL4WdHgbxEY7z+Jz0W2vtMOjHH27oeZAWsZL8Ick",
-	"lO3Ssh9OThAHEFdDqQIN3p9sG7wd2ULnZ3I+D3UxzxpPiKIUW3RP82K+ojbhbfxAazLALnAVP2sRvwD1",
-	"e9ArW64qAc+Al/6l4Bb65re7O1KqDVY8rBjPC7juZpj/z626pOkLrYbS8NHhg5/176Vip4Uvm/b38aHi",
-	"6cTu5f4M+18nZzvgIZ7yjNp2UnNnf/1RRzpJG0p5w6IOe2CbUK9LsS7XFXdlWoSFc0fj4ErpGWRuYB0X",
-	"EsKHLRwyTqM0aF9GAbRyzrAo7oi99eMJ9bEl0GMeYoWBEXRRaOAnYRzh4fQRGpTHm0MET3ysSm+csdlk",
-	"nnwtPxdSdMOQh7Vjsij9a9hIl6WeQePJzk55CMa6FHb7lWL+NStbZKZFct8xPWH/OmzzGNXKyak4JhIM",
-	"J1dS52Ip5W9gtWH/mamYajPPUiVFBYYhjJ3Y3oLKI3aJ7lavNo5GSVGkrbRjY2107aDxpaH3sLHRMzfJ",
-	"WMnHY0wjjXuTGt77K6DnA6gNfOL1hlKPO3WStziL58nctylZl9/WcSLoKpZ8kO/vTPwmXNhivQtxB4cC",
-	"9P9NeGvBToDwmd/NhqsxOKgxehSiMgGncXQdBkcQMdHg8Cp87mpelnM0zNUC/+BCGbE/bmwkjZhxqIvD",
-	"eiNgtw0vjS2esMPuUHaRE/qZ0T68gCXY/qnw71kpJPzC+jX4ngUEuevCnsFQsK6EuoOz4Gq/+TY4DLOJ",
-	"dIL6ub+Sqv6I9QF4P2uMvhYPFOUjodmd6+lUqEIUDHJxLbWad9DBIhwSWAbkL8GqK67A2YrNhcaw1dFE",
-	"TOu0jtgb0sHiGCEzCmIwGMrnEL/x4sMJRX5broJxl5R8+cniALE2P7aC9vN9ZJmeqQyfRwCAI+gSRL9r",
-	"697hAq+xi183FRezibYiXdDA17vM+wmKZ8rCT8QYIb5Gwf5HNjwZTXtDlgNVt4mimcLt1F5t05Bt1jT0",
-	"D+4ElnRzUgPj74gFuPto3hqcZHtV3Zse1GRjpseRThRt3OS4kRbpuBkLBwOPWfcQY6FABkIIhQemQPTt",
-	"H3YtjBzNW76wtNN5q3BJFmlOPmXhYAInmFWLBb3SHzS/BpA+AnuI/YlUnukEGoQKrb/GIuUU6crjpGhU",
-	"IdgAHvKhbgL+g2UoOfePb4HJNjJtmhfA+9Zk2tAHU7EyuvnCuBoPLSlzYXrI/dQbecbP2JWF03z6M6bN",
-	"osMU98SEU5dNqTCsT62QQZByieyHCx16dNiG+4M/dCGou885vX2Ave/GSloocRnOYX8O6PZ380oMDnZZ",
-	"QV9zVihsyxZ045G6BdiG0ur+lJ62MnhclVyt6DmWBtER6Onox6hC0PtgLkGXakIvSP1+JeYtLx1my9PB",
-	"S+2mCC4eSa95KTF7Bpt3N1ohSr2zWFmWVJpjnj36KEYOUyFHkuh7jth/eFUx9LFs6bpdnXxOOljfS67u",
-	"EJ796zZH5wjEhbBgt+IHuS/w9YPvHTVpLCVXO4rjB4RMgdM9xSY6eNsHJ+xrctiiprtBoSkGCxooWEpA",
-	"nEDRDU2WvI3J45C4eBbTfC6COn2uCvScvuNjqFiKL4sadxZ1QIythtVGwxezlirjx+YgalMQb2pxxH7j",
-	"VbD8mgqmknpyddaWjuRHfxU2rOBJNzHbpBd2h3BhgZ+n63sbKYTdeUEhhhhuai0RcOjHLdmxSnBBjI2n",
-	"xBUrQrHdX+zWK1alE9OGVeQsaaADbeMwghRJlVFtnGpIEpX9xCdT/hGzxm0fFcl6iuV7ZCPp21urg5tt",
-	"xs9d8udNkj/ba+cfVAonVFp+QsiwRe/ipp3hhrUs3aFU0MPKCQUhZrg5S9W/pn6+9pcqdJ1rE3qxiCKL",
-	"Wg6mKnV0hnsfnergOUeng71i/qAF2Mw59BkPaedtCpC+eOvWu8I1r1nZES6sJX4DXMbvy5PeuQS3sM1x",
-	"KVdu9uNP/j9/8Kn4y5tTa1rMeH2jCnI9DBp2I1IZNlvbspkX9NE+KjRKjir0qLJepjRKPjyEHm7jQ47Y",
-	"Of4FtAZIIYOkkVBbQX5j7ti0xvMSmtNh1sJSdgPVw0F2dnJd1unsCtqKDEYbZkbPZB47zUH2A1L+dTSh",
-	"aQ7ARk20okvRXjFuKfcV9Kf2me1hVQwfciWvYsWd35B7p3v/9Xd++K+Tw5//Sf89/Oenk+ynJ3/9r707",
-	"o1tsLdEKy/DPAKk67h8NXyN7cN66ZD43a5QDe9d8LV26dkxIt9+LJ358D7ONILg1OSA+irx2nbYqlaBs",
-	"1Ax0sZalVbkTalmkawrAbKLjdJS9tALo7BlEN2xsjdP59MZhF/4CytZEl0XGhiLntQU+TDEL5cP+mimf",
-	"R0s1raLjCpoumlCoV/L8yq5IGv4bLdbWUSS8qAM//hbWOaHz/i7TcrrahmzRQJiJ4UTrK3ucc8dLvUkC",
-	"gnVcFdxg2ZOzbGx0XaFcH/GpLOfkpQGVBH/zyLIB8UT97wGbybLIuSnwqMFTGDqXyN3sdZHQ+wqeAtcA",
-	"e0vJlX8YvnrAXCj5twLsB4stYfD59ixkicMUwYvjLyrYAH9/RLM/+kd9cvIk/11r0Dfgp67w32/C/Yl3",
-	"vPDvf0ZLts0SzdoNvcjpem2PFMb1pM/5XRwbP+uwCdubMyxDcoBw52zhABWilNfCSGGPP8nir2MjHHaj",
-	"7jY/XkMBCme/Yq4Y3T2PAfULoQrIs4T8GA/9VJ6hR6yuQvyezgO5mZjXhaeVs5SG0362xJw4f0uIwUCr",
-	"Nv/ffCKvRdGw4zkjRcH2vdEwCEMDPg+YFUTH/Ukb2HoYJ/UhPGbAtNduZ9KKDq4KoLWg/fycHr22vxtQ",
-	"aIykaOh36M4e00FuTsb+9G7TZhZOdFyBPg8c/T1jSs/Cpjj6tjTje1NS/U6ERNBR+xDeAlysZW+IuKH9",
-	"hvh4A8zA2MYibtC5wKcR+u37uVXCwJnPVp38g0XcOWLnkeLnaZNagc+lchfKo6BXetG9Ei+a7rvgpLcp",
-	"LklLE1qNF3B4PoIUXAcZjSiUBdtHheFlMThYXCjlvlYQ+Qgrs9okT5Y4fvcgWYCUYAcltwgleDJHyycT",
-	"Nn1yMu8UYLDJwAr6B2gLG4eLKLGPJVVZyKrPEqjwJz3ZWMN56F4EZrEoS9tKGSmkrYADmPyN5NDELEG/",
-	"EZEHS7rWn0NRM/k9tSrnB6s08kuc5d1JbnphbzuksRFj7sR3lPR63p6z3/gLu6q9c+5CK08V1E0CYe0B",
-	"Z+BICY07Fiu9jSh4DhRw0jHL582258yK3AiQlFa4kEUFbiQIhGHSRpGRHx4bjfo7jth5UMZpyYxgpRg5",
-	"jx+BC5VoIuKVFHvojo2F7dpaiHX9OEurGeVdpaNZw1sRBvRwqq0Xz2yyCCurYXCyuxB3b5SvfU5u7ST3",
-	"Nd3A7hFAC5y++BQkq1BFpaVyDYGEnin2++vzZ3SosuBkynUlMghvIRNZQaauxaMNEWhpWa3k/9SC8amm",
-	"EPQKzRnvjEOQ4H7lQ6vL2gk2ca6y7P3bV2zf/5MqlMGkL0s9+9256iAyozVUkTZjcMK8jT0yfDyFJOfw",
-	"Eo88VpfX2KmSlVpXXnvPWCnV1SG2edaG5aWui8OpcBw64hP3pbDLuZQDgssPmK0IijuMz9vyhDkgsoup",
-	"VNI6ZFyGKyyrjLz2aI/3WrYfnnbu/36Bf32HfxwcHLFXYszzObOKX4kPObfonSPvna3zCeN2yUGn1Qfr",
-	"jODTD4ScSOtmuYemjuvfqEu4/BldjV+pAWWhcjOHZHKOjViQ7INKlJp+RF1tUzqwZEuZpivQa03aqd+w",
-	"Z8l8Y63kRCB/x90FEFdMYtXoIeU/hwWnHC4SvBNdFthNQiKdn3SNKGYjKcrC7vLvv4n+by2sv1ubKdWW",
-	"wDcDXpm6M5RYlTynzHfcfsieB7u4IcZHXgkoEg47G5LezxUT08oB1vOhBTmF57ahpQx5/PiHM/IHh04q",
-	"WLjZ6JAxcAYj8CLniD2j9HwqkKLqL/HRBZ+xvymm6KrGv+rH11ICEwpmwmLyE3f7gjuMtvdV0QujN0t0",
-	"TW9+WextK63j83HYf6ZmTwRV4sEDcA1fqPgqCgB2mRu3Cr54OB8Y+B4TnPS7xsn0tAF3R9qwsdZkmztd",
-	"QVM2IUFpxilkoDlEb6gq2J9cOqnG6MxLPVwi11PBnnGVi5JIhJV2E38fZI6Dma9cyNaaZql/e84m0jpt",
-	"oLLgSlQui2oLpbz6p1s2MkLAExDdA1AsVKDiPLcGng8Hg1pCZ+emvh0PHa7pQzvdiUtwYw8dRbMhwgXR",
-	"LWqxi5b+QqNdaaKLmrQdoP/O0Bn3+7t3F6EVL5YdwV4VBXGz0fqhDVkh0PvjK8oRhMLAasQG6MG86nXD",
-	"PU+9n192XrO1d1zAt9jsOmjRtlxeA3kEaaCOeNvIq93T9A0IIbINsWEhEh7YJO4hCN/nEnzjNxkfpx5t",
-	"KeyO2vaWUOn5opxMzvWdxwgQkVa333mprABGqtgnJvid/H2DEH2nnLaBpt12SFcdwlUH5DFDH1TbXsvY",
-	"cF5x7IUgkWixcV9iQxUMzsfEUbwiia/MmSzIrRl/4yCMb/i1KCNJb8kq7iZsH8OTGctLLqcZs3KsuKtN",
-	"4y7Ngq/04CwQJMiYA0B5SIsazxE7ZwUSJTTGo7cc/Qp0edjeic6AxVdiGK7pi3OedMEJ7WWQJCW22HBR",
-	"hJ0x25oD8VtAnX+G1SHif2pe4vL7TyiLe7UrN+yrgxt1xm2ggDpr68oSIsD+VzM+39me35XtmfbUwX3i",
-	"9G1Kgs2V1DXt17zZxm2KfDDmiGUJsTegHrJzcLtwpsOpB7Lg/ZaP/uB0jXShA4M0g9iEIHr7VsHq3kNA",
-	"wujk92MP0Re+DI87QNsB2jcHaBEVsBYhwYCtQpybSFMcVty4+XHOK2zls8rkTmukZJEl7bjQTBYfK9kk",
-	"noaK7fOLl8zpK0F8HdDvMLxtznLuxBgIjamdS3xibL3YZhySlp6GYT+koCtLbPwVGyz7l/snYAPgUFmu",
-	"a0cMdiMBuqxtathr21VrPqXE+TgJS/TiyP2VeQgnAonhnA3wMzRh+1PGK3kINw7OkPrD6lIwKywWNy3V",
-	"5D5OCegq+QHu/RAgr7sE5Z3/kBf+Oz5LP+MWgbHnjX2Ubck1i7sD5vddJMM9D4V5s5TnsH1C/EYsdHLq",
-	"kzPaHP1mf+2d7sUNtreEDI97kMEvYT8STLhSouxHgUDCp0QJGWF+BiNtqJEUnr/FPiYjWSJhqiqY0TMb",
-	"dKX0OatPWrcPLdmHYdg3NQw/yyW2rgcXDuY/xHymTXGDO0Jf6hvcAnLtEuo6X97kVX8gd+zmNzwX1zL/",
-	"nFvohxvd+beJBj1n0+vPq+oGV2Mq0I1vuNEMXmCa9E3mUDv9N1kIfcN73or8ZrvsD31R8rkwvxjBr25w",
-	"3+/cnteF1De75cL96wY3vLSXE27CnrnRXgMOPXIWb76AQPd+07uQPOm9uckAfzO6rv5DzH8FLLzZEOU1",
-	"4B4MM9y/TXc4vXkT93eQF7vk2BXJsWGR2H4iag+2Lefjp1lyeHcJ/ONPeQDqv9aaAFpF4X0aImmxVb6X",
-	"8sh9rmdKGDuR1U2Fe1urJTC4cSvMRvDcwWFZRVisRLkLDt1aZRX3JnRQHb+SE3VclXw+5PnViiCStbWw",
-	"zE6gQY9U41Iceqv0/dtXNtL+0BMfWVbKa8EwBzpjoa6TPHmiaE7jvjeF0eqaYshgEP5mB+CMmkrnRHFw",
-	"xF7wfAK56byYQpTpI89dOQ8e1zn1+AY7X1hi7B2UciScnIpLkWtV2AHbpwoP9viHk6zp2PcEf5hqG5sh",
-	"YweVAsPrB5DwiH+LQPHIkluBuOchtC5tqL8BVOHK/1eqsBwM0s79sp2CD3E0gj+GHcNjHevPbEBJ5FiZ",
-	"yov5AFNxYhDfcRMZxiX6FY7Yr9rQetiEm+tKiAp+7S0iaJCca6VE7jJKW8ZUJNgFsCSCSWWd4L2J5Q0E",
-	"vpLX4iLsoBvXxkcI6qxqjZv0JsWtU6nCj4/vjE2rez1WuJWDPYWWZ9ioYVn8Drlbh3LPB+2RHFqJQxgv",
-	"DnTnKP6OHMW/Cdd8/4gaURQ0kJeIgW1LP3yLPfLD+Tzhdwiwt4LBPlZ1GaHEDPopLEBm7+xD9Rbop9CB",
-	"AdMt7CCjzj2wejk3QCbNBvY6/+BkfiXcAAUQ+uKlpTchpxekNvnnn0XMaBHcRwJGQbf5IVGeBf7ClrLA",
-	"qugB/KKRkz+dHP50cpKxRF4eeAkIFEe4AmXouSItK2pgZRzAX8698B2wfT7UtWP/dvL/Y1JRLAFoYQ4w",
-	"LwQav4TcV7g7lKK9QCl+7gZsP/7y1YIsT8R3M8NKGKmLRpg/ffKDnwWuylDMNZGhLQvxM7wW1ZBG73ij",
-	"Qo8WKIIIbmFwh3qpnOFieKFaiFK4ZLmp8UszOFJOiDdz6ZHgcb/WVwKaTpXaChuUANzYg4wJ6zjRcjMS",
-	"4RjjMILltQstQ35kFlcJSiKClhE34yol4wxTDP1SQAMEpakDNbuWhdCMG4O76HwpZDDl87A/LZuJEjRg",
-	"wWZiGC4NuqHXUQ9Ok6WBbJ+hKLUa2xgkpudm7B97y8v1jz3Gh35YUxHrHeMNmLOMOyzygYRhwrT2Sz2m",
-	"RKFrIkjPojrHsaeqV6W4tTNtQouJg5upQ68ENpf+7nWi1oJsohRlrfOMIfdQpxp0pbvVj9rftEctatDZ",
-	"ozyB/E49+q7Uo1cB0FoaAFTZBTPPabK3hFmnGG1R8wEDckWVStO/G9M8g8m9ECCDx5yySpclUS7CgFit",
-	"nCxJGbqpj+3SP/Nr87LBoFcn4TR2PiGEvyV089rhxL2lvsBnuG/H3bo8mO4zrKsVuX9QS+YWNl7Fa69a",
-	"+v3Ha6cPjcg10vb1nnBdnaG94VU8PhqJ3CFvImhyXplcUF1ufN519fUdd12tPu1+3b7Zw31/Z1VXD/6o",
-	"1u5wKsxYrOlp8qx2x3BdaF9CdWHoQV6XVlK71/7e0EnkDnJLOsqtYODIg+bhIWkr3NucqJUV0mOzPP7h",
-	"35fNlA3C0smaBM6zleMOfb2a3QSEYMPSm5va2kOiJb8SyOjW3W1JqhvOZKvwlKzBJlHytOXLLkTeGSJv",
-	"H9Nto4yBpBmpxnYN0dT/1ZJSXp9RxybsmI43h8o0MkD2I2aC/4lXFXVSx/ShA+q24tfCevH+9wEop+/k",
-	"VAwyNhCqgH8eoC/PP/j1xVO2HxifRHEQ2BBTEMCnNvmwWSSQcoYrm2s/1NNAclrVDlViG4JtV2I+MlDB",
-	"4PyoKQs2GVrjSYxpfWFIbD94ATm5w2iSoO7YZk5nbMwrG0eWLCHwNl3JqhJFhh1pwjgfWVbU1B1Qkrqk",
-	"scbBAHvJERu0kA7imZyNeFkifa0fCVBsKW4g8RA5WUrRuKzmrJTe+mJWXAsDpQbN0pIjF3v34KIRP8AZ",
-	"GmPSkQ12Wee5EAX6FYmLd98KwX578Y4F+RVnDRycwm9TUR5k6JnTQ8elYhxYu6gP/iCnqbw35SCsDHAP",
-	"QKsgq9nFm8t3oqDm8ftYMpZ2xgYqAidLMIiHAvtySwxp+hlINT44Yue4oJ2fp6H9PYMtic50XMRA+OIM",
-	"z69sms9MPZmJb38fV2QD116KrFsqTQmvWFOPYmK/28bivlt3WGstevvJ2qtsgQd8pwDfGuNUWyzdoVS6",
-	"mfaLTc4ocwtjJF3JW1PsMaA8mPtT62ENuJowiCWBGi4QoGjD3mITsoMzogXEJ78BcP5VlmKA5IooVEYQ",
-	"B9M6o8QQils5C4BGIXjBvVkMRttMmyvYs4uQ8Bze0gsJN7RXk5tfFhfcTfoaoBpYnlRMwoyoVqslcGOG",
-	"C1CYnjZNzfADsrEWNouyxgPxPPjq8lJwJQpWV7267uIqPxz21E0ACUePm2vnbbtDAPN3bbACXleSuXiv",
-	"+DWXpbfCltkXxP1iHwHYX1m3RU8dEyO5a2X02Ahrs6jeyn+JjHFI7Y4aZEbkLVhfBaq81yu7Wxu2809v",
-	"G3/++QB0hp2qcMv5qPd1WFanovaoCceFnqlS8+LQy+YV8amFRFS0qMLNNgq+R1EL6BSXnGGiTZpnE6Vs",
-	"0LA5pFmckdg01rG8lEJ5K7DkXqF4Cwo5WQTk7S4wiYSE60DEpJaMcTUn/zk+J5gmB0csAT/iqsxr9wEW",
-	"6gOO6kPdXDI4oMdHMR+NPSJfAX0nUYVm3AY5uLnF85xW9ZX/IrcGM9vMOIBYsB/uGkvK7zHISrmPnIKO",
-	"4a4a505lubegQ4M0AWDgi1BYP+IrnrG7VEdoNDdH2U3zHs+TfEdMb9k3AjNb/kN6fSW84BAnD25Anvic",
-	"FjDYg+7EuepwNK2eZqyUVwJyKv2UgBO7FI/sGUJU6Koe7sW0OcyWKzUwTiVr4WfEptBkEVxfNXA5bQ5y",
-	"a7K2HiLKbZpXhTkpVji/pPYsVmBgQJe8kFPRfJivJLdqh4j3m+W0jH2Q0Fs15SB3BYSr05/Wg+BnqJr+",
-	"5p2aeZtqZsSBnZq5UzO/bzWzKS15CGrmSnQFoKNEiU1IkVtBzEXa49pmafcfVTCv3gKZ0SANV7ZeOoCc",
-	"/owIyYe1lUpYC21ChSL+Iq6adLSMSdW0pv8FDqZ1TKhrUepKsMGnio9FBikSl+Cwc9rxMgOCmL8GbN/r",
-	"qgYjiS2Yl8UZG/i7MC49CA/ADkC6Nn5uEp17KAEKndfQp/8RG1AbwZedjSjayT8JtcrNc3+ehfdsh5d5",
-	"my7EZN44sNW5Le14+c6teItJMUsnedtwpHQh1rgU2zatPf4E/10berzW1Jg/2Bheh8vFKbQ2SKusolsf",
-	"Su2S1mRH7EVSmPX7u3cXh7+++luG/xq9vngKcPD7q8vW41pV2dS6bFBIS9cMQq9EgCsMWeZUWzBfVfEV",
-	"y8hwOk0PHCOusQ1cX1WbtwapjE26rAm9xgQeFmz/RzZhxPMa5BM2aH7xoRBKLjRXZ+dhPNgoy4NnJ+1c",
-	"iNJBmkZT1cV4qZVYH5L9wuKrdk1nTw0W7auVFVgjbabc7Z3u1TU0Z+7IZmyP5c/JPC0WVIXNoAVHk9nU",
-	"lJmCtVAX0vUFao3gFrioO5MSf/jxpw0GBKFnv8eIEqGpNiyhVjDuXRpgKE/tDR7/f+xdbW/bOBL+K0S/",
-	"1DkoTtJ0F1sbxaHd624X2DsUSffuQ6+oaYm2uZFFgaST+IL89wNn+CpLfmmT1l34U1pbFimKHM4M53ke",
-	"P7X359h4q9RDsp4O28iDnU6ZUV1hnvhiRBRyCGabiUKhuafKkQQloXOMZM7akMnuEpCkHvm81KJydWcO",
-	"/ReMbSBTxDJEawfDyjbm16wsML7mjijB6aww1sp9vi2ucrhNKZQmXAM1voxzBLQsrf4bdsfjf9mt2fF7",
-	"z0+f72DG4UG2tOHJmfb3YsA/7kVGtH+wLd0n349iWXZ1Pk/ATqxDaWHFM7ibquRQ4QZECWZKtxMzDCPv",
-	"DeqDIbOfkhc0aA9abVhMTKGtBmBkBzGKjUxhxDQBSUvIaYIFXQZKVSU8BRG4uBjdRw4ECklCKwXSEUX7",
-	"K5Sni4p5L4NqxKo18d9ZymTgxv8T3OVTbhM6o0GgODJPZ6kZ1nnAyOjQboM3WN8BobGJt6YWWZ+67HIv",
-	"yUQAvzImMuDCahrdfuioN5xTz241g1eIAxiu3MlQV+ymy9/OnIBczJ5hr3iqjJe6as0vzA2/U3v+8Mni",
-	"daOxhSJnzIMwhPpYFGAd/8nyNtlVu7/u2eGdm2N/TQ/6QIiwfi828/jrbsYhd72GLzQqOVAdueNBgsoR",
-	"yuW8PE5KdQOlehe//EzOz89f2AQ0+Z+o2FFGRFkEkCcZmZtbeFCEPpRswiSrcjaERDWvFmKhwhBSQCfa",
-	"jgGcuwFS25RAvggDtA+05L47OzFy+19tzxjuf7IzObn/5ZaE3v76XRi6/Y9+4SXbmvo5asrOxJ1+9Qan",
-	"7ONm7pMn2waXCnP7gEtdk4KX8Rrei5recN3JjMriOOTcO3hlpTQhiuLjkg0syiUCQj4l46VmFl5uYoj0",
-	"6LCnZ1Ispu74kE7NAB6Bw4p+EZDV8apgt4RVWgKxBSX/cCgQMR8rDT6uEggGQggQEnJWVykYyMqtSqa0",
-	"kMzHHtpJZmBXqWRkanww8soBbHhZkjGD8AxFl4DDVXg9QuzgkmnSq4T+NAGKvKHx/1eAtCGVT5UNmK4t",
-	"lQduBdTKxtwA5BJGJK7jaDlXfEtl0UyhJ5vD4/jEpgFjCV5Tnc82uMHwaBk5Oz47PSUF6HrkmvBCZfiG",
-	"aylyppSJJbH0Rtx8Zdn6lefpogUxBk7Ct8CJbJ4MTnfsIBM4WD4YvXaj9zaYlG9j+xz4Z7P1s1ai2/K9",
-	"loBgVmKij92BFy5h499564E+J5oWWNORWS2Skz1oD5nyJpSX9rDSd+mTud2naWv29QJ/fFj/h/W/1+vf",
-	"ztN00XwTQ7ABAR0Zgqiv3cbgLbDwwjQfWN4Hs7FH4R4m3rhMUMpY+gkZQky3ZmS8iJ0RSMumbssY7Q4w",
-	"7ieWxmVbk8FVWOWpCJ1SXhmfJLE/omI7G5tLMdEHf+Ngb74De3MZlsK++xt3mEXaATzZgZhMgDgQL1WE",
-	"ak3zGVLq+BIo+L6iczaECTaHrBV8C/zRF0iXDBQ1pimuuumBxE0Vgj4EQYPSuAnWVqvmuQrXwf9c1TzX",
-	"ThwEJICg4n0Q1dK7OT/mVQEQIccz7YvsbeGpI2XHmntfbd8LDzYgijETFGb48LyaHm1RjV+sVuQHWpo+",
-	"eQMavK6bkuUzll9FI9OjaJ2JkKkdhm/DnY48oCBUHPQwDr2mJS8s8ZMrJmjAqNx8cOTngVsK/dMp0zY6",
-	"RtxAw+onqIE++U3bU0hES0AA7pRhKiGxxoA2yp1dFzYjB/zO8UUI1SQ3dcAOHLADfzmIamLW9wmf2raH",
-	"fT40VVRg+9NNLMWr+gaPzZdgoRya0B3BdHLrpODVAbrdhTFqSE/U2P6AZA1Sh8Cd9t/F6el5DioK8E9G",
-	"WMnMrpqRyWResyk5VuoIyh8mUsxh85vbPRXPmF7iLWylL97kg/nz7EdHJdJ2yccRsq9hypKM2ZRXqwx7",
-	"lluP66M+ucAqg1C/YfbwPrlc3X0cRBc9yy0QupmF6IYys+2Rut5O71RS8L7p1nTUEOD020VVYW91FA54",
-	"38P28jh439S07iPYd/2Osm1UFMC9jc0kEJ6Sf757Plxn153Pa7xtxq4UlJRZUy8ZhSBkaIIOMkIj/oVG",
-	"HksYLN8rPMV6U49HV3x+iNO+xzjNTK6HidFerXqMsTw+EroSxcwuqxmZSlrpz9msD6HZITQ7wLqbsO5v",
-	"FZqt3UStiM8GNLfdamw5cHcNHbJDwO4GhRSBiRyIqn2Eo9lL1AsakZ4zjUFVeOS4yhM2CtsHDN0ks4TV",
-	"Haq2xtah5g7sc+XSa5KYPRK2n2F81zHLxZwpJ+kI5fW4LzoZvA1ldpd2HL+ZPMNXUWXoati9m6KrVfdG",
-	"H6BBPwl55RqnmnU3THVKXrvO0uJbvMQWbFXeoxbLJQ1uUyzXWImHE501ZXORLJv6Wrq0a6vm7EUPKEUb",
-	"pJyAXy21o81L0WrHYnVmkQAehAcjX4qcaiFJryFrkJHR9UwoAETSujZ/IjttVcQT+btBI0ihpGDXPAe9",
-	"TeD/zkXBJKkXasYUauWlXEoX7y/fwde4c+BhfEHg4/DC1FFm7P+iLEktxe0SZS+icbC0+RD6TEpxY/aE",
-	"BinItf3GI7CdRavMKOasIXs1QB6RWAWvl7CWtLz1v7vRetnv930YGHbCIy/R7jNmGZkBLssiTD987C9A",
-	"gkF4vAyTTpe2Icq7qkoxp0syZg40Fqml+n3Vbn42t5psJkFK2OzPcZ4V6tlHZgQDNtZfYNqFp7FzCk6F",
-	"aqpnGRndJf27P7mD2XV/ckfr+v7kzo3W/Yj08DDe7OZ/XPx+bH5/zFROa1YcDW1GNpLotcVRLhbzrzRd",
-	"dcTv5irzHQe8G6RCXS1oUFauF0j7EInqK6CrKYVxddSq/PKrZPbbWlA7yJu0ec0bCO+jVRbEC2U033S4",
-	"96l5ccYDcs8K7lDETjOIFoIrOXHiV1mqwFGQX18/++nspzO/+VjIGJ0zFc+k6GVDMroEM63NGoM17jSY",
-	"+BbHfrg/NrPAjxsTtrS5ITp055wwTYKybVOtOtC/HRRuHym0POCztkjtdnoAbuXuIFv78Hr+M0ZLExLc",
-	"red1oETNaVkSvJyoitZqJrSD49KCjGlJq9wYQjOL56LiWpjIAiTdfTxqDGjkS0Ra7pYmgYN65sx8nwO8",
-	"1twN0cFqqTSbg8+Hq933AmSReJWXi4KBs6FYpRY2RQz1eQXTUFDnlOkqUTCAffIKc4JCelywl43XFuEL",
-	"5TqiWs7FQhFJIX+pZ6BU/yfLNStww7bngFwRFLx3W5lpC3aCK5Szn0pa2Af74fQ8i7wgQHm7hxqLYpmh",
-	"44CbbpRebKV6eIuv8jHjp+scG7m0nexE2HY/spkOsKX6zHI/ErL4Nt2MRhbzFGbsPXIQTvTSeZ+Bc2G8",
-	"ahCYMJf3cfmzfCG5Xj4ZfLgzEfWYUcnkq4VZYh8+muA2rrs15grasLePZ2dkCnDit2A4TzuW+d/Cx8aN",
-	"yu0m1+xgs3fZ3RPrbPwsxBVnrsu2HysEC9AtwitEgIPgBj5IBg4iZKsy5FNSGZlTbt4tKF+jTCQubaWJ",
-	"XFRwJg/hDLyUHj4jOT0DbI1LL+BArKYq/lBQpisFVJgGfdxsJXqxlsOOAnaOaEl56f2FnGpaiukC+hMx",
-	"wNSCV1qFrj1LuubGdbVzFwwnMiuIpSIkczYfM6lmvLbiJM5ioYCbb+I8bsL+uKWFf/OCiciTdD7fVIpF",
-	"bR+5Ro2nY5prfo3eaS1EmcWC4zq4IO6VlGIauvND0h3bXEt//mVeoVXohXfwjsBUj4BgTqfQmFI2r0uI",
-	"vD21oJkV5jngHKwgZtdAdTkucX4gKK1joIDSrqVbv0cZirbjOBwpLiOX2xFuIHZtwvJlXsaP5uNgbp8L",
-	"5puaiytGNBq3RlaurWPvfUeseJ6YYEl0GI3M6d7ksKhyUU341Cklol2t6ZiXXHMGiw2D9wjKFw1cGLfn",
-	"8bhh4y39ewMoPzv/kSfNOyeA2Z762M7x6bn8c6RVDYlh1/JZsrBjZ6d9eNg1sDAs9FjcZvh3URXkho1n",
-	"QlyZ8JPD8WFd0kq5iNR8xJ0ul53RxzjP/8PGlwLOVt2y5xXe0r4Cd2fz8W08SKYjbS/xtRBaaUlrl73A",
-	"Y1dazHnFzRfaShFBY2CP9NJnOijoMkaWyo/UixfxSFkWrmbjv74+eU8wXsSsj4nRp9zYC7N+rpkkl7+9",
-	"c/O7lkwxY4dx4oC5Gzo+GbuskQnR2gYMTW0llou5yHQMLUa9s5+0GkEb3EaLS6ZUAQGN4XIHGSm42ygC",
-	"EN9P3h/jgfHR85P7j/f/DwAA//8=",
+	"7L39dty4lS/6Kli6c1dLWZQtu9M+GWuddUct27FO/KEjyek5k+mRIBJVhYgFMASocnVWP9R9hftkd2Fv",
+	"AARZAMkqye7OpPNH2iqS+NzY2J+//fe9XC4rKZjQau/l3/cWjBashn9e3ueXmpbM/LtgKq95pbkUey/3",
+	"bnTdsBsiBWH3rF4TKtSK1UTOCCVCFozoBdVkQRUppdIkl0LTXJMV1wuiF4zkZaM0q0kJnb2E32wbuVwy",
+	"RWa1XBK94Aqa+0YRuRJEaarNewVZ0jUpaX5H8gUVc6bIkkKntWzmCyL1gtXwoSKKi5w9ISe3iglNVgte",
+	"MugNRskV4WJzdDiqJ3vZnsoXbEnN/Jlolnsv/7JnJr73Y7an1xXbe7mndM3FfO/nn3/O9ipa0yXTdvFO",
+	"F1QIVp7kmt9Ts2yXZvRveKlZvbmgH0W5JtS8y4isiTR/VkwUXMxhjoKVygyIm5f/1rB6vZftCbo0Y6Dd",
+	"LjrD/peazfZe7v1fT9tNfopP1dP4CPfMVNpHDS3x5/iQ3djMOsJ2UfgEt2pgwL7Z7QfrPw0HWlVjA7S7",
+	"a4ZYVcSMJDm8quoMa0k/v2Nirhd7L1/8fnPn20E0Wl6wXNbF6FgWUjFCGy0Pa/iAqBXX+QJODIzxnpZN",
+	"eoBtR+E47cBupSwZFf2R/ZkXTG4xsKopS7JP3ZcH2w8Re5w2wldM8ZoVk0it3ckCvxqmtiJsekty6wyr",
+	"M9x7njP7x1mxzYjNh+4J4QXZ/+P3z//w7A/P/G+54UyyJh8//PnsDalqOeMlO0jPrjuSBOE+e/6HAcrF",
+	"6YzPQ846s9jHIdq/eGFG7WbjJiqLsbHvOujXgt6WbOJZY/jydkRsP5pIwn+sZVP9ia03B/Qntsalazd+",
+	"bl7OCFUkN+MTZLVggnBNVuanmlHNCj+siupFO6q56yfbq9nfGkOfey/NtbQLz3KDHryXNvYfhpBatWB8",
+	"u49nFeWip1SxQy4UE4rDVanZZ01mshEFXkAMh0buzIrXg1z+znayE+29peqkKfhEfrqg6pCa17cjv4Xr",
+	"ZBr9vaXqXP80fUTnV/+x9XhMB9NGE2MmZwUTms84SorBcYCDUDPd1IIVsaNgNrPkKn0o8oABTjoVw/t7",
+	"pi4XtHZsddqaKvNFQfZ559st783uxxPX+iHnxfSbkeCzzMhHGVG6ZnSZtcxdmT1o760vcqzeyfmbWi4T",
+	"682ErjlThGozFDozCgSsqOZLRvbxkuVL9pMU6TvHKBadwc1kvaTa3EZUs0Pz/d7wCD/WRYxTfmArprQf",
+	"5IzXSpN9s8QFm9Gm1Acg2JeFeQuepoYooYNwjLaFvZd7AnrZy7w+4n/AlmOqSTj4KzlpcW/ZTNZs+9XV",
+	"8gFr+54VnF6y+p7V46IIVYrPDbfQEoe5NF8TBZ+nhrfs9LATiX6Q5yVds/r7mtG7aYzhjrEKxGku5odm",
+	"HWWjDytoRZF9ETa4JbfofDuRWXyQxQRJD0cerimpG6GMxu+18vSoip2FuvNaapnLcqokUtn3U2Nxz7cV",
+	"/P04grFdNMKQ8Ds5/xMXxaDE5E6TG+YdF2mOyUWx7fC6QwkHeSmbOmef6qmXFrxOPl28wyMuG23uXLio",
+	"aakO0DjChaVGc39kJO9dK+X6OPzIXS1AuoTWjPC5kDVLroDyY07QzPOj3w8RzSXcVdOVMLzbBqVDfGUn",
+	"ERZHs41SGIwHbwxl/kUVucEnNwfDw0wftsGB/nkhlZ560O55DYYd801qNPfQ4JbnHi2BE8VFfPnYXakK",
+	"uX9rT7TvtSZINComTWe5733LUTf6Pavn7Iqqu7Pi3IiiG8O/MuNq9NOleZFoqu4SsquGRh6ozgUDutRU",
+	"Nyqxsaaz1lo3aDjRbVuT2dPmMMzoTM/ntbwt2TIyrgsQ/NHmyTVbKmc9vmeEGg5vvksKS2HTUZlpRkvF",
+	"stiNeE7nEWPTh2Z525JSRc3mSaudGLmY1pqLuRGUniVvHdNwdDDPslYo4kJ/+3wv21tywZdGmnvmR8mF",
+	"ZnNW+1Fe8p8iI31PP5sPifAjruVKkYrVMOyh0UGD0RF+dxQbIvZkOPHR6IDRNMnFPG2VdXbYkudged7B",
+	"FJs4mb7zMeMcDMGyuW8cD07yiR3ta340r0VxZcTfjbG8FoUjNRC0ayrmjOxfvDkl33777b/iLUGJkboz",
+	"q/MACZrWDo7JjJdMtURp5Xau0yYtHMcOUrqfyxtesiGmhyZtVsDgEjxvBm08jOd1BjRkOcZF6vA8sv+K",
+	"lUyzAswKiixoXRwW9id4PyOrBc8XIL+AQ2nFFSMlm2kiG53WL/1YpvLMyDQ6s5uiFn0VDciPaFCFCIZi",
+	"xIHH1xT8MC7dOdgcCTyaeq78MbL+Njxl6TPkz9+DTtGImBgKhmlry5j8l1pCWbJpElctS/Zw61wtR0/7",
+	"5iAvm1s/tmmDLVjJwR1dlVQ8fNT8gfzp8j4/lUKZLkQecQu8qZlaCKYU+s1rRosn5KaUOS1vepYjK8Y6",
+	"tzizTMyr4mAvgPuUFcfkpuSC0Zr/RG9LdmNNUbkUM16DcOU83OBKx68UOvL1AhzOcrnk2iyRtwMZrv63",
+	"hilNaF3ze1Zk8PGMcqfJfHf0LblpBL2nvMR+nT5JnUOdnOQ5q2DpXeCArFgNEsAxWdVcMwX8lpYrulYk",
+	"nIbfI4xPaHfp3w8v7/PDcKHjljNY18Bw5v4OO4lbz65oPWd6hA2/D00lZr38zAjNtSJSZIQLpRmF+x45",
+	"3zEEMtwyIu16A5mGCo3ZV/aZ5rpcEynYF+fxONcUg3/fsvV9DKAoDuKT9bEYXFsKpXMm9JeZ8PA18uLb",
+	"6ETlHZvIVk7Oz4g2r4+ylJSCZ/vajv99UlPV4kax+uHsrlGWXqYP8mfzsqqkUAz0uu9pcYFswvyVS6GZ",
+	"gH8Gov7Tvyozjb9PlI5e17Wsv5fFGrvblDaBFsBmLYs1RvTc05IXZH8ma0NKy6pk5Mb+eg2v35j3/U/m",
+	"w5uDY5LLuma5hiXlomp0eGBrVpV0bbgj16QRGHdUPNkzurcUs5LnX3HOjhfntmcVRFY1dc2EdlLujXsF",
+	"pkzJ0rBzVbGcz3iO3vljuHmCW8Ux/RqmS+eUC5jnG1nf8qJg4utNNKdlyWoI9VL+FoKQj4rVS66UYTmy",
+	"JjWzhkyVy8pMu318XTDBWXFzAHM4E6qZzXjOmdCXWtbWAvB1ZtOapWqWM3OLwpzg4svMNDZD4zJD0bes",
+	"lCvgpLOasUNV0dysBDBFuIZrNmtU2FqrCAIL8BrZ/o3CSV/PmrK8yQzHqNfm6gMy0OYkCbOM0AXHDgs7",
+	"NmToVLThdchnpJdXDcM2YutCovQNzdh116wWtIQ1+norbu9jI6awgjSCfa5YrllRrsn+DbdjuoG5V2bM",
+	"oC7UMHc82x+kfiMbUXy9IXPH3ouWqgvJzC2qCfvMFTjoOP59zxW/LZk3g+Jx2b8RUl+Dm9eS/Tldl5IW",
+	"V1K+Mxf81+dUwJzZ55yxAg+y4j8xUvIl1+a04vCutZTXpRmgHfaFYbIfpL6kmqsZBxHtaw/dSMFr7RRI",
+	"EJVloxUvUCw2miPZv4Gn12bZVTtWQ1g3pzjYQ5jLDZnze6b8l98oWAhzIwdxt51PIsG3ZjyK/O7pfzZH",
+	"R9/mpgH4F7t5sjd4WxudhNX3PGefWjn96yzoCSlYxURhBHQCjqRlJWta83JNAqWB7HdViKE7yzAruPZu",
+	"aX4nZzOgmCsp31OxtlKI+uo3FZI4K4w+Z+5SR+Hmj2v4w1xFx2RFuSYzy/LBQGEIQxAuyM2FmdrhyUyz",
+	"+qZHGcGjIcO1YrkUBXhHoCN7G8CacTF/Mijkpe3TRxFzL0iqgjZ6IWv+E/tKjPKDJCjktW5HuOgqcysK",
+	"DTedGZN5hL1fuwmj7Ecrfg1iefs7spxPQjWVuQtYAdrOFUz4F2GXlsff9Pu7gVPih3kNKtK12RmYw89u",
+	"M4FiTnLz3QVToAXHzLVB7L4IFDmQU6yYS5RcMrQNGHHD6GhCttcTGEW9j+QloQQsqRhMRCqq1ErWhW3M",
+	"/FTKuWz0E3LZ5DlTysz07dXVOXl+dBS4RWER9s3C1zTX5OQlUZH3G1Gan0B0LcAsW9VmFpqjTkJznGt/",
+	"6j+Y+RmaKaQABuwMA9YKbBqyIz+0y7CX7ZVyPmfFoWxikTbZ3pIpFXUq/YAerapiwshTXBDTMPglNxrR",
+	"oIMn2uDtoImWLwP9r5Yl68ZoZd2IyIzcdEwDT813Rvm7sZt/cXV5HpwoL5IqhoI22iE3NdWWl/zFLbef",
+	"Rbsm7XrJ27+yXJupnlQcFPGYETRQvI1uawRXVhybBRDMCHULWVpZAt+BcIMMpdEZmCGAhK08tbYG3R5x",
+	"lKVcseKsirglT0ujJBBaFLUhsBoTTfZPz15dHATdWoMGyN+zWi6PCVtWeo2iMRVr3wBXxHYHCri2vtDN",
+	"7ccfaF3Ttfnb6u8nseNrLo52KKG2v//p6hROwxS7tO/k+4iZ8rRlscgTbA++34yEmjZozwWaNHMplKFK",
+	"R0DSshnUIPz2Rk9BwedM6fOazfjnOONCu+az52TBPtOC5XxJS0P9hluwWjnryOXbk8Pn370g2KB3CiQ7",
+	"Zp8rXjOVXG+qrWeoXXj7CS76MRFNWXoTTCC7m5eSW2I+QnkML+SNcZVU6U9qMiGY15EqtSTBXcjA1IzX",
+	"TGy85ls8YObj3YeLVqUNGYUu2fgWCKm/B5ElMVMwg/c3AYPleBGdlX8InwIJW7fzbrOTK8HqlIXO/E5W",
+	"C0nkSqiRqbaGiggLOm+NHJXkQofsLqd1zZnajpdUTV1JlbqfOmuJDE3W3mQLbC06h5rdM+qViX7DDA47",
+	"FYSJvF6D+T+XFYg3d6zSGVESGQvad0xTgRiSU0HUQq7CiDK0SG2GdMBI5N3kI2LfThGMObT2ld0JpZZ6",
+	"IvfGyfmjaz8cOaP2rd3Hp+J+89OOGTE8sBkpGHiA8ChxbU8WN3ceF4VcWZPUvWxjO5xshRmOe47JorUZ",
+	"VngPTv31mulraC4qXunpRvv0iYMnk+6Vzbskct/dqPv8uqL6+uT2tLhpqZmSitXKUnDNcjkXXLnQjGEZ",
+	"qvUXABNtj22X73Sn0rsxu5wlCyWdkL+G113nIDvKCOWPUEwIz1pI5Z17akjke8fjwYc25ErOWvlAbQpu",
+	"1WjoFlfQUCRia0PB7Su1WRsitUvM1YT2zTdx4sMJ+zhrH8flWPyQeuml6Qjn11LTcnDFsGOg3SXV9mqd",
+	"QZSzyog03IaWJYxI9af54vd70VCwkKptUFwQfYZjsqsRpZWm4Pp0wfK7WNSgUWnNyI0qRM2bJDevbhJL",
+	"Uit7/bkqqcCLxgU8QLNxqWRUovH9RySauEf1g7R2RPiU1GxmuI2Wx4RixrphNdYlcLjihX0xrjgafTWW",
+	"EOnu4LYffDN+hypzsXAd0QQu7RMU7meUl03N/Gnzk3fMnouZ3Mv2VrQWZoDZHgPj/49j7M8xPZxNMKAR",
+	"XdKQQDr/mhHQvotDUBAVyxuYChIOOkiixgM50QlrrjYxD9RnpwiaHaRCivVSNgruRrVWmi0JNB7fSXjk",
+	"TE+9ZFKOEYN5Ty0zF1XRuWsrfgiH2vBtVMQOrSJm7gM3IrPAMJ7ojQvLMzFUyK/hpnYJqvQJKsKjmrZv",
+	"D5SUcBnbhTO3Wlx7u2dCx1euZ4MJL3FHDk9QbAhc5v7Jhkcx2n2S1bxtllQc1owWYOdmMc6TXD+Zg1t3",
+	"WIrEVfET3NYCIBudyxiDaxlt28sxwTUgS0aFQlnHaSqek4EGgfKOo0lrwDODQu5hxBZoKS7vDVnCgjkb",
+	"eZjeykZ3d5U6baboGGUML2Qo4BPsIS4n1jSeE39lHYQ9Qs0I+1tjTqMEofjm3w/hxcOz4oa4KAmCtvyt",
+	"aLpvYLMnMiT1dvdC1pF59tU/ge3kOrQ11WjXMtpxIS7KaFVGMG+xTYT8JxHv7Pw78t3mYkyT9oL7bheB",
+	"zw3lVybxOWiTc6pUym0B5x/FvhZCxcgLpOCRWxzd/4koYWVISFbKhpE0S3hql8UGDuwrxkJLuPoGdHRw",
+	"5xxMpQnTdmwUJ4j645pGS8mcC7QFUHWHJjw7S2/8mNAlHI3oxF1f9g2UMjuJaS3GzOTOZFVF59douaSa",
+	"5+0U7buTWu7RlJtT22G7tJnb6RhlfU/zu3ktG1FcUXWXYFqs5rLgObiU8WWfuNUlqc63aWMaVXdgAI5e",
+	"MBB/ck/LS/TWRmQs+wK5ZXrFmMAUXC6cf3fizhhSfdWgPe19pBv3zN1naH5qwBm95GXJE91FWQB258N8",
+	"evqW+bnfTedu5hqdfKxICFjmq4tGxCShTtC/n0TMfoYOTHy+xut/R5s8XOcfRbke1rqAEGwCNQS2oi4m",
+	"IYe2UQHi2KY+Flc7DRH7DNZNq2MjTmUj9CD/N8MBeDRMdKtlbh2ptd48m4nNrhsByt347EspKyN02S82",
+	"Mskj+XkRpTDspLP87VA2D1ZINRvHISTYYOHGWUhc9vm+yzkUqdmcG+2dAeSGubTcjLscJWUh6Ctam0sW",
+	"GpvTcocfRY+3qckCR4+Dbsgc/R1zUdnJy/57KbXSNa1OiiUXQeQwLQpuBk/L82CNbCJnXztBV5aW1jFp",
+	"hZhaGU5i5DZqGuemHy3rCCfnqirp+kPauKMWciVcUrvVpLteXjDVPME8yaEA+zakIOLrcWESTtEKh32M",
+	"fIMSRUtzXy+oWpgX0VGBrvFe/8+/ewGhO+14IsNxEQCbw3kn51wAgzlGluDkAlIyDanWNSn4nGuwaLQJ",
+	"cuiVx3dUhq+Y/0rz/40oWK1yWTOVGXld8blAk8hiXS2sobeXVxNM4VuzfqZhM8D/+svJ4X/Qw5+ODv/1",
+	"x/afT67/7fDHvz/PXnz787+MqlJ+9sG+DNJpKrM6ZHZIep3dI0rzskRMD0luWZgu0CXGW9fThR/mpvbZ",
+	"2LhbIXvdQHSoMjeadUMw4hsMXGpcmT+EGYthyreAown6oZrAiDeHGFuyUypyxBo5lcslFcVupxubcaCi",
+	"OTa1uWw1oyomiF3A7234cxslD+2W3j8V0Nx3kYPyc3SGFb3lJdfrU6rZXNbruEyZ26eWe9fFYUVrvSa5",
+	"+946cXuGxzA8c8CaSwFVxto58OwZlS2wTPSi5VVcyMiTc3Czs0hRoX2l5PcMgGwMCWVOgThUa5GjNmVT",
+	"HePi7zQROli+GUtYS900z7fzpQuM1NSSNIp1OtvGqd47Hn4h+7JKbJBZsM/xU1TpfEFPF7QsWTQW+IQI",
+	"tjK0ZN4zO4AvbhKUfWVEwtCSKCYKwB7xX9wEyLjmVtg2auYHn+Plhmc17lsGdhubFDjdVMmXdB6HuLlg",
+	"5kzfI6BNizFne4Xvxi1s7VIFXYUzjG4VhAi6S/zBsoxi2nA9tvLhk5EtRR/9eVKkcE78qidamHvvmMgK",
+	"h0UWrGYZuWU5NeeAit6tUjPFNFrYbOCW+f4b1TbrQ5zMibIW374ksukRY6v0yCFbJpj8l5F/+gJrMKLU",
+	"FkfRAE/IPS+YdAzwCbnxiEY3Nk7DRuuEMEkvyc3vfve7f7sx4pUolLnTMdV2DTmwOClMs71ZUIXATm0w",
+	"nrohiq7hM3cdwIfxCNgQ4HlHWOisg9u8A1xzp4FBRhGCSKMm7wKRt3RqBB1eJGSEHxbrDjIrYoJz3YWy",
+	"7mYTegMD8xbAza7LUq6+p4rnJ41efLxn9XlJubjQqhq+0zuga0vqwdXxglqymn6jCDRMuiHuAacD221l",
+	"+iM3tVbVy6dPbxyghWHwymLb2APs3VJaEirWRkm1JgrB9ErWd6SievGEfJzNyO3apaW/xEP5CuMqubID",
+	"ZQXmldvBoiEVb2/8AMcepI4bltOdCaxrXFKhMVCZEwvp7TicBU7YB0Sqp7SqnjooBUUawf/WMK/PoW89",
+	"sYcDiN74O0jizOV8t518FCUXLDED2+o9q9fnhucOuOypN57W9gsCXgPwre3frvGf4KjUsjogjdC8tDv3",
+	"WaPmhrKYrtfp4STAwU8cEPhx54hYfZAqoqSE4Gzkwxa/3uy+w1s2/+bKDd6J4DZjxyJtWFdgSjLdAU+W",
+	"7H/6dPbqAJxDhqxpXkvVBUiJS5IDsdanNmbU4mF+lfDqEB73joviJS+2F6Xf1MwDv9ZWDZS16lgwzOWt",
+	"En7QogfNvjVserYBUr4xxkkY6C3Mh2ltY/w2TcZiRUSmkcQ4n4RiHvpskbNCugTe9IlYhBRC+Suu8Hh4",
+	"n0tOhZnDLQvtr5uHYb4Fxvg3Fqe7b19H47eIr9IiCWwdXlE278cJNYhtbR5Yx5VayKYsfJJbfC6LBF51",
+	"V7+FK8QMuaLiUPNSH/4k5TLZ4oaUlG7fTSIArmzlLrLvo5WPXaitBVc4iHfORyCju0FYXtawqNHAFpvK",
+	"XiBVSbVhLAmWaEQPa1aJs8VNSgBpxbZuzSg+xCwAebF2U3drmDslEeayDRgK1cRcIiock6NKvLBs4jhi",
+	"4W8RfPcKjbdpR4gYhuv9E2MVsdC8LRYJLBYC9JKS0XsAD/NIEOB3BKOLEaGasky4bYYi/pyN14EYhzdT",
+	"d2XcK/GAvwAtdytQW6P4aLT2TEGbhXfNR1pVVzUVqpK1nvpx55ufswDtddOD16LRWsFw7c5jeEyX4BT3",
+	"+hMqThTUUpQCjdThhdsVqLc35sH//N3vftd733Bz96Yv4OP2x2OLoLSsF+CS7wKL/D+mGdPwfzZHR89f",
+	"uMagK8igu3mafgN/sUfifz6Dikr//t5eO+ogvHN6V2T8xlEJJNzLLuJt4ruzhCYe4tNC/IG15HsAeeKM",
+	"gBjeiK+XXGku5pBJEu20qYrB1IjQk4v6n1E+fJKqrLeVwmyHI1LYZrej8td9HEn3zwFmblczOSY319dW",
+	"jQIY3uvrG5/JyiakCISAlFHXaAh8HcArR6/I/sHOPJKvxd/0YMgt3FwfZMp7+4KiLpu1aYLaIG1xlbBW",
+	"UKe0UVAAo4907mtRbBRMGNK7s0itrF55oG5tqk37Qd+IEVXnHHtNJ0+0tB+S5YDV6WTTiNO3b3erhaH0",
+	"ZbVcW0rssJ0+qaQs4bhuiJ7HxIYkhdJpGMVpu9rLbOxSNHZzSgkxb+VvFedCcjEHS4NRoMm+kJh3bi5a",
+	"Vhxk5NLF++1TK6iATm/Y0YquDzKrepN9vFONWlrX/J6L+UFGLiwCAsLrwRGnWhsma0O9jlvd2Qhn+YIV",
+	"DfZ7bnVu7qPCwMrhAtC6qvlBRt7Y0LHu+ytelsQut6ERbuVJt7R23nvZnpvnHsAn429u+HvZnqe0N/2Q",
+	"p40tGK6t1XpavLAISUY28gwyAHGdMa1L12uwTl9guAVGz5lfFLlsw7rcfC58UIZ9ODRQKP4TM69iCruc",
+	"dS6/njEcn4xGvXQL1rG2lNGEQKpfkXWA60cyCkw2A0xSPW1ZK1vT6nYNdlQYc0cLfLBYv4Po8OuQFXrX",
+	"eHAfRm/xDlU/4m0CJ208eLtTreyfKQsPJ9yZwuQwqQ4z2yUw23YOIdlOz8So7K8UhO0ktqWRBs80W6aw",
+	"SOAFDOZzOCMBAIkLfJ2Gx4L0nBGk34yoO16RfY+0CNWTwC1A9i1w4zFRzNyiRi7rXKLYlD8LRnC949VA",
+	"AtqIlbljs1lQCBVfYUTPfZw/3cX45B9bIBZZkw3XRNdmE2+Wi8gA+wsfLgU8axlJdO512jPWjfdA/9GM",
+	"s7JQjq2apQBa8MCb41zPVry5A77nAWPsMEYJcjff+omw5IrJi9ooOzNWk0LmzdJG730ht6nrYmILV3Zo",
+	"r9xnYOhh95ytOojGGJLcUwJKavEYQdgEKEgnQXcQpY8JrJJHf4ZnwVKMBIH5KU3YrTTyVAWjBeghuzf7",
+	"dqIHLV1ph2sNUFAzXi9jIE/4yrDV1Q0a8yrwi4TPCe/WCC+A8iQeY0da6+YKzN23bGouSCoh5cxC18I9",
+	"c4wAOmbGrTXM7Zfd1In9+Xtr86pnwgj05uJENgIaoWV1zt8S0MU2N2Bwf8SgSEKSjm8ZV7hVxL6bxPzg",
+	"KnqlXGpEvcPnqAgbkjONQsFwqi3GlVWBLBVWtSyafHIMvLlcqjS1BGDBkzbLCnDJ5vDxrsTXlw7sLmT+",
+	"CLXU3w6lnaOnXUcKwfoP8ILJouY/k5C5WcxuBzFzJwnT9xyRMdXXFTLTBf/eWtAf5wwzkl6+sHcV2jSP",
+	"MbrlxrqXgrCrjNxIcc9nkHorS4e5akUtX0YBLZQZuZnfgnX9xggxUIagfYrBNJdn56FcVaM5EfrYy/bs",
+	"50PGjXP902kQ8hsx4F39Ryco2EKoeasMjiZp+UgZ74fkyZnMY+Hsp1Q48Q7eSDg8az78LXDUmic+r6iI",
+	"f13RBLgTgHtqNUTY9pVw9+4Yq9TkHM1ZzdQibljw0Wm2YcwwYwjCaR4st7UxaB6TjMwamCfxRfhJxurj",
+	"mm9SfvEBz4HZAzsM27KjCbu97aJ3F2foQOufrG/aVfuIWPSEj/olQPapwH73VnI/LBiWb21by1v67Njp",
+	"2KQfGB90BS5zLePhQ/he4iDaRlRXxJ7g4HHNZuF6TNqCHXWlcFOOyVLeM5Cbcyk0Fw1TzjeNtl83sQDN",
+	"WDYRhSq5Oq94zXKEizVEmCHXyYB5hGEIjvmCRlvIFaYAzgCAis8XaP06tL801aH70bzqfoZ/uwemt0Mu",
+	"3L9ko90BOBSM1v6PGfzbDOdQVgCoAv/OSwTlMuOLsn5VMUf+QXW9npBaMUwNrFidm1XuRDl9Y4FHowzM",
+	"V+V7NlaVzxxy2BWX/+vKER4dbQzovdtuG6QPRlxWzsKK20ujiwzlBnfH9+LoqDvCo6NRkcJRyzCdX2Jo",
+	"euI6tYHr3av0UW9Qq6Cx4vv1SRg1H+d5nbh6/ymcNkAJ6sedgXzvo+ttjQKeuBnwmwt4aTyyyvbg76/z",
+	"q/+IN5sMYntPBYRHQ8Hq45BlYCCVQ4BZLTB2b7bl5bQxn9BnnFz3aeSyG18EksL63KAm4xh8Elmf202l",
+	"jFOr5D8OGYztVzuJCfvhGhtY1bagHaN1vmjT4tL0V7H60NkYfJIYUfC9TUsBnzOgjhYcEj5YNLNhPEsu",
+	"bH9JBcJQQEcco7poWabMQKbv4dZ9RPTA2FNWi3Q6gpA689Foa+ugn4AM5FcjGPoUu+qFiwWLRH9737aL",
+	"2Q5Z6bF3baMT3QYdPCeKFLK5hai6piJaku/IkosM7Vj/3//7/Oj/Jn/l2no0entqm4r4LHt9cUGoUckD",
+	"EAO3Hx5F1QYDWNHEzQGAsktG68lGma1ALbqLkoSxgA8HNY1IgMKIhDsOy8w+a9jvwY4hAMJ1zBUpGuaA",
+	"NGzQqPUX24I/Lk5i13H1KdnRwBDR9mMR+/nrkDPjXggR7jGhgTZaEqzS/+nVua1mWJYKiMSQ7NXpOQEk",
+	"CQgB7ULrNVqaXc2NINoU1ZDe35bqfy10KkkYrbA9hb/GL0kp5wlkwtgOSpJTi7wW+qLJPgKNvXzy5Ikv",
+	"POJNKyjhxZNgJuhIlvhhFkOK0VmRDE10SoRvByJ3ENONm71bJ0Lsdb2elhuCrUJmyP3/gAR5XiiiDHHc",
+	"rkFrOUgjCm6FJugERmtIzWwm2TVWW7fW4MxrvT493dz9lmfgYY8bbeqYBeC8ZvdcNrYQBo4HM9ewPzXo",
+	"UJwSx+vp+E/moy2wDmmey6ZVbGA9t4Y5/MFnL+wGb6gjKQ0f2Gq75doWEtDG7LTnMUnJG3IXknXWkYit",
+	"3xQJsl1/i/PXxfIb4pzdnUwijFLHgQ5LOcfj8xKF3jnZ97RtfQQZsXVTMutFgSC41oeauTxKG2+J0XNB",
+	"hmXWjaXL3GV94A8K2e8mMChI8MJEP5d4gn/CCpnHEAN4aBMR9jGW3ui23XABmFInODSEv/bGFx8GG7Y6",
+	"jfWP+z/6Sx1Fhfhv6wqxM36QJ6R/0e7iGHHj+OX9IpeCVmohY3LwSSAjKPsaOCmcj/TRrBuFXIlS0mIy",
+	"1kJJNeQCLw1VW7ygF0eHaCQirjmieX7HdFeWDFBZE7lpSc3WZ3S5NcNErlAojSSLMTACbl5e8HtsQlOd",
+	"7WOwfvaBR/Xzw56si5gxjSgO4T5QRTS9Y2JkwaddpNZj/EgkYZrakRwU/4l9v9YxV5o5aw/YQWT0Nup6",
+	"SiLfN2oj9ZsImYhXWPFCLyLNmp93HvSAHa01mm3i4nVmOsSNzG2SCuUJvTlw7RxHk+Ed9GHuIA6wknw6",
+	"lnsLD3jgWhj6AnUN6xtJLVpw5w+uiKymLQj6Lh46Q9FCaSWzClsdCqROTM7l2oJfos+m4Koylxuyxenl",
+	"YSYvqw97U+Gvw3mqmELQEe7GZeR++/01CkS4jeDHje10QXdB+u5WDrOWEaA06SBVwUa1EWx4bMQ94LBW",
+	"KvbGXV3T+5iLYhRNxDp0osNDwI0YJkhYkW5LqI0IVN8ofsbQIE8CKOe0fXoDrmK0ycrQ/lCDw6G/PWAJ",
+	"zB21Xmf2GRWdYyhkRaQPY4QbbFYzNgkTclqiRr+po+e/T6IcDCAtvLKIBr5IJAQOW0DRCUNNgSi8CuET",
+	"JrfXEekG4lpfWziRoX1MJ6j4wOspNNtFQBgY01uqDhH5YGhUKZQD8/WwK2ZbPAOwrXx2EflQoDqSO73v",
+	"AaZsTUJU1XfDNLhE8IKhOWyBFDCJYqYlDI03sw0uANcL2ThEgFQ40wNS8b9aVn1mU+cB3y9Mng8pZMU8",
+	"CkYfUu3o93/YPel87OBNSKKesLWJWkJtNnQnpXmCRPAqiN7fQiQIVGuSU01LOW8YgWjme1YrLgUrIlkI",
+	"pN0s1GLdholiA6nEHGAu8rIpYlCyLsYzabVX2xpY+jLSz7AZZ9jC86MgpsMbXBx/GYvfcu9ta9V1b20I",
+	"KeWKrhXU5nviI4upUkwfujW/mUKTmIqVdny0iXG7LKRPEWuX8bvYKm4V4Y5Laetb0oJQPTGM3ZJlhLm6",
+	"vAn7xjHa6KxV1XSi2nQTNdHa2Dun9v12FH7ts5aSJ5xWn0K8lfSOqQ9xWX3L2g9bymvTs2qnkOujXI4j",
+	"KarRTUAQPbjM30qlE1ZeVPsNI1dkHxCd6RwM9V7KxnbI7Rr0okbZdHzzaskVpqAvpeBa1pB26DCtFZnz",
+	"e2YDmzTlsTyCQBJRKdsODJ6sFlJ5LCsOqIVcTDUeSZvBvxknIGpZGiF2EXQCCwAudF5aYpvSx4ThY8sY",
+	"LIQ4izbjfcForW8Z1WGk5hTvgEV9SPVqkRwZTNPGixaIxSOkHU6/2MZQKLaO459f4ANcxYmNJez+7wN6",
+	"vBNyBZDoAR1mxI6CSAEYUO1duy1/c2Z/6aAcpAd6qDyahptzFqPVwXO3vGV1An7cHqklvLN5KhaMlmiO",
+	"HLy4wo7e4idGQdG6Slb1O+mW88MBfKPI26urc3JyfhaPi4GKHmMAqeCu4RZPzIIcD5ZQmVhbgwXLtJkm",
+	"S2d6dLKuanZQ20XXdDbjedyGzcrZNpMVWC6Uao+1mqjh2cxmddRZGGn7Xmq0wjqH6J+lZvVetvdBinv4",
+	"53jJTl/rI1ikLn0Eg/LbbBcgc1Q4SuNvPbX2nTbmdxtA06F4QCllYI6xOT/xNYzmk56JgkWKRL+jSpNS",
+	"zgk3z31+qhXAWhKaVCwJvJXRhKDWLRk4hXtEccsW3EbNtAdgYpGmUyk0zXWsJNT7ILQ7CK9DnAv8rAWF",
+	"32rC29TiRRkgAflP88V4fQRHA8OHJVHVoyWq7izdMZF3EKU8r2mB2ZIihuYfKLgpAft7Lmi9duJ1t8MO",
+	"Pksj/LzH7ePtEvkpZl3C7pBfnyZCUXyoGqQ7n14qS+PQg10cvfwMYkqFFRBstCuoupmZPK/JgittSzH0",
+	"zqbdzCg0ixS6lmXkjB/bLvPwDSyYAaRGl8yNL1HCFqY5EYYYX47j6DBhhNaRHDOL+W20uKrRRMs5EPV0",
+	"zdguX4Sq8QHEbphFyAC8A0piwG+3TX7H7OlWEM82Xb/9IAvWEoLtKRaIYUf3PfSVdJR7lyh11OBG19bA",
+	"OyZHvhqOe6mtm2jBZyeIiPbb17GAqNfC+wF8F1wUchWWlZvU/1ahurY58L2OVLv7msMyRKPGD7mjrx2J",
+	"Z7zQij+Q3TOVhQzCjba3mJ3tTlBje4QGuF6qINSpl/6Q83Ylk55IElR0eywpJGhywp38aLwtl8sl10Pj",
+	"xTc0K4KRB6rXduNGiSfpDm/DMbs6Qg/yzP5qpCkYSRrw2Js2JqlK/gP43Nzl0dLnobC6hSWxo/n9vI3N",
+	"0B1U1bUd7kA3mtXLdPuBBsTq5S7Rc+ER93ttu90QZULaC6bfrn30GGM1P3eam+WSRmtgdXdpwREnBbWW",
+	"XmXAgUg8fH/9PkUMrcBvO7IiDGyTFeaCjtdT48W+5jEZnVq+SfGTzEFbmMDdDmxtBO/Rn5tN1t+5DjkO",
+	"459YApON0NF7wvzuJX7KBeBVQEmB6XRFK34l75gYXPeT8zMsEze1jm/agdQ22ql7pCargK1xa/gQ9Mp1",
+	"TGg7IZy0jcILExtr1MgI4YVdKAtbzoKdC9a7t0JuUgPkZet5R0OFLfXY2ttG9giJSjEIEXtCrqDsElQA",
+	"RpxXAHuwFGPDkjCCjwvyVuvqo/l3LuUdVIAQha2SwO01ciuLdRzPQanXE2rF2bFgYUN7EtwcsFdiC7Id",
+	"+8G2hQzEFhAQqp7BHkRcz7RsmE+Wuvn3w8v7/PBU1bND+ODG8OHCBo6DcgnBXJDaOudi7rNAguJGrIBk",
+	"o43JHJNbrMgrnXPNbpcoWgAp86lD4YhrqdVQBcTXsxlDYOdqoxZiUBlum+KH2Z4d6MCWntwqWTaaEdaq",
+	"UfarY4spwLXv3ciFmNq5Ueh+cBtti9NkWLe6+7S0dVJb37q5Dy290abgKGJDGSNBbsxOPl2ym3immBn/",
+	"mOD2ScWK2vvB20a6OxkSabZxhiJ7MMQqUjLOR3dpYrlj2b18FnLJfFZGL9AAL/RRiTUqaj2u9uEu2Snj",
+	"wJfHDDKAJgwkgwMGkcJ/sW24worWIo5W4YRm98ZArSaMjMcAEMEeUqo0qUG7LfVrGgw9SluQDHZiL7PH",
+	"KuRNRSu0JCJiWXEWDc+AasaEWqcMIKgAUzk9e3VBhNQWq3vB7AWzpGtyy6z3ppbLYwRbtN8HRb4Bhdbs",
+	"RWfdwzKTManYh3cEXvswRibFOoH6qLbAq+1w/c3Htb127S/9euTTyFKka5/bY+f3oB87MDJzIfX3cCkn",
+	"5gYWkP7suCIW3xfRMKnGrIGd5lZtVxO4HYWNnz8mRvMiy0YBZj8N7057cQCaC5iStyIKLixRPIuAYzZ1",
+	"JdUQWr9fKudxnFDGGnQVRgPEjKHoaYiBBIe+LYRFclmtOxSBVcbtiLDtoM54TgVcJoDham7zYxsYDciz",
+	"IEtCwIavH3nHqingsy6mL9jZNFMK0bh3RcOCEsthxNevJSboOFpoP6yzHxTXD3JC45X8h4vvP3u0eKPB",
+	"RneJPgo3+hH2+EtW0H1IGsc7pjcLxFpHEbVVVYdLwCIGtK93hVodXIyAhnJwTORslqXKuu6QJPJLE+g2",
+	"CSgPK+i6bUqKL6rSFlHdLJ+aWV0cUuI7pVNTEGDb1wF9pLySTqXOzAHuPD86hJ0j0QKf++6kw4gshurB",
+	"AxNRetU800MJans+ZCRTU1i+XM1Pc0d/xmJrNpJVS/Qah6UmxaMmv4xVAx1Phhk6JVNKgEJpKNguw922",
+	"SGCZ3PHDinRuVSJTQrIJwdhqCOVR+rCUFFBhXPZsUCLTyMTIP3pC8SPkz5D9Z4fPnv/BzL+mOTJvIX3g",
+	"RPvzwU4KwUbezagMOqE+5z9cTs5FyG9MZ2TfXtLE/qBePn16cIy8WtzzEBQUyMb81ymo+wutq4yY/1dQ",
+	"OoG6m+vTxVlYRNJytickyCjDcvdkv1Gsfulkg3/Dqwcscp1qmr5GpkoXyVRNvoAUI6yN+eRJr/Dlkyc3",
+	"QWHMyON+WcwDMHe0ikhrbnZFeR8tU+kYQ4FaKidYLOLJZsEWpxM2AvF9RN9CtZ2sMiH/KVo2cjsO8Aj5",
+	"USBuf5AFO5kzoV/7eO+H2X0Q+VIKVOX7YeSbMrnWaYSNd3zGdFAHDO74MGbIriH516Mjsv8MwAkbzdTB",
+	"MIztH178vgNj+yKOYjuwYg+EZTZKiggy/ZMYy1cwhE1vo8UHWFc27AvWRyrMrmh9Ezb1AbsKIek7pW8h",
+	"pP8JlEI2v8I3T6pa5kypJxj3cjBF6OAFW1ZSM5Gvo2IO1tYTczQitHGncFDvjAwk2r9hzMgVVFDS2kEj",
+	"BHWcKSynNaGO3ptL+vkkiUz5ipX8noH0Y31QHLMrFJGNbsnt2zEY5zEU54qujVSQJpyYrHYmjDDoj4JF",
+	"9eYa5JrKXCoVE4Vyy2h6De7TloxTkKVYGZV4GDu/QW7RrfekdanomvJyksHKpqgkT/orRgsUj3rTc0v+",
+	"4uhou0MdXfcV5XoUz0dLX/G+M30twfVlKQO1aS7m7RiPxtCzg+FNBs4GFjDMvw2bzNd5yT46m92ujKl0",
+	"LQXmPy1J3YAjiQaZX5ssK5Wc8b7zTchEvo1hB7p+UzZTSQoZRm8jvzpUNiDQ/ymr9q+a9R7XDI5ftge8",
+	"L3iem/nMwMN7WDPBVltVWuufoGmHZRs7mk/QaNdpGBkYiOSTYvWjeXO8c7lnOUXV40PaB4EOyW40TMcj",
+	"toX644TMWO0tDu5fL+kGLvFjW1ONKFoCGjVVEJfMMXUvmiv/3YvuDkXN8bJkZzGW0jo+vZht3lWtmxz8",
+	"DS6oveuTWJN5TYX28qm56FGTLkv22J6KMHnCanJoLu0XM21XuA2JDUMOPLau/9gaTKInyXwVV2XfyTkX",
+	"TpQ3p1MlrIlwLUmj7q+4crkAMXOlCu2VKgPdm8+FCkyXaljc/9YQnmnYDPC//nJy+B/08Kejw3/9sf3n",
+	"k+t/O/zx78+zF9/+/C+jqR1+9gFBt9SUPs+Fc9HGIoUEW5VrX9vOaKFSwz+9E9anIeCKGgninpYNS0ek",
+	"jWnOfjyQpBkd2JWR4ZqytEOADnuG4ht1n19XVF/fHLsj2bIMb8CGMwy4vxj5ynUPoy0Ei71jE0NJvGd0",
+	"eMdci26abehXfLswHOCTiuVCXtmzDNXe27gVkLK0wgMF8VzAKOzGWDxl8GEbAaUNB0QP3oLeG+EZv4EC",
+	"4BHlwnc2MVhjY5AZFoXyzLUlrRZCvRex9iRRMdu2OAxhGx9Fh91U/NBtie350PYcLxSbDhd7Axpsb/g4",
+	"Y6RauDFUOpAMiJMSFDLA34pN5VR4JwBvcRK72/hF4sHwygAccSZmss4xwQBvHRvetl28GFxjEQkofrv1",
+	"o14gPn0zSm2IxZiWYwPZOVirR3tZ91j0I7dwvvEzrt+zes52lblrrL87g/sd7TXfqLbeBegjf5VcvGxB",
+	"5dH/p6AyBMlrqZTDRr5j6wNwldAKY9uxwbN4bmzU4Vca6beTvWlayHz8uMdZM7s45/fxgJLNA0fL8pbm",
+	"d1Ez6okAo+e+OgDIUQj+bnQul0Aq5x8vrxjoX/v/6/LjB6uYUnV3VmTwX0zfyYg1WpxjBSbAT57xEiB7",
+	"HXj7K4vo915lWIYaYKkrgLw+0QfHZN5QkN1LfsfIit0upLwzeh8eqCfkTCP1ans5+fjGcbPlNARfi/uw",
+	"SQAT3VjFFV+yweQ3pLh9jNmEK9h8AgLRUipN/gcp6FoBeGl9kJGLN6fk22+//Vcnf/20Fc7siP/kBKo1",
+	"YK0Gc38JWgMktQVsZjB7czI63vK2qErJjWBMlGFltJy0RH7GI8l4sEwPnb47f0ljNS8efLQmWJw3DjPM",
+	"pccjyL6zZPSt0wfbW6TbVW6Jcoh9XlF1Fw18b/TTpXkBTno0pqNzrFMGCMtTqkYTuIERQs/FFMJ6tEcu",
+	"I3NaKWKr5RqOKnJGLps8Z6yYXFB4Ow4bF5Ds4fDxKlGD5Tq8583rlqTMuYFAV0dKTlo691gltgVIfMfC",
+	"PNvW1Q9YV1vtyPmtoMp+Avg54LsDCQRm1w3/3aEopNWVdMoUbdRsvmTbtptksVYCYAXYCbdtNV6V6IfF",
+	"mlBiSybBWgyVFLGXXSSaAilf8Z/AgXK71kYD3omqZzVdxkS/N/C7s+/Yo7ZPjcZX0/xu0ymTaN+cvAj2",
+	"pzmPDsExvBvbvuxpnZiJNnIvXfUDtFC78kADeDe5Sjc4gngxFHj0CotqxPux4zdNwnG1FTjiznB8+TJ9",
+	"h/1Ay/IwL6W5UQPfGX73jbKOFNjFbWl0Q77a7P3I1gm0HCYjz9wvF40Q9pejEcpL4bmDH/4Nt1H/sQNo",
+	"Da9WcmjX1shPajJsfHJt2xOOURtbrp+NDxrkd105x9U/w3z/rbsblT3iZhMQreO0ap4dE59v46mKdzex",
+	"aXiRarpNth8MxgjkAvvFLqLOBJMOzrYzthip91mGG0zX1e4Ayzdkn03yDW+oMcnoFaDhjctHgVfVZZ8G",
+	"xN+VnOwb8X22wWB4kLhw58gcrzrDWPq2q4oKrEyBiQC8a0vo9mpaTBFXHZ7fZNGsUaAjV+AWh99jeQiU",
+	"64dtTcv7Aa+4ZXMuFLHh8HdsjR9SSBrxfuGp15mWjzpeBnEPgeUo+IyJYpckVrsjfnFjtLhRgcdK61NP",
+	"cPTU+TOhRul/vPBS9xz8GosuPW6pJZhlRgRbQdSNoZjpqBOdnZlcX8m8/svWVNq8E2IqvGYWp6XLGvf/",
+	"+PqKPKUVf3r//KkXIZ9isu9SFkZ/WVIzN2Y+PYRPD82nBy9becaLMV56MWzhjRfKN1Us+8Vetuc/GVa2",
+	"XlFNL5hmwkzp1Ah+TXWO5Xoi881lZedbUE1J7T6EXADRVKSWDUBzWeEZpEsgbrHWZiMnF6U8MT8HTNrF",
+	"CuLQEvqrZnMZx8WzMyMKZmAOBkzAfrKebhn2S2W/jJH0tOxQO5WHZYdOjQ7ord+xy170eYkjKTVdsCRb",
+	"OtB23ln52FGK0dhF8/CcTwwVYYO0+FCCqxvhg26Ux3oFF8dEU/QAUfpnEPNghm3E3ZK0H43nkY57T36x",
+	"AJKBWJEkScSrI+HvznHxhfd7a+ZiFW4Pt2nYy8M5i12LyI7OuOBqEWcvoekd0CG+MENJrddk8J1WIMXL",
+	"Qk4GmxnQcLu29e3XIWZftswvWPwIJwwwpCYwxVuq2CXs/4k5dTHK8n/5Mm8yh3gYs4iFbWOT6DH2LNKg",
+	"/cKG3nZrEN+ov5Vcs5vohsLC19Ea/e3pbAOBv1Hkbw3P74j/juQLlt9l5Ebe2QD0AJJq05QFCxWTuWC9",
+	"iH3uOg1XYtJxw2Y+JpUOJyomqgX6dQSVoGPqnEq9MIA/p/Bd7TQdvmufS4fznWJmmjATMAluP5ONKsRz",
+	"hCjvzi+kn/7ihsNrNz56ZoDRouXtDS+Z2lWE6JruJFnQujhEU6hN3ufgF7OWGVh3DHlmQpcRkCLUayPL",
+	"++zw2dERKSDVLrd2V96PpRsJdm+xIJ7ZsONUbF1U206sJVd375muea7iyu5SNkLbRSJYCD6Ww37P8wif",
+	"+R5swvg0YVxhKYqEn30ptCleAhXPXXjTjrwfoR5Gd8bAwd9D9XHwwyeivTQthyqJbskNGsWKweXggjSK",
+	"bdGatSYmCnDZ9jJyZOizey3KBgGgbbtYvzmiUuvFnkuq3fOb0FmacF7hlndHGKVOW0kFPGdwORqST9eZ",
+	"QQ8byq41XkeYBccIKxmkBLWhYrqmeSSo/G4wLMw20wHzDuKifY7bHi4TU/p7WazhL1VJoVqeaPnTOqqP",
+	"m+s9FZLujHNuRlz17u/Q6IB0/5SLmcTMOeycXMLvZ2Imn9jL5SYByzgddL2q5W3J4l5l+ywCpIIPyAxN",
+	"BrL22ERufc3fRgXhSnExv7ZwSsEvYYOj9Qb8yvqi+G5ow2Dlr+FGO4USnSdVVa5PIDQ0ZVV2otCq5tpZ",
+	"rmxuVKfMp08yF50yrJLMZFnKVevdbovegIcbMpitDBqWaIE0kn3eFnG9CZI6EHxMCvZxtvfyL8OS0cZ8",
+	"vSIyjsVss8VObCXbvZ9/jC3gbrf2JdPahShB2SgjWsrk+kZk4s8VyzUrLhf0+XcvYmLsrFGsXXi4+IQk",
+	"pRRzVsPig90WwWemZKl9RdU721N2fbZL9ApXFSEDM6w4B9FvaNGE4r8tDp79AE9INOtrI/XJRvk/+y6b",
+	"mAcVEL05EkDvG9lQrVcocYb2byJEeXMQZvRxreyhPSZHtmnl4KMeNcfK789gEk3q9A0oXWOcJgkSPlwH",
+	"Q7CVFVdB+qhKmjMfhGD78SWruY5HENzS/K6pjCAWSy1toaHALikblfbGIXEm6urNWeEJc7IKGC41NhJT",
+	"BPPtC2gXHgtizpKxM/HkpdNOJejkYiQv5x8wLr+qmEjE7UxLnYuwMgwwH6kli2RRs0OAUHZcNE4bNhPu",
+	"wp+RVMvUriURjEHdwLYfDI0w1wC9Y4RBdHqiNyik9j3N74an0KFEiwZta+LespyaG6Iz0xkk8rsDI1N4",
+	"Pypx6VjIJHsM7JWzGrfI++S8PChe7unKI53vdY6gH0awn52V2dyUltbaIzjGt+xhitcW657WmCbNylgU",
+	"Cb4PYBFxumYrwN6NCJolFYIVNqGCKrja4kanski04bA2x9uYTNUhG4XNgvgJTBrUcC8J9tlCtkxAuMN1",
+	"C+YQLMnmqMa2MKxguynlxm4ZZ5xv03axZkXLlDctJlN5oEszT3KnJRV0zoo3Zg1UkngUJCl5xIJAxtjn",
+	"kI2h15nHrFEsr5nOyELKOx98x+uwou7BccuaUBIF2C/LEzr3UJqYuyoc9Pakqcu41aF3N22DF8Qf9TrY",
+	"Tdh8jYjXdva3a6DyLhXdsTXZz+mSladUMZRCjQjmOOT/OXn/DmjiICp5ptjs5duTw+ffvQj57DGk7Zoz",
+	"BxkBWFE4UBDAw4gqgd9lHrBpx8mWjAqIOtyCafejuwLG7Tl0IC92yXvs7Bp+F1O30d1swb9iJxhndGxU",
+	"TAi6MJefES51DEvXTn/g1rYuf7KSTVlsikPB5fiLyXbI1S8fejdnewWfRYoyfhJ8ZsRB8zRs5qsLhWub",
+	"48oFwONmFu8JDSqPyRcqvGtHVtQvJ5LGgt6zh92ljyIhwtIM39fWvMOhJDsADacUrjE8WscJgpPfpcb+",
+	"Wmb+xLmRxkQzS4nbX/iGaTzcLmNOIq1ZAOdi5aZfq4XmlzGakH0otlazpbxn5jt/JUJumoR70VpNYvdc",
+	"yrIwtMk1uwzm2mcwdTjGviAH4Z5zC2WaLJD9C0ogU26Cdv4gE6stpIV8Cv+detVv3u/Tdu3c0NOWR7O7",
+	"r55Yj4m0BdWgRrXSNOLRnMvqlOYL9p5+fjOchXPHKt2WyoUUAh/IDMnpRjG20Is2BNrBs++XFDC8MLNV",
+	"abJkS1mvD8Ywr8z/xvCXFqV6Y5vYqGf57pIoNl/auOYl7bh1ZssK3Goq6qBZlOoSP02CO4XNF45sWii5",
+	"4ck9nzIxO4KoaoFPHDqbNS2XkLJf0rX5eXgA34YDeB4dgC3RnDqzUK0b+hcebvLtx8url+cfL66mcOVS",
+	"zt+xe1bGwpvgHinlnJTmjXDfCnbbzCHSYCZt9Yk9l+v2Y5TxXACEwtUIXpizUbugVuqI2dqjpbjGfIxr",
+	"IQW7rqM1lXcAEMOG/nfDGjZyAilRpfRnbEnXkOjsCj3bYZZSmSsGU+q2PGB/iI5PV+ey1u9pqnDjxdU5",
+	"qWQ9Qm8vvvvu2+/CtQjRpCPd8RiMBiQxPHZ/KkHlF1eXD6Hvnyfx+09VQfWOQA+o8ZA8ZP8vUWCl2pZL",
+	"RuHJCBysIE0Fv4m0uvdP5DzbTprAe/k3p9djOL02ZLQh62MrrzpYeqcELqOYgb8JNL8JNL8JNL8JNL8J",
+	"NF9AoAl5vj9NQZed2XZWOuRrMWbUZQ9ZhI3HCCt5GIKzmL6JzAWacF9aUwArQsDrSISFucWH0gZbMMv2",
+	"1g/PfuVT+rCWg/nHbGb/VTPdM+qFSCfgv4pv9DspK/R22F3uxOx739fJ+VnU5jKJT9qmow2Yu/Qto7W+",
+	"ZVQP13IFMQju3pqZM8CKYwJWMwQwYvc9lhRmc5j3sGAZWu+2BYp6iNmqVx87HVDxIGbz6Nxka3YxtM0q",
+	"Qfj2srNR9Vj6NiT6RkCZcEA1kFXFPL4BnoTaJ7fmNVWL9vE14tTYYAc5m0VPxn0q18IOyz5/iG3PITqE",
+	"x7/tuHs4s60ZZf/0DDOwk4rHeVgLt508/WS/dJwCEVAh4zHiOT+IsL57yoNygWOhD7ZQWCtq2wr5kC20",
+	"Q8kqiIDimhQyUe94yfRCRg4uMC98uEWiwDnVi6DwLSzg0NHAgPixWLJ1xRT46IALzhqRQ2KcCzIry27A",
+	"XYJO7UyzNla/7dGPJAs2bJSg4tAIrzfpx9OYdycMXpcPZqZJ6IJ2IFv6jt0RGquI65lBEkmgbe80qIuR",
+	"oNzWdWkraQiLQd/zvlNx1YiRI4bUY5qgVVWuMShHN8LGXUX88G3EuJpEom0vddNb4c2i8u2Hk4JbIBQm",
+	"ckwhHkeHdgBrSwmPYFXSXp3j/ngAa9OVm/wlI22m0rirt5NEHfQveBMRrx0vYtuSvyts5Uk2inTwqxdi",
+	"vvyd317u7Qb1TpKj5aG73R3oYQYyyH/NEFWk6HmXc8RZJaDbGFW743Tdkl2O8soJLDKZEGsfqG4AE0oi",
+	"FsUcOZGzvEXZQURLS/b4oTXHpsnEynQ012Mj97g/5n4Ms9BSKty5GfS0VkP7sJuzu2kjmJJm6f487WR0",
+	"ALWtfJ4IwdT5gqnTYOxTbidzb3S2ygz7GxVZ8R3rJH4hbjwFXs/qK/6iwk86aqzU7q1dldmpfKq761mX",
+	"9uM0t0nb8W0OVyN9us9R6zsBUXZaDl17zp3KSPN/gNy5zkwfJ3uu1+QuTsGPld7kn911jdwWj+qE2zhF",
+	"v/nMUvX/0pQ0kAk2fV93zmpqG/wVJCXZWU6WaM3Lvq66mmSdDaomRgCtuYIwPzA9DUKvZYD7VXxs9F62",
+	"d0pFzuKAbFOyfFQPN3RS/nJn9kNuVUc50XSOVspCo6yydoidjd82vPDxbeAzPj+PGmxexyLfJyWZfEnL",
+	"el41ScCG0/NPpFEsSLY3G5RBUiZ+4zYrlzWbhOWwk8szadFH9pTQAG3ugmUcZB9EhYwoLavMhWdntn5N",
+	"RmijpSuRd5Ds8HUcvxz6w3hvWTs7IrhLn+x9IScA+4zw2INyoGoqVt9zJX24ALdqikW/ogC03tTMyoa+",
+	"wtjuHo5dOWosAt7yDsILc/UNCq4DmKXgy1XR9DzzwBwRASFGU20F1i00wY3kXkX9C9wOoRTOta0MXfSQ",
+	"pbdacUu1KnpB47YrLnIWjCuo4T9lwkolIGIumIIENhtt0uMUE0Fj/tEdUhOY1TZKW+Ck+gJa26/VR4Zx",
+	"HyqF4q6QHxa/GutbwuNW8a5pLgTw8+e0c3mFF0uXrwcHr3NPt4vVMreO6PFQd1/A4Ablur6dNo7m1TER",
+	"d5SFiACHZyhWJD08Y842ZHSx1vhsxShzuOskAkLBa5aQGjiWnq6DQheO9uHRnqtLESVgJrAA6BTfY1cG",
+	"xC9VEsrC17uP3Y+4qoIue5CKZqNBGNG6OpyV9+OkHpTVbxcp81vSzjBNExcOb/q10HWCHmzNnDBTznyk",
+	"tq/dFt3f2yEsMxtk3F6HYuIVVdTI8VJhY6VRU24xWAzSqTBeLKgRtH/UgZ6cCqw/VEgA46gZmBna6Olo",
+	"eqeKY9Sp1iiVXpIEix2pkLPzUttSlAl90QOfbxjZw3KCrp6lN9Z0yvtxPVixacpdbUn3ls2pCLrtVuSY",
+	"XC4lNtEVRWydfSEx5NTS0ZppqBtrTw0G/xoVjCtSNbcl7OYB8QjDVlRwjMw2C0zePh64jretqTKhcMk4",
+	"H4oVHNlz65T1IHFLuBxvPdCfjcFz53UCq0qZC8B2FMQPuAW3idj9nHSW302jGRd38mjFBc+06tTT2crO",
+	"1VaAGgDgcXWo0t47S5zIjJxtdktHXu/ymBz+0JfM2r3ojD1NCj9g/cszcSs/D1xc4LevJMSC364JteuW",
+	"FGVit5dZblpVbZ1jb42Sd+RWFmvLoqqauSrxo/K8+Taevv/WRRoQLkhONS3lHDEt9j8KPMkW5yBu8eCT",
+	"Ciczs2QZYX8zR9zh4t0zoc+8+dqukS80es8S6KY71Suze8IT5EtX/yvqSbgK193ITbku1wRgl3LG71lh",
+	"C7Fq9jlhEXIvDh77ziXVts31NtDo+NHbCTtN+yEqEJO230bW50M7nmL7V60g83ik2zvQoDl5Yo7MevOo",
+	"966IYD/afZ927sdL74C7zhIwN5/8CovvCN/V45bhsfUFdizEk+Ky02vytEvo6/LYIX2lmjygngOs7qZm",
+	"YbiHnNky48AxwPJrL/qYBwxj/AeXzLRwaiNbCiiLNoAUEanF0UfO1TV1ZX8AIQ+Kas9orhWht7LBoBVb",
+	"Klo1+cLxEQxIoCSnlc4X1PB3Jct75qtzBfXOac08ku7GCiZ9dG+bJRXtmFgL8gt4QIByBC7WW3MWa5Vw",
+	"5NVM1+vh4N+aVYx6wEpluKUFTMYq0JDuo9CF1p3fZvhJoJ7rmuZx2co8CEI6bGe9q/Lm3w/hxcOz4oY4",
+	"yGZbY39cWAZiCvFY3GiSVHwaTTF536cNpGHTvDPZhERNrgwrK7kCSBokfXgXrL8l1SBlOF/1iusFIJaV",
+	"HIzPKw6hHESCLgbFmReGX93YadyYtamYrEr2hJxCcBmF7LByDX0RWhTdOlRghLu2vsrW4Ig/a0zE8X83",
+	"og08NncIv9byjonruoUepI3RWLU1NIRP7EG4toBGwS/hS1gp+LrgCk0m7U/zWjbVdS7FrOS53nggpL4G",
+	"21bwxPzWeiTdr/aXa5prfu/wpd3DwBhrf3G3f9CxXa3cOYXbnwznrOsGYkHQsui+UfXsumZ/BXcJIAfp",
+	"a0CduUbLWG9tC1u5GabQntBsb377/A/P/vDsGkHc4TGgcW8+av2uvQeNqBnNF70GubjnmoVD7D1piYEX",
+	"bFlJSJoNl4UvK1nrsAVYDQEXhN3161tEWHd/BtB8wa94hoMf/tYwRBE3Ysw1irDXNZuxmomcFZtPAihM",
+	"vZAFrBMtS7mCH40GFL5k/9b+z3ZRkYRqBF+xf6+Zvr7niuMCCmmkeqR3BR21GWdwWa5LSYtrLeV1SWu8",
+	"QE2DYGe5LphAzM+qpOtbmt9dl4wqFq5rpX+CZlVToXXZ/talGDDc4ntUczXj/nfNrku+5Pih1+uuZ7xk",
+	"/Tb8Q1gvcz7w51nN1MIf9kZZEFK5vM5LGfyleX7HYAFUs9z4uT35tc5ta+Fv1TUEKFyzzwvaKByvtUdd",
+	"s8+V3R211FXLqJSWNZ2z61lTll6ibfmZNdK1T/A8USBC1dx6Tn5N63xhRGBzE3hKxzHiN/eMunXqrpq9",
+	"48xBzuUSf/F7dY2EqbHQghWDr43CEW6x+10bAtE9al2xWyVhAZtqXtOQdH/M9qzZeu9llKo2bvvXRoN8",
+	"Le5ZKatEVMltRy5znIjsu8hCcpKR/8SGCLMt/efewTGx214romUJxecIA/kJgE4BkrqgmkZKklBNt4al",
+	"FPpQVSw3Z892kLVBY6CUGtmLa1py1cmdcvP4RqE+jcXJtNnNqABmVfKISwy+5gUoJebqp3ktlVGDsaiY",
+	"uZ/tT0Y0U8dWMPTck9yx9aS6yDCEuAJrfvUGBfOa0SZ5viCKlVBuCUS2BcUqkG79J5u5ToMY36DYLC6c",
+	"rPmcCyyCaCRO2rUx8ISuLHPAmCtO9Cedj1XfD6eGFcEykG7t75i/qrW5+rcwHQ9XcjqnNeSp33cDth2x",
+	"Zw4jr1yTZ8dGxAsOvP9o2SgNI/XiN7ldk3nDoBDGVjXNI/o1rHxncUKpzl7dyGnd7dgxXWdt2SfZ6Ftz",
+	"2x1aLnSomdLjgW79alHumITU2t9rP6GstULC4Y8J3X/ESbxK1Cs6ITWbc6UhFfGP38O7QfmiTehTwcoE",
+	"Xql54st0QQvf2MLqam3kC2cCnLhp2ETKDOc7eH50WPA5137weSr8f8D1esMFbN7Ny2D0fmXavCKvW8Tz",
+	"C+B2jYapmIasu7XkMwZncgRHZHNFllQ0Rmdu6lgE+ZtaLglu85mYSWsOc770uLlTFjFojh1aElGu2tko",
+	"MA/O+k1DcEkjNC/Rq2SPv1Xjd472uuolVpCFLL2LzA9J11Qo0+OxC3c11w7NFyEV6EUtm/kiad/1x2fQ",
+	"DOtJyrAOABi2denJPteuGDko/0rNmpJcvP7j2eXV64utKlgupWbxQKHOTlye+Sx2Z2dxywNrpRhCsu9j",
+	"kN6Hk6uDrbLdz8EEm7NjYrWnoNblHWPVIQWP4oqLQq4AjBrrfCleMhtT7itN9eNff0yOw7oSkrtwg6/d",
+	"IEuyZujpq+tpJb64Zk39KzEmYojaesd8RFNRmZ7yavya8MzQHrVujIQPBmoH2SGH4J5wPCprmXmPhjfX",
+	"c/RaGbded28W9U9ku7YzzozYYkmCT3dNdm/vB1msg6X/ChZrO/B3/J6dgeUjyN3pSyDADcA+4jUM2nIr",
+	"S6dJaSTJ/vFxKCI40aAyom5tXvyvvxwd/uuPf39+9PO/REWGLWWQrTvYJhQbYPnBw0RkW5vbl9yBufoE",
+	"sZIZLoelTghyUXepjpburnX1A9eLq7wamrfNPzdMjVydnjt7ckd32TcPDIPn96yTVPTp1XnCmj0C4fVW",
+	"rgBacSMfym8GWn3JvlufZ0cHT5JJSc9GaT/gvC3BjVD8pZZVkt47lGObBL+GltV/RyJ/4HqeW4teKtfC",
+	"EISWgJiGQX26XsfKQhdQ0zSBY6IlgovsuyKSVvV76uyJT9F8e7ArsArZP/94eZVy43tKmXAVuPXoctUk",
+	"AoqfeNvPhMUeZdluXQK2/d+TQTNRXPGYbhPWm28D8JAQHy22air//0fl9iDKxde3W8l+9xX+x7hQwqVo",
+	"iW6LkxrPkIV4L1+qcOCoWgfBljzo0n61CX6Lv08Y/2Xb8QZQDVda1uuW19hmt4h1Q3eF2cOqShZXnMSi",
+	"klYlq8ZPUf79Tpjfzj78+ezq9XQ6nsjp8jT4RXGRyGm3ZXKYKBLWna2Y4PQpQYfJhQtHNK09nlgcSzff",
+	"qFTc8LZhf8iGDTviAyAZ2/C1B8drm/NkBoSmtI79AfOV0fRekH24U2wy8rPnzw4yYhR9BVDoLlzdhq9D",
+	"ziBEMnfSwLGrvcxsfyIRGQ9eajH9seQF2e90mPB1JAK7O23dbxXlDR6iLVhxBP8oEifuU7OgNJHnDAN8",
+	"EKOO48aTbmC/3c+FLGPJKkNHdDpxzXiZMJN0avtnLdBIj8q4nphmMdlgLOvUIXP3wpaXllUkfGR5jEjP",
+	"peJdoEhdr51vA8IovsHwowwt2s8SlXrymuWRmL0j8Gi5QovP7L+mOrNGeMsWotG6GtsDa682b5J9005G",
+	"aEnrZUaWVDS0NH+WB+PHzS916nS5tQq2dfTU/G+IZ4m6tGDUsFHgP14taMcoGyZB7KizPEggwJGtoE6o",
+	"0F9VCBi/yF3u4lSWgcEhj3iP21SXwVhgDL2ndc3vWZFtuB1lbcMXt7GyWl4csbJOvs+3W7vEXW4BVQgU",
+	"1wQrtNnSJTsmHmAFGTAtS3KjmuWHZnnjF8auyTE5E2aqJdNsg12vmNDkbw1nNpaa7MvaQgG4o3EQXvlx",
+	"iJe2g7gMAAOLa1xLKtbBVgYHU8gGnMX7R94t6NxjZiUOJnJJTdVd6pw4Bh6VBnuMy7azpazgk8VwCVqS",
+	"3koqAP42YIQJ2dw/sfUFSp9YX6XfjszBnH37jBR0rTAV6GCrs/kljvzDzRFQHBv8ahbtq71QwEQTHPuk",
+	"yeLZ869qs3gLScenCxarQd+ieEnBNkCw+1UXE1H8r9uw/Va3QsyyAMYRXSUsvzOajbzbIpIhjA/rA3SP",
+	"O8TbKXa+907uO+AvEJVY9AIjx5GyqOc4zRgi1lup9Huma55HKQ8ya+ZNzTwIVhy0Oq+aUxkNdGndjqWc",
+	"85yW5PT809Twli2goFYLWSJgFVokPYY6xErfG7n06PDZ0dFETKiCqxji8nvZCM0KTHRXa2VEickyxSuu",
+	"7txaRyQKGOiM5tFVZHol6zvSvjO51zP3yUDXpaTFs6jGebjkotEMDMmE3rO67wBPLyE0+l0szX+mGRMP",
+	"bDna8P1DxrtkyySxvUcwIS4MyW1HSUu2vJKalgm8ojOhNBYUWPo+QKOeqDUv2fIToNdHW++Me9umm8pc",
+	"TaOlk1okJzh9t1JGcJymxBR0AGU8R+mvYG/KnX1zlOxIxBNhfzLugHdOXYo/XgFM/ElVleshrNYAUt7e",
+	"NL9abNberB6Ky7rR3C6YrPYrszwbEP3kHmrgbVksYbWQym4LdwXxCu8l8zj5pTS30ijkwFeswHjvK/7t",
+	"mF35iilzqOyykds1qWhNl8zIw3dsfWz+T2Eg9a1ZJ66ZLSlnHoxX2bYDHCxkGKexIcTWzo4jDVgHddS/",
+	"U/IxbKPgWNn3wfRzz2o+cyCuLWUla0CcTQIdEAmsWOXDcRL4T4myDK/4zKZhQeSZXQncosmXf7sJprkz",
+	"zZax63/qKYIY1TZKciJOmduqLnIrDn+YcPyYhxbnlukVc5K8LbFPLdJREZ4DJ8Ha9dtUjedj9ITNFNC3",
+	"aqtiul67icYhHeELUMgzIsjaz+0gR5BX7ZQSbV14KoHWoi3csXU0M6PlD9tBGgeKVhfwa7VYE2qnxRWx",
+	"GWlxbw7kqg0uft2dmmkRvaeYOC5dMPE6tgc92jRL0NuW3spmniLc4Mb1KCRav5JxD07IbEN+5xl0rMCN",
+	"ZnNZD+6ae6dT65SX7HBBRYGQRAJ1CBtfnO3x6v5FHDJ4N3Lt6NUgpAibpVMzWqSIeaR6FWRYtLPE+H21",
+	"I11ncP7ljMzUE1icJf2cEcH0E0ALVnJJP+dSiOC3esmW193XVp2feHX/+ye8ugYp4hoTdQ3hBE91Xl3r",
+	"FeZ39n6eceHyf3tPlvTztVqL61ua35Vy7p++eJJLMXtCy/KJzeW+Nr8SxB0EjFMhzeSSyEnLJRjfE9sL",
+	"P5PgPThaKB0Z8jECtRrn/vaEOcrdOGwbA+kSw8gRK6mI5hjcc7Yy+xseLDzHKsXyB00WICbhBYjkvpJN",
+	"WQSX+QQbxj/Y9S6XFa23ut/dOk67083ePVhBqOxWT9rnbXQEO/sdlYR/FLl9eIcSOIc/jF1cIyZCEOg/",
+	"tXbModAju5fBFWKFyM4dk1MBqoXZOV0npB33Ulq4CDoLevJJXrSHyL8p3qUILKEjdEkOP7llqUKLbnHj",
+	"NoeQBNp3d+AfrdQyGeXOr2yW2tvO+GNEt2GbjIpMom/8PCY11eAB7Vh6lRE7IQTLmnw3iRDMXxcsv0/h",
+	"sXo0NLRq3Uo5NXwFmr6MWg+xaQDv2brZopaVOotaHuxIK5rfMa2IRZjcsYuPjY6Z+IR+ePuA0zM0B0Ty",
+	"Ubu2nBp6sXO7cY+Pp9Z0rUS7VnEKO7cLuTuN2ebjVOaa343Oapbff8+1Omc1GknTuwUAFFyQW64xKw5z",
+	"lifaw83wRjqCvXtIL3GHWHv4w9Mam3pslN3N7e5FQOMhUbanNzhkMT74zkgXF40AE7WglVrIRFrcfKGJ",
+	"sm8M17sLSx5sOOu2LLAS2PhB9JKN8qN4YPGVeX66zqNw0KfWZ12QOa1v6dw0W5aY4TrVhTGXSSyKP0pS",
+	"44oPljScy1o2motoEr+NymnfmagTLBitTspS5t8PYYPLGeZBmrcJEsvUeZtPLtepGhlvTYO32MetplwY",
+	"Lc9Zs9CrOZVRTky2j/vVm+Vp1cTqB7WOYtKAjuuqbSfKeCSWWVZMvIljjX+smC115H6XtTomh8824PWm",
+	"pBIPV4r5ddQ0mQIi3iv0MT2GZStXodqISZ3oIPSiJ9a0CHG3++694NhuHLfe8UgXtWjpJ+BTnm5D7hJn",
+	"6nO+o6p7ApBPsmQQNCFCHJ6+aRCQ/obckvmC1jQH/Uwt5Eo4F1W+oGXJxJwRvoQketOPWJOSaTQoqo1k",
+	"sRdR/QpGENd/fHyLxeps+0RcbhdZeEzcNltcCATGNGwJi0Epsq8YIzcWePSJ7/XGdYHAZbbFg97IX/w+",
+	"KqsptYpG2p/bJ67tRqFZNmjx+XcvRt145rO4JAmkgdHsQRdk3yz6IReKCcU1v2cHW/faOzF+CMF0Y7T6",
+	"vs1kGKqZgskuLzvg8aGXzVX3iplhfvFKeDjg1AigrJMHm2G/aOWhHQrSkX3z4+Gbd3/O4PHh7P357zPy",
+	"9t1lunTcW0ZrfcuonlA2rAyXp1MAilkIk91KP/0aisk/fjU2IMKh8PcVgLrDa8cO8Khkyv/4gNJrY6XL",
+	"AI3GrkmnMNGj1DF7WOuPUNQserht/jNGz7dEzZXLjHYOY1dZoxGIMsiVK49z7LbG31Dmr2WPOW3JkkZL",
+	"jHWA8+v7yQrG/aNWNN9AEuimvXmxLFGBrMN4w1JkfSa0fV2wWNmx9viN3HRxjKKQ5Siyj4NXB16UKRsV",
+	"9dKm8X7CuxNRf7aA+wlv5jHTbBJ6J2jkPOrDD4GZljsuwC+O1/S4KE3dZeiO/xG3MInX1KVDjqk9kPnz",
+	"lfCagmFfOEToP9ayqWIKqn3ufUB3XERS6W5Lmd8ZljIQ6cEVfEzgXRXwWXdFzmSdd9wlnYitJmbVcvlF",
+	"E4nC9J+IRwBsbBXDuuhcAxUTh4YtHjoQQcMUAfb5sNbVobklDwGPOnjQ8jIvcBy2XA1w3HJZsPrQ6IIl",
+	"1R1HXnCnQPBNhKg/VYApBI8xd9f7p1SbIeE2skPdQ34tKYLPnqSTShM8C9babVw7+qyllam0GbOjNcrw",
+	"LhXMC+JLIyV7AjqzTv4mqm+LC3hxqKaDb2hJ12QuCV0winG8stFIvnHqBcB9NXi8btf+aG3Le3qHOMKJ",
+	"HkEYT0aJXTbLJa3XPlDLrCrVsv4iIn2CpV42Swg0LcuWIAhQ3jS5aqoc5Fir3c8sIJvhKLLObpn3p0TN",
+	"BgTn4iJk3X8UJWUosnDqOFTcRhqGtYKPHD5y9thuB1MAa78giQGDXtCqYoIVZg3wIOMvX0Z1xPUeuc5W",
+	"UNqxXBPqNih+/OsOJ9v2VKtA9RyOpOwwP9BytDO2QL2cVauatoHNhnCgGgNEXtZs1igAlvKlVqLG/lQA",
+	"ZvLouBVtp5JtUmpnqSaeKJ6zC7o6DcvcprLJIwVxwVNAFVRei9VPEjrqTXtjPrNPyf7/OXn/7iBZEDWO",
+	"Qn+6MYytCHmkxL1a0OffvYgwyrcnh8+/exEC+8fr46UM9H5CmV8c39u22/SAnJITIthqYEe1hKqw7GVg",
+	"FLilRuxsKrylSgCezvA1lUEoq4J34OTUsiztn6teVU08Ig7/ZCLBOJ8nDm+TckJb8Ivnz37/+zjmOAiP",
+	"l4nNvYCBteOFroSEHGNWQwISsK2Cz23qxZgl/asmx6wo7+ZKQ6De3stn32UJr1M/bzowWGtpE61c5nTr",
+	"S/cA74nkrf2bSD7UTQfkjkOwB+YcH/naU1DENY8rqHEEuaPx1Dl/yAYycoYO2e5hmRPOmA2rbJe0lzHx",
+	"3/hwJPYpuj18bhmeOR8XLI4s3k0cV9oQ7dJ9iUcrUQw4IuFBT5h9ro4Rdr2wf6LEgrH8Ii+bgp3j4yDY",
+	"cpIGAn1gon9E5bDWpGnhkzA7M8LWBJXe4OFKJPjY1xSBPb3lwmgo2MJUS+ucCajIEzX3X/Els3IyGMaN",
+	"JOg/wKIr033suD1p0c4KYgBmgO+mxEzFiyYeZ7CUEFHoivi7VzMCqgzK/VXNZvxzH0WhV21xEmlcYPNJ",
+	"fVRttYf9awbOxi56XUuT3e3NNkuzRInNb1XmDl6w6NGTLwXX0uzzeRyR+D2jog/E4LAwb5v8jmmyD1cH",
+	"hUuu4Oou6wWL+FrfhdV4DyIuWjBEXejqHZqmIvAHSoNbB6gZDVhkwcqpnjGqR6BTcDLTz8RQKBssGoRZ",
+	"26C27REgPilWJNt/y+cLprQLl6NiHcJCTOwFt+V0bBq9sLyue3qrrs5T3k7YW2tv3PA7Td1g/OYiGcnk",
+	"1qyORzQNzGsgCBj7tC73Qc3XieZUkKKpHYxiS3SbzNL5rhJ+Olg0lXDWTV20BPoGbLzsQnA8CpSFOxZ2",
+	"7XdBtBiEnOi1j+ATjxeGDB3UYSwypAHQsuzBo0wJRk4Zy71b0tevirCmAUTG8SBnmIbykc67zqF3d9Gu",
+	"Eb0TztYByuiBaDjcjKmx0H3uGOFkG9ygf1T7p6vPorKNCyl2eX6IVg/+aPOQRr2WNpwgIhufn5FPF+9s",
+	"senAvJUhdbvoLTqWFRb3JrkWzX3dbx8bxCdt46RuhJG/aCIwyrbhq9L9+KCwH+ijE/VjYfdQCLEOsFZd",
+	"Nu8/YlxQiZVqx+EduAr3l+B3tqamXVDUZQ7iDH47g3R/w50UPJN1Zw/VLubmXUJawNKPFbVu12ThudZx",
+	"MEgFjihaKqxYjvFz5ssg2OjB0XXJiJPvUatqNS27cW0w2S4xKN7SaP2HbeiJPc+dOBNX9rhvdu4fhxR/",
+	"OZlHr1LPZNCYBOYNc0iCoCI3bR9BGAmKTCo4f+6WybT2SVhPt2rWbMVELctyGTfSggX9qhFs+Dhh8zkV",
+	"Efyd/VpKO0EKtlAIyn9qBLWnaq0SZytwGrzGImMxlgOPvAgIjm0d+huOcWSK1EywFaGa6JXhPrwulLOy",
+	"lXzGdmc2QWeXrOZR1yH87kqC7S/Y54P0iAlXqmGFZ5Lz5L4gyzgvqWBTqaCT44OQtwF08YOiXoFIvWnJ",
+	"xfIWEbH868TBIlWP5Cwg2bpX7RUUPRa7EYc5BvEo7rdeDGjH0edq087n9GsZbmTP5rE0JSQrQ/Z6Sxmd",
+	"q1gaZoQYwDYFg+vRHI9HDd21UWQHU5yqE52yo4Bdw0G4bTr2FwvFTV3dJxgrD09f+vt4nwIYLowH+UdG",
+	"hOyRN1kzfZDZCybzV/8j3+XTqmeijQ3i9nern2nvxvdU5wumTgNeOOWighhdGANtU/hc8dJ4SuQEx7SX",
+	"K/qighcwPD/Iurd3nJsPzrLD4TaXPRYgu3lVJa7ZjbBbJwOMBch6eee151mxVFQpcGMD1ob0i2pLKxZl",
+	"Nu1IYvlXUa7hxkYHiq0nEsXdxyBi2IFPdRmvpXbpVLSWLny11fDkYL3mhGz0lqpFJPq/LQPulIvTk4zc",
+	"oBf75Y2PGV+wzyRwmJvJXTawnOfNbcnzP7H1mZjJ484tgb5hzx8RE+L0xIGLJaSFIlGcwW9GDqyfa4Dq",
+	"UVitv1zD2sN4YfkRRJ05Ukn0BX7NRIiEaZbcqPu8s8jkyZMnN95TCoxJQ5KtQ4kaYdksLSN6hgMkZmQN",
+	"BVPcqk7O2MXS7s+KgwzRsl2qtgHEMfsUTscTWdYn6nahB49iPFL9gz9j6gHR6e1Jxdh00Sqjk5w4rX60",
+	"c3h64EgfULLsSkUYBWZHRjCWWMnvGWAwKklmtJ4KO70N7mMwrNQpuopWVfH4Zu7EFJKpLoIesvAnTvCu",
+	"mU+d3brGiE06sq9t4WHBD/7MaTQ4qaeKuArmifo8BVcV3IOj40Q5lwIAWahGdeT73UWzdiATJxaOh2si",
+	"Gz2gbX1IMBqbfBPaJUHJ3md/a2iJMXhnxUtw7zmdi9XwTjxuDKAmphxQe7pew/vDrPYVo0VQoX214PnC",
+	"TNksrXITf+RCMI+0q7xgy0pqJvL1n2JggH9i684lvGRGmwfmQEnNDgvkF6zwRxKETJkKbF/SzyfIe9Qg",
+	"86FlKVescMpgcjHTHGk8vq/DSeywd0EynvN7JjyGY49lRBoDj2ExRWB3ZgqEmjBiUuv8o4IwWpeGrdpN",
+	"WIeBVNaOYEZE55SLVGCDxdD7PrL3pzUD1k3LLqcaY+FTYBOoU+ismfyRyDmlP/4A0RbhfgO6qjeE5eu8",
+	"7GQrn3tF8JXne3tZooTPG2eZueJLViCMzamNwI1bfrnityX7ZKTK5DFYk8LxFczCpMIBnsuyUITrlz5D",
+	"QrCVsgHmQIRcOc5rngIB2BWWhsRWXO28yBvhWS1AsRfnOjy9e6cHamGP93Sp0Z+6zAsrXe4R3t+dO7d3",
+	"Z/Zvri4IRsBve9vSlUb9qR0RxjzKe7TSkEVj3ISv90VNzb+74ZO3ZnsH0O2PSWUUiZC2Xckna+syTWpW",
+	"L7mgZcqq/oi43QEA+XbSnfk11sUOKQ1akkJCkZ8dY78n3w0pjuMwf1UHpiGY0dfgNFPOauJwDmUIBPT+",
+	"CtBFxlWQ1tPDRdXozPClqkHYcRuW9ZuW8puW8puW8puWEnMoIYeILDzISZbHojU9I7IsmLI1GbeyydjF",
+	"vKqpwMq10ZpTv2lM47diRdelpEU6LwI3ug8Wam6ETe6bII/2PvpNP9tKP6t9huz0vfmI13V3c7zzz4qb",
+	"TCDO/eiG/aYh/qYh/rfVEFvu549ae4ONiNOv3b2/CfBOPWFiIEgG/B23T9bI1ixFxdS7mB8MekvXuZ5S",
+	"vmbcx2NdOxP1ibjbJsTa6WTXZ4auO5f9FICdc9MUxiU9GEnn4lERdNy8dhFbtgHKMcSOrv62v6+AjxOM",
+	"9lJTHUUwbsA351DqFSshXai77RFVEetWvrJ5lO9TUfbg8oXbGvgBhFdKm4YA97I3s0SXJh0Wf7s+7eqE",
+	"qXoWU9DlN5cESMybXNYVi1SuMINoo9a+QP9Wzt5nodTNFalqppjoqDLtmJb089CuvJMCohpGN4ZubM3E",
+	"/AhUB+x1fTJn7+PxRU62sdqDW2shNVkzHVyWx+SoDRKbOIYveQ7dqfOb3yfGLHI6+vsSXaaRIxzoSVGO",
+	"3VHLXFJA0iEdFwWn66RjxqK1kXpuWSnFXBEtJ4OvJM2M6wzJIBV+nZY1LXQrE5r14s++tFA5ySSyqqVm",
+	"cUtPj/TaEHLdkcLuQYoau/J9mFYKsgdKxPrAzY2ATfLXBmobyTsXRCRXwsfKVH2ut6J1wYorOQS4J7G8",
+	"TScTQndGYeQsm/U9mYjMkKbUlQnKTT8IJd4w40HdyqWkrEDnoXfTz1kqgMd2mXUW2s48tf/vnFr1EYCt",
+	"onzkRHjYq8MZzQ2v9NqYfQKB3qKTY5JZh0QRJP8kWc+AUfhD0tHBH2SspeoOq8T9ek1uScb3sdG5XEIA",
+	"LVgpiX3zMUF2ZJogwLjOFSns5es4JyqUh6C5ef3yUGlZtX9ZM3v4g9XTQGsOngfxoYeQQxHlp36Y0xwK",
+	"/vWdgwwSH25hIwLK2+Wy+lU4sMIFD4wJLbkENoGuqaBjCQgMEv4G66j5YzfXJueK663vNlnVqMqaVg7b",
+	"NrZSDyNs9kFhh/GpoiU+kj/6snedGlYaJNptG3epsl5725v5Hzb9Fnki7fTt4U7Eq/shDxobMLqWbGUU",
+	"rDOIxWpshPt8agmRjXvf1dRqS7h0sl7WfVCJpOq7g3gznODrqqd+uVTdxEIkEoDW7AHJUI+ZwfoBQ7nN",
+	"w0fIWpmaHxrBHI+Q3/h5eZvy4v3/7L0Pc9w2ti/4VVCqu2Vpli3/SeLJWPXqrSLbsd84tp4kT+7emTw3",
+	"RKK78cQGGAKU3Emlaj/NfrD9JFs45wAEu0E2W5Idz0zurcrITRL/z8H5+zv0YJhcbrOOlZbKJkFuse4b",
+	"ZmciLAtAaxHW7y19iOugNKPrQtI4U0v4rhLquJIACZUu7I6IVGhphiADqNjcisY1q3WTivkZY9+NCidd",
+	"lgjRkhAV7UIX6WwThg+HpbzUtobLiskiThlvVKHzZul05wInZno8kDaVocLtgnkw6PR3ol5K05NW6mvi",
+	"Tz9OzHU+ad+ddlKy4UdMs0jgn8JCJotfuQdsphtVZG7b1JqI6/7t+B+2/gEmv5ftxSsSfvQvRdNpfwwL",
+	"/wGLtNPPS100pdjOKGi/aY2zNams06Of7bBIFZ/xPhC3EwDEk8YfSW8L4LltQfJqMZcGjCrR0diEynMf",
+	"jc4g9wBq9F264t1nQzQDqBPFyzM3vZM0dHtrzthYD0c+ombTh76dh9OMIkF4LZj4CLB1UWm7PCz73Wp3",
+	"v1OCuUdgR95kTpTlRsfFIBm5n079L7ti6G3wzYR3JIxj60K2oneoBRadhzEOJJzH1o5gbh41IGK6o7xK",
+	"Ox6JCnLtIkrZGfVtjZbWsd/W1rczxORRXlunofLo7xp76Tjlj+JyofXVCbe81PMX172oE8ZyVfC6YOI6",
+	"Ce6dTliHBiFjPWPcMEBwlsrtTcnVA4ON9VTW0U2diz7E5GtR6ko8MAxfo2L5iLcqTTvITaD2Ws7naZwX",
+	"sE9BliT4Ta7HARBjYq5vNox7xKJ7y3p6waH/IJC49cJ8TvKOO4oGxBtMdu2N/kxVmXp3fmHYkjthGMI/",
+	"M3QYol/K2wtZLWw9tn7FNsOdG3gI44lCiHbl32AyI2D/hFzqFlcUzBDy/z63bKmNZd88fhJVJYxwNJyM",
+	"ivX+vASC0X2myfO+kk+wMX3GZdw1af1sB5pIw2+/jUr09Z9iOcpi5le8FwGCYj224z+4I+ODibqAF6gO",
+	"kph/S+QlpyBZW/VBhoAg3A0Eh0Fh+FhX7aQfWe6WcdWDntYzojiWT3zcujic/cillWp+5gglilIzrGg8",
+	"HIZU5BSBxAFzt8CrrdaONcYS7B2muQzD7zu5jsNs+vgSdVeL8ZQeozQQ1stOBL/Ga7EGa3cuLT3GZJW1",
+	"7G/jfPm17Fo123mtcZn1w7BOOTsw+u3ROeFiLEJk6hdY9kq14tC9hu+0kw5WXroFd7Ij9F2z4wN82rVc",
+	"+hCD7oZ8hmCftVmAJEViWnr1uhIay/HdAKS8eY76iv+g0DbjS1lKYW677NBKD9Dy2urQQMauQk9JsGMc",
+	"MtjBUK5sw58uVyBF3ciyyHmdWItOU70ZKdSBNIxf9qY6QNfpLcLvO3LvbZa2I60nTrXqKeyxXGpFYNpt",
+	"EWM3ouRE/GKlpzLFdg7/NKVV1lTWCv9lSJrEs7its7RMHXcaDScs8Yjzct4LiDSvxdzdRwGBLFxajgOj",
+	"n6WleY8n0kWf7MOzPnUtJKu7AoAQtwRc7v43X8jxuL3+9Z4OjukxTmFkm+0kh/hgtBRSMcHzRV8qZHBH",
+	"DmVbtFWdBKhcbnFljTIIePh71qUnPszXaRjuFI1I4KyoGc+vlL4pRTGnnFD25OPHkd35NlM+rKg/MkOA",
+	"7Cwd4el5PR5kmly9gx0Aho+XdMgEteCNASmdt7EfAMcJ+pxbhOXIEXjP9OAQUARmFpA+85LL5ehdi8Xn",
+	"UZ1QORVZQ2pqXKN+1/s4crq3exmfo7XRRZ73hLu9ZT8hEr5+py4W0qShguNMmPYLnxGUYDRsH5QeABU9",
+	"6IMNd+pDsTvrAU5HX49kGTOudGPPxLXsKZMANUJqeg6VjTSZSSGQw/Hoj5C4fSmEYjOuFEXiW53mXT0n",
+	"SKqXpZwvbJ+NI6K6fg4+JrVLfLRwEIbB/dyhHKETpqNfd9IG0b8GRlqbjFqhEGC5XA/MPW3BeJNDvb8x",
+	"Asra6EPi/QWD2zOGtOMreI0s1i/QzuW3tqjdTe+h7OgEblDF+gKMkVYi1TYl33ZEFMY9kF3GalFwkHP3",
+	"0SSIof95LWyq5kZZ6hunD/czJq7YwtqKCVWAbxUkXkyQTHMfv66D9LFxu6MxIJw4SMGC3bsDsO4IQ2QY",
+	"xy2NkPTZrjmFrtt09vco3QPtM8aHPSZSrOGkD9820AjJQAnre+c+wa1PS/9ejHpg2PuzNzvrQagVmFxX",
+	"ImPKLXopqXpQ0Ie2FPXN9hbcnMMZHzjHRAUA+igs2+flDV+hK4xgIw33AvPBUUQ3TFojyllrZa+FbWrV",
+	"d/7H2WN7T8BgkrJ/AnaWwALaPGVpGAonYy+zrXbn3nHi2rwfYQKkVXRU5hZe14Tsr+1tKC4YP7u9IbNw",
+	"jcf6gvf349OI6SeDnlyXurG9UWDgfvbJ4d4bE7SInJdl5sQMg9+P3IIxRlQg1Y4BdcdFo07GsKlONwMn",
+	"IGWPTSrrgXu0fClwhCy6gTbWfz0F1ZtqW2LfPIXJRFUIW42Nuu1ydK6rHa/ltAn3IjZ6BwF2bFwmfHDL",
+	"mKkhCeLWcZoDjd62YuOG6OJvRl0z2pmtkgqV3Uz3ABUy1+WWLC6TUUIpQV1Ct0pYBKzVqmORinj6ztdy",
+	"RppO19uYKjh6f5f3kVMg+WUJIj35iQEwB3W82UzkFj1Q5pD9iCJWGDN+CrDf4sbbTL1++HMjGmJ50oai",
+	"zboSKjYGQZnTfRtM9U4mlWXJ5hqv0xVE1i1FwI+QxiubQ8ANo6UPfml02VgB+w7CCNuHI4DFJMEC40/R",
+	"QRbS+fPAAE3mZgr5mDXpRbOazz1wflzh89HX326tFdsn9bwAAGMRwiGM6whNqG4vUSeTik0P/zSNwofQ",
+	"0HvESjHn+YoZxa/Eh5wbwRxhUku4Y0khKhr+4yfbR7/kH1/jp48fYTlY/89E6f6dZZaMPZ48fnRELnay",
+	"VGENUauX3MqcbFRCFWiA7ZiwGigc0ReTEOrYPo7r2D6+vQCUsUbJnxvB+FJT2baq34oCc3vybT/dj1l+",
+	"E8RZrlbvZnvP/r6pA+I7GXv8FOC/1/qL2n/6W7ZxCJeVXWUMTDIFmL1VucrYlRCV6VTJxU7WZvDot5/W",
+	"ue6rH45PvKinZ5tjypi/b1ynyPKPov65oqgLJ8JdGtc1BvL0DQlPBbArfBEFSkgoYy9UXq8QBhACevHt",
+	"TfE9pulvnn4imfDJ5KtHg1JhOLBfxQf2yVb7BslbwxLWoFQ14sq/EMbe9qpvL4MYy3Bk7PSF+GhD9iE3",
+	"rOCWH9LbnjrbDkbdraODH6yGpo/aQ4uALxhuKnPsOETlZWg5/blxUrSm2Cy7YLLAyw5xk/wTdOtTpNbW",
+	"Cs7j9qc/7TfaA39zx8FA675PfJJOw/PJwS0XbyuSSxVPLgIiHB809TqUV6Eqpjc4w8PuLu8SQnWMSn6i",
+	"vbRSu0NwjAzrEBKYh1WkNjglWuW+IBaYTi91fhyIziSTulC2Xh0B0bihBrMgB1P4UEyJ+2Q3SCsYzcRU",
+	"IpczmbOZFGVhUMJqO247oZoc3LDp389ePD8+uXjx/KdpEvKi96xgYIIsIK7lEqyFtca6OYjhplKuz6YB",
+	"PfX+g/D6Umo6kAA3ARiLXOG1nEvVC5+mc7jwimP73uYjLfvY8K4mleFK16e8Nk4kve6G8/vA28zfy+Vq",
+	"dFxRX0DvO1iRtcnML598+/jbxxmrbU7lKTOqty3VPCMYyAwPfqOKCZH5xJF5GhTS8nou7PkWan8JVsGW",
+	"+WToPIHw+jQTIPs14JOiCtQ+vVzFts7DncG/Nsp/J2PduocmrHSU4gvk3bMEWxjO9qC11qf3bxSrRlvt",
+	"K/njFNZTk8ebcD72BvNsDVGjkdBd3G7E54pR+whOsiFpRHvMgxkqcLDJKlxa6YSCobiU1zaOkGw1Mu/c",
+	"DJaF+44X3B77fQuRQPbUGT7ltbSrwbQuXPX1qlEVfIi5V4kUroXIr0xfIiQ+PfIgLfhPsqaACUdBjtMp",
+	"Pt41rQj6OHFtplaXxj8ODiJklrUFiFI40xWvRdHvhaaguOCG5jYKVMDYsAU3C5/r7BscGZ/w+RLbCCY3",
+	"cZGLeoIPWQFg425vEXBsc1cRjnz3bDE8qT9ANwRpnthePFL9Nk6MGIQTR8dvRPm89sysp09tbH4YQeZp",
+	"oJ/qOnNJSUeOwGhBfeK1Jz9c7oQ5u6pKOXQY32BdV9ONjKDP2pJmKeDFPig6bvklN+K1+8mNeYiFTE/P",
+	"jr//4Zj93Mj86gMs0bTbaydNF154Th2ACZyXZjccm02qbmeXQnjJFyg6DVnJ6bAnStRG9uUt0i/GpuBL",
+	"6yJwev37ZF7HQdLV/s4Dc2H5gktFBq1OL6xFwoejHA7F4d4dCmJvW+q+NPt2A+JS1+si6vopjxchdSCT",
+	"NDiQRf4O0d/pOcP4FJAAal2SEmj1lVAQZQq2pITNI+dWzJNoCif0BC0bbUdtXky3FgGaGZiumRF546Z0",
+	"lyCPtj+wL/ZUdSeldZAlh5ZASeixIoZl6A5weE/SGsFxWW7sy25u0NTH466f9rjc2ue5tl6J6Kv18XUy",
+	"WjchDeAgzmsOSAtWR6fz+PQ1ndBnsOmAgBg3Tw6iWSdT+oFhvLELxzBztAHUTSlMRoK/rJmuC1Efsu+E",
+	"kQS8Z0TGpn+awn3uC2xHHWVs6pqE5wtRItybWsX9OAGLlyUw1IJNMed5ypYcfKdtWjf4Ba1mXGm1WurG",
+	"0GfmiFmIUraLWojgNoF1ARMObjXa9elhKY3rdyHqDn4D2fOupbhxTAX/lWs1k/P0j0uuUKXp/lzzm41H",
+	"pZ6btUbgp+R7hb5RBHxGPwMS2/q7lpur9UbxN/FR5Igz4ZsNCOlrYwi/rzfeVPOaF+vv+1/D24Dx5F/C",
+	"f4Rn+YIrJcrwOPy77cvWgi/bOdA/N55XJUcOci3ztjv/z/C6/6HFIvK/WF5ewQVD9p3QRvRLaCb6jTqO",
+	"fon2Jv5VlALX27NopL8ws7Wf2xn6B6hLrb8ONN3z62YbtTXV5svux813GyPqzZbx13ZBpXErMLnhZRlW",
+	"Pf6tXTObd/+RWOrur35pu7+G5U2FUp2WfHXJ86s3ghuRruClxA1SPb2KjCAhKpNb/0V/PZZXkOqmgvug",
+	"dL3eMpRzexD1rnnqqjjrASQEMHqFYJM0aPh71wLFL9qpBx9pKcH8UetG7axBwlDGCenw6igbO7zZ70d1",
+	"dxKNuRK11AXep5crOiol2XYKDReDArO8EqPBh+OC6j0gmlQOG65HMJsaEil5X5V/JW6OZzYNIYGXILyT",
+	"YY4g+/Oj/4NJRW7AW+0MNNeDTHLm12mnQl61wLmO227/9hHIvaW8FmgUpwsDHDK6pnhaPNEAKIvXAyt1",
+	"DgEc0187G/Lbw1+v3b3528NfeVX99vBXfP118dsUOyIXwMTziowCS1FGkr3FWWCsf00i5AU5G0fpWu4g",
+	"wZUYMBoY3mQmQdvJGztZinouJlh3bS/bWx9dkiPSiUqf/PdnbwwlvKwy1igff0lZTjjGB1g+ZbwoTMM5",
+	"RxdAwgrTE0t7jLG0GIUvLePFUloDgwMpDjkxZgudiWt9JVBgm0nFy3gNj33YLX2xl+3R+9uhsTwPWtvH",
+	"zoFNp+93S4kEEs0SN0mHoNZYVLtlSR2BFve01lbnukxqCf5mq+gllPE9xph5wKYLa6vJrLyeZv7vZfU1",
+	"6gvTRWmmGFgwdZLBNGO6qZn3ysLZ+NubE3jh7d/OmNEze+O2Yf/s4hRRXC5OTh01vn9+egR++/dnbzr1",
+	"JY1jolNznX+wMr8SNiBYtfXyiSeS7Zdb9vzF+cnZ6+9eOCleN/NF25CbLsSigR5SlTwHE8bZxflpHGR3",
+	"QHO6EZe1zWlWP756cdqu1z7kSXLFzp+fMj2bOaaMTPP92ZuMch3jcScGEazXbSrRA8PeaFKYvBpELMRq",
+	"9vzFmxcXL46YNKYBE5s3iPJQbhSVMYlORX/I/RbuZXthB93fpQGZyVR72R7OdVBSOu9ziSrBbvjKcwfG",
+	"++SkS6fPivotB5rrtYvRa0jOgKJNcZCc/Q9+zc/hE6J1tv/qzbnbzHM+47XM2KuLi9PJ7IfTr92PJ4ta",
+	"L2WznFxyuKmp4SMKs4J3X775mzuB7gz0JCs6DUAom67/iPeyjaqZ4k52zS7Ta1kI/fAjEBI88XuSvBcW",
+	"yWDSV/omrDEFud5Q/VPxsRI9cHVVRP5jeHFgF79le02d4ho+iNXRajC4tpSYteU/YwI4gqoaUKouBBm5",
+	"DeSGSbPdrhemgaPq7kq2drRoBZNcEcF1z3TZc5KpTCdYQEI4EuXdk/t0KJt+2NwLjUoTCsIpfXNEmbIT",
+	"IGeyu9Q+twyJnFYZX7xL/Df0X+geGM1Rcd1+Cj4uWkaL8gBwGgFvdx37PBoqTuOdKlcjeqI043YRcq2M",
+	"UKYxg8tRJ/fX7Trhu8XUSSq+k46UyFjNZ3ZyrS0cZQrUaBMqM2ZkNTFyrnhZUgw2Isr7IMfthxlGF4dC",
+	"RkuStalA24ycZ3xmn0s+V9pYmScLLPm1CsARQwcYbeGvVSE+JiRt93MH0Qrit4LDh6gaO1ryfCFHF8zJ",
+	"9XIp7eh+8XUrChzByE7cpydaWZ7bZMEoWZbSbIBoU4fwWQs9itt1xB5tUubIkbzR89HzLfV855meK16Z",
+	"hR5e1FyHuJ/QmaEPx/YFEx+Aal7X+v3SRa45pelXx1b6C+yoZnkqkl7j9ZIu1xoic8jLvIvzaysJdRnH",
+	"Gxy2rtlLCDHt8QVaUS/78eNbhubeu00sjFcxoJ+189WlrqxL5KmzEu1ptObr9JNkR4IXUgljMGRiwHeL",
+	"Eej0NorBiZCagUJivphVOF3ghpeKLSMyHnmEd0HGRuDtQTdXf2xmmOdmHOXV8E0YRxkcMXMlq6qNdsmh",
+	"ZFuoVNTjQsZvxnRzwzEdq25UDHgTVAyfh9Uti9MX8UCuO3211w4ii/d2GC06nKlxMUXtoeJ5LirLHR/v",
+	"OV/w85ZgF1rimqudbbU9cUuvVSGvZdHwcp0CxnsQ1wgthak1OoShrQTmJtnOuS+ooVhtC4nxguGOoTHY",
+	"dhQF2u7PYATMGZi/XspSfOcEtDRsvhPsZ7J0AiqF940tm/rjYgXUsK+0/UBw7cHi9sG1+WGundQIMuCH",
+	"RvFrLiFm1v9EFWg+YCXXdLSva6cvUC/UtumzIrqPz8cAbp75cb8MXwxXveOW3bgr6qbWao5XXyV0VfZU",
+	"IkMY2mEeM5OoPqg2IaOdYADp2nJWaLnaLkccjNslCGEjooBxgwHUCYJaHSGqmCywJCaojKAMFaISqoBY",
+	"80RhOhh3YoUeTx4/euQ4q5Uqt7RIa5Vhh9NwdkmHTK7myEVMx82eihqsz566DMKDXrpvwNbmLw/0+m/G",
+	"WUC7pjd+ZoMIRvLJTdawNeSCRtK/GKclT+Ld3Ahx5TR4T2QBlmD92gE/xOs+F5N3bDOo8+HaMrshjYws",
+	"SxeVxR93o223MGC2wa0hX7oT3pRh7gAF4h4M53NBusT++/evnx945YTY02AFESMg+brXaegOHyuBbH1q",
+	"WuSgHqeZuA35L60Sc399/PYYPb6/QB0YSk0rdQ9K/TYkD9kF1xh/NvDspw800UUY1Q6k60jtvNTbi+vQ",
+	"/gZ8j7BksZElorww4j5Y5WHyf3HNy6a3ZqFH88Eqx7wsTVtFYFwxXEiKdF//76a4BZZKwQe2ouCg7dfi",
+	"jrhMrQkwY0ZTVgNbbCPihbSDHCBaL3di2P5Nf8dYN8f2mO1LnfPSSfID69tNCf0FUXfJeK1nMyPAbLob",
+	"T7kYxCRyp3nY5gPTjlbizlziojvDEbZ2T01Q6dftWMdWGdYVT1rU9TDVpCMxzzr3pckYL0sGVV5FyH0a",
+	"k6VFebR3z8WC4oPBorQLOO0W0Bx2uQLj8y2Y4A6pVgieGZDASea2I62Td8+yWuPcu+bj021xI1WxkbId",
+	"brojxv0blFS7lIWS8wUIIPZGt7fNeuJwCruVrzztud5jz+lSKzrijTD4140olP/bLpqa/pzVEv8w3DY1",
+	"/dnA1z+lQ64SbJCX5SQvdX7FhNMzX7169sMPvsaH5bX1mD1Pvn726NEhFuWyonbf/q+/P5o8+envjyZ/",
+	"+enZ3x9NvsE//6MHnyxlSYl6p86g/1t2s3aQaEFCRd5i4Oz0+Zl/XOi2mDL4vEOC7ZKrhpdsP4Zg0TW7",
+	"5PmVUMVBBqAtbN/HALl/YV8HgGxD3DrsOrTm+F9j9R5y+uQudhTqdAxhpD6yfY/VIwr2w+nXB4fsDWh8",
+	"cw/bJz5W2ghWLVZG5rwEhAZzxKaoobWR0RiMXIuZqIXK066cxHCqqqRo7HT+mZePBhUTim2gcKlw3Tsx",
+	"IEJN0ko8SMugeamNGAo3xMztuYQcJQ1atWX73mKYMSN/ERmzNc+vTMaM1VUFMggMaALRiRmrRcXd2Tvo",
+	"ybQrRN6TqYkNP2D4zm6qF0bublW9jJ7ZiTt4C14XE/poB/FuwDCO4Qj+jVtaxIUq0nJTxCJQfLKGXP8A",
+	"grSjmDpk9CJjnSxIJ8tY7o6dcneo65UOiD9xuhKKwADdl71msnS2RNQhOofbgBNHgf1Gt6T84H51C3+5",
+	"smLsit/RhDer+TIVuPcSfmf7EH2CWQtNITUVPjUHbukWuizGI1gX4mMfe37l7ms84PCeI0MIc9rnzBfc",
+	"hmUGnosEyvY9oa5tLF56nOU1N4s0EVMng7CUvsgwePb9sMhxMTZVdTAs92I9DA30IFjTrn9kRHphIKaF",
+	"Njb46BNGeHcEnie9le8vTlhBnn64bB0db0w2bciAMLN+I7SX0kNI69biSxic+EqnvFsXLZOHM4IeCPDx",
+	"EMPX6gN2+mFZfX1w2CvIjONUZHsBrAMG5LI7qisG/KZyI/EqTFvnr33F7LXKo7K2TmSBZJyt4lMweHeP",
+	"Y+QtwW7Av7sXDTZiexHPipeuZfdrbrmWJ3XOXGdfuywhpsl+8Y6Y13akjo7w9CVWlrpfjA6YZQBWRU6w",
+	"GzZHVxwdrzK+BN9GQmU0n1Vn7NxqPRnI4FZYk6qNEOz7FxfsIa/kw+snDwOvegj+pMlSF6LsBMTGlTPO",
+	"9cw+F/5f/q9Baf9c9GT7HnuxmHcvBWlIcYF0C9fKPYnsIGMkj5OsGSw7iMtj47BupwBIM1b0R09oX/vg",
+	"iqZ3OgFQQL2Qs2x11SuNmb6D7a/9UG+VrrAdwqle1LWut6ortZhBRpCuGTp7MzRkIuB53O39iBmbhtb7",
+	"ljJaWW8732mTOIKz7rtVWoun2pxwz3MsxrWqxDPZo67t4mQJBoIjj9HpM1Rwkx4AxLuliu1j4sL6BSPv",
+	"PWqPVPAgcTq0Xo51Jxe0FEOAoGlDLF3MI1RIfO0WoPSjLhDicG1JTtSyt48KXvv0QtV2R5YPeb2dP+te",
+	"hLb25GzKbb3imulIXEGwikkqPiRd1Hhkg/5aGLxpaYfHSmGR5P+vL4nFE91N8PKSwXjZi774MsSvDtlv",
+	"l8BidfAWUtiZP9N70RCcRIZcpC1jNiyMudZ/wHjz3mLw3ZD0XYtp+vmGo3wlVZHOWnEqkLQytdMXITo+",
+	"tAfE4H18IyNKfaQF/nrZk8qBBZzT139b3Dkc7tuUF6VlFeQfGzl8PESQG83Rmn18+hrgVnsNJlbUS6lS",
+	"S9rJFglLugL/8S7Rqd1yIKG/FK1skHXNlQH3lkmizADqNt4/hqwyVgys/azWy75Vwyo66TXSfR+BBJL+",
+	"ppbzeToznFsGgb89e7JunXBjhjG0jW5fuzFb4YkpHOjugg8zM2AMjutsNWnFDCJxvfkn/eFpwBDCZcn2",
+	"25xs4o9R0CgEymWszdK23Fwd3OKuiRnfttUNU0gv2VJfi8Jn/p0JI4tGnDiKaarbxk1ivJ/VDP0brMZO",
+	"QqYxq7GblJe2Xp01qlNGJYXp/E6VK4p+B2AisTLBcg+d0m26TMeH+HoWCRe6r3RhNcvd6xTtCUUdLpF/",
+	"w9h9eeJguKRMmqWckwMmoFq2YZxbiloMVbGoe9xm6E5r7SLkNofOma25LFPY84Mj2Ui/pMUKg7jFQUrH",
+	"jrYR/O265viJ06SLesXqRiUhV4UVxV/FajAlCI4FvQvID6A63+imLNxe0hNU1KO+xsAVRsc0fStJgxUE",
+	"44Z3OYhgdXGvAd3QofRZaLJ2c0MC2EVUhRXuKXXudne3EphIaFoddbK8wlvoqd9lXdcDB3CRs852Z93z",
+	"OFCzEhBHLhayLk55bVcd0J87czZAZsDAPkQFCFAz3ZM6jCvzVtys48q0JdpoWT26D5ku0NymMQtyuF7H",
+	"00dxwY6nj5ILnli26JRsjNjtAWsUpL6pwAQtCobSBOhGpVmp1dy9dpNSG6/EqgcoZo18sS+IBMI67uMI",
+	"FF9Ojj9qaFN2Bu9omq+cY+JfclQpqFrytCIeb1Did4kqSDLivaxdvPSxt0K5IZ/0I0cSiwWsd5+UB7UY",
+	"PMzirXAoN7Orb5xiO6FyG2jFdfrggpvwazoUtZRzeVmKrUdEKBvwQvzFgfwdZY6Rp+VKiApwWPohb19Q",
+	"Tze1ozxF1j048y0Abu2ORzU2gRbdPb1JaN1yyH5JKPW6W5CWSiBDfKx/j0yfft+girXS4BI1li8rc9ei",
+	"zrtWTE5O5Ig96inhPEDbupR5EiCYTj7DN0LypV8CqdhNj9V8Hay5hRul3tYPZbR9GwuSOlCjSLVPTnpO",
+	"Ny1ot/dHrD34r3DZjia9VAzTyAu+A+oa9dqzVrIWP7S21Ntd4afuVIobDENxLa756xKJWzqEvAzVdcTx",
+	"AbQ+c3rIfMEuS51fAcydj9YzTHyUxh6RDEcOLwT9yKlcf6+gCPCHoxQjj9OOjiI3riWk8gFjLPQRSW/Q",
+	"TA+Gxq21jagoFYhJrvcR1a/Sksi14KUojit5oa+ESgvJAY3aqRDuAwiQDNC1mxtq+9uaOXYKz6nZYLIG",
+	"yRswbSpuP0x7DDFXQo1LvQ1DG2ZDvkVqO00YvXA2tYZMVCD1AqsbzzbBi1F4A8BOCF5KYDc1srSv1Ths",
+	"GHiZSXWEf02kImCbnCulQYf2+HG6jplHAnypP5utLUmgQcxYK5EeX4zomYas9hCtyiFVbW2Et78PdwDg",
+	"wSS5I7bkK7cUkG22gwn1PVZ6VFHim2s2naQSdjpdbWHjGNAQAcFrx+hX9+FIjMa+4Q749TZ3e7Pc9NqW",
+	"A5KBQHC4YQfg1t11pLH1NkT6CRGAYbQZnDxQ1B0b8SYHxMe9xZVJC91TzdpTanfz4ynslPSm+0K1jsuy",
+	"pZmxsOnhg3HGCl2K24Okn9nqVNe2B+DXMcezi1MGt2SEA9oGRyREqnGptdDaLgHdshZ5mnFQnU7gVDgy",
+	"XtfymhyobVhDxoxQRfSatPBLBzCUGgOMZpV2qw1A+MIMuWKNqgXO0AMC4zcBLA1WFFSivORyuctK3AbW",
+	"d3Toyw9t2Iu+Ud7V6kabZp1JvJEL33XB3j8/fXhxchpaGOPJbupKGzFUU4EWDyp0x2q0h3At5XVfxE6J",
+	"Vq3+1AppB9Cb/a5uO91h90F8pi0OnBdqdgOA2e2ZrTF1oprg+fnZCQEdtvVl3HKtgUnZAQwpY7ltEqwJ",
+	"eETrm/MEE5DY/JwDdmuaeraGs4QdJozT0UPvhZ4NAcBwXGNe0p42WtGNOJPGDOLShuOwfra2MdtjQMBM",
+	"006X5WbeQtGJ/WtLtt74QH54DngqZMOwbU6BE8tJB8EC7zKsL5tSmxerSkzByaaVoGLVgzdPfHf8lg2/",
+	"/FYX4gT7OQbYIVHs/fbT2qL0ZL92liMUZxq6hLazt1529gP/mKrjZCyOwUtnTlYay9Bcq1KlYvLqtWbd",
+	"yB4YOAC79JCWJWBJzS1rGK5t7ha/dExgbqrtUmbjZI/bGSmQJXE2q0VENaEakt/rB6ZdzTX/2HapAsoA",
+	"qWJHGSF9MR6zUF134zAdeV8FqySANOOs+sDxW+fFN9989U1cIP/Rk6/vfK0mSlpvq3S/23201sFXT+7j",
+	"phhXCt6WvW4mPE+lnAl3DR91ViVc40F1AtguE8l6h+w52orYV5h63L9r3z79uuN0evwotWeOVXcGSwat",
+	"x99kGyFyiMppNfL3WXxn4J3gbgy4DihGhkCYg9Fm4IrZnybY9/SASWWs4EWL2mKa0h6xR9Q0II1rSr4d",
+	"cr9FC/Fou7czcXsPsJczfy3fzpGJ4jtXa5dyCp5pUKaUrVA46pj+sfW9fldrquPGLk4CGH2f4tpBrGcY",
+	"e107OVxasnlgEiIW+jfmJpl0suDmlB4OIdn4BtxO+37iht0yiXIGNjbouxa2qVWfTW9LskOqzmKU+oDp",
+	"J7AC9AtiPRrvKqdF6UMwLBPxdc/l3IkR8BSa6TSvlG7AcC8xsjxf8LIUai7alJIt3Y6xa0XbGdsydY2G",
+	"rlpAvYKdwYCo61QqRnvK0GjV26W0XV3UDRehfTnA1+qyrVOgYde46lrfkwa1HvOmEXXHuNkuTMYatH1W",
+	"ot7w2AxrTOsB+KF/fyayDjF04+rbNfxpFNH2G8zWS03gwkPs93rg91iTWtTaDhLwBp+5g5kN27oA7+e2",
+	"GC8rjKWK2mtrkUiJK+e6lnbRT7DhDSjFFMuxPzz/Zi/bO391PHnyzdOkGMsbu9C1/AUia14B5nHPAlO2",
+	"IJtSr4eHh1N2HH/OFogEjQ4jdH/Mar2kQGnHMVtm6Q7v2csT9uTp4z9jhZqXJ+zPTx8/PQr5+IxDrdWM",
+	"2Ok6E0+YvFQqJR/PO4OnqIPhMOkey5iQwXfj1M65vBbKq+SzWpiFk98LvexNV9qKXNyyGKrRjZB6xmZ4",
+	"9AnShAaW+7A8XEIoccE9mK8XTwkYNn23/KwTAUv/s+GltBALUNXaoogFR+YIYyYgir0zELIfKM1+xpxD",
+	"f7AUwsq505M8VmNumBRjM60nNdwvfYVz3eW4BaON7q5aTGi5OvtvAv35SxUWHhAi/FqPCqDXVxEDxVOY",
+	"RXSL+5GmtWgmfWzlfKmvhOMrd0BwPac6aVYz45qbuMO3yWsC20wkbWALGRxbSC5soNYxIvztxHPDhPxc",
+	"OritT3aCbcVOxy5dmi+Dhxh5s+NKONM7AbZeBJR0c9uVgaHeCac1tdI7ApF58oAV2XZ4ds7e1XCW4Io4",
+	"Iu4LFU7ERmRnpEw9fvJtSueXS6Gb/uTY76CIn8c3WzhRzfV95GM/2OMt6vxXHV0+CT1Yc2V64NndIkJl",
+	"BBbeOkI0Lowcev/8FNgOoh1CFK3V7OLktGOHRxwumzte0hRVkvEmixXV1lTPHj4EX4U1lXF/Q4WuWAYj",
+	"sd6JhEyqmWZyFpVYZEoIVKSW69rto6+/7RiPvt0mhboxjjixaWLFXDR/MN3bdIrcDiekp6aQ+kQXImG7",
+	"Oj4+ydjpyQ/H8N/3bnneVY3P44/mvnBXhWvocFckqlf6BqJ/w4XPrNZXXb1FN1ifnRpG1EVwQ/bn2wMy",
+	"JibXe2NV0QeMXvVhIrGactdM40Qz7YUsBFIiMNO6ltfrzsveES+EnC9ShVl1AdWh3dP7qQTagwXAVVjp",
+	"nSU1zq7EClFxaNYgisil6KkmYXsA40Ut2v3GorH7uVZK5DYLGYsZM8I2VUa1JHXNCq1EOvXfjeFCgzMB",
+	"Nm5r6Z5I6uatFZrOH6lYtbFhwiO3d4DFAZisf0wVYEUpsbQObtR+U0Aui82r9DSTvOuCBi4KKLXmU5vW",
+	"9L1N+VAWoo/uXz15+rUbyKsnT79JfnwjC8fI0qcYHo46xAm252uAWKoG3bKOJENs1DlUCb/g5uruiRoN",
+	"aDUUP8k4wwrkzHKTKAySCrNM9rARZwlHjZurKMoSPsQqZmS/dNLyfQdc3jW9ayinq1GOCAfrjNE7rGhf",
+	"8p7MdKmxuVCi3moRi5uDBIpclyW6W3Y0gs313zAnZbO37+F4wPApb+Uw3cKSf6xqnZr+33z06ffvfjj+",
+	"z9OzdyfnI1n9XNe6senc0jaurH1r9A2ypMDvQbEbp/0DvrxD1ZiogtzmNVMJ9VKW4jm1oLcU7KqEQhin",
+	"ov0gYPJjXY0jNnncCiZVya1bAihjSCGd6Mcae7/WfGa3rs1aaT3EQKm3IqhA1kPnwz53ckwC8QHtHLXO",
+	"CUkvbthtmpgf6AAt/xCORy8pYJsQESNhIgkazk95Y8SFtrx8m9IEAX5qzutLPg+kC7GmWFKK8NcVV3o3",
+	"eNJ5firqXKRiMb/f7M3yei5AvXWfuIf737/7/uSgPVW+oNXI47MQvDouS51/lwbfgp/BBl5CMXEQ/3jF",
+	"cBvGTtJ9cr4y2/qAlmmz9KXlUomilYEQCxlS3OHCG9m3apbf50NU6y2iRWp781VejgY+Nb1TxONz6Sd6",
+	"v3NcI8q1LV1b/WiUfm2y9dMfn8oByjtNSpCAIqAR4gz+F4Im2hyKyxXjbKmLpkxBPRdFnay69J1UBaOn",
+	"Ps5M12z66BD+H8sQ87JkblXqGc/vUhUWRxfVZuipySCNFco1PFxgguISeG4bXpYrdulV3JQzcXv5vk3v",
+	"1aVbHNAy03BsMJ2EqoHT9NkSJoy22wOvJJaRpRpgGUXpThbWVhlYIqCMrPsTFAOsvr1DGKo7SFSlIMTQ",
+	"zTohV3znOK4XKUz6TnQY9+E84ueGl1CM2j3BJG8j1bwUO0XD9lamvwj6lH8nNgcN2YHW3X64kVlcP9pT",
+	"TIiZ9JPvVLkIJ3VLgcKWsNNeP/fEdGgZo7axggmOb4u0fB9yWdp/eOaHVcEouSoiBrSDATfibqPj6fod",
+	"itga4Ju85EuZKix0rCDLzrIZvAABEEIoH4ZFYswEkV1+FJfnOr8SCcttmyIxmB6jhCgCfCeEzgHBQd8P",
+	"DA6lTxs38rLcUhY8p1LSkbfMR29wG2VrpTngjSyLnNd9SOqdQYJj3UDyE/eJ+/777U700FOcW7LXTnLr",
+	"btZ8Kf4qU3wGKjSCBSqupT96H7dkX5HugB0AXKOKCujLTpRdT55Tr9IHSr8bM40opBwH+5LnWwtRltr9",
+	"2+0E+M3MSuXbmZjFGvdby4FHK/1D363o1vl/nL97y6z46JGwd13svKlNyjz7ruIQnKERn4ntT89e/O31",
+	"+et3bw9fv33+4j8Pz1/8z+kBXBvcGHcGf25EvWLYHlKXaZaC1VDKJcquD0u5KZ1ckyIwxJ9euJdeqGtR",
+	"6koM3zzvFINtyrwGimBFHtJi31znh52FOrx+fNAXapS05rxTDDc+YzeEH0tYurWIYD0T7bm1KYaGHNfK",
+	"ojZzraxUDYkq7o4hnBa34rnbfSdJ99mjRib3t7RVi1m5g5ZjxM8JC72ukVll4JahWkz7jzP2JGNfZez/",
+	"+3/+32AMnfPKHCFwUAMJrqlZYwtSzQ+OQFaB1QLy9xsRoIaps8aMTGbv4w4vAys7ou5AOoOewtVVEy8O",
+	"A4ncL50TYe6Ri7glzzwJb0PPiThK4Aev1Uyn3T1Ws1Aseiwv4Y1bEUsg1z3tLgRrqnnNi7YKtdMO2k9F",
+	"EXNzAx6iBnPSTF9VdrgYU9fH3otWspDg91+IOGUasMDAKZhRr4M3uRGi9R7uIk7FAlAi3RbgJUp5LfoX",
+	"jRxE7k3DZFFCQQyFerph3H0MMyiEdUTLCoh6VT33IInBF6uqD6uqvcBNhsvEU5eNWfBKsMR1dbsVCkJF",
+	"YpEqnnJnnHIsx+nWKJzNjNWi5BaEOx2QKS8hRBo1hgG2nN4DzvJSIh6We8kEOOha0Ea0x5Y4QD+epnEn",
+	"PxnmdRHzOFY7DdWtsvi5p0zzZf/1F1aDRa+181jyVaDA/XORT8L7Ew/6dnAUHz0j4DqA3EGIbJjNRC1G",
+	"iJqwcd3BZuvMYu1IRksUtiUmk4jkU8zunF+Ll7NlJeYXVPH1lqEj6A3MNaBDUVMAJQjhtVT8puS5YPvW",
+	"+w7xbSfpwAgOetz530lbcyv+epnybF+gpRNL/FxKi05uqdjVpbQPzRF7xEpBYdJCYY/5QmuzJZAds26G",
+	"QtmzwWCDd42tGj8uKKt1xHJdrYgvQTCxqhobX3LuudtwnoPZGzIVq3z5gZf8hv5cNvi36lae3BWRIexQ",
+	"MjsoBVOS7YmPtubH9TwVXtDUWAufFlhXxGwN/fkQY0QhMtpkrJRLaVG1nAB8mM3YxDZKZO7feiZL8ew6",
+	"Y5NSXIsyY5N5xiZXYiWV/bCUKmOTy1nGJnnt/rvkH92Wux+bGZZJm1Ty44fZ0jXKa/efHDjOxOQf7KIW",
+	"xoN99IS/OW0Bh+2ObTTyRBLVQEHyKAUqcGa4Dc6SQNN0YGYhUsMd3cRhGTiyTx5tO7F9ARvUOT521FPJ",
+	"j6I0Ow/h66+2j2FLpMcP3SiPjbPqrbozFJjr1UZM/PboMWrx7VakEcqyBWT9XFdivS7k8eS/+OSXR5O/",
+	"/NT+efhh8tOvj7KnX/32H72RCmNYGtYvu1eW5v5v2/YMRVLQMcGR7cbUFk9AlVg8efrNEPvqCcWgjuHp",
+	"HY7nn59+u1tqWuekdNamw/37bta2LOxtb9VuYf22joe5/xr7W8mmZW2P4RxtFoLcqVZ+3F+c4nqr4vlH",
+	"zNYNBZJiCZS7ltPfuhx3qoJ/lKzOguN/5K6ddhLjc04f3amQfqiiD6Bscs1/9KJxh+3hd6IuJdyL7y9O",
+	"xtyHn6FIfhxLvlMw+WbdfBptLz3r8u4AuiQRc8R08iZAlI3RoyXKwjtHblO5YQNyK4LbaI/VVnlvZxyu",
+	"3fLL7wbSBcZ8cFeBdymuwWFE3tTSrh5GPWxgmUeWDW/B8Nmj9wRcnj5r8ax7T9lGntq9nbmN/LPE+YOA",
+	"fJ9EbPhyLfDWSdKNz1bcOStgOM31yBcHgf65E3OsgKLWhZxLtBtox/lvpBHkLcJ3TIavuP/V7r+AU2xy",
+	"7TGaFqtqIZRJcfbuHo8U7x4/+XNavqt6U4t9nmWba0sGhlLPIR7fzfqILknKnxMqr1eYBea3JC8bYwXi",
+	"oLuZbSYfD0zw2+HkLQr83DPX+V52u3ThRHZwlOKnNPu50RDeUrNSKsEua8GvdtyX//WPvX/8o/7HP9RP",
+	"vz7OHj/5Nr0TY7Jtt25FGHauS61wwTW7WUgrmKl4vp3zdQb+7B//MA/dqJ9+/dt/3CV/NxyzJBeBu/JE",
+	"l81SpfXbHJ5heAPerBSqlXDEJ5cQG+8H01Xavm3KLeVraBTSsLfvLtjb92/e9GHAyiWvV38Vq7HtVVEc",
+	"PH3tCCbdfNqb8VzkJXc0SK26t7ab8LxMgX4HvwqdKfTv2Dv8d3LHoPx9hnUdM0YVZ8BAIcVNQhuAQZu+",
+	"jcNYPWzUNxJianztyDx6VeGvsfZNYxgvunWOZaqSfJE4L8+fv0GMMidsp9DmpcrLphDPixLyap0aAIgX",
+	"daPQSWI1W/KPz4vyZMHrtJm5KMoL//7wEXPDueGmbX4XPQP3t59oan2zFW+z1jdmbRlgM9xOjvVAwss9",
+	"ZeHhRIAcgINt611HEVDAO7vdjowgoCXwxBSimzjmoMAhiyoqOZ1b3Gz383XJrp1fFghhbZOTRIhoDmfi",
+	"Wl+J7Vn9tXsP0vrLMpTPQ7pyjHqTJumdF5XOFz0lMQhPQrhXPP9yjaFYoJwcZ3w5FLR+uVHkFPDnzn0Y",
+	"iDSmEQUVbOAKUOhrapnXoXDryCPjBjFOoAPhkMrl+rFQJQi3riPcINRX1l2w5I4pXpmFtsd5ngwHPWaG",
+	"3oAUb2OYlT0u2R7UMI+ZXugbVWqejlLYBiAKZkyJHiarK8NudH21Xo11MJcDv+5Jl5LoyYN4Ue/G83WL",
+	"gRUuEJ6yJ8sjmYd15t2C78/etHWJIaVMLiH4mdf1yuOJtqu6xR2P08j8cmeUJdUu4PZdvqUpjbZfowK5",
+	"4wHAUn1wN8LkpSoBf9afigCS5JQUwBng1vJ8sSRl27M5YGbZnv8saQIdxDMjJLMQggXr2aY1P320S2Gc",
+	"x9sNoLQqQ7tyThbJFPXRKXxgWjp0wkA6qHtcJe7bhWv77tG4ZfmVUITbGgWeSMPewcam73QIGb/m/bvj",
+	"gbsuhb0RQrWdjgwN3lbgF4ZKy3erGr/rVSjCgsdBwOvTHLP3t6PJE6oQabXTQrYfkN5dvuBXItri33lj",
+	"WxCBUeS2ubiQhf5c541jH3C1HzeFtGciHRbfeTOkqSjH7nyEdK6VrXlKuyOglNdpV2grdoKAH6PQjEn0",
+	"G5Xw6HNJuWHhg11THXs8uSeEAgOPj1BYrmp9Wbq5YGiGKlen/hdSH0brM5tb5JYxGZGDXWwV7nGVyfpF",
+	"H41cbLtdf1nqWlAXUI2F2QVXTjdCmdZA8tZNWqVZYx3dRL7OIVqbbTyybAC/5dzy2oY6n7djKGj+1uRn",
+	"ecamgcNNQbmd8qqagkg09VikU7aPFU6gODk97Nhdpu6k1Ov8RDmRsr3fUrErVQKU6biqSorkIeOLRz7l",
+	"oVoHVi25XLEw+lH+qHHXp5fMqVu/Vkfgn+oYesmzRimm272DuwE4BJnFrEmsD8y9eN/eBMcbWP4h27at",
+	"MMj2oWo8y0u3GOQz6WIkUNiatAefz1e3FSDX4w/e36kZUfT/iH34QJv1N/fvDx8GfEmpXn7rI3ec1Wmt",
+	"P65u6yCvmrJ0nPLjCvCKXKu3IEWrWdVcltIsmFRW72TTDZ6BD4eTn/7P/9i7O23gcMqS+QqjtwdKwoMy",
+	"dJ6iqfPbukf6Z/5PhpKEAEBHm0BJoDYAXF3rciEXja5ZqefzTRjg7UBJI8kvKlo2dAIS/vckJImjhnAy",
+	"0lexru7pJjZWV23YQ0ZcisOqJm/8f9p7tDvTL/LK/He6XXT1CS4XBMXc7XjuHhmx87H4xFfE9kvhd2Zr",
+	"YxhaPQzmA0kVIaBF4O5BapXTmSBKJEo0Xne1LSueW1H014X1T1hTAaz7QuYL5qsDA/C1b2NsGXZu+SU3",
+	"4lz+InqwJNyjULCcXg9yMEBMjOyrPyPuhCqfm05m3Mhmb3g5cvQ3tbRiwheCF+6q3XX8UItZDEPyYNEj",
+	"5l+9Dd5X3RbB3TwRqR1bW4JooOkz7I434fYnPR2I/VbjTYQw5a35Fb4+ZGceTosbdipU0akYUAjjJkP5",
+	"a2hbPIr13kKaCsfIbFMjupeTlxnvVhvwFQtiNvXAICzEkOV9GGQomv8xfjJ8W5/QTY2RATiyNvx0897H",
+	"V8Y5uULKJTa7//796+fpjNiR5fMCztmOlq9xoJEW6pzoBs4H8JvNmrtRkiAVmRoac+3UaneO2EwqXqKL",
+	"fsvgt9ZA2y01gFsPMeejEhplZclyJ5mp3ip5J/37/LZTMgOqAxAktsTiFy0F9KUrU7H7MZUHuLkSSCvS",
+	"QjzjlVTFsx5YT1jfnWgErrQxbgXIboDt2ywuelvPQljjrONlCG4/nE53wXap0JniBj3Yseu0ys2VSQUf",
+	"xlol8FJEFUtrlJ3+0xgoAHDE55iW2BlCIni/SuIWtPcTiB/upaytzMwtezwWdIbP4eJJ0BQaqCCsBOCw",
+	"K37HKmUXLbu9ba2y7l2XsKdbbVNVYk58WXGoLeGd01F5iV0xsirE7QzL53seAHJJ0GC/tLl+ODOq0uOG",
+	"DjAAEUM6YudNngMmS8ZeEmO/cIz9XYOhsSfE1MFYAWw5PtN03e9le88DE9uDdHdC/AnN72V72P5etuc7",
+	"2Mv2fPMDBHFa8lWqosQxwN5CrQPIAMaorG0F6MeoVhsDuRwCj0vZafsk7FpXlSgg0boPUdkweotdipx7",
+	"GACaau3EVas1M6W+KVcju50N97fDBHrLyl7QGMGihuWwpIVfDEYLZUzOGFerw/uwZWI4c7zvacQvWLS+",
+	"FoPxXRZRns6qB+SgP9N7YW01mZXXGcO/ltXXGVuUBuHJtoCS1WKprTguirp/TVHOxcx5d6W3ngOERJC2",
+	"73avtwiJ7QruKCGOMPukQZy26/AjMtr9tmYbwcyx1o61Jtuc92ipPUUH0lgnzXj1+hkycqb0Td1uHoFb",
+	"rIsGhElVyAL9fgFfY2y5Imp9xwuQuGni/msUyN88CbL1w7aRe5zzrFX9ELenM7612ItBPWNzZe7KN3Yv",
+	"boUjTJ2A7SWeuis6cIpq/XHVq4NfbFTdc2tPKS2kmCMEmf64SoS33Av+/93XeauatD7PI7zrpKVgU5+J",
+	"5d55GMu8KU79cTVO40YzLOVrbZ2BSQte6yN/4DWfgEFEFHLD27t2C4ejKWwyuO4q+jH1Hy4KP07bdoBT",
+	"axUVSr5XqWmk0wMOtL6hslE4qiMy1XtETByq0uEjKLNq2L7PPqsas8g8GRzci5DRjc3omaOezUqpxNAl",
+	"CwrwjZvMO3x518tWq1FdAAYZhqTt3EMt53IAM4qWAUtaGLZfNWVJ4g0u/EyWPXUn6PZJZK7RzRxvOwmM",
+	"cINgwF0bYhfukJ6kgPYiowjvkUCfmPWQi64V7ohxp2YCaUCwB6JsO5HJicwbkX+3MqoQcQajyhhnWlSj",
+	"nW+hP1vz/KqvFBc0+MAwfKl/tbfP4sK1kBQo+m1Eb6gqpq7trmf1XkTI9ohssljsICFLevvSGCsSbe1o",
+	"K47PaviXt+LEE93hkPl7bLzd5tznifzudpsOmScOA3BssATj/UOVg47CfeHxOwObhNuE3/BVbIvBhvay",
+	"PfpswKSCJJs8l6KEpDgONQuQ63c0TiTaUNUwGW2fCttHzCp6PvIU5f21dzKovJOxnvpbd6tiFaClYcb7",
+	"gNBycI/lq5JN9i/DVRLnFwFznHjkq4q1CSGF0B5MJnkKDOBvpDGjzhGbw+MDvfqF7UNDY0e7vfDRTtNf",
+	"I0JYC38ykiR3nb8SvLSL58JyWSaTVZURyjSYw49u5gJf9jKAk7JTaaERrEMSNhMTu6l8QjqHFi5tUbyG",
+	"nMT0vZiHAaJjuhAfGX3mg3RQwVhyx9jESNsdBFQn1uO1KuS1LODyhJXDiPzxHBrXG+LiU/yZsAXGaWQe",
+	"iCCERkS5okmiLqEGaq/jrbXt5RRXgB90AEyUpl/drl4pfdPv6Lszejyf2Z6LoD2Xpg0cidry5P3GV319",
+	"CWZ9+POEq0IWKJ6cLxpb6BvVU1R3W9xFwCLuCVy5zdUZoOrbsxAvRbSLWZdAsk4EBB7gQar3SUSJWwPP",
+	"dkgJGiwUULTMY1A2WWc2JP83KQTAa1HzMtBYxGnizYXSboUAiF5AZ1D8mstyzYTUqWGc3s7vpHJ3uIfb",
+	"Xutui3SMU2hbTy45cLkXSy7L21eHjeBkjFAF41hgUGlHTxSKKZZUl20t8bnpATY4xwetOxaQTZ1C5wPD",
+	"6FNH7RB+2x8b+CTCJIsUK52KxsplBXAfEcZtoBOYw/ZMVj1upbclkRsKwtlhNYcKkGJWFaQ3+n2Sii2j",
+	"YpEjbyDainQYBjyavH4e9HCAyW3hjBPZGsoO4yqc/3DRgsn4atzRmeipyQkfJM5V3Bp5Y3yy+zZtE3KW",
+	"qOFOycZ4Ufr3Po0U/h03Moc6u27l3ebyS93YQOgUEYJZxAlJpE4hBpycvmfuibQit00tIIgkCP0kGbf1",
+	"zdKGv0964+d6uZQpusdCu/jY1ybiFAuJZfDXEPrHljW0Wpf5gksV2Gmy9RuJRT03Wl9oY9PgHa+0sR3c",
+	"s0ik+yTyh07dTGuFv26z5VWtiybFjU/xwRA+SZks2giu6W79QgBrC4WxNiJod7AQ9rtGQwqp75Pe3dVM",
+	"1VSAq74t+9dIlSf7G8lSR97/o1wOsIFtk4HSukUVk7JcOOFwwjLkLfE6ry+I3/d+nnemS9FTCKpzGj5D",
+	"wafkAT0uS9QVuqdztNZEs3DT3KXU0/CiXXDTY9cBFjWRKq7YCzpriNS7LSwktFToHsSekhv7Iu2EhJ9b",
+	"HBADoZcdxUw6WY0CiHpb75OHzpslQHRt6WDBqfhpo9hK2P5uGpXiF+dxdWzfBzKLI6aashzq6HYRrags",
+	"vVPlFuQy2BiAp4SyzWS+aI0L0ExPwZpGKb612hZ0kHPFLqFOCVtyBVUG+9vcWrAQmpSG0ctM6ZseKa2p",
+	"oNTaaVxjesxAqSg1oR86eWnJAXEJY1RND5wbN1d94FbmCq9w0CVkqJvmC2qO4b6h+a6CFG3E5ow7B6Fd",
+	"3vi0dggkpsVhDtIf0ZLiImaXoJXeBsb5AlomNyoEY3iaZ43arkt1Spyv1T8ftBukteBft1RXgOM0MZXI",
+	"ncoG5U5Ki/UCjBPF1sSodlpD8fUvVBGVJttVkqm2U5g0IAbzeGESJNsvdXW46C3GGG6JYT7gWk5dKB2+",
+	"ArdGYogLXbvrKFwqUGzGTbtw8oeuqVb9pYAf0h7Z7VxkJ15RBVYQS1rRUYhXpp1bFs5pP4H06kP0oKN3",
+	"RtalLUqno//iedL++Z17hH52DiLJshIF4xZ4Bj3Yf33+jn379NHjjOENO20UCGFYhLdR/jP4xnwK/fGW",
+	"fSJWztZVpZU8Pn0d8HWQvmgsclmhg878Dnos2H8RcLO3G3y8bnfcyH6M5yQ+VqlKdz3+pXvTeGI9p7s7",
+	"kebTnteuFpRYihQtgb3u/qG3wazHPVjAOvw2n3Op3AsUG+XrTDlpnwCX8wUvS0FVjdfMQuVc19Iu1tCb",
+	"f3j+TR96c/gimHTi1r1lGxs4f3U8efLN06Qt+04w39hxuwhdI9KnhedeCrvQRXe9nr84Pzl7/d2LjUWD",
+	"LcEvWuqADeoWR/ANZOz8xcX7U3fBnL45/r/XZ/O0M5mvNibz069fZY+fpsetdLIK2rFfUngOSRXAzrvj",
+	"g/IOYBSGCvIcQLzbrT9inM1qYRas5qrQS2psu8l9TCr4z7rqrjZvoMhZdx7/s+GlxCqyVa0tVdVfP6NH",
+	"bmSCmDfjbIGeQK8c/KyrjOU4eIDpyME8dvbyhD15+vjPCG+FCOUIhoqg351CkwoLQcAg01AiMi0td8j3",
+	"/dnrzAdjELJ41VjKl43PEWKgcxWUkWlTyynWgPDTXwTlb6Nkypa1H4OA7tc4kOPvBGjuFjbJlheyLk55",
+	"bVcnvOKXspRJk0dr4/DVKN29DGW7QJssdCIEhlvh2GGqudDZirWvbVS+bNun5J/x9S7bDk6w/WS9yzsK",
+	"I6Ek4RZZZADAFoysTnoGzIJ4gXHy9GnSjFJogXYUfOn2ZpRbFAvpjnKzssdWwzN8ONIvEvc1QiugllPS",
+	"TDzTeF+y+LQO08kbeS1OKb8raWCEZWfvz94YitmGmqgEEXAr/J023u0O0eW3hlaGmQDqwaUAX6r3H+6o",
+	"me5amQ76hSPHeE9eF+gpPTUGjVTzUkwc53h/9gbDNinQerxlmvYZFaK0/+ReA5WxuW15rXH8Y2eXAAgc",
+	"kckT8ZA/3S6GeOsJHMC93SGiuJ14lzD9Jo+nyrspFSC/eCoG0g3ZnG6NNym4JNTojoeLxDEoGpn2d0Es",
+	"vTuZxkJqqHEsusWadl+6i6EU3Fj2Ff5jqY31tuuZnGOIJuCS77cY1Y8OdsNK/CoJluhpZThfQeNpC9zu",
+	"CND68cAsO7BDWJi2IExX84AlkkUxcrA0VNJcN4gdd3AEf2LuKNv/8dWL04MoFBHAs3YmaT+JbomzbxK2",
+	"1IFTBzzrjVRXSdWhZUClVICu505SDHdPZZsBmaQWeNLHY6cHmQya934nT/Sur21g6GPYPzROuXWF20so",
+	"CI3EYna9A/wk++4q/xxzkfcpTl0E7LSAADfpz7Pxbfw1GSzcXTTMsol2pLOE3d6gxL2dLEU9FxMNJTPT",
+	"IcXknTjjar7FbeTIf6GVbmrDXl1cnDL4JlpdI8QVIPtB7Wmp5gdpW20SghGhIpStdVmKAjuAegO4sfoG",
+	"/Eod08E+Yi9yXPWK28UB1MbwQC27VCPo7ENn6wcKFKwv30/j6O/uLJ/H9Bo4fkyr7sDcG/ePKOu+uX9G",
+	"AJqXYqUp2zooaw8MKguru18Rw5zRs9k3ghtxH7tTCyVuoHpOF1whwS4vjS4bK94M7MzXX0E84xq9aMtL",
+	"5jc0wjM+Ai3LLHSN4VlcYd/Ucrs52GwEYjq4B1SrvfvbjVQmaHiYYgfoLgdH2PrapeouxnyhZS4y1rlg",
+	"yfzgbkkwbbtzcrC9vHS8608f9QJfjD3tpYTwS4TBqEQtddFZ1+i871Ja4+kdRBZHeDCcXF+L2vybSSwt",
+	"9MFnoU68tSMFuIU6ldawUufc6vqfmIZTVHkfVLabWaBrj5669Z7ewpj85ZL2XTPWj/zeZKEIa+d9rEGA",
+	"YDpt6u9WcNc/OM59WEHuH/12PYM9xsK9BYrvACBuT7D6Rc2VyXUh6guqcZ/SEG14i/lS+AlW2BRSfydt",
+	"za3462UqcfOC13NhMfuRXUobMhavLqV9CHX8S2F97ir2ly+0NmKYMIMTZKCmQlSmf9MKBzoSjQvyFI9Y",
+	"rqsVuxKionpfqmo6Jbzcc6cf8Hwv29MV5N5U+fIDL/kN/bls8G/wJf10e0xQem288joyCJR2Ml2LP10M",
+	"XHy0NT+uU1W+XjY1qIt+4zQ8APQr/PMhhEThtWQyVsqlJAC4CaRt2oxNbKNE5v6tnV737Dpjk1JcizJj",
+	"k3nGJldiJZX9sJQqY5PLWcYmee3+u+Qf3VFyPzYzI3+BNuTHD7Ola5TX7j85MKSJyT/YRS3MQpddPrNp",
+	"mMVhQ1nUduRjit23LOirJ5s8CPCr0om8dBBnIcHZkUTiEA6QwpOt1UX60p2pc8p3lopV8qMozc5DcHLD",
+	"tjHsamJfO6tx+Vksf7mOhbP1RvQtvt1a3p7uAwi6zjXWKx0ZfvD0q56S1FuhWG9V1y00vAV2Ng59xi7S",
+	"yG+yEKMYOua13ytDd/+37RBBt8MsHUe2G0tfPIHEjcWTp98MMe+epHnqGLPmb09Ef3767Zb5rzsT4/O8",
+	"6c/ohihHK9e5Gf2sApOIuVXiQGSbl358R/Qh+cbndJxQ0hPevCmWjI9s9h/EIbqjhM6EyHTryOb3sA7H",
+	"lbxwd8udg8yQmBlXrQIYFAoMJjFwDN0plHStpcLJoPzb6xTFvxU3PpLFJ1TWWL1RKnby+vmZ016pDHEt",
+	"qpLnHsbFJ/NrJZxmoYiFlxLC0SAih6tVnIobdmNboYxw3Ua3cbhuB1wHbjJ2I66hE88wnvWmA2xcF3F8",
+	"TUqGGKNLKG2/EzNdi4FZQFDX+jykcdssd7hDBoMsXGfVeqDF8FaD/xByWi4F4/HXETbHZmDGtk2Xijb9",
+	"caLOYlNX2vSsFT0c2pGU8PtbL/lSgYHva91UtyPhl0iaYIOau2ZaYr4F/Q6K/y9r4cSpjzYZSDbyVD+X",
+	"BjyEnm/udJi3LuTd1zDgFN5hFYEnQb72cWMX765FfVpyqc6sqVJlBu1meCthSHKGWd8hfJFp97RyrbEp",
+	"lR+bHrKLplYI+M20r0ocFyDjtfDhw0oIdM0sMecewocdB56i6+p9XU7Z/tePHrGpVED+Hy51sZoy7VS0",
+	"G2lEj3uuz5qX2ukRJYx4YzWWGkmiL+gao0rBejlUmde18zeASEqgVFk9qZqyTH85jhYwlgJyv3RtxlFG",
+	"Ia5l7o9sSol59/Zvr18yUmWdFvn9d0++ffzt4xYQk9JXt+oq2FV/H/gcfM9tL/Tj6E56qyo/lwaTtz0U",
+	"GMu5UhrYeZT5vLn2wMn+KhK6yF8FhPg6IeCjNOCoh5e9Xmf5Fflw/VpBzZIZKGHw5hg1fMENYJgNu7YN",
+	"5ZCQ4zhAc23OZ8HNqf1luLWcL0XNIXG04mpiZWknv+gOhEFccdqcL3jtD9GWlmklpGHGfYSGStZULQ6n",
+	"dRd8TzbkThp3VHeSpDSvxfleIjVu68n6BHeIE4gQFvu7WvCr1AkTFUwilGgNGi/h8peCX/eljsbI8YPB",
+	"u7gnsfnZ8fOLuNrliO/POt+EeMH3qVgJJ8HQkX1/9uaQgUchlJBZsv3pn/70p/9rmrGpW9j/9qc//Wl6",
+	"EKmedIFE90rGLpsAmBYKprsBigxt1FwVDGA/jeXopDV8KZ4x7oM0uNJYXZ9yEPzt1Lm+2osKajBDBH/i",
+	"ijo4ZMfQro/mj9uoxVJfI2dYJsts7lrV7nbX2kg801sULEQ56L0R9b3pgqwxor6NFIn0+XZYrTELfaN8",
+	"0kKuldGliLQ7nCvLS8Hr0SWka12K10WP8uEeMhlCr7foHtwvQy2utb9T3IJAAWdCG+VY1OnetI8+ODEg",
+	"XXjmdQ/cml0HGWreQrG6vcxtFd7dP407ZCaFlfROhQ2kcUlLjmXESHTaecWNuXFiW8EtT2RS9Ds0AkiL",
+	"azt2a+wamTd8LvvP5JKvnMQC57IXMeKNnku1ffhwj2C1X9fPRs5DeBHXL7x5h8wHWvgTtAgPw+D4TXKr",
+	"3KnlpWsGnpZkloZ7G8frX0ekG9in9XqOOw2+l6DbFIpAEogQExbwFgkbfeTXVqncJEG4/qj4o/sFZFzC",
+	"8hwmOceBS2F7yiENGPo3CeL2Zdcwg2pckop783BvpywxoIqOGcu9m7EGvSR8qdUcYgVw6aTKywZiLmhp",
+	"gBlvj8OkOXTSwWJqz1qUQ3+i+i3MMTWnyOenHsa4Hf4bJvkFgn6r0NX9wn/jpnrkLt/kKFM53DTj8b/b",
+	"xcI+AZcAsMBjIPAM7SfuvLnBfC5g8B/F5ULrq+eilNeiXm0v6VbQm2w/ZOIdZ+wf+ArmEEJcBch25h97",
+	"Bz1V2rAZ/MeJXlbIbbK9H7m0UDDdAj5EKNU2UJ8NoBLzppZ2BYnwBPAgeC3q4yblzmqzJ4nyQcmYmuv8",
+	"Q8Xth8PDQ4RUuGyMVMJgfX6hCuPEeC9O8BzAtrCdffjY0McHbg2uRWmQBdOlTVIPy7W+kuKIdAfDOMOx",
+	"ets2hEHVYob5yU4d/vrRYzbllfwAb3zwew5BZqjUOE0PGmlPycLaKqpCcQK9ptF+3XS6o2PuPiXEvRIY",
+	"ZQARYvvTDx9eaWMnMGX8bIoXLuhKBR7lVxcXp+cHR4jpNYEboJO70EWthpBExkujQdPCdOH/nJxf55MT",
+	"U88m4Eqa+qRoKHUJCtsES4aw6bnIJy+FzReTc2nF1EkF03fwbAqqmV2IFVgb11b2KzbNTT37UIv/DRXI",
+	"YFGlWxlciT2v6u9F021XmVfyr2K195s7hTKJjum4DSpmbvqn3tRwLmq0b7kDAD7IiQlvufnVgpdwM05y",
+	"vVw2yoceLrnic0h3be0Wbb1YOE8RyoVHtXQt4pcmmLwytOxOQpZ9IUwWQkizNt0D3hSYeqL10vg6YrKG",
+	"pBQljcWzcYTs1MfQuclJa1jVXJYyxxQIzzYwxhP5nV0Y2pqSg7RC6OJwhBjU9vZ+Oax/649mIapSr0R9",
+	"yF4AU/of5+/eMig15e3UjSHBawqAU9+BwdgseCXY9NdcFyLzIKwZlCARrws3cVuvnCT03zOPyP7ff5vi",
+	"iDEyg1qPEzOm/zm5cA1MXhdTJ5BWWhkRsvjdsCniRvzcOLV/St1NM2Y0odVQISzwH3mcsCVWs2zLmdF2",
+	"lXpuDtkpd3IV+BsDhZpQ6Ml/ItS1KDXMGS9rf0dkDK6IDG7Xv//kJhnZS5Yg/qgq9BEETMKiWuqiKd2+",
+	"2aZWsJl4KoSysC5YMmvqGp8eshc8X0R8RAGypjsfnqHFbjRH0x8di5m0P04DUCB13L6EP0zbEne0SkLN",
+	"dJ0Lk2zMBqQCcDVerqDWFyrd0jDYaX+WaZdEm4Hue6KLoG6cjE9W5KKWM8t4xWuL1qxoZtM/TdlScGWY",
+	"aUCeCY8yJj7mogJXSbSbeDYca3TnbRWmAlT1jDn9BPctX1B6MONKq9VSN4ZckVHtv3gkjgdPHZUuRAk8",
+	"mE53hzVjC4fsXTuiJa+vROEH0hqznjFeyYlFXk1DgSsw3LiGeJvjwaB8o5EtAkwJN5570VFo8uo7iheo",
+	"fzh0WU/CNRUPKu9efZ2hRQMOF0U7oHYNPxRCSXdrxMuD1B4fZsOmuF3TbRuJbHFwF3tnXuqclxM3t9BY",
+	"PF0EBPHFNt0x1z4UrdS6grwBJ1vWM04gIxv75NfCM1xA9TJm1pSh/CLl0mEYv2nJ5RglAcP2/7FHn8Uv",
+	"s0aVBDtrRfGPvYMjihUvfd/+I1J1u/k2WKoA0iFiWQUDyw17/OhxKNxP8MET/ORHcXmu8ythWVMB2v0h",
+	"exeyegyFpnf7Ap+lLIWyz3CM7X7oWXv5fUf1joNxGVgE2//OL4TSNDMKjsbddWvhhkpB62SnODjqTgyL",
+	"1aGC77YYr31kZvuEty6ugW9x9HtARTr3r9OL/2JLfS3c33G9wAOPlgZDoNpnBC0XUAewusiNu6FpdtKx",
+	"RrCpcPbk40d/DpDD+e8yyP/IvaDf1R7mQomal7g8jw/okCuCcLvhjuFP3f9QcsSU6soTTDefgyC9Pna7",
+	"XrByf/q2LVp4TAMLjNNf5VN6/WJVielBVDsRevHYqR7ajgQRtbY7MACl7QJzNGZgu6Zbcp+jBQH4PW/t",
+	"WmgjcT+Veq4bm9gOrtgU68EjLuTU6SM/N44QK17zpfDlmdqRBJSSQuQlR2JYk4AfRYzNey2g0am7otF5",
+	"D7cfZ46fVaK0pLWSZc2PkxsmQTyoBWIhoDukTZI7SiXJrfcJihcvMJ7w4JCdCV4gzWE/osCYoA04N0fN",
+	"/h7rogDWIheSXCyeSvBa9iRDYprXOLQy0lih8tWU7bdLOz2/zuNnB+QwNEASiDLFsV4ohQY9Y1NgytMs",
+	"zoLI2iVDA/gRm5ZSCV7LX5zYOcWkQ8w0rZemg09ftioQkoZjZ2U7Y3dEfZUeuM7xFCKSHKhaEHLVAWqi",
+	"Sl9IeTOoQASH45tHX61XpvEwu4I7qdQdwHadXdelxoFbR9yBENcGj647XARUCt0ew7a6GekbhfuZ+TeB",
+	"WoM3JHKeAZ6x0yNcEyusGNSdY6kN3ZvusjRdAT6qEdwV2OkknFteCn+Z7vtn59c5PJgePIvrqi75ipXu",
+	"EiUEX7bksDK1buYLYvWgZCG/PGQ/1hLuAa/w+pJA3kuIPFCsYEvaHWnJNarKEhgZEDjpL2F7UCIpuOWs",
+	"kLXIra5XDwzkmZMoLw1A1d3ABsxqISamcmJALUCSJqZh2A2OmQbz52gwxuqaz8WHWVOWU7YfVnT6Wplm",
+	"NpO5Ez/O8aXpQaRlYc057E5i5wWq7Lhy3hOL1bA8W3XXkhuMFSoLegEcpIxNH2J1m6nXpAu044CDsD12",
+	"+BC8wCTZo08SrLrSliL4VJOq+/Hp6wim/tne48NHh48OHz/9CxQ4qITildx7tveV+xHD6xdgmvIlhJ2Y",
+	"/fBSa+vUZwhRqpIu2BOwBhsyFzrGgIpDpHsjfrlHupPKWF6W7V205nI+ZO9igZCCFsEtLq0R5QzZbbi7",
+	"eRA0L1e9suYzv4aKAO6ABebax3DyVsj0yjwwDYn3E3etGAtQHG5JfVHk/elkQk8m7hcpjDs8flZONJ3p",
+	"+oaDocJT7/70Jf4GF/z0Pyfhn5M/4Q9ngpeT16fuH3+TfBq0o1JeCZC1gmaCccGb1+ZXdCd2ajeDmAcL",
+	"SYrgItISdaNAEOAMS8BT24fspa7hI9NOC5JzS2YWoiwzjDYlMAkk6KoGMDDeguWEg4TkSMkdpZ6TRq/0",
+	"2oGBKCVDdkinSSPL+863MznRhWMrErxLqoBoaC9Eh72MNnyfs5taw11TiHDFwUrVokK/qFbCsK+f/OXA",
+	"nUHQMpKj6txOm2v/lyMwRNxoVqOTPFgVxUeeW6cyKAHJ/IeQyEbS0Oti79lemN+x6xfoku53s/fs70ms",
+	"8O7KBukj3pAHsNQZJWTToYnP9yaRBUPjwhdSI0Njah+8pZeDH39LDMZP6BcQxn6nC4hUc0OlMkVR+ufD",
+	"/20wgrBtesjx0V05H8sBps+0g8XNJ2slXEcKRRQgFazvfTztcC92cDgugwAzcK8AK33y6NG9TQ/9OunZ",
+	"pBhuJ4vxt2zvaxxLqosw5off8SIsnPvkq+2fvNT1pSwKofCLv2z/4kSrWSnRw/P14xFdnPJVqXlxofUb",
+	"Xs8FfvfN9u/eK8KLEQXE2jmlCT5+MmKUF1r/wNWKlgNq1n0zZglfK+uOVokVBGL3j6Nfd/gDdjpdncOn",
+	"zF32fG7AE07IqOtXnA8CiG2Ne8/2/vKXPf9ba+zZe7aHBp32Gf4TD/BvWc/9P2ld/HORLAUAwDwBorOH",
+	"n7OVsK1FOQoWAcndLMge0fI0EGmcxODUFp9EBy4feKJVUqw4ZK9ta3pYt1OxS5HzxrhL51I7sTzEHXjJ",
+	"PPS/yaC/FzZwmvPgG/9UVL/eVQ8DaNcLt+nwizrmFwJDXkJcLR727vkwVpYl6GhWOxWOeFfv8b/XY57z",
+	"yuYL/vBXWfw2cMRVgS5y0co19GWUaRBATCDtsECf1+nb75lc8rnTeaBM9UxeC+9PgfPsAUGbFh44uqu9",
+	"TEqJsTM5s0IotpSqscKQWUZ6qRbMt757L+GhFthirkTQzrAn0Vj8y+gD6eBAgyhGXqdDmvzrAkw97Tsl",
+	"mDNgimGEEoytpokWB48B9oj8AGxc0nvfgoj2NepgmB9WZIiNDYFVVclzjIXfoNITHNw2ESoBKRvjsoMI",
+	"5HSjVgCSxcbFH4s/IS6iaeDNpPgzyC7goDyssAhQomEsCJBoOskboq1bQoVPdOFT2BnaSW4tIHy9/ZO3",
+	"2r7UjSq+KJaEtBzIJg9n5TMzm4e1gNurX71+jfbHoGIjewmbmoVYQrxgydhgTCMc31HixvGqLGYuNwvt",
+	"9T8wBsYhvMSj3LnRZeH4h7sclWalVnPAOwp2zkN2rBjV+HAvIgNfYawz9hyNEpTR+K7n5srDqcb2sIgn",
+	"bFL1GS7W3SkbDd7APG5H5MN5MCNo/PYiAc3+xM+lj+47G3B4S3n+y6FX2Kx1giXHQ3eun4mKwYo68erj",
+	"gH2MzK2dMOFWkp2LYuImFIWBMw4iAliLpZqzKVHnKX3dNaZScAL4NYKNQ6uOiaN1Y0R2tukBiMkI77Hh",
+	"bk7b1Ya81886SfApm1TKNU2soRT8CpBpPKq/EhItXBinT4Z3CNAPq6h0zWzdhsibYJSV1kkkuBYby8fA",
+	"1uUEzRteF3HovxeWulLXA0PS0YQOn/sc/CPAaiF/DdyGU3+AD/2IPuDwpxnTjQVr49Q11dRienCEUg2Y",
+	"0MFhESk3AS8nC+Z6ksm+fvIXNq25FR8IzWcauVhupCr0DaXCGeOYtGcFYdFARFwKyp4NP1e6lPkqmcFq",
+	"+MopdquDQ3Zclm1AQhSYTAFS1/rKyWdtNHIM0Q/3EJr6MXgN/WaQqJKS4ZBw3t0ov3F7n8ZwhP34TrYY",
+	"jvxF6U9KvLSf1yAUu1r7RttJS/Bh7m2cmI+qjDfyBqoaw0beXix8PMY449ioruUvovjD2HR/V2hrXELG",
+	"GVMgcTmoxtvSVPqybDk9BJt2WP3e6BsV2ty4O4HHDd2YIr8ykbxI4watGDIjY5utriBuyx9m5HjELA3k",
+	"0N5o9sra6p0qVxk750txLq34b+e2lrn1rOhZIgg6Cmpc6NpOnFpbJCOr6QaEUN50/LFraXrurgcxbcM2",
+	"/ASlSQQnBx5DOoIfFfZJP4Y+se1J91EE+DaNd8Bd/W/pgsWJ8KrCfEGqdqeLFa4kWcjaSNKT87OX9BEo",
+	"7cRKknHUm2HUiVWGC8mIqBBTX2T1IfsRPTgxRANdi48ep4Wc4LQyfEWJycEOBQwP9aYNu0xTCxP8SR2j",
+	"zKaA0GOWie5zzM/lXm7tOOalwdHTszaKkO27rfU/0+SmJB16SQ8bOaATtmmZ8VEyCf1HwZK+QesTXODc",
+	"inBmqta96KfpDmS7FPtOFMFuISFiAiuI2cR5rY2ZGGlbP9n+WhD8s+ilKRq7nBYo5yqExh+khci1iHgK",
+	"9vMClgyOdx+o7aUyFNTcjmwKG7AKn0jAgLZHOKQYeqQ6YhlXBan4/lhkxNJRAcLt/7ySByVlnNNl0OeU",
+	"Iiq/ATRKoUjykBDjieIfhGEZrBeAFA5jPRd20pcQcrHJP/rYpOP71OrBYcdDuWE3+7LlnH9rH9m7yt1O",
+	"6+rp59HxMdSxX1A5i5LHvYwVZGoVBfqDkutOPgkPFL0Mx5XiuKGI1o2ur1BVomu1E1URmcnaq8NgFK0q",
+	"fMb/pbaeBjAjDNG+Nm7ijrKOkaNh8FYzoZBe506E+vrRX9g0J1F6muSebqF+Z20n5jikwqRZTlA5v2Rl",
+	"5ffSG154Gwgd6HujvLQugMnPPQ4329Qqyky/FAu5Prog6uG9eCXp3EoysnHbecedBTGbCcw734DVay8T",
+	"nxO/aoPEUCBujdglRniiPEZ2G80KkUuIaZT5ArNl3a9moW/we5iJNFTWFUTMKJ2DIlWvISIKXgWrV9rD",
+	"hbYIiAz5lNd91E2fVWRjNwLhYe77ZyS034tunsOqXIqe49lZkPsmoq1eJAxT35SSPJQLuF1ja3rndoKx",
+	"gy6ND1Nqsg/DiNVjd/10G3IXnAG75zMGCOTKkmnQp1OYEC1da0i2oVwND8yuK+lDwcHiuYjTg2XE+DF2",
+	"ne2DbkWjCHlaTqMATUW5i04UoYV9Ag7Rjc1ag2bwPFNmBxAm2dMOIkP7Yzalhj7QJ9ND9kZeiXCduwWb",
+	"dO9izA3wCRZxaGGL6kStPjD3lnbc6107D3z+C1IgaP/6LvQ4EGAHRSJxlmPJ7LaKxL8kn+t3zQGZdnhL",
+	"yzSwAiRyjZgzfHL53WeR9woXbyAcrU0212UBJYtkbSwGcBPNUjKRh65dyLqYVLwmHGXHvaqSEv4QR7aN",
+	"qbbyGqPcgcSPPJqGkygupSLGefz2+SE7D/ByBuUNiF5GkLlnDPHlfJwzJv31wJRCaSLd2g8kppRQelfK",
+	"zeIW4sSv1oZLPXVO2lcennLQNUe9B6gfI96lwfxVrMBAPf6LCBNw7Cc/dCAax3/3Vhdipw+eezzRXT9p",
+	"0U7Hf/k3AMsb//5xVe3wNuac7PzBTjN4QcioO8wh4NXu9g1h5e6y9TEK5vjvXnlo1J0+ObW/7PDB6y64",
+	"6S5nzThpBRF2dljA3Da83PWr8wC1Of6b7wnY9iWw0N2GSFwYhum//6QROtgzwFolZJsY2MrfP1+6q/X3",
+	"UqrcGvqKIu0d5UWH8NOm+PDom7T4EBb8WoobAPkaTGprcc3jiFSvKkHqdyhpPj1kJ3HuZxcaHO7oqpSW",
+	"6dksY0Ll9Qpy1jeyUK/EKqowGC5uNgUM1OnDKa+q6cMp4vFMA8x/o8BN4jEYqbF9NN3hGD/gNx+CJe+A",
+	"4nY9yrGH40Owgynv0g5gcUwJJmsKSeX4gZtOB6+a3EIBQ3yK+GsmwAMH7YzjE1+Qz2fDgyKHxa8PEpEh",
+	"sDuey32iqJC4jy3OGwo/c28+MAQVnIUag3AiLO6puZE2XyCA2md02Pj7oDdCGDftPlKG/gj9+AJCPzCv",
+	"iHc55z0xTsTp2kspWw+5McJOAGJvJuqH4qNH5E6qYC8+Ys4Q2UboFLZKVGC9AEKGicyCEPxmom6xTPYx",
+	"NB4w8g7DQLuDmWa+Cfb4oKtwOdZMeN7Q7ZpmpbRlOBNRHLG6UZj5gWabgGCBmHqbvAon6YURN6RPmjBE",
+	"HV3QrJ/TEvWR/sZa/luYanFP8KSZ+Kjdr3AxgkLk0lNIWg75Ee7RqhauxSmkslMhWMTqOAiAA23YQye4",
+	"hGI3uWU3uimLKLMqY4TdmjFzJavKp9RgWAVaWG8Wq0O2NgYAQe9ApYDkQJgevCwnup6EUSm07br5Yl3/",
+	"I8bbDwk3ZsUouIVJAntYz6hmU1ypNuwjbNscCdB1d8gAIZzwS0OdC5QkoOpYkHUKqpF7uWIgVj3kVfXQ",
+	"l4RtlI+VBMhVlN1wjcCTS8gnEFZzAxU/uuPwUSdQGlouxSF720oIhpW8jXWqUJqaRMaiSutyWAQDnUYk",
+	"TLivl2lm82mCZp3UCx1uEY82GXaE04T7Sjj1n10k8uMfDKItuWL7dP4PHJG0wFN46v+Qlv6ZpaVT3FmG",
+	"SRCOsJ1mQ5z508tMeAuNs1P7K0sq0BKdftSiBMk6KnPUKGsGbb3fY7dfkMHXm3jQ6vsZDDTQ4RgrDa76",
+	"HzaaARtN94B+ZhsNFbKS1gBZrFlEuiYQeDe2gAxbF+CMfA4TQ6eUYc9NBGN/AJPM2mj46L3f5Q7FJRoa",
+	"8h+WhX85y0KH3j/bLfnwV1/g7jfkB6VIVQR4Dr+btrKnh/9TrRn5qC3MyBIMQmn7AerWTGMTqa+fQ8I7",
+	"mSpsC6611CDfUmpFCf7aKGwTB8z2Q8VYhXiGIFUisiGiLz0j6++ltotNDoXzW+NQu93ja3fup71vxwRv",
+	"toyCKph88YxiV+yDf5oIUDxebUWxT0nr2V7VDCRN83Dn+eyb6L1RFda6lLNZPfieKOf+pYP+Qsc9FESL",
+	"EOrQfXnCABmcfDnRfzH6/rcSBPB0/g6CwKbBbGSIF+ARSzVHKJTW3LaPmj6aPwtpcn0talEcdEPC0ro0",
+	"+UL/bcOn1qMyvpCoCjojf0RXjNHcB6zQn9wbEmr4TIzgdQ7YSPxSlhBo2kPV5+jRwCze0AAzYsmVlTnD",
+	"ljwSOFj05k3tE1p9bWsqrdYFDTyLWoNGCB2V3hJFBF8Y52AttBLGlis2DYDXz9BPMk0nbvioAuruHHo7",
+	"aef+6cmov+/eFA//xr+Fi9CXAfcHhg6ErqiEUS2YKKSFGpyfmkp+DSFGI7VeYzX48+LYpVktqJ7Rur8r",
+	"VnA9JvBZo5RU84ydU93EjL1TpVQggkO2N/kcNx11Xo+usYnpEaY2Sn+RstfW+ConALsJcTGd8B+DZa9r",
+	"wQtAYPdp+JC/vUUdvq08/7r4/XXgOBDnDy34C9GCP2kQTTac+aiV6IbUOfotMFaXSjFB+XMqR8Ebqyfu",
+	"SqQiEgWkEejZDCE+2xr2jnIx4mXofvpSSWlcONu/HOX8XoRwJnjxicggOHiaLcB5c3ktFFk4tpt92Dkp",
+	"AO5TiuyKY3EhuQZrtwBdYOpMFPeVMQ5kkqhOAdURqFrPMtSCAuLsvkVple61Q/ZjKFvoyblulMF05Ir0",
+	"rixEjq7f0NDNlGJspx68k5Dx9pO37sGztWt32BR2Z1L/xPavfwbT1zar178qX/rDYzbKUPa5Y3EjreEh",
+	"6fWiP9Dwgl910h2gwNNsyDgA8f87xv2nVA2f7k25B4M6hdL2Aw0noVlTqo/45xZf/F79wTB+dxXAHyjG",
+	"102Kn5l+K96YAeI95VD8zJHdkluZM68DPGNKYyUzgArKF8KNrIiL8omPllJwIPrX1qtDKIYKcoenUdL9",
+	"UWQiEeMo4haxaR0qX7pWsd9LkeulMAzGmFA34Pd/CYWDopk7OlhFs/6Dgn+n2E6o89LZk89NuvaXfsL9",
+	"wWkSGfsFytZDERRdeTixpah5BFzv2jsi0FDMkYOK+kjJ3uAH5Ach58bd4Ifs7OL8tPWABazMv7BpZX+B",
+	"6zSIS9Mj9u7t316/BGXj+++efPv428f9n8a1HVt2ImtWQNY6VGqeU5XX1s6ehHlGiDPvhLK/fIG6SDs4",
+	"KtC7RR85vfgvv02/iyrSDtRXEu7lXXSY4jLKf7CrfysN5Ryg/uIzezcWiRzAHBJ24SgW2Tr+pDCjAOFg",
+	"uNFHFF8HzAerpooiOA68JP3PwA9b+6uj4nhZvmzpaH20Q6wxeu8PZvO72nXXt+NzOjM3CH87jt2xuepQ",
+	"ulc4NrgBn3Op/ino3Rc1+hem+Ra97Q/q/3KoH7Ha7pcB3OruN8Jaqebj7n3s4cEaya8C6tqSq4aXZJgk",
+	"vI1/vnv/3C/JF0//YaQD973f4D+o/Xe/6017sD65A/dc2FZW7xAkljVwl7cnMGIcaHEsNMPqhJAafnrx",
+	"XwiL2ikY+8D4bF0krragMFpOFtxAFbB/AsrveDrvk/g/pSHED3KEJaTd886W/V6WkT841h+mkOGaWZ+A",
+	"UY41F4PTZKA0FtZ4wGBIqydVU5Y+yIvtUw1nbq1YVgRmH7li/n/23r25bRzLG/4qKNdWxd6iL+mks9N2",
+	"TT3lTtLd3s3FazvT7/PO9EYQCUkYUwCXAK1oUv3dn8I5ByAokZKcWLIT64+Zjm1eABD4nfvvWDkWewkr",
+	"hanGFC7aZ410MYrWxnkqSk88wXcbU9sBu5iN1jpY9+Gy3RC6pd98rKPIPexwlUmDMeT6Wv+r3l6Uwj9v",
+	"N9ly+m0EjiCJdrXUT09vjWsdfMhbvemeAMGdN+yIRocMCcLdcVJ6snlwqEq17849nqYFIeHKtmWCQ+ab",
+	"VNQYq4t8KOom4/YiTR3Y/DH2G3NGrpIBDu1oKc/DQ8P89S0Q0Xrsq1J5mjNNFVjfduQ4AZSl6W8P+/0Z",
+	"SW5rRWkNzWNylyVRK594rJPYz/UC90i0k55QN2KQ9blU4jhUQOH5JqayJKqATDozyqOruzLLk7nSjaic",
+	"Q9y41U+YEpNQSBmYzYC8CPnMsNCyh/1xcj1kesC4r4CoS3Asn5pQFLKQ3OgCl+2N/jojKrnPAs56Dv8l",
+	"VXZr3us3evhLqce3u+NK3+769+4bbgRB69VYpQA0OjZMKFt+j57mey0a5RHgRLVcG40eGcULM9J2Nb9x",
+	"xM9M9wUTLwnlpKh5I22zz3pD31POrYMwOeZD8cQAvCLSyX8J5MokgkC0afREOYsY+WWxCRkvHXJSK2GG",
+	"vYStTK+FZbsvjogu0uyxvvvCKHqkadKPpwjX0DC/X+oJdCHiCpqLwShheKFqgTr81WUJi5zOl2E15wCz",
+	"uahn8LCBrHuihDzVZEdCixZuRzvJjuJjUX/Vs2zO3RN30hnzT2+EGtrRzvHTH/6S7IylCj8nc312NmGz",
+	"hfXoak/kt5GTie7LH2zhYlFbNN5yBL/Su4JH1RwUOZ/eAi8OsRPRgrQ8Soan49l9IklB7CEzri5Zz5/8",
+	"XjitSGw7cH+0Nr/EY95ju0+P9l8cHSWeyZe9ONqr25p9uHjjT1eMPDWUSCjmRR96DQbwZ6C/U9qykc7x",
+	"aTMoAGoWzQ27p2uVTxuze2LwhYYqnPIp5dJwSxNbwpvnj88pLvW3gil37zFvLsQSbzkuLax5LgcCuIM3",
+	"6iWf+WxdhL64d7yv6sPFmy2Zz7fs9v615MqSZoKKSejV9pBgO84TaA04XoG2V4hS6kym9XCZVg6cvfvO",
+	"UFxSlhCkK294DnD87MVRrYe11Gw+6VQOsQHjsOR9rNm+FtOBgztmR6WuhtjfZey+NTWERtJAbusBuIHV",
+	"JakE+v95/vrXeaC95DezMNsdMnx0QLtiYNIXw6xEIrd5AF4WpDTcHVM/iS38ftsJ2LYVZsPn3bDTsUbc",
+	"zybX9s+V7GsHVR5T3F1st4cg1kOMHGtjWSlS6BfhVMu9A3ZmqebAtKipTJcJZE0IDq28nbYLyjZqHz10",
+	"Eoa1Iok1BFGGumqtzh4z7pX0oLtgK6/aapYE6DxW4v3VBppdWcvTEXRJiepYI2sbHzSNHv/86PkqRve3",
+	"ANvJXG8SILGFOZ8w/7GdaJz93FqJjnG6jbJwiEJVY7ft8elu0y8d1uncnvCmzqCxJ9zmYkDS4Nd03lkC",
+	"Q/7fCqvGaMz4tJ1FC7l8jJhLNLut2G5oBtccy0kwRp8YbyRgn3lT0xjvdY3Yb+fGmMns3DkGnrIw5r7W",
+	"ueBqJR8LfPrDfxZi2JRv2I3JPUwqjgV3s32S20QaIAg8c+urvSvFvkuywDJvVIu3fFGfo1MSA5RkchxC",
+	"UhiHCnRkzTgUZrJQr6KOToK+jaA7bBQsDmVBsUbuDtYQoR3GwpUDBpVPj4kjpqn4s8lIKHoAL0t5I8wB",
+	"uxCF4FAILS2bkPnAbdzVsFIDqSR1Mq9FEJCHh5QaP85GekydiAgNz7uC7i1BdKSPmUuuaTEs3AJuU2q2",
+	"Ufa1arvwGUIj0HtiVDBWF91wdFnXYXsFsglIl5hXk7SW+7Ndo0Gwhwy9KF1GaZy8A4Ahl2ovCcjlYcJd",
+	"4pTITJqCW2cDsNTBUR5DnS5WQLoD9h7iWk71dVDTVB5ZrqmTGxFBtgCCLr4VPNDFYjiAJfteT//9HWZd",
+	"zDRJLjZKuYBtjg/HWkmrS0qJWx4MrsrS6dsjZ6W4QQs1dEIdqYLhnGBTUqUzgcUKIO85G0ljdTllE6ky",
+	"PXEHGqjpEvIY+T/zG1FyaCCorGb9yqnu5oD9Qs9P9ViwQanHbCR4afuC121QsXIK3zzSeQbdvsZirMsp",
+	"hn5VGFZTfwB2iGloWUqsdtSqpBR4wADBdCnarVJczbf1Yt760OMTKHlmho4dTCSPQTMLSRqP0hOwy8ZS",
+	"VVaYEyaHCqYBy0/3oATxS3/AjqhJNvR3oWu6bCH681t8fsMiCmaLVPbZDzuJM+vk2NmfT4+O/nIE9jH+",
+	"fBQsGijyEGWbjXchnLmT2sZsrQb/sPt+S0b4TmfiLOsyM188W8HKxHVqXe8lL4c72xcn41ZAA9ydFUbw",
+	"WmXt7z8JYU+1dDCvVXYHQ/kZziCbyMyO3A4jP389kHSkjVCe3Ju25ciZ6Ba9GU9/OAonefGI8V0U6l1x",
+	"j/3lxfOjeI89bdlja5Wjc2e/RY6+JNz0OAl9PP2B24rUO7PZfff+WqyhpUdrHctTvLJNnD5rF6cOe9pS",
+	"rOYk6SFJybuXqElwmkZovVwa0e77GqH00E7Q9tTc5amhtZ0/PRs6MLlOeb5P+ZBLjw1nuRyOLCsFEXPX",
+	"GWWDqMEElFvESmFR6lQYc8yGutSVlUqYxOmRBZR2ycwtgdcXX55/wAyeAuiTc2Faj9obN3BKsV1n84n4",
+	"PSH2sSS/7lG0m3DbF4IT7gs/Mf4bh0VY5wY2lttqxSRaNxNlKsOsKMdOU8/EJ+Fz/jU4Jm+ke21wNdBZ",
+	"BJEAAmAsxn3ftRjcctVg4GwlVCYEz+2IccOMcDvWmUhhXQ7Ye9i4ujTM2ZjSAuMz9WzG3DSfiwHN3w3l",
+	"03GnZvoX53xoWF+MpMoWiZ1LXJWHLWtokF0OUFp7/MBbUXOnZ7Ve3vpQGL9n7vysojZ1CH9d0u+Mzqnv",
+	"ekR6GNyZgPFZONEIgQunrLXX0byGu97B69a4jevXdFV1uH0cT+Hg0fTlimcdbSn8dduOev7FO+rwswJv",
+	"w5/uj6vsr7BhgksZH/fEsFzrAqpMvc5yen6GTMPgsxo67aQywizbd6duJEvSItx1TGZzY/D7uiXjQHm3",
+	"yuppEZssPmjMf9GZqL/AFtfvtLBJxQcPSWb8Nt7YKVyRDLPQnqwB4dw3EjFJfeB8cMhtYhPKC0ZaX8PR",
+	"bU63VR+qt+RiYrrHczRXobz7rknu7q2WiLqztpzSdga79R7TqHvlYhMqsFbSaGnsuz473JlBIBn3GHaG",
+	"p9waZ+HgSwwmjEtDHebRg+ZlMZr2RLBUuQVEhxtPRwkSwFChEgavvWlGyFbkHI5m3EsT1iPkyeBw6saX",
+	"WCLuwWTClQ2B8dB2c1zwsoPmDk9S3YGyw9KaP1RNrXU9EDIXOHgfaqMi7OgKAPCi2Lmjt/mMo6zrXXhB",
+	"d4zonhBy9rsuVOrjbbcl29oksLq7VliBS1HeyFR8qMnu5hqlgtulPpo1vnnoahLlrBeTb0RpFvUEj7Um",
+	"GiZk1IBdQjejZuQNFi4VdUmeAcwl2tLfaCSPWFHyS9ABAX65t/rRXab7zqpGN2EfrukETkTf2RP7UvX1",
+	"pxWcB2h81GYLPsawQhunR5Cq0jhsTQqZBDSbWgOqCpKV/3n5/h3jIFKEvBHZAXsNLmf3RiYNuxYF1HJo",
+	"JVgPX3tAoz/4R3V09Cz9Tevrd3ws4CfRQwYbp6gJ4BGZPjHurFKNA/5RZnukCknDcmkg/9eM9MRdpI0I",
+	"LDiYFAiPAfoH44aSazV0/62fpyvb159AMLqz6PQwrAuUmCOk7AnLxZCnU2YUvxYfU25wUZnDB0MJQOWY",
+	"5xKSEXtafcQF+oh8PlkvdGXqvVeX8KeX9Je9RX6Z33GtzuBD39Yz/kVUOS3KUbBdMS7Ax4LtCglpjgNd",
+	"jjurIEb0aTtTap6vqp7hCGi79kldi3PJu4YA11zCJQ9ObYu/7UoUO3TGcDUeOoTfFyK75axUhrtjn4AZ",
+	"VizGYwCIW+CxmRorxge5HrahMjztEGFkBTjG673+gbc18dbDqLFcZbzMPPAZNimltUJ5zMabfcoh1DRg",
+	"VNCWXBlPbmAiU5R62BKtBSRPy9i4FepG5LoQTHziqc2nDFid3asz4TC0BIDDnUzaRi9hPRjgWRb+6c69",
+	"+0GnkCOQndoPNnW/wMi7+xcqVe5fGbe8t3fAzkuHg9BNQg/o14A3UVJlRpNyuO+uAqnFU8tOAYadGIAZ",
+	"9/5+8frV6cur16/+6CUwCeVnIIU5YK/CbIiuiqo8xhqq8QdWlLOBnVo87OIk38PqX/hfh8nj79/yT6/x",
+	"0Z0YX1+8AXBfJ6LhJGA+q0AZbVs8CFsk6+qkN2zSGcTaykpg9sOXgxml1BxKNdCdkOaZhhBfPAUc4szv",
+	"on+p02thj7HlNrejhJmqX/feHgtjYIrTQjhlza2dSgVT1biPSThYY2GqsXt4DqyIKiOHHS7GgI9l7ntR",
+	"pRwrXKKK5onMc2aEU1icAguXT5kSIjNENOnXhXBmJEqx12pn+iQaN7swuTO3PGs8V90v7bDw/PKy6E9f",
+	"EcG9dw6rBRsrzHWls/C0/Sy4+S7a/5NuH/OHYljyTBBnSz0sEK3en9xg9SSzpkX87zkJBcaUFZ8sAyoT",
+	"w3Z78fd/i+elt5ewAXBTel0Ydz4UVNZzM0g6hQygSI0iDeuNRJ7r3gnacyitevRnT3LFZ48izmhYOgOr",
+	"Pw3d93Vl2ZAXhgqkemlVGl32DtgpCE8O3iilRGoTVnATslaNLmumrTC4oN062U2PomQjK1UlWAmpeyiY",
+	"pa0VFlB6AmacYN0CjNgnwEMyE9h9bljeq4Y3IzeMESozrFcKM1VOS/GO9jSXDmVKwbNm0i1+1hicT8/P",
+	"WF8MMCMrnzoc0iouZKX+WKeVHTlwSkOfCuC6Frx0C62vBRDn+NQvnYsQG0i1vpYiYelIpNfu2+Pb0B6H",
+	"rXjMnh89rekRiAithsOEPT965hdIMF3KoVToevN8ZsQT4+vm0C8Oi+RuPqpvnrkwPgA0mjAP/OTOYuO5",
+	"MxjbghTvC6FawW6ZN+/l/IbygiVsKSD4YoKXucTsIbcpUY+7eP23s8uz9+8Ozt69ev3/HVy+/m93vqwO",
+	"cqex67rMTJziIju34Nah3c7xzv/8/Wj/pz8+P02e/vTnP/5x0PnTv+0sN0qfIqjPFKFA8w+gT/bhaWxj",
+	"W38h2pJOyW5DGI8/A53nerJV0DqElNuziwTUncqlYR+64xxS254VzMzZRj+lGEqDYiOAZ5Fz645kwoAc",
+	"GiWKb6eTHVONXVEKA/Jgt6ehFh+ZF/VgAD+cAHU03AO4W6noVSNusCV6qstsL2l4GkPFndus+KrLs3O0",
+	"XQtdWq/vYZ8hWbKUW57rYWg36kxGGpoXsc6Kgzt6OKQDWriDf+95yYt3t5tkv+LVr2iV78vl5r8ZmL3S",
+	"1F8Atlh3fJLiuvN0Lvjd3JTxo7URu6zTQGys6yomou9rt8We9sBD83BHUEP7/QtaCM7ZgjOYc/gZ/3GW",
+	"LSKocqqShlhkwAA6iezMmiaphq9i9nFLwKWeF1s91qMR9Gp/f8+Pocd2wQdkR2JMN/76+orNchD8H3/9",
+	"X3vtdl1jZ66SExH6If5wtJ/JobR157K4yLQZQfSjWBhDnFMSfjhaSQ1Y20HtsjLpg26jiHekSKhZab3e",
+	"85zLG3Eo1Y20YhEjx1xnKjymXtcO58D/eRdNURTRY2cBSAuGbe/8/eX8yZxnK+qxTAtDzuiRnoDnyGsj",
+	"hp29+9vZ1evsGPi/2dXLc+8Fb/B87vZKW/wu7egqLYgJj6IADi6EMntOefnw6jxhEy4hdthz2puubE0V",
+	"7UuUnx7thZysMF+sEpvVetzQ0RRCqjEnuuVYsAGXeXDAR5wjCFn0ST7i1/hIA+kdsF4jdNVD3rS2BkO+",
+	"E2NzEVrbAqH1Jq1TWA0TuRET9HfNMzAVOs/bmVix8SJyMs0D6hnMg0DkjbwRO+vhHo3egK9cQj46t1mh",
+	"9klP3BbCfUXm3cb7I67Aq4SUjYK6xW2Tth4XVymgBp9tj/rEQEoDnco7kRdtLaQbImMxhdM5r4yYbf3R",
+	"ZGtCbyR51xRAGUQXd0MU72eH2LLM9gte2im4/dmPe8gI9/P/fY1QB966BiTXZHEOgdFvgcYsZ0pM6Ign",
+	"YAEig38LWRQ456LRYvsjYpgK/WYxvZdOYht900bBD1mYbgV994Ryy9iiIpDTxRbjHhnGAanV/UJckfNp",
+	"n6fXSzVjBJMYgagpSNShKWT2Y/UEqoIlpF7sXr46Zz3z13N6Xy9hPfvXHqmHyOSR7R07iLq4OmfQkVsa",
+	"lgtuyJc9q/A2VcXEO97dHZa5HSK85y0ku7on0/26EEpkdekBhhsCqNbRkBkFmHGnPztoLJwWNa9E/3j0",
+	"vFPBPYH40KAyHDj6fjz6Ye7SUvxTpBYy5CCU5bfSE8N6NMgDmfUoBy8a+kncVWq3x4uid9jzufu9vZCK",
+	"F/OKNuYXBc0McY2yXdCIGy6GSFAdUrzv//jX/LWHK67wu4WIVdMUip8wuw33aTbm8DP9y9lJ4a/wWGrg",
+	"5yNEIBdnpkPeTp9/Hay3eofuAgZg7QB7+sPTvYSNuBoaVhVhK/k3QJUE2B+4yDAKA88leoElJoHf9OuV",
+	"jP4tK5kGPs2059f2gEbWQzYE7u1e8LZuVnp2zGch6yJ+qoS5m7bdTR+BKL2rwhK3YYJTIxZimxO9bZjX",
+	"XeTH/H0NocWtYLs92v0YqXqtMuEEI2DUZDR1cCzc7/ai5qmLvMP+AF7ie1ZxE7eMTULqZCS6CItR4O11",
+	"Ufb7lVi1/qQtr/qPzYGUX6PF+LR1Ht+R7jx/CtbrPF54VpexPAfL/ef/+zphaa69x6DWRxNWClIrIHFQ",
+	"10qxmVFQw8Tx+gN2qvBYB32l7gryEyMV8KPS9iM0Ru8ttN+3R/6uj3zCAIe3CslWIVlNISG3wFrwbZE6",
+	"QuHoQ0yvWIJmnL09fXf58tU5wzrsMzXQaCqASa1Vsy9C5Aig6BXZabtxNmFrhoyDw0Z+zB5lSNd0cfhe",
+	"biCvC2I+J2zecG2d5+Fny831WfYnGZU0LI+gUkFqBqWS4XukYb3LKk2FcOoV0yrFdMSeqcbvqnEvlFZI",
+	"B+FKVyoVGRnURKzfO1Nub+TCCgpPzfkRIHe0TmqEBJHdqF4FX0EFLWOIZilGaS6zswA54P0M+LePPo0J",
+	"ubrgOdjsI17ShoOCbqxUKXg6chu3d8DeVyXjWSbd5jiuy1J+pspEavgKbowqt08wJb6rpyvhK+6o/6Ys",
+	"nzUazNGLFljLmBSQdOzne7GM4xXqkD7wARPf0WYrfbbSZzXpc2qu6xB/p4N3zalX7RDdaRLXwL1vZOa9",
+	"fKFYjpMPi73m6YgKo+u0/+AA8620wbVsRxrL+lRWaKms+7d3kO0dQ+p8/Qtfa9jX2RTSi+n+6HZnm8c+",
+	"0A73e2/PyUf3SyZtLJGeGKYniuU6RV7SXWDicWBqEt+RpWQyM4mD41IYI8xe6NGAwrKDJqcVdZdq/bCk",
+	"oOp3aPP40R64Kr8qkG7t9juz22O38nyQZd0IgwXSaHOvkk4ex5wM2/UcEqYqHJAajLbXlJNmL2SZyxJ6",
+	"q6fTNBfE2JowDEpA33XNs/Zk7Ld1XOvB8gJHY1zEHtlYve0ZuksCycbSroMKuHFSDj83oq1/HpZiIEqh",
+	"FtVkvNSVsgbLEuByqhlshnGBVi6mkDRJHQBGD1fi6woTkIyiNAlag6l2Qs+KcQF9W/eQOI4DOY0mCm9g",
+	"ivtnlQ0FhLSsLMUYGyOUbaTEv4r4/F3Us1wiEt/Gk+qUibPEHF9FH/cVLZLqPr9IJSMyYGu+Jq7y1ioL",
+	"7uxVqN5obe/69ChZ3NloSV+jDaFV9EU7MKve2VvAukvAqtd1HgbuA78cEnR7uX53UrwohXsspnjTTt8L",
+	"qQUEbAFRJrrKM5ZpaoY4kUbQn+dVidAs1A3+GLk1Pf5hjUhoxFhT7IrSndmUW8gL961ZtWrr6BaVyaIX",
+	"qE5oUcQEJw1T7k4mVKnrRpEH7Odcp9dSDeNPhm8jV049Zd8WtlK5MMbZi5i0bkQLtl7AjdFh/KZB9Y/1",
+	"uKbmFmmBZ+qc9qcu6aNEjDal4Ab5QzfnnWqM2o1ncc5GUQ+/ua+23qpHlQc5t43vXjq0tPR0fzj0mLvE",
+	"Emzopw3OqvrAed83ZNLlFgyeNvMOmL39a++r0jbMxfPbtVAezyiA6usbRba/eoYYvu3dIlB93ukIfJ2x",
+	"b1xz6/pian+8k+y8Cj2Ud5IdcrrvJDshTrST7PzCZQ7/uJJjkb2v7E6y85LEfFth8orL527rZGjAi+GE",
+	"fzUdYXhzCsGampIwYh7adSbEscw62RFJZIrs52knMeGLoy8eki7ZiEMuhK6s54lp72/WNUJoruae3m7n",
+	"DHhuRBhfX+tccLX6ALl1Y/REa+7zyXHnUAalHt9BS9KOr+c1xCWDsHptQyB6O6AvGemq7D6CUqXiN3fF",
+	"ql1O/+Mvz2/bSPclN2JfQo8laeWNQFIiGqPMEmop6R6UeCIYTNxxmpb7rMIJt645XIvpRJcPh44zkkOr",
+	"MBP4j7elJlhg4zb0hEhtweZKX23SNlQW7AK5ggu7qbx8AVLOsHS2ajXQcfFhqTYPW7pvj/a3dbRR04lO",
+	"xROz2ePuNupSZ/v8ebdAhwf2CDMiFykcdtz1zHdsIr9BVoVeXy1+8WhXXcJYlnhvtobG1tDYGhpbQ2Nr",
+	"aGwNjYbc6GplByJsq4S0KyEg4DercXymfy1mPsM0bK1mGkHWfbdrVSNs20W6xTK1oo5d1w3m4MaO8FCY",
+	"xINtZBRPvvNs0BS3Eem762DU2LAbPEyHGNztDj6jsmYYr9uqArMzR6IXKPaCfH9sJ8ZzKOxiRHhFjSus",
+	"zkELgCizEzA8vVZ6kotsiMFbH4LG1PwopHyCoW1ZP5n6+XimmUpluo0GC8f9bZzlu4/czs1+SQW+j9D+",
+	"ec/QQpbBd4sx2+DrQr0CPv9dg+GyeGsDDjNhucy/QsWQqqhs4iyxoqKyWU9l5VQPRK9lescrHMVj1j5o",
+	"CRbrINhSyF241UbWpo3Ui7wmvYR6KmKfpyW8xhGZqO8LhW0coLamduixuT7T0ILKCGux7W5nH9OXOIzb",
+	"hgyuHPRa8tatEDrA69828sU20PIOZ/dKp5XTu7qPV7S0WyH8DZbO/Sps51lZQ1vU+XN86HbqgtLt30tp",
+	"A2kYHkrkmEQ7os/TawO8ZhgzEAk03oNK5oTawUi8LAFjJJpsKZw6hCXP0L7Kap/36q6vipqhK9yB1cZt",
+	"5Fmnbh4PBBru3lCIJwYzXWIo+G8VMnjvI7dzbtCn4OzuRDPQuU6YLpP6y9d1UsGWHUglzYiac5ALdMLd",
+	"fpsNZTGrieKU7fYipeWUGDR7WAc5VNJAo6P+FORQLwpN9Pa2uLqtg16x37xDvjXCeZeF1AT0IudqARUH",
+	"cCyAs8YBNfWTqfECKxLwKFKIl7NMDgbedoEiYuw2I6CzcTRfbBfIAct5aU/ccYX+SnU/1nngPs+5ehS4",
+	"7Sa6KmxDP7dxwUtxf5DtxtuZh5/zrcK5BcZV+RIpWx96zLcYhQg3mwLIkk++1HoF8Js1YZ1WKz7ZBbbq",
+	"BZ98r+ZqeJVM62l6idcBHm4Vt+DxnVmr8FW/5ghTs2V86EHJJ+E4JztF1W2aQsQLeLFaBtRpq+o8Y1oF",
+	"c9XbqsCeBuaoznP68Qut0Idw6O9eoVl03lcxTIP6uDVKt0bpVve6b6N0jai9VAlbYqm+RPtnCcBHxZTU",
+	"cVorcVvD8/FB9Qq2KKzu1g7dYuHjsUPvAQxLse+dPqsbpcFN5BmLfMICG2tjj5EyLKm7mics51aotCZP",
+	"++3q6pySHxbGWEtx6Uf33UZaozkuccttkeZ7MFrL+oPeVYi1w0L9G89lxmfjp0nTEm3RacC97sOoLKa7",
+	"RqOjJnU2fAxmVLbfsFzxB1Sd4qdDsLelu/OHwg3zQR369fni6+nhtLeh1K3VutXUHhZov0R1Zn24vUQx",
+	"K0qdCmOWJphGA6Rb2sIDIbkNy8mQDU5krR7EoHyd0xC+U72LpndpuRXdbF9wzRY27jPLdH6Lrzkxjd5y",
+	"iPlh3Q6i32bTyfadIgSHran11C0xKDGB7Y6A4dw9n3pmEo+7NDNZtSdRlS7Dbpi+Nzw2UCImOic1oQFH",
+	"G2P6BbzpoRzrdWlWNLNTWMmVCllCb/lcq6HTMNwqrre6pWWoi1Up3BhPfM3TVqfa6lTfqE6FKLQWPF9N",
+	"mzok+F2QnQZ97rHTJK978caD3Qhcw9u3eL3F6y1eb/H6/vAaldV7BOylcN0B0myXh9Jy+gs05h+QOcyk",
+	"2YTefbmF8S2Mb2F8C+P325v13kF8YadpULnnh4cA7JtW6ZJlWhjqDIdySVpWKStzIg+BX9YdITYA7rrY",
+	"YvsW27fYvsX2e+27vUloL21xiB3OVmBxnumJFnUUGmljn/iY1EjnmQF2SpFn7ngIZfNpMsP5mslSpMgz",
+	"0EbmfGGLc13aNzi2VWheaVAxz6n4AppTByY3AoLx8MRsJ9kRnwoIy69MXEpj8bSljbm2jSdc0Dokt4Q4",
+	"JiNU1yi+9She/MEX9XPEpd1C6jeIbkBiPQMid8Qtk3Roo6fmuhOnsLM0jEUPQGy7sZWUKMBBCR2UQjCN",
+	"GgJG34mGe6yBwG63774gEU4gXkCO80ik13vwa+xvFhH12olMBZuMZE6bOevqRR8fie9KGY0ntkQLhRVi",
+	"E64srtPmUqTiQS7WP2GMW61zq3V+q7gMZ4yrgM1r496r1c3Dz/Bf7IMJ/+x2KVwI0qe4P2putwNw9wWa",
+	"+4DTVhNcoMugLW0CEGchrC7j2oNHdDDt0ZTW3ADyG0B2v9Ld2P77aEp+Hi831+tUWB3NgxzfwvoW1r/x",
+	"/IxZYMc9vVZ4h1qhw8/uP7eBdkt+vBuv8mlFynnCNFzN83zKtLOuvW/X878N5Y1QixwKTeBfhvlBpcvg",
+	"/R1YT3KyG+i7Gza8+PHHZz9GHRuertKxAfwKpf+kfpG+RwfDViptpdJWKn3vUino0ljgsFazw5ZcmVRn",
+	"oty3Ylzk3C73d4db2O5gMC7EcI+FexNGTaD3JzJzokqAT5v47RrN4N150zhJrZoN+Nsd31fhxVdhqKu4",
+	"v8PgwK8V9Tmj3vW7WG7mxuIuQHby+IrONlazze0fBmf4/Dot8hqH1dn29lnUYLDe9DbafOt00KKn05n2",
+	"LS8/cb+mf3v7GypU3c703argFybVhYj6h+BJfH70U5dvdX777KxH97jkN+IXABD/oiUeTz/hzXo7W9Zj",
+	"6fgeuMjfSvBFPTfgFLQfu43K4cPP/p/v+Fj8iQiRCyvmseIV/L4DKzw+oDEIeDB/9vEJrWd/oYR1Q/Mv",
+	"iM9ni10Yz+ZrHYFbMX8LXMJdk307+PSttAbBQ7NmqOhgvLgQRc7Tbv0AjNlIGXBnMRAr9HU2ZePKWMaH",
+	"pRBdNBXfBhz8sVVPvi/15LbH/1GpJ3TuN6ufLPMJoDB1Vx57pp3QYdmwXfIJsLEY90Vp9gIO1bknhpWV",
+	"Yv1p5LEzSaAclKVPkOtP2Ujw0vYFt4EoRpbsRpSmvTm6G+E7mMOa+3QtsrJxdR+Nuaxovf1mpA1wN+2x",
+	"zKER+eAwbIPuGMoVv/YBlNbm308Mpi4Bg4ETpZZplSIrFCTDw81jZjUyGUMXhsbeTphUxgqeOaE34djm",
+	"YUBJ9dDYsxCl1JlM6207v0WvSjkcivJS5IPfwqzWvFvDiy4gNbxr44ZRM8uvhXoUW9htGzQg/CYJi6D0",
+	"5A62dRfKHn5WECX6M7Ri7N7b/12JSsyWe1Dm3nxKH1WJYB2INHFvxBNEWbd5L0WqVUZlg3S1yPBMRHcw",
+	"oTCNuVk5YqDrrczEuNDIgXgtpmwMZ5CzUthSioy6vrsfq1JRn5PS2LhTY5tX6hZ9a9+G2XdonrjID7JL",
+	"7excl6ic0aJtTuN8xB2xt56zlTxn6+5WW4pUl5lUw0NeWb2PPx6Wldp3UNWNmW+DPuAAywfanAKNKIVq",
+	"7EBMmEEkPPbsGOGNdI1QvA9tmUdcKZEjhPbcaC7gyl7dFJw3nEwJM8i8UVk95lamzAiYL9RE0OMM3q00",
+	"1JaJknFzDdAubYJlZ9wwwdNRzcjkXorZfdhyiiufNELPh0xhw3b5wGniNS8v1RjuHbAetz10CvQF430D",
+	"FN+lD5NzNpaqQm+i0pNjFJCkdlNwPVqmIucKmiuJG55XsC3coFCFsnLc4nO4qNRpWMD37kMuS0eRtbMB",
+	"PujuxS8v2bNnz37y7bT+pZXYO3HjxZQAnFWXnw+UrpY0lYxbse/GvLNZD1+9GufcmG497fcRt/UiZDLb",
+	"hvI6bOdKQaw5Qg1cs6ZaF3ZxG1a9aMeqcM8SwEoruz8W5VAcWm6uu+3ql5U9hOsYXJcwJSYCTJXS2HYj",
+	"92Vl37o7ruDBt62KOEdn40rXXcp/4bVtbnj3diwMmfHA3717fflo4zW5xNK2xeOmtDGP67sQR7WQ3pOW",
+	"2ph9iiZci2l3vIBLdfuZLBqTsaXg43p4EaZ0gllRPJhQRfwVurwk75XDryECupv3FsQWOFjSJjzcHXgt",
+	"zkn4Ty2JivUlNQrJaplvfCoP7la2y/0xSpwewYuC+MbcX8+yPSolc1M1IrXs7z3QRJxU7yWsJ1QG/9xz",
+	"l2h48Nvz52x3UPLhWCgrsj1ff9aI86HiBZW2diTGSSCl9P5SqYbopURWfq/ikQy9FtOBgw9wBpWsLwa6",
+	"FCwaGgsWcOAG90Niu9xCYwDGSYOkSabaKUr1nE7YkBcmjCxaQl4KZq5lUYgsYUZH43xiWOZ5NoMFfwMG",
+	"OlTmmQPWa0BpD+kgBpxYymEkkCaseFnqiQldRk1ImJyyXEKGsXF6Ls8bS0uMcG7H+UU7F8qN+4QVOs9r",
+	"norLKk2FIH6JX7h0qvKuEYL9+vqKzQtFqEh221Tke5CGqZjuWw5aZy7V9QH7HfTrlKbyocx7fmVSPYb0",
+	"Fp4bzc7fX14JcAmXArHbun2ueI5Vz8ieIfPcaaZ94dRXOZAiY/0pzECq4d4BO6VSx7bPAz4Rw54fPT+B",
+	"LTnBgDIsInKBZ26jpdcmzrnpT+Pa9V1ckb0uX0cMl2vKvfGvWMZ0AevgvfV4cjfrbGisRVdgi5vrxG/F",
+	"bXD7rq35pqy5Hz358LP7z1m2MAvmQoz1DSScErkNINXu86OfqKgY/Zq0URw0XSBz2h75QHv45PeAt7/I",
+	"XPQgoZvkBLVp0glDG3oykukILnAYhcEoqtlwNj6b6PIaNmR7rs3MKb+dth7ffJadcztq0WtPHSSWsCix",
+	"vMPWqgpG3syQycSAV7l1IsNQJA+WkEyloRYmqVtTG8unhgA/zQVXImNV0akVz65tQzulN+8cw6uDdtrX",
+	"2j14g+rp0hwabq63bs1vMLs+5OqsC84Ilf5M2g36UzxKgDNQpFvqYSmMSYIaKv8lEsZTW/E8aHoJE24Z",
+	"AFuoN5/T/8CBNqfuge8Ocn78yX0ye8KfHz3HMOZEGrHX2hNh/bh01T66Vf0DXxm1uWdFZauf3FkiDM/W",
+	"eJznUg+W6yaHmbBc5p0+vWA8BYVaV2XqrQdp2T/BvN4F6Sqzug+SKbhyxrXg6WgvIeIUzHspuB0Zbx81",
+	"8SBxj1yKCUsx4BVO6iEiwcM7+bRYC84/fFQnAPDjmy0erBMPanlLy33PAKEnyrda6YSI4O7pT60wscOL",
+	"vT1/vgdN6Nig1ON5Dd43sAPTBFAizlby3osEGtYpxq3l6cg9mjLtoFflBdj8uz8cvThhz5++YAU3nlQ1",
+	"2yNFRGUSC88ZOSfMAXNmVi+t7EeY+UecxceqVsh6ZCsEs6L2ErmnolEV2VsTbrza3WJD0UrGhw9tiztB",
+	"quV4cSMzoQ/HxfMmUISgYV8qDtg1C0WtyDAZ6VxEbUJHEJaGV7/Ed+6/kqbQRuJNs/umV3/LXu2XDDvJ",
+	"4edBAzDnRvVnsvPD0Yu1TpL2CvjDLDmXOiYLm7D9eHifFCUneRkZ5ur06OVzfYa41nX6QrW49+kZWSdB",
+	"ze3+J4bdYANKXW6Nw6cvlt8A3/edtpfcSjOQaK99o4YlIVFD9mgPRXdlXHrBcUuBA9LhvqWNVLlU4tuT",
+	"MTOKMCRZfQfSZYv0W6TfIv2XNLXP+XStKF/kfNqB8OAj6ATyOHkC7xEZuhUSpvNMGEvIjelDc+HsEJhm",
+	"RuQitY3IsDY+wh5i9Rg6xvO529d2xNoy704wSuxj6A7bD9hvvMz2vTcdX8FLwXIJcIEsVuDMcH+DnqV/",
+	"Rddt1jtgv4Tr0QfCs6wUhiKsBbejY7yPgt/YQ3ogSqFS0cGm7VcYHr2ZrKkl14YhzVBA3eLO1cmmwi0v",
+	"MVXjlnedFsWtrr+k5I9b3fSL3wlduVvzO5XSE3wa2oerlyxbwHqOZ+YVVtB1ZIDurJq1haMJrYch9i+N",
+	"D/6PtL5mu1p9xHd+HBfPO0Nm6LP4TevrLmfXi+e3G5VUmfgEGRLSsAmfsl03nsSNlsvuCni47RJG0zWS",
+	"Zz98SX5etDEIkG61M14jbK2Zfz3eh6ukr8FSb9PXFqSvNWXURnxy8KbDOnWgPcHtrCwF5LT3c3FMsfMo",
+	"T+oJWUmYdybLZnoU2/UWEf4Rq1jRnrkWoqCcfThMTChbTsERx1752LIe943VzlQyGhMLiN1XZZRjECcW",
+	"oEUDCfxOvPrUJOuzwXGoTlgOtRIH7NSH7WWes75wT5iU0loB+WROBSaqABzgVFi2q7T9OHAK4t7JTCED",
+	"JbZx5W7sC8bNNXLw3Qhsw06y3WBa2QQysmBFYnttrys7Yk4uryMLKn4VvGdJOhRpVE/3nx4dsUwaK1Vq",
+	"mcxMgl+WmpKAHoNW5kRtmJo9zOVnbtNRd83Aeyz9qHKoUIWZOUPd2znMHc9yi2HtGBbpsGuDMp9OsADM",
+	"6OR3o9nPJSQtGj2wMyp3n6fXARFQcUK4gHM6inX0+ojT+9ASH3CZUwpsGNdH97iPgDatrX51uZlzPXcK",
+	"tqd6e6pXCCCiIJ0/LhvKecRTHb2++2T/JjNBIvaY8rad5GVFzqeQ7F0zY8QpiTwbS2upPm8Kztl+FWsL",
+	"xvLpjF7RRxABIoQGbPC8FDybNtfLoL/VYC2iUxoaYKKVuDVyXOqB3aBSsAWPLXjcHjwu60NwnyrBZ/R+",
+	"rZhpgMd4JheA7fZaQs7HbC7C7JV8iC77rCQObri9JIobRZUPWIIyUZDttFr4yMGNnwxsT+hhulok6YCB",
+	"66OuVULlxz/umHEEL2jJN+uXjGo9fmK9GaSKQ07dyQkNvLq1b7Fx9/2Gjlo3yt3lKbjHP+gsBV9l7gZ6",
+	"Z3EsmvVXRrHg02xjWNsY1q2zFRpiamOpCjNyanmCAh2TjvQEalUI2ixz200o6/Skuuju9PyMpaWAdlU8",
+	"97RFqVbGIRuxYyyVV6HqZVWpFUknadhIK125w+8kFXJ4OGmFka4GhBzTTP/90AFDjyaIEALCzYldJ9ww",
+	"i68UrHc2wFt7Cfz7nVZi/63T9Si4dzbYf6szKHTcv3TI0AMHI2f/qI6OnqUAn/BPwUQuQAcwQlxDx1hp",
+	"O4SoW/K7EqDsF5jkh4s3zGroCOn+Gz6rr8Pk0XdMWEWtEuxIltl+wUs7rc2fXKprN6jQk2wus6MhXb8s",
+	"teOBCegZwYRdSnBnmJZ6lHzCp4b1YLf1tmJ3K3a3YnftqSNrErkL8kaKnKtAKd8pZ08VE5+4A3ggbmK7",
+	"EyGuM4cPR385Pjraf+r+34mDD1cv9xw2Y2IHZ0pM0KdT6vECmD3PuWp0k1irr8O97dGRID/kGs7GUTid",
+	"YQlrIy9eXxgYeMk6z8HFDH9ZfwpG6QlWUA1k7uS++y1nKTdiXyojlLN1bwQzVR9Fx6JEo3N4/RJes3OO",
+	"jbeB0ivnKjKN25IzFBKoP4xiqHqai+iQYXW3R/AB5GCEvb4pCqFT5mRLPmVux7iHOrHCFTs7fXcKdc2Q",
+	"OngckzPisyl7ghrSB6ZEZHbwR4VBohVyM3qFzz00wdwGbuHpCZDigH3Dmcm1ZbsTnuf7aa7Ta7jeBPKd",
+	"ka5KA3xCjAMDGMv4NJfDkd03/AYYpUH7M5Ah4XnDcoF/g8oz9wJkfcSsi6AFVCoXxjCjx8IJUZEbn0eB",
+	"ZI+d7e9rMbe+3gf1S5aEQAiijIDIkrmP6MYiie9UFDfELdzcO5NME3I2FFUFdDv87P6zhD/Gd1HyYHIS",
+	"Mz9JIgpzZh6EUi2lF6dapTIXpZPSQPjOjVmc1UQHd2mrXdy17T12YTarkiG0ZYn+ca+H0vuJtgfzQfQv",
+	"WtfBXMKJAkmztMkXWI6P/Kxsz8gDoBVY1wkJyvLCHl92Xs06mRE/yAnrO5ZwjBMsEEjY4euhHbKtKrtF",
+	"goeLBL7z1gPQYw/Jyl3Q/KgqVY0cTCumS6YHg5YEu1jYvqbn3jcczFUx/T4S2DwgMvW76a9FmEb3CDZK",
+	"Mrg93Q/7dOO+d2ckkwb++UDOOfXP6PRZn6OKAN07dtvLcGf6X+yFnqAo7oLXDfm5+RT4oOGwSTvrKqub",
+	"8rFcpzzHu92NFDNy90y4Yf+ssiFEc+cB5zXN6QFpH+3UZG5qVuNUOrqLfCvNRCKEx9V30+xAIhGu2OLR",
+	"feGRF3ccd+HIqfPrNkNa8cj3J7oF+YAbn78tYf1mm+2oCcCSkvxL/+ZtVf4Gq/JbasdDiypJ9fRApt9Z",
+	"tW5n6+hXqq6mr02F/stG4n2xvpB9cWV/S+n68jHRTX9upricpr9KfblfhG0txkrhTVPDyAbQ0u3LbqPs",
+	"1FybqJfCLD+z9S3UnBJV9095Yuh6bKTiG6xoNVuT7TY9JL7OUcH2bkbaWPcPXhSUF+o7sfT2DhhmC3KV",
+	"CuBgOY665tZMKjMrmrBe2L69ukso5c6mWg1kORYZXEbJfb3AxG+ajUuHGsrqE9bD5hhUHdDLubHwjXuh",
+	"R0nduQ6aa2BTEloSJUTGqFw1lzcUR250yYNQTiA0Aw9Z6PkCc8AuAUXVz6UZueFDPRy01qv5w/yfMTqt",
+	"lEitSYh8zFhdFG5gQGoBlfp+fNjyZi4QjN1QsW4+rcoSU3BhkVvMdffUsPDrigA3XrLAbYbN5/y+vQ+P",
+	"WQ2e3bmlMzt3q9Z+gzmUsCWjb+kP1Ybs8qhJ0cJ6BbiOuLtLrrASynQpx/XviC9DZbPNvRIk0Yi6bcpx",
+	"gXn66O1fnN8OCtVbGPZGjmL9uo7TiJ2YxjwdSfVImuK/gkXoi1k52liJDeknuuhWTy4hSylc3ZCeA6mc",
+	"wEMhpQuhqEKY2uDU3FIgLpXSlUpFxnbryo8DyONPfSFJb4/l8lpQR13oSnHATmclJQrzhrSMmnDFdSVK",
+	"24/Y87bXJjR1sX6ZGb1jBZEJeST16nwbojNhl6jedCt8W+n6TUrXeDNuRrgakValtFP3877V12KBl8kZ",
+	"dQaK+fDC4IaWJf4GcCeTQ2EsK0oxkJ+ESVg9GpNg/Y20UzaRKtMT8kRxKzCYjo+54XkFBorIBwBAUORH",
+	"zDdSsSJ3lsBAl2O4H/+MCrzI2EiU4oC9xt7ctpx6dSByqENfwBvB4SskAegmUXwL/84ChLGUK2ZGegLg",
+	"iyMEi+SAXYgbfQ3kYbAqwKUpBpbpyvr8UqnSvMqEv9KZc2XVwYd5Wsgr/BD31kAYJ6InKiJPrIwoTxjP",
+	"c/h9aVZp5w1XfjBf0lW4pY9ajk6FeLG72RLj9X44fc78t13Fx1QftK2XaYGXqV6mCCg9rLXh5A/tOOlv",
+	"OaA1X5xDjwm1QMcQBkCFwv3KOF0SGb6EQm0sdi8MqjxnPXOTfiy4/djzcEeOXfL4aJVPERNDu2tRGPbP",
+	"iuqPL3873f/hxxcEtwkr8oraLqbltADWMF1M8ZDWWBeQh70Gla8u+azXAhsW9QVUlUElpZurLrGjb1I3",
+	"LyOcRGqaqNUqiIXnR8+oxBnXxsEnAvWw5MqysS6huJvCoKI0WrHJSLMxzwTUPOMS0+PidcYGiEpMvNRx",
+	"4ICtEN21vswA/vjEsFyOpTXHDvfFp0KWwmm0LOeWAiGAbRh5BpbWUo8Dq3F4olvyHs9zPRHZWWF6bJcr",
+	"psfSuhH26Lmntsd02bzO8mvKHoNldIKdBnbCJjKDL00ckbPrt0d+L5omrl4FSWOGpCO1A4a/ywZiC5Zy",
+	"6KYLwB0qMXAQ2L84aPMUi/YngPEqk9CsWeZd9Q8eyNbVHLfxkiUpY0h+01Az6PsBg1YpU7T/3RrM6h9U",
+	"4xU204Zb6+IWD4vZVTEJ33fCDX4+kZ3EvmFstB20ksgcdIabU1kU+U69KA8f9KELlqcr3HHOp7nm2ZXW",
+	"b3g5xPLkpz+uMjxTFUgQDfHEK6cHPIQajQjp7lairab+H36G/y5t9Os0KxPAyXNyaHDy43lwUFZKi1y6",
+	"6GJoEHUg3tXBAOgjr4H8ohn6ABUT1Ow0gNdAKp6fRN4c98trUViET/TreGVxQJQjMbCh2o4kvoFIr6Fd",
+	"+rIyd45Gge2XPB8hBYdkkEG7IhStOfQFoQesnQWKMsMHIp+2MXO610aYeju9/wo/2M5GVNeFIJVAopNU",
+	"zfU/2HbLa01mdYuzgfPekdr+kna3rUVoVRbazMlS1GYinUiXbXLUQ4HnioHT4yswQTSdBI1pIIUTWk6n",
+	"JQcCXHDA3olJ/PZYFzXhXInb66IH7HT2cAdSXVSpMq8Mztz6U8L6IuWVwe08g0BdWf13dJbvXrNqDm8p",
+	"tSZ8JqsJCpd/wI2qT8sgyX9Y0uwePeHLY9KmcJ8/IG3qEK3w7sjPKwGWu09OAWcn2PARtoJhGxkCnsM3",
+	"2PfuyLU7HMg4APWEW7cwiFu6BDUFQgfDqoTkCzQXPJCX2qLh6qzy09mRAPsSjSZ2quoy+FUJeJM2dKVW",
+	"c5lgPXgwxJDq5/RqTwX4Y7/YbL2A+x+2ioVjXG4PosOITNcY3LbBm6+kEB7pCSxqWGEeH67a0wcH5L7x",
+	"RFu+iKC8UboYTajW0iL2KMwJc+Lca2wyS+Y9KwQttVMlaYCNd6W0eTTRVaXzjP6KdByhkYrFYKZWLZYi",
+	"ORJzwRvqG5lWbpJZDVbCI5mfSDT8eS2wBZFasANW+mFjx+1cSZ48OnysKPx2hi5RRZR6W2i5G2sP9tB9",
+	"6SNOMi6J686IUcrUTNwWcTYVtC1MmKnSESRDxQ6ShEDSwwOepyiikI5Eem3IWe3ks9thvCiEyva1yqdw",
+	"wH1uaN1b0JM66jKwVUTtndxCHrAPRvjuhnXT7RQyOLPTwOGV85CPzIxw6ovGOBtQlfqHjqRTu6YEhu5s",
+	"1GMq5U1HvPaSFu4UFvm+YrZ+pDBhaRyKKsvstBAJuL88uWBz2xwEhzLPc7h6pbguPBxU/K+K6jYGTl9P",
+	"QmPgVI8FBZvxh9XCzXhtY1BCVWM4YVWaCmN2kp0Bl3lVuqsyoaTI3Jm73VCRk5g2md99MHQru0ni8LqH",
+	"VZIGexYTkVYJSS+Ahm2MekGMustMuSMJAE+cTzkM8B9pQEuEAOpeEXIXWirbCEMrPTFJrUGk3IqhA02o",
+	"PwWDz6LL0NTGZql9Yi2llpD2BqvpZIX3/48P2KmazrCIk8tvzKdIEY5uQMtzPXQWrffOwc5EMQSBXHfs",
+	"8KXORJ2MNEXK2vN13fzPo3Va46GrX9N15k7zfO4jPI403XBc5qb/dWfFLUj74YC9udKxcFfWG39ugMlM",
+	"hlm/krllUqGJ5CzLMVdTCMcTm6G0qBJBYpM0zIydxKNQfYlixe1dB79ZR6Wm9m2Y1uWT0N0dV902heV7",
+	"PFuz1M1+Ql8D27h0K+YZ4e4DnJzbeb51d3/Kfn19xRbhv3enLUr3+bIICxnpMMzbJ/ucIr+v9xj6eKzl",
+	"KxvpxMupc7FORk6di5WyUaLfw4GOfShRzolbrQ1nnWvIO27PNAeAq73LDz5kso2ArMT5qRtM918PWYtc",
+	"DXDF4Wf3nxW5Pgkz4OgrjelqAD4H7GcnQvelihRI/Bd1UNYV9SkhudqWRvdTrYb6pxuZC2XzKcu1EYaV",
+	"cjiy5oSN9Y0bhjaChLTVCH/0UrJzOnhF9Zf0F4NVWnPeBjhqu3sONg4+uVm2Pr87Jvdc1wlchbVwJYFE",
+	"hxBSIMZQuW5FPmVSUcMUelYgfyAZhufE21ZMWjhs3m+HBwtoEafewz93qOs8DH8bpFm1HmRuQDlAXaGp",
+	"I/SdBVqf1vXpOZ08jl8NAPensojJ6mrLw1JZfIoHjmqb4fEIMzw2rN9YU+yDN2FFGvOLq8vzRvc7B7ag",
+	"hijku5hhEKnVlbqw84nBx5APzifOwlW5HkoVHGiKaeWsqeiFcFWmMY+ViU/kbAhduQjYnqMvAqb0VQUC",
+	"pA9ZU5xWdvQyDGQZwdwZXDeQovRQ0yRmweoFP6u+yDU0xdZd/vYG/8qqxHQQuBhLFX52g7ZuE+4c7/zP",
+	"30/3/3++/6+j/Z/+qP958HH/j89HydMf/uPPf9tZIZTwof72g5lZdU3FbRfqMbMyvV73JP7n+B//MId/",
+	"fH6avHjeOuT7VkejzzyvlH4/8H7faqmaxaa7AlFrikhDXeBXbcFHU2MfHn9EQPMkRkDDOJAlQWTzFRYc",
+	"Aw5iufE82V3AWwS5ghszoZoByrSr6+ZCGDnNK2Oh8m7qc4ObpcYn2A8Hq4wh5jBTauxUTahfuANH7xye",
+	"Lm1iBTHLeGV9bDheHoyyxr9ZKdQ6C65fGwWOh1lHgsNnw1GGH1caYgSaD6Qx19wnXORYbz8XY27T0LHb",
+	"ffdt3HWBt352De8S4Fbz23+ZBqhLn9gGZUUT1OtqkxeUOMq969QSMemmCY+YuAglxHeKhN7cRhP+y3VH",
+	"MFjbNMe1WcdzL1tiKzc/VPiKSb2SmAPF83G7frdBu3l+IZcrXNzvgxO38/Arh7h5mOS2cPThOfpr0NiQ",
+	"arfQPD60wixg4fy5kn5PEUCd0jfH+irsM02lCizNpVAW9iEU0NcFEuHUTXSVZ8wIVVd7DuWNUGws7Ejj",
+	"qfxwcQY+xItfXrIfXjz9D/il++E/Xjx9wTIxkE5fswFXfeIiDoOGJD7x1OZTZITrgF5nbSO+Nmq0oZkh",
+	"PMUXaae8LKWghBXORtyMIkqb+MTVbgFp4/QZHkz4Ca0VH4uSu91Avdvdmpgv9AkkPn8G6l+lCT5a4hhw",
+	"H3kexa9Em766JhRvf9kSFI+XQsMsgiyF7+j9v1CcMuJ5LpxYg0gT5LLfC47DTBfHceCvoTIEiEGCEI+P",
+	"lDOrIT/luzOqHxXyX+EevS+wh+jPktSpVCuj8xApqhnDnKlcmSQK7aInE3q/ntTAnnHL2xROt9+vxRSu",
+	"AauItG1v9jGSApk0DghJSzN6rvJtIKGsn/E01ZWyoZLkWulJXQxzwF5RCjrOZAHLl7+QuHbcQHCy7jfk",
+	"zKrTFoPDFQl+IkKDNtaCVt/AB/gO95V5HmKAprn48cJDOY+zPChNWnyytUm/kjVPn/oOXA2NnUhM+pXB",
+	"4eC/V/Mv4LWtyebIgbmT7FAjmwySzeHDr5RtXtOdZfGmW8J2Rvvu4bCduX25Slo5TW7ryOh0ZFR0wu8C",
+	"1nG1V007jPHbFw02TF1uWS64sUj9onPRwlpG6q3hudvLoOX65vrxo2KIN+CimAviQz5hrX/W/GUoRu4y",
+	"l1FpeAwURwdqHi8kIKOx0BNRDqo8pDbKkukJxN8CELZmNCYkKpx46buViY95cpt8R3fE1srB5V6wRJn2",
+	"c3WzkqBT10ZLU/rWsp4EYpQK6Z6yWb0a1m7BnLapkN9dKmSFx+XuYHSpenz4uQL+04WpkJd6YPezkA/p",
+	"7jheSG1VBUWyTUtMgiKMmdia5VoNRek07FCQIKHmMyrrjoh9MfsK66RD3haoF979AgWVqOYwUxWiZDwb",
+	"SyWNRcW6lUcnTmwocm6RwTef8KkhQWH0WGA5uoah+4dCUUVXqgFh4O20X2KlvfdYdwCaberlWlIv13bi",
+	"V2DVmjE9SeT5dOIQBlqBFuul59LyGXjGm7f01JL4+PzBf2LQqxe3uvBHmaqtsyqtczSBudZbK0HLccoK",
+	"E4OBSO1MWqixgmcwBUsS/BPFmBYrbb7owaw7HfPrQWFd3FsraFQPnHdroeJECZmozm2di99BfuU9Kk2H",
+	"3pJY0DBFQFtOByzBmEQibmKsVzOqSSmouXxIGCfArF2OPjACvcyshkgSghR1BtNKHLDTPG8B2SgzPtaj",
+	"AHQnIy2wiFogz5DOs0YIPtdDILyobNC7WpisjACX37lfmwcGcygC/ehWyD2PnQAJ0/BnnufTZG7NN0sv",
+	"uIL6VscfuWkUMESCOGyNiShnOVG32PhNYiOcwaYDK6hz9wWVfpsd4g7rRsw3euitTEAaqG6fjNzm7Dvd",
+	"Li0FNz7yQU9lotDpyIetx0Bqj1Xx/gJpTFWzoUjra4faKb2QuMfnNvHwlDGfshG/EawvhGLG6lyok6Y5",
+	"i0ZsxFGIejAfx+kp7QzLDvi+uKXxJixGGhyOdjHytKJKCzG89681PuSWkXkRI3OeN8T5ho41NHsyh9SO",
+	"dVlclWy/0pI7VRe+kSuMmdrWmifURGqGrecYM5d9+gkcdOAn2z0XCtzS2Ee17pMLxiyEWUs2grdI6KA2",
+	"W6fxxDA+FMommEDzyt+VJeyiUkqqoe9qAfzJ7LJKUyEy93dsO5uwKzkW2fvKOqP0JVepyEW2R00/4oa1",
+	"0kIQdSyS+WqRkBnpPjN+xAE8HlW3c53nkOlTpzhGfX65FQk1muW4yB3MX7AyL/0Hu7d2TSNKzMHx+23Q",
+	"FS1MQ0Pzr4+lwuKA94DS33XR+V4O6tTKHcAbi4uqWHf2uN/5a+iO3hjH4tboc8n1d589v1bhE890pS7o",
+	"iAz1httGcDsjuLRWuRyIdJrmAcUaUV2E6jax8mOHWME7Wri/SJpgDmC3MAnd0LXKpRIzhSC75GTUCsvI",
+	"s70QbqAHM+q87T2JTOnJMStKbXWq84SVYqyt8L0DEtaf+s680O4be3sk/oesxL6WPjemfhHYVybXkyT8",
+	"Eqgbc8FRj3S/MaxSkFwJIlGqVIB6ecBOZ0sJ4+xH0pao0RNnA1CWUg14Erh1pGK9SpVObAIvdewDdZLF",
+	"O2cnI6yj92mCXVLjnD7MKjU8G8CVdkDzH9kXDkXY0onyRbGGF+N27gZ06pN5169tbrOu18Mfu9f7xfP7",
+	"gHHcX10oflWf4C1qL2Oim0O6FrV3zTDuzZGVjAK4Zb6CEu3qUqAfJQFQ90Zha9HkzUgbe8iLgoZxHNnp",
+	"fYGsrO9RbID2B6Y8PgX5cg3bbaTIkwwsxRCdsVKrPXjT+8EAHgNPiGyOocNoPuHTA3Zmg7VikUU4vTZs",
+	"N9WZSJ2YMTqvLDRHBlnCSlDiDZLeuh/IgvCiKV4sEh5OAuBFupRDqdhuUeV5worKjBJotU3P0BNnx3iV",
+	"O9gakLm6CPO/2PVwp5bCfQiSCMSZzNaO48F6X5s9QJ9yBXsgMixpVHdrmK1flNBcb2ER1DPdypZlFoGp",
+	"QWGdAmSsr8W+dTOAGq1u7/Bv3MzUoyKKA8RrD9K9BkL0oPkohqj3vKDEchmqi9JVmYqETbi0wYQATxS7",
+	"FlNEbAejY8FNVQqqZUIhcsxuZCY0WwL1vMpkuIhEhDJO2FHJiy6vo9iMA2svyHEg8DDiqBfGMqGy0P61",
+	"5y7Xlb1Eu6DHdimxmj09Shi3bKyNZc+O9k7I0eQmgZXq5KgbCiesYGE8zVLfCShhqyIBAbQXxlYKbrSC",
+	"Drih+pvKaD9cvIGoIuRA1DmzWA2XhPhhVCgx7wq3prh02+HKnbb1hAAb71gSAcS94euwNl9aFY2zy9/+",
+	"u89ag40x0JXKTpi+ZgbUBiJ74NFWhp2bbQmpvvegoLtrhSk6nJSp+KD4DZfQS2i28VCA5xnIvBOpsCDa",
+	"MCsXDvvcpqMFTYUqZVhVuNP6wxGDu+FQmMQdi5JBCaoDy4S4UZrVskaqYS7qBsSYiaoyUQiVQZAfsycg",
+	"L8OAwUHo4E6gA1ZTO27cj3A1jLlRb5sHcwhLIgN+6jKr+aUI+ZZA5M+wIhvASXjRSmBpHgBa0mi7IPO9",
+	"CuWozrj0CoBU+Am2BAIPKJshQh/j1AmexxBk1o5Blpd2vyj1p2k38NQVSY0YIJHiYCvqhtLqbPcZMGVS",
+	"WT3n1kiYrqyRmQAaYW/U72IOGSwK/Esrsa8HA1YKp6uhj9mps2bGZezuC+wqbk6U2u7GA9FP6FDm9ECp",
+	"hhh/7PP0Wg8GCQVdsX2AseALP2CnQHXFsTtaPj1mhc4bkdlg7eLt6JI5YKes4BDc5DZiy2M8TLElR/+E",
+	"ebd7Ix5aWu/ubqFscX8mnyN8wjWRtcy8ZjWlEpuSiBLUy6Lq59KMqJJgc7AZjZqCa53JcHNbmwKs1m+m",
+	"rUq5VSlXVCkxOQRxEIFojmlq/ciui68BduwR2ZgDHAiPWJHkWILHJ5TjUruVvc/Z10J5N7+zrjNpgrf/",
+	"gF06JIZ8YRqDJ5Onqipk42IGM1lMG0TqYhMI2XjLEoCkmWhY428JD3WxhcMtHH4BHOrivtBwaqwYQxPf",
+	"TKfdMbwLkclSpCTu+6WeGFF6HyXUVjmosxiDlG6ZqAAz02k1FsqiSV3wIbkxKaej+WeIAHGFbtgGO8vJ",
+	"fAlos9aKrHUrhghuJmiLmsAUUnx5ukBd/FXY00K+cuswAzHPjn7oXhO/DEumvZPsIM0RPPGNRnyafyy4",
+	"CjAnxTsD5p+WsN7MJ3Sfb7+SvYOFRMyzEZo/H0FEY9F3cruqsbrxQYOFrc9ZRGJ0vEO7c58MnJ35w/i0",
+	"4zDCU1uiIfgZnb01LB3m7lturleJqheilDqTKavvZXAvRbOBNc1HG4tSp25nxWxH6Ui4QQcfP/Uqpd0n",
+	"S2pRWykIdY9EXoC1huRELNe6qAVgITJ3JQShtefYoCSk9vjzz2HUVzDhNUr35qsWJaDMLaVPu4ECgUeV",
+	"YxJtotlVWXBYvvYc0Pk6DAPqFEx1e3d94ySt069HeqKcEAVvAcmRkR5jMPg4cMaOxbgvSjOSBfZBFDy3",
+	"o4RBgXEA3zGXCiJ76N0E2j0q+5rw0m104lOk21A68bpxKFBfUr9QCIb5wmSf78JKcSMNJa7NiaSXOP5L",
+	"Woh19mlvvqmLn5DW06/2ozgNv1JJ1ezk13gCMm75fincZ3WfMs0FV1VxWLjNIiYLDoTbVEQ2Hzrg6gGK",
+	"PaqTB+a6pG78KZQN6UvhlazQuUynRF9aCuhBFmREnmEg2pZTxqEMX2RJIKjLPCEHV1Mg6Dxg74nYDggB",
+	"3CmFGgmoyPICgzOaJQOQmT8O53jrK275hR/mS7xlWbbqOwjHe+Znivnw1OoQcqGVPWEUPzdeYcDy/wW1",
+	"A7r8usSgX0oh9q34ZCm8Xo8z1IDQ4LoGgfd1jeLHpz9sNjmn7QPRt+uEFfryYaLb9Jw2IKJVRLOAWx4d",
+	"1zQchK+FpFSrgRzeFpnKSu1rlYolEVogLouPeYO+wyfgGJGjMUkQJoUB7nkIfeR59GtM+lHAQV8Ss3IS",
+	"p8BPuAQoCo8mfTdDlTbuLGTY0B35UlfDUYfoJvyjYC6KcA+cKMXdD1MsfUz1mMgxeFsot1IdSLYOH1zb",
+	"qy4qtYyNuF5nq/G7zeQCdXGBbs5p1zmz1fmIZ+TONgD8cMrZK+wv0Q52+MHuDvK6XWTu/X1uxD7uun3Y",
+	"7StY55b3c4ddUmXik/uHLeVwCN58lTEHsU3j8olhuU55TnjjXxsb7KnOq7ECfuJJsDqAnkL5vJGELn31",
+	"6g0Y7TwHXqUarMJz0WcG3S+gMulfwlfSB0OfuNxheDhsq1km+VBpI9hYksuNFaXu52JsWs2YV/TCS1i+",
+	"U1i9ZV3XkDsWmfhfvcFM6TGl4lCFPzyN6f4/RWqXcdBm+e34Z+f0tLf8kxxXY6YqZze6UbhhpSNe8tTN",
+	"IWQ2gvKNgzrxoZgwejQRbVmpFOkbO/Lc+adXWf5yxEvTPuznR0dHyc5Al2NuYZb22Q87ibvPDXLn+OnR",
+	"EVwxlgp/cRTmCB8diJLWrQXOfvIONA7bkT4onK6tDthFIIcpuuR8d2Axs37rNEvRz7zUIcMV++3q7RtM",
+	"vwf3YClUBq2rofTAe+PnXP2g5gHa9XBv/3XKx3kPNQ4+qe/0flsmrRH54ID9rO0IzhbETCIHDBBwhMsj",
+	"CmBsVamZUANdpiLuKUuUkGLqWSDr9laZKHI9FRm7ESW4bRzCStOYik98gaYeYw753f0p6826ko/ZjCe5",
+	"d+yWLkQ72njlWK8e58dMKCmyXnKLAIgZSfDTBuOyFFiruttz31oXQvFCHsCy77WDuU7NB7kMv09RR8av",
+	"eMJ6I+u+Y70NOgIb+LnLyLEXf/YuuCQcbEXKHffmnSRwoNOP7kVtnOe3w0R4SgMTW5RNPmHvC6HcZ53b",
+	"vwdtnTl3rPhkD2GgS54Np6w93jQX7WmF3pZvQBp947hhbUV8JLf43JGzONKThx9pkmqgl6J4UeqsSm0C",
+	"HVmyhI207zxDLnQJA7XTQJetM4J7tJBNnM2cMKuHWJEA2COtYVUB5S7umUIhxaePUWHH48hxWGE9Paik",
+	"aiDLMWmqfal4SWk28AsahQNvp2rx/Bpq4HUrmF3Cepy55VhnZkn9lpaD+DM3MmXuk7jjBdnnfV3ZRxZz",
+	"+lVY1l+2EmvUbQIDxiHwBK0SfIWdhlfHJhqlNxBfD+kJFDwSpZUDcCp1VOS+05k4xQGscUOGtyyKg+LM",
+	"Hk/AM/qcd7DPwn5aeccdfnYjOMv+PBSq1Hk+ps/c7k89M6aC9EStxD7AaOrGTy3XHBD2zE2K82H4wB79",
+	"t85JR0jHs3WW+VBmht2BKZAKxMzY1Q77ZRigZB5iFy9dXptQTeMuRjT/VMhSmKgc8Uc2lqqywuwdsFOn",
+	"4En3QFhymd2ms0TYuq/rRVoW/qG3gLJf+ix1mnvQKQtuR7VKiSuycmPzZx2a5LraX7SswjJnLvmX5EC4",
+	"3QLHev34En2kBePCwtiXp6yQtYc55Fdq8NVvG118D40uaoxlNcjBHrhTyO125dagG8BlmaivubHqW5q0",
+	"hRFf30wDmThRGAoPoRtR5dSBBQrAG//G9/UYVyFkqseHCTCBVcNhXZfxHJBuZWSb9406KI1eHhd5tzIT",
+	"ybHsMNd/XOjW/LHh03y6YZ9m+6dZpELVa7K1lxdoXm0nbA0qWLIoNM3bRsF2kSQIKzpADyqA6gGKWIDO",
+	"wAF0QpBGf0hiPZ+VQokJz/fixG6vd80Ul7j/YdZk1Axyf8BTZ8FSzx09aG05U6sF8zt0Z92ayPwrlygj",
+	"YeybDRZ3LM+yQbov5bNytpUdjy4C3YoMG1JXQoB1Scz5ZdQQHPIx3BkRmQ+phcfEoQytBAVkyEfhzDao",
+	"8whlTRhohfA1BrMh7Ozb2kpr2LWY7kOrF/eX+XAzZg5mgd7MQaTMKmF8oJmX0C6XKDJZUYqB/DQ7rrqm",
+	"TU9CdAZnOvVNxzE3ithnIENAZKwqWr1+b/1ydISil9CZvUT/51nWwmfm49bE8AZTG+iSVpJmT9NcErO+",
+	"hEeYO49bx0MLacgFJDStMjq8HejcWkf2dFlgeokG17mkcdP7ghsjshMMTMBaoHOCyLTpUmiGDDypS5b6",
+	"HB7XPh80+zfaoLa5PzGrt0tK1SkYmIOFX/S7E1P3JQDgC1A+ToSiDmQ8lK3RKT0D/4cEp/seTvf9GHwi",
+	"Zre/EDvPmSSkOIIlWqc4TkppyRET4bH7EbIqZ8BBRNBBPW9nNiI6E6MOaZxlDgEr5duSZ+XUiVdp8AB3",
+	"NEEvgf1D1PnqMDrMSx9qoJOAEUWyDz5ZoOPBcaK27SfR2gYSBRKVMhp8T3ioL/vwIslYmecgjlp0cUpD",
+	"xI91Tt/qot4ua6HsaX1bGMpCdXzu21o9m/P/UPI9l0zz9lmfdQ0Abc+tp/Gb9jRClnJVdGuem0gYVZrM",
+	"f2h8JMZc5odWGLuoXRx0SFHE5TcWxmDyVJ2Pjm+tSpGxy7dX5z6PySvDOoTKoTU4Bckjr1xjUGzi8AsJ",
+	"AVFtp5D986OfEBMhDtRr3PRRafuxHkYP1S8YjESwjcbokOPHo2c1eXI8aERf6NCRcuXuBBWepyNgtgCO",
+	"fOkZlPC4Ys6BESpjY2BY09hDr1EtjeU6TwxLR1oCsRd2yzOs1/btepg5ZYCrcx/ckiI7JqYO+gYGWagh",
+	"eoWFVSFDA+6GX0UtpNju8x9+Yj33xI/0xB7ltF0IW073TwdWlD3WF1NNdlZLopXbD1fC2Nduruti5oAV",
+	"gTeswIdZilQW0slAdFWFhnjMVCEFd4NsHbODXwT9jTM1caoAkFfVyku0N7f4/1ipOATUtMNeiWGPCTqD",
+	"axcblH25zNeDKflU9xyFfAYz6bV1jqeurJinBKiLLyN2fe+5iR7sCzs5Pijxzwu/VzPMmdG9sAjYg0SW",
+	"UY5tEt0igRkYV/GA+a/r34KGSO9Q0u8Pe2DXi09guaOc0dhtqVJAjHRmyYsOxZPIriayel28TivHRS4i",
+	"BhKn1Yt2jxEkcBbyy/xF71U+Paf6iPX26YuHudhtUC/GN+Q1uF8ngG0s25BLNc+SgHt2jR6BgpfSTm+D",
+	"EER0gM3mvBo1gNgVNA2SubTTxOdRkn1LKT/ef+ytXpD85Fr2JY+YfZ7GryxEuR8qIrGB34ibEUtHXCrk",
+	"4g1/5nkehgidQOj5B+x30EJHIr1+FQqWvHu5ouzwy/9+I61gvfOL01/fnrL/rWR6/RHu6dUNPvHxgAuZ",
+	"QOOeHB9k4BuZC2XzKcvkjSiHInM3OoQE3Tt1G0SZysRFVGNijJi2wsU5fKW79y6f0uTjuddFXDDv2Wmf",
+	"oFAoBaemm9gJKhSNwMdDF7rJ9aS7CUT0Hb7SJR3XdrmtggN13waIlCXQ+MOO6C0r68Jb7mg8j8fBHO3P",
+	"xWIC4WbrWl6na9nBI61zX9iJEGqWpGaN8sThglTCLKB/81gbLvW7Py5dbeiOIdMpZPpnFcX7WaPiDxGr",
+	"EOVAl2PDOHqh94FCh7iGSlksrMoHt7G0rCj1jaDDWyM22nkGn4tue6UtHuXg2/U1B9IwnoM/JKJsl4b9",
+	"cHSEOIC46ksVaPDuZBvv7UhmOj+T87mvs2lSe0IUpdiie5pn0wW1CRfhAy3JADvHVfyiRfwK1O9Ar2S+",
+	"qgQ8A07654Ib6Jvf7O5IqTZY8bBgPK/hutth/h9rdUnTF1oMpf6jwwc/6d5L2VYLnzft7+NDhdOJ3cvd",
+	"GXa/js62x0M85Qm17aTmzu76g5Z0kiaU8ppFHfbAOqFe52JZrivuyrgIC+eOxsG10hPI3MA6LiSE91vY",
+	"Z5wGadC8jAJo+ZRhUdwBu3Dj8fWxOdBj7mOFQSnoIt/AT8I4/MPpI9Qojzf7CJ74VOTOOGOT0TT6Wm4u",
+	"pOj6Ifcry2SWu9ewgc5zPYHGk62d8hCMdS7M+ivF3GsWtsiMi+QeMT1h9zqs8xhVysqxOCQSDCsXUudi",
+	"KeWvYLVh/5mxGOtymsRKivIMQxg7MZ0FlQfsEt2tTm0cDKKiSFNoy4a61JWFxpclvYcNSz2xo4TlfDjE",
+	"NNKwN6nhvbsCej6A2sBHTm/I9bBVJ7nAWbyK5r5OyTr/tpYTQVex6IM8vjPxq7B+i3UuxAYOBej/q/DW",
+	"gp0A4TO3m0uuhuCgxuiRj8p4nMbRtRgcXsQEg8Op8KmteJ5P0TBXM/yDM2XE7rixgSzFhENdHNYbAbut",
+	"f2lo8YQddvuyjZzQzYz24TkswfpPhXvPQiHhFtatwWMWEOSu83sGQ8G6EGoDZ8FWbvOtcBgmI2kF9XN/",
+	"I1X1CesD8H5WG30NHijKR0KzO9XjsVCZyBjk4hpqNW+hg4U/JLAMyF+CVVdcgbMVmwsNYaujiRjXaR2w",
+	"96SDhTFCZhTEYDCUzyF+48SHFYr8tlx54y4q+XKTxQFibX5oBe3m+8QwPVEJPo8AAEfQJoh+08Ze4QIv",
+	"sYvf1hUXk5E2Il5Qz9c7z/sJimfMwk/EGD6+RsH+J8Y/GU37kiwHqm4TWT2Fu6m9WqchW6+p7x/cCizx",
+	"5qQGxo+IBbj9aN4ZnCQ7RdWZHlRnY8bHkU4UbdzouJEWaXk5FBYGHrLuIcZCgQyEEAoPjIHo2z3sRpRy",
+	"MG34wuJO543CJZnFOfmUhYMJnGBWzRb0SnfQ3BpA+gjsIfY7UnnGE6gRyrf+GoqYU6Qtj5OiUZlgPXjI",
+	"x6oO+PfmoeTUPb4BJuvItKlfAO9bkmlDH0yFyuj6C+NqPLSkzJnpIfdTZ+QZP2NbFk796U+YLmcdprgn",
+	"Rpy6bEqFYX1qhQyClEtkP5zp0KP9NtztvdOZoO4+p/T2Hva+GyppoMSlP4X92aPbr6aF6O1ts4K+5axQ",
+	"2JYN6MYjdQewDaXV3Sk9TWXwsMi5WtBzLA6iI9DT0Q9RBa/3wVy8LlWHXpD6/VpMG146zJangxfbTQFc",
+	"HJLe8Fxi9gw27661QpR6J6GyLKo0xzx79FEMLKZCDiTR9xyw/3Kqou9j2dB12zr5HLWwvudcbRCe3etW",
+	"R+cAxJkwYLfiB7kv8HWD7xw1aSw5V1uK4weETJ7TPcYmOnjrByfsa7LfoKa7RaEpBgtqKJhLQBxB0Q1N",
+	"lryN0eOQuHgS0nzOvTp9qjL0nF7xIVQshZcFjTsJOiDGVv1qo+GLWUtF6cZmIWqTEW9qdsB+5YW3/OoK",
+	"ppx6crXWlg7kJ3cVNqzgUTcxU6cXtodwYYFfxet7FymE7XlBPobob2osEXDohy3ZskpwQYiNx8QVC0Kx",
+	"7V/szitWpRXjmlXkJGqgA23jMIIUSJVRbRxrSBKV3cQnY/4Js8ZNFxXJcorle2Qj6dpbi4ObTcbPbfLn",
+	"bZI/m2vnHpQLK1RcfkLIsEbv4qqd4fqVzO2+VNDDygoFIWa4OYnVv7p+vnKXKnSd69L3YhFZErQcTFVq",
+	"6Qz3ITjVwXOOTgdzzdxB87CZcugz7tPOmxQgXfHWtXeFq1+zsCOcX0v8BriMj8uT3roEd7DNcSkXbvbD",
+	"z+4/7/hY/OnMqSUtZpy+UXi57gcNuxGpDOutbdjECfpgH2UaJUfhe1QZJ1NqJR8eQg834SEH7BT/AloD",
+	"pJBB0oivrSC/MbdsXOF58c3pMGthLruB6uEgOzu6Lml1dnltRXqjDTOjJzINneYg+wEp/1qa0NQHYKUm",
+	"WsGlaK4ZN5T7CvpT88x2sCr6D7mQV7Hg1m3IneOd//k73//X0f5Pf9B/9//4fJS8ePbnv+1sjG6xsUQL",
+	"LMPfPaTqsH80fI3kwXnrovncrlEO7N3yW+nStWVCuvtePOHjO5itBcGdyQHxSaSVbbVVqQRlpWags7Us",
+	"jcodX8sibV0AZiIdp6XspRFAZy8humFCa5zWp9cOO/8XULZGOs8S1hcprwzwYYqJLx9214z5NFiqcRUd",
+	"V9B0sfSFejlPr82CpOG/0WKtHUX8i1rw429+nSM670eZltPWNmSNBsJE9EdaX5vDlFue61USEIzlKuMl",
+	"lj1Zw4alrgqU6wM+lvmUvDSgkuBvnhjWI56of++xicyzlJcZHjV4CkPnErmbnS7ie1/BU+AaYG/JuXIP",
+	"w1f3mPUl/0aA/WCwJQw+35z4LHGYInhx3EUZ6+HvD2j2B/+ojo6epb9pDfoG/NQW/vtV2N/xjtfu/S9p",
+	"ydZZolnZvhM5ba/tkMK4nvQ5H8WxcbP2m7C5Of0yRAcId84aDlAmcnkjSinM4WeZ/XlYCovdqNvNj7dQ",
+	"gMLZL5grRndPQ0D9XKgM8iwhP8ZBP5Vn6AGrCh+/p/NAbibmdOFxYQ2l4TSfLTEnzt3iYzDQqs39Nx3J",
+	"G5HV7Hi2lCJju85o6PmhAZ8HzAqi4+6k9UzVD5P66B/TY9pptxNpRAtXBdBa0H5+RY9e2t8NKDQGUtT0",
+	"O3Rnh+kgVydjf77ZtJmZEx1WoMsDR39PmNITvykOvi/N+N6UVLcTIRF00DyEdwAXS9kbAm5otyE+3QIz",
+	"MLYxixt0LvBphH67bm6FKOHMJ4tO/t4s7hyw00Dx87xOrcDnUrkL5VHQK53oXogXdfddcNKbGJekoQkt",
+	"xgs4PJ9ACi6DjFoUyoztosJwlvX2ZhdK2W8VRD7Byiw2yaMlDt/dSxYgJdhCyR1CCZ7MwfzJhE0fncyN",
+	"Agw2GVhA/wBtYcNwESV2saQq8Vn1SQQV7qRHG6s/9d2LwCwWeW4aKSOZNAVwAJO/kRyamCXoNiLyYEnb",
+	"+LMvaia/p1b5dG+RRn6Js9yc5KYXdrZDGpZiyK14REmvp805u40/s6uaO2cTWnmsoK4SCGsOOAFHim/c",
+	"MVvpXYqMp0ABJy0zfFpve86MSEsBktII67OowI0EgTBM2sgS8sNjo1F3xwE79co4LVkpWC4G1uGH50Il",
+	"mohwJcUe2mNjfrs2FmJZP87caEZ5V/FolvBW+AE9nGrr2TMbLcLCahic7DbE3Rnla56TOzvJXU03sHsE",
+	"0ALHLz4GySpUVmipbE0goSeK/fb29CUdqsQ7mVJdiATCW8hElpGpa/BoQwRaGlYp+b+VYHysKQS9QHPG",
+	"O8MQJLhfed/ovLKCjawtDPtw8Ybtun9ShTKY9HmuJ79ZW+wFZrSaKtIkDE6Ys7EHJR+OIcnZv8Qhj9H5",
+	"DXaqZLnWhdPeE5ZLdb2PbZ51ydJcV9n+WFgOHfGJ+1KY+VzKHsHlR8xWBMUdxudsecIcENnZWCppLDIu",
+	"wxWGFaW8cWiP9xq265926v5+jn+9wj/29g7YGzHk6ZQZxa/Fx5Qb9M6R985U6YhxM+eg0+qjsaXg44+E",
+	"nEjrZriDppbr36tLuPwlXY1fqQZlodJyCsnkHBuxINkHlSjV/Yja2qa0YMmaMk0XoNeStFO3YU+i+YZa",
+	"yZFA/o7NBRAXTGLR6CHlP4UFpxwuErwjnWfYTUIinZ+0tShmAynyzGzz77+L/m8NrN+szRRrS+CbAa9M",
+	"1RpKLHKeUuY7bj9kz4NdXBPjI68EFAn7nQ1J76eKiXFhAet534CcwnNb01L6PH78wwn5g30nFSzcrHXI",
+	"EDiDETiRc8BeUno+FUhR9Zf4ZL3P2N0UUnRV7V9142sogREFM2Ex+YnbfcEtRtuHIuuE0dslusY3n2U7",
+	"60rr+HIcdp+p3hNelXjwAFzBF8q+iQKAbebGnYIvHs4HBr6HBCfdrnEyPY3H3YEu2VBrss2tLqApm5Cg",
+	"NOMUEtAcgjdUZex3Lq1UQ3TmxR4ukeqxYC+5SkVOJMJK25G7DzLHwcxX1mdrjZPYvz1lI2msLqGy4FoU",
+	"NglqC6W8uqcbNiiFgCcgunugmKlAxXmuDTwfDgY1hM7WTX03Hjpc04d2uiOX4MoeOopmQ4QLolvUYhct",
+	"/ZlGu7IMLmrSdoD+O0Fn3G9XV+e+FS+WHcFeFRlxs9H6oQ1ZINC74yvyAYTCwGrEBujevOp0w72KvZ9f",
+	"d16TpXecw7dY7Tpo0TZfXgN5BHGgjnjbyKvd0fQNCCGSFbFhJhLu2STuIQjf5RJ87zYZH8YebSnMltr2",
+	"jlDp1aycjM71xmMEiEiL2++cKSOAkSr0ifF+J3dfz0ffKaetp2m37dNV+3DVHnnM0AfVtNcS1p8WHHsh",
+	"SCRarN2X2FAFg/MhcRSviOIrUyYzcmuG31gI45f8RuSBpDdnBbcjtovhyYSlOZfjhBk5VNxWZe0uTbyv",
+	"dO/EEyTIkANAeUizGs8BO2UZEiXUxqOzHN0KtHnYrkRrwOIbMQyX9MU5jbrg+PYySJISWmzYIMJOmGnM",
+	"gfgtoM4/weoQ8b8Vz3H53SeU2b3alSv21cGNOuHGU0CdNHVlCRFg96sJn25tz0dle8Y9dXCfWH2XkmB1",
+	"JXVJ+zVntnETIx+MOWBZROwNqIfsHNzMnGl/6oEseLfho987XiJd6MAgzSA2IQjevkWwuvMQkDA4+d3Y",
+	"ffSFz8PjFtC2gPbdAVpABaxFiDBgrRBnR7LM9gte2ulhygts5bPI5I5rpGSWRO240EwWnwpZJ576iu3T",
+	"8zNm9bUgvg7od+jfNmUpt2IIhMbUziU8MbRebDIOSUNPw7AfUtDlOTb+Cg2W3cvdE7ABsK8s15UlBruB",
+	"AF3W1DXslWmrNR9T4nyYhCF6ceT+ShyEE4FEf8p6+BnqsP0x44Xchxt7J0j9YXQumBEGi5vmanKfxgR0",
+	"hfwI9370kNdegnLlPuS5+44v48+4RmDseGMXZVt0zezugPk9imS4V74wbxLzHDZPiNuImY5OfXRG66Nf",
+	"76+d452wwXbmkOFpBzK4JexGghFXSuTdKOBJ+JTIISPMzWCgS2okhedvto/JQOZImKoyVuqJ8bpS/JzF",
+	"J63dhxbtQz/s2xqGX+QSW9aDCwfzX2I60WV2izt8X+pb3AJy7RLqOs9u86p3yB27+g2vxI1Mv+QW+uFW",
+	"d/5tpEHPWfX606K4xdWYCnTrG241g9eYJn2bOVRW/01mQt/ynguR3m6XvdPnOZ+K8udS8Otb3PcbN6dV",
+	"JvXtbjm3/7rFDWfmcsRLv2dutdeAQ4+cxasvINC93/YuJE/6UN5mgL+Wuir+S0x/ASy83RDlDeAeDNPf",
+	"v053OL15Ffe3lxfb5NgFybF+kdhuJGr31i3nw6eZc3i3CfzDz6kH6j+XmgBaBeF97CNpoVW+k/LIfa4n",
+	"SpRmJIvbCvemVktgcOtWmLXg2cBhWURYrES+DQ7dWWUVdya0Vx2/kRN1WOR82ufp9YIgkjGVMMyMoEGP",
+	"VMNc7Dur9MPFGxNof+iJTwzL5Y1g/4+9a29u29byXwWTmZ1IO7TjPNq9taazk6Rp091067HT2z/aTAiR",
+	"kIxrCuAQoB1dT777Ds45eFCiXq1fafVXHEkkARA47/P7YQ10xnxfJ0XyRBlP48C5wuh1zTBlkPvvTA7B",
+	"qJm0VpTDQ/aGF+dQm87LGWSZPvHCVnMfcZ0Txzf4+cIQYm9eyYmwcibORKFVaXI2oA4P9vTZURYZ+57j",
+	"f2baBDJkZFApMb0+hIJH/C4IiseGwgqEPQ+pdWl8/w1IFa7cv1L55WBQdu6W7RhiiJMJfOl3DA99rN+w",
+	"nIrIsTOVl/McS3FCEt/yJiCMS4wrHLLvdUPrYRJsrgshavjYeURAkFxopURhMypbxlIk2AWwJIJJZazg",
+	"KwvLowh8Jy/Fid9BO/fGBxHU29UaNukuza0zqfx/n94Zmlb/eqwJK3t/Cj1Pv1H9srgdcrcB5RUvdIXm",
+	"0EocwHhxoPtA8d8oUPyDsPH9B6kRVEEUeYkauG3th08xh244f0z5HYDYW4NgH7q6GqHEFfApLIjMlbP3",
+	"3VtgnwIDA5ZbmDwj5h5YvYI3ACbNcnNZfLSyuBA2RwWEsXhp6EmI6QWlTe7+oyAzOgD3AYBR0GVuSFRn",
+	"gR+YSpbYFZ3DB1FPfn108PXRUcYSfTl0GhAgjnAFKs+5Ig0rW0BlzOGbl0755mzAx7q17L+O/oNJRbkE",
+	"gIUZYl0IEL/42le42reivUEt/tLmbBA+fLegyxP1HWdYi0bqMirzF8+fuVngqozFXBMY2rISH+Fv0QyJ",
+	"dsfPynO0QBOEDwtDONRp5QwXwynVUlTCJstNxC9xcGScEG7m0i0h4n6pLwSQTlXaCOONANzYecaEsZxg",
+	"uRmpcMxxNIIVrfWUIV8xg6sELRHeygibcZ2RMcISQ7cUQICgNDFQs0tZCs140+AuermUMpjxud+fhl2J",
+	"Cixgwa7E2P/U24bORh0eJ0sD1T5jUWk1NSFJTPfN2O+Plpfr90eMj92wZiL0O4YLsGYZd1jAA/HDhGkN",
+	"Kj2lQqFLAkjPgjnHkVPVmVLcmCvdeIqJ4W7m0DuB5NJ/e5uosyDbGEVZ5zxjyt33qXpb6W7to+47XWEW",
+	"RenspDwJ+b159Lcyj955gdaxAKDLzrt5VpO/JZpNhtEtWj7gQK7pUon83Vjm6V3uhQQZ3OaY1bqqCHIR",
+	"BsRaZWVFxtCuMbYzd88vLcoGg15fhBP9fJIQ7hLP5rWXE/dW+gKv4b4Dd5vqYPrPsK7X1P5BL5ld2Hg1",
+	"b51p6fYfb60+aEShEbZv5QnX9Qj9DWfi8clEFBZxE8GSc8bkgumy83nX9Zd33HW9/rS7dfvLHu77O6u6",
+	"fvBHtbUHM9FMxQZOk9etfQK/8/Ql1BeGEeRNZSWt/cld65lE7qC2pKfdCgaOOGhOPCS0wivJiTpVISt8",
+	"lqfP/rHspmyRlk7WxGOerR235/WKuwkAwcaVcze1MQcES34hENGtn21Jqh1ncqviKVmDbbLkKeXLPkXe",
+	"myLvHtPbljINFM1INTUbgKb+R0sqeX1NjE3ImI4X+840ckAGQWZC/InXNTGpY/nQkNhW3FoYp95/y8E4",
+	"fS9nIs9YLlQJfw4xludu/NPJCzbwiE+iHHo0xFQI4F1jPWwWAKRsw5UptBvqsQc5rVuLJrHxybYLMZ80",
+	"0MFg3aipCjYZWowkhrI+PyQ28FFATuEwmiSYOybOacSmvDZhZMkSAm7ThaxrUWbISOPH+diwsiV2QEnm",
+	"ksYehwbQSw5Z3pF0kM/kbMKrCuFr3UgAYkvxBgoPEZOlEjFkNWeVdN4XM+JSNNBqEJeWArnI3YOLRvgA",
+	"I3TGpCUf7KwtCiFKjCsSFu/ACMF+ePOeef0VZg0YnMJtU1ENM4zM6bHlUjEOqF3Eg58XNJVfmir3KwPY",
+	"A0AVZDQ7+fnsvSiJPH6ALWMpMzZAEVhZgUM8FsjLLTGl6WYg1XR4yF7igva+ngj7O4IticF0XEQP+GIb",
+	"XlyYtJ6ZOJkJb3+AK7JFaC+VrLfUmuIfsaEfpQl8t9HjvttwWGctVvLJmotsAQd8bwDfGOJUVy3doVba",
+	"zfpFkjOq3MIcSV/x1gw5BpQT5u7UOrEGWE2YxJIADecBUHTDTpGEbDgiWEC8888gnL+XlcgRXBGVygTy",
+	"YFpnVBhCeStrQKBRCl5w5xaD03almwvYs4si4Tt4ykqRsKO/mlz8Y3nC7fkqAtQGlidVkzAj6tXqKNxQ",
+	"4QIQpseR1AxfIJtqYbKga5wgnvtYXVEJrkTJ2nqlrbu4yg8HPXUbgYSjx821j7bdoQBzV22xAs5WkoX4",
+	"RfFLLivnhS2jL4j7lX0kwD5n/R49MSYGcNe60dNGGJMF81b+W2SMQ2l3sCAzAm/B/iow5Z1d2U9t2K0/",
+	"vWn58+EB2Ax7U+GG61Hv67CsL0VdYSY8KfWVqjQvD5xuXpOfWihERY/KX2yC4nscrIBedckZFtqkdTZB",
+	"y3oLm0OZxYjUZmMsKyoplPMCK+4MilMwyMkjoGh3iUUkpFxzEYpaMsbVnOLneB/vmgwPWSL8CKuyaO1H",
+	"WKiPOKqPbfxJPqTbBzUfnD0CXwF7JzGFrrjxenB7j+c7WtV37o3cmJi5zYoDyAW74W7wpNweg6qU+6gp",
+	"6BnuunHuTZZ7SzpESeMFDLwRSusH+Ypn7C7NERrN7lJ227rHl0m9I5a3DBqBlS3/K5294h9wgJOHMCBP",
+	"Yk4LMtgJ3XNr64PJrH6RsUpeCKipdFMCTOxKPDYjFFGeVd1fi2VzWC1XaUCcStbCzYjNgGQRQl8tYDlt",
+	"L+Q2VG09RCm3bV0V1qQYYd2SmlHowMCELkUhZyK+mC+ktmovEe+3ymlZ9kFBbx3bQe5KEK4vf9osBP+A",
+	"qeku3puZN2lmBjmwNzP3Zubf28yMrSUPwcxcK12n42f/ePqPp1GYUqG9eXJNf91sn00wGkPDaeZbbzS2",
+	"3vzwCkYUMFrD9b4FYJDTX4eyzN3q5ic/n8Vc6OKMnkh1Ka3Ih8e+OCR0O2EVJ2TYF7ttIOOoxJXnXYJP",
+	"HxuWp/YzpIVzeuCBf2Ae7Jzw4x/LvNPFIMtD9jL8DxOfNBCiPKU+pLmw1HHCLSZXso0tIEs9E5BhHyCk",
+	"9aUsnA6qdUMo1wKZnhGklfYMhkARAQbRqp8+e5qxc66mhrV16IFJ4KaM1XUtyiHmZTAb4zTcKTbFQAIe",
+	"FhQyQEp0Z+GX7iNc+bGg85xv1j4/4OLv1LRBoICdXfXYEKxpT9NGOAh/mqV136axb9PYt2ncnAPjdcWS",
+	"jtihSeNOulfBn6B6xG24Bzq1QovsAq3JUpI9VTL3VgEzME+rgjoPzaF1jpQtG7dGKmEMsHE7FYBUgSpW",
+	"fWdMKuZOdcMLy16B/WucDroUla4Fy69rPhUZVCKeQV7MasurDHDYPudsoJsSKqrG8643JcsRy91VqCdz",
+	"fwMk2tNt4+YmLb1F0Fq6aGdudzxmObH1/tjL99StsU0QzHYvsX3tn3M79Ae3malL5o0DW19C2i1L22fv",
+	"brD2dOkk37YsUroUGzJ3XVPePLmGfzdW+DgrziT2MdQ/FuIYGITSZuaQPQcrO2EAPWRvkv7nt+/fnxx8",
+	"/+6fGf41+enkBYiDt+/OOrfrgJ8QQ2heSkO/yT0lMYgrrAwqqIVvvq6xOnRr43Qi1VwjLpFtdVXz+IzP",
+	"fbe4tFmscAp1ssxb/Y9NAjzLBi+OnrM8fvCxFEoK58HYc9FcSSOgXpLGg3yUTnj2orv6YhiohozN04xX",
+	"WonNlU9/sse569KtsJppX621mSe6mXH76PhR20r3y56mge5Yfj2fpz35qjQZMF3FAuKI5gBBubaUdlU9",
+	"VCO4AcqHXiP+2VdfbzEgqPBye4yQh2JTfwX+WNi7NECPArGyRits7YdTnbWVWd45T3s1cmNFIG5VlwCe",
+	"/nTjMUL1ZpvxuH3cg7D4OhHqFDAk6wMA8T95rVtlY1ikVb6823tvUdhGzGKs9ic5GE+2E7/uZIHwdXdE",
+	"pmsvhbEk/Y/LYlXAbSptLJMWGGiaNBTPq4poVnE4AWZDfHIaf/Di6MUOYhwmsqUM75SOfSkC/MODiBYc",
+	"7mXL6gKzW5EsuxqfT0BOrGuGxsYiMDdNJSFKCXhEEADuxT8aJdYbtOFAAr2LEbSALtQrw1L8J0tUu4kc",
+	"RC82EYUJoBPkBiF1CBJ0HpHLjQ5If2DionefGBDI1wxPKRH1L9GvEIGFKCpZGdxiS/hi/C7bLs56HJEE",
+	"3ewIAWmdBYzASf0yeIP0PWY8FfEkahFccZVcHnQiEUBjgIEM+KGaJrcfeYQrb9SLT1bAK8QFjL/cSVBD",
+	"LqBfVmeepzUFqYpxZaF6sqin7oZfqDy/+Sj2utXYgvg6jWOPoA0Fec7H/xJFH7s56dcHFtj2e+yvaUHv",
+	"A9rrdbHbx3erjGOKeA0sd1LZZ1bEjo87za/a+JhXaEc2q/uRB6ffv2bPnz//hgLQ7N9aiWHGdFVGLAWW",
+	"u5tTF27S5N+IiWiEKsQIAtVStbo1cQk5gADQwAA1ZaEXfFMA+TQu0ENg/wjD2Yn4Ily1PTFHuGRnDpBw",
+	"5Za8GeH3uxBhhIu+l5XYmmEheRTtxJ2ueoNb9nYj952ZbQP/AHt7D/+wJgTfpGf4QbTOxN89OedNeRBj",
+	"7ivg25vGuShGjitxTM2kCd7AYzaeW0EoLs6H6KYOB/a80e3Upw/51C3gEAxWtIsAE1aqUnxiQtkG8KM4",
+	"+843W+rZ2FiwcY3u1Haoktpv055bYjVvhLG6iTUe1jNT4VB5I9jU2WDspe9jlVXFxgLcM+Q29HUwRFqH",
+	"A5wLywZK248TQKIdOft/Ca8ihvK5IYfpkhCzUBVwYme7AmQDWJG0XLInr/iWN+ViCL2jHG7HJnYPcJLg",
+	"FbfF+QYzGKaWsacHT4+OWAn0WYVlsjQZvuG60YUwxvmSWOGqr9Td2sBL81mFvuUEXAPfAvWAmxlkd2iR",
+	"GSSW90KvX+i9jSLlfmSf77HdLP1ISqyWfK8aAAoxemIPfMILj7Cz74L0QJsTRQuc6USslp3MHjwPK50m",
+	"XFaUrAxD+uhu93HaG309xYv3539//h/0+ad92j009yIINgCNJIIgGetqYfAWwO5hmx8TvJJT7Im7h4E3",
+	"2XTAQLDDAiKEGG7N2LhNjREIy3bNljHKHSC26UgaH23tLK7BZgrD+JRL5WySjvzRSuwsbM70xO7tjb28",
+	"+QLkzVk8Cg/d3rjGKNIOGAUrgAk6/a7gLynGreXFOSLXhRIo+F7xmRjBBptB1Aq+BZqGU2QlgP4C9yhp",
+	"VqPw6SsVnT7EGuFNI6HXYrk5TZr4O/ifb06T1nNwAdMeNJYdJy1rfs+PpSqhE9fTOYReNio89dwn2NoW",
+	"mtoGcWLHzAjhnMIMJy/VdLhF01u53PgW0d8O2RuguvfDbERxLoqLZGUGHKUz001XDsO38U7D0LcXKw4G",
+	"6Ide8kqWhK/oiwkWupX9fvAcIxHCEe3TqbDkHWN73oLU7zTnHbIfLWUhsSkRHHBPwKZ0gzUGfKGryA9h",
+	"c4tE0Bx/CgiiE5vat+jtW/T+ckgQHbH+kGAg+nTYH0eA0Apkf1eJdWEhwgMP3JcgoXynjU/BrISw62JE",
+	"HKPZXTqhhiiAC+oPsEwhdAgQpb+3R0fPCyArgj8FE5VwWjVjk8msFlN2YMwQyh8mjZ6B8puRTsUc07d4",
+	"C6r0xZv85v559rVH7Or7yYccO+QwZMnGYirVMpAtQdhKOzxkp1hlEOs3nA4/ZGfL2scjYaBluQUQRkZI",
+	"GLHMbHtAjCCnd26J6+yIFTUEuP3+En1we1iNvXq5na60rmh9iJga6zXKtl5RxNBYUCYRV5z9dPJitE6u",
+	"e5vXWdtCXBgoKSNR3wgOTsjIOR0sRyH+J4U8ljBQrzXMYr2ox9SVnO39tC/RT3Ob62Z8tJfLFmOo5fRD",
+	"djvBaVkr2LThyv4RZb13zfau2R49ZRE95b5cs7VKlBq/N3Rzk6rxsCora+gQhAm0GxRSRMIP4IMIHo4V",
+	"3yI2SM4GXjRG8v7cU4J0QJ8itAjQORAvxAryeEAmAU410HPVPFB/OR0J6meU3nUsCj0TxiOWQHk96kXP",
+	"NruhzO6M1vHeWJDuhPxo1YP9uylXPdW/0Rt4YNiEUvmHcytWP5jbLkb8OkmLb/EMn0BVebdaLNd54DbF",
+	"cgsncZ/RWVM2l7CfmrsC0FhbNUc/ulEkKs+YCIhUXTm6+FOU2iknrDsk0A+SgEhVuuBWN2ywwB6Usfzy",
+	"XBtoiOR17f5J5LRUxgpedlhmjxecFO6hmxAqS6hCl6JhdWvOhUG0ky5k4en7sxP4GjUHJuNLBh/HF2aG",
+	"mZP/bVWxutGf5sgulawDsdOA6zOp9JXTCQugIJf0TejA9hJNuVUsxAK75DHiiKRks4MOaknPW/9vv1rf",
+	"Hh4eBjcwasJh5pVZiJgBWlUZuPp/+3DYAtORDv0yovH07wvc98vkTzM+Z2Phm8YSgK2gV0n5UWy1o0w2",
+	"wYe5FVwDGeb3FGSFam7PM5Zfd8b3+ck17K7PT655XX9+cu1X63POBpiMd9r8l9N3B+76A2EKXotyOKKI",
+	"bMKET8VR3hcLr7R76ljQ5iYLA4d+NwiF+lrQCKlWtwj70IAhBy1uBuBqKu1MnTTQWXl++nT3dzHRNuGf",
+	"uTcQ30cv+1bgo1p80/HeR+7FOQvIzxXMoQSd5jg5CL7kxHNMZl2iqzIAFXnlQy1jfCZMupOSlw3B6ArE",
+	"tHVnDM64pzqUW6T9UD8uRoFv1yfseeYG79DnOWGbRGSyuCESdDJYkj1C2S25lvv+rC1CuystAH9y7xV4",
+	"7FzwyrkE1+txHTgzM15VDH/OjOK1OdfWt+Pyko15xVXhBKHbxTOtpNXOs2AFV9EfdQI0sSUO2a9eMRJM",
+	"ggSS6nP3fQHtte5u2B1s5saKGdh8eNrDKIB9UKqiaksBxoYRyrQUIob6vFJYKKjzBLBKlwLaPqXCmKBu",
+	"Ql8wRgwBJAg7fKFcR6v5TLeGNRzil/acK9aIf4nCerxPygNKw54dHSWqzD0LNMGFe0oppg0vaWJfHT3P",
+	"EisIurz9pMa6nGdoOKDSTcKLvVAPb/FV3qb/dFngQ85okCs7bFdP2W0HUKkhsnyY8EXdzzCTlcU4hVv7",
+	"0DkIGb3uvs/AuHBWNfA4uZ8f4vEXRdtIO390/Nu186jHgjeiedm6I/bbB+fcpnW3TlzBM+j26e5MRAFu",
+	"/J4ezqMVx/w/48fOjCpIyS0OcHF02bXHLX2t9YUUfsg0jiWABRgWkwo7wIHXCieSgYEI0aoM8ZRMxmZc",
+	"unfrhASxMePRNpY1rYKcPLgz8FIGOEd29BR6a3x4ARdiOVTxi4Ey3UZDhWmkoc+WvBeSHLQKODhmGy6r",
+	"YC8U3PJKT1sYT4IAU2uprIlDe9YZml/X5cGdCtzIomQERchmYjYWjTmXNXGAeYmFPKnhEc/TR9DFPU/4",
+	"pyyFTixJb/NNG93WNOUaqRQPeGHlJVqntdZVlrD+Q2iPTBD/Sio9jcP5qjMcelzPeP7PvUIiwod3cMJg",
+	"qyeNYJ4O2IlSMasr8LwDtKDbFW4ekAcrmdMaSOIqG9wf2JS2YqEA0q5nWO+SCEVfOg5XSjaJye0BN7B3",
+	"bSKKeVGlUwt+sKR5wX4zM30hmEXhthCV6xvY+zAQ4qjVEyyJjquReXq5Ag5VodVETj0hMcrVmo9lJa0U",
+	"cNjQeU9a+ZKFi+v2Il03fHjP+N5Alx/tf8RJC8YJ9GxPg2/n8fR8/DmeRQwM+yc/7Rzs1NjpXx5xCSgM",
+	"rR3rTxn+26qSXYnxudYXzv2UkD6sK66M90jdR9LTX9KOPsB9/qsYn2nIrfpjLxXekl6Bv7P7+FO6SG4g",
+	"fS/xldbW2IbXPnqBaVdezqSS7gtLjH/wMJBHdh4iHRzojxNJFVbqm2/SlSIUrsWH//DqyXuG/iJGfZyP",
+	"PpVOXrjzcykadvbjid/fdSOMcHIYNw6Iu5HHk6FjjUiIJBvQNaVKLO9zMUIxT0ZHn/QKQQ8UHg9X04UK",
+	"iN0YPnaQsVJ6RREb8cPm/TpdmOA9P/r84fP/BwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

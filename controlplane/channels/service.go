@@ -102,6 +102,8 @@ type change struct {
 	cmps   []store.Compare
 	ops    []store.Op
 	checks []func() error
+	// gb goes into a start command this change records.
+	gb *GBStart
 }
 
 func (c *change) add(op store.Op, err error) error {

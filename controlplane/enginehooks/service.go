@@ -186,6 +186,9 @@ func (s *Service) allowPublish(ctx context.Context, req engineapi.PublishHook) (
 		// can (an RTSP pusher's protocol is not gb28181).
 		return answer(true, ""), nil
 	}
+	if req.App == streams.PlaybackApp && req.Protocol != "gb28181" {
+		return answer(false, "app "+req.App+" holds GB28181 playback sessions, which only their devices publish"), nil
+	}
 	if ch != nil {
 		return answer(false, fmt.Sprintf("%s/%s is channel %s's stream, which the platform pulls", req.App, req.Stream, ch.ChannelID)), nil
 	}

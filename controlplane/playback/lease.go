@@ -48,7 +48,13 @@ const (
 	KindLive           ResourceKind = "live"
 	KindRecordingFile  ResourceKind = "recording-file"
 	KindCutMergeOutput ResourceKind = "cut-merge-output"
+	// KindGBPlayback is a GB28181 history playback session (a live stream
+	// while it lasts; the lease ends with the session).
+	KindGBPlayback ResourceKind = "gb28181-playback"
 )
+
+// recorded reports whether the kind plays from the recorded-playback route.
+func (k ResourceKind) recorded() bool { return k == KindRecordingFile || k == KindCutMergeOutput }
 
 // Protocol is a playback protocol of the contract.
 type Protocol string

@@ -55,6 +55,12 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 		Commands: s.agents.commands, Log: s.Log.Named("streams")}
 	if s.GB28181 != nil {
 		s.streamDispatcher.GB = s.GB28181
+		s.gbPlayback = &streams.GBPlayback{Store: node, Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands,
+			GB: s.GB28181, NodeID: cfg.NodeID, Log: s.Log.Named("gb28181"),
+			EndLeases: func(ctx context.Context, sessionID, mediaServerID, reason string) error {
+				return s.Playback.EndResourceLeases(ctx, playback.KindGBPlayback, sessionID, mediaServerID, reason)
+			}}
+		s.GB28181.OnMediaEnd(s.gbPlayback.MediaEnded)
 	}
 	s.streamReconciler = &streams.Reconciler{Store: node, Sessions: s.Streams, Channels: s.Channels, Nodes: s.agents.nodes,
 		Presence: s.agents.presence, Servers: s.agents.servers, Log: s.Log.Named("streams")}

@@ -93,6 +93,9 @@ type Server struct {
 	streamReconciler *streams.Reconciler
 	// GB28181 is the SIP registrar, nil unless configured.
 	GB28181 *gb28181.Service
+	// gbPlayback runs the GB28181 history playback sessions, nil without
+	// a SIP server.
+	gbPlayback *streams.GBPlayback
 	// Recording indexes files and drives the engines' recorders.
 	Recording     *recording.Service
 	autoRecording *recording.Reconciler
@@ -272,7 +275,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,
-		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, GBPTZ: s.gbPTZ(),
+		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, GBPTZ: s.gbPTZ(), GB28181: s.GB28181, GBPlayback: s.gbPlayback,
 		Recording: s.Recording, AutoRecord: s.autoRecording,
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
