@@ -27,9 +27,12 @@ import (
 
 // Defines values for ActionResultAction.
 const (
-	ActionResultActionDeleted         ActionResultAction = "deleted"
-	ActionResultActionLoggedOut       ActionResultAction = "logged-out"
-	ActionResultActionPasswordChanged ActionResultAction = "password-changed"
+	ActionResultActionDeleted           ActionResultAction = "deleted"
+	ActionResultActionHeartbeatReceived ActionResultAction = "heartbeat-received"
+	ActionResultActionLeft              ActionResultAction = "left"
+	ActionResultActionLoggedOut         ActionResultAction = "logged-out"
+	ActionResultActionPasswordChanged   ActionResultAction = "password-changed"
+	ActionResultActionReleased          ActionResultAction = "released"
 )
 
 // Valid indicates whether the value is a known member of the ActionResultAction enum.
@@ -37,9 +40,15 @@ func (e ActionResultAction) Valid() bool {
 	switch e {
 	case ActionResultActionDeleted:
 		return true
+	case ActionResultActionHeartbeatReceived:
+		return true
+	case ActionResultActionLeft:
+		return true
 	case ActionResultActionLoggedOut:
 		return true
 	case ActionResultActionPasswordChanged:
+		return true
+	case ActionResultActionReleased:
 		return true
 	default:
 		return false
@@ -442,6 +451,24 @@ func (e CreateNodeLifecycleOperationRequestOperation) Valid() bool {
 	}
 }
 
+// Defines values for CreateRtcPublicationRequestSource.
+const (
+	CreateRtcPublicationRequestSourceCamera CreateRtcPublicationRequestSource = "camera"
+	CreateRtcPublicationRequestSourceScreen CreateRtcPublicationRequestSource = "screen"
+)
+
+// Valid indicates whether the value is a known member of the CreateRtcPublicationRequestSource enum.
+func (e CreateRtcPublicationRequestSource) Valid() bool {
+	switch e {
+	case CreateRtcPublicationRequestSourceCamera:
+		return true
+	case CreateRtcPublicationRequestSourceScreen:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateUserRequestStatus.
 const (
 	CreateUserRequestStatusActive   CreateUserRequestStatus = "active"
@@ -826,6 +853,7 @@ const (
 	ErrorCodeInvalidCredentials         ErrorCode = "invalid_credentials"
 	ErrorCodeInvalidHeader              ErrorCode = "invalid_header"
 	ErrorCodeInvalidQuery               ErrorCode = "invalid_query"
+	ErrorCodeInvalidSdp                 ErrorCode = "invalid_sdp"
 	ErrorCodeMediaServerReferenced      ErrorCode = "media_server_referenced"
 	ErrorCodeMediaServerRequired        ErrorCode = "media_server_required"
 	ErrorCodeMethodNotAllowed           ErrorCode = "method_not_allowed"
@@ -840,6 +868,7 @@ const (
 	ErrorCodePlaybackLeaseConflict      ErrorCode = "playback_lease_conflict"
 	ErrorCodePtzNotSupported            ErrorCode = "ptz_not_supported"
 	ErrorCodePtzUnavailable             ErrorCode = "ptz_unavailable"
+	ErrorCodePublicationNotActive       ErrorCode = "publication_not_active"
 	ErrorCodeRateLimited                ErrorCode = "rate_limited"
 	ErrorCodeRecordingFileUnavailable   ErrorCode = "recording_file_unavailable"
 	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
@@ -930,6 +959,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeInvalidQuery:
 		return true
+	case ErrorCodeInvalidSdp:
+		return true
 	case ErrorCodeMediaServerReferenced:
 		return true
 	case ErrorCodeMediaServerRequired:
@@ -957,6 +988,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePtzNotSupported:
 		return true
 	case ErrorCodePtzUnavailable:
+		return true
+	case ErrorCodePublicationNotActive:
 		return true
 	case ErrorCodeRateLimited:
 		return true
@@ -1918,6 +1951,183 @@ func (e RecordingSessionState) Valid() bool {
 	case RecordingSessionStateRequested:
 		return true
 	case RecordingSessionStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcCapability.
+const (
+	RtcCapabilityCameraPublish         RtcCapability = "camera.publish"
+	RtcCapabilityChatSend              RtcCapability = "chat.send"
+	RtcCapabilityMicrophonePublish     RtcCapability = "microphone.publish"
+	RtcCapabilityPublicationsSubscribe RtcCapability = "publications.subscribe"
+)
+
+// Valid indicates whether the value is a known member of the RtcCapability enum.
+func (e RtcCapability) Valid() bool {
+	switch e {
+	case RtcCapabilityCameraPublish:
+		return true
+	case RtcCapabilityChatSend:
+		return true
+	case RtcCapabilityMicrophonePublish:
+		return true
+	case RtcCapabilityPublicationsSubscribe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcJoinResultAdmissionStatus.
+const (
+	RtcJoinResultAdmissionStatusAdmitted RtcJoinResultAdmissionStatus = "Admitted"
+	RtcJoinResultAdmissionStatusWaiting  RtcJoinResultAdmissionStatus = "Waiting"
+)
+
+// Valid indicates whether the value is a known member of the RtcJoinResultAdmissionStatus enum.
+func (e RtcJoinResultAdmissionStatus) Valid() bool {
+	switch e {
+	case RtcJoinResultAdmissionStatusAdmitted:
+		return true
+	case RtcJoinResultAdmissionStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcMediaKind.
+const (
+	RtcMediaKindAudio RtcMediaKind = "audio"
+	RtcMediaKindVideo RtcMediaKind = "video"
+)
+
+// Valid indicates whether the value is a known member of the RtcMediaKind enum.
+func (e RtcMediaKind) Valid() bool {
+	switch e {
+	case RtcMediaKindAudio:
+		return true
+	case RtcMediaKindVideo:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcParticipantAdmissionStatus.
+const (
+	RtcParticipantAdmissionStatusAdmitted RtcParticipantAdmissionStatus = "Admitted"
+	RtcParticipantAdmissionStatusWaiting  RtcParticipantAdmissionStatus = "Waiting"
+)
+
+// Valid indicates whether the value is a known member of the RtcParticipantAdmissionStatus enum.
+func (e RtcParticipantAdmissionStatus) Valid() bool {
+	switch e {
+	case RtcParticipantAdmissionStatusAdmitted:
+		return true
+	case RtcParticipantAdmissionStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcPlaybackTicketProtocol.
+const (
+	RtcPlaybackTicketProtocolHttpFlv RtcPlaybackTicketProtocol = "http-flv"
+)
+
+// Valid indicates whether the value is a known member of the RtcPlaybackTicketProtocol enum.
+func (e RtcPlaybackTicketProtocol) Valid() bool {
+	switch e {
+	case RtcPlaybackTicketProtocolHttpFlv:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcPublicationState.
+const (
+	RtcPublicationStateActive  RtcPublicationState = "Active"
+	RtcPublicationStateFailed  RtcPublicationState = "Failed"
+	RtcPublicationStatePending RtcPublicationState = "Pending"
+	RtcPublicationStateStopped RtcPublicationState = "Stopped"
+)
+
+// Valid indicates whether the value is a known member of the RtcPublicationState enum.
+func (e RtcPublicationState) Valid() bool {
+	switch e {
+	case RtcPublicationStateActive:
+		return true
+	case RtcPublicationStateFailed:
+		return true
+	case RtcPublicationStatePending:
+		return true
+	case RtcPublicationStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcRole.
+const (
+	RtcRoleHost   RtcRole = "host"
+	RtcRoleMember RtcRole = "member"
+	RtcRoleViewer RtcRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the RtcRole enum.
+func (e RtcRole) Valid() bool {
+	switch e {
+	case RtcRoleHost:
+		return true
+	case RtcRoleMember:
+		return true
+	case RtcRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcRoomStatus.
+const (
+	RtcRoomStatusClosed RtcRoomStatus = "Closed"
+	RtcRoomStatusOpen   RtcRoomStatus = "Open"
+)
+
+// Valid indicates whether the value is a known member of the RtcRoomStatus enum.
+func (e RtcRoomStatus) Valid() bool {
+	switch e {
+	case RtcRoomStatusClosed:
+		return true
+	case RtcRoomStatusOpen:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcSubscriptionState.
+const (
+	RtcSubscriptionStateActive  RtcSubscriptionState = "Active"
+	RtcSubscriptionStateEnded   RtcSubscriptionState = "Ended"
+	RtcSubscriptionStatePending RtcSubscriptionState = "Pending"
+)
+
+// Valid indicates whether the value is a known member of the RtcSubscriptionState enum.
+func (e RtcSubscriptionState) Valid() bool {
+	switch e {
+	case RtcSubscriptionStateActive:
+		return true
+	case RtcSubscriptionStateEnded:
+		return true
+	case RtcSubscriptionStatePending:
 		return true
 	default:
 		return false
@@ -4012,6 +4222,78 @@ type CreateNodeLifecycleOperationRequest struct {
 // CreateNodeLifecycleOperationRequestOperation What to do.
 type CreateNodeLifecycleOperationRequestOperation string
 
+// CreateRtcAccessTicketRequest The user an access ticket admits.
+type CreateRtcAccessTicketRequest struct {
+	// BypassWaitingRoom Enter at once even when the room has a waiting room.
+	BypassWaitingRoom *bool `json:"bypassWaitingRoom,omitempty"`
+
+	// Capabilities What the participant may do (publish capabilities are dropped for viewers).
+	Capabilities *[]RtcCapability `json:"capabilities,omitempty"`
+
+	// DisplayName Name shown to the other participants.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// ExpiresInMinutes Lifetime of the ticket; 10 when absent.
+	ExpiresInMinutes *int32 `json:"expiresInMinutes,omitempty"`
+
+	// Role Role of a participant; a viewer never publishes.
+	Role *RtcRole `json:"role,omitempty"`
+
+	// SubjectId Stable business identity of the user.
+	SubjectId string `json:"subjectId"`
+
+	// SubjectIssuer The business system that identifies the user.
+	SubjectIssuer string `json:"subjectIssuer"`
+}
+
+// CreateRtcPlaybackTicketRequest The publication to play over HTTP-FLV.
+type CreateRtcPlaybackTicketRequest struct {
+	// PublicationId An Active publication of the room.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+}
+
+// CreateRtcPublicationRequest What a device wants to publish.
+type CreateRtcPublicationRequest struct {
+	// MediaKinds Media to send; audio and video when absent. Filtered by the participant's capabilities.
+	MediaKinds *[]RtcMediaKind `json:"mediaKinds,omitempty"`
+
+	// Source camera (the default) or screen.
+	Source *CreateRtcPublicationRequestSource `json:"source,omitempty"`
+}
+
+// CreateRtcPublicationRequestSource camera (the default) or screen.
+type CreateRtcPublicationRequestSource string
+
+// CreateRtcRoomRequest A meeting room to create (contract B's CreateRtcRoomRequest; its field names are ours).
+type CreateRtcRoomRequest struct {
+	// IdempotencyKey Makes a retried creation answer the room the first request created.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+
+	// MediaServerId Media server whose SFU carries the room; chosen among the enrolled media hosts when absent.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Name Name shown to participants.
+	Name string `json:"name"`
+
+	// RoomType Kind of room; `meeting` when absent.
+	RoomType *string `json:"roomType,omitempty"`
+
+	// ScheduledEndAtUtc Planned end, after the start; an empty room past it is closed.
+	ScheduledEndAtUtc *time.Time `json:"scheduledEndAtUtc,omitempty"`
+
+	// ScheduledStartAtUtc Planned start.
+	ScheduledStartAtUtc *time.Time `json:"scheduledStartAtUtc,omitempty"`
+
+	// WaitingRoom Hold joining participants in the waiting room until admitted (hosts and bypassing tickets enter at once).
+	WaitingRoom *bool `json:"waitingRoom,omitempty"`
+}
+
+// CreateRtcSubscriptionRequest The publication to subscribe to.
+type CreateRtcSubscriptionRequest struct {
+	// PublicationId An Active publication of the room.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+}
+
 // CreateUserRequest Request to create a user.
 type CreateUserRequest struct {
 	// DisplayName Name shown in the console; empty when absent.
@@ -5103,6 +5385,27 @@ type InterfaceMetrics struct {
 
 	// SentBitsPerSecond Send rate in bits per second.
 	SentBitsPerSecond float64 `json:"sentBitsPerSecond"`
+}
+
+// JoinRtcRoomRequest A device's join.
+type JoinRtcRoomRequest struct {
+	// AccessTicket The access ticket the business backend issued.
+	AccessTicket string `json:"accessTicket"`
+
+	// CameraEnabled Whether the device joins with its camera on.
+	CameraEnabled *bool `json:"cameraEnabled,omitempty"`
+
+	// ClientVersion Version of the client software.
+	ClientVersion *string `json:"clientVersion,omitempty"`
+
+	// DisplayName Name to show instead of the ticket's.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// MicEnabled Whether the device joins with its microphone on.
+	MicEnabled *bool `json:"micEnabled,omitempty"`
+
+	// Platform Platform of the device (browser, ios, android, ...).
+	Platform *string `json:"platform,omitempty"`
 }
 
 // LocalRuntimeSnapshot A light snapshot of the answering control node process.
@@ -6882,6 +7185,210 @@ type Role struct {
 type RoleList struct {
 	// Rows The roles.
 	Rows []Role `json:"rows"`
+}
+
+// RtcAccessTicket An access ticket, shown once.
+type RtcAccessTicket struct {
+	// AccessTicket The single-use ticket for the join operation.
+	AccessTicket string `json:"accessTicket"`
+
+	// ExpiresAt When it stops admitting.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// RoomId The room it admits to.
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+// RtcCapability What a participant may do in a room.
+type RtcCapability string
+
+// RtcJoinResult The answer of a join.
+type RtcJoinResult struct {
+	// AdmissionStatus Admitted, or Waiting while held in the waiting room.
+	AdmissionStatus RtcJoinResultAdmissionStatus `json:"admissionStatus"`
+
+	// ExpiresAt When the token ends at the latest: it lives while heartbeats arrive (30 seconds without one end it); this is the next such deadline.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Participant A participant (one device session) of a room.
+	Participant RtcParticipant `json:"participant"`
+
+	// ParticipantToken The participant token for `X-Svc-RTC-Token`, shown once; it binds this room and device only.
+	ParticipantToken string `json:"participantToken"`
+}
+
+// RtcJoinResultAdmissionStatus Admitted, or Waiting while held in the waiting room.
+type RtcJoinResultAdmissionStatus string
+
+// RtcMediaKind A kind of media.
+type RtcMediaKind string
+
+// RtcParticipant A participant (one device session) of a room.
+type RtcParticipant struct {
+	// AdmissionStatus Admitted, or Waiting while held in the waiting room.
+	AdmissionStatus RtcParticipantAdmissionStatus `json:"admissionStatus"`
+
+	// Capabilities Final capabilities after the role's filter.
+	Capabilities []RtcCapability `json:"capabilities"`
+
+	// DisplayName Name shown to the other participants.
+	DisplayName string `json:"displayName"`
+
+	// JoinedAt When the device joined.
+	JoinedAt time.Time `json:"joinedAt"`
+
+	// ParticipantId Identifier of the participant; a device session, not a hardware id.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// Role Role of a participant; a viewer never publishes.
+	Role RtcRole `json:"role"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// TokenVersion Rotation count of the participant token.
+	TokenVersion int32 `json:"tokenVersion"`
+}
+
+// RtcParticipantAdmissionStatus Admitted, or Waiting while held in the waiting room.
+type RtcParticipantAdmissionStatus string
+
+// RtcPlaybackTicket A short HTTP-FLV URL of one publication.
+type RtcPlaybackTicket struct {
+	// ExpiresAt When the URL stops admitting new players.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Protocol Always http-flv.
+	Protocol RtcPlaybackTicketProtocol `json:"protocol"`
+
+	// Url The HTTP-FLV URL with its `svc_ticket`.
+	Url string `json:"url"`
+}
+
+// RtcPlaybackTicketProtocol Always http-flv.
+type RtcPlaybackTicketProtocol string
+
+// RtcPublication A participant's publication into the room's SFU.
+type RtcPublication struct {
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// MediaKinds Media the participant may send on it.
+	MediaKinds []RtcMediaKind `json:"mediaKinds"`
+
+	// ParticipantId The publishing participant.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// PublicationId Identifier of the publication.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// Source camera or screen.
+	Source string `json:"source"`
+
+	// State State of a publication; only Active ones can be subscribed.
+	State RtcPublicationState `json:"state"`
+
+	// WhipUrl Where to POST the WHIP offer (a path on this API).
+	WhipUrl *string `json:"whipUrl,omitempty"`
+}
+
+// RtcPublicationList The room's Active publications.
+type RtcPublicationList struct {
+	// Items The publications.
+	Items []RtcPublication `json:"items"`
+}
+
+// RtcPublicationState State of a publication; only Active ones can be subscribed.
+type RtcPublicationState string
+
+// RtcRole Role of a participant; a viewer never publishes.
+type RtcRole string
+
+// RtcRoom A meeting room.
+type RtcRoom struct {
+	// ClosedAt When the room closed.
+	ClosedAt *time.Time `json:"closedAt,omitempty"`
+
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// MediaServerId Media server of the room's SFU; empty until one is chosen.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Name Name of the room.
+	Name string `json:"name"`
+
+	// RoomId Identifier of the room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// RoomType Kind of room.
+	RoomType string `json:"roomType"`
+
+	// ScheduledEndAtUtc Planned end.
+	ScheduledEndAtUtc *time.Time `json:"scheduledEndAtUtc,omitempty"`
+
+	// ScheduledStartAtUtc Planned start.
+	ScheduledStartAtUtc *time.Time `json:"scheduledStartAtUtc,omitempty"`
+
+	// Status State of a room; a closed room admits nobody.
+	Status RtcRoomStatus `json:"status"`
+
+	// WaitingRoom Whether joining participants wait for admission.
+	WaitingRoom bool `json:"waitingRoom"`
+}
+
+// RtcRoomList One page of rooms.
+type RtcRoomList struct {
+	// Page Page number, from 1.
+	Page int32 `json:"page"`
+
+	// PageSize Rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The rooms of this page.
+	Rows []RtcRoom `json:"rows"`
+
+	// Total Rooms matching the filter.
+	Total int64 `json:"total"`
+}
+
+// RtcRoomStatus State of a room; a closed room admits nobody.
+type RtcRoomStatus string
+
+// RtcSubscription A device's subscription to a publication.
+type RtcSubscription struct {
+	// ParticipantId The viewing participant.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// PublicationId The publication it plays.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// State Pending until its WHEP offer is answered, Active while playing, Ended once released.
+	State RtcSubscriptionState `json:"state"`
+
+	// SubscriptionId Identifier of the subscription.
+	SubscriptionId openapi_types.UUID `json:"subscriptionId"`
+
+	// WhepUrl Where to POST the WHEP offer (a path on this API).
+	WhepUrl string `json:"whepUrl"`
+}
+
+// RtcSubscriptionState Pending until its WHEP offer is answered, Active while playing, Ended once released.
+type RtcSubscriptionState string
+
+// RtcTokenRefresh A rotated participant token.
+type RtcTokenRefresh struct {
+	// ParticipantToken The new token; the old one no longer works.
+	ParticipantToken string `json:"participantToken"`
+
+	// TokenVersion The new rotation count.
+	TokenVersion int32 `json:"tokenVersion"`
 }
 
 // RtpPortLease One RTP port lease on a media host.
@@ -9145,6 +9652,18 @@ type ListRecordingSessionsParams struct {
 	RecordSource *RecordSource `form:"recordSource,omitempty" json:"recordSource,omitempty"`
 }
 
+// ListRtcRoomsParams defines parameters for ListRtcRooms.
+type ListRtcRoomsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Status Only rooms in this state.
+	Status *RtcRoomStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
 // ListApiTokensParams defines parameters for ListApiTokens.
 type ListApiTokensParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -9648,6 +10167,24 @@ type StartRecordingJSONRequestBody = StartRecordingRequest
 
 // StopRecordingJSONRequestBody defines body for StopRecording for application/json ContentType.
 type StopRecordingJSONRequestBody = StopRecordingRequest
+
+// CreateRtcRoomJSONRequestBody defines body for CreateRtcRoom for application/json ContentType.
+type CreateRtcRoomJSONRequestBody = CreateRtcRoomRequest
+
+// CreateRtcAccessTicketJSONRequestBody defines body for CreateRtcAccessTicket for application/json ContentType.
+type CreateRtcAccessTicketJSONRequestBody = CreateRtcAccessTicketRequest
+
+// JoinRtcRoomJSONRequestBody defines body for JoinRtcRoom for application/json ContentType.
+type JoinRtcRoomJSONRequestBody = JoinRtcRoomRequest
+
+// CreateRtcPlaybackTicketJSONRequestBody defines body for CreateRtcPlaybackTicket for application/json ContentType.
+type CreateRtcPlaybackTicketJSONRequestBody = CreateRtcPlaybackTicketRequest
+
+// CreateRtcPublicationJSONRequestBody defines body for CreateRtcPublication for application/json ContentType.
+type CreateRtcPublicationJSONRequestBody = CreateRtcPublicationRequest
+
+// CreateRtcSubscriptionJSONRequestBody defines body for CreateRtcSubscription for application/json ContentType.
+type CreateRtcSubscriptionJSONRequestBody = CreateRtcSubscriptionRequest
 
 // CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
 type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
@@ -10307,6 +10844,63 @@ type ServerInterface interface {
 	// StopRecording Stop recording a stream
 	// (POST /api/v2/recording/stop)
 	StopRecording(c *gin.Context)
+	// ListRtcRooms List the caller's meeting rooms
+	// (GET /api/v2/rtc/rooms)
+	ListRtcRooms(c *gin.Context, params ListRtcRoomsParams)
+	// CreateRtcRoom Create a meeting room
+	// (POST /api/v2/rtc/rooms)
+	CreateRtcRoom(c *gin.Context)
+	// GetRtcRoom Read a meeting room
+	// (GET /api/v2/rtc/rooms/{roomId})
+	GetRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcAccessTicket Issue a single-use access ticket
+	// (POST /api/v2/rtc/rooms/{roomId}/access-tickets)
+	CreateRtcAccessTicket(c *gin.Context, roomId openapi_types.UUID)
+	// CloseRtcRoom Close a meeting room
+	// (POST /api/v2/rtc/rooms/{roomId}/close)
+	CloseRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// RtcHeartbeat Report that the device is alive
+	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
+	RtcHeartbeat(c *gin.Context, roomId openapi_types.UUID)
+	// JoinRtcRoom Join a room with an access ticket
+	// (POST /api/v2/rtc/session/rooms/{roomId}/join)
+	JoinRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// LeaveRtcRoom Leave the room
+	// (POST /api/v2/rtc/session/rooms/{roomId}/leave)
+	LeaveRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
+	CreateRtcPlaybackTicket(c *gin.Context, roomId openapi_types.UUID)
+	// ListRtcPublications List the publications one may subscribe to
+	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
+	ListRtcPublications(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcPublication Create a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications)
+	CreateRtcPublication(c *gin.Context, roomId openapi_types.UUID)
+	// PublishRtcWhip Publish media over WHIP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip)
+	PublishRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string)
+	// DeleteRtcWhip Stop publishing
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	DeleteRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string)
+	// TrickleRtcWhip Trickle ICE candidates to a WHIP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	TrickleRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string)
+	// CreateRtcSubscription Subscribe to a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions)
+	CreateRtcSubscription(c *gin.Context, roomId openapi_types.UUID)
+	// SubscribeRtcWhep Play a subscription over WHEP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep)
+	SubscribeRtcWhep(c *gin.Context, roomId openapi_types.UUID, subscriptionId string)
+	// DeleteRtcWhep Release a WHEP session
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	DeleteRtcWhep(c *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string)
+	// TrickleRtcWhep Trickle ICE candidates to a WHEP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	TrickleRtcWhep(c *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string)
+	// RefreshRtcToken Rotate the participant token
+	// (POST /api/v2/rtc/session/rooms/{roomId}/token/refresh)
+	RefreshRtcToken(c *gin.Context, roomId openapi_types.UUID)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(c *gin.Context, params ListApiTokensParams)
@@ -13936,6 +14530,577 @@ func (siw *ServerInterfaceWrapper) StopRecording(c *gin.Context) {
 	siw.Handler.StopRecording(c)
 }
 
+// ListRtcRooms operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcRooms(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcRoomsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcRooms(c, params)
+}
+
+// CreateRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcRoom(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcRoom(c)
+}
+
+// GetRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcRoom(c, roomId)
+}
+
+// CreateRtcAccessTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcAccessTicket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcAccessTicket(c, roomId)
+}
+
+// CloseRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) CloseRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CloseRtcRoom(c, roomId)
+}
+
+// RtcHeartbeat operation middleware
+func (siw *ServerInterfaceWrapper) RtcHeartbeat(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RtcHeartbeat(c, roomId)
+}
+
+// JoinRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) JoinRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.JoinRtcRoom(c, roomId)
+}
+
+// LeaveRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) LeaveRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.LeaveRtcRoom(c, roomId)
+}
+
+// CreateRtcPlaybackTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcPlaybackTicket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcPlaybackTicket(c, roomId)
+}
+
+// ListRtcPublications operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcPublications(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcPublications(c, roomId)
+}
+
+// CreateRtcPublication operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcPublication(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcPublication(c, roomId)
+}
+
+// PublishRtcWhip operation middleware
+func (siw *ServerInterfaceWrapper) PublishRtcWhip(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "publicationId" -------------
+	var publicationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "publicationId", c.Param("publicationId"), &publicationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter publicationId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.PublishRtcWhip(c, roomId, publicationId)
+}
+
+// DeleteRtcWhip operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRtcWhip(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "publicationId" -------------
+	var publicationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "publicationId", c.Param("publicationId"), &publicationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter publicationId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRtcWhip(c, roomId, publicationId, sessionId)
+}
+
+// TrickleRtcWhip operation middleware
+func (siw *ServerInterfaceWrapper) TrickleRtcWhip(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "publicationId" -------------
+	var publicationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "publicationId", c.Param("publicationId"), &publicationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter publicationId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TrickleRtcWhip(c, roomId, publicationId, sessionId)
+}
+
+// CreateRtcSubscription operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcSubscription(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcSubscription(c, roomId)
+}
+
+// SubscribeRtcWhep operation middleware
+func (siw *ServerInterfaceWrapper) SubscribeRtcWhep(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", c.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter subscriptionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SubscribeRtcWhep(c, roomId, subscriptionId)
+}
+
+// DeleteRtcWhep operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRtcWhep(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", c.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter subscriptionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRtcWhep(c, roomId, subscriptionId, sessionId)
+}
+
+// TrickleRtcWhep operation middleware
+func (siw *ServerInterfaceWrapper) TrickleRtcWhep(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", c.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter subscriptionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TrickleRtcWhep(c, roomId, subscriptionId, sessionId)
+}
+
+// RefreshRtcToken operation middleware
+func (siw *ServerInterfaceWrapper) RefreshRtcToken(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RefreshRtcToken(c, roomId)
+}
+
 // ListApiTokens operation middleware
 func (siw *ServerInterfaceWrapper) ListApiTokens(c *gin.Context) {
 
@@ -16584,6 +17749,25 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/recording/plans/:planId/enabled", wrapper.SetRecordPlanEnabled)
 	router.GET(options.BaseURL+"/api/v2/recording/plans/:planId/evaluate", wrapper.EvaluateRecordPlan)
 	router.GET(options.BaseURL+"/api/v2/recording/plan-template", wrapper.GetRecordPlanTemplate)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms", wrapper.ListRtcRooms)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms", wrapper.CreateRtcRoom)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId", wrapper.GetRtcRoom)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/close", wrapper.CloseRtcRoom)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/access-tickets", wrapper.CreateRtcAccessTicket)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/join", wrapper.JoinRtcRoom)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/token/refresh", wrapper.RefreshRtcToken)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/heartbeat", wrapper.RtcHeartbeat)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/leave", wrapper.LeaveRtcRoom)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications", wrapper.ListRtcPublications)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications", wrapper.CreateRtcPublication)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications/:publicationId/whip", wrapper.PublishRtcWhip)
+	router.DELETE(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications/:publicationId/whip/:sessionId", wrapper.DeleteRtcWhip)
+	router.PATCH(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications/:publicationId/whip/:sessionId", wrapper.TrickleRtcWhip)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions", wrapper.CreateRtcSubscription)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep", wrapper.SubscribeRtcWhep)
+	router.DELETE(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep/:sessionId", wrapper.DeleteRtcWhep)
+	router.PATCH(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep/:sessionId", wrapper.TrickleRtcWhep)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback-ticket", wrapper.CreateRtcPlaybackTicket)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -28802,6 +29986,2398 @@ func (response StopRecording503JSONResponse) VisitStopRecordingResponse(w http.R
 	return err
 }
 
+type ListRtcRoomsRequestObject struct {
+	Params ListRtcRoomsParams
+}
+
+type ListRtcRoomsResponseObject interface {
+	VisitListRtcRoomsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcRooms200JSONResponse RtcRoomList
+
+func (response ListRtcRooms200JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcRooms400JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcRooms401JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcRooms403JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcRooms429JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcRooms500JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoomRequestObject struct {
+	Body *CreateRtcRoomJSONRequestBody
+}
+
+type CreateRtcRoomResponseObject interface {
+	VisitCreateRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcRoom200JSONResponse RtcRoom
+
+func (response CreateRtcRoom200JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcRoom400JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcRoom401JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcRoom403JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcRoom404JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcRoom409JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcRoom429JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcRoom500JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcRoomResponseObject interface {
+	VisitGetRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type GetRtcRoom200JSONResponse RtcRoom
+
+func (response GetRtcRoom200JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcRoom400JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcRoom401JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRtcRoom403JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcRoom404JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcRoom429JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcRoom500JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicketRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcAccessTicketJSONRequestBody
+}
+
+type CreateRtcAccessTicketResponseObject interface {
+	VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcAccessTicket200JSONResponse RtcAccessTicket
+
+func (response CreateRtcAccessTicket200JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcAccessTicket400JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcAccessTicket401JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcAccessTicket403JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcAccessTicket404JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcAccessTicket409JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcAccessTicket429JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcAccessTicket500JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type CloseRtcRoomResponseObject interface {
+	VisitCloseRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type CloseRtcRoom200JSONResponse RtcRoom
+
+func (response CloseRtcRoom200JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CloseRtcRoom400JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CloseRtcRoom401JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CloseRtcRoom403JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CloseRtcRoom404JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CloseRtcRoom409JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CloseRtcRoom429JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CloseRtcRoom500JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CloseRtcRoom503JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeatRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type RtcHeartbeatResponseObject interface {
+	VisitRtcHeartbeatResponse(w http.ResponseWriter) error
+}
+
+type RtcHeartbeat200JSONResponse ActionResult
+
+func (response RtcHeartbeat200JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RtcHeartbeat400JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RtcHeartbeat401JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RtcHeartbeat404JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RtcHeartbeat429JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RtcHeartbeat500JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *JoinRtcRoomJSONRequestBody
+}
+
+type JoinRtcRoomResponseObject interface {
+	VisitJoinRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type JoinRtcRoom200JSONResponse RtcJoinResult
+
+func (response JoinRtcRoom200JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response JoinRtcRoom400JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response JoinRtcRoom401JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response JoinRtcRoom404JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom409JSONResponse struct{ ConflictJSONResponse }
+
+func (response JoinRtcRoom409JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response JoinRtcRoom429JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response JoinRtcRoom500JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type LeaveRtcRoomResponseObject interface {
+	VisitLeaveRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type LeaveRtcRoom200JSONResponse ActionResult
+
+func (response LeaveRtcRoom200JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response LeaveRtcRoom400JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response LeaveRtcRoom401JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response LeaveRtcRoom404JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response LeaveRtcRoom429JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response LeaveRtcRoom500JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicketRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcPlaybackTicketJSONRequestBody
+}
+
+type CreateRtcPlaybackTicketResponseObject interface {
+	VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcPlaybackTicket200JSONResponse RtcPlaybackTicket
+
+func (response CreateRtcPlaybackTicket200JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcPlaybackTicket400JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcPlaybackTicket401JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcPlaybackTicket403JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcPlaybackTicket404JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcPlaybackTicket409JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcPlaybackTicket429JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcPlaybackTicket500JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateRtcPlaybackTicket503JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublicationsRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type ListRtcPublicationsResponseObject interface {
+	VisitListRtcPublicationsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcPublications200JSONResponse RtcPublicationList
+
+func (response ListRtcPublications200JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcPublications400JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcPublications401JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcPublications403JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcPublications404JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRtcPublications409JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcPublications429JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcPublications500JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublicationRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcPublicationJSONRequestBody
+}
+
+type CreateRtcPublicationResponseObject interface {
+	VisitCreateRtcPublicationResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcPublication200JSONResponse RtcPublication
+
+func (response CreateRtcPublication200JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcPublication400JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcPublication401JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcPublication403JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcPublication404JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcPublication409JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcPublication429JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcPublication500JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhipRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	PublicationId string             `json:"publicationId"`
+	Body          io.Reader
+}
+
+type PublishRtcWhipResponseObject interface {
+	VisitPublishRtcWhipResponse(w http.ResponseWriter) error
+}
+
+type PublishRtcWhip201ResponseHeaders struct {
+	Location *string
+	XSvcNote *string
+}
+
+type PublishRtcWhip201ApplicationsdpResponse struct {
+	Body          io.Reader
+	Headers       PublishRtcWhip201ResponseHeaders
+	ContentLength int64
+}
+
+func (response PublishRtcWhip201ApplicationsdpResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/sdp")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.XSvcNote != nil {
+		w.Header().Set("X-Svc-Note", fmt.Sprint(*response.Headers.XSvcNote))
+	}
+	w.WriteHeader(201)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type PublishRtcWhip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PublishRtcWhip400JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PublishRtcWhip401JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PublishRtcWhip403JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PublishRtcWhip404JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PublishRtcWhip409JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PublishRtcWhip413JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PublishRtcWhip415JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PublishRtcWhip429JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PublishRtcWhip500JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PublishRtcWhip503JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhipRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	PublicationId string             `json:"publicationId"`
+	SessionId     string             `json:"sessionId"`
+}
+
+type DeleteRtcWhipResponseObject interface {
+	VisitDeleteRtcWhipResponse(w http.ResponseWriter) error
+}
+
+type DeleteRtcWhip200JSONResponse ActionResult
+
+func (response DeleteRtcWhip200JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRtcWhip400JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRtcWhip401JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRtcWhip403JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRtcWhip404JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteRtcWhip409JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRtcWhip429JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRtcWhip500JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteRtcWhip503JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhipRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	PublicationId string             `json:"publicationId"`
+	SessionId     string             `json:"sessionId"`
+	Body          io.Reader
+}
+
+type TrickleRtcWhipResponseObject interface {
+	VisitTrickleRtcWhipResponse(w http.ResponseWriter) error
+}
+
+type TrickleRtcWhip204Response struct {
+}
+
+func (response TrickleRtcWhip204Response) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type TrickleRtcWhip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TrickleRtcWhip400JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TrickleRtcWhip401JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TrickleRtcWhip403JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TrickleRtcWhip404JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TrickleRtcWhip413JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TrickleRtcWhip415JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TrickleRtcWhip429JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TrickleRtcWhip500JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TrickleRtcWhip503JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscriptionRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcSubscriptionJSONRequestBody
+}
+
+type CreateRtcSubscriptionResponseObject interface {
+	VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcSubscription200JSONResponse RtcSubscription
+
+func (response CreateRtcSubscription200JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcSubscription400JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcSubscription401JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcSubscription403JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcSubscription404JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcSubscription409JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcSubscription429JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcSubscription500JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhepRequestObject struct {
+	RoomId         openapi_types.UUID `json:"roomId"`
+	SubscriptionId string             `json:"subscriptionId"`
+	Body           io.Reader
+}
+
+type SubscribeRtcWhepResponseObject interface {
+	VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error
+}
+
+type SubscribeRtcWhep201ResponseHeaders struct {
+	Location *string
+	XSvcNote *string
+}
+
+type SubscribeRtcWhep201ApplicationsdpResponse struct {
+	Body          io.Reader
+	Headers       SubscribeRtcWhep201ResponseHeaders
+	ContentLength int64
+}
+
+func (response SubscribeRtcWhep201ApplicationsdpResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/sdp")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.XSvcNote != nil {
+		w.Header().Set("X-Svc-Note", fmt.Sprint(*response.Headers.XSvcNote))
+	}
+	w.WriteHeader(201)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type SubscribeRtcWhep400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SubscribeRtcWhep400JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SubscribeRtcWhep401JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SubscribeRtcWhep403JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SubscribeRtcWhep404JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SubscribeRtcWhep409JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SubscribeRtcWhep413JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SubscribeRtcWhep415JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SubscribeRtcWhep429JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SubscribeRtcWhep500JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SubscribeRtcWhep503JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhepRequestObject struct {
+	RoomId         openapi_types.UUID `json:"roomId"`
+	SubscriptionId string             `json:"subscriptionId"`
+	SessionId      string             `json:"sessionId"`
+}
+
+type DeleteRtcWhepResponseObject interface {
+	VisitDeleteRtcWhepResponse(w http.ResponseWriter) error
+}
+
+type DeleteRtcWhep200JSONResponse ActionResult
+
+func (response DeleteRtcWhep200JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRtcWhep400JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRtcWhep401JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRtcWhep403JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRtcWhep404JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRtcWhep429JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRtcWhep500JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteRtcWhep503JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhepRequestObject struct {
+	RoomId         openapi_types.UUID `json:"roomId"`
+	SubscriptionId string             `json:"subscriptionId"`
+	SessionId      string             `json:"sessionId"`
+	Body           io.Reader
+}
+
+type TrickleRtcWhepResponseObject interface {
+	VisitTrickleRtcWhepResponse(w http.ResponseWriter) error
+}
+
+type TrickleRtcWhep204Response struct {
+}
+
+func (response TrickleRtcWhep204Response) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type TrickleRtcWhep400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TrickleRtcWhep400JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TrickleRtcWhep401JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TrickleRtcWhep403JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TrickleRtcWhep404JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TrickleRtcWhep413JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TrickleRtcWhep415JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TrickleRtcWhep429JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TrickleRtcWhep500JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TrickleRtcWhep503JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcTokenRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type RefreshRtcTokenResponseObject interface {
+	VisitRefreshRtcTokenResponse(w http.ResponseWriter) error
+}
+
+type RefreshRtcToken200JSONResponse RtcTokenRefresh
+
+func (response RefreshRtcToken200JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RefreshRtcToken400JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RefreshRtcToken401JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RefreshRtcToken404JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RefreshRtcToken429JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RefreshRtcToken500JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListApiTokensRequestObject struct {
 	Params ListApiTokensParams
 }
@@ -38679,6 +42255,63 @@ type StrictServerInterface interface {
 	// StopRecording Stop recording a stream
 	// (POST /api/v2/recording/stop)
 	StopRecording(ctx context.Context, request StopRecordingRequestObject) (StopRecordingResponseObject, error)
+	// ListRtcRooms List the caller's meeting rooms
+	// (GET /api/v2/rtc/rooms)
+	ListRtcRooms(ctx context.Context, request ListRtcRoomsRequestObject) (ListRtcRoomsResponseObject, error)
+	// CreateRtcRoom Create a meeting room
+	// (POST /api/v2/rtc/rooms)
+	CreateRtcRoom(ctx context.Context, request CreateRtcRoomRequestObject) (CreateRtcRoomResponseObject, error)
+	// GetRtcRoom Read a meeting room
+	// (GET /api/v2/rtc/rooms/{roomId})
+	GetRtcRoom(ctx context.Context, request GetRtcRoomRequestObject) (GetRtcRoomResponseObject, error)
+	// CreateRtcAccessTicket Issue a single-use access ticket
+	// (POST /api/v2/rtc/rooms/{roomId}/access-tickets)
+	CreateRtcAccessTicket(ctx context.Context, request CreateRtcAccessTicketRequestObject) (CreateRtcAccessTicketResponseObject, error)
+	// CloseRtcRoom Close a meeting room
+	// (POST /api/v2/rtc/rooms/{roomId}/close)
+	CloseRtcRoom(ctx context.Context, request CloseRtcRoomRequestObject) (CloseRtcRoomResponseObject, error)
+	// RtcHeartbeat Report that the device is alive
+	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
+	RtcHeartbeat(ctx context.Context, request RtcHeartbeatRequestObject) (RtcHeartbeatResponseObject, error)
+	// JoinRtcRoom Join a room with an access ticket
+	// (POST /api/v2/rtc/session/rooms/{roomId}/join)
+	JoinRtcRoom(ctx context.Context, request JoinRtcRoomRequestObject) (JoinRtcRoomResponseObject, error)
+	// LeaveRtcRoom Leave the room
+	// (POST /api/v2/rtc/session/rooms/{roomId}/leave)
+	LeaveRtcRoom(ctx context.Context, request LeaveRtcRoomRequestObject) (LeaveRtcRoomResponseObject, error)
+	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
+	CreateRtcPlaybackTicket(ctx context.Context, request CreateRtcPlaybackTicketRequestObject) (CreateRtcPlaybackTicketResponseObject, error)
+	// ListRtcPublications List the publications one may subscribe to
+	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
+	ListRtcPublications(ctx context.Context, request ListRtcPublicationsRequestObject) (ListRtcPublicationsResponseObject, error)
+	// CreateRtcPublication Create a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications)
+	CreateRtcPublication(ctx context.Context, request CreateRtcPublicationRequestObject) (CreateRtcPublicationResponseObject, error)
+	// PublishRtcWhip Publish media over WHIP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip)
+	PublishRtcWhip(ctx context.Context, request PublishRtcWhipRequestObject) (PublishRtcWhipResponseObject, error)
+	// DeleteRtcWhip Stop publishing
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	DeleteRtcWhip(ctx context.Context, request DeleteRtcWhipRequestObject) (DeleteRtcWhipResponseObject, error)
+	// TrickleRtcWhip Trickle ICE candidates to a WHIP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	TrickleRtcWhip(ctx context.Context, request TrickleRtcWhipRequestObject) (TrickleRtcWhipResponseObject, error)
+	// CreateRtcSubscription Subscribe to a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions)
+	CreateRtcSubscription(ctx context.Context, request CreateRtcSubscriptionRequestObject) (CreateRtcSubscriptionResponseObject, error)
+	// SubscribeRtcWhep Play a subscription over WHEP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep)
+	SubscribeRtcWhep(ctx context.Context, request SubscribeRtcWhepRequestObject) (SubscribeRtcWhepResponseObject, error)
+	// DeleteRtcWhep Release a WHEP session
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	DeleteRtcWhep(ctx context.Context, request DeleteRtcWhepRequestObject) (DeleteRtcWhepResponseObject, error)
+	// TrickleRtcWhep Trickle ICE candidates to a WHEP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	TrickleRtcWhep(ctx context.Context, request TrickleRtcWhepRequestObject) (TrickleRtcWhepResponseObject, error)
+	// RefreshRtcToken Rotate the participant token
+	// (POST /api/v2/rtc/session/rooms/{roomId}/token/refresh)
+	RefreshRtcToken(ctx context.Context, request RefreshRtcTokenRequestObject) (RefreshRtcTokenResponseObject, error)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(ctx context.Context, request ListApiTokensRequestObject) (ListApiTokensResponseObject, error)
@@ -42307,6 +45940,627 @@ func (sh *strictHandler) StopRecording(ctx *gin.Context) {
 	}
 }
 
+// ListRtcRooms operation middleware
+func (sh *strictHandler) ListRtcRooms(ctx *gin.Context, params ListRtcRoomsParams) {
+	var request ListRtcRoomsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcRooms(ctx, request.(ListRtcRoomsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcRooms")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcRoomsResponseObject); ok {
+		if err := validResponse.VisitListRtcRoomsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcRoom operation middleware
+func (sh *strictHandler) CreateRtcRoom(ctx *gin.Context) {
+	var request CreateRtcRoomRequestObject
+
+	var body CreateRtcRoomJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcRoom(ctx, request.(CreateRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcRoomResponseObject); ok {
+		if err := validResponse.VisitCreateRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcRoom operation middleware
+func (sh *strictHandler) GetRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcRoom(ctx, request.(GetRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcRoomResponseObject); ok {
+		if err := validResponse.VisitGetRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcAccessTicket operation middleware
+func (sh *strictHandler) CreateRtcAccessTicket(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcAccessTicketRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcAccessTicketJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcAccessTicket(ctx, request.(CreateRtcAccessTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcAccessTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcAccessTicketResponseObject); ok {
+		if err := validResponse.VisitCreateRtcAccessTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CloseRtcRoom operation middleware
+func (sh *strictHandler) CloseRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CloseRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CloseRtcRoom(ctx, request.(CloseRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CloseRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CloseRtcRoomResponseObject); ok {
+		if err := validResponse.VisitCloseRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RtcHeartbeat operation middleware
+func (sh *strictHandler) RtcHeartbeat(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request RtcHeartbeatRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RtcHeartbeat(ctx, request.(RtcHeartbeatRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RtcHeartbeat")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RtcHeartbeatResponseObject); ok {
+		if err := validResponse.VisitRtcHeartbeatResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// JoinRtcRoom operation middleware
+func (sh *strictHandler) JoinRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request JoinRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	var body JoinRtcRoomJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.JoinRtcRoom(ctx, request.(JoinRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "JoinRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(JoinRtcRoomResponseObject); ok {
+		if err := validResponse.VisitJoinRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// LeaveRtcRoom operation middleware
+func (sh *strictHandler) LeaveRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request LeaveRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.LeaveRtcRoom(ctx, request.(LeaveRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LeaveRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(LeaveRtcRoomResponseObject); ok {
+		if err := validResponse.VisitLeaveRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcPlaybackTicket operation middleware
+func (sh *strictHandler) CreateRtcPlaybackTicket(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcPlaybackTicketRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcPlaybackTicketJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcPlaybackTicket(ctx, request.(CreateRtcPlaybackTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcPlaybackTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcPlaybackTicketResponseObject); ok {
+		if err := validResponse.VisitCreateRtcPlaybackTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcPublications operation middleware
+func (sh *strictHandler) ListRtcPublications(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request ListRtcPublicationsRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcPublications(ctx, request.(ListRtcPublicationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcPublications")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcPublicationsResponseObject); ok {
+		if err := validResponse.VisitListRtcPublicationsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcPublication operation middleware
+func (sh *strictHandler) CreateRtcPublication(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcPublicationRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcPublicationJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcPublication(ctx, request.(CreateRtcPublicationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcPublication")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcPublicationResponseObject); ok {
+		if err := validResponse.VisitCreateRtcPublicationResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PublishRtcWhip operation middleware
+func (sh *strictHandler) PublishRtcWhip(ctx *gin.Context, roomId openapi_types.UUID, publicationId string) {
+	var request PublishRtcWhipRequestObject
+
+	request.RoomId = roomId
+	request.PublicationId = publicationId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PublishRtcWhip(ctx, request.(PublishRtcWhipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PublishRtcWhip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(PublishRtcWhipResponseObject); ok {
+		if err := validResponse.VisitPublishRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRtcWhip operation middleware
+func (sh *strictHandler) DeleteRtcWhip(ctx *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string) {
+	var request DeleteRtcWhipRequestObject
+
+	request.RoomId = roomId
+	request.PublicationId = publicationId
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRtcWhip(ctx, request.(DeleteRtcWhipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRtcWhip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRtcWhipResponseObject); ok {
+		if err := validResponse.VisitDeleteRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TrickleRtcWhip operation middleware
+func (sh *strictHandler) TrickleRtcWhip(ctx *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string) {
+	var request TrickleRtcWhipRequestObject
+
+	request.RoomId = roomId
+	request.PublicationId = publicationId
+	request.SessionId = sessionId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TrickleRtcWhip(ctx, request.(TrickleRtcWhipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TrickleRtcWhip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TrickleRtcWhipResponseObject); ok {
+		if err := validResponse.VisitTrickleRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcSubscription operation middleware
+func (sh *strictHandler) CreateRtcSubscription(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcSubscriptionRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcSubscriptionJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcSubscription(ctx, request.(CreateRtcSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcSubscriptionResponseObject); ok {
+		if err := validResponse.VisitCreateRtcSubscriptionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SubscribeRtcWhep operation middleware
+func (sh *strictHandler) SubscribeRtcWhep(ctx *gin.Context, roomId openapi_types.UUID, subscriptionId string) {
+	var request SubscribeRtcWhepRequestObject
+
+	request.RoomId = roomId
+	request.SubscriptionId = subscriptionId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SubscribeRtcWhep(ctx, request.(SubscribeRtcWhepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SubscribeRtcWhep")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SubscribeRtcWhepResponseObject); ok {
+		if err := validResponse.VisitSubscribeRtcWhepResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRtcWhep operation middleware
+func (sh *strictHandler) DeleteRtcWhep(ctx *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string) {
+	var request DeleteRtcWhepRequestObject
+
+	request.RoomId = roomId
+	request.SubscriptionId = subscriptionId
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRtcWhep(ctx, request.(DeleteRtcWhepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRtcWhep")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRtcWhepResponseObject); ok {
+		if err := validResponse.VisitDeleteRtcWhepResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TrickleRtcWhep operation middleware
+func (sh *strictHandler) TrickleRtcWhep(ctx *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string) {
+	var request TrickleRtcWhepRequestObject
+
+	request.RoomId = roomId
+	request.SubscriptionId = subscriptionId
+	request.SessionId = sessionId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TrickleRtcWhep(ctx, request.(TrickleRtcWhepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TrickleRtcWhep")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TrickleRtcWhepResponseObject); ok {
+		if err := validResponse.VisitTrickleRtcWhepResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RefreshRtcToken operation middleware
+func (sh *strictHandler) RefreshRtcToken(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request RefreshRtcTokenRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RefreshRtcToken(ctx, request.(RefreshRtcTokenRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RefreshRtcToken")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RefreshRtcTokenResponseObject); ok {
+		if err := validResponse.VisitRefreshRtcTokenResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListApiTokens operation middleware
 func (sh *strictHandler) ListApiTokens(ctx *gin.Context, params ListApiTokensParams) {
 	var request ListApiTokensRequestObject
@@ -45099,1294 +49353,1386 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39ctw4li/4Kgjt3Sipg3LZri5vjxU3dlSy3fZtf2gluXvuzO0rQSQyEyMmwAZApbM66qH2FfbJNnAO",
-	"AIJMgMlMye6amfqnykqS+Dw4OJ+/8/eDUi4bKZgw+uDl3w8WjFZMwT8v78tLQ2tm/10xXSreGC7FwcuD",
-	"G6NadkOkIOyeqTWhQq+YInJGKBGyYsQsqCELqkkttSGlFIaWhqy4WRCzYKSsW22YIjV09hJ+c22Ucsk0",
-	"mSm5JGbBNTT3nSZyJYg21Nj3KrKka1LT8o6UCyrmTJMlhU6VbOcLIs2CKfhQE81FyZ6Q01vNhCGrBa8Z",
-	"9Aaj5JpwsTk6HNWTg+JAlwu2pHb+TLTLg5f/dmAnfvDX4sCsG3bw8kAbxcX84JdffikOGqrokhm3eGcL",
-	"KgSrT0vD76ldtks7+je8NkxtLugnUa8Jte8yIhWR9s+GiYqLOcxRsFrbAXH78t9aptYHxYGgSzsG2u+i",
-	"N+z/ptjs4OXB//F9t8nf41P9fXqEB3Yq3aOW1vhzesh+bHYdYbsofIJbNTLg0Ozugw2fxgNtmm0DdLtr",
-	"h9g0xI4kO7ym6Q1rSb+8Z2JuFgcvX/x+c+e7QbRGXrBSqmrrWBZSM0JbI48VfED0iptyAScGxnhP6zY/",
-	"wK6jeJxuYLdS1oyK4cj+zCsmdxhY09Y1OaT+y6Pdh4g9ThvhK6a5YtUkUut2ssKvxqmtipvekdx6w+oN",
-	"956XzP3xrtplxPZD/4Twihz+8afnf3j2h2fht9JyJqnIp49/fveGNErOeM2O8rPrjyRDuM+e/2GEcnE6",
-	"2+chZ71ZHOIQ3V+8sqP2s/ETldW2se876NeC3tZs4llj+PJuROw+mkjCf1Sybf7E1psD+hNb49J1Gz+3",
-	"LxeEalLa8QmyWjBBuCEr+5Ni1LAqDKuhZtGNau77KQ4U+1tr6fPgpb2W9uFZftCj99LG/sMQcqsWjW//",
-	"8aySXPSManbMhWZCc7gqDftiyEy2osILiOHQyJ1dcTXK5e9cJ3vR3luqT9uKT+SnC6qPqX19N/Jb+E6m",
-	"0d9bqs/Nz9NHdH71rzuPx3YwbTQpZvKuYsLwGUdJMToOcBAUM60SrEodBbuZNdf5Q1FGDHDSqRjf33f6",
-	"ckGVZ6vT1lTbLypyyHvf7nhv9j+euNYPOS+234JEnxVWPiqINorRZdExd233oLu3vsqxei/nb5RcZtab",
-	"CaM404QaOxQ6swoErKjhS0YO8ZLlS/azFPk7xyoWvcHNpFpSY28jatix/f5gfISfVJXilB/ZimkTBjnj",
-	"ShtyaJe4YjPa1uYIBPu6sm/B09wQJXQQj9G1cPDyQEAvB0XQR8IP2HJKNYkHfyUnLe4tm0nFdl9dIx+w",
-	"th9YxeklU/dMbRdFqNZ8brmFkTjMpf2aaPg8N7xlr4e9SPSjPK/pmqmfFKN30xjDHWMNiNNczI/tOsrW",
-	"HDfQiiaHIm5wR27R+3Yis/goqwmSHo48XlOiWqGtxh+08vyoqr2FunMljSxlPVUSadz7ubH457sK/mEc",
-	"0dguWmFJ+L2c/4mLalRi8qfJD/OOizzH5KLadXj9ocSDvJStKtlnNfXSgtfJ54v3eMRla+ydCxc1rfUR",
-	"Gke4cNRo74+ClINrpV6fxB/5qwVIl1DFCJ8LqVh2BXQYc4Zmnj/9/RjRXMJdNV0Jw7ttVDrEV/YSYXE0",
-	"uyiF0XjwxtD2X1STG3xyczQ+zPxhGx3onxdSm6kH7Z4rMOzYb3KjuYcGdzz3aAmcKC7iyyf+StXI/Tt7",
-	"onuvM0GiUTFrOitD77uN2q7RuZK3NVvqzYFfgCSLRjxu2FJ7c+g9I9SyLPtd9vaPm04KATNaa1akWPw5",
-	"nSesJx/b5W23Ng2dM7tsKG5bQY8qw8Xc3vzPsmzUNpwczLOiu+W5MD88PygOllzwpRVPnoVRcmHYnKkw",
-	"ykv+c2KkH+gX+yERYcRKrjRpmIJhj40OGkyO8MenqSFiT5a1PN06YLS1cTHPmxm9YbHmJZhS97AtZkgt",
-	"dL7N2gRDcOf2O89UsoS/p8EojOa1qK6sPLcxltei8qQGkqOiYs7I4cWbM/LDDz/8E7I9SqwYWTghHkjQ",
-	"tnZ0Qma8ZrojSieIcpO30eA49hA7w1ze8JqNWR5xTN7CjV6Iw1esZlYztWqpJguqquPK/QTvF2S14OUC",
-	"7j9wSKy4ZqRmM0Nka/L6SRjLVJEgMY3e7KaI1d9Egg4jGhVBo6HY6+TxJc0wjEtPdpsjgUdTyThQrfPX",
-	"IFHnSTaQ+4OIdouYEQsWeW19m/yQW0JZs2k3tpI1e7h1R2F/Y6adzUFetrdhbNMGW7Gagzuzqal4+Kh5",
-	"9TAT7eV9eSaFtl2IMmFWfqOYXgimNfpdFaPVE3JTy5LWNwPLgxODvFuVOSYWVDnQN+H6YtUJuam5YFTx",
-	"n+ltzW6cKaOUYsYVyDLeQwquWPxKoyPYLMBhKZdLbuwSBTsCI3YhmDaEKsXvWVXAxzPKvST849MfyE0r",
-	"6D3lNfbr9RHqHbLktCxZA0vvHc+yYQou3BOyUtwwDfyW1iu61iSeRtgj9G93u/Qvx5f35XG80GnLC6xr",
-	"ZHjxf8edpK0vV1TNmdnChj/EqrZdrzAzQktjFe+CcKENo3C9Iuc7AUf4LSPSrTeQaSwQ231lX2hp6jWR",
-	"gn11Ho9zzTH4Dx1bP0QHfHWUnmzw5XPjKJTOmTBfZ8Lj18iLH5ITlXdsIls5PX9HjH19K0vJMBLj+tqN",
-	"/33WU9WqVjP1cHbXakcv0wf5i31ZN1JoBmrUT7S6QDZh/yqlMEzAPyPJ+vt/13Yaf58oHb1WSqqfZLXG",
-	"7vpLcbVgBGgBbJ6yWmNEyD2teUUOZ1JZUlo2NSM37tdreP3Gvh9+sh/eHJ2QUirFSgNLykXTmvjAKtbU",
-	"dG25IzekFRi3Uj05sCqwFLOal99wzp4Xl65nHUXmtEoxYbyUe+NfgSlTsrTsXDes5DNeonf3BG6e6Fbx",
-	"TF/BdOmccgHzfCPVLa8qJr7dREta10xBqJAOtxCEDDRMLbnWluVIRRRzhjBdysZOu3t8XTHBWXVzBHN4",
-	"J3Q7m/GSM2EujVRO4f42s+nMGoqVzN6iMCe4+Ao7jc3QqsJS9C2r5Qo46UwxdqwbWtqVAKYI17Bis1bH",
-	"rXV6F7AADFJhFTm80Tjp61lb1zeF5Rhqba8+IANjT5KwywhdcOywcmNDhk5FF56FfEYGedUybCu2LiRK",
-	"39CMW3fDlKA1rNG3W3F3H1sxhVWkFexLw0rDqnpNDm+4G9MNzL2xYwZ1QcHc8Wx/lOaNbEX17YbMPXuv",
-	"OqquJLO3qCHsC9fg4OH49z3X/LZmwYyGx+XwRkhzDW5CR/bndF1LWl1J+d5e8N+eUwFzZl9Kxio8yJr/",
-	"zEjNl9zY04rDuzZSXtd2gG7YVojhJfvcSZXfZuSnpGINE5UVJwmYzZeNVFTxek0iEZcc9gXeMQ5rjxYw",
-	"6Vta3snZDOZ3JeUHKtbuztTfnK/ihrDKah+W8/v9sH9cwx+WcZ6QFeWGzByDAnV6zu+thCHIzYWd2vGp",
-	"1ZlvrGQRxZ9Gj8asmpqVUlRgC4aOHO+CNeNi/mRUJMkbL58mbIEgVwnamoVU/Gf2jY71R0lQJOmcLMCW",
-	"G8vDhQG+bMdkH2Hv137CKKnQhl+DENn9jgfks9BtYzkXq0A2v4IJ/0MOt+NIN8P+buCUhGFeg0B/bXcG",
-	"5vCL30ygmNPSfnfBNOhsf0/0GUUqi0jtgFvVCWVEyyVDTdZejlajELJjpmDCCwb0l4QSsPth6ARpqNYr",
-	"qSrXmP2plnPZmifksi1Lq61zTd5eXZ2T50+fRk4gWIRDu/CKloacviQ68X4ravsTCFoVGBEbZWdhOErQ",
-	"tMS5Dqf+Fzs/SzOVFKALezXW2SxtQ27kx24ZrG4r53NWHcs2FVdQHCyZ1kmPw1/Q3dE0TNjbnwtiGwYv",
-	"zEYjBjTGTBu8GzQx8mWkrShZs35EStGP/yrITU+R/d5+Z1WVG7f5F1eX59GJCgKUZigWotVsU6/qeMm/",
-	"+eUOs+jWpFsvefvvrDR2qqcNB7UxZbKL1ESriVkxi1UndgEEsyLIQtbu5sN3wLlaoOw0A6UZSNjd/mtn",
-	"fhwQR13LFaveNQmf1VltRVpCq0pZAlMYVn949u7VxVHUrVO/QVqcKbk8IWzZmDUKclSsQwNcE9cdqIvG",
-	"Oco2tx9/oErRtf3baZunqeNrL45uKLFuevj56gxOwxQraujkp4RR7axjscgTXA+h34LEeiHoehUa4Eop",
-	"tKVKT0DSsRmUd8P2Jk9BxedMm3PFZvxLmnGhFe7Zc7JgX2jFSr6ktaV+yy2Y0l6Xv3x7evz8xxcEGwwm",
-	"7GzH7EvDFdPZ9abG+TG6hXef4KKfENHWdTAYRJKmfSm7JfYjlMfwQt4YV021+awnE4J9HanSSBLdhQwM",
-	"o3jNpMZrv8UDZj/ef7hoA9mQUeiSbd8CIc1PILJkZgpG2+EmYGgQr5KzCg/hUyBh55Pcb3ZyJZjK2ZPs",
-	"72S1kESuhN4y1U6tTrCg804lbyQXJmZ3JVWKM70bL2la1Uidu596a4kMTapgYAS2lpyDYveMBmVi2DCD",
-	"w04FYaJUazBWl7IB8eaONaYgWiJjQWuEbSoSQ0oqrPa7iuNn0H6y6e+Hkci7yUfEvZ0jGHto3Sv7E4qS",
-	"ZiL3xsmFo+s+3HJG3Vv7j0+nvbxnPaNXfGALUjHwV+BR4sadLG7vPC4quXIGlHvZOf69bIX5XAeeyaJt",
-	"FFb4AE799ZqZa2guKV6Z6Sbm/ImDJ5Pulc27JHHf3ej78rqh5vr09qy66aiZkoYp7ShYsVLOBdfebz8u",
-	"Q3XWbWCi3bHt853+VAY3Zp+zFLGkE/PX+LrrHWRPGbH8EYsJ8VmLqbx3T42JfO95OtTKxePIWScf6E3B",
-	"rdka18M1NJQI59lQcIdKbdHFz+wTkDOhfftNmvhwwiGqNAT5eBY/pl4GaTrB+Y00tB5dMewYaHdJjbta",
-	"ZxDTqQsiLbehdQ0j0sNpvvj9QTJOKKZqFzEVhSbhmNxqJGmlrbg5W7DyLhVSZlVaO3KrClH7Jintq5vE",
-	"ktXKXn9pairwovHueWg2LZVslWhC/wmJJu3/+4gGbPcpUWxmuY2RJ4Rifq5lNc6AfbzilXsxrThafTWV",
-	"/uXv4K4ffDN9h2p7sXCT0AQu3RMU7meU161i4bSFyXtmz8VMHhQHK6qEHWBxwMBU/ddt7M8zPZxNNKAt",
-	"uqQlgXy2KSOgfVfHoCBqVrYwFSQcNOcnjQdyosvQXm1iHqnPXhG0O0iFFOulbDXcjXqtDVsSaDy9k/DI",
-	"m54GqXMcw8nKgVpmL6qqd9c2/BgOteXbqIgdO0XM3gd+RHaBYTzJGxeWZ2JgS1jDTe0SVOlTVIS3atqh",
-	"PVBS4mXsFs7eamnt7Z4Jk165gQ0mvsQ9OTxBsSFy8IYnG/6vZPdZVvO2XVJxrBitwM7NUpwnu36yBCfk",
-	"uBSJqxImuKsFQLamlCkG1zHarpcTgmtAlowKjbKO11QCJwMNAuUdT5POgGcHhdzDii3QUlreG7OERXO2",
-	"8jC9la3p7yr12kzVM8pYXshQwCfYQ1pOVDSdAXzl3FkDQi0I+1trT6MEofjmX47hxeN31Q3xPn2Ctvyd",
-	"aHpoYHMnMib1bvdi1lEE9jU8gd3kerQ11WjXMdrtQlyS0eqCYJZWl/b1X0S8c/PvyXebizFN2ovuu30E",
-	"Pj+UX5nE54EczqnWObcFnH8U+zrACCsvkIonbnF0VmdiWrUlIdloF/TQLuGpWxbn5j7UjMWWcP0d6Ojg",
-	"zjmaShO27dQoThHjxDeNlpI5F2gLoPoOTXhulsH4MaFLOBrJifu+3BsoZfbScDpEjcmdyaZJzq81ckkN",
-	"L7spuncntTygKT+nrsNuaQu/0ynK+omWd3MlW1FdUX2XYVpMcVnxElzK+DIxVCdUit63eWMa1XdgAE5e",
-	"MBAtcU/rS/TWJmQs9wK5ZWbFmMCEQy68f3fizlhSfdWiPe1Dohv/zN9naH5qwRm95HXNM90lWQB2F4JS",
-	"BvqW/XnYTe9u5gadfKzKCFj2q4tWpCShXoh6mETKfoYOTHy+xut/T5s8XOefRL0e17qAEFy6KIRhoi4m",
-	"IWOw1RG+0qY+llY7LRGHfL1Nq2MrzmQrzCj/t8MBMCjMglKydI5UZTbPZmazVStAuds++1rKxgpd7ouN",
-	"vNlE8lZCKYw76S1/N5TNgxVTzcZxiAk2WrjtLCQt+/zU5xyaKDbnVntnADBgLy0/4z5HyVkIhorW5pLF",
-	"xua83BFGMeBterLAMeCgGzLHcMd8DHH2sv9JSqONos1pteQiinOlVcXt4Gl9Hq2Ry/IbaifoyjLSOSad",
-	"EKO05SRWbqO2cW77MVIlODnXTU3XH/PGHb2QK+FTeJ0m3ffygqnmCSbRjYWDdyEFCV+PD5PwilY87BPk",
-	"G5RoWtv7ekH1wr6Ijgp0jQ/6f/7jCwjd6caTGI6PANgczns55wIYzAmyBC8XkJoZSCxVpOJzbsCi0aVz",
-	"oVce39EFvmL/L+1/W1ExpUupmC6svK75XKBJZLFuFs7QO8gCiabwg10/27Ad4P/+t9Pjf6XHPz89/qe/",
-	"dv98cv3Px3/9+/PixQ+//LetqlSYfbQvo3R6aahp9TizQ9Lr7R7Rhtc1IhhIcsvi4PY+Md76ni7CMDe1",
-	"z9ZFiQo56AZiGbW90ZwbgpHQYORS49r+IexYLFO+BdRA0A/1BEa8OcTUkp1RUSKywplcLqmo9jvd2IyH",
-	"UCyxqc1lU4zqlCB2Ab93wbpdTDe0Wwf/VERzPyYOyi/JGTb0ltfcrM+oYXOp1mmZsnRPHfdW1XFDlVmT",
-	"0n/vnLgDw2McnjlizaWAoeHsHHj2rMoWWSYGsd06LWSU2Tn42TlcnNi+UvN7BrAdloQKr0Ac67UoUZty",
-	"iXlp8XeaCB0t34xlrKV+mue7+dIFRmoaSVrNep3t4lQfHI+wkENZJTXIItrn9ClqTLmgZwta10ykTCKn",
-	"RLCVpSX7nt0BfHGToNwrWyQMI4lmogKkhfDFTYQDam+FXaNm/hIykvzwnMZ9y8Bu41LYppsq+ZLO04Ae",
-	"F8ye6XuE7+gQtVyv8N12C1u3VFFX8QyTWwUhgv4Sf7Aso5mxXI+tQvhkYkvRR3+eFSm8E78ZiBb23jsh",
-	"ssFhkQVTrCC3rKT2HFAxuFUU08yghc0Fbtnvv9NdsyHEyZ4oZ/EdSiKbHjG2yo8ccjuiyX8d+WcosEYj",
-	"ym1xEvvslNzziknPAJ+Qm4DfcuPiNFy0TgwK85Lc/O53v/vnGyteiUrbOx0TQ9eQsYmTwqTQmwXVCGPT",
-	"BePpG6LpGj7z1wF8mI6AjeFs9wTBLXootXuA0/YaGGUUMWQuavI+EHlHp0bU4UVGRvjLYt3DoUQEZG76",
-	"wL393LdgYGDBArjZdV3L1U9U8/K0NYtP90yd15SLC6Ob8Tu9BzG1pAFKGi+oJVP0O02gYdIPcY84Hdhu",
-	"G9sfuVFGNy+///7Gwy9YBq8d8Ik7wMEtZSShYm2VVGeiEMyspLojDTWLJ+TTbEZu1z6J+iUeylcYV8m1",
-	"GyirMAvaDRYNqXh74wc49ijR2bKc/kxgXdOSCk0hjpw6AGPP4Vya/yHg73xPm+Z7n/ivSSv431oW9Dn0",
-	"rWf2cAS/GH8HSZz5DOWuk0+i5oJlZuBavWdqfW557ojLngbjqXJfEPAagG/t8HaN/wRHpZHNEWmF4bXb",
-	"uS8GNTeUxYxa54eTgUI+9bDHJ70j4vRBqomWEoKzkQ87tG67+x5d1v6baz94L4K7jB2HC+FcgTnJdA/0",
-	"THL4+fO7V0fgHLJkTUsldR/OIy1JjsRan7mYUYf+903Cq2Mw0Dsuqpe82l2UfqNYgLlUTg2USvcsGPby",
-	"1hk/aDUAot4ZJLrYgGTeGOMkxOcOlMK2tjF+lybjkA0S08giOk/CbI59tshZIV0Cb/pMLEIOj/kV13g8",
-	"gs+lpMLO4ZbF9tfNwzDfAVH5O4dKPLSvo/FbpFdpkYXxja8ol/fjhRpE8rUPnONKL2RbVyHJLT2XRQad",
-	"t6/fwhVih9xQcWx4bY5/lnKZbXFDSsq37ycRwfR1chc5DNHKJz7U1kEBHKU751sAcvtBWEHWcBi5wBbb",
-	"xl0gTU2NZSwZlmhFD2dWSbPFTUoAacW17swoIcQsgiRxdlN/a9g7JRPmsgt0BzXEXiI6HpOnSrywXJoz",
-	"In/vEHz3Co23eUeIGAcn/RNjDXFApB1yBiwWwpGSmtF7gLoKuAXgdwSjixWh2rrOuG3GIv68jddDtsY3",
-	"U39l/CvpgL8IG3QnCE+r+Bi09kzB1oR37UdGN1eKCt1IZaZ+3PvmlyLCttz04HXYm04wXPvzGB/TJTjF",
-	"g/6EihMFtRSlQCt1BOF2BertjX3w33/3u98N3rfc3L8ZypX4/QlIGCgtmwW45PswGP+3bcY2/L/ap0+f",
-	"v/CNQVeQQXfzff4N/MUdif/+DOrH/MsHd+3oo/jOGVyR6RtHZ3A/L/v4npnv3mU08RiNE+IPnCU/wGUT",
-	"bwTE8EZ8vebacDGHTJJkp21TjaZGxJ5c1P+s8hGSVKXaVQpzHW6Rwja73Sp/3adxQ/8cIYT2NZMTcnN9",
-	"7dQoAB29vr4JmaxsQopAjFaYdI3GML8RmGzyihwe7CLgljpwxgD92oGjDSGRgrcvKmGxWYkjqoTQlZKI",
-	"K6P0CrlEcP9DXOeAvL8BDz+mdxeJykCDYij9Sjyb9oOhESOpznn2mk+e6Gg/JssRq9PpphFnaN/u10ZC",
-	"6ctpua5w0nE3fdJIWcNx3RA9T4gLSYql0ziK03V1ULjYpWTs5pSCScHK3ynOleRiDpYGq0CTQyEx79xe",
-	"tKw6Ksilj/c7pE5QAZ3esqMVXR8VTvUmh3inWrVUKX7PxfyoIBcOAQHB4OCIU2Msk3WhXied7myFs3LB",
-	"qhb7PXc6Nw9RYWDl8AFofdX8qCBvXOhY//0Vr2viltvSCHfypF9aN++D4sDP8wCwdfE3P/yD4iBQ2pth",
-	"yNPGFoxXEuo8LUFYhCQjF3kGGYC4zpjWZdQarNMXGG6B0XP2F00uu7AuP5+LEJThHo4NFEqdpMyrmMIu",
-	"Z73Lb2AMxydbo1765blYV7hlQiDVr8g6wM0jGQUmmwEmqZ6uiI+r4HO7BjsqjLmnBT5YrN9DdPh1yAqD",
-	"azy6D5O3eI+qH/E2gZO2PXi7V5vpv1IWHk64N4XJYVI9ZrZPYLbrHEKyvZ6JUdnfKAjbS2xLKw2+M2yZ",
-	"wyKBFzCYz+OMRAAkPvB1Gh4L0nNBkH4Lou94Qw4DLiDUigG3ADl0MIMnRDN7i1q5rHeJYlPhLFjB9Y43",
-	"IwloW6zMPZvNgkKo+Aojeu7T/OkuxSf/2AGxSEU2XBN9m026WS4SAxwufLwU8KxjJMm5q7xnrB/vgf6j",
-	"GWd1pT1btUsBtBBgIrdzPVff4w74XgCMccPYSpD7+dZPhSNXTF40VtmZMUUqWbZLF733ldymvouJLVy5",
-	"ob3yn4Ghh91zturh72JI8kAJqKlDDwRhE4ALvQTdwz8+IbBKAasYnkVLsSUILExpwm7lkacaGC1AD7m9",
-	"OXQTPeroyngUZoCCmnG1TIE84SvjVlc/aMyrwC8yPie8WxO8AGpXBIwd6aybKzB337KpuSC5hJR3DmgV",
-	"7pkTBNCxM+6sYX6/3KZO7C/cW5tXPRNWoLcXJ7IR0Agdq/P+logudrkBo/sjBUUSk3R6y7jGrSLu3Szm",
-	"B9fJK+XSIOodPkdF2JKcbRTKI1PjMK6cCuSosFGyasvJMfD2cmny1BJB207aLCfAZZvDx/sS31A6cLtQ",
-	"hCPUUX83lG6OgXY9KUTrP8ILJoua/5WEzM3SXXuImXtJmKHnhIypv62QmS9v9taB/nhnmJX0yoW7q9Cm",
-	"eYLRLTfOvRSFXRXkRop7PoPUW1nf+89Q1Aqg/2ihLMjN/Bas6zdWiAHQ/O4pBtNcvjuP5SqF5kTo46A4",
-	"cJ+PGTfOzc9nUchvwoB39a+9oGAHoRasMjiarOUjZ7wfkydnskyFs59R4cU7eCPj8FR8/FvgqIpnPm+o",
-	"SH/d0Ay4E4B7Gj1G2O6VePfuGGv05BzNmWJ6kTYshOg01zBmmDEE4bQPlrvaGAxPSUZ2DeyT9CL8LFPV",
-	"QO03Ob/4iOfA7oEbhmvZ04Tb3m7R+4szdqDNz8437WtTJCx6IkT9EiD7XGC/fyu7Hw4MK7S2q+Utf3bc",
-	"dFzSD4wPugKXuZHp8CF8L3MQXSO6L2JPcPD4Zot4PSZtwZ66UrwpJ2Qp7xnIzaUUhouWae+bRtuvn1iE",
-	"ZizbhEKVXZ1XXLES4WItERbIdQpgHnEYgme+oNFWcoUpgDMAoOLzBVq/jt0vbXPsf7Sv+p/h3/6B7e2Y",
-	"C/8v2Rp/AI4Foyr8MYN/2+EcywYAVeDfZY2gXHZ8SdavG+bJPyq9NhBSG4apgQ1TpV3lXpTTdw54NMnA",
-	"Qsm2Z9tKttlDDrvi8399rbqnTzcG9MFvtwvSByMuq2dxfeGl1UXGcoP743vx9Gl/hE+fbhUpPLWM0/kl",
-	"hqZnrlMXuN6/Sh/1BnUKGqt+Wp/GUfNpnteLqw+fwmkDlKBh3BnI9yG63iHq88zNgN9cwEvbI6tcD+H+",
-	"Or/613Sz2SC2D1RAeDSU5z2JWQYGUnkEmNUCY/dmO15OG/OJfcbZdZ9GLvvxxag+PKjJOIaQRDbkdlMp",
-	"48wp+Y9DBtv2q5vEhP3wjY2sald+jVFVLrq0uDz9NUwdextDSBIjGr53aSngcwbU0YpDwgdLZjZsz5KL",
-	"219SgTAU0BHHqC5a1zkzkO17vPUQET0y9pzVIp+OIKQpQjTa2jnoJyADhdWIhj7FrnrhY8ES0d/Bt+1j",
-	"tmNWehJc2+hEd0EHz4kmlWxvIaqubYiR5Eey5KJAO9b/9/8+f/p/kn/nxnk0Bnvqmkr4LAd9cUGoVckj",
-	"EAO/HwFF1QUDONHEzwGAsmtG1WSjzE6gFv1FycJYwIejmkYiQGGLhLsdlpl9MbDfox1DAITvmGtStcwD",
-	"abigUecvduVpfJzEvuMaUrKngTGiHcYiDvPXIWfGvxAj3GNCA22NJFiT/POrc1d7r641EIkl2auzcwJI",
-	"EhAC2ofWa6GsvymtINpWzZje3xUmfy1MLkkYrbADhV/hl6SW8wwyYWoHJSmpQ16LfdHkEIHGXj558iQU",
-	"HgmmFZTw0kkwE3QkR/wwizHF6F2VDU30SkRoByJ3ENON271bZ0LsjVpPyw3BViEz5P7/ggR5XmmiLXHc",
-	"rkFrOcojCu6EJugFRmdILVwm2TVkkj1x1uAiaL0hPd3e/Y5n4GFPG21UygJwrtg9l60rhIHjwcw17E+P",
-	"OhT3KLA/HeuQlqVsO8UG1nNnmMO/hOyF/eANTSKl4SNb7bZcu0ICupid7jxmKXlD7kKyLnoSsfObIkF2",
-	"6+9w/vpYfmOcs7+TWYRR6jnQcS3neHxeotA7J4eBtp2PoCCubkrhvCgQBNf5UAufR+niLTF6LsqwLPqx",
-	"dIW/rI/CQSGH/QQGDQlemOjnE0/wT1gh+xhiAI9dIsIhxtJb3bYfLgBT6gWHxvDXwfgSwmDjVqex/u3+",
-	"j+FSJ1Eh/tO6QtyMH+QJGV60+zhG/Dj+8X6RS0EbvZApOfg0rmnvXgMnhfeRPpp1o5IrUUtaTcZaqKmB",
-	"XOClpWqHF/Ti6TEaiYhvjhhe3jHTlyUjVNZMblpWsw0ZXX7NMJErFkoTyWIMjICblxf8nprQVGf7Nlg/",
-	"9yCg+oVhT9ZF7Ji2KA7xPlBNDL1jYsuCT7tIncf4kUjCNrUnOWj+M/tpbVKuNHvWHrCDyOhd1PWURL7v",
-	"9EbqNxEyE6+w4pVZJJq1P+896BE7Wmc028TF6810jBvZ2yQXyhN7c+DaOUkmw3vow9JDHGDd83ws9w4e",
-	"8Mi1MPYF6hrON5JbtOjOH10R2UxbEPRdPHSGooPSymYVdjoUSJ2YnMuNA79En03FdWMvN2SL08vDTF7W",
-	"EPam41/H81QxhaAn3G2XkYftD9coEuE2gh83ttMH3UXpuzs5zDpGgNKkh1QFG9VGsOGJFfeAwzqpOBh3",
-	"jaL3KRfFVjQR59BJDg8BN1KYIHFFuh2hNhJQfVvxM8YGeRpBOeft0xtwFVubbCztjzU4Hvo7AJbA3FHn",
-	"dWZfUNE5gUJWRIYwRrjBZoqxSZiQ0xI1hk09ff77LMrBCNLCK4doEIpEQuCwAxSdMNQciMKrGD5hcns9",
-	"kW4krvW1gxMZ28d8gkoIvJ5Cs30EhJExvaX6GJEPxkaVQzmwX4+7YnbFMwDbyhcfka95xVK504cBYMrV",
-	"JERVfT9Mg0sELxibww5IAZMoZlrC0PZmdsEF4GYhW48IkAtnekAq/jfLqi9c6jzg+8XJ8zGFrFhAwRhC",
-	"qj39/R/2TzrfdvAmJFFP2NpMLaEuG7qX0jxBIngVRe/vIBJEqjUpqaG1nLeMQDTzPVOaS8GqRBYC6TYL",
-	"tVi/YaLaQCqxB5iLsm6rFJSsj/HMWu31rgaWoYz0C2zGO2zh+dMopiMYXDx/2Ra/5d/b1arr39oQUuoV",
-	"XWuozfckRBZTrZk59mt+M4UmMRUr7/joEuP2WciQItYt44+pVdwpwh2X0tW3pBWhZmIYuyPLBHP1eRPu",
-	"jRO00Tmrqu1Ed+kmeqK1cXBO3fvdKMLaFx0lTzitIYV4J+kdUx/SsvqOtR92lNemZ9VOIddHuRy3pKgm",
-	"NwFB9OAyfyu1yVh5Ue23jFyTQ0B0pnMw1AcpG9sht2vQi1rt0vHtqzXXmIK+lIIbqSDt0GNaazLn98wF",
-	"NhnKU3kEkSSic7YdGDxZLaQOWFYcUAu5mGo8ki6DfzNOQChZWyF2EXUCCwAudF47YpvSx4ThY8sYLIQ4",
-	"iy7jfcGoMreMmjhSc4p3wKE+5Hp1SI4MpuniRSvE4hHSDWdYbGMsFNuk8c8v8AGu4sTGMnb/DxE93gm5",
-	"Akj0iA4L4kZBpAAMqO6u3ZW/ebO/9FAOMgA9NAFNw8+5SNHq6Llb3jKVgR93R2oJ72yeigWjNZojRy+u",
-	"uKO3+IlVUIxpslX9Tvvl/HAA32ny9urqnJyev0vHxUBFj20AqeCu4Q5PzIEcj5ZQmVhbg0XLtJkmS2dm",
-	"62R91eyototRdDbjZdqGzerZLpMVWC6UmoC1mqnh2c5mKuksTLR9Lw1aYb1D9M/SMHVQHHyU4h7+ub1k",
-	"Z6j1ES1Snz6iQYVtdgtQeCrcSuNvA7UOnTb2dxdA06N4QCllYI5xOT/pNUzmk74TFUsUiX5PtSG1nBNu",
-	"n4f8VCeAdSQ0qVgSeCuTCUGdWzJyCg+I4pYtuIua6Q7AxCJNZ1IYWppUSagPUWh3FF6HOBf4WQcKv9OE",
-	"d6nFizJABvKflovt9RE8DYwflkxVj46o+rP0x0TeQZTyXNEKsyVFCs0/UnBzAvZPXFC19uJ1v8MePksr",
-	"wry328e7JQpTLPqE3SO/IU3EovhYNUh/PoNUlsehB7s4evkZxJQKJyC4aFdQdQs7ea7IgmvjSjEMzqbb",
-	"zCQ0ixRGyTpxxk9cl2X8BhbMAFKjS+bHlylhC9OcCEOML6dxdJiwQuuWHDOH+W21uKY1xMg5EPV0zdgt",
-	"X4Kq8QHEbthFKAC8A0piwG+3bXnH3OnWEM82Xb/9KCvWEYLrKRWI4Ub3E/SVdZQHlyj11OBH19XAOyFP",
-	"QzUc/1JXN9GBz04QEd23r1MBUa9F8AOELrio5CouKzep/51CdV1z4HvdUu3uWw7LEo3efsg9fe1JPNsL",
-	"rYQD2T9TRcwg/GgHi9nb7gw1dkdohOvlCkKdBekPOW9fMhmIJFFFt8eSQqImJ9zJj8bbSrlccjM2XnzD",
-	"sCoaeaR67TZulHiy7vAuHLOvIwwgz9yvVpqCkeQBj4NpY5KqFD6Az+1dnix9HgurO1gSe5rfL7vYDP1B",
-	"1X3b4R50Y5ha5tuPNCCmlvtEz8VHPOy163ZDlIlpL5p+t/bJY4zV/PxpbpdLmqyB1d+lBUecFNRaBpUB",
-	"RyLx8P31hxwxdAK/68iJMLBNTpiLOl5PjRf7lsdk69TKTYqfZA7awQTud2BnI/iA/vxsiuHO9chxHP/E",
-	"EZhshUneE/b3IPFTLgCvAkoKTKcr2vArecfE6Lqfnr/DMnFT6/jmHUhdo726R3qyCtgZt8YPwaBcx4S2",
-	"M8JJ1yi8MLGxVm8ZIbywD2Vhy0W0c9F6D1bIT2qEvFw972SosKMeV3vbyh4xUWkGIWJPyBWUXYIKwIjz",
-	"CmAPjmJcWBJG8HFB3hrTfLL/LqW8gwoQonJVEri7Rm5ltU7jOWj9ekKtODcWLGzoToKfA/ZKXEG2kzDY",
-	"rpCB2AECQqsZ7EHC9UzrloVkqZt/Ob68L4/PtJodwwc3lg9XLnAclEsI5oLU1jkX85AFEhU3YhUkG21M",
-	"5oTcYkVe6Z1rbrtE1QFI2U89CkdaS23GKiC+ns0YAjs3G7UQo8pwuxQ/LA7cQEe29PRWy7o1jLBOjXJf",
-	"nThMAW5C71YuxNTOjUL3o9voWpwmw/rVPaS1q5Pa+dbtfejojbYVRxEbyhgJcmN38vslu0lnitnxbxPc",
-	"PutUUfsweNdIfydjIi02zlBiD8ZYRU7G+eQvTSx3LPuXz0IuWcjKGAQa4IW+VWJNilqPq334S3bKOPDl",
-	"bQYZQBMGksEBg0gRvtg1XGFFlUijVXih2b8xUqsJI+MxAESwh5QqzWrQfkvDmkZDT9IWJIOdusvssQp5",
-	"U9EJLZmIWFa9S4ZnQDVjQp1TBhBUgKmcvXt1QYQ0Dqt7wdwFs6Rrcsuc90bJ5QmCLbrvoyLfgEJr96K3",
-	"7nGZyZRUHMI7Iq99HCOTY51AfdQ44NVuuOHm48Zdu+6XYT3yaWQp8rXP3bELezCMHdgycyHNT3ApZ+YG",
-	"FpDh7LgmDt8X0TCpwayBvebW7FYTuBuFi58/IVbzIstWA2Y/je9Od3EAmguYknciCi4cUTxLgGO2qpF6",
-	"DK0/LJX3OE4oYw26CqMRYsZY9DTEQIJD3xXCIqVs1j2KwCrjbkTYdlRnvKQCLhPAcLW3+YkLjAbkWZAl",
-	"IWAj1I+8Y80U8Fkf0xftbJ4pxWjc+6JhQYnlOOLr1xITdJIstB/X2Y+K60c5oelK/uPF9589WrzRaKP7",
-	"RB/FG/0Ie/w1K+g+JI3jPTObBWKdo4i6qqrjJWARAzrUu0KtDi5GQEM5OiFyNityZV33SBL5RxPoLgko",
-	"DyvoumtKSiiq0hVR3SyfWjhdHFLie6VTcxBgu9cBfaS8kl6lzsID7jx/egw7R5IFPg/9SYcROQzVowcm",
-	"ogyqeeaHEtX2fMhIpqawfL2an/aO/oLF1lwkq5HoNY5LTYpHTX7ZVg10ezLM2CmZUgIUSkPBdlnutkMC",
-	"y+SOH1akc6cSmRKSTQjGVkMojzbHtaSACuOzZ6MSmVYmRv4xEIofIX+GHD47fvb8D3b+ipbIvIUMgRPd",
-	"z0d7KQQbeTdbZdAJ9Tn/w+XkXMT8xnZGDt0lTdwP+uX33x+dIK8W9zwGBQWysf/3CurhwpimIPa/Gkon",
-	"UH9zfb54FxeRdJztCYkyyrDcPTlsNVMvvWzwz3j1gEWuV00z1MjU+SKZui0XkGKEtTGfPBkUvnzy5CYq",
-	"jJl4PCyLeQTmjk4R6czNvijvo2UqnWAoUEflBItFPNks2OJ1wlYgvo8YWqh2k1Um5D8ly0buxgEeIT8K",
-	"xO2PsmKncybM6xDv/TC7DyJfSoGq/DCMfFMmNyaPsPGez5iJ6oDBHR/HDLk1JP/09Ck5fAbghK1h+mgc",
-	"xvYPL37fg7F9kUaxHVmxB8IyWyVFRJn+WYzlKxjCprfR4QOsGxf2BesjNWZXdL4Jl/qAXcWQ9L3StxDS",
-	"/wRKIdtf4ZsnjZIl0/oJxr0cTRE6eMWWjTRMlOukmIO19cQcjQhd3Ckc1DsrA4nubxgzcgUdlbT20AhR",
-	"HWcKy+lMqFvvzSX9cppFpnzFan7PQPpxPiiO2RWayNZ05PbDNhjnbSjODV1bqSBPOClZ7Z2wwmA4Cg7V",
-	"mxuQaxp7qTRMVNovo+01uk87Ms5BlmJlVBJg7MIG+UV33pPOpWIU5fUkg5VLUcme9FeMVigeDabnl/zF",
-	"06e7Herkuq8oN1vxfIwMFe970zcSXF+OMlCb5mLejfHpNvTsaHiTgbOBBYzzb8smy3VZs0/eZrcvY6p9",
-	"S5H5z0iiWnAk0Sjza5Nl5ZIzPvS+iZnIDynsQN9vzmYqSSXj6G3kV8faBQSGP2XT/aXY4LFicPyKA+B9",
-	"0fPSzmcGHt5jxQRb7VRpbXiCph2WXexoIUGjW6dxZGAgks+aqUfz5gTn8sByiqrHx7wPAh2S/WiYnkds",
-	"B/XHC5mp2lsc3L9B0o1c4ieuphrRtAY0aqohLplj6l4yV/7HF/0dSprjZc3epVhK5/gMYrZ9V3ducvA3",
-	"+KD2vk9iTeaKChPkU3vRoyZd1+yxPRVx8oTT5NBcOixm2q1wFxIbhxwEbN3wsTOYJE+S/Sqtyr6Xcy68",
-	"KG9Pp85YE+FaklbdX3HtcwFS5kod2yt1Abo3nwsdmS71uLj/gyU827Ad4P/+t9Pjf6XHPz89/qe/dv98",
-	"cv3Px3/9+/PixQ+//LetqR1h9hFBd9SUP8+Vd9GmIoUEW9XrUNvOaqHSwD+DEzakIeCKWgnintYty0ek",
-	"bdOcw3ggSTM5sCsrw7V17YYAHQ4MxTf6vrxuqLm+OfFHsmMZwYANZxhwfzHylZsBRlsMFnvHJoaSBM/o",
-	"+I75Fv00u9Cv9HZhOMBnncqFvHJnGaq9d3ErIGUZjQcK4rmAUbiNcXjK4MO2AkoXDogevAW9t8IzfgMF",
-	"wBPKRehsYrDGxiALLAoVmGtHWh2E+iBi7UmmYrZrcRzCNj2KHrtp+LHfEtfzses5XSg2Hy72BjTYwfBx",
-	"xki1cGPofCAZECclKGSAvxWbKqkITgDe4ST2t/GrxIPhlQE44kzMpCoxwQBvHRfetlu8GFxjCQkofbsN",
-	"o14gPn0zSm2MxdiWUwPZO1hrQHtF/1gMI7dwvqkz/ooaesGM/VKKs5pR0TbnuaKYl6VsGGqtFTWWRtyH",
-	"4LkTbUOUbCGRzoEVARozKM1iHUqFToKQP7U/d7JowIrfqMEZHQpq2Fyms1jdzIiGGTRM4QTcJ+vp+xiW",
-	"yn2Z2tRpsVxuKg+L5Zoqyw/W78THGoUooi0O8H5qkwP6dp33Vn4qjV20D4/QQsWOjdLiQwlOtSKoyDog",
-	"MwBDmiTqjxJleAYaih32CaF1TbqPtkd9bed1/zB1b0Szy5JEGssUf7ec5xvs987M5RVizofkeMteHs5Z",
-	"3FokdnTGBc/Vh4yyRGE9vjZDya3X5FQZX8+NuctCTk4Ncf7q021pqXuswwbIq++pt/gJThhlfE1girdU",
-	"s0vY/1N76lKUFf4KoMyyBO3VLmLl2tgkerQUJRp0XzhDeb9iyI3+W80Nu0luKCy8SlbU6k5nZ7b/TpO/",
-	"tby8I+E7Ui5YeVeQG3nn3EVRAtmmJQ0WKmXnhPUi7nmoUxitxKTjhs18CtuxEfvowPIz2N5hHaFyguY/",
-	"g2fndm0mp/XgQP6cQ2Nw0/RoDEMuHc93Cpb4hJnMeL3PTDZqhswRUKg/v5h+hosbD6/b+OSZAUaLIVJv",
-	"eM30viKEZ2K8xrt3QVV1jKVDXKgtr6yY7/xIsO7ooGDC1ImUIttS0ob27PjZ06ekgsCY0uAi86Hla4tr",
-	"qovc9iU2c5awIZ4dz9tiXnF994EZxctMTf6lbIVxi0SwbFMq4vSelwk+81Mty7uoWHSifhDLUST8HICL",
-	"JxylmU57Gt90Ix/6k2JbbArK5wPUCgI1NGObMbQew/3fkRu0mlWjy8GFVTh3aO0cC7lm4HJdewV5aumz",
-	"fy3KFuFaXLtYbSVRVMQsQn3Mg7AJvaWJ5xVveX+ESep0uIfgJIDL0ZJ8HhUSnT0ouyq8jjBmhRFWYyHZ",
-	"zrBjFC0TLqC7USOOa6YHvRN5MUJEygEuE9PmJ1mt4S/dSKE7nuj40zpp2bHXe86BxDCtMMyI68H9/cfX",
-	"V+R72vDv759/j3T/PRcziXEu2Dm5hN/fiZl84i6Xm0wS9XSIpEbJ25ot0+cLn6VqhcEDMkOTgVQhk8iv",
-	"r/3bqiBcay7m1y75KfolbnArOlhY2VDCyg9tHFroNdxoUB51fto09foUDLlpi6gKotBKceNr97hIhh4o",
-	"fwgJFb2iCZLMZF3LVRdn1kFUQvghxBs6GTQGVASn7yHvSi7cRC5YTBWUgn2aHbz8t3HJaGO+QRHZjpwy",
-	"rLn+y19TC7jfre2r5oKHW3FjeZjTx1Prm5CJvzSsNKy6XNDnP75IibGzVrNu4eHiE5LUUsyZgsUHQz6m",
-	"ikyJKfmGqndxoKMi1NPDMuJVxQTfAvGh/8flp49kydQcwunKRZe16qtZwwlJxmhsBCr4Qt8/FhOjFiKi",
-	"t0cC6H0jdqGL8cicocObBFHeHMXxN9xod2hPyFPXtPbJXo8aERH2Z9TlnTt9I0rXNk6ThfQZR60TbOXE",
-	"VZA+mpqWmBYQ9RMKzOTqQN/S8q5trCCWCgTrErkaXzjS9pgtADpnGRTsOasCYU5WAeOlxkZSimC5e7mb",
-	"KkRuzzPCL69ZOtTgrFe3JbsY2cu5Vw80+em0QJcEK0N30JbKD0gWikHdzcBFc8WnNRZ08mck1zJ1a0kE",
-	"Y4Dy3fWD4ef2GqB3jDDwJWV6A9jjn2h5Nz6FHiU67BZXweKWQRHN/kyxvLw/MDKXnaMzl45LcHLHwF05",
-	"q+0W+RBKU0alhgJdBVyig94RDMOI9rO3MpubEhf49EdwG99yhymNBNw/rSlNmtWpAr34PoR2p+marQAp",
-	"IyFo1lQIVjn3J9VwtaWNTnWVacNnxm9vYzJVx2wUNksTblyIj4F7CepfQ2sT8lFx3aI5REuyOaptWxjX",
-	"m0gVyty8ZbxxvguyQ4S5jilvWkym8kAfFJrlTksq6JxVb+wa6CzxaAgpCPHFkYxxyMF3atZFyDDRrFTM",
-	"FGQh5Z329x5Xcf2Lo5OONaEkCkl6jif07qE8MfdVOOjtSavSlTCHd9Mu2T38Ua+D/YTN14hP42Z/uwYq",
-	"71PRHVuTw5IuWX1GNUMpFIqDOw75P08/vAeaOEpKnjk2e/n29Pj5jy9iPnsCQXb2zEGtdaz/ESkI4GFE",
-	"lSDsMo/YtOdkS0bFasGngOEGpt3fuB7jDhw6khf75L3t7Fp+lynNbW+oWXSB9tceZ3RiVUwoO2svPytc",
-	"mhTyhZv+yK3tXP5kJdu62hSHBsXP/iGyHXL1y4fezcVBxWcJCPXPgs+sOGifxs18c6Fw7SLSuAAwi8Jl",
-	"Z6FB5TH5QoN37ZYVDcuJpLGg9+xhd+mjSIiwNOP3tTPvcCigBLAgOYVrG3qE5wTRye9T43Ati3Di/EhT",
-	"opmjxN0vfMs0Hm6XsSeRKhYlXzi56ddqofnHGE3IIUAjK7aU98x+F65EexMZCfeis5qk7rmcZWFskxW7",
-	"jOY6ZDAqHuNQkPtO+7yqsXI2/0AJZMpN0M0fZGK9g7RQTuG/U6/6zft92q6dW3ra8Wj29zUQ6wmRDv4Y",
-	"KspoQxMezblszmi5YB/olzeKLlO3M/6OZUdDYQtIi75j65mCrAnpMtxcorSLhfdgSoc1hYw7TKrThizZ",
-	"Uqr10bYMtadPt2dLLWr9JlOY7e37S6LZfOniV5e059aZLRtwq+mkg2ZR60v8NJuKFTdfRTV4XeLn+OSe",
-	"T5mYG0FStcAnPpfSmZZrCLCt6dr+PD6AH+IBPE8OwBVUyZ1ZqK0D/YuQHP720+XVy/NPF1dTuHIt5+/Z",
-	"farWJ54LQEOsmatR7PetYrftHCINZtJhxdmnSkmV3EkhLyDg+WpLdp+3UfugVuqJ2dmjpbjGROVrIQW7",
-	"VskKKHuk+2FD/0/LWrblBFKiaxnO2JKuyYzWtS/L4oZZS22vGDiXescD9ofk+ExzLpX5QHMw6xdX56SR",
-	"agu9vfjxxx9+jNcixn5JdMdTQe+QXvvY/ekMlV9cXT6Evn+ZxO8/NxU1bD+RDDUeUsbs/yUKrNS44iYo",
-	"PFmBg1WkbeA3kVf3/gs5z3aTJvBe/s3p9RhOrw0Zbcz62MmrHkTKK4HLZIbvbwLNbwLNbwLNbwLNbwLN",
-	"VxBoYp4fTlPUZW+2vZWO+VqKGfXZQ5Fg4ynCyh6G6CzmbyJ7gWbcl84UwKoYniYRYWFv8Vxdpste6nl3",
-	"68dnv6vHmijW6ku0JlND0X+V3uj3Ujbo7eiXRe3Mc+D7ytVFncQnXdPpwqpUm7e+8u945QUQg+DuxerB",
-	"rOoVFGP37AHVw76i2WpQzSYfUPEgZvPo3GRndjG2zblalu6yc1H1WKgiJvpWQFEfQP6STQO2bp9kb8m+",
-	"FQL/VSqqF93j6xnldQh2kLPZbpUv3bDc84fY9kKBy+j4xyUs48NZ7Mwoh6dnnIGdNjzNwzpwnOzpJ4e1",
-	"5xSIVwAZjwnP+VGC9YXyo5NCHxysbydqu3pWkC20B8AsREBxQyqZqU6yZGYhEwcXmBc+3CFR4JyaRVSm",
-	"AhZw7GhgQPy2WLJ1wzT46IALzlpRYn15F2RW1/2AuwydupkWXax+12MYSXGQqhebIaj3XJvs+YnpJ6qJ",
-	"79wJo9flg5mpXGWUxW4gO/qO/RHaVr+iKzptxzC+gmcRil2GcjvXpcO9Ew4xauB9p+KqFVuOGFKPbYI2",
-	"Tb3GoBzTChd3lfDDdxHjehKJdr2odrDCmyWgug8nBbdAKEyqzr+80zEH0czZUuIj2NR0UJVkOB7bfACH",
-	"/0dG2kylcY+OqXPdhxeCiYgrz4vYruTvYWgDySaRDn71QszXv/O7y73boMFJ8rQ8drf7Az3OQEb5LxRo",
-	"S5Qo6nOONKu0ckED9RBjp+uO7HIrr5zAIrMJse6B7gcw+drdYNJETuQtb0l2kNDSsj1+7MyxeTJxMh0t",
-	"zbaR485wDfdjnIWWU+HO7aCntRrbh+Pa4snmcen+PO1kDCq/jxTdpKZcMH0WjX3K7WTvjd5W2WF/pxMr",
-	"vieq+VfixiPgA0GHdfpKuKjwk35dbOPf2leZncqn+rte9Gk/TXObtJ3e5ng18qf7HLW+UxBlp+XQdefc",
-	"q4y0/A+QO9eb6eNkzw2a3Mcp+Kkxm/yzv66J2+JRnXCJUnS/+czGHMIpShrJBJu+r3tnNXUN/gqSktws",
-	"J0u09uVQBUlPss5GGOfeSnUeTLOvuIYwPzA9XQTr1GVbloxhcs0bb5m64ktWfWrNQXFwRkXJ0piiU7J8",
-	"gpXJT39K/nJv9mNuVU85yXSOTspCo6x2doi9jd8uvPDxbeAzPj9PGmxepyLfJyWZfE3Letm0WcCGs/PP",
-	"pNUsSra3G1RAUiZ+4zerlIpNwnLYy+WZtegje8pogC53wTEOcgiiQkG0kU3hw7MLhzZZENoa6QGtj7Id",
-	"vgYXaLo/jPeWytsRwV2a4VcPlyLZFwNYU6NyoG4bpu65liFcwNcidOhXlMwor1vFnGwY8ID393Dsy1FT",
-	"EfCOdxBe2atvVHDNa+Loy9XJ9Dz7wB4RASFGk4vxo1toghvJv+qqWlseGEvhoX5pxav9V9xRrU5e0Ljt",
-	"mouSReOKKm5NmbDWGYiYC6Yhgc1Fmww4xUTQmP/oDqkJzGoXpS1yUn0Fre3X6iPDuA+dK06kkR9Wvxrr",
-	"W8bj1vC+aS4G8AvntHd5xRdLn69HB693T3eL1TG3nujxUHdfxOBG5bqhnTaN5tUzEfeUhYQAh2coVdIo",
-	"PmNxTa/O+OzEKHu4VRYBoeKKZaQGjoViFJGtadqeQAiPrBQIT5IE3CuEuMX32JcB8UudhbKI67ht3I+4",
-	"qoIuB5CKUFTNCiPGNMez+n47qUdFsLpFKsKWdDPM0wTi23Exfy2MytCDqx4WZ8rZj3QSLCRZWrXmJc3q",
-	"grdjWGYuyLi7DsXEK6pSyPFyYWO1VVNuMVgM0qkwXiyqoXr4tAc9eTQVYQ6A9DJlASCOmoGZoYueTqZ3",
-	"6jRGne6MUvklybDY2Xgg3d5L7YDjM/oi/NxDVPNG9u+0oyS7Hq6RYKzBTSiC1LWgeoCYsdtd7Uj3ls2p",
-	"iLrtupqOe6vTE11RxNY5FBJDTh0drZmBKg/u1GDwryuO2bS3NewmFEEMw4oZmWsWmLx7PHIdZ0sFZrSS",
-	"CTX8tvMhbGRQic+vUzGAxK3hcrwNQH8uBs+f1wmsKmcuANtRFD/gF9wlYg9z0ll5N41m4nLS0yhki7r4",
-	"zuheTeyd7FxXCzZwvSXUC7dSI947R5zIjLxtdkdH3uDymBz+MJTMur3ojT1PCn9htwsp796JW/ll5OIC",
-	"v30jfaFAX9UrK8qkbi+73LRpuqokwRol78itrNaORTWK+ZpOW+V5+206ff+tjzSAEufU0FrOEdPi8JPA",
-	"k+xwDtIWDz6pzAmzS1YQ9jd7xD0u3j0T5l0wX7s1WuFC49N9LCNXw/LvYCV2e8Iz5EtX/yPpSbiK193K",
-	"TaWp1wRgl0rG71lFDiGr2rAvGYuQf3H02Pcuqa5tbnaBRseP3k7YaToMUYGYtMMusr4c2/Ec27/qBJnH",
-	"I93BgQbNKRBzYtabR31wRUT70e37tHOfjm8A9kbnQeDwBMztJ5tHvkk6IT6C6TM44e1LUal/asizqYYs",
-	"B16dsK2hw4eI0JWSKywHYD+aaubIxrK5+gIFEWwFxWq52jlOY5PLJsJ6AMJ3bAnBC4yubRjSPkjhDSJX",
-	"hOX03Y5F0ln1HGB1NzULyz3kzBUFAo4Bll930ac8YBjjP7pktoUzF9lSMUN5PYIUkajFMUTONYqSJbVL",
-	"hwh59liSGS2NJvRWumL5MO4i1K/ualVRUtLGlAtq+buW9T0LVZii6kRUsYCku7GCWR/d23ZJRTcm1oH8",
-	"Ah4QoByBi/XWnkWlM448xYxajwf/Kta4SrqhXK4DTCY1NS7dR6MLrT+/zfCTSD03ipZp2co+iEI6XGeD",
-	"q/LmX47hxeN31Q3xkM2uItZ2YRmIKcZj8aPJUvFZMsXkw5A2kIahcrQz2cRETa4sK6u5BkgaJH14F6y/",
-	"NTUgZXhf9YqbBSCW1RyMzysOoRxEgi5GRQUF6zS5cdO4sWvTMNnU7Ak5g+AyCtlh9Rr6IrRy4mUoYzZn",
-	"wlw7X2VncMSfXRHd8HcrusBjKER3DSXErlUHPUhbq7EaZ2iIn7iDcO0AjaJf4pewdPt1qOHY/TRXsm2u",
-	"SylmNS/NxgMhzTXYtqIn9rfOI+l/db9cQ8FIjy/tH0bGWPeLv/2jjt1qld4p3P1kOadSLcSCoGXRf6PV",
-	"7Fqxfwd3CQR2Q+XnNYyxO4LFgau0f40o7fAY4LY3H3WO1cGDVihGy8WgQS7uuWHxGAZPut2OCmvH8+bL",
-	"RioTtwDTFXADuG29vkUIdf9nhL0X/YqHNPrhby1DmHArp1yjjHqt2IwpJkpWbT6JsC7NQlawTrSu5Qp+",
-	"tCpO/JL724Q/u0VFGlGIruL+XjNzfc81xwUU0lXo5VJo6KhLKTsIpbWvjZTXNVV4Q4ZSbtcVEwjq2dR0",
-	"fUvLu+uaUc3idW3Mz9Csbhs0H7vf+sdNUcOua77k+EJQ0K6tLj98NzyEdfGVURWbKaYX4dS22qGJyuV1",
-	"WcvoL8PLOwYT1e1y4+fuCCtTutbi35priDS4Zl8WtNU4XmdYumZfGrcLemmajuNoIxWds+tZW9dBNO0Y",
-	"k7O2dU/w3FAgNt3eBpZ8TVW5sLLsQSgC7otnum/uGfXr1F81d1ldy9aUcom/hD25RgI0WDHBybPXVnOI",
-	"t9L/biwhmAFVrtitlrCAbTNXNCbRvxYHzv588DJJPRvX9murCr4W96yWTSY85LYnYHmOQw59iCA5Lcj/",
-	"woYIcy39r4OjE+K2XWliZA1V5AgDQQgQSwFbuqKGJmqLUEN3xpcU5lg3rLRnzHVQdNFfoF1aIYobWnPd",
-	"S4Ly8/hOo2KMVcaM3c2kJOV064RvC77mFWgX9g6npZLa6rNYHQxq0eNPVsbSJ07CC1yS3LF1T6BuW57c",
-	"NRjCSMlqbxmwr1m1kJcLolkNdZNA9oLC+3IW1n+yveosCta1spkvTHGPZer4nAusZmhFR9o3FvCM0itL",
-	"AIurTs1nUya6VMxVdOeDqWFprwLEVPc7JqIaY+/wHWzA4yWZzqmChPP7fuS1J/bCg93Va/LsxMpq0YEP",
-	"H0E5bDvSIEeT2zWZtwwqWkwt5yRblaq68wlWvrc4sXjmrmjktP4W7Nmgi65+k2zNrb3Vjh0XOjZMm+0R",
-	"a8OyT/6YxNQ63OswoaIzJ8LhT0nPf8RJvMoUHjolis25NpBT+Mef4N2oDtEmhqlgdQZ41D4J9baghe80",
-	"pijqtZUjvC1v4qZhEzl7Wujg+dNjLAzuB1/m4vhHfKg3XMDm3byMRh9WpksQCkpCOlEAbtdkvIltyPlN",
-	"az5jcCa3AIJsrsiSitYqv61KhYK/UXJJcJvfiZl0di3vFE/bLWWVwtjYo6V0VffeRoGdbzZsGqJEWmF4",
-	"je4hd/ydPr532NbVIEMCahN7HToMySgqtO3xxMet2muHlouYCsxCyXa+yBpqw/EZtacGkrKsA5CCfc32",
-	"Q240mqZQi9d61tbk4vUf311evb7YqRTlUhqWjvjp7cTlu5CO7g0mfnlgrTRDbPVDjLb7eHp1tFPa+jnY",
-	"Ukt2QpyWFBWtvGOsOabgGlxxUckVoEpjwS7Na+aCw0PJqGEg61+z43A+gewu3OBrN8iSnD15+uoGWkkv",
-	"rl3T8EqKiViidm6uEJpUNbanstl+TQRm6I5aP9ghRPV0g+yRQ3RPeB5VdMx8QMOb67n1Wtluhu7fLPq/",
-	"kBHazbiwYosjCT7dx9i/vR9keo6W/huYnt9CwMjZgqXqh/TLEw8BDIaIudPrqvl8k34FemyZcE3k3Q6X",
-	"V6wSDMEVtvPAfo3X8H3ga3dghgJFtBrowtuzHBzyvT/1Y9kMb6U22bKV9iFBY0pIYEgDDpRNeyaTsk1H",
-	"abWc85LW5Oz881SJZocw/tVC1phsAHy0w78AM9g9rXepzWjZp05ly3/YLOI5PRM8LhGaOKow0Bktk6vI",
-	"zEoqrP6L70zu9Z3/ZKTrWtLqWZJDHy+5aA0j9g1C75ka8rz8EkKjP6ZCtGaGMfHAlpMN3z9kvEu2zBLb",
-	"BwwE373KJzR7NVLd9J3QBsFglqGPXSqdLtnyc77YaW/cOxdRbaywsxX2rovCh9N3K2UiBn/KNdILBg4c",
-	"ZbiCgyn39s1TsieRQITDyfgD3jt1Of54BRAfW2tVRnAg7qb51ebVDmb10Jzajeb2qyKNTksjN+FVsE6U",
-	"3hHoZrWQ2m0L92Cm1YkvBBAwTrAC/NZwsW+Innsf0Fr39Iy/YtoeKrdsVrQM9XTJHVuf2P9otJ3d2nXi",
-	"hjk4UPtge4UEN8BRENo0jY1l2/Z2HGnAOZf3LbnYHSv3PliL75nCOjL2nY6ysvg97yYFjIlMnq/eVr0w",
-	"A6nzis+chw2UDbcSuEWTL/9uE2xzUPM5cf1PPUVglugU44k5Jl3pvDjrFoc/TjhhzGOLc8vMinlJ3pVH",
-	"8WU1q/gceAnWrd+O5ZcCrUD1IaZ0h2jse80WK3QvTKqFty1r1k0p09ZFoBJoLdnCHVsnjfEdf9i7gHU/",
-	"WWO1WGNdn5ZFxZLSIdZTagX1pgZFg+AWwqAf6e1H6wnlguwSDLZlsLJj5YHGiTasZNriETPbmN8FBp0C",
-	"JzNsLtXorvl3ejjVvGbHCyoqDCcXqEM4k1JxwJv7F+l07/3ItadXg5AinGNGMVrliHkL8iAY1btZoslW",
-	"70nXBZx/OSMz/QQWZ0m/FEQw8wQyvbVc0i+lFCL6TS3Z8rr/2qr3E2/uf/+EN9cgRVxjDAZWMApPTdlc",
-	"mxW69Ac/z7jwoR2DJ0v65VqvxfUtLe9qOQ9PXzwppZg9oXX9xMXhXNtfCeaMQX6qkNmaZlZOWS6ZqLIc",
-	"BH4m0XtwtFA6suRjBWq9nfu7E+Ypd+OwbQykTwxbjti2inzxwXKlvHIsf9RkAWISXoBI7sPaexNsGP/B",
-	"rnesOLbL/d7VSptyp+9fGC1SEBq31ZP2eRcdwc1+TyXhP4rcPr5DmRy1v2y7uLaYCEGg/9zZMS8yGtVf",
-	"Fmu/l9EV4oTI3h1TUgGqhd05ozLSjn8pL1xEnUU9Bb8eHaCpbIp3OQLL6Ah9ksNPblkOJNcvbtrmEJNA",
-	"9+4e/KOTWiZnKIWVLXJ72xt/iug2bJNJkUkMjZ8nRFFjd6xv6dVW7LQk6U2+m0QI5q8LVt7ncmlDJgta",
-	"tW6lNBOtZdD0ZdJ6iE1D4PXOzVZKNvpd0vLgRtrQ8o4ZTVx24J5dfGpNysQnzMPbhxjrsTlgFLbet+Xc",
-	"0Ku92017fAK15nFu3VqlKezcLeT+NOaaT1OZb34/OlOsvP+JG33OFBpJ87sFMYdckFtu0BGKYSoT7eF2",
-	"eFs6gr17SC9ph1h3+OPTmpp6apT9ze3vRUTjMVF2pzc6ZCk++N5KFxetABO1oI1eSJOKxar5fGGIdm+M",
-	"Y5XGcDUbzrodwbEiGz+IXrLVYRQPBM6al2frMpnKfyaXTc3szTan6pZCAba6xqCGqS6MucyGH/5REoUr",
-	"PgpHO5dKtoaLZNyWw7bp3pmoEywYbU7rWpY/jeE6yBnmyNu3XaXbqfO2n1yuc/hGb22Dt9jHraFcWC3P",
-	"W7PQqzmVUU6Mr0r71dvlWdOmsN86RzFpQcf1lRIyEEyZZZYNE2/SOBGfGuZg6vzvUukTcvxsIzVqSvTI",
-	"OMrXrwOPagoAxACkaXr0006uQmh9HwdhED0RjyjGTBi696Jju3HcBscjD0jU0U/EpwLdxtwlzdTnfE9V",
-	"9xSi/GUNhcy4iEOvh6ZByNIac0uWC6poCfqZXsiV8C6qckHrmok5I3wJcVO2H7EmNTNoUES4vMh19exF",
-	"Ur+CEaT1nxDf4vIsuz4RU8GjRpwQv80uFBCTGi1bQiA/TQ41Y+TGJY0+Cb3e+C4wV8W1eDSliFxDtV5J",
-	"lTq67olvu9Volo1afP7ji61uPPtZWpIE0sCI16gLcmgX/ZgLzYTmht+zo517HZyYMIRouila/dCloI/h",
-	"XWHKwcse8EfsZfPIjCkzzD8cxRQHnBvB+7g01hC89Rujxu1TP/HQ/nj85v2fC3h8PPtw/vuCvH1/efRb",
-	"5bAthUAeH0kTiDC7qhxNre61Ex/jXjMdfnwAbOY22EkIQHZr0gOVexQMyoe1/giAlMnDjZyCrBZW4OuI",
-	"mmvinniHsUdFagUmlnHtoc1O/NaEG8r+tRwwpx1Z0lZ4yB7oibqfrGDcP2o1io06WH28kiCWZdAje4w3",
-	"hpEcMqHdMR1TkJHd8dty06XD0mOWo8khDl4f7VkIZojtg4HeO0R4xzfz3vVgokbOkz78OBZ/uecC/MND",
-	"9B83ML+/DP3xP+IWZkP0+3RohfO6hu6/VYh+NOwLn+z/RyXbJlmtHp8HH9AdR1PdwPxey/LOspSRSA+u",
-	"4WMC7+qIz/orciZV2XOX9CK22pRV661ckSUV64lEYfvPxCMA7EHwCg4B6sI10DBxbNnisc8bs0wRMv2P",
-	"lWmO7S15DFAD0YOOlwWB47jjapC6U8qKqWOrC9bUsHT9cfCCpKwInxvAuYHHlgYID/4p3WVI+I0cKfbW",
-	"92tJEX02ofjbMFCACwwNaxED2I2+6GhlKm2m7GittrxLR/OC+NIE3FpEZ87J3yb1bXEBL47h8YSGlnRN",
-	"5pLQBaNVqA4O5JumXgBL0aPH63YdjtauvGdwiL9OVb5slNhlu1xStQ6BWlhIUqqvItJnWOplu4RA07ru",
-	"CIIA5U2Tq6bKQZ61uv0sIrIZjyLr7ZZ9f0rUbERwPi5CquGjJCkDQM6Z51BpG2kc1go+cvjI22P7HUzJ",
-	"Uf6KJNari2PXAA8y/vKVakjCem+5zlYAy1uvCfUblD7+qsfJdj3VOlI9xyMpe8zPF/tDYwtgna061bQL",
-	"bLaEA0A7EHmp2KzVkIcdYLKSxv5cAGb26PgV7aZSbFJqb6kmnihesgu6Ooshykfr9iQK2lANqJkp7Dth",
-	"kt60N/Yz95Qc/s/TD++PsmDWaeCRs41hPGbBJ72gz398kWCUb0+Pn//4IsZySWOb5gz0YUJFWJzQ267b",
-	"9ICcklMi2GpkR40ERG/2MjIK3FIrdrYN3lI1YA0U+JouIJRVE6xMJCqiZF27P1cDRGQ8IumKTlmC8T5P",
-	"HN4m5cS24BfPn/3+92mYCRAeLzObewED68YLXQlJainmTEECErCtis9d6sU2S/o3TY75rcZdKnUuHLKR",
-	"jJyxQ7Z/WOaEM+bCKrslHWRM/Cc+HJl9Sm4PnzuGZ8/HBUuDSfQTx7WxRLv0X+LRygC5p8p2w0nEpyeI",
-	"tFG5P1FiwVh+UdZtxc7xcRRsOUkDgT4w0T+hcjhr0rTwSZidHWFngspv8Dj4FD4OMFKwp7dcWA0FW5hq",
-	"aZ0zASBsSXP/FV8yJyeDYdxKguEDxNma7mPH7cmLdk4QAzADfDcnZmpetek4g6WEiEJfgMW/WhBQZVDu",
-	"bxSb8S9DFIUBUu4k0rjA5rP6qN5pD4fXDJyNffS6jib721tsonEliS1sVeEPXrToyZMvBTfS7vO55On0",
-	"cyqGQAwLbie4JrdteccMOYSrg8IlV3F9VwyCRUKdhsppvEcJFy0Yoi5M8x5NUwn4g6jMGEEDFlmweqpn",
-	"jJqk67dzGeFkpp+JsVA2WDQIs3ZBbbsjQHzWrMq2/5bPF0wbHy5HxTqGhZjYC27L2bZpDMLy+u7pnbo6",
-	"z3k7YW+dvXHD7zR1g/Gbi2wkk18zlY5oGpnXSBAw9ulc7lMKVSkqSNUqj/fVEd0ms/S+q4yfDhZNZ5x1",
-	"Uxctg74BGy/7EByPAmXhj4Vb+30QLUYhJwbtI/jE44UhQwcqjkWGNABa1wN4lCnByDljeXBLBsjCBGsa",
-	"QZTcHuQM09Ah0nnfOQzuLto3ovfC2XpAGQMQDY+bMTUWesgdE5xsgxsMj+rwdA1ZVLFxIaUuz49J5PdP",
-	"Lg9pq9cyW5vv9Pwd+Xzx3hUKiMxbBVK3j96i27LC0t4k36K9r4ftY4P4JCoYrVqBJXrSgVGujQBE+tcH",
-	"hf1AH72oH4JAhCiEOAdYpy7b9x8xLqhGEPLt8A5cx/tL8DsHo+wWFHWZozSD380gPdzwuGRjr8t9zM37",
-	"hLSApR9BFG/XZBG41kk0SA2OKFprrDaB8XNYSy0EGz04ui4bcfITalWdpuU2rgsm2ycGJVganf+wCz0J",
-	"hR2jOBOPaD80Ow+PQ46/nM6TV2lgMmhMAvOGPSRRUJGfdoggTARFZhWcP/eRkZ19EtbTr5ozWzGhZF0v",
-	"cwWoSiquWsHGjxM2X1KRwN85VFK6CVKwhUJQ/vdWUPter3XmbEVOg9eIK5liOfAoiIDg2Daxv+EER6aJ",
-	"YoKtCDXErCz34VAoEK1sNZ89oLh31NklUzzpOoTfPQrk4YJ9OcqPmHCtW1YFJjnP7guyjPOaCjaVCno5",
-	"PuC6jmvvPSjqVcdlKEMsb5UQy79NHCxS9aSS5P5VdwUlj8V+xGGPgciUJ/NiwGZp9N3O5/RrGW7kwOYR",
-	"jdgXYo8po19f2zIjpaKcQ2625ng8auiuiyI7muJUneiU3QrYNR6E26Vjf7VQ3NzVfeqL1ZtWvwz38SHF",
-	"WkN2PMg/CiLkgLzJmpmjwl0wRbj6H/kunwaYjDY2iNvfDzLZ3Y0fKNRNOot44ZSLCmJ0Q8krf886vOp0",
-	"SuQEx/T2yuiBHxT92zvNzUdn2eNwm8ueCpDdvKoy1+xG2K2XAbYFyAZ553XgWalUVClwYyPWhvSLaksn",
-	"FhUu7Ugi4reo13BjowPFiu9gp61yCSOwA59V4kp+e3V1fulVtI4uAsB2fHIQoj8jG72lepGI/u8qP3jl",
-	"4uy0IDfoxX55E2LGF+wLiRzmdnKXLSzneXtb8/JPbP1OzORJ75ZA33Dgj4gJcXbqwcUy0kKVAdEPm1EC",
-	"6+cGoHp0KP8J5ZTteGH5EU6feVLJ9AV+zUyIBNR9udH3ZW+RyZMnT26CpxQYk4EkW48StYVls7yMGNUd",
-	"rcCy32iY4rDGxyi/2XaxdPuz4iBDdGyX6l0AcbB6HYvOoiOyYkjU3UKPHsV0pPrHcMb0A6LTu5OKsemi",
-	"U0YnOXE6/Wjv8PTIkT6iZLmVSjAKzI5MYCxhVSXONNGSzKiaCju9C+5jNKzcKbpaN2wE38yfmEoy3UfQ",
-	"cxWGveCtWEid3ewKy0VsSzpyr+3gYcEP/szplrJFCHnpilZkimFUXDdwD24dJ8q5FADIYjWqJ9/vL5p1",
-	"A5k4sXg83BDZmhFt62OG0bjkm9guCUr2IZTOxBi8d9XLuD57wxS8k44bA6iJKQfUnS4olbmF1b5itIqK",
-	"cmCZK26gTpT2E59GOx7DeGyzAQLukXY1Kvr1pxQY4J/YuncJL5nV5oE5UKLYsavCxqpwJEHIlLnA9iX9",
-	"coq8R48yH1dlziuD2cXMc6Tt8X09TuKGvQ+S8ZzfMxEwHAcsI9EYeAyrKQK7N1Mg1ASH+v7e+UcFYVTV",
-	"lq2GUnhRIJWzI0Bd1TnlIhfY4DD0flon6525Wpd9TrWNhU+BTaBeoXNm8kci55z++JdQIM7vN6CrBkNY",
-	"uS7rXrbyeVAEXwW+d1AcdH6YSywPDL++8ZaZK75kFcLYnPliqknLLxbj/GylyuwxWJPK8xXMwqTCA55L",
-	"qFpoXoYMCcFW2gWYAxFy7TmvfQoE4FZYWhJbcb33Im+EZ3UAxV1JnJin9+/0SC0c8J4+NYZTVwRhpc89",
-	"4vu7d+cO7szhzdUHwYj47WBb+tJoOLVbhLGA8p4sC+fQGDfh66n7zCrjtB8+eduaUXT7E9JYRSKm7aj4",
-	"F4X6ypQYppZc0DpnVX9E3O4IgHw36c7+mupij5QGI0kliXCh53vEfk++G3Icx2P+6h5MQzSjb8FpppzV",
-	"zOEcyxCI6P0VoItsV0E6Tw8XTWsKy5eaFmHHXVjWb1rKb1rKb1rKb1pKyqGEHCJZ6VitPY9Fa3pBZF0x",
-	"qMKl8BaabJNxi3mlKIAJSZGsOfWbxrT9VnRF5Hernf3O3gwJ7pshj+4++k0/20k/UyFDdvrefMLrur85",
-	"J4Nas8wV3t26Yb9piL9piP9pNcSO+4Wj1t1gW8Tp1/7e3wR4p4EwMRCkAP6O2ycVsjVHUSn1LuUHg97y",
-	"1b2nlK/Z7uNxrp2J+sT2ure97PrC0nXvsp8CsHNum8K4pAcj6Vw8KoKOn9c+YssuQDm+gm3c3zfAx4lG",
-	"e2moSSIYt+Cb8yj1mtWQLtTf9oSqiHUrX7k8yg+5KHtw+cJtDfwAwiulS0OAezmYWZJLkw+Lv12f9XXC",
-	"XD2LKejym0sCJBZMLuuGJSpX2EF0UWtfoX8nZx+yWOrmmjRQnbynynRjWtIvY7vyXgqIati6MXRjaybm",
-	"R6A64K7r0zn7kI4v8rKN0x78WgtpyJqZ6LI8IU+7ILGJY/ia59CfurD5Q2IsEqdjuC/JZdpyhCM9Kcmx",
-	"e2qZTwrIOqTTouB0nXSbsWhtpZ5bVksx18TIyeArWTPjukAyyIVf52VNB93KhGGD+LOvLVROMomslDQs",
-	"bekZkF4XQm56Utg9SFHbrvwQppWD7IESsSFwcyNgk/x7C7WN5J0PIpIrEWJlmiHXW1FVsepKjgHuSSxv",
-	"08uEML1RWDnLZX1PJiI7pCl1ZaJy0w9CibfMeFS38ikpK9B56N30c5YL4HFdFr2FdjPP7f97r1Z9AmCr",
-	"JB85FQH26nhGS8srgzbmnkCgt+jlmBTOIVFFyT9Z1jNiFP6YdXTwBxlrqb7DKnG/XpNblvF9ak0plxBA",
-	"C1ZK4t58TJAdmScIMK5zTSp3+XrOiQrlMWhuQb881kY23V/OzB7/4PQ00Jqj51F86DHkUCT5aRjmNIdC",
-	"eH3vIIPMhzvYiIDy9rmsfhUOrHjBI2NCRy6RTaBvKuhZAiKDRLjBemr+tptrk3Ol9db3m6xqq8qaVw67",
-	"NnZSDxNs9kFhh+mpoiU+kT/6cnCdWlYaJdrtGnepi0F7u5v5Hzb9Dnki7/Qd4E6kq/shD9o2YHQtucoo",
-	"WGcQi9W4CPf51BIiG/e+r6nVlXDpZb2sh6ASWdV3D/FmPMHXV0/9eqm6mYXIJACt2QOSoR4zg/UjhnLb",
-	"h4+QtTI1PzSBOZ4gv+3n5W3Oi+cejB+XfdaxkVyYJMgt1n3D7EyEZQFoLYf1u6cPcQhKM7kupBtnagk/",
-	"NUycNhwgodKF3RGRCi3NEGQAFZs70VgRJdtUzM8U+25UOOm2RoiWhKhoFrJKZ5sQfDgu5aW2NVxWhFdx",
-	"yngrKlm2S6s7VzgxnfFAmlSGCjUL4sGg098xteQ6k1bqa+LffDnW9+Vx9+5NLyUbfsQ0iwT+KSxksviV",
-	"fUBmshVVYbdNDERc+7flf9j6NUz+oDiIVyT86F+KptP9GBb+Gou0u5+Xsmprtp1RuP12a1wMpLJej362",
-	"4yJVTOM5ELczAMTj2pOktwXQ0nQgeYrNuQajSkQam1B59qPJGeQeQM19l654980QzQDqRND6wk7vLA3d",
-	"3pkzNtbDHh+myM33vp3vbwoXCUIVI+wLwNZFpe3KsOwPq939STBiH4EdeZM5uSw3Ry4aj5H96dz/siuG",
-	"3gbfTHhHwji2LmQneodaYBE9THEg4Ty2dgRz86gBEdOd5FXakSQayLWLTsrOqG+DszTEfhusb2+ISVIe",
-	"rNNYefRPrbm1nPIv7HYh5d0ZNbSW89f3WdQJbaioqKoIu0+Ce6cT1qFByFgvCNUEEJy5sHtTU/GdxsYy",
-	"lXVkq0qWQ0y+Z7Vs2Hea4GuuWD7irXLdDXITqF3x+TyN8wL2KciSBL/J/TQAYkzM9c2GcU9YdG9ZTy84",
-	"9B8EErtemM/pvOP2RAPiDSa7ZqM/U1WmPl1eabKkVhiG8M8CHYbol/L2QqKYUVPrV2wz3NmBhzCeKIRo",
-	"V/4NJjMH7J+QS+3isopoh/x/SA1ZSm3Ij8+eR1UJIxwNK6NivT8vgWB0n27LMlfyCTYmZ1zGXePGz3ak",
-	"iTT89seoRF+eivkki5lf8SwChIv12I7/YEnGBxP1AS9QHXRi/p7IS1ZBMqbJQYaAINwPBIdBYfhYX+10",
-	"P5LSLuM6g56WGVEcy8e+bF0cSv5CueFifmEPShSlpknVejgMLpxTBBIH9MMCr7ZaOwaMJdg7dHsbhp+j",
-	"XMthNn18ibqr1fSTHqM0OKyXnQ78gNdiDdb+XLrzGB+romN/G/Tl17Jv1ezmNeAyQ2IYnpwdGP326Jxw",
-	"MVYhMvVXWPZKdOLQo4bvdJMOVl53C+5kR8hds9MDfLq1XPoQg/6GfINgn8EsQJJyYlp69foSGinx3QCk",
-	"vElHueI/KLTN6JLXnOl9lx1ayQAtD1bHDWTqKmRKgp3ikMEOhnJlF/50uwYpasXrqqQqsRa9prIZKa4D",
-	"rgm9zaY6QNfpLcLve3LvPkvbk9YTVC0yhT2WSykcmHZXxNiOKDkRv1jpqdxgO09+d+NWWbqyVviXdtIk",
-	"0uK2ztIyddxpNJywxBPo5TILiDRXbG7vo4BAFi4ty4HRz9KdeY8n0kefzOFZn9sWktVdAUCIGgdcbv9f",
-	"Lvh03F7/eqaDU/cYpzCxzW6SY3wwWgouCKPlIpcKGdyRY9kWXVUnBiqXXVyuUAYBD39mXTLxYb5Ow3in",
-	"aEQCZ4UitLwTclWzau5yQsnzL18mdufbTPmwov6cGQJkZ24Pnpyr6SDTztU72gFg+HhJx5mgFrTVIKXT",
-	"LvYD4DhBn7OLsJw4Au+ZHh0CisDEANJnWVO+nLxrsfg8qRNXToUrSE2Na9Tveh9HTvduL2M6Gowu8rwn",
-	"3O0d+wmR8OqTuFpwnYYKjjNhui98RlCC0ZBDUHoAVPQoBxtu1Ydqd9YDnM59PZFlzKiQrblg9zxTJgFq",
-	"hCj3HCobSWcmhUAOy6O/QOL2LWOCzKgQLhLfyDTvylAQF29qPl+YnI0jOnV5Dj4ltYt9MUAI4+B+lign",
-	"6ITp6NedtEH0r4GR1iSjVlwIMF8OA3PPOzDe5FAfb4yAsjaZSLy/YHR7phzt+AoeHIvhBdq7/AaL2t/0",
-	"zMmOKHDjVAwXYIq0Eqm2Kfm2J6IQ6oHsCqJYRUHOPUSTIIb+l4qZVM2NupYrqw/nGRMVZGFMQ5iowLcK",
-	"Ei8mSKa5j1/X0fOxcbujMSBQHKRgwe49AFh3giEyjGNPI6T7bNecQtttOvt7ku6B9hntwx4TKdZA6eO3",
-	"DTTiZKCE9b13n+DWp6V/L0Z9p8nni/c760GoFehSNqwgwi56zV31oKAPbSnqWxwsqL4EGh+hY3cKAPSR",
-	"GXJI6xVdoyvMwUZq6gXmo5Po3BBuNKtnnZVdMdMqkaP/afbYLAWMJin7J2BnCSygy1PmmqBwMvUy22p3",
-	"zo4T1+bzBBOgW0V7yuzCS+WQ/aXZ58QF42e/N2QWtvFYX/D+fnwaMf1k0JPtUrYmGwUG7mefHO69MUGL",
-	"KGldF1bM0Pj9xC2YYkSFo9ozoO64aK6TKWyq180IBaTssUllPXCPji8FjlBEN9DG+g9TUL2ptjvsm1SY",
-	"TFSFsNXYqNstR++62vFaTptwr2KjdxBgp8Zlwgd7xkyNSRB7x2mONLpvxcYN0cXfjFIRtzNbJRVXdjPd",
-	"A1TIHMotRVwmo4ZSgrKGbgUzCFgrRc8iFfH0na/lwmk6fW9jquDo413eJ1aBpLc1iPTOTwyAOajjzWas",
-	"NOiB0k/IX1DECmPGTwH2m628zdTrh39rWetYHjehaLNsmIiNQVDm9NAEU72VSXldk7nE63QNkXVLFvAj",
-	"uPbK5hhww2Tpg95qWbeGwb6DMEIOgQSwmCRYYDwVHRUhnb8MDFAXdqaQj6mcXjRTdO6B8+MKn09//4et",
-	"tWJzUs9rADBmIRxC247QhGr3EnUyLsjNk9/dROFDaOg9ITWb03JNtKB37LqkmhF7MF1LuGNJISoa/rPn",
-	"20e/pF/e4afPnmI5WP9nonT/zjJLQZ4dP3t64lzszlKFNUSNXFLDS2ejYqJCA2zPhNVC4YhcTEKoY/ss",
-	"rmP7bH8BqCCt4H9rGaFL6cq2NXkrCszt+R/y537K8usgzlKx/jQ7ePlvmzogvlOQZy8A/nvQX9T+i1+K",
-	"DSJcNmZdEDDJVGD2FvW6IHeMNbpXJRc7Gczg6S9/HXLdtx9Oz7yoJ2ebYyqIv29sp8jyT6L+qXBRF1aE",
-	"u9W2awzkyQ0JqQLYFb6IAiUklJHXolRrhAGEgF58e1N8j8/0jy++kkz4/PiHp6NSYSDYH2KCfb7VvuHk",
-	"rXEJa1SqmnDlXzFt9r3qu8vg/2fvbZTjxrF0wVdBKGbDUi9Tll0ud7UVN+6qZLvK0/7RleTq2Zmu64RI",
-	"pBIjJsAiQMlZFRWxT7MPtk+ygXMOQDATZDJl+ae6PBNRLWcySRDAOTi/3xdjGY6snT4X723oPuSGFdzy",
-	"fbraS2f7gFFn6+jiB6vh1oftpkXAFyw3lTk+OFTlZRg5/aVxVrSm2iw7Z7LAww5xk/w3mNanSq2NDM7j",
-	"1qe/7TdaA39yx8VAq7lP/Cbdhuebg1st3jKSSxW/XAREOL5o6kWgVyEW0xt8w/3uKm9TQnWETn7ifmmn",
-	"doviGBnmITQwD7tIbXFKNMt9RSzwOr3S+X6gOpNC6kLZenkIQuOGGsKCHELhQzUl7ifbQVrBaCamErmc",
-	"yZzNpCgLgxZW++D2IcTJwQ2b/tfps6dHx+fPnv48TUJe9O4VLEyQBdS1XEC0sNbIm4MYbiqV+mwa8FPv",
-	"vgivr6WmAwlwE4CxKBVey0upeuHTdA4HXnFk39p8ZGQfb7xtSGWY6fqE18aZpNfdcn5feJv5c7lcjq4r",
-	"6ivofQMzsvIylxcPv3vw3YOM1TYnesqM+LaluswIBjLDjd+oYkJiPnFingaFtLy+FPZsg7Q/h6hgq3wy",
-	"TJ5AeX1aCVD8GvBJ0QVqv71YxrHO/a3Bv9bov5O1bt1NE2Y6avEF8e6Zgg0KZ3PRWpvT+xPVqtFSeyZ/",
-	"fIXV1uTxIZz3vcU8G0vUaCR0FrcL8alq1N5DkmzIGtEe82CGDhwssgqHVrqhYKgu5YWNKyRbj8wnN0Nk",
-	"4a7rBTfXft/CJJA9PMMnvJZ2OdjWhbO+yhpVwQ+x9yrRwjUX+ZXpa4TEbw89SAv+k6IpEMJR0ON0gl9v",
-	"21YEzzh290zNLo1/HBxE6CxrCYhSONMVr0XRn4WmoriQhuY2KlTA2rA5N3Pf6+xvOLI+4dM1thFMbuIg",
-	"F/UEv2QFgI27tUXAsfVVRTjy7bvFcKe+gscQpHlieXFL9cc4sWIQdhxtvxH0ee2eWW2fWlv8MILMy0C/",
-	"1HXeJWUdOQGjCfWN1178cLoT4eyqKuXQZnyJvK6mWxlBP2spzVLAi31QdNzyC27EC/eRG/OQCpmenB79",
-	"8OqI/dLI/OodTNG0+9ROmy5c8JQeACFwXprtcGzWpbp9uxTCSz5H02koSk6bPUFRG8WXN1i/WJuCF62a",
-	"wOn577N5nQZJs/2dBeXC8jmXigJanaewFgkftnLYFPs7H0CIvWmq+9rs2wWIqa5XTdTVXR5PQmpDJmVw",
-	"oIv8DaK/0/cM61PAAqh1SU6g1VdCQZUpxJISMY+cW3GZRFM4pm8wstE+qO2L6XIRYJiB6ZoZkTfulT6k",
-	"yKN9HsQXe1jdyWkdVMnhTuAk9EQRwzR0Bzi8JmmP4Kgs19ZluzRo6sfjjp92u9w657kyX4nqq9XxdTpa",
-	"1yENYCNe1hyQFqyOdufRyQvaoU9g0QEBMb49JYhmnU7pe4bxxs6dwswxBlA3pTAZGf6yZrouRL3PvhdG",
-	"EvCeERmb/mUK57kn2I4elLGpuyV8Pxclwr2pZfwcZ2DxsgSFWrAp9jxP2YJD7rRt64a8oNWMK62WC90Y",
-	"+pk5ZBaqlO28FiKkTWBeIISDS41xffqylMY9dy7qDn4DxfOupbhxSgX/lWs1k5fpDxdcoUvT/bjmN2tf",
-	"lfrSrNwEPkpeV+gbRcBn9DEgsa1ea7m5Wr0pfibeixxxJvxtA0L6yhjC56s3b6rLmher1/tPw9WA8eQv",
-	"wn+E7/I5V0qU4evw7/ZZthZ80b4D/XPt+6rkqEGuZd4+zv8zXO4/aLGI/CeWl1dwwFB8J9wj+iTcJvqM",
-	"Hhx9Eq1N/KkoBc63V9Eof+HNVj5u39B/gb7U6uUg0z2frt+jtqZav9h9uH5tY0S9fmf8tJ1QadwMTG54",
-	"WYZZjz9r58zm3X8kprr7qZ/a7qdhelOlVCclX17w/Oql4EakGbyUuEGpp0tRESRMZUrrP+vnY/kRWt1U",
-	"SB+U7qm3LOXcXES9bZ+6Kk57AAkBjF4h2CQNGv7elqD4WfvqIUdaSgh/1LpRW3uQMJRxRjpcOirGDlf2",
-	"51HdmURjrkQtdYHn6cWStkpJsZ1Cw8GgICyvxGjw4ZhQvQdEk+iw4XiEsKkhk5L3sfwrcXM0s2kICTwE",
-	"4ZoMewTZXw/+DyYVpQFvtTJwux5kklM/T1sRedUC33XccvurD8HuLeW1wKA4HRiQkNE11dPijgZAWTwe",
-	"WKlzKOCY/tZZkN/v/3btzs3f7//Gq+r3+7/h5S+K36d9tCswir8nse+CBY3Pd/qlg/FWYiloUGWTmQQ/",
-	"Jm/sZCHqSzFBRrWkYqONkd7Ab09fGupbWWasUb6MkpqVcED3kAVlvEVL+vEMI/mJYEpPSewRlsRiMb20",
-	"jBcLaQ0MDowxVKjY9HMqrvWVQLtrJhUv4wk78tWz9IudbIeu34xw5VXJyqJ19l26C7/LCBIkLUscCB25",
-	"WNE07ZIlTX2a3JNaW53rMmns+wOqoovQVPdQYeYem86trSaz8nqa+b8X1SM0+6fz0kyxPmDqDvhpxnRT",
-	"M59chb3x08tjuOD1T6fM6Jm9ccuwe3p+gmAs58cnTqjePj05hPT729OXHZpI43Th1Fzn76zMr4QNQFQt",
-	"7T2pNgrhcsuePjs7Pn3x/TNnjOvmct7eyL0ulJSBO1GVPIdIxOn52UlcK7dH73QjLmqb01v948dnJ+18",
-	"7UK7I1fs7OkJ07OZ062o+96evsyoZTEed2IQIQjddgTdM+ylJr/HezMCvSWr2dNnL5+dPztk0pgGImU+",
-	"rskDayj6VBJzg36T+yXcyXbCCrq/SwOmj6l2sh1810GD56wvs6kEu+FLrx0Y7zN3LpxbKurXHGSuN7xF",
-	"l6E4Axg2lTNy9u/8mp/BT0jW2e6PL8/cYp7xGa9lxn48Pz+ZzF6dPHIfHs9rvZDNYnLB4cClGx9StRRc",
-	"+/zlT24Huj3Q03PoDHmhbJrGEY9XG5GS4kp2oyfTa1kIff89CBJ849ckeQjMkzWhP+qbMMdUq3pDNKbi",
-	"fSV6UOeqSPzH6OKgLn7Pdpo6pTV8LaqT1RA3bSUxa1k8YwE4BHIMYJwLtUJuAblh0mwOz4XXwFF1VyVb",
-	"2Vo0g0mtiBi5p7rs2cnEtgmBjFBVRO3zlAUdaoofjtrCTaUJvG5K3xxSw+sExJnCJ7VvEUMhp1nGCz+k",
-	"jBueX+geNMxR5dn+FXx5s4wm5R7ALQJs7iqEeTRUfI03qlyOeBJ1C7eTkGtlhDKNGZyOOrm+btUJpi2W",
-	"TvLUJ1XJlchYzWd2cq0tbGWqt2j7IjNmZDUx8lLxsqRSagSG97WKmzczjC6uaIymJGs7ejbFKk/5zD6V",
-	"/FJpY2We5EnycxXwH4Y2MIa0X6hCvE8YzO7jDjAVlGGFvA1JNT5owfO5HM17k+vFQtrRz8XLrShwBCMf",
-	"4n56rJXluU3yPsmylGYNC5seCD9rEURxuQ7ZwbpkjhzJS305+n1Lfbn1m54pXpm5Hp7UXIfynfAwQz8c",
-	"+yx48QHE5VXn3U9dlGFTmj51aqWfJ0c1ixORTP6uMrNcayiwoWTxNjmsjSLUVRwvcdi6Zs+hUrQnpWdF",
-	"veiHgW8VmrvuNiUt3sWA56zsr650ZV0hT+2VaE2jOV+Vn6Q6EryQShiDlQ8DKVgsJKer0QxOVMYM8IF5",
-	"TqqwuyCbLhVbRGI8cgtvA3CN+NmD2ar+EsvwnuvlkFfDJ2FcLHDIzJWsqrZoJQfmtUA41JMJxt+MecwN",
-	"x66qulExbk1wMXw7VZfdpq9wgTJw+mqnHUQWr+0w6HPYU+NKg9pNxfNcVJY7Pd6zv+DjDTUrNMU1V1uH",
-	"XHvKj16oQl7LouHlqgSMTwSuCFoKGmt0JUJL6OVesn3nvtqEYrmpssUbhltWuOC9o2LOdn0GC1lOIdb1",
-	"XJbie2egpdHvnWE/k6UzUKlKbyz76T/mS5CGXaXtO0JdD+G1d+6e7y61sxrBBnzXKH7NJZS++o+ISOYd",
-	"ErKmi3bdffrq7QJFTR9/gfvx2RjczFM/7ufhF8PkddyyG3dE3dRaXeLRVwldlT2EYogmO6xjZhLdB9X2",
-	"VbQvGLC2NuwVmq72kSM2xu36fPAmooBxQwDUGYJaHSI4mCyQ2RJcRnCGClEJVUDJeIJfDsadmKEHkwcH",
-	"B06zWqlyS5O0QvA63E2zTVdjcjZHTmK6/PVE1BBq9tJlEOXzwv0GYm3+8MDk/Xq5BNzX9JbBrAnBSD25",
-	"rho2Vk7QSPon46TkSdiaGyGunAfvhSygC6weO5BOeNGXKfL5aQZ0He5eZjvAkJHschG7/bgTbXOEAZsG",
-	"bo3c0n3hdRvmAxA93BfDbVnQ9bD79u2Lp3veOSH1NEgEYgT0UPfm/tzmYyWIre8wi/LM4zwTtyD/qVXi",
-	"3V8cvT7CxO2vQOdCHWal7gGb3wTIIbsYGeP3Bu799IYmuQij2kJ0naidlXozRw6tb4DpCFMWB1kiyQsj",
-	"7kNHHhb/Z9e8bHqpBz0oD5IV87I0LRnAOE5b6G10v/7vprgFJErBB5ai4ODt1+ID4ZXaEGDGjKbmBDbf",
-	"JMRzaQc1QDRfbsew3Zv+ByP9je0J25c656Wz5Afmt9vZ+SuC51LwWs9mRkDYdDudcj4ILeR283DMB147",
-	"mokP1hLn3TccEWv30gSEvW7FOrHKMK+406JHD0tNuqDytHNemozxsmRA1ipCC9OYZitqh/3wlirgEAwR",
-	"pW0wZjdg37CLJQSfb6EEt+iYQgzMAOhNNrcdGZ388GapFc29bVs9nRY3UhVrndfhpDtk3F9BvbELWSh5",
-	"OQcDxN7o9rRZ7f9NQbDypZc99/Q4c7rQirZ4Iwz+dSMK5f+286amP2e1xD8Mt01Nfzbw65/TlVMJNcjL",
-	"cpKXOr9iwvmZP/745NUrT9VheW099M7DR08ODvaRW8uK2v32f//XweThz/91MPnbz0/+62DyLf75bz0w",
-	"Y6lISvR0ehg8/5aPWdlINCGBWLcY2Dt9eeZ/zHXLiQw579Anu+Cq4SXbjZFUdM0ueH4lVLGXAfYK2/Wl",
-	"PO5f+Kw9AKghbR1WHe7m9F9j9Q5q+uQqdhzqdClg5D6yXQ+5Iwr26uTR3j57CR7fpUffE+8rbQSr5ksj",
-	"c14C0II5ZFP00NoCZ6wprsVM1ELl6VROYjhVVVJRdbqNzNtHg44J1TZQ1VM47p0ZEIEfaSXupW3QvNRG",
-	"DFUNYgP2pYRWIw1etWW7PmKYMSN/FRmzNc+vTMaM1VUFNggMaAJFhhmrRcXd3tvraZgrRN7TcIk3vsfw",
-	"mu1cLyzA3eh6GT2zE7fx5rwuJvSjLcy7gcA4liP4K24ZEReqSNtNkYpA88kaSv0DltGWZupQ0IuCdbIg",
-	"nyxjudt2yp2h7qm0QfyO05VQhOnnftkbJks3PUQPxORwW3DiJLA/6Ja0H9ynbuIvllaMnfEPDOHNar5I",
-	"Fe49h8/ZLlSfYPNBU0hN/KVmz03dXJfFeCDqQrzvU88/uvMaNzhc58QQypx2OfO82TDNoHNRQNmuF9SV",
-	"hcVDj7O85maeFmJ6yCC6pOcKhsy+HxYlLsZ2nA5W156vlqGBHwRz2sf+3xubD8I018aGHH0iCO+2wNNk",
-	"tvLt+TErKNMPh62T47WXTQcyoMysPwjtrXRfj7aZQwmLE3/UqezWeavkYY9gBgJyPKTwtXqHD323qB7t",
-	"7fcaMuM0FcVeALKAgbhsD86KdbupFkc8CtPR+WtPfL1CICpr60wW6KnZaD6FgHd3O0bZEnwM5Hd3osFG",
-	"ai/SWfHUtep+JS3X6qTOnuusa1clxDLZb96R8toMuNExnr5Egqi7hdqAtwz4qKgJtoPY6Jqj413G55Db",
-	"SLiM5pP6jJ1TraeRGNIKK1a1EYL98Oyc3eeVvH/98H7QVfchnzRZ6EKUnYLYmADjTM/sU+H/5f8atPbP",
-	"RE/T7pE3i3n3UJCGHBfomnB3uSOTHWyM5HaSNYNpB3N5bB3W7RwAacaa/pgJ7bs/pKLpmk4BFEgvtB5b",
-	"XfVaY6ZvY/tjP9Cm0hG2RTnVs7rW9UZ3pRYzaOzRNcNkb4aBTMQtjx97N2bGeqD1rq2M1tbbrHfaJo6Q",
-	"rPt+mfbiiWITznmOnFrLSjyRPe7aNkmWECA49FCbvkMFF+keILVbIl4fUxfWbxj57FG7pUIGidOm9Xas",
-	"27ngpRjC9UwHYulgHuFC4mW3wJYfdYCQhmuZNdHL3jwquOzjG1WbE1m+5PV2+aw7MdranbNut/Waa6Zj",
-	"cQXDKhapeJN0wd9RDfpjYfCkpRUea4VFlv+/viUWv+h2hpe3DMbbXvSLL8P86oj9ZgssdgdvYYWd+j29",
-	"Ew3BWWSoRVo2smFjzN39Fdab93K6d0vSt+XE9O8btvKVVEW6a8W5QNLK1Eqfh+r4cD8QBp/jG1lR6ist",
-	"8NOLnlYO5GFOH/8tR3PY3LdhCaVpFZQfGzl83ETQ4swxmn108gJQU3sDJlbUC6lSU9rpFglTuoT88TbV",
-	"qV1Wj/C8lKysiXXNlYH0lkmCxQB4Np4/hqIyVgzM/azWi75ZQzKc9Bzpvh+BBZL+DZH5p5cYCn971mQ1",
-	"OuHGDGNob7p57sYshRemsKG7Ez6szEAxOK2zMaQVK4jE8ea/6S9PA4UQDku22zZgk36MikahUG7vFmdL",
-	"rOg2zWYYcnqKFvpaFL7T71QYWTTi2ElIU922ThLr+6xmmM9gNT4kdBazGh+TysrWy9NGddhPUlDMb1S5",
-	"pGp3wBMSSxMi9fBQOj0X6XoQT0ORSJl7ggqrWe4up+pO4GK4QH0NY/eswiFQSZ0zC3lJCZcARtmWbW7g",
-	"ohgin6h70mSYPmvjIJQmh4czW3NZpiDjB0ey1m5JkxUGcYuNlK4VbSv223nN8SfOcy7qJasblURKFVYU",
-	"fxfLwRYg2BZ0LQA2gKt8o5uycGtJ36BjHj1rDMpgtE3Tp5A0SPwX33ibjQhRFncZyA1tSt91Jmv3bigA",
-	"25imMMM9DOVudbdjrkRB0+qw09UVrsLM/DbzuloogJOcdZY76+7HAapJAAo5n8u6OOG1XXawej5YswES",
-	"AxbyIQpAQIjp7tRhOJjX4mYVDqZlVqNp9aA8FKrA8JrGrsdhmo3HBzHPxuOD5IQnpi3aJWsjdmvAGgWt",
-	"biooQYuGoDQBcVFpVmp16S67SbmJV2LZg++yIr74LKj8Qfr1cQKKFyfHH91o3VaGbGhar5xho19yVCmE",
-	"WcqsIoxucNq3qSJIKuKdrJ289La3QrkhH/cDPpKKBYh234QHFAoeHfFW8JHr3dQ3zpGdEEsGRm2d/zfn",
-	"JnyaLj0t5aW8KMXGLSKUDfgg/uBA/Y42x8jdciVEBbgr/Ui1z+hJN7WTPEXRPNjzLW5t7bZHNbZhFtM7",
-	"vU1nXRZjPyXUat3lkSXmYqiH9ddRqNOvG5BPKw0pUGP5ojIfysW8LdFx8kUO2UEP8/KAbOtS5klcX9r5",
-	"DK8IzZZ+CqRiNz1R8lWM5RYllJ62uimj5VubkNSGGiWqfXbSUzppwZu9O2HtgW2Fw3a06KVqlkYe8B0s",
-	"1uipPXMla/GqjZ3e7gg/cbtS3GDZibvjSn4u0ailQ4nLEB0jjg8Q8ZnzQy7n7KLU+RWg0/nqPMPEe2ns",
-	"IdlwlOBCkI+cWPZ7DUVALRzlGHl4dUwMuXEtoHUPFGOhD8l6g9v0YGbc2tuIuKTATHJPH0FalbZErgUv",
-	"RXFUyXN9JVTaSA4g0s6FcD+AgsiAOLu+oLb/XjOnTuF7um0IUYPlDRg2Fbfvpj2BlyuhxrXahqENqyF/",
-	"R7p3WjB64WtqDZ2nIOoFkhLP1jGH0XgDnE0oVkpgNTWytC/UOCwYuJhJdYh/TaQiIJucK6XBh/Z4cbqO",
-	"lUcCbKm/e61lEtBgZqwwm8cHI2aioYs9VKdyaE1bGeHtz8MtAHewKe6QLfjSTQV0l20RMn2LBI0qanRz",
-	"t003pYSVTpMkrG0DGiIgdm1Z7ep+OBJasW+4A3m89dVeZ4leWXJALhAIBjec8Nu4uk40Np6GKD+h4i+M",
-	"NoOdB466UyM+5ICwtrc4Mmmie0iovaR2Fz9+ha2a3HRfadZRWbYyMxbtPPxgXLBCl+L22OantjrRte3B",
-	"5XXK8fT8hMEpGcF3tsUQCZNqXCst3G2bAm5ZizytOIheEzQVjozXtbymhGlbxpAxI1QRXSYtfNJBA6Wb",
-	"AbSySqfRBpB34Q25Yo2qBb6hx/HF3wRwNJhRcInyksvFNjNxGzTe0aUur9oyF32jfGrVjTatOpP4Iuf+",
-	"0QV7+/Tk/vnxSbjDmMx1U1faiCEqBJo8INaO3WiihpuU8rqvQqfEqFZ/K4W0A6DLflU37e6w+mA+0xIH",
-	"zQtU2wBYdntla0ydIAE8Ozs9JmDDlhbGTdcKeJQdwIwyltsmoZpAR7S5OC8wAXnNv3PAak1Lz8bylbDC",
-	"hGk6eui9ULOh4Be2a6xL2t1GM7pWV9KYQRzasB1W99YmZXsEiJdp2emq3MxHKDq1fi3T6o0v3IfvAT+F",
-	"Yhi27SFwZjn5IMjLLsP8sind83xZiSkk2bQSxDE9ePLEZ8fv2fDFr3UhjvE5RwAzJIqd339emZSebtfO",
-	"dAROpaFDaLN661Vnr/j7FP2SsTgGb505W2msQnN3lSpVg1ev3NaN7J6BDbDNE9K2BEypuSX14MribshD",
-	"xwLmXrWdymyc7XG7IAWqJM5mtYikJpAY+bW+Z9rZXMmPbbYqgL1HFVvaCOmD8YgFUty1zXTocxWskgDK",
-	"jG/Vh2nfJi++/fabb2Ne+4OHjz74WE0wUW8iqN/uPFp5wDcP7+KkGMfgbsveNBPup1LOhDuGDzuzEo7x",
-	"4DoBTJeJbL199hRjRewbbDXuX7XvHj/qJJ0eHKTWzKnqzmApoPXg22ytJA5ROK1G/T6Lzww8E9yJAccB",
-	"1cQQ6HII2gwcMbvThPqe7jGpjBW8aFFaTFPaQ3ZAtwZkcU3NtkPpt2giDjZnOxOn94B6OfXH8u0SmWi+",
-	"c7VyKKfgmAZtStkahaO26del7827WlMdNXZ+HMDn+xzXDkI9w1rr2tnh0lLMA5sOkZ/fmJtkk8mcmxP6",
-	"cgi5xt/ArbR/TnxjN02inEGMDZ5dC9vUqi+mt6G5IUWPGLU6YLsJzAB9gtiOxqfKaVL6EAvLRD3dU3np",
-	"zAj4Fm7Tub1SuoHAvcRK8nzOy1KoS9G2kGx47Ji4VrSccSxT1xjoqgXwE2wN/kOPTrVetLsMg1a9j5S2",
-	"64u64SKULwe4Wl22vAQaVo2rbvQ9GVDrCW8aUXeCm+3EZKzB2Gcl6rWMzbDHtFpwH57v90TWEYZuHX07",
-	"hz+PEtr+gNkqtQROPNR6rxZ6jw2pRXfbwgJe0zMfEGbDe51D9nNTjZcVxhIR9spcJFrgyktdSzvvF9hw",
-	"BTAoxXbsq6ff7mQ7Zz8eTR5++zhpxvLGznUtf4XKmh8B47hngqk7kE3pqfv7+1N2FP+czRH5GRNGmP6Y",
-	"1XpBhdFOY7bK0m3e0+fH7OHjB39FRprnx+yvjx88Pgz994wDRWpG6nRViSdCXirVgo/7ncG36IPhMOkc",
-	"y5iQIXfj3M5LeS2Ud8lntTBzZ78XetHbnrQRqbhVMUStjRB6xma49QnChAaW+7I8nEKgtOAevNebpwQE",
-	"mz5bftGJgqX/1fBSWqgFqGpt0cSCLXOINRNQtd4ZCMUPlGa/YI+h31gKYeTc7kluqzEnTEqxmTaTGs6X",
-	"Pr5bdzhuwGSjs6sWE5quzvqbIH/+UIWJB0QIP9ejCub1VaRAcRdmkdzieqRlLXqTPrVyttBXwumVD0Bs",
-	"PSN6M6uZcbebuM23rmuC2kw0aeAdMti20EzYAEUxIvptpXPDC/l36eC0PtwKphUfOnbq0noZMsSom51W",
-	"wjf9IIDW84CKbm47MzDUD8JlTc30lsBjXjxgRjZtnq27dTXsJTgiDkn7AqOJWKvsjJypBw+/S/n8ciF0",
-	"098M+z1w73k8s7kz1dyzD33tB3uwwZ3/puPLJ6EGa65MDxy7m0RgQmDhqkNE38LKobdPT0DtILohVNFa",
-	"zc6PTzpxeMTdsrnTJU1RJRVvkpyotqZ6cv8+5CqsqYz7Gxi5YhuMzHpnEjKpZprJWcSMyJQQ6EgtVr3b",
-	"g0ffdYJH322yQt0YR+zYtLBi75nfmO5q2kVuhRPWU1NIfawLkYhdHR0dZ+zk+NUR/Petm543VeP79qN3",
-	"n7ujwt1of1vkqR/1DVT/hgOfWa2vun6LbpBWnW6MKIuQhuzvrwckTGym98Gqog8IverDQGI19aqZxplm",
-	"2htZCJxE4KV1La9Xk5e9I54LeTlP8anqAkid3bd3Q+DZ0/vPVZjprS01zq7EElFw6K3BFJEL0cMeYXsA",
-	"4kUt2vVGrtfdXCslcpuFDsWMGWGbKiPuSF2zQiuRbvV3YzjXkEyAhdtI1RNZ3byNQtP+IxerNja88Mjl",
-	"HVBxAB7rvybiVlFKpNLBhdptCuhlsXmVfs2k7jqngYsCqNV8a9OKv7duH8pC9Mn9jw8fP3ID+fHh42+T",
-	"P76RhVNk6V0MX47axAm15zk/LJE4t6ojqRAbdQbk3ufcXH14o0YDXg3VTzLOkDicWW4SRCCpMsvkE9bq",
-	"LGGrcXMVVVnCD5G1jOKXzlq+64LLD23vGurpapQTwkFeMbqGFe1FPpOZpha7FErUGyNi8e2ggSLXZYnp",
-	"li2DYJf6J+xJWX/aD7A9YPjUt7KfvsOCv69qnXr9n3z16Q9vXh39x8npm+Ozkar+Ute6sele0raurL1q",
-	"9AmyoMLvQbMbX/sVXrwFS0zEGLd+zFRCPZeleEp30BsIuiqhELapaH8QMPiRR+OQTR60hklVcuumAGgL",
-	"qaQT81hjz9eaz+zGuVmh0kPMk3ojYgp0PXR+2JdOjkUg3qCdrdbZIenJDatNL+YHOiDLr8L26BUFvCdU",
-	"xEh4kYQM5ye8MeJcW16+TnmCADd1yesLfhlEF2pNkUKK8NYVV3o7ONLL/ETUuUjVYv6w/jTL60sB7q37",
-	"ifty94c3PxzvtbvKE1iN3D5zwaujstT592mwLfgYYuAlcICD+ccrhssw9iXdT86WZtMz4M60WPrCcqlE",
-	"0dpAiH0MLe1w4I18tmoWP+RDUusjokVqefNlXo4GOjW9r4jb58K/6N2+44pQrizpyuxHo/Rzk63u/nhX",
-	"DkjeSdKCBNQAjZBm8L9QNNH2UFwsGWcLXTRlCtq5KOoky9L3UhWMvvV1Zrpm04N9+H+kHeZlydys1DOe",
-	"fwgLLI4u4mLo4WCQxgrlbjxMKEF1CTy3DS/LJbvwLm4qmbiZrm89e3XhJge8zDT8GrxOwtXA1/TdEiaM",
-	"tvsEXkmkjSXOr4yqdCdza6sMIhFAG+v+BMcA2ba3KEN1G4lYCUIN3axTcsW3ruN6lsKg71SHcV/OI35p",
-	"eAnk0+4bbPI2Ul2WYqtq2F4m+vPgT/lr4nDQUBxoNe2HC5nFfNFeYkLNpH/5DqtF2KkbCAlbwU5n/dw3",
-	"piPLWLWNjCU4vg3W8l3YZen84akfVgWj5KqIFNAWAdxIu42up+tPKOLdAN/kOV/IFJHQkYIuO8tmcAEU",
-	"QAihfBkWmTETRHL5h7g40/mVSERu2xaJwfYYJUQR4DqhdA4EDp59z+BQ+rxxIy/KDTTgOVFHR9kyX73B",
-	"bdStldaAN7Iscl73Iad3BgmJdQPNT9w37vvfb06ihyfFvSU77UtuXM2aL8TfZUrPACMjRKBi7vzR67ih",
-	"+4p8B3wAwDOqiDBfdqrsevqcep0+cPrdmGlEoeU4xJe83pqLstTu324lIG9mlirfrMQsctpvpP+OZvpV",
-	"36no5vnfz968Zla898jX20523tQmFZ59U3EoztCIx8R2p6fPfnpx9uLN6/0Xr58++4/9s2f/a7oHxwY3",
-	"xu3BXxpRLxneD6XLNAvBaqBuibrrw1SuWyfX5AgM6adn7qJn6lqUuhLDJ88bxWCZMu+BIliRh7TYNdf5",
-	"fmei9q8f7PWVGiWjOW8Uw4XP2A3hxRJ2bi0iGM/E/dzcFENDjrmx6J65VlaqhkwVd8YQToub8dytvrOk",
-	"++JRI5v7W9mqxazcwssx4pdEhF7XqKwySMsQ99Lug4w9zNg3Gfv//p//NwRDL3llDhE4qIEG19Rb4x2k",
-	"utw7BFsFZgvE3y9EgBamhzVmZDN7n3Z4HlTZIT0OrDN4Uji6atLFYSBR+qWzI8wdahE35ZkX4U3oOZFG",
-	"CfrghZrpdLrHahbIocfqEt64GbEEat1z37lgTXVZ86JlnXbeQftTUcTa3ECGqMGeNNPHwg4HY+r42HnW",
-	"WhYS8v5zEbdMAxYYJAUzeurgSW6EaLOH25hTsQGUaLcFeIlSXov+SaMEkbvSMFmUQICh0E83jLsfwxsU",
-	"wjqhZQVUvaqec5DM4PNl1YdV1R7gJsNp4qnDxsx5JVjiuLrdDAWjIjFJFU+lM0440m+6OQp7M2O1KLkF",
-	"404HJMoLKJFGj2FALafXgLO8lIiH5S4yAf65FrQQ7bYlDdCPn2nczk+WeZ3HOo7VzkN1syx+6aFlvug/",
-	"/sJssOiy9j0WfBkkcPdM5JNw/cSDvu0dxlvPCDgOoHcQKhtmM1GLEaYmLFx3sNmqsljZktEUhWWJxSQS",
-	"+ZSyO+PX4vlsUYnLc2J4vWXpCGYDcw3oUHQrgBKE8loiuyl5Ltiu9blDvNpZOjCCvZ50/vfS1tyKv1+k",
-	"MtvnGOlESp8LaTHJLRW7upD2vjlkB6wUVCYtFD4xn2ttNhSyY9fNUCl7Nlhs8KaxVePHBTRahyzX1ZL0",
-	"EhQTq6qx8SHnvncLznMIe0OnYpUv3vGS39Cfiwb/Vl2myW0RGcIKJbuDUjAl2Y54b2t+VF+myguaGrnv",
-	"aYJ1RcrW0J/3sUYUKqNNxkq5kBZdywnAh9mMTWyjROb+rWeyFE+uMzYpxbUoMza5zNjkSiylsu8WUmVs",
-	"cjHL2CSv3X8X/L1bcvdhM0NatEkl37+bLdxNee3+k4PGmZj8nZ3Xwniwj57yN+ct4LDdto1GnmiiGiAg",
-	"j1qggmaG0+A0CSxNG2YWKjXc1k1sloEt+/Bg047tK9igh+PXTnoq+V6UZushPPpm8xg2VHq86lZ5rO1V",
-	"H9WdocFcL9dq4jdXj9EdX29EGqEuW0DSz3UlVnkgjyb/ySe/Hkz+9nP75/67yc+/HWSPv/n933orFcao",
-	"NOQru1OV5v5v0/IMVVLQNsGRbafU5g/BlZg/fPztkPrqKcWgB8O3H7A9//r4u+1a0zo7pTM3He3fd7K2",
-	"NLC3PVW7RPotb4e5e079jWLTqrYHsI/WiR+34saPnxe3uN6KLP+Q2bqhQlKkPPlQ+vyN0/FBrPeHSTYW",
-	"HP+BO3balxjfc3rwQcT5gTUfQNnkSv7oWeM22/3vRV1KOBffnh+POQ8/ASl+XEu+VTH5Ok8+jbZXnnX5",
-	"4QC6ZBFzxHTyIUC0jTGjJcrCJ0duw9SwBrkVwW2022qjvbc1Dtd2/eUfBtIFwXxIV0F2KebcMCJvammX",
-	"96MnrGGZR5ENH8Hw3aN3BFye3mvxW/fusrU+tTvbc2v9Z4n9F/j/QSHwxUrhrbOkG9+tuHVXwHCb66En",
-	"A4Hnc2fmWAEk1oW8lBg30E7z30gjKFuE15gML3H/q91/AafY5NpjNM2X1Vwok9Ls3TUead49ePjXtH1X",
-	"9bYW+z7LtteWAgylvoR6fPfWh3RIUv+cUHm9xC4wvyR52RgrEAfdvdl68/HAC3433LxFhZ875jrfyW7X",
-	"LpzoDo5a/JRmvzQayltqVkol2EUt+NWW6/K//7nzz3/W//yn+vm3B9mDh9+lV2JMt+3GpQjDznWpFU64",
-	"ZjdzaQUzFc83a77OwJ/885/mvhv140e//9uH9O+GbZbUInBWHuuyWai0f5vDd1jegCcrlWolEvHJKcSb",
-	"94PpKm1fN+UGuhoahTTs9Ztz9vrty5d9GLBywevl38Vy7P2qqA6efu0EJn37dDbjqchL7mSQ7uqu2hzC",
-	"8zYF5h38LHReoX/F3uC/kysGdPcZ8jhmjBhmIEAhxU3CG4BBm76Fw1o9vKm/Saip8VyReXSpwk9j75vG",
-	"MN5062zLFHN8kdgvT5++RIwyZ2yn0OalysumEE+LEvpqnRsAiBd1ozBJYjVb8PdPi/J4zut0mLkoynN/",
-	"/fAWc8O54aa9/TZ+Bq5vv9DU+mYj3matb8zKNMBiuJUcm4GEi3to4GFHgB2Ag235raMKKNCd3ceOrCCg",
-	"KfDCFKqbOPagwCaLGJSczy1uNuf5umLXvl8WBGFlkZNCiGgOp+JaX4nNXf21uw7a+ssy0OWhXDlFvS6T",
-	"dM2zSufzHkoMwpMQ7hKvv9zN0CxQzo4zng4Fo19uFDkV/Ll9HwYijWlEQYQNXAEKfU135nUgah25Zdwg",
-	"xhl0YBwSPa4fCzFBuHkdkQahZ2XdCUuumOKVmWt7lOfJctAjZugKaPE2hlnZk5LtQQ3zmOmFvlGl5ukq",
-	"hU0AohDGlJhhsroy7EbXV6vsq4O9HPjrnnYpiZk8qBf1aTzPUwyqcI7wlD1dHsk+rFOfFnx7+rLlIYaW",
-	"MrmA4mde10uPJ9rO6oZ0PL5G5qc7oy6pdgI3r/ItQ2m0/BodyC03AFLzwdkILy9VCfizflcEkCTnpADO",
-	"ALeW5/MFOdtezYEyy3b8z5Ih0EE8M0IyCyVYMJ9tW/Pjg22IcR5sDoDSrAytyhlFJFPSR7vwnmnl0BkD",
-	"6aLucczbtyvX9o/H4JblV0IRbmtUeCINewMLmz7ToWT8mvevjgfuuhD2RgjVPnRkafAmQl8YKk3frTh9",
-	"V1kowoTHRcCrrzlm7W8nk8fECGm180I2b5DeVT7nVyJa4s+8sC2IwChxW59c6EJ/qvPGqQ842o+aQtpT",
-	"kS6L71wZ2lSUU3e+QjrXytY85d0RUMqLdCq0NTvBwI9RaMY0+o1qePS9pNyw8INtWx17MrnHhAIDXx+i",
-	"sVzV+qJ074KlGapcnvhPyH0Y7c+sL5GbxmRFDj5io3GPs0zRL/rRyMm2m/2Xha4FPQLYWJidc+V8I7Rp",
-	"DTRv3aRdmhXV0W3k62yilbeNR5YN4LecWV7bwPN5O4WC4W9NeZYnbBo03BSc2ymvqimYRFOPRTplu8hw",
-	"AmTk9GUn7jJ1O6Ve1SfKmZTt+ZaqXakSoExHVVVSJQ8FXzzyKQ9sHchacrFkYfSj8lHjjk9vmdNj/Vwd",
-	"Qn6qE+ilzBq1mG7ODm4H4BBsFrNisd4zd5J9exkSbxD5h27blmGQ7QJLPMtLNxmUM+liJFDZmrR7ny5X",
-	"txEg1+MP3t2uGUHyf8jevaPF+sn9+927gVxS6im/94k7vtVJrd8vb5sgr5qydJry/RLwitxdbyGKVrOq",
-	"uSilmTOprN4qphsyA+/2Jz//n/+28+GygcMpS+YZRm8PlIQbZWg/Ra/Ob5se6X/zPxhKEgIAHa4DJYHb",
-	"AHB1bcqFUjS6ZqW+vFyHAd4MlDRS/CLSsqEdkMi/JyFJnDSEnZE+inV1Ryexsbpqyx4y0lIcZjV54v9h",
-	"z9Hum36RR+af6XTR1Uc4XBAUc7vtuX1lxNbb4iMfEZsPhc+s1sYotHoYzAeaKkJBi8DVg9Yq5zNBlUjU",
-	"aLyaaltUPLei6OeF9d+wpgJY97nM58yzAwPwtb/HWBp2bvkFN+JM/ip6sCTcV4GwnC4PdjBATIx8Vn9H",
-	"3DExn5tOZ9zI297wcuTob2ppxYTPBS/cUbvt+IGLWQxD8iDpEfOX3gbvq25JcNd3RGrFVqYgGmh6D7vt",
-	"Tbj9yUwHYr/VeBIhTHkbfoVf77NTD6fFDTsRqugwBhTCuJeh/jWMLR7Gfm8hTYVjZLapEd3L2cuMd9kG",
-	"PGNBrKbuGYSFGIq8D4MMRe9/hD8ZPq2P6aTGygAcWVt+un7u4yXjklyh5RJvu/v27Yun6Y7YkfR5Aeds",
-	"y8jXONBICzwnuoH9AfpmnXM3ahIkkqmhMdfOrXb7iM2k4iWm6DcMfiMH2natAdx6iDlfldAoK0uWO8tM",
-	"9bLkHfev8+sOZQawAxAktkTyi1YC+tqViex+DPMAN1cCZUVaqGe8kqp40gPrCfO7lYzAkTYmrQDdDbB8",
-	"6+Sit80shDnOOlmGkPbD1+lO2DYMnSlt0IMduyqr3FyZVPFh7FWCLkVUsbRH2Xl+GgMFAI74JbYldoaQ",
-	"KN6vkrgF7fkE5oe7KGuZmbllD8aCzvBLOHgSMoUBKigrATjsin8gS9l5q25vy1XWPesS8XSrbYol5tjT",
-	"igO3hE9OR/QS22JkVYjbGabPP3kAyCUhg/3W5urmzIilxw0dYAAihXTIzpo8B0yWjD0nxX7uFPubBktj",
-	"j0mpQ7AC1HK8p+m438l2ngYltgPt7oT4E26/k+3g/XeyHf+AnWzH335AIE5KvkwxShwB7C1wHUAHMFZl",
-	"bSKgH+NarQ3kYgg8LhWn7bOwa11VooBG6z5EZcPoKnYhcu5hAOhVa2euWq2ZKfVNuRz52Nnw87Z4gV5a",
-	"2XMaI0TUkA5LWvjEYLVQxuSMcbXcv4tYJpYzx+ueRvyCSeu7Ywi+yyLq01n2gBz0d3rPra0ms/I6Y/jX",
-	"onqUsXlpEJ5sAyhZLRbaiqOiqPvnFO1c7Jx3R3qbOUBIBGn7Tvd6g5HYzuCWFuKIsE8axGmzDz+io90v",
-	"a7ZWzBx77cg12fa8R1PtJTqIxqpoxrPXr5BRM6VP6nbxCNxi1TQgTKpCFpj3C/gaY+mK6O5bHoCkTRPn",
-	"X6PA/uZJkK1Xm0bucc6z1vVD3J7O+FZqLwb9jPWZ+VC9sT25FY4wtQM2Uzx1Z3RgF9X6/bLXBz9fY91z",
-	"c08tLeSYIwSZfr9MlLfcCf7/h8/zRjdp9T0P8ayTlopNfSeWu+Z+bPOmNPX75TiPG8Ow1K+18Q1M2vBa",
-	"Hfk97/kEDCKSkBvenrUbNBy9wrqC686iH1P/5qLy43RsBzS1VhFR8p1aTSOTHrCh9Q3RRuGoDilU7xEx",
-	"cahKhx8Bzaphu777rGrMPPNisHcnRka3NqPnHfVsVkolhg5ZcIBv3Mu8wYu3PWy1GvUIwCDDkrStn1DL",
-	"SzmAGUXTgJQWhu1WTVmSeYMTP5NlD+8EnT6JzjU6meNlJ4MRThAsuGtL7MIZ0tMU0B5kVOE9EugTux5y",
-	"0Y3CHTLu3EwQDSj2QJRtZzI5k3mt8u9WQRUSzhBUGZNMizja+Qb5szXPr/qouOCG9wzDi/pne/NbnLs7",
-	"JA2K/hjRS2LF1LXddq/eiQnZbpF1FYsPSNiSPr40JopESzs6iuO7Gv7lozjxi26xyfw5Nj5uc+b7RD57",
-	"3KYj5onNABobIsF4/hBz0GE4Lzx+Z1CTcJrwG76MYzF4o51sh342EFJBkU3uS1FCUxwHzgLU+h2PE4U2",
-	"sBomq+1TZfuIWUXfj9xFeT/3TgbMOxnr4d/6MBarAC0Nb7wLCC17d0hflbxl/zRcJXF+ETDHmUeeVaxt",
-	"CCmE9mAyyV1gAH8jjRl1htgcHh/ox1/ZLtxo7Gg3Ex9t9forQghz4XdGUuSu8x8FL+38qbBclslmVWWE",
-	"Mg328GOaucCLvQ3grOxUW2gE65CEzcTGbqJPSPfQwqEtihfQk5g+F/MwQExMF+I9o5/5Ih10MBbcKTYx",
-	"MnYHBdWJ+XihCnktCzg8YeawIn+8hsb5hrr4lH4mbIFxHpkHIgilEVGvaFKoS+BA7U28tbG9nOoK8Acd",
-	"ABOl6VO3qldK3/Qn+j4YPZ7PbM9B0O5L0xaORPfy4v3Ss74+h7A+/HnMVSELNE/O5o0t9I3qIdXdVHcR",
-	"sIh7Clduc3QGqPp2L8RTEa1i1hWQrFMBgRt4UOp9E1Hi1MC9HVqCBokCilZ5DNomq8qG7P8mhQB4LWpe",
-	"BhmLNE28uEDtVgiA6AV0BsWvuSxXQkgdDuP0cn4vlTvDPdz2yuM2WMf4Cu3dk1MOWu7Zgsvy9uywEZyM",
-	"EapgHAkGlXbyRKWYYkG8bCuNz00PsMEZftGmYwHZ1Dl0vjCMfuqkHcpv+2sDH0aYZJFjpVPVWLmsAO4j",
-	"wrgNcgLvsLmTVY+b6U1N5IaKcLaYzSECUuyqgvZGv05SsUVEFjnyBKKlSJdhwFeTF0+DHw4wuS2ccaJb",
-	"Q9lhXIWzV+ctmIxn4472RA8nJ/wgsa/iu1E2xje7b/I2oWeJbtyhbIwnpX/t00jh33Mjc+DZdTPvFpdf",
-	"6MYGQaeKEOwiTlgidQox4PjkLXPfSCty29QCikiC0U+Wcctvlg78fdQTP9eLhUzJPRLt4teem4hTLSTS",
-	"4K8g9I+lNbRal/mcSxXUafLuNxJJPdfuPtfGpsE7ftTGdnDPIpPuo9gfOnUyrRB/3WbJq1oXTUobn+AX",
-	"Q/gkZZK0EVLTXf5CAGsLxFhrFbRbRAj7U6OhhdQ/k67dNkzVVICrvqn710iVJ583UqWOPP9HpRxgAdtb",
-	"Bknrkiombbmww2GHZahb4nlenRC/7v0671SXoocIqrMbPgHhU3KDHpUl+grd3Tnaa6K3cK+5DdXT8KSd",
-	"c9MT1wEVNZEqZuwFnzVU6t0WFhLuVOgexJ6SG/ssnYSEj1scEAOllx3HTDpbjQqIeu/eZw+dNQuA6Nrw",
-	"gDkn8tNGsaWw/Y9pVEpfnMXs2P4ZqCwOmWrKcuhBt6toRWfpjSo3IJfBwgA8JdA2U/iiDS7AbXoIaxql",
-	"+Ea2LXhAzhW7AJ4StuAKWAb777mRsBBuKQ2ji5nSNz1WWlMB1dpJzDE9ZqBESk3oh85eWnBAXMIaVdMD",
-	"58bNVR+4lbnCIxx8CRl40zyh5hjtG27fdZCihVh/485GaKc33q0dAYllcViD9Fe0pLSI2aZopfcG43IB",
-	"rZIbVYIx/JqnjdrsS3Uozlf4zwfjBmkv+LcN7AqwnSamErlz2YDupLTIF2CcKbZiRrWvNVRf/0wVETXZ",
-	"tpZMtVnCpAEzmMcTkxDZfquro0VvMcZwSgzrAXfn1IHS0StwaiSGONe1O47CoQJkM+61C2d/6Jq46i8E",
-	"fJDOyG7WIlvpiiqogtjSirZCPDPtu2Vhn/YLSK8/RF90/M4ourTB6XTyXzxNxj+/d19hnp2DSbKoRMG4",
-	"BZ1BX+y+OHvDvnt88CBjeMJOGwVGGJLwNsr/DH5jPob/eMtnIlbOxlmlmTw6eRHwdVC+aCxyUWGCznwG",
-	"Pxbivwi42fsY/Ho17rjW/Ri/k3hfpZjuevJLd+bxxH5Od3Uiz6fdr10vKDEVKVmCeN3dQ29DWI97sIBV",
-	"+G1+yaVyF1BtlOeZctY+AS7nc16WgliNV8JC5aWupZ2voDe/evptH3pz+EUI6cR395FtvMHZj0eTh98+",
-	"TsayPwjmGx/cTkI3iPRx4bkXws510Z2vp8/Ojk9ffP9sbdJgSfAXrXTAAnXJEfwNMnb27PztiTtgTl4e",
-	"/d+rb/O48zLfrL3Mz799kz14nB630kkWtCM/pfA9NFWAOu+OD+gdICgMDPIcQLzbpT9knM1qYeas5qrQ",
-	"C7rZ5pD7mFbwX3TVnW3eAMlZ9z3+V8NLiSyyVa0tseqv7tFDNzJByptxNsdMoHcOftFVxnIcPMB05BAe",
-	"O31+zB4+fvBXhLdChHIEQ0XQ7w7RpEIiCBhkGkpEpq3ljvi+PX2R+WIMQhavGkv9svE+Qgx0roIzMm1q",
-	"OUUOCP/68+D8rVGmbJj7MQjofo6DOH4mQHM3sUm1PJd1ccJruzzmFb+QpUyGPNoYh2ejdOcy0HaBN1no",
-	"RAkMt8Kpw9TtwsOWrL1sjfmyvT81/4znu2wfcIz3T/JdfqAxEigJN9giAwC2EGR11jNgFsQTjC9PP02G",
-	"UQotMI6CF90+jHILspDuKNeZPTYGnuGHI/Mi8bNGeAV055Q1E79pvC5ZvFuH5eSlvBYn1N+VDDDCtLO3",
-	"py8N1WwDJypBBNwKf6etd/uA6vJbQyvDmwDqwYWAXKrPH27pmW7LTAfPhS3HeE9fF/gpPRyDRqrLUkyc",
-	"5nh7+hLLNqnQenxkmtYZHaJ0/uROC5Xxdpv6WuP6x84qARA4IpMn6iF/vl0N8cYdOIB7u0VFcfviXcH0",
-	"izxeKj/MqQD7xUsxiG7o5nRzvC7BJaFGdzJcZI4BaWQ63wW19G5nGgutocap6BZr2v3SHQyl4Mayb/Af",
-	"C22sj13P5CWWaAIu+W6LUX2wtx1W4jdJsEQvK8P9Chp3W9B2h4DWjxtm0YEdQmLagjBdzT2WaBbFysHS",
-	"EKW5bhA7bu8Q/sTeUbb7jx+fnexFpYgAnrW1SPuX6FKcfZuIpQ7sOn+zl4Ib8eHbznkOStwAR0S3hThx",
-	"blwYXTZWvBzYfY++gaqdlSNBW14yv2kj1M5DsCXMXNdYhMAVPpvu3G5AvG0E1Xchlpr6OoNZeM+gWbIk",
-	"RuLuZzdSmWDHYCMJYBjsHeLdV7aOW/58rmUukDk9bCMyst1egACOk4W9zSSq8fZ/fNDb3j1WoksJRUbY",
-	"7F2JWuqiM6+RTG8DIP/4AwRzLmg4ub4WtfmTyWXb4PtJpBOzI5GZ1wL6SWtYqXNudf0HluGUVN6FlG1n",
-	"/HajLlM339NbhEy+XNH+0L7MQ782WaAa7FyPSNsIGdE2uG2EMPyqce7C1r97jMfVPs0Y8fEWWJUDsI89",
-	"JZnnNVcGGLLPick5FUK14apANp5QhU0hR/F2I+X/nfJ2U6hvADk8IqPuI8/GcW3H2s15vpPt6AoqzKt8",
-	"8Y6X/Ib+XDT4dy+X90jkO7psvJs+stSpSxs/ivJWvLc1P6pTXDbPmxqifn7hNHwBGC/4531I/OOxZDJW",
-	"yoUkmKMJNCfZjE1so0Tm/q1nshRPrjM2KcW1KDM2uczY5EospbLvFlJlbHIxy9gkr91/F/y920ruw2Zm",
-	"5K9wD/n+3Wzhbspr958cFNLE5O/svBZmrsuunlkPP+CwgfyvHfkYSudWBX3zcF0HAUpLul2NNuIstPFt",
-	"TeAOB+CwJPQ19dHDqavv9hzyzm7YNIZtA0krezUmWUSSt1XEh40nYoe4fpDEmc4DKC3MNbLyjUyyPf6m",
-	"h3h1I+DgrdiLwo03gCvGBX74iDS+kSzEKIWO3Zt3qtAPDjaTQcBjh1U6jmw7lT5/COXJ84ePvx1S3j2t",
-	"ofRg7A29vRD99fF3G95/NWQe7+f1qF23EC+auc7J6N8qKIlYWyU2RLZ+6MdnRB9eZbxPxxklPUV862bJ",
-	"+Po9/4O4EG2U0ZkwmW5dv/cW5uGokufubPlwFnMQZsZV6wAGh8LT5rtt6HahpGMtVTQBJEcvUhL/Wtz4",
-	"fK1vG6qRo0wqdvzi6anzXolsEznTPViBb1nVSjjPQpEKLyUUXUDematl3HA2mmM+HLfRaRyO24H8iHsZ",
-	"u5a962TtxqvedBrZPSLOIqdsiDG+hNL2ezHTtRh4CyhdWH0Padwyyy3OkMFUontYtZpOHF5qiJJD5faF",
-	"YDz+ddSBvp5+3LToUtGiP0iwiTV1pU3PXNGXQyuSMn5/7xVfgtH+odZNdTsRfo6iCTGoS3ebVphvIb+D",
-	"5v/zWjhz6r1NlkuM3NVPpalK3urNrTbzxon88DkMaFwfMIugk6Ar8aix8zfXoj4puVSn1lQpMi27XsRF",
-	"SGmcYW9jKNJh2n1bubuxKZHsTPfZeVMrhLVl2nNvxjQ7vBa+SE4JURgMy0BnKRTJOQ08xVTb27qcst1H",
-	"BwdsKhWI/7sLXSynTDsX7UaaDr5VVDDcF81LrfQIog7eWI2A+skeY11j7RREL4f4J919fgIgkAQWi9WT",
-	"qinL9C/HyQJmDKHDQddmnGQU4lrmfsumnJg3r3968ZyRK+u8yB++f/jdg+8etLBv1KS10VfBR/U/A78H",
-	"eIj2KfTh6If0coc+lQZbFD3gDcu5UhrUedTftz73oMn+LhK+yN/FkjjzgWbR7Xq42Pt1ll8J02FpBmT+",
-	"GThhcOUYN3zODSD1DJfRG6qUJhz7AECz/j5zbk7sr8N3y/lC1BzaoyquJlaWdvKr7jTqxryq5mzOa7+J",
-	"NtyZZkIaZtyPMFDJmqpFm7PugO/p+dnK447Y1chK816cf0rkxm3cWR/hDHEGEYK/fl8LfpXaYaKClwhE",
-	"hMHjJfTpUvDrvgapGB95sEQN1yQOPzt9fh5zuo34/WnnN6Eq5m2KlA1I8HHLvj19uc8goxCIEhZsd/qX",
-	"v/zl/5pmbOom9n/85S9/me5FricdING5krGLJsACBVpgN0CRYYyaq4IBuJ2xHJO0hi/EE8aR+lwxrjRy",
-	"SFOlrT+dOsdXe1AB0yjUqSaOqL19dgT39TWr8T1qsdDXqBkWSTK5bbmbbnesjUTtuwUtF9pBb42o78wX",
-	"ZI0R9W2sSJTP18NujZnrG+VLc3OtjC5F5N3hu7K8FLweTZRa61K8KHqcD/clk6HAcIPvwf001OJa+zPF",
-	"TQjQlBKmHkfqkjvzPvpAc0B04Tvve+DSbDvIwOwIlEw7mVsqPLt/HrfJTAoR5I0KC0jjkpYSy4gE5rzz",
-	"ihtz48y2glueqBfuT2gEKAJ37zitsW0N4vC+7N+TC750Fgvsy96+6Jf6UqrNw4dzBDkt3XPWKnvDhTh/",
-	"4coPqO+liUdG+A1gD36R3Cx3GGt0zSDTkqxFdlfjeP3liOcA67TKWrbV4HsFui0UDiKBOAhhAm9Rltwn",
-	"fi0X27oIwvFHFGfuE7BxCbFuWOScBi6F7SH9GAj0rwvE7cmFsE9gXCm2u3J/Z6teCJCKThjLXZuxBrMk",
-	"fKHVJdQK4NRJlZcN1FzQ1IAy3lx1Su/QaXqIpT1rsbz8juqPMMfSnBKfn3sU42aQW3jJLxDaVoVH3S3I",
-	"LS6qx6fxtxwVKoeTZjzKbTtZ+EzovgXE2xjuNsP4idtvbjCfCv72H+JirvXVU1HKa1EvNxMXFXQl2w39",
-	"JkcZ+ydegp0yUFcBtp35585eDxcR3gb/cawXFWqbbOcfXFqgBbbQBR0IiQZYiAAQLG9qaZfQ7kltzILX",
-	"oj5qUumstkeIJB+cjKm5zt9V3L7b39/HxuGLxkglDLJQC1UYZ8Z7c4LnACmD99mFHxv68Z6bg2tRGlTB",
-	"dGiT1cNyra+kOCTfwTDOcKw+tg1lULWYYReec4cfHTxgU17Jd3DFO7/mUGSGTo3z9OAm7S6ZW1tFWOvH",
-	"8NQ0pqV7ne7omDtPCVeqBEUZoDLY7vTdux+1sRN4ZfzZFA9c8JUK3Mo/np+fnO0dInLNBE4Apx2oA24V",
-	"mxVKEhkvjQZPC5vi/mNydp1Pjk09m0Aqaepb/4DQDRy2CQLjs+mZyCfPhc3nkzNpxdRZBdM38N0UXDM7",
-	"F0uINq7M7Ddsmpt69q4W/w08OzCp0s0MzsSOd/V3otdtZ5lX8u9iufO724UyiQHntA06Zu71T3yo4UzU",
-	"GN9yGwBykBMTrnLvVwtewsk4yfVi0Shferjgil9CU1cbt2hZEWE/Rb3cHrvN3RF/aULIK8PI7iT0khbC",
-	"ZKGENGtpreFKAcq91nphPFuOrBkvFlJJY3FvHKI69TV07uWkNcg0n8OOCG1qWOOJ+s7ODS1NycFaIQxd",
-	"2EIMGGx9Xg5ZHv3WLERV6qWo99kzUEr/fvbmNQNCFR+nbgwZXlOAVfkeAsZmzivBpr/luhCZhxrMAGhf",
-	"vCjci9t66Syh/5l53OH/+fsUR4yVGXR3H1+j3XrubjB5UUydQVppZUToVQXacKy4Eb80zu2f0uOmGTOa",
-	"MBmI7gXyRx4NZ4GcbS1pDy1XqS/NPjvhzq6CfGOQUBPoTPxPhLoWpYZ3xsPanxEZgyMig9P1v352LxnF",
-	"SxZg/qgqPCMYmIS4stBFU7p1s02tYDFxVwiFXP5IDDN1N5/us2c8n0d6RAF+nNsfXqHFaTQn0++dipm0",
-	"H04DHBY9uL0IP5i2RE40S0LNdJ0Lk7yZDf24kGq8WAKjDTrd0jBYab+XaZVE22fpn0QHQd04G5+iyEUt",
-	"Z5bxitcWo1nRm03/MmULwZVhpgF7JnyVMfE+FxWkSqLVxL3hVKPbb8vwKiBVT5jzT3Dd8jk1wTGutFou",
-	"dGMoFRkxXMUjcTp46qR0LkrQwbS7O6oZ77DP3rQjWvD6ShR+IG0w6wnjlZxY1NU0FDgCw4lrSLc5HQzO",
-	"NwbZIliAcOK5C52EJo++w3iC+odDh/UkHFPxoPLu0dcZWjTgcFC0A2rn8F0hlHSnRjw9KO3xZjZsiss1",
-	"3bSQqBYHV7H3zUud83Li3i3cLH5dbHv3lHJum2tfilZqXUHfgLMt6xmnVvq1dfJz4RUuYNcYM2vKQDJm",
-	"UM9jGb9pxeUILQHDdv+5Qz+LL2aNKglc0Yrinzt7McE9BmLpR+TqdvttEJAb2iFiWwULyw17cPAg0FMT",
-	"SCbxXf9DXJzp/EpY1lSA6bzP3oSuHkOl6d1nQc5SlkLZJzjGdj30rD38vidWzxBcBhXBdr/3E6E0vRkV",
-	"R+PqurlwQ6WidYpT7B12XwwpmdDBd0uMxz4qs11CFRbXoLc45j2Ad8n96+T8P9lCX4tshb97z2MCwRCI",
-	"4YcAlEJvLWLo37gTmt5OOtUIMRXOHr5/7/cBajj/uwz6P3Jv6He9h0uhRM1LnJ4He7TJFQEV3XCn8Kfu",
-	"f6g5YkrsyQRGC/zi62O3q7Rsu9PXLTXXEQ0sKE5/lE/p8vNlJaZ7EUMYPMUjBHoAJzJE1MrqwACUtnPs",
-	"0ZhB7JpOyV2OEQTQ97yNa2GMxH1U6kvd2MRycMWmyHqM6GdT54/80jhBrHjNF8KTkLQjCb34hchLjsKw",
-	"YgEfRIrNZy3gplN3RGPyHk4/zpw+q0RpyWulyJofJzdMgnlQC+z4xXRI2yR3mGqSW30mOF68wHrCvX12",
-	"KniBMofPEQXWBK2BFjlp9udYF+uqFrmQlGLxUoLHshcZMtO8x6GVkcYKlS+nbLed2unZdR5/t0cJQwMi",
-	"gVgqHFnxqDToCZuCUp5mcRdE1k4ZBsAP2bSUSvBa/urMzik2HWI3bb0wHRTmsnWBUDSQ/jy8sduinosC",
-	"jnPchYiXBK4WlFx14EiIzwYlbwY8G7A5vj34ZpV/wYNJIhG824DtPLtHlxoHbp1wB0FcGTym7nAS0Cl0",
-	"awzL6t5I3yhcz8xfCdIasiFR8gxQO50f4W6xRF6M7juW2tC56Q5L0zXgIybMrsFOO+HM8lL4w3TXf3d2",
-	"ncMX070nMXvggi9Z6Q5RwqlkCw4zU+vmck6qHpws1Jf77B+1hHPAO7ye+MJnCVEHiiUsSbsirbhG3ANB",
-	"kYGAk/8SlgctkoJbzgpZi9zqennPACkcmfLSACDTDSzArBZiYipnBtQCLGlSGobd4JhpMH+NBmOsrvml",
-	"eDdrynLKdsOMTl8o08xmMnfmxxleNN2LvCxkVsLHSXx4gS47zpzPxCLni1er7lhyg7FCZcEvgI2Usel9",
-	"5HCYek+6wDgOJAjbbYdfQhaYLHvMSUJUV9pShJxq0nU/OnkRgTE/2Xmwf7B/sP/g8d8AxrsSildy58nO",
-	"N+5DLK+fQ2jKE2U6M/v+hdbWuc9QolQlU7DHEA02FC50igEdh8j3RpRej+cklbG8LNuzaCXlvM/exAYh",
-	"FS1CWlxaI8oZqttwdvNgaF4se23NJ34OFcE4gQrMta/h5K2R6Z15UBoSzyfu7mKcfqqdhBpP/bk7nUzo",
-	"m4n7RArjNo9/K2eaznR9wyFQ4aV3d/ocP4MDfvofk/DPyV/wg1PBy8mLE/ePnySfBu+olFcCbK3gmWBd",
-	"8Pqx+Q2diR2GUjDzYCLJEZxHXqJulEUCdCQ6pnvvs+e6hh+Z9rWgObdkZi7KMsNqUzCZdIkCXdUAecNb",
-	"SIiwkVAcqbmj1Jfk0Su9smGgSslQHNJ50qjyvvf3mRzrwqkVCdklVUA1tDeiw1pGC77L2U2t4awpRDji",
-	"YKZqUWFeVCth2KOHf9tzexC8jOSoOqfT+tz/7RACETea1ZgkD1FF8Z7n1rkMSkAz/z40spE19KLYebIT",
-	"3u/IPRfkks53s/Pkv5KIuN2ZDdZHvCD3YKozasimTRPv73UhC4HGuacLokBjah18pJdDHn9DDcbPmBcQ",
-	"xn6vC6hUc0MlMo6o/fP+fxusIGxvPZT46M6cr+WA0Gc6weLeJ2stXCcKRVQgFaLvfTptfydOcDgtAxkP",
-	"PFdAlT48OLiz18O8TvptUgq308X4e7bzCMeSekQY8/3veREmzv3km80/ea7rC1kUQuEv/rb5F8dazUqJ",
-	"GZ5HD0Y84oQvS82Lc61f8vpS4O++3fy7t4ogr0UBtXbOaYIfPxwxynOtX3G1pOkAZqZvx0zhC2Xd1ioR",
-	"JztO/zj5dZs/IATT0Tm8y9xhzy8NZMIJ/2/1iPNFAHGscefJzt/+tuM/a4M9O092MKDTfof/xA38e9Zz",
-	"/k/aFP+lSAJeA7Z4AKLr0edsKWwbUY6KRcByN3OKR7Q6DUwaZzE4t8U30UHKB77RKmlW7LMXtg09rMap",
-	"2IXIeWPcoXOhnVke6g68ZR6ev66gfxA2aJqzkBv/WFK/+qgeBdDOFy7T/he1zc8FlryEulrc7N39Yaws",
-	"S/DRrHYuHOmu3u1/p9s855XN5/z+b7L4fWCLqwJT5KK1a+iXUadBADGBtsMCc14nr39gcsEvnc8DZKwz",
-	"eS18PgX2s4e9a1oQzOis9jYpNcbO5MwKodhCqsYKQ2EZ6a1aCN/6x3sLD73AFnMlAjCFNYnG4i/GHEgH",
-	"7RRMMco67dPLvygg1NNeU0I4A14xjFBCsNU00eTgNsAnoj6AGJf02bdgoj1CHwz7w4oMEWChsKoqeY61",
-	"8GtSeoyD22RCJYATY/RhMIGcb9QaQLJYO/hj8yfURTQNXJk0fwbVBWyU+xVSXSRujLDXiVsndUO0dAvg",
-	"scMUPpWdYZzk1gbCo80/ea3tc92o4otSSSjLQWzysFc+sbK5Xws4vfrd6xcYfwwuNqqXsKhZqCXEA5aC",
-	"DcY0wrQU9FmsXG7m2vt/EAyMS3hJR7l9o8vC6Q93OCrNSq0uAe8oxDn32ZFihGTvLkQFvsRaZ3xyNEpw",
-	"RuOznpsrDxoYx8MinbAu1ac4WR8u2RjwBuVxOyEf7oMZIeO3Nwno7Y/9u/TJfWcB9m9pz3858gqLtSqw",
-	"lHjovusnkmKIok68+zgQH6Nwa6dMuLVkL0UxcS8UlYETXztEi6W6ZFOSzhP6dTeYSsUJkNcIMQ6tOiGO",
-	"No0Rxdmme2AmI7zHWro5HVcbyl4/6TTBp2JSqdQ0qYZS8CtApvHY1UpIjHBhnT4F3qFAP8yi0jWzdVsi",
-	"b0JQVlpnkeBcrE0fg1iXMzRveF3Epf/eWOpaXfcMWUcT2nzu55AfAVUL/WuQNpz6DbzvR/QOhz/NmG4s",
-	"RBun7lZNLaZ7h2jVQAgdEhaRcxPwcrIQrieb7NHDv7Fpza14R2g+0yjFciNVoW+oFc4Yp6S9KgiTBibi",
-	"QlD3bPi40qXMl8kOVsOXzrFb7u2zo7JsCxKiwmQqkLrWV84+a6uRYyBqOIcw1I/Fa5g3g0aVlA2HgvPm",
-	"RvmF2/k4gSN8jn/IhsCRPyj9Tomn9tMGhOJUa99oO20Jvsy9rRPzVZXxQt4Adycs5O3NwgdjgjNOjepa",
-	"/iqKr8GmuztC2+ASKs5YAknLAedkK1Ppw7LV9FBs2lH1O6NPVLjn2tkJOm7oxBT5lYnsRRo3eMXQGRnH",
-	"bHUFdVt+M6PGI2VpoIf2RrMfra3eqHKZsTO+EGfSiv9xZmuZW6+KniSKoKOixrmu7cS5tUWysppOQCjl",
-	"TdcfuztNz9zxIKZt2YZ/QWkSxclBx5CP4EeFz6QPwzPx3pPuVxHg2zReAXf0v6YDFl+EVxX2CxKnky6W",
-	"OJMUIWsrSY/PTp/Tj8BpJ1WSrKNeL6NOzDIcSJ4VfLCyep/9AzM4MUQDHYsHD9JGTkhaGb6kxuQQhwKF",
-	"h37TWlymqYUJ+aROUGbdQOgJy0TnOfbncm+3dhLz0uDo6bu2ipDtuqX1H9PLTck69JYe3mSPdth6ZMZX",
-	"yST8HwVT+hKjT3CAcyvCnqna9KJ/Tbch26nYdaYIPhYaIiYwg9hNnNfamImRts2T7a4UwT+JLppisMt5",
-	"gfJShdL4vbQRuVIRT8V+3sCSIfHuC7W9VYaGmluRdWMDZuEjGRhw7xEJKYYZqY5ZxlVBLr7fFhmpdHSA",
-	"cPk/reVBTRlndBj0JaVIym8AjVIosjwk1Hii+QdlWAapbFHCYaxnwk76GkLO1/VHn5p0ep/uurffyVCu",
-	"xc2+bDvnT50je1O502nVPf00Pj6WOvYbKqdR87i3sYJNraJCf3By3c4n44Gql2G7Uh03UMXc6PoKXSU6",
-	"VjtVFVGYrD06DFbRqsJ3/F9o62UAO8IQ7WvtJO4461g5GgZvNRMK5fXSmVCPDv7GpjmZ0tOk9nQT9Zm9",
-	"nVjjkAuTVjnB5fySnZXP5Tc88zEQ2tB3JnlpXwCbn3sSbrapVdSZfiHmcnV0wdTDc/FK0r6VFGTjtnON",
-	"2wtiNhPYd74Gq9ceJr4nftkWiaFB3AaxS6zwRHuM4jaaFSKXUNMo8zl2y7pPzVzf4O/hTaQh8kIwMaN2",
-	"DqpUvYaKKLgUol7pDBfGIqAy5GMe99Fj+qIia6sRBA973z+hoH0uuXkKs3IherZnZ0LuWog2ZpGwTH3d",
-	"SvJQLpB2jaPpndMJxg6+NH6ZcpN9GUbsHrvjp3sjd8AZiHs+YYBAriyFBn07hQnV0rWGZhvq1fDA7LqS",
-	"vhQcIp7zuD1YRoofa9fZLvhWNIrQp+U8CvBUlDvoRBHusEvAIbqxWRvQDJln6uwAwaR42l4UaH/ApnSj",
-	"d/ST6T57Ka9EOM7dhE26ZzH2BvgGi7i0sEV1orveM3fWdtybXTsLev4LciBo/foO9LgQYAtHIrGXY8vs",
-	"to7Ev6Se60/NgZh2dEurNJDnDLVGrBk+uv3uu8h7jYuXUI7WNpvrsgDKIlkbiwXcJLPUTOSha+eyLiYV",
-	"rwlH2WmvqqSGP8SRbWuqrbzGKncQ8UOPpuEsigupSHEevX66z84CvJxBewOqlxFk7glDfDlf54xNfz0w",
-	"pUBNpNv4gcSWEmrvSqVZ3EQc+9laS6mn9kl7yf0TDr7mqOsA9WPEtTSYv4slBKjH/yLCBBz7k1cdiMbx",
-	"v3utC7HVD556PNFtf9KinY7/5U8Aljf++qOq2uJq7DnZ+gdbvcEzQkbd4h0CXu12vyGs3G2WPkbBHP+7",
-	"Hz006lY/ObG/bvGDF11w0232mnHWCiLsbDGBuW14ue2vzgLU5vjf/EDAts9BhW43RNLCMEz/+49aoYNP",
-	"BlirhG0TA1v58+dLT7V+LqfKzaFnFGnPKG86hI/WzYeDb9PmQ5jwayluAORrsKmtxTWPK1K9qwSt34G4",
-	"d7rPjuPezy40OJzRVSkt07NZxoTK6yX0rK91oV6JZcQwGA5uNgUM1On9Ka+q6f0p4vFMA8x/oyBN4jEY",
-	"6Wa7GLrDMb7D37wLkbw9qtv1KMcejg/BDqa8KzuAxTElmKwpNJXjD9zrdPCqKS0UMMSniL9mAjxw8M44",
-	"fuMJ+Xw3PDhyTjELJCZdqQyB1fFa7iNVhcTP2JC8ofIzd+U9Q1DBWeAYhB1hcU3NjbT5HAHUPmHCxp8H",
-	"vRXCuGh30TL0tfTjCyj9wL4i3tWcd6Q4EadrJ+Vs3efGCDsBiL2ZqO+L9x6RO+mCPXuPPUMUG6Fd2DpR",
-	"QfUCCBk2MgtC8JuJusUy2cXSeMDI2w8D7Q5mmvlbsAd7XYfLqWbC84bHrnhWSluGbyKKQ1Y3Cjs/MGwT",
-	"ECwQU29dV+FLemPEDemjNgzRg87prZ/SFPWJ/tpc/ilCtbgmuNNMvNXu1rgYISFy4SUkbYf8A87Rqhbu",
-	"jlNoZSciWMTq2AuAA23ZQ6e4hGo3uWU3uimLqLMqY4TdmjFzJavKt9RgWQVGWG/my322MgYAQe9ApYDl",
-	"QJgevCwnup6EUSmM7br35TmC8PH2h4Qbs2RU3MIkgT2sdlSzKc5UW/YRlu0SBdA9bp8BQjjhlwaeC7Qk",
-	"gHUs2DoFceReLBmYVfd5Vd33lLCN8rWSALmKthvOEWRyCfkEympugPGjOw5fdQLU0HIh9tnr1kIwrORt",
-	"rVOF1tQkChZVWpfDJhj4NCIRwn2xSCubj1M066xeeOAG82hdYUc4TbiuhFP/yU0iP/7BItqSK7ZL+3/P",
-	"CUkLPIW7/qu19Ee2lk5wZRk2QTjBdp4NaeaPbzPhKTQuTu2PLKnAS3T+UYsSJOuI5qhR1gzGen/Ax35B",
-	"AV8f4sGo7ycI0MADx0RpcNa/xmgGYjTdDfqJYzREZCWtAbFYiYh0QyBwbRwBGY4uwB75FCGGDpVhz0kE",
-	"Y78HL5m11fDRdZ/lDMUpGhry18jCv1xkoSPvn+yUvP+bJ7j7HfVBKVKMAE/hc9Mye3r4P9WGkQ9bYkaW",
-	"UBBK23fAWzONQ6SeP4eMdwpV2BZca6HBvqXWihLytVHZJg6Y7QbGWIV4hmBVIrIhoi89oejvhbbzdQ2F",
-	"77eiobY7x1fO3I973o4p3mwVBTGYfPGKYlvsgz9MBShur5ZR7GPKerZTNQNN0zyceb77JrpuFMNaV3LW",
-	"2YPvSHLu3jroJzrukSCahMBD9+UZAxRw8nSi/2Ly/acyBHB3fgZDYD1gNrLEC/CIpbpEKJQ23LaLnj6G",
-	"Pwtpcn0talHsdUvC0r405UL/tOVTq1UZX0hVBe2Rr9UVYzz3gSj0R8+GBA6fiRG8zgEbiV/IEgpNe6T6",
-	"DDMa2MUbbsCMWHBlZc7wTh4JHCJ6l03tG1o9tzVRq3VBA0+ju8FNCB2VrhJFBF8Y92DNtRLGlks2DYDX",
-	"TzBPMk03bviqAnrcGTztuH33jy9G/c/ubfHwV/wpUoSeBtxvGNoQuiIKo1owUUgLHJwfW0p+CyVGI71e",
-	"YzXk8+LapVktiM9oNd8VO7geE/i0UUqqy4ydEW9ixt6oUiowwaHbm3KO64k670fXeIvpIbY2Sn+QshfW",
-	"eJYTgN2EuphO+Y9B2uta8AIQ2H0bPvRvb3CHb2vPvyg+vw8cF+J89YK/EC/4oxbRZMOdj1qJbkmdk98C",
-	"a3WJignoz4mOgjdWT9yRSCQSBbQR6NkMIT5bDnsnuVjxMnQ+famiNK6c7V9Ocj6XIJwKXnwkMQgJnmYD",
-	"cN6lvBaKIhybwz7sjBwA91Oq7IprcaG5BrlbQC6wdSaq+8oYBzFJsFMAOwKx9SwCFxQIZ/cqaqt0l+2z",
-	"fwTaQi/OdaMMtiNX5HdloXJ09YSGx0ypxnbqwTsJGW83eeruPVk5dodDYR8s6h85/vVHCH1tinr9q+ql",
-	"rxmzUYGyT12LG3kN98mvF/2Fhuf8qtPuAARPs6HgANT/b1n3n3I1fLs39R4M+hRK23c0nIRnTa0+4o9t",
-	"vvi1+qowPrsL4DcU46shxU8svxVvzIDwnnAgP3Nit+BW5sz7AE+Y0shkBlBB+Vy4kRUxKZ94b6kFB6p/",
-	"bb3cBzJUsDu8jJLvjyYTmRiHkbaIQ+vAfOnuis+9ELleCMNgjAl3Az7/l3A4qJq544NV9NZfJfgz1XYC",
-	"z0tnTT616Npf+wX3lfMkMvYr0NYDCYquPJzYQtQ8Aq539zsk0FDskQNGfZRkH/AD8YOSc+NO8H12en52",
-	"0mbAAlbm39i0sr/CcRrMpekhe/P6pxfPwdn44fuH3z347kH/T2Nux1adyJoV0LUOTM2XxPLaxtmTMM8I",
-	"ceaTUPbXL9AXaQdHBL0b/JGT8//0y/RZXJF2oJ5JuFd30WaKaZS/qqs/lYdyBlB/8Z79MBWJGsDsE3bh",
-	"KBXZJv6kMKMA4WC40Y+ovg6UD7KmiiIkDrwl/UfQh2381UlxPC1ftnW0Otoh1Rhd91XZfNa47upyfMpk",
-	"5prgb8axOzJXHUn3DseaNuCXXKo/hLx7UqN/YZlv0du+Sv+XI/2I1Xa3CuBWZ78R1kp1Oe7cxyfcWxH5",
-	"ZUBdW3DV8JICk4S38cc798/8lHzx8h9GOnDe+wX+Ku2f/aw37cb66AncM2FbW70jkEhr4A5vL2CkODDi",
-	"WGiG7ITQGn5y/p8Ii9ohjL1nfLcuCldLKIyRkzk3wAL2B5D8TqbzLoX/YwZC/CBHRELaNe8s2eeKjHzV",
-	"WF9DIcOcWR9BUY4NF0PSZIAaCzkesBjS6knVlKUv8mK7xOHMrRWLisDso1SMlQuxl7FamGZB6aIJ65SL",
-	"UbY2rlNR+sYDfKeQ2vbZ6Wq21ql1ny7bDalb+uRdm0WeIsNVIQ3mkNtr/UfTvaiEf91vsvXyj5E4giLa",
-	"caWfHt4a5zrEkL/aTZ9JITh5Q0Y0EjIECHfipPTNp1cOTa0mTu5RmgZSwo1NVYJD5ZtURIzVBz4Uscm4",
-	"vUivDmj+mPuNMSPHVIADHS3VeXjVsH59QkUkxb6plYc509SB9cfOHGegZen1vwr753OS3NaKyhq6YnKX",
-	"LVGjJR77JCalHgiPRDvpHrERw1lfSiWehA4olG9CKsuiDsist6I8urqvsjxba92I2jnEtZv9jClxExop",
-	"A7IZgBchnhk2Wk6RH6fUl0zPGPcdEG0LjuVLE5pCBsGNTnHaXuoPc6Kyz9nA2b7D36Uqtsa9fqkvn9d6",
-	"sd0vzvV2179xa/hJNGg7G2MaQCOxYULZ+l8x0vxZm0Z5pHCiXq5Pmj0yildmru24uHGEz0y/Cy5eFtpJ",
-	"0fJG2GZf9Yaxp5Jbp8Lkgl+KewbUK2o6+atArEwCCESfRt8o5xEjviySkPHaaU6iEmbIJWxlfiUs2318",
-	"QHCRZo9duBXGo0eaLvx4juoaCPMvan0DLERcAbkYjBKGF7oWiOGvbUsYCjqfhdlcU5jdSX0BN5vJlhMl",
-	"1KlmOxIoWrid72Q7ii9Eu6ovirVwT8yks+DvXwp1aec7Tx48/C7bWUgV/p2t8ex8Cp8tzEcfPZHfRu5M",
-	"dCu//1VdDNGi8YQIfmB0BUXV7FclX26hL+4jE9FAWR4Vw5N49kskGYhTRMbVNZt6yZ8GaUVg25n70try",
-	"DMV8ynYfHEweHxxkHsmXPT7Ya2nN3p6+9NIVa55WlUho5sUYeqsM4GuAv1Pasrku8W4rWgDMLHo3ZE/X",
-	"qlx23u6ewQca6nAql1RLwy292AbcPC8+RzjVfxSdcvcR8+5EbIiW49TCnJdyJgA7+JNGyVeWrQ/QF/eO",
-	"j1W9PX35Fcznjxz2/qHmypJlgoZJ4Gr7ktR2XCeQTDieg7VXiVrqQubtcJlWTjn78J2hvKSsIUlXX/MS",
-	"1PE3jw9aOyzRs3mv1zhEAsbLml9gz/aVWM6cumN2XuvmEvldFm6tiRAaQQO5bQfgBta2pJLS//eTZz+s",
-	"K9ozfr2qZvtThn86RTsyMembYUaByH16BbwpSWm4E1P/El/V7x+7ANsm1WxY3k8cdGw17m+m1Pb3Uf61",
-	"U1Vep7hfsd0pKrEp6siFNpbVIge+CGda7u2zF5Z6DkzCTGW6zqBqQnCg8nbWLhjbaH1MMUgY5opOrEs4",
-	"ytBWbc3ZJ4x7Iz3YLkjl1XrNkhQ6j414f7UBsitreT4HlpSojzXytvFGy+j2jw4ejXG6/whqO1vjJgEQ",
-	"W3jnQ+YX2x2Nq8utlegZp9sog0MUqlm4bY93d5t+47CO1vaEd3VmnT3hNhcDkAY/p+vBEhjyLw12jdGY",
-	"8W47QxO5eYxYS7S6rdhuIIPrjuUwOKP3jHcSkGfetDDGe30j9tu5M2ZyO3eeAE5ZGPOF1qXgalSMBZb+",
-	"/n9X4rJ7viEbk7uZVBwb7lZ5klNHGmgQuOfXWO1dGfZ9JwtM8ye14i0f4jk6omOAikyehJQU5qECHFk3",
-	"D4WVLMRV1MMk6GkEnbBRsji0BcUWuROsS1TtMBaunGJQ5fIJYcR0DX92MxeKbsDrWl4Ls89ORSU4NEJL",
-	"y27IfeA2ZjVs1EwqSUzm7REE4OGhpMaPs1Me0xYiAuF5X9I9kURH+Ji14pqEY+Em8GtJzdcs+0e1dmEZ",
-	"AhHoZ0JUMFZX/erorO3D9gZkVyGdYV1Nlmz3Z7tGw8EeKvSichml8eWdArjkUu1lQXN5NeEucUZkIU3F",
-	"rfMBWO7UURmrOl2N0HT77A3ktZzp61RN13hkpSYmNwKCTCgEXf1R9IGuhtUBTNm/qvR/PmHW1QpJcvVJ",
-	"IReQ5vj+QitpdU0lcZuTwU1dO3t77rwUN2ihLt2hjlDBICdISqp0IbBZAc57zubSWF0v2Y1Uhb5xAg3Q",
-	"dBlFjPzX/FrUHAgEldXsonGmu9lnz+n+uV4INqv1gs0Fr+2F4C0NKnZO4ZPnuiyA7WshFrpeYupXhWF1",
-	"7QdAh1gGylJCtSOqklqggIEG07VIe6U4m6/aydxa6PEOVDyzAscOLpLXQSsTSRaP0jfgly2kaqwwh0xe",
-	"KngNmH76DZ4gfur32QGRZAO/C13T5wvR16/w/h2PKLgtUtlvHu5kzq2TC+d/Pjg4+O4A/GP890HwaKDJ",
-	"Q9QpH+9UOHcnt523tRriw279NozwtS7Ei6LPzXz8zQgvE+cpOd8bHg6/TE9Owa0AAtydESN4por08w9D",
-	"2lNtHMwzVdzBUL4HGWQ3srBzt8Mozt8OJJ9rI5QH96ZtOXcuusVoxoOHB0GSh0eMz6JU78g99t3jRwfx",
-	"HnuQ2GMf9Rxdk/3EOXpMetPrSeDx9AL39Ui9M5/ds/e3xxp6ejTX8XmKV6aO02/Sx6nTPakSq7WT9D6d",
-	"knd/omYhaBpp682nEe2+DzmUvjQJ+io1dyk1NLfr0vOJBKbUOS8nVA+5UWw4K+Xl3LJaEDB3W1E2iwgm",
-	"oN0iNgqrWufCmCfsUte6sVIJkzk7soLWLlm4KfD24vHJW6zgqQA+uRQmKWov3cCpxPZjkk/Ezwm5jw31",
-	"dX8Kugm3fSE54Vb4nvFrHCbhY25gY7ltRhbRujdRpjHMinrhLPVCvBe+5l9DYPJauseGUAPJIhwJcAAs",
-	"xOLCsxZDWK6ZzZyvhMaE4KWdM26YEW7HOhcpzMs+ewMbV9eGOR9TWkB8Js5mrE3ztRhA/m6ono47M9M/",
-	"uOSXhl2IuVTF0LFzhrPyZZ81NMi+ACjNPS7w16PmTmW1nd5WKIzfM3cuq2hN3YdvN/CdkZx61iOyw+CX",
-	"GTiflTsaIXHhjLV0H80z+NVreNxH3MbtY/q6Otw+jl9h/0/DyxW/dbSl8OPUjnp06x11/zcF0Ybf3Zdj",
-	"9lfYMCGkjLe7Z1ipdQVdpt5mOTp5gUjDELO6dNZJY4TZtO+O3Eg2lEW465gs1sbg93Wi4kD5sMr4sohP",
-	"2XzQef8hmWhX4Ktev9PGJhULHoLM+G38yaRwJBhmpT1YA6pzTyRislbgfHLIbWIT2gvmWl+B6HZfN2kP",
-	"tVtyGJjuzyOaYyDv/qVB7j5bLxGxsyakNI1g93HFNGKvHHahAmoljZbGvuurw50bBCfjHkNmeKqtcR4O",
-	"PsRgwbg0xDCPETR/FqNrTwBLjZtADLjxfJ4hAAw1KmHy2rtmpNmqkoNoxlyaMB+hTgaH0xJfYou4VyY3",
-	"XNmQGA+0m4uK1z0wdyhJLQNlj6e1LlRdq/XjqJC1xMGb0BsV6Y6+BACvqp07epqvOCr6noUX9OeIPpOG",
-	"XF3XQaM+3nZfwbY+pWJ1vxoxA2eivpa5eNuC3a0RpULYpRXNVr951dUFyvm4Ovla1GaIEzy2mmiYUFED",
-	"fgn9GC0j77BwqYgleUVhbrCWfqKR/IkNJT8FPSrAT/dX++guy31XTaPrsA8/kgTeiAvnT0ykutDvRwQP",
-	"0Plo3Ra8jWGVNs6OIFOlI2xdCJkMLJvWAmoqOiv//ezN/8/euze3cWP7ol8FpTq3LJ1qPRw72TtSTZ1S",
-	"bCdxbSfRkZzJrTuTbYLdIIlRE+gNoEVzXPnut7DWAhpNdpOULUqyzT8Si2Q/8PxhPX/rV8bhSBHyRhRH",
-	"7BWYnP0bmbTsWlSQy6GVYAN87RG1/uif9cnJs/xnra9/5VMBn8QAGWy8oCaAR2T+xPq9SjkO+KMsDkgU",
-	"kpaV0kL8r53omb9IWxFZcDAoEB4D9A/WN6XUauz/bZ6nazfU7+Fg9HvRy2GYFygxRki5M1aKMc/nzCp+",
-	"Ld7l3OKgMo8PlgKAzJSXEoIRB1q9wwF6h3w+xSBWZRr8pq7gpxf0y8Equ8wfOFavYaJvaxn/KKqcDuEo",
-	"6q7oF+BTwfaFhDDHkTbT3iyICU1tb0jN803FM2wBLdchiWtpLHlfE+CaK7jk0Ylt6dxuRLFDewxH47FD",
-	"+EMhsh/OWhW4Og4JmGHEUjwGgLgFHtu5dWJ6VOpxFyrD044RRjaAY7w+yB94WxtvA4xax1XBTRGAz7KZ",
-	"kc4JFTAbbw4hh5DTgF5BZ7iygdzAJqoo1bAlWgsInpapcivUjSh1JZh4z3NXzhmwOvtXF8JjqAGAw5VM",
-	"0sYgYwNo4Osi/un3vf+gc4gRKM7d7y73X6Dn3f+FQpX/q+CODw6O2IXxOAjVJPSIvga8SYIqC+qUx31/",
-	"FZxaPHfsHGDYHwPQ48E/Ll+9PH/x9tXLPwcZdEKFHkhhj9jL2Buiq6Isj6mGbPyRE2bRsdMcD/vYyd9g",
-	"9C/D17Hz+P0v/P0rfHQvxjcX3wO4bxPRsBPQn02gjJYtboQdkvVV0hu36QxSaWUjMPvm48GMQmqOpRrp",
-	"XkgLTEOIL4ECDnHmDzG80vm1cKdYcpu7ScZsPWxqb0+FtdDFeSW8sObHTuWCqXo6xCAczLGw9dQ/vARW",
-	"RFWQwQ4HY8Snsgy1qHKOGS5JRvNMliWzwgssXoCFy+dMCVFYIpoM40I4MxFGHHTqmSGIxvcudu61H54t",
-	"7qv+l/ZoeGF4WfLTJ3hwH5zDasXCin3daC887d4Lvr+r1v+s38b8ezU2vBDE2dI0C47WYE9usXqSWtNx",
-	"/B/4EwqUKSfeOwZUJpbtD9L5/wX3y+AgYyPgpgyyMK58SKhs+maRdAoZQJEaRVo2mIiy1IMz1OfwtBrQ",
-	"z4Hkii9uRezR2HgFaziP1fd17diYV5YSpAZ5baw2gyN2DocnB2uUUiJ3Gau4jVGrVpuGaSs2Lkq3/uym",
-	"R1GwkZOqFsxA6B4ezNI1AgsIPREzzjBvAVocAuAhmAn0Pt+sYFXDm5EbxgpVWDYwws6Vl1KCoT0vpUcZ",
-	"I3jRDrrFaU3B+fziNRuKEUZklXOPQ1qliaxUH+u8dhMPTnmsUwFc14IbP9D6WgBxTgj90qWIvoFc62sp",
-	"MpZPRH7t5x7fhvo4LMVT9vzkaUOPQERoDRxm7PnJszBAgmkjx1Kh6S3wmRFPTMibQ7s4DJK/+aS5eeHC",
-	"dANQa2I/cMq9xsZLrzB2OSl+q4TqBLt11rwXywsqHCxxSQHBFxPclBKjh/yiRDnu8tXfX1+9/u3Xo9e/",
-	"vnz1/x5dvfq/fn85Hc+d1qrrUzOxi6v03Io7j3Z7p3v//Y+Tw+///PA0e/r9X//851Hvp/+1t14pfYqg",
-	"vpCEAsU/gD45uKexjG0zQ7QkvZDdhTABf0a6LPVsJ6D1HFJ+za46oO70XBoPoTrOMZXt2UDNXCz0Y8RY",
-	"Wjw2InhWJXd+S2YMyKHxRAnldIpTyrGrjLBwHuwPNOTiI/OiHo3gwxlQR8M9gLu1Sl414RZLoufaFAdZ",
-	"y9IYM+78YsVXXb2+QN210sYFeQ/rDEnDcu54qcex3KhXGalp4Yj1WhzcMcAmHdHAHf3vQTh58e5ulewn",
-	"vPoljfJDmdzCnIHaK20zA7DE+v2T5NddpnPBefNdxknrInbZpoLYGtdNVMRQ126HPd2Oh/bmTqCG1vtH",
-	"lBBc0gUXMOf4A/7xulhFUOVFJQ2+yIgBtBPZa2fbpBohizn4LQGXBuHYGrABtWDQ2PsHoQ0Dtg82IDcR",
-	"U7rxp1dv2SIHwf8J1/9t0K3XtVbmJjERsR7iNyeHhRxL11QuS5NM2x7E0IqVPsQlIeGbk43EgK1t1D4t",
-	"kyZ050W8I0FCLZ7W29nPaBNHcX4TCSL1sFi2H9yGtq6EuQFX13CeRBnbgyhYSAN0uvk8LwUF6WcM4wCA",
-	"alfzovv8/aVx2DzaVJCkjasChlujt9srdxkz3BrabWR/tHbK8YeWG/GvYyNGwnhxrH8TvdC1FzVBEoXL",
-	"yUzUoqTdh0jCNGrYZuzy7QXsFFYKbsEwiqakzAvrc2FshgKyP2wMc2JaAVXfAcYKcohH0JS1BcGB/6qL",
-	"sQBzjJNGTDEX1nTlofwk0v132fRyzan4S9qpJHyufQQu+mI/KWLwE1gxGmpHjB4QBSToXFN6WqdgzadV",
-	"iQJ7J6Pf05NsNZnFGiqLe0KrZEb764bTFTvAukvAasZ1GQYeAr88EvSTcf3hT/FQXWUfa4DDSj8g3TkC",
-	"W0SUma7LghWa+K9m0gr62XZQcRM/nG/8KYZTN8WsjEi4t5qsCmH8ns25E2kJPK26SHwSyyhmdDcWXUXB",
-	"f9Iy5e9kQhndcIMdsR9KnV9LNU6nDN9GZs+my4EJkOprjbTJoXFWuM4qetKIZDN+1qC6JUbxpUFaQSl+",
-	"QetTG5qUJIjBCG7vu9xxq9W+PavJ0aqm+e11tYvJ/qqoyJeW8d2fDh0sbv6H44C5azTBlnzariwYN1yI",
-	"wnliyTfZk20KyVzhtQ9lXI19CSGNHVkuCwKg+nRusO5XL+QCdr1bxOjuO21BMC0HroJbm5SbQrAvI23m",
-	"XrZHzMF72d5VnedCFPDtj1Aoey/beyunovitdnvZ3gs65jciGe8ePn9br1MOL4Yd/skRqPHNOdRcaqJQ",
-	"k2CTfa9CnMqiNyCWjkxR/DDvjUX97uSjm6QNm3BV+L9qF0IDuilt+loIfDr+6bdjLt+wgdz5NobYOolF",
-	"/fqaMjJ6egcsdD2zFyTENY1wemtNoIhG8FhPdG36t6BUufjZX7Epsd1//Ofz23InvuBWHEqg1ZBO3giM",
-	"Q6E2yiIjFjH/oCz4/r1cjZKWn1bhD7e+PlyL+UybxxOBnZxDmzijwuTtvFErdNyWnJCILcin8ckqbUtk",
-	"QeKvDUzYbeHlI5ByITC7U6oBkq3HJdo87tN9t7U/r62Nkk6yK57Y+93ufqGuNbYv73cHEZCgjzArSpHD",
-	"ZsdVzwJJB9kNijrSu3TYxZNVdQVtWWO92SkaO0Vjp2jsFI2dorFTNFrnRh97ERxhOyGkWwiBA/5+JY4P",
-	"9NfqYDckag0FBiL3V0O12ogacdmuki0+oixhqK/SXZYwdOLRclekne/dG7sSMndfoy5dsPe4mY7Rudvv",
-	"fEZhzTLeMOlBMg/HRBPh5Y4jdq6IQYaXRvBizgxKg5Sr7HQJUgB4mf0Bw/NrpWelKMbovA0uaANOusSl",
-	"fIaubdk8mSgcQqZLrQoqr7lQjB/a/Xns5bv33C71fk0x6OCh/euBoYU0g12Ruq/S+Yqr9q7BcJ2/tQWH",
-	"hXBclp8gYkhV1S7zmlhVu4T1nUQPRK91csdLbMXXLH3QEKyWQZBFwl+4k0a2Jo00g7wluYRotJDaY00q",
-	"S0JbF6hAMHMX0mYbgx5bohbNsKiCc8i02Etd9wKbcVuXwVsPvY6sdRu4DvD6X1rxYvfAcoS9e6nz2std",
-	"/dsrGdrdIfwZslKGGg1de2ULTHjL+/jYr9T5iqBWIx0Fo4ZNiYWmUY8Y8vzasroKPgORAdeSsECPhAwA",
-	"Ei/LQBlJOmuEF4dAZ0DGEqdD3Ku/vq6atPl4h1c2LKWUt4Hh3PfjkUDD3SsKacegp2sUhTBXMYL3IWI7",
-	"lxp9DsbuVXWwx+KMaZM1M59UYwi6bCxM7oU5MoHOuF9vy2zymrLx2f4gEVqwcrooBhnkUI4Vlhpnwzmc",
-	"Q4PENTE42OHql67c3BnFsEe+LcJ5n4bUBvSq5GpFxXAg/ARjjQdqohBo8AIzEnArkouXs0KORkF3iQzu",
-	"s4kAMsukv8gQxQHLuXFnfrsCpUZDwbcM3BclV18FbvuObgrbQOED1PQPB9m+vb1x+CXfCZw7YNwQGEO0",
-	"fsP53FYKEW7uCyANn32s9grgt6jCeqlWvHerSkjw2ZeqrsZXybzpZjjxesDDj+IOPL4wbRVm9VO2MPFr",
-	"4kOPDJ/F7ZztVXW/agoer6oUrqtBvbqqLgumVVRXg64KFeFAHdVlSR8/Ugt9DJv+7gWaVft9E8U0io87",
-	"pXSnlO5kr4dWSreI2muFsDWa6gvUf9YAfJJMSSSjWonbKp5fH1RvoIvC6O700B0Wfj166AOAoRGHweiz",
-	"uVIazUQ61pmnAhVTbd0pUoZlaZ3Vkjuh8nmUvH5++/aCgh9W+liNuAqt+2I9rUkf15jldkjzJSitppnQ",
-	"u3Kx9miof+elLPii/zRra6IdMg2Y14MbtcWXjkrHfpvG3auuhy3NFT+g6JQ+HZy9HYSev1e+mY9q02/P",
-	"Ft90D7u9c6XutNadpPa4QPtFqLe1LdxeI5hVRufC2rUBpkkD6ZYu90AMbsN0ssDD3mlBjMLXBTXhC5W7",
-	"qHtQQWFFWR5/zQ42HjLKdHmJbzkwjd5yjPFh/QainxfDyQ69IASbrS31NKVdKDCB7U+0o/izA6z4Q/Xx",
-	"pF2Iqj1LsnQZ1iKFA1VSTk1govOnJtTr6SrTcglveizbeluSFfXsHEZyo0QWEKkmeobVZZ2GUdxudktH",
-	"U1eLUrgwnoScp51MtZOpPlOZClFoK3i+mTR1TPC7IjrNaaqMBhd2yVf3Atfw9h1e7/B6h9c7vH44vEZh",
-	"9QEBey1c94A02+cxtZx+kZaVYuRiYez7kLuvdjC+g/EdjO9g/CFh/OrhQVxX60Tu5eYhAIeiVdqwQgvc",
-	"acGIIh2rlZMlkYfAl01FiHsAd13tsH2H7Tts32H7w2G7ru4V2o2rjrHC2QYszgs10ZKKQhNt3ZPgk5ro",
-	"srDATinKAsp/K1fOswXO10IaLP/dTeZ86aoLbdwbbNsmNK/UqJTn9GNK9HowuRHgjIcnFnvZnnhfgVt+",
-	"Y+JSakugLW31tas98YLOJlEFdf+bUH2t+Ny9eOmEr6rniEO7g9TPEN2AxHoBRO6IWybrkUbP7XUvTo20",
-	"YRzbokdwbPu2GQoU4CCEjowQTKOEgN53ouGeaiCw2x/6GSTCCcQLiHGeiPz6AL7G+mYJUa+byVyw2USW",
-	"tJg7ZNEXQBqbbokvShhNO7ZGCoURYjOuHI7T/YVIpY1cLX9CG3dS507q/FxxGfYYVxGbt8a914ibxx/g",
-	"X6yDCX/2mxQuBclTPGw1v9oBuIcC1X3AaacJLtBk0BU2AYizElbXce3BI3qY9qhLWy4A+Rkgexjpfmz/",
-	"YzInO084N7drVNgczeM5voP1Hax/5vEZi8COa3qr8A65Qscf/D+3gXZHdrybIPJpRcJ5xjRczctyzrTX",
-	"roNtN/C/jeWNUKsMCm3gX4f5UaQr4P09WE/nZD/Q9xds+O7bb599m1RseLpJxQawK5gwpWGQvkQDw+5U",
-	"2p1Ku1PpSz+VoiyNCQ5bVTuc4crmuhDm0IlpVXK33t4db2H7o9G0EuMDFu/NGBWBPpzJwh9VAmzaxG/X",
-	"Kgbv95vGTmrVLsDfbfh+G1/8NjZ1E/N3bBzYtZI6Z1S7fh/TzXxb/AXITp5e0VvGarG4/ePgDF8ep1VW",
-	"4zg6u9o+qwoMNoveJYtvmwZatHR61b7j5Wf+a/o76N+QoepXZqhWBV/YXFciqR+CO/H5yfd9ttXl5bO3",
-	"Hdnjit+IHwFAwovWWDxDh+/X2tkxHmvb98iP/N0JvqrmBuyC7m13r+fw8Yfw5698Kv5ChCiFE8tY8RK+",
-	"78GKgA+oDAIeLO99fELn3l95wvqmhRek+7NDL0x786mGwN0xfwtcwlVTfD749LmUBsFNs2Wo6GG8uBRV",
-	"yfN++QCU2UQY8HsxEisMdTFn09o6xsdGiD6ais8DDv7ciSdflnhy2+3/VYkntO/vVz5ZZxPAw9RfeRqY",
-	"dmKFZcv2ySbApmI6FMYeRBxqYk8sM7Viw3lisbNZpByUJgTIDedsIrhxQ8FdJIqRht0IY7uLo/sW/gp9",
-	"2HKdrlVaNo7uV6MuKxrvsBhpAdxNeSx7bEU5Oo7LoN+H8pZfBwdKZ/HvJxZDl4DBwB+ljmmVIysUBMPD",
-	"zVPmNDIZQxWG1trOmFTWCV74Q2/GsczDiILqobBnJYzUhcybZbu8RN8aOR4LcyXK0c+xV1terfFFlxAa",
-	"3rdwY6uZ49dCfRVL2C8bVCDCIomDoPTsDpZ1H8oef1DgJforlmLsX9v/txa1WEz3oMi95ZA+yhLBPBBp",
-	"09qIZ4iyfvFeiVyrgtIG6WpR4J5I7mBCYRhzO3PEQtVbWYhppZED8VrM2RT2IGdGOCNFQVXf/cfaKKpz",
-	"YqxLKzV2WaVuUbf2l9j7HskTB/lRVqld7OsakTMZtPuTOL/iitg7y9lGlrNtV6s1ItemkGp8zGunD/Hj",
-	"sanVoYeqfsz8JcoDHrCCo80L0IhSKMaOxIxZRMLTwI4R30jXCMWHUJZ5wpUSJULowLfmEq4cNEXBecvI",
-	"lDGLzBu101PuZM6sgP5CTgQ9zuLdSkNumTCM22uAdukyTDvjlgmeTxpGJv9SjO7DklNchaARej5EClu2",
-	"z0deEm94eSnH8OCIDbgboFFgKBgfWqD4NsFNztlUqhqtiUrPTvGAJLGbnOvJMFUlV1BcSdzwsoZl4RuF",
-	"IpST0w6bw2WtzuMA/uYncl04imyMDTCh+5c/vmDPnj37PpTT+rdW4uDMtxdDArBXfXY+ELo6wlQK7sSh",
-	"b/Pe/Vr4mtG44Nb2y2l/TLhrBqGQxc6V16M71wp8zQlq4Ji1xbq4iruw6rturIr3rAGskSxXaNO/KT+J",
-	"Y1jVeI8ogKjWZkyXhbCOwARkpiM2gL3r98EAcGEgVIGfrChF7mIdOctmYPnGu6UfIytyyl7DxI79oXYT",
-	"1rWDzhAF2VCMtBFe+js4Yj9zUxwGyzK+ghvBSmkdiIzlnEDR/wbcg39Dc2kxOGI/xusxCYQXhRHWisLr",
-	"915YO8X7XheDIK0aMRJGqFz0ZMWFEYZH3zon5AJNrRtddyX/vdG1sUkLoVy3uHPzoLF4yws8Qm5513lV",
-	"3er6K2cEn97yJT+GlbDX48JZXql0/GpKXfz97QtWrMhexD3zEi1hPUi+t6lDCVsTKUSHc2wDnZsTra/Z",
-	"vlbv8J3vptXzXgeS1bXJxc9aX/d5j757frtWSVWI96LAFs34nO379mS+tVz2e7LgtitoTV9Lnn3zMTGO",
-	"ycIgQLrVyniFsLXlPMp0HfYZ61IEhqHenaUr7HztM+rujtAlu9/CAXrcOMK7Jf3XxgiQTYelOGVGTPUN",
-	"Sf5w/xM2nDtBuCKkaYnolu0nRPDSkDUardbXQlQke8NmYkI5M0cG+JfBz6qnQ+ug5pnVEBIasnRUwUqp",
-	"ri0oAWymzbWXlf3XPJTlJrMLqQDgrIOm+sNyrJU4YudIXW+dLEs2FP4JVHmHSQxxJZcfNnAuHNtX2r0b",
-	"eTX24GxBIcH35Fz5G73gb68xlvZGIJ0yne0wenM2E0awfRiRd3UTynjQF1GwdC5vw2ySvgres0HBHZux",
-	"p4dPT05YIa2TKndMFjbDmSVyAZBjYAz07J5Z6Ju+/MBdPumX/X9DFa4uwdJMheGlYjTMzG9Ps8OwbgxL",
-	"ZNitQRkh1Sowo53fj2Y/GCiLYPXILYjcQ55fR0RAwQnhAvbpJJXRmy1O78Pk7BGXpUVRPbbrnX/cO0Cb",
-	"TspObe5nXy/tgt2u3u3qDTzkeJAub5f71PGPk9evYFaXhaAj9hQPWDh5WVXyeawzg1IIyRAgOfBiKqE+",
-	"A1wojM3YsE6lBev4fEGuGCKIgEOzBRu8NIIX8/Z42TrPscb8mEvlhYYWmGglbo0cV3rk7lEo2IHHDjxu",
-	"Dx5XzSZ4GJGgKrmKMcC9hsJzxcR7Pq1KLMzI9mdCXBd8btnJf56enBw+9f/3k/772xcHzGmy4HGmxAw3",
-	"r9HTzpIoZHAuuWqF/291Ua+qO/nFRq19NqVJzhfcOl3RZtvT98GRtKI6UNvhNJxD0OsZhr6OZOm8Kj2c",
-	"M85ybsWhVFYoK9ExVg/RwrXKonwBr1/jiLrgyJTkqE7qEwvv77PCKYx4fRxh5E03V8WvwejutuAjMLbF",
-	"tX7Xu6+XKIz5s6WcM79i/EP9scIVe33+6zl4csFHdJp60/HZZCYjBrHo2kZ+r7BVGFjU0ZkeokL9QzM0",
-	"YnEHT8/YiJclUBhyZkvt2P6Ml+VhXur8Gq63YGtDMrLaWKBaZDw32lpW8HkpxxN3aPkNhABCyTMLprDg",
-	"wPdiN5SxdhZfgG56NK9FQaBWpbBeEZ8Kf4iK0gaDGXrne/nKmmNue8HqzUvWyLoEUU2t1fsXY1ed+F5E",
-	"2VWbfhSBPG3IuSf1GdDt+IP/53WxUdpbAJOzpsEQxBiIslFnduRHzrXKZSmMP6UhQpdbu9p8TRt3LTcK",
-	"rtpuUhTozaYxh13uwD8fdFMGxX+3MR9Fwtm2NmZQTbMV8Sm0yFdojl/5XtntkYc1//JiiztkZRnymJTp",
-	"lsWss4XjB0qEy5Biwh2InisOpFBC+3Ftsp0ou0OCx4sEIVXyEcixx6TlrshWi3WuQTHWimnD9GjU4UlJ",
-	"D9tX9NyHhoOlcLU/JgKjvRNVv5+HT8Ru9LeAXjnUuhSw6Xbn/Ne7u3Hd+z1SEP/eI9nnlPDQa7O+QBEB",
-	"0i32u+OtFxIWDiKJAx530eqGBVz5HKo6wWaTbtFU1mRRs1LnvMS7/Y3kM/L3zLhl/6qLMcS5LgPOK+rT",
-	"I5I+sq43Qtecxq70pIN8LtkfCcLj6Ptu9iCRiFfs8Oih8CgcdxxX4cSL89tWQzrxKCSU3SLLxLcv3Abl",
-	"iFoRolgl2gg+XZN7cRXevEu/uMf0i44kgZhTuHHNp7ZDcqMwepptyuhY15Jgiw0ZC6tTODpyFNa3iW76",
-	"636yCKj7myQShEHYBd1s5N60DYzcA1quLrwcyyQhAD5ZIJVzIefVC1H70Z34xNL1GQNCBvyAzO2t+/2i",
-	"h9SiQYtkbpCxwc1EW+f/4FVF2X2Wtv3g4IghCTVXuYBku9O00GdMmVsY0YwN4vIdNLQOlNGUazWSZioK",
-	"uAymVxQD8teCcSplmhhryJ/I2OBHLku4ENL9Sm4dzPGgYeGOqcbAQIpcFDQkSoiCUVxyKW/Ij9xKawZX",
-	"zsjoaWMhuxbzkQGqMd8HpKuo6mEJxN6YIo250JjtDEVR6Gf0TislcmczKqtqna4q3zDIXoKUjNC+UO5q",
-	"wRGM9BWYIJHXxgjlwiD3FMeOA78tD3DrJSuZ3Llr1u1DWMwa8OzndF9YuTux9rOtx9zMZdhU96SXg1jj",
-	"HyfKXlEYkQh5llWBlGrSBTqG5SOJ6tmFrylqGJKjEjYEOa1KMfXDBcb9Fd4yzJh04hdo5b3svOZ1PZsP",
-	"xoNNeT6R6ishLXsJgzAUi8dmayTuSRxZX0I8Xt06LKmuBZ5JuhKKIr9nE5lP/BEWcobhdFRK1yoXBdsf",
-	"xMcd+RuO/OBhnv4BK+W1IMYTYO44YueLByOe3a3DMWQwPj95zpqnv1PavUNOkkF3jfHtH5HJOzY4ISFs",
-	"pBmdz+OkzNgVSjP98t3uMP1cC2Df81lqRV4b6eb+86HT10KtIwI9v3jN8MKUuxO+odrWY2Edq4wYyff+",
-	"6GxaYzN2w0tZSDdnM6kKPSPDU6Qzxsfc8LIGfUSUIwAgYBChjEapWFV6wX+kzTSpMovyuijYRBhxxF4h",
-	"d5Iz83D6J/ZzqJVwIzjMQhaBbpa4s/B3FiGM5VwxO9EzAF9sIZZaZJfiRl9DUjiMCnCkiJGDgrcUTipV",
-	"XtaFCFd67c3UPTwn55V8ixNxLza2Lp517IieqYQUo7bCnDFelvC9sZvQLcGVv9tbk6ovNeu8tBqIZ/y8",
-	"JIPdz4KRjnfr3YUY8bp0e6cjXlqR3a/HMcztJialZqPtjEorjErNMCVAGWCtCye/6cbJcMsRjfmGpVtU",
-	"0wCi5hzW1suSmLktYoHsxpowqsuSDexN/q7i7t0gwB3ZccnAo1U5R0wkOxLSUvyrthhGdPXz+eE3335H",
-	"cJuxqqwtcr7lZl5BNriuqFxgg3URedgrEPlMMAIlKB0J4rQiTlDfV20g4N5mKCbOpA2iNKYcLpefeQbx",
-	"+pzGxsMnAvXYcOXYVBuoNE5eT2GsVmw20WzKC4/9RwyHmB6XjjOVcROzcOp4cLAOfKSh4BuId9dCPbGs",
-	"lFPp7KnHffG+kkYAj13JHfk9ANvQ0QzsO0ZPI1tVfCJUfeNlqWeieF3ZAdvniumpdL6FA3ruuRswbdrX",
-	"uUhICMPoD3Zq2BmbyQJmmrg/FsfvgMxc1E0cvRpixCydjmhow99lC7EFy3lZ+td54I6JF9gIrXC+SJoP",
-	"xYRoBzBeFxIKIsmyL90hANneNllSw0vWRIh5zF8QM2j+IDPayNxFxX5R/qCUrriY7lcFoCUeB7MvQRLm",
-	"d8YtUesWZ6kpGLZlI5Uk6qBX3LzIoshUGo7yOKGP/WD5KrlVE6S72xNtM/H/+AP8uyYvAyUrG8Ep0Clp",
-	"sOnjfvBQZqRDjiQ0MaTM6oR3je0fygXoqVBuwdMBIiaI2XkEr5FUvDxLrDn+y2tROYRPtOsEYTHQtafA",
-	"hmI7kjNFgoSWdBmyyPw+mkQWJ7J8xIgbOoOIUjvmqHn0hUMP2FgqPMosH4ly3sW44l+bYOrt5P63OGF7",
-	"9yK6rgSpDOKapGqP/9GutFBn7KofnHvY7z2R7C9odbvmCK1Npe3SWYrSTCITadN1jgYo8DvDq76we0LC",
-	"JRxNZ1FiGknhDy0v04bqHv6CI/armKVvT2VRG/eVuL0sesTOFzd3JEtCkaoIwuBiFcWMDUXOa4vLeQGB",
-	"+oL472gv371k1W7eWsoUmCanCQrXT+C9ik/rIClMLEl2O6b6r0iawnX+iKSpY9TC+z0/LwVo7iEWBYyd",
-	"oMMn2AqKbaIIBG6mqN/7LddtcCDlAMQTZI9H3NIGxBRwHYxrA7EWxDJPQG60Q8XVa+Xniy3xIBpakxpV",
-	"tYl2VQLerAtdobG5FwcH8GDwITXPGTSWCrDHfrTaegn3P24RC9u4Xh9Eg1Gowafvu2jPlxvgezXRMxjU",
-	"OMI83VyNpQ82yEPjiXZ8FfFcK1Mx6VAjpSVkURgC5o/zILHJIlu2rBC0NEaVrAU2wZTSZdFEU5UuC/oV",
-	"2TciQS7V5dKqQ1MkQ2IpeEt8I9XKd7JowEoEJAsdSZq/LAVuVDX7Ekb6cWPH7UxJvqsYajcLonnEktdo",
-	"ElUo8hU7aLkbbQ/W0EPJI/5kXOPXXThGKTAz80tEQAE9Y13GbJ1PIBgqNZBkBJIBHnA/JR6FfCLya0vG",
-	"an8+Q/GxqhKqONSqnMMGD6GgTc0IWoGQABaItxvabj+QR+x3K0LVimiS0TkEbBbnkbKr5DH8mFnhxReN",
-	"fjZg4AwPnUgvds0JDP3eaNpk5E2Pv/aKBu4cBvmhfLahpdBhCYWOlGNuXokMi2ETl2B72RxFgzIvS7h6",
-	"I78uPBxE/E8v6h0aTrMnLdO1y/VUkLMZP2zmbsZrW40Sqp7CDqvzXFi7l+2NuCxr468qhJKi8Hvudk0F",
-	"uTYssrD6oOmh7FFX6/C6x1Z/qJAUp7iJS3oFNOx81Ct81H1qyh2dAPDE5ZDDCP+JBLRRld8EuSstlWu5",
-	"oZWehbK9EBrPnRh70IR0U1D4HJoMbaNsGl2G8FsMLSHpDUbTnxXB/j89YufKD5GbCOXIiUAmvyn3O5CT",
-	"H5M7Xuqx12iDdQ5WJh5D4Mj12w5f6lXU2USTp6w7Xtf3/yIZpy1uuuY1fXvuvCyXJuErqi1MEQHt7n/a",
-	"XvED0r05YG1utC38lc3CX2pgthBhNqxl6ZhUVM9Pz9iUqzm444m8UFLRVghskpbZqT/xyFVv8Fjxa9fD",
-	"b9GTmKnL7Za99i9YtUxh+L6epWl0myf6U2Abh27DOCNcfYCTSysvlGQbztlPr96yVfgfzGmrwn0+zsNC",
-	"Sjo08/bBPudI5xsshsEfCxWpN1PSiYZTl2KbBJy6FBtFoyTfY63xxIaSxJz40brnqHMNccfdkeYAcI11",
-	"+dG7THYekI0oPnFP3B1krTI1wBXHH/w/G1J7EmaEergQrgbgc8R+8EfooVSJAIl/UWUsXYNIycK52hVG",
-	"930jhoanW1kK5co5K7UVlhk5njh7xqb6xjdDW0GHtNMIf/RS0nN6aERxkG+n/F/CKG05bgMMtf21JFob",
-	"n8wsO5vfHXN5bmsHbkJSuNGBRJsQQiCmkKjuRDlnUkGgBw8UvGkla/8Z90nQraB4tdXRbocbC1gQ58HC",
-	"v7SpmziMcBuEWXVuZG5BOEBZoS0jDOex9jQcqluTc3ppGz8ZAB5OZBGzzcWWxyWyhBAPbNUuwuMrjPC4",
-	"Z/nG2eoQrAkbspZfvr268AJ1IZSTvESwBTFEIb3FAmFII640iZ1PLD6GbHAhcBauKvVYqmhAU0wrr00l",
-	"L4SrCo1xrEy8J2MDemUbYHuOtgjo0iclCJA85Gx1XrvJi9iQdXxyr+G6kRQmQM1CEVOR9mooSg3FznSf",
-	"vb1Ft7IpDx04LqZSxc++0c4vwr3Tvf/+x/nh/8cP/31y+P2fzZ9H7w7//HCSPf3mP/76X5tUnv69mfvR",
-	"Qq/6uuKXC5WU2ZhNr78T/336z3/a4z8/PM2+e97Z5IcWR5NpXhZKvxx4f2ixVC1i012BqLNVIqGusKt2",
-	"4GNSFRm3PyKgfZIioGUcuJHAs/kSE44BBzHdeJnbLuItglzFrZ1RzgBF2jV5c9GNnJe1dZB5Nw+xwe1U",
-	"4zMsf4NZxuBzWEg19qIm5C/cgaF3CU/X1qwCn2U6ssE3nA4PelnbxbE3cLUuguuneoHTZjae4Dht2Mr4",
-	"caMmJqD5SOpwLU3hKsN6976YcpdPQpVzP+87v+sKa/3iGN4lwG1mt/84CVCbENgGaUUzlOsalReEOIq9",
-	"65USMeimDY8YuAgpxHeKhEHdRhX+42VHUFi7JMetacdLL1ujK7cnKs5i1owkxkDxctot392j3rw8kOsF",
-	"Lh7WwZlfeTjL0W8eO7lLHH18hv4GNO5JtFupHh87YVeQbv5Qy7CmCKDOac4xv2qCZQYxVYHlpRTKwTqE",
-	"BPomQSLuupmuy4JZoZpsz7G8EYpNhZto3JW/X74GG+Lljy/YN989/Q/40n/4j++efscKMZJeXnMRV0Pg",
-	"IjaDmiTe89yVc2SE64Fer20jvrZytKF2ITwlJGnn3BgpKGCFswm3k4TSJt1xjVlAujR8hkcVfkZjxafC",
-	"cL8asHA4jIn9SJtAFuJnIP9V2mijJY4BP8nLKP5WdMmrW0Lx7petQfF0KDT0Ip6lMI/B/gvJKRNelsIf",
-	"a+Bpglj2B8Fx6OlqPw7WBA+ZIUAMEg/xdEt5tRriU744pfqrQv63uEYfCuzB+7MmdCrXyuoyeooaxjCv",
-	"Ktc2S1y7aMmEUq9nDbAX3PEugdOv92sxh2tAKyJpO6h9jE6BQloPhCSlWb2U+TaSkNbPeJ7rWrmYSXKt",
-	"9KxJhjliLykEHXuyguUrXEhcO74h2Fn/DRmzmrDFaHBFgp+E0KCLtaDTNvA7zMNDRZ5HH6BtD3468JDO",
-	"4zUPCpMW712j0m+kzdNU34GpobUSiTi/ttgc/Hsz+wJe2xlsjhyYe9ke1a0pINgcJn6jaPOG7qxIF90a",
-	"tjNad4+H7cyvy03CyqlzO0NGryGjph1+F7COo71p2GGK3yFpsKXqcsdKwa1D6hddig7WMhJvLS/9WgYp",
-	"N9TSTx+VQrwFE8WSEx/iCRv5s+Evw2PkLmMZlYbHQHJ0pOYJhwRENFZ6JsyoLmNoozRMz8D/FoGwM6Ix",
-	"o6PCHy9DPzLpNs9uE+/ot9hWObj8C9YI06GvvlcSZOpGaWmfvs1ZTwdiEgrpn3K/cjWM3Yo+7UIhv7hQ",
-	"yBq3y93B6Frx+PhDDfynK0Mhr/TIHRYxHtLfcbqS2qqOgmSXlJhFQRgjsTUrtRoL4yXsmJAgIeczSetO",
-	"iH0x+grzpGPcFogXwfwCCZUo5jBbV8IwXkylktahYN3Jo5MGNlQld8jgW8743NJBYfVUYDq6hqaHh0JS",
-	"RV+oAWHg7aRfYqV9cF93BJpd6OVWQi+3tuM3YNVaUD3pyAvhxNENtAEt1ovApRUi8GxQb+mphvj4wsZ/",
-	"YtGq165sgVuZsq2LOm9iNIG5NmgrUcrxwgoTo5HI3UJYqHWCF9AFRyf4e/IxrRbaQtKD3XY45qeDwra4",
-	"tzaQqB4579ZKwYkCMlGc2xkXv4D4ygcUmo6DJrGiYIqAKpweWKIyiUTcxFivFkQTI6iWfAwYJ8BsTI7B",
-	"MQKly5wGTxKCFBUC00ocsfOy7ADZJDI+laMAdGcTLTCJWiDPkC6Llgu+1GMgvKhdlLs6mKysAJPfRRib",
-	"RwZzeASG1m0Qe54aATKm4WdelvNsaczvl15wA/Gt8T9y20pgSA7iuDRmwixyou6w8bPERtiDbQNWFOce",
-	"CirDMjvGFdaPmG/0OGiZgDSQ3T6b+MU59LJdbgS3wfNBT2Wi0vkkuK2nQGqPWfHhAmlt3bChSBdyh7op",
-	"vZC4J8Q28fiUKZ+zCb8RbCiEYtbpUqiztjqLSmzCUYhyMJ+m4SndDMse+D66gvF9aIzUOGztauTpRJUO",
-	"YvhgX2tN5I6ReRUjc1m2jvN72tZQ7MkeU/XVdX5V0v2MI3OqrkLdVmgzVam1T6iI1AJbzylGLofwE9jo",
-	"wE+2fyEUmKWxbGpTFheUWXCzGjaBt0iooLaYp/HEMj4WymUYQPMy3FVk7LJWSqpxqGoB/Mnsqs5zIQr/",
-	"O1aZzdhbORXFb7XzSukLrnJRiuKAin6k9WmlAyfqVGTL2SIxMtJPM07iCB6PotuFLkuI9GlCHJOyvtyJ",
-	"jOrKchzkHuYvGJkXYcIerFzThAJzsP1hGfR5C/NYv/zTfakwOGA9oPB3XfW+l4M4tXHB79bgoijWHz0e",
-	"Vv4WiqG32rG6EvpScP3dR89v9fBJe7pR0XNEhmbB7Ty4vR5cGqtSjkQ+z8uIYi2vLkJ117Hybc+xgnd0",
-	"cH/RaYIxgP2HSSx+rlUplVhIBNknI6NWmEZeHER3Az2YUaHtYElkSs9OWWW007kuM2bEVDsRagdkbDgP",
-	"hXihujfW9sjCh8JgXcsQG9O8CPQrW+pZFr8E6sZScJQj/TeW1QqCK+FIlCoXIF4esfPFVMI0+pGkJSr0",
-	"xNkIhKVcA55Ebh2p2KBWxh+bwEud2kD9yRKMs7MJ5tGHMMG+U+OCJmaTHJ57wJVuQAuTHBKHEmzpRfmq",
-	"2sKLcTn3AzrVybzr17aXWd/r4cf+8f7u+UPAOK6vPhR/2+zgHWqvY6JbQroOsXfLMB7UkY2UArhlOYMS",
-	"9Woj0I6SAagHpbAzafJmoq075lVFzThN9PShQFbW3/DYAOkPVHl8CvLlWrbfCpGnM9CIMRpjpVYH8Kbf",
-	"RiN4DDwh0TnGHqP5jM+P2GsXtRWHLML5tWX7uS5E7o8Zq8vaQXFkOEuYASHeIumt/0AaRDia0sGiw8Of",
-	"AHiRNnIsFduv6rLMWFXbSQaltukZeub1mCByR10DIldXYf5Hmx7uVFN4iIMkAXEmi63jeNTet6YP0FRu",
-	"oA8kiiW16m4Vs+0fJdTXW2gETU93Z8s6jcA2oLDNA2Sqr8Wh8z2AHK1+6/DP3C7koyKKA8TrANKDFkIM",
-	"oPgouqgPwkGJ6TKUF6Vrk4uMzbh0UYUASxS7FnNEbA+jU8FtbQTlMuEhcspuZCE0WwP1vC5kvIiOCGX9",
-	"YUcpL9pcJ74ZD9bhIMeGwMOIo15Yx4QqYvnXgb9c1+4K9YIB26fAavb0JGPcsam2jj07OTgjQ5PvBGaq",
-	"k6FuLPxhBQMTaJaG/oASrq4yOIAOYtuM4FYrqIAbs78pjfb3yzfgVYQYiCZmFrPhsug/TBIllk3hzlZX",
-	"fjm89bttOy7A1jvWeABxbYQ8rPtPrUra2Wdv/yNErcHCGOlaFWdMXzMLYgORPfBkKcPKLXaEVF+6U9Df",
-	"tUEXPU7KXPyu+A2XUEtosfBQhOcFyLyTU2GFt2HxXDgecpdPVhQVqpVldeV36zcnDO6GTWEzvy0MgxRU",
-	"D5YZcaO0s2WtVONSNAWIMRJVFaISqgAnP0ZPQFyGBYWD0MHvQA+stjHc+I9wNbS5lW9bRnUIUyIjfmpT",
-	"NPxShHxrIPIHGJF7wEl40UZgaR8BWlJr+yDzNxXTUb1yGQQAqXAKdgQCjyiaIUEf68UJXqYQZLeOQY4b",
-	"d1gZ/X7eDzxNRlLLB0ikOFiKuiW0et19AUyZVE4vmTUypmtnZSGARjgo9fsYQwaDAn9pJQ71aMSM8LIa",
-	"2pi9OGsXTMb+vsiu4vtEoe2+PeD9hAplXg6Uaoz+xyHPr/VolJHTFcsHWAe28CN2DlRXHKujlfNTVumy",
-	"5ZmN2i7ejiaZI3bOKg7OTe4StjzGYxc7YvTPWDC7t/yhxgVzdwdli/+ZbI4whVsia1l4zWZCJRYlEQbE",
-	"y6oeltJOKJPg/mAzaTU513qD4ZaWNjlYXVhMO5FyJ1JuKFJicAjiIALREtPU9pFdV58C7FgjstUH2BAB",
-	"sZKTYw0en1GMS2NWDjbnkAsVzPxeuy6kjdb+I3blkRjihakNgUyesqqQjYtZjGSxXRCpq/tAyNZb1gAk",
-	"9UTDGH9OeKirHRzu4PAj4FBXD4WGc+vEFIr4Fjrv9+FdikIakdNxPzR6ZoUJNkrIrfJQ59AHKf0wUQJm",
-	"ofN6KpRDlbriYzJjUkxH+2fwAHGFZtgWO8vZcgpoO9eKtHUnxghuNkqLmsAUQnx5vkJc/Em480q+9OOw",
-	"ADHPTr7pH5MwDGu6vZftIc0RPPGNRnxafiyYCjAmJRgDlp+WscHCFPrpO6zl4GglEfOih+avr8CjsWqe",
-	"/KpqjW660WBgm32WkBid7tHqPCQFZ295Mz7t2Yzw1A5vCE6j17fGxmPuoeP2ehOveiWM1IXMWXMvg3vJ",
-	"mw2sacHbWBmd+5WVsh3lE+EbHW38VKuUVp80VKK2VuDqnoiyAm0NyYlYqXXVHICVKPyV4ITWgWODgpC6",
-	"/c8/xFa/hQ5v8XRvv2pVAMrSUIawG0gQ+KpiTJJFtDgqKzbLp+4D2l/HsUG9B1NT3l3f+JPWy9cTPVP+",
-	"EAVrAZ0jEz1FZ/Bp5IydiulQGDuRFdZBFLx0k4xBgnEE3ymXCjx7aN0E2j1K+5px4xc68SnSbXg68aZw",
-	"KFBfUr1QcIaFxOQQ78KMuJGWAteWjqQX2P4rGoht1mlvv6mPn5DGM4z2V7EbfqKUqsXOb3EHFNzxQyP8",
-	"tPqpzEvBVV0dV36xiNmKDeEXFZHNxwq4eoTHHuXJA3Nd1hT+FMrF8KX4SlbpUuZzoi81AmqQxTOiLNAR",
-	"7cyccUjDF0UWCeqKQMjB1RwIOo/Yb0RsB4QAfpdCjgRkZIUDgzPqJQOQWd4OF3jrS+74ZWjmC7xlXbTq",
-	"r+COD8zP5PPhudPR5UIje8bIf26DwIDp/ytyB7T5tMCgH40Qh068d+Reb9oZc0CocX2NwPv6WvHt02/u",
-	"Nzina4Jo7nphhWY+dnQXntMFRDSKqBZwx5PtmseN8KmQlGs1kuPbIpOp1aFWuVjjoQXisnSbt+g7QgCO",
-	"FSUqkwRhUljgngfXR1kmX2PQjwIOekPMylkaAj/jEqAoPprk3QJF2rSykGVjv+WNrseTnqOb8I+cuXiE",
-	"B+DEU9x/mGPqY66nRI7Bu1y5tepBsm3Y4LpedVmrdWzEzTg7jfO2EAvUxwV6f0a73p5tzke8cO7sHMCP",
-	"J529xvoS3WCHE3Z3kNdvIvPvH3IrDnHVHcJq30A7d3xYeuySqhDv/R/OyPEYrPmqYB5i28rlE8tKnfOS",
-	"8Ca8NlXYc13WUwX8xLOodQA9hQpxIxld+vLlG1DaeQm8Sg1YxeeizQyqX0Bm0r9FyKSPij5xuUPzsNlO",
-	"s0LysdJWsKkkkxurjB6WYmo71ZiX9MIrGL5zGL11VdeQOxaZ+F++wUjpKYXiUIY/PI3p4b9E7tZx0Bbl",
-	"7fhnl+S0X/h7Oa2nTNVeb/St8M3KJ9zw3PchRjaC8I2NOguumNh6VBGdqVWO9I09ce78/cuifDHhxnY3",
-	"+/nJyUm2N9Jmyh300j37Zi/z9/lG7p0+PTmBK6ZS4RcnsY8w6UCUtG0pcHHKe9A4LkeaUNhdOxmwj0AO",
-	"Q3TJ+O7BYmH8tqmWop15rUGGK/bz21/eYPg9mAeNUAWUrobUg2CNXzL1g5gHaDfAtf23OZ+WA5Q4+Ky5",
-	"M9htmXRWlKMj9oN2E9hb4DNJDDBAwBEvTyiAsVSlZkKNtMlFWlOWKCHFPLBANuWtClGVei4KdiMMmG08",
-	"wkrb6koIfIGiHlMO8d3DORssmpJP2YIleXDqhy56O7p45digaee7QigpikF2CweInUiw00bl0gjMVd0f",
-	"+LnWlVC8kkcw7AfdYK5z+7tch9/nKCPjLJ6xwcT5eWyWQY9jA6fbJIa9dNr74JJwsBMp9/yb97LIgU4f",
-	"/Yu6OM9vh4nwlBYmdgibfMZ+q4Ty07q0fo+6KnPuOfHeHUND1zwbdlm3v2nJ29MJvR1zQBJ9a7thbkW6",
-	"JXf43BOzONGzx+9pkmqk16J4ZXRR5y6DiixFxiY6VJ4hE7qEhrp5pMvWBcE9asg2jWbOmNNjzEgA7JHO",
-	"srqCdBf/TKGQ4jP4qLDicWI4rDGfHkRSNZJmSpLqUCpuKMwGvqBWePD2ohYvryEHXneC2RWMx2s/HNuM",
-	"LGne0rERf+BW5sxPid9eEH0+1LX7ynxOPwnHhutGYouyTWTAOAaeoE2cr7DS8OpURaPwBuLrITmBnEfC",
-	"ODkCo1JPRu6vuhDn2IAtLsj4llV+UOzZ1+PwTKbzDtZZXE8br7jjD74Fr4u/joUyuiynNM3d9tTX1tYQ",
-	"nqiVOAQYzX37qeSaB8KBvcmxPwwfOKB/m5h0hHTcW6+L4MossDowOVKBmBmr2mG9DAuUzGOs4qXNtY3Z",
-	"NP5iRPP3lTTCJumI37KpVLUT9uCInXsBT/oHwpDL4jaVJeLSfdUM0jr3D70FhH0TotSp71GmrLibNCIl",
-	"jsjGhc2f9UiS2yp/0TEK64y5ZF+SI+FXC2zr7eNLMkkr2oWJsS/OWSUbC3OMr9Rgq98VuvgSCl00GMsa",
-	"kIM1cKeQ22/KbUA3gsu6o77hxmpuadMWJnx9CwVk0kBhSDyEakS1FwdWCABvwht/a9q4CSFT0z4MgIms",
-	"Gh7r+pTniHQbI9uybdRDafLyNMm7k5lITmWPuv7tSrPmty2b5tN7tml2T80qEaoZk52+vELy6tphWxDB",
-	"slWuad7VCraPJEGY0QFyUAVUD5DEAnQGHqAzgjT6IUvlfGaEEjNeHqSB3UHuWkgu8f9h1GRSDPJwxHOv",
-	"wVLNHT3qLDnTiAXLK3Rv25LI8ivXCCOx7ffrLO4ZnnWN9DMVonJ2mR1fnQe6ExnuSVyJDtY1PucXSUFw",
-	"iMfwe0QUwaUWH5O6MrQS5JAhG4VX2yDPI6Y1oaMV3NfozAa3cyhrK51l12J+CKVe/C/L7maMHCwivZmH",
-	"SFnUwgZHMzdQLpcoMlllxEi+X2xXk9OmZ9E7gz2dh6LjGBtF7DMQISAKVledVr9fwnD0uKLX0Jm9QPvn",
-	"66KDzyz4rYnhDbo20oZGknpP3Vzjs76CR9g791unTYthyBUENG3SOrwd6Nw6W/Z0nWN6jQTXO6Rp0fuK",
-	"WyuKM3RMwFigcYLItOlSKIYMPKlrhvoCHtfdH1T777VAbXt9YlRv3ynVhGBgDBbO6Bd3TD3UAQAzQPE4",
-	"CYp6kAlQtkWj9AL8HxOcHgY4PQxtCIGY/fZCrDxnsxjiCJpoE+I4M9KRISbBY/8RoioXwEEk0EE1bxcW",
-	"IhoTkwppnBUeAWsVypIXZu6PV2lxA/cUQTfA/iGaeHVoHcaljzXQSUCLkrMPpizS8WA7UdoOnegsA4kH",
-	"EqUyWnxPfGhI+whHknWyLOE46pDFKQwRJ+uC5uqyWS5boezpfFtsykpxfGlunV6M+X8s8Z5runn7qM8m",
-	"B4CW587S+FlbGiFKua76Jc/7CBhVmtR/KHwkplyWx05Yt6pcHFRIUcTlNxXWYvBUE4+Ob62NKNjVL28v",
-	"QhxTEIZ1dJVDaXBykidWuVaj2MzjFxICothOLvvnJ98jJoIfaNC66Z3S7l3TjAGKX9AYiWCbtNEjx7cn",
-	"zxry5LTRiL5QoSPnyt8JIjzPJ8BsARz5MjAo4XbFmAMrVMGmwLCmsYZeK1sa03WeWJZPtARiL6yWZ9mg",
-	"a+4GGDllgavzEMySojglpg6aA4ss1OC9wsSqGKEBd8NXSQkptv/8m+/ZwD/xHT1xQDFtl8KZ+eH5yAkz",
-	"YEMx16RndQRa+fXwVlj3yvd1W8wcMCLwhg34MI3IZSX9GYimqlgQj9k6huDeI1vHYuNXQX9rT828KADk",
-	"VY3wkqzNHf5/rVQcAnLaYa2ksMcE7cGtHxsUfbnO1oMh+ZT3nLh8RgvhtU2Mp66dWKYEaJIvE3b9YLlJ",
-	"HhwSOzk+KAvPi9+rBebM5F4YBKxBIk0SY5slt0hgBsZRPGJhdsNbUBEZHEv6/ngAer14D5o7njMaqy3V",
-	"CoiRXjuyokPyJLKriaIZlyDTymlVioSBxEv1ottiBAGclfw4e9FvqpxfUH7Eduv0pc1cbTZoBuMzsho8",
-	"rBHAtYZtzKVaZknANbtFi0DFjXTz2yAEER1gsbkgRo3AdwVFg2Qp3TwLcZSk31LIT7AfB60XTn4yLYeU",
-	"R4w+z9NXVsIcxoxILOA34XbC8gmXCrl448+8LGMToRIIPf+I/QFS6ETk1y9jwlIwL9cUHX71f99IJ9jg",
-	"4vL8p1/O2f/UMr9+B/cMmgKf+HjAhUKgck+GD1LwrSyFcuWcFfJGmLEo/I0eIUH2zv0CUba2aRLVlBgj",
-	"5p1wcQGzdPfW5XPqfNr3JokL+r3Y7TM8FIzgVHQTK0HFpBGYPDSh21LP+otAJPPwiSbpNLfLLxVsqJ8b",
-	"IFKWQOMPK2KwLq0Lb7mj9nw9BuZkfa4+JhBudqblbZqWPTzSOA+FmwmhFklqtnieeFyQStgV9G8Ba+Ol",
-	"YfWnqast2TFGOsVI/6Imfz9rZfwhYlXCjLSZWsbRCn0IFDrENWRktTIrH8zG0rHK6BtBm7dBbNTzLD4X",
-	"zfZKO9zK0bYbcg6kZbwEe0hC2S4t++bkBHEAcTWkKlDj/c62wdqRLVR+JuPzUBfzrLGEKAqxRfM0L+Yr",
-	"chMu4wStiQC7wFH8qEH8BNTvQa9sOasELAP+9C8Ft1A3v13dkUJtMONhRXtewXW3w/w/t2qSphlaDaVh",
-	"0mHCz/rXUrGTwpdV+4eYqLg7sXq538P+62RvBzzEXZ5R2U4q7uyvP+oIJ2lDKW9Y1GENbBPqdSnWxbri",
-	"qkyTsLDvqBxcKz2DyA3M40JC+LCEQ8RpPA3al5EDrZwzTIo7Ype+PSE/tgR6zEPMMDCCLgoF/CS0Izyc",
-	"JqFBebw5ePDE+6r0yhmbTebJbPm+kKAbmjysHZNF6V/DRros9QwKT3ZWykMw1qWw288U869ZWSIzTZL7",
-	"iukJ+8dhm9uoVk5OxTGRYDi5kjoXUyl/Aq0N689MxVSbeZYKKSowDKHvxPYmVB6xKzS3erFxNEqSIm2l",
-	"HRtro2sHhS8NvYeNjZ65ScZKPh5jGGlcm1Tw3l8BNR9AbOATLzeUetwpk1xiL14mfd/mybr8to4dQVex",
-	"ZEK+vj3xk3BhifUOxD1sCpD/N+GtBT0B3Gd+NRuuxmCgRu9R8MoEnMbWdSgc4YiJCocX4XNX87Kco2Ku",
-	"FvgHF9KI/XZjI2nEjENeHOYbAbtteGks8YQVdoeyi5zQ94zW4QUMwfZ3hX/PykPCD6wfg6/5gCBzXVgz",
-	"6ArWlVD3sBdc7RffBpthNpFOUD33N1LV7zE/AO9njdLX4oGieCRUu3M9nQpViIJBLK6lUvMOKliETQLD",
-	"gPwlmHXFFRhbsbjQGJY6qohpntYR+41ksNhGiIwCHwy68jn4b/zx4YQiuy1XQblLUr58Z7GBmJsfS0H7",
-	"/j6xTM9Uhs8jAMAWdB1EP2vr3uIAr9GLf2kyLmYTbUU6oIGvd5n3EwTPlIWfiDGCf42c/U9seDKq9oY0",
-	"B8puE0XThbvJvdqmItuMaagf3Aks6eKkAsZfEQtw99a8MzjJ9qq6NzyoicZMtyPtKFq4yXYjKdJxMxYO",
-	"Gh6j7sHHQo4MhBByD0yB6Ns/7EYYOZq3bGFppfNW4pIs0ph8isLBAE5QqxYTeqXfaH4MIHwE1hD7A6k8",
-	"0w40CBVKf41FyinSFcdJ3qhCsAE85F3dOPwHy1By7h/fApNtRNo0L4D3rYm0oQlTMTO6mWEcjccWlLnQ",
-	"PeR+6vU84zR2ReE0U3/GtFk0mOKamHCqsikVuvWpFDIcpFwi++FChR4dluH+4FddCKruc05vH2Dtu7GS",
-	"FlJchnNYnwO6/e28EoODXVTQ5xwVCsuyBd24pe4AtiG1uj+kpy0MHlclVytqjqVOdAR62vrRqxDkPuhL",
-	"kKUa1wtSv1+LectKh9HytPFSvSmCi0fSG15KjJ7B4t2NVIin3lnMLEsyzTHOHm0UI4ehkCNJ9D1H7L+8",
-	"qBjqWLZk3a5KPicdrO8lV/cIz/51m6NzBOJCWNBbcUIeCnx943tbTRJLydWO4vgRIVPgdE+xiTbe9sEJ",
-	"65octqjpbpFois6CBgqWAhAnkHRDnSVrY/I4JC6exTCfiyBOn6sCLadv+RgyluLLosSdRRkQfathtFHx",
-	"xailyvi2OfDaFMSbWhyxn3gVNL8mg6mkmlyduaUj+d5fhQUreFJNzDbhhd0uXBjgl+n43kUIYXdcUPAh",
-	"hptaQwQc+nFJdowSXBB94ylxxQpXbPeM3XnGqnRi2rCKnCUFdKBsHHqQIqkyio1TDUGisp/4ZMrfY9S4",
-	"7aMiWU+x/IBsJH1ra7Vzs834uQv+vE3wZ3vs/INK4YRK008IGbZoXdy0MtywlqU7lApqWDmhwMUMN2ep",
-	"+Nfkz9f+UoWmc21CLRZRZFHKwVCljspwv0ejOljO0ehgr5nfaAE2cw51xkPYeZsCpM/fuvWqcM1rVlaE",
-	"C2OJc4DD+HVZ0juH4A6WOQ7lysV+/MH/8yufir+8OrWmxIyXN6pwrodGw2pEKsNmaVs28wd91I8KjSdH",
-	"FWpUWX+mNEI+PIQebuNDjtg5/gJSA4SQQdBIyK0guzF3bFrjfgnF6TBqYSm6gfLhIDo7uS7rNHYFaUUG",
-	"pQ0jo2cyj5XmIPoBKf86itA0G2CjIlrRpGivGbcU+wryU3vP9rAqholcyatYcecX5N7p3n//gx/+++Tw",
-	"+z/p38M/P5xk3z3763/t3RvdYmuIVmiGfwRI1XH9aJiN7NFZ65L+3K5QDqxd87lU6doxId19LZ44+R5m",
-	"m4Pgzs4B8V7ktevUVSkFZaNioIu5LK3MnZDLIl2TAGYTGacj7aXlQGcvwLthY2mczqc3BrvwCwhbE10W",
-	"GRuKnNcW+DDFLKQP+2umfB411TSLjisoumhCol7J82u7Imj47zRYW0eR8KIO/Ph7GOeEzvurDMvpKhuy",
-	"RQVhJoYTra/tcc4dL/UmAQjWcVVwg2lPzrKx0XWF5/qIT2U5JysNiCT4zRPLBsQT9b8HbCbLIuemwK0G",
-	"T2FoXCJzs5dFQu0reApcA+wtJVf+YfjqAXMh5d8K0B8sloTB59uzECUOXQQrjr+oYAP8/oh6f/TP+uTk",
-	"Wf6z1iBvwKcu999Pwv2Bd7zy739BQ7bNFM3aDf2R0/XanlMYx5Om86vYNr7XYRG2F2cYhmQD4crZwgYq",
-	"RClvhJHCHn+QxV/HRjisRt2tfvwCCSic/YixYnT3PDrUL4QqIM4S4mM89FN6hh6xugr+e9oPZGZiXhae",
-	"Vs5SGE772RJj4vwtwQcDpdr8v/lE3oiiYcdzRoqC7XulYRCaBnwe0CvwjvudNrD1MHbqXXjMgGkv3c6k",
-	"FR1cFUBrQev5JT16bX03oNAYSdHQ79CdPaqD3JyM/fn9hs0s7Og4An0WOPo9Y0rPwqI4+rIk4wcTUv1K",
-	"hEDQUXsT3gFcrGVviLih/YJ4fwvMQN/GIm7QvsCnEfrt+75VwsCez1bt/INF3Dli55Hi53kTWoHPpXQX",
-	"iqOgV/qjeyVeNNV3wUhvU1ySljq0Gi9g87yHU3AdZDRHoSzYPgoMr4vBweJAKfe5gsh7GJnVKnkyxHHe",
-	"w8kCpAQ7KLlDKMGdOVrembDok515rwCDRQZW0D9AWdjYXESJfUypykJUfZZAhd/pycIazkP1IlCLRVna",
-	"VshIIW0FHMBkbySDJkYJ+oWIPFjStX4OSc1k99SqnB+sksivsJf3d3LTC3vLIY2NGHMnvqKg1/N2n/3C",
-	"X1hV7ZVzH1J5KqBu4ghrNzgDQ0oo3LGY6W1EwXOggJOOWT5vlj1nVuRGwElphQtRVGBGAkcYBm0UGdnh",
-	"sdCov+OInQdhnIbMCFaKkfP4EbhQiSYiXkm+h27fWFiurYFYV4+ztJpR3FXamjW8FaFBjyfbenHPJoOw",
-	"MhsGO7tzcfd6+dr75M52cl/RDaweAbTA6YtP4WQVqqi0VK4hkNAzxX7+5fwFbaosGJlyXYkM3FvIRFaQ",
-	"qmtxa4MHWlpWK/k/tWB8qskFvUJyxjtjEySYX/nQ6rJ2gk2cqyz7/fIN2/d/UoYyqPRlqWc/O1cdRGa0",
-	"hirSZgx2mNexR4aPpxDkHF7ikcfq8gYrVbJS68pL7xkrpbo+xDLP2rC81HVxOBWOQ0V84r4UdjmWckBw",
-	"+Q6jFUFwh/Z5XZ4wB47sYiqVtA4Zl+EKyyojbzza472W7YennfvfL/DXt/jj4OCIvRFjns+ZVfxavMu5",
-	"RescWe9snU8Yt0sGOq3eWWcEn74j5ERaN8s9NHVc/5u6gstf0NU4Sw0oC5WbOQSTcyzEgmQflKLU1CPq",
-	"KpvSgSVbijRdgV5rwk79gj1L+htzJScC+Tvuz4G4ohOrWg8h/zkMOMVw0cE70WWB1SQk0vlJ1xzFbCRF",
-	"Wdhd/P0XUf+thfX3qzOl0hLYZsAqU3e6EquS5xT5jssP2fNgFTfE+MgrAUnCYWVD0Pu5YmJaOcB6PrRw",
-	"TuG+bWgpQxw//nBG9uBQSQUTNxsZMjrOoAX+yDliLyg8nxKkKPtLvHfBZuxviiG6qrGv+va1hMCEgpmw",
-	"mOzE3bbgDqXt96rohdHbBbqmN78u9rYV1vHxOOynqVkTQZR49ABcwwwVn0UCwC5y407BFzfnIwPfY4KT",
-	"ftM4qZ424O5IGzbWmnRzpysoyiYkCM3YhQwkh2gNVQX7g0sn1RiNeamFS+R6KtgLrnJREomw0m7i74PI",
-	"cVDzlQvRWtMstW/P2URapw1kFlyLymVRbKGQV/90y0ZGCHgConsAioUMVOzn1sDz8WBQ69DZmanvxkKH",
-	"Y/rYdndiEtzYQkfebPBwgXeLSuyipr9QaFeaaKImaQfovzM0xv389u1FKMWLaUewVkVB3Gw0fqhDVgj0",
-	"fvuKcgSuMNAasQB6UK96zXAvU+vnp+3XbO0dFzAXm10HJdqW02sgjiB11BFvG1m1e4q+ASFEtiE2LHjC",
-	"A5vEAzjh+0yCv/lFxsepRVsKu6O2vSNUerl4Tib7+t59BIhIq8vvvFZWACNVrBMT7E7+vkHwvlNM20DT",
-	"ajukqw7hqgOymKENqq2vZWw4rzjWQpBItNiYL7GgCjrnY+AoXpH4V+ZMFmTWjN84cOMbfiPKSNJbsoq7",
-	"CdtH92TG8pLLacasHCvuatOYS7NgKz04CwQJMsYAUBzSosRzxM5ZgUQJjfLoNUc/Al0Wtrei02HxmSiG",
-	"a+rinCdVcEJ5GSRJiSU2XDzCzpht9YH4LSDPP8PsEPE/NS9x+P0UyuJB9coN6+rgQp1xGyigztqysgQP",
-	"sP9qxuc73fOr0j3Tmjq4Tpy+y5NgcyF1Tfk1r7ZxmyIftDliWULsDaiH7BzcLuzpsOuBLHi/ZaM/OF1z",
-	"utCGQZpBLEIQrX2rYHXvMSBhNPL7tgfvC1+Gxx2g7QDtiwO0iAqYi5BgwFYhzk2kKQ4rbtz8OOcVlvJZ",
-	"pXKnOVKyyJJyXKgmi/eVbAJPQ8b2+cVr5vS1IL4OqHcY3jZnOXdiDITGVM4lPjGWXmwzDklLT0O3H1LQ",
-	"lSUW/ooFlv3L/ROwAHDILNe1Iwa7kQBZ1jY57LXtyjWfUuB87IQlenHk/so8hBOBxHDOBjgNjdv+lPFK",
-	"HsKNgzOk/rC6FMwKi8lNSzm5T1MCukq+g3vfBcjrTkF56yfyws/ji3QatwiMPW/so2xLrllcHdC/ryIY",
-	"7mVIzJulPIftHeIXYqGTXZ/s0WbrN+tr73QvLrC9JWR42oMMfgj7kWDClRJlPwoEEj4lSogI8z0YaUOF",
-	"pHD/LdYxGckSCVNVwYye2SArpc9ZvdO6bWjJOgzNvq1i+FEmsXU1uLAx/yXmM22KW9wR6lLf4hY4164g",
-	"r/P1bV71K3LHbn7DS3Ej84+5hT7c6s6/TzTIOZtef15Vt7gaQ4FufcOtevAKw6Rv04fa6b/LQuhb3nMp",
-	"8tutsl/1RcnnwvxgBL++xX0/c3teF1Lf7pYL9+9b3PDaXk24CWvmVmsNOPTIWLz5AALd+23vQvKk381t",
-	"GviT0XX1X2L+I2Dh7ZoobwD3oJnh/m2aw+nNm5i/w3mxC45dERwbBontJ0ftwbbP+Tg1SwbvrgP/+EMe",
-	"gPqvtSqAVvHwPg2etFgq35/yyH2uZ0oYO5HVbQ/3tlRLYHDrUpjNwXMPm2UVYbES5c45dGeZVdyr0EF0",
-	"/Ex21HFV8vmQ59crnEjW1sIyO4ECPVKNS3HotdLfL9/YSPtDT3xiWSlvBMMY6IyFvE6y5Imi2Y37XhVG",
-	"rWuKLoNB+M0OwBg1lc6J4uCIveL5BGLTeTEFL9N7nrtyHiyuc6rxDXq+sMTYOyjlSDg5FVci16qwA7ZP",
-	"GR7s6TcnWVOx7xl+mGobiyFjBZUC3esHEPCIv0WgeGLJrEDc8+Balzbk3wCqcOX/lSoMB4Owcz9sp2BD",
-	"HI3gx7BieMxj/Z4NKIgcM1N5MR9gKE504jtuIsO4RLvCEftRGxoPm3BzXQtRwddeI4ICyblWSuQuo7Bl",
-	"DEWCVQBDIphU1gneG1jeQOAbeSMuwgq6dW58hKDOrNa4SG+T3DqVKnx8em9sWt3jscKsHPQp1DzDQg3D",
-	"4lfI/RqUeya05+TQShxCe7GhO0PxV2Qo/km4Zv4jasSjoIG85BjY9umHb7FHvjkfd/gdAuytYLCPWV1G",
-	"KDGDegoLkNnb+5C9BfIpVGDAcAs7yKhyD4xezg2QSbOBvcnfOZlfCzfAAwht8dLSm5DTC0Kb/PPPIma0",
-	"CO4jAaOg23yTKM4Cv7ClLDAregBfNOfkdyeH352cZCw5Lw/8CQgURzgCZai5Ii0ramBlHMAv5/7wHbB9",
-	"PtS1Y/9x8v8wqciXALQwBxgXAoVfQuwr3B1S0V7hKX7uBmw/fvlm4SxPju+mh5UwUhfNYf782Te+Fzgq",
-	"QzHXRIa2fIif4bUohjRyx28q1GiBJIhgFgZzqD+VMxwMf6gWohQuGW4q/NI0joQT4s1ceiRY3G/0tYCi",
-	"U6W2wgYhABf2IGPCOk603IyOcPRxGMHy2oWSId8yi6MEKRFByoiLcZWQcYYhhn4ooACC0lSBmt3IQmjG",
-	"jcFVdL7kMpjyeVifls1ECRKwYDMxDJcG2dDLqAenydBAtM9QlFqNbXQS03Mz9s+95eH65x7jQ9+sqYj5",
-	"jvEGjFnGFRb5QEIzoVv7pR5ToNANEaRnUZzjWFPVi1Lc2pk2ocTEwe3EoTcCi0t/9TJRa0A2EYqy1n5G",
-	"l3vIUw2y0v3KR+057RGLGnT2KE8gvxOPvirx6E0AtJYEAFl2Qc1zmvQtYdYJRluUfECBXJGl0tTvxjDP",
-	"oHIvOMjgMaes0mVJlIvQIFYrJ0sShm5rY7vyz/zcrGzQ6NVBOI2eTwjhbwnVvHY48WChLzAND224WxcH",
-	"072HdbUi9g9yydzCwqt47UVLv/547fShEblG2r7eHa6rM9Q3vIjHRyORO+RNBEnOC5MLosut97uuPr/t",
-	"rqvVu92P2xe7uR9ur+rqsW9V8DAdIqP1JmliaTVeu5gIVtss5UNRBfNyEoR3DX569ZaFBrReOgAtJ6MU",
-	"zWFtJRRz8QKsUBTRxVWzQTMmVUPW/cMTLIDAhLoRpa4EG3yo+Fhk4Fq9kv8WGXPa8TKDkJm/Bmxfm0JQ",
-	"ffO0N0wWZ2zg70Lr9SA8ADlRdG183yRQaJOJINSisU/YgIjVXnem5rejbJJgk9tH2rwI79lOpto20Sjp",
-	"NzZstU+8tdR2oHTXxWRaw7ttOFK6EGv8fW3rpj3+AP+SGx0NVl2e9BtNVOVBo3VQY+YUkr1Tu1NksQLj",
-	"Y0LWdMReJaaqn9++vTj88c3fM/xr9MvFc4CDn99ctR7X8lMRmdOgkJauGQT2OIArND7mpG3NV9nAomEN",
-	"u9Owghhxg8RYfXY+rFsAhj2JRaZLqAgVQ3yB38rr+U9sEiPM9p+fPGOD5ot3hVBygW6anYf2IHWQB8/O",
-	"QFxsALn6GjsX46VWHSm8L+HyHuvL7c1RbSt3j1WK1tVKm1SsOFfXQFe7aIZaSuj9YzJPzaeqsBmQEjQh",
-	"nI3hPRae6Uv0xSI1fRXpv/n2uw0ahNUI6+gkbuyvVBoprF1qYDDY97WpWdqPh4ZwI0NXaz/tjpE7ix/x",
-	"o7rki/9kGxFGVWfrUyfgdU9sCJsaiOiIyVq+nazLVxMuAZLeQbRx1CpQLwV7aAO2TXg54FrAwWZne/j1",
-	"OwvA1z8RSQkDClsny/ITsFjl8JhSW8ekg2Rhw7iak3JL1f6b5kSPCJTf9A9+fgsYh45siOGtKLPPBcD/",
-	"fBT296MdtvTHpm0FWW4rfB4DTqyyW3GkLPDipi0lkB7FiiLdruqzRHrTilnhQIpruXMXHMGdGJa66h2x",
-	"oiU4iFpsAoWJ7x288uC1BwSdN0kmVsegLBBxUbtPBAik1oO3FBiglZyv4DDWSkQpA8oi2mWPWNb27Ybx",
-	"fwdPeZeTqXVw2gR9+d6Rs3qVBIw+7m4MXoO+p4ynEE9Qi3Fwfbi837JEQMYZGjLgQjVOHn8WghGCUC/e",
-	"OwFTiAPYXHkroFZi1idvZ4FSK40noCueWC+ldtWFUGL2meL5FipPrhiNDTgKU8/wGeORknL4L5F3EVHS",
-	"+frIXMVhjX2ZEvTORbz6LFZQaPI+D2MDqVhSjVclUftLgJi4FLbHdnxK3LH+CoxdQ5uX9P21IneW/WMA",
-	"fs23ciq8UiBUAX8esP3LH1+wZ8+efR8qhf1bK3GwWLhg4B/+ukBjD9bwG5ZgWBJGqFycgaFaqlrXthlC",
-	"nhttLTUMHFx57Y6nwoxFqGq92oB82QzQY0jUjM25VY5ivGvzHMp4y63TNeOdG6Y4xutvk7MYb/pRlmLj",
-	"ZLjkVbQSb3XXK1yy27Xct3q2ST4brO1dMtsKE7xJ9/BWbe/Nm1Yb4JvrjifcFIeNzb0n08YYAZVUh6U4",
-	"ZUZMoYxahNwnbDh3IhQekmbBdbjvJkbX4+A+5GM/gFgECeUiCN+VqhBUTYxxr2a9JPuy09OhdSDjWg0q",
-	"BmpulKKgri36tGfaXAceWg4lCbQRUfdwgUQAm8qNYGMvg7Fz6AMZbYYC1DOkoVmo0oYNnAvH9pV270YQ",
-	"NHzm5f/UtYgmo2jK55YUphsKbsCjgBORxkwYwfZhRN7Vit9wWfpjpcOv+DM3xaIJvXU4bEcm9i/wSPAD",
-	"d/lkjRgMXcvY08OnJyesAKaD3DFZ2AxnuDI6F9Z6XVKFIiP3KwMv9acvUMIDHBVjr4SBnoF3hwaZgWN5",
-	"B3rdoPdzAykPg30EZxugH6FEP/L94JVOy6weucPg8MIt7OW7iB4ocyK0wJ5OYLVoefbgfRg7POKyJGdl",
-	"bNI7/7h3407r6yXevNv/u/3/qPc/rdP2pnkQIFgTEZUAQdLWfjD4GfKSYJmf4vkNB3ui7qHhTZogooBg",
-	"AsnBYLskc2vGhnUqjIBZti22DBF3IAe5hTTB2toaXFvnOVJ/jblUXiZp4U8o0HsbsLnSI7eTN3Z48xng",
-	"zVWzFR67vPEBrUibJ3ieJ4mdaGLWCvazSc1ibD94Of5LqgRrD/2PB0fsdcz7CeYruIu2RUt/0f5/E+eq",
-	"w9G0en6KkAUV4iTUQQMEgWS8S8jm3LdCgNolFePsn/XJybMccvLgT8FEKaZCuYyNRtNKjNmhtQcZVuXT",
-	"U8aBG5tq6IF97m/4CIqSwof8w//zzXdFjfjUdcmfA0zroxJnQzGWygZyhGsxHxksFAJ8hdIdHLFL9NA0",
-	"vi/2++WbIwaLybevQVCiNqRdSVE96D0qNXh+krXgxytjU94OVatVDRze6zP1Isbeyh2DtvtkRfT4X3D5",
-	"fXJR7seQlYcZTeRRtWeRvwPTAcAbCMVh4lr+TDLzdl6Xh82R4wvQOiLuEmISua8zZWXmHGWzrQnipyQ/",
-	"8gL3u06QlgbQF+xnIY0hw/S5CM5O/A0T5wZsnyTdhF6HkrZfF4MDyrJr8u7o1IFaCBOh+uhdvJCLyWdA",
-	"+VzOY3KOR3JwxJylTw11n4jbAKIq8DAL+eBrvCtXNI734lrpKAuD2UvJ8dsXkjlteUF64PrpN/+5QbRo",
-	"8+IwN0V/FRryiHz6C+Mi3EL5G5zFK3zDfRS/ab1wEx/Jwk7cCfIrvCVJfrK9L4KWlc4SuugOOVmanMZS",
-	"XosFHF28FFE7zdpG1vPhnJJ14btS51BSen/QgopBxgY3E20hDpZXlf8nwWmi02rlgZ8yHh6K5bpZAay0",
-	"DHlkhMp1IQyrajsRFpPGWwrE/uXbqwv4GU8OtMEUDL5OCnQfZB7/67L0ktv7OQjWPBkHbAPywoygVo5d",
-	"zAW7oV8a7mRCNMWgouxC/ucppo+l6eD7rWS1jln/P2G0/nZ0dIRqSOskPIhcZVHYz9gEwvEosPgffx7V",
-	"phwkvPVzYQJBywI7zRFbmD6QZYcixAomtCHxXKXDj9TC1mHScOr48zlVESGMYeBHsAmJjhf490JvaE2B",
-	"N87rERkbfGi176/jD7C6/jr+wKvqr+MPYbT+GrB9tMH40/z3yzeH/v5DYXNeieLgjJTJhKuGbOLBZJVW",
-	"/0h2XVMgxDY1ICHMEbS44AJsKIaqGrN9EnY5C1mKpfaijl3mITpvrX5yAdIgryOp8TPQzIcVN8JAKY7F",
-	"REpdu6WZbp594ifOS0ChryAOJUmJp8lGCJbGkAWaJcoojNBPP3zzn0//82k8fChSEIrFJyspmWzQo0uA",
-	"aef3GOzxkNoqNyDfw/NxUYHdrtrY8c415sNABQnLpKF4WaRtCkbdHdXLrpb7Q2qlvRJA2Lm34G+5e2K7",
-	"ieClVwnW0CBzZqe8LBlezqzilZ1oF6KwecGGvOQqD7UPplpJp71mAdxmUR/1AJrIEgmpGWXHSKCRmPjf",
-	"c4iq9k/DoPCkqCHu9tgKXlrNpMrLuhAgbFihLJU0RbdMIRz4UUJ9eKULAdG+Ut3wUkKUfAgHj/xpjgK7",
-	"/TmqtJpPdW2Z4VSfBSjb/iVyJwo8sMmEKS1D5rdwlPl3wUlwjbxuY8ML6ti3J88WK0jETg11MafSd3jo",
-	"JnEmnRk+P+NUblN/usnxJVfUyN7A6v4u++UAR2rwkSDMfYvw8zDNTEb2rClLFgJGwRjZXvcZCBdeqoYy",
-	"uf7yI9z+Iq+NdPO903988Br1UHAjzHntt9g//vTKbepu9XAF76DHp6szgQJc+LeoiPS/m6+9GJXTIbfY",
-	"wMXWZR/2SNh4ofW1FKHJ1I6lvBpoFpMKA/+B8w47koGACNaqDNNobcamXPq5BQooCKGlrW0dM7UKdLUc",
-	"J2Uf+8hOnkJIVTAv4EAsmyp+t+CdNRociw1RTLakvRBy0Chg45gzXJZRXsi546Ue19CeJPGv0lI52zTt",
-	"m1bTwrguN+5S4EIWBSMGCjYV0yHyxVMVpIBYoKM0r3iWvoJu7ngDFNNIJMkg842NrisbKk5BtfdDHoss",
-	"sErrMkuZt1wjgoQpKfW4ac63reaEQjTL7fnVTyFR1cAcXDBY6kn8nzNcWdRInZhWJWjekVHCrwrfDyoR",
-	"6k8NyJ4R0uD6wFjEnoECJoOOZr1JLBQU89iW8bNAlBJF7pBnFViV83lepl2LerCkfsF6s1N9jTXy7NGi",
-	"Va6rYW9jQ4QagxIyQk94MxpYV58841mkFMeJRFxtak9lUXlPIjiTgWvG7Xk6bvjyjva9guBOWv+YHh+F",
-	"k8VySESjEOzPCWkTGIbDm5+2NnYq7HQPD9aQC6V6Q11hRvUh20XdbVoNGIYD8slwRR/iOv9DDK90fi1c",
-	"3PZS4SNpCsKT/dfv00HC8nTLrfxBa2ed4VWwXmBJNl5MpZL+B9DSwssAj9xSDbkGqeJIff99OlKUfL34",
-	"8p9+OH7LUF9Eq4/X0cfS44XfPzfCsKvXF2F9V0ZY4XEYFw7A3VlIIwwVPIAAg7ABVVNyIkfC/fEQ3pi0",
-	"jr7pBEFSbpPNZdoZIk0QTrAdZKyQ4aBo8i/i4v0uHZioPe/99edf/38AAAD//w==",
+	"7L39ctw4li/4Kgjt3SipI+WyXR/bY8WNHVm2275tl7WS3DV35vaVIBKZiRYTYAOg0lkT9VD7CvtkGzgH",
+	"AEEmQDJTsrtmpv6pspIkPg8Ozufv/PtBIVe1FEwYffDi3w+WjJZMwT8v74tLQytm/10yXSheGy7FwYuD",
+	"G6MadkOkIOyeqQ2hQq+ZInJOKBGyZMQsqSFLqkkltSGFFIYWhqy5WRKzZKSoGm2YIhV09gJ+c20UcsU0",
+	"mSu5ImbJNTT3jSZyLYg21Nj3SrKiG1LR4o4USyoWTJMVhU6VbBZLIs2SKfhQE81FwZ6Q01vNhCHrJa8Y",
+	"9Aaj5JpwsT06HNWTg9mBLpZsRe38mWhWBy/+7cBO/OCvswOzqdnBiwNtFBeLg19//XV2UFNFV8y4xTtb",
+	"UiFYdVoYfk/tsl3a0b/hlWFqe0E/impDqH2XEamItH/WTJRcLGCOglXaDojbl//eMLU5mB0IurJjoN0u",
+	"OsP+b4rND14c/B/ftpv8LT7V36ZHeGCn0j5qaIU/p4fsx2bXEbaLwie4VQMDDs3uPtjwaTzQuh4boNtd",
+	"O8S6JnYk2eHVdWdYK/r5PRMLszx48eP32zvfDqIx8oIVUpWjY1lKzQhtjDxW8AHRa26KJZwYGOM9rZr8",
+	"ANuO4nG6gd1KWTEq+iP7Cy+Z3GFgdVNV5JD6L492HyL2OG2Er5jmipWTSK3dyRK/Gqa2Mm56R3LrDKsz",
+	"3HteMPfHu3KXEdsP/RPCS3L4p5fP//jsj8/Cb4XlTFKRjz/95d0bUis55xU7ys+uO5IM4T57/scBysXp",
+	"jM9DzjuzOMQhur94aUftZ+MnKsuxse876NeC3lZs4llj+PJuROw+mkjCf1Kyqf/MNtsD+jPb4NK1G7+w",
+	"L88I1aSw4xNkvWSCcEPW9ifFqGFlGFZNzbId1cL3MztQ7O+Npc+DF/Za2odn+UEP3ktb+w9DyK1aNL79",
+	"x7NOctEzqtkxF5oJzeGqNOyzIXPZiBIvIIZDI3d2xdUgl79znexFe2+pPm1KPpGfLqk+pvb13chv6TuZ",
+	"Rn9vqT43v0wf0fnVv+48HtvBtNGkmMm7kgnD5xwlxeg4wEFQzDRKsDJ1FOxmVlznD0URMcBJp2J4f9/p",
+	"yyVVnq1OW1NtvyjJIe98u+O92f144lo/5LzYfmck+mxm5aMZ0UYxupq1zF3bPWjvrS9yrN7LxRslV5n1",
+	"ZsIozjShxg6Fzq0CAStq+IqRQ7xk+Yr9IkX+zrGKRWdwc6lW1NjbiBp2bL8/GB7hR1WmOOVPbM20CYOc",
+	"c6UNObRLXLI5bSpzBIJ9Vdq34GluiBI6iMfoWjh4cSCgl4NZ0EfCD9hySjWJB38lJy3uLZtLxXZfXSMf",
+	"sLYfWMnpJVP3TI2LIlRrvrDcwkgc5sp+TTR8nhveqtPDXiT6kzyv6Iapl4rRu2mM4Y6xGsRpLhbHdh1l",
+	"Y45raEWTQxE3uCO36Hw7kVn8JMsJkh6OPF5TohqhrcYftPL8qMq9hbpzJY0sZDVVEqnd+7mx+Oe7Cv5h",
+	"HNHYLhphSfi9XPyZi3JQYvKnyQ/zjos8x+Si3HV43aHEg7yUjSrYJzX10oLXyaeL93jEZWPsnQsXNa30",
+	"ERpHuHDUaO+PGSl610q1OYk/8lcLkC6hihG+EFKx7AroMOYMzTx/+v0Q0VzCXTVdCcO7bVA6xFf2EmFx",
+	"NLsohdF48MbQ9l9Ukxt8cnM0PMz8YRsc6F+WUpupB+2eKzDs2G9yo7mHBnc892gJnCgu4ssn/krVyP1b",
+	"e6J7rzVBolExazorQu+7jdqu0bmStxVb6e2BX4Aki0Y8bthKe3PoPSPUsiz7Xfb2j5tOCgFzWmk2S7H4",
+	"c7pIWE9+ala37drUdMHssqG4bQU9qgwXC3vzP8uyUdtwcjDPZu0tz4X57vnB7GDFBV9Z8eRZGCUXhi2Y",
+	"CqO85L8kRvqBfrYfEhFGrORak5opGPbQ6KDB5Ah/eJoaIvZkWcvT0QGjrY2LRd7M6A2LFS/AlLqHbTFD",
+	"aqHzMWsTDMGd2288U8kS/p4GozCa16K8svLc1lhei9KTGkiOiooFI4cXb87Id99990/I9iixYuTMCfFA",
+	"gra1oxMy5xXTLVE6QZSbvI0Gx7GH2Bnm8oZXbMjyiGPyFm70Qhy+YhWzmqlVSzVZUlUel+4neH9G1kte",
+	"LOH+A4fEmmtGKjY3RDYmr5+EsUwVCRLT6Mxuilj9VSToMKJBETQair1OHl/SDMO49GS3PRJ4NJWMA9U6",
+	"fw0SdZ5kA7k/iGhHxIxYsMhr62PyQ24JZcWm3dhKVuzh1h2F/Q2ZdrYHednchrFNG2zJKg7uzLqi4uGj",
+	"5uXDTLSX98WZFNp2IYqEWfmNYnopmNbod1WMlk/ITSULWt30LA9ODPJuVeaYWFDlQN+E64uVJ+Sm4oJR",
+	"xX+htxW7caaMQoo5VyDLeA8puGLxK42OYLMEh6VcrbixSxTsCIzYhWDaEKoUv2flDD6eU+4l4R+efkdu",
+	"GkHvKa+wX6+PUO+QJadFwWpYeu94ljVTcOGekLXihmngt7Ra040m8TTCHqF/u92lfzm+vC+O44VOW15g",
+	"XSPDi/877iRtfbmiasHMCBv+EKvadr3CzAgtjFW8Z4QLbRiF6xU53wk4wm8ZkW69gUxjgdjuK/tMC1Nt",
+	"iBTsi/N4nGuOwX9o2fohOuDLo/Rkgy+fG0ehdMGE+TITHr5GfvwuOVF5xyayldPzd8TY10dZSoaRGNfX",
+	"bvzvk56qVjWaqYezu0Y7epk+yF/ty7qWQjNQo17S8gLZhP2rkMIwAf+MJOtv/6btNP59onT0WimpXspy",
+	"g911l+JqyQjQAtg8ZbnBiJB7WvGSHM6lsqS0qitGbtyv1/D6jX0//GQ/vDk6IYVUihUGlpSLujHxgVWs",
+	"rujGckduSCMwbqV8cmBVYCnmFS++4pw9Ly5czzqKzGmUYsJ4KffGvwJTpmRl2bmuWcHnvEDv7gncPNGt",
+	"4pm+gunSBeUC5vlGqltelkx8vYkWtKqYglAhHW4hCBmomVpxrS3LkYoo5gxhupC1nXb7+LpkgrPy5gjm",
+	"8E7oZj7nBWfCXBqpnML9dWbTmjUUK5i9RWFOcPHN7DS2Q6tmlqJvWSXXwEnnirFjXdPCrgQwRbiGFZs3",
+	"Om6t1buABWCQCivJ4Y3GSV/Pm6q6mVmOoTb26gMyMPYkCbuM0AXHDks3NmToVLThWchnZJBXLcO2YutS",
+	"ovQNzbh1N0wJWsEafb0Vd/exFVNYSRrBPtesMKysNuTwhrsx3cDcaztmUBcUzB3P9k/SvJGNKL/ekLln",
+	"72VL1aVk9hY1hH3mGhw8HP++55rfViyY0fC4HN4Iaa7BTejI/pxuKknLKynf2wv+63MqYM7sc8FYiQdZ",
+	"818YqfiKG3tacXjXRsrryg7QDdsKMbxgn1qp8uuM/JSUrGaitOIkAbP5qpaKKl5tSCTiksOuwDvEYe3R",
+	"AiZ9S4s7OZ/D/K6k/EDFxt2Z+qvzVdwQVlrtw3J+vx/2j2v4wzLOE7Km3JC5Y1CgTi/4vZUwBLm5sFM7",
+	"PrU6842VLKL40+jRkFVTs0KKEmzB0JHjXbBmXCyeDIokeePl04QtEOQqQRuzlIr/wr7Ssf5JEhRJWicL",
+	"sOXa8nBhgC/bMdlH2Pu1nzBKKrTm1yBEtr/jAfkkdFNbzsVKkM2vYML/kMPtONJNv78bOCVhmNcg0F/b",
+	"nYE5/Oo3EyjmtLDfXTANOtu/J/qMIpVFpHbAreqEMqLliqEmay9Hq1EI2TJTMOEFA/oLQgnY/TB0gtRU",
+	"67VUpWvM/lTJhWzME3LZFIXV1rkmb6+uzsnzp08jJxAswqFdeEULQ05fEJ14vxGV/QkErRKMiLWyszAc",
+	"JWha4Fz7U//Zzs/STCkF6MJejXU2S9uQG/mxWwar28rFgpXHsjF4MJW5ZdQce+nDvsHmBs5XxahmZUIB",
+	"nh2smNZJx8TP6BWpayaskMAFsf2Ds2arEQOKZaYN3s6NGPkiUmqUrFg3cGXWDRObkZuOvvut/c5qNDeO",
+	"Ri6uLs+jgxfkLM1QekTj2rb61bKcf/O7EmbRrkm7XvL2b6wwdqqnNQftMmXZi7RJq7BZaYyVJ3YBBLOS",
+	"ylJW7oLEd8AHO0MRaw66NVC6ExI2zkrZo6GqkmtWvqsTrq2zykq+hJalsnSoMPr+8Ozdq4ujqFunpYNQ",
+	"OVdydULYqjYblPeo2IQGuCauO9AqjfOnbW8//kCVohv7t1NKT1On3N4v7VBiFfbw09UZHJopxtbQycuE",
+	"7e2s5cTIOlwPod8ZidVHUAlLtNMVUmhLlZ6ApONGKBaH7U2egpIvmDbnis355zR/Q2Pds+dkyT7TkhV8",
+	"RStL/ZapMKW9yn/59vT4+Q8/EmwwWLqzHbPPNVdMZ9ebGufuaBfefYKLfkJEU1XBrhAJpPal7JbYj1Bs",
+	"w3t7a1wV1eaTnkwI9nWkSiNJdGUysJ/ibZQar/0WD5j9eP/hoqlkS5ShKza+BUKalyDZZGYKtt3+JmAE",
+	"ES+TswoP4VMgYee63G92ci2Yypmd7O9kvZREroUemWqrfSdY0HmrudeSCxOzu4IqxZnejZfUjaqlzt1P",
+	"nbVEhiZVsEMCW0vOQbF7RoPO0W+YwWGngjBRqA3YtAtZgxR0x2ozI1oiY0GjhW0qklYKKqySvI7DbNDM",
+	"sh0WACORd5OPiHs7RzD20LpX9icUJc1E7o2TC0fXfThyRt1b+49Pp53BZx3bWHxgZ6Rk4NbAo8SNO1nc",
+	"3nlclHLt7Cz3so0P8CIYpn0deCaLJlRY4QM49dcbZq6huaR4ZaZbovMnDp5Mule275LEfXej74vrmprr",
+	"09uz8qalZkpqprSjYMUKuRBce/f+sAzVGsGBibbHtst3ulPp3ZhdzjKLJZ2Yv8bXXecge8qI5Y9YTIjP",
+	"WkzlnXtqSOR7z9MRWS5sR85b+UBvC271aPgP19BQIupnSw/u676zNsxmn7idCe3bb9LEhxMOwachFsiz",
+	"+CEtNEjTCc5vpKHV4Iphx0C7K2rc1TqH0E89I9JyG1pVMCLdn+aP3x8kw4liqnaBVVEEE47JrUaSVpqS",
+	"m7MlK+5SkWdW87Ujt6oQtW+Swr66TSxZrez157qiAi8a78WHZtNSyahEE/pPSDRpN+FPaOd2nxLF5pbb",
+	"GHlCKKbxWlbj7NzHa166F9OKo1VrU1li/g5u+8E303eothcLNwlN4NI9QeF+TnnVKBZOW5i8Z/ZczOXB",
+	"7GBNlbADnB0wsGj/dYz9eaaHs4kGNKJLWhLIJ6UyAtp3eQwKomZFA1NBwkGrf9LGICd6Fu3VJhaR+uwV",
+	"QbuDVEixWclGw92oN9qwFYHG0zsJj7yFqpdhxzHqrOipZfaiKjt3bc2P4VBbvo2K2LFTxOx94EdkFxjG",
+	"k7xxYXkmxr+ENdzWLkGVPkVFeFTTDu2BkhIvY7tw9lZLa2/3TJj0yvVsMPEl7snhCYoNkR84PNlykyW7",
+	"z7Kat82KimPFaAnmcJbiPNn1kwX4KoelSFyVMMFdLQCyMYVMMbiW0ba9nBBcA7JiVGiUdbymEjgZaBAo",
+	"73iadHY+OyjkHlZsgZbS8t6QJSyas5WH6a1sTHdXqddmyo5RxvJChgI+wR7ScqKi6UThK+f16hHqjLC/",
+	"N/Y0ShCKb/7lGF48flfeEO/6J2jy34mm+wY2dyJjUm93L2Yds8C++iewnVyHtqYa7VpGOy7EJRmtnhFM",
+	"5mqzw/6LiHdu/h35bnsxpkl70X23j8Dnh/Ibk/g83sM51Trn3YDzj2Jfiyth5QVS8sQtjj7tTOirtiQk",
+	"a+1iI5oVPHXL4rzhh5qx2BKuvwEdHbw+R1NpwradGsUpQqH4ptFSsuACbQFU36EJz80yGD8mdAlHIzlx",
+	"35d7A6XMTrZOC7wxuTNZ18n5NUauqOFFO0X37qSWezTl59R22C7tzO90irJe0uJuoWQjyiuq7zJMiyku",
+	"S16A5xlfJobqhErR+TZvTKP6DgzAyQsGgiruaXWJTt2EjOVeILfMrBkTmJfIhXcDT9wZS6qvGrSnfUh0",
+	"45/5+wzNTw34rFe8qnimuyQLwO5C7EpP37I/97vp3M3coC+QlRkBy3510YiUJNSJZA+TSNnP0M+Jzzd4",
+	"/e9pk4fr/KOoNsNaFxCCyyqFaE3UxSQkFjY6gmHa1sfSaqcl4pDWt211bMSZbIQZ5P92OIAZhclSShbO",
+	"36rM9tnMbLZqBCh347OvpKyt0OW+2EqvTeR4JZTCuJPO8rdD2T5YMdVsHYeYYKOFG2chadnnZZdzaKLY",
+	"glvtnQEOgb20/Iy7HCVnIegrWttLFhub83JHGEWPt+nJAkePg27JHP0d86HG2cv+pZRGG0Xr03LFRRQO",
+	"S8uS28HT6jxaI5cM2NdO0JVlpHNMOiFGactJrNxGbePc9mOkSnByruuKbn7KG3f0Uq6Fz/R1mnTXywum",
+	"mieYazcUNd5GHiR8PT6awita8bBPkG9Qomll7+sl1Uv7Ijoq0DXe6//5Dz9ChE87nsRwfATA9nDeywUX",
+	"wGBOkCV4uYBUzED+qSIlX3ADFo026wu98viOnuEr9v/S/rcRJVO6kIrpmZXXNV8INIksN/XSGXp7ySLR",
+	"FL6z62cbtgP83/92evyv9PiXp8f/9Nf2n0+u//n4r//+fPbjd7/+t1FVKsw+2pdBOr001DR6mNkh6XV2",
+	"j2jDqwqBDiS5ZXEMfJcYb31PF2GY29pn44JJhex1AyGP2t5ozg3BSGgwcqlxbf8QdiyWKd8CuCDoh3oC",
+	"I94eYmrJzqgoEIDhTK5WVJT7nW5sxiMtFtjU9rIpRnVKELuA39uY3jb0G9qtgn8qorkfEgfl1+QMa3rL",
+	"K242Z9SwhVSbtExZuKeOe6vyuKbKbEjhv3dO3J7hMY7iHLDmUoDacHYOPHtWZYssE70QcJ0WMorsHPzs",
+	"HHxObF+p+D0DdA9LQjOvQBzrjShQm3L5e2nxd5oIHS3fnGWspX6a57v50gUGdBpJGs06ne3iVO8dj7CQ",
+	"fVklNchZtM/pU1SbYknPlrSqmEiZRE6JYGtLS/Y9uwP44jZBuVdGJAwjiWaiBECG8MVNBBdqb4Vdo2Z+",
+	"DolLfnhO475lYLdxmW7TTZV8RRdp3I8LZs/0PaJ8tMBbrlf4btzC1i5V1FU8w+RWQSShv8QfLMtoZizX",
+	"Y+sQZZnYUvTRn2dFCu/Er3uihb33ToiscVhkyRSbkVtWUHsOqOjdKoppZtDC5gK37Pff6LbZEOJkT5Sz",
+	"+PYlkW2PGFvnRw4pINHkv4z80xdYoxHltjgJkXZK7nnJpGeAT8hNgHm5cXEaLlonxo55QW7+8Ic//PON",
+	"Fa9Eqe2djvmjG0jsxElh7ujNkmpEu2mD8fQN0XQDn/nrAD5MB8rGqLd7YuXOOmC2e2DYdhoYZBQxsi5q",
+	"8j5eeUenRtThRUZG+Hm56cBVIlAyN118326KXDAwsGAB3O66quT6JdW8OG3M8uM9U+cV5eLC6Hr4Tu8g",
+	"Ua1oQJzGC2rFFP1GE2iYdCPhI04Httva9kdulNH1i2+/vfEoDZbBa4eP4g5wcEsZSajYWCXVmSgEM2up",
+	"7khNzfIJ+Tifk9uNz7V+gYfyFcZVcu0GykpMlnaDRUMq3t74AY49yoe2LKc7E1jXtKRCU8Akpw7n2HM4",
+	"hwZwCDA939K6/tbjA2jSCP73hgV9Dn3rmT0cgDnG30ESZz6Rue3ko6i4YJkZuFbvmdqcW5474LKnwXiq",
+	"3BcEvAbgWzu83eA/wVFpZH1EGmF45Xbus0HNDWUxozb54WQQk089OvJJ54g4fZBqoqWE4Gzkww7U2+6+",
+	"B6G1/+baD96L4C6xx8FHOFdgTjLdA2STHH769O7VETiHLFnTQkndRf1IS5IDsdZnLmbUgQR+lfDqGDP0",
+	"jovyBS93F6XfKBbQMJVTA6XSHQuGvbx1xg9a9vCqd8aSnm0hN2+NcRIwdItdYVvbGr/LpnEACIlpZIGf",
+	"J0E7xz5b5KyQLoE3fSYWIQfb/IprPB7B51JQYedwy2L76/ZhWOwAvPyNAy/u29fR+C3Sq7TMov3GV5RL",
+	"D/JCDQL+2gfOcaWXsqnKkAuXnssyA+Lb1W/hCrFDrqk4Nrwyx79Iucq2uCUl5dv3k4jQ/Fq5ixyGaOUT",
+	"H2rrEAOO0p3zERzdbhBWkDUclC6wxaZ2F0hdUWMZS4YlWtHDmVXSbHGbEkBaca07M0oIMYuQS5zd1N8a",
+	"9k7JhLnsgvBBDbGXiI7H5KkSLyyXDY0A4TsE371C423eESKGMUz/zFhNHF5pC7ABi4WopaRi9B4QsQK8",
+	"AfgdwehiRaimqjJum6GIP2/j9ciu8c3UXRn/SjrgL4IQ3Qnp0yo+Bq09UyA44V37kdH1laJC11KZqR93",
+	"vvl1FkFgbnvwWohOJxhu/HmMj+kKnOJBf0LFiYJailKglTqCcLsG9fbGPvjvf/jDH3rvW27u3wxVTfz+",
+	"BMAMlJbNElzyXbSM/9s2Yxv+X83Tp89/9I1BV5BBd/Nt/g38xR2J//4Mysz8ywd37eij+M7pXZHpG0dn",
+	"4EEvuzCgme/eZTTxGLQT4g+cJT+gahNvBMTwRny94tpwsYBMkmSnTV0OpkbEnlzU/6zyEXJZpdpVCnMd",
+	"jkhh292Oyl/3aXjRv0RAol3N5ITcXF87NQqwSa+vb0LCK5uQIhCDGiZdozEacIQ5m7wi+wd7FuBNHYZj",
+	"QIhtMdT6yEnB2xdVutgu2BEVTGgrTsQFVDr1XqKqAH345wDQv4UiP6R3zxIFhHo1U7oFe7btB30jRlKd",
+	"8+w1nzzR0n5MlgNWp9NtI07fvt0toYTSl9NyXX2l43b6pJayguO6JXqeEBeSFEuncRSn6+pg5mKXkrGb",
+	"U+oqBSt/qziXkosFWBqsAk0OhcT0dHvRsvJoRi59vN8hdYIK6PSWHa3p5mjmVG9yiHeqVUuV4vdcLI5m",
+	"5MIBJSBmHBxxaoxlsi7U66TVna1wVixZ2WC/507n5iEqDKwcPgCtq5ofzcgbFzrWfX/Nq4q45bY0wp08",
+	"6ZfWzftgduDneQAQvPibH/7B7CBQ2pt+yNPWFgwXHGo9LUFYhCQjF3kGGYC4zpjWZdQGrNMXGG6B0XP2",
+	"F00u27AuP5+LEJThHg4NFCqipMyrmMIu553Lr2cMxyejUS/dKl6sre8yIZDqN2Qd4OaRjAKTzQCTVE9X",
+	"68cV+rndgB0VxtzRAh8s1u8hOvw2ZIXeNR7dh8lbvEPVj3ibwEkbD97ulHD6r5SFhxPuTGFymFSHme0T",
+	"mO06h5Bsr2diVPZXCsL2EtvKSoPvDFvlsEjgBQzm8zgjEQCJD3ydBtuC9DwjSL8zou94TQ4DfCCUlAG3",
+	"ADl0aIQnRDN7i1q5rHOJYlPhLFjB9Y7XAwloI1bmjs1mSSFUfI0RPfdp/nSX4pN/aoFYpCJbromuzSbd",
+	"LBeJAfYXPl4KeNYykuTcVd4z1o33QP/RnLOq1J6t2qUAWghokuNcz5UBuQO+FwBj3DBGCXI/3/qpcOSK",
+	"yYvGKjtzpkgpi2blove+kNvUdzGxhSs3tFf+MzD0sHvO1h2YXgxJ7ikBFXUggyBsAr6hl6A7MMknBFYp",
+	"QBrDs2gpRoLAwpQm7FYeoKqG0QL0kNubQzfRo5aujAdrBsSoOVerFBYUvjJsdfWDxrwK/CLjc8K7NcEL",
+	"oMRFwNiRzrq5BnP3LZuaC5JLSHnn8FjhnjlBAB0749Ya5vfLberE/sK9tX3VM2EFentxIhsBjdCxOu9v",
+	"iehilxswuj9SUCQxSae3jGvcKuLezWJ+cJ28Ui4NguPhc1SELcnZRqGKMjUO48qpQI4KayXLppgcA28v",
+	"lzpPLREC7qTNcgJctjl8vC/x9aUDtwuzcIRa6m+H0s4x0K4nhWj9B3jBZFHzv5KQuV3haw8xcy8JM/Sc",
+	"kDH11xUy81XQ3jrQH+8Ms5JesXR3Fdo0TzC65ca5l6Kwqxm5keKezyH1Vlb3/jMUtUJtALRQzsjN4has",
+	"6zdWiAFs/fYpBtNcvjuP5SqF5kTo42B24D4fMm6cm1/OopDfhAHv6l87QcEOQi1YZXA0WctHzng/JE/O",
+	"ZZEKZz+jwot38EbG4an48LfAURXPfF5Tkf66phlwJ8AANXqIsN0r8e7dMVbryTmac8X0Mm1YCNFprmHM",
+	"MGOI1WkfrHa1MRiekozsGtgn6UX4RaaKhtpvcn7xAc+B3QM3DNeypwm3ve2idxdn6ECbX5xv2pewSFj0",
+	"RIj6JUD2ucB+/1Z2PxwYVmhtV8tb/uy46bikHxgfdAUucyPT4UP4XuYgukZ0V8Se4ODxzc7i9Zi0BXvq",
+	"SvGmnJCVvGcgNxdSGC4apr1vGm2/fmIR6LFsEgpVdnVeccUKRJW1RDhDrjMD5hGHIXjmCxptKdciQmXl",
+	"iyVav47dL0197H+0r/qf4d/+ge3tmAv/LwR/hc6PBaMq/DGHf9vhHMsaAFXg30WFoFx2fEnWr2vmyT+q",
+	"0NYTUmuGqYE1U4Vd5U6U0zcOeDTJwEJlt2djld3sIYdd8fm/vqTd06dbA/rgt9sF6YMRl1XzuAzxyuoi",
+	"Q7nB3fH9+PRpd4RPn46KFJ5ahun8EkPTM9epC1zvXqWPeoM6BY2VLzencdR8mud14urDp3DaACWoH3cG",
+	"8n2IrnfA+zxzM+A3F/DSeGSV6yHcX+dX/5puNhvE9oEKCI+GKr4nMcvAQCqPALNeYuzefMfLaWs+sc84",
+	"u+7TyGU/vhiVkQc1GccQksj63G4qZZw5Jf9xyGBsv9pJTNgP39jAqrZV2hhVxbJNi8vTX83UsbcxhCQx",
+	"ouF7l5YCPmdAHS05JHywZGbDeJZc3P6KCoShgI44RnXRqsqZgWzfw62HiOiBseesFvl0BCHNLESjbZyD",
+	"fgIyUFiNaOhT7KoXPhYsEf0dfNs+ZjtmpSfBtY1OdBd08JxoUsrmFqLqmpoYSX4gKy5maMf6//7f50//",
+	"T/I3bpxHo7enrqmEz7LXFxeEWpU8AjHw+xFQVF0wgBNN/BwAKLtiVE02yuwEatFdlCyMBXw4qGkkAhRG",
+	"JNxxWGb22cB+D3YMARC+Y65J2TAPpOGCRp2/2FWx8XES+46rT8meBoaIth+L2M9fh5wZ/0KMcI8JDbQx",
+	"kmDp8k+vzl2JvqrSQCSWZK/OzgkgSUAIaBdar4Hq/6awgmhT1kN6f1u//LUwuSRhtML2FH6FX5JKLjLI",
+	"hKkdlKSgDnkt9kWTQwQae/HkyZNQnySYVlDCSyfBTNCRHPHDLIYUo3dlNjTRKxGhHYjcQUw3bvdukwmx",
+	"N2ozLTcEW4XMkPv/CxLkeamJtsRxuwGt5SiPKLgTmqAXGJ0hdeYyya4hk+yJswbPgtYb0tPt3e94Bh72",
+	"tNFGpSwA54rdc9m4ehk4Hsxcw/70oENxjzr807EOaVHIplVsYD13hjn8OWQv7AdvaBIpDT+x9W7LtSsk",
+	"oIvZac9jlpK35C4k61lHInZ+UyTIdv0dzl8Xy2+Ic3Z3MoswSj0HOq7kAo/PCxR6F+Qw0LbzEcyIK68y",
+	"c14UCIJrfagzn0fp4i0xei7KsJx1Y+lm/rI+CgeFHHYTGDQkeGGin088wT9hhexjiAE8dokIhxhLb3Xb",
+	"brgATKkTHBrDXwfjSwiDjVudxvrH/R/9pU6iQvyndYW4GT/IE9K/aPdxjPhx/OP9IpeC1nopU3LwaVz6",
+	"3r0GTgrvI30060Yp16KStJyMtVBRA7nAK0vVDi/ox6fHaCQivjlieHHHTFeWjFBZM7lpWc02ZHT5NcNE",
+	"rlgoTSSLMTACbl9e8HtqQlOd7WOwfu5BQPULw56si9gxjSgO8T5QTQy9Y2JkwaddpM5j/EgkYZvakxw0",
+	"/4W93JiUK82etQfsIDJ6F3U9JZHvG72V+k2EzMQrrHlplolm7c97D3rAjtYazbZx8TozHeJG9jbJhfLE",
+	"3hy4dk6SyfAe+rDwEAdYHj0fy72DBzxyLQx9gbqG843kFi268wdXRNbTFgR9Fw+doWihtLJZha0OBVIn",
+	"Judy48Av0WdTcl3byw3Z4vTyMJOXNYS96fjX4TxVTCHoCHfjMnK//f4aRSLcVvDj1nb6oLsofXcnh1nL",
+	"CFCa9JCqYKPaCjY8seIecFgnFQfjrlH0PuWiGEUTcQ6d5PAQcCOFCRJXpNsRaiMB1TeKnzE0yNMIyjlv",
+	"n96Cqxhtsra0P9TgcOhvD1gCc0ed15l9RkXnBApZERnCGOEGmyvGJmFCTkvU6Df19Pn3WZSDAaSFVw7R",
+	"IBSJhMBhByg6Yag5EIVXMXzC5PY6It1AXOtrBycytI/5BJUQeD2FZrsICANjekv1MSIfDI0qh3Jgvx52",
+	"xeyKZwC2lc8+Il/zkqVypw8DwJSrSYiq+n6YBpcIXjA0hx2QAiZRzLSEofFmdsEF4GYpG48IkAtnekAq",
+	"/lfLqp+51HnA94uT52MKWbOAgtGHVHv6/R/3TzofO3gTkqgnbG2mllCbDd1JaZ4gEbyKovd3EAki1ZoU",
+	"1NBKLhpGIJr5ninNpWBlIguBtJuFWqzfMFFuIZXYA8xFUTVlCkrWx3hmrfZ6VwNLX0b6FTbjHbbw/GkU",
+	"0xEMLp6/jMVv+fd2ter6t7aElGpNNxpq8z0JkcVUa2aO/ZrfTKFJTMXKOz7axLh9FjKkiLXL+ENqFXeK",
+	"cMeldPUtaUmomRjG7sgywVx93oR74wRtdM6qajvRbbqJnmht7J1T9347irD2s5aSJ5zWkEK8k/SOqQ9p",
+	"WX3H2g87ymvTs2qnkOujXI4jKarJTUAQPbjM30ptMlZeVPstI9fkEBCd6QIM9UHKxnbI7Qb0oka7dHz7",
+	"asU1pqCvpOBGKkg79JjWmiz4PXOBTYbyVB5BJInonG0HBk/WS6kDlhUH1EIuphqPpMvg344TEEpWVohd",
+	"Rp3AAoALnVeO2Kb0MWH42DIGCyHOost4D8Xt40jNKd4Bh/qQ69UhOTKYposXLRGLR0g3nH6xjaFQbJPG",
+	"P7/AB7iKExvL2P0/RPR4J+QaINEjOpwRNwoiBWBAtXftrvzNm/2lh3KQAeihDmgafs6zFK0OnrvVLVMZ",
+	"+HF3pFbwzvapWDJaoTly8OKKO3qLn1gFxZg6W9XvtFvODwfwjSZvr67Oyen5u3RcDFT0GANIBXcNd3hi",
+	"DuR4sITKxNoaLFqm7TRZOjejk/VVs6PaLkbR+ZwXaRs2q+a7TFZguVBqAtZqpoZnM5+rpLMw0fa9NGiF",
+	"9Q7Rv0jD1MHs4Ccp7uGf4yU7Q62PaJG69BENKmyzW4CZp8JRGn8bqLXvtLG/uwCaDsUDSikDc4zL+Umv",
+	"YTKf9J0oWaJI9HuqDankgnD7POSnOgGsJaFJxZLAW5lMCGrdkpFTuEcUt2zJXdRMewAmFmk6k8LQwqRK",
+	"Qn2IQruj8DrEucDPWlD4nSa8Sy1elAEykP+0WI7XR/A0MHxYMlU9WqLqztIfE3kHUcoLRUvMlhQpNP9I",
+	"wc0J2C+5oGrjxetuhx18lkaEeY/bx9slClOcdQm7Q359mohF8aFqkP58Bqksj0MPdnH08jOIKRVOQHDR",
+	"rqDqzuzkuSJLro0rxdA7m24zk9AsUhglq8QZP3FdFvEbWDADSI2umB9fpoQtTHMiDDG+nMbRYcIKrSM5",
+	"Zg7z22pxdWOIkQsg6umasVu+BFXjA4jdsIswA/AOKIkBv902xR1zp1tDPNt0/fYnWbKWEFxPqUAMN7qX",
+	"0FfWUR5cotRTgx9dWwPvhDwN1XD8S23dRAc+O0FEdN++TgVEvRbBDxC64KKU67is3KT+dwrVdc2B73Wk",
+	"2t3XHJYlGj1+yD197Uk844VWwoHsnqlZzCD8aHuL2dnuDDW2R2iA6+UKQp0F6Q85b1cy6YkkUUW3x5JC",
+	"oiYn3MmPxtsKuVpxMzRefMOwMhp5pHrtNm6UeLLu8DYcs6sj9CDP3K9WmoKR5AGPg2ljkqoUPoDP7V2e",
+	"LH0eC6s7WBI7mt+vu9gM/UHVXdvhHnRjmFrl2480IKZW+0TPxUc87LXrdkuUiWkvmn679sljjNX8/Glu",
+	"ViuarIHV3aUlR5wU1Fp6lQEHIvHw/c2HHDG0Ar/ryIkwsE1OmIs63kyNF/uax2R0asU2xU8yB+1gAvc7",
+	"sLMRvEd/fjaz/s51yHEY/8QRmGyESd4T9vcg8VMuAK8CSgpMpyta8yt5x8Tgup+ev8MycVPr+OYdSG2j",
+	"nbpHerIK2Bq3hg9Br1zHhLYzwknbKLwwsbFGj4wQXtiHsrDlWbRz0Xr3VshPaoC8XD3vZKiwox5Xe9vK",
+	"HjFRaQYhYk/IFZRdggrAiPMKYA+OYlxYEkbwcUHeGlN/tP8upLyDChCidFUSuLtGbmW5SeM5aP16Qq04",
+	"NxYsbOhOgp8D9kpcQbaTMNi2kIHYAQJCqznsQcL1TKuGhWSpm385vrwvjs+0mh/DBzeWD5cucByUSwjm",
+	"gtTWBReLkAUSFTdiJSQbbU3mhNxiRV7pnWtuu0TZAkjZTz0KR1pLrYcqIL6ezxkCO9dbtRCjynC7FD+c",
+	"HbiBDmzp6a2WVWMYYa0a5b46cZgC3ITerVyIqZ1bhe4Ht9G1OE2G9at7SCtXJ7X1rdv70NEbbUqOIjaU",
+	"MRLkxu7ktyt2k84Us+MfE9w+6VRR+zB410h3J2MinW2docQeDLGKnIzz0V+aWO5Ydi+fpVyxkJXRCzTA",
+	"C31UYk2KWo+rffhLdso48OUxgwygCQPJ4IBBpAhf7BqusKZKpNEqvNDs3xio1YSR8RgAIthDSpVmNWi/",
+	"pWFNo6EnaQuSwU7dZfZYhbypaIWWTEQsK98lwzOgmjGhzikDCCrAVM7evbogQhqH1b1k7oJZ0Q25Zc57",
+	"o+TqBMEW3fdRkW9AobV70Vn3uMxkSioO4R2R1z6OkcmxTqA+ahzwajvccPNx465d90u/Hvk0shT52ufu",
+	"2IU96McOjMxcSPMSLuXM3MAC0p8d18Th+yIaJjWYNbDX3OrdagK3o3Dx8yfEal5k1WjA7Kfx3ekuDkBz",
+	"AVPyTkTBhSOKZwlwzEbVUg+h9Yel8h7HCWWsQVdhNELMGIqehhhIcOi7QlikkPWmQxFYZdyNCNuO6owX",
+	"VMBlAhiu9jY/cYHRgDwLsiQEbIT6kXesngI+62P6op3NM6UYjXtfNCwosRxHfP1WYoJOkoX24zr7UXH9",
+	"KCc0Xcl/uPj+s0eLNxpsdJ/oo3ijH2GPv2QF3YekcbxnZrtArHMUUVdVdbgELGJAh3pXqNXBxQhoKEcn",
+	"RM7ns1xZ1z2SRP7RBLpLAsrDCrrumpISiqq0RVS3y6fOnC4OKfGd0qk5CLDd64A+Ul5Jp1LnzAPuPH96",
+	"DDtHkgU+D/1JhxE5DNWjByai9Kp55ocS1fZ8yEimprB8uZqf9o7+jMXWXCSrkeg1jktNikdNfhmrBjqe",
+	"DDN0SqaUAIXSULBdlrvtkMAyueOHFencqUSmhGQTgrHVEMqjzXElKaDC+OzZqESmlYmRf/SE4kfInyGH",
+	"z46fPf+jnb+iBTJvIUPgRPvz0V4KwVbezagMOqE+53+4nJyLmN/Yzsihu6SJ+0G/+PbboxPk1eKex6Cg",
+	"QDb2/15BPVwaU8+I/a+G0gnU31yfLt7FRSQdZ3tCoowyLHdPDhvN1AsvG/wzXj1gketU0ww1MnW+SKZu",
+	"iiWkGGFtzCdPeoUvnzy5iQpjJh73y2IegbmjVURac7MvyvtomUonGArUUjnBYhFPtgu2eJ2wEYjvI/oW",
+	"qt1klQn5T8mykbtxgEfIjwJx+ydZstMFE+Z1iPd+mN0HkS+lQFW+H0a+LZMbk0fYeM/nzER1wOCOj2OG",
+	"3BqSf3r6lBw+A3DCxjB9NAxj+8cfv+/A2P6YRrEdWLEHwjJbJUVEmf5ZjOUrGMK2t9HhA2xqF/YF6yM1",
+	"Zle0vgmX+oBdxZD0ndK3ENL/BEoh21/hmye1kgXT+gnGvRxNETp4yVa1NEwUm6SYg7X1xAKNCG3cKRzU",
+	"OysDifZvGDNyBR2VtPbQCFEdZwrL6Uyoo/fmin4+zSJTvmIVv2cg/TgfFMfsCk1kY1py+24MxnkMxbmm",
+	"GysV5AknJau9E1YYDEfBoXpzA3JNbS+VmolS+2W0vUb3aUvGOchSrIxKAoxd2CC/6M570rpUjKK8mmSw",
+	"cikq2ZP+itESxaPe9PyS//j06W6HOrnua8rNKJ6PkaHifWf6RoLry1EGatNcLNoxPh1Dz46GNxk4G1jA",
+	"MP+2bLLYFBX76G12+zKmyrcUmf+MJKoBRxKNMr+2WVYuOeND55uYiXyXwg70/eZsppKUMo7eRn51rF1A",
+	"YPhT1u1fivUeKwbHb3YAvC96Xtj5zMHDe6yYYOudKq31T9C0w7KLHS0kaLTrNIwMDERyYYpT8DZeAULT",
+	"ftRx5T27VASvPjQHeOgmkal3u7Gy4M+UW65/kSx48VpAIKXzDLB7Jlr1QFntcAmp1mtsA37KoH8M1mQJ",
+	"5vaaKsMLXlNhwFlUSnJYN7cV18vuDWkF1VJBqVtgBPecrb2uNCmy78IUEYZ2x3uUcB6VqLj9lPfgoDvX",
+	"JbZJxN9uJ6On2TjQu/ROfEA5aVzi8pBez55m3Tbb19/3348yYiUrNmEFL+xrkAcFFJ3GnYVwuttGc2Fp",
+	"koM+ZDb9UIgdFVzfo9ZNKo/NHobQJSLyogeFe1e33r/3flRBZyjxYgye+HNXy/+hZx6ORxHuArAvgB3z",
+	"7dXV+fGb939J4Fu2n7xLl41xlcnjtj3kqjvigb6ahpejSTLdHofXpX11v0UBZkK9Dr+m4G+UxLGRTMLy",
+	"n3lS5sDL0UiimZV2EIeGAqBeyWTnzJE3gF/ZSvfR8f9Gd7jXLkzqgx9dDwciESIEZpBExVe07HXqUkK5",
+	"l0Ix1ik4j29aEoZH6XzE/M7ZK2RfyWbFWLhBotiEQzCH0cKQl99okuoJJWwolgqGBbwaZOPugu5Wj6lA",
+	"H+idbcCXjMdRYHwYuH/CtddqPD74zAH1TlNydrBZYpb55ZtPwfDrB3ESjJQr6SBUmc99jyEAHsd02b3k",
+	"xq62Ee5th5/WnT0oMk7wxpHFkPXlu5Q+E0BJX4vy1HwyRSIooaJCsNLqDLNQc4d5ZEUqnDkPtrumGkqk",
+	"ck2gGFG5Q8CcHwmkxIyMBTrfJc5pQHR7K6uS/E1yYY9VvF9e7I2FNl9pqnRZI4dIOpbToZQIIL1wU2nC",
+	"YqHwaGokwSDTv2xuw9gf7SrU2Ogtc3XE/qNcgp80U48W3BVEnF4gxUSBthsc3wmQ24GleJtzqhQvh2jQ",
+	"YPiOxMITV2KZaFpBcRqqIU0RD2IaOuuHH7vMJxmdIyv2LnXbt3GQut3pKhIVMfzI57h2Q5Q2ZKFAbXHm",
+	"ailcrRRaVeyxA5fiXGrn2MHoCXYwy6xwmyEXC76h1Eb42PlPk4q1/Sp9PbyXCy68Zd9yMZ0JLgCeAvrR",
+	"mmufGpyKXtBx+IKegSuOL4SOIhn0sPX/O0t4tmE7wP/9b6fH/0qPf3l6/E9/bf/55Pqfj//6789nP373",
+	"638bPb9h9hFBt9SUP8+lj9hMJQ4Itq42odS1VERJA/8MMZkhKxlX1Io797RqWD5BZUysDOMBzJbkwCw7",
+	"nTdV5YYAHfbiRm70fXFdU3N9c+KPZMsyQjwLnGEoA4KJcNz0IJvj2hF3bGJkeQiUHN4x36KfZpsJkt4u",
+	"jA7+pHMqpT3Ldv5RGDsYXY3GA0WCEcZtjCuvAiGtc6mi7CBUR5f0nhEh8Ru5FilW3XY2MXZ7a5AzrBEb",
+	"mGtLWm1FpV4CSzryO7Q4XNEiPYoOu6n5sd8S1/Ox6znJeAayR96AQ6s3fJwxUi3cGDqfVwLEaWV+Fwjg",
+	"myqoCDFBvIVN727jF0kPwSsDygoxMZeqwHxjvHWcwrFb+ghcYwmDaPp26wfBQ7rqdtLKoObqLEP9geyd",
+	"u9GjvVn3WPQTOXC+qTP+ihp6wYz9UoozK6429XmuRv5lIWuGTqySGtAL8UMI5BNNTZRsAFfDYZdCcRbw",
+	"oYmNWXIxvaLUqf25NU2H0lFbJfmjQ0ENW8g0qI2bGdEwg5opnID7ZDN9H8NSuS9TmzottcNN5WGpHVNN",
+	"+731O/GpByGpYCQetot04Or+uM47Kz+Vxi6ahydsoJ+HDdLiQwlONSJ4zHQAagOGNEnUHyTK8Aw0FDvs",
+	"E0KrirQfjSeBjPO6f5j3Z8DRkyWJdGkD/N1ynq+w3zszl1dYgipgZVn28nDO4tYisaNzLniuXHwEGgPr",
+	"8aUZSm69JmfOt6YmvCzk5ExxF756OoZSs8c6bNV88D11Fj/BCSMAiAlM8ZZqdgn7f2pPXYqywl+hRoss",
+	"QHu1i1i6NraJHh3HiQbdFy5upltA8Eb/veKG3SQ3FBZeJQvstqezjeL5RpO/N7y4I+E7UixZcTcjN/LO",
+	"2S8jPIltxzosVCrsAdaLuOehbHm0EpOOGzbzMWzHViqUq52VKfUT1hEKqWn+CwR63W7M5Cx/HMhfcuBs",
+	"bpoenK3PpeP5TiktNGEmc17tM5OtEoILxBftzi+mn/7ixsNrNz55ZoDRYsbEG14xva8I4ZkYr/DuXVJV",
+	"HmMlQZd5x0sr5ruwMlh3jFdiwlQJhAHbUtKG9uz42dOnpIQ4+cLgIvO+5WskUq11c/mK+zlLWB/emudt",
+	"Ma+4vvvAjOKFTkO4rmQjjFsk5zNOJaDd85ST7WUlizvnc8yUE2U5ioSfQx2TCUdprtPOkzftyPvhZbEt",
+	"NoXs+QFKh4IamrHNGFoNlQHbkRs0mpWDy8GFVTh3aO2cqSJZQRZSE1x7M/LU0mf3WpQNoje6drH4YqLG",
+	"oFmGcvkHYRM6SxPPK97y7giT1Olg0ME7AJejJfk8SLxzS4LsqvA6whB2RljFIJ63NeyAB3Wblu8GjTiu",
+	"mQ4SZxTUFALUD3CZmDYvZbmBv3QthW55ouNPm6Rlx17vuXgyhigjYUZc9+7vP72+It/Smn97//xbpPtv",
+	"uZhLDHvHzskl/P5OzOUTd7ncZDCVpiOm1kreVmyVPl/4LFU6GB6QOZoMpArAAn597d9WBeHgb7t2WAjR",
+	"L3GDo2DBYWVDRVs/tGGk0ddwo51Bfa3Tuq42p2DITVtEVRCF1grdiVFgc6dGV8gQE50aapLMZVXJdRtX",
+	"1iLWQ3QZpB85GTTGV4cY0EPeVmC7iSIyETlECvZxfvDi34Ylo635BkVkHEjRhXqfujJ0B7/+NbWA+93a",
+	"l8wYwKgwEms+WNFSZtc3IRN/rllhWHm5pM9/+DElxs4bzdqFh4tPSFJJsWAKFh8M+Zg5PiXE/Cuq3rMD",
+	"7dZntyjteFUR72eG5WL+x+XHn8iKqQVk1xTLFsTGfYAnJBmyvRW37Hxyz36YTQxijojeHgmg961Q5jbk",
+	"O3OGDm8SRHlzFIfjc6PdoT0hT13T2jvzHzVAOuzPYARs7vQNKF1jnCaL8DkMYi3Y2omrIH3UFS0wSzjq",
+	"J9Sb5CYd53pLi7umtoJYKi+kxXWofR1522PaAIMF0tNFcRasDIQ5WQWMlxobSSmCxe7VL8uQyLnICL+8",
+	"YulQg7NOGcfsYmQv55/Ri4bF6pOfTot7T7AydAeNFIJDslAMyvAHLpqmDRfGfhHOSK5l6taSCMag6E/b",
+	"D2aj2muA3jHCwJeU6Q0iwV7S4m54Ch1KdFCOrqDdLYOa+t2ZziELzx8YmUvW15lLx+EduGPgrpz1uEU+",
+	"RNYXUeXRQFcBpvSgcwTDMKL97KzM9qbE9f79ERzjW+4wpQuDdE9rSpNmVSpuGt+HTM80XbM1AOflo8nQ",
+	"/Uk1XG1po1NVZtrwQFnjbUym6piNwmZpwo0L8TFwLwn22bQxcCNBZbhu0RyiJdke1dgWxuXnUnXzt28Z",
+	"b5xvQy0RcLplytsWk6k80OeIZbnTigq6YOUbuwY6SzwaQgpCQHIkYxz6MPxZSDjXrFDMzMhSyjvt7z2u",
+	"4nJ4Rycta0JJFDA7HE/o3EN5Yu6qcNDbk0alC+P376ZdAmf5o14H+wmbrxGu0s3+dgNU3qWiO7YhhwVd",
+	"seqMaoZSqBXBPIf8n6cf3gNNHCUlzxybvXx7evz8hx9jPnsCQXb2zFkOSbAcYKQggIcRVYKwyzxi056T",
+	"rRgV6yWfUhsjMO3uxnUYd+DQkbzYJe+xs2v5XUrdRnezQ+5InWCc0YlVMZcgXlMNwqVJAeG56Q/c2s7l",
+	"T9ayqcptcahXC/kfItshV7986N08Oyj5PFFR6ZPgcysO2qdxM19dKNy4iDQuANtu5sAa0KDymHyhxrt2",
+	"ZEXDciJpLOk9e9hd+igSIizN8H3tzDsc6qkCSmBO4RoLAfecIDr5XWrsr+UsnDg/0pRo5ihx9wvfMo2H",
+	"22XsSaSKRbnYTm76rVpo/jFGE3IIlVIUW8l7SLAJV6K9iYyEe9HnJiXuuZxlYWiTFbuM5tpnMCoeY1+Q",
+	"+0Z7mIWh6pb/QAlkyk3Qzh9kYr2DtFBM4b9Tr/rt+33arp1betrxaHb3NRDrCZEurwUKTGpDEx7NhazP",
+	"aLFkH+jnN4quUrcz/g74mW2dO0BJumObuYKsCekALxxukouF9xnUhxWF7DPE2NCGrNhKqs3RGGDF06fj",
+	"4AnLSr/J1Gl++/6SaLZYufjVFe24dearGtxqOumgWVb6Ej/NIjPEzZeebFocmOHJPZ8yMTeCpGqBTzy0",
+	"ijMtVxBgW9GN/Xl4AN/FA3ieHICrr5g7s1BqE/oXASvq7cfLqxfnHy+upnDlSi7es/tU6X88FwCOXtk3",
+	"4n0r2W2zgEiDuXTQ0fapUlIld1LICwh4vhoB+/A2ah/USj0xO3u0FNeIW3QtpGDXKlkQcQ/0D2zo/2lY",
+	"w0ZOICW6kuGMreiGzGlV+SqNbpiVhKw1OJd6xwP2x+T4TH0ulflAc1WXLq7OSS3VCL39+MMP3/0Qr0UM",
+	"BZnojqeC3iH39LH70xkqv7i6fAh9/zqJ33+qS2rYfiIZajykiNn/CxRYqXG1DlF4sgIHK0lTw28ir+79",
+	"F3Ke7SZN4L38u9PrMZxeWzLakPWxlVc9pqxXAldJwJ/fBZrfBZrfBZrfBZrfBZovINDEPD+cpqjLzmw7",
+	"Kx3ztRQz6rKHWYKNpwgrexiis5i/iewFmnFfOlMAK2O0ykSEhb3Fc2VaLzup5+2tH5/9monSLu7sAIGY",
+	"7T/mc/cvxUzPqBeXIwL/VXqj30tZo7fD7XInZj/4vk7P3yVtLpP4pGs62YC9S98yqswto2a4EBuIQXD3",
+	"KmbPACs79YXZPXtAMeEvaLbqFbfMB1Q8iNk8OjfZmV0MbXOutL277FxUPdati4m+EVDjE4CAAcvuwGX5",
+	"4ElQjRD4r0JRvWwfX88pr0Kwg5zPdyuE74blnj/Ethfq3UfHP65oHx/O2c6Msn96hhnYac3TPKzFysye",
+	"fnJYeU6BeAWQ8ZjwnCdApeg95VGtn7HQB1floxW1XXlbyBbao94EREBxQ0qZKVa4YmYpEwcXmBc+3CFR",
+	"4JyaZVS1DhZw6GhgQPxYLNmmZhp8dMAF540oIDHOB5lVVTfgLkOnbqazNla/7TGMZBZt2ChBvefaZM9P",
+	"TD+BxoI7YfC6fDAzleuMstgOZEffsT9CY+XsAjOAMQyv4Nk46mfrunQw2MIByPa871RcNWLkiCH12CZo",
+	"XVcbDMoxjXBxVwk/fBsxrieRaNuLanorvF0Rtv1wUnALhMKkcLzknY45iGbOlhIfwbqivSKF/fHY5kOt",
+	"qH9kpM1UGvdg+VlYxvBCMBFx5XkR25X8fVWKLijsVm75b12I+fJ3fnu5txvUO0melofudn+ghxnIIP+F",
+	"es2JiqVdzpFmlVYuqKE8eux03ZFdjvLKCSwymxDrHuhuABNKIg5zCDmRt7wl2UFCS8v2+FNrjs2TiZPp",
+	"aGHGRo47wzXcj3EWWk6FO7eDntZqbB/2c/Y3baJ0lF26v0w7GR34GyefZ0IwTbFk+iwa+5Tbyd4bna2y",
+	"w/5GJ1Z8zyJHX4gbD4APBB3W6SvhosJPOmqsNP6tfZXZqXyqu+uzLu2naW6bttPbHK9G/nSfo9Z3CqLs",
+	"tBy69px7lZEW/wFy5zozfZzsuV6T+zgFP9Zmm3921zVxWzyqEy6J2Pq7z+zXaWdmPBNs+r7undXUNvgb",
+	"SEpys5ws0dqXQ1FUPck6G5U88laq82CafcU1hPmB6ekiWKcum6JgDJNr3njL1BVfsfJjYw5mB2dUFCyN",
+	"KTolyydYmfz0p+Qvd2Y/5Fb1lJNM52ilLDTKameH2Nv47cILH98GPueL86TB5nUq8n1SksmXtKwXdZMF",
+	"bDg7/0QazaJke7tBM0jKxG/8ZhVSsUlYDnu5PLMWfWRPGQ3Q5S44xkEOQVSYEW1kPfPh2TOHNjkjtDHS",
+	"17c5ynb4Glyg6f4w3lsqb0cEd2mGXz1cimSfjQMyH5ADdVMzdc+1DOECvjS5Q7+iZE551SjmZMOAB7y/",
+	"h2NfjpqKgHe8g/DSXn2DgmteE0dfrk6m59kH9ogICDGaaitwbqEJbiT/Kupf4HaIpXBuXFnHkpf7r7ij",
+	"Wp28oHHbNRcFi8YVFeCdMmGtMxAxF0xDApuLNulxiomgMf/RHVITmNUuSlvkpPoCWttv1UeGcR86V6tU",
+	"Iz8sfzPWt4zHreZd01wM4BfOaefyii+WLl+PDl7nnm4Xq2VuHdHjoe6+iMENynV9O20azatjIu4oCwkB",
+	"Ds9Qqt5WfMbiEr+t8dmJUfZwqywCQskVy0gNHOtGKiIbUzcdgRAeWSkQniQJuFMXfcT32JUB8UudhbKI",
+	"yzpv3Y+4qoKuepCKUGPZCiPG1Mfz6n6c1KOauO0izcKWtDPM0wTi23GxeC2MytCDKyYcZ8rZj3QSLCTh",
+	"P6lrX7sjub+3Q1hmLsi4vQ7FxCvKVbjLho1VVk25xWAxSKfCeDGsYwPzPXzagZ48moowB0B6mbIAEEfN",
+	"wMzQRk8n0zt1GqNOt0ap/JJkWOx8OJBu76V2wPEZfRF+7iCqeSP7N9pRkl0P10gw1uAmzILUtaS6h5ix",
+	"213tSPeWLaiIum272qEuUXqivijQoZAYcuroaMOg0pY/NRj862rlu8pqrISyYmFYMSNzzQKTd48HruNs",
+	"5fCMVjKhpPc4H8JGeoW5/TrNepC4FVyOtwHoz8Xg+fM6gVXlzAVgO4riB/yCu0Tsfk46K+6m0YyPO5lO",
+	"ISPq4juj3SWLKuNOdi7LR1ZjADxupQa8d444kRl52+yOjrze5TE5/KEvmbV70Rl7nhR+ZrdLKe/eiVv5",
+	"eeDiAr99LX3dcF/kNyvKpG4vu9y0rtuqJMEaJe/IrSw3jkXVivmaTqPyvP02nb7/1kcaEC5IQQ2t5AIx",
+	"LQ4/CjzJDucgbfHgk8qcMLtkM8L+bo+4x8W7Z8K8C+Zrt0ZrXGh8uo9lpKVWZx0BK7HbE54hX7r+H0lP",
+	"wlW87lZuKky1IQC7VDB+z0pyCFnVhn3OWIT8i4PHvnNJtW1zsws0On70dsJO036ICsSkHbaR9cXQjufY",
+	"/lUryDwe6fYONGhOgZgTs94+6r0rItqPdt+nnft0fAOwN7oIAocnYG4/SVSySzohfgLTZ3DC25dmbQUn",
+	"asizqYYsB16dKpcJDh8iQldKrrEcgP1oqpkjG8vm6gvMiGBrpg1W3NyRvW9z2URYD0D4Di0heIHRtQ1D",
+	"2gcpvEbkirCcvtuhSDqrngOs7rZmYbmHnLuiQMAxwPLrLvqUB6wcLekM/Z25yJaSGcqrAaSIRC2OPnKu",
+	"UZSsqF06RMiDWtBzWhhN6K1sMGgFxj0juimWno9gQAIlBa1NscQKvLK6Z6EKU1SdiCoWkHS3VjDro3vb",
+	"rKhox8RakF/AAwKUI3Cx3kIlX51x5Clm1GY4+FexmtEAWKktt/RFYytqXLqPRhdad37b4SeRem4ULdKy",
+	"lX0QhXS4znpX5c2/HMOLx+/KG+Ihm11FrHFhGYgpxmPxo8lS8VkyxeRDnzaQhm3z3mQTEzW5sqys4hog",
+	"aZD04V2w/lbUgJThfdVrbpaAWFZxMD6vOYRyEAm6GBUlFKzT5MZN4wYq2zJZV+wJOYPgMqglLKoN9EVo",
+	"6cTLUMZswYS5dr7K1uCIPxtMxAl/N6INPIZCdNdQQuxatdCDtLEaq3GGhviJOwjXDtAo+iV+aUmFYNV1",
+	"qOHY/rRQsqmvCynmFS/M1gMhzTXYtqIn9rfWI+l/db9cQ8FIjy/tH0bGWPeLv/2jjt1qFd4p3P5kOadS",
+	"DcSCoGXRf6PV/Fqxv4G7BAK7rW6qNjDG9gjODha3z//47I/PrhGlHR4D3Pb2o9ax2nvQCMVosew1yMU9",
+	"NyweQ+9Ju9tRkel43nxVS2XiFmC6Am4At63Xtwih7v+MsPeiX/GQRj/8vWEq/kyXtZdarlFivVZszhQT",
+	"BSu3n0TIl2YpS1g1WlVyDT9ahSd+yf1twp/tEiPFKMRacX9vmLm+55rjcgpphXgkbw0dtQlmcDduKknL",
+	"ayPldUUV3pehsNt1yQRCfNaudv51xahm8SrX5hdoVjc1GpPdb93DF1Xixdn66qeKGnZd8RXHL4Med21V",
+	"/l4j7cNuE2yumF6Gw91oBzoqV9dYPNr/hfWU7eh1s9r6uT3pyhSutfi3+hoCEq7Z5yVtNI7X2Z+u2efa",
+	"bY9embplTNpIRRfset5UVZBgW/7ljHLtEzxeFGhSRyWar6kqllbktZw/ED6OEb+5Z9SvU3fV3J12LRtT",
+	"yBX+EjbrGinTYGEFJ/ZeWwUj3mP/u7EUYnrkuma3WsICNvVC0Zh2/zo7cGbqgxdJstq63V9bjfG1uGeV",
+	"rDNRJLcdOcwzpqhw/emM/C9siDDX0v86ODohbtuVJkZWUGyOMJCXANgUIKhLamiiBAk1dGcYSmGOdc0K",
+	"e/hcB7M2SAyUUCtrcUMrrju5Un4e32jUn7EYmbG7mRS4nAqecIHB17wEJcRe9bRQUmtXax8RR91PVhTT",
+	"J04QDMyU3LHNhKLbbggDla29AcG+ZrVHXiyJZhWUVwIRbUmx6qNf/8lmrbMopteKcL5+xT1Ws+MLLrDo",
+	"oZUwademwDO6sSwAUy5Xxh5KDEMJat6bGlYAm4E0637HfFVj7FW/Wwn7gcpN51RBXvp9N0DbE/vMY+JV",
+	"G/IMCutHBz58BFWz7UiDuE1uN2TRMCh8MbXqk2xUqjjPR1j5zuLEUpy7yZHT+uuxY6qetWWeZGNu7XV3",
+	"7LjQsWHajAe29atD+WMSU2t/r8OEZq3VEQ5/Ssj+E07iVaY+0SlRbMG1gdTDP72Ed6NyRdtQp4JVGXxS",
+	"+ySU5YIWvtGYyag3VsDwJr+Jm4ZN5MxuoYPnT4+xfrgffJEL9x9wtd5wAZt38yIafViZNo8o6BLpfAK4",
+	"XZNhKbYh516t+JzBmRzBDdlekRUVjdWRG5WKGH+j5IrgNr8Tc+nMX953njZvyjIFxbFHS+ni752NAnPg",
+	"vN80BJM0wvAKvUju+Du1fe/orqteIgWUMPaqdhiSUVRo2+OJD2+11w4tljEVmKWSzWKZteeG4zNodg0k",
+	"ZVkHAAr70u6H3Gi0YKGyr/W8qcjF6z+9u7x6fbFTxcqVNCwdGNTZict3IWvd21X88sBaaYYQ7IcYlPfT",
+	"6dXRTtnt52ByLdgJccpUVNvyjrH6mIIHcc1FKdcAPo11vTSvmIshD5Wl+vGuf82Ow7kOsrtwg6/dIEty",
+	"ZufpqxtoJb24dk3DKykmYonaecNCBBOoY6aox6+JwAzdUevGRITgn3aQHXKI7gnPo2YtM+/R8PZ6jl4r",
+	"49bq7s2i/wvZqt2MZ1ZscSTBp7siu7f3gyzU0dJ/BQv1W4grOVuyVJmRbhXjPs5BH1h3evk1n5bSLVSP",
+	"LROuibzb4fKKVYI+BsM4D+yWgg3fB752B9YqUETLni48ngzhAPL9qR9KengrtclWt7QPCVpZQp5DGpeg",
+	"qJszmZRtWkqr5IIXtCJn55+mSjQ7RPuvl7LCnATgoy1MBljL7mm1SwlHyz51Kqn+w3atz+kJ43El0cRR",
+	"hYHOaZFcRWbWUmGRYHxncq/v/CcDXVeSls+SHPp4xUVjGLFvEHrPVJ/n5ZcQGv0hFck1N4yJB7acbPj+",
+	"IeNdsVWW2D5gvPjuxUCh2auBIqjvhDaIGbMKfexSEHXFVp/yNVE749651mpthZ1RdLw2WB9O362UiVD9",
+	"KddIJ2Y4cJT+Cvam3Nk3T8meRAIR9ifjD3jn1OX44xUggYyWtIxQQ9xN85tNv+3N6qGpt1vN7VdsGn2b",
+	"Rm6jsGA5Kb0jHs56KbXbFu4xT8sTXy8gQKFgofjRqLKvCLJ7H0Bd93Sgv2LaHiq3bFa0DGV3yR3bnNj/",
+	"aLSd3dp14oY51FD7YLyQghvgIFZtmsaGknI7O4404HzQ+1ZmbI+Vex+sxfdMYbkZ+05LWVmYn3eT4spE",
+	"Jh1YjxU5zCDvvOJz53oDZcOtBG7R5Mu/3QTbHJSGTlz/U08RmCVaxXhiKkpbYS9OzsXhDxNOGPPQ4twy",
+	"s2ZekndVVHz1zTI+B16Cdeu3Y5WmQCtQpIgp3QIf+16zNQ3dC5NK5o0l17opZdq6CFQCrSVbuGObpDG+",
+	"5Q9717nu5nSslxss/9OwqKZSOhJ7SkmhztSgthDcQhgbJL39aDOhqpBdgt629FZ2qIrQMNGGlUxbPGJm",
+	"G/O7wKBTGGaGLaQa3DX/TgfOmlfseElFiVHnAnUIZ1KaHfD6/sd0Vvh+5NrRq0FIEc4xoxgtc8Q8AlAI",
+	"RvV2lmiy1XvS9QzOv5yTuX4Ci7Oin2dEMPMEEsK1XNHPhRQi+k2t2Oq6+9q68xOv779/wutrkCKuMVQD",
+	"Cx2Fp6aor80aXfq9n+dc+AiQ3pMV/XytN+L6lhZ3lVyEpz8+KaSYP6FV9cSF61zbXwmmlkEaq5DZ0mdW",
+	"TlmtmCizHAR+JtF7cLRQOrLkYwVqPc793QnzlLt12LYG0iWGkSM2VrgvPliu4leO5Q+aLEBMwgsQyb1f",
+	"om+CDeM/2PWOhcl2ud/bkmpT7vT966dFCkLttnrSPu+iI7jZ76kk/EeR24d3KJPK9vPYxTViIgSB/lNr",
+	"x7zIaFQ/Lzd+L6MrxAmRnTumoAJUC7tzRmWkHf9SXriIOot6Cn492gNd2RbvcgSW0RG6JIef3LIclq5f",
+	"3LTNISaB9t09+EcrtUxOZAorO8vtbWf8KaLbsk0mRSbRN36eEEWN3bGupVdbsdOSpDf5bhMhmL8uWHGf",
+	"S7kNCS9o1bqV0ky0lkHTl0nrITYN8dk7N1sqWet3ScuDG2lNiztmNHFJhHt28bExKROfMA9vH0Kxh+aA",
+	"wdp635ZzQy/3bjft8QnUmofDdWuVprBzt5D705hrPk1lvvn96Eyx4v4lN/qcKTSS5ncLYg65ILfcoCMU",
+	"w1Qm2sPt8EY6gr17SC9ph1h7+OPTmpp6apTdze3uRUTjMVG2pzc6ZCk++D8kFxemuJBytZ9sdNpGb/xN",
+	"8gSOHYXIkSsIEc7kecIbBKOIganeNpoL+xsUPxMl4Vo3eFFFBs3nP/w4atAs6Iop+noK5ITzgdtZuLgq",
+	"qH0ODZAczilmakyFgPV5HXJu1hSBwMbqEpVc1xXdDASHGglZITESou0Ll/Mb3evk2fM/pkwsvHjAGq14",
+	"oWS9BBU3s04+PC0JLmXi8vGui8NbJdeaqRnhUs8IFaWSvJyRJ0+eHO1c76ZDg6lj8N4K2ReNAE+NoLVe",
+	"SpMKSaz4YmmIdm8MI/vG4E5bPusdoeQiVxdoILLRYRQPhJlbFGebIgl8cSZXdcWsgLeg6pZCucKqwtie",
+	"qZ68hcyejT9JonDFB8GbF1LJxlh2kLgXHBJU+85E1XjJaH1aVbJ4OYSCIueIKGHfdnWhp87bfnK5yaGB",
+	"vbUN3mIft4ZywcrWqIvO/anywsQww3R4SbM6q5sUUmIbL0EaMPX4uiIZwLLMMsuaiTdpVJWPNXOgjv53",
+	"qfQJOX62lUg4JYhqGBPvt4HeNgUupQdpNj0IcCePObS+j588aGCI3hUjjPS93NGx3TpuveORh+9q6Sfi",
+	"U4FuY+6SZuoLLvaVagoptKyg7B8XcQZC30IOOY1D3vliSRUtwExh72nhPbXFklYVEwtG+ArCB20/YkMq",
+	"ZtCurvsCwrMfkxIOjCBtBgiCh8tKbvtEBBKPsXJC/Da7iFhMAbZsCWEvNTnUjJEbl2L9JPR647vAlC3X",
+	"4tEU0aamWq+lSh1d98S33Wj0Tuwo/NnP0goVkAYGfkddkEO76MdcaCY0N/yeHe3ca+/EhCFE003R6ocW",
+	"sGEIHQ4zb150YHJiZ7PHMU1ZI//hmL844NwI3seF5PpQx18ZY3GfaqOH9sfjN+//MoPHx/MP59/PyNv3",
+	"l0e/19kbKZvz+LizQITZVeXocXCvnfhUj4rp8OMDQGbHQFohDt+tSQeC8VEQWx/W+iPAtyYPN3IKsl5a",
+	"ga8laq6Je+LjJjyGWCMwv5JrDwR44rcm3FD2r1WPOe3IkkbBVDsQQep+soJx/6i1W7aqxnXRfYJYlsFa",
+	"7TDeGHS1z4R2R0BNAay2x2/kpktnZ8QsR5NDHLw+2rNsUh8JC/Mddkh0iG/mvasnRY2cJ0NZ4pSU1Z4L",
+	"8A/PVHnc/JTuMnTH/4hbmM1U6dKhFc6rCrr/Wpkq0bAvPBjGn5Rs6pSC6p4HV+gdR4t1zwtVyeLOspQB",
+	"Kx/X8DGBd3XEZ/0VOZeq6HgNO4GLTcqq9VauyYqKzUSisP1nwnIAFiQ4x/twjuEaqJk4tmzx2KdPWqYI",
+	"gBfHytTH9pY8BiiO6EHLy4LAcdxyNchgK2TJ1LHVBStqWLpaPzgDU1aETzXYauGxpQHCg5tWt4lCfiMH",
+	"SiN23btSRJ9NKJXYj5fhAiMkG0TMdqOftbQylTZTdjRvyG/nBWHWCXDCiM5crEuT1LfFBbw4hF4VGlrR",
+	"DVlIQpeMlqGWPpBvmnoBWkgPHq/bTThau/Ke3iH+MjUss8GSl81qRdUmxCti2VWpvohIn2Gplw2Y+S0j",
+	"DQRBgPKmyVVT5SDPWt1+ziKyGQ6m7OyWfX9K8HhEcD48SKr+oyQpA5zUmedQaRtpHN0NoSLwkbfHdjuY",
+	"kqr/BUmsU0XKrgEeZPzlC1VchfUeuc7WAGJdbQj1G5Q+/qrDyXY91TpSPYe9aB3m50tjorEFkAHXrWra",
+	"xvdbwgEgKghAVmzeaIAjCKBySWN/Lg45e3T8irZTmW1TamepJp4oXrALuj6LAf0Hq1wlyj9RDRizKaRI",
+	"YZLetDf2M/eUHP7P0w/vj7LQ72kX69nWMB6zPJpe0uc//JhglG9Pj5//8GMMaZRGAs4Z6MOEZmFxQm+7",
+	"btMDUqtOiWDrgR01EvDv2YvIKHBLrdjZ1HhLVQC5McPX9AwiujEuAE6OklXl/lz38MPxiKTrn2UJxvs8",
+	"cXjblBPbgn98/uz779NoKyA8XmY29wIG1o4XuhKSVFIsmII8PGBbJV+4DKQxS/pXzRH7vSJkKoM0HLKB",
+	"xLShQ7Z/dPKEM+aii9sl7SUO/Sc+HJl9Sm4PXziGZ8/HBUtjqnTxE7SxRLvyX+LRypQ9SBW5h5OIT08Q",
+	"cKZ0f6LEgiktoqiakp3j4yjmeJIGAn0g3kVC5XDWpGlRxDA7O8LWBJXf4GEMNnwc0NRgT2+5sBoKtjDV",
+	"0rpgArAIk+b+K75iTk4Gw7iVBMMHCDc33ceO25MX7ZwgBpge+G5OzNS8bNJxBisJgbW+XJF/dUZAlUG5",
+	"v1Zszj/3wUR6uNKTSOMCm8/qo3qnPexfM3A29tHrWprsbu9sG5QuSWxhq2b+4EWLnjz5UnAj7T6fS55G",
+	"YaCij0ey5HaCG3LbQNziIVwdFC65kuu7WS9YJFQ1KZ3Ge5SKlTT8nl2Y+j2aphIoIFFRPoIGLLJk1VTP",
+	"GDVJ12/rMsLJTD8TQ6FssGiQbeCC2nYHQvmkWZlt/y1fLJk2PlyOik2MjjKxF9yWs7Fp9MLyuu7pnbo6",
+	"z3k7YW+dvXHL7zR1g/Gbi2wkk18zlY5oGpjXQCw89ulc7lPKuikqSNkoD3vXEt02s/S+q4yfDhZNZ5x1",
+	"UxctA0IDGy+7SDSPgujij4Vb+32AXQaRV3rtIwbL40XjQwcqDsmHbBhaVT2UoCkx+TljeXBLBuTOBGsa",
+	"AFYdj/WHaegQ8L/vHPqhxl0jeiecrYMX08OS8fAxU1MC+twxwcm2uEH/qPZPV59FzbYupNTl+VOyTsJH",
+	"l4436rXMVrI8PX9HPl28d2U1IvPWDKnbR2/RseTItDfJt2jv63772CA+icqrq0ZgQat0YJRrI+Dx/vVB",
+	"YT/QRyfqhyAeJwohzgHWqsv2/UeMC6oQsn8c5YTreH8JfufQxN2Coi5zlGbwuxmk+xseFzjtdLmPuXmf",
+	"kBaw9COW6O2GLAPXOokGqcERRSuNtVkwfg4rD4ZgowdH12UjTl6iVtVqWm7j2mCyfWJQgqXR+Q/b0JNQ",
+	"BjWKM/H1H/pm5/5xyPGX00XyKg1MBo1JISElCiry0w4RhImgyKnpO84+CevpV82ZrZhQsqpWuXJtBRVX",
+	"jWDDxwmbL6hIwFAdKindBCnYQiEo/1srqH2rNzpztiKnwWuEV02xHHgUREBwbJvY33CCI9NEMcHWhBpi",
+	"1pb7cCiriVa2is8fUAo/6uySKZ50HcLvHgz1cMk+H+VH7PLFApNcZPcFWcZ5RQWbnMQV5/iA6zquVPmg",
+	"qFcdF20NsbxlQiz/OnGwSNWTCvj7V90VlDwW+xGHPQYiU8zPiwHtOPpcbdr5nH4tw40c2DyCckPOPoA4",
+	"tJTRrUZvmZFSUeotN6M5Ho8auuuiyI6mOFUnOmVHceuGg3BbVIIvFoqbu7pPMVYenr4I9/EhxcpcdjzI",
+	"P2ZEyB55kw0zRzN3wczC1f/Id/k03HC0sUHc/n7I4e5u/EChythZxAunXFQQoxsKxPl71sG2p1MiJzim",
+	"s9Vqg4AR+MGse3unufngLDscbnvZUwGy21dV5prdCrv1MsBYgGyQd14HnpVKRZUCNzZibUi/qLa0YtHM",
+	"pR1JBL4X1QZubHSgWPEd7LRlLmEEduCTSlzJb6+uzi+9itbSRcCZj08OZgtnZKO3VC8T0f9c9JRHcnY6",
+	"IzfoxX5xE2LGl+wziRzmdnKXDSznOVTN+jPbvBNzedK5JdA3HPgjQqOcnXqMvYy0UGZqSYTNKID1cwOI",
+	"VToUy4Xi43a8sPxYVYJ5Usn0BX7NTIgElD+60fdFZ5HJkydPboKnFBiTgSRbD5Y2wrJZXkaMqvSWYNmv",
+	"NUyxX+pmkN+MXSzt/qw5yBAt26V6F1worPXIorPoiGzWJ+p2oQePYjpS/adwxvQDotPbk4qx6aJVRic5",
+	"cVr9aO/w9MiRPqBkuZVKMArMjkxAjWFxMc400ZLMqZqKvr4L/Gk0rNwputrUbADmz5+YUjLdBZJ09bi9",
+	"4K1YSJ3d7gqrpowlHbnXdvCw4Ad/4XSkehciv7raLZmaMCXXNdyDo+NEOZcCDl+sRnXk+/1Fs3YgEycW",
+	"j4cbIhszoG39lGE0LvkmtkuCkn0IhWYxBu9d+QLce17nYgreSceNAeLKlAPqThcUlh1hta8YLaPaNFjt",
+	"jRsol6b9xKfRjofyHtpsQEJ8pF2Nat/9OYWJ+We26VzCK2a1eWAOlCh27IoRsjIcSRAyZS6wfUU/nyLv",
+	"0YPMxxVb9MpgdjHzHGk8vq/DSdyw9wH0XvB7JgKUaY9lJBoDj2E5RWD3ZgqEmgDgluD8o4IwqirLVkNF",
+	"yCiQytkRoArxgnKRC2xwUJIvN8myf64ybJdTjbHwKbAJ1Ct0zkz+SOSc0x9/DnUS/X4DyHAwhBWboupk",
+	"K58HRfBV4HsHs4PWD3OJxbTh1zfeMnPFV6xENKczX3o4afnFYrWfrFSZPQYbUnq+glmYVHjcfwnFO82L",
+	"kCEh2Fq7AHMgQq4957VPgQDcCktLYmuu917krfCsFqe7rQwV8/TunR6phT3e06XGcOpmQVjpco/4/u7c",
+	"ub07s39zdUEwIn7b25auNBpO7YgwFoodJKsjOlDS7SoO1H1mlXHaDZ+8bcxgkYcTUltFIqbtqAYehWrk",
+	"lBimVlzQKmdVf0T4+giHfzfpzv6a6mKPlAYjSSmJcKHne8R+T74bchzHQ1/rDkxDNKOvwWmmnNXM4RzK",
+	"EIjo/RWgi4yrIK2nh4u6MTPLl+oG0fddWNbvWsrvWsrvWsrvWkrKoYQcIlnwW208j0Vr+ozIqmRQjE7h",
+	"LTTZJuMW80pRABOSIll67XeNafxWrOmmkrTcrYT8O3szJLhvhjza++h3/Wwn/UyFDNnpe/MRr+vu5pz0",
+	"Si4zV396dMN+1xB/1xD/02qILfcLR629wUbE6df+3t+uc0ADYWIgyAz4O26fVMjWHEWl1LuUHwx6yxe5",
+	"n1LFadzH41w7E/WJ8fLPnez6maXrzmU/BWDn3DaFcUkPRtK5eFQEHT+vfcSWXYByfCHnuL+vgI8TjfbS",
+	"UJNEMG7AN+eLNWhWQbpQd9sTqiKWb33l8ig/5KLsweULtzXwAwivlC4NAe7lYGZJLk0+LP52c9bVCXNl",
+	"XaYUWdheEiCxYHLZ1CxRwMUOoo1a+wL9Ozn7kMVSN9ekhiL9HVWmHdOKfh7alfdSQFTD6MbQra2ZmB+B",
+	"6oC7rk8X7EM6vsjLNk578GstpCEbZqLL8oQ8bYPEJo7hS55Df+rC5veJcZY4Hf19SS7TyBGO9KQkx+6o",
+	"ZT4pIOuQTouC03XSMWPRxko9t6ySYqGJkZPBV7Jmxs0MySAXfp2XNR10KxOG9eLPvrRQOckkslbSsLSl",
+	"p0d6bQi56Uhh9yBFjV35IUwrB9kDlZJD4OZWwCb5WwMlvuSdDyKSaxFiZeo+11tTVbLySg4B7kms8tTJ",
+	"hDCdUVg5y2V9TyYiO6Qp5ZWiqusPQom3zHhQt/IpKWvQeejd9HOWC+BxXc46C+1mntv/916t+gjAVkk+",
+	"cioC7NXxnBaWVwZtzD2BQG/RyTGZOYdEGSX/ZFnPgFH4p6yjgz/IWEv1HRZL/O2a3LKM72NjCrmCAFqw",
+	"UhL35mOC7Mg8QYBxnWtSusvXc05UKI9Bcwv65bE2sm7/cmb2+Aenp4HWHD2P4kOPIYciyU/DMKc5FMLr",
+	"ewcZZD7cwUYElLfPZfWbcGDFCx4ZE1pyiWwCXVNBxxIQGSTCDdZR88durm3OldZb32+zqlGVNa8ctm3s",
+	"pB4m2OyDwg7TU0VLfCJ/9EXvOrWsNEq02zXuUs967e1u5n/Y9FvkibzTt4c7kS5yiTxobMDoWnKVUbDc",
+	"JharcRHui6klRLbufV9ari3h0sl62fRBJbKq7x7izXCCry8i/OVSdTMLkUkA2rAHJEM9ZgbrTxjKbR8+",
+	"QtbK1PzQBOZ4gvzGz8vbnBfPPRg+LvusYy25MEmQWyx/iNmZCMsC0FoO63dPH2IflGZyeVQ3ztQSfqyZ",
+	"OK05QEJB0eYMIhVamiHIAKq6taKxIko2qZifKfbdqHDSbYUQLQlR0Sxlmc42IfhwWMpLbWu4rAgv45Tx",
+	"RpSyaFZWdy5xYjrjgTSpDBVqlsSDQae/Y2rFdSatFMvYz8nN52N9Xxy37950UrLhR0yzSOCfwkImi1/Z",
+	"B2QuG1HO7LaJnohr/7b8D1u/hskfzA7iFQk/+pei6bQ/hoW/hqJQ/ueVLJuKjTMKt99ujWc9qazTo5/t",
+	"sEgV03gOxO0MAPG49iTpbQG0MC1InmILrsGoEpHGNlSe/WhyBrkHUHPfpSvefTVEM4A6EbS6sNM7S0O3",
+	"t+aMrfWwx4cpcvOtb+fbm5mLBKGKEfYZYOui0nZFWPaHlbD/KBixj8COvM2cXJabIxeNx8j+dO5/2RVD",
+	"b4tvJrwjYRyjC9mK3qEWWEQPUxxIOI/RjmBuHjUgYrqTvEo7kkQNuXbRSdkZ9a13lvrYb7317QwxScq9",
+	"dfJbneQZjbm1nPJndruU8u6MGlrJxev7LOqENlSUVJWE3SfBvdMJ69AgZKzPCNUEEJy5sHtTUfGNxsYy",
+	"lXVkowqWQ0y+Z5Ws2Tea4GtYxt/hrXLdDnIbqF3xxSKN8wL2KciSBL/J/TQAYkzM9c2GcU9YdG9ZTy84",
+	"9B8EErtemM/pvOP2RAPiDSa7ZqM/U1WmPl5eabKiVhiG8M8ZOgzRL+XthUQxo6bWrxgz3GGdW+dIiEKI",
+	"duXfYDJzwP4JudQuLiuJdsj/h9SQldSG/PDseVSVMMLRsDIq1vvzEghG9+mmKHIln2BjcsZl3DVu/GwH",
+	"mhiocOzB6bJUzCdZzPyKZxEgXKzHOP6DJRkfTNQFvEB10In5eyIvWQXJmDoHGQKCcDcQHAaF4WNdtdP9",
+	"CFWstxRPT7+ZEcWxfOzz6OJQ8jPlhovFhT0oUZSaJmXj4TC4cE4RSBzQDwu8GrV29BhLsHfo5jYMP0e5",
+	"lsNs+/gSdVfL6Sc9RmlwWC87Hfger8UarN25tOcxPlazlv1t0Zdfy65Vs51Xj8v0iaF/cnZg9OPROeFi",
+	"LENk6m+w7JVoxaFHDd9pJx2svO4W3MmOkLtmpwf4tGu58iEG3Q35CsE+vVmAJOXEtPTqdSU0UuC7AUh5",
+	"m45yxX9QaJvTFa840/suO7SSAVrurY4byNRVyJQEO8Uhgx0M5co2/Ol2A1LUmldlQVViLTpNZTNSXAdc",
+	"E3qbTXWArtNbhN935N59lrYjrSeoWmQKe6xWUjgw7baIsR1RciJ+sdJTucF2nvzhxq2ydGWt8C/tpEmk",
+	"xbHO0jJ13Gk0nLDEE+jlMguItFBsYe+jgEAWLi3LgdHP0p55jyfSRZ/M4Vmf2xaS1V0BQIgaB1xu/18s",
+	"+XTcXv96poNT9xinMLHNdpJDfDBaCi4Io8UylwoZ3JFD2RZtVScGKpddXK5QBgEPf2ZdMvFhvk7DcKdo",
+	"RAJnhSK0uBNyXbFy4XJCyfPPnyd259tM+bCi/pwZAmRnbg+eXKjpINPO1TvYAWD4eEnHmaCWtNEgpdM2",
+	"9gPgOEGfs4uwmjgC75keHAKKwMQA0mdRUb6avGux+DypE1dOhStITY1r1O96H0dO93YvYzrqjS7yvCfc",
+	"7S37CZHw6qO4WnKdhgqOM2HaL3xGUILRkENQegBU9CgHG27Vh3J31gOczn09kWXMqZCNuWD3PFMmAWqE",
+	"KPccKhtJZyaFQA7Loz9D4vYtY4LMqRAuEt/INO/KUBAXbyq+WJqcjSM6dXkOPiW1i302QAjD4H6WKCfo",
+	"hOno1520QfSvgZHWJKNWXAgwX/UDc89bMN7kUB9vjICyNplIvL9gcHumHO34Cu4di/4F2rn8eova3fTM",
+	"yY4ocOtU9BdgirQSqbYp+bYjohDqgexmRLGSgpx7iCZBDP0vFDOpmhtVJddWH84zJirI0piaMFGCbxUk",
+	"XkyQTHMfv67/P3tvoxzHjawLvgqCcTdEzlZTlCxrbDFu3KUpyeIZ/fCS1PjsjH3UYBWajcPqQrmAYqvt",
+	"cMQ+zT7YPskGMhMoVDfqp0lKlmd8ToSH6voBCkgkMhOZ39e7PjZ2dwwGeImDEiyYvTsA644IRPp+3DII",
+	"SY9tW1Nom41Xf4/yPTA+o13aY6TEGiS9f7eBl5ANFIm+t/YTnPq49e/MqAeavT97vbUfhF6BTlUpElbY",
+	"Qc8lsQd5f2iA1DfZmXN9DjLeI8e0CgD0URi2y/MlX+FRGMFGau4M5r3DYN0wabTIZ02UvRKmroou+R8X",
+	"j+2UgN4iZXcF4ixeBTR1ylIzNE7GbmaDcefOfuLYvB8RAqRRtKvMDryqCNlfmdusOB/8bLeGysK+PPQX",
+	"3Hk/Xg2UfjTpyTapatOZBQbHz6443J3GeC8i5XmeWDND4/Mjp2BMEBWWaiuAuuWgUSNj1FSrmR4JiMVj",
+	"o8661x6NXvIaIQl2oI3xXy9BdaHaZrFvSmG0UBXSVsOgbjMcre1qy205HsK9CIPe3oAdm5cJD9wyZ6rP",
+	"grh1nmbPS2/L2LhhuridUVWMZmbQUiHazXgLwJC5brckIU1GDlSCKodmC2EQsFYVrYhUoNO33pYT8nTa",
+	"p40xwtH727wPrQPJL3Mw6emcGABz0MebzURq8ARK77Mf0MTyfcZHAfZbLF3M1PmHP9eiJpUnjSdtVqUo",
+	"wmAQ0JzuGh+qtzapzHN2pXA7XUFm3UJ4/AipnbPZB9ww2vrgl1rltREw72CMsF0QASSThAiMk6K9xJfz",
+	"p14B6sR+KdRjVuQXzSp+5YDzQ4bPgyffDHLFdlk9LwDAWPh0CG0bwhCqnUv0yWTBpvt/mQbpQxjoPWS5",
+	"uOLpiumCX4sPKdeC2YVJb8IZixpRQfcfPR7u/YJ/PMFHHx0gHaz7Z4S6f2ubJWGPJo8ODumInSJVyCFq",
+	"1IIbmVKMShQZBmBbIawaiCO6chI8j+2jkMf20e0NoITVhfy5FowvFNG2ld1RFPi2x990r/sxw6+9OcuL",
+	"1bvZzrN/bvqAeE/CHj0F+O+19oL3P/0t2RDCRWlWCYOQTAZh7yJfJexaiFK3WHKxkbUvOPjtp3Wt++rN",
+	"0bEz9dRss08Jc/uNbRRV/mHQPi8o68KacJfaNo2JPF1dQqkAdYU3okEJBWXsRZFWK4QBhIRevHvTfA/X",
+	"9NdPP5FN+Hjy1UGvVegF9qtQYB8PxjfI3uq3sHqtqhFb/oXQ5rZbfbMZhFiGI3OnL8RH46sPuWYZN3yf",
+	"7nars2lg1N46OvnBKHj1YSO0CPiC6aYyxYZ9Vl6CkdOfa2tFK8rNMnMmM9zsEDfJXcFjfcrUGmRwHjc/",
+	"3WW/wRy4nTtMBlo/+8Qr8TI8VxzcaPGGkVwW4ccFQITjk6ZOPL0KsZgu8Qv327O8TQrVETr5kffFndot",
+	"kmOkHwdfwNzvIjXJKcEodyWxwOd0rs6PPdmZFFIXhalWh7BobFd9WJBDKLwvp8Q+sh2kFfRmokuRyplM",
+	"2UyKPNNoYTUNN40QJwfXbPrPsxfPj44vXjz/aRqFvOiUFUxMkBnktVxCtLBSyJuDGG5F7OizrsFPvf8k",
+	"vK6SmhYkwNIDY9FReCWvZNEJn6ZS2PCyI/PepCMj+/jibUMq/UzXp7zS1iS9aafzu8TbxO3L+Wp0XlFX",
+	"Qu87GJG1j7m6fPzNo28eJawyKdFTJsS3LYurhGAgExT8usgmtMwndpnHQSENr66EOR9Y7S8hKtgonwQP",
+	"TyC9Pq4EKH4N+KToAjVXL1dhrHN/a/CvDfrvaK5bW2j8SAclvrC8O4ZgQOEMJ601Z3r/RrlqNNWOyR8/",
+	"Yb00eXwI52NnMs9gihr1hPbiZiI+V47aRzgk67NGlMM8mKEDB5Nc+E0rXlDQl5dyYsIMycYjc4ebPrJw",
+	"3/mCw7nftzAJZAfP8CmvpFn1lnXhqK+zRpXwINZeRUq45iK91l2FkHj10IG04D8pmgIhnAJqnE7x8rZl",
+	"RdDGsX1nbHSp/+PgIHxlWUNAFMOZLnklsu5TaEqK88fQ3ASJCpgbNud67mqd3QtH5id8vsI2gsmNbOSi",
+	"muBFlgHYuJ1bBBzbnFWEI9++Wgwl9Q00Q5DmkelFkeqOcWLGIEgcid8I+rxGZtbLpzYm3/cgcWuge9W1",
+	"viVmHdkFRgPqCq/d8sPhjoSzyzKXfcL4GnlddTszgh5rKM1iwItdUHTc8EuuxYn9yfa5T4VMT8+Ovn9z",
+	"xH6uZXr9AYZo2m61VaYLNzynBiAEznO9HY7N5qpuvi6G8JLO0XTqi5KTsEcoaoP48oD1i7kpeNO6CRwf",
+	"/y6b12qQONvfuVcuLJ1zWVBAq9UKa5DwQZS9UOzv3IEQe2iou8rsmwkIqa7XTdR1KQ8HISaQ0TXYU0X+",
+	"DtHf6TrD/BSwACqVkxNo1LUoIMsUYkmRmEfKjbiKoikc0xWMbDQNNXUxbS4CDDMwVTEt0tp+0l2SPJr2",
+	"IL7YwepOTmuvSvZvAiehI4roh6Hdwf45iXsER3m+MS/bHYPGHh63/TTicuszz7XximRfrfevVdG6CWkA",
+	"gnhVcUBaMCqQzqPTE5LQZzDpgIAYvp4OiGatSukHmvHazK3CTDEGUNW50AkZ/rJiqspEtc++E1oS8J4W",
+	"CZv+ZQr7uSPYDhpK2NS+Eq7PRY5wb8UqbMcaWDzPQaFmbIo1z1O24HB22pR1w7mgUYwXqlgtVK3pMX3I",
+	"DGQpm3klhD82gXGBEA5ONcb16WIutW13LqoWfgPF826kWFqlgv9KVTGTV/EfF7xAl6b9c8WXG5dydaXX",
+	"XgI/Re/L1LIg4DP6GZDY1u81XF+vvxR/Ex9FijgT7rUeIX2tD/739ZfX5VXFs/X73a/+bsB4cjfhP/y1",
+	"dM6LQuT+sv9305apBF8030D/3Lhe5hw1yI1Mm+bcP/3t7ocGi8j9Ynh+DRsMxXf8O4Jf/GuC36jh4Jdg",
+	"bsJfRS5wvJ2KxvXnv2zt5+YL3QX0pdZvhzXd8evmOyqjy82b7Y+b99ZaVJtvxl+bAZXajsBkyfPcj3r4",
+	"WzNmJm3/IzLU7V/d0LZ/9cMbS6U6zfnqkqfXrwXXIs7gVYglrnq6FRVBxFSmY/0X3Xwsr6DUrfDHB7lt",
+	"9ZapnMNJ1NvWqRfZWQcgIYDRFwg2SZ2Gv7clKH7RfLo/I80lhD8qVRdbe5DQlXFGOtw6KsYOd3afo9o9",
+	"ifpcikqqDPfTyxWJSk6xnUzBxlBAWL4Qo8GHQ0L1DhBNosOG7RHCpppMSt7F8l+I5dHMxCEkcBOEexKs",
+	"EWR/Pfg/mCzoGPBWMwOv60AmOXPjtBWRVyXwW8dNt7v7EOzeXN4IDIrThgEHMqqifFqUaACUxe2B5SqF",
+	"BI7pr60J+e3hrzd23/zt4a+8LH97+CvefpL9Nu2iXYFe/C2KfectaGzf6pcWxluOqaBelU1mEvyYtDaT",
+	"haiuxAQZ1aKKjQQjLsDvz15rqltZJawuXBolFSthhx4gC8p4i5b04zlG8iPBlI6U2CNMicVkemkYzxbS",
+	"aOgcGGOoULHo50zcqGuBdtdMFjwPB+zIZc/SEzvJDt0/jHDlVMnapLXkLl6F32YE8SstiWwIrXWxpmma",
+	"KYua+jS4p5UyKlV51Nh3G1RJN6Gp7qDC9AM2nRtTTmb5zTRxfy/KJ2j2T+e5nmJ+wNRu8NOEqbpi7nAV",
+	"ZOPvr4/hhrd/P2NazczSTsPu2cUpgrFcHJ/aRfX++ekhHL+/P3vdoonUVhdO9U36wcj0WhgPRNXQ3pNq",
+	"oxAuN+z5i/Pjs5PvXlhjXNVX8+ZF9nMhpQzciTLnKUQizi7OT8NcuT36pqW4rExKX/XDqxenzXjtQrkj",
+	"L9j581OmZjOrW1H3vT97nVDJYtjvSCd8ELqpCHqg2WtFfo/zZgR6S0ax5y9ev7h4ccik1jVEylxck3vW",
+	"UPSpJJ4NOiF3U7iT7PgZtH/nGkwfXe4kO/itvQbPedfJZiHYkq+cdmC8y9y5tG6pqN5yWHOd4S26DZcz",
+	"gGFTOiNn/8Fv+Dk8Qmud7b56fW4n85zPeCUT9uri4nQye3P6xP54PK/UQtaLySWHDZdefEjZUnDvy9d/",
+	"txJoZaCj5tAa8qIwcRpH3F5NQEqKM9mOnkxvZCbUw4+wkOCKm5PoJjCP5oS+Uks/xpSruiQaU/GxFB2o",
+	"c2Ww/MfoYq8ufkt26iqmNVwuql2rPm7arMSkYfEMF8AhkGMA45zPFbITyDWTejg85z8De9WelWRNtGgE",
+	"o1oRMXLPVN4hycS2CYEMn1VE5fN0CtpXFN8ftYWXSu153Qq1PKSC1wksZwqfVK5EDBc5jTLeeJc0bmg/",
+	"Ux1omKPSs90nuPRmGQzKA4BbBNjcdQjzoKv4Ge+KfDWiJaoWbgYhVYUWha5173BU0fm1s04wbeHqJE99",
+	"Uua8EAmr+MxMbpQBUaZ8i6YuMmFalhMtrwqe55RKjcDwLldxWJihd2FGYzAkSVPRMxSrPOMz81zyq0Jp",
+	"I9MoT5IbK4//0CfAGNI+KTLxMWIw259bwFSQhuXPbWhVY0MLns7laN6bVC0W0oxuF283IsMejGzEPnqs",
+	"CsNTE+V9knku9QYWNjUIjzUIojhdh+xgc2WO7MlrdTX6e3N1tfWXnhe81HPVP6ip8uk7vjFND45tCz68",
+	"B3F53Xl3QxecsBWKfrVqpZsnp6gXpyJ6+LvOzHKjIMGGDou3OcMaXEJtxfEau60q9hIyRTuO9IyoFt0w",
+	"8I1Cs/fdJqXFuRjQzpp8tVdX0l7kMVkJ5jQY8/X1E1VHgmeyEFpj5kPPESwmktPdaAZHMmN6+MAcJ5WX",
+	"LjhNlwVbBMt4pAhvA3CN+Nm9p1XdKZb+OzfTIa/7d8IwWeCQ6WtZlk3SSgrMa55wqOMkGJ8Z08ySY1VV",
+	"VRchbo13MVw5VZvdpitxgU7g1PVO04kknNt+0GcvU+NSgxqh4mkqSsOtHu+QL/h5IGeFhrjixdYh1470",
+	"o5Mikzcyq3m+vgLGHwSuLbQYNNboTISG0Mt+ZPPNXbkJ2Woos8UZhltmuOC7g2TOZn56E1nOINb1Uubi",
+	"O2ugxdHvrWE/k7k1UClLbyz76Q/zFayG3UKZD4S67sNrH+w7P1wpazWCDfihLvgNl5D66n4iIpkPSMga",
+	"T9q17+nKt/MUNV38Bfbh8zG4mWeu3y/9E/3kddywpd2ilpUqrnDrK4Uq8w5CMUST7dcxM4nuQ9HUVTQf",
+	"6LG2BmSFhqtpcoRg3K7OB18iMug3BECtIaiKQwQHkxkyW4LLCM5QJkpRZJAyHuGXg35HRujR5NHBgdWs",
+	"RhapoUFaI3jtr6bZpqoxOpojBzGe/noqKgg1u9WlEeXz0j4DsTa3eeDh/Wa6BLxXd6bBbCyCkXpyUzUM",
+	"Zk5QT7oH4zTnUdiapRDX1oN3i8yjC6xvO3CccNJ1UuTOpxnQddh36e0AQ0ayywXs9uN2tOEIAxYN3Bq5",
+	"pf3BmzbMHRA97IX+siyoeth9//7k+Z5zTkg99RKBaAE11J1nf1b4WA7L1lWYBefM4zwTOyH/UEXk20+O",
+	"3h7hwe0vQOdCFWa56gCbHwLkkG2MjPGygbIfF2haF75XWyxdu9TOczXMkUPz62E6/JCFQZZg5fked6Ej",
+	"9y//Fzc8rzupBx0oD5IV8zzXDRnAOE5bqG20T/93nd0CEiXjPVORcfD2K3FHeKUmBJgwrag4gc2HFvFc",
+	"ml4NEIyXlRi2u+xuGOlvTEfYPlcpz60l3zO+7crOXxA8l4LXajbTAsKm2+mUi15oISvN/TEf+OxgJO6s",
+	"JS7aXzgi1u5WExD22hlrxSr9uKKkBU33r5p4QuVZa7/UCeN5zoCsVfgSpjHFVlQOe/eSKuAQ9BGlbTBm",
+	"B7Bv2OUKgs+3UIJbVEwhBqYH9Cab24yMTt69WGpNc29bVk+7xVIW2Ubltd/pDhl3d1Bt7EJmhbyagwFi",
+	"lqrZbdbrf2MQrHzl1p5tPTw5XaiCRLwWGv9aiqxwf5t5XdGfs0riH5qbuqI/a3j6p3jmVEQN8jyfpLlK",
+	"r5mwfuarV8/evHFUHYZXxkHvPH7y7OBgH7m1jKjss//1z4PJ45/+eTD59qdn/zyYfI1//o8OmLFYJCVo",
+	"nRqD9m/ZzJog0YB4Yt2sR3a6zpl/mKuGExnOvH2d7IIXNc/Zboikoip2ydNrUWR7CWCvsF2XymP/hW3t",
+	"AUANaWs/6/A2q/9qo3ZQ00dnseVQx1MBA/eR7TrIHZGxN6dP9vbZa/D4rhz6nvhYKi1YOV9pmfIcgBb0",
+	"IZuih9YkOGNOcSVmohJFGj/KiXSnLHNKqo6XkTn7qNcxodwGynry2701AwLwI1WIB3EbNM2VFn1Zg1iA",
+	"fSWh1EiBV23YrosYJkzLX0TCTMXTa50wbVRZgg0CHZpAkmHCKlFyK3t7HQVzmUg7Ci7xxQ8Y3rOd64UJ",
+	"uIOul1YzM7GCN+dVNqGHtjDvegLjmI7g7rhlRFwUWdxuClQEmk9G09E/YBltaab2Bb0oWCcz8skSllqx",
+	"K+wealslAXESp0pREKaffbIzTBYveggaxMPhJuHErsDuoFvUfrC/2oG/XBkxdsTvGMKbVXwRS9x7Cb+z",
+	"Xcg+weKDOpOK+Ev1nh26ucqz8UDUmfjYpZ5f2f0aBRzus8sQ0px2OXO82TDMoHNxgbJdt1DXJhY3Pc7S",
+	"iut5fBFTI73oko4rGE72Xbfo4GJsxWlvdu3Fehoa+EEwpl3s/52xeb+Y5kobf0YfCcJbEXgePa18f3HM",
+	"Mjrph83WruONj40HMiDNrDsI7ax0l482zKGEyYmvVOx066JR8iAjeAIBZzyk8FXxARv9sCif7O13GjLj",
+	"NBXFXgCygMFy2R6cFfN2YyWOuBXGo/M3jvh6jUBUVsaaLFBTM2g++YB3WxyD0xJsBs53d4LOBmov0Fnh",
+	"0DXqfu1YrtFJLZlrzWtbJYRrstu8I+U1DLjRMp6+RIKo+4XagK/0+KioCbaD2Gibo+NdxpdwthFxGfVn",
+	"9Rlbu1pHITEcK6xZ1VoI9v2LC/aQl/LhzeOHXlc9hPOkyUJlIm8lxIYEGOdqZp4L9y/3V6+1fy46inaP",
+	"nFnM25uC1OS4QNWEfcs9mexgY0TFSVYMhh3M5bF5WLdzAKQea/rjSWjX++Eomu5pJUDB6oXSY6PKTmtM",
+	"dwm22/Y9bSptYVukU72oKlUNuiuVmEFhj6oYHvYmGMhE3PKw2fsxMzYDrfdtZTS23rDeaYo4/GHdd6u4",
+	"F08Um7DPc+TUWpXimexw17Y5ZPEBgkMHtekqVHCSHgBSuyHi9TF5Yd2GkTs9akTKnyBxElpnx1rJBS9F",
+	"E65nPBBLG/MIFxJvuwW2/KgNhDRcw6yJXvZwr+C2T29UDR9kuZTX251n3YvR1kjOpt3Waa7plsXlDatw",
+	"SYVC0gZ/RzXotoXenZZmeKwVFlj+//qWWPih2xlezjIYb3vRE1+G+dVa9sMWWOgO3sIKO3MyvRN0wVpk",
+	"qEUaNrJ+Y8y+/Q3mm3dyurdT0rflxHTf60X5WhZZvGrFukDSyNhMX/jseP8+WAzujG9kRqnLtMBfLztK",
+	"OZCHOb79NxzNXrhvwxJKwyrofGxk91GIoMSZYzT76PQEUFM7AyZGVAtZxIa0VS3ih3QF58fbZKe2WT18",
+	"e7G1srGsK15oON7SUbAYAM/G/UdTVMaInrGfVWrRNWpIhhMfI9X1EFgg8WeIzD8+xZD42zEn69EJ22fo",
+	"Q/PS4bEbMxVuMXmBbg94vzIDxWC1zmBIK1QQke3NXelOTwOF4DdLttsUYJN+DJJGIVFu7xZ7S6johkbT",
+	"dzk+RAt1IzJX6XcmtMxqcWxXSF3eNk8S8/uMYniewSpsxFcWswqbiZ3KVquzumixn8SgmN8V+Yqy3QFP",
+	"SKy0j9RDo7R7LuL5II6GInJk7ggqjGKpvZ2yO4GL4RL1NfTdsQr7QCVVzizkFR24eDDKJm1zgIuij3yi",
+	"6jgmw+OzJg5Cx+TQODMVl3kMMr63JxvlljRYvhO3EKR4rmiTsd+Ma4qPWM85q1asqosoUqowIvubWPWW",
+	"AIFY0L0A2ACu8lLVeWbnkq6gYx60NQZlMBDT+C4kNRL/hS/eRhAhymJvg3VDQumqzmRlvw0XwDamKYxw",
+	"B0O5nd3tmCtxoanisFXV5e/Ck/ltxnU9UQAHOWlNd9KWxx6qSQAKuZjLKjvllVm1sHrurNkAiQET+RAF",
+	"wCPEtCW1Hw7mrViuw8E0zGo0rA6Uh0IVGF5TWPXYT7Px9CDk2Xh6EB3wyLAFUrLRYzsHrC6g1K3wStCg",
+	"ISi1R1wsFMtVcWVvW8bcxGux6sB3WVu+2BZk/iD9+rgFijdH+x+8aNNWhtPQuF45x0K/aK9iCLN0soow",
+	"ut5p3yaLIKqId5Jm8OJib0Rhu3zcDfhIKhYg2l0RHlAoOHTEW8FHblZTL60jOyGWDIzaWv9vzrX/NZ56",
+	"mssreZmLQRERhfH4IG7jQP2ONsdIabkWogTclW6k2hfU0rKyK6+gaB7IfINbW1nxKMcWzOLxTmfRWZvF",
+	"2A0JlVq3eWSJuRjyYd19FOp08wbk04WCI1Bt+KLUd+Vi3pboOPohh+ygg3m5Z22rXKZRXF+SfIZ3+GJL",
+	"NwSyYMuOKPk6xnKDEkqtrQtlMH0bAxITqFFLtctOek47LXiz97dYO2BbYbMdvfRiOUsjN/gWFmvQasdY",
+	"yUq8aWKnt9vCT61UiiWmndg3rp3PRQq1lE9x6aNjxP4BIj6zfsjVnF3mKr0GdDqXnaeZ+Ci1OSQbjg64",
+	"EOQjJZb9TkMRUAtHOUYOXh0Phmy/FlC6B4oxU4dkvcFrOjAzbu1tBFxSYCbZ1keQVsUtkRvBc5EdlfJC",
+	"XYsibiR7EGnrQtgHICHSI85uTqjpftfMqlO4Tq/1IWqwvAHDpuTmw7Qj8HItinGltr5r/WrIvZHeHV8Y",
+	"nfA1lYLKU1jqGZISzzYxh9F4A5xNSFaKYDXVMjcnxTgsGLiZyeIQ/5rIgoBsUl4UCnxohxenqlB5RMCW",
+	"uqvXGiYBBWbGGrN5uDHiSTRUsfvsVA6laWs9vP1+uAXgDhbFHbIFX9mhgOqyLUKm75GgsQgK3exr40Up",
+	"fqbjJAkbYkBdBMSuLbNd7YMjoRW7uttzjrc525ss0WtTDsgFAsHg+g/8BmfXLo3B3RDXj8/4871NQPLA",
+	"UbdqxIUcENb2FlsmDXQHCbVbqe3JDz9hqyI31ZWadZTnzZoZi3buHxgXrFC5uD22+ZlJj6Ac/AIQxyJf",
+	"UAAshNYMMckSYmtT8Rz63nfBaY4srnIxAYAMuM3nGvy3kkWDG74t5q07UtdGlRqxLTcSFvqhVJVadGZy",
+	"KrUIIDMxd3MA4XZtBloj41sLP6ljeo55yS9lHiXooJO20u69qSx5YUBfZgpDdbaR8PAw5QtR8X1AagfK",
+	"hYVMK1XOrUfR/IhA7gjevk9shJeECm72dbsOJThcNOl/KFn0kT0hyh+aIHa2I/KT0WI8N9zUsdOhDAM6",
+	"EKX8gUuK9MhcIEw92VlLurI+Au7xnWSHHo5XGg3ImbdMiI+Y8GWBo+UZVAQDD7frF6/MpeBAoF3JG8F2",
+	"G/5XH4y3zooA5Dxgx5baFa4U4qNhuk7nLBM8y9cRwnplOhCMQTVi0tPg7vbDPVZlKHs4JHY9T/9zcn6T",
+	"Ts4ujifw7DRUG4eQBy3t12NYwK4uXmQMMd/Xede7ou3r3WtDxIafnmzIVcdaA68pjiJ85M+rwAsKhQrq",
+	"A3aSHagY6Fobp+2p2ACVDYZxFxxXHAs6Ctsju53E+YtcNKlTVDKeVljwnIX3+MgQ7ngPdFBzOW7naynH",
+	"WGkRAt73EHmiUBIMHwKhBTMRP6O3mmughIImD++81XIdZyMGDxwyviYzaFFxKJgCBGGZjQJmdzCQA0Pv",
+	"7I6hfXNUm6A5OjmXzpTB0D4eZG5+fOMmDuYwdWsRRKV2+3IoO4kDn2yJ+KZWWfuOQFQ69I07auk0vqyA",
+	"VqYB3QX4WAxDB9v0pkoYs4HZd61ZS5BlSYDgW4htN1g21peHuL0b+MoxVRLF0LUC1RqIKGTu8MaBULit",
+	"vcJ9QNc0NUM9oLsf6HBeQnB/tXig2fnL95EY5Ccimli4zayz5HF9FVnbUQNvhksFGquHm40zSu7Xq9bA",
+	"ikDrE473mrtHqY5gvEcqzfbCGaEP70HBdTEco0kOJz5pJTpQM8blIbfk1GchL+eyfF/F88Aqa8UyQGW3",
+	"A/PDqxOHy76LVZwevfno9GRvhEnWmopAma5rWc9CHMhoDPV/eD3G3e6LZskR60HLqdlYgl7MOyQzeHDs",
+	"igh1xpB3ju8c/tjhHNOgt4d4wnrkILExssguBfM+XRYqZCLI3UkafodxSaVkCsSBo7FXbTPlRgrrBmLU",
+	"iVa+aFFyUKI3gtGCZW2f6G4+lv53xBZCtOzZNbULdfK9OyQ4Jnjf7aNin1S9j6Sw8SFFtws5uK66MDJn",
+	"dCKK1eK3BGp1gzxafcYiniOVqb0xzizwN5dT2NUbu0KzOhfZi6KLSP8050UBQNl3mHXfzrnhlRloCQ5P",
+	"7tCWd/sGTXa1IFPV7gzoy8VXjzuxsBbs2q6swVHErCVnAI/BKnWbQeFMaprEzUIP7czpsIsj9gV734ji",
+	"DKUWo+sxTu1DiGyUsFmlFvdQgHF2r4UX8DmtgpFttikY2vGVF2fQ2O8IlNQS4t5qC6UWdrMhOBSMMWH4",
+	"tlCXKluF+827EuJHx3Bv1zZzjttm2eUGoPf9QLv9tTREQcP7fbUR5rHd/z6Bbbxm3zBpGnasz2QWxy0a",
+	"R9aP25OdM2ASQttUas/gnLAWqZXtPEAbvQAGPVWkglUCMguHTB14Is7wFczmuH0sfGLUKCznYryN/uJu",
+	"Nvra5/QY6evWvDPPXW871icEY8/ErBIxausjVikD58/R8E3nyuiJQBdiiS84dNlTYNA0iZVLVXVgc/eH",
+	"ndzLq1b46Y5RJherbjUdH8ryVFWmgzHTbmhnF6cM8lcCYr2mTHmrQENYkNqsl5HQSrISaVwpViIVdnla",
+	"WwF7BicgVMrYFBgnGHZobpMGfmk5BfQyID3tOIMaCnvxgtWF0wiOYROf8bRFMKKQrJjmXC62GYnb8GSO",
+	"LkJ/0xSgq2Xhdl/b23hSQxT5/8I1nbH3z08fXhyf+jeMMWnqqlRa9JGU0+DN1BqZ19Xl428effNoksub",
+	"rtr5HPPNu0HOpOmhQ3WzOiTdfvYhsY2m2OdE2F0EqYTuYI7rKmLrn5+fHRPlGGxNfrjWaF1MD5uL7jB7",
+	"QEc0VXL+XMptbu6bfdizY6cbKiz3M0xsg6O73kkC6aF4QFxDXdJIG43oRsU3eAjdDJFeHNZla0jZHoFx",
+	"EV87bZWbuNzhFgqHUWwGzDY4Lv46MBtQdrFp0L2W0syDAzi2K/34sim90/pJU9jcVSHezXae/XPIsA/2",
+	"jt+S/pvfqkwcYztHQAAisp3ffloblA4c2tZwaHc00bcJDau3TnX2hkfqFF5zbbAPLorAi9FeFbxVFrHT",
+	"ymrttbZnDzQIwDYtxP02GFKdWOtCaLMtYlF7cgcqRMMFZj+1GcpeN6tp4nbpw6iSOJtVIlg1NJaNfDzQ",
+	"zWiuVa4NWxWqAiNhSxshvjEeMV2KVM5kuilMh66KiJUS6FLxq7rYppuyoq+//urroLDo0cHjJ3feVtdS",
+	"hJ8+SYaqJbfcj9Ya+OrxfewUay99/PXTmDVu8s4CMJSnXM6E3YYPW6Pit3Gf1AgEOjqw9fbZc8ziZl8h",
+	"CHD3rH3z9EmrHOzRQWzOrKpudZZSzR99nWyAVWCij1FN3GxtT7A7BmwHVK1O/q1Pp+7ZYnanEfU93WOy",
+	"0EbwrOFP0HVuDtkBvRpyllwKX19hXDAQB8N1iJHdu0e9nLlt+XYlhmi+82JtU44RpfTalFK3ggSDYvrn",
+	"1HdWRBpdHtVmfuxpobsc1xZ3NEMUpMra4dLQuRDCgeIJtdbLKPzbnOtTutjHKeFeYGfatRO+2A6TyGeQ",
+	"/Q5tV8LUVdGVbT9w8LLp67VAyBAIDkaAfkHWNe2KWGlQurjE8kiw/rm8smYEXIXXtF5fFKqGkhqJGE/p",
+	"nOe5KK5EA+420OyYjPNgOsMqA1VhCnolgDl8a1oOajoGitZIGaaTdzYpTdsXtd1Fkk0ORJIqbxjDFaan",
+	"Fu26mGiqe0fhgRZVq+ygGZiE1ViVUIpqo5aq32NaPyHx7TuZSFqLoY1w1YzhT6MWbXcq+zrpOw48HAes",
+	"QzCNTXYP3raFBbyhZ+6QAI/vuoC6xCH0BSM0AnEV62MRScvMr1Qlzbx7wfo7WL0WoX7z/OudZOf81dHk",
+	"8ddPo2Ysr81cVfIXiEy+AvbRjgEm3E42pVb39/en7Ch8nM2RkxVLubAwCc66ELLIasxGWVrhPXt5zB4/",
+	"ffRXCJrZf/z16aOnhx4ZG5IO9TwhdbquxCMhryKWG4PyzuAq+mDYTdrHEiakr6qybueVvBGFc8kh/mzt",
+	"90wtOoEDBzlEGxWDnIxEbqVNgqJPOdrUsdQBZuAQAtk8d7Sazjwlisb43vKzikAJ/O+a59JAlW5ZKYMm",
+	"FojMIVYzA55UqyMUPygU+xnRP51gFUjwZKUnKlZjdpiYYtNNjaPfX+LQzqKym+MAWxLtXZWY0HC15l/7",
+	"9ec2VRh4wGp3Yz0KygrQmJ0CRSlMgnWL8xFfa8GXdKmV84W6Flav3IFLEcEMwYTU9nUTK3xbJTBhrpVO",
+	"QGwB5rOuGJSNGLkNr074Qe5bWgyKj7ciUOzLedocurhehtpN1M1WK+GX3ok68cLzFevbjgx09U6MibGR",
+	"3pISyC0PGJEh4dkaR1eBLMEWQWduRb4CFbyOuRI4U48efxPz+eVCqLobpvY7VTfAxsu5NdVs24euKps9",
+	"GnDnv2r58lESsIoXuoMo2Q4icJQzf9ch8uJgTf/756egdpB3DPBtjGIXx6ft+hBEeUutLqmzcnzKc2V0",
+	"+ezhQzirMLrU9u/3Z6+Tlg1GZr01CZksZopJOobGyS+EQEdqse7dHjz5phU8+mZM5vQIiY0vVqxVc4Jp",
+	"7yYpsjMcsZ7qTKpjlYlI7Oro6Dhhp8dvjuC/7+3wvCtrh6gdfPvcbhX2RfvbcsK8Uks4PvYbPjNKXbf9",
+	"FlVf5oHTgllCcAzZjXwNHHUIc+2CVVkXRXHZxU7CKkKR1LU1zZQzspDShGgFodQsG9njuZBX81iGospE",
+	"xvDqyIj37VC5eeFHemtLjbNrsUJ+CvpqMEXkQnTwupsO6mZItnDzDUeNbDdVRSFSk3js0IRpYeoygWwT",
+	"OAHKVCHiINy2DxcKDhNg4qLsQwHXUGh18yYKTfJHLlaljf/gkdPbo+KA1tFdxsnIRC5vhJUsnKjdOgOU",
+	"OZOW8c/sLNcgk8MVa6jarPt7m/ahzETXun/1+OkT25FXj59+HX14KTMz75JiuHib7A0sGEE2foM5a4Hq",
+	"iCrEujhfaSMWF1xf3x1CrQavhpBNGGca3s0M1xGK/hgASrSFDQQUEDWurwP8E3jQdgColWdwZt4KEt0L",
+	"FMpdgRf70Bbrwi7C55JfFUobGWMwo3tY1tzkTjId1H97iK9EIarBiFj4OoA2S1We43HLlkGwK9WZo/Q9",
+	"iAd0nxDl9uNvWPCPZaVin/93hwvz/bs3R/95evbu+Hykqr9SlapNHOW1QXxo7hq9gywIkqnX7MbPfoM3",
+	"97E3rAVkAeSkg8FBlaJ4KXPxnN6gqt5Ps7cjoUrWPODrjJDh/pBNHjWGSZlzY4eAZUo4sBU8xxq7v1Z8",
+	"NlzMzWcmFHlkI6gGa4gAj6z1YNdxcrgEQgFtiVpLQuKD62ebPsx1tGctv/Hi0bkU8J2QESPhQyJrOD3l",
+	"tRYXyvD8bcwTBCKYK15d8iu/dAEFhiN2BTIhF7xQ2xEFXqWnokpFrAz8+83WDK+uBLi39hF7cff7d98f",
+	"7zVSlUkNLMMjxWcueHmU5yr9Lk6DAz9DDNzeBAF1+wjDaRj7kfaR85UeagPeTJOlLg2XhcgaG4iwQIor",
+	"2vBGtl3Ui+/TvlXrIqJZbHrTVZqPpiDUnZ+I4nPpPvR+v3FtUa5N6droB710Y5OsS38olT0r7zRqQUJt",
+	"hUKyIfhfSJpo0M0uV4yzhcrqPAYYk2WV0DEZkUXG6KrLM1MVmx7sw/9Psf4kz5kdlWrG0w5Q/1Hk7Ni7",
+	"gCW9gx1daiMK++J+qnfKS+CpqXmer9ilc3Fjh4laR72RFx/LnBdE37p+enVpBwe8zDgxEnxOxNXAz3Q4",
+	"Ztr3tt0CL2XCrDZO8JA6oSzdydyYMoFIRMK0hD/BMViKy8qkW6ShWkHyVTUuYN9KueJb53G9iKF2tLLD",
+	"uEvnET/XPLeWNVxB+GXEJdoqG7az7P3C+1PunjAc1BcHWj/2w4kM2kr8ivE5k+7jW3zzXlIbERtY2PFT",
+	"P3tFt9YyZm1DQ7RuBqzl+7DL4ueHZ65bJfSSF1mggLYI4AbabXQ+XfeBIr4NSpFe8oXMV1FQLXEDPFtw",
+	"AyRACFG4NCwyYybIsfCDuDxX6bWIRG4b8LJe4LpCiMwT6UHqHCw4aPuBxq50eeNaXuZi4JSM57ndwYLT",
+	"Mpe9wU2AoxjXgEuZZymvujiNW52Eg3UNsITcQWq754cP0X1LIerbTvORg7NZ8YWIowPZPRAjUPYNPntw",
+	"7DwO4CKS74ANAHFaQaeLxGsTZNl1IBB2On3g9Ns+U488GLCPL/mibJHnyv7bzgScm+lVkQ4rMYNFnmH7",
+	"QyP9pmtXtOP8H+fv3jIjPjpO2m0HO60rHQvPvis5JGcoZEphu9OzF38/OT9593b/5O3zF/+5f/7if0/3",
+	"YNvgWlsZ/LkW1Yrh+3B16XohWCWv5ibEvfZDuWmd3IhhaK4X9qYXxY3IVSn6d553BYNpSpwHijQiDmx+",
+	"V9+k+62B2r95tNeVahSN5rwrGE58wpbE5EislpUICPYi77Njk/V1eRkeAOM7U1UYWdRkqtg9hhgU7Iin",
+	"dvatJd0VjxoJu92srUrM8i28HC1+jkTorSV1A2YTFJui27H7KGGPE/ZVwv6//+f/9cHQK17qQ6T0qAF6",
+	"NvbV+AZZXO0dgq0CowXL302EJ/2kxmo9Ema6Szu89KrskJoD6wxa8ltXRbrYdyQ4fmlJhL5HLWKHPHFL",
+	"eIjXItAoXh+cFDMVP+4xioFnv40u4bUdEdMJDgTvnQtWl1cVzzy7AXgHzaMiC7W5hhOiGmvS9LKDiAo2",
+	"xijS2ovGspBw7j8XIZgxsPTAoWBCrfbu5FqI5vRwG3MqNIAiBeYA/J7LG9E9aHRAZO/UTGY5UNMX6Kdr",
+	"xu3DBBto7KIFfEQAOulgi4U95WJVdrHINBu4TnCYeGyz0XNeChbZrm43Qt6oiCInxY4zTqHqF3c9L5sJ",
+	"q0TOoRiaToqOTk/YJaRIo8fQo5bjc8BZmktkqrE3aU/MWgmaiEZsSQN0M9tpK/nRNK+LUMexqkbUGC1+",
+	"jr+nvuze/vxosOC25jsWfOVX4O65SCf+/omjY9o7DEVPC9gOoHYQMhtmM1GJbAw4pZnvtDubrCuLNZEM",
+	"hshPS7hMgiUfU3bn/Ea8nC1KcXUhFmXOzS3z6o/wNDBVwNtCrwKSL0ivxbJJSKxlu8adHeLd1tKBHux1",
+	"HOd/J03FjfjbZexk+wIjnXAju5QGD7llwa4vpXmoD9kBywWlSYsCW0znSumBRHasuulLZU96kw3e1aas",
+	"Xb9ss+khS1W5Ir0EycRFWZsW0K4qV3bCeQphb6hULNPFB57zJf25qPFvSMj76dZY6X6GotVBMQKBZEd8",
+	"NBU/qq5i6QV1BZuBG2BVkrLV9OdDzBGFzGidsFwupEHXcgLEPiZhE1MXIrH/VjOZi2c3CZvk4kbkCZtc",
+	"JWxyLVayMB8WskjY5HKWsEla2f8u+Ec75fbHeqblL/AO+fHDbGFfyiv7nxQ0zkSnH8y8EtrB8Hekv1lv",
+	"AbttxTboeaSIanO/8IltQQmU18ywG5xFwStIYGY+U8OKbkRYekT28cGQxHYlbFDjeNmunlJ+FLneugtP",
+	"vhruwzYIVBFZdVHdGRrM1WojJ344e4ze+HaQA4CqbIHjOlUlhqm4MaKyd/7XP48m/+CTXw4m3/7U/Ln/",
+	"YfLTrwfJ069++x+dmQpjVBrceL8qzf7f0PT0ZVKQmGDPtlNq88fgSswfP/26T311pGJQw3D1DuL516ff",
+	"bFea1pKU1ti0tH/XzoqEoqc5L267qzbMqWXOi4ZRP3I0mc55UYj8JOsqmcDrYJbga9uxzsFl06i2RyBH",
+	"G7jJg1uP7ChHbZW4bnEI03zJITNVTYmk/FKLooN4ZxiRzo7zKC2ixdVCFN05qC9lLlgOr2iK6mg2iXwQ",
+	"D0iaWcX+H9htp/mI8TWn0fVsXYZ/qBhh98nR2yM8kf7FhUh0rgzSJcm186MXtRW2h9+JKpewL76/OB6z",
+	"Hy6FuI7Fsq1E4jVsdEuSXrumznO1kUu+VTI5lUL5EfK97VzPKr87tSVZxBzZVlwIEG1jPNESeeYOR27D",
+	"ob5BhhPAbTRiNWjvbc2Qs119+d3ocyCYD8dVcLoUsuFrkdaVNKuHQQsbLMNBZMNFMFz16D1RCsdlLfzq",
+	"TinbqFO7N5nbqD+LyB8k5LsiYs0Xa4m31pKuXbXi1lUB/WWuh46mH9rn1swx9s6KZfJKYtwA4PaXUgs6",
+	"LcJ7dIK32P9V9r/AIKpT5TCa5qtyLgod0+ztOR5p3j16/Ne4fVd2lha7Osum1pYCDLm6gnx8+9WHtElS",
+	"/Zwo0mqFVWBuStK81kYgQ7H9ss3i454P/Ka/eIsSP3f0TbqT3K5cOFIdHJT4FYr9XCtIb6lYLgvBLivB",
+	"r7ecl//6cefHH6sffyx++vVR8ujxN/GZGFNtOzgVvtupylWBA67Yci6NYLrk6bDma3X82Y8/6oe210+f",
+	"xDo9vn7Xi1lUi8BeeazyelHE/dsUrmF6A+6slKoVOYiPDiG+vJvmslDmbZ3nA0fA+BKp2dt3F+zt+9ev",
+	"u9gZ5YJXq7+J1dj3lUEePD1tF0z89fHTjOcizbldg/RWe9dwCM/ZFHju4Eah9QndM/YO/x2dMWNt4YTJ",
+	"IhMfE2YqeXWFqvFGimXEG4BO666Jw1w9fKl7ic+pgTb8h2sqbYdfQ++b+jDedGuJZYx4JYvIy/PnrxGj",
+	"zBrbMR5oWaR5nYnnWQ51tdYNAMSLqi7wkMQotuAfn2f58ZxX8TBzluUX7v5+EbPdWXLdvH4bPwPnt3vR",
+	"VGo5yIRXqaVeGwaYDDuTY08g4eZ49OMCJALsAOzspchVcaWZUUEGFOjOdrMjMwhoCNxi8tlNHGtQQMjs",
+	"21C2CMR9+Jyvveya70v8Qlib5OgiRDSHM3GjrsVwVX9l74Oy/jx3SBC0rqyi3lyTdM+LUqXzDrJ6wpMQ",
+	"9hanv+zL0CworB2nBdlHGP2yvUgp4c/Kve+I1LoWGVGp8wL4oSt6M4eD7NkWJ762E+MMOjAOEa/E94U4",
+	"2u24jjgGobaS9oBFZ6zgpZ4rg2SEUXwuuqNNRxijIIx7VI7NOFPLIlc8uxXBIIQxkbYQqXOWqrreimbQ",
+	"9HAjOoZFyBd1x3gU7UFVOEd4yo4qj2gd1pk7FiTuoIapjskFJD/zqlo5PNFmVAeO4x2RIXeAT+u0OsOz",
+	"fMtQGk2/QgdySwHQc7WkKCN8vCxywJ91UuFBkqyTAjgD3BiezhfkbDs1B8os2XGPRUOgvXhmhGTmU7Bg",
+	"PJuy5qcHQ/BMQxhlG/yTnZlXblbOKSIZW30khQ90sw4dxUFPALM3fnm7dG3XPAa3DL8WBeG2BoknUrN3",
+	"haNK3NzTIWX8hnfPjgPuuhRmKUTRNDoyNbgHMMmrETd8LYresXpknR/eD3iYBLz+mWPm/nZr8hh6rxHs",
+	"foSAdM7yBb8WwRT/zhPbgAiMWm6bgwtV6M9VWlv1AVv7UZ1JcybiafGtO32ZSmHVncuQTlVhKh7z7ggo",
+	"5SR+FNqYnWDghyg0Ywr9RhU8ulpSrpl/YNtSx46T3GNCgYHLxGxUVuoyt9+CqRlFvjp1v5D7MNqf2Zwi",
+	"O4zRjBxsYtC4x1Gm6Bc9NHKwzbD/slCVoCbER6mhbruwvhHatBqKt5Zxl2ZNdbQL+VpCtPa1Yc+SHvwW",
+	"YLw5cwckt1MoGP5WdM7yjE29hpuCczvlZTkFk2jqsEinbBeGe3ozV9rQxVbcZWolpVrXJ0iS6fe3WO5K",
+	"GQFlOipLz5uBwReHfMo9j771ZSCq7Xs/6jxq3PbpLHNq1o3VIZxPtQK9dLJGJabDp4PbATh4m0WvWawP",
+	"9L2cvr32B28Q+YdqW1l4/uRd+4NGmhdHKtDGSKC0NSJW/jxndYMAuQ5/8P6kBsQ+kugvK1NDRYY2h+zD",
+	"B5qsv9t/f/jQc5YUa+W3ruWOX3VaqY+r2x6Ql3WeW035cQV4RY4Sa8ulaJRjlAPyza1iuv5k4MP+5Kf/",
+	"83/s3H1tYHfynKnirkBJKCh98hR8Or/t8Uj3l//BUJIQAOhwEygJ3AaAq2uOXOiIRlUsV1dXmzDAw0BJ",
+	"I5cfckOjh9cjAZHz9ygkiV0NXjLiW7Eq72kn1kaVTdpDQlqKw6hGd/w/7D7a/tIvcsv8d9pdVPkJNhcE",
+	"xdxOPLfPjNhaLD7xFjG8KfzOam2MQqv6wXw8BSB5pDkV2ICO91xp8Upl6xny1IjsrLN0zF1hdQmw7nOZ",
+	"ztlc2revEPjavWNkOD7jhl9yDQyIHVgS9pL7Ine7t4MBYmJkW90Vccd1VYnC0Ci5+0a+dsnzkb1fVtKI",
+	"CZ8Lntmtdtv+L7lJ56IfkocTISDdehu8Lz9MSUQiYjO2NgRBR+MybMWbcPujJx2I/VbhToQw5U34FZ7e",
+	"Z2cOTotr5ugSfWZJJrT9GKpfw9jiYej3ZlKX2Edm6grRvYCsnrfZBhxjQaimHmiEheiLvPeDDAXff5Q6",
+	"huye3fqYdmrMDMCeNemnm/s+3jKSrNGVXOJrd9+/P3ker4gdSZ/ncc62jHyNA400wHOiapAP0De8SEXe",
+	"UXTrSKb6+lxZt9rKEZvJgud4RD/Q+UEOtO1KA7hxEHNtXuo+QuqG+iLWwNsWZQawAxAktkTyi2YFdJUr",
+	"g6ExjnmA62uBa0UayGe8lkX2rAPWcxSZf2uNeC7/oWMFqG6A6QvPFLYTxPWTBT/GSeuUwR/7OVbQcMDa",
+	"tGxNrwe14VHakw3L19cq19c6lnwYepWgSxFVLO5RttofJo9ud2E0jXSzP3mW5gT1PHFh3p1V+g0GqCCt",
+	"5P7Ypd2H3pKrrL3XjeeZpieiVNP6M3FNR9ZgH+F0WzISYumxXUfO6UYhHbLzOk0BkyVhL0mxX1jF/q7G",
+	"1NhjUuoQrAC1HKcvfu6V2A6UuxPij3/9TrKD799JdlwDO8mOe33PgjjN+SrGKHEEsLfAdQAVwJiVxTfW",
+	"3/au1UZHLvvA42Jx2i4Lu1JlKTIotO5CVNaM7mKXIuUOBoA+tbLmqlGK6Vwt89XIZmf97W3xAZ20shfU",
+	"R4ioIR2Wo/DGbKGEyRnjxWr/PmKZmM4cznsc8QsGreuNPvgus6BOZ9UBctBd6T03ppzM8puE4V+L8knC",
+	"5rlGeLIBULJKLJQRR1lWdY8p2rlYOW+39ObkACERpOna3asBI7EZwS0txBFhnziI07APP6Ki3U1rspHM",
+	"HHrtyDXZ1LwHQ+1WtF8a60szHL1uhYyaKb5TN5NH4BbrpgFhUmUyw3M/j68xlq6I3r7lBkjaNLL/1QXY",
+	"3zwKsvVmqOcO5zxpXD/E7Wn1by33otfP2ByZu+qN7cmtsIcxCRimeGqPaI8UVerjqtMHv9hg3bNjTyUt",
+	"5JgjBJn6uIqkt9wL/v/dx3nQTVr/zkPc66ShZFNXiWXveRjavDFN/XE1zuPGMCzVaw1+gY4bXus9f+A8",
+	"H49BRCtkyZu9dkDD0SdsKrj2KLo+dQsXpR/HYzugqVURECXfq9U08tADBFotiTYKe3VIoXqHiIldLZR/",
+	"CGhWNdt11WdlreeJWwZ792JktHMzOr5RzWa5LETfJgsO8NJ+zDu8edvNVhWjmgAMMkxJ27qFSl7JHswo",
+	"GgaktNBst6zznMwbHPiZzDt4J2j3iVSu0c4cTjsZjLCDYMJdk2Ln95COooBmI6MM75FAn1j1kIp2FO6Q",
+	"cetmwtKAZA9E2bYmkzWZNzL/bhVUocXpgypjDtMCjnY+sP5MxdPrLioueOEDzfCm7tEe/ooL+4aoQdEd",
+	"I3pNrJiqMtvK6r2YkI2IbKpYbCBiS7r40pgoEk3t6CiOq2r4l4/ihB+6hZC5fWx83Obc1Yn87nGb1jKP",
+	"CANobIgE4/5DzEGHfr9w+J1eTcJuwpd8FcZi8EU7yQ491hNSwSUblUuRQ1EcB84C1PotjxMXrWc1jGbb",
+	"x9L2EbOKro+UorSbeycB5p2EdfBv3Y3FykNLwxfvAkLL3j3SV0Vf2T0M11GcXwTMseaRYxVrCkIyoRyY",
+	"TFQKNOBvxDGjzhGbw+EDvfqF7cKLxvZ2mPhoq89fW4QwFk4yokvuJn0leG7mz4XhMo8WqxZaFLrGGn48",
+	"Zs7wZmcDWCs7VhYawDpEYTOxsJvoE+I1tLBpi+wEahLj+2LqO4gH05n4yOgxl6SDDsaCW8UmRsbuIKE6",
+	"Mh4nRSZvZAabJ4wcZuSP19A43pAXH9PPhC0wziNzQAQ+NSKoFY0u6hw4UDsP3prYXkp5BfhAC8CkUPSr",
+	"ndXrQi27D/rujB7PZ6ZjI2jkUjeJI8G73PJ+7VhfX0JYH/485kUmMzRPzue1ydSy6CDVHcq78FjEHYkr",
+	"t9k6PVR9IwvhUASzmLQXSNLKgEAB7l31rogosmugbPuSoF6igKxRHr22ybqyIfu/jiEA3oiK536NBZom",
+	"nFygdssEQPQCOkPBb7jM10JILQ7j+HR+Jwu7hzu47bXmBqxj/ITm7dEhBy33YsFlfnt22ABORosiYxwJ",
+	"Bgtl1xOlYooF8bKtFT7XHcAG53ihOY4FZFPr0LnEMHrUrnZIv+3ODXwcYJIFjpWKZWOlsgS4jwDj1q8T",
+	"+IbhSlY1bqSHisg1JeFsMZp9BKRYVQXljW6eZMEWAVnkyB2IpiKehgGXJifPvR8OMLkNnHGkWqMw/bgK",
+	"528uGjAZx8YdyEQHJyc8EJGr8G10GuOK3Ye8TahZohe3KBvDQeme+zhS+HdcyxR4du3I28nll6o2fqFT",
+	"RghWEUcskSqGGHB8+p7ZK9KI1NSVgCQSb/STZdzwm8UDf590x0/VYiFj6x6JdvGy4ybilAuJNPhrCP1j",
+	"aQ2NUnk657Lw6jT69qVEUs+Nt8+VNnHwjldKmxbuWWDSfRL7Q8V2pjXir9tMeVmprI5p41O80IdPkkdJ",
+	"G+Fous1fCGBtnhhrI4N2iwhh99GoLyF1bdK924ap6hJw1Yeqf7Us0mh7I1XqyP1/1JEDTGDzSr/S2qSK",
+	"UVvOSzhIWIK6JRzn9QFx896t885ULjqIoFrS8BkIn6ICepTn6Cu0pXO010RfYT9zG6qn/kG74LojrgMq",
+	"aiKLkLEXfFafqXdbWEh4U6Y6EHtyrs2L+CEk/NzggGhIvWw5ZtLaapRA1Pn2LnvovF4ARNdAA3NO5Kd1",
+	"wVbCdDdTFzF9cR6yY7s2UFkcsqLO876GbpfRis7SuyIfQC6DiQF4SqBtpvBFE1yA13QQ1tRFwQfZtqCB",
+	"lBfsEnhK2IIXwDLY/c5BwkJ4pdSMbmaFWnZYaXUJVGunIcf0mI4SKTWhH1p7acEBcQlzVHUHnBvX113g",
+	"Vvoat3DwJaTnTXOEmmO0r39920EKJmLzi1uC0AxvKK2tBRKuxX4N0p3REtMiepuklc4XjDsLaJTcqBSM",
+	"/s88q4thX6pFcb7Gf94bN4h7wb8OsCuAOE10KVLrsgHdSW6QL0BbU2zNjGo+qy+//kWRBdRk21oy5fAK",
+	"kxrMYB4OTGTJdltdLS16iz76XaJfD9g3xzaUll6BXSPSxbmq7HbkNxUgm7GfnVn7Q1XEVX8p4If4ieyw",
+	"FtlKV5ReFYSWViAK4cg035Z4Oe1eIJ3+EF1o+Z1BdGnA6bTrP3sejX9+Zy/hOTsHk2RRioxxAzqDLuye",
+	"nL9j3zw9eJQw3GGndQFGGJLw1oV7DJ7Rn8J/vGWbiJUzOKo0kkenJx5fB9cX9UUuSjyg07+DHwvxXwTc",
+	"7GwGL6/HHTeqH8NvEh/LGNNdx/nSvXk8oZ/Tnp3A82nkte0FRYYitpYgXnf/0NsQ1uMOLGAdfptfcVnY",
+	"Gyg3yvFMWWufAJfTOc9zQazGa2Gh/EpV0szX0JvfPP+6C73ZP+FDOuHbXWQbX3D+6mjy+Oun0Vj2nWC+",
+	"seFmENpBpE8Lz70QZq6y9ng9f3F+fHby3YuNQYMpwSea1QET1CZHcC9I2PmLi/endoM5fX30f69/zdPW",
+	"x3y18TE//fpV8uhpvN+FirKgHbkhhetQVAHqvN0/oHeAoDAwyHMA8W6m/pBxNquEnrOKF5la0MuGQ+5j",
+	"SsF/VmV7tHkNJGft7/jfNc8lssiWlTLEqr8uo4e2Z4KUN+NsjieBzjn4WZUJS7HzANORQnjs7OUxe/z0",
+	"0V8R3goRyhEMFUG/W0STBRJBQCfjUCIybi23lu/7s5PEJWMQsnhZG6qXDeUIMdB54Z2RaV3JKXJAuM+f",
+	"e+dvgzJlYOzHIKC7MfbL8XcCNLcDG1XLc1llp7wyq2Ne8kuZy2jIo4lxODZKuy8DbRd4k5mKpMBwI6w6",
+	"jL3ON7ZizW0bzJfN+6n4ZzzfZdPAMb4/ynd5R2PEUxIO2CI9ALYQZLXWM2AWhAOMH0+PRsMomRIYR8Gb",
+	"bh9GuQVZSLuXm8weg4FneHDkuUjY1givgN4cs2bCLw3nJQmltX+dvJY34pTqu6IBRhh29v7staacbeBE",
+	"JYiAW+HvNPlud8guvzW0MnwJoB5cCjhLdeeHW3qm2zLTQbsgcox31HWBn9LBMahlcZWLidUc789eY9om",
+	"JVqPj0zTPKNDFD8/uddEZXzdUF1rmP/YmiUAAkdk8kg+5E+3yyEelMAe3NstMoqbD28vTDfJ41fl3ZwK",
+	"sF/cKoal66s57RhvruCcUKNbJ1xkjgFpZPy8C3LprWRqA6Wh2qroBmvaPmk3hlxwbdhX+I+F0sbFrmfy",
+	"ClM0AZd8t8GoPtjbDivxqyhYolsr/fUKCqXNa7tDQOtHgVm0YIeQmDYjTFf9gEWKRTFzMNdEaa5qxI7b",
+	"O4Q/sXaU7f7w6sXpXpCKCOBZWy9p9xFtirOvI7HUHqlzL3stuBZ3FzvrORRiCRwR7RLiyL5xqVVeG/G6",
+	"R/qefAVZO2tbgjI8Z05oA9TOQ7Al9FxVmITAC2yb3twIIL42gOq7FCtFdZ3eLHyg0SxZESNx+7elLLS3",
+	"Y7CQBDAM9g7x7WuiY6c/nSuZCmRO92JERraVBQjg2LWwN0yiGor/04PO8u6xKzqXkGSExd6lqKTKWuMa",
+	"rOltAOSf3mFhzgV1J1U3otL/ZuuyKfD9LKsTT0cCM68B9JNGs1yl3KjqD7yGY6vyPlbZdsZvO+oyteM9",
+	"vUXI5Mtd2netyzx0c5N4qsHW/Yi0jZARTYHbIIThnxrnPmz9+8d4XK/TDBEfb4FV2QP72JGSeVHxQgND",
+	"9gUxOcdCqMbf5cnGI6qwzuQo3m6k/L9X3m4K9fUghwdk1F3k2div7Vi7OU93kh1VQoZ5mS4+8Jwv6c9F",
+	"jX93cnmPRL6j28a76SNTndq08aMob8VHU/GjKsZl87KuIOrnJk7BBcB4wT8fwsE/bks6YblcSII5mkBx",
+	"kknYxNSFSOy/1Uzm4tlNwia5uBF5wiZXCZtci5UszIeFLBI2uZwlbJJW9r8L/tGKkv2xnmn5C7xDfvww",
+	"W9iX8sr+JwWFNNHpBzOvhJ6rvK1nNsMP2G0g/2t6PobSuVFBXz3e1EGA0hIvVyNBnPkyvq0J3GED7F8J",
+	"XUV91DhV9d2eQ97aDUN92DaQtCarIckikrytIz4M7ogt4vpeEmfaDyC1MFXIyjfykO3pVx3Eq4OAg7di",
+	"L/IvHgBXDBP8sIk4vpHMxCiFjtWb96rQDw6GySCg2X6Vjj3bTqXPH0N68vzx06/7lHdHaSg1jLWht19E",
+	"f336zcD3r4fMQ3nejNq1E/GCkWvtjO6rvJIItVVEIJLNTT/cI7rwKkM5HWeUdCTxbZol4/P33ANhItoo",
+	"ozNiMt06f+89jMNRKS/s3nJ3FnNYzIwXjQPoHQpHm2/F0EqhpG0tljQBJEcnsRX/Vizdea0rG6qQo0wW",
+	"7Pjk+Zn1XolsEznTHViBK1lVhbCeRUEqPJeQdAHnzrxYhQVnoznm/XYb7MZ+u+05H7EfYzZO71qnduNV",
+	"b/wY2TYRniLHbIgxvkShzHdipirR8xWQurD+HVLbaZZb7CG9R4m2sXL9OLF/qiFKDpnbl4Lx8OmgAn3z",
+	"+HFo0mVBk/4owiZWV6XSHWNFF/tmJGb8/ta5fAlG+/tK1eXtlvBLXJoQg7qyr2kW8y3Wb6/5/7IS1pz6",
+	"aKLpEiOl+rnUZc4bvbmVMA8O5N3H0KNx3WEUQSdBVeJRbebvbkR1mnNZnBldxsi0zGYSFyGlcYa1jT5J",
+	"hyl7tbRvY1Mi2Znus4u6KhDWlinHvRnS7PBKuCS5QohMY1gGKkshSc5q4Cketb2v8inbfXJwwKaygOX/",
+	"4VJlqylT1kVbSt3CtwoShruiebGZHkHUwWujEFA/WmOsKsydguhlH/+kfc/fAQgkgsVi1KSs8zz+5Li1",
+	"gCeGUOGgKj1uZWTiRqZOZGNOzLu3fz95yciVtV7k9989/ubRN48a2Dcq0hr0VbCp7jbwOsBDNK3Qj6Mb",
+	"6eQOfS41lig6wBuW8qJQoM6D+r7NsQdN9jcR8UX+JlbEmQ80i1bq4Wbn1xl+LXSLpRmQ+WfghMGdY9zw",
+	"OdeA1NOfRq8pU5pw7D0Azeb3zLk+Nb/0vy3lC1FxKI8qeTExMjeTX1SrUDfkVdXnc145IRp4M42E1Ezb",
+	"hzBQyeqyQZszdoPvqPnZyuMO2NXISnNenGslcOMGJesT7CHWIELw1+8qwa9jEiZK+AhPROg9XkKfzgW/",
+	"6SqQCvGRe1PUcE7C8LPV5xchp9uI589az/ismPcxUjYgwUeRfX/2ep/BiYInSliw3elf/vKX/2uasKkd",
+	"2P/5l7/8ZboXuJ60gQT7SsIuaw8L5GmBbQdFgjFqXmQMwO204XhIq/lCPGMcqc8LxguFHNKUaet2p9b2",
+	"1WxUwDQKeaqRLWpvnx3Be13OaviOSizUDWqGRZRMblvuptttayNR+25By4V20HstqnvzBVmtRXUbKxLX",
+	"59t+t0bP1bJwqbmpKrTKReDd4beyNBe8Gk2UWqlcnGQdzoe9yKRPMBzwPbgbhkrcKLen2AEBmlLC1ONI",
+	"XXJv3kcXaA4sXbjmfA+cmm076ZkdgZJpJ7FThXv3T+OETMcQQd4VfgKpX9LQwTIigVnvvORaL63ZlnHD",
+	"I/nC3QcaHorAvjs81tg2B7FfLrtlcsFX1mIBueysi36trmQx3H3YR5DT0razkdnrb8Tx83feIb+XBh4Z",
+	"4QfAHtwk2VFuMdaoisFJSzQX2d6N/XW3I54DzNM6a9lWne9c0E2isF8SiIPgB/AWacldy6/hYttcgrD9",
+	"EcWZ/QVsXEKs619yVgPnwnSQfvQE+jcXxO3JhbBOYFwqtr1zf2erWghYFa0wlr03YTWekvCFKq4gVwCH",
+	"ThZpXkPOBQ0NKOPhrFP6hlbRQ7jakwbLy0lUd4Q5XM2x5fNTh2IcBrmFj/wCoW0L39T9gtzipDp8GvfK",
+	"UaFy2GnGo9w2g4VtQvUtIN6GcLcJxk+svNnOfC742x/E5Vyp6+cilzeiWg0TF2V0J9v19SZHCfsRb8FK",
+	"GcirANtO/7iz18FFhK/BfxyrRYnaJtn5gUsDtMAGqqA9IVEPCxEAgqV1Jc0Kyj2pjFnwSlRHdew4q6kR",
+	"opUPTsZU36QfSm4+7O/vY+HwZa1lITSyUIsi09aMd+YETwFSBt+zCw9renjPjsGNyDWqYNq0yephqVLX",
+	"UhyS76AZZ9hXF9uGNKhKzLAKz7rDTw4esSkv5Qe444Obc0gyQ6fGenrwkkZK5saU6Lul3+GljsQtAau2",
+	"tKs3lSUvDHUk7FrjryRNnQUFu394dYKM3T+8enHaQGpoppWnwigyXmV4J1XfsaWqrsd+ABwkxfz7rr7D",
+	"qYHt3H8rGcB8HLJLWWQaspAqpRbQbfsPjCslrFKGB5BalcACyRZOiARKIQfxiZvLzn9Ozm/SydnF8QT7",
+	"2qiHUv5NhKD3xzD9cXBRK1dtMWHWsKHe5LBj+b6w3emHD6+UNhOQPXxsipYPOK0Z6pRXFxen53uHCCE0",
+	"ga3YDhqVIq6D5EJuKOO5VuDyYnUift2xrmb4eVNXgwnMeuA5T5ChgE3PRTp5KUw6n5xLI6bWPJu+g2tT",
+	"8JHNXKwg7Lsm4l+xaaqr2YdK/DcQHk39WONINGMdfO7mOFt1IKNgfFba0UO2n3/qYj7nosJAoxV3OAye",
+	"aH+X/b5K8BxMlEmqFou6cDmgC17wK6iuawJIDT0lrJ6gqN6B6Nk34pPaxx4TDLFPfFFvJnTic3mThl8c",
+	"7kSZt+KrHW2RrBjPFrKQ2jhBh33NJTPaj5NGI+V/ChLh6wUx2RY3HjPXNDU5B7ORwIxBhBhQCbsDUqTb",
+	"dKKZiTJXK1HtsxewO/zH+bu3DJht3IFBrckCngK+zXcQuddzXgo2/TVVmUgc5mMCjAfiJLMfbqqVNUn/",
+	"V+IAoP/Xb1PsMabI0NtdoJOk9cK+YHKSTa1nUKpCC180DPztmPokfq55rtmUmpsmXmNx4t2BgzwHS7RA",
+	"8ryGPYmmK1dXep+dcmvgwsFvoAIdr4x7RBQ3IlfwzWg1uc06YbBXJ2Dm/PMn+5FB4GoBdmhR+ja8pU/Q",
+	"NwuV1bmdN1NXBUwmSoUoDIwLMvRM7cun++wFTwOdBjYwyofbWcLzTLumP1oVM2l+nHpcMmq4uQl/mDaM",
+	"WjRKopipKhU6+jLjC6PhzPdyBdRCGP2QmsFMO1mmWRJNwatriXbkqrbOFoXzs0rODON2h8CwYvBl079M",
+	"2UJwu1PVYFj6SwkTH+0mB9Q7zWyibFjVaOVt5T8FVtUzZh1FnLd0Trsk44UqVgtVazoTDqjGwp5YHTy1",
+	"q3QuctDBJN0t1Yxv2Gfvmh4teHUtMteRZpd+xngpJwZ1NXUFbBFv+mjSbVYHQxQEo50BPoM3PeyNdoVG",
+	"bZDDcIC6u0NW08RvU2Gn0vbW1+pa0GG/UTQdasbwQyYKaXeNcHhwtYfCrNkUp2s6NJGoFntnsfPLc5Xy",
+	"fGK/zb8s/FyygIjbz4q5cjmBuVIlFHBYI7+accI02JgnNxYjpaEyqZMGw6+pMol3G3+JM1pJbU7X7Jsp",
+	"21VVMmQBAhjC1NrgqpK/wG/PGBqj7Mf64OCrdKNh+LlZRXHTUYsi20s83zhYctRfu4cdtnKFEmugCFrW",
+	"vPB2u0yvBRBj86Zqhn40WI8Qs8Irk9IKoAD/dL9rvLGhCb5zCpOjvU3qPhAPBX2hWLtzlKB5qbKV21gB",
+	"LErrWZ17Vj+N+znWzehGLR6hxafZ7o879Fh4M6uLnNBMjch+3Nk7pOKM3MmYe4hiS+0CN0TAh/qj0CZ1",
+	"I/fo4FEzP4hKSwTzP4jLcwWfV5cAor7P3vkyOk21IO22IElA5qIwz7CPjcirWWPkfEc0uv40B7YCtvud",
+	"G4hC0ZdRNQKuYjsWtqtUJUKBwb3D9ochBxpG1OxSRvMON61dgvEWN7A/cTxoBKIz+6/Ti3+whboRyRph",
+	"/p4D4YIuEKUWIZZ5JwtJK5bWEqOvk3YLhCAmZ48/fnRygDuZey6BgqvUedZtd/1KFKLiOQ7Po73Eu0EG",
+	"m7dCN7X/Q9VIU6IrJ/RnIPTf7LtZ50Hcnb5tuPCOqGN+aTuTbUq3X6xKMd0LKPmgFQfJ6RDTyOAsDvtd",
+	"TxqTxwePmr6dPz/12Ssw7U/AvK1kem1NvZPjF9ZoQJIG7SFkvv3r46+dXQTiZttckw1oolBmjiVZMziq",
+	"Iltsl2PAENVPE8bGkKj9KVdXqjYRYeAFmyLJOYIdTvfZEfu5tmqg5BVfCMc51PTEQ29kIs15VIkdBNun",
+	"O6SEl06tIYi5OmBjcWZ3zVLkhoJUFEh3/eSayRnpSijwx9PPpib2MFYTu94mxFl4hunDe/vsTPAMVzy2",
+	"I7LGmW9hlFld4qylNrRdJVIh6UTVrVE0/tyCbe9q1vOW2ogiXU3ZbjO00/ObNLy2R/kBGhYkRgY4kmBS",
+	"JuAzNoWtf5qERU9JM2R43nXIprksBLeb4mUuplhjjMXz1UK3QNfzxtHGhWmVad58sV0gjnoGjEaUQoRH",
+	"A4ceMixb6ENEX4Xrfga0OiAcXx98tU634rBjBbe+jxXAZpxt07nCjhurWvxSW+s8ntTjIGDowc4xTKv9",
+	"IrUscD4TdyfoCn/4GZyVA0iv9VbtK1ZIg9P+xlxpss5ww225iQHxbdstJEk4NzwXzmTbddfOb1K4MN17",
+	"FpKFLviK5dZqIFhatuAwMpWqr+a00YArj9p6n/1QSdiFXFjF8dy4pADUwGIFU9LMSLNcA6oRr0ZhgZOX",
+	"7KcH7d6MG84yWYnUqGr1QAMHJDmMUgP+2hImYFYJMdGlNTYrAf4aKQ3Nlthn6sxfg85ooyp+JT7M6jyf",
+	"sl0/otOTQtezmUytrXaON033Al8eidSwOYmNZxgYwpFziRdI8eTUqt0UbWcMWHTkfYIgJWz6EClbpi5e",
+	"k2HYFvIBGrHDi5D0Qf4jpiDAIY40ufApFNEA0dHpSYC9/mzn0f7B/sH+o6ffAmp/KQpeyp1nO1/ZH7Ga",
+	"Zg6RaMeLa525h5dKGW0qDhmJZTTj4hgOfzSdDljFgO5pEOFBUG4H3yYLbXieN3vRWobJPnsXuh1ktEMW",
+	"jDRa5DNUt95y4N6TuFx1ejTP3BgWhNoGKjBVLmWbN66MCxmB0pC4P3H7Fm31U2VXqHZMv7vTyYSuTOwv",
+	"UmgrPO6rrAM0U9WSQzjMrd7d6Uv8DcyL6X9O/D8nf8EfzgTPJyen9h9/l3zqffBcXguw9Lz/i2UAm9vm",
+	"V7QntgiJwciEgaRwwzyIRaganBrYIhbKOEi4ffZSVfCQbj4LavFzpucizxNMLgeDTeW4oMsKEK54gwDj",
+	"BQmXI7kKubqiuFGh1gQGkhI1HTvIwqm879x7Jscqs2pFUsAeih+cCe/nMpjwXc6WlYK9JhN+i4ORqkSJ",
+	"aRCqEJo9efztnpVB8GWjvWrtTptj/+0hhLuWilWYE+Nj1+IjT411WAoB2B37ULdK1tBJtvNsx3/fkW0X",
+	"1iXt73rn2T+jANjtkfXWRzghD2CoE8JfIKEJ5XtzkQ0cHbTnwZ2LcEjbGUi5+gmPAYU236kMElNtV4l7",
+	"J6j2fvjfGhOGm1f3nXO2R86lbkGAPX6ear8naSxcuxSyIB/SH7Z16bT9nfA802oZOODEfQVU6eODg3v7",
+	"PDzGjX9NTOG2ipZ/S3aeYF9iTfg+P/yOZ37g7CNfDT/yUlWXMstEgU98O/zEsSpmucQD3SePRjRxyle5",
+	"4tmFUq95dSXwua+Hn3tfEMK9yCC11rps8PDjEb28UOoNL1Y0HEDE9vWYITwpjBWtHGHxw9Neu36t8HtA",
+	"cNo6+6XMbvb8SkPiC8F9rm9xLucnjGjvPNv59tsd91sTUtx5toNhw+Ya/hMF+LekY/+fNBk9VyKKbw9U",
+	"Ah53skOfs5UwzblFkBsGlrueUzSk0Wlg0liLwbotrmYWDhbhiiqiZsU+OzFN4GM9GsouRcprbTedS2XN",
+	"cp9m5Cxz3/6mgv5eGK9pzn0qzKda9etNdSiAZrxwmva/KDG/EJjh5tPoUdjb8qGNzHPw0YyyLhzprk7x",
+	"v1cxT3lp0jl/+KvMfusR8SLDjBjR2DX0ZFBY5DGLoMo4w5PV07ffM7ngV9bnAe7lmbwR7tQO5NmhXNYN",
+	"5m2wVzublOrgZ3JmhCjYQhY1Rn9oUaBVC4cErnln4aEX2EAsBXjFMCdBX9zNeNLWAjcGU4zONvfp408y",
+	"CPU09+QQzoBP9D2UEOrVdTA4KAbYIuoDiLBJd8brTbQn6INhOWiWIOAz5FGWOU+x9GVjlR5j54ZMqAhO",
+	"agg2DiaQ9Y0aA0hmGxt/aP74NKi6hjuj5k+vugBBeVgis03kxYhyH3l1VDcEU7cA2krM2KEsU4yT3NpA",
+	"eDL8yFtlXqq6yL4olYRr2S+b1MvKZ1Y2Dyllp9u9PsH4o3exUb34SU186jBusBRs0LoWVu8UYml1VRIq",
+	"l+VcOf8PgoFhxj7pKCs3Ks+s/rCbY6FYroorgDfzcc59dlQwIq6wN6ICX2FpA7Yc9BKc0XCv5/raYYSG",
+	"8bBAJ2yu6jMcrLuvbAx4g/K43SLvL3sbscZvbxLQ1x+7b+la960J2L+lPf/lrFeYrPUFSwcP7W/9TKsY",
+	"oqgT5z72xMco3NqqCmgs2SuRTewHBVUfjIOJANFiWVyxKa3OU3q6HUylFBg41/AxDlW0QhzNMUYQZ5vu",
+	"gZmMaD4bSQ3xuFpfjsSz1jl2LCYVS4Ag1ZALfg1AVA6qvhASI1xYlkOBd6jH8aNYqIqZqqmI0T4oK421",
+	"SHAsNoaPQazLGppLXmVhpY8zltpW1wNN1tGEhM8+DucjoGqhXBUOLadOgPddjz5g96cJU7WBaOPUvqqu",
+	"xHTvEK0aCKHDgUXg3Hh4rMSH68kme/L4WzatuBEfCLxrGhyxLGWRqSVVvmptlbRTBX7QwERcCCqW9z+X",
+	"KpfpKlqwrvnKOnarvX12lOdN2ktQh0BpeDfq2tpnTfFBiDsP+xCG+jFFEs/NoC4tZsPhwnm3LNzE7Xya",
+	"wBG24xoZCBy5jdJJSji0nzcgFB61dvW2VYXkqlqabESXuxtO5BKoemEib28WPhoTnOGUaCOyP4NN97eF",
+	"NsElVJzhCiQtBxSzzZqKb5aNpoeU5paq3xm9o8I7N/ZO0HF9O6ZIr3VgL1K/wSuGQugwZqtKyA50wowa",
+	"j5SlhpL5pWKvjCnfFfkqYed8Ic6lEf/z3FQyNU4VPYvUPASps3NVmYl1a7NoIQXtgJAwHs9yt2+antvt",
+	"QUybpBH3gVJHUuC9jnFp/dQrbJN+9G3iuyftSwG+4zScAbv1v6UNlqonyhLLg4nCDXK4LuivVr7y8fnZ",
+	"S3oInHZSJdFs/c1k/cgow4akRcAu1JW/v89+wBOcEJGFtsWDR3Ejxx9aab4iHAIfhwKFh37TRlymroT2",
+	"50mtoMymgdARlgn2cyzH585ubR3MS429p2tNrirbtVPrfnYJfGQdOksPX7JHErYZmXFZMhH/p4AhfY3R",
+	"J9jAuRFeZsrmeNF9phXIZih2rSmCzUL90wRGEMED0kppPdHSNOdku2ulFs+Cm6YY7LJeoLwqfAHGXtyI",
+	"XKu7oFRDZ2BJf/DuygGcVYaGmp2RTWMDRuETGRjw7hEHUgxPpFpmGS8ycvGdWCSk0tEBwun/vJYHlf6c",
+	"02bQdShFq3wJ4LOiIMtDQiYxmn+QhqWRuRpXOPT1XJhJV9nRxab+6FKTVu/TW/f2WyeUG3GzL9vO+bc+",
+	"I3tX2t1p3T39PD4+pjp2GypnAVaEs7G8TV0E5STg5FrJJ+OBcuRBXKlaAJihlqq6RleJttVWVkUQJmu2",
+	"Do05vEXmAD4ulXFrAAtAEdxvYyduOeuYt+o7bxQTBa7XK2tCPTn4lk1TMqWnUe1pB+p39nZCjUMuTFzl",
+	"eJfzS3ZWfi+/4YWLgZBA39vKi/sCiHXQceBm6qoIgCguxVyu9y6o9LW/X0uSW0lBNm5a91hZELOZQJiJ",
+	"DRTNZjNxEBirJkkMDeImiJ1jhifaYxS3USwTqYScRpnOsTje/qrnaonPw5dITVylYGIGRUOUqXoDGVFw",
+	"K0S94idcGIuAzJBPud0HzXRFRTZmwy88hLr4jAvt91o3z2FULkWHeLYG5L4X0eApEqapb1pJDrkJjl3D",
+	"aHprd4K+gy+NF2NuskvDCN1ju/20X2Q3OA1xz2cMCAcKQ6FBV8yhfba0K27HShHHw6BK6VLBIeI5D4vQ",
+	"ZaD4MXed7WIdFPbCVwNajwI8lcJudCLzb9glnCBVm6QJaPqTZ6orgYVJ8bS9IND+iE3pRR/okek+ey2v",
+	"hd/O7YBN2nsx1ga4AoswtbABcaO3PtD3Vtzeebp27vX8F+RA0Px1behhIsAWjkRElkPL7LaOxL+knus+",
+	"moNl2tItjdJAWkPUGqFm+OT2u8Mq6DQuXkM6WgNpoPIMGMpkpQ0mcNOapWIih1Q9l1U2KXlFsOlQjppT",
+	"uSHCRjc51UbeYJY7LPFDB55jLYpLWZDiPHr7fJ+dezRJjfYGZC8jpuQzhnCSLs8ZSw47UImBiUw18QOJ",
+	"JSVU3hU7ZrEDcexGa+NIPSYnzS0PTzn4mqPuA5CfEfdSZ/4mVhCgHv9EAAE69pE3LUTW8c+9VZnY6oHn",
+	"Dj5420cacOPxT/4dsDHH339UllvcjTUnWz+w1Re8ICDkLb7Bw1Nv9wxBY28z9SHo7fjnXjkk5K0eOTW/",
+	"bPHASRvLeBtZ09ZaQUCtLQYwNTXPt33q3CPrjn/me8KxfgkqdLsukhaGbrrnP2mGDrYMKHYR2ybEsXP7",
+	"z5d+1Pp7OVV2DB2BULNHOdPB/7RpPhx8HTcf/IDfSLEETL/eoraGxiDMSHWuEhSee57u6T47Dms/20wA",
+	"sEeXuTRMzWYJE0VaraBifqMK9VqsAkJRv3GzKUAeTx9OeVlOH04R9WnqWT3qAo5JHOQqvWwXQ3fYxw/4",
+	"zAcfydujvF0Hau7QNxFqYcrbawcQX6aEijc9RHQK+4D9nBY8PR0LecqAKcItao8G7r0zjlcc/6arxQdH",
+	"zipmgTzEa5khMDtOy32irJCwjYHDG0o/s3c+0IQMnnhKUZAIg3Oql9Kkc8RL/IwHNm4/6MwQxkm7j5Kh",
+	"P1M/voDUD6wr4m3NeU+KE9HgdmLO1kOutTATQNScieqh+OgA+KMu2IuPWDNEsRGSwsaJ8qoXoO6wkFkQ",
+	"YOdMVA2Syi6mxgMk5r7vaLsz08S9gj3aaztcVjUTfD80u+ZZFcow/BKRHbKqLrDyA8M2HsECITQ3dRV+",
+	"pDNGbJc+acEQNXRBX/2chqhr6W+M5b9FqBbnBCVNh6J2v8bFiBUiF26FxO2QH2AfLSth3ziFUnbifUas",
+	"jj0PONCkPbSSSyh3kxu2VHWeBZVVCSOo5oTpa1mWrqQG0yowwrqcr/bZWh+A86AFlQKWA2F68DyfqGri",
+	"e1VgbNd+L08R6pE3DxJuzIpRcguTBPawXlHNpjhSTdqHn7YrXIC2uX0GhAAEV+xpbdCSAJJBb+tkRIl9",
+	"uWJgVj3kZfnQMUDXhcuVBIRltN1wjOAkl5BPIK1mCQQ/7X64rBNggpcLsc/eNhaCZjlvcp1KtKYmQbCo",
+	"VCrvN8HApxGREO7JIq5sPk3SrLV6ocEB82hTYQcoUTivREvx2U0i1//eJNqcF2yX5H/PLpIG9gql/k9r",
+	"6Y9sLZ3izDIsgrAL23o2pJk/vc2Eu9C4OLXbsmQBXqL1jxqUIFkFrGZ1YXRvrPd7bPYLCvi6EA9GfT9D",
+	"gAYaHBOlwVH/M0bTE6NpC+hnjtEQb500GpbFWkSkHQKBe8MISH90AWTkc4QYWsylHTsR9P0BfGTSZMMH",
+	"9/0ueygOUV+X/4ws/MtFFlrr/bPtkg9/dXyWv6E+yEWMAOQ5/K4bIl8H/1c0YeTDhoeVRRREocwHoKma",
+	"hiFSR5dFxjuFKkwDrrVQYN9SaUUO57VB2iZ2mO16gugC8QzBqkRkQ0RfekbR30tl5psaCr9vTUNtt4+v",
+	"7bmfdr8dk7zZKAoiLPriFcW22Ad/mAxQFK+GQPBTrvVkp6x7iqa53/Nc9U1w3yhCxfbK2SQLv6eVc//W",
+	"QTeveccKokHwtJNfnjFAASfHHvwvtr7/rQwBlM7fwRDYDJiNTPECPGJZXCEUShNu20VPH8OfmdSpuhGV",
+	"yPbaKWFxX5rOQv9t06fWszK+kKwKkpE/syvGeO49UehPfhrimaImWvAqBWwkfilzSDTtWNXneKKBVbz+",
+	"BUyLBS+MTBm+ySGBQ0Tvqq5cQaujsicmxTZo4FnwNngJoaPSXSIL4AvDGqy5KoQ2+YpNPeD1MzwnmcYL",
+	"N1xWATV3Dq0dN9/+6ZdRd9udJR7ujn+LI0LH+u8EhgRClUTYUAkmMmmAcvdTr5JffYrRSK9XGwXneWHu",
+	"0qwSxJq1ft4VOrgOE/isLgpZXCXsnGhSE/auyGUBJjhUe9OZ4+ZBnfOjK3zF9BBLG6XbSNmJ0Y5jBWA3",
+	"IS+mlf6jkeW+EjwDBHZXhg/12wPu8G3t+ZPs9/eBw0ScP73gL8QL/qRJNEl/5aMqRDulzq7fDHN1ifDL",
+	"1Dx3dBS8Nmpit0QikcigjEDNZgjxqX3Oi125mPHStz99qUtpXDrbv9zK+b0Wwpng2SdaBv6Apx4AzruS",
+	"N6KgCMdw2IedkwNgH6XMrjAXF4prkLsF1gWWzgR5XwnjsEwi7BTAjkBsPQ0hLyzO9l1UVmlv22c/eHJM",
+	"t5yrutBYjlyS35X4zNH1HRqamVKO7dSBdxIy3m501917trbt9ofC7rzUP3H8648Q+hqKev2r6qU/T8xG",
+	"Bco+dy5u4DU8JL9edCcaXgCxYxPOA4KnWV9wAPL/t8z7j7kartybag96fYpCmQ/UnYhnTaU+4o9tvri5",
+	"+lNh/O4ugBMoxtdDip95/Za81j2L95QD+ZlddgtuZMqcD/CMFQqZzAAqKJ0L27MsJOUTHw2V4ED2r6lW",
+	"+0DFCnaHW6Pk+6PJRCbGYaAtwtA68G7at2K7lyJVC6EZ9DHibsDv/xIOB2Uzt3ywkr76zxX8O+V2As9L",
+	"a04+99I1v3Qv3DfWk0jYL0otNAMSFFU6OLGFqHgAXG/fd0igoVgjZz0IWsku4AfLD1LOtd3B99nZxflp",
+	"cwLmsTK/ZdPS/ALbqTeXpofs3du/n7wEZ+P77x5/8+ibR92PhtyOjTqRFcugah34wK+I5bWJs0dhnhHi",
+	"zB1CmV++QF+k6RzRAw/4I6cX/3DT9Lu4Ik1HHY9xp+4iYQpJnP9UV/9WHso5QP2FMns3FYkaQO8TduEo",
+	"Fdkc/EmhRwHCQXeDhyi/DpQPsqaKzB8cOEv6j6APm/irXcXhsHzZ1tF6b/tUY3Dfn8rmd43rrk/H5zzM",
+	"3Fj4wzh2R/q6tdKdw7GhDfgVl8UfYr07UqN/4TXfoLf9ufq/nNWPWG33qwButfdrYYwsrsbt+9jCg7Ul",
+	"v/Koawte1DynwCThbfzx9v1zNyRf/Pr3Pe3Z790E/7naf/e9XjeC9ckPcM+FaWz11oJEWgO7ebsFRooD",
+	"I46ZYshOCKXhpxf/QFjUFmHsA+2qdXFxNYTCGDmZcw0sYH+Ald866bzPxf8pAyGukyMiIc2ct6bs94qM",
+	"/Kmx/gyF9HNmfQJFOTZcDIcmPdRYyPGAyZBGTco6z12SF9slDmdujFiUBGYfHMUYuRB7CauErhd0XDRh",
+	"rXQxOq0N81QKtXQA3zGktn12tn5aa9W6Oy7b9Ue39MuH5hR5igxXmdR4htzc636a7gUp/Jt+k6lWf4yD",
+	"I0iiHZf66eCtcax9DPlPu+l3Ugh2vSEjGi0yBAi3y6lQy8+vHOqqmNh1j6up50i4NrFMcMh8kwURY3WB",
+	"DwVsMlYW6dMBzR/PfkPMyDEZ4EBHS3keTjVs3h9REdFlX1eFgzlTVIH1xz45TkDL0uf/udh/PyfJilaQ",
+	"1tBeJvdZEjV6xWOdxP/P3t83t3FjaePwV0Gp7ipLd7VeHDvZiVRbTym2k3jXibWSPbnr2cmaYDdIYtQE",
+	"ehto0RxXvvuvcM4BGk12k5QtUrLVf8zEkvoFQONcOK/XOcz1CvdItJOeUDdiOOtzqcRpqIBC+SamsiSq",
+	"gEw6M8qjq7syy5Ol0o2onEPcuNVPmBKzUEgZmM2AvAj5zLDQcoD9cXI9ZnrEuK+AqEtwLJ+bUBSyktzo",
+	"Epftjf4yIyq5zwLOeg7/KVV2a97rN3r8c6mnt7vjnb7d9W/dN9wJgtarsUkBaCQ2TChbfoue5nstGuUR",
+	"4ES1XDuNHhnFCzPRdjO/ccTPTPcFEy8J5aSoeSNts896Q99Tzq2DMDnlY/HEALwi0sl/CeTKJIJAtGn0",
+	"TDmLGPllsQkZLx1yUithhr2ErUyvhWX7P5wQXaQ5YEP3hfHokaZJP54iXEPD/GGpZ9CFiCtoLgajhOGF",
+	"qgXq8FeXJaxyOl+F1VwCzOaivoaHjWTdEyXkqSZ7Elq0cDvZS/YUn4r6q77Oltw9cSedKf/4Rqixneyd",
+	"Pv3ub8neVKrwc7LUZ2cXNltYj672RH4buTPRffmjHi5WtUXjLSL4hd4VFFVzVOR8fgu8OMZORCvS8igZ",
+	"nsSzWyJJQRwgM64u2cBL/iBIKxLbjtwfrc2vUMwHbP/pyeEPJyeJZ/JlP5wc1G3N3l++8dIVI08NJRKK",
+	"edGHXoMB/Bno75S2bKJzfNoCCoCaRXPD7ula5fPG7J4YfKGhCqd8Trk03NLE1vDmefE5x6X+WjDl7j3m",
+	"zYVY4y3HpYU1z+VIAHfwTr3kC5+ti9AX9473Vb2/fNOT+XzNbu9fSq4saSaomIRebQ8JtuM8gdaA4zvQ",
+	"9gpRSp3JtB4u08qBs3ffGYpLyhKCdOUNzwGOn/1wUuthLTWbTzqVQ2zAOC75EGu2r8V85OCO2UmpqzH2",
+	"d5m6b00NoZE0kNt6AG5gdUkqgf5/XLz6ZRlor/jNIsx2hwwfHdBuGJj0xTAbkcjtHoDXBSkNd2LqJ9HD",
+	"79edgG1bYTZ83h07HWvE/WRybf/ayL52UOUxxd3F9gcIYgPEyKk2lpUihX4RTrU8OGKvLdUcmBY1leky",
+	"gawJwaGVt9N2QdlG7WOATsKwVnRijeEoQ121VmdPGfdKetBdsJVXbTVLAnQeK/H+agPNrqzl6QS6pER1",
+	"rJG1jQ+aR49/fvJ8E6P7a4DtZKk3CZDYwpzPmP/Y7mhc/NxaiY5xuo2ycohCVVO37fHpbtOvHdb50p7w",
+	"ps6osSfc5mJA0uDXdNlZAkP+3wqrxmjM+LS9VQu5foyYS7S4rdh+aAbXHMtZMEafGG8kYJ95U9MYH3SN",
+	"2G/nxpjJ7Nw7BZ6yMOah1rngaiMfC3z6438WYtw837Abk3uYVBwL7hb7JLcdaYAg8MzeV3tXin3XyQLL",
+	"vFMt3vJVfY7O6RigJJPTEJLCOFSgI2vGoTCThXoVdXQS9G0EnbBRsDiUBcUauROsMUI7jIUrBwwqn58S",
+	"R0xT8WeziVD0AF6W8kaYI3YpCsGhEFpaNiPzgdu4q2GlRlJJ6mReH0FAHh5Savw4G+kxdSIiNDzvCrq3",
+	"BNGRPmYpuabFsHAL2KfU9FH2rWq78BlCI9B7YlQwVhfdcHRV12F7BbIJSFeYV5O0lvuzfaPhYA8ZelG6",
+	"jNI4eQcAYy7VQRKQy8OEu8QpkZk0BbfOBmCpg6M8hjpdbIB0R+wtxLWc6uugpqk8slxTJzcigmwBBF18",
+	"LXigi9VwAEv2rUr//QmzLhaaJBc7pVzANsfHU62k1SWlxK0PBldl6fTtibNS3KCFGrtDHamCQU6wKanS",
+	"mcBiBTjvOZtIY3U5ZzOpMj1zAg3UdAl5jPyf+Y0oOTQQVFazYeVUd3PEfqbnp3oq2KjUUzYRvLRDwes2",
+	"qFg5hW+e6DyDbl9TMdXlHEO/KgyrqT8AO8Q8tCwlVjtqVVIKFDBAMF2KdqsUV/O3ejFvLfT4BEqeWaBj",
+	"BxPJY9DCQpLGo/QM7LKpVJUV5ozJsYJpwPLTPXiC+KU/YifUJBv6u9A1XbYQ/fk3fH7DIgpmi1T22Xd7",
+	"iTPr5NTZn09PTv52AvYx/nwSLBoo8hBlm413KZy5k9rGbK0G/7D7fmtG+LvOxOusy8z84dkGViauU+t6",
+	"r3k53Nm+OBm3Ahrg7m0wglcqa3//WQh7qrWDeaWyOxjKTyCDbCYzO3E7jPz89UDSiTZCeXJv2pYTZ6Jb",
+	"9GY8/e4kSPLqEeO7KNS74R772w/PT+I99rRlj231HF2S/ZZz9AXhpsdJ6OPpBa4/Uu/MZvfd++tjDS09",
+	"Wuv4PMUr247TZ+3HqcOethSrpZP0mE7Juz9Rk+A0jdB6/WlEu+9LDqWHJkG91Nyl1NDaLkvPjgQm1ynP",
+	"Dykfcq3YcJbL8cSyUhAxd51RNooaTEC5RawUFqVOhTGnbKxLXVmphEmcHllAaZfM3BJ4ffHFxXvM4CmA",
+	"PjkXplXU3riBU4rtNptPxO8JsY81+XWPot2E274QnHBf+Inx3zgswjY3sLHcVhsm0bqZKFMZZkU5dZp6",
+	"Jj4Kn/OvwTF5I91rg6uBZBGOBDgApmI69F2LwS1XjUbOVkJlQvDcThg3zAi3Y52JFNbliL2FjatLw5yN",
+	"KS0wPlPPZsxN87kY0PzdUD4dd2qmf3HOx4YNxUSqbNWxc4Wr8rDPGhpklwOU1h4/cH/U3Kms1stbC4Xx",
+	"e+bOZRW1qWP465p+ZySnvusR6WFwZwLGZ+GORghcOGWtvY7mFdz1O7xui9u4fk1XVYfbx/EUjh5NX654",
+	"1tGWwl+37ajnn72jjj8p8Db85f64yf4KGya4lPFxTwzLtS6gytTrLOcXr5FpGHxWY6edVEaYdfvu3I1k",
+	"TVqEu47JbGkMfl+3ZBwo71bZPC1il8UHjfmvkon6C/S4fqeFTSoWPCSZ8dt4Z1K4IRlmoT1ZA8K5byRi",
+	"klrgfHDIbWITygsmWl+D6Dan26oP1VtyNTHd4xHNTSjvvmmSu3urJaLurC1S2s5gt10xjbpXrjahAmsl",
+	"jZbGvu+zw50ZBCfjAcPO8JRb4ywcfInBhHFpqMM8etD8WYymPREsVW4B0eHG00mCBDBUqITBa2+aEbIV",
+	"OQfRjHtpwnqEPBkcTt34EkvEPZjMuLIhMB7abk4LXnbQ3KEk1R0oOyytZaFqaq3bgZClwMHbUBsVYUdX",
+	"AIAXxd4dvc1nHGVd78ILumNE94SQi991pVIfb7uebGuXwOru2mAFrkR5I1Pxvia7W2qUCm6XWjRrfPPQ",
+	"1STK2S4m34jSrOoJHmtNNEzIqAG7hG5GzcgbLFwq6pK8AJhrtKW/00gesaLkl6ADAvxy9/rRXab7LqpG",
+	"N2EfbkkCZ2Lo7IlDqYb64wbOAzQ+arMFH2NYoY3TI0hVaQhbk0ImAc2m1oCqgs7K/7h6+zvjcKQIeSOy",
+	"I/YKXM7ujUwadi0KqOXQSrABvvaIRn/0j+rk5Fn6q9bXv/OpgJ/EABlsnKImgEdk/sQ4WaUaB/yjzA5I",
+	"FZKG5dJA/q+Z6Jm7SBsRWHAwKRAeA/QPxg0l12rs/ls/T1d2qD/Cwehk0elhWBcoMUdI2TOWizFP58wo",
+	"fi0+pNzgojKHD4YSgMopzyUkIw60+oAL9AH5fLJB6Mo0eKuu4E8v6C8Hq/wyf+BavYYPfVvP+GdR5bQo",
+	"R8F2xbgAnwq2LySkOY50Oe2sgpjQp+1MqXm+qXqGI6DtOiR1Lc4l7xoCXHMFlzw4tS3+thtR7JCM4Wo8",
+	"dAi/L0R2y1mpDHfHIQEzrFiMxwAQt8BjMzdWTI9yPW5DZXjaMcLIBnCM13v9A29r4q2HUWO5yniZeeAz",
+	"bFZKa4XymI03+5RDqGnAqKAtuTKe3MBEpij1sCVaC0ielrFxK9SNyHUhmPjIU5vPGbA6u1dnwmFoCQCH",
+	"O5m0jUHCBjDA11n4p5N794NOIUcgO7fvbep+gZF39y9Uqty/Mm754OCIXZQOB6GbhB7RrwFvoqTKjCbl",
+	"cN9dBacWTy07Bxh2xwDMePDfl69enr949+rln4MEJqH8DKQwR+xlmA3RVVGVx1RDNf7IinIxsFMfD/s4",
+	"ybew+pf+12Hy+Pvf+MdX+OhOjK8v3gG4bxPRcBIwn02gjLYtCkKPZF2d9MZNOoNYW9kIzL77fDCjlJpj",
+	"qUa6E9I80xDii6eAQ5z5QwyvdHot7Cm23OZ2kjBTDeve21NhDExxXginrLm1U6lgqpoOMQkHayxMNXUP",
+	"z4EVUWXksMPFGPGpzH0vqpRjhUtU0TyTec6McAqLU2Dh8jlTQmSGiCb9uhDOTEQpDlrtTJ9E42YXJvfa",
+	"Lc8W5ar7pR0Wnl9eFv3pCyK4985htWJjhbluJAtP22XBzXfV/p91+5jfF+OSZ4I4W+phwdHq/ckNVk8y",
+	"a1qO/wN3QoExZcVHy4DKxLD9Qfz9f0N5GRwkbATclF4Xxp0PBZX13AySTiEDKFKjSMMGE5HnenCG9hye",
+	"VgP6sye54ouiiDMal87AGs5D931dWTbmhaECqUFalUaXgyN2DocnB2+UUiK1CSu4CVmrRpc101YYXNBu",
+	"3dlNj6JkIytVJVgJqXt4MEtbKyyg9ATMOMO6BRixT4CHZCaw+9ywvFcNb0ZuGCNUZtigFGaunJbiHe1p",
+	"Lh3KlIJnzaRb/KwxOJ9fvGZDMcKMrHzucEiruJCV+mOdV3biwCkNfSqA61rw0i20vhZAnONTv3QuQmwg",
+	"1fpaioSlE5Feu2+Pb0N7HLbiKXt+8rSmRyAitBoOE/b85JlfIMF0KcdSoevN85kRT4yvm0O/OCySu/mk",
+	"vnnhwlgAaDRhHvjJncXGc2cwtgUp3hZCtYLdOm/ei+UN5Q+WsKWA4IsJXuYSs4fcpkQ97vLV319fvX77",
+	"+9Hr31+++n9HV6/+y8mX1eHcaey6LjMTp7jKzi24dWi3d7r3P/99cvjjn5+eJk9//Osf/zjq/On/7K03",
+	"Sp8iqC8UoUDzD6BP9uFpbGNbfyHakk7JbkMYjz8jned61itoHYeU27OrDqg7PZfGQ+iOc0xtezYwMxcb",
+	"/ZRiLA0eGwE8i5xbJ5IJA3JoPFF8O53slGrsilIYOA/2Bxpq8ZF5UY9G8MMZUEfDPYC7lYpeNeEGW6Kn",
+	"uswOkoanMVTcuc2Kr7p6fYG2a6FL6/U97DMkS5Zyy3M9Du1GnclIQ/NHrLPi4I4BDumIFu7o/w78yYt3",
+	"t5tkv+DVL2mV78vl5r8ZmL3S1F8Atlh3fJLiust0Lvjd3JTxo7URu2zTQGys6yYmou9r12NPe+ChKdwR",
+	"1NB+/4wWgku24ALmHH/Cf7zOVhFUOVVJQywyYABJInttTZNUw1cx+7gl4NLAH1sDNqARDGp//8CPYcD2",
+	"wQdkJ2JKN/7y6h1b5CD4//nr/33Qbtc1duYmORGhH+J3J4eZHEtbdy6Li0ybEUQ/ipUxxCUl4buTjdSA",
+	"rQlql5VJH7SPIt6RIqEWT+vtyDP6xFGd30SDiCMshu37sKGpClHeQKhrOI+yjM1BUCxkCXS66TzNBSXp",
+	"JwzzAIBqV/Os/fz9rQ7YPNhSkGiMqxKGG6vXy8pd5gw3lnYb1R8NSTn+1Agj/nVcipEonTrWLUQvdOVU",
+	"TdBE4XJyEzUoafchkzDOGjYJu3x3AZLCcsENOEbRlZQ4ZX0uSpOgguwOm5JZMS2Aqu8AcwU55CNoqtqC",
+	"5MB/VtlYgDvGylJMsRa2bKtD+UXE8ndZz3LNqfhbPKkofa55BC7GYr8oY/ALWDFqakfMHhAZFOhcU3la",
+	"q2LNp0WOCnsro9/Tk2Q1mcUaKosdoVX0Rbv7htMVPWDdJWDV67oMA/eBXw4Jusm4/nCnuO+uso89wGGn",
+	"H5DtHIAtIMpMV3nGMk38VzNpBP3ZtFBxEz+cG/wpplPXzaxKEXFv1VUVonQym3Ir4hZ4WrWR+ESeUazo",
+	"rj26ipL/pGHK3cmEKnXNDXbEfsp1ei3VOP5k+DZye9ZT9kyA1F9rpMsUBmeEbe2iJ0sRCeNXDapbYhRf",
+	"WqQVlOIXtD91SR8lSmIoBTe7bnfcGLUbz2pytKIefnNf9TnZj4qKfGkb3/3p0MLi5v5w7DF3jSXY0E+b",
+	"nQWDwPksnCeGYpMd1aZQzOVfe1/O1TAXn9LYUuWyoACqL+cGa3/1Qi1g27tFyO6+0xF417LnKri1S7lu",
+	"BPsy0GbuJXvEHLyX7F1VaSpEBr/9GRpl7yV77+RUZG8ru5fsvaBjfiOS8fblc7d1BuXwYpDwL85ADW9O",
+	"oedSnYUaJZvsOxPiVGadCbF0ZIrsp3lnLuoPJ589JF2yCVeZ+1dlfWpAO6VN1wiBT8c9/XbM5RsOkFs3",
+	"Rp9bJ7GpX9dQRqWe3gELXcfX8xrimkFYvbUhUEYjRKwnuiq7RVCqVPzqrtiU2O7f/vb8ttyJL7gRhxJo",
+	"NaSVNwLzUGiMMkuIRcw9KPGxf6dXo6blPqtwh1vXHK7FfKbLh5OBHZ1DmwSj/Mfro1ErbNyGnhCpLcin",
+	"8cUmbUNlQeKvDVzYTeXlM5ByITG7VasBkq2Hpdo87NO9F+2vS7RR04mk4onZrbi7jbrW2b4s7xYyIMEe",
+	"YUbkIgVhx13PPEkH+Q2yKtC7tPjFo111BWNZ473pDY3e0OgNjd7Q6A2N3tBonBtd7EVwhPVKSLsSAgf8",
+	"bjWOT/Sv1cluSNTqGwwE7q+aarVWNcK2XaVbfEZbQt9fpb0toZ/Eg+WuiCffKRt9C5m771EXb9gdCtMx",
+	"Bne7g8+orBnGayY9KObhWGginN5xxM4VMcjwvBQ8m7MStUGqVbY6By0AoszugOHptdKzXGRjDN76EHQJ",
+	"QboopHyGoW1ZP5koHHylS6Uyaq+50Iwfxv11yPLdR26XZr+mGbSP0P51z9BClkHfpO5RBl9x1941GK6L",
+	"tzbgMBOWy/wLVAypisomzhIrKhuxvpPqgei1Tu94iaN4zNoHLcFqHQRZJNyFvTayNW2kXuQt6SVEo4XU",
+	"HmtKWSLaOk8FgpW7UDZbO/TYErVogk0VrEWmxU7quhc4jNuGDN456LXkrdsgdIDX/9bIF9sByxHO7qVO",
+	"K6d3dYtXtLT9IfwVslL6Hg1tsrIFJrxlOT52O3W+Iqm1lJaSUb1QYqNptCOGPL02rCp8zEAkwLUkDNAj",
+	"IQOAxMsSMEaiyZbCqUNgMyBjidU+79VdXxV12Xy4wxkbhkrKm8Bw7ubxQKDh7g2FeGIw0zWGgv9WIYP3",
+	"PnI7lwZ9Ds7uVX2wx+KM6TKpv3zUjcHbsqExuVPmyAU6426/LbPJa6rGZ/uDSGnBzukiGyRQQzlW2Gqc",
+	"DedwDg2i0MTgoMfVb924uTOKYYd8W4TzLgupCehFztWKjuFA+AnOGgfURCFQ4wVWJKAoUoiXs0yORt52",
+	"CQzus4kAMstovsgQxQHLeWnPnLgCpUZNwbcM3Bc5V48Ct91EN4VtoPABavr7g2w33s48/Jz3CmcPjBsC",
+	"o8/Wrzmfm0Yhws2uALLks8+1XgH8Fk1Yp9WKj3ZVCwk++1bN1fAqmdbT9CdeB3i4VezB4xuzVuGrfokI",
+	"E78mPvSo5LMgzsleUXWbphDxKnJh2wbUaavqPGNaBXPV26rQEQ7MUZ3n9ONnWqEPQejvXqFZJe+bGKZB",
+	"feyN0t4o7XWv+zZKt4jaa5WwNZbqC7R/1gB8VExJJKNaidsano8PqjewRWF1ezu0x8LHY4feAxiW4tA7",
+	"fTY3SoObSIc+89SgYqqNPUXKsCTus5pzK1Q6D5rXr+/eXVDyw8oYaymu/Oi+2UhrNMc1brkeab4Fo7Ws",
+	"P+hdhVg7LNS/81xmfDF+mjQt0RadBtzrPoza4EtHo2O/SePuTNfDhuWKP6DqFD8dgr0thJ7vCzfMByX0",
+	"2/PF19PDafeh1N5q7TW1hwXaL3y/rW3h9hrFrCh1KoxZm2AaDZBuaQsPhOQ2LCfzPOytHsSgfF3QEL5R",
+	"vYumBx0UVrTlcdf0sHGfWabLW3zLiWn0lmPMD+t2EP26mE526BQhELam1lO3dqHEBLY/0Zbyzw6w4w/1",
+	"x5NmIav2LKrSZdiLFA5USTU1nonOnZrQr6etTcslvOmhiPW2NCua2Tms5EaFLKBSTfQMu8taDau43eqW",
+	"lqGuVqVwYzzxNU+9TtXrVF+pToUotBU830ybOib4XZGdZjV1RoML2/SrncA1vL3H6x6ve7zu8fr+8BqV",
+	"1XsE7LVw3QHSbJ+H0nL6izQsFyMbGmPvQu++6mG8h/EexnsYv08Yv7p/ENfFOpV7eXgIwL5plS5ZpgVK",
+	"mneiSMsqZWVO5CHwy7ojxA7AXRc9tvfY3mN7j+33h+262Cm0l7Y4xg5nG7A4L/REizoKTbSxT3xMaqLz",
+	"zAA7pcgzaP+tbD5PFjhfM1li++92MudLW1zo0r7BsW1C80qDinlOP6dFrwOTGwHBeHhitpfsiY8FhOU3",
+	"Ji6lsXja0sZc28YTLmgdEnVQd38TqmsUX3sUL/7gq/o54tL2kPoVohuQWC+AyB1xyyQd2ui5ue7EqZEu",
+	"Gcex6BEc225sJSUKcFBCR6UQTKOGgNF3ouGeaiCw2x+6L0iEE4gXkOM8Een1Afwa+5tFRL12JlPBZhOZ",
+	"02Zu0UVfAGlsLBLflDIaT2yNFgorxGZcWVyn3aVIxYNcrX/CGHuts9c6v1ZcBhnjKmDz1rj3anXz+BP8",
+	"F/tgwj+7XQqXgvQp7kXN7XYA7qFAcx9w2mqCC3QZtKVNAOKshNV1XHvwiA6mPZrSlhtAfgXI7le6G9v/",
+	"mMzJz+PPze06FTZH83CO97Dew/pXnp+xCOy4p7cK71ArdPzJ/ec20G7Jj3fjVT6tSDlPmIareZ7PmXbW",
+	"tfftev63sbwRapVDoQn86zA/qHQZvL8D6+mc7Ab67oYNP3z//bPvo44NTzfp2AB+hdJ/Ur9I36KDoT+V",
+	"+lOpP5W+9VMp6NJY4LBVs8OWXJlUZ6I8tGJa5Nyu93eHW9j+aDQtxPiAhXsTRk2gD2cyc0eVAJ828ds1",
+	"msE7edM4Sa2aDfjbHd/vwovfhaFu4v4OgwO/VtTnjHrX72O5mRuLuwDZyeMrOttYLTa3fxic4cvrtMpr",
+	"HFan7+2zqsFgvelttPm26aBFT6cz7VtefuZ+Tf/29jdUqLqd6btVwS9MqgsR9Q9BSXx+8mOXb3V5++xt",
+	"R/e44jfiZwAQ/6I1Hk8/4d16O1vWY+34HviR35/gq3pugBS0i91Oz+HjT/6fv/Op+AsRIhdWLGPFS/h9",
+	"B1Z4fEBjEPBgWfbxCa2yv/KEdUPzL4jls8UujGfzpY7A/pi/BS7hrsm+Hnz6WlqDoNBsGSo6GC8uRZHz",
+	"tFs/AGM2UgacLAZihaHO5mxaGcv4uBSii6bi64CDP3v15NtST24r/o9KPSG5361+ss4ngIepu/LUM+2E",
+	"DsuG7ZNPgE3FdChKcxBwqM49MaysFBvOI4+dSQLloCx9gtxwziaCl3YouA1EMbJkN6I07c3R3Qh/hzls",
+	"uU/XKisbV/fRmMuK1ttvRtoAd9MeyxwbkY+OwzbojqG849c+gNLa/PuJwdQlYDBwR6llWqXICgXJ8HDz",
+	"lFmNTMbQhaGxtxMmlbGCZ+7Qm3Fs8zCipHpo7FmIUupMpvW2Xd6i70o5HovySuSjX8Ostrxbw4suITW8",
+	"a+OGUTPLr4V6FFvYbRs0IPwmCYug9OwOtnUXyh5/UhAl+iu0Yuze2/9ViUoslntQ5t5ySh9ViWAdiDRx",
+	"b8QzRFm3ea9EqlVGZYN0tchQJqI7mFCYxtysHDHQ9VZmYlpo5EC8FnM2BRnkrBS2lCKjru/ux6pU1Oek",
+	"NDbu1NjmlbpF39rfwuw7NE9c5AfZpXZxrmtUzmjRdqdxPuKO2L3nbCPP2ba71ZYi1WUm1fiYV1Yf4o/H",
+	"ZaUOHVR1Y+ZvQR9wgOUDbU6BRpRCNXYkZswgEp56dozwRrpGKD6EtswTrpTIEUIHbjSXcOWgbgrOG06m",
+	"hBlk3qisnnIrU2YEzBdqIuhxBu9WGmrLRMm4uQZolzbBsjNumODppGZkci/F7D5sOcWVTxqh50OmsGH7",
+	"fOQ08ZqXl2oMD47YgNsBOgWGgvGhAYrv0ofJOZtKVaE3UenZKR6QpHZTcD1apiLnCporiRueV7At3KBQ",
+	"hbJy2uJzuKzUeVjAt+5DrktHkbWzAT7o/uXPL9izZ89+9O20/qWVODhz48WUAJxVl58PlK6WNJWMW3Ho",
+	"xry3Ww9fvRoX3JhuPe2PCbf1ImQy60N5HbZzpSDWHKEGrllTrQu7uA2rfmjHqnDPGsAayXyFNf1WuY84",
+	"hl2N94gMiGpNwnSeCWMJTEBnOmIDkF0nBwPAhYFQGf5kRC5SG/rIGTYDzzfeLd0aGZFS9RoWduwPtZ2w",
+	"Ngk6QxRkQzHSpXDa38ER+5WX2aH3LOMreClYLo0FlTGfEyi6vwH34L+juzQbHLGfw/VYBMKzrBTGiMzZ",
+	"905ZO8X7XmcDr62WYiRKoVLRURXnVxgefeuakAt0tW503ZX810bXhiEtpHLd4s7Nk8bCLS/wCLnlXedF",
+	"cavrr2wp+PSWL/nZ74S9jhDO8k6l41dT6eL7dy9YtqJ6EWXmJXrCOpB8b9OAEo4mUIgO5zgGOjcnWl+z",
+	"fa0+4Ds/TIvnnQEko6syFb9qfd0VPfrh+e1GJVUmPooMRzTjc7bvxpO40XLZHcmC265gNF0jefbd5+Q4",
+	"RhuDAOlWO+MVwtaW6yjjfdjlrIsRGJa6P0tX+PmaZ9TdHaFLfr+FA/S4DoS3a/qvy1KAbjrMxSkrxVTf",
+	"kOYP9z9hw7kVhCtClg0V3bD9iAheluSNRq/1tRAF6d4gTEwoW86RAf6lj7Pq6dBY6HlmNKSE+iodlbFc",
+	"qmsDRgCb6fLa6cru19y35Sa3C5kAEKyDobrDcqyVOGLnSF1vrMxzNhTuCdR5h0lMcaWQHw5wLizbV9p+",
+	"GDkz9uBswSDB96RcuRud4m+uMZf2RiCdMp3tsHpzNhOlYPuwIh+qOpXxoCujYOlc3obbJH4VvGeDhjsm",
+	"YU8Pn56csEwaK1VqmcxMgl+WyAVAj4E10LMds9DXc/mJ23TSrfu/RROuysHTTI3hpWK0zMyJZ9ljWDuG",
+	"RTrs1qCMkGoVmJHkd6PZTyW0RTB6ZBdU7iFPrwMioOKEcAFyOol19FrE6X1YnD3iMjeoqodxfXCP+wBo",
+	"00rZqcvdyPWSFPRS3Uv1BhFyPEiXxWWXNv5x9PoVzOoyE3TEnuIBCycvK3I+D31mUAshHQI0B55NJfRn",
+	"gAtFaRI2rGJtwVg+X9ArhggiENBswAbPS8GzeXO9TJWm2GN+zKVySkMDTLQSt0aOKz2yO1QKevDoweP2",
+	"4HFVC8H9qARFzlXIAe50FJ4rJj7yaZFjY0a2PxPiOuNzw07+dnpycvjU/b/76O/fvThgVpMHjzMlZii8",
+	"pZ62tkQhh3POVSP9f6ubelXfyW82a+2raU1yvhDWacs22569D4GkFd2BmgGn4RySXs8w9XUkc+tM6eGc",
+	"cZZyIw6lMkIZiYGxaogerlUe5Qt4/ZpA1AVHpiRLfVKfGHh/lxdOYcbrw0gjr6e5Kn8NVrcXwQfgbAt7",
+	"/a6lr5MojLmzJZ8zt2PcQ92xwhV7ff77OURyIUZ0GkfT8dnkJiMGsRDaRn4vLyoMPOoYTPdZoe6hCTqx",
+	"uIWnJ2zE8xwoDDkzubZsf8bz/DDNdXoN1xvwtSEZWVUaoFpkPC21MSzj81yOJ/bQ8BtIAYSWZwZcYT6A",
+	"79RuaGNtDb4Aw/ToXguKQKVyYZwhPhXuEBW58Q4zjM538pXVx9z2ktXrl6zRdQmi6l6ru1djV534TkXp",
+	"u00/iESeJuTsyHwGdDv+5P7zOtuo7M2DyVk9YEhi9ETZaDNbiiOnWqUyF6U7pSFDlxuz2n1NgruWGwV3",
+	"bTspCsxm05zDtnDgn/cqlN7w7wXzQRScbUswvWmarMhPoU2+wnJ85LLSy8j9un95tkUJWdmGPBRl2mU1",
+	"62zh+IEW4dKXmHALqueKA8m30H5YQtarsj0SPFwk8KWSD0CPPSYrd0W1WuhzDYaxVkyXTI9GLZGU+LB9",
+	"Rc+9bzhYSlf7YyIw2zsy9bt5+ESYRvcI6JVDrXMBQtef849XunHfOxnJiH/vgcg5FTx0+qwvUEWAcov9",
+	"9nzrhYKFg0DigMdd8LphA1c+h65OIGzSLrrK6ipqluuU53i3u5FiRu6eGTfsn1U2hjzXZcB5RXN6QNpH",
+	"0vZGmJrVOJWOcpCvpfojQnhcfTfNDiQS4Yoej+4Lj/xxx3EXTpw6v20zpBWPfEHZLapM3Pj8bdCOqJEh",
+	"il2iS8Gna2ovrvyb+/KLHZZftBQJhJrCjXs+NQOSG6XR09emio51I/G+WF+xsLqEo6VGYf2Y6Ka/dlNF",
+	"QNPfpJDAL0KfdLNReNPUMLIDtFzdeDm0SUIAfLJAKmd9zatTovZDOPGJoesTBoQM+AMytzfud5seSosG",
+	"DZK5QcIGNxNtrPsHLwqq7jMk9oODI4Yk1FylAortTuNGn6FkbmFFEzYI23dQ0zpQRVOq1UiWU5HBZfB5",
+	"RTageC04p2KmibGG+omEDX7mMocLodwv58bCNx7ULNyh1BgYSJGLgpZECZExykvO5Q3FkRtlzRDKGZV6",
+	"WnvIrsV8VALVmJsD0lUU1TAHYm8skcZaaKx2hqYo9GeMTislUmsSaqtqrC4KNzCoXoKSDD8+3+5qIRCM",
+	"9BVYIJFWZSmU9Yvc0Rw7LPy2IsCNl6xkcue23rf34TGrwbOb031h5/Zq7Vfbj7n+ll6odmSXg1rjHify",
+	"TlUYkQh5llWGlGrSejqG5SOJ+tn5X1PWMBRHRWwIclrkYuqWC5z7K6JlWDFpxW8wyp1IXv26DuGD9WBT",
+	"nk6keiSkZS9hEYZi8dhsrMSO1JH1LcTD1Y3Dkvpa4JmkC6Eo83s2kenEHWG+ZhhOR6V0pVKRsf1BeNyR",
+	"u+HILR7W6R+wXF4LYjwB5o4jdr54MOLZ3TgcfQXj85PnrH76B6XtB+QkGbT3GN/+ERm9Y4MTEtJG6tX5",
+	"Ok7KhF2hNtOt3/WH6dfaAHvXZ6lNj0utp92upAs+pmg3XIcscTzPIc2yFNAjkOdE+pYlTImZAMLF0iy0",
+	"r8IuIMjyecTeVkAKAkcxolym0wqPVDPRM3gdPtYduM4C6uqWnV7CDHbikmprTAXr8rm9t1e3SIKpXeFd",
+	"W/Z64Ls2cXbAhHtPx6pmIiQkkII4FQIszpJ2aZBmm7bI8Y8/dsixTWPC8DUNReJ3Mj1Tnt2kVXb33bPd",
+	"lUckxQdH7A8w9SOqx/8U80FCLI/zRkMSX3XmLWaPFRH1oxP8gBA+CfxazFkp6o4lnjsMqMtrDePHxjA+",
+	"pITygzNmZ9oded46R/5JA0xv8EaYErgi3L8WHTvkQnEXgo8GHDmQ751OtBGK8alWYzpeS53nIovZjLsb",
+	"V4Mc7W2TPpLesSZzBqa/47bROPcVA2L7zV2BdKaeOrS53/rOavefHx4DyZ1gV5vycfzJ/YdSwTuqwHgG",
+	"wTaPK90qyFkAkvpvTwzeGdktTQ2k3YAPonzLPsm40d+/f/3yoCM6jvPdrIdmVcls15Hp9YLctxi522zW",
+	"3QraMU9TYcyhlem1sCtIqF8bgyTURqpxLg4rIxjey/BeQHCH5JVBAeAKfRNLonp+8ZpZfS2Ul1Q8m+kx",
+	"EtV+hUbtPtALSmvYhBvwbVyLwh4kyItgmPjIUws9cQX7p5aK7TvRa+oD7vfEXuAuo/fEd3oKhIOEiY+F",
+	"BIJ4CCcM6MfX6jegRDUDtv/08Onz5ycJy8SIV7llT0+QLypqvDacx64UFgDliJ2zGylmoA5SmIKlvOBD",
+	"mUsrifspKylGcc7SXLvnLWDWj2zgfvMB/zpYoYGcwxd6BzN+yPC1RQUpXoKVniBNFYmwO3B7EQWvnu1c",
+	"fWp8uK56efhrEolLryfdF3gDPK5Axy4kr1WTvdM9XshDAMa9LQA9gEU3vr9wf95Qs4oNRYCgg9M68Io7",
+	"3rPXBE4bb3L54EpZt3NO8GZeWpnKgitrnuD5YJhQ6MSGDKt4PU1Mme1klXE1B848NxF0m7WBp7SsUlgV",
+	"TMcOFTLz3Gi8wzRPLqXBDp1ww4ZCKCYVnHRPT4gl24C9iIRcvm4a+ibALdAugexaepJUTNp1Wid8jl7v",
+	"7Go6UH/ZHvK+Qg837O4d6LoEN4tQuEE/oZfCzcAwAwgUtYXxTX7Alb2PWt7TE99FALJTcqHsHCgHIkxj",
+	"RrrfA3Y8q68HQgOmK4uYGt1w5P6UfdCV03a70dX9BZVpobIWZ9SlTeNGQ48NSM5Td1M3g9ZL4C/bKYQ8",
+	"cHtUpFUp7Ry2R2nTd6CPnP73n+4zNQqudGlr5toM5AV6CeXyRmyk7pQ2va268/8Or27Sw8t3Lw5xXBsK",
+	"vLMAV6g+Wplq6tuHNWxaKsYgT3TmrU73P2fmnvo+YqADSEXdw3x3MJSegbsp5M9WZsD+wL8f1GlzcKXT",
+	"F3ylR2SKZFpQ7H0OHQyc8nAemINFA2RgOWOLwCcF1E3N6EsFlDDQ7svNdLCwuoMzpy4NJeDURAbXGWX2",
+	"+gepfA6mKq5iFiyoYK4+JXMV//DBXzg4g94kYGADzWASHHbopseMSuWt6EgPXXqmVDc8l/DIhtq3ga38",
+	"H1qqr0DRunsLOZr4unan/otmkazv3CSG8a7sYBdLQuNsfOAI/9Ct3OhIaJ4C7pN4k5FCd59h9rpzoOGG",
+	"3Pw8UFptrPUB3Wr3KfAKYa65i5aUslyMbJe1mzRMXXAHegN3E03tjRvf4zX5ek1tO5oabKuwRR6YYubJ",
+	"j73gdxdnkDbBFfv13buLw5/f/J29v3zjk4nOsQFaJJKhNat3Y+GplTBQFOCvPwQz7Ii9tqbp+sW+RuFd",
+	"IGXO/KvfkFDro0ByV+vAMtLq/KkZjw2He0blDE6348tqHNyp9GIMAQC2ACV0heP/ghb2Ubv+m4uwjl+k",
+	"/j47V20WvlbHCN9fvum9XV+Pt2szeP7FIY4z2Eq7hGw83pQPDbkj7WdNy3hbJ14t47ShEC/9Bfpxu+FZ",
+	"oKCLr0u5YkPk8oUM/uygMw/0Ih7co/SeRyuwiuy35Xv0EPMw1TifTtqQCaf7TPm8Fgpm9c6AYn32aazz",
+	"kHA11TEMwaHBdA2Opppjl5ee1rtOWo2UpCdmIXNCZazUuWD7g5RPRcmPKMFiAE+7kZnQCRtMZVrqYuKM",
+	"icbfeZVJfcY45WdQt0pfSmoOTiE7ERNcnRHoQ3p2AsHGPNezRj3MMzaoV+9DJpSEdpjnDT2P9MSGvzBK",
+	"I4FXPD95hqsUL6Y07EIoKA/Aulansf7x6+sLpkcjzGn1Pd1XKYmN0+VRaoj1CmxQJUS7ARByR+C9kbba",
+	"A/YDBOyQObsDHc5+ruZ2/Cn6yf1xNpErihIBYYBr6cd/++77AyzXuXrpUcf3Ragf+QS650SWcSlyPofG",
+	"ibFauMRBA/keyHCA1QQeDb87eRos6kZKyRPDBm80vnVAgLlkUbujEhM99FQwbtjgnHY3x/KjnwQvRcn+",
+	"UZ2cPEuX7odfi0FUaAkN2I3lKuNlhgCc5hJrl4TKjti5iqMuTxpew/i0OFs4LeOaS4/0z09+hJAJLna8",
+	"ArBu1PWtMoLtK81ev3gVhUwMeSsqZaqC2tymOhOpOWDPT07YgCIoH0xGFBSLPgtj+TycOitbS2I8ybLv",
+	"T56RAzUCqxFQSBy4lQlHFM1oWvfsX/KVLD+IWGZajIALhOlLm/7hdvPDPNmS9eNY8Ei0cavFwnsbirWp",
+	"VKENyRecuiYrmgdb/Jrvv3/2w/KzW0+zACGbeF6e3mZAG78e9+JZBCK+MGgRZkqBTZ7BSt9/+erNq3ev",
+	"vKvfMGkTdnH+7sWvzJYyvc6FQUnkKpOZU4thT00g6Qwm5N/Xzliw6uVHe8mKmSaksP+u2/j0zx2yCL/T",
+	"GqKMnXL9O9k+aMao8+rKYixjNpkfrH79X49dKXm6wZgu+DzXPHun9RteYkHf86ffb7IAAcWB8uydW/xv",
+	"xDuWwM94EC9rVYTttGO126/u1H3AzrFWFev4E925pu3FpYeVZb2qgQxnLce1LkzbqQm1BQdBywqeg9I8",
+	"qdNzQXeJM1SxXA8UnBiCuptB94fvZx6+G4yt8enxy+TcWGbEeCpU6E+G/gAnIK8umD9mulY17Mc7ViMe",
+	"T7S4D5bs/jgAqgxyyyCbzM5cn9ymk1bAdmYSV6BUjkqOEgm2a1MP9CbwClT/XAh+h5pnj8E9Bm9sypG1",
+	"cihTcWiywu3cLzbtzjeQAvAm/e1vz08ONrH9nrdbSdHzoBs+z7JvkPuotyi2cYQQWLagM0fpJal8YCYG",
+	"6e1FCMC3e2x/kj6tsRl4g/mptrwpauLp3nO2lA+poFH8oBEvDhYEhrc6nJghvh8VMUfXrqaMC/Gaq2jW",
+	"jzRkFS/BA05panypLvrJ6JpeWX+QUayrKLHgQecjNfDw+FP8IzpdxMq41quLjmBW/KDPiGb5WFEBZsGC",
+	"UnsWM3mneirMbYJccWkPDelaiMIg4zP4jaBWaJuhsBZ2T79hwPoQX7H10USndoW9scv6AEwfgOkDMH0A",
+	"5tsOwOTu4GiAow/DvLr4+nSCzwrELOgEG/jsXt0mbNIfmr3Trg+cfKWUfveDygRP4LJ6tXuX1R2GQ7aB",
+	"rXE8pAfXHlz7iEgfEelV/M+MiLx6qBEReMtxKUalMJNuX9+lxiZQrdQ5p2wA//07tncasKm+geZ3NSkP",
+	"eM+KUhihrMiw2ptqyktgTgy1N6yN2O8Sx3fpP8ejrE6EqdNKdPmElJh9FeQtD5OeCzZ5+x6/D7H1wz4O",
+	"FKfrioYDSbQJTc1lGREjZHIsjHWCOJIfhUlYPRZDJA/SztlMqkzPqK8xt+IsEuIbnlfQ7lLkIwhTQsmf",
+	"sbp0cq1YkXMk+0QSB/xzKEeZiFIcsVc8nTChbDn3zeWi9uwQIbgRHCA5CeFQfwV2IHN/j9gdUq6w7Y20",
+	"hkYI/S2P2KW40dcQbIBV4aUIPkFWqVwYh0RpXmXCXykNc4LfXiZ9Xsh3+CHuq18OTSTqSiKRVu2M8TyH",
+	"35cmbo7f1U0HrnxvoOlzh1749Lu/baDUnudGsxxb1MaL3fXi5no33k3s4HunI54bEd491DoXXG3byKdv",
+	"u0kTn1rQ+k4+Kzr51MsU4WdA45Y2XN+1o6S/5YjWHBsEri2lVhFrPrZKGVZGKif0Q55ee57kuFntqMpz",
+	"NjA36YeC2w8DD3dqQUXJ52cUboDgA4YQ/1kZCw+5+vX88LvvfyC4TViRVzAaodJyXmAVWTFHIa2xLiAP",
+	"ewUEqaXvMRyhNJu6dwyx8Q4kqLi56pJNdJ6ZBGlvZtL4To1Yet1SHZ0w4zRT6ijAFQH1uHQn3lSX7gEc",
+	"QyqFKI1WbDbRbMozDI++IE5rz18W1hnovGo1BKOlWAXnrpWU3wJ/fGJYLqfSmlOH+76HgNIs59aXNDps",
+	"g8WBQjxQFnmWlcIYEZ7olnxAxeSvCzNg+1wxTWwYvhnBuR04A7pxnQ21c9gpTY39wM7YTGbwpYWn3W6u",
+	"3wF1UaZp4upVBSr9eDpSgwb4uzTtfaSg7YPXkkO7NmnqZpHSx7VQAqDk3jJbcpl3pfx4INtqFyX/kjXZ",
+	"NA7zF9QM+n6sFO5MSW3oG7uof5DuHum0u0zHoS0eFrOL5hG+74ybuoNOlJ8AYllrJVERrNKWGEexE7c/",
+	"yuu2Fw/8YPnW3QitHZ0ipLvbE62Fi7tF/T/+BP9dG3ZzmpUJ4GQnpa7G2MelFCgPDspKaQWcA0jI7aSm",
+	"1Dm2sUe8q1vLg69Sg/ut2UgfVExQs2uWjZFUPD+LmgX7FjQIn9g22CuLnnIuBjZU24EjxB0hpeDZvKld",
+	"MmxHYGoyEVUTiXjbx59BBu0KmKtHX8+MVIoCjzLDR6KtSyauZoSpt9P73+EH29uJ6roSpBKmnIWkmut/",
+	"1MegWttKucXZgbwne0XVpsLS7rb1EVqVhTZLZ6mn0Ak6kS7bzlEPBU4ynOkL0uPEJhxNZ0FjGknhDi2n",
+	"05IDAS44Yr+LWfz2WBc1UdPOW+uiR+x8UbiRE2EoSKXKFntF0a0/JmwoUl4Z3M4LCLQsy+/haXcky3ev",
+	"WTWHt0azos9kNUHh+g+4U/VpHST5D3sf3so+7+p+tSnc5w9ImzpGK3xVZxOw3CmTCZ2dYMNH2AqGbWQI",
+	"IEhF9r0TuXaHAxkHoJ5wS62USjDsnZoCnenHVQkEMWgueCAvtUXDFRocLI7EgagfTexU1WXwqxLwJm3o",
+	"CoNNnTqIAR6oN6mfM6g9FeCP/Wyz9RLuf9gqFo5xvT2IDiMyXWNw6ysuvgw0riZ6BosaVpjHwlV7+kBA",
+	"7htPIJS0Ip4qipynpDZFE6q1NMbB8eFsNiTLdse519hklix7VghaaqdK0gAb70pp82iiq0rnGf0VeTBm",
+	"ukQbDNu1MK1aLEVyJOaCN9Q3Mq3cJLMarIRHMj+RaPjLWmALIrVgB6z0w8aO27mS3FTd2oSPFYXfXqNL",
+	"NDTj66HlTqw9DPzekz7iTsY1cd2FYxRPWZO4LeJsKmgInzBTpRPGTdNBkhBIenhAeYoiCulEpNeGnNXu",
+	"fAYe1KIQKjvUKp+DgNMbwRWOvm7agU6VQD9UFvxMbreeX7w+Yu+NYEMx0qWoXTI6hQ7D2XnIbYN8N/IT",
+	"GeHUF41xtiFPr8NDJ9KpXb5zgJONekylvOmI117Rwp3DIt9XzNaPFCYsjUNRZZmdFyIB95f4yKdFXmtL",
+	"uG2O6pbseQ5XbxTXhYeDiv9FUd3GwOnrSWi6l+qpoGAz/rBZuBmvbQxKqGoKElZBI5u9ZG/EZV6V7iok",
+	"/3Uyd7uhgl7rN5nffTB0K6eia3R43V5rto+zVQ7dzbvu7eL27CVMa5OQ9Apo6GPUK2LUXWbKHZ0A8EQK",
+	"WLfBf6QBrTkEUPeKkLvQUtlGGFrpmUlqDSLlVowdaGLxmzP4LLoMTW1sljonInBKLSHtDVbTnRXe/z89",
+	"YufKLZGdCGUpiEAuvyl3Esgpjsktz/XYWbTeOwc7E48hCOQ6sTPUq8VCaBkjZfCaViS/iNZpi0JXv6ZL",
+	"5s7zfOkjmKNHJS5L0/8yWXEL0i4csDc3EgsgsQ8bf2mAyUKG2bCSuWVShV71bMrVHMLxBrZiKAKHxCZp",
+	"mJm6E49C9SUeK27vOvjNOnpqwOi36ZPQuVi1TWH5Hs/WLGm97wK2cek2zDPC3Qc4ubTzYANh4scvr96x",
+	"Vfjv3Wmr0n0+L8JCRjoM8/bJPucA18Fj6OOxlm9spBMPi87FlnJSrvgNPH6jbJTo93XrHPKhRDknbrV2",
+	"zACjoQihdegIcLV3+cGHTPoIyAb5JPBZ7xSyVrka4IrjT+4/a1JIsLA6QBuIvtKYrgbgc8R+ckfooVSR",
+	"Aon/MlbmORvqClRK5s/VtjS6H2s11D8dO77nc5ZrIwwr5XhizRmUlDA70UbQIW19jz98Kdk5HQXiuMi3",
+	"M/4vYZX27rWuuCH45GbpfX53IoG4M7YpgR2pHQ3X/0YHEgkhpEBMoWDUinzuK6hCXVbgoaYzDOXE21ZA",
+	"8WJ08NuhYDG3d+few78k1HUehr8N0qxaBZkbUA5QV2jqCMN51KQ8F9vTc7oyPr4cAO5PZRGzzdWWh6Wy",
+	"+BQPHFWf4fEIMzx2rN9YUxyCN2ED1cbJy+W7q4uo3w+CLaghgGJO0BaI6by64u4WaiyVeGLwMeSD84mz",
+	"cFWux1IFB5piWjlrKnohXJVpzGNl4iM5G0KPHwK25+iLgCl9UYGAJ8wxxXllJy/q4sVbV9QuNDIS8ayG",
+	"Itdq7HS0Ln873H0FN29OUwCBiyZPQcGt24R7p3v/89/nh/9/fvivk8Mf/6z/efTh8M9PJ8nT7/7tr/+z",
+	"CX3E+/rbjxZm1TUVt13gn59NthBP4n9O//EPc/znp6fJD89bh3zf6mj0mZeV0p785q7UUrWITXcFotYU",
+	"kYa6pgHxwhhMjX0o/oiA5kmMgIZ6rUNk8yUWHAMOYrnxctu6gLeeddOYGdUMUKZdXTcXwshpXhkLlXdz",
+	"nxvcLDU+Y6KuMoaYw0KpsVM1oX7hDhy9S3i6toEyxCzjlfWx4Xh5MMoa/2ajUOsiuH5pFDgeZh0JDp8N",
+	"Rxl+3GiIEWhuPrrt8issfsJVjvV2uZhyS8yy2IG3rw1e5a1fXMO7BLjN/PafpwHq0ie2QVnRDPW62uQF",
+	"JY5y7zq1REy6acIjJi5CCfGdIqE3t9GE/3zdEQzWNs1xa9bx0svW2MrNDxW+YlKvJOZA8Xzart/tkux9",
+	"aSHXK1zc74Mzt/PwK4e4eZhkXzj68Bz9NWjsSLVbaR4fW4G42NH+opJ+TxFANVjOGdJAU6kCte6FfQgF",
+	"9HWBRJC6ma7yDHr7hmrPsbwRik2FnWiUyveXr8GHePnzC/bdD0//DX7pfvi3H57+wDIxkk5fswFXfeIi",
+	"DoOGJD7y1OZzSILsgl5nbSO+Nmq03fX4FF+knfKylIISVjibcDOJKG1iiavdAtLG6TM8mPAzWivose92",
+	"Q5HzuShhTcxn+gQSnz8D9a/SBB8tcQy4j9xC6yja9NUtoXj7y9ageLwUGmYRzlL4jt7/C8UpE57nwh1r",
+	"EGmCXPZ7wXGY6eo4Dvw1VIYAMUg4xGORcmY15Kf0zINfM/K/wz16X2AP0Z81qVOpVkbnIVJUM4Y5U7ky",
+	"SRTaRU+mlVNhzmpgz7jlbQqn2+/XYg7XgFVE2rY3+xidApk0DghJSzN6qfJtJKGsn/E01RVRf+rKQqZj",
+	"XQxzxF5SCjrOZAXLl7+QuHbcQHCy7jfkzKrTFoPDlXqE1IQGbawFrb6B9/Ad7ivzPMQATXPx44WHch5n",
+	"eVCatPhoa5N+I2uePvUduBoaOxHMHvdtcDj47838C3hta7I59svaS/YyCcxCGSSbw4ffKNu8pjvL4k23",
+	"hu2M9t3DYTtz+3KTtHKaXO/I6HRkVCThdwHruNqbph3G+O2LBhumLrcsF9xYpH7RuWhhLSP11vDc7WXQ",
+	"cn0n0fhRMcQbcFEsBfEhn7DWP2v+MjxG7jKXUWl4DBRHB2oef0hARmOhZ6IcVXlIbZQl0zOIvwUgbM1o",
+	"TOiocMfL0K1MLObJbfIdnYhtlYPLvWCNMu3n6mYlQaeujZbm6Vuf9XQgRqmQ7im71ath7VbMqU+F/OZS",
+	"ISsUl7uD0bXq8fGnCvhPV6ZCXumRPcxCPqS743QltVUVFMk2LTEJijBmYmuWazUWpdOwQ0GChJrPqKw7",
+	"IvbF7Cuskw55W6BeePcLFFSimsNMVYiS8WwqlTQWFetWHp04saHIuUUG33zG54YOCqOnAsvRNQzdPxSK",
+	"KrpSDQgDb6f9Eivtvce6A9D0qZdbSb3cmsRvwKq1YHrSkefTiUMYaANarBeeS8tn4Blv3tJTS+Lj84L/",
+	"xKBXz91TSzmKMlVbZ1Va52gCc623VoKW45QVJkYjkdqFtFBjBc9gCpZO8I8UY1qttPmiB7PtdMwvB4Vt",
+	"cW9toFE9cN6tlYoTJWSiOtc7F7+B/Mp7VJqOvSXRHUm6EtYQkU0wJpGImxjr1YJqUgojrEU+T0wYJ8Cs",
+	"XY4+MKIE9hAeyxsCqaosoWWSEkfsPM9bQDbKjI/1KADd2UQLLKIWyDOk86wRgs/1GAgvKhv0rhYmKyPA",
+	"5Xfh1+aBwRwegX50G+Sex06AhGn4M8/zebK05rulF9xAfavjj9w0ChiigzhsDWj41ORE7bHxq8RGkMGm",
+	"Ayuoc/cFlX6bHeMO60bMN3rsrUxAGqhun03c5hw63S4tBTc+8uHbxolCpxMftp4CqT1WxfsLpDFVzYYi",
+	"bei+1ErphcQ9Prep7k435XM24TeCDYVQzFidC+rGHsxZNGIjjkLUg/k0Tk9pZ1h2wHclAsPDw7MYaXA4",
+	"2tXI04oqLcTw3r/W+JA9I/MqRuY8bxznOxJrWwo+NW7UU66ydXFVsv1KS+5UXTB/pxuzO4qUyM0TRs9t",
+	"svWcYuayTz8BQQd+sv0LocAtXSkrc3qLewAYsxBmLdkE3iKtbw0a58Q9MYyPhbIJJtC89HdlCbuslJJq",
+	"7LtaAH8yu6rSVIjM/f1nLnP333dyKrK3lXVG6QuuUpGL7ICafuhM+Hm6AQxFCrb1UrVIyIx0nxk/4gge",
+	"j6rbhc5zyPSpUxxxwZ7QQiSMj6BBCC5yB/MXrMwL/8HurV3ThBJzcPx+G3RFC+nKO0nbhsUB7wGlv+ui",
+	"870c1KnGS1dCYby4qIp1Z4/7ne8pJ+Ebrgrcis8bxxXc+teqDxFvw7vPnt/q4RPPdJO4LSFDveH6CG5n",
+	"BJfWKpcjkc7TPKBYI6qLUN12rHzfcazgHS3cX3SaYA5g92Fybq7xLNEql0osFILsk5NRKywjzw5CuIEe",
+	"7JQ6JVLrPYlM6dkpK0ptdarzhJViqq3wvQMSNpxbigCOSijkMHBW0A9ZqYsClEjMjalfBPaVyfUsCb8E",
+	"6kbsri0t/MawSkFyJRyJUqUC1Msjdr5YShhnP5K2RI2eOBuBspRqwJPArSMVG1SqdMcm8FLHPlB3snjn",
+	"7GyCdfQ+TbDr1LigD7NJDc8OcKUd0PxH9oVDEbZ0onxRbOHFuJ27Ad39dQuvbW6zrtfDH7vX+4fn9wHj",
+	"uL+6UPxdLcE9aq9joltCuha1d8sw7s2RjYwCuGW5ghLt6lKgHyUBUPdGYWvR5M1EG3vMi4KGcRrZ6UOB",
+	"rKxv8dgA7Q9MeXwK8uUabDYfUuTpDCzFGJ2xUqsDeNPb0QgeA0+IbI6xw2g+4/Mj9toGa8Uii3B6bdh+",
+	"qjORumPG6LxyD6SzhJWgxBskvXU/kAXhj6Z4sejwcCcAXqRLOZaK7RdVniesqMwkYSOZ+2fombNjvMpd",
+	"d6CWU2FWYf5nux7u1FK4j4MkAnEms63jeLDet2YP0KfcwB6IDEsa1d0aZts/Smiut7AI6pn2Z8s6i8DU",
+	"oLDNA2Sqr8WhdTOAGq1u7/Cv3CzUoyKKA8RrD9KDBkIMoPkohqgP/EGJ5TJUF6WrMhUJm3FpgwkBnih2",
+	"LeaI2A5Gp4KbqhRUy4SHyCm7kZnQbA3U8yqT4SI6IpRxhx2VvOjyOorNOLD2BzkOBB5GHPXCWCZUFtq/",
+	"DtzlurJXaBcM2D4lVrOnJwnjlk21sezZycEZOZrcJLBSnRx1Y+EOK1gYT7M0dAeUsFWRwAF0EMZWCm60",
+	"gg64ofqbymjfX76BqCLkQNQ5s1gNl4T4YVQosewKt6a4ctvhnZO27YQAG+9YEwHEveHrsHZfWhWNs8vf",
+	"/ofPWoONMdKVys6YvmYG1AYie+DRVoadm/WEVN96UNDdtcEUHU7KVLxX/IZL6CW02HgowPMCZN7JqbAi",
+	"2rB4LhwPuU0nK5oKVcqwqnDS+t0Jg7tBKEzixKJkUILqwDIhbpRmtayRapyLugExZqKqTBRCZRDkx+wJ",
+	"yMswYHAQOjgJdMBqaseN+xGuhjE36m3zYA5hSWTAT11mNb8UId8aiPwJVmQHOAkv2ggszQNASxptF2S+",
+	"VaEc1RmXXgGQCj9BTyDwgLIZIvQxTp3geQxBZusYZHlpD4tSf5x3A09dkdSIARIpDraibiitznZfAFMm",
+	"ldVLbo2E6coamQmgEfZG/T7mkMGiwL+0Eod6NGKlcLoa+pidOmsWXMbuvsCu4uZEqe1uPBD9hA5lTg+U",
+	"aozxxyFPr/VolFDQFdsHGAu+8CN2DlRXHLuj5fNTVui8EZkN1i7eji6ZI3bOCg7BTW4jtjzGwxRbcvTP",
+	"mHe7N+KhpfXu7hbKFvdn8jnCJ9wSWcvCazZTKrEpiShBvSyqYS7NhCoJdgeb0agpuNaZDLe0tSnAav1m",
+	"6lXKXqXcUKXE5BDEQQSiJaap7SO7Lr4E2LFHZGMOIBAesaKTYw0en1GOS+1W9j5nXwvl3fzOus6kCd7+",
+	"I3blkBjyhWkMnkyeqqqQjYsZzGQxbRCpi10gZOMtawCSZqJhjb8mPNRFD4c9HH4GHOrivtBwbqyYQhPf",
+	"TKfdMbxLkclSpHTcD0s9M6L0PkqorXJQZzEGKd0yUQFmptNqKpRFk7rgY3JjUk5H888QAeIK3bANdpaz",
+	"5RLQZq0VWetWjBHcTNAWNYEppPjydIW6+Iuw54V86dZhAWKenXzXvSZ+GdZMey/ZQ5ojeOIbjfi0/Fhw",
+	"FWBOincGLD8tYYOFT+g+32ElB0criZgXIzR/PYKIxqrv5HZVY3VjQYOFreUsIjE63aPdeUgGzt6yMD7t",
+	"EEZ4aks0BD+js7fGpcPcQ8vN9SZR9UKUUmcyZfW9DO6laDawpvloY1Hq1O2smO0onQg36ODjp16ltPtk",
+	"SS1qKwWh7onIC7DWkJyI5VoX9QFYiMxdCUFo7Tk2KAmpPf78Uxj1O5jwFk/35qtWJaAsLaVPu4ECgUeV",
+	"YxJtosVVWSEsXyoHJF/HYUCdB1Pd3l3fuJPW6dcTPVPuEAVvAZ0jEz3FYPBp4IydiulQlGYiC+yDKHhu",
+	"JwmDAuMAvlMuFUT20LsJtHtU9jXjpdvoxKdIt+HpxOvGoUB9Sf1CIRjmC5N9vgsrxY00lLi2dCS9wPFf",
+	"0UJss097801d/IS0nn61H4U0/EIlVYuT36IEZNzyw1K4z+o+ZZoLrqriuHCbRcxWCITbVEQ2Hzrg6hEe",
+	"e1QnD8x1Sd34Uygb0pfCK1mhc5nOib60FNCDLJwReYaBaFvOGYcyfJElgaAu84QcXM2BoPOIvSViOyAE",
+	"cFIKNRJQkeUPDM5olgxAZlkcLvDWl9zySz/MF3jLumzV3yEc75mfKebDU6tDyIVW9oxR/Nx4hQHL/1fU",
+	"DujyyxKDfi6FOLTio6Xwej3OUANCg+saBN7XNYrvn3632+Sctg9E364TVujLh4n26TltQESriGYBtzwS",
+	"1zQIwpdCUqrVSI5vi0xlpQ61SsWaCC0Ql8Vi3qDv8Ak4RuRoTBKESWGAex5CH3ke/RqTfhRw0JfErJzE",
+	"KfAzLgGKwqNJ381QpY07Cxk2diJf6mo86Ti6Cf8omItHuAdOPMXdD3MsfUz1lMgxeFsot1IdSLYNH1zb",
+	"qy4rtY6NuF5nq/G7LeQCdXGB7s5p1zmzzfmIF86dPgD8cMrZK+wv0Q52+MHuDvK6XWTu/UNuxCHuukPY",
+	"7RtY55YPc4ddUmXio/uHLeV4DN58lTEHsU3j8olhuU55TnjjXxsb7KnOq6kCfuJZsDqAnkL5vJGELn35",
+	"8g0Y7TwHXqUarMJz0WcG3S+gMulfwlfSB0OfuNxheDhsq1km+VhpI9hUksuNFaUe5mJqWs2Yl/TCK1i+",
+	"c1i9dV3XkDsWmfhfvsFM6Sml4lCFPzyN6eE/RWrXcdBm+e34Z5f0tN/4RzmtpkxVzm50o3DDSie85Kmb",
+	"Q8hsBOUbB3XmQzFh9Ggi2rJSKdI3duS5848vs/zFhJemfdjPT05Okr2RLqfcwizts+/2EnefG+Te6dOT",
+	"E7hiKhX+4iTMET46ECVtWwtc/OQdaBy2I31QkK5eB+wikMMUXXK+O7BYWL9tmqXoZ17rkOGK/frutzeY",
+	"fg/uwVKoDFpXQ+mB98YvufpBzQO0G+De/vc5n+YD1Dj4rL7T+22ZtEbkoyP2k7YTkC2ImUQOGCDgCJdH",
+	"FMDYqlIzoUa6TEXcU5YoIcXcs0DW7a0yUeR6LjJ2I0pw2ziElaYxFZ/4Ak09phzyu4dzNlh0JZ+yBU/y",
+	"4NQtXYh2tPHKsUE9zg+ZUFJkg+QWARAzkeCnDcZlKbBWdX/gvrUuhOKFPIJlP2gHc52a93Idfp+jjoxf",
+	"8YwNJtZ9x3obdAQ28HOXkWMv/uxdcEk42IqUe+7Ne0ngQKcf3YvaOM9vh4nwlAYmtiibfMbeFkK5z7q0",
+	"f4/aOnPuWfHRHsNA1zwbpKw93rQU7WmF3pZvQBp9Q9ywtiIWyR6fO3IWJ3r28CNNUo30WhQvSp1VqU2g",
+	"I0uWsIn2nWfIhS5hoHYe6LJ1RnCPFrKJs5kTZvUYKxIAe6Q1rCqg3MU9Uyik+PQxKux4HDkOK6ynB5VU",
+	"jWQ5JU11KBUvKc0GfkGjcODtVC2eX0MNvG4FsytYj9duObaZWVK/pUUQf+JGpsx9EidekH0+1JV9ZDGn",
+	"X4Rlw3UrsUXdJjBgHANP0CbBV9hpeHVsolF6A/H1kJ5AwSNRWjkCp1JHRe7vOhPnOIAtbsjwllVxUJzZ",
+	"4wl4Rp/zDvZZ2E8b77jjT24Er7O/joUqdZ5P6TO3+1NfG1NBeqJW4hBgNHXjp5ZrDggH5ibF+TB84ID+",
+	"W+ekI6SjbL3OfCgzw+7AFEgFYmbsaof9MgxQMo+xi5cur02opnEXI5p/LGQpTFSO+D2bSlVZYQ6O2LlT",
+	"8KR7ICy5zG7TWSJs3Vf1Iq0L/9BbQNkvfZY6zT3olAW3k1qlxBXZuLH5sw5NclvtL1pWYZ0zl/xLciTc",
+	"bgGx3j6+RB9pxbiwMPbFOStk7WEO+ZUafPV9o4tvodFFjbGsBjnYA3cKud2u3Bp0A7isO+prbqz6liZt",
+	"YcTXt9BAJk4UhsJD6EZUOXVghQLwxr/xbT3GTQiZ6vFhAkxg1XBY12U8B6TbGNmWfaMOSqOXx0XercxE",
+	"cio7zPXvV7o1v2/4NJ/u2KfZ/mlWqVD1mvT28grNq03CtqCCJatC07xtFGwfSYKwogP0oAKoHqCIBegM",
+	"HEAnBGn0hyTW81kplJjx/CBO7PZ610JxifsfZk1GzSAPRzx1Fiz13NGj1pYztVqwvEP3tq2JLL9yjTIS",
+	"xr7bYHHH8qwbpPtSPiunr+x4dBHoVmTYkboSAqxrYs4voobgkI/hZERkPqQWHhOHMrQSFJAhH4Uz26DO",
+	"I5Q1YaAVwtcYzIaws29rK61h12J+CK1e3F+Ww82YOZgFejMHkTKrhPGBZl5Cu1yiyGRFKUby4+K46po2",
+	"PQvRGZzp3Dcdx9woYp+BDAGRsapo9fr95pejIxS9hs7sBfo/X2ctfGY+bk0MbzC1kS5pJWn2NM01Mesr",
+	"eIS587h1PLSQhlxAQtMmo8Pbgc6tdWRP1wWm12hwnUsaN70vuDEiO8PABKwFOieITJsuhWbIwJO6Zqkv",
+	"4HHt80Gzf6cNapv7E7N6u06pOgUDc7Dwi35zx9R9HQDwBSgfJ0JRBzIeyrbolF6A/2OC00MPp4d+DD4R",
+	"s9tfiJ3nTBJSHMESrVMcZ6W05IiJ8Nj9CFmVC+AgIuignrcLGxGdiVGHNM4yh4CV8m3Js3LujldpUIA7",
+	"mqCXwP4h6nx1GB3mpY810EnAiKKzDz5ZoOPBcaK27SfR2gYSDyQqZTT4nvBQX/bhjyRjZZ7DcdSii1Ma",
+	"In6sC/pWl/V22QplT+vbwlBWquNL39bqxZz/h5LvuWaat8/6rGsAaHv2nsav2tMIWcpV0a157iJhVGky",
+	"/6HxkZhymR9bYeyqdnHQIUURl99UGIPJU3U+Or61KkXGrn57d+HzmLwyrEOoHFqDU5A88so1BsVmDr+Q",
+	"EBDVdgrZPz/5ETER4kCDxk0flLYf6mEMUP2CwUgE22iMDjm+P3lWkyfHg0b0hQ4dKVfuTlDheToBZgvg",
+	"yJeeQQnFFXMOjFAZmwLDmsYeeo1qaSzXeWJYOtESiL2wW55hg7ZvN8DMKQNcnYfglhTZKTF10DcwyEIN",
+	"0SssrAoZGnA3/CpqIcX2n3/3Ixu4J36gJw4op+1S2HJ+eD6yohywoZhrsrNaEq3cfngnjH3l5rotZg5Y",
+	"EXjDBnyYpUhlId0ZiK6q0BCPmSqk4O6QrWNx8KugvyFTM6cKAHlVrbxEe7PH/8dKxSGgph32Sgx7TJAM",
+	"bv3YoOzLdb4eTMmnuuco5DNaSK+tczx1ZcUyJUBdfBmx63vPTfRgX9jJ8UGJf174vVpgzozuhUXAHiSy",
+	"jHJsk+gWCczAuIpHzH9d/xY0RAbHkn5/PAC7XnwEyx3PGY3dlioFxEivLXnRoXgS2dVEVq+L12nltMhF",
+	"xEDitHrR7jGCBM5Cfp6/6K3K5xdUH7HdPn3xMFe7DerF+Iq8BvfrBLCNZRtzqZZZEnDPbtEjUPBS2vlt",
+	"EIKIDrDZnFejRhC7gqZBMpd2nvg8SrJvKeXH+4+91QsnP7mWfckjZp+n8SsLUR6Gikhs4DfhZsLSCZcK",
+	"uXjDn3mehyFCJxB6/hH7A7TQiUivX4aCJe9erig7/Oq/3kgr2ODi8vyX387Z/1Yyvf4A9wzqBp/4eMCF",
+	"TKBxT44PMvCNzIWy+Zxl8kaUY5G5Gx1Cgu6dug2iTGXiIqopMUbMW+HiAr7S3XuXz2ny8dzrIi6Y9+K0",
+	"z/BQKAWnppvYCSoUjcDHQxe6yfWsuwlE9B2+0CUd13a5rYIDdd8GiJQl0PjDjhisK+vCW+5oPI/HwRzt",
+	"z9XHBMJN71repmvZwSOt81DYmRBqkaRmi+eJwwWphFlB/+axNlzqd39cutrQHUOmU8j0zyqK97NGxR8i",
+	"ViHKkS6nhnH0Qh8ChQ5xDZWyWFmVD25jaVlR6htBwlsjNtp5Bp+LbnulLYpy8O36mgNpGM/BHxJRtkvD",
+	"vjs5QRxAXPWlCjR4J9nGezuShc7P5Hwe6mye1J4QRSm26J7m2XxFbcJl+EBrMsAucBU/axG/APU70CtZ",
+	"rioBz4A7/XPBDfTNb3Z3pFQbrHhYMZ5XcN3tMP/Prbqk6QuthlL/0eGDn3XvpazXwpdN+/v4UEE6sXu5",
+	"k2H360i2PR6ilCfUtpOaO7vrj1rSSZpQymsWddgD24R6nYt1ua64K+MiLJw7GgfXSs8gcwPruJAQ3m9h",
+	"n3EaToPmZRRAy+cMi+KO2KUbj6+PzYEe8xArDEpBF/kGfhLG4R9OH6FGebzZR/DExyJ3xhmbTebR13Jz",
+	"IUXXD3lYWSaz3L2GjXSe6xk0nmztlIdgrHNhtl8p5l6zskVmXCT3iOkJu9dhm2JUKSun4phIMKxcSZ2L",
+	"pZS/gNWG/WemYqrLeRIrKcozDGHsxHQWVB6xK3S3OrVxNIqKIk2hLRvrUlcWGl+W9B42LvXMThKW8/EY",
+	"00jD3qSG9+4K6PkAagOfOL0h1+NWneQSZ/Eymvs2T9blt7VIBF3Fog/y+GTiF2H9FutciB0IBej/m/DW",
+	"gp0A4TO3m0uuxuCgxuiRj8p4nMbRtRgc/ogJBodT4VNb8Tyfo2GuFvgHF8qInbixkSzFjENdHNYbAbut",
+	"f2lo8YQddoeyjZzQzYz24QUswfalwr1n5SHhFtatwWM+IMhd5/cMhoJ1IdQOZMFWbvNtIAyzibSC+rm/",
+	"kar6iPUBeD+rjb4GDxTlI6HZnerpVKhMZAxycQ21mrfQwcILCSwD8pdg1RVX4GzF5kJj2OpoIsZ1Wkfs",
+	"LelgYYyQGQUxGAzlc4jfuOPDCkV+W668cReVfLnJ4gCxNj+0gnbzfWKYnqkEn0cAgCNoO4h+1ca+wwVe",
+	"Yxf/VldczCbaiHhBPV/vMu8nKJ4xCz8RY/j4GgX7nxj/ZDTtS7IcqLpNZPUU7qb2apuGbL2mvn9wK7DE",
+	"m5MaGD8iFuB20bwzOEn2iqozPajOxozFkSSKNm4kbqRFWl6OhYWBh6x7iLFQIAMhhMIDUyD6dg+7EaUc",
+	"zRu+sLjTeaNwSWZxTj5l4WACJ5hViwW90gmaWwNIH4E9xP5AKs94AjVC+dZfYxFzirTlcVI0KhNsAA/5",
+	"UNUB/8EylJy7xzfAZBuZNvUL4H1rMm3og6lQGV1/YVyNh5aUuTA95H7qjDzjZ2zLwqk//RnT5aLDFPfE",
+	"hFOXTakwrE+tkOEg5RLZDxc69Gi/DfcHv+tMUHefc3r7AHvfjZU0UOIynMP+HNDt7+aFGBz0WUFfc1Yo",
+	"bMsGdKNI3QFsQ2l1d0pPUxk8LnKuVvQci4PoCPQk+iGq4PU+mIvXperQC1K/X4t5w0uH2fIkeLHdFMDF",
+	"IekNzyVmz2Dz7lorxFPvLFSWRZXmmGePPoqRxVTIkST6niP2n05V9H0sG7puWyefkxbW95yrHcKze93m",
+	"6ByAOBMG7Fb8IPcFvm7wnaMmjSXnqqc4fkDI5DndY2wiwds+OGFfk8MGNd0tCk0xWFBDwVIC4gSKbmiy",
+	"5G2MHofExbOQ5nPh1elzlaHn9B0fQ8VSeFnQuJOgA2Js1a82Gr6YtVSUbmwWojYZ8aZmR+wXXnjLr65g",
+	"yqknV2tt6Uh+dFdhwwoedRMzdXphewgXFvhlvL53kULYnhfkY4j+psYSAYd+2JItqwQXhNh4TFyxIhTb",
+	"/sXuvGJVWjGtWUXOogY60DYOI0iBVBnVxqmGJFHZTXwy5R8xa9x0UZGsp1i+RzaSrr21OrjZZPzskz9v",
+	"k/zZXDv3oFxYoeLyE0KGLXoXN+0MN6xkbg+lgh5WVigIMcPNSaz+1fXzlbtUoetcl74Xi8iSoOVgqlJL",
+	"Z7j3wakOnnN0Ophr5gTNw2bKoc+4TztvUoB0xVu33hWufs3KjnB+LfEb4DI+Lk966xLcwTbHpVy52Y8/",
+	"uf/8zqfiL2dOrWkx4/SNwp/rftCwG5HKsN7ahs3cQR/so0zjyVH4HlXGnSm1kg8PoYeb8JAjdo5/Aa0B",
+	"UsggacTXVpDfmFs2rVBefHM6zFpYym6gejjIzo6uS1qdXV5bkd5ow8zomUxDpznIfkDKv5YmNLUAbNRE",
+	"K7gUzTXjhnJfQX9qymwHq6L/kCt5FQtu3YbcO937n//mh/86OfzxT/rv4Z+fTpIfnv31f/Z2RrfYWKIV",
+	"luEfHlJ12D8avkby4Lx10Xxu1ygH9m75tXTp6pmQ7r4XT/j4Dmbrg+DOzgHxUaSVbbVVqQRlo2agi7Us",
+	"jcodX8sibV0AZiIdp6XspRFAZy8gumFCa5zWp9cOO/8XULYmOs8SNhQprwzwYYqZLx9210z5PFiqcRUd",
+	"V9B0sfSFejlPr82KpOG/02JtHUX8i1rw4+9+nSM670eZltPWNmSLBsJMDCdaX5vjlFue600SEIzlKuMl",
+	"lj1Zw8alrgo810d8KvM5eWlAJcHfPDFsQDxR/3fAZjLPUl5mKGrwFIbOJXI3O13E976Cp8A1wN6Sc+Ue",
+	"hq8eMOtL/o0A+8FgSxh8vjnzWeIwRfDiuIsyNsDfH9Hsj/5RnZw8S3/VGvQN+Kkt/PeLsH/gHa/c+1/Q",
+	"km2zRLOyQ3fktL224xTG9aTP+SjExs3ab8Lm5vTLEAkQ7pwtCFAmcnkjSinM8SeZ/XVcCovdqNvNj9+g",
+	"AIWznzFXjO6eh4D6hVAZ5FlCfoyDfirP0CNWFT5+T/JAbibmdOFpYQ2l4TSfLTEnzt3iYzDQqs39N53I",
+	"G5HV7Hi2lCJj+85oGPihAZ8HzAqi407SBqYahkl98I8ZMO2025k0ooWrAmgtaD+/pEev7e8GFBojKWr6",
+	"Hbqzw3SQm5OxP99t2syCRIcV6PLA0d8TpvTMb4qjb0szvjcl1e1ESAQdNYXwDuBiLXtDwA3tNsTHW2AG",
+	"xjYWcYPkAp9G6Lfv5laIEmQ+WSX5B4u4c8TOA8XP8zq1Ap9L5S6UR0GvdEf3Sryou++Ck97EuCQNTWg1",
+	"XoDwfIRTcB1k1EehzNg+Kgyvs8HB4kIp+7WCyEdYmdUmebTE4bv7kwVICXoouUMoQckcLUsmbPpIMncK",
+	"MNhkYAX9A7SFDcNFlNjHkqrEZ9UnEVQ4SY821nDuuxeBWSzy3DRSRjJpCuAAJn8jOTQxS9BtROTBkrbx",
+	"Z1/UTH5PrfL5wSqN/ApnubuTm17Y2Q5pXIoxt+IRJb2eN+fsNv7CrmrunF1o5bGCukkgrDngBBwpvnHH",
+	"YqV3KTKeAgWctMzweb3tOTMiLQWclEZYn0UFbiQIhGHSRpaQHx4bjbo7jti5V8ZpyUrBcjGyDj88FyrR",
+	"RIQrKfbQHhvz27WxEOv6ceZGM8q7ikezhrfCD+jhVFsvymy0CCurYXCyfYi7M8rXlJM7k+SuphvYPQJo",
+	"geMXn8LJKlRWaKlsTSChZ4r9+tv5CxKqxDuZUl2IBMJbyESWkalrULQhAi0Nq5T830owPtUUgl6hOeOd",
+	"YQgS3K98aHReWcEm1haGvb98w/bdP6lCGUz6PNezX60tDgIzWk0VaRIGEuZs7FHJx1NIcvYvcchjdH6D",
+	"nSpZrnXhtPeE5VJdH2KbZ12yNNdVdjgVlkNHfOK+FGY5l3JAcPkBsxVBcYfxOVueMAeO7GwqlTQWGZfh",
+	"CsOKUt44tMd7Ddv3Tzt3f7/Av77DPw4OjtgbMebpnBnFr8WHlBv0zpH3zlTphHGz5KDT6oOxpeDTD4Sc",
+	"SOtmuIOmluvfqiu4/AVdjV+pBmWh0nIOyeQcG7Eg2QeVKNX9iNraprRgyZYyTVeg15q0U7dhz6L5hlrJ",
+	"iUD+jt0FEFdMYtXoIeU/hQWnHC46eCc6z7CbhEQ6P2nro5iNpMgz0+fffxP93xpYv1ubKdaWwDcDXpmq",
+	"NZRY5DylzHfcfsieB7u4JsZHXgkoEvY7G5LezxUT08IC1vOhgXMK5bampfR5/PiHM/IH+04qWLhZ65Ah",
+	"cAYjcEfOEXtB6flUIEXVX+Kj9T5jd1NI0VW1f9WNr6EERhTMhMXkJ273BbcYbe+LrBNGb5foGt/8Otvb",
+	"VlrH5+Ow+0z1nvCqxIMH4Aq+UPZVFAD0mRt3Cr4onA8MfI8JTrpd42R6Go+7I12ysdZkm1tdQFM2IUFp",
+	"xikkoDkEb6jK2B9cWqnG6MyLPVwi1VPBXnCVipxIhJW2E3cfZI6Dma+sz9aaJrF/e84m0lhdQmXBtShs",
+	"EtQWSnl1TzdsVAoBT0B090CxUIGK89waeD4cDGocOr2b+m48dLimD026I5fgxh46imZDhAuiW9RiFy39",
+	"hUa7sgwuatJ2gP47QWfcr+/eXfhWvFh2BHtVZMTNRuuHNmSBQO/EV+QjCIWB1YgN0L151emGexl7P79M",
+	"XpO1d1zAt9jsOmjRtlxeA3kEcaCOeNvIq93R9A0IIZINsWEhEu7ZJO4hCN/lEnzrNhkfxx5tKUxPbXtH",
+	"qPRy8ZyM5HrnMQJEpNXtd14rI4CRKvSJ8X4nd9/AR98pp22gabcd0lWHcNUBeczQB9W01xI2nBcceyFI",
+	"JFqs3ZfYUAWD8yFxFK+I4itzJjNya4bfWAjjl/xG5IGkN2cFtxO2j+HJhKU5l9OEGTlW3FZl7S5NvK/0",
+	"4MwTJMiQA0B5SIsazxE7ZxkSJdTGo7Mc3Qq0edjeidaAxVdiGK7pi3MedcHx7WWQJCW02LDhCDtjpjEH",
+	"4reAOv8Eq0PE/1Y8x+V3n1Bm92pXbthXBzfqjBtPAXXW1JUlRIDdr2Z83tuej8r2jHvq4D6x+i5Pgs2V",
+	"1DXt15zZxk2MfDDmgGURsTegHrJzcLMg017qgSx4v+GjPzhdc7qQwCDNIDYhCN6+VbC69xCQMDj53dh9",
+	"9IUvw2MPaD2gfXOAFlABaxEiDNgqxNmJLLPDgpd2fpzyAlv5rDK54xopmSVROy40k8XHQtaJp75i+/zi",
+	"NbP6WhBfB/Q79G+bs5RbMQZCY2rnEp4YWi82GYekoadh2A8p6PIcG3+FBsvu5e4J2ADYV5bryhKD3UiA",
+	"LmvqGvbKtNWaTylxPkzCEL04cn8lDsKJQGI4ZwP8DHXY/pTxQh7CjYMzpP4wOhfMCIPFTUs1uU9jArpC",
+	"foB7P3jIay9Beec+5IX7ji/iz7hFYOx4YxdlW3TN4u6A+T2KZLiXvjBvFvMcNiXEbcRMR1IfyWgt+vX+",
+	"2jvdCxtsbwkZnnYgg1vCbiSYcKVE3o0CnoRPiRwywtwMRrqkRlIof4t9TEYyR8JUlbFSz4zXleLnrJa0",
+	"dh9atA/9sG9rGH6WS2xdDy4czH+K+UyX2S3u8H2pb3ELnGtXUNf5+jav+h25Yze/4aW4kenn3EI/3OrO",
+	"v0806DmbXn9eFLe4GlOBbn3DrWbwCtOkbzOHyuq/y0zoW95zKdLb7bLf9UXO56L8qRT8+hb3/crNeZVJ",
+	"fbtbLuy/bnHDa3M14aXfM7faa8ChR87izRcQ6N5vexeSJ70vbzPAX0pdFf8p5j8DFt5uiPIGcA+G6e/f",
+	"pjuc3ryJ+9ufF31y7IrkWL9IbD86ag+2fc6HT7Pk8G478I8/pR6o/1prAmgVDu9TH0kLrfLdKY/c53qm",
+	"RGkmsrjt4d7UagkMbt0Ksz54diAsqwiLlcj74NCdVVZxZ0J71fErkajjIufzIU+vVwSRjKmEYWYCDXqk",
+	"Gufi0Fml7y/fmED7Q098YlgubwTDHOiE+bpO8uSJrJbGfWcKo9U1xZDBwP/NDMAZNZXWiuzgiL3i6QRy",
+	"03k2hSjTR57afO49rnPq8Q12vjDE2DvI5UhYORVXItUqMwO2TxUe7Ol3J0ndse8Z/jDVJjRDxg4qGYbX",
+	"DyDhEf8WgOKJIbcCcc9DaF0aX38DqMKV+69UfjkYpJ27ZTsFH+JoBH/0O4aHOtYf2YCSyLEylWfzAabi",
+	"hCC+5WVgGJfoVzhiP+uS1sNE3FzXQhTwa2cRQYPkVCslUptQ2jKmIsEugCURTCpjBe9MLK8h8I28ERd+",
+	"B926Nj5AUGtVa9iktylunUrlf3y6Mzat9vVY4Vb29hRann6j+mVxO2S3DuWOD9pxcmglDmG8ONDeUfyI",
+	"HMW/CFt//4Aa4SioIS86BrZ9+uFbzJEbzucdfocAeysY7ENVVymUmEE/hQXI7Jy9r94C/RQ6MGC6hRkk",
+	"1LkHVi/lJZBJs4G5ST9YmV4LO8ADCH3x8v9j70p727i59V8hAlxEuhgviZPc1kJx4aRpE1z3voHtvv2Q",
+	"BhlqhpZZj8jBkONUNfLfX/Ccw2VGiyUkXtLqSxxII25DHp71eQz1hJhekNrk2h8FmdEBuA8AjIJ+5oZE",
+	"eRb4galkiVXROXwQ78kX+zsv9vczltyXQ3cDAsQRrkDlOVekYWULqIw5fHPkLt+cDfhYt5b9z/5/Mako",
+	"lgCwMEPMCwHiF5/7Cr/2pWiv8RY/sjkbhA+Pe3d5cn3HGdaikbqMl/mzg6duFrgqYzHTBIY2f4mP8FlU",
+	"Q6Le8S/lOVqgCMK7hcEd6m7lDBfDXaqlqIRNlpuIX+LgSDkh3My5JsHjfqUvBZBOVdoI45UA3Nh5xoSx",
+	"nGC5GV3hGONoBCta6ylDnjODqwQlEV7LCJtxlZIxwhRDtxRAgKA0MVCzK1kKzXjT4C46mgsZTPnM70/D",
+	"PokKNGDBPomxf9Trhk5HHR4mSwPZPmNRaTUxIUhM7Wbs90fzy/X7I8bHblhTEeodww8wZxl3WMAD8cOE",
+	"aQ0qPaFEoSsCSM+COseRU9WpUtyYT7rxFBPDzdShY4Hk0v94naizIOsoRVnnPGPI3depel3pbvWj7jtd",
+	"ohZF6eykPAn5rXr0j1KPjr1A62gAUGXnzTyryd4SzU2K0S1qPmBArqhSifzdmObpTe5egAyaOWS1riqC",
+	"XIQBsVZZWZEytKmP7dS1+a152WDQq5Nwop1PEsL9xLN5beXEvaW+wGu4b8fdTXkwi8+wrlfk/kEtme1t",
+	"vJq3TrV0+4+3Vu80otAI27f0hOt6hPaGU/H4+bkoLOImgibnlMme6rLxedf1t3fcdb36tLt1+9se7vs7",
+	"q7p+6EcVIkw7iGi9TplYysZr+oVgrclSPBRVMqcnQXpX/vPrM+YH0Ok0BysnoxLNcWskkLk4BVYoyuji",
+	"Kh7QjEkVwbpfPkYCBCbUlah0LVh+XfOJyCC0eir/Ehmz2vIqg5SZzzkb6KYUxG+ezobJcsRy9yv0Xue+",
+	"AcRE0W3j5iYBQptcBJ6LxjxmOQGrvV1Ymt/NskmSTTbPtHnl+7mdSrXblEbJvHFgq2Pina22FUpfm0ym",
+	"s7y3LY6ULsUN8b6ud9PsXcNfCqOjw2pRJP1KE1S5t2gtcMwcQrF36ncKKFbgfEzAmnbZ68RV9ebs7N3O",
+	"T8f/zvB/57+8ewbi4M3xaae5TpyKwJzyUhp6JvfocSCu0PlYkLU1W+UDC441nE5EBWnEFQJjLfPzIW8B",
+	"OPYkkkxXwAgVUnwB38rZ+Y9NkiPMBs/2D1geP/hYCiV7cNPsyI8HoYOc8FyYiIsDoFBf9HMxXmm1oIT3",
+	"R3h8ifdlc3dU18u9xCtF+2qlTyowzrUtwNX23VBzBb2/XcxS96kqTQagBDGFMzreA/HMskJfJKlZxkj/",
+	"9PmLNQaEbIRtCBJH/ytRI/m9SwP0DvtlY4pb++HAEK7l6Oqcp+018tXyR9yqzsXiv9hHhFnV2c2lE9Dd",
+	"Y+PTpnIRAjFZJ7aTLYrV+EcApDcPPo5Weegl7w+Nwjaml4Nc83Iwnmwnft3JAuHrWkRQQi+FjZVV9QWy",
+	"WBXQTKWNZdJCsXDDuJqRcUts/3E4ISIC9Juu4WcbiHGYyJoyvJNl9q0I8A8Pwv++u5Uty3PTbkWybKp8",
+	"7oGcWOW34ghZ4NRNU0kAPQqMIotD1aNEe9OKGWFBi+uEc3uB4IUyLA3VW0JFS+QgWrGJKExi7xCVh6g9",
+	"SNBZLDIxOiRlgYqL1n2iQCC0HvRSYoJWcr9CwFgrEbQMoEU08xGxrBvb9ev/EVr5WJCrNT+MSV9udhSs",
+	"XqUBY4x7sQy+QfoeMp6KeBK1mAe3TC4POp4IqDhDRwY8qCZJ8yOfjOCVevGnFfAKcQHjkxsJaiU+LdO3",
+	"Mw+pleYT0BOPjdNSF/FCKPHpG5Xnt8A8uWI11sAoTCPDI8YDJOX4D1EsAqKk+/WBhYr9Hvt7atDbEPHq",
+	"u1gB0eRdXsYNlGJJNVlVRO0eAWDiSpglvuNDwo51T2DuGvq8pJuvEYU17H0Occ0zORXOKBCqhP8O2eDk",
+	"p1fs4ODge88U9pdWYtgnLshd429LdPYgh9+4AseSaIQqxAgc1VK1ujVxCXnRaGNoYBDgKlq7NxXNRHhW",
+	"69UO5JO4QA+hUDMMZ6MaxfCr9Wsow082LtcMv1yzxDE8v0nNYvjRT7ISaxfDJV3RTtzoV69xy96u574z",
+	"s3Xq2WBvb4vZVrjgm/QM36rvPfa02gEfn9u74E25E33uSyptmkYAk+q4EoesEVOgUQsi9zEbz6zwxEOy",
+	"6YUOB/ai0e3Ehw/5xC0gkiChXgTpu1KVgtjEGHdm1o/kX7Z6OjYWdFyjwcRAy41KFNSlwZj2J91cehxa",
+	"DpQEuhHB9rAeRACHyhvBJk4HY0cwB3LajAWYZwhD02NpwwHOhGUDpe3Hc0gaHjn9Pw0tossouPK5IYPp",
+	"ipIb8CrgBKTxSTSCDWBFPraKX3FZuWtlQVzxDW/Kvgu9czncjk7sOnCS4CW3xcUNajBMLWNPdp7s77MS",
+	"kA4Ky2RpMnzDdaMLYYyzJZUnGblbHXhuPssSJZyAIzL2WjQwM4ju0CIzCCxvhd5iofcmipT7kX0kztaQ",
+	"fiQllku+l87oNMzoc7vjA154hJ1+F6QH6pwoWuBMJ2K17ET2oD/MHT7nsqJgZRjSR9fcx8lC7+sJ/nh7",
+	"/rfn/0Gff9qn3UNzL4LghoyoRBAkY10uDN5AXRJs80O8v+FiT8w9dLzJxqsooJhAcTD4LsndmrFxmyoj",
+	"4Jbtqi1jlDtQg9yRNN7b2llc0xYFQn9NuFROJ+nIH0/Qu4mwOdXndqtvbOXNNyBvTuNReOj6xjV6kdYv",
+	"8DxKCjvRxawVnOcmdYuxgY9y/J9UiazdcV8Od9nbUPfj3VfwKzoWHftFu38urK13zqf1s0MUWcAQJ4EH",
+	"DSQIFOOdQDXnwAgBZpdUjLPf2/39gwJq8uC/golKTIWyGTs/n9ZiwnaMGWbIyqenjAM2NnHogX/uB2yC",
+	"sqSwkffuz9MXZYvyadEjH3Is6yOKs7GYSGU8OMKlmJ03SBQCeIXSDnfZCUZoYuyL/XpyvMtgM7nxRQlK",
+	"0IZ0KimrB6NHlYbIT7IX3HplbMq7qWqtagHD++ZKvSBjNwrHoO8+2RFL4i+4/b6YlPshVOVhRRNFVM0o",
+	"4HdgOQBEA4EcJuzlb6Qybxt1ud8aOd4TreeEXUJIInd1p6ysnKNqthuS+KnIj6LAy0MnCEsD0hf8Z76M",
+	"IcPyuSCcrfgBC+dyNiBNN4HXoaLtt2U+pCq7WHdHtw5wIVwItQzexSm5WHwGkM/VLBTnOEkOgZhR2qrn",
+	"fSJsA8iqwMvM14PfEF05pXW8k9DKAloYrF5Krt9lKZnTThRkibh+8vS7NbJFY8f+3ZTLWWgoIvLlHYZN",
+	"eAv0N/gWT7GHuyC/6XS4ToykdxK3ivyKaElSn2zuCqBlZbCEHvqKmCyxprGSl6InR/uPotROq7YR9Xw8",
+	"o2Jd+KzSBVBKD/KOqMgzll9daAN5sLyu3Z9EThOcVqcO/JBx3yjSdbMSUGkZ4sgIVehSNKxuzYUwWDTe",
+	"MSAGJ2en7+BrvDnQB1My+Dgh6B5mTv63VeU0tz9noFjzZB1wDIgLcw5cOaZfC3ZF30TsZJJoigGjbK/+",
+	"8xDLx9Jy8EGnWG3BW/9fv1o/7O7uohnSuQmHAassKPsZu4B0PEosfv9ht22qPMGtn4nGA7T00Gl2We/1",
+	"gS47Fj5XMIENCfcqXX5kFnYuk4ip4+7n1ESENIbcrWBMiQ4PuH5hNrSnIBrn7IiM5ded8X3eu4bd9Xnv",
+	"mtf1571rv1qfczZAH4y7zX89Od5xv98RpuC1KIcjMiYTrBryiXuXVcr+kZy6SBBiIgckpDmCFedDgBFi",
+	"qG6x2idBlzNQpVhpp+qYeRyio87upxAgLfJNIDXuDcT3YcSVaICKo19IqVs796Zj2/vuxTkNyM8V1KGk",
+	"KPEwOQje0+irQLPEGIUV+vnl0++efPckXD6UKQhk8clOSl422NEViGnrzhiccV/aKtcA38P7sW/A3q7Z",
+	"uKDPG9yHHgoStkmEeOnDNnmn7hbqZcvlfp9W6VINwJ/cDfBbvj6w3YXglTMJboBB5sxMeVUxfJwZxWtz",
+	"oa3PwuYlG/OKq8JzH0y1klY7ywKwzYI96gRookskoGZUHSMBRuLCfV9AVrVrDZPCE1JDPO1hFLwymklV",
+	"VG0pQNkwQhmiNMWwTCksxFE8P7zSpYBsX6mueCUhS96ngwf8NEuJ3e4eVVrNpro1rOHEzwKQbX+IwooS",
+	"L2xyYUrDEPnNX2WuL7gJLhHXbdLwkib2fP+gzyARJjXW5Yyo7/DSTfJMFlb4vMFXeZv201WBnZzSIJcm",
+	"Vi+fstsOcKX6GAmKuecofu5nmMnKjiItmU8YBWdkd99noFw4rRpoct3ju3j8RdE20s4eHb6/dhb1WPBG",
+	"NEetO2LvPzjjNg23OnEFfVDz6e5MRAFu/A0Ykf47fuzUqIIuuf4A+6PLrh+RsvFK60sp/JBpHHN1NTAs",
+	"JhUm/gPmHU4kAwURvFUZltGajE25dO8WIKAghZaOtrGsaZWHq+X4UgY4R7b/BFKqvHsBF2LeVfGrgehs",
+	"oyGwGIFisjnrhSQHrQIOjtmGyyroCwW3vNKTFsaTFP7VWipr4tCedobm13V+cCcCN7IoGSFQsKmYjhEv",
+	"nliQvMQCGyV2cZB2QT9e0AOQaSSapNf5Jo1ua+MZp4DtfYcHkgVWa11lKfKWjSqIfyWVnsThPO8MxxPR",
+	"zI/n/90rJKgaeAfvGGz1JP/PNlwZtEitmNYVWN4BUcLtCjcPogh1twZUzwjZ4P7AXMQlCwVIBguGdZx4",
+	"KCjnsavjZx4oJajcvs7KoyoXs6JKpxbsYEnzgv1mpvoSOfLMbt8rt2hgZ2EgQk3ACDnHSHhcDeTVp8h4",
+	"FiDF8UWiXI3cU1kw3pMMzmTh4ro9S9cNO18wvteQ3En7H8vjg3LSp0MiGAXvf05Am8Ax7Ht+0jnYqbKz",
+	"eHmQQ85T9XpeYUb8kF1Sd5OyAcNyQD0Z7ugd3Oe/ifGpLi6FDcdeKmySXoFv2X38Z7pISE83P8qXWltj",
+	"G1577wVSsvFyKpV0X4CV5jsDeWTnOOSipAor9f336UpR8XW/859f7p0xtBfR6+Ns9Il08sKdnyvRsNO3",
+	"7/z+rhthhJPDuHFA3I18GaFn8AAADJINaJpSEDkA7k/G0GMyOvpkoRAk4zY5XE23QiQm4XjfQcZK6S+K",
+	"WH8RNu+LdGGC9byg818EBoMHJ2evhqzRemoO8Q9m7xTuUIViS7fB+8EWM2J/aIkXXGPHgtsMc4gy9FQU",
+	"RMc3+O3N23eYIt3h1nZfvH43hLbpBc2fFZo8b6wsZM2BM9Gpoot3QmOLR58/fP5PAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -1,0 +1,43 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/rooms"
+	"github.com/svcplatform/svc/controlplane/streams"
+)
+
+// roomSweepInterval is how often the leader looks for silent participants
+// and empty rooms: a participant ends within this much past its
+// heartbeat timeout.
+const roomSweepInterval = 5 * time.Second
+
+// startRooms assembles meeting rooms: the domain, its engine tickets and
+// the relay of signalling to the rooms' media servers.
+func (s *Server) startRooms(cfg config.Config, keys *keyring.Keyring) {
+	urls := streams.MediaURLs{Nodes: s.agents.nodes}
+	s.Rooms = &rooms.Service{Store: s.Node, Reader: s.Node.State(), NodeID: cfg.NodeID, MACKeys: keys.SubKeys("rtc-engine-ticket"),
+		Media: rooms.EngineMedia{BaseURL: urls.BaseURL, Pick: func(ctx context.Context) (string, error) {
+			rec, err := s.agents.nodes.Resolve(ctx, "", "")
+			if err != nil {
+				return "", err
+			}
+			return rec.MediaServerID, nil
+		}}}
+}
+
+// runRooms starts the leader's sweep of silent participants and empty
+// rooms.
+func (s *Server) runRooms(bg context.Context) {
+	log := s.Log.Named("rooms")
+	s.background(bg, func(ctx context.Context) {
+		s.Node.Leadership().Run(ctx, func(ctx context.Context) {
+			s.Rooms.RunSweeper(ctx, roomSweepInterval, func(err error) { log.Warn("room sweep", zap.Error(err)) })
+		})
+	})
+}
