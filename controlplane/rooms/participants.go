@@ -146,6 +146,11 @@ func (s *Service) verify(ctx context.Context, roomID RoomID, token string) (*Par
 	if !p.Active() || !sameHash(secret, p.TokenHash) {
 		return nil, nil, ErrTokenInvalid
 	}
+	if s.now().Sub(p.LastHeartbeatAt) >= s.heartbeatTimeout() {
+		// Timed out; the leader's sweep records it soon, but the token
+		// ends now.
+		return nil, nil, fmt.Errorf("%w: no heartbeat for %s", ErrTokenInvalid, s.heartbeatTimeout())
+	}
 	return &p, kv, nil
 }
 

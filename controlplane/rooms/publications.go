@@ -194,20 +194,23 @@ func (s *Service) Publish(ctx context.Context, roomID RoomID, token, publication
 	if pub.State != PublicationPending {
 		return nil, fmt.Errorf("%w: it is %s", ErrPublicationState, pub.State)
 	}
-	ms, err := s.mediaServer(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	stream := streamName(roomID, publicationID)
-	ticket := s.engineTicket(ticketPublish, stream, p.ParticipantID, s.now().Add(relayTicketLifetime))
-	answer, session, notes, err := s.Media.Offer(ctx, ms, "whip", stream, ticket, sdp)
-	if err != nil {
+	fail := func(err error) (*Session, error) {
 		if !errors.Is(err, ErrSDPRefused) {
 			if ferr := s.setPublication(ctx, pub, kv, PublicationFailed, "", events.RTCPublicationFailed); ferr != nil {
 				return nil, errors.Join(err, ferr)
 			}
 		}
 		return nil, err
+	}
+	ms, err := s.mediaServer(ctx, r)
+	if err != nil {
+		return fail(err)
+	}
+	stream := streamName(roomID, publicationID)
+	ticket := s.engineTicket(ticketPublish, stream, p.ParticipantID, s.now().Add(relayTicketLifetime))
+	answer, session, notes, err := s.Media.Offer(ctx, ms, "whip", stream, ticket, sdp)
+	if err != nil {
+		return fail(err)
 	}
 	if err := s.setPublication(ctx, pub, kv, PublicationActive, session, events.RTCPublicationStarted); err != nil {
 		// Recorded nothing: the engine session must not outlive it.
