@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func TestSweepClosesEmptyRooms(t *testing.T) {
 	if err != nil || r.Status != RoomClosed || r.ClosedAt == nil {
 		t.Fatalf("the idle room: %+v %v", r, err)
 	}
-	if _, err := s.Join(ctx, idle.RoomID, JoinRequest{AccessTicket: late}); err != ErrRoomClosed {
+	if _, err := s.Join(ctx, idle.RoomID, JoinRequest{AccessTicket: late}); !errors.Is(err, ErrRoomClosed) {
 		t.Fatalf("a ticket of a closed room: %v", err)
 	}
 	var seen []string
