@@ -223,7 +223,9 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 		t.Fatalf("the WHIP Location %q is not under %s", published.Location, pub.WhipURL)
 	}
 
-	var list struct{ Items []struct{ PublicationID, State string } }
+	var list struct {
+		Items []struct{ PublicationID, State string }
+	}
 	if st, body := device(t, cp.api, bob, "GET", dev+"/publications", nil, &list); st != 200 || len(list.Items) != 1 ||
 		list.Items[0].PublicationID != pub.PublicationID || list.Items[0].State != "Active" {
 		t.Fatalf("Bob's publications: %d %s", st, body)
