@@ -142,6 +142,11 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 		if _, err := s.Streams.Apply(ctx, streamChange(h, req)); err != nil {
 			return engineapi.HookAnswer{}, err
 		}
+		if req.App == rooms.App && !req.Registered && s.Rooms != nil {
+			if err := s.Rooms.StreamEnded(ctx, req.Stream); err != nil {
+				return engineapi.HookAnswer{}, err
+			}
+		}
 		return answer(true, ""), nil
 	case "OnRtspAuth":
 		var req engineapi.RTSPAuthHook

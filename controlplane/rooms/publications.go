@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -354,13 +355,41 @@ func (s *Service) Unpublish(ctx context.Context, roomID RoomID, token, publicati
 	return s.stopPublication(ctx, r, pub, kv)
 }
 
+// stopPublication records the stop first and then releases the engine
+// session: the engine's report that the stream ended then finds the
+// publication Stopped, not Active (which would read as a failure).
 func (s *Service) stopPublication(ctx context.Context, r *Room, pub *Publication, kv *store.KeyValue) error {
-	if pub.EngineSession != "" && s.Media != nil {
-		if err := s.Media.Release(ctx, r.MediaServerID, "whip", streamName(r.RoomID, pub.PublicationID), pub.EngineSession); err != nil {
-			return err
-		}
+	session := pub.EngineSession
+	if err := s.setPublication(ctx, pub, kv, PublicationStopped, "", events.RTCPublicationStopped); err != nil {
+		return err
 	}
-	return s.setPublication(ctx, pub, kv, PublicationStopped, "", events.RTCPublicationStopped)
+	if session == "" || s.Media == nil {
+		return nil
+	}
+	return s.Media.Release(ctx, r.MediaServerID, "whip", streamName(r.RoomID, pub.PublicationID), session)
+}
+
+// StreamEnded takes the engine's report that a room stream ended
+// (on_stream_changed, unregistered). A publication still Active lost its
+// publisher without a DELETE (ICE or DTLS failed, the device vanished):
+// it becomes Failed (rtc.publication.failed). Other streams are ignored.
+func (s *Service) StreamEnded(ctx context.Context, stream string) error {
+	roomID, pubID, ok := strings.Cut(stream, ".")
+	if !ok {
+		return nil
+	}
+	pub, kv, err := s.publication(ctx, RoomID(roomID), pubID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil || pub.State != PublicationActive {
+		return err
+	}
+	err = s.setPublication(ctx, pub, kv, PublicationFailed, "", events.RTCPublicationFailed)
+	if errors.Is(err, ErrPublicationState) {
+		return nil // stopped meanwhile
+	}
+	return err
 }
 
 // releaseParticipant stops the publications of a participant who ended
@@ -371,6 +400,9 @@ func (s *Service) releaseParticipant(ctx context.Context, r *Room, participant P
 		return err
 	}
 	var errs []error
+	if participant != "" {
+		errs = append(errs, s.releaseSubscriptions(ctx, r, participant))
+	}
 	for _, kv := range kvs {
 		var pub Publication
 		if err := json.Unmarshal(kv.Value, &pub); err != nil {

@@ -3,6 +3,7 @@ package rooms
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -185,4 +186,39 @@ func (s *Service) PlaybackTicket(ctx context.Context, roomID RoomID, token, publ
 	exp := s.now().Add(PlaybackTicketLifetime)
 	ticket := s.engineTicket(ticketFLV, streamName(roomID, pub.PublicationID), p.ParticipantID, exp)
 	return base + "?svc_ticket=" + url.QueryEscape(ticket), exp, nil
+}
+
+// releaseSubscriptions ends the media sessions of a participant who left
+// or timed out: its token no longer plays anything.
+func (s *Service) releaseSubscriptions(ctx context.Context, r *Room, participant ParticipantID) error {
+	prefix := subscriptionsPrefix + string(r.RoomID) + "/"
+	resp, err := s.Store.Range(ctx, prefix, store.RangeOptions{End: store.PrefixEnd(prefix), Consistency: store.Local})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, kv := range resp.KVs {
+		var sub Subscription
+		if err := json.Unmarshal(kv.Value, &sub); err != nil {
+			return err
+		}
+		if sub.ParticipantID != participant || sub.State == SubscriptionEnded {
+			continue
+		}
+		session := sub.EngineSession
+		sub.State, sub.EngineSession = SubscriptionEnded, ""
+		val, err := json.Marshal(sub)
+		if err != nil {
+			return err
+		}
+		if _, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(kv.Key, kv.ModRevision)},
+			Then: []store.Op{store.Put(kv.Key, val)}}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if session != "" && s.Media != nil {
+			errs = append(errs, s.Media.Release(ctx, r.MediaServerID, "whep", streamName(r.RoomID, sub.PublicationID), session))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -161,7 +161,8 @@ func device(t *testing.T, api, token, method, path string, body, out any) (int, 
 // Bob's HTTP-FLV playback ticket plays it too (ffprobe). Credentials stay
 // single-purpose: Alice's token cannot play Bob's subscription, the
 // playback ticket is no participant token. Alice's DELETE stops the
-// publication, and the rtc.publication.* events follow it.
+// publication; a second publication whose browser is killed fails once
+// the engine's ICE gives up (rtc.publication.failed).
 func TestMeetingRoomEndToEnd(t *testing.T) {
 	bin := svcbin.Build(t)
 	cp := startControlNode(t, nil)
@@ -214,10 +215,7 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 		t.Fatalf("publication: %d %s", st, body)
 	}
 	h := startPublisherHarness(t, cp.api)
-	startProcess(t, "/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-		"--user-data-dir="+t.TempDir(), "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-		"--disable-features=WebRtcHideLocalIpsWithMdns", "--disable-dev-shm-usage",
-		"http://"+h.addr+"/?whip="+url.QueryEscape(pub.WhipURL)+"&token="+url.QueryEscape(alice))
+	startChromium(t, "http://"+h.addr+"/?whip="+url.QueryEscape(pub.WhipURL)+"&token="+url.QueryEscape(alice))
 	published := h.wait(t, "Alice's publication to connect", 60*time.Second, func(r pageReport) bool { return r.State == "connected" })
 	if !strings.HasPrefix(published.Location, pub.WhipURL+"/") {
 		t.Fatalf("the WHIP Location %q is not under %s", published.Location, pub.WhipURL)
@@ -283,9 +281,38 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 			t.Fatalf("%s: %v", name, evs)
 		}
 	}
+
+	// A publisher that vanishes without DELETE (its browser killed): the
+	// engine's ICE gives up, the stream ends, and the publication fails.
+	var pub2 struct{ PublicationID, WhipURL string }
+	if st, body := device(t, cp.api, alice, "POST", dev+"/publications", map[string]any{"mediaKinds": []string{"video"}}, &pub2); st != 200 {
+		t.Fatalf("second publication: %d %s", st, body)
+	}
+	h2 := startPublisherHarness(t, cp.api)
+	browser := startChromium(t, "http://"+h2.addr+"/?whip="+url.QueryEscape(pub2.WhipURL)+"&token="+url.QueryEscape(alice))
+	h2.wait(t, "the second publication to connect", 60*time.Second, func(r pageReport) bool { return r.State == "connected" })
+	eventually(t, 30*time.Second, "the second publication's stream Online", func() bool {
+		var ss struct{ Total int }
+		cp.call("GET", "/api/v2/streams/sessions?state=Online&stream="+room.RoomID+"."+pub2.PublicationID, nil, &ss)
+		return ss.Total == 1
+	})
+	browser.Cmd.Process.Kill()
+	eventually(t, 60*time.Second, "rtc.publication.failed", func() bool { return len(cp.events("rtc.publication.failed")) == 1 })
+	if st, body := device(t, cp.api, bob, "GET", dev+"/publications", nil, &list); st != 200 || len(list.Items) != 0 {
+		t.Fatalf("publications after the publisher vanished: %d %s", st, body)
+	}
 	if st, _ := device(t, cp.api, alice, "POST", dev+"/leave", nil, nil); st != 200 {
 		t.Fatalf("leave: %d", st)
 	}
+}
+
+// startChromium opens url in headless Chromium with a fake camera and
+// microphone.
+func startChromium(t *testing.T, url string) *process {
+	t.Helper()
+	return startProcess(t, "/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+		"--user-data-dir="+t.TempDir(), "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+		"--disable-features=WebRtcHideLocalIpsWithMdns", "--disable-dev-shm-usage", url)
 }
 
 // gstWHEPWith runs the GStreamer WHEP client with a bearer token.
