@@ -76,6 +76,37 @@ func ticketMAC(key []byte, kind, stream, participant, exp string) []byte {
 	return m.Sum(nil)[:16]
 }
 
+// parsedEngineTicket is an engine ticket taken apart, not yet checked.
+type parsedEngineTicket struct {
+	kind, participant, exp string
+	mac                    []byte
+}
+
+// parseEngineTicket splits a ticket from an engine hook's parameters.
+func parseEngineTicket(ticket string) (parsedEngineTicket, bool) {
+	if len(ticket) > 256 {
+		return parsedEngineTicket{}, false
+	}
+	parts := strings.Split(ticket, ".")
+	if len(parts) != 5 || parts[0] != "rte" {
+		return parsedEngineTicket{}, false
+	}
+	mac, err := b64.DecodeString(parts[4])
+	if err != nil || len(mac) != 16 {
+		return parsedEngineTicket{}, false
+	}
+	return parsedEngineTicket{kind: parts[1], participant: parts[2], exp: parts[3], mac: mac}, true
+}
+
+// validMAC checks a ticket's MAC for a stream under any of the keys.
+func (s *Service) validMAC(t parsedEngineTicket, stream string) bool {
+	ok := false
+	for _, k := range s.MACKeys {
+		ok = ok || hmac.Equal(t.mac, ticketMAC(k, t.kind, stream, t.participant, t.exp))
+	}
+	return ok
+}
+
 // EngineRequest is a hook of the engine for a room stream.
 type EngineRequest struct {
 	Publish                 bool
@@ -88,11 +119,11 @@ type EngineRequest struct {
 // participant still in the room and (for players) a publication still
 // Active. It answers a reason when it refuses.
 func (s *Service) AuthorizeEngine(ctx context.Context, r EngineRequest) (bool, string, error) {
-	parts := strings.Split(r.Ticket, ".")
-	if len(parts) != 5 || parts[0] != "rte" || (r.Vhost != "" && r.Vhost != vhost) {
+	t, ok := parseEngineTicket(r.Ticket)
+	if !ok || (r.Vhost != "" && r.Vhost != vhost) {
 		return false, "no room ticket for this stream", nil
 	}
-	kind, participant, exp := parts[1], parts[2], parts[3]
+	kind, participant, exp := t.kind, t.participant, t.exp
 	switch {
 	case r.Publish && kind == ticketPublish:
 	case !r.Publish && kind == ticketWHEP && r.Protocol == "webrtc":
@@ -100,15 +131,7 @@ func (s *Service) AuthorizeEngine(ctx context.Context, r EngineRequest) (bool, s
 	default:
 		return false, "the room ticket is not for this use", nil
 	}
-	mac, err := b64.DecodeString(parts[4])
-	if err != nil || len(mac) != 16 {
-		return false, "no room ticket for this stream", nil
-	}
-	ok := false
-	for _, k := range s.MACKeys {
-		ok = ok || hmac.Equal(mac, ticketMAC(k, kind, r.Stream, participant, exp))
-	}
-	if !ok {
+	if !s.validMAC(t, r.Stream) {
 		return false, "no room ticket for this stream", nil
 	}
 	unix, err := strconv.ParseInt(exp, 10, 64)
