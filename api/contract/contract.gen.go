@@ -872,6 +872,7 @@ const (
 	ErrorCodeRateLimited                ErrorCode = "rate_limited"
 	ErrorCodeRecordingFileUnavailable   ErrorCode = "recording_file_unavailable"
 	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
+	ErrorCodeRecordingNotAllowed        ErrorCode = "recording_not_allowed"
 	ErrorCodeRefreshTokenReused         ErrorCode = "refresh_token_reused"
 	ErrorCodeRoomClosed                 ErrorCode = "room_closed"
 	ErrorCodeRoomTicketConsumed         ErrorCode = "room_ticket_consumed"
@@ -996,6 +997,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRecordingFileUnavailable:
 		return true
 	case ErrorCodeRecordingNotActive:
+		return true
+	case ErrorCodeRecordingNotAllowed:
 		return true
 	case ErrorCodeRefreshTokenReused:
 		return true
@@ -2068,6 +2071,30 @@ func (e RtcPublicationState) Valid() bool {
 	case RtcPublicationStatePending:
 		return true
 	case RtcPublicationStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcRecordingState.
+const (
+	RtcRecordingStateRecording RtcRecordingState = "Recording"
+	RtcRecordingStateStarting  RtcRecordingState = "Starting"
+	RtcRecordingStateStopped   RtcRecordingState = "Stopped"
+	RtcRecordingStateStopping  RtcRecordingState = "Stopping"
+)
+
+// Valid indicates whether the value is a known member of the RtcRecordingState enum.
+func (e RtcRecordingState) Valid() bool {
+	switch e {
+	case RtcRecordingStateRecording:
+		return true
+	case RtcRecordingStateStarting:
+		return true
+	case RtcRecordingStateStopped:
+		return true
+	case RtcRecordingStateStopping:
 		return true
 	default:
 		return false
@@ -7202,6 +7229,12 @@ type RtcAccessTicket struct {
 // RtcCapability What a participant may do in a room.
 type RtcCapability string
 
+// RtcCurrentRecording The running recording, or null.
+type RtcCurrentRecording struct {
+	// Recording The running recording; null when none runs.
+	Recording *RtcRecording `json:"recording"`
+}
+
 // RtcJoinResult The answer of a join.
 type RtcJoinResult struct {
 	// AdmissionStatus Admitted, or Waiting while held in the waiting room.
@@ -7303,6 +7336,54 @@ type RtcPublicationList struct {
 
 // RtcPublicationState State of a publication; only Active ones can be subscribed.
 type RtcPublicationState string
+
+// RtcRecording A continuous recording of a room.
+type RtcRecording struct {
+	// OriginAtUtc The time origin of every track's offsets (the start).
+	OriginAtUtc time.Time `json:"originAtUtc"`
+
+	// ParticipantCount Participants recorded so far.
+	ParticipantCount int32 `json:"participantCount"`
+
+	// PublicationCount Publications (device sessions' media) recorded so far.
+	PublicationCount int32 `json:"publicationCount"`
+
+	// RecordingId Identifier of the recording.
+	RecordingId openapi_types.UUID `json:"recordingId"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// State State of a continuous recording; while Stopping its tracks are still being sealed.
+	State RtcRecordingState `json:"state"`
+
+	// StoppedAtUtc When it stopped.
+	StoppedAtUtc *time.Time `json:"stoppedAtUtc,omitempty"`
+}
+
+// RtcRecordingList A page of a room's recordings (contract B's envelope).
+type RtcRecordingList struct {
+	// Items The recordings, newest first.
+	Items []RtcRecording `json:"items"`
+
+	// Page Page number, from 1.
+	Page int32 `json:"page"`
+
+	// PageSize Items per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Total Recordings of the room.
+	Total int64 `json:"total"`
+}
+
+// RtcRecordingPolicy A room's recording policy.
+type RtcRecordingPolicy struct {
+	// Enabled Whether the room may be recorded.
+	Enabled bool `json:"enabled"`
+}
+
+// RtcRecordingState State of a continuous recording; while Stopping its tracks are still being sealed.
+type RtcRecordingState string
 
 // RtcRole Role of a participant; a viewer never publishes.
 type RtcRole string
@@ -9664,6 +9745,15 @@ type ListRtcRoomsParams struct {
 	Status *RtcRoomStatus `form:"status,omitempty" json:"status,omitempty"`
 }
 
+// ListRtcRecordingRunsParams defines parameters for ListRtcRecordingRuns.
+type ListRtcRecordingRunsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+}
+
 // ListApiTokensParams defines parameters for ListApiTokens.
 type ListApiTokensParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -10173,6 +10263,9 @@ type CreateRtcRoomJSONRequestBody = CreateRtcRoomRequest
 
 // CreateRtcAccessTicketJSONRequestBody defines body for CreateRtcAccessTicket for application/json ContentType.
 type CreateRtcAccessTicketJSONRequestBody = CreateRtcAccessTicketRequest
+
+// SetRtcRecordingPolicyJSONRequestBody defines body for SetRtcRecordingPolicy for application/json ContentType.
+type SetRtcRecordingPolicyJSONRequestBody = RtcRecordingPolicy
 
 // JoinRtcRoomJSONRequestBody defines body for JoinRtcRoom for application/json ContentType.
 type JoinRtcRoomJSONRequestBody = JoinRtcRoomRequest
@@ -10859,6 +10952,21 @@ type ServerInterface interface {
 	// CloseRtcRoom Close a meeting room
 	// (POST /api/v2/rtc/rooms/{roomId}/close)
 	CloseRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// SetRtcRecordingPolicy Allow or forbid recording a room
+	// (PUT /api/v2/rtc/rooms/{roomId}/recording-policy)
+	SetRtcRecordingPolicy(c *gin.Context, roomId openapi_types.UUID)
+	// GetRtcCurrentRecording Read the room's running recording
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecording(c *gin.Context, roomId openapi_types.UUID)
+	// ListRtcRecordingRuns List the room's recordings
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/runs)
+	ListRtcRecordingRuns(c *gin.Context, roomId openapi_types.UUID, params ListRtcRecordingRunsParams)
+	// StartRtcRecording Start the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecording(c *gin.Context, roomId openapi_types.UUID)
+	// StopRtcRecording Stop the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecording(c *gin.Context, roomId openapi_types.UUID, recordingId string)
 	// RtcHeartbeat Report that the device is alive
 	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
 	RtcHeartbeat(c *gin.Context, roomId openapi_types.UUID)
@@ -10886,6 +10994,15 @@ type ServerInterface interface {
 	// TrickleRtcWhip Trickle ICE candidates to a WHIP session
 	// (PATCH /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
 	TrickleRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string)
+	// GetRtcCurrentRecordingAsParticipant Read the running recording as a participant
+	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecordingAsParticipant(c *gin.Context, roomId openapi_types.UUID)
+	// StartRtcRecordingAsHost Start the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecordingAsHost(c *gin.Context, roomId openapi_types.UUID)
+	// StopRtcRecordingAsHost Stop the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecordingAsHost(c *gin.Context, roomId openapi_types.UUID, recordingId string)
 	// CreateRtcSubscription Subscribe to a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions)
 	CreateRtcSubscription(c *gin.Context, roomId openapi_types.UUID)
@@ -14661,6 +14778,159 @@ func (siw *ServerInterfaceWrapper) CloseRtcRoom(c *gin.Context) {
 	siw.Handler.CloseRtcRoom(c, roomId)
 }
 
+// SetRtcRecordingPolicy operation middleware
+func (siw *ServerInterfaceWrapper) SetRtcRecordingPolicy(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SetRtcRecordingPolicy(c, roomId)
+}
+
+// GetRtcCurrentRecording operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcCurrentRecording(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcCurrentRecording(c, roomId)
+}
+
+// ListRtcRecordingRuns operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcRecordingRuns(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcRecordingRunsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcRecordingRuns(c, roomId, params)
+}
+
+// StartRtcRecording operation middleware
+func (siw *ServerInterfaceWrapper) StartRtcRecording(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartRtcRecording(c, roomId)
+}
+
+// StopRtcRecording operation middleware
+func (siw *ServerInterfaceWrapper) StopRtcRecording(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopRtcRecording(c, roomId, recordingId)
+}
+
 // RtcHeartbeat operation middleware
 func (siw *ServerInterfaceWrapper) RtcHeartbeat(c *gin.Context) {
 
@@ -14929,6 +15199,90 @@ func (siw *ServerInterfaceWrapper) TrickleRtcWhip(c *gin.Context) {
 	}
 
 	siw.Handler.TrickleRtcWhip(c, roomId, publicationId, sessionId)
+}
+
+// GetRtcCurrentRecordingAsParticipant operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcCurrentRecordingAsParticipant(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcCurrentRecordingAsParticipant(c, roomId)
+}
+
+// StartRtcRecordingAsHost operation middleware
+func (siw *ServerInterfaceWrapper) StartRtcRecordingAsHost(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartRtcRecordingAsHost(c, roomId)
+}
+
+// StopRtcRecordingAsHost operation middleware
+func (siw *ServerInterfaceWrapper) StopRtcRecordingAsHost(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopRtcRecordingAsHost(c, roomId, recordingId)
 }
 
 // CreateRtcSubscription operation middleware
@@ -17768,6 +18122,14 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.DELETE(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep/:sessionId", wrapper.DeleteRtcWhep)
 	router.PATCH(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep/:sessionId", wrapper.TrickleRtcWhep)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback-ticket", wrapper.CreateRtcPlaybackTicket)
+	router.PUT(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording-policy", wrapper.SetRtcRecordingPolicy)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecording)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecording)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecording)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/runs", wrapper.ListRtcRecordingRuns)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecordingAsHost)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecordingAsParticipant)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecordingAsHost)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -30564,6 +30926,614 @@ func (response CloseRtcRoom503JSONResponse) VisitCloseRtcRoomResponse(w http.Res
 	return err
 }
 
+type SetRtcRecordingPolicyRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *SetRtcRecordingPolicyJSONRequestBody
+}
+
+type SetRtcRecordingPolicyResponseObject interface {
+	VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error
+}
+
+type SetRtcRecordingPolicy200JSONResponse RtcRoom
+
+func (response SetRtcRecordingPolicy200JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetRtcRecordingPolicy400JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetRtcRecordingPolicy401JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetRtcRecordingPolicy403JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetRtcRecordingPolicy404JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetRtcRecordingPolicy409JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetRtcRecordingPolicy429JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetRtcRecordingPolicy500JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcCurrentRecordingResponseObject interface {
+	VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error
+}
+
+type GetRtcCurrentRecording200JSONResponse RtcCurrentRecording
+
+func (response GetRtcCurrentRecording200JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcCurrentRecording400JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcCurrentRecording401JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRtcCurrentRecording403JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcCurrentRecording404JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcCurrentRecording429JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcCurrentRecording500JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Params ListRtcRecordingRunsParams
+}
+
+type ListRtcRecordingRunsResponseObject interface {
+	VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcRecordingRuns200JSONResponse RtcRecordingList
+
+func (response ListRtcRecordingRuns200JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcRecordingRuns400JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcRecordingRuns401JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcRecordingRuns403JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcRecordingRuns404JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcRecordingRuns429JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcRecordingRuns500JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type StartRtcRecordingResponseObject interface {
+	VisitStartRtcRecordingResponse(w http.ResponseWriter) error
+}
+
+type StartRtcRecording200JSONResponse RtcRecording
+
+func (response StartRtcRecording200JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartRtcRecording400JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartRtcRecording401JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartRtcRecording403JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartRtcRecording404JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartRtcRecording409JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartRtcRecording429JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartRtcRecording500JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartRtcRecording503JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+}
+
+type StopRtcRecordingResponseObject interface {
+	VisitStopRtcRecordingResponse(w http.ResponseWriter) error
+}
+
+type StopRtcRecording200JSONResponse RtcRecording
+
+func (response StopRtcRecording200JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopRtcRecording400JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopRtcRecording401JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopRtcRecording403JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopRtcRecording404JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopRtcRecording409JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopRtcRecording429JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopRtcRecording500JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopRtcRecording503JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RtcHeartbeatRequestObject struct {
 	RoomId openapi_types.UUID `json:"roomId"`
 }
@@ -31696,6 +32666,398 @@ func (response TrickleRtcWhip500JSONResponse) VisitTrickleRtcWhipResponse(w http
 type TrickleRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response TrickleRtcWhip503JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipantRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcCurrentRecordingAsParticipantResponseObject interface {
+	VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error
+}
+
+type GetRtcCurrentRecordingAsParticipant200JSONResponse RtcCurrentRecording
+
+func (response GetRtcCurrentRecordingAsParticipant200JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant400JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant401JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant403JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant404JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant409JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant429JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant500JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHostRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type StartRtcRecordingAsHostResponseObject interface {
+	VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error
+}
+
+type StartRtcRecordingAsHost200JSONResponse RtcRecording
+
+func (response StartRtcRecordingAsHost200JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartRtcRecordingAsHost400JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartRtcRecordingAsHost401JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartRtcRecordingAsHost403JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartRtcRecordingAsHost404JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartRtcRecordingAsHost409JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartRtcRecordingAsHost429JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartRtcRecordingAsHost500JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartRtcRecordingAsHost503JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHostRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+}
+
+type StopRtcRecordingAsHostResponseObject interface {
+	VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error
+}
+
+type StopRtcRecordingAsHost200JSONResponse RtcRecording
+
+func (response StopRtcRecordingAsHost200JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopRtcRecordingAsHost400JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopRtcRecordingAsHost401JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopRtcRecordingAsHost403JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopRtcRecordingAsHost404JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopRtcRecordingAsHost409JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopRtcRecordingAsHost429JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopRtcRecordingAsHost500JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopRtcRecordingAsHost503JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -42270,6 +43632,21 @@ type StrictServerInterface interface {
 	// CloseRtcRoom Close a meeting room
 	// (POST /api/v2/rtc/rooms/{roomId}/close)
 	CloseRtcRoom(ctx context.Context, request CloseRtcRoomRequestObject) (CloseRtcRoomResponseObject, error)
+	// SetRtcRecordingPolicy Allow or forbid recording a room
+	// (PUT /api/v2/rtc/rooms/{roomId}/recording-policy)
+	SetRtcRecordingPolicy(ctx context.Context, request SetRtcRecordingPolicyRequestObject) (SetRtcRecordingPolicyResponseObject, error)
+	// GetRtcCurrentRecording Read the room's running recording
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecording(ctx context.Context, request GetRtcCurrentRecordingRequestObject) (GetRtcCurrentRecordingResponseObject, error)
+	// ListRtcRecordingRuns List the room's recordings
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/runs)
+	ListRtcRecordingRuns(ctx context.Context, request ListRtcRecordingRunsRequestObject) (ListRtcRecordingRunsResponseObject, error)
+	// StartRtcRecording Start the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecording(ctx context.Context, request StartRtcRecordingRequestObject) (StartRtcRecordingResponseObject, error)
+	// StopRtcRecording Stop the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecording(ctx context.Context, request StopRtcRecordingRequestObject) (StopRtcRecordingResponseObject, error)
 	// RtcHeartbeat Report that the device is alive
 	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
 	RtcHeartbeat(ctx context.Context, request RtcHeartbeatRequestObject) (RtcHeartbeatResponseObject, error)
@@ -42297,6 +43674,15 @@ type StrictServerInterface interface {
 	// TrickleRtcWhip Trickle ICE candidates to a WHIP session
 	// (PATCH /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
 	TrickleRtcWhip(ctx context.Context, request TrickleRtcWhipRequestObject) (TrickleRtcWhipResponseObject, error)
+	// GetRtcCurrentRecordingAsParticipant Read the running recording as a participant
+	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecordingAsParticipant(ctx context.Context, request GetRtcCurrentRecordingAsParticipantRequestObject) (GetRtcCurrentRecordingAsParticipantResponseObject, error)
+	// StartRtcRecordingAsHost Start the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecordingAsHost(ctx context.Context, request StartRtcRecordingAsHostRequestObject) (StartRtcRecordingAsHostResponseObject, error)
+	// StopRtcRecordingAsHost Stop the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecordingAsHost(ctx context.Context, request StopRtcRecordingAsHostRequestObject) (StopRtcRecordingAsHostResponseObject, error)
 	// CreateRtcSubscription Subscribe to a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions)
 	CreateRtcSubscription(ctx context.Context, request CreateRtcSubscriptionRequestObject) (CreateRtcSubscriptionResponseObject, error)
@@ -46104,6 +47490,156 @@ func (sh *strictHandler) CloseRtcRoom(ctx *gin.Context, roomId openapi_types.UUI
 	}
 }
 
+// SetRtcRecordingPolicy operation middleware
+func (sh *strictHandler) SetRtcRecordingPolicy(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request SetRtcRecordingPolicyRequestObject
+
+	request.RoomId = roomId
+
+	var body SetRtcRecordingPolicyJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetRtcRecordingPolicy(ctx, request.(SetRtcRecordingPolicyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetRtcRecordingPolicy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SetRtcRecordingPolicyResponseObject); ok {
+		if err := validResponse.VisitSetRtcRecordingPolicyResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcCurrentRecording operation middleware
+func (sh *strictHandler) GetRtcCurrentRecording(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcCurrentRecordingRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcCurrentRecording(ctx, request.(GetRtcCurrentRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcCurrentRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcCurrentRecordingResponseObject); ok {
+		if err := validResponse.VisitGetRtcCurrentRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcRecordingRuns operation middleware
+func (sh *strictHandler) ListRtcRecordingRuns(ctx *gin.Context, roomId openapi_types.UUID, params ListRtcRecordingRunsParams) {
+	var request ListRtcRecordingRunsRequestObject
+
+	request.RoomId = roomId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcRecordingRuns(ctx, request.(ListRtcRecordingRunsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcRecordingRuns")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcRecordingRunsResponseObject); ok {
+		if err := validResponse.VisitListRtcRecordingRunsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartRtcRecording operation middleware
+func (sh *strictHandler) StartRtcRecording(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request StartRtcRecordingRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartRtcRecording(ctx, request.(StartRtcRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartRtcRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartRtcRecordingResponseObject); ok {
+		if err := validResponse.VisitStartRtcRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopRtcRecording operation middleware
+func (sh *strictHandler) StopRtcRecording(ctx *gin.Context, roomId openapi_types.UUID, recordingId string) {
+	var request StopRtcRecordingRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopRtcRecording(ctx, request.(StopRtcRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopRtcRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopRtcRecordingResponseObject); ok {
+		if err := validResponse.VisitStopRtcRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // RtcHeartbeat operation middleware
 func (sh *strictHandler) RtcHeartbeat(ctx *gin.Context, roomId openapi_types.UUID) {
 	var request RtcHeartbeatRequestObject
@@ -46397,6 +47933,85 @@ func (sh *strictHandler) TrickleRtcWhip(ctx *gin.Context, roomId openapi_types.U
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(TrickleRtcWhipResponseObject); ok {
 		if err := validResponse.VisitTrickleRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcCurrentRecordingAsParticipant operation middleware
+func (sh *strictHandler) GetRtcCurrentRecordingAsParticipant(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcCurrentRecordingAsParticipantRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcCurrentRecordingAsParticipant(ctx, request.(GetRtcCurrentRecordingAsParticipantRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcCurrentRecordingAsParticipant")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcCurrentRecordingAsParticipantResponseObject); ok {
+		if err := validResponse.VisitGetRtcCurrentRecordingAsParticipantResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartRtcRecordingAsHost operation middleware
+func (sh *strictHandler) StartRtcRecordingAsHost(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request StartRtcRecordingAsHostRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartRtcRecordingAsHost(ctx, request.(StartRtcRecordingAsHostRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartRtcRecordingAsHost")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartRtcRecordingAsHostResponseObject); ok {
+		if err := validResponse.VisitStartRtcRecordingAsHostResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopRtcRecordingAsHost operation middleware
+func (sh *strictHandler) StopRtcRecordingAsHost(ctx *gin.Context, roomId openapi_types.UUID, recordingId string) {
+	var request StopRtcRecordingAsHostRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopRtcRecordingAsHost(ctx, request.(StopRtcRecordingAsHostRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopRtcRecordingAsHost")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopRtcRecordingAsHostResponseObject); ok {
+		if err := validResponse.VisitStopRtcRecordingAsHostResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -49657,1082 +51272,1102 @@ var swaggerSpec = []string{
 	"NyweQ+9Ju9tRkel43nxVS2XiFmC6Am4At63Xtwih7v+MsPeiX/GQRj/8vWEq/kyXtZdarlFivVZszhQT",
 	"BSu3n0TIl2YpS1g1WlVyDT9ahSd+yf1twp/tEiPFKMRacX9vmLm+55rjcgpphXgkbw0dtQlmcDduKknL",
 	"ayPldUUV3pehsNt1yQRCfNaudv51xahm8SrX5hdoVjc1GpPdb93DF1Xixdn66qeKGnZd8RXHL4Med21V",
-	"/l4j7cNuE2yumF6Gw91oBzoqV9dYPNr/hfWU7eh1s9r6uT3pyhSutfi3+hoCEq7Z5yVtNI7X2Z+u2efa",
-	"bY9embplTNpIRRfset5UVZBgW/7ljHLtEzxeFGhSRyWar6kqllbktZw/ED6OEb+5Z9SvU3fV3J12LRtT",
-	"yBX+EjbrGinTYGEFJ/ZeWwUj3mP/u7EUYnrkuma3WsICNvVC0Zh2/zo7cGbqgxdJstq63V9bjfG1uGeV",
-	"rDNRJLcdOcwzpqhw/emM/C9siDDX0v86ODohbtuVJkZWUGyOMJCXANgUIKhLamiiBAk1dGcYSmGOdc0K",
-	"e/hcB7M2SAyUUCtrcUMrrju5Un4e32jUn7EYmbG7mRS4nAqecIHB17wEJcRe9bRQUmtXax8RR91PVhTT",
-	"J04QDMyU3LHNhKLbbggDla29AcG+ZrVHXiyJZhWUVwIRbUmx6qNf/8lmrbMopteKcL5+xT1Ws+MLLrDo",
-	"oZUwademwDO6sSwAUy5Xxh5KDEMJat6bGlYAm4E0637HfFVj7FW/Wwn7gcpN51RBXvp9N0DbE/vMY+JV",
-	"G/IMCutHBz58BFWz7UiDuE1uN2TRMCh8MbXqk2xUqjjPR1j5zuLEUpy7yZHT+uuxY6qetWWeZGNu7XV3",
-	"7LjQsWHajAe29atD+WMSU2t/r8OEZq3VEQ5/Ssj+E07iVaY+0SlRbMG1gdTDP72Ed6NyRdtQp4JVGXxS",
-	"+ySU5YIWvtGYyag3VsDwJr+Jm4ZN5MxuoYPnT4+xfrgffJEL9x9wtd5wAZt38yIafViZNo8o6BLpfAK4",
-	"XZNhKbYh516t+JzBmRzBDdlekRUVjdWRG5WKGH+j5IrgNr8Tc+nMX953njZvyjIFxbFHS+ni752NAnPg",
-	"vN80BJM0wvAKvUju+Du1fe/orqteIgWUMPaqdhiSUVRo2+OJD2+11w4tljEVmKWSzWKZteeG4zNodg0k",
-	"ZVkHAAr70u6H3Gi0YKGyr/W8qcjF6z+9u7x6fbFTxcqVNCwdGNTZict3IWvd21X88sBaaYYQ7IcYlPfT",
-	"6dXRTtnt52ByLdgJccpUVNvyjrH6mIIHcc1FKdcAPo11vTSvmIshD5Wl+vGuf82Ow7kOsrtwg6/dIEty",
-	"ZufpqxtoJb24dk3DKykmYonaecNCBBOoY6aox6+JwAzdUevGRITgn3aQHXKI7gnPo2YtM+/R8PZ6jl4r",
-	"49bq7s2i/wvZqt2MZ1ZscSTBp7siu7f3gyzU0dJ/BQv1W4grOVuyVJmRbhXjPs5BH1h3evk1n5bSLVSP",
-	"LROuibzb4fKKVYI+BsM4D+yWgg3fB752B9YqUETLni48ngzhAPL9qR9KengrtclWt7QPCVpZQp5DGpeg",
-	"qJszmZRtWkqr5IIXtCJn55+mSjQ7RPuvl7LCnATgoy1MBljL7mm1SwlHyz51Kqn+w3atz+kJ43El0cRR",
-	"hYHOaZFcRWbWUmGRYHxncq/v/CcDXVeSls+SHPp4xUVjGLFvEHrPVJ/n5ZcQGv0hFck1N4yJB7acbPj+",
-	"IeNdsVWW2D5gvPjuxUCh2auBIqjvhDaIGbMKfexSEHXFVp/yNVE749651mpthZ1RdLw2WB9O362UiVD9",
-	"KddIJ2Y4cJT+Cvam3Nk3T8meRAIR9ifjD3jn1OX44xUggYyWtIxQQ9xN85tNv+3N6qGpt1vN7VdsGn2b",
-	"Rm6jsGA5Kb0jHs56KbXbFu4xT8sTXy8gQKFgofjRqLKvCLJ7H0Bd93Sgv2LaHiq3bFa0DGV3yR3bnNj/",
-	"aLSd3dp14oY51FD7YLyQghvgIFZtmsaGknI7O4404HzQ+1ZmbI+Vex+sxfdMYbkZ+05LWVmYn3eT4spE",
-	"Jh1YjxU5zCDvvOJz53oDZcOtBG7R5Mu/3QTbHJSGTlz/U08RmCVaxXhiKkpbYS9OzsXhDxNOGPPQ4twy",
-	"s2ZekndVVHz1zTI+B16Cdeu3Y5WmQCtQpIgp3QIf+16zNQ3dC5NK5o0l17opZdq6CFQCrSVbuGObpDG+",
-	"5Q9717nu5nSslxss/9OwqKZSOhJ7SkmhztSgthDcQhgbJL39aDOhqpBdgt629FZ2qIrQMNGGlUxbPGJm",
-	"G/O7wKBTGGaGLaQa3DX/TgfOmlfseElFiVHnAnUIZ1KaHfD6/sd0Vvh+5NrRq0FIEc4xoxgtc8Q8AlAI",
-	"RvV2lmiy1XvS9QzOv5yTuX4Ci7Oin2dEMPMEEsK1XNHPhRQi+k2t2Oq6+9q68xOv779/wutrkCKuMVQD",
-	"Cx2Fp6aor80aXfq9n+dc+AiQ3pMV/XytN+L6lhZ3lVyEpz8+KaSYP6FV9cSF61zbXwmmlkEaq5DZ0mdW",
-	"TlmtmCizHAR+JtF7cLRQOrLkYwVqPc793QnzlLt12LYG0iWGkSM2VrgvPliu4leO5Q+aLEBMwgsQyb1f",
-	"om+CDeM/2PWOhcl2ud/bkmpT7vT966dFCkLttnrSPu+iI7jZ76kk/EeR24d3KJPK9vPYxTViIgSB/lNr",
-	"x7zIaFQ/Lzd+L6MrxAmRnTumoAJUC7tzRmWkHf9SXriIOot6Cn492gNd2RbvcgSW0RG6JIef3LIclq5f",
-	"3LTNISaB9t09+EcrtUxOZAorO8vtbWf8KaLbsk0mRSbRN36eEEWN3bGupVdbsdOSpDf5bhMhmL8uWHGf",
-	"S7kNCS9o1bqV0ky0lkHTl0nrITYN8dk7N1sqWet3ScuDG2lNiztmNHFJhHt28bExKROfMA9vH0Kxh+aA",
-	"wdp635ZzQy/3bjft8QnUmofDdWuVprBzt5D705hrPk1lvvn96Eyx4v4lN/qcKTSS5ncLYg65ILfcoCMU",
-	"w1Qm2sPt8EY6gr17SC9ph1h7+OPTmpp6apTdze3uRUTjMVG2pzc6ZCk++D8kFxemuJBytZ9sdNpGb/xN",
-	"8gSOHYXIkSsIEc7kecIbBKOIganeNpoL+xsUPxMl4Vo3eFFFBs3nP/w4atAs6Iop+noK5ITzgdtZuLgq",
-	"qH0ODZAczilmakyFgPV5HXJu1hSBwMbqEpVc1xXdDASHGglZITESou0Ll/Mb3evk2fM/pkwsvHjAGq14",
-	"oWS9BBU3s04+PC0JLmXi8vGui8NbJdeaqRnhUs8IFaWSvJyRJ0+eHO1c76ZDg6lj8N4K2ReNAE+NoLVe",
-	"SpMKSaz4YmmIdm8MI/vG4E5bPusdoeQiVxdoILLRYRQPhJlbFGebIgl8cSZXdcWsgLeg6pZCucKqwtie",
-	"qZ68hcyejT9JonDFB8GbF1LJxlh2kLgXHBJU+85E1XjJaH1aVbJ4OYSCIueIKGHfdnWhp87bfnK5yaGB",
-	"vbUN3mIft4ZywcrWqIvO/anywsQww3R4SbM6q5sUUmIbL0EaMPX4uiIZwLLMMsuaiTdpVJWPNXOgjv53",
-	"qfQJOX62lUg4JYhqGBPvt4HeNgUupQdpNj0IcCePObS+j588aGCI3hUjjPS93NGx3TpuveORh+9q6Sfi",
-	"U4FuY+6SZuoLLvaVagoptKyg7B8XcQZC30IOOY1D3vliSRUtwExh72nhPbXFklYVEwtG+ArCB20/YkMq",
-	"ZtCurvsCwrMfkxIOjCBtBgiCh8tKbvtEBBKPsXJC/Da7iFhMAbZsCWEvNTnUjJEbl2L9JPR647vAlC3X",
-	"4tEU0aamWq+lSh1d98S33Wj0Tuwo/NnP0goVkAYGfkddkEO76MdcaCY0N/yeHe3ca+/EhCFE003R6ocW",
-	"sGEIHQ4zb150YHJiZ7PHMU1ZI//hmL844NwI3seF5PpQx18ZY3GfaqOH9sfjN+//MoPHx/MP59/PyNv3",
-	"l0e/19kbKZvz+LizQITZVeXocXCvnfhUj4rp8OMDQGbHQFohDt+tSQeC8VEQWx/W+iPAtyYPN3IKsl5a",
-	"ga8laq6Je+LjJjyGWCMwv5JrDwR44rcm3FD2r1WPOe3IkkbBVDsQQep+soJx/6i1W7aqxnXRfYJYlsFa",
-	"7TDeGHS1z4R2R0BNAay2x2/kpktnZ8QsR5NDHLw+2rNsUh8JC/Mddkh0iG/mvasnRY2cJ0NZ4pSU1Z4L",
-	"8A/PVHnc/JTuMnTH/4hbmM1U6dKhFc6rCrr/Wpkq0bAvPBjGn5Rs6pSC6p4HV+gdR4t1zwtVyeLOspQB",
-	"Kx/X8DGBd3XEZ/0VOZeq6HgNO4GLTcqq9VauyYqKzUSisP1nwnIAFiQ4x/twjuEaqJk4tmzx2KdPWqYI",
-	"gBfHytTH9pY8BiiO6EHLy4LAcdxyNchgK2TJ1LHVBStqWLpaPzgDU1aETzXYauGxpQHCg5tWt4lCfiMH",
-	"SiN23btSRJ9NKJXYj5fhAiMkG0TMdqOftbQylTZTdjRvyG/nBWHWCXDCiM5crEuT1LfFBbw4hF4VGlrR",
-	"DVlIQpeMlqGWPpBvmnoBWkgPHq/bTThau/Ke3iH+MjUss8GSl81qRdUmxCti2VWpvohIn2Gplw2Y+S0j",
-	"DQRBgPKmyVVT5SDPWt1+ziKyGQ6m7OyWfX9K8HhEcD48SKr+oyQpA5zUmedQaRtpHN0NoSLwkbfHdjuY",
-	"kqr/BUmsU0XKrgEeZPzlC1VchfUeuc7WAGJdbQj1G5Q+/qrDyXY91TpSPYe9aB3m50tjorEFkAHXrWra",
-	"xvdbwgEgKghAVmzeaIAjCKBySWN/Lg45e3T8irZTmW1TamepJp4oXrALuj6LAf0Hq1wlyj9RDRizKaRI",
-	"YZLetDf2M/eUHP7P0w/vj7LQ72kX69nWMB6zPJpe0uc//JhglG9Pj5//8GMMaZRGAs4Z6MOEZmFxQm+7",
-	"btMDUqtOiWDrgR01EvDv2YvIKHBLrdjZ1HhLVQC5McPX9AwiujEuAE6OklXl/lz38MPxiKTrn2UJxvs8",
-	"cXjblBPbgn98/uz779NoKyA8XmY29wIG1o4XuhKSVFIsmII8PGBbJV+4DKQxS/pXzRH7vSJkKoM0HLKB",
-	"xLShQ7Z/dPKEM+aii9sl7SUO/Sc+HJl9Sm4PXziGZ8/HBUtjqnTxE7SxRLvyX+LRypQ9SBW5h5OIT08Q",
-	"cKZ0f6LEgiktoqiakp3j4yjmeJIGAn0g3kVC5XDWpGlRxDA7O8LWBJXf4GEMNnwc0NRgT2+5sBoKtjDV",
-	"0rpgArAIk+b+K75iTk4Gw7iVBMMHCDc33ceO25MX7ZwgBpge+G5OzNS8bNJxBisJgbW+XJF/dUZAlUG5",
-	"v1Zszj/3wUR6uNKTSOMCm8/qo3qnPexfM3A29tHrWprsbu9sG5QuSWxhq2b+4EWLnjz5UnAj7T6fS55G",
-	"YaCij0ey5HaCG3LbQNziIVwdFC65kuu7WS9YJFQ1KZ3Ge5SKlTT8nl2Y+j2aphIoIFFRPoIGLLJk1VTP",
-	"GDVJ12/rMsLJTD8TQ6FssGiQbeCC2nYHQvmkWZlt/y1fLJk2PlyOik2MjjKxF9yWs7Fp9MLyuu7pnbo6",
-	"z3k7YW+dvXHL7zR1g/Gbi2wkk18zlY5oGpjXQCw89ulc7lPKuikqSNkoD3vXEt02s/S+q4yfDhZNZ5x1",
-	"UxctA0IDGy+7SDSPgujij4Vb+32AXQaRV3rtIwbL40XjQwcqDsmHbBhaVT2UoCkx+TljeXBLBuTOBGsa",
-	"AFYdj/WHaegQ8L/vHPqhxl0jeiecrYMX08OS8fAxU1MC+twxwcm2uEH/qPZPV59FzbYupNTl+VOyTsJH",
-	"l4436rXMVrI8PX9HPl28d2U1IvPWDKnbR2/RseTItDfJt2jv63772CA+icqrq0ZgQat0YJRrI+Dx/vVB",
-	"YT/QRyfqhyAeJwohzgHWqsv2/UeMC6oQsn8c5YTreH8JfufQxN2Coi5zlGbwuxmk+xseFzjtdLmPuXmf",
-	"kBaw9COW6O2GLAPXOokGqcERRSuNtVkwfg4rD4ZgowdH12UjTl6iVtVqWm7j2mCyfWJQgqXR+Q/b0JNQ",
-	"BjWKM/H1H/pm5/5xyPGX00XyKg1MBo1JISElCiry0w4RhImgyKnpO84+CevpV82ZrZhQsqpWuXJtBRVX",
-	"jWDDxwmbL6hIwFAdKindBCnYQiEo/1srqH2rNzpztiKnwWuEV02xHHgUREBwbJvY33CCI9NEMcHWhBpi",
-	"1pb7cCiriVa2is8fUAo/6uySKZ50HcLvHgz1cMk+H+VH7PLFApNcZPcFWcZ5RQWbnMQV5/iA6zquVPmg",
-	"qFcdF20NsbxlQiz/OnGwSNWTCvj7V90VlDwW+xGHPQYiU8zPiwHtOPpcbdr5nH4tw40c2DyCckPOPoA4",
-	"tJTRrUZvmZFSUeotN6M5Ho8auuuiyI6mOFUnOmVHceuGg3BbVIIvFoqbu7pPMVYenr4I9/EhxcpcdjzI",
-	"P2ZEyB55kw0zRzN3wczC1f/Id/k03HC0sUHc/n7I4e5u/EChythZxAunXFQQoxsKxPl71sG2p1MiJzim",
-	"s9Vqg4AR+MGse3unufngLDscbnvZUwGy21dV5prdCrv1MsBYgGyQd14HnpVKRZUCNzZibUi/qLa0YtHM",
-	"pR1JBL4X1QZubHSgWPEd7LRlLmEEduCTSlzJb6+uzi+9itbSRcCZj08OZgtnZKO3VC8T0f9c9JRHcnY6",
-	"IzfoxX5xE2LGl+wziRzmdnKXDSznOVTN+jPbvBNzedK5JdA3HPgjQqOcnXqMvYy0UGZqSYTNKID1cwOI",
-	"VToUy4Xi43a8sPxYVYJ5Usn0BX7NTIgElD+60fdFZ5HJkydPboKnFBiTgSRbD5Y2wrJZXkaMqvSWYNmv",
-	"NUyxX+pmkN+MXSzt/qw5yBAt26V6F1worPXIorPoiGzWJ+p2oQePYjpS/adwxvQDotPbk4qx6aJVRic5",
-	"cVr9aO/w9MiRPqBkuZVKMArMjkxAjWFxMc400ZLMqZqKvr4L/Gk0rNwputrUbADmz5+YUjLdBZJ09bi9",
-	"4K1YSJ3d7gqrpowlHbnXdvCw4Ad/4XSkehciv7raLZmaMCXXNdyDo+NEOZcCDl+sRnXk+/1Fs3YgEycW",
-	"j4cbIhszoG39lGE0LvkmtkuCkn0IhWYxBu9d+QLce17nYgreSceNAeLKlAPqThcUlh1hta8YLaPaNFjt",
-	"jRsol6b9xKfRjofyHtpsQEJ8pF2Nat/9OYWJ+We26VzCK2a1eWAOlCh27IoRsjIcSRAyZS6wfUU/nyLv",
-	"0YPMxxVb9MpgdjHzHGk8vq/DSdyw9wH0XvB7JgKUaY9lJBoDj2E5RWD3ZgqEmgDgluD8o4IwqirLVkNF",
-	"yCiQytkRoArxgnKRC2xwUJIvN8myf64ybJdTjbHwKbAJ1Ct0zkz+SOSc0x9/DnUS/X4DyHAwhBWboupk",
-	"K58HRfBV4HsHs4PWD3OJxbTh1zfeMnPFV6xENKczX3o4afnFYrWfrFSZPQYbUnq+glmYVHjcfwnFO82L",
-	"kCEh2Fq7AHMgQq4957VPgQDcCktLYmuu917krfCsFqe7rQwV8/TunR6phT3e06XGcOpmQVjpco/4/u7c",
-	"ub07s39zdUEwIn7b25auNBpO7YgwFoodJKsjOlDS7SoO1H1mlXHaDZ+8bcxgkYcTUltFIqbtqAYehWrk",
-	"lBimVlzQKmdVf0T4+giHfzfpzv6a6mKPlAYjSSmJcKHne8R+T74bchzHQ1/rDkxDNKOvwWmmnNXM4RzK",
-	"EIjo/RWgi4yrIK2nh4u6MTPLl+oG0fddWNbvWsrvWsrvWsrvWkrKoYQcIlnwW208j0Vr+ozIqmRQjE7h",
-	"LTTZJuMW80pRABOSIll67XeNafxWrOmmkrTcrYT8O3szJLhvhjza++h3/Wwn/UyFDNnpe/MRr+vu5pz0",
-	"Si4zV396dMN+1xB/1xD/02qILfcLR629wUbE6df+3t+uc0ADYWIgyAz4O26fVMjWHEWl1LuUHwx6yxe5",
-	"n1LFadzH41w7E/WJ8fLPnez6maXrzmU/BWDn3DaFcUkPRtK5eFQEHT+vfcSWXYByfCHnuL+vgI8TjfbS",
-	"UJNEMG7AN+eLNWhWQbpQd9sTqiKWb33l8ig/5KLsweULtzXwAwivlC4NAe7lYGZJLk0+LP52c9bVCXNl",
-	"XaYUWdheEiCxYHLZ1CxRwMUOoo1a+wL9Ozn7kMVSN9ekhiL9HVWmHdOKfh7alfdSQFTD6MbQra2ZmB+B",
-	"6oC7rk8X7EM6vsjLNk578GstpCEbZqLL8oQ8bYPEJo7hS55Df+rC5veJcZY4Hf19SS7TyBGO9KQkx+6o",
-	"ZT4pIOuQTouC03XSMWPRxko9t6ySYqGJkZPBV7Jmxs0MySAXfp2XNR10KxOG9eLPvrRQOckkslbSsLSl",
-	"p0d6bQi56Uhh9yBFjV35IUwrB9kDlZJD4OZWwCb5WwMlvuSdDyKSaxFiZeo+11tTVbLySg4B7kms8tTJ",
-	"hDCdUVg5y2V9TyYiO6Qp5ZWiqusPQom3zHhQt/IpKWvQeejd9HOWC+BxXc46C+1mntv/916t+gjAVkk+",
-	"cioC7NXxnBaWVwZtzD2BQG/RyTGZOYdEGSX/ZFnPgFH4p6yjgz/IWEv1HRZL/O2a3LKM72NjCrmCAFqw",
-	"UhL35mOC7Mg8QYBxnWtSusvXc05UKI9Bcwv65bE2sm7/cmb2+Aenp4HWHD2P4kOPIYciyU/DMKc5FMLr",
-	"ewcZZD7cwUYElLfPZfWbcGDFCx4ZE1pyiWwCXVNBxxIQGSTCDdZR88durm3OldZb32+zqlGVNa8ctm3s",
-	"pB4m2OyDwg7TU0VLfCJ/9EXvOrWsNEq02zXuUs967e1u5n/Y9FvkibzTt4c7kS5yiTxobMDoWnKVUbDc",
-	"JharcRHui6klRLbufV9ari3h0sl62fRBJbKq7x7izXCCry8i/OVSdTMLkUkA2rAHJEM9ZgbrTxjKbR8+",
-	"QtbK1PzQBOZ4gvzGz8vbnBfPPRg+LvusYy25MEmQWyx/iNmZCMsC0FoO63dPH2IflGZyeVQ3ztQSfqyZ",
-	"OK05QEJB0eYMIhVamiHIAKq6taKxIko2qZifKfbdqHDSbYUQLQlR0Sxlmc42IfhwWMpLbWu4rAgv45Tx",
-	"RpSyaFZWdy5xYjrjgTSpDBVqlsSDQae/Y2rFdSatFMvYz8nN52N9Xxy37950UrLhR0yzSOCfwkImi1/Z",
-	"B2QuG1HO7LaJnohr/7b8D1u/hskfzA7iFQk/+pei6bQ/hoW/hqJQ/ueVLJuKjTMKt99ujWc9qazTo5/t",
-	"sEgV03gOxO0MAPG49iTpbQG0MC1InmILrsGoEpHGNlSe/WhyBrkHUHPfpSvefTVEM4A6EbS6sNM7S0O3",
-	"t+aMrfWwx4cpcvOtb+fbm5mLBKGKEfYZYOui0nZFWPaHlbD/KBixj8COvM2cXJabIxeNx8j+dO5/2RVD",
-	"b4tvJrwjYRyjC9mK3qEWWEQPUxxIOI/RjmBuHjUgYrqTvEo7kkQNuXbRSdkZ9a13lvrYb7317QwxScq9",
-	"dfJbneQZjbm1nPJndruU8u6MGlrJxev7LOqENlSUVJWE3SfBvdMJ69AgZKzPCNUEEJy5sHtTUfGNxsYy",
-	"lXVkowqWQ0y+Z5Ws2Tea4GtYxt/hrXLdDnIbqF3xxSKN8wL2KciSBL/J/TQAYkzM9c2GcU9YdG9ZTy84",
-	"9B8EErtemM/pvOP2RAPiDSa7ZqM/U1WmPl5eabKiVhiG8M8ZOgzRL+XthUQxo6bWrxgz3GGdW+dIiEKI",
-	"duXfYDJzwP4JudQuLiuJdsj/h9SQldSG/PDseVSVMMLRsDIq1vvzEghG9+mmKHIln2BjcsZl3DVu/GwH",
-	"mhiocOzB6bJUzCdZzPyKZxEgXKzHOP6DJRkfTNQFvEB10In5eyIvWQXJmDoHGQKCcDcQHAaF4WNdtdP9",
-	"CFWstxRPT7+ZEcWxfOzz6OJQ8jPlhovFhT0oUZSaJmXj4TC4cE4RSBzQDwu8GrV29BhLsHfo5jYMP0e5",
-	"lsNs+/gSdVfL6Sc9RmlwWC87Hfger8UarN25tOcxPlazlv1t0Zdfy65Vs51Xj8v0iaF/cnZg9OPROeFi",
-	"LENk6m+w7JVoxaFHDd9pJx2svO4W3MmOkLtmpwf4tGu58iEG3Q35CsE+vVmAJOXEtPTqdSU0UuC7AUh5",
-	"m45yxX9QaJvTFa840/suO7SSAVrurY4byNRVyJQEO8Uhgx0M5co2/Ol2A1LUmldlQVViLTpNZTNSXAdc",
-	"E3qbTXWArtNbhN935N59lrYjrSeoWmQKe6xWUjgw7baIsR1RciJ+sdJTucF2nvzhxq2ydGWt8C/tpEmk",
-	"xbHO0jJ13Gk0nLDEE+jlMguItFBsYe+jgEAWLi3LgdHP0p55jyfSRZ/M4Vmf2xaS1V0BQIgaB1xu/18s",
-	"+XTcXv96poNT9xinMLHNdpJDfDBaCi4Io8UylwoZ3JFD2RZtVScGKpddXK5QBgEPf2ZdMvFhvk7DcKdo",
-	"RAJnhSK0uBNyXbFy4XJCyfPPnyd259tM+bCi/pwZAmRnbg+eXKjpINPO1TvYAWD4eEnHmaCWtNEgpdM2",
-	"9gPgOEGfs4uwmjgC75keHAKKwMQA0mdRUb6avGux+DypE1dOhStITY1r1O96H0dO93YvYzrqjS7yvCfc",
-	"7S37CZHw6qO4WnKdhgqOM2HaL3xGUILRkENQegBU9CgHG27Vh3J31gOczn09kWXMqZCNuWD3PFMmAWqE",
-	"KPccKhtJZyaFQA7Loz9D4vYtY4LMqRAuEt/INO/KUBAXbyq+WJqcjSM6dXkOPiW1i302QAjD4H6WKCfo",
-	"hOno1520QfSvgZHWJKNWXAgwX/UDc89bMN7kUB9vjICyNplIvL9gcHumHO34Cu4di/4F2rn8eova3fTM",
-	"yY4ocOtU9BdgirQSqbYp+bYjohDqgexmRLGSgpx7iCZBDP0vFDOpmhtVJddWH84zJirI0piaMFGCbxUk",
-	"XkyQTHMfv67/P3tvoxzHjawLvgqCcTdEzlZTlCxrbDFu3KUpyeIZ/fCS1PjsjH3UYBWajcPqQrmAYqvt",
-	"cMQ+zT7YPskGMhMoVDfqp0lKlmd8ToSH6voBCkgkMhOZ39e7PjZ2dwwGeImDEiyYvTsA644IRPp+3DII",
-	"SY9tW1Nom41Xf4/yPTA+o13aY6TEGiS9f7eBl5ANFIm+t/YTnPq49e/MqAeavT97vbUfhF6BTlUpElbY",
-	"Qc8lsQd5f2iA1DfZmXN9DjLeI8e0CgD0URi2y/MlX+FRGMFGau4M5r3DYN0wabTIZ02UvRKmroou+R8X",
-	"j+2UgN4iZXcF4ixeBTR1ylIzNE7GbmaDcefOfuLYvB8RAqRRtKvMDryqCNlfmdusOB/8bLeGysK+PPQX",
-	"3Hk/Xg2UfjTpyTapatOZBQbHz6443J3GeC8i5XmeWDND4/Mjp2BMEBWWaiuAuuWgUSNj1FSrmR4JiMVj",
-	"o8661x6NXvIaIQl2oI3xXy9BdaHaZrFvSmG0UBXSVsOgbjMcre1qy205HsK9CIPe3oAdm5cJD9wyZ6rP",
-	"grh1nmbPS2/L2LhhuridUVWMZmbQUiHazXgLwJC5brckIU1GDlSCKodmC2EQsFYVrYhUoNO33pYT8nTa",
-	"p40xwtH727wPrQPJL3Mw6emcGABz0MebzURq8ARK77Mf0MTyfcZHAfZbLF3M1PmHP9eiJpUnjSdtVqUo",
-	"wmAQ0JzuGh+qtzapzHN2pXA7XUFm3UJ4/AipnbPZB9ww2vrgl1rltREw72CMsF0QASSThAiMk6K9xJfz",
-	"p14B6sR+KdRjVuQXzSp+5YDzQ4bPgyffDHLFdlk9LwDAWPh0CG0bwhCqnUv0yWTBpvt/mQbpQxjoPWS5",
-	"uOLpiumCX4sPKdeC2YVJb8IZixpRQfcfPR7u/YJ/PMFHHx0gHaz7Z4S6f2ubJWGPJo8ODumInSJVyCFq",
-	"1IIbmVKMShQZBmBbIawaiCO6chI8j+2jkMf20e0NoITVhfy5FowvFNG2ld1RFPi2x990r/sxw6+9OcuL",
-	"1bvZzrN/bvqAeE/CHj0F+O+19oL3P/0t2RDCRWlWCYOQTAZh7yJfJexaiFK3WHKxkbUvOPjtp3Wt++rN",
-	"0bEz9dRss08Jc/uNbRRV/mHQPi8o68KacJfaNo2JPF1dQqkAdYU3okEJBWXsRZFWK4QBhIRevHvTfA/X",
-	"9NdPP5FN+Hjy1UGvVegF9qtQYB8PxjfI3uq3sHqtqhFb/oXQ5rZbfbMZhFiGI3OnL8RH46sPuWYZN3yf",
-	"7nars2lg1N46OvnBKHj1YSO0CPiC6aYyxYZ9Vl6CkdOfa2tFK8rNMnMmM9zsEDfJXcFjfcrUGmRwHjc/",
-	"3WW/wRy4nTtMBlo/+8Qr8TI8VxzcaPGGkVwW4ccFQITjk6ZOPL0KsZgu8Qv327O8TQrVETr5kffFndot",
-	"kmOkHwdfwNzvIjXJKcEodyWxwOd0rs6PPdmZFFIXhalWh7BobFd9WJBDKLwvp8Q+sh2kFfRmokuRyplM",
-	"2UyKPNNoYTUNN40QJwfXbPrPsxfPj44vXjz/aRqFvOiUFUxMkBnktVxCtLBSyJuDGG5F7OizrsFPvf8k",
-	"vK6SmhYkwNIDY9FReCWvZNEJn6ZS2PCyI/PepCMj+/jibUMq/UzXp7zS1iS9aafzu8TbxO3L+Wp0XlFX",
-	"Qu87GJG1j7m6fPzNo28eJawyKdFTJsS3LYurhGAgExT8usgmtMwndpnHQSENr66EOR9Y7S8hKtgonwQP",
-	"TyC9Pq4EKH4N+KToAjVXL1dhrHN/a/CvDfrvaK5bW2j8SAclvrC8O4ZgQOEMJ601Z3r/RrlqNNWOyR8/",
-	"Yb00eXwI52NnMs9gihr1hPbiZiI+V47aRzgk67NGlMM8mKEDB5Nc+E0rXlDQl5dyYsIMycYjc4ebPrJw",
-	"3/mCw7nftzAJZAfP8CmvpFn1lnXhqK+zRpXwINZeRUq45iK91l2FkHj10IG04D8pmgIhnAJqnE7x8rZl",
-	"RdDGsX1nbHSp/+PgIHxlWUNAFMOZLnklsu5TaEqK88fQ3ASJCpgbNud67mqd3QtH5id8vsI2gsmNbOSi",
-	"muBFlgHYuJ1bBBzbnFWEI9++Wgwl9Q00Q5DmkelFkeqOcWLGIEgcid8I+rxGZtbLpzYm3/cgcWuge9W1",
-	"viVmHdkFRgPqCq/d8sPhjoSzyzKXfcL4GnlddTszgh5rKM1iwItdUHTc8EuuxYn9yfa5T4VMT8+Ovn9z",
-	"xH6uZXr9AYZo2m61VaYLNzynBiAEznO9HY7N5qpuvi6G8JLO0XTqi5KTsEcoaoP48oD1i7kpeNO6CRwf",
-	"/y6b12qQONvfuVcuLJ1zWVBAq9UKa5DwQZS9UOzv3IEQe2iou8rsmwkIqa7XTdR1KQ8HISaQ0TXYU0X+",
-	"DtHf6TrD/BSwACqVkxNo1LUoIMsUYkmRmEfKjbiKoikc0xWMbDQNNXUxbS4CDDMwVTEt0tp+0l2SPJr2",
-	"IL7YwepOTmuvSvZvAiehI4roh6Hdwf45iXsER3m+MS/bHYPGHh63/TTicuszz7XximRfrfevVdG6CWkA",
-	"gnhVcUBaMCqQzqPTE5LQZzDpgIAYvp4OiGatSukHmvHazK3CTDEGUNW50AkZ/rJiqspEtc++E1oS8J4W",
-	"CZv+ZQr7uSPYDhpK2NS+Eq7PRY5wb8UqbMcaWDzPQaFmbIo1z1O24HB22pR1w7mgUYwXqlgtVK3pMX3I",
-	"DGQpm3klhD82gXGBEA5ONcb16WIutW13LqoWfgPF826kWFqlgv9KVTGTV/EfF7xAl6b9c8WXG5dydaXX",
-	"XgI/Re/L1LIg4DP6GZDY1u81XF+vvxR/Ex9FijgT7rUeIX2tD/739ZfX5VXFs/X73a/+bsB4cjfhP/y1",
-	"dM6LQuT+sv9305apBF8030D/3Lhe5hw1yI1Mm+bcP/3t7ocGi8j9Ynh+DRsMxXf8O4Jf/GuC36jh4Jdg",
-	"bsJfRS5wvJ2KxvXnv2zt5+YL3QX0pdZvhzXd8evmOyqjy82b7Y+b99ZaVJtvxl+bAZXajsBkyfPcj3r4",
-	"WzNmJm3/IzLU7V/d0LZ/9cMbS6U6zfnqkqfXrwXXIs7gVYglrnq6FRVBxFSmY/0X3Xwsr6DUrfDHB7lt",
-	"9ZapnMNJ1NvWqRfZWQcgIYDRFwg2SZ2Gv7clKH7RfLo/I80lhD8qVRdbe5DQlXFGOtw6KsYOd3afo9o9",
-	"ifpcikqqDPfTyxWJSk6xnUzBxlBAWL4Qo8GHQ0L1DhBNosOG7RHCpppMSt7F8l+I5dHMxCEkcBOEexKs",
-	"EWR/Pfg/mCzoGPBWMwOv60AmOXPjtBWRVyXwW8dNt7v7EOzeXN4IDIrThgEHMqqifFqUaACUxe2B5SqF",
-	"BI7pr60J+e3hrzd23/zt4a+8LH97+CvefpL9Nu2iXYFe/C2KfectaGzf6pcWxluOqaBelU1mEvyYtDaT",
-	"haiuxAQZ1aKKjQQjLsDvz15rqltZJawuXBolFSthhx4gC8p4i5b04zlG8iPBlI6U2CNMicVkemkYzxbS",
-	"aOgcGGOoULHo50zcqGuBdtdMFjwPB+zIZc/SEzvJDt0/jHDlVMnapLXkLl6F32YE8SstiWwIrXWxpmma",
-	"KYua+jS4p5UyKlV51Nh3G1RJN6Gp7qDC9AM2nRtTTmb5zTRxfy/KJ2j2T+e5nmJ+wNRu8NOEqbpi7nAV",
-	"ZOPvr4/hhrd/P2NazczSTsPu2cUpgrFcHJ/aRfX++ekhHL+/P3vdoonUVhdO9U36wcj0WhgPRNXQ3pNq",
-	"oxAuN+z5i/Pjs5PvXlhjXNVX8+ZF9nMhpQzciTLnKUQizi7OT8NcuT36pqW4rExKX/XDqxenzXjtQrkj",
-	"L9j581OmZjOrW1H3vT97nVDJYtjvSCd8ELqpCHqg2WtFfo/zZgR6S0ax5y9ev7h4ccik1jVEylxck3vW",
-	"UPSpJJ4NOiF3U7iT7PgZtH/nGkwfXe4kO/itvQbPedfJZiHYkq+cdmC8y9y5tG6pqN5yWHOd4S26DZcz",
-	"gGFTOiNn/8Fv+Dk8Qmud7b56fW4n85zPeCUT9uri4nQye3P6xP54PK/UQtaLySWHDZdefEjZUnDvy9d/",
-	"txJoZaCj5tAa8qIwcRpH3F5NQEqKM9mOnkxvZCbUw4+wkOCKm5PoJjCP5oS+Uks/xpSruiQaU/GxFB2o",
-	"c2Ww/MfoYq8ufkt26iqmNVwuql2rPm7arMSkYfEMF8AhkGMA45zPFbITyDWTejg85z8De9WelWRNtGgE",
-	"o1oRMXLPVN4hycS2CYEMn1VE5fN0CtpXFN8ftYWXSu153Qq1PKSC1wksZwqfVK5EDBc5jTLeeJc0bmg/",
-	"Ux1omKPSs90nuPRmGQzKA4BbBNjcdQjzoKv4Ge+KfDWiJaoWbgYhVYUWha5173BU0fm1s04wbeHqJE99",
-	"Uua8EAmr+MxMbpQBUaZ8i6YuMmFalhMtrwqe55RKjcDwLldxWJihd2FGYzAkSVPRMxSrPOMz81zyq0Jp",
-	"I9MoT5IbK4//0CfAGNI+KTLxMWIw259bwFSQhuXPbWhVY0MLns7laN6bVC0W0oxuF283IsMejGzEPnqs",
-	"CsNTE+V9knku9QYWNjUIjzUIojhdh+xgc2WO7MlrdTX6e3N1tfWXnhe81HPVP6ip8uk7vjFND45tCz68",
-	"B3F53Xl3QxecsBWKfrVqpZsnp6gXpyJ6+LvOzHKjIMGGDou3OcMaXEJtxfEau60q9hIyRTuO9IyoFt0w",
-	"8I1Cs/fdJqXFuRjQzpp8tVdX0l7kMVkJ5jQY8/X1E1VHgmeyEFpj5kPPESwmktPdaAZHMmN6+MAcJ5WX",
-	"LjhNlwVbBMt4pAhvA3CN+Nm9p1XdKZb+OzfTIa/7d8IwWeCQ6WtZlk3SSgrMa55wqOMkGJ8Z08ySY1VV",
-	"VRchbo13MVw5VZvdpitxgU7g1PVO04kknNt+0GcvU+NSgxqh4mkqSsOtHu+QL/h5IGeFhrjixdYh1470",
-	"o5Mikzcyq3m+vgLGHwSuLbQYNNboTISG0Mt+ZPPNXbkJ2Woos8UZhltmuOC7g2TOZn56E1nOINb1Uubi",
-	"O2ugxdHvrWE/k7k1UClLbyz76Q/zFayG3UKZD4S67sNrH+w7P1wpazWCDfihLvgNl5D66n4iIpkPSMga",
-	"T9q17+nKt/MUNV38Bfbh8zG4mWeu3y/9E/3kddywpd2ilpUqrnDrK4Uq8w5CMUST7dcxM4nuQ9HUVTQf",
-	"6LG2BmSFhqtpcoRg3K7OB18iMug3BECtIaiKQwQHkxkyW4LLCM5QJkpRZJAyHuGXg35HRujR5NHBgdWs",
-	"RhapoUFaI3jtr6bZpqoxOpojBzGe/noqKgg1u9WlEeXz0j4DsTa3eeDh/Wa6BLxXd6bBbCyCkXpyUzUM",
-	"Zk5QT7oH4zTnUdiapRDX1oN3i8yjC6xvO3CccNJ1UuTOpxnQddh36e0AQ0ayywXs9uN2tOEIAxYN3Bq5",
-	"pf3BmzbMHRA97IX+siyoeth9//7k+Z5zTkg99RKBaAE11J1nf1b4WA7L1lWYBefM4zwTOyH/UEXk20+O",
-	"3h7hwe0vQOdCFWa56gCbHwLkkG2MjPGygbIfF2haF75XWyxdu9TOczXMkUPz62E6/JCFQZZg5fked6Ej",
-	"9y//Fzc8rzupBx0oD5IV8zzXDRnAOE5bqG20T/93nd0CEiXjPVORcfD2K3FHeKUmBJgwrag4gc2HFvFc",
-	"ml4NEIyXlRi2u+xuGOlvTEfYPlcpz60l3zO+7crOXxA8l4LXajbTAsKm2+mUi15oISvN/TEf+OxgJO6s",
-	"JS7aXzgi1u5WExD22hlrxSr9uKKkBU33r5p4QuVZa7/UCeN5zoCsVfgSpjHFVlQOe/eSKuAQ9BGlbTBm",
-	"B7Bv2OUKgs+3UIJbVEwhBqYH9Cab24yMTt69WGpNc29bVk+7xVIW2Ubltd/pDhl3d1Bt7EJmhbyagwFi",
-	"lqrZbdbrf2MQrHzl1p5tPTw5XaiCRLwWGv9aiqxwf5t5XdGfs0riH5qbuqI/a3j6p3jmVEQN8jyfpLlK",
-	"r5mwfuarV8/evHFUHYZXxkHvPH7y7OBgH7m1jKjss//1z4PJ45/+eTD59qdn/zyYfI1//o8OmLFYJCVo",
-	"nRqD9m/ZzJog0YB4Yt2sR3a6zpl/mKuGExnOvH2d7IIXNc/Zboikoip2ydNrUWR7CWCvsF2XymP/hW3t",
-	"AUANaWs/6/A2q/9qo3ZQ00dnseVQx1MBA/eR7TrIHZGxN6dP9vbZa/D4rhz6nvhYKi1YOV9pmfIcgBb0",
-	"IZuih9YkOGNOcSVmohJFGj/KiXSnLHNKqo6XkTn7qNcxodwGynry2701AwLwI1WIB3EbNM2VFn1Zg1iA",
-	"fSWh1EiBV23YrosYJkzLX0TCTMXTa50wbVRZgg0CHZpAkmHCKlFyK3t7HQVzmUg7Ci7xxQ8Y3rOd64UJ",
-	"uIOul1YzM7GCN+dVNqGHtjDvegLjmI7g7rhlRFwUWdxuClQEmk9G09E/YBltaab2Bb0oWCcz8skSllqx",
-	"K+wealslAXESp0pREKaffbIzTBYveggaxMPhJuHErsDuoFvUfrC/2oG/XBkxdsTvGMKbVXwRS9x7Cb+z",
-	"Xcg+weKDOpOK+Ev1nh26ucqz8UDUmfjYpZ5f2f0aBRzus8sQ0px2OXO82TDMoHNxgbJdt1DXJhY3Pc7S",
-	"iut5fBFTI73oko4rGE72Xbfo4GJsxWlvdu3Fehoa+EEwpl3s/52xeb+Y5kobf0YfCcJbEXgePa18f3HM",
-	"Mjrph83WruONj40HMiDNrDsI7ax0l482zKGEyYmvVOx066JR8iAjeAIBZzyk8FXxARv9sCif7O13GjLj",
-	"NBXFXgCygMFy2R6cFfN2YyWOuBXGo/M3jvh6jUBUVsaaLFBTM2g++YB3WxyD0xJsBs53d4LOBmov0Fnh",
-	"0DXqfu1YrtFJLZlrzWtbJYRrstu8I+U1DLjRMp6+RIKo+4XagK/0+KioCbaD2Gibo+NdxpdwthFxGfVn",
-	"9Rlbu1pHITEcK6xZ1VoI9v2LC/aQl/LhzeOHXlc9hPOkyUJlIm8lxIYEGOdqZp4L9y/3V6+1fy46inaP",
-	"nFnM25uC1OS4QNWEfcs9mexgY0TFSVYMhh3M5bF5WLdzAKQea/rjSWjX++Eomu5pJUDB6oXSY6PKTmtM",
-	"dwm22/Y9bSptYVukU72oKlUNuiuVmEFhj6oYHvYmGMhE3PKw2fsxMzYDrfdtZTS23rDeaYo4/GHdd6u4",
-	"F08Um7DPc+TUWpXimexw17Y5ZPEBgkMHtekqVHCSHgBSuyHi9TF5Yd2GkTs9akTKnyBxElpnx1rJBS9F",
-	"E65nPBBLG/MIFxJvuwW2/KgNhDRcw6yJXvZwr+C2T29UDR9kuZTX251n3YvR1kjOpt3Waa7plsXlDatw",
-	"SYVC0gZ/RzXotoXenZZmeKwVFlj+//qWWPih2xlezjIYb3vRE1+G+dVa9sMWWOgO3sIKO3MyvRN0wVpk",
-	"qEUaNrJ+Y8y+/Q3mm3dyurdT0rflxHTf60X5WhZZvGrFukDSyNhMX/jseP8+WAzujG9kRqnLtMBfLztK",
-	"OZCHOb79NxzNXrhvwxJKwyrofGxk91GIoMSZYzT76PQEUFM7AyZGVAtZxIa0VS3ih3QF58fbZKe2WT18",
-	"e7G1srGsK15oON7SUbAYAM/G/UdTVMaInrGfVWrRNWpIhhMfI9X1EFgg8WeIzD8+xZD42zEn69EJ22fo",
-	"Q/PS4bEbMxVuMXmBbg94vzIDxWC1zmBIK1QQke3NXelOTwOF4DdLttsUYJN+DJJGIVFu7xZ7S6johkbT",
-	"dzk+RAt1IzJX6XcmtMxqcWxXSF3eNk8S8/uMYniewSpsxFcWswqbiZ3KVquzumixn8SgmN8V+Yqy3QFP",
-	"SKy0j9RDo7R7LuL5II6GInJk7ggqjGKpvZ2yO4GL4RL1NfTdsQr7QCVVzizkFR24eDDKJm1zgIuij3yi",
-	"6jgmw+OzJg5Cx+TQODMVl3kMMr63JxvlljRYvhO3EKR4rmiTsd+Ma4qPWM85q1asqosoUqowIvubWPWW",
-	"AIFY0L0A2ACu8lLVeWbnkq6gYx60NQZlMBDT+C4kNRL/hS/eRhAhymJvg3VDQumqzmRlvw0XwDamKYxw",
-	"B0O5nd3tmCtxoanisFXV5e/Ck/ltxnU9UQAHOWlNd9KWxx6qSQAKuZjLKjvllVm1sHrurNkAiQET+RAF",
-	"wCPEtCW1Hw7mrViuw8E0zGo0rA6Uh0IVGF5TWPXYT7Px9CDk2Xh6EB3wyLAFUrLRYzsHrC6g1K3wStCg",
-	"ISi1R1wsFMtVcWVvW8bcxGux6sB3WVu+2BZk/iD9+rgFijdH+x+8aNNWhtPQuF45x0K/aK9iCLN0soow",
-	"ut5p3yaLIKqId5Jm8OJib0Rhu3zcDfhIKhYg2l0RHlAoOHTEW8FHblZTL60jOyGWDIzaWv9vzrX/NZ56",
-	"mssreZmLQRERhfH4IG7jQP2ONsdIabkWogTclW6k2hfU0rKyK6+gaB7IfINbW1nxKMcWzOLxTmfRWZvF",
-	"2A0JlVq3eWSJuRjyYd19FOp08wbk04WCI1Bt+KLUd+Vi3pboOPohh+ygg3m5Z22rXKZRXF+SfIZ3+GJL",
-	"NwSyYMuOKPk6xnKDEkqtrQtlMH0bAxITqFFLtctOek47LXiz97dYO2BbYbMdvfRiOUsjN/gWFmvQasdY",
-	"yUq8aWKnt9vCT61UiiWmndg3rp3PRQq1lE9x6aNjxP4BIj6zfsjVnF3mKr0GdDqXnaeZ+Ci1OSQbjg64",
-	"EOQjJZb9TkMRUAtHOUYOXh0Phmy/FlC6B4oxU4dkvcFrOjAzbu1tBFxSYCbZ1keQVsUtkRvBc5EdlfJC",
-	"XYsibiR7EGnrQtgHICHSI85uTqjpftfMqlO4Tq/1IWqwvAHDpuTmw7Qj8HItinGltr5r/WrIvZHeHV8Y",
-	"nfA1lYLKU1jqGZISzzYxh9F4A5xNSFaKYDXVMjcnxTgsGLiZyeIQ/5rIgoBsUl4UCnxohxenqlB5RMCW",
-	"uqvXGiYBBWbGGrN5uDHiSTRUsfvsVA6laWs9vP1+uAXgDhbFHbIFX9mhgOqyLUKm75GgsQgK3exr40Up",
-	"fqbjJAkbYkBdBMSuLbNd7YMjoRW7uttzjrc525ss0WtTDsgFAsHg+g/8BmfXLo3B3RDXj8/4871NQPLA",
-	"UbdqxIUcENb2FlsmDXQHCbVbqe3JDz9hqyI31ZWadZTnzZoZi3buHxgXrFC5uD22+ZlJj6Ac/AIQxyJf",
-	"UAAshNYMMckSYmtT8Rz63nfBaY4srnIxAYAMuM3nGvy3kkWDG74t5q07UtdGlRqxLTcSFvqhVJVadGZy",
-	"KrUIIDMxd3MA4XZtBloj41sLP6ljeo55yS9lHiXooJO20u69qSx5YUBfZgpDdbaR8PAw5QtR8X1AagfK",
-	"hYVMK1XOrUfR/IhA7gjevk9shJeECm72dbsOJThcNOl/KFn0kT0hyh+aIHa2I/KT0WI8N9zUsdOhDAM6",
-	"EKX8gUuK9MhcIEw92VlLurI+Au7xnWSHHo5XGg3ImbdMiI+Y8GWBo+UZVAQDD7frF6/MpeBAoF3JG8F2",
-	"G/5XH4y3zooA5Dxgx5baFa4U4qNhuk7nLBM8y9cRwnplOhCMQTVi0tPg7vbDPVZlKHs4JHY9T/9zcn6T",
-	"Ts4ujifw7DRUG4eQBy3t12NYwK4uXmQMMd/Xede7ou3r3WtDxIafnmzIVcdaA68pjiJ85M+rwAsKhQrq",
-	"A3aSHagY6Fobp+2p2ACVDYZxFxxXHAs6Ctsju53E+YtcNKlTVDKeVljwnIX3+MgQ7ngPdFBzOW7naynH",
-	"WGkRAt73EHmiUBIMHwKhBTMRP6O3mmughIImD++81XIdZyMGDxwyviYzaFFxKJgCBGGZjQJmdzCQA0Pv",
-	"7I6hfXNUm6A5OjmXzpTB0D4eZG5+fOMmDuYwdWsRRKV2+3IoO4kDn2yJ+KZWWfuOQFQ69I07auk0vqyA",
-	"VqYB3QX4WAxDB9v0pkoYs4HZd61ZS5BlSYDgW4htN1g21peHuL0b+MoxVRLF0LUC1RqIKGTu8MaBULit",
-	"vcJ9QNc0NUM9oLsf6HBeQnB/tXig2fnL95EY5Ccimli4zayz5HF9FVnbUQNvhksFGquHm40zSu7Xq9bA",
-	"ikDrE473mrtHqY5gvEcqzfbCGaEP70HBdTEco0kOJz5pJTpQM8blIbfk1GchL+eyfF/F88Aqa8UyQGW3",
-	"A/PDqxOHy76LVZwevfno9GRvhEnWmopAma5rWc9CHMhoDPV/eD3G3e6LZskR60HLqdlYgl7MOyQzeHDs",
-	"igh1xpB3ju8c/tjhHNOgt4d4wnrkILExssguBfM+XRYqZCLI3UkafodxSaVkCsSBo7FXbTPlRgrrBmLU",
-	"iVa+aFFyUKI3gtGCZW2f6G4+lv53xBZCtOzZNbULdfK9OyQ4Jnjf7aNin1S9j6Sw8SFFtws5uK66MDJn",
-	"dCKK1eK3BGp1gzxafcYiniOVqb0xzizwN5dT2NUbu0KzOhfZi6KLSP8050UBQNl3mHXfzrnhlRloCQ5P",
-	"7tCWd/sGTXa1IFPV7gzoy8VXjzuxsBbs2q6swVHErCVnAI/BKnWbQeFMaprEzUIP7czpsIsj9gV734ji",
-	"DKUWo+sxTu1DiGyUsFmlFvdQgHF2r4UX8DmtgpFttikY2vGVF2fQ2O8IlNQS4t5qC6UWdrMhOBSMMWH4",
-	"tlCXKluF+827EuJHx3Bv1zZzjttm2eUGoPf9QLv9tTREQcP7fbUR5rHd/z6Bbbxm3zBpGnasz2QWxy0a",
-	"R9aP25OdM2ASQttUas/gnLAWqZXtPEAbvQAGPVWkglUCMguHTB14Is7wFczmuH0sfGLUKCznYryN/uJu",
-	"Nvra5/QY6evWvDPPXW871icEY8/ErBIxausjVikD58/R8E3nyuiJQBdiiS84dNlTYNA0iZVLVXVgc/eH",
-	"ndzLq1b46Y5RJherbjUdH8ryVFWmgzHTbmhnF6cM8lcCYr2mTHmrQENYkNqsl5HQSrISaVwpViIVdnla",
-	"WwF7BicgVMrYFBgnGHZobpMGfmk5BfQyID3tOIMaCnvxgtWF0wiOYROf8bRFMKKQrJjmXC62GYnb8GSO",
-	"LkJ/0xSgq2Xhdl/b23hSQxT5/8I1nbH3z08fXhyf+jeMMWnqqlRa9JGU0+DN1BqZ19Xl428effNoksub",
-	"rtr5HPPNu0HOpOmhQ3WzOiTdfvYhsY2m2OdE2F0EqYTuYI7rKmLrn5+fHRPlGGxNfrjWaF1MD5uL7jB7",
-	"QEc0VXL+XMptbu6bfdizY6cbKiz3M0xsg6O73kkC6aF4QFxDXdJIG43oRsU3eAjdDJFeHNZla0jZHoFx",
-	"EV87bZWbuNzhFgqHUWwGzDY4Lv46MBtQdrFp0L2W0syDAzi2K/34sim90/pJU9jcVSHezXae/XPIsA/2",
-	"jt+S/pvfqkwcYztHQAAisp3ffloblA4c2tZwaHc00bcJDau3TnX2hkfqFF5zbbAPLorAi9FeFbxVFrHT",
-	"ymrttbZnDzQIwDYtxP02GFKdWOtCaLMtYlF7cgcqRMMFZj+1GcpeN6tp4nbpw6iSOJtVIlg1NJaNfDzQ",
-	"zWiuVa4NWxWqAiNhSxshvjEeMV2KVM5kuilMh66KiJUS6FLxq7rYppuyoq+//urroLDo0cHjJ3feVtdS",
-	"hJ8+SYaqJbfcj9Ya+OrxfewUay99/PXTmDVu8s4CMJSnXM6E3YYPW6Pit3Gf1AgEOjqw9fbZc8ziZl8h",
-	"CHD3rH3z9EmrHOzRQWzOrKpudZZSzR99nWyAVWCij1FN3GxtT7A7BmwHVK1O/q1Pp+7ZYnanEfU93WOy",
-	"0EbwrOFP0HVuDtkBvRpyllwKX19hXDAQB8N1iJHdu0e9nLlt+XYlhmi+82JtU44RpfTalFK3ggSDYvrn",
-	"1HdWRBpdHtVmfuxpobsc1xZ3NEMUpMra4dLQuRDCgeIJtdbLKPzbnOtTutjHKeFeYGfatRO+2A6TyGeQ",
-	"/Q5tV8LUVdGVbT9w8LLp67VAyBAIDkaAfkHWNe2KWGlQurjE8kiw/rm8smYEXIXXtF5fFKqGkhqJGE/p",
-	"nOe5KK5EA+420OyYjPNgOsMqA1VhCnolgDl8a1oOajoGitZIGaaTdzYpTdsXtd1Fkk0ORJIqbxjDFaan",
-	"Fu26mGiqe0fhgRZVq+ygGZiE1ViVUIpqo5aq32NaPyHx7TuZSFqLoY1w1YzhT6MWbXcq+zrpOw48HAes",
-	"QzCNTXYP3raFBbyhZ+6QAI/vuoC6xCH0BSM0AnEV62MRScvMr1Qlzbx7wfo7WL0WoX7z/OudZOf81dHk",
-	"8ddPo2Ysr81cVfIXiEy+AvbRjgEm3E42pVb39/en7Ch8nM2RkxVLubAwCc66ELLIasxGWVrhPXt5zB4/",
-	"ffRXCJrZf/z16aOnhx4ZG5IO9TwhdbquxCMhryKWG4PyzuAq+mDYTdrHEiakr6qybueVvBGFc8kh/mzt",
-	"90wtOoEDBzlEGxWDnIxEbqVNgqJPOdrUsdQBZuAQAtk8d7Sazjwlisb43vKzikAJ/O+a59JAlW5ZKYMm",
-	"FojMIVYzA55UqyMUPygU+xnRP51gFUjwZKUnKlZjdpiYYtNNjaPfX+LQzqKym+MAWxLtXZWY0HC15l/7",
-	"9ec2VRh4wGp3Yz0KygrQmJ0CRSlMgnWL8xFfa8GXdKmV84W6Flav3IFLEcEMwYTU9nUTK3xbJTBhrpVO",
-	"QGwB5rOuGJSNGLkNr074Qe5bWgyKj7ciUOzLedocurhehtpN1M1WK+GX3ok68cLzFevbjgx09U6MibGR",
-	"3pISyC0PGJEh4dkaR1eBLMEWQWduRb4CFbyOuRI4U48efxPz+eVCqLobpvY7VTfAxsu5NdVs24euKps9",
-	"GnDnv2r58lESsIoXuoMo2Q4icJQzf9ch8uJgTf/756egdpB3DPBtjGIXx6ft+hBEeUutLqmzcnzKc2V0",
-	"+ezhQzirMLrU9u/3Z6+Tlg1GZr01CZksZopJOobGyS+EQEdqse7dHjz5phU8+mZM5vQIiY0vVqxVc4Jp",
-	"7yYpsjMcsZ7qTKpjlYlI7Oro6Dhhp8dvjuC/7+3wvCtrh6gdfPvcbhX2RfvbcsK8Uks4PvYbPjNKXbf9",
-	"FlVf5oHTgllCcAzZjXwNHHUIc+2CVVkXRXHZxU7CKkKR1LU1zZQzspDShGgFodQsG9njuZBX81iGospE",
-	"xvDqyIj37VC5eeFHemtLjbNrsUJ+CvpqMEXkQnTwupsO6mZItnDzDUeNbDdVRSFSk3js0IRpYeoygWwT",
-	"OAHKVCHiINy2DxcKDhNg4qLsQwHXUGh18yYKTfJHLlaljf/gkdPbo+KA1tFdxsnIRC5vhJUsnKjdOgOU",
-	"OZOW8c/sLNcgk8MVa6jarPt7m/ahzETXun/1+OkT25FXj59+HX14KTMz75JiuHib7A0sGEE2foM5a4Hq",
-	"iCrEujhfaSMWF1xf3x1CrQavhpBNGGca3s0M1xGK/hgASrSFDQQUEDWurwP8E3jQdgColWdwZt4KEt0L",
-	"FMpdgRf70Bbrwi7C55JfFUobGWMwo3tY1tzkTjId1H97iK9EIarBiFj4OoA2S1We43HLlkGwK9WZo/Q9",
-	"iAd0nxDl9uNvWPCPZaVin/93hwvz/bs3R/95evbu+Hykqr9SlapNHOW1QXxo7hq9gywIkqnX7MbPfoM3",
-	"97E3rAVkAeSkg8FBlaJ4KXPxnN6gqt5Ps7cjoUrWPODrjJDh/pBNHjWGSZlzY4eAZUo4sBU8xxq7v1Z8",
-	"NlzMzWcmFHlkI6gGa4gAj6z1YNdxcrgEQgFtiVpLQuKD62ebPsx1tGctv/Hi0bkU8J2QESPhQyJrOD3l",
-	"tRYXyvD8bcwTBCKYK15d8iu/dAEFhiN2BTIhF7xQ2xEFXqWnokpFrAz8+83WDK+uBLi39hF7cff7d98f",
-	"7zVSlUkNLMMjxWcueHmU5yr9Lk6DAz9DDNzeBAF1+wjDaRj7kfaR85UeagPeTJOlLg2XhcgaG4iwQIor",
-	"2vBGtl3Ui+/TvlXrIqJZbHrTVZqPpiDUnZ+I4nPpPvR+v3FtUa5N6droB710Y5OsS38olT0r7zRqQUJt",
-	"hUKyIfhfSJpo0M0uV4yzhcrqPAYYk2WV0DEZkUXG6KrLM1MVmx7sw/9Psf4kz5kdlWrG0w5Q/1Hk7Ni7",
-	"gCW9gx1daiMK++J+qnfKS+CpqXmer9ilc3Fjh4laR72RFx/LnBdE37p+enVpBwe8zDgxEnxOxNXAz3Q4",
-	"Ztr3tt0CL2XCrDZO8JA6oSzdydyYMoFIRMK0hD/BMViKy8qkW6ShWkHyVTUuYN9KueJb53G9iKF2tLLD",
-	"uEvnET/XPLeWNVxB+GXEJdoqG7az7P3C+1PunjAc1BcHWj/2w4kM2kr8ivE5k+7jW3zzXlIbERtY2PFT",
-	"P3tFt9YyZm1DQ7RuBqzl+7DL4ueHZ65bJfSSF1mggLYI4AbabXQ+XfeBIr4NSpFe8oXMV1FQLXEDPFtw",
-	"AyRACFG4NCwyYybIsfCDuDxX6bWIRG4b8LJe4LpCiMwT6UHqHCw4aPuBxq50eeNaXuZi4JSM57ndwYLT",
-	"Mpe9wU2AoxjXgEuZZymvujiNW52Eg3UNsITcQWq754cP0X1LIerbTvORg7NZ8YWIowPZPRAjUPYNPntw",
-	"7DwO4CKS74ANAHFaQaeLxGsTZNl1IBB2On3g9Ns+U488GLCPL/mibJHnyv7bzgScm+lVkQ4rMYNFnmH7",
-	"QyP9pmtXtOP8H+fv3jIjPjpO2m0HO60rHQvPvis5JGcoZEphu9OzF38/OT9593b/5O3zF/+5f/7if0/3",
-	"YNvgWlsZ/LkW1Yrh+3B16XohWCWv5ibEvfZDuWmd3IhhaK4X9qYXxY3IVSn6d553BYNpSpwHijQiDmx+",
-	"V9+k+62B2r95tNeVahSN5rwrGE58wpbE5EislpUICPYi77Njk/V1eRkeAOM7U1UYWdRkqtg9hhgU7Iin",
-	"dvatJd0VjxoJu92srUrM8i28HC1+jkTorSV1A2YTFJui27H7KGGPE/ZVwv6//+f/9cHQK17qQ6T0qAF6",
-	"NvbV+AZZXO0dgq0CowXL302EJ/2kxmo9Ema6Szu89KrskJoD6wxa8ltXRbrYdyQ4fmlJhL5HLWKHPHFL",
-	"eIjXItAoXh+cFDMVP+4xioFnv40u4bUdEdMJDgTvnQtWl1cVzzy7AXgHzaMiC7W5hhOiGmvS9LKDiAo2",
-	"xijS2ovGspBw7j8XIZgxsPTAoWBCrfbu5FqI5vRwG3MqNIAiBeYA/J7LG9E9aHRAZO/UTGY5UNMX6Kdr",
-	"xu3DBBto7KIFfEQAOulgi4U95WJVdrHINBu4TnCYeGyz0XNeChbZrm43Qt6oiCInxY4zTqHqF3c9L5sJ",
-	"q0TOoRiaToqOTk/YJaRIo8fQo5bjc8BZmktkqrE3aU/MWgmaiEZsSQN0M9tpK/nRNK+LUMexqkbUGC1+",
-	"jr+nvuze/vxosOC25jsWfOVX4O65SCf+/omjY9o7DEVPC9gOoHYQMhtmM1GJbAw4pZnvtDubrCuLNZEM",
-	"hshPS7hMgiUfU3bn/Ea8nC1KcXUhFmXOzS3z6o/wNDBVwNtCrwKSL0ivxbJJSKxlu8adHeLd1tKBHux1",
-	"HOd/J03FjfjbZexk+wIjnXAju5QGD7llwa4vpXmoD9kBywWlSYsCW0znSumBRHasuulLZU96kw3e1aas",
-	"Xb9ss+khS1W5Ir0EycRFWZsW0K4qV3bCeQphb6hULNPFB57zJf25qPFvSMj76dZY6X6GotVBMQKBZEd8",
-	"NBU/qq5i6QV1BZuBG2BVkrLV9OdDzBGFzGidsFwupEHXcgLEPiZhE1MXIrH/VjOZi2c3CZvk4kbkCZtc",
-	"JWxyLVayMB8WskjY5HKWsEla2f8u+Ec75fbHeqblL/AO+fHDbGFfyiv7nxQ0zkSnH8y8EtrB8Hekv1lv",
-	"AbttxTboeaSIanO/8IltQQmU18ywG5xFwStIYGY+U8OKbkRYekT28cGQxHYlbFDjeNmunlJ+FLneugtP",
-	"vhruwzYIVBFZdVHdGRrM1WojJ344e4ze+HaQA4CqbIHjOlUlhqm4MaKyd/7XP48m/+CTXw4m3/7U/Ln/",
-	"YfLTrwfJ069++x+dmQpjVBrceL8qzf7f0PT0ZVKQmGDPtlNq88fgSswfP/26T311pGJQw3D1DuL516ff",
-	"bFea1pKU1ti0tH/XzoqEoqc5L267qzbMqWXOi4ZRP3I0mc55UYj8JOsqmcDrYJbga9uxzsFl06i2RyBH",
-	"G7jJg1uP7ChHbZW4bnEI03zJITNVTYmk/FKLooN4ZxiRzo7zKC2ixdVCFN05qC9lLlgOr2iK6mg2iXwQ",
-	"D0iaWcX+H9htp/mI8TWn0fVsXYZ/qBhh98nR2yM8kf7FhUh0rgzSJcm186MXtRW2h9+JKpewL76/OB6z",
-	"Hy6FuI7Fsq1E4jVsdEuSXrumznO1kUu+VTI5lUL5EfK97VzPKr87tSVZxBzZVlwIEG1jPNESeeYOR27D",
-	"ob5BhhPAbTRiNWjvbc2Qs119+d3ocyCYD8dVcLoUsuFrkdaVNKuHQQsbLMNBZMNFMFz16D1RCsdlLfzq",
-	"TinbqFO7N5nbqD+LyB8k5LsiYs0Xa4m31pKuXbXi1lUB/WWuh46mH9rn1swx9s6KZfJKYtwA4PaXUgs6",
-	"LcJ7dIK32P9V9r/AIKpT5TCa5qtyLgod0+ztOR5p3j16/Ne4fVd2lha7Osum1pYCDLm6gnx8+9WHtElS",
-	"/Zwo0mqFVWBuStK81kYgQ7H9ss3i454P/Ka/eIsSP3f0TbqT3K5cOFIdHJT4FYr9XCtIb6lYLgvBLivB",
-	"r7ecl//6cefHH6sffyx++vVR8ujxN/GZGFNtOzgVvtupylWBA67Yci6NYLrk6bDma3X82Y8/6oe210+f",
-	"xDo9vn7Xi1lUi8BeeazyelHE/dsUrmF6A+6slKoVOYiPDiG+vJvmslDmbZ3nA0fA+BKp2dt3F+zt+9ev",
-	"u9gZ5YJXq7+J1dj3lUEePD1tF0z89fHTjOcizbldg/RWe9dwCM/ZFHju4Eah9QndM/YO/x2dMWNt4YTJ",
-	"IhMfE2YqeXWFqvFGimXEG4BO666Jw1w9fKl7ic+pgTb8h2sqbYdfQ++b+jDedGuJZYx4JYvIy/PnrxGj",
-	"zBrbMR5oWaR5nYnnWQ51tdYNAMSLqi7wkMQotuAfn2f58ZxX8TBzluUX7v5+EbPdWXLdvH4bPwPnt3vR",
-	"VGo5yIRXqaVeGwaYDDuTY08g4eZ49OMCJALsAOzspchVcaWZUUEGFOjOdrMjMwhoCNxi8tlNHGtQQMjs",
-	"21C2CMR9+Jyvveya70v8Qlib5OgiRDSHM3GjrsVwVX9l74Oy/jx3SBC0rqyi3lyTdM+LUqXzDrJ6wpMQ",
-	"9hanv+zL0CworB2nBdlHGP2yvUgp4c/Kve+I1LoWGVGp8wL4oSt6M4eD7NkWJ762E+MMOjAOEa/E94U4",
-	"2u24jjgGobaS9oBFZ6zgpZ4rg2SEUXwuuqNNRxijIIx7VI7NOFPLIlc8uxXBIIQxkbYQqXOWqrreimbQ",
-	"9HAjOoZFyBd1x3gU7UFVOEd4yo4qj2gd1pk7FiTuoIapjskFJD/zqlo5PNFmVAeO4x2RIXeAT+u0OsOz",
-	"fMtQGk2/QgdySwHQc7WkKCN8vCxywJ91UuFBkqyTAjgD3BiezhfkbDs1B8os2XGPRUOgvXhmhGTmU7Bg",
-	"PJuy5qcHQ/BMQxhlG/yTnZlXblbOKSIZW30khQ90sw4dxUFPALM3fnm7dG3XPAa3DL8WBeG2BoknUrN3",
-	"haNK3NzTIWX8hnfPjgPuuhRmKUTRNDoyNbgHMMmrETd8LYresXpknR/eD3iYBLz+mWPm/nZr8hh6rxHs",
-	"foSAdM7yBb8WwRT/zhPbgAiMWm6bgwtV6M9VWlv1AVv7UZ1JcybiafGtO32ZSmHVncuQTlVhKh7z7ggo",
-	"5SR+FNqYnWDghyg0Ywr9RhU8ulpSrpl/YNtSx46T3GNCgYHLxGxUVuoyt9+CqRlFvjp1v5D7MNqf2Zwi",
-	"O4zRjBxsYtC4x1Gm6Bc9NHKwzbD/slCVoCbER6mhbruwvhHatBqKt5Zxl2ZNdbQL+VpCtPa1Yc+SHvwW",
-	"YLw5cwckt1MoGP5WdM7yjE29hpuCczvlZTkFk2jqsEinbBeGe3ozV9rQxVbcZWolpVrXJ0iS6fe3WO5K",
-	"GQFlOipLz5uBwReHfMo9j771ZSCq7Xs/6jxq3PbpLHNq1o3VIZxPtQK9dLJGJabDp4PbATh4m0WvWawP",
-	"9L2cvr32B28Q+YdqW1l4/uRd+4NGmhdHKtDGSKC0NSJW/jxndYMAuQ5/8P6kBsQ+kugvK1NDRYY2h+zD",
-	"B5qsv9t/f/jQc5YUa+W3ruWOX3VaqY+r2x6Ql3WeW035cQV4RY4Sa8ulaJRjlAPyza1iuv5k4MP+5Kf/",
-	"83/s3H1tYHfynKnirkBJKCh98hR8Or/t8Uj3l//BUJIQAOhwEygJ3AaAq2uOXOiIRlUsV1dXmzDAw0BJ",
-	"I5cfckOjh9cjAZHz9ygkiV0NXjLiW7Eq72kn1kaVTdpDQlqKw6hGd/w/7D7a/tIvcsv8d9pdVPkJNhcE",
-	"xdxOPLfPjNhaLD7xFjG8KfzOam2MQqv6wXw8BSB5pDkV2ICO91xp8Upl6xny1IjsrLN0zF1hdQmw7nOZ",
-	"ztlc2revEPjavWNkOD7jhl9yDQyIHVgS9pL7Ine7t4MBYmJkW90Vccd1VYnC0Ci5+0a+dsnzkb1fVtKI",
-	"CZ8Lntmtdtv+L7lJ56IfkocTISDdehu8Lz9MSUQiYjO2NgRBR+MybMWbcPujJx2I/VbhToQw5U34FZ7e",
-	"Z2cOTotr5ugSfWZJJrT9GKpfw9jiYej3ZlKX2Edm6grRvYCsnrfZBhxjQaimHmiEheiLvPeDDAXff5Q6",
-	"huye3fqYdmrMDMCeNemnm/s+3jKSrNGVXOJrd9+/P3ker4gdSZ/ncc62jHyNA400wHOiapAP0De8SEXe",
-	"UXTrSKb6+lxZt9rKEZvJgud4RD/Q+UEOtO1KA7hxEHNtXuo+QuqG+iLWwNsWZQawAxAktkTyi2YFdJUr",
-	"g6ExjnmA62uBa0UayGe8lkX2rAPWcxSZf2uNeC7/oWMFqG6A6QvPFLYTxPWTBT/GSeuUwR/7OVbQcMDa",
-	"tGxNrwe14VHakw3L19cq19c6lnwYepWgSxFVLO5RttofJo9ud2E0jXSzP3mW5gT1PHFh3p1V+g0GqCCt",
-	"5P7Ypd2H3pKrrL3XjeeZpieiVNP6M3FNR9ZgH+F0WzISYumxXUfO6UYhHbLzOk0BkyVhL0mxX1jF/q7G",
-	"1NhjUuoQrAC1HKcvfu6V2A6UuxPij3/9TrKD799JdlwDO8mOe33PgjjN+SrGKHEEsLfAdQAVwJiVxTfW",
-	"3/au1UZHLvvA42Jx2i4Lu1JlKTIotO5CVNaM7mKXIuUOBoA+tbLmqlGK6Vwt89XIZmf97W3xAZ20shfU",
-	"R4ioIR2Wo/DGbKGEyRnjxWr/PmKZmM4cznsc8QsGreuNPvgus6BOZ9UBctBd6T03ppzM8puE4V+L8knC",
-	"5rlGeLIBULJKLJQRR1lWdY8p2rlYOW+39ObkACERpOna3asBI7EZwS0txBFhnziI07APP6Ki3U1rspHM",
-	"HHrtyDXZ1LwHQ+1WtF8a60szHL1uhYyaKb5TN5NH4BbrpgFhUmUyw3M/j68xlq6I3r7lBkjaNLL/1QXY",
-	"3zwKsvVmqOcO5zxpXD/E7Wn1by33otfP2ByZu+qN7cmtsIcxCRimeGqPaI8UVerjqtMHv9hg3bNjTyUt",
-	"5JgjBJn6uIqkt9wL/v/dx3nQTVr/zkPc66ShZFNXiWXveRjavDFN/XE1zuPGMCzVaw1+gY4bXus9f+A8",
-	"H49BRCtkyZu9dkDD0SdsKrj2KLo+dQsXpR/HYzugqVURECXfq9U08tADBFotiTYKe3VIoXqHiIldLZR/",
-	"CGhWNdt11WdlreeJWwZ792JktHMzOr5RzWa5LETfJgsO8NJ+zDu8edvNVhWjmgAMMkxJ27qFSl7JHswo",
-	"GgaktNBst6zznMwbHPiZzDt4J2j3iVSu0c4cTjsZjLCDYMJdk2Ln95COooBmI6MM75FAn1j1kIp2FO6Q",
-	"cetmwtKAZA9E2bYmkzWZNzL/bhVUocXpgypjDtMCjnY+sP5MxdPrLioueOEDzfCm7tEe/ooL+4aoQdEd",
-	"I3pNrJiqMtvK6r2YkI2IbKpYbCBiS7r40pgoEk3t6CiOq2r4l4/ihB+6hZC5fWx83Obc1Yn87nGb1jKP",
-	"CANobIgE4/5DzEGHfr9w+J1eTcJuwpd8FcZi8EU7yQ491hNSwSUblUuRQ1EcB84C1PotjxMXrWc1jGbb",
-	"x9L2EbOKro+UorSbeycB5p2EdfBv3Y3FykNLwxfvAkLL3j3SV0Vf2T0M11GcXwTMseaRYxVrCkIyoRyY",
-	"TFQKNOBvxDGjzhGbw+EDvfqF7cKLxvZ2mPhoq89fW4QwFk4yokvuJn0leG7mz4XhMo8WqxZaFLrGGn48",
-	"Zs7wZmcDWCs7VhYawDpEYTOxsJvoE+I1tLBpi+wEahLj+2LqO4gH05n4yOgxl6SDDsaCW8UmRsbuIKE6",
-	"Mh4nRSZvZAabJ4wcZuSP19A43pAXH9PPhC0wziNzQAQ+NSKoFY0u6hw4UDsP3prYXkp5BfhAC8CkUPSr",
-	"ndXrQi27D/rujB7PZ6ZjI2jkUjeJI8G73PJ+7VhfX0JYH/485kUmMzRPzue1ydSy6CDVHcq78FjEHYkr",
-	"t9k6PVR9IwvhUASzmLQXSNLKgEAB7l31rogosmugbPuSoF6igKxRHr22ybqyIfu/jiEA3oiK536NBZom",
-	"nFygdssEQPQCOkPBb7jM10JILQ7j+HR+Jwu7hzu47bXmBqxj/ITm7dEhBy33YsFlfnt22ABORosiYxwJ",
-	"Bgtl1xOlYooF8bKtFT7XHcAG53ihOY4FZFPr0LnEMHrUrnZIv+3ODXwcYJIFjpWKZWOlsgS4jwDj1q8T",
-	"+IbhSlY1bqSHisg1JeFsMZp9BKRYVQXljW6eZMEWAVnkyB2IpiKehgGXJifPvR8OMLkNnHGkWqMw/bgK",
-	"528uGjAZx8YdyEQHJyc8EJGr8G10GuOK3Ye8TahZohe3KBvDQeme+zhS+HdcyxR4du3I28nll6o2fqFT",
-	"RghWEUcskSqGGHB8+p7ZK9KI1NSVgCQSb/STZdzwm8UDf590x0/VYiFj6x6JdvGy4ybilAuJNPhrCP1j",
-	"aQ2NUnk657Lw6jT69qVEUs+Nt8+VNnHwjldKmxbuWWDSfRL7Q8V2pjXir9tMeVmprI5p41O80IdPkkdJ",
-	"G+Fous1fCGBtnhhrI4N2iwhh99GoLyF1bdK924ap6hJw1Yeqf7Us0mh7I1XqyP1/1JEDTGDzSr/S2qSK",
-	"UVvOSzhIWIK6JRzn9QFx896t885ULjqIoFrS8BkIn6ICepTn6Cu0pXO010RfYT9zG6qn/kG74LojrgMq",
-	"aiKLkLEXfFafqXdbWEh4U6Y6EHtyrs2L+CEk/NzggGhIvWw5ZtLaapRA1Pn2LnvovF4ARNdAA3NO5Kd1",
-	"wVbCdDdTFzF9cR6yY7s2UFkcsqLO876GbpfRis7SuyIfQC6DiQF4SqBtpvBFE1yA13QQ1tRFwQfZtqCB",
-	"lBfsEnhK2IIXwDLY/c5BwkJ4pdSMbmaFWnZYaXUJVGunIcf0mI4SKTWhH1p7acEBcQlzVHUHnBvX113g",
-	"Vvoat3DwJaTnTXOEmmO0r39920EKJmLzi1uC0AxvKK2tBRKuxX4N0p3REtMiepuklc4XjDsLaJTcqBSM",
-	"/s88q4thX6pFcb7Gf94bN4h7wb8OsCuAOE10KVLrsgHdSW6QL0BbU2zNjGo+qy+//kWRBdRk21oy5fAK",
-	"kxrMYB4OTGTJdltdLS16iz76XaJfD9g3xzaUll6BXSPSxbmq7HbkNxUgm7GfnVn7Q1XEVX8p4If4ieyw",
-	"FtlKV5ReFYSWViAK4cg035Z4Oe1eIJ3+EF1o+Z1BdGnA6bTrP3sejX9+Zy/hOTsHk2RRioxxAzqDLuye",
-	"nL9j3zw9eJQw3GGndQFGGJLw1oV7DJ7Rn8J/vGWbiJUzOKo0kkenJx5fB9cX9UUuSjyg07+DHwvxXwTc",
-	"7GwGL6/HHTeqH8NvEh/LGNNdx/nSvXk8oZ/Tnp3A82nkte0FRYYitpYgXnf/0NsQ1uMOLGAdfptfcVnY",
-	"Gyg3yvFMWWufAJfTOc9zQazGa2Gh/EpV0szX0JvfPP+6C73ZP+FDOuHbXWQbX3D+6mjy+Oun0Vj2nWC+",
-	"seFmENpBpE8Lz70QZq6y9ng9f3F+fHby3YuNQYMpwSea1QET1CZHcC9I2PmLi/endoM5fX30f69/zdPW",
-	"x3y18TE//fpV8uhpvN+FirKgHbkhhetQVAHqvN0/oHeAoDAwyHMA8W6m/pBxNquEnrOKF5la0MuGQ+5j",
-	"SsF/VmV7tHkNJGft7/jfNc8lssiWlTLEqr8uo4e2Z4KUN+NsjieBzjn4WZUJS7HzANORQnjs7OUxe/z0",
-	"0V8R3goRyhEMFUG/W0STBRJBQCfjUCIybi23lu/7s5PEJWMQsnhZG6qXDeUIMdB54Z2RaV3JKXJAuM+f",
-	"e+dvgzJlYOzHIKC7MfbL8XcCNLcDG1XLc1llp7wyq2Ne8kuZy2jIo4lxODZKuy8DbRd4k5mKpMBwI6w6",
-	"jL3ON7ZizW0bzJfN+6n4ZzzfZdPAMb4/ynd5R2PEUxIO2CI9ALYQZLXWM2AWhAOMH0+PRsMomRIYR8Gb",
-	"bh9GuQVZSLuXm8weg4FneHDkuUjY1givgN4cs2bCLw3nJQmltX+dvJY34pTqu6IBRhh29v7staacbeBE",
-	"JYiAW+HvNPlud8guvzW0MnwJoB5cCjhLdeeHW3qm2zLTQbsgcox31HWBn9LBMahlcZWLidUc789eY9om",
-	"JVqPj0zTPKNDFD8/uddEZXzdUF1rmP/YmiUAAkdk8kg+5E+3yyEelMAe3NstMoqbD28vTDfJ41fl3ZwK",
-	"sF/cKoal66s57RhvruCcUKNbJ1xkjgFpZPy8C3LprWRqA6Wh2qroBmvaPmk3hlxwbdhX+I+F0sbFrmfy",
-	"ClM0AZd8t8GoPtjbDivxqyhYolsr/fUKCqXNa7tDQOtHgVm0YIeQmDYjTFf9gEWKRTFzMNdEaa5qxI7b",
-	"O4Q/sXaU7f7w6sXpXpCKCOBZWy9p9xFtirOvI7HUHqlzL3stuBZ3FzvrORRiCRwR7RLiyL5xqVVeG/G6",
-	"R/qefAVZO2tbgjI8Z05oA9TOQ7Al9FxVmITAC2yb3twIIL42gOq7FCtFdZ3eLHyg0SxZESNx+7elLLS3",
-	"Y7CQBDAM9g7x7WuiY6c/nSuZCmRO92JERraVBQjg2LWwN0yiGor/04PO8u6xKzqXkGSExd6lqKTKWuMa",
-	"rOltAOSf3mFhzgV1J1U3otL/ZuuyKfD9LKsTT0cCM68B9JNGs1yl3KjqD7yGY6vyPlbZdsZvO+oyteM9",
-	"vUXI5Mtd2netyzx0c5N4qsHW/Yi0jZARTYHbIIThnxrnPmz9+8d4XK/TDBEfb4FV2QP72JGSeVHxQgND",
-	"9gUxOcdCqMbf5cnGI6qwzuQo3m6k/L9X3m4K9fUghwdk1F3k2div7Vi7OU93kh1VQoZ5mS4+8Jwv6c9F",
-	"jX93cnmPRL6j28a76SNTndq08aMob8VHU/GjKsZl87KuIOrnJk7BBcB4wT8fwsE/bks6YblcSII5mkBx",
-	"kknYxNSFSOy/1Uzm4tlNwia5uBF5wiZXCZtci5UszIeFLBI2uZwlbJJW9r8L/tGKkv2xnmn5C7xDfvww",
-	"W9iX8sr+JwWFNNHpBzOvhJ6rvK1nNsMP2G0g/2t6PobSuVFBXz3e1EGA0hIvVyNBnPkyvq0J3GED7F8J",
-	"XUV91DhV9d2eQ97aDUN92DaQtCarIckikrytIz4M7ogt4vpeEmfaDyC1MFXIyjfykO3pVx3Eq4OAg7di",
-	"L/IvHgBXDBP8sIk4vpHMxCiFjtWb96rQDw6GySCg2X6Vjj3bTqXPH0N68vzx06/7lHdHaSg1jLWht19E",
-	"f336zcD3r4fMQ3nejNq1E/GCkWvtjO6rvJIItVVEIJLNTT/cI7rwKkM5HWeUdCTxbZol4/P33ANhItoo",
-	"ozNiMt06f+89jMNRKS/s3nJ3FnNYzIwXjQPoHQpHm2/F0EqhpG0tljQBJEcnsRX/Vizdea0rG6qQo0wW",
-	"7Pjk+Zn1XolsEznTHViBK1lVhbCeRUEqPJeQdAHnzrxYhQVnoznm/XYb7MZ+u+05H7EfYzZO71qnduNV",
-	"b/wY2TYRniLHbIgxvkShzHdipirR8xWQurD+HVLbaZZb7CG9R4m2sXL9OLF/qiFKDpnbl4Lx8OmgAn3z",
-	"+HFo0mVBk/4owiZWV6XSHWNFF/tmJGb8/ta5fAlG+/tK1eXtlvBLXJoQg7qyr2kW8y3Wb6/5/7IS1pz6",
-	"aKLpEiOl+rnUZc4bvbmVMA8O5N3H0KNx3WEUQSdBVeJRbebvbkR1mnNZnBldxsi0zGYSFyGlcYa1jT5J",
-	"hyl7tbRvY1Mi2Znus4u6KhDWlinHvRnS7PBKuCS5QohMY1gGKkshSc5q4Cketb2v8inbfXJwwKaygOX/",
-	"4VJlqylT1kVbSt3CtwoShruiebGZHkHUwWujEFA/WmOsKsydguhlH/+kfc/fAQgkgsVi1KSs8zz+5Li1",
-	"gCeGUOGgKj1uZWTiRqZOZGNOzLu3fz95yciVtV7k9989/ubRN48a2Dcq0hr0VbCp7jbwOsBDNK3Qj6Mb",
-	"6eQOfS41lig6wBuW8qJQoM6D+r7NsQdN9jcR8UX+JlbEmQ80i1bq4Wbn1xl+LXSLpRmQ+WfghMGdY9zw",
-	"OdeA1NOfRq8pU5pw7D0Azeb3zLk+Nb/0vy3lC1FxKI8qeTExMjeTX1SrUDfkVdXnc145IRp4M42E1Ezb",
-	"hzBQyeqyQZszdoPvqPnZyuMO2NXISnNenGslcOMGJesT7CHWIELw1+8qwa9jEiZK+AhPROg9XkKfzgW/",
-	"6SqQCvGRe1PUcE7C8LPV5xchp9uI589az/ismPcxUjYgwUeRfX/2ep/BiYInSliw3elf/vKX/2uasKkd",
-	"2P/5l7/8ZboXuJ60gQT7SsIuaw8L5GmBbQdFgjFqXmQMwO204XhIq/lCPGMcqc8LxguFHNKUaet2p9b2",
-	"1WxUwDQKeaqRLWpvnx3Be13OaviOSizUDWqGRZRMblvuptttayNR+25By4V20HstqnvzBVmtRXUbKxLX",
-	"59t+t0bP1bJwqbmpKrTKReDd4beyNBe8Gk2UWqlcnGQdzoe9yKRPMBzwPbgbhkrcKLen2AEBmlLC1ONI",
-	"XXJv3kcXaA4sXbjmfA+cmm076ZkdgZJpJ7FThXv3T+OETMcQQd4VfgKpX9LQwTIigVnvvORaL63ZlnHD",
-	"I/nC3QcaHorAvjs81tg2B7FfLrtlcsFX1mIBueysi36trmQx3H3YR5DT0razkdnrb8Tx83feIb+XBh4Z",
-	"4QfAHtwk2VFuMdaoisFJSzQX2d6N/XW3I54DzNM6a9lWne9c0E2isF8SiIPgB/AWacldy6/hYttcgrD9",
-	"EcWZ/QVsXEKs619yVgPnwnSQfvQE+jcXxO3JhbBOYFwqtr1zf2erWghYFa0wlr03YTWekvCFKq4gVwCH",
-	"ThZpXkPOBQ0NKOPhrFP6hlbRQ7jakwbLy0lUd4Q5XM2x5fNTh2IcBrmFj/wCoW0L39T9gtzipDp8GvfK",
-	"UaFy2GnGo9w2g4VtQvUtIN6GcLcJxk+svNnOfC742x/E5Vyp6+cilzeiWg0TF2V0J9v19SZHCfsRb8FK",
-	"GcirANtO/7iz18FFhK/BfxyrRYnaJtn5gUsDtMAGqqA9IVEPCxEAgqV1Jc0Kyj2pjFnwSlRHdew4q6kR",
-	"opUPTsZU36QfSm4+7O/vY+HwZa1lITSyUIsi09aMd+YETwFSBt+zCw9renjPjsGNyDWqYNq0yephqVLX",
-	"UhyS76AZZ9hXF9uGNKhKzLAKz7rDTw4esSkv5Qe444Obc0gyQ6fGenrwkkZK5saU6Lul3+GljsQtAau2",
-	"tKs3lSUvDHUk7FrjryRNnQUFu394dYKM3T+8enHaQGpoppWnwigyXmV4J1XfsaWqrsd+ABwkxfz7rr7D",
-	"qYHt3H8rGcB8HLJLWWQaspAqpRbQbfsPjCslrFKGB5BalcACyRZOiARKIQfxiZvLzn9Ozm/SydnF8QT7",
-	"2qiHUv5NhKD3xzD9cXBRK1dtMWHWsKHe5LBj+b6w3emHD6+UNhOQPXxsipYPOK0Z6pRXFxen53uHCCE0",
-	"ga3YDhqVIq6D5EJuKOO5VuDyYnUift2xrmb4eVNXgwnMeuA5T5ChgE3PRTp5KUw6n5xLI6bWPJu+g2tT",
-	"8JHNXKwg7Lsm4l+xaaqr2YdK/DcQHk39WONINGMdfO7mOFt1IKNgfFba0UO2n3/qYj7nosJAoxV3OAye",
-	"aH+X/b5K8BxMlEmqFou6cDmgC17wK6iuawJIDT0lrJ6gqN6B6Nk34pPaxx4TDLFPfFFvJnTic3mThl8c",
-	"7kSZt+KrHW2RrBjPFrKQ2jhBh33NJTPaj5NGI+V/ChLh6wUx2RY3HjPXNDU5B7ORwIxBhBhQCbsDUqTb",
-	"dKKZiTJXK1HtsxewO/zH+bu3DJht3IFBrckCngK+zXcQuddzXgo2/TVVmUgc5mMCjAfiJLMfbqqVNUn/",
-	"V+IAoP/Xb1PsMabI0NtdoJOk9cK+YHKSTa1nUKpCC180DPztmPokfq55rtmUmpsmXmNx4t2BgzwHS7RA",
-	"8ryGPYmmK1dXep+dcmvgwsFvoAIdr4x7RBQ3IlfwzWg1uc06YbBXJ2Dm/PMn+5FB4GoBdmhR+ja8pU/Q",
-	"NwuV1bmdN1NXBUwmSoUoDIwLMvRM7cun++wFTwOdBjYwyofbWcLzTLumP1oVM2l+nHpcMmq4uQl/mDaM",
-	"WjRKopipKhU6+jLjC6PhzPdyBdRCGP2QmsFMO1mmWRJNwatriXbkqrbOFoXzs0rODON2h8CwYvBl079M",
-	"2UJwu1PVYFj6SwkTH+0mB9Q7zWyibFjVaOVt5T8FVtUzZh1FnLd0Trsk44UqVgtVazoTDqjGwp5YHTy1",
-	"q3QuctDBJN0t1Yxv2Gfvmh4teHUtMteRZpd+xngpJwZ1NXUFbBFv+mjSbVYHQxQEo50BPoM3PeyNdoVG",
-	"bZDDcIC6u0NW08RvU2Gn0vbW1+pa0GG/UTQdasbwQyYKaXeNcHhwtYfCrNkUp2s6NJGoFntnsfPLc5Xy",
-	"fGK/zb8s/FyygIjbz4q5cjmBuVIlFHBYI7+accI02JgnNxYjpaEyqZMGw6+pMol3G3+JM1pJbU7X7Jsp",
-	"21VVMmQBAhjC1NrgqpK/wG/PGBqj7Mf64OCrdKNh+LlZRXHTUYsi20s83zhYctRfu4cdtnKFEmugCFrW",
-	"vPB2u0yvBRBj86Zqhn40WI8Qs8Irk9IKoAD/dL9rvLGhCb5zCpOjvU3qPhAPBX2hWLtzlKB5qbKV21gB",
-	"LErrWZ17Vj+N+znWzehGLR6hxafZ7o879Fh4M6uLnNBMjch+3Nk7pOKM3MmYe4hiS+0CN0TAh/qj0CZ1",
-	"I/fo4FEzP4hKSwTzP4jLcwWfV5cAor7P3vkyOk21IO22IElA5qIwz7CPjcirWWPkfEc0uv40B7YCtvud",
-	"G4hC0ZdRNQKuYjsWtqtUJUKBwb3D9ochBxpG1OxSRvMON61dgvEWN7A/cTxoBKIz+6/Ti3+whboRyRph",
-	"/p4D4YIuEKUWIZZ5JwtJK5bWEqOvk3YLhCAmZ48/fnRygDuZey6BgqvUedZtd/1KFKLiOQ7Po73Eu0EG",
-	"m7dCN7X/Q9VIU6IrJ/RnIPTf7LtZ50Hcnb5tuPCOqGN+aTuTbUq3X6xKMd0LKPmgFQfJ6RDTyOAsDvtd",
-	"TxqTxwePmr6dPz/12Ssw7U/AvK1kem1NvZPjF9ZoQJIG7SFkvv3r46+dXQTiZttckw1oolBmjiVZMziq",
-	"Iltsl2PAENVPE8bGkKj9KVdXqjYRYeAFmyLJOYIdTvfZEfu5tmqg5BVfCMc51PTEQ29kIs15VIkdBNun",
-	"O6SEl06tIYi5OmBjcWZ3zVLkhoJUFEh3/eSayRnpSijwx9PPpib2MFYTu94mxFl4hunDe/vsTPAMVzy2",
-	"I7LGmW9hlFld4qylNrRdJVIh6UTVrVE0/tyCbe9q1vOW2ogiXU3ZbjO00/ObNLy2R/kBGhYkRgY4kmBS",
-	"JuAzNoWtf5qERU9JM2R43nXIprksBLeb4mUuplhjjMXz1UK3QNfzxtHGhWmVad58sV0gjnoGjEaUQoRH",
-	"A4ceMixb6ENEX4Xrfga0OiAcXx98tU634rBjBbe+jxXAZpxt07nCjhurWvxSW+s8ntTjIGDowc4xTKv9",
-	"IrUscD4TdyfoCn/4GZyVA0iv9VbtK1ZIg9P+xlxpss5ww225iQHxbdstJEk4NzwXzmTbddfOb1K4MN17",
-	"FpKFLviK5dZqIFhatuAwMpWqr+a00YArj9p6n/1QSdiFXFjF8dy4pADUwGIFU9LMSLNcA6oRr0ZhgZOX",
-	"7KcH7d6MG84yWYnUqGr1QAMHJDmMUgP+2hImYFYJMdGlNTYrAf4aKQ3Nlthn6sxfg85ooyp+JT7M6jyf",
-	"sl0/otOTQtezmUytrXaON033Al8eidSwOYmNZxgYwpFziRdI8eTUqt0UbWcMWHTkfYIgJWz6EClbpi5e",
-	"k2HYFvIBGrHDi5D0Qf4jpiDAIY40ufApFNEA0dHpSYC9/mzn0f7B/sH+o6ffAmp/KQpeyp1nO1/ZH7Ga",
-	"Zg6RaMeLa525h5dKGW0qDhmJZTTj4hgOfzSdDljFgO5pEOFBUG4H3yYLbXieN3vRWobJPnsXuh1ktEMW",
-	"jDRa5DNUt95y4N6TuFx1ejTP3BgWhNoGKjBVLmWbN66MCxmB0pC4P3H7Fm31U2VXqHZMv7vTyYSuTOwv",
-	"UmgrPO6rrAM0U9WSQzjMrd7d6Uv8DcyL6X9O/D8nf8EfzgTPJyen9h9/l3zqffBcXguw9Lz/i2UAm9vm",
-	"V7QntgiJwciEgaRwwzyIRaganBrYIhbKOEi4ffZSVfCQbj4LavFzpucizxNMLgeDTeW4oMsKEK54gwDj",
-	"BQmXI7kKubqiuFGh1gQGkhI1HTvIwqm879x7Jscqs2pFUsAeih+cCe/nMpjwXc6WlYK9JhN+i4ORqkSJ",
-	"aRCqEJo9efztnpVB8GWjvWrtTptj/+0hhLuWilWYE+Nj1+IjT411WAoB2B37ULdK1tBJtvNsx3/fkW0X",
-	"1iXt73rn2T+jANjtkfXWRzghD2CoE8JfIKEJ5XtzkQ0cHbTnwZ2LcEjbGUi5+gmPAYU236kMElNtV4l7",
-	"J6j2fvjfGhOGm1f3nXO2R86lbkGAPX6ear8naSxcuxSyIB/SH7Z16bT9nfA802oZOODEfQVU6eODg3v7",
-	"PDzGjX9NTOG2ipZ/S3aeYF9iTfg+P/yOZ37g7CNfDT/yUlWXMstEgU98O/zEsSpmucQD3SePRjRxyle5",
-	"4tmFUq95dSXwua+Hn3tfEMK9yCC11rps8PDjEb28UOoNL1Y0HEDE9vWYITwpjBWtHGHxw9Neu36t8HtA",
-	"cNo6+6XMbvb8SkPiC8F9rm9xLucnjGjvPNv59tsd91sTUtx5toNhw+Ya/hMF+LekY/+fNBk9VyKKbw9U",
-	"Ah53skOfs5UwzblFkBsGlrueUzSk0Wlg0liLwbotrmYWDhbhiiqiZsU+OzFN4GM9GsouRcprbTedS2XN",
-	"cp9m5Cxz3/6mgv5eGK9pzn0qzKda9etNdSiAZrxwmva/KDG/EJjh5tPoUdjb8qGNzHPw0YyyLhzprk7x",
-	"v1cxT3lp0jl/+KvMfusR8SLDjBjR2DX0ZFBY5DGLoMo4w5PV07ffM7ngV9bnAe7lmbwR7tQO5NmhXNYN",
-	"5m2wVzublOrgZ3JmhCjYQhY1Rn9oUaBVC4cErnln4aEX2EAsBXjFMCdBX9zNeNLWAjcGU4zONvfp408y",
-	"CPU09+QQzoBP9D2UEOrVdTA4KAbYIuoDiLBJd8brTbQn6INhOWiWIOAz5FGWOU+x9GVjlR5j54ZMqAhO",
-	"agg2DiaQ9Y0aA0hmGxt/aP74NKi6hjuj5k+vugBBeVgis03kxYhyH3l1VDcEU7cA2krM2KEsU4yT3NpA",
-	"eDL8yFtlXqq6yL4olYRr2S+b1MvKZ1Y2Dyllp9u9PsH4o3exUb34SU186jBusBRs0LoWVu8UYml1VRIq",
-	"l+VcOf8PgoFhxj7pKCs3Ks+s/rCbY6FYroorgDfzcc59dlQwIq6wN6ICX2FpA7Yc9BKc0XCv5/raYYSG",
-	"8bBAJ2yu6jMcrLuvbAx4g/K43SLvL3sbscZvbxLQ1x+7b+la960J2L+lPf/lrFeYrPUFSwcP7W/9TKsY",
-	"oqgT5z72xMco3NqqCmgs2SuRTewHBVUfjIOJANFiWVyxKa3OU3q6HUylFBg41/AxDlW0QhzNMUYQZ5vu",
-	"gZmMaD4bSQ3xuFpfjsSz1jl2LCYVS4Ag1ZALfg1AVA6qvhASI1xYlkOBd6jH8aNYqIqZqqmI0T4oK421",
-	"SHAsNoaPQazLGppLXmVhpY8zltpW1wNN1tGEhM8+DucjoGqhXBUOLadOgPddjz5g96cJU7WBaOPUvqqu",
-	"xHTvEK0aCKHDgUXg3Hh4rMSH68kme/L4WzatuBEfCLxrGhyxLGWRqSVVvmptlbRTBX7QwERcCCqW9z+X",
-	"KpfpKlqwrvnKOnarvX12lOdN2ktQh0BpeDfq2tpnTfFBiDsP+xCG+jFFEs/NoC4tZsPhwnm3LNzE7Xya",
-	"wBG24xoZCBy5jdJJSji0nzcgFB61dvW2VYXkqlqabESXuxtO5BKoemEib28WPhoTnOGUaCOyP4NN97eF",
-	"NsElVJzhCiQtBxSzzZqKb5aNpoeU5paq3xm9o8I7N/ZO0HF9O6ZIr3VgL1K/wSuGQugwZqtKyA50wowa",
-	"j5SlhpL5pWKvjCnfFfkqYed8Ic6lEf/z3FQyNU4VPYvUPASps3NVmYl1a7NoIQXtgJAwHs9yt2+antvt",
-	"QUybpBH3gVJHUuC9jnFp/dQrbJN+9G3iuyftSwG+4zScAbv1v6UNlqonyhLLg4nCDXK4LuivVr7y8fnZ",
-	"S3oInHZSJdFs/c1k/cgow4akRcAu1JW/v89+wBOcEJGFtsWDR3Ejxx9aab4iHAIfhwKFh37TRlymroT2",
-	"50mtoMymgdARlgn2cyzH585ubR3MS429p2tNrirbtVPrfnYJfGQdOksPX7JHErYZmXFZMhH/p4AhfY3R",
-	"J9jAuRFeZsrmeNF9phXIZih2rSmCzUL90wRGEMED0kppPdHSNOdku2ulFs+Cm6YY7LJeoLwqfAHGXtyI",
-	"XKu7oFRDZ2BJf/DuygGcVYaGmp2RTWMDRuETGRjw7hEHUgxPpFpmGS8ycvGdWCSk0tEBwun/vJYHlf6c",
-	"02bQdShFq3wJ4LOiIMtDQiYxmn+QhqWRuRpXOPT1XJhJV9nRxab+6FKTVu/TW/f2WyeUG3GzL9vO+bc+",
-	"I3tX2t1p3T39PD4+pjp2GypnAVaEs7G8TV0E5STg5FrJJ+OBcuRBXKlaAJihlqq6RleJttVWVkUQJmu2",
-	"Do05vEXmAD4ulXFrAAtAEdxvYyduOeuYt+o7bxQTBa7XK2tCPTn4lk1TMqWnUe1pB+p39nZCjUMuTFzl",
-	"eJfzS3ZWfi+/4YWLgZBA39vKi/sCiHXQceBm6qoIgCguxVyu9y6o9LW/X0uSW0lBNm5a91hZELOZQJiJ",
-	"DRTNZjNxEBirJkkMDeImiJ1jhifaYxS3USwTqYScRpnOsTje/qrnaonPw5dITVylYGIGRUOUqXoDGVFw",
-	"K0S94idcGIuAzJBPud0HzXRFRTZmwy88hLr4jAvt91o3z2FULkWHeLYG5L4X0eApEqapb1pJDrkJjl3D",
-	"aHprd4K+gy+NF2NuskvDCN1ju/20X2Q3OA1xz2cMCAcKQ6FBV8yhfba0K27HShHHw6BK6VLBIeI5D4vQ",
-	"ZaD4MXed7WIdFPbCVwNajwI8lcJudCLzb9glnCBVm6QJaPqTZ6orgYVJ8bS9IND+iE3pRR/okek+ey2v",
-	"hd/O7YBN2nsx1ga4AoswtbABcaO3PtD3Vtzeebp27vX8F+RA0Px1behhIsAWjkRElkPL7LaOxL+knus+",
-	"moNl2tItjdJAWkPUGqFm+OT2u8Mq6DQuXkM6WgNpoPIMGMpkpQ0mcNOapWIih1Q9l1U2KXlFsOlQjppT",
-	"uSHCRjc51UbeYJY7LPFDB55jLYpLWZDiPHr7fJ+dezRJjfYGZC8jpuQzhnCSLs8ZSw47UImBiUw18QOJ",
-	"JSVU3hU7ZrEDcexGa+NIPSYnzS0PTzn4mqPuA5CfEfdSZ/4mVhCgHv9EAAE69pE3LUTW8c+9VZnY6oHn",
-	"Dj5420cacOPxT/4dsDHH339UllvcjTUnWz+w1Re8ICDkLb7Bw1Nv9wxBY28z9SHo7fjnXjkk5K0eOTW/",
-	"bPHASRvLeBtZ09ZaQUCtLQYwNTXPt33q3CPrjn/me8KxfgkqdLsukhaGbrrnP2mGDrYMKHYR2ybEsXP7",
-	"z5d+1Pp7OVV2DB2BULNHOdPB/7RpPhx8HTcf/IDfSLEETL/eoraGxiDMSHWuEhSee57u6T47Dms/20wA",
-	"sEeXuTRMzWYJE0VaraBifqMK9VqsAkJRv3GzKUAeTx9OeVlOH04R9WnqWT3qAo5JHOQqvWwXQ3fYxw/4",
-	"zAcfydujvF0Hau7QNxFqYcrbawcQX6aEijc9RHQK+4D9nBY8PR0LecqAKcItao8G7r0zjlcc/6arxQdH",
-	"zipmgTzEa5khMDtOy32irJCwjYHDG0o/s3c+0IQMnnhKUZAIg3Oql9Kkc8RL/IwHNm4/6MwQxkm7j5Kh",
-	"P1M/voDUD6wr4m3NeU+KE9HgdmLO1kOutTATQNScieqh+OgA+KMu2IuPWDNEsRGSwsaJ8qoXoO6wkFkQ",
-	"YOdMVA2Syi6mxgMk5r7vaLsz08S9gj3aaztcVjUTfD80u+ZZFcow/BKRHbKqLrDyA8M2HsECITQ3dRV+",
-	"pDNGbJc+acEQNXRBX/2chqhr6W+M5b9FqBbnBCVNh6J2v8bFiBUiF26FxO2QH2AfLSth3ziFUnbifUas",
-	"jj0PONCkPbSSSyh3kxu2VHWeBZVVCSOo5oTpa1mWrqQG0yowwrqcr/bZWh+A86AFlQKWA2F68DyfqGri",
-	"e1VgbNd+L08R6pE3DxJuzIpRcguTBPawXlHNpjhSTdqHn7YrXIC2uX0GhAAEV+xpbdCSAJJBb+tkRIl9",
-	"uWJgVj3kZfnQMUDXhcuVBIRltN1wjOAkl5BPIK1mCQQ/7X64rBNggpcLsc/eNhaCZjlvcp1KtKYmQbCo",
-	"VCrvN8HApxGREO7JIq5sPk3SrLV6ocEB82hTYQcoUTivREvx2U0i1//eJNqcF2yX5H/PLpIG9gql/k9r",
-	"6Y9sLZ3izDIsgrAL23o2pJk/vc2Eu9C4OLXbsmQBXqL1jxqUIFkFrGZ1YXRvrPd7bPYLCvi6EA9GfT9D",
-	"gAYaHBOlwVH/M0bTE6NpC+hnjtEQb500GpbFWkSkHQKBe8MISH90AWTkc4QYWsylHTsR9P0BfGTSZMMH",
-	"9/0ueygOUV+X/4ws/MtFFlrr/bPtkg9/dXyWv6E+yEWMAOQ5/K4bIl8H/1c0YeTDhoeVRRREocwHoKma",
-	"hiFSR5dFxjuFKkwDrrVQYN9SaUUO57VB2iZ2mO16gugC8QzBqkRkQ0RfekbR30tl5psaCr9vTUNtt4+v",
-	"7bmfdr8dk7zZKAoiLPriFcW22Ad/mAxQFK+GQPBTrvVkp6x7iqa53/Nc9U1w3yhCxfbK2SQLv6eVc//W",
-	"QTeveccKokHwtJNfnjFAASfHHvwvtr7/rQwBlM7fwRDYDJiNTPECPGJZXCEUShNu20VPH8OfmdSpuhGV",
-	"yPbaKWFxX5rOQv9t06fWszK+kKwKkpE/syvGeO49UehPfhrimaImWvAqBWwkfilzSDTtWNXneKKBVbz+",
-	"BUyLBS+MTBm+ySGBQ0Tvqq5cQaujsicmxTZo4FnwNngJoaPSXSIL4AvDGqy5KoQ2+YpNPeD1MzwnmcYL",
-	"N1xWATV3Dq0dN9/+6ZdRd9udJR7ujn+LI0LH+u8EhgRClUTYUAkmMmmAcvdTr5JffYrRSK9XGwXneWHu",
-	"0qwSxJq1ft4VOrgOE/isLgpZXCXsnGhSE/auyGUBJjhUe9OZ4+ZBnfOjK3zF9BBLG6XbSNmJ0Y5jBWA3",
-	"IS+mlf6jkeW+EjwDBHZXhg/12wPu8G3t+ZPs9/eBw0ScP73gL8QL/qRJNEl/5aMqRDulzq7fDHN1ifDL",
-	"1Dx3dBS8Nmpit0QikcigjEDNZgjxqX3Oi125mPHStz99qUtpXDrbv9zK+b0Wwpng2SdaBv6Apx4AzruS",
-	"N6KgCMdw2IedkwNgH6XMrjAXF4prkLsF1gWWzgR5XwnjsEwi7BTAjkBsPQ0hLyzO9l1UVmlv22c/eHJM",
-	"t5yrutBYjlyS35X4zNH1HRqamVKO7dSBdxIy3m501917trbt9ofC7rzUP3H8648Q+hqKev2r6qU/T8xG",
-	"Bco+dy5u4DU8JL9edCcaXgCxYxPOA4KnWV9wAPL/t8z7j7kartybag96fYpCmQ/UnYhnTaU+4o9tvri5",
-	"+lNh/O4ugBMoxtdDip95/Za81j2L95QD+ZlddgtuZMqcD/CMFQqZzAAqKJ0L27MsJOUTHw2V4ED2r6lW",
-	"+0DFCnaHW6Pk+6PJRCbGYaAtwtA68G7at2K7lyJVC6EZ9DHibsDv/xIOB2Uzt3ywkr76zxX8O+V2As9L",
-	"a04+99I1v3Qv3DfWk0jYL0otNAMSFFU6OLGFqHgAXG/fd0igoVgjZz0IWsku4AfLD1LOtd3B99nZxflp",
-	"cwLmsTK/ZdPS/ALbqTeXpofs3du/n7wEZ+P77x5/8+ibR92PhtyOjTqRFcugah34wK+I5bWJs0dhnhHi",
-	"zB1CmV++QF+k6RzRAw/4I6cX/3DT9Lu4Ik1HHY9xp+4iYQpJnP9UV/9WHso5QP2FMns3FYkaQO8TduEo",
-	"Fdkc/EmhRwHCQXeDhyi/DpQPsqaKzB8cOEv6j6APm/irXcXhsHzZ1tF6b/tUY3Dfn8rmd43rrk/H5zzM",
-	"3Fj4wzh2R/q6tdKdw7GhDfgVl8UfYr07UqN/4TXfoLf9ufq/nNWPWG33qwButfdrYYwsrsbt+9jCg7Ul",
-	"v/Koawte1DynwCThbfzx9v1zNyRf/Pr3Pe3Z790E/7naf/e9XjeC9ckPcM+FaWz11oJEWgO7ebsFRooD",
-	"I46ZYshOCKXhpxf/QFjUFmHsA+2qdXFxNYTCGDmZcw0sYH+Ald866bzPxf8pAyGukyMiIc2ct6bs94qM",
-	"/Kmx/gyF9HNmfQJFOTZcDIcmPdRYyPGAyZBGTco6z12SF9slDmdujFiUBGYfHMUYuRB7CauErhd0XDRh",
-	"rXQxOq0N81QKtXQA3zGktn12tn5aa9W6Oy7b9Ue39MuH5hR5igxXmdR4htzc636a7gUp/Jt+k6lWf4yD",
-	"I0iiHZf66eCtcax9DPlPu+l3Ugh2vSEjGi0yBAi3y6lQy8+vHOqqmNh1j6up50i4NrFMcMh8kwURY3WB",
-	"DwVsMlYW6dMBzR/PfkPMyDEZ4EBHS3keTjVs3h9REdFlX1eFgzlTVIH1xz45TkDL0uf/udh/PyfJilaQ",
-	"1tBeJvdZEjV6xWOdxP/P3t83t3FjaePwV0Gp7ipLd7VeHDvZiVRbTym2k3jXibWSPbnr2cmaYDdIYtQE",
-	"ehto0RxXvvuvcM4BGk12k5QtUrLVf8zEkvoFQONcOK/XOcz1CvdItJOeUDdiOOtzqcRpqIBC+SamsiSq",
-	"gEw6M8qjq7syy5Ol0o2onEPcuNVPmBKzUEgZmM2AvAj5zLDQcoD9cXI9ZnrEuK+AqEtwLJ+bUBSyktzo",
-	"Epftjf4yIyq5zwLOeg7/KVV2a97rN3r8c6mnt7vjnb7d9W/dN9wJgtarsUkBaCQ2TChbfoue5nstGuUR",
-	"4ES1XDuNHhnFCzPRdjO/ccTPTPcFEy8J5aSoeSNts896Q99Tzq2DMDnlY/HEALwi0sl/CeTKJIJAtGn0",
-	"TDmLGPllsQkZLx1yUithhr2ErUyvhWX7P5wQXaQ5YEP3hfHokaZJP54iXEPD/GGpZ9CFiCtoLgajhOGF",
-	"qgXq8FeXJaxyOl+F1VwCzOaivoaHjWTdEyXkqSZ7Elq0cDvZS/YUn4r6q77Oltw9cSedKf/4Rqixneyd",
-	"Pv3ub8neVKrwc7LUZ2cXNltYj672RH4buTPRffmjHi5WtUXjLSL4hd4VFFVzVOR8fgu8OMZORCvS8igZ",
-	"nsSzWyJJQRwgM64u2cBL/iBIKxLbjtwfrc2vUMwHbP/pyeEPJyeJZ/JlP5wc1G3N3l++8dIVI08NJRKK",
-	"edGHXoMB/Bno75S2bKJzfNoCCoCaRXPD7ula5fPG7J4YfKGhCqd8Trk03NLE1vDmefE5x6X+WjDl7j3m",
-	"zYVY4y3HpYU1z+VIAHfwTr3kC5+ti9AX9473Vb2/fNOT+XzNbu9fSq4saSaomIRebQ8JtuM8gdaA4zvQ",
-	"9gpRSp3JtB4u08qBs3ffGYpLyhKCdOUNzwGOn/1wUuthLTWbTzqVQ2zAOC75EGu2r8V85OCO2UmpqzH2",
-	"d5m6b00NoZE0kNt6AG5gdUkqgf5/XLz6ZRlor/jNIsx2hwwfHdBuGJj0xTAbkcjtHoDXBSkNd2LqJ9HD",
-	"79edgG1bYTZ83h07HWvE/WRybf/ayL52UOUxxd3F9gcIYgPEyKk2lpUihX4RTrU8OGKvLdUcmBY1leky",
-	"gawJwaGVt9N2QdlG7WOATsKwVnRijeEoQ121VmdPGfdKetBdsJVXbTVLAnQeK/H+agPNrqzl6QS6pER1",
-	"rJG1jQ+aR49/fvJ8E6P7a4DtZKk3CZDYwpzPmP/Y7mhc/NxaiY5xuo2ycohCVVO37fHpbtOvHdb50p7w",
-	"ps6osSfc5mJA0uDXdNlZAkP+3wqrxmjM+LS9VQu5foyYS7S4rdh+aAbXHMtZMEafGG8kYJ95U9MYH3SN",
-	"2G/nxpjJ7Nw7BZ6yMOah1rngaiMfC3z6438WYtw837Abk3uYVBwL7hb7JLcdaYAg8MzeV3tXin3XyQLL",
-	"vFMt3vJVfY7O6RigJJPTEJLCOFSgI2vGoTCThXoVdXQS9G0EnbBRsDiUBcUauROsMUI7jIUrBwwqn58S",
-	"R0xT8WeziVD0AF6W8kaYI3YpCsGhEFpaNiPzgdu4q2GlRlJJ6mReH0FAHh5Savw4G+kxdSIiNDzvCrq3",
-	"BNGRPmYpuabFsHAL2KfU9FH2rWq78BlCI9B7YlQwVhfdcHRV12F7BbIJSFeYV5O0lvuzfaPhYA8ZelG6",
-	"jNI4eQcAYy7VQRKQy8OEu8QpkZk0BbfOBmCpg6M8hjpdbIB0R+wtxLWc6uugpqk8slxTJzcigmwBBF18",
-	"LXigi9VwAEv2rUr//QmzLhaaJBc7pVzANsfHU62k1SWlxK0PBldl6fTtibNS3KCFGrtDHamCQU6wKanS",
-	"mcBiBTjvOZtIY3U5ZzOpMj1zAg3UdAl5jPyf+Y0oOTQQVFazYeVUd3PEfqbnp3oq2KjUUzYRvLRDwes2",
-	"qFg5hW+e6DyDbl9TMdXlHEO/KgyrqT8AO8Q8tCwlVjtqVVIKFDBAMF2KdqsUV/O3ejFvLfT4BEqeWaBj",
-	"BxPJY9DCQpLGo/QM7LKpVJUV5ozJsYJpwPLTPXiC+KU/YifUJBv6u9A1XbYQ/fk3fH7DIgpmi1T22Xd7",
-	"iTPr5NTZn09PTv52AvYx/nwSLBoo8hBlm413KZy5k9rGbK0G/7D7fmtG+LvOxOusy8z84dkGViauU+t6",
-	"r3k53Nm+OBm3Ahrg7m0wglcqa3//WQh7qrWDeaWyOxjKTyCDbCYzO3E7jPz89UDSiTZCeXJv2pYTZ6Jb",
-	"9GY8/e4kSPLqEeO7KNS74R772w/PT+I99rRlj231HF2S/ZZz9AXhpsdJ6OPpBa4/Uu/MZvfd++tjDS09",
-	"Wuv4PMUr247TZ+3HqcOethSrpZP0mE7Juz9Rk+A0jdB6/WlEu+9LDqWHJkG91Nyl1NDaLkvPjgQm1ynP",
-	"Dykfcq3YcJbL8cSyUhAxd51RNooaTEC5RawUFqVOhTGnbKxLXVmphEmcHllAaZfM3BJ4ffHFxXvM4CmA",
-	"PjkXplXU3riBU4rtNptPxO8JsY81+XWPot2E274QnHBf+Inx3zgswjY3sLHcVhsm0bqZKFMZZkU5dZp6",
-	"Jj4Kn/OvwTF5I91rg6uBZBGOBDgApmI69F2LwS1XjUbOVkJlQvDcThg3zAi3Y52JFNbliL2FjatLw5yN",
-	"KS0wPlPPZsxN87kY0PzdUD4dd2qmf3HOx4YNxUSqbNWxc4Wr8rDPGhpklwOU1h4/cH/U3Kms1stbC4Xx",
-	"e+bOZRW1qWP465p+ZySnvusR6WFwZwLGZ+GORghcOGWtvY7mFdz1O7xui9u4fk1XVYfbx/EUjh5NX654",
-	"1tGWwl+37ajnn72jjj8p8Db85f64yf4KGya4lPFxTwzLtS6gytTrLOcXr5FpGHxWY6edVEaYdfvu3I1k",
-	"TVqEu47JbGkMfl+3ZBwo71bZPC1il8UHjfmvkon6C/S4fqeFTSoWPCSZ8dt4Z1K4IRlmoT1ZA8K5byRi",
-	"klrgfHDIbWITygsmWl+D6Dan26oP1VtyNTHd4xHNTSjvvmmSu3urJaLurC1S2s5gt10xjbpXrjahAmsl",
-	"jZbGvu+zw50ZBCfjAcPO8JRb4ywcfInBhHFpqMM8etD8WYymPREsVW4B0eHG00mCBDBUqITBa2+aEbIV",
-	"OQfRjHtpwnqEPBkcTt34EkvEPZjMuLIhMB7abk4LXnbQ3KEk1R0oOyytZaFqaq3bgZClwMHbUBsVYUdX",
-	"AIAXxd4dvc1nHGVd78ILumNE94SQi991pVIfb7uebGuXwOru2mAFrkR5I1Pxvia7W2qUCm6XWjRrfPPQ",
-	"1STK2S4m34jSrOoJHmtNNEzIqAG7hG5GzcgbLFwq6pK8AJhrtKW/00gesaLkl6ADAvxy9/rRXab7LqpG",
-	"N2EfbkkCZ2Lo7IlDqYb64wbOAzQ+arMFH2NYoY3TI0hVaQhbk0ImAc2m1oCqgs7K/7h6+zvjcKQIeSOy",
-	"I/YKXM7ujUwadi0KqOXQSrABvvaIRn/0j+rk5Fn6q9bXv/OpgJ/EABlsnKImgEdk/sQ4WaUaB/yjzA5I",
-	"FZKG5dJA/q+Z6Jm7SBsRWHAwKRAeA/QPxg0l12rs/ls/T1d2qD/Cwehk0elhWBcoMUdI2TOWizFP58wo",
-	"fi0+pNzgojKHD4YSgMopzyUkIw60+oAL9AH5fLJB6Mo0eKuu4E8v6C8Hq/wyf+BavYYPfVvP+GdR5bQo",
-	"R8F2xbgAnwq2LySkOY50Oe2sgpjQp+1MqXm+qXqGI6DtOiR1Lc4l7xoCXHMFlzw4tS3+thtR7JCM4Wo8",
-	"dAi/L0R2y1mpDHfHIQEzrFiMxwAQt8BjMzdWTI9yPW5DZXjaMcLIBnCM13v9A29r4q2HUWO5yniZeeAz",
-	"bFZKa4XymI03+5RDqGnAqKAtuTKe3MBEpij1sCVaC0ielrFxK9SNyHUhmPjIU5vPGbA6u1dnwmFoCQCH",
-	"O5m0jUHCBjDA11n4p5N794NOIUcgO7fvbep+gZF39y9Uqty/Mm754OCIXZQOB6GbhB7RrwFvoqTKjCbl",
-	"cN9dBacWTy07Bxh2xwDMePDfl69enr949+rln4MEJqH8DKQwR+xlmA3RVVGVx1RDNf7IinIxsFMfD/s4",
-	"ybew+pf+12Hy+Pvf+MdX+OhOjK8v3gG4bxPRcBIwn02gjLYtCkKPZF2d9MZNOoNYW9kIzL77fDCjlJpj",
-	"qUa6E9I80xDii6eAQ5z5QwyvdHot7Cm23OZ2kjBTDeve21NhDExxXginrLm1U6lgqpoOMQkHayxMNXUP",
-	"z4EVUWXksMPFGPGpzH0vqpRjhUtU0TyTec6McAqLU2Dh8jlTQmSGiCb9uhDOTEQpDlrtTJ9E42YXJvfa",
-	"Lc8W5ar7pR0Wnl9eFv3pCyK4985htWJjhbluJAtP22XBzXfV/p91+5jfF+OSZ4I4W+phwdHq/ckNVk8y",
-	"a1qO/wN3QoExZcVHy4DKxLD9Qfz9f0N5GRwkbATclF4Xxp0PBZX13AySTiEDKFKjSMMGE5HnenCG9hye",
-	"VgP6sye54ouiiDMal87AGs5D931dWTbmhaECqUFalUaXgyN2DocnB2+UUiK1CSu4CVmrRpc101YYXNBu",
-	"3dlNj6JkIytVJVgJqXt4MEtbKyyg9ATMOMO6BRixT4CHZCaw+9ywvFcNb0ZuGCNUZtigFGaunJbiHe1p",
-	"Lh3KlIJnzaRb/KwxOJ9fvGZDMcKMrHzucEiruJCV+mOdV3biwCkNfSqA61rw0i20vhZAnONTv3QuQmwg",
-	"1fpaioSlE5Feu2+Pb0N7HLbiKXt+8rSmRyAitBoOE/b85JlfIMF0KcdSoevN85kRT4yvm0O/OCySu/mk",
-	"vnnhwlgAaDRhHvjJncXGc2cwtgUp3hZCtYLdOm/ei+UN5Q+WsKWA4IsJXuYSs4fcpkQ97vLV319fvX77",
-	"+9Hr31+++n9HV6/+y8mX1eHcaey6LjMTp7jKzi24dWi3d7r3P/99cvjjn5+eJk9//Osf/zjq/On/7K03",
-	"Sp8iqC8UoUDzD6BP9uFpbGNbfyHakk7JbkMYjz8jned61itoHYeU27OrDqg7PZfGQ+iOc0xtezYwMxcb",
-	"/ZRiLA0eGwE8i5xbJ5IJA3JoPFF8O53slGrsilIYOA/2Bxpq8ZF5UY9G8MMZUEfDPYC7lYpeNeEGW6Kn",
-	"uswOkoanMVTcuc2Kr7p6fYG2a6FL6/U97DMkS5Zyy3M9Du1GnclIQ/NHrLPi4I4BDumIFu7o/w78yYt3",
-	"t5tkv+DVL2mV78vl5r8ZmL3S1F8Atlh3fJLiust0Lvjd3JTxo7URu2zTQGys6yYmou9r12NPe+ChKdwR",
-	"1NB+/4wWgku24ALmHH/Cf7zOVhFUOVVJQywyYABJInttTZNUw1cx+7gl4NLAH1sDNqARDGp//8CPYcD2",
-	"wQdkJ2JKN/7y6h1b5CD4//nr/33Qbtc1duYmORGhH+J3J4eZHEtbdy6Li0ybEUQ/ipUxxCUl4buTjdSA",
-	"rQlql5VJH7SPIt6RIqEWT+vtyDP6xFGd30SDiCMshu37sKGpClHeQKhrOI+yjM1BUCxkCXS66TzNBSXp",
-	"JwzzAIBqV/Os/fz9rQ7YPNhSkGiMqxKGG6vXy8pd5gw3lnYb1R8NSTn+1Agj/nVcipEonTrWLUQvdOVU",
-	"TdBE4XJyEzUoafchkzDOGjYJu3x3AZLCcsENOEbRlZQ4ZX0uSpOgguwOm5JZMS2Aqu8AcwU55CNoqtqC",
-	"5MB/VtlYgDvGylJMsRa2bKtD+UXE8ndZz3LNqfhbPKkofa55BC7GYr8oY/ALWDFqakfMHhAZFOhcU3la",
-	"q2LNp0WOCnsro9/Tk2Q1mcUaKosdoVX0Rbv7htMVPWDdJWDV67oMA/eBXw4Jusm4/nCnuO+uso89wGGn",
-	"H5DtHIAtIMpMV3nGMk38VzNpBP3ZtFBxEz+cG/wpplPXzaxKEXFv1VUVonQym3Ir4hZ4WrWR+ESeUazo",
-	"rj26ipL/pGHK3cmEKnXNDXbEfsp1ei3VOP5k+DZye9ZT9kyA1F9rpMsUBmeEbe2iJ0sRCeNXDapbYhRf",
-	"WqQVlOIXtD91SR8lSmIoBTe7bnfcGLUbz2pytKIefnNf9TnZj4qKfGkb3/3p0MLi5v5w7DF3jSXY0E+b",
-	"nQWDwPksnCeGYpMd1aZQzOVfe1/O1TAXn9LYUuWyoACqL+cGa3/1Qi1g27tFyO6+0xF417LnKri1S7lu",
-	"BPsy0GbuJXvEHLyX7F1VaSpEBr/9GRpl7yV77+RUZG8ru5fsvaBjfiOS8fblc7d1BuXwYpDwL85ADW9O",
-	"oedSnYUaJZvsOxPiVGadCbF0ZIrsp3lnLuoPJ589JF2yCVeZ+1dlfWpAO6VN1wiBT8c9/XbM5RsOkFs3",
-	"Rp9bJ7GpX9dQRqWe3gELXcfX8xrimkFYvbUhUEYjRKwnuiq7RVCqVPzqrtiU2O7f/vb8ttyJL7gRhxJo",
-	"NaSVNwLzUGiMMkuIRcw9KPGxf6dXo6blPqtwh1vXHK7FfKbLh5OBHZ1DmwSj/Mfro1ErbNyGnhCpLcin",
-	"8cUmbUNlQeKvDVzYTeXlM5ByITG7VasBkq2Hpdo87NO9F+2vS7RR04mk4onZrbi7jbrW2b4s7xYyIMEe",
-	"YUbkIgVhx13PPEkH+Q2yKtC7tPjFo111BWNZ473pDY3e0OgNjd7Q6A2N3tBonBtd7EVwhPVKSLsSAgf8",
-	"bjWOT/Sv1cluSNTqGwwE7q+aarVWNcK2XaVbfEZbQt9fpb0toZ/Eg+WuiCffKRt9C5m771EXb9gdCtMx",
-	"Bne7g8+orBnGayY9KObhWGginN5xxM4VMcjwvBQ8m7MStUGqVbY6By0AoszugOHptdKzXGRjDN76EHQJ",
-	"QboopHyGoW1ZP5koHHylS6Uyaq+50Iwfxv11yPLdR26XZr+mGbSP0P51z9BClkHfpO5RBl9x1941GK6L",
-	"tzbgMBOWy/wLVAypisomzhIrKhuxvpPqgei1Tu94iaN4zNoHLcFqHQRZJNyFvTayNW2kXuQt6SVEo4XU",
-	"HmtKWSLaOk8FgpW7UDZbO/TYErVogk0VrEWmxU7quhc4jNuGDN456LXkrdsgdIDX/9bIF9sByxHO7qVO",
-	"K6d3dYtXtLT9IfwVslL6Hg1tsrIFJrxlOT52O3W+Iqm1lJaSUb1QYqNptCOGPL02rCp8zEAkwLUkDNAj",
-	"IQOAxMsSMEaiyZbCqUNgMyBjidU+79VdXxV12Xy4wxkbhkrKm8Bw7ubxQKDh7g2FeGIw0zWGgv9WIYP3",
-	"PnI7lwZ9Ds7uVX2wx+KM6TKpv3zUjcHbsqExuVPmyAU6426/LbPJa6rGZ/uDSGnBzukiGyRQQzlW2Gqc",
-	"DedwDg2i0MTgoMfVb924uTOKYYd8W4TzLgupCehFztWKjuFA+AnOGgfURCFQ4wVWJKAoUoiXs0yORt52",
-	"CQzus4kAMstovsgQxQHLeWnPnLgCpUZNwbcM3Bc5V48Ct91EN4VtoPABavr7g2w33s48/Jz3CmcPjBsC",
-	"o8/Wrzmfm0Yhws2uALLks8+1XgH8Fk1Yp9WKj3ZVCwk++1bN1fAqmdbT9CdeB3i4VezB4xuzVuGrfokI",
-	"E78mPvSo5LMgzsleUXWbphDxKnJh2wbUaavqPGNaBXPV26rQEQ7MUZ3n9ONnWqEPQejvXqFZJe+bGKZB",
-	"feyN0t4o7XWv+zZKt4jaa5WwNZbqC7R/1gB8VExJJKNaidsano8PqjewRWF1ezu0x8LHY4feAxiW4tA7",
-	"fTY3SoObSIc+89SgYqqNPUXKsCTus5pzK1Q6D5rXr+/eXVDyw8oYaymu/Oi+2UhrNMc1brkeab4Fo7Ws",
-	"P+hdhVg7LNS/81xmfDF+mjQt0RadBtzrPoza4EtHo2O/SePuTNfDhuWKP6DqFD8dgr0thJ7vCzfMByX0",
-	"2/PF19PDafeh1N5q7TW1hwXaL3y/rW3h9hrFrCh1KoxZm2AaDZBuaQsPhOQ2LCfzPOytHsSgfF3QEL5R",
-	"vYumBx0UVrTlcdf0sHGfWabLW3zLiWn0lmPMD+t2EP26mE526BQhELam1lO3dqHEBLY/0Zbyzw6w4w/1",
-	"x5NmIav2LKrSZdiLFA5USTU1nonOnZrQr6etTcslvOmhiPW2NCua2Tms5EaFLKBSTfQMu8taDau43eqW",
-	"lqGuVqVwYzzxNU+9TtXrVF+pToUotBU830ybOib4XZGdZjV1RoML2/SrncA1vL3H6x6ve7zu8fr+8BqV",
-	"1XsE7LVw3QHSbJ+H0nL6izQsFyMbGmPvQu++6mG8h/EexnsYv08Yv7p/ENfFOpV7eXgIwL5plS5ZpgVK",
-	"mneiSMsqZWVO5CHwy7ojxA7AXRc9tvfY3mN7j+33h+262Cm0l7Y4xg5nG7A4L/REizoKTbSxT3xMaqLz",
-	"zAA7pcgzaP+tbD5PFjhfM1li++92MudLW1zo0r7BsW1C80qDinlOP6dFrwOTGwHBeHhitpfsiY8FhOU3",
-	"Ji6lsXja0sZc28YTLmgdEnVQd38TqmsUX3sUL/7gq/o54tL2kPoVohuQWC+AyB1xyyQd2ui5ue7EqZEu",
-	"Gcex6BEc225sJSUKcFBCR6UQTKOGgNF3ouGeaiCw2x+6L0iEE4gXkOM8Een1Afwa+5tFRL12JlPBZhOZ",
-	"02Zu0UVfAGlsLBLflDIaT2yNFgorxGZcWVyn3aVIxYNcrX/CGHuts9c6v1ZcBhnjKmDz1rj3anXz+BP8",
-	"F/tgwj+7XQqXgvQp7kXN7XYA7qFAcx9w2mqCC3QZtKVNAOKshNV1XHvwiA6mPZrSlhtAfgXI7le6G9v/",
-	"mMzJz+PPze06FTZH83CO97Dew/pXnp+xCOy4p7cK71ArdPzJ/ec20G7Jj3fjVT6tSDlPmIareZ7PmXbW",
-	"tfftev63sbwRapVDoQn86zA/qHQZvL8D6+mc7Ab67oYNP3z//bPvo44NTzfp2AB+hdJ/Ur9I36KDoT+V",
-	"+lOpP5W+9VMp6NJY4LBVs8OWXJlUZ6I8tGJa5Nyu93eHW9j+aDQtxPiAhXsTRk2gD2cyc0eVAJ828ds1",
-	"msE7edM4Sa2aDfjbHd/vwovfhaFu4v4OgwO/VtTnjHrX72O5mRuLuwDZyeMrOttYLTa3fxic4cvrtMpr",
-	"HFan7+2zqsFgvelttPm26aBFT6cz7VtefuZ+Tf/29jdUqLqd6btVwS9MqgsR9Q9BSXx+8mOXb3V5++xt",
-	"R/e44jfiZwAQ/6I1Hk8/4d16O1vWY+34HviR35/gq3pugBS0i91Oz+HjT/6fv/Op+AsRIhdWLGPFS/h9",
-	"B1Z4fEBjEPBgWfbxCa2yv/KEdUPzL4jls8UujGfzpY7A/pi/BS7hrsm+Hnz6WlqDoNBsGSo6GC8uRZHz",
-	"tFs/AGM2UgacLAZihaHO5mxaGcv4uBSii6bi64CDP3v15NtST24r/o9KPSG5361+ss4ngIepu/LUM+2E",
-	"DsuG7ZNPgE3FdChKcxBwqM49MaysFBvOI4+dSQLloCx9gtxwziaCl3YouA1EMbJkN6I07c3R3Qh/hzls",
-	"uU/XKisbV/fRmMuK1ttvRtoAd9MeyxwbkY+OwzbojqG849c+gNLa/PuJwdQlYDBwR6llWqXICgXJ8HDz",
-	"lFmNTMbQhaGxtxMmlbGCZ+7Qm3Fs8zCipHpo7FmIUupMpvW2Xd6i70o5HovySuSjX8Ostrxbw4suITW8",
-	"a+OGUTPLr4V6FFvYbRs0IPwmCYug9OwOtnUXyh5/UhAl+iu0Yuze2/9ViUoslntQ5t5ySh9ViWAdiDRx",
-	"b8QzRFm3ea9EqlVGZYN0tchQJqI7mFCYxtysHDHQ9VZmYlpo5EC8FnM2BRnkrBS2lCKjru/ux6pU1Oek",
-	"NDbu1NjmlbpF39rfwuw7NE9c5AfZpXZxrmtUzmjRdqdxPuKO2L3nbCPP2ba71ZYi1WUm1fiYV1Yf4o/H",
-	"ZaUOHVR1Y+ZvQR9wgOUDbU6BRpRCNXYkZswgEp56dozwRrpGKD6EtswTrpTIEUIHbjSXcOWgbgrOG06m",
-	"hBlk3qisnnIrU2YEzBdqIuhxBu9WGmrLRMm4uQZolzbBsjNumODppGZkci/F7D5sOcWVTxqh50OmsGH7",
-	"fOQ08ZqXl2oMD47YgNsBOgWGgvGhAYrv0ofJOZtKVaE3UenZKR6QpHZTcD1apiLnCporiRueV7At3KBQ",
-	"hbJy2uJzuKzUeVjAt+5DrktHkbWzAT7o/uXPL9izZ89+9O20/qWVODhz48WUAJxVl58PlK6WNJWMW3Ho",
-	"xry3Ww9fvRoX3JhuPe2PCbf1ImQy60N5HbZzpSDWHKEGrllTrQu7uA2rfmjHqnDPGsAayXyFNf1WuY84",
-	"hl2N94gMiGpNwnSeCWMJTEBnOmIDkF0nBwPAhYFQGf5kRC5SG/rIGTYDzzfeLd0aGZFS9RoWduwPtZ2w",
-	"Ngk6QxRkQzHSpXDa38ER+5WX2aH3LOMreClYLo0FlTGfEyi6vwH34L+juzQbHLGfw/VYBMKzrBTGiMzZ",
-	"905ZO8X7XmcDr62WYiRKoVLRURXnVxgefeuakAt0tW503ZX810bXhiEtpHLd4s7Nk8bCLS/wCLnlXedF",
-	"cavrr2wp+PSWL/nZ74S9jhDO8k6l41dT6eL7dy9YtqJ6EWXmJXrCOpB8b9OAEo4mUIgO5zgGOjcnWl+z",
-	"fa0+4Ds/TIvnnQEko6syFb9qfd0VPfrh+e1GJVUmPooMRzTjc7bvxpO40XLZHcmC265gNF0jefbd5+Q4",
-	"RhuDAOlWO+MVwtaW6yjjfdjlrIsRGJa6P0tX+PmaZ9TdHaFLfr+FA/S4DoS3a/qvy1KAbjrMxSkrxVTf",
-	"kOYP9z9hw7kVhCtClg0V3bD9iAheluSNRq/1tRAF6d4gTEwoW86RAf6lj7Pq6dBY6HlmNKSE+iodlbFc",
-	"qmsDRgCb6fLa6cru19y35Sa3C5kAEKyDobrDcqyVOGLnSF1vrMxzNhTuCdR5h0lMcaWQHw5wLizbV9p+",
-	"GDkz9uBswSDB96RcuRud4m+uMZf2RiCdMp3tsHpzNhOlYPuwIh+qOpXxoCujYOlc3obbJH4VvGeDhjsm",
-	"YU8Pn56csEwaK1VqmcxMgl+WyAVAj4E10LMds9DXc/mJ23TSrfu/RROuysHTTI3hpWK0zMyJZ9ljWDuG",
-	"RTrs1qCMkGoVmJHkd6PZTyW0RTB6ZBdU7iFPrwMioOKEcAFyOol19FrE6X1YnD3iMjeoqodxfXCP+wBo",
-	"00rZqcvdyPWSFPRS3Uv1BhFyPEiXxWWXNv5x9PoVzOoyE3TEnuIBCycvK3I+D31mUAshHQI0B55NJfRn",
-	"gAtFaRI2rGJtwVg+X9ArhggiENBswAbPS8GzeXO9TJWm2GN+zKVySkMDTLQSt0aOKz2yO1QKevDoweP2",
-	"4HFVC8H9qARFzlXIAe50FJ4rJj7yaZFjY0a2PxPiOuNzw07+dnpycvjU/b/76O/fvThgVpMHjzMlZii8",
-	"pZ62tkQhh3POVSP9f6ubelXfyW82a+2raU1yvhDWacs22569D4GkFd2BmgGn4RySXs8w9XUkc+tM6eGc",
-	"cZZyIw6lMkIZiYGxaogerlUe5Qt4/ZpA1AVHpiRLfVKfGHh/lxdOYcbrw0gjr6e5Kn8NVrcXwQfgbAt7",
-	"/a6lr5MojLmzJZ8zt2PcQ92xwhV7ff77OURyIUZ0GkfT8dnkJiMGsRDaRn4vLyoMPOoYTPdZoe6hCTqx",
-	"uIWnJ2zE8xwoDDkzubZsf8bz/DDNdXoN1xvwtSEZWVUaoFpkPC21MSzj81yOJ/bQ8BtIAYSWZwZcYT6A",
-	"79RuaGNtDb4Aw/ToXguKQKVyYZwhPhXuEBW58Q4zjM538pXVx9z2ktXrl6zRdQmi6l6ru1djV534TkXp",
-	"u00/iESeJuTsyHwGdDv+5P7zOtuo7M2DyVk9YEhi9ETZaDNbiiOnWqUyF6U7pSFDlxuz2n1NgruWGwV3",
-	"bTspCsxm05zDtnDgn/cqlN7w7wXzQRScbUswvWmarMhPoU2+wnJ85LLSy8j9un95tkUJWdmGPBRl2mU1",
-	"62zh+IEW4dKXmHALqueKA8m30H5YQtarsj0SPFwk8KWSD0CPPSYrd0W1WuhzDYaxVkyXTI9GLZGU+LB9",
-	"Rc+9bzhYSlf7YyIw2zsy9bt5+ESYRvcI6JVDrXMBQtef849XunHfOxnJiH/vgcg5FTx0+qwvUEWAcov9",
-	"9nzrhYKFg0DigMdd8LphA1c+h65OIGzSLrrK6ipqluuU53i3u5FiRu6eGTfsn1U2hjzXZcB5RXN6QNpH",
-	"0vZGmJrVOJWOcpCvpfojQnhcfTfNDiQS4Yoej+4Lj/xxx3EXTpw6v20zpBWPfEHZLapM3Pj8bdCOqJEh",
-	"il2iS8Gna2ovrvyb+/KLHZZftBQJhJrCjXs+NQOSG6XR09emio51I/G+WF+xsLqEo6VGYf2Y6Ka/dlNF",
-	"QNPfpJDAL0KfdLNReNPUMLIDtFzdeDm0SUIAfLJAKmd9zatTovZDOPGJoesTBoQM+AMytzfud5seSosG",
-	"DZK5QcIGNxNtrPsHLwqq7jMk9oODI4Yk1FylAortTuNGn6FkbmFFEzYI23dQ0zpQRVOq1UiWU5HBZfB5",
-	"RTageC04p2KmibGG+omEDX7mMocLodwv58bCNx7ULNyh1BgYSJGLgpZECZExykvO5Q3FkRtlzRDKGZV6",
-	"WnvIrsV8VALVmJsD0lUU1TAHYm8skcZaaKx2hqYo9GeMTislUmsSaqtqrC4KNzCoXoKSDD8+3+5qIRCM",
-	"9BVYIJFWZSmU9Yvc0Rw7LPy2IsCNl6xkcue23rf34TGrwbOb031h5/Zq7Vfbj7n+ll6odmSXg1rjHify",
-	"TlUYkQh5llWGlGrSejqG5SOJ+tn5X1PWMBRHRWwIclrkYuqWC5z7K6JlWDFpxW8wyp1IXv26DuGD9WBT",
-	"nk6keiSkZS9hEYZi8dhsrMSO1JH1LcTD1Y3Dkvpa4JmkC6Eo83s2kenEHWG+ZhhOR6V0pVKRsf1BeNyR",
-	"u+HILR7W6R+wXF4LYjwB5o4jdr54MOLZ3TgcfQXj85PnrH76B6XtB+QkGbT3GN/+ERm9Y4MTEtJG6tX5",
-	"Ok7KhF2hNtOt3/WH6dfaAHvXZ6lNj0utp92upAs+pmg3XIcscTzPIc2yFNAjkOdE+pYlTImZAMLF0iy0",
-	"r8IuIMjyecTeVkAKAkcxolym0wqPVDPRM3gdPtYduM4C6uqWnV7CDHbikmprTAXr8rm9t1e3SIKpXeFd",
-	"W/Z64Ls2cXbAhHtPx6pmIiQkkII4FQIszpJ2aZBmm7bI8Y8/dsixTWPC8DUNReJ3Mj1Tnt2kVXb33bPd",
-	"lUckxQdH7A8w9SOqx/8U80FCLI/zRkMSX3XmLWaPFRH1oxP8gBA+CfxazFkp6o4lnjsMqMtrDePHxjA+",
-	"pITygzNmZ9oded46R/5JA0xv8EaYErgi3L8WHTvkQnEXgo8GHDmQ751OtBGK8alWYzpeS53nIovZjLsb",
-	"V4Mc7W2TPpLesSZzBqa/47bROPcVA2L7zV2BdKaeOrS53/rOavefHx4DyZ1gV5vycfzJ/YdSwTuqwHgG",
-	"wTaPK90qyFkAkvpvTwzeGdktTQ2k3YAPonzLPsm40d+/f/3yoCM6jvPdrIdmVcls15Hp9YLctxi522zW",
-	"3QraMU9TYcyhlem1sCtIqF8bgyTURqpxLg4rIxjey/BeQHCH5JVBAeAKfRNLonp+8ZpZfS2Ul1Q8m+kx",
-	"EtV+hUbtPtALSmvYhBvwbVyLwh4kyItgmPjIUws9cQX7p5aK7TvRa+oD7vfEXuAuo/fEd3oKhIOEiY+F",
-	"BIJ4CCcM6MfX6jegRDUDtv/08Onz5ycJy8SIV7llT0+QLypqvDacx64UFgDliJ2zGylmoA5SmIKlvOBD",
-	"mUsrifspKylGcc7SXLvnLWDWj2zgfvMB/zpYoYGcwxd6BzN+yPC1RQUpXoKVniBNFYmwO3B7EQWvnu1c",
-	"fWp8uK56efhrEolLryfdF3gDPK5Axy4kr1WTvdM9XshDAMa9LQA9gEU3vr9wf95Qs4oNRYCgg9M68Io7",
-	"3rPXBE4bb3L54EpZt3NO8GZeWpnKgitrnuD5YJhQ6MSGDKt4PU1Mme1klXE1B848NxF0m7WBp7SsUlgV",
-	"TMcOFTLz3Gi8wzRPLqXBDp1ww4ZCKCYVnHRPT4gl24C9iIRcvm4a+ibALdAugexaepJUTNp1Wid8jl7v",
-	"7Go6UH/ZHvK+Qg837O4d6LoEN4tQuEE/oZfCzcAwAwgUtYXxTX7Alb2PWt7TE99FALJTcqHsHCgHIkxj",
-	"RrrfA3Y8q68HQgOmK4uYGt1w5P6UfdCV03a70dX9BZVpobIWZ9SlTeNGQ48NSM5Td1M3g9ZL4C/bKYQ8",
-	"cHtUpFUp7Ry2R2nTd6CPnP73n+4zNQqudGlr5toM5AV6CeXyRmyk7pQ2va268/8Or27Sw8t3Lw5xXBsK",
-	"vLMAV6g+Wplq6tuHNWxaKsYgT3TmrU73P2fmnvo+YqADSEXdw3x3MJSegbsp5M9WZsD+wL8f1GlzcKXT",
-	"F3ylR2SKZFpQ7H0OHQyc8nAemINFA2RgOWOLwCcF1E3N6EsFlDDQ7svNdLCwuoMzpy4NJeDURAbXGWX2",
-	"+gepfA6mKq5iFiyoYK4+JXMV//DBXzg4g94kYGADzWASHHbopseMSuWt6EgPXXqmVDc8l/DIhtq3ga38",
-	"H1qqr0DRunsLOZr4unan/otmkazv3CSG8a7sYBdLQuNsfOAI/9Ct3OhIaJ4C7pN4k5FCd59h9rpzoOGG",
-	"3Pw8UFptrPUB3Wr3KfAKYa65i5aUslyMbJe1mzRMXXAHegN3E03tjRvf4zX5ek1tO5oabKuwRR6YYubJ",
-	"j73gdxdnkDbBFfv13buLw5/f/J29v3zjk4nOsQFaJJKhNat3Y+GplTBQFOCvPwQz7Ii9tqbp+sW+RuFd",
-	"IGXO/KvfkFDro0ByV+vAMtLq/KkZjw2He0blDE6348tqHNyp9GIMAQC2ACV0heP/ghb2Ubv+m4uwjl+k",
-	"/j47V20WvlbHCN9fvum9XV+Pt2szeP7FIY4z2Eq7hGw83pQPDbkj7WdNy3hbJ14t47ShEC/9Bfpxu+FZ",
-	"oKCLr0u5YkPk8oUM/uygMw/0Ih7co/SeRyuwiuy35Xv0EPMw1TifTtqQCaf7TPm8Fgpm9c6AYn32aazz",
-	"kHA11TEMwaHBdA2Opppjl5ee1rtOWo2UpCdmIXNCZazUuWD7g5RPRcmPKMFiAE+7kZnQCRtMZVrqYuKM",
-	"icbfeZVJfcY45WdQt0pfSmoOTiE7ERNcnRHoQ3p2AsHGPNezRj3MMzaoV+9DJpSEdpjnDT2P9MSGvzBK",
-	"I4FXPD95hqsUL6Y07EIoKA/Aulansf7x6+sLpkcjzGn1Pd1XKYmN0+VRaoj1CmxQJUS7ARByR+C9kbba",
-	"A/YDBOyQObsDHc5+ruZ2/Cn6yf1xNpErihIBYYBr6cd/++77AyzXuXrpUcf3Ragf+QS650SWcSlyPofG",
-	"ibFauMRBA/keyHCA1QQeDb87eRos6kZKyRPDBm80vnVAgLlkUbujEhM99FQwbtjgnHY3x/KjnwQvRcn+",
-	"UZ2cPEuX7odfi0FUaAkN2I3lKuNlhgCc5hJrl4TKjti5iqMuTxpew/i0OFs4LeOaS4/0z09+hJAJLna8",
-	"ArBu1PWtMoLtK81ev3gVhUwMeSsqZaqC2tymOhOpOWDPT07YgCIoH0xGFBSLPgtj+TycOitbS2I8ybLv",
-	"T56RAzUCqxFQSBy4lQlHFM1oWvfsX/KVLD+IWGZajIALhOlLm/7hdvPDPNmS9eNY8Ei0cavFwnsbirWp",
-	"VKENyRecuiYrmgdb/Jrvv3/2w/KzW0+zACGbeF6e3mZAG78e9+JZBCK+MGgRZkqBTZ7BSt9/+erNq3ev",
-	"vKvfMGkTdnH+7sWvzJYyvc6FQUnkKpOZU4thT00g6Qwm5N/Xzliw6uVHe8mKmSaksP+u2/j0zx2yCL/T",
-	"GqKMnXL9O9k+aMao8+rKYixjNpkfrH79X49dKXm6wZgu+DzXPHun9RteYkHf86ffb7IAAcWB8uydW/xv",
-	"xDuWwM94EC9rVYTttGO126/u1H3AzrFWFev4E925pu3FpYeVZb2qgQxnLce1LkzbqQm1BQdBywqeg9I8",
-	"qdNzQXeJM1SxXA8UnBiCuptB94fvZx6+G4yt8enxy+TcWGbEeCpU6E+G/gAnIK8umD9mulY17Mc7ViMe",
-	"T7S4D5bs/jgAqgxyyyCbzM5cn9ymk1bAdmYSV6BUjkqOEgm2a1MP9CbwClT/XAh+h5pnj8E9Bm9sypG1",
-	"cihTcWiywu3cLzbtzjeQAvAm/e1vz08ONrH9nrdbSdHzoBs+z7JvkPuotyi2cYQQWLagM0fpJal8YCYG",
-	"6e1FCMC3e2x/kj6tsRl4g/mptrwpauLp3nO2lA+poFH8oBEvDhYEhrc6nJghvh8VMUfXrqaMC/Gaq2jW",
-	"jzRkFS/BA05panypLvrJ6JpeWX+QUayrKLHgQecjNfDw+FP8IzpdxMq41quLjmBW/KDPiGb5WFEBZsGC",
-	"UnsWM3mneirMbYJccWkPDelaiMIg4zP4jaBWaJuhsBZ2T79hwPoQX7H10USndoW9scv6AEwfgOkDMH0A",
-	"5tsOwOTu4GiAow/DvLr4+nSCzwrELOgEG/jsXt0mbNIfmr3Trg+cfKWUfveDygRP4LJ6tXuX1R2GQ7aB",
-	"rXE8pAfXHlz7iEgfEelV/M+MiLx6qBEReMtxKUalMJNuX9+lxiZQrdQ5p2wA//07tncasKm+geZ3NSkP",
-	"eM+KUhihrMiw2ptqyktgTgy1N6yN2O8Sx3fpP8ejrE6EqdNKdPmElJh9FeQtD5OeCzZ5+x6/D7H1wz4O",
-	"FKfrioYDSbQJTc1lGREjZHIsjHWCOJIfhUlYPRZDJA/SztlMqkzPqK8xt+IsEuIbnlfQ7lLkIwhTQsmf",
-	"sbp0cq1YkXMk+0QSB/xzKEeZiFIcsVc8nTChbDn3zeWi9uwQIbgRHCA5CeFQfwV2IHN/j9gdUq6w7Y20",
-	"hkYI/S2P2KW40dcQbIBV4aUIPkFWqVwYh0RpXmXCXykNc4LfXiZ9Xsh3+CHuq18OTSTqSiKRVu2M8TyH",
-	"35cmbo7f1U0HrnxvoOlzh1749Lu/baDUnudGsxxb1MaL3fXi5no33k3s4HunI54bEd491DoXXG3byKdv",
-	"u0kTn1rQ+k4+Kzr51MsU4WdA45Y2XN+1o6S/5YjWHBsEri2lVhFrPrZKGVZGKif0Q55ee57kuFntqMpz",
-	"NjA36YeC2w8DD3dqQUXJ52cUboDgA4YQ/1kZCw+5+vX88LvvfyC4TViRVzAaodJyXmAVWTFHIa2xLiAP",
-	"ewUEqaXvMRyhNJu6dwyx8Q4kqLi56pJNdJ6ZBGlvZtL4To1Yet1SHZ0w4zRT6ijAFQH1uHQn3lSX7gEc",
-	"QyqFKI1WbDbRbMozDI++IE5rz18W1hnovGo1BKOlWAXnrpWU3wJ/fGJYLqfSmlOH+76HgNIs59aXNDps",
-	"g8WBQjxQFnmWlcIYEZ7olnxAxeSvCzNg+1wxTWwYvhnBuR04A7pxnQ21c9gpTY39wM7YTGbwpYWn3W6u",
-	"3wF1UaZp4upVBSr9eDpSgwb4uzTtfaSg7YPXkkO7NmnqZpHSx7VQAqDk3jJbcpl3pfx4INtqFyX/kjXZ",
-	"NA7zF9QM+n6sFO5MSW3oG7uof5DuHum0u0zHoS0eFrOL5hG+74ybuoNOlJ8AYllrJVERrNKWGEexE7c/",
-	"yuu2Fw/8YPnW3QitHZ0ipLvbE62Fi7tF/T/+BP9dG3ZzmpUJ4GQnpa7G2MelFCgPDspKaQWcA0jI7aSm",
-	"1Dm2sUe8q1vLg69Sg/ut2UgfVExQs2uWjZFUPD+LmgX7FjQIn9g22CuLnnIuBjZU24EjxB0hpeDZvKld",
-	"MmxHYGoyEVUTiXjbx59BBu0KmKtHX8+MVIoCjzLDR6KtSyauZoSpt9P73+EH29uJ6roSpBKmnIWkmut/",
-	"1MegWttKucXZgbwne0XVpsLS7rb1EVqVhTZLZ6mn0Ak6kS7bzlEPBU4ynOkL0uPEJhxNZ0FjGknhDi2n",
-	"05IDAS44Yr+LWfz2WBc1UdPOW+uiR+x8UbiRE2EoSKXKFntF0a0/JmwoUl4Z3M4LCLQsy+/haXcky3ev",
-	"WTWHt0azos9kNUHh+g+4U/VpHST5D3sf3so+7+p+tSnc5w9ImzpGK3xVZxOw3CmTCZ2dYMNH2AqGbWQI",
-	"IEhF9r0TuXaHAxkHoJ5wS62USjDsnZoCnenHVQkEMWgueCAvtUXDFRocLI7EgagfTexU1WXwqxLwJm3o",
-	"CoNNnTqIAR6oN6mfM6g9FeCP/Wyz9RLuf9gqFo5xvT2IDiMyXWNw6ysuvgw0riZ6BosaVpjHwlV7+kBA",
-	"7htPIJS0Ip4qipynpDZFE6q1NMbB8eFsNiTLdse519hklix7VghaaqdK0gAb70pp82iiq0rnGf0VeTBm",
-	"ukQbDNu1MK1aLEVyJOaCN9Q3Mq3cJLMarIRHMj+RaPjLWmALIrVgB6z0w8aO27mS3FTd2oSPFYXfXqNL",
-	"NDTj66HlTqw9DPzekz7iTsY1cd2FYxRPWZO4LeJsKmgInzBTpRPGTdNBkhBIenhAeYoiCulEpNeGnNXu",
-	"fAYe1KIQKjvUKp+DgNMbwRWOvm7agU6VQD9UFvxMbreeX7w+Yu+NYEMx0qWoXTI6hQ7D2XnIbYN8N/IT",
-	"GeHUF41xtiFPr8NDJ9KpXb5zgJONekylvOmI117Rwp3DIt9XzNaPFCYsjUNRZZmdFyIB95f4yKdFXmtL",
-	"uG2O6pbseQ5XbxTXhYeDiv9FUd3GwOnrSWi6l+qpoGAz/rBZuBmvbQxKqGoKElZBI5u9ZG/EZV6V7iok",
-	"/3Uyd7uhgl7rN5nffTB0K6eia3R43V5rto+zVQ7dzbvu7eL27CVMa5OQ9Apo6GPUK2LUXWbKHZ0A8EQK",
-	"WLfBf6QBrTkEUPeKkLvQUtlGGFrpmUlqDSLlVowdaGLxmzP4LLoMTW1sljonInBKLSHtDVbTnRXe/z89",
-	"YufKLZGdCGUpiEAuvyl3Esgpjsktz/XYWbTeOwc7E48hCOQ6sTPUq8VCaBkjZfCaViS/iNZpi0JXv6ZL",
-	"5s7zfOkjmKNHJS5L0/8yWXEL0i4csDc3EgsgsQ8bf2mAyUKG2bCSuWVShV71bMrVHMLxBrZiKAKHxCZp",
-	"mJm6E49C9SUeK27vOvjNOnpqwOi36ZPQuVi1TWH5Hs/WLGm97wK2cek2zDPC3Qc4ubTzYANh4scvr96x",
-	"Vfjv3Wmr0n0+L8JCRjoM8/bJPucA18Fj6OOxlm9spBMPi87FlnJSrvgNPH6jbJTo93XrHPKhRDknbrV2",
-	"zACjoQihdegIcLV3+cGHTPoIyAb5JPBZ7xSyVrka4IrjT+4/a1JIsLA6QBuIvtKYrgbgc8R+ckfooVSR",
-	"Aon/MlbmORvqClRK5s/VtjS6H2s11D8dO77nc5ZrIwwr5XhizRmUlDA70UbQIW19jz98Kdk5HQXiuMi3",
-	"M/4vYZX27rWuuCH45GbpfX53IoG4M7YpgR2pHQ3X/0YHEgkhpEBMoWDUinzuK6hCXVbgoaYzDOXE21ZA",
-	"8WJ08NuhYDG3d+few78k1HUehr8N0qxaBZkbUA5QV2jqCMN51KQ8F9vTc7oyPr4cAO5PZRGzzdWWh6Wy",
-	"+BQPHFWf4fEIMzx2rN9YUxyCN2ED1cbJy+W7q4uo3w+CLaghgGJO0BaI6by64u4WaiyVeGLwMeSD84mz",
-	"cFWux1IFB5piWjlrKnohXJVpzGNl4iM5G0KPHwK25+iLgCl9UYGAJ8wxxXllJy/q4sVbV9QuNDIS8ayG",
-	"Itdq7HS0Ln873H0FN29OUwCBiyZPQcGt24R7p3v/89/nh/9/fvivk8Mf/6z/efTh8M9PJ8nT7/7tr/+z",
-	"CX3E+/rbjxZm1TUVt13gn59NthBP4n9O//EPc/znp6fJD89bh3zf6mj0mZeV0p785q7UUrWITXcFotYU",
-	"kYa6pgHxwhhMjX0o/oiA5kmMgIZ6rUNk8yUWHAMOYrnxctu6gLeeddOYGdUMUKZdXTcXwshpXhkLlXdz",
-	"nxvcLDU+Y6KuMoaYw0KpsVM1oX7hDhy9S3i6toEyxCzjlfWx4Xh5MMoa/2ajUOsiuH5pFDgeZh0JDp8N",
-	"Rxl+3GiIEWhuPrrt8issfsJVjvV2uZhyS8yy2IG3rw1e5a1fXMO7BLjN/PafpwHq0ie2QVnRDPW62uQF",
-	"JY5y7zq1REy6acIjJi5CCfGdIqE3t9GE/3zdEQzWNs1xa9bx0svW2MrNDxW+YlKvJOZA8Xzart/tkux9",
-	"aSHXK1zc74Mzt/PwK4e4eZhkXzj68Bz9NWjsSLVbaR4fW4G42NH+opJ+TxFANVjOGdJAU6kCte6FfQgF",
-	"9HWBRJC6ma7yDHr7hmrPsbwRik2FnWiUyveXr8GHePnzC/bdD0//DX7pfvi3H57+wDIxkk5fswFXfeIi",
-	"DoOGJD7y1OZzSILsgl5nbSO+Nmq03fX4FF+knfKylIISVjibcDOJKG1iiavdAtLG6TM8mPAzWivose92",
-	"Q5HzuShhTcxn+gQSnz8D9a/SBB8tcQy4j9xC6yja9NUtoXj7y9ageLwUGmYRzlL4jt7/C8UpE57nwh1r",
-	"EGmCXPZ7wXGY6eo4Dvw1VIYAMUg4xGORcmY15Kf0zINfM/K/wz16X2AP0Z81qVOpVkbnIVJUM4Y5U7ky",
-	"SRTaRU+mlVNhzmpgz7jlbQqn2+/XYg7XgFVE2rY3+xidApk0DghJSzN6qfJtJKGsn/E01RVRf+rKQqZj",
-	"XQxzxF5SCjrOZAXLl7+QuHbcQHCy7jfkzKrTFoPDlXqE1IQGbawFrb6B9/Ad7ivzPMQATXPx44WHch5n",
-	"eVCatPhoa5N+I2uePvUduBoaOxHMHvdtcDj47838C3hta7I59svaS/YyCcxCGSSbw4ffKNu8pjvL4k23",
-	"hu2M9t3DYTtz+3KTtHKaXO/I6HRkVCThdwHruNqbph3G+O2LBhumLrcsF9xYpH7RuWhhLSP11vDc7WXQ",
-	"cn0n0fhRMcQbcFEsBfEhn7DWP2v+MjxG7jKXUWl4DBRHB2oef0hARmOhZ6IcVXlIbZQl0zOIvwUgbM1o",
-	"TOiocMfL0K1MLObJbfIdnYhtlYPLvWCNMu3n6mYlQaeujZbm6Vuf9XQgRqmQ7im71ath7VbMqU+F/OZS",
-	"ISsUl7uD0bXq8fGnCvhPV6ZCXumRPcxCPqS743QltVUVFMk2LTEJijBmYmuWazUWpdOwQ0GChJrPqKw7",
-	"IvbF7Cuskw55W6BeePcLFFSimsNMVYiS8WwqlTQWFetWHp04saHIuUUG33zG54YOCqOnAsvRNQzdPxSK",
-	"KrpSDQgDb6f9Eivtvce6A9D0qZdbSb3cmsRvwKq1YHrSkefTiUMYaANarBeeS8tn4Blv3tJTS+Lj84L/",
-	"xKBXz91TSzmKMlVbZ1Va52gCc623VoKW45QVJkYjkdqFtFBjBc9gCpZO8I8UY1qttPmiB7PtdMwvB4Vt",
-	"cW9toFE9cN6tlYoTJWSiOtc7F7+B/Mp7VJqOvSXRHUm6EtYQkU0wJpGImxjr1YJqUgojrEU+T0wYJ8Cs",
-	"XY4+MKIE9hAeyxsCqaosoWWSEkfsPM9bQDbKjI/1KADd2UQLLKIWyDOk86wRgs/1GAgvKhv0rhYmKyPA",
-	"5Xfh1+aBwRwegX50G+Sex06AhGn4M8/zebK05rulF9xAfavjj9w0ChiigzhsDWj41ORE7bHxq8RGkMGm",
-	"Ayuoc/cFlX6bHeMO60bMN3rsrUxAGqhun03c5hw63S4tBTc+8uHbxolCpxMftp4CqT1WxfsLpDFVzYYi",
-	"bei+1ErphcQ9Prep7k435XM24TeCDYVQzFidC+rGHsxZNGIjjkLUg/k0Tk9pZ1h2wHclAsPDw7MYaXA4",
-	"2tXI04oqLcTw3r/W+JA9I/MqRuY8bxznOxJrWwo+NW7UU66ydXFVsv1KS+5UXTB/pxuzO4qUyM0TRs9t",
-	"svWcYuayTz8BQQd+sv0LocAtXSkrc3qLewAYsxBmLdkE3iKtbw0a58Q9MYyPhbIJJtC89HdlCbuslJJq",
-	"7LtaAH8yu6rSVIjM/f1nLnP333dyKrK3lXVG6QuuUpGL7ICafuhM+Hm6AQxFCrb1UrVIyIx0nxk/4gge",
-	"j6rbhc5zyPSpUxxxwZ7QQiSMj6BBCC5yB/MXrMwL/8HurV3ThBJzcPx+G3RFC+nKO0nbhsUB7wGlv+ui",
-	"870c1KnGS1dCYby4qIp1Z4/7ne8pJ+Ebrgrcis8bxxXc+teqDxFvw7vPnt/q4RPPdJO4LSFDveH6CG5n",
-	"BJfWKpcjkc7TPKBYI6qLUN12rHzfcazgHS3cX3SaYA5g92Fybq7xLNEql0osFILsk5NRKywjzw5CuIEe",
-	"7JQ6JVLrPYlM6dkpK0ptdarzhJViqq3wvQMSNpxbigCOSijkMHBW0A9ZqYsClEjMjalfBPaVyfUsCb8E",
-	"6kbsri0t/MawSkFyJRyJUqUC1Msjdr5YShhnP5K2RI2eOBuBspRqwJPArSMVG1SqdMcm8FLHPlB3snjn",
-	"7GyCdfQ+TbDr1LigD7NJDc8OcKUd0PxH9oVDEbZ0onxRbOHFuJ27Ad39dQuvbW6zrtfDH7vX+4fn9wHj",
-	"uL+6UPxdLcE9aq9joltCuha1d8sw7s2RjYwCuGW5ghLt6lKgHyUBUPdGYWvR5M1EG3vMi4KGcRrZ6UOB",
-	"rKxv8dgA7Q9MeXwK8uUabDYfUuTpDCzFGJ2xUqsDeNPb0QgeA0+IbI6xw2g+4/Mj9toGa8Uii3B6bdh+",
-	"qjORumPG6LxyD6SzhJWgxBskvXU/kAXhj6Z4sejwcCcAXqRLOZaK7RdVniesqMwkYSOZ+2fombNjvMpd",
-	"d6CWU2FWYf5nux7u1FK4j4MkAnEms63jeLDet2YP0KfcwB6IDEsa1d0aZts/Smiut7AI6pn2Z8s6i8DU",
-	"oLDNA2Sqr8WhdTOAGq1u7/Cv3CzUoyKKA8RrD9KDBkIMoPkohqgP/EGJ5TJUF6WrMhUJm3FpgwkBnih2",
-	"LeaI2A5Gp4KbqhRUy4SHyCm7kZnQbA3U8yqT4SI6IpRxhx2VvOjyOorNOLD2BzkOBB5GHPXCWCZUFtq/",
-	"DtzlurJXaBcM2D4lVrOnJwnjlk21sezZycEZOZrcJLBSnRx1Y+EOK1gYT7M0dAeUsFWRwAF0EMZWCm60",
-	"gg64ofqbymjfX76BqCLkQNQ5s1gNl4T4YVQosewKt6a4ctvhnZO27YQAG+9YEwHEveHrsHZfWhWNs8vf",
-	"/ofPWoONMdKVys6YvmYG1AYie+DRVoadm/WEVN96UNDdtcEUHU7KVLxX/IZL6CW02HgowPMCZN7JqbAi",
-	"2rB4LhwPuU0nK5oKVcqwqnDS+t0Jg7tBKEzixKJkUILqwDIhbpRmtayRapyLugExZqKqTBRCZRDkx+wJ",
-	"yMswYHAQOjgJdMBqaseN+xGuhjE36m3zYA5hSWTAT11mNb8UId8aiPwJVmQHOAkv2ggszQNASxptF2S+",
-	"VaEc1RmXXgGQCj9BTyDwgLIZIvQxTp3geQxBZusYZHlpD4tSf5x3A09dkdSIARIpDraibiitznZfAFMm",
-	"ldVLbo2E6coamQmgEfZG/T7mkMGiwL+0Eod6NGKlcLoa+pidOmsWXMbuvsCu4uZEqe1uPBD9hA5lTg+U",
-	"aozxxyFPr/VolFDQFdsHGAu+8CN2DlRXHLuj5fNTVui8EZkN1i7eji6ZI3bOCg7BTW4jtjzGwxRbcvTP",
-	"mHe7N+KhpfXu7hbKFvdn8jnCJ9wSWcvCazZTKrEpiShBvSyqYS7NhCoJdgeb0agpuNaZDLe0tSnAav1m",
-	"6lXKXqXcUKXE5BDEQQSiJaap7SO7Lr4E2LFHZGMOIBAesaKTYw0en1GOS+1W9j5nXwvl3fzOus6kCd7+",
-	"I3blkBjyhWkMnkyeqqqQjYsZzGQxbRCpi10gZOMtawCSZqJhjb8mPNRFD4c9HH4GHOrivtBwbqyYQhPf",
-	"TKfdMbxLkclSpHTcD0s9M6L0PkqorXJQZzEGKd0yUQFmptNqKpRFk7rgY3JjUk5H888QAeIK3bANdpaz",
-	"5RLQZq0VWetWjBHcTNAWNYEppPjydIW6+Iuw54V86dZhAWKenXzXvSZ+GdZMey/ZQ5ojeOIbjfi0/Fhw",
-	"FWBOincGLD8tYYOFT+g+32ElB0criZgXIzR/PYKIxqrv5HZVY3VjQYOFreUsIjE63aPdeUgGzt6yMD7t",
-	"EEZ4aks0BD+js7fGpcPcQ8vN9SZR9UKUUmcyZfW9DO6laDawpvloY1Hq1O2smO0onQg36ODjp16ltPtk",
-	"SS1qKwWh7onIC7DWkJyI5VoX9QFYiMxdCUFo7Tk2KAmpPf78Uxj1O5jwFk/35qtWJaAsLaVPu4ECgUeV",
-	"YxJtosVVWSEsXyoHJF/HYUCdB1Pd3l3fuJPW6dcTPVPuEAVvAZ0jEz3FYPBp4IydiulQlGYiC+yDKHhu",
-	"JwmDAuMAvlMuFUT20LsJtHtU9jXjpdvoxKdIt+HpxOvGoUB9Sf1CIRjmC5N9vgsrxY00lLi2dCS9wPFf",
-	"0UJss097801d/IS0nn61H4U0/EIlVYuT36IEZNzyw1K4z+o+ZZoLrqriuHCbRcxWCITbVEQ2Hzrg6hEe",
-	"e1QnD8x1Sd34Uygb0pfCK1mhc5nOib60FNCDLJwReYaBaFvOGYcyfJElgaAu84QcXM2BoPOIvSViOyAE",
-	"cFIKNRJQkeUPDM5olgxAZlkcLvDWl9zySz/MF3jLumzV3yEc75mfKebDU6tDyIVW9oxR/Nx4hQHL/1fU",
-	"DujyyxKDfi6FOLTio6Xwej3OUANCg+saBN7XNYrvn3632+Sctg9E364TVujLh4n26TltQESriGYBtzwS",
-	"1zQIwpdCUqrVSI5vi0xlpQ61SsWaCC0Ql8Vi3qDv8Ak4RuRoTBKESWGAex5CH3ke/RqTfhRw0JfErJzE",
-	"KfAzLgGKwqNJ381QpY07Cxk2diJf6mo86Ti6Cf8omItHuAdOPMXdD3MsfUz1lMgxeFsot1IdSLYNH1zb",
-	"qy4rtY6NuF5nq/G7LeQCdXGB7s5p1zmzzfmIF86dPgD8cMrZK+wv0Q52+MHuDvK6XWTu/UNuxCHuukPY",
-	"7RtY55YPc4ddUmXio/uHLeV4DN58lTEHsU3j8olhuU55TnjjXxsb7KnOq6kCfuJZsDqAnkL5vJGELn35",
-	"8g0Y7TwHXqUarMJz0WcG3S+gMulfwlfSB0OfuNxheDhsq1km+VhpI9hUksuNFaUe5mJqWs2Yl/TCK1i+",
-	"c1i9dV3XkDsWmfhfvsFM6Sml4lCFPzyN6eE/RWrXcdBm+e34Z5f0tN/4RzmtpkxVzm50o3DDSie85Kmb",
-	"Q8hsBOUbB3XmQzFh9Ggi2rJSKdI3duS5848vs/zFhJemfdjPT05Okr2RLqfcwizts+/2EnefG+Te6dOT",
-	"E7hiKhX+4iTMET46ECVtWwtc/OQdaBy2I31QkK5eB+wikMMUXXK+O7BYWL9tmqXoZ17rkOGK/frutzeY",
-	"fg/uwVKoDFpXQ+mB98YvufpBzQO0G+De/vc5n+YD1Dj4rL7T+22ZtEbkoyP2k7YTkC2ImUQOGCDgCJdH",
-	"FMDYqlIzoUa6TEXcU5YoIcXcs0DW7a0yUeR6LjJ2I0pw2ziElaYxFZ/4Ak09phzyu4dzNlh0JZ+yBU/y",
-	"4NQtXYh2tPHKsUE9zg+ZUFJkg+QWARAzkeCnDcZlKbBWdX/gvrUuhOKFPIJlP2gHc52a93Idfp+jjoxf",
-	"8YwNJtZ9x3obdAQ28HOXkWMv/uxdcEk42IqUe+7Ne0ngQKcf3YvaOM9vh4nwlAYmtiibfMbeFkK5z7q0",
-	"f4/aOnPuWfHRHsNA1zwbpKw93rQU7WmF3pZvQBp9Q9ywtiIWyR6fO3IWJ3r28CNNUo30WhQvSp1VqU2g",
-	"I0uWsIn2nWfIhS5hoHYe6LJ1RnCPFrKJs5kTZvUYKxIAe6Q1rCqg3MU9Uyik+PQxKux4HDkOK6ynB5VU",
-	"jWQ5JU11KBUvKc0GfkGjcODtVC2eX0MNvG4FsytYj9duObaZWVK/pUUQf+JGpsx9EidekH0+1JV9ZDGn",
-	"X4Rlw3UrsUXdJjBgHANP0CbBV9hpeHVsolF6A/H1kJ5AwSNRWjkCp1JHRe7vOhPnOIAtbsjwllVxUJzZ",
-	"4wl4Rp/zDvZZ2E8b77jjT24Er7O/joUqdZ5P6TO3+1NfG1NBeqJW4hBgNHXjp5ZrDggH5ibF+TB84ID+",
-	"W+ekI6SjbL3OfCgzw+7AFEgFYmbsaof9MgxQMo+xi5cur02opnEXI5p/LGQpTFSO+D2bSlVZYQ6O2LlT",
-	"8KR7ICy5zG7TWSJs3Vf1Iq0L/9BbQNkvfZY6zT3olAW3k1qlxBXZuLH5sw5NclvtL1pWYZ0zl/xLciTc",
-	"bgGx3j6+RB9pxbiwMPbFOStk7WEO+ZUafPV9o4tvodFFjbGsBjnYA3cKud2u3Bp0A7isO+prbqz6liZt",
-	"YcTXt9BAJk4UhsJD6EZUOXVghQLwxr/xbT3GTQiZ6vFhAkxg1XBY12U8B6TbGNmWfaMOSqOXx0XercxE",
-	"cio7zPXvV7o1v2/4NJ/u2KfZ/mlWqVD1mvT28grNq03CtqCCJatC07xtFGwfSYKwogP0oAKoHqCIBegM",
-	"HEAnBGn0hyTW81kplJjx/CBO7PZ610JxifsfZk1GzSAPRzx1Fiz13NGj1pYztVqwvEP3tq2JLL9yjTIS",
-	"xr7bYHHH8qwbpPtSPiunr+x4dBHoVmTYkboSAqxrYs4voobgkI/hZERkPqQWHhOHMrQSFJAhH4Uz26DO",
-	"I5Q1YaAVwtcYzIaws29rK61h12J+CK1e3F+Ww82YOZgFejMHkTKrhPGBZl5Cu1yiyGRFKUby4+K46po2",
-	"PQvRGZzp3Dcdx9woYp+BDAGRsapo9fr95pejIxS9hs7sBfo/X2ctfGY+bk0MbzC1kS5pJWn2NM01Mesr",
-	"eIS587h1PLSQhlxAQtMmo8Pbgc6tdWRP1wWm12hwnUsaN70vuDEiO8PABKwFOieITJsuhWbIwJO6Zqkv",
-	"4HHt80Gzf6cNapv7E7N6u06pOgUDc7Dwi35zx9R9HQDwBSgfJ0JRBzIeyrbolF6A/2OC00MPp4d+DD4R",
-	"s9tfiJ3nTBJSHMESrVMcZ6W05IiJ8Nj9CFmVC+AgIuignrcLGxGdiVGHNM4yh4CV8m3Js3LujldpUIA7",
-	"mqCXwP4h6nx1GB3mpY810EnAiKKzDz5ZoOPBcaK27SfR2gYSDyQqZTT4nvBQX/bhjyRjZZ7DcdSii1Ma",
-	"In6sC/pWl/V22QplT+vbwlBWquNL39bqxZz/h5LvuWaat8/6rGsAaHv2nsav2tMIWcpV0a157iJhVGky",
-	"/6HxkZhymR9bYeyqdnHQIUURl99UGIPJU3U+Or61KkXGrn57d+HzmLwyrEOoHFqDU5A88so1BsVmDr+Q",
-	"EBDVdgrZPz/5ETER4kCDxk0flLYf6mEMUP2CwUgE22iMDjm+P3lWkyfHg0b0hQ4dKVfuTlDheToBZgvg",
-	"yJeeQQnFFXMOjFAZmwLDmsYeeo1qaSzXeWJYOtESiL2wW55hg7ZvN8DMKQNcnYfglhTZKTF10DcwyEIN",
-	"0SssrAoZGnA3/CpqIcX2n3/3Ixu4J36gJw4op+1S2HJ+eD6yohywoZhrsrNaEq3cfngnjH3l5rotZg5Y",
-	"EXjDBnyYpUhlId0ZiK6q0BCPmSqk4O6QrWNx8KugvyFTM6cKAHlVrbxEe7PH/8dKxSGgph32Sgx7TJAM",
-	"bv3YoOzLdb4eTMmnuuco5DNaSK+tczx1ZcUyJUBdfBmx63vPTfRgX9jJ8UGJf174vVpgzozuhUXAHiSy",
-	"jHJsk+gWCczAuIpHzH9d/xY0RAbHkn5/PAC7XnwEyx3PGY3dlioFxEivLXnRoXgS2dVEVq+L12nltMhF",
-	"xEDitHrR7jGCBM5Cfp6/6K3K5xdUH7HdPn3xMFe7DerF+Iq8BvfrBLCNZRtzqZZZEnDPbtEjUPBS2vlt",
-	"EIKIDrDZnFejRhC7gqZBMpd2nvg8SrJvKeXH+4+91QsnP7mWfckjZp+n8SsLUR6Gikhs4DfhZsLSCZcK",
-	"uXjDn3mehyFCJxB6/hH7A7TQiUivX4aCJe9erig7/Oq/3kgr2ODi8vyX387Z/1Yyvf4A9wzqBp/4eMCF",
-	"TKBxT44PMvCNzIWy+Zxl8kaUY5G5Gx1Cgu6dug2iTGXiIqopMUbMW+HiAr7S3XuXz2ny8dzrIi6Y9+K0",
-	"z/BQKAWnppvYCSoUjcDHQxe6yfWsuwlE9B2+0CUd13a5rYIDdd8GiJQl0PjDjhisK+vCW+5oPI/HwRzt",
-	"z9XHBMJN71repmvZwSOt81DYmRBqkaRmi+eJwwWphFlB/+axNlzqd39cutrQHUOmU8j0zyqK97NGxR8i",
-	"ViHKkS6nhnH0Qh8ChQ5xDZWyWFmVD25jaVlR6htBwlsjNtp5Bp+LbnulLYpy8O36mgNpGM/BHxJRtkvD",
-	"vjs5QRxAXPWlCjR4J9nGezuShc7P5Hwe6mye1J4QRSm26J7m2XxFbcJl+EBrMsAucBU/axG/APU70CtZ",
-	"rioBz4A7/XPBDfTNb3Z3pFQbrHhYMZ5XcN3tMP/Prbqk6QuthlL/0eGDn3XvpazXwpdN+/v4UEE6sXu5",
-	"k2H360i2PR6ilCfUtpOaO7vrj1rSSZpQymsWddgD24R6nYt1ua64K+MiLJw7GgfXSs8gcwPruJAQ3m9h",
-	"n3EaToPmZRRAy+cMi+KO2KUbj6+PzYEe8xArDEpBF/kGfhLG4R9OH6FGebzZR/DExyJ3xhmbTebR13Jz",
-	"IUXXD3lYWSaz3L2GjXSe6xk0nmztlIdgrHNhtl8p5l6zskVmXCT3iOkJu9dhm2JUKSun4phIMKxcSZ2L",
-	"pZS/gNWG/WemYqrLeRIrKcozDGHsxHQWVB6xK3S3OrVxNIqKIk2hLRvrUlcWGl+W9B42LvXMThKW8/EY",
-	"00jD3qSG9+4K6PkAagOfOL0h1+NWneQSZ/Eymvs2T9blt7VIBF3Fog/y+GTiF2H9FutciB0IBej/m/DW",
-	"gp0A4TO3m0uuxuCgxuiRj8p4nMbRtRgc/ogJBodT4VNb8Tyfo2GuFvgHF8qInbixkSzFjENdHNYbAbut",
-	"f2lo8YQddoeyjZzQzYz24QUswfalwr1n5SHhFtatwWM+IMhd5/cMhoJ1IdQOZMFWbvNtIAyzibSC+rm/",
-	"kar6iPUBeD+rjb4GDxTlI6HZnerpVKhMZAxycQ21mrfQwcILCSwD8pdg1RVX4GzF5kJj2OpoIsZ1Wkfs",
-	"LelgYYyQGQUxGAzlc4jfuOPDCkV+W668cReVfLnJ4gCxNj+0gnbzfWKYnqkEn0cAgCNoO4h+1ca+wwVe",
-	"Yxf/VldczCbaiHhBPV/vMu8nKJ4xCz8RY/j4GgX7nxj/ZDTtS7IcqLpNZPUU7qb2apuGbL2mvn9wK7DE",
-	"m5MaGD8iFuB20bwzOEn2iqozPajOxozFkSSKNm4kbqRFWl6OhYWBh6x7iLFQIAMhhMIDUyD6dg+7EaUc",
-	"zRu+sLjTeaNwSWZxTj5l4WACJ5hViwW90gmaWwNIH4E9xP5AKs94AjVC+dZfYxFzirTlcVI0KhNsAA/5",
-	"UNUB/8EylJy7xzfAZBuZNvUL4H1rMm3og6lQGV1/YVyNh5aUuTA95H7qjDzjZ2zLwqk//RnT5aLDFPfE",
-	"hFOXTakwrE+tkOEg5RLZDxc69Gi/DfcHv+tMUHefc3r7AHvfjZU0UOIynMP+HNDt7+aFGBz0WUFfc1Yo",
-	"bMsGdKNI3QFsQ2l1d0pPUxk8LnKuVvQci4PoCPQk+iGq4PU+mIvXperQC1K/X4t5w0uH2fIkeLHdFMDF",
-	"IekNzyVmz2Dz7lorxFPvLFSWRZXmmGePPoqRxVTIkST6niP2n05V9H0sG7puWyefkxbW95yrHcKze93m",
-	"6ByAOBMG7Fb8IPcFvm7wnaMmjSXnqqc4fkDI5DndY2wiwds+OGFfk8MGNd0tCk0xWFBDwVIC4gSKbmiy",
-	"5G2MHofExbOQ5nPh1elzlaHn9B0fQ8VSeFnQuJOgA2Js1a82Gr6YtVSUbmwWojYZ8aZmR+wXXnjLr65g",
-	"yqknV2tt6Uh+dFdhwwoedRMzdXphewgXFvhlvL53kULYnhfkY4j+psYSAYd+2JItqwQXhNh4TFyxIhTb",
-	"/sXuvGJVWjGtWUXOogY60DYOI0iBVBnVxqmGJFHZTXwy5R8xa9x0UZGsp1i+RzaSrr21OrjZZPzskz9v",
-	"k/zZXDv3oFxYoeLyE0KGLXoXN+0MN6xkbg+lgh5WVigIMcPNSaz+1fXzlbtUoetcl74Xi8iSoOVgqlJL",
-	"Z7j3wakOnnN0Ophr5gTNw2bKoc+4TztvUoB0xVu33hWufs3KjnB+LfEb4DI+Lk966xLcwTbHpVy52Y8/",
-	"uf/8zqfiL2dOrWkx4/SNwp/rftCwG5HKsN7ahs3cQR/so0zjyVH4HlXGnSm1kg8PoYeb8JAjdo5/Aa0B",
-	"UsggacTXVpDfmFs2rVBefHM6zFpYym6gejjIzo6uS1qdXV5bkd5ow8zomUxDpznIfkDKv5YmNLUAbNRE",
-	"K7gUzTXjhnJfQX9qymwHq6L/kCt5FQtu3YbcO937n//mh/86OfzxT/rv4Z+fTpIfnv31f/Z2RrfYWKIV",
-	"luEfHlJ12D8avkby4Lx10Xxu1ygH9m75tXTp6pmQ7r4XT/j4Dmbrg+DOzgHxUaSVbbVVqQRlo2agi7Us",
-	"jcodX8sibV0AZiIdp6XspRFAZy8gumFCa5zWp9cOO/8XULYmOs8SNhQprwzwYYqZLx9210z5PFiqcRUd",
-	"V9B0sfSFejlPr82KpOG/02JtHUX8i1rw4+9+nSM670eZltPWNmSLBsJMDCdaX5vjlFue600SEIzlKuMl",
-	"lj1Zw8alrgo810d8KvM5eWlAJcHfPDFsQDxR/3fAZjLPUl5mKGrwFIbOJXI3O13E976Cp8A1wN6Sc+Ue",
-	"hq8eMOtL/o0A+8FgSxh8vjnzWeIwRfDiuIsyNsDfH9Hsj/5RnZw8S3/VGvQN+Kkt/PeLsH/gHa/c+1/Q",
-	"km2zRLOyQ3fktL224xTG9aTP+SjExs3ab8Lm5vTLEAkQ7pwtCFAmcnkjSinM8SeZ/XVcCovdqNvNj9+g",
-	"AIWznzFXjO6eh4D6hVAZ5FlCfoyDfirP0CNWFT5+T/JAbibmdOFpYQ2l4TSfLTEnzt3iYzDQqs39N53I",
-	"G5HV7Hi2lCJj+85oGPihAZ8HzAqi407SBqYahkl98I8ZMO2025k0ooWrAmgtaD+/pEev7e8GFBojKWr6",
-	"Hbqzw3SQm5OxP99t2syCRIcV6PLA0d8TpvTMb4qjb0szvjcl1e1ESAQdNYXwDuBiLXtDwA3tNsTHW2AG",
-	"xjYWcYPkAp9G6Lfv5laIEmQ+WSX5B4u4c8TOA8XP8zq1Ap9L5S6UR0GvdEf3Sryou++Ck97EuCQNTWg1",
-	"XoDwfIRTcB1k1EehzNg+Kgyvs8HB4kIp+7WCyEdYmdUmebTE4bv7kwVICXoouUMoQckcLUsmbPpIMncK",
-	"MNhkYAX9A7SFDcNFlNjHkqrEZ9UnEVQ4SY821nDuuxeBWSzy3DRSRjJpCuAAJn8jOTQxS9BtROTBkrbx",
-	"Z1/UTH5PrfL5wSqN/ApnubuTm17Y2Q5pXIoxt+IRJb2eN+fsNv7CrmrunF1o5bGCukkgrDngBBwpvnHH",
-	"YqV3KTKeAgWctMzweb3tOTMiLQWclEZYn0UFbiQIhGHSRpaQHx4bjbo7jti5V8ZpyUrBcjGyDj88FyrR",
-	"RIQrKfbQHhvz27WxEOv6ceZGM8q7ikezhrfCD+jhVFsvymy0CCurYXCyfYi7M8rXlJM7k+SuphvYPQJo",
-	"geMXn8LJKlRWaKlsTSChZ4r9+tv5CxKqxDuZUl2IBMJbyESWkalrULQhAi0Nq5T830owPtUUgl6hOeOd",
-	"YQgS3K98aHReWcEm1haGvb98w/bdP6lCGUz6PNezX60tDgIzWk0VaRIGEuZs7FHJx1NIcvYvcchjdH6D",
-	"nSpZrnXhtPeE5VJdH2KbZ12yNNdVdjgVlkNHfOK+FGY5l3JAcPkBsxVBcYfxOVueMAeO7GwqlTQWGZfh",
-	"CsOKUt44tMd7Ddv3Tzt3f7/Av77DPw4OjtgbMebpnBnFr8WHlBv0zpH3zlTphHGz5KDT6oOxpeDTD4Sc",
-	"SOtmuIOmluvfqiu4/AVdjV+pBmWh0nIOyeQcG7Eg2QeVKNX9iNraprRgyZYyTVeg15q0U7dhz6L5hlrJ",
-	"iUD+jt0FEFdMYtXoIeU/hQWnHC46eCc6z7CbhEQ6P2nro5iNpMgz0+fffxP93xpYv1ubKdaWwDcDXpmq",
-	"NZRY5DylzHfcfsieB7u4JsZHXgkoEvY7G5LezxUT08IC1vOhgXMK5bampfR5/PiHM/IH+04qWLhZ65Ah",
-	"cAYjcEfOEXtB6flUIEXVX+Kj9T5jd1NI0VW1f9WNr6EERhTMhMXkJ273BbcYbe+LrBNGb5foGt/8Otvb",
-	"VlrH5+Ow+0z1nvCqxIMH4Aq+UPZVFAD0mRt3Cr4onA8MfI8JTrpd42R6Go+7I12ysdZkm1tdQFM2IUFp",
-	"xikkoDkEb6jK2B9cWqnG6MyLPVwi1VPBXnCVipxIhJW2E3cfZI6Dma+sz9aaJrF/e84m0lhdQmXBtShs",
-	"EtQWSnl1TzdsVAoBT0B090CxUIGK89waeD4cDGocOr2b+m48dLimD026I5fgxh46imZDhAuiW9RiFy39",
-	"hUa7sgwuatJ2gP47QWfcr+/eXfhWvFh2BHtVZMTNRuuHNmSBQO/EV+QjCIWB1YgN0L151emGexl7P79M",
-	"XpO1d1zAt9jsOmjRtlxeA3kEcaCOeNvIq93R9A0IIZINsWEhEu7ZJO4hCN/lEnzrNhkfxx5tKUxPbXtH",
-	"qPRy8ZyM5HrnMQJEpNXtd14rI4CRKvSJ8X4nd9/AR98pp22gabcd0lWHcNUBeczQB9W01xI2nBcceyFI",
-	"JFqs3ZfYUAWD8yFxFK+I4itzJjNya4bfWAjjl/xG5IGkN2cFtxO2j+HJhKU5l9OEGTlW3FZl7S5NvK/0",
-	"4MwTJMiQA0B5SIsazxE7ZxkSJdTGo7Mc3Qq0edjeidaAxVdiGK7pi3MedcHx7WWQJCW02LDhCDtjpjEH",
-	"4reAOv8Eq0PE/1Y8x+V3n1Bm92pXbthXBzfqjBtPAXXW1JUlRIDdr2Z83tuej8r2jHvq4D6x+i5Pgs2V",
-	"1DXt15zZxk2MfDDmgGURsTegHrJzcLMg017qgSx4v+GjPzhdc7qQwCDNIDYhCN6+VbC69xCQMDj53dh9",
-	"9IUvw2MPaD2gfXOAFlABaxEiDNgqxNmJLLPDgpd2fpzyAlv5rDK54xopmSVROy40k8XHQtaJp75i+/zi",
-	"NbP6WhBfB/Q79G+bs5RbMQZCY2rnEp4YWi82GYekoadh2A8p6PIcG3+FBsvu5e4J2ADYV5bryhKD3UiA",
-	"LmvqGvbKtNWaTylxPkzCEL04cn8lDsKJQGI4ZwP8DHXY/pTxQh7CjYMzpP4wOhfMCIPFTUs1uU9jArpC",
-	"foB7P3jIay9Beec+5IX7ji/iz7hFYOx4YxdlW3TN4u6A+T2KZLiXvjBvFvMcNiXEbcRMR1IfyWgt+vX+",
-	"2jvdCxtsbwkZnnYgg1vCbiSYcKVE3o0CnoRPiRwywtwMRrqkRlIof4t9TEYyR8JUlbFSz4zXleLnrJa0",
-	"dh9atA/9sG9rGH6WS2xdDy4czH+K+UyX2S3u8H2pb3ELnGtXUNf5+jav+h25Yze/4aW4kenn3EI/3OrO",
-	"v0806DmbXn9eFLe4GlOBbn3DrWbwCtOkbzOHyuq/y0zoW95zKdLb7bLf9UXO56L8qRT8+hb3/crNeZVJ",
-	"fbtbLuy/bnHDa3M14aXfM7faa8ChR87izRcQ6N5vexeSJ70vbzPAX0pdFf8p5j8DFt5uiPIGcA+G6e/f",
-	"pjuc3ryJ+9ufF31y7IrkWL9IbD86ag+2fc6HT7Pk8G478I8/pR6o/1prAmgVDu9TH0kLrfLdKY/c53qm",
-	"RGkmsrjt4d7UagkMbt0Ksz54diAsqwiLlcj74NCdVVZxZ0J71fErkajjIufzIU+vVwSRjKmEYWYCDXqk",
-	"Gufi0Fml7y/fmED7Q098YlgubwTDHOiE+bpO8uSJrJbGfWcKo9U1xZDBwP/NDMAZNZXWiuzgiL3i6QRy",
-	"03k2hSjTR57afO49rnPq8Q12vjDE2DvI5UhYORVXItUqMwO2TxUe7Ol3J0ndse8Z/jDVJjRDxg4qGYbX",
-	"DyDhEf8WgOKJIbcCcc9DaF0aX38DqMKV+69UfjkYpJ27ZTsFH+JoBH/0O4aHOtYf2YCSyLEylWfzAabi",
-	"hCC+5WVgGJfoVzhiP+uS1sNE3FzXQhTwa2cRQYPkVCslUptQ2jKmIsEugCURTCpjBe9MLK8h8I28ERd+",
-	"B926Nj5AUGtVa9iktylunUrlf3y6Mzat9vVY4Vb29hRann6j+mVxO2S3DuWOD9pxcmglDmG8ONDeUfyI",
-	"HMW/CFt//4Aa4SioIS86BrZ9+uFbzJEbzucdfocAeysY7ENVVymUmEE/hQXI7Jy9r94C/RQ6MGC6hRkk",
-	"1LkHVi/lJZBJs4G5ST9YmV4LO8ADCH3x8v9j70p727i59V8hAlxEuhgviZPc1kJx4aRpE1z3voHtvv2Q",
-	"BhlqhpZZj8jBkONUNfLfX/Ccw2VGiyUkXtLqSxxII25DHp71eQz1hJhekNrk2h8FmdEBuA8AjIJ+5oZE",
-	"eRb4galkiVXROXwQ78kX+zsv9vczltyXQ3cDAsQRrkDlOVekYWULqIw5fHPkLt+cDfhYt5b9z/5/Mako",
-	"lgCwMEPMCwHiF5/7Cr/2pWiv8RY/sjkbhA+Pe3d5cn3HGdaikbqMl/mzg6duFrgqYzHTBIY2f4mP8FlU",
-	"Q6Le8S/lOVqgCMK7hcEd6m7lDBfDXaqlqIRNlpuIX+LgSDkh3My5JsHjfqUvBZBOVdoI45UA3Nh5xoSx",
-	"nGC5GV3hGONoBCta6ylDnjODqwQlEV7LCJtxlZIxwhRDtxRAgKA0MVCzK1kKzXjT4C46mgsZTPnM70/D",
-	"PokKNGDBPomxf9Trhk5HHR4mSwPZPmNRaTUxIUhM7Wbs90fzy/X7I8bHblhTEeodww8wZxl3WMAD8cOE",
-	"aQ0qPaFEoSsCSM+COseRU9WpUtyYT7rxFBPDzdShY4Hk0v94naizIOsoRVnnPGPI3depel3pbvWj7jtd",
-	"ohZF6eykPAn5rXr0j1KPjr1A62gAUGXnzTyryd4SzU2K0S1qPmBArqhSifzdmObpTe5egAyaOWS1riqC",
-	"XIQBsVZZWZEytKmP7dS1+a152WDQq5Nwop1PEsL9xLN5beXEvaW+wGu4b8fdTXkwi8+wrlfk/kEtme1t",
-	"vJq3TrV0+4+3Vu80otAI27f0hOt6hPaGU/H4+bkoLOImgibnlMme6rLxedf1t3fcdb36tLt1+9se7vs7",
-	"q7p+6EcVIkw7iGi9TplYysZr+oVgrclSPBRVMqcnQXpX/vPrM+YH0Ok0BysnoxLNcWskkLk4BVYoyuji",
-	"Kh7QjEkVwbpfPkYCBCbUlah0LVh+XfOJyCC0eir/Ehmz2vIqg5SZzzkb6KYUxG+ezobJcsRy9yv0Xue+",
-	"AcRE0W3j5iYBQptcBJ6LxjxmOQGrvV1Ymt/NskmSTTbPtHnl+7mdSrXblEbJvHFgq2Pina22FUpfm0ym",
-	"s7y3LY6ULsUN8b6ud9PsXcNfCqOjw2pRJP1KE1S5t2gtcMwcQrF36ncKKFbgfEzAmnbZ68RV9ebs7N3O",
-	"T8f/zvB/57+8ewbi4M3xaae5TpyKwJzyUhp6JvfocSCu0PlYkLU1W+UDC441nE5EBWnEFQJjLfPzIW8B",
-	"OPYkkkxXwAgVUnwB38rZ+Y9NkiPMBs/2D1geP/hYCiV7cNPsyI8HoYOc8FyYiIsDoFBf9HMxXmm1oIT3",
-	"R3h8ifdlc3dU18u9xCtF+2qlTyowzrUtwNX23VBzBb2/XcxS96kqTQagBDGFMzreA/HMskJfJKlZxkj/",
-	"9PmLNQaEbIRtCBJH/ytRI/m9SwP0DvtlY4pb++HAEK7l6Oqcp+018tXyR9yqzsXiv9hHhFnV2c2lE9Dd",
-	"Y+PTpnIRAjFZJ7aTLYrV+EcApDcPPo5Weegl7w+Nwjaml4Nc83Iwnmwnft3JAuHrWkRQQi+FjZVV9QWy",
-	"WBXQTKWNZdJCsXDDuJqRcUts/3E4ISIC9Juu4WcbiHGYyJoyvJNl9q0I8A8Pwv++u5Uty3PTbkWybKp8",
-	"7oGcWOW34ghZ4NRNU0kAPQqMIotD1aNEe9OKGWFBi+uEc3uB4IUyLA3VW0JFS+QgWrGJKExi7xCVh6g9",
-	"SNBZLDIxOiRlgYqL1n2iQCC0HvRSYoJWcr9CwFgrEbQMoEU08xGxrBvb9ev/EVr5WJCrNT+MSV9udhSs",
-	"XqUBY4x7sQy+QfoeMp6KeBK1mAe3TC4POp4IqDhDRwY8qCZJ8yOfjOCVevGnFfAKcQHjkxsJaiU+LdO3",
-	"Mw+pleYT0BOPjdNSF/FCKPHpG5Xnt8A8uWI11sAoTCPDI8YDJOX4D1EsAqKk+/WBhYr9Hvt7atDbEPHq",
-	"u1gB0eRdXsYNlGJJNVlVRO0eAWDiSpglvuNDwo51T2DuGvq8pJuvEYU17H0Occ0zORXOKBCqhP8O2eDk",
-	"p1fs4ODge88U9pdWYtgnLshd429LdPYgh9+4AseSaIQqxAgc1VK1ujVxCXnRaGNoYBDgKlq7NxXNRHhW",
-	"69UO5JO4QA+hUDMMZ6MaxfCr9Wsow082LtcMv1yzxDE8v0nNYvjRT7ISaxfDJV3RTtzoV69xy96u574z",
-	"s3Xq2WBvb4vZVrjgm/QM36rvPfa02gEfn9u74E25E33uSyptmkYAk+q4EoesEVOgUQsi9zEbz6zwxEOy",
-	"6YUOB/ai0e3Ehw/5xC0gkiChXgTpu1KVgtjEGHdm1o/kX7Z6OjYWdFyjwcRAy41KFNSlwZj2J91cehxa",
-	"DpQEuhHB9rAeRACHyhvBJk4HY0cwB3LajAWYZwhD02NpwwHOhGUDpe3Hc0gaHjn9Pw0tossouPK5IYPp",
-	"ipIb8CrgBKTxSTSCDWBFPraKX3FZuWtlQVzxDW/Kvgu9czncjk7sOnCS4CW3xcUNajBMLWNPdp7s77MS",
-	"kA4Ky2RpMnzDdaMLYYyzJZUnGblbHXhuPssSJZyAIzL2WjQwM4ju0CIzCCxvhd5iofcmipT7kX0kztaQ",
-	"fiQllku+l87oNMzoc7vjA154hJ1+F6QH6pwoWuBMJ2K17ET2oD/MHT7nsqJgZRjSR9fcx8lC7+sJ/nh7",
-	"/rfn/0Gff9qn3UNzL4LghoyoRBAkY10uDN5AXRJs80O8v+FiT8w9dLzJxqsooJhAcTD4LsndmrFxmyoj",
-	"4Jbtqi1jlDtQg9yRNN7b2llc0xYFQn9NuFROJ+nIH0/Qu4mwOdXndqtvbOXNNyBvTuNReOj6xjV6kdYv",
-	"8DxKCjvRxawVnOcmdYuxgY9y/J9UiazdcV8Od9nbUPfj3VfwKzoWHftFu38urK13zqf1s0MUWcAQJ4EH",
-	"DSQIFOOdQDXnwAgBZpdUjLPf2/39gwJq8uC/golKTIWyGTs/n9ZiwnaMGWbIyqenjAM2NnHogX/uB2yC",
-	"sqSwkffuz9MXZYvyadEjH3Is6yOKs7GYSGU8OMKlmJ03SBQCeIXSDnfZCUZoYuyL/XpyvMtgM7nxRQlK",
-	"0IZ0KimrB6NHlYbIT7IX3HplbMq7qWqtagHD++ZKvSBjNwrHoO8+2RFL4i+4/b6YlPshVOVhRRNFVM0o",
-	"4HdgOQBEA4EcJuzlb6Qybxt1ud8aOd4TreeEXUJIInd1p6ysnKNqthuS+KnIj6LAy0MnCEsD0hf8Z76M",
-	"IcPyuSCcrfgBC+dyNiBNN4HXoaLtt2U+pCq7WHdHtw5wIVwItQzexSm5WHwGkM/VLBTnOEkOgZhR2qrn",
-	"fSJsA8iqwMvM14PfEF05pXW8k9DKAloYrF5Krt9lKZnTThRkibh+8vS7NbJFY8f+3ZTLWWgoIvLlHYZN",
-	"eAv0N/gWT7GHuyC/6XS4ToykdxK3ivyKaElSn2zuCqBlZbCEHvqKmCyxprGSl6InR/uPotROq7YR9Xw8",
-	"o2Jd+KzSBVBKD/KOqMgzll9daAN5sLyu3Z9EThOcVqcO/JBx3yjSdbMSUGkZ4sgIVehSNKxuzYUwWDTe",
-	"MSAGJ2en7+BrvDnQB1My+Dgh6B5mTv63VeU0tz9noFjzZB1wDIgLcw5cOaZfC3ZF30TsZJJoigGjbK/+",
-	"8xDLx9Jy8EGnWG3BW/9fv1o/7O7uohnSuQmHAassKPsZu4B0PEosfv9ht22qPMGtn4nGA7T00Gl2We/1",
-	"gS47Fj5XMIENCfcqXX5kFnYuk4ip4+7n1ESENIbcrWBMiQ4PuH5hNrSnIBrn7IiM5ded8X3eu4bd9Xnv",
-	"mtf1571rv1qfczZAH4y7zX89Od5xv98RpuC1KIcjMiYTrBryiXuXVcr+kZy6SBBiIgckpDmCFedDgBFi",
-	"qG6x2idBlzNQpVhpp+qYeRyio87upxAgLfJNIDXuDcT3YcSVaICKo19IqVs796Zj2/vuxTkNyM8V1KGk",
-	"KPEwOQje0+irQLPEGIUV+vnl0++efPckXD6UKQhk8clOSl422NEViGnrzhiccV/aKtcA38P7sW/A3q7Z",
-	"uKDPG9yHHgoStkmEeOnDNnmn7hbqZcvlfp9W6VINwJ/cDfBbvj6w3YXglTMJboBB5sxMeVUxfJwZxWtz",
-	"oa3PwuYlG/OKq8JzH0y1klY7ywKwzYI96gRookskoGZUHSMBRuLCfV9AVrVrDZPCE1JDPO1hFLwymklV",
-	"VG0pQNkwQhmiNMWwTCksxFE8P7zSpYBsX6mueCUhS96ngwf8NEuJ3e4eVVrNpro1rOHEzwKQbX+IwooS",
-	"L2xyYUrDEPnNX2WuL7gJLhHXbdLwkib2fP+gzyARJjXW5Yyo7/DSTfJMFlb4vMFXeZv201WBnZzSIJcm",
-	"Vi+fstsOcKX6GAmKuecofu5nmMnKjiItmU8YBWdkd99noFw4rRpoct3ju3j8RdE20s4eHb6/dhb1WPBG",
-	"NEetO2LvPzjjNg23OnEFfVDz6e5MRAFu/A0Ykf47fuzUqIIuuf4A+6PLrh+RsvFK60sp/JBpHHN1NTAs",
-	"JhUm/gPmHU4kAwURvFUZltGajE25dO8WIKAghZaOtrGsaZWHq+X4UgY4R7b/BFKqvHsBF2LeVfGrgehs",
-	"oyGwGIFisjnrhSQHrQIOjtmGyyroCwW3vNKTFsaTFP7VWipr4tCedobm13V+cCcCN7IoGSFQsKmYjhEv",
-	"nliQvMQCGyV2cZB2QT9e0AOQaSSapNf5Jo1ua+MZp4DtfYcHkgVWa11lKfKWjSqIfyWVnsThPO8MxxPR",
-	"zI/n/90rJKgaeAfvGGz1JP/PNlwZtEitmNYVWN4BUcLtCjcPogh1twZUzwjZ4P7AXMQlCwVIBguGdZx4",
-	"KCjnsavjZx4oJajcvs7KoyoXs6JKpxbsYEnzgv1mpvoSOfLMbt8rt2hgZ2EgQk3ACDnHSHhcDeTVp8h4",
-	"FiDF8UWiXI3cU1kw3pMMzmTh4ro9S9cNO18wvteQ3En7H8vjg3LSp0MiGAXvf05Am8Ax7Ht+0jnYqbKz",
-	"eHmQQ85T9XpeYUb8kF1Sd5OyAcNyQD0Z7ugd3Oe/ifGpLi6FDcdeKmySXoFv2X38Z7pISE83P8qXWltj",
-	"G1577wVSsvFyKpV0X4CV5jsDeWTnOOSipAor9f336UpR8XW/859f7p0xtBfR6+Ns9Il08sKdnyvRsNO3",
-	"7/z+rhthhJPDuHFA3I18GaFn8AAADJINaJpSEDkA7k/G0GMyOvpkoRAk4zY5XE23QiQm4XjfQcZK6S+K",
-	"WH8RNu+LdGGC9byg818EBoMHJ2evhqzRemoO8Q9m7xTuUIViS7fB+8EWM2J/aIkXXGPHgtsMc4gy9FQU",
-	"RMc3+O3N23eYIt3h1nZfvH43hLbpBc2fFZo8b6wsZM2BM9Gpoot3QmOLR58/fP5PAAAA//8=",
+	"/l4j7cNuE92fwzoqNldML8Ohb7QDI5Wraywq7f/COst2VrpZbf3ccgBlCtda/Ft9DYEK1+zzkjYa5+Hs",
+	"Utfsc+22Ta9M3TIsbaSiC3Y9b6oqSLYtX3PGuvYJHjsKtKqj0s3XVBVLKwrbGyEcCBwjfnPPqF+/7mq6",
+	"u+5aNqaQK/wlbOI1UqzBggtOHL62ike89/53YynH9JZ/zW61hAVs6oWiMU3/dXbgzNcHL5LktnXrv7aa",
+	"5GtxzypZZ6JLbjvymWdYUUH70xn5X9gQYa6l/3VwdELctitNjKygCB1hIEcB4ClAU5fU0ERpEmrozvCU",
+	"whzrmhX2ULoOZm3wGCinVgbjhlZcd3Ko/Dy+0ahXY5EyY3czKYg51TzhGoOveQnKiRUBaKGk1q4GPyKR",
+	"up+siKZPnIAYmCy5Y5sJxbjdEAYqXnvDgn3NapW8WBLNKii7BKLbkmI1SL/+k81dZ1GsrxXtfF2Le6xy",
+	"xxdcYDFEK3nSrq2BZ3RmWQDWXK68PZQehtLUvDc1rAw2AynX/Y55rMZYEWC30vYDFZ3OqYJ89ftu4LYn",
+	"9pnHyqs25BkU3I8OfPgIqmnbkQYxnNxuyKJhUBBjajUo2ahU0Z6PsPKdxYmlO3fDI6f112bHhD1ryz/J",
+	"xtzaa/DYcaFjw7QZD3jrV43yxySm1v5ehwnNWmskHP6U8P0nnMSrTN2iU6LYgmsDKYl/egnvRmWMtiFQ",
+	"BasyuKX2SSjXBS18ozHDUW+s4OFNgRM3DZvImeNCB8+fHmNdcT/4IpcGMOCCveECNu/mRTT6sDJtflHQ",
+	"MdJ5BnC7JsNVbEPO7VrxOYMzOYInsr0iKyoaqzs3KhVJ/kbJFcFtfifm0pnFvE89bfaUZQqiY4+W0kXh",
+	"OxsFZsJ5v2kIMmmE4RV6l9zxd+r83lFfV70ECyht7FXwMCSjqNC2xxMf9mqvHVosYyowSyWbxTJr5w3H",
+	"Z9AcG0jKsg4AGvYl3w+50WjZQiOA1vOmIhev//Tu8ur1xU6VLFfSsHTAUGcnLt+FbHZvb/HLA2ulGUKz",
+	"H2Kw3k+nV0c7Zb2fgym2YCfEKVlRzcs7xupjCp7FNRelXAMoNdb70rxiLrY8VJzqx8H+NTsO51LI7sIN",
+	"vnaDLMmZo6evbqCV9OLaNQ2vpJiIJWrnJQuRTaCmmaIevyYCM3RHrRsrEYKC2kF2yCG6JzyPmrXMvEfD",
+	"2+s5eq2MW7G7N4v+L2TDdjOeWbHFkQSf7qLs3t4PslxHS/8VLNdvId7kbMlS5Ue61Y37+Ad9wN3pZdl8",
+	"ukq3gD22TLgm8m6HyytWCfrYDOM8sFsiNnwf+NodWLFAES17uvB4koQDzvenfigZ4q3UJlv10j4kaH0J",
+	"+Q9pvIKibs5kUrZpKa2SC17Qipydf5oq0eyQBbBeygpzFYCPtvAZYEW7p9UupR0t+9SpZPsP2zVApyeS",
+	"xxVGE0cVBjqnRXIVmVlLhcWD8Z3Jvb7znwx0XUlaPkty6OMVF41hxL5B6D1TfZ6XX0Jo9IdUhNfcMCYe",
+	"2HKy4fuHjHfFVlli+4Bx5LsXCYVmrwaKo74T2iCWzCr0sUuh1BVbfcrXSu2Me+carLUVdkZR89ogfjh9",
+	"t1ImQvinXCOdWOLAUfor2JtyZ988JXsSCUTYn4w/4J1Tl+OPV4AQMlrqMkITcTfNbzYttzerh6bkbjW3",
+	"XxFq9HkauY3OgmWm9I44Oeul1G5buMdCLU98HYEAkYIF5Eejzb4i+O59AHvd07H+iml7qNyyWdEylOMl",
+	"d2xzYv+j0XZ2a9eJG+bQRO2D8QILboCDGLZpGhtK1u3sONKA803vW7GxPVbufbAW3zOFZWjsOy1lZeF/",
+	"3k2KNxOZNGE9Vvwwg8jzis+dSw6UDbcSuEWTL/92E2xzUDI6cf1PPUVglmgV44kpKm3lvThpF4c/TDhh",
+	"zEOLc8vMmnlJ3lVX8VU5y/gceAnWrd+O1ZsCrUDxIqZ0C4jse83WOnQvTCqlN5Z066aUaesiUAm0lmzh",
+	"jm2SxviWP+xd/7qb67FebrAsUMOiWkvpCO0ppYY6U4OaQ3ALYcyQ9PajzYRqQ3YJetvSW9mh6kLDRBtW",
+	"Mm3xiJltzO8Cg05hmxm2kGpw1/w7HZhrXrHjJRUlRqML1CGcSWl2wOv7H9PZ4vuRa0evBiFFOMeMYrTM",
+	"EfMIcCEY1dtZoslW70nXMzj/ck7m+gkszop+nhHBzBNIFNdyRT8XUojoN7Viq+vua+vOT7y+//4Jr69B",
+	"irjGEA4sgBSemqK+Nmt06fd+nnPhI0N6T1b087XeiOtbWtxVchGe/vikkGL+hFbVExfGc21/JZhyBumt",
+	"QmZLolk5ZbViosxyEPiZRO/B0ULpyJKPFaj1OPd3J8xT7tZh2xpIlxhGjthYQb/4YLlKYDmWP2iyADEJ",
+	"L0Ak937pvgk2jP9g1zsWLNvlfm9LrU250/evqxYpCLXb6kn7vIuO4Ga/p5LwH0VuH96hTIrbz2MX14iJ",
+	"EAT6T60d8yKjUf283Pi9jK4QJ0R27piCClAt7M4ZlZF2/Et54SLqLOop+PVoD4xlW7zLEVhGR+iSHH5y",
+	"y3IYu35x0zaHmATad/fgH63UMjnBKazsLLe3nfGniG7LNpkUmUTf+HlCFDV2x7qWXm3FTkuS3uS7TYRg",
+	"/rpgxX0uFTckwqBV61ZKM9FaBk1fJq2H2DTEbe/cbKlkrd8lLQ9upDUt7pjRxCUX7tnFx8akTHzCPLx9",
+	"CNEemgMGcet9W84Nvdy73bTHJ1BrHibXrVWaws7dQu5PY675NJX55vejM8WK+5fc6HOm0Eia3y2IOeSC",
+	"3HKDjlAMU5loD7fDG+kI9u4hvaQdYu3hj09rauqpUXY3t7sXEY3HRNme3uiQpfjg/5BcXJjiQsrVfrLR",
+	"aRu98TfJE/h2FCJHriBEOJP/CW8QjCIGpnrbaC7sb1AUTZSEa93gRRUZNJ//8OOoQbOgK6bo6ylQFM4H",
+	"bmfh4qqgJjo0QHL4p5jBMRUa1ud7yLlZUwQIG6tXVHJdV3QzEBxqJGSLxAiJti9czm90r5Nnz/+YMrHw",
+	"4gFrtOKFkvUSVNzMOvnwtCTolInLyrsuDm+VXGumZoRLPSNUlEryckaePHlytHMdnA4Npo7BeytkXzQC",
+	"PDWC1nopTSokseKLpSHavTGM+BuDPm35rHeEmItcXaCByEaHUTwQfm5RnG2KJCDGmVzVFbMC3oKqWwpl",
+	"DKsKY3umevIWMns2/iSJwhUfBHVeSCUbY9lB4l5wCFHtOxNV4yWj9WlVyeLlEDqKnCPShH3b1YueOm/7",
+	"yeUmhxL21jZ4i33cGsoFK1ujLjr3p8oLE8MM0+ElzeqsblIIim28BGnA1OPrjWSAzDLLLGsm3qTRVj7W",
+	"zIE9+t+l0ifk+NlWguGUIKphrLzfBqrbFBiVHtTZ9CDAnTzm0Po+fvKggSGqV4w80vdyR8d267j1jkce",
+	"1quln4hPBbqNuUuaqS+42FeqKaTQsoJygFzEGQh9CznkOg5554slVbQAM4W9p4X31BZLWlVMLBjhKwgf",
+	"tP2IDamYQbu67gsIz35MSjgwgrQZIAgeLlu57RORSTz2ygnx2+wiYjE12LIlhMPU5FAzRm5c6vWT0OuN",
+	"7wJTtlyLR1NEm5pqvZYqdXTdE992o9E7saPwZz9LK1RAGhj4HXVBDu2iH3OhmdDc8Ht2tHOvvRMThhBN",
+	"N0WrH1oghyHUOMy8edGBz4mdzR7fNGWN/IdjAeOAcyN4HxeY60Mgf2XsxX2qkB7aH4/fvP/LDB4fzz+c",
+	"fz8jb99fHv1ef2+knM7j49ECEWZXlaPHwb124lM9KqbDjw8Anx0Db4U4fLcmHWjGR0FyfVjrjwDrmjzc",
+	"yCnIemkFvpaouSbuiY+b8NhijcD8Sq49QOCJ35pwQ9m/Vj3mtCNLGgVZ7UAHqfvJCsb9o9Z02aom10X9",
+	"CWJZBoO1w3hjMNY+E9odGTUFvNoev5GbLp2dEbMcTQ5x8Ppoz3JKfYQszHfYIdEhvpn3rqoUNXKeDGWJ",
+	"U1JWey7APzxT5XHzU7rL0B3/I25hNlOlS4dWOK8q6P5rZapEw77wIBl/UrKpUwqqex5coXccLdY9L1Ql",
+	"izvLUgasfFzDxwTe1RGf9VfkXKqi4zXsBC42KavWW7kmKyo2E4nC9p8JywG4kOAc78M8hmugZuLYssVj",
+	"nz5pmSIAYRwrUx/bW/IYIDqiBy0vCwLHccvVIIOtkCVTx1YXrKhh6Sr+4AxMWRE+1WCrhceWBggPblrd",
+	"Jgr5jRwomdh170oRfTahhGI/XoYLjJBsEEnbjX7W0spU2kzZ0bwhv50XhFknQAsjOnOxLk1S3xYX8OIQ",
+	"qlVoaEU3ZCEJXTJahhr7QL5p6gXIIT14vG434Wjtynt6h/jL1LbMBkteNqsVVZsQr4jlWKX6IiJ9hqVe",
+	"NmDmt4w0EAQBypsmV02Vgzxrdfs5i8hmOJiys1v2/SnB4xHB+fAgqfqPkqQMMFNnnkOlbaRxdDeEisBH",
+	"3h7b7WBKqv4XJLFOdSm7BniQ8ZcvVIkV1nvkOlsDuHW1IdRvUPr4qw4n2/VU60j1HPaidZifL5mJxhZA",
+	"DFy3qmkb328JBwCqIABZsXmjAY4ggM0ljf25OOTs0fEr2k5ltk2pnaWaeKJ4wS7o+iwG+h+sfpUoC0U1",
+	"YM+mECSFSXrT3tjP3FNy+D9PP7w/ykLCp12sZ1vDeMyyaXpJn//wY4JRvj09fv7DjzGkURohOGegDxOa",
+	"hcUJve26TQ9IrTolgq0HdtRIwMVnLyKjwC21YmdT4y1VAeTGDF/TM4joxrgAODlKVpX7c93DFccjkq6L",
+	"liUY7/PE4W1TTmwL/vH5s++/T6OtgPB4mdncCxhYO17oSkhSSbFgCvLwgG2VfOEykMYs6V81R+z3SpGp",
+	"DNJwyAYS04YO2f7RyRPOmIsubpe0lzj0n/hwZPYpuT184RiePR8XLI2p0sVP0MYS7cp/iUcrUw4hVfwe",
+	"TiI+PUHAmdL9iRILprSIompKdo6Po5jjSRoI9IF4FwmVw1mTpkURw+zsCFsTVH6DhzHY8HFAU4M9veXC",
+	"aijYwlRL64IJwCJMmvuv+Io5ORkM41YSDB8g3Nx0HztuT160c4IYYHrguzkxU/OySccZrCQE1voyRv7V",
+	"GQFVBuX+WrE5/9wHE+nhTU8ijQtsPquP6p32sH/NwNnYR69rabK7vbNtULoksYWtmvmDFy168uRLwY20",
+	"+3wueRqFgYo+HsmS2wluyG0DcYuHcHVQuORKru9mvWCRUO2kdBrvUSpW0vB7dmHq92iaSqCARMX6CBqw",
+	"yJJVUz1j1CRdv63LCCcz/UwMhbLBokG2gQtq2x0I5ZNmZbb9t3yxZNr4cDkqNjE6ysRecFvOxqbRC8vr",
+	"uqd36uo85+2EvXX2xi2/09QNxm8uspFMfs1UOqJpYF4DsfDYp3O5Tyn3pqggZaM87F1LdNvM0vuuMn46",
+	"WDSdcdZNXbQMCA1svOwi0TwKoos/Fm7t9wF2GURe6bWPGCyPF40PHag4JB+yYWhV9VCCpsTk54zlwS0Z",
+	"kDsTrGkAWHU81h+moUPA/75z6Icad43onXC2Dl5MD0vGw8dMTQnoc8cEJ9viBv2j2j9dfRY127qQUpfn",
+	"T8n6CR9dOt6o1zJb4fL0/B35dPHelduIzFszpG4fvUXHkiPT3iTfor2v++1jg/gkKruuGoGFrtKBUa6N",
+	"gMf71weF/UAfnagfgnicKIQ4B1irLtv3HzEuqEIo/3GUE67j/SX4nUMTdwuKusxRmsHvZpDub3hc+LTT",
+	"5T7m5n1CWsDSj1iitxuyDFzrJBqkBkcUrTTWbMH4OaxIGIKNHhxdl404eYlaVatpuY1rg8n2iUEJlkbn",
+	"P2xDT0J51CjOxNeF6Jud+8chx19OF8mrNDAZNCaFhJQoqMhPO0QQJoIip6bvOPskrKdfNWe2YkLJqlrl",
+	"yrgVVFw1gg0fJ2y+oCIBQ3WopHQTpGALhaD8b62g9q3e6MzZipwGrxFeNcVy4FEQAcGxbWJ/wwmOTBPF",
+	"BFsTaohZW+7DodwmWtkqPn9Aifyos0umeNJ1CL97MNTDJft8lB+xyxcLTHKR3RdkGecVFWxyElec4wOu",
+	"67iC5YOiXnVczDXE8pYJsfzrxMEiVU8q7O9fdVdQ8ljsRxz2GIhMkT8vBrTj6HO1aedz+rUMN3Jg8wjK",
+	"DTn7AOLQUka3Sr1lRkpFqbfcjOZ4PGrorosiO5riVJ3olB3FrRsOwm1RCb5YKG7u6j7FWHl4+iLcx4cU",
+	"K3bZ8SD/mBEhe+RNNswczdwFMwtX/yPf5dNww9HGBnH7+yGHu7vxA4XqY2cRL5xyUUGMbigc5+9ZB9ue",
+	"Tomc4JjOVrENAkbgB7Pu7Z3m5oOz7HC47WVPBchuX1WZa3Yr7NbLAGMBskHeeR14VioVVQrc2Ii1If2i",
+	"2tKKRTOXdiQR+F5UG7ix0YFixXew05a5hBHYgU8qcSW/vbo6v/QqWksXAWc+PjmYLZyRjd5SvUxE/3PR",
+	"Ux7J2emM3KAX+8VNiBlfss8kcpjbyV02sJznUE3rz2zzTszlSeeWQN9w4I8IjXJ26jH2MtJCmaklETaj",
+	"ANbPDSBW6VBEF4qS2/HC8mNVCeZJJdMX+DUzIRJQ/uhG3xedRSZPnjy5CZ5SYEwGkmw9WNoIy2Z5GTGq",
+	"3luCZb/WMMV+qZtBfjN2sbT7s+YgQ7Rsl+pdcKGwBiSLzqIjslmfqNuFHjyK6Uj1n8IZ0w+ITm9PKsam",
+	"i1YZneTEafWjvcPTI0f6gJLlVirBKDA7MgE1hsXFONNESzKnair6+i7wp9GwcqfoalOzAZg/f2JKyXQX",
+	"SNLV6faCt2IhdXa7K6yaMpZ05F7bwcOCH/yF05HqXYj86mq3ZGrClFzXcA+OjhPlXAo4fLEa1ZHv9xfN",
+	"2oFMnFg8Hm6IbMyAtvVThtG45JvYLglK9iEUoMUYvHflC3DveZ2LKXgnHTcGiCtTDqg7XVBwdoTVvmK0",
+	"jGrTYLU3bqBcmvYTn0Y7Hsp7aLMBCfGRdjWqfffnFCbmn9mmcwmvmNXmgTlQotixK0bIynAkQciUucD2",
+	"Ff18irxHDzIfV2zRK4PZxcxzpPH4vg4nccPeB9B7we+ZCFCmPZaRaAw8huUUgd2bKRBqAoBbgvOPCsKo",
+	"qixbDRUho0AqZ0eA6sQLykUusMFBSb7cJMv+uYqxXU41xsKnwCZQr9A5M/kjkXNOf/w51En0+w0gw8EQ",
+	"VmyKqpOtfB4UwVeB7x3MDlo/zCUW2YZf33jLzBVfsRLRnM58SeKk5ReL2H6yUmX2GGxI6fkKZmFS4XH/",
+	"JRTvNC9ChoRga+0CzIEIufac1z4FAnArLC2Jrbnee5G3wrNanO62MlTM07t3eqQW9nhPlxrDqZsFYaXL",
+	"PeL7u3Pn9u7M/s3VBcGI+G1vW7rSaDi1I8JYKHaQrI7oQEm3qzhQ95lVxmk3fPK2MYNFHk5IbRWJmLaj",
+	"GngUqpRTYphacUGrnFX9EeHrIxz+3aQ7+2uqiz1SGowkpSTChZ7vEfs9+W7IcRwPfa07MA3RjL4Gp5ly",
+	"VjOHcyhDIKL3V4AuMq6CtJ4eLurGzCxfqhtE33dhWb9rKb9rKb9rKb9rKSmHEnKIZMFvtfE8Fq3pMyKr",
+	"kkExOoW30GSbjFvMK0UBTEiKZOm13zWm8VuxpptK0nK3EvLv7M2Q4L4Z8mjvo9/1s530MxUyZKfvzUe8",
+	"rrubc9Irucxc/enRDftdQ/xdQ/xPqyG23C8ctfYGGxGnX/t7f7vOAQ2EiYEgM+DvuH1SIVtzFJVS71J+",
+	"MOgtX+R+ShWncR+Pc+1M1CfGyz93sutnlq47l/0UgJ1z2xTGJT0YSefiURF0/Lz2EVt2AcrxhZzj/r4C",
+	"Pk402ktDTRLBuAHfnC/WoFkF6ULdbU+oili+9ZXLo/yQi7IHly/c1sAPILxSujQEuJeDmSW5NPmw+NvN",
+	"WVcnzJV1mVJkYXtJgMSCyWVTs0QBFzuINmrtC/Tv5OxDFkvdXJMaivR3VJl2TCv6eWhX3ksBUQ2jG0O3",
+	"tmZifgSqA+66Pl2wD+n4Ii/bOO3Br7WQhmyYiS7LE/K0DRKbOIYveQ79qQub3yfGWeJ09PcluUwjRzjS",
+	"k5Icu6OW+aSArEM6LQpO10nHjEUbK/XcskqKhSZGTgZfyZoZNzMkg1z4dV7WdNCtTBjWiz/70kLlJJPI",
+	"WknD0paeHum1IeSmI4XdgxQ1duWHMK0cZA9USg6Bm1sBm+RvDZT4knc+iEiuRYiVqftcb01VycorOQS4",
+	"J7HKUycTwnRGYeUsl/U9mYjskKaUV4qqrj8IJd4y40HdyqekrEHnoXfTz1kugMd1OesstJt5bv/fe7Xq",
+	"IwBbJfnIqQiwV8dzWlheGbQx9wQCvUUnx2TmHBJllPyTZT0DRuGfso4O/iBjLdV3WCzxt2tyyzK+j40p",
+	"5AoCaMFKSdybjwmyI/MEAcZ1rknpLl/POVGhPAbNLeiXx9rIuv3LmdnjH5yeBlpz9DyKDz2GHIokPw3D",
+	"nOZQCK/vHWSQ+XAHGxFQ3j6X1W/CgRUveGRMaMklsgl0TQUdS0BkkAg3WEfNH7u5tjlXWm99v82qRlXW",
+	"vHLYtrGTephgsw8KO0xPFS3xifzRF73r1LLSKNFu17hLPeu1t7uZ/2HTb5En8k7fHu5Eusgl8qCxAaNr",
+	"yVVGwXKbWKzGRbgvppYQ2br3fWm5toRLJ+tl0weVyKq+e4g3wwm+vojwl0vVzSxEJgFowx6QDPWYGaw/",
+	"YSi3ffgIWStT80MTmOMJ8hs/L29zXjz3YPi47LOOteTCJEFusfwhZmciLAtAazms3z19iH1QmsnlUd04",
+	"U0v4sWbitOYACQVFmzOIVGhphiADqOrWisaKKNmkYn6m2Hejwkm3FUK0JERFs5RlOtuE4MNhKS+1reGy",
+	"IryMU8YbUcqiWVnducSJ6YwH0qQyVKhZEg8Gnf6OqRXXmbRSLGM/Jzefj/V9cdy+e9NJyYYfMc0igX8K",
+	"C5ksfmUfkLlsRDmz2yZ6Iq792/I/bP0aJn8wO4hXJPzoX4qm0/4YFv4aikL5n1eybCo2zijcfrs1nvWk",
+	"sk6PfrbDIlVM4zkQtzMAxOPak6S3BdDCtCB5ii24BqNKRBrbUHn2o8kZ5B5AzX2Xrnj31RDNAOpE0OrC",
+	"Tu8sDd3emjO21sMeH6bIzbe+nW9vZi4ShCpG2GeArYtK2xVh2R9Wwv6jYMQ+AjvyNnNyWW6OXDQeI/vT",
+	"uf9lVwy9Lb6Z8I6EcYwuZCt6h1pgET1McSDhPEY7grl51ICI6U7yKu1IEjXk2kUnZWfUt95Z6mO/9da3",
+	"M8QkKffWyW91kmc05tZyyp/Z7VLKuzNqaCUXr++zqBPaUFFSVRJ2nwT3TiesQ4OQsT4jVBNAcObC7k1F",
+	"xTcaG8tU1pGNKlgOMfmeVbJm32iCr2EZf4e3ynU7yG2gdsUXizTOC9inIEsS/Cb30wCIMTHXNxvGPWHR",
+	"vWU9veDQfxBI7HphPqfzjtsTDYg3mOyajf5MVZn6eHmlyYpaYRjCP2foMES/lLcXEsWMmlq/Ysxwh3Vu",
+	"nSMhCiHalX+DycwB+yfkUru4rCTaIf8fUkNWUhvyw7PnUVXCCEfDyqhY789LIBjdp5uiyJV8go3JGZdx",
+	"17jxsx1oYqDCsQeny1Ixn2Qx8yueRYBwsR7j+A+WZHwwURfwAtVBJ+bvibxkFSRj6hxkCAjC3UBwGBSG",
+	"j3XVTvcjVLHeUjw9/WZGFMfysc+ji0PJz5QbLhYX9qBEUWqalI2Hw+DCOUUgcUA/LPBq1NrRYyzB3qGb",
+	"2zD8HOVaDrPt40vUXS2nn/QYpcFhvex04Hu8FmuwdufSnsf4WM1a9rdFX34tu1bNdl49LtMnhv7J2YHR",
+	"j0fnhIuxDJGpv8GyV6IVhx41fKeddLDyultwJztC7pqdHuDTruXKhxh0N+QrBPv0ZgGSlBPT0qvXldBI",
+	"ge8GIOVtOsoV/0GhbU5XvOJM77vs0EoGaLm3Om4gU1chUxLsFIcMdjCUK9vwp9sNSFFrXpUFVYm16DSV",
+	"zUhxHXBN6G021QG6Tm8Rft+Re/dZ2o60nqBqkSnssVpJ4cC02yLGdkTJifjFSk/lBtt58ocbt8rSlbXC",
+	"v7STJpEWxzpLy9Rxp9FwwhJPoJfLLCDSQrGFvY8CAlm4tCwHRj9Le+Y9nkgXfTKHZ31uW0hWdwUAIWoc",
+	"cLn9f7Hk03F7/euZDk7dY5zCxDbbSQ7xwWgpuCCMFstcKmRwRw5lW7RVnRioXHZxuUIZBDz8mXXJxIf5",
+	"Og3DnaIRCZwVitDiTsh1xcqFywklzz9/ntidbzPlw4r6c2YIkJ25PXhyoaaDTDtX72AHgOHjJR1nglrS",
+	"RoOUTtvYD4DjBH3OLsJq4gi8Z3pwCCgCEwNIn0VF+WryrsXi86ROXDkVriA1Na5Rv+t9HDnd272M6ag3",
+	"usjznnC3t+wnRMKrj+JqyXUaKjjOhGm/8BlBCUZDDkHpAVDRoxxsuFUfyt1ZD3A69/VEljGnQjbmgt3z",
+	"TJkEqBGi3HOobCSdmRQCOSyP/gyJ27eMCTKnQrhIfCPTvCtDQVy8qfhiaXI2jujU5Tn4lNQu9tkAIQyD",
+	"+1minKATpqNfd9IG0b8GRlqTjFpxIcB81Q/MPW/BeJNDfbwxAsraZCLx/oLB7ZlytOMruHcs+hdo5/Lr",
+	"LWp30zMnO6LArVPRX4Ap0kqk2qbk246IQqgHspsRxUoKcu4hmgQx9L9QzKRqblSVXFt9OM+YqCBLY2rC",
+	"RAm+VZB4/3/23kU5jhtZG3wVBOPfEDlbTVGyrPGI8ce/FCVZPKMLf5Ianz1jHzVYhWZjWF0oF1BstR2O",
+	"2KfZB9sn2UBmAoXqRl2apGTNjM+J8FBdVbgmEnn9EhMk49zHrWvv+di43dEY4CkOUrBg9+4ArDvCEOnH",
+	"cUsjJH22bU6h7Tae/T1K90D7jHZhj5EUa6D0/tsGGiEZKGJ9b90nuPVx6d+JUQ80+3D2Zms9CLUCnapS",
+	"JKywi55Lqh7k9aGBor7Jzpzrc6DxHjqmUwCgj8KwXZ4v+QpdYQQbqbkTmPcOg3PDpNEinzVW9kqYuiq6",
+	"6H+cPbaTAnqTlN0TsLN4FtDkKUvNUDgZe5kN2p07x4lr82GECZBW0Z4yu/CqImR/ZW5z4rzxs90bMgvb",
+	"eKgvOH8/Pg2YfjToyXapatMZBQbuZ5cc7rwxXotIeZ4nVszQ+P3ILRhjRIWj2jKgbrlo1MkYNtXqpocC",
+	"YvbYqLLuuUfDlzxHSIIbaGP911NQnam2OeybVBhNVIWw1dCo2yxH67ra8lqOm3AvQqO3F2DHxmXCB7eM",
+	"meqTIG4dp9nT6G0rNm6ILu5mVBWjnRmUVKjsZrwHqJC5LrckYZmMHEoJqhy6LYRBwFpVtCxSAU/f+lpO",
+	"SNNpextjBUfv7/I+tAokv8xBpCc/MQDmoI43m4nUoAdK77MfUMTyY8ZPAfZbLJ3N1OmHP9eiJpYnjS/a",
+	"rEpRhMYgKHO6a7yp3sqkMs/ZlcLrdAWRdQvh8SOkdspmH3DDaOmDX2qV10bAvoMwwnaBBLCYJFhgHBXt",
+	"JT6dP/UMUCd2ppCPWZFeNKv4lQPODyt8Hjz5brBWbJfU8xIAjIUPh9C2IzSh2r1EnUwWbLr/p2kQPoSG",
+	"3kOWiyuerpgu+LX4mHItmD2Y1BLuWFSICob/6PHw6Bf80wl++ugAy8G6f0ZK928tsyTs0eTRwSG52MlS",
+	"hTVEjVpwI1OyUYkiQwNsy4RVQ+GIrpgEX8f2UVjH9tHtBaCE1YX8uRaMLxSVbSu7rSgwt8ffdZ/7Mcuv",
+	"vTjLi9X72c6zv2/qgPhOwh49Bfjvtf6C9p/+lmwQ4aI0q4SBSSYDs3eRrxJ2LUSpW1VysZO1GRz89tM6",
+	"13399ujYiXpqtjmmhLn7xnaKLP8w6J8XFHVhRbhLbbvGQJ6uISFVALvCF1GghIQy9rJIqxXCAEJAL769",
+	"Kb6HZ/rbp59JJnw8+eagVyr0BPtNSLCPB+0bJG/1S1i9UtWIK/9CaHPbq765DEIsw5Gx0xfik/HZh1yz",
+	"jBu+T2+709l0MOpuHR38YBQ0fdgQLQK+YLipTLFjH5WXoOX059pK0Ypis8ycyQwvO8RNck/QrU+RWoMV",
+	"nMftT3fab7AH7uYOg4HWfZ/4JJ6G55KDGy7eVCSXRTi5AIhwfNDUiS+vQlVMlzjD/fYubxNCdYRKfqS9",
+	"uFK7RXCM9OvgE5j7VaQmOCVY5a4gFphO5+n81BOdSSZ1UZhqdQiHxg7VmwU5mML7YkrsJ9tBWsFoJroU",
+	"qZzJlM2kyDONElbTcdMJ1eTgmk3/fvbyxdHxxcsXP02jkBedtIKBCTKDuJZLsBZWCuvmIIZbEXN91jXo",
+	"qfcfhNeVUtOCBFh6YCxyhVfyShad8GkqhQsvOzIfTDrSso8Nb2tS6a90fcorbUXSm3Y4vwu8Tdy9nK9G",
+	"xxV1BfS+hxVZm8zV5ePvHn33KGGVSak8ZUL1tmVxlRAMZIKEXxfZhI75xB7zOCik4dWVMOcDp/0VWAUb",
+	"5pOg8wTC6+NMgOzXgE+KKlDz9HIV2jr3twb/2ij/HY11axONX+kgxReOd8cSDDCc4aC1xqf3bxSrRlvt",
+	"KvnjFNZTk8ebcD51BvMMhqjRSOgubjbiS8WofQInWZ80ohzmwQwVONjkwl9a8YSCvriUExNGSDYamXNu",
+	"esvCfccLDsd+30IkkB11hk95Jc2qN60LV329alQJH2LuVSSFay7Sa92VCIlPDx1IC/6TrClgwikgx+kU",
+	"H2+bVgR9HNs2Y6tL4x8HB+Ezy5oCRDGc6ZJXIuv2QlNQnHdDcxMEKmBs2Jzruct1dg2OjE/4coltBJMb",
+	"uchFNcGHLAOwcbu3CDi2uasIR759thhS6lvohiDNI9uLJNVt48SIQaA4Ir8R5fMamllPn9rYfD+CxJ2B",
+	"7lPXmktMOrIHjBbUJV6744fLHTFnl2Uu+4jxDdZ11e3ICPqsKWkWA17sgqLjhl9yLU7sT3bMfSxkenp2",
+	"9P3bI/ZzLdPrj7BE03avrTRdeOEFdQAmcJ7r7XBsNk91M7sYwks6R9Gpz0pOxB4pURvYlwekX4xNwZfW",
+	"ReD4+nfJvJaDxKv9nXvmwtI5lwUZtFq9sAYJH0jZE8X+zh0KYg8tdVeafbMBYanrdRF1ncrDRYgRZPQM",
+	"9mSRv0f0d3rOMD4FJIBK5aQEGnUtCogyBVtSxOaRciOuomgKx/QELRtNR01eTLsWAZoZmKqYFmltp3SX",
+	"II+mP7AvdlR1J6W1lyX7lkBJ6LAi+mVoD7B/T+IawVGeb+zLdm7Q2Mfjrp+GXG7t81xbr0j01fr4Whmt",
+	"m5AGQIhXFQekBaMC6jw6PSEKfQabDgiIYfPkIJq1MqUfaMZrM7cMM0UbQFXnQick+MuKqSoT1T57LrQk",
+	"4D0tEjb90xTuc1dgO+goYVPbJDyfixzh3opV2I8VsHieA0PN2BRznqdswcF32qR1g1/QKMYLVawWqtb0",
+	"mT5kBqKUzbwSwrtNYF3AhINbjXZ9ephLbfudi6qF30D2vBsplpap4L9SVczkVfzHBS9QpWn/XPHlxqNc",
+	"Xem1RuCn6HuZWhYEfEY/AxLb+ruG6+v1RvE38UmkiDPhmvUI6Wtj8L+vN16XVxXP1t93v/q3AePJvYT/",
+	"8M/SOS8KkfvH/t9NX6YSfNHMgf658bzMOXKQG5k23bl/+tfdDw0WkfvF8PwaLhiy7/g2gl98M8Fv1HHw",
+	"S7A34a8iF7jejkXj+fMzW/u5maF7gLrU+utwpjt+3WyjMrrcfNn+uPlurUW12TL+2iyo1HYFJkue537V",
+	"w9+aNTNp+x+RpW7/6pa2/atf3lgo1WnOV5c8vX4juBbxCl6FWOKpp1eREUREZXLrv+yux/IaUt0K7z7I",
+	"ba+3DOUcDqLeNk+9yM46AAkBjL5AsEkaNPy9bYHil83UvY80l2D+qFRdbK1BwlDGCenw6igbO7zZ7Ue1",
+	"dxKNuRSVVBnep5crIpWcbDuZgouhALN8IUaDD4cF1TtANKkcNlyPYDbVJFLyrir/hVgezUwcQgIvQXgn",
+	"wRxB9ueD/4PJgtyAt9oZaK4DmeTMrdNWhbwqgXMdt93u7UOQe3N5I9AoThcGOGRURfG0SNEAKIvXA8tV",
+	"CgEc019bG/Lbw19v7L3528NfeVn+9vBXfP0k+23aVXYFRvHXKPadl6Cxf8tfWhhvOYaCelY2mUnQY9La",
+	"TBaiuhITrKgWZWxEGHEC/nD2RlPeyiphdeHCKClZCQf0AKugjJdoiT+eoyU/YkzpCIk9wpBYDKaXhvFs",
+	"IY2GwYEwhgwVk37OxI26Fih3zWTB83DBjlz0LH2xk+zQ+8MIV46VrG1ai+7iWfjtiiD+pCWRC6F1LtY4",
+	"TbNlUVGfFve0UkalKo8K++6CKuklFNUdVJh+wKZzY8rJLL+ZJu7vRfkExf7pPNdTjA+Y2gt+mjBVV8w5",
+	"V4E2/vbmGF5497czptXMLO027J5dnCIYy8XxqT1UH16cHoL7/cPZm1aZSG154VTfpB+NTK+F8UBUTdl7",
+	"Ym1kwuWGvXh5fnx28vylFcZVfTVvGrLThZAyUCfKnKdgiTi7OD8NY+X2aE5LcVmZlGb1w+uXp8167UK6",
+	"Iy/Y+YtTpmYzy1uR9304e5NQymI47sggvBG6yQh6oNkbRXqP02YEaktGsRcv37y8eHnIpNY1WMqcXZP7",
+	"qqGoU0n0DToid1u4k+z4HbR/5xpEH13uJDs4116B57zLs1kItuQrxx0Y7xJ3Lq1aKqp3HM5cp3mLXsPj",
+	"DGDYFM7I2X/wG34On9BZZ7uv35zbzTznM17JhL2+uDidzN6ePrE/Hs8rtZD1YnLJ4cKlhg8pWgreffXm",
+	"b5YCLQ105BxaQV4UJl7GEa9XExQlxZ1sW0+mNzIT6uEnOEjwxO1J9BKYR2NCX6ulX2OKVV1SGVPxqRQd",
+	"qHNlcPzH8GLPLn5LduoqxjVcLKo9q95u2pzEpKniGR6AQyiOARXnfKyQ3UCumdTD5jk/DRxVe1eSNdKi",
+	"FYxyRcTIPVN5ByVTtU0wZPioIkqfJy9oX1J8v9UWGpXa13Ur1PKQEl4ncJzJfFK5FDE85LTK+OJdwrih",
+	"/0x1oGGOCs92U3DhzTJYlAcAtwiwuesQ5sFQcRrvi3w1oifKFm4WIVWFFoWude9yVNH9tbtOMG3h6SRN",
+	"fVLmvBAJq/jMTG6UAVKmeIsmLzJhWpYTLa8KnucUSo3A8C5WcZiYYXRhRGOwJEmT0TNkqzzjM/NC8qtC",
+	"aSPTaJ0kt1Ye/6GPgNGkfVJk4lNEYLY/t4CpIAzL+23oVGNHC57O5ei6N6laLKQZ3S++bkSGIxjZif30",
+	"WBWGpyZa90nmudQbWNjUIXzWIIjidh2yg82TOXIkb9TV6Pnm6mrrmZ4XvNRz1b+oqfLhO74zTR+O7Qsm",
+	"3oO4vK68u6ULPGyFol8tW+muk1PUi1MRdf6uV2a5URBgQ87ibXxYg0eozTje4LBVxV5BpGiHS8+IatEN",
+	"A98wNPvebUJanIoB/azRV/t0Je1DHqOVYE+DNV8/P1F2JHgmC6E1Rj70uGAxkJzeRjE4EhnTUw/M1aTy",
+	"1AXedFmwRXCMR5LwNgDXiJ/d663qDrH089wMh7zuvwnDYIFDpq9lWTZBKylUXvMFhzo8wfjNmG6WHLOq",
+	"qroIcWu8iuHSqdrVbboCF8gDp653mkEk4d72gz57mhoXGtQQFU9TURpu+XgHfcHPAzErtMQVL7Y2uXaE",
+	"H50UmbyRWc3z9RMw3hG4dtBi0FijIxGagl52ks2cu2ITstVQZIsTDLeMcMG2g2DOZn96A1nOwNb1Subi",
+	"uRXQ4uj3VrCfydwKqBSlN7b66Q/zFZyG3UKZj4S67s1rH22bH6+UlRpBBvxYF/yGSwh9dT9RIZmPWJA1",
+	"HrRr2+mKt/MlarrqF9iPz8fgZp65cb/yX/QXr+OGLe0VtaxUcYVXXylUmXcUFEM02X4eM5OoPhRNXkUz",
+	"QY+1NUArtFxNlyMI43Z5PtiIyGDcYAC1gqAqDhEcTGZY2RJURlCGMlGKIoOQ8Uh9ORh3ZIUeTR4dHFjO",
+	"amSRGlqktQKv/dk022Q1Rldz5CLGw19PRQWmZne6NKJ8XtpvwNbmLg903m+GS0C7ujMMZuMQjOSTm6xh",
+	"MHKCRtK9GKc5j8LWLIW4thq8O2QeXWD92gF3wkmXp8j5pxmU67Bt6e0AQ0ZWlwuq24+70YYtDJg0cGvk",
+	"lvaEN2WYOyB62Af9aVmQ9bD74cPJiz2nnBB76i0EogXkUHf6/izxsRyOrcswC/zM4zQTuyH/pYrI3E+O",
+	"3h2h4/YXKOdCGWa56gCbHwLkkG2MjPG0gbQfJ2g6F35UWxxde9TOczVcI4f218N0+CULjSzByfMj7kJH",
+	"7j/+L294XneWHnSgPFismOe5booBjKtpC7mN9ut/1NktIFEy3rMVGQdtvxJ3hFdqTIAJ04qSE9h86BDP",
+	"penlAMF6WYphu8vujrH8jekw2+cq5bmV5HvWt53Z+QuC55LxWs1mWoDZdDuectELLWSpud/mA9MOVuLO",
+	"XOKiPcMRtnZ3mqBgr92xlq3SrytSWtB1/6mJB1Sete5LnTCe5wyKtQqfwjQm2YrSYe+eUgU1BL1FaRuM",
+	"2QHsG3a5AuPzLZjgFhlTiIHpAb1J5jYjrZN3T5Za49zbptXTbbGURbaRee1vukPG3RuUG7uQWSGv5iCA",
+	"mKVqbpv1/N8YBCtfubNnew89pwtVEInXQuNfS5EV7m8zryv6c1ZJ/ENzU1f0Zw1f/xSPnIqwQZ7nkzRX",
+	"6TUTVs98/frZ27euVIfhlXHQO4+fPDs42MfaWkZU9tv//vvB5PFPfz+Y/OWnZ38/mHyLf/6PDpixmCUl",
+	"6J06g/5v2c0aIdGC+MK6WQ/tdPmZf5irpiYy+Lx9nuyCFzXP2W6IpKIqdsnTa1Fkewlgr7BdF8pj/4V9",
+	"7QFADXFrv+vQmuV/tVE7yOmju9hSqOOhgIH6yHYd5I7I2NvTJ3v77A1ofFcOfU98KpUWrJyvtEx5DkAL",
+	"+pBNUUNrApwxprgSM1GJIo27ciLDKcucgqrjaWROPupVTCi2gaKe/HVvxYAA/EgV4kFcBk1zpUVf1CAm",
+	"YF9JSDVSoFUbtusshgnT8heRMFPx9FonTBtVliCDwIAmEGSYsEqU3NLeXkfCXCbSjoRLbPgBw3e2U70w",
+	"AHdQ9dJqZiaW8Oa8yib00RbiXY9hHMMR3Bu3tIiLIovLTQGLQPHJaHL9A5bRlmJqn9GLjHUyI50sYakl",
+	"u8LeobZXIhBHcaoUBWH62S87zWTxpIegQ3QONwEn9gR2G92i8oP91S785cqIsSt+RxPerOKLWODeK/id",
+	"7UL0CSYf1JlUVL9U79mlm6s8Gw9EnYlPXez5tb2vkcDhPXsMIcxplzNXNxuWGXguHlC26w7q2sbipcdZ",
+	"WnE9jx9i6qQXXdLVCgbPvhsWOS7GZpz2RtderIehgR4Ea9pV/b/TNu8P01xp4330ESO8JYEXUW/lh4tj",
+	"lpGnHy5be443Jhs3ZECYWbcR2knpLh5tuIYSBie+VjHv1kXD5IFG0AMBPh5i+Kr4iJ1+XJRP9vY7BZlx",
+	"nIpsLwBZwOC4bA/OinG7sRRHvArj1vkbV/h6rYCorIwVWSCnZlB88gbvNjkG3hLsBvy7O8FgA7YX8Kxw",
+	"6Rp2v+aWa3hSi+Za+9pmCeGZ7BbviHkNA260hKevsUDU/UJtwCw9Pipygu0gNtri6HiV8RX4NiIqo/6i",
+	"OmPrVutIJAa3wppUrYVg37+8YA95KR/ePH7oedVD8CdNFioTeSsgNiyAca5m5oVw/3J/9Ur756IjaffI",
+	"icW8fSlITYoLZE3YVu5JZAcZI0pOsmKw7CAuj43Dup0CIPVY0R89oV3tgyua3mkFQMHphdRjo8pOaUx3",
+	"Eba79n3ZVLrCtginellVqhpUVyoxg8QeVTF09iZoyETc8rDb+xEzNg2t9y1lNLLeMN9pkji8s+75Kq7F",
+	"U4lNuOc51tRaleKZ7FDXtnGyeAPBoYPadBkquEkPAKndUOH1MXFh3YKR8x41JOU9SJyI1smxlnJBS9GE",
+	"6xk3xNLFPEKFxNdugS0/6gIhDtdU1kQte3hU8NrnF6qGHVku5PV2/qx7EdoaytmU2zrFNd2SuLxgFR6p",
+	"kEja4O/IBt210HvT0g6PlcICyf9fXxILJ7qd4OUkg/GyF33xdYhfrWM/LIGF6uAtpLAzR9M7wRCsRIZc",
+	"pKlG1i+M2dbfYrx5Z033dkj6tjUx3Xw9KV/LIotnrVgVSBoZ2+kLHx3v24PD4Hx8IyNKXaQF/nrZkcqB",
+	"dZjj139To9kT922qhNKyCvKPjRw+EhGkOHO0Zh+dngBqaqfBxIhqIYvYkrayRfySrsB/vE10aruqh+8v",
+	"dlY2jnXFCw3uLR0FiwHwbLx/NFlljOhZ+1mlFl2rhsVw4mukuj4CCST+DRXzj28xBP527Mm6dcKOGcbQ",
+	"NDq8dmO2wh0mT9DtBe9nZsAYLNcZNGmFDCJyvbkn3eFpwBD8Zcl2mwRs4o9B0CgEyu3d4m4JGd3Qavoh",
+	"x5dooW5E5jL9zoSWWS2O7Qmpy9vGSWJ8n1EM/Rmswk58ZjGrsJuYV7ZandVFq/pJDIr5fZGvKNod8ITE",
+	"SntLPXRKt+ciHg/iylBEXOauQIVRLLWvU3Qn1GK4RH4NY3dVhb2hkjJnFvKKHC4ejLIJ2xyoRdFXfKLq",
+	"cJOh+6yxg5CbHDpnpuIyj0HG945kI92SFssP4haEFI8VbSL2m3VN8ROrOWfVilV1EUVKFUZkfxWr3hQg",
+	"IAt6FwAbQFVeqjrP7F7SE1TMg77GoAwGZBq/haTGwn9hw9sQIlhZ7GtwbogoXdaZrOzc8ABsI5rCCndU",
+	"KLe7u13lSjxoqjhsZXX5t9Azv826rgcK4CInre1O2vTYU2oSgEIu5rLKTnllVi2snjtzNkBiwEA+RAHw",
+	"CDFtSu2Hg3knlutwME1lNVpWB8pDpgo0rynMeuwvs/H0IKyz8fQguuCRZQuoZGPEdg9YXUCqW+GZoEFB",
+	"UGqPuFgolqviyr62jKmJ12LVge+ydnyxL4j8wfLr4w4ovhwdf9DQpqwM3tA4XznHRL/oqGIIs+RZRRhd",
+	"r7RvE0UQZcQ7SbN4cbI3orBDPu4GfCQWCxDtLgkPSig4dMRbwUduZlMvrSI7oSoZaLW1+t+ca/9rPPQ0",
+	"l1fyMheDJCIK4/FB3MWB/B1ljpHUci1ECbgr3Ui1L6mnZWVPXkHWPKD5Bre2suRRjk2YRfdOZ9JZu4qx",
+	"WxJKtW7XkaXKxRAP694jU6fbNyg+XShwgWrDF6W+ay3mbQsdRydyyA46Ki/3nG2VyzSK60uUz/ANn2zp",
+	"lkAWbNlhJV/HWG5QQqm3daIMtm9jQWIENeqodslJL+imBW32/g5rB2wrXLajj14sZmnkBd/CYg167Vgr",
+	"WYm3je30dlf4qaVKscSwE9vimn8ukqilfIhLXzlGHB8g4jOrh1zN2WWu0mtAp3PReZqJT1KbQ5LhyMGF",
+	"IB8pVdnvFBQBtXCUYuTg1dExZMe1gNQ9YIyZOiTpDZrpwMy4tbYR1JICMcn2PqJoVVwSuRE8F9lRKS/U",
+	"tSjiQrIHkbYqhP0AAiI94uzmhprutmaWncJzatabqEHyBgybkpuP0w7Dy7UoxqXa+qH1syHXIrUdPxid",
+	"8DWVgsxTOOoZFiWebWIOo/AGOJsQrBTBaqplbk6KcVgw8DKTxSH+NZEFAdmkvCgU6NAOL05VIfOIgC11",
+	"Z681lQQUiBlrlc3DixE90ZDF7qNTOaSmrY3w9vfhFoA7mBR3yBZ8ZZcCssu2MJl+wAKNRZDoZpuNJ6X4",
+	"nY4XSdggAxoiIHZtGe1qPxwJrdg13B4/3uZub1aJXttyQC4QCAbX7/Ab3F17NAZvQzw/PuLPjzYBygNF",
+	"3bIRZ3JAWNtbXJm00B1FqN1JbW9+OIWtktxUV2jWUZ43Z2Ys2rn/YJyxQuXi9tjmZyY9gnTwC0Aci8yg",
+	"AFgIrRlikiVUrU3FY+h72wJvjiyucjEBgAx4zcca/EPJosEN3xbz1rnUtVGlRmzLjYCFfihVpRadkZxK",
+	"LQLITIzdHEC4XduB1sr43sIpdWzPMS/5pcyjBTrI01bauzeVJS8M8MtMoanOdhI6D1O+EBXfB6R2KLmw",
+	"kGmlyrnVKJofEcgdwdv3qRrhJaGCm33dzkMJnIsmJXSexi8ZX0zCcQtSUVQFTCmW4x40xfOcKt/2ngeT",
+	"NgPYrEsbHcGGfljVaItp87zNvHfXT8fe/YeSRV/1K4Q9RJnMkn/kQGXEnc4NN3XMXZahhQsW8QcuyfQl",
+	"c4G4/SR4LunJOkm4z3eSHfo4nno1cPC8qEYFmglwF4rWPIMUaShM7sbFK3MpOFQUr+SNYLtNQVzvnbDb",
+	"IABKEMqFS+0yeQrxyTBdp3OWCZ7l65BpvYc8OCmDfNWkp8Hb7Y97xOzwMOKSWAY3/c/J+U06Obs4nsC3",
+	"05CPHkJguLSzRzuJZTe8yBiC4K8Xou9yP6wPr42ZG0492aCrDgIGNTIOq3zkHXigFoZEBQkTO8kOpFB0",
+	"MYvT9lZsoOwGy7gLmjyuBfkG90iRIXL+Kg9N6ji3jMdZFjxn4TveVIYiwAMdJKGOEwVat0Us1worAPRU",
+	"NkWiJFxCRIYLdiIetGA510BOCW0evnmr4zpOaA4+OGR8jWZQxOSQQQaQyjIbhVTvcDGHbh0SxIYEiVF9",
+	"AufoLEJ1pgz6OtCzuzn5Rm8eDOrq5iII0+0ElZB2EofG2SLxTa6yNo+AVDr4jfM9dUqjlkAr06AQA54u",
+	"2uUDuWWTJYy5wGxba+IjhJ0SQvoWZNuNHo4J9yGQ8QbgdIyVREGFLUG1FiKKITx8cSA2cOuucBPo2qZm",
+	"qQd49wMd7ktY7UAtHmh2/upDxCj7mSpvLNxl1pkDun6KrDCtoZCIi40ay4ebizNa7bCXrYEUgeI4+Dub",
+	"t0exjmC9RzLN9sEZwQ/vgcF1lXxGHQVcYGklOmBExgVmt+jUh2Uv57L8UMUD4yorxTKAqbcL88PrEwdU",
+	"v4tprR7O+uj0ZG+ESNbaioCZrnNZX5Y5oNFYGYTh8xi3Q1w0R47KQLS0vI0j6Mm8gzKDD8eeiJBnDJkr",
+	"sM3hyQ4H3QajPUSX85HDCEdTK7sUzCu5WciQqWLwTtIUvBgXZRsqoBHumKrCyKJWdQBr1SfNYln4jqrv",
+	"HpVH+VLpiCgJKfkPHCKPZrsUflqZvVvJXx2GvUCK1423Y6uKM8EWdXUSkBzbbQt1+gHqH3u37N1vwdiC",
+	"N/T6F+SUI5ldO+ixlYESJZ3QYlbe3u7bZRNpMzzHykJijtBXhBo6uICfbYfh1edicMf4Ggw5tusqJ7Ln",
+	"DzQTxY3IVYnxpaP5YNPcLYu7tw1VMSkhliByaqeFUEsJm1VqcQ8ZIRBMuW0qSEduxlmzyt6RoW6F0O1S",
+	"MDaTM3qvBz+AUx/9sBWY0jq1UIxERKUYV/lBLZwPyzGoETH2ru2hOQ5fgLHb5pBsHXCd2SlKj+ECHnZt",
+	"ZJ6zS4G5Kjxv34vn5OqNZaC0k1G6bsfuOhN4Z7eV+BsplqIiJxXJxaJVwYvywhC7HuxO9ovu7mPZAkds",
+	"IUTL2rOmlACsTq/+CHuN793eifZZlZ+RFe+Cg4s6mkP3rAsjc0YBVAguc0tcd7fIo6/MmIN05AVqX4wX",
+	"IvqrS0HoGo3l1Vmdi+xl0XWNnua8KKCuxh123fcDh2ugJ5Di7tCXN4oOGrTUggw5Vm9CS2f89DiW9w8l",
+	"izWdVYMZFYOcnXloDLS5kxwKZ3CiTdzMC9XO2BQOcYTWZN8bkcup1GJ0+ubnuJ3P7jVPE6bTyi/dSmCx",
+	"Szs+UfMMOvsdcRVbRNybnKnUwl42hJ6GHhj09hbqUmWr8L55X4J35Rje7bpmzlGpLLuMZKjGPNBO+ywN",
+	"Vazj/ZbMEcYje/99BsvRmvZvdQdfTPMLq0LrMTqgqdP1ZPcMCg+i5UZqcrOKLGGtGph28OB+fgkFd1WR",
+	"WhkNEhGGDAHwRbwgaLCb4+6x8ItRq7Cci/EWrJd3s2CtTafHhLVu63Ianxttx/kEV+WZmFVCz6NokMpA",
+	"uFrUudF5Mnr8s4VYYgOHLtgaBJomD2Opqo5SHv1OGdd41XLO3NEH4zy5ra7jS1meqsp0FNi2F9rZxSmD",
+	"cNegDm+DarKVGT7Er2jOy0gkRlmJNM4UK5EKezytrIAjg/gAQj5o8EgSNMo3r0kDv7SUAmoMaqR3hKwM",
+	"OYV4werCcQRXkBu/8VUOYUUhtyHNuVxssxK3Kas9GrPmbYNXo5aFu33taOMxkNFCQReu64x9eHH68OL4",
+	"1LcwyrBXlUqLnkhPt3gztVb78+ry8XePvns0yeVNF9ROjulp3Zio0vRUT3e7OkTdfvchDp622IcL2VsE",
+	"Kw/eQRzXVUTWPz8/O6YKpXA1+eVaqwJneoq/6Q6xB3hEk1Tvozbc5ebm7J2CHTfdEA6N32EqTjx66J01",
+	"oz1yH5BryEsaaqMV3QCIAQ2hu6C0J4d12hpitkcgXMTPTpvlJi7VqAXaZRSbQSE8XBf/HAohUTKSacBA",
+	"l9LMg/AUtiv9+rIptWn1pClc7qoQo0Lmgrvjt6T/5XcqE8fYzxHUCxPZzm8/rS1KB2x9azm0c9z3XULD",
+	"7K2Tnb3lkbTGN1wbHIOzIvBitFYFrcoiFstTrTVrR/ZAAwFs00Ncb4Mlvb2ZubW5A4AS4QGzU22WslfN",
+	"arq4XbYRsiTOZpUITg2tZUMfD3SzmmuJ7sNShapASNhSRohfjEdMlyKVM5luEtOhSzpmpQSLKs4qkra3",
+	"loX87bfffBvkIT86ePzkztfqWkbR0yfJELjClvfRWgffPL6Pm2Kt0cffPo1J4ybvzBdHesrlTNhr+LC1",
+	"Kv4a9zkQUG9PB7LePnuBSV/sG6wZ0L1r3z190soef3QQ2zPLqluDpcy0R98mG9hWGAZrVGM3W7sT7I0B",
+	"1wGB25B+67Oveq6Y3WmEfU/3mCy0ETxryi3pOjeH7ICahoheF/Hfl0cfLMTBMGxB5PbuYS9n7lq+HSIB",
+	"iu+8WLuUYzHnvTKl1C0jwSCZ/rH1nQAKRpdHtZkfVwIUnpgFERXX81OW+pcYgiZWVg6XhvxCiB6O8Vta",
+	"L6NosXOuT+lhXwkq14DdaddP2LBdJpHPIFkO+q6EqauiKzlvwPGyqeu1MEsRNxZWgH7BIq3aYV7QonSV",
+	"Hs0jxvoX8sqKEfAUmmk1XxSqhgxciZCQ6ZznuSiuRIMFO9DtmAS1YDvDpERVYcZaJcqcp9tX8aKuYxiq",
+	"DZVh9llnl9K0dVE7XKzJDd5UrXIffGI/tr8X7TTaaGZcR56iFlUrS7FZmITVmMRYimoj9bpfY1r3kPj+",
+	"HU0krcPQBsRs1vCnUYe2O/Nt7eBS2h+4A9YRG8fmxgWtbSEBb/CZO+TLYVsXAGMwBNZkhEbczmJ9LSJJ",
+	"C/mVqqSZdx9Y/war1yzUb198u5PsnL8+mjz+9mlUjOW1matK/gKWyddQrLxjgQnmm02p1/39/Sk7Cj9n",
+	"cyzhjpnfmMcMvi4MMbMcs2GWlnjPXh2zx08f/RmMZvYff3766OmhL6QBIfl6nhA7XWfiEZNXEYscRXpn",
+	"8BR1MBwm3WMJE9KHZVi180reiMKp5GB/tvJ7phadOMODJccbFoMlnKkWpjYJkj5lMNHAUoevhUtoFweQ",
+	"sOhuRvGUKjrH75afVQR56H/XPJcGQD3KShkUsYBkDjG5DeAnWwMh+0Gh2M8IFu4Iq8B6kJZ6omQ15oaJ",
+	"MTbdQCL4+yVeCUJU9nIciLKhu6sSE1qu1v5rf/7cpQoLD6Vd3FqPQr6E4g2OgSIVJsG5xf2In7VgJl1s",
+	"5XyhroXlK3covYzYxyBCatvcxBLfVmFtGImsEyBbQAWvKwZZpkZuU4YvnJCbS6vg8uOt6i33hXxtLl2c",
+	"LwPUA/Jmy5VwpneqtIxxgPDwtisDQ71TgeXYSm8Z9OaOB6zIEPFsDbuvgJbgiiCfW5GvgAWvQ7QFytSj",
+	"x9/FdH65EKruRrV/ruqmDsJybkU12/ehA3FhjwbU+W9aunw07rHihY5bhWARc7W0k3ZvHWIZPYQA+vDi",
+	"FNgOlikFODyj2MXxaTt7EkFhU8tL6qwcnxBUGV0+e/gQfBVGl9r+/eHsTdKSwUistyIhk8VMMUluaNz8",
+	"QghUpBbr2u3Bk+9axqPvxuQVjaDY+GHF1HZHmPZtoiK7wxHpqc6kOlaZiNiujo6OE3Z6/PYI/vvBLs/7",
+	"snYFOIK5z+1VYRva37aE3Gu1BPexv/CZUeq6rbeo+jIPlBaMEgI3ZHehDChpi1UxnLEq64D3n5VdxcxY",
+	"RaDTuraimXJCFlZAoyrEkIidjRzxXMireSxCUWUiY/h0pMX7dkU8eOFXemtJjbNrscJyVjRrEEVkC+Yr",
+	"ELK0iYZ6UbCF229wNUJgeSFSk3io8YRpYeoygWgT8ABlqhDxmh12DBcKnAmwcdFihUFpwlDq5o0VmuiP",
+	"VKxKGz/hkdvbw+Ig38Q9xs3IRC5vhKUs3KjdOgNQWpOW8Wl2JjOSyOFSGVVt1vW9TflQZqLr3L9+/PSJ",
+	"Hcjrx0+/jX68lJmZd1ExPLxN9AamU4KsiKTTYh1RhlgX5yttxOKC6+u7I67WoNUQEBrjTEPbzHB9HQma",
+	"ieClRXvYAEwDUuP6OoBLgw8BPIOR/dJKy/eNnHZXnOY+cOa6sIfwheRXhdJGxgqe0jssa15ynkxXGai9",
+	"xFeiENWgRSxsDpBQU5Xn6G7Z0gh2pTpjlL4H8oDhEwDtfryFBf9UVio2/b85GLnv3789+s/Ts/fH5yNZ",
+	"/ZWqVG3ioPANQFTz1ugbZEEIjr1iN077Lb7cV+xpzSALmGgdBZ9UKYpXMhcvqAVV9U7Nvo7117LmA5+F",
+	"W6lUaH3IJo8awaTMubFLwDIlHDYb+rHG3q8Vnw1DnfCZCUkeU8eqwaQzgC9tfdjlTg6PQEigLVJrUUh8",
+	"cf1u08TcQHvO8ltPHp1HAduEiBgJE4mc4fSU11pcKMPzdzFNEOrGXfHqkl/5owugcRyhrhZQ37bghdqu",
+	"rvBVeiqqVMTSIr/f7M3w6kqAems/sQ93v3///fFeQ1WZ1JBaNJJ85oKXR3mu0ufxqnnwM9jA7UtgULef",
+	"MNyGsZO0n5yv9FAf0DJtlro0XBYia2Qggg4rrujCG9l3US++T/tOrbOIZrHtTVdpPrpise6cIpLPpZvo",
+	"/c5x7VCubena6gejdGuTrFN/SJU9J+80KkFCboXC2oTwvxA00YChXq4YZwuV1XkMXy7LKqFjNCKLjNFT",
+	"F2emKjY92If/n2L+SZ4zuyrVjKcdNYBGJfXh6ABEuvCHaVPCyaU2oohmgYetubgEnpqa5/mKXToVN+ZM",
+	"1Dqqjbz8VOa8oGrv696rS7s4oGXG6yjCdCKqBk7TwZ5qP9p2D7yUCbPcOEEndUJRupO5MWUCloiEaQl/",
+	"gmKwFJeVSbcIQ7WE5LNqnMG+FXLFt47jehnDtGpFh3EXziN+rnluJWt4gtUaEMZwq2jYTlCYC69PuXdC",
+	"c1CfHWjd7YcbGfSV+BPjYybd5BtaDym1IbGBgx33+tknunWWMWobOqJzMyAt34dcFvcfnrlhlTBKXmQB",
+	"A9rCgBtwt9HxdN0ORWwNUpFe8YXMV1EMTnEDZTnhBQiAEKJwYVgkxkywJNMP4vJcpdciYrltsE57cW4L",
+	"ITJfdxdC5+DAQd8PNA6lSxvX8jIXA14ynuf2Bgu8ZS56g5sAdjnOAZcyz1JedZiK2oMEx7oGFGPuKnC4",
+	"74ed6L6nECR2p5nk4G5WfCHi2Hn2DkQLlG3BRw+O3ccBGGXSHbADqLNakHeRyuAFUXYdgMWdSh8o/XbM",
+	"NCJfO8Dbl3xStshzZf9tdwL8ZnpVpMNMzGCSZ9j/0Eq/7boV7Tr/x/n7d8yIT66E/baLndaVjpln35cc",
+	"gjMUFlZju9Ozl387OT95/27/5N2Ll/+5f/7yf0/34NrgWlsa/LkW1Yphe3i6dL0QrJJXcxOWyfBLuSmd",
+	"3Ihh4MqX9qWXhGnRf/O8LxhsU+I0UKw65mrT7OqbdL+1UPs3j/a6Qo2i1pz3BcONT9iSCj9TEexKBPV4",
+	"I+3Ztcn6hrwMHcDYJoEdkKhi7xgquGRXPLW7byXpLnvUyCodzdmqxCzfQsvR4ueIhd5KUjcgNkGyKaod",
+	"u48S9jhh3yTs//t//l9vDL3ipT7ECmA1INXHZo0tyOJq7xBkFVgtOP5uI3yNcOqs1iOrUnRxh1eelR1S",
+	"dyCdQU/+6qqIF/uBBO6XFkXoe+QidskTd4SHymAFHMXzg5NipuLuHqMYaPbb8BJe2xUxndB50O5csLq8",
+	"qnjmiyGBdtB8KrKQm2vwENWYk6aXHXUr4WKM4pC+bCQLCX7/uQhrH0BRP3AKJtRr702uhWi8h9uIU6EA",
+	"FEkwhzoxubwR3YtGDiL7pmYyy62eDs4YgI3i9mMC1TX20AJ6MMCAdRSXhzvlYlV2FZ1rLnCd4DLx2GWj",
+	"57wULHJd3W6FvFARRQyKuTNOIesXbz1PmwmrRM4hGZo8RUenJ+wSQqRRY+hhy/E94CzNJRa2sy9pX8e9",
+	"ErQRDdkSB+guhKst5UfDvC5CHseqGlFjtPg53k592X39+dVgwWvNPBZ85U/g7rlIJ/79iaveuHcYkp4W",
+	"cB1A7iBENsxmohLZGOhmM99pDzZZZxZrJBkskd+W8JgERz7G7M75jXg1W5Ti6kIsypybW8bVH6E3MFVQ",
+	"5o2agpqgEF6LaZMQWIsIdMHbVtKBEex1uPOfS1NxI/56GfNsX6ClE15kl9Kgk1sW7PpSmof6kB2wXFCY",
+	"tCiwx3SulB4IZMesm75Q9qQ32OB9bcrajct2mx6yVJUr4ksQTFyUtWnh8qtyZTecp2D2hkzFMl185Dlf",
+	"0p+LGv+GgLyfbl1axe9QNDsoVm8o2RGfTMWPqqtYeEFdwWXgFliVxGw1/fkQY0QhMlonLJcLaVC1nEAd",
+	"QJOwiakLkdh/q5nMxbObhE1ycSPyhE2uEja5FitZmI8LWSRscjlL2CSt7H8X/JPdcvtjPdPyF2hDfvo4",
+	"W9hGeWX/kwLHmej0o5lXQruqPR3hb1ZbwGFbsg1GHkmi2rwvfGBbkALlOTPcBmdR8AoimJmP1LCkGyGW",
+	"HpJ9fDBEsV0BG9Q5Pranp5SfRK63HsKTb4bHsA0CVYRWnVV3hgJztdqIiR+OHqMW3w2WDKIsWytdQe1H",
+	"4FDcGFHZN//770eT/+KTXw4mf/mp+XP/4+SnXw+Sp9/89j86IxXGsDR48X5Zmv2/oe3pi6QgMsGRbcfU",
+	"5o9BlZg/fvptH/vqCMWgjuHpHcjzz0+/2y41rUUprbVpcf+umxVx8U5zXtz2Vg3gB3NePNCuqm3ENZnO",
+	"eVGI/CTrSpnA5yCWYLNtW+fgsWlY2yOgo42qAoNXj+xIR22luG7hhGlmcshMVVMgKb/Uouio0zeMSGfX",
+	"eRQX0eJqIYruGNRXMhcshyaapDoHinkYwJg0u4rjP7DXTjOJ8Tmn0fNsVYb/ssdt05J+9O4IPdK/OBOJ",
+	"zpVB7Ee55j96WVtie/hcVLmEe/HDxfGY+3ApxHXMlm0pEp9hp1vW9Ldn6jxXG7HkWwWTUyqUXyE/2s7z",
+	"rPK7V8ImiZhjcTZnAkTZGD1aIs+cc2Rro2+sdl4At9GQ1aC8t3VBve3yy+9WbQ+M+eCuAu/S9y8v2ENe",
+	"yoc3jx9qkdaVNKuHQQ+HqJgvag0FFXlo2XAWDJc92maK/ZPYmtbCWXdS2Uae2r3R3Eb+WYT+ICDfJRFr",
+	"vlgLvLWSdO2yFbfOCuhPcz3EAFaq28+tmGPsmxXL5JVEuwEUo1lKLchbhO/oBF+x/6vsf6HguE6Vw2ia",
+	"r8q5KHSMs7f3eKR49+jxn+PyXdmZWuzyLJtcWzIw5OoK4vHtrA/pkqT8OVGk1QqzwNyWpHmtDRi4VjCz",
+	"zeTjngl+15+8RYGfO/om3Ululy4cyQ4OUvwKxX6uFYS3VCyXhWCXleDXW+7Lf/+48+OP1Y8/Fj/9+ih5",
+	"9Pi7+E6MybYd3Ao/7FTlqsAFV2w5l0YwXfJ0mPO1Bv7sxx/1Qzvqp09igx6fv+vJLMpF4K48Vnm9KOL6",
+	"bQrPMLwBb1YK1Yo44qNLiI13V8UulHlX5/mACxgbkZq9e3/B3n1486armLNc8Gr1V7Ea214ZxMHT1/bA",
+	"xJuPezNeiDTn9gxSq/atYROekynQ7+BWoTWF7h17j/+O7pixsnDCZJGJTwkzlby6QtZ4I8Uyog3AoHXX",
+	"xmGsHjbqGvExNdCHn7im1Hb4NdS+aQzjRbcWWcbKkmURennx4g1ilFlh+5CBuagwmDuGuTBFmteZeJHl",
+	"kFdr1QBAvKjqAp0kRrEF//Qiy4/nvIqbmbMsv3Dv95OYHc6S66b5bfQM3N/uQ1Op5WDh3Eot9doywGbY",
+	"nRzrgYSX49aPC6AIkANwsJciV8WVZkYFEVDAO9vdjowgoCVwh8lHN3HMQQEis60hbRGI+7Cfr33smvkl",
+	"/iCsbXL0ECKaw5m4UddiOKu/su9BWn+e+zIkeK4so948k/TOy1KlERvHO7H0eBLCvuL4l20MxYLCynFa",
+	"kHyE1i87ipQC/izd+4FIrWuRoSBkz6/K7R/YMgdH9mwLj68dxDiBDoRDxCvxY4FEBlivMW4Q6itpL1h0",
+	"xwpe6rkyWLs4is9Fb7SrF8cqFsc1KsidgWytZZErnt2qHjGYMbHKMRaWW6rqequqxKanlLIryAzxos6N",
+	"R9YeZIVzhKfsyPKI5mGdObcgVdZr6rgyuYDgZ15VK4cn2qzqgDve1T3mDvBpvejc8C7f0pRG269QgdyS",
+	"APRcLcnKCJOXRQ74s44qPEiSVVIAZ4Abw9P5gpRtx+aAmSU77rOoCbQXz4yQzHwIFqxnk9b89GAInmkI",
+	"o2yjXHVn5JXblXOySEZrXCEVPtDNOXQlDnoMmL32y9uFa7vu0bhl+LUoCLc1CDyRmr0vXCHhzTsdQsZv",
+	"ePfuOOCuS2GWQhRNpyNDg3sAkzwbccvXqug/lo+sbW6z4GEQ8Po0x+z97c7kMYxeI9j9CALp3OULfi2C",
+	"Lf6dN7YBERh13DYXF7LQX6i0tuwDrvajOpPmTMTD4ltv+jSVwrI7FyHt6lzFDh0ApZzEXaGN2AkCfohC",
+	"MybRb1TCo8sl5Zr5D7ZNdezw5B4TCgw8prp/ZaUuczsXDM0o8tWp+4XUh9H6zOYW2WWMRuRgF4PCPa4y",
+	"Wb/oo7F1uIb1l4WqBHUhPkkNeduF1Y1QptWQvLUcVZiqncjXIqK12YYj6yvZBRVvfCGp2zEUNH8r8rM8",
+	"Y1PP4aag3E55WU5BJJo6LNIp24Xlnt7MlTb0sGV3mVpKqdb5CZaQ9vdbLHaljIAyHZWlr5uBxheHfIqw",
+	"ULZZq8uAVduPfpQ/atz16SRz6tat1SH4p1qGXvKsUYrpsHdwOwAHL7PoNYn1gb4X79sb73gDyz9k28qC",
+	"OcSEXfuDxjIvrqhAGyOBwtak2ftyvrpBgFyHP3h/VANkHwn0l5WpISNDm0P28SNt1t/svz9+7PElxXr5",
+	"reu446xOK/VpdVsHeVnnueWUn1aAV+RKYm15FI1yFeWgNPVWNl3vGfi4P/np//wfO3c/GzicPGequCtQ",
+	"EhJKHz0FU+e3dY90z/yfDCUJAYAON4GSQG0AuLrG5UIuGlWxXF1dbcIADwMljTx+AAtBGl4PBUT871FI",
+	"EnsaPGXEr2JV3tNNrI0qm7CHhLgUh1WN3vj/tPdoe6Zf5ZX573S7qPIzXC4IirkdeW4fGbE1WXzmK2L4",
+	"Uvid2doYhlb1g/n4EoCkkeaUYAM83tdKi2cqW82Qp0ZkZ52pY+4Jq0uAdZ/LdM7m0ra+QuBr18ZIc3zG",
+	"Db/kGiogdmBJ2EduRu51LwcDxMTIvroz4o7rqhKFoVVy741sdsnzkaNfVtKICZ8LntmrdtvxL7lJ56If",
+	"kodTQUB69TZ4X36ZkghFxHZsbQmCgcZp2JI34fZHPR2I/VbhTYQw5Y35Fb7eZ2cOTotr5sol+siSTGg7",
+	"GcpfQ9viYaj3ZlKXOEZm6grRvay8zHi72oCrWBCyqQcaYSH6LO/9IEPB/I/wk/7b+phuaowMwJE14aeb",
+	"9z6+MrJYo0u5xGZ3P3w4eRHPiB1ZPs/jnG1p+RoHGmmgzomqgT6A3/AiFXlH0q0rMtU35sqq1ZaO2EwW",
+	"PEcX/cDgB2ugbZcawI2DmGvXpe4rSN2Uvoh18K5VMgOqAxAktsTiF80J6EpXBkFjXOUBrq8FnhVpIJ7x",
+	"WhbZsw5YT1/ydPQZwZrwI9wKkN0A2xf6FLYjxHXPgl/jpOVl8G4/VxU0XLB2WbZm1IPc8CjtiYbl62eV",
+	"62sdCz4MtUrgpYgqFtcoW/0PF49uD2F0GenmfvJVmhPk81QL8+5Vpd+igQrCSu6vurSb6C1rlbXvuvF1",
+	"pumLaKlp/YVqTUfOYF/B6TZlJFSlxw4da043DOmQnddpCpgsCXtFjP3CMvb3NYbGHhNTB2MFsOV4+eIX",
+	"nontQLo7If745neSHWx/J9lxHewkO675ngNxmvNVrKLEEcDeQq0DyADGqCy+cf62V602BnLZBx4Xs9N2",
+	"SdiVKkuRQaJ1F6KyZvQWuxQpdzAANNXKiqtGKaZztcxXI7ud9fe3xQQ6y8pe0BjBooblsFwJb4wWSpic",
+	"MV6s9u/DlonhzOG+xxG/YNG6WvTGd5kFeTqrDpCD7kzvuTHlZJbfJAz/WpRPEjbPNcKTDYCSVWKhjDjK",
+	"sqp7TVHOxcx5e6U3ngOERJCm63avBoTEZgW3lBBHmH3iIE7DOvyIjHa3rclGMHOotWOtySbnPVhqd6L9",
+	"0Vg/muHqdTNk5Ezxm7rZPAK3WBcNCJMqkxn6/Ty+xthyRdT6lhcgcdPI/VcXIH/zKMjW26GRO5zzpFH9",
+	"ELenNb612ItePWNzZe7KN7YvboUjjFHAcImn9or2UFGlPq06dfCLjap7du0ppYUUc4QgU59WkfCWe8H/",
+	"v/s6D6pJ6/M8xLtOGgo2dZlY9p2Hocwb49SfVuM0bjTDUr7W4Ax0XPBaH/kDp/l4DCI6IUve3LUDHI6m",
+	"sMng2qvoxtRNXBR+HLftAKdWRVAo+V6lppFODyBotaSyUTiqQzLVO0RMHGqh/EdQZlWzXZd9VtZ6nrhj",
+	"sHcvQkY7NqNjjmo2y2Uh+i5ZUICXdjLv8eVtL1tVjOoCMMgwJG3rHip5JXswo2gZsKSFZrtlneck3uDC",
+	"z2TeUXeCbp9I5hrdzOG2k8AINwgG3DUhdv4O6UgKaC4yivAeCfSJWQ+paFvhDhm3aiYcDQj2QJRtKzJZ",
+	"kXkj8u9WRhU6nN6oMsaZFtRo5wPnz1Q8ve4qxQUNPtAMX+pe7eFZXNgWogJFt43oDVXFVJXZllbvRYRs",
+	"SGSTxWIHEVnS2ZfGWJFoa0dbcVxWw7+8FSec6BZE5u6x8Xabc5cn8rvbbVrHPEIMwLHBEoz3D1UOOvT3",
+	"hcPv9GwSbhO+5KvQFoMN7SQ79FmPSQWPbJQuRQ5JcRxqFiDXb2mceGh9VcNotH0sbB8xq+j5SCpKu2vv",
+	"JFB5J2Ed9bfuVsXKQ0vDjHcBoWXvHstXRZvsXobrKM4vAuZY8chVFWsSQjKhHJhMlAo04G/EMaPOEZvD",
+	"4QO9/oXtQkNjRztc+Gir6a8dQlgLRxnRI3eTvhY8N/MXwnCZR5NVCy0KXWMOP7qZM3zZyQBWyo6lhQaw",
+	"DlHYTEzspvIJ8RxauLRFdgI5ifF7MfUDRMd0Jj4x+swF6aCCseCWsYmRtjsIqI6sx0mRyRuZweUJK4cR",
+	"+eM5NK43xMXH+DNhC4zTyBwQgQ+NCHJFo4c6hxqonY63xraXUlwBftACMCkU/Wp39bpQy25H353R4/nM",
+	"dFwEDV3qJnAkaMsd7zeu6usrMOvDn8e8yGSG4sn5vDaZWhYdRXWH4i48FnFH4Mptrk4PVd/QQrgUwS4m",
+	"7QOStCIgkIB7T71LIorcGkjbPiWot1BA1jCPXtlkndmQ/F/HEABvRMVzf8YCThNuLpR2ywRA9AI6Q8Fv",
+	"uMzXTEitGsbx7XwuC3uHO7jtte4GpGOcQtN6dMmBy71ccJnfvjpsACejRZExjgUGC2XPE4ViigXVZVtL",
+	"fK47gA3O8UHjjgVkU6vQucAw+tSedgi/7Y4NfBxgkgWKlYpFY6WyBLiPAOPWnxOYw3Amqxq30kNJ5JqC",
+	"cLZYzb4CpJhVBemNbp9kwRZBsciRNxBtRTwMAx5NTl54PRxgchs440i2RmH6cRXO3140YDKuGndAEx01",
+	"OeGDCF2FrZE3xiW7D2mbkLNEDbdKNoaL0r33caTw51zLFOrs2pW3m8svVW38QaeIEMwijkgiVQwx4Pj0",
+	"A7NPpBGpqSsBQSRe6CfJuKlvFjf8fdYbP1WLhYydeyy0i49dbSJOsZBYBn8NoX9sWUOjVJ7OuSw8O422",
+	"vpRY1HOj9bnSJg7e8Vpp08I9C0S6zyJ/qNjNtFb46zZbXlYqq2Pc+BQf9OGT5NGijeCabtcvBLA2Xxhr",
+	"I4J2Cwtht2vUp5C6Pundbc1UdQm46kPZv1oWabS/kSx15P0/yuUAG9g06U9au6hiVJbzFA4UliBvCdd5",
+	"fUHcvnfzvDOVi45CUC1q+AIFn6IEepTnqCu0qXO01kSzsNPcptRT/6JdcN1h1wEWNZFFWLEXdFYfqXdb",
+	"WEhoKVMdiD051+Zl3AkJPzc4IBpCL1uKmbSyGgUQdbbeJQ+d1wuA6BroYM6p+GldsJUw3d3URYxfnIfV",
+	"sV0fyCwOWVHneV9Ht4toRWXpfZEPIJfBxgA8JZRtJvNFY1yAZjoK1tRFwQerbUEHKS/YJdQpYQteQJXB",
+	"7jYHCxZCk1IzepkVatkhpdUllFo7DWtMjxkoFaUm9EMrLy04IC5hjKrugHPj+roL3Epf4xUOuoT0ddNc",
+	"Qc0x3Nc331aQgo3YnHGLEJrlDam1dUDCs9jPQbojWmJcRG8TtNLZwDhfQMPkRoVg9E/zrC6GdalWifO1",
+	"+ue9doO4FvzrQHUFIKeJLkVqVTYod5IbrBegrSi2JkY10+qLr39ZZEFpsm0lmXL4hEkNYjAPFyZyZLul",
+	"rhYXvcUY/S3Rzwdsy7ELpcVX4NaIDHGuKnsd+UsFis3YaWdW/lAV1aq/FPBD3CM7zEW24hWlZwWhpBWQ",
+	"QrgyzdwST6fdB6RTH6IHLb0zsC4NKJ32/GcvovbP5/YR+tk5iCSLUmSMG+AZ9GD35Pw9++7pwaOE4Q07",
+	"rQsQwrAIb124z+Ab/Tn0x1v2iVg5g6tKK3l0euLxdfB80VjkokQHnf4d9Fiw/yLgZmc3+Hjd7riR/RjO",
+	"SXwqY5XuOvxL96bxhHpOe3cCzaeh17YWFFmK2FkCe939Q2+DWY87sIB1+G1+xWVhX6DYKFdnykr7BLic",
+	"znmeC6pqvGYWyq9UJc18Db357Ytvu9Cb/RfepBO27izb2MD566PJ42+fRm3Zd4L5xo6bRWgbkT4vPPdC",
+	"mLnK2uv14uX58dnJ85cbiwZbgl80pwM2qF0cwTWQsPOXFx9O7QVz+ubo/16fzdPWZL7ZmMxPv36TPHoa",
+	"H3eholXQjtySwnNIqgB23h4flHcAozBUkOcA4t1s/SHjbFYJPWcVLzK1oMaGTe5jUsF/VmV7tXkNRc7a",
+	"8/jfNc8lVpEtK2Woqv46jR7akQli3oyzOXoCnXLwsyoTluLgAaYjBfPY2atj9vjpoz8jvBUilCMYKoJ+",
+	"twpNFlgIAgYZhxKRcWm5dXw/nJ0kLhiDkMXL2lC+bEhHiIHOC6+MTOtKTrEGhJv+3Ct/GyVTBtZ+DAK6",
+	"W2N/HH8nQHO7sFG2PJdVdsorszrmJb+UuYyaPBobh6tGae9lKNsF2mSmIiEw3AjLDmPN+c5WrHlto/Jl",
+	"0z4l/4yvd9l0cIztR+td3lEY8SUJB2SRHgBbMLJa6RkwC8IFxsnTp1EzSqYE2lHwpdubUW5RLKQ9ys3K",
+	"HoOGZ/hwpF8k7GuEVkAtx6SZcKbhviQhtfafkzfyRpxSflfUwAjLzj6cvdEUsw01UQki4Fb4O0282x2i",
+	"y28NrQwzAdSDSwG+VOc/3FIz3bYyHfQLJMd4R14X6CkdNQa1LK5yMbGc48PZGwzbpEDr8ZZp2mdUiOL+",
+	"k3sNVMbmhvJaw/jH1i4BEDgik0fiIX+6XQzxIAX24N5uEVHcTLx9MN0mjz+Vd1MqQH5xpxiOrs/mtGu8",
+	"eYJzQo1uebhIHIOikXF/F8TSW8rUBlJDtWXRDda0/dJeDLng2rBv8B8LpY2zXc/kFYZoAi75boNRfbC3",
+	"HVbiN1GwRHdW+vMVFFKb53aHgNaPBLNowQ5hYdqMMF31AxZJFsXIwVxTSXNVI3bc3iH8ibmjbPeH1y9P",
+	"94JQRADP2vpIu0m0S5x9G7Gl9lCda+yN4Frcneys5lCIJdSIaKcQR+6NS63y2og3PdT35BuI2lm7EpTh",
+	"OXNEG6B2HoIsoeeqwiAEXmDf1HJDgNhsANV3KVaK8jq9WPhAo1iyoorE7d+WstBejsFEEsAw2DvE1tdI",
+	"x25/OlcyFVg53ZMRCdmWFsCAY8/C3nAR1ZD8nx50pnePPdG5hCAjTPYuRSVV1lrX4ExvAyD/9A4Hcy5o",
+	"OKm6EZX+NzuXTYLvFzmd6B0JxLwG0E8azXKVcqOqf+IzHDuV93HKthN+21aXqV3v6S1MJl/v0b5rXuah",
+	"25vElxpsvY9I2wgZ0SS4DUIY/sFx7kPWv3+Mx/U8zRDx8RZYlT2wjx0hmRcVLzRUyL6gSs4xE6rxb/li",
+	"4xFWWGdyVN1uLPl/r3W7ydTXgxweFKPuKp6N49quajfn6U6yo0qIMC/TxUee8yX9uajx785a3iOR7+i1",
+	"8Wr6yFCndtn4USVvxSdT8aMqVsvmVV2B1c9tnIIHgPGCfz4Exz9eSzphuVxIgjmaQHKSSdjE1IVI7L/V",
+	"TObi2U3CJrm4EXnCJlcJm1yLlSzMx4UsEja5nCVsklb2vwv+yZKS/bGeafkLtCE/fZwtbKO8sv9JgSFN",
+	"dPrRzCuh5ypv85lN8wMOG4r/NSMfU9K5YUHfPN7kQYDSEk9XI0Kc+TS+rQu4wwXYfxK6kvqoc8rqu30N",
+	"eSs3DI1hW0PSGq2GRRaxyNs64sPgjdgqXN9bxJnuAwgtTBVW5RvpZHv6TUfh1UHAwVtVL/IND4ArhgF+",
+	"2EUc30hmYhRDx+zNe2XoBwfDxSCg236WjiPbjqXPH0N48vzx02/7mHdHaih1jLmhtz9Ef3763cD8103m",
+	"IT1vWu3agXjByrVuRjcrzyRCbhUhiGTz0g/viC68ypBOxwklHUF8m2LJ+Pg990EYiDZK6IyITLeO3/sA",
+	"63BUygt7t9y9ijkcZsaLRgH0CoUrm2/J0FKhpGstFjQBRY5OYif+nVg6f61LG6qwRpks2PHJizOrvVKx",
+	"TayZ7sAKXMqqKoTVLApi4bmEoAvwO/NiFSacja4x76/b4Db2122Pf8ROxmx471peu/GsN+5Gtl2EXuSY",
+	"DDFGlyiUeS5mqhI9s4DQhfV5SG23WW5xh/S6Em1n5bo7sX+rwUoOkduXgvHw6yADfdP9OLTpsqBNfxSp",
+	"JlZXpdIda0UP+3YkJvz+1nl8CUb7+0rV5e2O8Cs8mmCDurLNNIf5Fue3V/x/VQkrTn0y0XCJkVT9Quoy",
+	"5w3f3IqYBxfy7mvo0bjusIrAkyAr8ag28/c3ojrNuSzOjC5jxbTMZhAXIaVxhrmNPkiHKfu0tK2xKRXZ",
+	"me6zi7oqENaWKVd7MyyzwyvhguQKITKNZhnILIUgOcuBp+hq+1DlU7b75OCATWUBx//jpcpWU6asiraU",
+	"uoVvFQQMd1nzYjs9olAHr41CQP1ojrGqMHYKrJd99SdtO38DIJAIFotRk7LO8/iX484Cegwhw0FVetzJ",
+	"yMSNTB3JxpSY9+/+dvKKkSprtcjvnz/+7tF3jxrYN0rSGtRVsKvuPvA5wEM0vdCPozvprB36QmpMUXSA",
+	"NyzlRaGAnQf5fZtrD5zsryKii/xVrKhmPpRZtFQPLzu9zvBroVtVmgGZfwZKGLw5Rg2fcw1IPf1h9Joi",
+	"pQnH3gPQbM5nzvWp+aW/tZQvRMUhParkxcTI3Ex+Ua1E3bCuqj6f88oR0UDLtBJSM20/QkMlq8sGbc7Y",
+	"C74j52crjTuorkZSmtPiXC+BGjdIWZ/hDrECEYK/Pq8Ev45RmChhEr4Qodd4CX06F/ymK0EqxEfuDVHD",
+	"PQnNz5afX4Q13UZ8f9b6xkfFfIgVZYMi+EiyH87e7DPwKPhCCQu2O/3Tn/70f00TNrUL+z//9Kc/TfcC",
+	"1ZMukOBeSdhl7WGBfFlgO0CRoI2aFxkDcDttODppNV+IZ4xj6fOC8UJhDWmKtHW3U+v6ai4qqDQKcaqR",
+	"K2pvnx1Buy5mNWyjEgt1g5xhES0mt23tpttdayNR+25RlgvloA9aVPemC7Jai+o2UiSez3f9ao2eq2Xh",
+	"QnNTVWiVi0C7w7myNBe8Gl0otVK5OMk6lA/7kEkfYDige3C3DJW4Ue5OsQsCZUoJU49j6ZJ70z66QHPg",
+	"6MIzp3vg1mw7SF/ZEUoy7SR2q/Du/mkckekYIsj7wm8gjUsaciwjEpjVzkuu9dKKbRk3PBIv3O3Q8FAE",
+	"tu3QrbFtDGI/XXbT5IKvrMQCdNmZF/1GXcliePhwj2BNS9vPRmSvfxHXz795h/heWnisCD8A9uA2ya5y",
+	"q2KNqhh4WqKxyPZtHK97HfEcYJ/Wq5ZtNfjOA90ECvsjgTgIfgFvEZbcdfyaWmybRxCuPypxZn8BGZcQ",
+	"6/qPnOXAuTAdRT96DP2bB+L2xYUwT2BcKLZ9c39nq1wIOBUtM5Z9N2E1ekn4QhVXECuASyeLNK8h5oKW",
+	"BpjxcNQpzaGV9BCe9qTB8nIU1W1hDk9z7Pj81MEYh0FuYZJfIbRt4bu6X5Bb3FSHT+OaHGUqh5tmPMpt",
+	"s1jYJ2TfAuJtCHeboP3E0psdzJeCv/1BXM6Vun4hcnkjqtVw4aKM3mS7Pt/kKGE/4iuYKQNxFSDb6R93",
+	"9jpqEWEz+I9jtSiR2yQ7P3BpoCywgSxoX5CopwoRAIKldSXNCtI9KY1Z8EpUR3XMndXkCNHJByVjqm/S",
+	"jyU3H/f39zFx+LLWshAaq1CLItNWjHfiBE8BUgbb2YWPNX28Z9fgRuQaWTBd2iT1sFSpaykOSXfQjDMc",
+	"q7NtQxhUJWaYhWfV4ScHj9iUl/IjvPHR7TkEmaFSYzU9aKShkrkxJepu6XN81BG4JeDUlvb0prLkhaGB",
+	"hENr9JWkybMgY/cPr0+wYvcPr1+eNpAammnlS2EUGa8yfJOy79hSVddjJwCOpJh+3zV28BrYwf1DyQDm",
+	"45BdyiLTEIVUKbWAYdt/oF0pYZUyPIDUqgQmSLZwQiSUFHIQn3i57Pzn5PwmnZxdHE9wrA17KOVfRQh6",
+	"fwzbHwcXtXTVJhNmBRsaTQ43lh8L251+/PhaaTMB2sPPpij5gNKaIU95fXFxer53iBBCE7iK7aJRKuI6",
+	"SC7EhjKeawUqL2Yn4uyOdTXD6U1dDiZU1gPNeYIVCtj0XKSTV8Kk88m5NGJqxbPpe3g2BR3ZzMUKzL5r",
+	"JP4Nm6a6mn2sxD+g4NHUrzWuRLPWwXQ319myAxkF47PUjhqynf6ps/mciwoNjZbcwRk80f4tO79K8BxE",
+	"lEmqFou6cDGgC17wK8iuawxITXlKOD1BUr0D0bMt4pfa2x4TNLFPfFJvJnTiY3mTpr44vIk0b8lXu7JF",
+	"smI8W8hCauMIHe41F8xoJyeNxpL/KVCEzxfEYFu8eMxc09bkHMRGAjMGEmJQStg5SLHcpiPNTJS5Wolq",
+	"n72E2+E/zt+/Y1DZxjkMak0S8BTwbZ6D5V7PeSnY9NdUZSJxmI8JVDwQJ5mduKlWViT9X4kDgP5fv01x",
+	"xBgiQ607QydR64VtYHKSTa1mUKpCC580DPXbMfRJ/FzzXLMpdTdNPMfiVHcHHHkOlmiBxfOa6km0Xbm6",
+	"0vvslFsBFxy/AQt0dWXcJ6K4EbmCOaPU5C7rhMFdnYCY8/ef7CQDw9UC5NCi9H14SZ+gbxYqq3O7b6au",
+	"CthMpApRGFgXrNAztY1P99lLngY8DWRgpA93s4T+THumP1kWM2l+nHpcMuq4eQl/mDYVtWiVRDFTVSp0",
+	"tDHjE6PB53u5gtJCaP2QmsFOO1qmXRJNwqvriW7kqrbKFpnzs0rODOP2hkCzYjCz6Z+mbCG4valqECz9",
+	"o4SJT/aSg9I7zW4ibVjWaOlt5acCp+oZs4oi7ls6p1uS8UIVq4WqNfmEg1Jj4UgsD57aUzoXOfBgou4W",
+	"a8YW9tn7ZkQLXl2LzA2kuaWfMV7KiUFeTUMBWcSLPpp4m+XBYAVBa2eAz+BFD/uiPaFRGeQwXKDu4ZDU",
+	"NPHXVDiotH31tYYWDNhfFM2AmjX8mIlC2lsjXB487SExazbF7ZoObSSyxd5d7Jx5rlKeT+zcfGPhdEkC",
+	"otp+lsyViwnMlSohgcMK+dWME6bBxj65tRhJDZVJHTUYfk2ZSbxb+Euc0Epsc7om30zZrqqSIQkQwBCm",
+	"VgZXlfwFfnvGUBhlP9YHB9+kGx3Dz80piouOWhTZXuLrjYMkR+O1d9hhK1YosQKKoGPNCy+3y/RaQGFs",
+	"3mTN0I8G8xFiUnhlUjoBZOCf7netN3Y0wTansDnay6RugugU9Ili7cFRgOalylbuYgWwKK1nde6r+mm8",
+	"zzFvRjds8QglPs12f9yhz8KXWV3khGZqRPbjzt4hJWfkjsbcR2Rbaie4IQI+5B+FMqlbuUcHj5r9QVRa",
+	"KjD/g7g8VzC9ugQQ9X323qfRacoFafcFQQIyF4V5hmNsSF7NGiHnOZXR9d4cuArY7nO3EIWimVE2Ap5i",
+	"uxZ2qJQlQobBvcP2xLAGGlrU7FFG8Q4vrV2C8RY3cD9xdDRCoTP7r9OL/2ILdSOStYL5ew6EC4ZAJbUI",
+	"scwrWVi0YmklMZqdtFcgGDE5e/zpk6MDvMncdwkkXKVOs26r61eiEBXPcXke7SVeDTLYvSW6qf0fykaa",
+	"UrlyQn+Ggv6bYzfrdRB3p++aWnhHNDB/tJ3INqXXL1almO4FJfmgFwfJ6RDTSOAsDvtVT1qTxwePmrGd",
+	"vzj10Suw7U9AvK1kem1FvZPjl1ZowCIN2kPI/OXPj791chGQm+1zjTagi0KZOaZkzcBVRbLYLkeDIbKf",
+	"xoyNJlH7U66uVG0ixMALNsUi5wh2ON1nR+zn2rKBkld8IVzNoWYkHnojE2nOo0zsILg+nZMSGp1aQRBj",
+	"dUDG4szemqXIDRmpyJDuxsk1kzPilZDgj97PJif2MJYTu94n2Fl4huHDe/vsTPAMTzz2I7JGmW9hlFle",
+	"4qSlNrRdJVIhyaPqzigKf+7Atm81q3lLbUSRrqZst1na6flNGj7bo/gADQcSLQMci2BSJOAzNoWrf5qE",
+	"SU9Js2To7zpk01wWgttL8TIXU8wxxuT5aqFboOt5o2jjwbTMNG9mbA+IKz0DQiNSIcKjgUIPEZYt9CEq",
+	"X4XnfgZldYA4vj34Zr3cisOOFdzqPpYAm3W2XecKB24sa/FHbW3w6KnHRUDTg91j2FY7I7UscD8T9ybw",
+	"Cu/8DHzlANJrtVXbxArL4LTnmCtN0hleuC01MSh821YLiRLODc+FE9l23bPzmxQeTPeehcVCF3zFcis1",
+	"ECwtW3BYmUrVV3O6aECVR269z36oJNxCzqzi6ty4oADkwGIFW9LsSHNcg1Ijno3CASct2W8Pyr0ZN5xl",
+	"shKpUdXqgYYakKQwSg34a0vYgFklxESXVtisBOhrxDQ0W+KYaTB/Dgajjar4lfg4q/N8ynb9ik5PCl3P",
+	"ZjK1sto5vjTdC3R5LKSG3UnsPEPDEK6cC7zAEk+OrdpL0Q7GgERH2icQUsKmD7Fky9TZazI020I8QEN2",
+	"+BCCPkh/xBAEcOJIkwsfQhE1EB2dngTY6892Hu0f7B/sP3r6F0DtL0XBS7nzbOcb+yNm08zBEu3q4lpl",
+	"7uGlUkabikNEYhmNuDgG548m74BlDKieBhYeBOV28G2y0IbneXMXrUWY7LP3odpBQjtEwUijRT5Ddusl",
+	"B+41ictVp0bzzK1hQahtwAJT5UK2eaPKOJMRMA2J9xO3rWjLnyp7QrWr9Ls7nUzoycT+IoW2xONmZRWg",
+	"maqWHMxh7vTuTl/hbyBeTP9z4v85+RP+cCZ4Pjk5tf/4m+RTr4Pn8lqApOf1X0wD2Lw2v6E7sVWQGIRM",
+	"WEgyN8wDW4SqQamBK2KhjIOE22evVAUf6WZakIufMz0XeZ5gcDkIbCrHA11WgHDFGwQYT0h4HElVyNUV",
+	"2Y0KtUYwEJSoye0gC8fynrt2Jscqs2xFksEekh+cCO/3MtjwXc6WlYK7JhP+ioOVqkSJYRCqEJo9efyX",
+	"PUuDoMtGR9W6nTbX/i+HYO5aKlZhTIy3XYtPPDVWYSkEYHfsQ94qSUMn2c6zHT+/I9svnEu63/XOs79H",
+	"AbDbK+ulj3BDHsBSJ4S/QEQT0vfmIRtwHbT3wflFOITtDIRc/YRuQKHNc5VBYKodKtXeCbK9H/5DY8Bw",
+	"03Sfn7O9ci50CwzscX+qnU/SSLj2KGRBPKR3tnXxtP2d0J9puQw4OPFeAVb6+ODg3qaHbtz4bGIMt5W0",
+	"/Fuy8wTHEuvCj/nhc575hbOffDP8yStVXcosEwV+8ZfhL45VMcslOnSfPBrRxSlf5YpnF0q94dWVwO++",
+	"Hf7uQ0EI9yKD0FqrssHHj0eM8kKpt7xY0XJAIbZvxyzhSWEsaeUIix96e+35tcTvAcHp6uynMnvZ8ysN",
+	"gS8E97l+xbmYn9CivfNs5y9/2XG/NSbFnWc7aDZsnuE/kYB/Szru/0kT0XMlovj2UErA40528HO2Eqbx",
+	"WwSxYSC56zlZQxqeBiKNlRis2uJyZsGxCE9UERUr9tmJaQwf69ZQdilSXmt76VwqK5b7MCMnmfv+Nxn0",
+	"98J4TnPuQ2E+16lf76qDATTrhdu0/1WR+YXACDcfRo/E3qYPbWSeg45mlFXhiHd1kv+9knnKS5PO+cNf",
+	"ZfZbD4kXGUbEiEauoS+DxCKPWQRZxhl6Vk/ffc/kgl9ZnQdqL8/kjXBeO6Bnh3JZN5i3wV3tZFLKg5/J",
+	"mRGiYAtZ1Gj9oUOBUi04CVz3TsJDLbCBWArwimFPgrG4l9HT1gI3BlGMfJv7NPmTDEw9zTs5mDNgin6E",
+	"Eky9ug4WB8kAe0R+ABY26Xy8XkR7gjoYpoNmCQI+QxxlmfMUU182TukxDm5IhIrgpIZg4yACWd2oEYBk",
+	"tnHxh+KPD4Oqa3gzKv70sgsglIclVraJNIwo95Gmo7wh2LoFlK3EiB2KMkU7ya0FhCfDn7xT5pWqi+yr",
+	"Ykl4lv2xST2tfGFm85BCdrrV6xO0P3oVG9mL39TEhw7jBUvGBq1rYflOIZaWVyUhc1nOldP/wBgYRuwT",
+	"j7J0o/LM8g97ORaK5aq4Angzb+fcZ0cFo8IV9kVk4CtMbcCeg1GCMhre9VxfO4zQ0B4W8ITNU32Gi3X3",
+	"k40Gb2Aetzvk/WlvI8747UUCmv2xm0vXuW9twP4t5fmv57zCZq0fWHI8tOf6hU4xWFEnTn3ssY+RubWV",
+	"FdBIslcim9gJBVkfjIOIANZiWVyxKZ3OU/q6bUylEBjwa3gbhypaJo7GjRHY2aZ7ICYjms9GUEPcrtYX",
+	"I/Gs5ceO2aRiARDEGnLBrwGIykHVF0KihQvTcsjwDvk4fhULVTFTNRkx2htlpbESCa7FxvIxsHVZQXPJ",
+	"qyzM9HHCUlvqeqBJOpoQ8dnPwT8CrBbSVcFpOXUEvO9G9BGHP02Yqg1YG6e2qboS071DlGrAhA4Oi0C5",
+	"8fBYiTfXk0z25PFf2LTiRnwk8K5p4GJZyiJTS8p81doyaccK/KKBiLgQlCzvfy5VLtNVNGFd85VV7FZ7",
+	"++woz5uwlyAPgcLwbtS1lc+a5IMQdx7uITT1Y4gk+s0gLy0mw+HBeb8s3MbtfB7DEfbjOhkwHLmL0lFK",
+	"uLRf1iAUulq7RtvKQnJZLU00oovdDTdyCaV6YSNvLxY+GmOc4RRoI7I/jE33d4U2xiVknOEJJC4HJWab",
+	"MxW/LBtODyHNLVa/M/pGhTY37k7gcX03pkivdSAv0rhBK4ZE6NBmq0qIDnTEjByPmKWGlPmlYq+NKd8X",
+	"+Sph53whzqUR//PcVDI1jhU9i+Q8BKGzc1WZiVVrs2giBd2AEDAej3K3LU3P7fUgpk3QiJug1JEQeM9j",
+	"XFg/jQr7pB99n9j2pP0owHechjtgr/53dMFS9kRZYnowlXCDGK4L+qsVr3x8fvaKPgKlnVhJNFp/M1g/",
+	"sspwIWkRVBfqit/fZz+gBydEZKFr8eBRXMjxTivNV4RD4O1QwPBQb9qwy9SV0N6f1DLKbAoIHWaZ4D7H",
+	"dHzu5NaWY15qHD09a2JV2a7dWvezC+Aj6dBJetjIHlHYpmXGRclE9J8ClvQNWp/gAudGeJopG/eim6Yl",
+	"yGYpdq0ogt1C/tMEVhDBA9JKaT3R0jR+st21VItnwUtTNHZZLVBeFT4BYy8uRK7lXVCooROwpHe8u3QA",
+	"J5WhoGZ3ZFPYgFX4TAIGtD3CIcXQI9USy3iRkYrvyCIhlo4KEG7/l5U8KPXnnC6DLqcUnfIlgM+KgiQP",
+	"CZHEKP5BGJbGytV4wmGs58JMutKOLjb5RxebtHyfWt3bb3koN+xmX7ec82/tI3tf2ttpXT39Mjo+hjp2",
+	"CypnAVaEk7G8TF0E6SSg5FrKJ+GBYuSBXClbACpDLVV1jaoSXautqIrATNZcHRpjeIvMAXxcKuPOACaA",
+	"Irjfxk3cUtYxbtUP3igmCjyvV1aEenLwFzZNSZSeRrmnXajfWdsJOQ6pMHGW41XOr1lZ+b30hpfOBkIE",
+	"fW8nL64LINZBh8PN1FURAFFcirlcH12Q6Wt/v5ZEt5KMbNy03rG0IGYzgTATGyiazWXiIDBWTZAYCsSN",
+	"ETvHCE+Ux8huo1gmUgkxjTKdY3K8/VXP1RK/h5lITbVKQcQMkoYoUvUGIqLgVbB6xT1caIuAyJDPed0H",
+	"3XRZRTZ2wx88hLr4ggft9zo3L2BVLkUHebYW5L4P0aAXCcPUN6Ukh9wEbtfQmt66nWDsoEvjw5ia7MIw",
+	"QvXYXj/thuwFp8Hu+YxBwYHCkGnQJXNoHy3tktsxU8TVYVCldKHgYPGch0noMmD8GLvOdjEPCkfhswGt",
+	"RgGaSmEvOpH5FnYJJ0jVJmkMmt7zTHklcDDJnrYXGNofsSk19JE+me6zN/Ja+OvcLtikfRdjboBLsAhD",
+	"CxsQN2r1gb635PZO79q55/NfkQJB+9d1oYeBAFsoEhFaDiWz2yoS/5J8rts1B8e0xVsapoFlDZFrhJzh",
+	"s8vvDqugU7h4A+FoDaSByjOoUCYrbTCAm84sJRM5pOq5rLJJySuCTYd01JzSDRE2uompNvIGo9zhiB86",
+	"8BwrUVzKghjn0bsX++zco0lqlDcgehkxJZ8xhJN0cc6YctiBSgyVyFRjP5CYUkLpXTE3i12IY7daGy71",
+	"GJ00rzw85aBrjnoPQH5GvEuD+atYgYF6/BcBBOjYT962EFnHf/dOZWKrD144+OBtP2nAjcd/+TfAxhz/",
+	"/lFZbvE25pxs/cFWM3hJQMhbzMHDU2/3DUFjb7P1Iejt+O9eOyTkrT45Nb9s8cFJG8t4G1rTVlpBQK0t",
+	"FjA1Nc+3/ercI+uO/+Z7wrF+BSx0uyESF4Zhuu8/a4QO9gwodhHZJsSxc/fP1+5q/b2UKruGroBQc0c5",
+	"0cH/tCk+HHwbFx/8gt9IsQRMv96ktqaMQRiR6lQlSDz3dbqn++w4zP1sVwKAO7rMpWFqNkuYKNJqBRnz",
+	"G1mo12IVFBT1FzebAuTx9OGUl+X04RRRn6a+qkddgJvEQa5SY7tousMxfsRvPnpL3h7F7TpQc4e+iVAL",
+	"U94+O4D4MiVUvOkholPYD+x0WvD05BbyJQOmCLeoPRq41844PnH1N10uPihyljELrEO8FhkCu+O43GeK",
+	"Cgn7GHDeUPiZffOBJmTwxJcUBYowuKd6KU06R7zEL+iwcfdBZ4Qwbtp9pAz9EfrxFYR+YF4Rb3POe2Kc",
+	"iAa3E1O2HnKthZkAouZMVA/FJwfAH1XBXn7CnCGyjRAVNkqUZ70AdYeJzIIAO2eiapBUdjE0HiAx9/1A",
+	"24OZJq4J9mivrXBZ1kzw/dDtmmZVKMNwJiI7ZFVdYOYHmm08ggVCaG7yKpykE0bskD5rwhB1dEGzfkFL",
+	"1HX0N9by38JUi3uClKZDUrtf4WLECZELd0LicsgPcI+WlbAtTiGVneo+I1bHngccaMIeWsElFLvJDVuq",
+	"Os+CzKqEEVRzwvS1LEuXUoNhFWhhXc5X+2xtDFDzoAWVApIDYXrwPJ+oauJHVaBt186Xpwj1yJsPCTdm",
+	"xSi4hUkCe1jPqGZTXKkm7MNv2xUeQNvdPoOCAARX7MvaoCQBRQa9rJNRSezLFQOx6iEvy4euAnRduFhJ",
+	"QFhG2Q3XCDy5hHwCYTVLKPDTHoeLOoFK8HIh9tm7RkLQLOdNrFOJ0tQkMBaVSuX9IhjoNCJiwj1ZxJnN",
+	"5wmatVIvdDggHm0y7AAlCveVylJ8cZHIjb83iDbnBdsl+t+zh6SBvUKq/0Na+meWlk5xZxkmQdiDbTUb",
+	"4syfX2bCW2icndpdWbIALdHqRw1KkKyCqmZ1YXSvrfd77PYrMvg6Ew9afb+AgQY6HGOlwVX/w0bTY6Np",
+	"E+gXttFQ3TppNByLNYtI2wQC74YWkH7rAtDIlzAxtCqXdtxEMPYHMMmkiYYP3vtd7lBcor4h/2FZ+Jez",
+	"LLTO+xe7JR/+6upZ/ob8IBexAiAv4HfdFPJ18H9FY0Y+bOqwsgiDKJT5CGWqpqGJ1JXLIuGdTBWmAdda",
+	"KJBvKbUiB39tELaJA2a7vkB0gXiGIFUisiGiLz0j6++lMvNNDoXzW+NQ293ja3fu571vxwRvNoyCChZ9",
+	"9YxiW+yDf5oIUCSvpoDg5zzryU5Z9yRNc3/nueyb4L1RBRXbJ2ezWPg9nZz7lw6665p3nCBaBF928usT",
+	"Bsjg5KoH/4ud738rQQCp83cQBDYNZiNDvACPWBZXCIXSmNt2UdNH82cmdapuRCWyvXZIWFyXJl/ov234",
+	"1HpUxlcSVUE08kd0xRjNvccK/dm9Ib5S1EQLXqWAjcQvZQ6Bph2n+hw9GpjF6xtgWix4YWTKsCWHBA4W",
+	"vau6cgmtrpQ9VVJsgwaeBa1BI4SOSm+JLIAvDHOw5qoQ2uQrNvWA18/QTzKNJ264qALq7hx6O27m/vmP",
+	"UXffnSke7o1/Cxehq/rvCIYIQpVUsKESTGTSQMndz31KfvUhRiO1Xm0U+PPC2KVZJahq1rq/K1RwHSbw",
+	"WV0UsrhK2DmVSU3Y+yKXBYjgkO1NPsdNR53ToytsYnqIqY3SXaTsxGhXYwVgNyEuphX+o7HKfSV4Bgjs",
+	"Lg0f8rcH1OHbyvMn2e+vA4eBOH9owV+JFvxZg2iS/sxHVYh2SJ09vxnG6lLBL1Pz3JWj4LVRE3slUhGJ",
+	"DNII1GyGEJ/ax7zYk4sRL33309d6lMaFs/3LnZzf6yCcCZ59pmPgHTz1AHDelbwRBVk4hs0+7JwUAPsp",
+	"RXaFsbiQXIO1W+BcYOpMEPeVMA7HJFKdAqojULWepiAvHM72W5RWaV/bZz/44pjuOFd1oTEduSS9K/GR",
+	"o+s3NHQzpRjbqQPvJGS83eitu/ds7drtN4Xd+ah/ZvvXP4Ppa8jq9a/Kl/7wmI0ylH3pWNxAa3hIer3o",
+	"DjS8gMKOjTkPCjzN+owDEP+/Zdx/TNVw6d6Ue9CrUxTKfKThRDRrSvUR/9zii9urPxjG764COIJifN2k",
+	"+IXPb8lr3XN4TzkUP7PHbsGNTJnTAZ6xQmElM4AKSufCjiwLi/KJT4ZScCD611SrfSjFCnKHO6Ok+6PI",
+	"RCLGYcAtQtM61N20rWK/lyJVC6EZjDGibsDv/xIKB0Uzt3Swkmb9xwn+nWI7oc5La0++9NE1v3Qf3LdW",
+	"k0jYL0otNIMiKKp0cGILUfEAuN62d0igoZgjZzUIOsnO4AfHD0LOtb3B99nZxflp4wHzWJl/YdPS/ALX",
+	"qReXpofs/bu/nbwCZeP754+/e/Tdo+5Pw9qODTuRFcsgax3qgV9RldfGzh6FeUaIM+eEMr98hbpIMzgq",
+	"Dzygj5xe/Jfbpt9FFWkG6uoYd/IuIqawiPMf7OrfSkM5B6i/kGbvxiKRA+h9wi4cxSIbx58UehQgHAw3",
+	"+Iji64D5YNVUkXnHgZOk/xn4YWN/tac4XJavWzpaH20fawze+4PZ/K523fXt+JLOzI2DP4xjd6SvWyfd",
+	"KRwb3IBfcVn8U5x3V9ToX/jMN+htf5z+r+f0I1bb/TKAW939Whgji6tx9z728GDtyK886tqCFzXPyTBJ",
+	"eBv/fPf+uVuSr/78+5H23Pdug/847b/7Xa8bwvrsDtxzYRpZ/f9n7+2b27a1feGvgvHcmdh36Je0ac+u",
+	"PXeecZO0zb1p4xM7u3fu2ftEEAlJ2KYAHgK0opPpd38Gay2AoERKcmLJdsw/9m5s8wUAsX5Yr7/VEEhs",
+	"a+AOby9gBBzoccw0w+6EUBp+cfX/kBa10TD2mfHVuihcdUNh9JxMuIEuYI9A8huRzrsU/m06QvwgN/CE",
+	"1N+88cnuyzPSI1bvClndM2sLQLmpuxiCJitaY2GPB0yGtPqwqPLcJ3mxferhzK0V04LI7KNQjJVTcZCw",
+	"UphqSuGiQ9ZIF6NobZynovTME3y3MbUdsfeL0VoH6z5cth9Ct/Sbj3UUeYAdrjJpMIZcX+t/NTiIUviX",
+	"7SZbzh9H4AiSaDdL/fT01rjWwYfc6033BAhO3rAjGgkZEoQ7cVJ6tntwqEp16OQepWlFSLiybZngkPkm",
+	"FTXG6iIfirrJuL1IUwc2f4z9xpyRm2SAQztayvPw0LB8fQtEtIp9VSpPc6apAutxR44TQFmafi/s92ck",
+	"ua0VpTU0xeQuS6I2lniskzjM9Qr3SLSTnlE3Yjjrc6nEaaiAQvkmprIkqoBMOjPKo6u7MsuTpdKNqJxD",
+	"3LjVT5gSs1BIGZjNgLwI+cyw0HKA/XFyPWZ6xLivgKhLcCyfm1AUspLc6D0u21v9dUZUcp8FnPUc/o9U",
+	"2a15r9/q8S+lnt7ujit9u+vfuW+4EwStV2OTAtBIbJhQtvwWPc33WjTKI8CJarl2Gj0yihdmou1mfuOI",
+	"n5nuCyZeEspJUfNG2maf9Ya+p5xbB2FyysfimQF4RaST/y2QK5MIAtGm0TPlLGLkl8UmZLx0yEmthBn2",
+	"ErYyvRaW7f94QnSR5oAN3RfGo0eaJv14inANDfOHpZ5BFyKuoLkYjBKGF6oWqMNfXZawyul8GVZzCTCb",
+	"i/oGHjaSdU+UkKea7Elo0cLtZC/ZU3wq6q/6Jlty98SddKb801uhxnayd/r8u78le1Opws/JUp+dXdhs",
+	"YT262hP5beTORPflj3q4WNUWjbeI4Fd6V1BUzVGR8/kt8OIYOxGtSMujZHgSz26JJAVxgMy4umQDL/mD",
+	"IK1IbDtyf7Q2v0QxH7D95yeHP56cJJ7Jl/14clC3Nfvw/q2Xrhh5aiiRUMyLPvQaDODPQH+ntGUTnePT",
+	"FlAA1CyaG3ZP1yqfN2b3zOALDVU45XPKpeGWJraGN8+Lzzku9WPBlLv3mDcXYo23HJcW1jyXIwHcwTv1",
+	"ki98ti5CX9w73lf14f3bnsznMbu9fy25sqSZoGISerU9JNiO8wRaA45XoO0VopQ6k2k9XKaVA2fvvjMU",
+	"l5QlBOnKG54DHH//40mth7XUbD7rVA6xAeO45EOs2b4W85GDO2Ynpa7G2N9l6r41NYRG0kBu6wG4gdUl",
+	"qQT6//vi9a/LQHvJbxZhtjtk+OSAdsPApC+G2YhEbvcAvC5IabgTUz+JHn4fdwK2bYXZ8Hl37HSsEfez",
+	"ybX9ayP72kGVxxR3F9sfIIgNECOn2lhWihT6RTjV8uCIvbFUc2Ba1FSmywSyJgSHVt5O2wVlG7WPAToJ",
+	"w1rRiTWGowx11VqdPWXcK+lBd8FWXrXVLAnQeazE+6sNNLuylqcT6JIS1bFG1jY+aB49/sXJi02M7scA",
+	"28lSbxIgsYU5nzH/sd3RuPi5tRId43QbZeUQhaqmbtvj092mXzus86U94U2dUWNPuM3FgKTBr+myswSG",
+	"/F8VVo3RmPFpe6sWcv0YMZdocVux/dAMrjmWs2CMPjPeSMA+86amMT7oGrHfzo0xk9m5dwo8ZWHMQ61z",
+	"wdVGPhb49Mf/KsS4eb5hNyb3MKk4Ftwt9kluO9IAQeCZva/2rhT7rpMFlnmnWrzlq/ocndMxQEkmpyEk",
+	"hXGoQEfWjENhJgv1KuroJOjbCDpho2BxKAuKNXInWGOEdhgLVw4YVD4/JY6YpuLPZhOh6AG8LOWNMEfs",
+	"vSgEh0JoadmMzAdu466GlRpJJamTeX0EAXl4SKnx42ykx9SJiNDwvCvo3hJER/qYpeSaFsPCLWCfUtNH",
+	"2beq7cJnCI1A74lRwVhddMPRZV2H7RXIJiBdYl5N0lruz/aNhoM9ZOhF6TJK4+QdAIy5VAdJQC4PE+4S",
+	"p0Rm0hTcOhuApQ6O8hjqdLEB0h2xdxDXcqqvg5qm8shyTZ3ciAiyBRB08VjwQBer4QCW7FuV/vsTZl0s",
+	"NEkudkq5gG2Oj6daSatLSolbHwyuytLp2xNnpbhBCzV2hzpSBYOcYFNSpTOBxQpw3nM2kcbqcs5mUmV6",
+	"5gQaqOkS8hj5P/MbUXJoIKisZsPKqe7miP1Cz0/1VLBRqadsInhph4LXbVCxcgrfPNF5Bt2+pmKqyzmG",
+	"flUYVlN/AHaIeWhZSqx21KqkFChggGC6FO1WKa7m7/Vi3lro8QmUPLNAxw4mkseghYUkjUfpGdhlU6kq",
+	"K8wZk2MF04Dlp3vwBPFLf8ROqEk29Heha7psIfrz7/j8hkUUzBap7Pff7SXOrJNTZ38+Pzn52wnYx/jz",
+	"SbBooMhDlG023nvhzJ3UNmZrNfiH3fdbM8I/dCbeZF1m5o/fb2Bl4jq1rveal8Od7YuTcSugAe7eBiN4",
+	"rbL295+FsKdaO5jXKruDofwMMshmMrMTt8PIz18PJJ1oI5Qn96ZtOXEmukVvxvPvToIkrx4xvotCvRvu",
+	"sb/9+OIk3mPPW/bYVs/RJdlvOUdfEm56nIQ+nl7g+iP1zmx2372/PtbQ0qO1js9TvLLtOP2+/Th12NOW",
+	"YrV0kh7TKXn3J2oSnKYRWq8/jWj3fc2h9NAkqJeau5QaWttl6dmRwOQ65fkh5UOuFRvOcjmeWFYKIuau",
+	"M8pGUYMJKLeIlcKi1Kkw5pSNdakrK5UwidMjCyjtkplbAq8vvrz4gBk8BdAn58K0itpbN3BKsd1m84n4",
+	"PSH2sSa/7km0m3DbF4IT7gs/M/4bh0XY5gY2lttqwyRaNxNlKsOsKKdOU8/EJ+Fz/jU4Jm+ke21wNZAs",
+	"wpEAB8BUTIe+azG45arRyNlKqEwIntsJ44YZ4XasM5HCuhyxd7BxdWmYszGlBcZn6tmMuWk+FwOavxvK",
+	"p+NOzfQvzvnYsKGYSJWtOnYucVUe9llDg+xygNLa4wfuj5o7ldV6eWuhMH7P3LmsojZ1DH9d0++M5NR3",
+	"PSI9DO5MwPgs3NEIgQunrLXX0byGu/6A121xG9ev6arqcPs4nsLRk+nLFc862lL467Yd9eKLd9TxZwXe",
+	"hr/cHzfZX2HDBJcyPu6ZYbnWBVSZep3l/OINMg2Dz2rstJPKCLNu3527kaxJi3DXMZktjcHv65aMA+Xd",
+	"KpunReyy+KAx/1UyUX+BHtfvtLBJxYKHJDN+G+9MCjckwyy0J2tAOPeNRExSC5wPDrlNbEJ5wUTraxDd",
+	"5nRb9aF6S64mpns6orkJ5d03TXJ3b7VE1J21RUrbGey2K6ZR98rVJlRgraTR0tj3fXa4M4PgZDxg2Bme",
+	"cmuchYMvMZgwLg11mEcPmj+L0bQngqXKLSA63Hg6SZAAhgqVMHjtTTNCtiLnIJpxL01Yj5Ang8OpG19i",
+	"ibgHkxlXNgTGQ9vNacHLDpo7lKS6A2WHpbUsVE2tdTsQshQ4eBdqoyLs6AoA8KLYu6O3+YyjrOtdeEF3",
+	"jOieEHLxu65U6uNt15Nt7RJY3V0brMClKG9kKj7UZHdLjVLB7VKLZo1vHrqaRDnbxeQbUZpVPcFjrYmG",
+	"CRk1YJfQzagZeYOFS0VdkhcAc4229HcayRNWlPwSdECAX+5eP7rLdN9F1egm7MMtSeBMDJ09cSjVUH/a",
+	"wHmAxkdttuBjDCu0cXoEqSoNYWtSyCSg2dQaUFXQWfm/L9/9wTgcKULeiOyIvQaXs3sjk4ZdiwJqObQS",
+	"bICvPaLRH/2jOjn5Pv1N6+s/+FTAT2KADDZOURPAIzJ/ZpysUo0D/lFmB6QKScNyaSD/10z0zF2kjQgs",
+	"OJgUCI8B+gfjhpJrNXb/rZ+nKzvUn+BgdLLo9DCsC5SYI6TsGcvFmKdzZhS/Fh9TbnBRmcMHQwlA5ZTn",
+	"EpIRB1p9xAX6iHw+2SB0ZRq8U5fwp5f0l4NVfpk/ca3ewIe+rWf8i6hyWpSjYLtiXIBPBdsXEtIcR7qc",
+	"dlZBTOjTdqbUvNhUPcMR0HYdkroW55J3DQGuuYRLHpzaFn/bjSh2SMZwNR46hN8XIrvlrFSGu+OQgBlW",
+	"LMZjAIhb4LGZGyumR7ket6EyPO0YYWQDOMbrvf6BtzXx1sOosVxlvMw88Bk2K6W1QnnMxpt9yiHUNGBU",
+	"0JZcGU9uYCJTlHrYEq0FJE/L2LgV6kbkuhBMfOKpzecMWJ3dqzPhMLQEgMOdTNrGIGEDGOCbLPzTyb37",
+	"QaeQI5Cd2w82db/AyLv7FypV7l8Zt3xwcMQuSoeD0E1Cj+jXgDdRUmVGk3K4766CU4unlp0DDLtjAGY8",
+	"+I/3r1+dv7x6/eqfgwQmofwMpDBH7FWYDdFVUZXHVEM1/siKcjGwUx8P+zjJd7D67/2vw+Tx97/zT6/x",
+	"0Z0YX1+8A3DfJqLhJGA+m0AZbVsUhB7JujrpjZt0BrG2shGYffflYEYpNcdSjXQnpHmmIcQXTwGHOPOn",
+	"GF7q9FrYU2y5ze0kYaYa1r23p8IYmOK8EE5Zc2unUsFUNR1iEg7WWJhq6h6eAyuiyshhh4sx4lOZ+15U",
+	"KccKl6iieSbznBnhFBanwMLlc6aEyAwRTfp1IZyZiFIctNqZPonGzS5M7o1bni3KVfdLOyw8v7ws+tNX",
+	"RHDvncNqxcYKc91IFp63y4Kb76r9P+v2MX8oxiXPBHG21MOCo9X7kxusnmTWtBz/B+6EAmPKik+WAZWJ",
+	"YfuD+Pv/jvIyOEjYCLgpvS6MOx8KKuu5GSSdQgZQpEaRhg0mIs/14AztOTytBvRnT3LFF0URZzQunYE1",
+	"nIfu+7qybMwLQwVSg7QqjS4HR+wcDk8O3iilRGoTVnATslaNLmumrTC4oN26s5seRclGVqpKsBJS9/Bg",
+	"lrZWWEDpCZhxhnULMGKfAA/JTGD3uWF5rxrejNwwRqjMsEEpzFw5LcU72tNcOpQpBc+aSbf4WWNwPr94",
+	"w4ZihBlZ+dzhkFZxISv1xzqv7MSBUxr6VADXteClW2h9LYA4x6d+6VyE2ECq9bUUCUsnIr123x7fhvY4",
+	"bMVT9uLkeU2PQERoNRwm7MXJ936BBNOlHEuFrjfPZ0Y8Mb5uDv3isEju5pP65oULYwGg0YR54Cd3FhvP",
+	"ncHYFqR4VwjVCnbrvHkvlzeUP1jClgKCLyZ4mUvMHnKbEvW496///ubyzbs/jt788er1/z26fP3vTr6s",
+	"DudOY9d1mZk4xVV2bsGtQ7u9073//I+Tw5/++fl58vynv/7xj6POn/7H3nqj9DmC+kIRCjT/APpkH57G",
+	"Nrb1F6It6ZTsNoTx+DPSea5nvYLWcUi5PbvqgLrTc2k8hO44x9S2ZwMzc7HRTynG0uCxEcCzyLl1Ipkw",
+	"IIfGE8W308lOqcauKIWB82B/oKEWH5kX9WgEP5wBdTTcA7hbqehVE26wJXqqy+wgaXgaQ8Wd26z4qss3",
+	"F2i7Frq0Xt/DPkOyZCm3PNfj0G7UmYw0NH/EOisO7hjgkI5o4Y7+58CfvHh3u0n2K179ilb5vlxu/puB",
+	"2StN/QVgi3XHJymuu0zngt/NTRk/WhuxyzYNxMa6bmIi+r52Pfa0Bx6awh1BDe33L2ghuGQLLmDO8Wf8",
+	"x5tsFUGVU5U0xCIDBpAksjfWNEk1fBWzj1sCLg38sTVgAxrBoPb3D/wYBmwffEB2IqZ046+vr9giB8H/",
+	"56//X4N2u66xMzfJiQj9EL87OczkWNq6c1lcZNqMIPpRrIwhLikJ351spAZsTVC7rEz6oH0U8Y4UCbV4",
+	"Wm9HntEnjur8JhpEHGExbN+HDU1ViPIGQl3DeZRlbA6CYiFLoNNN52kuKEk/YZgHAFS7mmft5+/vdcDm",
+	"wZaCRGNclTDcWL1eVu4yZ7ixtNuo/mhIyvHnRhjxr+NSjETp1LFuIXqpK6dqgiYKl5ObqEFJuw+ZhHHW",
+	"sEnY+6sLkBSWC27AMYqupMQp63NRmgQVZHfYlMyKaQFUfQeYK8ghH0FT1RYkB/6rysYC3DFWlmKKtbBl",
+	"Wx3KryKWv/f1LNecir/Hk4rS55pH4GIs9qsyBr+CFaOmdsTsAZFBgc41lae1KtZ8WuSosLcy+j0/SVaT",
+	"WayhstgRWkVftLtvOF3RA9ZdAla9rsswcB/45ZCgm4zrT3eK++4q+9gDHHb6AdnOAdgCosx0lWcs08R/",
+	"NZNG0J9NCxU38cO5wZ9iOnXdzKoUEfdWXVUhSiezKbciboGnVRuJT+QZxYru2qOrKPlPGqbcnUyoUtfc",
+	"YEfs51yn11KN40+GbyO3Zz1lzwRI/bVGukxhcEbY1i56shSRMD5qUN0So/jSIq2gFL+g/alL+ihREkMp",
+	"uNl1u+PGqN14VpOjFfXwm/uqz8l+UlTkS9v47k+HFhY394djj7lrLMGGftrsLBgEzmfhPDMUm+yoNoVi",
+	"Lv/a+3Kuhrn4lMaWKpcFBVB9PTdY+6sXagHb3i1CdvedjsC7lj1Xwa1dynUj2FeBNnMv2SPm4L1k77JK",
+	"UyEy+O0v0Ch7L9m7klORvavsXrL3ko75jUjG25fP3dYZlMOLQcK/OgM1vDmFnkt1FmqUbLLvTIhTmXUm",
+	"xNKRKbKf5525qD+efPGQdMkmXGXuX5X1qQHtlDZdIwQ+Hff02zGXbzhAbt0YfW6dxKZ+XUMZlXp6Byx0",
+	"HV/Pa4hrBmH11oZAGY0QsZ7oquwWQalS8Zu7YlNiu3/724vbcie+5EYcSqDVkFbeCMxDoTHKLCEWMfeg",
+	"xMf+nV6Nmpb7rMIdbl1zuBbzmS4fTgZ2dA5tEozyH6+PRq2wcRt6QqS2IJ/GV5u0DZUFib82cGE3lZcv",
+	"QMqFxOxWrQZIth6WavOwT/detB+XaKOmE0nFM7NbcXcbda2zfVneLWRAgj3CjMhFCsKOu555kg7yG2RV",
+	"oHdp8YtHu+oSxrLGe9MbGr2h0RsavaHRGxq9odE4N7rYi+AI65WQdiUEDvjdahyf6V+rk92QqNU3GAjc",
+	"XzXVaq1qhG27Srf4graEvr9Ke1tCP4kHy10RT75TNvoWMnffoy7esDsUpmMM7nYHn1FZM4zXTHpQzMOx",
+	"0EQ4veOInStikOF5KXg2ZyVqg1SrbHUOWgBEmd0Bw9NrpWe5yMYYvPUh6BKCdFFI+QxD27J+MlE4+EqX",
+	"SmXUXnOhGT+M+3HI8t1Hbpdmv6YZtI/Q/nXP0EKWQd+k7kkGX3HX3jUYrou3NuAwE5bL/CtUDKmKyibO",
+	"EisqG7G+k+qB6LVO73iFo3jK2gctwWodBFkk3IW9NrI1baRe5C3pJUSjhdQea0pZIto6TwWClbtQNls7",
+	"9NgStWiCTRWsRabFTuq6lziM24YMrhz0WvLWbRA6wOt/b+SL7YDlCGf3SqeV07u6xSta2v4QfoSslL5H",
+	"Q5usbIEJb1mOj91Ona9Iai2lpWRUL5TYaBrtiCFPrw2rCh8zEAlwLQkD9EjIACDxsgSMkWiypXDqENgM",
+	"yFhitc97dddXRV02H+5wxoahkvImMJy7eTwQaLh7QyGeGMx0jaHgv1XI4L2P3M6lQZ+Ds3tVH+yxOGO6",
+	"TOovH3Vj8LZsaEzulDlygc6422/LbPKaqvHZ/iBSWrBzusgGCdRQjhW2GmfDOZxDgyg0MTjocfVbN27u",
+	"jGLYId8W4bzLQmoCepFztaJjOBB+grPGATVRCNR4gRUJKIoU4uUsk6ORt10Cg/tsIoDMMpovMkRxwHJe",
+	"2jMnrkCpUVPwLQP3Rc7Vk8BtN9FNYRsofICa/v4g2423Mw8/573C2QPjhsDos/VrzuemUYhwsyuALPns",
+	"S61XAL9FE9ZpteKTXdVCgs++VXM1vEqm9TT9idcBHm4Ve/D4xqxV+KpfI8LEr4kPPSr5LIhzsldU3aYp",
+	"RLyKXNi2AXXaqjrPmFbBXPW2KnSEA3NU5zn9+IVW6EMQ+rtXaFbJ+yaGaVAfe6O0N0p73eu+jdItovZa",
+	"JWyNpfoS7Z81AB8VUxLJqFbitobn04PqDWxRWN3eDu2x8OnYofcAhqU49E6fzY3S4CbSoc88NaiYamNP",
+	"kTIsifus5twKlc6D5vXb1dUFJT+sjLGW4tKP7puNtEZzXOOW65HmWzBay/qD3lWItcNC/TvPZcYX46dJ",
+	"0xJt0WnAve7DqA2+dDQ69ps07s50PWxYrvgDqk7x0yHY20Lo+aFww3xQQr89X3w9PZx2H0rtrdZeU3tY",
+	"oP3S99vaFm6vUcyKUqfCmLUJptEA6Za28EBIbsNyMs/D3upBDMrXBQ3hG9W7aHrQQWFFWx53TQ8b95ll",
+	"urzFt5yYRm85xvywbgfRb4vpZIdOEQJha2o9dWsXSkxg+xNtKf/sADv+UH88aRayas+iKl2GvUjhQJVU",
+	"U+OZ6NypCf162tq0vIc3PRSx3pZmRTM7h5XcqJAFVKqJnmF3WathFbdb3dIy1NWqFG6MZ77mqdepep3q",
+	"kepUiEJbwfPNtKljgt8V2WlWU2c0uLBNv9oJXMPbe7zu8brH6x6v7w+vUVm9R8BeC9cdIM32eSgtp79I",
+	"w3IxsqEx9i707ssexnsY72G8h/H7hPHL+wdxXaxTuZeHhwDsm1bpkmVaoKR5J4q0rFJW5kQeAr+sO0Ls",
+	"ANx10WN7j+09tvfYfn/YroudQntpi2PscLYBi/NCT7Soo9BEG/vMx6QmOs8MsFOKPIP238rm82SB8zWT",
+	"Jbb/bidzfm+LC13atzi2TWheaVAxz+mXtOh1YHIjIBgPT8z2kj3xqYCw/MbEpTQWT1vamGvbeMIFrUOi",
+	"Durub0J1jeKxR/HiD76qnyMubQ+pjxDdgMR6AUTuiFsm6dBGz811J06NdMk4jkWP4Nh2YyspUYCDEjoq",
+	"hWAaNQSMvhMN91QDgd3+0H1BIpxAvIAc54lIrw/g19jfLCLqtTOZCjabyJw2c4su+hJIY2OR+KaU0Xhi",
+	"a7RQWCE248riOu0uRSoe5Gr9E8bYa5291vlYcRlkjKuAzVvj3qvVzePP8F/sgwn/7HYpvBekT3Evam63",
+	"A3APBZr7gNNWE1ygy6AtbQIQZyWsruPag0d0MO3RlLbcAPIRILtf6W5s/3MyJz+PPze361TYHM3DOd7D",
+	"eg/rjzw/YxHYcU9vFd6hVuj4s/vPbaDdkh/vxqt8WpFynjANV/M8nzPtrGvv2/X8b2N5I9Qqh0IT+Ndh",
+	"flDpMnh/B9bTOdkN9N0NG3784Yfvf4g6NjzfpGMD+BVK/0n9In2LDob+VOpPpf5U+tZPpaBLY4HDVs0O",
+	"W3JlUp2J8tCKaZFzu97fHW5h+6PRtBDjAxbuTRg1gT6cycwdVQJ82sRv12gG7+RN4yS1ajbgb3d8X4UX",
+	"X4WhbuL+DoMDv1bU54x61+9juZkbi7sA2cnjKzrbWC02t38YnOHL67TKaxxWp+/ts6rBYL3pbbT5tumg",
+	"RU+nM+1bXn7mfk3/9vY3VKi6nem7VcEvTKoLEfUPQUl8cfJTl291efvsbUf3uOQ34hcAEP+iNR5PP+Hd",
+	"ejtb1mPt+B74kd+f4Kt6boAUtIvdTs/h48/+n3/wqfgLESIXVixjxSv4fQdWeHxAYxDwYFn28Qmtsr/y",
+	"hHVD8y+I5bPFLoxn87WOwP6YvwUu4a7JHg8+PZbWICg0W4aKDsaL96LIedqtH4AxGykDThYDscJQZ3M2",
+	"rYxlfFwK0UVT8Tjg4J+9evJtqSe3Ff8npZ6Q3O9WP1nnE8DD1F156pl2Qodlw/bJJ8CmYjoUpTkIOFTn",
+	"nhhWVooN55HHziSBclCWPkFuOGcTwUs7FNwGohhZshtRmvbm6G6Ef8Acttyna5WVjav7ZMxlRevtNyNt",
+	"gLtpj2WOjchHx2EbdMdQrvi1D6C0Nv9+ZjB1CRgM3FFqmVYpskJBMjzcPGVWI5MxdGFo7O2ESWWs4Jk7",
+	"9GYc2zyMKKkeGnsWopQ6k2m9bZe36FUpx2NRXop89FuY1ZZ3a3jRe0gN79q4YdTM8muhnsQWdtsGDQi/",
+	"ScIiKD27g23dhbLHnxVEif4KrRi79/a/V6ISi+UelLm3nNJHVSJYByJN3BvxDFHWbd5LkWqVUdkgXS0y",
+	"lInoDiYUpjE3K0cMdL2VmZgWGjkQr8WcTUEGOSuFLaXIqOu7+7EqFfU5KY2NOzW2eaVu0bf29zD7Ds0T",
+	"F/lBdqldnOsalTNatN1pnE+4I3bvOdvIc7btbrWlSHWZSTU+5pXVh/jjcVmpQwdV3Zj5e9AHHGD5QJtT",
+	"oBGlUI0diRkziISnnh0jvJGuEYoPoS3zhCslcoTQgRvNe7hyUDcF5w0nU8IMMm9UVk+5lSkzAuYLNRH0",
+	"OIN3Kw21ZaJk3FwDtEubYNkZN0zwdFIzMrmXYnYftpziyieN0PMhU9iwfT5ymnjNy0s1hgdHbMDtAJ0C",
+	"Q8H40ADFd+nD5JxNparQm6j07BQPSFK7KbgeLVORcwXNlcQNzyvYFm5QqEJZOW3xObyv1HlYwHfuQ65L",
+	"R5G1swE+6P77X16y77///iffTuu/tRIHZ268mBKAs+ry84HS1ZKmknErDt2Y93br4atX44Ib062n/Tnh",
+	"tl6ETGZ9KK/Ddq4UxJoj1MA1a6p1YRe3YdWP7VgV7lkDWCOZr7Cm3yn3Ecewq/EekQFRrUmYzjNhLIEJ",
+	"6ExHbACy6+RgALgwECrDn4zIRWpDHznDZuD5xrulWyMjUqpew8KO/aG2E9YmQWeIgmwoRroUTvs7OGK/",
+	"8TI79J5lfAUvBculsaAy5nMCRfc34B78X+guzQZH7JdwPRaB8CwrhTEic/a9U9ZO8b432cBrq6UYiVKo",
+	"VHRUxfkVhkffuibkAl2tG113Kf97o2vDkBZSuW5x5+ZJY+GWl3iE3PKu86K41fWXthR8esuX/OJ3wl5H",
+	"CGd5p9Lxq6l08cPVS5atqF5EmXmFnrAOJN/bNKCEowkUosM5joHOzYnW12xfq4/4zo/T4kVnAMnoqkzF",
+	"b1pfd0WPfnxxu1FJlYlPIsMRzfic7bvxJG60XHZHsuC2SxhN10i+/+5LchyjjUGAdKud8Rpha8t1lPE+",
+	"7HLWxQgMS92fpSv8fM0z6u6O0CW/38IBelwHwts1/TdlKUA3HebilJViqm9I84f7n7Hh3ArCFSHLhopu",
+	"2H5EBC9L8kaj1/paiIJ0bxAmJpQt58gA/8rHWfV0aCz0PDMaUkJ9lY7KWC7VtQEjgM10ee10Zfdr7tty",
+	"k9uFTAAI1sFQ3WE51kocsXOkrjdW5jkbCvcE6rzDJKa4UsgPBzgXlu0rbT+OnBl7cLZgkOB7Uq7cjU7x",
+	"N9eYS3sjkE6ZznZYvTmbiVKwfViRj1WdynjQlVGwdC5vw20Svwres0HDHZOw54fPT05YJo2VKrVMZibB",
+	"L0vkAqDHwBro2Y5Z6Ou5/MxtOunW/d+hCVfl4GmmxvBSMVpm5sSz7DGsHcMiHXZrUEZItQrMSPK70ezn",
+	"EtoiGD2yCyr3kKfXARFQcUK4ADmdxDp6LeL0PizOHnGZG1TVw7g+usd9BLRppezU5W7kekkKeqnupXqD",
+	"CDkepMvisksb/zh6/QpmdZkJOmJP8YCFk5cVOZ+HPjOohZAOAZoDz6YS+jPAhaI0CRtWsbZgLJ8v6BVD",
+	"BBEIaDZgg+el4Nm8uV6mSlPsMT/mUjmloQEmWolbI8elHtkdKgU9ePTgcXvwuKyF4H5UgiLnKuQAdzoK",
+	"zxUTn/i0yLExI9ufCXGd8blhJ387PTk5fO7+3330D1cvD5jV5MHjTIkZCm+pp60tUcjhnHPVSP/f6qZe",
+	"1Xfym81aezStSc4Xwjpt2Wbbs/chkLSiO1Az4DScQ9LrGaa+jmRunSk9nDPOUm7EoVRGKCMxMFYN0cO1",
+	"yqN8Aa9fE4i64MiUZKlP6jMD7+/ywinMeH0YaeT1NFflr8Hq9iL4AJxtYa/ftfR1EoUxd7bkc+Z2jHuo",
+	"O1a4Ym/O/ziHSC7EiE7jaDo+m9xkxCAWQtvI7+VFhYFHHYPpPivUPTRBJxa38PSEjXieA4UhZybXlu3P",
+	"eJ4fprlOr+F6A742JCOrSgNUi4ynpTaGZXyey/HEHhp+AymA0PLMgCvMB/Cd2g1trK3BF2CYHt1rQRGo",
+	"VC6MM8Snwh2iIjfeYYbR+U6+svqY216yev2SNbouQVTda3X3auyqE9+pKH236QeRyNOEnB2Zz4Bux5/d",
+	"f95kG5W9eTA5qwcMSYyeKBttZktx5FSrVOaidKc0ZOhyY1a7r0lw13Kj4K5tJ0WB2Wyac9gWDvznvQql",
+	"N/x7wXwQBWfbEkxvmiYr8lNok6+wHJ+4rPQycr/uX55tUUJWtiEPRZl2Wc06Wzh+oEW49CUm3ILqueJA",
+	"8i20H5aQ9apsjwQPFwl8qeQD0GOPycpdUa0W+lyDYawV0yXTo1FLJCU+bF/Tc+8bDpbS1f6cCMz2jkz9",
+	"bh4+EabRPQJ65VDrXIDQ9ef805Vu3PdORjLi33sgck4FD50+6wtUEaDcYr8933qhYOEgkDjgcRe8btjA",
+	"lc+hqxMIm7SLrrK6iprlOuU53u1upJiRu2fGDftXlY0hz3UZcF7TnB6Q9pG0vRGmZjVOpaMc5LFUf0QI",
+	"j6vvptmBRCJc0ePRfeGRP+447sKJU+e3bYa04pEvKLtFlYkbn78N2hE1MkSxS3Qp+HRN7cWlf3NffrHD",
+	"8ouWIoFQU7hxz6dmQHKjNHr62lTRsW4k3hfrKxZWl3C01CisHxPd9Nduqgho+psUEvhF6JNuNgpvmhpG",
+	"doCWqxsvhzZJCIDPFkjlrK95dUrUfggnPjN0fcKAkAF/QOb2xv1u00Np0aBBMjdI2OBmoo11/+BFQdV9",
+	"hsR+cHDEkISaq1RAsd1p3OgzlMwtrGjCBmH7DmpaB6poSrUayXIqMrgMPq/IBhSvBedUzDQx1lA/kbDB",
+	"L1zmcCGU++XcWPjGg5qFO5QaAwMpclHQkighMkZ5ybm8oThyo6wZQjmjUk9rD9m1mI9KoBpzc0C6iqIa",
+	"5kDsjSXSWAuN1c7QFIX+jNFppURqTUJtVY3VReEGBtVLUJLhx+fbXS0EgpG+Agsk0qoshbJ+kTuaY4eF",
+	"31YEuPGSlUzu3Nb79j48ZjV4dnO6L+zcXq19tP2Y62/phWpHdjmoNe5xIu9UhRGJkGdZZUipJq2nY1g+",
+	"kqifnf81ZQ1DcVTEhiCnRS6mbrnAub8iWoYVk1b8DqPcieTVr+sQPlgPNuXpRKonQlr2ChZhKBaPzcZK",
+	"7EgdWd9CPFzdOCyprwWeSboQijK/ZxOZTtwR5muG4XRUSlcqFRnbH4THHbkbjtziYZ3+AcvltSDGE2Du",
+	"OGLniwcjnt2Nw9FXML44ecHqp39U2n5ETpJBe4/x7R+R0Ts2OCEhbaRencdxUibsErWZbv2uP0wfawPs",
+	"XZ+lNj0utZ52u5Iu+Jii3XAdssTxPIc0y1JAj0CeE+lbljAlZgIIF0uz0L4Ku4Agy+cRe1cBKQgcxYhy",
+	"mU4rPFLNRM/gdfhYd+A6C6irW3b6HmawE5dUW2MqWJcv7b29ukUSTO0S79qy1wPftYmzAybcezpWNRMh",
+	"IYEUxKkQYHGWtEuDNNu0RY5/+qlDjm0aE4avaSgSv5PpmfLsJq2yu++e7a48Iik+OGJ/gqkfUT3+HzEf",
+	"JMTyOG80JPFVZ95i9lgRUT86wQ8I4ZPAr8WclaLuWOK5w4C6vNYwfmoM42NKKD84Y3am3ZHnrXPknzTA",
+	"9AZvhCmBK8L9a9GxQy4UdyH4aMCRA/ne6UQboRifajWm47XUeS6ymM24u3E1yNHeNukj6R1rMmdg+jtu",
+	"G41zXzEgtt/cFUhn6qlDm/ut76x2//nhMZDcCXa1KR/Hn91/KBW8owqMZxBs87jSrYKcBSCp//bM4J2R",
+	"3dLUQNoN+CDKt+yTjBv9w4c3rw46ouM43816aFaVzHYdmV4vyH2LkbvNZt2toB3zNBXGHFqZXgu7goT6",
+	"jTFIQm2kGufisDKC4b0M7wUEd0heGRQArtA3sSSq5xdvmNXXQnlJxbOZHiNR7Vdo1O4DvaC0hk24Ad/G",
+	"tSjsQYK8CIaJTzy10BNXsH9pqdi+E72mPuB+T+wF7jJ6T3ynp0A4SJj4VEggiIdwwoB+fKN+B0pUM2D7",
+	"zw+fv3hxkrBMjHiVW/b8BPmiosZrw3nsSmEBUI7YObuRYgbqIIUpWMoLPpS5tJK4n7KSYhTnLM21e94C",
+	"Zv3EBu43H/GvgxUayDl8oSuY8UOGry0qSPESrPQEaapIhN2B24soePVs5+pT48N11cvDX5NIXHo96b7A",
+	"G+BxBTp2IXmtmuyd7vFCHgIw7m0B6AEsuvH9pfvzhppVbCgCBB2c1oFX3PGevSZw2niTywdXyrqdc4I3",
+	"89LKVBZcWfMMzwfDhEInNmRYxetpYspsJ6uMqzlw5rmJoNusDTylZZXCqmA6dqiQmedG4x2meXIpDXbo",
+	"hBs2FEIxqeCke35CLNkG7EUk5PJ109A3AW6Bdglk19KTpGLSrtM64XP0emdX04H6y/aQ9wg93LC7d6/r",
+	"Bhf4YaFzmYKy0VrcdSls7b56FvcEwBuPGPahrK/QMyVK9GlEeImEmwSa0h5QilBVEGopaWzJrS7ZlM/P",
+	"CMLQ9zR2Q3hx8oJx430jBMxzz+9nhDhi53muZ3VMzv0r0wKDdcgE1MZVcIlGrb/lApfjSSmILfPvKv7A",
+	"b/7gPGhwqMDRSQPskfCeaJOcDDrZHsGEG7G7XUPbsdt+UlW6MsdkAK+gFvP8w4KVlVJNGNn3KXIJq7mX",
+	"dIlBZ6nGB6D4DKIUBVXleZ0LWApMGmgjCESn2kscX5wM8AQVnaVV6JL5xS+UMDlyZ0bvgbtLD1x87C+u",
+	"+H0JclmpdX0527QVsxiF9+0KY6XliJ2X6UTeiGBZQbMObcHgKpzmMhe2O+Qesmyq9exp9yTAyRZSALZt",
+	"/fhl3SgOX6d29FBwx9H7JZm6LwxYU71wie1ToiHX98ZHhjMlWo59Z3fsc2qGRoZDHMf3vnTLzfXBEXsN",
+	"3u1zbDsWuX3QYUq+byXQAKLOLr66wL3TJOgu92mE4JjhZSlvIMm2yqSGJ93ITGgqiZWlAywmVKpxKk7/",
+	"1ZVlHMoJ2FR+OqMerCb8LfSWmbMxL6BvJU5+4LWbAWgxUbFEqKENq+brcHUpxxKc+Kh/g88HlW9S/WJT",
+	"semvb+ZGOoVRZIOVHRqo2uSHk+/J31Ynb0IZxkFX+UGEHk/UdbRWlaozPXub6ZEWG6xBuvuC6c/ht+6S",
+	"TXK8G1BzSiVO3siKODQbQGEEz4l105Y8vX7WSAS3zgS7rEud6Fnclz+1oFTDMd6es/3wcSXZYBxxknfb",
+	"KOrPdxvOgqlUgde3x7se7+48H/we4I6CdYuwt0E3/lfCzcgwA/G7qKm6b5EPieD7qCc+P/E9eKG2MxfK",
+	"zoGwN4oIMiPd78GA/b6+HuiAmdPzQEOKbjhyf8o+6soeJCtik+4vmIoiVNaSyvnepnGb/qemSzkFX6vu",
+	"/hOvwLm3U0h54AakSKtS2jlsj9KmVxDNP/2Pf7rP1KAr06DCEFNtBvICnfidKbNRskBp09smC/zfw8ub",
+	"9PD91ctDHNeGAv8vLdWKxAGtTDWl0pBmRhhRGVEed+Zzttz/KiPKU8YtpK2AVSqVxQycGZd1yvr+wN0U",
+	"2CcqM2B/4t8P6qJzuHLCDfM8SVEiTwiGDefQ/1fa2gbERso1yMByxvk0vqQO8sMhlYu+VEAJwyy/Bp70",
+	"wcLqDs6cTjWUgFMTGRJPiRfDP0jlc0j0wlXMQv5RMB6fU7IX/uGjv9DZjoqy1aBJTxLSXfGYIFPf56BF",
+	"UcmlZ0p1w3OJ5micNLFBptn/1lI9gjSFuw8fRhNfk34fvmgWyfrOo4kw3k4gv1qQhMbZ+MAR/qGHCaMj",
+	"oXkKuE/i4/pU+PIFSWPuHGgk8W5+HiitNtb6oFlZ9ynwGmGuuYuWlLJcjGxXrljSSBQD76BPD9tEU3vr",
+	"xvd0E6Z6TW07mhpsq7BFHphi5lsHesHvpjYibYIr9tvV1cXhL2//zj68f+tLcZf9+CFS6JNA8dRKGCgK",
+	"8Ncfgxl2xN5Y00ycBr2mfhdImTP/4kgBXFK7t2odWEZanT8147HhcM/IUwaRymU1Du5UejEDn4KaZlUH",
+	"F5te0MI+6cT55iKsY+euv8/OVZuFr9Uxwg/v3/ber8fj/doMnn91iOMMttIuIRuPN+VDQ+5I+9k8sWMZ",
+	"pw0VSNFfHObB8Cw0cImvS7liQ+yEB/w3beFDSum4iAf3JAOI0QqsapXX8j16iHmYapxP52jIhNN9pnxe",
+	"CwWzemdAsZ67IdZ5SLia6hgWsKDBdA2OprpDHS99U8ya8iFSkp6ZhbpDlbFS54LtD1I+FSU/ovLEATwN",
+	"8jASNpjKtNTFxBkTjb9DxsYZ41TdyJS4EWUgYjQHp1Dbj/QQzgj0BTF2AjFITIeInF7fs0G9eh8zoaTI",
+	"BkfsvKHnkZ7Y8BdGRZjwihcn3+MqxYspDbsQCsKfyArpNNY/f3tzwfRohIwQOJS2UGitHzVOlyepIdYr",
+	"sAHHFu0GQMgdgfdG2moP2A8QsAPvxA50OPulmtvx5+gn98fZRK5I9wCEgU4FP/3bdz8cINnV5SuPOr6r",
+	"cP1ITNGNLONS5HwuMkaRkjY2m1AtifzAmMPn0fC7k+fBom4UZD4zbPBW41sHBJhLFrU7KrFMUk8F44YN",
+	"zml3cyTv+lnwUpTsH9XJyffp0v3wazGIaApnlB2oMl5mCMBpLpH5S6jsiJ2rOOryrOE1jE+Ls4XTMmYs",
+	"9Ej/4uQnCJngYi8l1FDSXWUE21eavXn5OgqZGPJWVMpURaGB3TzVmUjNAXtxcsIGFEH5aDIicF70WRjL",
+	"5+HUWZn2h/EkW+f9xWDlM//YuQpHFM1oyq99N7IlX8nyg4ijvcUIuECYfm/TP91ufrSJPgseibbOJLHw",
+	"3nGyzyanrsmK5sEWv+aHH77/cfnZradZgJBNPC/PbzOgjV+Pe/EsAhFPq7UIM6UwwN0PVvr+q9dvX1+9",
+	"9q5+w6RN2MX51cvfmC1lep0Lg5LIVSYzpxbDnppAyTZMyL+vne931cuP9pIVM01IYf9Dt3WjPXfIIvxO",
+	"a4iyRqWU3sn2MZcZdF5dWYxlzCbzg9Wv/+upKyXPNxjTBZ/nmmdXWr/lJdLhvXj+wyYLEFAcGoZcucX/",
+	"RrxjCfyMB/GyVkXYTjtWu/3qTt0H7BxrVbGOP9Oda5pGv/ewsqxXNZDhrOW41oVpOzUhffYgaFnBc1Ca",
+	"ZzW5BeguMb8DFoaDghND0EFnL+r+8P3Cw3eDsTU+PX6ZnBvLjBhPhbL+MvQHOAF5fcH8MdO1qmE/Po6c",
+	"4QcYLe6DJbs/DiCxmNwyK3KIt+H65DadtAK2M5O4AqVyVHKUSLBdm3qgN4FXoPqXQvAVap49BvcYvLEp",
+	"R9bKoUzFockKt3O/2rQ730AKwJv0t7+9ODnYxPZ70W4lRc+biVI4kfkGOwf0FsU2jhACyxZ05ii9JJUP",
+	"zMT4QrqUOaY3QXA9cm9O+ZyV67gjNiVBOTcX9aN7RpSeEeXbCerU/CpLZEPcNJP4HgNerGFkuPJ9ETg6",
+	"IIaVkUoYUycjLhGyeJaFiQZW/Hx+Goo6Yrwhbrj2IPl6UoBz85sbcE8N0JfKPqlkwYg3IMadSP4mKBcP",
+	"HnluQzLwcGCoSSHwoFGoJxLo0fHJoaNnGXg84EjhlyLkUbdD4M/SV6c18yfBTFVt5S96BOEd956zpbI2",
+	"JURm2KCR9hsCQZil2JGLEtK0I2ao6NrVfTND2t1lNOsnmnkYL8EDrkxpfKmuHrzRNT2qPki79TLKD3/Q",
+	"ZSUNPDz+HP+IsXOxMj3x9UVHTmL8oC9ISvQpfwVEdxZiE4ivlK6Y6qkwt8lVjBkaaEjXQhQG295D+B8o",
+	"H7aZ0dii6/oNA0Ek8YiDSE10ao+7NHZZn0fX59H1eXR9Ht23nUeXu4OjAY4+m+71xePTCb4on25BJ9gg",
+	"9eL1bbLf+kOzz73o898eKZX6/aAywRNkHrzefebBHWa1bQNb47S2Hlx7cO0T2/rEtl7F/8LEttcPNbEN",
+	"3nJcilEpzKTb1/deW5xOm1vslA3gv38XpQEXxFTfCMO0qrlVwXtWlMIIBa0NDaMKWDYqoUthoFBgbd1N",
+	"3+P43vvP8SRTUWDqtBJdPiElZo+Cg/NhppvBJm/f4/chtn7Yx6HP8zrup9Ap34SuNLKM+O0yORbGOkEc",
+	"yU/CJKweiyGuPmnnbCZVpmdwh3FLchYJ8Q3PK8GkNSIfQZgSmFuM1aWTa8WKnGPHY+Tiwz8HVoGJKMUR",
+	"e83TCRPKlnN8vmGziYB0EaToK8WN4ADJSQiH+isw4uz+HpH0pVwBCzMEYXGEfMylOmLvxY2+hmADrAov",
+	"RfAJskrlwjgkSvMqE/5KaZgT/Ha2q/NCXuGHWIKgO+8YtqQ9Yg9ZnIieKc/TI5Ed+4zxPMcWbQaprvnQ",
+	"wW3Au/+qRDmvAQ+u/GBECajXqqA9/+5vGyi157nRLJfGuu8SLXbXi5vr3Xh3JkbcmdinI54bEd491DoX",
+	"XG3byKdvu0kHtVrQHrp6eK8N0eplivAzoPFy04mT79pR0t9yRGt+I8VsA0YsVQ+AeiKHZLYhT699s3jf",
+	"t8yBx6jKczYwN+nHgtuPAw93akFFyednFG6A4AOGEP9VGQsPufzt/PC7H34kuE1YkVcwGqHScl4gGUgx",
+	"RyGtsS4gD3VLI4NLZBFKs6l7x1BQszSBzaJ1ySY6z0yC7KUzaYiClhi0WkiuEmacZopr4+ATgXpcQn2C",
+	"LqEVG4ZUClEardhsotmUZxgefUk9qj0NdVhnYGWu1RCMliKZibtWUn4L/PGZYbmcSmugiRFS02Offm49",
+	"M43DNlgc4FMBZZFnWSmMEeGJbskHxAn2pjADts8V01R3MaDnnlts3BZfZwMFCiyjVGM/sDM2kxl8aYGH",
+	"xuL6HWBEya8grl5VoNKPpyMGkfHvsoHYdV6RA+6gJeMgkG8stLqTPq6FEgDMaZbZksu8K+XHA9neNpNq",
+	"/EvWZNM4zF9QM+j7sVK4MyVFaj1o3regf5DuHum0u0zHoS0eFrOLrR++74wb37e9kZ8AYllrJRGXEfRb",
+	"h8YRoKmEozx80Id+sHzrboS/2ujFIqS72xOtpaVSi/p//Bn+uzbs5jQrE8DJTkpdjSdwZpQC5cFBWSmt",
+	"gHMA+yo5qSl1zpTOPN5Bmzey0AWbanC/RdtbAvGWRTW7JkscScXzsyg51P3yWhTkugOdPyiLPpc8BjZU",
+	"27HdHON5KXg2b2qXDFvPmZoTUtV8kKEjJ51BBu0KmKtHX09wW4oCjzLDRyKft/ke3GsjTL2d3n+FH2xv",
+	"J6rrSpBKmHIWkmqu/1Efg2rt7O0WZwfynuwVVZsKS7vb1kdoVRbaLJ2lngk16ES6bDtHPRT4NrcgPU5s",
+	"wtF0FjSmkRTu0HI6LTkQ4IIj9oeYxW+PddE6W1rcXheFBrlN4UZqu6EglSrzyuDCrT8lbChSXhnczgsI",
+	"tCzLH+BpdyTLd69ZNYe3RrOiz2Q1QeH6D7hT9WkdJPkPex/eyj7v6n61KdznD0ibOkYrfFWDSrDcKZMJ",
+	"nZ1gw0fYCoZtZAggSEX2vRO5docDGQegnnALrKOAWxp4Rp1mNpLjqgSeTzQXPJCX2qLhCn3qFkfiQNSP",
+	"Jnaq6jL4VQl4kzZ0hcGmTh3EAA/Um9TPGdSeCvDHfrHZ+h7uf9gqFo5xvT2IDiMyXWNw6ysuvg40Lid6",
+	"BosaVpjHwlV7+kBA7htPIJS0Ip4qipynpDZFE6q1NMbB8eFsNux55I5zr7HJLFn2rBC01E6VpAE23pXS",
+	"5tFEV5XOM/or0hnOdIk2GHbdZFq1WIrkSMwFb6hvZFq5SWY1WAmPZH4i0fCXtcAWRGrBDljph40dt3Ml",
+	"uam6tQkfKwq/vUGXaN14vYeWu7D2MPB7T/qIOxnXxHUXjlE8ZU3itoizqUayNDZhpkonUIMbO0gSAkkP",
+	"DyhPUUQhnYj02pCz2p3P0M6iKITKDrXK5yDg9EZwhaOvm3agUyXQD5UFP5PbrecXb47YByPYUIx0KWqX",
+	"jE6BLSA7D7ltkO9GfiIjnPqiMc425Ol1eOhEOrXLN4BzslGPqZQ3HfHaS1q4c1jk+4rZ+pHChKVxKKos",
+	"s/NCIJWC+MSnRV5rS7htjoJDmec5XL1RXBceDir+V0V1GwOnryehd3qqp4KCzfjDZuFmvLYxKKGqKUhY",
+	"Bf1I95K9EZd5VbqrkBfCydzthgp6rd9kfvfB0K2ciq7R4XV7rdk+zlY5dDfvukWn27PIsLBJSHoFNPQx",
+	"6hUx6i4z5Y5OAHgiBazb4D/SgNYcAqh7RchdaKlsIwyt9MwktQaRcivGDjSx+M0ZfBZdhqY2NkudUz8n",
+	"Si0h7Q1W050V3v8/PWLAaFfZiVCWggjk8msw2qXc8lyPnUXrvXOwM/EYgkCuEztDLTcthJYxUgavaUXy",
+	"i2idtih09Wu6ZO48z5c+gjl6UuKyNP2vkxW3IO3CAXtzI7GAXmRh4y8NMFnIMBtWMrdMKjSRnGU55WoO",
+	"4XgDWzEUgUNikzTMTN2JR6H6Eo8Vt3cd/GYdrRFh9Nv0SehcrNqmsHxPZ2uWtN53Adu4dBvmGeHuA5xc",
+	"2nmwgTDx49fXV2wV/nt32qp0ny+LsJCRDsO8fbLPOcB18Bj6eKzlGxvpxMOic7GlnJRLfgOP3ygbJfp9",
+	"3QGVfChRzolbrR0zwGgoQmhn0gKAq73LDz5k0kdANsgngc96p5C1ytUAVxx/dv9Zk0KChdUB2kD0lcZ0",
+	"NQCfI/azO0IPpYoUSPyXsTLP2VBXoFIyf662pdH9VKuh/ulG5kLZfM5ybYRhpRxPrDmDkhJmJ9oIOqSt",
+	"b9WOLyU7p6NAHBf5dsb/e1ilvXutK24IPrlZep/fnUgg7oxtSmBHakfD9b/RgURCCCkQUygYtSKf+wqq",
+	"UJcV2gnRGYZy4m0roHgxOvjtULCY27tz7+FfEuo6D8PfBmlWrYLMDSgHqCs0dYThPPCBwqG6NT2nK+Pj",
+	"6wHg/lQWMdtcbXlYKotP8cBR9RkeTzDDY8f6jTXFIXgTNlBtnLy8v7q8iNq2ItiCGgIo5gRtgZjOqyvu",
+	"bqHGUolnBh9DPjifOAtX5XosVXCgKaaVs6aiF8JVmcY8ViY+kbMhtGolYHuBvgiY0lcVCHjCHFOcV3by",
+	"si5evHVF7UI/WhHPaihyrcZOR+vyt8Pdl3Dz5jQFELho8hQU3LpNuHe695//cX74//jhf58c/vTP+p9H",
+	"Hw//+fkkef7dv/31Pzahj/hQf/vRwqy6puK2C/zzi8kW4kn85+k//mGO//n5efLji9Yh37c6Gn3mZaW0",
+	"J7+5K7VULWLTXYGoNUWkoa7wq7bgo6mxD8UfEdA8ixHQMJ6morAQ2XyFBceAg1huvNx9POCtZ900ZkY1",
+	"A5RpV9fNhTBymlfGQuXd3OcGN0uNz5ioq4wh5rBQauxUTahfuANH7xKemnWACjHLeGV9bDheHoyyxr/Z",
+	"KNS6CK5fGwWOh1lHgsNnw1GGHzcaYgSam49uu/wKi59wlWO9XS6m3BKz7Ejm7rv3cdcV3vrFNbxLgNvM",
+	"b/9lGqAufWIblBXNUK+rTV5Q4ij3rlNLxKSbJjxi4iKUEN8pEnpzG034L9cdwWBt0xy3Zh0vvWyNrdz8",
+	"UOErJvVKYg4Uz6ft+t0uyd6XFnK9wsX9PjhzOw+/coibh0n2haMPz9Ffg8aOVLuV5vGxFWZFI7KfK+n3",
+	"FAFUg+WcIQ00lSqwNJfY+yeHHiBRgUSQupmu8owZoepqz7G8EYpNhZ1olMoP79+AD/H9Ly/Zdz8+/zf4",
+	"pfvh3358/iPLxEg6fc0GXPWJizgMGpL4xFObz30jklboddY24mujRttdj0/xRdopL0spKGGFswk3k4jS",
+	"Jpa42i0gbZw+w4MJP6O14lNRcrcbipzPRQlrYr7QJ5D4/Bmof5Um+GiJY8B95BZaR9Gmr24JxdtftgbF",
+	"46XQMItwlsJ39P5fKE6Z8DwX7liDSBPkst8LjsNMV8dx4K+hMgSIQcIhHouUM6shP6VnHnzMyH+Fe/S+",
+	"wB6iP2tSp1KtjM5DpKhmDHOmcmWSKLSLnkwrp8Kc1cCeccvbFE6336/FHK4Bq4i0bW/2MToFMmkcEJKW",
+	"ZvRS5dtIQlk/42mqK6L+1JWFTMe6GOaIvaIUdJzJCpYvfyFx7biB4GTdb8iZVactBocr9QipCQ3aWAta",
+	"fQMf4DvcV+Z5iAGa5uLHCw/lPM7yoDRp8cnWJv1G1jx96jtwNTR2Ipg97tvgcPDfm/kX8NrWZHPsl7WX",
+	"7GUSmIUySDaHD79RtnlNd5bFm24N2xntu4fDdub25SZp5TS53pHR6cioSMLvAtZxtTdNO4zx2xcNNkxd",
+	"blkuODTlxOBwC2sZqbeG524vg5ZLOkrjUTHEG3BRLAXxIZ+w1j9r/jI8Ru4yl1FpeAwURwdqHn9IQEZj",
+	"oWeiHFV5SG2UJdMziL8FIGzNaEzoqHDHy9CtTCzmyW3yHZ2IbZWDy71gjTLt5+pmJUGnro2W5ulbn/V0",
+	"IEapkO4pu9WrYe1WzKlPhfzmUiErFJe7g9G16vHx5wr4T1emQl7qkT3MQj6ku+N0JbVVFRTJNi0xCYow",
+	"ZmJrlms1FqXTsENBgoSaz6isOyL2xewrrJMOeVugXnj3CxRUoprDTFWIkvFsKpU0FhXrVh6dOLGhyLlF",
+	"Bt98xueGDgqjpwLL0TUM3T8Uiiq6Ug0IA2+n/RIr7b3HugPQ9KmXW0m93JrEb8CqtWB60pHn04lDGGgD",
+	"WqyXnkvLZ+AZb97SU0vi4/OC/8ygV8/dU0s5ijJVW2dVWudoAnOtt1aCluOUFSZGI5HahbRQYwXPYAqW",
+	"TvBPFGNarbT5ogez7XTMrweFbXFvbaBRPXDerZWKEyVkojrXOxe/gfzKe1Sajr0l0R1JuhTWEJFNMCaR",
+	"iJsY69WCalIKI6xFPk9MGCfArF2OPjCiBPYQHssbAqmqLKFlkhJH7DzPW0A2yoyP9SgA3dlECyyiFsgz",
+	"pPOsEYLP9RgILyob9K4WJisjwOV34dfmgcEcHoF+dBvknsdOgIRp+DPP83mytOa7pRfcQH2r44/cNAoY",
+	"ooM4bA1o+NTkRO2x8VFiI8hg04EV1Ln7gkq/zY5xh3Uj5ls99lYmIA1Ut88mbnMOnW6XloIbH/nwbeNE",
+	"odOJD1tPgdQeq+L9BdKYqmZDkTZ0X2ql9ELiHp/bVHenm/I5m/AbwYZCKGaszgV1Yw/mLBqxEUch6sF8",
+	"GqentDMsO+C7FIHh4eFZjDQ4HO1q5GlFlRZieO9fa3zInpF5FSNznjeO8x2JtS0Fnxo36ilX2bq4Ktl+",
+	"pSV3qi6Yv9ON2R1FSuTmGaPnNtl6TjFz2aefgKADP9n+hVDglq6UlTm9xT0AjFkIs5ZsAm+R1rcGjXPi",
+	"nhnGx0LZBBNoXvm7soS9r5SSauy7WgB/Mrus0lSIzP39Fy5z998rORXZu8o6o/QlV6nIRXZATT90Jvw8",
+	"3QCGIgXbeqlaJGRGus+MH3EEj0fV7ULnOWT61CmOuGDPaCESxkfQIAQXuYP5C1bmpf9g99auaUKJOTh+",
+	"vw26ooV05Z2kbcPigPeA0t910fleDupU46UroTBeXFTFurPH/c73lJPwDVcFbsWXjeMSbv1r1YeIt+Hd",
+	"Z89v9fCJZ7pJ3JaQod5wfQS3M4JLa5XLkUjnaR5QrBHVRahuO1Z+6DhW8I4W7i86TTAHsPswOTfXeJZo",
+	"lUslFgpB9snJqBWWkWcHIdxAD3ZKnRKp9Z5EpvTslBWltjrVecJKMdVW+N4BCRvOLUUARyUUchg4K+iH",
+	"rNRFAUok5sbULwL7yuR6loRfAnUjdteWFn5jWKUguRKORKlSAerlETtfLCWMsx9JW6JGT5yNQFlKNeBJ",
+	"4NaRig0qVbpjE3ipYx+oO1m8c3Y2wTp6nybYdWpc0IfZpIZnB7jSDmj+I/vCoQhbOlG+KLbwYtzO3YDu",
+	"/rqF1za3Wdfr4Y/d6/3ji/uAcdxfXSh+VUtwj9rrmOiWkK5F7d0yjHtzZCOjAG5ZrqBEu7oU6EdJANS9",
+	"UdhaNHkz0cYe86KgYZxGdvpQICvrOzw2QPsDUx6fgny5BpvNhxR5OgNLMUZnrNTqAN70bjSCx8ATIptj",
+	"7DCaz/j8iL2xwVqxyCKcXhu2n+pMpO6YMTqv3APpLGElKPEGSW/dD2RB+KMpXiw6PNwJgBfpUo6lYvtF",
+	"lecJKyozSdhI5v4ZeubsGK9y1x2o5VSYVZj/xa6HO7UU7uMgiUCcyWzrOB6s963ZA/QpN7AHIsOSRnW3",
+	"htn2jxKa6y0sgnqm/dmyziIwNShs8wCZ6mtxaN0MoEar2zv8GzcL9aiI4gDx2oP0oIEQA2g+iiHqA39Q",
+	"YrkM1UXpqkxFwmZc2mBCgCeKXYs5IraD0angpioF1TLhIXLKbmQmNFsD9bzKZLiIjghl3GFHJS+6vI5i",
+	"Mw6s/UGOA4GHEUe9MJYJlYX2rwN3ua7sJdoFA7ZPidXs+UnCuGVTbSz7/uTgjBxNbhJYqU6OurFwhxUs",
+	"jKdZGroDStiqSOAAOghjKwU3WkEH3FD9TWW0H96/hagi5EDUObNYDZeE+GFUKLHsCremuHTb4cpJ23ZC",
+	"gI13rIkA4t7wdVi7L62Kxtnlb//TZ63BxhjpSmVnTF8zA2oDkT3waCvDzs16QqpvPSjo7tpgig4nZSo+",
+	"KH7DJfQSWmw8FOB5ATLv5FRYEW1YPBeOh9ymkxVNhSplWFU4af3uhMHdIBQmcWJRMihBdWCZEDdKs1rW",
+	"SDXORd2AGDNRVSYKoTII8mP2BORlGDA4CB2cBDpgNbXjxv0IV8OYG/W2eTCHsCQy4Kcus5pfipBvDUT+",
+	"DCuyA5yEF20EluYBoCWNtgsy36lQjuqMS68ASIWfoCcQeEDZDBH6GKdO8DyGILN1DLK8tIdFqT/Nu4Gn",
+	"rkhqxACJFAdbUTeUVme7L4Apk8rqJbdGwnRljcwE0Ah7o34fc8hgUeBfWolDPRqxUjhdDX3MTp01Cy5j",
+	"d19gV3FzotR2Nx6IfkKHMqcHSjXG+OOQp9d6NEoo6IrtA4wFX/gROweqK47d0fL5KSt03ojMBmsXb0eX",
+	"zBE7ZwWH4Ca3EVse42GKLTn6Z8y73Rvx0NJ6d3cLZYv7M/kc4RNuiaxl4TWbKZXYlESUoF4W1TCXZkKV",
+	"BLuDzWjUFFzrTIZb2toUYLV+M/UqZa9SbqhSYnII4iAC0RLT1PaRXRdfA+zYI7IxBxAIj1jRybEGj88o",
+	"x6V2K3ufs6+F8m5+Z11n0gRv/xG7dEgM+cI0Bk8mT1VVyMbFDGaymDaI1MUuELLxljUASTPRsMaPCQ91",
+	"0cNhD4dfAIe6uC80nBsrptDEN9NpdwzvvchkKVI67oelnhlReh8l1FY5qLMYg5RumagAM9NpNRXKokld",
+	"8DG5MSmno/lniABxhW7YBjvL2XIJaLPWiqx1K8YIbiZoi5rAFFJ8ebpCXfxV2PNCvnLrsAAx3598170m",
+	"fhnWTHsv2UOaI3jiW434tPxYcBVgTop3Biw/LWGDhU/oPt9hJQdHK4mYFyM0fz2BiMaq7+R2VWN1Y0GD",
+	"ha3lLCIxOt2j3XlIBs7esjA+7xBGeGpLNAQ/o7O3xqXD3EPLzfUmUfVClFJnMmX1vQzupWg2sKb5aGNR",
+	"6tTtrJjtKJ0IN+jg46depbT7ZEktaisFoe6JyAuw1pCciOVaF/UBWIjMXQlBaO05NigJqT3+/HMY9RVM",
+	"eIune/NVqxJQlpbSp91AgcCTyjGJNtHiqqwQlq+VA5Kv4zCgzoOpbu+ub9xJ6/TriZ4pd4iCt4DOkYme",
+	"YjD4NHDGTsV0KEozkQX2QRQ8t5OEQYFxAN8plwoie+jdBNo9Kvua8dJtdOJTpNvwdOJ141CgvqR+oRAM",
+	"84XJPt+FleJGGkpcWzqSXuL4L2khttmnvfmmLn5CWk+/2k9CGn6lkqrFyW9RAjJu+WEp3Gd1nzLNBVdV",
+	"cVy4zSJmKwTCbSoimw8dcPUIjz2qkwfmuqRu/CmUDelL4ZWs0LlM50RfWgroQRbOiDzDQLQt54xDGb7I",
+	"kkBQl3lCDq7mQNB5xN4RsR0QAjgphRoJqMjyBwZnNEsGILMsDhd46ytu+Xs/zJd4y7ps1T8gHO+Znynm",
+	"w1OrQ8iFVvaMUfzceIUBy/9X1A7o8usSg34phTi04pOl8Ho9zlADQoPrGgTe1zWKH55/t9vknLYPRN+u",
+	"E1boy4eJ9uk5bUBEq4hmAbc8Etc0CMLXQlKq1UiOb4tMZaUOtUrFmggtEJfFYt6g7/AJOEbkaEwShElh",
+	"gHseQh95Hv0ak34UcNCXxKycxCnwMy4BisKjSd/NUKWNOwsZNnYiX+pqPOk4ugn/KJiLR7gHTjzF3Q9z",
+	"LH1M9ZTIMXhbKLdSHUi2DR9c26veV2odG3G9zlbjd1vIBeriAt2d065zZpvzES+cO30A+OGUs1fYX6Id",
+	"7PCD3R3kdbvI3PuH3IhD3HWHsNs3sM4tH+YOu6TKxCf3D1vK8Ri8+SpjDmKbxuUzw3Kd8pzwxr82NthT",
+	"nVdTBfzEs2B1AD2F8nkjCV366tVbMNp5DrxKNViF56LPDLpfQGXSfwtfSR8MfeJyh+HhsK1mmeRjpY1g",
+	"U0kuN1aUepiLqWk1Y17RCy9h+c5h9dZ1XUPuWGTif/UWM6WnlIpDFf7wNKaH/xKpXcdBm+W3459d0tN+",
+	"55/ktJoyVTm70Y3CDSud8JKnbg4hsxGUbxzUmQ/FhNGjiWjLSqVI39iR584/vcrylxNemvZhvzg5OUn2",
+	"RrqccguztN9/t5e4+9wg906fn5zAFVOp8BcnYY7w0YEoadta4OIn70DjsB3pg4J09TpgF4EcpuiS892B",
+	"xcL6bdMsRT/zWocMV+y3q9/fYvo9uAdLoTJoXQ2lB94bv+TqBzUP0G6Ae/t/zfk0H6DGwWf1nd5vy6Q1",
+	"Ih8dsZ+1nYBsQcwkcsAAAUe4PKIAxlaVmgk10mUq4p6yRAkp5p4Fsm5vlYki13ORsRtRgtvGIaw0jan4",
+	"xBdo6jHlkN89nLPBoiv5lC14kgenbulCtKONV44N6nF+zISSIhsktwiAmIkEP20wLkuBtar7A/etdSEU",
+	"L+QRLPtBO5jr1HyQ6/D7HHVk/IpnbDCx7jvW26AjsIGfu4wce/Fn74JLwsFWpNxzb95LAgc6/ehe1MZ5",
+	"fjtMhKc0MLFF2eQz9q4Qyn3Wpf171NaZc8+KT/YYBrrm2SBl7fGmpWhPK/S2fAPS6BvihrUVsUj2+NyR",
+	"szjRs4cfaZJqpNeieFHqrEptAh1ZsoRNtO88Qy50CQO180CXrTOCe7SQTZzNnDCrx1iRANgjrWFVAeUu",
+	"7plCIcWnj1Fhx+PIcVhhPT2opGokyylpqkOpeElpNvALGoUDb6dq8fwaauB1K5hdwnq8ccuxzcyS+i0t",
+	"gvgzNzJl7pM48YLs86Gu7BOLOf0qLBuuW4kt6jaBAeMYeII2Cb7CTsOrYxON0huIr4f0BAoeidLKETiV",
+	"Oipy/9CZOMcBbHFDhresioPizJ5OwDP6nHewz8J+2njHHX92I3iT/XUsVKnzfEqfud2f+saYCtITtRKH",
+	"AKOpGz+1XHNAODA3Kc6H4QMH9N86Jx0hHWXrTeZDmRl2B6ZAKhAzY1c77JdhgJJ5jF28dHltQjWNuxjR",
+	"/FMhS2GicsQf2FSqygpzcMTOnYIn3QNhyWV2m84SYeu+rhdpXfiH3gLKfumz1GnuQacsuJ3UKiWuyMaN",
+	"zb/v0CS31f6iZRXWOXPJvyRHwu0WEOvt40v0kVaMCwtjX56zQtYe5pBfqcFX3ze6+BYaXdQYy2qQgz1w",
+	"p5Db7cqtQTeAy7qjvubGqm9p0hZGfH0LDWTiRGEoPIRuRJVTB1YoAG/9G9/VY9yEkKkeHybABFYNh3Vd",
+	"xnNAuo2Rbdk36qA0enlc5N3KTCSnssNc/2GlW/OHhk/z+Y59mu2fZpUKVa9Jby+v0LzaJGwLKliyKjTN",
+	"20bB9pEkCCs6QA8qgOoBiliAzsABdEKQRn9IYj2flUKJGc8P4sRur3ctFJe4/2HWZNQM8nDEU2fBUs8d",
+	"PWptOVOrBcs7dG/bmsjyK9coI2Hsuw0WdyzPukG6L+WzcvrKjicXgW5Fhh2pKyHAuibm/DJqCA75GE5G",
+	"ROZDauExcShDK0EBGfJROLMN6jxCWRMGWiF8jcFsCDv7trbSGnYt5ofQ6sX9ZTncjJmDWaA3cxAps0oY",
+	"H2jmJbTLJYpMVpRiJD8tjquuadOzEJ3Bmc5903HMjSL2GcgQEBmrilav3+9+OTpC0WvozF6i//NN1sJn",
+	"5uPWxPAGUxvpklaSZk/TXBOzvoRHmDuPW8dDC2nIBSQ0bTI6vB3o3FpH9nxdYHqNBte5pHHT+4IbI7Iz",
+	"DEzAWqBzgsi06VJohgw8qWuW+gIe1z4fNPt32qC2uT8xq7frlKpTMDAHC7/oN3dM3dcBAF+A8nEiFHUg",
+	"46Fsi07pBfg/Jjg99HB66MfgEzG7/YXYec4kIcURLNE6xXFWSkuOmAiP3Y+QVbkADiKCDup5u7AR0ZkY",
+	"dUjjLHMIWCnfljwr5+54lQYFuKMJegnsH6LOV4fRYV76WAOdBIwoOvvgkwU6Hhwnatt+Eq1tIPFAolJG",
+	"g+8JD/VlH/5IMlbmORxHLbo4pSHix7qgb/W+3i5boexpfVsYykp1fOnbWr2Y8/9Q8j3XTPP2WZ91DQBt",
+	"z97T+Kg9jZClXBXdmucuEkaVJvMfGh+JKZf5sRXGrmoXBx1SFHH5TYUxmDxV56PjW6tSZOzy96sLn8fk",
+	"lWEdQuXQGpyC5JFXrjEoNnP4hYSAqLZTyP7FyU+IiRAHGjRu+qi0/VgPY4DqFwxGIthGY3TI8cPJ9zV5",
+	"cjxoRF/o0JFy5e4EFZ6nE2C2AI586RmUUFwx58AIlbEpMKxp7KHXqJbGcp1nhqUTLYHYC7vlGTZo+3YD",
+	"zJwywNV5CG5JkZ0SUwd9A4Ms1BC9wsKqkKEBd8OvohZSbP/Fdz+xgXviR3rigHLa3gtbzg/PR1aUAzYU",
+	"c012VkuildsPV8LY126u22LmgBWBN2zAh1mKVBbSnYHoqgoN8ZipQgruDtk6Fge/CvobMjVzqgCQV9XK",
+	"S7Q3e/x/qlQcAmraYa/EsMcEyeDWjw3Kvlzn68GUfKp7jkI+o4X02jrHU1dWLFMC1MWXEbu+99xED/aF",
+	"nRwflPjnhd+rBebM6F5YBOxBIssoxzaJbpHADIyreMT81/VvQUNkcCzp98cDsOvFJ7Dc8ZzR2G2pUkCM",
+	"9MaSFx2KJ5FdTWT1unidVk6LXEQMJE6rF+0eI0jgLOSX+YveqXx+QfUR2+3TFw9ztdugXoxH5DW4XyeA",
+	"bSzbmEu1zJKAe3aLHoGCl9LOb4MQRHSAzea8GjWC2BU0DZK5tPPE51GSfUspP95/7K1eOPnJtexLHjH7",
+	"PI1fWYjyMFREYgO/CTcTlk64VMjFG/7M8zwMETqB0POP2J+ghU5Eev0qFCx593JF2eGX//5WWsEGF+/P",
+	"f/39nP1XJdPrj3DPoG7wiY8HXMgEGvfk+CAD38hcKJvPWSZvRDkWmbvRISTo3qnbIMpUJi6imhJjxLwV",
+	"Li7gK929d/mcJh/PvS7ignkvTvsMD4VScGq6iZ2gQtEIfDx0oZtcz7qbQETf4Std0nFtl9sqOFD3bYBI",
+	"WQKNP+yIwbqyLrzljsbzdBzM0f5cfUwg3PSu5W26lh080joPhZ0JoRZJarZ4njhckEqYFfRvHmvDpX73",
+	"x6WrDd0xZDqFTP+song/a1T8IWIVohzpcmoYRy/0IVDoENdQKYuVVfngNpaWFaW+ESS8NWKjnWfwuei2",
+	"V9qiKAffrq85kIbxHPwhEWW7NOy7kxPEAcRVX6pAg3eSbby3I1no/EzO56HO5kntCVGUYovuaZ7NV9Qm",
+	"vA8faE0G2AWu4hct4legfgd6JctVJeAZcKd/LriBvvnN7o6UaoMVDyvG8xquux3m/3OrLmn6Qquh1H90",
+	"+OBn3Xsp67XwZdP+Pj5UkE7sXu5k2P06km2PhyjlCbXtpObO7vqjlnSSJpTymkUd9sA2oV7nYl2uK+7K",
+	"uAgL547GwbXSM8jcwDouJIT3W9hnnIbToHkZBdDyOcOiuCP23o3H18fmQI95iBUGpaCLfAM/CePwD6eP",
+	"UKM83uwjeOJTkTvjjM0m8+hrubmQouuHPKwsk1nuXsNGOs/1DBpPtnbKQzDWuTDbrxRzr1nZIjMuknvC",
+	"9ITd67BNMaqUlVNxTCQYVq6kzsVSyl/BasP+M1Mx1eU8iZUU5RmGMHZiOgsqj9glulud2jgaRUWRptCW",
+	"jXWpKwuNL0t6DxuXemYnCcv5eIxppGFvUsN7dwX0fAC1gU+c3pDrcatO8h5n8Sqa+zZP1uW3tUgEXcWi",
+	"D/L0ZOJXYf0W61yIHQgF6P+b8NaCnQDhM7ebS67G4KDG6JGPynicxtG1GBz+iAkGh1PhU1vxPJ+jYa4W",
+	"+AcXyoiduLGRLMWMQ10c1hsBu61/aWjxhB12h7KNnNDNjPbhBSzB9qXCvWflIeEW1q3BUz4gyF3n9wyG",
+	"gnUh1A5kwVZu820gDLOJtIL6ub+VqvqE9QF4P6uNvgYPFOUjodmd6ulUqExkDHJxDbWat9DBwgsJLAPy",
+	"l2DVFVfgbMXmQmPY6mgixnVaR+wd6WBhjJAZBTEYDOVziN+448MKRX5brrxxF5V8ucniALE2P7SCdvN9",
+	"ZpieqQSfRwCAI2g7iH7Txl7hAq+xi3+vKy5mE21EvKCer3eZ9xMUz5iFn4gxfHyNgv3PjH8ymvYlWQ5U",
+	"3Sayegp3U3u1TUO2XlPfP7gVWOLNSQ2MnxALcLto3hmcJHtF1ZkeVGdjxuJIEkUbNxI30iItL8fCwsBD",
+	"1j3EWCiQgRBC4YEpEH27h92IUo7mDV9Y3Om8Ubgkszgnn7JwMIETzKrFgl7pBM2tAaSPwB5ifyKVZzyB",
+	"GqF866+xiDlF2vI4KRqVCTaAh3ys6oD/YBlKzt3jG2CyjUyb+gXwvjWZNvTBVKiMrr8wrsZDS8pcmB5y",
+	"P3VGnvEztmXh1J/+jOly0WGKe2LCqcumVBjWp1bIcJByieyHCx16tN+G+4M/dCaou885vX2Ave/GShoo",
+	"cRnOYX8O6PareSEGB31W0GPOCoVt2YBuFKk7gG0ore5O6Wkqg8dFztWKnmNxEB2BnkQ/RBW83gdz8bpU",
+	"HXpB6vdrMW946TBbngQvtpsCuDgkveG5xOwZbN5da4V46p2FyrKo0hzz7NFHMbKYCjmSRN9zxP6PUxV9",
+	"H8uGrtvWyeekhfU952qH8Oxetzk6ByDOhAG7FT/IfYGvG3znqEljybnqKY4fEDJ5TvcYm0jwtg9O2Nfk",
+	"sEFNd4tCUwwW1FCwlIA4gaIbmix5G6PHIXHxLKT5XHh1+lxl6Dm94mOoWAovCxp3EnRAjK361UbDF7OW",
+	"itKNzULUJiPe1OyI/coLb/nVFUw59eRqrS0dyU/uKmxYwaNuYqZOL2wP4cICv4rX9y5SCNvzgnwM0d/U",
+	"WCLg0A9bsmWV4IIQG4+JK1aEYtu/2J1XrEorpjWryFnUQAfaxmEEKZAqo9o41ZAkKruJT6b8E2aNmy4q",
+	"kvUUy/fIRtK1t1YHN5uMn33y522SP5tr5x6UCytUXH5CyLBF7+KmneGGlcztoVTQw8oKBSFmuDmJ1b+6",
+	"fr5ylyp0nevS92IRWRK0HExVaukM9yE41cFzjk4Hc82coHnYTDn0Gfdp500KkK5469a7wtWvWdkRzq8l",
+	"fgNcxqflSW9dgjvY5riUKzf78Wf3nz/4VPzlzKk1LWacvlH4c90PGnYjUhnWW9uwmTvog32UaTw5Ct+j",
+	"yrgzpVby4SH0cBMecsTO8S+gNUAKGSSN+NoK8htzy6YVyotvTodZC0vZDVQPB9nZ0XVJq7PLayvSG22Y",
+	"GT2Taeg0B9kPSPnX0oSmFoCNmmgFl6K5ZtxQ7ivoT02Z7WBV9B9yJa9iwa3bkHune//5H/zwv08Of/on",
+	"/ffwn59Pkh+//+t/7O2MbrGxRCsswz89pOqwfzR8jeTBeeui+dyuUQ7s3fKxdOnqmZDuvhdP+PgOZuuD",
+	"4M7OAfFJpJVttVWpBGWjZqCLtSyNyh1fyyJtXQBmIh2npeylEUBnLyG6YUJrnNan1w47/xdQtiY6zxI2",
+	"FCmvDPBhipkvH3bXTPk8WKpxFR1X0HSx9IV6OU+vzYqk4b/TYm0dRfyLWvDj736dIzrvJ5mW09Y2ZIsG",
+	"wkwMJ1pfm+OUW57rTRIQjOUq4yWWPVnDxqWuCjzXR3wq8zl5aUAlwd88M2xAPFH/c8BmMs9SXmYoavAU",
+	"hs4lcjc7XcT3voKnwDXA3pJz5R6Grx4w60v+jQD7wWBLGHy+OfNZ4jBF8OK4izI2wN8f0eyP/lGdnHyf",
+	"/qY16BvwU1v471dh/8Q7Xrv3v6Ql22aJZmWH7shpe23HKYzrSZ/zSYiNm7XfhM3N6ZchEiDcOVsQoEzk",
+	"8kaUUpjjzzL767gUFrtRt5sfv0MBCme/YK4Y3T0PAfULoTLIs4T8GAf9VJ6hR6wqfPye5IHcTMzpwtPC",
+	"GkrDaT5bYk6cu8XHYKBVm/tvOpE3IqvZ8WwpRcb2ndEw8EMDPg+YFUTHnaQNTDUMk/roHzNg2mm3M2lE",
+	"C1cF0FrQfn5Fj17b3w0oNEZS1PQ7dGeH6SA3J2N/sdu0mQWJDivQ5YGjvydM6ZnfFEfflmZ8b0qq24mQ",
+	"CDpqCuEdwMVa9oaAG9ptiE+3wAyMbSziBskFPo3Qb9/NrRAlyHyySvIPFnHniJ0Hip8XdWoFPpfKXSiP",
+	"gl7pju6VeFF33wUnvYlxSRqa0Gq8AOH5BKfgOsioj0KZsX1UGN5kg4PFhVL2sYLIJ1iZ1SZ5tMThu/uT",
+	"BUgJeii5QyhByRwtSyZs+kgydwow2GRgBf0DtIUNw0WU2MeSqsRn1ScRVDhJjzbWcO67F4FZLPLcNFJG",
+	"MmkK4AAmfyM5NDFL0G1E5MGStvFnX9RMfk+t8vnBKo38Eme5u5ObXtjZDmlcijG34gklvZ435+w2/sKu",
+	"au6cXWjlsYK6SSCsOeAEHCm+ccdipXcpMp4CBZy0zPB5ve05MyItBZyURlifRQVuJAiEYdJGlpAfHhuN",
+	"ujuO2LlXxmnJSsFyMbIOPzwXKtFEhCsp9tAeG/PbtbEQ6/px5kYzyruKR7OGt8IP6OFUWy/KbLQIK6th",
+	"cLJ9iLszyteUkzuT5K6mG9g9AmiB4xefwskqVFZoqWxNIKFniv32+/lLEqrEO5lSXYgEwlvIRJaRqWtQ",
+	"tCECLQ2rlPyvSjA+1RSCXqE5451hCBLcr3xodF5ZwSbWFoZ9eP+W7bt/UoUymPR5rme/WVscBGa0mirS",
+	"JAwkzNnYo5KPp5Dk7F/ikMfo/AY7VbJc68Jp7wnLpbo+xDbPumRprqvscCosh474xH0pzHIu5YDg8iNm",
+	"K4LiDuNztjxhDhzZ2VQqaSwyLsMVhhWlvHFoj/catu+fdu7+foF/vcI/Dg6O2Fsx5umcGcWvxceUG/TO",
+	"kffOVOmEcbPkoNPqo7Gl4NOPhJxI62a4g6aW69+pS7j8JV2NX6kGZaHScg7J5BwbsSDZB5Uo1f2I2tqm",
+	"tGDJljJNV6DXmrRTt2HPovmGWsmJQP6O3QUQV0xi1egh5T+FBaccLjp4JzrPsJuERDo/aeujmI2kyDPT",
+	"599/E/3fGli/W5sp1pbANwNemao1lFjkPKXMd9x+yJ4Hu7gmxkdeCSgS9jsbkt7PFRPTwgLW86GBcwrl",
+	"tqal9Hn8+Icz8gf7TipYuFnrkCFwBiNwR84Re0np+VQgRdVf4pP1PmN3U0jRVbV/1Y2voQRGFMyExeQn",
+	"bvcFtxhtH4qsE0Zvl+ga3/wm29tWWseX47D7TPWe8KrEgwfgCr5Q9igKAPrMjTsFXxTOBwa+xwQn3a5x",
+	"Mj2Nx92RLtlYa7LNrS6gKZuQoDTjFBLQHII3VGXsTy6tVGN05sUeLpHqqWAvuUpFTiTCStuJuw8yx8HM",
+	"V9Zna02T2L89ZxNprC6hsuBaFDYJagulvLqnGzYqhYAnILp7oFioQMV5bg08Hw4GNQ6d3k19Nx46XNOH",
+	"Jt2RS3BjDx1FsyHCBdEtarGLlv5Co11ZBhc1aTtA/52gM+63q6sL34oXy45gr4qMuNlo/dCGLBDonfiK",
+	"fAShMLAasQG6N6863XCvYu/n18lrsvaOC/gWm10HLdqWy2sgjyAO1BFvG3m1O5q+ASFEsiE2LETCPZvE",
+	"PQThu1yC79wm4+PYoy2F6alt7wiVXi2ek5Fc7zxGgIi0uv3OG2UEMFKFPjHe7+TuG/joO+W0DTTttkO6",
+	"6hCuOiCPGfqgmvZawobzgmMvBIlEi7X7EhuqYHA+JI7iFVF8Zc5kRm7N8BsLYfyS34g8kPTmrOB2wvYx",
+	"PJmwNOdymjAjx4rbqqzdpYn3lR6ceYIEGXIAKA9pUeM5YucsQ6KE2nh0lqNbgTYP25VoDVg8EsNwTV+c",
+	"86gLjm8vgyQpocWGDUfYGTONORC/BdT5J1gdIv6r4jkuv/uEMrtXu3LDvjq4UWfceAqos6auLCEC7H71",
+	"/7N37b9t297+XyEKXNS5kPNou93NwXCRdn1h+e4GSbv90BURLdE2F5kURMqpF/R/v+A5hxTlV6ytSdvV",
+	"v9SNLYkPkYfn+flc8/nO9vymbM+YUwfXidWf8iTYXkm9hX7NmW3cxJIP+hxkWQTsDVIP0Tm4WdjTftcD",
+	"WHCv5aPfG9xyutCGQZhBJCEI3r5NYvXBlyAJg5Pf9d1HX/iyeNwJtJ1A+9cJtCAVsBYhkgF3KuLsRFZ5",
+	"v+SVnR9kvEQqn00md1wjJfMkouNCM1l8KGWTeOortk/OXjOrrwThdQDfoW9tzjJuxRgAjYnOJTwxUC+2",
+	"EYekoadh2A8h6IoCib8CwbJr3D0BCYB9ZbmuLSHYjQTosqapYa/NqlrzKSXOh0EYghdH7K/EiXACkBjO",
+	"WYqvoQnbDxgvZR9uTI8R+sPoQjAjDBY3LdXkHsUAdKW8hHsvvchbXYLyxr3IM/cen8Wv8Q4F45oW10G2",
+	"Rdcsrg4Y3zeRDPezL8y7jnEO2zvELcRcR7s+2qPN1m/W14PBg7DAHixJhqM1ksFN4XpJMOFKiWK9FPAg",
+	"fEoUkBHmRjDSFRFJ4f5b5DEZyQIBU1XOKn1tvK4UP2fzTlvtQ4vWoe92V8Pwb7nEbuPgws78IubXuso7",
+	"3OF5qTvcAufaBdR1vu7S1K+IHbv9DT+Lmcz+zi30R6c7f5to0HO2vf6kLDtcjalAnW/oNILnmCbdZQy1",
+	"1b/JXOiO95yLrNsq+1WfFXwuqqeV4Fcd7nvFzUmdS93tljP7V4cbXpuLCa/8mum01gBDj5zF208gwL13",
+	"vQvBk95WXTr4stJ1+YuYvwBZ2K2LcgZyD7rp779Ldzi1vI37258Xu+TYDcmxfpJYLzpq9+76nA+vZsnh",
+	"verAP7jJvKD+eKsJoFU4vAc+khao8t0pj9jn+lqJykxk2fVwb2u1JAw6U2E2B889bJZNgMVKFLvg0Cer",
+	"rOLOhPaq41eyow7Kgs+HPLvaEEQyphaGmQkQ9Eg1LkTfWaVvz09NgP2hJz40rJAzwTAHOmG+rpM8eSJv",
+	"dmPPmcJodU0xZJD630wKzqiptFbke/vsOc8mkJvO8ylEmT7wzBZz73GdE8c32PnCEGJvWsiRsHIqLkSm",
+	"VW5S1qMKD3b06DBpGPse4x9TbQIZMjKo5Bhe34OER/wtCIqHhtwKhD0PoXVpfP0NSBWu3KdUfjoYpJ27",
+	"aRuAD3E0gh/9iuGhjvVHllISOVam8nyeYipOCOJbXgWEcYl+hX32Qlc0HybC5roSooSvnUUEBMmZVkpk",
+	"NqG0ZUxFglUAUyKYVMYKvjaxvBGBp3ImzvwK6lwbH0TQyqrWsEi7FLdOpfJ/Ht0bmtbq+djgVvb2FFqe",
+	"fqH6aXEr5H4dymte6JqTQyvRh/5iR3eO4m/IUfxS2Ob9B6kRjoJG5EXHwF2fftiK2Xfd+XuHXx/E3gYE",
+	"+1DVVQklroFPYUFkrh29r94C/RQYGDDdwqQJMffA7GW8AjBplppZdmlldiVsigcQ+uKloZYQ0wtSm9zz",
+	"j4PMaAHcBwBGQbe5LlGeBX5hCpljVXQKXzTn5PeH/e8PDxMWnZd77gQEiCOcgcJzrkjD8hpQGVP45cQd",
+	"vinr8aGuLfufw/9iUlEsAWBh9jAvBIhffO4r3O1L0Z7jKX5iU9YLX54unOXR8d2MsBSV1HlzmD95/MiN",
+	"AmdlKOaawNCWD/FjvBbVkEbv+D/lOVqgCMK7hcEd6k7lBCfDHaq5KISNppuIX5rOkXJCuJlLjwSP+0xf",
+	"CSCdKrQRxisBuLDThAljOcFyMzrCMcZRCZbV1lOGfMcMzhKURHgtIyzGTUrGMaYYuqkAAgSliYGazWQu",
+	"NONVhavoZClkMOVzvz4NuxYFaMCCXYuhv9Trhk5H3RtEUwPZPkNRaDU2IUhMz03YHw+Wp+uPB4wPXbem",
+	"ItQ7hhswZxlXWMAD8d2EYfUKPaZEoRkBpCdBnePIqepUKW7Mta48xcReN3XoVCC59DevE7UmZBulKGnt",
+	"Zwy5+zpVryvdr37Ufqdr1KJGOjspT0J+px59U+rRqRdoLQ0Aquy8mWc12Vuiuk0xukPNBwzIDVUqDX83",
+	"pnl6k3shQAaPGbBSFwVBLkKHWK2sLEgZ6upju3DP/Nq8bNDpzUk4jZ1PEsLd4tm8dnLis6W+wGv43I67",
+	"2/JgVu9hXW7I/YNaMruw8EpeO9XSrT9eW92vRKYRtm/tDtflMdobTsXjo5HILOImgibnlMkF1aXzftfl",
+	"17fddbl5t7t5+9du7s+3V3X5pW9ViDD1EdF6mzKxmI3XLBaC1SaJ8VBUzpyeBOld6cvnb5jvQKvRFKyc",
+	"hEo0h7WRQObiFFihKKOLq2aDJkyqBqz76UMkQGBCzUShS8HSm5KPRQKh1Qv5l0iY1ZYXCaTMfExZT1e5",
+	"IH7zeDRM5scsdXeh9zr1D0BMFF1XbmwSILTJReC5aMxDlhKw2uuVpfntLJso2aR7ps0z387dVKrdpTSK",
+	"xo0d2xwTby21nVD61GQyrem9a3GkdC5uife1vZvm4AY+KYyODqtVkfSZJqhyb9Fa4JgZQLF37HcKKFbg",
+	"fIzAmvbZ88hV9erNm7P+i9PfEvzf6D9nT0AcvDq9aD2uFaciMKc0l4auST16HIgrdD5mZG3NN/nAgmMN",
+	"h9OgglRihsBY6/x8yFsAjj2JJNMFMEKFFF/At3J2/kMT5Qiz3pPDxyxtvrjMhZILcNPsxPcHoYOc8FyZ",
+	"iIsdoFBf4+divNBqRQnvz3D5Gu9Ld3dU28u9xitF62qjTyowztU1wNUuuqGWCnp/n8xj96nKTQKgBE0K",
+	"Z+N4D8Qz6wp9kaRmHSP9o+++36JDyEZYhyBx438laiS/dqmD3mG/rk/N0v5yYAi3cnS19tPuGPlk+SNu",
+	"Vpdi8f/YR4RZ1cntpRPQ3EPj06ZSEQIxSSu2k6yK1fhLAKQ3DT6OWnnoJe8PbYRtk14Ocs3LwWZnO/Hr",
+	"dhYIX/dEBCX0UthYWRT/QBarDB5TaGOZtFAsXDGu5mTcEtt/050QEQH6TffgJx3EOAxkSxneyjL7WgT4",
+	"+y/C/76/ky3rc9PuRLJ0VT4PQE5s8ltxhCxw6qYpJIAeBUaR1aHq40h704oZYUGLa4VzFwLBK2VYHKq3",
+	"hIoWyUG0YiNRGMXeISoPUXuQoPOmyMTokJQFKi5a95ECgdB60EqOCVrR+QoBY61E0DKAFtEsR8SSdmzX",
+	"z/8lPOUyI1drOmiSvtzoKFi9SQPGGPdqGXyL9B0wHot4ErWYB7dOLvdangioOENHBlyoxtHjj30yglfq",
+	"xQcr4BXiBDZXdhLUSlyv07cTD6kV5xPQFQ+N01JX8UIocf2VyvM7YJ7cMBtbYBTGkeFjxgMk5fBPka0C",
+	"oqTz9QsLFfs19u/UoHch4s1nsQKiyfs8jCsoxZJqvKmI2l0CwMSFMGt8xwPCjnVXYO4a+rykG68RmTXs",
+	"XQpxzTdyKpxRIFQO/91jvfMXz9jjx49/9Exhf2kl9haJC1L38Nc5OnuQw29YgGNJVEJl4hgc1VLVujbN",
+	"FPKs0sZQxyDAldX2YCqqsfCs1psdyOfNBH0JhZqhO51qFMNd29dQhls6l2uGO7cscQzXd6lZDDe9kIXY",
+	"uhguaopWYqe7nuOSvVvPfWtk29SzwdreFbNtcMFX8R6+U99709JmB3xz3cGEV3m/8bmvqbSpKgFMqsNC",
+	"DFglpkCjFkTuQzacW+GJh2S1EDrs2Uml67EPH/Kxm0AkQUK9CNJ3pcoFsYkx7sysn8m/bPV0aCzouEaD",
+	"iYGWG5UoqCuDMe1rXV15HFoOlAS6EsH2sB5EALvKK8HGTgdjJzAGctoMBZhnCEOzwNKGHZwLy3pK28sR",
+	"JA0fO/0/Di2iyyi48rkhg2lGyQ14FHAC0rgWlWA9mJHLWvEZl4U7VlbEFV/xKl90obcOh7vRiV0DThI8",
+	"5Tab3KIGw9ASdtQ/OjxkOSAdZJbJ3CT4hstKZ8IYZ0sqTzJyvzrw0njWJUo4AUdk7KWoYGQQ3aFJZhBY",
+	"3gm91ULvVSNSPo/sI3G2hfQjKbFe8j11RqdhRo9s3we8cAs7/S5ID9Q5UbTAno7Eat6K7EF7mDs84rKg",
+	"YGXo0qV73OV4pff1HG/e7f/d/v+i9z+t0/am+SyC4JaMqEgQRH1dLwxeQV0SLPMBnt9wsEfmHjreZOVV",
+	"FFBMoDgYfJfkbk3YsI6VEXDLttWWIcodqEFuSRrvbW1NrqmzDKG/xlwqp5O05I8n6O0ibC70yO70jZ28",
+	"+QrkzUWzFb50feMGvUjbF3ieRIWd6GLWCvZzFbvFWM9HOX6RKpK1fffj3j57Hep+vPsK7qJt0bJftPtn",
+	"Ym3ZH03LJwMUWcAQJ4EHDSQIFOOdQzVnzwgBZpdUjLM/6sPDxxnU5MF/BROFmAplEzYaTUsxZn1j9hJk",
+	"5dNTxgEbmzj0wD/3Ez6CsqTwIe/cx6Pv8xrl06pL3qdY1kcUZ0Mxlsp4cIQrMR9VSBQCeIXS7u2zc4zQ",
+	"NLEv9vb8dJ/BYnL9ayQoQRvSrqSsHoweFRoiP9FacPOVsClvp6rVqgYM79sr9YKM7RSOQd99tCLWxF9w",
+	"+f1jUu4voSoPK5ooomqOA34HlgNANBDIYcJa/koq83ZRl89bI8cXROuIsEsISeS+zpSNlXNUzXZLEj8V",
+	"+VEUeH3oBGFpQPqC/8yXMSRYPheEsxU/YeFcynqk6UbwOlS0/TpP96jKrqm7o1MHuBAmQq2Dd3FKLhaf",
+	"AeRzMQ/FOU6SQyDmOH6q530ibAPIqsDDzNeD3xJduaB5vJfQygpaGKxeio7fdSmZ01YUZI24Pnr0wxbZ",
+	"ok3D/t3k61loKCLyzxsMi/AO6G/wLV5gC/dBftNqcJsYycJO3CnyG6IlUX2yuS+Alo3BErroE2KyNDWN",
+	"hbwSC3J08VKU2nHVNqKeD+dUrAvfFToDSule2hIVacLS2UQbyIPlZek+IjlNcFqtOvAB4/6hSNfNckCl",
+	"ZYgjI1Smc1GxsjYTYbBovGVA9M7fXJzBz3hyoA8mZ/B1RNC9lzj5XxeF09w+zEGx5tE8YB8QF2YEXDlm",
+	"sRZsRr802Mkk0RQDRtmF+s8Blo/F5eC9VrHairf+v362ftrf30czpHUS7gWssqDsJ2wC6XiUWPzu/X5d",
+	"FWmEWz8XlQdoWUCn2WcLrw902aHwuYIRbEg4V+nwI7OwdZg0mDrufI5NREhjSN0MNinR4QLXLoyG1hRE",
+	"45wdkbD0ptW/jwc3sLo+Htzwsvx4cONn62PKeuiDcaf52/PTvru/L0zGS5HvHZMxGWHVkE/cu6xi9o9o",
+	"1zUEIabhgIQ0R7DifAiwgRgqa6z2idDlDFQpFtqpOmYZh+iktfopBEiTfBtIjXsDzfswYiYqoOJYLKTU",
+	"tV16082zD92LcxqQHyuoQ1FR4iDaCN7T6KtAk8gYhRl6+fTRD0c/HIXDhzIFgSw+WknRywY7ugAxbd0e",
+	"gz3uS1vlFuB7eD4uGrB3azauaPMW96GHgoRl0kC8LMI2eafuDuplx+X+Oa3StRqA37kd8Fs+PbDdRPDC",
+	"mQS3wCBzZqa8KBhezozipZlo67Owec6GvOAq89wHU62k1c6yAGyzYI86ARrpEhGoGVXHSICRmLjfM8iq",
+	"dk/DpPCI1BB3e+gFL4xmUmVFnQtQNoxQhihNMSyTCwtxFM8Pr3QuINtXqhkvJGTJ+3TwgJ9mKbHbnaNK",
+	"q/lU14ZVnPhZALLtT5FZkeOBTS5MaRgiv/mjzLUFJ8EV4rqNK57TwL47fLzIIBEGNdT5nKjv8NCN8kxW",
+	"Vvi8wld5l/bTLMNGLqiTaxOr1w/ZLQc4Un2MBMXcdyh+Pk83o5k9bmjJfMIoOCPb6z4B5cJp1UCT6y7f",
+	"x+0vsrqSdv5g8O7GWdRDwStRndRui71774zbONzqxBW0QY+PV2ckCnDhd2BE+u/ma6dGZXTILXZwsXfJ",
+	"zQNSNp5pfSWF7zL1Y6muBrrFpMLEf8C8w4EkoCCCtyrBMlqTsCmX7t0CBBSk0NLWNpZVtfJwtRxfSg/H",
+	"yA6PIKXKuxdwIpZdFW8NRGcrDYHFBigmWbJeSHLQLGDnmK24LIK+kHHLCz2uoT9R4V+ppbKm6dqjVtf8",
+	"vC537lzgQhY5IwQKNhXTIeLFEwuSl1hgozRNPI6boJtXtABkGpEm6XW+caXr0njGKWB77/NAssBKrYsk",
+	"Rt6yjQriX0mhx013vmt1xxPRLPfnV/cKCaoG3sEZg6Ue5f/ZiiuDFqkV07IAyzsgSrhV4cZBFKHu1IDq",
+	"GSErXB+Yi7hmogDJYEW3TiMPBeU8tnX8xAOlBJXb11l5VOVsnhXx0IIdLGlcsN7MVF8hR57ZX/TKrerY",
+	"m9ARocZghIwwEt7MBvLqU2Q8CZDi+CJRrjbcU0kw3qMMzmjimnl7Es8bNr6if88huZPWP5bHB+VkkQ6J",
+	"YBS8/zkCbQLHsG/5qLWxY2Vn9fQgh5yn6vW8woz4Iduk7iZmA4bpgHoyXNF9XOe/i+GFzq6EDdteKnwk",
+	"vQL/ZPf1h3iSkJ5uuZdPtbbGVrz03gukZOP5VCrpfgArzTcG8sguccg1kirM1I8/xjNFxdeLjb98evCG",
+	"ob2IXh9no4+lkxdu/8xExS5en/n1XVbCCCeHceGAuDv2ZYSewQMAMEg2oGlKQeQAuD8eQotR7+iblUKQ",
+	"jNtoc1XtCpEmCcf7DhKWS39QNPUXYfF+H09MsJ5XNP4fgcHg3vmbZ3us0npqBviB2TuZ21Sh2NIt8MVg",
+	"izlmf2qJB1xlh4LbBHOIEvRUZETH1/v91eszTJFucWu7H56f7cGz6QUt7xUaPK+szGTJgTPRqaKrV0Jl",
+	"swcf33/8/wAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -17,6 +17,7 @@ import (
 var Index = query.Index{Name: "rtc_rooms", Prefix: roomsPrefix, Columns: []query.Column{
 	{Name: "owner_token_id", Type: "TEXT", Path: "$.ownerTokenId"},
 	{Name: "status", Type: "TEXT", Path: "$.status", NoIndex: true},
+	{Name: "current_recording_id", Type: "TEXT", Path: "$.currentRecordingId", NoIndex: true},
 }}
 
 // OwnedPrefixes are the prefixes of this package.
@@ -80,8 +81,14 @@ func (s *Service) close(ctx context.Context, id RoomID, still func(*Room) bool) 
 		if still != nil && !still(r) {
 			return r, errRetry
 		}
-		// Media first: a room answered Closed has released it. The
-		// publications' events moved the room on, so it is read again.
+		// Media first: a room answered Closed has released it and sealed
+		// its recording. The publications' events moved the room on, so
+		// it is read again.
+		if r.CurrentRecordingID != "" {
+			if _, err := s.stopRecording(ctx, id, r.CurrentRecordingID); err != nil {
+				return nil, err
+			}
+		}
 		if err := s.releaseParticipant(ctx, r, ""); err != nil {
 			return nil, err
 		}
@@ -168,9 +175,10 @@ func (s *Service) activeParticipants(ctx context.Context, id RoomID) (int, error
 }
 
 // Sweep is the leader's pass: participants silent past the heartbeat
-// timeout end (rtc.participant.timed_out) and release their media, then
-// open rooms nobody has been in for EmptyRoomTimeout (or whose scheduled
-// end has passed with nobody in them) close (rtc.room.closed).
+// timeout end (rtc.participant.timed_out) and release their media, open
+// rooms nobody has been in for EmptyRoomTimeout (or whose scheduled end
+// has passed with nobody in them) close (rtc.room.closed), and recordings
+// still Stopping are stopped again.
 func (s *Service) Sweep(ctx context.Context) (timedOut, closed int, err error) {
 	timedOut, err = s.SweepTimedOut(ctx)
 	if err != nil {
@@ -206,6 +214,25 @@ func (s *Service) Sweep(ctx context.Context) (timedOut, closed int, err error) {
 			// someone joined meanwhile
 		default:
 			errs = append(errs, err)
+		}
+	}
+	// Recordings left Stopping (the media server had not confirmed every
+	// sealed track) are stopped again until they are Stopped.
+	recording, err := query.All(ctx, s.Reader, query.Query{Index: Index.Name, Where: []query.Cond{query.Ne("current_recording_id", "")}},
+		query.JSON[Room])
+	if err != nil {
+		return timedOut, closed, errors.Join(append(errs, err)...)
+	}
+	for _, r := range recording {
+		rec, err := s.recording(ctx, r.RoomID, r.CurrentRecordingID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if rec.State == RecordingStopping {
+			if _, err := s.stopRecording(ctx, r.RoomID, rec.RecordingID); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return timedOut, closed, errors.Join(errs...)

@@ -218,6 +218,12 @@ func (s *Service) Publish(ctx context.Context, roomID RoomID, token, publication
 		_ = s.Media.Release(context.WithoutCancel(ctx), ms, "whip", stream, session)
 		return nil, err
 	}
+	if err := s.recordPublication(ctx, pub); err != nil {
+		// The publication goes on; the recording reports its failure.
+		if cur, _, rerr := s.room(ctx, roomID); rerr == nil && cur.CurrentRecordingID != "" {
+			_, _ = s.recordingFailed(ctx, roomID, cur.CurrentRecordingID, err)
+		}
+	}
 	return &Session{Answer: answer, ID: session, Notes: notes}, nil
 }
 

@@ -61,6 +61,11 @@ type Room struct {
 	// since.
 	LastActiveAt time.Time  `json:"lastActiveAt"`
 	ClosedAt     *time.Time `json:"closedAt,omitempty"`
+	// RecordingEnabled is the recording policy: whether a recording may
+	// be started (allowing does not start one).
+	RecordingEnabled bool `json:"recordingEnabled"`
+	// CurrentRecordingID is the running continuous recording, if any.
+	CurrentRecordingID string `json:"currentRecordingId,omitempty"`
 }
 
 // CreateRequest is contract B's CreateRtcRoomRequest.

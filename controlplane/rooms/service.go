@@ -59,11 +59,16 @@ type Service struct {
 	Media Media
 	// Reader answers the room listing's index queries.
 	Reader query.Reader
+	// Recorder records the publications of rooms whose recording runs.
+	Recorder Recorder
 }
 
 // Caller is the API token calling a management operation.
 type Caller struct {
 	TokenID string
+	// Super is a caller with super permission, who may set any room's
+	// recording policy.
+	Super bool
 }
 
 func (s *Service) now() time.Time {

@@ -2,12 +2,16 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/recording"
 	"github.com/svcplatform/svc/controlplane/rooms"
 	"github.com/svcplatform/svc/controlplane/streams"
 )
@@ -28,7 +32,42 @@ func (s *Server) startRooms(cfg config.Config, keys *keyring.Keyring) {
 				return "", err
 			}
 			return rec.MediaServerID, nil
-		}}}
+		}}, Recorder: roomRecorder{s.Recording}}
+}
+
+// roomRecorder records room streams through the recording service, as
+// manual recordings of app rooms.App on the room's media server.
+type roomRecorder struct{ rec *recording.Service }
+
+var roomRecordingActor = audit.Actor{Type: "system", ID: "rtc-recording"}
+
+func (r roomRecorder) StartStream(ctx context.Context, mediaServerID, stream string) error {
+	sess, err := r.rec.Start(ctx, roomRecordingActor, recording.StartRequest{StreamRef: recording.StreamRef{MediaServerID: mediaServerID, App: rooms.App,
+		StreamID: stream}})
+	if err != nil {
+		return err
+	}
+	if sess.State == recording.SessionFailed {
+		return fmt.Errorf("recording %s: %s", stream, sess.LastError)
+	}
+	return nil
+}
+
+func (r roomRecorder) StopStream(ctx context.Context, mediaServerID, stream string) (bool, error) {
+	sess, err := r.rec.Stop(ctx, roomRecordingActor, recording.StreamRef{MediaServerID: mediaServerID, App: rooms.App, StreamID: stream})
+	if errors.Is(err, recording.ErrNoSession) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch sess.State {
+	case recording.SessionFailed:
+		return false, fmt.Errorf("stop recording %s: %s", stream, sess.LastError)
+	case recording.SessionStopped:
+		return true, nil
+	}
+	return false, nil // the engine has not answered yet
 }
 
 // runRooms starts the leader's sweep of silent participants and empty
