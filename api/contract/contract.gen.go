@@ -27,9 +27,12 @@ import (
 
 // Defines values for ActionResultAction.
 const (
-	ActionResultActionDeleted         ActionResultAction = "deleted"
-	ActionResultActionLoggedOut       ActionResultAction = "logged-out"
-	ActionResultActionPasswordChanged ActionResultAction = "password-changed"
+	ActionResultActionDeleted           ActionResultAction = "deleted"
+	ActionResultActionHeartbeatReceived ActionResultAction = "heartbeat-received"
+	ActionResultActionLeft              ActionResultAction = "left"
+	ActionResultActionLoggedOut         ActionResultAction = "logged-out"
+	ActionResultActionPasswordChanged   ActionResultAction = "password-changed"
+	ActionResultActionReleased          ActionResultAction = "released"
 )
 
 // Valid indicates whether the value is a known member of the ActionResultAction enum.
@@ -37,9 +40,15 @@ func (e ActionResultAction) Valid() bool {
 	switch e {
 	case ActionResultActionDeleted:
 		return true
+	case ActionResultActionHeartbeatReceived:
+		return true
+	case ActionResultActionLeft:
+		return true
 	case ActionResultActionLoggedOut:
 		return true
 	case ActionResultActionPasswordChanged:
+		return true
+	case ActionResultActionReleased:
 		return true
 	default:
 		return false
@@ -436,6 +445,24 @@ func (e CreateNodeLifecycleOperationRequestOperation) Valid() bool {
 	case CreateNodeLifecycleOperationRequestOperationEngineStart:
 		return true
 	case CreateNodeLifecycleOperationRequestOperationEngineStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateRtcPublicationRequestSource.
+const (
+	CreateRtcPublicationRequestSourceCamera CreateRtcPublicationRequestSource = "camera"
+	CreateRtcPublicationRequestSourceScreen CreateRtcPublicationRequestSource = "screen"
+)
+
+// Valid indicates whether the value is a known member of the CreateRtcPublicationRequestSource enum.
+func (e CreateRtcPublicationRequestSource) Valid() bool {
+	switch e {
+	case CreateRtcPublicationRequestSourceCamera:
+		return true
+	case CreateRtcPublicationRequestSourceScreen:
 		return true
 	default:
 		return false
@@ -872,6 +899,7 @@ const (
 	ErrorCodeInvalidCredentials         ErrorCode = "invalid_credentials"
 	ErrorCodeInvalidHeader              ErrorCode = "invalid_header"
 	ErrorCodeInvalidQuery               ErrorCode = "invalid_query"
+	ErrorCodeInvalidSdp                 ErrorCode = "invalid_sdp"
 	ErrorCodeMediaServerReferenced      ErrorCode = "media_server_referenced"
 	ErrorCodeMediaServerRequired        ErrorCode = "media_server_required"
 	ErrorCodeMethodNotAllowed           ErrorCode = "method_not_allowed"
@@ -886,10 +914,12 @@ const (
 	ErrorCodePlaybackLeaseConflict      ErrorCode = "playback_lease_conflict"
 	ErrorCodePtzNotSupported            ErrorCode = "ptz_not_supported"
 	ErrorCodePtzUnavailable             ErrorCode = "ptz_unavailable"
+	ErrorCodePublicationNotActive       ErrorCode = "publication_not_active"
 	ErrorCodeRangeNotSatisfiable        ErrorCode = "range_not_satisfiable"
 	ErrorCodeRateLimited                ErrorCode = "rate_limited"
 	ErrorCodeRecordingFileUnavailable   ErrorCode = "recording_file_unavailable"
 	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
+	ErrorCodeRecordingNotAllowed        ErrorCode = "recording_not_allowed"
 	ErrorCodeRefreshTokenReused         ErrorCode = "refresh_token_reused"
 	ErrorCodeRoomClosed                 ErrorCode = "room_closed"
 	ErrorCodeRoomTicketConsumed         ErrorCode = "room_ticket_consumed"
@@ -979,6 +1009,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeInvalidQuery:
 		return true
+	case ErrorCodeInvalidSdp:
+		return true
 	case ErrorCodeMediaServerReferenced:
 		return true
 	case ErrorCodeMediaServerRequired:
@@ -1007,6 +1039,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodePtzUnavailable:
 		return true
+	case ErrorCodePublicationNotActive:
+		return true
 	case ErrorCodeRangeNotSatisfiable:
 		return true
 	case ErrorCodeRateLimited:
@@ -1014,6 +1048,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRecordingFileUnavailable:
 		return true
 	case ErrorCodeRecordingNotActive:
+		return true
+	case ErrorCodeRecordingNotAllowed:
 		return true
 	case ErrorCodeRefreshTokenReused:
 		return true
@@ -2011,6 +2047,207 @@ func (e RecordingSessionState) Valid() bool {
 	case RecordingSessionStateRequested:
 		return true
 	case RecordingSessionStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcCapability.
+const (
+	RtcCapabilityCameraPublish         RtcCapability = "camera.publish"
+	RtcCapabilityChatSend              RtcCapability = "chat.send"
+	RtcCapabilityMicrophonePublish     RtcCapability = "microphone.publish"
+	RtcCapabilityPublicationsSubscribe RtcCapability = "publications.subscribe"
+)
+
+// Valid indicates whether the value is a known member of the RtcCapability enum.
+func (e RtcCapability) Valid() bool {
+	switch e {
+	case RtcCapabilityCameraPublish:
+		return true
+	case RtcCapabilityChatSend:
+		return true
+	case RtcCapabilityMicrophonePublish:
+		return true
+	case RtcCapabilityPublicationsSubscribe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcJoinResultAdmissionStatus.
+const (
+	RtcJoinResultAdmissionStatusAdmitted RtcJoinResultAdmissionStatus = "Admitted"
+	RtcJoinResultAdmissionStatusWaiting  RtcJoinResultAdmissionStatus = "Waiting"
+)
+
+// Valid indicates whether the value is a known member of the RtcJoinResultAdmissionStatus enum.
+func (e RtcJoinResultAdmissionStatus) Valid() bool {
+	switch e {
+	case RtcJoinResultAdmissionStatusAdmitted:
+		return true
+	case RtcJoinResultAdmissionStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcMediaKind.
+const (
+	RtcMediaKindAudio RtcMediaKind = "audio"
+	RtcMediaKindVideo RtcMediaKind = "video"
+)
+
+// Valid indicates whether the value is a known member of the RtcMediaKind enum.
+func (e RtcMediaKind) Valid() bool {
+	switch e {
+	case RtcMediaKindAudio:
+		return true
+	case RtcMediaKindVideo:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcParticipantAdmissionStatus.
+const (
+	RtcParticipantAdmissionStatusAdmitted RtcParticipantAdmissionStatus = "Admitted"
+	RtcParticipantAdmissionStatusWaiting  RtcParticipantAdmissionStatus = "Waiting"
+)
+
+// Valid indicates whether the value is a known member of the RtcParticipantAdmissionStatus enum.
+func (e RtcParticipantAdmissionStatus) Valid() bool {
+	switch e {
+	case RtcParticipantAdmissionStatusAdmitted:
+		return true
+	case RtcParticipantAdmissionStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcPlaybackTicketProtocol.
+const (
+	RtcPlaybackTicketProtocolHttpFlv RtcPlaybackTicketProtocol = "http-flv"
+)
+
+// Valid indicates whether the value is a known member of the RtcPlaybackTicketProtocol enum.
+func (e RtcPlaybackTicketProtocol) Valid() bool {
+	switch e {
+	case RtcPlaybackTicketProtocolHttpFlv:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcPublicationState.
+const (
+	RtcPublicationStateActive  RtcPublicationState = "Active"
+	RtcPublicationStateFailed  RtcPublicationState = "Failed"
+	RtcPublicationStatePending RtcPublicationState = "Pending"
+	RtcPublicationStateStopped RtcPublicationState = "Stopped"
+)
+
+// Valid indicates whether the value is a known member of the RtcPublicationState enum.
+func (e RtcPublicationState) Valid() bool {
+	switch e {
+	case RtcPublicationStateActive:
+		return true
+	case RtcPublicationStateFailed:
+		return true
+	case RtcPublicationStatePending:
+		return true
+	case RtcPublicationStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcRecordingState.
+const (
+	RtcRecordingStateRecording RtcRecordingState = "Recording"
+	RtcRecordingStateStarting  RtcRecordingState = "Starting"
+	RtcRecordingStateStopped   RtcRecordingState = "Stopped"
+	RtcRecordingStateStopping  RtcRecordingState = "Stopping"
+)
+
+// Valid indicates whether the value is a known member of the RtcRecordingState enum.
+func (e RtcRecordingState) Valid() bool {
+	switch e {
+	case RtcRecordingStateRecording:
+		return true
+	case RtcRecordingStateStarting:
+		return true
+	case RtcRecordingStateStopped:
+		return true
+	case RtcRecordingStateStopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcRole.
+const (
+	RtcRoleHost   RtcRole = "host"
+	RtcRoleMember RtcRole = "member"
+	RtcRoleViewer RtcRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the RtcRole enum.
+func (e RtcRole) Valid() bool {
+	switch e {
+	case RtcRoleHost:
+		return true
+	case RtcRoleMember:
+		return true
+	case RtcRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcRoomStatus.
+const (
+	RtcRoomStatusClosed RtcRoomStatus = "Closed"
+	RtcRoomStatusOpen   RtcRoomStatus = "Open"
+)
+
+// Valid indicates whether the value is a known member of the RtcRoomStatus enum.
+func (e RtcRoomStatus) Valid() bool {
+	switch e {
+	case RtcRoomStatusClosed:
+		return true
+	case RtcRoomStatusOpen:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcSubscriptionState.
+const (
+	RtcSubscriptionStateActive  RtcSubscriptionState = "Active"
+	RtcSubscriptionStateEnded   RtcSubscriptionState = "Ended"
+	RtcSubscriptionStatePending RtcSubscriptionState = "Pending"
+)
+
+// Valid indicates whether the value is a known member of the RtcSubscriptionState enum.
+func (e RtcSubscriptionState) Valid() bool {
+	switch e {
+	case RtcSubscriptionStateActive:
+		return true
+	case RtcSubscriptionStateEnded:
+		return true
+	case RtcSubscriptionStatePending:
 		return true
 	default:
 		return false
@@ -4141,6 +4378,78 @@ type CreateNodeLifecycleOperationRequest struct {
 // CreateNodeLifecycleOperationRequestOperation What to do.
 type CreateNodeLifecycleOperationRequestOperation string
 
+// CreateRtcAccessTicketRequest The user an access ticket admits.
+type CreateRtcAccessTicketRequest struct {
+	// BypassWaitingRoom Enter at once even when the room has a waiting room.
+	BypassWaitingRoom *bool `json:"bypassWaitingRoom,omitempty"`
+
+	// Capabilities What the participant may do (publish capabilities are dropped for viewers).
+	Capabilities *[]RtcCapability `json:"capabilities,omitempty"`
+
+	// DisplayName Name shown to the other participants.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// ExpiresInMinutes Lifetime of the ticket; 10 when absent.
+	ExpiresInMinutes *int32 `json:"expiresInMinutes,omitempty"`
+
+	// Role Role of a participant; a viewer never publishes.
+	Role *RtcRole `json:"role,omitempty"`
+
+	// SubjectId Stable business identity of the user.
+	SubjectId string `json:"subjectId"`
+
+	// SubjectIssuer The business system that identifies the user.
+	SubjectIssuer string `json:"subjectIssuer"`
+}
+
+// CreateRtcPlaybackTicketRequest The publication to play over HTTP-FLV.
+type CreateRtcPlaybackTicketRequest struct {
+	// PublicationId An Active publication of the room.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+}
+
+// CreateRtcPublicationRequest What a device wants to publish.
+type CreateRtcPublicationRequest struct {
+	// MediaKinds Media to send; audio and video when absent. Filtered by the participant's capabilities.
+	MediaKinds *[]RtcMediaKind `json:"mediaKinds,omitempty"`
+
+	// Source camera (the default) or screen.
+	Source *CreateRtcPublicationRequestSource `json:"source,omitempty"`
+}
+
+// CreateRtcPublicationRequestSource camera (the default) or screen.
+type CreateRtcPublicationRequestSource string
+
+// CreateRtcRoomRequest A meeting room to create (contract B's CreateRtcRoomRequest; its field names are ours).
+type CreateRtcRoomRequest struct {
+	// IdempotencyKey Makes a retried creation answer the room the first request created.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+
+	// MediaServerId Media server whose SFU carries the room; chosen among the enrolled media hosts when absent.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Name Name shown to participants.
+	Name string `json:"name"`
+
+	// RoomType Kind of room; `meeting` when absent.
+	RoomType *string `json:"roomType,omitempty"`
+
+	// ScheduledEndAtUtc Planned end, after the start; an empty room past it is closed.
+	ScheduledEndAtUtc *time.Time `json:"scheduledEndAtUtc,omitempty"`
+
+	// ScheduledStartAtUtc Planned start.
+	ScheduledStartAtUtc *time.Time `json:"scheduledStartAtUtc,omitempty"`
+
+	// WaitingRoom Hold joining participants in the waiting room until admitted (hosts and bypassing tickets enter at once).
+	WaitingRoom *bool `json:"waitingRoom,omitempty"`
+}
+
+// CreateRtcSubscriptionRequest The publication to subscribe to.
+type CreateRtcSubscriptionRequest struct {
+	// PublicationId An Active publication of the room.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+}
+
 // CreateUserRequest Request to create a user.
 type CreateUserRequest struct {
 	// DisplayName Name shown in the console; empty when absent.
@@ -5562,6 +5871,27 @@ type InterfaceMetrics struct {
 
 	// SentBitsPerSecond Send rate in bits per second.
 	SentBitsPerSecond float64 `json:"sentBitsPerSecond"`
+}
+
+// JoinRtcRoomRequest A device's join.
+type JoinRtcRoomRequest struct {
+	// AccessTicket The access ticket the business backend issued.
+	AccessTicket string `json:"accessTicket"`
+
+	// CameraEnabled Whether the device joins with its camera on.
+	CameraEnabled *bool `json:"cameraEnabled,omitempty"`
+
+	// ClientVersion Version of the client software.
+	ClientVersion *string `json:"clientVersion,omitempty"`
+
+	// DisplayName Name to show instead of the ticket's.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// MicEnabled Whether the device joins with its microphone on.
+	MicEnabled *bool `json:"micEnabled,omitempty"`
+
+	// Platform Platform of the device (browser, ios, android, ...).
+	Platform *string `json:"platform,omitempty"`
 }
 
 // LocalRuntimeSnapshot A light snapshot of the answering control node process.
@@ -7341,6 +7671,264 @@ type Role struct {
 type RoleList struct {
 	// Rows The roles.
 	Rows []Role `json:"rows"`
+}
+
+// RtcAccessTicket An access ticket, shown once.
+type RtcAccessTicket struct {
+	// AccessTicket The single-use ticket for the join operation.
+	AccessTicket string `json:"accessTicket"`
+
+	// ExpiresAt When it stops admitting.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// RoomId The room it admits to.
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+// RtcCapability What a participant may do in a room.
+type RtcCapability string
+
+// RtcCurrentRecording The running recording, or null.
+type RtcCurrentRecording struct {
+	// Recording The running recording; null when none runs.
+	Recording *RtcRecording `json:"recording"`
+}
+
+// RtcJoinResult The answer of a join.
+type RtcJoinResult struct {
+	// AdmissionStatus Admitted, or Waiting while held in the waiting room.
+	AdmissionStatus RtcJoinResultAdmissionStatus `json:"admissionStatus"`
+
+	// ExpiresAt When the token ends at the latest: it lives while heartbeats arrive (30 seconds without one end it); this is the next such deadline.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Participant A participant (one device session) of a room.
+	Participant RtcParticipant `json:"participant"`
+
+	// ParticipantToken The participant token for `X-Svc-RTC-Token`, shown once; it binds this room and device only.
+	ParticipantToken string `json:"participantToken"`
+}
+
+// RtcJoinResultAdmissionStatus Admitted, or Waiting while held in the waiting room.
+type RtcJoinResultAdmissionStatus string
+
+// RtcMediaKind A kind of media.
+type RtcMediaKind string
+
+// RtcParticipant A participant (one device session) of a room.
+type RtcParticipant struct {
+	// AdmissionStatus Admitted, or Waiting while held in the waiting room.
+	AdmissionStatus RtcParticipantAdmissionStatus `json:"admissionStatus"`
+
+	// Capabilities Final capabilities after the role's filter.
+	Capabilities []RtcCapability `json:"capabilities"`
+
+	// DisplayName Name shown to the other participants.
+	DisplayName string `json:"displayName"`
+
+	// JoinedAt When the device joined.
+	JoinedAt time.Time `json:"joinedAt"`
+
+	// ParticipantId Identifier of the participant; a device session, not a hardware id.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// Role Role of a participant; a viewer never publishes.
+	Role RtcRole `json:"role"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// TokenVersion Rotation count of the participant token.
+	TokenVersion int32 `json:"tokenVersion"`
+}
+
+// RtcParticipantAdmissionStatus Admitted, or Waiting while held in the waiting room.
+type RtcParticipantAdmissionStatus string
+
+// RtcPlaybackTicket A short HTTP-FLV URL of one publication.
+type RtcPlaybackTicket struct {
+	// ExpiresAt When the URL stops admitting new players.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Protocol Always http-flv.
+	Protocol RtcPlaybackTicketProtocol `json:"protocol"`
+
+	// Url The HTTP-FLV URL with its `svc_ticket`.
+	Url string `json:"url"`
+}
+
+// RtcPlaybackTicketProtocol Always http-flv.
+type RtcPlaybackTicketProtocol string
+
+// RtcPublication A participant's publication into the room's SFU.
+type RtcPublication struct {
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// MediaKinds Media the participant may send on it.
+	MediaKinds []RtcMediaKind `json:"mediaKinds"`
+
+	// ParticipantId The publishing participant.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// PublicationId Identifier of the publication.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// Source camera or screen.
+	Source string `json:"source"`
+
+	// State State of a publication; only Active ones can be subscribed.
+	State RtcPublicationState `json:"state"`
+
+	// WhipUrl Where to POST the WHIP offer (a path on this API).
+	WhipUrl *string `json:"whipUrl,omitempty"`
+}
+
+// RtcPublicationList The room's Active publications.
+type RtcPublicationList struct {
+	// Items The publications.
+	Items []RtcPublication `json:"items"`
+}
+
+// RtcPublicationState State of a publication; only Active ones can be subscribed.
+type RtcPublicationState string
+
+// RtcRecording A continuous recording of a room.
+type RtcRecording struct {
+	// OriginAtUtc The time origin of every track's offsets (the start).
+	OriginAtUtc time.Time `json:"originAtUtc"`
+
+	// ParticipantCount Participants recorded so far.
+	ParticipantCount int32 `json:"participantCount"`
+
+	// PublicationCount Publications (device sessions' media) recorded so far.
+	PublicationCount int32 `json:"publicationCount"`
+
+	// RecordingId Identifier of the recording.
+	RecordingId openapi_types.UUID `json:"recordingId"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// State State of a continuous recording; while Stopping its tracks are still being sealed.
+	State RtcRecordingState `json:"state"`
+
+	// StoppedAtUtc When it stopped.
+	StoppedAtUtc *time.Time `json:"stoppedAtUtc,omitempty"`
+}
+
+// RtcRecordingList A page of a room's recordings (contract B's envelope).
+type RtcRecordingList struct {
+	// Items The recordings, newest first.
+	Items []RtcRecording `json:"items"`
+
+	// Page Page number, from 1.
+	Page int32 `json:"page"`
+
+	// PageSize Items per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Total Recordings of the room.
+	Total int64 `json:"total"`
+}
+
+// RtcRecordingPolicy A room's recording policy.
+type RtcRecordingPolicy struct {
+	// Enabled Whether the room may be recorded.
+	Enabled bool `json:"enabled"`
+}
+
+// RtcRecordingState State of a continuous recording; while Stopping its tracks are still being sealed.
+type RtcRecordingState string
+
+// RtcRole Role of a participant; a viewer never publishes.
+type RtcRole string
+
+// RtcRoom A meeting room.
+type RtcRoom struct {
+	// ClosedAt When the room closed.
+	ClosedAt *time.Time `json:"closedAt,omitempty"`
+
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// MediaServerId Media server of the room's SFU; empty until one is chosen.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Name Name of the room.
+	Name string `json:"name"`
+
+	// RoomId Identifier of the room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// RoomType Kind of room.
+	RoomType string `json:"roomType"`
+
+	// ScheduledEndAtUtc Planned end.
+	ScheduledEndAtUtc *time.Time `json:"scheduledEndAtUtc,omitempty"`
+
+	// ScheduledStartAtUtc Planned start.
+	ScheduledStartAtUtc *time.Time `json:"scheduledStartAtUtc,omitempty"`
+
+	// Status State of a room; a closed room admits nobody.
+	Status RtcRoomStatus `json:"status"`
+
+	// WaitingRoom Whether joining participants wait for admission.
+	WaitingRoom bool `json:"waitingRoom"`
+}
+
+// RtcRoomList One page of rooms.
+type RtcRoomList struct {
+	// Page Page number, from 1.
+	Page int32 `json:"page"`
+
+	// PageSize Rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The rooms of this page.
+	Rows []RtcRoom `json:"rows"`
+
+	// Total Rooms matching the filter.
+	Total int64 `json:"total"`
+}
+
+// RtcRoomStatus State of a room; a closed room admits nobody.
+type RtcRoomStatus string
+
+// RtcSubscription A device's subscription to a publication.
+type RtcSubscription struct {
+	// ParticipantId The viewing participant.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// PublicationId The publication it plays.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// State Pending until its WHEP offer is answered, Active while playing, Ended once released.
+	State RtcSubscriptionState `json:"state"`
+
+	// SubscriptionId Identifier of the subscription.
+	SubscriptionId openapi_types.UUID `json:"subscriptionId"`
+
+	// WhepUrl Where to POST the WHEP offer (a path on this API).
+	WhepUrl string `json:"whepUrl"`
+}
+
+// RtcSubscriptionState Pending until its WHEP offer is answered, Active while playing, Ended once released.
+type RtcSubscriptionState string
+
+// RtcTokenRefresh A rotated participant token.
+type RtcTokenRefresh struct {
+	// ParticipantToken The new token; the old one no longer works.
+	ParticipantToken string `json:"participantToken"`
+
+	// TokenVersion The new rotation count.
+	TokenVersion int32 `json:"tokenVersion"`
 }
 
 // RtpPortLease One RTP port lease on a media host.
@@ -9685,6 +10273,27 @@ type ListRecordingSessionsParams struct {
 	RecordSource *RecordSource `form:"recordSource,omitempty" json:"recordSource,omitempty"`
 }
 
+// ListRtcRoomsParams defines parameters for ListRtcRooms.
+type ListRtcRoomsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Status Only rooms in this state.
+	Status *RtcRoomStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// ListRtcRecordingRunsParams defines parameters for ListRtcRecordingRuns.
+type ListRtcRecordingRunsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+}
+
 // ListApiTokensParams defines parameters for ListApiTokens.
 type ListApiTokensParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -10227,6 +10836,27 @@ type StartRecordingJSONRequestBody = StartRecordingRequest
 
 // StopRecordingJSONRequestBody defines body for StopRecording for application/json ContentType.
 type StopRecordingJSONRequestBody = StopRecordingRequest
+
+// CreateRtcRoomJSONRequestBody defines body for CreateRtcRoom for application/json ContentType.
+type CreateRtcRoomJSONRequestBody = CreateRtcRoomRequest
+
+// CreateRtcAccessTicketJSONRequestBody defines body for CreateRtcAccessTicket for application/json ContentType.
+type CreateRtcAccessTicketJSONRequestBody = CreateRtcAccessTicketRequest
+
+// SetRtcRecordingPolicyJSONRequestBody defines body for SetRtcRecordingPolicy for application/json ContentType.
+type SetRtcRecordingPolicyJSONRequestBody = RtcRecordingPolicy
+
+// JoinRtcRoomJSONRequestBody defines body for JoinRtcRoom for application/json ContentType.
+type JoinRtcRoomJSONRequestBody = JoinRtcRoomRequest
+
+// CreateRtcPlaybackTicketJSONRequestBody defines body for CreateRtcPlaybackTicket for application/json ContentType.
+type CreateRtcPlaybackTicketJSONRequestBody = CreateRtcPlaybackTicketRequest
+
+// CreateRtcPublicationJSONRequestBody defines body for CreateRtcPublication for application/json ContentType.
+type CreateRtcPublicationJSONRequestBody = CreateRtcPublicationRequest
+
+// CreateRtcSubscriptionJSONRequestBody defines body for CreateRtcSubscription for application/json ContentType.
+type CreateRtcSubscriptionJSONRequestBody = CreateRtcSubscriptionRequest
 
 // CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
 type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
@@ -10955,6 +11585,87 @@ type ServerInterface interface {
 	// StopRecording Stop recording a stream
 	// (POST /api/v2/recording/stop)
 	StopRecording(c *gin.Context)
+	// ListRtcRooms List the caller's meeting rooms
+	// (GET /api/v2/rtc/rooms)
+	ListRtcRooms(c *gin.Context, params ListRtcRoomsParams)
+	// CreateRtcRoom Create a meeting room
+	// (POST /api/v2/rtc/rooms)
+	CreateRtcRoom(c *gin.Context)
+	// GetRtcRoom Read a meeting room
+	// (GET /api/v2/rtc/rooms/{roomId})
+	GetRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcAccessTicket Issue a single-use access ticket
+	// (POST /api/v2/rtc/rooms/{roomId}/access-tickets)
+	CreateRtcAccessTicket(c *gin.Context, roomId openapi_types.UUID)
+	// CloseRtcRoom Close a meeting room
+	// (POST /api/v2/rtc/rooms/{roomId}/close)
+	CloseRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// SetRtcRecordingPolicy Allow or forbid recording a room
+	// (PUT /api/v2/rtc/rooms/{roomId}/recording-policy)
+	SetRtcRecordingPolicy(c *gin.Context, roomId openapi_types.UUID)
+	// GetRtcCurrentRecording Read the room's running recording
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecording(c *gin.Context, roomId openapi_types.UUID)
+	// ListRtcRecordingRuns List the room's recordings
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/runs)
+	ListRtcRecordingRuns(c *gin.Context, roomId openapi_types.UUID, params ListRtcRecordingRunsParams)
+	// StartRtcRecording Start the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecording(c *gin.Context, roomId openapi_types.UUID)
+	// StopRtcRecording Stop the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecording(c *gin.Context, roomId openapi_types.UUID, recordingId string)
+	// RtcHeartbeat Report that the device is alive
+	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
+	RtcHeartbeat(c *gin.Context, roomId openapi_types.UUID)
+	// JoinRtcRoom Join a room with an access ticket
+	// (POST /api/v2/rtc/session/rooms/{roomId}/join)
+	JoinRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// LeaveRtcRoom Leave the room
+	// (POST /api/v2/rtc/session/rooms/{roomId}/leave)
+	LeaveRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
+	CreateRtcPlaybackTicket(c *gin.Context, roomId openapi_types.UUID)
+	// ListRtcPublications List the publications one may subscribe to
+	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
+	ListRtcPublications(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcPublication Create a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications)
+	CreateRtcPublication(c *gin.Context, roomId openapi_types.UUID)
+	// PublishRtcWhip Publish media over WHIP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip)
+	PublishRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string)
+	// DeleteRtcWhip Stop publishing
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	DeleteRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string)
+	// TrickleRtcWhip Trickle ICE candidates to a WHIP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	TrickleRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string)
+	// GetRtcCurrentRecordingAsParticipant Read the running recording as a participant
+	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecordingAsParticipant(c *gin.Context, roomId openapi_types.UUID)
+	// StartRtcRecordingAsHost Start the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecordingAsHost(c *gin.Context, roomId openapi_types.UUID)
+	// StopRtcRecordingAsHost Stop the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecordingAsHost(c *gin.Context, roomId openapi_types.UUID, recordingId string)
+	// CreateRtcSubscription Subscribe to a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions)
+	CreateRtcSubscription(c *gin.Context, roomId openapi_types.UUID)
+	// SubscribeRtcWhep Play a subscription over WHEP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep)
+	SubscribeRtcWhep(c *gin.Context, roomId openapi_types.UUID, subscriptionId string)
+	// DeleteRtcWhep Release a WHEP session
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	DeleteRtcWhep(c *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string)
+	// TrickleRtcWhep Trickle ICE candidates to a WHEP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	TrickleRtcWhep(c *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string)
+	// RefreshRtcToken Rotate the participant token
+	// (POST /api/v2/rtc/session/rooms/{roomId}/token/refresh)
+	RefreshRtcToken(c *gin.Context, roomId openapi_types.UUID)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(c *gin.Context, params ListApiTokensParams)
@@ -15029,6 +15740,814 @@ func (siw *ServerInterfaceWrapper) StopRecording(c *gin.Context) {
 	siw.Handler.StopRecording(c)
 }
 
+// ListRtcRooms operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcRooms(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcRoomsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcRooms(c, params)
+}
+
+// CreateRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcRoom(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcRoom(c)
+}
+
+// GetRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcRoom(c, roomId)
+}
+
+// CreateRtcAccessTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcAccessTicket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcAccessTicket(c, roomId)
+}
+
+// CloseRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) CloseRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CloseRtcRoom(c, roomId)
+}
+
+// SetRtcRecordingPolicy operation middleware
+func (siw *ServerInterfaceWrapper) SetRtcRecordingPolicy(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SetRtcRecordingPolicy(c, roomId)
+}
+
+// GetRtcCurrentRecording operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcCurrentRecording(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcCurrentRecording(c, roomId)
+}
+
+// ListRtcRecordingRuns operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcRecordingRuns(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcRecordingRunsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcRecordingRuns(c, roomId, params)
+}
+
+// StartRtcRecording operation middleware
+func (siw *ServerInterfaceWrapper) StartRtcRecording(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartRtcRecording(c, roomId)
+}
+
+// StopRtcRecording operation middleware
+func (siw *ServerInterfaceWrapper) StopRtcRecording(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopRtcRecording(c, roomId, recordingId)
+}
+
+// RtcHeartbeat operation middleware
+func (siw *ServerInterfaceWrapper) RtcHeartbeat(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RtcHeartbeat(c, roomId)
+}
+
+// JoinRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) JoinRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.JoinRtcRoom(c, roomId)
+}
+
+// LeaveRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) LeaveRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.LeaveRtcRoom(c, roomId)
+}
+
+// CreateRtcPlaybackTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcPlaybackTicket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcPlaybackTicket(c, roomId)
+}
+
+// ListRtcPublications operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcPublications(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcPublications(c, roomId)
+}
+
+// CreateRtcPublication operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcPublication(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcPublication(c, roomId)
+}
+
+// PublishRtcWhip operation middleware
+func (siw *ServerInterfaceWrapper) PublishRtcWhip(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "publicationId" -------------
+	var publicationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "publicationId", c.Param("publicationId"), &publicationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter publicationId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.PublishRtcWhip(c, roomId, publicationId)
+}
+
+// DeleteRtcWhip operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRtcWhip(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "publicationId" -------------
+	var publicationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "publicationId", c.Param("publicationId"), &publicationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter publicationId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRtcWhip(c, roomId, publicationId, sessionId)
+}
+
+// TrickleRtcWhip operation middleware
+func (siw *ServerInterfaceWrapper) TrickleRtcWhip(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "publicationId" -------------
+	var publicationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "publicationId", c.Param("publicationId"), &publicationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter publicationId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TrickleRtcWhip(c, roomId, publicationId, sessionId)
+}
+
+// GetRtcCurrentRecordingAsParticipant operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcCurrentRecordingAsParticipant(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcCurrentRecordingAsParticipant(c, roomId)
+}
+
+// StartRtcRecordingAsHost operation middleware
+func (siw *ServerInterfaceWrapper) StartRtcRecordingAsHost(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartRtcRecordingAsHost(c, roomId)
+}
+
+// StopRtcRecordingAsHost operation middleware
+func (siw *ServerInterfaceWrapper) StopRtcRecordingAsHost(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopRtcRecordingAsHost(c, roomId, recordingId)
+}
+
+// CreateRtcSubscription operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcSubscription(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcSubscription(c, roomId)
+}
+
+// SubscribeRtcWhep operation middleware
+func (siw *ServerInterfaceWrapper) SubscribeRtcWhep(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", c.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter subscriptionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SubscribeRtcWhep(c, roomId, subscriptionId)
+}
+
+// DeleteRtcWhep operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRtcWhep(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", c.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter subscriptionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRtcWhep(c, roomId, subscriptionId, sessionId)
+}
+
+// TrickleRtcWhep operation middleware
+func (siw *ServerInterfaceWrapper) TrickleRtcWhep(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", c.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter subscriptionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TrickleRtcWhep(c, roomId, subscriptionId, sessionId)
+}
+
+// RefreshRtcToken operation middleware
+func (siw *ServerInterfaceWrapper) RefreshRtcToken(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RefreshRtcToken(c, roomId)
+}
+
 // ListApiTokens operation middleware
 func (siw *ServerInterfaceWrapper) ListApiTokens(c *gin.Context) {
 
@@ -17986,6 +19505,33 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/recording/plans/:planId/enabled", wrapper.SetRecordPlanEnabled)
 	router.GET(options.BaseURL+"/api/v2/recording/plans/:planId/evaluate", wrapper.EvaluateRecordPlan)
 	router.GET(options.BaseURL+"/api/v2/recording/plan-template", wrapper.GetRecordPlanTemplate)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms", wrapper.ListRtcRooms)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms", wrapper.CreateRtcRoom)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId", wrapper.GetRtcRoom)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/close", wrapper.CloseRtcRoom)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/access-tickets", wrapper.CreateRtcAccessTicket)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/join", wrapper.JoinRtcRoom)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/token/refresh", wrapper.RefreshRtcToken)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/heartbeat", wrapper.RtcHeartbeat)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/leave", wrapper.LeaveRtcRoom)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications", wrapper.ListRtcPublications)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications", wrapper.CreateRtcPublication)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications/:publicationId/whip", wrapper.PublishRtcWhip)
+	router.DELETE(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications/:publicationId/whip/:sessionId", wrapper.DeleteRtcWhip)
+	router.PATCH(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications/:publicationId/whip/:sessionId", wrapper.TrickleRtcWhip)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions", wrapper.CreateRtcSubscription)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep", wrapper.SubscribeRtcWhep)
+	router.DELETE(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep/:sessionId", wrapper.DeleteRtcWhep)
+	router.PATCH(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep/:sessionId", wrapper.TrickleRtcWhep)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback-ticket", wrapper.CreateRtcPlaybackTicket)
+	router.PUT(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording-policy", wrapper.SetRtcRecordingPolicy)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecording)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecording)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecording)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/runs", wrapper.ListRtcRecordingRuns)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecordingAsHost)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecordingAsParticipant)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecordingAsHost)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -32584,6 +34130,3398 @@ func (response StopRecording503JSONResponse) VisitStopRecordingResponse(w http.R
 	return err
 }
 
+type ListRtcRoomsRequestObject struct {
+	Params ListRtcRoomsParams
+}
+
+type ListRtcRoomsResponseObject interface {
+	VisitListRtcRoomsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcRooms200JSONResponse RtcRoomList
+
+func (response ListRtcRooms200JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcRooms400JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcRooms401JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcRooms403JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcRooms429JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcRooms500JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoomRequestObject struct {
+	Body *CreateRtcRoomJSONRequestBody
+}
+
+type CreateRtcRoomResponseObject interface {
+	VisitCreateRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcRoom200JSONResponse RtcRoom
+
+func (response CreateRtcRoom200JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcRoom400JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcRoom401JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcRoom403JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcRoom404JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcRoom409JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcRoom429JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcRoom500JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcRoomResponseObject interface {
+	VisitGetRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type GetRtcRoom200JSONResponse RtcRoom
+
+func (response GetRtcRoom200JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcRoom400JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcRoom401JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRtcRoom403JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcRoom404JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcRoom429JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcRoom500JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicketRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcAccessTicketJSONRequestBody
+}
+
+type CreateRtcAccessTicketResponseObject interface {
+	VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcAccessTicket200JSONResponse RtcAccessTicket
+
+func (response CreateRtcAccessTicket200JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcAccessTicket400JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcAccessTicket401JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcAccessTicket403JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcAccessTicket404JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcAccessTicket409JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcAccessTicket429JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcAccessTicket500JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type CloseRtcRoomResponseObject interface {
+	VisitCloseRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type CloseRtcRoom200JSONResponse RtcRoom
+
+func (response CloseRtcRoom200JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CloseRtcRoom400JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CloseRtcRoom401JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CloseRtcRoom403JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CloseRtcRoom404JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CloseRtcRoom409JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CloseRtcRoom429JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CloseRtcRoom500JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CloseRtcRoom503JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicyRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *SetRtcRecordingPolicyJSONRequestBody
+}
+
+type SetRtcRecordingPolicyResponseObject interface {
+	VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error
+}
+
+type SetRtcRecordingPolicy200JSONResponse RtcRoom
+
+func (response SetRtcRecordingPolicy200JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetRtcRecordingPolicy400JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetRtcRecordingPolicy401JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetRtcRecordingPolicy403JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetRtcRecordingPolicy404JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetRtcRecordingPolicy409JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetRtcRecordingPolicy429JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetRtcRecordingPolicy500JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcCurrentRecordingResponseObject interface {
+	VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error
+}
+
+type GetRtcCurrentRecording200JSONResponse RtcCurrentRecording
+
+func (response GetRtcCurrentRecording200JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcCurrentRecording400JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcCurrentRecording401JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRtcCurrentRecording403JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcCurrentRecording404JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcCurrentRecording429JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcCurrentRecording500JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Params ListRtcRecordingRunsParams
+}
+
+type ListRtcRecordingRunsResponseObject interface {
+	VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcRecordingRuns200JSONResponse RtcRecordingList
+
+func (response ListRtcRecordingRuns200JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcRecordingRuns400JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcRecordingRuns401JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcRecordingRuns403JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcRecordingRuns404JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcRecordingRuns429JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcRecordingRuns500JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type StartRtcRecordingResponseObject interface {
+	VisitStartRtcRecordingResponse(w http.ResponseWriter) error
+}
+
+type StartRtcRecording200JSONResponse RtcRecording
+
+func (response StartRtcRecording200JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartRtcRecording400JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartRtcRecording401JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartRtcRecording403JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartRtcRecording404JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartRtcRecording409JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartRtcRecording429JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartRtcRecording500JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartRtcRecording503JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+}
+
+type StopRtcRecordingResponseObject interface {
+	VisitStopRtcRecordingResponse(w http.ResponseWriter) error
+}
+
+type StopRtcRecording200JSONResponse RtcRecording
+
+func (response StopRtcRecording200JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopRtcRecording400JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopRtcRecording401JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopRtcRecording403JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopRtcRecording404JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopRtcRecording409JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopRtcRecording429JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopRtcRecording500JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopRtcRecording503JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeatRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type RtcHeartbeatResponseObject interface {
+	VisitRtcHeartbeatResponse(w http.ResponseWriter) error
+}
+
+type RtcHeartbeat200JSONResponse ActionResult
+
+func (response RtcHeartbeat200JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RtcHeartbeat400JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RtcHeartbeat401JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RtcHeartbeat404JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RtcHeartbeat429JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RtcHeartbeat500JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *JoinRtcRoomJSONRequestBody
+}
+
+type JoinRtcRoomResponseObject interface {
+	VisitJoinRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type JoinRtcRoom200JSONResponse RtcJoinResult
+
+func (response JoinRtcRoom200JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response JoinRtcRoom400JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response JoinRtcRoom401JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response JoinRtcRoom404JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom409JSONResponse struct{ ConflictJSONResponse }
+
+func (response JoinRtcRoom409JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response JoinRtcRoom429JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response JoinRtcRoom500JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type LeaveRtcRoomResponseObject interface {
+	VisitLeaveRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type LeaveRtcRoom200JSONResponse ActionResult
+
+func (response LeaveRtcRoom200JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response LeaveRtcRoom400JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response LeaveRtcRoom401JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response LeaveRtcRoom404JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response LeaveRtcRoom429JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response LeaveRtcRoom500JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicketRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcPlaybackTicketJSONRequestBody
+}
+
+type CreateRtcPlaybackTicketResponseObject interface {
+	VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcPlaybackTicket200JSONResponse RtcPlaybackTicket
+
+func (response CreateRtcPlaybackTicket200JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcPlaybackTicket400JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcPlaybackTicket401JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcPlaybackTicket403JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcPlaybackTicket404JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcPlaybackTicket409JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcPlaybackTicket429JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcPlaybackTicket500JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateRtcPlaybackTicket503JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublicationsRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type ListRtcPublicationsResponseObject interface {
+	VisitListRtcPublicationsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcPublications200JSONResponse RtcPublicationList
+
+func (response ListRtcPublications200JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcPublications400JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcPublications401JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcPublications403JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcPublications404JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRtcPublications409JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcPublications429JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcPublications500JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublicationRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcPublicationJSONRequestBody
+}
+
+type CreateRtcPublicationResponseObject interface {
+	VisitCreateRtcPublicationResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcPublication200JSONResponse RtcPublication
+
+func (response CreateRtcPublication200JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcPublication400JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcPublication401JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcPublication403JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcPublication404JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcPublication409JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcPublication429JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcPublication500JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhipRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	PublicationId string             `json:"publicationId"`
+	Body          io.Reader
+}
+
+type PublishRtcWhipResponseObject interface {
+	VisitPublishRtcWhipResponse(w http.ResponseWriter) error
+}
+
+type PublishRtcWhip201ResponseHeaders struct {
+	Location *string
+	XSvcNote *string
+}
+
+type PublishRtcWhip201ApplicationsdpResponse struct {
+	Body          io.Reader
+	Headers       PublishRtcWhip201ResponseHeaders
+	ContentLength int64
+}
+
+func (response PublishRtcWhip201ApplicationsdpResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/sdp")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.XSvcNote != nil {
+		w.Header().Set("X-Svc-Note", fmt.Sprint(*response.Headers.XSvcNote))
+	}
+	w.WriteHeader(201)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type PublishRtcWhip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PublishRtcWhip400JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PublishRtcWhip401JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PublishRtcWhip403JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PublishRtcWhip404JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PublishRtcWhip409JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PublishRtcWhip413JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PublishRtcWhip415JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PublishRtcWhip429JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PublishRtcWhip500JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PublishRtcWhip503JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhipRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	PublicationId string             `json:"publicationId"`
+	SessionId     string             `json:"sessionId"`
+}
+
+type DeleteRtcWhipResponseObject interface {
+	VisitDeleteRtcWhipResponse(w http.ResponseWriter) error
+}
+
+type DeleteRtcWhip200JSONResponse ActionResult
+
+func (response DeleteRtcWhip200JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRtcWhip400JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRtcWhip401JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRtcWhip403JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRtcWhip404JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteRtcWhip409JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRtcWhip429JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRtcWhip500JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteRtcWhip503JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhipRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	PublicationId string             `json:"publicationId"`
+	SessionId     string             `json:"sessionId"`
+	Body          io.Reader
+}
+
+type TrickleRtcWhipResponseObject interface {
+	VisitTrickleRtcWhipResponse(w http.ResponseWriter) error
+}
+
+type TrickleRtcWhip204Response struct {
+}
+
+func (response TrickleRtcWhip204Response) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type TrickleRtcWhip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TrickleRtcWhip400JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TrickleRtcWhip401JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TrickleRtcWhip403JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TrickleRtcWhip404JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TrickleRtcWhip413JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TrickleRtcWhip415JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TrickleRtcWhip429JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TrickleRtcWhip500JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TrickleRtcWhip503JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipantRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcCurrentRecordingAsParticipantResponseObject interface {
+	VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error
+}
+
+type GetRtcCurrentRecordingAsParticipant200JSONResponse RtcCurrentRecording
+
+func (response GetRtcCurrentRecordingAsParticipant200JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant400JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant401JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant403JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant404JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant409JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant429JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant500JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHostRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type StartRtcRecordingAsHostResponseObject interface {
+	VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error
+}
+
+type StartRtcRecordingAsHost200JSONResponse RtcRecording
+
+func (response StartRtcRecordingAsHost200JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartRtcRecordingAsHost400JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartRtcRecordingAsHost401JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartRtcRecordingAsHost403JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartRtcRecordingAsHost404JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartRtcRecordingAsHost409JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartRtcRecordingAsHost429JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartRtcRecordingAsHost500JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartRtcRecordingAsHost503JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHostRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+}
+
+type StopRtcRecordingAsHostResponseObject interface {
+	VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error
+}
+
+type StopRtcRecordingAsHost200JSONResponse RtcRecording
+
+func (response StopRtcRecordingAsHost200JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopRtcRecordingAsHost400JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopRtcRecordingAsHost401JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopRtcRecordingAsHost403JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopRtcRecordingAsHost404JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopRtcRecordingAsHost409JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopRtcRecordingAsHost429JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopRtcRecordingAsHost500JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopRtcRecordingAsHost503JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscriptionRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcSubscriptionJSONRequestBody
+}
+
+type CreateRtcSubscriptionResponseObject interface {
+	VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcSubscription200JSONResponse RtcSubscription
+
+func (response CreateRtcSubscription200JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcSubscription400JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcSubscription401JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcSubscription403JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcSubscription404JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcSubscription409JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcSubscription429JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcSubscription500JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhepRequestObject struct {
+	RoomId         openapi_types.UUID `json:"roomId"`
+	SubscriptionId string             `json:"subscriptionId"`
+	Body           io.Reader
+}
+
+type SubscribeRtcWhepResponseObject interface {
+	VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error
+}
+
+type SubscribeRtcWhep201ResponseHeaders struct {
+	Location *string
+	XSvcNote *string
+}
+
+type SubscribeRtcWhep201ApplicationsdpResponse struct {
+	Body          io.Reader
+	Headers       SubscribeRtcWhep201ResponseHeaders
+	ContentLength int64
+}
+
+func (response SubscribeRtcWhep201ApplicationsdpResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/sdp")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.XSvcNote != nil {
+		w.Header().Set("X-Svc-Note", fmt.Sprint(*response.Headers.XSvcNote))
+	}
+	w.WriteHeader(201)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type SubscribeRtcWhep400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SubscribeRtcWhep400JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SubscribeRtcWhep401JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SubscribeRtcWhep403JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SubscribeRtcWhep404JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SubscribeRtcWhep409JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SubscribeRtcWhep413JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SubscribeRtcWhep415JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SubscribeRtcWhep429JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SubscribeRtcWhep500JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SubscribeRtcWhep503JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhepRequestObject struct {
+	RoomId         openapi_types.UUID `json:"roomId"`
+	SubscriptionId string             `json:"subscriptionId"`
+	SessionId      string             `json:"sessionId"`
+}
+
+type DeleteRtcWhepResponseObject interface {
+	VisitDeleteRtcWhepResponse(w http.ResponseWriter) error
+}
+
+type DeleteRtcWhep200JSONResponse ActionResult
+
+func (response DeleteRtcWhep200JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRtcWhep400JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRtcWhep401JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRtcWhep403JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRtcWhep404JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRtcWhep429JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRtcWhep500JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteRtcWhep503JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhepRequestObject struct {
+	RoomId         openapi_types.UUID `json:"roomId"`
+	SubscriptionId string             `json:"subscriptionId"`
+	SessionId      string             `json:"sessionId"`
+	Body           io.Reader
+}
+
+type TrickleRtcWhepResponseObject interface {
+	VisitTrickleRtcWhepResponse(w http.ResponseWriter) error
+}
+
+type TrickleRtcWhep204Response struct {
+}
+
+func (response TrickleRtcWhep204Response) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type TrickleRtcWhep400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TrickleRtcWhep400JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TrickleRtcWhep401JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TrickleRtcWhep403JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TrickleRtcWhep404JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TrickleRtcWhep413JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TrickleRtcWhep415JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TrickleRtcWhep429JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TrickleRtcWhep500JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TrickleRtcWhep503JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcTokenRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type RefreshRtcTokenResponseObject interface {
+	VisitRefreshRtcTokenResponse(w http.ResponseWriter) error
+}
+
+type RefreshRtcToken200JSONResponse RtcTokenRefresh
+
+func (response RefreshRtcToken200JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RefreshRtcToken400JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RefreshRtcToken401JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RefreshRtcToken404JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RefreshRtcToken429JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RefreshRtcToken500JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListApiTokensRequestObject struct {
 	Params ListApiTokensParams
 }
@@ -43714,6 +48652,87 @@ type StrictServerInterface interface {
 	// StopRecording Stop recording a stream
 	// (POST /api/v2/recording/stop)
 	StopRecording(ctx context.Context, request StopRecordingRequestObject) (StopRecordingResponseObject, error)
+	// ListRtcRooms List the caller's meeting rooms
+	// (GET /api/v2/rtc/rooms)
+	ListRtcRooms(ctx context.Context, request ListRtcRoomsRequestObject) (ListRtcRoomsResponseObject, error)
+	// CreateRtcRoom Create a meeting room
+	// (POST /api/v2/rtc/rooms)
+	CreateRtcRoom(ctx context.Context, request CreateRtcRoomRequestObject) (CreateRtcRoomResponseObject, error)
+	// GetRtcRoom Read a meeting room
+	// (GET /api/v2/rtc/rooms/{roomId})
+	GetRtcRoom(ctx context.Context, request GetRtcRoomRequestObject) (GetRtcRoomResponseObject, error)
+	// CreateRtcAccessTicket Issue a single-use access ticket
+	// (POST /api/v2/rtc/rooms/{roomId}/access-tickets)
+	CreateRtcAccessTicket(ctx context.Context, request CreateRtcAccessTicketRequestObject) (CreateRtcAccessTicketResponseObject, error)
+	// CloseRtcRoom Close a meeting room
+	// (POST /api/v2/rtc/rooms/{roomId}/close)
+	CloseRtcRoom(ctx context.Context, request CloseRtcRoomRequestObject) (CloseRtcRoomResponseObject, error)
+	// SetRtcRecordingPolicy Allow or forbid recording a room
+	// (PUT /api/v2/rtc/rooms/{roomId}/recording-policy)
+	SetRtcRecordingPolicy(ctx context.Context, request SetRtcRecordingPolicyRequestObject) (SetRtcRecordingPolicyResponseObject, error)
+	// GetRtcCurrentRecording Read the room's running recording
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecording(ctx context.Context, request GetRtcCurrentRecordingRequestObject) (GetRtcCurrentRecordingResponseObject, error)
+	// ListRtcRecordingRuns List the room's recordings
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/runs)
+	ListRtcRecordingRuns(ctx context.Context, request ListRtcRecordingRunsRequestObject) (ListRtcRecordingRunsResponseObject, error)
+	// StartRtcRecording Start the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecording(ctx context.Context, request StartRtcRecordingRequestObject) (StartRtcRecordingResponseObject, error)
+	// StopRtcRecording Stop the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecording(ctx context.Context, request StopRtcRecordingRequestObject) (StopRtcRecordingResponseObject, error)
+	// RtcHeartbeat Report that the device is alive
+	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
+	RtcHeartbeat(ctx context.Context, request RtcHeartbeatRequestObject) (RtcHeartbeatResponseObject, error)
+	// JoinRtcRoom Join a room with an access ticket
+	// (POST /api/v2/rtc/session/rooms/{roomId}/join)
+	JoinRtcRoom(ctx context.Context, request JoinRtcRoomRequestObject) (JoinRtcRoomResponseObject, error)
+	// LeaveRtcRoom Leave the room
+	// (POST /api/v2/rtc/session/rooms/{roomId}/leave)
+	LeaveRtcRoom(ctx context.Context, request LeaveRtcRoomRequestObject) (LeaveRtcRoomResponseObject, error)
+	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
+	CreateRtcPlaybackTicket(ctx context.Context, request CreateRtcPlaybackTicketRequestObject) (CreateRtcPlaybackTicketResponseObject, error)
+	// ListRtcPublications List the publications one may subscribe to
+	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
+	ListRtcPublications(ctx context.Context, request ListRtcPublicationsRequestObject) (ListRtcPublicationsResponseObject, error)
+	// CreateRtcPublication Create a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications)
+	CreateRtcPublication(ctx context.Context, request CreateRtcPublicationRequestObject) (CreateRtcPublicationResponseObject, error)
+	// PublishRtcWhip Publish media over WHIP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip)
+	PublishRtcWhip(ctx context.Context, request PublishRtcWhipRequestObject) (PublishRtcWhipResponseObject, error)
+	// DeleteRtcWhip Stop publishing
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	DeleteRtcWhip(ctx context.Context, request DeleteRtcWhipRequestObject) (DeleteRtcWhipResponseObject, error)
+	// TrickleRtcWhip Trickle ICE candidates to a WHIP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	TrickleRtcWhip(ctx context.Context, request TrickleRtcWhipRequestObject) (TrickleRtcWhipResponseObject, error)
+	// GetRtcCurrentRecordingAsParticipant Read the running recording as a participant
+	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecordingAsParticipant(ctx context.Context, request GetRtcCurrentRecordingAsParticipantRequestObject) (GetRtcCurrentRecordingAsParticipantResponseObject, error)
+	// StartRtcRecordingAsHost Start the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecordingAsHost(ctx context.Context, request StartRtcRecordingAsHostRequestObject) (StartRtcRecordingAsHostResponseObject, error)
+	// StopRtcRecordingAsHost Stop the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecordingAsHost(ctx context.Context, request StopRtcRecordingAsHostRequestObject) (StopRtcRecordingAsHostResponseObject, error)
+	// CreateRtcSubscription Subscribe to a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions)
+	CreateRtcSubscription(ctx context.Context, request CreateRtcSubscriptionRequestObject) (CreateRtcSubscriptionResponseObject, error)
+	// SubscribeRtcWhep Play a subscription over WHEP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep)
+	SubscribeRtcWhep(ctx context.Context, request SubscribeRtcWhepRequestObject) (SubscribeRtcWhepResponseObject, error)
+	// DeleteRtcWhep Release a WHEP session
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	DeleteRtcWhep(ctx context.Context, request DeleteRtcWhepRequestObject) (DeleteRtcWhepResponseObject, error)
+	// TrickleRtcWhep Trickle ICE candidates to a WHEP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	TrickleRtcWhep(ctx context.Context, request TrickleRtcWhepRequestObject) (TrickleRtcWhepResponseObject, error)
+	// RefreshRtcToken Rotate the participant token
+	// (POST /api/v2/rtc/session/rooms/{roomId}/token/refresh)
+	RefreshRtcToken(ctx context.Context, request RefreshRtcTokenRequestObject) (RefreshRtcTokenResponseObject, error)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(ctx context.Context, request ListApiTokensRequestObject) (ListApiTokensResponseObject, error)
@@ -47871,6 +52890,856 @@ func (sh *strictHandler) StopRecording(ctx *gin.Context) {
 	}
 }
 
+// ListRtcRooms operation middleware
+func (sh *strictHandler) ListRtcRooms(ctx *gin.Context, params ListRtcRoomsParams) {
+	var request ListRtcRoomsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcRooms(ctx, request.(ListRtcRoomsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcRooms")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcRoomsResponseObject); ok {
+		if err := validResponse.VisitListRtcRoomsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcRoom operation middleware
+func (sh *strictHandler) CreateRtcRoom(ctx *gin.Context) {
+	var request CreateRtcRoomRequestObject
+
+	var body CreateRtcRoomJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcRoom(ctx, request.(CreateRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcRoomResponseObject); ok {
+		if err := validResponse.VisitCreateRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcRoom operation middleware
+func (sh *strictHandler) GetRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcRoom(ctx, request.(GetRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcRoomResponseObject); ok {
+		if err := validResponse.VisitGetRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcAccessTicket operation middleware
+func (sh *strictHandler) CreateRtcAccessTicket(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcAccessTicketRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcAccessTicketJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcAccessTicket(ctx, request.(CreateRtcAccessTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcAccessTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcAccessTicketResponseObject); ok {
+		if err := validResponse.VisitCreateRtcAccessTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CloseRtcRoom operation middleware
+func (sh *strictHandler) CloseRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CloseRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CloseRtcRoom(ctx, request.(CloseRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CloseRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CloseRtcRoomResponseObject); ok {
+		if err := validResponse.VisitCloseRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetRtcRecordingPolicy operation middleware
+func (sh *strictHandler) SetRtcRecordingPolicy(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request SetRtcRecordingPolicyRequestObject
+
+	request.RoomId = roomId
+
+	var body SetRtcRecordingPolicyJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetRtcRecordingPolicy(ctx, request.(SetRtcRecordingPolicyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetRtcRecordingPolicy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SetRtcRecordingPolicyResponseObject); ok {
+		if err := validResponse.VisitSetRtcRecordingPolicyResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcCurrentRecording operation middleware
+func (sh *strictHandler) GetRtcCurrentRecording(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcCurrentRecordingRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcCurrentRecording(ctx, request.(GetRtcCurrentRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcCurrentRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcCurrentRecordingResponseObject); ok {
+		if err := validResponse.VisitGetRtcCurrentRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcRecordingRuns operation middleware
+func (sh *strictHandler) ListRtcRecordingRuns(ctx *gin.Context, roomId openapi_types.UUID, params ListRtcRecordingRunsParams) {
+	var request ListRtcRecordingRunsRequestObject
+
+	request.RoomId = roomId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcRecordingRuns(ctx, request.(ListRtcRecordingRunsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcRecordingRuns")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcRecordingRunsResponseObject); ok {
+		if err := validResponse.VisitListRtcRecordingRunsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartRtcRecording operation middleware
+func (sh *strictHandler) StartRtcRecording(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request StartRtcRecordingRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartRtcRecording(ctx, request.(StartRtcRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartRtcRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartRtcRecordingResponseObject); ok {
+		if err := validResponse.VisitStartRtcRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopRtcRecording operation middleware
+func (sh *strictHandler) StopRtcRecording(ctx *gin.Context, roomId openapi_types.UUID, recordingId string) {
+	var request StopRtcRecordingRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopRtcRecording(ctx, request.(StopRtcRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopRtcRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopRtcRecordingResponseObject); ok {
+		if err := validResponse.VisitStopRtcRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RtcHeartbeat operation middleware
+func (sh *strictHandler) RtcHeartbeat(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request RtcHeartbeatRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RtcHeartbeat(ctx, request.(RtcHeartbeatRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RtcHeartbeat")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RtcHeartbeatResponseObject); ok {
+		if err := validResponse.VisitRtcHeartbeatResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// JoinRtcRoom operation middleware
+func (sh *strictHandler) JoinRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request JoinRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	var body JoinRtcRoomJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.JoinRtcRoom(ctx, request.(JoinRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "JoinRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(JoinRtcRoomResponseObject); ok {
+		if err := validResponse.VisitJoinRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// LeaveRtcRoom operation middleware
+func (sh *strictHandler) LeaveRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request LeaveRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.LeaveRtcRoom(ctx, request.(LeaveRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LeaveRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(LeaveRtcRoomResponseObject); ok {
+		if err := validResponse.VisitLeaveRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcPlaybackTicket operation middleware
+func (sh *strictHandler) CreateRtcPlaybackTicket(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcPlaybackTicketRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcPlaybackTicketJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcPlaybackTicket(ctx, request.(CreateRtcPlaybackTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcPlaybackTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcPlaybackTicketResponseObject); ok {
+		if err := validResponse.VisitCreateRtcPlaybackTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcPublications operation middleware
+func (sh *strictHandler) ListRtcPublications(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request ListRtcPublicationsRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcPublications(ctx, request.(ListRtcPublicationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcPublications")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcPublicationsResponseObject); ok {
+		if err := validResponse.VisitListRtcPublicationsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcPublication operation middleware
+func (sh *strictHandler) CreateRtcPublication(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcPublicationRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcPublicationJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcPublication(ctx, request.(CreateRtcPublicationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcPublication")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcPublicationResponseObject); ok {
+		if err := validResponse.VisitCreateRtcPublicationResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PublishRtcWhip operation middleware
+func (sh *strictHandler) PublishRtcWhip(ctx *gin.Context, roomId openapi_types.UUID, publicationId string) {
+	var request PublishRtcWhipRequestObject
+
+	request.RoomId = roomId
+	request.PublicationId = publicationId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PublishRtcWhip(ctx, request.(PublishRtcWhipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PublishRtcWhip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(PublishRtcWhipResponseObject); ok {
+		if err := validResponse.VisitPublishRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRtcWhip operation middleware
+func (sh *strictHandler) DeleteRtcWhip(ctx *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string) {
+	var request DeleteRtcWhipRequestObject
+
+	request.RoomId = roomId
+	request.PublicationId = publicationId
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRtcWhip(ctx, request.(DeleteRtcWhipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRtcWhip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRtcWhipResponseObject); ok {
+		if err := validResponse.VisitDeleteRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TrickleRtcWhip operation middleware
+func (sh *strictHandler) TrickleRtcWhip(ctx *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string) {
+	var request TrickleRtcWhipRequestObject
+
+	request.RoomId = roomId
+	request.PublicationId = publicationId
+	request.SessionId = sessionId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TrickleRtcWhip(ctx, request.(TrickleRtcWhipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TrickleRtcWhip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TrickleRtcWhipResponseObject); ok {
+		if err := validResponse.VisitTrickleRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcCurrentRecordingAsParticipant operation middleware
+func (sh *strictHandler) GetRtcCurrentRecordingAsParticipant(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcCurrentRecordingAsParticipantRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcCurrentRecordingAsParticipant(ctx, request.(GetRtcCurrentRecordingAsParticipantRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcCurrentRecordingAsParticipant")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcCurrentRecordingAsParticipantResponseObject); ok {
+		if err := validResponse.VisitGetRtcCurrentRecordingAsParticipantResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartRtcRecordingAsHost operation middleware
+func (sh *strictHandler) StartRtcRecordingAsHost(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request StartRtcRecordingAsHostRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartRtcRecordingAsHost(ctx, request.(StartRtcRecordingAsHostRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartRtcRecordingAsHost")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartRtcRecordingAsHostResponseObject); ok {
+		if err := validResponse.VisitStartRtcRecordingAsHostResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopRtcRecordingAsHost operation middleware
+func (sh *strictHandler) StopRtcRecordingAsHost(ctx *gin.Context, roomId openapi_types.UUID, recordingId string) {
+	var request StopRtcRecordingAsHostRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopRtcRecordingAsHost(ctx, request.(StopRtcRecordingAsHostRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopRtcRecordingAsHost")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopRtcRecordingAsHostResponseObject); ok {
+		if err := validResponse.VisitStopRtcRecordingAsHostResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcSubscription operation middleware
+func (sh *strictHandler) CreateRtcSubscription(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcSubscriptionRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcSubscriptionJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcSubscription(ctx, request.(CreateRtcSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcSubscriptionResponseObject); ok {
+		if err := validResponse.VisitCreateRtcSubscriptionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SubscribeRtcWhep operation middleware
+func (sh *strictHandler) SubscribeRtcWhep(ctx *gin.Context, roomId openapi_types.UUID, subscriptionId string) {
+	var request SubscribeRtcWhepRequestObject
+
+	request.RoomId = roomId
+	request.SubscriptionId = subscriptionId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SubscribeRtcWhep(ctx, request.(SubscribeRtcWhepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SubscribeRtcWhep")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SubscribeRtcWhepResponseObject); ok {
+		if err := validResponse.VisitSubscribeRtcWhepResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRtcWhep operation middleware
+func (sh *strictHandler) DeleteRtcWhep(ctx *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string) {
+	var request DeleteRtcWhepRequestObject
+
+	request.RoomId = roomId
+	request.SubscriptionId = subscriptionId
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRtcWhep(ctx, request.(DeleteRtcWhepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRtcWhep")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRtcWhepResponseObject); ok {
+		if err := validResponse.VisitDeleteRtcWhepResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TrickleRtcWhep operation middleware
+func (sh *strictHandler) TrickleRtcWhep(ctx *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string) {
+	var request TrickleRtcWhepRequestObject
+
+	request.RoomId = roomId
+	request.SubscriptionId = subscriptionId
+	request.SessionId = sessionId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TrickleRtcWhep(ctx, request.(TrickleRtcWhepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TrickleRtcWhep")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TrickleRtcWhepResponseObject); ok {
+		if err := validResponse.VisitTrickleRtcWhepResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RefreshRtcToken operation middleware
+func (sh *strictHandler) RefreshRtcToken(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request RefreshRtcTokenRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RefreshRtcToken(ctx, request.(RefreshRtcTokenRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RefreshRtcToken")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RefreshRtcTokenResponseObject); ok {
+		if err := validResponse.VisitRefreshRtcTokenResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListApiTokens operation middleware
 func (sh *strictHandler) ListApiTokens(ctx *gin.Context, params ListApiTokensParams) {
 	var request ListApiTokensRequestObject
@@ -51048,1420 +56917,1530 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39dty4lS/6Kli6c1dLWZQtu9M+GWuddUct27FO/KEjyek5k+mRIBJVhYgFMASocnVWP9R9hftkd2Fv",
-	"AARZAMkqye7OpPNH2iqS+NzY2J+//fe9XC4rKZjQau/l3/cWjBashn9e3ueXmpbM/LtgKq95pbkUey/3",
-	"bnTdsBsiBWH3rF4TKtSK1UTOCCVCFozoBdVkQRUppdIkl0LTXJMV1wuiF4zkZaM0q0kJnb2E32wbuVwy",
-	"RWa1XBK94Aqa+0YRuRJEaarNewVZ0jUpaX5H8gUVc6bIkkKntWzmCyL1gtXwoSKKi5w9ISe3iglNVgte",
-	"MugNRskV4WJzdDiqJ3vZnsoXbEnN/Jlolnsv/7JnJr73Y7an1xXbe7mndM3FfO/nn3/O9ipa0yXTdvFO",
-	"F1QIVp7kmt9Ts2yXZvRveKlZvbmgH0W5JtS8y4isiTR/VkwUXMxhjoKVygyIm5f/1rB6vZftCbo0Y6Dd",
-	"LjrD/peazfZe7v1fT9tNfopP1dP4CPfMVNpHDS3x5/iQ3djMOsJ2UfgEt2pgwL7Z7QfrPw0HWlVjA7S7",
-	"a4ZYVcSMJDm8quoMa0k/v2Nirhd7L1/8fnPn20E0Wl6wXNbF6FgWUjFCGy0Pa/iAqBXX+QJODIzxnpZN",
-	"eoBtR+E47cBupSwZFf2R/ZkXTG4xsKopS7JP3ZcH2w8Re5w2wldM8ZoVk0it3ckCvxqmtiJsekty6wyr",
-	"M9x7njP7x1mxzYjNh+4J4QXZ/+P3z//w7A/P/G+54UyyJh8//PnsDalqOeMlO0jPrjuSBOE+e/6HAcrF",
-	"6YzPQ846s9jHIdq/eGFG7WbjJiqLsbHvOujXgt6WbOJZY/jydkRsP5pIwn+sZVP9ia03B/Qntsalazd+",
-	"bl7OCFUkN+MTZLVggnBNVuanmlHNCj+siupFO6q56yfbq9nfGkOfey/NtbQLz3KDHryXNvYfhpBatWB8",
-	"u49nFeWip1SxQy4UE4rDVanZZ01mshEFXkAMh0buzIrXg1z+znayE+29peqkKfhEfrqg6pCa17cjv4Xr",
-	"ZBr9vaXqXP80fUTnV/+x9XhMB9NGE2MmZwUTms84SorBcYCDUDPd1IIVsaNgNrPkKn0o8oABTjoVw/t7",
-	"pi4XtHZsddqaKvNFQfZ559st783uxxPX+iHnxfSbkeCzzMhHGVG6ZnSZtcxdmT1o760vcqzeyfmbWi4T",
-	"682ErjlThGozFDozCgSsqOZLRvbxkuVL9pMU6TvHKBadwc1kvaTa3EZUs0Pz/d7wCD/WRYxTfmArprQf",
-	"5IzXSpN9s8QFm9Gm1Acg2JeFeQuepoYooYNwjLaFvZd7AnrZy7w+4n/AlmOqSTj4KzlpcW/ZTNZs+9XV",
-	"8gFr+54VnF6y+p7V46IIVYrPDbfQEoe5NF8TBZ+nhrfs9LATiX6Q5yVds/r7mtG7aYzhjrEKxGku5odm",
-	"HWWjDytoRZF9ETa4JbfofDuRWXyQxQRJD0cerimpG6GMxu+18vSoip2FuvNaapnLcqokUtn3U2Nxz7cV",
-	"/P04grFdNMKQ8Ds5/xMXxaDE5E6TG+YdF2mOyUWx7fC6QwkHeSmbOmef6qmXFrxOPl28wyMuG23uXLio",
-	"aakO0DjChaVGc39kJO9dK+X6OPzIXS1AuoTWjPC5kDVLroDyY07QzPOj3w8RzSXcVdOVMLzbBqVDfGUn",
-	"ERZHs41SGIwHbwxl/kUVucEnNwfDw0wftsGB/nkhlZ560O55DYYd801qNPfQ4JbnHi2BE8VFfPnYXakK",
-	"uX9rT7TvtSZINComTWe5733LUTf6Pavn7Iqqu7Pi3IiiG8O/MuNq9NOleZFoqu4SsquGRh6ozgUDutRU",
-	"Nyqxsaaz1lo3aDjRbVuT2dPmMMzoTM/ntbwt2TIyrgsQ/NHmyTVbKmc9vmeEGg5vvksKS2HTUZlpRkvF",
-	"stiNeE7nEWPTh2Z525JSRc3mSaudGLmY1pqLuRGUniVvHdNwdDDPslYo4kJ/+3wv21tywZdGmnvmR8mF",
-	"ZnNW+1Fe8p8iI31PP5sPifAjruVKkYrVMOyh0UGD0RF+dxQbIvZkOPHR6IDRNMnFPG2VdXbYkudged7B",
-	"FJs4mb7zMeMcDMGyuW8cD07yiR3ta340r0VxZcTfjbG8FoUjNRC0ayrmjOxfvDkl33777b/iLUGJkboz",
-	"q/MACZrWDo7JjJdMtURp5Xau0yYtHMcOUrqfyxtesiGmhyZtVsDgEjxvBm08jOd1BjRkOcZF6vA8sv+K",
-	"lUyzAswKiixoXRwW9id4PyOrBc8XIL+AQ2nFFSMlm2kiG53WL/1YpvLMyDQ6s5uiFn0VDciPaFCFCIZi",
-	"xIHH1xT8MC7dOdgcCTyaeq78MbL+Njxl6TPkz9+DTtGImBgKhmlry5j8l1pCWbJpElctS/Zw61wtR0/7",
-	"5iAvm1s/tmmDLVjJwR1dlVQ8fNT8gfzp8j4/lUKZLkQecQu8qZlaCKYU+s1rRosn5KaUOS1vepYjK8Y6",
-	"tzizTMyr4mAvgPuUFcfkpuSC0Zr/RG9LdmNNUbkUM16DcOU83OBKx68UOvL1AhzOcrnk2iyRtwMZrv63",
-	"hilNaF3ze1Zk8PGMcqfJfHf0LblpBL2nvMR+nT5JnUOdnOQ5q2DpXeCArFgNEsAxWdVcMwX8lpYrulYk",
-	"nIbfI4xPaHfp3w8v7/PDcKHjljNY18Bw5v4OO4lbz65oPWd6hA2/D00lZr38zAjNtSJSZIQLpRmF+x45",
-	"3zEEMtwyIu16A5mGCo3ZV/aZ5rpcEynYF+fxONcUg3/fsvV9DKAoDuKT9bEYXFsKpXMm9JeZ8PA18uLb",
-	"6ETlHZvIVk7Oz4g2r4+ylJSCZ/vajv99UlPV4kax+uHsrlGWXqYP8mfzsqqkUAz0uu9pcYFswvyVS6GZ",
-	"gH8Gov7Tvyozjb9PlI5e17Wsv5fFGrvblDaBFsBmLYs1RvTc05IXZH8ma0NKy6pk5Mb+eg2v35j3/U/m",
-	"w5uDY5LLuma5hiXlomp0eGBrVpV0bbgj16QRGHdUPNkzurcUs5LnX3HOjhfntmcVRFY1dc2EdlLujXsF",
-	"pkzJ0rBzVbGcz3iO3vljuHmCW8Ux/RqmS+eUC5jnG1nf8qJg4utNNKdlyWoI9VL+FoKQj4rVS66UYTmy",
-	"JjWzhkyVy8pMu318XTDBWXFzAHM4E6qZzXjOmdCXWtbWAvB1ZtOapWqWM3OLwpzg4svMNDZD4zJD0bes",
-	"lCvgpLOasUNV0dysBDBFuIZrNmtU2FqrCAIL8BrZ/o3CSV/PmrK8yQzHqNfm6gMy0OYkCbOM0AXHDgs7",
-	"NmToVLThdchnpJdXDcM2YutCovQNzdh116wWtIQ1+norbu9jI6awgjSCfa5YrllRrsn+DbdjuoG5V2bM",
-	"oC7UMHc82x+kfiMbUXy9IXPH3ouWqgvJzC2qCfvMFTjoOP59zxW/LZk3g+Jx2b8RUl+Dm9eS/Tldl5IW",
-	"V1K+Mxf81+dUwJzZ55yxAg+y4j8xUvIl1+a04vCutZTXpRmgHfaFYbIfpL6kmqsZBxHtaw/dSMFr7RRI",
-	"EJVloxUvUCw2miPZv4Gn12bZVTtWQ1g3pzjYQ5jLDZnze6b8l98oWAhzIwdxt51PIsG3ZjyK/O7pfzZH",
-	"R9/mpgH4F7t5sjd4WxudhNX3PGefWjn96yzoCSlYxURhBHQCjqRlJWta83JNAqWB7HdViKE7yzAruPZu",
-	"aX4nZzOgmCsp31OxtlKI+uo3FZI4K4w+Z+5SR+Hmj2v4w1xFx2RFuSYzy/LBQGEIQxAuyM2FmdrhyUyz",
-	"+qZHGcGjIcO1YrkUBXhHoCN7G8CacTF/Mijkpe3TRxFzL0iqgjZ6IWv+E/tKjPKDJCjktW5HuOgqcysK",
-	"DTedGZN5hL1fuwmj7Ecrfg1iefs7spxPQjWVuQtYAdrOFUz4F2GXlsff9Pu7gVPih3kNKtK12RmYw89u",
-	"M4FiTnLz3QVToAXHzLVB7L4IFDmQU6yYS5RcMrQNGHHD6GhCttcTGEW9j+QloQQsqRhMRCqq1ErWhW3M",
-	"/FTKuWz0E3LZ5DlTysz07dXVOXl+dBS4RWER9s3C1zTX5OQlUZH3G1Gan0B0LcAsW9VmFpqjTkJznGt/",
-	"6j+Y+RmaKaQABuwMA9YKbBqyIz+0y7CX7ZVyPmfFoWxikTbZ3pIpFXUq/YAerapiwshTXBDTMPglNxrR",
-	"oIMn2uDtoImWLwP9r5Yl68ZoZd2IyIzcdEwDT813Rvm7sZt/cXV5HpwoL5IqhoI22iE3NdWWl/zFLbef",
-	"Rbsm7XrJ27+yXJupnlQcFPGYETRQvI1uawRXVhybBRDMCHULWVpZAt+BcIMMpdEZmCGAhK08tbYG3R5x",
-	"lKVcseKsirglT0ujJBBaFLUhsBoTTfZPz15dHATdWoMGyN+zWi6PCVtWeo2iMRVr3wBXxHYHCri2vtDN",
-	"7ccfaF3Ttfnb6u8nseNrLo52KKG2v//p6hROwxS7tO/k+4iZ8rRlscgTbA++34yEmjZozwWaNHMplKFK",
-	"R0DSshnUIPz2Rk9BwedM6fOazfjnOONCu+az52TBPtOC5XxJS0P9hluwWjnryOXbk8Pn370g2KB3CiQ7",
-	"Zp8rXjOVXG+qrWeoXXj7CS76MRFNWXoTTCC7m5eSW2I+QnkML+SNcZVU6U9qMiGY15EqtSTBXcjA1IzX",
-	"TGy85ls8YObj3YeLVqUNGYUu2fgWCKm/B5ElMVMwg/c3AYPleBGdlX8InwIJW7fzbrOTK8HqlIXO/E5W",
-	"C0nkSqiRqbaGiggLOm+NHJXkQofsLqd1zZnajpdUTV1JlbqfOmuJDE3W3mQLbC06h5rdM+qViX7DDA47",
-	"FYSJvF6D+T+XFYg3d6zSGVESGQvad0xTgRiSU0HUQq7CiDK0SG2GdMBI5N3kI2LfThGMObT2ld0JpZZ6",
-	"IvfGyfmjaz8cOaP2rd3Hp+J+89OOGTE8sBkpGHiA8ChxbU8WN3ceF4VcWZPUvWxjO5xshRmOe47JorUZ",
-	"VngPTv31mulraC4qXunpRvv0iYMnk+6Vzbskct/dqPv8uqL6+uT2tLhpqZmSitXKUnDNcjkXXLnQjGEZ",
-	"qvUXABNtj22X73Sn0rsxu5wlCyWdkL+G113nIDvKCOWPUEwIz1pI5Z17akjke8fjwYc25ErOWvlAbQpu",
-	"1WjoFlfQUCRia0PB7Su1WRsitUvM1YT2zTdx4sMJ+zhrH8flWPyQeuml6Qjn11LTcnDFsGOg3SXV9mqd",
-	"QZSzyog03IaWJYxI9af54vd70VCwkKptUFwQfYZjsqsRpZWm4Pp0wfK7WNSgUWnNyI0qRM2bJDevbhJL",
-	"Uit7/bkqqcCLxgU8QLNxqWRUovH9RySauEf1g7R2RPiU1GxmuI2Wx4RixrphNdYlcLjihX0xrjgafTWW",
-	"EOnu4LYffDN+hypzsXAd0QQu7RMU7meUl03N/Gnzk3fMnouZ3Mv2VrQWZoDZHgPj/49j7M8xPZxNMKAR",
-	"XdKQQDr/mhHQvotDUBAVyxuYChIOOkiixgM50QlrrjYxD9RnpwiaHaRCivVSNgruRrVWmi0JNB7fSXjk",
-	"TE+9ZFKOEYN5Ty0zF1XRuWsrfgiH2vBtVMQOrSJm7gM3IrPAMJ7ojQvLMzFUyK/hpnYJqvQJKsKjmrZv",
-	"D5SUcBnbhTO3Wlx7u2dCx1euZ4MJL3FHDk9QbAhc5v7Jhkcx2n2S1bxtllQc1owWYOdmMc6TXD+Zg1t3",
-	"WIrEVfET3NYCIBudyxiDaxlt28sxwTUgS0aFQlnHaSqek4EGgfKOo0lrwDODQu5hxBZoKS7vDVnCgjkb",
-	"eZjeykZ3d5U6baboGGUML2Qo4BPsIS4n1jSeE39lHYQ9Qs0I+1tjTqMEofjm3w/hxcOz4oa4KAmCtvyt",
-	"aLpvYLMnMiT1dvdC1pF59tU/ge3kOrQ11WjXMtpxIS7KaFVGMG+xTYT8JxHv7Pw78t3mYkyT9oL7bheB",
-	"zw3lVybxOWiTc6pUym0B5x/FvhZCxcgLpOCRWxzd/4koYWVISFbKhpE0S3hql8UGDuwrxkJLuPoGdHRw",
-	"5xxMpQnTdmwUJ4j645pGS8mcC7QFUHWHJjw7S2/8mNAlHI3oxF1f9g2UMjuJaS3GzOTOZFVF59douaSa",
-	"5+0U7buTWu7RlJtT22G7tJnb6RhlfU/zu3ktG1FcUXWXYFqs5rLgObiU8WWfuNUlqc63aWMaVXdgAI5e",
-	"MBB/ck/LS/TWRmQs+wK5ZXrFmMAUXC6cf3fizhhSfdWgPe19pBv3zN1naH5qwBm95GXJE91FWQB258N8",
-	"evqW+bnfTedu5hqdfKxICFjmq4tGxCShTtC/n0TMfoYOTHy+xut/R5s8XOcfRbke1rqAEGwCNQS2oi4m",
-	"IYe2UQHi2KY+Flc7DRH7DNZNq2MjTmUj9CD/N8MBeDRMdKtlbh2ptd48m4nNrhsByt347EspKyN02S82",
-	"Mskj+XkRpTDspLP87VA2D1ZINRvHISTYYOHGWUhc9vm+yzkUqdmcG+2dAeSGubTcjLscJWUh6Ctam0sW",
-	"GpvTcocfRY+3qckCR4+Dbsgc/R1zUdnJy/57KbXSNa1OiiUXQeQwLQpuBk/L82CNbCJnXztBV5aW1jFp",
-	"hZhaGU5i5DZqGuemHy3rCCfnqirp+kPauKMWciVcUrvVpLteXjDVPME8yaEA+zakIOLrcWESTtEKh32M",
-	"fIMSRUtzXy+oWpgX0VGBrvFe/8+/ewGhO+14IsNxEQCbw3kn51wAgzlGluDkAlIyDanWNSn4nGuwaLQJ",
-	"cuiVx3dUhq+Y/0rz/40oWK1yWTOVGXld8blAk8hiXS2sobeXVxNM4VuzfqZhM8D/+svJ4X/Qw5+ODv/1",
-	"x/afT67/7fDHvz/PXnz787+MqlJ+9sG+DNJpKrM6ZHZIep3dI0rzskRMD0luWZgu0CXGW9fThR/mpvbZ",
-	"2LhbIXvdQHSoMjeadUMw4hsMXGpcmT+EGYthyreAown6oZrAiDeHGFuyUypyxBo5lcslFcVupxubcaCi",
-	"OTa1uWw1oyomiF3A7234cxslD+2W3j8V0Nx3kYPyc3SGFb3lJdfrU6rZXNbruEyZ26eWe9fFYUVrvSa5",
-	"+946cXuGxzA8c8CaSwFVxto58OwZlS2wTPSi5VVcyMiTc3Czs0hRoX2l5PcMgGwMCWVOgThUa5GjNmVT",
-	"HePi7zQROli+GUtYS900z7fzpQuM1NSSNIp1OtvGqd47Hn4h+7JKbJBZsM/xU1TpfEFPF7QsWTQW+IQI",
-	"tjK0ZN4zO4AvbhKUfWVEwtCSKCYKwB7xX9wEyLjmVtg2auYHn+Plhmc17lsGdhubFDjdVMmXdB6HuLlg",
-	"5kzfI6BNizFne4Xvxi1s7VIFXYUzjG4VhAi6S/zBsoxi2nA9tvLhk5EtRR/9eVKkcE78qidamHvvmMgK",
-	"h0UWrGYZuWU5NeeAit6tUjPFNFrYbOCW+f4b1TbrQ5zMibIW374ksukRY6v0yCFbJpj8l5F/+gJrMKLU",
-	"FkfRAE/IPS+YdAzwCbnxiEY3Nk7DRuuEMEkvyc3vfve7f7sx4pUolLnTMdV2DTmwOClMs71ZUIXATm0w",
-	"nrohiq7hM3cdwIfxCNgQ4HlHWOisg9u8A1xzp4FBRhGCSKMm7wKRt3RqBB1eJGSEHxbrDjIrYoJz3YWy",
-	"7mYTegMD8xbAza7LUq6+p4rnJ41efLxn9XlJubjQqhq+0zuga0vqwdXxglqymn6jCDRMuiHuAacD221l",
-	"+iM3tVbVy6dPbxyghWHwymLb2APs3VJaEirWRkm1JgrB9ErWd6SievGEfJzNyO3apaW/xEP5CuMqubID",
-	"ZQXmldvBoiEVb2/8AMcepI4bltOdCaxrXFKhMVCZEwvp7TicBU7YB0Sqp7SqnjooBUUawf/WMK/PoW89",
-	"sYcDiN74O0jizOV8t518FCUXLDED2+o9q9fnhucOuOypN57W9gsCXgPwre3frvGf4KjUsjogjdC8tDv3",
-	"WaPmhrKYrtfp4STAwU8cEPhx54hYfZAqoqSE4Gzkwxa/3uy+w1s2/+bKDd6J4DZjxyJtWFdgSjLdAU+W",
-	"7H/6dPbqAJxDhqxpXkvVBUiJS5IDsdanNmbU4mF+lfDqEB73joviJS+2F6Xf1MwDv9ZWDZS16lgwzOWt",
-	"En7QogfNvjVserYBUr4xxkkY6C3Mh2ltY/w2TcZiRUSmkcQ4n4RiHvpskbNCugTe9IlYhBRC+Suu8Hh4",
-	"n0tOhZnDLQvtr5uHYb4Fxvg3Fqe7b19H47eIr9IiCWwdXlE278cJNYhtbR5Yx5VayKYsfJJbfC6LBF51",
-	"V7+FK8QMuaLiUPNSH/4k5TLZ4oaUlG7fTSIArmzlLrLvo5WPXaitBVc4iHfORyCju0FYXtawqNHAFpvK",
-	"XiBVSbVhLAmWaEQPa1aJs8VNSgBpxbZuzSg+xCwAebF2U3drmDslEeayDRgK1cRcIiock6NKvLBs4jhi",
-	"4W8RfPcKjbdpR4gYhuv9E2MVsdC8LRYJLBYC9JKS0XsAD/NIEOB3BKOLEaGasky4bYYi/pyN14EYhzdT",
-	"d2XcK/GAvwAtdytQW6P4aLT2TEGbhXfNR1pVVzUVqpK1nvpx55ufswDtddOD16LRWsFw7c5jeEyX4BT3",
-	"+hMqThTUUpQCjdThhdsVqLc35sH//N3vftd733Bz96Yv4OP2x2OLoLSsF+CS7wKL/D+mGdPwfzZHR89f",
-	"uMagK8igu3mafgN/sUfifz6Dikr//t5eO+ogvHN6V2T8xlEJJNzLLuJt4ruzhCYe4tNC/IG15HsAeeKM",
-	"gBjeiK+XXGku5pBJEu20qYrB1IjQk4v6n1E+fJKqrLeVwmyHI1LYZrej8td9HEn3zwFmblczOSY319dW",
-	"jQIY3uvrG5/JyiakCISAlFHXaAh8HcArR6/I/sHOPJKvxd/0YMgt3FwfZMp7+4KiLpu1aYLaIG1xlbBW",
-	"UKe0UVAAo4907mtRbBRMGNK7s0itrF55oG5tqk37Qd+IEVXnHHtNJ0+0tB+S5YDV6WTTiNO3b3erhaH0",
-	"ZbVcW0rssJ0+qaQs4bhuiJ7HxIYkhdJpGMVpu9rLbOxSNHZzSgkxb+VvFedCcjEHS4NRoMm+kJh3bi5a",
-	"Vhxk5NLF++1TK6iATm/Y0YquDzKrepN9vFONWlrX/J6L+UFGLiwCAsLrwRGnWhsma0O9jlvd2Qhn+YIV",
-	"DfZ7bnVu7qPCwMrhAtC6qvlBRt7Y0LHu+ytelsQut6ERbuVJt7R23nvZnpvnHsAn429u+HvZnqe0N/2Q",
-	"p40tGK6t1XpavLAISUY28gwyAHGdMa1L12uwTl9guAVGz5lfFLlsw7rcfC58UIZ9ODRQKP4TM69iCruc",
-	"dS6/njEcn4xGvXQL1rG2lNGEQKpfkXWA60cyCkw2A0xSPW1ZK1vT6nYNdlQYc0cLfLBYv4Po8OuQFXrX",
-	"eHAfRm/xDlU/4m0CJ208eLtTreyfKQsPJ9yZwuQwqQ4z2yUw23YOIdlOz8So7K8UhO0ktqWRBs80W6aw",
-	"SOAFDOZzOCMBAIkLfJ2Gx4L0nBGk34yoO16RfY+0CNWTwC1A9i1w4zFRzNyiRi7rXKLYlD8LRnC949VA",
-	"AtqIlbljs1lQCBVfYUTPfZw/3cX45B9bIBZZkw3XRNdmE2+Wi8gA+wsfLgU8axlJdO512jPWjfdA/9GM",
-	"s7JQjq2apQBa8MCb41zPVry5A77nAWPsMEYJcjff+omw5IrJi9ooOzNWk0LmzdJG730ht6nrYmILV3Zo",
-	"r9xnYOhh95ytOojGGJLcUwJKavEYQdgEKEgnQXcQpY8JrJJHf4ZnwVKMBIH5KU3YrTTyVAWjBeghuzf7",
-	"dqIHLV1ph2sNUFAzXi9jIE/4yrDV1Q0a8yrwi4TPCe/WCC+A8iQeY0da6+YKzN23bGouSCoh5cxC18I9",
-	"c4wAOmbGrTXM7Zfd1In9+Xtr86pnwgj05uJENgIaoWV1zt8S0MU2N2Bwf8SgSEKSjm8ZV7hVxL6bxPzg",
-	"KnqlXGpEvcPnqAgbkjONQsFwqi3GlVWBLBVWtSyafHIMvLlcqjS1BGDBkzbLCnDJ5vDxrsTXlw7sLmT+",
-	"CLXU3w6lnaOnXUcKwfoP8ILJouY/k5C5WcxuBzFzJwnT9xyRMdXXFTLTBf/eWtAf5wwzkl6+sHcV2jSP",
-	"MbrlxrqXgrCrjNxIcc9nkHorS4e5akUtX0YBLZQZuZnfgnX9xggxUIagfYrBNJdn56FcVaM5EfrYy/bs",
-	"50PGjXP902kQ8hsx4F39Ryco2EKoeasMjiZp+UgZ74fkyZnMY+Hsp1Q48Q7eSDg8az78LXDUmic+r6iI",
-	"f13RBLgTgHtqNUTY9pVw9+4Yq9TkHM1ZzdQibljw0Wm2YcwwYwjCaR4st7UxaB6TjMwamCfxRfhJxurj",
-	"mm9SfvEBz4HZAzsM27KjCbu97aJ3F2foQOufrG/aVfuIWPSEj/olQPapwH73VnI/LBiWb21by1v67Njp",
-	"2KQfGB90BS5zLePhQ/he4iDaRlRXxJ7g4HHNZuF6TNqCHXWlcFOOyVLeM5Cbcyk0Fw1TzjeNtl83sQDN",
-	"WDYRhSq5Oq94zXKEizVEmCHXyYB5hGEIjvmCRlvIFaYAzgCAis8XaP06tL801aH70bzqfoZ/uwemt0Mu",
-	"3L9ko90BOBSM1v6PGfzbDOdQVgCoAv/OSwTlMuOLsn5VMUf+QXW9npBaMUwNrFidm1XuRDl9Y4FHowzM",
-	"V+V7NlaVzxxy2BWX/+vKER4dbQzovdtuG6QPRlxWzsKK20ujiwzlBnfH9+LoqDvCo6NRkcJRyzCdX2Jo",
-	"euI6tYHr3av0UW9Qq6Cx4vv1SRg1H+d5nbh6/ymcNkAJ6sedgXzvo+ttjQKeuBnwmwt4aTyyyvbg76/z",
-	"q/+IN5sMYntPBYRHQ8Hq45BlYCCVQ4BZLTB2b7bl5bQxn9BnnFz3aeSyG18EksL63KAm4xh8Elmf202l",
-	"jFOr5D8OGYztVzuJCfvhGhtY1bagHaN1vmjT4tL0V7H60NkYfJIYUfC9TUsBnzOgjhYcEj5YNLNhPEsu",
-	"bH9JBcJQQEcco7poWabMQKbv4dZ9RPTA2FNWi3Q6gpA689Foa+ugn4AM5FcjGPoUu+qFiwWLRH9737aL",
-	"2Q5Z6bF3baMT3QYdPCeKFLK5hai6piJaku/IkosM7Vj/3//7/Oj/Jn/l2no0entqm4r4LHt9cUGoUckD",
-	"EAO3Hx5F1QYDWNHEzQGAsktG68lGma1ALbqLkoSxgA8HNY1IgMKIhDsOy8w+a9jvwY4hAMJ1zBUpGuaA",
-	"NGzQqPUX24I/Lk5i13H1KdnRwBDR9mMR+/nrkDPjXggR7jGhgTZaEqzS/+nVua1mWJYKiMSQ7NXpOQEk",
-	"CQgB7ULrNVqaXc2NINoU1ZDe35bqfy10KkkYrbA9hb/GL0kp5wlkwtgOSpJTi7wW+qLJPgKNvXzy5Ikv",
-	"POJNKyjhxZNgJuhIlvhhFkOK0VmRDE10SoRvByJ3ENONm71bJ0Lsdb2elhuCrUJmyP3/gAR5XiiiDHHc",
-	"rkFrOUgjCm6FJugERmtIzWwm2TVWW7fW4MxrvT493dz9lmfgYY8bbeqYBeC8ZvdcNrYQBo4HM9ewPzXo",
-	"UJwSx+vp+E/moy2wDmmey6ZVbGA9t4Y5/MFnL+wGb6gjKQ0f2Gq75doWEtDG7LTnMUnJG3IXknXWkYit",
-	"3xQJsl1/i/PXxfIb4pzdnUwijFLHgQ5LOcfj8xKF3jnZ97RtfQQZsXVTMutFgSC41oeauTxKG2+J0XNB",
-	"hmXWjaXL3GV94A8K2e8mMChI8MJEP5d4gn/CCpnHEAN4aBMR9jGW3ui23XABmFInODSEv/bGFx8GG7Y6",
-	"jfWP+z/6Sx1Fhfhv6wqxM36QJ6R/0e7iGHHj+OX9IpeCVmohY3LwSSAjKPsaOCmcj/TRrBuFXIlS0mIy",
-	"1kJJNeQCLw1VW7ygF0eHaCQirjmieX7HdFeWDFBZE7lpSc3WZ3S5NcNErlAojSSLMTACbl5e8HtsQlOd",
-	"7WOwfvaBR/Xzw56si5gxjSgO4T5QRTS9Y2JkwaddpNZj/EgkYZrakRwU/4l9v9YxV5o5aw/YQWT0Nup6",
-	"SiLfN2oj9ZsImYhXWPFCLyLNmp93HvSAHa01mm3i4nVmOsSNzG2SCuUJvTlw7RxHk+Ed9GHuIA6wknw6",
-	"lnsLD3jgWhj6AnUN6xtJLVpw5w+uiKymLQj6Lh46Q9FCaSWzClsdCqROTM7l2oJfos+m4Koylxuyxenl",
-	"YSYvqw97U+Gvw3mqmELQEe7GZeR++/01CkS4jeDHje10QXdB+u5WDrOWEaA06SBVwUa1EWx4bMQ94LBW",
-	"KvbGXV3T+5iLYhRNxDp0osNDwI0YJkhYkW5LqI0IVN8ofsbQIE8CKOe0fXoDrmK0ycrQ/lCDw6G/PWAJ",
-	"zB21Xmf2GRWdYyhkRaQPY4QbbFYzNgkTclqiRr+po+e/T6IcDCAtvLKIBr5IJAQOW0DRCUNNgSi8CuET",
-	"JrfXEekG4lpfWziRoX1MJ6j4wOspNNtFQBgY01uqDhH5YGhUKZQD8/WwK2ZbPAOwrXx2EflQoDqSO73v",
-	"AaZsTUJU1XfDNLhE8IKhOWyBFDCJYqYlDI03sw0uANcL2ThEgFQ40wNS8b9aVn1mU+cB3y9Mng8pZMU8",
-	"CkYfUu3o93/YPel87OBNSKKesLWJWkJtNnQnpXmCRPAqiN7fQiQIVGuSU01LOW8YgWjme1YrLgUrIlkI",
-	"pN0s1GLdholiA6nEHGAu8rIpYlCyLsYzabVX2xpY+jLSz7AZZ9jC86MgpsMbXBx/GYvfcu9ta9V1b20I",
-	"KeWKrhXU5nviI4upUkwfujW/mUKTmIqVdny0iXG7LKRPEWuX8bvYKm4V4Y5Laetb0oJQPTGM3ZJlhLm6",
-	"vAn7xjHa6KxV1XSi2nQTNdHa2Dun9v12FH7ts5aSJ5xWn0K8lfSOqQ9xWX3L2g9bymvTs2qnkOujXI4j",
-	"KarRTUAQPbjM30qlE1ZeVPsNI1dkHxCd6RwM9V7KxnbI7Rr0okbZdHzzaskVpqAvpeBa1pB26DCtFZnz",
-	"e2YDmzTlsTyCQBJRKdsODJ6sFlJ5LCsOqIVcTDUeSZvBvxknIGpZGiF2EXQCCwAudF5aYpvSx4ThY8sY",
-	"LIQ4izbjfcForW8Z1WGk5hTvgEV9SPVqkRwZTNPGixaIxSOkHU6/2MZQKLaO459f4ANcxYmNJez+7wN6",
-	"vBNyBZDoAR1mxI6CSAEYUO1duy1/c2Z/6aAcpAd6qDyahptzFqPVwXO3vGV1An7cHqklvLN5KhaMlmiO",
-	"HLy4wo7e4idGQdG6Slb1O+mW88MBfKPI26urc3JyfhaPi4GKHmMAqeCu4RZPzIIcD5ZQmVhbgwXLtJkm",
-	"S2d6dLKuanZQ20XXdDbjedyGzcrZNpMVWC6Uao+1mqjh2cxmddRZGGn7Xmq0wjqH6J+lZvVetvdBinv4",
-	"53jJTl/rI1ikLn0Eg/LbbBcgc1Q4SuNvPbX2nTbmdxtA06F4QCllYI6xOT/xNYzmk56JgkWKRL+jSpNS",
-	"zgk3z31+qhXAWhKaVCwJvJXRhKDWLRk4hXtEccsW3EbNtAdgYpGmUyk0zXWsJNT7ILQ7CK9DnAv8rAWF",
-	"32rC29TiRRkgAflP88V4fQRHA8OHJVHVoyWq7izdMZF3EKU8r2mB2ZIihuYfKLgpAft7Lmi9duJ1t8MO",
-	"Pksj/LzH7ePtEvkpZl3C7pBfnyZCUXyoGqQ7n14qS+PQg10cvfwMYkqFFRBstCuoupmZPK/JgittSzH0",
-	"zqbdzCg0ixS6lmXkjB/bLvPwDSyYAaRGl8yNL1HCFqY5EYYYX47j6DBhhNaRHDOL+W20uKrRRMs5EPV0",
-	"zdguX4Sq8QHEbphFyAC8A0piwG+3TX7H7OlWEM82Xb/9IAvWEoLtKRaIYUf3PfSVdJR7lyh11OBG19bA",
-	"OyZHvhqOe6mtm2jBZyeIiPbb17GAqNfC+wF8F1wUchWWlZvU/1ahurY58L2OVLv7msMyRKPGD7mjrx2J",
-	"Z7zQij+Q3TOVhQzCjba3mJ3tTlBje4QGuF6qINSpl/6Q83Ylk55IElR0eywpJGhywp38aLwtl8sl10Pj",
-	"xTc0K4KRB6rXduNGiSfpDm/DMbs6Qg/yzP5qpCkYSRrw2Js2JqlK/gP43Nzl0dLnobC6hSWxo/n9vI3N",
-	"0B1U1bUd7kA3mtXLdPuBBsTq5S7Rc+ER93ttu90QZULaC6bfrn30GGM1P3eam+WSRmtgdXdpwREnBbWW",
-	"XmXAgUg8fH/9PkUMrcBvO7IiDGyTFeaCjtdT48W+5jEZnVq+SfGTzEFbmMDdDmxtBO/Rn5tN1t+5DjkO",
-	"459YApON0NF7wvzuJX7KBeBVQEmB6XRFK34l75gYXPeT8zMsEze1jm/agdQ22ql7pCargK1xa/gQ9Mp1",
-	"TGg7IZy0jcILExtr1MgI4YVdKAtbzoKdC9a7t0JuUgPkZet5R0OFLfXY2ttG9giJSjEIEXtCrqDsElQA",
-	"RpxXAHuwFGPDkjCCjwvyVuvqo/l3LuUdVIAQha2SwO01ciuLdRzPQanXE2rF2bFgYUN7EtwcsFdiC7Id",
-	"+8G2hQzEFhAQqp7BHkRcz7RsmE+Wuvn3w8v7/PBU1bND+ODG8OHCBo6DcgnBXJDaOudi7rNAguJGrIBk",
-	"o43JHJNbrMgrnXPNbpcoWgAp86lD4YhrqdVQBcTXsxlDYOdqoxZiUBlum+KH2Z4d6MCWntwqWTaaEdaq",
-	"UfarY4spwLXv3ciFmNq5Ueh+cBtti9NkWLe6+7S0dVJb37q5Dy290abgKGJDGSNBbsxOPl2ym3immBn/",
-	"mOD2ScWK2vvB20a6OxkSabZxhiJ7MMQqUjLOR3dpYrlj2b18FnLJfFZGL9AAL/RRiTUqaj2u9uEu2Snj",
-	"wJfHDDKAJgwkgwMGkcJ/sW24worWIo5W4YRm98ZArSaMjMcAEMEeUqo0qUG7LfVrGgw9SluQDHZiL7PH",
-	"KuRNRSu0JCJiWXEWDc+AasaEWqcMIKgAUzk9e3VBhNQWq3vB7AWzpGtyy6z3ppbLYwRbtN8HRb4Bhdbs",
-	"RWfdwzKTManYh3cEXvswRibFOoH6qLbAq+1w/c3Htb127S/9euTTyFKka5/bY+f3oB87MDJzIfX3cCkn",
-	"5gYWkP7suCIW3xfRMKnGrIGd5lZtVxO4HYWNnz8mRvMiy0YBZj8N7057cQCaC5iStyIKLixRPIuAYzZ1",
-	"JdUQWr9fKudxnFDGGnQVRgPEjKHoaYiBBIe+LYRFclmtOxSBVcbtiLDtoM54TgVcJoDham7zYxsYDciz",
-	"IEtCwIavH3nHqingsy6mL9jZNFMK0bh3RcOCEsthxNevJSboOFpoP6yzHxTXD3JC45X8h4vvP3u0eKPB",
-	"RneJPgo3+hH2+EtW0H1IGsc7pjcLxFpHEbVVVYdLwCIGtK93hVodXIyAhnJwTORslqXKuu6QJPJLE+g2",
-	"CSgPK+i6bUqKL6rSFlHdLJ+aWV0cUuI7pVNTEGDb1wF9pLySTqXOzAHuPD86hJ0j0QKf++6kw4gshurB",
-	"AxNRetU800MJans+ZCRTU1i+XM1Pc0d/xmJrNpJVS/Qah6UmxaMmv4xVAx1Phhk6JVNKgEJpKNguw922",
-	"SGCZ3PHDinRuVSJTQrIJwdhqCOVR+rCUFFBhXPZsUCLTyMTIP3pC8SPkz5D9Z4fPnv/BzL+mOTJvIX3g",
-	"RPvzwU4KwUbezagMOqE+5z9cTs5FyG9MZ2TfXtLE/qBePn16cIy8WtzzEBQUyMb81ymo+wutq4yY/1dQ",
-	"OoG6m+vTxVlYRNJytickyCjDcvdkv1Gsfulkg3/Dqwcscp1qmr5GpkoXyVRNvoAUI6yN+eRJr/Dlkyc3",
-	"QWHMyON+WcwDMHe0ikhrbnZFeR8tU+kYQ4FaKidYLOLJZsEWpxM2AvF9RN9CtZ2sMiH/KVo2cjsO8Aj5",
-	"USBuf5AFO5kzoV/7eO+H2X0Q+VIKVOX7YeSbMrnWaYSNd3zGdFAHDO74MGbIriH516Mjsv8MwAkbzdTB",
-	"MIztH178vgNj+yKOYjuwYg+EZTZKiggy/ZMYy1cwhE1vo8UHWFc27AvWRyrMrmh9Ezb1AbsKIek7pW8h",
-	"pP8JlEI2v8I3T6pa5kypJxj3cjBF6OAFW1ZSM5Gvo2IO1tYTczQitHGncFDvjAwk2r9hzMgVVFDS2kEj",
-	"BHWcKSynNaGO3ptL+vkkiUz5ipX8noH0Y31QHLMrFJGNbsnt2zEY5zEU54qujVSQJpyYrHYmjDDoj4JF",
-	"9eYa5JrKXCoVE4Vyy2h6De7TloxTkKVYGZV4GDu/QW7RrfekdanomvJyksHKpqgkT/orRgsUj3rTc0v+",
-	"4uhou0MdXfcV5XoUz0dLX/G+M30twfVlKQO1aS7m7RiPxtCzg+FNBs4GFjDMvw2bzNd5yT46m92ujKl0",
-	"LQXmPy1J3YAjiQaZX5ssK5Wc8b7zTchEvo1hB7p+UzZTSQoZRm8jvzpUNiDQ/ymr9q+a9R7XDI5ftge8",
-	"L3iem/nMwMN7WDPBVltVWuufoGmHZRs7mk/QaNdpGBkYiOSTYvWjeXO8c7lnOUXV40PaB4EOyW40TMcj",
-	"toX644TMWO0tDu5fL+kGLvFjW1ONKFoCGjVVEJfMMXUvmiv/3YvuDkXN8bJkZzGW0jo+vZht3lWtmxz8",
-	"DS6oveuTWJN5TYX28qm56FGTLkv22J6KMHnCanJoLu0XM21XuA2JDUMOPLau/9gaTKInyXwVV2XfyTkX",
-	"TpQ3p1MlrIlwLUmj7q+4crkAMXOlCu2VKgPdm8+FCkyXaljc/9YQnmnYDPC//nJy+B/08Kejw3/9sf3n",
-	"k+t/O/zx78+zF9/+/C+jqR1+9gFBt9SUPs+Fc9HGIoUEW5VrX9vOaKFSwz+9E9anIeCKGgninpYNS0ek",
-	"jWnOfjyQpBkd2JWR4ZqytEOADnuG4ht1n19XVF/fHLsj2bIMb8CGMwy4vxj5ynUPoy0Ei71jE0NJvGd0",
-	"eMdci26abehXfLswHOCTiuVCXtmzDNXe27gVkLK0wgMF8VzAKOzGWDxl8GEbAaUNB0QP3oLeG+EZv4EC",
-	"4BHlwnc2MVhjY5AZFoXyzLUlrRZCvRex9iRRMdu2OAxhGx9Fh91U/NBtie350PYcLxSbDhd7Axpsb/g4",
-	"Y6RauDFUOpAMiJMSFDLA34pN5VR4JwBvcRK72/hF4sHwygAccSZmss4xwQBvHRvetl28GFxjEQkofrv1",
-	"o14gPn0zSm2IxZiWYwPZOVirR3tZ91j0I7dwvvEzrt+zes52lblrrL87g/sd7TXfqLbeBegjf5VcvGxB",
-	"5dH/p6AyBMlrqZTDRr5j6wNwldAKY9uxwbN4bmzU4Vca6beTvWlayHz8uMdZM7s45/fxgJLNA0fL8pbm",
-	"d1Ez6okAo+e+OgDIUQj+bnQul0Aq5x8vrxjoX/v/6/LjB6uYUnV3VmTwX0zfyYg1WpxjBSbAT57xEiB7",
-	"HXj7K4vo915lWIYaYKkrgLw+0QfHZN5QkN1LfsfIit0upLwzeh8eqCfkTCP1ans5+fjGcbPlNARfi/uw",
-	"SQAT3VjFFV+yweQ3pLh9jNmEK9h8AgLRUipN/gcp6FoBeGl9kJGLN6fk22+//Vcnf/20Fc7siP/kBKo1",
-	"YK0Gc38JWgMktQVsZjB7czI63vK2qErJjWBMlGFltJy0RH7GI8l4sEwPnb47f0ljNS8efLQmWJw3DjPM",
-	"pccjyL6zZPSt0wfbW6TbVW6Jcoh9XlF1Fw18b/TTpXkBTno0pqNzrFMGCMtTqkYTuIERQs/FFMJ6tEcu",
-	"I3NaKWKr5RqOKnJGLps8Z6yYXFB4Ow4bF5Ds4fDxKlGD5Tq8583rlqTMuYFAV0dKTlo691gltgVIfMfC",
-	"PNvW1Q9YV1vtyPmtoMp+Avg54LsDCQRm1w3/3aEopNWVdMoUbdRsvmTbtptksVYCYAXYCbdtNV6V6IfF",
-	"mlBiSybBWgyVFLGXXSSaAilf8Z/AgXK71kYD3omqZzVdxkS/N/C7s+/Yo7ZPjcZX0/xu0ymTaN+cvAj2",
-	"pzmPDsExvBvbvuxpnZiJNnIvXfUDtFC78kADeDe5Sjc4gngxFHj0CotqxPux4zdNwnG1FTjiznB8+TJ9",
-	"h/1Ay/IwL6W5UQPfGX73jbKOFNjFbWl0Q77a7P3I1gm0HCYjz9wvF40Q9pejEcpL4bmDH/4Nt1H/sQNo",
-	"Da9WcmjX1shPajJsfHJt2xOOURtbrp+NDxrkd105x9U/w3z/rbsblT3iZhMQreO0ap4dE59v46mKdzex",
-	"aXiRarpNth8MxgjkAvvFLqLOBJMOzrYzthip91mGG0zX1e4Ayzdkn03yDW+oMcnoFaDhjctHgVfVZZ8G",
-	"xN+VnOwb8X22wWB4kLhw58gcrzrDWPq2q4oKrEyBiQC8a0vo9mpaTBFXHZ7fZNGsUaAjV+AWh99jeQiU",
-	"64dtTcv7Aa+4ZXMuFLHh8HdsjR9SSBrxfuGp15mWjzpeBnEPgeUo+IyJYpckVrsjfnFjtLhRgcdK61NP",
-	"cPTU+TOhRul/vPBS9xz8GosuPW6pJZhlRgRbQdSNoZjpqBOdnZlcX8m8/svWVNq8E2IqvGYWp6XLGvf/",
-	"+PqKPKUVf3r//KkXIZ9isu9SFkZ/WVIzN2Y+PYRPD82nBy9becaLMV56MWzhjRfKN1Us+8Vetuc/GVa2",
-	"XlFNL5hmwkzp1Ah+TXWO5Xoi881lZedbUE1J7T6EXADRVKSWDUBzWeEZpEsgbrHWZiMnF6U8MT8HTNrF",
-	"CuLQEvqrZnMZx8WzMyMKZmAOBkzAfrKebhn2S2W/jJH0tOxQO5WHZYdOjQ7ord+xy170eYkjKTVdsCRb",
-	"OtB23ln52FGK0dhF8/CcTwwVYYO0+FCCqxvhg26Ux3oFF8dEU/QAUfpnEPNghm3E3ZK0H43nkY57T36x",
-	"AJKBWJEkScSrI+HvznHxhfd7a+ZiFW4Pt2nYy8M5i12LyI7OuOBqEWcvoekd0CG+MENJrddk8J1WIMXL",
-	"Qk4GmxnQcLu29e3XIWZftswvWPwIJwwwpCYwxVuq2CXs/4k5dTHK8n/5Mm8yh3gYs4iFbWOT6DH2LNKg",
-	"/cKG3nZrEN+ov5Vcs5vohsLC19Ea/e3pbAOBv1Hkbw3P74j/juQLlt9l5Ebe2QD0AJJq05QFCxWTuWC9",
-	"iH3uOg1XYtJxw2Y+JpUOJyomqgX6dQSVoGPqnEq9MIA/p/Bd7TQdvmufS4fznWJmmjATMAluP5ONKsRz",
-	"hCjvzi+kn/7ihsNrNz56ZoDRouXtDS+Z2lWE6JruJFnQujhEU6hN3ufgF7OWGVh3DHlmQpcRkCLUayPL",
-	"++zw2dERKSDVLrd2V96PpRsJdm+xIJ7ZsONUbF1U206sJVd375muea7iyu5SNkLbRSJYCD6Ww37P8wif",
-	"+R5swvg0YVxhKYqEn30ptCleAhXPXXjTjrwfoR5Gd8bAwd9D9XHwwyeivTQthyqJbskNGsWKweXggjSK",
-	"bdGatSYmCnDZ9jJyZOizey3KBgGgbbtYvzmiUuvFnkuq3fOb0FmacF7hlndHGKVOW0kFPGdwORqST9eZ",
-	"QQ8byq41XkeYBccIKxmkBLWhYrqmeSSo/G4wLMw20wHzDuKifY7bHi4TU/p7WazhL1VJoVqeaPnTOqqP",
-	"m+s9FZLujHNuRlz17u/Q6IB0/5SLmcTMOeycXMLvZ2Imn9jL5SYByzgddL2q5W3J4l5l+ywCpIIPyAxN",
-	"BrL22ERufc3fRgXhSnExv7ZwSsEvYYOj9Qb8yvqi+G5ow2Dlr+FGO4USnSdVVa5PIDQ0ZVV2otCq5tpZ",
-	"rmxuVKfMp08yF50yrJLMZFnKVevdbovegIcbMpitDBqWaIE0kn3eFnG9CZI6EHxMCvZxtvfyL8OS0cZ8",
-	"vSIyjsVss8VObCXbvZ9/jC3gbrf2JdPahShB2SgjWsrk+kZk4s8VyzUrLhf0+XcvYmLsrFGsXXi4+IQk",
-	"pRRzVsPig90WwWemZKl9RdU721N2fbZL9ApXFSEDM6w4B9FvaNGE4r8tDp79AE9INOtrI/XJRvk/+y6b",
-	"mAcVEL05EkDvG9lQrVcocYb2byJEeXMQZvRxreyhPSZHtmnl4KMeNcfK789gEk3q9A0oXWOcJgkSPlwH",
-	"Q7CVFVdB+qhKmjMfhGD78SWruY5HENzS/K6pjCAWSy1toaHALikblfbGIXEm6urNWeEJc7IKGC41NhJT",
-	"BPPtC2gXHgtizpKxM/HkpdNOJejkYiQv5x8wLr+qmEjE7UxLnYuwMgwwH6kli2RRs0OAUHZcNE4bNhPu",
-	"wp+RVMvUriURjEHdwLYfDI0w1wC9Y4RBdHqiNyik9j3N74an0KFEiwZta+LespyaG6Iz0xkk8rsDI1N4",
-	"Pypx6VjIJHsM7JWzGrfI++S8PChe7unKI53vdY6gH0awn52V2dyUltbaIzjGt+xhitcW657WmCbNylgU",
-	"Cb4PYBFxumYrwN6NCJolFYIVNqGCKrja4kanski04bA2x9uYTNUhG4XNgvgJTBrUcC8J9tlCtkxAuMN1",
-	"C+YQLMnmqMa2MKxguynlxm4ZZ5xv03axZkXLlDctJlN5oEszT3KnJRV0zoo3Zg1UkngUJCl5xIJAxtjn",
-	"kI2h15nHrFEsr5nOyELKOx98x+uwou7BccuaUBIF2C/LEzr3UJqYuyoc9Pakqcu41aF3N22DF8Qf9TrY",
-	"Tdh8jYjXdva3a6DyLhXdsTXZz+mSladUMZRCjQjmOOT/OXn/DmjiICp5ptjs5duTw+ffvQj57DGk7Zoz",
-	"BxkBWFE4UBDAw4gqgd9lHrBpx8mWjAqIOtyCafejuwLG7Tl0IC92yXvs7Bp+F1O30d1swb9iJxhndGxU",
-	"TAi6MJefES51DEvXTn/g1rYuf7KSTVlsikPB5fiLyXbI1S8fejdnewWfRYoyfhJ8ZsRB8zRs5qsLhWub",
-	"48oFwONmFu8JDSqPyRcqvGtHVtQvJ5LGgt6zh92ljyIhwtIM39fWvMOhJDsADacUrjE8WscJgpPfpcb+",
-	"Wmb+xLmRxkQzS4nbX/iGaTzcLmNOIq1ZAOdi5aZfq4XmlzGakH0otlazpbxn5jt/JUJumoR70VpNYvdc",
-	"yrIwtMk1uwzm2mcwdTjGviAH4Z5zC2WaLJD9C0ogU26Cdv4gE6stpIV8Cv+detVv3u/Tdu3c0NOWR7O7",
-	"r55Yj4m0BdWgRrXSNOLRnMvqlOYL9p5+fjOchXPHKt2WyoUUAh/IDMnpRjG20Is2BNrBs++XFDC8MLNV",
-	"abJkS1mvD8Ywr8z/xvCXFqV6Y5vYqGf57pIoNl/auOYl7bh1ZssK3Goq6qBZlOoSP02CO4XNF45sWii5",
-	"4ck9nzIxO4KoaoFPHDqbNS2XkLJf0rX5eXgA34YDeB4dgC3RnDqzUK0b+hcebvLtx8url+cfL66mcOVS",
-	"zt+xe1bGwpvgHinlnJTmjXDfCnbbzCHSYCZt9Yk9l+v2Y5TxXACEwtUIXpizUbugVuqI2dqjpbjGfIxr",
-	"IQW7rqM1lXcAEMOG/nfDGjZyAilRpfRnbEnXkOjsCj3bYZZSmSsGU+q2PGB/iI5PV+ey1u9pqnDjxdU5",
-	"qWQ9Qm8vvvvu2+/CtQjRpCPd8RiMBiQxPHZ/KkHlF1eXD6Hvnyfx+09VQfWOQA+o8ZA8ZP8vUWCl2pZL",
-	"RuHJCBysIE0Fv4m0uvdP5DzbTprAe/k3p9djOL02ZLQh62MrrzpYeqcELqOYgb8JNL8JNL8JNL8JNL8J",
-	"NF9AoAl5vj9NQZed2XZWOuRrMWbUZQ9ZhI3HCCt5GIKzmL6JzAWacF9aUwArQsDrSISFucWH0gZbMMv2",
-	"1g/PfuVT+rCWg/nHbGb/VTPdM+qFSCfgv4pv9DspK/R22F3uxOx739fJ+VnU5jKJT9qmow2Yu/Qto7W+",
-	"ZVQP13IFMQju3pqZM8CKYwJWMwQwYvc9lhRmc5j3sGAZWu+2BYp6iNmqVx87HVDxIGbz6Nxka3YxtM0q",
-	"Qfj2srNR9Vj6NiT6RkCZcEA1kFXFPL4BnoTaJ7fmNVWL9vE14tTYYAc5m0VPxn0q18IOyz5/iG3PITqE",
-	"x7/tuHs4s60ZZf/0DDOwk4rHeVgLt508/WS/dJwCEVAh4zHiOT+IsL57yoNygWOhD7ZQWCtq2wr5kC20",
-	"Q8kqiIDimhQyUe94yfRCRg4uMC98uEWiwDnVi6DwLSzg0NHAgPixWLJ1xRT46IALzhqRQ2KcCzIry27A",
-	"XYJO7UyzNla/7dGPJAs2bJSg4tAIrzfpx9OYdycMXpcPZqZJ6IJ2IFv6jt0RGquI65lBEkmgbe80qIuR",
-	"oNzWdWkraQiLQd/zvlNx1YiRI4bUY5qgVVWuMShHN8LGXUX88G3EuJpEom0vddNb4c2i8u2Hk4JbIBQm",
-	"ckwhHkeHdgBrSwmPYFXSXp3j/ngAa9OVm/wlI22m0rirt5NEHfQveBMRrx0vYtuSvyts5Uk2inTwqxdi",
-	"vvyd317u7Qb1TpKj5aG73R3oYQYyyH/NEFWk6HmXc8RZJaDbGFW743Tdkl2O8soJLDKZEGsfqG4AE0oi",
-	"FsUcOZGzvEXZQURLS/b4oTXHpsnEynQ012Mj97g/5n4Ms9BSKty5GfS0VkP7sJuzu2kjmJJm6f487WR0",
-	"ALWtfJ4IwdT5gqnTYOxTbidzb3S2ygz7GxVZ8R3rJH4hbjwFXs/qK/6iwk86aqzU7q1dldmpfKq761mX",
-	"9uM0t0nb8W0OVyN9us9R6zsBUXZaDl17zp3KSPN/gNy5zkwfJ3uu1+QuTsGPld7kn911jdwWj+qE2zhF",
-	"v/nMUvX/0pQ0kAk2fV93zmpqG/wVJCXZWU6WaM3Lvq66mmSdDaomRgCtuYIwPzA9DUKvZYD7VXxs9F62",
-	"d0pFzuKAbFOyfFQPN3RS/nJn9kNuVUc50XSOVspCo6yydoidjd82vPDxbeAzPj+PGmxexyLfJyWZfEnL",
-	"el41ScCG0/NPpFEsSLY3G5RBUiZ+4zYrlzWbhOWwk8szadFH9pTQAG3ugmUcZB9EhYwoLavMhWdntn5N",
-	"RmijpSuRd5Ds8HUcvxz6w3hvWTs7IrhLn+x9IScA+4zw2INyoGoqVt9zJX24ALdqikW/ogC03tTMyoa+",
-	"wtjuHo5dOWosAt7yDsILc/UNCq4DmKXgy1XR9DzzwBwRASFGU20F1i00wY3kXkX9C9wOoRTOta0MXfSQ",
-	"pbdacUu1KnpB47YrLnIWjCuo4T9lwkolIGIumIIENhtt0uMUE0Fj/tEdUhOY1TZKW+Ck+gJa26/VR4Zx",
-	"HyqF4q6QHxa/GutbwuNW8a5pLgTw8+e0c3mFF0uXrwcHr3NPt4vVMreO6PFQd1/A4Ablur6dNo7m1TER",
-	"d5SFiACHZyhWJD08Y842ZHSx1vhsxShzuOskAkLBa5aQGjiWnq6DQheO9uHRnqtLESVgJrAA6BTfY1cG",
-	"xC9VEsrC17uP3Y+4qoIue5CKZqNBGNG6OpyV9+OkHpTVbxcp81vSzjBNExcOb/q10HWCHmzNnDBTznyk",
-	"tq/dFt3f2yEsMxtk3F6HYuIVVdTI8VJhY6VRU24xWAzSqTBeLKgRtH/UgZ6cCqw/VEgA46gZmBna6Olo",
-	"eqeKY9Sp1iiVXpIEix2pkLPzUttSlAl90QOfbxjZw3KCrp6lN9Z0yvtxPVixacpdbUn3ls2pCLrtVuSY",
-	"XC4lNtEVRWydfSEx5NTS0ZppqBtrTw0G/xoVjCtSNbcl7OYB8QjDVlRwjMw2C0zePh64jretqTKhcMk4",
-	"H4oVHNlz65T1IHFLuBxvPdCfjcFz53UCq0qZC8B2FMQPuAW3idj9nHSW302jGRd38mjFBc+06tTT2crO",
-	"1VaAGgDgcXWo0t47S5zIjJxtdktHXu/ymBz+0JfM2r3ojD1NCj9g/cszcSs/D1xc4LevJMSC364JteuW",
-	"FGVit5dZblpVbZ1jb42Sd+RWFmvLoqqauSrxo/K8+Taevv/WRRoQLkhONS3lHDEt9j8KPMkW5yBu8eCT",
-	"Ciczs2QZYX8zR9zh4t0zoc+8+dqukS80es8S6KY71Suze8IT5EtX/yvqSbgK193ITbku1wRgl3LG71lh",
-	"C7Fq9jlhEXIvDh77ziXVts31NtDo+NHbCTtN+yEqEJO230bW50M7nmL7V60g83ik2zvQoDl5Yo7MevOo",
-	"966IYD/afZ927sdL74C7zhIwN5/8CovvCN/V45bhsfUFdizEk+Ky02vytEvo6/LYIX2lmjygngOs7qZm",
-	"YbiHnNky48AxwPJrL/qYBwxj/AeXzLRwaiNbCiiLNoAUEanF0UfO1TV1ZX8AIQ+Kas9orhWht7LBoBVb",
-	"Klo1+cLxEQxIoCSnlc4X1PB3Jct75qtzBfXOac08ku7GCiZ9dG+bJRXtmFgL8gt4QIByBC7WW3MWa5Vw",
-	"5NVM1+vh4N+aVYx6wEpluKUFTMYq0JDuo9CF1p3fZvhJoJ7rmuZx2co8CEI6bGe9q/Lm3w/hxcOz4oY4",
-	"yGZbY39cWAZiCvFY3GiSVHwaTTF536cNpGHTvDPZhERNrgwrK7kCSBokfXgXrL8l1SBlOF/1iusFIJaV",
-	"HIzPKw6hHESCLgbFmReGX93YadyYtamYrEr2hJxCcBmF7LByDX0RWhTdOlRghLu2vsrW4Ig/a0zE8X83",
-	"og08NncIv9byjonruoUepI3RWLU1NIRP7EG4toBGwS/hS1gp+LrgCk0m7U/zWjbVdS7FrOS53nggpL4G",
-	"21bwxPzWeiTdr/aXa5prfu/wpd3DwBhrf3G3f9CxXa3cOYXbnwznrOsGYkHQsui+UfXsumZ/BXcJIAfp",
-	"a0CduUbLWG9tC1u5GabQntBsb377/A/P/vDsGkHc4TGgcW8+av2uvQeNqBnNF70GubjnmoVD7D1piYEX",
-	"bFlJSJoNl4UvK1nrsAVYDQEXhN3161tEWHd/BtB8wa94hoMf/tYwRBE3Ysw1irDXNZuxmomcFZtPAihM",
-	"vZAFrBMtS7mCH40GFL5k/9b+z3ZRkYRqBF+xf6+Zvr7niuMCCmmkeqR3BR21GWdwWa5LSYtrLeV1SWu8",
-	"QE2DYGe5LphAzM+qpOtbmt9dl4wqFq5rpX+CZlVToXXZ/talGDDc4ntUczXj/nfNrku+5Pih1+uuZ7xk",
-	"/Tb8Q1gvcz7w51nN1MIf9kZZEFK5vM5LGfyleX7HYAFUs9z4uT35tc5ta+Fv1TUEKFyzzwvaKByvtUdd",
-	"s8+V3R211FXLqJSWNZ2z61lTll6ibfmZNdK1T/A8USBC1dx6Tn5N63xhRGBzE3hKxzHiN/eMunXqrpq9",
-	"48xBzuUSf/F7dY2EqbHQghWDr43CEW6x+10bAtE9al2xWyVhAZtqXtOQdH/M9qzZeu9llKo2bvvXRoN8",
-	"Le5ZKatEVMltRy5znIjsu8hCcpKR/8SGCLMt/efewTGx214romUJxecIA/kJgE4BkrqgmkZKklBNt4al",
-	"FPpQVSw3Z892kLVBY6CUGtmLa1py1cmdcvP4RqE+jcXJtNnNqABmVfKISwy+5gUoJebqp3ktlVGDsaiY",
-	"uZ/tT0Y0U8dWMPTck9yx9aS6yDCEuAJrfvUGBfOa0SZ5viCKlVBuCUS2BcUqkG79J5u5ToMY36DYLC6c",
-	"rPmcCyyCaCRO2rUx8ISuLHPAmCtO9Cedj1XfD6eGFcEykG7t75i/qrW5+rcwHQ9XcjqnNeSp33cDth2x",
-	"Zw4jr1yTZ8dGxAsOvP9o2SgNI/XiN7ldk3nDoBDGVjXNI/o1rHxncUKpzl7dyGnd7dgxXWdt2SfZ6Ftz",
-	"2x1aLnSomdLjgW79alHumITU2t9rP6GstULC4Y8J3X/ESbxK1Cs6ITWbc6UhFfGP38O7QfmiTehTwcoE",
-	"Xql54st0QQvf2MLqam3kC2cCnLhp2ETKDOc7eH50WPA5137weSr8f8D1esMFbN7Ny2D0fmXavCKvW8Tz",
-	"C+B2jYapmIasu7XkMwZncgRHZHNFllQ0Rmdu6lgE+ZtaLglu85mYSWsOc770uLlTFjFojh1aElGu2tko",
-	"MA/O+k1DcEkjNC/Rq2SPv1Xjd472uuolVpCFLL2LzA9J11Qo0+OxC3c11w7NFyEV6EUtm/kiad/1x2fQ",
-	"DOtJyrAOABi2denJPteuGDko/0rNmpJcvP7j2eXV64utKlgupWbxQKHOTlye+Sx2Z2dxywNrpRhCsu9j",
-	"kN6Hk6uDrbLdz8EEm7NjYrWnoNblHWPVIQWP4oqLQq4AjBrrfCleMhtT7itN9eNff0yOw7oSkrtwg6/d",
-	"IEuyZujpq+tpJb64Zk39KzEmYojaesd8RFNRmZ7yavya8MzQHrVujIQPBmoH2SGH4J5wPCprmXmPhjfX",
-	"c/RaGbded28W9U9ku7YzzozYYkmCT3dNdm/vB1msg6X/ChZrO/B3/J6dgeUjyN3pSyDADcA+4jUM2nIr",
-	"S6dJaSTJ/vFxKCI40aAyom5tXvyvvxwd/uuPf39+9PO/REWGLWWQrTvYJhQbYPnBw0RkW5vbl9yBufoE",
-	"sZIZLoelTghyUXepjpburnX1A9eLq7wamrfNPzdMjVydnjt7ckd32TcPDIPn96yTVPTp1XnCmj0C4fVW",
-	"rgBacSMfym8GWn3JvlufZ0cHT5JJSc9GaT/gvC3BjVD8pZZVkt47lGObBL+GltV/RyJ/4HqeW4teKtfC",
-	"EISWgJiGQX26XsfKQhdQ0zSBY6IlgovsuyKSVvV76uyJT9F8e7ArsArZP/94eZVy43tKmXAVuPXoctUk",
-	"AoqfeNvPhMUeZdluXQK2/d+TQTNRXPGYbhPWm28D8JAQHy22air//0fl9iDKxde3W8l+9xX+x7hQwqVo",
-	"iW6LkxrPkIV4L1+qcOCoWgfBljzo0n61CX6Lv08Y/2Xb8QZQDVda1uuW19hmt4h1Q3eF2cOqShZXnMSi",
-	"klYlq8ZPUf79Tpjfzj78+ezq9XQ6nsjp8jT4RXGRyGm3ZXKYKBLWna2Y4PQpQYfJhQtHNK09nlgcSzff",
-	"qFTc8LZhf8iGDTviAyAZ2/C1B8drm/NkBoSmtI79AfOV0fRekH24U2wy8rPnzw4yYhR9BVDoLlzdhq9D",
-	"ziBEMnfSwLGrvcxsfyIRGQ9eajH9seQF2e90mPB1JAK7O23dbxXlDR6iLVhxBP8oEifuU7OgNJHnDAN8",
-	"EKOO48aTbmC/3c+FLGPJKkNHdDpxzXiZMJN0avtnLdBIj8q4nphmMdlgLOvUIXP3wpaXllUkfGR5jEjP",
-	"peJdoEhdr51vA8IovsHwowwt2s8SlXrymuWRmL0j8Gi5QovP7L+mOrNGeMsWotG6GtsDa682b5J9005G",
-	"aEnrZUaWVDS0NH+WB+PHzS916nS5tQq2dfTU/G+IZ4m6tGDUsFHgP14taMcoGyZB7KizPEggwJGtoE6o",
-	"0F9VCBi/yF3u4lSWgcEhj3iP21SXwVhgDL2ndc3vWZFtuB1lbcMXt7GyWl4csbJOvs+3W7vEXW4BVQgU",
-	"1wQrtNnSJTsmHmAFGTAtS3KjmuWHZnnjF8auyTE5E2aqJdNsg12vmNDkbw1nNpaa7MvaQgG4o3EQXvlx",
-	"iJe2g7gMAAOLa1xLKtbBVgYHU8gGnMX7R94t6NxjZiUOJnJJTdVd6pw4Bh6VBnuMy7azpazgk8VwCVqS",
-	"3koqAP42YIQJ2dw/sfUFSp9YX6XfjszBnH37jBR0rTAV6GCrs/kljvzDzRFQHBv8ahbtq71QwEQTHPuk",
-	"yeLZ869qs3gLScenCxarQd+ieEnBNkCw+1UXE1H8r9uw/Va3QsyyAMYRXSUsvzOajbzbIpIhjA/rA3SP",
-	"O8TbKXa+907uO+AvEJVY9AIjx5GyqOc4zRgi1lup9Huma55HKQ8ya+ZNzTwIVhy0Oq+aUxkNdGndjqWc",
-	"85yW5PT809Twli2goFYLWSJgFVokPYY6xErfG7n06PDZ0dFETKiCqxji8nvZCM0KTHRXa2VEickyxSuu",
-	"7txaRyQKGOiM5tFVZHol6zvSvjO51zP3yUDXpaTFs6jGebjkotEMDMmE3rO67wBPLyE0+l0szX+mGRMP",
-	"bDna8P1DxrtkyySxvUcwIS4MyW1HSUu2vJKalgm8ojOhNBYUWPo+QKOeqDUv2fIToNdHW++Me9umm8pc",
-	"TaOlk1okJzh9t1JGcJymxBR0AGU8R+mvYG/KnX1zlOxIxBNhfzLugHdOXYo/XgFM/ElVleshrNYAUt7e",
-	"NL9abNberB6Ky7rR3C6YrPYrszwbEP3kHmrgbVksYbWQym4LdwXxCu8l8zj5pTS30ijkwFeswHjvK/7t",
-	"mF35iilzqOyykds1qWhNl8zIw3dsfWz+T2Eg9a1ZJ66ZLSlnHoxX2bYDHCxkGKexIcTWzo4jDVgHddS/",
-	"U/IxbKPgWNn3wfRzz2o+cyCuLWUla0CcTQIdEAmsWOXDcRL4T4myDK/4zKZhQeSZXQncosmXf7sJprkz",
-	"zZax63/qKYIY1TZKciJOmduqLnIrDn+YcPyYhxbnlukVc5K8LbFPLdJREZ4DJ8Ha9dtUjedj9ITNFNC3",
-	"aqtiul67icYhHeELUMgzIsjaz+0gR5BX7ZQSbV14KoHWoi3csXU0M6PlD9tBGgeKVhfwa7VYE2qnxRWx",
-	"GWlxbw7kqg0uft2dmmkRvaeYOC5dMPE6tgc92jRL0NuW3spmniLc4Mb1KCRav5JxD07IbEN+5xl0rMCN",
-	"ZnNZD+6ae6dT65SX7HBBRYGQRAJ1CBtfnO3x6v5FHDJ4N3Lt6NUgpAibpVMzWqSIeaR6FWRYtLPE+H21",
-	"I11ncP7ljMzUE1icJf2cEcH0E0ALVnJJP+dSiOC3esmW193XVp2feHX/+ye8ugYp4hoTdQ3hBE91Xl3r",
-	"FeZ39n6eceHyf3tPlvTztVqL61ua35Vy7p++eJJLMXtCy/KJzeW+Nr8SxB0EjFMhzeSSyEnLJRjfE9sL",
-	"P5PgPThaKB0Z8jECtRrn/vaEOcrdOGwbA+kSw8gRK6mI5hjcc7Yy+xseLDzHKsXyB00WICbhBYjkvpJN",
-	"WQSX+QQbxj/Y9S6XFa23ut/dOk67083ePVhBqOxWT9rnbXQEO/sdlYR/FLl9eIcSOIc/jF1cIyZCEOg/",
-	"tXbModAju5fBFWKFyM4dk1MBqoXZOV0npB33Ulq4CDoLevJJXrSHyL8p3qUILKEjdEkOP7llqUKLbnHj",
-	"NoeQBNp3d+AfrdQyGeXOr2yW2tvO+GNEt2GbjIpMom/8PCY11eAB7Vh6lRE7IQTLmnw3iRDMXxcsv0/h",
-	"sXo0NLRq3Uo5NXwFmr6MWg+xaQDv2brZopaVOotaHuxIK5rfMa2IRZjcsYuPjY6Z+IR+ePuA0zM0B0Ty",
-	"Ubu2nBp6sXO7cY+Pp9Z0rUS7VnEKO7cLuTuN2ebjVOaa343Oapbff8+1Omc1GknTuwUAFFyQW64xKw5z",
-	"lifaw83wRjqCvXtIL3GHWHv4w9Mam3pslN3N7e5FQOMhUbanNzhkMT74zkgXF40AE7WglVrIRFrcfKGJ",
-	"sm8M17sLSx5sOOu2LLAS2PhB9JKN8qN4YPGVeX66zqNw0KfWZ12QOa1v6dw0W5aY4TrVhTGXSSyKP0pS",
-	"44oPljScy1o2motoEr+NymnfmagTLBitTspS5t8PYYPLGeZBmrcJEsvUeZtPLtepGhlvTYO32MetplwY",
-	"Lc9Zs9CrOZVRTky2j/vVm+Vp1cTqB7WOYtKAjuuqbSfKeCSWWVZMvIljjX+smC115H6XtTomh8824PWm",
-	"pBIPV4r5ddQ0mQIi3iv0MT2GZStXodqISZ3oIPSiJ9a0CHG3++694NhuHLfe8UgXtWjpJ+BTnm5D7hJn",
-	"6nO+o6p7ApBPsmQQNCFCHJ6+aRCQ/obckvmC1jQH/Uwt5Eo4F1W+oGXJxJwRvoQketOPWJOSaTQoqo1k",
-	"sRdR/QpGENd/fHyLxeps+0RcbhdZeEzcNltcCATGNGwJi0Epsq8YIzcWePSJ7/XGdYHAZbbFg97IX/w+",
-	"KqsptYpG2p/bJ67tRqFZNmjx+XcvRt145rO4JAmkgdHsQRdk3yz6IReKCcU1v2cHW/faOzF+CMF0Y7T6",
-	"vs1kGKqZgskuLzvg8aGXzVX3iplhfvFKeDjg1AigrJMHm2G/aOWhHQrSkX3z4+Gbd3/O4PHh7P357zPy",
-	"9t1lunTcW0ZrfcuonlA2rAyXp1MAilkIk91KP/0aisk/fjU2IMKh8PcVgLrDa8cO8Khkyv/4gNJrY6XL",
-	"AI3GrkmnMNGj1DF7WOuPUNQserht/jNGz7dEzZXLjHYOY1dZoxGIMsiVK49z7LbG31Dmr2WPOW3JkkZL",
-	"jHWA8+v7yQrG/aNWNN9AEuimvXmxLFGBrMN4w1JkfSa0fV2wWNmx9viN3HRxjKKQ5Siyj4NXB16UKRsV",
-	"9dKm8X7CuxNRf7aA+wlv5jHTbBJ6J2jkPOrDD4GZljsuwC+O1/S4KE3dZeiO/xG3MInX1KVDjqk9kPnz",
-	"lfCagmFfOEToP9ayqWIKqn3ufUB3XERS6W5Lmd8ZljIQ6cEVfEzgXRXwWXdFzmSdd9wlnYitJmbVcvlF",
-	"E4nC9J+IRwBsbBXDuuhcAxUTh4YtHjoQQcMUAfb5sNbVobklDwGPOnjQ8jIvcBy2XA1w3HJZsPrQ6IIl",
-	"1R1HXnCnQPBNhKg/VYApBI8xd9f7p1SbIeE2skPdQ34tKYLPnqSTShM8C9babVw7+qyllam0GbOjNcrw",
-	"LhXMC+JLIyV7AjqzTv4mqm+LC3hxqKaDb2hJ12QuCV0winG8stFIvnHqBcB9NXi8btf+aG3Le3qHOMKJ",
-	"HkEYT0aJXTbLJa3XPlDLrCrVsv4iIn2CpV42Swg0LcuWIAhQ3jS5aqoc5Fir3c8sIJvhKLLObpn3p0TN",
-	"BgTn4iJk3X8UJWUosnDqOFTcRhqGtYKPHD5y9thuB1MAa78giQGDXtCqYoIVZg3wIOMvX0Z1xPUeuc5W",
-	"UNqxXBPqNih+/OsOJ9v2VKtA9RyOpOwwP9BytDO2QL2cVauatoHNhnCgGgNEXtZs1igAlvKlVqLG/lQA",
-	"ZvLouBVtp5JtUmpnqSaeKJ6zC7o6DcvcprLJIwVxwVNAFVRei9VPEjrqTXtjPrNPyf7/OXn/7iBZEDWO",
-	"Qn+6MYytCHmkxL1a0OffvYgwyrcnh8+/exEC+8fr46UM9H5CmV8c39u22/SAnJITIthqYEe1hKqw7GVg",
-	"FLilRuxsKrylSgCezvA1lUEoq4J34OTUsiztn6teVU08Ig7/ZCLBOJ8nDm+TckJb8Ivnz37/+zjmOAiP",
-	"l4nNvYCBteOFroSEHGNWQwISsK2Cz23qxZgl/asmx6wo7+ZKQ6De3stn32UJr1M/bzowWGtpE61c5nTr",
-	"S/cA74nkrf2bSD7UTQfkjkOwB+YcH/naU1DENY8rqHEEuaPx1Dl/yAYycoYO2e5hmRPOmA2rbJe0lzHx",
-	"3/hwJPYpuj18bhmeOR8XLI4s3k0cV9oQ7dJ9iUcrUQw4IuFBT5h9ro4Rdr2wf6LEgrH8Ii+bgp3j4yDY",
-	"cpIGAn1gon9E5bDWpGnhkzA7M8LWBJXe4OFKJPjY1xSBPb3lwmgo2MJUS+ucCajIEzX3X/Els3IyGMaN",
-	"JOg/wKIr033suD1p0c4KYgBmgO+mxEzFiyYeZ7CUEFHoivi7VzMCqgzK/VXNZvxzH0WhV21xEmlcYPNJ",
-	"fVRttYf9awbOxi56XUuT3e3NNkuzRInNb1XmDl6w6NGTLwXX0uzzeRyR+D2jog/E4LAwb5v8jmmyD1cH",
-	"hUuu4Oou6wWL+FrfhdV4DyIuWjBEXejqHZqmIvAHSoNbB6gZDVhkwcqpnjGqR6BTcDLTz8RQKBssGoRZ",
-	"26C27REgPilWJNt/y+cLprQLl6NiHcJCTOwFt+V0bBq9sLyue3qrrs5T3k7YW2tv3PA7Td1g/OYiGcnk",
-	"1qyORzQNzGsgCBj7tC73Qc3XieZUkKKpHYxiS3SbzNL5rhJ+Olg0lXDWTV20BPoGbLzsQnA8CpSFOxZ2",
-	"7XdBtBiEnOi1j+ATjxeGDB3UYSwypAHQsuzBo0wJRk4Zy71b0tevirCmAUTG8SBnmIbykc67zqF3d9Gu",
-	"Eb0TztYByuiBaDjcjKmx0H3uGOFkG9ygf1T7p6vPorKNCyl2eX6IVg/+aPOQRr2WNpwgIhufn5FPF+9s",
-	"senAvJUhdbvoLTqWFRb3JrkWzX3dbx8bxCdt46RuhJG/aCIwyrbhq9L9+KCwH+ijE/VjYfdQCLEOsFZd",
-	"Nu8/YlxQiZVqx+EduAr3l+B3tqamXVDUZQ7iDH47g3R/w50UPJN1Zw/VLubmXUJawNKPFbVu12ThudZx",
-	"MEgFjihaKqxYjvFz5ssg2OjB0XXJiJPvUatqNS27cW0w2S4xKN7SaP2HbeiJPc+dOBNX9rhvdu4fhxR/",
-	"OZlHr1LPZNCYBOYNc0iCoCI3bR9BGAmKTCo4f+6WybT2SVhPt2rWbMVELctyGTfSggX9qhFs+Dhh8zkV",
-	"Efyd/VpKO0EKtlAIyn9qBLWnaq0SZytwGrzGImMxlgOPvAgIjm0d+huOcWSK1EywFaGa6JXhPrwulLOy",
-	"lXzGdmc2QWeXrOZR1yH87kqC7S/Y54P0iAlXqmGFZ5Lz5L4gyzgvqWBTqaCT44OQtwF08YOiXoFIvWnJ",
-	"xfIWEbH868TBIlWP5Cwg2bpX7RUUPRa7EYc5BvEo7rdeDGjH0edq087n9GsZbmTP5rE0JSQrQ/Z6Sxmd",
-	"q1gaZoQYwDYFg+vRHI9HDd21UWQHU5yqE52yo4Bdw0G4bTr2FwvFTV3dJxgrD09f+vt4nwIYLowH+UdG",
-	"hOyRN1kzfZDZCybzV/8j3+XTqmeijQ3i9nern2nvxvdU5wumTgNeOOWighhdGANtU/hc8dJ4SuQEx7SX",
-	"K/qighcwPD/Iurd3nJsPzrLD4TaXPRYgu3lVJa7ZjbBbJwOMBch6eee151mxVFQpcGMD1ob0i2pLKxZl",
-	"Nu1IYvlXUa7hxkYHiq0nEsXdxyBi2IFPdRmvpXbpVLSWLny11fDkYL3mhGz0lqpFJPq/LQPulIvTk4zc",
-	"oBf75Y2PGV+wzyRwmJvJXTawnOfNbcnzP7H1mZjJ484tgb5hzx8RE+L0xIGLJaSFIlGcwW9GDqyfa4Dq",
-	"UVitv1zD2sN4YfkRRJ05Ukn0BX7NRIiEaZbcqPu8s8jkyZMnN95TCoxJQ5KtQ4kaYdksLSN6hgMkZmQN",
-	"BVPcqk7O2MXS7s+KgwzRsl2qtgHEMfsUTscTWdYn6nahB49iPFL9gz9j6gHR6e1Jxdh00Sqjk5w4rX60",
-	"c3h64EgfULLsSkUYBWZHRjCWWMnvGWAwKklmtJ4KO70N7mMwrNQpuopWVfH4Zu7EFJKpLoIesvAnTvCu",
-	"mU+d3brGiE06sq9t4WHBD/7MaTQ4qaeKuArmifo8BVcV3IOj40Q5lwIAWahGdeT73UWzdiATJxaOh2si",
-	"Gz2gbX1IMBqbfBPaJUHJ3md/a2iJMXhnxUtw7zmdi9XwTjxuDKAmphxQe7pew/vDrPYVo0VQoX214PnC",
-	"TNksrXITf+RCMI+0q7xgy0pqJvL1n2JggH9i684lvGRGmwfmQEnNDgvkF6zwRxKETJkKbF/SzyfIe9Qg",
-	"86FlKVescMpgcjHTHGk8vq/DSeywd0EynvN7JjyGY49lRBoDj2ExRWB3ZgqEmjBiUuv8o4IwWpeGrdpN",
-	"WIeBVNaOYEZE55SLVGCDxdD7PrL3pzUD1k3LLqcaY+FTYBOoU+ismfyRyDmlP/4A0RbhfgO6qjeE5eu8",
-	"7GQrn3tF8JXne3tZooTPG2eZueJLViCMzamNwI1bfrnityX7ZKTK5DFYk8LxFczCpMIBnsuyUITrlz5D",
-	"QrCVsgHmQIRcOc5rngIB2BWWhsRWXO28yBvhWS1AsRfnOjy9e6cHamGP93Sp0Z+6zAsrXe4R3t+dO7d3",
-	"Z/Zvri4IRsBve9vSlUb9qR0RxjzKe7TSkEVj3ISv90VNzb+74ZO3ZnsH0O2PSWUUiZC2Xckna+syTWpW",
-	"L7mgZcqq/oi43QEA+XbSnfk11sUOKQ1akkJCkZ8dY78n3w0pjuMwf1UHpiGY0dfgNFPOauJwDmUIBPT+",
-	"CtBFxlWQ1tPDRdXozPClqkHYcRuW9ZuW8puW8puW8puWEnMoIYeILDzISZbHojU9I7IsmLI1GbeyydjF",
-	"vKqpwMq10ZpTv2lM47diRdelpEU6LwI3ug8Wam6ETe6bII/2PvpNP9tKP6t9huz0vfmI13V3c7zzz4qb",
-	"TCDO/eiG/aYh/qYh/rfVEFvu549ae4ONiNOv3b2/CfBOPWFiIEgG/B23T9bI1ixFxdS7mB8MekvXuZ5S",
-	"vmbcx2NdOxP1ibjbJsTa6WTXZ4auO5f9FICdc9MUxiU9GEnn4lERdNy8dhFbtgHKMcSOrv62v6+AjxOM",
-	"9lJTHUUwbsA351DqFSshXai77RFVEetWvrJ5lO9TUfbg8oXbGvgBhFdKm4YA97I3s0SXJh0Wf7s+7eqE",
-	"qXoWU9DlN5cESMybXNYVi1SuMINoo9a+QP9Wzt5nodTNFalqppjoqDLtmJb089CuvJMCohpGN4ZubM3E",
-	"/AhUB+x1fTJn7+PxRU62sdqDW2shNVkzHVyWx+SoDRKbOIYveQ7dqfOb3yfGLHI6+vsSXaaRIxzoSVGO",
-	"3VHLXFJA0iEdFwWn66RjxqK1kXpuWSnFXBEtJ4OvJM2M6wzJIBV+nZY1LXQrE5r14s++tFA5ySSyqqVm",
-	"cUtPj/TaEHLdkcLuQYoau/J9mFYKsgdKxPrAzY2ATfLXBmobyTsXRCRXwsfKVH2ut6J1wYorOQS4J7G8",
-	"TScTQndGYeQsm/U9mYjMkKbUlQnKTT8IJd4w40HdyqWkrEDnoXfTz1kqgMd2mXUW2s48tf/vnFr1EYCt",
-	"onzkRHjYq8MZzQ2v9NqYfQKB3qKTY5JZh0QRJP8kWc+AUfhD0tHBH2SspeoOq8T9ek1uScb3sdG5XEIA",
-	"LVgpiX3zMUF2ZJogwLjOFSns5es4JyqUh6C5ef3yUGlZtX9ZM3v4g9XTQGsOngfxoYeQQxHlp36Y0xwK",
-	"/vWdgwwSH25hIwLK2+Wy+lU4sMIFD4wJLbkENoGuqaBjCQgMEv4G66j5YzfXJueK663vNlnVqMqaVg7b",
-	"NrZSDyNs9kFhh/GpoiU+kj/6snedGlYaJNptG3epsl5725v5Hzb9Fnki7fTt4U7Eq/shDxobMLqWbGUU",
-	"rDOIxWpshPt8agmRjXvf1dRqS7h0sl7WfVCJpOq7g3gznODrqqd+uVTdxEIkEoDW7AHJUI+ZwfoBQ7nN",
-	"w0fIWpmaHxrBHI+Q3/h5eZvy4v3/7L0Pc9w2ti/4VVCqu2Vpli3/SeLJWPXqrSLbsd84tp4kT+7emTw3",
-	"RKK78cQGGAKU3Emlaj/NfrD9JFs45wAEu0E2W5Idz0zurcrITRL/z8H5+zv0YJhcbrOOlZbKJkFuse4b",
-	"ZmciLAtAaxHW7y19iOugNKPrQtI4U0v4rhLquJIACZUu7I6IVGhphiADqNjcisY1q3WTivkZY9+NCidd",
-	"lgjRkhAV7UIX6WwThg+HpbzUtobLiskiThlvVKHzZul05wInZno8kDaVocLtgnkw6PR3ol5K05NW6mvi",
-	"Tz9OzHU+ad+ddlKy4UdMs0jgn8JCJotfuQdsphtVZG7b1JqI6/7t+B+2/gEmv5ftxSsSfvQvRdNpfwwL",
-	"/wGLtNPPS100pdjOKGi/aY2zNams06Of7bBIFZ/xPhC3EwDEk8YfSW8L4LltQfJqMZcGjCrR0diEynMf",
-	"jc4g9wBq9F264t1nQzQDqBPFyzM3vZM0dHtrzthYD0c+ombTh76dh9OMIkF4LZj4CLB1UWm7PCz73Wp3",
-	"v1OCuUdgR95kTpTlRsfFIBm5n079L7ti6G3wzYR3JIxj60K2oneoBRadhzEOJJzH1o5gbh41IGK6o7xK",
-	"Ox6JCnLtIkrZGfVtjZbWsd/W1rczxORRXlunofLo7xp76Tjlj+JyofXVCbe81PMX172oE8ZyVfC6YOI6",
-	"Ce6dTliHBiFjPWPcMEBwlsrtTcnVA4ON9VTW0U2diz7E5GtR6ko8MAxfo2L5iLcqTTvITaD2Ws7naZwX",
-	"sE9BliT4Ta7HARBjYq5vNox7xKJ7y3p6waH/IJC49cJ8TvKOO4oGxBtMdu2N/kxVmXp3fmHYkjthGMI/",
-	"M3QYol/K2wtZLWw9tn7FNsOdG3gI44lCiHbl32AyI2D/hFzqFlcUzBDy/z63bKmNZd88fhJVJYxwNJyM",
-	"ivX+vASC0X2myfO+kk+wMX3GZdw1af1sB5pIw2+/jUr09Z9iOcpi5le8FwGCYj224z+4I+ODibqAF6gO",
-	"kph/S+QlpyBZW/VBhoAg3A0Eh0Fh+FhX7aQfWe6WcdWDntYzojiWT3zcujic/cillWp+5gglilIzrGg8",
-	"HIZU5BSBxAFzt8CrrdaONcYS7B2muQzD7zu5jsNs+vgSdVeL8ZQeozQQ1stOBL/Ga7EGa3cuLT3GZJW1",
-	"7G/jfPm17Fo123mtcZn1w7BOOTsw+u3ROeFiLEJk6hdY9kq14tC9hu+0kw5WXroFd7Ij9F2z4wN82rVc",
-	"+hCD7oZ8hmCftVmAJEViWnr1uhIay/HdAKS8eY76iv+g0DbjS1lKYW677NBKD9Dy2urQQMauQk9JsGMc",
-	"MtjBUK5sw58uVyBF3ciyyHmdWItOU70ZKdSBNIxf9qY6QNfpLcLvO3LvbZa2I60nTrXqKeyxXGpFYNpt",
-	"EWM3ouRE/GKlpzLFdg7/NKVV1lTWCv9lSJrEs7its7RMHXcaDScs8Yjzct4LiDSvxdzdRwGBLFxajgOj",
-	"n6WleY8n0kWf7MOzPnUtJKu7AoAQtwRc7v43X8jxuL3+9Z4OjukxTmFkm+0kh/hgtBRSMcHzRV8qZHBH",
-	"DmVbtFWdBKhcbnFljTIIePh71qUnPszXaRjuFI1I4KyoGc+vlL4pRTGnnFD25OPHkd35NlM+rKg/MkOA",
-	"7Cwd4el5PR5kmly9gx0Aho+XdMgEteCNASmdt7EfAMcJ+pxbhOXIEXjP9OAQUARmFpA+85LL5ehdi8Xn",
-	"UZ1QORVZQ2pqXKN+1/s4crq3exmfo7XRRZ73hLu9ZT8hEr5+py4W0qShguNMmPYLnxGUYDRsH5QeABU9",
-	"6IMNd+pDsTvrAU5HX49kGTOudGPPxLXsKZMANUJqeg6VjTSZSSGQw/Hoj5C4fSmEYjOuFEXiW53mXT0n",
-	"SKqXpZwvbJ+NI6K6fg4+JrVLfLRwEIbB/dyhHKETpqNfd9IG0b8GRlqbjFqhEGC5XA/MPW3BeJNDvb8x",
-	"Asra6EPi/QWD2zOGtOMreI0s1i/QzuW3tqjdTe+h7OgEblDF+gKMkVYi1TYl33ZEFMY9kF3GalFwkHP3",
-	"0SSIof95LWyq5kZZ6hunD/czJq7YwtqKCVWAbxUkXkyQTHMfv66D9LFxu6MxIJw4SMGC3bsDsO4IQ2QY",
-	"xy2NkPTZrjmFrtt09vco3QPtM8aHPSZSrOGkD9820AjJQAnre+c+wa1PS/9ejHpg2PuzNzvrQagVmFxX",
-	"ImPKLXopqXpQ0Ie2FPXN9hbcnMMZHzjHRAUA+igs2+flDV+hK4xgIw33AvPBUUQ3TFojyllrZa+FbWrV",
-	"d/7H2WN7T8BgkrJ/AnaWwALaPGVpGAonYy+zrXbn3nHi2rwfYQKkVXRU5hZe14Tsr+1tKC4YP7u9IbNw",
-	"jcf6gvf349OI6SeDnlyXurG9UWDgfvbJ4d4bE7SInJdl5sQMg9+P3IIxRlQg1Y4BdcdFo07GsKlONwMn",
-	"IGWPTSrrgXu0fClwhCy6gTbWfz0F1ZtqW2LfPIXJRFUIW42Nuu1ydK6rHa/ltAn3IjZ6BwF2bFwmfHDL",
-	"mKkhCeLWcZoDjd62YuOG6OJvRl0z2pmtkgqV3Uz3ABUy1+WWLC6TUUIpQV1Ct0pYBKzVqmORinj6ztdy",
-	"RppO19uYKjh6f5f3kVMg+WUJIj35iQEwB3W82UzkFj1Q5pD9iCJWGDN+CrDf4sbbTL1++HMjGmJ50oai",
-	"zboSKjYGQZnTfRtM9U4mlWXJ5hqv0xVE1i1FwI+QxiubQ8ANo6UPfml02VgB+w7CCNuHI4DFJMEC40/R",
-	"QRbS+fPAAE3mZgr5mDXpRbOazz1wflzh89HX326tFdsn9bwAAGMRwiGM6whNqG4vUSeTik0P/zSNwofQ",
-	"0HvESjHn+YoZxa/Eh5wbwRxhUku4Y0khKhr+4yfbR7/kH1/jp48fYTlY/89E6f6dZZaMPZ48fnRELnay",
-	"VGENUauX3MqcbFRCFWiA7ZiwGigc0ReTEOrYPo7r2D6+vQCUsUbJnxvB+FJT2baq34oCc3vybT/dj1l+",
-	"E8RZrlbvZnvP/r6pA+I7GXv8FOC/1/qL2n/6W7ZxCJeVXWUMTDIFmL1VucrYlRCV6VTJxU7WZvDot5/W",
-	"ue6rH45PvKinZ5tjypi/b1ynyPKPov65oqgLJ8JdGtc1BvL0DQlPBbArfBEFSkgoYy9UXq8QBhACevHt",
-	"TfE9pulvnn4imfDJ5KtHg1JhOLBfxQf2yVb7BslbwxLWoFQ14sq/EMbe9qpvL4MYy3Bk7PSF+GhD9iE3",
-	"rOCWH9LbnjrbDkbdraODH6yGpo/aQ4uALxhuKnPsOETlZWg5/blxUrSm2Cy7YLLAyw5xk/wTdOtTpNbW",
-	"Cs7j9qc/7TfaA39zx8FA675PfJJOw/PJwS0XbyuSSxVPLgIiHB809TqUV6Eqpjc4w8PuLu8SQnWMSn6i",
-	"vbRSu0NwjAzrEBKYh1WkNjglWuW+IBaYTi91fhyIziSTulC2Xh0B0bihBrMgB1P4UEyJ+2Q3SCsYzcRU",
-	"IpczmbOZFGVhUMJqO247oZoc3LDp389ePD8+uXjx/KdpEvKi96xgYIIsIK7lEqyFtca6OYjhplKuz6YB",
-	"PfX+g/D6Umo6kAA3ARiLXOG1nEvVC5+mc7jwimP73uYjLfvY8K4mleFK16e8Nk4kve6G8/vA28zfy+Vq",
-	"dFxRX0DvO1iRtcnML598+/jbxxmrbU7lKTOqty3VPCMYyAwPfqOKCZH5xJF5GhTS8nou7PkWan8JVsGW",
-	"+WToPIHw+jQTIPs14JOiCtQ+vVzFts7DncG/Nsp/J2PduocmrHSU4gvk3bMEWxjO9qC11qf3bxSrRlvt",
-	"K/njFNZTk8ebcD72BvNsDVGjkdBd3G7E54pR+whOsiFpRHvMgxkqcLDJKlxa6YSCobiU1zaOkGw1Mu/c",
-	"DJaF+44X3B77fQuRQPbUGT7ltbSrwbQuXPX1qlEVfIi5V4kUroXIr0xfIiQ+PfIgLfhPsqaACUdBjtMp",
-	"Pt41rQj6OHFtplaXxj8ODiJklrUFiFI40xWvRdHvhaaguOCG5jYKVMDYsAU3C5/r7BscGZ/w+RLbCCY3",
-	"cZGLeoIPWQFg425vEXBsc1cRjnz3bDE8qT9ANwRpnthePFL9Nk6MGIQTR8dvRPm89sysp09tbH4YQeZp",
-	"oJ/qOnNJSUeOwGhBfeK1Jz9c7oQ5u6pKOXQY32BdV9ONjKDP2pJmKeDFPig6bvklN+K1+8mNeYiFTE/P",
-	"jr//4Zj93Mj86gMs0bTbaydNF154Th2ACZyXZjccm02qbmeXQnjJFyg6DVnJ6bAnStRG9uUt0i/GpuBL",
-	"6yJwev37ZF7HQdLV/s4Dc2H5gktFBq1OL6xFwoejHA7F4d4dCmJvW+q+NPt2A+JS1+si6vopjxchdSCT",
-	"NDiQRf4O0d/pOcP4FJAAal2SEmj1lVAQZQq2pITNI+dWzJNoCif0BC0bbUdtXky3FgGaGZiumRF546Z0",
-	"lyCPtj+wL/ZUdSeldZAlh5ZASeixIoZl6A5weE/SGsFxWW7sy25u0NTH466f9rjc2ue5tl6J6Kv18XUy",
-	"WjchDeAgzmsOSAtWR6fz+PQ1ndBnsOmAgBg3Tw6iWSdT+oFhvLELxzBztAHUTSlMRoK/rJmuC1Efsu+E",
-	"kQS8Z0TGpn+awn3uC2xHHWVs6pqE5wtRItybWsX9OAGLlyUw1IJNMed5ypYcfKdtWjf4Ba1mXGm1WurG",
-	"0GfmiFmIUraLWojgNoF1ARMObjXa9elhKY3rdyHqDn4D2fOupbhxTAX/lWs1k/P0j0uuUKXp/lzzm41H",
-	"pZ6btUbgp+R7hb5RBHxGPwMS2/q7lpur9UbxN/FR5Igz4ZsNCOlrYwi/rzfeVPOaF+vv+1/D24Dx5F/C",
-	"f4Rn+YIrJcrwOPy77cvWgi/bOdA/N55XJUcOci3ztjv/z/C6/6HFIvK/WF5ewQVD9p3QRvRLaCb6jTqO",
-	"fon2Jv5VlALX27NopL8ws7Wf2xn6B6hLrb8ONN3z62YbtTXV5svux813GyPqzZbx13ZBpXErMLnhZRlW",
-	"Pf6tXTObd/+RWOrur35pu7+G5U2FUp2WfHXJ86s3ghuRruClxA1SPb2KjCAhKpNb/0V/PZZXkOqmgvug",
-	"dL3eMpRzexD1rnnqqjjrASQEMHqFYJM0aPh71wLFL9qpBx9pKcH8UetG7axBwlDGCenw6igbO7zZ70d1",
-	"dxKNuRK11AXep5crOiol2XYKDReDArO8EqPBh+OC6j0gmlQOG65HMJsaEil5X5V/JW6OZzYNIYGXILyT",
-	"YY4g+/Oj/4NJRW7AW+0MNNeDTHLm12mnQl61wLmO227/9hHIvaW8FmgUpwsDHDK6pnhaPNEAKIvXAyt1",
-	"DgEc0187G/Lbw1+v3b3528NfeVX99vBXfP118dsUOyIXwMTziowCS1FGkr3FWWCsf00i5AU5G0fpWu4g",
-	"wZUYMBoY3mQmQdvJGztZinouJlh3bS/bWx9dkiPSiUqf/PdnbwwlvKwy1igff0lZTjjGB1g+ZbwoTMM5",
-	"RxdAwgrTE0t7jLG0GIUvLePFUloDgwMpDjkxZgudiWt9JVBgm0nFy3gNj33YLX2xl+3R+9uhsTwPWtvH",
-	"zoFNp+93S4kEEs0SN0mHoNZYVLtlSR2BFve01lbnukxqCf5mq+gllPE9xph5wKYLa6vJrLyeZv7vZfU1",
-	"6gvTRWmmGFgwdZLBNGO6qZn3ysLZ+NubE3jh7d/OmNEze+O2Yf/s4hRRXC5OTh01vn9+egR++/dnbzr1",
-	"JY1jolNznX+wMr8SNiBYtfXyiSeS7Zdb9vzF+cnZ6+9eOCleN/NF25CbLsSigR5SlTwHE8bZxflpHGR3",
-	"QHO6EZe1zWlWP756cdqu1z7kSXLFzp+fMj2bOaaMTPP92ZuMch3jcScGEazXbSrRA8PeaFKYvBpELMRq",
-	"9vzFmxcXL46YNKYBE5s3iPJQbhSVMYlORX/I/RbuZXthB93fpQGZyVR72R7OdVBSOu9ziSrBbvjKcwfG",
-	"++SkS6fPivotB5rrtYvRa0jOgKJNcZCc/Q9+zc/hE6J1tv/qzbnbzHM+47XM2KuLi9PJ7IfTr92PJ4ta",
-	"L2WznFxyuKmp4SMKs4J3X775mzuB7gz0JCs6DUAom67/iPeyjaqZ4k52zS7Ta1kI/fAjEBI88XuSvBcW",
-	"yWDSV/omrDEFud5Q/VPxsRI9cHVVRP5jeHFgF79le02d4ho+iNXRajC4tpSYteU/YwI4gqoaUKouBBm5",
-	"DeSGSbPdrhemgaPq7kq2drRoBZNcEcF1z3TZc5KpTCdYQEI4EuXdk/t0KJt+2NwLjUoTCsIpfXNEmbIT",
-	"IGeyu9Q+twyJnFYZX7xL/Df0X+geGM1Rcd1+Cj4uWkaL8gBwGgFvdx37PBoqTuOdKlcjeqI043YRcq2M",
-	"UKYxg8tRJ/fX7Trhu8XUSSq+k46UyFjNZ3ZyrS0cZQrUaBMqM2ZkNTFyrnhZUgw2Isr7IMfthxlGF4dC",
-	"RkuStalA24ycZ3xmn0s+V9pYmScLLPm1CsARQwcYbeGvVSE+JiRt93MH0Qrit4LDh6gaO1ryfCFHF8zJ",
-	"9XIp7eh+8XUrChzByE7cpydaWZ7bZMEoWZbSbIBoU4fwWQs9itt1xB5tUubIkbzR89HzLfV855meK16Z",
-	"hR5e1FyHuJ/QmaEPx/YFEx+Aal7X+v3SRa45pelXx1b6C+yoZnkqkl7j9ZIu1xoic8jLvIvzaysJdRnH",
-	"Gxy2rtlLCDHt8QVaUS/78eNbhubeu00sjFcxoJ+189WlrqxL5KmzEu1ptObr9JNkR4IXUgljMGRiwHeL",
-	"Eej0NorBiZCagUJivphVOF3ghpeKLSMyHnmEd0HGRuDtQTdXf2xmmOdmHOXV8E0YRxkcMXMlq6qNdsmh",
-	"ZFuoVNTjQsZvxnRzwzEdq25UDHgTVAyfh9Uti9MX8UCuO3211w4ii/d2GC06nKlxMUXtoeJ5LirLHR/v",
-	"OV/w85ZgF1rimqudbbU9cUuvVSGvZdHwcp0CxnsQ1wgthak1OoShrQTmJtnOuS+ooVhtC4nxguGOoTHY",
-	"dhQF2u7PYATMGZi/XspSfOcEtDRsvhPsZ7J0AiqF940tm/rjYgXUsK+0/UBw7cHi9sG1+WGundQIMuCH",
-	"RvFrLiFm1v9EFWg+YCXXdLSva6cvUC/UtumzIrqPz8cAbp75cb8MXwxXveOW3bgr6qbWao5XXyV0VfZU",
-	"IkMY2mEeM5OoPqg2IaOdYADp2nJWaLnaLkccjNslCGEjooBxgwHUCYJaHSGqmCywJCaojKAMFaISqoBY",
-	"80RhOhh3YoUeTx4/euQ4q5Uqt7RIa5Vhh9NwdkmHTK7myEVMx82eihqsz566DMKDXrpvwNbmLw/0+m/G",
-	"WUC7pjd+ZoMIRvLJTdawNeSCRtK/GKclT+Ld3Ahx5TR4T2QBlmD92gE/xOs+F5N3bDOo8+HaMrshjYws",
-	"SxeVxR93o223MGC2wa0hX7oT3pRh7gAF4h4M53NBusT++/evnx945YTY02AFESMg+brXaegOHyuBbH1q",
-	"WuSgHqeZuA35L60Sc399/PYYPb6/QB0YSk0rdQ9K/TYkD9kF1xh/NvDspw800UUY1Q6k60jtvNTbi+vQ",
-	"/gZ8j7BksZElorww4j5Y5WHyf3HNy6a3ZqFH88Eqx7wsTVtFYFwxXEiKdF//76a4BZZKwQe2ouCg7dfi",
-	"jrhMrQkwY0ZTVgNbbCPihbSDHCBaL3di2P5Nf8dYN8f2mO1LnfPSSfID69tNCf0FUXfJeK1nMyPAbLob",
-	"T7kYxCRyp3nY5gPTjlbizlziojvDEbZ2T01Q6dftWMdWGdYVT1rU9TDVpCMxzzr3pckYL0sGVV5FyH0a",
-	"k6VFebR3z8WC4oPBorQLOO0W0Bx2uQLj8y2Y4A6pVgieGZDASea2I62Td8+yWuPcu+bj021xI1WxkbId",
-	"brojxv0blFS7lIWS8wUIIPZGt7fNeuJwCruVrzztud5jz+lSKzrijTD4140olP/bLpqa/pzVEv8w3DY1",
-	"/dnA1z+lQ64SbJCX5SQvdX7FhNMzX7169sMPvsaH5bX1mD1Pvn726NEhFuWyonbf/q+/P5o8+envjyZ/",
-	"+enZ3x9NvsE//6MHnyxlSYl6p86g/1t2s3aQaEFCRd5i4Oz0+Zl/XOi2mDL4vEOC7ZKrhpdsP4Zg0TW7",
-	"5PmVUMVBBqAtbN/HALl/YV8HgGxD3DrsOrTm+F9j9R5y+uQudhTqdAxhpD6yfY/VIwr2w+nXB4fsDWh8",
-	"cw/bJz5W2ghWLVZG5rwEhAZzxKaoobWR0RiMXIuZqIXK066cxHCqqqRo7HT+mZePBhUTim2gcKlw3Tsx",
-	"IEJN0ko8SMugeamNGAo3xMztuYQcJQ1atWX73mKYMSN/ERmzNc+vTMaM1VUFMggMaALRiRmrRcXd2Tvo",
-	"ybQrRN6TqYkNP2D4zm6qF0bublW9jJ7ZiTt4C14XE/poB/FuwDCO4Qj+jVtaxIUq0nJTxCJQfLKGXP8A",
-	"grSjmDpk9CJjnSxIJ8tY7o6dcneo65UOiD9xuhKKwADdl71msnS2RNQhOofbgBNHgf1Gt6T84H51C3+5",
-	"smLsit/RhDer+TIVuPcSfmf7EH2CWQtNITUVPjUHbukWuizGI1gX4mMfe37l7ms84PCeI0MIc9rnzBfc",
-	"hmUGnosEyvY9oa5tLF56nOU1N4s0EVMng7CUvsgwePb9sMhxMTZVdTAs92I9DA30IFjTrn9kRHphIKaF",
-	"Njb46BNGeHcEnie9le8vTlhBnn64bB0db0w2bciAMLN+I7SX0kNI69biSxic+EqnvFsXLZOHM4IeCPDx",
-	"EMPX6gN2+mFZfX1w2CvIjONUZHsBrAMG5LI7qisG/KZyI/EqTFvnr33F7LXKo7K2TmSBZJyt4lMweHeP",
-	"Y+QtwW7Av7sXDTZiexHPipeuZfdrbrmWJ3XOXGdfuywhpsl+8Y6Y13akjo7w9CVWlrpfjA6YZQBWRU6w",
-	"GzZHVxwdrzK+BN9GQmU0n1Vn7NxqPRnI4FZYk6qNEOz7FxfsIa/kw+snDwOvegj+pMlSF6LsBMTGlTPO",
-	"9cw+F/5f/q9Baf9c9GT7HnuxmHcvBWlIcYF0C9fKPYnsIGMkj5OsGSw7iMtj47BupwBIM1b0R09oX/vg",
-	"iqZ3OgFQQL2Qs2x11SuNmb6D7a/9UG+VrrAdwqle1LWut6ortZhBRpCuGTp7MzRkIuB53O39iBmbhtb7",
-	"ljJaWW8732mTOIKz7rtVWoun2pxwz3MsxrWqxDPZo67t4mQJBoIjj9HpM1Rwkx4AxLuliu1j4sL6BSPv",
-	"PWqPVPAgcTq0Xo51Jxe0FEOAoGlDLF3MI1RIfO0WoPSjLhDicG1JTtSyt48KXvv0QtV2R5YPeb2dP+te",
-	"hLb25GzKbb3imulIXEGwikkqPiRd1Hhkg/5aGLxpaYfHSmGR5P+vL4nFE91N8PKSwXjZi774MsSvDtlv",
-	"l8BidfAWUtiZP9N70RCcRIZcpC1jNiyMudZ/wHjz3mLw3ZD0XYtp+vmGo3wlVZHOWnEqkLQytdMXITo+",
-	"tAfE4H18IyNKfaQF/nrZk8qBBZzT139b3Dkc7tuUF6VlFeQfGzl8PESQG83Rmn18+hrgVnsNJlbUS6lS",
-	"S9rJFglLugL/8S7Rqd1yIKG/FK1skHXNlQH3lkmizADqNt4/hqwyVgys/azWy75Vwyo66TXSfR+BBJL+",
-	"ppbzeToznFsGgb89e7JunXBjhjG0jW5fuzFb4YkpHOjugg8zM2AMjutsNWnFDCJxvfkn/eFpwBDCZcn2",
-	"25xs4o9R0CgEymWszdK23Fwd3OKuiRnfttUNU0gv2VJfi8Jn/p0JI4tGnDiKaarbxk1ivJ/VDP0brMZO",
-	"QqYxq7GblJe2Xp01qlNGJYXp/E6VK4p+B2AisTLBcg+d0m26TMeH+HoWCRe6r3RhNcvd6xTtCUUdLpF/",
-	"w9h9eeJguKRMmqWckwMmoFq2YZxbiloMVbGoe9xm6E5r7SLkNofOma25LFPY84Mj2Ui/pMUKg7jFQUrH",
-	"jrYR/O265viJ06SLesXqRiUhV4UVxV/FajAlCI4FvQvID6A63+imLNxe0hNU1KO+xsAVRsc0fStJgxUE",
-	"44Z3OYhgdXGvAd3QofRZaLJ2c0MC2EVUhRXuKXXudne3EphIaFoddbK8wlvoqd9lXdcDB3CRs852Z93z",
-	"OFCzEhBHLhayLk55bVcd0J87czZAZsDAPkQFCFAz3ZM6jCvzVtys48q0JdpoWT26D5ku0NymMQtyuF7H",
-	"00dxwY6nj5ILnli26JRsjNjtAWsUpL6pwAQtCobSBOhGpVmp1dy9dpNSG6/EqgcoZo18sS+IBMI67uMI",
-	"FF9Ojj9qaFN2Bu9omq+cY+JfclQpqFrytCIeb1Did4kqSDLivaxdvPSxt0K5IZ/0I0cSiwWsd5+UB7UY",
-	"PMzirXAoN7Orb5xiO6FyG2jFdfrggpvwazoUtZRzeVmKrUdEKBvwQvzFgfwdZY6Rp+VKiApwWPohb19Q",
-	"Tze1ozxF1j048y0Abu2ORzU2gRbdPb1JaN1yyH5JKPW6W5CWSiBDfKx/j0yfft+girXS4BI1li8rc9ei",
-	"zrtWTE5O5Ig96inhPEDbupR5EiCYTj7DN0LypV8CqdhNj9V8Hay5hRul3tYPZbR9GwuSOlCjSLVPTnpO",
-	"Ny1ot/dHrD34r3DZjia9VAzTyAu+A+oa9dqzVrIWP7S21Ntd4afuVIobDENxLa756xKJWzqEvAzVdcTx",
-	"AbQ+c3rIfMEuS51fAcydj9YzTHyUxh6RDEcOLwT9yKlcf6+gCPCHoxQjj9OOjiI3riWk8gFjLPQRSW/Q",
-	"TA+Gxq21jagoFYhJrvcR1a/Sksi14KUojit5oa+ESgvJAY3aqRDuAwiQDNC1mxtq+9uaOXYKz6nZYLIG",
-	"yRswbSpuP0x7DDFXQo1LvQ1DG2ZDvkVqO00YvXA2tYZMVCD1AqsbzzbBi1F4A8BOCF5KYDc1srSv1Ths",
-	"GHiZSXWEf02kImCbnCulQYf2+HG6jplHAnypP5utLUmgQcxYK5EeX4zomYas9hCtyiFVbW2Et78PdwDg",
-	"wSS5I7bkK7cUkG22gwn1PVZ6VFHim2s2naQSdjpdbWHjGNAQAcFrx+hX9+FIjMa+4Q749TZ3e7Pc9NqW",
-	"A5KBQHC4YQfg1t11pLH1NkT6CRGAYbQZnDxQ1B0b8SYHxMe9xZVJC91TzdpTanfz4ynslPSm+0K1jsuy",
-	"pZmxsOnhg3HGCl2K24Okn9nqVNe2B+DXMcezi1MGt2SEA9oGRyREqnGptdDaLgHdshZ5mnFQnU7gVDgy",
-	"XtfymhyobVhDxoxQRfSatPBLBzCUGgOMZpV2qw1A+MIMuWKNqgXO0AMC4zcBLA1WFFSivORyuctK3AbW",
-	"d3Toyw9t2Iu+Ud7V6kabZp1JvJEL33XB3j8/fXhxchpaGOPJbupKGzFUU4EWDyp0x2q0h3At5XVfxE6J",
-	"Vq3+1AppB9Cb/a5uO91h90F8pi0OnBdqdgOA2e2ZrTF1oprg+fnZCQEdtvVl3HKtgUnZAQwpY7ltEqwJ",
-	"eETrm/MEE5DY/JwDdmuaeraGs4QdJozT0UPvhZ4NAcBwXGNe0p42WtGNOJPGDOLShuOwfra2MdtjQMBM",
-	"006X5WbeQtGJ/WtLtt74QH54DngqZMOwbU6BE8tJB8EC7zKsL5tSmxerSkzByaaVoGLVgzdPfHf8lg2/",
-	"/FYX4gT7OQbYIVHs/fbT2qL0ZL92liMUZxq6hLazt1529gP/mKrjZCyOwUtnTlYay9Bcq1KlYvLqtWbd",
-	"yB4YOAC79JCWJWBJzS1rGK5t7ha/dExgbqrtUmbjZI/bGSmQJXE2q0VENaEakt/rB6ZdzTX/2HapAsoA",
-	"qWJHGSF9MR6zUF134zAdeV8FqySANOOs+sDxW+fFN9989U1cIP/Rk6/vfK0mSlpvq3S/23201sFXT+7j",
-	"phhXCt6WvW4mPE+lnAl3DR91ViVc40F1AtguE8l6h+w52orYV5h63L9r3z79uuN0evwotWeOVXcGSwat",
-	"x99kGyFyiMppNfL3WXxn4J3gbgy4DihGhkCYg9Fm4IrZnybY9/SASWWs4EWL2mKa0h6xR9Q0II1rSr4d",
-	"cr9FC/Fou7czcXsPsJczfy3fzpGJ4jtXa5dyCp5pUKaUrVA46pj+sfW9fldrquPGLk4CGH2f4tpBrGcY",
-	"e107OVxasnlgEiIW+jfmJpl0suDmlB4OIdn4BtxO+37iht0yiXIGNjbouxa2qVWfTW9LskOqzmKU+oDp",
-	"J7AC9AtiPRrvKqdF6UMwLBPxdc/l3IkR8BSa6TSvlG7AcC8xsjxf8LIUai7alJIt3Y6xa0XbGdsydY2G",
-	"rlpAvYKdwYCo61QqRnvK0GjV26W0XV3UDRehfTnA1+qyrVOgYde46lrfkwa1HvOmEXXHuNkuTMYatH1W",
-	"ot7w2AxrTOsB+KF/fyayDjF04+rbNfxpFNH2G8zWS03gwkPs93rg91iTWtTaDhLwBp+5g5kN27oA7+e2",
-	"GC8rjKWK2mtrkUiJK+e6lnbRT7DhDSjFFMuxPzz/Zi/bO391PHnyzdOkGMsbu9C1/AUia14B5nHPAlO2",
-	"IJtSr4eHh1N2HH/OFogEjQ4jdH/Mar2kQGnHMVtm6Q7v2csT9uTp4z9jhZqXJ+zPTx8/PQr5+IxDrdWM",
-	"2Ok6E0+YvFQqJR/PO4OnqIPhMOkey5iQwXfj1M65vBbKq+SzWpiFk98LvexNV9qKXNyyGKrRjZB6xmZ4",
-	"9AnShAaW+7A8XEIoccE9mK8XTwkYNn23/KwTAUv/s+GltBALUNXaoogFR+YIYyYgir0zELIfKM1+xpxD",
-	"f7AUwsq505M8VmNumBRjM60nNdwvfYVz3eW4BaON7q5aTGi5OvtvAv35SxUWHhAi/FqPCqDXVxEDxVOY",
-	"RXSL+5GmtWgmfWzlfKmvhOMrd0BwPac6aVYz45qbuMO3yWsC20wkbWALGRxbSC5soNYxIvztxHPDhPxc",
-	"OritT3aCbcVOxy5dmi+Dhxh5s+NKONM7AbZeBJR0c9uVgaHeCac1tdI7ApF58oAV2XZ4ds7e1XCW4Io4",
-	"Iu4LFU7ERmRnpEw9fvJtSueXS6Gb/uTY76CIn8c3WzhRzfV95GM/2OMt6vxXHV0+CT1Yc2V64NndIkJl",
-	"BBbeOkI0Lowcev/8FNgOoh1CFK3V7OLktGOHRxwumzte0hRVkvEmixXV1lTPHj4EX4U1lXF/Q4WuWAYj",
-	"sd6JhEyqmWZyFpVYZEoIVKSW69rto6+/7RiPvt0mhboxjjixaWLFXDR/MN3bdIrcDiekp6aQ+kQXImG7",
-	"Oj4+ydjpyQ/H8N/3bnneVY3P44/mvnBXhWvocFckqlf6BqJ/w4XPrNZXXb1FN1ifnRpG1EVwQ/bn2wMy",
-	"JibXe2NV0QeMXvVhIrGactdM40Qz7YUsBFIiMNO6ltfrzsveES+EnC9ShVl1AdWh3dP7qQTagwXAVVjp",
-	"nSU1zq7EClFxaNYgisil6KkmYXsA40Ut2v3GorH7uVZK5DYLGYsZM8I2VUa1JHXNCq1EOvXfjeFCgzMB",
-	"Nm5r6Z5I6uatFZrOH6lYtbFhwiO3d4DFAZisf0wVYEUpsbQObtR+U0Aui82r9DSTvOuCBi4KKLXmU5vW",
-	"9L1N+VAWoo/uXz15+rUbyKsnT79JfnwjC8fI0qcYHo46xAm252uAWKoG3bKOJENs1DlUCb/g5uruiRoN",
-	"aDUUP8k4wwrkzHKTKAySCrNM9rARZwlHjZurKMoSPsQqZmS/dNLyfQdc3jW9ayinq1GOCAfrjNE7rGhf",
-	"8p7MdKmxuVCi3moRi5uDBIpclyW6W3Y0gs313zAnZbO37+F4wPApb+Uw3cKSf6xqnZr+33z06ffvfjj+",
-	"z9OzdyfnI1n9XNe6senc0jaurH1r9A2ypMDvQbEbp/0DvrxD1ZiogtzmNVMJ9VKW4jm1oLcU7KqEQhin",
-	"ov0gYPJjXY0jNnncCiZVya1bAihjSCGd6Mcae7/WfGa3rs1aaT3EQKm3IqhA1kPnwz53ckwC8QHtHLXO",
-	"CUkvbthtmpgf6AAt/xCORy8pYJsQESNhIgkazk95Y8SFtrx8m9IEAX5qzutLPg+kC7GmWFKK8NcVV3o3",
-	"eNJ5firqXKRiMb/f7M3yei5AvXWfuIf737/7/uSgPVW+oNXI47MQvDouS51/lwbfgp/BBl5CMXEQ/3jF",
-	"cBvGTtJ9cr4y2/qAlmmz9KXlUomilYEQCxlS3OHCG9m3apbf50NU6y2iRWp781VejgY+Nb1TxONz6Sd6",
-	"v3NcI8q1LV1b/WiUfm2y9dMfn8oByjtNSpCAIqAR4gz+F4Im2hyKyxXjbKmLpkxBPRdFnay69J1UBaOn",
-	"Ps5M12z66BD+H8sQ87JkblXqGc/vUhUWRxfVZuipySCNFco1PFxgguISeG4bXpYrdulV3JQzcXv5vk3v",
-	"1aVbHNAy03BsMJ2EqoHT9NkSJoy22wOvJJaRpRpgGUXpThbWVhlYIqCMrPsTFAOsvr1DGKo7SFSlIMTQ",
-	"zTohV3znOK4XKUz6TnQY9+E84ueGl1CM2j3BJG8j1bwUO0XD9lamvwj6lH8nNgcN2YHW3X64kVlcP9pT",
-	"TIiZ9JPvVLkIJ3VLgcKWsNNeP/fEdGgZo7axggmOb4u0fB9yWdp/eOaHVcEouSoiBrSDATfibqPj6fod",
-	"itga4Ju85EuZKix0rCDLzrIZvAABEEIoH4ZFYswEkV1+FJfnOr8SCcttmyIxmB6jhCgCfCeEzgHBQd8P",
-	"DA6lTxs38rLcUhY8p1LSkbfMR29wG2VrpTngjSyLnNd9SOqdQYJj3UDyE/eJ+/777U700FOcW7LXTnLr",
-	"btZ8Kf4qU3wGKjSCBSqupT96H7dkX5HugB0AXKOKCujLTpRdT55Tr9IHSr8bM40opBwH+5LnWwtRltr9",
-	"2+0E+M3MSuXbmZjFGvdby4FHK/1D363o1vl/nL97y6z46JGwd13svKlNyjz7ruIQnKERn4ntT89e/O31",
-	"+et3bw9fv33+4j8Pz1/8z+kBXBvcGHcGf25EvWLYHlKXaZaC1VDKJcquD0u5KZ1ckyIwxJ9euJdeqGtR",
-	"6koM3zzvFINtyrwGimBFHtJi31znh52FOrx+fNAXapS05rxTDDc+YzeEH0tYurWIYD0T7bm1KYaGHNfK",
-	"ojZzraxUDYkq7o4hnBa34rnbfSdJ99mjRib3t7RVi1m5g5ZjxM8JC72ukVll4JahWkz7jzP2JGNfZez/",
-	"+3/+32AMnfPKHCFwUAMJrqlZYwtSzQ+OQFaB1QLy9xsRoIaps8aMTGbv4w4vAys7ou5AOoOewtVVEy8O",
-	"A4ncL50TYe6Ri7glzzwJb0PPiThK4Aev1Uyn3T1Ws1Aseiwv4Y1bEUsg1z3tLgRrqnnNi7YKtdMO2k9F",
-	"EXNzAx6iBnPSTF9VdrgYU9fH3otWspDg91+IOGUasMDAKZhRr4M3uRGi9R7uIk7FAlAi3RbgJUp5LfoX",
-	"jRxE7k3DZFFCQQyFerph3H0MMyiEdUTLCoh6VT33IInBF6uqD6uqvcBNhsvEU5eNWfBKsMR1dbsVCkJF",
-	"YpEqnnJnnHIsx+nWKJzNjNWi5BaEOx2QKS8hRBo1hgG2nN4DzvJSIh6We8kEOOha0Ea0x5Y4QD+epnEn",
-	"PxnmdRHzOFY7DdWtsvi5p0zzZf/1F1aDRa+181jyVaDA/XORT8L7Ew/6dnAUHz0j4DqA3EGIbJjNRC1G",
-	"iJqwcd3BZuvMYu1IRksUtiUmk4jkU8zunF+Ll7NlJeYXVPH1lqEj6A3MNaBDUVMAJQjhtVT8puS5YPvW",
-	"+w7xbSfpwAgOetz530lbcyv+epnybF+gpRNL/FxKi05uqdjVpbQPzRF7xEpBYdJCYY/5QmuzJZAds26G",
-	"QtmzwWCDd42tGj8uKKt1xHJdrYgvQTCxqhobX3LuudtwnoPZGzIVq3z5gZf8hv5cNvi36lae3BWRIexQ",
-	"MjsoBVOS7YmPtubH9TwVXtDUWAufFlhXxGwN/fkQY0QhMtpkrJRLaVG1nAB8mM3YxDZKZO7feiZL8ew6",
-	"Y5NSXIsyY5N5xiZXYiWV/bCUKmOTy1nGJnnt/rvkH92Wux+bGZZJm1Ty44fZ0jXKa/efHDjOxOQf7KIW",
-	"xoN99IS/OW0Bh+2ObTTyRBLVQEHyKAUqcGa4Dc6SQNN0YGYhUsMd3cRhGTiyTx5tO7F9ARvUOT521FPJ",
-	"j6I0Ow/h66+2j2FLpMcP3SiPjbPqrbozFJjr1UZM/PboMWrx7VakEcqyBWT9XFdivS7k8eS/+OSXR5O/",
-	"/NT+efhh8tOvj7KnX/32H72RCmNYGtYvu1eW5v5v2/YMRVLQMcGR7cbUFk9AlVg8efrNEPvqCcWgjuHp",
-	"HY7nn59+u1tqWuekdNamw/37bta2LOxtb9VuYf22joe5/xr7W8mmZW2P4RxtFoLcqVZ+3F+c4nqr4vlH",
-	"zNYNBZJiCZS7ltPfuhx3qoJ/lKzOguN/5K6ddhLjc04f3amQfqiiD6Bscs1/9KJxh+3hd6IuJdyL7y9O",
-	"xtyHn6FIfhxLvlMw+WbdfBptLz3r8u4AuiQRc8R08iZAlI3RoyXKwjtHblO5YQNyK4LbaI/VVnlvZxyu",
-	"3fLL7wbSBcZ8cFeBdymuwWFE3tTSrh5GPWxgmUeWDW/B8Nmj9wRcnj5r8ax7T9lGntq9nbmN/LPE+YOA",
-	"fJ9EbPhyLfDWSdKNz1bcOStgOM31yBcHgf65E3OsgKLWhZxLtBtox/lvpBHkLcJ3TIavuP/V7r+AU2xy",
-	"7TGaFqtqIZRJcfbuHo8U7x4/+XNavqt6U4t9nmWba0sGhlLPIR7fzfqILknKnxMqr1eYBea3JC8bYwXi",
-	"oLuZbSYfD0zw2+HkLQr83DPX+V52u3ThRHZwlOKnNPu50RDeUrNSKsEua8GvdtyX//WPvX/8o/7HP9RP",
-	"vz7OHj/5Nr0TY7Jtt25FGHauS61wwTW7WUgrmKl4vp3zdQb+7B//MA/dqJ9+/dt/3CV/NxyzJBeBu/JE",
-	"l81SpfXbHJ5heAPerBSqlXDEJ5cQG+8H01Xavm3KLeVraBTSsLfvLtjb92/e9GHAyiWvV38Vq7HtVVEc",
-	"PH3tCCbdfNqb8VzkJXc0SK26t7ab8LxMgX4HvwqdKfTv2Dv8d3LHoPx9hnUdM0YVZ8BAIcVNQhuAQZu+",
-	"jcNYPWzUNxJianztyDx6VeGvsfZNYxgvunWOZaqSfJE4L8+fv0GMMidsp9DmpcrLphDPixLyap0aAIgX",
-	"daPQSWI1W/KPz4vyZMHrtJm5KMoL//7wEXPDueGmbX4XPQP3t59oan2zFW+z1jdmbRlgM9xOjvVAwss9",
-	"ZeHhRIAcgINt611HEVDAO7vdjowgoCXwxBSimzjmoMAhiyoqOZ1b3Gz383XJrp1fFghhbZOTRIhoDmfi",
-	"Wl+J7Vn9tXsP0vrLMpTPQ7pyjHqTJumdF5XOFz0lMQhPQrhXPP9yjaFYoJwcZ3w5FLR+uVHkFPDnzn0Y",
-	"iDSmEQUVbOAKUOhrapnXoXDryCPjBjFOoAPhkMrl+rFQJQi3riPcINRX1l2w5I4pXpmFtsd5ngwHPWaG",
-	"3oAUb2OYlT0u2R7UMI+ZXugbVWqejlLYBiAKZkyJHiarK8NudH21Xo11MJcDv+5Jl5LoyYN4Ue/G83WL",
-	"gRUuEJ6yJ8sjmYd15t2C78/etHWJIaVMLiH4mdf1yuOJtqu6xR2P08j8cmeUJdUu4PZdvqUpjbZfowK5",
-	"4wHAUn1wN8LkpSoBf9afigCS5JQUwBng1vJ8sSRl27M5YGbZnv8saQIdxDMjJLMQggXr2aY1P320S2Gc",
-	"x9sNoLQqQ7tyThbJFPXRKXxgWjp0wkA6qHtcJe7bhWv77tG4ZfmVUITbGgWeSMPewcam73QIGb/m/bvj",
-	"gbsuhb0RQrWdjgwN3lbgF4ZKy3erGr/rVSjCgsdBwOvTHLP3t6PJE6oQabXTQrYfkN5dvuBXItri33lj",
-	"WxCBUeS2ubiQhf5c541jH3C1HzeFtGciHRbfeTOkqSjH7nyEdK6VrXlKuyOglNdpV2grdoKAH6PQjEn0",
-	"G5Xw6HNJuWHhg11THXs8uSeEAgOPj1BYrmp9Wbq5YGiGKlen/hdSH0brM5tb5JYxGZGDXWwV7nGVyfpF",
-	"H41cbLtdf1nqWlAXUI2F2QVXTjdCmdZA8tZNWqVZYx3dRL7OIVqbbTyybAC/5dzy2oY6n7djKGj+1uRn",
-	"ecamgcNNQbmd8qqagkg09VikU7aPFU6gODk97Nhdpu6k1Ov8RDmRsr3fUrErVQKU6biqSorkIeOLRz7l",
-	"oVoHVi25XLEw+lH+qHHXp5fMqVu/Vkfgn+oYesmzRimm272DuwE4BJnFrEmsD8y9eN/eBMcbWP4h27at",
-	"MMj2oWo8y0u3GOQz6WIkUNiatAefz1e3FSDX4w/e36kZUfT/iH34QJv1N/fvDx8GfEmpXn7rI3ec1Wmt",
-	"P65u6yCvmrJ0nPLjCvCKXKu3IEWrWdVcltIsmFRW72TTDZ6BD4eTn/7P/9i7O23gcMqS+QqjtwdKwoMy",
-	"dJ6iqfPbukf6Z/5PhpKEAEBHm0BJoDYAXF3rciEXja5ZqefzTRjg7UBJI8kvKlo2dAIS/vckJImjhnAy",
-	"0lexru7pJjZWV23YQ0ZcisOqJm/8f9p7tDvTL/LK/He6XXT1CS4XBMXc7XjuHhmx87H4xFfE9kvhd2Zr",
-	"YxhaPQzmA0kVIaBF4O5BapXTmSBKJEo0Xne1LSueW1H014X1T1hTAaz7QuYL5qsDA/C1b2NsGXZu+SU3",
-	"4lz+InqwJNyjULCcXg9yMEBMjOyrPyPuhCqfm05m3Mhmb3g5cvQ3tbRiwheCF+6q3XX8UItZDEPyYNEj",
-	"5l+9Dd5X3RbB3TwRqR1bW4JooOkz7I434fYnPR2I/VbjTYQw5a35Fb4+ZGceTosbdipU0akYUAjjJkP5",
-	"a2hbPIr13kKaCsfIbFMjupeTlxnvVhvwFQtiNvXAICzEkOV9GGQomv8xfjJ8W5/QTY2RATiyNvx0897H",
-	"V8Y5uULKJTa7//796+fpjNiR5fMCztmOlq9xoJEW6pzoBs4H8JvNmrtRkiAVmRoac+3UaneO2EwqXqKL",
-	"fsvgt9ZA2y01gFsPMeejEhplZclyJ5mp3ip5J/37/LZTMgOqAxAktsTiFy0F9KUrU7H7MZUHuLkSSCvS",
-	"QjzjlVTFsx5YT1jfnWgErrQxbgXIboDt2ywuelvPQljjrONlCG4/nE53wXap0JniBj3Yseu0ys2VSQUf",
-	"xlol8FJEFUtrlJ3+0xgoAHDE55iW2BlCIni/SuIWtPcTiB/upaytzMwtezwWdIbP4eJJ0BQaqCCsBOCw",
-	"K37HKmUXLbu9ba2y7l2XsKdbbVNVYk58WXGoLeGd01F5iV0xsirE7QzL53seAHJJ0GC/tLl+ODOq0uOG",
-	"DjAAEUM6YudNngMmS8ZeEmO/cIz9XYOhsSfE1MFYAWw5PtN03e9le88DE9uDdHdC/AnN72V72P5etuc7",
-	"2Mv2fPMDBHFa8lWqosQxwN5CrQPIAMaorG0F6MeoVhsDuRwCj0vZafsk7FpXlSgg0boPUdkweotdipx7",
-	"GACaau3EVas1M6W+KVcju50N97fDBHrLyl7QGMGihuWwpIVfDEYLZUzOGFerw/uwZWI4c7zvacQvWLS+",
-	"FoPxXRZRns6qB+SgP9N7YW01mZXXGcO/ltXXGVuUBuHJtoCS1WKprTguirp/TVHOxcx5d6W3ngOERJC2",
-	"73avtwiJ7QruKCGOMPukQZy26/AjMtr9tmYbwcyx1o61Jtuc92ipPUUH0lgnzXj1+hkycqb0Td1uHoFb",
-	"rIsGhElVyAL9fgFfY2y5Imp9xwuQuGni/msUyN88CbL1w7aRe5zzrFX9ELenM7612ItBPWNzZe7KN3Yv",
-	"boUjTJ2A7SWeuis6cIpq/XHVq4NfbFTdc2tPKS2kmCMEmf64SoS33Av+/93XeauatD7PI7zrpKVgU5+J",
-	"5d55GMu8KU79cTVO40YzLOVrbZ2BSQte6yN/4DWfgEFEFHLD27t2C4ejKWwyuO4q+jH1Hy4KP07bdoBT",
-	"axUVSr5XqWmk0wMOtL6hslE4qiMy1XtETByq0uEjKLNq2L7PPqsas8g8GRzci5DRjc3omaOezUqpxNAl",
-	"CwrwjZvMO3x518tWq1FdAAYZhqTt3EMt53IAM4qWAUtaGLZfNWVJ4g0u/EyWPXUn6PZJZK7RzRxvOwmM",
-	"cINgwF0bYhfukJ6kgPYiowjvkUCfmPWQi64V7ohxp2YCaUCwB6JsO5HJicwbkX+3MqoQcQajyhhnWlSj",
-	"nW+hP1vz/KqvFBc0+MAwfKl/tbfP4sK1kBQo+m1Eb6gqpq7trmf1XkTI9ohssljsICFLevvSGCsSbe1o",
-	"K47PaviXt+LEE93hkPl7bLzd5tznifzudpsOmScOA3BssATj/UOVg47CfeHxOwObhNuE3/BVbIvBhvay",
-	"PfpswKSCJJs8l6KEpDgONQuQ63c0TiTaUNUwGW2fCttHzCp6PvIU5f21dzKovJOxnvpbd6tiFaClYcb7",
-	"gNBycI/lq5JN9i/DVRLnFwFznHjkq4q1CSGF0B5MJnkKDOBvpDGjzhGbw+MDvfqF7UNDY0e7vfDRTtNf",
-	"I0JYC38ykiR3nb8SvLSL58JyWSaTVZURyjSYw49u5gJf9jKAk7JTaaERrEMSNhMTu6l8QjqHFi5tUbyG",
-	"nMT0vZiHAaJjuhAfGX3mg3RQwVhyx9jESNsdBFQn1uO1KuS1LODyhJXDiPzxHBrXG+LiU/yZsAXGaWQe",
-	"iCCERkS5okmiLqEGaq/jrbXt5RRXgB90AEyUpl/drl4pfdPv6Lszejyf2Z6LoD2Xpg0cidry5P3GV319",
-	"CWZ9+POEq0IWKJ6cLxpb6BvVU1R3W9xFwCLuCVy5zdUZoOrbsxAvRbSLWZdAsk4EBB7gQar3SUSJWwPP",
-	"dkgJGiwUULTMY1A2WWc2JP83KQTAa1HzMtBYxGnizYXSboUAiF5AZ1D8mstyzYTUqWGc3s7vpHJ3uIfb",
-	"Xutui3SMU2hbTy45cLkXSy7L21eHjeBkjFAF41hgUGlHTxSKKZZUl20t8bnpATY4xwetOxaQTZ1C5wPD",
-	"6FNH7RB+2x8b+CTCJIsUK52KxsplBXAfEcZtoBOYw/ZMVj1upbclkRsKwtlhNYcKkGJWFaQ3+n2Sii2j",
-	"YpEjbyDainQYBjyavH4e9HCAyW3hjBPZGsoO4yqc/3DRgsn4atzRmeipyQkfJM5V3Bp5Y3yy+zZtE3KW",
-	"qOFOycZ4Ufr3Po0U/h03Moc6u27l3ebyS93YQOgUEYJZxAlJpE4hBpycvmfuibQit00tIIgkCP0kGbf1",
-	"zdKGv0964+d6uZQpusdCu/jY1ybiFAuJZfDXEPrHljW0Wpf5gksV2Gmy9RuJRT03Wl9oY9PgHa+0sR3c",
-	"s0ik+yTyh07dTGuFv26z5VWtiybFjU/xwRA+SZks2giu6W79QgBrC4WxNiJod7AQ9rtGQwqp75Pe3dVM",
-	"1VSAq74t+9dIlSf7G8lSR97/o1wOsIFtk4HSukUVk7JcOOFwwjLkLfE6ry+I3/d+nnemS9FTCKpzGj5D",
-	"wafkAT0uS9QVuqdztNZEs3DT3KXU0/CiXXDTY9cBFjWRKq7YCzpriNS7LSwktFToHsSekhv7Iu2EhJ9b",
-	"HBADoZcdxUw6WY0CiHpb75OHzpslQHRt6WDBqfhpo9hK2P5uGpXiF+dxdWzfBzKLI6aashzq6HYRrags",
-	"vVPlFuQy2BiAp4SyzWS+aI0L0ExPwZpGKb612hZ0kHPFLqFOCVtyBVUG+9vcWrAQmpSG0ctM6ZseKa2p",
-	"oNTaaVxjesxAqSg1oR86eWnJAXEJY1RND5wbN1d94FbmCq9w0CVkqJvmC2qO4b6h+a6CFG3E5ow7B6Fd",
-	"3vi0dggkpsVhDtIf0ZLiImaXoJXeBsb5AlomNyoEY3iaZ43arkt1Spyv1T8ftBukteBft1RXgOM0MZXI",
-	"ncoG5U5Ki/UCjBPF1sSodlpD8fUvVBGVJttVkqm2U5g0IAbzeGESJNsvdXW46C3GGG6JYT7gWk5dKB2+",
-	"ArdGYogLXbvrKFwqUGzGTbtw8oeuqVb9pYAf0h7Z7VxkJ15RBVYQS1rRUYhXpp1bFs5pP4H06kP0oKN3",
-	"RtalLUqno//iedL++Z17hH52DiLJshIF4xZ4Bj3Yf33+jn379NHjjOENO20UCGFYhLdR/jP4xnwK/fGW",
-	"fSJWztZVpZU8Pn0d8HWQvmgsclmhg878Dnos2H8RcLO3G3y8bnfcyH6M5yQ+VqlKdz3+pXvTeGI9p7s7",
-	"kebTnteuFpRYihQtgb3u/qG3wazHPVjAOvw2n3Op3AsUG+XrTDlpnwCX8wUvS0FVjdfMQuVc19Iu1tCb",
-	"f3j+TR96c/gimHTi1r1lGxs4f3U8efLN06Qt+04w39hxuwhdI9KnhedeCrvQRXe9nr84Pzl7/d2LjUWD",
-	"LcEvWuqADeoWR/ANZOz8xcX7U3fBnL45/r/XZ/O0M5mvNibz069fZY+fpsetdLIK2rFfUngOSRXAzrvj",
-	"g/IOYBSGCvIcQLzbrT9inM1qYRas5qrQS2psu8l9TCr4z7rqrjZvoMhZdx7/s+GlxCqyVa0tVdVfP6NH",
-	"bmSCmDfjbIGeQK8c/KyrjOU4eIDpyME8dvbyhD15+vjPCG+FCOUIhoqg351CkwoLQcAg01AiMi0td8j3",
-	"/dnrzAdjELJ41VjKl43PEWKgcxWUkWlTyynWgPDTXwTlb6Nkypa1H4OA7tc4kOPvBGjuFjbJlheyLk55",
-	"bVcnvOKXspRJk0dr4/DVKN29DGW7QJssdCIEhlvh2GGqudDZirWvbVS+bNun5J/x9S7bDk6w/WS9yzsK",
-	"I6Ek4RZZZADAFoysTnoGzIJ4gXHy9GnSjFJogXYUfOn2ZpRbFAvpjnKzssdWwzN8ONIvEvc1QiugllPS",
-	"TDzTeF+y+LQO08kbeS1OKb8raWCEZWfvz94YitmGmqgEEXAr/J023u0O0eW3hlaGmQDqwaUAX6r3H+6o",
-	"me5amQ76hSPHeE9eF+gpPTUGjVTzUkwc53h/9gbDNinQerxlmvYZFaK0/+ReA5WxuW15rXH8Y2eXAAgc",
-	"kckT8ZA/3S6GeOsJHMC93SGiuJ14lzD9Jo+nyrspFSC/eCoG0g3ZnG6NNym4JNTojoeLxDEoGpn2d0Es",
-	"vTuZxkJqqHEsusWadl+6i6EU3Fj2Ff5jqY31tuuZnGOIJuCS77cY1Y8OdsNK/CoJluhpZThfQeNpC9zu",
-	"CND68cAsO7BDWJi2IExX84AlkkUxcrA0VNJcN4gdd3AEf2LuKNv/8dWL04MoFBHAs3YmaT+JbomzbxK2",
-	"1IFTBzzrjVRXSdWhZUClVICu505SDHdPZZsBmaQWeNLHY6cHmQya934nT/Sur21g6GPYPzROuXWF20so",
-	"CI3EYna9A/wk++4q/xxzkfcpTl0E7LSAADfpz7Pxbfw1GSzcXTTMsol2pLOE3d6gxL2dLEU9FxMNJTPT",
-	"IcXknTjjar7FbeTIf6GVbmrDXl1cnDL4JlpdI8QVIPtB7Wmp5gdpW20SghGhIpStdVmKAjuAegO4sfoG",
-	"/Eod08E+Yi9yXPWK28UB1MbwQC27VCPo7ENn6wcKFKwv30/j6O/uLJ/H9Bo4fkyr7sDcG/ePKOu+uX9G",
-	"AJqXYqUp2zooaw8MKguru18Rw5zRs9k3ghtxH7tTCyVuoHpOF1whwS4vjS4bK94M7MzXX0E84xq9aMtL",
-	"5jc0wjM+Ai3LLHSN4VlcYd/Ucrs52GwEYjq4B1SrvfvbjVQmaHiYYgfoLgdH2PrapeouxnyhZS4y1rlg",
-	"yfzgbkkwbbtzcrC9vHS8608f9QJfjD3tpYTwS4TBqEQtddFZ1+i871Ja4+kdRBZHeDCcXF+L2vybSSwt",
-	"9MFnoU68tSMFuIU6ldawUufc6vqfmIZTVHkfVLabWaBrj5669Z7ewpj85ZL2XTPWj/zeZKEIa+d9rEGA",
-	"YDpt6u9WcNc/OM59WEHuH/12PYM9xsK9BYrvACBuT7D6Rc2VyXUh6guqcZ/SEG14i/lS+AlW2BRSfydt",
-	"za3462UqcfOC13NhMfuRXUobMhavLqV9CHX8S2F97ir2ly+0NmKYMIMTZKCmQlSmf9MKBzoSjQvyFI9Y",
-	"rqsVuxKionpfqmo6Jbzcc6cf8Hwv29MV5N5U+fIDL/kN/bls8G/wJf10e0xQem288joyCJR2Ml2LP10M",
-	"XHy0NT+uU1W+XjY1qIt+4zQ8APQr/PMhhEThtWQyVsqlJAC4CaRt2oxNbKNE5v6tnV737Dpjk1JcizJj",
-	"k3nGJldiJZX9sJQqY5PLWcYmee3+u+Qf3VFyPzYzI3+BNuTHD7Ola5TX7j85MKSJyT/YRS3MQpddPrNp",
-	"mMVhQ1nUduRjit23LOirJ5s8CPCr0om8dBBnIcHZkUTiEA6QwpOt1UX60p2pc8p3lopV8qMozc5DcHLD",
-	"tjHsamJfO6tx+Vksf7mOhbP1RvQtvt1a3p7uAwi6zjXWKx0ZfvD0q56S1FuhWG9V1y00vAV2Ng59xi7S",
-	"yG+yEKMYOua13ytDd/+37RBBt8MsHUe2G0tfPIHEjcWTp98MMe+epHnqGLPmb09Ef3767Zb5rzsT4/O8",
-	"6c/ohihHK9e5Gf2sApOIuVXiQGSbl358R/Qh+cbndJxQ0hPevCmWjI9s9h/EIbqjhM6EyHTryOb3sA7H",
-	"lbxwd8udg8yQmBlXrQIYFAoMJjFwDN0plHStpcLJoPzb6xTFvxU3PpLFJ1TWWL1RKnby+vmZ016pDHEt",
-	"qpLnHsbFJ/NrJZxmoYiFlxLC0SAih6tVnIobdmNboYxw3Ua3cbhuB1wHbjJ2I66hE88wnvWmA2xcF3F8",
-	"TUqGGKNLKG2/EzNdi4FZQFDX+jykcdssd7hDBoMsXGfVeqDF8FaD/xByWi4F4/HXETbHZmDGtk2Xijb9",
-	"caLOYlNX2vSsFT0c2pGU8PtbL/lSgYHva91UtyPhl0iaYIOau2ZaYr4F/Q6K/y9r4cSpjzYZSDbyVD+X",
-	"BjyEnm/udJi3LuTd1zDgFN5hFYEnQb72cWMX765FfVpyqc6sqVJlBu1meCthSHKGWd8hfJFp97RyrbEp",
-	"lR+bHrKLplYI+M20r0ocFyDjtfDhw0oIdM0sMecewocdB56i6+p9XU7Z/tePHrGpVED+Hy51sZoy7VS0",
-	"G2lEj3uuz5qX2ukRJYx4YzWWGkmiL+gao0rBejlUmde18zeASEqgVFk9qZqyTH85jhYwlgJyv3RtxlFG",
-	"Ia5l7o9sSol59/Zvr18yUmWdFvn9d0++ffzt4xYQk9JXt+oq2FV/H/gcfM9tL/Tj6E56qyo/lwaTtz0U",
-	"GMu5UhrYeZT5vLn2wMn+KhK6yF8FhPg6IeCjNOCoh5e9Xmf5Fflw/VpBzZIZKGHw5hg1fMENYJgNu7YN",
-	"5ZCQ4zhAc23OZ8HNqf1luLWcL0XNIXG04mpiZWknv+gOhEFccdqcL3jtD9GWlmklpGHGfYSGStZULQ6n",
-	"dRd8TzbkThp3VHeSpDSvxfleIjVu68n6BHeIE4gQFvu7WvCr1AkTFUwilGgNGi/h8peCX/eljsbI8YPB",
-	"u7gnsfnZ8fOLuNrliO/POt+EeMH3qVgJJ8HQkX1/9uaQgUchlJBZsv3pn/70p/9rmrGpW9j/9qc//Wl6",
-	"EKmedIFE90rGLpsAmBYKprsBigxt1FwVDGA/jeXopDV8KZ4x7oM0uNJYXZ9yEPzt1Lm+2osKajBDBH/i",
-	"ijo4ZMfQro/mj9uoxVJfI2dYJsts7lrV7nbX2kg801sULEQ56L0R9b3pgqwxor6NFIn0+XZYrTELfaN8",
-	"0kKuldGliLQ7nCvLS8Hr0SWka12K10WP8uEeMhlCr7foHtwvQy2utb9T3IJAAWdCG+VY1OnetI8+ODEg",
-	"XXjmdQ/cml0HGWreQrG6vcxtFd7dP407ZCaFlfROhQ2kcUlLjmXESHTaecWNuXFiW8EtT2RS9Ds0AkiL",
-	"azt2a+wamTd8LvvP5JKvnMQC57IXMeKNnku1ffhwj2C1X9fPRs5DeBHXL7x5h8wHWvgTtAgPw+D4TXKr",
-	"3KnlpWsGnpZkloZ7G8frX0ekG9in9XqOOw2+l6DbFIpAEogQExbwFgkbfeTXVqncJEG4/qj4o/sFZFzC",
-	"8hwmOceBS2F7yiENGPo3CeL2Zdcwg2pckop783BvpywxoIqOGcu9m7EGvSR8qdUcYgVw6aTKywZiLmhp",
-	"gBlvj8OkOXTSwWJqz1qUQ3+i+i3MMTWnyOenHsa4Hf4bJvkFgn6r0NX9wn/jpnrkLt/kKFM53DTj8b/b",
-	"xcI+AZcAsMBjIPAM7SfuvLnBfC5g8B/F5ULrq+eilNeiXm0v6VbQm2w/ZOIdZ+wf+ArmEEJcBch25h97",
-	"Bz1V2rAZ/MeJXlbIbbK9H7m0UDDdAj5EKNU2UJ8NoBLzppZ2BYnwBPAgeC3q4yblzmqzJ4nyQcmYmuv8",
-	"Q8Xth8PDQ4RUuGyMVMJgfX6hCuPEeC9O8BzAtrCdffjY0McHbg2uRWmQBdOlTVIPy7W+kuKIdAfDOMOx",
-	"ets2hEHVYob5yU4d/vrRYzbllfwAb3zwew5BZqjUOE0PGmlPycLaKqpCcQK9ptF+3XS6o2PuPiXEvRIY",
-	"ZQARYvvTDx9eaWMnMGX8bIoXLuhKBR7lVxcXp+cHR4jpNYEboJO70EWthpBExkujQdPCdOH/nJxf55MT",
-	"U88m4Eqa+qRoKHUJCtsES4aw6bnIJy+FzReTc2nF1EkF03fwbAqqmV2IFVgb11b2KzbNTT37UIv/DRXI",
-	"YFGlWxlciT2v6u9F021XmVfyr2K195s7hTKJjum4DSpmbvqn3tRwLmq0b7kDAD7IiQlvufnVgpdwM05y",
-	"vVw2yoceLrnic0h3be0Wbb1YOE8RyoVHtXQt4pcmmLwytOxOQpZ9IUwWQkizNt0D3hSYeqL10vg6YrKG",
-	"pBQljcWzcYTs1MfQuclJa1jVXJYyxxQIzzYwxhP5nV0Y2pqSg7RC6OJwhBjU9vZ+Oax/649mIapSr0R9",
-	"yF4AU/of5+/eMig15e3UjSHBawqAU9+BwdgseCXY9NdcFyLzIKwZlCARrws3cVuvnCT03zOPyP7ff5vi",
-	"iDEyg1qPEzOm/zm5cA1MXhdTJ5BWWhkRsvjdsCniRvzcOLV/St1NM2Y0odVQISzwH3mcsCVWs2zLmdF2",
-	"lXpuDtkpd3IV+BsDhZpQ6Ml/ItS1KDXMGS9rf0dkDK6IDG7Xv//kJhnZS5Yg/qgq9BEETMKiWuqiKd2+",
-	"2aZWsJl4KoSysC5YMmvqGp8eshc8X0R8RAGypjsfnqHFbjRH0x8di5m0P04DUCB13L6EP0zbEne0SkLN",
-	"dJ0Lk2zMBqQCcDVerqDWFyrd0jDYaX+WaZdEm4Hue6KLoG6cjE9W5KKWM8t4xWuL1qxoZtM/TdlScGWY",
-	"aUCeCY8yJj7mogJXSbSbeDYca3TnbRWmAlT1jDn9BPctX1B6MONKq9VSN4ZckVHtv3gkjgdPHZUuRAk8",
-	"mE53hzVjC4fsXTuiJa+vROEH0hqznjFeyYlFXk1DgSsw3LiGeJvjwaB8o5EtAkwJN5570VFo8uo7iheo",
-	"fzh0WU/CNRUPKu9efZ2hRQMOF0U7oHYNPxRCSXdrxMuD1B4fZsOmuF3TbRuJbHFwF3tnXuqclxM3t9BY",
-	"PF0EBPHFNt0x1z4UrdS6grwBJ1vWM04gIxv75NfCM1xA9TJm1pSh/CLl0mEYv2nJ5RglAcP2/7FHn8Uv",
-	"s0aVBDtrRfGPvYMjihUvfd/+I1J1u/k2WKoA0iFiWQUDyw17/OhxKNxP8MET/ORHcXmu8ythWVMB2v0h",
-	"exeyegyFpnf7Ap+lLIWyz3CM7X7oWXv5fUf1joNxGVgE2//OL4TSNDMKjsbddWvhhkpB62SnODjqTgyL",
-	"1aGC77YYr31kZvuEty6ugW9x9HtARTr3r9OL/2JLfS3c33G9wAOPlgZDoNpnBC0XUAewusiNu6FpdtKx",
-	"RrCpcPbk40d/DpDD+e8yyP/IvaDf1R7mQomal7g8jw/okCuCcLvhjuFP3f9QcsSU6soTTDefgyC9Pna7",
-	"XrByf/q2LVp4TAMLjNNf5VN6/WJVielBVDsRevHYqR7ajgQRtbY7MACl7QJzNGZgu6Zbcp+jBQH4PW/t",
-	"WmgjcT+Veq4bm9gOrtgU68EjLuTU6SM/N44QK17zpfDlmdqRBJSSQuQlR2JYk4AfRYzNey2g0am7otF5",
-	"D7cfZ46fVaK0pLWSZc2PkxsmQTyoBWIhoDukTZI7SiXJrfcJihcvMJ7w4JCdCV4gzWE/osCYoA04N0fN",
-	"/h7rogDWIheSXCyeSvBa9iRDYprXOLQy0lih8tWU7bdLOz2/zuNnB+QwNEASiDLFsV4ohQY9Y1NgytMs",
-	"zoLI2iVDA/gRm5ZSCV7LX5zYOcWkQ8w0rZemg09ftioQkoZjZ2U7Y3dEfZUeuM7xFCKSHKhaEHLVAWqi",
-	"Sl9IeTOoQASH45tHX61XpvEwu4I7qdQdwHadXdelxoFbR9yBENcGj647XARUCt0ew7a6GekbhfuZ+TeB",
-	"WoM3JHKeAZ6x0yNcEyusGNSdY6kN3ZvusjRdAT6qEdwV2OkknFteCn+Z7vtn59c5PJgePIvrqi75ipXu",
-	"EiUEX7bksDK1buYLYvWgZCG/PGQ/1hLuAa/w+pJA3kuIPFCsYEvaHWnJNarKEhgZEDjpL2F7UCIpuOWs",
-	"kLXIra5XDwzkmZMoLw1A1d3ABsxqISamcmJALUCSJqZh2A2OmQbz52gwxuqaz8WHWVOWU7YfVnT6Wplm",
-	"NpO5Ez/O8aXpQaRlYc057E5i5wWq7Lhy3hOL1bA8W3XXkhuMFSoLegEcpIxNH2J1m6nXpAu044CDsD12",
-	"+BC8wCTZo08SrLrSliL4VJOq+/Hp6wim/tne48NHh48OHz/9CxQ4qITildx7tveV+xHD6xdgmvIlhJ2Y",
-	"/fBSa+vUZwhRqpIu2BOwBhsyFzrGgIpDpHsjfrlHupPKWF6W7V205nI+ZO9igZCCFsEtLq0R5QzZbbi7",
-	"eRA0L1e9suYzv4aKAO6ABebax3DyVsj0yjwwDYn3E3etGAtQHG5JfVHk/elkQk8m7hcpjDs8flZONJ3p",
-	"+oaDocJT7/70Jf4GF/z0Pyfhn5M/4Q9ngpeT16fuH3+TfBq0o1JeCZC1gmaCccGb1+ZXdCd2ajeDmAcL",
-	"SYrgItISdaNAEOAMS8BT24fspa7hI9NOC5JzS2YWoiwzjDYlMAkk6KoGMDDeguWEg4TkSMkdpZ6TRq/0",
-	"2oGBKCVDdkinSSPL+863MznRhWMrErxLqoBoaC9Eh72MNnyfs5taw11TiHDFwUrVokK/qFbCsK+f/OXA",
-	"nUHQMpKj6txOm2v/lyMwRNxoVqOTPFgVxUeeW6cyKAHJ/IeQyEbS0Oti79lemN+x6xfoku53s/fs70ms",
-	"8O7KBukj3pAHsNQZJWTToYnP9yaRBUPjwhdSI0Njah+8pZeDH39LDMZP6BcQxn6nC4hUc0OlMkVR+ufD",
-	"/20wgrBtesjx0V05H8sBps+0g8XNJ2slXEcKRRQgFazvfTztcC92cDgugwAzcK8AK33y6NG9TQ/9OunZ",
-	"pBhuJ4vxt2zvaxxLqosw5off8SIsnPvkq+2fvNT1pSwKofCLv2z/4kSrWSnRw/P14xFdnPJVqXlxofUb",
-	"Xs8FfvfN9u/eK8KLEQXE2jmlCT5+MmKUF1r/wNWKlgNq1n0zZglfK+uOVokVBGL3j6Nfd/gDdjpdncOn",
-	"zF32fG7AE07IqOtXnA8CiG2Ne8/2/vKXPf9ba+zZe7aHBp32Gf4TD/BvWc/9P2ld/HORLAUAwDwBorOH",
-	"n7OVsK1FOQoWAcndLMge0fI0EGmcxODUFp9EBy4feKJVUqw4ZK9ta3pYt1OxS5HzxrhL51I7sTzEHXjJ",
-	"PPS/yaC/FzZwmvPgG/9UVL/eVQ8DaNcLt+nwizrmFwJDXkJcLR727vkwVpYl6GhWOxWOeFfv8b/XY57z",
-	"yuYL/vBXWfw2cMRVgS5y0co19GWUaRBATCDtsECf1+nb75lc8rnTeaBM9UxeC+9PgfPsAUGbFh44uqu9",
-	"TEqJsTM5s0IotpSqscKQWUZ6qRbMt757L+GhFthirkTQzrAn0Vj8y+gD6eBAgyhGXqdDmvzrAkw97Tsl",
-	"mDNgimGEEoytpokWB48B9oj8AGxc0nvfgoj2NepgmB9WZIiNDYFVVclzjIXfoNITHNw2ESoBKRvjsoMI",
-	"5HSjVgCSxcbFH4s/IS6iaeDNpPgzyC7goDyssAhQomEsCJBoOskboq1bQoVPdOFT2BnaSW4tIHy9/ZO3",
-	"2r7UjSq+KJaEtBzIJg9n5TMzm4e1gNurX71+jfbHoGIjewmbmoVYQrxgydhgTCMc31HixvGqLGYuNwvt",
-	"9T8wBsYhvMSj3LnRZeH4h7sclWalVnPAOwp2zkN2rBjV+HAvIgNfYawz9hyNEpTR+K7n5srDqcb2sIgn",
-	"bFL1GS7W3SkbDd7APG5H5MN5MCNo/PYiAc3+xM+lj+47G3B4S3n+y6FX2Kx1giXHQ3eun4mKwYo68erj",
-	"gH2MzK2dMOFWkp2LYuImFIWBMw4iAliLpZqzKVHnKX3dNaZScAL4NYKNQ6uOiaN1Y0R2tukBiMkI77Hh",
-	"bk7b1Ya81886SfApm1TKNU2soRT8CpBpPKq/EhItXBinT4Z3CNAPq6h0zWzdhsibYJSV1kkkuBYby8fA",
-	"1uUEzRteF3HovxeWulLXA0PS0YQOn/sc/CPAaiF/DdyGU3+AD/2IPuDwpxnTjQVr49Q11dRienCEUg2Y",
-	"0MFhESk3AS8nC+Z6ksm+fvIXNq25FR8IzWcauVhupCr0DaXCGeOYtGcFYdFARFwKyp4NP1e6lPkqmcFq",
-	"+MopdquDQ3Zclm1AQhSYTAFS1/rKyWdtNHIM0Q/3EJr6MXgN/WaQqJKS4ZBw3t0ov3F7n8ZwhP34TrYY",
-	"jvxF6U9KvLSf1yAUu1r7RttJS/Bh7m2cmI+qjDfyBqoaw0beXix8PMY449ioruUvovjD2HR/V2hrXELG",
-	"GVMgcTmoxtvSVPqybDk9BJt2WP3e6BsV2ty4O4HHDd2YIr8ykbxI4watGDIjY5utriBuyx9m5HjELA3k",
-	"0N5o9sra6p0qVxk750txLq34b+e2lrn1rOhZIgg6Cmpc6NpOnFpbJCOr6QaEUN50/LFraXrurgcxbcM2",
-	"/ASlSQQnBx5DOoIfFfZJP4Y+se1J91EE+DaNd8Bd/W/pgsWJ8KrCfEGqdqeLFa4kWcjaSNKT87OX9BEo",
-	"7cRKknHUm2HUiVWGC8mIqBBTX2T1IfsRPTgxRANdi48ep4Wc4LQyfEWJycEOBQwP9aYNu0xTCxP8SR2j",
-	"zKaA0GOWie5zzM/lXm7tOOalwdHTszaKkO27rfU/0+SmJB16SQ8bOaATtmmZ8VEyCf1HwZK+QesTXODc",
-	"inBmqta96KfpDmS7FPtOFMFuISFiAiuI2cR5rY2ZGGlbP9n+WhD8s+ilKRq7nBYo5yqExh+khci1iHgK",
-	"9vMClgyOdx+o7aUyFNTcjmwKG7AKn0jAgLZHOKQYeqQ6YhlXBan4/lhkxNJRAcLt/7ySByVlnNNl0OeU",
-	"Iiq/ATRKoUjykBDjieIfhGEZrBeAFA5jPRd20pcQcrHJP/rYpOP71OrBYcdDuWE3+7LlnH9rH9m7yt1O",
-	"6+rp59HxMdSxX1A5i5LHvYwVZGoVBfqDkutOPgkPFL0Mx5XiuKGI1o2ur1BVomu1E1URmcnaq8NgFK0q",
-	"fMb/pbaeBjAjDNG+Nm7ijrKOkaNh8FYzoZBe506E+vrRX9g0J1F6muSebqF+Z20n5jikwqRZTlA5v2Rl",
-	"5ffSG154Gwgd6HujvLQugMnPPQ4329Qqyky/FAu5Prog6uG9eCXp3EoysnHbecedBTGbCcw734DVay8T",
-	"nxO/aoPEUCBujdglRniiPEZ2G80KkUuIaZT5ArNl3a9moW/we5iJNFTWFUTMKJ2DIlWvISIKXgWrV9rD",
-	"hbYIiAz5lNd91E2fVWRjNwLhYe77ZyS034tunsOqXIqe49lZkPsmoq1eJAxT35SSPJQLuF1ja3rndoKx",
-	"gy6ND1Nqsg/DiNVjd/10G3IXnAG75zMGCOTKkmnQp1OYEC1da0i2oVwND8yuK+lDwcHiuYjTg2XE+DF2",
-	"ne2DbkWjCHlaTqMATUW5i04UoYV9Ag7Rjc1ag2bwPFNmBxAm2dMOIkP7Yzalhj7QJ9ND9kZeiXCduwWb",
-	"dO9izA3wCRZxaGGL6kStPjD3lnbc6107D3z+C1IgaP/6LvQ4EGAHRSJxlmPJ7LaKxL8kn+t3zQGZdnhL",
-	"yzSwAiRyjZgzfHL53WeR9woXbyAcrU0212UBJYtkbSwGcBPNUjKRh65dyLqYVLwmHGXHvaqSEv4QR7aN",
-	"qbbyGqPcgcSPPJqGkygupSLGefz2+SE7D/ByBuUNiF5GkLlnDPHlfJwzJv31wJRCaSLd2g8kppRQelfK",
-	"zeIW4sSv1oZLPXVO2lcennLQNUe9B6gfI96lwfxVrMBAPf6LCBNw7Cc/dCAax3/3Vhdipw+eezzRXT9p",
-	"0U7Hf/k3AMsb//5xVe3wNuac7PzBTjN4QcioO8wh4NXu9g1h5e6y9TEK5vjvXnlo1J0+ObW/7PDB6y64",
-	"6S5nzThpBRF2dljA3Da83PWr8wC1Of6b7wnY9iWw0N2GSFwYhum//6QROtgzwFolZJsY2MrfP1+6q/X3",
-	"UqrcGvqKIu0d5UWH8NOm+PDom7T4EBb8WoobAPkaTGprcc3jiFSvKkHqdyhpPj1kJ3HuZxcaHO7oqpSW",
-	"6dksY0Ll9Qpy1jeyUK/EKqowGC5uNgUM1OnDKa+q6cMp4vFMA8x/o8BN4jEYqbF9NN3hGD/gNx+CJe+A",
-	"4nY9yrGH40Owgynv0g5gcUwJJmsKSeX4gZtOB6+a3EIBQ3yK+GsmwAMH7YzjE1+Qz2fDgyKHxa8PEpEh",
-	"sDuey32iqJC4jy3OGwo/c28+MAQVnIUag3AiLO6puZE2XyCA2md02Pj7oDdCGDftPlKG/gj9+AJCPzCv",
-	"iHc55z0xTsTp2kspWw+5McJOAGJvJuqH4qNH5E6qYC8+Ys4Q2UboFLZKVGC9AEKGicyCEPxmom6xTPYx",
-	"NB4w8g7DQLuDmWa+Cfb4oKtwOdZMeN7Q7ZpmpbRlOBNRHLG6UZj5gWabgGCBmHqbvAon6YURN6RPmjBE",
-	"HV3QrJ/TEvWR/sZa/luYanFP8KSZ+Kjdr3AxgkLk0lNIWg75Ee7RqhauxSmkslMhWMTqOAiAA23YQye4",
-	"hGI3uWU3uimLKLMqY4TdmjFzJavKp9RgWAVaWG8Wq0O2NgYAQe9ApYDkQJgevCwnup6EUSm07br5Yl3/",
-	"I8bbDwk3ZsUouIVJAntYz6hmU1ypNuwjbNscCdB1d8gAIZzwS0OdC5QkoOpYkHUKqpF7uWIgVj3kVfXQ",
-	"l4RtlI+VBMhVlN1wjcCTS8gnEFZzAxU/uuPwUSdQGlouxSF720oIhpW8jXWqUJqaRMaiSutyWAQDnUYk",
-	"TLivl2lm82mCZp3UCx1uEY82GXaE04T7Sjj1n10k8uMfDKItuWL7dP4PHJG0wFN46v+Qlv6ZpaVT3FmG",
-	"SRCOsJ1mQ5z508tMeAuNs1P7K0sq0BKdftSiBMk6KnPUKGsGbb3fY7dfkMHXm3jQ6vsZDDTQ4RgrDa76",
-	"HzaaARtN94B+ZhsNFbKS1gBZrFlEuiYQeDe2gAxbF+CMfA4TQ6eUYc9NBGN/AJPM2mj46L3f5Q7FJRoa",
-	"8h+WhX85y0KH3j/bLfnwV1/g7jfkB6VIVQR4Dr+btrKnh/9TrRn5qC3MyBIMQmn7AerWTGMTqa+fQ8I7",
-	"mSpsC6611CDfUmpFCf7aKGwTB8z2Q8VYhXiGIFUisiGiLz0j6++ltotNDoXzW+NQu93ja3fup71vxwRv",
-	"toyCKph88YxiV+yDf5oIUDxebUWxT0nr2V7VDCRN83Dn+eyb6L1RFda6lLNZPfieKOf+pYP+Qsc9FESL",
-	"EOrQfXnCABmcfDnRfzH6/rcSBPB0/g6CwKbBbGSIF+ARSzVHKJTW3LaPmj6aPwtpcn0talEcdEPC0ro0",
-	"+UL/bcOn1qMyvpCoCjojf0RXjNHcB6zQn9wbEmr4TIzgdQ7YSPxSlhBo2kPV5+jRwCze0AAzYsmVlTnD",
-	"ljwSOFj05k3tE1p9bWsqrdYFDTyLWoNGCB2V3hJFBF8Y52AttBLGlis2DYDXz9BPMk0nbvioAuruHHo7",
-	"aef+6cmov+/eFA//xr+Fi9CXAfcHhg6ErqiEUS2YKKSFGpyfmkp+DSFGI7VeYzX48+LYpVktqJ7Rur8r",
-	"VnA9JvBZo5RU84ydU93EjL1TpVQggkO2N/kcNx11Xo+usYnpEaY2Sn+RstfW+ConALsJcTGd8B+DZa9r",
-	"wQtAYPdp+JC/vUUdvq08/7r4/XXgOBDnDy34C9GCP2kQTTac+aiV6IbUOfotMFaXSjFB+XMqR8Ebqyfu",
-	"SqQiEgWkEejZDCE+2xr2jnIx4mXofvpSSWlcONu/HOX8XoRwJnjxicggOHiaLcB5c3ktFFk4tpt92Dkp",
-	"AO5TiuyKY3EhuQZrtwBdYOpMFPeVMQ5kkqhOAdURqFrPMtSCAuLsvkVple61Q/ZjKFvoyblulMF05Ir0",
-	"rixEjq7f0NDNlGJspx68k5Dx9pO37sGztWt32BR2Z1L/xPavfwbT1zar178qX/rDYzbKUPa5Y3EjreEh",
-	"6fWiP9Dwgl910h2gwNNsyDgA8f87xv2nVA2f7k25B4M6hdL2Aw0noVlTqo/45xZf/F79wTB+dxXAHyjG",
-	"102Kn5l+K96YAeI95VD8zJHdkluZM68DPGNKYyUzgArKF8KNrIiL8omPllJwIPrX1qtDKIYKcoenUdL9",
-	"UWQiEeMo4haxaR0qX7pWsd9LkeulMAzGmFA34Pd/CYWDopk7OlhFs/6Dgn+n2E6o89LZk89NuvaXfsL9",
-	"wWkSGfsFytZDERRdeTixpah5BFzv2jsi0FDMkYOK+kjJ3uAH5Ach58bd4Ifs7OL8tPWABazMv7BpZX+B",
-	"6zSIS9Mj9u7t316/BGXj+++efPv428f9n8a1HVt2ImtWQNY6VGqeU5XX1s6ehHlGiDPvhLK/fIG6SDs4",
-	"KtC7RR85vfgvv02/iyrSDtRXEu7lXXSY4jLKf7CrfysN5Ryg/uIzezcWiRzAHBJ24SgW2Tr+pDCjAOFg",
-	"uNFHFF8HzAerpooiOA68JP3PwA9b+6uj4nhZvmzpaH20Q6wxeu8PZvO72nXXt+NzOjM3CH87jt2xuepQ",
-	"ulc4NrgBn3Op/ino3Rc1+hem+Ra97Q/q/3KoH7Ha7pcB3OruN8Jaqebj7n3s4cEaya8C6tqSq4aXZJgk",
-	"vI1/vnv/3C/JF0//YaQD973f4D+o/Xe/6017sD65A/dc2FZW7xAkljVwl7cnMGIcaHEsNMPqhJAafnrx",
-	"XwiL2ikY+8D4bF0krragMFpOFtxAFbB/AsrveDrvk/g/pSHED3KEJaTd886W/V6WkT841h+mkOGaWZ+A",
-	"UY41F4PTZKA0FtZ4wGBIqydVU5Y+yIvtUw1nbq1YVgRmH7li/n/23r25bRzLG/4qKNdWxd6iL+mks9N2",
-	"TT3lTtLd3s3FazvT7/PO9EYQCUkYUwCXAK1oUv3dn8I5ByAokZKcWLIT64+Zjm1eABD4nfvvWDkWewkr",
-	"hanGFC7aZ410MYrWxnkqSk88wXcbU9sBu5iN1jpY9+Gy3RC6pd98rKPIPexwlUmDMeT6Wv+r3l6Uwj9v",
-	"N9ly+m0EjiCJdrXUT09vjWsdfMhbvemeAMGdN+yIRocMCcLdcVJ6snlwqEq17849nqYFIeHKtmWCQ+ab",
-	"VNQYq4t8KOom4/YiTR3Y/DH2G3NGrpIBDu1oKc/DQ8P89S0Q0Xrsq1J5mjNNFVjfduQ4AZSl6W8P+/0Z",
-	"SW5rRWkNzWNylyVRK594rJPYz/UC90i0k55QN2KQ9blU4jhUQOH5JqayJKqATDozyqOruzLLk7nSjaic",
-	"Q9y41U+YEpNQSBmYzYC8CPnMsNCyh/1xcj1kesC4r4CoS3Asn5pQFLKQ3OgCl+2N/jojKrnPAs56Dv8l",
-	"VXZr3us3evhLqce3u+NK3+769+4bbgRB69VYpQA0OjZMKFt+j57mey0a5RHgRLVcG40eGcULM9J2Nb9x",
-	"xM9M9wUTLwnlpKh5I22zz3pD31POrYMwOeZD8cQAvCLSyX8J5MokgkC0afREOYsY+WWxCRkvHXJSK2GG",
-	"vYStTK+FZbsvjogu0uyxvvvCKHqkadKPpwjX0DC/X+oJdCHiCpqLwShheKFqgTr81WUJi5zOl2E15wCz",
-	"uahn8LCBrHuihDzVZEdCixZuRzvJjuJjUX/Vs2zO3RN30hnzT2+EGtrRzvHTH/6S7IylCj8nc312NmGz",
-	"hfXoak/kt5GTie7LH2zhYlFbNN5yBL/Su4JH1RwUOZ/eAi8OsRPRgrQ8Soan49l9IklB7CEzri5Zz5/8",
-	"XjitSGw7cH+0Nr/EY95ju0+P9l8cHSWeyZe9ONqr25p9uHjjT1eMPDWUSCjmRR96DQbwZ6C/U9qykc7x",
-	"aTMoAGoWzQ27p2uVTxuze2LwhYYqnPIp5dJwSxNbwpvnj88pLvW3gil37zFvLsQSbzkuLax5LgcCuIM3",
-	"6iWf+WxdhL64d7yv6sPFmy2Zz7fs9v615MqSZoKKSejV9pBgO84TaA04XoG2V4hS6kym9XCZVg6cvfvO",
-	"UFxSlhCkK294DnD87MVRrYe11Gw+6VQOsQHjsOR9rNm+FtOBgztmR6WuhtjfZey+NTWERtJAbusBuIHV",
-	"JakE+v95/vrXeaC95DezMNsdMnx0QLtiYNIXw6xEIrd5AF4WpDTcHVM/iS38ftsJ2LYVZsPn3bDTsUbc",
-	"zybX9s+V7GsHVR5T3F1st4cg1kOMHGtjWSlS6BfhVMu9A3ZmqebAtKipTJcJZE0IDq28nbYLyjZqHz10",
-	"Eoa1Iok1BFGGumqtzh4z7pX0oLtgK6/aapYE6DxW4v3VBppdWcvTEXRJiepYI2sbHzSNHv/86PkqRve3",
-	"ANvJXG8SILGFOZ8w/7GdaJz93FqJjnG6jbJwiEJVY7ft8elu0y8d1uncnvCmzqCxJ9zmYkDS4Nd03lkC",
-	"Q/7fCqvGaMz4tJ1FC7l8jJhLNLut2G5oBtccy0kwRp8YbyRgn3lT0xjvdY3Yb+fGmMns3DkGnrIw5r7W",
-	"ueBqJR8LfPrDfxZi2JRv2I3JPUwqjgV3s32S20QaIAg8c+urvSvFvkuywDJvVIu3fFGfo1MSA5RkchxC",
-	"UhiHCnRkzTgUZrJQr6KOToK+jaA7bBQsDmVBsUbuDtYQoR3GwpUDBpVPj4kjpqn4s8lIKHoAL0t5I8wB",
-	"uxCF4FAILS2bkPnAbdzVsFIDqSR1Mq9FEJCHh5QaP85GekydiAgNz7uC7i1BdKSPmUuuaTEs3AJuU2q2",
-	"Ufa1arvwGUIj0HtiVDBWF91wdFnXYXsFsglIl5hXk7SW+7Ndo0Gwhwy9KF1GaZy8A4Ahl2ovCcjlYcJd",
-	"4pTITJqCW2cDsNTBUR5DnS5WQLoD9h7iWk71dVDTVB5ZrqmTGxFBtgCCLr4VPNDFYjiAJfteT//9HWZd",
-	"zDRJLjZKuYBtjg/HWkmrS0qJWx4MrsrS6dsjZ6W4QQs1dEIdqYLhnGBTUqUzgcUKIO85G0ljdTllE6ky",
-	"PXEHGqjpEvIY+T/zG1FyaCCorGb9yqnu5oD9Qs9P9ViwQanHbCR4afuC121QsXIK3zzSeQbdvsZirMsp",
-	"hn5VGFZTfwB2iGloWUqsdtSqpBR4wADBdCnarVJczbf1Yt760OMTKHlmho4dTCSPQTMLSRqP0hOwy8ZS",
-	"VVaYEyaHCqYBy0/3oATxS3/AjqhJNvR3oWu6bCH681t8fsMiCmaLVPbZDzuJM+vk2NmfT4+O/nIE9jH+",
-	"fBQsGijyEGWbjXchnLmT2sZsrQb/sPt+S0b4TmfiLOsyM188W8HKxHVqXe8lL4c72xcn41ZAA9ydFUbw",
-	"WmXt7z8JYU+1dDCvVXYHQ/kZziCbyMyO3A4jP389kHSkjVCe3Ju25ciZ6Ba9GU9/OAonefGI8V0U6l1x",
-	"j/3lxfOjeI89bdlja5Wjc2e/RY6+JNz0OAl9PP2B24rUO7PZfff+WqyhpUdrHctTvLJNnD5rF6cOe9pS",
-	"rOYk6SFJybuXqElwmkZovVwa0e77GqH00E7Q9tTc5amhtZ0/PRs6MLlOeb5P+ZBLjw1nuRyOLCsFEXPX",
-	"GWWDqMEElFvESmFR6lQYc8yGutSVlUqYxOmRBZR2ycwtgdcXX55/wAyeAuiTc2Faj9obN3BKsV1n84n4",
-	"PSH2sSS/7lG0m3DbF4IT7gs/Mf4bh0VY5wY2lttqxSRaNxNlKsOsKMdOU8/EJ+Fz/jU4Jm+ke21wNdBZ",
-	"BJEAAmAsxn3ftRjcctVg4GwlVCYEz+2IccOMcDvWmUhhXQ7Ye9i4ujTM2ZjSAuMz9WzG3DSfiwHN3w3l",
-	"03GnZvoX53xoWF+MpMoWiZ1LXJWHLWtokF0OUFp7/MBbUXOnZ7Ve3vpQGL9n7vysojZ1CH9d0u+Mzqnv",
-	"ekR6GNyZgPFZONEIgQunrLXX0byGu97B69a4jevXdFV1uH0cT+Hg0fTlimcdbSn8dduOev7FO+rwswJv",
-	"w5/uj6vsr7BhgksZH/fEsFzrAqpMvc5yen6GTMPgsxo67aQywizbd6duJEvSItx1TGZzY/D7uiXjQHm3",
-	"yuppEZssPmjMf9GZqL/AFtfvtLBJxQcPSWb8Nt7YKVyRDLPQnqwB4dw3EjFJfeB8cMhtYhPKC0ZaX8PR",
-	"bU63VR+qt+RiYrrHczRXobz7rknu7q2WiLqztpzSdga79R7TqHvlYhMqsFbSaGnsuz473JlBIBn3GHaG",
-	"p9waZ+HgSwwmjEtDHebRg+ZlMZr2RLBUuQVEhxtPRwkSwFChEgavvWlGyFbkHI5m3EsT1iPkyeBw6saX",
-	"WCLuwWTClQ2B8dB2c1zwsoPmDk9S3YGyw9KaP1RNrXU9EDIXOHgfaqMi7OgKAPCi2Lmjt/mMo6zrXXhB",
-	"d4zonhBy9rsuVOrjbbcl29oksLq7VliBS1HeyFR8qMnu5hqlgtulPpo1vnnoahLlrBeTb0RpFvUEj7Um",
-	"GiZk1IBdQjejZuQNFi4VdUmeAcwl2tLfaCSPWFHyS9ABAX65t/rRXab7zqpGN2EfrukETkTf2RP7UvX1",
-	"pxWcB2h81GYLPsawQhunR5Cq0jhsTQqZBDSbWgOqCpKV/3n5/h3jIFKEvBHZAXsNLmf3RiYNuxYF1HJo",
-	"JVgPX3tAoz/4R3V09Cz9Tevrd3ws4CfRQwYbp6gJ4BGZPjHurFKNA/5RZnukCknDcmkg/9eM9MRdpI0I",
-	"LDiYFAiPAfoH44aSazV0/62fpyvb159AMLqz6PQwrAuUmCOk7AnLxZCnU2YUvxYfU25wUZnDB0MJQOWY",
-	"5xKSEXtafcQF+oh8PlkvdGXqvVeX8KeX9Je9RX6Z33GtzuBD39Yz/kVUOS3KUbBdMS7Ax4LtCglpjgNd",
-	"jjurIEb0aTtTap6vqp7hCGi79kldi3PJu4YA11zCJQ9ObYu/7UoUO3TGcDUeOoTfFyK75axUhrtjn4AZ",
-	"VizGYwCIW+CxmRorxge5HrahMjztEGFkBTjG673+gbc18dbDqLFcZbzMPPAZNimltUJ5zMabfcoh1DRg",
-	"VNCWXBlPbmAiU5R62BKtBSRPy9i4FepG5LoQTHziqc2nDFid3asz4TC0BIDDnUzaRi9hPRjgWRb+6c69",
-	"+0GnkCOQndoPNnW/wMi7+xcqVe5fGbe8t3fAzkuHg9BNQg/o14A3UVJlRpNyuO+uAqnFU8tOAYadGIAZ",
-	"9/5+8frV6cur16/+6CUwCeVnIIU5YK/CbIiuiqo8xhqq8QdWlLOBnVo87OIk38PqX/hfh8nj79/yT6/x",
-	"0Z0YX1+8AXBfJ6LhJGA+q0AZbVs8CFsk6+qkN2zSGcTaykpg9sOXgxml1BxKNdCdkOaZhhBfPAUc4szv",
-	"on+p02thj7HlNrejhJmqX/feHgtjYIrTQjhlza2dSgVT1biPSThYY2GqsXt4DqyIKiOHHS7GgI9l7ntR",
-	"pRwrXKKK5onMc2aEU1icAguXT5kSIjNENOnXhXBmJEqx12pn+iQaN7swuTO3PGs8V90v7bDw/PKy6E9f",
-	"EcG9dw6rBRsrzHWls/C0/Sy4+S7a/5NuH/OHYljyTBBnSz0sEK3en9xg9SSzpkX87zkJBcaUFZ8sAyoT",
-	"w3Z78fd/i+elt5ewAXBTel0Ydz4UVNZzM0g6hQygSI0iDeuNRJ7r3gnacyitevRnT3LFZ48izmhYOgOr",
-	"Pw3d93Vl2ZAXhgqkemlVGl32DtgpCE8O3iilRGoTVnATslaNLmumrTC4oN062U2PomQjK1UlWAmpeyiY",
-	"pa0VFlB6AmacYN0CjNgnwEMyE9h9bljeq4Y3IzeMESozrFcKM1VOS/GO9jSXDmVKwbNm0i1+1hicT8/P",
-	"WF8MMCMrnzoc0iouZKX+WKeVHTlwSkOfCuC6Frx0C62vBRDn+NQvnYsQG0i1vpYiYelIpNfu2+Pb0B6H",
-	"rXjMnh89rekRiAithsOEPT965hdIMF3KoVToevN8ZsQT4+vm0C8Oi+RuPqpvnrkwPgA0mjAP/OTOYuO5",
-	"MxjbghTvC6FawW6ZN+/l/IbygiVsKSD4YoKXucTsIbcpUY+7eP23s8uz9+8Ozt69ev3/HVy+/m93vqwO",
-	"cqex67rMTJziIju34Nah3c7xzv/8/Wj/pz8+P02e/vTnP/5x0PnTv+0sN0qfIqjPFKFA8w+gT/bhaWxj",
-	"W38h2pJOyW5DGI8/A53nerJV0DqElNuziwTUncqlYR+64xxS254VzMzZRj+lGEqDYiOAZ5Fz645kwoAc",
-	"GiWKb6eTHVONXVEKA/Jgt6ehFh+ZF/VgAD+cAHU03AO4W6noVSNusCV6qstsL2l4GkPFndus+KrLs3O0",
-	"XQtdWq/vYZ8hWbKUW57rYWg36kxGGpoXsc6Kgzt6OKQDWriDf+95yYt3t5tkv+LVr2iV78vl5r8ZmL3S",
-	"1F8Atlh3fJLiuvN0Lvjd3JTxo7URu6zTQGys6yomou9rt8We9sBD83BHUEP7/QtaCM7ZgjOYc/gZ/3GW",
-	"LSKocqqShlhkwAA6iezMmiaphq9i9nFLwKWeF1s91qMR9Gp/f8+Pocd2wQdkR2JMN/76+orNchD8H3/9",
-	"X3vtdl1jZ66SExH6If5wtJ/JobR157K4yLQZQfSjWBhDnFMSfjhaSQ1Y20HtsjLpg26jiHekSKhZab3e",
-	"85zLG3Eo1Y20YhEjx1xnKjymXtcO58D/eRdNURTRY2cBSAuGbe/8/eX8yZxnK+qxTAtDzuiRnoDnyGsj",
-	"hp29+9vZ1evsGPi/2dXLc+8Fb/B87vZKW/wu7egqLYgJj6IADi6EMntOefnw6jxhEy4hdthz2puubE0V",
-	"7UuUnx7thZysMF+sEpvVetzQ0RRCqjEnuuVYsAGXeXDAR5wjCFn0ST7i1/hIA+kdsF4jdNVD3rS2BkO+",
-	"E2NzEVrbAqH1Jq1TWA0TuRET9HfNMzAVOs/bmVix8SJyMs0D6hnMg0DkjbwRO+vhHo3egK9cQj46t1mh",
-	"9klP3BbCfUXm3cb7I67Aq4SUjYK6xW2Tth4XVymgBp9tj/rEQEoDnco7kRdtLaQbImMxhdM5r4yYbf3R",
-	"ZGtCbyR51xRAGUQXd0MU72eH2LLM9gte2im4/dmPe8gI9/P/fY1QB966BiTXZHEOgdFvgcYsZ0pM6Ign",
-	"YAEig38LWRQ456LRYvsjYpgK/WYxvZdOYht900bBD1mYbgV994Ryy9iiIpDTxRbjHhnGAanV/UJckfNp",
-	"n6fXSzVjBJMYgagpSNShKWT2Y/UEqoIlpF7sXr46Zz3z13N6Xy9hPfvXHqmHyOSR7R07iLq4OmfQkVsa",
-	"lgtuyJc9q/A2VcXEO97dHZa5HSK85y0ku7on0/26EEpkdekBhhsCqNbRkBkFmHGnPztoLJwWNa9E/3j0",
-	"vFPBPYH40KAyHDj6fjz6Ye7SUvxTpBYy5CCU5bfSE8N6NMgDmfUoBy8a+kncVWq3x4uid9jzufu9vZCK",
-	"F/OKNuYXBc0McY2yXdCIGy6GSFAdUrzv//jX/LWHK67wu4WIVdMUip8wuw33aTbm8DP9y9lJ4a/wWGrg",
-	"5yNEIBdnpkPeTp9/Hay3eofuAgZg7QB7+sPTvYSNuBoaVhVhK/k3QJUE2B+4yDAKA88leoElJoHf9OuV",
-	"jP4tK5kGPs2059f2gEbWQzYE7u1e8LZuVnp2zGch6yJ+qoS5m7bdTR+BKL2rwhK3YYJTIxZimxO9bZjX",
-	"XeTH/H0NocWtYLs92v0YqXqtMuEEI2DUZDR1cCzc7/ai5qmLvMP+AF7ie1ZxE7eMTULqZCS6CItR4O11",
-	"Ufb7lVi1/qQtr/qPzYGUX6PF+LR1Ht+R7jx/CtbrPF54VpexPAfL/ef/+zphaa69x6DWRxNWClIrIHFQ",
-	"10qxmVFQw8Tx+gN2qvBYB32l7gryEyMV8KPS9iM0Ru8ttN+3R/6uj3zCAIe3CslWIVlNISG3wFrwbZE6",
-	"QuHoQ0yvWIJmnL09fXf58tU5wzrsMzXQaCqASa1Vsy9C5Aig6BXZabtxNmFrhoyDw0Z+zB5lSNd0cfhe",
-	"biCvC2I+J2zecG2d5+Fny831WfYnGZU0LI+gUkFqBqWS4XukYb3LKk2FcOoV0yrFdMSeqcbvqnEvlFZI",
-	"B+FKVyoVGRnURKzfO1Nub+TCCgpPzfkRIHe0TmqEBJHdqF4FX0EFLWOIZilGaS6zswA54P0M+LePPo0J",
-	"ubrgOdjsI17ShoOCbqxUKXg6chu3d8DeVyXjWSbd5jiuy1J+pspEavgKbowqt08wJb6rpyvhK+6o/6Ys",
-	"nzUazNGLFljLmBSQdOzne7GM4xXqkD7wARPf0WYrfbbSZzXpc2qu6xB/p4N3zalX7RDdaRLXwL1vZOa9",
-	"fKFYjpMPi73m6YgKo+u0/+AA8620wbVsRxrL+lRWaKms+7d3kO0dQ+p8/Qtfa9jX2RTSi+n+6HZnm8c+",
-	"0A73e2/PyUf3SyZtLJGeGKYniuU6RV7SXWDicWBqEt+RpWQyM4mD41IYI8xe6NGAwrKDJqcVdZdq/bCk",
-	"oOp3aPP40R64Kr8qkG7t9juz22O38nyQZd0IgwXSaHOvkk4ex5wM2/UcEqYqHJAajLbXlJNmL2SZyxJ6",
-	"q6fTNBfE2JowDEpA33XNs/Zk7Ld1XOvB8gJHY1zEHtlYve0ZuksCycbSroMKuHFSDj83oq1/HpZiIEqh",
-	"FtVkvNSVsgbLEuByqhlshnGBVi6mkDRJHQBGD1fi6woTkIyiNAlag6l2Qs+KcQF9W/eQOI4DOY0mCm9g",
-	"ivtnlQ0FhLSsLMUYGyOUbaTEv4r4/F3Us1wiEt/Gk+qUibPEHF9FH/cVLZLqPr9IJSMyYGu+Jq7y1ioL",
-	"7uxVqN5obe/69ChZ3NloSV+jDaFV9EU7MKve2VvAukvAqtd1HgbuA78cEnR7uX53UrwohXsspnjTTt8L",
-	"qQUEbAFRJrrKM5ZpaoY4kUbQn+dVidAs1A3+GLk1Pf5hjUhoxFhT7IrSndmUW8gL961ZtWrr6BaVyaIX",
-	"qE5oUcQEJw1T7k4mVKnrRpEH7Odcp9dSDeNPhm8jV049Zd8WtlK5MMbZi5i0bkQLtl7AjdFh/KZB9Y/1",
-	"uKbmFmmBZ+qc9qcu6aNEjDal4Ab5QzfnnWqM2o1ncc5GUQ+/ua+23qpHlQc5t43vXjq0tPR0fzj0mLvE",
-	"Emzopw3OqvrAed83ZNLlFgyeNvMOmL39a++r0jbMxfPbtVAezyiA6usbRba/eoYYvu3dIlB93ukIfJ2x",
-	"b1xz6/pian+8k+y8Cj2Ud5IdcrrvJDshTrST7PzCZQ7/uJJjkb2v7E6y85LEfFth8orL527rZGjAi+GE",
-	"fzUdYXhzCsGampIwYh7adSbEscw62RFJZIrs52knMeGLoy8eki7ZiEMuhK6s54lp72/WNUJoruae3m7n",
-	"DHhuRBhfX+tccLX6ALl1Y/REa+7zyXHnUAalHt9BS9KOr+c1xCWDsHptQyB6O6AvGemq7D6CUqXiN3fF",
-	"ql1O/+Mvz2/bSPclN2JfQo8laeWNQFIiGqPMEmop6R6UeCIYTNxxmpb7rMIJt645XIvpRJcPh44zkkOr",
-	"MBP4j7elJlhg4zb0hEhtweZKX23SNlQW7AK5ggu7qbx8AVLOsHS2ajXQcfFhqTYPW7pvj/a3dbRR04lO",
-	"xROz2ePuNupSZ/v8ebdAhwf2CDMiFykcdtz1zHdsIr9BVoVeXy1+8WhXXcJYlnhvtobG1tDYGhpbQ2Nr",
-	"aGwNjYbc6GplByJsq4S0KyEg4DercXymfy1mPsM0bK1mGkHWfbdrVSNs20W6xTK1oo5d1w3m4MaO8FCY",
-	"xINtZBRPvvNs0BS3Eem762DU2LAbPEyHGNztDj6jsmYYr9uqArMzR6IXKPaCfH9sJ8ZzKOxiRHhFjSus",
-	"zkELgCizEzA8vVZ6kotsiMFbH4LG1PwopHyCoW1ZP5n6+XimmUpluo0GC8f9bZzlu4/czs1+SQW+j9D+",
-	"ec/QQpbBd4sx2+DrQr0CPv9dg+GyeGsDDjNhucy/QsWQqqhs4iyxoqKyWU9l5VQPRK9lescrHMVj1j5o",
-	"CRbrINhSyF241UbWpo3Ui7wmvYR6KmKfpyW8xhGZqO8LhW0coLamduixuT7T0ILKCGux7W5nH9OXOIzb",
-	"hgyuHPRa8tatEDrA69828sU20PIOZ/dKp5XTu7qPV7S0WyH8DZbO/Sps51lZQ1vU+XN86HbqgtLt30tp",
-	"A2kYHkrkmEQ7os/TawO8ZhgzEAk03oNK5oTawUi8LAFjJJpsKZw6hCXP0L7Kap/36q6vipqhK9yB1cZt",
-	"5Fmnbh4PBBru3lCIJwYzXWIo+G8VMnjvI7dzbtCn4OzuRDPQuU6YLpP6y9d1UsGWHUglzYiac5ALdMLd",
-	"fpsNZTGrieKU7fYipeWUGDR7WAc5VNJAo6P+FORQLwpN9Pa2uLqtg16x37xDvjXCeZeF1AT0IudqARUH",
-	"cCyAs8YBNfWTqfECKxLwKFKIl7NMDgbedoEiYuw2I6CzcTRfbBfIAct5aU/ccYX+SnU/1nngPs+5ehS4",
-	"7Sa6KmxDP7dxwUtxf5DtxtuZh5/zrcK5BcZV+RIpWx96zLcYhQg3mwLIkk++1HoF8Js1YZ1WKz7ZBbbq",
-	"BZ98r+ZqeJVM62l6idcBHm4Vt+DxnVmr8FW/5ghTs2V86EHJJ+E4JztF1W2aQsQLeLFaBtRpq+o8Y1oF",
-	"c9XbqsCeBuaoznP68Qut0Idw6O9eoVl03lcxTIP6uDVKt0bpVve6b6N0jai9VAlbYqm+RPtnCcBHxZTU",
-	"cVorcVvD8/FB9Qq2KKzu1g7dYuHjsUPvAQxLse+dPqsbpcFN5BmLfMICG2tjj5EyLKm7mics51aotCZP",
-	"++3q6pySHxbGWEtx6Uf33UZaozkuccttkeZ7MFrL+oPeVYi1w0L9G89lxmfjp0nTEm3RacC97sOoLKa7",
-	"RqOjJnU2fAxmVLbfsFzxB1Sd4qdDsLelu/OHwg3zQR369fni6+nhtLeh1K3VutXUHhZov0R1Zn24vUQx",
-	"K0qdCmOWJphGA6Rb2sIDIbkNy8mQDU5krR7EoHyd0xC+U72LpndpuRXdbF9wzRY27jPLdH6Lrzkxjd5y",
-	"iPlh3Q6i32bTyfadIgSHran11C0xKDGB7Y6A4dw9n3pmEo+7NDNZtSdRlS7Dbpi+Nzw2UCImOic1oQFH",
-	"G2P6BbzpoRzrdWlWNLNTWMmVCllCb/lcq6HTMNwqrre6pWWoi1Up3BhPfM3TVqfa6lTfqE6FKLQWPF9N",
-	"mzok+F2QnQZ97rHTJK978caD3Qhcw9u3eL3F6y1eb/H6/vAaldV7BOylcN0B0myXh9Jy+gs05h+QOcyk",
-	"2YTefbmF8S2Mb2F8C+P325v13kF8YadpULnnh4cA7JtW6ZJlWhjqDIdySVpWKStzIg+BX9YdITYA7rrY",
-	"YvsW27fYvsX2e+27vUloL21xiB3OVmBxnumJFnUUGmljn/iY1EjnmQF2SpFn7ngIZfNpMsP5mslSpMgz",
-	"0EbmfGGLc13aNzi2VWheaVAxz6n4AppTByY3AoLx8MRsJ9kRnwoIy69MXEpj8bSljbm2jSdc0Dokt4Q4",
-	"JiNU1yi+9She/MEX9XPEpd1C6jeIbkBiPQMid8Qtk3Roo6fmuhOnsLM0jEUPQGy7sZWUKMBBCR2UQjCN",
-	"GgJG34mGe6yBwG63774gEU4gXkCO80ik13vwa+xvFhH12olMBZuMZE6bOevqRR8fie9KGY0ntkQLhRVi",
-	"E64srtPmUqTiQS7WP2GMW61zq3V+q7gMZ4yrgM1r496r1c3Dz/Bf7IMJ/+x2KVwI0qe4P2putwNw9wWa",
-	"+4DTVhNcoMugLW0CEGchrC7j2oNHdDDt0ZTW3ADyG0B2v9Ld2P77aEp+Hi831+tUWB3NgxzfwvoW1r/x",
-	"/IxZYMc9vVZ4h1qhw8/uP7eBdkt+vBuv8mlFynnCNFzN83zKtLOuvW/X878N5Y1QixwKTeBfhvlBpcvg",
-	"/R1YT3KyG+i7Gza8+PHHZz9GHRuertKxAfwKpf+kfpG+RwfDViptpdJWKn3vUino0ljgsFazw5ZcmVRn",
-	"oty3Ylzk3C73d4db2O5gMC7EcI+FexNGTaD3JzJzokqAT5v47RrN4N150zhJrZoN+Nsd31fhxVdhqKu4",
-	"v8PgwK8V9Tmj3vW7WG7mxuIuQHby+IrONlazze0fBmf4/Dot8hqH1dn29lnUYLDe9DbafOt00KKn05n2",
-	"LS8/cb+mf3v7GypU3c703argFybVhYj6h+BJfH70U5dvdX777KxH97jkN+IXABD/oiUeTz/hzXo7W9Zj",
-	"6fgeuMjfSvBFPTfgFLQfu43K4cPP/p/v+Fj8iQiRCyvmseIV/L4DKzw+oDEIeDB/9vEJrWd/oYR1Q/Mv",
-	"iM9ni10Yz+ZrHYFbMX8LXMJdk307+PSttAbBQ7NmqOhgvLgQRc7Tbv0AjNlIGXBnMRAr9HU2ZePKWMaH",
-	"pRBdNBXfBhz8sVVPvi/15LbH/1GpJ3TuN6ufLPMJoDB1Vx57pp3QYdmwXfIJsLEY90Vp9gIO1bknhpWV",
-	"Yv1p5LEzSaAclKVPkOtP2Ujw0vYFt4EoRpbsRpSmvTm6G+E7mMOa+3QtsrJxdR+Nuaxovf1mpA1wN+2x",
-	"zKER+eAwbIPuGMoVv/YBlNbm308Mpi4Bg4ETpZZplSIrFCTDw81jZjUyGUMXhsbeTphUxgqeOaE34djm",
-	"YUBJ9dDYsxCl1JlM6207v0WvSjkcivJS5IPfwqzWvFvDiy4gNbxr44ZRM8uvhXoUW9htGzQg/CYJi6D0",
-	"5A62dRfKHn5WECX6M7Ri7N7b/12JSsyWe1Dm3nxKH1WJYB2INHFvxBNEWbd5L0WqVUZlg3S1yPBMRHcw",
-	"oTCNuVk5YqDrrczEuNDIgXgtpmwMZ5CzUthSioy6vrsfq1JRn5PS2LhTY5tX6hZ9a9+G2XdonrjID7JL",
-	"7excl6ic0aJtTuN8xB2xt56zlTxn6+5WW4pUl5lUw0NeWb2PPx6Wldp3UNWNmW+DPuAAywfanAKNKIVq",
-	"7EBMmEEkPPbsGOGNdI1QvA9tmUdcKZEjhPbcaC7gyl7dFJw3nEwJM8i8UVk95lamzAiYL9RE0OMM3q00",
-	"1JaJknFzDdAubYJlZ9wwwdNRzcjkXorZfdhyiiufNELPh0xhw3b5wGniNS8v1RjuHbAetz10CvQF430D",
-	"FN+lD5NzNpaqQm+i0pNjFJCkdlNwPVqmIucKmiuJG55XsC3coFCFsnLc4nO4qNRpWMD37kMuS0eRtbMB",
-	"PujuxS8v2bNnz37y7bT+pZXYO3HjxZQAnFWXnw+UrpY0lYxbse/GvLNZD1+9GufcmG497fcRt/UiZDLb",
-	"hvI6bOdKQaw5Qg1cs6ZaF3ZxG1a9aMeqcM8SwEoruz8W5VAcWm6uu+3ql5U9hOsYXJcwJSYCTJXS2HYj",
-	"92Vl37o7ruDBt62KOEdn40rXXcp/4bVtbnj3diwMmfHA3717fflo4zW5xNK2xeOmtDGP67sQR7WQ3pOW",
-	"2ph9iiZci2l3vIBLdfuZLBqTsaXg43p4EaZ0gllRPJhQRfwVurwk75XDryECupv3FsQWOFjSJjzcHXgt",
-	"zkn4Ty2JivUlNQrJaplvfCoP7la2y/0xSpwewYuC+MbcX8+yPSolc1M1IrXs7z3QRJxU7yWsJ1QG/9xz",
-	"l2h48Nvz52x3UPLhWCgrsj1ff9aI86HiBZW2diTGSSCl9P5SqYbopURWfq/ikQy9FtOBgw9wBpWsLwa6",
-	"FCwaGgsWcOAG90Niu9xCYwDGSYOkSabaKUr1nE7YkBcmjCxaQl4KZq5lUYgsYUZH43xiWOZ5NoMFfwMG",
-	"OlTmmQPWa0BpD+kgBpxYymEkkCaseFnqiQldRk1ImJyyXEKGsXF6Ls8bS0uMcG7H+UU7F8qN+4QVOs9r",
-	"norLKk2FIH6JX7h0qvKuEYL9+vqKzQtFqEh221Tke5CGqZjuWw5aZy7V9QH7HfTrlKbyocx7fmVSPYb0",
-	"Fp4bzc7fX14JcAmXArHbun2ueI5Vz8ieIfPcaaZ94dRXOZAiY/0pzECq4d4BO6VSx7bPAz4Rw54fPT+B",
-	"LTnBgDIsInKBZ26jpdcmzrnpT+Pa9V1ckb0uX0cMl2vKvfGvWMZ0AevgvfV4cjfrbGisRVdgi5vrxG/F",
-	"bXD7rq35pqy5Hz358LP7z1m2MAvmQoz1DSScErkNINXu86OfqKgY/Zq0URw0XSBz2h75QHv45PeAt7/I",
-	"XPQgoZvkBLVp0glDG3oykukILnAYhcEoqtlwNj6b6PIaNmR7rs3MKb+dth7ffJadcztq0WtPHSSWsCix",
-	"vMPWqgpG3syQycSAV7l1IsNQJA+WkEyloRYmqVtTG8unhgA/zQVXImNV0akVz65tQzulN+8cw6uDdtrX",
-	"2j14g+rp0hwabq63bs1vMLs+5OqsC84Ilf5M2g36UzxKgDNQpFvqYSmMSYIaKv8lEsZTW/E8aHoJE24Z",
-	"AFuoN5/T/8CBNqfuge8Ocn78yX0ye8KfHz3HMOZEGrHX2hNh/bh01T66Vf0DXxm1uWdFZauf3FkiDM/W",
-	"eJznUg+W6yaHmbBc5p0+vWA8BYVaV2XqrQdp2T/BvN4F6Sqzug+SKbhyxrXg6WgvIeIUzHspuB0Zbx81",
-	"8SBxj1yKCUsx4BVO6iEiwcM7+bRYC84/fFQnAPDjmy0erBMPanlLy33PAKEnyrda6YSI4O7pT60wscOL",
-	"vT1/vgdN6Nig1ON5Dd43sAPTBFAizlby3osEGtYpxq3l6cg9mjLtoFflBdj8uz8cvThhz5++YAU3nlQ1",
-	"2yNFRGUSC88ZOSfMAXNmVi+t7EeY+UecxceqVsh6ZCsEs6L2ErmnolEV2VsTbrza3WJD0UrGhw9tiztB",
-	"quV4cSMzoQ/HxfMmUISgYV8qDtg1C0WtyDAZ6VxEbUJHEJaGV7/Ed+6/kqbQRuJNs/umV3/LXu2XDDvJ",
-	"4edBAzDnRvVnsvPD0Yu1TpL2CvjDLDmXOiYLm7D9eHifFCUneRkZ5ur06OVzfYa41nX6QrW49+kZWSdB",
-	"ze3+J4bdYANKXW6Nw6cvlt8A3/edtpfcSjOQaK99o4YlIVFD9mgPRXdlXHrBcUuBA9LhvqWNVLlU4tuT",
-	"MTOKMCRZfQfSZYv0W6TfIv2XNLXP+XStKF/kfNqB8OAj6ATyOHkC7xEZuhUSpvNMGEvIjelDc+HsEJhm",
-	"RuQitY3IsDY+wh5i9Rg6xvO529d2xNoy704wSuxj6A7bD9hvvMz2vTcdX8FLwXIJcIEsVuDMcH+DnqV/",
-	"Rddt1jtgv4Tr0QfCs6wUhiKsBbejY7yPgt/YQ3ogSqFS0cGm7VcYHr2ZrKkl14YhzVBA3eLO1cmmwi0v",
-	"MVXjlnedFsWtrr+k5I9b3fSL3wlduVvzO5XSE3wa2oerlyxbwHqOZ+YVVtB1ZIDurJq1haMJrYch9i+N",
-	"D/6PtL5mu1p9xHd+HBfPO0Nm6LP4TevrLmfXi+e3G5VUmfgEGRLSsAmfsl03nsSNlsvuCni47RJG0zWS",
-	"Zz98SX5etDEIkG61M14jbK2Zfz3eh6ukr8FSb9PXFqSvNWXURnxy8KbDOnWgPcHtrCwF5LT3c3FMsfMo",
-	"T+oJWUmYdybLZnoU2/UWEf4Rq1jRnrkWoqCcfThMTChbTsERx1752LIe943VzlQyGhMLiN1XZZRjECcW",
-	"oEUDCfxOvPrUJOuzwXGoTlgOtRIH7NSH7WWes75wT5iU0loB+WROBSaqABzgVFi2q7T9OHAK4t7JTCED",
-	"JbZx5W7sC8bNNXLw3Qhsw06y3WBa2QQysmBFYnttrys7Yk4uryMLKn4VvGdJOhRpVE/3nx4dsUwaK1Vq",
-	"mcxMgl+WmpKAHoNW5kRtmJo9zOVnbtNRd83Aeyz9qHKoUIWZOUPd2znMHc9yi2HtGBbpsGuDMp9OsADM",
-	"6OR3o9nPJSQtGj2wMyp3n6fXARFQcUK4gHM6inX0+ojT+9ASH3CZUwpsGNdH97iPgDatrX51uZlzPXcK",
-	"tqd6e6pXCCCiIJ0/LhvKecRTHb2++2T/JjNBIvaY8rad5GVFzqeQ7F0zY8QpiTwbS2upPm8Kztl+FWsL",
-	"xvLpjF7RRxABIoQGbPC8FDybNtfLoL/VYC2iUxoaYKKVuDVyXOqB3aBSsAWPLXjcHjwu60NwnyrBZ/R+",
-	"rZhpgMd4JheA7fZaQs7HbC7C7JV8iC77rCQObri9JIobRZUPWIIyUZDttFr4yMGNnwxsT+hhulok6YCB",
-	"66OuVULlxz/umHEEL2jJN+uXjGo9fmK9GaSKQ07dyQkNvLq1b7Fx9/2Gjlo3yt3lKbjHP+gsBV9l7gZ6",
-	"Z3EsmvVXRrHg02xjWNsY1q2zFRpiamOpCjNyanmCAh2TjvQEalUI2ixz200o6/Skuuju9PyMpaWAdlU8",
-	"97RFqVbGIRuxYyyVV6HqZVWpFUknadhIK125w+8kFXJ4OGmFka4GhBzTTP/90AFDjyaIEALCzYldJ9ww",
-	"i68UrHc2wFt7Cfz7nVZi/63T9Si4dzbYf6szKHTcv3TI0AMHI2f/qI6OnqUAn/BPwUQuQAcwQlxDx1hp",
-	"O4SoW/K7EqDsF5jkh4s3zGroCOn+Gz6rr8Pk0XdMWEWtEuxIltl+wUs7rc2fXKprN6jQk2wus6MhXb8s",
-	"teOBCegZwYRdSnBnmJZ6lHzCp4b1YLf1tmJ3K3a3YnftqSNrErkL8kaKnKtAKd8pZ08VE5+4A3ggbmK7",
-	"EyGuM4cPR385Pjraf+r+34mDD1cv9xw2Y2IHZ0pM0KdT6vECmD3PuWp0k1irr8O97dGRID/kGs7GUTid",
-	"YQlrIy9eXxgYeMk6z8HFDH9ZfwpG6QlWUA1k7uS++y1nKTdiXyojlLN1bwQzVR9Fx6JEo3N4/RJes3OO",
-	"jbeB0ivnKjKN25IzFBKoP4xiqHqai+iQYXW3R/AB5GCEvb4pCqFT5mRLPmVux7iHOrHCFTs7fXcKdc2Q",
-	"OngckzPisyl7ghrSB6ZEZHbwR4VBohVyM3qFzz00wdwGbuHpCZDigH3Dmcm1ZbsTnuf7aa7Ta7jeBPKd",
-	"ka5KA3xCjAMDGMv4NJfDkd03/AYYpUH7M5Ah4XnDcoF/g8oz9wJkfcSsi6AFVCoXxjCjx8IJUZEbn0eB",
-	"ZI+d7e9rMbe+3gf1S5aEQAiijIDIkrmP6MYiie9UFDfELdzcO5NME3I2FFUFdDv87P6zhD/Gd1HyYHIS",
-	"Mz9JIgpzZh6EUi2lF6dapTIXpZPSQPjOjVmc1UQHd2mrXdy17T12YTarkiG0ZYn+ca+H0vuJtgfzQfQv",
-	"WtfBXMKJAkmztMkXWI6P/Kxsz8gDoBVY1wkJyvLCHl92Xs06mRE/yAnrO5ZwjBMsEEjY4euhHbKtKrtF",
-	"goeLBL7z1gPQYw/Jyl3Q/KgqVY0cTCumS6YHg5YEu1jYvqbn3jcczFUx/T4S2DwgMvW76a9FmEb3CDZK",
-	"Mrg93Q/7dOO+d2ckkwb++UDOOfXP6PRZn6OKAN07dtvLcGf6X+yFnqAo7oLXDfm5+RT4oOGwSTvrKqub",
-	"8rFcpzzHu92NFDNy90y4Yf+ssiFEc+cB5zXN6QFpH+3UZG5qVuNUOrqLfCvNRCKEx9V30+xAIhGu2OLR",
-	"feGRF3ccd+HIqfPrNkNa8cj3J7oF+YAbn78tYf1mm+2oCcCSkvxL/+ZtVf4Gq/JbasdDiypJ9fRApt9Z",
-	"tW5n6+hXqq6mr02F/stG4n2xvpB9cWV/S+n68jHRTX9upricpr9KfblfhG0txkrhTVPDyAbQ0u3LbqPs",
-	"1FybqJfCLD+z9S3UnBJV9095Yuh6bKTiG6xoNVuT7TY9JL7OUcH2bkbaWPcPXhSUF+o7sfT2DhhmC3KV",
-	"CuBgOY665tZMKjMrmrBe2L69ukso5c6mWg1kORYZXEbJfb3AxG+ajUuHGsrqE9bD5hhUHdDLubHwjXuh",
-	"R0nduQ6aa2BTEloSJUTGqFw1lzcUR250yYNQTiA0Aw9Z6PkCc8AuAUXVz6UZueFDPRy01qv5w/yfMTqt",
-	"lEitSYh8zFhdFG5gQGoBlfp+fNjyZi4QjN1QsW4+rcoSU3BhkVvMdffUsPDrigA3XrLAbYbN5/y+vQ+P",
-	"WQ2e3bmlMzt3q9Z+gzmUsCWjb+kP1Ybs8qhJ0cJ6BbiOuLtLrrASynQpx/XviC9DZbPNvRIk0Yi6bcpx",
-	"gXn66O1fnN8OCtVbGPZGjmL9uo7TiJ2YxjwdSfVImuK/gkXoi1k52liJDeknuuhWTy4hSylc3ZCeA6mc",
-	"wEMhpQuhqEKY2uDU3FIgLpXSlUpFxnbryo8DyONPfSFJb4/l8lpQR13oSnHATmclJQrzhrSMmnDFdSVK",
-	"24/Y87bXJjR1sX6ZGb1jBZEJeST16nwbojNhl6jedCt8W+n6TUrXeDNuRrgakValtFP3877V12KBl8kZ",
-	"dQaK+fDC4IaWJf4GcCeTQ2EsK0oxkJ+ESVg9GpNg/Y20UzaRKtMT8kRxKzCYjo+54XkFBorIBwBAUORH",
-	"zDdSsSJ3lsBAl2O4H/+MCrzI2EiU4oC9xt7ctpx6dSByqENfwBvB4SskAegmUXwL/84ChLGUK2ZGegLg",
-	"iyMEi+SAXYgbfQ3kYbAqwKUpBpbpyvr8UqnSvMqEv9KZc2XVwYd5Wsgr/BD31kAYJ6InKiJPrIwoTxjP",
-	"c/h9aVZp5w1XfjBf0lW4pY9ajk6FeLG72RLj9X44fc78t13Fx1QftK2XaYGXqV6mCCg9rLXh5A/tOOlv",
-	"OaA1X5xDjwm1QMcQBkCFwv3KOF0SGb6EQm0sdi8MqjxnPXOTfiy4/djzcEeOXfL4aJVPERNDu2tRGPbP",
-	"iuqPL3873f/hxxcEtwkr8oraLqbltADWMF1M8ZDWWBeQh70Gla8u+azXAhsW9QVUlUElpZurLrGjb1I3",
-	"LyOcRGqaqNUqiIXnR8+oxBnXxsEnAvWw5MqysS6huJvCoKI0WrHJSLMxzwTUPOMS0+PidcYGiEpMvNRx",
-	"4ICtEN21vswA/vjEsFyOpTXHDvfFp0KWwmm0LOeWAiGAbRh5BpbWUo8Dq3F4olvyHs9zPRHZWWF6bJcr",
-	"psfSuhH26Lmntsd02bzO8mvKHoNldIKdBnbCJjKDL00ckbPrt0d+L5omrl4FSWOGpCO1A4a/ywZiC5Zy",
-	"6KYLwB0qMXAQ2L84aPMUi/YngPEqk9CsWeZd9Q8eyNbVHLfxkiUpY0h+01Az6PsBg1YpU7T/3RrM6h9U",
-	"4xU204Zb6+IWD4vZVTEJ33fCDX4+kZ3EvmFstB20ksgcdIabU1kU+U69KA8f9KELlqcr3HHOp7nm2ZXW",
-	"b3g5xPLkpz+uMjxTFUgQDfHEK6cHPIQajQjp7lairab+H36G/y5t9Os0KxPAyXNyaHDy43lwUFZKi1y6",
-	"6GJoEHUg3tXBAOgjr4H8ohn6ABUT1Ow0gNdAKp6fRN4c98trUViET/TreGVxQJQjMbCh2o4kvoFIr6Fd",
-	"+rIyd45Gge2XPB8hBYdkkEG7IhStOfQFoQesnQWKMsMHIp+2MXO610aYeju9/wo/2M5GVNeFIJVAopNU",
-	"zfU/2HbLa01mdYuzgfPekdr+kna3rUVoVRbazMlS1GYinUiXbXLUQ4HnioHT4yswQTSdBI1pIIUTWk6n",
-	"JQcCXHDA3olJ/PZYFzXhXInb66IH7HT2cAdSXVSpMq8Mztz6U8L6IuWVwe08g0BdWf13dJbvXrNqDm8p",
-	"tSZ8JqsJCpd/wI2qT8sgyX9Y0uwePeHLY9KmcJ8/IG3qEK3w7sjPKwGWu09OAWcn2PARtoJhGxkCnsM3",
-	"2PfuyLU7HMg4APWEW7cwiFu6BDUFQgfDqoTkCzQXPJCX2qLh6qzy09mRAPsSjSZ2quoy+FUJeJM2dKVW",
-	"c5lgPXgwxJDq5/RqTwX4Y7/YbL2A+x+2ioVjXG4PosOITNcY3LbBm6+kEB7pCSxqWGEeH67a0wcH5L7x",
-	"RFu+iKC8UboYTajW0iL2KMwJc+Lca2wyS+Y9KwQttVMlaYCNd6W0eTTRVaXzjP6KdByhkYrFYKZWLZYi",
-	"ORJzwRvqG5lWbpJZDVbCI5mfSDT8eS2wBZFasANW+mFjx+1cSZ48OnysKPx2hi5RRZR6W2i5G2sP9tB9",
-	"6SNOMi6J686IUcrUTNwWcTYVtC1MmKnSESRDxQ6ShEDSwwOepyiikI5Eem3IWe3ks9thvCiEyva1yqdw",
-	"wH1uaN1b0JM66jKwVUTtndxCHrAPRvjuhnXT7RQyOLPTwOGV85CPzIxw6ovGOBtQlfqHjqRTu6YEhu5s",
-	"1GMq5U1HvPaSFu4UFvm+YrZ+pDBhaRyKKsvstBAJuL88uWBz2xwEhzLPc7h6pbguPBxU/K+K6jYGTl9P",
-	"QmPgVI8FBZvxh9XCzXhtY1BCVWM4YVWaCmN2kp0Bl3lVuqsyoaTI3Jm73VCRk5g2md99MHQru0ni8LqH",
-	"VZIGexYTkVYJSS+Ahm2MekGMustMuSMJAE+cTzkM8B9pQEuEAOpeEXIXWirbCEMrPTFJrUGk3IqhA02o",
-	"PwWDz6LL0NTGZql9Yi2llpD2BqvpZIX3/48P2KmazrCIk8tvzKdIEY5uQMtzPXQWrffOwc5EMQSBXHfs",
-	"8KXORJ2MNEXK2vN13fzPo3Va46GrX9N15k7zfO4jPI403XBc5qb/dWfFLUj74YC9udKxcFfWG39ugMlM",
-	"hlm/krllUqGJ5CzLMVdTCMcTm6G0qBJBYpM0zIydxKNQfYlixe1dB79ZR6Wm9m2Y1uWT0N0dV902heV7",
-	"PFuz1M1+Ql8D27h0K+YZ4e4DnJzbeb51d3/Kfn19xRbhv3enLUr3+bIICxnpMMzbJ/ucIr+v9xj6eKzl",
-	"KxvpxMupc7FORk6di5WyUaLfw4GOfShRzolbrQ1nnWvIO27PNAeAq73LDz5kso2ArMT5qRtM918PWYtc",
-	"DXDF4Wf3nxW5Pgkz4OgrjelqAD4H7GcnQvelihRI/Bd1UNYV9SkhudqWRvdTrYb6pxuZC2XzKcu1EYaV",
-	"cjiy5oSN9Y0bhjaChLTVCH/0UrJzOnhF9Zf0F4NVWnPeBjhqu3sONg4+uVm2Pr87Jvdc1wlchbVwJYFE",
-	"hxBSIMZQuW5FPmVSUcMUelYgfyAZhufE21ZMWjhs3m+HBwtoEafewz93qOs8DH8bpFm1HmRuQDlAXaGp",
-	"I/SdBVqf1vXpOZ08jl8NAPensojJ6mrLw1JZfIoHjmqb4fEIMzw2rN9YU+yDN2FFGvOLq8vzRvc7B7ag",
-	"hijku5hhEKnVlbqw84nBx5APzifOwlW5HkoVHGiKaeWsqeiFcFWmMY+ViU/kbAhduQjYnqMvAqb0VQUC",
-	"pA9ZU5xWdvQyDGQZwdwZXDeQovRQ0yRmweoFP6u+yDU0xdZd/vYG/8qqxHQQuBhLFX52g7ZuE+4c7/zP",
-	"30/3/3++/6+j/Z/+qP958HH/j89HydMf/uPPf9tZIZTwof72g5lZdU3FbRfqMbMyvV73JP7n+B//MId/",
-	"fH6avHjeOuT7VkejzzyvlH4/8H7faqmaxaa7AlFrikhDXeBXbcFHU2MfHn9EQPMkRkDDOJAlQWTzFRYc",
-	"Aw5iufE82V3AWwS5ghszoZoByrSr6+ZCGDnNK2Oh8m7qc4ObpcYn2A8Hq4wh5jBTauxUTahfuANH7xye",
-	"Lm1iBTHLeGV9bDheHoyyxr9ZKdQ6C65fGwWOh1lHgsNnw1GGH1caYgSaD6Qx19wnXORYbz8XY27T0LHb",
-	"ffdt3HWBt352De8S4Fbz23+ZBqhLn9gGZUUT1OtqkxeUOMq969QSMemmCY+YuAglxHeKhN7cRhP+y3VH",
-	"MFjbNMe1WcdzL1tiKzc/VPiKSb2SmAPF83G7frdBu3l+IZcrXNzvgxO38/Arh7h5mOS2cPThOfpr0NiQ",
-	"arfQPD60wixg4fy5kn5PEUCd0jfH+irsM02lCizNpVAW9iEU0NcFEuHUTXSVZ8wIVVd7DuWNUGws7Ejj",
-	"qfxwcQY+xItfXrIfXjz9D/il++E/Xjx9wTIxkE5fswFXfeIiDoOGJD7x1OZTZITrgF5nbSO+Nmq0oZkh",
-	"PMUXaae8LKWghBXORtyMIkqb+MTVbgFp4/QZHkz4Ca0VH4uSu91Avdvdmpgv9AkkPn8G6l+lCT5a4hhw",
-	"H3kexa9Em766JhRvf9kSFI+XQsMsgiyF7+j9v1CcMuJ5LpxYg0gT5LLfC47DTBfHceCvoTIEiEGCEI+P",
-	"lDOrIT/luzOqHxXyX+EevS+wh+jPktSpVCuj8xApqhnDnKlcmSQK7aInE3q/ntTAnnHL2xROt9+vxRSu",
-	"AauItG1v9jGSApk0DghJSzN6rvJtIKGsn/E01ZWyoZLkWulJXQxzwF5RCjrOZAHLl7+QuHbcQHCy7jfk",
-	"zKrTFoPDFQl+IkKDNtaCVt/AB/gO95V5HmKAprn48cJDOY+zPChNWnyytUm/kjVPn/oOXA2NnUhM+pXB",
-	"4eC/V/Mv4LWtyebIgbmT7FAjmwySzeHDr5RtXtOdZfGmW8J2Rvvu4bCduX25Slo5TW7ryOh0ZFR0wu8C",
-	"1nG1V007jPHbFw02TF1uWS64sUj9onPRwlpG6q3hudvLoOX65vrxo2KIN+CimAviQz5hrX/W/GUoRu4y",
-	"l1FpeAwURwdqHi8kIKOx0BNRDqo8pDbKkukJxN8CELZmNCYkKpx46buViY95cpt8R3fE1srB5V6wRJn2",
-	"c3WzkqBT10ZLU/rWsp4EYpQK6Z6yWb0a1m7BnLapkN9dKmSFx+XuYHSpenz4uQL+04WpkJd6YPezkA/p",
-	"7jheSG1VBUWyTUtMgiKMmdia5VoNRek07FCQIKHmMyrrjoh9MfsK66RD3haoF979AgWVqOYwUxWiZDwb",
-	"SyWNRcW6lUcnTmwocm6RwTef8KkhQWH0WGA5uoah+4dCUUVXqgFh4O20X2KlvfdYdwCaberlWlIv13bi",
-	"V2DVmjE9SeT5dOIQBlqBFuul59LyGXjGm7f01JL4+PzBf2LQqxe3uvBHmaqtsyqtczSBudZbK0HLccoK",
-	"E4OBSO1MWqixgmcwBUsS/BPFmBYrbb7owaw7HfPrQWFd3FsraFQPnHdroeJECZmozm2di99BfuU9Kk2H",
-	"3pJY0DBFQFtOByzBmEQibmKsVzOqSSmouXxIGCfArF2OPjACvcyshkgSghR1BtNKHLDTPG8B2SgzPtaj",
-	"AHQnIy2wiFogz5DOs0YIPtdDILyobNC7WpisjACX37lfmwcGcygC/ehWyD2PnQAJ0/BnnufTZG7NN0sv",
-	"uIL6VscfuWkUMESCOGyNiShnOVG32PhNYiOcwaYDK6hz9wWVfpsd4g7rRsw3euitTEAaqG6fjNzm7Dvd",
-	"Li0FNz7yQU9lotDpyIetx0Bqj1Xx/gJpTFWzoUjra4faKb2QuMfnNvHwlDGfshG/EawvhGLG6lyok6Y5",
-	"i0ZsxFGIejAfx+kp7QzLDvi+uKXxJixGGhyOdjHytKJKCzG89681PuSWkXkRI3OeN8T5ho41NHsyh9SO",
-	"dVlclWy/0pI7VRe+kSuMmdrWmifURGqGrecYM5d9+gkcdOAn2z0XCtzS2Ee17pMLxiyEWUs2grdI6KA2",
-	"W6fxxDA+FMommEDzyt+VJeyiUkqqoe9qAfzJ7LJKUyEy93dsO5uwKzkW2fvKOqP0JVepyEW2R00/4oa1",
-	"0kIQdSyS+WqRkBnpPjN+xAE8HlW3c53nkOlTpzhGfX65FQk1muW4yB3MX7AyL/0Hu7d2TSNKzMHx+23Q",
-	"FS1MQ0Pzr4+lwuKA94DS33XR+V4O6tTKHcAbi4uqWHf2uN/5a+iO3hjH4tboc8n1d589v1bhE890pS7o",
-	"iAz1httGcDsjuLRWuRyIdJrmAcUaUV2E6jax8mOHWME7Wri/SJpgDmC3MAnd0LXKpRIzhSC75GTUCsvI",
-	"s70QbqAHM+q87T2JTOnJMStKbXWq84SVYqyt8L0DEtaf+s680O4be3sk/oesxL6WPjemfhHYVybXkyT8",
-	"Eqgbc8FRj3S/MaxSkFwJIlGqVIB6ecBOZ0sJ4+xH0pao0RNnA1CWUg14Erh1pGK9SpVObAIvdewDdZLF",
-	"O2cnI6yj92mCXVLjnD7MKjU8G8CVdkDzH9kXDkXY0onyRbGGF+N27gZ06pN5169tbrOu18Mfu9f7xfP7",
-	"gHHcX10oflWf4C1qL2Oim0O6FrV3zTDuzZGVjAK4Zb6CEu3qUqAfJQFQ90Zha9HkzUgbe8iLgoZxHNnp",
-	"fYGsrO9RbID2B6Y8PgX5cg3bbaTIkwwsxRCdsVKrPXjT+8EAHgNPiGyOocNoPuHTA3Zmg7VikUU4vTZs",
-	"N9WZSJ2YMTqvLDRHBlnCSlDiDZLeuh/IgvCiKV4sEh5OAuBFupRDqdhuUeV5worKjBJotU3P0BNnx3iV",
-	"O9gakLm6CPO/2PVwp5bCfQiSCMSZzNaO48F6X5s9QJ9yBXsgMixpVHdrmK1flNBcb2ER1DPdypZlFoGp",
-	"QWGdAmSsr8W+dTOAGq1u7/Bv3MzUoyKKA8RrD9K9BkL0oPkohqj3vKDEchmqi9JVmYqETbi0wYQATxS7",
-	"FlNEbAejY8FNVQqqZUIhcsxuZCY0WwL1vMpkuIhEhDJO2FHJiy6vo9iMA2svyHEg8DDiqBfGMqGy0P61",
-	"5y7Xlb1Eu6DHdimxmj09Shi3bKyNZc+O9k7I0eQmgZXq5KgbCiesYGE8zVLfCShhqyIBAbQXxlYKbrSC",
-	"Drih+pvKaD9cvIGoIuRA1DmzWA2XhPhhVCgx7wq3prh02+HKnbb1hAAb71gSAcS94euwNl9aFY2zy9/+",
-	"u89ag40x0JXKTpi+ZgbUBiJ74NFWhp2bbQmpvvegoLtrhSk6nJSp+KD4DZfQS2i28VCA5xnIvBOpsCDa",
-	"MCsXDvvcpqMFTYUqZVhVuNP6wxGDu+FQmMQdi5JBCaoDy4S4UZrVskaqYS7qBsSYiaoyUQiVQZAfsycg",
-	"L8OAwUHo4E6gA1ZTO27cj3A1jLlRb5sHcwhLIgN+6jKr+aUI+ZZA5M+wIhvASXjRSmBpHgBa0mi7IPO9",
-	"CuWozrj0CoBU+Am2BAIPKJshQh/j1AmexxBk1o5Blpd2vyj1p2k38NQVSY0YIJHiYCvqhtLqbPcZMGVS",
-	"WT3n1kiYrqyRmQAaYW/U72IOGSwK/Esrsa8HA1YKp6uhj9mps2bGZezuC+wqbk6U2u7GA9FP6FDm9ECp",
-	"hhh/7PP0Wg8GCQVdsX2AseALP2CnQHXFsTtaPj1mhc4bkdlg7eLt6JI5YKes4BDc5DZiy2M8TLElR/+E",
-	"ebd7Ix5aWu/ubqFscX8mnyN8wjWRtcy8ZjWlEpuSiBLUy6Lq59KMqJJgc7AZjZqCa53JcHNbmwKs1m+m",
-	"rUq5VSlXVCkxOQRxEIFojmlq/ciui68BduwR2ZgDHAiPWJHkWILHJ5TjUruVvc/Z10J5N7+zrjNpgrf/",
-	"gF06JIZ8YRqDJ5Onqipk42IGM1lMG0TqYhMI2XjLEoCkmWhY428JD3WxhcMtHH4BHOrivtBwaqwYQxPf",
-	"TKfdMbwLkclSpCTu+6WeGFF6HyXUVjmosxiDlG6ZqAAz02k1FsqiSV3wIbkxKaej+WeIAHGFbtgGO8vJ",
-	"fAlos9aKrHUrhghuJmiLmsAUUnx5ukBd/FXY00K+cuswAzHPjn7oXhO/DEumvZPsIM0RPPGNRnyafyy4",
-	"CjAnxTsD5p+WsN7MJ3Sfb7+SvYOFRMyzEZo/H0FEY9F3cruqsbrxQYOFrc9ZRGJ0vEO7c58MnJ35w/i0",
-	"4zDCU1uiIfgZnb01LB3m7lturleJqheilDqTKavvZXAvRbOBNc1HG4tSp25nxWxH6Ui4QQcfP/Uqpd0n",
-	"S2pRWykIdY9EXoC1huRELNe6qAVgITJ3JQShtefYoCSk9vjzz2HUVzDhNUr35qsWJaDMLaVPu4ECgUeV",
-	"YxJtotlVWXBYvvYc0Pk6DAPqFEx1e3d94ySt069HeqKcEAVvAcmRkR5jMPg4cMaOxbgvSjOSBfZBFDy3",
-	"o4RBgXEA3zGXCiJ76N0E2j0q+5rw0m104lOk21A68bpxKFBfUr9QCIb5wmSf78JKcSMNJa7NiaSXOP5L",
-	"Woh19mlvvqmLn5DW06/2ozgNv1JJ1ezk13gCMm75fincZ3WfMs0FV1VxWLjNIiYLDoTbVEQ2Hzrg6gGK",
-	"PaqTB+a6pG78KZQN6UvhlazQuUynRF9aCuhBFmREnmEg2pZTxqEMX2RJIKjLPCEHV1Mg6Dxg74nYDggB",
-	"3CmFGgmoyPICgzOaJQOQmT8O53jrK275hR/mS7xlWbbqOwjHe+Znivnw1OoQcqGVPWEUPzdeYcDy/wW1",
-	"A7r8usSgX0oh9q34ZCm8Xo8z1IDQ4LoGgfd1jeLHpz9sNjmn7QPRt+uEFfryYaLb9Jw2IKJVRLOAWx4d",
-	"1zQchK+FpFSrgRzeFpnKSu1rlYolEVogLouPeYO+wyfgGJGjMUkQJoUB7nkIfeR59GtM+lHAQV8Ss3IS",
-	"p8BPuAQoCo8mfTdDlTbuLGTY0B35UlfDUYfoJvyjYC6KcA+cKMXdD1MsfUz1mMgxeFsot1IdSLYOH1zb",
-	"qy4qtYyNuF5nq/G7zeQCdXGBbs5p1zmz1fmIZ+TONgD8cMrZK+wv0Q52+MHuDvK6XWTu/X1uxD7uun3Y",
-	"7StY55b3c4ddUmXik/uHLeVwCN58lTEHsU3j8olhuU55TnjjXxsb7KnOq7ECfuJJsDqAnkL5vJGELn31",
-	"6g0Y7TwHXqUarMJz0WcG3S+gMulfwlfSB0OfuNxheDhsq1km+VBpI9hYksuNFaXu52JsWs2YV/TCS1i+",
-	"U1i9ZV3XkDsWmfhfvcFM6TGl4lCFPzyN6f4/RWqXcdBm+e34Z+f0tLf8kxxXY6YqZze6UbhhpSNe8tTN",
-	"IWQ2gvKNgzrxoZgwejQRbVmpFOkbO/Lc+adXWf5yxEvTPuznR0dHyc5Al2NuYZb22Q87ibvPDXLn+OnR",
-	"EVwxlgp/cRTmCB8diJLWrQXOfvIONA7bkT4onK6tDthFIIcpuuR8d2Axs37rNEvRz7zUIcMV++3q7RtM",
-	"vwf3YClUBq2rofTAe+PnXP2g5gHa9XBv/3XKx3kPNQ4+qe/0flsmrRH54ID9rO0IzhbETCIHDBBwhMsj",
-	"CmBsVamZUANdpiLuKUuUkGLqWSDr9laZKHI9FRm7ESW4bRzCStOYik98gaYeYw753f0p6826ko/ZjCe5",
-	"d+yWLkQ72njlWK8e58dMKCmyXnKLAIgZSfDTBuOyFFiruttz31oXQvFCHsCy77WDuU7NB7kMv09RR8av",
-	"eMJ6I+u+Y70NOgIb+LnLyLEXf/YuuCQcbEXKHffmnSRwoNOP7kVtnOe3w0R4SgMTW5RNPmHvC6HcZ53b",
-	"vwdtnTl3rPhkD2GgS54Np6w93jQX7WmF3pZvQBp947hhbUV8JLf43JGzONKThx9pkmqgl6J4UeqsSm0C",
-	"HVmyhI207zxDLnQJA7XTQJetM4J7tJBNnM2cMKuHWJEA2COtYVUB5S7umUIhxaePUWHH48hxWGE9Paik",
-	"aiDLMWmqfal4SWk28AsahQNvp2rx/Bpq4HUrmF3Cepy55VhnZkn9lpaD+DM3MmXuk7jjBdnnfV3ZRxZz",
-	"+lVY1l+2EmvUbQIDxiHwBK0SfIWdhlfHJhqlNxBfD+kJFDwSpZUDcCp1VOS+05k4xQGscUOGtyyKg+LM",
-	"Hk/AM/qcd7DPwn5aeccdfnYjOMv+PBSq1Hk+ps/c7k89M6aC9EStxD7AaOrGTy3XHBD2zE2K82H4wB79",
-	"t85JR0jHs3WW+VBmht2BKZAKxMzY1Q77ZRigZB5iFy9dXptQTeMuRjT/VMhSmKgc8Uc2lqqywuwdsFOn",
-	"4En3QFhymd2ms0TYuq/rRVoW/qG3gLJf+ix1mnvQKQtuR7VKiSuycmPzZx2a5LraX7SswjJnLvmX5EC4",
-	"3QLHev34En2kBePCwtiXp6yQtYc55Fdq8NVvG118D40uaoxlNcjBHrhTyO125dagG8BlmaivubHqW5q0",
-	"hRFf30wDmThRGAoPoRtR5dSBBQrAG//G9/UYVyFkqseHCTCBVcNhXZfxHJBuZWSb9406KI1eHhd5tzIT",
-	"ybHsMNd/XOjW/LHh03y6YZ9m+6dZpELVa7K1lxdoXm0nbA0qWLIoNM3bRsF2kSQIKzpADyqA6gGKWIDO",
-	"wAF0QpBGf0hiPZ+VQokJz/fixG6vd80Ul7j/YdZk1Axyf8BTZ8FSzx09aG05U6sF8zt0Z92ayPwrlygj",
-	"YeybDRZ3LM+yQbov5bNytpUdjy4C3YoMG1JXQoB1Scz5ZdQQHPIx3BkRmQ+phcfEoQytBAVkyEfhzDao",
-	"8whlTRhohfA1BrMh7Ozb2kpr2LWY7kOrF/eX+XAzZg5mgd7MQaTMKmF8oJmX0C6XKDJZUYqB/DQ7rrqm",
-	"TU9CdAZnOvVNxzE3ithnIENAZKwqWr1+b/1ydISil9CZvUT/51nWwmfm49bE8AZTG+iSVpJmT9NcErO+",
-	"hEeYO49bx0MLacgFJDStMjq8HejcWkf2dFlgeokG17mkcdP7ghsjshMMTMBaoHOCyLTpUmiGDDypS5b6",
-	"HB7XPh80+zfaoLa5PzGrt0tK1SkYmIOFX/S7E1P3JQDgC1A+ToSiDmQ8lK3RKT0D/4cEp/seTvf9GHwi",
-	"Zre/EDvPmSSkOIIlWqc4TkppyRET4bH7EbIqZ8BBRNBBPW9nNiI6E6MOaZxlDgEr5duSZ+XUiVdp8AB3",
-	"NEEvgf1D1PnqMDrMSx9qoJOAEUWyDz5ZoOPBcaK27SfR2gYSBRKVMhp8T3ioL/vwIslYmecgjlp0cUpD",
-	"xI91Tt/qot4ua6HsaX1bGMpCdXzu21o9m/P/UPI9l0zz9lmfdQ0Abc+tp/Gb9jRClnJVdGuem0gYVZrM",
-	"f2h8JMZc5odWGLuoXRx0SFHE5TcWxmDyVJ2Pjm+tSpGxy7dX5z6PySvDOoTKoTU4Bckjr1xjUGzi8AsJ",
-	"AVFtp5D986OfEBMhDtRr3PRRafuxHkYP1S8YjESwjcbokOPHo2c1eXI8aERf6NCRcuXuBBWepyNgtgCO",
-	"fOkZlPC4Ys6BESpjY2BY09hDr1EtjeU6TwxLR1oCsRd2yzOs1/btepg5ZYCrcx/ckiI7JqYO+gYGWagh",
-	"eoWFVSFDA+6GX0UtpNju8x9+Yj33xI/0xB7ltF0IW073TwdWlD3WF1NNdlZLopXbD1fC2Nduruti5oAV",
-	"gTeswIdZilQW0slAdFWFhnjMVCEFd4NsHbODXwT9jTM1caoAkFfVyku0N7f4/1ipOATUtMNeiWGPCTqD",
-	"axcblH25zNeDKflU9xyFfAYz6bV1jqeurJinBKiLLyN2fe+5iR7sCzs5Pijxzwu/VzPMmdG9sAjYg0SW",
-	"UY5tEt0igRkYV/GA+a/r34KGSO9Q0u8Pe2DXi09guaOc0dhtqVJAjHRmyYsOxZPIriayel28TivHRS4i",
-	"BhKn1Yt2jxEkcBbyy/xF71U+Paf6iPX26YuHudhtUC/GN+Q1uF8ngG0s25BLNc+SgHt2jR6BgpfSTm+D",
-	"EER0gM3mvBo1gNgVNA2SubTTxOdRkn1LKT/ef+ytXpD85Fr2JY+YfZ7GryxEuR8qIrGB34ibEUtHXCrk",
-	"4g1/5nkehgidQOj5B+x30EJHIr1+FQqWvHu5ouzwy/9+I61gvfOL01/fnrL/rWR6/RHu6dUNPvHxgAuZ",
-	"QOOeHB9k4BuZC2XzKcvkjSiHInM3OoQE3Tt1G0SZysRFVGNijJi2wsU5fKW79y6f0uTjuddFXDDv2Wmf",
-	"oFAoBaemm9gJKhSNwMdDF7rJ9aS7CUT0Hb7SJR3XdrmtggN13waIlCXQ+MOO6C0r68Jb7mg8j8fBHO3P",
-	"xWIC4WbrWl6na9nBI61zX9iJEGqWpGaN8sThglTCLKB/81gbLvW7Py5dbeiOIdMpZPpnFcX7WaPiDxGr",
-	"EOVAl2PDOHqh94FCh7iGSlksrMoHt7G0rCj1jaDDWyM22nkGn4tue6UtHuXg2/U1B9IwnoM/JKJsl4b9",
-	"cHSEOIC46ksVaPDuZBvv7UhmOj+T87mvs2lSe0IUpdiie5pn0wW1CRfhAy3JADvHVfyiRfwK1O9Ar2S+",
-	"qgQ8A07654Ib6Jvf7O5IqTZY8bBgPK/hutth/h9rdUnTF1oMpf6jwwc/6d5L2VYLnzft7+NDhdOJ3cvd",
-	"GXa/js62x0M85Qm17aTmzu76g5Z0kiaU8ppFHfbAOqFe52JZrivuyrgIC+eOxsG10hPI3MA6LiSE91vY",
-	"Z5wGadC8jAJo+ZRhUdwBu3Dj8fWxOdBj7mOFQSnoIt/AT8I4/MPpI9Qojzf7CJ74VOTOOGOT0TT6Wm4u",
-	"pOj6Ifcry2SWu9ewgc5zPYHGk62d8hCMdS7M+ivF3GsWtsiMi+QeMT1h9zqs8xhVysqxOCQSDCsXUudi",
-	"KeWvYLVh/5mxGOtymsRKivIMQxg7MZ0FlQfsEt2tTm0cDKKiSFNoy4a61JWFxpclvYcNSz2xo4TlfDjE",
-	"NNKwN6nhvbsCej6A2sBHTm/I9bBVJ7nAWbyK5r5OyTr/tpYTQVex6IM8vjPxq7B+i3UuxAYOBej/q/DW",
-	"gp0A4TO3m0uuhuCgxuiRj8p4nMbRtRgcXsQEg8Op8KmteJ5P0TBXM/yDM2XE7rixgSzFhENdHNYbAbut",
-	"f2lo8YQddvuyjZzQzYz24TkswfpPhXvPQiHhFtatwWMWEOSu83sGQ8G6EGoDZ8FWbvOtcBgmI2kF9XN/",
-	"I1X1CesD8H5WG30NHijKR0KzO9XjsVCZyBjk4hpqNW+hg4U/JLAMyF+CVVdcgbMVmwsNYaujiRjXaR2w",
-	"96SDhTFCZhTEYDCUzyF+48SHFYr8tlx54y4q+XKTxQFibX5oBe3m+8QwPVEJPo8AAEfQJoh+08Ze4QIv",
-	"sYvf1hUXk5E2Il5Qz9c7z/sJimfMwk/EGD6+RsH+J8Y/GU37kiwHqm4TWT2Fu6m9WqchW6+p7x/cCizx",
-	"5qQGxo+IBbj9aN4ZnCQ7RdWZHlRnY8bHkU4UbdzouJEWaXk5FBYGHrLuIcZCgQyEEAoPjIHo2z3sRpRy",
-	"MG34wuJO543CJZnFOfmUhYMJnGBWzRb0SnfQ3BpA+gjsIfY7UnnGE6gRyrf+GoqYU6Qtj5OiUZlgPXjI",
-	"x6oO+PfmoeTUPb4BJuvItKlfAO9bkmlDH0yFyuj6C+NqPLSkzJnpIfdTZ+QZP2NbFk796U+YLmcdprgn",
-	"Rpy6bEqFYX1qhQyClEtkP5zp0KP9NtztvdOZoO4+p/T2Hva+GyppoMSlP4X92aPbr6aF6O1ts4K+5axQ",
-	"2JYN6MYjdQewDaXV3Sk9TWXwsMi5WtBzLA6iI9DT0Q9RBa/3wVy8LlWHXpD6/VpMG146zJangxfbTQFc",
-	"HJLe8Fxi9gw27661QpR6J6GyLKo0xzx79FEMLKZCDiTR9xyw/3Kqou9j2dB12zr5HLWwvudcbRCe3etW",
-	"R+cAxJkwYLfiB7kv8HWD7xw1aSw5V1uK4weETJ7TPcYmOnjrByfsa7LfoKa7RaEpBgtqKJhLQBxB0Q1N",
-	"lryN0eOQuHgS0nzOvTp9qjL0nF7xIVQshZcFjTsJOiDGVv1qo+GLWUtF6cZmIWqTEW9qdsB+5YW3/OoK",
-	"ppx6crXWlg7kJ3cVNqzgUTcxU6cXtodwYYFfxet7FymE7XlBPobob2osEXDohy3ZskpwQYiNx8QVC0Kx",
-	"7V/szitWpRXjmlXkJGqgA23jMIIUSJVRbRxrSBKV3cQnY/4Js8ZNFxXJcorle2Qj6dpbi4ObTcbPbfLn",
-	"bZI/m2vnHpQLK1RcfkLIsEbv4qqd4fqVzO2+VNDDygoFIWa4OYnVv7p+vnKXKnSd69L3YhFZErQcTFVq",
-	"6Qz3ITjVwXOOTgdzzdxB87CZcugz7tPOmxQgXfHWtXeFq1+zsCOcX0v8BriMj8uT3roEd7DNcSkXbvbD",
-	"z+4/7/hY/OnMqSUtZpy+UXi57gcNuxGpDOutbdjECfpgH2UaJUfhe1QZJ1NqJR8eQg834SEH7BT/AloD",
-	"pJBB0oivrSC/MbdsXOF58c3pMGthLruB6uEgOzu6Lml1dnltRXqjDTOjJzINneYg+wEp/1qa0NQHYKUm",
-	"WsGlaK4ZN5T7CvpT88x2sCr6D7mQV7Hg1m3IneOd//k73//X0f5Pf9B/9//4fJS8ePbnv+1sjG6xsUQL",
-	"LMPfPaTqsH80fI3kwXnrovncrlEO7N3yW+nStWVCuvtePOHjO5itBcGdyQHxSaSVbbVVqQRlpWags7Us",
-	"jcodX8sibV0AZiIdp6XspRFAZy8humFCa5zWp9cOO/8XULZGOs8S1hcprwzwYYqJLx9214z5NFiqcRUd",
-	"V9B0sfSFejlPr82CpOG/0WKtHUX8i1rw429+nSM670eZltPWNmSNBsJE9EdaX5vDlFue61USEIzlKuMl",
-	"lj1Zw4alrgqU6wM+lvmUvDSgkuBvnhjWI56of++xicyzlJcZHjV4CkPnErmbnS7ie1/BU+AaYG/JuXIP",
-	"w1f3mPUl/0aA/WCwJQw+35z4LHGYInhx3EUZ6+HvD2j2B/+ojo6epb9pDfoG/NQW/vtV2N/xjtfu/S9p",
-	"ydZZolnZvhM5ba/tkMK4nvQ5H8WxcbP2m7C5Of0yRAcId84aDlAmcnkjSinM4WeZ/XlYCovdqNvNj7dQ",
-	"gMLZL5grRndPQ0D9XKgM8iwhP8ZBP5Vn6AGrCh+/p/NAbibmdOFxYQ2l4TSfLTEnzt3iYzDQqs39Nx3J",
-	"G5HV7Hi2lCJju85o6PmhAZ8HzAqi4+6k9UzVD5P66B/TY9pptxNpRAtXBdBa0H5+RY9e2t8NKDQGUtT0",
-	"O3Rnh+kgVydjf77ZtJmZEx1WoMsDR39PmNITvykOvi/N+N6UVLcTIRF00DyEdwAXS9kbAm5otyE+3QIz",
-	"MLYxixt0LvBphH67bm6FKOHMJ4tO/t4s7hyw00Dx87xOrcDnUrkL5VHQK53oXogXdfddcNKbGJekoQkt",
-	"xgs4PJ9ACi6DjFoUyoztosJwlvX2ZhdK2W8VRD7Byiw2yaMlDt/dSxYgJdhCyR1CCZ7MwfzJhE0fncyN",
-	"Agw2GVhA/wBtYcNwESV2saQq8Vn1SQQV7qRHG6s/9d2LwCwWeW4aKSOZNAVwAJO/kRyamCXoNiLyYEnb",
-	"+LMvaia/p1b5dG+RRn6Js9yc5KYXdrZDGpZiyK14REmvp805u40/s6uaO2cTWnmsoK4SCGsOOAFHim/c",
-	"MVvpXYqMp0ABJy0zfFpve86MSEsBktII67OowI0EgTBM2sgS8sNjo1F3xwE79co4LVkpWC4G1uGH50Il",
-	"mohwJcUe2mNjfrs2FmJZP87caEZ5V/FolvBW+AE9nGrr2TMbLcLCahic7DbE3Rnla56TOzvJXU03sHsE",
-	"0ALHLz4GySpUVmipbE0goSeK/fb29CUdqsQ7mVJdiATCW8hElpGpa/BoQwRaGlYp+b+VYHysKQS9QHPG",
-	"O8MQJLhfed/ovLKCjawtDPtw8Ybtun9ShTKY9HmuJ79ZW+wFZrSaKtIkDE6Ys7EHJR+OIcnZv8Qhj9H5",
-	"DXaqZLnWhdPeE5ZLdb2PbZ51ydJcV9n+WFgOHfGJ+1KY+VzKHsHlR8xWBMUdxudsecIcENnZWCppLDIu",
-	"wxWGFaW8cWiP9xq265926v5+jn+9wj/29g7YGzHk6ZQZxa/Fx5Qb9M6R985U6YhxM+eg0+qjsaXg44+E",
-	"nEjrZriDppbr36tLuPwlXY1fqQZlodJyCsnkHBuxINkHlSjV/Yja2qa0YMmaMk0XoNeStFO3YU+i+YZa",
-	"yZFA/o7NBRAXTGLR6CHlP4UFpxwuErwjnWfYTUIinZ+0tShmAynyzGzz77+L/m8NrN+szRRrS+CbAa9M",
-	"1RpKLHKeUuY7bj9kz4NdXBPjI68EFAn7nQ1J76eKiXFhAet534CcwnNb01L6PH78wwn5g30nFSzcrHXI",
-	"EDiDETiRc8BeUno+FUhR9Zf4ZL3P2N0UUnRV7V9142sogREFM2Ex+YnbfcEtRtuHIuuE0dslusY3n2U7",
-	"60rr+HIcdp+p3hNelXjwAFzBF8q+iQKAbebGnYIvHs4HBr6HBCfdrnEyPY3H3YEu2VBrss2tLqApm5Cg",
-	"NOMUEtAcgjdUZex3Lq1UQ3TmxR4ukeqxYC+5SkVOJMJK25G7DzLHwcxX1mdrjZPYvz1lI2msLqGy4FoU",
-	"NglqC6W8uqcbNiiFgCcgunugmKlAxXmuDTwfDgY1hM7WTX03Hjpc04d2uiOX4MoeOopmQ4QLolvUYhct",
-	"/ZlGu7IMLmrSdoD+O0Fn3G9XV+e+FS+WHcFeFRlxs9H6oQ1ZINC74yvyAYTCwGrEBujevOp0w72KvZ9f",
-	"d16TpXecw7dY7Tpo0TZfXgN5BHGgjnjbyKvd0fQNCCGSFbFhJhLu2STuIQjf5RJ87zYZH8YebSnMltr2",
-	"jlDp1aycjM71xmMEiEiL2++cKSOAkSr0ifF+J3dfz0ffKaetp2m37dNV+3DVHnnM0AfVtNcS1p8WHHsh",
-	"SCRarN2X2FAFg/MhcRSviOIrUyYzcmuG31gI45f8RuSBpDdnBbcjtovhyYSlOZfjhBk5VNxWZe0uTbyv",
-	"dO/EEyTIkANAeUizGs8BO2UZEiXUxqOzHN0KtHnYrkRrwOIbMQyX9MU5jbrg+PYySJISWmzYIMJOmGnM",
-	"gfgtoM4/weoQ8b8Vz3H53SeU2b3alSv21cGNOuHGU0CdNHVlCRFg96sJn25tz0dle8Y9dXCfWH2XkmB1",
-	"JXVJ+zVntnETIx+MOWBZROwNqIfsHNzMnGl/6oEseLfho987XiJd6MAgzSA2IQjevkWwuvMQkDA4+d3Y",
-	"ffSFz8PjFtC2gPbdAVpABaxFiDBgrRBnR7LM9gte2ulhygts5bPI5I5rpGSWRO240EwWnwpZJ576iu3T",
-	"8zNm9bUgvg7od+jfNmUpt2IIhMbUziU8MbRebDIOSUNPw7AfUtDlOTb+Cg2W3cvdE7ABsK8s15UlBruB",
-	"AF3W1DXslWmrNR9T4nyYhCF6ceT+ShyEE4FEf8p6+BnqsP0x44Xchxt7J0j9YXQumBEGi5vmanKfxgR0",
-	"hfwI9370kNdegnLlPuS5+44v48+4RmDseGMXZVt0zezugPk9imS4V74wbxLzHDZPiNuImY5OfXRG66Nf",
-	"76+d452wwXbmkOFpBzK4JexGghFXSuTdKOBJ+JTIISPMzWCgS2okhedvto/JQOZImKoyVuqJ8bpS/JzF",
-	"J63dhxbtQz/s2xqGX+QSW9aDCwfzX2I60WV2izt8X+pb3AJy7RLqOs9u86p3yB27+g2vxI1Mv+QW+uFW",
-	"d/5tpEHPWfX606K4xdWYCnTrG241g9eYJn2bOVRW/01mQt/ynguR3m6XvdPnOZ+K8udS8Otb3PcbN6dV",
-	"JvXtbjm3/7rFDWfmcsRLv2dutdeAQ4+cxasvINC93/YuJE/6UN5mgL+Wuir+S0x/ASy83RDlDeAeDNPf",
-	"v053OL15Ffe3lxfb5NgFybF+kdhuJGr31i3nw6eZc3i3CfzDz6kH6j+XmgBaBeF97CNpoVW+k/LIfa4n",
-	"SpRmJIvbCvemVktgcOtWmLXg2cBhWURYrES+DQ7dWWUVdya0Vx2/kRN1WOR82ufp9YIgkjGVMMyMoEGP",
-	"VMNc7Dur9MPFGxNof+iJTwzL5Y1g/4+9a29u29byXwWTmZ1IO7TjPNq9taazk6Rp091067HT2z/aTAiR",
-	"kIxrCuAQoB1dT777Ds45eFCiXq1fafVXHEkkARA47/P7YQ10xnxfJ0XyRBlP48C5wuh1zTBlkPvvTA7B",
-	"qJm0VpTDQ/aGF+dQm87LGWSZPvHCVnMfcZ0Txzf4+cIQYm9eyYmwcibORKFVaXI2oA4P9vTZURYZ+57j",
-	"f2baBDJkZFApMb0+hIJH/C4IiseGwgqEPQ+pdWl8/w1IFa7cv1L55WBQdu6W7RhiiJMJfOl3DA99rN+w",
-	"nIrIsTOVl/McS3FCEt/yJiCMS4wrHLLvdUPrYRJsrgshavjYeURAkFxopURhMypbxlIk2AWwJIJJZazg",
-	"KwvLowh8Jy/Fid9BO/fGBxHU29UaNukuza0zqfx/n94Zmlb/eqwJK3t/Cj1Pv1H9srgdcrcB5RUvdIXm",
-	"0EocwHhxoPtA8d8oUPyDsPH9B6kRVEEUeYkauG3th08xh244f0z5HYDYW4NgH7q6GqHEFfApLIjMlbP3",
-	"3VtgnwIDA5ZbmDwj5h5YvYI3ACbNcnNZfLSyuBA2RwWEsXhp6EmI6QWlTe7+oyAzOgD3AYBR0GVuSFRn",
-	"gR+YSpbYFZ3DB1FPfn108PXRUcYSfTl0GhAgjnAFKs+5Ig0rW0BlzOGbl0755mzAx7q17L+O/oNJRbkE",
-	"gIUZYl0IEL/42le42reivUEt/tLmbBA+fLegyxP1HWdYi0bqMirzF8+fuVngqozFXBMY2rISH+Fv0QyJ",
-	"dsfPynO0QBOEDwtDONRp5QwXwynVUlTCJstNxC9xcGScEG7m0i0h4n6pLwSQTlXaCOONANzYecaEsZxg",
-	"uRmpcMxxNIIVrfWUIV8xg6sELRHeygibcZ2RMcISQ7cUQICgNDFQs0tZCs140+AuermUMpjxud+fhl2J",
-	"Cixgwa7E2P/U24bORh0eJ0sD1T5jUWk1NSFJTPfN2O+Plpfr90eMj92wZiL0O4YLsGYZd1jAA/HDhGkN",
-	"Kj2lQqFLAkjPgjnHkVPVmVLcmCvdeIqJ4W7m0DuB5NJ/e5uosyDbGEVZ5zxjyt33qXpb6W7to+47XWEW",
-	"RenspDwJ+b159Lcyj955gdaxAKDLzrt5VpO/JZpNhtEtWj7gQK7pUon83Vjm6V3uhQQZ3OaY1bqqCHIR",
-	"BsRaZWVFxtCuMbYzd88vLcoGg15fhBP9fJIQ7hLP5rWXE/dW+gKv4b4Dd5vqYPrPsK7X1P5BL5ld2Hg1",
-	"b51p6fYfb60+aEShEbZv5QnX9Qj9DWfi8clEFBZxE8GSc8bkgumy83nX9Zd33HW9/rS7dfvLHu77O6u6",
-	"fvBHtbUHM9FMxQZOk9etfQK/8/Ql1BeGEeRNZSWt/cld65lE7qC2pKfdCgaOOGhOPCS0wivJiTpVISt8",
-	"lqfP/rHspmyRlk7WxGOerR235/WKuwkAwcaVcze1MQcES34hENGtn21Jqh1ncqviKVmDbbLkKeXLPkXe",
-	"myLvHtPbljINFM1INTUbgKb+R0sqeX1NjE3ImI4X+840ckAGQWZC/InXNTGpY/nQkNhW3FoYp95/y8E4",
-	"fS9nIs9YLlQJfw4xludu/NPJCzbwiE+iHHo0xFQI4F1jPWwWAKRsw5UptBvqsQc5rVuLJrHxybYLMZ80",
-	"0MFg3aipCjYZWowkhrI+PyQ28FFATuEwmiSYOybOacSmvDZhZMkSAm7ThaxrUWbISOPH+diwsiV2QEnm",
-	"ksYehwbQSw5Z3pF0kM/kbMKrCuFr3UgAYkvxBgoPEZOlEjFkNWeVdN4XM+JSNNBqEJeWArnI3YOLRvgA",
-	"I3TGpCUf7KwtCiFKjCsSFu/ACMF+ePOeef0VZg0YnMJtU1ENM4zM6bHlUjEOqF3Eg58XNJVfmir3KwPY",
-	"A0AVZDQ7+fnsvSiJPH6ALWMpMzZAEVhZgUM8FsjLLTGl6WYg1XR4yF7igva+ngj7O4IticF0XEQP+GIb",
-	"XlyYtJ6ZOJkJb3+AK7JFaC+VrLfUmuIfsaEfpQl8t9HjvttwWGctVvLJmotsAQd8bwDfGOJUVy3doVba",
-	"zfpFkjOq3MIcSV/x1gw5BpQT5u7UOrEGWE2YxJIADecBUHTDTpGEbDgiWEC8888gnL+XlcgRXBGVygTy",
-	"YFpnVBhCeStrQKBRCl5w5xaD03almwvYs4si4Tt4ykqRsKO/mlz8Y3nC7fkqAtQGlidVkzAj6tXqKNxQ",
-	"4QIQpseR1AxfIJtqYbKga5wgnvtYXVEJrkTJ2nqlrbu4yg8HPXUbgYSjx821j7bdoQBzV22xAs5WkoX4",
-	"RfFLLivnhS2jL4j7lX0kwD5n/R49MSYGcNe60dNGGJMF81b+W2SMQ2l3sCAzAm/B/iow5Z1d2U9t2K0/",
-	"vWn58+EB2Ax7U+GG61Hv67CsL0VdYSY8KfWVqjQvD5xuXpOfWihERY/KX2yC4nscrIBedckZFtqkdTZB",
-	"y3oLm0OZxYjUZmMsKyoplPMCK+4MilMwyMkjoGh3iUUkpFxzEYpaMsbVnOLneB/vmgwPWSL8CKuyaO1H",
-	"WKiPOKqPbfxJPqTbBzUfnD0CXwF7JzGFrrjxenB7j+c7WtV37o3cmJi5zYoDyAW74W7wpNweg6qU+6gp",
-	"6BnuunHuTZZ7SzpESeMFDLwRSusH+Ypn7C7NERrN7lJ227rHl0m9I5a3DBqBlS3/K5294h9wgJOHMCBP",
-	"Yk4LMtgJ3XNr64PJrH6RsUpeCKipdFMCTOxKPDYjFFGeVd1fi2VzWC1XaUCcStbCzYjNgGQRQl8tYDlt",
-	"L+Q2VG09RCm3bV0V1qQYYd2SmlHowMCELkUhZyK+mC+ktmovEe+3ymlZ9kFBbx3bQe5KEK4vf9osBP+A",
-	"qeku3puZN2lmBjmwNzP3Zubf28yMrSUPwcxcK12n42f/ePqPp1GYUqG9eXJNf91sn00wGkPDaeZbbzS2",
-	"3vzwCkYUMFrD9b4FYJDTX4eyzN3q5ic/n8Vc6OKMnkh1Ka3Ih8e+OCR0O2EVJ2TYF7ttIOOoxJXnXYJP",
-	"HxuWp/YzpIVzeuCBf2Ae7Jzw4x/LvNPFIMtD9jL8DxOfNBCiPKU+pLmw1HHCLSZXso0tIEs9E5BhHyCk",
-	"9aUsnA6qdUMo1wKZnhGklfYMhkARAQbRqp8+e5qxc66mhrV16IFJ4KaM1XUtyiHmZTAb4zTcKTbFQAIe",
-	"FhQyQEp0Z+GX7iNc+bGg85xv1j4/4OLv1LRBoICdXfXYEKxpT9NGOAh/mqV136axb9PYt2ncnAPjdcWS",
-	"jtihSeNOulfBn6B6xG24Bzq1QovsAq3JUpI9VTL3VgEzME+rgjoPzaF1jpQtG7dGKmEMsHE7FYBUgSpW",
-	"fWdMKuZOdcMLy16B/WucDroUla4Fy69rPhUZVCKeQV7MasurDHDYPudsoJsSKqrG8643JcsRy91VqCdz",
-	"fwMk2tNt4+YmLb1F0Fq6aGdudzxmObH1/tjL99StsU0QzHYvsX3tn3M79Ae3malL5o0DW19C2i1L22fv",
-	"brD2dOkk37YsUroUGzJ3XVPePLmGfzdW+DgrziT2MdQ/FuIYGITSZuaQPQcrO2EAPWRvkv7nt+/fnxx8",
-	"/+6fGf41+enkBYiDt+/OOrfrgJ8QQ2heSkO/yT0lMYgrrAwqqIVvvq6xOnRr43Qi1VwjLpFtdVXz+IzP",
-	"fbe4tFmscAp1ssxb/Y9NAjzLBi+OnrM8fvCxFEoK58HYc9FcSSOgXpLGg3yUTnj2orv6YhiohozN04xX",
-	"WonNlU9/sse569KtsJppX621mSe6mXH76PhR20r3y56mge5Yfj2fpz35qjQZMF3FAuKI5gBBubaUdlU9",
-	"VCO4AcqHXiP+2VdfbzEgqPBye4yQh2JTfwX+WNi7NECPArGyRits7YdTnbWVWd45T3s1cmNFIG5VlwCe",
-	"/nTjMUL1ZpvxuH3cg7D4OhHqFDAk6wMA8T95rVtlY1ikVb6823tvUdhGzGKs9ic5GE+2E7/uZIHwdXdE",
-	"pmsvhbEk/Y/LYlXAbSptLJMWGGiaNBTPq4poVnE4AWZDfHIaf/Di6MUOYhwmsqUM75SOfSkC/MODiBYc",
-	"7mXL6gKzW5EsuxqfT0BOrGuGxsYiMDdNJSFKCXhEEADuxT8aJdYbtOFAAr2LEbSALtQrw1L8J0tUu4kc",
-	"RC82EYUJoBPkBiF1CBJ0HpHLjQ5If2DionefGBDI1wxPKRH1L9GvEIGFKCpZGdxiS/hi/C7bLs56HJEE",
-	"3ewIAWmdBYzASf0yeIP0PWY8FfEkahFccZVcHnQiEUBjgIEM+KGaJrcfeYQrb9SLT1bAK8QFjL/cSVBD",
-	"LqBfVmeepzUFqYpxZaF6sqin7oZfqDy/+Sj2utXYgvg6jWOPoA0Fec7H/xJFH7s56dcHFtj2e+yvaUHv",
-	"A9rrdbHbx3erjGOKeA0sd1LZZ1bEjo87za/a+JhXaEc2q/uRB6ffv2bPnz//hgLQ7N9aiWHGdFVGLAWW",
-	"u5tTF27S5N+IiWiEKsQIAtVStbo1cQk5gADQwAA1ZaEXfFMA+TQu0ENg/wjD2Yn4Ily1PTFHuGRnDpBw",
-	"5Za8GeH3uxBhhIu+l5XYmmEheRTtxJ2ueoNb9nYj952ZbQP/AHt7D/+wJgTfpGf4QbTOxN89OedNeRBj",
-	"7ivg25vGuShGjitxTM2kCd7AYzaeW0EoLs6H6KYOB/a80e3Upw/51C3gEAxWtIsAE1aqUnxiQtkG8KM4",
-	"+843W+rZ2FiwcY3u1Haoktpv055bYjVvhLG6iTUe1jNT4VB5I9jU2WDspe9jlVXFxgLcM+Q29HUwRFqH",
-	"A5wLywZK248TQKIdOft/Ca8ihvK5IYfpkhCzUBVwYme7AmQDWJG0XLInr/iWN+ViCL2jHG7HJnYPcJLg",
-	"FbfF+QYzGKaWsacHT4+OWAn0WYVlsjQZvuG60YUwxvmSWOGqr9Td2sBL81mFvuUEXAPfAvWAmxlkd2iR",
-	"GSSW90KvX+i9jSLlfmSf77HdLP1ISqyWfK8aAAoxemIPfMILj7Cz74L0QJsTRQuc6USslp3MHjwPK50m",
-	"XFaUrAxD+uhu93HaG309xYv3539//h/0+ad92j009yIINgCNJIIgGetqYfAWwO5hmx8TvJJT7Im7h4E3",
-	"2XTAQLDDAiKEGG7N2LhNjREIy3bNljHKHSC26UgaH23tLK7BZgrD+JRL5WySjvzRSuwsbM70xO7tjb28",
-	"+QLkzVk8Cg/d3rjGKNIOGAUrgAk6/a7gLynGreXFOSLXhRIo+F7xmRjBBptB1Aq+BZqGU2QlgP4C9yhp",
-	"VqPw6SsVnT7EGuFNI6HXYrk5TZr4O/ifb06T1nNwAdMeNJYdJy1rfs+PpSqhE9fTOYReNio89dwn2NoW",
-	"mtoGcWLHzAjhnMIMJy/VdLhF01u53PgW0d8O2RuguvfDbERxLoqLZGUGHKUz001XDsO38U7D0LcXKw4G",
-	"6Ide8kqWhK/oiwkWupX9fvAcIxHCEe3TqbDkHWN73oLU7zTnHbIfLWUhsSkRHHBPwKZ0gzUGfKGryA9h",
-	"c4tE0Bx/CgiiE5vat+jtW/T+ckgQHbH+kGAg+nTYH0eA0Apkf1eJdWEhwgMP3JcgoXynjU/BrISw62JE",
-	"HKPZXTqhhiiAC+oPsEwhdAgQpb+3R0fPCyArgj8FE5VwWjVjk8msFlN2YMwQyh8mjZ6B8puRTsUc07d4",
-	"C6r0xZv85v559rVH7Or7yYccO+QwZMnGYirVMpAtQdhKOzxkp1hlEOs3nA4/ZGfL2scjYaBluQUQRkZI",
-	"GLHMbHtAjCCnd26J6+yIFTUEuP3+En1we1iNvXq5na60rmh9iJga6zXKtl5RxNBYUCYRV5z9dPJitE6u",
-	"e5vXWdtCXBgoKSNR3wgOTsjIOR0sRyH+J4U8ljBQrzXMYr2ox9SVnO39tC/RT3Ob62Z8tJfLFmOo5fRD",
-	"djvBaVkr2LThyv4RZb13zfau2R49ZRE95b5cs7VKlBq/N3Rzk6rxsCora+gQhAm0GxRSRMIP4IMIHo4V",
-	"3yI2SM4GXjRG8v7cU4J0QJ8itAjQORAvxAryeEAmAU410HPVPFB/OR0J6meU3nUsCj0TxiOWQHk96kXP",
-	"NruhzO6M1vHeWJDuhPxo1YP9uylXPdW/0Rt4YNiEUvmHcytWP5jbLkb8OkmLb/EMn0BVebdaLNd54DbF",
-	"cgsncZ/RWVM2l7CfmrsC0FhbNUc/ulEkKs+YCIhUXTm6+FOU2iknrDsk0A+SgEhVuuBWN2ywwB6Usfzy",
-	"XBtoiOR17f5J5LRUxgpedlhmjxecFO6hmxAqS6hCl6JhdWvOhUG0ky5k4en7sxP4GjUHJuNLBh/HF2aG",
-	"mZP/bVWxutGf5sgulawDsdOA6zOp9JXTCQugIJf0TejA9hJNuVUsxAK75DHiiKRks4MOaknPW/9vv1rf",
-	"Hh4eBjcwasJh5pVZiJgBWlUZuPp/+3DYAtORDv0yovH07wvc98vkTzM+Z2Phm8YSgK2gV0n5UWy1o0w2",
-	"wYe5FVwDGeb3FGSFam7PM5Zfd8b3+ck17K7PT655XX9+cu1X63POBpiMd9r8l9N3B+76A2EKXotyOKKI",
-	"bMKET8VR3hcLr7R76ljQ5iYLA4d+NwiF+lrQCKlWtwj70IAhBy1uBuBqKu1MnTTQWXl++nT3dzHRNuGf",
-	"uTcQ30cv+1bgo1p80/HeR+7FOQvIzxXMoQSd5jg5CL7kxHNMZl2iqzIAFXnlQy1jfCZMupOSlw3B6ArE",
-	"tHVnDM64pzqUW6T9UD8uRoFv1yfseeYG79DnOWGbRGSyuCESdDJYkj1C2S25lvv+rC1CuystAH9y7xV4",
-	"7FzwyrkE1+txHTgzM15VDH/OjOK1OdfWt+Pyko15xVXhBKHbxTOtpNXOs2AFV9EfdQI0sSUO2a9eMRJM",
-	"ggSS6nP3fQHtte5u2B1s5saKGdh8eNrDKIB9UKqiaksBxoYRyrQUIob6vFJYKKjzBLBKlwLaPqXCmKBu",
-	"Ql8wRgwBJAg7fKFcR6v5TLeGNRzil/acK9aIf4nCerxPygNKw54dHSWqzD0LNMGFe0oppg0vaWJfHT3P",
-	"EisIurz9pMa6nGdoOKDSTcKLvVAPb/FV3qb/dFngQ85okCs7bFdP2W0HUKkhsnyY8EXdzzCTlcU4hVv7",
-	"0DkIGb3uvs/AuHBWNfA4uZ8f4vEXRdtIO390/Nu186jHgjeiedm6I/bbB+fcpnW3TlzBM+j26e5MRAFu",
-	"/J4ezqMVx/w/48fOjCpIyS0OcHF02bXHLX2t9YUUfsg0jiWABRgWkwo7wIHXCieSgYEI0aoM8ZRMxmZc",
-	"unfrhASxMePRNpY1rYKcPLgz8FIGOEd29BR6a3x4ARdiOVTxi4Ey3UZDhWmkoc+WvBeSHLQKODhmGy6r",
-	"YC8U3PJKT1sYT4IAU2uprIlDe9YZml/X5cGdCtzIomQERchmYjYWjTmXNXGAeYmFPKnhEc/TR9DFPU/4",
-	"pyyFTixJb/NNG93WNOUaqRQPeGHlJVqntdZVlrD+Q2iPTBD/Sio9jcP5qjMcelzPeP7PvUIiwod3cMJg",
-	"qyeNYJ4O2IlSMasr8LwDtKDbFW4ekAcrmdMaSOIqG9wf2JS2YqEA0q5nWO+SCEVfOg5XSjaJye0BN7B3",
-	"bSKKeVGlUwt+sKR5wX4zM30hmEXhthCV6xvY+zAQ4qjVEyyJjquReXq5Ag5VodVETj0hMcrVmo9lJa0U",
-	"cNjQeU9a+ZKFi+v2Il03fHjP+N5Alx/tf8RJC8YJ9GxPg2/n8fR8/DmeRQwM+yc/7Rzs1NjpXx5xCSgM",
-	"rR3rTxn+26qSXYnxudYXzv2UkD6sK66M90jdR9LTX9KOPsB9/qsYn2nIrfpjLxXekl6Bv7P7+FO6SG4g",
-	"fS/xldbW2IbXPnqBaVdezqSS7gtLjH/wMJBHdh4iHRzojxNJFVbqm2/SlSIUrsWH//DqyXuG/iJGfZyP",
-	"PpVOXrjzcykadvbjid/fdSOMcHIYNw6Iu5HHk6FjjUiIJBvQNaVKLO9zMUIxT0ZHn/QKQQ8UHg9X04UK",
-	"iN0YPnaQsVJ6RREb8cPm/TpdmOA9P/r84fP/BwAA//8=",
+	"7L39dtw2li/6Kli6c1ekXpQsO4lPj7XOuqPIdlun40RHkjtzZqZHQpGoKoxYAJsAVa7MykPdV7hPdhf2",
+	"BkCQBZCskuJOz3T/0bGKJD43Nvbnb//nQS5XlRRMaHXw5j8PlowWrIZ/3jzmN5qWzPy7YCqveaW5FAdv",
+	"Du513bB7IgVhj6zeECrUmtVEzgklQhaM6CXVZEkVKaXSJJdC01yTNddLopeM5GWjNKtJCZ29gd9sG7lc",
+	"MUXmtVwRveQKmvtKEbkWRGmqzXsFWdENKWn+QPIlFQumyIpCp7VsFksi9ZLV8KEiioucnZDzmWJCk/WS",
+	"lwx6g1FyRbjYHh2O6uQgO1D5kq2omT8Tzergzb8emIkf/Dk70JuKHbw5ULrmYnHwyy+/ZAcVremKabt4",
+	"F0sqBCvPc80fqVm2GzP697zUrN5e0B9FuSHUvMuIrIk0f1ZMFFwsYI6ClcoMiJuX/9KwenOQHQi6MmOg",
+	"3S46w/6Hms0P3hz8Xy/aTX6BT9WL+AgPzFTaRw0t8ef4kN3YzDrCdlH4BLdqYMC+2d0H6z8NB1pVYwO0",
+	"u2uGWFXEjCQ5vKrqDGtFP3/PxEIvD968/mZ759tBNFpes1zWxehYllIxQhstj2v4gKg11/kSTgyM8ZGW",
+	"TXqAbUfhOO3AZlKWjIr+yP7ECyZ3GFjVlCU5pO7Lo92HiD1OG+FbpnjNikmk1u5kgV8NU1sRNr0juXWG",
+	"1RnuI8+Z/eOy2GXE5kP3hPCCHP7hu1e/f/n7l/633HAmWZMff/jT5XtS1XLOS3aUnl13JAnCffnq9wOU",
+	"i9MZn4ecd2ZxiEO0f/HCjNrNxk1UFmNj33fQ7wSdlWziWWP48m5EbD+aSMJ/qGVT/ZFttgf0R7bBpWs3",
+	"fmFezghVJDfjE2S9ZIJwTdbmp5pRzQo/rIrqZTuqhesnO6jZXxpDnwdvzLW0D89ygx68l7b2H4aQWrVg",
+	"fPuPZx3lohdUsWMuFBOKw1Wp2WdN5rIRBV5ADIdGHsyK14Nc/sF2shftfaDqvCn4RH66pOqYmtd3I7+l",
+	"62Qa/X2g6kr/PH1EV7f/svN4TAfTRhNjJpcFE5rPOUqKwXGAg1Az3dSCFbGjYDaz5Cp9KPKAAU46FcP7",
+	"e6lulrR2bHXamirzRUEOeefbHe/N7scT1/op58X0m5Hgs8zIRxlRumZ0lbXMXZk9aO+tX+VYfS8X72u5",
+	"Sqw3E7rmTBGqzVDo3CgQsKKarxg5xEuWr9jPUqTvHKNYdAY3l/WKanMbUc2OzfcHwyP8sS5inPIHtmZK",
+	"+0HOea00OTRLXLA5bUp9BIJ9WZi34GlqiBI6CMdoWzh4cyCgl4PM6yP+B2w5ppqEg7+VkxZ3xuayZruv",
+	"rpZPWNuPrOD0htWPrB4XRahSfGG4hZY4zJX5mij4PDW8VaeHvUj0B3lV0g2rv6sZfZjGGB4Yq0Cc5mJx",
+	"bNZRNvq4glYUORRhgztyi863E5nFD7KYIOnhyMM1JXUjlNH4vVaeHlWxt1B3VUstc1lOlUQq+35qLO75",
+	"roK/H0cwtutGGBL+Xi7+yEUxKDG50+SG+cBFmmNyUew6vO5QwkHeyKbO2ad66qUFr5NP19/jEZeNNncu",
+	"XNS0VEdoHOHCUqO5PzKS966VcnMWfuSuFiBdQmtG+ELImiVXQPkxJ2jm1ek3Q0RzA3fVdCUM77ZB6RBf",
+	"2UuExdHsohQG48EbQ5l/UUXu8cn90fAw04dtcKB/Wkqlpx60R16DYcd8kxrNIzS447lHS+BEcRFfPnNX",
+	"qkLu39oT7XutCRKNiknTWe5733HUjf7I6gW7perhsrgyoujW8G/NuBr9YmVeJJqqh4TsqqGRJ6pzwYBu",
+	"NNWNSmys6ay11g0aTnTb1mT2tD0MMzrT81UtZyVbRcZ1DYI/2jy5ZivlrMePjFDD4c13SWEpbDoqM81p",
+	"qVgWuxGv6CJibPqhWc1aUqqo2TxptRMjF9Nac7EwgtLL5K1jGo4O5mXWCkVc6K9fHWQHKy74ykhzL/0o",
+	"udBswWo/yhv+c2SkH+ln8yERfsS1XCtSsRqGPTQ6aDA6wm9PY0PEngwnPh0dMJomuVikrbLODlvyHCzP",
+	"e5hiEyfTdz5mnIMhWDb3lePBST6xp33Nj+adKG6N+Ls1lneicKQGgnZNxYKRw+v3F+Trr7/+R7wlKDFS",
+	"d2Z1HiBB09rRGZnzkqmWKK3cznXapIXj2ENK93N5z0s2xPTQpM0KGFyC582hjafxvM6AhizHuEgdnkcO",
+	"37KSaVaAWUGRJa2L48L+BO9nZL3k+RLkF3AorblipGRzTWSj0/qlH8tUnhmZRmd2U9SiL6IB+RENqhDB",
+	"UIw48Pyagh/GjTsH2yOBR1PPlT9G1t+Gpyx9hvz5e9IpGhETQ8EwbW0Zk/9SSyhLNk3iqmXJnm6dq+Xo",
+	"ad8e5E0z82ObNtiClRzc0VVJxdNHzZ/In24e8wsplOlC5BG3wPuaqaVgSqHfvGa0OCH3pcxped+zHFkx",
+	"1rnFmWViXhUHewHcp6w4I/clF4zW/Gc6K9m9NUXlUsx5DcKV83CDKx2/UujI10twOMvVimuzRN4OZLj6",
+	"XxqmNKF1zR9ZkcHHc8qdJvPt6dfkvhH0kfIS+3X6JHUOdXKe56yCpXeBA7JiNUgAZ2Rdc80U8FtarulG",
+	"kXAafo8wPqHdpX8+vnnMj8OFjlvOYF0Dw5n7O+wkbj27pfWC6RE2/DE0lZj18jMjNNeKSJERLpRmFO57",
+	"5HxnEMgwY0Ta9QYyDRUas6/sM811uSFSsF+dx+NcUwz+Y8vWDzGAojiKT9bHYnBtKZQumNC/zoSHr5HX",
+	"X0cnKh/YRLZyfnVJtHl9lKWkFDzb127875OaqhY3itVPZ3eNsvQyfZC/mJdVJYVioNd9R4trZBPmr1wK",
+	"zQT8MxD1X/yHMtP4z4nS0bu6lvV3sthgd9vSJtAC2KxlscGInkda8oIczmVtSGlVlYzc21/v4PV7877/",
+	"yXx4f3RGclnXLNewpFxUjQ4PbM2qkm4Md+SaNALjjoqTA6N7SzEvef4F5+x4cW57VkFkVVPXTGgn5d67",
+	"V2DKlKwMO1cVy/mc5+idP4ObJ7hVHNOvYbp0QbmAeb6X9YwXBRNfbqI5LUtWQ6iX8rcQhHxUrF5xpQzL",
+	"kTWpmTVkqlxWZtrt47uCCc6K+yOYw6VQzXzOc86EvtGythaALzOb1ixVs5yZWxTmBBdfZqaxHRqXGYqe",
+	"sVKugZPOa8aOVUVzsxLAFOEartm8UWFrrSIILMBrZIf3Cid9N2/K8j4zHKPemKsPyECbkyTMMkIXHDss",
+	"7NiQoVPRhtchn5FeXjUM24itS4nSNzRj112zWtAS1ujLrbi9j42YwgrSCPa5YrlmRbkhh/fcjuke5l6Z",
+	"MYO6UMPc8Wz/IPV72Yjiyw2ZO/ZetFRdSGZuUU3YZ67AQcfx70eu+Kxk3gyKx+XwXkh9B25eS/ZXdFNK",
+	"WtxK+b254L88pwLmzD7njBV4kBX/mZGSr7g2pxWHd6elvCvNAO2wrw2T/UHqG6q5mnMQ0b700I0UvNFO",
+	"gQRRWTZa8QLFYqM5ksN7eHpnll21YzWEdX+Bgz2GudyTBX9kyn/5lYKFMDdyEHfb+SQSfGvGo8jvXvxb",
+	"c3r6dW4agH+x+5ODwdva6CSsfuQ5+9TK6V9mQc9JwSomCiOgE3AkrSpZ05qXGxIoDeSwq0IM3VmGWcG1",
+	"N6P5g5zPgWJupfxIxcZKIeqL31RI4qww+py5Sx2Fmz/u4A9zFZ2RNeWazC3LBwOFIQxBuCD312Zqx+dz",
+	"zer7HmUEj4YM14rlUhTgHYGO7G0Aa8bF4mRQyEvbp08j5l6QVAVt9FLW/Gf2hRjlD5KgkNe6HeGiq8yt",
+	"KDTcdGZM5hH2fucmjLIfrfgdiOXt78hyPgnVVOYuYAVoO7cw4b8Ku7Q8/r7f3z2cEj/MO1CR7szOwBx+",
+	"cZsJFHOem++umQItOGauDWL3RaDIgZxixVyi5IqhbcCIG0ZHE7K9nsAo6n0kbwglYEnFYCJSUaXWsi5s",
+	"Y+anUi5ko0/ITZPnTCkz0w+3t1fk1elp4BaFRTg0C1/TXJPzN0RF3m9EaX4C0bUAs2xVm1lojjoJzXGu",
+	"/an/ZOZnaKaQAhiwMwxYK7BpyI782C7DQXZQysWCFcey0Xgwaz1jVB87ec68weYazlfJqGJFxKSQHayY",
+	"UlHf00/o+KoqJozYxQUx/YP7cqsRDap6og3ezo1o+SZQE2tZsm4oV9YNnMzIfceC8MJ8Z3TEe0sj17c3",
+	"V8HB85KrYiiPo7lyW6FtWc6/ul3xs2jXpF0vOfsPlmsz1fOKg74es5UG+rlRgY18y4ozswCCGdlvKUsr",
+	"cuA7EJWQodA6B2sFULoVuzbW7tujobKUa1ZcVhHv5UVpdAlCi6I2dFhjPsrhxeXb66OgW2v3ADF9XsvV",
+	"GWGrSm9QgqZi4xvgitjuQE/X1mW6vf34A61rujF/WzX/PHbKzf3SDiU0Chx+ur2AQzPFfO07+S5izbxo",
+	"OTGyDtuD7zcjoUIOSnaBls9cCmWo0hGQtNwIFQ2/vdFTUPAFU/qqZnP+Oc7f0Pz58hVZss+0YDlf0dJQ",
+	"v2EqrFbOiHLz4fz41bevCTbofQfJjtnnitdMJdebautAahfefoKLfkZEU5beUhOI+Oal5JaYj1Bsw3t7",
+	"a1wlVfqTmkwI5nWkSi1JcGUysEjjbRQbr/kWD5j5eP/hovFpS5ShKza+BULq70CyScwUrOX9TcCYOl5E",
+	"Z+UfwqdAwtY7vd/s5FqwOmXIM7+T9VISuRZqZKqtPSPCgq5aW0gludAhu8tpXXOmduMlVVNXUqXup85a",
+	"IkOTtbfsAluLzqFmj4x6naPfMIPDTgVhIq834CXIZQVS0AOrdEaURMaCZiDTVCCt5FQQtZTrMPAMDVfb",
+	"kR8wEvkw+YjYt1MEYw6tfWV/Qqmlnsi9cXL+6NoPR86ofWv/8am4e/2iY20MD2xGCgaOIjxKXNuTxc2d",
+	"x0Uh19Zy9SjbEBAngmEi5IFjsmiUhhU+gFN/t2H6DpqLild6um0/feLgyaR7Zfsuidx39+oxv6uovjuf",
+	"XRT3LTVTUrFaWQquWS4XgisXwTEsQ7VuBWCi7bHt8p3uVHo3ZpezZKGkE/LX8LrrHGRHGaH8EYoJ4VkL",
+	"qbxzTw2JfN/zeIyijcyS81Y+UNuCWzUa4cUVNBQJ7NrSg/u6b9ZGUu0TmjWhffNNnPhwwj4c24d7ORY/",
+	"pIV6aTrC+bXUtBxcMewYaHdFtb1a5xAMrTIiDbehZQkjUv1pvv7mIBoxFlK1jZ0LgtRwTHY1orTSFFxf",
+	"LFn+EAsuNJqvGblRhah5k+Tm1W1iSWpl7z5XJRV40bi4CGg2LpWMSjS+/4hEE3e8/iCtuRE+JTWbG26j",
+	"5RmhmNhuWI31HByveWFfjCuORq2N5U26O7jtB9+M36HKXCxcRzSBG/sEhfs55WVTM3/a/OQds+diLg+y",
+	"gzWthRlgdsDAR/DnMfbnmB7OJhjQiC5pSCCdps0IaN/FMSiIiuUNTAUJB/0oURuDnOirNVebWATqs1ME",
+	"zQ5SIcVmJRsFd6PaKM1WBBqP7yQ8chaqXs4px8DCvKeWmYuq6Ny1FT+GQ234Nipix1YRM/eBG5FZYBhP",
+	"9MaF5ZkYUeTXcFu7BFX6HBXhUU3btwdKSriM7cKZWy2uvT0yoeMr17PBhJe4I4cTFBsCz7p/suV4jHaf",
+	"ZDUfmhUVxzWjBZjDWYzzJNdP5uD9HZYicVX8BHe1AMhG5zLG4FpG2/ZyRnANyIpRoVDWcZqK52SgQaC8",
+	"42jS2vnMoJB7GLEFWorLe0OWsGDORh6mM9no7q5Sp80UHaOM4YUMBXyCPcTlxJrGU+dvrR+xR6gZYX9p",
+	"zGmUIBTf//MxvHh8WdwTF0xB0OS/E033DWz2RIak3u5eyDoyz776J7CdXIe2phrtWkY7LsRFGa3KCKY3",
+	"tvmS/03EOzv/jny3vRjTpL3gvttH4HND+Y1JfA4B5YoqlfJuwPlHsa9FWjHyAil45BbHKIFEMLEyJCQr",
+	"ZaNNmhU8tcti4wsOFWOhJVx9BTo6eH2OptKEaTs2inMEB3JNo6VkwQXaAqh6QBOenaU3fkzoEo5GdOKu",
+	"L/sGSpmd/LUWimZyZ7KqovNrtFxRzfN2ivbdSS33aMrNqe2wXdrM7XSMsr6j+cOilo0obql6SDAtVnNZ",
+	"8Bw8z/iyz+/qklTn27QxjaoHMABHLxgIU3mk5Q06dSMyln2BzJheMyYwU5cL5waeuDOGVN82aE/7GOnG",
+	"PXP3GZqfGvBZr3hZ8kR3URaA3flooJ6+ZX7ud9O5m7lGXyArEgKW+eq6ETFJqJMb4CcRs5+hnxOfb/D6",
+	"39MmD9f5j6LcDGtdQAg2zxriX1EXk5Bq26gAmGxbH4urnYaIfaLrttWxEReyEXqQ/5vhAIoa5sPVMrf+",
+	"1lpvn83EZteNAOVufPallJURuuwXWwnnkTS+iFIYdtJZ/nYo2wcrpJqt4xASbLBw4ywkLvt81+UcitRs",
+	"wY32zgCZw1xabsZdjpKyEPQVre0lC43NabnDj6LH29RkgaPHQbdkjv6OueDt5GX/nZRa6ZpW58WKiyDA",
+	"mBYFN4On5VWwRjbfs6+doCtLS+uYtEJMrQwnMXIbNY1z04+WdYSTc1WVdPND2rijlnItXO671aS7Xl4w",
+	"1ZxgOuVQHH4beRDx9bhoCqdohcM+Q75BiaKlua+XVC3Ni+ioQNd4r/9X376GCJ92PJHhuAiA7eF8Lxdc",
+	"AIM5Q5bg5AJSMg0Z2TUp+IJrsGi0eXTolcd3VIavmP9K8/+NKFitclkzlRl5XfGFQJPIclMtraG3l34T",
+	"TOFrs36mYTPAf//X8+N/occ/nx7/45/bf57c/dPxn//zVfb661/+YVSV8rMP9mWQTlMJ2CGzQ9Lr7B5R",
+	"mpclQn9IMmNhVkGXGGeup2s/zG3ts7HhuUL2uoEgUmVuNOuGYMQ3GLjUuDJ/CDMWw5RnALcJ+qGawIi3",
+	"hxhbsgsqcoQkuZCrFRXFfqcbm3HYozk2tb1sNaMqJohdw+9tlHQbTA/tlt4/FdDct5GD8kt0hhWd8ZLr",
+	"zQXVbCHrTVymzO1Ty73r4riitd6Q3H1vnbg9w2MYxTlgzaUAPmPtHHj2jMoWWCZ6QfUqLmTkyTm42VlA",
+	"qdC+UvJHBng3hoQyp0Acq43IUZuyGZFx8XeaCB0s35wlrKVumle7+dIFBnRqSRrFOp3t4lTvHQ+/kH1Z",
+	"JTbILNjn+CmqdL6kF0taliwaMnxOBFsbWjLvmR3AF7cJyr4yImFoSRQTBUCU+C/uAwBdcyvsGjXzk08F",
+	"c8OzGveMgd3G5g5ON1XyFV3EkXCumTnTj4h700LR2V7hu3ELW7tUQVfhDKNbBZGE7hJ/siyjmDZcj619",
+	"lGVkS9FHf5UUKZwTv+qJFubeOyOywmGRJatZRmYsp+YcUNG7VWqmmEYLmw3cMt9/pdpmfYiTOVHW4tuX",
+	"RLY9YmydHjkk1QST/3Xkn77AGowotcVR0MBz8sgLJh0DPCH3Hvjo3sZp2GidEE3pDbn/3e9+90/3RrwS",
+	"hTJ3OmbkbiBVFieF2bj3S6oQ/6kNxlP3RNENfOauA/gwHigb4kDviR6ddeCd90B17jQwyChCrGnU5F28",
+	"8o5OjaDD64SM8NNy0wFwRehwrruI192kQ29gYN4CuN11Wcr1d1Tx/LzRyx8fWX1VUi6utaqG7/QONtuK",
+	"egx2vKBWrKZfKQINk24kfMDpwHZbmf7Ifa1V9ebFi3uHe2EYvLIQOPYAe7eUloSKjVFSrYlCML2W9QOp",
+	"qF6ekB/nczLbuOz1N3go32JcJVd2oKzA9HM7WDSk4u2NH+DYgwxzw3K6M4F1jUsqNIY9c26Rvx2Hs/gK",
+	"hwBc9YJW1QuHuKBII/hfGub1OfStJ/ZwAPgbfwdJnLnU8LaTH0XJBUvMwLb6yOrNleG5Ay576o2ntf2C",
+	"gNcAfGuHsw3+ExyVWlZHpBGal3bnPmvU3FAW0/UmPZwEhvi5wws/6xwRqw9SRZSUEJyNfNjC3Jvdd7DM",
+	"5t9cucE7Edwm9lhADusKTEmme8DOksNPny7fHoFzyJA1zWupujgqcUlyINb6wsaMWtjMLxJeHaLoPnBR",
+	"vOHF7qL0+5p5fNjaqoGyVh0Lhrm8VcIPWvQQ3HdGV8+2sMy3xjgJKr1FAzGtbY3fZtNYSInINJJQ6JPA",
+	"zkOfLXJWSJfAmz4Ri5ACMn/LFR4P73PJqTBzmLHQ/rp9GBY7QJF/ZeG8+/Z1NH6L+Cotk/jX4RVl04Oc",
+	"UIMQ2OaBdVyppWzKwufCxeeyTMBad/VbuELMkCsqjjUv9fHPUq6SLW5JSen23SQCfMtW7iKHPlr5zIXa",
+	"WgyGo3jnfARZuhuE5WUNCy4NbLGp7AVSlVQbxpJgiUb0sGaVOFvcpgSQVmzr1oziQ8wCLBhrN3W3hrlT",
+	"EmEuu2CmUE3MJaLCMTmqxAvL5pcjZP4OwXdv0XibdoSIYVTfPzJWEYvg20KWwGIhji8pGX0EjDEPGAF+",
+	"RzC6GBGqKcuE22Yo4s/ZeB3WcXgzdVfGvRIP+AtAdXfCvjWKj0ZrzxRQWnjXfKRVdVtToSpZ66kfd775",
+	"JQtAYbc9eC1orRUMN+48hsd0BU5xrz+h4kRBLUUp0EgdXrhdg3p7bx78z9/97ne99w03d2/6Oj9ufzwE",
+	"CUrLegku+S7+yP9jmjEN/1tzevrqtWsMuoIMuvsX6TfwF3sk/udLKLz0zx/ttaOOwjund0XGbxyVAMy9",
+	"6QLjJr67TGjiIYwtxB9YS77HmSfOCIjhjfh6yZXmYgGZJNFOm6oYTI0IPbmo/xnlw+eyynpXKcx2OCKF",
+	"bXc7Kn89xgF3/xRA63Y1kzNyf3dn1ShA6727u/cJr2xCikCIWxl1jYb42AEKc/SK7B/szAP+WphOj5nc",
+	"otL1sai8ty+o/bJdwiYoIdLWYAlLCnUqIAV1MvqA6L5kxVZdhSG9O4uU1OpVEeqWsNq2H/SNGFF1zrHX",
+	"dPJES/shWQ5Ync63jTh9+3a3qBhKX1bLtRXHjtvpk0rKEo7rluh5RmxIUiidhlGctquDzMYuRWM3p1Qa",
+	"81b+VnEuJBcLsDQYBZocConp6eaiZcVRRm5cvN8htYIK6PSGHa3p5iizqjc5xDvVqKV1zR+5WBxl5NoC",
+	"JSAKHxxxqrVhsjbU66zVnY1wli9Z0WC/V1bn5j4qDKwcLgCtq5ofZeS9DR3rvr/mZUnschsa4VaedEtr",
+	"532QHbh5HgDKMv7mhn+QHXhKe98PedraguESXK2nxQuLkGRkI88gAxDXGdO6dL0B6/Q1hltg9Jz5RZGb",
+	"NqzLzefaB2XYh0MDhRpBMfMqprDLeefy6xnD8clo1Eu3rh1rKx5NCKT6DVkHuH4mo8BkM8Ak1dNWv7Kl",
+	"r2YbsKPCmDta4JPF+j1Eh9+GrNC7xoP7MHqLd6j6GW8TOGnjwdudomb/nbLwcMKdKUwOk+ows30Cs23n",
+	"EJLt9EyMyv5CQdhOYlsZafBSs1UKiwRewGA+hzMSAJC4wNdpsC1IzxlB+s2IeuAVOfSAjFBkCdwC5NDi",
+	"O54RxcwtauSyziWKTfmzYATXB14NJKCNWJk7NpslhVDxNUb0PMb500OMT/6hBWKRNdlyTXRtNvFmuYgM",
+	"sL/w4VLAs5aRROdepz1j3XgP9B/NOSsL5diqWQqgBY/POc71bGGcB+B7HjDGDmOUIPfzrZ8LS66YvKiN",
+	"sjNnNSlk3qxs9N6v5DZ1XUxs4dYO7a37DAw97JGzdQf4GEOSe0pASS1sIwibgBjpJOgO8PQZgVXyINHw",
+	"LFiKkSAwP6UJu5UGqKpgtAA9ZPfm0E70qKUr7eCvATFqzutVDAsKXxm2urpBY14FfpHwOeHdGuEFUMXE",
+	"Y+xIa91cg7l7xqbmgqQSUi4twi3cM2cIoGNm3FrD3H7ZTZ3Yn7+3tq96JoxAby5OZCOgEVpW5/wtAV3s",
+	"cgMG90cMiiQk6fiWcYVbRey7ScwPrqJXyo1GcDx8joqwITnTKNQVp9piXFkVyFJhVcuiySfHwJvLpUpT",
+	"S4ApPGmzrACXbA4f70t8fenA7kLmj1BL/e1Q2jl62nWkEKz/AC+YLGr+dxIyt2ve7SFm7iVh+p4jMqb6",
+	"skJmui7gBwv645xhRtLLl/auQpvmGUa33Fv3UhB2lZF7KR75HFJvZemgWa2o5astoIUyI/eLGVjX740Q",
+	"A9UK2qcYTHNzeRXKVTWaE6GPg+zAfj5k3LjSP18EIb8RA97tv3SCgi2EmrfK4GiSlo+U8X5InpzLPBbO",
+	"fkGFE+/gjYTDs+bD3wJHrXni84qK+NcVTYA7AQaoVkOEbV8Jd++BsUpNztGc10wt44YFH51mG8YMM4ZY",
+	"nebBalcbg+YxycisgXkSX4SfZayMrvkm5Rcf8ByYPbDDsC07mrDb2y56d3GGDrT+2fqmXVGQiEVP+Khf",
+	"AmSfCux3byX3w4Jh+dZ2tbylz46djk36gfFBV+Ay1zIePoTvJQ6ibUR1RewJDh7XbBaux6Qt2FNXCjfl",
+	"jKzkIwO5OZdCc9Ew5XzTaPt1EwtAj2UTUaiSq/OW1yxHVFlDhBlynQyYRxiG4JgvaLSFXIsAlZUvlmj9",
+	"Ora/NNWx+9G86n6Gf7sHprdjLty/EPwVOj8WjNb+jzn82wznWFYAqAL/zksE5TLji7J+VTFH/kERvp6Q",
+	"WjFMDaxYnZtV7kQ5fWWBR6MMzBfvezlWvM8cctgVl//rqhaenm4N6KPbbhukD0ZcVs7Dwtwro4sM5QZ3",
+	"x/f69LQ7wtPTUZHCUcswnd9gaHriOrWB692r9FlvUKugseK7zXkYNR/neZ24ev8pnDZACerHnYF876Pr",
+	"bSkDnrgZ8JtreGk8ssr24O+vq9t/iTebDGL7SAWER0Nd67OQZWAglUOAWS8xdm++4+W0NZ/QZ5xc92nk",
+	"sh9fBJLCMt6gJuMYfBJZn9tNpYwLq+Q/DxmM7Vc7iQn74RobWNW27h2jdb5s0+LS9Fex+tjZGHySGFHw",
+	"vU1LAZ8zoI4WHBI+WDSzYTxLLmx/RQXCUEBHHKO6aFmmzECm7+HWfUT0wNhTVot0OoKQOvPRaBvroJ+A",
+	"DORXIxj6FLvqtYsFi0R/e9+2i9kOWemZd22jE90GHbwiihSymUFUXVMRLcm3ZMVFhnas/+//fXX6f5P/",
+	"4Np6NHp7apuK+Cx7fXFBqFHJAxADtx8eRdUGA1jRxM0BgLJLRuvJRpmdQC26i5KEsYAPBzWNSIDCiIQ7",
+	"DsvMPmvY78GOIQDCdcwVKRrmgDRs0Kj1F9u6QC5OYt9x9SnZ0cAQ0fZjEfv565Az414IEe4xoYE2WhIs",
+	"5v/p7ZUteliWCojEkOztxRUBJAkIAe1C6zVaml3NjSDaFNWQ3t9W9H8ndCpJGK2wPYW/xi9JKRcJZMLY",
+	"DkqSU4u8FvqiySECjb05OTnx9Um8aQUlvHgSzAQdyRI/zGJIMboskqGJTonw7UDkDmK6cbN3m0SIva43",
+	"03JDsFXIDHn8H5AgzwtFlCGO2Qa0lqM0ouBOaIJOYLSG1Mxmkt1hUXZrDc681uvT083db3kGHva40aaO",
+	"WQCuavbIZWPrZeB4MHMN+1ODDsUpcbyejv9oPtoB65DmuWxaxQbWc2eYw5989sJ+8IY6ktLwA1vvtly7",
+	"QgLamJ32PCYpeUvuQrLOOhKx9ZsiQbbrb3H+ulh+Q5yzu5NJhFHqONBxKRd4fN6g0Lsgh562rY8gI7a8",
+	"Sma9KBAE1/pQM5dHaeMtMXouyLDMurF0mbusj/xBIYfdBAYFCV6Y6OcST/BPWCHzGGIAj20iwiHG0hvd",
+	"thsuAFPqBIeG8Nfe+OLDYMNWp7H+cf9Hf6mjqBD/ZV0hdsZP8oT0L9p9HCNuHH99v8iNoJVaypgcfB7I",
+	"CMq+Bk4K5yN9NutGIdeilLSYjLVQUg25wCtD1RYv6PXpMRqJiGuOaJ4/MN2VJQNU1kRuWlKz9Rldbs0w",
+	"kSsUSiPJYgyMgNuXF/wem9BUZ/sYrJ994FH9/LAn6yJmTCOKQ7gPVBFNH5gYWfBpF6n1GD8TSZim9iQH",
+	"xX9m3210zJVmztoTdhAZvY26npLI95XaSv0mQibiFda80MtIs+bnvQc9YEdrjWbbuHidmQ5xI3ObpEJ5",
+	"Qm8OXDtn0WR4B32YO4gDLDifjuXewQMeuBaGvkBdw/pGUosW3PmDKyKraQuCvounzlC0UFrJrMJWhwKp",
+	"E5Nzubbgl+izKbiqzOWGbHF6eZjJy+rD3lT463CeKqYQdIS7cRm5335/jQIRbiv4cWs7XdBdkL67k8Os",
+	"ZQQoTTpIVbBRbQUbnhlxDzislYq9cVfX9DHmohhFE7EOnejwEHAjhgkSVqTbEWojAtU3ip8xNMjzAMo5",
+	"bZ/egqsYbbIytD/U4HDobw9YAnNHrdeZfUZF5wwKWRHpwxjhBpvXjE3ChJyWqNFv6vTVN0mUgwGkhbcW",
+	"0cAXiYTAYQsoOmGoKRCFtyF8wuT2OiLdQFzrOwsnMrSP6QQVH3g9hWa7CAgDY/pA1TEiHwyNKoVyYL4e",
+	"dsXsimcAtpXPLiIf6lhHcqcPPcCUrUmIqvp+mAY3CF4wNIcdkAImUcy0hKHxZnbBBeB6KRuHCJAKZ3pC",
+	"Kv4Xy6rPbOo84PuFyfMhhayZR8HoQ6qdfvP7/ZPOxw7ehCTqCVubqCXUZkN3UponSARvg+j9HUSCQLUm",
+	"OdW0lIuGEYhmfmS14lKwIpKFQNrNQi3WbZgotpBKzAHmIi+bIgYl62I8k1Z7tauBpS8j/QKbcYktvDoN",
+	"Yjq8wcXxl7H4LfferlZd99aWkFKu6UZBbb4TH1lMlWL62K35/RSaxFSstOOjTYzbZyF9ili7jN/GVnGn",
+	"CHdcSlvfkhaE6olh7JYsI8zV5U3YN87QRmetqqYT1aabqInWxt45te+3o/Brn7WUPOG0+hTinaR3TH2I",
+	"y+o71n7YUV6bnlU7hVyf5XIcSVGNbgKC6MFl/kEqnbDyotpvGLkih4DoTBdgqPdSNrZDZhvQixpl0/HN",
+	"qyVXmIK+koJrWUPaocO0VmTBH5kNbNKUx/IIAklEpWw7MHiyXkrlsaw4oBZyMdV4JG0G/3acgKhlaYTY",
+	"ZdAJLAC40HlpiW1KHxOGjy1jsBDiLNqMd1/cPozUnOIdsKgPqV4tkiODadp40QKxeIS0w+kX2xgKxdZx",
+	"/PNrfICrOLGxhN3/Y0CPD0KuARI9oMOM2FEQKQADqr1rd+VvzuwvHZSD9EAPlUfTcHPOYrQ6eO5WM1Yn",
+	"4MftkVrBO9unYsloiebIwYsr7OgDfmIUFK2rZFW/8245PxzAV4p8uL29IudXl/G4GKjoMQaQCu4abvHE",
+	"LMjxYAmVibU1WLBM22mydK5HJ+uqZge1XXRN53Oex23YrJzvMlmB5UKp9liriRqezXxeR52FkbYfpUYr",
+	"rHOI/klqVh9kBz9I8Qj/HC/Z6Wt9BIvUpY9gUH6b7QJkjgpHafyDp9a+08b8bgNoOhQPKKUMzDE25ye+",
+	"htF80ktRsEiR6O+p0qSUC8LNc5+fagWwloQmFUsCb2U0Iah1SwZO4R5RzNiS26iZ9gBMLNJ0IYWmuY6V",
+	"hPoYhHYH4XWIc4GftaDwO014l1q8KAMkIP9pvhyvj+BoYPiwJKp6tETVnaU7JvIBopQXNS0wW1LE0PwD",
+	"BTclYH/HBa03TrzudtjBZ2mEn/e4fbxdIj/FrEvYHfLr00Qoig9Vg3Tn00tlaRx6sIujl59BTKmwAoKN",
+	"dgVVNzOT5zVZcqVtKYbe2bSbGYVmkULXsoyc8TPbZR6+gQUzgNToirnxJUrYwjQnwhDjy3EcHSaM0DqS",
+	"Y2Yxv40WVzWaaLkAop6uGdvli1A1PoDYDbMIGYB3QEkM+G3W5A/Mnm4F8WzT9dsfZMFaQrA9xQIx7Oi+",
+	"g76SjnLvEqWOGtzo2hp4Z+TUV8NxL7V1Ey347AQR0X77LhYQ9U54P4DvgotCrsOycpP63ylU1zYHvteR",
+	"andfcliGaNT4IXf0tSfxjBda8Qeye6aykEG40fYWs7PdCWpsj9AA10sVhLrw0h9y3q5k0hNJgopuzyWF",
+	"BE1OuJOfjbflcrXiemi8+IZmRTDyQPXabdwo8STd4W04ZldH6EGe2V+NNAUjSQMee9PGJFXJfwCfm7s8",
+	"Wvo8FFZ3sCR2NL9fdrEZuoOqurbDPehGs3qVbj/QgFi92id6Ljzifq9tt1uiTEh7wfTbtY8eY6zm505z",
+	"s1rRaA2s7i4tOeKkoNbSqww4EImH728+poihFfhtR1aEgW2ywlzQ8WZqvNiXPCajU8u3KX6SOWgHE7jb",
+	"gZ2N4D36c7PJ+jvXIcdh/BNLYLIROnpPmN+9xE+5ALwKKCkwna5oxW/lAxOD635+dYll4qbW8U07kNpG",
+	"O3WP1GQVsDVuDR+CXrmOCW0nhJO2UXhhYmONGhkhvLAPZWHLWbBzwXr3VshNaoC8bD3vaKiwpR5be9vI",
+	"HiFRKQYhYifkFsouQQVgxHkFsAdLMTYsCSP4uCAftK5+NP/OpXyAChCisFUSuL1GZrLYxPEclHo3oVac",
+	"HQsWNrQnwc0BeyW2INuZH2xbyEDsAAGh6jnsQcT1TMuG+WSp+38+vnnMjy9UPT+GD+4NHy5s4DgolxDM",
+	"BamtCy4WPgskKG7ECkg22prMGZlhRV7pnGt2u0TRAkiZTx0KR1xLrYYqIL6bzxkCO1dbtRCDynC7FD/M",
+	"DuxAB7b0fKZk2WhGWKtG2a/OLKYA1753IxdiaudWofvBbbQtTpNh3eoe0tLWSW196+Y+tPRGm4KjiA1l",
+	"jAS5Nzv5YsXu45liZvxjgtsnFStq7wdvG+nuZEik2dYZiuzBEKtIyTg/uksTyx3L7uWzlCvmszJ6gQZ4",
+	"oY9KrFFR63m1D3fJThkHvjxmkAE0YSAZHDCIFP6LXcMV1rQWcbQKJzS7NwZqNWFkPAaACPaUUqVJDdpt",
+	"qV/TYOhR2oJksHN7mT1XIW8qWqElERHListoeAZUMybUOmUAQQWYysXl22sipLZY3UtmL5gV3ZAZs96b",
+	"Wq7OEGzRfh8U+QYUWrMXnXUPy0zGpGIf3hF47cMYmRTrBOqj2gKvtsP1Nx/X9tq1v/TrkU8jS5GufW6P",
+	"nd+DfuzAyMyF1N/BpZyYG1hA+rPjilh8X0TDpBqzBvaaW7VbTeB2FDZ+/owYzYusGgWY/TS8O+3FAWgu",
+	"YEreiSi4sETxMgKO2dSVVENo/X6pnMdxQhlr0FUYDRAzhqKnIQYSHPq2EBbJZbXpUARWGbcjwraDOuM5",
+	"FXCZAIaruc3PbGA0IM+CLAkBG75+5AOrpoDPupi+YGfTTClE494XDQtKLIcRX7+VmKCzaKH9sM5+UFw/",
+	"yAmNV/IfLr7/8tnijQYb3Sf6KNzoZ9jjX7OC7lPSOL5nertArHUUUVtVdbgELGJA+3pXqNXBxQhoKEdn",
+	"RM7nWaqs6x5JIn9tAt0lAeVpBV13TUnxRVXaIqrb5VMzq4tDSnyndGoKAmz3OqDPlFfSqdSZOcCdV6fH",
+	"sHMkWuDz0J10GJHFUD16YiJKr5pneihBbc+njGRqCsuvV/PT3NGfsdiajWTVEr3GYalJ8azJL2PVQMeT",
+	"YYZOyZQSoFAaCrbLcLcdElgmd/y0Ip07lciUkGxCMLYaQnmUPi4lBVQYlz0blMg0MjHyj55Q/Az5M+Tw",
+	"5fHLV783869pjsxbSB840f58tJdCsJV3MyqDTqjP+TeXk3Md8hvTGTm0lzSxP6g3L14cnSGvFo88BAUF",
+	"sjH/dQrq4VLrKiPm/xWUTqDu5vp0fRkWkbSc7YQEGWVY7p4cNorVb5xs8E949YBFrlNN09fIVOkimarJ",
+	"l5BihLUxT056hS9PTu6DwpiRx/2ymEdg7mgVkdbc7IryPlum0hmGArVUTrBYxMl2wRanEzYC8X1E30K1",
+	"m6wyIf8pWjZyNw7wDPlRIG7/IAt2vmBCv/Px3k+z+yDypRSoyvfDyLdlcq3TCBvf8znTQR0wuOPDmCG7",
+	"huQfT0/J4UsAJ2w0U0fDMLa/f/1NB8b2dRzFdmDFngjLbJQUEWT6JzGWb2EI295Giw+wqWzYF6yPVJhd",
+	"0fombOoDdhVC0ndK30JI/wmUQja/wjcnVS1zptQJxr0cTRE6eMFWldRM5JuomIO19cQCjQht3Ckc1Acj",
+	"A4n2bxgzcgUVlLR20AhBHWcKy2lNqKP35op+Pk8iU75lJX9kIP1YHxTH7ApFZKNbcvt6DMZ5DMW5ohsj",
+	"FaQJJyarXQojDPqjYFG9uQa5pjKXSsVEodwyml6D+7Ql4xRkKVZGJR7Gzm+QW3TrPWldKrqmvJxksLIp",
+	"KsmT/pbRAsWj3vTckr8+Pd3tUEfXfU25HsXz0dJXvO9MX0twfVnKQG2ai0U7xtMx9OxgeJOBs4EFDPNv",
+	"wybzTV6yH53Nbl/GVLqWAvOflqRuwJFEg8yvbZaVSs742PkmZCJfx7ADXb8pm6kkhQyjt5FfHSsbEOj/",
+	"lFX7V816j2sGxy87AN4XPM/NfObg4T2umWDrnSqt9U/QtMOyix3NJ2i06zSMDAxEcq3zc/A23gJC037U",
+	"ces8u1R4rz40B3joOpKpN9sYWfAnyg3Xv44WvHgnIJDSegbYIxOtelAb7XAJqdZrbAN+SqB/DNZk8eb2",
+	"itaa57yiQoOzqJDksGpmJVfL7g1pBNWihlK3wAgeOVs7XWlSZN+1zgMM7Y73KOI8KlBx+yHtwUF3rk1s",
+	"k4i/3U5GTbNxoHfpUnxEOWlc4nKQXi9Pk26b7evvm29GGXEtSzZhBa/Na5AHBRQdx52FcLpZo7gwNMlB",
+	"H9KbfijEjgqu61GpJpbHZg6D7xIRedGDwp2rW+3fez+qoDOUcDEGT/yVreX/1DMPxyP3dwHYF8CO+eH2",
+	"9ur4/fd/iuBbtp9cxsvG2MrkYdsOctUecU9fTcOL0SSZbo/D69K+ut+iADOhTodfU/A3SmLZSCJh+Y88",
+	"KnPg5aglUcxIO4hDQwFQr2Cyc+bIe8CvbKX74Ph/pTrcaxcm9dGNrocDEQkRAjNIpOIrWvY6dSmh3Ete",
+	"M9YpOI9vGhKGR/F8xPTOmStkX8lmxZi/QYLYhEMwh9Fck+++UiTWE0rYUCwVDAt4NcjG3gXdrR5TgT7S",
+	"B9OAKxmPo8D4MHD/+Guv1Xhc8JkF6p2m5Oxgs8Qs85v3n7zh1w3izBspV9JCqDKX+x5CADyP6bJ7yY1d",
+	"bSPc2ww/rjs7UGSc4L0liyHry9cxfcaDkr4Txbn+pPNIUEJJhWCF0RkyX3OHOWRFKqw5D7a7ogpKpHJF",
+	"oBhRsUPAnBsJpMSMjAU63yXOaUB0+yDLgvyH5MIcq3C/nNgbCm2u0lRhs0YOkXQMp0MpEUB64aZShIVC",
+	"4dHUSIJBpn/TzPzYn+0qVNjojNk6Yn8rl+AnxepnC+7yIk4vkGKiQNsNju8EyO3AUpzNOVaKl0M0qDd8",
+	"B2LhmS2xTBQtoTgNVZCmiAcxDp317esu84lG58iSXcZu+zYOUrU7XQaiIoYfuRzXbojShixqUFusuVoK",
+	"WyuFliV77sClMJfaOnYweoIdZIkVbjPkQsHXl9rwH1v/aVSxNl/Fr4fv5YILZ9k3XEwlgguAp4B+tObK",
+	"pQbHohdUGL6gMnDF8YVQQSSDGrb+f20IzzRsBvjv/3p+/C/0+OfT43/8c/vPk7t/Ov7zf77KXn/9yz+M",
+	"nl8/+4CgW2pKn+fCRWzGEgcEW5cbX+pa1qSWGv7pYzJ9VjKuqBF3HmnZsHSCyphY6ccDmC3RgRl2Om/K",
+	"0g4BOuzFjdyrx/yuovru/swdyZZl+HgWOMNQBgQT4bjuQTaHtSMe2MTIch8oObxjrkU3zTYTJL5dGB38",
+	"SaVUSnOWzfyDMHYwumqFB4p4I4zdGFteBUJa57IOsoNQHV3SR0aExG/kWsRYddvZxNjtrUFmWCPWM9eW",
+	"tNqKSr0Elnjkt29xuKJFfBQddlPxY7cltudj23OU8Qxkj7wHh1Zv+DhjpFq4MVQ6rwSI08j8NhDANZVT",
+	"4WOCeAub3t3GXyU9BK8MKCvExFzWOeYb461jFY7d0kfgGosYROO3Wz8IHtJVt5NWBjVXaxnqD2Tv3I0e",
+	"7WXdY9FP5MD5xs+4/sjqBdtXUYUgd7NR0tdB+Uq15e/A1GCk7jdtjSlUvRUawvJaKuVKpTywzRFETtEK",
+	"U12xwcs4VE40/q8vmmILmU8n9bDLZhcX/DEeX7594GhZzmj+EI2qOBcQA3GojqACAVg8G53LFZDK1Y83",
+	"twzcMYf/6+bHH6yfiqqHyyKD/2I2f0asD/MKC7JCOZU5L6GCh6vl9NYCfH9UGWF1LWuoUlNBBZxzfXRG",
+	"Fg0FU37JHxhZs9lSygej0uGBOiGXGqlX28vJpzuNRzFMK+hhFfRtApgY1Vbc8hUbxMJAijtEFRWuYPMJ",
+	"CEQrqTT5H6SgGwW1DOqjjFy/vyBff/31Pzr56+edyk6MmCbOoXgblm4z95egNVSosfVbGMzenIxV14bh",
+	"aiyW3AjGRBlWRstJS+RnPILNAcv01Om785eMXeHFk4/WhACUrcMMc+nxCHLoHJv9YJWj3QNU2lVuiXKI",
+	"fd5S9RDNg230i5V5AU56NMS7c6yTJlfkKVWjCdzAiKjtUoxgPdojl5EFrRRRD7yqoB4WeKtumjxnLAIk",
+	"mEhD3o3DxgUkezh8+Ho0fmET3vPmdUtS5txA3psjJSctXXnoQtsC4GBhnc64uDSJdbXFT10Y25IqkqoD",
+	"E/DdgXxis+uG/+5RI97qSjoVmWLUbL5iu7abZLFWAkAT4M6txouU/rTcEEpsBVVYi6EKg/ayiwRXI+Ur",
+	"/jPEU8022mjAe1H1vKarmOj3Hn539h171A6p0fhqmj9sx2gl2jcnL1IKwJxHB+ge3o1tX/a0TgSmGLmX",
+	"bvv5GqhdedwxvJtc4UscQbw2Ijx6izX24v3Y8Zsm4bjagnxxvze+fJO+w36iZXmcl9LcqIFjF7/7Slkv",
+	"A+zirjS6JV9t935qy4ZbDpOhI9n8ct0IYX85HaG8VHkn8Ee95zYJOHYAbRyGlRzatTXyk5pcRSq5tu0J",
+	"xyDuHdfPpgsM8ruunOPKISP8187djcoecbMJiNZxWjXPzohPv/dUxYsJ5mtsusXeGozNDuQC+8U+os4E",
+	"kw7OtjO2GKn3WYYbTDfy1tUv2pJ9tsk3vKHGJKO3AI49Lh8FQZYOjCYg/q7kZN+I77PNDcGDxIU7R+Z4",
+	"1Rmm1rZdVVRgoTrMC+ZdW0K3V9Niirjq8Pwma+iO4p62vjfTTo/lYd0MP2xrWj4MeMWMLbhQxAYQPbAN",
+	"fkghh9yHiU69zrR81vEyCIMOLEfBZ0wU+2Da2B3xixujxa2CnFZan3qCo6fOnwk1Sv/jdVi75+C3WIP1",
+	"eSuvwiwzItgagvANxUwHoevszORyq+b1v26J1e07IabCa2ZhG7us8fAP727JC1rxF4+vXngR8gVi/6xk",
+	"YfSXFTVzY+bTY/j02Hx69KaVZ7wY46UXwxbee6F8W8WyXxxkB/6TYWXrLdX0mmkmzJQujODXVFdYvTMy",
+	"31xWdr4F1RBpgh9CarBoKlLLBpB6rfAM0iUQt9hos5GTa9Sfm58DJu1Sh3BoCf1Vs4WMw2TbmREFMzAH",
+	"AyZgP9lMtwz7pbJfxkh6GliMncrTwGKmBgv31u/MgZl4mJKRDPsudqqtJG4776x87CjFaOy6eToEDEaO",
+	"s0FafCrB1Y3wMfjKl34AF8dEU/QAUfpnEPNghm3E3ZK0H43Dyox7T/5q8eQDoeNJkogXS8XfnePiV97v",
+	"nZmLVbg9+r5hL0/nLHYtIjs654KrZZy9hKZ3AIv7lRlKar0mY3G2AileFnIy9uSAhtu1re++DjH7smV+",
+	"weJHOGEAKTuBKc6oYjew/+fm1MUoy//lqz7LHOJhzCIWto1tosdUlEiD9gubiZeRMFfvXv2l5JrdRzcU",
+	"Fr7mejN0Otu8wK8U+UvD8wfivyP5kuUPGbmXDzYiMkCo3TZlwULFZC5YL2Kfu07DlZh03LCZH5NKhxMV",
+	"E8XD/TqCStAxdU6lXhjAn1LlHuw0XbmHPpcO5zvFzDRhJmAS3H0mvaNiCa8/v5B++osbDq/d+OiZAUaL",
+	"lrf3vGRqXxGia7qTZEnr4hhNoRbLi4NfzFpmYN0xA5IJXUYwS1GvjSzvy+OXp6ekAOSN3NpdeT+WbiT3",
+	"tQ2cf2mzEFOxdVFtO7GWXD18ZLrmuYoruyvZCG0XyWahxCCtHnksbP87sAnj04RxhaUoEn72lZGneAlU",
+	"PBz7fTvyfsJqGN0ZqxX00UweA1sS0V6alonx3+zBDRrFisHl4II0iu3QmrUmJurx2vYycmros3stygbr",
+	"wdh2RYPw8VsqtV4eOIydA78JnaUJ5xVueXeEUeq0hRXBcwaXoyH5dNlJm+gAsmuN1xGCYjDCSgYIAW2o",
+	"GORkbNPyw2BYmG2mU9snSJP0kBcHuExM6e9ksYG/VCWFanmi5U+bqD5urvdUhqozzrkZcdW7v0OjA9L9",
+	"Cy7mEoE0sHNyA79firk8sZfLfQKlfXoNpqqWs5LFvcr2WSRtAB+QOZoMZO2hSt36mr+NCsIhgv/OoqsG",
+	"v4QNjpYf8yub4U63QxuuXfQObrQLqNh/XlXl5hxCQ1NWZScKrWtMUAigEjpV/z3mVIjVYO6iuSxLuW69",
+	"220NTPBwA6CRlUHDio2QVX7Itc+0uQ9yvBGLWAr24/zgzb8OS0Zb8/WKyHhpFgsecZ7nrNKsOPjlz7EF",
+	"3O/WvmFauxAlqCJrREuZXN+ITPy5Yrlmxc2Svvr2dUyMnTeKtQsPF5+QpJRiwWpYfLDbIhblFNCKL6h6",
+	"ZwfKrs9uuA/hqiKCeIYFqCH6DS2aFdX5soXFth/gCYmCQGwhIdgo/5ffZhNhEQKiN0cC6H0LHKH1CiXO",
+	"0OF9hCjvj0KAD66VPbRn5NQ2rVx60LNCLvj9GcypT52+AaVrjNMkawYNl8UTbG3FVZA+qpLmzAch2H6o",
+	"XVPrhtuOIJjR/KGpjCAWQ5ppkWLBLikblfbGIXEmymwvWOEJc7IKGC41NhJTBC1VJSujeKpbUsd7Cw8N",
+	"t2DJ2Jl48tJFuHHpxUhezj9hXH5VMZGI25mGpBFhZRhgPkwzlixqdgwVVRwXjdOGBca49mck1TK1a0kE",
+	"Y1BGvO0HQyPMNUAfGGEQnZ7oDXJLv6P5w/AUOpRoi8NgthaZsZyaG6Iz0zngerkDI1Pwnypx6VgEVXsM",
+	"7JWzHrfIe6yOlj4DuvKFjw46R9API9jPzspsb0pLa+0RHONb9jDFSw13T2tMk2ZlLIoE3wfsuDhdszWU",
+	"4kjnp2JCBVVwtcWNTmWRaMNB74+3MZmqQzYKmwXxE5g0qOFeEuyzbrNqR9JUcd2COQRLsj2qsS10elVc",
+	"yo3dMs443yZvYwm7lilvW0ym8kCHOpXkTisq6IIV780aqCTxKEhS8hAHgYxx6IA9Mg9hqVheM52RpZQP",
+	"PviO10FKkDo6a1kTSqKAAmx5QuceShNzV4WD3k6auoxbHXp30y6p+PxZr4P9hM13WADHzn62ASrvUtED",
+	"25DDnK5YeUEVQynUiGCOQ/6f84/fA00cRSXPFJu9+XB+/Orb1yGfPYO0XXPmICOAKtJVEMDDiCqB32Ue",
+	"sGnHyVaMCog63IFp96O7AsbtOXQgL3bJe+zsGn4XU7fR3WyxgGMnGGd0ZlRMCLowl58RLnWstIad/sCt",
+	"bV3+ZC2bstgWh0J8pb+WbIdc/eapd3N2UPB5pEb7J8HnRhw0T8NmvrhQuLE5rlxAtYzMwr+iQeU5+UKF",
+	"d+3IivrlRNJY0kf2tLv0WSREWJrh+9qad7hRkLHuSErhGgOVcJwgOPldauyvZeZPnBtpTDSzlLj7hW+Y",
+	"xtPtMuYk0poF6I5WbvqtWmj+OkYTcgi1l2u2ko8A2eOvRMhNk3AvOrSjyD2XsiwMbXLNboK59hlMHY6x",
+	"L8hBuOfCVjaIwE/91SWQKTdBO3+QidUO0kI+hf9Oveq37/dpu3Zl6GnHo9ndV0+sZ0RapBwpGFSfjng0",
+	"F7K6oPmSfaSf3w9n4TywSrsy1RZ33QcyQ3K6UYwtErsNgXaYjIclBTwrzGxVmqzYStabozEIXPO/MRTA",
+	"Zane2ya20IW+vyGKLVY2rnlFO26d+aoCt5qKOmiWpbrBT5NYr2HzhSObFll6eHKvpkzMjiCqWuATB9Zs",
+	"TcslpOyXdGN+Hh7A1+EAXkUHoHV1XhR16sx+uL29wv6FR5//8OPN7ZurH69vp3DlUi6+Z4+sjIU3wT1S",
+	"ygUpzRvhvhVs1iwg0mAubTG6A5fr9uco47kGCIXbEfhgZ6N2Qa3UEbO1R0txh/kYd0IKdldDo8+AJ4wN",
+	"/e+GNWzkBFKiSunP2IpuINGZzNiSt5jCpQQcLEyp2/GA/T46Pl1dyVp/pKk67te3V6SS9Qi9vf7226+/",
+	"DdciLC4T6Y7HYDQgieG5+1MJKr++vXkKff8yid9/qgqq9wR6QI2H5CH7f4MCK9WsyFrhyQgcrCBNBb+J",
+	"tLr338h5tps0gffy351ez+H02pLRhqyPrbzqqlQ5JXAVhRD/u0Dzd4Hm7wLN3wWavws0v4JAE/J8f5qC",
+	"Ljuz7ax0yNdizKjLHrIIG48RVvIwBGcxfROZCzThvrSmAFaE9W8iERbmFh9KG2zBLNtbPzz7lU/pw9Ju",
+	"5h/zuf1XzXTPqBcinYD/Kr7R30tZobfD7nInZt/7vs6vLqM2l0l80jYdbcDcpR8YrfWMUT0ITYBiENy9",
+	"NTNngBVnBKxmCGDEHnssKczmMO9h/WK03j0Jw3pHsxUEhbRohemAiicxm2fnJjuzi6FtVgnCt5edjaoH",
+	"UNdOwGcjHoRcC0A1gOoYDt8AT0Ltk1vzmqpl+/gOcWpssIOcz6Mn4zGVa2GHZZ8/xbbnEB3C49923D2c",
+	"2c6Msn96hhnYecXjPKytvpM8/eSwdJwCEVAh4zHiOY/A1NNHyoPq4WOhD7ZucCtqY1YQZgvtUcEWIqC4",
+	"JoVkKuEm00sZObjAvPDhDokCV1QvXXiCW8Cho4EB8WOxZJuKKfDRARecNyKHxDgXZFaW3YC7BJ3amWZt",
+	"rH7box9JFmzYKEHFoRHebdOPpzHvThi8Lp/MTJPQBe1AdvQduyP0y0iOjWcGSSSBtr2L8TpCrevSFtYT",
+	"tiRVz/tOxW0jRo4YUo9pglZVucGgHN0IG3cV8cO3EeNqEom2vdRNb4W3sGOCDycFt0AoTKwygHxQIQdR",
+	"zNpSwiNYlVSwwfEA1qarPv/XjLSZSuOu/GYSddC/4E1EvHa8iO1K/q7ObbfM1FZu+W9diPn17/z2cm83",
+	"qHeSHC0P3e3uQA8zkEH+a4bYojC3FWa7nCPOKgHdxqjaHafrjuxylFdOYJHJhFj7QHUDmFASsSjmyImc",
+	"5S3KDiJaWrLHH1pzbJpMrExHcz02co/7Y+7HMAstpcJdmUFPazW0D7s5u5s2gilplu5P005GB1DbyueJ",
+	"EEydL5m6CMY+5XYy90Znq8ywv1KRFd+zbPqvxI2nwOtZfcVfVPhJR42V2r21rzI7lU91dz3r0n6c5rZp",
+	"O77N4WqkT/cVan3nIMpOy6Frz7lTGWn+N5A715np82TP9Zrcxyn4Y6W3+Wd3XSO3xbM64aI1oP7uM/tl",
+	"2pkZzwSbvq97ZzW1Df4GkpLsLCdLtOZlRLceMFJ1rbNBEfUIoDVXEOYHpqdB6LUMcL+KHxt9kB1cUJGz",
+	"OCDblCwf1cMNnZS/3Jn9kFvVUU40naOVstAoq6wdYm/jtw0vfH4b+JwvrqIGm3exyPdJSSa/pmU9r5ok",
+	"YMPF1SfSKBYk25sNyiApE79xm5XLmk3CctjL5Zm06CN7SmiANnfBMg5yCKJCRpSWVebCszNbvyYjtNHS",
+	"Vcw+Snb4Lo5fDv1hvLesnR0R3KUnB7+SE4B91rY04oAcqJqK1Y9cSR8uwK2aYtGvKACtNzWzsqGvMLa/",
+	"h2NfjhqLgLe8g/DCXH2DgusAZin4clU0Pc88MEdEQIjRVFuBdQtNcCO5V1H/ArdDKIVzjf4kUvBi/xW3",
+	"VKuiFzRuu+IiZ8G4rNg8dcJKJSBirpmCBDYbbdLjFBNBY/7WHVITmNUuSlvgpPoVtLbfqo8M4z5UCsVd",
+	"IT8sfjPWt4THreJd01wI4OfPaefyCi+WLl8PDl7nnm4Xq2VuHdHjqe6+gMENynV9O20czatjIu4oCxEB",
+	"Ds9QrIJ/eMacbcjoYq3x2YpR5nDXSQSEgtcsITVwgeDvQaELR/vw6MDVpYgSMBNYAHSK77ErA+KXKgll",
+	"4WYYvR9xVQVd9SAVzUaDMKJ1dTwvH8dJ3XcTLlLmt6SdYZomrh3e9Duh6wQ92Jo5Yaac+UjtXrstur+z",
+	"ISwzG2TcXodi4hVV1MjxUmFjpVFTZhgsBulUGC8W1Ag6PO1AT04F1h8qJIBx1AzMDG30dDS9U8Ux6lRr",
+	"lEovSYLFjlTI2XupbSnKhL7ogc+3jOxhOUFXz9Ibazrl/bgerNg05a62pDtjCyqCbrsVOSaXS4lN1JUZ",
+	"PxQSQ04tHW0Y1O53pwaDf40KxhWW3Da7eUQ8wrAVFRwjs80Ck7ePB67jXWuqTChcMs6HYgVHDtw6ZT1I",
+	"3BIux5kH+rMxeO68TmBVKXMB2I6C+AG34DYRu5+TzvKHaTTj4k6erbjgpVadejo72bnaClADADyuDlXa",
+	"e2eJE5mRs83u6MjrXR6Twx/6klm7F52xp0nhJ6x/eSlm8vPAxQV++0pCLPhsQ6hdt6QoE7u9zHLTqmrr",
+	"HHtrlHwgM1lsLIuqauaqxI/K8+bbePr+BxdpQLggOdW0lAvEtDj8UeBJtjgHcYsHn1Q4mZklywj7izni",
+	"DhfvkQl96c3Xdo18odFHlkA33atemd0TniBfuv5fUU/CbbjuRm7KdbkhALuUM/7ICluIVbPPCYuQe3Hw",
+	"2HcuqbZtrneBRsePPkzYadoPUYGYtMM2sj4f2vEU279tBZnnI93egQbNyRNzZNbbR713RQT70e77tHM/",
+	"XnoH3HWWgLn55DdYfEf4rp63DI+tL7BnIZ4Ul51ek6ddQl+Xxw7pC9XkAfUcYHW3NQvDPeTclhkHjgGW",
+	"X3vRxzxgGOM/uGSmhQsb2VJAWbQBpIhILY4+cq6uqSv7Awh5UFR7TnOtCJ3JBoNWbKlo1eRLx0cwIIGS",
+	"nFY6X1LD35UsH5mvzhXUO6c180i6WyuY9NF9aFZUtGNiLcgv4AEByhG4WGfmLNYq4cirma43w8G/NasY",
+	"9YCVynBLC5iMVaAh3UehC607v+3wk0A91zXN47KVeRCEdNjOelfl/T8fw4vHl8U9cZDNtsb+uLAMxBTi",
+	"sbjRJKn4Ippi8rFPG0jDpnlnsgmJmtwaVlZyBZA0SPrwLlh/S6pBynC+6jXXS0AsKzkYn9ccQjmIBF0M",
+	"ijMvDb+6t9O4N2tTMVmV7IRcQHAZheywcgN9EVoU3TpUYIS7s77K1uCIP2tMxPF/N6INPDZ3CL/T8oGJ",
+	"u7qFHqSN0Vi1NTSET+xBuLOARsEv4UtYKfiu4ApNJu1Pi1o21V0uxbzkud56IKS+A9tW8MT81nok3a/2",
+	"lzuaa/7o8KXdw8AYa39xt3/QsV2t3DmF258M56zrBmJB0LLovlH1/K5m/wHuEkAO0neAOnOHlrHe2ha2",
+	"cjNMoT2h2cFi9ur3L3//8g5B3OExoHFvP2r9rr0HjagZzZe9Brl45JqFQ+w9aYmBF2xVSUiaDZeFrypZ",
+	"67AFWA0BF4Td9bsZIqy7PwNovuBXPMPBD39pWB1+porKCTV3KNDe1WzOaiZyVmw/CYAx9VIWsGq0LOUa",
+	"fjT6UPiS/Vv7P9slRoKqEYrF/r1h+u6RK47LKaSR8ZH6FXTU5p/B1bkpJS3utJR3Ja3xOjUNgtXlrmAC",
+	"EUCrkm5mNH+4KxlVLFzlSv8MzaqmQluz/a1LP2DQsGcQZmtoHWRDI8NiA1RzNef2g5pqdlfyFccWvfp3",
+	"N+cl6zXePuw23f3Zr2/N5jVTS88rGmUxTOXqLi9l8Jfm+QODFVPNauvnlnHUOrethb9VdxDfcMc+L2mj",
+	"cB7WnHXHPld2O9VKVy2fU1rWdMHu5k1ZeoG4ZYfWxtc+weNIgYZVM/MXwR2t86WRoM1F4g8KjhG/eWTU",
+	"rV93Ne0VafhALlf4i9/cO6RkjXUarBR9Z/SVkCbc79pQlO4t/5rNlIQFbKpFTUNa/3N2YK3eB2+iZLgl",
+	"LLwzCug78chKWSWCUmYdsc4xMnLoAhPJeUb+DRsizLb0bwdHZ8Rue62IliXUriMMxC/ASQVE64JqGqlo",
+	"QjXdGdVS6GNVsdwcVttB1sacgU5rRDeuaclVJ/XKzeMrheo41jbTZjej8pvV6CMeNfiaF6DTGMmB5rVU",
+	"RovGmmTmerc/GclOnVm50jNf8sA2k8oqwxDi+q/51dsjzGtGGeX5kihWQrUmkPiWFItIuvWfbCW7CEKE",
+	"g1q1uHCy5gsusIaiEVhp10TBE6q2zAGirjjXn3Q+Vrw/nBoWFMtAOLa/Y/qr1kZy2MHyPFwI6orWkOb+",
+	"2I33dsSeOYi9ckNenhkJMTjw/qNVozSM1EvvZLYhi4ZBHY2dSqJH1HNY+c7ihEKhvfmR07rrtGP5ztqq",
+	"UbLRM3M9HlsudKyZ0uNxcv1iU+6YhNTa32s/oaw1YsLhj8nsf8BJvE2UOzonNVtwpSGT8Q/fwbtB9aNt",
+	"5FTBygTcqXniq3xBC1/ZuuxqYwQSZ0GcuGnYRMqK5zt4dXpc8AXXfvB5KntgwHN7zwVs3v2bYPR+Zdq0",
+	"JK+axNMT4HaNRrmYhqy3tuRzBmdyBIZke0VWVDRG5W7qWAD6+1quCG7zpZhLa01zrvi4tVQWMWSPPVoS",
+	"Ua7a2SiwLs77TUNsSiM0L9EpZY+/tQLsHSx228vLIEtZeg+bH5KuqVCmxzMXLWuuHZovQyrQy1o2i2XS",
+	"POyPz6AV15OUYR2AT2zL2pNDrl0tc7AdKDVvSnL97g+XN7fvrncqgLmSmsXjjDo7cXPpk+CdmcYtD6yV",
+	"Yojofogxfj+c3x7tlCx/BRbcnJ0Rq3wFpTIfGKuOKTgk11wUcg1Y1lgmTPGS2ZB0X6iqHz775+Q4rCci",
+	"uQv3+No9siRrxZ6+up5W4otr1tS/EmMihqitc80HRIH6pvNq/JrwzNAetW6IhY8lagfZIYfgnnA8KmuZ",
+	"eY+Gt9dz9FoZN353bxb138j0bWecGbHFkgSf7tns3t5PMngHS/8FDN524N/zR3YJhpMg9acvgQA3APOK",
+	"1zBoy60snSalkST7x8ehiOBEg8qIurV58d//9fT4H//8n69Of/mHqMiwowyycwe7RHIDqj84qIhsS3v7",
+	"ij0wV59fVjLD5bBSCkEu6i7V0crfta5+4np5m1dD87bp64apkduLK2eO7uguh+aBYfD8kXVykj69vUoY",
+	"w0cQwD7INSAzbqVT+c1AozE5dOvz8vToJJnT9HKU9gPO2xLcCMXfaFkl6b1DObZJcItoWf1XJPInrueV",
+	"NQGmUjUMQWgJgGsYE6jrTayqdAElURMwKFoiNsmhq0FpVb8XzgD5Aq2/R/vispDDqx9vblNRAJ5SJlwF",
+	"bj26XDUJoOIn3vYzYbFHWbZbl4Bt/9dk0EwUtzym24Tl6tv4PSTEZwvNmsr//1a5PYhy8fXtFsLff4X/",
+	"Ni6UcClaotvhpMYTbCFczFc6HDiq1kGwIw+6sV9tY+fi7xPGf9N2vIVzw5WW9ablNbbZHULl0F1h9rCq",
+	"krUZJ7GopFXJqvFTlH+/E+a3yx/+dHn7bjodT+R0eRo7o7hOpMTbKjtMFAnrzk5McPqUoMPkwoUjmtYe",
+	"TyyOpZuvVCrseNeoQWTDhh3xAYyNXfjak8O9zXkyA0JTWsf+gOnOaHovyCHcKTaX+eWrl0cZMYq+AiR1",
+	"F+1uo98h5RACoTtZ5NjVQWa2P5HHjAcvtZj+WPKCHHY6TPg6EnHhnbYedwoSBw/RDqw4Ap8UCTP3mV1Q",
+	"2chzhgE+iEHLceNJNy/A7udSlrFcl6EjOp245rxMmEnMr4QLApHyWYtT0qMyridmaUw2GMs6dcjcvbDj",
+	"pWUVCR+YHiPSK6l4F2dS1xvn24AojK8weilDi/bLRKGfvGZ5JOTvFDxark7jS/uvqc6sEd6yg2i0qcb2",
+	"wNqrzZvk0LSTEVrSepWRFRUNLc2f5dH4cfNLnTpdbq2CbR09Nf8bwmGiLi0YNWwU+I/XS9oxyoY5FHvq",
+	"LE8SCHBkaygzKvQXFQLGL3KX+jiVZWBwyDPe4zZTZjCUGCP3aV3zR1ZkW25HWdvox12srJYXR6ysk+/z",
+	"3dYucZdbPBYCtTnBCm22dMXOiMdnQQZMy5Lcq2b1Q7O69wtj1+SMXAoz1ZJptsWu10xo8peGMxuKTQ5l",
+	"bZEE3NE4Cq/8OEJM20FcBoCBxTWuFRWbYCuDgylkA87iw1PvFnTuMbMSRxO5pKbqIXVOHAOPSoM9xmXb",
+	"2VFW8LlmuAQtSe8kFQB/GzDChGzuv7H1BSqnWF+l347MoaR9/ZIUdKMwk+hop7P5axz5p5sjoLY2+NUs",
+	"WFh7oYCJJjj2SZPFy1df1GbxAXKWL5YsVsK+BQGTgm1haPeLNiaSAN61Uf+tboWQZwEKJLpKWP5gNBv5",
+	"sEMkQxgf1sf3HneIt1PsfO+d3A/AXyAqsegFRo4DbVHPcZoxQK0PUumPTNc8j1IeJOYsmpp5DK045nVe",
+	"NRcyGujSuh1LueA5LcnF1aep4S07IEmtl7JEvCu0SHoIdgi1fjRy6enxy9PTiZBSBVcxwOaPshGaFZgn",
+	"rzbKiBKTZYq3XD24tY5IFDDQOc2jq8j0WtYPpH1ncq+X7pOBrktJi5dRjfN4xUWjGRiSCX1kdd8Bnl5C",
+	"aPTbGErAXDMmnthytOHHp4x3xVZJYvuIWERcGJLbjZJWbHUrNS0TcEeXQmmsR7DyfYBGPVFrXrHVJwC/",
+	"j7beGfeuTTeVuZpGKy+1QFBw+mZSRmCgpsQUdPBoPEfpr2Bvyp19c5TsSMQTYX8y7oB3Tl2KP94Cyvx5",
+	"VZWbIajXAJHe3jS/WWjX3qyeCuu61dw+kK72K7M8Wwj/5BFK6O1Ya2G9lMpuC3f19ArvJfMw+6U0t9Io",
+	"YsEXLOD46AsG7pmc+ZYpc6jsspHZhlS0pitm5OEHtjkz/6cwkHpm1olrZivSmQfjRbrtAAfrIMZpbAjw",
+	"tbPjSAPWQR3175R8DBopOFb2fTD9PLKazx0GbEtZyRISl5MwC0QCalb5cJwEfFSiqsNbPrd5WxB5ZlcC",
+	"t2jy5d9ugmnuUrNV7PqfeoogRrWNkpwIc+a2qgv8isMfJhw/5qHFmTG9Zk6StxX6qQVKKsJz4CRYu37b",
+	"qvFijJ6wmQL6Vm1RTddrN085pCN8AeqARgRZ+7kd5Ahwq51Soq1rTyXQWrSFB7aJZma0/GE3RORA0eri",
+	"ha2XG0LttLgiNiMt7s2BXLXBxa+7UzMtovcU886lCybexPagR5tmCXrb0lvZzFOEG9y4HoVE61cy7sEJ",
+	"mW3I7zyDjtXH0Wwh68Fdc+90SqXykh0vqSgQ0UigDmHji7MDXj2+jiMO70euHb0ahBRhs3RqRosUMY8U",
+	"v4IMi3aWGL+v9qTrDM6/nJO5OoHFWdHPGRFMnwDYsJIr+jmXQgS/1Su2uuu+tu78xKvHb054dQdSxB3m",
+	"+RrCCZ7qvLrTa8zv7P0858KlD/eerOjnO7URdzOaP5Ry4Z++PsmlmJ/QsjyxqeB35leCsIUAkSqkmVwS",
+	"eGm1AuN7YnvhZxK8B0cLpSNDPkagVuPc354wR7lbh21rIF1iGDliJRXRHINHztZmf8ODhedYpVj+oMkC",
+	"xCS8AJHc17Ipi+Ayn2DD+Bu73uWqovVO97tbx2l3utm7JysIld3qSfu8i45gZ7+nkvC3IrcP71ACJvGn",
+	"sYtrxEQIAv2n1o45FHpk9zK4QqwQ2bljcipAtTA7p+uEtONeSgsXQWdBTz7Ji/YA/bfFuxSBJXSELsnh",
+	"JzOWqtPoFjducwhJoH13D/7RSi2TQfL8ymapve2MP0Z0W7bJqMgk+sbPM1JTDR7QjqVXGbETQrCsyXeb",
+	"CMH8dc3yxxScqwdTQ6vWTMqp4SvQ9E3UeohNA/bPzs0WtazUZdTyYEda0fyBaUUsQOWeXfzY6JiJT+in",
+	"tw8wP0NzQCAgtW/LqaEXe7cb9/h4ak2XWrRrFaewK7uQ+9OYbT5OZa75/eisZvnjd1yrK1ajkTS9WwBA",
+	"wQWZcY1ZcZizPNEeboY30hHs3VN6iTvE2sMfntbY1GOj7G5udy8CGg+Jsj29wSGL8cH/Jbm41vm1lKv9",
+	"ZKPz1hn8H5LH4qEhjfgW8GLSQeFKEYSUAaY6axQX5jejg5gt4Uo1eFEFBs1X374eNWjmdMVq+m4KnLmN",
+	"+jCzsEn2Zv+xAZKqoYcoYFPLCzrMMDnXa1r3UyJefxMFClBVSTcDSCFaAuJYmONg+sLl/EpNyrtY8fwJ",
+	"a7TieS2rJai4iXVyWAXRYGEEWLPjtl0czmq5VqzOCJcqI1QUteRFRk5OTo7G1613DDs0GDsG3xsh+7oR",
+	"4KkRtFJLmcgOXSw1UfaN4aqRYeGQLZ/1jmWKAlcXaCCyUX4UTyxhtMgvNnkUVP3Chm4UZEHrGV2YZssS",
+	"E72nevIWMnk2/iBJjSs+WBh0IWvZaMMO0sFp7TsTVeMlo9V5Wcr8uyGEfTnHdGDzNkFimTpv88nNJlVp",
+	"5oNpcIZ9zDTlghWtURed+1PlhYmYE/HwkmZ1UTWxKlxtvARpwNTjatYniuEklllWTLyPI/b/WDFbMMz9",
+	"Lmt1Ro5fboFUTsmoH6639NuoDDQFir9XLmd6KNdOHnO1FZo90U/uNTCsDBOi1/e93MGx3TpuveORLg3T",
+	"0k/ApzzdhtwlztQXXOwr1eRSKFkyiB0SIRxV30IOeJlD3vl8SWuag5nC3NPCeWrzJS1LJhaM8BVgSZh+",
+	"xIaUTKNdXW3lTL6OSjgwgrgZwAseFvG27RPR7V2A7Rlx22zhURBe1rAlLKmmyKFijNxb+N4T3+u96wLx",
+	"+2yLR1NEm4oqtY4mnFzZJ67tRqF3Ykfhz3wWV6iANDCpI+iCHJpFP+ZCMaG45o/saOdeeyfGDyGYboxW",
+	"P7YJPUOVhzDn602nBEPobHY18mLWyL96PUkccGoEUBzNYy6xv2r9rj3KOpJD8+Px++//lMHj4/nHq28y",
+	"8uH7m3QBxg+M1nrGqJ5QfK8Ml6dTRo1ZJJ/9Cqj9BoqA/wo1DYEIh7JA1lAaAV47c7hfJVP+xycUMBwr",
+	"AAigTHZNOuW9nqUa4NNaf4bSgNHDbWEAMImkJWquHECAi5tw9WkagWCbXLkiU2dua/wNZf5a9ZjTjixp",
+	"tFBfp/xE/ThZwZhYs6/jVdgGZk9cKv3sTy+WJer4dRhvWNCvz4R2r64XK97XHr+Rmy4O1RWyHEUOcfDq",
+	"qLWhNCoarJCGvQrvTgS/2gH1KryZxzwUSQSqoJGraChLiE+22nMB/uqwZc8LVtZdhu74n3ELk7BlXTrk",
+	"mOEGCXBfCLYsGPa1Q1L/Qy2bKqag2ufeFfrARSSjdFbK/MGwlAErH1fwMYF3VcBn3RU5l3Xe8Rp2Aheb",
+	"mFXLpdlNJArTfyIsBzDlVQzypXMNVEwcG7Z47LA0DVMEVPTjWlfH5pY8Bhz34EHLy7zAcdxyNYAzzGXB",
+	"6mOjC5ZUd/zZwZ0CMWgRov5Uga0WHmMKu3fTqjZRyG1kh7qH3LtSBJ+dpHOrEzwL1tptXDv6rKWVqbQZ",
+	"s6M5Q347LwizjhS+CujMxro0UX1bXMOLQ5VRfEMruiELSeiSUQxnl41G8o1TL5StUIPHa7bxR2tX3tM7",
+	"xBFO9AzCeDJY8qZZrWi98fGKZlWplvWvItInWOpNA2Z+w0g9QRCgvGly1VQ5yLFWu59ZQDbDwZSd3TLv",
+	"TwkeDwjOhQfJuv8oSspQquTCcai4jTSM7oZQEfjI2WO7HUzBbf4VSQwY9JJWFROsMGuABxl/+XVUR1zv",
+	"ketsDQVSyw2hboPix7/ucLJdT7UKVM9hL1qH+YGWo52xBapOrVvVtI3vN4QDVUwgALlm80YBvpovWBQ1",
+	"9qfikJNHx61oO5Vsm1I7SzXxRPGcXdP1RVgsOgWqECkrDZ4CqqB+YawKmdBRb9p785l9Sg7/z/nH74+S",
+	"ZYXjLtaLrWHsRMgfh+P21JK++vZ1hFF+OD9+9e3rsL5FvMpkykDvJ5T5xfG97bpNT0itOieCrQd2VEuo",
+	"rczeBEaBGTViZ1PhLVUC/nqGr6kMIroxLgBOTi3L0v657tWmxSPiYIAmEozzeeLwtikntAW/fvXym2/i",
+	"0PsgPN4kNvcaBtaOF7oSElLtWQ15eMC2Cr6wGUhjlvQvmiO2prwLGQDxqgdvXn6bJbxOffiAwGCtpc03",
+	"dAACrS/d1zlI5DAe3kfSAu87WI8cYp4w9f7UV3CDUsh5XEGNAymejmeQ+kM2kJg2dMj2j06ecMZsdHG7",
+	"pL3Eof/ChyOxT9Ht4QvL8Mz5uGZxgP0ufoLShmhX7ks8WomS2hEJD3pCEAZ1htUHCvsnSiyY0iLysinY",
+	"FT4OYo4naSDQB+JdRFQOa02aFkUMszMjbE1Q6Q0eLsiDj31pHdjTGRdGQ8EWplpaF0xAYaqouf+Wr5iV",
+	"k8EwbiRB/wHWHpruY8ftSYt2VhADTA98NyVmKl408TiDlYTA2lpqmUujJeGrGQFVBuX+qmZz/rkPJtKr",
+	"WTqJNK6x+aQ+qnbaw/41A2djH72upcnu9mbbFYqixOa3KnMHL1j06MmXgmtp9vkqDsz9kVHRxyNxkLCz",
+	"BuIWD+HqoHDJFVw9ZL1gEV8xv7Aa71EsVlLzR3atq+/RNBVBAVEa3DpAzWjAIktWTvWMUT2CIISTmX4m",
+	"hkLZYNEg28AGte0OhPJJsSLZ/ge+WDKlXbgcFZsQHWViL7gtF2PT6IXldd3TO3V1lfJ2wt5ae+OW32nq",
+	"BuM318lIJrdmdTyiaWBeA7Hw2Kd1uQ9qvk40p4IUTe3QRFui22aWzneV8NPBoqmEs27qoiVAaGDjZReJ",
+	"5lkQXdyxsGu/D7DLIPJKr33EYHm+aHzooA5D8iEbhpZlDyVoSkx+ylju3ZK+jFuENQ0Ak47H+sM0lA/4",
+	"33cO/VDjrhG9E87WwYvpYck4+JipKQF97hjhZFvcoH9U+6erz6KyrQspdnn+EK3B/aNNxxv1Wtpwgohs",
+	"fHVJPl1/b0u2B+atDKnbRW/RseTIuDfJtWju63772CA+aRsndSOM/EUTgVG2DV+c8c9PCvuBPjpRPxZ9",
+	"EoUQ6wBr1WXz/jPGBZVY73kc5YSrcH8JfmdLy9oFRV3mKM7gdzNI9zfcScFzWXf2UO1jbt4npAUs/VhY",
+	"brYhS8+1zoJBKnBE0VJh3X+MnzNfBsFGT46uS0acfIdaVatp2Y1rg8n2iUHxlkbrP2xDT+x57sSZuOLh",
+	"fbNz/zik+Mv5InqVeiaDxiSfkBIEFblp+wjCSFDk1PQda5+E9XSrZs1WTNSyLFdxIy1Y0G8bwYaPEzaf",
+	"UxGBoTqspbQTpGALhaD8F0ZQe6E2KnG2AqfBO6y1F2M58MiLgODY1qG/4QxHpkjNBFsTqoleG+7D60I5",
+	"K1vJ52x/ZhN0dsNqHnUdwu+uMt7hkn0+So/Y5ot5JrlI7guyjKuSCjY5iSvM8UHk5wDB+0lRr0Ck3rTk",
+	"YnmLiFj+ZeJgkapHchaQbN2r9gqKHov9iMMcg3gU9wcvBrTj6HO1aedz+rUMN7Jn81ihFXL2AcShpYzO",
+	"VSwNM0IobJuCwfVojsezhu7aKLKjKU7ViU7ZUdy64SDcFpXgVwvFTV3d5xgrD0/f+Pv4kAImNIwH+UdG",
+	"hOyRN9kwfZTZCybzV/8z3+XTisiijQ3i9vcrI2vvxo9U50umLgJeOOWighhdGANtU/hcDd94SuQEx7SX",
+	"K/qighcwPD/Iurd3nJsPzrLD4baXPRYgu31VJa7ZrbBbJwOMBch6eeed51mxVFQpcGMD1ob0i2pLKxZl",
+	"Nu1IYhVkUW7gxkYHii2rEy0/gUHEsAOf6jJeUvDGqWgtXfiiw+HJwWzhhGz0gaplJPqfi57ySC7OM3KP",
+	"Xuw39z5mfMk+k8BhbiZ308ByXjWzkud/ZJtLMZdnnVsCfcOePyI0ysW5w9hLSAtFokaJ34wcWD/XgFil",
+	"CPtMc11uYO1hvLD8WEuAOVJJ9AV+zUSIhGmW3KvHvLPI5OTk5N57SoExaUiydWBpIyybpWVEz3CAxIys",
+	"oWCKO5WLGrtY2v1Zc5AhWrZL1S64UGafwul4Isv6RN0u9OBRjEeq/+DPmHpCdHp7UjE2XbTK6CQnTqsf",
+	"7R2eHjjSB5Qsu1IRRoHZkRGoMVbyRwZQpEqSOa2noq/vAn8aDCt1im6jxYU8zJ87MYVkqgskiSz8xAne",
+	"NfOpszuX2rFJR/a1HTws+MGfOI0GJ/VUEVfIP1GmquCqgntwdJwo51LA4QvVqI58v79o1g5k4sTC8XBN",
+	"ZKMHtK0fEozGJt+EdklQsg/ZXxpaYgzeZfEG3HtO52I1vBOPGwPElSkH1J6ud/D+MKt9y2iB5gvIc1ov",
+	"eb40UzZLq9zEn7ke0jPtKi/YqpKaiXzzxxgm5h/ZpnMJr5jR5oE5UFKz4wL5BSv8kQQhU6YC21f08zny",
+	"HjXIfGhZyjUrnDKYXMw0RxqP7+twEjvsfQC9F/yRCQ9l2mMZkcbAY1hMEdidmQKhJgC4xTv/qCCM1qVh",
+	"q3YTNmEglbUjmBHRBeUiFdhgoSS/i+z9Rc2AddOyy6nGWPgU2ATqFDprJn8mck7pjz9BtEW43wAy7A1h",
+	"+SYvO9nKV14RfOv53kGWqGT13llmbvmKFYjmdGEjcOOWX674rGSfjFSZPAYbUji+glmYVDjcf1kWinD9",
+	"xmdICLZWNsAciJCr/5+9t1GOG8fWBF8FoZgNS71M+adc7morJmZl2S77tn80ktx193bVOCESmYkWE2AR",
+	"oFJZHRWxT7MPtk+ygXMAEMwESGZKVbdmpu+NqJaTJH4PDs7vdxznNU+BAOwKS0NiK672XuSt8KwWp9uL",
+	"cx2e3r3TA7Vwg/d0qdGfuswLK13uEd7fnTt3487cvLm6IBgBv93Ylq406k/tgDDmix1EC25ZUNLtKg6+",
+	"tq/5uxs+eW22t6fIwwmpjCIR0rarfGZtXaZJzeolF7RMWdUfEL4+wOHfTbozv8a62COlQUtSSKh1tWfs",
+	"9+i7IcVxHPS16sA0BDP6PTjNmLOaOJx9GQIBvb8GdJFhFaT19HBRNTozfKlqEH3fhmX9S0v5l5byLy3l",
+	"X1pKzKGEHCKy8CAnWR6L1vSMyLJgypYm3ckmYxfzqqYCCzhHS6/9S2MavhUrui4lLdJ5EbjRm5i55kbY",
+	"5r4J8mjvo3/pZzvpZ7XPkB2/N5/xuu5ujnf+WXGTCSz3MLhh/9IQ/6Uh/i+rIbbczx+19gYbEKffuHt/",
+	"u84B9YSJgSAZ8HfcPlkjW7MUFVPvYn4w6C1d7n1MFadhH4917YzUJ+JumxBrp5Ndnxm67lz2YwB2zk1T",
+	"GJd0bySdiwdF0HHz2kds2QUoxxA7uvrb/n4HfJxgtJea6iiCcQO+OVesQbES0oW62x5RFbF862ubR/kx",
+	"FWUPLl+4rYEfQHiltGkIcC97M0t0adJh8dfrs65OmCrrMqbIwvaSAIl5k8u6YpECLmYQbdTab9C/lbMP",
+	"WSh1c0WqmikmOqpMO6YlvevblQ9SQFTD4MbQra0ZmR+B6oC9rk/n7GM8vsjJNlZ7cGstpCZrpoPL8oQ8",
+	"aYPERo7htzyH7tT5zd8kxixyOjb3JbpMA0c40JOiHLujlrmkgKRDOi4KjtdJh4xFayP1XLNSirkiWo4G",
+	"X0maGdcZkkEq/Dota1roViY024g/+62FylEmkVUtNYtbejZIrw0h1x0p7BakqKEr34dppSB7oFKyD9zc",
+	"Ctgk/2igxJe8cUFEciV8rEy1yfVWtC5YcSX7APckVnnqZELoziiMnGWzvkcTkRnSmPJKQdX1e6HEG2bc",
+	"q1u5lJQV6Dz0Zvw5SwXw2C6zzkLbmaf2/4NTqz4DsFWUj5wKD3s1mdHc8EqvjdknEOgtOjkmmXVIFEHy",
+	"T5L19BiFPyUdHfxexlqqbrBY4h/X5JZkfJ8bncslBNCClZLYNx8SZEemCQKM61yRwl6+jnOiQjkBzc3r",
+	"lxOlZdX+y5rZwx+sngZac/A8iA+dQA5FlJ/6YY5zKPjX9w4ySHy4g40IKG+fy+oP4cAKFzwwJrTkEtgE",
+	"uqaCjiUgMEj4G6yj5g/dXNucK663fthmVYMqa1o5bNvYST2MsNl7hR3Gp4qW+Ej+6MuN69Sw0iDRbte4",
+	"S5VttLe7mf9+02+RJ9JO3w3ciXiRS+RBQwNG15KtjILlNrFYjY1wn48tIbJ177vScm0Jl07Wy3oTVCKp",
+	"+u4h3vQn+Loiwr9dqm5iIRIJQGt2j2Soh8xg/YSh3ObhA2StjM0PjWCOR8hv+Ly8S3nx7IP+47LPOlaS",
+	"Cx0FucXyh5idibAsAK1lsX739CFugtKMLo9qxxlbws8VE6cVB0goKNqcQKRCSzMEGUBVt1Y0rkktm1jM",
+	"zxj7blA46bpEiJaIqKgXsohnmxB82C/lxbbVX1aEF2HKeCMKmTdLozsXODGV8EDqWIYK1QviwKDj37F6",
+	"yVUirRTL2M/I9G6ibvNJ++60k5INP2KaRQT/FBYyWvzKPCAz2YgiM9smNkRc82/D/7D1rzD5g+wgXBH/",
+	"o3spmE77o1/4r1AUyv28lEVTsmFGYffbrnG2IZV1enSz7RepQhpPgbidASAeV44knS2A5roFyavZnCsw",
+	"qgSksQ2VZz4anUHuANTsd/GKd78bohlAnQhaXpjpncWh21tzxtZ6mOPDajJ97Np5PM1sJAitGWF3AFsX",
+	"lLbL/bLfr4T9Z8GIeQR25G3mZLPcLLkoPEbmp3P3y64Yelt8M+Id8eMYXMhW9Pa1wAJ6GONAwnkMdgRz",
+	"c6gBAdMd5VXakSQqyLULTsrOqG8bZ2kT+21jfTtDjJLyxjq5rY7yjEZfG075A7teSHlzRjUt5fzNbRJ1",
+	"QmkqCloXhN1Gwb3jCevQIGSsZ4QqAgjOXJi9Kal4pLCxRGUd2dQ5SyEm37JSVuyRIvgalvG3eKtctYPc",
+	"Bmqv+Xwex3kB+xRkSYLf5HYcADEm5rpm/bhHLLqzrMcXHPr3AolZL8zntN5xc6IB8QaTXZPRn7EqU58v",
+	"rxRZUiMMQ/hnhg5D9Es5eyGpma7H1q8YMtxhnVvrSAhCiHbl32Ays8D+EbnULC4riLLI/4dUk6VUmnz7",
+	"9FlQlTDA0TAyKtb7cxIIRvepJs9TJZ9gY1LGZdw1rt1se5roqXDswOmSVMxHWczciicRIGysxzD+gyEZ",
+	"F0zUBbxAddCK+XsiLxkFSesqBRkCgnA3EBwGheFjXbXT/ghVrLcUT0e/iRGFsXzsbnBxKPmBcs3F/MIc",
+	"lCBKTZGicXAYXFinCCQOqPsFXg1aOzYYi7d3qObaDz9FuYbDbPv4InVXi/EnPURpsFgvOx34DV6LNVi7",
+	"c2nPY3isspb9bdGXW8uuVbOd1waX2SSGzZOzA6Mfjs7xF2PhI1P/gGWvRCsOPWj4Tjtpb+W1t+BOdoTU",
+	"NTs+wKddy6ULMehuyO8Q7LMxC5CkrJgWX72uhEZyfNcDKW/TUar4DwptM7rkJWdq32WHVhJAyxurYwcy",
+	"dhUSJcFOcchgB0O5sg1/ul6DFLXiZZHTOrIWnaaSGSm2A64IvU6mOkDX8S3C7zty7z5L25HWI1QtEoU9",
+	"lkspLJh2W8TYjCg6EbdY8alMsZ3jP03tKktb1gr/paw0ibQ41Flcpg47DYbjl3gEvVwmAZHmNZub+8gj",
+	"kPlLy3Bg9LO0Z97hiXTRJ1N41uemhWh1VwAQotoCl5v/zRd8PG6vez3Rwal9jFMY2WY7yT4+GCwFF4TR",
+	"fJFKhfTuyL5si7aqEwOVyywur1EGAQ9/Yl0S8WGuTkN/p2hEAmdFTWh+I+SqZMXc5oSSZ3d3I7tzbcZ8",
+	"WEF/1gwBsjM3B0/O6/Eg09bV29sBYPg4SceaoBa0USCl0zb2A+A4QZ8zi7AcOQLnme4dAorARAPSZ15S",
+	"vhy9a6H4PKoTW06F15CaGtao3/U+Dpzu7V6GdLQxusDzHnG3t+zHR8LXn8XVgqs4VHCYCdN+4TKCIoyG",
+	"HILSA6CiRynYcKM+FLuzHuB09uuRLGNGhWz0BbvliTIJUCOkts+hspG0ZlII5DA8+g4St68ZE2RGhbCR",
+	"+FrGeVeCgrh4W/L5QqdsHMGpS3PwMald7E4DIfSD+xmiHKETxqNfd9IG0b8GRlodjVqxIcB8uRmYe96C",
+	"8UaH+nBjBJS10UTi/AW92zPmaIdX8Max2LxAO5ffxqJ2Nz1xsgMK3DoVmwswRloJVNuYfNsRUQh1QHYZ",
+	"qVlBQc49RJMghv7nNdOxmhtlKVdGH04zJirIQuuKMFGAbxUkXkyQjHMft66952PrdkdjgKc4SMGC3bsH",
+	"sO4IQ6Qfx55GSPvZrjmFptt49vco3QPtM8qFPUZSrIHS+28baMTKQBHre+c+wa2PS/9OjHqkyJeLDzvr",
+	"QagVqFxWLCPCLHrJbfUgrw8NFPXNDhZUXQKN99CxPQUA+sg0OaTliq7RFWZhIxV1AvPRSXBuCNeKlbPW",
+	"yl4z3dQiRf/j7LFJCuhNUnZPwM7iWUCbp8wVQeFk7GU2aHdOjhPX5ssIE6BdRXPKzMLL2iL7S73PifPG",
+	"z25vyCxM46G+4Pz9+DRg+tGgJ9OlbHQyCgzczy453HljvBaR07LMjJih8PuRWzDGiApHtWNA3XHRbCdj",
+	"2FSnmx4KiNljo8q65x4tX/IcIQtuoK3130xBdaba9rBvU2E0URXCVkOjbrscnetqx2s5bsK9Co3eXoAd",
+	"G5cJH+wZM9UnQewdp9nT6L4VG7dEF3czyprYnRmUVGzZzXgPUCFzU27JwjIZJZQSlCV0K5hGwFopOhap",
+	"gKfvfC1nVtPpehtjBUcf7vI+MQokvS5BpLd+YgDMQR1vNmO5Rg+UOiY/oIjlx4yfAuw3WzmbqdMPf25Y",
+	"Y1ke175os6yYCI1BUOb0UHtTvZFJeVmSucTrdA2RdUvm8SO4cspmH3DDaOmDXitZNprBvoMwQg6BBLCY",
+	"JFhgHBUdZT6dP/cMUGVmppCPWVu9aFbTuQPODyt8Pnn+3WCt2JTU8wYAjJkPh1CmIzShmr1EnYwLMj3+",
+	"0zQIH0JD7wkp2Zzma6IEvWFfc6oYMQfTtoQ7FhWiguE/fTY8+iW9e4+fPn2C5WDdPyOl+3eWWTLydPL0",
+	"yYl1sVtLFdYQ1XJJNc+tjYqJAg2wHRNWA4UjUjEJvo7t07CO7dP9BaCMNIL/3DBCl9KWbavSVhSY27Pv",
+	"0ud+zPIrL85Ssf48O3j5920dEN/JyNMXAP+90V/Q/otfsy0iXFZ6nREwyRRg9hblOiM3jFWqUyUXO9mY",
+	"wZNff9rkuu8+np45UU/OtseUEXffmE6R5Z8E/VNhoy6MCHetTNcYyJMaElIFsCt8EQVKSCgjb0RerxEG",
+	"EAJ68e1t8T0809+++I1kwmeTb570SoWeYL8JCfbZoH3Dylv9ElavVDXiyr9iSu971beXQYhlODJ2+ord",
+	"aZ99SBUpqKbH9m13OtsORt2to4MftISmT1qiRcAXDDflOXbso/IytJz+3BgpWtrYLL0gvMDLDnGT3BN0",
+	"69tIrcEKzuP2J532G+yBu7nDYKBN3yc+iafhueTglou3Fcm5CCcXABGOD5p678ur2CqmK5zhcXeXdwmh",
+	"OkUlP9JeXKndITiG+3XwCcz9KlIbnBKsciqIBaaTPJ13PdGZ1qTOhK7XJ3BozFC9WZCCKbwvpsR8shuk",
+	"FYxmoiqW8xnPyYyzslAoYbUdt53YmhxUkenfL968Pj27evP6p2kU8iJJKxiYwAuIa7kGa2EtsW4OYriJ",
+	"mOuzaUBPffggvFRKTQcSYOWBsawrvOZzLpLwaTKHC6841V90PtKyjw3valLpr3R9TmtlRNLbbji/C7zN",
+	"3L1crkfHFaUCej/DimxMZn797Lun3z3NSK1zW54ys/W2uZhnFgYyQ8JvRDGxx3xijnkcFFLTes705cBp",
+	"fwtWwZb5ZOg8gfD6OBOw9mvAJ0UVqH16vQ5tncc7g39tlf+Oxrp1icavdJDiC8c7sQQDDGc4aK316f1v",
+	"FKtmt9pV8scpbKYmjzfh3CWDeQZD1OxI7F3cbsTvFaN2B06yPmlEOsyDGSpwsMnCX1rxhIK+uJT3OoyQ",
+	"bDUy59z0loWHjhccjv3eQyTgiTrD57Tmet2b1oWrvlk1qoIPMfcqksK1YPmNSiVC4tMTB9KC/7TWFDDh",
+	"CMhxOsfHu6YVQR9nps3Y6trxj4OD8JllbQGiGM50RWtWpL3QNijOu6GpDgIVMDZsQdXC5Tq7BkfGJ/x+",
+	"iW0WJjdykbN6gg9JAWDjZm8RcGx7VxGOfPdsMaTUj9CNhTSPbC+SVNrGiRGDQHGW/EaUz2tpZjN9amvz",
+	"/QgydwbSp64zl5h0ZA6YXVCXeO2OHy53xJxdVSXvI8YPWNdVdSMj7GdtSbMY8GIKio5qek0Ve29+MmPu",
+	"YyHT84vT7z+ekp8bnt98hSWadnvtpOnCC69tB2ACp6XaDcdm+1S3s4shvOQLFJ36rOSW2CMlagP78oD0",
+	"i7Ep+NKmCBxf/5TMazhIvNrfpWcuJF9QLqxBq9MLaZHwgZQ9URwf3KMg9tBSp9Ls2w0IS11viqibVB4u",
+	"Qowgo2ewJ4v8M6K/2+cE41NAAqhlaZVALW+YgChTsCVFbB451WweRVM4s0/QstF21ObFdGsRoJmByJoo",
+	"ljdmSvcJ8mj7A/tioqq7VVp7WbJvCZSEhBXRL0N3gP17EtcITstya192c4PGPh53/bTksrfPc2O9ItFX",
+	"m+PrZLRuQxoAIc5rCkgLWgbUeXr+3lLoS9h0QEAMm7cOolknU/qRIrTRC8Mwc7QB1E3JVGYFf14TWRes",
+	"PiavmOIWeE+xjEz/NIX73BXYDjrKyNQ0Cc8XrES4N7EO+zECFi1LYKgFmWLO85QsKfhO27Ru8AtqSaiQ",
+	"Yr2UjbKfqROiIUpZL2rGvNsE1gVMOLjVaNe3D0uuTL8LVnfwG6w975azlWEq+K9cihmfx39cUoEqTffn",
+	"mq62HpVyrjYagZ+i7xVyJSzwmf0ZkNg239VU3Ww2ir+xO5YjzoRr1iOkb4zB/77ZeFPNa1psvu9+9W8D",
+	"xpN7Cf/hn+ULKgQr/WP/77YvXTO6bOdg/7n1vCopcpBbnrfduX/6190PLRaR+0XT8gYuGGvf8W0Ev/hm",
+	"gt9sx8Evwd6Ev7KS4Xo7Fo3nz89s4+d2hu4B6lKbr8OZTvy63UatVbX9svlx+91GsXq7Zfy1XVCuzApM",
+	"VrQs/aqHv7VrpvPuPyJL3f3VLW33V7+8sVCq85Kur2l+84FRxeIVvARb4am3ryIjiIjK1q3/Jl2P5R2k",
+	"ugnvPihNr3uGcg4HUe+apy6KiwQgIYDRCwSbtIOGv3ctUPymnbr3kZYczB+1bMTOGiQMZZyQDq+OsrHD",
+	"m2k/qrmT7JgrVnNZ4H16vbakUlrbTiHhYhBglhdsNPhwWFA9AaJpy2HD9QhmU2VFSpqq8i/Y6nSm4xAS",
+	"eAnCOxnmCJI/P/k/CBfWDbjXzkBzCWSSC7dOOxXyqhnOddx2u7dPQO4t+S1Do7i9MMAhI2sbT4sUDYCy",
+	"eD2QUuYQwDH9Z2dDfn38z1tzb/76+J+0qn59/E98/X3x6xQ7si6AieMVmQ0sRRmJJ4uzwFj/GkXI83I2",
+	"jtK03EGCKzFg1DO8yYyDtpM3erJk9ZxNsO7aQXawObooR7QUFaf8LxcflE14WWekES7+0mY54RgfYfmU",
+	"8aKwHc4lugAiVphELO0pxtJiFD7XhBZLrhUMDqQ45MSYLXTBbuUNQ4FtxgUtwzU8dWG39ouD7MC+PwyN",
+	"5XjQxj52CDaevt8tJeKPaBa5SToHaoNFtVsW1RHs4p7XUstcllEtwd1slX0JZXyHMaYekelC62oyK2+n",
+	"mft7WT1HfWG6KNUUAwumRjKYZkQ2NXFeWaCNv304gxc+/e2CKDnTK7MNhxdX54jicnV2bk7jl9fnJ+C3",
+	"/3LxoVNfUhkmOlW3+VfN8xumPYJVWy/f8kRr+6WavH5zeXbx/tUbI8XLZr5oGzLThVg00EOqkuZgwri4",
+	"ujwPg+yO7JxW7LrWuZ3VD+/enLfrdQh5klSQy9fnRM5mhikj0/xy8SGzuY7huCOD8NbrNpXokSIfpFWY",
+	"nBpkWYiW5PWbD2+u3pwQrlQDJjZnEKW+3CgqYxydio7I3RYeZAd+B83fpQKZSVUH2QHOtVdSuky5RAUj",
+	"K7p23IHQlJx0bfRZVn+icOaSdjH7Gh5nQNG2cZCU/Bu9pZfwiT3r5PDdh0uzmZd0RmuekXdXV+eT2cfz",
+	"5+bHs0Utl7xZTq4p3NS24RMbZgXvvv3wN0OBhgYSyYpGA2BCx+s/4r2sg2qmuJNds8v0lhdMPr6DgwRP",
+	"3J5E74VFNJj0nVz5NbZBritb/5TdVSwBV1cFx38ML/bs4tfsoKljXMMFsZqz6g2u7UnM2vKf4QE4gaoa",
+	"UKrOBxmZDaSKcDVs1/PTwFF1dyXbIC27glGuiOC6F7JMULIt0wkWEB+OZPPurfu0L5u+39wLjXLlC8IJ",
+	"uTqxmbITOM7W7lK73DI85HaV8cX7xH9D/4VMwGiOiut2U3Bx0TxYlEeA0wh4u5vY58FQcRqfRbke0ZNN",
+	"M24XIZdCMaEa1bscdXR/za5bfLfwdFoV30hHgmWkpjM9uZUaSNkGarQJlRlRvJooPhe0LG0MNiLKuyDH",
+	"YWKG0YWhkMGSZG0q0JCR84LO9GtO50IqzfNogSW3Vh44oo+A0Rb+XhTsLiJpm587iFYQv+UdPvZUY0dL",
+	"mi/46II5uVwuuR7dL76uWYEjGNmJ+fRMCk1zHS0YxcuSqy0QbdshfNZCj+J2nZAn2ydz5Eg+yPno+ZZy",
+	"vvNMLwWt1EL2L2oufdyP70zZD8f2BRPvgWre1Prd0gWuOSHtr4atpAvsiGZ5zqJe482SLrcSInOsl3kX",
+	"59fgEeoyjg84bFmTtxBimvAFalYv0/jxLUMz7+0TC+NUDOhng766pyvrHvIYrQR7Gqz55vmJsiNGCy6Y",
+	"Uhgy0eO7xQh0+zaKwZGQmp5CYq6YlacucMNzQZbBMR5JwrsgYyPwdq+bKx2b6ee5HUd5038ThlEGJ0Td",
+	"8Kpqo11yKNnmKxUlXMj4zZhuVhTTsepGhIA3XsVweVjdsjipiAfrupM3B+0gsnBv+9GiPU2NiylqiYrm",
+	"Oas0NXw8QV/w80Cwi13imoqdbbWJuKX3ouC3vGhouXkCxnsQNw5aDFNrdAhDWwnMTLKdcyqooVgPhcQ4",
+	"wXDH0BhsO4gCbfenNwLmAsxfb3nJXhkBLQ6bbwT7GS+NgGrD+8aWTf1hsYbTcCik/mrh2r3F7atp8+tc",
+	"GqkRZMCvjaC3lEPMrPvJVqD5ipVc49G+pp1UoJ6vbZOyIpqPL8cAbl64cb/1X/RXvaOarMwVtaqlmOPV",
+	"VzFZlYlKZAhD289jZhzVB9EmZLQT9CBdA7Ril6vtcgRh7JcghI2wAsYNBlAjCEpxgqhivMCSmKAygjJU",
+	"sIqJAmLNI4XpYNyRFXo6efrkieGsmotc20XaqAzbn4azSzpkdDVHLmI8bvac1WB9dqdLITzotfkGbG3u",
+	"8kCv/3acBbSrkvEzW4dgJJ/cZg2DIRd2JOnFOC9pFO9mxdiN0eDdIfOwBJvXDvgh3qdcTM6xTaDOh2lL",
+	"7YY0MrIsXVAWf9yNNmxhwGyDvSFfuhPelmHuAQViHvTnc0G6xOGXL+9fHznlxLKn3goiikHyddJpaIiP",
+	"lHBsXWpa4KAep5mYDfkPKSJzf3/66RQ9vr9AHRibmlbKBEr9EJIH74JrjKcNpP04Qdtz4Ue1w9E1R+2y",
+	"lMPFdez+enwPv2ShkSU4eX7EKVjl/uP/5paWTbJmoUPzwSrHtCxVW0VgXDFcSIo0X/+jKfbAUiloz1YU",
+	"FLT9mt0Tl6k1AWZESZvVQBZDh3jBdS8HCNbLUAw5XKU7xro5OmG2L2VOSyPJ96xvNyX0F0TdtcZrOZsp",
+	"BmbT3XjKVS8mkaHmfpsPTDtYiXtziavuDEfY2t1pgkq/Zsc6tkq/rkhpQdf9pyYeiXnRuS9VRmhZEqjy",
+	"ynzu05gsLZtHe/9cLCg+6C1Ku4DTDoDmkOs1GJ/3YII7pFoheKZHArcytx5pnbx/ltUG5941H9/eFisu",
+	"iq2UbX/TnRDq3rBJtUteCD5fgACiV7K9bTYTh2PYrXTtzp7pPfScLqWwJN4whX+tWCHc33rR1PbPWc3x",
+	"D0V1U9s/G/j6p3jIVYQN0rKc5KXMbwgzeua7dy8/fnQ1PjSttcPsefb85ZMnx1iUS7PafPs//v5k8uyn",
+	"vz+Z/OWnl39/MvkW//wvCXyymCUl6N12Bv3v2c0GIdkF8RV5ix7aSfmZf1jItpgy+Lx9gu2SioaW5DCE",
+	"YJE1uab5DRPFUQagLeTQxQCZf2FfR4BsY7m133VozfC/RssD5PTRXewo1PEYwkB9JIcOq4cV5OP586Nj",
+	"8gE0vrmD7WN3lVSMVIu14jktAaFBnZApamhtZDQGI9dsxmom8rgrJzKcqiptNHY8/8zJR72KiY1tsOFS",
+	"/ro3YkCAmiQFexSXQfNSKtYXboiZ23MOOUoStGpNDp3FMCOK/8Iyomua36iMKC2rCmQQGNAEohMzUrOK",
+	"Gto7SmTaFSxPZGpiw48IvrOb6oWRu4Oql5IzPTGEt6B1MbEf7SDe9RjGMRzBvbGnRZyJIi43BSwCxSet",
+	"rOsfQJB2FFP7jF7WWMcLq5NlJDdkJ8wdanq1BOIoTlZMWDBA82XSTBbPlgg6ROdwG3BiTmDa6BaVH8yv",
+	"ZuGv15qNXfF7mvBmNV3GAvfewu/kEKJPMGuhKbi0hU/VkVm6hSyL8QjWBbtLsed35r5GAof3zDGEMKdD",
+	"SlzBbVhm4Ll4QMmhO6gbG4uXHiV5TdUifohtJ72wlK7IMHj23bCs42JsqmpvWO7VZhga6EGwpl3/yIj0",
+	"Qn+YFlJp76OPGOENCbyOeiu/XJ2Rwnr64bI153hrsnFDBoSZpY3QTkr3Ia2DxZcwOPGdjHm3rlomDzSC",
+	"Hgjw8ViGL8VX7PTrsnp+dJwUZMZxKmt7AawDAsdld1RXDPiN5UbiVRi3zt+6itkblUd5rY3IAsk4g+KT",
+	"N3h3yTHwlmA34N89CAYbsL2AZ4VL17L7Dbdcy5M6NNfZ1y5LCM9kWryzzGsYqaMjPP0RK0s9LEYHzNID",
+	"qyIn2A2boyuOjlcZ34JvI6Iyqt9VZ+zcaokMZHArbEjVijHy/Zsr8phW/PHts8eeVz0Gf9JkKQtWdgJi",
+	"w8oZl3KmXzP3L/dXr7R/yRLZvqdOLKbdS4Erq7hAuoVp5YFEdpAxouTEawLLDuLy2Dis/RQArsaK/ugJ",
+	"TbUPrmj7TicACk4v5CxrWSWlMZUibHft+3qr9grbIZzqTV3LelBdqdkMMoJkTdDZm6EhEwHPw24fRszY",
+	"NrQ+tJTRynrDfKdN4vDOulfruBZva3PCPU+xGNe6Yi95Ql3bxcniDQQnDqPTZajgJj0CiHdtK7aPiQtL",
+	"C0bOe9SSlPcgUUu0To41lAtairKAoHFDrL2YR6iQ+NoeoPSjLhDL4dqSnKhlD48KXvvthaphR5YLed3P",
+	"n/UgQltLOdtyW1JcUx2JywtW4ZEKiaSLGo9s0F0LvTet3eGxUlgg+f+vL4mFE91N8HKSwXjZy37xxxC/",
+	"Osd+WAIL1cE9pLALR9MHwRCMRIZcpC1j1i+MmdY/Yrx5shh8NyR912Kabr6elG+4KOJZK0YF4prHdvrK",
+	"R8f79uAwOB/fyIhSF2mBv14nUjmwgHP8+m+LO3vi3qe8qF1WZv1jI4ePRAS50RSt2afn7wFuNWkw0axe",
+	"chFb0k62iF/SNfiPd4lO7ZYD8f3FzsrWsa6pUODeUlGUGUDdxvtHWauMZj1rP6vlMrVqWEUnvkYy9RFI",
+	"IPFvaj6fxzPDqSYQ+JvYk03rhBkzjKFtdHjtxmyFO0yeoLsL3s/MgDEYrjNo0goZROR6c0/S4WnAEPxl",
+	"SQ7bnGzLH4OgUQiUy0ibpa2pujna464JGd/Q6vopxJdsKW9Z4TL/LpjiRcPOzIlpqn3jJjHeT0uC/g1S",
+	"Yyc+05jU2E3MS1uvLxrRKaMSw3T+LMq1jX4HYCK2Vt5yD53a23QZjw9x9SwiLnRX6UJLkpvXbbQnFHW4",
+	"Rv4NY3flib3h0mbSLPncOmA8qmUbxjlQ1KKvikWdcJuhO621i1i3OXROdE15GcOe7x3JVvqlXSw/iD0I",
+	"KR472kbwt+ua4ydGky7qNakbEYVcZZoVf2Xr3pQgIAv7LiA/gOq8kk1ZmL20T1BRD/oaA1cYkGn8VuIK",
+	"KwiGDe9CiGB1Ma/BubFE6bLQeG3mhgdgF1EVVjhR6tzs7m4lMPGgSXHSyfLyb6Gnfpd13QwcwEXOOtud",
+	"demxp2YlII5cLXhdnNNarzugP/fmbIDMgIF9iArgoWa6lNqPK/OJrTZxZdoSbXZZHbqPNV2guU1iFmR/",
+	"vY4XT8KCHS+eRBc8smwBlWyN2OwBaQSkvgnPBDUKhlx56EYhSSnF3Ly2iqmNN2ydAIrZOL7YF0QCYR33",
+	"cQcUX46OP2hoW3YG72icr1xi4l90VDGoWutpRTxer8TvElUQZcQHWbt4cbLXTJghn6WRIy2LBax3l5QH",
+	"tRgczOJeOJTb2dUro9hObLkNtOIafXBBlf81Hopa8jm/LtkgiTChPV6IuziQv6PMMZJabhirAIclDXn7",
+	"xva0qs3JE9a6BzTfAuDWhjyqsQm06O5JJqF1yyG7JbGp192CtLYEMsTHuves6dPtG1SxFhJcokrTZaXu",
+	"W9R514rJ0YmckCeJEs49Z1uWPI8CBFvKJ/iGT750S8AFWSWs5ptgzS3cqO1tkyiD7dtakBhBjTqqKTnp",
+	"tb1pQbt9uMOawH+Fy3b00YvFMI284DugrkGvibXiNfvY2lL3u8LPDVWyFYahmBY3/HWRxC3pQ1766jri",
+	"+ABanxg9ZL4g16XMbwDmzkXrKcLuuNInVoazDi8E/chtuf6koAjwh6MUI4fTjo4iM64lpPIBYyzkiZXe",
+	"oJkEhsbe2kZQlArEJNP7iOpXcUnkltGSFacVv5I3TMSFZI9GbVQI8wEESHro2u0N1em2ZoadwnPbrDdZ",
+	"g+QNmDYV1V+nCUPMDRPjUm/90PrZkGvRth0/GEk4m1pCJioc9QKrG8+2wYtReAPATgheimA3NbzU78U4",
+	"bBh4mXBxgn9NuLDANjkVQoIO7fDjZB0yjwj4UjqbrS1JIEHM2CiRHl6M6JmGrHYfrUohVW1jhPvfhzsA",
+	"8GCS3AlZ0rVZCsg228GE+gUrPYog8c00G09S8Tsdr7awRQZ2iIDgtWP0q/lwJEZjarg9fr3t3d4uN72x",
+	"5YBkwBAcrt8BOLi75mgM3oZ4fnwEoB9tBpQHirphI87kgPi4e1yZdqET1azdSe1ufjiFnZLeZCpU67Qs",
+	"2zMzFjbdfzDOWCFLtj9I+oXOTyE9/AoQyCIzEAAToRRBjLLMln2T8Zj63rbAu8PFvGQTAMyA13zswT8k",
+	"Fy0A+a7guc7FrrSsFGJdbgUw9GOySrlMRnZKuQwgNDGWcwAqd2MHOivjewunlNieM1rRa15GK31Yz1tl",
+	"7t6cV1Ro4JeFRFOd6SR0JuZ0yWp6DJDvULthyfNaVgujUbQ/IiI8osAf27KG1xZeXB+rbl5K4GzUuUXr",
+	"af2U8cW0uG5BaoqsgSnFct6DpmhZ2hK6vedB5+0AtgvcRkewpR/WDdpiujxvOw/e9ZPYu3+TXPSV0UIY",
+	"RJTJDPlHDlRhudOlprqJuc8KtHDBIv5AuTV98ZJhAQAreK7sk02ScJ8fZAf243gq1sDB86KarfRsMXmh",
+	"+s1LSJmGCuduXLTW14xCafKa3zJy2FbW9d4Jsw0MoAWh7jhXLrNHsDtNVJMvSMFoUW5CqPUe8uCkDPJV",
+	"nZ8Hb3c/7hGzw8OIS2IY3PTfJ5e3+eTi6mwC305DPnoCgeLczB7tJIbdUFEQRNPfrGifcj9sDq+LoRtO",
+	"PduiqwQBgxoZR14+9Q49UAtDooIEioPsAFIqUszivLsVW6i7wTIegiaPa2F9hUdWkbHk/Ic8NLnj3Dwe",
+	"dyloScJ3vKkMRYBHKkhKHScKdG6LWO4VlhLoKZGKRGlxChEpLtiJeBCD4VwDOSZ28/DNvY7rOKE5+OCE",
+	"0A2aQRGTQkYZQCzzYhTkvcPJHLp1rCA2JEiM6hM4R7Ka1YXU6OtAz+725Fu9eTDIK81FELbbCSoh7WQO",
+	"nbND4ttcZWMeAakk+I3zPSWlUUOgtW5RiQFfF+3ygdyyzRLGXGCmrQ3xEcJQLWL6DmSbRhPHBPwQ2HgL",
+	"gDrGSqIgw4agOgsRxRQevjgQK7hzV7gJpLapXeoB3v1IhfsSlk2Qy0eKXL79EjHK/kYlPJbuMkvmhG6e",
+	"IiNMK6hI4mKlxvLh9uKMlk3sZWsgRaA4Dv7O9u1RrCNY75FMs3twRvDDB2BwqdrRqKOACyyvWQJWZFyg",
+	"dodOfZj2asGrL3U8UK42UiwB2HqzMD+8e++A6w8xzdXDW5+evz8aIZJ1tiJgpptc1td3Dmg0VhZh+DzG",
+	"7RBX7ZGzZSE6Wt7WEfRknqDM4MOxJyLkGUPmCmxzeLLDQbjBaE/Q5XzqMMPR1EquGfFKbhEyZFt6+CBr",
+	"C2CMi7oNFdAId8yl0Fw0sglgrvqkWawvnygf71F6pK+5jgiTkKL/yCH0KHJow1FrfbSX/JUw7AVSvGq9",
+	"HTuVrgm2KNVJQHLksCvUqUeofxzt2bvfgrGVc+zrvyOnHMnsukGPnYyUKOmEFrNqf7tvyibSZXiOlYXE",
+	"HKGvCDUkuICfbcLw6nMzqGN8LaYcOXQlGMmrR4owcctKWbGjnfhg29yeVeK7hqqYlBBLGDk300LopYzM",
+	"arl8gAwRCKbcNTUkkatx0a6yd2TIvRC7XUrGdrJG7/XgB3Duox92AlfapBYbIxFRKcZVgpBL58NyDGpE",
+	"zL1re2iOwxdg7LY5sbYOuM7MFLnHdAEPu9K8LMk1w9wVWnbvxUvr6o1lpHSTU1K3Y7ruBN7ZXSX+lrMV",
+	"q62TysrFrFPky+aJIZY92J3MF+nuY9kDp2TJWMfas6GUAMxOr/4Ie43v7e9E+02Vn5Gl84KDizqaQ/ts",
+	"hOYlsQFUCDazJ867W+TRV2bMQTryAjUvxgsT/dWlJKRGY3h10ZSseCNS1+h5SYWAOhv32HXfDxyugZ5A",
+	"irtHX94oOmjQkktryDF6E1o646fHsbx/SC42dFYFZlQMcnbmoTFQ505yEM7gZDdxO09UOWNTOMQRWpN5",
+	"b0Rup5TL0emcv8XtfPGgeZswnU6+6U4Ci1na8YmbF9DZfyLOYoeIe5M1pVyay8aiqaEHBr29Ql7LYh3e",
+	"N58r8K6cwbupa+YSlcoqZSRDNeaRctpnpW0FO9pvyRxhPDL3329gOdrQ/o3u4Ott/s6q0GaMDmjq9noy",
+	"ewaFCNFyw5V1s7IiI52amGbw4H5+A5V7pciNjAaJCEOGAPgiXiA02M1x91j4xahVWC3YeAvWm/tZsDam",
+	"02PC2rR1OY3PjTZxPsFVecFmNVOLKDqk1BCuFnVuJE9Gj39WsBU2cOKCrUGgafMwVrJOlPbod8q4xuuO",
+	"c+aePhjnye10HV/K6lzWOlGp21xoF1fnBMJdg4K+LcrJTmb4EM+iPS8jkRl5zfI4U6xZzszxNLICjgzi",
+	"AywSQotPkqFRvn2Na/iloxTYxqDYeiJkZcgpRAVphOMIrrI3fuOrHsKKQm5DXlK+3GUl9qnPPRrD5mOL",
+	"XyNXwt2+ZrTxGMho4aAr13VBvrw+f3x1du5bGGXYqyupWE+kp1u8mdyoBepqMZf8NgW9U2J6Whojleue",
+	"MuxuV4eo2+8+xMHbLfbhQuYWwUqE9xDHVR2R9S8vL85sxVK4mvxybVSF0z3F4FRC7AEe0SbZ+6gNd7m5",
+	"OXunYOKmG8Kl8TtsixWPHnqyhrRH8gNyDXlJS212RbcAY0BDSBeY9uSwSVtDzPYUhIv42emy3MylGnVA",
+	"vLQkMyiMh+vin0NhJJuMpFtw0BXXiyA8hRxyv75kats0etIULncp2KiQueDu+DXrf/mTLNgZ9nMK9cNY",
+	"cfDrTxuLkoCx7yyHco77vktomL0l2dlHGklr/ECVxjE4KwIVo7UqaJWLWCxPvdGsGdkjBQSwSw9xvQ2W",
+	"dH8zc2dzBwAmwgNmptouZa+a1XaxX7YRsiRKZjULTo1dy5Y+Hql2NTcS3YelClmDkLCjjBC/GE+JqljO",
+	"ZzzfJqYTl3RMKg4WVZxVJG1vIwv522+/+TbIQ3765Nnze1+rGxlFL55nQ+AKO95HGx188+whboqNRp99",
+	"+yImjesymS+O9FTyGTPX8ElnVfw17nMgoP6eCmS9Y/Iak77IN1hDIL1r37143skef/oktmeGVXcGazPT",
+	"nn6bbWFdYRislq3dbONOMDcGXAcW7Mbqtz77queKOZxG2Pf0iHChNKNFW35JNaU+IU9s0xDR6yL++/Lo",
+	"g4V4MgxbELm9e9jLhbuW90MkQPGdio1LORZz3itTctUxEgyS6b+2PgmgoFV12ujFWc1A4YlZEFFxvTwn",
+	"uX+JIIhibeRwrq1fCNHEMX5LqVUUPXZB1bl92FeSyjVgdtr1EzZslomVM0iWg75rpptapJLzBhwv27pe",
+	"B8MUcWRhBewvWLRVOcwLuyipUqRlxFj/ms+NGAFPoZlO80LIBjJwOUJE5gtalkzMWYsNO9DtmAS1YDvD",
+	"pERZY8ZazaqS5rtX9bJdxzBVWyrD7LNkl1x3dVEzXKzRDd5UJUsffGI+Nr+LbhptNDMukaeoWN3JUmwX",
+	"JiMNJjFWrN5Kve7XmDY9JL5/RxNZ5zB0ATLbNfxp1KFNZ75tHFyb9gfugE0Ex7G5cUFrO0jAW3zmHvly",
+	"2NYVwBgMgTVpphDHU2yuRSRpoZzLmutF+sD6N0izYaH++Prbg+zg8t3p5Nm3L6JiLG30Qtb8F7BMvoPi",
+	"5YkFtrDfZGp7PT4+npLT8HOywJLumPmNeczg68IQM8MxW2ZpiPfi7Rl59uLpn8FoZv7x5xdPX5z4whoQ",
+	"kq8WmWWnm0w8YvISschRpHcCT1EHw2HaeywjjPuwDKN2zvktE04lB/uzkd8LuUziDg+WIG9ZDJZ0trUx",
+	"lc6Q9G0Gkx1Y7vC1cAnN4gASlr2bUTy1FZ7jd8vPMoI89N8bWnINoB5VLTWKWEAyJ5jcBnCUnYFY+4GQ",
+	"5GcED3eEJbA+pKGeKFmNuWFijE21kAj+folXhmC1uRwHomzs3VWziV2uzv4rf/7cpQoLD6Ve3FqPQsKE",
+	"Yg6OgSIVZsG5xf2In7VgJim2crmUN8zwlXuUYkYsZBAhlWluYohvp7A2jERWGZAtoIQ3NYEsU813KcsX",
+	"TsjNpVOA+dlO9Zf7Qr62ly7OlwHqAXmz4Uo403tVXsY4QHi478rAUO9VcDm20jsGvbnjASsyRDw7w/BL",
+	"oCW4IqzPTZRrYMGbEG2BMvX02XcxnZ8vmWzSKPevZNPWRVgtjKhm+j5xIC7k6YA6/01Hl4/GPdZUqLhV",
+	"CBaxlCszaffWCZbVQwigL6/Pge1g2VKAw9OSXJ2dd7MnESQ2N7ykKarxCUG1VtXLx4/BV6FVpczfXy4+",
+	"ZB0ZzIr1RiQkXMwk4dYNjZsvGENFarmp3T55/l3HePTdmLyiERQbP6yY2u4I07xtqcjscER6agouz2TB",
+	"Irar09OzjJyffTyF/34xy/O5alxBjmDuC3NVmIaOdy0p906uwH3sL3yipbzp6i2yuS4DpQWjhMANmS6c",
+	"ASVusUqGM1YVCbj/WZUqbkZqC0KtGiOaSSdkYUU0W5UYErGLkSNeMD5fxCIUZcEKgk9HWrz3K+pBhV/p",
+	"nSU1Sm7YGstb2VmDKMI7MF+BkKV0NNTLBlu4/QZXIwSWC5brzEOPZ0Qx3VQZRJuAB6iQgsVreJgxXElw",
+	"JsDGRYsXBqUKQ6mbtlZoS39WxaqV9hMeub09LA7yTdxj3IyClfyWGcrCjTpsCgCl1XkVn2YymdGKHC6V",
+	"UTZ6U9/blg95wVLn/t2zF8/NQN49e/Ft9OMVL/QiRcXwcJ/oDUynBFkRSafDOqIMsRGXa6XZ8oqqm/sj",
+	"rjag1VggNEKJgraJpuomEjQTwUuL9rAFmAakRtVNAJcGHwJ4BrH2SyMtPzRy2n1xmvvAmRthDuFrTudC",
+	"Ks1jBVDtO6RoX3KeTFcpqLvEcyZYPWgRC5sDJNRcliW6W3Y0gs1lMkbpeyAPGL4FoD2Ot7Ckd1UtY9P/",
+	"m4OR+/7zx9N/P7/4fHY5ktXPZS0bHQeJbwGi2rdG3yBLi+DYK3bjtD/iy33FnzYMsoCJligAJSsm3vKS",
+	"vbYtyLp3auZ1rMdWtB/4LNxa5kypEzJ52gomVUm1WQJSSOaw2dCPNfZ+relsGOqEznRI8pg6Vg8mnQF8",
+	"aefDlDs5PAIhgXZIrUMh8cX1u20n5gbac5Y/evJIHgVsEyJiOEwkcobzc9oodiU1LT/FNEGoIzen9TWd",
+	"+6MLoHEUoa6WUO9WUCF3qzM8z89ZnbNYWuT3271pWs8ZqLfmE/Pw8PvP358dtVRVcAWpRSPJZ8FodVqW",
+	"Mn8Vr6IHP4MN3LwEBnXzCcFtGDtJ88nlWg31AS3bzZLXmnLBilYGstBhYm4vvJF9i2b5fd53ap1FtIht",
+	"b77Oy9EVjFVyikg+126iDzvHjUO5saUbqx+M0q1Ntkn9IVX2nLzzqAQJuRUSaxXC/0LQRAuGer0mlCxl",
+	"0ZQxfLmiqJmK0QgXBbFPXZyZrMn0yTH8/xTzT8qSmFWpZzRP1AQaldSHowMQaeEP07aEU3KlmYhmgYet",
+	"ubgEmuuGluWaXDsVN+ZMVCqqjby5q0oqbPX3Te/VtVkc0DLjdRVhOhFVA6fpYE+VH223B1rxjBhunKGT",
+	"OrNRupOF1lUGloiMKA5/gmKwYte1zncIQzWE5LNqnMG+E3JFd47jehPDtOpEh1EXzsN+bmhpJGt4gtUa",
+	"EMZwp2jYJCjMlden3DuhOajPDrTp9sONDPrK/InxMZNu8i2th5TaktjAwY57/cwT1TnLGLUNHdlzMyAt",
+	"P4RcFvcfXrhhVTBKKoqAAe1gwA242+h4urRDEVuDVKS3dMnLdRSDk91CmU54AQIgGBMuDMuKMRMs0fQD",
+	"u76U+Q2LWG5brNNenFvBWOHr8ELoHBw46PuRwqGktHHFr0s24CWjZWlusMBb5qI3qA5gl+MccMXLIqd1",
+	"wlTUHSQ41hWgGFNXgcN9P+xE9z2FILEH7SQHd7OmSxbHzjN3IFqgTAs+enDsPg7AKFvdATuAuqvCehdt",
+	"Wbwgyi4BWJxU+kDpN2O2I/K1A7x9ySdls7KU5t9mJ8BvptYiH2ZiGpM8w/6HVvpj6lY06/xvl58/Ec3u",
+	"XEn7XRc7b2oVM89+rigEZ0gstEYOpxdv/vb+8v3nT8fvP71+8+/Hl2/++/QIrg2qlKHBnxtWrwm2h6dL",
+	"NUtGaj5f6LBMhl/Kbenklg0DV74xL72xmBb9N89nQWCbMqeBYtUxV5vmUN3mx52FOr59epQKNYpacz4L",
+	"ghufkZUtBG2LYtcsqM8bac+sTdE35FXoAMY2LdiBFVXMHWMLLpkVz83uG0k6ZY8aWaWjPVs1m5U7aDmK",
+	"/Ryx0BtJ6hbEJkg2RbXj8GlGnmXkm4z8f//P/+uNoXNaqROsANYAUn1s1tgCF/OjE5BVYLXg+LuN8DXD",
+	"bWeNGlmVIsUd3npWdmK7A+kMevJXV215sR9I4H7pUIR6QC5iljxzR3ioDFbAUTw/eC9mMu7u0ZKAZr8L",
+	"L6GNWRGdhM6DdheMNNW8poUvhgTaQfspK0JursBD1GBOmlol6ljCxRjFIX3TShYc/P4LFtY+gKJ+4BTM",
+	"bK+9N7lirPUe7iJOhQJQJMEc6sSU/JalF806iMybivCiNHo6OGMANoqajy2orjaHFtCDAQYsUWwe7pSr",
+	"dZUqOtde4CrDZaKxy0YtaMVI5Lrab4W8UBFFDIq5M84h6xdvPU+bGalZSSEZ2nqKTs/fk2sIkUaNoYct",
+	"x/eAkrzkWNjOvKR8Xfea2Y1oydZygHRhXGUoPxrmdRXyOFI3iBqj2M/xdprr9PXnV4MEr7XzWNK1P4GH",
+	"lyyf+Pcnrnrj0UlIeorBdQC5gxDZMJuxmhVjoJv14qA72GyTWWyQZLBEflvCYxIc+Rizu6S37O1sWbH5",
+	"FVtWJdV7xtWfojcwl1DmzTYFNUEhvBbTJiGwFhHogreNpAMjOEq4819xXVPN/nod82xfoaUTXiTXXKOT",
+	"mwtyc831Y3VCnpCS2TBpJrDHfCGlGghkx6ybvlD2rDfY4HOjq8aNy3Sbn5BcVmvLlyCYWFSN7uDyy2pt",
+	"NpzmYPaGTMUqX36lJV3ZP5cN/g0BeT/tXVrF71A0OyhWbyg7YHe6pqf1PBZe0NRwGbgFlpVltsr++Rhj",
+	"RCEyWmWk5EuuUbWcQB1AnZGJbgTLzL/ljJfs5W1GJiW7ZWVGJvOMTG7Ymgv9dclFRibXs4xM8tr8d0nv",
+	"zJabH5uZ4r9AG/zu62xpGqW1+U8OHGei8q96UTPlqvYkwt+MtoDDNmQbjDySRLV9X/jAtiAFynNmuA0u",
+	"ouAVlmBmPlLDkG6EWHpI9tmTIYpNBWzYzvGxOT0Vv2Ol2nkIz78ZHsMuCFQRWnVW3RkKzPV6KyZ+OHrM",
+	"tvhpsGSQzbI10hXUfgQORbVmtXnzf/z9dPIfdPLLk8lffmr/PP46+emfT7IX3/z6X5KRCmNYGrz4sCzN",
+	"/N/Q9vRFUlgywZHtxtQWz0CVWDx78W0f+0qEYtiO4ek9yPPPL77bLTWtQymdtelw/9TNirh45yUV+96q",
+	"AfxgScUj5araRlyT+YIKwcr3RSplAp+DWILNdm2dg8emZW1PgY62qgoMXj08kY7aSXHdwQnTzuSE6Lqx",
+	"gaT0WjGRqNM3jEhn1nkUF1FsvmQiHYP6lpeMlNBEm1TnQDFPAhiTdldx/E/MtdNOYnzOafQ8G5XhP8xx",
+	"27akn346RY/0L85EokqpEfuRb/iP3jSG2B6/YnXJ4V78cnU25j5cMXYTs2UbisRn2OmONf3Nmbos5VYs",
+	"+U7B5DYVyq+QH23yPMvy/pWwrURMsTibMwGibIweLVYWzjmys9E3VjsvgNtoyWpQ3tu5oN5u+eX3q7YH",
+	"xnxwV4F36fs3V+Qxrfjj22ePFcubmuv146CHE1TMl42Cgoo0tGw4C4bLHu0yxf5J7Exr4ayTVLaVp/Zg",
+	"NLeVfxahPwjId0nEii43Am+NJN24bMWdswL601xPMIDV1u2nRszR5s2aFHzO0W4AxWhWXDHrLcJ3VIav",
+	"mP+V5r9QcFzl0mE0LdbVggkV4+zdPR4p3j199ue4fFclU4tdnmWba2sNDKWcQzy+mfWJvSRt/hwTeb3G",
+	"LDC3JXnZKA0GrjXMbDv5uGeC3/Unb9nAzwN1mx9k+6ULR7KDgxQ/IcnPjYTwlpqUXDByXTN6s+O+/I8f",
+	"D378sf7xR/HTP59mT599F9+JMdm2g1vhh53LUgpccElWC64ZURXNhzlfZ+Avf/xRPTajfvE8Nujx+bue",
+	"zKJcBO7KM1k2SxHXb3N4huENeLPaUK2IIz66hNh4uiq2kPpTU5YDLmBshCvy6fMV+fTlw4dUMWe+pPX6",
+	"r2w9tr0qiIO3X5sDE28+7s14zfKSmjNoWzVvDZvwnEyBfge3Cp0ppHfsM/47umPayMIZ4aJgdxnRNZ/P",
+	"kTXecraKaAMwaJXaOIzVw0ZdIz6mBvrwE1c2tR1+DbVvO4bxoluHLGNlyYoIvbx+/QExyoywfULAXCQ0",
+	"5o5hLozIy6Zgr4sS8mqNGgCIF3Uj0EmiJVnSu9dFebagddzMXBTllXu/n8TMcFZUtc3vomfg/qYPTS1X",
+	"g4Vza7lSG8sAm2F2cqwHEl6OWz+ugCJADsDBXrNSirkiWgYRUMA7u92OjCCwS+AOk49uopiDAkRmWkPa",
+	"siDuw36+7rFr55f5g7CxydFDiGgOF+xW3rDhrP7avAdp/WXpy5DguTKMevtM2nfeVDKP2Dg+sZXHk2Dm",
+	"Fce/TGMoFggjxylm5SO0fplR5Dbgz9C9HwhXqmEFCkLm/MrS/IEtU3Bkz3bw+JpBjBPoQDhEvBI/Fkhk",
+	"gPUa4waxfWXdBYvumKCVWkiNtYuj+Fz2jW714ljF4rhGBbkzkK21EqWkxV71iMGMiVWOsbDcStY3O1Ul",
+	"1j2llF1BZogXdW48a+1BVrhAeMpElkc0D+vCuQVtZb22jivhSwh+pnW9dnii7aoOuONd3WPqAJ82i84N",
+	"7/KepjS7/RIVyB0JQC3kyloZYfJclIA/66jCgyQZJQVwBqjWNF8srbLt2Bwws+zAfRY1gfbimVkkMx+C",
+	"BevZpjW/eDIEzzSEUbZVrjoZeeV25dJaJKM1rpAKH6n2HLoSBz0GzF775X7h2q57NG5pesOExW0NAk+4",
+	"Ip+FKyS8fadDyPgtTe+OA+66ZnrFmGg7HRka3AOY5NmIW75ORf+xfGRjc9sFD4OAN6c5Zu/3O5NnMHqF",
+	"YPcjCCS5y1f0hgVb/J+8sS2IwKjjtr24kIX+WuaNYR9wtZ82BdcXLB4W33nTp6kIw+5chLSrcxU7dACU",
+	"8j7uCm3FThDwQxSaMYl+oxIeXS4pVcR/sGuqY8KTe2ZRYOCxrftX1fK6NHPB0AxRrs/dL1Z9GK3PbG+R",
+	"WcZoRA52MSjc4ypb65f9aGwdrmH9ZSlrZrtgd1xB3rYwuhHKtAqSt1ajClN1E/k6RLQx23BkfSW7oOKN",
+	"LyS1H0NB87e0fpaXZOo53BSU2ymtqimIRFOHRTolh7Dc09uFVNo+7NhdpoZS6k1+giWk/f0Wi12pIqBM",
+	"p1Xl62ag8cUhnyIslGnW6DJg1fajH+WPGnd9OsncduvW6gT8Ux1Dr/Ws2RTTYe/gbgAOXmZRGxLrI/Ug",
+	"3rcP3vEGln/ItuWCOMSEQ/ODwjIvrqhAFyPBhq1xffT7+eoGAXId/uDDUQ2QfSTQn9e6gYwMpU/I1692",
+	"s/5m/v31a48vKdbLr6njjrM6r+Xdel8HedWUpeGUd2vAK3IlsXY8ilq6inJQmnonm673DHw9nvz0f/6X",
+	"g/ufDRxOWRIp7guUhITSR0/B1Om+7pH0zP8nQ0lCAKCTbaAkUBsArq51uVgXjaxJKefzbRjgYaCkkccP",
+	"YCGshtdDARH/exSSxJwGTxnxq1hWD3QTKy2rNuwhs1yKwqpGb/z/ae/R7kz/kFfm/063i6x+g8sFQTF3",
+	"I8/dIyN2Jovf+IoYvhT+k9naGIZW94P5+BKAViMtbYIN8HhfKy2eqWw0Q5prVlwkU8fcE9JUAOu+4PmC",
+	"LLhpfY3A166Nkeb4gmp6TRVUQExgSZhHbkbudS8HA8TEyL7SGXFnTV0zoe0qufdGNrui5cjRr2qu2YQu",
+	"GC3MVbvr+FdU5wvWD8lDbUFA++o+eF9+mbIIRcR2bGMJgoHGadiQt8Xtj3o6EPutxpsIYcpb8yt8fUwu",
+	"HJwWVcSVS/SRJQVTZjI2fw1tiyeh3ltwVeEYiW5qRPcy8jKh3WoDrmJByKYeKYSF6LO894MMBfM/xU/6",
+	"b+sze1NjZACOrA0/3b738ZWRxRpdyiU2e/jly/vX8YzYkeXzPM7ZjpavcaCRGuqcyAboA/gNFTkrE0m3",
+	"rshU35hro1YbOiIzLmiJLvqBwQ/WQNstNYBqBzHXrUvdV5C6LX0R6+BTp2QGVAewkNgci1+0JyCVrgyC",
+	"xrjKA1TdMDwrXEM84w0XxcsErKcveTr6jGBN+BFuBchugO0LfQq7EeKmZ8GvcdbxMni3n6sKGi5Ytyxb",
+	"O+pBbnia90TD0s2zStWNigUfhlol8FJEFYtrlJ3+h4tHd4cwuox0ez/5Ks0Z8nlbC/P+VaU/ooEKwkoe",
+	"rrq0m+ietcq6d934OtP2i2ipafU71ZqOnMG+gtNdyshslR4zdKw53TKkE3LZ5DlgsmTkrWXsV4axf24w",
+	"NPbMMnUwVgBbjpcvfu2Z2AGku1vEH9/8QXaA7R9kB66Dg+zANd9zIM5Luo5VlDgF2FuodQAZwBiVRbfO",
+	"3+6q1dZArvvA42J22pSEXcuqYgUkWqcQlRWxb5FrllMHA2CnWhtxVUtJVClX5Xpkt7P+/naYQLKs7JUd",
+	"I1jUsByWK+GN0UIZ4TNCxfr4IWyZGM4c7nsc8QsWLdWiN77zIsjTWSdADtKZ3gutq8msvM0I/rWsnmdk",
+	"USqEJxsAJavZUmp2WhR1ek1RzsXMeXOlt54DhETgOnW71wNCYruCO0qII8w+cRCnYR1+REa729ZsK5g5",
+	"1Nqx1mSb8x4stTvR/mhsHs1w9dIMGTlT/KZuN8+CW2yKBhaTquAF+v08vsbYckW29R0vQMtNI/dfI0D+",
+	"plGQrY9DI3c451mr+iFuT2d8G7EXvXrG9srcl2/sXtwKRxijgOEST90V7aGiWt6tkzr41VbVPbP2NqXF",
+	"KuYIQSbv1pHwlgfB/7//Og+qSZvzPMG7jmsbbOoyscw7j0OZN8ap79bjNG40w9p8rcEZqLjgtTnyR07z",
+	"8RhE9oSsaHvXDnA4O4VtBtddRTemNHHZ8OO4bQc4tRRBoeQHlZpGOj2AoOXKlo3CUZ1YU71DxMShCuk/",
+	"gjKrihy67LOqUYvMHYOjBxEyurEZiTnK2azkgvVdsqAAr8xkPuPLu162UozqAjDIMCRt5x5qPuc9mFF2",
+	"GbCkhSKHVVOWVrzBhZ/xMlF3wt4+kcw1ezOH224FRrhBMOCuDbHzd0giKaC9yGyE90igT8x6yFnXCndC",
+	"qFEz4WhAsAeibBuRyYjMW5F/exlV7OH0RpUxzrSgRjsdOH+6pvlNqhQXNPhIEXwpvdrDs7gyLUQFirSN",
+	"6IOtiilrvSutPogI2ZLINovFDiKypLMvjbEi2a0dbcVxWQ3/y1txwonuQGTuHhtvt7l0eSL/6XabzjGP",
+	"EANwbLAE4/1jKwed+PvC4Xd6Ngm3CV3RdWiLwYYOsgP7WY9JBY9slC5ZCUlxFGoWINfvaJx4aH1Vw2i0",
+	"fSxsHzGr7PORVJSna+9kUHknI4n6W/erYuWhpWHGh4DQcvSA5auiTaaX4SaK84uAOUY8clXF2oSQgkkH",
+	"JhOlAgX4G3HMqEvE5nD4QO9+IYfQ0NjRDhc+2mn6G4cQ1sJRRvTI3ebvGC314jXTlJfRZFWhmFAN5vCj",
+	"m7nAl50MYKTsWFpoAOsQhc3ExG5bPiGeQwuXNiveQ05i/F7M/QDRMV2wO2I/c0E6qGAsqWFsbKTtDgKq",
+	"I+vxXhT8lhdwecLKYUT+eA6N6w1x8TH+bLEFxmlkDojAh0YEuaLRQ11CDdSk46217eU2rgA/6ACYCGl/",
+	"Nbt6I+Qq7ei7N3o8nenERdDSpWoDR4K23PH+4Kq+vgWzPvx5RkXBCxRPLheNLuRKJIrqDsVdeCziRODK",
+	"Plenh6pvaSFcimAXs+4ByToREEjAvafeJRFFbg2kbZ8S1FsooGiZR69ssslsrPzfxBAAb1lNS3/GAk4T",
+	"bi6UdisYQPQCOoOgt5SXGyakTg3j+Ha+4sLc4Q5ue6O7AekYp9C2Hl1y4HJvlpSX+1eHDeBkFBMFoVhg",
+	"UEhznmwoJlvaumwbic9NAtjgEh+07lhANjUKnQsMs5+a0w7ht+nYwGcBJlmgWMlYNFbOK4D7CDBu/TmB",
+	"OQxnsspxKz2URK5sEM4Oq9lXgBSzqiC90e0TF2QZFIsceQPZrYiHYcCjyfvXXg8HmNwWzjiSrSF0P67C",
+	"5cerFkzGVeMOaCJRkxM+iNBV2Jr1xrhk9yFtE3KWbMOdko3hoqT3Po4U/ooqnkOdXbPyZnPptWy0P+g2",
+	"IgSziCOSSB1DDDg7/0LME65ZrpuaQRCJF/qtZNzWN4sb/n7TGz+XyyWPnXsstIuPXW0iamMhsQz+BkL/",
+	"2LKGWsoyX1AuPDuNtr7iWNRzq/WFVDoO3vFOKt3BPQtEut9E/pCxm2mj8Nc+W17Vsmhi3PgcH/Thk5TR",
+	"oo3gmu7WLwSwNl8YayuCdgcLYdo16lNIXZ/23V3NVE0FuOpD2b+Kizza30iWOvL+H+VygA1sm/QnrVtU",
+	"MSrLeQoHCsuQt4TrvLkgbt/TPO9ClixRCKpDDb9DwacogZ6WJeoKXeocrTXZWZhp7lLqqX/RrqhK2HWA",
+	"RU24CCv2gs7qI/X2hYWElgqZQOwpqdJv4k5I+LnFAVEQetlRzLiR1WwAUbL1lDx02SwBomuggwW1xU8b",
+	"QdZMp7tpRIxfXIbVsV0fyCxOiGjKsq+j/SJaUVn6LMoB5DLYGICnhLLN1nzRGhegmUTBmkYIOlhtCzrI",
+	"qSDXUKeELKmAKoPpNgcLFkKTXBH7MhFylZDSmgpKrZ2HNabHDNQWpbboh0ZeWlJAXMIYVZWAc6PqJgVu",
+	"pW7wCgddgvu6aa6g5hju65vvKkjBRmzPuEMI7fKG1No5IOFZ7Ocg6YiWGBdRuwStJBsY5wtomdyoEIz+",
+	"aV40YliX6pQ436h/3ms3iGvB/xyorgDkNFEVy43KBuVOSo31ApQRxTbEqHZaffH1b0QRlCbbVZKphk8Y",
+	"VyAG03BhIkc2LXV1uOgeY/S3RD8fMC3HLpQOX4FbIzLEhazNdeQvFSg2Y6ZdGPlD1rZW/TWDH+Ie2WEu",
+	"shOvqDwrCCWtgBTClWnnlnk6TR+QpD5kH3T0zsC6NKB0mvNfvI7aP1+ZR+hnpyCSLCtWEKqBZ9gHh+8v",
+	"P5PvXjx5mhG8YaeNACEMi/A2wn0G36jfQn/cs0/EyhlcVbuSp+fvPb4Oni87Fr6s0EGn/hP0WLD/IuBm",
+	"sht8vGl33Mp+DOfE7qpYpbuEf+nBNJ5Qz+nuTqD5tPTa1YIiSxE7S2Cve3jobTDrUQcWsAm/TeeUC/OC",
+	"jY1ydaaMtG8Bl/MFLUtmqxpvmIXKuay5XmygN398/W0Kvdl/4U06YevOso0NXL47nTz79kXUln0vmG/s",
+	"uF2ErhHpt4XnXjK9kEV3vV6/uTy7eP/qzdaiwZbgF+3pgA3qFkdwDWTk8s3Vl3NzwZx/OP2/N2fzojOZ",
+	"b7Ym89M/v8mevoiPW8hoFbRTt6TwHJIqgJ13xwflHcAoDBXkKYB4t1t/QiiZ1UwtSE1FIZe2sWGT+5hU",
+	"8J9l1V1t2kCRs+48/ntDS45VZKtaaltVf5NGT8zImGXehJIFegKdcvCzrDKS4+ABpiMH89jF2zPy7MXT",
+	"PyO8FSKUIxgqgn53Ck0KLAQBg4xDifC4tNw5vl8u3mcuGMMii1eNtvmyIR0hBjoVXhmZNjWfYg0IN/2F",
+	"V/62SqYMrP0YBHS3xv44/icBmpuFjbLlBa+Lc1rr9Rmt6DUvedTk0do4XDVKcy9D2S7QJgsZCYGhmhl2",
+	"GGvOd7Ym7WtblS/b9m3yz/h6l20HZ9h+tN7lPYURX5JwQBbpAbAFI6uRngGzIFxgnLz9NGpGKSRDOwq+",
+	"tL8ZZY9iId1Rblf2GDQ8w4cj/SJhXyO0AttyTJoJZxruSxZSa/85+cBv2bnN74oaGGHZyZeLD8rGbENN",
+	"VAsRsBf+Thvvdo/o8r2hlWEmgHpwzcCX6vyHO2qmu1amg36B5AhN5HWBnpKoMai4mJdsYjjHl4sPGLZp",
+	"A63HW6btPqNCFPefPGigMjY3lNcaxj92dgmAwBGZPBIP+dN+McSDFNiDe7tDRHE78e7BdJs8/lTeT6kA",
+	"+cWdYji6PpvTrPH2CS4tanTHw2XFMSgaGfd3QSy9oUylITVUGRbdYk2bL83FUDKqNPkG/7GUSjvb9YzP",
+	"MUQTcMkPW4zqJ0e7YSV+EwVLdGelP19BIrV5bncCaP1IMMsO7BAWpi0spqt6RCLJohg5WCpb0lw2iB13",
+	"dAJ/Yu4oOfzh3ZvzoyAUEcCzdj7SbhLdEmffRmypPVQHPOsDFzdR1aFlQCUXgK5nKCmEu7dlmwGZpGZI",
+	"6eOx071MBs07v5M79KavITD0MewfGre5dYXZSygIjYdF7XoHuEmm7ir3HHORD22cOvPYaR4BbpLOs3Ft",
+	"/DUaLNxdNMyyCXaks4Td3qDEvZ4sWT1nEwklM+MhxdY7cUHFfMBtZI7/QgrZ1Iq8u7o6J/BNsLqKsRtA",
+	"9oPa01zMj+K22igEI0JFCF3LsmQFdgD1BnBj5Qr8Sh3TwSFiL1Jc9YrqxRHUxnBALbtUI+jsQ2frewoU",
+	"bC7fT+PO3/1ZPg3Pq+f44Vk1BPNg3D84WQ/N/TMLoHnN1tJmW3tl7ZFCZWF9/yuinzM6NvuBUcUeYndq",
+	"JtgKqud0wRUi7PJaybLR7EPPzjz/BuIZN86L1LQkbkMDPOMT0LLUQtYYnkUF9m1bbjcHmw1ATHv3wNZq",
+	"7/624kJ5DQ9T7ADd5egEW9+4VM3FmC8kz1lGOhesNT+YWxJM24ZOjobLS4e7/uJJEvhiLLWXHMIvEQaj",
+	"YjWXRWddA3rfpbTGi3uILObgwXByectq9b+ZxNJCH/wupxNv7UABbqFOuVaklDnVsv6f+AzHTuVDnLLd",
+	"zAJde/TUrPd0D2PyH/do3zdj/cTtTeaLsHbexxoECKbTpv4Ogrv+i+M8hBXk4dFvNzPYQyzcPVB8ewBx",
+	"E8HqVzUVKpcFq69sjfuYhqj9W8SVwo+wwqbg8hXXNdXsr9exxM0rWs+ZxuxHcs21z1i8ueb6MdTxL5l2",
+	"uavYX76QUrH+g+mdID01FYIy/dtWONCR7LggT/GE5LJakxvGKlvvS1RNp4SXeW70A5ofZAeygtybKl9+",
+	"pSVd2T+XDf4NvqSf9scEta+NV15HBoHanYzX4o8XA2d3uqandazK19umBnXRbZyEB4B+hX8+hpAovJZU",
+	"Rkq+5BYAbgJpmzojE90Ilpl/S6PXvbzNyKRkt6zMyGSekckNW3Ohvy65yMjkepaRSV6b/y7pnSEl82Mz",
+	"U/wXaIPffZ0tTaO0Nv/JgSFNVP5VL2qmFrLs8pltwywOG8qitiMfU+y+ZUHfPNvmQYBfFU/ktYQ48wnO",
+	"5khEiLDnKDwbrC6SSne2ndt8Zy5Ixe9YqXYegpEbhsawq4l9g1bD8rNY/nITC2fwRnQtfhosb2/vAwi6",
+	"ziXWKx0ZfvDim0RJ6kEo1r3quvmGB2Bnw9Bn7CKO/MYLNoqhY177gzJ0839DRATd9rN0HNluLH3xDBI3",
+	"Fs9efNvHvBNJ87ZjzJrf/xD9+cV3A/PfdCaG9Lztz+iGKAcr17kZ3aw8kwi5VYQgsu1LP7wjUki+IZ2O",
+	"E0oS4c3bYsn4yGb3QRiiO0rojIhMe0c2f4F1OK34lblb7h1khoeZUNEqgF6hwGASBWRoqJDbay0WTgbl",
+	"397HTvwntnKRLC6hssbqjVyQs/evL4z2assQ16wqae5gXFwyvxTMaBbCsvCSQzgaRORQsQ5Tcf1uDBXK",
+	"8NdtcBv767bHdWAmo7fiGjrxDONZbzzAxnQRxtfEZIgxuoSQ+hWbyZr1zAKCujbnwZXZZr7DHdIbZGE6",
+	"qzYDLfq3GvyHkNNyzQgNvw6wObYDM4Y2nQu76U8jdRabupIqsVb2Yd+OxITfX5PH1xYY+L6WTbXfEX6L",
+	"RxNsUHPTTHuY9zi/veL/25oZcepORwPJRlL1a67AQ+j45k7EPLiQ919Dj1N4j1UEngT52qeNXny+ZfV5",
+	"Sbm40KqKlRnU2+GtFkOSEsz69uGLRJqnlWmNTG35sekxuWpqgYDfRLqqxGEBMlozFz4sGEPXzBJz7iF8",
+	"2HDgKbquvtTllBw+f/KETLmA4//1WhbrKZFGRVtxxRLuuZQ1L7bTI0oY0UZLLDUSRV+QNUaVgvWyrzKv",
+	"aedvAJEUQanSclI1ZRn/ctxZwFgKyP2StRp3Mgp2y3NHsjEl5vOnv71/S6wqa7TI7189++7pd09bQEyb",
+	"vjqoq2BX6T7wOfie217sj6M7SVZVfs0VJm87KDCSUyEksPMg83l77YGT/ZVFdJG/MgjxNULAHVfgqIeX",
+	"nV6n6Y314bq1gpolM1DC4M0xaviCKsAw63dtK5tDYh3HHpprez4Lqs71L/2t5XTJagqJoxUVE81LPflF",
+	"diAMworT6nJBa0dEAy3bleCKKPMRGipJU7U4nNpc8IlsyJ007qDupJXSnBbnegnUuEHK+g3uECMQISz2",
+	"q5rRmxiFsQom4Uu0eo3X4vKXjN6mUkdD5Pje4F3ck9D8bPj5VVjtcsT3F51vfLzgl1ishJFgLMl+ufhw",
+	"TMCj4EvILMnh9E9/+tP/Nc3I1Czsf/3Tn/40PQpUT3uBBPdKRq4bD5jmC6abAbIMbdRUFARgP5Wm6KRV",
+	"dMleEuqCNKiQWF3f5iC426lzfbUXFdRghgj+yBV1dExOoV0XzR+2UbOlvEXOsIyW2dy1qt1+19pIPNM9",
+	"ChaiHPRFsfrBdEHSKFbvI0Xi+fzUr9aohVwJl7SQS6FkyQLtDudK8pLRenQJ6VqW7H2RUD7MQ8J96PWA",
+	"7kHdMtTsVro7xSwIFHC2aKMUizo9mPaRghODowvPnO6BW7PrIH3NWyhWd5CZrcK7+6dxRKZiWEmfhd9A",
+	"Oy6urWMZMRKNdl5RpVZGbCuoppFMirRDw4O0mLZDt8aukXn9dJmmySVdG4kF6DKJGPFBzrkYHj7cI1jt",
+	"1/SzlfPgX8T182/eI/PBLvwZWoT7YXDcJplV7tTykjUBT0s0S8O8jeN1ryPSDezTZj3HnQafPNBtCoU/",
+	"EogQ4xdwj4SN1PFrq1RuH0G4/mzxR/MLyLgWy7P/yBkOXDKdKIfUY+jfPhD7l13DDKpxSSrmzeODnbLE",
+	"4FR0zFjm3Yw06CWhSynmECuAS8dFXjYQc2GXBpjxcBymnUMnHSw87VmLcugoKm1hDk9z7Pj8lGCMw/Df",
+	"MMk/IOi38F09LPw3bqpD7nJNjjKVw00zHv+7XSzsE3AJAAs8BALP0H5i6M0M5vcCBv+BXS+kvHnNSn7L",
+	"6vVwSbfCvkkOfSbeaUZ+xFcwhxDiKkC2Uz8eHCWqtGEz+I8zuayQ22QHP1CuoWC6BnwIX6qtpz4bQCXm",
+	"Tc31GhLhLcADozWrT5uYO6vNnrQnH5SMqbrNv1ZUfz0+PkZIhetGccEU1udnolBGjHfiBM0BbAvbOYSP",
+	"lf34yKzBLSsVsmB7aVuph+RS3nB2YnUHRSjBsTrbNoRB1WyG+clGHX7+5CmZ0op/hTe+uj2HIDNUaoym",
+	"B420VLLQukLdLX+FjxKBWwxObWVOb84rKrQdSDi0Vl/J2gw0a+z+4d37c9j4H969OW/BhhRR0hcJEgWt",
+	"C3zT5iWTlaxvxk4AHEkx/T41dvAamMH9Q/IAAOmEXHNRKIhCqqVcwrDNP9CulJFaahqADdYMU8c7CEoc",
+	"iq058GO8XA7+fXJ5m08urs4mONaWPVT8rywsB3IG2x+HXTZ01SUTYgQbO5oSbiw/FnI4/fr1nVR6ArSH",
+	"n01R8gGltUCe8u7q6vzy6ATB1SZwFXeSSLrw4RAbSmipJKi8mLeNsztT9QynN3XZ6VBzFDTnCdZuIdNL",
+	"lk/eMp0vJpdcs6kRz6af4dkUdGS9YGsw+26Q+Ddkmqt69rVm/4BScFO/1rgS7VoH091eZ8MOeBSm1FA7",
+	"ashm+ufO5nPJajQ0GnIHZ/BE+bfM/GpGSxBRJrlcLhvhYkCXVNA55B23BqS2cC+cngBuxMGLmhbxS+Vt",
+	"jxma2Cce7qBgKvOxvFmbdwNvIs0b8lWuoBuvITtIcKUdocO95oIZzeS4VqRqrkueYy6K498YbIsXj14o",
+	"uzUlBbHRwrwDCREosu4cpFiI2JFmwapSrll9TN7A7fBvl58/Eaj55RwGjbIS8BSQv16B5V4taMXI9J+5",
+	"LFjm0HAzqAXD3hdm4rpeG5H0v2UOGv+//TrFEWOIjG09zJCZ/vvkyjQweV9MjWZQSaGYh1Mww7ahT+zn",
+	"hpaKTG1308xzLGorkoEjzwG2LbGsaFtXzm5XKefqmJxTI+CC4zdgga7ilvuEiVtWSpgzSk3uss4I3NUZ",
+	"iDl//8lMMjBcLUEOFZXvw0v6FhRsKYumNPumm1rAZiJVMKFhXbB22dQ0Pj0mb2ge8DSQgZE+3M0S+jPN",
+	"mb4zLGbS/jj1iI224/Yl/GHa1hq0q8TETNY5U9HGtIeMAJ/v9RqKrqH1gysCO+1o2e4Sa6EAXE/2Rq4b",
+	"o2xZc35R85km1NwQaFYMZjb905QsGTU3VQOCpX+UEXZnLjkoStbuJtKGYY2G3tZ+KnCqXhKjKOK+5Qt7",
+	"SxIqpFgvZaOsTzgowhiOxPDgqTmlC1YCD7bU3WHN2MIx+dyOaEnrG1a4gbS39EtCKz7RyKvtUEAW8aKP",
+	"srzN8GCwgqC1M0Cu8aKHedGc0KgMchIuUHo4Vmqa+GsqHFTevfo6QwsG7C+KdkDtGn4tmODm1giXB097",
+	"SMyKTHG7pkMbiWyxdxeTMy9lTsuJmZtvLJyulYBs1VND5tLFBJZSVpDAYYT8ekYt2svWPrm1GEkNtc4d",
+	"NWh6YzOTaFr4y5zQatnmdEO+mZJDWWdDEiDAxEyNDC5r/gv89pKgMEp+bJ48+Sbf6hh+bk9RXHRUTBRH",
+	"mHWB1hW5dOM1d9hJJ1YoMwIKs8eaCi+3Qx4l1K1ps2bsjxrzEWJSeK1zewKsgX96nFpv7GiCbU5hc5SX",
+	"Sd0E0SnoE8W6g7MBmteyWLuLFWD0lJo1pa93apNXMW9GtWzxFCU+RQ5/PLCfhS+TRpQW51mz4seDoxOb",
+	"nFE6GnMfWdtSN8ENa4NA/lEok7qVe/rkabs/iNc9wU9+YNeXEqbXVFBe4ph89ml0yuaCdPuCIAFeMqFf",
+	"4hhbkpezVsh5ZQuMe28OXAXk8JVbCCHtzGw2Ap5isxZmqDZLxBoGj066E8PqkGhRM0cZxTu8tA5tgQN2",
+	"C/cTRUcjlIA0/zq/+g+ylLfM/B0W6Dxy8IQwBFts0GI5eiULy/msjCRmZ8fNFQhGTEqe3d05OsCbzH2X",
+	"QcJV7jTrrro+Z4LVtMTleXqUeTVIY/eG6Kbmf2w2EmrDvmY7nYPmujl2vVkh9nD6qa0SemoH5o+2E9mm",
+	"9vWrdcWmR0GxUujFgRU7LEkrcIqTftXTrsmzJ0/bsV2+PvfRK7Dtz0G8rXl+Y0S992dvjNCA5WuUB9f6",
+	"y5+ffevkIiA30+cGbUAXQuoFpmTNwFVlZbFDigZDZD+tGRtNouanUs5loyPEQAWZnkKqNsLATo/JKfm5",
+	"MWygojVdMleNrR2JByUqWF7SKBN7ElyfzkkJjU6NIIixOiBjUWJuzYqV2hqprCHdjZMqwmeWVwL0CXo/",
+	"25zYk1hO7GafYGehBYYPHx2TC0YLPPHYDytaZb6D3mh4iZOWuqCfNcsZtx5Vd0ZR+HMHtnurGc2bK81E",
+	"vp6Sw3Zpp5e3efjsyMYHKDiQaBmgWB7YRgK+JFO4+qdZmPSUtUuG/q4TMi25YNRcitclm2KOMSaW10vV",
+	"KUdRtoo2HkzDTMt2xuaAuKJcIDQiFSJwJCj0EGHZwWWzhf3w3M+g4BgQx7dPvtksROVQtRk1uo8hwHad",
+	"TdelxIFrw1r8UdsYPHrqcRHQ9GD2GLbVzEiuBO5n5t4EXuGdn4GvHODLjbZqmlhjgbDuHEuprHSGF25H",
+	"TQxKgnfVQksJl5qWzIlsh+7Z5W0OD6ZHL8Myyku6JqWRGixgN1lSWJlaNvOFvWhAlUdufUx+qDncQs6s",
+	"4iqAuaAA5MBsDVvS7kh7XIMiTJ6NwgG3WrLfHpR7C6opKXjNci3r9SMFsBJWYeQKkClXsAGzmrGJqoyw",
+	"WTPQ1yzTUGSFY7aD+XMwGKVlTefs66wpyyk59Cs6fS9UM5vx3Mhql/jS9CjQ5bHEJHbHsfMCDUO4ci7w",
+	"AovfObZqLkUzGA0SndU+gZAyMn2Mxaymzl5ToNkW4gFassOHEPRh9UcMQQAnDtcl8yEUUQPR6fn7oCrF",
+	"y4Onx0+Onxw/ffEXqGdSMUErfvDy4BvzI2bTLMAS7SqGG2Xu8bWUWumaQkRiFY24OAPnj7LeAcMYUD0N",
+	"LDxYrsABW3KhNC3L9i7aiDA5Jp9DtcMK7RAFw7Vi5QzZrZccqNckrtdJjealW0Nh8SyBBebShWzTVpVx",
+	"JiNgGhzvJ2paURqQd8ySuhroh9PJxD6ZmF84U4Z43KyMAjST9YqCOcyd3sPpW/wNxIvpv0/8Pyd/wh8u",
+	"GC0n78/NP/7G6dTr4CW/YSDpef0X0wC2r81v7J3YKdUOQiYspDU3LAJbhGxAqYErYim1A8s8Jm9lDR+p",
+	"dlqQi18StWBlmWFwucWOwQNd1YD9R1tsLE9IeBytqlDKubUbCblBMBCUqKzbgQvH8l65diZnsjBshVuD",
+	"PSQ/OBHe72Ww4YeUrGoJd03B/BUHK1WzCsMgpGCKPH/2lyNDg6DLRkfVuZ221/4vJ2DuWklSY0yMt12z",
+	"O5pro7AIBtgdx5C3aqWh98XBywM/v1PTL5xLe7+rg5d/j5YG6K6slz7CDXkES51Z/AVLNCF9bx+yAddB",
+	"dx+cX4RC2M5AyNVP6AZkSr+SBQSmmqHaqmRBtvfjfygMGG6b7vNzdlfOhW6BgT3uTzXzyVoJ1xyFIoiH",
+	"9M62FE87Pgj9mYbLIJ4U3CvASp89efJg00M3bnw2MYbbSVr+NTt4jmOJdeHH/PgVLfzCmU++Gf7krayv",
+	"eVEwgV/8ZfiLMylmJUeH7vOnI7o4p+tS0uJKyg+0njP87tvh774ICw/FCgitNSobfPxsxCivpPxIxdou",
+	"B5So/HbMEr4X2pBWiQVDQm+vOb+G+H2pBHt19lOZuezpXEHgiwVC3rziXMxPaNE+eHnwl78cuN9ak+LB",
+	"ywM0G7bP8J9IwL9mift/0kb0zFm08gfgcHlE3gQ/J2umW79FEBsGkrtaWGtIy9NApDESg1FbXM4sOBbh",
+	"iRRRseKYvNet4WPTGkquWU4bZS6da2nEch9m5CRz3/82g/6eac9pLn0ozG916je7SjCAdr1wm47/UGR+",
+	"xTDCzYfRI7F36UNpXpago2lpVDjLu5Lk/6BkntNK5wv6+J+8+LWHxEWBETGslWvsl0FikccsgizjAj2r",
+	"55++J3xJ50bngar0M37LnNcO6Nnh/zYtGnhwVzuZ1ObBz/hMMybIkosGrT/2UKBUC04C172T8FALbCGW",
+	"AiR32JNgLO5l9LR1YN9BFLO+zWM7+fcFmHrad0owZ8AU/Qg5mHpVEywOkgH2iPwALGzc+Xi9iPYcdTBM",
+	"By0yhMKHOMqqpDmmvmyd0jMc3JAIFUGQDsswgAhkdKNWAOLF1sUfij8+DKpp4M2o+NPLLoBQHldY8yvS",
+	"MNb/iDQd5Q3B1i2hoC9G7NgoU7ST7C0gPB/+5JPUb2Ujij8US8Kz7I9N7mnld2Y2j23ITlq9fo/2R69i",
+	"I3vxm5r50GG8YK2xQamGGb4j2MrwqixkLquFdPofGAPDiH3LowzdyLIw/MNcjkKSUoo5wJt5O+cxORXE",
+	"lvQxLyIDX2NqA/YcjBKU0fCup+rGoSeH9rCAJ2yf6gtcrPufbDR4A/PY75D3p72NOOP7iwR29mduLqlz",
+	"39mA4z3l+T/OeYXN2jyw1vHQnevvdIrBijpx6mOPfcyaWztZAa0kO2fFxEwoyPogFEQEsBZzMSdTezrP",
+	"7dddY6oNgQG/hrdxSNExcbRujMDONj0CMRnRfLaCGuJ2tb4YiZcdP3bMJhULgLCsoWT0BoCoXBEPwTha",
+	"uDAtxxreIR/Hr6KQNdF1mxGjvFGWayOR4FpsLR8BW5cRNFe0LsJMHycsdaWuR8pKRxNLfOZz8I8Aq4V0",
+	"VXBaTh0BH7sRfcXhTzMiGw3WxqlpqqnZ9OgEpRowoYPDIlBuPDxW5s31ViZ7/uwvZFpTzb5a8K5p4GJZ",
+	"cVHIlc18VcowaccK/KKBiLhkNlne/1zJkufraMK6omuj2K2PjslpWbZhL0Eegg3Du5U3Rj5rkw/Cihxw",
+	"D6GpH0Mk0W8GeWkxGQ4PzueVcBt38NsYjrAf18mA4chdlI5SwqX9fQ1Coas1NdpOFpLLammjEV3sbriR",
+	"KyhiDhu5v1j4dIxxhtpAG1b8y9j0cFdoa1xCxhmeQMvloPh2e6bil2XL6SGkucPqD0bfqNDm1t0JPK7v",
+	"xmT5jQrkRTtu0IohETq02coKogMdMSPHs8xSQcr8SpJ3WlefRbnOyCVdskuu2X+91DXPtWNFLyM5D0Ho",
+	"7ELWemLU2iKaSGFvQAgYj0e5m5aml+Z6YNM2aMRNkKtICLznMS6s344K+7Q/+j6x7Un3UYDvOA13wFz9",
+	"n+wFa7MnqgrTg21xS4jhurJ/deKVzy4v3tqPQGm3rCQarb8drB9ZZbiQFAvqrqXi94/JD+jBCRFZ7LX4",
+	"5GlcyPFOK0XXFofA26GA4aHetGWXaWqmvD+pY5TZFhASZpngPsd0fOrk1o5jniscvX3WxqqSQ7O17mcX",
+	"wGelQyfpYSNHlsK2LTP/P3tv39y2re0LfxWM55mJfYd+SZv27Npz5o6bpG3OTRtf292995y9TwSRkIRt",
+	"CuAlQCtqpt/9Gay1AIISKcmJJdsJ/9i7js0XAAR+6/23fJZMi/2jYEnfovcJBDi3IuyZog4v+mm6DVkv",
+	"xb5TRfC1UP90CCuI5AFpqY05NNLWcbL9hVKL0+iiATq7nBUoxyoUYBy0K5ELdReUaugVLBkC774cwGtl",
+	"qKi5L7KsbMAqbEnBgGdvEJBiGJFqqGVcZWTi+22REKSjAYSff7eaB5X+XJEw6ApK0SmfAfmsUKR5SMgk",
+	"RvUP0rAMtgfBEw5jvRL2sKvs6HoZP7pg0uE+PfXgqBGhXPKbPW4956uOkb0rnHRaNE93Y+NjqmO3onIZ",
+	"cUV4HSvo1CoqJwEj1+18Uh4oRx62K1ULQM+8mS5v0FQisdrIqojcZLXoMJjDqzJP8DHU1p8BLABFcr8l",
+	"Sdww1jFvNQzeaiYUntexU6FenPzABimp0oNW9HQL9cDWTow4ZMK0Q04wOR+zsfJQdsNr7wOhDX1vJ6/d",
+	"FkCug46Am61KFRFRDMVELo4uqvR1v7+RtG8lOdm4bVzj9oIYjQTSTCyxaNbCxFNgzOskMVSIayd2jhme",
+	"qI+R30azTKQSchplOsHiePdbM9EzvB9mIg11cQYVMyoaokzVW8iIgkvB69Ue4UJfBGSGbFPcR6/p8oos",
+	"fY1w8JDqYocH7aHOzStYlaHo2J6NBbnvQ7Q2ioRp6stakmdugrBr7E1vSCcYO9jS+Mc2M9mnYcTmsRM/",
+	"zQc5AWfA73nKoOGAsuQa9MUcJmRL++J2rBTxfRh0IX0qOHg8J3ERuoyAH3PX2T7WQeEoQjWgsyjAUlFO",
+	"0IksPGGfeIJ0ZZPaoRkiz1RXAgeT/GkHkaP9ORvQg97TLYMj9lbeiCDO3YIdNmUx1gb4Aos4tbAmcaOn",
+	"PjP3VtzeGV27Cjj/iAwI+n5dAj1OBLiDIdGyl2PN7FMNiS8S57pDc3BMG9hSgwY2fEXUiJFh6/q75yro",
+	"VC7eQjpaTWmg8ww6lMnSWEzgpjNLxUSeqXoiy+yw4CXRpkM5ak7lhkgbXedUW3mLWe5wxM88eY7TKIZS",
+	"EXCe//bqiF0FNkmD+gZkLyOn5ClDOkmf54wlhx2sxNCJTNf+A4klJVTe1RZmcQvx0q/WUki9bZ/Ulxxf",
+	"cLA1N7oOSH42uJYG87/EHBzUm98RUYBuesuvDUbWze/7TWfiTje88vTBd72lJjfe/M6/Azfm5tefF8Ud",
+	"rsaakzvfcKcZvCYi5DvMIdBT3+0eosa+y6ePSW83v+8Xz4R8p1su7J93uOFNk8v4LnvNOG0FCbXusICp",
+	"rXh+17uuArPu5vf8TDzWPwGE3m2IhMIwTH//VjN08M3AYtei28Q8dl7+PPZQ60MZVW4NfQOhWkZ51SH8",
+	"all9OPmuXX0IC34rxQw4/VYWtdVtDOKMVG8qQeF56gF6cMRexrWfzU4AIKOLXFqmR6OECZWWc6iYX6pC",
+	"vRHzqKFoENxsAJTHg+MBL4rB8QBZnwahq0elIEziKVfpYfvousMxvsd73gdP3gHl7XpSc8++iVQLA948",
+	"O8D4MiBWvMEZslO4G9x0GvT0FBYKLQMGSLdoAht4sM44/sX33/S1+GDIYa/7g5bMEPg6HuW2lBUSv2NN",
+	"8IbSz9yVzwwxgyehpSjsCIvf1MykTSfIl7jDgI2XB50ZwvjR7qNkqE/9eASpH1hXxJvIeU/AiWxwe23G",
+	"1jE3RthDYNQcifJYfPAE/K0m2OsPWDNEvhHahbURFaAXqO6wkFkQYedIlDWTyj6mxgMl5lEYaHMwg8Q/",
+	"gj0/aBpcDpqJvh9eu2BZKW0ZzkRkZ6ysFFZ+oNsmMFggheYyVuEkvTLihrTVgiF60TXN+hUtUdfRX1rL",
+	"r8JVi98Ed5qJt9r9KhcbnBA59SekXQ/5A+RoUQr3xAGUslPfZ+TqOAiEA3XaQyO5hHI3uWUzXeVZVFmV",
+	"MKJqTpi5kUXhS2owrQI9rLPJ/IgtjAF6HjSoUkBzIE4PnueHujwMo1Lo23Xz5SlSPfL6RuKNmTNKbmGS",
+	"yB4WK6rZAFeqTvsIn22MB9C97ohBQwCiKw5tbVCTgCaDQdfJqCX2cM5ArTrmRXHsO0BXyudKAsMy6m64",
+	"RhDJJeYTSKuZQYOf5jh81gl0gpdTccR+qzUEw3Je5zoVqE0dRs6iQut8tQoGNo1oceG+mbaDzXaSZp3W",
+	"Cy9cox4tA3bEEoXfldpS7Fwl8uNfmUSbc8X2af8fuENS017hru+1paesLV3gl2VYBOEOtrNsCJm3rzOh",
+	"FNrMT+1FllRgJTr7qGYJkmXU1axS1qz09f6Mr31EDl/v4kGv7w4cNPDCTbw0uOq9j2aFj6a5QXfso6G+",
+	"ddIaOBYLHpGmCwSujT0gq70LsEd24WJodC7tkEQw9mcwyaTOho+uexAZiku0asi9Z+GL8yw0zvvOpOTx",
+	"R9/P8i/Eg1y0NQB5Bb83dSNfT/+najfyWd2HlbUAhNL2PbSpGsQuUt8ui5R3clXYmlxrqkG/pdKKHOK1",
+	"UdomDpjthwbRCvkMQatEZkNkXzol7+9Q28kyQuH8FhDqbnJ8QeZuV95ukrxZAwU1LHr0QHFX7oMnkwGK",
+	"26tuILjNs57sFdWKomkeZJ6vvomu26ihYvPkLDcLv6eTc//aQXdf844TRIsQ2k4+PmWAHE6+e/AXdr6/",
+	"KkUAd+cDKALLDrMNU7yAj1iqMVKh1O62fbT00f2ZSZPqW1GK7KCZEtZuS1Ms9KtNn1rMyngkWRW0R/rs",
+	"ik0s9xVe6K1HQ0KnqEMjeJkCNxIfyhwSTTtO9RVGNLCKNzyAGTHlysqU4ZM8Ezh49MZV6QtafSt76qTY",
+	"JA28jJ4GDyF2VLpKZBF9YVyDNdFKGJvP2SAQXp9inGTQXrjhswrodVfwtpf13Ld/jLrf3Vni4a/4KkKE",
+	"vuu/3zC0IXRBDRtKwUQmLbTc3fYp+RhSjDa0eo3VEM+Lc5dGpaCuWYvxrtjA9ZzAl5VSUo0TdkVtUhP2",
+	"TuVSgQoO1d4Uc1wO1Hk7usRHDM6wtFF6QcreWON7rADtJuTFNNJ/DHa5LwXPgIHdl+FD/fYac/hT9fk3",
+	"2cPbwHEiTm8FPxIreKtJNMnqyketRDOlzp3fDHN1qeGXrXju21HwyupDJxKpiUQGZQR6NEKKTxNyXtzJ",
+	"xYyXVfLpsR6lzdLZvriT81AH4VLwbEvHIAR4qjXEeWN5KxR5ONa7fdgVGQDuVsrsinNxobgGe7fAucDS",
+	"mSjvK2EcjklLdwrojkDdeuqGvHA4m1dRWaW77Ij9EZpj+uNcVspgOXJBdlcSMkcXJTS8ZkA5tgNP3knM",
+	"ePutUvfgdEHsrnaFffZR37L/6ym4vtZ5vb5UXOojZhs5ynadixtZDcdk14vuRMNraOxYu/OgwdNolXMA",
+	"8v/vmPffZmr4cm+qPVhpUyht39NwWixrKvURT1t98d+qB4wHNwH8hmJ80aW44/Nb8MqsOLwXHJqfuWM3",
+	"5VamzNsAp0xp7GQGVEHpRLiRZXFTPvHBUgkOZP/acn4ErVhB7/BnlGx/VJlIxTiL0CJ2rUPfTfdUfO9Q",
+	"pHoqDIMxtpgb8PsvwuCgbOaGDVbQrPsT/EC5ndDnpfFNdn107Z/dB/dXZ0kk7E+tp4ZBExRdeDqxqSh5",
+	"RFzvnndGpKFYI+csCDrJ3uEHxw9Szo2T4Efs8vrqoo6ABa7MH9igsH+COA3q0uCMvfvt729+AmPj5x+/",
+	"+dvzvz3vvjXu7VjDiSxZBlXr0A98TF1eaz97K80zUpz5IJT98xHaIvXgqD3wGnvk4vo//Wd6EFOkHqjv",
+	"Y9yJXbSZ4ibOPVx9VRbKFVD9xXv28yASEcAcEXfhRhBZB/6kMBsRwsFwo5sovw7AB7umiiwEDrwm/RTw",
+	"sPa/ulMcL8vj1o4WR7sKGqPrerB5UL/u4ufYZTBz6eCv57E7NzeNk+4NjiU04GMu1ZM4776p0Rd85mv2",
+	"tv70P57Tj1xt9wsAnyT7jbBWqvFmch/f8GzhyM8D69qUq4rn5Jgkvo2nJ/ev/JI8+vMfRrpC3vsP3J/2",
+	"B5f1pt5YWw/gXglb6+qNA4ltDZzw9geMgAM9jplm2J0QSsMvrv8TaVEbDWOfGV+ti4erbiiMnpMJN9AF",
+	"7Amc/Eak8z4P/zYdIX6QG3hC6m/e+GQP5RnpEat3hazumbUFoNzUXQxBkxWtsbDHAyZDWn1YVHnuk7zY",
+	"PvVw5taKaUFk9lEoxsqpOEhYKUw1pXDRIWuki1G0Ns5TUXrmCb7bmNqO2OVitNbBug+X7YfQLf3mfR1F",
+	"HmCHq0wajCHX1/pfDQ6iFP5lu8mW86cROIIk2s1SPz29Na518CH3etMDAYI7b9gRjQ4ZEoS746T0bPfg",
+	"UJXq0J17PE0rQsKVbcsEh8w3qagxVhf5UNRNxu1Fmjqw+WPsN+aM3CQDHNrRUp6Hh4bl61sgovXYV6Xy",
+	"NGeaKrCeduQ4AZSl6feH/eGMJLe1orSG5jG5z5KojU881kkc5nqFeyTaSc+oGzHI+lwqcRoqoPB8E1NZ",
+	"ElVAJp0Z5dHVXZnlyVLpRlTOIW7d6idMiVkopAzMZkBehHxmWGg5wP44uR4zPWLcV0DUJTiWz00oCllJ",
+	"bnSJy/ZWf54RlTxkAWc9h/8lVXZn3uu3evxTqad3u+Na3+36d+4b7gRB69XYpAA0OjZMKFt+iZ7mBy0a",
+	"5RHgRLVcO40eGcULM9F2M79xxM9M9wUTLwnlpKh5I22zz3pD31POrYMwOeVj8cwAvCLSyT8FcmUSQSDa",
+	"NHqmnEWM/LLYhIyXDjmplTDDXsJWpjfCsv3vT4gu0hywofvCKHqkadKPpwjX0DB/WOoZdCHiCpqLwShh",
+	"eKFqgTr81WUJq5zOV2E1lwCzuahv4GEjWfdECXmqyZ6EFi3cTvaSPcWnov6qb7Ild0/cSWfKP7wVamwn",
+	"e6fPv/lbsjeVKvw7WeqzswubLaxHV3siv42cTHRf/qiHi1Vt0XjLEfxM7woeVXNU5Hx+B7w4xk5EK9Ly",
+	"KBmejmf3iSQFcYDMuLpkA3/yB+G0IrHtyP3R2vwKj/mA7T8/Ofz+5CTxTL7s+5ODuq3Z75dv/emKkaeG",
+	"EgnFvOhDr8EA/gz0d0pbNtE5Pm0BBUDNorlh93St8nljds8MvtBQhVM+p1wabmlia3jz/PE5x6V+Kphy",
+	"/x7z5kKs8Zbj0sKa53IkgDt4p17yhc/WReiLe8f7qn6/fNuT+Txlt/fPJVeWNBNUTEKvtscE23GeQGvA",
+	"8Rq0vUKUUmcyrYfLtHLg7N13huKSsoQgXXnLc4Djb78/qfWwlprNZ53KITZgHJd8iDXbN2I+cnDH7KTU",
+	"1Rj7u0zdt6aG0EgayG09ADewuiSVQP8/Ll7/vAy0V/x2EWa7Q4ZfHdBuGJj0xTAbkcjtHoDXBSkNd8fU",
+	"T6KH36edgG1bYTZ83h07HWvE/Whybf/ayL52UOUxxd3F9gcIYgPEyKk2lpUihX4RTrU8OGJvLNUcmBY1",
+	"lekygawJwaGVt9N2QdlG7WOATsKwViSxxiDKUFet1dlTxr2SHnQXbOVVW82SAJ3HSry/2kCzK2t5OoEu",
+	"KVEda2Rt44Pm0eNfnLzYxOh+CrCdLPUmARJbmPMZ8x/bicbFz62V6Bin2ygrhyhUNXXbHp/uNv3aYZ0v",
+	"7Qlv6owae8JtLgYkDX5Nl50lMOT/V2HVGI0Zn7a3aiHXjxFziRa3FdsPzeCaYzkLxugz440E7DNvahrj",
+	"g64R++3cGDOZnXunwFMWxjzUOhdcbeRjgU9//K9CjJvyDbsxuYdJxbHgbrFPcptIAwSBZ/a+2vtS7Lsk",
+	"CyzzTrV4y1f1OTonMUBJJqchJIVxqEBH1oxDYSYL9Srq6CTo2wi6w0bB4lAWFGvk7mCNEdphLFw5YFD5",
+	"/JQ4YpqKP5tNhKIH8LKUt8IcsUtRCA6F0NKyGZkP3MZdDSs1kkpSJ/NaBAF5eEip8eNspMfUiYjQ8Lwr",
+	"6N4SREf6mKXkmhbDwi1gn1LTR9m3qu3CZwiNQB+IUcFYXXTD0VVdh+0VyCYgXWFeTdJa7s/2jQbBHjL0",
+	"onQZpXHyDgDGXKqDJCCXhwl3iVMiM2kKbp0NwFIHR3kMdbrYAOmO2DuIaznV10FNU3lkuaZObkQE2QII",
+	"ungqeKCL1XAAS/alnv6HO8y6WGiSXOyUcgHbHB9PtZJWl5QStz4YXJWl07cnzkpxgxZq7IQ6UgXDOcGm",
+	"pEpnAosVQN5zNpHG6nLOZlJleuYONFDTJeQx8n/mt6Lk0EBQWc2GlVPdzRH7iZ6f6qlgo1JP2UTw0g4F",
+	"r9ugYuUUvnmi8wy6fU3FVJdzDP2qMKym/gDsEPPQspRY7ahVSSnwgAGC6VK0W6W4mr/Wi3nnQ49PoOSZ",
+	"BTp2MJE8Bi0sJGk8Ss/ALptKVVlhzpgcK5gGLD/dgxLEL/0RO6Em2dDfha7psoXoz7/i8xsWUTBbpLLf",
+	"frOXOLNOTp39+fzk5G8nYB/jv0+CRQNFHqJss/EuhTN3UtuYrdXgH3bfb80If9OZeJN1mZnff7uBlYnr",
+	"1Lrea14Od7YvTsatgAa4exuM4LXK2t9/FsKeau1gXqvsHobyI5xBNpOZnbgdRn7+eiDpRBuhPLk3bcuJ",
+	"M9EtejOef3MSTvLqEeO7KNS74R772/cvTuI99rxlj21Vji6d/RY5+pJw0+Mk9PH0B64Xqfdms/vu/bVY",
+	"Q0uP1jqWp3hlmzj9tl2cOuxpS7FakqTHJCXvX6ImwWkaofV6aUS773OE0mM7Qf2puc9TQ2u7fHp2dGBy",
+	"nfL8kPIh1x4bznI5nlhWCiLmrjPKRlGDCSi3iJXCotSpMOaUjXWpKyuVMInTIwso7ZKZWwKvL768+B0z",
+	"eAqgT86FaT1qb93AKcV2m80n4veE2Mea/Lqvot2E274QnHBf+Jnx3zgswjY3sLHcVhsm0bqZKFMZZkU5",
+	"dZp6Jj4In/OvwTF5K91rg6uBziKIBBAAUzEd+q7F4JarRiNnK6EyIXhuJ4wbZoTbsc5ECutyxN7BxtWl",
+	"Yc7GlBYYn6lnM+am+VwMaP5uKJ+OOzXTvzjnY8OGYiJVtkrsXOGqPG5ZQ4PscoDS2uMH7kXNvZ7Vennr",
+	"Q2H8nrn3s4ra1DH8dU2/MzqnvusR6WFwZwLGZ+FEIwQunLLWXkfzGu76DV63xW1cv6arqsPt43gKR19N",
+	"X6541tGWwl+37agXn7yjjj8q8Db85f64yf4KGya4lPFxzwzLtS6gytTrLOcXb5BpGHxWY6edVEaYdfvu",
+	"3I1kTVqEu47JbGkMfl+3ZBwo71bZPC1il8UHjfmvOhP1F+hx/V4Lm1R88JBkxm/jnZ3CDckwC+3JGhDO",
+	"fSMRk9QHzgeH3CY2obxgovUNHN3mdFv1oXpLriam+3qO5iaUd180yd2D1RJRd9aWU9rOYLfdYxp1r1xt",
+	"QgXWShotjX3fZ4c7Mwgk4wHDzvCUW+MsHHyJwYRxaajDPHrQvCxG054Iliq3gOhw4+kkQQIYKlTC4LU3",
+	"zQjZipzD0Yx7acJ6hDwZHE7d+BJLxD2YzLiyITAe2m5OC1520NzhSao7UHZYWsuHqqm1bgdClgIH70Jt",
+	"VIQdXQEAXhR79/Q2n3GUdb0LL+iOET0QQi5+15VKfbzterKtXQKru2uDFbgS5a1Mxe812d1So1Rwu9RH",
+	"s8Y3D11NopztYvKtKM2qnuCx1kTDhIwasEvoZtSMvMHCpaIuyQuAuUZb+juN5CtWlPwSdECAX+5eP7rP",
+	"dN9F1eg27MMtncCZGDp74lCqof6wgfMAjY/abMHHGFZo4/QIUlUah61JIZOAZlNrQFVBsvI/rt79xjiI",
+	"FCFvRXbEXoPL2b2RScNuRAG1HFoJNsDXHtHoj/5RnZx8m/6i9c1vfCrgX2KADDZOURPAIzJ/ZtxZpRoH",
+	"/KPMDkgVkobl0kD+r5nombtIGxFYcDApEB4D9A/GDSXXauz+Wz9PV3aoP4BgdGfR6WFYFygxR0jZM5aL",
+	"MU/nzCh+I96n3OCiMocPhhKAyinPJSQjDrR6jwv0Hvl8skHoyjR4p67gTy/pLwer/DJ/4Fq9gQ99V8/4",
+	"J1HltChHwXbFuACfCrYvJKQ5jnQ57ayCmNCn7UypebGpeoYjoO06JHUtziXvGgJccwWXPDq1Lf62G1Hs",
+	"0BnD1XjsEP5QiOyWs1IZ7o5DAmZYsRiPASDugMdmbqyYHuV63IbK8LRjhJEN4Biv9/oH3tbEWw+jxnKV",
+	"8TLzwGfYrJTWCuUxG2/2KYdQ04BRQVtyZTy5gYlMUephS7QWkDwtY+NWqFuR60Iw8YGnNp8zYHV2r86E",
+	"w9ASAA53Mmkbg4QNYIBvsvCjO/fuHzqFHIHs3P5uU/cLjLy7n1Cpcj9l3PLBwRG7KB0OQjcJPaJfA95E",
+	"SZUZTcrhvrsKpBZPLTsHGHZiAGY8+K/L16/OX16/fvXPQQKTUH4GUpgj9irMhuiqqMpjqqEaf2RFuRjY",
+	"qcXDPk7yHaz+pf91mDz+/lf+4TU+uhPj64t3AO7bRDScBMxnEyijbYsHoUeyrk564yadQaytbARm33w6",
+	"mFFKzbFUI90JaZ5pCPHFU8Ahzvwhhlc6vRH2FFtucztJmKmGde/tqTAGpjgvhFPW3NqpVDBVTYeYhIM1",
+	"FqaauofnwIqoMnLY4WKM+FTmvhdVyrHCJaponsk8Z0Y4hcUpsHD5nCkhMkNEk35dCGcmohQHrXamT6Jx",
+	"swuTe+OWZ4vnqvulHRaeX14W/ekzIrgPzmG1YmOFuW50Fp63nwU331X7f9btY/69GJc8E8TZUg8LRKv3",
+	"JzdYPcmsaRH/B05CgTFlxQfLgMrEsP1B/P1/xfMyOEjYCLgpvS6MOx8KKuu5GSSdQgZQpEaRhg0mIs/1",
+	"4AztOZRWA/qzJ7nii0cRZzQunYE1nIfu+7qybMwLQwVSg7QqjS4HR+wchCcHb5RSIrUJK7gJWatGlzXT",
+	"Vhhc0G6d7KZHUbKRlaoSrITUPRTM0tYKCyg9ATPOsG4BRuwT4CGZCew+NyzvVcObkRvGCJUZNiiFmSun",
+	"pXhHe5pLhzKl4Fkz6RY/awzO5xdv2FCMMCMrnzsc0iouZKX+WOeVnThwSkOfCuC6Frx0C61vBBDn+NQv",
+	"nYsQG0i1vpEiYelEpDfu2+Pb0B6HrXjKXpw8r+kRiAithsOEvTj51i+QYLqUY6nQ9eb5zIgnxtfNoV8c",
+	"FsndfFLfvHBhfABoNGEe+MmdxcZzZzC2BSneFUK1gt06b97L5Q3lBUvYUkDwxQQvc4nZQ25Toh53+frv",
+	"b67evPvt6M1vr17/n6Or1//bnS+rg9xp7LouMxOnuMrOLbh1aLd3uvff/3Vy+MM/Pz5Pnv/w1z/+cdT5",
+	"r/9vb71R+hxBfaEIBZp/AH2yD09jG9v6C9GWdEp2G8J4/BnpPNezXkHrEFJuz64SUPcql8ZD6I5zTG17",
+	"NjAzFxv9lGIsDYqNAJ5Fzq07kgkDcmiUKL6dTnZKNXZFKQzIg/2Bhlp8ZF7UoxH84wyoo+EewN1KRa+a",
+	"cIMt0VNdZgdJw9MYKu7cZsVXXb25QNu10KX1+h72GZIlS7nluR6HdqPOZKSheRHrrDi4Y4BDOqKFO/of",
+	"Ay958e52k+xnvPoVrfJDudz8NwOzV5r6C8AW645PUlx3mc4Fv5ubMn60NmKXbRqIjXXdxET0fe167GkP",
+	"PDQPdwQ1tN8/oYXgki24gDnHH/GHN9kqgiqnKmmIRQYMoJPI3ljTJNXwVcw+bgm4NPBia8AGNIJB7e8f",
+	"+DEM2D74gOxETOnGn19fs0UOgv/pr//3Qbtd19iZm+REhH6I35wcZnIsbd25LC4ybUYQ/ShWxhCXlIRv",
+	"TjZSA7Z2ULusTPqgfRTxnhQJtSitt3uec3krjqW6lVasYuRY6kyFx9Tr2uEc+D/voymKInrqLABpwbAd",
+	"XLy7Wj6Zy2xFA5ZpYcgZPdEz8Bx5bcSwN7/9/c316+wU+L/Z9csL7wVv8HzuD0pb/CHt5DotiAmPogAO",
+	"LoQyB055+f3VRcJmXELscOC0N13Zmiralyg/PzkIOVlhvlgltqj1uKGjKYRUY050y6lgIy7z4ICPOEcQ",
+	"suiTvMev8Z4GMjhig0boaoC8aW0NhnwnxuYitLYFQutNWqewGiZyI2bo71pmYCp0nrczsWLjReRkWgbU",
+	"NzAPApG38lbsbYd7NHoDvnIN+ejSZoXaJz1zWwj3FZl3O++PuAGvElI2CuoW1ydtfV1cpYAafLE96jMD",
+	"KQ10Ku9FXrS1kG6IjNUUThe8MmKx9UeTrQm9keRdUwBlEF3cD1G8Hx1iyzI7LHhp5+D2Z98dICPcj//3",
+	"NUIdeOsakFyTxTkERr8FGrOcKTGjI56ABYgM/i1kUeCci0aL7Y+IYSr0m8X0XjqJbfRNOwU/ZGG6E/Q9",
+	"EMqtY4uKQE4XPcZ9ZRgHpFYPC3FFzudDnt6s1YwRTGIEoqYgUYemkNmP1ROoCpaQerF/9eqCDcy/X9D7",
+	"Bgkb2H8fkHqITB7ZwamDqMvrCwYduaVhueCGfNmLCm9TVUy8493dYZnbIcJ73kKyq3sy3a8LoURWlx5g",
+	"uCGAah0NWVCAGXf6s4PGwmlRy0r0dycvOhXcM4gPjSrDgaPvu5Nvli4txb9EaiFDDkJZfis9M2xAgzyS",
+	"2YBy8KKhn8VdpfYHvCgGxwOfuz84CKl4Ma9oY35R0MwQ1yjbB4244WKIBNUxxfv+p3/Nvw9wxRV+txCx",
+	"appC8RMWt+EhzcYcf6SfnJ0U/gqPpQZ+PkIEcnFhOuTt9PnXwXqrd+g+YADWDrDn3zw/SNiEq7FhVRG2",
+	"kn8DVEmA/YGLDKMw8FyiF1hjEvhNv13J6N+ykWng00wHfm2PaGQDZEPg3u4Fb+tupWfHfFayLuKnSpi7",
+	"qe9u+hWI0vsqLHEbJjg1YiG2O9HbhnndRX7M39cQWtwKtj+g3Y+RqtcqE04wAkbNJnMHx8L97iBqnrrK",
+	"O+wP4BW+ZxM3ccvYJKRORqKLsBgF3kEXZb9fiU3rT9ryqv+5O5Dya7Qan3rn8T3pzsunYLvO45VndR3L",
+	"c7Dcf/y/rxOW5tp7DGp9NGGlILUCEgd1rRSbBQU1TByvP2LnCo910FfqriA/MFIB3ytt30Nj9MFK+70/",
+	"8vd95BMGONwrJL1CsplCQm6BreDbKnWEwtHHmF6xBs04+/X8t6uXry4Y1mG/USONpgKY1Fo1+yJEjgCK",
+	"XpGdth9nE7ZmyDg4bOTHHFCGdE0Xh+/lBvK6IOZzxpYN19Z5Hn+03Ny8yf4io5KG5RFUKkjNoFQyfI80",
+	"bHBVpakQTr1iWqWYjjgw1fS3ajoIpRXSQbjSlUpFRgY1EesP3ii3N3JhBYWnlvwIkDtaJzVCgsh+VK+C",
+	"r6CClilEsxSjNJfFWYAc8H4G/Nt7n8aEXF3wHGz2ES9pw0FBN1aqFDyduI07OGLvqpLxLJNuc5zWZSk/",
+	"UmUiNXwFN0aV22eYEt/V05XwFXfU/6Ysny0azNGLVljLmBSQdOznB7GM4xXqkD7wARPf0aaXPr302Uz6",
+	"nJubOsTf6eDdcupVO0R3msQ1cB8amXkvXyiW4+TDYq95OqHC6DrtPzjAfCttcC3bicayPpUVWirrfvYO",
+	"soNTSJ2vf+FrDYc6m0N6Md0f3e5s89gH2uF+Hxw4+eh+yaSNJdIzw/RMsVynyEu6D0w8DkxN4juylExm",
+	"JnFwXApjhDkIPRpQWHbQ5LSi7lqtH5YUVP0ObR4/2iNX5TcF0t5uvze7PXYrLwdZto0wWCCNNvcm6eRx",
+	"zMmwfc8hYarCAanBaHtNOWkOQpa5LKG3ejpPc0GMrQnDoAT0Xdc8a0/G/rWOaz1aXuBojKvYIxur15+h",
+	"+ySQbCztNqiAGyfl+GMj2vrXcSlGohRqVU3GS10pa7AsAS6nmsFmGBdo5WIKSZPUAWD0cCW+rjAByShK",
+	"k6A1mGon9KyYFtC39QCJ4ziQ02ii8AamuH9V2VhASMvKUkyxMULZRkr8s4jP32U9yzUi8dd4Up0ycZGY",
+	"47Po4z6jRVLd5xepZEQGbM03xFXeWmXBnb0K1Rut7V2fnySrOxut6Wu0I7SKvmgHZtU7uwes+wSsel2X",
+	"YeAh8MshQbeX6w8nxYtSuMdiijft9IOQWkDAFhBlpqs8Y5mmZogzaQT9eVmVCM1C3eBPkVvT4x/WiIRG",
+	"jDXFrijdmU25hbxw35pVq7aOblGZLHqB6oQWRUxw0jDl7mRClbpuFHnEfsx1eiPVOP5k+DZy5dRT9m1h",
+	"K5ULY5y9iEnrRrRg6yXcGB3GJw2q/9yOa2ppkVZ4pi5of+qSPkrEaFMKbpA/dHfeqcao3XhW52wU9fCb",
+	"+6r3Vn1VeZBL2/j+pUNLS0/3h2OPuWsswYZ+2uCsqg+c931DJl1uweBpM++A2du/9qEqbcNcPL9dC+Xx",
+	"ggKoPr9RZPurF4jh294tAtXnvY7A1xn7xjV3ri+m9sd7yd6r0EN5L9kjp/teshfiRHvJ3k9c5vDDtZyK",
+	"7F1l95K9lyTm2wqTN1w+d1snQwNeDCf8s+kIw5tTCNbUlIQR89C+MyFOZdbJjkgiU2Q/zjuJCb8/+eQh",
+	"6ZJNOORC6Mp6npj2/mZdI4Tmau7p7XbOiOdGhPENtc4FV5sPkFs3Rk+05j6fnHYOZVTq6T20JO34el5D",
+	"XDMIq7c2BKK3A/qSia7K7iMoVSp+cVds2uX03/724q6NdF9yIw4l9FiSVt4KJCWiMcosoZaS7kGJJ4LB",
+	"xB2nabnPKpxw65rDjZjPdPl46DgjObQJM4H/eD01wQobt6EnRGoLNlf6bJO2obJgF8gNXNhN5eUTkHKB",
+	"pbNVq4GOi49LtXnc0r0/2k/raKOmE52KZ2a3x91t1LXO9uXzboEOD+wRZkQuUjjsuOuZ79hEfoOsCr2+",
+	"Wvzi0a66grGs8d70hkZvaPSGRm9o9IZGb2g05EZXKzsQYb0S0q6EgIDfrcbxkX5azXyGadhaLTSCrPtu",
+	"16pG2LardIt1akUdu64bzMGNHeGhMIlH28gonnzn2aAp9hHp++tg1NiwOzxMxxjc7Q4+o7JmGK/bqgKz",
+	"M0eiFyj2gnx/bCfGcyjsYkR4RY0rrM5BC4AosxMwPL1RepaLbIzBWx+CxtT8KKR8hqFtWT+Z+vl4pplK",
+	"ZbqNBgvH/TTO8v1Hbpdmv6YC30do/3pgaCHL4IvFmD74ulKvgM9/32C4Lt7agMNMWC7zz1AxpCoqmzhL",
+	"rKiobNZTWTnVA9Frnd7xCkfxNWsftASrdRBsKeQu7LWRrWkj9SJvSS+hnorY52kNr3FEJur7QmEbB6it",
+	"qR16bKnPNLSgMsJabLvb2cf0JQ7jriGDawe9lrx1G4QO8PpfG/liO2h5h7N7pdPK6V3dxyta2l4IP8HS",
+	"uZ+F7TwrW2iLunyOj91OXVG6/UcpbSANw0OJHJNoRwx5emOA1wxjBiKBxntQyZxQOxiJlyVgjESTLYVT",
+	"h7DkGdpXWe3zXt31VVEzdIU7sNq4jTzr3M3jkUDD/RsK8cRgpmsMBf+tQgbvQ+R2Lg36HJzdnWgGOtcZ",
+	"02VSf/m6TirYsiOppJlQcw5ygc6422+LoSxmNVGcsv1BpLScE4PmAOsgx0oaaHQ0nIMcGkShicFBj6t9",
+	"HfSG/eYd8m0RzrsspCagFzlXK6g4gGMBnDUOqKmfTI0XWJGAR5FCvJxlcjTytgsUEWO3GQGdjaP5YrtA",
+	"DljOS3vmjiv0V6r7sS4D90XO1VeB226im8I29HObFrwUDwfZbrydefg57xXOHhg35UukbH3oMd9iFCLc",
+	"7AogSz77VOsVwG/RhHVarfhgV9iql3z2pZqr4VUyrafpJV4HeLhV7MHjC7NW4at+zhGmZsv40KOSz8Jx",
+	"TvaKqts0hYgX8GK1DKjTVtV5xrQK5qq3VYE9DcxRnef0z0+0Qh/Dob9/hWbVed/EMA3qY2+U9kZpr3s9",
+	"tFG6RdReq4StsVRfov2zBuCjYkrqOK2VuKvh+fVB9Qa2KKxub4f2WPj12KEPAIalOPROn82N0uAm8oxF",
+	"PmGBTbWxp0gZltRdzROWcytUWpOn/XJ9fUHJDytjrKW48qP7YiOt0RzXuOV6pPkSjNay/qD3FWLtsFD/",
+	"znOZ8cX4adK0RFt0GnCv+zAqi+mu0eioSZ0Nn4IZlR02LFf8B6pO8dMh2NvS3fn3wg3zUR367fni6+nh",
+	"tPtQam+19pra4wLtl6jObA+31yhmRalTYczaBNNogHRLW3ggJLdhORmywYms1YMYlK8LGsIXqnfR9K4s",
+	"t6Kb7Quu6WHjIbNMl7f4lhPT6C3HmB/W7SD6ZTGd7NApQnDYmlpP3RKDEhPY/gQYzt3zqWcm8bhLs5BV",
+	"exZV6TLshul7w2MDJWKic1ITGnC0MaZfwpsey7HelmZFMzuHldyokCX0ls+1GjsNw63idqtbWoa6WpXC",
+	"jfHM1zz1OlWvUz1RnQpRaCt4vpk2dUzwuyI7DfrcY6dJXvfijQe7E7iGt/d43eN1j9c9Xj8cXqOy+oCA",
+	"vRauO0Ca7fNQWk5/gcb8IzKHmTS70LuvehjvYbyH8R7GH7Y364OD+MpO06ByLw8PAdg3rdIly7Qw1BkO",
+	"5ZK0rFJW5kQeAr+sO0LsANx10WN7j+09tvfY/qB9t3cJ7aUtjrHD2QYszgs90aKOQhNt7DMfk5roPDPA",
+	"TinyzB0PoWw+TxY4XzNZihR5BtrInC9tcaFL+xbHtgnNKw0q5jkVn0Bz6sDkVkAwHp6Y7SV74kMBYfmN",
+	"iUtpLJ62tDHXtvGEC1qH5JYQx2SE6hrFU4/ixR98VT9HXNoeUp8gugGJ9QKI3BO3TNKhjZ6bm06cws7S",
+	"MBY9ArHtxlZSogAHJXRUCsE0aggYfSca7qkGArv9ofuCRDiBeAE5zhOR3hzAr7G/WUTUa2cyFWw2kTlt",
+	"5qyrF318JL4oZTSe2BotFFaIzbiyuE67S5GKB7la/4Qx9lpnr3U+VVyGM8ZVwOatce/V6ubxR/gv9sGE",
+	"H7tdCpeC9Cnuj5rb7QDcQ4HmPuC01QQX6DJoS5sAxFkJq+u49uARHUx7NKUtN4B8AsjuV7ob2/+YzMnP",
+	"4+Xmdp0Km6N5kOM9rPew/sTzMxaBHff0VuEdaoWOP7r/3AXaLfnxbr3KpxUp5wnTcDXP8znTzrr2vl3P",
+	"/zaWt0Ktcig0gX8d5geVLoP3d2A9ycluoO9u2PD9d999+13UseH5Jh0bwK9Q+k/qF+lLdDD0UqmXSr1U",
+	"+tKlUtClscBhq2aHLbkyqc5EeWjFtMi5Xe/vDrew/dFoWojxAQv3JoyaQB/OZOZElQCfNvHbNZrBu/Om",
+	"cZJaNRvwtzu+r8OLr8NQN3F/h8GBXyvqc0a96/ex3MyNxV2A7OTxFZ1trBab2z8OzvDldVrlNQ6r0/f2",
+	"WdVgsN70Ntp823TQoqfTmfYtLz9zv6afvf0NFapuZ/puVfALk+pCRP1D8CS+OPmhy7e6vH32tqN7XPFb",
+	"8RMAiH/RGo+nn/BuvZ0t67F2fI9c5PcSfFXPDTgF7cdup3L4+KP/8Tc+FX8hQuTCimWseAW/78AKjw9o",
+	"DAIeLJ99fELr2V8pYd3Q/Avi89liF8az+VxHYC/m74BLuGuyp4NPT6U1CB6aLUNFB+PFpShynnbrB2DM",
+	"RsqAO4uBWGGoszmbVsYyPi6F6KKpeBpw8M9ePfmy1JO7Hv+vSj2hc79b/WSdTwCFqbvy1DPthA7Lhu2T",
+	"T4BNxXQoSnMQcKjOPTGsrBQbziOPnUkC5aAsfYLccM4mgpd2KLgNRDGyZLeiNO3N0d0If4M5bLlP1yor",
+	"G1f3qzGXFa2334y0Ae6nPZY5NiIfHYdt0B1DueY3PoDS2vz7mcHUJWAwcKLUMq1SZIWCZHi4ecqsRiZj",
+	"6MLQ2NsJk8pYwTMn9GYc2zyMKKkeGnsWopQ6k2m9bZe36HUpx2NRXol89EuY1ZZ3a3jRJaSGd23cMGpm",
+	"+Y1QX8UWdtsGDQi/ScIiKD27h23dhbLHHxVEif4KrRi79/b/rkQlFss9KHNvOaWPqkSwDkSauDfiGaKs",
+	"27xXItUqo7JBulpkeCaiO5hQmMbcrBwx0PVWZmJaaORAvBFzNoUzyFkpbClFRl3f3T+rUlGfk9LYuFNj",
+	"m1fqDn1rfw2z79A8cZEfZZfaxbmuUTmjRdudxvkVd8TuPWcbec623a22FKkuM6nGx7yy+hD/eVxW6tBB",
+	"VTdm/hr0AQdYPtDmFGhEKVRjR2LGDCLhqWfHCG+ka4TiQ2jLPOFKiRwhdOBGcwlXDuqm4LzhZEqYQeaN",
+	"yuoptzJlRsB8oSaCHmfwbqWhtkyUjJsbgHZpEyw744YJnk5qRib3Uszuw5ZTXPmkEXo+ZAobts9HThOv",
+	"eXmpxvDgiA24HaBTYCgYHxqg+C59mJyzqVQVehOVnp2igCS1m4Lr0TIVOVfQXEnc8ryCbeEGhSqUldMW",
+	"n8Nlpc7DAr5zH3JdOoqsnQ3wQfcvf3rJvv322x98O60/tRIHZ268mBKAs+ry84HS1ZKmknErDt2Y93br",
+	"4atX44Ib062n/THhtl6ETGZ9KK/Ddq4UxJoj1MA1a6p1YRe3YdX37VgV7lkDWGllD6eiHItjy81Nt139",
+	"srLHcB2D6xKmxEyAqVIa227kvqzsr+6Oa3jwXasiLtDZuNF1V/JPvLbNDe/ejoUhCx74+3evrx9tvCZX",
+	"WNq2etyUNuZxfR/iqBbSe9JSG3NI0YQbMe+OF3Cp7j6TVWMythR8Wg8vwpROMCuKRxOqiL9Cl5fknXL4",
+	"NUZAd/PuQWyFgyVtwsP9gdfqnIT/0JKoWF9So5CslvnGp/LgbmX73B+jxOkRvCiIb8z99U12QKVkbqpG",
+	"pJb91wA0ESfVBwkbCJXBjwfuEg0P/vXiBdsflXw8FcqK7MDXnzXifKh4QaWtnYhpEkgpvb9UqjF6KZGV",
+	"36t4JENvxHzk4AOcQSUbipEuBYuGxoIFHLjB/ZDYPrfQGIBx0iBpkql2ilI9pzM25oUJI4uWkJeCmRtZ",
+	"FCJLmNHROJ8ZlnmezWDB34KBDpV55ogNGlA6QDqIESeWchgJpAkrXpZ6ZkKXURMSJucsl5BhbJyey/PG",
+	"0hIjnNtxftEuhHLjPmOFzvOap+KqSlMhiF/iJy6dqrxvhGA/v75my0IRKpLdNhX5AaRhKqaHloPWmUt1",
+	"c8T+AP06pan8XuYDvzKpnkJ6C8+NZhfvrq4FuIRLgdht3T5XPMeqZ2TPkHnuNNOhcOqrHEmRseEcZiDV",
+	"+OCInVOpY9vnAZ+IYS9OXpzBlpxhQBkWEbnAM7fR0hsT59wM53Ht+j6uyEGXryOGyy3l3vhXrGO6gHXw",
+	"3no8ubt1NjTWoiuwxc1N4rdiH9y+b2u+KWseRk8+/uj+8yZbmQVzKab6FhJOidwGkGr/xckPVFSMfk3a",
+	"KA6aLpE57YB8oAN88jvA259kLgaQ0E1ygto06YShDT2byHQCFziMwmAU1Ww4G5/NdHkDG7I912bhlN9N",
+	"W49vfpNdcDtp0WvPHSSWsCixvMPWqgpG3syQycSIV7l1IsNQJA+WkEylsRYmqVtTG8vnhgA/zQVXImNV",
+	"0akVL65tQzulN++dwquDdjrU2j14h+rp2hwabm56t+YTzK4PuTrbgjNCpb+SdoP+HI8S4AwU6ZZ6XApj",
+	"kqCGyj9FwnhqK54HTS9hwi0DYAv15nP6HzjQltQ98N1Bzo8/uc8WT/iLkxcYxpxJIw5aeyJsH5eu20e3",
+	"qX/gM6M2D6yo9PrJvSXC8GyLx3kp9WC9bnKcCctl3unTC8ZTUKh1VabeepCW/QvM632QrjKr+yCZgitn",
+	"XAueTg4SIk7BvJeC24nx9lETDxL3yLWYsBYDXuGkHiMSPL6TT4u14vzDR3UCAD++6fFgm3hQy1ta7gcG",
+	"CD1TvtVKJ0QEd89wboWJHV7s14sXB9CEjo1KPV3W4H0DOzBNACXibCXvvUigYZ1i3FqeTtyjKdMOelVe",
+	"gs2//83J92fsxfPvWcGNJ1XNDkgRUZnEwnNGzglzxJyZNUgr+x5m/h5n8b6qFbIB2QrBrKi9RO6paFRF",
+	"9taMG692t9hQtJLx4UPb4l6Qaj1e3MpM6ONp8aIJFCFoOJSKA3YtQlErMswmOhdRm9AJhKXh1S/xnYev",
+	"pCm0kXjT4r4Z1N9yUPslw05y+HnUAMylUf2V7H1z8v1WJ0l7BfxhlpxLHZOFTdh+PLxPipKTvIwMc3V6",
+	"9Pq5fou41nX6QrW49+kZWSdBLe3+Z4bdYgNKXfbG4fPv198A3/c3ba+4lWYk0V57ooYlIVFD9mgPRfdl",
+	"XHrBcUeBA9LhoaWNVLlU4unJmAVFGJKsvgDp0iN9j/Q90n9KU/ucz7eK8kXO5x0IDz6CTiCPkyfwHpGh",
+	"WyFhOs+EsYTcmD60FM4OgWlmRC5S24gMa+Mj7CFWj6FjPJ/7Q20nrC3z7gyjxD6G7rD9iP3Cy+zQe9Px",
+	"FbwULJcAF8hiBc4M9zfoWfrv6LrNBkfsp3A9+kB4lpXCUIS14HZyivdR8Bt7SI9EKVQqOti0/QrDo3eT",
+	"NbXm2jCkBQqoO9y5OdlUuOUlpmrc8a7zorjT9VeU/HGnm37yO6Erd2t5p1J6gk9D+/36JctWsJ7jmXmF",
+	"FXQdGaB7m2Zt4WhC62GI/Uvjg/8TrW/Yvlbv8Z3vp8WLzpAZ+ix+0fqmy9n1/Yu7jUqqTHyADAlp2IzP",
+	"2b4bT+JGy2V3BTzcdgWj6RrJt998Sn5etDEIkO60M14jbG2Zfz3eh5ukr8FS9+lrK9LXmjJqJz45eNNx",
+	"nTrQnuD2piwF5LQPc3FKsfMoT+oZWUmYdybLZnoU2/cWEf4Rq1jRnrkRoqCcfThMTChbzsERx1752LKe",
+	"Do3VzlQyGhMLiN1XZZRjECcWoEUDCfxOvPrUJOuzwXGoTliOtRJH7NyH7WWes6FwT5iV0loB+WROBSaq",
+	"ABzgXFi2r7R9P3IK4sHZQiEDJbZx5W4cCsbNDXLw3Qpsw06y3WBa2QwysmBFYnvtoCs7YkkubyMLKn4V",
+	"vGdNOhRpVM8Pn5+csEwaK1VqmcxMgl+WmpKAHoNW5kztmJo9zOVHbtNJd83AOyz9qHKoUIWZOUPd2znM",
+	"Hc+yx7B2DIt02K1BmU8nWAFmdPK70ezHEpIWjR7ZBZV7yNObgAioOCFcwDmdxDp6fcTpfWiJj7jMKQU2",
+	"jOu9e9x7QJvWVr+63M25XjoF/anuT/UGAUQUpMvHZUc5j3iqo9d3n+xfZCZIxJ5S3raTvKzI+RySvWtm",
+	"jDglkWdTaS3V583BOTusYm3BWD5f0CuGCCJAhNCADZ6Xgmfz5noZ9LcarEV0SkMDTLQSd0aOKz2yO1QK",
+	"evDowePu4HFVH4KHVAk+ovdrw0wDPMYLuQBsf9AScj5lSxFmr+RDdNlnJXFwwx0kUdwoqnzAEpSZgmyn",
+	"zcJHDm78ZGB7Qg/TzSJJRwxcH3WtEio//nGnjCN4QUu+Rb9kVOvxAxssIFUccupOTmjg1Z19i427HzZ0",
+	"1LpR7i9PwT3+UWcp+CpzN9B7i2PRrD8zigWfpo9h9TGsO2crNMTUzlIVFuTU+gQFOiYd6QnUqhC0Wea2",
+	"m1DW6Ul10d35xRuWlgLaVfHc0xalWhmHbMSOsVZehaqXTaVWJJ2kYROtdOUOv5NUyOHhpBVGuhoQckoz",
+	"/R/HDhgGNEGEEBBuTuw64YZZfKVggzcjvHWQwM+/aSUOf3W6HgX33owOf9UZFDoeXjlkGICDkbN/VCcn",
+	"36YAn/CjYCIXoAMYIW6gY6y0HULULfl9CVD2E0zy98u3zGroCOn+Gz6rr8Pk0XdMWEWtEuxEltlhwUs7",
+	"r82fXKobN6jQk2wps6MhXT8tteORCegFwYRdSnBnmJZ6lHzG54YNYLcNerHbi91e7G49dWRLIndF3kiR",
+	"cxUo5Tvl7Lli4gN3AA/ETWx/JsRN5vDh5G+nJyeHz93/O3Hw+/XLA4fNmNjBmRIz9OmUeroCZi9yrhrd",
+	"JLbq63Bv++pIkB9zDWfjKJwvsIS1kRdvLwwMvGSd5+Bygb9sOAej9AwrqEYyd3Lf/ZazlBtxKJURytm6",
+	"t4KZaoiiY1Wi0QW8fg2v2QXHxttA6ZVzFZnGbckZCgnUH0cxVD3NVXTIsLr9EXwEORhhr++KQuicOdmS",
+	"z5nbMe6hTqxwxd6c/3YOdc2QOngakzPisyl7ghrSB6ZEZHbwR4VBohVyM3qFzz00wdwGbuHpCZDigH3D",
+	"mcm1ZfsznueHaa7TG7jeBPKdia5KA3xCjAMDGMv4PJfjiT00/BYYpUH7M5Ah4XnDcoF/g8oz9wJkfcSs",
+	"i6AFVCoXxjCjp8IJUZEbn0eBZI+d7e9rMbe93gf1S9aEQAiijIDIknmI6MYqie9UFDfEHm4enEmmCTk7",
+	"iqoCuh1/dP9Zwx/juyh5MDmLmZ8kEYU5Mw9CqZbSi1OtUpmL0klpIHznxqzOaqKDu7bVLu7a9h67MJtN",
+	"yRDaskT/+aCH0vuJ+oP5KPoXbetgruFEgaRZ2uQrLMev/Kz0Z+QR0Aps64QEZXlljy+7rGadLYgf5IT1",
+	"HUs4xglWCCTs8PXYDlmvyvZI8HiRwHfeegR67DFZuSuaH1WlqpGDacV0yfRo1JJgFwvb1/Tch4aDpSqm",
+	"PyYCmwdEpn43/bUI0+gewU5JBvvT/bhPN+57d0YyaeDHR3LOqX9Gp8/6AlUE6N6x316Gu9D/4iD0BEVx",
+	"F7xuyM/N58AHDYdN2kVXWd2Uj+U65Tne7W6kmJG7Z8YN+1eVjSGauww4r2lOj0j7aKcmc1OzGqfS0V3k",
+	"qTQTiRAeV99NswOJRLiix6OHwiMv7jjuwolT57dthrTike9PdAfyATc+f1vChs0221ETgDUl+Vf+zX1V",
+	"/g6r8ltqx0OLKkn19ECm31m1bhfr6DeqrqavTYX+60bifbG+kH11ZX9L6fr6MdFNf+2muJymv0l9uV+E",
+	"vhZjo/CmqWFkB2jp9mW3UXZubkzUS2GRn9n6FmpOiar7pzwzdD02UvENVrRarMl2mx4SX5eoYAe3E22s",
+	"+4EXBeWF+k4sg4MjhtmCXKUCOFhOo665NZPKwoombBC276DuEkq5s6lWI1lORQaXUXLfIDDxm2bj0rGG",
+	"svqEDbA5BlUHDHJuLHzjQehRUneug+Ya2JSElkQJkTEqV83lLcWRG13yIJQTCM3AQxZ6vsAcsEtAUQ1z",
+	"aSZu+FAPB631av4w/2eMTislUmsSIh8zVheFGxiQWkClvh8ftrxZCgRjN1Ssm0+rssQUXFjkFnPdPTUs",
+	"/LYiwI2XrHCbYfM5v28fwmNWg2d3bunCzu3V2ieYQwlbMvqW/lDtyC6PmhStrFeA64i7u+QKK6FMl3Jc",
+	"/474MlS22NwrQRKNqNumnBaYp4/e/tX57aBQ/QrD3slRrF/XcRqxE9OUpxOpvpKm+K9gEYZiUY42VmJH",
+	"+okuutWTK8hSClc3pOdIKifwUEjpQiiqEKY2ODW3FIhLpXSlUpGx/bry4wjy+FNfSDI4YLm8EdRRF7pS",
+	"HLHzRUmJwrwhLaMmXHFdidL2Pfa8HbQJTV1sX2ZG79hAZEIeSb06T0N0JuwK1Ztuha+Xrk9SusabcUfC",
+	"1abHpdbTbt/SBR9T+Buuw9oaDo364qK+FDLMsmaX3ITpAktw8nndmpLbyhyxdxWQR1Jpu3tqptMKRaqZ",
+	"6Bm8Dh/rBK4ziTqcVTa9hBk8VL9dXJeNHTOV2dwLglPzbXO36wbBd23i/YAJ966PFa4Pf0ggJ3EqBJig",
+	"Je3ScJpt2nKOf/ih4xzbNBzgrsxuTPPEhvf1O5meqboYt+Xs7rtnuyuP6BQf+HY2MhPTQluh0vn/EvNB",
+	"Av5vW859bYRxJrtnJ/EmtMcKqvUrjYWDHxDCZ4XfiDkrBXTnxHAO9aYf6mzerFyNhvE+JZQfnDE7007k",
+	"eXPdjUwKw6b8RsAbYUrgm3A/LXp6yKfiLgSnDXh2IAE8nWgjFONTrcYkXkud5yKjB0y0saYzMxzP0ba6",
+	"hsbvWNc6VOsdtwr1c18xIOwJW+8KKq6GT5ex5n476NWYB08Yj4HkXrCrTfk4/uj+Q7nhHWVhPIPom8eV",
+	"bhXkLABJ/bdnBu+M7JamBtJuwIejvDIy/gZeMpKi9LCIG/3339+8OugIl+N8V4bLQ7y6qmS261D1+oPc",
+	"d8263/TW3R60Y56mwphDK9MbYc0KOl5jKtAojFTjXBxWRjC8l+G9gOAOySuDB4Ar9E0sHdXzizfM6huh",
+	"/EmlZub4GIlqv0Kjdh9o6KU1bMIN+DZuRGEPEuTPM0x84Kl1RoUS0LOP7buj19QHsJcfqBbuMnpPfKen",
+	"yjtImPhQyNJNFOILA/rnG/WrVJUVZsD2nx8+f/HiJGG+Re/zE+QVbjYZj1wpLADKETtnt1LMQB2kuAVL",
+	"ecGHMpdWEkdwVlLQ4pyluXbPW8CsH9jA/eY9/nWwQgM5hy90DTN+zPC1RQUpXoKVniBNJYqwO3B7oY46",
+	"0bOdq0+ND9dVQA9/TaLj0utJDwXeAI8r0LELyWvVZO90jxfyEIBxbwtAD2DRje8v3Z831KxiQxEg6OC0",
+	"jsTijvcsp4H71JtclDTicK4UwAmUJXgzL61MZcGVNc9QPgC7UujS2VhPw5RmuVZjaD0ylZZxNQdudTcR",
+	"dJu1gae0rFJEEoNihyqbeW403mGakktpsEMn3LChEIpJBZLu+QmbokgAexGJm30hdQYDd7cU3AS7lp7k",
+	"qZxWap3wOXq9swP5oi/bQ94T9HDD7t69rhtc4IeFzmUKykZrtdeVsLX76pmJcz3hRiJii67QMyVK9GlE",
+	"eImNGQg0pT2gnKGqINRS0tiSW12yKZ+fEYSh72nshvDi5AXjxvtGCJjnngfeCHHEzvNcz+qYnPsp0wKD",
+	"dUgN1EZecIVGrb/lApfjq1IQW+bfVQ2C3/zRedAC9a8fYI+ED8Sj5M6gO9sjmHAjdrdraDt220+qSlfm",
+	"mAzgFVxjvk+NYGWlVBNG9n3OXMJqMiZdYtBZqvEBKD6DKEVBVXleJweWApMGlOhyqr3E8cXJAF+horO0",
+	"Cl1nfvELJUyOnMzoPXD36YGLxf7iij/UQS6rFUUfb6Xp0FbMYhR+RJS7sdJyxM7LdCJvRbCsoKmjtmBw",
+	"FU5zmQvbHXIPWTbVejq1BzrAyRZSALZt/fhl3SgOX6d29FBwz9H7pTP1UBiwppzhCttsRkOu741FhjMl",
+	"WsS+szv2OTMi1VAThvm9dRzf+9ItNzcHR+w1eLfPIcUvdvugw5R83561mzqA+nID906ToLvcpxGCY4aX",
+	"pbwVJmG8yqSGJwGxMdXIytIBFhMq1TiVmow6d8OYyg9nrBCl1JkJfws9SOdszAtzxLzOM/DazQC0mKh6",
+	"IhTVhlXzhbm6lGMJTnzUv8Hng8o3qX6xqdjBuQ25kU5hFNlgZSc/Kj/57uRb8rfVyZtQl3HQVY8QocdX",
+	"6jpaq0rVmZ69zfREqw/WIN1DwfTH8Ft3ySY53g2oOaWaJ29kRaSaDaAwgudEw2lLnt48aySCW2eCXdW1",
+	"T/Qs7uuhWlCq4Rhvz9l+/LiSbDCOOMm7bRT157sLicFUqkD02+Ndj3f3ng/+AHBHwbpF2JsIXtqh4CuU",
+	"0VfCzcgwA/E7Fu4g9UymkAi+j3ri8xNSOw0Ue+ZC2Tkw+EYRQWak+z0YsN/W1wM/MHN6HmhI0Q1H7k/Z",
+	"e13Zg2RFbNL9BVNRhMpaUjkvbfpLmO7Xp0s5BV+r7j6Fr8C5t1NIeeQGpEirUto5bI/SptcQzT/9r3+6",
+	"z9TgL9OgwhB1bQbnxW1/7kyZjZIFSpveNVng/xxe3aaHl9cvD3FcGx74f2mpViQOaIWdAKFMvZERRtxG",
+	"lMed+Zwt97/KiPKUcQtpK2CVSmUxA2fGZZ2yvj9wNwU6isoM2B/494O6Ch2unHDDPHFSlMgTgmHDecGN",
+	"gdB77PeOQQaWM86n8SV1kB8OqVz0pQJKGGb5DRCnDxZWd3DmdKqhBJyayJB4SkQZ/kEqn0OiF65iFvKP",
+	"gvH4nJK98A/v/YXOdlSUrQbNXJOQ7opigkx9n4MWRSWXnikVtMMBczROmtgg0+w/tFRPIE3h/sOH0cTX",
+	"pN+HL5pFZ33n0UQYbyeQXy+chIZsfOQI/9jDhJFIaEoB90l8XJ8KXz4haczJgUYS7+byQGm1sdYHTa27",
+	"pcBrhLnmLlpSynIxsl25YkkjUQy8gz49bBNN7a0b39ebMNVratvR1GBbhS3yyBQz32PRH/xuriPSJriC",
+	"ZpiHP739O7R4pFLcZT9+iBT6JFCUWgn2zYO/fh/MsCP2xppm4jToNfW74JQ58y+OFMAltXur1oFlpNV5",
+	"qRmPDYd7Rp4yiFQuq3Fwp9KLGfgU1DSrWrrY9IIW9qtOnG8uwjq67vr77Fy1WfhaHSP8/fJt7/16Ot6v",
+	"zeD5Z4c4zmAr7RKy8XhTPjbkjrSfzRM7lnHaUIEU/cVhHgzPQkeX+LqUKzbE1njAf9MWPqSUjot4cF9l",
+	"ADFagVW981q+Rw8xj1ON8+kcjTPhdJ8pn9eHglm9M6BYz90Q6zx0uJrqGBawoMF0A46mumUdL32XzJry",
+	"IVKSnpmFukOVsVLngu0PUj4VJT+i8kRsew55GAkbTGVa6mLijInG3yFj44xxqm5kCtqxe2ZGc3AKtf1I",
+	"D+GMQF8QYycQg8R0iMjp9S0b1Kv3PhNKimxwxM4beh7piQ1/YVSECa94cfItrlK8mNKwC6Eg/Ik0kU5j",
+	"/eOXNxdMj0bICOF7Va9SEhvS5avUEOsV2IBji3YDIOSOwHsjbbUH7EcI2IF3Ygc6nP1Uze34Y/Qv98fZ",
+	"RK5I9wCEgdYFP/zbN98dINnV1SuPOr7NcP1ITNGNLONS5HwuMkaRkjY2m1AtiYTBmMPn0fCbk+fBom4U",
+	"ZD4zbPBW41sHBJhLFrUTlVgmqaeCccMG57S7OZJ3/Sh4KUr2j+rk5Nt06X74tRhENIUzyg5UGS8zBOA0",
+	"l8j8JVR2xM5VHHV51vAaxtLibEFaxoyFHulfnPwAIRNc7KWEGkq6q4xg+0qzNy9fRyETQ96KSpmqKDTQ",
+	"nac6E6k5YC9OTtiAIijvTUaMzos+C2P5PEidlWl/GE+ydd5fDFY+84+dqyCiaEZTfuPbky35SpYfRKTt",
+	"LUbABcL0pU3/cLv5ySb6LHgk2lqVxIf3npN9NpG6Jiuagi1+zXffffv98rNbpVmAkE08L8/vMqCNX497",
+	"8SwCEU+rtQgzpTBA5g9W+v6r129fX7/2rn7DpE3Yxfn1y1+YLWV6kwuDJ5GrTGZOLYY9NYGSbZiQf187",
+	"AfCqlx/tJStmmpDC/ptua0977pBF+J3WOMoalVJ6J9vHXGbQeXVlMZYxm8wPVr/+r69dKXm+wZgu+DzX",
+	"PLvW+i0vkQ7vxfPvNlmAgOLQQeTaLf4X4h1L4N8oiJe1KsJ22rHa7VcndR+xc6xVxTr+SHeu6SJ96WFl",
+	"Wa9qIMNZi7jWhWmTmpA+exC0rOA5KM2zmtwCdJeY3wELw0HBiSHooLM5dS98P1H4bjC2xqfHL5NzY5kR",
+	"46lQ1l+G/gB3QF5fMC9mulY17MenkTP8CKPFfbBk9+IAEovJLbMih3gbrk9u00krYDsziStQKkclxxMJ",
+	"tmtTD/Qm8ApU/1QIvkbNs8fgHoM3NuXIWjmUqTg0WeF27mebducbnALwJv3tby9ODjax/V60W0nR82ai",
+	"FO7IfIGdA3qLYhsihMCyBZ05nl46lY/MxPhEupQ5pjdBcD1yb075nJXruCM2JUE5Nxf1o3tGlJ4R5csJ",
+	"6tT8KktkQ9w0k/ieAl6sYWS49n0RODoghpWRShhTJyMuEbJ4loWJBlb8fH4aijpivCFuuPYg+XpSgHPz",
+	"ixtwTw3Ql8p+VcmCEW9AjDvR+ZvguXj0yHMXkoHHA0NNCoFHjUI9kUCPjl8dOnqWgacDjhR+KUIedTsE",
+	"/ih9dVozfxLMVNVW/qJHEN5x7zlbKmtTQmSGDRppvyEQhFmKHbkoIU07YoaKrl3dNzOk3V1Fs/5KMw/j",
+	"JXjElSmNL9XVgze6pkfVR2m3XkX54Y+6rKSBh8cf439i7FysTE98fdGRkxg/6BOSEn3KXwHRnYXYBOIr",
+	"pSumeirMXXIVY4YGGtKNEIXBPvgQ/gfKh21mNLboun7DQBBJPOEgUhOd2uMujV3W59H1eXR9Hl2fR/dl",
+	"59HlTnA0wNFn072+eHo6wSfl0y3oBBukXry+S/ZbLzT73Is+/+2JUqk/DCoTPEHmwevdZx7cY1bbNrA1",
+	"TmvrwbUH1z6xrU9s61X8T0xse/1YE9vgLcelGJXCTLp9fZfa4nTa3GKnbAD//bsoDbggpvpWGKZVza0K",
+	"3rOiFEYoaG1oGFXAslEJXQoDhQJr6256ieO79J/jq0xFganTSnT5hJSYPQkOzseZbgabvH2PP8Sx9cM+",
+	"Dn2e13E/hU75JnSlkWXEb5fJsTDWHcSR/CBMwuqxGOLqk3bOZlJlegZ3GLckZ9EhvuV5JZi0RuQjCFMC",
+	"c4uxunTnWrEi59jxGLn48M+BVWAiSnHEXvN0woSy5Ryfb9hsIiBdBCn6SnErOEByEsKh/gqMOLu/RyR9",
+	"KVfAwgxBWBwhH3OpjtiluNU3EGyAVeGlCD5BVqlcGIdEaV5lwl8pDXMHv53t6ryQ1/ghliDo3juGLWmP",
+	"2EMWJ6JnyvP0SGTHPmM8z7FFm0Gqaz50cBvw7v9VopzXgAdX/m5ECajXqqA9/+ZvGyi157nRLJfGuu8S",
+	"LXbXi5vr3Xh3JkbcmdinI54bEd491DoXXG3byKdvu0kHtfqgPXb18EEbotXLFOFnQOPlphMn37SjpL/l",
+	"iNb8VorZBoxYqh4A9UQOyWxDnt74ZvG+b5kDj1GV52xgbtP3BbfvBx7u1IKKks/PKNwAwQcMIf6rMhYe",
+	"cvXL+eE3331PcJuwIq9gNEKl5bxAMpBijoe0xrqAPNQtjQwukUUozabuHUNBzdIENovWJZvoPDMJspfO",
+	"pCEKWmLQaiG5SphxmimujYNPBOpxCfUJuoRWbBhSKURptGKziWZTnmF49CX1qPY01GGdgZW5VkMwWopk",
+	"Ju5aSfkt8MdnhuVyKq2BJkZITY99+rn1zDQO22BxgE8FlEWeZaUwRoQnuiUfECfYm8IM2D5XTFPdxYCe",
+	"e26xcVt8nQ0UKLCMUo39wM7YTGbwpQUKjcX1O8CIkl9BXL2qQKUfpSMGkfHvsoHYdV6RA+6gJeMgkG8s",
+	"tLqTPq6FJwCY0yyzJZd5V8qPB7K9bSbV+JesyaZxmL+gZtD3Y6VwMiVFaj1o3regf5DuHum0u0zHoS0e",
+	"FrOLrR++74wb37e9kZ8Ax7LWSiIuI+i3Do0jQFMJojx80McuWL50N8JfbfRiEdLdr0RraanUov4ff4T/",
+	"rg27Oc3KBHCyk1JX4wnIjFLgeXBQVkorQA5gXyV3akqdM6Uzj3fQ5o0sdMGmGtxv0faWQLxlUc2uyRJH",
+	"UvH8LEoOdb+8EQW57kDnD8qizyWPgQ3Vdmw3x3heCp7Nm9olw9ZzpuaEVDUfZOjISTLIoF0Bc/Xo6wlu",
+	"S1GgKDN8JPJ5m+/BvTbC1Lvp/df4wfZ2orquBKmEKWchqeb6H/UxqNbO3m5xdnDek72ialNhaXfbWoRW",
+	"ZaHNkiz1TKhBJ9Jlmxz1UODb3MLpcccmiKazoDGNpHBCy+m05ECAC47Yb2IWvz3WRetsaXF3XRQa5DYP",
+	"N1LbDQWpVJlXBhdu/SFhQ5HyyuB2XkCg5bP8Ozztns7y/WtWzeGt0azoM1lNULj+A+5UfVoHSf7DPoS3",
+	"ss+7elhtCvf5I9KmjtEKX9WgEix3ymRCZyfY8BG2gmEbGQIIUpF9745cu8OBjANQT7gF1lHALQ08o04z",
+	"G8lxVQLPJ5oLHshLbdFwhT51iyNxIOpHEztVdRn8qgS8SRu6wmBTpw5igAfqTernDGpPBfhjP9lsvYT7",
+	"H7eKhWNcbw+iw4hM1xjc+oqLzwONq4mewaKGFebx4ao9fXBAHhpPIJS0Ip4qipynpDZFE6q1NMbB8eFs",
+	"Nux55MS519hklix7VghaaqdK0gAb70pp82iiq0rnGf0V6QxnukQbDLtuMq1aLEVyJOaCN9Q3Mq3cJLMa",
+	"rIRHMj+RaPjLWmALIrVgB6z048aOu7mS3FTd2oSPFYXf3qBLtG683kPLfVh7GPh9IH3EScY1cd0FMYpS",
+	"1iRuizibaiRLYxNmqnQCNbixgyQhkPTwgOcpiiikE5HeGHJWO/kM7SyKQqjsUKt8Dgec3giucPR10w50",
+	"qgT6obLgZ3K79fzizRH73Qg2FCNditolo1NgC8jOQ24b5LuRn8gIp75ojLMNeXoTHjqRTu3yDeDc2ajH",
+	"VMrbjnjtFS3cOSzyQ8Vs/UhhwtI4FFWW2XkhkEpBfODTIq+1Jdw2R8GhzPMcrt4orgsPBxX/s6K6jYHT",
+	"15PQOz3VU0HBZvzHZuFmvLYxKKGqKZywCvqR7iV7Iy7zqnRXIS+EO3N3GyrotX6T+d0HQ7dyKrpGh9ft",
+	"tWb7OFvl0N286xadbs8iw8ImIekV0NDHqFfEqLvMlHuSAPBECli3wX+kAa0RAqh7RchdaKlsIwyt9Mwk",
+	"tQaRcivGDjSx+M0ZfBZdhqY2NkudUz8nSi0h7Q1W08kK7/+fHjFgtKvsRChLQQRy+TUY7VJuea7HzqL1",
+	"3jnYmSiGIJDrjp2hlpsWQssYKYPXtCL5RbROWzx09Wu6ztx5ni99BHP0VR2Xpel/3llxC9J+OGBvbnQs",
+	"oBdZ2PhLA0wWMsyGlcwtkwpNJGdZTrmaQzjewFYMReCQ2CQNM1Mn8ShUX6JYcXvXwW/W0RoRRr9Nn4TO",
+	"xaptCsv39WzNktb7PmAbl27DPCPcfYCTSzsPNhAmfvz8+pqtwn/vTluV7vNpERYy0mGYd0/2OQe4Dh5D",
+	"H4+1fGMjnXhYdC62lJNyxW/h8Rtlo0S/rzugkg8lyjlxq7VjBhgNRQjtTFoAcLV3+dGHTPoIyAb5JPBZ",
+	"7xWyVrka4Irjj+4/a1JIsLA6QBscfaUxXQ3A54j96ETooVSRAok/GSvznA11BSol83K1LY3uh1oN9U83",
+	"MhfK5nOWayMMK+V4Ys0ZlJQwO9FGkJC2vlU7vpTsnI4CcVzkuxn/l7BKew9aV9w4+ORm6X1+93ICcWds",
+	"8wR2pHY0XP8bCSQ6hJACMYWCUSvyua+gCnVZoZ0QyTA8J962AooXo4PfDg8Wc3t37j38S4e6zsPwt0Ga",
+	"VetB5gaUA9QVmjrCcB74QEGobk3P6cr4+HwAeDiVRcw2V1sel8riUzxwVH2Gx1eY4bFj/caa4hC8CRuo",
+	"Nu68XF5fXURtWxFsQQ0BFHMHbYGYzqsr7m6hxlKJZwYfQz44nzgLV+V6LFVwoCmmlbOmohfCVZnGPFYm",
+	"PpCzIbRqJWB7gb4ImNJnFQh4whxTnFd28rIuXrxzRe1CP1oRz2oocq3GTkfr8rfD3Vdw8+Y0BRC4aPIU",
+	"FNy6Tbh3uvff/3V++J/88M+Twx/+Wf949P7wnx9Pkuff/Ntf/98m9BG/199+tDCrrqm47QI/fjLZQjyJ",
+	"/z79xz/M8T8/Pk++f9E65IdWR6PPvKyU9uQ396WWqkVsui8QtaaINNQVftUWfDQ19uHxRwQ0z2IENIyn",
+	"qSgsRDZfYcEx4CCWGy93Hw9461k3jZlRzQBl2tV1cyGMnOaVsVB5N/e5wc1S4zMm6ipjiDkslBo7VRPq",
+	"F+7B0buEp2YdoELMMl5ZHxuOlwejrPFvNgq1LoLr50aB42HWkeDw2XCU4Z8bDTECzc1Ht11+hcVPuMqx",
+	"3n4uptwSs+xI5u6793HXFd76xTW8T4DbzG//aRqgLn1iG5QVzVCvq01eUOIo965TS8SkmyY8YuIilBDf",
+	"KxJ6cxtN+E/XHcFgbdMct2YdL71sja3c/FDhKyb1SmIOFM+n7frdLsnelxZyvcLF/T44czsPv3KIm4dJ",
+	"9oWjj8/RX4PGjlS7lebxsRVmRSOyHyvp9xQBVIPlnCENNJUqsDSX2Psnhx4gUYFEOHUzXeUZM0LV1Z5j",
+	"eSsUmwo70Xgqf798Az7Ey59esm++f/5v8Ev3j3/7/vn3LBMj6fQ1G3DVJy7iMGhI4gNPbT73jUhaoddZ",
+	"24ivjRptdz0+xRdpp7wspaCEFc4m3EwiSpv4xNVuAWnj9BkeTPgZrRWfipK73VDkfC5KWBPziT6BxOfP",
+	"QP2rNMFHSxwD7iO30DqKNn11Syje/rI1KB4vhYZZBFkK39H7f6E4ZcLzXDixBpEmyGV/EByHma6O48Bf",
+	"Q2UIEIMEIR4fKWdWQ35Kzzz4lJH/GvfoQ4E9RH/WpE6lWhmdh0hRzRjmTOXKJFFoFz2ZVk6FOauBPeOW",
+	"tymcbr/fiDlcA1YRadve7GMkBTJpHBCSlmb0UuXbSEJZP+Npqiui/tSVhUzHuhjmiL2iFHScyQqWL38h",
+	"ce24geBk3W/ImVWnLQaHK/UIqQkN2lgLWn0Dv8N3eKjM8xADNM3Fjxceynmc5UFp0uKDrU36jax5+tT3",
+	"4Gpo7EQwe9y3weHgz5v5F/Da1mRz7Je1l+xlEpiFMkg2hw+/UbZ5TXeWxZtuDdsZ7bvHw3bm9uUmaeU0",
+	"ud6R0enIqOiE3wes42pvmnYY47cvGmyYutyyXHBoyonB4RbWMlJvDc/dXgYtl3SUxqNiiDfgolgK4kM+",
+	"Ya1/1vxlKEbuM5dRaXgMFEcHah4vJCCjsdAzUY6qPKQ2ypLpGcTfAhC2ZjQmJCqceBm6lYmPeXKXfEd3",
+	"xLbKweVesEaZ9nN1s5KgU9dGS1P61rKeBGKUCumeslu9GtZuxZz6VMgvLhWywuNyfzC6Vj0+/lgB/+nK",
+	"VMgrPbKHWciHdHecrqS2qoIi2aYlJkERxkxszXKtxqJ0GnYoSJBQ8xmVdUfEvph9hXXSIW8L1AvvfoGC",
+	"SlRzmKkKUTKeTaWSxqJi3cqjEyc2FDm3yOCbz/jckKAweiqwHF3D0P1DoaiiK9WAMPBu2i+x0j54rDsA",
+	"TZ96uZXUy62d+A1YtRZMTxJ5Pp04hIE2oMV66bm0fAae8eYtPbUkPj5/8J8Z9Oq5e+pTjkeZqq2zKq1z",
+	"NIG51lsrQctxygoTo5FI7UJaqLGCZzAFSxL8A8WYVittvujBbDsd8/NBYVvcWxtoVI+cd2ul4kQJmajO",
+	"9c7FLyC/8gGVpmNvSXRHkq6ENURkE4xJJOImxnq1oJqUwghrkc8TE8YJMGuXow+MKIE9hMfylkCqKkto",
+	"maTEETvP8xaQjTLjYz0KQHc20QKLqAXyDOk8a4Tgcz0GwovKBr2rhcnKCHD5Xfi1eWQwhyLQj26D3PPY",
+	"CZAwDX/meT5PltZ8t/SCG6hvdfyRm0YBQySIw9aAhk9NTtQeG58kNsIZbDqwgjr3UFDpt9kx7rBuxHyr",
+	"x97KBKSB6vbZxG3OodPt0lJw4yMfvm2cKHQ68WHrKZDaY1W8v0AaU9VsKNKG7kutlF5I3ONzm+rudFM+",
+	"ZxN+K9hQCMWM1bmgbuzBnEUjNuIoRD2YT+P0lHaGZQd8VyIwPDw+i5EGh6NdjTytqNJCDO/9a40P2TMy",
+	"r2JkzvOGON/Rsbal4FPjRj3lKlsXVyXbr7TkTtUF83e6MTtRpERunjF6bpOt5xQzl336CRx04CfbvxAK",
+	"3NKVsjKnt7gHgDELYdaSTeAt0vrWoHFO3DPD+Fgom2ACzSt/V5awy0opqca+qwXwJ7OrKk2FyNzff+Iy",
+	"d/+9llORvausM0pfcpWKXGQH1PRDZ8LP0w1gKFKwrZeqRUJmpPvM+BFH8HhU3S50nkOmT53iiAv2jBYi",
+	"YXwEDUJwkTuYv2BlXvoP9mDtmiaUmIPj99ugK1pIV95L2jYsDngPKP1dF53v5aBONV66EgrjxUVVrDt7",
+	"3O98TzkJ33BV4FZ82jiu4Na/Vn2IeBvef/b8VoVPPNNN4raEDPWG6yO4nRFcWqtcjkQ6T/OAYo2oLkJ1",
+	"m1j5rkOs4B0t3F8kTTAHsFuYnJsblCVa5VKJhUKQfXIyaoVl5NlBCDfQg51Sp0RqvSeRKT07ZUWprU51",
+	"nrBSTLUVvndAwoZzSxHAUQmFHAZkBf0jK3VRgBKJuTH1i8C+MrmeJeGXQN2I3bWlhd8YVilIrgSRKFUq",
+	"QL08YueLpYRx9iNpS9ToibMRKEupBjwJ3DpSsUGlSic2gZc69oE6yeKds7MJ1tH7NMEuqXFBH2aTGp4d",
+	"4Eo7oPmP7AuHImzpRPmi2MKLcTt3A7r76xZe29xmXa+HP3av9/cvHgLGcX91ofh1fYJ71F7HRLeEdC1q",
+	"75Zh3JsjGxkFcMtyBSXa1aVAP0oCoO6NwtaiyduJNvaYFwUN4zSy04cCWVnfodgA7Q9MeXwK8uUabDYf",
+	"UuRJBpZijM5YqdUBvOndaASPgSdENsfYYTSf8fkRe2ODtWKRRTi9MWw/1ZlInZgxOq/cA0mWsBKUeIOk",
+	"t+4fZEF40RQvFgkPJwHwIl3KsVRsv6jyPGFFZSYJG8ncP0PPnB3jVe66A7WcCrMK8z/Z9XCvlsJDCJII",
+	"xJnMto7jwXrfmj1An3IDeyAyLGlU92uYbV+U0FzvYBHUM+1lyzqLwNSgsE0BMtU34tC6GUCNVrd3+Bdu",
+	"FupREcUB4rUH6UEDIQbQfBRD1AdeUGK5DNVF6apMRcJmXNpgQoAnit2IOSK2g9Gp4KYqBdUyoRA5Zbcy",
+	"E5qtgXpeZTJcRCJCGSfsqORFlzdRbMaBtRfkOBB4GHHUC2OZUFlo/zpwl+vKXqFdMGD7lFjNnp8kjFs2",
+	"1cayb08OzsjR5CaBlerkqBsLJ6xgYTzN0tAJKGGrIgEBdBDGVgputIIOuKH6m8pof798C1FFyIGoc2ax",
+	"Gi4J8cOoUGLZFW5NceW2w7U7bdsJATbesSYCiHvD12HtvrQqGmeXv/0Pn7UGG2OkK5WdMX3DDKgNRPbA",
+	"o60MOzfrCam+9KCgu2uDKTqclKn4XfFbLqGX0GLjoQDPC5B5L1JhRbRhUS4cD7lNJyuaClXKsKpwp/Wb",
+	"EwZ3w6EwiTsWJYMSVAeWCXGjNKtljVTjXNQNiDETVWWiECqDID9mT0BehgGDg9DBnUAHrKZ23Lh/wtUw",
+	"5ka9bR7MISyJDPipy6zmlyLkWwORP8KK7AAn4UUbgaV5BGhJo+2CzHcqlKM649IrAFLhJ+gJBB5RNkOE",
+	"PsapEzyPIchsHYMsL+1hUeoP827gqSuSGjFAIsXBVtQNpdXZ7gtgyqSyesmtkTBdWSMzATTC3qjfxxwy",
+	"WBT4SStxqEcjVgqnq6GP2amzZsFl7O4L7CpuTpTa7sYD0U/oUOb0QKnGGH8c8vRGj0YJBV2xfYCx4As/",
+	"YudAdcWxO1o+P2WFzhuR2WDt4u3okjli56zgENzkNmLLYzxMsSVH/4x5t3sjHlpa7+5uoWxxfyafI3zC",
+	"LZG1LLxmM6USm5KIEtTLohrm0kyokmB3sBmNmoJrnclwS1ubAqzWb6ZepexVyg1VSkwOQRxEIFpimto+",
+	"suvic4Ade0Q25gAHwiNWJDnW4PEZ5bjUbmXvc/a1UN7N76zrTJrg7T9iVw6JIV+YxuDJ5KmqCtm4mMFM",
+	"FtMGkbrYBUI23rIGIGkmGtb4KeGhLno47OHwE+BQFw+FhnNjxRSa+GY67Y7hXYpMliIlcT8s9cyI0vso",
+	"obbKQZ3FGKR0y0QFmJlOq6lQFk3qgo/JjUk5Hc0/QwSIK3TDNthZzpZLQJu1VmStWzFGcDNBW9QEppDi",
+	"y9MV6uLPwp4X8pVbhwWI+fbkm+418cuwZtp7yR7SHMET32rEp+XHgqsAc1K8M2D5aQkbLHxC9/kOKzk4",
+	"WknEvBih+esriGis+k5uVzVWNz5osLD1OYtIjE73aHcekoGzt3wYn3ccRnhqSzQEP6Ozt8alw9xDy83N",
+	"JlH1QpRSZzJl9b0M7qVoNrCm+WhjUerU7ayY7SidCDfo4OOnXqW0+2RJLWorBaHuicgLsNaQnIjlWhe1",
+	"ACxE5q6EILT2HBuUhNQef/4xjPoaJrxF6d581aoElKWl9Gk3UCDwVeWYRJtocVVWHJbPPQd0vo7DgDoF",
+	"U93eXd86Sev064meKSdEwVtAcmSipxgMPg2csVMxHYrSTGSBfRAFz+0kYVBgHMB3yqWCyB56N4F2j8q+",
+	"Zrx0G534FOk2lE68bhwK1JfULxSCYb4w2ee7sFLcSkOJa0si6SWO/4oWYpt92ptv6uInpPX0q/1VnIaf",
+	"qaRqcfJbPAEZt/ywFO6zuk+Z5oKrqjgu3GYRsxUHwm0qIpsPHXD1CMUe1ckDc11SN/4Uyob0pfBKVuhc",
+	"pnOiLy0F9CALMiLPMBBtyznjUIYvsiQQ1GWekIOrORB0HrF3RGwHhADulEKNBFRkeYHBGc2SAcgsH4cL",
+	"vPUVt/zSD/Ml3rIuW/U3CMd75meK+fDU6hByoZU9YxQ/N15hwPL/FbUDuvy8xKCfSiEOrfhgKbxejzPU",
+	"gNDgugaB93WN4rvn3+w2OaftA9G364QV+vJhon16ThsQ0SqiWcAtj45rGg7C50JSqtVIju+KTGWlDrVK",
+	"xZoILRCXxce8Qd/hE3CMyNGYJAiTwgD3PIQ+8jz6NSb9KOCgL4lZOYlT4GdcAhSFR5O+m6FKG3cWMmzs",
+	"jnypq/GkQ3QT/lEwF0W4B06U4u4fcyx9TPWUyDF4Wyi3Uh1Itg0fXNurLiu1jo24Xmer8bst5AJ1cYHu",
+	"zmnXObPN+YgX5E4fAH485ewV9pdoBzv8YPcHed0uMvf+ITfiEHfdIez2Daxzy4e5wy6pMvHB/WBLOR6D",
+	"N19lzEFs07h8ZliuU54T3vjXxgZ7qvNqqoCfeBasDqCnUD5vJKFLX716C0Y7z4FXqQar8Fz0mUH3C6hM",
+	"+lP4Svpg6BOXOwwPh201yyQfK20Em0pyubGi1MNcTE2rGfOKXngFy3cOq7eu6xpyxyIT/6u3mCk9pVQc",
+	"qvCHpzE9/JdI7ToO2iy/G//skp72K/8gp9WUqcrZjW4U/z97397cto3F+1UwmXsn8g79yKO9W3t27rhJ",
+	"muRu0vrGaftHt9eESEjCmgK4BGhFm8l3v4NzDkBQIvVoLcdp9MdOthZJvA/O8/dz3comvOKZG0PIbATl",
+	"Gzt15kMxofdoItqqVhnCN/bkufMPz/Pi2YRXprvbT09OTpIHI11NuYVR2iePHyTuPdfJB6ePTk7gialU",
+	"+IeTMEZYdABK2rUWuLjkPdI4bEdaUDhdex2wD0AOU3TJ+e6ExcL87dIsRT/zWocMV+zV+7dvMP0e3IOV",
+	"UDlQV0PpgffGL7n6Qc0DaZfi3v7HnE+LFDUOPmve9H5bJq0RxeiIfa/tBM4WxEwiBwwAcITHIwhgpKrU",
+	"TKiRrjIRc8oSJKSYexTIht4qF2Wh5yJnN6ICt42TsNK0huITX4DUY8ohv3s4Z+miK/mULXiS01M3dSHa",
+	"0YUrx9Kmn1e5UFLkabJFAMRMJPhpg3FZCaxVHaRurXUpFC/lEUz7Qbcw15n5Wa6T3+eoI+MqnrF0Yt06",
+	"NtugJ7CBy11Fjr142fvEJcnBTkn5wLX8IAkY6PSfrqEuzPPtZCJ8pSUTO5RNPmM/lUK5ZV3av0ddzJwP",
+	"rPhgj6Gja74Np6w73rQU7ekUvR1rQBp967hhbUV8JPfyuSdncaJn9z/SJNVIr5XiZaXzOrMJMLLkCZto",
+	"zzxDLnQJHbXzAJetcxL3aCGbOJs5YVaPsSIBZI+0htUllLu4bwqFEJ8+RoWMx5HjsMZ6elBJ1UhWU9JU",
+	"h1LxitJs4A/UCye8narFi2uogdedwuwS5uO1m45dZpY0rXQcxO+5kRlzS+KOF2SfD3Vtv7KY00th2XDd",
+	"TOxQtwkIGMeAE7RJ8BV2Gj4dm2iU3kB4PaQnUPBIVFaOwKnUU5H7o87FOXZghxsytLIqDooj+3oCntFy",
+	"3sI+C/tp4x13/NH14HX+6VioShfFlJa525/62pga0hO1EocgRjPXf6Jcc4IwNTcZjofhB1P6t8lJR5GO",
+	"Z+t17kOZObIDUyAVgJmR1Q75MgxAMo+RxUtX1yZU07iHUZp/KGUlTFSO+A2bSlVbYQ6O2LlT8KT7IEy5",
+	"zLdhlghb90UzSevCP9QKKPuVz1KnsQedsuR20qiUOCMbE5s/6dEkd0V/0TEL65y55F+SI+F2Cxzr3cuX",
+	"aJFW9AsLY5+ds1I2HuaQX6nBV78nuvgrEF00MpY1Qg72wK2K3H5XbiN0g3BZd9U32FjNK23Ywgivb4FA",
+	"Jk4UhsJDYCOqnTqwQgF441v8qenjJoBMTf8wASagajhZ12c8B0m3sWRb9o06URo1Hhd5dyITyansMde/",
+	"WenW/Kbl03x0xz7N7qVZpUI1c7K3l1doXl0nbAcqWLIqNM27esEGCBKEFR2gB5UA9QBFLABn4AR0QiKN",
+	"fkhiPZ9VQokZLw7ixG6vdy0Ul7j/YdZkRAZ5OOKZs2CJc0ePOilnGrVgeYc+2LUmstzkGmUk9P1ug8U9",
+	"07Ouk26lfFbOvrLjq4tAd0qGO1JXQoB1Tcz5WUQIDvkY7oyI3IfUwmfiUIZWggIy5KNwZhvUeYSyJgy0",
+	"Qvgag9kQdva0ttIadi3mh0D14n5ZDjdj5mAe4M2ciJR5LYwPNPMK6HIJIpOVlRjJD4v9amra9CxEZ3Ck",
+	"c086jrlRhD4DGQIiZ3XZ6fV766ejJxS9Bs7sGfo/X+cdeGY+bk0IbzC0ka5oJmn0NMw1MetL+IS59bh1",
+	"3LWQhlxCQtMmvcPXAc6ts2eP1gWm12hwvVMak96X3BiRn2FgAuYCnRMEpk2PAhky4KSumeoL+Fz3eNDs",
+	"v1OC2vb+xKzevluqScHAHCxc0b/cNfW5LgBYAcrHiaSoEzJelO3QKb0g/o9JnB56cXro++ATMfv9hcg8",
+	"Z5KQ4giWaJPiOKukJUdMJI/df0JW5YJwEJHoIM7bhY2IzsSIIY2z3EnAWnla8ryau+tVGjzAPSToFaB/",
+	"iCZfHXqHeeljDXAS0KPo7oMlC3A82E/Utv0gOmkg8UKiUkaD7YSP+rIPfyUZK4sCrqMOXZzSEHGxLmit",
+	"3jXbZSeQPZ2tha6sVMeX1tbqxZz/+5LvuWaY22d9NjUAtD33nsYv2tMIWcp12a953kXCqNJk/gPxkZhy",
+	"WRxbYewqujhgSFGE5TcVxmDyVJOPjq3WlcjZ5dv3Fz6PySvDOoTKgRqcguSRV67VKTZz8gsBAVFtp5D9",
+	"05PvUCZCHChtvXSltL1qupGi+gWdkShsoz46yfHNyZMGPDnuNEpfYOjIuHJvggrPswkgWwBGvvQISnhc",
+	"MefACJWzKSCsaeTQa1VLY7nOQ8OyiZYA7IVseYalXWuXYuaUAazOQ3BLivyUkDpoDQyiUEP0CgurQoYG",
+	"vA1/iiik2ODp4+9Y6r54RV9MKaftnbDV/PB8ZEWVsqGYa7KzOhKt3H54L4x94ca6K2QOmBFoYQM8zEpk",
+	"spTuDkRXVSDEY6YOKbh3iNax2PlVor91pmZOFQDwqkZ5ifbmXv5/rVAcAmraYa/EYo8JOoM7vzYo+3Kd",
+	"rwdT8qnuOQr5jBbSa5scT11bsQwJ0BRfRuj63nMTfdgXdnL8UOK/F/6uFpAzo3dhEpCDRFZRjm0SvSIB",
+	"GRhn8Yj51fWtoCGSHkv6+3EKdr34AJY73jMa2ZZqBcBIry150aF4EtHVRN7Mi9dp5bQsRIRA4rR60e0x",
+	"ggTOUv4xf9FPqphfUH3Ebnn64m6udhs0k/EFeQ0+rxPAtqZtzKVaRknAPbtDj0DJK2nn20gIAjpAsjmv",
+	"Ro0gdgWkQbKQdp74PEqybynlx/uPvdULNz+5ln3JI2afZ3GTpagOQ0UkEvhNuJmwbMKlQize8DMvitBF",
+	"YAKh7x+xX0ELnYjs+nkoWPLu5Zqywy//7xtpBUsv3p2/fHvO/lPL7PoK3kkbgk/8PMiFXKBxT44PMvCN",
+	"LISyxZzl8kZUY5G7F52EBN07cxtEmdrERVRTQoyYd4qLC1il2/cun9Pg47E3RVww7sVhn+GlUAlOpJvI",
+	"BBWKRmDx0IVuCj3rJ4GI1uFPuqTj2i63VbCjbm0ASFkCjD/siHRdWRe+ckv9+XoczNH+XH1NoLjZu5Z3",
+	"6Vp24pHmeSjsTAi1CFKzw/vEyQWphFkB/+ZlbXjU7/64dLWlO4ZMp5Dpn9cU72etij+UWKWoRrqaGsbR",
+	"C30IEDqENVTJcmVVPriNpWVlpW8EHd5GYqOdZ/C76LZX2uJRDr5dX3MgDeMF+EMiyHZp2OOTE5QDKFd9",
+	"qQJ13p1s470dyQLzMzmfhzqfJ40nRFGKLbqneT5fUZvwLizQmgywC5zFPzSJf0Lq90ivZLmqBDwD7vYv",
+	"BDfAm99md6RUG6x4WNGfF/DcdjL/9526pGmFVotSv+iw4Gf9eynfa+HLpv3nWKhwOpG93J1h9+fobHt5",
+	"iKc8IdpOInd2zx91pJO0RSlvUNRhD+xS1OtCrMt1xV0ZF2Hh2NE4uFZ6BpkbWMeFgPB+C/uM03AbtB+j",
+	"AFoxZ1gUd8Teuf74+tgC4DEPscKgEvSQJ/CT0A//cVqERsrjyz6CJz6UhTPO2Gwyj1bLjYUUXd/lYW2Z",
+	"zAvXDBvpotAzIJ7sZMpDYawLYXZfKeaaWUmRGRfJfcXwhP3zsMtjVCsrp+KYQDCsXAmdi6WUL8FqQ/6Z",
+	"qZjqap7ESoryCEMYOzG9BZVH7BLdrU5tHI2iokhTasvGutK1BeLLitph40rP7CRhBR+PMY007E0ivHdP",
+	"AOcDqA184vSGQo87dZJ3OIrn0dh3ebMut9ZxIugpFi3I13cmXgrrt1jvRNzBoQD9fxPcWrATIHzmdnPF",
+	"1Rgc1Bg98lEZL6exdx0Gh79igsHhVPjM1rwo5miYqwX8wYUyYnfc2EhWYsahLg7rjQDd1jcaKJ6QYXco",
+	"u8AJ3choH17AFOz+VLh2Vl4SbmLdHHzNFwS56/yewVCwLoW6g7Nga7f5NjgMs4m0gvjc30hVf8D6AHyf",
+	"NUZfCweK8pHQ7M70dCpULnIGubiGqOYtMFj4QwLTgPglWHXFFThbkVxoDFsdTcS4TuuI/UQ6WOgjZEZB",
+	"DAZD+RziN+76sEKR35Yrb9xFJV9usNhBrM0PVNBuvA8N0zOV4PdIAGAPui6iV9rY9zjBa+zit03FxWyi",
+	"jYgn1OP1LuN+guIZo/ATMIaPr1Gw/6HxX0bTviLLgarbRN4M4XZqr3ZpyDZz6vmDOwVLvDmJwPgrQgHu",
+	"Ppq3Jk6SB2Xdmx7UZGPGx5FOFG3c6LiRFml5NRYWOh6y7iHGQoEMFCEUHpgC0Lf72I2o5Gje8oXFTOet",
+	"wiWZxzn5lIWDCZxgVi0W9Ep30NwcQPoI7CH2K0J5xgNoJJSn/hqLGFOkK4+TolG5YCl85KpuAv7psig5",
+	"d59vCZNdZNo0DUB7azJtaMFUqIxuVhhn474lZS4MD7GfeiPPuIxdWTjN0p8xXS06THFPTDixbEqFYX2i",
+	"QoaLlEtEP1xg6NF+Gw7SH3UuiN3nnFpPkfturKSBEpfhHPZnSq+/n5ciPdhnBX3JWaGwLVuiG4/ULYht",
+	"KK3uT+lpK4PHZcHVCs6xOIiOgp6OfogqeL0PxuJ1qSb0gtDv12Le8tJhtjwdvNhuCsLFSdIbXkjMnkHy",
+	"7kYrxFvvLFSWRZXmmGePPoqRxVTIkST4niP2T6cqeh7Llq7bxeRz0oH6XnB1h+LZNbe5dA6COBcG7FZc",
+	"kM8lfF3ne3tNGkvB1R7i+B5JJo/pHssmOni7F07Ia3LYgqbbotAUgwWNKFhKQJxA0Q0NlryN0ecQuHgW",
+	"0nwuvDp9rnL0nL7nY6hYCo0FjTsJOiDGVv1so+GLWUtl5fpmIWqTE25qfsRe8tJbfk0FU0GcXJ21pSP5",
+	"wT2FhBU8YhMzTXphdwgXJvh5PL+3kULYnRfkY4j+pdYUAYZ+2JIdswQPhNh4DFyxIhTbvWK3XrEqrZg2",
+	"qCJnEYEO0MZhBCmAKqPaONWQJCr7gU+m/ANmjZs+KJL1EMufEY2kb2+tDm62ET/3yZ/bJH+25859qBBW",
+	"qLj8hCTDDr2LmzLDDWtZ2EOpgMPKCgUhZng5idW/pn6+do8qdJ3rynOxiDwJWg6mKnUww/0cnOrgOUen",
+	"g7lm7qB5sZlx4Bn3aedtCJC+eOvOWeGaZlYywvm5xDXAafy6POmdU3AL2xyncuVmP/7o/vmRT8UnZ06t",
+	"oZhx+kbp73XfadiNCGXYbG3DZu6iD/ZRrvHmKD1HlXF3SqPkw0fo4yZ85Iid4y+gNUAKGSSN+NoK8htz",
+	"y6Y1nhdPTodZC0vZDVQPB9nZ0XNJp7PLayvSG22YGT2TWWCag+wHhPzrIKFpDsBGJFrBpWiuGTeU+wr6",
+	"U/vM9qAq+oVciatYcus25IPTB//vN37435PD736nfw9//3iSfPvk0/94cGdwi60pWmEZ/upFqg77R8Nq",
+	"JPfOWxeNZzuiHNi71ZfC0rVHQrp9Lp6w+E7MNhfBrd0D4oPIattpq1IJykZkoIu1LK3KHV/LIm1TAGYi",
+	"Haej7KUVQGfPILphAjVO59cbh53/BZStiS7yhA1FxmsDeJhi5suH3TNTPg+WalxFxxWQLla+UK/g2bVZ",
+	"kTT8C03WzqWIb6hDfvzi5zmC8/4q03K6aEN2aCDMxHCi9bU5zrjlhd4kAcFYrnJeYdmTNWxc6brEe33E",
+	"p7KYk5cGVBL8y0PDUsKJ+lvKZrLIM17leNTgKwydS+RudrqI576Cr8AzgN5ScOU+hk2nzPqSfyPAfjBI",
+	"CYPfN2c+SxyGCF4c91DOUvz7EY3+6F/1ycmT7JXWoG/Af3WF/14K+yu+8cK1/4ymbJclmrUduiunq9me",
+	"Wxjnk5bzqzg2btR+E7Y3p5+G6ADhztnBAcpFIW9EJYU5/ijzT8eVsMhG3W1+vIUCFM5+wFwxenseAuoX",
+	"QuWQZwn5MU70U3mGHrG69PF7Og/kZmJOF56W1lAaTvvbEnPi3Cs+BgNUbe7fbCJvRN6g49lKipwNnNGQ",
+	"+q4BngeMCqLj7qSlph6GQV35z6RMO+12Jo3owKoAWAvaz8/p02v53QBCYyRFA79Db/aYDnJzMPand5s2",
+	"s3Ciwwz0eeDo94QpPfOb4uivpRl/NiXV7URIBB21D+EtiIu16A1Bbmi3IT5sITMwtrEoN+hc4NdI+g3c",
+	"2EpRwZlPVp38g0W5c8TOA8TP0ya1Ar9L5S6UR0FNuqt7pbxo2HfBSW9iuSQNDWi1vIDD8wFuwXUio7kK",
+	"Zc4GqDC8ztODxYlS9ksVIh9gZlab5NEUh3X3NwuAEuxFyS2KEjyZo+WTCZs+Opl3KmCQZGAF/APQwobu",
+	"opQYYElV4rPqk0hUuJMebazh3LMXgVksisK0UkZyaUrAACZ/Izk0MUvQbUTEwZK29bMvaia/p1bF/GCV",
+	"Rn6Jo7y7m5sa7KVDGldizK34ipJez9tjdht/YVe1d85daOWxgrpJIKzd4QQcKZ64Y7HSuxI5zwACTlpm",
+	"+LzZ9pwZkVUCbkojrM+iAjcSBMIwaSNPyA+PRKPujSN27pVxmrJKsEKMrJMfHguVYCLCkxR76I6N+e3a",
+	"moh1fJyF0YzyruLerMGt8B26P9XWi2c2moSV1TA42H2IuzfK1z4nt3aS+0g3kD0CYIHjhk/hZhUqL7VU",
+	"tgGQ0DPFXr09f0aHKvFOpkyXIoHwFiKR5WTqGjzaEIGWhtVK/qcWjE81haBXaM74ZuiCBPcrHxpd1Faw",
+	"ibWlYT+/e8MG7v9ShTKY9EWhZ6+sLQ8CMloDFWkSBifM2dijio+nkOTsG3GSx+jiBpkqWaF16bT3hBVS",
+	"XR8izbOuWFboOj+cCsuBEZ+wL4VZzqVMSVxeYbYiKO7QP2fLk8yBKzufSiWNRcRleMKwspI3Ttrju4YN",
+	"/NfO3e8X+Ot7/DE9OGJvxJhnc2YUvxZXGTfonSPvnamzCeNmyUGn1ZWxleDTK5KcCOtmuBNNHc//pC7h",
+	"8Wf0NK5SI5SFyqo5JJNzJGJBsA8qUWr4iLpoUzpkyY4yTVdIrzVpp27DnkXjDbWSE4H4HXcXQFwxiFW9",
+	"h5T/DCaccrjo4p3oIkc2CYlwftI2VzEbSVHkZp9//5fgf2vJ+ru1mWJtCXwz4JWpO0OJZcEzynzH7Yfo",
+	"ebCLG2B8xJWAImG/syHp/VwxMS0tyHo+NHBP4bltYCl9Hj/+cEb+YM+kgoWbjQ4ZAmfQA3flHLFnlJ5P",
+	"BVJU/SU+WO8zdi+FFF3V+Fdd/1pKYATBTLKY/MTdvuAOo+3nMu8Vo9slusYvv84f7Cqt44/LYbdMzZ7w",
+	"qsS9F8A1rFD+RRQA7DM3blX44uG8Z8L3mMRJv2ucTE/j5e5IV2ysNdnmVpdAyiYkKM04hAQ0h+ANVTn7",
+	"lUsr1RidebGHS2R6KtgzrjJREIiw0nbi3oPMcTDzlfXZWtMk9m/P2UQaqyuoLLgWpU2C2kIpr+7rho0q",
+	"IeALKN29oFioQMVx7kx43h8Z1Lp09m7q2/HQ4Zzet9MduQQ39tBRNBsiXBDdIopdtPQXiHZlFVzUpO0A",
+	"/HeCzrhX799feCpeLDuCvSpywmaj+UMbskRB746vKEYQCgOrEQnQvXnV64Z7Hns//9x5Tda+cQFrsdlz",
+	"QNG2XF4DeQRxoI5w28ir3UP6BoAQyYayYSES7tEkPkMQvs8l+JPbZHwce7SlMHto21uSSs8X78noXN95",
+	"jAAl0mr6ndfKCECkCjwx3u/k3kt99J1y2lJNu+2QnjqEpw7IY4Y+qLa9lrDhvOTIhSARaLFxXyKhCgbn",
+	"Q+IoPhHFV+ZM5uTWDH+xEMav+I0oAkhvwUpuJ2yA4cmEZQWX04QZOVbc1lXjLk28r/TgzAMkyJADQHlI",
+	"ixrPETtnOQIlNMajsxzdDHR52N6LzoDFF2IYruHFOY9YcDy9DIKkBIoNG66wM2ZaYyB8C6jzT7A6RPyn",
+	"5gVOv1tCmX9Wu3JDXh3cqDNuPATUWVtXlhABdn+a8fne9vyqbM+YUwf3idW3eRNsrqSuoV9zZhs3seSD",
+	"PgdZFgF7g9RDdA5uFs60P/UAFjxo+egPTtfcLnRgEGYQSQiCt2+VWH1wHyRhcPK7vvvoC18Wj3uBthdo",
+	"fzmBFqQC1iJEMmCnIs5OZJUflryy8+OMl0jls8rkjmukZJ5EdFxoJosPpWwST33F9vnFa2b1tSC8DuA7",
+	"9K3NWcatGAOgMdG5hC8G6sU24pA09DUM+yEEXVEg8VcgWHaNuy8gAbCvLNe1JQS7kQBd1jQ17LXpqjWf",
+	"UuJ8GIQheHHE/kqcCCcAieGcpbgMTdj+lPFSHsKL6RlCfxhdCGaEweKmpZrcRzEAXSmv4N0rL/K6S1De",
+	"u4W8cOv4LF7GHQrGnhb7INuiZxZ3B4zvq0iGe+4L82YxzmH7hLiNmOvo1EdntDn6zf56cPogbLAHS5Lh",
+	"UY9kcFPYLwkmXClR9EsBD8KnRAEZYW4EI10RkRSev0Uek5EsEDBV5azSM+N1pfg7q09atw8t2oe+29sa",
+	"hn/IJbaOgws7808xn+kq3+INz0u9xStwr11CXefrbZr6EbFjN3/hubiR2R95hf5jqzd/mWjQczZ9/rws",
+	"t3gaU4G2fmGrEbzANOltxlBb/YvMhd7ynXci226X/agvCj4X1feV4NdbvPeKm/M6l3q7Vy7sf7d44bW5",
+	"nPDK75mt9hpg6JGzePMJBLj3bd9C8KSfq206+LLSdflPMf8BZOF2XZQ3IPegm/79XbrDqeVN3N/+vtgn",
+	"x65IjvWTxAbRVXuw63s+LM2Sw7vrwj/+mHlB/WmtCaBVuLxPfSQtUOW7Wx6xz/VMicpMZLnt5d7WakkY",
+	"bE2F2Vw8d3BYVgEWK1Hsg0O3VlnFnQntVccv5EQdlwWfD3l2vSKIZEwtDDMTIOiRalyIQ2eV/vzujQmw",
+	"P/TFh4YV8kYwzIFOmK/rJE+eyJvTOHCmMFpdUwwZpP43k4IzaiqtFfnBEXvBswnkpvN8ClGmDzyzxdx7",
+	"XOfE8Q12vjCE2JsWciSsnIpLkWmVm5QNqMKDPXp8kjSMfU/wP6baBDJkZFDJMbx+AAmP+FsQFA8NuRUI",
+	"ex5C69L4+huQKly5f6Xy08Eg7dxN2yn4EEcj+NHvGB7qWL9jKSWRY2Uqz+cppuKEIL7lVUAYl+hXOGI/",
+	"6Irmw0TYXNdClPBnZxEBQXKmlRKZTShtGVORYBfAlAgmlbGC9yaWNyLwjbwRF34HbV0bH0RQZ1Vr2KTb",
+	"FLdOpfL/+ejO0LS652OFW9nbU2h5+o3qp8XtkLt1KPcsaM/NoZU4hP5iR/eO4q/IUfxS2Gb9g9QIV0Ej",
+	"8qJrYNe3H7Zijlx3/tjldwhibwWCfajqqoQSM+BTWBCZvaP31VugnwIDA6ZbmDQh5h6YvYxXACbNUnOT",
+	"XVmZXQub4gWEvnhpqCXE9ILUJvf9syAzWgD3AYBR0GuuS5RngX8whcyxKjqFPzT35Lcnh9+enCQsui8P",
+	"3A0IEEc4A4XnXJGG5TWgMqbwy7m7fFM24ENdW/a/Tv4nk4piCQALc4B5IUD84nNf4W1fivYCb/Fzm7JB",
+	"+OObhbs8ur6bEZaikjpvLvOnTx67UeCsDMVcExja8iV+hs+iGtLoHT8pz9ECRRDeLQzuUHcrJzgZ7lLN",
+	"RSFsNN1E/NJ0jpQTws1c+iR43G/0tQDSqUIbYbwSgBs7TZgwlhMsN6MrHGMclWBZbT1lyDfM4CxBSYTX",
+	"MsJmXKVknGGKoZsKIEBQmhio2Y3MhWa8qnAXnS+FDKZ87venYTNRgAYs2EwM/aNeN3Q66sFpNDWQ7TMU",
+	"hVZjE4LE9N2E/evB8nT96wHjQ9etqQj1juEFzFnGHRbwQHw3YViDQo8pUeiGANKToM5x5FR1qhQ3ZqYr",
+	"TzFxsJ069EYgufRXrxO1JmQTpShpnWcMufs6Va8r3a1+1F7THrWokc5OypOQ36tHX5V69MYLtJYGAFV2",
+	"3syzmuwtUa1TjHao+YABuaJKpeHvxjRPb3IvBMjgM6es1EVBkIvQIVYrKwtShrb1sV26b35pXjbo9Ook",
+	"nMbOJwnhXvFsXns58dlSX2AZPrfjbl0eTPcZ1uWK3D+oJbMLG6/ktVMt3f7jtdWHlcg0wvb1nnBdnqG9",
+	"4VQ8PhqJzCJuImhyTplcUF22Pu+6/PKOuy5Xn3Y3b3/Zw/35zqou7/1Rre3hVFRjsYbT5Fltj+E5T19C",
+	"dWHoQV6XVlLbt+5dzyRyB7klHeVW0HHEQXPiIaIV7iUnamWF9Ngsjx7/fdlM2SAsHc2Jxzxb2W/P69Xs",
+	"JgAEGxbO3NTGHBIs+bVARLdutiWpthzJTsVTNAebRMljypd9iLwzRN4+pruWMhUkzUg1NmuApv6PlpTy",
+	"+owYm5AxHV/2lWlkgAyCzAT/Ey9LYlLH9KEDYltxc2Hc9f5bCsrpezkVacJSoXL4vwfoy3MffnvxlA08",
+	"4pPIDzwaYiwE8KtNPmwSAKRsxZXJtOvqqQc5LWuLKrHxwbZrMR9VUMFgXa8pCzbqWuNJDGl9vkts4L2A",
+	"nNxhNEhQd0wzpjM25qUJPYumEHCbrmVZijxBRhrfz4eG5TWxA0pSlzTWOFSAXnLE0pakg3gmZyNeFAhf",
+	"63oCEFuKV5B4iJgshWhcVnNWSGd9MSNuRAWlBs3UkiMXuXtw0ggf4AyNMWnJBruss0yIHP2KhMU7MEKw",
+	"ly/eM39/hVEDBqdw21QUBwl65vTQcqkYB9Qu4sFPMxrKz1WR+pkB7AGgCjKaXfx0+V7kRB4/wJKxmBkb",
+	"oAisLMAgHgrk5ZYY0nQjkGp8cMTOcUI7l6eB/T2DLYnOdJxED/hiK55dmzifmTiZCW9/gDOygWsvlqw7",
+	"Kk3xTaypR6kC321jcd+tO6w1F718suY6WcAB3yvAt4Y41b6W7vBW2k77RZIzytzCGElX8tYUOQaUE+bu",
+	"1DqxBlhNGMSSAA3nAVB0xd4hCdnBGcEC4pd/AuH8gyxEiuCKeKmMIA6mdUKJIRS3sgYEGoXgBXdmMRht",
+	"M11dw55dFAnPoZVekbClvRq9/Dq/4HbSR4BawfTE1ySMiGq1WhduyHABCNPThtQMF5CNtTBJuGucIJ57",
+	"X11WCK5EzuqyV9ddnOX7g566iUDC3uPm2nvb7lCAubc2mAGnK8lM/Kz4DZeFs8KW0RfE55V9JMA+Jd0W",
+	"PTEmBnDXstLjShiTBPVW/lckjENqd9AgEwJvwfoqUOWdXtlNbdjOP71t+fP7PdAZ9qrCLeejfq7DsjoV",
+	"tUdNOM71TBWa54fubl4Rn1pIREWLyr9swsX3MGgBndclZ5hoE+fZhFvWa9gc0izO6NqsjGVZIYVyVmDB",
+	"nULxDhRysgjI251jEgldrqkISS0J42pO/nP8jjdNDo5YJPwIqzKr7RVM1BX26qpuHkkP6PPhmg/GHoGv",
+	"gL4TqUIzbvw9uLnF85xm9Y1bkVsTM7vMOIBYsOvuGkvK7THISvkcOQUd3V3Vz73K8tmCDo2k8QIGVoTC",
+	"+kG+4hm7S3WEerO9lN007/E8ynfE9JZBJTCz5Z/S6Su+gUMcPLgBeeRzWpDBTuhOrC0PR9PyacIKeS0g",
+	"p9INCTCxC/HQnKGI8qzq/l1Mm8NsuUID4lQ0F25EbAoki+D6qgHLaXMhtyZr6z5KuU3zqjAnxQjrptSc",
+	"hQoMDOiSF3IqmoX5QnKr9hLx82Y5Lcs+SOgtm3KQuxKEq9Of1gvBP6Bqupf3auZtqplBDuzVzL2a+XWr",
+	"mU1pyX1QM1dK1/Hw8d8f/f1RI0wp0d4cf6T/d7t1NkFpDAWniS+90Vh68/J76FHAaA3v+xKAQUr/70jm",
+	"qZvd9OKnyyYWujiiY6lupBXpwalPDgnVTpjFCRH2xWobiDgqMfO8S/DXh4alsf4MYeGUGjz0DaZBzwkP",
+	"v87TVhWDzI/YefgvDHxSR4jylOqQ5sJSxQm3GFxJ1paALNVMQIR9gJDWNzJzd1CpK0K5Fsj0jCCttGfQ",
+	"BYoIMIhW/ejxo4RNuBobVpehBiaCmzJWl6XIDzAug9EYd8O9w6IYCMDDhEIESIn2KPzUXcGbVxmd53T9",
+	"7fMSJ3+rog0CBWztqoeGYE07ijbCQfjTLK37Mo19mca+TOP2DBh/VyzdEVsUadxJ9SrYE5SPuAn3QCtX",
+	"aJFdoDZJTLKncuZWFTAD0zgrqNVoCqVzdNmyYW2kEsYAG7e7ApAqUDVZ3wmTirlTXfHMsu9B/zXuDroR",
+	"hS4FSz+WfCwSyES8hLiY1ZYXCeCwfUrZQFc5ZFQN521rSuZnLHVv4T2Z+g8g0Z6uKzc2aWkV4dbSWT11",
+	"u+MhS4mt93Un31M7xzZCMNs+xfaZb2c39Ae7jNRF48aOrU4hbael7aN3t5h7unSSdy2LlM7FmshdW5U3",
+	"xx/h37UZPk6LM5F+DPmPmTgFBqG4mDlEz0HLjhhAj9iLqP751fv3F4c/vPklwf83envxFMTBqzeXrc+1",
+	"wE+IITTNpaFnUk9JDOIKM4MyKuGbryqsDtXaOJyGaq4SN8i22lc8PuVzXy0ubdJkOIU8Wea1/ocmAp5l",
+	"g6cnT1ja/OEqF0oKZ8HYiahm0gjIl6T+IB+lE56d6K4+GQayIZviacYLrcT6zKc/WePcNul6tGbaVyt1",
+	"5pGuptw+OH1Q19I92VE00O7Lr5N5XJOvcpMA01WTQNygOYBTrs6l7cuHqgQ3QPnQqcQ//ubbDToEGV5u",
+	"jxHyUFPUX4A9FvYuddCjQPTmaIWtfX+yszZSy1vnaX+N3FoSiJvVJYCnP114jFC9yXo8bu/3ICy+loc6",
+	"BgxJugBA/CPPdK1s4xaplU/v9tZbI2wbzGLM9ic52JxsJ37dyQLh676ITNdeCmNK+h+XxSqDzxTaWCYt",
+	"MNBUsSueFwXRrGJ3AsyG+OBu/MHTk6dbiHEYyIYyvJU69qUI8N/vhbfgaC9b+hPMdiJZtlU+j0FOrCqG",
+	"xsIiUDdNIcFLCXhE4ADuxD86i7Q3KMOBAHobI2gBXahThsX4T5aodiM5iFZsJAojQCeIDULoECTovEEu",
+	"Nzog/YGKi9Z9pEAgXzO0kiPqX3S/ggcWvKikZXCLJeGL/rtkMz/raYMk6EZHCEirNGAETuqWwWuk7ynj",
+	"sYgnUYvgin1yedDyRACNAToy4EE1jj5/5hGuvFIvPlgBS4gT2Dy5laCGWEC3rE48T2sMUtX4lYXqiKK+",
+	"cx/8QuX57XuxV83GBsTXsR/7DMpQkOd8+G+RdbGb0/16zxzbfo/9NTXovUN79V3s9vHdXsZNiHgFLHeU",
+	"2Wd6fMenreJXbbzPK5Qjm/565MG7H56xJ0+efEcOaPZfrcRBwnSRN1gKLHUfpyrcqMi/EiNRCZWJM3BU",
+	"S1Xr2jRTyAEEgDoGqCkLteDrHMjvmgm6D+wfoTtbEV+EtzYn5givbM0BEt7ckDcjPL8NEUZ46QdZiI0Z",
+	"FqKmaCdu9dYL3LK79dy3RrYJ/APs7T38wwoXfBWf4XtROtM8dzzhVX7Y+Nx74NurypkoRg4LcUrFpBHe",
+	"wEM2nFtBKC7OhmiHDgd2Uul67MOHfOwm8AAUVtSLABNWqlx8YELZCvCjOHvuiy31dGgs6LhGt3I7VE7l",
+	"t3HNLbGaV8JYXTU5HtYzU2FXeSXY2Olg7NzXscqiYEMB5hlyG/o8GCKtww7OhWUDpe3VCJBoz5z+v4RX",
+	"0bjyuSGD6YYQs/Aq4MTONgNkA5iROF2yI674ilf5ogu9dTnsRid2DThJ8D232WSNGgxDS9ijw0cnJywH",
+	"+qzMMpmbBFe4rHQmjHG2JGa46pm6Wx14aTx96FtOwFXwK1APuJFBdIcmmUFgeS/0uoXeq0akfB7Z52ts",
+	"10s/khL9ku/7CoBCjB7ZQx/wwiPs9LsgPVDnRNECZzoSq3krsgftYabTiMuCgpWhS1fuc1fjTu/rO3x5",
+	"f/735/9en3/ap+1D81kEwRqgkUgQRH3tFwavAOwetvkpwSu5iz0y99DxJqsWGAhWWICHEN2tCRvWsTIC",
+	"btm22jJEuQPENi1J472trck1WExhGB9zqZxO0pI/Womthc2lHtm9vrGXN1+AvLlsjsJ91zc+ohdpC4yC",
+	"HmCCVr0r2EuKcWt5NkHkupACBb8rPhVnsMGm4LWCX4Gm4R2yEkB9gWtKmn4UPj1TjdGHWCO8qiTUWiwX",
+	"p0nTPAf/5YvTpPUcXMC0B4Vlp1HJmt/zQ6lyqMT1dA6hlo0STz33CZa2haK2QTOwU2aEcEZhgoOXanyw",
+	"QdFbvlz41qC/HbEXQHXvu1mJbCKy62hmBhylM9NVWw7Dr82XDkLdXpNxMEA79IYXMid8RZ9MsFCt7PeD",
+	"5xhpIBxRPx0LS9YxluctSP1Wcd4Re20pColFiWCAewI2pSvMMeALVUW+C+tLJMLN8aeAIFq+qX2J3r5E",
+	"7y+HBNES6/cJBqLrDvvjCBBagexvX2JtWIjQ4KH7ESSUr7TxIZheCLs2RsQpqt25E2qIArhw/QGWKbgO",
+	"AaL0X/XJyZMMyIrg/womCuFu1YSNRtNSjNmhMQeQ/jCq9BQuvyndqRhj+gd+gjJ98SO/uX8ef+sRu7oe",
+	"+T3FCjl0WbKhGEu1DGRLELbSHhyxd5hl0ORvuDv8iF0u3z4eCQM1yw2AMBJCwmjSzDYHxAhyeuuSuNaO",
+	"6MkhwO33l6iD28Nq7K+X3VSltUXrfcTUWH2jbGoVNRgaC5dJgyvO3l48PVsl173O67RtIa4NpJSRqK8E",
+	"ByPkzBkdLEUh/ieFPKYwUK01jGK1qMfQlZzu7bQv0U5zm+t2bLTzZY0x5HL6Lrud4G5ZK9i44sr+kct6",
+	"b5rtTbM9esoiesrnMs1WXqJU+L2mmpuuGg+r0ptDhyBMcLtBIkVD+AF8EMHCseIfiA2SsoEXjQ15f+op",
+	"QVqgTw20CNA5EC9ED3k8IJMApxrcc8U8UH+5OxKun7P4q0OR6akwHrEE0uvxXvRss2vS7C5pHj8bC9Kd",
+	"kB/1NezXJu9r1a/oLTQYNqFUvnFuRX/D3LYx4ldJWlzFS2yBsvJ2mizXanCTZLmFk7iP6KxIm4vYT81d",
+	"AWiszJqjh24VicozJgIiVVuOLj6KUjvmhHWHBOpBIhCpQmfc6ooNFtiDEpbeTLSBgkhelu6fSE5LZazg",
+	"eYtl9nTBSOEeugmhsoTKdC4qVtZmIgyinbQhC9+9v7yAn/HmwGB8zuDPzYKZg8TJ/7ooWFnpD3Nkl4rm",
+	"gdhpwPQZFXrm7oQFUJAb+iVUYHuJptwsZmKBXfIUcURistlBC7WkY9X/t5+tfxwdHQUzsLkJDxJ/mQWP",
+	"GaBV5YGr/7ffj2pgOtKhXkZUnv59gft+mfxpyudsKHzRWASwFe5VuvzIt9q6TNbBh7kZXAEZ5vcURIVK",
+	"bicJSz+2+vfp+CPsrk/HH3lZfjr+6GfrU8oGGIx3t/nP794cuvcPhcl4KfKDM/LIRkz4lBzlbbGwpO1T",
+	"x8JtbpLQcah3A1eozwVtINXKGmEfKlDkoMTNAFxNoZ2qEzs6C89PH+/+NibaOvwztwLNenSybwU+qsWV",
+	"br594hbOaUB+rKAOReg0p9FB8CknnmMyaRNd5QGoyF8+VDLGp8LEOylabHBGFyCmrTtjcMY91aHcIOyH",
+	"9+OiF3i3NmFHm2usQx/nhG3SIJM1GyJCJ4Mp2SOU7ci03NdnbeDa7dUA/Mn9rMBjE8ELZxJ8XI3rwJmZ",
+	"8qJg+Dgzipdmoq0vx+U5G/KCq8wJQreLp1pJq51lwTKuGnvUCdBIlzhiv/qLkWASJJBUT9zvGZTXuq9h",
+	"dbCZGyumoPPhaQ+9APZBqbKizgUoG0YoU5OLGPLzcmEhoc4TwCqdCyj7lAp9groKdcHoMQSQIKzwhXQd",
+	"reZTXRtWcfBf2glXrBL/Fpn1eJ8UB5SGPT45ia4y1xbcBNeulVyMK57TwL45eZJEWhBUeftBDXU+T1Bx",
+	"wEs3ci92Qj28wqXcpf10k2Ejl9TJ3grb/iG77QBXavAsH0V8UZ+nm9HMop/CzX2oHISIXnvfJ6BcOK0a",
+	"eJzc40d4/EVWV9LOH5z+9tFZ1EPBK1Gd1+6I/fa7M27jvFsnrqAN+ny8OyNRgBu/o4bzpOeY/635s1Oj",
+	"MrrkFju42Lvko8ctfab1tRS+y9SPJYAF6BaTCivAgdcKB5KAggjeqgTxlEzCply6tXVCgtiY8Wgby6pa",
+	"QUwezBlYlAGOkZ08gtoa717AiVh2VfxsIE230pBh2tDQJ0vWC0kOmgXsHLMVl0XQFzJueaHHNfQnQoAp",
+	"tVTWNF173Oqan9flzr0TuJFFzgiKkE3FdCgqM5ElcYB5iYU8qaGJJ3ET9HJHC7/IXOhIk/Q637jSdUlD",
+	"LpFK8ZBnVt6gdlpqXSQR6z+49kgF8UtS6HHTnW9a3aHmOvrzo1tCIsKHNbhgsNWjQjBPB+xEqZiWBVje",
+	"AVrQ7Qo3DoiD5czdGkjiKivcH1iU1jNRAGnX0a03kYeiKxyHMyWrSOX2gBtYuzYS2Twr4qEFO1jSuGC/",
+	"mam+FsyicFvwynV17H3oCHHU6hGmRDezkXh6uQwOVabVSI49ITHK1ZIPZSGtFHDY0HiPSvmiiWvm7Wk8",
+	"b9h4R/9eQJUf7X/ESQvKCdRsj4Nt5/H0vP+5OYvoGPYtP2od7FjZ6Z4ecQMoDLUd6g8J/lurnM3EcKL1",
+	"tTM/JYQPy4Ir4y1S9yfp6S9pRx/iPv9VDC81xFb9sZcKP0lL4L/s/vwhniTXka5F/F5ra2zFS++9wLAr",
+	"z6dSSfeDJcY/aAzkkZ0HTwcH+uNIUoWZ+u67eKYIhWux8ZffH79naC+i18fZ6GPp5IU7PzeiYpevL/z+",
+	"LithhJPDuHFA3J15PBk61oiESLIBTVPKxPI2FyMU86h39JdOIeiBwpvDVbWhAppqDO87SFgu/UXRFOKH",
+	"zfttPDHBeu5o/K3AjKrBu/fPDlil9dSc4j8Ylc7coQqoO26DLwZbzBn7t5Z4wVV2KLhNsJgkQU8F6imG",
+	"DX599foCA9CmHoY+wA8vLg7g27RAy2eFBs8rKzNZcmV98LpzJ1Q2e/Dp90//PwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -49,8 +49,9 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 	s.Snapshots = &snapshots.Service{Store: node, Channels: s.Channels, Playback: s.Playback, MACKeys: keys.SubKeys("snapshot-ticket"),
 		Log: s.Log.Named("snapshots")}
 	s.startRecording(cfg)
+	s.startRooms(cfg, keys)
 	s.Hooks = enginehooks.New(enginehooks.Deps{Events: s.Events, Streams: s.Streams, Playback: s.Playback, Channels: s.Channels, RTSPAuth: rtspCreds,
-		Recording: s.Recording, Store: node, Log: s.Log.Named("hooks")})
+		Recording: s.Recording, Rooms: s.Rooms, Store: node, Log: s.Log.Named("hooks")})
 	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
 		Commands: s.agents.commands, Log: s.Log.Named("streams")}
 	if s.GB28181 != nil {

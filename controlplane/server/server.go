@@ -41,6 +41,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/recording"
+	"github.com/svcplatform/svc/controlplane/rooms"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
@@ -55,7 +56,7 @@ import (
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
 var IndexSpecs = append([]query.Index{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex,
-	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex}, append(channels.Indexes, recording.Indexes...)...)
+	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex, rooms.Index}, append(channels.Indexes, recording.Indexes...)...)
 
 // authContactWindow is how long a follower keeps deciding on credentials
 // after it last heard from the leader.
@@ -64,7 +65,7 @@ const authContactWindow = 10 * time.Second
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
 var OwnedPrefixes = append(append([]string{"/cluster/", "/security/", "/system/", "/nodes/", "/events/", "/webhooks/", streams.SessionsPrefix, "/playback/",
-	"/snapshots/"}, channels.OwnedPrefixes...), recording.OwnedPrefixes...)
+	"/snapshots/"}, channels.OwnedPrefixes...), append(recording.OwnedPrefixes, rooms.OwnedPrefixes...)...)
 
 // Server is a running control node.
 type Server struct {
@@ -98,6 +99,7 @@ type Server struct {
 	gbPlayback *streams.GBPlayback
 	// Recording indexes files and drives the engines' recorders.
 	Recording     *recording.Service
+	Rooms         *rooms.Service
 	autoRecording *recording.Reconciler
 	cutMerge      *recording.CutMergeWorker
 	HTTPAddr      string // the bound address
@@ -276,7 +278,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Denials:  s.denials,
 		Tokens:   tokens,
 		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, GBPTZ: s.gbPTZ(), GB28181: s.GB28181, GBPlayback: s.gbPlayback,
-		Recording: s.Recording, AutoRecord: s.autoRecording,
+		Recording: s.Recording, AutoRecord: s.autoRecording, Rooms: s.Rooms,
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),

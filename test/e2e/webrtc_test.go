@@ -16,13 +16,17 @@ import (
 // WHEP URL for seconds and returns what it printed.
 func gstWHEP(t *testing.T, url string, seconds int) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "peers", "gst_whep_client.py")
-	out, err := runProcess("/usr/bin/python3", script, "--url", url, "--seconds", fmt.Sprint(seconds))
+	out, err := runProcess("/usr/bin/python3", gstWHEPScript(), "--url", url, "--seconds", fmt.Sprint(seconds))
 	if err != nil {
 		t.Fatalf("the GStreamer WHEP client: %v %s", err, out)
 	}
 	return out
+}
+
+// gstWHEPScript is test/peers/gst_whep_client.py.
+func gstWHEPScript() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "peers", "gst_whep_client.py")
 }
 
 // TestWebRTCLeaseEndToEnd: a business backend leases a camera channel's
