@@ -4,7 +4,7 @@
 
 export interface OperationRule {
   permission: string
-  credential?: 'api-token' | 'console-session'
+  credential?: 'api-token' | 'console-session' | 'rtc-access-ticket' | 'rtc-token'
 }
 
 export const operationRules: Readonly<Record<string, OperationRule>> = {
