@@ -24,6 +24,7 @@ var (
 	ErrUnknownCluster     = fault.New(fault.NotFound, "not_found", "unknown cluster id")
 	ErrUnknownTask        = fault.New(fault.NotFound, "not_found", "unknown task")
 	ErrTaskRunning        = fault.New(fault.Conflict, "conflict", "task is already running")
+	ErrTaskOnLeader       = fault.NewRetryable(fault.Conflict, "conflict", "task runs on the leader only; this node does not lead now")
 	ErrNotResidue         = fault.New(fault.Conflict, "conflict", "prefix is not a residue prefix")
 	ErrInvalidTuning      = fault.New(fault.Invalid, "invalid_body", "invalid host tuning request")
 	ErrAgentUnavailable   = fault.New(fault.Conflict, "agent_unavailable", "no node agent can apply host tuning")
