@@ -12,6 +12,14 @@ const (
 	Auth  = "auth"
 )
 
+// DevicePseudo are the x-svc-permission values contract B gives meeting
+// room device operations: not permissions but the credential the operation
+// takes (a participant's X-Svc-RTC-Token, or "none" and "token" where a
+// participant has only an access ticket or token yet). Such an operation is
+// marked by x-svc-credential, which the HTTP layer enforces; no API token
+// or console session ever reaches it.
+var DevicePseudo = []string{"X-Svc-RTC-Token", "token", "none"}
+
 // Point is one permission.
 type Point struct {
 	Name, Category, Description string
