@@ -442,6 +442,21 @@ func (e CreateNodeLifecycleOperationRequestOperation) Valid() bool {
 	}
 }
 
+// Defines values for CreateTalkSessionRequestProtocol.
+const (
+	CreateTalkSessionRequestProtocolGb28181 CreateTalkSessionRequestProtocol = "gb28181"
+)
+
+// Valid indicates whether the value is a known member of the CreateTalkSessionRequestProtocol enum.
+func (e CreateTalkSessionRequestProtocol) Valid() bool {
+	switch e {
+	case CreateTalkSessionRequestProtocolGb28181:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateUserRequestStatus.
 const (
 	CreateUserRequestStatusActive   CreateUserRequestStatus = "active"
@@ -2389,6 +2404,42 @@ func (e SvcHealthSnapshotStatus) Valid() bool {
 	}
 }
 
+// Defines values for TalkSessionCodec.
+const (
+	TalkSessionCodecPcma TalkSessionCodec = "pcma"
+	TalkSessionCodecPcmu TalkSessionCodec = "pcmu"
+)
+
+// Valid indicates whether the value is a known member of the TalkSessionCodec enum.
+func (e TalkSessionCodec) Valid() bool {
+	switch e {
+	case TalkSessionCodecPcma:
+		return true
+	case TalkSessionCodecPcmu:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TalkSessionMediaState.
+const (
+	TalkSessionMediaStateReleased TalkSessionMediaState = "Released"
+	TalkSessionMediaStateSending  TalkSessionMediaState = "Sending"
+)
+
+// Valid indicates whether the value is a known member of the TalkSessionMediaState enum.
+func (e TalkSessionMediaState) Valid() bool {
+	switch e {
+	case TalkSessionMediaStateReleased:
+		return true
+	case TalkSessionMediaStateSending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TestRtspAuthCredentialRequestAlgorithm.
 const (
 	TestRtspAuthCredentialRequestAlgorithmMD5    TestRtspAuthCredentialRequestAlgorithm = "MD5"
@@ -4053,6 +4104,27 @@ type CreateNodeLifecycleOperationRequest struct {
 
 // CreateNodeLifecycleOperationRequestOperation What to do.
 type CreateNodeLifecycleOperationRequestOperation string
+
+// CreateTalkSessionRequest A talk session to establish.
+type CreateTalkSessionRequest struct {
+	// ChannelId The device's audio output channel code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The GB28181 device's code.
+	DeviceId string `json:"deviceId"`
+
+	// Protocol How the session is established.
+	Protocol CreateTalkSessionRequestProtocol `json:"protocol"`
+
+	// Ptt The push-to-talk gate at the start (default open).
+	Ptt *bool `json:"ptt,omitempty"`
+
+	// TimeoutSeconds How long to wait for the device to set the session up (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
+// CreateTalkSessionRequestProtocol How the session is established.
+type CreateTalkSessionRequestProtocol string
 
 // CreateUserRequest Request to create a user.
 type CreateUserRequest struct {
@@ -8251,6 +8323,63 @@ type SystemVersion struct {
 	Version string `json:"version"`
 }
 
+// TalkAudioRequest G.711 audio.
+type TalkAudioRequest struct {
+	// Payload Base64 of 8 kHz G.711 samples in the session's law, one byte a sample.
+	Payload []byte `json:"payload"`
+}
+
+// TalkPttRequest The push-to-talk gate.
+type TalkPttRequest struct {
+	// Enabled Open (true) or closed (false).
+	Enabled bool `json:"enabled"`
+}
+
+// TalkSession An intercom session.
+type TalkSession struct {
+	// BufferedBytes Audio waiting to be sent.
+	BufferedBytes int32 `json:"bufferedBytes"`
+
+	// BytesSent Audio bytes sent.
+	BytesSent int64 `json:"bytesSent"`
+
+	// ChannelId The device's audio output channel.
+	ChannelId string `json:"channelId"`
+
+	// Codec The G.711 law the device takes.
+	Codec TalkSessionCodec `json:"codec"`
+
+	// CreatedAt When the device set the session up.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeviceId The device.
+	DeviceId string `json:"deviceId"`
+
+	// Id The session's id.
+	Id string `json:"id"`
+
+	// MediaState Sending while the media sender runs; Released after DELETE .../media.
+	MediaState TalkSessionMediaState `json:"mediaState"`
+
+	// PacketsSent RTP packets sent.
+	PacketsSent int64 `json:"packetsSent"`
+
+	// Protocol How it was established (gb28181).
+	Protocol string `json:"protocol"`
+
+	// Ptt The push-to-talk gate.
+	Ptt bool `json:"ptt"`
+
+	// ReleasedAt When the media sender was released.
+	ReleasedAt *time.Time `json:"releasedAt,omitempty"`
+}
+
+// TalkSessionCodec The G.711 law the device takes.
+type TalkSessionCodec string
+
+// TalkSessionMediaState Sending while the media sender runs; Released after DELETE .../media.
+type TalkSessionMediaState string
+
 // TestRtspAuthCredentialRequest Request to test a stored RTSP credential against an RTSP request and Digest challenge.
 type TestRtspAuthCredentialRequest struct {
 	// Algorithm Digest algorithm of the challenge.
@@ -9973,6 +10102,15 @@ type TestWebhookSubscriptionJSONRequestBody = OutboundWebhookTestRequest
 // TestWebhookJSONRequestBody defines body for TestWebhook for application/json ContentType.
 type TestWebhookJSONRequestBody = OutboundWebhookTestRequest
 
+// CreateTalkSessionJSONRequestBody defines body for CreateTalkSession for application/json ContentType.
+type CreateTalkSessionJSONRequestBody = CreateTalkSessionRequest
+
+// WriteTalkAudioJSONRequestBody defines body for WriteTalkAudio for application/json ContentType.
+type WriteTalkAudioJSONRequestBody = TalkAudioRequest
+
+// SetTalkPttJSONRequestBody defines body for SetTalkPtt for application/json ContentType.
+type SetTalkPttJSONRequestBody = TalkPttRequest
+
 // CreateThirdPartyLivePlaybackJSONRequestBody defines body for CreateThirdPartyLivePlayback for application/json ContentType.
 type CreateThirdPartyLivePlaybackJSONRequestBody = ThirdPartyLivePlaybackRequest
 
@@ -10784,6 +10922,21 @@ type ServerInterface interface {
 	// TestWebhook Send a test event to the plan named in the body
 	// (POST /api/v2/system/webhooks/test)
 	TestWebhook(c *gin.Context)
+	// CreateTalkSession Start talking to a device
+	// (POST /api/v2/talk/sessions)
+	CreateTalkSession(c *gin.Context)
+	// GetTalkSession A talk session's media sending state
+	// (GET /api/v2/talk/sessions/{sessionId})
+	GetTalkSession(c *gin.Context, sessionId string)
+	// WriteTalkAudio Send audio to the device
+	// (POST /api/v2/talk/sessions/{sessionId}/audio)
+	WriteTalkAudio(c *gin.Context, sessionId string)
+	// ReleaseTalkMedia Release the media sender
+	// (DELETE /api/v2/talk/sessions/{sessionId}/media)
+	ReleaseTalkMedia(c *gin.Context, sessionId string)
+	// SetTalkPtt Set the push-to-talk gate
+	// (POST /api/v2/talk/sessions/{sessionId}/ptt)
+	SetTalkPtt(c *gin.Context, sessionId string)
 	// GetThirdPartyCapabilities Describe what the calling API token can do
 	// (GET /api/v2/third-party/capabilities)
 	GetThirdPartyCapabilities(c *gin.Context)
@@ -16036,6 +16189,119 @@ func (siw *ServerInterfaceWrapper) TestWebhook(c *gin.Context) {
 	siw.Handler.TestWebhook(c)
 }
 
+// CreateTalkSession operation middleware
+func (siw *ServerInterfaceWrapper) CreateTalkSession(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateTalkSession(c)
+}
+
+// GetTalkSession operation middleware
+func (siw *ServerInterfaceWrapper) GetTalkSession(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetTalkSession(c, sessionId)
+}
+
+// WriteTalkAudio operation middleware
+func (siw *ServerInterfaceWrapper) WriteTalkAudio(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.WriteTalkAudio(c, sessionId)
+}
+
+// ReleaseTalkMedia operation middleware
+func (siw *ServerInterfaceWrapper) ReleaseTalkMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ReleaseTalkMedia(c, sessionId)
+}
+
+// SetTalkPtt operation middleware
+func (siw *ServerInterfaceWrapper) SetTalkPtt(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SetTalkPtt(c, sessionId)
+}
+
 // GetThirdPartyCapabilities operation middleware
 func (siw *ServerInterfaceWrapper) GetThirdPartyCapabilities(c *gin.Context) {
 
@@ -17020,6 +17286,11 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/recording/plans/:planId/enabled", wrapper.SetRecordPlanEnabled)
 	router.GET(options.BaseURL+"/api/v2/recording/plans/:planId/evaluate", wrapper.EvaluateRecordPlan)
 	router.GET(options.BaseURL+"/api/v2/recording/plan-template", wrapper.GetRecordPlanTemplate)
+	router.POST(options.BaseURL+"/api/v2/talk/sessions", wrapper.CreateTalkSession)
+	router.GET(options.BaseURL+"/api/v2/talk/sessions/:sessionId", wrapper.GetTalkSession)
+	router.POST(options.BaseURL+"/api/v2/talk/sessions/:sessionId/audio", wrapper.WriteTalkAudio)
+	router.DELETE(options.BaseURL+"/api/v2/talk/sessions/:sessionId/media", wrapper.ReleaseTalkMedia)
+	router.POST(options.BaseURL+"/api/v2/talk/sessions/:sessionId/ptt", wrapper.SetTalkPtt)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -37786,6 +38057,675 @@ func (response TestWebhook500JSONResponse) VisitTestWebhookResponse(w http.Respo
 	return err
 }
 
+type CreateTalkSessionRequestObject struct {
+	Body *CreateTalkSessionJSONRequestBody
+}
+
+type CreateTalkSessionResponseObject interface {
+	VisitCreateTalkSessionResponse(w http.ResponseWriter) error
+}
+
+type CreateTalkSession200JSONResponse TalkSession
+
+func (response CreateTalkSession200JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateTalkSession400JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateTalkSession401JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateTalkSession403JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateTalkSession404JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateTalkSession409JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateTalkSession413JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateTalkSession415JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateTalkSession429JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateTalkSession500JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSessionRequestObject struct {
+	SessionId string `json:"sessionId"`
+}
+
+type GetTalkSessionResponseObject interface {
+	VisitGetTalkSessionResponse(w http.ResponseWriter) error
+}
+
+type GetTalkSession200JSONResponse TalkSession
+
+func (response GetTalkSession200JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetTalkSession400JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetTalkSession401JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetTalkSession403JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSession404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetTalkSession404JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetTalkSession429JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetTalkSession500JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudioRequestObject struct {
+	SessionId string `json:"sessionId"`
+	Body      *WriteTalkAudioJSONRequestBody
+}
+
+type WriteTalkAudioResponseObject interface {
+	VisitWriteTalkAudioResponse(w http.ResponseWriter) error
+}
+
+type WriteTalkAudio200JSONResponse TalkSession
+
+func (response WriteTalkAudio200JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response WriteTalkAudio400JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WriteTalkAudio401JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response WriteTalkAudio403JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response WriteTalkAudio404JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio409JSONResponse struct{ ConflictJSONResponse }
+
+func (response WriteTalkAudio409JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response WriteTalkAudio413JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response WriteTalkAudio415JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WriteTalkAudio429JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response WriteTalkAudio500JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMediaRequestObject struct {
+	SessionId string `json:"sessionId"`
+}
+
+type ReleaseTalkMediaResponseObject interface {
+	VisitReleaseTalkMediaResponse(w http.ResponseWriter) error
+}
+
+type ReleaseTalkMedia200JSONResponse TalkSession
+
+func (response ReleaseTalkMedia200JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ReleaseTalkMedia400JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ReleaseTalkMedia401JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMedia403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ReleaseTalkMedia403JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ReleaseTalkMedia404JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ReleaseTalkMedia429JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ReleaseTalkMedia500JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPttRequestObject struct {
+	SessionId string `json:"sessionId"`
+	Body      *SetTalkPttJSONRequestBody
+}
+
+type SetTalkPttResponseObject interface {
+	VisitSetTalkPttResponse(w http.ResponseWriter) error
+}
+
+type SetTalkPtt200JSONResponse TalkSession
+
+func (response SetTalkPtt200JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetTalkPtt400JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetTalkPtt401JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetTalkPtt403JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetTalkPtt404JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetTalkPtt409JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SetTalkPtt413JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SetTalkPtt415JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetTalkPtt429JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetTalkPtt500JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetThirdPartyCapabilitiesRequestObject struct {
 }
 
@@ -40503,6 +41443,21 @@ type StrictServerInterface interface {
 	// TestWebhook Send a test event to the plan named in the body
 	// (POST /api/v2/system/webhooks/test)
 	TestWebhook(ctx context.Context, request TestWebhookRequestObject) (TestWebhookResponseObject, error)
+	// CreateTalkSession Start talking to a device
+	// (POST /api/v2/talk/sessions)
+	CreateTalkSession(ctx context.Context, request CreateTalkSessionRequestObject) (CreateTalkSessionResponseObject, error)
+	// GetTalkSession A talk session's media sending state
+	// (GET /api/v2/talk/sessions/{sessionId})
+	GetTalkSession(ctx context.Context, request GetTalkSessionRequestObject) (GetTalkSessionResponseObject, error)
+	// WriteTalkAudio Send audio to the device
+	// (POST /api/v2/talk/sessions/{sessionId}/audio)
+	WriteTalkAudio(ctx context.Context, request WriteTalkAudioRequestObject) (WriteTalkAudioResponseObject, error)
+	// ReleaseTalkMedia Release the media sender
+	// (DELETE /api/v2/talk/sessions/{sessionId}/media)
+	ReleaseTalkMedia(ctx context.Context, request ReleaseTalkMediaRequestObject) (ReleaseTalkMediaResponseObject, error)
+	// SetTalkPtt Set the push-to-talk gate
+	// (POST /api/v2/talk/sessions/{sessionId}/ptt)
+	SetTalkPtt(ctx context.Context, request SetTalkPttRequestObject) (SetTalkPttResponseObject, error)
 	// GetThirdPartyCapabilities Describe what the calling API token can do
 	// (GET /api/v2/third-party/capabilities)
 	GetThirdPartyCapabilities(ctx context.Context, request GetThirdPartyCapabilitiesRequestObject) (GetThirdPartyCapabilitiesResponseObject, error)
@@ -46336,6 +47291,188 @@ func (sh *strictHandler) TestWebhook(ctx *gin.Context) {
 	}
 }
 
+// CreateTalkSession operation middleware
+func (sh *strictHandler) CreateTalkSession(ctx *gin.Context) {
+	var request CreateTalkSessionRequestObject
+
+	var body CreateTalkSessionJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTalkSession(ctx, request.(CreateTalkSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTalkSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateTalkSessionResponseObject); ok {
+		if err := validResponse.VisitCreateTalkSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetTalkSession operation middleware
+func (sh *strictHandler) GetTalkSession(ctx *gin.Context, sessionId string) {
+	var request GetTalkSessionRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTalkSession(ctx, request.(GetTalkSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTalkSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetTalkSessionResponseObject); ok {
+		if err := validResponse.VisitGetTalkSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WriteTalkAudio operation middleware
+func (sh *strictHandler) WriteTalkAudio(ctx *gin.Context, sessionId string) {
+	var request WriteTalkAudioRequestObject
+
+	request.SessionId = sessionId
+
+	var body WriteTalkAudioJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.WriteTalkAudio(ctx, request.(WriteTalkAudioRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WriteTalkAudio")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(WriteTalkAudioResponseObject); ok {
+		if err := validResponse.VisitWriteTalkAudioResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ReleaseTalkMedia operation middleware
+func (sh *strictHandler) ReleaseTalkMedia(ctx *gin.Context, sessionId string) {
+	var request ReleaseTalkMediaRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReleaseTalkMedia(ctx, request.(ReleaseTalkMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReleaseTalkMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ReleaseTalkMediaResponseObject); ok {
+		if err := validResponse.VisitReleaseTalkMediaResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetTalkPtt operation middleware
+func (sh *strictHandler) SetTalkPtt(ctx *gin.Context, sessionId string) {
+	var request SetTalkPttRequestObject
+
+	request.SessionId = sessionId
+
+	var body SetTalkPttJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetTalkPtt(ctx, request.(SetTalkPttRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetTalkPtt")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SetTalkPttResponseObject); ok {
+		if err := validResponse.VisitSetTalkPttResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetThirdPartyCapabilities operation middleware
 func (sh *strictHandler) GetThirdPartyCapabilities(ctx *gin.Context) {
 	var request GetThirdPartyCapabilitiesRequestObject
@@ -47214,1141 +48351,1165 @@ var swaggerSpec = []string{
 	"QX8ULKo31yDXVOZSqZgolFtG02twn7ZknIIsxcqoxMPY+Q1yi269J61LRdeUl5MMVjZFJXnSXzFaoHjU",
 	"m55b8ucnJ7sd6ui6rynXo3g+WvqK953pawmuL0sZqE1zsWjHeDKGnh0MbzJwNrCAYf5t2GS+yUv2ydns",
 	"9mVMpWspMP9pSeoGHEk0yPzaZlmp5IwPnW9CJvJDDDvQ9ZuymUpSyDB6G/nVsbIBgf5PWbV/1az3uGZw",
-	"/LID4H3B89zMZw4e3uOaCbbeqdJa/wRNOyy72NF8gka7TsPIwEAknxWrH82b453LPcspqh4f0z4IdEh2",
-	"o2E6HrEd1B8nZMZqb3Fw/3pJN3CJn9qaakTREtCoqYK4ZI6pe9Fc+R+fd3coao6XJXsXYymt49OL2eZd",
-	"1brJwd/ggtq7PokNWdRUaC+fmoseNemyZI/tqQiTJ6wmh+bSfjHTdoXbkNgw5MBj6/qPrcEkepLMV3FV",
-	"9r1ccOFEeXM6VcKaCNeSNOr+miuXCxAzV6rQXqky0L35QqjAdKmGxf0fDOGZhs0A//PPZ8f/QY9/Ojn+",
-	"17+0/3xy82/Hf/nbs+z5Dz//y2hqh599QNAtNaXPc+FctLFIIcHW5cbXtjNaqNTwT++E9WkIuKJGgrin",
-	"ZcPSEWljmrMfDyRpRgd2bWS4piztEKDDnqH4Vt3nNxXVN7en7ki2LMMbsOEMA+4vRr5y3cNoC8Fi79jE",
-	"UBLvGR3eMdeim2Yb+hXfLgwH+KxiuZDX9ixDtfc2bgWkLK3wQEE8FzAKuzEWTxl82EZAacMB0YO3pPdG",
-	"eMZvoAB4RLnwnU0M1tgaZIZFoTxzbUmrhVDvRaw9SVTMti0OQ9jGR9FhNxU/dltiez62PccLxabDxd6A",
-	"BtsbPs4YqRZuDJUOJAPipASFDPC3YlM5Fd4JwFucxO42fpV4MLwyAEecibmsc0wwwFvHhrftFi8G11hE",
-	"Aorfbv2oF4hP345SG2IxpuXYQPYO1urRXtY9Fv3ILZxv7Iy/oppeMm2+lOK8ZFQ01UWqKOZVLiuGWmtB",
-	"taER+yF47kRTkVo2kEhnwYoAjRmUZrHxpUInQcifmZ9bWdRjxW/V4AwOBdVsIeNZrHZmRMEMKlbjBOwn",
-	"m+n76JfKfhnb1GmxXHYqD4vlmirL99bv1MUa+SiiEQd4N7XJAn3bzjsrP5XGLpuHR2ihYscGafGhBFc3",
-	"wqvIyiMzAEOaJOoPEqV/BhqKGfYpoWVJ2o/Go77Ged3fTd0b0OySJBHHMsXfDef5Bvu9M3N5hZjzPjne",
-	"sJeHcxa7FpEdnXPBU/UhgyxRWI+vzVBS6zU5VcbVc2P2spCTU0Osv/psLC11j3XYAnl1PXUWP8IJg4yv",
-	"CUxxRhW7gv0/M6cuRln+Lw/KLHPQXs0iFraNbaJHS1GkQfuFNZR3K4bcqr+WXLPb6IbCwtfRilrt6WzN",
-	"9t8p8teG53fEf0fyJcvvMnIr76y7KEgg27akwULF7JywXsQ+93UKg5WYdNywmU9+O7ZiHy1YfgLb268j",
-	"VE5Q/Cfw7Mw2enJaDw7kjyk0BjtNh8bQ59LhfKdgiU+YyZyX+8xkq2bIAgGFuvML6ae/uOHw2o2Pnhlg",
-	"tBgi9YaXTO0rQjgmxku8e5e0Lo6xdIgNteWFEfOtHwnWHR0UTOgyklJkWora0J4ePz05IQUExuQaF5n3",
-	"LV8jrqk2ctuV2ExZwvp4djxti3nF1d0HpmueJ2ryr2QjtF0kgmWbYhGn9zyP8JmXpczvgmLRkfpBLEWR",
-	"8LMHLp5wlOYq7ml80468708KbbExKJ8PUCsI1NCEbUbTcgj3f0du0ChWDC4HF0bh3KG1CyzkmoDLte1l",
-	"5MTQZ/dalA3Ctdh2sdpKpKiIXvr6mAd+EzpLE84r3PLuCKPUaXEPwUkAl6Mh+TQqJDp7UHat8TrCmBVG",
-	"WImFZFvDjq5pHnEB3Q0acWwzHeidwIvhI1IOcJmY0i9lsYG/VCWFanmi5U+bqGXHXO8pBxLDtEI/I656",
-	"9/fvX1+T72nFv79/9j3S/fdczCXGuWDn5Ap+fyfm8om9XG4TSdTTIZKqWs5KtoqfL3wWqxUGD8gcTQay",
-	"9plEbn3N30YF4UpxsbixyU/BL2GDo+hgfmV9CSs3tGFooddwo0F51MVZVZWbMzDkxi2itReF1jXXrnaP",
-	"jWTogPL7kFDRKZogyVyWpVy3cWYtRCWEH0K8oZVBQ0BFcPoe8rbkwm3ggsVUQSnYp/nBiz8PS0Zb8/WK",
-	"yDhySr/m+s9/iS3gfre2q5oLHu6aa8PDrD4eW9+ITPylYrlmxdWSPvvxeUyMnTeKtQsPF5+QpJRiwWpY",
-	"fDDkY6rIlJiSb6h6ZwcqKEI9PSwjXFVM8M0QH/p/Xn36SFasXkA4Xb5ss1ZdNWs4IdEYja1ABVfo+8ds",
-	"YtRCQPTmSAC9b8UutDEeiTN0eBshytujMP6Ga2UP7Sk5sU0rl+z1qBERfn8GXd6p0zegdI1xmiSkzzBq",
-	"nWBrK66C9FGVNMe0gKAfX2AmVQd6RvO7pjKCWCwQrE3kqlzhSNNjsgDogiVQsBes8IQ5WQUMlxobiSmC",
-	"+e7lbgofub1ICL+8ZPFQg/NO3ZbkYiQv50490Oin0wJdIqwM3UEjlR+QLGoGdTc9F00Vn1ZY0MmdkVTL",
-	"1K4lEYwBynfbD4afm2uA3jHCwJeU6A1gj1/S/G54Ch1KtNgttoLFjEERze5Msby8OzAylZ2jEpeOTXCy",
-	"x8BeOetxi7wPpcmDUkOerjwu0UHnCPphBPvZWZntTQkLfLojOMa37GGKIwF3T2tMk2ZlrEAvvg+h3XG6",
-	"ZmtAyogImiUVghXW/UkVXG1xo1NZJNpwmfHjbUym6pCNwmYpwrUN8dFwL0H9a2htQj4qrlswh2BJtkc1",
-	"toVhvYlYocztW8YZ59sgO0SYa5nytsVkKg90QaFJ7rSigi5Y8casgUoSj4KQAh9fHMgYhxx8p3qT+QwT",
-	"xfKa6YwspbxT7t7jdVj/4ui0ZU0oiUKSnuUJnXsoTcxdFQ56e9LU8UqY/btpl+we/qjXwX7C5mvEp7Gz",
-	"n22AyrtUdMc25DCnK1aeU8VQCoXi4JZD/u+zD++BJo6ikmeKzV69PTt+9uPzkM+eQpCdOXNQax3rfwQK",
-	"AngYUSXwu8wDNu042YpRsV7yKWC4nml3N67DuD2HDuTFLnmPnV3D7xKluc0NNQ8u0O7a44xOjYoJZWfN",
-	"5WeESx1DvrDTH7i1rcufrGVTFtviUK/42d9FtkOufvXQuzk7KPg8AqH+WfC5EQfN07CZby4UbmxEGhcA",
-	"ZpHZ7Cw0qDwmX6jwrh1ZUb+cSBpLes8edpc+ioQISzN8X1vzDocCSgALklK4xtAjHCcITn6XGvtrmfkT",
-	"50YaE80sJe5+4Rum8XC7jDmJtGZB8oWVm36pFpq/j9GEHAI0cs1W8p6Z7/yVaG4iLeFetFaT2D2XsiwM",
-	"bXLNroK59hlMHY6xL8h9p1xe1VA5m7+jBDLlJmjnDzKx2kFayKfw36lX/fb9Pm3XLgw97Xg0u/vqifWU",
-	"SAt/DBVllKYRj+ZCVuc0X7IP9Mubmq5itzP+jmVHfWELSIu+Y5t5DVkT0ma42URpGwvvwJQOSwoZd5hU",
-	"pzRZsZWsN0djGWonJ+PZUstSvUkUZnv7/oootljZ+NUV7bh15qsK3Goq6qBZluoKP02mYoXNF0ENXpv4",
-	"OTy5Z1MmZkcQVS3wicultKblEgJsS7oxPw8P4IdwAM+iA7AFVVJnFmrrQP/CJ4e//XR1/eLi0+X1FK5c",
-	"ysV7dh+r9YnnAtAQS2ZrFLt9K9isWUCkwVxarDjztK5lHd1JIS8h4Pl6JLvP2ahdUCt1xGzt0VLcYKLy",
-	"jZCC3dTRCih7pPthQ/+rYQ0bOYGUqFL6M7aiGzKnZenKsthhllKZKwbOpdrxgP0uOj5dXchaf6ApmPXL",
-	"6wtSyXqE3p7/+OMPP4ZrEWK/RLrjsaB3SK997P5Ugsovr68eQt8/T+L3n6uCarafSIYaD8lD9v8CBVaq",
-	"bXETFJ6MwMEK0lTwm0ire/9EzrPdpAm8l391ej2G02tLRhuyPrbyqgORckrgKprh+6tA86tA86tA86tA",
-	"86tA8xUEmpDn+9MUdNmZbWelQ74WY0Zd9pBF2HiMsJKHITiL6ZvIXKAJ96U1BbAihKeJRFiYWzxVl+mq",
-	"k3re3vrh2W/rsUaKtboSrdHUUPRfxTf6vZQVeju6ZVFb8xz4vlJ1USfxSdt0vLAqVfqtq/w7XHkBxCC4",
-	"e7F6MCs6BcXYPXtA9bCvaLbqVbNJB1Q8iNk8OjfZmV0MbXOqlqW97GxUPRaqCIm+EVDUB5C/ZFWBrdsl",
-	"2Ruyb4TAf+U1Vcv28c2c8tIHO8j5fLfKl3ZY9vlDbHu+wGVw/MMSluHhzHZmlP3TM8zAzioe52EtOE7y",
-	"9JPD0nEKxCuAjMeI5/wowvp8+dFJoQ8W1rcVtW09K8gW2gNgFiKguCaFTFQnWTG9lJGDC8wLH+6QKHBB",
-	"9TIoUwELOHQ0MCB+LJZsUzEFPjrggvNG5Fhf3gaZlWU34C5Bp3amWRur3/boR5IdxOrFJgjqPVc6eX5C",
-	"+glq4lt3wuB1+WBmKtcJZbEdyI6+Y3eExupXtEWnzRiGV/A8QLFLUG7rurS4d8IiRvW871RcN2LkiCH1",
-	"mCZoVZUbDMrRjbBxVxE/fBsxriaRaNtL3fRWeLsEVPvhpOAWCIWJ1fmXdyrkIIpZW0p4BKuS9qqS9Mdj",
-	"mvfg8H/PSJupNO7QMVWqe/+CNxHx2vEitiv5OxhaT7JRpINfvBDz9e/89nJvN6h3khwtD93t7kAPM5BB",
-	"/gsF2iIlirqcI84qjVxQQT3E0Om6I7sc5ZUTWGQyIdY+UN0AJle7G0yayImc5S3KDiJaWrLHj605Nk0m",
-	"VqajuR4bOe4MV3A/hlloKRXuwgx6WquhfTisLR5tHpfuj9NORq/y+0DRTarzJVPnwdin3E7m3uhslRn2",
-	"dyqy4nuimn8lbjwAPuB1WKuv+IsKP+nWxdburX2V2al8qrvrWZf24zS3TdvxbQ5XI326L1DrOwNRdloO",
-	"XXvOncpI83+A3LnOTB8ne67X5D5OwU+V3uaf3XWN3BaP6oSLlKL71Wc25BCOUdJAJtj0fd07q6lt8BeQ",
-	"lGRnOVmiNS/7KkhqknU2wDh3VqoLb5p9xRWE+YHp6dJbp66aPGcMk2veOMvUNV+x4lOjD7KDcypyFscU",
-	"nZLl461MbvpT8pc7sx9yqzrKiaZztFIWGmWVtUPsbfy24YWPbwOf88VF1GDzOhb5PinJ5Gta1vOqSQI2",
-	"nF98Jo1iQbK92aAMkjLxG7dZuazZJCyHvVyeSYs+sqeEBmhzFyzjIIcgKmREaVllLjw7s2iTGaGNlg7Q",
-	"+ijZ4Wtwgcb7w3hvWTs7IrhLE/zq4VIk+6IBa2pQDlRNxep7rqQPF3C1CC36FSVzysumZlY29HjA+3s4",
-	"9uWosQh4yzsIL8zVNyi4pjVx9OWqaHqeeWCOiIAQo8nF+NEtNMGN5F61Va0NDwylcF+/tODF/ituqVZF",
-	"L2jcdsVFzoJxBRW3pkxYqQREzCVTkMBmo016nGIiaMw/ukNqArPaRWkLnFRfQWv7pfrIMO5DpYoTKeSH",
-	"xS/G+pbwuFW8a5oLAfz8Oe1cXuHF0uXrwcHr3NPtYrXMrSN6PNTdFzC4Qbmub6eNo3l1TMQdZSEiwOEZ",
-	"ipU0Cs9YWNOrNT5bMcoc7jqJgFDwmiWkBo6FYmoiG101HYEQHhkpEJ5ECbhTCHHE99iVAfFLlYSyCOu4",
-	"bd2PuKqCrnqQilBUzQgjWlfH8/J+nNSDIljtImV+S9oZpmkC8e24WLwWuk7Qg60eFmbKmY9UFCwkWlq1",
-	"5DlN6oKzISwzG2TcXodi4hVV1MjxUmFjpVFTZhgsBulUGC8W1FA9POlATx5NRZgDIL1EWQCIo2ZgZmij",
-	"p6PpnSqOUadao1R6SRIsdj4cSLf3Ulvg+IS+CD93ENWckf07ZSnJrIdtxBtrcBMyL3UtqeohZux2V1vS",
-	"nbEFFUG3bVfTcW9VfKJritg6h0JiyKmlow3TUOXBnhoM/rXFMatmVsJuQhFEP6yQkdlmgcnbxwPXcbJU",
-	"YEIrmVDDb5wPYSO9SnxunbIeJG4Jl+PMA/3ZGDx3XiewqpS5AGxHQfyAW3CbiN3PSWf53TSaCctJT6OQ",
-	"EXXxnVadmtg72bmul6zneouoF3alBrx3ljiRGTnb7I6OvN7lMTn8oS+ZtXvRGXuaFP7EZksp796Jmfwy",
-	"cHGB376SrlCgq+qVFGVit5dZblpVbVUSb42Sd2Qmi41lUVXNXE2nUXnefBtP33/rIg2gxDnVtJQLxLQ4",
-	"/CTwJFucg7jFg08qc8LMkmWE/dUccYeLd8+EfufN13aN1rjQ+HQfy8h1v/w7WIntnvAE+dL1/4x6Eq7D",
-	"dTdyU67LDQHYpZzxe1aQQ8iq1uxLwiLkXhw89p1Lqm2b612g0fGjtxN2mvZDVCAm7bCNrM+HdjzF9q9b",
-	"QebxSLd3oEFz8sQcmfX2Ue9dEcF+tPs+7dzH4xuAvdGFFzgcAXPzyfaRr6JOiI9g+vROePNSUOqfavJ0",
-	"qiHLgldHbGvo8CHCd1XLNZYDMB9NNXMkY9lsfYGMCLaGYrW83jlOY5vLRsJ6AMJ3aAnBC4yubRjSPkjh",
-	"FSJX+OV03Q5F0hn1HGB1tzULwz3k3BYFAo4Bll970cc8YBjjP7hkpoVzG9lSME15OYAUEanF0UfO1TUl",
-	"K2qWDhHyzLEkc5prRehM2mL5MO7M169ua1VRktNK50tq+LuS5T3zVZiC6kS0Zh5Jd2sFkz66t82KinZM",
-	"rAX5BTwgQDkCF+vMnMVaJRx5NdP1Zjj4t2aVraTry+VawGRSUm3TfRS60Lrz2w4/CdRzXdM8LluZB0FI",
-	"h+2sd1Xe/vsxvHj8rrglDrLZVsQaF5aBmEI8FjeaJBWfR1NMPvRpA2kYKkdbk01I1OTasLKSK4CkQdKH",
-	"d8H6W1INUobzVa+5XgJiWcnB+LzmEMpBJOhiVBRQsE6RWzuNW7M2FZNVyZ6Qcwguo5AdVm6gL0ILK176",
-	"MmYLJvSN9VW2Bkf82RbR9X83og08hkJ0N1BC7KZuoQdpYzRWbQ0N4RN7EG4soFHwS/gSlm6/8TUc258W",
-	"tWyqm1yKeclzvfVASH0Dtq3gifmt9Ui6X+0vN1Aw0uFLu4eBMdb+4m7/oGO7WrlzCrc/Gc5Z1w3EgqBl",
-	"0X2j6vlNzf4L3CUQ2A2VnzcwxvYIZge20v4NorTDY4Db3n7UOlZ7DxpRM5ovew1ycc81C8fQe9LudlBY",
-	"O5w3X1Wy1mELMF0BN4Dd1psZQqi7PwPsveBXPKTBD39tGMKEGznlBmXUm5rNWc1EzortJwHWpV7KAtaJ",
-	"lqVcw49GxQlfsn9r/2e7qEgjNaKr2L83TN/cc8VxAYW0FXq5FAo6alPKDnxp7Rst5U1Ja7whfSm3m4IJ",
-	"BPWsSrqZ0fzupmRUsXBdK/0TNKuaCs3H9rfucaupZjclX3F8wStoN0aX77/rH8K6uMqoNZvXTC39qW2U",
-	"RROVq5u8lMFfmud3DCaqmtXWz+0RrnVuWwt/q24g0uCGfVnSRuF4rWHphn2p7C6ola5ajqO0rOmC3cyb",
-	"svSiacuYrLWtfYLnhgKxqWbmWfINrfOlkWUPfBFwVzzTfnPPqFun7qrZy+pGNjqXK/zF78kNEqDGiglW",
-	"nr0xmkO4le53bQhB96hyzWZKwgI21aKmIYn+JTuw9ueDF1Hq2bq2XxtV8LW4Z6WsEuEhs46A5TgOOXQh",
-	"guQsI/8HGyLMtvR/Do5Oid32WhEtS6giRxgIQoBYCtjSBdU0UluEarozvqTQx6piuTljtoOsjf4C7dII",
-	"UVzTkqtOEpSbx3cKFWOsMqbNbkYlKatbR3xb8DUvQLswdzjNa6mMPovVwaAWPf5kZCx1aiU8zyXJHdt0",
-	"BOqm4dFdgyEMlKx2lgHzmlELeb4kipVQNwlkLyi8L+d+/Sfbq86DYF0jm7nCFPdYpo4vuMBqhkZ0pF1j",
-	"AU8ovTIHsLjiTH/WeaTLmtmK7rw3NSztlYGYan/HRFStzR2+gw14uCTTBa0h4fy+G3ntiD1zYHflhjw9",
-	"NbJacOD9R1AO24zUy9FktiGLhkFFi6nlnGRTx6rufIKV7yxOKJ7ZKxo5rbsFOzborK3fJBs9M7faseVC",
-	"x5opPR6x1i/75I5JSK39vfYTylpzIhz+mPT8e5zEq0ThoTNSswVXGnIKf/8S3g3qEG1jmApWJoBHzRNf",
-	"bwta+E5hiqLaGDnC2fImbho2kbKn+Q6enRxjYXA3+DwVxz/gQ73lAjbv9kUwer8ybYKQVxLiiQJwu0bj",
-	"TUxD1m9a8jmDMzkCCLK9IisqGqP8NnUsFPxNLVcEt/mdmEtr13JO8bjdUhYxjI09WopXde9sFNj55v2m",
-	"IUqkEZqX6B6yx9/q43uHbV33MiSgNrHTof2QdE2FMj2eurhVc+3QfBlSgV7Wslksk4Zaf3wG7amepAzr",
-	"AKRgV7P9kGuFpinU4pWaNyW5fP37d1fXry93KkW5kprFI346O3H1zqejO4OJWx5YK8UQW/0Qo+0+nl0f",
-	"7ZS2fgG21JydEqslBUUr7xirjim4BtdcFHINqNJYsEvxktngcF8yqh/I+pfkOKxPILkLt/jaLbIka0+e",
-	"vrqeVuKLa9bUvxJjIoaorZvLhyYVlekpr8avCc8M7VHrBjv4qJ52kB1yCO4Jx6Oylpn3aHh7PUevlXEz",
-	"dPdmUf9ERmg748yILZYk+HQfY/f2fpDpOVj6b2B6tgN/z+/ZO7BwBEk4fQkEuAHYQbyGQVtuZek0KY0k",
-	"2T8+DkUEJxpURtStzYv/+eeT43/9y9+enfz8L1GRYUcZZOcOdompBnx9cBUR2RbZ9rVzYK4+06tkhsth",
-	"zRKCXNRdqqM1uGtd/Ynr5XVeDc3bJpIbpkauzy+cYbijuxyaB4bB83vWyQ76/OoiYZYeweJ6K9eAkbiV",
-	"2OQ3A8235NCtz9OToyfJ7KKno7QfcN6W4EYo/krLKknvHcqxTYKDQsvqvyORP3A9L6zlLpU0YQhCS4A+",
-	"w+g8XW9i9Z0LKE6aACTRElFCDl01SKv6fe/sht+jmfZoX4QUcnjx6eo65Y/3lDLhKnDr0eWqSSgTP/G2",
-	"nwmLPcqy3boEbPu/J4NmorjmMd0mLBzfRtIhIT5akNRU/v+Pyu1BlIuvb7ck/f4r/I9xoYRL0RLdDic1",
-	"nuoKgVu+5uDAUbUOgh150JX9ahvFFn+fMP6rtuMtxBmutKw3La+xze4QtIbuCrOHVZWskjiJRSWtSlaN",
-	"n6L8+50wv737+Md316+n0/FETpenUSyKy0Ryuq13w0SRsO7sxASnTwk6TC5cOKJp7fHE4li6+U6lAoB3",
-	"jd9DNmzYER9Au9iFrz048NqcJzMgNKV17A+YeIym94Icwp1is4qfPnt6lBGj6CvANHdx5zYOHZL/ICS5",
-	"k8+NXR1kZvsTGcV48FKL6Y8lL8hhp8OEryMRod1p636ncG1eHGS7sOIIkFEk4NvnWEGNIc8ZBvgghg/H",
-	"jSfdCH27n0tZxrJOho7odOKa8zJhJukU6c9axJAelXE9MV9issFY1qlD5u6FHS8tq0j4EPEYkV5IxbuI",
-	"j7reON8GhEt8h3FEGVq0nyZK7uQ1yyPBdyfg0XIVE5/af011Zo3wlh1Eo001tgfWXm3eJIemnYzQktar",
-	"jKyoaGhp/iyPxo+bX+rU6XJrFWzr6Kn5XxC3EnVpwahho8B/vF7SjlE2zGbYU2d5kECAI1tDwU+hv6kQ",
-	"MH6RuyTEqSwDg0Me8R63OSuDQb0YQ0/rmt+zIttyO8raxiHuYmW1vDhiZZ18n++2dom73CKjEKiSCVZo",
-	"s6Urdko8UgoyYFqW5FY1q4/N6tYvjF2TU/JOmKmWTLMtdr1mQpO/NpzZoGhyKGub0++OxlF45cexWtoO",
-	"4jIADCyuca2o2ARbGRxMIRtwFh+eeLegc4+ZlTiayCU1VXepc+IYeFQa7DEu286OsoLP+sIlaEl6J6kA",
-	"+NuAESZkc//E1heoYWJ9lX47ModX9sNTUtCNwpyeo53O5tc48g83R0CVa/CrWdiu9kIBE01w7JMmi6fP",
-	"vqnN4i1kD58vWayYfAvHJQXbQrPul09MhOO/buPvW90KwccCPEZ0lbD8zmg28m6HSIYwPqyPtD3uEG+n",
-	"2PneO7nvgL9AVGLRC4wch7yinuM0Y9BWb6XSH5iueR6lPEiRWTQ182hWcfTpvGrOZTTQpXU7lnLBc1qS",
-	"84vPU8NbdsB0Wi9lichTaJH0YOgQE31v5NKT46cnJxPBnQquYtDJH2QjNCswY11tlBElJssUr7i6c2sd",
-	"kShgoHOaR1eR6bWs70j7zuRe37lPBrouJS2eRjXO4xUXjWZgSCb0ntV9B3h6CaHRH2P5+nPNmHhgy9GG",
-	"7x8y3hVbJYntA6ICcWFIbjdKWrHVtdS0TAAPvRNKY2WAle8DNOqJWvOKrT4DDH209c64d226qczVNFoD",
-	"qYVkgtM3kzICyDQlpqCDDOM5Sn8Fe1Pu7JujZEcingj7k3EHvHPqUvzxGvDez6qq3AyBrgbY8Pam+cWC",
-	"rPZm9VCA1a3m9gFXtV+Z5dnC2if3UMxux6oH66VUdlu4q2xXeC+ZB7wvpbmVRrEDvmEpxXtfum/PNMlX",
-	"TJlDZZeNzDakojVdMSMP37HNqfmPwkDqmVknrpmtDWcejJfLtgMcrEgYp7Eh6NXOjiMNWAd11L9T8jGQ",
-	"ouBY2ffB9HPPaj53aKwtZSWLObybhB4gEqCvyofjJICcEvUVXvG5TbeCyDO7ErhFky//dhNMc+80W8Wu",
-	"/6mnCGJU2yjJiYBjbqu6EKw4/GHC8WMeWpwZ02vmJHlbK59ayKIiPAdOgrXrt60aL8boCZspoG/Vlrd0",
-	"vXYzhkM6whegImdEkLWf20GOQKjaKSXauvRUAq1FW7hjm2hmRssfdsMmDhStLnLXerkh1E6LK2Iz0uLe",
-	"HMhVG1z8ujs10yJ6TzEDXLpg4k1sD3q0aZagty29lc08RbjBjetRSLR+JeMenJDZhvzOM+hYpRrNFrIe",
-	"3DX3TqdoKS/Z8ZKKArGFBOoQNr44O+DV/fM49u9+5NrRq0FIETZLp2a0SBHzSBkqyLBoZ4nx+2pPus7g",
-	"/Ms5masnsDgr+iUjguknAPur5Ip+yaUQwW/1iq1uuq+tOz/x6v63T3h1A1LEDSbkGsIJnuq8utFrzO/s",
-	"/TznwuX59p6s6JcbtRE3M5rflXLhnz5/kksxf0LL8olNyr4xvxIEEASwUiHN5JIQSKsVGN8T2ws/k+A9",
-	"OFooHRnyMQK1Guf+9oQ5yt06bFsD6RLDyBErqYjmGNxztjb7Gx4sPMcqxfIHTRYgJuEFiOS+lk1ZBJf5",
-	"BBvGP9j1LlcVrXe63906TrvTzd49WEGo7FZP2udddAQ7+z2VhH8UuX14hxKAhX8au7hGTIQg0H9u7ZhD",
-	"oUd2L4MrxAqRnTsmpwJUC7Nzuk5IO+6ltHARdBb05JO8aA9af1u8SxFYQkfokhx+MmOpioluceM2h5AE",
-	"2nf34B+t1DIZrs6vbJba2874Y0S3ZZuMikyib/w8JTXV4AHtWHqVETshBMuafLeJEMxflyy/TwGrelgz",
-	"tGrNpJwavgJNX0Wth9g0oPDs3GxRy0q9i1oe7Egrmt8xrYiFityzi0+Njpn4hH54+wC4MzQHhORR+7ac",
-	"Gnqxd7txj4+n1nTRQ7tWcQq7sAu5P43Z5uNU5prfj85qlt+/5FpdsBqNpOndAgAKLsiMa8yKw5zlifZw",
-	"M7yRjmDvHtJL3CHWHv7wtMamHhtld3O7exHQeEiU7ekNDlmMD7430sVlI8BELWilljKRFrdYaqLsG8OF",
-	"68LaBVvOuh0rpQQ2fhC9ZKP8KB5YRWWRn2/yKK7zufVZF2RB6xldmGbLEjNcp7owFjKJRfF7SWpc8cHa",
-	"hAtZy0ZzEU3it1E57TsTdYIlo9VZWcr85RDIt5xjHqR5myCxTJ23+eRqkyp28dY0OMM+ZppyYbQ8Z81C",
-	"r+ZURjkx2T7uV29W51UTKwTUOopJAzquK5udqMeRWGZZMfEmDhr+qWK2ZpH7XdbqlBw/3cLJm5JKPFzy",
-	"5ZdRnGQKGnivYsf0GJadXIVqKyZ1ooPQi55YnCIE0O6794Jju3XcescjXZ2ipZ+AT3m6DblLnKkv+J6q",
-	"7hlAPsmSQdCECHF4+qZBgOwbckvmS1rTHPQztZRr4VxU+ZKWJRMLRvgKkuhNP2JDSqbRoKi2ksWeR/Ur",
-	"GEFc//HxLRZ0s+0TAbZdZOEpcdtscSEQ4dKwJazqpMihYozcWgTRJ77XW9cFApfZFo96I3/+26isptQ6",
-	"Gml/YZ+4thuFZtmgxWc/Ph9145nP4pIkkAZGswddkEOz6MdcKCYU1/yeHe3ca+/E+CEE043R6oc2k2Go",
-	"+Akmu7zooMCHXjZXpitmhvm7l7TDAadGAPWZPNgM+7uWENqjshw5ND8ev3n/xwweH88/XPw2I2/fX6Vr",
-	"wL1ltNYzRvWE+l9luDydSk7MQpjsV8Ppl1AV/vHLqgERDoW/rwGdHV47dYBHJVP+xwfUUBurQQZoNHZN",
-	"OhWGHqUg2cNaf4TqZNHDbfOfMXq+JWquXGa0cxi7EhmNQJRBrlydm1O3Nf6GMn+tesxpR5Y0Wiusg4Bf",
-	"309WMO4ftTT5FpJAN+3Ni2WJUmIdxhvWFOszod0LfMXqh7XHb+Smi2MUhSxHkUMcvDryokzZqKiXNo33",
-	"E96diPqzA9xPeDOPmWaT0DtBIxdRH34IzLTacwH+7nhNj4vS1F2G7vgfcQuTeE1dOuSY2gOZP98IrykY",
-	"9qVDfv59LZsqpqDa594HdMdFJJVuVsr8zrCUgUgPruBjAu+qgM+6K3Iu67zjLulEbDUxq5bLL5pIFKb/",
-	"RDwCYGCrGNZF5xqomDg2bPHYgQgapgiwz8e1ro7NLXkMuNPBg5aXeYHjuOVqgOOWy4LVx0YXLKnuOPKC",
-	"OwWCbyJE/bkCTCF4jLm73j+l2gwJt5Ed6h7ya0kRfPYknVSa4Fmw1m7j2tFnLa1Mpc2YHa1RhnepYF4Q",
-	"XxqpvRPQmXXyN1F9W1zCi0PFGXxDK7ohC0noklGM45WNRvKNUy8g56vB4zXb+KO1K+/pHeIIJ3oEYTwZ",
-	"JXbVrFa03vhALbOqVMv6q4j0CZZ61awg0LQsW4IgQHnT5KqpcpBjrXY/s4BshqPIOrtl3p8SNRsQnIuL",
-	"kHX/UZSUoVrCueNQcRtpGNYKPnL4yNljux1MAaz9iiQGDHpJq4oJVpg1wIOMv3wd1RHXe+Q6W0ONxnJD",
-	"qNug+PGvO5xs11OtAtVzOJKyw/xAy9HO2AKFb9atatoGNhvCgaoLEHlZs3mjAFjK10yJGvtTAZjJo+NW",
-	"tJ1Ktk2pnaWaeKJ4zi7p+jysV5vKJo9UtgVPAVVQQi1WCEnoqDftjfnMPiWH//vsw/ujZGXTOAr9+dYw",
-	"diLkkVr1akmf/fg8wijfnh0/+/F5COwfL3SXMtD7CWV+cXxvu27TA3JKzohg64Ed1RLKu7IXgVFgRo3Y",
-	"2VR4S5UAPJ3hayqDUFYF78DJqWVZ2j/XvfKYeEQc/slEgnE+TxzeNuWEtuDnz57+9rdxzHEQHq8Sm3sJ",
-	"A2vHC10JCTnGrIYEJGBbBV/Y1IsxS/o3TY5ZU97NlYZAvYMXT3/MEl6nft50YLDW0iZauczp1pfuAd4T",
-	"yVuHt5F8qNsOyB2HYA/MOT7xRaSgGmseV1DjCHIn46lz/pANZOQMHbL9wzInnDEbVtkuaS9j4r/x4Ujs",
-	"U3R7+MIyPHM+LlkcWbybOK60IdqV+xKPVqKqb0TCg54w+1ydIux6Yf9EiQVj+UVeNgW7wMdBsOUkDQT6",
-	"wET/iMphrUnTwidhdmaErQkqvcHDlUjwsa8pAns648JoKNjCVEvrggmoyBM191/zFbNyMhjGjSToP8Ci",
-	"K9N97Lg9adHOCmIAZoDvpsRMxYsmHmewkhBR6Krxu1czAqoMyv1Vzeb8Sx9FoVc2cRJpXGLzSX1U7bSH",
-	"/WsGzsY+el1Lk93tzbZLs0SJzW9V5g5esOjRky8F19Ls80UckfgDo6IPxOCwMGdNfsc0OYSrg8IlV3B1",
-	"l/WCRXzR7sJqvEcRFy0Yoi519R5NUxH4A6XBrQPUjAYssmTlVM8Y1SPQKTiZ6WdiKJQNFg3CrG1Q2+4I",
-	"EJ8VK5Ltv+WLJVPahctRsQlhISb2gttyPjaNXlhe1z29U1cXKW8n7K21N275naZuMH5zmYxkcmtWxyOa",
-	"BuY1EASMfVqX+6Dm60RzKkjR1A5GsSW6bWbpfFcJPx0smko466YuWgJ9AzZediE4HgXKwh0Lu/b7IFoM",
-	"Qk702kfwiccLQ4YO6jAWGdIAaFn24FGmBCOnjOXeLenrV0VY0wAi43iQM0xD+UjnfefQu7to14jeCWfr",
-	"AGX0QDQcbsbUWOg+d4xwsi1u0D+q/dPVZ1HZ1oUUuzw/RssAf7J5SKNeSxtOEJGNL96Rz5fvbdXowLyV",
-	"IXW76C06lhUW9ya5Fs193W8fG8QnbeOkboSRv2giMMq24avS/eVBYT/QRyfqx8LuoRBiHWCtumzef8S4",
-	"oBIr0o7DO3AV7i/B72xNTbugqMscxRn8bgbp/oY7KXgu684eqn3MzfuEtIClHytqzTZk6bnWaTBIBY4o",
-	"WiosPY7xc+bLINjowdF1yYiTl6hVtZqW3bg2mGyfGBRvabT+wzb0xJ7nTpyJK2/cNzv3j0OKv5wtolep",
-	"ZzJoTALzhjkkQVCRm7aPIIwERSYVnD92y2Ra+ySsp1s1a7ZiopZluYobacGCft0INnycsPmcigj+zmEt",
-	"pZ0gBVsoBOV/bwS179VGJc5W4DR4jUXGYiwHHnkREBzbOvQ3nOLIFKmZYGtCNdFrw314XShnZSv5nO3P",
-	"bILOrljNo65D+N2VBDtcsi9H6RETrlTDCs8kF8l9QZZxUVLBplJBJ8cHIW8D6OIHRb0CkXrTkovlLSJi",
-	"+beJg0WqHslZQLJ1r9orKHos9iMOcwziUdxvvRjQjqPP1aadz+nXMtzIns1jaUpIVobs9ZYyOlexNMwI",
-	"MYBtCgbXozkejxq6a6PIjqY4VSc6ZUcBu4aDcNt07K8Wipu6us8wVh6evvD38SEFMFwYD/KPjAjZI2+y",
-	"YfoosxdM5q/+R77Lp1XPRBsbxO3vVz/T3o0fqM6XTJ0HvHDKRQUxujAG2qbwueKl8ZTICY5pL1f0RQUv",
-	"YHh+kHVv7zg3H5xlh8NtL3ssQHb7qkpcs1tht04GGAuQ9fLOa8+zYqmoUuDGBqwN6RfVllYsymzakcTy",
-	"r6LcwI2NDhRbTySKu49BxLADn+syXkvtyqloLV34aqvhycF6zQnZ6C1Vy0j0f1sG3CkX52cZuUUv9otb",
-	"HzO+ZF9I4DA3k7tqYDkvmlnJ8z+wzTsxl6edWwJ9w54/IibE+ZkDF0tIC0WiOIPfjBxYP9cA1aOwWn+5",
-	"gbWH8cLyI4g6c6SS6Av8mokQCdMsuVX3eWeRyZMnT269pxQYk4YkW4cSNcKyWVpG9AwHSMzIGgqmuFOd",
-	"nLGLpd2fNQcZomW7VO0CiGP2KZyOJ7KsT9TtQg8exXik+kd/xtQDotPbk4qx6aJVRic5cVr9aO/w9MCR",
-	"PqBk2ZWKMArMjoxgLLGS3zPAYFSSzGk9FXZ6F9zHYFipU3Qdrari8c3ciSkkU10EPWThT5zgXTOfOrtz",
-	"jRGbdGRf28HDgh/8kdNocFJPFXEVzBP1eQquKrgHR8eJci4FALJQjerI9/uLZu1AJk4sHA/XRDZ6QNv6",
-	"mGA0NvkmtEuCkn3I/trQEmPw3hUvwL3ndC5WwzvxuDGAmphyQO3peg3vD7PaV4wWQYX29ZLnSzNls7TK",
-	"TfyRC8E80q7ygq0qqZnIN3+IgQH+gW06l/CKGW0emAMlNTsukF+wwh9JEDJlKrB9Rb+cIe9Rg8yHlqVc",
-	"s8Ipg8nFTHOk8fi+Diexw94HyXjB75nwGI49lhFpDDyGxRSB3ZkpEGrCiEmt848KwmhdGrZqN2ETBlJZ",
-	"O4IZEV1QLlKBDRZD72Vk789rBqybll1ONcbCp8AmUKfQWTP5I5FzSn/8E0RbhPsN6KreEJZv8rKTrXzh",
-	"FcFXnu8dZIkSPm+cZeaar1iBMDbnNgI3bvnlis9K9tlIlcljsCGF4yuYhUmFAzyXZaEI1y98hoRga2UD",
-	"zIEIuXKc1zwFArArLA2Jrbnae5G3wrNagGIvznV4evdOD9TCHu/pUqM/dZkXVrrcI7y/O3du787s31xd",
-	"EIyA3/a2pSuN+lM7Iox5lPdopSGLxrgNX++Lmpp/d8MnZ2Z7B9DtT0llFImQtl3JJ2vrMk1qVq+4oGXK",
-	"qv6IuN0BAPlu0p35NdbFHikNWpJCQpGfPWO/J98NKY7jMH9VB6YhmNG34DRTzmricA5lCAT0/grQRcZV",
-	"kNbTw0XV6MzwpapB2HEblvWrlvKrlvKrlvKrlhJzKCGHiCw8yEmWx6I1PSOyLJiyNRl3ssnYxbyuqcDK",
-	"tdGaU79qTOO3YkU3paRFOi8CN7oPFmpuhG3umyCP9j76VT/bST+rfYbs9L35hNd1d3O888+Km0wgzv3o",
-	"hv2qIf6qIf631RBb7uePWnuDjYjTr929vw3wTj1hYiBIBvwdt0/WyNYsRcXUu5gfDHpL17meUr5m3Mdj",
-	"XTsT9Ym42ybE2ulk12eGrjuX/RSAnQvTFMYlPRhJ5/JREXTcvPYRW3YByjHEjq7+tr9vgI8TjPZKUx1F",
-	"MG7AN+dQ6hUrIV2ou+0RVRHrVr6yeZQfUlH24PKF2xr4AYRXSpuGAPeyN7NElyYdFj/bnHd1wlQ9iyno",
-	"8ttLAiTmTS6bikUqV5hBtFFrX6F/K2cfslDq5opUNVNMdFSZdkwr+mVoV95LAVENoxtDt7ZmYn4EqgP2",
-	"uj5bsA/x+CIn21jtwa21kJpsmA4uy1Ny0gaJTRzD1zyH7tT5ze8TYxY5Hf19iS7TyBEO9KQox+6oZS4p",
-	"IOmQjouC03XSMWPRxkg9M1ZKsVBEy8ngK0kz4yZDMkiFX6dlTQvdyoRmvfizry1UTjKJrGupWdzS0yO9",
-	"NoRcd6Swe5Cixq58H6aVguyBErE+cHMrYJP8VwO1jeSdCyKSa+FjZao+11vTumDFtRwC3JNY3qaTCaE7",
-	"ozByls36nkxEZkhT6soE5aYfhBJvmPGgbuVSUtag89C76ecsFcBju8w6C21nntr/906t+gTAVlE+ciY8",
-	"7NXxnOaGV3ptzD6BQG/RyTHJrEOiCJJ/kqxnwCj8Meno4A8y1lJ1h1XifrkmtyTj+9ToXK4ggBaslMS+",
-	"+ZggOzJNEGBc54oU9vJ1nBMVymPQ3Lx+eay0rNq/rJk9/MHqaaA1B8+D+NBjyKGI8lM/zGkOBf/63kEG",
-	"iQ93sBEB5e1zWf0iHFjhggfGhJZcAptA11TQsQQEBgl/g3XU/LGba5tzxfXW99usalRlTSuHbRs7qYcR",
-	"NvugsMP4VNESH8kffdG7Tg0rDRLtdo27VFmvvd3N/A+bfos8kXb69nAn4tX9kAeNDRhdS7YyCtYZxGI1",
-	"NsJ9MbWEyNa972pqtSVcOlkvmz6oRFL13UO8GU7wddVTv16qbmIhEglAG/aAZKjHzGD9iKHc5uEjZK1M",
-	"zQ+NYI5HyG/8vLxNefHsg+Hjss86VpILHQW5xbpvmJ2JsCwArWWxfvf0IfZBaSbXhbTjjC3hp4qJs4oD",
-	"JFS8sDsiUqGlGYIMoGJzKxrXpJZNLOZnin03KJw0KxGiJSIq6qUs4tkmBB8OS3mxbfWXFeFFmDLeiELm",
-	"zcrozgVOTCU8kDqWoUL1kjgw6Ph3rF5xlUgrdTXxb78cq/v8uH33tpOSDT9imkUE/xQWMlr8yjwgc9mI",
-	"IjPbJnoirvnb8D9s/QYmf5AdhCvif3QvBdNpf/QLf4NF2u3PK1k0JRtnFHa/7RpnPams06Ob7bBIFdJ4",
-	"CsTtHADxuHIk6WwBNNctSF7NFlyBUSUgjW2oPPPR5AxyB6Bmv4tXvPtmiGYAdSJoeWmmdx6Hbm/NGVvr",
-	"YY4Pq8nt966d728zGwlCa0bYF4CtC0rb5X7ZH1a7+5NgxDwCO/I2c7JZbpZcFB4j89OF+2VXDL0tvhnx",
-	"jvhxjC5kK3r7WmABPUxxIOE8RjuCuTnUgIDpTvIq7UgSFeTaBSdlZ9S33lnqY7/11rczxCgp99ZpqDz6",
-	"p0bPDKf8E5stpbw7p5qWcvH6Pok6oTQVBa0Lwu6j4N7xhHVoEDLWM0IVAQRnLszelFR8p7CxRGUd2dQ5",
-	"SyEm37NSVuw7RfA1Wywf8Va5age5DdRe88UijvMC9inIkgS/yf00AGJMzHXN+nFPWHRnWY8vOPTvBRKz",
-	"XpjPab3j5kQD4g0muyajP2NVpj5dXSuyokYYhvDPDB2G6Jdy9kJSM11PrV8xZrgzA/dhPEEI0a78G0xm",
-	"Ftg/IpeaxWUFURb5/5BqspJKkx+fPguqEgY4GkZGxXp/TgLB6D7V5Hmq5BNsTMq4jLvGtZvtQBNx+O2P",
-	"QYm+NBXzSRYzt+JJBAgb6zGO/2BIxgUTdQEvUB20Yv6eyEtGQdK6SkGGgCDcDQSHQWH4WFfttD+S3Czj",
-	"JoGelhhRGMvHvowuDiV/olxzsbg0ByWIUlOkaBwcBhfWKQKJA+phgVej1o4eY/H2DtXM/PBTlGs4zLaP",
-	"L1J3tZh+0kOUBov1stOB7/FarMHanUt7HsNjlbXsb4u+3Fp2rZrtvHpcpk8M/ZOzA6Mfj87xF2PhI1N/",
-	"gWWvRCsOPWr4Tjtpb+W1t+BOdoTUNTs9wKddy5ULMehuyDcI9unNAiQpK6bFV68roZEc3/VAytt0lCr+",
-	"g0LbnK54yZnad9mhlQTQcm917ECmrkKiJNgZDhnsYChXtuFPsw1IUWteFjmtI2vRaSqZkWI74IrQWTLV",
-	"AbqObxF+35F791najrQeoWqRKOyxWklhwbTbIsZmRNGJuMWKT+UW23nym1u7ytKWtcK/lJUmkRbHOovL",
-	"1GGnwXD8Ek+gl6skINKiZgtzH3kEMn9pGQ6Mfpb2zDs8kS76ZArP+sK0EK3uCgBCVFvgcvP/fMmn4/a6",
-	"1xMdnNnHOIWJbbaTHOKDwVJwQRjNl6lUSO+OHMq2aKs6MVC5zOLyGmUQ8PAn1iURH+bqNAx3ikYkcFbU",
-	"hOZ3Qq7L/4+9t1GO48bSBV8FwZgNkb1ZFCXbarcYN+7SlGRrWpZ4Sap7dqZ9VWAmqgrDLCCdQJIqOxyx",
-	"T7MPtk+ygXMOkMgqZFYWRUl2t2Yi3FRVFoDEz8H5/T5RzKkmlD1+/35kd77NVAwr6o/cEKA7S3fw9Lwe",
-	"DzJNod7BDgDDx2s65IJa8MaAls7b3A+A4wR7zk3CcuQIfGR6cAioAjMLSJ95yeVy9KrF6vOoTohORdZQ",
-	"mhpz1O96H0dB93Yt4320Nroo8p4It7fiJ2TC12/U5UKaNFRwXAnT/sJXBCUEDdsHowdARQ/6YMOd+VDs",
-	"LnpA0tGvR4qMGVe6sefiRvbQJABHSE3fA7ORJjcpJHI4Gf0eCrevhFBsxpWiTHyr07KrZwdJ9aKU84Xt",
-	"83FEp65fgo8p7RLvLWyEYXA/tylH2ITp7NedrEGMr4GT1iazVigFWC7XE3PPWjDe5FDvb4yAsjZ6k/h4",
-	"weDyjDna8RW8dizWL9DO5bc2qd1F7znZ0Q7cOBXrEzBGW4lM25R+21FRGPdAdhmrRcFBz91HlyCm/ue1",
-	"sCnOjbLUt84e7hdMXLGFtRUTqoDYKmi8WCCZlj5+XgfPx8btjs6AsOOgBAtW7wOAdUc4IsM47uiEpJ/t",
-	"WlPouk1Xf4+yPdA/Y3zaY6LEGnb68G0DjZAOlPC+d+4TXPq09u/VqAeGvT1/tbMdhFaByXUlMqbcpJeS",
-	"2IOCPbSF1DfbW3BzAXt8YB/TKQDQR2HZPi9v+QpDYQQbabhXmA+Oo3PDpDWinLVe9lrYplZ9+3+cP7Z3",
-	"BwwWKftvwM8SREBbpywNQ+Vk7GW21e/cO06cm7cjXIA0i+6UuYnXNSH7a3uXExecn93eUFi4xmN7wcf7",
-	"8dtI6CeTnlyXurG9WWAQfvbF4T4aE6yInJdl5tQMg78fuQRjnKhwVDsO1B0njToZI6Y63QzsgJQ/Nmms",
-	"B+nRyqUgEbLoBtqY//USVO+qbQ/75i5MFqpC2mrs1G2no3Nd7Xgtp124l7HTOyiwY/My4Qd3zJka0iDu",
-	"nKc50OhdGRs3VBd/M+qa0cps1VSIdjPdAzBkrustWUyTUQKVoC6hWyUsAtZq1fFIRTJ952s5I0unG21M",
-	"EY7e3+V97AxIflWCSk9xYgDMQRtvNhO5xQiUOWR/RxUrjBl/CrDf4tb7TL19+HMjGhJ50gbSZl0JFTuD",
-	"gOZ03wZXvdNJZVmyucbrdAWZdUsR8COk8cbmEHDDaO2DXxldNlbAuoMywvZhCyCZJHhg/C46yEI5fx4E",
-	"oMncm0I9Zk120azmcw+cHzN8Hn397Vau2D6t5zkAGIuQDmFcR+hCdWuJNplUbHr4p2mUPoSO3mNWijnP",
-	"V8wofi3e5dwI5g4mtYQrllSiouE/erx99Ev+/iX+9NER0sH6fyao+3fWWTL2aPLo6JhC7OSpQg5Rq5fc",
-	"ypx8VEIV6IDtuLAaII7oy0kIPLaPYh7bR3dXgDLWKPlzIxhfaqJtq/q9KPBuj7/tP/djpt8EdZar1ZvZ",
-	"3tP/2rQB8ZmMPXoC8N9r/UXtP/kt29iEy8quMgYumQLc3qpcZexaiMp0WHKxk7U3OPrtp3Wp+8OPJ6de",
-	"1dOzzTFlzN83rlMU+cdR/1xR1oVT4a6M6xoTefqGhLsCxBU+iAolFJSx5yqvVwgDCAm9+PSm+h6f6W+e",
-	"fCSd8PHkq6NBrTBs2K/iDft4q3+D9K1hDWtQqxpx5V8KY+961beXQYxlODJ3+lK8t6H6kBtWcMsP6Wl/",
-	"OtsORt2to5MfrIamj9tNi4AvmG4qc+w4ZOVl6Dn9uXFatKbcLLtgssDLDnGT/DcY1qdMra0MzuPWp7/s",
-	"N1oDf3PHyUDrsU/8Jl2G54uDWyneMpJLFb9cBEQ4PmnqZaBXIRbTW3zDw+4q75JCdYJGfqK9tFG7Q3KM",
-	"DPMQCpiHTaQ2OSWa5b4kFnid3tP5fiA7k1zqQtl6dQyHxg01uAU5uMKHckrcT3aDtILRTEwlcjmTOZtJ",
-	"URYGNay247YT4uTghk3/6/z5s5PTy+fPfpomIS969womJsgC8lquwFtYa+TNQQw3lQp9Ng3YqfefhNdX",
-	"UtOBBLgNwFgUCq/lXKpe+DSdw4VXnNi3Nh/p2ceGd3WpDDNdn/HaOJX0ppvO7xNvM38vl6vReUV9Cb1v",
-	"YEbWXmZ+9fjbR98+ylhtc6KnzIhvW6p5RjCQGW78RhUTOuYTd8zToJCW13NhL7ac9hfgFWyFT4bBE0iv",
-	"TwsB8l8DPimaQO23V6vY13m4M/jXBv13Mtetu2nCTEclvnC8e6Zgi8DZnrTWxvT+hXLVaKk9kz++wnpp",
-	"8ngXzvveZJ6tKWo0ErqL24X4VDlq7yFINqSNaI95MEMDDhZZhUsrXVAwlJfy0sYZkq1F5oObwbNw3/mC",
-	"23O/76ASyB6e4TNeS7saLOvCWV9njargh1h7lSjhWoj82vQVQuK3xx6kBf9J3hRw4SiocTrDr3ctK4I+",
-	"Tl2bqdml8Y+DgwiVZS0BUQpnuuK1KPqj0JQUF8LQ3EaJCpgbtuBm4WudfYMj8xM+XWEbweQmLnJRT/BL",
-	"VgDYuFtbBBzbXFWEI9+9Wgx36o/QDUGaJ5YXt1S/jxMzBmHH0fYbQZ/X7pn18qmNxQ8jyPwZ6D91nXdJ",
-	"aUfugNGE+sJrf/xwuhPu7Koq5dBmfIW8rqabGUE/aynNUsCLfVB03PIrbsRL95Eb85AImZ6dn3z/4wn7",
-	"uZH59TuYomm3106ZLjzwjDoAFzgvzW44Npunun27FMJLvkDVachLTps9QVEb+Ze3aL+Ym4IPravA6fnv",
-	"03mdBEmz/V0E4cLyBZeKHFqdXliLhA9bOWyKw70PIMTeNtV9ZfbtAsRU1+sq6voujychtSGTZ3CgivwN",
-	"or/T9wzzU0ADqHVJRqDV10JBlin4khI+j5xbMU+iKZzSN+jZaDtq62K6XAToZmC6ZkbkjXulD0nyaPsD",
-	"/2IPqzsZrYMiObQERkKPFzFMQ3eAw2uStghOynJjXXYLg6Z+PO76abfLnWOea/OVyL5aH1+nonUT0gA2",
-	"4rzmgLRgdbQ7T85e0g59CosOCIhx8xQgmnUqpR8Yxhu7cAIzRx9A3ZTCZKT4y5rpuhD1IftOGEnAe0Zk",
-	"bPqnKdznnmA76ihjU9ckfL8QJcK9qVXcj1OweFmCQC3YFGuep2zJIXbalnVDXNBqxpVWq6VuDP3MHDML",
-	"Wcp2UQsRwiYwL+DCwaVGvz59WUrj+l2IuoPfQP68GylunVDBf+VazeQ8/eGSKzRpuh/X/Hbjq1LPzVoj",
-	"8FHyuULfKgI+o48BiW39WcvN9Xqj+Jl4L3LEmfDNBoT0tTGEz9cbb6p5zYv15/2n4WnAePIP4T/Cd/mC",
-	"KyXK8HX4d9uXrQVftu9A/9z4vio5SpAbmbfd+X+Gx/0HLRaR/8Ty8houGPLvhDaiT0Iz0WfUcfRJtDbx",
-	"p6IUON9eROP5C2+29nH7hv4LtKXWH4cz3fPpZhu1NdXmw+7DzWcbI+rNlvHTdkKlcTMwueVlGWY9/qyd",
-	"M5t3/5GY6u6nfmq7n4bpTaVSnZV8dcXz61eCG5Fm8FLiFk89PYqCIKEqU1j/eT8fyw9Q6qZC+KB0vd4x",
-	"lXN7EvWudeqqOO8BJAQweoVgkzRo+HtXguLn7auHGGkpwf1R60btbEHCUMYp6fDoKB87PNkfR3V3Eo25",
-	"ErXUBd6nVyvaKiX5dgoNF4MCt7wSo8GHY0L1HhBNosOG6xHcpoZUSt7H8q/E7cnMpiEk8BKEZzKsEWR/",
-	"Pvo/mFQUBrzTykBzPcgk536ediLyqgW+67jl9k8fg95byhuBTnG6MCAgo2vKp8UdDYCyeD2wUueQwDH9",
-	"tbMgvz389cbdm789/JVX1W8Pf8XHXxa/TbEjCgFMvKzIKLEUdSTZS84CY/1rEiEv6Nk4StdyBwmuxITR",
-	"IPAmMwnWTt7YyVLUczFB3rW9bG99dEmJSDsqvfPfnr8yVPCyylijfP4lVTnhGB8gfcp4VZiGc4EhgIQX",
-	"pieX9gRzaTELX1rGi6W0BgYHWhxKYqwWOhc3+lqgwjaTipfxHJ74tFv6xV62R89vh8byMmhtHTsbNl2+",
-	"36USCUc0S9wknQO1JqLaJUvaCDS5Z7W2Otdl0krwN1tFD6GO7zHGzAM2XVhbTWblzTTzfy+rr9FemC5K",
-	"M8XEgqnTDKYZ003NfFQW9sbfXp3CA6//ds6Mntlbtwz755dniOJyeXrmTuPbZ2fHELd/e/6qwy9pnBCd",
-	"mpv8nZX5tbABwarlyyeZSL5fbtmz5xen5y+/e+60eN3MF21D7nUhFw3skKrkObgwzi8vzuIkuwN6p1tx",
-	"Vduc3urvPzw/a+drH+okuWIXz86Yns2cUEah+fb8VUa1jvG4E4MI3uu2lOiBYa80GUzeDCIRYjV79vzV",
-	"88vnx0wa04CLzTtEeaAbRWNMYlDRb3K/hHvZXlhB93dpQGcy1V62h+86qCld9IVElWC3fOWlA+N9etKV",
-	"s2dF/ZrDmev1i9FjeJwBRZvyIDn7d37DL+AndNbZ/g+vLtxiXvAZr2XGfri8PJvMfjz72n14uqj1UjbL",
-	"yRWHm5oaPqY0K3j2xau/uR3o9kBPsaKzAISyaf5HvJdtxGaKK9l1u0xvZCH0w/dwkOAbvybJe2GRTCb9",
-	"Qd+GOaYk11viPxXvK9EDV1dFx3+MLA7i4rdsr6lTUsMnsbqzGhyu7UnMWvrP+AAcA6sGUNWFJCO3gNww",
-	"abb79cJr4Ki6q5KtbS2awaRURHDdc1327GSi6QQPSEhHorp7Cp8OVdMPu3uhUWkCIZzSt8dUKTuB40x+",
-	"l9rXluEhp1nGBz8k/xv6L3QPjOaovG7/Cj4vWkaT8gBwGgFvdx37PBoqvsYbVa5G9ERlxu0k5FoZoUxj",
-	"BqejTq6vW3XCd4tPJ5n4TjtSImM1n9nJjbawlSlRoy2ozJiR1cTIueJlSTnYiCjvkxy3b2YYXZwKGU1J",
-	"1pYCbXNynvOZfSb5XGljZZ4kWPJzFYAjhjYw+sJfqkK8T2ja7uMOohXkb4WAD51q7GjJ84UcTZiT6+VS",
-	"2tH94uNWFDiCkZ24n55qZXluk4RRsiyl2QDRpg7hZy30KC7XMTvaPJkjR/JKz0e/b6nnO7/pheKVWejh",
-	"Sc11yPsJnRn64di+4MUHoJrXrX4/dVFoTmn61ImVfoId1SzPRDJqvE7pcqMhM4eizLsEv7Yeoa7geIXD",
-	"1jV7ASmmPbFAK+plP358K9Dcc3fJhfEmBvSztr+6pyvrHvLUXonWNJrz9fOTFEeCF1IJYzBlYiB2ixno",
-	"9DSqwYmUmgEiMU9mFXYXhOGlYsvoGI/cwrsgYyPw9mCYqz83M7znZh7l9fBNGGcZHDNzLauqzXbJgbIt",
-	"MBX1hJDxN2O6ueVYjlU3Kga8CSaGr8Pq0uL0ZTxQ6E5f77WDyOK1HUaLDntqXE5Ru6l4novKcifHe/YX",
-	"fLwl2YWmuOZqZ19tT97SS1XIG1k0vFw/AeMjiGsHLYWpNTqFoWUCcy/ZvnNfUkOx2pYS4xXDHVNjsO0o",
-	"C7Rdn8EMmHNwf72QpfjOKWhp2Hyn2M9k6RRUSu8bS5v698UKTsO+0vYdwbUHj9s71+a7uXZaI+iA7xrF",
-	"b7iEnFn/ETHQvEMm13S2r2unL1EvcNv0eRHdjy/GAG6e+3G/CL8YZr3jlt26K+q21mqOV18ldFX2MJEh",
-	"DO2wjJlJNB9UW5DRvmAA6dqyV2i62i5HbIy7FQhhI6KAcYMD1CmCWh0jqpgskBITTEYwhgpRCVVArnmC",
-	"mA7GnZihR5NHR0dOslqpckuTtMYMO1yGs0s5ZHI2R05iOm/2TNTgffanyyA86JX7Dfja/OWBUf/NPAto",
-	"1/Tmz2wcgpFyclM0bE25oJH0T8ZZyZN4N7dCXDsL3h+yAEuwfu1AHOJlX4jJB7YZ8Hy4tsxuSCMjaeki",
-	"WvxxN9p2DwNWG9wZ8qX7wps6zAdAgbgvhuu5oFxi/+3bl88OvHFC4mmQQcQIKL7uDRq6zcdKOLa+NC0K",
-	"UI+zTNyC/KdWiXd/efL6BCO+vwAPDJWmlboHpX4bkofsgmuM3xu499Mbms5FGNUOR9cdtYtSbyfXofUN",
-	"+B5hymInS3Tywoj7YJWHj//zG142vZyFHs0HWY55WZqWRWAcGS4URbpf/3dT3AFLpeADS1FwsPZr8YG4",
-	"TK0LMGNGU1UDW2w7xAtpByVANF9ux7D92/6OkTfH9rjtS53z0mnyA/PbLQn9BVF3yXmtZzMjwG26m0y5",
-	"HMQkcrt52OcDrx3NxAdLicvuG47wtfvTBEy/bsU6vsowr7jToq6HT006E/O8c1+ajPGyZMDyKkLt05gq",
-	"Laqj/fBaLCAfDB6lXcBpt4DmsKsVOJ/vIAR3KLVC8MyABE46tx3pnfzwKqs1yb1rPT7dFrdSFRsl2+Gm",
-	"O2bcP0FFtUtZKDlfgAJib3V726wXDqewW/nKnz3Xexw5XWpFW7wRBv+6FYXyf9tFU9Ofs1riH4bbpqY/",
-	"G/j1T+mUq4QY5GU5yUudXzPh7Mwffnj644+e48Py2nrMnsdfPz06OkRSLitq99v//V9Hk8c//dfR5C8/",
-	"Pf2vo8k3+Oe/9eCTpTwpUe/UGfR/x27WNhJNSGDkLQb2Tl+c+e8L3ZIpQ8w7FNguuWp4yfZjCBZdsyue",
-	"XwtVHGQA2sL2fQ6Q+xf2dQDINiStw6pDa07+NVbvoaRPrmLHoE7nEEbmI9v3WD2iYD+efX1wyF6BxTf3",
-	"sH3ifaWNYNViZWTOS0BoMMdsihZamxmNyci1mIlaqDwdykkMp6pKysZO1595/WjQMKHcBkqXCte9UwMi",
-	"1CStxIO0DpqX2oihdEOs3J5LqFHSYFVbtu89hhkz8heRMVvz/NpkzFhdVaCDwIAmkJ2YsVpU3O29g55K",
-	"u0LkPZWa2PADhs/sZnph5u5W08vomZ24jbfgdTGhH+2g3g04xjEdwT9xR4+4UEVab4pEBKpP1lDoH0CQ",
-	"dlRTh5xe5KyTBdlkGcvdtlPuDnW90gbxO05XQhEYoPtlr5ssXS0RdYjB4TbhxJ3AfqdbUn9wn7qJv1pZ",
-	"MXbGP9CFN6v5MpW49wI+Z/uQfYJVC00hNRGfmgM3dQtdFuMRrAvxvk88/+Dua9zg8Jw7hpDmtM+ZJ9yG",
-	"aQaZiweU7fuDuraweOlxltfcLNKHmDoZhKX0JMMQ2ffDosDF2FLVwbTcy/U0NLCDYE678ZER5YXhMC20",
-	"sSFGn3DCuy3wLBmtfHt5ygqK9MNl687xxsumHRmQZtbvhPZaekhp3Uq+hMmJP+hUdOuyFfKwRzACATEe",
-	"EvhavcNO3y2rrw8OexWZcZKKfC+AdcDguOyO6ooJv6naSLwK0975G8+YvcY8KmvrVBYoxtmqPgWHd3c7",
-	"RtES7Abiu3vRYCOxF8mseOpacb8WlmtlUmfPdda1KxLiM9mv3pHw2o7U0VGefo/MUveL0QFvGYBVURLs",
-	"hs3RVUfHm4wvILaRMBnNJ7UZO7daTwUyhBXWtGojBPv++SV7yCv58ObxwyCrHkI8abLUhSg7CbExc8aF",
-	"ntlnwv/L/zWo7V+InmrfE68W8+6lIA0ZLlBu4Vq5J5UddIzkdpI1g2kHdXlsHtbdDABpxqr+GAntax9C",
-	"0fRMJwEKTi/ULFtd9Wpjpm9j+2s/8K3SFbZDOtXzutb1VnOlFjOoCNI1w2Bvho5MBDyPu70fNWPT0Xrf",
-	"Wkar622XO20RRwjWfbdKW/HEzQn3PEcyrlUlnsoec22XIEtwEBx7jE5foYKL9AAg3i0xto/JC+tXjHz0",
-	"qN1SIYLEadN6PdbtXLBSDAGCph2xdDGPMCHxsTuA0o+6QEjCtZScaGVvHxU89vGVqu2BLJ/yerd41r0o",
-	"be3O2dTbetU109G4gmIVH6l4k3RR41EM+mth8KalFR6rhUWa/z+/Jha/6G6Kl9cMxute9Ivfh/rVOfbb",
-	"NbDYHLyDFnbu9/ReNASnkaEUaWnMhpUx1/qPmG/eSwbfTUnflUzTv2/YytdSFemqFWcCSStTK30ZsuND",
-	"e3AYfIxvZEapz7TAT696SjmQwDl9/bfkzmFz34VelKZVUHxs5PBxE0FtNEdv9snZS4Bb7XWYWFEvpUpN",
-	"aadaJEzpCuLHu2SndulAQn+ps7JxrGuuDIS3TBJlBlC38f4x5JWxYmDuZ7Ve9s0asuik50j3/Qg0kPRv",
-	"ajmfpyvDuWWQ+NuzJuveCTdmGEPb6Pa5G7MU/jCFDd2d8GFhBoLBSZ2tLq1YQCSuN/9Nf3oaCIRwWbL9",
-	"tiab5GOUNAqJcgd3uFtiQbdtNsOQ01O01Dei8JV+58LIohGn7oQ01V3zJDG/z2qG8QxWYyehspjV2E0q",
-	"KluvzhvVoU1JYTi/UeWKst0BiEisTPDUQ6d0ey7T+SCevyIRMvfMFlaz3D1O2Z1A4nCF8hrG7umIg6OS",
-	"KmeWck4Bl4Bi2aZtbiGxGGKtqHvCZBg+a/0gFCaHzpmtuSxTWPODI9kot6TJCoO4w0ZK54q2GfvtvOb4",
-	"E2c5F/WK1Y1KQqwKK4q/itVgCRBsC3oWkB7AVL7VTVm4taRv0DCP+hoDTxht0/QtJA0yBsYN77IRwcvi",
-	"HoNzQ5vSV53J2r0bHoBdVFOY4R5qc7e6u1Fe4kHT6rhT1RWewsj8LvO6niiAk5x1ljvr7scBjkpAGLlc",
-	"yLo447VddUB+PliyARIDJvIhCkCAlunu1GEcmdfidh1HpqVko2n1aD7kqkD3msaqx2F+jidHMUHHk6Pk",
-	"hCemLdolGyN2a8AaBaVuKghBi4qgNAGqUWlWajV3j92mzMRrseoBhlk7vtgXZP4gb/u4A4oPJ8cfNbSp",
-	"K0M0NC1XLrDQLzmqFDQtRVYRfzcY7btkESQF8V7WTl5621uh3JBP+5EiScQCtrsvwgPuBQ+reCfcyc1q",
-	"6ltnyE6IXgO9ts7+W3ATPk2nnpZyLq9KsXWLCGUDPoi/OFC+o84xcrdcC1EB7ko/xO1z6um2didPkTcP",
-	"9nwLeFu77VGNLZjF8E5v0VmX/thPCZVadwloifIY8mH9c+Tq9OsGrNVKQwjUWL6szIeSOO/KkJx8kWN2",
-	"1EPZPHC2dSnzJCAw7XyGT4RiSz8FUrHbHi/5OjhzCy9Kva1vymj5NiYktaFGHdU+PekZ3bRgzd7fYe3B",
-	"e4XLdvTRS+UsjbzgOyCuUa89cyVr8WPrO73bFX7mdqW4xbQT1+JafC5RqKVDissQjyOOD6D0mbND5gt2",
-	"Ver8GmDtfHaeYeK9NPaYdDgKcCHIR070/L2KIsAdjjKMPC47BobcuJZQugeCsdDHpL1BMz2YGXe2NiIS",
-	"KlCTXO8j2K7SmsiN4KUoTip5qa+FSivJAX3amRDuB5AQGaBqNxfU9rc1c+IUvqdmg4saNG/AsKm4fTft",
-	"cbxcCzWu1DYMbVgM+Rap7fTB6IWvqTVUnsJRL5DNeLYJVozKGwB0QrJSAqupkaV9qcZhwcDDTKpj/Gsi",
-	"FQHZ5FwpDTa0x4vTdSw8EmBL/dVrLQWBBjVjjRI9vhgxEg1V7CE7lUNp2toI734f7gC4g0Vxx2zJV24q",
-	"oLpsB5fpW2R2VFGhm2s2XZQSVjrNrrCxDWiIgNi1Y7ar++FITMa+4Q7E8TZXe5Neem3JAblAIBjccMBv",
-	"6+q6o7H1NsTzEzL+wmgz2HlgqDsx4l0OiId7hyuTJrqHvdqf1O7ix6+wU5Gb7kvNOinL9syMhUkPPxjn",
-	"rNCluDso+rmtznRtewB9nXA8vzxjcEtGuJ9tMkRCpRpXSgut7ZLALWuRpwUH8XKCpMKR8bqWNxQwbdMY",
-	"MmaEKqLHpIVPOgCh1BhgMqt0GG0AshfekCvWqFrgG3oAYPxNAEeDGQWTKC+5XO4yE3eB8R2d6vJjm+ai",
-	"b5UPrbrRpkVnEl/k0nddsLfPzh5enp6FFsZErpu60kYMcSjQ5AEjd2xGe8jWUt70ZeiU6NXqL6WQdgCt",
-	"2a/qtt0dVh/UZ1riIHmBoxsAy+4ubI2pE+yBFxfnpwRs2PLJuOlaA4+yA5hRxnLbJEQTyIg2FucPTEBe",
-	"8+8csFrTp2dr+kpYYcI0HT30XqjZkPAL2zWWJe1uoxndyCtpzCAObdgO63trm7A9AcTL9NnpitzMeyg6",
-	"uX4tReutT9yH7wE/hXwYtq0hcGo52SBI6C7D/LIptXm5qsQUgmxaCSKnHrx54rvjt2z44de6EKfYzwnA",
-	"DIli77ef1ialp9q1Mx2BjGnoEtou3nrF2Y/8fYq3yVgcg9fOnK40VqC5VqVK5eDVa826kT0wsAF26SGt",
-	"S8CUmjtyFq4t7pY4dHzA3Ku2U5mN0z3u5qRAkcTZrBbRqQnsR36tH5h2NtfiY9u1CqD9UcWOOkL6Yjxh",
-	"gU13YzMd+1gFqySAMuNb9YHht8GLb7756puYEP/o8dcffK0mKKy3Mdvvdh+tdfDV4/u4KcZRv9uyN8yE",
-	"+6mUM+Gu4ePOrIRrPJhOANNlIl3vkD1DXxH7CkuN+1ft2ydfd4JOj45Sa+ZEdWew5NB69E22kRKHKJxW",
-	"o3yfxXcG3gnuxoDrgHJiCHQ5OG0Grpj9aUJ8Tw+YVMYKXrQoLaYp7TE7oqYBWVxTse1Q+C2aiKPt0c7E",
-	"7T0gXs79tXy3QCaq71ytXcopOKZBnVK2SuGobfpl6XvjrtZUJ41dnAbw+T7DtYNQzzDXunZ6uLTk88Ci",
-	"QyT2N+Y2WWSy4OaMvhxCrvENuJX2/cQNu2kS5Qx8bNB3LWxTqz6f3pbihhSvYlTqgOUmMAP0CWI7Gh8q",
-	"p0npQywsE/l0z+TcqRHwLTTTaV4p3YDjXmImeb7gZSnUXLQlJFu6HePXipYz9mXqGh1dtQB+gp3Bf6jr",
-	"VOlFu8vQadXbpbRdW9QNF6F8OcDV6rLlJdCwalx1ve9Jh1qPe9OIuuPcbCcmYw36PitRb0Rshi2m9YT7",
-	"0L/fE1nnMHTz6Ns5/GnUoe13mK1TS+DEQ673eqL3WJda1NoOGvCGnPkANxu2dQnRz205XlYYSwzaa3OR",
-	"KIEr57qWdtF/YMMTQL0U67E/PvtmL9u7+OFk8vibJ0k1ljd2oWv5C2TW/AAYxz0TTNWBbEq9Hh4eTtlJ",
-	"/HO2QORnDBhh+GNW6yUlRjuJ2QpLt3nPX5yyx08e/RkZaV6csj8/efTkONTfMw7cqhmJ03UhnnB5qVQJ",
-	"Pu53Bt+iDYbDpHssY0KG2I0zO+fyRihvks9qYRZOfy/0src8aStScStiiJMbIfSMzXDrE4QJDSz3aXk4",
-	"hUBpwT14r1dPCQg2fbf8rBMJS/+r4aW0kAtQ1dqiigVb5hhzJiBrvTMQ8h8ozX7GGkO/sRTCyLndk9xW",
-	"Y26YlGAzbSQ13C99RLnuctyCyUZ3Vy0mNF2d9Tfh/PlLFSYeECH8XI9KmNfXkQDFXZhF5xbXI33Wojfp",
-	"EysXS30tnFz5AMTWC+JFs5oZ19zEbb5NWRPEZqJIA1vIYNtCMWED3MaI6LeTzA0v5N+lg9P6eCeYVux0",
-	"7NSl5TJEiFE2O6mEb/pBAK2XARXd3HVmYKgfhMuamukdgcf88YAZ2bZ5dq7W1bCX4Io4JukLjCZiI7Mz",
-	"MqYePf42ZfPLpdBNfzHsd0Da5/HMFk5Vc30f+9wP9miLOf9Vx5ZPQg3WXJkeOHY3icCEwMJTx4i+hZlD",
-	"b5+dgdhBdEPIorWaXZ6edfzwiLtlcydLmqJKCt4kOVFtTfX04UOIVVhTGfc3MHLFOhip9U4lZFLNNJOz",
-	"iFKRKSHQkFquW7dHX3/bcR59u00LdWMcsWPThxVrz/zGdE/TLnIrnNCemkLqU12IhO/q5OQ0Y2enP57A",
-	"f9+66XlTNb5uP3r3hbsqXEOHuyJP/aBvIfs3XPjMan3dtVt0g3zs1DCiLEIYsr++HpAwsZjeO6uKPiD0",
-	"qg8DidVUq2Yap5ppr2QhcBKBl9a1vFkPXvaOeCHkfJEiYtUFsEG7b++H+bOn9p+rMNM7a2qcXYsVouDQ",
-	"W4MqIpeihz3C9gDEi1q0640ksfu5VkrkNgsVihkzwjZVRtyRumaFViJd6u/GcKkhmAALt5WqJ9K6eeuF",
-	"pv1HJlZtbHjhkcs7IOIAPNZ/TYyvopRIpYMLtd8UUMti8yr9mknZdUkDFwVQq/nSpjV7b1M/lIXoO/c/",
-	"PH7ytRvID4+ffJP88a0snCBL72L4ctQmTog9z/lhif25FR1JgdioC2AFv+Tm+sMLNRqwaih/knGGjOPM",
-	"cpMgAkmlWSZ72MizhK3GzXWUZQk/RNYy8l86bfm+Ey4/tLxrqKarUe4QDvKK0TOsaB/ykcw0tdhcKFFv",
-	"9YjFzUEBRa7LEsMtOzrB5vpvWJOy2dv3sD1g+FS3cphuYcnfV7VOvf7ffPbp929+PPmPs/M3pxcjRf1c",
-	"17qx6VrSNq+sfWr0DbKkxO9BtRtf+0d8eAeWmIgxbvOaqYR6IUvxjFrQWwi6KqEQtqlofxAw+JFH45hN",
-	"HrWKSVVy66YAaAsppRPjWGPv15rP7Na5WaPSQ8yTeitiClQ9dH7YF06Oj0C8QTtbrbND0pMbVptezA90",
-	"4Cz/GLZH71HANiEjRsKLJM5wfsYbIy615eXrlCUIcFNzXl/xeTi6kGuKFFKEt6640rvBkc7zM1HnIpWL",
-	"+f1mb5bXcwHmrfuJ+3L/+zffnx60u8oTWI3cPgvBq5Oy1Pl3abAt+Bh84CWQh4P6xyuGyzD2Jd1PLlZm",
-	"Wx/QMi2WvrJcKlG0OhBiH0NJO1x4I/tWzfL7fOjUeo9okVrefJWXo4FOTe8r4va58i96v++4dijXlnRt",
-	"9qNR+rnJ1nd/vCsHTt5ZUoME1ACNkGbwv5A00dZQXK0YZ0tdNGUK2rko6iTL0ndSFYy+9XlmumbTo0P4",
-	"f6Qd5mXJ3KzUM55/CAssji7iYujhYJDGCuUaHiaUoLwEntuGl+WKXXkTNxVM3E7Xtxm9unKTA1ZmGn4N",
-	"XidhauBr+moJE0bb7YFXEmljifMroyzdycLaKgNPBNDGuj/BMEC27R3SUN1GIlaCkEM366Rc8Z3zuJ6n",
-	"MOg72WHcp/OInxteAvm0+waLvI1U81LslA3by0R/Gewp/0zsDhryA62H/XAhs5gv2p+YkDPpX77DahF2",
-	"6hZCwvZgp6N+7hvTOcuYtY2MJTi+Ldryfehl6fjhuR9WBaPkqogE0A4O3Ei6jc6n6w8oYmuAb/KCL2WK",
-	"SOhEQZWdZTN4ABIghFA+DYvUmAkiufxdXF3o/FokPLdticRgeYwSoghwnZA6BwcO+n5gcCh91riRV+UW",
-	"GvCcqKOjaJnP3uA2qtZKS8BbWRY5r/uQ0zuDhMC6geIn7gv3/e+3B9FDT3FtyV77kltXs+ZL8VeZkjPA",
-	"yAgeqJg7f/Q6bqm+ItsBOwB4RhUR5stOll1PnVOv0QdGvxszjSiUHAf/kpdbC1GW2v3brQTEzcxK5duF",
-	"mEVO+63039FM/9h3K7p5/veLN6+ZFe898vWuk503tUm5Z99UHJIzNOIxsf3p+fO/vbx4+eb14cvXz57/",
-	"x+HF8/81PYBrgxvj9uDPjahXDNvD02WapWA1ULdE1fVhKje1kxsyBIbk03P30HN1I0pdieGb541isEyZ",
-	"t0ARrMhDWuybm/ywM1GHN48O+lKNkt6cN4rhwmfslvBiCTu3FhGMZ6I9NzfF0JBjbixqM9fKStWQquLu",
-	"GMJpcTOeu9V3mnSfP2pkcX97tmoxK3ewcoz4OeGh1zUKqwzCMsS9tP8oY48z9lXG/r//5/8NztA5r8wx",
-	"Agc1UOCaemtsQar5wTHoKjBbcPz9QgRoYeqsMSOL2fukw4sgyo6pO9DOoKdwddUki8NAovBLZ0eYe5Qi",
-	"bsozf4S3oedEEiXIg5dqptPhHqtZIIceK0t442bEEqh1T7sLwZpqXvOiZZ121kH7U1HE0txAhKjBmjTT",
-	"x8IOF2Pq+th73moWEuL+CxGXTAMWGAQFM+p18CY3QrTRw13UqVgBSpTbArxEKW9E/6RRgMg9aZgsSiDA",
-	"UGinG8bdj+ENCmHdoWUFZL2qnnuQ1ODLVdWHVdVe4CbDaeKpy8YseCVY4rq62wwFpSIxSRVPhTPOONJv",
-	"ujkKezNjtSi5BeVOByTKK0iRRothQCyn14CzvJSIh+UeMgH+uRa0EO22JQnQj59p3M5PpnldxjKO1c5C",
-	"dbMsfu6hZb7qv/7CbLDosfY9lnwVTuD+hcgn4fmJB307OI63nhFwHUDtIGQ2zGaiFiNUTVi47mCzdWGx",
-	"tiWjKQrLEh+T6MinhN0FvxEvZstKzC+J4fWOqSMYDcw1oENRUwAlCOm1RHZT8lywfetjh/i003RgBAc9",
-	"4fzvpK25FX+9SkW2L9HTiZQ+V9JikFsqdn0l7UNzzI5YKShNWijsMV9obbYksmPVzVAqezaYbPCmsVXj",
-	"xwU0Wscs19WK5BIkE6uqsfEl5753C85zcHtDpWKVL9/xkt/Sn8sG/1ZdpsldERnCCiWrg1IwJdmeeG9r",
-	"flLPU+kFTY3c9zTBuiJha+jPh5gjCpnRJmOlXEqLpuUE4MNsxia2USJz/9YzWYqnNxmblOJGlBmbzDM2",
-	"uRYrqey7pVQZm1zNMjbJa/ffJX/vltx92MyQFm1SyffvZkvXKK/df3KQOBOTv7OLWhgP9tGT/uasBRy2",
-	"27bRyBNFVAME5FEJVJDMcBucJ4GlacPMQqaG27qJzTKwZR8fbduxfQkb1Dl+7U5PJd+L0uw8hK+/2j6G",
-	"LZkeP3azPDb2qvfqzlBhrlcbOfHbs8eoxddbkUaoyhaQ9HNdiXUeyJPJf/LJL0eTv/zU/nn4bvLTr0fZ",
-	"k69++7feTIUxIg35yu5VpLn/27Y8Q5kUtE1wZLsJtcVjMCUWj598MyS+elIxqGP49gO255+ffLtbaVpn",
-	"p3TmpiP9+27Wlgb2rrdql0i/5e0w98+pv/XYtKLtEeyjTeLHnbjx4/7iEtc7keUfM1s3lEiKlCcfSp+/",
-	"dTo+iPX+OMnGguM/ctdO+xLja06PPog4P7DmAyibXIsfPW/cZnv4nahLCffi28vTMffhJyDFj3PJd0om",
-	"3+TJp9H2nmddfjiALmnEHDGdvAsQdWOMaImy8MGRuzA1bEBuRXAb7bbaqu/tjMO1W335h4F0gTMfwlUQ",
-	"XYo5N4zIm1ra1cOohw0s88iz4T0Yvnr0noDL03stfuveXbZRp3Zve26j/iyx/wL/PwgEvlxLvHWadOOr",
-	"FXeuChgucz32ZCDQP3dqjhVAYl3IuUS/gXaS/1YaQdEifMZk+Ij7X+3+CzjFJtceo2mxqhZCmZRk767x",
-	"SPXu0eM/p/W7qre02NdZtrW25GAo9Rzy8d1bH9MlSfVzQuX1CqvA/JLkZWOsQBx092abxccDL/jtcPEW",
-	"JX7umZt8L7tbuXCiOjgq8VOa/dxoSG+pWSmVYFe14Nc7rsv//sfeP/5R/+Mf6qdfH2WPHn+bXokx1bZb",
-	"lyIMO9elVjjhmt0upBXMVDzfLvk6A3/6j3+Yh27UT77+7d8+pH43bLOkFIG78lSXzVKl7dscvsP0BrxZ",
-	"KVUrEYhPTiE23g+mq7R93ZRb6GpoFNKw128u2eu3r171YcDKJa9XfxWrse1VUR48/dodmHTz6WjGM5GX",
-	"3J1BatU9td2F53UKjDv4Wei8Qv+KvcF/J1cM6O4z5HHMGDHMgINCituENQCDNn0Lh7l62KhvJOTUeK7I",
-	"PHpU4aex9U1jGK+6dbZlijm+SOyXZ89eIUaZU7ZTaPNS5WVTiGdFCXW1zgwAxIu6URgksZot+ftnRXm6",
-	"4HXazVwU5aV/fniLueHcctM2v4udgevbf2hqfbsVb7PWt2ZtGmAx3EqOjUDCwz008LAjQA/Awbb81lEG",
-	"FMjObrcjMwhoCvxhCtlNHGtQYJNFDErO5ha32+N83WPXvl8WDsLaIicPIaI5nIsbfS22V/XX7jko6y/L",
-	"QJeH58oJ6s0zSc88r3S+6KHEIDwJ4R7x8ss1hmqBcnqc8XQo6P1yo8gp4c/t+zAQaUwjCiJs4ApQ6Gtq",
-	"mdeBqHXklnGDGKfQgXJI9Lh+LMQE4eZ1RBiE+sq6E5ZcMcUrs9D2JM+T6aAnzNATUOJtDLOyJyTbgxrm",
-	"MdMLfatKzdNZCtsARMGNKTHCZHVl2K2ur9fZVwdrOfDXPeVSEiN5kC/qw3iepxhE4QLhKXuqPJJ1WOc+",
-	"LPj2/FXLQwwlZXIJyc+8rlceT7Sd1S3heHyNzE93RlVS7QRuX+U7utJo+TUakDtuAKTmg7sRXl6qEvBn",
-	"/a4IIEnOSAGcAW4tzxdLMra9mANhlu35nyVdoIN4ZoRkFlKwYD7bsuYnR7sQ4zza7gClWRlalQvySKZO",
-	"H+3CB6Y9h04ZSCd1j2Pevlu6tu8enVuWXwtFuK1R4ok07A0sbPpOh5TxG96/Oh6460rYWyFU2+nI1OBt",
-	"hL4wVJq+O3H6rrNQhAmPk4DXX3PM2t/tTJ4SI6TVzgrZvkF6V/mSX4toiT/zwrYgAqOO2+bkQhX6M503",
-	"TnzA1X7SFNKei3RafOfJUKainLjzGdK5VrbmKeuOgFJepkOhrdoJCn6MQjOm0G9UwaOvJeWGhR/sWurY",
-	"E8k9JRQY+PoYleWq1lelexdMzVDl6sx/QubDaHtmc4ncNCYzcrCLrco9zjJ5v+hHIyfbbrdflroW1AWw",
-	"sTC74MrZRqjTGijeuk2bNGuio1vI19lEa28bjywbwG+5sLy2gefzbgIF3d+a4ixP2TRIuCkYt1NeVVNQ",
-	"iaYei3TK9pHhBMjI6cuO32Xqdkq9Lk+UUynb+y2Vu1IlQJlOqqqkTB5yvnjkUx7YOpC15GrFwuhHxaPG",
-	"XZ9eM6du/VwdQ3yq4+ilyBqVmG6PDu4G4BB0FrOmsT4w9xJ9exUCb+D5h2rblmGQ7QNLPMtLNxkUM+li",
-	"JFDamrQHny5WtxUg1+MP3t+uGUHyf8zevaPF+pv797t3A7GkVC+/9R13fKuzWr9f3TVAXjVl6STl+xXg",
-	"FblW73AUrWZVc1VKs2BSWb2TTzdEBt4dTn76P/9t78PPBg6nLJlnGL07UBJulKH9FL06v2t4pP/N/2Ao",
-	"SQgAdLwJlARmA8DVtSEXCtHompV6Pt+EAd4OlDTy+EWkZUM7IBF/T0KSuNMQdkb6KtbVPd3ExuqqTXvI",
-	"SEpxmNXkjf+HvUe7b/q7vDL/lW4XXX2EywVBMXfbnrtnRuy8LT7yFbH9UvjMYm2MQKuHwXygqCIktAhc",
-	"PSitcjYTZIlEhcbrobZlxXMrin5eWP8NayqAdV/IfME8OzAAX/s2xtKwc8uvuBEX8hfRgyXhvgqE5fR4",
-	"0IMBYmJkX/0VcafEfG46lXEjm73l5cjR39bSiglfCF64q3bX8QMXsxiG5EHSI+YfvQveV92S4G7uiNSK",
-	"rU1BNND0Hnbbm3D7k5EOxH6r8SZCmPLW/Qq/PmTnHk6LG3YmVNFhDCiEcS9D9WvoWzyO7d5CmgrHyGxT",
-	"I7qX05cZ77INeMaCWEw9MAgLMeR5HwYZit7/BH8yfFuf0k2NmQE4sjb9dPPex0fGBblCySU2u//27ctn",
-	"6YrYkfR5AedsR8/XONBICzwnuoH9AfJmk3M3KhIkkqmhMdfOrHb7iM2k4iWG6LcMfisH2m6lAdx6iDmf",
-	"ldAoK0uWO81M9bLknfav8+sOZQawAxAktkTyi/YE9JUrE9n9GOYBbq4FnhVpIZ/xWqriaQ+sJ8zvTmcE",
-	"rrQxYQWoboDl2yQXvWtkIcxx1okyhLAfvk53wnZh6ExJgx7s2PWzys21SSUfxlYlyFJEFUtblJ3+0xgo",
-	"AHDE51iW2BlCInm/SuIWtPcTqB/uoaxlZuaWPRoLOsPncPEkzhQ6qCCtBOCwK/6BLGWXrbi9K1dZ965L",
-	"+NOttimWmFNPKw7cEj44HdFL7IqRVSFuZ5g+3/MAkEviDPZrm+ubMyOWHjd0gAGIBNIxu2jyHDBZMvaC",
-	"BPulE+xvGkyNPSWhDs4KEMvxnqbrfi/bexaE2B6UuxPiT2h+L9vD9veyPd/BXrbnmx84EGclX6UYJU4A",
-	"9ha4DqACGLOythHQjzGtNgZyNQQel/LT9mnYta4qUUChdR+ismH0FLsSOfcwAPSqtVNXrdbMlPq2XI3s",
-	"djbc3w4v0Esre0ljBI8a0mFJC58YzBbKmJwxrlaH9+HLxHTmeN3TiF8waX0tBue7LKI6nVUPyEF/pffC",
-	"2moyK28yhn8tq68ztigNwpNtASWrxVJbcVIUdf+cop6LlfPuSm8jBwiJIG3f7V5vURLbGdxRQxzh9kmD",
-	"OG234UdUtPtlzTaSmWOrHbkm25r3aKr9iQ5HY/1oxrPXL5BRMqVv6nbxCNxiXTUgTKpCFhj3C/gaY+mK",
-	"qPUdL0CSpon7r1Ggf/MkyNaP20bucc6z1vRD3J7O+NZyLwbtjM2Z+VC5sTu5FY4wtQO2Uzx1Z3RgF9X6",
-	"/arXBr/cYN1zc08lLWSYIwSZfr9KpLfcC/7/h8/zVjNp/T2P8a6TlpJNfSWWe+ZhrPOmJPX71TiLG92w",
-	"VK+19Q1MWvFaH/kDb/kEDCI6Ibe8vWu3SDh6hU0B151FP6b+zUXpx2nfDkhqrSKi5HvVmkYGPWBD61ui",
-	"jcJRHZOr3iNi4lCVDj8CmlXD9n31WdWYReaPwcG9KBnd3Iyed9SzWSmVGLpkwQC+dS/zBh/e9bLValQX",
-	"gEGGKWk791DLuRzAjKJpQEoLw/arpixJvcGJn8myh3eCbp9E5RrdzPGyk8IINwgm3LUpduEO6SkKaC8y",
-	"yvAeCfSJVQ+56Hrhjhl3ZiYcDUj2QJRtpzI5lXkj8+9OThU6nMGpMiaYFnG08y3nz9Y8v+6j4oIGHxiG",
-	"D/XP9va3uHQtJBWKfh/RK2LF1LXdda/eiwrZbpFNEYsdJHRJ718a40WipR3txfFVDf/0Xpz4RXfYZP4e",
-	"G++3ufB1Ip/db9M55onNABIbPMF4/xBz0HG4Lzx+ZxCTcJvwW76KfTHY0F62Rz8bcKngkU3uS1FCURwH",
-	"zgKU+h2LEw9tYDVMZtun0vYRs4q+H7mL8n7unQyYdzLWw7/1YSxWAVoa3ngfEFoO7pG+Ktlk/zRcJ3F+",
-	"ETDHqUeeVawtCCmE9mAyyV1gAH8jjRl1gdgcHh/oh1/YPjQ0drTbiY92ev21Qwhz4XdG8sjd5D8IXtrF",
-	"M2G5LJPFqsoIZRqs4ccwc4EPex3AadmpstAI1iEJm4mF3USfkK6hhUtbFC+hJjF9L+ZhgBiYLsR7Rj/z",
-	"STpoYCy5E2xipO8OEqoT8/FSFfJGFnB5wsxhRv54CY3zDXnxKflM2ALjLDIPRBBSI6Ja0eShLoEDtTfw",
-	"1vr2csorwB90AEyUpk/dql4rfdsf6Ptg9Hg+sz0XQbsvTZs4ErXlj/crz/r6Atz68OcpV4UsUD25WDS2",
-	"0Leqh1R3W95FwCLuSVy5y9UZoOrbvRBPRbSKWfeAZJ0MCNzAg6feFxElbg3c26EkaJAooGiFx6Busi5s",
-	"SP9vUgiAN6LmZThjkaSJFxeo3QoBEL2AzqD4DZflmgupw2GcXs7vpHJ3uIfbXutui3aMr9C2npxykHLP",
-	"l1yWd2eHjeBkjFAF40gwqLQ7T5SKKZbEy7ZW+Nz0ABtc4BdtOBaQTZ1B5xPD6KfutEP6bX9u4OMIkywy",
-	"rHQqGyuXFcB9RBi34ZzAO2yvZNXjZnpbEbmhJJwdZnOIgBSrqqC80a+TVGwZkUWOvIFoKdJpGPDV5OWz",
-	"YIcDTG4LZ5yo1lB2GFfh4sfLFkzGs3FHe6KHkxN+kNhXcWsUjfHF7tusTahZooY7lI3xpPSvfRop/Dtu",
-	"ZA48u27m3eLyK93YcNApIwSriBOaSJ1CDDg9e8vcN9KK3Da1gCSSoPSTZtzym6Udfx/1xs/1cilT5x6J",
-	"dvFrz03EKRcSafDXEPrH0hparct8waUK4jTZ+q1EUs+N1hfa2DR4xw/a2A7uWaTSfRT9Q6dupjXir7ss",
-	"eVXroklJ4zP8YgifpEySNkJoustfCGBtgRhrI4N2Bw9hf2g0lJD6PunZXd1UTQW46tuqf41UebK/kSJ1",
-	"5P0/KuQAC9g2GU5al1QxqcuFHQ47LEPZEs/z+oT4de+Xeee6FD1EUJ3d8AkIn5Ib9KQs0Vbo7s7RVhO9",
-	"hXvNXaiehiftkpsevw6IqIlUMWMv2KwhU++usJDQUqF7EHtKbuzzdBASPm5xQAykXnYMM+l0NUog6m29",
-	"Tx+6aJYA0bWlgwUn8tNGsZWw/d00KiUvLmJ2bN8HCotjppqyHOrobhmtaCy9UeUW5DJYGICnBNpmcl+0",
-	"zgVopoewplGKb2Xbgg5yrtgV8JSwJVfAMtjf5lbCQmhSGkYPM6Vve7S0pgKqtbOYY3rMQImUmtAPnb60",
-	"5IC4hDmqpgfOjZvrPnArc41XONgSMvCmeULNMdI3NN81kKKF2HzjzkZopzferZ0DEp/FYQnSn9GSkiJm",
-	"l6SV3gbGxQJaITcqBWP4Nc8btd2W6lCcr/GfD/oN0lbwr1vYFWA7TUwlcmeyAd1JaZEvwDhVbE2Nal9r",
-	"KL/+uSoiarJdNZlq+wmTBtRgHk9M4sj2a10dKXqHMYZbYlgOuJZTF0pHrsCtkRjiQtfuOgqXCpDNuNcu",
-	"nP6ha+KqvxLwQToiu12K7CQrqiAKYk0r2grxzLTvloV92n9Aeu0h+qJjd0bepS1Gpzv/xbOk//M79xXG",
-	"2TmoJMtKFIxbkBn0xf7Lizfs2ydHjzKGN+y0UaCEIQlvo/zP4DfmY9iPd+wTsXK2zirN5MnZy4Cvg+eL",
-	"xiKXFQbozGewY8H/i4Cbvd3g1+t+x43qx/idxPsqxXTXE1+6N4sntnO6qxNZPu1+7VpBialInSXw190/",
-	"9Da49bgHC1iH3+ZzLpV7gHKjPM+U0/YJcDlf8LIUxGq85hYq57qWdrGG3vzjs2/60JvDL4JLJ27de7ax",
-	"gYsfTiaPv3mS9GV/EMw3dtxOQteJ9HHhuZfCLnTRna9nzy9Oz19+93xj0mBJ8Bft6YAF6pIj+AYydvH8",
-	"8u2Zu2DOXp383+tv86TzMl9tvMxPv36VPXqSHrfSSRa0Ez+l8D0UVYA4744P6B3AKQwM8hxAvNulP2ac",
-	"zWphFqzmqtBLamy7y31MKfjPuurONm+A5Kz7Hv+r4aVEFtmq1pZY9df36LEbmSDhzThbYCTQGwc/6ypj",
-	"OQ4eYDpycI+dvzhlj588+jPCWyFCOYKhIuh3h2hSIREEDDINJSLT2nLn+L49f5n5ZAxCFq8aS/Wy8T5C",
-	"DHSugjEybWo5RQ4I//qLYPxtUKZsmfsxCOh+jsNx/EyA5m5ik2J5IevijNd2dcorfiVLmXR5tD4Oz0bp",
-	"7mWg7QJrstCJFBhuhROHqeZCZyvWPrbBfNm2T8U/4/ku2w5Osf0k3+UHKiOBknCLLjIAYAtOVqc9A2ZB",
-	"PMH48vTTpBul0AL9KPjQ3d0odyAL6Y5yk9ljq+MZfjgyLhL3NcIqoJZT2kz8pvG6ZPFuHT4nr+SNOKP6",
-	"rqSDEaadvT1/ZShnGzhRCSLgTvg7bb7bB2SX3xlaGd4EUA+uBMRSffxwR8t0V2Y66Be2HOM9dV1gp/Rw",
-	"DBqp5qWYOMnx9vwVpm1SovV4zzStMxpE6fjJvSYqY3Pb6lrj/MfOKgEQOCKTJ/Ihf7pbDvHWHTiAe7tD",
-	"RnH74t2D6Rd5/Kn8MKMC9Bd/iuHohmpON8ebJ7gk1OhOhIvUMSCNTMe7IJfe7UxjoTTUOBHdYk27X7qL",
-	"oRTcWPYV/mOpjfW+65mcY4om4JLvtxjVRwe7YSV+lQRL9GdluF5B424L0u4Y0Ppxwyw7sENITFsQpqt5",
-	"wBLFopg5WBqiNNcNYscdHMOfWDvK9v/+w/OzgygVEcCzdj7S/iW6FGffJHypA7vON/ZKcCM+fNs5y0GJ",
-	"W+CI6JYQJ+6NK6PLxopXA7vv668ga2ftStCWl8xv2gi18xh0CbPQNSYhcIV9U8vtBsRmI6i+K7HSVNcZ",
-	"1MIHBtWSFTESdz+7lcoEPQYLSQDD4OAYW1/bOm7584WWuUDm9LCNSMl2ewEcOO4sHGwnUY23/5Oj3vLu",
-	"sSe6lJBkhMXelailLjrzGp3pXQDkn3zAwVwIGk6ub0Rt/sXOZVvg+0lOJ0ZHIjWvBfST1rBS59zq+g98",
-	"hlOn8j5O2W7Kb9frMnXzPb2Dy+T3e7Q/tC7z2K9NFqgGO88j0jZCRrQFblshDL9InPvQ9e8f43G9TjNG",
-	"fLwDVuUA7GNPSuZlzZUBhuxLYnJOuVBteCqQjSdEYVPIUbzdSPl/r7zd5OobQA6PyKj7yLNxXLuxdnOe",
-	"72V7uoIM8ypfvuMlv6U/lw3+3cvlPRL5jh4bb6aPTHXq0saPorwV723NT+oUl82Lpgavn184DV8Axgv+",
-	"+RAC/3gtmYyVcikJ5mgCxUk2YxPbKJG5f+uZLMXTm4xNSnEjyoxN5hmbXIuVVPbdUqqMTa5mGZvktfvv",
-	"kr93W8l92MyM/AXakO/fzZauUV67/+QgkCYmf2cXtTALXXblzKb7AYcN5H/tyMdQOrci6KvHmzIIUFrS",
-	"5Wq0EWehjG9nAne4AIdPQl9RH3VOVX1355B3esO2MezqSFrbqzHJIpK8rSM+bL0RO8T1gyTOdB9AamGu",
-	"kZVvZJDtyVc9xKtbAQfvxF4UGt4Crhgn+GEXaXwjWYhRAh2rN+9VoB8dbSeDgG6HRTqObDeRvngM6cmL",
-	"x0++GRLePaWh1DHWht79EP35ybdb3n/dZR7v502vXTcRL5q5zs3o3yoIiVhaJTZEtnnpx3dEH15lvE/H",
-	"KSU9SXybasn4/D3/gzgRbZTSmVCZ7py/9xbm4aSSl+5u+XAWczjMjKvWAAwGhafNd9vQ7UJJ11oqaQJI",
-	"jl6mTvxrcevjtb5sqEaOMqnY6ctn5856JbJN5Ez3YAW+ZFUr4SwLRSK8lJB0AXFnrlZxwdlojvlw3Ua3",
-	"cbhuB+Ij7mXsRvSuE7UbL3rTYWTXRRxFTukQY2wJpe13YqZrMfAWkLqw/h7SuGWWO9whg6FE11m1Hk4c",
-	"XmrwkkPm9pVgPP51VIG+GX7ctuhS0aI/SrCJNXWlTc9c0ZdDK5JSfn/rPb4Eo/19rZvqbkf4BR5N8EHN",
-	"XTPtYb7D+R1U/1/UwqlT720yXWLkrn4mTVXyVm7utJm3TuSHz2FA4/qAWQSZBFWJJ41dvLkR9VnJpTq3",
-	"pkqRadnNJC5CSuMMaxtDkg7T7tvKtcamRLIzPWSXTa0Q1pZpz70Z0+zwWvgkOSVEYdAtA5WlkCTnJPAU",
-	"Q21v63LK9r8+OmJTqeD4v7vSxWrKtDPRbqXp4FtFCcN93rzUSo8g6uCN1Qion6wx1jXmToH3coh/0rXz",
-	"NwACSWCxWD2pmrJM/3LcWcCIIVQ46NqMOxmFuJG537IpI+bN67+9fMHIlHVW5PffPf720bePWtg3KtLa",
-	"aqtgV/194PcAD9H2Qh+O7qSXO/SZNFii6AFvWM6V0iDOo/q+zbkHSfZXkbBF/ipWxJkPNItu18PD3q6z",
-	"/FqYDkszIPPPwAiDJ8eY4QtuAKlnOI3eUKY04dgHAJrN91lwc2Z/GW4t50tRcyiPqriaWFnayS+6U6gb",
-	"86qaiwWv/Sba0jLNhDTMuB+ho5I1VYs2Z90F31Pzs5PFHbGrkZbmrTjfS2TGbd1ZH+EOcQoRgr9+Vwt+",
-	"ndphooKXCESEweIl9OlS8Ju+AqkYH3kwRQ3XJHY/O3l+GXO6jfj9eec3ISvmbYqUDUjwccu+PX91yCCi",
-	"EIgSlmx/+qc//en/mmZs6ib2f/zpT3+aHkSmJ10g0b2SsasmwAIFWmA3QJGhj5qrggG4nbEcg7SGL8VT",
-	"xpH6XDGuNHJIU6atv50611d7UQHTKOSpJq6og0N2Au36nNW4jVos9Q1KhmWSTG5X7qa7XWsjUfvuQMuF",
-	"etBbI+p7swVZY0R9Fy0Sz+frYbPGLPSt8qm5uVZGlyKy7vBdWV4KXo8mSq11KV4WPcaH+5LJkGC4xfbg",
-	"fhpqcaP9neImBGhKCVOPI3XJvVkffaA5cHThO2974NLsOsjA7AiUTHuZWyq8u38at8lMChHkjQoLSOOS",
-	"lgLLiATmrPOKG3Pr1LaCW57IF+4PaAQoAtd2HNbYNQdxeF/278klXzmNBfZlb130Kz2Xavvw4R5BTkvX",
-	"z0Zmb3gQ5y88+QH5vTTxyAi/BezBL5Kb5Q5jja4ZRFqSucjuaRyvfxzxHGCd1lnLdhp874FuE4XDkUAc",
-	"hDCBd0hL7jt+LRfb5hGE648oztwnoOMSYt3wkXMSuBS2h/RjwNG/eSDuTi6EdQLjUrHdk4d7O9VCwKno",
-	"uLHcsxlrMErCl1rNIVcAp06qvGwg54KmBoTx9qxTeodO0UN82rMWy8vvqH4Pc3yaU8fnpx7BuB3kFl7y",
-	"dwhtq0JX9wtyi4vq8Wl8k6Nc5XDTjEe5bScL+4TqW0C8jeFuM/SfuP3mBvOp4G//Lq4WWl8/E6W8EfVq",
-	"O3FRQU+y/VBvcpKxf+AjWCkDeRWg25l/7B30cBFhM/iPU72sUNpke3/n0gItsIUq6EBINMBCBIBgeVNL",
-	"u4JyTypjFrwW9UmTCme1NUJ08sHImJqb/F3F7bvDw0MsHL5qjFTCIAu1UIVxarxXJ3gOkDLYzj782NCP",
-	"D9wc3IjSoAimS5u0HpZrfS3FMdkOhnGGY/W+bUiDqsUMq/CcOfz10SM25ZV8B0+882sOSWZo1DhLDxpp",
-	"d8nC2irCWj+FXtOYlu51uqNj7j4lXKkSBGWAymD703fvftDGTuCV8WdTvHDBVipwK/9weXl2cXCMyDUT",
-	"uAGcdKAKuHVsVkhJZLw0GiwtLIr7j8nFTT45NfVsAqGkqS/9A0I3MNgmCIzPphcin7wQNl9MLqQVU6cV",
-	"TN/Ad1MwzexCrMDbuDazX7FpburZu1r8N/DswKRKNzM4E3ve1N+LXredZV7Jv4rV3m9uF8okBpyTNmiY",
-	"udc/866GC1Gjf8ttAIhBTkx4yr1fLXgJN+Mk18tlo3zq4ZIrPoeirtZv0bIiwn6Kark9dptrEX9pgssr",
-	"Q8/uJNSSFsJkIYU0a2mt4UkBwr3Wemk8W46sGS+WUkljcW8cozj1OXTu5aQ1yDSfw44IZWqY44nyzi4M",
-	"LU3JQVshDF3YQgwYbH1cDlke/dYsRFXqlagP2XMQSv9+8eY1A0IV76duDCleU4BV+Q4cxmbBK8Gmv+a6",
-	"EJmHGswAaF+8LNyL23rlNKH/mXnc4f/52xRHjJkZ1Lr3r9FuvXQNTF4WU6eQVloZEWpVgTYcM27Ez40z",
-	"+6fU3TRjRhMmA9G9QPzIo+EskbOtJe2h5Sr13ByyM+70Kog3hhNqAp2J/4lQN6LU8M54Wfs7ImNwRWRw",
-	"u/7XT+4lI3/JEtQfVYU+goJJiCtLXTSlWzfb1AoWE3eFUMjlj8QwU9f49JA95/kikiMK8OPc/vACLQ6j",
-	"uTP93omYSfvhNMBhUcftQ/jBtCVyolkSaqbrXJhkYzbU40Ko8WoFjDZodEvDYKX9XqZVEm2dpe+JLoK6",
-	"cTo+eZGLWs4s4xWvLXqzojeb/mnKloIrw0wD+kz4KmPifS4qCJVEq4l7w4lGt99W4VXgVD1lzj7BdcsX",
-	"VATHuNJqtdSNoVBkxHAVj8TJ4Kk7pQtRggym3d0RzdjCIXvTjmjJ62tR+IG0zqynjFdyYlFW01DgCgw3",
-	"riHZ5mQwGN/oZItgAcKN5x50JzR59R3HE9Q/HLqsJ+GaigeVd6++ztCiAYeLoh1QO4fvCqGkuzXi6cHT",
-	"Hm9mw6a4XNNtC4licXAVe9+81DkvJ+7dQmPx62LZu6eUc9tc+1S0UusK6gacblnPOJXSb6yTnwsvcAG7",
-	"xphZUwaSMYNyHtP4TXtcTlATMGz/H3v0s/hh1qiSwBWtKP6xdxAT3KMjln5Epm633gYBuaEcItZVMLHc",
-	"sEdHjwI9NYFkEt/138XVhc6vhWVNBZjOh+xNqOoxlJre7QtilrIUyj7FMbbroWft5fcdsXoG5zKICLb/",
-	"nZ8IpenNKDkaV9fNhRsqJa2Tn+LguPtiSMmEBr5bYrz2UZjtE6qwuAG5xTHuAbxL7l9nl//JlvpGZGv8",
-	"3QceEwiGQAw/BKAUamsRQ//W3dD0dtKJRvCpcPb4/Xu/D1DC+d9lUP+Re0W/az3MhRI1L3F6Hh3QJlcE",
-	"VHTLncCfuv+h4ogpsScTGC3wi2+O3a7Tsu1PX7fUXCc0sCA4/VU+pccvV5WYHkQMYdCLRwj0AE6kiKi1",
-	"1YEBKG0XWKMxA9813ZL7HD0IIO9569dCH4n7qNRz3djEcnDFpsh6jOhnU2eP/Ny4g1jxmi+FJyFpRxJq",
-	"8QuRlxwPw5oGfBQJNh+1gEan7orG4D3cfpw5eVaJ0pLVSp41P05umAT1oBZY8YvhkLZI7jhVJLfeJxhe",
-	"vMB8woNDdi54gWcO+xEF5gRtgBa50+zvsS7WVS1yISnE4k8JXsv+yJCa5i0OrYw0Vqh8NWX77dROL27y",
-	"+LsDChgaOBKIpcKRFY9Sg56yKQjlaRZXQWTtlKED/JhNS6kEr+UvTu2cYtEhVtPWS9NBYS5bEwiPBtKf",
-	"hzd2W9RzUcB1jrsQ8ZLA1IKUqw4cCfHZ4MmbAc8GbI5vjr5a51/wYJJIBO82YDvPrutS48CtO9zhIK4N",
-	"HkN3OAloFLo1hmV1b6RvFa5n5p+E0xqiIVHwDFA7nR3hmlghL0b3HUtt6N50l6XpKvARE2ZXYaedcGF5",
-	"Kfxluu+/u7jJ4YvpwdOYPXDJV6x0lyjhVLIlh5mpdTNfkKgHIwvl5SH7ey3hHvAGrye+8FFClIFiBUvS",
-	"rkh7XCPugSDI4ICT/RKWBzWSglvOClmL3Op69cAAKRyp8tIAINMtLMCsFmJiKqcG1AI0aRIaht3imGkw",
-	"f44GY6yu+Vy8mzVlOWX7YUanL5VpZjOZO/XjAh+aHkRWFjIrYXcSOy/QZMeZ85FY5HzxYtVdS24wVqgs",
-	"2AWwkTI2fYgcDlNvSRfox4EAYbvt8EuIApNmjzFJ8OpKW4oQU02a7idnLyMw5qd7jw6PDo8OHz35C8B4",
-	"V0LxSu493fvKfYjp9QtwTXmiTKdmP7zS2jrzGVKUqmQI9hS8wYbchU4woOEQ2d6I0uvxnKQylpdlexet",
-	"hZwP2ZtYIaSkRQiLS2tEOUNxG+5uHhTNq1WvrvnUz6EiGCcQgbn2OZy8VTK9MQ9CQ+L9xF0rxsmn2p1Q",
-	"46k/96eTCX0zcZ9IYdzm8W/lVNOZrm85OCr86d2fvsDP4IKf/sck/HPyJ/zgXPBy8vLM/eNvkk+DdVTK",
-	"awG6VrBMMC9489r8iu7EDkMpqHkwkWQILiIrUTfKIgE6Eh1T24fsha7hR6Z9LSjOLZlZiLLMMNsUVCZd",
-	"4oGuaoC84S0kRNhIeBypuKPUc7LolV7bMJClZMgP6SxpFHnf+XYmp7pwYkVCdEkVkA3tleiwltGC73N2",
-	"W2u4awoRrjiYqVpUGBfVShj29eO/HLg9CFZGclSd22lz7v9yDI6IW81qDJIHr6J4z3PrTAYloJj/EArZ",
-	"SBt6Wew93Qvvd+L6hXNJ97vZe/pfSUTc7swG7SNekAcw1RkVZNOmiff35iELjsaFpwsiR2NqHbynl0Mc",
-	"f0sOxk8YFxDGfqcLyFRzQyUyjqj88+F/G8wgbJseCnx0Z87ncoDrMx1gce+TtRquOwpFlCAVvO99Mu1w",
-	"Lw5wOCkDEQ+8V0CUPj46urfXw7hO+m1SArdTxfhbtvc1jiXVRRjzw+94ESbO/eSr7T95oesrWRRC4S/+",
-	"sv0Xp1rNSokRnq8fjejijK9KzYtLrV/xei7wd99s/91bRZDXooBcO2c0wY8fjxjlpdY/crWi6QBmpm/G",
-	"TOFLZd3WKhEnOw7/uPPrNn9ACKarc3iXucuezw1Ewgn/b/2K80kAsa9x7+neX/6y5z9rnT17T/fQodN+",
-	"h//EDfxb1nP/T9oQ/1wkAa8BWzwA0fXIc7YStvUoR8kioLmbBfkjWpkGKo3TGJzZ4ovoIOQD32iVVCsO",
-	"2Uvbuh7W/VTsSuS8Me7SudJOLQ95B14zD/1vCujvhQ2S5iLExj/WqV/vqkcAtPOFy3T4u9rmlwJTXkJe",
-	"LW727v4wVpYl2GhWOxOOZFfv9r/XbZ7zyuYL/vBXWfw2sMVVgSFy0eo19Muo0iCAmEDZYYExr7PX3zO5",
-	"5HNn8wAZ60zeCB9Pgf3sYe+aFgQzuqu9TkqFsTM5s0IotpSqscKQW0Z6rRbct757r+GhFdhirkQAprAm",
-	"0Vj8wxgD6aCdgipGUadDevmXBbh62mdKcGfAK4YRSnC2miaaHNwG2CPKA/BxSR99Cyra12iDYX1YkSEC",
-	"LCRWVSXPMRd+45Se4uC2qVAJ4MQYfRhUIGcbtQqQLDYu/lj9CXkRTQNPJtWfQXEBG+VhhVQXiYYR9jrR",
-	"dFI2REu3BB47DOFT2hn6Se6sIHy9/SevtX2hG1X8rkQSnuVwbPKwVz6xsHlYC7i9+s3rl+h/DCY2ipew",
-	"qFnIJcQLlpwNxjTCtBT0WSxcbhfa23/gDIxTeElGuX2jy8LJD3c5Ks1KreaAdxT8nIfsRDFCsncPogBf",
-	"Ya4z9hyNEozR+K7n5tqDBsb+sEgmbJ7qc5ysDz/Z6PAG4XG3Qz5cBzPijN9dJaC3P/Xv0nfuOwtweEd9",
-	"/vdzXmGx1g8sBR667/qJTjF4USfefBzwj5G7tZMm3Gqyc1FM3AtFaeDE1w7eYqnmbEqn84x+3XWmUnIC",
-	"xDWCj0OrjoujDWNEfrbpAajJCO+xEW5O+9WGotdPO0XwKZ9UKjRNoqEU/BqQaTx2tRISPVyYp0+Od0jQ",
-	"D7OodM1s3abIm+CUldZpJDgXG9PHwNflFM1bXhdx6r9Xlrpa1wND2tGENp/7OcRHQNRC/RqEDad+Ax/6",
-	"Eb3D4U8zphsL3sapa6qpxfTgGLUacKFDwCIybgJeThbc9aSTff34L2xacyveEZrPNAqx3EpV6FsqhTPG",
-	"CWkvCsKkgYq4FFQ9Gz6udCnzVbKC1fCVM+xWB4fspCzbhIQoMZkSpG70tdPP2mzkGIga7iF09WPyGsbN",
-	"oFAlpcPhwXlzq/zC7X0cxxH24zvZ4jjyF6XfKfHUflqHUBxq7RttpyzBp7m3eWI+qzJeyFvg7oSFvLta",
-	"+GiMc8aJUV3LX0Txxdl0f1do61xCwRmfQJJywDnZnqn0ZdlKekg27Yj6vdE3KrS5cXeCjBu6MUV+bSJ9",
-	"kcYNVjFURsY+W11B3pbfzCjxSFgaqKG91ewHa6s3qlxl7IIvxYW04n9c2Frm1ouip4kk6CipcaFrO3Fm",
-	"bZHMrKYbEFJ50/nHrqXphbsexLRN2/AvKE0iOTnIGLIR/KiwT/ow9IltT7pfRYBv03gF3NX/mi5YfBFe",
-	"VVgvSJxOuljhTJKHrM0kPb04f0E/AqOdREkyj3ozjToxy3AheVbwwczqQ/Z3jODEEA10LR49Sis5IWhl",
-	"+IoKk4MfCgQe2k0bfpmmFibEkzpOmU0FocctE93nWJ/Lvd7aCcxLg6On79osQrbvltZ/TC83Je3Qa3rY",
-	"yAHtsE3PjM+SSdg/Cqb0FXqf4ALnVoQ9U7XhRf+abkO2U7HvVBHsFgoiJjCDWE2c19qYiZG2jZPtryXB",
-	"P40emqKzy1mBcq5CavxBWolcy4inZD+vYMkQePeJ2l4rQ0XNrcimsgGz8JEUDGh7RECKYUSqo5ZxVZCJ",
-	"77dFRiIdDSBc/k+reVBRxgVdBn1BKTrlt4BGKRRpHhJyPFH9gzQsg1S2eMJhrBfCTvoKQi435UefmHRy",
-	"n1o9OOxEKDf8Zr9vPedfOkb2pnK307p5+mlsfEx17FdUzqPica9jBZ1aRYn+YOS6nU/KA2Uvw3alPG6g",
-	"irnV9TWaSnStdrIqIjdZe3UYzKJVha/4v9LWnwGsCEO0r42buGOsY+ZoGLzVTCg8r3OnQn199Bc2zUmV",
-	"nialp5uoz2ztxBKHTJi0yAkm5+/ZWPlcdsNz7wOhDX1vJy9tC2Dxc0/AzTa1iirTr8RCro8uqHp4L15L",
-	"2reSnGzcdp5xe0HMZgLrzjdg9drLxNfEr9okMVSIWyd2iRmeqI+R30azQuQSchplvsBqWfepWehb/D28",
-	"iTREXggqZlTOQZmqN5ARBY+C1ysd4UJfBGSGfMzrPuqmzyuysRrh4GHt+yc8aJ/r3DyDWbkSPduzMyH3",
-	"fYi2RpEwTX1TS/JQLhB2jb3pndsJxg62NH6ZMpN9GkZsHrvrp9uQu+AM+D2fMkAgV5Zcg76cwoRs6VpD",
-	"sQ3Vanhgdl1JnwoOHs9FXB4sI8GPuetsH2wrGkWo03IWBVgqyl10oggt7BNwiG5s1jo0Q+SZKjvgYJI/",
-	"7SBytD9iU2roHf1kesheyWsRrnM3YZPuXYy1Ab7AIk4tbFGdqNUH5t7KjnujaxdBzv+ODAhav74LPU4E",
-	"2MGQSOzlWDO7qyHxTynn+kNzcEw7sqUVGshzhlIjlgwfXX/3VeS9ysUrSEdri811WQBlkayNxQRuOrNU",
-	"TOShaxeyLiYVrwlH2UmvqqSCP8SRbXOqrbzBLHc44sceTcNpFFdSkeA8ef3skF0EeDmD+gZkLyPI3FOG",
-	"+HI+zxmL/npgSoGaSLf+A4klJVTelQqzuIk49bO1EVJP7ZP2kYdnHGzNUc8B6seIZ2kwfxUrcFCP/0WE",
-	"CTj2Jz92IBrH/+61LsROP3jm8UR3/UmLdjr+l38DsLzxz59U1Q5PY83Jzj/Y6Q2eEzLqDu8Q8Gp3+w1h",
-	"5e6y9DEK5vjf/eChUXf6yZn9ZYcfvOyCm+6y14zTVhBhZ4cJzG3Dy11/dRGgNsf/5nsCtn0BInS3IZIU",
-	"hmH633/UDB3sGWCtErpNDGzl75/fe6j1cxlVbg49o0h7R3nVIXy0qT4cfZNWH8KE30hxCyBfg0VtLa55",
-	"nJHqTSUo/Q7EvdNDdhrXfnahweGOrkppmZ7NMiZUXq+gZn2jCvVarCKGwXBxsylgoE4fTnlVTR9OEY9n",
-	"GmD+GwVhEo/BSI3to+sOx/gOf/MuePIOKG/Xoxx7OD4EO5jy7tkBLI4pwWRNoagcf+Bep4NXTWGhgCE+",
-	"Rfw1E+CBg3XG8RtPyOer4cGQc4JZIDHpWmYIrI6Xch8pKyTuY0vwhtLP3JMPDEEFZ4FjEHaExTU1t9Lm",
-	"CwRQ+4QBG38f9GYI46LdR8nQl9SP30HqB9YV8a7kvCfBiThdeylj6yE3RtgJQOzNRP1QvPeI3EkT7Pl7",
-	"rBki3wjtwtaICqIXQMiwkFkQgt9M1C2WyT6mxgNG3mEYaHcw08w3wR4ddA0uJ5oJzxu6XbOslLYM30QU",
-	"x6xuFFZ+oNsmIFggpt6mrMKX9MqIG9JHLRiiji7prZ/RFPUd/Y25/Jdw1eKa4E4z8Va7X+VixAmRS39C",
-	"0nrI3+EerWrhWpxCKTsRwSJWx0EAHGjTHjrJJZS7yS271U1ZRJVVGSPs1oyZa1lVvqQG0yrQw3q7WB2y",
-	"tTEACHoHKgU0B8L04GU50fUkjEqhb9e9L88RhI+3PyTcmBWj5BYmCexhvaKaTXGm2rSPsGxzPICuu0MG",
-	"COGEXxp4LlCTANaxoOsUxJF7tWKgVj3kVfXQU8I2yudKAuQq6m44RxDJJeQTSKu5BcaP7jh81glQQ8ul",
-	"OGSvWw3BsJK3uU4ValOTyFlUaV0Oq2Bg04iEC/flMi1sPk7SrNN6ocMt6tGmwI5wmnBdCaf+k6tEfvyD",
-	"SbQlV2yf9v+BOyQt8BTu+i/a0h9ZWzrDlWVYBOEOtrNsSDJ/fJ0Jb6Fxfmp/ZUkFVqKzj1qUIFlHNEeN",
-	"smbQ1/s9dvs7cvh6Fw96fT+BgwY6HOOlwVn/4qMZ8NF0N+gn9tEQkZW0Bo7Fmkek6wKBZ2MPyLB3AfbI",
-	"p3AxdKgMe24iGPsDeMmszYaPnvssdyhO0dCQv3gW/uk8C53z/sluyYe/eoK731AelCLFCPAMPjcts6eH",
-	"/1OtG/m4JWZkCQGhtH0HvDXT2EXq+XNIeSdXhW3BtZYa9FsqrSghXhulbeKA2X5gjFWIZwhaJSIbIvrS",
-	"U/L+Xmm72JRQ+H5rEmq3e3ztzv249+2Y5M1WUBCDye9eUOyKffCHyQDF7dUyin3Ms57tVc1A0TQPd56v",
-	"vomeG8Ww1j05m+zB93Ry7l876Cc67jlBNAmBh+73pwyQw8nTif6Tne9/KUUAd+dnUAQ2HWYjU7wAj1iq",
-	"OUKhtO62fbT00f1ZSJPrG1GL4qCbEpa2pSkW+i+bPrWelfE7yaqgPfIlu2KM5T7ghf7o0ZDA4TMxgtc5",
-	"YCPxK1lComnPqb7AiAZW8YYGmBFLrqzMGbbkkcDBozdval/Q6rmtiVqtCxp4HrUGjRA6Kj0ligi+MK7B",
-	"WmgljC1XbBoAr59inGSaLtzwWQXU3QX0dtq++8c/Rv1995Z4+Cf+JUKEngbcbxjaELoiCqNaMFFICxyc",
-	"H/uU/BpSjEZavcZqiOfFuUuzWhCf0Xq8KzZwPSbweaOUVPOMXRBvYsbeqFIqUMGh2ptijpuBOm9H19jE",
-	"9BhLG6W/SNlLazzLCcBuQl5MJ/3HIO11LXgBCOy+DB/qt7eYw3fV518Wn98GjhNxvljBvxMr+KMm0WTD",
-	"lY9aiW5KnTu/BebqEhUT0J8THQVvrJ64K5FIJAooI9CzGUJ8thz27uRixsvQ/fR7PUrj0tn+6U7O5zoI",
-	"54IXH+kYhABPswU4by5vhCIPx3a3D7sgA8D9lDK74lxcKK5B7hY4F1g6E+V9ZYzDMUmwUwA7ArH1LAMX",
-	"FBzO7lNUVukeO2R/D7SF/jjXjTJYjlyR3ZWFzNH1Gxq6mVKO7dSDdxIy3n7y1j14unbtDrvCPviof2T/",
-	"1x/B9bXN6/XPKpe+RMxGOco+dS5uZDU8JLte9CcaXvLrTrkDEDzNhpwDkP+/Y95/ytTw5d5UezBoUyht",
-	"39FwEpY1lfqIP7b64tfqi8D47CaA31CMr7sUP/H5rXhjBg7vGQfyM3fsltzKnHkb4ClTGpnMACooXwg3",
-	"siIm5RPvLZXgQPavrVeHQIYKeoc/o2T7o8pEKsZxJC1i1zowX7pWsd8rkeulMAzGmDA34PN/CoODspk7",
-	"NlhFb/3lBH+m3E7geemsyac+uvaX/oP7o7MkMvYL0NYDCYquPJzYUtQ8Aq537R0TaCjWyAGjPp5k7/CD",
-	"4wcp58bd4Ifs/PLirI2ABazMv7BpZX+B6zSoS9Nj9ub1316+AGPj++8ef/vo20f9P425HVtxImtWQNU6",
-	"MDXPieW19bMnYZ4R4swHoewvv0NbpB0cEfRusUfOLv/TL9NnMUXagXom4V7ZRZspplH+Iq7+pSyUC4D6",
-	"i/fsh4lIlADmkLALR4nINvAnhRkFCAfDjX5E+XUgfJA1VRQhcOA16T+CPGz9r+4Ux9Py+9aO1kc7JBqj",
-	"574Im8/q111fjk8ZzNw4+Ntx7E7Mdeeke4NjQxrwOZfqD3HePanRP/GZb9Hbvpz+38/pR6y2+xUAd7r7",
-	"jbBWqvm4ex97eLB25FcBdW3JVcNLckwS3sYf796/8FPyuz//YaQD971f4C+n/bPf9abdWB89gHshbKur",
-	"dw4k0hq4y9sfMBIc6HEsNEN2QigNP7v8T4RF7RDGPjC+WhcPV0sojJ6TBTfAAvYHOPmdSOd9Hv6P6Qjx",
-	"gxzhCWnXvLNkn8sz8kVifXGFDHNmfQRBOdZdDEGTAWos5HjAZEirJ1VTlj7Ji+0ThzO3ViwrArOPQjFW",
-	"LsVBxmphmiWFiyasky5G0do4T0XpWw/wnUJqO2Tn69FaJ9Z9uGw/hG7pk3dtFHmKDFeFNBhDbp/1H00P",
-	"ohT+TbvJ1qs/RuAIkmjHpX56eGuc6+BD/qI3fSaB4M4bMqLRIUOAcHeclL799MKhqdXEnXs8TQMh4cam",
-	"MsEh800qIsbqAx+K2GTcXqRXBzR/jP3GmJFjMsCBjpbyPLxo2Hw+ISKSx76plYc501SB9ceOHGcgZen1",
-	"vxz2z2ckua0VpTV0j8l9lkSNPvFYJzEp9YB7JNpJD4iNGO76UirxNFRA4fkmpLIsqoDMejPKo6f7Msuz",
-	"jdKNqJxD3LjZz5gSt6GQMiCbAXgR4plhoeUU+XFKPWd6xrivgGhLcCxfmVAUMghudI7T9kp/mBGVfc4C",
-	"zvYd/ipVsTPu9Ss9f1Hr5W6/uNS7Pf/GreEnkaDtbIwpAI2ODRPK1v+MnubPWjTKI4ET1XJ90uiRUbwy",
-	"C23H+Y0jfGb6XTDxslBOipo3wjb7rDf0PZXcOhEml3wuHhgQryjp5C8CsTIJIBBtGn2rnEWM+LJIQsZr",
-	"JzmJSpghl7CV+bWwbP/JEcFFmgN25VYYrx5puvDjOYprIMy/qvUtsBBxBeRiMEoYXqhaIIa/tixhyOl8",
-	"EWZzQ2B2J/UlNDaTLSdKyFPN9iRQtHC72Mv2FF+KdlVfFhvunphJZ8nfvxJqbhd7Tx89/jbbW0oV/p1t",
-	"8Ox8CpstzEcfPZHfRu5OdCt/+EVcDNGi8cQR/EDvCh5Vc1iVfLWDvHiITEQDaXmUDE/Hs/9EkoI4RWRc",
-	"XbOpP/nTcFoR2HbmvrS2vMBjPmX7j44mT46OMo/ky54cHbS0Zm/PX/nTFUueVpRIKOZFH3orDOBrgL9T",
-	"2rKFLrG1NSkAaha9G7Kna1WuOm/3wGCHhiqcyhXl0nBLL7YFN88fnxOc6j+KTLl/j3l3IrZ4y3FqYc5L",
-	"OROAHfxJveRry9YH6It7x/uq3p6/+gLm80d2e39fc2VJM0HFJHC1/Z7EdpwnkAw4XoK2V4la6kLm7XCZ",
-	"Vk44e/edobikrCFIV9/wEsTxV0+OWj0sUbP5oFc5RALGec2vsGb7WqxmTtwxu6h1M0d+l6VbayKERtBA",
-	"btsBuIG1Jakk9P/97Pn3m4L2gt+si9n+kOG/nKAdGZj0xTCjQOQ+vQDeFqQ03B1T/xJfxO8fOwHbJsVs",
-	"WN5P7HRsJe6vptT2t1H2tRNVXqa4X7H9KQqxKcrIpTaW1SIHvginWh4cspeWag5MQk1lus4ga0JwoPJ2",
-	"2i4o26h9TNFJGOaKbqw5XGWoq7bq7FPGvZIedBek8mqtZkkCncdKvH/aANmVtTxfAEtKVMcaWdvY0Cpq",
-	"/uujr8cY3X8EsZ1tcJMAiC288zHzi+2uxvXl1kr0jNNtlMEhCtUs3bbH1t2m3zqsk4094U2dWWdPuM3F",
-	"AKTBz+mmswSG/HODVWM0Zmxtb2git48Rc4nWtxXbD2Rw3bEcB2P0gfFGAvLMmxbG+KBvxH47d8ZMZufe",
-	"U8ApC2O+0roUXI3yscDSP/zvSsy79xuyMbnGpOJYcLfOk5y60kCCQJtffLX3pdj33SwwzZ9Ui7d8iOfo",
-	"hK4BSjJ5GkJSGIcKcGTdOBRmshBXUQ+ToKcRdIeNgsWhLCjWyN3BmqNoh7Fw5QSDKldPCSOmq/iz24VQ",
-	"1ACva3kjzCE7F5XgUAgtLbsl84HbmNWwUTOpJDGZt1cQgIeHlBo/zk56TJuICITnfUH3RBAd4WM2kmsS",
-	"hoWbwC8pNV+i7B9V24VlCESgnwlRwVhd9Yuji7YO2yuQXYF0gXk1WbLcn+0bDRd7yNCL0mWUxpd3AmDO",
-	"pTrIguTyYsI94pTIQpqKW2cDsNyJozIWdboaIekO2RuIaznV14marvLISk1MbgQEmRAIuvqjyANdDYsD",
-	"mLJ/1tP/+Q6zrtZIkqtPCrmANMcPl1rJ/5+9d29u48b2Rb8KSrVvWTrVeviRzESqqVOK7SS6O4m1LWdy",
-	"z53JdoPdIIlRE+jdQIvmuPLdT2GtBTSa7CYpW6Rki3/MxJL6AaCB33r/ltUVpcStDgbXVeX07bGzUtyg",
-	"hRo5oY5UwXBOsCmp0rnAYgWQ95yNpbG6mrGpVLmeugMN1HQJeYz8n/mNqDg0EFRWs0HtVHdzxH6g52d6",
-	"Itiw0hM2FryyA8GbNqhYOYVvHusih25fEzHR1QxDvyoMq60/ADvELLQsJVY7alVSCTxggGC6Et1WKa7m",
-	"L81i3vrQ4xMoeWaOjh1MJI9BcwtJGo/SU7DLJlLVVpgzJkcKpgHLT/egBPFLf8ROqEk29Heha/psIfrz",
-	"L/j8lkUUzBap7PNne4kz6+TE2Z9PT07+egL2Mf58EiwaKPIQVZeN91Y4cyezrdlaDf5h9/1WjPBXnYuL",
-	"vM/M/Pb5GlYmrlPneq94OdzZvTg5twIa4O6tMYLXKu9+/1kIe6qVg3mt8jsYyvdwBtlU5nbsdhj5+ZuB",
-	"ZGNthPLk3rQtx85Et+jNePrsJJzk5SPGd1God8099tdvX5zEe+xpxx7bqBxdOPsdcvQl4abHSejj6Q/c",
-	"TqTemc3uu/c3Yg0tPVrrWJ7ilV3i9Hm3OHXY05VitSBJj0lK3r1ETYLTNELr1dKIdt/nCKWHdoJ2p+Yu",
-	"Tw2t7eLp2dKBKXTGi0PKh1x5bDgr5GhsWSWImLvJKBtGDSag3CJWCstKZ8KYUzbSla6tVMIkTo8sobRL",
-	"5m4JvL748vI3zOApgT65EKbzqP3sBk4ptptsPhG/J8Q+VuTXPYp2E277QnDCfeEnxn/jsAib3MDGcluv",
-	"mUTrZqJMbZgV1cRp6rn4IHzOvwbH5I10rw2uBjqLIBJAAEzEZOC7FoNbrh4Ona2EyoTghR0zbpgRbsc6",
-	"EymsyxF7AxtXV4Y5G1NaYHymns2Ym+ZzMaD5u6F8Ou7UTP/igo8MG4ixVPkysXOFq/KwZQ0Nss8BSmuP",
-	"H3gnau70rDbL2xwK4/fMnZ9V1KaO4a8r+p3ROfVdj0gPgzsTMD5LJxohcOGUte46mtdw16/wug1u4+Y1",
-	"fVUdbh/HUzh6NH254llHWwp/3bWjXnzyjjr+qMDb8Kf74zr7K2yY4FLGxz0xrNC6hCpTr7OcX14g0zD4",
-	"rEZOO6mNMKv23bkbyYq0CHcdk/nCGPy+7sg4UN6tsn5axDaLD1rzX3Ymmi+ww/U7LWxS8cFDkhm/jbd2",
-	"Ctckwyy1J2tAOPeNREzSHDgfHHKb2ITygrHW13B029Pt1IeaLbmcmO7xHM11KO++apK7e6slou6sHae0",
-	"m8Fus8c06l653IQKrJU0Whr7vs8Od2YQSMYDhp3hKbfGWTj4EoMJ49JQh3n0oHlZjKY9ESzVbgHR4caz",
-	"cYIEMFSohMFrb5oRspUFh6MZ99KE9Qh5MjicpvElloh7MJlyZUNgPLTdnJS86qG5w5PUdKDssbQWD1Vb",
-	"a90MhCwEDt6E2qgIO/oCALws9+7obT7jKO97F17QHyO6J4Sc/65Llfp42+3ItrYJrO6uNVbgSlQ3MhO/",
-	"NWR3C41Swe3SHM0G3zx0tYlyNovJN6Iyy3qCx1oTDRMyasAuoZtRM/IGC5eKuiTPAeYKbenvNJJHrCj5",
-	"JeiBAL/cO/3oLtN951Wjm7APN3QCp2Lg7IlDqQb6wxrOAzQ+GrMFH2NYqY3TI0hVaR22NoVMAppNowHV",
-	"JcnK//fqza+Mg0gR8kbkR+w1uJzdG5k07FqUUMuhlWApvvaIRn/0z/rk5Hn2k9bXv/KJgJ9Eigw2TlET",
-	"wCMye2LcWaUaB/yjzA9IFZKGFdJA/q8Z66m7SBsRWHAwKRAeA/QPxg2l0Grk/ts8T9d2oD+AYHRn0elh",
-	"WBcoMUdI2TNWiBHPZswofi3eZ9zgojKHD4YSgKoJLyQkI6ZavccFeo98PnkaujKlb9QV/Okl/eVgmV/m",
-	"d1yrC/jQt/WMfxJVTodyFGxXjAvwiWD7QkKa41BXk94qiDF92t6Umhfrqmc4AtquA1LX4lzyviHANVdw",
-	"yYNT2+JvuxbFDp0xXI2HDuH3hchuOWuV4+44JGCGFYvxGADiFnhsZsaKyVGhR12oDE87RhhZA47xeq9/",
-	"4G1tvPUwaixXOa9yD3yGTStprVAes/Fmn3IINQ0YFbQVV8aTG5jIFKUetkRrAcnTMjZuhboRhS4FEx94",
-	"ZosZA1Zn9+pcOAytAOBwJ5O2kSYshQFe5OGf7ty7H3QGOQL5uf3NZu4XGHl3/0Klyv0r55anB0fssnI4",
-	"CN0k9JB+DXgTJVXmNCmH++4qkFo8s+wcYNiJAZhx+o+3r1+dv3z3+tUfaQKTUH4GUpgj9irMhuiqqMpj",
-	"oqEaf2hFNR/YacTDPk7yDaz+W//rMHn8/S/8w2t8dC/GNxdvAdw3iWg4CZjPOlBG2xYPwg7J+jrpjdp0",
-	"BrG2shaYPft0MKOUmmOphroX0jzTEOKLp4BDnPldDK50di3sKbbc5nacMFMPmt7bE2EMTHFWCqesubVT",
-	"mWCqngwwCQdrLEw9cQ8vgBVR5eSww8UY8oksfC+qjGOFS1TRPJVFwYxwCotTYOHyGVNC5IaIJv26EM6M",
-	"RSUOOu1Mn0TjZhcmd+GWZ4Pnqv+lPRaeX14W/ekzIrj3zmG1ZGOFua51Fp52nwU332X7f9rvY/6tHFU8",
-	"F8TZ0gwLRKv3J7dYPcms6RD/B05CgTFlxQfLgMrEsP00/v6/4HlJDxI2BG5KrwvjzoeCymZuBkmnkAEU",
-	"qVGkYelYFIVOz9CeQ2mV0p89yRWfP4o4o1HlDKzBLHTf17VlI14aKpBKs7oyukqP2DkITw7eKKVEZhNW",
-	"chOyVo2uGqatMLig3TrZTY+iZCMrVS1YBal7KJilbRQWUHoCZpxh3QKM2CfAQzIT2H1uWN6rhjcjN4wR",
-	"KjcsrYSZKaeleEd7VkiHMpXgeTvpFj9rDM7nlxdsIIaYkVXMHA5pFReyUn+s89qOHThloU8FcF0LXrmF",
-	"1tcCiHN86pcuRIgNZFpfS5GwbCyya/ft8W1oj8NWPGUvTp429AhEhNbAYcJenDz3CySYruRIKnS9eT4z",
-	"4onxdXPoF4dFcjefNDfPXRgfABpNmAd+cmex8cIZjF1BijelUJ1gt8qb93JxQ3nBErYUEHwxwatCYvaQ",
-	"25Sox719/feLq4s3vx5d/Prq9f93dPX6v9z5sjrIndau6zMzcYrL7NySW4d2e6d7//2Pk8Pv/vj4NHn6",
-	"3Z///OdR70//sbfaKH2KoD5XhALNP4A+2YensY1t84VoSzoluwthPP4MdVHo6U5B6xFSbs8uE1B3KpdG",
-	"A+iOc0xte9YwM+cb/VRiJA2KjQCeZcGtO5IJA3JolCi+nU5+SjV2ZSUMyIP9VEMtPjIv6uEQfjgD6mi4",
-	"B3C3VtGrxtxgS/RMV/lB0vI0hoo7t1nxVVcXl2i7lrqyXt/DPkOyYhm3vNCj0G7UmYw0NC9inRUHd6Q4",
-	"pCNauKP/lXrJi3d3m2Q/4tWvaJXvy+XmvxmYvdI0XwC2WH98kuK6i3Qu+N3clPGjdRG7bNJAbK3rOiai",
-	"72u3w57uwEP7cEdQQ/v9E1oILtiCc5hz/BH/cZEvI6hyqpKGWGTAADqJ7MKaNqmGr2L2cUvApdSLrZSl",
-	"NIK08fenfgwp2wcfkB2LCd344+t3bJ6D4H/76/+Wdtt1rZ25Tk5E6If47OQwlyNpm85lcZFpO4LoR7E0",
-	"hrigJDw7WUsN2NhB7bMy6YPuooh3pEioeWm92fNcyBtxLNWNtGIZI8dCZyo8pl7XDufA/3kfTVEU0RNn",
-	"AUgLhm16+eZq8WQushWlLNfCkDN6rKfgOfLaiGEXv/794t3r/BT4v9m7l5feC97i+dxPK1v+Lu34XVYS",
-	"Ex5FARxcCGUOnPLy26vLhE25hNhh6rQ3XduGKtqXKD89OQg5WWG+WCU2r/W4oaMphFRjTnTLiWBDLovg",
-	"gI84RxCy6JO8x6/xngaSHrG0FbpKkTetq8GQ78TYXoTOtkBovUnrFFbDRGHEFP1diwxMpS6KbiZWbLyI",
-	"nEyLgHoB8yAQ+VneiL3NcI9Gb8BXriAfXdisUPukp24L4b4i827r/RHX4FVCykZB3eJ2SVuPi6sUUIPP",
-	"t0d9YiClgU7lnciLrhbSLZGxnMLpktdGzLf+aLM1oTeSvGsKoAyii/shive9Q2xZ5Yclr+wM3P7smwNk",
-	"hPv+/7xGqANvXQuSG7I4h8Dot0BjljMlpnTEE7AAkcG/gywKnHPRaLH9ETFMhX6zmN5LJ7GLvmmr4Ics",
-	"TLeCvntCuVVsURHI6XKHcY8M44DU6n4hriz4bMCz65WaMYJJjEDUFCTq0BQy+7F6AlXBClIv9q9eXbLU",
-	"/O2S3pcmLLV/S0k9RCaP/ODUQdTbd5cMOnJLwwrBDfmy5xXetqqYeMe7u8Myt0OE97yFZFf3ZLpfl0KJ",
-	"vCk9wHBDANUmGjKnADPu9GcHjaXTohaV6G9OXvQquGcQHxrWhgNH3zcnzxYurcS/RGYhQw5CWX4rPTEs",
-	"pUEeyTylHLxo6GdxV6n9lJdlepz63P30IKTixbyirflFQTNDXKNsHzTiloshElTHFO/73/41f0txxRV+",
-	"txCxaptC8RPmt+EhzcYcf6R/OTsp/BUeSw38fIQI5OLcdMjb6fOvg/XW7NB9wACsHWBPnz09SNiYq5Fh",
-	"dRm2kn8DVEmA/YGLDKMw8FyiF1hhEvhNv1nJ6N+ylmng00xTv7ZHNLIU2RC4t3vB27pd6dkzn6Wsi/ip",
-	"EuZu2nU3fQSi9K4KS9yGCU6NWIhtT/R2YV5/kR/z97WEFreC7ae0+zFS9VrlwglGwKjpeObgWLjfHUTN",
-	"U5d5h/0BvML3rOMm7hibhNTJSHQRFqPAO+ij7PcrsW79SVde9R/bAym/Rsvxaec8viPdefEUbNZ5vPSs",
-	"rmJ5Dpb79//ndcKyQnuPQaOPJqwSpFZA4qBulGIzp6CGieP1R+xc4bEO+krTFeQ7Rirge6Xte2iMni61",
-	"33dH/q6PfMIAh3cKyU4hWU8hIbfARvBtmTpC4ehjTK9YgWac/XL+69XLV5cM67Av1FCjqQAmtVbtvgiR",
-	"I4CiV2Sn7cfZhJ0ZMg4OW/kxB5Qh3dDF4Xu5gbwuiPmcsUXDtXOexx8tN9cX+Z9kVNKwPIJKBakZlEqG",
-	"75GGpVd1lgnh1CumVYbpiKmpJ7/WkzSUVkgH4UrXKhM5GdRErJ9eKLc3CmEFhacW/AiQO9okNUKCyH5U",
-	"r4KvoIKWCUSzFKM0l/lZgBzwfgb823ufxoRcXfAcbPYRL2nLQUE31qoSPBu7jZsesTd1xXieS7c5Tpuy",
-	"lO+pMpEavoIboy7sE0yJ7+vpSviKO+q/KMtngwZz9KIl1jImBSQ9+/leLON4hXqkD3zAxHe02UmfnfRZ",
-	"T/qcm+smxN/r4N1w6lU3RPeaxA1wHxqZey9fKJbj5MNir3k2psLoJu0/OMB8K21wLduxxrI+lZdaKuv+",
-	"7R1kB6eQOt/8wtcaDnQ+g/Riuj+63dnmsQ+0x/2eHjj56H7JpI0l0hPD9FSxQmfIS7oPTDwOTE3iO7JU",
-	"TOYmcXBcCWOEOQg9GlBY9tDkdKLuSq0flhRU/R5tHj/aA1fl1wXSnd1+Z3Z77FZeDLJsGmGwQBpt7nXS",
-	"yeOYk2H7nkPC1KUDUoPR9oZy0hyELHNZQW/1bJYVghhbE4ZBCei7rnnenYz9SxPXerC8wNEYl7FHtlZv",
-	"d4bukkCytbSboAJunZTjj61o65/HlRiKSqhlNRkvda2swbIEuJxqBtthXKCViykkTdIEgNHDlfi6wgQk",
-	"o6hMgtZgpp3Qs2JSQt/WAySO40BOo4nCG5ji/lXnIwEhLSsrMcHGCFUXKfGPIj5/b5tZrhCJv8ST6pWJ",
-	"88Qcn0Uf9xktkpo+v0glI3Jga74mrvLOKgvu7FWo3uhs7/r0JFne2WhFX6MtoVX0RXswq9nZO8C6S8Bq",
-	"1nURBu4DvxwS9Hu5fndSvKyEeyymeNNOPwipBQRsAVGmui5ylmtqhjiVRtCfF1WJ0CzUDf4UuTU9/mGN",
-	"SGjE2FDsisqd2YxbyAv3rVm16uroFpXJoheoSWhRxAQnDVPuTiZUpZtGkUfs+0Jn11KN4k+GbyNXTjNl",
-	"3xa2VoUwxtmLmLRuRAe2voUbo8P4RYPqH5txTS0s0hLP1CXtT13RR4kYbSrBDfKHbs871Rq1G8/ynI2y",
-	"GX57X+28VY8qD3JhG9+9dOho6en+cOwxd4Ul2NJPW5xVzYHzvm/IpCssGDxd5h0we/vX3lelbZiL57fr",
-	"oDyeUwDV5zeK7H71HDF817tFoPq80xH4OmPfuObW9cXU/ngv2XsVeijvJXvkdN9L9kKcaC/Z+4HLAv7x",
-	"Tk5E/qa2e8neSxLzXYXJay6fu62XoQEvhhP+2XSE4c0ZBGsaSsKIeWjfmRCnMu9lRySRKfLvZ73EhN+e",
-	"fPKQdMXGHHIhdG09T0x3f7O+EUJzNff0bjtnyAsjwvgGWheCq/UHyK0boydac59PTnqHMqz05A5akvZ8",
-	"Pa8hrhiE1RsbAtHbAX3JWNdV/xGUKhM/uSvW7XL6l7++uG0j3ZfciEMJPZaklTcCSYlojDJPqKWke1Di",
-	"iWAwccdpWu6zCifc+uZwLWZTXT0cOs5IDq3DTOA/3o6aYImN29ITIrUFmyt9tknbUlmwC+QaLuy28vIJ",
-	"SDnH0tmp1UDHxYel2jxs6b472l/W0UZNJzoVT8x2j7vbqCud7Yvn3QIdHtgjzIhCZHDYcdcz37GJ/AZ5",
-	"HXp9dfjFo111BWNZ4b3ZGRo7Q2NnaOwMjZ2hsTM0WnKjr5UdiLCdEtKthICA367G8ZH+tZz5DNOwtZpr",
-	"BNn03W5UjbBtl+kWq9SKJnbdNJiDG3vCQ2ESD7aRUTz53rNBU9xFpO+ug1Frw27xMB1jcLc/+IzKmmG8",
-	"aasKzM4ciV6g2Avy/bGdGC+gsIsR4RU1rrC6AC0AosxOwPDsWulpIfIRBm99CBpT86OQ8hmGtmXzZOrn",
-	"45lmapXrLhosHPeXcZbvPnK7MPsVFfg+QvvnPUMLWQZfLcbsgq9L9Qr4/HcNhqvirS04zIXlsvgMFUOq",
-	"sraJs8TKmspmPZWVUz0QvVbpHa9wFI9Z+6AlWK6DYEshd+FOG9mYNtIs8ob0EuqpiH2eVvAaR2Sivi8U",
-	"tnGA2prGoccW+kxDCyojrMW2u719TF/iMG4bMnjnoNeSt26N0AFe/0srX2wLLe9wdq90Vju9q/94RUu7",
-	"E8JfYOncj8L2npUNtEVdPMfHbqcuKd3+vZI2kIbhoUSOSbQjBjy7NsBrhjEDkUDjPahkTqgdjMTLEjBG",
-	"oslWwqlDWPIM7aus9nmv7vq6bBi6wh1YbdxFnnXu5vFAoOHuDYV4YjDTFYaC/1Yhg/c+cjsXBn0Ozu5e",
-	"NAOd64zpKmm+fFMnFWzZoVTSjKk5B7lAp9ztt/lQFrOaKE7ZfhopLefEoJliHeRISQONjgYzkENpFJpI",
-	"D3a4uquDXrPfvEO+DcJ5n4XUBvSy4GoJFQdwLICzxgE19ZNp8AIrEvAoUoiXs1wOh952gSJi7DYjoLNx",
-	"NF9sF8gBy3llz9xxhf5KTT/WReC+LLh6FLjtJroubEM/t0nJK3F/kO3G25uHX/CdwrkDxnX5EilbH3rM",
-	"dxiFCDfbAsiKTz/VegXwmzdhnVYrPtgltupbPv1azdXwKpk10/QSrwc83CruwOMrs1bhq37OEaZmy/jQ",
-	"o4pPw3FO9sq63zSFiBfwYnUMqNdW1UXOtArmqrdVgT0NzFFdFPTjJ1qhD+HQ371Cs+y8r2OYBvVxZ5Tu",
-	"jNKd7nXfRukGUXulErbCUn2J9s8KgI+KKanjtFbitobn44PqNWxRWN2dHbrDwsdjh94DGFbi0Dt91jdK",
-	"g5vIMxb5hAU20caeImVY0nQ1T1jBrVBZQ57207t3l5T8sDTGWokrP7qvNtIazXGFW26HNF+D0Vo1H/Su",
-	"Qqw9FurfeSFzPh8/TdqWaIdOA+51H0ZlMd01Gh0NqbPhEzCj8sOW5Yo/oOoUPx2CvR3dnX8r3TAf1KHf",
-	"nC++mR5OexdK3VmtO03tYYH2S1RnNofbKxSzstKZMGZlgmk0QLqlKzwQktuwnAzZ4ETe6UEMytclDeEr",
-	"1btoeleWW9HP9gXX7GDjPrNMF7f4hhPT6C3HmB/W7yD6aT6d7NApQnDY2lpP0xKDEhPY/hgYzt3zqWcm",
-	"8bhLM5dVexZV6TLshul7w2MDJWKic1ITGnB0Maa/hTc9lGO9Kc2KZnYOK7lWIUvoLV9oNXIahlvFzVa3",
-	"dAx1uSqFG+OJr3na6VQ7neoL1akQhTaC5+tpU8cEv0uy06DPPXaa5E0v3niwW4FrePsOr3d4vcPrHV7f",
-	"H16jsnqPgL0SrntAmu3zUFpOf4HG/EMyh5k029C7r3YwvoPxHYzvYPx+e7PeO4gv7TQNKvfi8BCAfdMq",
-	"XbFcC0Od4VAuSctqZWVB5CHwy6YjxBbAXZc7bN9h+w7bd9h+r323twntlS2PscPZGizOcz3Roo5CY23s",
-	"Ex+TGusiN8BOKYrcHQ+hbDFL5jhfc1mJDHkGusic39ryUlf2ZxzbOjSvNKiY51R8As2pA5MbAcF4eGK+",
-	"l+yJDyWE5dcmLqWxeNrS1ly7xhMu6BySW0IckxGqbxRfehQv/uDL+jni0u4g9QtENyCxngORO+KWSXq0",
-	"0XNz3YtT2FkaxqKHILbd2CpKFOCghA4rIZhGDQGj70TDPdFAYLc/cF+QCCcQLyDHeSyy6wP4NfY3i4h6",
-	"7VRmgk3HsqDNnPf1oo+PxFeljMYTW6GFwgqxKVcW12l7KVLxIJfrnzDGnda50zq/VFyGM8ZVwOaNce81",
-	"6ubxR/gv9sGEf/a7FN4K0qe4P2putwNwDwSa+4DTVhNcoMugK20CEGcprK7i2oNH9DDt0ZQ23ADyC0B2",
-	"v9L92P77eEZ+Hi83N+tUWB/NgxzfwfoO1r/w/Ix5YMc9vVF4h1qh44/uP7eBdkt+vBuv8mlFynnCNFzN",
-	"i2LGtLOuvW/X87+N5I1QyxwKbeBfhflBpcvh/T1YT3KyH+j7GzZ8+803z7+JOjY8XadjA/gVKv9J/SJ9",
-	"jQ6GnVTaSaWdVPrapVLQpbHAYaNmh624MpnORXVoxaQsuF3t7w63sP3hcFKK0QEL9yaMmkAfTmXuRJUA",
-	"nzbx27WawbvzpnGSWrUb8Hc7vt+FF78LQ13H/R0GB36tqM8Z9a7fx3IzNxZ3AbKTx1f0trGab27/MDjD",
-	"F9dpmdc4rM6ut8+yBoPNprfR5tukgxY9nc6073j5mfs1/dvb31Ch6nam71YFvzCZLkXUPwRP4ouT7/p8",
-	"q4vbZ28zuscVvxE/AID4F63wePoJb9fb2bEeK8f3wEX+ToIv67kBp6D72G1VDh9/9P/8lU/En4gQhbBi",
-	"EStewe97sMLjAxqDgAeLZx+f0Hn2l0pYNzT/gvh8dtiF8Ww+1xG4E/O3wCXcNfmXg09fSmsQPDQbhooe",
-	"xou3oix41q8fgDEbKQPuLAZihYHOZ2xSG8v4qBKij6biy4CDP3bqydelntz2+D8q9YTO/Xb1k1U+ARSm",
-	"7spTz7QTOiwbtk8+ATYRk4GozEHAoSb3xLCqVmwwizx2JgmUg7LyCXKDGRsLXtmB4DYQxciK3YjKdDdH",
-	"dyP8Feaw4T5dy6xsXN1HYy4rWm+/GWkD3E17LHNsRDE8DtugP4byjl/7AEpn8+8nBlOXgMHAiVLLtMqQ",
-	"FQqS4eHmCbMamYyhC0NrbydMKmMFz53Qm3Js8zCkpHpo7FmKSupcZs22Xdyi7yo5GonqShTDn8KsNrxb",
-	"w4veQmp438YNo2aWXwv1KLaw2zZoQPhNEhZB6ekdbOs+lD3+qCBK9Gdoxdi/t/+rFrWYL/egzL3FlD6q",
-	"EsE6EGni3ohniLJu816JTKucygbpapHjmYjuYEJhGnO7csRA11uZi0mpkQPxWszYBM4gZ5WwlRQ5dX13",
-	"P9aVoj4nlbFxp8Yur9Qt+tb+Embfo3niIj/ILrXzc12hckaLtj2N8xF3xN55ztbynG26W20lMl3lUo2O",
-	"eW31If54XNXq0EFVP2b+EvQBB1g+0OYUaEQpVGOHYsoMIuGpZ8cIb6RrhOIDaMs85kqJAiE0daN5C1em",
-	"TVNw3nIyJcwg80Zt9YRbmTEjYL5QE0GPM3i30lBbJirGzTVAu7QJlp1xwwTPxg0jk3spZvdhyymufNII",
-	"PR8yhQ3b50OniTe8vFRjeHDEUm5TdAoMBOMDAxTflQ+TczaRqkZvotLTUxSQpHZTcD1aprLgCporiRte",
-	"1LAt3KBQhbJy0uFzeFur87CAb9yHXJWOIhtnA3zQ/bc/vGTPnz//zrfT+rdW4uDMjRdTAnBWfX4+ULo6",
-	"0lRybsWhG/Pedj18zWpccmP69bTfx9w2i5DLfBfK67GdawWx5gg1cM3aal3YxV1Y9W03VoV7VgDWUBZL",
-	"rOk3yn3EEexqvEfkQFRrEqaLXBhLYAI60xFL4ey6c5ACLqRC5fiTEYXIbOgjZ9gUPN94t3RrZERG1WtY",
-	"2LE/0HbMuk7QGaIgG4ihroTT/g6O2E+8yg+9ZxlfwSvBCmksqIzFjEDR/Q24B/+G7tI8PWI/hOuxCITn",
-	"eSWMEbmz752ydor3XeSp11YrMRSVUJnoqYrzKwyPvnVNyCW6Wte67kr+e61rw5DmUrlucef6SWPhlpco",
-	"Qm5513lZ3ur6K1sJPrnlS37wO2GvJ4SzuFNJ/GoqXfzt3UuWL6lexDPzCj1hPUi+t25ACUcTKEQHMxwD",
-	"yc2x1tdsX6v3+M73k/JFbwDJ6LrKxE9aX/dFj759cbtRSZWLDyLHEU35jO278SRutFz2R7LgtisYTd9I",
-	"nj/7lBzHaGMQIN1qZ7xG2NpwHWW8D/ucdTECw1LvZOkSP19bRt2dCF3w+80J0OMmEN6t6V9UlQDddFCI",
-	"U1aJib4hzR/uf8IGMysIV4SsWiq6YfsREbysyBuNXutrIUrSveEwMaFsNUMG+Fc+zqonA2Oh55nRkBLq",
-	"q3RUzgqprg0YAWyqq2unK7tfc9+Wm9wuZAJAsA6G6oTlSCtxxM6Rut5YWRRsINwTqPMOk5jiSiE/HOBM",
-	"WLavtH0/dGbswdmcQYLvybhyNzrF31xjLu2NQDplku2wejM2FZVg+7Ai7+smlfGgL6NgQS5vwm0Svwre",
-	"s0bDHZOwp4dPT05YLo2VKrNM5ibBL0vkAqDHwBro6ZZZ6Ju5fM9tNu7X/d+gCVcX4GmmxvBSMVpm5o5n",
-	"tcOwbgyLdNiNQRkh1TIwo5Pfj2bfV9AWweihnVO5Bzy7DoiAihPCBZzTcayjN0ec3ofF2UMuC4OqehjX",
-	"e/e494A2nZSdutrOuV44BbtTvTvVa0TIUZAuHpdt2vjH0euXMKvLXJCIPUUBC5KXlQWfhT4zqIWQDgGa",
-	"A88nEvozwIWiMgkb1LG2YCyfzekVAwQRCGi2YIMXleD5rL1eps4y7DE/4lI5paEFJlqJWyPHlR7aLSoF",
-	"O/DYgcftweOqOQT3oxKUBVchB7jXUXiumPjAJ2WBjRnZ/lSI65zPDDv56+nJyeFT9//uo//27uUBs5o8",
-	"eJwpMcXDW+lJZ0sUcjgXXLXS/ze6qZf1nfxqs9a+mNYk53Nhna5ss83Z+xBIWtIdqB1wGswg6fUMU1+H",
-	"srDOlB7MGGcZN+JQKiOUkRgYqwfo4VrmUb6E168IRF1yZEqy1Cf1iYH393nhFGa8Pow08maay/LXYHV3",
-	"R/ABONvCXr/r09dLFMacbClmzO0Y91AnVrhiF+e/nkMkF2JEp3E0HZ9NbjJiEAuhbeT38keFgUcdg+k+",
-	"K9Q9NEEnFrfw9IQNeVEAhSFnptCW7U95URxmhc6u4XoDvjYkI6srA1SLjGeVNoblfFbI0dgeGn4DKYDQ",
-	"8syAK8wH8J3aDW2srcEXYJge3WtBEahVIYwzxCfCCVFRGO8ww+h8L19ZI+Y2l6zevGSFrksQ1fRa3b4a",
-	"u0ziOxVl1236QSTytCFnS+YzoNvxR/efi3ytsjcPJmfNgCGJ0RNlo81sKY6caZXJQlROSkOGLjdmufua",
-	"Du5KbhTctd2kKDCbdXMOu8KBf9zrofSG/+5gPoiCs00dTG+aJkvyU2iTL7EcH/lZ2Z2R+3X/8nyDJ2Rp",
-	"G/JQlGkX1ayzOfEDLcKlLzHhFlTPJQLJt9B+WIdsp8rukODhIoEvlXwAeuwxWblLqtVCn2swjLViumJ6",
-	"OOyIpMTC9jU9977hYCFd7fexwGzvyNTv5+ETYRr9I6BXDrQuBBy6nZx/vKcb9707Iznx7z2Qc04FD70+",
-	"60tUEaDcYr8733quYOEgkDiguAteN2zgymfQ1QkOm7TzrrKmipoVOuMF3u1upJiRu2fKDftXnY8gz3UR",
-	"cF7TnB6Q9pF0vRGmZjVOpacc5Eup/ogQHlffTbMHiUS4YodH94VHXtxx3IVjp85v2gzpxCNfUHaLKhM3",
-	"Pn8btCNqZYhil+hK8MmK2osr/+Zd+cUWyy86igRCTeHaPZ/aAcm10ujpa1NFx6qReF+sr1hYXsLRUaOw",
-	"ekx005/bqSKg6a9TSOAXYZd0s1Z40zQwsgW0XN54ObRJQgB8MkcqZ33Nq1Oi9kM48Ymh6xMGhAz4AzK3",
-	"t+53mx5Ki9IWyVyasPRmrI11/+BlSdV9ho59enDEkISaq0xAsd1p3OgzlMzNrWjC0rB904bWgSqaMq2G",
-	"spqIHC6DzyvylOK14JyKmSZGGuonEpb+wGUBF0K5X8GNhW+cNizcodQYGEiRi4KWRAmRM8pLLuQNxZFb",
-	"Zc0QyhlWetJ4yK7FbFgB1ZibA9JVlPWgAGJvLJHGWmisdoamKPRnjE4rJTJrEmqraqwuSzcwqF6Ckgw/",
-	"Pt/uai4QjPQVWCCR1VUllPWL3NMcOyz8piLArZcsZXLnttm39+Exa8Czn9N9bufu1Novth9z8y39odqS",
-	"XQ5qjXucKHpVYUQi5FlWOVKqSevpGBZFEvWz87+mrGEojorYEOSkLMTELRc495dEy7Bi0opfYJRbOXnN",
-	"63oOH6wHm/BsLNUjIS17BYswEPNis7USW1JHVrcQD1e3hCX1tUCZpEuhKPN7OpbZ2IkwXzMM0lEpXatM",
-	"5Gw/DY87cjccucXDOv0DVshrQYwnwNxxxM7nBSPK7pZw9BWML05esObp75W275GTJO3uMb55ERm9Yw0J",
-	"CWkjzep8GZIyYVeozfTrdzth+qU2wN6yLDUiqytpZ+7nQ6uvhVpFBHp+ecHwwpi7E35Dva1HwlhWVmIo",
-	"PzjR2YzGJOyGFzKXdsamUuV6So6nQGeMj7nhRQ32iCiGAEDAIEIVjVKxsnCK/1BXk6jLLOrrImdjUYkj",
-	"9hq5k2w189I/8p9Dr4QbweErJAHoplE4C//OAoSxjCtmxnoK4IsjxFaL7K240ddQFA6rAhwpYmih4S2l",
-	"k0qVFXUu/JXOeqvqHp6T81K+ww+xFR9bF886TkRPVUSKURtRnTFeFPD7yqxDtwRX/mZuTaq+MKzzwmgg",
-	"nnHfJVrsfhaMeL1b787FkNeF3Tsd8sKIZLsRR/9t13EpNQdt51Ra4lRqlikCSg9rXTj5rBsn/S1HtOZr",
-	"tm5RzQCImnNQG6dLYuW2CA2yG2/CsC4Klpqb7H3J7fvUwx35ccnBo1UxQ0wkPxLSUvyrNphGdPXT+eGz",
-	"b74luE1YWdQGOd+yalZCNbguqV1gg3UBedhrUPkq7wSKUDoQxGlFnKBurrqChHuToJo4lcar0lhyuNh+",
-	"5jnk63NaGwefCNSjiivLJrqCTuMU9RSV0YpNx5pNeO6w/4jhEtPj4nWmNm5i6qWOAwdjIUbqG76Benct",
-	"1BPDCjmR1pw63BcfSlkJ4LEruKW4B2AbBpqBfafSk8BWFZ4IXd94UeipyC9Kk7J9rpieSOtGmNJzz23K",
-	"dNW+zgZCQlhGJ9hpYGdsKnP40sT9Mb9+B+Tmomni6tWQI2ZIOqKjDf8uW4gtWMaLwr3OAXcovMBBaIXf",
-	"i7R530yITgDjdS6hIZIs+sodPJDtbZIl1b9kRYaYw/w5NYO+H1RGVzKzwbCf1z+opCtspu2aALTFw2L2",
-	"FUjC951yQ9S6+VnsCoZj2WglkTnoDDensihylXpRHj7oQxcsj5JbNUK6u5Vo66n/xx/hvyvqMlCzMgGc",
-	"PJ2SBp8+ngcHZZW0yJGELoaYWZ3wrvH9Q7sAPRHKzkU6QMUENTsL4DWUihdnkTfH/fJalBbhE/06Xln0",
-	"dO0xsKHajuRMgSChpV36KjJ3jsaBxYk8HyHjhmQQUWqHGjWHviD0gI2lRFFm+FAUsy7GFffaCFNvp/e/",
-	"ww+2txXVdSlIJZDXJFV7/Y92rYU6c1fd4mzhvPdksr+k3W0bEVpXpTYLshS1mUgn0lWXHPVQ4E6GM33h",
-	"9PiCSxBNZ0FjGkrhhJbTaX13D3fBEftVTOO3x7qoCedK3F4XPWLn84c7kCWhSpV7ZXC+i2LCBiLjtcHt",
-	"PIdAfUn8d3SW716zag9vJWUKfCarCQpXf8Ctqk+rIMl/WNLsdkz1j0ibwn3+gLSpY7TC+yM/rwRY7j4X",
-	"BZydYMNH2AqGbWQIeG6mYN+7I9ftcCDjANQTZI9H3NIVqCkQOhjVFeRaEMs8AXmlLRquzio/nx+JA1E/",
-	"mtipqqvgVyXgTbrQFQabOXUwhQdDDKl5Ttp4KsAf+8lm61u4/2GrWDjG1fYgOox8Dz697aY9X2+C79VY",
-	"T2FRwwrz+HA1nj44IPeNJ9ryZcRzrUrFaEKNlhaRRWEKmBPnXmOTebLoWSFoaZwqSQtsvCuly6OJripd",
-	"5PRXZN8IBLnUl0urDkuRHImF4C31jUwrN8m8ASvhkcxPJBr+oha4Vtfst7DSDxs7budKclPFVLupV80D",
-	"llygS1ShypfvoOVurD3YQ/eljzjJuCKuOydGKTEzcVtEQAO9ytiEmTobQzJU7CBJCCQ9POB5iiIK2Vhk",
-	"14ac1U4+Q/OxshQqP9SqmMEB96mgTc8I2oFQAOaJtxvabreQR+w3I3zXiuCS0RkkbObngbKr4CH9mBnh",
-	"1BeNcTZg4PQPHUunds0IDN3ZaMZUyZueeO0VLdw5LPJ9xWz9SGHCEhodKcvsrBQJNsMmLsH2tjkKDmVe",
-	"FHD1WnFdeDio+J/f1NsPnL6eNEzXNtMTQcFm/GG9cDNe2xqUUPUETlidZcKYvWRvyGVRV+6qXCgpcnfm",
-	"bjdU0Gv9JvO7D4bu2x51jQ6ve2j9h3JJeYrrhKSXQMMuRr0kRt1nptyRBIAnLqYcBviPNKC1uvxGyF1q",
-	"qWwrDK301LfthdR4bsXIgSaUm4LBZ9FlaBpjs9KFT7/F1BLS3mA1nazw/v/JETtXbonsWChLQQRy+U24",
-	"O4Gc4pjc8kKPnEXrvXOwM1EMQSDXHTt8qTNRp2NNkbLufF03/8tonTZ46JrX9J2586JY+AiPqLcwZQS0",
-	"p/95Z8UtSPfhgL251rFwVzYbf2GAyVyG2aCWhWVSUT8/PWUTrmYQjifyQklNWyGxSRpmJk7iUai+QrHi",
-	"9q6D37ynMFMXm2177V6wbJvC8j2erVnpNk/058A2Lt2aeUa4+wAnF3aeb8k2mLEfX79jy/Dfu9OWpft8",
-	"WoSFjHQY5u2Tfc6Rztd7DH08FjpSr2ekEw2nLsQmCTh1IdbKRol+j73GIx9KlHPiVmvLWeca8o67M80B",
-	"4Brv8oMPmewiIGtRfOKZuDvIWuZqgCuOP7r/rEntSZjh++FCuhqAzxH73onQQ6kiBRL/RZ2xdA0qJfNy",
-	"tSuN7rtGDfVPN7IQyhYzVmgjDKvkaGzNGZvoGzcMbQQJaasR/uilZOf00IjiIt/O+H8Lq7ThvA1w1Pb3",
-	"kmgdfHKz7Hx+d8zluakTuA5J4VoCiQ4hpEBMoFDdimLGpIJED+4peONO1u5nPCfetoLm1UYHvx0eLGBB",
-	"nHkP/8KhbvIw/G2QZtV5kLkB5QB1hbaOMJiF3tMgVDem5/TSNn42ANyfyiKm66stD0tl8SkeOKpdhscj",
-	"zPDYsn5jTXkI3oQ1Wcvfvru6dAp1LpSVvECwBTVEIb3FHGFIo640hZ1PDD6GfHA+cRauKvRIquBAU0wr",
-	"Z01FL4Srco15rEx8IGcDRmUbYHuBvgiY0mcVCJA+ZE15XtvxyzCQVXxyF3DdUIrKQ81cE1MRz2ogCg3N",
-	"znSfv71Ft7IuDx0ELiZShZ/doK3bhHune//9j/PD/58f/vvk8Ls/mn8evT/84+NJ8vTZX/78j3U6T//W",
-	"fPvh3Kz6puK2C7WUWZtNr38S/336z3+a4z8+Pk2+fdE55PtWR6PPvKiUfj3wft9qqZrHprsCUWvKSENd",
-	"4lftwMeoKzIef0RA8yRGQMM4cCNBZPMVFhwDDmK58SK3XcBbBLmSGzOlmgHKtGvq5kIYOStqY6HybuZz",
-	"g9ulxmfY/garjCHmMFdq7FRNqF+4A0fvAp6u7FkFMct4ZX1sOF4ejLK2m2OvEWqdB9fPjQLHw2wiweGz",
-	"4SjDj2sNMQLNB9KHa+ETLnOsd5+LCbfZ2Hc5d999F3dd4q2fX8O7BLj1/PafpgHqyie2QVnRFPW6xuQF",
-	"JY5y73q1REy6acMjJi5CCfGdIqE3t9GE/3TdEQzWLs1xY9bxwstW2MrtDxW+YtKsJOZA8WLSrd9t0W5e",
-	"XMjVChf3++DM7Tz8yiFuHia5Kxx9eI7+BjS2pNotNY+PrTBLSDe/r6XfUwRQ5/TNsb5qjG0GsVSBZYUU",
-	"ysI+hAL6pkAinLqproucGaGaas+RvBGKTYQdazyVv729AB/i2x9esmffPv0L/NL98Jdvn37LcjGUTl+z",
-	"AVd94iIOg4YkPvDMFjNkhOuBXmdtI762arShdyE8xRdpZ7yqpKCEFc7G3IwjSpv4xDVuAWnj9BkeTPgp",
-	"rRWfiIq73YCNw2FNzCf6BBKfPwP1r9IEHy1xDLiPvIji70SXvrohFO9+2QoUj5dCwyyCLIXv6P2/UJwy",
-	"5kUhnFiDSBPkst8LjsNMl8dxsCe4rwwBYpAgxOMj5cxqyE/56ozqR4X873CP3hfYQ/RnRepUppXRRYgU",
-	"NYxhzlSuTRKFdtGTCa1ezxpgz7nlXQqn2+/XYgbXgFVE2rY3+xhJgVwaB4SkpRm9UPk2lFDWz3iW6VrZ",
-	"UElyrfS0KYY5Yq8oBR1nsoTly19IXDtuIDhZ9xtyZjVpi8HhigQ/EaFBF2tBp2/gN/gO95V5HmKApr34",
-	"8cJDOY+zPChNWnywjUm/ljVPn/oOXA2tnUjE+bXB4eC/1/Mv4LWdyebIgbmX7FHfmhySzeHDr5Vt3tCd",
-	"5fGmW8F2Rvvu4bCduX25Tlo5TW7nyOh1ZNR0wu8C1nG11007jPHbFw22TF1uWSG4sUj9ogvRwVpG6q3h",
-	"hdvLoOX6Xvrxo2KIN+CiWAjiQz5ho382/GUoRu4yl1FpeAwURwdqHi8kIKOx1FNRDesipDbKiukpxN8C",
-	"EHZmNCYkKpx4GbiViY95cpt8R3fENsrB5V6wQpn2c3WzkqBTN0ZLW/o2sp4EYpQK6Z6yXb0a1m7JnHap",
-	"kF9dKmSNx+XuYHSlenz8sQb+06WpkFd6aA/zkA/p7jhdSm1VB0WyS0tMgiKMmdiaFVqNROU07FCQIKHm",
-	"Myrrjoh9MfsK66RD3haoF979AgWVqOYwU5eiYjyfSCWNRcW6k0cnTmwoC26RwbeY8pkhQWH0RGA5uoah",
-	"+4dCUUVfqgFh4O20X2KlvfdYdwCaXerlRlIvN3bi12DVmjM9SeT5dOIQBlqDFuul59LyGXjGm7f01Ir4",
-	"+PzBf2LQq9fubIFHmaqt8zprcjSBudZbK0HLccoKE8OhyOxcWqixgucwBUsS/APFmJYrbb7owWw6HfPz",
-	"QWFT3FtraFQPnHdrqeJECZmozu2ci19BfuU9Kk3H3pJY0jBFQBdOByzBmEQibmKsV3OqSSWol3xIGCfA",
-	"bFyOPjACrcushkgSghQ1AtNKHLHzougA2SgzPtajAHSnYy2wiFogz5Au8lYIvtAjILyobdC7OpisjACX",
-	"36VfmwcGcygC/ejWyD2PnQAJ0/BnXhSzZGHNt0svuIb61sQfuWkVMESCOGyNqajmOVF32PhFYiOcwbYD",
-	"K6hz9wWVfpsd4w7rR8yf9chbmYA0UN0+HbvNOXC6XVYJbnzkg57KRKmzsQ9bT4DUHqvi/QXSmLphQ5HW",
-	"1w51U3ohcY/PbeLhKRM+Y2N+I9hACMWM1YVQZ21zFo3YiKMQ9WA+idNTuhmWHfB9cgfjbViMNDgc7XLk",
-	"6USVDmJ4719rfcgdI/MyRuaiaInzLR1raPZkjqn76qq4Ktl+lSV3qi5931YYM3WpNU+oidQcW88pZi77",
-	"9BM46MBPtn8pFLilsW1q0xYXjFkIs1ZsDG+R0EFtvk7jiWF8JJRNMIHmlb8rT9jbWimpRr6rBfAns6s6",
-	"y4TI3d+xy2zC3smJyN/U1hmlL7nKRCHyA2r6EfenlRaCqBORLFaLhMxI95nxIw7h8ai6XeqigEyfJsUx",
-	"auvLrUioryzHRe5h/oKVeek/2L21axpTYg6O32+DvmhhFvqXf34sFRYHvAeU/q7L3vdyUKfWbvjdWlxU",
-	"xfqzx/3O30Az9NY4lndCX0iuv/vs+Y0Kn3imazU9R2RoNtwugtsbwaW1KuRQZLOsCCjWiuoiVHeJlW96",
-	"xAre0cH9RdIEcwD7hUlofq5VIZWYKwTZJyejVlhGnh+EcAM9mFGjbe9JZEpPT1lZaaszXSSsEhNthe8d",
-	"kLDBzDfihe7e2Nsj8T/kFfa19LkxzYvAvjKFnibhl0DdWAiOeqT7jWG1guRKEIlSZQLUyyN2Pl9KGGc/",
-	"krZEjZ44G4KylGnAk8CtIxVLa1U5sQm81LEP1EkW75ydjrGO3qcJ9kmNS/ow69TwbAFXugHNf2RfOBRh",
-	"Sy/Kl+UGXozbuR/QqU/mXb+2vc36Xg9/7F/vb1/cB4zj/upD8XfNCd6h9iomugWk61B7Nwzj3hxZyyiA",
-	"WxYrKNGurgT6URIAdW8UdhZN3oy1sce8LGkYp5GdPhDIyvoGxQZof2DK41OQL9ew/VaKPMnASozQGSu1",
-	"OoA3vRkO4THwhMjmGDmM5lM+O2IXNlgrFlmEs2vD9jOdi8yJGaOL2kJzZJAlrAIl3iDprfuBLAgvmuLF",
-	"IuHhJABepCs5kortl3VRJKyszTiBVtv0DD11doxXuYOtAZmryzD/k10Pd2op3IcgiUCcyXzjOB6s943Z",
-	"A/Qp17AHIsOSRnW3htnmRQnN9RYWQTPTnWxZZRGYBhQ2KUAm+locWjcDqNHq9w7/xM1cPSqiOEC89iCd",
-	"thAiheajGKI+8IISy2WoLkrXVSYSNuXSBhMCPFHsWswQsR2MTgQ3dSWolgmFyCm7kbnQbAXU8zqX4SIS",
-	"Eco4YUclL7q6jmIzDqy9IMeBwMOIo14Yy4TKQ/vX1F2ua3uFdkHK9imxmj09SRi3bKKNZc9PDs7I0eQm",
-	"gZXq5KgbCSesYGE8zdLACShh6zIBAXQQxlYJbrSCDrih+pvKaH97+zNEFSEHosmZxWq4JMQPo0KJRVe4",
-	"NeWV2w7v3GnbTAiw9Y4VEUDcG74Oa/ulVdE4+/ztv/usNdgYQ12r/Izpa2ZAbSCyBx5tZdi5+Y6Q6msP",
-	"Crq71piiw0mZid8Uv+ESegnNNx4K8DwHmXciFZZEG+blwvGA22y8pKlQrQyrS3dan50wuBsOhUncsagY",
-	"lKA6sEyIG6VdLWukGhWiaUCMmagqF6VQOQT5MXsC8jIMGByEDu4EOmA1jePG/QhXw5hb9bZFMIewJDLg",
-	"p67yhl+KkG8FRH4PK7IFnIQXrQWW5gGgJY22DzLfqFCO6oxLrwBIhZ9gRyDwgLIZIvQxTp3gRQxBZuMY",
-	"ZHllD8tKf5j1A09TkdSKARIpDraibimtznafA1MmldULbo2E6doamQugEfZG/T7mkMGiwL+0Eod6OGSV",
-	"cLoa+pidOmvmXMbuvsCu4uZEqe1uPBD9hA5lTg+UaoTxxwHPrvVwmFDQFdsHGAu+8CN2DlRXHLujFbNT",
-	"VuqiFZkN1i7eji6ZI3bOSg7BTW4jtjzGwxQ7cvTPmHe7t+KhlfXu7g7KFvdn8jnCJ9wQWcvca9ZTKrEp",
-	"iahAvSzrQSHNmCoJtgeb0agpuNabDLewtSnAav1m2qmUO5VyTZUSk0MQBxGIFpimNo/suvwcYMceka05",
-	"wIHwiBVJjhV4fEY5Lo1b2fucfS2Ud/M76zqXJnj7j9iVQ2LIF6YxeDJ5qqpCNi5mMJPFdEGkLreBkK23",
-	"rABImomGNf6S8FCXOzjcweEnwKEu7wsNZ8aKCTTxzXXWH8N7K3JZiYzE/aDSUyMq76OE2ioHdRZjkNIt",
-	"ExVg5jqrJ0JZNKlLPiI3JuV0tP8MESCu0A3bYmc5WywBbddakbVuxQjBzQRtUROYQoovz5aoiz8Ke17K",
-	"V24d5iDm+cmz/jXxy7Bi2nvJHtIcwRN/1ohPi48FVwHmpHhnwOLTEpbOfUL3+Q5rmR4tJWKej9D8+Qgi",
-	"Gsu+k9tVrdWNDxosbHPOIhKj0z3anYdk4OwtHsanPYcRntoRDcHP6OytUeUw99Byc71OVL0UldS5zFhz",
-	"L4N7KZoNrGk+2lhWOnM7K2Y7ysbCDTr4+KlXKe0+WVGL2lpBqHssihKsNSQnYoXWZSMAS5G7KyEIrT3H",
-	"BiUhdcefvw+jfgcT3qB0b79qWQLKwlL6tBsoEHhUOSbRJppflSWH5XPPAZ2v4zCgXsHUtHfXN07SOv16",
-	"rKfKCVHwFpAcGesJBoNPA2fsREwGojJjWWIfRMELO04YFBgH8J1wqSCyh95NoN2jsq8pr9xGJz5Fug2l",
-	"E28ahwL1JfULhWCYL0z2+S6sEjfSUOLagkh6ieO/ooXYZJ/29pv6+AlpPf1qP4rT8COVVM1PfoMnIOeW",
-	"H1bCfVb3KbNCcFWXx6XbLGK65EC4TUVk86EDrh6i2KM6eWCuS5rGn0LZkL4UXslKXchsRvSllYAeZEFG",
-	"FDkGom01YxzK8EWeBIK63BNycDUDgs4j9oaI7YAQwJ1SqJGAiiwvMDijWTIAmcXjcIm3vuKWv/XDfIm3",
-	"rMpW/RXC8Z75mWI+PLM6hFxoZc8Yxc+NVxiw/H9J7YCuPi8x6IdKiEMrPlgKrzfjDDUgNLi+QeB9faP4",
-	"5umz7SbndH0g+na9sEJfPkx0l57TBUS0imgWcMuj45qFg/C5kJRpNZSj2yJTVatDrTKxIkILxGXxMW/R",
-	"d/gEHCMKNCYJwqQwwD0PoY+iiH6NST8KOOgrYlZO4hT4KZcAReHRpO/mqNLGnYUMG7kjX+l6NO4R3YR/",
-	"FMxFEe6BE6W4+2GGpY+ZnhA5Bu8K5daqB8k24YPretXbWq1iI27W2Wr8bnO5QH1coNtz2vXObH0+4jm5",
-	"swsAP5xy9hr7S3SDHX6wu4O8fheZe/+AG3GIu+4Qdvsa1rnlg8Jhl1S5+OD+YSs5GoE3X+XMQWzbuHxi",
-	"WKEzXhDe+NfGBnumi3qigJ94GqwOoKdQPm8koUtfvfoZjHZeAK9SA1bhuegzg+4XUJn0b+Er6YOhT1zu",
-	"MDwcttUsl3yktBFsIsnlxspKDwoxMZ1mzCt64RUs3zms3qqua8gdi0z8r37GTOkJpeJQhT88jenBv0Rm",
-	"V3HQ5sXt+GcX9LRf+Ac5qSdM1c5udKNww8rGvOKZm0PIbATlGwd15kMxYfRoItqqVhnSN/bkufMPr/Li",
-	"5ZhXpnvYL05OTpK9oa4m3MIs7fNne4m7zw1y7/TpyQlcMZEKf3ES5ggfHYiSNq0Fzn/yHjQO25E+KJyu",
-	"nQ7YRyCHKbrkfHdgMbd+mzRL0c+80iHDFfvp3S8/Y/o9uAcroXJoXQ2lB94bv+DqBzUP0C7Fvf23GZ8U",
-	"KWocfNrc6f22TFojiuER+17bMZwtiJlEDhgg4AiXRxTA2KpSM6GGuspE3FOWKCHFzLNANu2tclEWeiZy",
-	"diMqcNs4hJWmNRWf+AJNPSYc8rsHM5bOu5JP2ZwnOT11SxeiHV28cixtxvk+F0qKPE1uEQAxYwl+2mBc",
-	"VgJrVfdT9611KRQv5REs+0E3mOvM/CZX4fc56sj4Fc9YOrbuOzbboCewgZ+7ihx78Wfvg0vCwU6k3HNv",
-	"3ksCBzr96F7UxXl+O0yEp7QwsUPZ5FP2phTKfdaF/XvU1Zlzz4oP9hgGuuLZcMq6400L0Z5O6O34BqTR",
-	"t44b1lbER3KHzz05i2M9ffiRJqmGeiWKl5XO68wm0JElT9hY+84z5EKXMFA7C3TZOie4RwvZxNnMCbN6",
-	"hBUJgD3SGlaXUO7inikUUnz6GBV2PI4chzXW04NKqoaympCmOpCKV5RmA7+gUTjwdqoWL66hBl53gtkV",
-	"rMeFW45NZpY0b+k4iN9zIzPmPok7XpB9PtC1fWQxpx+FZYNVK7FB3SYwYBwDT9A6wVfYaXh1bKJRegPx",
-	"9ZCeQMEjUVk5BKdST0XurzoX5ziADW7I8JZlcVCc2eMJeEaf8w72WdhPa++4449uBBf5n8dCVbooJvSZ",
-	"u/2pF8bUkJ6olTgEGM3c+KnlmgPC1NxkOB+GD0zpv01OOkI6nq2L3Icyc+wOTIFUIGbGrnbYL8MAJfMI",
-	"u3jp6tqEahp3MaL5h1JWwkTliN+wiVS1FebgiJ07BU+6B8KSy/w2nSXC1n3dLNKq8A+9BZT9ymep09yD",
-	"TllyO25USlyRtRubP+/RJDfV/qJjFVY5c8m/JIfC7RY41pvHl+gjLRkXFsa+PGelbDzMIb9Sg69+1+ji",
-	"a2h00WAsa0AO9sCdQm6/K7cB3QAuq0R9w43V3NKmLYz4+uYayMSJwlB4CN2IaqcOLFEAfvZvfNOMcR1C",
-	"pmZ8mAATWDUc1vUZzwHp1ka2Rd+og9Lo5XGRdyczkZzIHnP9m6VuzW9aPs2nW/Zpdn+aZSpUsyY7e3mJ",
-	"5tV1wjaggiXLQtO8axRsH0mCsKID9KASqB6giAXoDBxAJwRp9Ick1vNZJZSY8uIgTuz2etdccYn7H2ZN",
-	"Rs0gD4c8cxYs9dzRw86WM41asLhD9zatiSy+coUyEsa+3WBxz/KsGqT7Uj4rZ1fZ8egi0J3IsCV1JQRY",
-	"V8ScX0YNwSEfw50RkfuQWnhMHMrQSlBAhnwUzmyDOo9Q1oSBVghfYzAbws6+ra20hl2L2SG0enF/WQw3",
-	"Y+ZgHujNHETKvBbGB5p5Be1yiSKTlZUYyg/z42pq2vQ0RGdwpjPfdBxzo4h9BjIERM7qstPr94tfjp5Q",
-	"9Ao6s5fo/7zIO/jMfNyaGN5gakNd0UrS7GmaK2LWV/AIc+dx63hoIQ25hISmdUaHtwOdW+fInq4KTK/Q",
-	"4HqXNG56X3JjRH6GgQlYC3ROEJk2XQrNkIEndcVSX8LjuueDZv9WG9S29ydm9fZJqSYFA3Ow8It+dWLq",
-	"vgQAfAHKx4lQ1IGMh7INOqXn4P+Y4PTQw+mhH4NPxOz3F2LnOZOEFEewRJsUx2klLTliIjx2P0JW5Rw4",
-	"iAg6qOft3EZEZ2LUIY2z3CFgrXxb8ryaOfEqDR7gniboFbB/iCZfHUaHeekjDXQSMKJI9sEnC3Q8OE7U",
-	"tv0kOttAokCiUkaD7wkP9WUfXiQZK4sCxFGHLk5piPixLulbvW22y0YoezrfFoayVB1f+LZWz+f8P5R8",
-	"zxXTvH3WZ1MDQNtz52n8oj2NkKVcl/2a5zYSRpUm8x8aH4kJl8WxFcYuaxcHHVIUcflNhDGYPNXko+Nb",
-	"60rk7OqXd5c+j8krwzqEyqE1OAXJI69ca1Bs6vALCQFRbaeQ/YuT7xATIQ6Utm56r7R93wwjRfULBiMR",
-	"bKMxOuT45uR5Q54cDxrRFzp0ZFy5O0GF59kYmC2AI196BiU8rphzYITK2QQY1jT20GtVS2O5zhPDsrGW",
-	"QOyF3fIMS7u+XYqZUwa4Og/BLSnyU2LqoG9gkIUaoldYWBUyNOBu+FXUQortv3j2HUvdE9/TE1PKaXsr",
-	"bDU7PB9aUaVsIGaa7KyORCu3H94JY1+7uW6KmQNWBN6wBh9mJTJZSicD0VUVGuIxU4cU3C2ydcwPfhn0",
-	"t87U1KkCQF7VKC/R3tzh/2Ol4hBQ0w57JYY9JugMblxsUPblKl8PpuRT3XMU8hnOpdc2OZ66tmKREqAp",
-	"vozY9b3nJnqwL+zk+KDEPy/8Xs0xZ0b3wiJgDxJZRTm2SXSLBGZgXMUj5r+ufwsaIumxpN8fp2DXiw9g",
-	"uaOc0dhtqVZAjHRhyYsOxZPIribyZl28TisnZSEiBhKn1YtujxEkcJby0/xFb1Qxu6T6iM326YuHudxt",
-	"0CzGF+Q1uF8ngG0t24hLtciSgHt2gx6BklfSzm6DEER0gM3mvBo1hNgVNA2ShbSzxOdRkn1LKT/ef+yt",
-	"XpD85Fr2JY+YfZ7FryxFdRgqIrGB35ibMcvGXCrk4g1/5kURhgidQOj5R+x30ELHIrt+FQqWvHu5puzw",
-	"q//6WVrB0su35z/+cs7+p5bZ9Xu4J20afOLjARdygcY9OT7IwDeyEMoWM5bLG1GNRO5udAgJunfmNogy",
-	"tYmLqCbEGDHrhItL+Ep3710+p8nHc2+KuGDe89M+Q6FQCU5NN7ETVCgagY+HLnRT6Gl/E4joO3ymSzqu",
-	"7XJbBQfqvg0QKUug8Ycdka4q68Jb7mg8j8fBHO3P5WIC4WbnWt6ka9nBI63zQNipEGqepGaD8sThglTC",
-	"LKF/81gbLvW7Py5dbemOIdMpZPrnNcX7WaviDxGrFNVQVxPDOHqhD4FCh7iGKlkurcoHt7G0rKz0jaDD",
-	"2yA22nkGn4tue6UtHuXg2/U1B9IwXoA/JKJsl4Y9OzlBHEBc9aUKNHh3so33diRznZ/J+TzQ+SxpPCGK",
-	"UmzRPc3z2ZLahLfhA63IALvEVfykRfwM1O9Br2SxqgQ8A076F4Ib6Jvf7u5IqTZY8bBkPK/hutth/h8b",
-	"dUnTF1oOpf6jwwc/699L+U4LXzTt7+NDhdOJ3cvdGXa/js62x0M85Qm17aTmzu76o450kjaU8oZFHfbA",
-	"JqFeF2JVrivuyrgIC+eOxsG10lPI3MA6LiSE91vYZ5wGadC+jAJoxYxhUdwRe+vG4+tjC6DHPMQKg0rQ",
-	"Rb6Bn4Rx+IfTR2hQHm/2ETzxoSycccam41n0tdxcSNH1Qx7Ulsm8cK9hQ10UegqNJzs75SEY60KYzVeK",
-	"udcsbZEZF8k9YnrC/nXY5DGqlZUTcUwkGFYupc7FUsofwWrD/jMTMdHVLImVFOUZhjB2YnoLKo/YFbpb",
-	"ndo4HEZFkabUlo10pWsLjS8reg8bVXpqxwkr+GiEaaRhb1LDe3cF9HwAtYGPnd5Q6FGnTvIWZ/Eqmvsm",
-	"Jevi2zpOBF3Fog/y+M7Ej8L6Lda7EFs4FKD/r8NbC3YChM/cbq64GoGDGqNHPirjcRpH12FweBETDA6n",
-	"wme25kUxQ8NczfEPzpURu+PGhrISUw51cVhvBOy2/qWhxRN22B3ILnJCNzPah5ewBJs/Fe49S4WEW1i3",
-	"Bo9ZQJC7zu8ZDAXrUqgtnAVbu823xmGYjqUV1M/9Z6nqD1gfgPezxuhr8UBRPhKa3ZmeTITKRc4gF9dQ",
-	"q3kLHSz8IYFlQP4SrLriCpyt2FxoBFsdTcS4TuuIvSEdLIwRMqMgBoOhfA7xGyc+rFDkt+XKG3dRyZeb",
-	"LA4Qa/NDK2g33yeG6alK8HkEADiCLkH0kzb2HS7wCrv4l6biYjrWRsQL6vl6F3k/QfGMWfiJGMPH1yjY",
-	"/8T4J6NpX5HlQNVtIm+mcDe1V5s0ZJs19f2DO4El3pzUwPgRsQB3H807g5Nkr6x704OabMz4ONKJoo0b",
-	"HTfSIi2vRsLCwEPWPcRYKJCBEELhgQkQfbuH3YhKDmctX1jc6bxVuCTzOCefsnAwgRPMqvmCXukOmlsD",
-	"SB+BPcR+RyrPeAINQvnWXyMRc4p05XFSNCoXLIWHvK+bgH+6CCXn7vEtMNlEpk3zAnjfikwb+mAqVEY3",
-	"XxhX46ElZc5ND7mfeiPP+Bm7snCaT3/GdDXvMMU9MebUZVMqDOtTK2QQpFwi++Fchx7tt+F++qvOBXX3",
-	"Oae3p9j7bqSkgRKXwQz2Z0q3v5uVIj3YZQV9yVmhsC1b0I1H6g5gG0qr+1N62srgcVlwtaTnWBxER6Cn",
-	"ox+iCl7vg7l4XaoJvSD1+7WYtbx0mC1PBy+2mwK4OCS94YXE7Bls3t1ohSj1zkJlWVRpjnn26KMYWkyF",
-	"HEqi7zli/+lURd/HsqXrdnXyOelgfS+42iI8u9etj84BiHNhwG7FD3Jf4OsG3ztq0lgKrnYUxw8ImTyn",
-	"e4xNdPA2D07Y1+SwRU13i0JTDBY0ULCQgDiGohuaLHkbo8chcfE0pPlcenX6XOXoOX3HR1CxFF4WNO4k",
-	"6IAYW/WrjYYvZi2VlRubhahNTryp+RH7kZfe8msqmArqydVZWzqUH9xV2LCCR93ETJNe2B3ChQV+Fa/v",
-	"XaQQducF+Riiv6m1RMChH7ZkxyrBBSE2HhNXLAnFdn+xO69YlVZMGlaRs6iBDrSNwwhSIFVGtXGiIUlU",
-	"9hOfTPgHzBo3fVQkqymW75GNpG9vLQ9uthk/d8mft0n+bK+de1AhrFBx+Qkhwwa9i+t2hhvUsrCHUkEP",
-	"KysUhJjh5iRW/5r6+dpdqtB1rivfi0XkSdByMFWpozPcb8GpDp5zdDqYa+YOmofNjEOfcZ923qYA6Yu3",
-	"brwrXPOapR3h/FriN8BlfFye9M4luINtjku5dLMff3T/+ZVPxJ/OnFrRYsbpG6WX637QsBuRyrDZ2oZN",
-	"naAP9lGuUXKUvkeVcTKlUfLhIfRwEx5yxM7xL6A1QAoZJI342gryG3PLJjWeF9+cDrMWFrIbqB4OsrOj",
-	"65JOZ5fXVqQ32jAzeiqz0GkOsh+Q8q+jCU1zANZqohVciuaacUO5r6A/tc9sD6ui/5BLeRVLbt2G3Dvd",
-	"++9/8MN/nxx+9wf99/CPjyfJt8///I+9rdEttpZoiWX4u4dUHfaPhq+RPDhvXTSf2zXKgb1bfSldunZM",
-	"SHffiyd8fAezjSC4MzkgPoistp22KpWgrNUMdL6WpVW542tZpG0KwEyk43SUvbQC6OwlRDdMaI3T+fTG",
-	"Yef/AsrWWBd5wgYi47UBPkwx9eXD7poJnwVLNa6i4wqaLla+UK/g2bVZkjT8d1qsjaOIf1EHfvzdr3NE",
-	"5/0o03K62oZs0ECYisFY62tznHHLC71OAoKxXOW8wrIna9io0nWJcn3IJ7KYkZcGVBL8zRPDUuKJ+l8p",
-	"m8oiz3iV41GDpzB0LpG72ekivvcVPAWuAfaWgiv3MHx1yqwv+TcC7AeDLWHw+ebMZ4nDFMGL4y7KWYq/",
-	"P6LZH/2zPjl5nv2kNegb8FNX+O9HYX/HO16797+kJdtkiWZtB07kdL22RwrjetLnfBTHxs3ab8L25vTL",
-	"EB0g3DkbOEC5KOSNqKQwxx9l/udxJSx2o+42P36BAhTOfsBcMbp7FgLql0LlkGcJ+TEO+qk8Qw9ZXfr4",
-	"PZ0HcjMxpwtPSmsoDaf9bIk5ce4WH4OBVm3uv9lY3oi8YcezlRQ523dGQ+qHBnweMCuIjruTlpp6ECb1",
-	"3j8mZdppt1NpRAdXBdBa0H5+RY9e2d8NKDSGUjT0O3Rnj+kg1ydjf7HdtJm5Ex1WoM8DR39PmNJTvymO",
-	"vi7N+N6UVLcTIRF02D6EdwAXK9kbAm5otyE+3AIzMLYxjxt0LvBphH77bm6lqODMJ8tO/sE87hyx80Dx",
-	"86JJrcDnUrkL5VHQK53oXooXTfddcNKbGJekoQktxws4PB9ACq6CjEYUypzto8JwkacH8wul7JcKIh9g",
-	"ZZab5NESh+/uJQuQEuyg5A6hBE/mcPFkwqaPTuZWAQabDCyhf4C2sGG4iBL7WFKV+Kz6JIIKd9KjjTWY",
-	"+e5FYBaLojCtlJFcmhI4gMnfSA5NzBJ0GxF5sKRt/dkXNZPfU6tidrBMI7/CWW5PctMLe9shjSox4lY8",
-	"oqTX8/ac3caf21XtnbMNrTxWUNcJhLUHnIAjxTfumK/0rkTOM6CAk5YZPmu2PWdGZJUASWmE9VlU4EaC",
-	"QBgmbeQJ+eGx0ai744ide2WclqwSrBBD6/DDc6ESTUS4kmIP3bExv11bC7GqH2dhNKO8q3g0K3gr/IAe",
-	"TrX1/JmNFmFpNQxOdhfi7o3ytc/JnZ3kvqYb2D0CaIHjF5+CZBUqL7VUtiGQ0FPFfvrl/CUdqsQ7mTJd",
-	"igTCW8hElpOpa/BoQwRaGlYr+T+1YHyiKQS9RHPGO8MQJLhf+cDooraCja0tDfvt7c9s3/2TKpTBpC8K",
-	"Pf3J2vIgMKM1VJEmYXDCnI09rPhoAknO/iUOeYwubrBTJSu0Lp32nrBCqutDbPOsK5YVus4PJ8Jy6IhP",
-	"3JfCLOZSpgSX7zFbERR3GJ+z5QlzQGTnE6mksci4DFcYVlbyxqE93mvYvn/aufv7Jf71Hf4xPThiP4sR",
-	"z2bMKH4t3mfcoHeOvHemzsaMmwUHnVbvja0En7wn5ERaN8MdNHVc/0ZdweUv6Wr8Sg0oC5VVM0gm59iI",
-	"Bck+qESp6UfU1TalA0s2lGm6BL1WpJ26DXsWzTfUSo4F8ndsL4C4ZBLLRg8p/xksOOVwkeAd6yLHbhIS",
-	"6fykbUQxG0pR5GaXf/9V9H9rYf12baZYWwLfDHhl6s5QYlnwjDLfcfshex7s4oYYH3kloEjY72xIej9X",
-	"TExKC1jPBwbkFJ7bhpbS5/HjH87IH+w7qWDhZqNDhsAZjMCJnCP2ktLzqUCKqr/EB+t9xu6mkKKrGv+q",
-	"G19LCYwomAmLyU/c7QvuMNp+K/NeGL1domt880W+t6m0jk/HYfeZmj3hVYkHD8A1fKH8iygA2GVu3Cn4",
-	"4uF8YOB7THDS7xon09N43B3qio20Jtvc6hKasgkJSjNOIQHNIXhDVc5+59JKNUJnXuzhEpmeCPaSq0wU",
-	"RCKstB27+yBzHMx8ZX221iSJ/dszNpbG6goqC65FaZOgtlDKq3u6YcNKCHgCorsHirkKVJznxsDz4WBQ",
-	"S+js3NR346HDNX1opztyCa7toaNoNkS4ILpFLXbR0p9rtCur4KImbQfovxN0xv307t2lb8WLZUewV0VO",
-	"3Gy0fmhDlgj07viKYgihMLAasQG6N6963XCvYu/n553XZOUdl/At1rsOWrQtltdAHkEcqCPeNvJq9zR9",
-	"A0KIZE1smIuEezaJewjC97kE37hNxkexR1sKs6O2vSNUejUvJ6NzvfUYASLS8vY7F8oIYKQKfWK838nd",
-	"l/roO+W0pZp22yFddQhXHZDHDH1QbXstYYNZybEXgkSixcZ9iQ1VMDgfEkfxiii+MmMyJ7dm+I2FMH7F",
-	"b0QRSHoLVnI7ZvsYnkxYVnA5SZiRI8VtXTXu0sT7Sg/OPEGCDDkAlIc0r/EcsXOWI1FCYzw6y9GtQJeH",
-	"7Z3oDFh8IYbhir4451EXHN9eBklSQosNG0TYGTOtORC/BdT5J1gdIv6n5gUuv/uEMr9Xu3LNvjq4Uafc",
-	"eAqos7auLCEC7H415bOd7fmobM+4pw7uE6vvUhKsr6SuaL/mzDZuYuSDMQcsi4i9AfWQnYObuTPtTz2Q",
-	"Be+3fPQHpyukCx0YpBnEJgTB27cMVvceAhIGJ78bu4++8EV43AHaDtC+OkALqIC1CBEGbBTi7FhW+WHJ",
-	"Kzs7zniJrXyWmdxxjZTMk6gdF5rJ4kMpm8RTX7F9fnnBrL4WxNcB/Q7922Ys41aMgNCY2rmEJ4bWi23G",
-	"IWnoaRj2Qwq6osDGX6HBsnu5ewI2APaV5bq2xGA3FKDLmqaGvTZdteYTSpwPkzBEL47cX4mDcCKQGMxY",
-	"ip+hCdufMl7KQ7gxPUPqD6MLwYwwWNy0UJP7NCagK+V7uPe9h7zuEpR37kNeuu/4Mv6MGwTGnjf2UbZF",
-	"18zvDpjfo0iGe+UL86Yxz2H7hLiNmOvo1EdntDn6zf7aO90LG2xvARme9iCDW8J+JBhzpUTRjwKehE+J",
-	"AjLC3AyGuqJGUnj+5vuYDGWBhKkqZ5WeGq8rxc9ZftK6fWjRPvTDvq1h+EkusVU9uHAw/ylmU13lt7jD",
-	"96W+xS0g166grvPiNq/6Fblj17/hlbiR2afcQj/c6s6/jzXoOetef16Wt7gaU4FufcOtZvAa06RvM4fa",
-	"6r/LXOhb3vNWZLfbZb/qy4LPRPV9Jfj1Le77iZvzOpf6drdc2n/f4oYLczXmld8zt9prwKFHzuL1FxDo",
-	"3m97F5In/VbdZoA/Vrou/1PMfgAsvN0Q5Q3gHgzT379Jdzi9eR33t5cXu+TYJcmxfpHYfiRqDzYt58On",
-	"WXB4dwn844+ZB+o/V5oAWgXhfeojaaFVvpPyyH2up0pUZizL2wr3tlZLYHDrVpiN4NnCYVlGWKxEsQsO",
-	"3VllFXcmtFcdv5ATdVwWfDbg2fWSIJIxtTDMjKFBj1SjQhw6q/S3tz+bQPtDT3xiWCFvBMMc6IT5uk7y",
-	"5Im8OY37zhRGq2uCIYPU/82k4IyaSGtFfnDEXvNsDLnpPJ9AlOkDz2wx8x7XGfX4BjtfGGLsTQs5FFZO",
-	"xJXItMpNyvapwoM9fXaSNB37nuMPE21CM2TsoJJjeP0AEh7xbwEonhhyKxD3PITWpfH1N4AqXLn/SuWX",
-	"g0HauVu2U/AhDofwR79jeKhj/Y6llESOlak8n6WYihOC+JZXgWFcol/hiP2gK1oPE3FzXQtRwq+dRQQN",
-	"kjOtlMhsQmnLmIoEuwCWRDCpjBW8N7G8gcCf5Y249Dvo1rXxAYI6q1rDJr1NcetEKv/j062xaXWvxxK3",
-	"sren0PL0G9Uvi9sh23Uo93zQHsmhlTiE8eJAd47iR+Qo/lHY5vsH1AiioIG8SAxsWvrhW8yRG86nCb9D",
-	"gL0lDPahqqsSSkyhn8IcZPbO3ldvgX4KHRgw3cKkCXXugdXLeAVk0iw1N9l7K7NrYVMUQOiLl4behJxe",
-	"kNrknn8WMKNFcB8IGAXd5oZEeRb4C1PIHKuiU/hFIye/PTn89uQkYZG8PHASECiOcAUK33NFGpbXwMqY",
-	"wl/OnfBN2T4f6Nqyv5z8P0wqiiUALcwB5oVA4xef+wp3+1K01yjFz23K9sMvf56T5ZH4bmZYikrqvBHm",
-	"L54/c7PAVRmImSYytEUhfobXohrS6B1vlO/RAkUQ3i0M7lAnlRNcDCdUc1EIGy03NX5pBkfKCfFmLjwS",
-	"PO43+lpA06lCG2G8EoAbO02YMJYTLTcjEY4xjkqwrLa+Zcg3zOAqQUmE1zLCZlymZJxhiqFbCmiAoDR1",
-	"oGY3Mhea8arCXXS+EDKY8Jnfn4ZNRQEasGBTMfCXet3Q6agHp9HSQLbPQBRajUwIEtNzE/bPvcXl+uce",
-	"4wM3rIkI9Y7hBsxZxh0W+ED8MGFa+4UeUaLQDRGkJ0Gd49hT1alS3JiprnyLiYPbqUM/C2wu/eh1otaC",
-	"rKMUJa3zjCF3X6fqdaXt6kftb9qjFjXo7FCeQH6nHj0q9ehnD2gtDQCq7LyZZzXZW6JapRhtUPMBA3JJ",
-	"lUrTvxvTPL3JPRcgg8ecslIXBVEuwoBYrawsSBm6rY/tyj3zS/OywaCXJ+E0dj4hhLvFd/Pa4cS9pb7A",
-	"Z7hvx92qPJjuM6zLJbl/UEtm5zZeyWunWrr9x2urDyuRaaTt6z3hujxDe8OpeHw4FJlF3kTQ5JwyOae6",
-	"3Pq86/LLO+66XH7a3bp9tYf7/s6qLh/6UR0Nnv316V+fNr4FMj3M8Uf61916HhJWyGvRrMoTk3hnBLUq",
-	"/vF7GFGoWgn3e6NoP6V/Hck8dac5vXxz9Y752c3P6FiqG2lFegAhNjei4P9BuQZKz7z/ASxcJaaeiQZ+",
-	"+8SwtBKoK/+nVDk4/lN64aF/YRpkZrj4Ik9bdp3MnVHqf0K/Cg2ESCDJMzMTtuldAc2lk5VG8YIVCbbl",
-	"Phb53cjMt20y1N49D60FIAUisONiTgzW7z199jRhzq40rC6DVyBKwHMAUor8AOYNi4VA+hbdBAkzGhcU",
-	"3PpKtGfhl+493Pk+I0mbrrZhf8TFv5UZS2nSrV31xFChR4cZGw7CZ/NW7gzXneG6M1zvynDlQVYsyIhb",
-	"mK1b8edDIschNo5Ypxo7bnpv5uuta5PEtGMqZ+6rQhZ1+uPrRhK2XpqCM5GELRvURkLPNLdqTgQgeZpq",
-	"9OCESdX0xPj+CfYZYkLdiEKXgqUfSz4SCWQwXcl/i4RZbXmRQGbqnynb11UOdTSDdgt/JvMzlrq7UE6m",
-	"/gFIPabrys1NWvqKccs384SlxF960cmA005mjXI6b5/Q+tK/ZzMF4ZtU+qN548CWp561ttpO97/rnm2t",
-	"5d00FimdixVpNW1V3hx/hP9SthrGhboS1pwWZyL9mFto5XYKnCpxeCeQRYKWHXEiHrHXUUTop3fvLg9/",
-	"+PnvCf5r+MvlC4CDn36+aj2ulQ5CnIlpLg1dk3qSVoArjPFl5NScLQs1hfgVTqch36rEDfJP9oXTsD0Q",
-	"xM+kTchwkLappGFe639iolIctv/i5DlLm1+8z4WSc10d2LkfDzL0OfDsrHfBAVBGTRNOYrzQqoMp4xVc",
-	"3qMr3j7q0zbperRm2ldLdebQ2LWugRV+Xmle4M34fTyLo5QqNwlw/zSVEk18O/R36+PTwF5wez1K/LNv",
-	"vl1jQNj0tw65WE2YkzoQ+r1LA/Rx8b4xNVv74bD9rqWWt87TTozcWZqmW9WFlLfPDsVg8VKyukLR+z0o",
-	"OzkVId8haaVQJF0pEf4S4MJv3CK18gyH3nprwLap4gJc8zjYnGwHv+5kAfi6JyL3r0dhY2VRfAYWqwwe",
-	"U2hjmbTAyVExrmbkQ86g7Vw0nJB4AF2u3YNf3ALGYSJrYngrmftLAfA/HoS34GiHLf0p4BtBltsqn8eA",
-	"E8vCQxyZgZy6aQoJXsrQuKs7I+ws0t60YkZY0OJaWVNz+VadGBZnxFkiH41wEK3YCAqjFDdIfoPkOEDQ",
-	"WVPLaXTIfQYVF637SIFABlt4S4550JF8BQ8seFFJy4Duw2bRf5es52c9bXKr3ewoJ2yZBoypZN0YvAJ9",
-	"TxmPIZ6gFtPN+3B5v+WJgMJudGTAhWoUPf7M5/x5pV58sAI+IS5gc+WtgBpiAd1YnXjmyjhtr/ErC9XZ",
-	"fkmJ6ReK5xto8LxkNdagAo792GeMB+bnwb9E1sX3TPL1gTm2/R77OjXonUN7uSxW0M95m8I4hPuWcZW4",
-	"S4D/vxCmx3d8ShTt7goMZaLPS7r5GpFZw/6RQvrQOzkRzigQKod/HrD9tz+8ZM+fP//ON+T8t1biYL4/",
-	"UOoefoHhVmqVOyjAsSQqoTJxBo5qqWpdm2YJeVZpY2hgkEeS1fZ4IqoR9s43qxzIb5sFegh8CGE4t6IC",
-	"CHetT1UQbrk1K0K4c00mgXD9bagBwk0/yEKsXXMevYp24q3ueo1bdrOe+9bM1ikbh729qxlf4oKv4jO8",
-	"Ud9786blDvjmuuMxr/LDxufeU9BaVQIalg8KccoqMYFupQFyn7DBzArf309Wc6HDfTuudD3y4UM+cguI",
-	"vQZRL4IqGalyQU07GXdm1ivyL1s9GRgLOq7RrdwOqARU15j5waa6uvZ07xw6/+iqyfGwnqsHh8orwUZO",
-	"B2PnMAdy2gwEmGfI9jbXDBUHOBOW7Stt3w+hNufM6f9xaBFdRsGVzw0ZTDeUQ4iigBNf1VRUgu3Diryv",
-	"Fb/hsnBipSOu+BOv8nkXeks4bEYndi9wSPA9t9l4hRoMU0vY08OnJycsB0KhzDKZmwS/cFnpTBjjbEnl",
-	"e3ltVwdemE9fPqIDuAr+CsXYbmYQ3aFFZhBY3oFeN+j91EDK/WAfwdka6Eco0Y983zuj0zCjh/bQB7zw",
-	"CDv9LqAH6pwILXCmI1jNW5E9eB9mOg25LChYGYb03j3u/ajT+/oWb96d/935f9Dnn/Zp+9DcCxCsSDyO",
-	"gCAaaz8Y/ATlv7DNT1F+g2CPzD10vMnKqyigmAAHB/guyd2asEEdKyPglm2rLQPEHaD6aCGN97a2FtfU",
-	"WYYMmyMuldNJWvjj++DfBmyu9NDu9I0d3nwBeHPVHIWHrm98RC/S+tUM51EVA7qYtYLzXMVuMbYflwQ0",
-	"i3Do/nhwxC5ClrJ3X8FddCxa9ot2/ze2tjwcTsoXpwhZ0IhVQrtRQBCoeX8LpAn7Rggwu6RinP2zPjl5",
-	"nkHpO/xTMFGIiVA2YcPhpBQjdmjMQYLNb/WEcWhBQa1qwT/3N3wEZUnhQ/7h/vPs27xGfOq65I8Uqwuo",
-	"k+hAjKQynoPoWsyGFfbjAlpgaQ+O2FuM0DSxL/bb25+PGGwmN74GQYlBmE4lZfVg9KjQEPmJ9oJbr4RN",
-	"eDtVrVY1tMpYXUwQMPbW5QStHdETf8Ht91XUEGD+NUVUzVmgycKqO4gGQg+2sJe/kDqCXdTlvjP629A6",
-	"JIowIuzalkxZmspP+f4rkvipmstX0/WGTpD9DdAX/Ge+Li7BKvUAzlb8DUvCUrZPmm7EYkdlYBd5ekDF",
-	"7E15O0kdaDk0FqqPRQ0K0qC4GDorFLNQA+uQHAIxZ/FTfXtFKlSDrAoUZp52ZUV05YrWcSuhlY7ua1gk",
-	"/H/Zu77ftm0g/K8QfUoHxUnaZVgTDEM7DNuAYgjiFHsIApiWWFuLJAoiZdQw/L8PvB/kSbaTDFvalzwF",
-	"sB3xxB/HO/K+7xPb76GSzHpwC3LAXZ+9+fEJ1aKpYR6b4rDYG92I/PcG4yR8BpU5HMUptvA1NOYGDT7l",
-	"jmS0El8C+QduSwQNiPtauKkHL0voR/8rAJmpAwCIPPSj45+i15bkKCguMl9L7HBlc+1tp45mA1cxy9Rs",
-	"tbQO6mB124Y/wk8Ta+WAbuVCaX4o3GVoRuwiQto0uS1Mp9reLY1DkNsggTi6vplewde4c+AZTKHg4zRg",
-	"IQvQqu2rKkRuX9YQWAtINtmAyOfPIEnnxliwFX2TJArIozUKhNtHNAsXCB+TrCtHA7DanlH/mXvrp8lk",
-	"gmnIYCd8HSlBY7APIOUiktbd3k36rpoJeZi16ZgHbUQCN1Gj4YNYdm64VlDgquO+SpsfpYWDzeQx1Hjo",
-	"wQeQ4jyn4DYu5BGZmm0G9m1PNjC7ticb3bbbkw331namjvAMJuzmn64/Hof/PzYu160pXl9SMiko4ehM",
-	"nI+spMiWWHVJh8slqWUoc4Qsjq8AE5K+7RHtI0hcHaAUKxtCHbdL9/d+MPuHUPjHYO9hBNJ4OLMyHShe",
-	"jYGUtvc7I52efRoGLkRA/K4QDglQ4oVYCHzSyGQLmUhGoYcYn8qbD1UK6to4OZPEYEMeXYGb9mGNwRpn",
-	"BonyCRy3uD+OE9jnTRv3tPnI8SEzLsM0SYD0MTsiH+q+ANOfLaN8Kct7QlZ6MALglftN8eZLo6uQEjyi",
-	"NqCVq3VVKfy5co1u3dJ6rsLWhZrrSjc5SwzVtim9DZkFUIjGfDQ4UBFLCO5QQseUwNa0DN/nUFUdnoZF",
-	"4UI7GFd7tEJXzqqyyau+MBBsONM4Ug7Ha5nCeLhHgcAC9obCQLVv2ax0VUKVPJeDR5pST4XdYR9tbLOu",
-	"be9Up0kGDZhR/za5Z5oXOsIsnUKCVd7KQluwE9wjfeqi0wW92Pnp27FQU3ypuS3WpDCLm66oM9mL8Pkd",
-	"h/I586dVjo1MyciDhdWHXzlMB9hS+Y4E3dw5up9vY6bo2cuk/skFo3AYOZz3GQQXIaoGNfrw8wkuf5P3",
-	"XenXry5uNyGjnhvdme59H5bY7V1IbuV1a3BX0AY9Xs5O4Qpw4v8L4cHv0schjMppkxsbOLYu2zBdzS/W",
-	"3peGTSY7dnA1YJYqGyz8B2pZfJEMAkQ4rcoQRusyVesyjC0wLUIJLS1t51XXN8wKr3FQjvAd1ekZlFTx",
-	"8QJ2xO5RxScHt7OdhYvFxMeW7WQv5DmoF9A45TtdVjFeyLXXlV30YI8A/rW2bLxLpr0ZmMb9umvctcGJ",
-	"bApFDBSqNvUcZVlIbJA9FuQoqYm3sgn65z0tgGaViCQ55lt0tm8dCzs2cLOko5aRaq2tMklw6VMIwkNS",
-	"2UUy53xgDuu97drzZxhCYoSDMbhSMNVF/Z/vdOMwI/WmbivIvCOjRJgV4T1IiTvsGoCeMWWH8wNrEQ90",
-	"FDAZ7DHrozihoJrHYYyfMVFKDLkZZ8XiBfk6r+SrxTy4pPeC+eZqe49StG4yPpXbZ9hNNMQ0C0hCPuNN",
-	"eOqNDEaFbsazqNyBA4l+NUk8ZjF5FxWcouNSv30v+w0b32Pfr1DcSfMf4fExOBmrDhKNAp8/C25EOBjm",
-	"ls8GC1sGO/u7B6VaWRGf5fsVyTAnad+20qSFSh9BdwCeDGf0Mc7zv8x8avN74+OyLxt8JA0BPzl8/EV2",
-	"EqrA7lr5wVrvfKdbPr1A5VNd1GVThi8gS+PGwB/5HanW5KliT717J3uKwNfjxn/7cHKjMF/EU5+Qoy/K",
-	"4C/C+lmZTk3/uOL53XbGmeCHceKAu7tkGCELZQEBBvkGTE3pEjnq2hB5nbCOPtnrBJkfLi2ubogQSUU4",
-	"fHaQqaLkjSLhL+Lk/UF2TMyeX23vtv8EAAD//w==",
+	"/LID4H3B89zMZw4e3uOaCbbeqdJa/wRNOyy72NF8gka7TsPIwEAk17S8s7EFAWX0N1/T8s67VA2xK01n",
+	"JVfLnbHIPOY94irIRhvOFdoMoEmqNavNN//555Pjf/3L356d/PwvBzsZCUxnXTsAILfs2H41WrvGrQpX",
+	"7ap0oWSHKsdUOlU4rVHLYy2PYeUX4CtzdZSNTnjoGIusmEhoxmOM1cyglGKxxdUcJrmEKsDhJJuq7fnp",
+	"ibv6Izzs6YSyVF4eDeqJt9STJtnPitWP5oD08RA9Yz9qyx/TbjP0oXcDuDpO3B00dqcXxcrFcYhY8MpZ",
+	"EMVxassAEkVLAFCnCkLpOWabRuEdfnzeZSpRD5Is2bsYwbS+eq8ZmndVG9kBLjKXh9F1o23IoqZCe5XK",
+	"yKZo/ClL9tjOtTDfxxof0MLfr7/brnAbxR1GyXg4aP+xtfFFT7P5Km59eS8XXDjt05xglTCAgyQl9ZLV",
+	"a65c+krMwq5CE7vKwFzEF0IF1nY1rKH+0OWDZ8f/QY9/Mtyw/eeTm387/svfnmXPf4ixx0jEm1M2HUG3",
+	"1JQ+z4WLKojdPIKty40vxyhrUksN//RxAz5zBlfUCL33tGxYOohyzNjjxwN5xdGBGRY9b8rSDgE67Pk2",
+	"btV9flNRfXN76o5kyzK8zwXOMEBVY7A21z1YwRDf+I5NjH7yzvzhHXMtumm20Yrx7cIIls8qlr57bc+y",
+	"mX8QagWKgVZ4oCAEERiF3RgLAQ5hF+b2aSNY0em8pPdG38NvoGZ9RODwnU2ML9oaZIZ1zDxzbUmrRf3v",
+	"BVk+SRR5ty0Ooy7HR9FhNxU/dltiez62PcdrG6cjHN+A0aU3fJwxUi3cGCod+wjESQnKxRAigE3lVHi/",
+	"FW+hPbvb+FVCGPHKAOh7JuayzjEnBm8dG5G5W4gjXGMRoT1+u/UDtSClYjuwcojFmJZjA9k7vrBHe1n3",
+	"WPSDDXG+sTP+imp6ybT5UopzI0o21UWqjutVLiuGhpaCakMj9kNwNoumIrVsIPfT4msBgDjYecTGV7ed",
+	"VPXgzPzcqk++vMFW2djgUFDNFjKeeG1nRhTMoGI1TsB+spm+j36p7JexTZ0Wfmin8rDww6nqZ2/9Tl14",
+	"nA98G4nZ6GbjWWx623ln5afS2GXz8KBCtEWwQVp8KMHVjfBWHeXBRIAhTRL1B4nSPwMNxQz7lNCyJO1H",
+	"44GK47zu72ahGDBGJEkiDr+LvxvO8w32e2fm8grLJHg8B8NeHs5Z7FpEdnTOBU+VNA0Sm2E9vjZDSa3X",
+	"5OwuV4KQ2ctCTs5msiEWZ2OZ1HuswxYuseups/gRThgkKU5gijOq2BXs/5k5dTHK8n95HHGZg/ZqFrGw",
+	"bWwTPRo3Iw3aL6xvp1vk5lb9teSa3UY3FBa+jhaBa09n62n6TpG/Njy/I/47ki9ZfpeRW3lnPZxBzuO2",
+	"8RcWKmaah/Ui9rkvrRmsxKTjhs188tuxFa5r6zsk4Oj9OkKxD8V/AmfkbKMnZ6LhQP6YAhCx03QAIn0u",
+	"Hc53Cvz9hJnMebnPTLbK3CwQA6s7v5B++osbDq/d+OiZAUaLUX1veMnUviKEY2K8xLt3SeviGKvd2Ohw",
+	"Xhgx37o+Yd3Rp8aELiNZcKalqA3t6fHTkxNSQCxXrnGRed/yNeJNbZMNXFXYlCWsD8HI07aYV1zdfWC6",
+	"5rmKw4ytZCO0XSSClcZiQdL3PI/wmZelzO+C+uaRklcsRZHws8fannCU5iruHH/TjrzvAg1tsTH0qQ9Q",
+	"3grU0IRtRtNyqFTFjtygUawYXA4ujMK5Q2sXWHs4gfBs28vIiaHP7rUoG0QYsu1igaBIHRy99Lb8A78J",
+	"naUJ5xVueXeEUeq0UJ3g14LL0ZB8GsgU/ZMou9Z4HWGYFSOsxNrHrWFH1zSPeC3vBo04tpkOWlTgePNB",
+	"VAe4TEzpl7LYwF+qkkK1PNHyp03UsmOu95TPk2EmrJ8RV737+/evr8n3tOLf3z/7Hun+ey7mEkOzsHNy",
+	"Bb+/E3P5xF4ut4m8/+moXlUtZyVbPUl41MyzWHk7eEDmaDKQtU9+c+tr/jYqCFeKi8WNzdcLfgkbHAW0",
+	"8yvrq665oQ2jYb2GGw0q+i7OqqrcnIEhN24Rrb0otK65duWmbPBNp46Ej2IWnTofksxlWcp1GxrZoqpC",
+	"xCyEyFoZNMQABY/eIW+rhNwGUQOY3SoF+zQ/ePHnYcloa75eERkH+7HhSGe2VMrBz3+JLeB+t7Yr9Azu",
+	"y5prw8OsPh5b34hM/KViuWbF1ZI++/F5TIydN4q1Cw8Xn5DgM2U1LD4Y8jG7aUoY1DdUvbMDFdRNnx5J",
+	"FK4q5qRnCGn+P68+fSQrVi8gAjRftonWrgA7nJBoWNFWbI2rTf9jNjHQJiB6cySA3rfCbdqwpMQZOryN",
+	"EOXtURgyxrWyh/aUnNimlctPfNQgHr8/g1EaqdM3oHSNcZokCtUw0KJgayuugvRRlTTHTJagH18TKVW6",
+	"fEbzu6YyglgsdrHNPaxcrVPTY7Jm7YIlgNsXrPCEOVkFDJcaG4kpgvnuFZoKn2ywSAi/vGTxUIPzTqmh",
+	"5GIkL+dOCdvop9NisyKsDN1BI8VKkCxqBqViPRdN1UtXWIPMnZFUy9SuJRGMATB92w9Gx5hrgN4xwsCX",
+	"lOgNkLpf0vxueAodSrRwQ7boyoxB3dfuTOcQKe4OjEwllKnEpWNz8uwxsFfOetwi76O/8qA6lqcrD6V1",
+	"0DmCfhjBfnZWZntTwpq07giO8S17mOLg1d3TGtOkWRmrKY3vQzZCnK7ZGsBdIoJmSYVghXV/UgVXW9zo",
+	"VBaJNhyYw3gbk6k6ZKOwWYpwbUN8NNxLULIdWpuQQo3rFswhWJLtUY1tYVgiJVbbdfuWccb5Ni4UQRFb",
+	"prxtMZnKA10cc5I7raigC1a8MWugksSjIKTAh8QHMsYhB9+p3mQ+KUqxvGY6I0sp75S793gdlmw5Om1Z",
+	"E0qikFdqeULnHkoTc1eFg96eNHW8eGv/btolIY0/6nWwn7D5GiGV7OxnG6DyLhXdsQ05zOmKledUMZRC",
+	"oZ695ZD/++zDe6CJo6jkmWKzV2/Pjp/9+Dzks6cQZGfOnOGQBEvWBAoCeBhRJfC7zAM27TjZilGxXvIp",
+	"+M2eaXc3rsO4PYcO5MUueY+dXcPvEtXkzQ01Dy7Q7trjjE6NigmVks3lZ4RLHQNrsdMfuLWty5+sZVMW",
+	"2+JQr17f30W2Q65+9dC7OTso+DyC+v9Z8LkRB83TsJlvLhRubEQaF4C/ktmEQjSoPCZfqPCuHVlRv5xI",
+	"Gkt6zx52lz6KhAhLM3xfW/MOh5pfgGSTUrjGAE8cJwhOfpca+2uZ+RPnRhoTzSwl7n7hG6bxcLuMOYm0",
+	"ZkG+kJWbfqkWmr+P0YQcApp3zVbynpnv/JVobiIt4V60VpPYPZeyLAxtcs2ugrn2GUwdjrEvyH2nXCrg",
+	"UAWmv6MEMuUmaOcPMrHaQVrIp/DfqVf99v0+bdcuDD3teDS7++qJ9ZRIi9gNRZCUphGP5kJW5zRfsg/0",
+	"y5uarmK3M/6OlXJ9LRbI5L9jm3kNWRPSJmXa3H4bC+/wvw5LCkmimAeqNFmxlaw3R2NJlScn4wl+y1K9",
+	"SdQSfPv+iii2WNn41RXtuHXmqwrcairqoFmW6go/TSfaBM0XQdlom6s8PLlnUyZmRxBVLfCJS/+1puUS",
+	"AmxLujE/Dw/gh3AAz6IDsDWAUmcWykFB/8LjGbz9dHX94uLT5fUUrlzKxXt2HytPi+cCADxLZstqu30r",
+	"2KxZQKTBXFp4Q/O0rmUd3UkhLyHg+Xokb8rZqF1QK3XEbO3RUtxgbv2NkILd1NGiPXtkqGJD/6thDRs5",
+	"gZSoUvoztqIbMqdl6SoJ2WGWUpkrBs6l2vGA/S46Pl1dyFp/oKnKAJfXF6SS9Qi9Pf/xxx9+DNcihCuK",
+	"dMdjQe+QEf7Y/akElV9eXz2Evn+exO8/VwXVbD+RDDUekofs/wUKrFTbejwoPBmBgxWkqeA3kVb3/omc",
+	"Z7tJE3gv/+r0egyn15aMNmR9bOVVh3vmlMBVNCn9V4HmV4HmV4HmV4HmV4HmKwg0Ic/3pynosjPbzkqH",
+	"fC3GjLrsIYuw8RhhJQ9DcBbTN5G5QBPuS2sKYEWIqBSJsDC3eKqU2FUn9by99cOz35YQjtQXdlWFo6mh",
+	"6L+Kb/R7KSv0dnQr+bbmOfB9pUr5TuKTtul4LWCq9FtXrHq4WAiIQXD3YsFrVnRq4LF79oCCd1/RbNUr",
+	"wJQOqHgQs3l0brIzuxja5lT5VXvZ2ah6rK0SEn0joA4VgNXJqgJbt0uyN2TfCIH/ymuqlu3jmznlpQ92",
+	"kPP5bsVa7bDs84fY9nxN1uD4h1VXw8OZ7cwo+6dnmIGdVTzOw1o8p+TpJ4el4xSIVwAZjxHP+VGE9fmK",
+	"uZNCHywSdStq2xJskC20ByYyREBxTQqZKKizYnopIwcXmBc+3CFR4ILqZVBZBRZw6GhgQPxYLNmmYgp8",
+	"dMAF543IITHOBZmVZTfgLkGndqZZG6vf9uhHkh3EShwnCOo9Vzp5fkL68TTm3QmD1+WDmalcJ5TFdiA7",
+	"+o7dERorudLWSTdjGF7B8wB4MUG5revSQjUKC3LW875Tcd2IkSOG1GOaoFVVbjAoRzfCxl1F/PBtxLia",
+	"RKJtL3XTW+HtqmXth5OCWyAUJoZiJe9UyEEUs7aU8AhWJe0V0umPxzTv6xn8PSNtptK4A9BSqe79C95E",
+	"xGvHi9iu5O+Qkz3JRpEOfvFCzNe/89vLvd2g3klytDx0t7sDPcxABvkv1BSMVNXqco44qzRyQQUlPEOn",
+	"647scpRXTmCRyYRY+0B1A5hcuXkwaSIncpa3KDuIaGnJHj+25tg0mViZjuZ6bOS4M1zB/RhmoaVUuAsz",
+	"6GmthvbhsBx+tHlcuj9OOxkd+BsrnydCMHW+ZOo8GPuU28ncG52tMsP+TkVWfE8g/q/EjQfAB7wOa/UV",
+	"f1HhJ91S7tq9ta8yO5VPdXc969J+nOa2aTu+zeFqpE/3BWp9ZyDKTsuha8+5Uxlp/g+QO9eZ6eNkz/Wa",
+	"3Mcp+KnS2/yzu66R2+JRnXCR6om/+syGHMIxShrIBJu+r3tnNbUN/gKSkuwsJ0u05mVfuEtNss4GsPzO",
+	"SnXhTbOvuIIwPzA9XXrr1FWT54xhcs0bZ5m65itWfGr0QXZwTkXO4piiU7J8vJXJTX9K/nJn9kNuVUc5",
+	"0XSOVspCo6yydoi9jd82vPDxbeBzvriIGmxexyLfJyWZfE3Lel41ScCG84vPpFEsSLY3G5RBUiZ+4zYr",
+	"lzWbhOWwl8szadFH9pTQAG3ugmUc5BBEhYwoLavMhWdnFm0yI7TR0mGwHyU7fA0u0Hh/GO8ta2dHBHdp",
+	"gl89XIpkXzRgTQ3KgaqpWH3PlfThAq58pkW/omROednUzMqGHg94fw/Hvhw1FgFveQfhhbn6BgXXtCaO",
+	"vlwVTc8zD8wRERBiNNVWYN1CE9xI7lVbiN3wwFAK9yV3C17sv+KWalX0gsZtV1zkLBhXUCRuyoSVSkDE",
+	"XDIFCWw22qTHKSaCxvyjO6QmMKtdlLbASfUVtLZfqo8M4z5Uqp6WQn5Y/GKsbwmPW8W7prkQwM+f087l",
+	"FV4sXb4eHLzOPd0uVsvcOqLHQ919AYMblOv6dto4mlfHRNxRFiICHJ6hWBWu8IyFZeha47MVo8zhrpMI",
+	"CAWvWUJq4FjbqLa1QkLah0dGCoQnUQLu1O4c8T12ZUD8UiWhLNKlQdwegDuhm88LdQCNMKJ1dTwv78dJ",
+	"PayT4Rcp81vSzjBNE4hvx8XitdB1gh5swbswU858pKJgIdFqwCXPaVIXnA1hmdkg4/Y6FBOvqKJGjpcK",
+	"GyuNmjLDYDFIp8J4saDs7+FJB3ryaCrCHADpJcoCQBw1AzNDGz0dTe9UcYw61Rql0kuSYLHz4UC6vZfa",
+	"Ascn9EX4uYOo5ozs3ylLSWY9XBkZZ6zBTci81LWkqoeYsdtdbUl3xhZUBN22XU3HvVXxia4pYuscCokh",
+	"p5aONkxDlQd7ajD419ZzrRpbFAjqdvphhYzMNgtM3j4euI6T1S0TWsmEspPjfAgb6RWPdOuU9SBxS7gc",
+	"Zx7oz8bgufM6gVWlzAVgOwriB9yC20Tsfk46y++m0UxYAX0ahYyoi++06pRx38nOdb1kPddbRL2wKzXg",
+	"vbPEiczI2WZ3dOT1Lo/J4Q99yazdi87Y06TwJzZbSnn3Tszkl4GLC/z2lXS1LV0huqQoE7u9zHLTqmqr",
+	"knhrlLwjM1lsLIuqauZqOo3K8+bbePr+WxdpAFX5qaalXCCmxeEngSfZ4hzELR58UpkTZpYsI+yv5og7",
+	"XLx7JvQ7b762a7TGhcan+1hGWmp1xa7NIbV7whPkS9f/M+pJuA7X3chNuS43BGCXcsbvWUEOIatasy8J",
+	"i5B7cfDYdy6ptm2ud4FGx4/eTthp2g9RgZi0wzayPh/a8RTbv24Fmccj3d6BBs3JE3Nk1ttHvXdFBPvR",
+	"7vu0cx+PbwD2Rhde4HAEzM0n20e+ijohPoLp0zvhzUtZW8GJavJ0qiHLgldHbGvo8CHCd1XLNZYDMB9N",
+	"NXMkY9lsfYGMCLaG+sq83jlOY5vLRsJ6AMJ3aAnBC4yubRjSPkjhFSJX+OV03Q5F0hn1HGB1tzULwz3k",
+	"3BYFAo4Bll970cc8YBjjP7hkpoVzG9lSME15OYAU8bdYucoucq6uKVlRs3SIkGeOJZnTXCtCZ7LBoBUY",
+	"d+ZLrre1qijJaaXzJYVSjbK8Z74KU1CdiNbMI+lurWDSR/e2WVHRjom1IL+ABwQoR+BinZmzWKuEI69m",
+	"ut4MB//WrLLFn32FZwuYTEqqbbqPQhdad37b4Sdh9cuaJgqDmgdBSIftrHdV3v77Mbx4/K64JQ6y2VbE",
+	"GheWgZhCPBY3miQVn0dTTD70aQNpGIqdW5NNSNTk2rCykiuApEHSh3fB+ltSDVKG81WvuV4CYlnJwfi8",
+	"5hDKQSToYlQUULBOkVs7jVuzNhWTVcmekHMILqOQHVZuoC9Ci6Jb+RSMcDfWV9kaHPFnW57U/92INvAY",
+	"CtHdQAmxm7qFHqSN0Vi1NTSET+xBuLGARsEv4UtYXPTG13Bsf1rUsqlucinmJc/11gMh9Q3YtoIn5rfW",
+	"I+l+tb/cQMFIhy/tHgbGWPuLu/2Dju1q5c4p3P5kOGddNxALgpZF942q5zc1+y9wl0BgNxQr38AY2yOY",
+	"uVK0N4jSDo8Bbnv7UetY7T1oRM1ovuw1yMU91ywcQ+9Ju9tBLfhw3nxVyVqHLcB0BdwAdltvZgih7v4M",
+	"sPeCX/GQBj/8tWEIE27klBuUUW9qNmc1Ezkrtp8EWJd6KQtYJ1qWcg0/GhUnfMn+rf2f7aIijdSIrmL/",
+	"3jB9c88VxwUU0haV5lIo6KhNKTvw1eBvtJQ3Ja3xhvSl3G4KJhDUsyrpZkbzu5uSUcXCda30T9Csaio0",
+	"H9vfusetpprdlHzF8QWvoN0YXb7/rn8I6+Iqo9ZsXjO19Ke2URZNVK5u8lIGf2me3zGYqGpWWz+3R7jW",
+	"uW0t/K26gUiDG/ZlSRuF47WGpRv2pbK7oFa6ajmO0rKmC3Yzb8rSi6YtY7LWtvYJnhsKxKaamWfJN7TO",
+	"l0aWPfDllV3xTPvNPaNunbqrZi+rG9noXK7wF78nN0iAGismWHn2xmgO4Va637UhBN2jyjWbKQkL2FSL",
+	"moYk+pfswNqfD15EqWfr2n5tVMHX4p6VskqEh8w6ApbjOOTQhQiSs4z8H2yIMNvS/zk4OiV222tFtCyh",
+	"ihxhIAgBYilgSxdU00htEarpzviSQh+riuXmjNkOsjb6C7RLI0RxTUuuOklQbh7fKVSMscqYNrsZlaSs",
+	"bh3xbcHXvADtwtzhNK+lMvosVgczF639ychY6tRKeJ5Lkju26QjUTcOjuwZDGChZ7SwD5jWjFvJ8SRQr",
+	"oW4SyF5LiuUc3fpPtledB8G6RjZzhSnusUwdX3CB1QyN6Ei7xgKeUHplDmBxxZn+rPNIlzXD/TLnsDM1",
+	"LO2VgZhqf8dEVK3NHb6DDXi4JNMFrSHh/L4bee2IPXNgd+WGPD01slpw4P1HUA7bjNTL0WS2IYuGQUWL",
+	"qeWcZFPHqu58gpXvLE6sMD1wWncLdmzQWVu/STZ6Zm61Y8uFjjVTejxirV/2yR2TkFr7e+0nlLXmRDj8",
+	"Men59ziJV4nCQ2ekZguuNOQU/v4lvBvUIdrGMBWsTACPmie+3ha08J3CFEW1MXKEs+VN3DRf9T7KXn0H",
+	"z06OsTC4G3yeiuMf8KHecgGbd/siLPDvVqZNEPJKQjxRAG7XaLyJacj6TUs+Z3AmRwBBtldkRUVjlN+m",
+	"joWCv6nliuA2vxNzae1aziket1vKIoaxsUdL8arunY0CO9+83zREiTRC8xLdQ/b4W31877Ct616GBNQm",
+	"djq0H5KuqVCmx1MXt2quHZovQyrQy1o2i2XSUOuPz6A91ZOUYR2AFOxqth9yrdA0hVq8UvOmJJevf//u",
+	"6vr15U6lKFdSs3jET2cnrt75dHRnMHHLA2ulGGKrH2K03cez66Od0tYvwJaas1NitaSgaOUdY9UxBdfg",
+	"motCrgFVGgt2KV4yGxzuS0b1A1n/khyH9Qkkd+EWX7tFlmTtydNX19NKfHHNmvpXYkzEELV1c/nQpKIy",
+	"PeXV+DXhmaE9at1gBx/V0w6yQw7BPeF4VNYy8x4Nb6/n6LUybobu3izqn8gIbWecGbHFkgSf7mPs3t4P",
+	"Mj0HS/8NTM924O/5PXsHFo4gCacvgQA3ADuI1zBoy60snSalkST7x8ehiOBEg8qIurV58T//fHL8r3/5",
+	"27OTn/8lKjLsKIPs3MEuMdWArw+uIiLbItu+dg7M1Wd6lcxwOaxZQpCLukt1tAZ3ras/cb28zquhedtE",
+	"csPUyPX5hTMMd3SXQ/PAMHh+zzrZQZ9fXSTM0iNYXG/lGjAStxKb/Gag+ZYcuvV5enL0JJld9HSU9gPO",
+	"2xLcCMVfaVkl6b1DObZJcFBoWf13JPIHrueFtdylkiYMQWgJ0GcYnafrTay+cwHFSROAJFoiSsihqwZp",
+	"Vb/vnd3wezTTHu2LkEIOLz5dXaf88Z5SJlwFbj26XDUJZeIn3vYzYbFHWbZbl4Bt//dk0EwU1zym24SF",
+	"49tIOiTERwuSmsr//1G5PYhy8fXtlqTff4X/MS6UcClaotvhpMZTXSFwy9ccHDiq1kGwIw+6sl9to9ji",
+	"7xPGf9V2vIU4w5WW9ablNbbZHYLW0F1h9rCqklUSJ7GopFXJqvFTlH+/E+a3dx//+O769XQ6nsjp8jSK",
+	"RXGZSE639W6YKBLWnZ2Y4PQpQYfJhQtHNK09nlgcSzffqVQA8K7xe8iGDTviA2gXu/C1Bwdem/NkBoSm",
+	"tI79AROP0fRekEO4U2xW8dNnT48yYhR9BZjmLu7cxqFD8h+EJHfyubGrg8xsfyKjGA9eajH9seQFOex0",
+	"mPB1JCK0O23d7xSuzYuDbBdWHAEyigR8+xwrqDHkOcMAH8Tw4bjxpBuhb/dzKctY1snQEZ1OXHNeJswk",
+	"nSL9WYsY0qMyrifmS0w2GMs6dcjcvbDjpWUVCR8iHiPSC6l4F/FR1xvn24Bwie8wjihDi/bTRMmdvGZ5",
+	"JPjuBDxarmLiU/uvqc6sEd6yg2i0qcb2wNqrzZvk0LSTEVrSepWRFRUNLc2f5dH4cfNLnTpdbq2CbR09",
+	"Nf8L4laiLi0YNWwU+I/XS9oxyobZDHvqLA8SCHBkayj4KfQ3FQLGL3KXhDiVZWBwyCPe4zZnZTCoF2Po",
+	"aV3ze1ZkW25HWds4xF2srJYXR6ysk+/z3dYucZdbZBQCVTLBCm22dMVOiUdKQQZMy5Lcqmb1sVnd+oWx",
+	"a3JK3gkz1ZJptsWu10xo8teGMxsUTQ5lbXP63dE4Cq/8OFZL20FcBoCBxTWuFRWbYCuDgylkA87iwxPv",
+	"FnTuMbMSRxO5pKbqLnVOHAOPSoM9xmXb2VFW8FlfuAQtSe8kFQB/GzDChGzun9j6AjVMrK/Sb0fm8Mp+",
+	"eEoKulGY03O009n8Gkf+4eYIqHINfjUL29VeKGCiCY590mTx9Nk3tVm8hezh8yWLFZNv4bikYFto1v3y",
+	"iYlw/Ndt/H2rWyH4WIDHiK4Slt8ZzUbe7RDJEMaH9ZG2xx3i7RQ733sn9x3wF4hKLHqBkeOQV9RznGYM",
+	"2uqtVPoD0zXPo5QHKTKLpmYezSqOPp1XzbmMBrq0bsdSLnhOS3J+8XlqeMsOmE7rpSwReQotkh4MHWKi",
+	"741cenL89ORkIrhTwVUMOvmDbIRmBWasq40yosRkmeIVV3durSMSBQx0TvPoKjK9lvUdad+Z3Os798lA",
+	"16WkxdOoxnm84qLRDAzJhN6zuu8ATy8hNPpjLF9/rhkTD2w52vD9Q8a7YqsksX1AVCAuDMntRkkrtrqW",
+	"mpYJ4KF3QmmsDLDyfYBGPVFrXrHVZ4Chj7beGfeuTTeVuZpGayC1kExw+mZSRgCZpsQUdJBhPEfpr2Bv",
+	"yp19c5TsSMQTYX8y7oB3Tl2KP14D3vtZVZWbIdDVABve3jS/WJDV3qweCrC61dw+4Kr2K7M8W1j75B6K",
+	"2e1Y9WC9lMpuC3eV7QrvJfOA96U0t9IodsA3LKV470v37Zkm+Yopc6jsspHZhlS0pitm5OE7tjk1/1EY",
+	"SD0z68Q1s7XhzIPxctl2gIMVCeM0NgS92tlxpAHroI76d0o+BlIUHCv7Pph+7lnN5w6NtaWsZDGHd5PQ",
+	"A0QC9FX5cJwEkFOivsIrPrfpVhB5ZlcCt2jy5d9ugmnunWar2PU/9RRBjGobJTkRcMxtVReCFYc/TDh+",
+	"zEOLM2N6zZwkb2vlUwtZVITnwEmwdv22VePFGD1hMwX0rdrylq7XbsZwSEf4AlTkjAiy9nM7yBEIVTul",
+	"RFuXnkqgtWgLd2wTzcxo+cNu2MSBotVF7lovN4TaaXFFbEZa3JsDuWqDi193p2ZaRO8pZoBLF0y8ie1B",
+	"jzbNEvS2pbeymacIN7hxPQqJ1q9k3IMTMtuQ33kGHatUo9lC1oO75t7pFC3lJTteUlEgtpBAHcLGF2cH",
+	"vLp/Hsf+3Y9cO3o1CCnCZunUjBYpYh4pQwUZFu0sMX5f7UnXGZx/OSdz9QQWZ0W/ZEQw/QRgf5Vc0S+5",
+	"FCL4rV6x1U33tXXnJ17d//YJr25AirjBhFxDOMFTnVc3eo35nb2f51y4PN/ekxX9cqM24mZG87tSLvzT",
+	"509yKeZPaFk+sUnZN+ZXggCCAFYqpJlcEgJptQLje2J74WcSvAdHC6UjQz5GoFbj3N+eMEe5W4dtayBd",
+	"Yhg5YiUV0RyDe87WZn/Dg4XnWKVY/qDJAsQkvACR3NeyKYvgMp9gw/gHu97lqqL1Tve7W8dpd7rZuwcr",
+	"CJXd6kn7vIuOYGe/p5LwjyK3D+9QArDwT2MX14iJEAT6z60dcyj0yO5lcIVYIbJzx+RUgGphdk7XCWnH",
+	"vZQWLoLOgp58khftQetvi3cpAkvoCF2Sw09mLFUx0S1u3OYQkkD77h78o5VaJsPV+ZXNUnvbGX+M6LZs",
+	"k1GRSfSNn6ekpho8oB1LrzJiJ4RgWZPvNhGC+euS5fcpYFUPa4ZWrZmUU8NXoOmrqPUQmwYUnp2bLWpZ",
+	"qXdRy4MdaUXzO6YVsVCRe3bxqdExE5/QD28fAHeG5oCQPGrfllNDL/ZuN+7x8dSaLnpo1ypOYRd2Ifen",
+	"Mdt8nMpc8/vRWc3y+5dcqwtWo5E0vVsAQMEFmXGNWXGYszzRHm6GN9IR7N1Deok7xNrDH57W2NRjo+xu",
+	"bncvAhoPibI9vcEhi/HB90a6uGwEmKgFrdRSJtLiFktNlH1juHBdWLtgy1m3Y6WUwMYPopdslB/FA6uo",
+	"LPLzTR7FdT63PuuCLGg9owvTbFlihutUF8ZCJrEofi9JjSs+WJtwIWvZaC6iSfw2Kqd9Z6JOsGS0OitL",
+	"mb8cAvmWc8yDNG8TJJap8zafXG1SxS7emgZn2MdMUy6MluesWejVnMooJybbx/3qzeq8amKFgFpHMWlA",
+	"x3VlsxP1OBLLLCsm3sRBwz9VzNYscr/LWp2S46dbOHlTUomHS778MoqTTEED71XsmB7DspOrUG3FpE50",
+	"EHrRE4tThADaffdecGy3jlvveKSrU7T0E/ApT7chd4kz9QXfU9U9A8gnWTIImhAhDk/fNAiQfUNuyXxJ",
+	"a5qDfqaWci2ciypf0rJkYsEIX0ESvelHbEjJNBoU1Vay2POofgUjiOs/Pr7Fgm62fSLAtossPCVumy0u",
+	"BCJcGraEVZ0UOVSMkVuLIPrE93rrukDgMtviUW/kz38bldWUWkcj7S/sE9d2o9AsG7T47Mfno24881lc",
+	"kgTSwGj2oAtyaBb9mAvFhOKa37OjnXvtnRg/hGC6MVr90GYyDBU/wWSXFx0U+NDL5sp0xcwwf/eSdjjg",
+	"1AigPpMHm2F/1xJCe1SWI4fmx+M37/+YwePj+YeL32bk7furdA24t4zWesaonlD/qwyXp1PJiVkIk/1q",
+	"OP0SqsI/flk1IMKh8Pc1oLPDa6cO8Khkyv/4gBpqYzXIAI3GrkmnwtCjFCR7WOuPUJ0serht/jNGz7dE",
+	"zZXLjHYOY1cioxGIMsiVq3Nz6rbG31Dmr1WPOe3IkkZrhXUQ8Ov7yQrG/aOWJt9CEuimvXmxLFFKrMN4",
+	"w5pifSa0e4GvWP2w9viN3HRxjKKQ5ShyiINXR16UKRsV9dKm8X7CuxNRf3aA+wlv5jHTbBJ6J2jkIurD",
+	"D4GZVnsuwN8dr+lxUZq6y9Ad/yNuYRKvqUuHHFN7IPPnG+E1BcO+dMjPv69lU8UUVPvc+4DuuIik0s1K",
+	"md8ZljIQ6cEVfEzgXRXwWXdFzmWdd9wlnYitJmbVcvlFE4nC9J+IRwAMbBXDuuhcAxUTx4YtHjsQQcMU",
+	"Afb5uNbVsbkljwF3OnjQ8jIvcBy3XA1w3HJZsPrY6IIl1R1HXnCnQPBNhKg/V4ApBI8xd9f7p1SbIeE2",
+	"skPdQ34tKYLPnqSTShM8C9babVw7+qyllam0GbOjNcrwLhXMC+JLI7V3AjqzTv4mqm+LS3hxqDiDb2hF",
+	"N2QhCV0yinG8stFIvnHqBeR8NXi8Zht/tHblPb1DHOFEjyCMJ6PErprVitYbH6hlVpVqWX8VkT7BUq+a",
+	"FQSalmVLEAQob5pcNVUOcqzV7mcWkM1wFFlnt8z7U6JmA4JzcRGy7j+KkjJUSzh3HCpuIw3DWsFHDh85",
+	"e2y3gymAtV+RxIBBL2lVMcEKswZ4kPGXr6M64nqPXGdrqNFYbgh1GxQ//nWHk+16qlWgeg5HUnaYH2g5",
+	"2hlboPDNulVN28BmQzhQdQEiL2s2bxQAS/maKVFjfyoAM3l03Iq2U8m2KbWzVBNPFM/ZJV2fh/VqU9nk",
+	"kcq24CmgCkqoxQohCR31pr0xn9mn5PB/n314f5SsbBpHoT/fGsZOhDxSq14t6bMfn0cY5duz42c/Pg+B",
+	"/eOF7lIGej+hzC+O723XbXpATskZEWw9sKNaQnlX9iIwCsyoETubCm+pEoCnM3xNZRDKquAdODm1LEv7",
+	"57pXHhOPiMM/mUgwzueJw9umnNAW/PzZ09/+No45DsLjVWJzL2Fg7XihKyEhx5jVkIAEbKvgC5t6MWZJ",
+	"/6bJMWvKu7nSEKh38OLpj1nC69TPmw4M1lraRCuXOd360j3AeyJ56/A2kg912wG54xDsgTnHJ76IFFRj",
+	"zeMKahxB7mQ8dc4fsoGMnKFDtn9Y5oQzZsMq2yXtZUz8Nz4ciX2Kbg9fWIZnzscliyOLdxPHlTZEu3Jf",
+	"4tFKVPWNSHjQE2afq1OEXS/snyixYCy/yMumYBf4OAi2nKSBQB+Y6B9ROaw1aVr4JMzOjLA1QaU3eLgS",
+	"CT72NUVgT2dcGA0FW5hqaV0wARV5oub+a75iVk4Gw7iRBP0HWHRluo8dtyct2llBDMAM8N2UmKl40cTj",
+	"DFYSIgpdNX73akZAlUG5v6rZnH/poyj0yiZOIo1LbD6pj6qd9rB/zcDZ2Eeva2myu73ZdmmWKLH5rcrc",
+	"wQsWPXrypeBamn2+iCMSf2BU9IEYHBbmrMnvmCaHcHVQuOQKru6yXrCIL9pdWI33KOKiBUPUpa7eo2kq",
+	"An+gNLh1gJrRgEWWrJzqGaN6BDoFJzP9TAyFssGiQZi1DWrbHQHis2JFsv23fLFkSrtwOSo2ISzExF5w",
+	"W87HptELy+u6p3fq6iLl7YS9tfbGLb/T1A3Gby6TkUxuzep4RNPAvAaCgLFP63If1HydaE4FKZrawSi2",
+	"RLfNLJ3vKuGng0VTCWfd1EVLoG/AxssuBMejQFm4Y2HXfh9Ei0HIiV77CD7xeGHI0EEdxiJDGgAtyx48",
+	"ypRg5JSx3Lslff2qCGsaQGQcD3KGaSgf6bzvHHp3F+0a0TvhbB2gjB6IhsPNmBoL3eeOEU62xQ36R7V/",
+	"uvosKtu6kGKX58doGeBPNg9p1GtpwwkisvHFO/L58r2tGh2YtzKkbhe9RceywuLeJNeiua/77WOD+KRt",
+	"nNSNMPIXTQRG2TZ8Vbq/PCjsB/roRP1Y2D0UQqwDrFWXzfuPGBdUYkXacXgHrsL9JfidralpFxR1maM4",
+	"g9/NIN3fcCcFz2Xd2UO1j7l5n5AWsPRjRa3Zhiw91zoNBqnAEUVLhaXHMX7OfBkEGz04ui4ZcfIStapW",
+	"07Ib1waT7ROD4i2N1n/Yhp7Y89yJM3Hljftm5/5xSPGXs0X0KvVMBo1JYN4whyQIKnLT9hGEkaDIpILz",
+	"x26ZTGufhPV0q2bNVkzUsixXcSMtWNCvG8GGjxM2n1MRwd85rKW0E6RgC4Wg/O+NoPa92qjE2QqcBq+x",
+	"yFiM5cAjLwKCY1uH/oZTHJkiNRNsTagmem24D68L5axsJZ+z/ZlN0NkVq3nUdQi/u5Jgh0v25Sg9YsKV",
+	"aljhmeQiuS/IMi5KKthUKujk+CDkbQBd/KCoVyBSb1pysbxFRCz/NnGwSNUjOQtItu5VewVFj8V+xGGO",
+	"QTyK+60XA9px9LnatPM5/VqGG9mzeSxNCcnKkL3eUkbnKpaGGSEGsE3B4Ho0x+NRQ3dtFNnRFKfqRKfs",
+	"KGDXcBBum4791UJxU1f3GcbKw9MX/j4+pACGC+NB/pERIXvkTTZMH2X2gsn81f/Id/m06ploY4O4/f3q",
+	"Z9q78QPV+ZKp84AXTrmoIEYXxkDbFD5XvDSeEjnBMe3lir6o4AUMzw+y7u0d5+aDs+xwuO1ljwXIbl9V",
+	"iWt2K+zWyQBjAbJe3nnteVYsFVUK3NiAtSH9otrSikWZTTuSWP5VlBu4sdGBYuuJRHH3MYgYduBzXcZr",
+	"qV05Fa2lC19tNTw5WK85IRu9pWoZif5vy4A75eL8LCO36MV+cetjxpfsCwkc5mZyVw0s50UzK3n+B7Z5",
+	"J+bytHNLoG/Y80fEhDg/c+BiCWmhSBRn8JuRA+vnGqB6FFbrLzew9jBeWH4EUWeOVBJ9gV8zESJhmiW3",
+	"6j7vLDJ58uTJrfeUAmPSkGTrUKJGWDZLy4ie4QCJGVlDwRR3qpMzdrG0+7PmIEO0bJeqXQBxzD6F0/FE",
+	"lvWJul3owaMYj1T/6M+YekB0entSMTZdtMroJCdOqx/tHZ4eONIHlCy7UhFGgdmREYwlVvJ7BhiMSpI5",
+	"rafCTu+C+xgMK3WKrqNVVTy+mTsxhWSqi6CHLPyJE7xr5lNnd64xYpOO7Gs7eFjwgz9yGg1O6qkiroJ5",
+	"oj5PwVUF9+DoOFHOpQBAFqpRHfl+f9GsHcjEiYXj4ZrIRg9oWx8TjMYm34R2SVCyD9lfG1piDN674gW4",
+	"95zOxWp4Jx43BlATUw6oPV2v4f1hVvuK0SKo0L5e8nxppmyWVrmJP3IhmEfaVV6wVSU1E/nmDzEwwD+w",
+	"TecSXjGjzQNzoKRmxwXyC1b4IwlCpkwFtq/olzPkPWqQ+dCylGtWOGUwuZhpjjQe39fhJHbY+yAZL/g9",
+	"Ex7DsccyIo2Bx7CYIrA7MwVCTRgxqXX+UUEYrUvDVu0mbMJAKmtHMCOiC8pFKrDBYui9jOz9ec2AddOy",
+	"y6nGWPgU2ATqFDprJn8kck7pj3+CaItwvwFd1RvC8k1edrKVL7wi+MrzvYMsUcLnjbPMXPMVKxDG5txG",
+	"4MYtv1zxWck+G6kyeQw2pHB8BbMwqXCA57IsFOH6hc+QEGytbIA5ECFXjvOap0AAdoWlIbE1V3sv8lZ4",
+	"VgtQ7MW5Dk/v3umBWtjjPV1q9Kcu88JKl3uE93fnzu3dmf2bqwuCEfDb3rZ0pVF/akeEMY/yHq00ZNEY",
+	"t+HrfVFT8+9u+OTMbO8Auv0pqYwiEdK2K/lkbV2mSc3qFRe0TFnVHxG3OwAg3026M7/GutgjpUFLUkgo",
+	"8rNn7PfkuyHFcRzmr+rANAQz+hacZspZTRzOoQyBgN5fAbrIuArSenq4qBqdGb5UNQg7bsOyftVSftVS",
+	"ftVSftVSYg4l5BCRhQc5yfJYtKZnRJYFU7Ym4042GbuY1zUVWLk2WnPqV41p/Fas6KaUtEjnReBG98FC",
+	"zY2wzX0T5NHeR7/qZzvpZ7XPkJ2+N5/wuu5ujnf+WXGTCcS5H92wXzXEXzXE/7YaYsv9/FFrb7ARcfq1",
+	"u/e3Ad6pJ0wMBMmAv+P2yRrZmqWomHoX84NBb+k611PK14z7eKxrZ6I+EXfbhFg7nez6zNB157KfArBz",
+	"YZrCuKQHI+lcPiqCjpvXPmLLLkA5htjR1d/29w3wcYLRXmmqowjGDfjmHEq9YiWkC3W3PaIqYt3KVzaP",
+	"8kMqyh5cvnBbAz+A8Epp0xDgXvZmlujSpMPiZ5vzrk6YqmcxBV1+e0mAxLzJZVOxSOUKM4g2au0r9G/l",
+	"7EMWSt1ckapmiomOKtOOaUW/DO3KeykgqmF0Y+jW1kzMj0B1wF7XZwv2IR5f5GQbqz24tRZSkw3TwWV5",
+	"Sk7aILGJY/ia59CdOr/5fWLMIqejvy/RZRo5woGeFOXYHbXMJQUkHdJxUXC6TjpmLNoYqWfGSikWimg5",
+	"GXwlaWbcZEgGqfDrtKxpoVuZ0KwXf/a1hcpJJpF1LTWLW3p6pNeGkOuOFHYPUtTYle/DtFKQPVAi1gdu",
+	"bgVskv9qoLaRvHNBRHItfKxM1ed6a1oXrLiWQ4B7EsvbdDIhdGcURs6yWd+TicgMaUpdmaDc9INQ4g0z",
+	"HtStXErKGnQeejf9nKUCeGyXWWeh7cxT+//eqVWfANgqykfOhIe9Op7T3PBKr43ZJxDoLTo5Jpl1SBRB",
+	"8k+S9QwYhT8mHR38QcZaqu6wStwv1+SWZHyfGp3LFQTQgpWS2DcfE2RHpgkCjOtckcJevo5zokJ5DJqb",
+	"1y+PlZZV+5c1s4c/WD0NtObgeRAfegw5FFF+6oc5zaHgX987yCDx4Q42IqC8fS6rX4QDK1zwwJjQkktg",
+	"E+iaCjqWgMAg4W+wjpo/dnNtc6643vp+m1WNqqxp5bBtYyf1MMJmHxR2GJ8qWuIj+aMvetepYaVBot2u",
+	"cZcq67W3u5n/YdNvkSfSTt8e7kS8uh/yoLEBo2vJVkbBOoNYrMZGuC+mlhDZuvddTa22hEsn62XTB5VI",
+	"qr57iDfDCb6ueurXS9VNLEQiAWjDHpAM9ZgZrB8xlNs8fISslan5oRHM8Qj5jZ+Xtykvnn0wfFz2WcdK",
+	"cqGjILdY9w2zMxGWBaC1LNbvnj7EPijN5LqQdpyxJfxUMXFWcYCEihd2R0QqtDRDkAFUbG5F45rUsonF",
+	"/Eyx7waFk2YlQrREREW9lEU824Tgw2EpL7at/rIivAhTxhtRyLxZGd25wImphAdSxzJUqF4SBwYd/47V",
+	"K64SaaWuJv7tl2N1nx+37952UrLhR0yziOCfwkJGi1+ZB2QuG1FkZttET8Q1fxv+h63fwOQPsoNwRfyP",
+	"7qVgOu2PfuFvsEi7/Xkli6Zk44zC7rdd46wnlXV6dLMdFqlCGk+BuJ0DIB5XjiSdLYDmugXJq9mCKzCq",
+	"BKSxDZVnPpqcQe4A1Ox38Yp33wzRDKBOBC0vzfTO49DtrTljaz3M8WE1uf3etfP9bWYjQWjNCPsCsHVB",
+	"abvcL/vDand/EoyYR2BH3mZONsvNkovCY2R+unC/7Iqht8U3I94RP47RhWxFb18LLKCHKQ4knMdoRzA3",
+	"hxoQMN1JXqUdSaKCXLvgpOyM+tY7S33st976doYYJeXeOg2VR//U6JnhlH9is6WUd+dU01IuXt8nUSeU",
+	"pqKgdUHYfRTcO56wDg1CxnpGqCKA4MyF2ZuSiu8UNpaorCObOmcpxOR7VsqKfacIvmaL5SPeKlftILeB",
+	"2mu+WMRxXsA+BVmS4De5nwZAjIm5rlk/7gmL7izr8QWH/r1AYtYL8zmtd9ycaEC8wWTXZPRnrMrUp6tr",
+	"RVbUCMMQ/pmhwxD9Us5eSGqm66n1K8YMd2bgPownCCHalX+DycwC+0fkUrO4rCDKIv8fUk1WUmny49Nn",
+	"QVXCAEfDyKhY789JIBjdp5o8T5V8go1JGZdx17h2sx1oIg6//TEo0ZemYj7JYuZWPIkAYWM9xvEfDMm4",
+	"YKIu4AWqg1bM3xN5yShIWlcpyBAQhLuB4DAoDB/rqp32R5KbZdwk0NMSIwpj+diX0cWh5E+Uay4Wl+ag",
+	"BFFqihSNg8PgwjpFIHFAPSzwatTa0WMs3t6hmpkffopyDYfZ9vFF6q4W0096iNJgsV52OvA9Xos1WLtz",
+	"ac9jeKyylv1t0Zdby65Vs51Xj8v0iaF/cnZg9OPROf5iLHxk6i+w7JVoxaFHDd9pJ+2tvPYW3MmOkLpm",
+	"pwf4tGu5ciEG3Q35BsE+vVmAJGXFtPjqdSU0kuO7Hkh5m45SxX9QaJvTFS85U/suO7SSAFrurY4dyNRV",
+	"SJQEO8Mhgx0M5co2/Gm2ASlqzcsip3VkLTpNJTNSbAdcETpLpjpA1/Etwu87cu8+S9uR1iNULRKFPVYr",
+	"KSyYdlvE2Izo/2PvfZjjtrF9wa+CUt0tS7NsWXYST8aqV28V2Y79xrH1JHly987kuSESrcYTG2AIUO3O",
+	"VKr20+wH20+yhXMOQLAbZLNl2XFmcm9VRm6S+H8Ozt/fSU7EL1Z6KlNs5/BPU1plTWWt8F+GpEk8i9s6",
+	"S8vUcafRcMISjzgvF72ASNe1uHb3UUAgC5eW48DoZ2lp3uOJdNEn+/Csz1wLyequACDELQGXu//N53I8",
+	"bq9/vaeDE3qMUxjZZjvJIT4YLYVUTPB83pcKGdyRQ9kWbVUnASqXW1xZowwCHv6edemJD/N1GoY7RSMS",
+	"OCtqxvMbpZelKK4pJ5Q9/vBhZHe+zZQPK+qPzBAgO0tHePq6Hg8yTa7ewQ4Aw8dLOmSCmvPGgJTO29gP",
+	"gOMEfc4twmLkCLxnenAIKAIzC0ifecnlYvSuxeLzqE6onIqsITU1rlG/630cOd3bvYzP0droIs97wt3e",
+	"sp8QCV+/VZdzadJQwXEmTPuFzwhKMBq2D0oPgIoe9MGGO/Wh2J31AKejr0eyjBlXurHn4lb2lEmAGiE1",
+	"PYfKRprMpBDI4Xj0B0jcvhJCsRlXiiLxrU7zrp4TJNWLUl7PbZ+NI6K6fg4+JrVLfLBwEIbB/dyhHKET",
+	"pqNfd9IG0b8GRlqbjFqhEGC5WA/MPWvBeJNDvb8xAsra6EPi/QWD2zOGtOMreI0s1i/QzuW3tqjdTe+h",
+	"7OgEblDF+gKMkVYi1TYl33ZEFMY9kF3GalFwkHP30SSIof95LWyq5kZZ6qXTh/sZE1dsbm3FhCrAtwoS",
+	"LyZIprmPX9dB+ti43dEYEE4cpGDB7n0EsO4IQ2QYxx2NkPTZrjmFrtt09vco3QPtM8aHPSZSrOGkD982",
+	"0AjJQAnre+c+wa1PS/9ejHpg2Lvz1zvrQagVmFxXImPKLXopqXpQ0Ie2FPXN9ubcXMAZHzjHRAUA+igs",
+	"2+flkq/QFUawkYZ7gfngOKIbJq0R5ay1stfCNrXqO//j7LG9J2AwSdk/ATtLYAFtnrI0DIWTsZfZVrtz",
+	"7zhxbd6NMAHSKjoqcwuva0L21/YuFBeMn93ekFm4xmN9wfv78WnE9JNBT65L3djeKDBwP/vkcO+NCVpE",
+	"zssyc2KGwe9HbsEYIyqQaseAuuOiUSdj2FSnm4ETkLLHJpX1wD1avhQ4QhbdQBvrv56C6k21LbFvnsJk",
+	"oiqErcZG3XY5OtfVjtdy2oR7GRu9gwA7Ni4TPrhjzNSQBHHnOM2BRu9asXFDdPE3o64Z7cxWSYXKbqZ7",
+	"gAqZ63JLFpfJKKGUoC6hWyUsAtZq1bFIRTx952s5I02n621MFRy9v8v72CmQ/KoEkZ78xACYgzrebCZy",
+	"ix4oc8h+RBErjBk/BdhvsfQ2U68f/tyIhlietKFos66Eio1BUOZ03wZTvZNJZVmya43X6Qoi6xYi4EdI",
+	"45XNIeCG0dIHvzK6bKyAfQdhhO3DEcBikmCB8afoIAvp/HlggCZzM4V8zJr0olnNrz1wflzh8+jrb7fW",
+	"iu2Tep4DgLEI4RDGdYQmVLeXqJNJxaaHf5pG4UNo6D1mpbjm+YoZxW/E+5wbwRxhUku4Y0khKhr+o8fb",
+	"R7/gH17hp4+OsBys/2eidP/OMkvGHk0eHR2Ti50sVVhD1OoFtzInG5VQBRpgOyasBgpH9MUkhDq2j+I6",
+	"to/uLgBlrFHy50YwvtBUtq3qt6LA3B5/20/3Y5bfBHGWq9Xb2d7Tv2/qgPhOxh49Afjvtf6i9p/8mm0c",
+	"wkVlVxkDk0wBZm9VrjJ2I0RlOlVysZO1GRz9+tM61335w8mpF/X0bHNMGfP3jesUWf5x1D9XFHXhRLgr",
+	"47rGQJ6+IeGpAHaFL6JACQll7LnK6xXCAEJAL769Kb7HNP3Nk08kEz6efHU0KBWGA/tVfGAfb7VvkLw1",
+	"LGENSlUjrvxLYexdr/r2MoixDEfGTl+KDzZkH3LDCm75Ib3tqbPtYNTdOjr4wWpo+rg9tAj4guGmMseO",
+	"Q1RehpbTnxsnRWuKzbJzJgu87BA3yT9Btz5Fam2t4Dxuf/rTfqM98Dd3HAy07vvEJ+k0PJ8c3HLxtiK5",
+	"VPHkIiDC8UFTr0J5FapiusQZHnZ3eZcQqhNU8hPtpZXaHYJjZFiHkMA8rCK1wSnRKvcFscB0eqnzw0B0",
+	"JpnUhbL16hiIxg01mAU5mMKHYkrcJ7tBWsFoJqYSuZzJnM2kKAuDElbbcdsJ1eTghk3/fv782cnp5fNn",
+	"P02TkBe9ZwUDE2QBcS1XYC2sNdbNQQw3lXJ9Ng3oqfcfhNeXUtOBBFgGYCxyhdfyWqpe+DSdw4VXnNh3",
+	"Nh9p2ceGdzWpDFe6PuO1cSLpbTec3wfeZv5eLlej44r6AnrfwoqsTeb66vG3j759lLHa5lSeMqN621Jd",
+	"ZwQDmeHBb1QxITKfODJPg0JaXl8Le7GF2l+AVbBlPhk6TyC8Ps0EyH4N+KSoArVPr1axrfNwZ/CvjfLf",
+	"yVi37qEJKx2l+AJ59yzBFoazPWit9en9G8Wq0Vb7Sv44hfXU5PEmnA+9wTxbQ9RoJHQXtxvxuWLUPoCT",
+	"bEga0R7zYIYKHGyyCpdWOqFgKC7llY0jJFuNzDs3g2XhvuMFt8d+30EkkD11hs94Le1qMK0LV329alQF",
+	"H2LuVSKFay7yG9OXCIlPjz1IC/6TrClgwlGQ43SGj3dNK4I+Tl2bqdWl8Y+DgwiZZW0BohTOdMVrUfR7",
+	"oSkoLrihuY0CFTA2bM7N3Oc6+wZHxid8vsQ2gslNXOSinuBDVgDYuNtbBBzb3FWEI989WwxP6g/QDUGa",
+	"J7YXj1S/jRMjBuHE0fEbUT6vPTPr6VMbmx9GkHka6Ke6zlxS0pEjMFpQn3jtyQ+XO2HOrqpSDh3G11jX",
+	"1XQjI+iztqRZCnixD4qOW37FjXjlfnJjHmIh07Pzk+9/OGE/NzK/eQ9LNO322knThReeUQdgAuel2Q3H",
+	"ZpOq29mlEF7yOYpOQ1ZyOuyJErWRfXmL9IuxKfjSugicXv8+mddxkHS1v4vAXFg+51KRQavTC2uR8OEo",
+	"h0NxuPcRBbG3LXVfmn27AXGp63URdf2Ux4uQOpBJGhzIIn+L6O/0nGF8CkgAtS5JCbT6RiiIMgVbUsLm",
+	"kXMrrpNoCqf0BC0bbUdtXky3FgGaGZiumRF546b0MUEebX9gX+yp6k5K6yBLDi2BktBjRQzL0B3g8J6k",
+	"NYKTstzYl93coKmPx10/7XG5s89zbb0S0Vfr4+tktG5CGsBBvK45IC1YHZ3Ok7NXdEKfwqYDAmLcPDmI",
+	"Zp1M6QeG8cbOHcPM0QZQN6UwGQn+sma6LkR9yL4TRhLwnhEZm/5pCve5L7AddZSxqWsSns9FiXBvahX3",
+	"4wQsXpbAUAs2xZznKVtw8J22ad3gF7SacaXVaqEbQ5+ZY2YhStnOayGC2wTWBUw4uNVo16eHpTSu37mo",
+	"O/gNZM+7lWLpmAr+K9dqJq/TPy64QpWm+3PNlxuPSn1t1hqBn5LvFXqpCPiMfgYktvV3LTc3643ib+KD",
+	"yBFnwjcbENLXxhB+X2+8qa5rXqy/738NbwPGk38J/xGe5XOulCjD4/Dvti9bC75o50D/3HhelRw5yK3M",
+	"2+78P8Pr/ocWi8j/Ynl5AxcM2XdCG9EvoZnoN+o4+iXam/hXUQpcb8+ikf7CzNZ+bmfoH6Autf460HTP",
+	"r5tt1NZUmy+7HzffbYyoN1vGX9sFlcatwGTJyzKsevxbu2Y27/4jsdTdX/3Sdn8Ny5sKpTor+eqK5zev",
+	"BTciXcFLiSVSPb2KjCAhKpNb/3l/PZaXkOqmgvugdL3eMZRzexD1rnnqqjjvASQEMHqFYJM0aPh71wLF",
+	"z9upBx9pKcH8UetG7axBwlDGCenw6igbO7zZ70d1dxKNuRK11AXep1crOiol2XYKDReDArO8EqPBh+OC",
+	"6j0gmlQOG65HMJsaEil5X5V/JZYnM5uGkMBLEN7JMEeQ/fno/2BSkRvwTjsDzfUgk5z7ddqpkFctcK7j",
+	"ttu/fQxybylvBRrF6cIAh4yuKZ4WTzQAyuL1wEqdQwDH9J+dDfn14T9v3b3568N/8qr69eE/8fVXxa9T",
+	"7IhcABPPKzIKLEUZSfYWZ4Gx/jWJkBfkbByla7mDBFdiwGhgeJOZBG0nb+xkIeprMcG6a3vZ3vrokhyR",
+	"TlT65L87f20o4WWVsUb5+EvKcsIxPsDyKeNFYRrOBboAElaYnljaE4ylxSh8aRkvFtIaGBxIcciJMVvo",
+	"XNzqG4EC20wqXsZreOLDbumLvWyP3t8OjeV50No+dg5sOn2/W0okkGiWuEk6BLXGototS+oItLhntbY6",
+	"12VSS/A3W0UvoYzvMcbMAzadW1tNZuXtNPN/L6qvUV+YzkszxcCCqZMMphnTTc28VxbOxt9en8ILb/52",
+	"zoye2aXbhv3zyzNEcbk8PXPU+O7Z2TH47d+dv+7UlzSOiU7Nbf7eyvxG2IBg1dbLJ55Itl9u2bPnF6fn",
+	"r7577qR43VzP24bcdCEWDfSQquQ5mDDOLy/O4iC7A5rTUlzVNqdZ/fjy+Vm7XvuQJ8kVu3h2xvRs5pgy",
+	"Ms13568zynWMx50YRLBet6lEDwx7rUlh8moQsRCr2bPnr59fPj9m0pgGTGzeIMpDuVFUxiQ6Ff0h91u4",
+	"l+2FHXR/lwZkJlPtZXs410FJ6aLPJaoEW/KV5w6M98lJV06fFfUbDjTXaxej15CcAUWb4iA5+x/8ll/A",
+	"J0TrbP/l6wu3mRd8xmuZsZeXl2eT2Q9nX7sfT+e1XshmMbnicFNTw8cUZgXvvnj9N3cC3RnoSVZ0GoBQ",
+	"Nl3/Ee9lG1UzxZ3sml2mt7IQ+uEHICR44vckeS/Mk8GkL/UyrDEFuS6p/qn4UIkeuLoqIv8xvDiwi1+z",
+	"vaZOcQ0fxOpoNRhcW0rM2vKfMQEcQ1UNKFUXgozcBnLDpNlu1wvTwFF1dyVbO1q0gkmuiOC657rsOclU",
+	"phMsICEcifLuyX06lE0/bO6FRqUJBeGUXh5TpuwEyJnsLrXPLUMip1XGFz8m/hv6L3QPjOaouG4/BR8X",
+	"LaNFeQA4jYC3u459Hg0Vp/FWlasRPVGacbsIuVZGKNOYweWok/vrdp3w3WLqJBXfSUdKZKzmMzu51RaO",
+	"MgVqtAmVGTOymhh5rXhZUgw2Isr7IMfthxlGF4dCRkuStalA24yc53xmn0l+rbSxMk8WWPJrFYAjhg4w",
+	"2sJfqUJ8SEja7ucOohXEbwWHD1E1drTg+VyOLpiT68VC2tH94utWFDiCkZ24T0+1sjy3yYJRsiyl2QDR",
+	"pg7hsxZ6FLfrmB1tUubIkbzW16PnW+rrnWd6oXhl5np4UXMd4n5CZ4Y+HNsXTHwAqnld6/dLF7nmlKZf",
+	"HVvpL7CjmsWZSHqN10u63GqIzCEv8y7Or60k1GUcr3HYumYvIMS0xxdoRb3ox49vGZp77y6xMF7FgH7W",
+	"zleXurIukafOSrSn0Zqv00+SHQleSCWMwZCJAd8tRqDT2ygGJ0JqBgqJ+WJW4XSBG14qtojIeOQR3gUZ",
+	"G4G3B91c/bGZYZ6bcZQ3wzdhHGVwzMyNrKo22iWHkm2hUlGPCxm/GdPNkmM6Vt2oGPAmqBg+D6tbFqcv",
+	"4oFcd/pmrx1EFu/tMFp0OFPjYoraQ8XzXFSWOz7ec77g5y3BLrTENVc722p74pZeqULeyqLh5ToFjPcg",
+	"rhFaClNrdAhDWwnMTbKdc19QQ7HaFhLjBcMdQ2Ow7SgKtN2fwQiYczB/vZCl+M4JaGnYfCfYz2TpBFQK",
+	"7xtbNvXH+QqoYV9p+57g2oPF7b1r8/21dlIjyIDvG8VvuYSYWf8TVaB5j5Vc09G+rp2+QL1Q26bPiug+",
+	"vhgDuHnux/0ifDFc9Y5btnRX1LLW6hqvvkroquypRIYwtMM8ZiZRfVBtQkY7wQDSteWs0HK1XY44GHdL",
+	"EMJGRAHjBgOoEwS1OkZUMVlgSUxQGUEZKkQlVAGx5onCdDDuxAo9mjw6OnKc1UqVW1qktcqww2k4u6RD",
+	"Jldz5CKm42bPRA3WZ09dBuFBr9w3YGvzlwd6/TfjLKBd0xs/s0EEI/nkJmvYGnJBI+lfjLOSJ/FulkLc",
+	"OA3eE1mAJVi/dsAP8arPxeQd2wzqfLi2zG5IIyPL0kVl8cfdaNstDJhtcGfIl+6EN2WYj4ACcQ+G87kg",
+	"XWL/3btXzw68ckLsabCCiBGQfN3rNHSHj5VAtj41LXJQj9NM3Ib8l1aJub86eXOCHt9foA4MpaaVugel",
+	"fhuSh+yCa4w/G3j20wea6CKMagfSdaR2UertxXVofwO+R1iy2MgSUV4YcR+s8jD5P7/lZdNbs9Cj+WCV",
+	"Y16Wpq0iMK4YLiRFuq//d1PcAUul4ANbUXDQ9mvxkbhMrQkwY0ZTVgObbyPiubSDHCBaL3di2P6yv2Os",
+	"m2N7zPalznnpJPmB9e2mhP6CqLtkvNazmRFgNt2Np1wOYhK50zxs84FpRyvx0VzisjvDEbZ2T01Q6dft",
+	"WMdWGdYVT1rU9TDVpCMxzzv3pckYL0sGVV5FyH0ak6VFebQfn4sFxQeDRWkXcNotoDnsagXG5zswwR1S",
+	"rRA8MyCBk8xtR1onPz7Lao1z75qPT7fFUqpiI2U73HTHjPs3KKl2IQslr+cggNilbm+b9cThFHYrX3na",
+	"c73HntOFVnTEG2Hwr6UolP/bzpua/pzVEv8w3DY1/dnA1z+lQ64SbJCX5SQvdX7DhNMzX758+sMPvsaH",
+	"5bX1mD2Pv356dHSIRbmsqN23/+vvR5PHP/39aPKXn57+/WjyDf75Hz34ZClLStQ7dQb937GbtYNECxIq",
+	"8hYDZ6fPz/zjXLfFlMHnHRJsF1w1vGT7MQSLrtkVz2+EKg4yAG1h+z4GyP0L+zoAZBvi1mHXoTXH/xqr",
+	"95DTJ3exo1CnYwgj9ZHte6weUbAfzr4+OGSvQeO79rB94kOljWDVfGVkzktAaDDHbIoaWhsZjcHItZiJ",
+	"Wqg87cpJDKeqSorGTuefefloUDGh2AYKlwrXvRMDItQkrcSDtAyal9qIoXBDzNy+lpCjpEGrtmzfWwwz",
+	"ZuQvImO25vmNyZixuqpABoEBTSA6MWO1qLg7ewc9mXaFyHsyNbHhBwzf2U31wsjdraqX0TM7cQdvzuti",
+	"Qh/tIN4NGMYxHMG/cUeLuFBFWm6KWASKT9aQ6x9AkHYUU4eMXmSskwXpZBnL3bFT7g51vdIB8SdOV0IR",
+	"GKD7stdMls6WiDpE53AbcOIosN/olpQf3K9u4a9WVoxd8Y804c1qvkgF7r2A39k+RJ9g1kJTSE2FT82B",
+	"W7q5LovxCNaF+NDHnl+6+xoPOLznyBDCnPY58wW3YZmB5yKBsn1PqGsbi5ceZ3nNzTxNxNTJICylLzIM",
+	"nn0/LHJcjE1VHQzLvVwPQwM9CNa06x8ZkV4YiGmujQ0++oQR3h2BZ0lv5bvLU1aQpx8uW0fHG5NNGzIg",
+	"zKzfCO2l9BDSurX4EgYnvtQp79Zly+ThjKAHAnw8xPC1eo+dvl9UXx8c9goy4zgV2V4A64ABueyO6ooB",
+	"v6ncSLwK09b5W18xe63yqKytE1kgGWer+BQM3t3jGHlLsBvw7+5Fg43YXsSz4qVr2f2aW67lSZ0z19nX",
+	"LkuIabJfvCPmtR2poyM8fYmVpe4XowNmGYBVkRPshs3RFUfHq4wvwLeRUBnNZ9UZO7daTwYyuBXWpGoj",
+	"BPv++SV7yCv58Pbxw8CrHoI/abLQhSg7AbFx5YwLPbPPhP+X/2tQ2r8QPdm+J14s5t1LQRpSXCDdwrVy",
+	"TyI7yBjJ4yRrBssO4vLYOKy7KQDSjBX90RPa1z64oumdTgAUUC/kLFtd9Upjpu9g+2s/1FulK2yHcKrn",
+	"da3rrepKLWaQEaRrhs7eDA2ZCHged3s/YsamofW+pYxW1tvOd9okjuCs+26V1uKpNifc8xyLca0q8VT2",
+	"qGu7OFmCgeDYY3T6DBXcpAcA8W6pYvuYuLB+wch7j9ojFTxInA6tl2PdyQUtxRAgaNoQSxfzCBUSX7sD",
+	"KP2oC4Q4XFuSE7Xs7aOC1z69ULXdkeVDXu/mz7oXoa09OZtyW6+4ZjoSVxCsYpKKD0kXNR7ZoL8WBm9a",
+	"2uGxUlgk+f/rS2LxRHcTvLxkMF72oi++DPGrQ/bbJbBYHbyDFHbuz/ReNAQnkSEXacuYDQtjrvUfMN68",
+	"txh8NyR912Kafr7hKN9IVaSzVpwKJK1M7fRliI4P7QExeB/fyIhSH2mBv171pHJgAef09d8Wdw6H+y7l",
+	"RWlZBfnHRg4fDxHkRnO0Zp+cvQK41V6DiRX1QqrUknayRcKSrsB/vEt0arccSOgvRSsbZF1zZcC9ZZIo",
+	"M4C6jfePIauMFQNrP6v1om/VsIpOeo1030cggaS/qeX1dToznFsGgb89e7JunXBjhjG0jW5fuzFb4Ykp",
+	"HOjugg8zM2AMjutsNWnFDCJxvfkn/eFpwBDCZcn225xs4o9R0CgEyh3c4W6JGd221QxDTi/RQt+Kwmf6",
+	"nQsji0acOgppqrvGSWJ8n9UM/Rmsxk5CZjGrsZuUV7ZenTeqUzYlheH8VpUrinYHICKxMsFSD53S7blI",
+	"x4P4+hUJl7mvbGE1y93rFN0JRRyukF/D2H054mCopMyZhbwmh0tAsWzDNrcUsRiqWlH3uMnQfdbaQchN",
+	"Dp0zW3NZprDmB0eykW5JixUGcYeDlI4VbSP223XN8ROnORf1itWNSkKsCiuKv4rVYAoQHAt6F5AeQFVe",
+	"6qYs3F7SE1TMo77GwBNGxzR9C0mDFQPjhnc5iGBlca8B3dCh9FlnsnZzQwLYRTSFFe4pbe52d7eSl0ho",
+	"Wh13srrCW+iZ32Vd1wMFcJGzznZn3fM4UKMSEEYu57IuznhtVx2Qn4/mbIDEgIF8iAIQoGW6J3UYR+aN",
+	"WK7jyLQl2WhZPZoPmSrQvKYx63G4PseTo7hAx5Oj5IInli06JRsjdnvAGgWpbiowQYuCoDQBqlFpVmp1",
+	"7V5bptTEG7HqAYZZI1/sCyJ/sG77OALFl5PjjxralJXBG5rmKxeY6JccVQqaljyriL8blPZdogiSjHgv",
+	"axcvfeytUG7Ip/1IkcRiAdvdJ+FB7QUPq3gn3MnNbOqlU2QnVF4DrbZO/5tzE35Nh56W8lpelWLrERHK",
+	"BnwQf3Egf0eZY+RpuRGiAtyVfojb59TTsnaUp8iaB2e+Bbyt3fGoxibMonunN+msW/7YLwmlWncL0FLJ",
+	"Y4iH9e+RqdPvG1StVhpcoMbyRWU+tojzrhWSkxM5Zkc9JZsHaFuXMk8CAtPJZ/hGSLb0SyAVW/ZYydfB",
+	"mVt4Uept/VBG27exIKkDNYpU++SkZ3TTgjZ7f8Tag/cKl+1o0kvFLI284DsgrlGvPWsla/FDazu92xV+",
+	"5k6lWGLYiWtxzT+XSNTSIcRlqI4jjg+g9JnTQ67n7KrU+Q3A2vnoPMPEB2nsMclw5OBCkI+cyvP3CooA",
+	"dzhKMfK47OgYcuNaQOoeMMZCH5P0Bs30YGbcWduIilCBmOR6H1HtKi2J3ApeiuKkkpf6Rqi0kBzQp50K",
+	"4T6AgMgAVbu5oba/rZljp/Ccmg0mapC8AcOm4vb9tMfwciPUuFTbMLRhNuRbpLbThNELX1NryDwFUi+w",
+	"mvFsE6wYhTcA6IRgpQRWUyNL+0qNw4KBl5lUx/jXRCoCssm5Uhp0aI8Xp+uYeSTAlvqz19oSBBrEjLWS",
+	"6PHFiJ5oyGIP0akcUtPWRnj3+3AHwB1MijtmC75ySwHZZTuYTN9hZUcVJbq5ZtNJKWGn09UVNo4BDREQ",
+	"u3aMdnUfjsRk7BvugB9vc7c3y0uvbTkgFwgEgxt2+G3dXUcaW29DpJ8Q8RdGm8HJA0XdsRFvckA83Dtc",
+	"mbTQPdWrPaV2Nz+ewk5JbrovNOukLFuaGQuTHj4YZ6zQpbg7KPq5rc50bXsAfR1zPL88Y3BLRrifbTBE",
+	"QqQal0oLre0SwC1rkacZB9XlBE6FI+N1LW/JYdqGMWTMCFVEr0kLv3QAQqkxwGRWaTfaAGQvzJAr1qha",
+	"4Aw9ADB+E8DRYEVBJcpLLhe7rMRdYHxHh7r80Ia56KXyrlU32jTrTOKLXPquC/bu2dnDy9Oz0MIYz3VT",
+	"V9qIoRoKtHhQkTtWoz1kaylv+yJ0SrRq9adSSDuA1ux3ddvpDrsP4jNtceC8UKMbAMvuzmyNqRPVAy8u",
+	"zk8J2LCtJ+OWaw08yg5gRhnLbZNgTcAjWl+cJ5iAvObnHLBa09SzNXwl7DBhmo4eei/UbAj4heMa85L2",
+	"tNGKbsSVNGYQhzYch/WztY3ZngDiZZp2uiw38xaKTqxfW6J16QP34Tngp5ANw7Y5BE4sJx0EC7rLsL5s",
+	"Sm1erioxBSebVoKKUw/ePPHd8Ws2/PIbXYhT7OcEYIZEsffrT2uL0pPt2lmOUIxp6BLazt562dkP/EOq",
+	"bpOxOAYvnTlZaSxDc61KlYrBq9eadSN7YOAA7NJDWpaAJTV3rFm4trlb/NAxgbmptkuZjZM97makQJbE",
+	"2awWEdWE6kd+rx+YdjXX/GPbpQoo+6OKHWWE9MV4wkI13Y3DdOx9FaySAMqMs+oDw2+dF99889U3cUH8",
+	"o8dff/S1mihhva2y/W730VoHXz2+j5tiXOl3W/a6mfA8lXIm3DV83FmVcI0H1Qlgukwk6x2yZ2grYl9h",
+	"qnH/rn375OuO0+nRUWrPHKvuDJYMWo++yTZC4hCF02rk77P4zsA7wd0YcB1QTAyBLgejzcAVsz9NsO/p",
+	"AZPKWMGLFqXFNKU9ZkfUNCCLa0q2HXK/RQtxtN3bmbi9B9jLub+W7+bIRPGdq7VLOQXHNChTylYoHHVM",
+	"/9j6Xr+rNdVJY+enAXy+T3HtINQzjLWunRwuLdk8MOkQC/sbs0wmmcy5OaOHQ8g1vgG3076fuGG3TKKc",
+	"gY0N+q6FbWrVZ9PbktyQqqsYpTpgugmsAP2C2I7Gu8ppUfoQC8tEPN0zee3ECHgKzXSaV0o3YLiXGEme",
+	"z3lZCnUt2hSSLd2OsWtF2xnbMnWNhq5aQH2CncF/qOtU6kV7ytBo1dultF1d1A0XoXw5wNXqsq1LoGHX",
+	"uOpa35MGtR7zphF1x7jZLkzGGrR9VqLe8NgMa0zrAfehf38msg4xdOPo2zX8aRTR9hvM1ktL4MJDrPd6",
+	"oPdYk1rU2g4S8Aaf+QgzG7Z1Cd7PbTFeVhhLFbTX1iKRAlde61raeT/Bhjeg9FIsx/7w7Ju9bO/i5cnk",
+	"8TdPkmIsb+xc1/IXiKx5CRjHPQtM2YFsSr0eHh5O2Un8OZsj8jM6jND9Mav1ggKjHcdsmaU7vOcvTtnj",
+	"J4/+jBVpXpyyPz959OQ45N8zDrVVM2Kn60w8YfJSqRR8PO8MnqIOhsOkeyxjQgbfjVM7r+WtUF4ln9XC",
+	"zJ38XuhFb3rSVqTilsVQTW6E0DM2w6NPECY0sNyH5eESQkkL7sF7vXhKQLDpu+VnnQhY+p8NL6WFWICq",
+	"1hZFLDgyxxgzAVHrnYGQ/UBp9jPmGPqDpRBGzp2e5LEac8OkGJtpPanhfukrlOsuxy2YbHR31WJCy9XZ",
+	"fxPoz1+qsPCACOHXelTAvL6JGCiewiyiW9yPNK1FM+ljKxcLfSMcX/kIxNYLqotmNTOuuYk7fJu8JrDN",
+	"RJIGtpDBsYVkwgZqGyOi3048N0zIz6WD0/p4J5hW7HTs0qX5MniIkTc7roQz/SiA1suAim7uujIw1I/C",
+	"ZU2t9I7AY548YEW2HZ6ds3U1nCW4Io6J+0JFE7ER2RkpU48ef5vS+eVC6KY/GfY7KNrn8czmTlRzfR/7",
+	"2A/2aIs6/1VHl09CDdZcmR44dreIUAmBhbeOEX0LI4fePTsDtoPohhBFazW7PD3r2OERd8vmjpc0RZVk",
+	"vMniRLU11dOHD8FXYU1l3N9QkSuWwUisdyIhk2qmmZxFJRWZEgIVqcW6dnv09bcd49G326RQN8YRJzZN",
+	"rJh75g+me5tOkdvhhPTUFFKf6kIkbFcnJ6cZOzv94QT++84tz9uq8Xn70dzn7qpwDR3uijz1Ui8h+jdc",
+	"+MxqfdPVW3SD9dipYURZBDdkf349IGFiMr03VhV9QOhVHwYSqylXzTRONNNeyELgJAIvrWt5u+687B3x",
+	"XMjreaoQqy6gGrR7ej+VP3ty/7kKK72zpMbZjVghCg7NGkQRuRA91SNsD0C8qEW731gkdj/XSoncZiFD",
+	"MWNG2KbKqHakrlmhlUin+rsxXGpwJsDGbS3VE0ndvLVC0/kjFas2Nkx45PYOsDgAj/WPqeKrKCWW0sGN",
+	"2m8KyGWxeZWeZpJ3XdLARQGl1Xxq05q+tykfykL00f3Lx0++dgN5+fjJN8mPl7JwjCx9iuHhqEOcYHu+",
+	"5oel6s8t60gyxEZdQFXwS25uPj5RowGthuInGWdYcZxZbhKFQFJhlskeNuIs4ahxcxNFWcKHWLWM7JdO",
+	"Wr7vgMuPTe8ayulqlCPCwbpi9A4r2pe8JzNdWuxaKFFvtYjFzUECRa7LEt0tOxrBrvXfMCdls7fv4XjA",
+	"8Clv5TDdwoJ/qGqdmv7ffPTp929/OPnPs/O3pxcjWf21rnVj07mkbVxZ+9boG2RBgd+DYjdO+wd8eYcq",
+	"MVHFuM1rphLqhSzFM2pBbynQVQmFsE1F+0HA4Mc6Gsds8qgVTKqSW7cEULaQQjrRjzX2fq35zG5dm7VS",
+	"eoh5Um9FTIGsh86Hfe7kmATiA9o5ap0Tkl7csNs0MT/QAVr+IRyPXlLANiEiRsJEEjScn/HGiEttefkm",
+	"pQkC3NQ1r6/4dSBdiDXFElKEt6640rvBkV7nZ6LORSoW8/vN3iyvrwWot+4T93D/+7ffnx60p8oXsBp5",
+	"fOaCVydlqfPv0mBb8DPYwEsoHg7iH68YbsPYSbpPLlZmWx/QMm2WvrJcKlG0MhBiH0NKO1x4I/tWzeL7",
+	"fIhqvUW0SG1vvsrL0UCnpneKeHyu/ETvd45rRLm2pWurH43Sr022fvrjUzlAeWdJCRJQAzRCmsH/QtBE",
+	"m0NxtWKcLXTRlClo56Kok1WWvpOqYPTUx5npmk2PDuH/sewwL0vmVqWe8fxjqsDi6KJaDD01GKSxQrmG",
+	"hwtKUFwCz23Dy3LFrryKm3Imbi/Xt+m9unKLA1pmGn4NppNQNXCaPlvChNF2e+CVxLKxVPMroyjdydza",
+	"KgNLBJSNdX+CYoDVtncIQ3UHiaoShBi6WSfkiu8cx/U8hUHfiQ7jPpxH/NzwEopPuyeY5G2kui7FTtGw",
+	"vZXoL4M+5d+JzUFDdqB1tx9uZBbXi/YUE2Im/eQ7VS3CSd1SkLAl7LTXzz0xHVrGqG2sWILj2yIt34dc",
+	"lvYfnvthVTBKroqIAe1gwI242+h4un6HIrYG+CYv+EKmCgmdKMiys2wGL0AAhBDKh2GRGDNBJJcfxdWF",
+	"zm9EwnLbpkgMpscoIYoA1wmhc0Bw0PcDg0Pp08aNvCq3lAHPqXR05C3z0RvcRtlaaQ64lGWR87oPOb0z",
+	"SHCsG0h+4j5x33+/3YkeeopzS/baSW7dzZovxF9lis9ARUawQMW180fv45bsK9IdsAOAZ1RRwXzZibLr",
+	"yXPqVfpA6XdjphGFlONgX/J8ay7KUrt/u50Av5lZqXw7E7NY035r+e9opX/ouxXdOv+Pi7dvmBUfPPL1",
+	"roudN7VJmWffVhyCMzTiMbH96fnzv726ePX2zeGrN8+e/+fhxfP/OT2Aa4Mb487gz42oVwzbQ+oyzUKw",
+	"Gkq3RNn1YSk3pZNbUgSG+NNz99JzdStKXYnhm+etYrBNmddAEazIQ1rsm9v8sLNQh7ePDvpCjZLWnLeK",
+	"4cZnbEl4sYSdW4sIxjPRnlubYmjIcW0sajPXykrVkKji7hjCaXErnrvdd5J0nz1qZHJ/S1u1mJU7aDlG",
+	"/Jyw0OsamVUGbhmqvbT/KGOPM/ZVxv6//+f/DcbQa16ZYwQOaiDBNTVrbEGq64NjkFVgtYD8/UYEaGHq",
+	"rDEjk9n7uMOLwMqOqTuQzqCncHXVxIvDQCL3S+dEmHvkIm7JM0/C29BzIo4S+MErNdNpd4/VLBSHHstL",
+	"eONWxBKodU+7c8Ga6rrmRVt12mkH7aeiiLm5AQ9Rgzlppq8KO1yMqetj73krWUjw+89FnDINWGDgFMyo",
+	"18Gb3AjReg93EadiASiRbgvwEqW8Ff2LRg4i96ZhsiihAIZCPd0w7j6GGRTCOqJlBUS9qp57kMTgy1XV",
+	"h1XVXuAmw2XiqcvGzHklWOK6utsKBaEisUgVT7kzzjiW33RrFM5mxmpRcgvCnQ5IlFcQIo0awwBbTu8B",
+	"Z3kpEQ/LvWQC/HMtaCPaY0scoB8/07iTnwzzuox5HKudhupWWfzcU5b5qv/6C6vBotfaeSz4KlDg/oXI",
+	"J+H9iQd9OziOj54RcB1A7iBENsxmohYjRE3YuO5gs3VmsXYkoyUK2xKTSUTyKWZ3wW/Fi9miEteXVOH1",
+	"jqEj6A3MNaBDUVMAJQjhtVTspuS5YPvW+w7xbSfpwAgOetz530lbcyv+epXybF+ipRNL+lxJi05uqdjN",
+	"lbQPzTE7YqWgMGmhsMd8rrXZEsiOWTdDoezZYLDB28ZWjR8XlNE6ZrmuVsSXIJhYVY2NLzn33G04z8Hs",
+	"DZmKVb54z0u+pD8XDf6tupUmd0VkCDuUzA5KwZRke+KDrflJfZ0KL2hqrH1PC6wrYraG/nyIMaIQGW0y",
+	"VsqFtKhaTgA+zGZsYhslMvdvPZOleHqbsUkpbkWZscl1xiY3YiWVfb+QKmOTq1nGJnnt/rvgH9yWux+b",
+	"GZZFm1Tyw/vZwjXKa/efHDjOxOTv7bwWxoN99IS/OW0Bh+2ObTTyRBLVQAHyKAUqcGa4Dc6TwNJ0YGYh",
+	"UsMd3cRhGTiyj4+2ndi+gA3qHB876qnkB1GanYfw9Vfbx7Al0uOHbpTHxln1Vt0ZCsz1aiMmfnv0GLX4",
+	"ZivSCGXZApJ+riuxXgfyZPJffPLL0eQvP7V/Hr6f/PTPo+zJV7/+R2+kwhiWhvXK7pWluf/btj1DkRR0",
+	"THBkuzG1+WNQJeaPn3wzxL56QjGoY3j6Ecfzz0++3S01rXNSOmvT4f59N2tbBvaut2q3kH5bt8Pcf039",
+	"rWTTsrZHcI42Cz/uVBs/7i9Ocb1TsfxjZuuGAkmx5MnHls/fuhwfVfX+OFmNBcd/5K6ddhLjc06PPqpw",
+	"fqiaD6Bscs1/9Lxxh+3hd6IuJdyL7y5Px9yHn6EofhxLvlMw+WadfBptLz3r8uMBdEki5ojp5E2AKBuj",
+	"R0uUhXeO3KVSwwbkVgS30R6rrfLezjhcu+WXfxxIFxjzwV0F3qW45oYReVNLu3oY9bCBZR5ZNrwFw2eP",
+	"3hNwefqsxbPuPWUbeWr3duY28s8S5y/U/weGwBdrgbdOkm58tuLOWQHDaa7HvhgI9M+dmGMFFLEu5LVE",
+	"u4F2nH8pjSBvEb5jMnzF/a92/wWcYpNrj9E0X1VzoUyKs3f3eKR49+jxn9PyXdWbWuzzLNtcWzIwlPoa",
+	"4vHdrI/pkqT8OaHyeoVZYH5L8rIxViAOupvZZvLxwAS/HU7eosDPPXOb72V3SxdOZAdHKX5Ks58bDeEt",
+	"NSulEuyqFvxmx335X//Y+8c/6n/8Q/30z0fZo8ffpndiTLbt1q0Iw851qRUuuGbLubSCmYrn2zlfZ+BP",
+	"//EP89CN+snXv/7Hx+TvhmOW5CJwV57qslmotH6bwzMMb8CblUK1Eo745BJi4/1gukrbN025pVwNjUIa",
+	"9ubtJXvz7vXrPgxYueD16q9iNba9KoqDp68dwaSbT3sznom85I4GqVX31nYTnpcp0O/gV6Ezhf4de4v/",
+	"Tu4YlLvPsI5jxqjCDBgopFgmtAEYtOnbOIzVw0Z9IyGmxteKzKNXFf4aa980hvGiW+dYpirHF4nz8uzZ",
+	"a8Qoc8J2Cm1eqrxsCvGsKCGv1qkBgHhRNwqdJFazBf/wrChP57xOm5mLorz07w8fMTecJTdt87voGbi/",
+	"/URT6+VWvM1aL83aMsBmuJ0c64GEl3vKwMOJADkAB9vWt44ioIB3drsdGUFAS+CJKUQ3ccxBgUMWVVBy",
+	"OrdYbvfzdcmunV8WCGFtk5NEiGgO5+JW34jtWf21ew/S+ssylMtDunKMepMm6Z3nlc7nPSUxCE9CuFc8",
+	"/3KNoVignBxnfDkUtH65UeQU8OfOfRiINKYRBRVs4ApQ6GtqmdehUOvII+MGMU6gA+GQyuP6sVAlCLeu",
+	"I9wg1FfWXbDkjilembm2J3meDAc9YYbegBRvY5iVPS7ZHtQwj5le6KUqNU9HKWwDEAUzpkQPk9WVYUtd",
+	"36xXXx3M5cCve9KlJHryIF7Uu/F8nWJghXOEp+zJ8kjmYZ17t+C789dtHWJIKZMLCH7mdb3yeKLtqm5x",
+	"x+M0Mr/cGWVJtQu4fZfvaEqj7deoQO54ALA0H9yNMHmpSsCf9acigCQ5JQVwBri1PJ8vSNn2bA6YWbbn",
+	"P0uaQAfxzAjJLIRgwXq2ac1PjnYpjPNouwGUVmVoVy7IIpmiPjqFD0xLh04YSAd1j6u8fbdwbd89Grcs",
+	"vxGKcFujwBNp2FvY2PSdDiHjt7x/dzxw15WwSyFU2+nI0OBtBX1hqLR8d6rpu16FIix4HAS8Ps0xe383",
+	"mjylipBWOy1k+wHp3eVLfiOiLf6NN7YFERhFbpuLC1noz3TeOPYBV/tJU0h7LtJh8Z03Q5qKcuzOR0jn",
+	"Wtmap7Q7Akp5lXaFtmInCPgxCs2YRL9RCY8+l5QbFj7YNdWxx5N7Sigw8PgYheWq1lelmwuGZqhydeZ/",
+	"IfVhtD6zuUVuGZMROdjFVuEeV5msX/TRyMW22/WXha4FdQHVWJidc+V0I5RpDSRvLdMqzRrr6CbydQ7R",
+	"2mzjkWUD+C0Xltc21Pm8G0NB87cmP8tTNg0cbgrK7ZRX1RREoqnHIp2yfaxwAsXI6WHH7jJ1J6Ve5yfK",
+	"iZTt/ZaKXakSoEwnVVVSJA8ZXzzyKQ/VOrBqydWKhdGP8keNuz69ZE7d+rU6Bv9Ux9BLnjVKMd3uHdwN",
+	"wCHILGZNYn1g7sX79jo43sDyD9m2bYVBtg9V4lleusUgn0kXI4HC1qQ9+Hy+uq0AuR5/8P5OzYgi/8fs",
+	"/XvarL+5f79/P+BLSvXyax+546zOav1hdVcHedWUpeOUH1aAV+RavQMpWs2q5qqUZs6ksnonm27wDLw/",
+	"nPz0f/7H3sfTBg6nLJmvMHp3oCQ8KEPnKZo6v6t7pH/mvzOUJAQAOt4ESgK1AeDqWpcLuWh0zUp9fb0J",
+	"A7wdKGkk+UVFy4ZOQML/noQkcdQQTkb6KtbVPd3ExuqqDXvIiEtxWNXkjf+7vUe7M/0ir8x/p9tFV5/g",
+	"ckFQzN2O5+6RETsfi098RWy/FH5jtjaGodXDYD6QVBECWgTuHqRWOZ0JokSiRON1V9ui4rkVRX9dWP+E",
+	"NRXAus9lPme+OjAAX/s2xpZh55ZfcSMu5C+iB0vCPQoFy+n1IAcDxMTIvvoz4k6p8rnpZMaNbHbJy5Gj",
+	"X9bSigmfC164q3bX8UMtZjEMyYNFj5h/9S54X3VbBHfzRKR2bG0JooGmz7A73oTbn/R0IPZbjTcRwpS3",
+	"5lf4+pCdezgtbtiZUEWnYkAhjJsM5a+hbfE41nsLaSocI7NNjeheTl5mvFttwFcsiNnUA4OwEEOW92GQ",
+	"oWj+J/jJ8G19Sjc1RgbgyNrw0817H18Z5+QKKZfY7P67d6+epTNiR5bPCzhnO1q+xoFGWqhzohs4H8Bv",
+	"NmvuRkmCVGRqaMy1U6vdOWIzqXiJLvotg99aA2231ABuPcScj0polJUly51kpnqr5J327/ObTskMqA5A",
+	"kNgSi1+0FNCXrkzF7sdUHuDmRiCtSAvxjDdSFU97YD1hfXeiEbjSxrgVILsBtm+zuOhdPQthjbOOlyG4",
+	"/XA63QXbpUJnihv0YMeu0yo3NyYVfBhrlcBLEVUsrVF2+k9joADAEb/GtMTOEBLB+1USt6C9n0D8cC9l",
+	"bWVmbtmjsaAz/BoungRNoYEKwkoADrviH1ml7LJlt3etVda96xL2dKttqkrMqS8rDrUlvHM6Ki+xK0ZW",
+	"hbidYfl8zwNALgka7Jc21w9nRlV63NABBiBiSMfsoslzwGTJ2Ati7JeOsb9tMDT2lJg6GCuALcdnmq77",
+	"vWzvWWBie5DuTog/ofm9bA/b38v2fAd72Z5vfoAgzkq+SlWUOAHYW6h1ABnAGJW1rQD9GNVqYyBXQ+Bx",
+	"KTttn4Rd66oSBSRa9yEqG0ZvsSuRcw8DQFOtnbhqtWam1MtyNbLb2XB/O0ygt6zsJY0RLGpYDkta+MVg",
+	"tFDG5IxxtTq8D1smhjPH+55G/IJF62sxGN9lEeXprHpADvozvefWVpNZeZsx/GtRfZ2xeWkQnmwLKFkt",
+	"FtqKk6Ko+9cU5VzMnHdXeus5QEgEaftu93qLkNiu4I4S4gizTxrEabsOPyKj3W9rthHMHGvtWGuyzXmP",
+	"ltpTdCCNddKMV6+fISNnSt/U7eYRuMW6aECYVIUs0O8X8DXGliui1ne8AImbJu6/RoH8zZMgWz9sG7nH",
+	"Oc9a1Q9xezrjW4u9GNQzNlfmY/nG7sWtcISpE7C9xFN3RQdOUa0/rHp18MuNqntu7SmlhRRzhCDTH1aJ",
+	"8JZ7wf//+HXeqiatz/MY7zppKdjUZ2K5dx7GMm+KU39YjdO40QxL+VpbZ2DSgtf6yB94zSdgEBGFLHl7",
+	"127hcDSFTQbXXUU/pv7DReHHadsOcGqtokLJ9yo1jXR6wIHWSyobhaM6JlO9R8TEoSodPoIyq4bt++yz",
+	"qjHzzJPBwb0IGd3YjJ456tmslEoMXbKgAC/dZN7iy7tetlqN6gIwyDAkbeceanktBzCjaBmwpIVh+1VT",
+	"liTe4MLPZNlTd4Jun0TmGt3M8baTwAg3CAbctSF24Q7pSQpoLzKK8B4J9IlZD7noWuGOGXdqJpAGBHsg",
+	"yrYTmZzIvBH5dyejChFnMKqMcaZFNdr5FvqzNc9v+kpxQYMPDMOX+ld7+ywuXQtJgaLfRvSaqmLq2u56",
+	"Vu9FhGyPyCaLxQ4SsqS3L42xItHWjrbi+KyGf3krTjzRHQ6Zv8fG220ufJ7Ib2636ZB54jAAxwZLMN4/",
+	"VDnoONwXHr8zsEm4TfiSr2JbDDa0l+3RZwMmFSTZ5LkUJSTFcahZgFy/o3Ei0Yaqhslo+1TYPmJW0fOR",
+	"pyjvr72TQeWdjPXU3/q4KlYBWhpmvA8ILQf3WL4q2WT/MtwkcX4RMMeJR76qWJsQUgjtwWSSp8AA/kYa",
+	"M+oCsTk8PtDLX9g+NDR2tNsLH+00/TUihLXwJyNJcrf5S8FLO38mLJdlMllVGaFMgzn86GYu8GUvAzgp",
+	"O5UWGsE6JGEzMbGbyiekc2jh0hbFK8hJTN+LeRggOqYL8YHRZz5IBxWMBXeMTYy03UFAdWI9XqlC3soC",
+	"Lk9YOYzIH8+hcb0hLj7FnwlbYJxG5oEIQmhElCuaJOoSaqD2Ot5a215OcQX4QQfARGn61e3qjdLLfkff",
+	"R6PH85ntuQjac2nawJGoLU/er33V1xdg1oc/T7kqZIHiycW8sYVeqp6iutviLgIWcU/gyl2uzgBV356F",
+	"eCmiXcy6BJJ1IiDwAA9SvU8iStwaeLZDStBgoYCiZR6Dssk6syH5v0khAN6KmpeBxiJOE28ulHYrBED0",
+	"AjqD4rdclmsmpE4N4/R2fieVu8M93PZad1ukY5xC23pyyYHLPV9wWd69OmwEJ2OEKhjHAoNKO3qiUEyx",
+	"oLpsa4nPTQ+wwQU+aN2xgGzqFDofGEafOmqH8Nv+2MDHESZZpFjpVDRWLiuA+4gwbgOdwBy2Z7LqcSu9",
+	"LYncUBDODqs5VIAUs6ogvdHvk1RsERWLHHkD0VakwzDg0eTVs6CHA0xuC2ecyNZQdhhX4eKHyxZMxlfj",
+	"js5ET01O+CBxruLWyBvjk923aZuQs0QNd0o2xovSv/dppPDvuJE51Nl1K+82l1/pxgZCp4gQzCJOSCJ1",
+	"CjHg9Owdc0+kFbltagFBJEHoJ8m4rW+WNvx90hs/14uFTNE9FtrFx742EadYSCyDv4bQP7asodW6zOdc",
+	"qsBOk60vJRb13Gh9ro1Ng3e81MZ2cM8ike6TyB86dTOtFf66y5ZXtS6aFDc+wwdD+CRlsmgjuKa79QsB",
+	"rC0UxtqIoN3BQtjvGg0ppL5PendXM1VTAa76tuxfI1We7G8kSx15/49yOcAGtk0GSusWVUzKcuGEwwnL",
+	"kLfE67y+IH7f+3neuS5FTyGozmn4DAWfkgf0pCxRV+ieztFaE83CTXOXUk/Di3bJTY9dB1jURKq4Yi/o",
+	"rCFS766wkNBSoXsQe0pu7PO0ExJ+bnFADIRedhQz6WQ1CiDqbb1PHrpoFgDRtaWDOafip41iK2H7u2lU",
+	"il9cxNWxfR/ILI6ZaspyqKO7RbSisvRWlVuQy2BjAJ4SyjaT+aI1LkAzPQVrGqX41mpb0EHOFbuCOiVs",
+	"wRVUGexvc2vBQmhSGkYvM6WXPVJaU0GptbO4xvSYgVJRakI/dPLSggPiEsaomh44N25u+sCtzA1e4aBL",
+	"yFA3zRfUHMN9Q/NdBSnaiM0Zdw5Cu7zxae0QSEyLwxykP6IlxUXMLkErvQ2M8wW0TG5UCMbwNM8btV2X",
+	"6pQ4X6t/Pmg3SGvB/9xSXQGO08RUIncqG5Q7KS3WCzBOFFsTo9ppDcXXP1dFVJpsV0mm2k5h0oAYzOOF",
+	"SZBsv9TV4aJ3GGO4JYb5gGs5daF0+ArcGokhznXtrqNwqUCxGTftwskfuqZa9VcCfkh7ZLdzkZ14RRVY",
+	"QSxpRUchXpl2blk4p/0E0qsP0YOO3hlZl7YonY7+i2dJ++d37hH62TmIJItKFIxb4Bn0YP/VxVv27ZOj",
+	"RxnDG3baKBDCsAhvo/xn8I35FPrjHftErJytq0oreXL2KuDrIH3RWOSiQged+Q30WLD/IuBmbzf4eN3u",
+	"uJH9GM9JfKhSle56/Ev3pvHEek53dyLNpz2vXS0osRQpWrrk5Q24PiPz6Nq2HP750aPWh7fu+18BpFvK",
+	"9COefO1W91t28/IXhq2gW894GYRc7Q8MK/kyAy3pagUo8fhiZ8Hdkw3b51HC/LnhFV+toc51Z39mbe/c",
+	"IYq1MfOJ1RPLyxt2nVRDeiG63lZCsX0nJR84/gvAKwXbB0vzwQjAId9w39j7g+cU1vrOdYjcSLE6LNHV",
+	"k4yKHvEll2B5sdpdHL2QL5tkAAHMF0kTKLZ8tWtywpZwvULcylw8MFR+SmP1lCEAvR73vWsMz2vJl5Qj",
+	"6poGE3OnQGOVLzjWqGqSzo9taZBR20bYmCZYU40XLrCJ4XVJLoAsBmNgIPVgIFSxJ8/HZ9gGQDoftQhx",
+	"snWjzDE7F5CDUVDoyLPnr59fPmeHh4cP4eV4kS9CCo//KLnWFc9vhO05ceeXZ4xe2OXE9edUvNRLn8Qq",
+	"jOUAJeNI+/rq8bePvu2pE1vZXXhMqkorzn/wPHUWG5Ns8as7ZjXKtSyFcNi6SY45FQiKTgZOuLszMV/I",
+	"1jhQTC9JjieM/QRlIsAFxT2wzXqpCH7NpXIvUByvr4nIVcGoOEA+52UpqAL/mgujvNa1tPO1SgM/PPum",
+	"r9JA+CK4H+LWPU1gAxcvTyaPv3mSJIePKkmBHbeL0HV4fNpSEgth57rortez5xen56++e76xaLAl+EUr",
+	"ycEGdQv5+AYydvH88t2Zu4zPXp/83+uzedKZzFcbk/npn19lj56kx610smLniV9SeA4JgKB6dMcHpYjA",
+	"gekkeCgbyst2648ZZ7NamDmruSr0ghrb7h4eA1vys666q80bKMjZncf/bHgpseK5YwZYWXbjjB67kQlS",
+	"NBhnc4xa8Yasn3WVsRwHD5BSObhyzl+cssdPHv0ZoRixmgYCd2OBis6dq7BoEQwyDXsl00y2Q77vzl9l",
+	"PnCQqmBUjSVsh/gcYb0OroLhbNrUcor1ivz058FQuVHea8vaj6nW4dc4kONvVHzDLWySLc9lXZzx2q5O",
+	"ecWvZCmT5vnWHu8rJzsdEkpMguWzSKgXTiFz7DDVXOhsxdrXNqo0t+1Tour42sxtB6fYfrI280cqzqF8",
+	"7ha9eQBsHRyC3BK+TrzAOHn6NGnyL7RAmz++dHeT/x0KW3VHuVmFaquTFD4c6cOP+xphwaKWU5p3PNN4",
+	"X7L4tA7TyWt5K84oFznpDINlZ+/OXxvKL4L63QRncyesuDY2+yMyoe5cBgBmAgg9VwLifnysy45W1F2r",
+	"qEK/cOQY78lBBptaTz1cI9V1KSaOc7w7f40pBiQIj/ei0j6j8S7t67/XpBpsbhsGQxyr39klKFqBVTQS",
+	"sfs/3S3fZesJHMBo3yH7pZ14lzD9Jo+nyo9TKkB+8VQMpBuQB9wab1JwSRUOOtEYJI5BgeN0bAbkfbmT",
+	"aSzAGBjHotu6CO5LdzE49c+yr/AfC22s97PO5DWmE0ANjf22nsLRwW64vl8dDWnPw7l1Gk9b4HbHUFkG",
+	"D8yiA5GHRdQLwh83D1gC2ACj3EuTuc8V0w3inB4cw5+Ic8D2f3z5/OwgCpsHoMedSdpPoluO85uE32/g",
+	"1PnGXjsd/eOPndMclFhCPaMu3EXi3rgyumyseD1w+r7+CiJM164EbXnJ/KGNEKaPQZYwc11jwBxX2De1",
+	"3B5AbDaClb0SK00YBEEsfGBQLFlR9fzub0upTJBjMOkR8HYOjrH1taPjtj+fa5mLjHWOEQnZ7iyAs8HR",
+	"wsH2gt/x8X9y1AtFMpaiSwk2MwQmqUQtddFZ14imdyl28uQjCHMuaDi5vhW1+TejyxaM4rNQJ3ryIzGv",
+	"BZ+V1rBS59zq+ndMwymqvA8q20347Vpdpm69p3cwmXy5pP2xGALHfm+yUBa38z5WhUB4ozYZeyvc7h8c",
+	"5z5k/fvHI17HFIjRie+AqzwAUdyTPnBZc2VyXYj6UiyqMqm0nCBUPrzFLL2WYIVNIfV30tbcir9epVJp",
+	"L3l9LSz5B6+kDTmkN1fSPjTH7IiVwvpsYuwvn2ttxDBhBlPfQJUL6PQ07XB8i65KHBc4Uo5ZrqsVuxGi",
+	"ogpsqmo6RdXcc6cF8Xwv29MVZENV+eI9L/mS/lw0+DdYTH+6O0orvbaLP3JUWC7tZARPu7U8u/hga35S",
+	"p+quvWhqsPr5jdPwAPDI8M+HEKSG15LJWCkXkiD5JpBIazM2sY0Smfu3nslSPL3N2KQUt6LM2OQ6Y5Mb",
+	"sZLKvl9IlbHJ1Sxjk7x2/13wD+4ouR+bmZG/QBvyw/vZwjXKa/efHBjSxOTv7bwWZq7LLp/ZND/gsKFQ",
+	"bTvy7TjhMQv66vEmDwJEsXRqNR3EWUg5dySROIQDpPB4a72XvgR06pwy0KVilfwgSrPzEJzcsG0MuxqS",
+	"1s5qXBAYC5KuoxNtvRF9i+lou3dK/twIVE3oPoAw+FxjBdmRTrYnX/UUCd8KjnunSnuh4S1AwHEwOnaR",
+	"xuKThRjF0BFp4F4ZOkYWDR8i6HaYpePIdmPp88cQjTB//OSbIebdA2NAHSOOwd2J6M9Pvt0y/3WTeXye",
+	"N6123aDxaOU6N6OfVWASMbdKHIhs89KP74g+bOX4nI4TSnoCzjfFkvGx5v6DOGh6lNCZEJnuHGv+Dtbh",
+	"pJKX7m756FAKJGbGVasABoUCXaYGjqE7hZKutVTQBBTke5Wi+Ddi6f21PsW1xnqaUrHTV8/OnfZKhaFr",
+	"UZU898A6Hl5BK+E0C0UsvJQQdAF+Z65WcXJ02I1tpUvCdRvdxuG6HfCPuMnYDe9dx2s3nvWm3ciui9iL",
+	"nJIhxugSStvvxEzXYmAWELqwPg9p3DbLHe6QQVei66xadycObzVYySHL6EowHn8doaVsuh+3bbpUtOmP",
+	"EpUvm7rSpmet6OHQjqSE3197yZdKPnxf66a6Gwm/QNIEG9S1a6Yl5jvQ76D4/6IWTpz6YJPhEiNP9TNp",
+	"qpK3fHOnw7x1IT9+DQNy5EesIvAkyKA/aez87a2oz0ou1bk1Varwo90M4iJUT84wDz8E6TDtnlauNTal",
+	"gnDTQ3bZ1Aoh2Jn2daLjknC8Fj5ITglRGDTLAAoCBMk5DjxFV9u7upyy/a+PjthUKiD/91e6WE2Zdira",
+	"UvZEP/db81I7PaKoFG+sxuIvSTwMXWPsFFgvh2olu3b+BqBViVhmqydVU5bpL8fRAnoMIRtP12YcZWAc",
+	"5mm/4/7tm7+9esFIlXVa5PffQWxqC1FKCcVbdZX++GLsg0KYZRH3Qj+O7qQ3iP6ZNJhO78HZWM6V0sDO",
+	"o1z0zbUHTvZXkdBF/iogkM0JAR+kgfh2eNnrdRDoHRebwyoyM1DC4M0xavicG4h0H075MpTVQzVXQqLF",
+	"5nzm3JzZX4Zby/lC1BxSeSuuJlaWdvKL7oBKxDXAzcWc1/4QbWmZVkIaZtxHaKhkTdUio1p3wffkp+6k",
+	"cUeVQElK81qc7yVS47aerE9whziBCIHKv6sFv0mdMFHBJELR3KDxUqWEUvDbvmTeOO58MEQN9yQ2Pzt+",
+	"fhnXHx3x/XnnmxAV8y5VQNRJMHRk352/PmTgUQhFfRZsf/qnP/3p/5pmbOoW9r/96U9/mh5EqiddING9",
+	"krGrJkDYhRL2boAiQxs1VwUDIFZjOTppDV+Ip4xD7INWjCu4V0Kkrb+dOtdXe1FBVWyIU01cUQeH7ATa",
+	"9TGrcRu1WOhb5AyLZOHTXesM3u1aG4kwe4cSkigHvTOivjddkDVG1HeRIpE+3wyrNWaul8qH5uZaGV2K",
+	"SLvDubK8FLweXdS71qV4VfQoH+4hkyHAcIvuwf0y1OJW+zvFLQiU1Cb8V45ltu5N++gDeAPShWde98Ct",
+	"2XWQoQoxlA/cy9xWreepDR4yk0KveqvCBtK4pCXHMqJWOu284sYsndhWcMsT8cL9Do0Am+Pajt0au8Yg",
+	"Dp/L/jO54CsnscC57MXweK2vpdo+fLhHsP6y62cjsje8iOsX3vyI+F5a+FO0CA8DE/lNcqvcqa6mawae",
+	"lmQssnsbx+tfR+wh2Kf1Cps7Db6XoNtA4UASiNkTFvAOYcl95NfWDd0kQbj+qByn+wVkXEJXHSY5x4FL",
+	"YXuS4gYM/ZsEcfdCeJgnMC4U2715uLdTLgRQRceM5d7NWINeEr7Q6hpiBXDppMrLBmIuaGmAGW+POqU5",
+	"dJIeYmrPWtxJf6L6LcwxNafI56cexrgdkB0m+QXCsKvQ1f0CsuOmeiw13+QoUzncNOMR2dvFwj4BKQLQ",
+	"2WNo9gztJ+68ucF8Lqj2H8XVXOubZ6KUt6JebS+yV9CbbD/km5xk7B/4CmbKQFwFyHbmH3sHPXXzsBn8",
+	"x6leVMhtsr0fMTP8XFhA7AjF8wYq5gF4Zd7U0q4AmoDy0AWvRX3SpNxZbY4QUT4oGVNzm7+vuH1/eHiI",
+	"IBdXjZFKGMOueH4jVGGcGO/FCZ4D/Bm2sw8fG/r4wK3BrSgNsuAuMAHLtb6R4ph0B8M4w7F62zaEQdVi",
+	"hll4Th3++ugRm/JKvoc33vs9hyAzVGqcpgeNtKdkbm0V1QU5hV7T+MtuOt3RQeY4YSCWwCgDrBPbn75/",
+	"/1IbO4Ep42dTvHBBVyrwKL+8vDy7ODhGlLUJ3ACOO1AG3DqOOIQkMl4aDZoWJsX95+TiNp+cmno2AVfS",
+	"1Kf+QfFRUNgmWMSFTS9EPnkhbD6fXEgrpk4qmL6FZ1NQzexcrMDauLayX7FpburZ+1r8b6gJB4sq3crg",
+	"Sux5VX8vmm67yrySfxWrvV/dKZRJvFLHbVAxc9M/86aGC1GjfcsdAPBBTkx4y82vFryEm3GS68WiUT70",
+	"cMEVv4akrtZu0VbwhfMU4Y54nFHXIn5pgskrQ8vuJOSSFsJkIYQ0o0LKUl3DmwKYe631wvjKbrJmvFhI",
+	"JY3Fs3GM7NTH0LnJSWtY1VyVMocTEdLUMMYT+Z2dG9qakoO0QnjvcIQYVFv3fjmsSOyPZiGqUq9Efcie",
+	"A1P6Hxdv3zAo/uXt1I0hwWsKEGDfgcHYzHkl2PSfuS5E5mFxMygKI14VbuK2XjlJ6L9nHiP/v/86xRFj",
+	"ZAa17u1rdFovXQOTV8XUCaSVVkaEXFU3bIq4ET83Tu2fUnfTjBlN+EFUmgz8Rx65bYH1RdsCc7Rdpb42",
+	"h+yMO7kK/I2BQk0oveU/EepWlBrmjJe1vyMyBldEBrfr339yk4zsJQsQf1QV+ggCJqGDLXTRlG7fbFMr",
+	"2Ew8FUJZWBcsYjZ1jU8P2XOezyM+ogDr1J0Pz9BiN5qj6Q+OxUzaH6cBupE6bl/CH6Zt0UFaJaFmus6F",
+	"STZmQz4uuBqvVlB9DZVuaRjstD/LtEuizbP0PdFFUDdOxicrclHLmWW84rVFa1Y0s+mfpmwhuDLMNCDP",
+	"hEcZEx9yUYGrJNpNPBuONbrztgpTAap6ypx+gvuWzykJjnGl1WqhG0OuyKgaYzwSx4OnjkrnogQeTKe7",
+	"w5qxhUP2th3Rgtc3ovADaY1ZTxmv5MQir6ahwBUYblxDvM3xYFC+0cgWwQKEG8+96Cg0efUdxwvUPxy6",
+	"rCfhmooHlXevvs7QogGHi6IdULuG7wuhpLs14uVBao8Ps2FT3K7pto1Etji4i70zL3XOy4mbW2gsni6m",
+	"vfvyp+6Yax+KVmpdQd4AAPzMOKXSb+yTXwvPcAFnzZhZU4aCmAb5PIbxm5ZcTlASMGz/H3v0Wfwya1RJ",
+	"QMBWFP/YOzimWPHS9+0/IlW3m2+DxSMgHSKWVTCw3LBHR4/gIcHhwbWKn/wori50fiMsayqoP3DI3oas",
+	"HkOh6d2+wGcpS6HsUxxjux961l5+31EF6mBcBhbB9r/zC6E0zYyCo3F33Vq4oVLQOtkpDo67E8Pygajg",
+	"uy3Gax+Z2T4h4Itb4Fsc/R5QI9D96+zyv9hC3wr3d1zB8cDj18EQqBodgf2F3Fqs97J0NzTNTjrWCDYV",
+	"zh5/+ODPAXI4/10G+R+5F/S72sO1UKLmJS7PowM65IpA9ZbcMfyp+x9KjphSpX8CTufXIEivj92ulxDd",
+	"n75py0ie0MAC4/RX+ZRev1xVYnoQVbOEXjyarQcbJEFEre0ODEBpO8ccjRnYrumW3OdoQQB+z1u7FtpI",
+	"3E+lvtaNTWwHV2yKFfoRqXPq9JGfG0eIFa/5QviCWe1IQi5+IfKSIzGsScBHEWPzXgtodOquaHTew+3H",
+	"meNnlSgtaa1kWfPj5IZJEA9qgRm/6A5pk+SOU0ly632C4sULjCc8OGTnghdIc9iPKDAmaANgz1Gzv8e6",
+	"uIy1yIUkF4unEryWPcmQmOY1Dq2MNFaofDVl++3STi9u8/jZATkMDZAEYqlwrOBKoUFP2RSY8jSLsyCy",
+	"dsnQAH7MpqVUgtfyFyd2TjHpELNp64XpVAwoWxUIScOxs7KdsTuivm4SXOd4ChHbD1QtCLnqwJFQ7TWk",
+	"vBnUhILD8c3RV+u1gjzwseBOKnUHsF1n13WpceDWEXcgxLXBo+sOFwGVQrfHsK1uRnqpcD8z/yZQa/CG",
+	"RM4zQJh2eoRrYoU1nLpzLLWhe9NdlqYrwEdVm7sCO52EC8tL4S/Tff/s4jaHB9ODp3Gl2wVfsdJdooSp",
+	"zBYcVqbWzfWcWD0oWcgvD9mPtYR7wCu8vkiT9xIiDxQr2JJ2R1pyjerkBEYGBE76S9gelEgKbjkrZC1y",
+	"q+vVAwMFTEmUlwYAmZawAbNaiImpnBhQC5CkiWkYtsQx02D+HA3GWF3za/F+1pTllO2HFZ2+UqaZzWTu",
+	"xI8LfGl6EGlZWAUQu5PYeYEqO66c98RifTLPVt215AZjhcqCXgAHKWPTh1hvaOo16QLtOOAgbI8dPgQv",
+	"MEn26JMEq660pQg+1aTqfnL2Kioc8HTv0eHR4dHhoyd/gZITlVC8kntP975yP2J4/RxMU76osxOzH15p",
+	"bZ36DCFKVdIFewrWYEPmQscYUHGIdG9ElPd4TlIZy8uyvYvWXM6H7G0sEFLQIrjFpTWinCG7DXc3D4Lm",
+	"1apX1nzq11ARjBOwwFz7GE7eCplemQemIfF+4q4V4/hT7SjU+DLV+9PJhJ5M3C9SGHd4/KycaDrT9ZKD",
+	"ocJT7/70Bf4GF/z0Pyfhn5M/4Q/ngpeTV2fuH3+TfBq0o1LeCJC1gmaCccGb1+ZXdCd2qmmDmAcLSYrg",
+	"PNISdaNAEOAMi/JT24fsha7hI9NOC5JzS2bmoiwzjDYFkUmXSNBVDZA3vIWECAcJyZGSO0rtMROVXjsw",
+	"EKVkyA7pNGlked/5dianunBsRYJ3SRUQDe2F6LCX0Ybvc7asNdw1hQhXHKxULSr0i2olDPv68V8O3BkE",
+	"LSM5qs7ttLn2fzkGQ8RSsxqd5MGqKD7w3DqVQQlI5j+ERDaShl4Ve0/3wvxOXL9Al3S/m72nf0+it3dX",
+	"Nkgf8YY8gKXOKCGbDk18vjeJLBga5760HRkaU/vgLb0c/PhbYjB+Qr+AMPY7XUCkmhsqYVhG6Z8P/7fB",
+	"CMK26SHHR3flfCwHmD7TDhY3n6yVcB0pFFGAVLC+9/G0w73YweG4DHg88F4BVvr46Ojepod+nfRsUgy3",
+	"k8X4a7b3NY4l1UUY88PveBEWzn3y1fZPXuj6ShaFUPjFX7Z/carVrJTo4fn60YguzhDO+FLr17y+Fvjd",
+	"N9u/e6eoPIMoINbOKU3w8eMRo7zU+geuVrQcUEXwmzFL+EpZd7RKrOkQu38c/brDH9Ds6eocPmXusufX",
+	"BjzhhP+3fsX5IIDY1rj3dO8vf9nzv7XGnr2ne2jQaZ/hP/EA/5r13P+T1sV/LZLFGaAORgCi6+HnbCVs",
+	"a1GOgkVAcjdzske0PA1EGicxOLXFJ9GByweeaJUUKw7ZK9uaHtbtVOxK5Lwx7tK50k4sD3EHXjIP/W8y",
+	"6O+FDZzmIvjGPxXVr3fVwwDa9cJtOvyijvmlwJCXEFeLh717PoyVZQk6GsJuE+/qPf73esxzXtl8zh/+",
+	"Uxa/DhxxVaCLXLRyDX0ZZRoEEBNIOyzQ53X25nsmF/za6TyA/jyTt8L7U+A8e9i7pgXBjO5qL5NSYuxM",
+	"zqwQii2kaqwwZJaRXqoF863v3kt4qAW2mCsRgCnsSTQW/zL6QDpopyCKkdfpkCb/qgBTT/tOCeYMmGIY",
+	"oQRjq2mixcFjgD0iPwAbl/TetyCifY06GOaHFRkiwEJgVVXyHGPhN6j0FAe3TYRKACfG6MMgAjndqBWA",
+	"AB26e/HH4k+Ii2gaeDMp/gyyCzgoDyssy5RoGEs0JJpO8oZo6xZQcxVd+BR2hnaSOwsIX2//5I22L3Sj",
+	"ii+KJSEtB7LJw1n5zMzmYS3g9upXr1+h/TGo2MhewqZmIZYQL1gyNhjTCMd3lFg6XpXFzGU5117/A2Ng",
+	"HMJLPMqdG10Wjn+4y1FpVmp1DXhHwc55yE4Uo6or7kVk4CuMdcaeo1GCMhrf9dzceNDA2B4W8YRNqj7H",
+	"xfp4ykaDNzCPuxH5cB7MCBq/u0hAsz/1c+mj+84GHN5Rnv9y6BU2a51gyfHQnetnomKwok68+jhgHyNz",
+	"aydMuJVkr0UxcROKwsCpQARYi6W6ZlOizjP6umtMpeAE8GsEG4dWHRNH68aI7GzTAxCTEd5jw92ctqsN",
+	"ea+fdpLgUzaplGuaWEMp+A0g03jsaiUkWrgwTp8M7xCgH1ZR6ZrZug2RN8EoK62TSHAtNpaPga3LCZpL",
+	"Xhdx6L8XlrpS1wND0tGEDp/7HPwjwGohfw3chlN/gA/9iN7j8KcZ040Fa+PUNdXUYnpwjFINmNDBYREp",
+	"NwEvJwvmepLJvn78FzatuRXvCc1nGrlYllIVekmpcMY4Ju1ZQVg0EBEXgrJnw8+VLmW+SmawGr5yit3q",
+	"4JCdlGUbkBAFJlOA1K2+cfJZG40cA1HDPYSmfgxeQ78ZJKqkZDgknLdL5Tdu79MYjrAf38kWw5G/KP1J",
+	"iZf28xqEYldr32g7aQk+zL2NE/NRlfFGYvkU2Mi7i4WPxhhnHBvVtfxFFH8Ym+7vCm2NS8g4YwokLgf1",
+	"kVuaSl+WLaeHYNMOq98bfaNCmxt3J/C4oRtT5Dcmkhdp3KAVQ2ZkbLPVFcRthZpfwPGIWRrIoV1q9tLa",
+	"6q0qVxm74AtxIa34bxe2lrn1rOhpIgg6Cmqc69pOnFpbJCOr6QaEUN50/LFraXrhrgcxbcM2/ASlSQQn",
+	"Bx5DOoIfFfZJP4Y+se1J91EE+DaNd8Bd/W/ogsWJ8KrCfEGqP6iLFa4kWcjaSNLTi/MX9BEo7cRKknHU",
+	"m2HUiVWGC8mIqNxIX2T1IfsRPTgxRANdi0eP0kJOcFoZvqLE5GCHAoaHetOGXaaphQn+pI5RZlNA6DHL",
+	"RPc55udyL7d2HPPS4OjpWRtFyPbd1vqfaXJTkg69pIeNHNAJ27TM+CiZhP6jYElfo/UJLnBuRTgzVete",
+	"9NN0B7Jdin0nimC3kBAxgRXEbOK81sZMjLStn2x/LQj+afTSFI1dTguU1yqExh+khci1iHgK9vMClgyO",
+	"dx+o7aUyFNTcjmwKG7AKn0jAgLZHOKQYeqQ6YhlXBan4/lhkxNJRAcLt/7ySByVl+EqMfU4povIloFEK",
+	"RZKHhBhPFP8gDMtg2XWkcBjrhbCTvoSQy03+0ccmHd+nVg8OOx7KDbvZly3n/Fv7yKCeKF9XTz+Pjo+h",
+	"jv2CynmUPO5lrCBTqyjQH5Rcd/JJeKDoZTiuFMcNpWKWur5BVYmu1U5URWQma68Og1G0qvAZ/1faehrA",
+	"jDBE+9q4iTvKOkaOhsFbzYRCer12ItTXR39h05xE6WmSe7qF+o21nZjjkAqTZjlB5fySlZXfSm947m0g",
+	"dKDvjfLSugAmP/c43GxTqygz/UrM5frogqiH9+KNpHMrycjGbecddxbEbCYw73wDVq+9THxO/KoNEkOB",
+	"uDVilxjhifIY2W00K0QuIaZR5nPMlnW/mrle4vcwE2moeCGImFE6B0Wq3kJEFLwKVq+0hwttERAZ8imv",
+	"+6ibPqvIxm4EwsPc989IaL8V3TyDVbkSPcezsyD3TURbvUgYpr4pJXkoF3C7xtb0zu0EYwddGh+m1GQf",
+	"hhGrx+766TbkLjgDds+nDBDIlSXToE+nMCFautaQbEO5Gh6YXVfSh4KDxXMepwfLiPFj7DrbB92KRhHy",
+	"tJxGAZqKchedKEIL+wQcohubtQbN4HmmzA4gTLKnHUSG9kdsSg29p0+mh+y1vBHhOncLNunexZgb4BMs",
+	"4tDCFtWprU59X2nHvd61i8DnvyAFgvav70KPAwF2UCQSZzmWzO6qSPxL8rl+1xyQaYe3tEwD65wh14g5",
+	"wyeX330Wea9w8RrC0dpkc10WULJI1sZiADfRLCUTeejauayLScVrwlF23KsqKeEPcWTbmGorbzHKHUj8",
+	"2KNpOIniSipinCdvnh2yiwAvZ1DegOhlBJl7yhBfzsc5Y9JfD0wplCbSrf1AYkoJpXel3CxuIU79am24",
+	"1FPnpH3l4RkHXXPUe4D6MeJdGsxfxQoM1OO/iDABx37yQweicfx3b3QhdvrgmccT3fWTFu10/Jd/A7C8",
+	"8e+fVNUOb2POyc4f7DSD54SMusMcAl7tbt8QVu4uWx+jYI7/7qWHRt3pkzP7yw4fvOqCm+5y1oyTVhBh",
+	"Z4cFzG3Dy12/ughQm+O/+Z6AbV8AC91tiMSFYZj++08aoYM9A6xVQraJga38/fOlu1p/K6XKraGvKNLe",
+	"UV50CD9tig9H36TFh7Dgt1IsAeRrMKmtxTWPI1K9qgSp36Fw7/SQnca5n11ocLijq1JapmezjAmV1yvI",
+	"Wd/IQr0Rq6jCYLi42RQwUKcPp7yqpg+niMczDTD/jQI3icdgpMb20XSHY3yP37wPlrwDitv1KMcejg/B",
+	"Dqa8SzuAxTElmKwpJJXjB246HbxqcgsFDPEp4q+ZAA8ctDOOT3xBPp8ND4qcY8wCC5OuRYbA7ngu94mi",
+	"QuI+tjhvKPzMvfnAEFRwFmoMwomwuKdmKW0+RwC1z+iw8fdBb4Qwbtp9pAz9EfrxBYR+YF4R73LOe2Kc",
+	"iNO1l1K2HnJjhJ0AxN5M1A/FB4/InVTBnn/AnCGyjdApbJWowHoBhAwTmQUh+M1E3WKZ7GNoPGDkHYaB",
+	"dgczzXwT7NFBV+FyrJnwvKHbNc1KactwJqI4ZnWjMPMDzTYBwQIx9TZ5FU7SCyNuSJ80YYg6uqRZP6Ml",
+	"6iP9jbX8tzDV4p7gSTPxUbtf4WIEhciFp5C0HPIj3KNVLVyLU0hlp0KwiNVxEAAH2rCHTnAJxW5yy5a6",
+	"KYsosypjhN2aMXMjq8qn1GBYBVpYl/PVIVsbA4Cgd6BSQHIgTA9elhNdT8KoFNp23Xx5jiB8vP2QcGNW",
+	"jIJbmCSwh/WMajbFlWrDPsK2XSMBuu4OGSCEE35pqHOBkgRUHQuyTkE1cq9WDMSqh7yqHvqSsI3ysZIA",
+	"uYqyG64ReHIJ+QTCapZQ8aM7Dh91AqWh5UIcsjethGBYydtYpwqlqUlkLKq0LodFMNBpRMKE+2qRZjaf",
+	"JmjWSb3Q4RbxaJNhRzhNuK+EU//ZRSI//sEg2pIrtk/n/8ARSQs8haf+D2np9ywtneHOMkyCcITtNBvi",
+	"zJ9eZsJbaJyd2l9ZUoGW6PSjFiVI1lGZo0ZZM2jr/R67/YIMvt7Eg1bfz2CggQ7HWGlw1f+w0QzYaLoH",
+	"9DPbaKiQlbQGyGLNItI1gcC7sQVk2LoAZ+RzmBg6pQx7biIY+wOYZNZGw0fv/SZ3KC7R0JD/sCz8y1kW",
+	"OvT+2W7Jh//0Be5+RX5QilRFgGfwu2kre3r4P9WakY/bwowswSCUtu+hbs00NpH6+jkkvJOpwrbgWgsN",
+	"8i2lVpTgr43CNnHAbD9UjFWIZwhSJSIbIvrSU7L+Xmk73+RQOL81DrXbPb52537a+3ZM8GbLKKiCyRfP",
+	"KHbFPvjdRIDi8Worin1KWs/2qmYgaZqHO89n30Tvjaqw1qWczerB90Q59y8d9Bc67qEgWoRQh+7LEwbI",
+	"4OTLif6L0fe/lSCAp/M3EAQ2DWYjQ7wAj1iqa4RCac1t+6jpo/mzkCbXt6IWxUE3JCytS5Mv9N82fGo9",
+	"KuMLiaqgM/JHdMUYzX3ACv3JvSGhhs/ECF7ngI3Er2QJgaY9VH2BHg3M4g0NMCMWXFmZM2zJI4GDRe+6",
+	"qX1Cq69tTaXVuqCB51Fr0Aiho9JboojgC+McrLlWwthyxaYB8Pop+kmm6cQNH1VA3V1Ab6ft3D89GfX3",
+	"3Zvi4d/4t3AR+jLg/sDQgdAVlTCqBROFtFCD81NTyT9DiNFIrddYDf68OHZpVguqZ7Tu74oVXI8JfN4o",
+	"JdV1xi6obmLG3qpSKhDBIdubfI6bjjqvR9fYxPQYUxulv0jZK2t8lROA3YS4mE74j8Gy17XgBSCw+zR8",
+	"yN/eog7fVZ5/Vfz2OnAciPOHFvyFaMGfNIgmG8581Ep0Q+oc/RYYq0ulmKD8OZWj4I3VE3clUhGJAtII",
+	"9GyGEJ9tDXtHuRjxMnQ/famkNC6c7V+Ocn4rQjgXvPhEZBAcPM0W4LxreSsUWTi2m33YBSkA7lOK7Ipj",
+	"cSG5Bmu3AF1g6kwU95UxDmSSqE4B1RGoWs8i1IIC4uy+RWmV7rVD9mMoW+jJuW6UwXTkivSuLESOrt/Q",
+	"0M2UYmynHryTkPH2k7fuwdO1a3fYFPbRpP6J7V+/B9PXNqvXvypf+sNjNspQ9rljcSOt4SHp9aI/0PCS",
+	"33TSHaDA02zIOADx/zvG/adUDZ/uTbkHgzqF0vY9DSehWVOqj/h9iy9+r/5gGL+5CuAPFOPrJsXPTL8V",
+	"b8wA8Z5xKH7myG7BrcyZ1wGeMqWxkhlABeVz4UZWxEX5xAdLKTgQ/Wvr1SEUQwW5w9Mo6f4oMpGIcRxx",
+	"i9i0DpUvXavY75XI9UIYBmNMqBvw+7+EwkHRzB0drKJZ/0HBv1FsJ9R56ezJ5yZd+0s/4f7gNImM/QJl",
+	"66EIiq48nNhC1DwCrnftHRNoKObIQUV9pGRv8APyg5Bz427wQ3Z+eXHWesACVuZf2LSyv8B1GsSl6TF7",
+	"++Zvr16AsvH9d4+/ffTto/5P49qOLTuRNSsgax0qNV9TldfWzp6EeUaIM++Esr98gbpIOzgq0LtFHzm7",
+	"/C+/Tb+JKtIO1FcS7uVddJjiMsp/sKt/Kw3lAqD+4jP7cSwSOYA5JOzCUSyydfxJYUYBwsFwo48ovg6Y",
+	"D1ZNFUVwHHhJ+vfAD1v7q6PieFm+bOlofbRDrDF67w9m85vadde343M6MzcIfzuO3Ym56VC6Vzg2uAG/",
+	"5lL9LujdFzX6F6b5Fr3tD+r/cqgfsdrulwHc6e43wlqprsfd+9jDgzWSXwXUtQVXDS/JMEl4G7+/e//C",
+	"L8kXT/9hpAP3vd/gP6j9N7/rTXuwPrkD90LYVlbvECSWNXCXtycwYhxocSw0w+qEkBp+dvlfCIvaKRj7",
+	"wPhsXSSutqAwWk7m3EAVsN8B5Xc8nfdJ/J/SEOIHOcIS0u55Z8t+K8vIHxzrD1PIcM2sT8Aox5qLwWky",
+	"UBoLazxgMKTVk6opSx/kxfaphjO3ViwqArOPXDFWLsRBxmphmgW5iyasEy5G3to4TkXppQf4TiG1HbLz",
+	"dW+tY+veXbYfXLf0y/vWizzFCleFNOhDbt/1P00PohD+Tb3J1qvfh+MIgmjHhX56eGtc62BD/kNu+o0Y",
+	"gqM3rIhGRIYA4Y6clF5+fubQ1Gri6B6pacAl3NhUJDhEvklFhbH6wIeiajLuLNLUAc0ffb8xZuSYCHAo",
+	"R0txHp41bL6fYBFJsm9q5WHONGVg/b49xxlwWZr+H8T+2ylJ7mhFYQ1dMrnPlKjRFI95EpNSD5hHopP0",
+	"gKoRw11fSiWehgwopG9CKsuiDMisN6I8ersvsjzbSN2I0jnErVv9jCmxDImUAdkMwIsQzwwTLadYH6fU",
+	"10zPGPcZEG0KjuUrE5JCBsGNznHZXuuPU6Ky3zKBs53DX6Uqdsa9fq2vX9R6sdsXl3q399+6PfwsHLRd",
+	"jTEJoBHZMKFs/a9oaf5Nk0Z5xHCiXK7P6j0yildmru04u3GEz0zfBRUvC+mkKHkjbLOPekPbU8mtY2Fy",
+	"wa/FAwPsFTmd/EUgViYBBKJOo5fKacSIL4tFyHjtOCeVEmZYS9jK/EZYtv/kiOAizQG7cjuMV480Xfjx",
+	"HNk1FMy/qvUSqhBxBcXFYJQwvJC1QBX+2rSEIaPzRVjNDYbZXdRX0NhMtjVRQpxqtiehRAu3871sT/GF",
+	"aHf1VbFh7okr6Sz4h9dCXdv53tNHj7/N9hZShX9nG3V2PofOFtajrzyRP0buTnQ7f/gHuxgqi8YTJPiR",
+	"1hUkVXNYlXy1A794iJWIBsLyKBieyLOfIklAnCIyrq7Z1FP+NFArAtvO3ENrywsk8ynbf3Q0eXJ0lHkk",
+	"X/bk6KAta/bu/LWnrpjztKxEQjIv2tBbZgCPAf5OacvmusTW1rgAiFk0N6yerlW56szugcEODWU4lSuK",
+	"peGWJrYFN8+Tzwku9e+Fp9y/xby7EFus5bi0sOalnAnADv6sVvK1besD9MWz421V785f/wHm83s2e39f",
+	"c2VJMkHBJNRq+5LYdhwnkHQ4/v/svXtzG7eWL/pVUKq5ZelU62HHyexINXVKsZ1EZ5JYYyk799zZGTfY",
+	"DZIYNYGeBlo0tyvf/RbWWkCjyW6SskVKtvjH3rGkfgBo4Lfev3UN2l4pKqlzmTXDZVo5cPbuO0NxSVlB",
+	"kK665QXA8TffnTR6WEfN5rNe5RAbMI4qPsCa7RsxGzq4Y3Zc6XqE/V0m7ltTQ2gkDeS2GYAbWFOSSqD/",
+	"fy7f/LQItFf8dh5m+0OGTw5o1wxM+mKYtUjktg/Aq4KUhrtj6iexg98vOwHbdsJs+Lxbdjo2iPvRFNr+",
+	"tZZ97aDKY4q7i+2nCGIpYuREG8sqkUG/CKdaHhyxC0s1B6ZDTWW6SiBrQnBo5e20XVC2UftI0UkY1ook",
+	"1ghEGeqqjTp7yrhX0oPugq28GqtZEqDzWIn3VxtodmUtz8bQJSWqY42sbXzQLHr8y5OX6xjdXwJsJwu9",
+	"SYDEFuZ8xvzHdqJx/nNrJXrG6TbK0iEKVU/ctsenu02/cljnC3vCmzrD1p5wm4sBSYNf00VnCQz5f2qs",
+	"GqMx49P2li3k6jFiLtH8tmL7oRlceyxnwRh9ZryRgH3mTUNjfNA3Yr+dW2Mms3PvFHjKwpgHWheCq7V8",
+	"LPDpj/+7FKO2fMNuTO5hUnEsuJvvk9wl0gBB4Jk7X+19KfZ9kgWWeatavOXL+hydkxigJJPTEJLCOFSg",
+	"I2vHoTCThXoV9XQS9G0E3WGjYHEoC4o1cnewRgjtMBauHDCoYnZKHDFtxZ9Nx0LRA3hVyVthjtg7UQoO",
+	"hdDSsimZD9zGXQ1rNZRKUifzRgQBeXhIqfHjbKXHNImI0PC8L+jeEURH+piF5JoOw8It4C6lZhdl36i2",
+	"C58hNAJ9IEYFY3XZD0dXTR22VyDbgHSFeTVJZ7k/2zcaBHvI0IvSZZTGyTsAGHGpDpKAXB4m3CVOicyl",
+	"Kbl1NgDLHBwVMdTpcg2kO2JvIa7lVF8HNW3lkRWaOrkREWQHIOjyS8EDXS6HA1iyr/X0P9xh1uVck+Ry",
+	"q5QL2Ob4eKKVtLqilLjVweC6qpy+PXZWihu0UCMn1JEqGM4JNiVVOhdYrADynrOxNFZXMzaVKtdTd6CB",
+	"mi4hj5H/M78VFYcGgspqNqid6m6O2I/0/ExPBBtWesLGgld2IHjTBhUrp/DNY13k0O1rIia6mmHoV4Vh",
+	"tfUHYIeYhZalxGpHrUoqgQcMEExXotsqxdX8tVnMOx96fAIlz8zRsYOJ5DFobiFJ41F6CnbZRKraCnPG",
+	"5EjBNGD56R6UIH7pj9gJNcmG/i50TZ8tRH/+FZ/fsoiC2SKV/ebFXuLMOjlx9ufzk5O/nYB9jD+fBIsG",
+	"ijxE1WXjvRPO3Mlsa7ZWg3/Yfb8VI/xN5+Ii7zMzv/tmDSsT16lzvVe8HO7sXpycWwENcPfWGMEblXe/",
+	"/yyEPdXKwbxR+T0M5Qc4g2wqczt2O4z8/M1AsrE2Qnlyb9qWY2eiW/RmPH9xEk7y8hHjuyjUu+Ye+9t3",
+	"L0/iPfa8Y49tVI4unP0OOfqKcNPjJPTx9AduJ1LvzWb33fsbsYaWHq11LE/xyi5x+k23OHXY05VitSBJ",
+	"j0lK3r9ETYLTNELr1dKIdt/nCKXHdoJ2p+Y+Tw2t7eLp2dKBKXTGi0PKh1x5bDgr5GhsWSWImLvJKBtG",
+	"DSag3CJWCstKZ8KYUzbSla6tVMIkTo8sobRL5m4JvL746vJ3zOApgT65EKbzqP3iBk4ptptsPhG/J8Q+",
+	"VuTXPYl2E277QnDCfeFnxn/jsAib3MDGcluvmUTrZqJMbZgV1cRp6rn4IHzOvwbH5K10rw2uBjqLIBJA",
+	"AEzEZOC7FoNbrh4Ona2EyoTghR0zbpgRbsc6EymsyxF7CxtXV4Y5G1NaYHymns2Ym+ZzMaD5u6F8Ou7U",
+	"TP/igo8MG4ixVPkysXOFq/K4ZQ0Nss8BSmuPH3gnau71rDbL2xwK4/fMvZ9V1KaO4a8r+p3ROfVdj0gP",
+	"gzsTMD5LJxohcOGUte46mjdw12/wug1u4+Y1fVUdbh/HUzh6Mn254llHWwp/3bWjXn7yjjr+qMDb8Jf7",
+	"4zr7K2yY4FLGxz0zrNC6hCpTr7OcX14g0zD4rEZOO6mNMKv23bkbyYq0CHcdk/nCGPy+7sg4UN6tsn5a",
+	"xDaLD1rzX3Ymmi+ww/V7LWxS8cFDkhm/jbd2Ctckwyy1J2tAOPeNREzSHDgfHHKb2ITygrHWN3B029Pt",
+	"1IeaLbmcmO7pHM11KO++apK7B6slou6sHae0m8Fus8c06l653IQKrJU0Whr7vs8Od2YQSMYDhp3hKbfG",
+	"WTj4EoMJ49JQh3n0oHlZjKY9ESzVbgHR4cazcYIEMFSohMFrb5oRspUFh6MZ99KE9Qh5MjicpvElloh7",
+	"MJlyZUNgPLTdnJS86qG5w5PUdKDssbQWD1Vba90MhCwEDt6G2qgIO/oCALws9+7pbT7jKO97F17QHyN6",
+	"IISc/65Llfp42+3ItrYJrO6uNVbgSlS3MhO/N2R3C41Swe3SHM0G3zx0tYlyNovJt6Iyy3qCx1oTDRMy",
+	"asAuoZtRM/IGC5eKuiTPAeYKbenvNJInrCj5JeiBAL/cO/3oPtN951Wj27APN3QCp2Lg7IlDqQb6wxrO",
+	"AzQ+GrMFH2NYqY3TI0hVaR22NoVMAppNowHVJcnK/3P19jfGQaQIeSvyI/YGXM7ujUwadiNKqOXQSrAU",
+	"X3tEoz/6R31y8k32s9Y3v/GJgJ9Eigw2TlETwCMye2bcWaUaB/yjzA9IFZKGFdJA/q8Z66m7SBsRWHAw",
+	"KRAeA/QPxg2l0Grk/ts8T9d2oD+AYHRn0elhWBcoMUdI2TNWiBHPZswofiPeZ9zgojKHD4YSgKoJLyQk",
+	"I6ZavccFeo98PnkaujKlb9UV/OkV/eVgmV/mD1yrC/jQd/WMfxJVTodyFGxXjAvwiWD7QkKa41BXk94q",
+	"iDF92t6Umpfrqmc4AtquA1LX4lzyviHANVdwyaNT2+JvuxbFDp0xXI3HDuEPhchuOWuV4+44JGCGFYvx",
+	"GADiDnhsZsaKyVGhR12oDE87RhhZA47xeq9/4G1tvPUwaixXOa9yD3yGTStprVAes/Fmn3IINQ0YFbQV",
+	"V8aTG5jIFKUetkRrAcnTMjZuhboVhS4FEx94ZosZA1Zn9+pcOAytAOBwJ5O2kSYshQFe5OGf7ty7H3QG",
+	"OQL5uf3dZu4XGHl3/0Klyv0r55anB0fssnI4CN0k9JB+DXgTJVXmNCmH++4qkFo8s+wcYNiJAZhx+p/v",
+	"3rw+f3X95vWfaQKTUH4GUpgj9jrMhuiqqMpjoqEaf2hFNR/YacTDPk7yLaz+O//rMHn8/a/8wxt8dC/G",
+	"NxdvAdw3iWg4CZjPOlBG2xYPwg7J+jrpjdp0BrG2shaYvfh0MKOUmmOphroX0jzTEOKLp4BDnPlDDK50",
+	"diPsKbbc5nacMFMPmt7bE2EMTHFWCqesubVTmWCqngwwCQdrLEw9cQ8vgBVR5eSww8UY8oksfC+qjGOF",
+	"S1TRPJVFwYxwCotTYOHyGVNC5IaIJv26EM6MRSUOOu1Mn0TjZhcmd+GWZ4Pnqv+lPRaeX14W/ekzIrgP",
+	"zmG1ZGOFua51Fp53nwU332X7f9rvY/69HFU8F8TZ0gwLRKv3J7dYPcms6RD/B05CgTFlxQfLgMrEsP00",
+	"/v6/4nlJDxI2BG5KrwvjzoeCymZuBkmnkAEUqVGkYelYFIVOz9CeQ2mV0p89yRWfP4o4o1HlDKzBLHTf",
+	"17VlI14aKpBKs7oyukqP2DkITw7eKKVEZhNWchOyVo2uGqatMLig3TrZTY+iZCMrVS1YBal7KJilbRQW",
+	"UHoCZpxh3QKM2CfAQzIT2H1uWN6rhjcjN4wRKjcsrYSZKaeleEd7VkiHMpXgeTvpFj9rDM7nlxdsIIaY",
+	"kVXMHA5pFReyUn+s89qOHThloU8FcF0LXrmF1jcCiHN86pcuRIgNZFrfSJGwbCyyG/ft8W1oj8NWPGUv",
+	"T5439AhEhNbAYcJennzjF0gwXcmRVOh683xmxBPj6+bQLw6L5G4+aW6euzA+ADSaMA/85M5i44UzGLuC",
+	"FG9LoTrBbpU379XihvKCJWwpIPhigleFxOwhtylRj3v35u8XVxdvfzu6+O31m//36OrNf7jzZXWQO61d",
+	"12dm4hSX2bkltw7t9k73/us/Tw6///Pj8+T593/94x9HvT/9y95qo/Q5gvpcEQo0/wD6ZB+exja2zRei",
+	"LemU7C6E8fgz1EWhpzsFrUdIuT27TEDdq1waDaA7zjG17VnDzJxv9FOJkTQoNgJ4lgW37kgmDMihUaL4",
+	"djr5KdXYlZUwIA/2Uw21+Mi8qIdD+OEMqKPhHsDdWkWvGnODLdEzXeUHScvTGCru3GbFV11dXKLtWurK",
+	"en0P+wzJimXc8kKPQrtRZzLS0LyIdVYc3JHikI5o4Y7+V+olL97dbZL9hFe/plV+KJeb/2Zg9krTfAHY",
+	"Yv3xSYrrLtK54HdzU8aP1kXsskkDsbWu65iIvq/dDnu6Aw/twx1BDe33T2ghuGALzmHO8Uf8x0W+jKDK",
+	"qUoaYpEBA+gksgtr2qQavorZxy0Bl1IvtlKW0gjSxt+f+jGkbB98QHYsJnTjT2+u2TwHwf/21/9b2m3X",
+	"tXbmOjkRoR/ii5PDXI6kbTqXxUWm7QiiH8XSGOKCkvDiZC01YGMHtc/KpA+6iyLekyKh5qX1Zs9zIW/F",
+	"sVS30opljBwLnanwmHpdO5wD/+d9NEVRRE+cBSAtGLbp5durxZO5yFaUslwLQ87osZ6C58hrI4Zd/Pb3",
+	"i+s3+Snwf7PrV5feC97i+dxPK1v+Ie34OiuJCY+iAA4uhDIHTnn5/fVlwqZcQuwwddqbrm1DFe1LlJ+f",
+	"HIScrDBfrBKb13rc0NEUQqoxJ7rlRLAhl0VwwEecIwhZ9Ene49d4TwNJj1jaCl2lyJvW1WDId2JsL0Jn",
+	"WyC03qR1CqthojBiiv6uRQamUhdFNxMrNl5ETqZFQL2AeRCI/CJvxd5muEejN+ArV5CPLmxWqH3SU7eF",
+	"cF+Rebf1/ohr8CohZaOgbnG7pK2nxVUKqMHn26M+M5DSQKfyXuRFVwvplshYTuF0yWsj5lt/tNma0BtJ",
+	"3jUFUAbRxf0QxfvBIbas8sOSV3YGbn/27QEywv3wf98g1IG3rgXJDVmcQ2D0W6Axy5kSUzriCViAyODf",
+	"QRYFzrlotNj+iBimQr9ZTO+lk9hF37RV8EMWpjtB3wOh3Cq2qAjkdLnDuCeGcUBq9bAQVxZ8NuDZzUrN",
+	"GMEkRiBqChJ1aAqZ/Vg9gapgBakX+1evL1lq/u2S3pcmLLX/lpJ6iEwe+cGpg6h315cMOnJLwwrBDfmy",
+	"5xXetqqYeMe7u8Myt0OE97yFZFf3ZLpfl0KJvCk9wHBDANUmGjKnADPu9GcHjaXTohaV6G9PXvYquGcQ",
+	"HxrWhgNH37cnLxYurcR/i8xChhyEsvxWemZYSoM8knlKOXjR0M/irlL7KS/L9Dj1ufvpQUjFi3lFW/OL",
+	"gmaGuEbZPmjELRdDJKiOKd73v/1r/i3FFVf43ULEqm0KxU+Y34aHNBtz/JH+5eyk8Fd4LDXw8xEikItz",
+	"0yFvp8+/DtZbs0P3AQOwdoA9f/H8IGFjrkaG1WXYSv4NUCUB9gcuMozCwHOJXmCFSeA3/WYlo3/LWqaB",
+	"TzNN/doe0chSZEPg3u4Fb+t2pWfPfJayLuKnSpi7adfd9AmI0vsqLHEbJjg1YiG2PdHbhXn9RX7M39cS",
+	"WtwKtp/S7sdI1RuVCycYAaOm45mDY+F+dxA1T13mHfYH8Arfs46buGNsElInI9FFWIwC76CPst+vxLr1",
+	"J1151X9uD6T8Gi3Hp53z+J5058VTsFnn8dKzuorlOVjuP/zfNwnLCu09Bo0+mrBKkFoBiYO6UYrNnIIa",
+	"Jo7XH7Fzhcc66CtNV5DvGamA75W276ExerrUft8d+fs+8gkDHN4pJDuFZD2FhNwCG8G3ZeoIhaOPMb1i",
+	"BZpx9uv5b1evXl8yrMO+UEONpgKY1Fq1+yJEjgCKXpGdth9nE3ZmyDg4bOXHHFCGdEMXh+/lBvK6IOZz",
+	"xhYN1855Hn+03Nxc5H+RUUnD8ggqFaRmUCoZvkcall7VWSaEU6+YVhmmI6amnvxWT9JQWiEdhCtdq0zk",
+	"ZFATsX56odzeKIQVFJ5a8CNA7miT1AgJIvtRvQq+ggpaJhDNUozSXOZnAXLA+xnwb+99GhNydcFzsNlH",
+	"vKQtBwXdWKtK8GzsNm56xN7WFeN5Lt3mOG3KUn6gykRq+ApujLqwzzAlvq+nK+Er7qj/oCyfDRrM0YuW",
+	"WMuYFJD07OcHsYzjFeqRPvABE9/RZid9dtJnPelzbm6aEH+vg3fDqVfdEN1rEjfAfWhk7r18oViOkw+L",
+	"veHZmAqjm7T/4ADzrbTBtWzHGsv6VF5qqaz7t3eQHZxC6nzzC19rOND5DNKL6f7odmebxz7QHvd7euDk",
+	"o/slkzaWSM8M01PFCp0hL+k+MPE4MDWJ78hSMZmbxMFxJYwR5iD0aEBh2UOT04m6K7V+WFJQ9Xu0efxo",
+	"j1yVXxdId3b7vdntsVt5MciyaYTBAmm0uddJJ49jTobtew4JU5cOSA1G2xvKSXMQssxlBb3Vs1lWCGJs",
+	"TRgGJaDvuuZ5dzL2r01c69HyAkdjXMYe2Vq93Rm6TwLJ1tJuggq4dVKOP7airX8dV2IoKqGW1WS80rWy",
+	"BssS4HKqGWyHcYFWLqaQNEkTAEYPV+LrChOQjKIyCVqDmXZCz4pJCX1bD5A4jgM5jSYKb2CK++86HwkI",
+	"aVlZiQk2Rqi6SIl/EvH5e9fMcoVI/DWeVK9MnCfm+Cz6uM9okdT0+UUqGZEDW/MNcZV3VllwZ69C9UZn",
+	"e9fnJ8nyzkYr+hptCa2iL9qDWc3O3gHWfQJWs66LMPAQ+OWQoN/L9YeT4mUl3GMxxZt2+kFILSBgC4gy",
+	"1XWRs1xTM8SpNIL+vKhKhGahbvCnyK3p8Q9rREIjxoZiV1TuzGbcQl64b82qVVdHt6hMFr1ATUKLIiY4",
+	"aZhydzKhKt00ijxiPxQ6u5FqFH8yfBu5cpop+7awtSqEMc5exKR1Izqw9R3cGB3GLxpU/9yMa2phkZZ4",
+	"pi5pf+qKPkrEaFMJbpA/dHveqdao3XiW52yUzfDb+2rnrXpSeZAL2/j+pUNHS0/3h2OPuSsswZZ+2uKs",
+	"ag6c931DJl1hweDpMu+A2du/9qEqbcNcPL9dB+XxnAKoPr9RZPer54jhu94tAtXnvY7A1xn7xjV3ri+m",
+	"9sd7yd7r0EN5L9kjp/teshfiRHvJ3o9cFvCPazkR+dva7iV7r0jMdxUmr7l87rZehga8GE74Z9MRhjdn",
+	"EKxpKAkj5qF9Z0KcyryXHZFEpsh/mPUSE3538slD0hUbc8iF0LX1PDHd/c36RgjN1dzTu+2cIS+MCOMb",
+	"aF0IrtYfILdujJ5ozX0+OekdyrDSk3toSdrz9byGuGIQVm9sCERvB/QlY11X/UdQqkz87K5Yt8vpv/7t",
+	"5V0b6b7iRhxK6LEkrbwVSEpEY5R5Qi0l3YMSTwSDiTtO03KfVTjh1jeHGzGb6urx0HFGcmgdZgL/8XbU",
+	"BEts3JaeEKkt2Fzps03alsqCXSDXcGG3lZdPQMo5ls5OrQY6Lj4u1eZxS/fd0f6yjjZqOtGpeGa2e9zd",
+	"Rl3pbF887xbo8MAeYUYUIoPDjrue+Y5N5DfI69Drq8MvHu2qKxjLCu/NztDYGRo7Q2NnaOwMjZ2h0ZIb",
+	"fa3sQITtlJBuJQQE/HY1jo/0r+XMZ5iGrdVcI8im73ajaoRtu0y3WKVWNLHrpsEc3NgTHgqTeLSNjOLJ",
+	"954NmuIuIn1/HYxaG3aLh+kYg7v9wWdU1gzjTVtVYHbmSPQCxV6Q74/txHgBhV2MCK+ocYXVBWgBEGV2",
+	"AoZnN0pPC5GPMHjrQ9CYmh+FlM8wtC2bJ1M/H880U6tcd9Fg4bi/jLN8/5HbhdmvqMD3Edq/HhhayDL4",
+	"ajFmF3xdqlfA579vMFwVb23BYS4sl8VnqBhSlbVNnCVW1lQ266msnOqB6LVK73iNo3jK2gctwXIdBFsK",
+	"uQt32sjGtJFmkTekl1BPRezztILXOCIT9X2hsI0D1NY0Dj220GcaWlAZYS223e3tY/oKh3HXkMG1g15L",
+	"3ro1Qgd4/a+tfLEttLzD2b3WWe30rv7jFS3tTgh/gaVzPwnbe1Y20BZ18Rwfu526pHT7j0raQBqGhxI5",
+	"JtGOGPDsxgCvGcYMRAKN96CSOaF2MBIvS8AYiSZbCacOYckztK+y2ue9uuvrsmHoCndgtXEXeda5m8cj",
+	"gYb7NxTiicFMVxgK/luFDN6HyO1cGPQ5OLt70Qx0rjOmq6T58k2dVLBlh1JJM6bmHOQCnXK33+ZDWcxq",
+	"ojhl+2mktJwTg2aKdZAjJQ00OhrMQA6lUWgiPdjh6q4Oes1+8w75NgjnfRZSG9DLgqslVBzAsQDOGgfU",
+	"1E+mwQusSMCjSCFeznI5HHrbBYqIsduMgM7G0XyxXSAHLOeVPXPHFforNf1YF4H7suDqSeC2m+i6sA39",
+	"3CYlr8TDQbYbb28efsF3CucOGNflS6Rsfegx32EUItxsCyArPv1U6xXAb96EdVqt+GCX2Krv+PRrNVfD",
+	"q2TWTNNLvB7wcKu4A4+vzFqFr/o5R5iaLeNDjyo+Dcc52SvrftMUIl7Ai9UxoF5bVRc50yqYq95WBfY0",
+	"MEd1UdCPn2iFPoZDf/8KzbLzvo5hGtTHnVG6M0p3utdDG6UbRO2VStgKS/UV2j8rAD4qpqSO01qJuxqe",
+	"Tw+q17BFYXV3dugOC5+OHfoAYFiJQ+/0Wd8oDW4iz1jkExbYRBt7ipRhSdPVPGEFt0JlDXnaz9fXl5T8",
+	"sDTGWokrP7qvNtIazXGFW26HNF+D0Vo1H/S+Qqw9FurfeSFzPh8/TdqWaIdOA+51H0ZlMd01Gh0NqbPh",
+	"EzCj8sOW5Yo/oOoUPx2CvR3dnX8v3TAf1aHfnC++mR5OexdK3VmtO03tcYH2K1RnNofbKxSzstKZMGZl",
+	"gmk0QLqlKzwQktuwnAzZ4ETe6UEMytclDeEr1btoeleWW9HP9gXX7GDjIbNMF7f4hhPT6C3HmB/W7yD6",
+	"eT6d7NApQnDY2lpP0xKDEhPY/hgYzt3zqWcm8bhLM5dVexZV6TLshul7w2MDJWKic1ITGnB0Maa/gzc9",
+	"lmO9Kc2KZnYOK7lWIUvoLV9oNXIahlvFzVa3dAx1uSqFG+OZr3na6VQ7neoL1akQhTaC5+tpU8cEv0uy",
+	"06DPPXaa5E0v3niwW4FrePsOr3d4vcPrHV4/HF6jsvqAgL0SrntAmu3zUFpOf4HG/EMyh5k029C7r3Yw",
+	"voPxHYzvYPxhe7M+OIgv7TQNKvfi8BCAfdMqXbFcC0Od4VAuSctqZWVB5CHwy6YjxBbAXZc7bN9h+w7b",
+	"d9j+oH23twntlS2PscPZGizOcz3Roo5CY23sMx+TGusiN8BOKYrcHQ+hbDFL5jhfc1mJDHkGusic39ny",
+	"Ulf2FxzbOjSvNKiY51R8As2pA5NbAcF4eGK+l+yJDyWE5dcmLqWxeNrS1ly7xhMu6BySW0IckxGqbxRf",
+	"ehQv/uDL+jni0u4g9QtENyCxngORe+KWSXq00XNz04tT2FkaxqKHILbd2CpKFOCghA4rIZhGDQGj70TD",
+	"PdFAYLc/cF+QCCcQLyDHeSyymwP4NfY3i4h67VRmgk3HsqDNnPf1oo+PxFeljMYTW6GFwgqxKVcW12l7",
+	"KVLxIJfrnzDGnda50zq/VFyGM8ZVwOaNce816ubxR/gv9sGEf/a7FN4J0qe4P2putwNwDwSa+4DTVhNc",
+	"oMugK20CEGcprK7i2oNH9DDt0ZQ23ADyC0B2v9L92P7HeEZ+Hi83N+tUWB/NgxzfwfoO1r/w/Ix5YMc9",
+	"vVF4h1qh44/uP3eBdkt+vFuv8mlFynnCNFzNi2LGtLOuvW/X87+N5K1QyxwKbeBfhflBpcvh/T1YT3Ky",
+	"H+j7GzZ89+2333wbdWx4vk7HBvArVP6T+kX6Gh0MO6m0k0o7qfS1S6WgS2OBw0bNDltxZTKdi+rQiklZ",
+	"cLva3x1uYfvD4aQUowMW7k0YNYE+nMrciSoBPm3it2s1g3fnTeMktWo34O92fF+HF1+Hoa7j/g6DA79W",
+	"1OeMetfvY7mZG4u7ANnJ4yt621jNN7d/HJzhi+u0zGscVmfX22dZg8Fm09to823SQYueTmfad7z8zP2a",
+	"/u3tb6hQdTvTd6uCX5hMlyLqH4In8eXJ932+1cXts7cZ3eOK34ofAUD8i1Z4PP2Et+vt7FiPleN75CJ/",
+	"J8GX9dyAU9B97LYqh48/+n/+xifiL0SIQlixiBWv4fc9WOHxAY1BwIPFs49P6Dz7SyWsG5p/QXw+O+zC",
+	"eDaf6wjcifk74BLumvzLwacvpTUIHpoNQ0UP48U7URY869cPwJiNlAF3FgOxwkDnMzapjWV8VAnRR1Px",
+	"ZcDBnzv15OtST+56/J+UekLnfrv6ySqfAApTd+WpZ9oJHZYN2yefAJuIyUBU5iDgUJN7YlhVKzaYRR47",
+	"kwTKQVn5BLnBjI0Fr+xAcBuIYmTFbkVlupujuxH+BnPYcJ+uZVY2ru6TMZcVrbffjLQB7qc9ljk2ohge",
+	"h23QH0O55jc+gNLZ/PuZwdQlYDBwotQyrTJkhYJkeLh5wqxGJmPowtDa2wmTyljBcyf0phzbPAwpqR4a",
+	"e5aikjqXWbNtF7fodSVHI1FdiWL4c5jVhndreNE7SA3v27hh1MzyG6GexBZ22wYNCL9JwiIoPb2Hbd2H",
+	"sscfFUSJ/gqtGPv39n/Uohbz5R6UubeY0kdVIlgHIk3cG/EMUdZt3iuRaZVT2SBdLXI8E9EdTChMY25X",
+	"jhjoeitzMSk1ciDeiBmbwBnkrBK2kiKnru/ux7pS1OekMjbu1NjllbpD39pfw+x7NE9c5EfZpXZ+ritU",
+	"zmjRtqdxPuGO2DvP2Vqes013q61EpqtcqtExr60+xB+Pq1odOqjqx8xfgz7gAMsH2pwCjSiFauxQTJlB",
+	"JDz17BjhjXSNUHwAbZnHXClRIISmbjTv4Mq0aQrOW06mhBlk3qitnnArM2YEzBdqIuhxBu9WGmrLRMW4",
+	"uQFolzbBsjNumODZuGFkci/F7D5sOcWVTxqh50OmsGH7fOg08YaXl2oMD45Yym2KToGBYHxggOK78mFy",
+	"ziZS1ehNVHp6igKS1G4KrkfLVBZcQXMlccuLGraFGxSqUFZOOnwO72p1HhbwrfuQq9JRZONsgA+6/+7H",
+	"V+ybb7753rfT+qdW4uDMjRdTAnBWfX4+ULo60lRybsWhG/Pedj18zWpccmP69bQ/xtw2i5DLfBfK67Gd",
+	"awWx5gg1cM3aal3YxV1Y9V03VoV7VgDWUBZLrOm3yn3EEexqvEfkQFRrEqaLXBhLYAI60xFL4ey6c5AC",
+	"LqRC5fiTEYXIbOgjZ9gUPN94t3RrZERG1WtY2LE/0HbMuk7QGaIgG4ihroTT/g6O2M+8yg+9ZxlfwSvB",
+	"CmksqIzFjEDR/Q24B/8N3aV5esR+DNdjEQjP80oYI3Jn3ztl7RTvu8hTr61WYigqoTLRUxXnVxgefeea",
+	"kEt0ta513ZX851rXhiHNpXLd4c71k8bCLa9QhNzxrvOyvNP1V7YSfHLHl/zod8JeTwhncaeS+NVUuvj7",
+	"9SuWL6lexDPzGj1hPUi+t25ACUcTKEQHMxwDyc2x1jdsX6v3+M73k/JlbwDJ6LrKxM9a3/RFj757ebdR",
+	"SZWLDyLHEU35jO278SRutFz2R7LgtisYTd9IvnnxKTmO0cYgQLrTzniDsLXhOsp4H/Y562IEhqXeydIl",
+	"fr62jLo/Ebrg95sToMdNILxb07+oKgG66aAQp6wSE31Lmj/c/4wNZlYQrghZtVR0w/YjInhZkTcavdY3",
+	"QpSke8NhYkLZaoYM8K99nFVPBsZCzzOjISXUV+monBVS3RgwAthUVzdOV3a/5r4tN7ldyASAYB0M1QnL",
+	"kVbiiJ0jdb2xsijYQLgnUOcdJjHFlUJ+OMCZsGxfaft+6MzYg7M5gwTfk3HlbnSKv7nBXNpbgXTKJNth",
+	"9WZsKirB9mFF3tdNKuNBX0bBglzehNskfhW8Z42GOyZhzw+fn5ywXBorVWaZzE2CX5bIBUCPgTXQ0y2z",
+	"0Ddz+YHbbNyv+79FE64uwNNMjeGlYrTMzB3Paodh3RgW6bAbgzJCqmVgRie/H81+qKAtgtFDO6dyD3h2",
+	"ExABFSeECzin41hHb444vQ+Ls4dcFgZV9TCu9+5x7wFtOik7dbWdc71wCnaneneq14iQoyBdPC7btPGP",
+	"o9cvYVaXuSARe4oCFiQvKws+C31mUAshHQI0B55PJPRngAtFZRI2qGNtwVg+m9MrBggiENBswQYvKsHz",
+	"WXu9TJ1l2GN+xKVySkMLTLQSd0aOKz20W1QKduCxA4+7g8dVcwgeRiUoC65CDnCvo/BcMfGBT8oCGzOy",
+	"/akQNzmfGXbyt9OTk8Pn7v/dR//9+tUBs5o8eJwpMcXDW+lJZ0sUcjgXXLXS/ze6qZf1nfxqs9a+mNYk",
+	"53Nhna5ss83Z+xBIWtIdqB1wGswg6fUMU1+HsrDOlB7MGGcZN+JQKiOUkRgYqwfo4VrmUb6E168IRF1y",
+	"ZEqy1Cf1mYH393nhFGa8Po408maay/LXYHV3R/ARONvCXr/v09dLFMacbClmzO0Y91AnVrhiF+e/nUMk",
+	"F2JEp3E0HZ9NbjJiEAuhbeT38keFgUcdg+k+K9Q9NEEnFrfw9IQNeVEAhSFnptCW7U95URxmhc5u4HoD",
+	"vjYkI6srA1SLjGeVNoblfFbI0dgeGn4LKYDQ8syAK8wH8J3aDW2srcEXYJge3WtBEahVIYwzxCfCCVFR",
+	"GO8ww+h8L19ZI+Y2l6zevGSFrksQ1fRa3b4au0ziOxVl1236USTytCFnS+YzoNvxR/efi3ytsjcPJmfN",
+	"gCGJ0RNlo81sKY6caZXJQlROSkOGLjdmufuaDu5KbhTctd2kKDCbdXMOu8KBfz7oofSG/+5gPoqCs00d",
+	"TG+aJkvyU2iTL7Ecn/hZ2Z2Rh3X/8nyDJ2RpG/JQlGkX1ayzOfEDLcKlLzHhFlTPJQLJt9B+XIdsp8ru",
+	"kODxIoEvlXwEeuwxWblLqtVCn2swjLViumJ6OOyIpMTC9g0996HhYCFd7Y+xwGzvyNTv5+ETYRr9I6BX",
+	"DrQuBBy6nZx/uqcb9707Iznx7z2Sc04FD70+60tUEaDcYr8733quYOEgkDiguAteN2zgymfQ1QkOm7Tz",
+	"rrKmipoVOuMF3u1upJiRu2fKDfvvOh9Bnusi4LyhOT0i7SPpeiNMzWqcSk85yJdS/REhPK6+m2YPEolw",
+	"xQ6PHgqPvLjjuAvHTp3ftBnSiUe+oOwOVSZufP42aEfUyhDFLtGV4JMVtRdX/s278ostll90FAmEmsK1",
+	"ez61A5JrpdHT16aKjlUj8b5YX7GwvISjo0Zh9Zjopr+2U0VA01+nkMAvwi7pZq3wpmlgZAtoubzxcmiT",
+	"hAD4bI5UzvqaV6dE7Ydw4jND1ycMCBnwB2Rub93vNj2UFqUtkrk0YentWBvr/sHLkqr7DB379OCIIQk1",
+	"V5mAYrvTuNFnKJmbW9GEpWH7pg2tA1U0ZVoNZTUROVwGn1fkKcVrwTkVM02MNNRPJCz9kcsCLoRyv4Ib",
+	"C984bVi4Q6kxMJAiFwUtiRIiZ5SXXMhbiiO3ypohlDOs9KTxkN2I2bACqjE3B6SrKOtBAcTeWCKNtdBY",
+	"7QxNUejPGJ1WSmTWJNRW1Vhdlm5gUL0EJRl+fL7d1VwgGOkrsEAiq6tKKOsXuac5dlj4TUWAWy9ZyuTO",
+	"bbNvH8Jj1oBnP6f73M7dqbVfbD/m5lv6Q7UluxzUGvc4UfSqwohEyLOscqRUk9bTMSyKJOpn539NWcNQ",
+	"HBWxIchJWYiJWy5w7i+JlmHFpBW/wii3cvKa1/UcPlgPNuHZWKonQlr2GhZhIObFZmsltqSOrG4hHq5u",
+	"CUvqa4EySZdCUeb3dCyzsRNhvmYYpKNSulaZyNl+Gh535G44couHdfoHrJA3ghhPgLnjiJ3PC0aU3S3h",
+	"6CsYX568ZM3T3ytt3yMnSdrdY3zzIjJ6xxoSEtJGmtX5MiRlwq5Qm+nX73bC9EttgL1lWWpEVlfSztzP",
+	"h1bfCLWKCPT88oLhhTF3J/yGeluPhLGsrMRQfnCisxmNSdgtL2Qu7YxNpcr1lBxPgc4YH3PLixrsEVEM",
+	"AYCAQYQqGqViZeEU/6GuJlGXWdTXRc7GohJH7A1yJ9lq5qV/5D+HXgm3gsNXSALQTaNwFv6dBQhjGVfM",
+	"jPUUwBdHiK0W2Ttxq2+gKBxWBThSxNBCw1tKJ5UqK+pc+Cud9VbVPTwn56W8xg+xFR9bF886TkRPVUSK",
+	"URtRnTFeFPD7yqxDtwRX/m7uTKq+MKzzwmggnnHfJVrsfhaMeL1b787FkNeF3Tsd8sKIZLsRR/9t13Ep",
+	"NQdt51Ra4lRqlikCSg9rXTj5ohsn/S1HtOZrtm5RzQCImnNQG6dLYuW2CA2yG2/CsC4Klprb7H3J7fvU",
+	"wx35ccnBo1UxQ0wkPxLSUvx3bTCN6Orn88MX335HcJuwsqgNcr5l1ayEanBdUrvABusC8rA3oPJV3gkU",
+	"oXQgiNOKOEHdXHUFCfcmQTVxKo1XpbHkcLH9zDeQr89pbRx8IlCPKq4sm+gKOo1T1FNURis2HWs24bnD",
+	"/iOGS0yPi9eZ2riJqZc6DhyMhRipb/gG6t2NUM8MK+REWnPqcF98KGUlgMeu4JbiHoBtGGgG9p1KTwJb",
+	"VXgidH3jRaGnIr8oTcr2uWJ6Iq0bYUrPPbcp01X7OhsICWEZnWCngZ2xqczhSxP3x/z6HZCbi6aJq1dD",
+	"jpgh6YiONvy7bCG2YBkvCvc6B9yh8AIHoRV+L9LmfTMhOgGM17mEhkiy6Ct38EC2t0mWVP+SFRliDvPn",
+	"1Az6flAZXcnMBsN+Xv+gkq6wmbZrAtAWD4vZVyAJ33fKDVHr5mexKxiOZaOVROagM9ycyqLIVepFefig",
+	"j12wPElu1Qjp7leiraf+H3+E/66oy0DNygRw8nRKGnz6eB4clFXSIkcSuhhiZnXCu8b3D+0C9EQoOxfp",
+	"ABUT1OwsgNdQKl6cRd4c98sbUVqET/TreGXR07XHwIZqO5IzBYKElnbpq8jcORoHFifyfISMG5JBRKkd",
+	"atQc+oLQAzaWEkWZ4UNRzLoYV9xrI0y9m95/jR9sbyuq61KQSiCvSar2+h/tWgt15q66xdnCee/JZH9F",
+	"u9s2IrSuSm0WZClqM5FOpKsuOeqhwJ0MZ/rC6fEFlyCazoLGNJTCCS2n0/ruHu6CI/abmMZvj3VRE86V",
+	"uLsuesTO5w93IEtClSr3yuB8F8WEDUTGa4PbeQ6B+pL47+ks379m1R7eSsoU+ExWExSu/oBbVZ9WQZL/",
+	"sKTZ7Zjqn5A2hfv8EWlTx2iF90d+Xguw3H0uCjg7wYaPsBUM28gQ8NxMwb53R67b4UDGAagnyB6PuKUr",
+	"UFMgdDCqK8i1IJZ5AvJKWzRcnVV+Pj8SB6J+NLFTVVfBr0rAm3ShKww2c+pgCg+GGFLznLTxVIA/9pPN",
+	"1ndw/+NWsXCMq+1BdBj5Hnx62017vt4E36uxnsKihhXm8eFqPH1wQB4aT7Tly4jnWpWK0YQaLS0ii8IU",
+	"MCfOvcYm82TRs0LQ0jhVkhbYeFdKl0cTXVW6yOmvyL4RCHKpL5dWHZYiORILwVvqG5lWbpJ5A1bCI5mf",
+	"SDT8RS1wra7Z72ClHzd23M2V5KaKqXZTr5oHLLlAl6hClS/fQcv9WHuwhx5KH3GScUVcd06MUmJm4raI",
+	"gAZ6lbEJM3U2hmSo2EGSEEh6eMDzFEUUsrHIbgw5q518huZjZSlUfqhVMYMD7lNBm54RtAOhAMwTbze0",
+	"3W4hj9jvRviuFcElozNI2MzPA2VXwUP6MTPCqS8a42zAwOkfOpZO7ZoRGLqz0Yypkrc98dorWrhzWOSH",
+	"itn6kcKEJTQ6UpbZWSkSbIZNXILtbXMUHMq8KODqteK68HBQ8T+/qbcfOH09aZiubaYngoLN+MN64Wa8",
+	"tjUooeoJnLA6y4Qxe8nekMuirtxVuVBS5O7M3W2ooNf6TeZ3Hwzdtz3qGh1e99j6D+WS8hTXCUkvgYZd",
+	"jHpJjLrPTLknCQBPXEw5DPAfaUBrdfmNkLvUUtlWGFrpqW/bC6nx3IqRA00oNwWDz6LL0DTGZqULn36L",
+	"qSWkvcFqOlnh/f+TI3au3BLZsVCWggjk8ptwdwI5xTG55YUeOYvWe+dgZ6IYgkCuO3b4UmeiTseaImXd",
+	"+bpu/pfROm3w0DWv6Ttz50Wx8BGeUG9hyghoT//zzopbkO7DAXtzrWPhrmw2/sIAk7kMs0EtC8ukon5+",
+	"esomXM0gHE/khZKatkJikzTMTJzEo1B9hWLF7V0Hv3lPYaYuNtv22r1g2TaF5Xs6W7PSbZ7oz4FtXLo1",
+	"84xw9wFOLuw835JtMGM/vblmy/Dfu9OWpft8WoSFjHQY5t2Tfc6Rztd7DH08FjpSr2ekEw2nLsQmCTh1",
+	"IdbKRol+j73GIx9KlHPiVmvLWeca8o67M80B4Brv8qMPmewiIGtRfOKZuD/IWuZqgCuOP7r/rEntSZjh",
+	"++FCuhqAzxH7wYnQQ6kiBRL/RZ2xdA0qJfNytSuN7vtGDfVPN7IQyhYzVmgjDKvkaGzNGZvoWzcMbQQJ",
+	"aasR/uilZOf00IjiIt/N+H8Hq7ThvA1w1Pb3kmgdfHKz7Hx+98zluakTuA5J4VoCiQ4hpEBMoFDdimLG",
+	"pIJED+4peONO1u5nPCfetoLm1UYHvx0eLGBBnHkP/8KhbvIw/G2QZtV5kLkB5QB1hbaOMJiF3tMgVDem",
+	"5/TSNn42ADycyiKm66stj0tl8SkeOKpdhscTzPDYsn5jTXkI3oQ1WcvfXV9dOoU6F8pKXiDYghqikN5i",
+	"jjCkUVeaws5nBh9DPjifOAtXFXokVXCgKaaVs6aiF8JVucY8ViY+kLMBo7INsL1EXwRM6bMKBEgfsqY8",
+	"r+34VRjIKj65C7huKEXloWauiamIZzUQhYZmZ7rP396iW1mXhw4CFxOpws9u0NZtwr3Tvf/6z/PD/48f",
+	"/vPk8Ps/m38evT/88+NJ8vzFv/71L+t0nv69+fbDuVn1TcVtF2opszabXv8k/uv0H/8wx39+fJ5897Jz",
+	"yA+tjkafeVEp/Xrg/aHVUjWPTfcFotaUkYa6xK/agY9RV2Q8/oiA5lmMgIZx4EaCyOZrLDgGHMRy40Vu",
+	"u4C3CHIlN2ZKNQOUadfUzYUwclbUxkLl3cznBrdLjc+w/Q1WGUPMYa7U2KmaUL9wD47eBTxd2bMKYpbx",
+	"yvrYcLw8GGVtN8deI9Q6D66fGwWOh9lEgsNnw1GGH9caYgSaj6QP18InXOZY7z4XE26zse9y7r77Lu66",
+	"xFs/v4b3CXDr+e0/TQPUlU9sg7KiKep1jckLShzl3vVqiZh004ZHTFyEEuJ7RUJvbqMJ/+m6IxisXZrj",
+	"xqzjhZetsJXbHyp8xaRZScyB4sWkW7/bot28uJCrFS7u98GZ23n4lUPcPExyVzj6+Bz9DWhsSbVbah4f",
+	"W2GWkG7+UEu/pwigzumbY33VGNsMYqkCywoplIV9CAX0TYFEOHVTXRc5M0I11Z4jeSsUmwg71ngqf393",
+	"AT7Edz++Yi++e/6v8Ev3w79+9/w7louhdPqaDbjqExdxGDQk8YFntpghI1wP9DprG/G1VaMNvQvhKb5I",
+	"O+NVJQUlrHA25mYcUdrEJ65xC0gbp8/wYMJPaa34RFTc7QZsHA5rYj7RJ5D4/Bmof5Um+GiJY8B95EUU",
+	"vxZd+uqGULz7ZStQPF4KDbMIshS+o/f/QnHKmBeFcGINIk2Qy/4gOA4zXR7HwZ7gvjIEiEGCEI+PlDOr",
+	"IT/lqzOqnxTyX+MefSiwh+jPitSpTCujixApahjDnKlcmyQK7aInE1q9njXAnnPLuxROt99vxAyuAauI",
+	"tG1v9jGSArk0DghJSzN6ofJtKKGsn/Es07WyoZLkRulpUwxzxF5TCjrOZAnLl7+QuHbcQHCy7jfkzGrS",
+	"FoPDFQl+IkKDLtaCTt/A7/AdHirzPMQATXvx44WHch5neVCatPhgG5N+LWuePvU9uBpaO5GI82uDw8F/",
+	"r+dfwGs7k82RA3Mv2aO+NTkkm8OHXyvbvKE7y+NNt4LtjPbd42E7c/tynbRymtzOkdHryKjphN8HrONq",
+	"r5t2GOO3LxpsmbrcskJwY5H6RReig7WM1FvDC7eXQcv1vfTjR8UQb8BFsRDEh3zCRv9s+MtQjNxnLqPS",
+	"8Bgojg7UPF5IQEZjqaeiGtZFSG2UFdNTiL8FIOzMaExIVDjxMnArEx/z5C75ju6IbZSDy71ghTLt5+pm",
+	"JUGnboyWtvRtZD0JxCgV0j1lu3o1rN2SOe1SIb+6VMgaj8v9wehK9fj4Yw38p0tTIa/00B7mIR/S3XG6",
+	"lNqqDopkl5aYBEUYM7E1K7Qaicpp2KEgQULNZ1TWHRH7YvYV1kmHvC1QL7z7BQoqUc1hpi5FxXg+kUoa",
+	"i4p1J49OnNhQFtwig28x5TNDgsLoicBydA1D9w+Fooq+VAPCwLtpv8RK++Cx7gA0u9TLjaRebuzEr8Gq",
+	"NWd6ksjz6cQhDLQGLdYrz6XlM/CMN2/pqRXx8fmD/8ygV6/d2QKPMlVb53XW5GgCc623VoKW45QVJoZD",
+	"kdm5tFBjBc9hCpYk+AeKMS1X2nzRg9l0Oubng8KmuLfW0KgeOe/WUsWJEjJRnds5F7+C/MoHVJqOvSWx",
+	"pGGKgC6cDliCMYlE3MRYr+ZUk0pQL/mQME6A2bgcfWAEWpdZDZEkBClqBKaVOGLnRdEBslFmfKxHAehO",
+	"x1pgEbVAniFd5K0QfKFHQHhR26B3dTBZGQEuv0u/No8M5lAE+tGtkXseOwESpuHPvChmycKab5decA31",
+	"rYk/ctMqYIgEcdgaU1HNc6LusPGLxEY4g20HVlDnHgoq/TY7xh3Wj5i/6JG3MgFpoLp9Onabc+B0u6wS",
+	"3PjIBz2ViVJnYx+2ngCpPVbF+wukMXXDhiKtrx3qpvRC4h6f28TDUyZ8xsb8VrCBEIoZqwuhztrmLBqx",
+	"EUch6sF8EqendDMsO+D75A7G27AYaXA42uXI04kqHcTw3r/W+pA7RuZljMxF0RLnWzrW0OzJHFP31VVx",
+	"VbL9KkvuVF36vq0wZupSa55RE6k5tp5TzFz26Sdw0IGfbP9SKHBLY9vUpi0uGLMQZq3YGN4ioYPafJ3G",
+	"M8P4SCibYALNa39XnrB3tVJSjXxXC+BPZld1lgmRu79jl9mEXcuJyN/W1hmlr7jKRCHyA2r6EfenlRaC",
+	"qBORLFaLhMxI95nxIw7h8ai6XeqigEyfJsUxauvLrUioryzHRe5h/oKVeeU/2IO1axpTYg6O32+Dvmhh",
+	"FvqXf34sFRYHvAeU/q7L3vdyUKfWbvjdWlxUxfqzx/3O30Az9NY4lndCX0iuv//s+Y0Kn3imazU9R2Ro",
+	"NtwugtsbwaW1KuRQZLOsCCjWiuoiVHeJlW97xAre0cH9RdIEcwD7hUlofq5VIZWYKwTZJyejVlhGnh+E",
+	"cAM9mFGjbe9JZEpPT1lZaaszXSSsEhNthe8dkLDBzDfihe7e2Nsj8T/kFfa19LkxzYvAvjKFnibhl0Dd",
+	"WAiOeqT7jWG1guRKEIlSZQLUyyN2Pl9KGGc/krZEjZ44G4KylGnAk8CtIxVLa1U5sQm81LEP1EkW75yd",
+	"jrGO3qcJ9kmNS/ow69TwbAFXugHNf2RfOBRhSy/Kl+UGXozbuR/QqU/mfb+2vc36Xg9/7F/v714+BIzj",
+	"/upD8evmBO9QexUT3QLSdai9G4Zxb46sZRTALYsVlGhXVwL9KAmAujcKO4smb8fa2GNeljSM08hOHwhk",
+	"ZX2LYgO0PzDl8SnIl2vYfitFnmRgJUbojJVaHcCb3g6H8Bh4QmRzjBxG8ymfHbELG6wViyzC2Y1h+5nO",
+	"RebEjNFFbaE5MsgSVoESb5D01v1AFoQXTfFikfBwEgAv0pUcScX2y7ooElbWZpxAq216hp46O8ar3MHW",
+	"gMzVZZj/ya6He7UUHkKQRCDOZL5xHA/W+8bsAfqUa9gDkWFJo7pfw2zzooTmegeLoJnpTrassghMAwqb",
+	"FCATfSMOrZsB1Gj1e4d/5mauHhVRHCBee5BOWwiRQvNRDFEfeEGJ5TJUF6XrKhMJm3JpgwkBnih2I2aI",
+	"2A5GJ4KbuhJUy4RC5JTdylxotgLqeZ3LcBGJCGWcsKOSF13dRLEZB9ZekONA4GHEUS+MZULlof1r6i7X",
+	"tb1CuyBl+5RYzZ6fJIxbNtHGsm9ODs7I0eQmgZXq5KgbCSesYGE8zdLACShh6zIBAXQQxlYJbrSCDrih",
+	"+pvKaH9/9wtEFSEHosmZxWq4JMQPo0KJRVe4NeWV2w7X7rRtJgTYeseKCCDuDV+Htf3Sqmicff72P3zW",
+	"GmyMoa5Vfsb0DTOgNhDZA4+2MuzcfEdI9bUHBd1da0zR4aTMxO+K33IJvYTmGw8FeJ6DzHuRCkuiDfNy",
+	"4XjAbTZe0lSoVobVpTutL04Y3A2HwiTuWFQMSlAdWCbEjdKuljVSjQrRNCDGTFSVi1KoHIL8mD0BeRkG",
+	"DA5CB3cCHbCaxnHjfoSrYcytetsimENYEhnwU1d5wy9FyLcCIn+AFdkCTsKL1gJL8wjQkkbbB5lvVShH",
+	"dcalVwCkwk+wIxB4RNkMEfoYp07wIoYgs3EMsryyh2WlP8z6gaepSGrFAIkUB1tRt5RWZ7vPgSmTyuoF",
+	"t0bCdG2NzAXQCHujfh9zyGBR4F9aiUM9HLJKOF0NfcxOnTVzLmN3X2BXcXOi1HY3Hoh+QocypwdKNcL4",
+	"44BnN3o4TCjoiu0DjAVf+BE7B6orjt3RitkpK3XRiswGaxdvR5fMETtnJYfgJrcRWx7jYYodOfpnzLvd",
+	"W/HQynp3dwdli/sz+RzhE26IrGXuNespldiURFSgXpb1oJBmTJUE24PNaNQUXOtNhlvY2hRgtX4z7VTK",
+	"nUq5pkqJySGIgwhEC0xTm0d2XX4OsGOPyNYc4EB4xIokxwo8PqMcl8at7H3OvhbKu/mddZ1LE7z9R+zK",
+	"ITHkC9MYPJk8VVUhGxczmMliuiBSl9tAyNZbVgAkzUTDGn9JeKjLHRzu4PAT4FCXD4WGM2PFBJr45jrr",
+	"j+G9E7msREbiflDpqRGV91FCbZWDOosxSOmWiQowc53VE6EsmtQlH5Ebk3I62n+GCBBX6IZtsbOcLZaA",
+	"tmutyFq3YoTgZoK2qAlMIcWXZ0vUxZ+EPS/la7cOcxDzzcmL/jXxy7Bi2nvJHtIcwRN/0YhPi48FVwHm",
+	"pHhnwOLTEpbOfUL3+Q5rmR4tJWKej9D89QQiGsu+k9tVrdWNDxosbHPOIhKj0z3anYdk4OwtHsbnPYcR",
+	"ntoRDcHP6OytUeUw99Byc7NOVL0UldS5zFhzL4N7KZoNrGk+2lhWOnM7K2Y7ysbCDTr4+KlXKe0+WVGL",
+	"2lpBqHssihKsNSQnYoXWZSMAS5G7KyEIrT3HBiUhdceffwijvoYJb1C6t1+1LAFlYSl92g0UCDypHJNo",
+	"E82vypLD8rnngM7XcRhQr2Bq2rvrWydpnX491lPlhCh4C0iOjPUEg8GngTN2IiYDUZmxLLEPouCFHScM",
+	"CowD+E64VBDZQ+8m0O5R2deUV26jE58i3YbSiTeNQ4H6kvqFQjDMFyb7fBdWiVtpKHFtQSS9wvFf0UJs",
+	"sk97+019/IS0nn61n8Rp+IlKquYnv8ETkHPLDyvhPqv7lFkhuKrL49JtFjFdciDcpiKy+dABVw9R7FGd",
+	"PDDXJU3jT6FsSF8Kr2SlLmQ2I/rSSkAPsiAjihwD0baaMQ5l+CJPAkFd7gk5uJoBQecRe0vEdkAI4E4p",
+	"1EhARZYXGJzRLBmAzOJxuMRbX3PL3/lhvsJbVmWr/gbheM/8TDEfnlkdQi60smeM4ufGKwxY/r+kdkBX",
+	"n5cY9GMlxKEVHyyF15txhhoQGlzfIPC+vlF8+/zFdpNzuj4QfbteWKEvHya6S8/pAiJaRTQLuOXRcc3C",
+	"QfhcSMq0GsrRXZGpqtWhVplYEaEF4rL4mLfoO3wCjhEFGpMEYVIY4J6H0EdRRL/GpB8FHPQVMSsncQr8",
+	"lEuAovBo0ndzVGnjzkKGjdyRr3Q9GveIbsI/CuaiCPfAiVLc/TDD0sdMT4gcg3eFcmvVg2Sb8MF1vepd",
+	"rVaxETfrbDV+t7lcoD4u0O057Xpntj4f8Zzc2QWAH085e439JbrBDj/Y/UFev4vMvX/AjTjEXXcIu30N",
+	"69zyQeGwS6pcfHD/sJUcjcCbr3LmILZtXD4zrNAZLwhv/Gtjgz3TRT1RwE88DVYH0FMonzeS0KWvX/8C",
+	"RjsvgFepAavwXPSZQfcLqEz6p/CV9MHQJy53GB4O22qWSz5S2gg2keRyY2WlB4WYmE4z5jW98AqW7xxW",
+	"b1XXNeSORSb+179gpvSEUnGowh+exvTgv0VmV3HQ5sXd+GcX9LRf+Qc5qSdM1c5udKNww8rGvOKZm0PI",
+	"bATlGwd15kMxYfRoItqqVhnSN/bkufMPr/Pi1ZhXpnvYL09OTpK9oa4m3MIs7Tcv9hJ3nxvk3unzkxO4",
+	"YiIV/uIkzBE+OhAlbVoLnP/kPWgctiN9UDhdOx2wj0AOU3TJ+e7AYm79NmmWop95pUOGK/bz9a+/YPo9",
+	"uAcroXJoXQ2lB94bv+DqBzUP0C7Fvf1vMz4pUtQ4+LS50/ttmbRGFMMj9oO2YzhbEDOJHDBAwBEujyiA",
+	"sVWlZkINdZWJuKcsUUKKmWeBbNpb5aIs9Ezk7FZU4LZxCCtNayo+8QWaekw45HcPZiyddyWfsjlPcnrq",
+	"li5EO7p45VjajPN9LpQUeZrcIQBixhL8tMG4rATWqu6n7lvrUiheyiNY9oNuMNeZ+V2uwu9z1JHxK56x",
+	"dGzdd2y2QU9gAz93FTn24s/eB5eEg51IuefevJcEDnT60b2oi/P8bpgIT2lhYoeyyafsbSmU+6wL+/eo",
+	"qzPnnhUf7DEMdMWz4ZR1x5sWoj2d0NvxDUijbx03rK2Ij+QOn3tyFsd6+vgjTVIN9UoULyud15lNoCNL",
+	"nrCx9p1nyIUuYaB2FuiydU5wjxayibOZE2b1CCsSAHukNawuodzFPVMopPj0MSrseBw5DmuspweVVA1l",
+	"NSFNdSAVryjNBn5Bo3Dg7VQtXtxADbzuBLMrWI8LtxybzCxp3tJxEH/gRmbMfRJ3vCD7fKBr+8RiTj8J",
+	"ywarVmKDuk1gwDgGnqB1gq+w0/Dq2ESj9Abi6yE9gYJHorJyCE6lnorc33QuznEAG9yQ4S3L4qA4s6cT",
+	"8Iw+5z3ss7Cf1t5xxx/dCC7yv46FqnRRTOgzd/tTL4ypIT1RK3EIMJq58VPLNQeEqbnNcD4MH5jSf5uc",
+	"dIR0PFsXuQ9l5tgdmAKpQMyMXe2wX4YBSuYRdvHS1Y0J1TTuYkTzD6WshInKEb9lE6lqK8zBETt3Cp50",
+	"D4Qll/ldOkuErfumWaRV4R96Cyj7lc9Sp7kHnbLkdtyolLgiazc2/6ZHk9xU+4uOVVjlzCX/khwKt1vg",
+	"WG8eX6KPtGRcWBj76pyVsvEwh/xKDb76XaOLr6HRRYOxrAE52AP3Crn9rtwGdAO4rBL1DTdWc0ubtjDi",
+	"65trIBMnCkPhIXQjqp06sEQB+MW/8W0zxnUImZrxYQJMYNVwWNdnPAekWxvZFn2jDkqjl8dF3p3MRHIi",
+	"e8z1b5e6Nb9t+TSfb9mn2f1plqlQzZrs7OUlmlfXCduACpYsC03zrlGwfSQJwooO0INKoHqAIhagM3AA",
+	"nRCk0R+SWM9nlVBiyouDOLHb611zxSXuf5g1GTWDPBzyzFmw1HNHDztbzjRqweIO3du0JrL4yhXKSBj7",
+	"doPFPcuzapDuS/msnF1lx5OLQHciw5bUlRBgXRFzfhU1BId8DHdGRO5DauExcShDK0EBGfJROLMN6jxC",
+	"WRMGWiF8jcFsCDv7trbSGnYjZofQ6sX9ZTHcjJmDeaA3cxAp81oYH2jmFbTLJYpMVlZiKD/Mj6upadPT",
+	"EJ3Bmc5803HMjSL2GcgQEDmry06v369+OXpC0SvozF6h//Mi7+Az83FrYniDqQ11RStJs6dprohZX8Ej",
+	"zL3HreOhhTTkEhKa1hkd3g50bp0je74qML1Cg+td0rjpfcmNEfkZBiZgLdA5QWTadCk0Qwae1BVLfQmP",
+	"654Pmv1bbVDb3p+Y1dsnpZoUDMzBwi/61YmphxIA8AUoHydCUQcyHso26JSeg/9jgtNDD6eHfgw+EbPf",
+	"X4id50wSUhzBEm1SHKeVtOSIifDY/QhZlXPgICLooJ63cxsRnYlRhzTOcoeAtfJtyfNq5sSrNHiAe5qg",
+	"V8D+IZp8dRgd5qWPNNBJwIgi2QefLNDx4DhR2/aT6GwDiQKJShkNvic81Jd9eJFkrCwKEEcdujilIeLH",
+	"uqRv9a7ZLhuh7Ol8WxjKUnV84dtaPZ/z/1jyPVdM8+5Zn00NAG3Pnafxi/Y0QpZyXfZrnttIGFWazH9o",
+	"fCQmXBbHVhi7rF0cdEhRxOU3EcZg8lSTj45vrSuRs6tfry99HpNXhnUIlUNrcAqSR1651qDY1OEXEgKi",
+	"2k4h+5cn3yMmQhwobd30Xmn7vhlGiuoXDEYi2EZjdMjx7ck3DXlyPGhEX+jQkXHl7gQVnmdjYLYAjnzp",
+	"GZTwuGLOgREqZxNgWNPYQ69VLY3lOs8My8ZaArEXdsszLO36dilmThng6jwEt6TIT4mpg76BQRZqiF5h",
+	"YVXI0IC74VdRCym2//LF9yx1T3xPT0wpp+2dsNXs8HxoRZWygZhpsrM6Eq3cfrgWxr5xc90UMwesCLxh",
+	"DT7MSmSylE4GoqsqNMRjpg4puFtk65gf/DLob52pqVMFgLyqUV6ivbnD/6dKxSGgph32Sgx7TNAZ3LjY",
+	"oOzLVb4eTMmnuuco5DOcS69tcjx1bcUiJUBTfBmx63vPTfRgX9jJ8UGJf174vZpjzozuhUXAHiSyinJs",
+	"k+gWCczAuIpHzH9d/xY0RNJjSb8/TsGuFx/Ackc5o7HbUq2AGOnCkhcdiieRXU3kzbp4nVZOykJEDCRO",
+	"qxfdHiNI4Czlp/mL3qpidkn1EZvt0xcPc7nboFmML8hr8LBOANtathGXapElAffsBj0CJa+knd0FIYjo",
+	"AJvNeTVqCLEraBokC2lnic+jJPuWUn68/9hbvSD5ybXsSx4x+zyLX1mK6jBURGIDvzE3Y5aNuVTIxRv+",
+	"zIsiDBE6gdDzj9gfoIWORXbzOhQsefdyTdnhV//xi7SCpZfvzn/69Zz9Ty2zm/dwT9o0+MTHAy7kAo17",
+	"cnyQgW9kIZQtZiyXt6Iaidzd6BASdO/MbRBlahMXUU2IMWLWCReX8JXu37t8TpOP594UccG856d9hkKh",
+	"EpyabmInqFA0Ah8PXeim0NP+JhDRd/hMl3Rc2+W2Cg7UfRsgUpZA4w87Il1V1oW33NN4no6DOdqfy8UE",
+	"ws3OtbxJ17KDR1rngbBTIdQ8Sc0G5YnDBamEWUL/5rE2XOp3f1y62tIdQ6ZTyPTPa4r3s1bFHyJWKaqh",
+	"riaGcfRCHwKFDnENVbJcWpUPbmNpWVnpW0GHt0FstPMMPhfd9kpbPMrBt+trDqRhvAB/SETZLg17cXKC",
+	"OIC46ksVaPDuZBvv7UjmOj+T83mg81nSeEIUpdiie5rnsyW1Ce/CB1qRAXaJq/hJi/gZqN+DXsliVQl4",
+	"Bpz0LwQ30De/3d2RUm2w4mHJeN7AdXfD/D836pKmL7QcSv1Hhw9+1r+X8p0WvmjaP8SHCqcTu5e7M+x+",
+	"HZ1tj4d4yhNq20nNnd31Rx3pJG0o5Q2LOuyBTUK9LsSqXFfclXERFs4djYMbpaeQuYF1XEgI77ewzzgN",
+	"0qB9GQXQihnDorgj9s6Nx9fHFkCPeYgVBpWgi3wDPwnj8A+nj9CgPN7sI3jiQ1k444xNx7Poa7m5kKLr",
+	"hzyoLZN54V7Dhroo9BQaT3Z2ykMw1oUwm68Uc69Z2iIzLpJ7wvSE/euwyWNUKysn4phIMKxcSp2LpZQ/",
+	"gdWG/WcmYqKrWRIrKcozDGHsxPQWVB6xK3S3OrVxOIyKIk2pLRvpStcWGl9W9B42qvTUjhNW8NEI00jD",
+	"3qSG9+4K6PkAagMfO72h0KNOneQdzuJ1NPdNStbFt3WcCLqKRR/k6Z2Jn4T1W6x3IbZwKED/X4e3FuwE",
+	"CJ+53VxxNQIHNUaPfFTG4zSOrsPg8CImGBxOhc9szYtihoa5muMfnCsjdseNDWUlphzq4rDeCNht/UtD",
+	"iyfssDuQXeSEbma0Dy9hCTZ/Ktx7lgoJt7BuDZ6ygCB3nd8zGArWpVBbOAu2dptvjcMwHUsrqJ/7L1LV",
+	"H7A+AO9njdHX4oGifCQ0uzM9mQiVi5xBLq6hVvMWOlj4QwLLgPwlWHXFFThbsbnQCLY6mohxndYRe0s6",
+	"WBgjZEZBDAZD+RziN058WKHIb8uVN+6iki83WRwg1uaHVtBuvs8M01OV4PMIAHAEXYLoZ23sNS7wCrv4",
+	"16biYjrWRsQL6vl6F3k/QfGMWfiJGMPH1yjY/8z4J6NpX5HlQNVtIm+mcD+1V5s0ZJs19f2DO4El3pzU",
+	"wPgJsQB3H817g5Nkr6x704OabMz4ONKJoo0bHTfSIi2vRsLCwEPWPcRYKJCBEELhgQkQfbuH3YpKDmct",
+	"X1jc6bxVuCTzOCefsnAwgRPMqvmCXukOmlsDSB+BPcT+QCrPeAINQvnWXyMRc4p05XFSNCoXLIWHvK+b",
+	"gH+6CCXn7vEtMNlEpk3zAnjfikwb+mAqVEY3XxhX47ElZc5ND7mfeiPP+Bm7snCaT3/GdDXvMMU9MebU",
+	"ZVMqDOtTK2QQpFwi++Fchx7tt+F++pvOBXX3Oae3p9j7bqSkgRKXwQz2Z0q3X89KkR7ssoK+5KxQ2JYt",
+	"6MYjdQ+wDaXV/Sk9bWXwuCy4WtJzLA6iI9DT0Q9RBa/3wVy8LtWEXpD6/UbMWl46zJangxfbTQFcHJLe",
+	"8kJi9gw27260QpR6Z6GyLKo0xzx79FEMLaZCDiXR9xyxf3eqou9j2dJ1uzr5nHSwvhdcbRGe3evWR+cA",
+	"xLkwYLfiB3ko8HWD7x01aSwFVzuK40eETJ7TPcYmOnibByfsa3LYoqa7Q6EpBgsaKFhIQBxD0Q1NlryN",
+	"0eOQuHga0nwuvTp9rnL0nF7zEVQshZcFjTsJOiDGVv1qo+GLWUtl5cZmIWqTE29qfsR+4qW3/JoKpoJ6",
+	"cnXWlg7lB3cVNqzgUTcx06QXdodwYYFfx+t7HymE3XlBPobob2otEXDohy3ZsUpwQYiNx8QVS0Kx3V/s",
+	"3itWpRWThlXkLGqgA23jMIIUSJVRbZxoSBKV/cQnE/4Bs8ZNHxXJaorlB2Qj6dtby4ObbcbPXfLnXZI/",
+	"22vnHlQIK1RcfkLIsEHv4rqd4Qa1LOyhVNDDygoFIWa4OYnVv6Z+vnaXKnSd68r3YhF5ErQcTFXq6Az3",
+	"e3Cqg+ccnQ7mhrmD5mEz49Bn3KedtylA+uKtG+8K17xmaUc4v5b4DXAZn5YnvXMJ7mGb41Iu3ezHH91/",
+	"fuMT8Zczp1a0mHH6Runluh807EakMmy2tmFTJ+iDfZRrlByl71FlnExplHx4CD3chIccsXP8C2gNkEIG",
+	"SSO+toL8xtyySY3nxTenw6yFhewGqoeD7OzouqTT2eW1FemNNsyMnsosdJqD7Aek/OtoQtMcgLWaaAWX",
+	"orlh3FDuK+hP7TPbw6roP+RSXsWSW7ch9073/us/+eE/Tw6//5P+e/jnx5Pku2/++pe9rdEttpZoiWX4",
+	"h4dUHfaPhq+RPDpvXTSfuzXKgb1bfSldunZMSPffiyd8fAezjSC4NzkgPoistp22KpWgrNUMdL6WpVW5",
+	"42tZpG0KwEyk43SUvbQC6OwVRDdMaI3T+fTGYef/AsrWWBd5wgYi47UBPkwx9eXD7poJnwVLNa6i4wqa",
+	"Lla+UK/g2Y1ZkjT8d1qsjaOIf1EHfvzdr3NE5/0k03K62oZs0ECYisFY6xtznHHLC71OAoKxXOW8wrIn",
+	"a9io0nWJcn3IJ7KYkZcGVBL8zTPDUuKJ+l8pm8oiz3iV41GDpzB0LpG72ekivvcVPAWuAfaWgiv3MHx1",
+	"yqwv+TcC7AeDLWHw+ebMZ4nDFMGL4y7KWYq/P6LZH/2jPjn5JvtZa9A34Keu8N9Pwv6Bd7xx739FS7bJ",
+	"Es3aDpzI6XptjxTG9aTP+SSOjZu134TtzemXITpAuHM2cIByUchbUUlhjj/K/K/jSljsRt1tfvwKBSic",
+	"/Yi5YnT3LATUL4XKIc8S8mMc9FN5hh6yuvTxezoP5GZiTheelNZQGk772RJz4twtPgYDrdrcf7OxvBV5",
+	"w45nKylytu+MhtQPDfg8YFYQHXcnLTX1IEzqvX9MyrTTbqfSiA6uCqC1oP38mh69sr8bUGgMpWjod+jO",
+	"HtNBrk/G/nK7aTNzJzqsQJ8Hjv6eMKWnflMcfV2a8YMpqW4nQiLosH0I7wEuVrI3BNzQbkN8uANmYGxj",
+	"HjfoXODTCP323dxKUcGZT5ad/IN53Dli54Hi52WTWoHPpXIXyqOgVzrRvRQvmu674KQ3MS5JQxNajhdw",
+	"eD6AFFwFGY0olDnbR4XhIk8P5hdK2S8VRD7Ayiw3yaMlDt/dSxYgJdhByT1CCZ7M4eLJhE0fncytAgw2",
+	"GVhC/wBtYcNwESX2saQq8Vn1SQQV7qRHG2sw892LwCwWRWFaKSO5NCVwAJO/kRyamCXoNiLyYEnb+rMv",
+	"aia/p1bF7GCZRn6Fs9ye5KYX9rZDGlVixK14Qkmv5+05u40/t6vaO2cbWnmsoK4TCGsPOAFHim/cMV/p",
+	"XYmcZ0ABJy0zfNZse86MyCoBktII67OowI0EgTBM2sgT8sNjo1F3xxE798o4LVklWCGG1uGH50Ilmohw",
+	"JcUeumNjfru2FmJVP87CaEZ5V/FoVvBW+AE9nmrr+TMbLcLSahic7C7E3Rvla5+TezvJfU03sHsE0ALH",
+	"Lz4FySpUXmqpbEMgoaeK/fzr+Ss6VIl3MmW6FAmEt5CJLCdT1+DRhgi0NKxW8n9qwfhEUwh6ieaMd4Yh",
+	"SHC/8oHRRW0FG1tbGvb7u1/YvvsnVSiDSV8UevqzteVBYEZrqCJNwuCEORt7WPHRBJKc/Usc8hhd3GKn",
+	"SlZoXTrtPWGFVDeH2OZZVywrdJ0fToTl0BGfuC+FWcylTAku32O2IijuMD5nyxPmgMjOJ1JJY5FxGa4w",
+	"rKzkrUN7vNewff+0c/f3S/zrNf4xPThiv4gRz2bMKH4j3mfcoHeOvHemzsaMmwUHnVbvja0En7wn5ERa",
+	"N8MdNHVc/1ZdweWv6Gr8Sg0oC5VVM0gm59iIBck+qESp6UfU1TalA0s2lGm6BL1WpJ26DXsWzTfUSo4F",
+	"8ndsL4C4ZBLLRg8p/xksOOVwkeAd6yLHbhIS6fykbUQxG0pR5GaXf/9V9H9rYf12baZYWwLfDHhl6s5Q",
+	"YlnwjDLfcfshex7s4oYYH3kloEjY72xIej9XTExKC1jPBwbkFJ7bhpbS5/HjH87IH+w7qWDhZqNDhsAZ",
+	"jMCJnCP2itLzqUCKqr/EB+t9xu6mkKKrGv+qG19LCYwomAmLyU/c7QvuMNp+L/NeGL1bomt880W+t6m0",
+	"jk/HYfeZmj3hVYlHD8A1fKH8iygA2GVu3Cv44uF8ZOB7THDS7xon09N43B3qio20Jtvc6hKasgkJSjNO",
+	"IQHNIXhDVc7+4NJKNUJnXuzhEpmeCPaKq0wURCKstB27+yBzHMx8ZX221iSJ/dszNpbG6goqC25EaZOg",
+	"tlDKq3u6YcNKCHgCorsHirkKVJznxsDz8WBQS+js3NT346HDNX1spztyCa7toaNoNkS4ILpFLXbR0p9r",
+	"tCur4KImbQfovxN0xv18fX3pW/Fi2RHsVZETNxutH9qQJQK9O76iGEIoDKxGbIDuzateN9zr2Pv5eec1",
+	"WXnHJXyL9a6DFm2L5TWQRxAH6oi3jbzaPU3fgBAiWRMb5iLhnk3iAYLwfS7Bt26T8VHs0ZbC7Kht7wmV",
+	"Xs/Lyehcbz1GgIi0vP3OhTICGKlCnxjvd3L3pT76TjltqabddkhXHcJVB+QxQx9U215L2GBWcuyFIJFo",
+	"sXFfYkMVDM6HxFG8IoqvzJjMya0ZfmMhjF/xW1EEkt6CldyO2T6GJxOWFVxOEmbkSHFbV427NPG+0oMz",
+	"T5AgQw4A5SHNazxH7JzlSJTQGI/OcnQr0OVhuxadAYsvxDBc0RfnPOqC49vLIElKaLFhgwg7Y6Y1B+K3",
+	"gDr/BKtDxP/UvMDld59Q5g9qV67ZVwc36pQbTwF11taVJUSA3a+mfLazPZ+U7Rn31MF9YvV9SoL1ldQV",
+	"7dec2cZNjHww5oBlEbE3oB6yc3Azd6b9qQey4P2Wj/7gdIV0oQODNIPYhCB4+5bB6t5jQMLg5Hdj99EX",
+	"vgiPO0DbAdpXB2gBFbAWIcKAjUKc5cXNsRFwvenHtjfGciSpgEg29NHK9ITRnT4fPRe3MhPPDBQmaqZr",
+	"W9aY1qJEccR+1BVLR4MXf3v+t+epn7GFjgMmkNPhMxhnP1Sa5xmf76QGWTNcQkyZlNArkWmVmzTxFIzs",
+	"+clBKJIMg7r47e8X12/QmebGlwSFWVpPdokK/E9H//r8OYwJyjGnvMp9rBtbRUYD1cOhA9zEf7KCgwpM",
+	"v2b7aaZzkaUHR+xSG0srgwH2y7dX16zzSxx/pH9d5H8dwy3pGbUiM+NDqw/d1QyyqvbT0to0wQDNYOaX",
+	"4IDlIpN5xN0prfdIHrG3deXmIt2Knja1Yz+Aw8JHjWAAzwzm7be6xHWKEwzQXfPi5gpv3ZBQWXjPCpHi",
+	"N5TKw07cqgCJV6RniLTWOznwtOSAgxvmTjLl7HgAjRDf/bUD77//vhvv8X5zBLf14nyMLr2+1esWBhCN",
+	"LbpLF0AoAbbMrCnUc4qP6ePdbUPEynx9eEszEpn3JOaHOT3W/PwnDAQPFtqY3z2ejhnDe94l/ZmnbcGX",
+	"uEKW9+tZf2CPKdQ/UFXY/xu7+fmfyZxMJq3ilJ0fOoXD6TRlNuEJm9TxL+oD6nEtggKX+6ecRRqBU17A",
+	"7Yf9JV6cMGilVfLsBrKPLZs45eX5CTNQYO4UsM4m1diR+pSVoOsY/4pS3wh1cMTOG40RebQX1BlpWFZo",
+	"4xQqXdFVzUcTFUBLJQrBDfIKNS3H04xESUeRLiysO4Dn8AEeJezcv6oUJrxCRYKdttOKdlrRo7GOAfrI",
+	"LN6+UnQMiIPwXAgrOpx9kDzSxuSW1QjmhgMyzEo12iHpme8aOIdpMoa06KEROSzZsBCBQRY0Y/msqzAS",
+	"nuOOF3zPnYa107A2W+MI+21hT2/1uJZ2iV/+bSmUodIH47tLz+sdR+wVaR0+hYs0o1PvscEsMOCBrXRZ",
+	"+oQvMaULGmq1xUN5hUbPpbVPSfO4tKu8/SNKF9mpHTu148HVDtuNDJsAsrGs8sOSV3Z2nPES++cvy3OL",
+	"iclkDgT99BrMTRMfStmwPXia1PPLC2ad4YUk2SW0U6G3zVjGrRhBF0HqoR6eCESQIjdzNP/S0NOw1gb7",
+	"vhTFEbuA7vHkG3Yvd0+AXLtA56prS21jhgISSExDHFubLoLXCbHVhEkY6umJDTcSZ1wSa/NgxlJc/qZW",
+	"7pTxUh7CjekZ8m0bXTSK1SIR5vO460sp38O97z0ydfM+XbsPeem+46v4M24Sv7rf2NcnJbpmfnfA/J5E",
+	"Bfprz4Y3jZsLtU+I24i5js96c0abI9/sr73TvbDB9hYQ4XlPOM4tYT8SYHDCLPXI0kVQhu1mMNQVROP8",
+	"+ZtvHj6UBXYpUzmr9NT4BIX4OctPWnfiarQP/bDvmo31SXmoK66lwfy7mE11ld/hjstKW53p4g63gNy6",
+	"AjLFi7u86jds2Lb+Da9BjnzCLfTDne78+1iDHrPu9edleYersf72zjfcaQZvkJvkLnOorf67zIW+4z3v",
+	"RHa3Xfabviz4TFQ/VILf3OG+n7lBv+Wdbrm0/7zDDRfmaswrv2futNegcQ1laK+/gNBj9a53YceC36u7",
+	"DPCnStflv4vZj4CFdxuivAXcg2H6+zfpwaA3r5Nz7uXFjpFiCSOFXyS2H4nag03L+fBpFiNDHQL/+GPm",
+	"gfqvlSaAVkF4n4Z4LAkvkPLohNFTJSozluVdhXtbqyUwuKtojwTPFg7Lsi6BkO2xc/Xdk6uP586UItXx",
+	"CzlRx2XBZwOe3Syp3DCmFoaZMXTFl2pUiENnlf7+7hcT0sjoic8MK+StYEg8kjBPpkhONJE3p3HfmcJo",
+	"dU0wTz/1fzMpZIBOpLUiPzhib3g2BkIYnk+gtOMDz2wx82nOMwoogJ0vDLXJSws5FFZOhM9/Y/sh/+3F",
+	"ScK4ZYXgxrJv8AcI4RKfOLYtz7Gm7QBYBvBvASieGXIrUMNXqGeTxpNeAapw5f4rlV8OBlwvbtlOIXF3",
+	"OIQ/+h3TCtYScwvSQfJ8lmL9a6ics7wKbT0l+hUwgxDXw0QNMW6EKOHXziLSFbTiVEpkNiGuEKz/hV3A",
+	"0F0tlbGC97K5NBD4i7wVl34H3ZmQNko463Dghk16FwfuRCr/4/PtuXM712OJd9fbU2h5+o3ql8XtkC37",
+	"fbs/aI/k0EocwnhxoDtH8BNyBP8kbPP9A2oEUdBAXiQGNi398C3myA3n04TfIcDekraxgUqtEkpMoYnx",
+	"HGT2zt5TpoF+Cm2PscbRpAkl8MDqZbyCDo4sNbfZeyuzG2FTFEAY6ZeG3oRRb6gnds8/C5jR6iobuh4J",
+	"us0NiYob8RemgATowYyl8ItGTn53cvjdyUmUL/7i5MBJQOgrgCtQ+Ebn0rC8hlZIKfzl3AnflO3zga4t",
+	"+9eT/4dJRZkKwMV+gMWYkNDuCSfgbs//9gal+LlN2X745S9zsjwS380MS1FJnTfC/OU3L9wscFUw9apH",
+	"iJ/htaiGNHrHW5+OgMxD3i0M7lAnlRNcDCdUMROiGQx1W28GR8oJNataeCR43G/1jcjdBRiKTeONnSat",
+	"LDUS4RjjqATLauv7dH/LDK4S8BB5LSNsxmVKxhnW9bulgK7DSlunsN0KditzoRmvKtxF5wshgwmf+f1p",
+	"2FQUoAELNhUDf6nXDZ2OenAaLQ2U2A5EodXIhMosem7C/rG3uFz/2GN84IY1EYFkMNyARCG4wwIJtx8m",
+	"TGu/0COqzr2lrqRJUOc4q9y8nCrFjZnqyvd1PribOvQLQMpOJ5q1FmQdpShpnWesc/PkkF5X2q5+1P6m",
+	"PWpRg86Y0gQgv1OPnpR69EvI9ok1AKC282YeVDKglbZKMdqg5gMG5BJqKPCAQUdT5FbwJvdcgAwec8pK",
+	"XRTU5wgGxGplZUHK0F19bFD48aV52WDQyytfGzufEAIKXDI9mXCV73DiYeuMHtpx11V8uvoM63JJwX3I",
+	"wY03Xslrn3TLa6sPK5Fp7JXTe8J1eYb2hlPx+HAoMktFj9C+uDLzqsudz7suv7zjrsvlp92t21d7uB/u",
+	"rOrysR9VquBufAvdObn35nlIWCFvRLMqz0zinREanRE//QAjClRR4X5vFO2nPqtT5qk7ze3a6/kZHUt1",
+	"K61IDyDE5kYU/D8o10Dpmfc/gIWrxNTTv8NvnxmWVgJ15X+XKgfHvy+CP/QvTIPMDBdf5GnLrpP5YvkU",
+	"DYQ6L5FnZiZs0zBaqHyhTKrDKF6wIsG23I/K3LHBPyKnwIZzyBWV6appSYc5MUia9/zF84Q5u9Kwugxe",
+	"gSgBzwFIKfIDmDcsFgLpO3QTJMxoXFBw6yvRnoVfuvdw5/sltV/zNuxPuPh3MmOJm6S1q77Y3Oyd4boz",
+	"XJ+o4cqDrFiQEXcwW7fiz4dEjkPs1rwOBaqvvoHr50lOa5PEvT5UztxXhSzq9Kc3jSRsvTQFZyIJWzao",
+	"jVTCGGgK6EQAkr6oRg8GDpSGTOQZNvdnQt2KQpeCpR9LPhIJZDBdyX+KhFlteZFAZupfKdvXVQ6kKYNZ",
+	"azZM5mcsdXehnEz9A7Dfh47ITELNoM5q6Mr9jKXUNOyik3a+ncwa5XTePaH1lX/PZlhYN6n0R/PGgS1P",
+	"PWtttZ3uf58JawsnedNYpHQuVqTVtFV5c/wR/kvZan0VsqjFmUg/5pZplYlTKJqLwzuhQxNo2VEjoiP2",
+	"JooI/Xx9fXn44y9/T/Bfw18vXwIc/PzLVetxrXQQalSU5tLQNanvjAZwhTG+jJyas2WhphC/wuk0HS8q",
+	"cYtNn/rCadiTH+Jn0iZkOEjbVNIwr/U/M1EpDtt/efINS5tfvM+FknOtlNm5Hw+2xXHg2VnvggOgjJom",
+	"nMR4oVUHPfVruLxHV7x71Kdt0vVozbSvlurMQ11NuN073atraMU6rzQvkFX/MZ7FUUqVmwQI95tKiSa+",
+	"bYkMwfaRWFfi/2fvWnubSLL2Xym9X15n1blAAC2J0ApmhwUJzaIEdj+wCJe7j52edFdZVdVJvBH/fVXn",
+	"nLq0044dDYEw8heC7HbX/alzfY60SFszKMQ/fvpsgw5hHT2/xzgWK7k5G9TH4t7lDga/+Ko+pa39cErs",
+	"bSSW987T9hr5ZmGaflZvhLz9YVcMJS8V6zMUg92Do5PHEOMdil4IRTEUEhEewQK0ySzSqVBWKGhvCWxT",
+	"FhfiWsDBdLI9/PqTheDr30gF9wIKW1c3zR/AYlXiaxptnagdEmEbIdWCbcilbBqu9kTdiYEHcOVv/NGT",
+	"gyd3gHEcyIYY3gvm/lkA/PODsBbsbbFldQj4vSDLXYXPfcSJ29xDzObpxU3b1GilxAgtNAAPRoQdZ9Kb",
+	"VsKCQymuFzW1FG81iGF5RJzjil8ZDpIWm0FhFuKGwW8YHIcIuki5nFbH2GcUcUm7zwQIKhuHrVQUB53d",
+	"r2iBRSsqSxnSkZNs2X5XbGZnPUqx1X50HBN2mwRMoWTDGLwGfY+EzCGeoZbCzVfh8qhnicDEbjJk4INq",
+	"lr3+OMT8BaEerhzgEtIEpifvBNToCxjG6iKUi8rD9pJdGVQ1RO2j4PInxfNvb8W+bTY2qL+X27GPkSGP",
+	"yi1OfodyqMgi368PzLAd9tifU4LeGrRvv4uRfOi7XsbR3XcbV4l/BIvuNmBX2I6PuC5qg/zUieMRicUt",
+	"lM6KT2MMH/pQt+CVAlAV/ndHjE5e/yIODw+fB9bx/2oFO8tF+cf+5W/J3UpxW+jHNTAFA6qEYzRU16rT",
+	"nU1TKEujreWOYRxJ2bn9FswMhJP23K4zIJ+kCXoIfAixO3eiAoi/2pyqIP7kzqwI8ZcbMgnE5+9CDRB/",
+	"9LpuYOOc86wp3ol3+tWvtGXv13LfG9kmaeO4t7c547eY4E1+hu/V9p5aut0An57bP5Om2k029xUJrcZ4",
+	"FcXWkwaOhIFWX8RS1A3Y/xeThQOsQEI6RN91OHJnRnez4D6UMz+BOyiwklyEWTK1quBKgHIGI+qk+Dvb",
+	"l51uJ9ahjGt1L7YDMwHVOUV+iEttzkONVYnl9rVJMR4ucPVQV6UBMfMymHiJY2CjzQRQPaMSKyEOhgsx",
+	"UAcX4MRIafdlirk5x17+z12LZDKKpnxpWWG64BhCugok81VdggExwhn50il5IevGXysDfsU30lTLJvTe",
+	"5XA/MrFvwCPBK+nKszViMA6tEI92Hx0ciAoJhUon6soWtMJzo0uw1uuSVKpGX37nItU3xrMqHtEDnMFv",
+	"MRnbj6wgTmucAYGO5S3oDYPemwQpPwb7GM42QD9GidXI98ornVZYPXW7weFFR9jLdxE9SOYkaMEzncFq",
+	"1fPsYXsU6TSVdcPOytilL/51X2aD1tcT+vH2/G/P/4M+/7xP+4fmhwDBmsDjDAiyvq4GgzeY/ovb/Iju",
+	"b7zYM3WPDG+1CSIKCibIwYG2Sza3FmLS5cIImmX7YsuEcAepPnpIE6ytvcm1XVkSw+ZM1srLJD380Qru",
+	"DDaneuq28sYWb34CvDlNR+GhyxvXZEXaPJvhZZbFQCZmrfA8m9wsJkZ5SkCahF3/5c6eeBujlIP5Cn/F",
+	"x6Knv2j/z5lz891pO39yRJBVpdIriCCY836CpAkjC4BqV62EFP/pDg4OS0x9x/+CgAZaUK4Q02k7h5nY",
+	"tXYHXUdTo1shsUAMl69D+9wLegVHSdFLPvk/j59VHeHT0COfx5RdQOqemMCsVjZwEJ3DYmpkG2mBa7ez",
+	"J07IQ5N8X+Ljybs9gZvJ9y8hKDMI86nkqB7yHjUaPT/ZXvDzVYhW9kPVOtVhfer1yQQRY++cTtDbESv8",
+	"L7T9/hQ5BBR/zR5VexxpsijrDr2BftBpL/8keQRbr8uPjujvQ+uUKcKYsOt73Sm3hvJzvP+aIH7O5grZ",
+	"dCtdJ8T+huiL9rOQF1dQlnoEZwcvKCVsLEahkExiseM0sLfVeIeT2VN6O986WOf/DNQqFjVMSMPk4pqK",
+	"gsYcWI/k6Ig5zt86gVK3YEOiGkZV0GUWaFfWeFdOeR6/i2tlWeJrmIkuv35XhWS2PS/ICrh+9PivG0SL",
+	"pobD2lSrWg0r+g0ajJsQjak1B/OtbpgKJWwGtbSKXIWDnTH36iPpNbiJj2TpJG4F+Vu8JRkNiP1eeVO3",
+	"Okv4oW+agByoAzARuY+jy48SaufkKFTRe7LIc4cbXUqnjRiNe1AxLsT44kxbjIOV87n/k+E0s1b26FaO",
+	"hAwvRV+GjIWpMUMaVKkrMFjXBCwlufUUiNHJh9P3+DXdHGSDqQR+nBbMawFSzLum8ZLb1QIF6ywlm/tA",
+	"mc/TRl9iJcd+LtgFf5NKFDCiKT+LJSzRLBxR+ljOujLqJasNrPrfwmy92NvbIzWkdxPuRErQKOxjknIV",
+	"Ses+fd7rTDPOarIvwAQetCUSuD2xtHwoy04gxApmedXxXuXLj9XC3mWyLmvcz+AtmeJhT0kq3enOCjG+",
+	"7vXv6/417q6v+9dyPv+6fx1m6+tYjMgG42/zjyfvdv3vd8GWcg7VTigVmlHCsU08mKzikvZPXVY1vIgd",
+	"xzBH1OKCCzBl0s87yvbJSFwtZik22os69ibd38ve7u+nwq9Le/crkNbDwgUY2QwkUurO3Vjp9O4Dv3Be",
+	"AgpjRXFoVYV1tjQGsoUiU0ZxhkJ+arh8OFJQtmDznZQtNurRDcK082cMz3hgkKg34Lil+3FZgb1ftXGg",
+	"zTXmw8C4jNskJaQvsyPGmonbxPT70ii3YXkbaKUrJYBwcn9ovvkZyMarBGuqDUhhW9k0gh4XVsm5PdMu",
+	"RGHLSkxkI1UZSgy1WtVOe80CKUSjPuoBNJMlMu5Qzo6pka3pzH9fYlS1fxsFhduFddCizMfFUUMvZGO1",
+	"qFXZdBWgsGFB2Y56Qm6ZChz6UVCwwLuhAoz2rdWFbGqMkg/h4JGm1HFgt79HlVaLVndWGMll0JAZ9Xco",
+	"XaB5YRNmbQURrIarzLeFN8E50afOjKx4YE8PDpcLNcVBTXSFlOu+L3ifZXEmgxk+b2gp71N/uiipkVPu",
+	"5MrA6tVD9tsBr9TgIyGYe0rw82O6mc0s2Sn83MeAUTRG9vc9VgdFqdoffHx8j44/lJ2p3eL/jj5de416",
+	"AtKAedn5I/bps1duc3erhytsg1+f784MCmjjD4TuHqw45n9JH3sxquRLbrmDy70rrgNdzS9an9cQusz9",
+	"uJFXg90StaLAf6SWpYEUKCCitaqgNFpbiFbWfm2RaRFDaPloWydMpwIrvKRFGdEYxcEjDKkK5gWaiJum",
+	"io8WvbNGo2Mx8bEVN7SXUFaZZoE6J5yRdRPlhVI62ehZh/3JEv/mulbOpq497nUtzOvNzp0AbWSoBDNQ",
+	"iBbaCZVl4WKDAbFQR0lNHOZN8I8HWsCaVZkkGWS+mdHd3IbCjgo9SzLWMhJzrZsiJ7h0SQQJS9LoWerO",
+	"0153Qr23m/35zS8hM8LhGrwXuNWz+D9npLKkkTpo5w1q3pFRwu8KPw5pTA1UNRKzZ6A2tD8oFnHFRCGT",
+	"wUC33mUWCo557Mv4RSBKiSJ3yLMKxQvKRdnkQ4t6cM3jwv1mW30OwhG4LVnlhjr2IXYE1AyVkCl5wtNs",
+	"FLgq7BkvYuUOWkjC1VTisYjKexbBmU1cmrcn+bxR4wP9+xWDO3n/U3p8FE6Wqw4yjUKwP2fciGgYDi0/",
+	"6h3sXNgZnh64wOSbzk30VUF/O1WJS5icaX3u1c/6AojxjWuh8kc4HZhPRjt6l/b5v2FyiqXY47GvFb2S",
+	"lyC82X98lU+S78jQIr7S2lln5DxYL6jyqazaWtX+C9TSQmOIR+5GqdaEVHGmnj/PZ4qTr5cb/8er/Q+C",
+	"9EWuNisMzGqPF/78XIARp2/fh/09N2DB4zBtHIS745BGGAplIQEGYwOppuxEjnVtmLwu6x1/MgiCgR8u",
+	"HS7TzxBJQTjBdlCIqg4XRcq/iJv3WT4xUXseaBzF9FK3YuRkc76TjNqcj+e1bazZTxW8USBPlfbnIM/B",
+	"HEeFfGK0rEppXUZTTxE/hfjnb/96+1p4NDP59sbCv5+//i8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store/revcache"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 	"github.com/svcplatform/svc/controlplane/streams"
+	"github.com/svcplatform/svc/controlplane/talk"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
@@ -61,6 +63,10 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 				return s.Playback.EndResourceLeases(ctx, playback.KindGBPlayback, sessionID, mediaServerID, reason)
 			}}
 		s.GB28181.OnMediaEnd(s.gbPlayback.MediaEnded)
+		// Talk senders send from the SIP server's address, the one devices
+		// already reach.
+		host, _, _ := net.SplitHostPort(s.GB28181.UDPAddr().String())
+		s.talk = &talk.Service{Log: s.Log.Named("talk"), BindIP: host}
 	}
 	s.streamReconciler = &streams.Reconciler{Store: node, Sessions: s.Streams, Channels: s.Channels, Nodes: s.agents.nodes,
 		Presence: s.agents.presence, Servers: s.agents.servers, Log: s.Log.Named("streams")}

@@ -49,6 +49,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/talk"
 	"github.com/svcplatform/svc/controlplane/webhooks"
 )
 
@@ -96,6 +97,8 @@ type Server struct {
 	// gbPlayback runs the GB28181 history playback sessions, nil without
 	// a SIP server.
 	gbPlayback *streams.GBPlayback
+	// talk holds this node's intercom sessions.
+	talk *talk.Service
 	// Recording indexes files and drives the engines' recorders.
 	Recording     *recording.Service
 	autoRecording *recording.Reconciler
@@ -265,7 +268,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,
-		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, GBPTZ: s.gbPTZ(), GB28181: s.GB28181, GBPlayback: s.gbPlayback,
+		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, GBPTZ: s.gbPTZ(), GB28181: s.GB28181, GBPlayback: s.gbPlayback, Talk: s.talk,
 		Recording: s.Recording, AutoRecord: s.autoRecording,
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
@@ -349,6 +352,9 @@ func (s *Server) Shutdown() error {
 	err := errors.Join(s.http.Shutdown(ctx), agentErr)
 	<-s.done
 	s.cancel()
+	if s.talk != nil {
+		s.talk.Close()
+	}
 	if s.GB28181 != nil {
 		s.GB28181.Close()
 	}
