@@ -25,9 +25,9 @@ func (e *talkEndpoints) CreateTalkSession(ctx context.Context, r contract.Create
 	timeout := time.Duration(deref(b.TimeoutSeconds, 10)) * time.Second
 	est := func(ctx context.Context, open func(talk.Remote) (string, int, error)) (talk.Remote, error) {
 		inv, err := e.gb.Broadcast(ctx, gb28181.DeviceID(b.DeviceId), b.ChannelId, timeout, func(inv gb28181.AudioInvite) (string, int, error) {
-			return open(talk.Remote{Addr: inv.DeviceMedia, PayloadType: inv.PayloadType, SSRC: inv.SSRC})
+			return open(talk.Remote{Addr: inv.DeviceMedia, PayloadType: inv.PayloadType, SSRC: inv.SSRC, Ref: inv.CallID})
 		})
-		return talk.Remote{Addr: inv.DeviceMedia, PayloadType: inv.PayloadType, SSRC: inv.SSRC}, err
+		return talk.Remote{Addr: inv.DeviceMedia, PayloadType: inv.PayloadType, SSRC: inv.SSRC, Ref: inv.CallID}, err
 	}
 	s, err := e.talk.Create(requestContext(ctx), string(b.Protocol), b.DeviceId, b.ChannelId, deref(b.Ptt, true), est)
 	if err != nil {

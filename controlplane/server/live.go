@@ -62,11 +62,17 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 			EndLeases: func(ctx context.Context, sessionID, mediaServerID, reason string) error {
 				return s.Playback.EndResourceLeases(ctx, playback.KindGBPlayback, sessionID, mediaServerID, reason)
 			}}
-		s.GB28181.OnMediaEnd(s.gbPlayback.MediaEnded)
 		// Talk senders send from the SIP server's address, the one devices
 		// already reach.
 		host, _, _ := net.SplitHostPort(s.GB28181.UDPAddr().String())
 		s.talk = &talk.Service{Log: s.Log.Named("talk"), BindIP: host}
+		// A device's BYE or end of file ends its playback session or
+		// releases its talk session's media, whichever the Call-ID names.
+		playback, talks := s.gbPlayback, s.talk
+		s.GB28181.OnMediaEnd(func(callID, why string) {
+			playback.MediaEnded(callID, why)
+			talks.ReleaseByRef(callID)
+		})
 	}
 	s.streamReconciler = &streams.Reconciler{Store: node, Sessions: s.Streams, Channels: s.Channels, Nodes: s.agents.nodes,
 		Presence: s.agents.presence, Servers: s.agents.servers, Log: s.Log.Named("streams")}

@@ -62,6 +62,9 @@ type Remote struct {
 	Addr        string
 	PayloadType int
 	SSRC        uint32
+	// Ref is the protocol's name for the session (GB28181: the Call-ID of
+	// the device's INVITE), for ReleaseByRef.
+	Ref string
 }
 
 // Establisher sets a session up with its device; open is called with the
@@ -96,6 +99,7 @@ type session struct {
 	seq  uint16
 	ts   uint32
 	buf  []byte
+	ref  string
 	stop chan struct{}
 	done chan struct{}
 }
@@ -154,7 +158,7 @@ func (s *Service) Create(ctx context.Context, protocol, deviceID, channelID stri
 	if ss.ssrc == 0 {
 		ss.ssrc = rand.Uint32()
 	}
-	ss.info.Codec, ss.info.DeviceMedia = CodecPCMA, r.Addr
+	ss.info.Codec, ss.info.DeviceMedia, ss.ref = CodecPCMA, r.Addr, r.Ref
 	if r.PayloadType == 0 {
 		ss.info.Codec = CodecPCMU
 	}
@@ -258,6 +262,22 @@ func (s *Service) ReleaseMedia(id string) (*Session, error) {
 	<-ss.done
 	out := ss.snapshot()
 	return &out, nil
+}
+
+// ReleaseByRef releases the media of the session the protocol names ref
+// (its device hung up).
+func (s *Service) ReleaseByRef(ref string) {
+	s.mu.Lock()
+	var ids []string
+	for id, ss := range s.sessions {
+		if ref != "" && ss.ref == ref {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.ReleaseMedia(id)
+	}
 }
 
 // Close releases every session's media.
