@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/talk"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
+	"go.uber.org/zap"
 )
 
 // ownerFunc is what a token's owner may do now (see Start).
@@ -52,7 +54,7 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 		Log: s.Log.Named("snapshots")}
 	s.startRecording(cfg)
 	s.Hooks = enginehooks.New(enginehooks.Deps{Events: s.Events, Streams: s.Streams, Playback: s.Playback, Channels: s.Channels, RTSPAuth: rtspCreds,
-		Recording: s.Recording, Store: node, Log: s.Log.Named("hooks")})
+		Recording: s.Recording, Store: node, Log: s.Log.Named("hooks"), RTPServerTimeout: s.rtpServerTimeout})
 	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
 		Commands: s.agents.commands, Log: s.Log.Named("streams")}
 	if s.GB28181 != nil {
@@ -187,4 +189,19 @@ func (c leaseCutter) Cut(ctx context.Context, mediaServerID, leaseID string) err
 		Payload: engineapi.KickRequest{LeaseID: leaseID}, Reason: "playback lease " + leaseID + " ended", Wait: 10 * time.Second,
 		Actor: audit.Actor{Type: "system", ID: "playback"}}, nil)
 	return err
+}
+
+// rtpServerTimeout ends the GB28181 playback session whose device stopped
+// sending (ZLMediaKit's on_rtp_server_timeout): its RTP server closed, so
+// nothing more can play.
+func (s *Server) rtpServerTimeout(h engineapi.RTPServerTimeoutHook) {
+	if s.gbPlayback == nil || h.App != streams.PlaybackApp {
+		return
+	}
+	go func() {
+		err := s.gbPlayback.Stop(context.Background(), h.Stream, fmt.Sprintf("no media from the device for %d s (RTP server timeout)", h.TimeoutSeconds))
+		if err != nil && !errors.Is(err, streams.ErrPlaybackEnded) && !errors.Is(err, streams.ErrPlaybackNotFound) {
+			s.Log.Warn("ending a silent GB28181 playback session failed", zap.String("session", h.Stream), zap.Error(err))
+		}
+	}()
 }
