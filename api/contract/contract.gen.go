@@ -27,9 +27,12 @@ import (
 
 // Defines values for ActionResultAction.
 const (
-	ActionResultActionDeleted         ActionResultAction = "deleted"
-	ActionResultActionLoggedOut       ActionResultAction = "logged-out"
-	ActionResultActionPasswordChanged ActionResultAction = "password-changed"
+	ActionResultActionDeleted           ActionResultAction = "deleted"
+	ActionResultActionHeartbeatReceived ActionResultAction = "heartbeat-received"
+	ActionResultActionLeft              ActionResultAction = "left"
+	ActionResultActionLoggedOut         ActionResultAction = "logged-out"
+	ActionResultActionPasswordChanged   ActionResultAction = "password-changed"
+	ActionResultActionReleased          ActionResultAction = "released"
 )
 
 // Valid indicates whether the value is a known member of the ActionResultAction enum.
@@ -37,9 +40,15 @@ func (e ActionResultAction) Valid() bool {
 	switch e {
 	case ActionResultActionDeleted:
 		return true
+	case ActionResultActionHeartbeatReceived:
+		return true
+	case ActionResultActionLeft:
+		return true
 	case ActionResultActionLoggedOut:
 		return true
 	case ActionResultActionPasswordChanged:
+		return true
+	case ActionResultActionReleased:
 		return true
 	default:
 		return false
@@ -442,6 +451,24 @@ func (e CreateNodeLifecycleOperationRequestOperation) Valid() bool {
 	}
 }
 
+// Defines values for CreateRtcPublicationRequestSource.
+const (
+	CreateRtcPublicationRequestSourceCamera CreateRtcPublicationRequestSource = "camera"
+	CreateRtcPublicationRequestSourceScreen CreateRtcPublicationRequestSource = "screen"
+)
+
+// Valid indicates whether the value is a known member of the CreateRtcPublicationRequestSource enum.
+func (e CreateRtcPublicationRequestSource) Valid() bool {
+	switch e {
+	case CreateRtcPublicationRequestSourceCamera:
+		return true
+	case CreateRtcPublicationRequestSourceScreen:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateTalkSessionRequestProtocol.
 const (
 	CreateTalkSessionRequestProtocolGb28181 CreateTalkSessionRequestProtocol = "gb28181"
@@ -487,6 +514,51 @@ func (e CurrentUserCredentialKind) Valid() bool {
 	case CurrentUserCredentialKindApiToken:
 		return true
 	case CurrentUserCredentialKindConsoleSession:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CutMergeTaskCallbackState.
+const (
+	CutMergeTaskCallbackStateDelivered CutMergeTaskCallbackState = "Delivered"
+	CutMergeTaskCallbackStateFailed    CutMergeTaskCallbackState = "Failed"
+	CutMergeTaskCallbackStatePending   CutMergeTaskCallbackState = "Pending"
+)
+
+// Valid indicates whether the value is a known member of the CutMergeTaskCallbackState enum.
+func (e CutMergeTaskCallbackState) Valid() bool {
+	switch e {
+	case CutMergeTaskCallbackStateDelivered:
+		return true
+	case CutMergeTaskCallbackStateFailed:
+		return true
+	case CutMergeTaskCallbackStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CutMergeTaskStatus.
+const (
+	CutMergeTaskStatusFailed    CutMergeTaskStatus = "Failed"
+	CutMergeTaskStatusPending   CutMergeTaskStatus = "Pending"
+	CutMergeTaskStatusRunning   CutMergeTaskStatus = "Running"
+	CutMergeTaskStatusSucceeded CutMergeTaskStatus = "Succeeded"
+)
+
+// Valid indicates whether the value is a known member of the CutMergeTaskStatus enum.
+func (e CutMergeTaskStatus) Valid() bool {
+	switch e {
+	case CutMergeTaskStatusFailed:
+		return true
+	case CutMergeTaskStatusPending:
+		return true
+	case CutMergeTaskStatusRunning:
+		return true
+	case CutMergeTaskStatusSucceeded:
 		return true
 	default:
 		return false
@@ -828,6 +900,7 @@ const (
 	ErrorCodeCommandInterrupted         ErrorCode = "command_interrupted"
 	ErrorCodeConflict                   ErrorCode = "conflict"
 	ErrorCodeCsrfRejected               ErrorCode = "csrf_rejected"
+	ErrorCodeCutMergeOutputUnavailable  ErrorCode = "cut_merge_output_unavailable"
 	ErrorCodeDeliveryNotRetryable       ErrorCode = "delivery_not_retryable"
 	ErrorCodeGb28181DeviceNotFound      ErrorCode = "gb28181_device_not_found"
 	ErrorCodeGb28181DeviceOffline       ErrorCode = "gb28181_device_offline"
@@ -841,6 +914,7 @@ const (
 	ErrorCodeInvalidCredentials         ErrorCode = "invalid_credentials"
 	ErrorCodeInvalidHeader              ErrorCode = "invalid_header"
 	ErrorCodeInvalidQuery               ErrorCode = "invalid_query"
+	ErrorCodeInvalidSdp                 ErrorCode = "invalid_sdp"
 	ErrorCodeMediaServerReferenced      ErrorCode = "media_server_referenced"
 	ErrorCodeMediaServerRequired        ErrorCode = "media_server_required"
 	ErrorCodeMethodNotAllowed           ErrorCode = "method_not_allowed"
@@ -855,9 +929,12 @@ const (
 	ErrorCodePlaybackLeaseConflict      ErrorCode = "playback_lease_conflict"
 	ErrorCodePtzNotSupported            ErrorCode = "ptz_not_supported"
 	ErrorCodePtzUnavailable             ErrorCode = "ptz_unavailable"
+	ErrorCodePublicationNotActive       ErrorCode = "publication_not_active"
+	ErrorCodeRangeNotSatisfiable        ErrorCode = "range_not_satisfiable"
 	ErrorCodeRateLimited                ErrorCode = "rate_limited"
 	ErrorCodeRecordingFileUnavailable   ErrorCode = "recording_file_unavailable"
 	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
+	ErrorCodeRecordingNotAllowed        ErrorCode = "recording_not_allowed"
 	ErrorCodeRefreshTokenReused         ErrorCode = "refresh_token_reused"
 	ErrorCodeRoomClosed                 ErrorCode = "room_closed"
 	ErrorCodeRoomTicketConsumed         ErrorCode = "room_ticket_consumed"
@@ -919,6 +996,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeCsrfRejected:
 		return true
+	case ErrorCodeCutMergeOutputUnavailable:
+		return true
 	case ErrorCodeDeliveryNotRetryable:
 		return true
 	case ErrorCodeGb28181DeviceNotFound:
@@ -944,6 +1023,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeInvalidHeader:
 		return true
 	case ErrorCodeInvalidQuery:
+		return true
+	case ErrorCodeInvalidSdp:
 		return true
 	case ErrorCodeMediaServerReferenced:
 		return true
@@ -973,11 +1054,17 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodePtzUnavailable:
 		return true
+	case ErrorCodePublicationNotActive:
+		return true
+	case ErrorCodeRangeNotSatisfiable:
+		return true
 	case ErrorCodeRateLimited:
 		return true
 	case ErrorCodeRecordingFileUnavailable:
 		return true
 	case ErrorCodeRecordingNotActive:
+		return true
+	case ErrorCodeRecordingNotAllowed:
 		return true
 	case ErrorCodeRefreshTokenReused:
 		return true
@@ -1981,6 +2068,207 @@ func (e RecordingSessionState) Valid() bool {
 	}
 }
 
+// Defines values for RtcCapability.
+const (
+	RtcCapabilityCameraPublish         RtcCapability = "camera.publish"
+	RtcCapabilityChatSend              RtcCapability = "chat.send"
+	RtcCapabilityMicrophonePublish     RtcCapability = "microphone.publish"
+	RtcCapabilityPublicationsSubscribe RtcCapability = "publications.subscribe"
+)
+
+// Valid indicates whether the value is a known member of the RtcCapability enum.
+func (e RtcCapability) Valid() bool {
+	switch e {
+	case RtcCapabilityCameraPublish:
+		return true
+	case RtcCapabilityChatSend:
+		return true
+	case RtcCapabilityMicrophonePublish:
+		return true
+	case RtcCapabilityPublicationsSubscribe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcJoinResultAdmissionStatus.
+const (
+	RtcJoinResultAdmissionStatusAdmitted RtcJoinResultAdmissionStatus = "Admitted"
+	RtcJoinResultAdmissionStatusWaiting  RtcJoinResultAdmissionStatus = "Waiting"
+)
+
+// Valid indicates whether the value is a known member of the RtcJoinResultAdmissionStatus enum.
+func (e RtcJoinResultAdmissionStatus) Valid() bool {
+	switch e {
+	case RtcJoinResultAdmissionStatusAdmitted:
+		return true
+	case RtcJoinResultAdmissionStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcMediaKind.
+const (
+	RtcMediaKindAudio RtcMediaKind = "audio"
+	RtcMediaKindVideo RtcMediaKind = "video"
+)
+
+// Valid indicates whether the value is a known member of the RtcMediaKind enum.
+func (e RtcMediaKind) Valid() bool {
+	switch e {
+	case RtcMediaKindAudio:
+		return true
+	case RtcMediaKindVideo:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcParticipantAdmissionStatus.
+const (
+	RtcParticipantAdmissionStatusAdmitted RtcParticipantAdmissionStatus = "Admitted"
+	RtcParticipantAdmissionStatusWaiting  RtcParticipantAdmissionStatus = "Waiting"
+)
+
+// Valid indicates whether the value is a known member of the RtcParticipantAdmissionStatus enum.
+func (e RtcParticipantAdmissionStatus) Valid() bool {
+	switch e {
+	case RtcParticipantAdmissionStatusAdmitted:
+		return true
+	case RtcParticipantAdmissionStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcPlaybackTicketProtocol.
+const (
+	RtcPlaybackTicketProtocolHttpFlv RtcPlaybackTicketProtocol = "http-flv"
+)
+
+// Valid indicates whether the value is a known member of the RtcPlaybackTicketProtocol enum.
+func (e RtcPlaybackTicketProtocol) Valid() bool {
+	switch e {
+	case RtcPlaybackTicketProtocolHttpFlv:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcPublicationState.
+const (
+	RtcPublicationStateActive  RtcPublicationState = "Active"
+	RtcPublicationStateFailed  RtcPublicationState = "Failed"
+	RtcPublicationStatePending RtcPublicationState = "Pending"
+	RtcPublicationStateStopped RtcPublicationState = "Stopped"
+)
+
+// Valid indicates whether the value is a known member of the RtcPublicationState enum.
+func (e RtcPublicationState) Valid() bool {
+	switch e {
+	case RtcPublicationStateActive:
+		return true
+	case RtcPublicationStateFailed:
+		return true
+	case RtcPublicationStatePending:
+		return true
+	case RtcPublicationStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcRecordingState.
+const (
+	RtcRecordingStateRecording RtcRecordingState = "Recording"
+	RtcRecordingStateStarting  RtcRecordingState = "Starting"
+	RtcRecordingStateStopped   RtcRecordingState = "Stopped"
+	RtcRecordingStateStopping  RtcRecordingState = "Stopping"
+)
+
+// Valid indicates whether the value is a known member of the RtcRecordingState enum.
+func (e RtcRecordingState) Valid() bool {
+	switch e {
+	case RtcRecordingStateRecording:
+		return true
+	case RtcRecordingStateStarting:
+		return true
+	case RtcRecordingStateStopped:
+		return true
+	case RtcRecordingStateStopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcRole.
+const (
+	RtcRoleHost   RtcRole = "host"
+	RtcRoleMember RtcRole = "member"
+	RtcRoleViewer RtcRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the RtcRole enum.
+func (e RtcRole) Valid() bool {
+	switch e {
+	case RtcRoleHost:
+		return true
+	case RtcRoleMember:
+		return true
+	case RtcRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcRoomStatus.
+const (
+	RtcRoomStatusClosed RtcRoomStatus = "Closed"
+	RtcRoomStatusOpen   RtcRoomStatus = "Open"
+)
+
+// Valid indicates whether the value is a known member of the RtcRoomStatus enum.
+func (e RtcRoomStatus) Valid() bool {
+	switch e {
+	case RtcRoomStatusClosed:
+		return true
+	case RtcRoomStatusOpen:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcSubscriptionState.
+const (
+	RtcSubscriptionStateActive  RtcSubscriptionState = "Active"
+	RtcSubscriptionStateEnded   RtcSubscriptionState = "Ended"
+	RtcSubscriptionStatePending RtcSubscriptionState = "Pending"
+)
+
+// Valid indicates whether the value is a known member of the RtcSubscriptionState enum.
+func (e RtcSubscriptionState) Valid() bool {
+	switch e {
+	case RtcSubscriptionStateActive:
+		return true
+	case RtcSubscriptionStateEnded:
+		return true
+	case RtcSubscriptionStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RtpPortLeaseDirection.
 const (
 	RtpPortLeaseDirectionReceive RtpPortLeaseDirection = "receive"
@@ -2485,6 +2773,42 @@ const (
 func (e ThirdPartyLivePlaybackStreamState) Valid() bool {
 	switch e {
 	case ThirdPartyLivePlaybackStreamStateOnline:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThirdPartyMediaLinkAction.
+const (
+	ThirdPartyMediaLinkActionDownload ThirdPartyMediaLinkAction = "download"
+	ThirdPartyMediaLinkActionPlay     ThirdPartyMediaLinkAction = "play"
+)
+
+// Valid indicates whether the value is a known member of the ThirdPartyMediaLinkAction enum.
+func (e ThirdPartyMediaLinkAction) Valid() bool {
+	switch e {
+	case ThirdPartyMediaLinkActionDownload:
+		return true
+	case ThirdPartyMediaLinkActionPlay:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThirdPartyMediaLinkResourceKind.
+const (
+	ThirdPartyMediaLinkResourceKindCutMergeOutput ThirdPartyMediaLinkResourceKind = "cut-merge-output"
+	ThirdPartyMediaLinkResourceKindRecordingFile  ThirdPartyMediaLinkResourceKind = "recording-file"
+)
+
+// Valid indicates whether the value is a known member of the ThirdPartyMediaLinkResourceKind enum.
+func (e ThirdPartyMediaLinkResourceKind) Valid() bool {
+	switch e {
+	case ThirdPartyMediaLinkResourceKindCutMergeOutput:
+		return true
+	case ThirdPartyMediaLinkResourceKindRecordingFile:
 		return true
 	default:
 		return false
@@ -4105,6 +4429,78 @@ type CreateNodeLifecycleOperationRequest struct {
 // CreateNodeLifecycleOperationRequestOperation What to do.
 type CreateNodeLifecycleOperationRequestOperation string
 
+// CreateRtcAccessTicketRequest The user an access ticket admits.
+type CreateRtcAccessTicketRequest struct {
+	// BypassWaitingRoom Enter at once even when the room has a waiting room.
+	BypassWaitingRoom *bool `json:"bypassWaitingRoom,omitempty"`
+
+	// Capabilities What the participant may do (publish capabilities are dropped for viewers).
+	Capabilities *[]RtcCapability `json:"capabilities,omitempty"`
+
+	// DisplayName Name shown to the other participants.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// ExpiresInMinutes Lifetime of the ticket; 10 when absent.
+	ExpiresInMinutes *int32 `json:"expiresInMinutes,omitempty"`
+
+	// Role Role of a participant; a viewer never publishes.
+	Role *RtcRole `json:"role,omitempty"`
+
+	// SubjectId Stable business identity of the user.
+	SubjectId string `json:"subjectId"`
+
+	// SubjectIssuer The business system that identifies the user.
+	SubjectIssuer string `json:"subjectIssuer"`
+}
+
+// CreateRtcPlaybackTicketRequest The publication to play over HTTP-FLV.
+type CreateRtcPlaybackTicketRequest struct {
+	// PublicationId An Active publication of the room.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+}
+
+// CreateRtcPublicationRequest What a device wants to publish.
+type CreateRtcPublicationRequest struct {
+	// MediaKinds Media to send; audio and video when absent. Filtered by the participant's capabilities.
+	MediaKinds *[]RtcMediaKind `json:"mediaKinds,omitempty"`
+
+	// Source camera (the default) or screen.
+	Source *CreateRtcPublicationRequestSource `json:"source,omitempty"`
+}
+
+// CreateRtcPublicationRequestSource camera (the default) or screen.
+type CreateRtcPublicationRequestSource string
+
+// CreateRtcRoomRequest A meeting room to create (contract B's CreateRtcRoomRequest; its field names are ours).
+type CreateRtcRoomRequest struct {
+	// IdempotencyKey Makes a retried creation answer the room the first request created.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+
+	// MediaServerId Media server whose SFU carries the room; chosen among the enrolled media hosts when absent.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Name Name shown to participants.
+	Name string `json:"name"`
+
+	// RoomType Kind of room; `meeting` when absent.
+	RoomType *string `json:"roomType,omitempty"`
+
+	// ScheduledEndAtUtc Planned end, after the start; an empty room past it is closed.
+	ScheduledEndAtUtc *time.Time `json:"scheduledEndAtUtc,omitempty"`
+
+	// ScheduledStartAtUtc Planned start.
+	ScheduledStartAtUtc *time.Time `json:"scheduledStartAtUtc,omitempty"`
+
+	// WaitingRoom Hold joining participants in the waiting room until admitted (hosts and bypassing tickets enter at once).
+	WaitingRoom *bool `json:"waitingRoom,omitempty"`
+}
+
+// CreateRtcSubscriptionRequest The publication to subscribe to.
+type CreateRtcSubscriptionRequest struct {
+	// PublicationId An Active publication of the room.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+}
+
 // CreateTalkSessionRequest A talk session to establish.
 type CreateTalkSessionRequest struct {
 	// ChannelId The device's audio output channel code.
@@ -4182,6 +4578,141 @@ type CurrentUser struct {
 
 // CurrentUserCredentialKind Kind of the calling credential.
 type CurrentUserCredentialKind string
+
+// CutMergeRequest A range of one stream's recordings to join: a channel (the stable cross-server key), or app and streamId.
+type CutMergeRequest struct {
+	// App Application of the stream, when no channelId is given.
+	App *string `json:"app,omitempty"`
+
+	// CallbackUrl An http(s) URL the outcome is POSTed to (JSON with taskId, taskStatus, processPercentage, fileSize, actualDurationMs, error, completedAt); guarded like webhook endpoints. It is not shown again.
+	CallbackUrl *string `json:"callbackUrl,omitempty"`
+
+	// ChannelId The channel whose recordings to join.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// EndTime End of the range (after startTime, at most 7 days later), RFC 3339 with a zone.
+	EndTime time.Time `json:"endTime"`
+
+	// MediaServerId A fallback that narrows the files to one media server when they lie on several.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// StartTime Start of the range, RFC 3339 with a zone.
+	StartTime time.Time `json:"startTime"`
+
+	// StreamId Stream id, when no channelId is given.
+	StreamId *string `json:"streamId,omitempty"`
+
+	// Vhost Virtual host of the stream, with app and streamId (default __defaultVhost__).
+	Vhost *string `json:"vhost,omitempty"`
+}
+
+// CutMergeTask A cut/merge task.
+type CutMergeTask struct {
+	// ActualDurationMs Media the output covers (the ranges with recordings, gaps skipped), once Succeeded.
+	ActualDurationMs *int64 `json:"actualDurationMs,omitempty"`
+
+	// App Application of the stream.
+	App string `json:"app"`
+
+	// CallbackState Delivery of the callback, when one was given.
+	CallbackState *CutMergeTaskCallbackState `json:"callbackState,omitempty"`
+
+	// ChannelId The channel, when the stream has one.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// CompletedAt When the task ended (UTC).
+	CompletedAt *time.Time `json:"completedAt,omitempty"`
+
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// EndTime Requested end (UTC).
+	EndTime time.Time `json:"endTime"`
+
+	// Error Why a Failed task failed.
+	Error *string `json:"error,omitempty"`
+
+	// FileSize Output size in bytes, once Succeeded.
+	FileSize *int64 `json:"fileSize,omitempty"`
+
+	// Frames Frames in the output (all tracks).
+	Frames *int64 `json:"frames,omitempty"`
+
+	// Gaps Gaps without recordings the output skipped.
+	Gaps *int32 `json:"gaps,omitempty"`
+
+	// MediaServerId The media server that holds the files and the output.
+	MediaServerId string `json:"mediaServerId"`
+
+	// OutputDeleted The output file was deleted.
+	OutputDeleted *bool `json:"outputDeleted,omitempty"`
+
+	// OutputStartTime Wall-clock time of the output's first frame (UTC).
+	OutputStartTime *time.Time `json:"outputStartTime,omitempty"`
+
+	// ProcessPercentage 0 while Pending, 10 while Running, 100 once Succeeded.
+	ProcessPercentage int32 `json:"processPercentage"`
+
+	// SourceFileCount Recorded files the output joins.
+	SourceFileCount int32 `json:"sourceFileCount"`
+
+	// StartTime Requested start (UTC).
+	StartTime time.Time `json:"startTime"`
+
+	// StartedAt When the media server was last asked (UTC).
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+
+	// StreamId Stream id.
+	StreamId string `json:"streamId"`
+
+	// TaskId The task; also the output's id.
+	TaskId openapi_types.UUID `json:"taskId"`
+
+	// TaskStatus State of a cut/merge task (GET /api/v2/recording/state-model, machine cut-merge-task): Pending, Running, Succeeded or Failed.
+	TaskStatus CutMergeTaskStatus `json:"taskStatus"`
+
+	// Vhost Virtual host of the stream.
+	Vhost string `json:"vhost"`
+}
+
+// CutMergeTaskCallbackState Delivery of the callback, when one was given.
+type CutMergeTaskCallbackState string
+
+// CutMergeTaskDetail A cut/merge task with the sources it joins.
+type CutMergeTaskDetail struct {
+	// Sources The source files in output order, each with the span taken from it.
+	Sources []struct {
+		// FileId The recorded file.
+		FileId string `json:"fileId"`
+
+		// FromMs Milliseconds after the file's first frame where the span starts (the output begins at the keyframe at or before it).
+		FromMs int64 `json:"fromMs"`
+
+		// ToMs Milliseconds after the file's first frame where the span ends; absent for the file's end.
+		ToMs *int64 `json:"toMs,omitempty"`
+	} `json:"sources"`
+
+	// Task A cut/merge task.
+	Task CutMergeTask `json:"task"`
+}
+
+// CutMergeTaskList One page of cut/merge tasks.
+type CutMergeTaskList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The tasks, newest first.
+	Rows []CutMergeTask `json:"rows"`
+
+	// Total Tasks matching the filters.
+	Total int64 `json:"total"`
+}
+
+// CutMergeTaskStatus State of a cut/merge task (GET /api/v2/recording/state-model, machine cut-merge-task): Pending, Running, Succeeded or Failed.
+type CutMergeTaskStatus string
 
 // DataRetentionCleanupPreview Scope of a data retention cleanup round, without deleting anything.
 type DataRetentionCleanupPreview struct {
@@ -5412,6 +5943,27 @@ type InterfaceMetrics struct {
 
 	// SentBitsPerSecond Send rate in bits per second.
 	SentBitsPerSecond float64 `json:"sentBitsPerSecond"`
+}
+
+// JoinRtcRoomRequest A device's join.
+type JoinRtcRoomRequest struct {
+	// AccessTicket The access ticket the business backend issued.
+	AccessTicket string `json:"accessTicket"`
+
+	// CameraEnabled Whether the device joins with its camera on.
+	CameraEnabled *bool `json:"cameraEnabled,omitempty"`
+
+	// ClientVersion Version of the client software.
+	ClientVersion *string `json:"clientVersion,omitempty"`
+
+	// DisplayName Name to show instead of the ticket's.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// MicEnabled Whether the device joins with its microphone on.
+	MicEnabled *bool `json:"micEnabled,omitempty"`
+
+	// Platform Platform of the device (browser, ios, android, ...).
+	Platform *string `json:"platform,omitempty"`
 }
 
 // LocalRuntimeSnapshot A light snapshot of the answering control node process.
@@ -7060,7 +7612,7 @@ type RecordingStateMachine struct {
 
 // RecordingStateModel The recording state machines.
 type RecordingStateModel struct {
-	// Machines One per kind of record (recording-session, recording-file).
+	// Machines One per kind of record (recording-session, recording-file, cut-merge-task).
 	Machines []RecordingStateMachine `json:"machines"`
 }
 
@@ -7191,6 +7743,264 @@ type Role struct {
 type RoleList struct {
 	// Rows The roles.
 	Rows []Role `json:"rows"`
+}
+
+// RtcAccessTicket An access ticket, shown once.
+type RtcAccessTicket struct {
+	// AccessTicket The single-use ticket for the join operation.
+	AccessTicket string `json:"accessTicket"`
+
+	// ExpiresAt When it stops admitting.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// RoomId The room it admits to.
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+// RtcCapability What a participant may do in a room.
+type RtcCapability string
+
+// RtcCurrentRecording The running recording, or null.
+type RtcCurrentRecording struct {
+	// Recording The running recording; null when none runs.
+	Recording *RtcRecording `json:"recording"`
+}
+
+// RtcJoinResult The answer of a join.
+type RtcJoinResult struct {
+	// AdmissionStatus Admitted, or Waiting while held in the waiting room.
+	AdmissionStatus RtcJoinResultAdmissionStatus `json:"admissionStatus"`
+
+	// ExpiresAt When the token ends at the latest: it lives while heartbeats arrive (30 seconds without one end it); this is the next such deadline.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Participant A participant (one device session) of a room.
+	Participant RtcParticipant `json:"participant"`
+
+	// ParticipantToken The participant token for `X-Svc-RTC-Token`, shown once; it binds this room and device only.
+	ParticipantToken string `json:"participantToken"`
+}
+
+// RtcJoinResultAdmissionStatus Admitted, or Waiting while held in the waiting room.
+type RtcJoinResultAdmissionStatus string
+
+// RtcMediaKind A kind of media.
+type RtcMediaKind string
+
+// RtcParticipant A participant (one device session) of a room.
+type RtcParticipant struct {
+	// AdmissionStatus Admitted, or Waiting while held in the waiting room.
+	AdmissionStatus RtcParticipantAdmissionStatus `json:"admissionStatus"`
+
+	// Capabilities Final capabilities after the role's filter.
+	Capabilities []RtcCapability `json:"capabilities"`
+
+	// DisplayName Name shown to the other participants.
+	DisplayName string `json:"displayName"`
+
+	// JoinedAt When the device joined.
+	JoinedAt time.Time `json:"joinedAt"`
+
+	// ParticipantId Identifier of the participant; a device session, not a hardware id.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// Role Role of a participant; a viewer never publishes.
+	Role RtcRole `json:"role"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// TokenVersion Rotation count of the participant token.
+	TokenVersion int32 `json:"tokenVersion"`
+}
+
+// RtcParticipantAdmissionStatus Admitted, or Waiting while held in the waiting room.
+type RtcParticipantAdmissionStatus string
+
+// RtcPlaybackTicket A short HTTP-FLV URL of one publication.
+type RtcPlaybackTicket struct {
+	// ExpiresAt When the URL stops admitting new players.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Protocol Always http-flv.
+	Protocol RtcPlaybackTicketProtocol `json:"protocol"`
+
+	// Url The HTTP-FLV URL with its `svc_ticket`.
+	Url string `json:"url"`
+}
+
+// RtcPlaybackTicketProtocol Always http-flv.
+type RtcPlaybackTicketProtocol string
+
+// RtcPublication A participant's publication into the room's SFU.
+type RtcPublication struct {
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// MediaKinds Media the participant may send on it.
+	MediaKinds []RtcMediaKind `json:"mediaKinds"`
+
+	// ParticipantId The publishing participant.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// PublicationId Identifier of the publication.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// Source camera or screen.
+	Source string `json:"source"`
+
+	// State State of a publication; only Active ones can be subscribed.
+	State RtcPublicationState `json:"state"`
+
+	// WhipUrl Where to POST the WHIP offer (a path on this API).
+	WhipUrl *string `json:"whipUrl,omitempty"`
+}
+
+// RtcPublicationList The room's Active publications.
+type RtcPublicationList struct {
+	// Items The publications.
+	Items []RtcPublication `json:"items"`
+}
+
+// RtcPublicationState State of a publication; only Active ones can be subscribed.
+type RtcPublicationState string
+
+// RtcRecording A continuous recording of a room.
+type RtcRecording struct {
+	// OriginAtUtc The time origin of every track's offsets (the start).
+	OriginAtUtc time.Time `json:"originAtUtc"`
+
+	// ParticipantCount Participants recorded so far.
+	ParticipantCount int32 `json:"participantCount"`
+
+	// PublicationCount Publications (device sessions' media) recorded so far.
+	PublicationCount int32 `json:"publicationCount"`
+
+	// RecordingId Identifier of the recording.
+	RecordingId openapi_types.UUID `json:"recordingId"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// State State of a continuous recording; while Stopping its tracks are still being sealed.
+	State RtcRecordingState `json:"state"`
+
+	// StoppedAtUtc When it stopped.
+	StoppedAtUtc *time.Time `json:"stoppedAtUtc,omitempty"`
+}
+
+// RtcRecordingList A page of a room's recordings (contract B's envelope).
+type RtcRecordingList struct {
+	// Items The recordings, newest first.
+	Items []RtcRecording `json:"items"`
+
+	// Page Page number, from 1.
+	Page int32 `json:"page"`
+
+	// PageSize Items per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Total Recordings of the room.
+	Total int64 `json:"total"`
+}
+
+// RtcRecordingPolicy A room's recording policy.
+type RtcRecordingPolicy struct {
+	// Enabled Whether the room may be recorded.
+	Enabled bool `json:"enabled"`
+}
+
+// RtcRecordingState State of a continuous recording; while Stopping its tracks are still being sealed.
+type RtcRecordingState string
+
+// RtcRole Role of a participant; a viewer never publishes.
+type RtcRole string
+
+// RtcRoom A meeting room.
+type RtcRoom struct {
+	// ClosedAt When the room closed.
+	ClosedAt *time.Time `json:"closedAt,omitempty"`
+
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// MediaServerId Media server of the room's SFU; empty until one is chosen.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Name Name of the room.
+	Name string `json:"name"`
+
+	// RoomId Identifier of the room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// RoomType Kind of room.
+	RoomType string `json:"roomType"`
+
+	// ScheduledEndAtUtc Planned end.
+	ScheduledEndAtUtc *time.Time `json:"scheduledEndAtUtc,omitempty"`
+
+	// ScheduledStartAtUtc Planned start.
+	ScheduledStartAtUtc *time.Time `json:"scheduledStartAtUtc,omitempty"`
+
+	// Status State of a room; a closed room admits nobody.
+	Status RtcRoomStatus `json:"status"`
+
+	// WaitingRoom Whether joining participants wait for admission.
+	WaitingRoom bool `json:"waitingRoom"`
+}
+
+// RtcRoomList One page of rooms.
+type RtcRoomList struct {
+	// Page Page number, from 1.
+	Page int32 `json:"page"`
+
+	// PageSize Rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The rooms of this page.
+	Rows []RtcRoom `json:"rows"`
+
+	// Total Rooms matching the filter.
+	Total int64 `json:"total"`
+}
+
+// RtcRoomStatus State of a room; a closed room admits nobody.
+type RtcRoomStatus string
+
+// RtcSubscription A device's subscription to a publication.
+type RtcSubscription struct {
+	// ParticipantId The viewing participant.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// PublicationId The publication it plays.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// State Pending until its WHEP offer is answered, Active while playing, Ended once released.
+	State RtcSubscriptionState `json:"state"`
+
+	// SubscriptionId Identifier of the subscription.
+	SubscriptionId openapi_types.UUID `json:"subscriptionId"`
+
+	// WhepUrl Where to POST the WHEP offer (a path on this API).
+	WhepUrl string `json:"whepUrl"`
+}
+
+// RtcSubscriptionState Pending until its WHEP offer is answered, Active while playing, Ended once released.
+type RtcSubscriptionState string
+
+// RtcTokenRefresh A rotated participant token.
+type RtcTokenRefresh struct {
+	// ParticipantToken The new token; the old one no longer works.
+	ParticipantToken string `json:"participantToken"`
+
+	// TokenVersion The new rotation count.
+	TokenVersion int32 `json:"tokenVersion"`
 }
 
 // RtpPortLease One RTP port lease on a media host.
@@ -8467,6 +9277,39 @@ type ThirdPartyLivePlaybackRequest struct {
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
 }
 
+// ThirdPartyMediaLink A single-use link to play or download a recorded resource.
+type ThirdPartyMediaLink struct {
+	// Action What the link does.
+	Action ThirdPartyMediaLinkAction `json:"action"`
+
+	// ExpiresAt When the link stops admitting requests (UTC).
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// ResourceId The resource's id (the file id of a recording-file).
+	ResourceId string `json:"resourceId"`
+
+	// ResourceKind What the link plays or downloads.
+	ResourceKind ThirdPartyMediaLinkResourceKind `json:"resourceKind"`
+
+	// SupportsRange Whether the URL honours HTTP Range requests (seeking, resuming).
+	SupportsRange bool `json:"supportsRange"`
+
+	// Url The controlled HTTP URL on the owning media server (never a file path); it carries the ticket.
+	Url string `json:"url"`
+}
+
+// ThirdPartyMediaLinkAction What the link does.
+type ThirdPartyMediaLinkAction string
+
+// ThirdPartyMediaLinkResourceKind What the link plays or downloads.
+type ThirdPartyMediaLinkResourceKind string
+
+// ThirdPartyMediaLinkRequest Request for a single-use playback or download link.
+type ThirdPartyMediaLinkRequest struct {
+	// LifetimeSeconds Seconds the link stays usable; default 120, at least 30, at most the configured bound (default 600), never beyond the API token's expiry.
+	LifetimeSeconds *int32 `json:"lifetimeSeconds,omitempty"`
+}
+
 // ThirdPartyPlaybackLeaseRequest Request for a renewable playback lease.
 type ThirdPartyPlaybackLeaseRequest struct {
 	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry (the token's expiry wins when it comes first); 43200 when omitted (our choice, the documents name only the bound).
@@ -8800,6 +9643,9 @@ type ChannelVhost = string
 // ClusterId defines model for ClusterId.
 type ClusterId = string
 
+// CutMergeTaskIdPath defines model for CutMergeTaskIdPath.
+type CutMergeTaskIdPath = string
+
 // OnlyProblems defines model for OnlyProblems.
 type OnlyProblems = bool
 
@@ -8817,6 +9663,9 @@ type RecordingChannelId = string
 
 // RecordingEndTime defines model for RecordingEndTime.
 type RecordingEndTime = time.Time
+
+// RecordingFileIdPath defines model for RecordingFileIdPath.
+type RecordingFileIdPath = string
 
 // RecordingMediaServerId defines model for RecordingMediaServerId.
 type RecordingMediaServerId = string
@@ -8871,6 +9720,9 @@ type NotFound = ErrorBody
 
 // PayloadTooLarge Body of every JSON error answer.
 type PayloadTooLarge = ErrorBody
+
+// RangeNotSatisfiable Body of every JSON error answer.
+type RangeNotSatisfiable = ErrorBody
 
 // ServiceUnavailable Body of every JSON error answer.
 type ServiceUnavailable = ErrorBody
@@ -9421,6 +10273,45 @@ type RunAutoRecordOnceParams struct {
 	At *time.Time `form:"at,omitempty" json:"at,omitempty"`
 }
 
+// ListCutMergeTasksParams defines parameters for ListCutMergeTasks.
+type ListCutMergeTasksParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only tasks on this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// TaskStatus Only tasks in this state.
+	TaskStatus *CutMergeTaskStatus `form:"taskStatus,omitempty" json:"taskStatus,omitempty"`
+
+	// MainId Only tasks of this channel (the stable cross-server key).
+	MainId *string `form:"mainId,omitempty" json:"mainId,omitempty"`
+
+	// App Only tasks of streams of this application.
+	App *string `form:"app,omitempty" json:"app,omitempty"`
+}
+
+// DeleteCutMergeTaskParams defines parameters for DeleteCutMergeTask.
+type DeleteCutMergeTaskParams struct {
+	// DeleteOutputFile Also remove the output file on its media server (default false: the task record goes, the file stays until cleaned up).
+	DeleteOutputFile *bool `form:"deleteOutputFile,omitempty" json:"deleteOutputFile,omitempty"`
+}
+
+// GetCutMergeTaskParams defines parameters for GetCutMergeTask.
+type GetCutMergeTaskParams struct {
+	// MediaServerId The task's media server.
+	MediaServerId string `form:"mediaServerId" json:"mediaServerId"`
+}
+
+// GetCutMergeTaskDetailParams defines parameters for GetCutMergeTaskDetail.
+type GetCutMergeTaskDetailParams struct {
+	// MediaServerId The task's media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
 // ListRecordingFilesParams defines parameters for ListRecordingFiles.
 type ListRecordingFilesParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -9509,6 +10400,27 @@ type ListRecordingSessionsParams struct {
 
 	// RecordSource Only sessions started this way.
 	RecordSource *RecordSource `form:"recordSource,omitempty" json:"recordSource,omitempty"`
+}
+
+// ListRtcRoomsParams defines parameters for ListRtcRooms.
+type ListRtcRoomsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Status Only rooms in this state.
+	Status *RtcRoomStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// ListRtcRecordingRunsParams defines parameters for ListRtcRecordingRuns.
+type ListRtcRecordingRunsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 }
 
 // ListApiTokensParams defines parameters for ListApiTokens.
@@ -9835,6 +10747,30 @@ type ListThirdPartyChannelsParams struct {
 	ActivationState *ChannelActivationStateFilter `form:"activationState,omitempty" json:"activationState,omitempty"`
 }
 
+// ListThirdPartyCutMergeTasksParams defines parameters for ListThirdPartyCutMergeTasks.
+type ListThirdPartyCutMergeTasksParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only tasks on this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// TaskStatus Only tasks in this state.
+	TaskStatus *CutMergeTaskStatus `form:"taskStatus,omitempty" json:"taskStatus,omitempty"`
+
+	// MainId Only tasks of this channel (the stable cross-server key).
+	MainId *string `form:"mainId,omitempty" json:"mainId,omitempty"`
+}
+
+// DeleteThirdPartyCutMergeTaskParams defines parameters for DeleteThirdPartyCutMergeTask.
+type DeleteThirdPartyCutMergeTaskParams struct {
+	// DeleteOutputFile Also remove the output file on its media server (default false: the task record goes, the file stays until cleaned up).
+	DeleteOutputFile *bool `form:"deleteOutputFile,omitempty" json:"deleteOutputFile,omitempty"`
+}
+
 // ListThirdPartyMediaServersParams defines parameters for ListThirdPartyMediaServers.
 type ListThirdPartyMediaServersParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
@@ -10006,6 +10942,9 @@ type UpdateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
 // CreateNodeCommandJSONRequestBody defines body for CreateNodeCommand for application/json ContentType.
 type CreateNodeCommandJSONRequestBody = CreateNodeCommandRequest
 
+// CreateCutMergeTaskJSONRequestBody defines body for CreateCutMergeTask for application/json ContentType.
+type CreateCutMergeTaskJSONRequestBody = CutMergeRequest
+
 // DeleteRecordingFilesJSONRequestBody defines body for DeleteRecordingFiles for application/json ContentType.
 type DeleteRecordingFilesJSONRequestBody = DeleteRecordFilesRequest
 
@@ -10026,6 +10965,27 @@ type StartRecordingJSONRequestBody = StartRecordingRequest
 
 // StopRecordingJSONRequestBody defines body for StopRecording for application/json ContentType.
 type StopRecordingJSONRequestBody = StopRecordingRequest
+
+// CreateRtcRoomJSONRequestBody defines body for CreateRtcRoom for application/json ContentType.
+type CreateRtcRoomJSONRequestBody = CreateRtcRoomRequest
+
+// CreateRtcAccessTicketJSONRequestBody defines body for CreateRtcAccessTicket for application/json ContentType.
+type CreateRtcAccessTicketJSONRequestBody = CreateRtcAccessTicketRequest
+
+// SetRtcRecordingPolicyJSONRequestBody defines body for SetRtcRecordingPolicy for application/json ContentType.
+type SetRtcRecordingPolicyJSONRequestBody = RtcRecordingPolicy
+
+// JoinRtcRoomJSONRequestBody defines body for JoinRtcRoom for application/json ContentType.
+type JoinRtcRoomJSONRequestBody = JoinRtcRoomRequest
+
+// CreateRtcPlaybackTicketJSONRequestBody defines body for CreateRtcPlaybackTicket for application/json ContentType.
+type CreateRtcPlaybackTicketJSONRequestBody = CreateRtcPlaybackTicketRequest
+
+// CreateRtcPublicationJSONRequestBody defines body for CreateRtcPublication for application/json ContentType.
+type CreateRtcPublicationJSONRequestBody = CreateRtcPublicationRequest
+
+// CreateRtcSubscriptionJSONRequestBody defines body for CreateRtcSubscription for application/json ContentType.
+type CreateRtcSubscriptionJSONRequestBody = CreateRtcSubscriptionRequest
 
 // CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
 type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
@@ -10117,6 +11077,18 @@ type CreateThirdPartyLivePlaybackJSONRequestBody = ThirdPartyLivePlaybackRequest
 // CreateThirdPartyLivePlaybackLeaseJSONRequestBody defines body for CreateThirdPartyLivePlaybackLease for application/json ContentType.
 type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
 
+// CreateThirdPartyCutMergeTaskJSONRequestBody defines body for CreateThirdPartyCutMergeTask for application/json ContentType.
+type CreateThirdPartyCutMergeTaskJSONRequestBody = CutMergeRequest
+
+// CreateThirdPartyCutMergeDownloadLinkJSONRequestBody defines body for CreateThirdPartyCutMergeDownloadLink for application/json ContentType.
+type CreateThirdPartyCutMergeDownloadLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
+// CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody defines body for CreateThirdPartyCutMergePlaybackLease for application/json ContentType.
+type CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyCutMergePlaybackLinkJSONRequestBody defines body for CreateThirdPartyCutMergePlaybackLink for application/json ContentType.
+type CreateThirdPartyCutMergePlaybackLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
 // CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody defines body for CreateThirdPartyGb28181PlaybackLease for application/json ContentType.
 type CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
 
@@ -10132,8 +11104,14 @@ type RestoreThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
 // SoftDeleteThirdPartyRecordingsJSONRequestBody defines body for SoftDeleteThirdPartyRecordings for application/json ContentType.
 type SoftDeleteThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
 
+// CreateThirdPartyRecordingDownloadLinkJSONRequestBody defines body for CreateThirdPartyRecordingDownloadLink for application/json ContentType.
+type CreateThirdPartyRecordingDownloadLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
 // CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyRecordingPlaybackLease for application/json ContentType.
 type CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyRecordingPlaybackLinkJSONRequestBody defines body for CreateThirdPartyRecordingPlaybackLink for application/json ContentType.
+type CreateThirdPartyRecordingPlaybackLinkJSONRequestBody = ThirdPartyMediaLinkRequest
 
 // CreateThirdPartyStreamPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyStreamPlaybackLease for application/json ContentType.
 type CreateThirdPartyStreamPlaybackLeaseJSONRequestBody = ThirdPartyStreamPlaybackLeaseRequest
@@ -10670,6 +11648,27 @@ type ServerInterface interface {
 	// RunAutoRecordOnce Run one auto-record pass now
 	// (POST /api/v2/recording/auto-record/run-once)
 	RunAutoRecordOnce(c *gin.Context, params RunAutoRecordOnceParams)
+	// ListCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/recording/cut-merge/tasks)
+	ListCutMergeTasks(c *gin.Context, params ListCutMergeTasksParams)
+	// CreateCutMergeTask Create a cut/merge task
+	// (POST /api/v2/recording/cut-merge/tasks)
+	CreateCutMergeTask(c *gin.Context)
+	// DeleteCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/recording/cut-merge/tasks/{taskId})
+	DeleteCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params DeleteCutMergeTaskParams)
+	// GetCutMergeTask Read a cut/merge task
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId})
+	GetCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskParams)
+	// GetCutMergeTaskDetail Read a cut/merge task with its sources
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/detail)
+	GetCutMergeTaskDetail(c *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskDetailParams)
+	// DownloadCutMergeTaskOutput Download a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/download)
+	DownloadCutMergeTaskOutput(c *gin.Context, taskId CutMergeTaskIdPath)
+	// GetCutMergeTaskMedia Play a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/media)
+	GetCutMergeTaskMedia(c *gin.Context, taskId CutMergeTaskIdPath)
 	// ListRecordingFiles List recorded files
 	// (GET /api/v2/recording/files)
 	ListRecordingFiles(c *gin.Context, params ListRecordingFilesParams)
@@ -10682,6 +11681,12 @@ type ServerInterface interface {
 	// SoftDeleteRecordingFiles Soft-delete recorded files
 	// (POST /api/v2/recording/files/soft-delete)
 	SoftDeleteRecordingFiles(c *gin.Context)
+	// DownloadRecordingFile Download a recorded file
+	// (GET /api/v2/recording/files/{fileId}/download)
+	DownloadRecordingFile(c *gin.Context, fileId RecordingFileIdPath)
+	// GetRecordingFileMedia Play a recorded file
+	// (GET /api/v2/recording/files/{fileId}/media)
+	GetRecordingFileMedia(c *gin.Context, fileId RecordingFileIdPath)
 	// GetRecordPlanTemplate A recording plan template
 	// (GET /api/v2/recording/plan-template)
 	GetRecordPlanTemplate(c *gin.Context)
@@ -10718,6 +11723,87 @@ type ServerInterface interface {
 	// StopRecording Stop recording a stream
 	// (POST /api/v2/recording/stop)
 	StopRecording(c *gin.Context)
+	// ListRtcRooms List the caller's meeting rooms
+	// (GET /api/v2/rtc/rooms)
+	ListRtcRooms(c *gin.Context, params ListRtcRoomsParams)
+	// CreateRtcRoom Create a meeting room
+	// (POST /api/v2/rtc/rooms)
+	CreateRtcRoom(c *gin.Context)
+	// GetRtcRoom Read a meeting room
+	// (GET /api/v2/rtc/rooms/{roomId})
+	GetRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcAccessTicket Issue a single-use access ticket
+	// (POST /api/v2/rtc/rooms/{roomId}/access-tickets)
+	CreateRtcAccessTicket(c *gin.Context, roomId openapi_types.UUID)
+	// CloseRtcRoom Close a meeting room
+	// (POST /api/v2/rtc/rooms/{roomId}/close)
+	CloseRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// SetRtcRecordingPolicy Allow or forbid recording a room
+	// (PUT /api/v2/rtc/rooms/{roomId}/recording-policy)
+	SetRtcRecordingPolicy(c *gin.Context, roomId openapi_types.UUID)
+	// GetRtcCurrentRecording Read the room's running recording
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecording(c *gin.Context, roomId openapi_types.UUID)
+	// ListRtcRecordingRuns List the room's recordings
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/runs)
+	ListRtcRecordingRuns(c *gin.Context, roomId openapi_types.UUID, params ListRtcRecordingRunsParams)
+	// StartRtcRecording Start the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecording(c *gin.Context, roomId openapi_types.UUID)
+	// StopRtcRecording Stop the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecording(c *gin.Context, roomId openapi_types.UUID, recordingId string)
+	// RtcHeartbeat Report that the device is alive
+	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
+	RtcHeartbeat(c *gin.Context, roomId openapi_types.UUID)
+	// JoinRtcRoom Join a room with an access ticket
+	// (POST /api/v2/rtc/session/rooms/{roomId}/join)
+	JoinRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// LeaveRtcRoom Leave the room
+	// (POST /api/v2/rtc/session/rooms/{roomId}/leave)
+	LeaveRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
+	CreateRtcPlaybackTicket(c *gin.Context, roomId openapi_types.UUID)
+	// ListRtcPublications List the publications one may subscribe to
+	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
+	ListRtcPublications(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcPublication Create a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications)
+	CreateRtcPublication(c *gin.Context, roomId openapi_types.UUID)
+	// PublishRtcWhip Publish media over WHIP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip)
+	PublishRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string)
+	// DeleteRtcWhip Stop publishing
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	DeleteRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string)
+	// TrickleRtcWhip Trickle ICE candidates to a WHIP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	TrickleRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string)
+	// GetRtcCurrentRecordingAsParticipant Read the running recording as a participant
+	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecordingAsParticipant(c *gin.Context, roomId openapi_types.UUID)
+	// StartRtcRecordingAsHost Start the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecordingAsHost(c *gin.Context, roomId openapi_types.UUID)
+	// StopRtcRecordingAsHost Stop the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecordingAsHost(c *gin.Context, roomId openapi_types.UUID, recordingId string)
+	// CreateRtcSubscription Subscribe to a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions)
+	CreateRtcSubscription(c *gin.Context, roomId openapi_types.UUID)
+	// SubscribeRtcWhep Play a subscription over WHEP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep)
+	SubscribeRtcWhep(c *gin.Context, roomId openapi_types.UUID, subscriptionId string)
+	// DeleteRtcWhep Release a WHEP session
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	DeleteRtcWhep(c *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string)
+	// TrickleRtcWhep Trickle ICE candidates to a WHEP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	TrickleRtcWhep(c *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string)
+	// RefreshRtcToken Rotate the participant token
+	// (POST /api/v2/rtc/session/rooms/{roomId}/token/refresh)
+	RefreshRtcToken(c *gin.Context, roomId openapi_types.UUID)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(c *gin.Context, params ListApiTokensParams)
@@ -10958,6 +12044,27 @@ type ServerInterface interface {
 	// StopThirdPartyChannel Stop a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/stop)
 	StopThirdPartyChannel(c *gin.Context, channelId ChannelId)
+	// ListThirdPartyCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/third-party/cut-merge/tasks)
+	ListThirdPartyCutMergeTasks(c *gin.Context, params ListThirdPartyCutMergeTasksParams)
+	// CreateThirdPartyCutMergeTask Create a cut/merge task
+	// (POST /api/v2/third-party/cut-merge/tasks)
+	CreateThirdPartyCutMergeTask(c *gin.Context)
+	// DeleteThirdPartyCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/third-party/cut-merge/tasks/{taskId})
+	DeleteThirdPartyCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params DeleteThirdPartyCutMergeTaskParams)
+	// GetThirdPartyCutMergeTask Read a cut/merge task
+	// (GET /api/v2/third-party/cut-merge/tasks/{taskId})
+	GetThirdPartyCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyCutMergeDownloadLink Single-use download link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/download-link)
+	CreateThirdPartyCutMergeDownloadLink(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyCutMergePlaybackLease Lease a cut/merge output for playback
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-lease)
+	CreateThirdPartyCutMergePlaybackLease(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyCutMergePlaybackLink Single-use playback link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-link)
+	CreateThirdPartyCutMergePlaybackLink(c *gin.Context, taskId CutMergeTaskIdPath)
 	// CreateThirdPartyGb28181PlaybackLease Lease a GB28181 playback session to a player
 	// (POST /api/v2/third-party/gb28181/playback-sessions/{sessionId}/playback-lease)
 	CreateThirdPartyGb28181PlaybackLease(c *gin.Context, sessionId string)
@@ -10985,9 +12092,15 @@ type ServerInterface interface {
 	// SoftDeleteThirdPartyRecordings Soft-delete recordings
 	// (POST /api/v2/third-party/recordings/soft-delete)
 	SoftDeleteThirdPartyRecordings(c *gin.Context)
+	// CreateThirdPartyRecordingDownloadLink Single-use download link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/download-link)
+	CreateThirdPartyRecordingDownloadLink(c *gin.Context, fileId RecordingFileIdPath)
 	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
 	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
 	CreateThirdPartyRecordingPlaybackLease(c *gin.Context, fileId string)
+	// CreateThirdPartyRecordingPlaybackLink Single-use playback link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-link)
+	CreateThirdPartyRecordingPlaybackLink(c *gin.Context, fileId RecordingFileIdPath)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
@@ -14000,6 +15113,244 @@ func (siw *ServerInterfaceWrapper) RunAutoRecordOnce(c *gin.Context) {
 	siw.Handler.RunAutoRecordOnce(c, params)
 }
 
+// ListCutMergeTasks operation middleware
+func (siw *ServerInterfaceWrapper) ListCutMergeTasks(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCutMergeTasksParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "taskStatus" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "taskStatus", c.Request.URL.Query(), &params.TaskStatus, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskStatus: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mainId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mainId", c.Request.URL.Query(), &params.MainId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mainId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListCutMergeTasks(c, params)
+}
+
+// CreateCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) CreateCutMergeTask(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateCutMergeTask(c)
+}
+
+// DeleteCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) DeleteCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteCutMergeTaskParams
+
+	// ------------- Optional query parameter "deleteOutputFile" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deleteOutputFile", c.Request.URL.Query(), &params.DeleteOutputFile, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deleteOutputFile: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteCutMergeTask(c, taskId, params)
+}
+
+// GetCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCutMergeTaskParams
+
+	// ------------- Required query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTask(c, taskId, params)
+}
+
+// GetCutMergeTaskDetail operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTaskDetail(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCutMergeTaskDetailParams
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTaskDetail(c, taskId, params)
+}
+
+// DownloadCutMergeTaskOutput operation middleware
+func (siw *ServerInterfaceWrapper) DownloadCutMergeTaskOutput(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadCutMergeTaskOutput(c, taskId)
+}
+
+// GetCutMergeTaskMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTaskMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTaskMedia(c, taskId)
+}
+
 // ListRecordingFiles operation middleware
 func (siw *ServerInterfaceWrapper) ListRecordingFiles(c *gin.Context) {
 
@@ -14160,6 +15511,56 @@ func (siw *ServerInterfaceWrapper) SoftDeleteRecordingFiles(c *gin.Context) {
 	}
 
 	siw.Handler.SoftDeleteRecordingFiles(c)
+}
+
+// DownloadRecordingFile operation middleware
+func (siw *ServerInterfaceWrapper) DownloadRecordingFile(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadRecordingFile(c, fileId)
+}
+
+// GetRecordingFileMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordingFileMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordingFileMedia(c, fileId)
 }
 
 // GetRecordPlanTemplate operation middleware
@@ -14490,6 +15891,814 @@ func (siw *ServerInterfaceWrapper) StopRecording(c *gin.Context) {
 	}
 
 	siw.Handler.StopRecording(c)
+}
+
+// ListRtcRooms operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcRooms(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcRoomsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcRooms(c, params)
+}
+
+// CreateRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcRoom(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcRoom(c)
+}
+
+// GetRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcRoom(c, roomId)
+}
+
+// CreateRtcAccessTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcAccessTicket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcAccessTicket(c, roomId)
+}
+
+// CloseRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) CloseRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CloseRtcRoom(c, roomId)
+}
+
+// SetRtcRecordingPolicy operation middleware
+func (siw *ServerInterfaceWrapper) SetRtcRecordingPolicy(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SetRtcRecordingPolicy(c, roomId)
+}
+
+// GetRtcCurrentRecording operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcCurrentRecording(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcCurrentRecording(c, roomId)
+}
+
+// ListRtcRecordingRuns operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcRecordingRuns(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcRecordingRunsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcRecordingRuns(c, roomId, params)
+}
+
+// StartRtcRecording operation middleware
+func (siw *ServerInterfaceWrapper) StartRtcRecording(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartRtcRecording(c, roomId)
+}
+
+// StopRtcRecording operation middleware
+func (siw *ServerInterfaceWrapper) StopRtcRecording(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopRtcRecording(c, roomId, recordingId)
+}
+
+// RtcHeartbeat operation middleware
+func (siw *ServerInterfaceWrapper) RtcHeartbeat(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RtcHeartbeat(c, roomId)
+}
+
+// JoinRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) JoinRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.JoinRtcRoom(c, roomId)
+}
+
+// LeaveRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) LeaveRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.LeaveRtcRoom(c, roomId)
+}
+
+// CreateRtcPlaybackTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcPlaybackTicket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcPlaybackTicket(c, roomId)
+}
+
+// ListRtcPublications operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcPublications(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcPublications(c, roomId)
+}
+
+// CreateRtcPublication operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcPublication(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcPublication(c, roomId)
+}
+
+// PublishRtcWhip operation middleware
+func (siw *ServerInterfaceWrapper) PublishRtcWhip(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "publicationId" -------------
+	var publicationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "publicationId", c.Param("publicationId"), &publicationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter publicationId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.PublishRtcWhip(c, roomId, publicationId)
+}
+
+// DeleteRtcWhip operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRtcWhip(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "publicationId" -------------
+	var publicationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "publicationId", c.Param("publicationId"), &publicationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter publicationId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRtcWhip(c, roomId, publicationId, sessionId)
+}
+
+// TrickleRtcWhip operation middleware
+func (siw *ServerInterfaceWrapper) TrickleRtcWhip(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "publicationId" -------------
+	var publicationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "publicationId", c.Param("publicationId"), &publicationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter publicationId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TrickleRtcWhip(c, roomId, publicationId, sessionId)
+}
+
+// GetRtcCurrentRecordingAsParticipant operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcCurrentRecordingAsParticipant(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcCurrentRecordingAsParticipant(c, roomId)
+}
+
+// StartRtcRecordingAsHost operation middleware
+func (siw *ServerInterfaceWrapper) StartRtcRecordingAsHost(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartRtcRecordingAsHost(c, roomId)
+}
+
+// StopRtcRecordingAsHost operation middleware
+func (siw *ServerInterfaceWrapper) StopRtcRecordingAsHost(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopRtcRecordingAsHost(c, roomId, recordingId)
+}
+
+// CreateRtcSubscription operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcSubscription(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcSubscription(c, roomId)
+}
+
+// SubscribeRtcWhep operation middleware
+func (siw *ServerInterfaceWrapper) SubscribeRtcWhep(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", c.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter subscriptionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SubscribeRtcWhep(c, roomId, subscriptionId)
+}
+
+// DeleteRtcWhep operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRtcWhep(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", c.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter subscriptionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRtcWhep(c, roomId, subscriptionId, sessionId)
+}
+
+// TrickleRtcWhep operation middleware
+func (siw *ServerInterfaceWrapper) TrickleRtcWhep(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", c.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter subscriptionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TrickleRtcWhep(c, roomId, subscriptionId, sessionId)
+}
+
+// RefreshRtcToken operation middleware
+func (siw *ServerInterfaceWrapper) RefreshRtcToken(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RefreshRtcToken(c, roomId)
 }
 
 // ListApiTokens operation middleware
@@ -16651,6 +18860,214 @@ func (siw *ServerInterfaceWrapper) StopThirdPartyChannel(c *gin.Context) {
 	siw.Handler.StopThirdPartyChannel(c, channelId)
 }
 
+// ListThirdPartyCutMergeTasks operation middleware
+func (siw *ServerInterfaceWrapper) ListThirdPartyCutMergeTasks(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListThirdPartyCutMergeTasksParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "taskStatus" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "taskStatus", c.Request.URL.Query(), &params.TaskStatus, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskStatus: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mainId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mainId", c.Request.URL.Query(), &params.MainId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mainId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListThirdPartyCutMergeTasks(c, params)
+}
+
+// CreateThirdPartyCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergeTask(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergeTask(c)
+}
+
+// DeleteThirdPartyCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) DeleteThirdPartyCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteThirdPartyCutMergeTaskParams
+
+	// ------------- Optional query parameter "deleteOutputFile" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deleteOutputFile", c.Request.URL.Query(), &params.DeleteOutputFile, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deleteOutputFile: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteThirdPartyCutMergeTask(c, taskId, params)
+}
+
+// GetThirdPartyCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) GetThirdPartyCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetThirdPartyCutMergeTask(c, taskId)
+}
+
+// CreateThirdPartyCutMergeDownloadLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergeDownloadLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergeDownloadLink(c, taskId)
+}
+
+// CreateThirdPartyCutMergePlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergePlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergePlaybackLease(c, taskId)
+}
+
+// CreateThirdPartyCutMergePlaybackLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergePlaybackLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergePlaybackLink(c, taskId)
+}
+
 // CreateThirdPartyGb28181PlaybackLease operation middleware
 func (siw *ServerInterfaceWrapper) CreateThirdPartyGb28181PlaybackLease(c *gin.Context) {
 
@@ -16951,6 +19368,31 @@ func (siw *ServerInterfaceWrapper) SoftDeleteThirdPartyRecordings(c *gin.Context
 	siw.Handler.SoftDeleteThirdPartyRecordings(c)
 }
 
+// CreateThirdPartyRecordingDownloadLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingDownloadLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyRecordingDownloadLink(c, fileId)
+}
+
 // CreateThirdPartyRecordingPlaybackLease operation middleware
 func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLease(c *gin.Context) {
 
@@ -16974,6 +19416,31 @@ func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLease(c *gin
 	}
 
 	siw.Handler.CreateThirdPartyRecordingPlaybackLease(c, fileId)
+}
+
+// CreateThirdPartyRecordingPlaybackLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyRecordingPlaybackLink(c, fileId)
 }
 
 // ListThirdPartyStreams operation middleware
@@ -17232,7 +19699,16 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/start", wrapper.StartThirdPartyChannel)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/stop", wrapper.StopThirdPartyChannel)
 	router.GET(options.BaseURL+"/api/v2/third-party/recordings", wrapper.ListThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-link", wrapper.CreateThirdPartyRecordingPlaybackLink)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/download-link", wrapper.CreateThirdPartyRecordingDownloadLink)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-lease", wrapper.CreateThirdPartyRecordingPlaybackLease)
+	router.GET(options.BaseURL+"/api/v2/third-party/cut-merge/tasks", wrapper.ListThirdPartyCutMergeTasks)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks", wrapper.CreateThirdPartyCutMergeTask)
+	router.DELETE(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId", wrapper.DeleteThirdPartyCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId", wrapper.GetThirdPartyCutMergeTask)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId/playback-link", wrapper.CreateThirdPartyCutMergePlaybackLink)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId/download-link", wrapper.CreateThirdPartyCutMergeDownloadLink)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId/playback-lease", wrapper.CreateThirdPartyCutMergePlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/soft-delete", wrapper.SoftDeleteThirdPartyRecordings)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/restore", wrapper.RestoreThirdPartyRecordings)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/hard-delete", wrapper.HardDeleteThirdPartyRecordings)
@@ -17275,9 +19751,18 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/recording/state-model", wrapper.GetRecordingStateModel)
 	router.POST(options.BaseURL+"/api/v2/recording/auto-record/run-once", wrapper.RunAutoRecordOnce)
 	router.GET(options.BaseURL+"/api/v2/recording/files", wrapper.ListRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/recording/files/:fileId/media", wrapper.GetRecordingFileMedia)
+	router.GET(options.BaseURL+"/api/v2/recording/files/:fileId/download", wrapper.DownloadRecordingFile)
 	router.POST(options.BaseURL+"/api/v2/recording/files/soft-delete", wrapper.SoftDeleteRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/restore", wrapper.RestoreRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/delete", wrapper.DeleteRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks", wrapper.ListCutMergeTasks)
+	router.POST(options.BaseURL+"/api/v2/recording/cut-merge/tasks", wrapper.CreateCutMergeTask)
+	router.DELETE(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId", wrapper.DeleteCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId", wrapper.GetCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/detail", wrapper.GetCutMergeTaskDetail)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/media", wrapper.GetCutMergeTaskMedia)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/download", wrapper.DownloadCutMergeTaskOutput)
 	router.GET(options.BaseURL+"/api/v2/recording/plans", wrapper.ListRecordPlans)
 	router.POST(options.BaseURL+"/api/v2/recording/plans", wrapper.CreateRecordPlan)
 	router.DELETE(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.DeleteRecordPlan)
@@ -17286,6 +19771,33 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/recording/plans/:planId/enabled", wrapper.SetRecordPlanEnabled)
 	router.GET(options.BaseURL+"/api/v2/recording/plans/:planId/evaluate", wrapper.EvaluateRecordPlan)
 	router.GET(options.BaseURL+"/api/v2/recording/plan-template", wrapper.GetRecordPlanTemplate)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms", wrapper.ListRtcRooms)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms", wrapper.CreateRtcRoom)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId", wrapper.GetRtcRoom)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/close", wrapper.CloseRtcRoom)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/access-tickets", wrapper.CreateRtcAccessTicket)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/join", wrapper.JoinRtcRoom)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/token/refresh", wrapper.RefreshRtcToken)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/heartbeat", wrapper.RtcHeartbeat)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/leave", wrapper.LeaveRtcRoom)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications", wrapper.ListRtcPublications)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications", wrapper.CreateRtcPublication)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications/:publicationId/whip", wrapper.PublishRtcWhip)
+	router.DELETE(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications/:publicationId/whip/:sessionId", wrapper.DeleteRtcWhip)
+	router.PATCH(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications/:publicationId/whip/:sessionId", wrapper.TrickleRtcWhip)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions", wrapper.CreateRtcSubscription)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep", wrapper.SubscribeRtcWhep)
+	router.DELETE(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep/:sessionId", wrapper.DeleteRtcWhep)
+	router.PATCH(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep/:sessionId", wrapper.TrickleRtcWhep)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback-ticket", wrapper.CreateRtcPlaybackTicket)
+	router.PUT(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording-policy", wrapper.SetRtcRecordingPolicy)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecording)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecording)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecording)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/runs", wrapper.ListRtcRecordingRuns)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecordingAsHost)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecordingAsParticipant)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecordingAsHost)
 	router.POST(options.BaseURL+"/api/v2/talk/sessions", wrapper.CreateTalkSession)
 	router.GET(options.BaseURL+"/api/v2/talk/sessions/:sessionId", wrapper.GetTalkSession)
 	router.POST(options.BaseURL+"/api/v2/talk/sessions/:sessionId/audio", wrapper.WriteTalkAudio)
@@ -17306,6 +19818,15 @@ type InternalErrorJSONResponse ErrorBody
 type NotFoundJSONResponse ErrorBody
 
 type PayloadTooLargeJSONResponse ErrorBody
+
+type RangeNotSatisfiableResponseHeaders struct {
+	ContentRange *string
+}
+type RangeNotSatisfiableJSONResponse struct {
+	Body ErrorBody
+
+	Headers RangeNotSatisfiableResponseHeaders
+}
 
 type ServiceUnavailableJSONResponse ErrorBody
 
@@ -28737,6 +31258,958 @@ func (response RunAutoRecordOnce500JSONResponse) VisitRunAutoRecordOnceResponse(
 	return err
 }
 
+type ListCutMergeTasksRequestObject struct {
+	Params ListCutMergeTasksParams
+}
+
+type ListCutMergeTasksResponseObject interface {
+	VisitListCutMergeTasksResponse(w http.ResponseWriter) error
+}
+
+type ListCutMergeTasks200JSONResponse CutMergeTaskList
+
+func (response ListCutMergeTasks200JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListCutMergeTasks400JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListCutMergeTasks401JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListCutMergeTasks403JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListCutMergeTasks429JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListCutMergeTasks500JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTaskRequestObject struct {
+	Body *CreateCutMergeTaskJSONRequestBody
+}
+
+type CreateCutMergeTaskResponseObject interface {
+	VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type CreateCutMergeTask200JSONResponse CutMergeTask
+
+func (response CreateCutMergeTask200JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateCutMergeTask400JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateCutMergeTask401JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateCutMergeTask403JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateCutMergeTask404JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateCutMergeTask429JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateCutMergeTask500JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params DeleteCutMergeTaskParams
+}
+
+type DeleteCutMergeTaskResponseObject interface {
+	VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type DeleteCutMergeTask200JSONResponse CutMergeTask
+
+func (response DeleteCutMergeTask200JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteCutMergeTask400JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteCutMergeTask401JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteCutMergeTask403JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteCutMergeTask404JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteCutMergeTask409JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteCutMergeTask429JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteCutMergeTask500JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteCutMergeTask503JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params GetCutMergeTaskParams
+}
+
+type GetCutMergeTaskResponseObject interface {
+	VisitGetCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTask200JSONResponse CutMergeTask
+
+func (response GetCutMergeTask200JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTask400JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTask401JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTask403JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCutMergeTask404JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTask429JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTask500JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetailRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params GetCutMergeTaskDetailParams
+}
+
+type GetCutMergeTaskDetailResponseObject interface {
+	VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTaskDetail200JSONResponse CutMergeTaskDetail
+
+func (response GetCutMergeTaskDetail200JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTaskDetail400JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTaskDetail401JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTaskDetail403JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCutMergeTaskDetail404JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTaskDetail429JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTaskDetail500JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutputRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+}
+
+type DownloadCutMergeTaskOutputResponseObject interface {
+	VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error
+}
+
+type DownloadCutMergeTaskOutput200ResponseHeaders struct {
+	ContentDisposition *string
+}
+
+type DownloadCutMergeTaskOutput200Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadCutMergeTaskOutput200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadCutMergeTaskOutput200Videomp4Response) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadCutMergeTaskOutput206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type DownloadCutMergeTaskOutput206Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadCutMergeTaskOutput206ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadCutMergeTaskOutput206Videomp4Response) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadCutMergeTaskOutput304Response struct {
+}
+
+func (response DownloadCutMergeTaskOutput304Response) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type DownloadCutMergeTaskOutput400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadCutMergeTaskOutput400JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadCutMergeTaskOutput401JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DownloadCutMergeTaskOutput403JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadCutMergeTaskOutput404JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadCutMergeTaskOutput409JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response DownloadCutMergeTaskOutput416JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadCutMergeTaskOutput429JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadCutMergeTaskOutput500JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadCutMergeTaskOutput503JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMediaRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+}
+
+type GetCutMergeTaskMediaResponseObject interface {
+	VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTaskMedia200Videomp4Response struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetCutMergeTaskMedia200Videomp4Response) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetCutMergeTaskMedia206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetCutMergeTaskMedia206Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetCutMergeTaskMedia206ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetCutMergeTaskMedia206Videomp4Response) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetCutMergeTaskMedia304Response struct {
+}
+
+func (response GetCutMergeTaskMedia304Response) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetCutMergeTaskMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTaskMedia400JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTaskMedia401JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTaskMedia403JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCutMergeTaskMedia404JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetCutMergeTaskMedia409JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response GetCutMergeTaskMedia416JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTaskMedia429JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTaskMedia500JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetCutMergeTaskMedia503JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRecordingFilesRequestObject struct {
 	Params ListRecordingFilesParams
 }
@@ -29105,6 +32578,414 @@ func (response SoftDeleteRecordingFiles500JSONResponse) VisitSoftDeleteRecording
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFileRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+}
+
+type DownloadRecordingFileResponseObject interface {
+	VisitDownloadRecordingFileResponse(w http.ResponseWriter) error
+}
+
+type DownloadRecordingFile200ResponseHeaders struct {
+	ContentDisposition *string
+}
+
+type DownloadRecordingFile200Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadRecordingFile200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadRecordingFile200Videomp4Response) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRecordingFile206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type DownloadRecordingFile206Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadRecordingFile206ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadRecordingFile206Videomp4Response) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRecordingFile304Response struct {
+}
+
+func (response DownloadRecordingFile304Response) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type DownloadRecordingFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadRecordingFile400JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadRecordingFile401JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DownloadRecordingFile403JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadRecordingFile404JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadRecordingFile409JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response DownloadRecordingFile416JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadRecordingFile429JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadRecordingFile500JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadRecordingFile503JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMediaRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+}
+
+type GetRecordingFileMediaResponseObject interface {
+	VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error
+}
+
+type GetRecordingFileMedia200ResponseHeaders struct {
+	AcceptRanges *string
+}
+
+type GetRecordingFileMedia200Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRecordingFileMedia200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRecordingFileMedia200Videomp4Response) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.AcceptRanges != nil {
+		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRecordingFileMedia206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetRecordingFileMedia206Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRecordingFileMedia206ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRecordingFileMedia206Videomp4Response) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRecordingFileMedia304Response struct {
+}
+
+func (response GetRecordingFileMedia304Response) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRecordingFileMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRecordingFileMedia400JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordingFileMedia401JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordingFileMedia403JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRecordingFileMedia404JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRecordingFileMedia409JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response GetRecordingFileMedia416JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordingFileMedia429JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordingFileMedia500JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRecordingFileMedia503JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30516,6 +34397,3398 @@ func (response StopRecording503JSONResponse) VisitStopRecordingResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRoomsRequestObject struct {
+	Params ListRtcRoomsParams
+}
+
+type ListRtcRoomsResponseObject interface {
+	VisitListRtcRoomsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcRooms200JSONResponse RtcRoomList
+
+func (response ListRtcRooms200JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcRooms400JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcRooms401JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcRooms403JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcRooms429JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcRooms500JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoomRequestObject struct {
+	Body *CreateRtcRoomJSONRequestBody
+}
+
+type CreateRtcRoomResponseObject interface {
+	VisitCreateRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcRoom200JSONResponse RtcRoom
+
+func (response CreateRtcRoom200JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcRoom400JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcRoom401JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcRoom403JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcRoom404JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcRoom409JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcRoom429JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcRoom500JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcRoomResponseObject interface {
+	VisitGetRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type GetRtcRoom200JSONResponse RtcRoom
+
+func (response GetRtcRoom200JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcRoom400JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcRoom401JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRtcRoom403JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcRoom404JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcRoom429JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcRoom500JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicketRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcAccessTicketJSONRequestBody
+}
+
+type CreateRtcAccessTicketResponseObject interface {
+	VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcAccessTicket200JSONResponse RtcAccessTicket
+
+func (response CreateRtcAccessTicket200JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcAccessTicket400JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcAccessTicket401JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcAccessTicket403JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcAccessTicket404JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcAccessTicket409JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcAccessTicket429JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcAccessTicket500JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type CloseRtcRoomResponseObject interface {
+	VisitCloseRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type CloseRtcRoom200JSONResponse RtcRoom
+
+func (response CloseRtcRoom200JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CloseRtcRoom400JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CloseRtcRoom401JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CloseRtcRoom403JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CloseRtcRoom404JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CloseRtcRoom409JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CloseRtcRoom429JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CloseRtcRoom500JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CloseRtcRoom503JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicyRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *SetRtcRecordingPolicyJSONRequestBody
+}
+
+type SetRtcRecordingPolicyResponseObject interface {
+	VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error
+}
+
+type SetRtcRecordingPolicy200JSONResponse RtcRoom
+
+func (response SetRtcRecordingPolicy200JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetRtcRecordingPolicy400JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetRtcRecordingPolicy401JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetRtcRecordingPolicy403JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetRtcRecordingPolicy404JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetRtcRecordingPolicy409JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetRtcRecordingPolicy429JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetRtcRecordingPolicy500JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcCurrentRecordingResponseObject interface {
+	VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error
+}
+
+type GetRtcCurrentRecording200JSONResponse RtcCurrentRecording
+
+func (response GetRtcCurrentRecording200JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcCurrentRecording400JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcCurrentRecording401JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRtcCurrentRecording403JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcCurrentRecording404JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcCurrentRecording429JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcCurrentRecording500JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Params ListRtcRecordingRunsParams
+}
+
+type ListRtcRecordingRunsResponseObject interface {
+	VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcRecordingRuns200JSONResponse RtcRecordingList
+
+func (response ListRtcRecordingRuns200JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcRecordingRuns400JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcRecordingRuns401JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcRecordingRuns403JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcRecordingRuns404JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcRecordingRuns429JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcRecordingRuns500JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type StartRtcRecordingResponseObject interface {
+	VisitStartRtcRecordingResponse(w http.ResponseWriter) error
+}
+
+type StartRtcRecording200JSONResponse RtcRecording
+
+func (response StartRtcRecording200JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartRtcRecording400JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartRtcRecording401JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartRtcRecording403JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartRtcRecording404JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartRtcRecording409JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartRtcRecording429JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartRtcRecording500JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartRtcRecording503JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+}
+
+type StopRtcRecordingResponseObject interface {
+	VisitStopRtcRecordingResponse(w http.ResponseWriter) error
+}
+
+type StopRtcRecording200JSONResponse RtcRecording
+
+func (response StopRtcRecording200JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopRtcRecording400JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopRtcRecording401JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopRtcRecording403JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopRtcRecording404JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopRtcRecording409JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopRtcRecording429JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopRtcRecording500JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopRtcRecording503JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeatRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type RtcHeartbeatResponseObject interface {
+	VisitRtcHeartbeatResponse(w http.ResponseWriter) error
+}
+
+type RtcHeartbeat200JSONResponse ActionResult
+
+func (response RtcHeartbeat200JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RtcHeartbeat400JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RtcHeartbeat401JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RtcHeartbeat404JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RtcHeartbeat429JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RtcHeartbeat500JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *JoinRtcRoomJSONRequestBody
+}
+
+type JoinRtcRoomResponseObject interface {
+	VisitJoinRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type JoinRtcRoom200JSONResponse RtcJoinResult
+
+func (response JoinRtcRoom200JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response JoinRtcRoom400JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response JoinRtcRoom401JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response JoinRtcRoom404JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom409JSONResponse struct{ ConflictJSONResponse }
+
+func (response JoinRtcRoom409JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response JoinRtcRoom429JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response JoinRtcRoom500JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type LeaveRtcRoomResponseObject interface {
+	VisitLeaveRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type LeaveRtcRoom200JSONResponse ActionResult
+
+func (response LeaveRtcRoom200JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response LeaveRtcRoom400JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response LeaveRtcRoom401JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response LeaveRtcRoom404JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response LeaveRtcRoom429JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response LeaveRtcRoom500JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicketRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcPlaybackTicketJSONRequestBody
+}
+
+type CreateRtcPlaybackTicketResponseObject interface {
+	VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcPlaybackTicket200JSONResponse RtcPlaybackTicket
+
+func (response CreateRtcPlaybackTicket200JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcPlaybackTicket400JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcPlaybackTicket401JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcPlaybackTicket403JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcPlaybackTicket404JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcPlaybackTicket409JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcPlaybackTicket429JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcPlaybackTicket500JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateRtcPlaybackTicket503JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublicationsRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type ListRtcPublicationsResponseObject interface {
+	VisitListRtcPublicationsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcPublications200JSONResponse RtcPublicationList
+
+func (response ListRtcPublications200JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcPublications400JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcPublications401JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcPublications403JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcPublications404JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRtcPublications409JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcPublications429JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcPublications500JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublicationRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcPublicationJSONRequestBody
+}
+
+type CreateRtcPublicationResponseObject interface {
+	VisitCreateRtcPublicationResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcPublication200JSONResponse RtcPublication
+
+func (response CreateRtcPublication200JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcPublication400JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcPublication401JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcPublication403JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcPublication404JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcPublication409JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcPublication429JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcPublication500JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhipRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	PublicationId string             `json:"publicationId"`
+	Body          io.Reader
+}
+
+type PublishRtcWhipResponseObject interface {
+	VisitPublishRtcWhipResponse(w http.ResponseWriter) error
+}
+
+type PublishRtcWhip201ResponseHeaders struct {
+	Location *string
+	XSvcNote *string
+}
+
+type PublishRtcWhip201ApplicationsdpResponse struct {
+	Body          io.Reader
+	Headers       PublishRtcWhip201ResponseHeaders
+	ContentLength int64
+}
+
+func (response PublishRtcWhip201ApplicationsdpResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/sdp")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.XSvcNote != nil {
+		w.Header().Set("X-Svc-Note", fmt.Sprint(*response.Headers.XSvcNote))
+	}
+	w.WriteHeader(201)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type PublishRtcWhip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PublishRtcWhip400JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PublishRtcWhip401JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PublishRtcWhip403JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PublishRtcWhip404JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PublishRtcWhip409JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PublishRtcWhip413JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PublishRtcWhip415JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PublishRtcWhip429JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PublishRtcWhip500JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PublishRtcWhip503JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhipRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	PublicationId string             `json:"publicationId"`
+	SessionId     string             `json:"sessionId"`
+}
+
+type DeleteRtcWhipResponseObject interface {
+	VisitDeleteRtcWhipResponse(w http.ResponseWriter) error
+}
+
+type DeleteRtcWhip200JSONResponse ActionResult
+
+func (response DeleteRtcWhip200JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRtcWhip400JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRtcWhip401JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRtcWhip403JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRtcWhip404JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteRtcWhip409JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRtcWhip429JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRtcWhip500JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteRtcWhip503JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhipRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	PublicationId string             `json:"publicationId"`
+	SessionId     string             `json:"sessionId"`
+	Body          io.Reader
+}
+
+type TrickleRtcWhipResponseObject interface {
+	VisitTrickleRtcWhipResponse(w http.ResponseWriter) error
+}
+
+type TrickleRtcWhip204Response struct {
+}
+
+func (response TrickleRtcWhip204Response) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type TrickleRtcWhip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TrickleRtcWhip400JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TrickleRtcWhip401JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TrickleRtcWhip403JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TrickleRtcWhip404JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TrickleRtcWhip413JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TrickleRtcWhip415JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TrickleRtcWhip429JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TrickleRtcWhip500JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TrickleRtcWhip503JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipantRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcCurrentRecordingAsParticipantResponseObject interface {
+	VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error
+}
+
+type GetRtcCurrentRecordingAsParticipant200JSONResponse RtcCurrentRecording
+
+func (response GetRtcCurrentRecordingAsParticipant200JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant400JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant401JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant403JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant404JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant409JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant429JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant500JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHostRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type StartRtcRecordingAsHostResponseObject interface {
+	VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error
+}
+
+type StartRtcRecordingAsHost200JSONResponse RtcRecording
+
+func (response StartRtcRecordingAsHost200JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartRtcRecordingAsHost400JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartRtcRecordingAsHost401JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartRtcRecordingAsHost403JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartRtcRecordingAsHost404JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartRtcRecordingAsHost409JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartRtcRecordingAsHost429JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartRtcRecordingAsHost500JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartRtcRecordingAsHost503JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHostRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+}
+
+type StopRtcRecordingAsHostResponseObject interface {
+	VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error
+}
+
+type StopRtcRecordingAsHost200JSONResponse RtcRecording
+
+func (response StopRtcRecordingAsHost200JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopRtcRecordingAsHost400JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopRtcRecordingAsHost401JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopRtcRecordingAsHost403JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopRtcRecordingAsHost404JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopRtcRecordingAsHost409JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopRtcRecordingAsHost429JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopRtcRecordingAsHost500JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopRtcRecordingAsHost503JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscriptionRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcSubscriptionJSONRequestBody
+}
+
+type CreateRtcSubscriptionResponseObject interface {
+	VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcSubscription200JSONResponse RtcSubscription
+
+func (response CreateRtcSubscription200JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcSubscription400JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcSubscription401JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcSubscription403JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcSubscription404JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcSubscription409JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcSubscription429JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcSubscription500JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhepRequestObject struct {
+	RoomId         openapi_types.UUID `json:"roomId"`
+	SubscriptionId string             `json:"subscriptionId"`
+	Body           io.Reader
+}
+
+type SubscribeRtcWhepResponseObject interface {
+	VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error
+}
+
+type SubscribeRtcWhep201ResponseHeaders struct {
+	Location *string
+	XSvcNote *string
+}
+
+type SubscribeRtcWhep201ApplicationsdpResponse struct {
+	Body          io.Reader
+	Headers       SubscribeRtcWhep201ResponseHeaders
+	ContentLength int64
+}
+
+func (response SubscribeRtcWhep201ApplicationsdpResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/sdp")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.XSvcNote != nil {
+		w.Header().Set("X-Svc-Note", fmt.Sprint(*response.Headers.XSvcNote))
+	}
+	w.WriteHeader(201)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type SubscribeRtcWhep400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SubscribeRtcWhep400JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SubscribeRtcWhep401JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SubscribeRtcWhep403JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SubscribeRtcWhep404JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SubscribeRtcWhep409JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SubscribeRtcWhep413JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SubscribeRtcWhep415JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SubscribeRtcWhep429JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SubscribeRtcWhep500JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SubscribeRtcWhep503JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhepRequestObject struct {
+	RoomId         openapi_types.UUID `json:"roomId"`
+	SubscriptionId string             `json:"subscriptionId"`
+	SessionId      string             `json:"sessionId"`
+}
+
+type DeleteRtcWhepResponseObject interface {
+	VisitDeleteRtcWhepResponse(w http.ResponseWriter) error
+}
+
+type DeleteRtcWhep200JSONResponse ActionResult
+
+func (response DeleteRtcWhep200JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRtcWhep400JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRtcWhep401JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRtcWhep403JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRtcWhep404JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRtcWhep429JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRtcWhep500JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteRtcWhep503JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhepRequestObject struct {
+	RoomId         openapi_types.UUID `json:"roomId"`
+	SubscriptionId string             `json:"subscriptionId"`
+	SessionId      string             `json:"sessionId"`
+	Body           io.Reader
+}
+
+type TrickleRtcWhepResponseObject interface {
+	VisitTrickleRtcWhepResponse(w http.ResponseWriter) error
+}
+
+type TrickleRtcWhep204Response struct {
+}
+
+func (response TrickleRtcWhep204Response) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type TrickleRtcWhep400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TrickleRtcWhep400JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TrickleRtcWhep401JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TrickleRtcWhep403JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TrickleRtcWhep404JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TrickleRtcWhep413JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TrickleRtcWhep415JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TrickleRtcWhep429JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TrickleRtcWhep500JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TrickleRtcWhep503JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcTokenRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type RefreshRtcTokenResponseObject interface {
+	VisitRefreshRtcTokenResponse(w http.ResponseWriter) error
+}
+
+type RefreshRtcToken200JSONResponse RtcTokenRefresh
+
+func (response RefreshRtcToken200JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RefreshRtcToken400JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RefreshRtcToken401JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RefreshRtcToken404JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RefreshRtcToken429JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RefreshRtcToken500JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -39536,6 +46809,815 @@ func (response StopThirdPartyChannel500JSONResponse) VisitStopThirdPartyChannelR
 	return err
 }
 
+type ListThirdPartyCutMergeTasksRequestObject struct {
+	Params ListThirdPartyCutMergeTasksParams
+}
+
+type ListThirdPartyCutMergeTasksResponseObject interface {
+	VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error
+}
+
+type ListThirdPartyCutMergeTasks200JSONResponse CutMergeTaskList
+
+func (response ListThirdPartyCutMergeTasks200JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks400JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks401JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks403JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks429JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks500JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTaskRequestObject struct {
+	Body *CreateThirdPartyCutMergeTaskJSONRequestBody
+}
+
+type CreateThirdPartyCutMergeTaskResponseObject interface {
+	VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergeTask200JSONResponse CutMergeTask
+
+func (response CreateThirdPartyCutMergeTask200JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask400JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask401JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask403JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask404JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask429JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask500JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params DeleteThirdPartyCutMergeTaskParams
+}
+
+type DeleteThirdPartyCutMergeTaskResponseObject interface {
+	VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type DeleteThirdPartyCutMergeTask200JSONResponse CutMergeTask
+
+func (response DeleteThirdPartyCutMergeTask200JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask400JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask401JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask403JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask404JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask409JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask429JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask500JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask503JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+}
+
+type GetThirdPartyCutMergeTaskResponseObject interface {
+	VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type GetThirdPartyCutMergeTask200JSONResponse CutMergeTask
+
+func (response GetThirdPartyCutMergeTask200JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetThirdPartyCutMergeTask400JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetThirdPartyCutMergeTask401JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetThirdPartyCutMergeTask403JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetThirdPartyCutMergeTask404JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetThirdPartyCutMergeTask429JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetThirdPartyCutMergeTask500JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLinkRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Body   *CreateThirdPartyCutMergeDownloadLinkJSONRequestBody
+}
+
+type CreateThirdPartyCutMergeDownloadLinkResponseObject interface {
+	VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergeDownloadLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyCutMergeDownloadLink200JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink400JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink401JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink403JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink404JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink409JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink429JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink500JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLeaseRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Body   *CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyCutMergePlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergePlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyCutMergePlaybackLease200JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease400JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease401JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease403JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease404JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease409JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease429JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease500JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLinkRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Body   *CreateThirdPartyCutMergePlaybackLinkJSONRequestBody
+}
+
+type CreateThirdPartyCutMergePlaybackLinkResponseObject interface {
+	VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergePlaybackLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyCutMergePlaybackLink200JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink400JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink401JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink403JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink404JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink409JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink429JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink500JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateThirdPartyGb28181PlaybackLeaseRequestObject struct {
 	SessionId string `json:"sessionId"`
 	Body      *CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody
@@ -40520,6 +48602,128 @@ func (response SoftDeleteThirdPartyRecordings500JSONResponse) VisitSoftDeleteThi
 	return err
 }
 
+type CreateThirdPartyRecordingDownloadLinkRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+	Body   *CreateThirdPartyRecordingDownloadLinkJSONRequestBody
+}
+
+type CreateThirdPartyRecordingDownloadLinkResponseObject interface {
+	VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyRecordingDownloadLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyRecordingDownloadLink200JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink400JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink401JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink403JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink404JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink409JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink429JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink500JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateThirdPartyRecordingPlaybackLeaseRequestObject struct {
 	FileId string `json:"fileId"`
 	Body   *CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody
@@ -40631,6 +48835,128 @@ func (response CreateThirdPartyRecordingPlaybackLease429JSONResponse) VisitCreat
 type CreateThirdPartyRecordingPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response CreateThirdPartyRecordingPlaybackLease500JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLinkRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+	Body   *CreateThirdPartyRecordingPlaybackLinkJSONRequestBody
+}
+
+type CreateThirdPartyRecordingPlaybackLinkResponseObject interface {
+	VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyRecordingPlaybackLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyRecordingPlaybackLink200JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink400JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink401JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink403JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink404JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink409JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink429JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink500JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -41191,6 +49517,27 @@ type StrictServerInterface interface {
 	// RunAutoRecordOnce Run one auto-record pass now
 	// (POST /api/v2/recording/auto-record/run-once)
 	RunAutoRecordOnce(ctx context.Context, request RunAutoRecordOnceRequestObject) (RunAutoRecordOnceResponseObject, error)
+	// ListCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/recording/cut-merge/tasks)
+	ListCutMergeTasks(ctx context.Context, request ListCutMergeTasksRequestObject) (ListCutMergeTasksResponseObject, error)
+	// CreateCutMergeTask Create a cut/merge task
+	// (POST /api/v2/recording/cut-merge/tasks)
+	CreateCutMergeTask(ctx context.Context, request CreateCutMergeTaskRequestObject) (CreateCutMergeTaskResponseObject, error)
+	// DeleteCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/recording/cut-merge/tasks/{taskId})
+	DeleteCutMergeTask(ctx context.Context, request DeleteCutMergeTaskRequestObject) (DeleteCutMergeTaskResponseObject, error)
+	// GetCutMergeTask Read a cut/merge task
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId})
+	GetCutMergeTask(ctx context.Context, request GetCutMergeTaskRequestObject) (GetCutMergeTaskResponseObject, error)
+	// GetCutMergeTaskDetail Read a cut/merge task with its sources
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/detail)
+	GetCutMergeTaskDetail(ctx context.Context, request GetCutMergeTaskDetailRequestObject) (GetCutMergeTaskDetailResponseObject, error)
+	// DownloadCutMergeTaskOutput Download a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/download)
+	DownloadCutMergeTaskOutput(ctx context.Context, request DownloadCutMergeTaskOutputRequestObject) (DownloadCutMergeTaskOutputResponseObject, error)
+	// GetCutMergeTaskMedia Play a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/media)
+	GetCutMergeTaskMedia(ctx context.Context, request GetCutMergeTaskMediaRequestObject) (GetCutMergeTaskMediaResponseObject, error)
 	// ListRecordingFiles List recorded files
 	// (GET /api/v2/recording/files)
 	ListRecordingFiles(ctx context.Context, request ListRecordingFilesRequestObject) (ListRecordingFilesResponseObject, error)
@@ -41203,6 +49550,12 @@ type StrictServerInterface interface {
 	// SoftDeleteRecordingFiles Soft-delete recorded files
 	// (POST /api/v2/recording/files/soft-delete)
 	SoftDeleteRecordingFiles(ctx context.Context, request SoftDeleteRecordingFilesRequestObject) (SoftDeleteRecordingFilesResponseObject, error)
+	// DownloadRecordingFile Download a recorded file
+	// (GET /api/v2/recording/files/{fileId}/download)
+	DownloadRecordingFile(ctx context.Context, request DownloadRecordingFileRequestObject) (DownloadRecordingFileResponseObject, error)
+	// GetRecordingFileMedia Play a recorded file
+	// (GET /api/v2/recording/files/{fileId}/media)
+	GetRecordingFileMedia(ctx context.Context, request GetRecordingFileMediaRequestObject) (GetRecordingFileMediaResponseObject, error)
 	// GetRecordPlanTemplate A recording plan template
 	// (GET /api/v2/recording/plan-template)
 	GetRecordPlanTemplate(ctx context.Context, request GetRecordPlanTemplateRequestObject) (GetRecordPlanTemplateResponseObject, error)
@@ -41239,6 +49592,87 @@ type StrictServerInterface interface {
 	// StopRecording Stop recording a stream
 	// (POST /api/v2/recording/stop)
 	StopRecording(ctx context.Context, request StopRecordingRequestObject) (StopRecordingResponseObject, error)
+	// ListRtcRooms List the caller's meeting rooms
+	// (GET /api/v2/rtc/rooms)
+	ListRtcRooms(ctx context.Context, request ListRtcRoomsRequestObject) (ListRtcRoomsResponseObject, error)
+	// CreateRtcRoom Create a meeting room
+	// (POST /api/v2/rtc/rooms)
+	CreateRtcRoom(ctx context.Context, request CreateRtcRoomRequestObject) (CreateRtcRoomResponseObject, error)
+	// GetRtcRoom Read a meeting room
+	// (GET /api/v2/rtc/rooms/{roomId})
+	GetRtcRoom(ctx context.Context, request GetRtcRoomRequestObject) (GetRtcRoomResponseObject, error)
+	// CreateRtcAccessTicket Issue a single-use access ticket
+	// (POST /api/v2/rtc/rooms/{roomId}/access-tickets)
+	CreateRtcAccessTicket(ctx context.Context, request CreateRtcAccessTicketRequestObject) (CreateRtcAccessTicketResponseObject, error)
+	// CloseRtcRoom Close a meeting room
+	// (POST /api/v2/rtc/rooms/{roomId}/close)
+	CloseRtcRoom(ctx context.Context, request CloseRtcRoomRequestObject) (CloseRtcRoomResponseObject, error)
+	// SetRtcRecordingPolicy Allow or forbid recording a room
+	// (PUT /api/v2/rtc/rooms/{roomId}/recording-policy)
+	SetRtcRecordingPolicy(ctx context.Context, request SetRtcRecordingPolicyRequestObject) (SetRtcRecordingPolicyResponseObject, error)
+	// GetRtcCurrentRecording Read the room's running recording
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecording(ctx context.Context, request GetRtcCurrentRecordingRequestObject) (GetRtcCurrentRecordingResponseObject, error)
+	// ListRtcRecordingRuns List the room's recordings
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/runs)
+	ListRtcRecordingRuns(ctx context.Context, request ListRtcRecordingRunsRequestObject) (ListRtcRecordingRunsResponseObject, error)
+	// StartRtcRecording Start the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecording(ctx context.Context, request StartRtcRecordingRequestObject) (StartRtcRecordingResponseObject, error)
+	// StopRtcRecording Stop the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecording(ctx context.Context, request StopRtcRecordingRequestObject) (StopRtcRecordingResponseObject, error)
+	// RtcHeartbeat Report that the device is alive
+	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
+	RtcHeartbeat(ctx context.Context, request RtcHeartbeatRequestObject) (RtcHeartbeatResponseObject, error)
+	// JoinRtcRoom Join a room with an access ticket
+	// (POST /api/v2/rtc/session/rooms/{roomId}/join)
+	JoinRtcRoom(ctx context.Context, request JoinRtcRoomRequestObject) (JoinRtcRoomResponseObject, error)
+	// LeaveRtcRoom Leave the room
+	// (POST /api/v2/rtc/session/rooms/{roomId}/leave)
+	LeaveRtcRoom(ctx context.Context, request LeaveRtcRoomRequestObject) (LeaveRtcRoomResponseObject, error)
+	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
+	CreateRtcPlaybackTicket(ctx context.Context, request CreateRtcPlaybackTicketRequestObject) (CreateRtcPlaybackTicketResponseObject, error)
+	// ListRtcPublications List the publications one may subscribe to
+	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
+	ListRtcPublications(ctx context.Context, request ListRtcPublicationsRequestObject) (ListRtcPublicationsResponseObject, error)
+	// CreateRtcPublication Create a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications)
+	CreateRtcPublication(ctx context.Context, request CreateRtcPublicationRequestObject) (CreateRtcPublicationResponseObject, error)
+	// PublishRtcWhip Publish media over WHIP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip)
+	PublishRtcWhip(ctx context.Context, request PublishRtcWhipRequestObject) (PublishRtcWhipResponseObject, error)
+	// DeleteRtcWhip Stop publishing
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	DeleteRtcWhip(ctx context.Context, request DeleteRtcWhipRequestObject) (DeleteRtcWhipResponseObject, error)
+	// TrickleRtcWhip Trickle ICE candidates to a WHIP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	TrickleRtcWhip(ctx context.Context, request TrickleRtcWhipRequestObject) (TrickleRtcWhipResponseObject, error)
+	// GetRtcCurrentRecordingAsParticipant Read the running recording as a participant
+	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecordingAsParticipant(ctx context.Context, request GetRtcCurrentRecordingAsParticipantRequestObject) (GetRtcCurrentRecordingAsParticipantResponseObject, error)
+	// StartRtcRecordingAsHost Start the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecordingAsHost(ctx context.Context, request StartRtcRecordingAsHostRequestObject) (StartRtcRecordingAsHostResponseObject, error)
+	// StopRtcRecordingAsHost Stop the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecordingAsHost(ctx context.Context, request StopRtcRecordingAsHostRequestObject) (StopRtcRecordingAsHostResponseObject, error)
+	// CreateRtcSubscription Subscribe to a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions)
+	CreateRtcSubscription(ctx context.Context, request CreateRtcSubscriptionRequestObject) (CreateRtcSubscriptionResponseObject, error)
+	// SubscribeRtcWhep Play a subscription over WHEP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep)
+	SubscribeRtcWhep(ctx context.Context, request SubscribeRtcWhepRequestObject) (SubscribeRtcWhepResponseObject, error)
+	// DeleteRtcWhep Release a WHEP session
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	DeleteRtcWhep(ctx context.Context, request DeleteRtcWhepRequestObject) (DeleteRtcWhepResponseObject, error)
+	// TrickleRtcWhep Trickle ICE candidates to a WHEP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	TrickleRtcWhep(ctx context.Context, request TrickleRtcWhepRequestObject) (TrickleRtcWhepResponseObject, error)
+	// RefreshRtcToken Rotate the participant token
+	// (POST /api/v2/rtc/session/rooms/{roomId}/token/refresh)
+	RefreshRtcToken(ctx context.Context, request RefreshRtcTokenRequestObject) (RefreshRtcTokenResponseObject, error)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(ctx context.Context, request ListApiTokensRequestObject) (ListApiTokensResponseObject, error)
@@ -41479,6 +49913,27 @@ type StrictServerInterface interface {
 	// StopThirdPartyChannel Stop a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/stop)
 	StopThirdPartyChannel(ctx context.Context, request StopThirdPartyChannelRequestObject) (StopThirdPartyChannelResponseObject, error)
+	// ListThirdPartyCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/third-party/cut-merge/tasks)
+	ListThirdPartyCutMergeTasks(ctx context.Context, request ListThirdPartyCutMergeTasksRequestObject) (ListThirdPartyCutMergeTasksResponseObject, error)
+	// CreateThirdPartyCutMergeTask Create a cut/merge task
+	// (POST /api/v2/third-party/cut-merge/tasks)
+	CreateThirdPartyCutMergeTask(ctx context.Context, request CreateThirdPartyCutMergeTaskRequestObject) (CreateThirdPartyCutMergeTaskResponseObject, error)
+	// DeleteThirdPartyCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/third-party/cut-merge/tasks/{taskId})
+	DeleteThirdPartyCutMergeTask(ctx context.Context, request DeleteThirdPartyCutMergeTaskRequestObject) (DeleteThirdPartyCutMergeTaskResponseObject, error)
+	// GetThirdPartyCutMergeTask Read a cut/merge task
+	// (GET /api/v2/third-party/cut-merge/tasks/{taskId})
+	GetThirdPartyCutMergeTask(ctx context.Context, request GetThirdPartyCutMergeTaskRequestObject) (GetThirdPartyCutMergeTaskResponseObject, error)
+	// CreateThirdPartyCutMergeDownloadLink Single-use download link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/download-link)
+	CreateThirdPartyCutMergeDownloadLink(ctx context.Context, request CreateThirdPartyCutMergeDownloadLinkRequestObject) (CreateThirdPartyCutMergeDownloadLinkResponseObject, error)
+	// CreateThirdPartyCutMergePlaybackLease Lease a cut/merge output for playback
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-lease)
+	CreateThirdPartyCutMergePlaybackLease(ctx context.Context, request CreateThirdPartyCutMergePlaybackLeaseRequestObject) (CreateThirdPartyCutMergePlaybackLeaseResponseObject, error)
+	// CreateThirdPartyCutMergePlaybackLink Single-use playback link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-link)
+	CreateThirdPartyCutMergePlaybackLink(ctx context.Context, request CreateThirdPartyCutMergePlaybackLinkRequestObject) (CreateThirdPartyCutMergePlaybackLinkResponseObject, error)
 	// CreateThirdPartyGb28181PlaybackLease Lease a GB28181 playback session to a player
 	// (POST /api/v2/third-party/gb28181/playback-sessions/{sessionId}/playback-lease)
 	CreateThirdPartyGb28181PlaybackLease(ctx context.Context, request CreateThirdPartyGb28181PlaybackLeaseRequestObject) (CreateThirdPartyGb28181PlaybackLeaseResponseObject, error)
@@ -41506,9 +49961,15 @@ type StrictServerInterface interface {
 	// SoftDeleteThirdPartyRecordings Soft-delete recordings
 	// (POST /api/v2/third-party/recordings/soft-delete)
 	SoftDeleteThirdPartyRecordings(ctx context.Context, request SoftDeleteThirdPartyRecordingsRequestObject) (SoftDeleteThirdPartyRecordingsResponseObject, error)
+	// CreateThirdPartyRecordingDownloadLink Single-use download link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/download-link)
+	CreateThirdPartyRecordingDownloadLink(ctx context.Context, request CreateThirdPartyRecordingDownloadLinkRequestObject) (CreateThirdPartyRecordingDownloadLinkResponseObject, error)
 	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
 	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
 	CreateThirdPartyRecordingPlaybackLease(ctx context.Context, request CreateThirdPartyRecordingPlaybackLeaseRequestObject) (CreateThirdPartyRecordingPlaybackLeaseResponseObject, error)
+	// CreateThirdPartyRecordingPlaybackLink Single-use playback link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-link)
+	CreateThirdPartyRecordingPlaybackLink(ctx context.Context, request CreateThirdPartyRecordingPlaybackLinkRequestObject) (CreateThirdPartyRecordingPlaybackLinkResponseObject, error)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
@@ -44603,6 +53064,207 @@ func (sh *strictHandler) RunAutoRecordOnce(ctx *gin.Context, params RunAutoRecor
 	}
 }
 
+// ListCutMergeTasks operation middleware
+func (sh *strictHandler) ListCutMergeTasks(ctx *gin.Context, params ListCutMergeTasksParams) {
+	var request ListCutMergeTasksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCutMergeTasks(ctx, request.(ListCutMergeTasksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCutMergeTasks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListCutMergeTasksResponseObject); ok {
+		if err := validResponse.VisitListCutMergeTasksResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateCutMergeTask operation middleware
+func (sh *strictHandler) CreateCutMergeTask(ctx *gin.Context) {
+	var request CreateCutMergeTaskRequestObject
+
+	var body CreateCutMergeTaskJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateCutMergeTask(ctx, request.(CreateCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitCreateCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteCutMergeTask operation middleware
+func (sh *strictHandler) DeleteCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath, params DeleteCutMergeTaskParams) {
+	var request DeleteCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteCutMergeTask(ctx, request.(DeleteCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitDeleteCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTask operation middleware
+func (sh *strictHandler) GetCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskParams) {
+	var request GetCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTask(ctx, request.(GetCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTaskDetail operation middleware
+func (sh *strictHandler) GetCutMergeTaskDetail(ctx *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskDetailParams) {
+	var request GetCutMergeTaskDetailRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTaskDetail(ctx, request.(GetCutMergeTaskDetailRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTaskDetail")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskDetailResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskDetailResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadCutMergeTaskOutput operation middleware
+func (sh *strictHandler) DownloadCutMergeTaskOutput(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request DownloadCutMergeTaskOutputRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadCutMergeTaskOutput(ctx, request.(DownloadCutMergeTaskOutputRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadCutMergeTaskOutput")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadCutMergeTaskOutputResponseObject); ok {
+		if err := validResponse.VisitDownloadCutMergeTaskOutputResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTaskMedia operation middleware
+func (sh *strictHandler) GetCutMergeTaskMedia(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request GetCutMergeTaskMediaRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTaskMedia(ctx, request.(GetCutMergeTaskMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTaskMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskMediaResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskMediaResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListRecordingFiles operation middleware
 func (sh *strictHandler) ListRecordingFiles(ctx *gin.Context, params ListRecordingFilesParams) {
 	var request ListRecordingFilesRequestObject
@@ -44748,6 +53410,58 @@ func (sh *strictHandler) SoftDeleteRecordingFiles(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(SoftDeleteRecordingFilesResponseObject); ok {
 		if err := validResponse.VisitSoftDeleteRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadRecordingFile operation middleware
+func (sh *strictHandler) DownloadRecordingFile(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request DownloadRecordingFileRequestObject
+
+	request.FileId = fileId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadRecordingFile(ctx, request.(DownloadRecordingFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadRecordingFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadRecordingFileResponseObject); ok {
+		if err := validResponse.VisitDownloadRecordingFileResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordingFileMedia operation middleware
+func (sh *strictHandler) GetRecordingFileMedia(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request GetRecordingFileMediaRequestObject
+
+	request.FileId = fileId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordingFileMedia(ctx, request.(GetRecordingFileMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordingFileMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordingFileMediaResponseObject); ok {
+		if err := validResponse.VisitGetRecordingFileMediaResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -45124,6 +53838,856 @@ func (sh *strictHandler) StopRecording(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(StopRecordingResponseObject); ok {
 		if err := validResponse.VisitStopRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcRooms operation middleware
+func (sh *strictHandler) ListRtcRooms(ctx *gin.Context, params ListRtcRoomsParams) {
+	var request ListRtcRoomsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcRooms(ctx, request.(ListRtcRoomsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcRooms")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcRoomsResponseObject); ok {
+		if err := validResponse.VisitListRtcRoomsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcRoom operation middleware
+func (sh *strictHandler) CreateRtcRoom(ctx *gin.Context) {
+	var request CreateRtcRoomRequestObject
+
+	var body CreateRtcRoomJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcRoom(ctx, request.(CreateRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcRoomResponseObject); ok {
+		if err := validResponse.VisitCreateRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcRoom operation middleware
+func (sh *strictHandler) GetRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcRoom(ctx, request.(GetRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcRoomResponseObject); ok {
+		if err := validResponse.VisitGetRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcAccessTicket operation middleware
+func (sh *strictHandler) CreateRtcAccessTicket(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcAccessTicketRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcAccessTicketJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcAccessTicket(ctx, request.(CreateRtcAccessTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcAccessTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcAccessTicketResponseObject); ok {
+		if err := validResponse.VisitCreateRtcAccessTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CloseRtcRoom operation middleware
+func (sh *strictHandler) CloseRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CloseRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CloseRtcRoom(ctx, request.(CloseRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CloseRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CloseRtcRoomResponseObject); ok {
+		if err := validResponse.VisitCloseRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetRtcRecordingPolicy operation middleware
+func (sh *strictHandler) SetRtcRecordingPolicy(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request SetRtcRecordingPolicyRequestObject
+
+	request.RoomId = roomId
+
+	var body SetRtcRecordingPolicyJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetRtcRecordingPolicy(ctx, request.(SetRtcRecordingPolicyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetRtcRecordingPolicy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SetRtcRecordingPolicyResponseObject); ok {
+		if err := validResponse.VisitSetRtcRecordingPolicyResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcCurrentRecording operation middleware
+func (sh *strictHandler) GetRtcCurrentRecording(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcCurrentRecordingRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcCurrentRecording(ctx, request.(GetRtcCurrentRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcCurrentRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcCurrentRecordingResponseObject); ok {
+		if err := validResponse.VisitGetRtcCurrentRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcRecordingRuns operation middleware
+func (sh *strictHandler) ListRtcRecordingRuns(ctx *gin.Context, roomId openapi_types.UUID, params ListRtcRecordingRunsParams) {
+	var request ListRtcRecordingRunsRequestObject
+
+	request.RoomId = roomId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcRecordingRuns(ctx, request.(ListRtcRecordingRunsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcRecordingRuns")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcRecordingRunsResponseObject); ok {
+		if err := validResponse.VisitListRtcRecordingRunsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartRtcRecording operation middleware
+func (sh *strictHandler) StartRtcRecording(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request StartRtcRecordingRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartRtcRecording(ctx, request.(StartRtcRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartRtcRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartRtcRecordingResponseObject); ok {
+		if err := validResponse.VisitStartRtcRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopRtcRecording operation middleware
+func (sh *strictHandler) StopRtcRecording(ctx *gin.Context, roomId openapi_types.UUID, recordingId string) {
+	var request StopRtcRecordingRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopRtcRecording(ctx, request.(StopRtcRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopRtcRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopRtcRecordingResponseObject); ok {
+		if err := validResponse.VisitStopRtcRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RtcHeartbeat operation middleware
+func (sh *strictHandler) RtcHeartbeat(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request RtcHeartbeatRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RtcHeartbeat(ctx, request.(RtcHeartbeatRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RtcHeartbeat")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RtcHeartbeatResponseObject); ok {
+		if err := validResponse.VisitRtcHeartbeatResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// JoinRtcRoom operation middleware
+func (sh *strictHandler) JoinRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request JoinRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	var body JoinRtcRoomJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.JoinRtcRoom(ctx, request.(JoinRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "JoinRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(JoinRtcRoomResponseObject); ok {
+		if err := validResponse.VisitJoinRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// LeaveRtcRoom operation middleware
+func (sh *strictHandler) LeaveRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request LeaveRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.LeaveRtcRoom(ctx, request.(LeaveRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LeaveRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(LeaveRtcRoomResponseObject); ok {
+		if err := validResponse.VisitLeaveRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcPlaybackTicket operation middleware
+func (sh *strictHandler) CreateRtcPlaybackTicket(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcPlaybackTicketRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcPlaybackTicketJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcPlaybackTicket(ctx, request.(CreateRtcPlaybackTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcPlaybackTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcPlaybackTicketResponseObject); ok {
+		if err := validResponse.VisitCreateRtcPlaybackTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcPublications operation middleware
+func (sh *strictHandler) ListRtcPublications(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request ListRtcPublicationsRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcPublications(ctx, request.(ListRtcPublicationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcPublications")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcPublicationsResponseObject); ok {
+		if err := validResponse.VisitListRtcPublicationsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcPublication operation middleware
+func (sh *strictHandler) CreateRtcPublication(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcPublicationRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcPublicationJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcPublication(ctx, request.(CreateRtcPublicationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcPublication")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcPublicationResponseObject); ok {
+		if err := validResponse.VisitCreateRtcPublicationResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PublishRtcWhip operation middleware
+func (sh *strictHandler) PublishRtcWhip(ctx *gin.Context, roomId openapi_types.UUID, publicationId string) {
+	var request PublishRtcWhipRequestObject
+
+	request.RoomId = roomId
+	request.PublicationId = publicationId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PublishRtcWhip(ctx, request.(PublishRtcWhipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PublishRtcWhip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(PublishRtcWhipResponseObject); ok {
+		if err := validResponse.VisitPublishRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRtcWhip operation middleware
+func (sh *strictHandler) DeleteRtcWhip(ctx *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string) {
+	var request DeleteRtcWhipRequestObject
+
+	request.RoomId = roomId
+	request.PublicationId = publicationId
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRtcWhip(ctx, request.(DeleteRtcWhipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRtcWhip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRtcWhipResponseObject); ok {
+		if err := validResponse.VisitDeleteRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TrickleRtcWhip operation middleware
+func (sh *strictHandler) TrickleRtcWhip(ctx *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string) {
+	var request TrickleRtcWhipRequestObject
+
+	request.RoomId = roomId
+	request.PublicationId = publicationId
+	request.SessionId = sessionId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TrickleRtcWhip(ctx, request.(TrickleRtcWhipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TrickleRtcWhip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TrickleRtcWhipResponseObject); ok {
+		if err := validResponse.VisitTrickleRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcCurrentRecordingAsParticipant operation middleware
+func (sh *strictHandler) GetRtcCurrentRecordingAsParticipant(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcCurrentRecordingAsParticipantRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcCurrentRecordingAsParticipant(ctx, request.(GetRtcCurrentRecordingAsParticipantRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcCurrentRecordingAsParticipant")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcCurrentRecordingAsParticipantResponseObject); ok {
+		if err := validResponse.VisitGetRtcCurrentRecordingAsParticipantResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartRtcRecordingAsHost operation middleware
+func (sh *strictHandler) StartRtcRecordingAsHost(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request StartRtcRecordingAsHostRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartRtcRecordingAsHost(ctx, request.(StartRtcRecordingAsHostRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartRtcRecordingAsHost")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartRtcRecordingAsHostResponseObject); ok {
+		if err := validResponse.VisitStartRtcRecordingAsHostResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopRtcRecordingAsHost operation middleware
+func (sh *strictHandler) StopRtcRecordingAsHost(ctx *gin.Context, roomId openapi_types.UUID, recordingId string) {
+	var request StopRtcRecordingAsHostRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopRtcRecordingAsHost(ctx, request.(StopRtcRecordingAsHostRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopRtcRecordingAsHost")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopRtcRecordingAsHostResponseObject); ok {
+		if err := validResponse.VisitStopRtcRecordingAsHostResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcSubscription operation middleware
+func (sh *strictHandler) CreateRtcSubscription(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcSubscriptionRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcSubscriptionJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcSubscription(ctx, request.(CreateRtcSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcSubscriptionResponseObject); ok {
+		if err := validResponse.VisitCreateRtcSubscriptionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SubscribeRtcWhep operation middleware
+func (sh *strictHandler) SubscribeRtcWhep(ctx *gin.Context, roomId openapi_types.UUID, subscriptionId string) {
+	var request SubscribeRtcWhepRequestObject
+
+	request.RoomId = roomId
+	request.SubscriptionId = subscriptionId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SubscribeRtcWhep(ctx, request.(SubscribeRtcWhepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SubscribeRtcWhep")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SubscribeRtcWhepResponseObject); ok {
+		if err := validResponse.VisitSubscribeRtcWhepResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRtcWhep operation middleware
+func (sh *strictHandler) DeleteRtcWhep(ctx *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string) {
+	var request DeleteRtcWhepRequestObject
+
+	request.RoomId = roomId
+	request.SubscriptionId = subscriptionId
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRtcWhep(ctx, request.(DeleteRtcWhepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRtcWhep")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRtcWhepResponseObject); ok {
+		if err := validResponse.VisitDeleteRtcWhepResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TrickleRtcWhep operation middleware
+func (sh *strictHandler) TrickleRtcWhep(ctx *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string) {
+	var request TrickleRtcWhepRequestObject
+
+	request.RoomId = roomId
+	request.SubscriptionId = subscriptionId
+	request.SessionId = sessionId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TrickleRtcWhep(ctx, request.(TrickleRtcWhepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TrickleRtcWhep")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TrickleRtcWhepResponseObject); ok {
+		if err := validResponse.VisitTrickleRtcWhepResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RefreshRtcToken operation middleware
+func (sh *strictHandler) RefreshRtcToken(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request RefreshRtcTokenRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RefreshRtcToken(ctx, request.(RefreshRtcTokenRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RefreshRtcToken")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RefreshRtcTokenResponseObject); ok {
+		if err := validResponse.VisitRefreshRtcTokenResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -47689,6 +57253,259 @@ func (sh *strictHandler) StopThirdPartyChannel(ctx *gin.Context, channelId Chann
 	}
 }
 
+// ListThirdPartyCutMergeTasks operation middleware
+func (sh *strictHandler) ListThirdPartyCutMergeTasks(ctx *gin.Context, params ListThirdPartyCutMergeTasksParams) {
+	var request ListThirdPartyCutMergeTasksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListThirdPartyCutMergeTasks(ctx, request.(ListThirdPartyCutMergeTasksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListThirdPartyCutMergeTasks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListThirdPartyCutMergeTasksResponseObject); ok {
+		if err := validResponse.VisitListThirdPartyCutMergeTasksResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergeTask operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergeTask(ctx *gin.Context) {
+	var request CreateThirdPartyCutMergeTaskRequestObject
+
+	var body CreateThirdPartyCutMergeTaskJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergeTask(ctx, request.(CreateThirdPartyCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteThirdPartyCutMergeTask operation middleware
+func (sh *strictHandler) DeleteThirdPartyCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath, params DeleteThirdPartyCutMergeTaskParams) {
+	var request DeleteThirdPartyCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteThirdPartyCutMergeTask(ctx, request.(DeleteThirdPartyCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteThirdPartyCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteThirdPartyCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitDeleteThirdPartyCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetThirdPartyCutMergeTask operation middleware
+func (sh *strictHandler) GetThirdPartyCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request GetThirdPartyCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetThirdPartyCutMergeTask(ctx, request.(GetThirdPartyCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetThirdPartyCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetThirdPartyCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitGetThirdPartyCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergeDownloadLink operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergeDownloadLink(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request CreateThirdPartyCutMergeDownloadLinkRequestObject
+
+	request.TaskId = taskId
+
+	var body CreateThirdPartyCutMergeDownloadLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergeDownloadLink(ctx, request.(CreateThirdPartyCutMergeDownloadLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergeDownloadLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergeDownloadLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergeDownloadLinkResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergePlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergePlaybackLease(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request CreateThirdPartyCutMergePlaybackLeaseRequestObject
+
+	request.TaskId = taskId
+
+	var body CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergePlaybackLease(ctx, request.(CreateThirdPartyCutMergePlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergePlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergePlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergePlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergePlaybackLink operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergePlaybackLink(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request CreateThirdPartyCutMergePlaybackLinkRequestObject
+
+	request.TaskId = taskId
+
+	var body CreateThirdPartyCutMergePlaybackLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergePlaybackLink(ctx, request.(CreateThirdPartyCutMergePlaybackLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergePlaybackLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergePlaybackLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergePlaybackLinkResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // CreateThirdPartyGb28181PlaybackLease operation middleware
 func (sh *strictHandler) CreateThirdPartyGb28181PlaybackLease(ctx *gin.Context, sessionId string) {
 	var request CreateThirdPartyGb28181PlaybackLeaseRequestObject
@@ -48008,6 +57825,50 @@ func (sh *strictHandler) SoftDeleteThirdPartyRecordings(ctx *gin.Context) {
 	}
 }
 
+// CreateThirdPartyRecordingDownloadLink operation middleware
+func (sh *strictHandler) CreateThirdPartyRecordingDownloadLink(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request CreateThirdPartyRecordingDownloadLinkRequestObject
+
+	request.FileId = fileId
+
+	var body CreateThirdPartyRecordingDownloadLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyRecordingDownloadLink(ctx, request.(CreateThirdPartyRecordingDownloadLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyRecordingDownloadLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyRecordingDownloadLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyRecordingDownloadLinkResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // CreateThirdPartyRecordingPlaybackLease operation middleware
 func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLease(ctx *gin.Context, fileId string) {
 	var request CreateThirdPartyRecordingPlaybackLeaseRequestObject
@@ -48045,6 +57906,50 @@ func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLease(ctx *gin.Context
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(CreateThirdPartyRecordingPlaybackLeaseResponseObject); ok {
 		if err := validResponse.VisitCreateThirdPartyRecordingPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyRecordingPlaybackLink operation middleware
+func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLink(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request CreateThirdPartyRecordingPlaybackLinkRequestObject
+
+	request.FileId = fileId
+
+	var body CreateThirdPartyRecordingPlaybackLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyRecordingPlaybackLink(ctx, request.(CreateThirdPartyRecordingPlaybackLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyRecordingPlaybackLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyRecordingPlaybackLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyRecordingPlaybackLinkResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -48149,1367 +58054,1553 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P19d9y4lS8KfxUsPfOslrIot+xO+2asddYdWbZjn/hFR5KTOZOTkVAkqgojFsAQoMrVWf2h7le4n+wu",
-	"7A2AIAsgWSXZ6Uz6n26rSOJ1Y2O//vbfDnK5qqRgQquDF387WDJasBr+eXWfX2laMvPvgqm85pXmUhy8",
-	"OLjVdcNuiRSE3bN6Q6hQa1YTOSeUCFkwopdUkyVVpJRKk1wKTXNN1lwviV4ykpeN0qwmJXT2An6zbeRy",
-	"xRSZ13JF9JIraO47ReRaEKWpNu8VZEU3pKT5HcmXVCyYIisKndayWSyJ1EtWw4eKKC5y9oSczRQTmqyX",
-	"vGTQG4ySK8LF9uhwVE8OsgOVL9mKmvkz0awOXvz5wEz84C/Zgd5U7ODFgdI1F4uDn3/+OTuoaE1XTNvF",
-	"O19SIVh5lmt+T82yXZnRv+GlZvX2gn4S5YZQ8y4jsibS/FkxUXCxgDkKViozIG5e/mvD6s1BdiDoyoyB",
-	"drvoDPtfajY/eHHw//u+3eTv8an6Pj7CAzOV9lFDS/w5PmQ3NrOOsF0UPsGtGhiwb3b3wfpPw4FW1dgA",
-	"7e6aIVYVMSNJDq+qOsNa0S/vmVjo5cGL57/d3vl2EI2WlyyXdTE6lqVUjNBGy+MaPiBqzXW+hBMDY7yn",
-	"ZZMeYNtROE47sJmUJaOiP7I/8oLJHQZWNWVJDqn78mj3IWKP00b4iiles2ISqbU7WeBXw9RWhE3vSG6d",
-	"YXWGe89zZv94V+wyYvOhe0J4QQ5///LZ757+7qn/LTecSdbk08c/vntDqlrOecmO0rPrjiRBuE+f/W6A",
-	"cnE64/OQ884sDnGI9i9emFG72biJymJs7PsO+rWgs5JNPGsMX96NiO1HE0n497Vsqj+wzfaA/sA2uHTt",
-	"xi/MyxmhiuRmfIKsl0wQrsna/FQzqlnhh1VRvWxHtXD9ZAc1+2tj6PPghbmW9uFZbtCD99LW/sMQUqsW",
-	"jG//8ayjXPScKnbMhWJCcbgqNfuiyVw2osALiOHQyJ1Z8XqQy9/ZTvaivbdUnTUFn8hPl1QdU/P6buS3",
-	"dJ1Mo7+3VF3on6aP6OL6P3Yej+lg2mhizORdwYTmc46SYnAc4CDUTDe1YEXsKJjNLLlKH4o8YICTTsXw",
-	"/r5TV0taO7Y6bU2V+aIgh7zz7Y73ZvfjiWv9kPNi+s1I8Flm5KOMKF0zuspa5q7MHrT31lc5Vu/l4k0t",
-	"V4n1ZkLXnClCtRkKnRsFAlZU8xUjh3jJ8hX7SYr0nWMUi87g5rJeUW1uI6rZsfn+YHiEn+oixik/sjVT",
-	"2g9yzmulyaFZ4oLNaVPqIxDsy8K8BU9TQ5TQQThG28LBiwMBvRxkXh/xP2DLMdUkHPy1nLS4MzaXNdt9",
-	"dbV8wNp+YAWnV6y+Z/W4KEKV4gvDLbTEYa7M10TB56nhrTo97EWiH+VFSTesflkzejeNMdwxVoE4zcXi",
-	"2KyjbPRxBa0ocijCBnfkFp1vJzKLj7KYIOnhyMM1JXUjlNH4vVaeHlWxt1B3UUstc1lOlUQq+35qLO75",
-	"roK/H0cwtstGGBJ+Lxd/4KIYlJjcaXLDvOMizTG5KHYdXnco4SCvZFPn7HM99dKC18nny/d4xGWjzZ0L",
-	"FzUt1REaR7iw1Gjuj4zkvWul3JyGH7mrBUiX0JoRvhCyZskVUH7MCZp5dvLbIaK5grtquhKGd9ugdIiv",
-	"7CXC4mh2UQqD8eCNocy/qCK3+OT2aHiY6cM2ONA/LqXSUw/aPa/BsGO+SY3mHhrc8dyjJXCiuIgvn7or",
-	"VSH3b+2J9r3WBIlGxaTpLPe97zZqs0YXtZyVbKW2B34Jkiwa8bhmK+XMofeMUMOyzHfJ2z9sOioEzGmp",
-	"WBZj8Rd0EbGefGxWs3ZtKrpgZtlQ3DaCHq01Fwtz8z9NslHTcHQwT7P2ludC//DsIDtYccFXRjx56kfJ",
-	"hWYLVvtRXvGfIiP9QL+YD4nwI67lWpGK1TDsodFBg9ER/ngSGyL2ZFjLyeiA0dbGxSJtZnSGxZLnYErd",
-	"w7aYIDXf+Zi1CYZgz+13jqkkCX9Pg5EfzWtRXBt5bmssr0XhSA0kx5qKBSOHl2/OyQ8//PCvyPYoMWJk",
-	"ZoV4IEHT2tEpmfOSqZYorSDKddpGg+PYQ+z0c3nDSzZkecQxOQs3eiEOX7GSGc3UqKWKLGldHBf2J3g/",
-	"I+slz5dw/4FDYs0VIyWbayIbndZP/FimigSRaXRmN0Ws/iYStB/RoAgaDMVcJ48vafphXDmy2x4JPJpK",
-	"xp5qrb8GiTpNsp7cH0S0I2JGKFiktfUx+SG1hLJk027sWpbs4dadGvsbMu1sD/KqmfmxTRtswUoO7syq",
-	"pOLho+bFw0y0V/f5uRTKdCHyiFn5Tc3UUjCl0O9aM1o8IbelzGl527M8WDHIuVWZZWJelQN9E64vVpyS",
-	"25ILRmv+E52V7NaaMnIp5rwGWcZ5SMEVi18pdATrJTgs5WrFtVkib0dgxCwEU5rQuub3rMjg4znlThL+",
-	"8eQHctsIek95if06fYQ6hyw5y3NWwdI7x7OsWA0X7ilZ11wzBfyWlmu6USScht8j9G+3u/Tvx1f3+XG4",
-	"0HHLC6xrYHhxf4edxK0v17ReMD3Chj+EqrZZLz8zQnNtFO+McKE0o3C9Iuc7BUf4jBFp1xvINBSIzb6y",
-	"LzTX5YZIwb46j8e5phj8h5atH6IDvjiKT9b78rm2FEoXTOivM+Hha+T5D9GJyjs2ka2cXbwj2rw+ylIS",
-	"jETbvnbjf5/VVLWqUax+OLtrlKWX6YP82bysKikUAzXqJS0ukU2Yv3IpNBPwz0Cy/v6/lJnG3yZKR6/r",
-	"WtYvZbHB7rpLcb1kBGgBbJ6y2GBEyD0teUEO57I2pLSqSkZu7a838Pqted//ZD68PToluaxrlmtYUi6q",
-	"RocHtmZVSTeGO3JNGoFxK8WTA6MCSzEvef4N5+x4cW57VkFkTlPXTGgn5d66V2DKlKwMO1cVy/mc5+jd",
-	"PYWbJ7hVHNOvYbp0QbmAeb6R9YwXBRPfbqI5LUtWQ6iQ8rcQhAxUrF5xpQzLkTWpmTWEqVxWZtrt45uC",
-	"Cc6K2yOYwzuhmvmc55wJfaVlbRXubzOb1qxRs5yZWxTmBBdfZqaxHVqVGYqesVKugZPOa8aOVUVzsxLA",
-	"FOEartm8UWFrrd4FLACDVFhBDm8VTvpm3pTlbWY4Rr0xVx+QgTYnSZhlhC44dljYsSFDp6INz0I+I728",
-	"ahi2EVuXEqVvaMauu2a1oCWs0bdbcXsfGzGFFaQR7EvFcs2KckMOb7kd0y3MvTJjBnWhhrnj2f4o9RvZ",
-	"iOLbDZk79l60VF1IZm5RTdgXrsDBw/Hve674rGTejIbH5fBWSH0DbkJL9hd0U0paXEv53lzw355TAXNm",
-	"X3LGCjzIiv/ESMlXXJvTisO70VLelGaAdthGiOE5+9xKld9m5GekYBUThREnCZjNV5Wsac3LDQlEXHLY",
-	"FXiHOKw5WsCkZzS/k/M5zO9ayg9UbOydqb45X8UNYYXRPgznd/th/riBPwzjPCVryjWZWwYF6vSC3xsJ",
-	"Q5DbSzO14zOjM98aySKIPw0eDVk1FculKMAWDB1Z3gVrxsXiyaBIkjZenkRsgSBXCdropaz5T+wbHeuP",
-	"kqBI0jpZgC1XhocLDXzZjMk8wt5v3IRRUqEVvwEhsv0dD8hnoZrKcC5WgGx+DRP+uxxuy5Fu+/3dwinx",
-	"w7wBgf7G7AzM4We3mUAxZ7n57pIp0Nn+FukziFQWgdoBt6oVyoiSK4aarLkcjUYhZMtMwYTnDegvCCVg",
-	"98PQCVJRpdayLmxj5qdSLmSjn5CrJs+Nts4VeXt9fUGenZwETiBYhEOz8DXNNTl7QVTk/UaU5icQtAow",
-	"Ila1mYXmKEHTHOfan/qfzPwMzRRSgC7s1FhrszQN2ZEf22Uwuq1cLFhxLJtYXEF2sGJKRT0Of0J3R1Ux",
-	"YW5/LohpGLwwW41o0BgTbfB20ETLF4G2UsuSdSNSsm78V0ZuO4rs9+Y7o6rc2s2/vL66CE6UF6AUQ7EQ",
-	"rWbbelXLS/7sltvPol2Tdr3k7L9Yrs1UzyoOamPMZBeoiUYTM2IWK07NAghmRJClLO3Nh++AczVD2WkO",
-	"SjOQsL39N9b82COOspRrVryrIj6r89KItIQWRW0IrMaw+sPzd68uj4JurfoN0uK8lqtTwlaV3qAgR8XG",
-	"N8AVsd2Buqito2x7+/EHWtd0Y/622uZZ7Piai6MdSqibHn6+PofTMMWK6jt5GTGqnbcsFnmC7cH3m5FQ",
-	"LwRdr0ADXC6FMlTpCEhaNoPyrt/e6Cko+IIpfVGzOf8SZ1xohXv6jCzZF1qwnK9oaajfcAtWK6fLX709",
-	"O37243OCDXoTdrJj9qXiNVPJ9aba+jHahbef4KKfEtGUpTcYBJKmeSm5JeYjlMfwQt4aV0mV/qwmE4J5",
-	"HalSSxLchQwMo3jNxMZrvsUDZj7ef7hoA9mSUeiKjW+BkPoliCyJmYLRtr8JGBrEi+is/EP4FEjY+iT3",
-	"m51cC1an7Enmd7JeSiLXQo1MtVWrIyzoolXJK8mFDtldTuuaM7UbL6maupIqdT911hIZmqy9gRHYWnQO",
-	"Nbtn1CsT/YYZHHYqCBN5vQFjdS4rEG/uWKUzoiQyFrRGmKYCMSSnwmi/6zB+Bu0n2/5+GIm8m3xE7Nsp",
-	"gjGH1r6yP6HUUk/k3jg5f3TthyNn1L61//hU3Mt73jF6hQc2IwUDfwUeJa7tyeLmzuOikGtrQLmXrePf",
-	"yVaYz3XgmCzaRmGFD+DU32yYvoHmouKVnm5iTp84eDLpXtm+SyL33a26z28qqm/OZufFbUvNlFSsVpaC",
-	"a5bLheDK+e2HZajWug1MtD22Xb7TnUrvxuxyliyUdEL+Gl53nYPsKCOUP0IxITxrIZV37qkhke89j4da",
-	"2XgcOW/lA7UtuFWjcT1cQUORcJ4tBbev1GZt/Mw+ATkT2jffxIkPJ+yjSn2Qj2PxQ+qll6YjnF9LTcvB",
-	"FcOOgXZXVNurdQ4xnSoj0nAbWpYwItWf5vPfHkTjhEKqthFTQWgSjsmuRpRWmoLr8yXL72IhZUalNSM3",
-	"qhA1b5LcvLpNLEmt7PWXqqQCLxrnnodm41LJqETj+49INHH/30c0YNtPSc3mhttoeUoo5ucaVmMN2Mdr",
-	"XtgX44qj0Vdj6V/uDm77wTfjd6gyFwvXEU3gyj5B4X5OednUzJ82P3nH7LmYy4PsYE1rYQaYHTAwVf9l",
-	"jP05poezCQY0oksaEkhnmzIC2ndxDAqiYnkDU0HCQXN+1HggJ7oMzdUmFoH67BRBs4NUSLFZyUbB3ag2",
-	"SrMVgcbjOwmPnOmplzrHMZws76ll5qIqOndtxY/hUBu+jYrYsVXEzH3gRmQWGMYTvXFheSYGtvg13NYu",
-	"QZU+Q0V4VNP27YGSEi5ju3DmVotrb/dM6PjK9Www4SXuyOEJig2Bg9c/2fJ/RbtPspq3zYqK45rRAuzc",
-	"LMZ5kusnc3BCDkuRuCp+grtaAGSjcxljcC2jbXs5JbgGZMWoUCjrOE3FczLQIFDecTRpDXhmUMg9jNgC",
-	"LcXlvSFLWDBnIw/TmWx0d1ep02aKjlHG8EKGAj7BHuJyYk3jGcDX1p3VI9SMsL825jRKEIpv//0YXjx+",
-	"V9wS59MnaMvfiab7BjZ7IkNSb3cvZB2ZZ1/9E9hOrkNbU412LaMdF+KijFZlBLO02rSvfxLxzs6/I99t",
-	"L8Y0aS+47/YR+NxQfmESnwNyuKBKpdwWcP5R7GsBI4y8QAoeucXRWZ2IaVWGhGSlbNBDs4Kndlmsm/tQ",
-	"MRZawtV3oKODO+doKk2YtmOjOEOME9c0WkoWXKAtgKo7NOHZWXrjx4Qu4WhEJ+76sm+glNlJw2kRNSZ3",
-	"JqsqOr9GyxXVPG+naN+d1HKPptyc2g7bpc3cTsco6yXN7xa1bERxTdVdgmmxmsuC5+BSxpeJpiqiUnS+",
-	"TRvTqLoDA3D0goFoiXtaXqG3NiJj2RfIjOk1YwITDrlw/t2JO2NI9VWD9rQPkW7cM3efofmpAWf0ipcl",
-	"T3QXZQHYnQ9K6elb5ud+N527mWt08rEiIWCZry4bEZOEOiHqfhIx+xk6MPH5Bq//PW3ycJ1/EuVmWOsC",
-	"QrDpohCGibqYhIzBRgX4Stv6WFztNETs8/W2rY6NOJeN0IP83wwHwKAwC6qWuXWk1nr7bCY2u24EKHfj",
-	"sy+lrIzQZb/YypuNJG9FlMKwk87yt0PZPlgh1Wwdh5Bgg4UbZyFx2edll3MoUrMFN9o7A4ABc2m5GXc5",
-	"SspC0Fe0tpcsNDan5Q4/ih5vU5MFjh4H3ZI5+jvmYoiTl/1LKbXSNa3OihUXQZwrLQpuBk/Li2CNbJZf",
-	"XztBV5aW1jFphZhaGU5i5DZqGuemHy3rCCfnqirp5mPauKOWci1cCq/VpLteXjDVPMEkuqFw8DakIOLr",
-	"cWESTtEKh32KfIMSRUtzXy+pWpoX0VGBrvFe/89+fA6hO+14IsNxEQDbw3kvF1wAgzlFluDkAlIyDYml",
-	"NSn4gmuwaLTpXOiVx3dUhq+Y/0vz30YUrFa5rJnKjLyu+EKgSWS5qZbW0NvLAgmm8INZP9OwGeB//vns",
-	"+D/o8U8nx//6l/afT27+7fgvf3uWPf/h538ZVaX87IN9GaTTK011o4aZHZJeZ/eI0rwsEcFAkhkLg9u7",
-	"xDhzPV36YW5rn42NEhWy1w3EMipzo1k3BCO+wcClxpX5Q5ixGKY8A9RA0A/VBEa8PcTYkp1TkSOywrlc",
-	"rago9jvd2IyDUMyxqe1lqxlVMUHsEn5vg3XbmG5ot/T+qYDmfowclJ+jM6zojJdcb86pZgtZb+IyZW6f",
-	"Wu5dF8cVrfWG5O5768TtGR7D8MwBay4FDA1r58CzZ1S2wDLRi+1WcSEjT87Bzc7i4oT2lZLfM4DtMCSU",
-	"OQXiWG1EjtqUTcyLi7/TROhg+eYsYS1107zYzZcuMFJTS9Io1ulsF6d673j4hezLKrFBZsE+x09RpfMl",
-	"PV/SsmQiZhI5I4KtDS2Z98wO4IvbBGVfGZEwtCSKiQKQFvwXtwEOqLkVdo2a+ZPPSHLDsxr3jIHdxqaw",
-	"TTdV8hVdxAE9Lpk50/cI39Eiatle4btxC1u7VEFX4QyjWwUhgu4Sf7Aso5g2XI+tffhkZEvRR3+RFCmc",
-	"E7/qiRbm3jslssJhkSWrWUZmLKfmHFDRu1VqpphGC5sN3DLff6faZn2IkzlR1uLbl0S2PWJsnR455HYE",
-	"k/868k9fYA1GlNriKPbZGbnnBZOOAT4htx6/5dbGadhonRAU5gW5/c1vfvNvt0a8EoUydzomhm4gYxMn",
-	"hUmht0uqEMamDcZTt0TRDXzmrgP4MB4BG8LZ7gmCm3VQavcAp+00MMgoQshc1ORdIPKOTo2gw8uEjPCn",
-	"5aaDQ4kIyFx3gXu7uW/ewMC8BXC767KU65dU8fys0ctP96y+KCkXl1pVw3d6B2JqRT2UNF5QK1bT7xSB",
-	"hkk3xD3gdGC7rUx/5LbWqnrx/fe3Dn7BMHhlgU/sAfZuKS0JFRujpFoThWB6Les7UlG9fEI+zedktnFJ",
-	"1C/wUL7CuEqu7EBZgVnQdrBoSMXbGz/AsQeJzobldGcC6xqXVGgMceTMAhg7DmfT/A8Bf+d7WlXfu8R/",
-	"RRrB/9owr8+hbz2xhwP4xfg7SOLMZSi3nXwSJRcsMQPb6j2rNxeG5w647Kk3ntb2CwJeA/CtHc42+E9w",
-	"VGpZHZFGaF7anfuiUXNDWUzXm/RwElDIZw72+LRzRKw+SBVRUkJwNvJhi9Ztdt+hy5p/c+UG70Rwm7Fj",
-	"cSGsKzAlme6BnkkOP39+9+oInEOGrGleS9WF84hLkgOx1uc2ZtSi/32T8OoQDPSOi+IFL3YXpd/UzMNc",
-	"1lYNlLXqWDDM5a0SftCiB0S9M0h0tgXJvDXGSYjPLSiFaW1r/DZNxiIbRKaRRHSehNkc+myRs0K6BN70",
-	"iViEFB7zK67weHifS06FmcOMhfbX7cOw2AFR+TuLSty3r6PxW8RXaZmE8Q2vKJv344QaRPI1D6zjSi1l",
-	"UxY+yS0+l2UCnber38IVYoZcUXGseamPf5JylWxxS0pKt+8mEcD0tXIXOfTRyqcu1NZCARzFO+cjALnd",
-	"ICwva1iMXGCLTWUvkKqk2jCWBEs0ooc1q8TZ4jYlgLRiW7dmFB9iFkCSWLupuzXMnZIIc9kFuoNqYi4R",
-	"FY7JUSVeWDbNGZG/dwi+e4XG27QjRAyDk/6BsYpYINIWOQMWC+FIScnoPUBdedwC8DuC0cWIUE1ZJtw2",
-	"QxF/zsbrIFvDm6m7Mu6VeMBfgA26E4SnUXw0WnumYGvCu+YjrarrmgpVyVpP/bjzzc9ZgG257cFrsTet",
-	"YLhx5zE8pitwinv9CRUnCmopSoFG6vDC7RrU21vz4H/85je/6b1vuLl705crcfvjkTBQWtZLcMl3YTD+",
-	"b9OMafj/NCcnz567xqAryKC7/T79Bv5ij8T/eAr1Y/79g7121FF45/SuyPiNoxK4n1ddfM/Ed+8SmniI",
-	"xgnxB9aS7+GyiTMCYngjvl5ypblYQCZJtNOmKgZTI0JPLup/RvnwSaqy3lUKsx2OSGHb3Y7KX/dx3NA/",
-	"BgihXc3klNze3Fg1CkBHb25ufSYrm5AiEKIVRl2jIcxvACYbvSL7BzvzuKUWnNFDv7bgaH1IJO/tC0pY",
-	"bFfiCCohtKUkwsoonUIuAdx/H9fZI+9vwcMP6d1ZpDJQrxhKtxLPtv2gb8SIqnOOvaaTJ1raD8lywOp0",
-	"tm3E6du3u7WRUPqyWq4tnHTcTp9UUpZwXLdEz1NiQ5JC6TSM4rRdHWQ2dikauzmlYJK38reKcyG5WICl",
-	"wSjQ5FBIzDs3Fy0rjjJy5eL9DqkVVECnN+xoTTdHmVW9ySHeqUYtrWt+z8XiKCOXFgEBweDgiFOtDZO1",
-	"oV6nre5shLN8yYoG+72wOjf3UWFg5XABaF3V/Cgjb2zoWPf9NS9LYpfb0Ai38qRbWjvvg+zAzfMAsHXx",
-	"Nzf8g+zAU9qbfsjT1hYMVxJqPS1eWIQkIxt5BhmAuM6Y1qXrDVinLzHcAqPnzC+KXLVhXW4+lz4owz4c",
-	"GiiUOomZVzGFXc47l1/PGI5PRqNeuuW5WFu4ZUIg1S/IOsD1IxkFJpsBJqmetoiPreAz24AdFcbc0QIf",
-	"LNbvITr8MmSF3jUe3IfRW7xD1Y94m8BJGw/e7tRm+mfKwsMJd6YwOUyqw8z2Ccy2nUNIttMzMSr7GwVh",
-	"O4ltZaTBd5qtUlgk8AIG8zmckQCAxAW+TsNjQXrOCNJvRtQdr8ihxwWEWjHgFiCHFmbwlChmblEjl3Uu",
-	"UWzKnwUjuN7xaiABbcTK3LHZLCmEiq8xouc+zp/uYnzy9y0Qi6zJlmuia7OJN8tFZID9hQ+XAp61jCQ6",
-	"9zrtGevGe6D/aM5ZWSjHVs1SAC14mMhxrmfre9wB3/OAMXYYowS5n2/9TFhyxeRFbZSdOatJIfNmZaP3",
-	"vpLb1HUxsYVrO7RX7jMw9LB7ztYd/F0MSe4pASW16IEgbAJwoZOgO/jHpwRWyWMVw7NgKUaCwPyUJuxW",
-	"GnmqgtEC9JDdm0M70aOWrrRDYQYoqDmvVzGQJ3xl2OrqBo15FfhFwueEd2uEF0DtCo+xI611cw3m7hmb",
-	"mguSSkh5Z4FW4Z45RQAdM+PWGub2y27qxP78vbV91TNhBHpzcSIbAY3QsjrnbwnoYpcbMLg/YlAkIUnH",
-	"t4wr3Cpi301ifnAVvVKuNKLe4XNUhA3JmUahPDLVFuPKqkCWCqtaFk0+OQbeXC5VmloCaNtJm2UFuGRz",
-	"+Hhf4utLB3YXMn+EWupvh9LO0dOuI4Vg/Qd4wWRR859JyNwu3bWHmLmXhOl7jsiY6tsKmenyZm8t6I9z",
-	"hhlJL1/auwptmqcY3XJr3UtB2FVGbqW453NIvZXlvfsMRS0P+o8WyozcLmZgXb81QgyA5rdPMZjm6t1F",
-	"KFfVaE6EPg6yA/v5kHHjQv90HoT8Rgx41//RCQq2EGreKoOjSVo+Usb7IXlyLvNYOPs5FU68gzcSDs+a",
-	"D38LHLXmic8rKuJfVzQB7gTgnloNEbZ9Jdy9O8YqNTlHc14ztYwbFnx0mm0YM8wYgnCaB6tdbQyaxyQj",
-	"swbmSXwRfpKxaqDmm5RffMBzYPbADsO27GjCbm+76N3FGTrQ+ifrm3a1KSIWPeGjfgmQfSqw372V3A8L",
-	"huVb29Xylj47djo26QfGB12By1zLePgQvpc4iLYR1RWxJzh4XLNZuB6TtmBPXSnclFOykvcM5OZcCs1F",
-	"w5TzTaPt100sQDOWTUShSq7OK16zHOFiDRFmyHUyYB5hGIJjvqDRFnKNKYBzAKDiiyVav47tL0117H40",
-	"r7qf4d/ugentmAv3L9lodwCOBaO1/2MO/zbDOZYVAKrAv/MSQbnM+KKsX1XMkX9Qeq0npFYMUwMrVudm",
-	"lTtRTt9Z4NEoA/Ml256OlWwzhxx2xeX/ulp1JydbA/rgttsG6YMRl5XzsL7wyugiQ7nB3fE9PznpjvDk",
-	"ZFSkcNQyTOdXGJqeuE5t4Hr3Kn3UG9QqaKx4uTkLo+bjPK8TV+8/hdMGKEH9uDOQ7310vUXU54mbAb+5",
-	"hJfGI6tsD/7+urj+j3izySC2D1RAeDSU5z0NWQYGUjkEmPUSY/fmO15OW/MJfcbJdZ9GLvvxxaA+PKjJ",
-	"OAafRNbndlMp49wq+Y9DBmP71U5iwn64xgZWtS2/xmidL9u0uDT9Vaw+djYGnyRGFHxv01LA5wyoowWH",
-	"hA8WzWwYz5IL219RgTAU0BHHqC5alikzkOl7uHUfET0w9pTVIp2OIKTOfDTaxjroJyAD+dUIhj7Frnrp",
-	"YsEi0d/et+1itkNWeupd2+hEt0EHz4gihWxmEFXXVERL8iNZcZGhHev//X+enfz/yX9xbT0avT21TUV8",
-	"lr2+uCDUqOQBiIHbD4+iaoMBrGji5gBA2SWj9WSjzE6gFt1FScJYwIeDmkYkQGFEwh2HZWZfNOz3YMcQ",
-	"AOE65ooUDXNAGjZo1PqLbXkaFyex77j6lOxoYIho+7GI/fx1yJlxL4QI95jQQBstCdYk//zqwtbeK0sF",
-	"RGJI9vr8ggCSBISAdqH1Gijrr3MjiDZFNaT3t4XJXwudShJGK2xP4a/xS1LKRQKZMLaDkuTUIq+Fvmhy",
-	"iEBjL548eeILj3jTCkp48SSYCTqSJX6YxZBi9K5IhiY6JcK3A5E7iOnGzd5tEiH2ut5Myw3BViEz5P7/",
-	"ggR5XiiiDHHMNqC1HKURBXdCE3QCozWkZjaT7AYyyZ5Ya3DmtV6fnm7ufssz8LDHjTZ1zAJwUbN7Lhtb",
-	"CAPHg5lr2J8adCjuUWB/OtYhzXPZtIoNrOfOMId/8tkL+8Eb6khKw0e23m25doUEtDE77XlMUvKW3IVk",
-	"nXUkYus3RYJs19/i/HWx/IY4Z3cnkwij1HGg41Iu8Pi8QKF3QQ49bVsfQUZs3ZTMelEgCK71oWYuj9LG",
-	"W2L0XJBhmXVj6TJ3WR/5g0IOuwkMChK8MNHPJZ7gn7BC5jHEAB7bRIRDjKU3um03XACm1AkODeGvvfHF",
-	"h8GGrU5j/eP+j/5SR1Eh/tu6QuyMH+QJ6V+0+zhG3Dj+/n6RK0ErtZQxOfgsrGlvXwMnhfORPpp1o5Br",
-	"UUpaTMZaKKmGXOCVoWqLF/T85BiNRMQ1RzTP75juypIBKmsiNy2p2fqMLrdmmMgVCqWRZDEGRsDtywt+",
-	"j01oqrN9DNbPPvCofn7Yk3URM6YRxSHcB6qIpndMjCz4tIvUeowfiSRMU3uSg+I/sZcbHXOlmbP2gB1E",
-	"Rm+jrqck8n2ntlK/iZCJeIU1L/Qy0qz5ee9BD9jRWqPZNi5eZ6ZD3MjcJqlQntCbA9fOaTQZ3kEf5g7i",
-	"AOuep2O5d/CAB66FoS9Q17C+kdSiBXf+4IrIatqCoO/ioTMULZRWMquw1aFA6sTkXK4t+CX6bAquKnO5",
-	"IVucXh5m8rL6sDcV/jqcp4opBB3hblxG7rffX6NAhNsKftzaThd0F6Tv7uQwaxkBSpMOUhVsVFvBhqdG",
-	"3AMOa6Vib9zVNb2PuShG0USsQyc6PATciGGChBXpdoTaiED1jeJnDA3yLIByTtunt+AqRpusDO0PNTgc",
-	"+tsDlsDcUet1Zl9Q0TmFQlZE+jBGuMHmNWOTMCGnJWr0mzp59tskysEA0sIri2jgi0RC4LAFFJ0w1BSI",
-	"wqsQPmFyex2RbiCu9bWFExnax3SCig+8nkKzXQSEgTG9peoYkQ+GRpVCOTBfD7tidsUzANvKFxeRr3jB",
-	"YrnThx5gytYkRFV9P0yDKwQvGJrDDkgBkyhmWsLQeDO74AJwvZSNQwRIhTM9IBX/m2XVZzZ1HvD9wuT5",
-	"kELWzKNg9CHVTn77u/2TzscO3oQk6glbm6gl1GZDd1KaJ0gEr4Lo/R1EgkC1JjnVtJSLhhGIZr5nteJS",
-	"sCKShUDazUIt1m2YKLaQSswB5iIvmyIGJetiPJNWe7WrgaUvI/0Mm/EOW3h2EsR0eIOL4y9j8VvuvV2t",
-	"uu6tLSGlXNONgtp8T3xkMVWK6WO35rdTaBJTsdKOjzYxbp+F9Cli7TL+GFvFnSLccSltfUtaEKonhrFb",
-	"sowwV5c3Yd84RRudtaqaTlSbbqImWht759S+347Cr33WUvKE0+pTiHeS3jH1IS6r71j7YUd5bXpW7RRy",
-	"fZTLcSRFNboJCKIHl/lbqXTCyotqv2HkihwCojNdgKHeS9nYDpltQC9qlE3HN6+WXGEK+koKrmUNaYcO",
-	"01qRBb9nNrBJUx7LIwgkEZWy7cDgyXoplcey4oBayMVU45G0GfzbcQKilqURYpdBJ7AA4ELnpSW2KX1M",
-	"GD62jMFCiLNoM96XjNZ6xqgOIzWneAcs6kOqV4vkyGCaNl60QCweIe1w+sU2hkKxdRz//BIf4CpObCxh",
-	"9/8Q0OOdkGuARA/oMCN2FEQKwIBq79pd+Zsz+0sH5SA90EPl0TTcnLMYrQ6eu9WM1Qn4cXukVvDO9qlY",
-	"MlqiOXLw4go7eoufGAVF6ypZ1e+sW84PB/CdIm+vry/I2cW7eFwMVPQYA0gFdw23eGIW5HiwhMrE2hos",
-	"WKbtNFk616OTdVWzg9ouuqbzOc/jNmxWzneZrMByoVR7rNVEDc9mPq+jzsJI2/dSoxXWOUT/KDWrD7KD",
-	"j1Lcwz/HS3b6Wh/BInXpIxiU32a7AJmjwlEaf+upte+0Mb/bAJoOxQNKKQNzjM35ia9hNJ/0nShYpEj0",
-	"e6o0KeWCcPPc56daAawloUnFksBbGU0Iat2SgVO4RxQztuQ2aqY9ABOLNJ1LoWmuYyWhPgSh3UF4HeJc",
-	"4GctKPxOE96lFi/KAAnIf5ovx+sjOBoYPiyJqh4tUXVn6Y6JvIMo5UVNC8yWFDE0/0DBTQnYL7mg9caJ",
-	"190OO/gsjfDzHrePt0vkp5h1CbtDfn2aCEXxoWqQ7nx6qSyNQw92cfTyM4gpFVZAsNGuoOpmZvK8Jkuu",
-	"tC3F0DubdjOj0CxS6FqWkTN+arvMwzewYAaQGl0xN75ECVuY5kQYYnw5jqPDhBFaR3LMLOa30eKqRhMt",
-	"F0DU0zVju3wRqsYHELthFiED8A4oiQG/zZr8jtnTrSCebbp++1EWrCUE21MsEMOO7iX0lXSUe5coddTg",
-	"RtfWwDslJ74ajnuprZtowWcniIj229exgKjXwvsBfBdcFHIdlpWb1P9Oobq2OfC9jlS7+5bDMkSjxg+5",
-	"o689iWe80Io/kN0zlYUMwo22t5id7U5QY3uEBrheqiDUuZf+kPN2JZOeSBJUdHssKSRocsKd/Gi8LZer",
-	"FddD48U3NCuCkQeq127jRokn6Q5vwzG7OkIP8sz+aqQpGEka8NibNiapSv4D+Nzc5dHS56GwuoMlsaP5",
-	"/byLzdAdVNW1He5BN5rVq3T7gQbE6tU+0XPhEfd7bbvdEmVC2gum36599BhjNT93mpvVikZrYHV3ackR",
-	"JwW1ll5lwIFIPHx/8yFFDK3AbzuyIgxskxXmgo43U+PFvuUxGZ1avk3xk8xBO5jA3Q7sbATv0Z+bTdbf",
-	"uQ45DuOfWAKTjdDRe8L87iV+ygXgVUBJgel0RSt+Le+YGFz3s4t3WCZuah3ftAOpbbRT90hNVgFb49bw",
-	"IeiV65jQdkI4aRuFFyY21qiREcIL+1AWtpwFOxesd2+F3KQGyMvW846GClvqsbW3jewREpViECL2hFxD",
-	"2SWoAIw4rwD2YCnGhiVhBB8X5K3W1Sfz71zKO6gAIQpbJYHba2Qmi00cz0Gp1xNqxdmxYGFDexLcHLBX",
-	"YguynfrBtoUMxA4QEKqewx5EXM+0bJhPlrr99+Or+/z4XNXzY/jg1vDhwgaOg3IJwVyQ2rrgYuGzQILi",
-	"RqyAZKOtyZySGVbklc65ZrdLFC2AlPnUoXDEtdRqqALi6/mcIbBztVULMagMt0vxw+zADnRgS89mSpaN",
-	"ZoS1apT96tRiCnDtezdyIaZ2bhW6H9xG2+I0Gdat7iEtbZ3U1rdu7kNLb7QpOIrYUMZIkFuzk9+v2G08",
-	"U8yMf0xw+6xiRe394G0j3Z0MiTTbOkORPRhiFSkZ55O7NLHcsexePku5Yj4roxdogBf6qMQaFbUeV/tw",
-	"l+yUceDLYwYZQBMGksEBg0jhv9g1XGFNaxFHq3BCs3tjoFYTRsZjAIhgDylVmtSg3Zb6NQ2GHqUtSAY7",
-	"s5fZYxXypqIVWhIRsax4Fw3PgGrGhFqnDCCoAFM5f/fqkgipLVb3ktkLZkU3ZMas96aWq1MEW7TfB0W+",
-	"AYXW7EVn3cMykzGp2Id3BF77MEYmxTqB+qi2wKvtcP3Nx7W9du0v/Xrk08hSpGuf22Pn96AfOzAycyH1",
-	"S7iUE3MDC0h/dlwRi++LaJhUY9bAXnOrdqsJ3I7Cxs+fEqN5kVWjALOfhnenvTgAzQVMyTsRBReWKJ5G",
-	"wDGbupJqCK3fL5XzOE4oYw26CqMBYsZQ9DTEQIJD3xbCIrmsNh2KwCrjdkTYdlBnPKcCLhPAcDW3+akN",
-	"jAbkWZAlIWDD14+8Y9UU8FkX0xfsbJophWjc+6JhQYnlMOLrlxITdBottB/W2Q+K6wc5ofFK/sPF958+",
-	"WrzRYKP7RB+FG/0Ie/w1K+g+JI3jPdPbBWKto4jaqqrDJWARA9rXu0KtDi5GQEM5OiVyPs9SZV33SBL5",
-	"exPoLgkoDyvoumtKii+q0hZR3S6fmlldHFLiO6VTUxBgu9cBfaS8kk6lzswB7jw7OYadI9ECn4fupMOI",
-	"LIbq0QMTUXrVPNNDCWp7PmQkU1NYvl7NT3NHf8FiazaSVUv0GoelJsWjJr+MVQMdT4YZOiVTSoBCaSjY",
-	"LsPddkhgmdzxw4p07lQiU0KyCcHYagjlUfq4lBRQYVz2bFAi08jEyD96QvEj5M+Qw6fHT5/9zsy/pjky",
-	"byF94ET789FeCsFW3s2oDDqhPuc/XE7OZchvTGfk0F7SxP6gXnz//dEp8mpxz0NQUCAb83+noB4uta4y",
-	"Yv6roHQCdTfX58t3YRFJy9mekCCjDMvdk8NGsfqFkw3+Da8esMh1qmn6GpkqXSRTNfkSUoywNuaTJ73C",
-	"l0+e3AaFMSOP+2Uxj8Dc0SoirbnZFeV9tEylUwwFaqmcYLGIJ9sFW5xO2AjE9xF9C9VussqE/Kdo2cjd",
-	"OMAj5EeBuP1RFuxswYR+7eO9H2b3QeRLKVCV74eRb8vkWqcRNt7zOdNBHTC448OYIbuG5F9PTsjhUwAn",
-	"bDRTR8Mwtr97/tsOjO3zOIrtwIo9EJbZKCkiyPRPYixfwxC2vY0WH2BT2bAvWB+pMLui9U3Y1AfsKoSk",
-	"75S+hZD+J1AK2fwK3zypapkzpZ5g3MvRFKGDF2xVSc1EvomKOVhbTyzQiNDGncJBvTMykGj/hjEjV1BB",
-	"SWsHjRDUcaawnNaEOnpvruiXsyQy5StW8nsG0o/1QXHMrlBENroltx/GYJzHUJwrujFSQZpwYrLaO2GE",
-	"QX8ULKo31yDXVOZSqZgolFtG02twn7ZknIIsxcqoxMPY+Q1yi269J61LRdeUl5MMVjZFJXnSXzFaoHjU",
-	"m55b8ucnJ7sd6ui6rynXo3g+WvqK953pawmuL0sZqE1zsWjHeDKGnh0MbzJwNrCAYf5t2GS+yUv2ydns",
-	"9mVMpWspMP9pSeoGHEk0yPzaZlmp5IwPnW9CJvJDDDvQ9ZuymUpSyDB6G/nVsbIBgf5PWbV/1az3uGZw",
-	"/LID4H3B89zMZw4e3uOaCbbeqdJa/wRNOyy72NF8gka7TsPIwEAk17S8s7EFAWX0N1/T8s67VA2xK01n",
-	"JVfLnbHIPOY94irIRhvOFdoMoEmqNavNN//555Pjf/3L356d/PwvBzsZCUxnXTsAILfs2H41WrvGrQpX",
-	"7ap0oWSHKsdUOlU4rVHLYy2PYeUX4CtzdZSNTnjoGIusmEhoxmOM1cyglGKxxdUcJrmEKsDhJJuq7fnp",
-	"ibv6Izzs6YSyVF4eDeqJt9STJtnPitWP5oD08RA9Yz9qyx/TbjP0oXcDuDpO3B00dqcXxcrFcYhY8MpZ",
-	"EMVxassAEkVLAFCnCkLpOWabRuEdfnzeZSpRD5Is2bsYwbS+eq8ZmndVG9kBLjKXh9F1o23IoqZCe5XK",
-	"yKZo/ClL9tjOtTDfxxof0MLfr7/brnAbxR1GyXg4aP+xtfFFT7P5Km59eS8XXDjt05xglTCAgyQl9ZLV",
-	"a65c+krMwq5CE7vKwFzEF0IF1nY1rKH+0OWDZ8f/QY9/Mtyw/eeTm387/svfnmXPf4ixx0jEm1M2HUG3",
-	"1JQ+z4WLKojdPIKty40vxyhrUksN//RxAz5zBlfUCL33tGxYOohyzNjjxwN5xdGBGRY9b8rSDgE67Pk2",
-	"btV9flNRfXN76o5kyzK8zwXOMEBVY7A21z1YwRDf+I5NjH7yzvzhHXMtumm20Yrx7cIIls8qlr57bc+y",
-	"mX8QagWKgVZ4oCAEERiF3RgLAQ5hF+b2aSNY0em8pPdG38NvoGZ9RODwnU2ML9oaZIZ1zDxzbUmrRf3v",
-	"BVk+SRR5ty0Ooy7HR9FhNxU/dltiez62PcdrG6cjHN+A0aU3fJwxUi3cGCod+wjESQnKxRAigE3lVHi/",
-	"FW+hPbvb+FVCGPHKAOh7JuayzjEnBm8dG5G5W4gjXGMRoT1+u/UDtSClYjuwcojFmJZjA9k7vrBHe1n3",
-	"WPSDDXG+sTP+imp6ybT5UopzI0o21UWqjutVLiuGhpaCakMj9kNwNoumIrVsIPfT4msBgDjYecTGV7ed",
-	"VPXgzPzcqk++vMFW2djgUFDNFjKeeG1nRhTMoGI1TsB+spm+j36p7JexTZ0Wfmin8rDww6nqZ2/9Tl14",
-	"nA98G4nZ6GbjWWx623ln5afS2GXz8KBCtEWwQVp8KMHVjfBWHeXBRIAhTRL1B4nSPwMNxQz7lNCyJO1H",
-	"44GK47zu72ahGDBGJEkiDr+LvxvO8w32e2fm8grLJHg8B8NeHs5Z7FpEdnTOBU+VNA0Sm2E9vjZDSa3X",
-	"5OwuV4KQ2ctCTs5msiEWZ2OZ1HuswxYuseups/gRThgkKU5gijOq2BXs/5k5dTHK8n95HHGZg/ZqFrGw",
-	"bWwTPRo3Iw3aL6xvp1vk5lb9teSa3UY3FBa+jhaBa09n62n6TpG/Njy/I/47ki9ZfpeRW3lnPZxBzuO2",
-	"8RcWKmaah/Ui9rkvrRmsxKTjhs188tuxFa5r6zsk4Oj9OkKxD8V/AmfkbKMnZ6LhQP6YAhCx03QAIn0u",
-	"Hc53Cvz9hJnMebnPTLbK3CwQA6s7v5B++osbDq/d+OiZAUaLUX1veMnUviKEY2K8xLt3SeviGKvd2Ohw",
-	"Xhgx37o+Yd3Rp8aELiNZcKalqA3t6fHTkxNSQCxXrnGRed/yNeJNbZMNXFXYlCWsD8HI07aYV1zdfWC6",
-	"5rmKw4ytZCO0XSSClcZiQdL3PI/wmZelzO+C+uaRklcsRZHws8fannCU5iruHH/TjrzvAg1tsTH0qQ9Q",
-	"3grU0IRtRtNyqFTFjtygUawYXA4ujMK5Q2sXWHs4gfBs28vIiaHP7rUoG0QYsu1igaBIHRy99Lb8A78J",
-	"naUJ5xVueXeEUeq0UJ3g14LL0ZB8GsgU/ZMou9Z4HWGYFSOsxNrHrWFH1zSPeC3vBo04tpkOWlTgePNB",
-	"VAe4TEzpl7LYwF+qkkK1PNHyp03UsmOu95TPk2EmrJ8RV737+/evr8n3tOLf3z/7Hun+ey7mEkOzsHNy",
-	"Bb+/E3P5xF4ut4m8/+moXlUtZyVbPUl41MyzWHk7eEDmaDKQtU9+c+tr/jYqCFeKi8WNzdcLfgkbHAW0",
-	"8yvrq665oQ2jYb2GGw0q+i7OqqrcnIEhN24Rrb0otK65duWmbPBNp46Ej2IWnTofksxlWcp1GxrZoqpC",
-	"xCyEyFoZNMQABY/eIW+rhNwGUQOY3SoF+zQ/ePHnYcloa75eERkH+7HhSGe2VMrBz3+JLeB+t7Yr9Azu",
-	"y5prw8OsPh5b34hM/KViuWbF1ZI++/F5TIydN4q1Cw8Xn5DgM2U1LD4Y8jG7aUoY1DdUvbMDFdRNnx5J",
-	"FK4q5qRnCGn+P68+fSQrVi8gAjRftonWrgA7nJBoWNFWbI2rTf9jNjHQJiB6cySA3rfCbdqwpMQZOryN",
-	"EOXtURgyxrWyh/aUnNimlctPfNQgHr8/g1EaqdM3oHSNcZokCtUw0KJgayuugvRRlTTHTJagH18TKVW6",
-	"fEbzu6YyglgsdrHNPaxcrVPTY7Jm7YIlgNsXrPCEOVkFDJcaG4kpgvnuFZoKn2ywSAi/vGTxUIPzTqmh",
-	"5GIkL+dOCdvop9NisyKsDN1BI8VKkCxqBqViPRdN1UtXWIPMnZFUy9SuJRGMATB92w9Gx5hrgN4xwsCX",
-	"lOgNkLpf0vxueAodSrRwQ7boyoxB3dfuTOcQKe4OjEwllKnEpWNz8uwxsFfOetwi76O/8qA6lqcrD6V1",
-	"0DmCfhjBfnZWZntTwpq07giO8S17mOLg1d3TGtOkWRmrKY3vQzZCnK7ZGsBdIoJmSYVghXV/UgVXW9zo",
-	"VBaJNhyYw3gbk6k6ZKOwWYpwbUN8NNxLULIdWpuQQo3rFswhWJLtUY1tYVgiJVbbdfuWccb5Ni4UQRFb",
-	"prxtMZnKA10cc5I7raigC1a8MWugksSjIKTAh8QHMsYhB9+p3mQ+KUqxvGY6I0sp75S793gdlmw5Om1Z",
-	"E0qikFdqeULnHkoTc1eFg96eNHW8eGv/btolIY0/6nWwn7D5GiGV7OxnG6DyLhXdsQ05zOmKledUMZRC",
-	"oZ695ZD/++zDe6CJo6jkmWKzV2/Pjp/9+Dzks6cQZGfOnOGQBEvWBAoCeBhRJfC7zAM27TjZilGxXvIp",
-	"+M2eaXc3rsO4PYcO5MUueY+dXcPvEtXkzQ01Dy7Q7trjjE6NigmVks3lZ4RLHQNrsdMfuLWty5+sZVMW",
-	"2+JQr17f30W2Q65+9dC7OTso+DyC+v9Z8LkRB83TsJlvLhRubEQaF4C/ktmEQjSoPCZfqPCuHVlRv5xI",
-	"Gkt6zx52lz6KhAhLM3xfW/MOh5pfgGSTUrjGAE8cJwhOfpca+2uZ+RPnRhoTzSwl7n7hG6bxcLuMOYm0",
-	"ZkG+kJWbfqkWmr+P0YQcApp3zVbynpnv/JVobiIt4V60VpPYPZeyLAxtcs2ugrn2GUwdjrEvyH2nXCrg",
-	"UAWmv6MEMuUmaOcPMrHaQVrIp/DfqVf99v0+bdcuDD3teDS7++qJ9ZRIi9gNRZCUphGP5kJW5zRfsg/0",
-	"y5uarmK3M/6OlXJ9LRbI5L9jm3kNWRPSJmXa3H4bC+/wvw5LCkmimAeqNFmxlaw3R2NJlScn4wl+y1K9",
-	"SdQSfPv+iii2WNn41RXtuHXmqwrcairqoFmW6go/TSfaBM0XQdlom6s8PLlnUyZmRxBVLfCJS/+1puUS",
-	"AmxLujE/Dw/gh3AAz6IDsDWAUmcWykFB/8LjGbz9dHX94uLT5fUUrlzKxXt2HytPi+cCADxLZstqu30r",
-	"2KxZQKTBXFp4Q/O0rmUd3UkhLyHg+Xokb8rZqF1QK3XEbO3RUtxgbv2NkILd1NGiPXtkqGJD/6thDRs5",
-	"gZSoUvoztqIbMqdl6SoJ2WGWUpkrBs6l2vGA/S46Pl1dyFp/oKnKAJfXF6SS9Qi9Pf/xxx9+DNcihCuK",
-	"dMdjQe+QEf7Y/akElV9eXz2Evn+exO8/VwXVbD+RDDUekofs/wUKrFTbejwoPBmBgxWkqeA3kVb3/omc",
-	"Z7tJE3gv/+r0egyn15aMNmR9bOVVh3vmlMBVNCn9V4HmV4HmV4HmV4HmV4HmKwg0Ic/3pynosjPbzkqH",
-	"fC3GjLrsIYuw8RhhJQ9DcBbTN5G5QBPuS2sKYEWIqBSJsDC3eKqU2FUn9by99cOz35YQjtQXdlWFo6mh",
-	"6L+Kb/R7KSv0dnQr+bbmOfB9pUr5TuKTtul4LWCq9FtXrHq4WAiIQXD3YsFrVnRq4LF79oCCd1/RbNUr",
-	"wJQOqHgQs3l0brIzuxja5lT5VXvZ2ah6rK0SEn0joA4VgNXJqgJbt0uyN2TfCIH/ymuqlu3jmznlpQ92",
-	"kPP5bsVa7bDs84fY9nxN1uD4h1VXw8OZ7cwo+6dnmIGdVTzOw1o8p+TpJ4el4xSIVwAZjxHP+VGE9fmK",
-	"uZNCHywSdStq2xJskC20ByYyREBxTQqZKKizYnopIwcXmBc+3CFR4ILqZVBZBRZw6GhgQPxYLNmmYgp8",
-	"dMAF543IITHOBZmVZTfgLkGndqZZG6vf9uhHkh3EShwnCOo9Vzp5fkL68TTm3QmD1+WDmalcJ5TFdiA7",
-	"+o7dERorudLWSTdjGF7B8wB4MUG5revSQjUKC3LW875Tcd2IkSOG1GOaoFVVbjAoRzfCxl1F/PBtxLia",
-	"RKJtL3XTW+HtqmXth5OCWyAUJoZiJe9UyEEUs7aU8AhWJe0V0umPxzTv6xn8PSNtptK4A9BSqe79C95E",
-	"xGvHi9iu5O+Qkz3JRpEOfvFCzNe/89vLvd2g3klytDx0t7sDPcxABvkv1BSMVNXqco44qzRyQQUlPEOn",
-	"647scpRXTmCRyYRY+0B1A5hcuXkwaSIncpa3KDuIaGnJHj+25tg0mViZjuZ6bOS4M1zB/RhmoaVUuAsz",
-	"6GmthvbhsBx+tHlcuj9OOxkd+BsrnydCMHW+ZOo8GPuU28ncG52tMsP+TkVWfE8g/q/EjQfAB7wOa/UV",
-	"f1HhJ91S7tq9ta8yO5VPdXc969J+nOa2aTu+zeFqpE/3BWp9ZyDKTsuha8+5Uxlp/g+QO9eZ6eNkz/Wa",
-	"3Mcp+KnS2/yzu66R2+JRnXCR6om/+syGHMIxShrIBJu+r3tnNbUN/gKSkuwsJ0u05mVfuEtNss4GsPzO",
-	"SnXhTbOvuIIwPzA9XXrr1FWT54xhcs0bZ5m65itWfGr0QXZwTkXO4piiU7J8vJXJTX9K/nJn9kNuVUc5",
-	"0XSOVspCo6yydoi9jd82vPDxbeBzvriIGmxexyLfJyWZfE3Lel41ScCG84vPpFEsSLY3G5RBUiZ+4zYr",
-	"lzWbhOWwl8szadFH9pTQAG3ugmUc5BBEhYwoLavMhWdnFm0yI7TR0mGwHyU7fA0u0Hh/GO8ta2dHBHdp",
-	"gl89XIpkXzRgTQ3KgaqpWH3PlfThAq58pkW/omROednUzMqGHg94fw/Hvhw1FgFveQfhhbn6BgXXtCaO",
-	"vlwVTc8zD8wRERBiNNVWYN1CE9xI7lVbiN3wwFAK9yV3C17sv+KWalX0gsZtV1zkLBhXUCRuyoSVSkDE",
-	"XDIFCWw22qTHKSaCxvyjO6QmMKtdlLbASfUVtLZfqo8M4z5Uqp6WQn5Y/GKsbwmPW8W7prkQwM+f087l",
-	"FV4sXb4eHLzOPd0uVsvcOqLHQ919AYMblOv6dto4mlfHRNxRFiICHJ6hWBWu8IyFZeha47MVo8zhrpMI",
-	"CAWvWUJq4FjbqLa1QkLah0dGCoQnUQLu1O4c8T12ZUD8UiWhLNKlQdwegDuhm88LdQCNMKJ1dTwv78dJ",
-	"PayT4Rcp81vSzjBNE4hvx8XitdB1gh5swbswU858pKJgIdFqwCXPaVIXnA1hmdkg4/Y6FBOvqKJGjpcK",
-	"GyuNmjLDYDFIp8J4saDs7+FJB3ryaCrCHADpJcoCQBw1AzNDGz0dTe9UcYw61Rql0kuSYLHz4UC6vZfa",
-	"Ascn9EX4uYOo5ozs3ylLSWY9XBkZZ6zBTci81LWkqoeYsdtdbUl3xhZUBN22XU3HvVXxia4pYuscCokh",
-	"p5aONkxDlQd7ajD419ZzrRpbFAjqdvphhYzMNgtM3j4euI6T1S0TWsmEspPjfAgb6RWPdOuU9SBxS7gc",
-	"Zx7oz8bgufM6gVWlzAVgOwriB9yC20Tsfk46y++m0UxYAX0ahYyoi++06pRx38nOdb1kPddbRL2wKzXg",
-	"vbPEiczI2WZ3dOT1Lo/J4Q99yazdi87Y06TwJzZbSnn3Tszkl4GLC/z2lXS1LV0huqQoE7u9zHLTqmqr",
-	"knhrlLwjM1lsLIuqauZqOo3K8+bbePr+WxdpAFX5qaalXCCmxeEngSfZ4hzELR58UpkTZpYsI+yv5og7",
-	"XLx7JvQ7b762a7TGhcan+1hGWmp1xa7NIbV7whPkS9f/M+pJuA7X3chNuS43BGCXcsbvWUEOIatasy8J",
-	"i5B7cfDYdy6ptm2ud4FGx4/eTthp2g9RgZi0wzayPh/a8RTbv24Fmccj3d6BBs3JE3Nk1ttHvXdFBPvR",
-	"7vu0cx+PbwD2Rhde4HAEzM0n20e+ijohPoLp0zvhzUtZW8GJavJ0qiHLgldHbGvo8CHCd1XLNZYDMB9N",
-	"NXMkY9lsfYGMCLaG+sq83jlOY5vLRsJ6AMJ3aAnBC4yubRjSPkjhFSJX+OV03Q5F0hn1HGB1tzULwz3k",
-	"3BYFAo4Bll970cc8YBjjP7hkpoVzG9lSME15OYAU8bdYucoucq6uKVlRs3SIkGeOJZnTXCtCZ7LBoBUY",
-	"d+ZLrre1qijJaaXzJYVSjbK8Z74KU1CdiNbMI+lurWDSR/e2WVHRjom1IL+ABwQoR+BinZmzWKuEI69m",
-	"ut4MB//WrLLFn32FZwuYTEqqbbqPQhdad37b4Sdh9cuaJgqDmgdBSIftrHdV3v77Mbx4/K64JQ6y2VbE",
-	"GheWgZhCPBY3miQVn0dTTD70aQNpGIqdW5NNSNTk2rCykiuApEHSh3fB+ltSDVKG81WvuV4CYlnJwfi8",
-	"5hDKQSToYlQUULBOkVs7jVuzNhWTVcmekHMILqOQHVZuoC9Ci6Jb+RSMcDfWV9kaHPFnW57U/92INvAY",
-	"CtHdQAmxm7qFHqSN0Vi1NTSET+xBuLGARsEv4UtYXPTG13Bsf1rUsqlucinmJc/11gMh9Q3YtoIn5rfW",
-	"I+l+tb/cQMFIhy/tHgbGWPuLu/2Dju1q5c4p3P5kOGddNxALgpZF942q5zc1+y9wl0BgNxQr38AY2yOY",
-	"uVK0N4jSDo8Bbnv7UetY7T1oRM1ovuw1yMU91ywcQ+9Ju9tBLfhw3nxVyVqHLcB0BdwAdltvZgih7v4M",
-	"sPeCX/GQBj/8tWEIE27klBuUUW9qNmc1Ezkrtp8EWJd6KQtYJ1qWcg0/GhUnfMn+rf2f7aIijdSIrmL/",
-	"3jB9c88VxwUU0haV5lIo6KhNKTvw1eBvtJQ3Ja3xhvSl3G4KJhDUsyrpZkbzu5uSUcXCda30T9Csaio0",
-	"H9vfusetpprdlHzF8QWvoN0YXb7/rn8I6+Iqo9ZsXjO19Ke2URZNVK5u8lIGf2me3zGYqGpWWz+3R7jW",
-	"uW0t/K26gUiDG/ZlSRuF47WGpRv2pbK7oFa6ajmO0rKmC3Yzb8rSi6YtY7LWtvYJnhsKxKaamWfJN7TO",
-	"l0aWPfDllV3xTPvNPaNunbqrZi+rG9noXK7wF78nN0iAGismWHn2xmgO4Va637UhBN2jyjWbKQkL2FSL",
-	"moYk+pfswNqfD15EqWfr2n5tVMHX4p6VskqEh8w6ApbjOOTQhQiSs4z8H2yIMNvS/zk4OiV222tFtCyh",
-	"ihxhIAgBYilgSxdU00htEarpzviSQh+riuXmjNkOsjb6C7RLI0RxTUuuOklQbh7fKVSMscqYNrsZlaSs",
-	"bh3xbcHXvADtwtzhNK+lMvosVgczF639ychY6tRKeJ5Lkju26QjUTcOjuwZDGChZ7SwD5jWjFvJ8SRQr",
-	"oW4SyF5LiuUc3fpPtledB8G6RjZzhSnusUwdX3CB1QyN6Ei7xgKeUHplDmBxxZn+rPNIlzXD/TLnsDM1",
-	"LO2VgZhqf8dEVK3NHb6DDXi4JNMFrSHh/L4bee2IPXNgd+WGPD01slpw4P1HUA7bjNTL0WS2IYuGQUWL",
-	"qeWcZFPHqu58gpXvLE6sMD1wWncLdmzQWVu/STZ6Zm61Y8uFjjVTejxirV/2yR2TkFr7e+0nlLXmRDj8",
-	"Men59ziJV4nCQ2ekZguuNOQU/v4lvBvUIdrGMBWsTACPmie+3ha08J3CFEW1MXKEs+VN3DRf9T7KXn0H",
-	"z06OsTC4G3yeiuMf8KHecgGbd/siLPDvVqZNEPJKQjxRAG7XaLyJacj6TUs+Z3AmRwBBtldkRUVjlN+m",
-	"joWCv6nliuA2vxNzae1aziket1vKIoaxsUdL8arunY0CO9+83zREiTRC8xLdQ/b4W31877Ct616GBNQm",
-	"djq0H5KuqVCmx1MXt2quHZovQyrQy1o2i2XSUOuPz6A91ZOUYR2AFOxqth9yrdA0hVq8UvOmJJevf//u",
-	"6vr15U6lKFdSs3jET2cnrt75dHRnMHHLA2ulGGKrH2K03cez66Od0tYvwJaas1NitaSgaOUdY9UxBdfg",
-	"motCrgFVGgt2KV4yGxzuS0b1A1n/khyH9Qkkd+EWX7tFlmTtydNX19NKfHHNmvpXYkzEELV1c/nQpKIy",
-	"PeXV+DXhmaE9at1gBx/V0w6yQw7BPeF4VNYy8x4Nb6/n6LUybobu3izqn8gIbWecGbHFkgSf7mPs3t4P",
-	"Mj0HS/8NTM924O/5PXsHFo4gCacvgQA3ADuI1zBoy60snSalkST7x8ehiOBEg8qIurV58T//fHL8r3/5",
-	"27OTn/8lKjLsKIPs3MEuMdWArw+uIiLbItu+dg7M1Wd6lcxwOaxZQpCLukt1tAZ3ras/cb28zquhedtE",
-	"csPUyPX5hTMMd3SXQ/PAMHh+zzrZQZ9fXSTM0iNYXG/lGjAStxKb/Gag+ZYcuvV5enL0JJld9HSU9gPO",
-	"2xLcCMVfaVkl6b1DObZJcFBoWf13JPIHrueFtdylkiYMQWgJ0GcYnafrTay+cwHFSROAJFoiSsihqwZp",
-	"Vb/vnd3wezTTHu2LkEIOLz5dXaf88Z5SJlwFbj26XDUJZeIn3vYzYbFHWbZbl4Bt//dk0EwU1zym24SF",
-	"49tIOiTERwuSmsr//1G5PYhy8fXtlqTff4X/MS6UcClaotvhpMZTXSFwy9ccHDiq1kGwIw+6sl9to9ji",
-	"7xPGf9V2vIU4w5WW9ablNbbZHYLW0F1h9rCqklUSJ7GopFXJqvFTlH+/E+a3dx//+O769XQ6nsjp8jSK",
-	"RXGZSE639W6YKBLWnZ2Y4PQpQYfJhQtHNK09nlgcSzffqVQA8K7xe8iGDTviA2gXu/C1Bwdem/NkBoSm",
-	"tI79AROP0fRekEO4U2xW8dNnT48yYhR9BZjmLu7cxqFD8h+EJHfyubGrg8xsfyKjGA9eajH9seQFOex0",
-	"mPB1JCK0O23d7xSuzYuDbBdWHAEyigR8+xwrqDHkOcMAH8Tw4bjxpBuhb/dzKctY1snQEZ1OXHNeJswk",
-	"nSL9WYsY0qMyrifmS0w2GMs6dcjcvbDjpWUVCR8iHiPSC6l4F/FR1xvn24Bwie8wjihDi/bTRMmdvGZ5",
-	"JPjuBDxarmLiU/uvqc6sEd6yg2i0qcb2wNqrzZvk0LSTEVrSepWRFRUNLc2f5dH4cfNLnTpdbq2CbR09",
-	"Nf8L4laiLi0YNWwU+I/XS9oxyobZDHvqLA8SCHBkayj4KfQ3FQLGL3KXhDiVZWBwyCPe4zZnZTCoF2Po",
-	"aV3ze1ZkW25HWds4xF2srJYXR6ysk+/z3dYucZdbZBQCVTLBCm22dMVOiUdKQQZMy5Lcqmb1sVnd+oWx",
-	"a3JK3gkz1ZJptsWu10xo8teGMxsUTQ5lbXP63dE4Cq/8OFZL20FcBoCBxTWuFRWbYCuDgylkA87iwxPv",
-	"FnTuMbMSRxO5pKbqLnVOHAOPSoM9xmXb2VFW8FlfuAQtSe8kFQB/GzDChGzun9j6AjVMrK/Sb0fm8Mp+",
-	"eEoKulGY03O009n8Gkf+4eYIqHINfjUL29VeKGCiCY590mTx9Nk3tVm8hezh8yWLFZNv4bikYFto1v3y",
-	"iYlw/Ndt/H2rWyH4WIDHiK4Slt8ZzUbe7RDJEMaH9ZG2xx3i7RQ733sn9x3wF4hKLHqBkeOQV9RznGYM",
-	"2uqtVPoD0zXPo5QHKTKLpmYezSqOPp1XzbmMBrq0bsdSLnhOS3J+8XlqeMsOmE7rpSwReQotkh4MHWKi",
-	"741cenL89ORkIrhTwVUMOvmDbIRmBWasq40yosRkmeIVV3durSMSBQx0TvPoKjK9lvUdad+Z3Os798lA",
-	"16WkxdOoxnm84qLRDAzJhN6zuu8ATy8hNPpjLF9/rhkTD2w52vD9Q8a7YqsksX1AVCAuDMntRkkrtrqW",
-	"mpYJ4KF3QmmsDLDyfYBGPVFrXrHVZ4Chj7beGfeuTTeVuZpGayC1kExw+mZSRgCZpsQUdJBhPEfpr2Bv",
-	"yp19c5TsSMQTYX8y7oB3Tl2KP14D3vtZVZWbIdDVABve3jS/WJDV3qweCrC61dw+4Kr2K7M8W1j75B6K",
-	"2e1Y9WC9lMpuC3eV7QrvJfOA96U0t9IodsA3LKV470v37Zkm+Yopc6jsspHZhlS0pitm5OE7tjk1/1EY",
-	"SD0z68Q1s7XhzIPxctl2gIMVCeM0NgS92tlxpAHroI76d0o+BlIUHCv7Pph+7lnN5w6NtaWsZDGHd5PQ",
-	"A0QC9FX5cJwEkFOivsIrPrfpVhB5ZlcCt2jy5d9ugmnunWar2PU/9RRBjGobJTkRcMxtVReCFYc/TDh+",
-	"zEOLM2N6zZwkb2vlUwtZVITnwEmwdv22VePFGD1hMwX0rdrylq7XbsZwSEf4AlTkjAiy9nM7yBEIVTul",
-	"RFuXnkqgtWgLd2wTzcxo+cNu2MSBotVF7lovN4TaaXFFbEZa3JsDuWqDi193p2ZaRO8pZoBLF0y8ie1B",
-	"jzbNEvS2pbeymacIN7hxPQqJ1q9k3IMTMtuQ33kGHatUo9lC1oO75t7pFC3lJTteUlEgtpBAHcLGF2cH",
-	"vLp/Hsf+3Y9cO3o1CCnCZunUjBYpYh4pQwUZFu0sMX5f7UnXGZx/OSdz9QQWZ0W/ZEQw/QRgf5Vc0S+5",
-	"FCL4rV6x1U33tXXnJ17d//YJr25AirjBhFxDOMFTnVc3eo35nb2f51y4PN/ekxX9cqM24mZG87tSLvzT",
-	"509yKeZPaFk+sUnZN+ZXggCCAFYqpJlcEgJptQLje2J74WcSvAdHC6UjQz5GoFbj3N+eMEe5W4dtayBd",
-	"Yhg5YiUV0RyDe87WZn/Dg4XnWKVY/qDJAsQkvACR3NeyKYvgMp9gw/gHu97lqqL1Tve7W8dpd7rZuwcr",
-	"CJXd6kn7vIuOYGe/p5LwjyK3D+9QArDwT2MX14iJEAT6z60dcyj0yO5lcIVYIbJzx+RUgGphdk7XCWnH",
-	"vZQWLoLOgp58khftQetvi3cpAkvoCF2Sw09mLFUx0S1u3OYQkkD77h78o5VaJsPV+ZXNUnvbGX+M6LZs",
-	"k1GRSfSNn6ekpho8oB1LrzJiJ4RgWZPvNhGC+euS5fcpYFUPa4ZWrZmUU8NXoOmrqPUQmwYUnp2bLWpZ",
-	"qXdRy4MdaUXzO6YVsVCRe3bxqdExE5/QD28fAHeG5oCQPGrfllNDL/ZuN+7x8dSaLnpo1ypOYRd2Ifen",
-	"Mdt8nMpc8/vRWc3y+5dcqwtWo5E0vVsAQMEFmXGNWXGYszzRHm6GN9IR7N1Deok7xNrDH57W2NRjo+xu",
-	"bncvAhoPibI9vcEhi/HB90a6uGwEmKgFrdRSJtLiFktNlH1juHBdWLtgy1m3Y6WUwMYPopdslB/FA6uo",
-	"LPLzTR7FdT63PuuCLGg9owvTbFlihutUF8ZCJrEofi9JjSs+WJtwIWvZaC6iSfw2Kqd9Z6JOsGS0OitL",
-	"mb8cAvmWc8yDNG8TJJap8zafXG1SxS7emgZn2MdMUy6MluesWejVnMooJybbx/3qzeq8amKFgFpHMWlA",
-	"x3VlsxP1OBLLLCsm3sRBwz9VzNYscr/LWp2S46dbOHlTUomHS778MoqTTEED71XsmB7DspOrUG3FpE50",
-	"EHrRE4tThADaffdecGy3jlvveKSrU7T0E/ApT7chd4kz9QXfU9U9A8gnWTIImhAhDk/fNAiQfUNuyXxJ",
-	"a5qDfqaWci2ciypf0rJkYsEIX0ESvelHbEjJNBoU1Vay2POofgUjiOs/Pr7Fgm62fSLAtossPCVumy0u",
-	"BCJcGraEVZ0UOVSMkVuLIPrE93rrukDgMtviUW/kz38bldWUWkcj7S/sE9d2o9AsG7T47Mfno24881lc",
-	"kgTSwGj2oAtyaBb9mAvFhOKa37OjnXvtnRg/hGC6MVr90GYyDBU/wWSXFx0U+NDL5sp0xcwwf/eSdjjg",
-	"1AigPpMHm2F/1xJCe1SWI4fmx+M37/+YwePj+YeL32bk7furdA24t4zWesaonlD/qwyXp1PJiVkIk/1q",
-	"OP0SqsI/flk1IMKh8Pc1oLPDa6cO8Khkyv/4gBpqYzXIAI3GrkmnwtCjFCR7WOuPUJ0serht/jNGz7dE",
-	"zZXLjHYOY1cioxGIMsiVq3Nz6rbG31Dmr1WPOe3IkkZrhXUQ8Ov7yQrG/aOWJt9CEuimvXmxLFFKrMN4",
-	"w5pifSa0e4GvWP2w9viN3HRxjKKQ5ShyiINXR16UKRsV9dKm8X7CuxNRf3aA+wlv5jHTbBJ6J2jkIurD",
-	"D4GZVnsuwN8dr+lxUZq6y9Ad/yNuYRKvqUuHHFN7IPPnG+E1BcO+dMjPv69lU8UUVPvc+4DuuIik0s1K",
-	"md8ZljIQ6cEVfEzgXRXwWXdFzmWdd9wlnYitJmbVcvlFE4nC9J+IRwAMbBXDuuhcAxUTx4YtHjsQQcMU",
-	"Afb5uNbVsbkljwF3OnjQ8jIvcBy3XA1w3HJZsPrY6IIl1R1HXnCnQPBNhKg/V4ApBI8xd9f7p1SbIeE2",
-	"skPdQ34tKYLPnqSTShM8C9babVw7+qyllam0GbOjNcrwLhXMC+JLI7V3AjqzTv4mqm+LS3hxqDiDb2hF",
-	"N2QhCV0yinG8stFIvnHqBeR8NXi8Zht/tHblPb1DHOFEjyCMJ6PErprVitYbH6hlVpVqWX8VkT7BUq+a",
-	"FQSalmVLEAQob5pcNVUOcqzV7mcWkM1wFFlnt8z7U6JmA4JzcRGy7j+KkjJUSzh3HCpuIw3DWsFHDh85",
-	"e2y3gymAtV+RxIBBL2lVMcEKswZ4kPGXr6M64nqPXGdrqNFYbgh1GxQ//nWHk+16qlWgeg5HUnaYH2g5",
-	"2hlboPDNulVN28BmQzhQdQEiL2s2bxQAS/maKVFjfyoAM3l03Iq2U8m2KbWzVBNPFM/ZJV2fh/VqU9nk",
-	"kcq24CmgCkqoxQohCR31pr0xn9mn5PB/n314f5SsbBpHoT/fGsZOhDxSq14t6bMfn0cY5duz42c/Pg+B",
-	"/eOF7lIGej+hzC+O723XbXpATskZEWw9sKNaQnlX9iIwCsyoETubCm+pEoCnM3xNZRDKquAdODm1LEv7",
-	"57pXHhOPiMM/mUgwzueJw9umnNAW/PzZ09/+No45DsLjVWJzL2Fg7XihKyEhx5jVkIAEbKvgC5t6MWZJ",
-	"/6bJMWvKu7nSEKh38OLpj1nC69TPmw4M1lraRCuXOd360j3AeyJ56/A2kg912wG54xDsgTnHJ76IFFRj",
-	"zeMKahxB7mQ8dc4fsoGMnKFDtn9Y5oQzZsMq2yXtZUz8Nz4ciX2Kbg9fWIZnzscliyOLdxPHlTZEu3Jf",
-	"4tFKVPWNSHjQE2afq1OEXS/snyixYCy/yMumYBf4OAi2nKSBQB+Y6B9ROaw1aVr4JMzOjLA1QaU3eLgS",
-	"CT72NUVgT2dcGA0FW5hqaV0wARV5oub+a75iVk4Gw7iRBP0HWHRluo8dtyct2llBDMAM8N2UmKl40cTj",
-	"DFYSIgpdNX73akZAlUG5v6rZnH/poyj0yiZOIo1LbD6pj6qd9rB/zcDZ2Eeva2myu73ZdmmWKLH5rcrc",
-	"wQsWPXrypeBamn2+iCMSf2BU9IEYHBbmrMnvmCaHcHVQuOQKru6yXrCIL9pdWI33KOKiBUPUpa7eo2kq",
-	"An+gNLh1gJrRgEWWrJzqGaN6BDoFJzP9TAyFssGiQZi1DWrbHQHis2JFsv23fLFkSrtwOSo2ISzExF5w",
-	"W87HptELy+u6p3fq6iLl7YS9tfbGLb/T1A3Gby6TkUxuzep4RNPAvAaCgLFP63If1HydaE4FKZrawSi2",
-	"RLfNLJ3vKuGng0VTCWfd1EVLoG/AxssuBMejQFm4Y2HXfh9Ei0HIiV77CD7xeGHI0EEdxiJDGgAtyx48",
-	"ypRg5JSx3Lslff2qCGsaQGQcD3KGaSgf6bzvHHp3F+0a0TvhbB2gjB6IhsPNmBoL3eeOEU62xQ36R7V/",
-	"uvosKtu6kGKX58doGeBPNg9p1GtpwwkisvHFO/L58r2tGh2YtzKkbhe9RceywuLeJNeiua/77WOD+KRt",
-	"nNSNMPIXTQRG2TZ8Vbq/PCjsB/roRP1Y2D0UQqwDrFWXzfuPGBdUYkXacXgHrsL9JfidralpFxR1maM4",
-	"g9/NIN3fcCcFz2Xd2UO1j7l5n5AWsPRjRa3Zhiw91zoNBqnAEUVLhaXHMX7OfBkEGz04ui4ZcfIStapW",
-	"07Ib1waT7ROD4i2N1n/Yhp7Y89yJM3Hljftm5/5xSPGXs0X0KvVMBo1JYN4whyQIKnLT9hGEkaDIpILz",
-	"x26ZTGufhPV0q2bNVkzUsixXcSMtWNCvG8GGjxM2n1MRwd85rKW0E6RgC4Wg/O+NoPa92qjE2QqcBq+x",
-	"yFiM5cAjLwKCY1uH/oZTHJkiNRNsTagmem24D68L5axsJZ+z/ZlN0NkVq3nUdQi/u5Jgh0v25Sg9YsKV",
-	"aljhmeQiuS/IMi5KKthUKujk+CDkbQBd/KCoVyBSb1pysbxFRCz/NnGwSNUjOQtItu5VewVFj8V+xGGO",
-	"QTyK+60XA9px9LnatPM5/VqGG9mzeSxNCcnKkL3eUkbnKpaGGSEGsE3B4Ho0x+NRQ3dtFNnRFKfqRKfs",
-	"KGDXcBBum4791UJxU1f3GcbKw9MX/j4+pACGC+NB/pERIXvkTTZMH2X2gsn81f/Id/m06ploY4O4/f3q",
-	"Z9q78QPV+ZKp84AXTrmoIEYXxkDbFD5XvDSeEjnBMe3lir6o4AUMzw+y7u0d5+aDs+xwuO1ljwXIbl9V",
-	"iWt2K+zWyQBjAbJe3nnteVYsFVUK3NiAtSH9otrSikWZTTuSWP5VlBu4sdGBYuuJRHH3MYgYduBzXcZr",
-	"qV05Fa2lC19tNTw5WK85IRu9pWoZif5vy4A75eL8LCO36MV+cetjxpfsCwkc5mZyVw0s50UzK3n+B7Z5",
-	"J+bytHNLoG/Y80fEhDg/c+BiCWmhSBRn8JuRA+vnGqB6FFbrLzew9jBeWH4EUWeOVBJ9gV8zESJhmiW3",
-	"6j7vLDJ58uTJrfeUAmPSkGTrUKJGWDZLy4ie4QCJGVlDwRR3qpMzdrG0+7PmIEO0bJeqXQBxzD6F0/FE",
-	"lvWJul3owaMYj1T/6M+YekB0entSMTZdtMroJCdOqx/tHZ4eONIHlCy7UhFGgdmREYwlVvJ7BhiMSpI5",
-	"rafCTu+C+xgMK3WKrqNVVTy+mTsxhWSqi6CHLPyJE7xr5lNnd64xYpOO7Gs7eFjwgz9yGg1O6qkiroJ5",
-	"oj5PwVUF9+DoOFHOpQBAFqpRHfl+f9GsHcjEiYXj4ZrIRg9oWx8TjMYm34R2SVCyD9lfG1piDN674gW4",
-	"95zOxWp4Jx43BlATUw6oPV2v4f1hVvuK0SKo0L5e8nxppmyWVrmJP3IhmEfaVV6wVSU1E/nmDzEwwD+w",
-	"TecSXjGjzQNzoKRmxwXyC1b4IwlCpkwFtq/olzPkPWqQ+dCylGtWOGUwuZhpjjQe39fhJHbY+yAZL/g9",
-	"Ex7DsccyIo2Bx7CYIrA7MwVCTRgxqXX+UUEYrUvDVu0mbMJAKmtHMCOiC8pFKrDBYui9jOz9ec2AddOy",
-	"y6nGWPgU2ATqFDprJn8kck7pj3+CaItwvwFd1RvC8k1edrKVL7wi+MrzvYMsUcLnjbPMXPMVKxDG5txG",
-	"4MYtv1zxWck+G6kyeQw2pHB8BbMwqXCA57IsFOH6hc+QEGytbIA5ECFXjvOap0AAdoWlIbE1V3sv8lZ4",
-	"VgtQ7MW5Dk/v3umBWtjjPV1q9Kcu88JKl3uE93fnzu3dmf2bqwuCEfDb3rZ0pVF/akeEMY/yHq00ZNEY",
-	"t+HrfVFT8+9u+OTMbO8Auv0pqYwiEdK2K/lkbV2mSc3qFRe0TFnVHxG3OwAg3026M7/GutgjpUFLUkgo",
-	"8rNn7PfkuyHFcRzmr+rANAQz+hacZspZTRzOoQyBgN5fAbrIuArSenq4qBqdGb5UNQg7bsOyftVSftVS",
-	"ftVSftVSYg4l5BCRhQc5yfJYtKZnRJYFU7Ym4042GbuY1zUVWLk2WnPqV41p/Fas6KaUtEjnReBG98FC",
-	"zY2wzX0T5NHeR7/qZzvpZ7XPkJ2+N5/wuu5ujnf+WXGTCcS5H92wXzXEXzXE/7YaYsv9/FFrb7ARcfq1",
-	"u/e3Ad6pJ0wMBMmAv+P2yRrZmqWomHoX84NBb+k611PK14z7eKxrZ6I+EXfbhFg7nez6zNB157KfArBz",
-	"YZrCuKQHI+lcPiqCjpvXPmLLLkA5htjR1d/29w3wcYLRXmmqowjGDfjmHEq9YiWkC3W3PaIqYt3KVzaP",
-	"8kMqyh5cvnBbAz+A8Epp0xDgXvZmlujSpMPiZ5vzrk6YqmcxBV1+e0mAxLzJZVOxSOUKM4g2au0r9G/l",
-	"7EMWSt1ckapmiomOKtOOaUW/DO3KeykgqmF0Y+jW1kzMj0B1wF7XZwv2IR5f5GQbqz24tRZSkw3TwWV5",
-	"Sk7aILGJY/ia59CdOr/5fWLMIqejvy/RZRo5woGeFOXYHbXMJQUkHdJxUXC6TjpmLNoYqWfGSikWimg5",
-	"GXwlaWbcZEgGqfDrtKxpoVuZ0KwXf/a1hcpJJpF1LTWLW3p6pNeGkOuOFHYPUtTYle/DtFKQPVAi1gdu",
-	"bgVskv9qoLaRvHNBRHItfKxM1ed6a1oXrLiWQ4B7EsvbdDIhdGcURs6yWd+TicgMaUpdmaDc9INQ4g0z",
-	"HtStXErKGnQeejf9nKUCeGyXWWeh7cxT+//eqVWfANgqykfOhIe9Op7T3PBKr43ZJxDoLTo5Jpl1SBRB",
-	"8k+S9QwYhT8mHR38QcZaqu6wStwv1+SWZHyfGp3LFQTQgpWS2DcfE2RHpgkCjOtckcJevo5zokJ5DJqb",
-	"1y+PlZZV+5c1s4c/WD0NtObgeRAfegw5FFF+6oc5zaHgX987yCDx4Q42IqC8fS6rX4QDK1zwwJjQkktg",
-	"E+iaCjqWgMAg4W+wjpo/dnNtc6643vp+m1WNqqxp5bBtYyf1MMJmHxR2GJ8qWuIj+aMvetepYaVBot2u",
-	"cZcq67W3u5n/YdNvkSfSTt8e7kS8uh/yoLEBo2vJVkbBOoNYrMZGuC+mlhDZuvddTa22hEsn62XTB5VI",
-	"qr57iDfDCb6ueurXS9VNLEQiAWjDHpAM9ZgZrB8xlNs8fISslan5oRHM8Qj5jZ+Xtykvnn0wfFz2WcdK",
-	"cqGjILdY9w2zMxGWBaC1LNbvnj7EPijN5LqQdpyxJfxUMXFWcYCEihd2R0QqtDRDkAFUbG5F45rUsonF",
-	"/Eyx7waFk2YlQrREREW9lEU824Tgw2EpL7at/rIivAhTxhtRyLxZGd25wImphAdSxzJUqF4SBwYd/47V",
-	"K64SaaWuJv7tl2N1nx+37952UrLhR0yziOCfwkJGi1+ZB2QuG1FkZttET8Q1fxv+h63fwOQPsoNwRfyP",
-	"7qVgOu2PfuFvsEi7/Xkli6Zk44zC7rdd46wnlXV6dLMdFqlCGk+BuJ0DIB5XjiSdLYDmugXJq9mCKzCq",
-	"BKSxDZVnPpqcQe4A1Ox38Yp33wzRDKBOBC0vzfTO49DtrTljaz3M8WE1uf3etfP9bWYjQWjNCPsCsHVB",
-	"abvcL/vDand/EoyYR2BH3mZONsvNkovCY2R+unC/7Iqht8U3I94RP47RhWxFb18LLKCHKQ4knMdoRzA3",
-	"hxoQMN1JXqUdSaKCXLvgpOyM+tY7S33st976doYYJeXeOg2VR//U6JnhlH9is6WUd+dU01IuXt8nUSeU",
-	"pqKgdUHYfRTcO56wDg1CxnpGqCKA4MyF2ZuSiu8UNpaorCObOmcpxOR7VsqKfacIvmaL5SPeKlftILeB",
-	"2mu+WMRxXsA+BVmS4De5nwZAjIm5rlk/7gmL7izr8QWH/r1AYtYL8zmtd9ycaEC8wWTXZPRnrMrUp6tr",
-	"RVbUCMMQ/pmhwxD9Us5eSGqm66n1K8YMd2bgPownCCHalX+DycwC+0fkUrO4rCDKIv8fUk1WUmny49Nn",
-	"QVXCAEfDyKhY789JIBjdp5o8T5V8go1JGZdx17h2sx1oIg6//TEo0ZemYj7JYuZWPIkAYWM9xvEfDMm4",
-	"YKIu4AWqg1bM3xN5yShIWlcpyBAQhLuB4DAoDB/rqp32R5KbZdwk0NMSIwpj+diX0cWh5E+Uay4Wl+ag",
-	"BFFqihSNg8PgwjpFIHFAPSzwatTa0WMs3t6hmpkffopyDYfZ9vFF6q4W0096iNJgsV52OvA9Xos1WLtz",
-	"ac9jeKyylv1t0Zdby65Vs51Xj8v0iaF/cnZg9OPROf5iLHxk6i+w7JVoxaFHDd9pJ+2tvPYW3MmOkLpm",
-	"pwf4tGu5ciEG3Q35BsE+vVmAJGXFtPjqdSU0kuO7Hkh5m45SxX9QaJvTFS85U/suO7SSAFrurY4dyNRV",
-	"SJQEO8Mhgx0M5co2/Gm2ASlqzcsip3VkLTpNJTNSbAdcETpLpjpA1/Etwu87cu8+S9uR1iNULRKFPVYr",
-	"KSyYdlvE2Izo/2PvfZjjtrF9wa+CUt0tS7NsWXYST8aqV28V2Y79xrH1JHly987kuSESrcYTG2AIUO3O",
-	"VKr20+wH20+yhXMOQLAbZLNl2XFmcm9VRm6S+H8Ozt/fSU7EL1Z6KlNs5/BPU1plTWWt8F+GpEk8i9s6",
-	"S8vUcafRcMISjzgvF72ASNe1uHb3UUAgC5eW48DoZ2lp3uOJdNEn+/Csz1wLyequACDELQGXu//N53I8",
-	"bq9/vaeDE3qMUxjZZjvJIT4YLYVUTPB83pcKGdyRQ9kWbVUnASqXW1xZowwCHv6edemJD/N1GoY7RSMS",
-	"OCtqxvMbpZelKK4pJ5Q9/vBhZHe+zZQPK+qPzBAgO0tHePq6Hg8yTa7ewQ4Aw8dLOmSCmvPGgJTO29gP",
-	"gOMEfc4twmLkCLxnenAIKAIzC0ifecnlYvSuxeLzqE6onIqsITU1rlG/630cOd3bvYzP0droIs97wt3e",
-	"sp8QCV+/VZdzadJQwXEmTPuFzwhKMBq2D0oPgIoe9MGGO/Wh2J31AKejr0eyjBlXurHn4lb2lEmAGiE1",
-	"PYfKRprMpBDI4Xj0B0jcvhJCsRlXiiLxrU7zrp4TJNWLUl7PbZ+NI6K6fg4+JrVLfLBwEIbB/dyhHKET",
-	"pqNfd9IG0b8GRlqbjFqhEGC5WA/MPWvBeJNDvb8xAsra6EPi/QWD2zOGtOMreI0s1i/QzuW3tqjdTe+h",
-	"7OgEblDF+gKMkVYi1TYl33ZEFMY9kF3GalFwkHP30SSIof95LWyq5kZZ6qXTh/sZE1dsbm3FhCrAtwoS",
-	"LyZIprmPX9dB+ti43dEYEE4cpGDB7n0EsO4IQ2QYxx2NkPTZrjmFrtt09vco3QPtM8aHPSZSrOGkD982",
-	"0AjJQAnre+c+wa1PS/9ejHpg2Lvz1zvrQagVmFxXImPKLXopqXpQ0Ie2FPXN9ubcXMAZHzjHRAUA+igs",
-	"2+flkq/QFUawkYZ7gfngOKIbJq0R5ay1stfCNrXqO//j7LG9J2AwSdk/ATtLYAFtnrI0DIWTsZfZVrtz",
-	"7zhxbd6NMAHSKjoqcwuva0L21/YuFBeMn93ekFm4xmN9wfv78WnE9JNBT65L3djeKDBwP/vkcO+NCVpE",
-	"zssyc2KGwe9HbsEYIyqQaseAuuOiUSdj2FSnm4ETkLLHJpX1wD1avhQ4QhbdQBvrv56C6k21LbFvnsJk",
-	"oiqErcZG3XY5OtfVjtdy2oR7GRu9gwA7Ni4TPrhjzNSQBHHnOM2BRu9asXFDdPE3o64Z7cxWSYXKbqZ7",
-	"gAqZ63JLFpfJKKGUoC6hWyUsAtZq1bFIRTx952s5I02n621MFRy9v8v72CmQ/KoEkZ78xACYgzrebCZy",
-	"ix4oc8h+RBErjBk/BdhvsfQ2U68f/tyIhlietKFos66Eio1BUOZ03wZTvZNJZVmya43X6Qoi6xYi4EdI",
-	"45XNIeCG0dIHvzK6bKyAfQdhhO3DEcBikmCB8afoIAvp/HlggCZzM4V8zJr0olnNrz1wflzh8+jrb7fW",
-	"iu2Tep4DgLEI4RDGdYQmVLeXqJNJxaaHf5pG4UNo6D1mpbjm+YoZxW/E+5wbwRxhUku4Y0khKhr+o8fb",
-	"R7/gH17hp4+OsBys/2eidP/OMkvGHk0eHR2Ti50sVVhD1OoFtzInG5VQBRpgOyasBgpH9MUkhDq2j+I6",
-	"to/uLgBlrFHy50YwvtBUtq3qt6LA3B5/20/3Y5bfBHGWq9Xb2d7Tv2/qgPhOxh49Afjvtf6i9p/8mm0c",
-	"wkVlVxkDk0wBZm9VrjJ2I0RlOlVysZO1GRz9+tM61335w8mpF/X0bHNMGfP3jesUWf5x1D9XFHXhRLgr",
-	"47rGQJ6+IeGpAHaFL6JACQll7LnK6xXCAEJAL769Kb7HNP3Nk08kEz6efHU0KBWGA/tVfGAfb7VvkLw1",
-	"LGENSlUjrvxLYexdr/r2MoixDEfGTl+KDzZkH3LDCm75Ib3tqbPtYNTdOjr4wWpo+rg9tAj4guGmMseO",
-	"Q1RehpbTnxsnRWuKzbJzJgu87BA3yT9Btz5Fam2t4Dxuf/rTfqM98Dd3HAy07vvEJ+k0PJ8c3HLxtiK5",
-	"VPHkIiDC8UFTr0J5FapiusQZHnZ3eZcQqhNU8hPtpZXaHYJjZFiHkMA8rCK1wSnRKvcFscB0eqnzw0B0",
-	"JpnUhbL16hiIxg01mAU5mMKHYkrcJ7tBWsFoJqYSuZzJnM2kKAuDElbbcdsJ1eTghk3/fv782cnp5fNn",
-	"P02TkBe9ZwUDE2QBcS1XYC2sNdbNQQw3lXJ9Ng3oqfcfhNeXUtOBBFgGYCxyhdfyWqpe+DSdw4VXnNh3",
-	"Nh9p2ceGdzWpDFe6PuO1cSLpbTec3wfeZv5eLlej44r6AnrfwoqsTeb66vG3j759lLHa5lSeMqN621Jd",
-	"ZwQDmeHBb1QxITKfODJPg0JaXl8Le7GF2l+AVbBlPhk6TyC8Ps0EyH4N+KSoArVPr1axrfNwZ/CvjfLf",
-	"yVi37qEJKx2l+AJ59yzBFoazPWit9en9G8Wq0Vb7Sv44hfXU5PEmnA+9wTxbQ9RoJHQXtxvxuWLUPoCT",
-	"bEga0R7zYIYKHGyyCpdWOqFgKC7llY0jJFuNzDs3g2XhvuMFt8d+30EkkD11hs94Le1qMK0LV329alQF",
-	"H2LuVSKFay7yG9OXCIlPjz1IC/6TrClgwlGQ43SGj3dNK4I+Tl2bqdWl8Y+DgwiZZW0BohTOdMVrUfR7",
-	"oSkoLrihuY0CFTA2bM7N3Oc6+wZHxid8vsQ2gslNXOSinuBDVgDYuNtbBBzb3FWEI989WwxP6g/QDUGa",
-	"J7YXj1S/jRMjBuHE0fEbUT6vPTPr6VMbmx9GkHka6Ke6zlxS0pEjMFpQn3jtyQ+XO2HOrqpSDh3G11jX",
-	"1XQjI+iztqRZCnixD4qOW37FjXjlfnJjHmIh07Pzk+9/OGE/NzK/eQ9LNO322knThReeUQdgAuel2Q3H",
-	"ZpOq29mlEF7yOYpOQ1ZyOuyJErWRfXmL9IuxKfjSugicXv8+mddxkHS1v4vAXFg+51KRQavTC2uR8OEo",
-	"h0NxuPcRBbG3LXVfmn27AXGp63URdf2Ux4uQOpBJGhzIIn+L6O/0nGF8CkgAtS5JCbT6RiiIMgVbUsLm",
-	"kXMrrpNoCqf0BC0bbUdtXky3FgGaGZiumRF546b0MUEebX9gX+yp6k5K6yBLDi2BktBjRQzL0B3g8J6k",
-	"NYKTstzYl93coKmPx10/7XG5s89zbb0S0Vfr4+tktG5CGsBBvK45IC1YHZ3Ok7NXdEKfwqYDAmLcPDmI",
-	"Zp1M6QeG8cbOHcPM0QZQN6UwGQn+sma6LkR9yL4TRhLwnhEZm/5pCve5L7AddZSxqWsSns9FiXBvahX3",
-	"4wQsXpbAUAs2xZznKVtw8J22ad3gF7SacaXVaqEbQ5+ZY2YhStnOayGC2wTWBUw4uNVo16eHpTSu37mo",
-	"O/gNZM+7lWLpmAr+K9dqJq/TPy64QpWm+3PNlxuPSn1t1hqBn5LvFXqpCPiMfgYktvV3LTc3643ib+KD",
-	"yBFnwjcbENLXxhB+X2+8qa5rXqy/738NbwPGk38J/xGe5XOulCjD4/Dvti9bC75o50D/3HhelRw5yK3M",
-	"2+78P8Pr/ocWi8j/Ynl5AxcM2XdCG9EvoZnoN+o4+iXam/hXUQpcb8+ikf7CzNZ+bmfoH6Autf460HTP",
-	"r5tt1NZUmy+7HzffbYyoN1vGX9sFlcatwGTJyzKsevxbu2Y27/4jsdTdX/3Sdn8Ny5sKpTor+eqK5zev",
-	"BTciXcFLiSVSPb2KjCAhKpNb/3l/PZaXkOqmgvugdL3eMZRzexD1rnnqqjjvASQEMHqFYJM0aPh71wLF",
-	"z9upBx9pKcH8UetG7axBwlDGCenw6igbO7zZ70d1dxKNuRK11AXep1crOiol2XYKDReDArO8EqPBh+OC",
-	"6j0gmlQOG65HMJsaEil5X5V/JZYnM5uGkMBLEN7JMEeQ/fno/2BSkRvwTjsDzfUgk5z7ddqpkFctcK7j",
-	"ttu/fQxybylvBRrF6cIAh4yuKZ4WTzQAyuL1wEqdQwDH9J+dDfn14T9v3b3568N/8qr69eE/8fVXxa9T",
-	"7IhcABPPKzIKLEUZSfYWZ4Gx/jWJkBfkbByla7mDBFdiwGhgeJOZBG0nb+xkIeprMcG6a3vZ3vrokhyR",
-	"TlT65L87f20o4WWVsUb5+EvKcsIxPsDyKeNFYRrOBboAElaYnljaE4ylxSh8aRkvFtIaGBxIcciJMVvo",
-	"XNzqG4EC20wqXsZreOLDbumLvWyP3t8OjeV50No+dg5sOn2/W0okkGiWuEk6BLXGototS+oItLhntbY6",
-	"12VSS/A3W0UvoYzvMcbMAzadW1tNZuXtNPN/L6qvUV+YzkszxcCCqZMMphnTTc28VxbOxt9en8ILb/52",
-	"zoye2aXbhv3zyzNEcbk8PXPU+O7Z2TH47d+dv+7UlzSOiU7Nbf7eyvxG2IBg1dbLJ55Itl9u2bPnF6fn",
-	"r7577qR43VzP24bcdCEWDfSQquQ5mDDOLy/O4iC7A5rTUlzVNqdZ/fjy+Vm7XvuQJ8kVu3h2xvRs5pgy",
-	"Ms13568zynWMx50YRLBet6lEDwx7rUlh8moQsRCr2bPnr59fPj9m0pgGTGzeIMpDuVFUxiQ6Ff0h91u4",
-	"l+2FHXR/lwZkJlPtZXs410FJ6aLPJaoEW/KV5w6M98lJV06fFfUbDjTXaxej15CcAUWb4iA5+x/8ll/A",
-	"J0TrbP/l6wu3mRd8xmuZsZeXl2eT2Q9nX7sfT+e1XshmMbnicFNTw8cUZgXvvnj9N3cC3RnoSVZ0GoBQ",
-	"Nl3/Ee9lG1UzxZ3sml2mt7IQ+uEHICR44vckeS/Mk8GkL/UyrDEFuS6p/qn4UIkeuLoqIv8xvDiwi1+z",
-	"vaZOcQ0fxOpoNRhcW0rM2vKfMQEcQ1UNKFUXgozcBnLDpNlu1wvTwFF1dyVbO1q0gkmuiOC657rsOclU",
-	"phMsICEcifLuyX06lE0/bO6FRqUJBeGUXh5TpuwEyJnsLrXPLUMip1XGFz8m/hv6L3QPjOaouG4/BR8X",
-	"LaNFeQA4jYC3u459Hg0Vp/FWlasRPVGacbsIuVZGKNOYweWok/vrdp3w3WLqJBXfSUdKZKzmMzu51RaO",
-	"MgVqtAmVGTOymhh5rXhZUgw2Isr7IMfthxlGF4dCRkuStalA24yc53xmn0l+rbSxMk8WWPJrFYAjhg4w",
-	"2sJfqUJ8SEja7ucOohXEbwWHD1E1drTg+VyOLpiT68VC2tH94utWFDiCkZ24T0+1sjy3yYJRsiyl2QDR",
-	"pg7hsxZ6FLfrmB1tUubIkbzW16PnW+rrnWd6oXhl5np4UXMd4n5CZ4Y+HNsXTHwAqnld6/dLF7nmlKZf",
-	"HVvpL7CjmsWZSHqN10u63GqIzCEv8y7Or60k1GUcr3HYumYvIMS0xxdoRb3ox49vGZp77y6xMF7FgH7W",
-	"zleXurIukafOSrSn0Zqv00+SHQleSCWMwZCJAd8tRqDT2ygGJ0JqBgqJ+WJW4XSBG14qtojIeOQR3gUZ",
-	"G4G3B91c/bGZYZ6bcZQ3wzdhHGVwzMyNrKo22iWHkm2hUlGPCxm/GdPNkmM6Vt2oGPAmqBg+D6tbFqcv",
-	"4oFcd/pmrx1EFu/tMFp0OFPjYoraQ8XzXFSWOz7ec77g5y3BLrTENVc722p74pZeqULeyqLh5ToFjPcg",
-	"rhFaClNrdAhDWwnMTbKdc19QQ7HaFhLjBcMdQ2Ow7SgKtN2fwQiYczB/vZCl+M4JaGnYfCfYz2TpBFQK",
-	"7xtbNvXH+QqoYV9p+57g2oPF7b1r8/21dlIjyIDvG8VvuYSYWf8TVaB5j5Vc09G+rp2+QL1Q26bPiug+",
-	"vhgDuHnux/0ifDFc9Y5btnRX1LLW6hqvvkroquypRIYwtMM8ZiZRfVBtQkY7wQDSteWs0HK1XY44GHdL",
-	"EMJGRAHjBgOoEwS1OkZUMVlgSUxQGUEZKkQlVAGx5onCdDDuxAo9mjw6OnKc1UqVW1qktcqww2k4u6RD",
-	"Jldz5CKm42bPRA3WZ09dBuFBr9w3YGvzlwd6/TfjLKBd0xs/s0EEI/nkJmvYGnJBI+lfjLOSJ/FulkLc",
-	"OA3eE1mAJVi/dsAP8arPxeQd2wzqfLi2zG5IIyPL0kVl8cfdaNstDJhtcGfIl+6EN2WYj4ACcQ+G87kg",
-	"XWL/3btXzw68ckLsabCCiBGQfN3rNHSHj5VAtj41LXJQj9NM3Ib8l1aJub86eXOCHt9foA4MpaaVugel",
-	"fhuSh+yCa4w/G3j20wea6CKMagfSdaR2UertxXVofwO+R1iy2MgSUV4YcR+s8jD5P7/lZdNbs9Cj+WCV",
-	"Y16Wpq0iMK4YLiRFuq//d1PcAUul4ANbUXDQ9mvxkbhMrQkwY0ZTVgObbyPiubSDHCBaL3di2P6yv2Os",
-	"m2N7zPalznnpJPmB9e2mhP6CqLtkvNazmRFgNt2Np1wOYhK50zxs84FpRyvx0VzisjvDEbZ2T01Q6dft",
-	"WMdWGdYVT1rU9TDVpCMxzzv3pckYL0sGVV5FyH0ak6VFebQfn4sFxQeDRWkXcNotoDnsagXG5zswwR1S",
-	"rRA8MyCBk8xtR1onPz7Lao1z75qPT7fFUqpiI2U73HTHjPs3KKl2IQslr+cggNilbm+b9cThFHYrX3na",
-	"c73HntOFVnTEG2Hwr6UolP/bzpua/pzVEv8w3DY1/dnA1z+lQ64SbJCX5SQvdX7DhNMzX758+sMPvsaH",
-	"5bX1mD2Pv356dHSIRbmsqN23/+vvR5PHP/39aPKXn57+/WjyDf75Hz34ZClLStQ7dQb937GbtYNECxIq",
-	"8hYDZ6fPz/zjXLfFlMHnHRJsF1w1vGT7MQSLrtkVz2+EKg4yAG1h+z4GyP0L+zoAZBvi1mHXoTXH/xqr",
-	"95DTJ3exo1CnYwgj9ZHte6weUbAfzr4+OGSvQeO79rB94kOljWDVfGVkzktAaDDHbIoaWhsZjcHItZiJ",
-	"Wqg87cpJDKeqSorGTuefefloUDGh2AYKlwrXvRMDItQkrcSDtAyal9qIoXBDzNy+lpCjpEGrtmzfWwwz",
-	"ZuQvImO25vmNyZixuqpABoEBTSA6MWO1qLg7ewc9mXaFyHsyNbHhBwzf2U31wsjdraqX0TM7cQdvzuti",
-	"Qh/tIN4NGMYxHMG/cUeLuFBFWm6KWASKT9aQ6x9AkHYUU4eMXmSskwXpZBnL3bFT7g51vdIB8SdOV0IR",
-	"GKD7stdMls6WiDpE53AbcOIosN/olpQf3K9u4a9WVoxd8Y804c1qvkgF7r2A39k+RJ9g1kJTSE2FT82B",
-	"W7q5LovxCNaF+NDHnl+6+xoPOLznyBDCnPY58wW3YZmB5yKBsn1PqGsbi5ceZ3nNzTxNxNTJICylLzIM",
-	"nn0/LHJcjE1VHQzLvVwPQwM9CNa06x8ZkV4YiGmujQ0++oQR3h2BZ0lv5bvLU1aQpx8uW0fHG5NNGzIg",
-	"zKzfCO2l9BDSurX4EgYnvtQp79Zly+ThjKAHAnw8xPC1eo+dvl9UXx8c9goy4zgV2V4A64ABueyO6ooB",
-	"v6ncSLwK09b5W18xe63yqKytE1kgGWer+BQM3t3jGHlLsBvw7+5Fg43YXsSz4qVr2f2aW67lSZ0z19nX",
-	"LkuIabJfvCPmtR2poyM8fYmVpe4XowNmGYBVkRPshs3RFUfHq4wvwLeRUBnNZ9UZO7daTwYyuBXWpGoj",
-	"BPv++SV7yCv58Pbxw8CrHoI/abLQhSg7AbFx5YwLPbPPhP+X/2tQ2r8QPdm+J14s5t1LQRpSXCDdwrVy",
-	"TyI7yBjJ4yRrBssO4vLYOKy7KQDSjBX90RPa1z64oumdTgAUUC/kLFtd9Upjpu9g+2s/1FulK2yHcKrn",
-	"da3rrepKLWaQEaRrhs7eDA2ZCHged3s/YsamofW+pYxW1tvOd9okjuCs+26V1uKpNifc8xyLca0q8VT2",
-	"qGu7OFmCgeDYY3T6DBXcpAcA8W6pYvuYuLB+wch7j9ojFTxInA6tl2PdyQUtxRAgaNoQSxfzCBUSX7sD",
-	"KP2oC4Q4XFuSE7Xs7aOC1z69ULXdkeVDXu/mz7oXoa09OZtyW6+4ZjoSVxCsYpKKD0kXNR7ZoL8WBm9a",
-	"2uGxUlgk+f/rS2LxRHcTvLxkMF72oi++DPGrQ/bbJbBYHbyDFHbuz/ReNAQnkSEXacuYDQtjrvUfMN68",
-	"txh8NyR912Kafr7hKN9IVaSzVpwKJK1M7fRliI4P7QExeB/fyIhSH2mBv171pHJgAef09d8Wdw6H+y7l",
-	"RWlZBfnHRg4fDxHkRnO0Zp+cvQK41V6DiRX1QqrUknayRcKSrsB/vEt0arccSOgvRSsbZF1zZcC9ZZIo",
-	"M4C6jfePIauMFQNrP6v1om/VsIpOeo1030cggaS/qeX1dToznFsGgb89e7JunXBjhjG0jW5fuzFb4Ykp",
-	"HOjugg8zM2AMjutsNWnFDCJxvfkn/eFpwBDCZcn225xs4o9R0CgEyh3c4W6JGd221QxDTi/RQt+Kwmf6",
-	"nQsji0acOgppqrvGSWJ8n9UM/Rmsxk5CZjGrsZuUV7ZenTeqUzYlheH8VpUrinYHICKxMsFSD53S7blI",
-	"x4P4+hUJl7mvbGE1y93rFN0JRRyukF/D2H054mCopMyZhbwmh0tAsWzDNrcUsRiqWlH3uMnQfdbaQchN",
-	"Dp0zW3NZprDmB0eykW5JixUGcYeDlI4VbSP223XN8ROnORf1itWNSkKsCiuKv4rVYAoQHAt6F5AeQFVe",
-	"6qYs3F7SE1TMo77GwBNGxzR9C0mDFQPjhnc5iGBlca8B3dCh9FlnsnZzQwLYRTSFFe4pbe52d7eSl0ho",
-	"Wh13srrCW+iZ32Vd1wMFcJGzznZn3fM4UKMSEEYu57IuznhtVx2Qn4/mbIDEgIF8iAIQoGW6J3UYR+aN",
-	"WK7jyLQl2WhZPZoPmSrQvKYx63G4PseTo7hAx5Oj5IInli06JRsjdnvAGgWpbiowQYuCoDQBqlFpVmp1",
-	"7V5bptTEG7HqAYZZI1/sCyJ/sG77OALFl5PjjxralJXBG5rmKxeY6JccVQqaljyriL8blPZdogiSjHgv",
-	"axcvfeytUG7Ip/1IkcRiAdvdJ+FB7QUPq3gn3MnNbOqlU2QnVF4DrbZO/5tzE35Nh56W8lpelWLrERHK",
-	"BnwQf3Egf0eZY+RpuRGiAtyVfojb59TTsnaUp8iaB2e+Bbyt3fGoxibMonunN+msW/7YLwmlWncL0FLJ",
-	"Y4iH9e+RqdPvG1StVhpcoMbyRWU+tojzrhWSkxM5Zkc9JZsHaFuXMk8CAtPJZ/hGSLb0SyAVW/ZYydfB",
-	"mVt4Uept/VBG27exIKkDNYpU++SkZ3TTgjZ7f8Tag/cKl+1o0kvFLI284DsgrlGvPWsla/FDazu92xV+",
-	"5k6lWGLYiWtxzT+XSNTSIcRlqI4jjg+g9JnTQ67n7KrU+Q3A2vnoPMPEB2nsMclw5OBCkI+cyvP3CooA",
-	"dzhKMfK47OgYcuNaQOoeMMZCH5P0Bs30YGbcWduIilCBmOR6H1HtKi2J3ApeiuKkkpf6Rqi0kBzQp50K",
-	"4T6AgMgAVbu5oba/rZljp/Ccmg0mapC8AcOm4vb9tMfwciPUuFTbMLRhNuRbpLbThNELX1NryDwFUi+w",
-	"mvFsE6wYhTcA6IRgpQRWUyNL+0qNw4KBl5lUx/jXRCoCssm5Uhp0aI8Xp+uYeSTAlvqz19oSBBrEjLWS",
-	"6PHFiJ5oyGIP0akcUtPWRnj3+3AHwB1MijtmC75ySwHZZTuYTN9hZUcVJbq5ZtNJKWGn09UVNo4BDREQ",
-	"u3aMdnUfjsRk7BvugB9vc7c3y0uvbTkgFwgEgxt2+G3dXUcaW29DpJ8Q8RdGm8HJA0XdsRFvckA83Dtc",
-	"mbTQPdWrPaV2Nz+ewk5JbrovNOukLFuaGQuTHj4YZ6zQpbg7KPq5rc50bXsAfR1zPL88Y3BLRrifbTBE",
-	"QqQal0oLre0SwC1rkacZB9XlBE6FI+N1LW/JYdqGMWTMCFVEr0kLv3QAQqkxwGRWaTfaAGQvzJAr1qha",
-	"4Aw9ADB+E8DRYEVBJcpLLhe7rMRdYHxHh7r80Ia56KXyrlU32jTrTOKLXPquC/bu2dnDy9Oz0MIYz3VT",
-	"V9qIoRoKtHhQkTtWoz1kaylv+yJ0SrRq9adSSDuA1ux3ddvpDrsP4jNtceC8UKMbAMvuzmyNqRPVAy8u",
-	"zk8J2LCtJ+OWaw08yg5gRhnLbZNgTcAjWl+cJ5iAvObnHLBa09SzNXwl7DBhmo4eei/UbAj4heMa85L2",
-	"tNGKbsSVNGYQhzYch/WztY3ZngDiZZp2uiw38xaKTqxfW6J16QP34Tngp5ANw7Y5BE4sJx0EC7rLsL5s",
-	"Sm1erioxBSebVoKKUw/ePPHd8Ws2/PIbXYhT7OcEYIZEsffrT2uL0pPt2lmOUIxp6BLazt562dkP/EOq",
-	"bpOxOAYvnTlZaSxDc61KlYrBq9eadSN7YOAA7NJDWpaAJTV3rFm4trlb/NAxgbmptkuZjZM97makQJbE",
-	"2awWEdWE6kd+rx+YdjXX/GPbpQoo+6OKHWWE9MV4wkI13Y3DdOx9FaySAMqMs+oDw2+dF99889U3cUH8",
-	"o8dff/S1mihhva2y/W730VoHXz2+j5tiXOl3W/a6mfA8lXIm3DV83FmVcI0H1Qlgukwk6x2yZ2grYl9h",
-	"qnH/rn375OuO0+nRUWrPHKvuDJYMWo++yTZC4hCF02rk77P4zsA7wd0YcB1QTAyBLgejzcAVsz9NsO/p",
-	"AZPKWMGLFqXFNKU9ZkfUNCCLa0q2HXK/RQtxtN3bmbi9B9jLub+W7+bIRPGdq7VLOQXHNChTylYoHHVM",
-	"/9j6Xr+rNdVJY+enAXy+T3HtINQzjLWunRwuLdk8MOkQC/sbs0wmmcy5OaOHQ8g1vgG3076fuGG3TKKc",
-	"gY0N+q6FbWrVZ9PbktyQqqsYpTpgugmsAP2C2I7Gu8ppUfoQC8tEPN0zee3ECHgKzXSaV0o3YLiXGEme",
-	"z3lZCnUt2hSSLd2OsWtF2xnbMnWNhq5aQH2CncF/qOtU6kV7ytBo1dultF1d1A0XoXw5wNXqsq1LoGHX",
-	"uOpa35MGtR7zphF1x7jZLkzGGrR9VqLe8NgMa0zrAfehf38msg4xdOPo2zX8aRTR9hvM1ktL4MJDrPd6",
-	"oPdYk1rU2g4S8Aaf+QgzG7Z1Cd7PbTFeVhhLFbTX1iKRAlde61raeT/Bhjeg9FIsx/7w7Ju9bO/i5cnk",
-	"8TdPkmIsb+xc1/IXiKx5CRjHPQtM2YFsSr0eHh5O2Un8OZsj8jM6jND9Mav1ggKjHcdsmaU7vOcvTtnj",
-	"J4/+jBVpXpyyPz959OQ45N8zDrVVM2Kn60w8YfJSqRR8PO8MnqIOhsOkeyxjQgbfjVM7r+WtUF4ln9XC",
-	"zJ38XuhFb3rSVqTilsVQTW6E0DM2w6NPECY0sNyH5eESQkkL7sF7vXhKQLDpu+VnnQhY+p8NL6WFWICq",
-	"1hZFLDgyxxgzAVHrnYGQ/UBp9jPmGPqDpRBGzp2e5LEac8OkGJtpPanhfukrlOsuxy2YbHR31WJCy9XZ",
-	"fxPoz1+qsPCACOHXelTAvL6JGCiewiyiW9yPNK1FM+ljKxcLfSMcX/kIxNYLqotmNTOuuYk7fJu8JrDN",
-	"RJIGtpDBsYVkwgZqGyOi3048N0zIz6WD0/p4J5hW7HTs0qX5MniIkTc7roQz/SiA1suAim7uujIw1I/C",
-	"ZU2t9I7AY548YEW2HZ6ds3U1nCW4Io6J+0JFE7ER2RkpU48ef5vS+eVC6KY/GfY7KNrn8czmTlRzfR/7",
-	"2A/2aIs6/1VHl09CDdZcmR44dreIUAmBhbeOEX0LI4fePTsDtoPohhBFazW7PD3r2OERd8vmjpc0RZVk",
-	"vMniRLU11dOHD8FXYU1l3N9QkSuWwUisdyIhk2qmmZxFJRWZEgIVqcW6dnv09bcd49G326RQN8YRJzZN",
-	"rJh75g+me5tOkdvhhPTUFFKf6kIkbFcnJ6cZOzv94QT++84tz9uq8Xn70dzn7qpwDR3uijz1Ui8h+jdc",
-	"+MxqfdPVW3SD9dipYURZBDdkf349IGFiMr03VhV9QOhVHwYSqylXzTRONNNeyELgJAIvrWt5u+687B3x",
-	"XMjreaoQqy6gGrR7ej+VP3ty/7kKK72zpMbZjVghCg7NGkQRuRA91SNsD0C8qEW731gkdj/XSoncZiFD",
-	"MWNG2KbKqHakrlmhlUin+rsxXGpwJsDGbS3VE0ndvLVC0/kjFas2Nkx45PYOsDgAj/WPqeKrKCWW0sGN",
-	"2m8KyGWxeZWeZpJ3XdLARQGl1Xxq05q+tykfykL00f3Lx0++dgN5+fjJN8mPl7JwjCx9iuHhqEOcYHu+",
-	"5oel6s8t60gyxEZdQFXwS25uPj5RowGthuInGWdYcZxZbhKFQFJhlskeNuIs4ahxcxNFWcKHWLWM7JdO",
-	"Wr7vgMuPTe8ayulqlCPCwbpi9A4r2pe8JzNdWuxaKFFvtYjFzUECRa7LEt0tOxrBrvXfMCdls7fv4XjA",
-	"8Clv5TDdwoJ/qGqdmv7ffPTp929/OPnPs/O3pxcjWf21rnVj07mkbVxZ+9boG2RBgd+DYjdO+wd8eYcq",
-	"MVHFuM1rphLqhSzFM2pBbynQVQmFsE1F+0HA4Mc6Gsds8qgVTKqSW7cEULaQQjrRjzX2fq35zG5dm7VS",
-	"eoh5Um9FTIGsh86Hfe7kmATiA9o5ap0Tkl7csNs0MT/QAVr+IRyPXlLANiEiRsJEEjScn/HGiEttefkm",
-	"pQkC3NQ1r6/4dSBdiDXFElKEt6640rvBkV7nZ6LORSoW8/vN3iyvrwWot+4T93D/+7ffnx60p8oXsBp5",
-	"fOaCVydlqfPv0mBb8DPYwEsoHg7iH68YbsPYSbpPLlZmWx/QMm2WvrJcKlG0MhBiH0NKO1x4I/tWzeL7",
-	"fIhqvUW0SG1vvsrL0UCnpneKeHyu/ETvd45rRLm2pWurH43Sr022fvrjUzlAeWdJCRJQAzRCmsH/QtBE",
-	"m0NxtWKcLXTRlClo56Kok1WWvpOqYPTUx5npmk2PDuH/sewwL0vmVqWe8fxjqsDi6KJaDD01GKSxQrmG",
-	"hwtKUFwCz23Dy3LFrryKm3Imbi/Xt+m9unKLA1pmGn4NppNQNXCaPlvChNF2e+CVxLKxVPMroyjdydza",
-	"KgNLBJSNdX+CYoDVtncIQ3UHiaoShBi6WSfkiu8cx/U8hUHfiQ7jPpxH/NzwEopPuyeY5G2kui7FTtGw",
-	"vZXoL4M+5d+JzUFDdqB1tx9uZBbXi/YUE2Im/eQ7VS3CSd1SkLAl7LTXzz0xHVrGqG2sWILj2yIt34dc",
-	"lvYfnvthVTBKroqIAe1gwI242+h4un6HIrYG+CYv+EKmCgmdKMiys2wGL0AAhBDKh2GRGDNBJJcfxdWF",
-	"zm9EwnLbpkgMpscoIYoA1wmhc0Bw0PcDg0Pp08aNvCq3lAHPqXR05C3z0RvcRtlaaQ64lGWR87oPOb0z",
-	"SHCsG0h+4j5x33+/3YkeeopzS/baSW7dzZovxF9lis9ARUawQMW180fv45bsK9IdsAOAZ1RRwXzZibLr",
-	"yXPqVfpA6XdjphGFlONgX/J8ay7KUrt/u50Av5lZqXw7E7NY035r+e9opX/ouxXdOv+Pi7dvmBUfPPL1",
-	"roudN7VJmWffVhyCMzTiMbH96fnzv726ePX2zeGrN8+e/+fhxfP/OT2Aa4Mb487gz42oVwzbQ+oyzUKw",
-	"Gkq3RNn1YSk3pZNbUgSG+NNz99JzdStKXYnhm+etYrBNmddAEazIQ1rsm9v8sLNQh7ePDvpCjZLWnLeK",
-	"4cZnbEl4sYSdW4sIxjPRnlubYmjIcW0sajPXykrVkKji7hjCaXErnrvdd5J0nz1qZHJ/S1u1mJU7aDlG",
-	"/Jyw0OsamVUGbhmqvbT/KGOPM/ZVxv6//+f/DcbQa16ZYwQOaiDBNTVrbEGq64NjkFVgtYD8/UYEaGHq",
-	"rDEjk9n7uMOLwMqOqTuQzqCncHXVxIvDQCL3S+dEmHvkIm7JM0/C29BzIo4S+MErNdNpd4/VLBSHHstL",
-	"eONWxBKodU+7c8Ga6rrmRVt12mkH7aeiiLm5AQ9Rgzlppq8KO1yMqetj73krWUjw+89FnDINWGDgFMyo",
-	"18Gb3AjReg93EadiASiRbgvwEqW8Ff2LRg4i96ZhsiihAIZCPd0w7j6GGRTCOqJlBUS9qp57kMTgy1XV",
-	"h1XVXuAmw2XiqcvGzHklWOK6utsKBaEisUgVT7kzzjiW33RrFM5mxmpRcgvCnQ5IlFcQIo0awwBbTu8B",
-	"Z3kpEQ/LvWQC/HMtaCPaY0scoB8/07iTnwzzuox5HKudhupWWfzcU5b5qv/6C6vBotfaeSz4KlDg/oXI",
-	"J+H9iQd9OziOj54RcB1A7iBENsxmohYjRE3YuO5gs3VmsXYkoyUK2xKTSUTyKWZ3wW/Fi9miEteXVOH1",
-	"jqEj6A3MNaBDUVMAJQjhtVTspuS5YPvW+w7xbSfpwAgOetz530lbcyv+epXybF+ipRNL+lxJi05uqdjN",
-	"lbQPzTE7YqWgMGmhsMd8rrXZEsiOWTdDoezZYLDB28ZWjR8XlNE6ZrmuVsSXIJhYVY2NLzn33G04z8Hs",
-	"DZmKVb54z0u+pD8XDf6tupUmd0VkCDuUzA5KwZRke+KDrflJfZ0KL2hqrH1PC6wrYraG/nyIMaIQGW0y",
-	"VsqFtKhaTgA+zGZsYhslMvdvPZOleHqbsUkpbkWZscl1xiY3YiWVfb+QKmOTq1nGJnnt/rvgH9yWux+b",
-	"GZZFm1Tyw/vZwjXKa/efHDjOxOTv7bwWxoN99IS/OW0Bh+2ObTTyRBLVQAHyKAUqcGa4Dc6TwNJ0YGYh",
-	"UsMd3cRhGTiyj4+2ndi+gA3qHB876qnkB1GanYfw9Vfbx7Al0uOHbpTHxln1Vt0ZCsz1aiMmfnv0GLX4",
-	"ZivSCGXZApJ+riuxXgfyZPJffPLL0eQvP7V/Hr6f/PTPo+zJV7/+R2+kwhiWhvXK7pWluf/btj1DkRR0",
-	"THBkuzG1+WNQJeaPn3wzxL56QjGoY3j6Ecfzz0++3S01rXNSOmvT4f59N2tbBvaut2q3kH5bt8Pcf039",
-	"rWTTsrZHcI42Cz/uVBs/7i9Ocb1TsfxjZuuGAkmx5MnHls/fuhwfVfX+OFmNBcd/5K6ddhLjc06PPqpw",
-	"fqiaD6Bscs1/9Lxxh+3hd6IuJdyL7y5Px9yHn6EofhxLvlMw+WadfBptLz3r8uMBdEki5ojp5E2AKBuj",
-	"R0uUhXeO3KVSwwbkVgS30R6rrfLezjhcu+WXfxxIFxjzwV0F3qW45oYReVNLu3oY9bCBZR5ZNrwFw2eP",
-	"3hNwefqsxbPuPWUbeWr3duY28s8S5y/U/weGwBdrgbdOkm58tuLOWQHDaa7HvhgI9M+dmGMFFLEu5LVE",
-	"u4F2nH8pjSBvEb5jMnzF/a92/wWcYpNrj9E0X1VzoUyKs3f3eKR49+jxn9PyXdWbWuzzLNtcWzIwlPoa",
-	"4vHdrI/pkqT8OaHyeoVZYH5L8rIxViAOupvZZvLxwAS/HU7eosDPPXOb72V3SxdOZAdHKX5Ks58bDeEt",
-	"NSulEuyqFvxmx335X//Y+8c/6n/8Q/30z0fZo8ffpndiTLbt1q0Iw851qRUuuGbLubSCmYrn2zlfZ+BP",
-	"//EP89CN+snXv/7Hx+TvhmOW5CJwV57qslmotH6bwzMMb8CblUK1Eo745BJi4/1gukrbN025pVwNjUIa",
-	"9ubtJXvz7vXrPgxYueD16q9iNba9KoqDp68dwaSbT3sznom85I4GqVX31nYTnpcp0O/gV6Ezhf4de4v/",
-	"Tu4YlLvPsI5jxqjCDBgopFgmtAEYtOnbOIzVw0Z9IyGmxteKzKNXFf4aa980hvGiW+dYpirHF4nz8uzZ",
-	"a8Qoc8J2Cm1eqrxsCvGsKCGv1qkBgHhRNwqdJFazBf/wrChP57xOm5mLorz07w8fMTecJTdt87voGbi/",
-	"/URT6+VWvM1aL83aMsBmuJ0c64GEl3vKwMOJADkAB9vWt44ioIB3drsdGUFAS+CJKUQ3ccxBgUMWVVBy",
-	"OrdYbvfzdcmunV8WCGFtk5NEiGgO5+JW34jtWf21ew/S+ssylMtDunKMepMm6Z3nlc7nPSUxCE9CuFc8",
-	"/3KNoVignBxnfDkUtH65UeQU8OfOfRiINKYRBRVs4ApQ6GtqmdehUOvII+MGMU6gA+GQyuP6sVAlCLeu",
-	"I9wg1FfWXbDkjilembm2J3meDAc9YYbegBRvY5iVPS7ZHtQwj5le6KUqNU9HKWwDEAUzpkQPk9WVYUtd",
-	"36xXXx3M5cCve9KlJHryIF7Uu/F8nWJghXOEp+zJ8kjmYZ17t+C789dtHWJIKZMLCH7mdb3yeKLtqm5x",
-	"x+M0Mr/cGWVJtQu4fZfvaEqj7deoQO54ALA0H9yNMHmpSsCf9acigCQ5JQVwBri1PJ8vSNn2bA6YWbbn",
-	"P0uaQAfxzAjJLIRgwXq2ac1PjnYpjPNouwGUVmVoVy7IIpmiPjqFD0xLh04YSAd1j6u8fbdwbd89Grcs",
-	"vxGKcFujwBNp2FvY2PSdDiHjt7x/dzxw15WwSyFU2+nI0OBtBX1hqLR8d6rpu16FIix4HAS8Ps0xe383",
-	"mjylipBWOy1k+wHp3eVLfiOiLf6NN7YFERhFbpuLC1noz3TeOPYBV/tJU0h7LtJh8Z03Q5qKcuzOR0jn",
-	"Wtmap7Q7Akp5lXaFtmInCPgxCs2YRL9RCY8+l5QbFj7YNdWxx5N7Sigw8PgYheWq1lelmwuGZqhydeZ/",
-	"IfVhtD6zuUVuGZMROdjFVuEeV5msX/TRyMW22/WXha4FdQHVWJidc+V0I5RpDSRvLdMqzRrr6CbydQ7R",
-	"2mzjkWUD+C0Xltc21Pm8G0NB87cmP8tTNg0cbgrK7ZRX1RREoqnHIp2yfaxwAsXI6WHH7jJ1J6Ve5yfK",
-	"iZTt/ZaKXakSoEwnVVVSJA8ZXzzyKQ/VOrBqydWKhdGP8keNuz69ZE7d+rU6Bv9Ux9BLnjVKMd3uHdwN",
-	"wCHILGZNYn1g7sX79jo43sDyD9m2bYVBtg9V4lleusUgn0kXI4HC1qQ9+Hy+uq0AuR5/8P5OzYgi/8fs",
-	"/XvarL+5f79/P+BLSvXyax+546zOav1hdVcHedWUpeOUH1aAV+RavQMpWs2q5qqUZs6ksnonm27wDLw/",
-	"nPz0f/7H3sfTBg6nLJmvMHp3oCQ8KEPnKZo6v6t7pH/mvzOUJAQAOt4ESgK1AeDqWpcLuWh0zUp9fb0J",
-	"A7wdKGkk+UVFy4ZOQML/noQkcdQQTkb6KtbVPd3ExuqqDXvIiEtxWNXkjf+7vUe7M/0ir8x/p9tFV5/g",
-	"ckFQzN2O5+6RETsfi098RWy/FH5jtjaGodXDYD6QVBECWgTuHqRWOZ0JokSiRON1V9ui4rkVRX9dWP+E",
-	"NRXAus9lPme+OjAAX/s2xpZh55ZfcSMu5C+iB0vCPQoFy+n1IAcDxMTIvvoz4k6p8rnpZMaNbHbJy5Gj",
-	"X9bSigmfC164q3bX8UMtZjEMyYNFj5h/9S54X3VbBHfzRKR2bG0JooGmz7A73oTbn/R0IPZbjTcRwpS3",
-	"5lf4+pCdezgtbtiZUEWnYkAhjJsM5a+hbfE41nsLaSocI7NNjeheTl5mvFttwFcsiNnUA4OwEEOW92GQ",
-	"oWj+J/jJ8G19Sjc1RgbgyNrw0817H18Z5+QKKZfY7P67d6+epTNiR5bPCzhnO1q+xoFGWqhzohs4H8Bv",
-	"NmvuRkmCVGRqaMy1U6vdOWIzqXiJLvotg99aA2231ABuPcScj0polJUly51kpnqr5J327/ObTskMqA5A",
-	"kNgSi1+0FNCXrkzF7sdUHuDmRiCtSAvxjDdSFU97YD1hfXeiEbjSxrgVILsBtm+zuOhdPQthjbOOlyG4",
-	"/XA63QXbpUJnihv0YMeu0yo3NyYVfBhrlcBLEVUsrVF2+k9joADAEb/GtMTOEBLB+1USt6C9n0D8cC9l",
-	"bWVmbtmjsaAz/BoungRNoYEKwkoADrviH1ml7LJlt3etVda96xL2dKttqkrMqS8rDrUlvHM6Ki+xK0ZW",
-	"hbidYfl8zwNALgka7Jc21w9nRlV63NABBiBiSMfsoslzwGTJ2Ati7JeOsb9tMDT2lJg6GCuALcdnmq77",
-	"vWzvWWBie5DuTog/ofm9bA/b38v2fAd72Z5vfoAgzkq+SlWUOAHYW6h1ABnAGJW1rQD9GNVqYyBXQ+Bx",
-	"KTttn4Rd66oSBSRa9yEqG0ZvsSuRcw8DQFOtnbhqtWam1MtyNbLb2XB/O0ygt6zsJY0RLGpYDkta+MVg",
-	"tFDG5IxxtTq8D1smhjPH+55G/IJF62sxGN9lEeXprHpADvozvefWVpNZeZsx/GtRfZ2xeWkQnmwLKFkt",
-	"FtqKk6Ko+9cU5VzMnHdXeus5QEgEaftu93qLkNiu4I4S4gizTxrEabsOPyKj3W9rthHMHGvtWGuyzXmP",
-	"ltpTdCCNddKMV6+fISNnSt/U7eYRuMW6aECYVIUs0O8X8DXGliui1ne8AImbJu6/RoH8zZMgWz9sG7nH",
-	"Oc9a1Q9xezrjW4u9GNQzNlfmY/nG7sWtcISpE7C9xFN3RQdOUa0/rHp18MuNqntu7SmlhRRzhCDTH1aJ",
-	"8JZ7wf//+HXeqiatz/MY7zppKdjUZ2K5dx7GMm+KU39YjdO40QxL+VpbZ2DSgtf6yB94zSdgEBGFLHl7",
-	"127hcDSFTQbXXUU/pv7DReHHadsOcGqtokLJ9yo1jXR6wIHWSyobhaM6JlO9R8TEoSodPoIyq4bt++yz",
-	"qjHzzJPBwb0IGd3YjJ456tmslEoMXbKgAC/dZN7iy7tetlqN6gIwyDAkbeceanktBzCjaBmwpIVh+1VT",
-	"liTe4MLPZNlTd4Jun0TmGt3M8baTwAg3CAbctSF24Q7pSQpoLzKK8B4J9IlZD7noWuGOGXdqJpAGBHsg",
-	"yrYTmZzIvBH5dyejChFnMKqMcaZFNdr5FvqzNc9v+kpxQYMPDMOX+ld7+ywuXQtJgaLfRvSaqmLq2u56",
-	"Vu9FhGyPyCaLxQ4SsqS3L42xItHWjrbi+KyGf3krTjzRHQ6Zv8fG220ufJ7Ib2636ZB54jAAxwZLMN4/",
-	"VDnoONwXHr8zsEm4TfiSr2JbDDa0l+3RZwMmFSTZ5LkUJSTFcahZgFy/o3Ei0Yaqhslo+1TYPmJW0fOR",
-	"pyjvr72TQeWdjPXU3/q4KlYBWhpmvA8ILQf3WL4q2WT/MtwkcX4RMMeJR76qWJsQUgjtwWSSp8AA/kYa",
-	"M+oCsTk8PtDLX9g+NDR2tNsLH+00/TUihLXwJyNJcrf5S8FLO38mLJdlMllVGaFMgzn86GYu8GUvAzgp",
-	"O5UWGsE6JGEzMbGbyiekc2jh0hbFK8hJTN+LeRggOqYL8YHRZz5IBxWMBXeMTYy03UFAdWI9XqlC3soC",
-	"Lk9YOYzIH8+hcb0hLj7FnwlbYJxG5oEIQmhElCuaJOoSaqD2Ot5a215OcQX4QQfARGn61e3qjdLLfkff",
-	"R6PH85ntuQjac2nawJGoLU/er33V1xdg1oc/T7kqZIHiycW8sYVeqp6iutviLgIWcU/gyl2uzgBV356F",
-	"eCmiXcy6BJJ1IiDwAA9SvU8iStwaeLZDStBgoYCiZR6Dssk6syH5v0khAN6KmpeBxiJOE28ulHYrBED0",
-	"AjqD4rdclmsmpE4N4/R2fieVu8M93PZad1ukY5xC23pyyYHLPV9wWd69OmwEJ2OEKhjHAoNKO3qiUEyx",
-	"oLpsa4nPTQ+wwQU+aN2xgGzqFDofGEafOmqH8Nv+2MDHESZZpFjpVDRWLiuA+4gwbgOdwBy2Z7LqcSu9",
-	"LYncUBDODqs5VIAUs6ogvdHvk1RsERWLHHkD0VakwzDg0eTVs6CHA0xuC2ecyNZQdhhX4eKHyxZMxlfj",
-	"js5ET01O+CBxruLWyBvjk923aZuQs0QNd0o2xovSv/dppPDvuJE51Nl1K+82l1/pxgZCp4gQzCJOSCJ1",
-	"CjHg9Owdc0+kFbltagFBJEHoJ8m4rW+WNvx90hs/14uFTNE9FtrFx742EadYSCyDv4bQP7asodW6zOdc",
-	"qsBOk60vJRb13Gh9ro1Ng3e81MZ2cM8ike6TyB86dTOtFf66y5ZXtS6aFDc+wwdD+CRlsmgjuKa79QsB",
-	"rC0UxtqIoN3BQtjvGg0ppL5PendXM1VTAa76tuxfI1We7G8kSx15/49yOcAGtk0GSusWVUzKcuGEwwnL",
-	"kLfE67y+IH7f+3neuS5FTyGozmn4DAWfkgf0pCxRV+ieztFaE83CTXOXUk/Di3bJTY9dB1jURKq4Yi/o",
-	"rCFS766wkNBSoXsQe0pu7PO0ExJ+bnFADIRedhQz6WQ1CiDqbb1PHrpoFgDRtaWDOafip41iK2H7u2lU",
-	"il9cxNWxfR/ILI6ZaspyqKO7RbSisvRWlVuQy2BjAJ4SyjaT+aI1LkAzPQVrGqX41mpb0EHOFbuCOiVs",
-	"wRVUGexvc2vBQmhSGkYvM6WXPVJaU0GptbO4xvSYgVJRakI/dPLSggPiEsaomh44N25u+sCtzA1e4aBL",
-	"yFA3zRfUHMN9Q/NdBSnaiM0Zdw5Cu7zxae0QSEyLwxykP6IlxUXMLkErvQ2M8wW0TG5UCMbwNM8btV2X",
-	"6pQ4X6t/Pmg3SGvB/9xSXQGO08RUIncqG5Q7KS3WCzBOFFsTo9ppDcXXP1dFVJpsV0mm2k5h0oAYzOOF",
-	"SZBsv9TV4aJ3GGO4JYb5gGs5daF0+ArcGokhznXtrqNwqUCxGTftwskfuqZa9VcCfkh7ZLdzkZ14RRVY",
-	"QSxpRUchXpl2blk4p/0E0qsP0YOO3hlZl7YonY7+i2dJ++d37hH62TmIJItKFIxb4Bn0YP/VxVv27ZOj",
-	"RxnDG3baKBDCsAhvo/xn8I35FPrjHftErJytq0oreXL2KuDrIH3RWOSiQged+Q30WLD/IuBmbzf4eN3u",
-	"uJH9GM9JfKhSle56/Ev3pvHEek53dyLNpz2vXS0osRQpWrrk5Q24PiPz6Nq2HP750aPWh7fu+18BpFvK",
-	"9COefO1W91t28/IXhq2gW894GYRc7Q8MK/kyAy3pagUo8fhiZ8Hdkw3b51HC/LnhFV+toc51Z39mbe/c",
-	"IYq1MfOJ1RPLyxt2nVRDeiG63lZCsX0nJR84/gvAKwXbB0vzwQjAId9w39j7g+cU1vrOdYjcSLE6LNHV",
-	"k4yKHvEll2B5sdpdHL2QL5tkAAHMF0kTKLZ8tWtywpZwvULcylw8MFR+SmP1lCEAvR73vWsMz2vJl5Qj",
-	"6poGE3OnQGOVLzjWqGqSzo9taZBR20bYmCZYU40XLrCJ4XVJLoAsBmNgIPVgIFSxJ8/HZ9gGQDoftQhx",
-	"snWjzDE7F5CDUVDoyLPnr59fPmeHh4cP4eV4kS9CCo//KLnWFc9vhO05ceeXZ4xe2OXE9edUvNRLn8Qq",
-	"jOUAJeNI+/rq8bePvu2pE1vZXXhMqkorzn/wPHUWG5Ns8as7ZjXKtSyFcNi6SY45FQiKTgZOuLszMV/I",
-	"1jhQTC9JjieM/QRlIsAFxT2wzXqpCH7NpXIvUByvr4nIVcGoOEA+52UpqAL/mgujvNa1tPO1SgM/PPum",
-	"r9JA+CK4H+LWPU1gAxcvTyaPv3mSJIePKkmBHbeL0HV4fNpSEgth57rortez5xen56++e76xaLAl+EUr",
-	"ycEGdQv5+AYydvH88t2Zu4zPXp/83+uzedKZzFcbk/npn19lj56kx610smLniV9SeA4JgKB6dMcHpYjA",
-	"gekkeCgbyst2648ZZ7NamDmruSr0ghrb7h4eA1vys666q80bKMjZncf/bHgpseK5YwZYWXbjjB67kQlS",
-	"NBhnc4xa8Yasn3WVsRwHD5BSObhyzl+cssdPHv0ZoRixmgYCd2OBis6dq7BoEQwyDXsl00y2Q77vzl9l",
-	"PnCQqmBUjSVsh/gcYb0OroLhbNrUcor1ivz058FQuVHea8vaj6nW4dc4kONvVHzDLWySLc9lXZzx2q5O",
-	"ecWvZCmT5vnWHu8rJzsdEkpMguWzSKgXTiFz7DDVXOhsxdrXNqo0t+1Tour42sxtB6fYfrI280cqzqF8",
-	"7ha9eQBsHRyC3BK+TrzAOHn6NGnyL7RAmz++dHeT/x0KW3VHuVmFaquTFD4c6cOP+xphwaKWU5p3PNN4",
-	"X7L4tA7TyWt5K84oFznpDINlZ+/OXxvKL4L63QRncyesuDY2+yMyoe5cBgBmAgg9VwLifnysy45W1F2r",
-	"qEK/cOQY78lBBptaTz1cI9V1KSaOc7w7f40pBiQIj/ei0j6j8S7t67/XpBpsbhsGQxyr39klKFqBVTQS",
-	"sfs/3S3fZesJHMBo3yH7pZ14lzD9Jo+nyo9TKkB+8VQMpBuQB9wab1JwSRUOOtEYJI5BgeN0bAbkfbmT",
-	"aSzAGBjHotu6CO5LdzE49c+yr/AfC22s97PO5DWmE0ANjf22nsLRwW64vl8dDWnPw7l1Gk9b4HbHUFkG",
-	"D8yiA5GHRdQLwh83D1gC2ACj3EuTuc8V0w3inB4cw5+Ic8D2f3z5/OwgCpsHoMedSdpPoluO85uE32/g",
-	"1PnGXjsd/eOPndMclFhCPaMu3EXi3rgyumyseD1w+r7+CiJM164EbXnJ/KGNEKaPQZYwc11jwBxX2De1",
-	"3B5AbDaClb0SK00YBEEsfGBQLFlR9fzub0upTJBjMOkR8HYOjrH1taPjtj+fa5mLjHWOEQnZ7iyAs8HR",
-	"wsH2gt/x8X9y1AtFMpaiSwk2MwQmqUQtddFZ14imdyl28uQjCHMuaDi5vhW1+TejyxaM4rNQJ3ryIzGv",
-	"BZ+V1rBS59zq+ndMwymqvA8q20347Vpdpm69p3cwmXy5pP2xGALHfm+yUBa38z5WhUB4ozYZeyvc7h8c",
-	"5z5k/fvHI17HFIjRie+AqzwAUdyTPnBZc2VyXYj6UiyqMqm0nCBUPrzFLL2WYIVNIfV30tbcir9epVJp",
-	"L3l9LSz5B6+kDTmkN1fSPjTH7IiVwvpsYuwvn2ttxDBhBlPfQJUL6PQ07XB8i65KHBc4Uo5ZrqsVuxGi",
-	"ogpsqmo6RdXcc6cF8Xwv29MVZENV+eI9L/mS/lw0+DdYTH+6O0orvbaLP3JUWC7tZARPu7U8u/hga35S",
-	"p+quvWhqsPr5jdPwAPDI8M+HEKSG15LJWCkXkiD5JpBIazM2sY0Smfu3nslSPL3N2KQUt6LM2OQ6Y5Mb",
-	"sZLKvl9IlbHJ1Sxjk7x2/13wD+4ouR+bmZG/QBvyw/vZwjXKa/efHBjSxOTv7bwWZq7LLp/ZND/gsKFQ",
-	"bTvy7TjhMQv66vEmDwJEsXRqNR3EWUg5dySROIQDpPB4a72XvgR06pwy0KVilfwgSrPzEJzcsG0MuxqS",
-	"1s5qXBAYC5KuoxNtvRF9i+lou3dK/twIVE3oPoAw+FxjBdmRTrYnX/UUCd8KjnunSnuh4S1AwHEwOnaR",
-	"xuKThRjF0BFp4F4ZOkYWDR8i6HaYpePIdmPp88cQjTB//OSbIebdA2NAHSOOwd2J6M9Pvt0y/3WTeXye",
-	"N6123aDxaOU6N6OfVWASMbdKHIhs89KP74g+bOX4nI4TSnoCzjfFkvGx5v6DOGh6lNCZEJnuHGv+Dtbh",
-	"pJKX7m756FAKJGbGVasABoUCXaYGjqE7hZKutVTQBBTke5Wi+Ddi6f21PsW1xnqaUrHTV8/OnfZKhaFr",
-	"UZU898A6Hl5BK+E0C0UsvJQQdAF+Z65WcXJ02I1tpUvCdRvdxuG6HfCPuMnYDe9dx2s3nvWm3ciui9iL",
-	"nJIhxugSStvvxEzXYmAWELqwPg9p3DbLHe6QQVei66xadycObzVYySHL6EowHn8doaVsuh+3bbpUtOmP",
-	"EpUvm7rSpmet6OHQjqSE3197yZdKPnxf66a6Gwm/QNIEG9S1a6Yl5jvQ76D4/6IWTpz6YJPhEiNP9TNp",
-	"qpK3fHOnw7x1IT9+DQNy5EesIvAkyKA/aez87a2oz0ou1bk1Varwo90M4iJUT84wDz8E6TDtnlauNTal",
-	"gnDTQ3bZ1Aoh2Jn2daLjknC8Fj5ITglRGDTLAAoCBMk5DjxFV9u7upyy/a+PjthUKiD/91e6WE2Zdira",
-	"UvZEP/db81I7PaKoFG+sxuIvSTwMXWPsFFgvh2olu3b+BqBViVhmqydVU5bpL8fRAnoMIRtP12YcZWAc",
-	"5mm/4/7tm7+9esFIlXVa5PffQWxqC1FKCcVbdZX++GLsg0KYZRH3Qj+O7qQ3iP6ZNJhO78HZWM6V0sDO",
-	"o1z0zbUHTvZXkdBF/iogkM0JAR+kgfh2eNnrdRDoHRebwyoyM1DC4M0xavicG4h0H075MpTVQzVXQqLF",
-	"5nzm3JzZX4Zby/lC1BxSeSuuJlaWdvKL7oBKxDXAzcWc1/4QbWmZVkIaZtxHaKhkTdUio1p3wffkp+6k",
-	"cUeVQElK81qc7yVS47aerE9whziBCIHKv6sFv0mdMFHBJELR3KDxUqWEUvDbvmTeOO58MEQN9yQ2Pzt+",
-	"fhnXHx3x/XnnmxAV8y5VQNRJMHRk352/PmTgUQhFfRZsf/qnP/3p/5pmbOoW9r/96U9/mh5EqiddING9",
-	"krGrJkDYhRL2boAiQxs1VwUDIFZjOTppDV+Ip4xD7INWjCu4V0Kkrb+dOtdXe1FBVWyIU01cUQeH7ATa",
-	"9TGrcRu1WOhb5AyLZOHTXesM3u1aG4kwe4cSkigHvTOivjddkDVG1HeRIpE+3wyrNWaul8qH5uZaGV2K",
-	"SLvDubK8FLweXdS71qV4VfQoH+4hkyHAcIvuwf0y1OJW+zvFLQiU1Cb8V45ltu5N++gDeAPShWde98Ct",
-	"2XWQoQoxlA/cy9xWreepDR4yk0KveqvCBtK4pCXHMqJWOu284sYsndhWcMsT8cL9Do0Am+Pajt0au8Yg",
-	"Dp/L/jO54CsnscC57MXweK2vpdo+fLhHsP6y62cjsje8iOsX3vyI+F5a+FO0CA8DE/lNcqvcqa6mawae",
-	"lmQssnsbx+tfR+wh2Kf1Cps7Db6XoNtA4UASiNkTFvAOYcl95NfWDd0kQbj+qByn+wVkXEJXHSY5x4FL",
-	"YXuS4gYM/ZsEcfdCeJgnMC4U2715uLdTLgRQRceM5d7NWINeEr7Q6hpiBXDppMrLBmIuaGmAGW+POqU5",
-	"dJIeYmrPWtxJf6L6LcwxNafI56cexrgdkB0m+QXCsKvQ1f0CsuOmeiw13+QoUzncNOMR2dvFwj4BKQLQ",
-	"2WNo9gztJ+68ucF8Lqj2H8XVXOubZ6KUt6JebS+yV9CbbD/km5xk7B/4CmbKQFwFyHbmH3sHPXXzsBn8",
-	"x6leVMhtsr0fMTP8XFhA7AjF8wYq5gF4Zd7U0q4AmoDy0AWvRX3SpNxZbY4QUT4oGVNzm7+vuH1/eHiI",
-	"IBdXjZFKGMOueH4jVGGcGO/FCZ4D/Bm2sw8fG/r4wK3BrSgNsuAuMAHLtb6R4ph0B8M4w7F62zaEQdVi",
-	"hll4Th3++ugRm/JKvoc33vs9hyAzVGqcpgeNtKdkbm0V1QU5hV7T+MtuOt3RQeY4YSCWwCgDrBPbn75/",
-	"/1IbO4Ep42dTvHBBVyrwKL+8vDy7ODhGlLUJ3ACOO1AG3DqOOIQkMl4aDZoWJsX95+TiNp+cmno2AVfS",
-	"1Kf+QfFRUNgmWMSFTS9EPnkhbD6fXEgrpk4qmL6FZ1NQzexcrMDauLayX7FpburZ+1r8b6gJB4sq3crg",
-	"Sux5VX8vmm67yrySfxWrvV/dKZRJvFLHbVAxc9M/86aGC1GjfcsdAPBBTkx4y82vFryEm3GS68WiUT70",
-	"cMEVv4akrtZu0VbwhfMU4Y54nFHXIn5pgskrQ8vuJOSSFsJkIYQ0o0LKUl3DmwKYe631wvjKbrJmvFhI",
-	"JY3Fs3GM7NTH0LnJSWtY1VyVMocTEdLUMMYT+Z2dG9qakoO0QnjvcIQYVFv3fjmsSOyPZiGqUq9Efcie",
-	"A1P6Hxdv3zAo/uXt1I0hwWsKEGDfgcHYzHkl2PSfuS5E5mFxMygKI14VbuK2XjlJ6L9nHiP/v/86xRFj",
-	"ZAa17u1rdFovXQOTV8XUCaSVVkaEXFU3bIq4ET83Tu2fUnfTjBlN+EFUmgz8Rx65bYH1RdsCc7Rdpb42",
-	"h+yMO7kK/I2BQk0oveU/EepWlBrmjJe1vyMyBldEBrfr339yk4zsJQsQf1QV+ggCJqGDLXTRlG7fbFMr",
-	"2Ew8FUJZWBcsYjZ1jU8P2XOezyM+ogDr1J0Pz9BiN5qj6Q+OxUzaH6cBupE6bl/CH6Zt0UFaJaFmus6F",
-	"STZmQz4uuBqvVlB9DZVuaRjstD/LtEuizbP0PdFFUDdOxicrclHLmWW84rVFa1Y0s+mfpmwhuDLMNCDP",
-	"hEcZEx9yUYGrJNpNPBuONbrztgpTAap6ypx+gvuWzykJjnGl1WqhG0OuyKgaYzwSx4OnjkrnogQeTKe7",
-	"w5qxhUP2th3Rgtc3ovADaY1ZTxmv5MQir6ahwBUYblxDvM3xYFC+0cgWwQKEG8+96Cg0efUdxwvUPxy6",
-	"rCfhmooHlXevvs7QogGHi6IdULuG7wuhpLs14uVBao8Ps2FT3K7pto1Etji4i70zL3XOy4mbW2gsni6m",
-	"vfvyp+6Yax+KVmpdQd4AAPzMOKXSb+yTXwvPcAFnzZhZU4aCmAb5PIbxm5ZcTlASMGz/H3v0Wfwya1RJ",
-	"QMBWFP/YOzimWPHS9+0/IlW3m2+DxSMgHSKWVTCw3LBHR4/gIcHhwbWKn/wori50fiMsayqoP3DI3oas",
-	"HkOh6d2+wGcpS6HsUxxjux961l5+31EF6mBcBhbB9r/zC6E0zYyCo3F33Vq4oVLQOtkpDo67E8Pygajg",
-	"uy3Gax+Z2T4h4Itb4Fsc/R5QI9D96+zyv9hC3wr3d1zB8cDj18EQqBodgf2F3Fqs97J0NzTNTjrWCDYV",
-	"zh5/+ODPAXI4/10G+R+5F/S72sO1UKLmJS7PowM65IpA9ZbcMfyp+x9KjphSpX8CTufXIEivj92ulxDd",
-	"n75py0ie0MAC4/RX+ZRev1xVYnoQVbOEXjyarQcbJEFEre0ODEBpO8ccjRnYrumW3OdoQQB+z1u7FtpI",
-	"3E+lvtaNTWwHV2yKFfoRqXPq9JGfG0eIFa/5QviCWe1IQi5+IfKSIzGsScBHEWPzXgtodOquaHTew+3H",
-	"meNnlSgtaa1kWfPj5IZJEA9qgRm/6A5pk+SOU0ly632C4sULjCc8OGTnghdIc9iPKDAmaANgz1Gzv8e6",
-	"uIy1yIUkF4unEryWPcmQmOY1Dq2MNFaofDVl++3STi9u8/jZATkMDZAEYqlwrOBKoUFP2RSY8jSLsyCy",
-	"dsnQAH7MpqVUgtfyFyd2TjHpELNp64XpVAwoWxUIScOxs7KdsTuivm4SXOd4ChHbD1QtCLnqwJFQ7TWk",
-	"vBnUhILD8c3RV+u1gjzwseBOKnUHsF1n13WpceDWEXcgxLXBo+sOFwGVQrfHsK1uRnqpcD8z/yZQa/CG",
-	"RM4zQJh2eoRrYoU1nLpzLLWhe9NdlqYrwEdVm7sCO52EC8tL4S/Tff/s4jaHB9ODp3Gl2wVfsdJdooSp",
-	"zBYcVqbWzfWcWD0oWcgvD9mPtYR7wCu8vkiT9xIiDxQr2JJ2R1pyjerkBEYGBE76S9gelEgKbjkrZC1y",
-	"q+vVAwMFTEmUlwYAmZawAbNaiImpnBhQC5CkiWkYtsQx02D+HA3GWF3za/F+1pTllO2HFZ2+UqaZzWTu",
-	"xI8LfGl6EGlZWAUQu5PYeYEqO66c98RifTLPVt215AZjhcqCXgAHKWPTh1hvaOo16QLtOOAgbI8dPgQv",
-	"MEn26JMEq660pQg+1aTqfnL2Kioc8HTv0eHR4dHhoyd/gZITlVC8kntP975yP2J4/RxMU76osxOzH15p",
-	"bZ36DCFKVdIFewrWYEPmQscYUHGIdG9ElPd4TlIZy8uyvYvWXM6H7G0sEFLQIrjFpTWinCG7DXc3D4Lm",
-	"1apX1nzq11ARjBOwwFz7GE7eCplemQemIfF+4q4V4/hT7SjU+DLV+9PJhJ5M3C9SGHd4/KycaDrT9ZKD",
-	"ocJT7/70Bf4GF/z0Pyfhn5M/4Q/ngpeTV2fuH3+TfBq0o1LeCJC1gmaCccGb1+ZXdCd2qmmDmAcLSYrg",
-	"PNISdaNAEOAMi/JT24fsha7hI9NOC5JzS2bmoiwzjDYFkUmXSNBVDZA3vIWECAcJyZGSO0rtMROVXjsw",
-	"EKVkyA7pNGlked/5dianunBsRYJ3SRUQDe2F6LCX0Ybvc7asNdw1hQhXHKxULSr0i2olDPv68V8O3BkE",
-	"LSM5qs7ttLn2fzkGQ8RSsxqd5MGqKD7w3DqVQQlI5j+ERDaShl4Ve0/3wvxOXL9Al3S/m72nf0+it3dX",
-	"Nkgf8YY8gKXOKCGbDk18vjeJLBga5760HRkaU/vgLb0c/PhbYjB+Qr+AMPY7XUCkmhsqYVhG6Z8P/7fB",
-	"CMK26SHHR3flfCwHmD7TDhY3n6yVcB0pFFGAVLC+9/G0w73YweG4DHg88F4BVvr46Ojepod+nfRsUgy3",
-	"k8X4a7b3NY4l1UUY88PveBEWzn3y1fZPXuj6ShaFUPjFX7Z/carVrJTo4fn60YguzhDO+FLr17y+Fvjd",
-	"N9u/e6eoPIMoINbOKU3w8eMRo7zU+geuVrQcUEXwmzFL+EpZd7RKrOkQu38c/brDH9Ds6eocPmXusufX",
-	"BjzhhP+3fsX5IIDY1rj3dO8vf9nzv7XGnr2ne2jQaZ/hP/EA/5r13P+T1sV/LZLFGaAORgCi6+HnbCVs",
-	"a1GOgkVAcjdzske0PA1EGicxOLXFJ9GByweeaJUUKw7ZK9uaHtbtVOxK5Lwx7tK50k4sD3EHXjIP/W8y",
-	"6O+FDZzmIvjGPxXVr3fVwwDa9cJtOvyijvmlwJCXEFeLh717PoyVZQk6GsJuE+/qPf73esxzXtl8zh/+",
-	"Uxa/DhxxVaCLXLRyDX0ZZRoEEBNIOyzQ53X25nsmF/za6TyA/jyTt8L7U+A8e9i7pgXBjO5qL5NSYuxM",
-	"zqwQii2kaqwwZJaRXqoF863v3kt4qAW2mCsRgCnsSTQW/zL6QDpopyCKkdfpkCb/qgBTT/tOCeYMmGIY",
-	"oQRjq2mixcFjgD0iPwAbl/TetyCifY06GOaHFRkiwEJgVVXyHGPhN6j0FAe3TYRKACfG6MMgAjndqBWA",
-	"AB26e/HH4k+Ii2gaeDMp/gyyCzgoDyssy5RoGEs0JJpO8oZo6xZQcxVd+BR2hnaSOwsIX2//5I22L3Sj",
-	"ii+KJSEtB7LJw1n5zMzmYS3g9upXr1+h/TGo2MhewqZmIZYQL1gyNhjTCMd3lFg6XpXFzGU5117/A2Ng",
-	"HMJLPMqdG10Wjn+4y1FpVmp1DXhHwc55yE4Uo6or7kVk4CuMdcaeo1GCMhrf9dzceNDA2B4W8YRNqj7H",
-	"xfp4ykaDNzCPuxH5cB7MCBq/u0hAsz/1c+mj+84GHN5Rnv9y6BU2a51gyfHQnetnomKwok68+jhgHyNz",
-	"aydMuJVkr0UxcROKwsCpQARYi6W6ZlOizjP6umtMpeAE8GsEG4dWHRNH68aI7GzTAxCTEd5jw92ctqsN",
-	"ea+fdpLgUzaplGuaWEMp+A0g03jsaiUkWrgwTp8M7xCgH1ZR6ZrZug2RN8EoK62TSHAtNpaPga3LCZpL",
-	"Xhdx6L8XlrpS1wND0tGEDp/7HPwjwGohfw3chlN/gA/9iN7j8KcZ040Fa+PUNdXUYnpwjFINmNDBYREp",
-	"NwEvJwvmepLJvn78FzatuRXvCc1nGrlYllIVekmpcMY4Ju1ZQVg0EBEXgrJnw8+VLmW+SmawGr5yit3q",
-	"4JCdlGUbkBAFJlOA1K2+cfJZG40cA1HDPYSmfgxeQ78ZJKqkZDgknLdL5Tdu79MYjrAf38kWw5G/KP1J",
-	"iZf28xqEYldr32g7aQk+zL2NE/NRlfFGYvkU2Mi7i4WPxhhnHBvVtfxFFH8Ym+7vCm2NS8g4YwokLgf1",
-	"kVuaSl+WLaeHYNMOq98bfaNCmxt3J/C4oRtT5Dcmkhdp3KAVQ2ZkbLPVFcRthZpfwPGIWRrIoV1q9tLa",
-	"6q0qVxm74AtxIa34bxe2lrn1rOhpIgg6Cmqc69pOnFpbJCOr6QaEUN50/LFraXrhrgcxbcM2/ASlSQQn",
-	"Bx5DOoIfFfZJP4Y+se1J91EE+DaNd8Bd/W/ogsWJ8KrCfEGqP6iLFa4kWcjaSNLTi/MX9BEo7cRKknHU",
-	"m2HUiVWGC8mIqNxIX2T1IfsRPTgxRANdi0eP0kJOcFoZvqLE5GCHAoaHetOGXaaphQn+pI5RZlNA6DHL",
-	"RPc55udyL7d2HPPS4OjpWRtFyPbd1vqfaXJTkg69pIeNHNAJ27TM+CiZhP6jYElfo/UJLnBuRTgzVete",
-	"9NN0B7Jdin0nimC3kBAxgRXEbOK81sZMjLStn2x/LQj+afTSFI1dTguU1yqExh+khci1iHgK9vMClgyO",
-	"dx+o7aUyFNTcjmwKG7AKn0jAgLZHOKQYeqQ6YhlXBan4/lhkxNJRAcLt/7ySByVl+EqMfU4povIloFEK",
-	"RZKHhBhPFP8gDMtg2XWkcBjrhbCTvoSQy03+0ccmHd+nVg8OOx7KDbvZly3n/Fv7yKCeKF9XTz+Pjo+h",
-	"jv2CynmUPO5lrCBTqyjQH5Rcd/JJeKDoZTiuFMcNpWKWur5BVYmu1U5URWQma68Og1G0qvAZ/1faehrA",
-	"jDBE+9q4iTvKOkaOhsFbzYRCer12ItTXR39h05xE6WmSe7qF+o21nZjjkAqTZjlB5fySlZXfSm947m0g",
-	"dKDvjfLSugAmP/c43GxTqygz/UrM5frogqiH9+KNpHMrycjGbecddxbEbCYw73wDVq+9THxO/KoNEkOB",
-	"uDVilxjhifIY2W00K0QuIaZR5nPMlnW/mrle4vcwE2moeCGImFE6B0Wq3kJEFLwKVq+0hwttERAZ8imv",
-	"+6ibPqvIxm4EwsPc989IaL8V3TyDVbkSPcezsyD3TURbvUgYpr4pJXkoF3C7xtb0zu0EYwddGh+m1GQf",
-	"hhGrx+766TbkLjgDds+nDBDIlSXToE+nMCFautaQbEO5Gh6YXVfSh4KDxXMepwfLiPFj7DrbB92KRhHy",
-	"tJxGAZqKchedKEIL+wQcohubtQbN4HmmzA4gTLKnHUSG9kdsSg29p0+mh+y1vBHhOncLNunexZgb4BMs",
-	"4tDCFtWprU59X2nHvd61i8DnvyAFgvav70KPAwF2UCQSZzmWzO6qSPxL8rl+1xyQaYe3tEwD65wh14g5",
-	"wyeX330Wea9w8RrC0dpkc10WULJI1sZiADfRLCUTeejauayLScVrwlF23KsqKeEPcWTbmGorbzHKHUj8",
-	"2KNpOIniSipinCdvnh2yiwAvZ1DegOhlBJl7yhBfzsc5Y9JfD0wplCbSrf1AYkoJpXel3CxuIU79am24",
-	"1FPnpH3l4RkHXXPUe4D6MeJdGsxfxQoM1OO/iDABx37yQweicfx3b3QhdvrgmccT3fWTFu10/Jd/A7C8",
-	"8e+fVNUOb2POyc4f7DSD54SMusMcAl7tbt8QVu4uWx+jYI7/7qWHRt3pkzP7yw4fvOqCm+5y1oyTVhBh",
-	"Z4cFzG3Dy12/ughQm+O/+Z6AbV8AC91tiMSFYZj++08aoYM9A6xVQraJga38/fOlu1p/K6XKraGvKNLe",
-	"UV50CD9tig9H36TFh7Dgt1IsAeRrMKmtxTWPI1K9qgSp36Fw7/SQnca5n11ocLijq1JapmezjAmV1yvI",
-	"Wd/IQr0Rq6jCYLi42RQwUKcPp7yqpg+niMczDTD/jQI3icdgpMb20XSHY3yP37wPlrwDitv1KMcejg/B",
-	"Dqa8SzuAxTElmKwpJJXjB246HbxqcgsFDPEp4q+ZAA8ctDOOT3xBPp8ND4qcY8wCC5OuRYbA7ngu94mi",
-	"QuI+tjhvKPzMvfnAEFRwFmoMwomwuKdmKW0+RwC1z+iw8fdBb4Qwbtp9pAz9EfrxBYR+YF4R73LOe2Kc",
-	"iNO1l1K2HnJjhJ0AxN5M1A/FB4/InVTBnn/AnCGyjdApbJWowHoBhAwTmQUh+M1E3WKZ7GNoPGDkHYaB",
-	"dgczzXwT7NFBV+FyrJnwvKHbNc1KactwJqI4ZnWjMPMDzTYBwQIx9TZ5FU7SCyNuSJ80YYg6uqRZP6Ml",
-	"6iP9jbX8tzDV4p7gSTPxUbtf4WIEhciFp5C0HPIj3KNVLVyLU0hlp0KwiNVxEAAH2rCHTnAJxW5yy5a6",
-	"KYsosypjhN2aMXMjq8qn1GBYBVpYl/PVIVsbA4Cgd6BSQHIgTA9elhNdT8KoFNp23Xx5jiB8vP2QcGNW",
-	"jIJbmCSwh/WMajbFlWrDPsK2XSMBuu4OGSCEE35pqHOBkgRUHQuyTkE1cq9WDMSqh7yqHvqSsI3ysZIA",
-	"uYqyG64ReHIJ+QTCapZQ8aM7Dh91AqWh5UIcsjethGBYydtYpwqlqUlkLKq0LodFMNBpRMKE+2qRZjaf",
-	"JmjWSb3Q4RbxaJNhRzhNuK+EU//ZRSI//sEg2pIrtk/n/8ARSQs8haf+D2np9ywtneHOMkyCcITtNBvi",
-	"zJ9eZsJbaJyd2l9ZUoGW6PSjFiVI1lGZo0ZZM2jr/R67/YIMvt7Eg1bfz2CggQ7HWGlw1f+w0QzYaLoH",
-	"9DPbaKiQlbQGyGLNItI1gcC7sQVk2LoAZ+RzmBg6pQx7biIY+wOYZNZGw0fv/SZ3KC7R0JD/sCz8y1kW",
-	"OvT+2W7Jh//0Be5+RX5QilRFgGfwu2kre3r4P9WakY/bwowswSCUtu+hbs00NpH6+jkkvJOpwrbgWgsN",
-	"8i2lVpTgr43CNnHAbD9UjFWIZwhSJSIbIvrSU7L+Xmk73+RQOL81DrXbPb52537a+3ZM8GbLKKiCyRfP",
-	"KHbFPvjdRIDi8Worin1KWs/2qmYgaZqHO89n30Tvjaqw1qWczerB90Q59y8d9Bc67qEgWoRQh+7LEwbI",
-	"4OTLif6L0fe/lSCAp/M3EAQ2DWYjQ7wAj1iqa4RCac1t+6jpo/mzkCbXt6IWxUE3JCytS5Mv9N82fGo9",
-	"KuMLiaqgM/JHdMUYzX3ACv3JvSGhhs/ECF7ngI3Er2QJgaY9VH2BHg3M4g0NMCMWXFmZM2zJI4GDRe+6",
-	"qX1Cq69tTaXVuqCB51Fr0Aiho9JboojgC+McrLlWwthyxaYB8Pop+kmm6cQNH1VA3V1Ab6ft3D89GfX3",
-	"3Zvi4d/4t3AR+jLg/sDQgdAVlTCqBROFtFCD81NTyT9DiNFIrddYDf68OHZpVguqZ7Tu74oVXI8JfN4o",
-	"JdV1xi6obmLG3qpSKhDBIdubfI6bjjqvR9fYxPQYUxulv0jZK2t8lROA3YS4mE74j8Gy17XgBSCw+zR8",
-	"yN/eog7fVZ5/Vfz2OnAciPOHFvyFaMGfNIgmG8581Ep0Q+oc/RYYq0ulmKD8OZWj4I3VE3clUhGJAtII",
-	"9GyGEJ9tDXtHuRjxMnQ/famkNC6c7V+Ocn4rQjgXvPhEZBAcPM0W4LxreSsUWTi2m33YBSkA7lOK7Ipj",
-	"cSG5Bmu3AF1g6kwU95UxDmSSqE4B1RGoWs8i1IIC4uy+RWmV7rVD9mMoW+jJuW6UwXTkivSuLESOrt/Q",
-	"0M2UYmynHryTkPH2k7fuwdO1a3fYFPbRpP6J7V+/B9PXNqvXvypf+sNjNspQ9rljcSOt4SHp9aI/0PCS",
-	"33TSHaDA02zIOADx/zvG/adUDZ/uTbkHgzqF0vY9DSehWVOqj/h9iy9+r/5gGL+5CuAPFOPrJsXPTL8V",
-	"b8wA8Z5xKH7myG7BrcyZ1wGeMqWxkhlABeVz4UZWxEX5xAdLKTgQ/Wvr1SEUQwW5w9Mo6f4oMpGIcRxx",
-	"i9i0DpUvXavY75XI9UIYBmNMqBvw+7+EwkHRzB0drKJZ/0HBv1FsJ9R56ezJ5yZd+0s/4f7gNImM/QJl",
-	"66EIiq48nNhC1DwCrnftHRNoKObIQUV9pGRv8APyg5Bz427wQ3Z+eXHWesACVuZf2LSyv8B1GsSl6TF7",
-	"++Zvr16AsvH9d4+/ffTto/5P49qOLTuRNSsgax0qNV9TldfWzp6EeUaIM++Esr98gbpIOzgq0LtFHzm7",
-	"/C+/Tb+JKtIO1FcS7uVddJjiMsp/sKt/Kw3lAqD+4jP7cSwSOYA5JOzCUSyydfxJYUYBwsFwo48ovg6Y",
-	"D1ZNFUVwHHhJ+vfAD1v7q6PieFm+bOlofbRDrDF67w9m85vadde343M6MzcIfzuO3Ym56VC6Vzg2uAG/",
-	"5lL9LujdFzX6F6b5Fr3tD+r/cqgfsdrulwHc6e43wlqprsfd+9jDgzWSXwXUtQVXDS/JMEl4G7+/e//C",
-	"L8kXT/9hpAP3vd/gP6j9N7/rTXuwPrkD90LYVlbvECSWNXCXtycwYhxocSw0w+qEkBp+dvlfCIvaKRj7",
-	"wPhsXSSutqAwWk7m3EAVsN8B5Xc8nfdJ/J/SEOIHOcIS0u55Z8t+K8vIHxzrD1PIcM2sT8Aox5qLwWky",
-	"UBoLazxgMKTVk6opSx/kxfaphjO3ViwqArOPXDFWLsRBxmphmgW5iyasEy5G3to4TkXppQf4TiG1HbLz",
-	"dW+tY+veXbYfXLf0y/vWizzFCleFNOhDbt/1P00PohD+Tb3J1qvfh+MIgmjHhX56eGtc62BD/kNu+o0Y",
-	"gqM3rIhGRIYA4Y6clF5+fubQ1Gri6B6pacAl3NhUJDhEvklFhbH6wIeiajLuLNLUAc0ffb8xZuSYCHAo",
-	"R0txHp41bL6fYBFJsm9q5WHONGVg/b49xxlwWZr+H8T+2ylJ7mhFYQ1dMrnPlKjRFI95EpNSD5hHopP0",
-	"gKoRw11fSiWehgwopG9CKsuiDMisN6I8ersvsjzbSN2I0jnErVv9jCmxDImUAdkMwIsQzwwTLadYH6fU",
-	"10zPGPcZEG0KjuUrE5JCBsGNznHZXuuPU6Ky3zKBs53DX6Uqdsa9fq2vX9R6sdsXl3q399+6PfwsHLRd",
-	"jTEJoBHZMKFs/a9oaf5Nk0Z5xHCiXK7P6j0yildmru04u3GEz0zfBRUvC+mkKHkjbLOPekPbU8mtY2Fy",
-	"wa/FAwPsFTmd/EUgViYBBKJOo5fKacSIL4tFyHjtOCeVEmZYS9jK/EZYtv/kiOAizQG7cjuMV480Xfjx",
-	"HNk1FMy/qvUSqhBxBcXFYJQwvJC1QBX+2rSEIaPzRVjNDYbZXdRX0NhMtjVRQpxqtiehRAu3871sT/GF",
-	"aHf1VbFh7okr6Sz4h9dCXdv53tNHj7/N9hZShX9nG3V2PofOFtajrzyRP0buTnQ7f/gHuxgqi8YTJPiR",
-	"1hUkVXNYlXy1A794iJWIBsLyKBieyLOfIklAnCIyrq7Z1FP+NFArAtvO3ENrywsk8ynbf3Q0eXJ0lHkk",
-	"X/bk6KAta/bu/LWnrpjztKxEQjIv2tBbZgCPAf5OacvmusTW1rgAiFk0N6yerlW56szugcEODWU4lSuK",
-	"peGWJrYFN8+Tzwku9e+Fp9y/xby7EFus5bi0sOalnAnADv6sVvK1besD9MWz421V785f/wHm83s2e39f",
-	"c2VJMkHBJNRq+5LYdhwnkHQ4/v/svXtzG7eWL/pVUKq5ZelU62HHyexINXVKsZ1EZ5JYYyk799zZGTfY",
-	"DZIYNYGeBlo0tyvf/RbWWkCjyW6SskVKtvjH3rGkfgBo4Lfev3UN2l4pKqlzmTXDZVo5cPbuO0NxSVlB",
-	"kK665QXA8TffnTR6WEfN5rNe5RAbMI4qPsCa7RsxGzq4Y3Zc6XqE/V0m7ltTQ2gkDeS2GYAbWFOSSqD/",
-	"fy7f/LQItFf8dh5m+0OGTw5o1wxM+mKYtUjktg/Aq4KUhrtj6iexg98vOwHbdsJs+Lxbdjo2iPvRFNr+",
-	"tZZ97aDKY4q7i+2nCGIpYuREG8sqkUG/CKdaHhyxC0s1B6ZDTWW6SiBrQnBo5e20XVC2UftI0UkY1ook",
-	"1ghEGeqqjTp7yrhX0oPugq28GqtZEqDzWIn3VxtodmUtz8bQJSWqY42sbXzQLHr8y5OX6xjdXwJsJwu9",
-	"SYDEFuZ8xvzHdqJx/nNrJXrG6TbK0iEKVU/ctsenu02/cljnC3vCmzrD1p5wm4sBSYNf00VnCQz5f2qs",
-	"GqMx49P2li3k6jFiLtH8tmL7oRlceyxnwRh9ZryRgH3mTUNjfNA3Yr+dW2Mms3PvFHjKwpgHWheCq7V8",
-	"LPDpj/+7FKO2fMNuTO5hUnEsuJvvk9wl0gBB4Jk7X+19KfZ9kgWWeatavOXL+hydkxigJJPTEJLCOFSg",
-	"I2vHoTCThXoV9XQS9G0E3WGjYHEoC4o1cnewRgjtMBauHDCoYnZKHDFtxZ9Nx0LRA3hVyVthjtg7UQoO",
-	"hdDSsimZD9zGXQ1rNZRKUifzRgQBeXhIqfHjbKXHNImI0PC8L+jeEURH+piF5JoOw8It4C6lZhdl36i2",
-	"C58hNAJ9IEYFY3XZD0dXTR22VyDbgHSFeTVJZ7k/2zcaBHvI0IvSZZTGyTsAGHGpDpKAXB4m3CVOicyl",
-	"Kbl1NgDLHBwVMdTpcg2kO2JvIa7lVF8HNW3lkRWaOrkREWQHIOjyS8EDXS6HA1iyr/X0P9xh1uVck+Ry",
-	"q5QL2Ob4eKKVtLqilLjVweC6qpy+PXZWihu0UCMn1JEqGM4JNiVVOhdYrADynrOxNFZXMzaVKtdTd6CB",
-	"mi4hj5H/M78VFYcGgspqNqid6m6O2I/0/ExPBBtWesLGgld2IHjTBhUrp/DNY13k0O1rIia6mmHoV4Vh",
-	"tfUHYIeYhZalxGpHrUoqgQcMEExXotsqxdX8tVnMOx96fAIlz8zRsYOJ5DFobiFJ41F6CnbZRKraCnPG",
-	"5EjBNGD56R6UIH7pj9gJNcmG/i50TZ8tRH/+FZ/fsoiC2SKV/ebFXuLMOjlx9ufzk5O/nYB9jD+fBIsG",
-	"ijxE1WXjvRPO3Mlsa7ZWg3/Yfb8VI/xN5+Ii7zMzv/tmDSsT16lzvVe8HO7sXpycWwENcPfWGMEblXe/",
-	"/yyEPdXKwbxR+T0M5Qc4g2wqczt2O4z8/M1AsrE2Qnlyb9qWY2eiW/RmPH9xEk7y8hHjuyjUu+Ye+9t3",
-	"L0/iPfa8Y49tVI4unP0OOfqKcNPjJPTx9AduJ1LvzWb33fsbsYaWHq11LE/xyi5x+k23OHXY05VitSBJ",
-	"j0lK3r9ETYLTNELr1dKIdt/nCKXHdoJ2p+Y+Tw2t7eLp2dKBKXTGi0PKh1x5bDgr5GhsWSWImLvJKBtG",
-	"DSag3CJWCstKZ8KYUzbSla6tVMIkTo8sobRL5m4JvL746vJ3zOApgT65EKbzqP3iBk4ptptsPhG/J8Q+",
-	"VuTXPYl2E277QnDCfeFnxn/jsAib3MDGcluvmUTrZqJMbZgV1cRp6rn4IHzOvwbH5K10rw2uBjqLIBJA",
-	"AEzEZOC7FoNbrh4Ona2EyoTghR0zbpgRbsc6EymsyxF7CxtXV4Y5G1NaYHymns2Ym+ZzMaD5u6F8Ou7U",
-	"TP/igo8MG4ixVPkysXOFq/K4ZQ0Nss8BSmuPH3gnau71rDbL2xwK4/fMvZ9V1KaO4a8r+p3ROfVdj0gP",
-	"gzsTMD5LJxohcOGUte46mjdw12/wug1u4+Y1fVUdbh/HUzh6Mn254llHWwp/3bWjXn7yjjr+qMDb8Jf7",
-	"4zr7K2yY4FLGxz0zrNC6hCpTr7OcX14g0zD4rEZOO6mNMKv23bkbyYq0CHcdk/nCGPy+7sg4UN6tsn5a",
-	"xDaLD1rzX3Ymmi+ww/V7LWxS8cFDkhm/jbd2Ctckwyy1J2tAOPeNREzSHDgfHHKb2ITygrHWN3B029Pt",
-	"1IeaLbmcmO7pHM11KO++apK7B6slou6sHae0m8Fus8c06l653IQKrJU0Whr7vs8Od2YQSMYDhp3hKbfG",
-	"WTj4EoMJ49JQh3n0oHlZjKY9ESzVbgHR4cazcYIEMFSohMFrb5oRspUFh6MZ99KE9Qh5MjicpvElloh7",
-	"MJlyZUNgPLTdnJS86qG5w5PUdKDssbQWD1Vba90MhCwEDt6G2qgIO/oCALws9+7pbT7jKO97F17QHyN6",
-	"IISc/65Llfp42+3ItrYJrO6uNVbgSlS3MhO/N2R3C41Swe3SHM0G3zx0tYlyNovJt6Iyy3qCx1oTDRMy",
-	"asAuoZtRM/IGC5eKuiTPAeYKbenvNJInrCj5JeiBAL/cO/3oPtN951Wj27APN3QCp2Lg7IlDqQb6wxrO",
-	"AzQ+GrMFH2NYqY3TI0hVaR22NoVMAppNowHVJcnK/3P19jfGQaQIeSvyI/YGXM7ujUwadiNKqOXQSrAU",
-	"X3tEoz/6R31y8k32s9Y3v/GJgJ9Eigw2TlETwCMye2bcWaUaB/yjzA9IFZKGFdJA/q8Z66m7SBsRWHAw",
-	"KRAeA/QPxg2l0Grk/ts8T9d2oD+AYHRn0elhWBcoMUdI2TNWiBHPZswofiPeZ9zgojKHD4YSgKoJLyQk",
-	"I6ZavccFeo98PnkaujKlb9UV/OkV/eVgmV/mD1yrC/jQd/WMfxJVTodyFGxXjAvwiWD7QkKa41BXk94q",
-	"iDF92t6Umpfrqmc4AtquA1LX4lzyviHANVdwyaNT2+JvuxbFDp0xXI3HDuEPhchuOWuV4+44JGCGFYvx",
-	"GADiDnhsZsaKyVGhR12oDE87RhhZA47xeq9/4G1tvPUwaixXOa9yD3yGTStprVAes/Fmn3IINQ0YFbQV",
-	"V8aTG5jIFKUetkRrAcnTMjZuhboVhS4FEx94ZosZA1Zn9+pcOAytAOBwJ5O2kSYshQFe5OGf7ty7H3QG",
-	"OQL5uf3dZu4XGHl3/0Klyv0r55anB0fssnI4CN0k9JB+DXgTJVXmNCmH++4qkFo8s+wcYNiJAZhx+p/v",
-	"3rw+f3X95vWfaQKTUH4GUpgj9jrMhuiqqMpjoqEaf2hFNR/YacTDPk7yLaz+O//rMHn8/a/8wxt8dC/G",
-	"NxdvAdw3iWg4CZjPOlBG2xYPwg7J+jrpjdp0BrG2shaYvfh0MKOUmmOphroX0jzTEOKLp4BDnPlDDK50",
-	"diPsKbbc5nacMFMPmt7bE2EMTHFWCqesubVTmWCqngwwCQdrLEw9cQ8vgBVR5eSww8UY8oksfC+qjGOF",
-	"S1TRPJVFwYxwCotTYOHyGVNC5IaIJv26EM6MRSUOOu1Mn0TjZhcmd+GWZ4Pnqv+lPRaeX14W/ekzIrgP",
-	"zmG1ZGOFua51Fp53nwU332X7f9rvY/69HFU8F8TZ0gwLRKv3J7dYPcms6RD/B05CgTFlxQfLgMrEsP00",
-	"/v6/4nlJDxI2BG5KrwvjzoeCymZuBkmnkAEUqVGkYelYFIVOz9CeQ2mV0p89yRWfP4o4o1HlDKzBLHTf",
-	"17VlI14aKpBKs7oyukqP2DkITw7eKKVEZhNWchOyVo2uGqatMLig3TrZTY+iZCMrVS1YBal7KJilbRQW",
-	"UHoCZpxh3QKM2CfAQzIT2H1uWN6rhjcjN4wRKjcsrYSZKaeleEd7VkiHMpXgeTvpFj9rDM7nlxdsIIaY",
-	"kVXMHA5pFReyUn+s89qOHThloU8FcF0LXrmF1jcCiHN86pcuRIgNZFrfSJGwbCyyG/ft8W1oj8NWPGUv",
-	"T5439AhEhNbAYcJennzjF0gwXcmRVOh683xmxBPj6+bQLw6L5G4+aW6euzA+ADSaMA/85M5i44UzGLuC",
-	"FG9LoTrBbpU379XihvKCJWwpIPhigleFxOwhtylRj3v35u8XVxdvfzu6+O31m//36OrNf7jzZXWQO61d",
-	"12dm4hSX2bkltw7t9k73/us/Tw6///Pj8+T593/94x9HvT/9y95qo/Q5gvpcEQo0/wD6ZB+exja2zRei",
-	"LemU7C6E8fgz1EWhpzsFrUdIuT27TEDdq1waDaA7zjG17VnDzJxv9FOJkTQoNgJ4lgW37kgmDMihUaL4",
-	"djr5KdXYlZUwIA/2Uw21+Mi8qIdD+OEMqKPhHsDdWkWvGnODLdEzXeUHScvTGCru3GbFV11dXKLtWurK",
-	"en0P+wzJimXc8kKPQrtRZzLS0LyIdVYc3JHikI5o4Y7+V+olL97dbZL9hFe/plV+KJeb/2Zg9krTfAHY",
-	"Yv3xSYrrLtK54HdzU8aP1kXsskkDsbWu65iIvq/dDnu6Aw/twx1BDe33T2ghuGALzmHO8Uf8x0W+jKDK",
-	"qUoaYpEBA+gksgtr2qQavorZxy0Bl1IvtlKW0gjSxt+f+jGkbB98QHYsJnTjT2+u2TwHwf/21/9b2m3X",
-	"tXbmOjkRoR/ii5PDXI6kbTqXxUWm7QiiH8XSGOKCkvDiZC01YGMHtc/KpA+6iyLekyKh5qX1Zs9zIW/F",
-	"sVS30opljBwLnanwmHpdO5wD/+d9NEVRRE+cBSAtGLbp5durxZO5yFaUslwLQ87osZ6C58hrI4Zd/Pb3",
-	"i+s3+Snwf7PrV5feC97i+dxPK1v+Ie34OiuJCY+iAA4uhDIHTnn5/fVlwqZcQuwwddqbrm1DFe1LlJ+f",
-	"HIScrDBfrBKb13rc0NEUQqoxJ7rlRLAhl0VwwEecIwhZ9Ene49d4TwNJj1jaCl2lyJvW1WDId2JsL0Jn",
-	"WyC03qR1CqthojBiiv6uRQamUhdFNxMrNl5ETqZFQL2AeRCI/CJvxd5muEejN+ArV5CPLmxWqH3SU7eF",
-	"cF+Rebf1/ohr8CohZaOgbnG7pK2nxVUKqMHn26M+M5DSQKfyXuRFVwvplshYTuF0yWsj5lt/tNma0BtJ",
-	"3jUFUAbRxf0QxfvBIbas8sOSV3YGbn/27QEywv3wf98g1IG3rgXJDVmcQ2D0W6Axy5kSUzriCViAyODf",
-	"QRYFzrlotNj+iBimQr9ZTO+lk9hF37RV8EMWpjtB3wOh3Cq2qAjkdLnDuCeGcUBq9bAQVxZ8NuDZzUrN",
-	"GMEkRiBqChJ1aAqZ/Vg9gapgBakX+1evL1lq/u2S3pcmLLX/lpJ6iEwe+cGpg6h315cMOnJLwwrBDfmy",
-	"5xXetqqYeMe7u8Myt0OE97yFZFf3ZLpfl0KJvCk9wHBDANUmGjKnADPu9GcHjaXTohaV6G9PXvYquGcQ",
-	"HxrWhgNH37cnLxYurcR/i8xChhyEsvxWemZYSoM8knlKOXjR0M/irlL7KS/L9Dj1ufvpQUjFi3lFW/OL",
-	"gmaGuEbZPmjELRdDJKiOKd73v/1r/i3FFVf43ULEqm0KxU+Y34aHNBtz/JH+5eyk8Fd4LDXw8xEikItz",
-	"0yFvp8+/DtZbs0P3AQOwdoA9f/H8IGFjrkaG1WXYSv4NUCUB9gcuMozCwHOJXmCFSeA3/WYlo3/LWqaB",
-	"TzNN/doe0chSZEPg3u4Fb+t2pWfPfJayLuKnSpi7adfd9AmI0vsqLHEbJjg1YiG2PdHbhXn9RX7M39cS",
-	"WtwKtp/S7sdI1RuVCycYAaOm45mDY+F+dxA1T13mHfYH8Arfs46buGNsElInI9FFWIwC76CPst+vxLr1",
-	"J1151X9uD6T8Gi3Hp53z+J5058VTsFnn8dKzuorlOVjuP/zfNwnLCu09Bo0+mrBKkFoBiYO6UYrNnIIa",
-	"Jo7XH7Fzhcc66CtNV5DvGamA75W276ExerrUft8d+fs+8gkDHN4pJDuFZD2FhNwCG8G3ZeoIhaOPMb1i",
-	"BZpx9uv5b1evXl8yrMO+UEONpgKY1Fq1+yJEjgCKXpGdth9nE3ZmyDg4bOXHHFCGdEMXh+/lBvK6IOZz",
-	"xhYN1855Hn+03Nxc5H+RUUnD8ggqFaRmUCoZvkcall7VWSaEU6+YVhmmI6amnvxWT9JQWiEdhCtdq0zk",
-	"ZFATsX56odzeKIQVFJ5a8CNA7miT1AgJIvtRvQq+ggpaJhDNUozSXOZnAXLA+xnwb+99GhNydcFzsNlH",
-	"vKQtBwXdWKtK8GzsNm56xN7WFeN5Lt3mOG3KUn6gykRq+ApujLqwzzAlvq+nK+Er7qj/oCyfDRrM0YuW",
-	"WMuYFJD07OcHsYzjFeqRPvABE9/RZid9dtJnPelzbm6aEH+vg3fDqVfdEN1rEjfAfWhk7r18oViOkw+L",
-	"veHZmAqjm7T/4ADzrbTBtWzHGsv6VF5qqaz7t3eQHZxC6nzzC19rOND5DNKL6f7odmebxz7QHvd7euDk",
-	"o/slkzaWSM8M01PFCp0hL+k+MPE4MDWJ78hSMZmbxMFxJYwR5iD0aEBh2UOT04m6K7V+WFJQ9Xu0efxo",
-	"j1yVXxdId3b7vdntsVt5MciyaYTBAmm0uddJJ49jTobtew4JU5cOSA1G2xvKSXMQssxlBb3Vs1lWCGJs",
-	"TRgGJaDvuuZ5dzL2r01c69HyAkdjXMYe2Vq93Rm6TwLJ1tJuggq4dVKOP7airX8dV2IoKqGW1WS80rWy",
-	"BssS4HKqGWyHcYFWLqaQNEkTAEYPV+LrChOQjKIyCVqDmXZCz4pJCX1bD5A4jgM5jSYKb2CK++86HwkI",
-	"aVlZiQk2Rqi6SIl/EvH5e9fMcoVI/DWeVK9MnCfm+Cz6uM9okdT0+UUqGZEDW/MNcZV3VllwZ69C9UZn",
-	"e9fnJ8nyzkYr+hptCa2iL9qDWc3O3gHWfQJWs66LMPAQ+OWQoN/L9YeT4mUl3GMxxZt2+kFILSBgC4gy",
-	"1XWRs1xTM8SpNIL+vKhKhGahbvCnyK3p8Q9rREIjxoZiV1TuzGbcQl64b82qVVdHt6hMFr1ATUKLIiY4",
-	"aZhydzKhKt00ijxiPxQ6u5FqFH8yfBu5cpop+7awtSqEMc5exKR1Izqw9R3cGB3GLxpU/9yMa2phkZZ4",
-	"pi5pf+qKPkrEaFMJbpA/dHveqdao3XiW52yUzfDb+2rnrXpSeZAL2/j+pUNHS0/3h2OPuSsswZZ+2uKs",
-	"ag6c931DJl1hweDpMu+A2du/9qEqbcNcPL9dB+XxnAKoPr9RZPer54jhu94tAtXnvY7A1xn7xjV3ri+m",
-	"9sd7yd7r0EN5L9kjp/teshfiRHvJ3o9cFvCPazkR+dva7iV7r0jMdxUmr7l87rZehga8GE74Z9MRhjdn",
-	"EKxpKAkj5qF9Z0KcyryXHZFEpsh/mPUSE3538slD0hUbc8iF0LX1PDHd/c36RgjN1dzTu+2cIS+MCOMb",
-	"aF0IrtYfILdujJ5ozX0+OekdyrDSk3toSdrz9byGuGIQVm9sCERvB/QlY11X/UdQqkz87K5Yt8vpv/7t",
-	"5V0b6b7iRhxK6LEkrbwVSEpEY5R5Qi0l3YMSTwSDiTtO03KfVTjh1jeHGzGb6urx0HFGcmgdZgL/8XbU",
-	"BEts3JaeEKkt2Fzps03alsqCXSDXcGG3lZdPQMo5ls5OrQY6Lj4u1eZxS/fd0f6yjjZqOtGpeGa2e9zd",
-	"Rl3pbF887xbo8MAeYUYUIoPDjrue+Y5N5DfI69Drq8MvHu2qKxjLCu/NztDYGRo7Q2NnaOwMjZ2h0ZIb",
-	"fa3sQITtlJBuJQQE/HY1jo/0r+XMZ5iGrdVcI8im73ajaoRtu0y3WKVWNLHrpsEc3NgTHgqTeLSNjOLJ",
-	"954NmuIuIn1/HYxaG3aLh+kYg7v9wWdU1gzjTVtVYHbmSPQCxV6Q74/txHgBhV2MCK+ocYXVBWgBEGV2",
-	"AoZnN0pPC5GPMHjrQ9CYmh+FlM8wtC2bJ1M/H880U6tcd9Fg4bi/jLN8/5HbhdmvqMD3Edq/HhhayDL4",
-	"ajFmF3xdqlfA579vMFwVb23BYS4sl8VnqBhSlbVNnCVW1lQ266msnOqB6LVK73iNo3jK2gctwXIdBFsK",
-	"uQt32sjGtJFmkTekl1BPRezztILXOCIT9X2hsI0D1NY0Dj220GcaWlAZYS223e3tY/oKh3HXkMG1g15L",
-	"3ro1Qgd4/a+tfLEttLzD2b3WWe30rv7jFS3tTgh/gaVzPwnbe1Y20BZ18Rwfu526pHT7j0raQBqGhxI5",
-	"JtGOGPDsxgCvGcYMRAKN96CSOaF2MBIvS8AYiSZbCacOYckztK+y2ue9uuvrsmHoCndgtXEXeda5m8cj",
-	"gYb7NxTiicFMVxgK/luFDN6HyO1cGPQ5OLt70Qx0rjOmq6T58k2dVLBlh1JJM6bmHOQCnXK33+ZDWcxq",
-	"ojhl+2mktJwTg2aKdZAjJQ00OhrMQA6lUWgiPdjh6q4Oes1+8w75NgjnfRZSG9DLgqslVBzAsQDOGgfU",
-	"1E+mwQusSMCjSCFeznI5HHrbBYqIsduMgM7G0XyxXSAHLOeVPXPHFforNf1YF4H7suDqSeC2m+i6sA39",
-	"3CYlr8TDQbYbb28efsF3CucOGNflS6Rsfegx32EUItxsCyArPv1U6xXAb96EdVqt+GCX2Krv+PRrNVfD",
-	"q2TWTNNLvB7wcKu4A4+vzFqFr/o5R5iaLeNDjyo+Dcc52SvrftMUIl7Ai9UxoF5bVRc50yqYq95WBfY0",
-	"MEd1UdCPn2iFPoZDf/8KzbLzvo5hGtTHnVG6M0p3utdDG6UbRO2VStgKS/UV2j8rAD4qpqSO01qJuxqe",
-	"Tw+q17BFYXV3dugOC5+OHfoAYFiJQ+/0Wd8oDW4iz1jkExbYRBt7ipRhSdPVPGEFt0JlDXnaz9fXl5T8",
-	"sDTGWokrP7qvNtIazXGFW26HNF+D0Vo1H/S+Qqw9FurfeSFzPh8/TdqWaIdOA+51H0ZlMd01Gh0NqbPh",
-	"EzCj8sOW5Yo/oOoUPx2CvR3dnX8v3TAf1aHfnC++mR5OexdK3VmtO03tcYH2K1RnNofbKxSzstKZMGZl",
-	"gmk0QLqlKzwQktuwnAzZ4ETe6UEMytclDeEr1btoeleWW9HP9gXX7GDjIbNMF7f4hhPT6C3HmB/W7yD6",
-	"eT6d7NApQnDY2lpP0xKDEhPY/hgYzt3zqWcm8bhLM5dVexZV6TLshul7w2MDJWKic1ITGnB0Maa/gzc9",
-	"lmO9Kc2KZnYOK7lWIUvoLV9oNXIahlvFzVa3dAx1uSqFG+OZr3na6VQ7neoL1akQhTaC5+tpU8cEv0uy",
-	"06DPPXaa5E0v3niwW4FrePsOr3d4vcPrHV4/HF6jsvqAgL0SrntAmu3zUFpOf4HG/EMyh5k029C7r3Yw",
-	"voPxHYzvYPxhe7M+OIgv7TQNKvfi8BCAfdMqXbFcC0Od4VAuSctqZWVB5CHwy6YjxBbAXZc7bN9h+w7b",
-	"d9j+oH23twntlS2PscPZGizOcz3Roo5CY23sMx+TGusiN8BOKYrcHQ+hbDFL5jhfc1mJDHkGusic39ny",
-	"Ulf2FxzbOjSvNKiY51R8As2pA5NbAcF4eGK+l+yJDyWE5dcmLqWxeNrS1ly7xhMu6BySW0IckxGqbxRf",
-	"ehQv/uDL+jni0u4g9QtENyCxngORe+KWSXq00XNz04tT2FkaxqKHILbd2CpKFOCghA4rIZhGDQGj70TD",
-	"PdFAYLc/cF+QCCcQLyDHeSyymwP4NfY3i4h67VRmgk3HsqDNnPf1oo+PxFeljMYTW6GFwgqxKVcW12l7",
-	"KVLxIJfrnzDGnda50zq/VFyGM8ZVwOaNce816ubxR/gv9sGEf/a7FN4J0qe4P2putwNwDwSa+4DTVhNc",
-	"oMugK20CEGcprK7i2oNH9DDt0ZQ23ADyC0B2v9L92P7HeEZ+Hi83N+tUWB/NgxzfwfoO1r/w/Ix5YMc9",
-	"vVF4h1qh44/uP3eBdkt+vFuv8mlFynnCNFzNi2LGtLOuvW/X87+N5K1QyxwKbeBfhflBpcvh/T1YT3Ky",
-	"H+j7GzZ89+2333wbdWx4vk7HBvArVP6T+kX6Gh0MO6m0k0o7qfS1S6WgS2OBw0bNDltxZTKdi+rQiklZ",
-	"cLva3x1uYfvD4aQUowMW7k0YNYE+nMrciSoBPm3it2s1g3fnTeMktWo34O92fF+HF1+Hoa7j/g6DA79W",
-	"1OeMetfvY7mZG4u7ANnJ4yt621jNN7d/HJzhi+u0zGscVmfX22dZg8Fm09to823SQYueTmfad7z8zP2a",
-	"/u3tb6hQdTvTd6uCX5hMlyLqH4In8eXJ932+1cXts7cZ3eOK34ofAUD8i1Z4PP2Et+vt7FiPleN75CJ/",
-	"J8GX9dyAU9B97LYqh48/+n/+xifiL0SIQlixiBWv4fc9WOHxAY1BwIPFs49P6Dz7SyWsG5p/QXw+O+zC",
-	"eDaf6wjcifk74BLumvzLwacvpTUIHpoNQ0UP48U7URY869cPwJiNlAF3FgOxwkDnMzapjWV8VAnRR1Px",
-	"ZcDBnzv15OtST+56/J+UekLnfrv6ySqfAApTd+WpZ9oJHZYN2yefAJuIyUBU5iDgUJN7YlhVKzaYRR47",
-	"kwTKQVn5BLnBjI0Fr+xAcBuIYmTFbkVlupujuxH+BnPYcJ+uZVY2ru6TMZcVrbffjLQB7qc9ljk2ohge",
-	"h23QH0O55jc+gNLZ/PuZwdQlYDBwotQyrTJkhYJkeLh5wqxGJmPowtDa2wmTyljBcyf0phzbPAwpqR4a",
-	"e5aikjqXWbNtF7fodSVHI1FdiWL4c5jVhndreNE7SA3v27hh1MzyG6GexBZ22wYNCL9JwiIoPb2Hbd2H",
-	"sscfFUSJ/gqtGPv39n/Uohbz5R6UubeY0kdVIlgHIk3cG/EMUdZt3iuRaZVT2SBdLXI8E9EdTChMY25X",
-	"jhjoeitzMSk1ciDeiBmbwBnkrBK2kiKnru/ux7pS1OekMjbu1NjllbpD39pfw+x7NE9c5EfZpXZ+ritU",
-	"zmjRtqdxPuGO2DvP2Vqes013q61EpqtcqtExr60+xB+Pq1odOqjqx8xfgz7gAMsH2pwCjSiFauxQTJlB",
-	"JDz17BjhjXSNUHwAbZnHXClRIISmbjTv4Mq0aQrOW06mhBlk3qitnnArM2YEzBdqIuhxBu9WGmrLRMW4",
-	"uQFolzbBsjNumODZuGFkci/F7D5sOcWVTxqh50OmsGH7fOg08YaXl2oMD45Yym2KToGBYHxggOK78mFy",
-	"ziZS1ehNVHp6igKS1G4KrkfLVBZcQXMlccuLGraFGxSqUFZOOnwO72p1HhbwrfuQq9JRZONsgA+6/+7H",
-	"V+ybb7753rfT+qdW4uDMjRdTAnBWfX4+ULo60lRybsWhG/Pedj18zWpccmP69bQ/xtw2i5DLfBfK67Gd",
-	"awWx5gg1cM3aal3YxV1Y9V03VoV7VgDWUBZLrOm3yn3EEexqvEfkQFRrEqaLXBhLYAI60xFL4ey6c5AC",
-	"LqRC5fiTEYXIbOgjZ9gUPN94t3RrZERG1WtY2LE/0HbMuk7QGaIgG4ihroTT/g6O2M+8yg+9ZxlfwSvB",
-	"CmksqIzFjEDR/Q24B/8N3aV5esR+DNdjEQjP80oYI3Jn3ztl7RTvu8hTr61WYigqoTLRUxXnVxgefeea",
-	"kEt0ta513ZX851rXhiHNpXLd4c71k8bCLa9QhNzxrvOyvNP1V7YSfHLHl/zod8JeTwhncaeS+NVUuvj7",
-	"9SuWL6lexDPzGj1hPUi+t25ACUcTKEQHMxwDyc2x1jdsX6v3+M73k/JlbwDJ6LrKxM9a3/RFj757ebdR",
-	"SZWLDyLHEU35jO278SRutFz2R7LgtisYTd9IvnnxKTmO0cYgQLrTzniDsLXhOsp4H/Y562IEhqXeydIl",
-	"fr62jLo/Ebrg95sToMdNILxb07+oKgG66aAQp6wSE31Lmj/c/4wNZlYQrghZtVR0w/YjInhZkTcavdY3",
-	"QpSke8NhYkLZaoYM8K99nFVPBsZCzzOjISXUV+monBVS3RgwAthUVzdOV3a/5r4tN7ldyASAYB0M1QnL",
-	"kVbiiJ0jdb2xsijYQLgnUOcdJjHFlUJ+OMCZsGxfaft+6MzYg7M5gwTfk3HlbnSKv7nBXNpbgXTKJNth",
-	"9WZsKirB9mFF3tdNKuNBX0bBglzehNskfhW8Z42GOyZhzw+fn5ywXBorVWaZzE2CX5bIBUCPgTXQ0y2z",
-	"0Ddz+YHbbNyv+79FE64uwNNMjeGlYrTMzB3Paodh3RgW6bAbgzJCqmVgRie/H81+qKAtgtFDO6dyD3h2",
-	"ExABFSeECzin41hHb444vQ+Ls4dcFgZV9TCu9+5x7wFtOik7dbWdc71wCnaneneq14iQoyBdPC7btPGP",
-	"o9cvYVaXuSARe4oCFiQvKws+C31mUAshHQI0B55PJPRngAtFZRI2qGNtwVg+m9MrBggiENBswQYvKsHz",
-	"WXu9TJ1l2GN+xKVySkMLTLQSd0aOKz20W1QKduCxA4+7g8dVcwgeRiUoC65CDnCvo/BcMfGBT8oCGzOy",
-	"/akQNzmfGXbyt9OTk8Pn7v/dR//9+tUBs5o8eJwpMcXDW+lJZ0sUcjgXXLXS/ze6qZf1nfxqs9a+mNYk",
-	"53Nhna5ss83Z+xBIWtIdqB1wGswg6fUMU1+HsrDOlB7MGGcZN+JQKiOUkRgYqwfo4VrmUb6E168IRF1y",
-	"ZEqy1Cf1mYH393nhFGa8Po408maay/LXYHV3R/ARONvCXr/v09dLFMacbClmzO0Y91AnVrhiF+e/nUMk",
-	"F2JEp3E0HZ9NbjJiEAuhbeT38keFgUcdg+k+K9Q9NEEnFrfw9IQNeVEAhSFnptCW7U95URxmhc5u4HoD",
-	"vjYkI6srA1SLjGeVNoblfFbI0dgeGn4LKYDQ8syAK8wH8J3aDW2srcEXYJge3WtBEahVIYwzxCfCCVFR",
-	"GO8ww+h8L19ZI+Y2l6zevGSFrksQ1fRa3b4au0ziOxVl1236USTytCFnS+YzoNvxR/efi3ytsjcPJmfN",
-	"gCGJ0RNlo81sKY6caZXJQlROSkOGLjdmufuaDu5KbhTctd2kKDCbdXMOu8KBfz7oofSG/+5gPoqCs00d",
-	"TG+aJkvyU2iTL7Ecn/hZ2Z2Rh3X/8nyDJ2RpG/JQlGkX1ayzOfEDLcKlLzHhFlTPJQLJt9B+XIdsp8ru",
-	"kODxIoEvlXwEeuwxWblLqtVCn2swjLViumJ6OOyIpMTC9g0996HhYCFd7Y+xwGzvyNTv5+ETYRr9I6BX",
-	"DrQuBBy6nZx/uqcb9707Iznx7z2Sc04FD70+60tUEaDcYr8733quYOEgkDiguAteN2zgymfQ1QkOm7Tz",
-	"rrKmipoVOuMF3u1upJiRu2fKDfvvOh9Bnusi4LyhOT0i7SPpeiNMzWqcSk85yJdS/REhPK6+m2YPEolw",
-	"xQ6PHgqPvLjjuAvHTp3ftBnSiUe+oOwOVSZufP42aEfUyhDFLtGV4JMVtRdX/s278ostll90FAmEmsK1",
-	"ez61A5JrpdHT16aKjlUj8b5YX7GwvISjo0Zh9Zjopr+2U0VA01+nkMAvwi7pZq3wpmlgZAtoubzxcmiT",
-	"hAD4bI5UzvqaV6dE7Ydw4jND1ycMCBnwB2Rub93vNj2UFqUtkrk0YentWBvr/sHLkqr7DB379OCIIQk1",
-	"V5mAYrvTuNFnKJmbW9GEpWH7pg2tA1U0ZVoNZTUROVwGn1fkKcVrwTkVM02MNNRPJCz9kcsCLoRyv4Ib",
-	"C984bVi4Q6kxMJAiFwUtiRIiZ5SXXMhbiiO3ypohlDOs9KTxkN2I2bACqjE3B6SrKOtBAcTeWCKNtdBY",
-	"7QxNUejPGJ1WSmTWJNRW1Vhdlm5gUL0EJRl+fL7d1VwgGOkrsEAiq6tKKOsXuac5dlj4TUWAWy9ZyuTO",
-	"bbNvH8Jj1oBnP6f73M7dqbVfbD/m5lv6Q7UluxzUGvc4UfSqwohEyLOscqRUk9bTMSyKJOpn539NWcNQ",
-	"HBWxIchJWYiJWy5w7i+JlmHFpBW/wii3cvKa1/UcPlgPNuHZWKonQlr2GhZhIObFZmsltqSOrG4hHq5u",
-	"CUvqa4EySZdCUeb3dCyzsRNhvmYYpKNSulaZyNl+Gh535G44couHdfoHrJA3ghhPgLnjiJ3PC0aU3S3h",
-	"6CsYX568ZM3T3ytt3yMnSdrdY3zzIjJ6xxoSEtJGmtX5MiRlwq5Qm+nX73bC9EttgL1lWWpEVlfSztzP",
-	"h1bfCLWKCPT88oLhhTF3J/yGeluPhLGsrMRQfnCisxmNSdgtL2Qu7YxNpcr1lBxPgc4YH3PLixrsEVEM",
-	"AYCAQYQqGqViZeEU/6GuJlGXWdTXRc7GohJH7A1yJ9lq5qV/5D+HXgm3gsNXSALQTaNwFv6dBQhjGVfM",
-	"jPUUwBdHiK0W2Ttxq2+gKBxWBThSxNBCw1tKJ5UqK+pc+Cud9VbVPTwn56W8xg+xFR9bF886TkRPVUSK",
-	"URtRnTFeFPD7yqxDtwRX/m7uTKq+MKzzwmggnnHfJVrsfhaMeL1b787FkNeF3Tsd8sKIZLsRR/9t13Ep",
-	"NQdt51Ra4lRqlikCSg9rXTj5ohsn/S1HtOZrtm5RzQCImnNQG6dLYuW2CA2yG2/CsC4Klprb7H3J7fvU",
-	"wx35ccnBo1UxQ0wkPxLSUvx3bTCN6Orn88MX335HcJuwsqgNcr5l1ayEanBdUrvABusC8rA3oPJV3gkU",
-	"oXQgiNOKOEHdXHUFCfcmQTVxKo1XpbHkcLH9zDeQr89pbRx8IlCPKq4sm+gKOo1T1FNURis2HWs24bnD",
-	"/iOGS0yPi9eZ2riJqZc6DhyMhRipb/gG6t2NUM8MK+REWnPqcF98KGUlgMeu4JbiHoBtGGgG9p1KTwJb",
-	"VXgidH3jRaGnIr8oTcr2uWJ6Iq0bYUrPPbcp01X7OhsICWEZnWCngZ2xqczhSxP3x/z6HZCbi6aJq1dD",
-	"jpgh6YiONvy7bCG2YBkvCvc6B9yh8AIHoRV+L9LmfTMhOgGM17mEhkiy6Ct38EC2t0mWVP+SFRliDvPn",
-	"1Az6flAZXcnMBsN+Xv+gkq6wmbZrAtAWD4vZVyAJ33fKDVHr5mexKxiOZaOVROagM9ycyqLIVepFefig",
-	"j12wPElu1Qjp7leiraf+H3+E/66oy0DNygRw8nRKGnz6eB4clFXSIkcSuhhiZnXCu8b3D+0C9EQoOxfp",
-	"ABUT1OwsgNdQKl6cRd4c98sbUVqET/TreGXR07XHwIZqO5IzBYKElnbpq8jcORoHFifyfISMG5JBRKkd",
-	"atQc+oLQAzaWEkWZ4UNRzLoYV9xrI0y9m95/jR9sbyuq61KQSiCvSar2+h/tWgt15q66xdnCee/JZH9F",
-	"u9s2IrSuSm0WZClqM5FOpKsuOeqhwJ0MZ/rC6fEFlyCazoLGNJTCCS2n0/ruHu6CI/abmMZvj3VRE86V",
-	"uLsuesTO5w93IEtClSr3yuB8F8WEDUTGa4PbeQ6B+pL47+ks379m1R7eSsoU+ExWExSu/oBbVZ9WQZL/",
-	"sKTZ7Zjqn5A2hfv8EWlTx2iF90d+Xguw3H0uCjg7wYaPsBUM28gQ8NxMwb53R67b4UDGAagnyB6PuKUr",
-	"UFMgdDCqK8i1IJZ5AvJKWzRcnVV+Pj8SB6J+NLFTVVfBr0rAm3ShKww2c+pgCg+GGFLznLTxVIA/9pPN",
-	"1ndw/+NWsXCMq+1BdBj5Hnx62017vt4E36uxnsKihhXm8eFqPH1wQB4aT7Tly4jnWpWK0YQaLS0ii8IU",
-	"MCfOvcYm82TRs0LQ0jhVkhbYeFdKl0cTXVW6yOmvyL4RCHKpL5dWHZYiORILwVvqG5lWbpJ5A1bCI5mf",
-	"SDT8RS1wra7Z72ClHzd23M2V5KaKqXZTr5oHLLlAl6hClS/fQcv9WHuwhx5KH3GScUVcd06MUmJm4raI",
-	"gAZ6lbEJM3U2hmSo2EGSEEh6eMDzFEUUsrHIbgw5q518huZjZSlUfqhVMYMD7lNBm54RtAOhAMwTbze0",
-	"3W4hj9jvRviuFcElozNI2MzPA2VXwUP6MTPCqS8a42zAwOkfOpZO7ZoRGLqz0Yypkrc98dorWrhzWOSH",
-	"itn6kcKEJTQ6UpbZWSkSbIZNXILtbXMUHMq8KODqteK68HBQ8T+/qbcfOH09aZiubaYngoLN+MN64Wa8",
-	"tjUooeoJnLA6y4Qxe8nekMuirtxVuVBS5O7M3W2ooNf6TeZ3Hwzdtz3qGh1e99j6D+WS8hTXCUkvgYZd",
-	"jHpJjLrPTLknCQBPXEw5DPAfaUBrdfmNkLvUUtlWGFrpqW/bC6nx3IqRA00oNwWDz6LL0DTGZqULn36L",
-	"qSWkvcFqOlnh/f+TI3au3BLZsVCWggjk8ptwdwI5xTG55YUeOYvWe+dgZ6IYgkCuO3b4UmeiTseaImXd",
-	"+bpu/pfROm3w0DWv6Ttz50Wx8BGeUG9hyghoT//zzopbkO7DAXtzrWPhrmw2/sIAk7kMs0EtC8ukon5+",
-	"esomXM0gHE/khZKatkJikzTMTJzEo1B9hWLF7V0Hv3lPYaYuNtv22r1g2TaF5Xs6W7PSbZ7oz4FtXLo1",
-	"84xw9wFOLuw835JtMGM/vblmy/Dfu9OWpft8WoSFjHQY5t2Tfc6Rztd7DH08FjpSr2ekEw2nLsQmCTh1",
-	"IdbKRol+j73GIx9KlHPiVmvLWeca8o67M80B4Brv8qMPmewiIGtRfOKZuD/IWuZqgCuOP7r/rEntSZjh",
-	"++FCuhqAzxH7wYnQQ6kiBRL/RZ2xdA0qJfNytSuN7vtGDfVPN7IQyhYzVmgjDKvkaGzNGZvoWzcMbQQJ",
-	"aasR/uilZOf00IjiIt/N+H8Hq7ThvA1w1Pb3kmgdfHKz7Hx+98zluakTuA5J4VoCiQ4hpEBMoFDdimLG",
-	"pIJED+4peONO1u5nPCfetoLm1UYHvx0eLGBBnHkP/8KhbvIw/G2QZtV5kLkB5QB1hbaOMJiF3tMgVDem",
-	"5/TSNn42ADycyiKm66stj0tl8SkeOKpdhscTzPDYsn5jTXkI3oQ1WcvfXV9dOoU6F8pKXiDYghqikN5i",
-	"jjCkUVeaws5nBh9DPjifOAtXFXokVXCgKaaVs6aiF8JVucY8ViY+kLMBo7INsL1EXwRM6bMKBEgfsqY8",
-	"r+34VRjIKj65C7huKEXloWauiamIZzUQhYZmZ7rP396iW1mXhw4CFxOpws9u0NZtwr3Tvf/6z/PD/48f",
-	"/vPk8Ps/m38evT/88+NJ8vzFv/71L+t0nv69+fbDuVn1TcVtF2opszabXv8k/uv0H/8wx39+fJ5897Jz",
-	"yA+tjkafeVEp/Xrg/aHVUjWPTfcFotaUkYa6xK/agY9RV2Q8/oiA5lmMgIZx4EaCyOZrLDgGHMRy40Vu",
-	"u4C3CHIlN2ZKNQOUadfUzYUwclbUxkLl3cznBrdLjc+w/Q1WGUPMYa7U2KmaUL9wD47eBTxd2bMKYpbx",
-	"yvrYcLw8GGVtN8deI9Q6D66fGwWOh9lEgsNnw1GGH9caYgSaj6QP18InXOZY7z4XE26zse9y7r77Lu66",
-	"xFs/v4b3CXDr+e0/TQPUlU9sg7KiKep1jckLShzl3vVqiZh004ZHTFyEEuJ7RUJvbqMJ/+m6IxisXZrj",
-	"xqzjhZetsJXbHyp8xaRZScyB4sWkW7/bot28uJCrFS7u98GZ23n4lUPcPExyVzj6+Bz9DWhsSbVbah4f",
-	"W2GWkG7+UEu/pwigzumbY33VGNsMYqkCywoplIV9CAX0TYFEOHVTXRc5M0I11Z4jeSsUmwg71ngqf393",
-	"AT7Edz++Yi++e/6v8Ev3w79+9/w7louhdPqaDbjqExdxGDQk8YFntpghI1wP9DprG/G1VaMNvQvhKb5I",
-	"O+NVJQUlrHA25mYcUdrEJ65xC0gbp8/wYMJPaa34RFTc7QZsHA5rYj7RJ5D4/Bmof5Um+GiJY8B95EUU",
-	"vxZd+uqGULz7ZStQPF4KDbMIshS+o/f/QnHKmBeFcGINIk2Qy/4gOA4zXR7HwZ7gvjIEiEGCEI+PlDOr",
-	"IT/lqzOqnxTyX+MefSiwh+jPitSpTCujixApahjDnKlcmyQK7aInE1q9njXAnnPLuxROt99vxAyuAauI",
-	"tG1v9jGSArk0DghJSzN6ofJtKKGsn/Es07WyoZLkRulpUwxzxF5TCjrOZAnLl7+QuHbcQHCy7jfkzGrS",
-	"FoPDFQl+IkKDLtaCTt/A7/AdHirzPMQATXvx44WHch5neVCatPhgG5N+LWuePvU9uBpaO5GI82uDw8F/",
-	"r+dfwGs7k82RA3Mv2aO+NTkkm8OHXyvbvKE7y+NNt4LtjPbd42E7c/tynbRymtzOkdHryKjphN8HrONq",
-	"r5t2GOO3LxpsmbrcskJwY5H6RReig7WM1FvDC7eXQcv1vfTjR8UQb8BFsRDEh3zCRv9s+MtQjNxnLqPS",
-	"8Bgojg7UPF5IQEZjqaeiGtZFSG2UFdNTiL8FIOzMaExIVDjxMnArEx/z5C75ju6IbZSDy71ghTLt5+pm",
-	"JUGnboyWtvRtZD0JxCgV0j1lu3o1rN2SOe1SIb+6VMgaj8v9wehK9fj4Yw38p0tTIa/00B7mIR/S3XG6",
-	"lNqqDopkl5aYBEUYM7E1K7Qaicpp2KEgQULNZ1TWHRH7YvYV1kmHvC1QL7z7BQoqUc1hpi5FxXg+kUoa",
-	"i4p1J49OnNhQFtwig28x5TNDgsLoicBydA1D9w+Fooq+VAPCwLtpv8RK++Cx7gA0u9TLjaRebuzEr8Gq",
-	"NWd6ksjz6cQhDLQGLdYrz6XlM/CMN2/pqRXx8fmD/8ygV6/d2QKPMlVb53XW5GgCc623VoKW45QVJoZD",
-	"kdm5tFBjBc9hCpYk+AeKMS1X2nzRg9l0Oubng8KmuLfW0KgeOe/WUsWJEjJRnds5F7+C/MoHVJqOvSWx",
-	"pGGKgC6cDliCMYlE3MRYr+ZUk0pQL/mQME6A2bgcfWAEWpdZDZEkBClqBKaVOGLnRdEBslFmfKxHAehO",
-	"x1pgEbVAniFd5K0QfKFHQHhR26B3dTBZGQEuv0u/No8M5lAE+tGtkXseOwESpuHPvChmycKab5decA31",
-	"rYk/ctMqYIgEcdgaU1HNc6LusPGLxEY4g20HVlDnHgoq/TY7xh3Wj5i/6JG3MgFpoLp9Onabc+B0u6wS",
-	"3PjIBz2ViVJnYx+2ngCpPVbF+wukMXXDhiKtrx3qpvRC4h6f28TDUyZ8xsb8VrCBEIoZqwuhztrmLBqx",
-	"EUch6sF8EqendDMsO+D75A7G27AYaXA42uXI04kqHcTw3r/W+pA7RuZljMxF0RLnWzrW0OzJHFP31VVx",
-	"VbL9KkvuVF36vq0wZupSa55RE6k5tp5TzFz26Sdw0IGfbP9SKHBLY9vUpi0uGLMQZq3YGN4ioYPafJ3G",
-	"M8P4SCibYALNa39XnrB3tVJSjXxXC+BPZld1lgmRu79jl9mEXcuJyN/W1hmlr7jKRCHyA2r6EfenlRaC",
-	"qBORLFaLhMxI95nxIw7h8ai6XeqigEyfJsUxauvLrUioryzHRe5h/oKVeeU/2IO1axpTYg6O32+Dvmhh",
-	"FvqXf34sFRYHvAeU/q7L3vdyUKfWbvjdWlxUxfqzx/3O30Az9NY4lndCX0iuv//s+Y0Kn3imazU9R2Ro",
-	"NtwugtsbwaW1KuRQZLOsCCjWiuoiVHeJlW97xAre0cH9RdIEcwD7hUlofq5VIZWYKwTZJyejVlhGnh+E",
-	"cAM9mFGjbe9JZEpPT1lZaaszXSSsEhNthe8dkLDBzDfihe7e2Nsj8T/kFfa19LkxzYvAvjKFnibhl0Dd",
-	"WAiOeqT7jWG1guRKEIlSZQLUyyN2Pl9KGGc/krZEjZ44G4KylGnAk8CtIxVLa1U5sQm81LEP1EkW75yd",
-	"jrGO3qcJ9kmNS/ow69TwbAFXugHNf2RfOBRhSy/Kl+UGXozbuR/QqU/mfb+2vc36Xg9/7F/v714+BIzj",
-	"/upD8evmBO9QexUT3QLSdai9G4Zxb46sZRTALYsVlGhXVwL9KAmAujcKO4smb8fa2GNeljSM08hOHwhk",
-	"ZX2LYgO0PzDl8SnIl2vYfitFnmRgJUbojJVaHcCb3g6H8Bh4QmRzjBxG8ymfHbELG6wViyzC2Y1h+5nO",
-	"RebEjNFFbaE5MsgSVoESb5D01v1AFoQXTfFikfBwEgAv0pUcScX2y7ooElbWZpxAq216hp46O8ar3MHW",
-	"gMzVZZj/ya6He7UUHkKQRCDOZL5xHA/W+8bsAfqUa9gDkWFJo7pfw2zzooTmegeLoJnpTrassghMAwqb",
-	"FCATfSMOrZsB1Gj1e4d/5mauHhVRHCBee5BOWwiRQvNRDFEfeEGJ5TJUF6XrKhMJm3JpgwkBnih2I2aI",
-	"2A5GJ4KbuhJUy4RC5JTdylxotgLqeZ3LcBGJCGWcsKOSF13dRLEZB9ZekONA4GHEUS+MZULlof1r6i7X",
-	"tb1CuyBl+5RYzZ6fJIxbNtHGsm9ODs7I0eQmgZXq5KgbCSesYGE8zdLACShh6zIBAXQQxlYJbrSCDrih",
-	"+pvKaH9/9wtEFSEHosmZxWq4JMQPo0KJRVe4NeWV2w7X7rRtJgTYeseKCCDuDV+Htf3Sqmicff72P3zW",
-	"GmyMoa5Vfsb0DTOgNhDZA4+2MuzcfEdI9bUHBd1da0zR4aTMxO+K33IJvYTmGw8FeJ6DzHuRCkuiDfNy",
-	"4XjAbTZe0lSoVobVpTutL04Y3A2HwiTuWFQMSlAdWCbEjdKuljVSjQrRNCDGTFSVi1KoHIL8mD0BeRkG",
-	"DA5CB3cCHbCaxnHjfoSrYcytetsimENYEhnwU1d5wy9FyLcCIn+AFdkCTsKL1gJL8wjQkkbbB5lvVShH",
-	"dcalVwCkwk+wIxB4RNkMEfoYp07wIoYgs3EMsryyh2WlP8z6gaepSGrFAIkUB1tRt5RWZ7vPgSmTyuoF",
-	"t0bCdG2NzAXQCHujfh9zyGBR4F9aiUM9HLJKOF0NfcxOnTVzLmN3X2BXcXOi1HY3Hoh+QocypwdKNcL4",
-	"44BnN3o4TCjoiu0DjAVf+BE7B6orjt3RitkpK3XRiswGaxdvR5fMETtnJYfgJrcRWx7jYYodOfpnzLvd",
-	"W/HQynp3dwdli/sz+RzhE26IrGXuNespldiURFSgXpb1oJBmTJUE24PNaNQUXOtNhlvY2hRgtX4z7VTK",
-	"nUq5pkqJySGIgwhEC0xTm0d2XX4OsGOPyNYc4EB4xIokxwo8PqMcl8at7H3OvhbKu/mddZ1LE7z9R+zK",
-	"ITHkC9MYPJk8VVUhGxczmMliuiBSl9tAyNZbVgAkzUTDGn9JeKjLHRzu4PAT4FCXD4WGM2PFBJr45jrr",
-	"j+G9E7msREbiflDpqRGV91FCbZWDOosxSOmWiQowc53VE6EsmtQlH5Ebk3I62n+GCBBX6IZtsbOcLZaA",
-	"tmutyFq3YoTgZoK2qAlMIcWXZ0vUxZ+EPS/la7cOcxDzzcmL/jXxy7Bi2nvJHtIcwRN/0YhPi48FVwHm",
-	"pHhnwOLTEpbOfUL3+Q5rmR4tJWKej9D89QQiGsu+k9tVrdWNDxosbHPOIhKj0z3anYdk4OwtHsbnPYcR",
-	"ntoRDcHP6OytUeUw99Byc7NOVL0UldS5zFhzL4N7KZoNrGk+2lhWOnM7K2Y7ysbCDTr4+KlXKe0+WVGL",
-	"2lpBqHssihKsNSQnYoXWZSMAS5G7KyEIrT3HBiUhdceffwijvoYJb1C6t1+1LAFlYSl92g0UCDypHJNo",
-	"E82vypLD8rnngM7XcRhQr2Bq2rvrWydpnX491lPlhCh4C0iOjPUEg8GngTN2IiYDUZmxLLEPouCFHScM",
-	"CowD+E64VBDZQ+8m0O5R2deUV26jE58i3YbSiTeNQ4H6kvqFQjDMFyb7fBdWiVtpKHFtQSS9wvFf0UJs",
-	"sk97+019/IS0nn61n8Rp+IlKquYnv8ETkHPLDyvhPqv7lFkhuKrL49JtFjFdciDcpiKy+dABVw9R7FGd",
-	"PDDXJU3jT6FsSF8Kr2SlLmQ2I/rSSkAPsiAjihwD0baaMQ5l+CJPAkFd7gk5uJoBQecRe0vEdkAI4E4p",
-	"1EhARZYXGJzRLBmAzOJxuMRbX3PL3/lhvsJbVmWr/gbheM/8TDEfnlkdQi60smeM4ufGKwxY/r+kdkBX",
-	"n5cY9GMlxKEVHyyF15txhhoQGlzfIPC+vlF8+/zFdpNzuj4QfbteWKEvHya6S8/pAiJaRTQLuOXRcc3C",
-	"QfhcSMq0GsrRXZGpqtWhVplYEaEF4rL4mLfoO3wCjhEFGpMEYVIY4J6H0EdRRL/GpB8FHPQVMSsncQr8",
-	"lEuAovBo0ndzVGnjzkKGjdyRr3Q9GveIbsI/CuaiCPfAiVLc/TDD0sdMT4gcg3eFcmvVg2Sb8MF1vepd",
-	"rVaxETfrbDV+t7lcoD4u0O057Xpntj4f8Zzc2QWAH085e439JbrBDj/Y/UFev4vMvX/AjTjEXXcIu30N",
-	"69zyQeGwS6pcfHD/sJUcjcCbr3LmILZtXD4zrNAZLwhv/Gtjgz3TRT1RwE88DVYH0FMonzeS0KWvX/8C",
-	"RjsvgFepAavwXPSZQfcLqEz6p/CV9MHQJy53GB4O22qWSz5S2gg2keRyY2WlB4WYmE4z5jW98AqW7xxW",
-	"b1XXNeSORSb+179gpvSEUnGowh+exvTgv0VmV3HQ5sXd+GcX9LRf+Qc5qSdM1c5udKNww8rGvOKZm0PI",
-	"bATlGwd15kMxYfRoItqqVhnSN/bkufMPr/Pi1ZhXpnvYL09OTpK9oa4m3MIs7Tcv9hJ3nxvk3unzkxO4",
-	"YiIV/uIkzBE+OhAlbVoLnP/kPWgctiN9UDhdOx2wj0AOU3TJ+e7AYm79NmmWop95pUOGK/bz9a+/YPo9",
-	"uAcroXJoXQ2lB94bv+DqBzUP0C7Fvf1vMz4pUtQ4+LS50/ttmbRGFMMj9oO2YzhbEDOJHDBAwBEujyiA",
-	"sVWlZkINdZWJuKcsUUKKmWeBbNpb5aIs9Ezk7FZU4LZxCCtNayo+8QWaekw45HcPZiyddyWfsjlPcnrq",
-	"li5EO7p45VjajPN9LpQUeZrcIQBixhL8tMG4rATWqu6n7lvrUiheyiNY9oNuMNeZ+V2uwu9z1JHxK56x",
-	"dGzdd2y2QU9gAz93FTn24s/eB5eEg51IuefevJcEDnT60b2oi/P8bpgIT2lhYoeyyafsbSmU+6wL+/eo",
-	"qzPnnhUf7DEMdMWz4ZR1x5sWoj2d0NvxDUijbx03rK2Ij+QOn3tyFsd6+vgjTVIN9UoULyud15lNoCNL",
-	"nrCx9p1nyIUuYaB2FuiydU5wjxayibOZE2b1CCsSAHukNawuodzFPVMopPj0MSrseBw5DmuspweVVA1l",
-	"NSFNdSAVryjNBn5Bo3Dg7VQtXtxADbzuBLMrWI8LtxybzCxp3tJxEH/gRmbMfRJ3vCD7fKBr+8RiTj8J",
-	"ywarVmKDuk1gwDgGnqB1gq+w0/Dq2ESj9Abi6yE9gYJHorJyCE6lnorc33QuznEAG9yQ4S3L4qA4s6cT",
-	"8Iw+5z3ss7Cf1t5xxx/dCC7yv46FqnRRTOgzd/tTL4ypIT1RK3EIMJq58VPLNQeEqbnNcD4MH5jSf5uc",
-	"dIR0PFsXuQ9l5tgdmAKpQMyMXe2wX4YBSuYRdvHS1Y0J1TTuYkTzD6WshInKEb9lE6lqK8zBETt3Cp50",
-	"D4Qll/ldOkuErfumWaRV4R96Cyj7lc9Sp7kHnbLkdtyolLgiazc2/6ZHk9xU+4uOVVjlzCX/khwKt1vg",
-	"WG8eX6KPtGRcWBj76pyVsvEwh/xKDb76XaOLr6HRRYOxrAE52AP3Crn9rtwGdAO4rBL1DTdWc0ubtjDi",
-	"65trIBMnCkPhIXQjqp06sEQB+MW/8W0zxnUImZrxYQJMYNVwWNdnPAekWxvZFn2jDkqjl8dF3p3MRHIi",
-	"e8z1b5e6Nb9t+TSfb9mn2f1plqlQzZrs7OUlmlfXCduACpYsC03zrlGwfSQJwooO0INKoHqAIhagM3AA",
-	"nRCk0R+SWM9nlVBiyouDOLHb611zxSXuf5g1GTWDPBzyzFmw1HNHDztbzjRqweIO3du0JrL4yhXKSBj7",
-	"doPFPcuzapDuS/msnF1lx5OLQHciw5bUlRBgXRFzfhU1BId8DHdGRO5DauExcShDK0EBGfJROLMN6jxC",
-	"WRMGWiF8jcFsCDv7trbSGnYjZofQ6sX9ZTHcjJmDeaA3cxAp81oYH2jmFbTLJYpMVlZiKD/Mj6upadPT",
-	"EJ3Bmc5803HMjSL2GcgQEDmry06v369+OXpC0SvozF6h//Mi7+Az83FrYniDqQ11RStJs6dprohZX8Ej",
-	"zL3HreOhhTTkEhKa1hkd3g50bp0je74qML1Cg+td0rjpfcmNEfkZBiZgLdA5QWTadCk0Qwae1BVLfQmP",
-	"654Pmv1bbVDb3p+Y1dsnpZoUDMzBwi/61YmphxIA8AUoHydCUQcyHso26JSeg/9jgtNDD6eHfgw+EbPf",
-	"X4id50wSUhzBEm1SHKeVtOSIifDY/QhZlXPgICLooJ63cxsRnYlRhzTOcoeAtfJtyfNq5sSrNHiAe5qg",
-	"V8D+IZp8dRgd5qWPNNBJwIgi2QefLNDx4DhR2/aT6GwDiQKJShkNvic81Jd9eJFkrCwKEEcdujilIeLH",
-	"uqRv9a7ZLhuh7Ol8WxjKUnV84dtaPZ/z/1jyPVdM8+5Zn00NAG3Pnafxi/Y0QpZyXfZrnttIGFWazH9o",
-	"fCQmXBbHVhi7rF0cdEhRxOU3EcZg8lSTj45vrSuRs6tfry99HpNXhnUIlUNrcAqSR1651qDY1OEXEgKi",
-	"2k4h+5cn3yMmQhwobd30Xmn7vhlGiuoXDEYi2EZjdMjx7ck3DXlyPGhEX+jQkXHl7gQVnmdjYLYAjnzp",
-	"GZTwuGLOgREqZxNgWNPYQ69VLY3lOs8My8ZaArEXdsszLO36dilmThng6jwEt6TIT4mpg76BQRZqiF5h",
-	"YVXI0IC74VdRCym2//LF9yx1T3xPT0wpp+2dsNXs8HxoRZWygZhpsrM6Eq3cfrgWxr5xc90UMwesCLxh",
-	"DT7MSmSylE4GoqsqNMRjpg4puFtk65gf/DLob52pqVMFgLyqUV6ivbnD/6dKxSGgph32Sgx7TNAZ3LjY",
-	"oOzLVb4eTMmnuuco5DOcS69tcjx1bcUiJUBTfBmx63vPTfRgX9jJ8UGJf174vZpjzozuhUXAHiSyinJs",
-	"k+gWCczAuIpHzH9d/xY0RNJjSb8/TsGuFx/Ackc5o7HbUq2AGOnCkhcdiieRXU3kzbp4nVZOykJEDCRO",
-	"qxfdHiNI4Czlp/mL3qpidkn1EZvt0xcPc7nboFmML8hr8LBOANtathGXapElAffsBj0CJa+knd0FIYjo",
-	"AJvNeTVqCLEraBokC2lnic+jJPuWUn68/9hbvSD5ybXsSx4x+zyLX1mK6jBURGIDvzE3Y5aNuVTIxRv+",
-	"zIsiDBE6gdDzj9gfoIWORXbzOhQsefdyTdnhV//xi7SCpZfvzn/69Zz9Ty2zm/dwT9o0+MTHAy7kAo17",
-	"cnyQgW9kIZQtZiyXt6Iaidzd6BASdO/MbRBlahMXUU2IMWLWCReX8JXu37t8TpOP594UccG856d9hkKh",
-	"EpyabmInqFA0Ah8PXeim0NP+JhDRd/hMl3Rc2+W2Cg7UfRsgUpZA4w87Il1V1oW33NN4no6DOdqfy8UE",
-	"ws3OtbxJ17KDR1rngbBTIdQ8Sc0G5YnDBamEWUL/5rE2XOp3f1y62tIdQ6ZTyPTPa4r3s1bFHyJWKaqh",
-	"riaGcfRCHwKFDnENVbJcWpUPbmNpWVnpW0GHt0FstPMMPhfd9kpbPMrBt+trDqRhvAB/SETZLg17cXKC",
-	"OIC46ksVaPDuZBvv7UjmOj+T83mg81nSeEIUpdiie5rnsyW1Ce/CB1qRAXaJq/hJi/gZqN+DXsliVQl4",
-	"Bpz0LwQ30De/3d2RUm2w4mHJeN7AdXfD/D836pKmL7QcSv1Hhw9+1r+X8p0WvmjaP8SHCqcTu5e7M+x+",
-	"HZ1tj4d4yhNq20nNnd31Rx3pJG0o5Q2LOuyBTUK9LsSqXFfclXERFs4djYMbpaeQuYF1XEgI77ewzzgN",
-	"0qB9GQXQihnDorgj9s6Nx9fHFkCPeYgVBpWgi3wDPwnj8A+nj9CgPN7sI3jiQ1k444xNx7Poa7m5kKLr",
-	"hzyoLZN54V7Dhroo9BQaT3Z2ykMw1oUwm68Uc69Z2iIzLpJ7wvSE/euwyWNUKysn4phIMKxcSp2LpZQ/",
-	"gdWG/WcmYqKrWRIrKcozDGHsxPQWVB6xK3S3OrVxOIyKIk2pLRvpStcWGl9W9B42qvTUjhNW8NEI00jD",
-	"3qSG9+4K6PkAagMfO72h0KNOneQdzuJ1NPdNStbFt3WcCLqKRR/k6Z2Jn4T1W6x3IbZwKED/X4e3FuwE",
-	"CJ+53VxxNQIHNUaPfFTG4zSOrsPg8CImGBxOhc9szYtihoa5muMfnCsjdseNDWUlphzq4rDeCNht/UtD",
-	"iyfssDuQXeSEbma0Dy9hCTZ/Ktx7lgoJt7BuDZ6ygCB3nd8zGArWpVBbOAu2dptvjcMwHUsrqJ/7L1LV",
-	"H7A+AO9njdHX4oGifCQ0uzM9mQiVi5xBLq6hVvMWOlj4QwLLgPwlWHXFFThbsbnQCLY6mohxndYRe0s6",
-	"WBgjZEZBDAZD+RziN058WKHIb8uVN+6iki83WRwg1uaHVtBuvs8M01OV4PMIAHAEXYLoZ23sNS7wCrv4",
-	"16biYjrWRsQL6vl6F3k/QfGMWfiJGMPH1yjY/8z4J6NpX5HlQNVtIm+mcD+1V5s0ZJs19f2DO4El3pzU",
-	"wPgJsQB3H817g5Nkr6x704OabMz4ONKJoo0bHTfSIi2vRsLCwEPWPcRYKJCBEELhgQkQfbuH3YpKDmct",
-	"X1jc6bxVuCTzOCefsnAwgRPMqvmCXukOmlsDSB+BPcT+QCrPeAINQvnWXyMRc4p05XFSNCoXLIWHvK+b",
-	"gH+6CCXn7vEtMNlEpk3zAnjfikwb+mAqVEY3XxhX47ElZc5ND7mfeiPP+Bm7snCaT3/GdDXvMMU9MebU",
-	"ZVMqDOtTK2QQpFwi++Fchx7tt+F++pvOBXX3Oae3p9j7bqSkgRKXwQz2Z0q3X89KkR7ssoK+5KxQ2JYt",
-	"6MYjdQ+wDaXV/Sk9bWXwuCy4WtJzLA6iI9DT0Q9RBa/3wVy8LtWEXpD6/UbMWl46zJangxfbTQFcHJLe",
-	"8kJi9gw27260QpR6Z6GyLKo0xzx79FEMLaZCDiXR9xyxf3eqou9j2dJ1uzr5nHSwvhdcbRGe3evWR+cA",
-	"xLkwYLfiB3ko8HWD7x01aSwFVzuK40eETJ7TPcYmOnibByfsa3LYoqa7Q6EpBgsaKFhIQBxD0Q1NlryN",
-	"0eOQuHga0nwuvTp9rnL0nF7zEVQshZcFjTsJOiDGVv1qo+GLWUtl5cZmIWqTE29qfsR+4qW3/JoKpoJ6",
-	"cnXWlg7lB3cVNqzgUTcx06QXdodwYYFfx+t7HymE3XlBPobob2otEXDohy3ZsUpwQYiNx8QVS0Kx3V/s",
-	"3itWpRWThlXkLGqgA23jMIIUSJVRbZxoSBKV/cQnE/4Bs8ZNHxXJaorlB2Qj6dtby4ObbcbPXfLnXZI/",
-	"22vnHlQIK1RcfkLIsEHv4rqd4Qa1LOyhVNDDygoFIWa4OYnVv6Z+vnaXKnSd68r3YhF5ErQcTFXq6Az3",
-	"e3Cqg+ccnQ7mhrmD5mEz49Bn3KedtylA+uKtG+8K17xmaUc4v5b4DXAZn5YnvXMJ7mGb41Iu3ezHH91/",
-	"fuMT8Zczp1a0mHH6Runluh807EakMmy2tmFTJ+iDfZRrlByl71FlnExplHx4CD3chIccsXP8C2gNkEIG",
-	"SSO+toL8xtyySY3nxTenw6yFhewGqoeD7OzouqTT2eW1FemNNsyMnsosdJqD7Aek/OtoQtMcgLWaaAWX",
-	"orlh3FDuK+hP7TPbw6roP+RSXsWSW7ch9073/us/+eE/Tw6//5P+e/jnx5Pku2/++pe9rdEttpZoiWX4",
-	"h4dUHfaPhq+RPDpvXTSfuzXKgb1bfSldunZMSPffiyd8fAezjSC4NzkgPoistp22KpWgrNUMdL6WpVW5",
-	"42tZpG0KwEyk43SUvbQC6OwVRDdMaI3T+fTGYef/AsrWWBd5wgYi47UBPkwx9eXD7poJnwVLNa6i4wqa",
-	"Lla+UK/g2Y1ZkjT8d1qsjaOIf1EHfvzdr3NE5/0k03K62oZs0ECYisFY6xtznHHLC71OAoKxXOW8wrIn",
-	"a9io0nWJcn3IJ7KYkZcGVBL8zTPDUuKJ+l8pm8oiz3iV41GDpzB0LpG72ekivvcVPAWuAfaWgiv3MHx1",
-	"yqwv+TcC7AeDLWHw+ebMZ4nDFMGL4y7KWYq/P6LZH/2jPjn5JvtZa9A34Keu8N9Pwv6Bd7xx739FS7bJ",
-	"Es3aDpzI6XptjxTG9aTP+SSOjZu134TtzemXITpAuHM2cIByUchbUUlhjj/K/K/jSljsRt1tfvwKBSic",
-	"/Yi5YnT3LATUL4XKIc8S8mMc9FN5hh6yuvTxezoP5GZiTheelNZQGk772RJz4twtPgYDrdrcf7OxvBV5",
-	"w45nKylytu+MhtQPDfg8YFYQHXcnLTX1IEzqvX9MyrTTbqfSiA6uCqC1oP38mh69sr8bUGgMpWjod+jO",
-	"HtNBrk/G/nK7aTNzJzqsQJ8Hjv6eMKWnflMcfV2a8YMpqW4nQiLosH0I7wEuVrI3BNzQbkN8uANmYGxj",
-	"HjfoXODTCP323dxKUcGZT5ad/IN53Dli54Hi52WTWoHPpXIXyqOgVzrRvRQvmu674KQ3MS5JQxNajhdw",
-	"eD6AFFwFGY0olDnbR4XhIk8P5hdK2S8VRD7Ayiw3yaMlDt/dSxYgJdhByT1CCZ7M4eLJhE0fncytAgw2",
-	"GVhC/wBtYcNwESX2saQq8Vn1SQQV7qRHG2sw892LwCwWRWFaKSO5NCVwAJO/kRyamCXoNiLyYEnb+rMv",
-	"aia/p1bF7GCZRn6Fs9ye5KYX9rZDGlVixK14Qkmv5+05u40/t6vaO2cbWnmsoK4TCGsPOAFHim/cMV/p",
-	"XYmcZ0ABJy0zfNZse86MyCoBktII67OowI0EgTBM2sgT8sNjo1F3xxE798o4LVklWCGG1uGH50Ilmohw",
-	"JcUeumNjfru2FmJVP87CaEZ5V/FoVvBW+AE9nmrr+TMbLcLSahic7C7E3Rvla5+TezvJfU03sHsE0ALH",
-	"Lz4FySpUXmqpbEMgoaeK/fzr+Ss6VIl3MmW6FAmEt5CJLCdT1+DRhgi0NKxW8n9qwfhEUwh6ieaMd4Yh",
-	"SHC/8oHRRW0FG1tbGvb7u1/YvvsnVSiDSV8UevqzteVBYEZrqCJNwuCEORt7WPHRBJKc/Usc8hhd3GKn",
-	"SlZoXTrtPWGFVDeH2OZZVywrdJ0fToTl0BGfuC+FWcylTAku32O2IijuMD5nyxPmgMjOJ1JJY5FxGa4w",
-	"rKzkrUN7vNewff+0c/f3S/zrNf4xPThiv4gRz2bMKH4j3mfcoHeOvHemzsaMmwUHnVbvja0En7wn5ERa",
-	"N8MdNHVc/1ZdweWv6Gr8Sg0oC5VVM0gm59iIBck+qESp6UfU1TalA0s2lGm6BL1WpJ26DXsWzTfUSo4F",
-	"8ndsL4C4ZBLLRg8p/xksOOVwkeAd6yLHbhIS6fykbUQxG0pR5GaXf/9V9H9rYf12baZYWwLfDHhl6s5Q",
-	"YlnwjDLfcfshex7s4oYYH3kloEjY72xIej9XTExKC1jPBwbkFJ7bhpbS5/HjH87IH+w7qWDhZqNDhsAZ",
-	"jMCJnCP2itLzqUCKqr/EB+t9xu6mkKKrGv+qG19LCYwomAmLyU/c7QvuMNp+L/NeGL1bomt880W+t6m0",
-	"jk/HYfeZmj3hVYlHD8A1fKH8iygA2GVu3Cv44uF8ZOB7THDS7xon09N43B3qio20Jtvc6hKasgkJSjNO",
-	"IQHNIXhDVc7+4NJKNUJnXuzhEpmeCPaKq0wURCKstB27+yBzHMx8ZX221iSJ/dszNpbG6goqC25EaZOg",
-	"tlDKq3u6YcNKCHgCorsHirkKVJznxsDz8WBQS+js3NT346HDNX1spztyCa7toaNoNkS4ILpFLXbR0p9r",
-	"tCur4KImbQfovxN0xv18fX3pW/Fi2RHsVZETNxutH9qQJQK9O76iGEIoDKxGbIDuzateN9zr2Pv5eec1",
-	"WXnHJXyL9a6DFm2L5TWQRxAH6oi3jbzaPU3fgBAiWRMb5iLhnk3iAYLwfS7Bt26T8VHs0ZbC7Kht7wmV",
-	"Xs/Lyehcbz1GgIi0vP3OhTICGKlCnxjvd3L3pT76TjltqabddkhXHcJVB+QxQx9U215L2GBWcuyFIJFo",
-	"sXFfYkMVDM6HxFG8IoqvzJjMya0ZfmMhjF/xW1EEkt6CldyO2T6GJxOWFVxOEmbkSHFbV427NPG+0oMz",
-	"T5AgQw4A5SHNazxH7JzlSJTQGI/OcnQr0OVhuxadAYsvxDBc0RfnPOqC49vLIElKaLFhgwg7Y6Y1B+K3",
-	"gDr/BKtDxP/UvMDld59Q5g9qV67ZVwc36pQbTwF11taVJUSA3a+mfLazPZ+U7Rn31MF9YvV9SoL1ldQV",
-	"7dec2cZNjHww5oBlEbE3oB6yc3Azd6b9qQey4P2Wj/7gdIV0oQODNIPYhCB4+5bB6t5jQMLg5Hdj99EX",
-	"vgiPO0DbAdpXB2gBFbAWIcKAjUKc5cXNsRFwvenHtjfGciSpgEg29NHK9ITRnT4fPRe3MhPPDBQmaqZr",
-	"W9aY1qJEccR+1BVLR4MXf3v+t+epn7GFjgMmkNPhMxhnP1Sa5xmf76QGWTNcQkyZlNArkWmVmzTxFIzs",
-	"+clBKJIMg7r47e8X12/QmebGlwSFWVpPdokK/E9H//r8OYwJyjGnvMp9rBtbRUYD1cOhA9zEf7KCgwpM",
-	"v2b7aaZzkaUHR+xSG0srgwH2y7dX16zzSxx/pH9d5H8dwy3pGbUiM+NDqw/d1QyyqvbT0to0wQDNYOaX",
-	"4IDlIpN5xN0prfdIHrG3deXmIt2Knja1Yz+Aw8JHjWAAzwzm7be6xHWKEwzQXfPi5gpv3ZBQWXjPCpHi",
-	"N5TKw07cqgCJV6RniLTWOznwtOSAgxvmTjLl7HgAjRDf/bUD77//vhvv8X5zBLf14nyMLr2+1esWBhCN",
-	"LbpLF0AoAbbMrCnUc4qP6ePdbUPEynx9eEszEpn3JOaHOT3W/PwnDAQPFtqY3z2ejhnDe94l/ZmnbcGX",
-	"uEKW9+tZf2CPKdQ/UFXY/xu7+fmfyZxMJq3ilJ0fOoXD6TRlNuEJm9TxL+oD6nEtggKX+6ecRRqBU17A",
-	"7Yf9JV6cMGilVfLsBrKPLZs45eX5CTNQYO4UsM4m1diR+pSVoOsY/4pS3wh1cMTOG40RebQX1BlpWFZo",
-	"4xQqXdFVzUcTFUBLJQrBDfIKNS3H04xESUeRLiysO4Dn8AEeJezcv6oUJrxCRYKdttOKdlrRo7GOAfrI",
-	"LN6+UnQMiIPwXAgrOpx9kDzSxuSW1QjmhgMyzEo12iHpme8aOIdpMoa06KEROSzZsBCBQRY0Y/msqzAS",
-	"nuOOF3zPnYa107A2W+MI+21hT2/1uJZ2iV/+bSmUodIH47tLz+sdR+wVaR0+hYs0o1PvscEsMOCBrXRZ",
-	"+oQvMaULGmq1xUN5hUbPpbVPSfO4tKu8/SNKF9mpHTu148HVDtuNDJsAsrGs8sOSV3Z2nPES++cvy3OL",
-	"iclkDgT99BrMTRMfStmwPXia1PPLC2ad4YUk2SW0U6G3zVjGrRhBF0HqoR6eCESQIjdzNP/S0NOw1gb7",
-	"vhTFEbuA7vHkG3Yvd0+AXLtA56prS21jhgISSExDHFubLoLXCbHVhEkY6umJDTcSZ1wSa/NgxlJc/qZW",
-	"7pTxUh7CjekZ8m0bXTSK1SIR5vO460sp38O97z0ydfM+XbsPeem+46v4M24Sv7rf2NcnJbpmfnfA/J5E",
-	"Bfprz4Y3jZsLtU+I24i5js96c0abI9/sr73TvbDB9hYQ4XlPOM4tYT8SYHDCLPXI0kVQhu1mMNQVROP8",
-	"+ZtvHj6UBXYpUzmr9NT4BIX4OctPWnfiarQP/bDvmo31SXmoK66lwfy7mE11ld/hjstKW53p4g63gNy6",
-	"AjLFi7u86jds2Lb+Da9BjnzCLfTDne78+1iDHrPu9edleYersf72zjfcaQZvkJvkLnOorf67zIW+4z3v",
-	"RHa3Xfabviz4TFQ/VILf3OG+n7lBv+Wdbrm0/7zDDRfmaswrv2futNegcQ1laK+/gNBj9a53YceC36u7",
-	"DPCnStflv4vZj4CFdxuivAXcg2H6+zfpwaA3r5Nz7uXFjpFiCSOFXyS2H4nag03L+fBpFiNDHQL/+GPm",
-	"gfqvlSaAVkF4n4Z4LAkvkPLohNFTJSozluVdhXtbqyUwuKtojwTPFg7Lsi6BkO2xc/Xdk6uP586UItXx",
-	"CzlRx2XBZwOe3Syp3DCmFoaZMXTFl2pUiENnlf7+7hcT0sjoic8MK+StYEg8kjBPpkhONJE3p3HfmcJo",
-	"dU0wTz/1fzMpZIBOpLUiPzhib3g2BkIYnk+gtOMDz2wx82nOMwoogJ0vDLXJSws5FFZOhM9/Y/sh/+3F",
-	"ScK4ZYXgxrJv8AcI4RKfOLYtz7Gm7QBYBvBvASieGXIrUMNXqGeTxpNeAapw5f4rlV8OBlwvbtlOIXF3",
-	"OIQ/+h3TCtYScwvSQfJ8lmL9a6ics7wKbT0l+hUwgxDXw0QNMW6EKOHXziLSFbTiVEpkNiGuEKz/hV3A",
-	"0F0tlbGC97K5NBD4i7wVl34H3ZmQNko463Dghk16FwfuRCr/4/PtuXM712OJd9fbU2h5+o3ql8XtkC37",
-	"fbs/aI/k0EocwnhxoDtH8BNyBP8kbPP9A2oEUdBAXiQGNi398C3myA3n04TfIcDekraxgUqtEkpMoYnx",
-	"HGT2zt5TpoF+Cm2PscbRpAkl8MDqZbyCDo4sNbfZeyuzG2FTFEAY6ZeG3oRRb6gnds8/C5jR6iobuh4J",
-	"us0NiYob8RemgATowYyl8ItGTn53cvjdyUmUL/7i5MBJQOgrgCtQ+Ebn0rC8hlZIKfzl3AnflO3zga4t",
-	"+9eT/4dJRZkKwMV+gMWYkNDuCSfgbs//9gal+LlN2X745S9zsjwS380MS1FJnTfC/OU3L9wscFUw9apH",
-	"iJ/htaiGNHrHW5+OgMxD3i0M7lAnlRNcDCdUMROiGQx1W28GR8oJNataeCR43G/1jcjdBRiKTeONnSat",
-	"LDUS4RjjqATLauv7dH/LDK4S8BB5LSNsxmVKxhnW9bulgK7DSlunsN0KditzoRmvKtxF5wshgwmf+f1p",
-	"2FQUoAELNhUDf6nXDZ2OenAaLQ2U2A5EodXIhMosem7C/rG3uFz/2GN84IY1EYFkMNyARCG4wwIJtx8m",
-	"TGu/0COqzr2lrqRJUOc4q9y8nCrFjZnqyvd1PribOvQLQMpOJ5q1FmQdpShpnWesc/PkkF5X2q5+1P6m",
-	"PWpRg86Y0gQgv1OPnpR69EvI9ok1AKC282YeVDKglbZKMdqg5gMG5BJqKPCAQUdT5FbwJvdcgAwec8pK",
-	"XRTU5wgGxGplZUHK0F19bFD48aV52WDQyytfGzufEAIKXDI9mXCV73DiYeuMHtpx11V8uvoM63JJwX3I",
-	"wY03Xslrn3TLa6sPK5Fp7JXTe8J1eYb2hlPx+HAoMktFj9C+uDLzqsudz7suv7zjrsvlp92t21d7uB/u",
-	"rOrysR9VquBufAvdObn35nlIWCFvRLMqz0zinREanRE//QAjClRR4X5vFO2nPqtT5qk7ze3a6/kZHUt1",
-	"K61IDyDE5kYU/D8o10Dpmfc/gIWrxNTTv8NvnxmWVgJ15X+XKgfHvy+CP/QvTIPMDBdf5GnLrpP5YvkU",
-	"DYQ6L5FnZiZs0zBaqHyhTKrDKF6wIsG23I/K3LHBPyKnwIZzyBWV6appSYc5MUia9/zF84Q5u9Kwugxe",
-	"gSgBzwFIKfIDmDcsFgLpO3QTJMxoXFBw6yvRnoVfuvdw5/sltV/zNuxPuPh3MmOJm6S1q77Y3Oyd4boz",
-	"XJ+o4cqDrFiQEXcwW7fiz4dEjkPs1rwOBaqvvoHr50lOa5PEvT5UztxXhSzq9Kc3jSRsvTQFZyIJWzao",
-	"jVTCGGgK6EQAkr6oRg8GDpSGTOQZNvdnQt2KQpeCpR9LPhIJZDBdyX+KhFlteZFAZupfKdvXVQ6kKYNZ",
-	"azZM5mcsdXehnEz9A7Dfh47ITELNoM5q6Mr9jKXUNOyik3a+ncwa5XTePaH1lX/PZlhYN6n0R/PGgS1P",
-	"PWtttZ3uf58JawsnedNYpHQuVqTVtFV5c/wR/kvZan0VsqjFmUg/5pZplYlTKJqLwzuhQxNo2VEjoiP2",
-	"JooI/Xx9fXn44y9/T/Bfw18vXwIc/PzLVetxrXQQalSU5tLQNanvjAZwhTG+jJyas2WhphC/wuk0HS8q",
-	"cYtNn/rCadiTH+Jn0iZkOEjbVNIwr/U/M1EpDtt/efINS5tfvM+FknOtlNm5Hw+2xXHg2VnvggOgjJom",
-	"nMR4oVUHPfVruLxHV7x71Kdt0vVozbSvlurMQ11NuN073atraMU6rzQvkFX/MZ7FUUqVmwQI95tKiSa+",
-	"bYkMwfaRWFfi/2fvWnubSLL2Xym9X15n1blAAC2J0ApmhwUJzaIEdj+wCJe7j52edFdZVdVJvBH/fVXn",
-	"nLq0044dDYEw8heC7HbX/alzfY60SFszKMQ/fvpsgw5hHT2/xzgWK7k5G9TH4t7lDga/+Ko+pa39cErs",
-	"bSSW987T9hr5ZmGaflZvhLz9YVcMJS8V6zMUg92Do5PHEOMdil4IRTEUEhEewQK0ySzSqVBWKGhvCWxT",
-	"FhfiWsDBdLI9/PqTheDr30gF9wIKW1c3zR/AYlXiaxptnagdEmEbIdWCbcilbBqu9kTdiYEHcOVv/NGT",
-	"gyd3gHEcyIYY3gvm/lkA/PODsBbsbbFldQj4vSDLXYXPfcSJ29xDzObpxU3b1GilxAgtNAAPRoQdZ9Kb",
-	"VsKCQymuFzW1FG81iGF5RJzjil8ZDpIWm0FhFuKGwW8YHIcIuki5nFbH2GcUcUm7zwQIKhuHrVQUB53d",
-	"r2iBRSsqSxnSkZNs2X5XbGZnPUqx1X50HBN2mwRMoWTDGLwGfY+EzCGeoZbCzVfh8qhnicDEbjJk4INq",
-	"lr3+OMT8BaEerhzgEtIEpifvBNToCxjG6iKUi8rD9pJdGVQ1RO2j4PInxfNvb8W+bTY2qL+X27GPkSGP",
-	"yi1OfodyqMgi368PzLAd9tifU4LeGrRvv4uRfOi7XsbR3XcbV4l/BIvuNmBX2I6PuC5qg/zUieMRicUt",
-	"lM6KT2MMH/pQt+CVAlAV/ndHjE5e/yIODw+fB9bx/2oFO8tF+cf+5W/J3UpxW+jHNTAFA6qEYzRU16rT",
-	"nU1TKEujreWOYRxJ2bn9FswMhJP23K4zIJ+kCXoIfAixO3eiAoi/2pyqIP7kzqwI8ZcbMgnE5+9CDRB/",
-	"9LpuYOOc86wp3ol3+tWvtGXv13LfG9kmaeO4t7c547eY4E1+hu/V9p5aut0An57bP5Om2k029xUJrcZ4",
-	"FcXWkwaOhIFWX8RS1A3Y/xeThQOsQEI6RN91OHJnRnez4D6UMz+BOyiwklyEWTK1quBKgHIGI+qk+Dvb",
-	"l51uJ9ahjGt1L7YDMwHVOUV+iEttzkONVYnl9rVJMR4ucPVQV6UBMfMymHiJY2CjzQRQPaMSKyEOhgsx",
-	"UAcX4MRIafdlirk5x17+z12LZDKKpnxpWWG64BhCugok81VdggExwhn50il5IevGXysDfsU30lTLJvTe",
-	"5XA/MrFvwCPBK+nKszViMA6tEI92Hx0ciAoJhUon6soWtMJzo0uw1uuSVKpGX37nItU3xrMqHtEDnMFv",
-	"MRnbj6wgTmucAYGO5S3oDYPemwQpPwb7GM42QD9GidXI98ornVZYPXW7weFFR9jLdxE9SOYkaMEzncFq",
-	"1fPsYXsU6TSVdcPOytilL/51X2aD1tcT+vH2/G/P/4M+/7xP+4fmhwDBmsDjDAiyvq4GgzeY/ovb/Iju",
-	"b7zYM3WPDG+1CSIKCibIwYG2Sza3FmLS5cIImmX7YsuEcAepPnpIE6ytvcm1XVkSw+ZM1srLJD380Qru",
-	"DDaneuq28sYWb34CvDlNR+GhyxvXZEXaPJvhZZbFQCZmrfA8m9wsJkZ5SkCahF3/5c6eeBujlIP5Cn/F",
-	"x6Knv2j/z5lz891pO39yRJBVpdIriCCY836CpAkjC4BqV62EFP/pDg4OS0x9x/+CgAZaUK4Q02k7h5nY",
-	"tXYHXUdTo1shsUAMl69D+9wLegVHSdFLPvk/j59VHeHT0COfx5RdQOqemMCsVjZwEJ3DYmpkG2mBa7ez",
-	"J07IQ5N8X+Ljybs9gZvJ9y8hKDMI86nkqB7yHjUaPT/ZXvDzVYhW9kPVOtVhfer1yQQRY++cTtDbESv8",
-	"L7T9/hQ5BBR/zR5VexxpsijrDr2BftBpL/8keQRbr8uPjujvQ+uUKcKYsOt73Sm3hvJzvP+aIH7O5grZ",
-	"dCtdJ8T+huiL9rOQF1dQlnoEZwcvKCVsLEahkExiseM0sLfVeIeT2VN6O986WOf/DNQqFjVMSMPk4pqK",
-	"gsYcWI/k6Ig5zt86gVK3YEOiGkZV0GUWaFfWeFdOeR6/i2tlWeJrmIkuv35XhWS2PS/ICrh+9PivG0SL",
-	"pobD2lSrWg0r+g0ajJsQjak1B/OtbpgKJWwGtbSKXIWDnTH36iPpNbiJj2TpJG4F+Vu8JRkNiP1eeVO3",
-	"Okv4oW+agByoAzARuY+jy48SaufkKFTRe7LIc4cbXUqnjRiNe1AxLsT44kxbjIOV87n/k+E0s1b26FaO",
-	"hAwvRV+GjIWpMUMaVKkrMFjXBCwlufUUiNHJh9P3+DXdHGSDqQR+nBbMawFSzLum8ZLb1QIF6ywlm/tA",
-	"mc/TRl9iJcd+LtgFf5NKFDCiKT+LJSzRLBxR+ljOujLqJasNrPrfwmy92NvbIzWkdxPuRErQKOxjknIV",
-	"Ses+fd7rTDPOarIvwAQetCUSuD2xtHwoy04gxApmedXxXuXLj9XC3mWyLmvcz+AtmeJhT0kq3enOCjG+",
-	"7vXv6/417q6v+9dyPv+6fx1m6+tYjMgG42/zjyfvdv3vd8GWcg7VTigVmlHCsU08mKzikvZPXVY1vIgd",
-	"xzBH1OKCCzBl0s87yvbJSFwtZik22os69ibd38ve7u+nwq9Le/crkNbDwgUY2QwkUurO3Vjp9O4Dv3Be",
-	"AgpjRXFoVYV1tjQGsoUiU0ZxhkJ+arh8OFJQtmDznZQtNurRDcK082cMz3hgkKg34Lil+3FZgb1ftXGg",
-	"zTXmw8C4jNskJaQvsyPGmonbxPT70ii3YXkbaKUrJYBwcn9ovvkZyMarBGuqDUhhW9k0gh4XVsm5PdMu",
-	"RGHLSkxkI1UZSgy1WtVOe80CKUSjPuoBNJMlMu5Qzo6pka3pzH9fYlS1fxsFhduFddCizMfFUUMvZGO1",
-	"qFXZdBWgsGFB2Y56Qm6ZChz6UVCwwLuhAoz2rdWFbGqMkg/h4JGm1HFgt79HlVaLVndWGMll0JAZ9Xco",
-	"XaB5YRNmbQURrIarzLeFN8E50afOjKx4YE8PDpcLNcVBTXSFlOu+L3ifZXEmgxk+b2gp71N/uiipkVPu",
-	"5MrA6tVD9tsBr9TgIyGYe0rw82O6mc0s2Sn83MeAUTRG9vc9VgdFqdoffHx8j44/lJ2p3eL/jj5de416",
-	"AtKAedn5I/bps1duc3erhytsg1+f784MCmjjD4TuHqw45n9JH3sxquRLbrmDy70rrgNdzS9an9cQusz9",
-	"uJFXg90StaLAf6SWpYEUKCCitaqgNFpbiFbWfm2RaRFDaPloWydMpwIrvKRFGdEYxcEjDKkK5gWaiJum",
-	"io8WvbNGo2Mx8bEVN7SXUFaZZoE6J5yRdRPlhVI62ehZh/3JEv/mulbOpq497nUtzOvNzp0AbWSoBDNQ",
-	"iBbaCZVl4WKDAbFQR0lNHOZN8I8HWsCaVZkkGWS+mdHd3IbCjgo9SzLWMhJzrZsiJ7h0SQQJS9LoWerO",
-	"0153Qr23m/35zS8hM8LhGrwXuNWz+D9npLKkkTpo5w1q3pFRwu8KPw5pTA1UNRKzZ6A2tD8oFnHFRCGT",
-	"wUC33mUWCo557Mv4RSBKiSJ3yLMKxQvKRdnkQ4t6cM3jwv1mW30OwhG4LVnlhjr2IXYE1AyVkCl5wtNs",
-	"FLgq7BkvYuUOWkjC1VTisYjKexbBmU1cmrcn+bxR4wP9+xWDO3n/U3p8FE6Wqw4yjUKwP2fciGgYDi0/",
-	"6h3sXNgZnh64wOSbzk30VUF/O1WJS5icaX3u1c/6AojxjWuh8kc4HZhPRjt6l/b5v2FyiqXY47GvFb2S",
-	"lyC82X98lU+S78jQIr7S2lln5DxYL6jyqazaWtX+C9TSQmOIR+5GqdaEVHGmnj/PZ4qTr5cb/8er/Q+C",
-	"9EWuNisMzGqPF/78XIARp2/fh/09N2DB4zBtHIS745BGGAplIQEGYwOppuxEjnVtmLwu6x1/MgiCgR8u",
-	"HS7TzxBJQTjBdlCIqg4XRcq/iJv3WT4xUXseaBzF9FK3YuRkc76TjNqcj+e1bazZTxW8USBPlfbnIM/B",
-	"HEeFfGK0rEppXUZTTxE/hfjnb/96+1p4NDP59sbCv5+//i8AAP//",
+	"7L39cuS4kS/6KgjdvTGSg1Kre2b6eFtx4q5G3e3W8fSMjqS29+yuV0KRqCqsWABNgKquccxD3Ve4T3YD",
+	"mQAIsgCSVdK0x2v7D0+rSOIzkZnIj1/+5SCXq0oKJrQ6ePOXgyWjBavhnzeP+Y2mJTP/LpjKa15pLsXB",
+	"m4N7XTfsnkhB2COrN4QKtWY1kXNCiZAFI3pJNVlSRUqpNMml0DTXZM31kuglI3nZKM1qUkJnb+A320Yu",
+	"V0yReS1XRC+5gua+UkSuBVGaavNeQVZ0Q0qaP5B8ScWCKbKi0Gktm8WSSL1kNXyoiOIiZyfkfKaY0GS9",
+	"5CWD3mCUXBEutkeHozo5yA5UvmQraubPRLM6ePPvB2biB3/KDvSmYgdvDpSuuVgc/Pzzz9lBRWu6Ytou",
+	"3sWSCsHK81zzR2qW7caM/j0vNau3F/RHUW4INe8yImsizZ8VEwUXC5ijYKUyA+Lm5T83rN4cZAeCrswY",
+	"aLeLzrD/qWbzgzcH/9eLdpNf4FP1Ij7CAzOV9lFDS/w5PmQ3NrOOsF0UPsGtGhiwb3b3wfpPw4FW1dgA",
+	"7e6aIVYVMSNJDq+qOsNa0c/fM7HQy4M3r7/Z3vl2EI2W1yyXdTE6lqVUjNBGy+MaPiBqzXW+hBMDY3yk",
+	"ZZMeYNtROE47sJmUJaOiP7I/8ILJHQZWNWVJDqn78mj3IWKP00b4liles2ISqbU7WeBXw9RWhE3vSG6d",
+	"YXWG+8hzZv+4LHYZsfnQPSG8IIe/++7Vb1/+9qX/LTecSdbkxx/+cPmeVLWc85IdpWfXHUmCcF+++u0A",
+	"5eJ0xuch551ZHOIQ7V+8MKN2s3ETlcXY2Pcd9DtBZyWbeNYYvrwbEduPJpLw72rZVL9nm+0B/Z5tcOna",
+	"jV+YlzNCFcnN+ARZL5kgXJO1+almVLPCD6uietmOauH6yQ5q9ufG0OfBGyOW9uFZbtCDcmlr/2EIqVUL",
+	"xrf/eNZRLnpBFTvmQjGhOIhKzT5rMpeNKFAAMRwaeTArXg9y+QfbyV6094Gq86bgE/npkqpjal7fjfyW",
+	"rpNp9PeBqiv90/QRXd3+287jMR1MG02MmVwWTGg+56gpBscBDkLNdFMLVsSOgtnMkqv0ocgDBjjpVAzv",
+	"76W6WdLasdVpa6rMFwU55J1vd5Sb3Y8nrvVTzovpNyPBZ5nRjzKidM3oKmuZuzJ70MqtX+RYfS8X72u5",
+	"Sqw3E7rmTBGqzVDo3FwgYEU1XzFyiEKWr9hPUqRljrlYdAY3l/WKaiONqGbH5vuD4RH+WBcxTvkDWzOl",
+	"/SDnvFaaHJolLticNqU+AsW+LMxb8DQ1RAkdhGO0LRy8ORDQy0Hm7yP+B2w5djUJB38rJy3ujM1lzXZf",
+	"XS2fsLYfWcHpDasfWT2uilCl+MJwCy1xmCvzNVHweWp4q04Pe5HoD/KqpBtWf1cz+jCNMTwwVoE6zcXi",
+	"2KyjbPRxBa0ocijCBnfkFp1vJzKLH2QxQdPDkYdrSupGKHPj97fy9KiKvZW6q1pqmctyqiZS2fdTY3HP",
+	"d1X8/TiCsV03wpDw93Lxey6KQY3JnSY3zAcu0hyTi2LX4XWHEg7yRjZ1zj7VU4UWvE4+XX+PR1w22shc",
+	"ENS0VEdoHOHCUqORHxnJe2Kl3JyFHznRAqRLaM0IXwhZs+QKKD/mBM28Ov1miGhuQFZNv4ShbBvUDvGV",
+	"vVRYHM0ul8JgPCgxlPkXVeQen9wfDQ8zfdgGB/qHpVR66kF75DUYdsw3qdE8QoM7nnu0BE5UF/HlMydS",
+	"FXL/1p5o32tNkGhUTJrOct/7jqNu9EdWL9gtVQ+XxZVRRbeGf2vG1egXK/Mi0VQ9JHRXDY088ToXDOhG",
+	"U92oxMaazlpr3aDhRLdtTWZP28MwozM9X9VyVrJVZFzXoPijzZNrtlLOevzICDUc3nyXVJbCpqM605yW",
+	"imUxiXhFFxFj0w/NataSUkXN5kl7OzF6Ma01FwujKL1MSh3TcHQwL7NWKeJCf/3qIDtYccFXRpt76UfJ",
+	"hWYLVvtR3vCfIiP9SD+bD4nwI67lWpGK1TDsodFBg9ERfnsaGyL2ZDjx6eiA0TTJxSJtlXV22JLnYHne",
+	"wxSbOJm+8zHjHAzBsrmvHA9O8ok97Wt+NO9EcWvU362xvBOFIzVQtGsqFowcXr+/IF9//fU/o5SgxGjd",
+	"mb3zAAma1o7OyJyXTLVEafV2rtMmLRzHHlq6n8t7XrIhpocmbVbA4BI8bw5tPI3ndQY0ZDnGRerwPHL4",
+	"lpVMswLMCoosaV0cF/YneD8j6yXPl6C/gENpzRUjJZtrIhudvl/6sUzlmZFpdGY35Vr0RW5AfkSDV4hg",
+	"KEYdeP6bgh/GjTsH2yOBR1PPlT9G1t+Gpyx9hvz5e9IpGlETQ8UwbW0Z0/9SSyhLNk3jqmXJnm6dq+Xo",
+	"ad8e5E0z82ObNtiClRzc0VVJxdNHzZ/In24e8wsplOlC5BG3wPuaqaVgSqHfvGa0OCH3pcxped+zHFk1",
+	"1rnFmWVi/ioO9gKQp6w4I/clF4zW/Cc6K9m9NUXlUsx5DcqV83CDKx2/UujI10twOMvVimuzRN4OZLj6",
+	"nxumNKF1zR9ZkcHHc8rdTebb06/JfSPoI+Ul9uvuk9Q51Ml5nrMKlt4FDsiK1aABnJF1zTVTwG9puaYb",
+	"RcJp+D3C+IR2l/71+OYxPw4XOm45g3UNDGfu77CTuPXsltYLpkfY8MfQVGLWy8+M0FwrIkVGuFCaUZD3",
+	"yPnOIJBhxoi06w1kGl5ozL6yzzTX5YZIwX5xHo9zTTH4jy1bP8QAiuIoPlkfi8G1pVC6YEL/MhMeFiOv",
+	"v45OVD6wiWzl/OqSaPP6KEtJXfBsX7vxv09q6rW4Uax+OrtrlKWX6YP82bysKikUg3vdd7S4RjZh/sql",
+	"0EzAPwNV/8V/KTONv0zUjt7Vtay/k8UGu9vWNoEWwGYtiw1G9DzSkhfkcC5rQ0qrqmTk3v56B6/fm/f9",
+	"T+bD+6Mzksu6ZrmGJeWianR4YGtWlXRjuCPXpBEYd1ScHJi7txTzkudfcM6OF+e2ZxVEVjV1zYR2Wu69",
+	"ewWmTMnKsHNVsZzPeY7e+TOQPIFUcUy/hunSBeUC5vle1jNeFEx8uYnmtCxZDaFeykshCPmoWL3iShmW",
+	"I2tSM2vIVLmszLTbx3cFE5wV90cwh0uhmvmc55wJfaNlbS0AX2Y2rVmqZjkzUhTmBIIvM9PYDo3LDEXP",
+	"WCnXwEnnNWPHqqK5WQlgiiCGazZvVNhaexEEFuBvZIf3Cid9N2/K8j4zHKPeGNEHZKDNSRJmGaELjh0W",
+	"dmzI0Klow+uQz0ivrxqGbdTWpUTtG5qx665ZLWgJa/TlVtzKY6OmsII0gn2uWK5ZUW7I4T23Y7qHuVdm",
+	"zHBdqGHueLZ/kPq9bETx5YbMHXsvWqouJDNSVBP2mStw0HH8+5ErPiuZN4PicTm8F1LfgZvXkv0V3ZSS",
+	"FrdSfm8E/JfnVMCc2eecsQIPsuI/MVLyFdfmtOLw7rSUd6UZoB32tWGyP0h9QzVXcw4q2pceutGCN9pd",
+	"IEFVlo1WvEC12NwcyeE9PL0zy67asRrCur/AwR7DXO7Jgj8y5b/8SsFCGIkcxN12PokE35rxKPKbF//R",
+	"nJ5+nZsG4F/s/uRgUFqbOwmrH3nOPrV6+pdZ0HNSsIqJwijoBBxJq0rWtOblhgSXBnLYvUIMySzDrEDs",
+	"zWj+IOdzoJhbKT9SsbFaiPrikgpJnBXmPmdkqaNw88cd/GFE0RlZU67J3LJ8MFAYwhCEC3J/baZ2fD7X",
+	"rL7vUUbwaMhwrVguRQHeEejISgNYMy4WJ4NKXto+fRox94KmKmijl7LmP7EvxCh/kASVvNbtCIKuMlJR",
+	"aJB0ZkzmEfZ+5yaMuh+t+B2o5e3vyHI+CdVURhawAm47tzDhvwq7tDz+vt/fPZwSP8w7uCLdmZ2BOfzs",
+	"NhMo5jw3310zBbfgmLk2iN0XwUUO9BSr5hIlVwxtA0bdMHc0IVvxBEZR7yN5QygBSyoGE5GKKrWWdWEb",
+	"Mz+VciEbfUJumjxnSpmZfri9vSKvTk8DtygswqFZ+Jrmmpy/ISryfiNK8xOorgWYZavazEJzvJPQHOfa",
+	"n/ofzfwMzRRSAAN2hgFrBTYN2ZEf22U4yA5KuViw4lg2Gg9mrWeM6mOnz5k32FzD+SoZVayImBSygxVT",
+	"Kup7+iM6vqqKCaN2cUFM/+C+3GpEw1U90QZv50a0fBNcE2tZsm4oV9YNnMzIfceC8MJ8Z+6I95ZGrm9v",
+	"roKD5zVXxVAfR3Pl9oW2ZTn/7nbFz6Jdk3a95Oy/WK7NVM8rDvf1mK00uJ+bK7DRb1lxZhZAMKP7LWVp",
+	"VQ58B6ISMlRa52CtAEq3atfG2n17NFSWcs2KyyrivbwozV2C0KKoDR3WmI9yeHH59voo6NbaPUBNn9dy",
+	"dUbYqtIb1KCp2PgGuCK2O7ina+sy3d5+/IHWNd2Yv+01/zx2yo18aYcSGgUOP91ewKGZYr72nXwXsWZe",
+	"tJwYWYftwfebkfBCDpfsAi2fuRTKUKUjIGm5EV40/PZGT0HBF0zpq5rN+ec4f0Pz58tXZMk+04LlfEVL",
+	"Q/2GqbBaOSPKzYfz41ffvibYoPcdJDtmnyteM5Vcb6qtA6ldePsJLvoZEU1ZektNoOKbl5JbYj5CtQ3l",
+	"9ta4Sqr0JzWZEMzrSJVakkBkMrBIozSKjdd8iwfMfLz/cNH4tKXK0BUb3wIh9Xeg2SRmCtby/iZgTB0v",
+	"orPyD+FTIGHrnd5vdnItWJ0y5JnfyXopiVwLNTLV1p4RYUFXrS2kklzokN3ltK45U7vxkqqpK6lS8qmz",
+	"lsjQZO0tu8DWonOo2SOj/s7Rb5jBYaeCMJHXG/AS5LICLeiBVTojSiJjQTOQaSrQVnIqiFrKdRh4hoar",
+	"7cgPGIl8mHxE7NspgjGH1r6yP6HUUk/k3jg5f3TthyNn1L61//hU3L1+0bE2hgc2IwUDRxEeJa7tyeJG",
+	"5nFRyLW1XD3KNgTEqWCYCHngmCwapWGFD+DU322YvoPmouqVnm7bT584eDJJrmzLkoi8u1eP+V1F9d35",
+	"7KK4b6mZkorVylJwzXK5EFy5CI5hHap1KwATbY9tl+90p9KTmF3OkoWaTshfQ3HXOciOMkL9I1QTwrMW",
+	"UnlHTg2pfN/zeIyijcyS81Y/UNuKWzUa4cUVNBQJ7Nq6B/fvvlkbSbVPaNaE9s03ceLDCftwbB/u5Vj8",
+	"0C3Ua9MRzq+lpuXgimHHQLsrqq1onUMwtMqINNyGliWMSPWn+fqbg2jEWEjVNnYuCFLDMdnViNJKU3B9",
+	"sWT5Qyy40Nx8zcjNVYiaN0luXt0mluSt7N3nqqQCBY2Li4Bm41rJqEbj+49oNHHH6w/SmhvhU1KzueE2",
+	"Wp4RionthtVYz8Hxmhf2xfjF0VxrY3mTTga3/eCbcRmqjGDhOnITuLFPULmfU142NfOnzU/eMXsu5vIg",
+	"O1jTWpgBZgcMfAR/GmN/junhbIIBjdwlDQmk07QZgdt3cQwXRMXyBqaChIN+lKiNQU701RrRJhbB9dld",
+	"BM0OUiHFZiUbBbJRbZRmKwKNx3cSHjkLVS/nlGNgYd67lhlBVXRkbcWP4VAbvo0XsWN7ETPywI3ILDCM",
+	"JypxYXkmRhT5Ndy+XcJV+hwvwqM3bd8eXFLCZWwXzki1+O3tkQkdX7meDSYU4o4cTlBtCDzr/smW4zHa",
+	"fZLVfGhWVBzXjBZgDmcxzpNcP5mD93dYi8RV8RPc1QIgG53LGINrGW3byxnBNSArRoVCXcfdVDwngxsE",
+	"6juOJq2dzwwKuYdRW6CluL43ZAkL5mz0YTqTje7uKnW3maJjlDG8kKGCT7CHuJ5Y03jq/K31I/YINSPs",
+	"z405jRKU4vt/PYYXjy+Le+KCKQia/Hei6b6BzZ7IkNTb3QtZR+bZV/8EtpPr0NZUo13LaMeVuCijVRnB",
+	"9MY2X/LvRL2z8+/od9uLMU3bC+TdPgqfG8qvTONzCChXVKmUdwPOP6p9LdKK0RdIwSNSHKMEEsHEypCQ",
+	"rJSNNmlW8NQui40vOFSMhZZw9RXc0cHrczSVJkzbsVGcIziQaxotJQsu0BZA1QOa8OwsvfFjQpdwNKIT",
+	"d33ZN1DL7OSvtVA0kzuTVRWdX6Plimqet1O0705quUdTbk5th+3SZm6nY5T1Hc0fFrVsRHFL1UOCabGa",
+	"y4Ln4HnGl31+V5ekOt+mjWlUPYABOCpgIEzlkZY36NSN6Fj2BTJjes2YwExdLpwbeOLOGFJ926A97WOk",
+	"G/fMyTM0PzXgs17xsuSJ7qIsALvz0UC9+5b5ud9NRzZzjb5AViQULPPVdSNimlAnN8BPImY/Qz8nPt+g",
+	"+N/TJg/i/EdRboZvXUAINs8a4l/xLiYh1bZRATDZ9n0sfu00ROwTXbetjo24kI3Qg/zfDAdQ1DAfrpa5",
+	"9bfWevtsJja7bgRc7sZnX0pZGaXLfrGVcB5J44tcCsNOOsvfDmX7YIVUs3UcQoINFm6chcR1n++6nEOR",
+	"mi24ub0zQOYwQsvNuMtRUhaC/kVre8lCY3Na7/Cj6PE2NVnh6HHQLZ2jv2MueDsp7L+TUitd0+q8WHER",
+	"BBjTouBm8LS8CtbI5nv2byfoytLSOiatElMrw0mM3kZN49z0o2Ud4eRcVSXd/JA27qilXAuX+25v0l0v",
+	"L5hqTjCdcigOv408iPh6XDSFu2iFwz5DvkGJoqWR10uqluZFdFSga7zX/6tvX0OETzueyHBcBMD2cL6X",
+	"Cy6AwZwhS3B6ASmZhozsmhR8wTVYNNo8OvTK4zsqw1fMf6X5/0YUrFa5rJnKjL6u+EKgSWS5qZbW0NtL",
+	"vwmm8LVZP9OwGeB//vv58b/R459Oj//5T+0/T+7+5fhPf3mVvf76538avUr52Qf7MkinqQTskNkh6XV2",
+	"jyjNyxKhPySZsTCroEuMM9fTtR/m9u2zseG5Qva6gSBSZSSadUMw4hsMXGpcmT+EGYthyjOA24T7oZrA",
+	"iLeHGFuyCypyhCS5kKsVFcV+pxubcdijOTa1vWw1oyqmiF3D722UdBtMD+2W3j8V0Ny3kYPyc3SGFZ3x",
+	"kuvNBdVsIetNXKfM7VPLveviuKK13pDcfW+duD3DYxjFOWDNpQA+Y+0cePbMlS2wTPSC6lVcyciTc3Cz",
+	"s4BSoX2l5I8M8G4MCWXuAnGsNiLH25TNiIyrv9NU6GD55ixhLXXTvNrNly4woFNL0ijW6WwXp3rvePiF",
+	"7OsqsUFmwT7HT1Gl8yW9WNKyZNGQ4XMi2NrQknnP7AC+uE1Q9pURDUNLopgoAKLEf3EfAOgaqbBr1Mwf",
+	"fSqYG569cc8Y2G1s7uB0UyVf0UUcCeeamTP9iLg3LRSd7RW+G7ewtUsVdBXOMLpVEEnohPiTdRnFtOF6",
+	"bO2jLCNbij76q6RK4Zz4VU+1MHLvjMgKh0WWrGYZmbGcmnNARU+q1EwxjRY2G7hlvv9Ktc36ECdzoqzF",
+	"t6+JbHvE2Do9ckiqCSb/y+g/fYU1GFFqi6OggefkkRdMOgZ4Qu498NG9jdOw0TohmtIbcv+b3/zmX+6N",
+	"eiUKZWQ6ZuRuIFUWJ4XZuPdLqhD/qQ3GU/dE0Q185sQBfBgPlA1xoPdEj8468M57oDp3GhhkFCHWNN7k",
+	"Xbzyjk6NoMPrhI7wx+WmA+CK0OFcdxGvu0mH3sDAvAVwu+uylOvvqOL5eaOXPz6y+qqkXFxrVQ3L9A42",
+	"24p6DHYUUCtW068UgYZJNxI+4HRgu61Mf+S+1qp68+LFvcO9MAxeWQgce4C9W0pLQsXGXFKtiUIwvZb1",
+	"A6moXp6QH+dzMtu47PU3eCjfYlwlV3agrMD0cztYNKSi9MYPcOxBhrlhOd2ZwLrGNRUaw545t8jfjsNZ",
+	"fIVDAK56QavqhUNcUKQR/M8N8/c59K0n9nAA+Bt/B02cudTwtpMfRckFS8zAtvrI6s2V4bkDLnvqjae1",
+	"/YKA1wB8a4ezDf4THJVaVkekEZqXduc+a7y5oS6m6016OAkM8XOHF37WOSL2PkgVUVJCcDbyYQtzb3bf",
+	"wTKbf3PlBu9UcJvYYwE5rCswpZnuATtLDj99unx7BM4hQ9Y0r6Xq4qjENcmBWOsLGzNqYTO/SHh1iKL7",
+	"wEXxhhe7q9Lva+bxYWt7DZS16lgwjPBWCT9o0UNw3xldPdvCMt8a4ySo9BYNxLS2NX6bTWMhJSLTSEKh",
+	"TwI7D322yFkhXQIlfSIWIQVk/pYrPB7e55JTYeYwY6H9dfswLHaAIv/Kwnn37eto/BbxVVom8a9DEWXT",
+	"g5xSgxDY5oF1XKmlbMrC58LF57JMwFp377cgQsyQKyqONS/18U9SrpItbmlJ6fbdJAJ8y1bvIoc+WvnM",
+	"hdpaDIajeOd8BFm6G4TldQ0LLg1ssamsAKlKqg1jSbBEo3pYs0qcLW5TAmgrtnVrRvEhZgEWjLWbOqlh",
+	"ZEoizGUXzBSqiREiKhyTo0oUWDa/HCHzdwi+e4vG27QjRAyj+v6esYpYBN8WsgQWC3F8ScnoI2CMecAI",
+	"8DuC0cWoUE1ZJtw2QxF/zsbrsI5DydRdGfdKPOAvANXdCfvWXHw0WnumgNLCu+YjrarbmgpVyVpP/bjz",
+	"zc9ZAAq77cFrQWutYrhx5zE8pitwivv7E16cKFxLUQs0WodXbtdwvb03D/7nb37zm977hpu7N32dH7c/",
+	"HoIEtWW9BJd8F3/k/zHNmIb/ozk9ffXaNQZdQQbd/Yv0G/iLPRL/8yUUXvrXj1bsqKNQ5vREZFziqARg",
+	"7k0XGDfx3WXiJh7C2EL8gbXke5x54oyAGN6Ir5dcaS4WkEkS7bSpisHUiNCTi/c/c/nwuayy3lULsx2O",
+	"aGHb3Y7qX49xwN0/BNC63ZvJGbm/u7PXKEDrvbu79wmvbEKKQIhbGXWNhvjYAQpzVET2D3bmAX8tTKfH",
+	"TG5R6fpYVN7bF9R+2S5hE5QQaWuwhCWFOhWQgjoZfUB0X7Jiq67C0L07i5TU6lUR6paw2rYf9I0Y0euc",
+	"Y6/p5ImW9kOyHLA6nW8bcfr27W5RMdS+7C3XVhw7bqdPKilLOK5bqucZsSFJoXYaRnHarg4yG7sUjd2c",
+	"UmnMW/nbi3MhuViApcFcoMmhkJiebgQtK44ycuPi/Q6pVVTgTm/Y0ZpujjJ79SaHKFPNtbSu+SMXi6OM",
+	"XFugBEThgyNOtTZM1oZ6nbV3Z6Oc5UtWNNjvlb1zcx8VBlYOF4DWvZofZeS9DR3rvr/mZUnschsa4Vaf",
+	"dEtr532QHbh5HgDKMv7mhn+QHXhKe98PedraguESXK2nxSuLkGRkI88gAxDXGdO6dL0B6/Q1hltg9Jz5",
+	"RZGbNqzLzefaB2XYh0MDhRpBMfMqprDLeUf49Yzh+GQ06qVb1461FY8mBFL9iqwDXD+TUWCyGWDS1dNW",
+	"v7Klr2YbsKPCmDu3wCer9XuoDr8OXaEnxgN5GJXiHap+RmkCJ208eLtT1OzvKQsPJ9yZwuQwqQ4z2ycw",
+	"23YOIdnunolR2V8oCNtpbCujDV5qtkphkcALGMzncEYCABIX+DoNtgXpOSNIvxlRD7wihx6QEYosgVuA",
+	"HFp8xzOimJGiRi/rCFFsyp8Fo7g+8GogAW3Eytyx2SwphIqvMaLnMc6fHmJ88nctEIusyZZromuziTfL",
+	"RWSA/YUPlwKetYwkOvc67Rnrxnug/2jOWVkox1bNUgAteHzOca5nC+M8AN/zgDF2GKMEuZ9v/VxYcsXk",
+	"RW0uO3NWk0LmzcpG7/1CblPXxcQWbu3Q3rrPwNDDHjlbd4CPMSS5dwkoqYVtBGUTECOdBt0Bnj4jsEoe",
+	"JBqeBUsxEgTmpzRht9IAVRWMFqCH7N4c2oketXSlHfw1IEbNeb2KYUHhK8NWVzdozKvALxI+J5StEV4A",
+	"VUw8xo601s01mLtnbGouSCoh5dIi3IKcOUMAHTPj1hrm9stu6sT+vNzaFvVMGIXeCE5kI3AjtKzO+VsC",
+	"uthFAgbyIwZFEpJ0fMu4wq0i9t0k5gdXUZFyoxEcD5/jRdiQnGkU6opTbTGu7BXIUmFVy6LJJ8fAG+FS",
+	"paklwBSetFlWgUs2h4/3Jb6+dmB3IfNHqKX+dijtHD3tOlII1n+AF0xWNf+elMztmnd7qJl7aZi+54iO",
+	"qb6skpmuC/jBgv44Z5jR9PKllVVo0zzD6JZ7614Kwq4yci/FI59D6q0sHTSrVbV8tQW0UGbkfjED6/q9",
+	"UWKgWkH7FINpbi6vQr2qRnMi9HGQHdjPh4wbV/qniyDkN2LAu/23TlCwhVDzVhkcTdLykTLeD+mTc5nH",
+	"wtkvqHDqHbyRcHjWfPhb4Kg1T3xeURH/uqIJcCfAANVqiLDtK+HuPTBWqck5mvOaqWXcsOCj02zDmGHG",
+	"EKvTPFjtamPQPKYZmTUwT+KL8JOMldE136T84gOeA7MHdhi2ZUcTdnvbRe8uztCB1j9Z37QrChKx6Akf",
+	"9UuA7FOB/e6t5H5YMCzf2q6Wt/TZsdOxST8wPugKXOZaxsOH8L3EQbSNqK6KPcHB45rNwvWYtAV73pXC",
+	"TTkjK/nIQG/OpdBcNEw53zTaft3EAtBj2UQuVMnVectrliOqrCHCDLlOBswjDENwzBdutIVciwCVlS+W",
+	"aP06tr801bH70bzqfoZ/uwemt2Mu3L8Q/BU6PxaM1v6POfzbDOdYVgCoAv/OSwTlMuOLsn5VMUf+QRG+",
+	"npJaMUwNrFidm1XuRDl9ZYFHowzMF+97OVa8zxxy2BWX/+uqFp6ebg3oo9tuG6QPRlxWzsPC3CtzFxnK",
+	"De6O7/XpaXeEp6ejKoWjlmE6v8HQ9IQ4tYHrXVH6rBLUXtBY8d3mPIyaj/O8Tly9/xROG6AE9ePOQL/3",
+	"0fW2lAFPSAb85hpeGo+ssj14+XV1+2/xZpNBbB+pgPBoqGt9FrIMDKRyCDDrJcbuzXcUTlvzCX3GyXWf",
+	"Ri778UUgKSzjDddkHINPIutzu6mUcWEv+c9DBmP71U5iwn64xgZWta17x2idL9u0uDT9Vaw+djYGnyRG",
+	"FHxv01LA5wyoowWHhA8WzWwYz5IL219RgTAU0BHHqC5alikzkOl7uHUfET0w9pTVIp2OIKTOfDTaxjro",
+	"JyAD+dUIhj7FrnrtYsEi0d/et+1itkNWeuZd2+hEt0EHr4gihWxmEFXXVERL8i1ZcZGhHev/+39fnf7f",
+	"5L+4th6N3p7apiI+y15fXBBqruQBiIHbD4+iaoMBrGri5gBA2SWj9WSjzE6gFt1FScJYwIeDN41IgMKI",
+	"hjsOy8w+a9jvwY4hAMJ1zBUpGuaANGzQqPUX27pALk5i33H1KdnRwBDR9mMR+/nrkDPjXggR7jGhgTZa",
+	"Eizm/+ntlS16WJYKiMSQ7O3FFQEkCQgB7ULrNVqaXc2NItoU1dC9v63o/07oVJIwWmF7F/4avySlXCSQ",
+	"CWM7KElOLfJa6Ismhwg09ubk5MTXJ/GmFdTw4kkwE+5IlvhhFkMXo8siGZroLhG+HYjcQUw3bvZukwix",
+	"1/VmWm4ItgqZIY//AxLkeaGIMsQx28Ct5SiNKLgTmqBTGK0hNbOZZHdYlN1agzN/6/Xp6Ub2W56Bhz1u",
+	"tKljFoCrmj1y2dh6GTgezFzD/tSgQ3FKHK+n49+bj3bAOqR5Lpv2YgPruTPM4R999sJ+8IY6ktLwA1vv",
+	"tly7QgLamJ32PCYpeUvvQrLOOhqx9ZsiQbbrb3H+ulh+Q5yzu5NJhFHqONBxKRd4fN6g0rsgh562rY8g",
+	"I7a8Sma9KBAE1/pQM5dHaeMtMXouyLDMurF0mRPWR/6gkMNuAoOCBC9M9HOJJ/gnrJB5DDGAxzYR4RBj",
+	"6c3dthsuAFPqBIeG8Nfe+OLDYMNWp7H+cf9Hf6mjqBD/bV0hdsZP8oT0Be0+jhE3jr++X+RG0EotZUwP",
+	"Pg90BGVfAyeF85E+m3WjkGtRSlpMxlooqYZc4JWhaosX9Pr0GI1ExDVHNM8fmO7qkgEqayI3LXmz9Rld",
+	"bs0wkStUSiPJYgyMgNvCC36PTWiqs30M1s8+8Kh+ftiT7yJmTCMXh3AfqCKaPjAxsuDTBKn1GD8TSZim",
+	"9iQHxX9i3210zJVmztoTdhAZvY26npLI95XaSv0mQibiFda80MtIs+bnvQc9YEdrjWbbuHidmQ5xIyNN",
+	"UqE8oTcHxM5ZNBneQR/mDuIAC86nY7l38IAHroWhL/CuYX0jqUULZP7gishq2oKg7+KpMxQtlFYyq7C9",
+	"Q4HWicm5XFvwS/TZFFxVRrghW5xeHmbysvqwNxX+OpyniikEHeVuXEfut99fo0CF2wp+3NpOF3QXpO/u",
+	"5DBrGQFqkw5SFWxUW8GGZ0bdAw5rtWJv3NU1fYy5KEbRRKxDJzo8BNyIYYKEFel2hNqIQPWN4mcMDfI8",
+	"gHJO26e34CpGm6wM7Q81OBz62wOWwNxR63Vmn/GicwaFrIj0YYwgweY1Y5MwIaclavSbOn31TRLlYABp",
+	"4a1FNPBFIiFw2AKKThhqCkThbQifMLm9jko3ENf6zsKJDO1jOkHFB15PodkuAsLAmD5QdYzIB0OjSqEc",
+	"mK+HXTG74hmAbeWzi8iHOtaR3OlDDzBlaxLiVX0/TIMbBC8YmsMOSAGTKGZawtB4M7vgAnC9lI1DBEiF",
+	"Mz0hFf+LZdVnNnUe8P3C5PmQQtbMo2D0IdVOv/nt/knnYwdvQhL1hK1N1BJqs6E7Kc0TNIK3QfT+DipB",
+	"cLUmOdW0lIuGEYhmfmS14lKwIpKFQNrNwlus2zBRbCGVmAPMRV42RQxK1sV4Jq32alcDS19H+hk24xJb",
+	"eHUaxHR4g4vjL2PxW+69Xa267q0tJaVc042C2nwnPrKYKsX0sVvz+yk0ialYacdHmxi3z0L6FLF2Gb+N",
+	"reJOEe64lLa+JS0I1RPD2C1ZRpiry5uwb5yhjc5aVU0nqk03UROtjb1zat9vR+HXPmspecJp9SnEO2nv",
+	"mPoQ19V3rP2wo742Pat2Crk+i3AcSVGNbgKC6IEw/yCVTlh58dpvGLkih4DoTBdgqPdaNrZDZhu4FzXK",
+	"puObV0uuMAV9JQXXsoa0Q4dprciCPzIb2KQpj+URBJqIStl2YPBkvZTKY1lxQC3kYqrxSNoM/u04AVHL",
+	"0iixy6ATWABwofPSEtuUPiYMH1vGYCHEWbQZ7764fRipOcU7YFEfUr1aJEcG07TxogVi8Qhph9MvtjEU",
+	"iq3j+OfX+ABXcWJjCbv/x4AeH4RcAyR6QIcZsaMgUgAGVCtrd+VvzuwvHZSD9EAPlUfTcHPOYrQ6eO5W",
+	"M1Yn4MftkVrBO9unYsloiebIQcEVdvQBPzEXFK2rZFW/8245PxzAV4p8uL29IudXl/G4GKjoMQaQCu4a",
+	"bvHELMjxYAmVibU1WLBM22mydK5HJ+uqZge1XXRN53Oex23YrJzvMlmB5UKp9liriRqezXxeR52FkbYf",
+	"pUYrrHOI/kFqVh9kBz9I8Qj/HC/Z6Wt9BIvUpY9gUH6b7QJkjgpHafyDp9a+08b8bgNoOhQPKKUMzDE2",
+	"5ye+htF80ktRsEiR6O+p0qSUC8LNc5+fahWwloQmFUsCb2U0Iah1SwZO4R5RzNiS26iZ9gBMLNJ0IYWm",
+	"uY6VhPoYhHYH4XWIc4GftaDwO014l1q8qAMkIP9pvhyvj+BoYPiwJKp6tETVnaU7JvIBopQXNS0wW1LE",
+	"0PyDC25Kwf6OC1pvnHrd7bCDz9IIP+9x+3i7RH6KWZewO+TXp4lQFR+qBunOp9fK0jj0YBdHLz+DmFJh",
+	"FQQb7QpX3cxMntdkyZW2pRh6Z9NuZhSaRQpdyzJyxs9sl3n4BhbMAFKjK+bGlyhhC9OcCEOML8dxdJgw",
+	"SutIjpnF/Da3uKrRRMsFEPX0m7FdvghV4wOI3TCLkAF4B5TEgN9mTf7A7OlWEM82/X77gyxYSwi2p1gg",
+	"hh3dd9BX0lHuXaLUUYMbXVsD74yc+mo47qW2bqIFn52gItpv38UCot4J7wfwXXBRyHVYVm5S/zuF6trm",
+	"wPc6Uu3uSw7LEI0aP+SOvvYknvFCK/5Ads9UFjIIN9reYna2O0GN7REa4HqpglAXXvtDztvVTHoqSVDR",
+	"7bm0kKDJCTL52XhbLlcrrofGi29oVgQjD65eu40bNZ6kO7wNx+zeEXqQZ/ZXo03BSNKAx960Memq5D+A",
+	"z40sj5Y+D5XVHSyJnZvfz7vYDN1BVV3b4R50o1m9Srcf3IBYvdonei484n6vbbdbqkxIe8H027WPHmOs",
+	"5udOc7Na0WgNrO4uLTnipOCtpVcZcCASD9/ffEwRQ6vw246sCgPbZJW5oOPN1HixL3lMRqeWb1P8JHPQ",
+	"DiZwtwM7G8F79Odmk/V3rkOOw/gnlsBkI3RUTpjfvcZPuQC8CigpMJ2uaMVv5QMTg+t+fnWJZeKm1vFN",
+	"O5DaRjt1j9TkK2Br3Bo+BL1yHRPaTignbaPwwsTGGjUyQnhhH8rClrNg54L17q2Qm9QAedl63tFQYUs9",
+	"tva20T1ColIMQsROyC2UXYIKwIjzCmAPlmJsWBJG8HFBPmhd/Wj+nUv5ABUgRGGrJHArRmay2MTxHJR6",
+	"N6FWnB0LFja0J8HNAXsltiDbmR9sW8hA7AABoeo57EHE9UzLhvlkqft/Pb55zI8vVD0/hg/uDR8ubOA4",
+	"XC4hmAtSWxdcLHwWSFDciBWQbLQ1mTMyw4q80jnX7HaJogWQMp86FI74LbUaqoD4bj5nCOxcbdVCDCrD",
+	"7VL8MDuwAx3Y0vOZkmWjGWHtNcp+dWYxBbj2vRu9EFM7twrdD26jbXGaDutW95CWtk5q61s38tDSG20K",
+	"jio2lDES5N7s5IsVu49nipnxjylun1SsqL0fvG2ku5MhkWZbZyiyB0OsIqXj/OiEJpY7ll3hs5Qr5rMy",
+	"eoEGKNBHNdaoqvW8tw8nZKeMA18eM8gAmjCQDA4YVAr/xa7hCmtaizhahVOa3RsDtZowMh4DQAR7SqnS",
+	"5A3abalf02DoUdqCZLBzK8yeq5A3Fa3SkoiIZcVlNDwDqhkTap0ygKACTOXi8u01EVJbrO4lswJmRTdk",
+	"xqz3pparMwRbtN8HRb4BhdbsRWfdwzKTMa3Yh3cEXvswRibFOoH6qLbAq+1wveTj2opd+0u/Hvk0shTp",
+	"2uf22Pk96McOjMxcSP0dCOXE3MAC0p8dV8Ti+yIaJtWYNbDX3KrdagK3o7Dx82fE3LzIqlGA2U9D2WkF",
+	"B6C5gCl5J6LgwhLFywg4ZlNXUg2h9fulch7HCWWs4a7CaICYMRQ9DTGQ4NC3hbBILqtNhyKwyrgdEbYd",
+	"1BnPqQBhAhiuRpqf2cBoQJ4FXRICNnz9yAdWTQGfdTF9wc6mmVKIxr0vGhaUWA4jvn4tMUFn0UL7YZ39",
+	"oLh+kBMar+Q/XHz/5bPFGw02uk/0UbjRz7DHv2QF3aekcXzP9HaBWOsooraq6nAJWMSA9vWu8FYHghHQ",
+	"UI7OiJzPs1RZ1z2SRP7aBLpLAsrTCrrumpLii6q0RVS3y6dm9i4OKfGd0qkpCLDd64A+U15Jp1Jn5gB3",
+	"Xp0ew86RaIHPQ3fSYUQWQ/XoiYkovWqe6aEEtT2fMpKpKSy/XM1PI6M/Y7E1G8mqJXqNw1KT4lmTX8aq",
+	"gY4nwwydkiklQKE0FGyX4W47JLBM7vhpRTp3KpEpIdmEYGw1hPIofVxKCqgwLns2KJFpdGLkHz2l+Bny",
+	"Z8jhy+OXr35r5l/THJm3kD5wov35aK8LwVbezagOOqE+599cTs51yG9MZ+TQCmlif1BvXrw4OkNeLR55",
+	"CAoKZGP+6y6oh0utq4yY/1dQOoE6yfXp+jIsImk52wkJMsqw3D05bBSr3zjd4F9Q9IBFrlNN09fIVOki",
+	"marJl5BihLUxT056hS9PTu6DwpiRx/2ymEdg7mgvIq252RXlfbZMpTMMBWqpnGCxiJPtgi3uTtgIxPcR",
+	"fQvVbrrKhPynaNnI3TjAM+RHgbr9gyzY+YIJ/c7Hez/N7oPIl1LgVb4fRr6tk2udRtj4ns+ZDuqAgYwP",
+	"Y4bsGpJ/Pj0lhy8BnLDRTB0Nw9j+9vU3HRjb13EU24EVeyIss7mkiCDTP4mxfAtD2PY2WnyATWXDvmB9",
+	"pMLsitY3YVMfsKsQkr5T+hZC+k+gFLL5Fb45qWqZM6VOMO7laIrSwQu2qqRmIt9E1RysrScWaERo407h",
+	"oD4YHUi0f8OYkSuooKS1g0YI6jhTWE5rQh2Vmyv6+TyJTPmWlfyRgfZjfVAcsysUkY1uye3rMRjnMRTn",
+	"im6MVpAmnJiudimMMuiPgkX15hr0msoIlYqJQrllNL0G8rQl4xRkKVZGJR7Gzm+QW3TrPWldKrqmvJxk",
+	"sLIpKsmT/pbRAtWj3vTckr8+Pd3tUEfXfU25HsXz0dJXvO9MX0twfVnKwNs0F4t2jKdj6NnB8CYDZwML",
+	"GObfhk3mm7xkPzqb3b6MqXQtBeY/LUndgCOJBplf2ywrlZzxsfNNyES+jmEHun5TNlNJChlGbyO/OlY2",
+	"IND/Kav2r5r1HtcMjl92ALwveJ6b+czBw3tcM8HWO1Va65+gaYdlFzuaT9Bo12kYGRiI5Frn5+BtvAWE",
+	"pv2o49Z5dqnwXn1oDvDQdSRTb7YxuuAfKTdc/zpa8OKdgEBK6xlgj0y014Pa3A6XkGq9xjbgpwT6x2BN",
+	"Fm9ur2itec4rKjQ4iwpJDqtmVnK17EpIo6gWNZS6BUbwyNna3ZUmRfZd6zzA0O54jyLOowIvbj+kPTjo",
+	"zrWJbRLxt9vJqGk2DvQuXYqPqCeNa1wO0uvladJtsy3+vvlmlBHXsmQTVvDavAZ5UEDRcdxZCKebNYoL",
+	"Q5Mc7kN60w+F2PGC63pUqonlsZnD4LtERF70oHDn6lb7996PKugMJVyMwRN/ZWv5P/XMw/HIvSwA+wLY",
+	"MT/c3l4dv//+DxF8y/aTy3jZGFuZPGzbQa7aI+7pq2l4MZok0+1xeF3aV/dbFGAm1N3h1xT8jZJYNpJI",
+	"WP49j+ocKBy1JIoZbQdxaCgA6hVMds4ceQ/4la12Hxz/r1SHe+3CpD660fVwICIhQmAGiVR8Rctepy4l",
+	"lHvJa8Y6BefxTUPC8Ciej5jeOSNC9tVsVox5CRLEJhyCOYzmmnz3lSKxnlDDhmKpYFhA0SAbKwu6Wz12",
+	"BfpIH0wDrmQ8jgLjw8D948Vee+NxwWcWqHfaJWcHmyVmmd+8/+QNv24QZ95IuZIWQpW53PcQAuB5TJdd",
+	"ITcm2ka4txl+/O7sQJFxgveWLIasL1/H7jMelPSdKM71J51HghJKKgQrzJ0h8zV3mENWpMKa82C7K6qg",
+	"RCpXBIoRFTsEzLmRQErMyFig813inAZUtw+yLMh/SS7MsQr3y6m9odLmKk0VNmvkEEnHcDrUEgGkFySV",
+	"IixUCo+mRhIMMv2bZubH/myiUGGjM2briP2tCMFbWj7YUONgLfocU9PywUdYmruvMppWVMKNQBP7Elgo",
+	"3mSjq0Z3XIjQJNWa1eab//z30+N//tNfXp3+/E8HO/kMTWddtyAAOe7YfjVaytKtClftqnQrSwwVkqx0",
+	"qo5yo5bHWh7Dyi8gdE63PIMcOjuDrJhIOMrG7CxmBiVw856Rw5UoMpqI7kyyqdqeX546S2DEpPFyQpVa",
+	"b572mxgCN6ZJ9pNi9bPFI3qtvBf7M/EO1s3n6MR07iAFnZskVj2aQwCz99UEN5kzWxWcKFpCPSWqILMW",
+	"ZUcc7e3b1115GQ0okyW7jBFMG7qrWuZUBrcbjJhzadndqLoNWdRw07YeFilseR9aluy5Y+3C9H/ri8SA",
+	"H3aQJVa4TeoM72q+Ooz/2Lr8o6fZfBXXaL6XCy6cM8qcYJWIhwExCFf6NVcumz0WcKPCiBuVgfeYL4QK",
+	"gm/UsMPq6y4fPD/+N3r8k+GG7T9P7v7l+E9/eZW9/jrGHiMJMM735Ai6pab0eS5ckHFM8gi2Lje+Orus",
+	"SS01/NOHEftEelxRo6E/0rJh6ZyqsZuQHw/ADEUHZlj0vClLOwTosBfqdK8e87uK6rv7M3ckW5bhQ7Dg",
+	"DEPlGszd5LqHMh6WO3lgE5MhfGzv8I65Ft002+Sl+HZhQPsnlbKCmLNs5h9kXoCfQCs8UMTbDe3G2IpA",
+	"EIVtpE+b0IYWlCV9ZERI/EauRYxVt51NTDfYGmSGZY09c21Jqy0C1su5iicr+BaHi7DER9FhNxU/dlti",
+	"ez62PUcZz0DC03vwwfaGjzNGqgWJodKpUECc5ppqY1dcUzkVPoyNt0j/3W38RTKaUGRAJSwm5rLOMUUe",
+	"pY69I++W8QRiLGLDj0u3ft4GZFhv51kNGlusMbM/kL3TjXq0l3WPRT/3COcbP+P6I6sXbF/bCuRlmI2S",
+	"vnTPV6qt2AjWMXNRfNOWRUNrkULbbV5LpVx1nwe2OYJgP1phdjY2eBlHd4qGrPZvU9hC5jOgvcJpdnHB",
+	"H+MpEdsHjpbljOYP0UCgcwFhO4fqCIpmgJG+0blcAalc/Xhzy8CDePi/bn78wbpWqXq4LDL4LwJQZMS6",
+	"3a+whjBUAJrzEorOuPJjby0m/UeVEVbXsobCShUUbTrXR2dk0VDwPpX8gZE1my2lfCBMFHigTsilRurV",
+	"Vjj5DL3xwJtpNWisTWmbACYGYha3fMUG4VuQ4g7RqgIi2HwCCtFKKk3+BynoRkH5jfooI9fvL8jXX3/9",
+	"z07/+mmnSikj1rRzqDeI1QaN/BK0hqJKtuQQg9mbk7Hqmt1cWdCSG8WYKMPKaDlpifyMR+BkYJmeOn13",
+	"/pLhVrx48tGaEDO1dZhhLj0e0d5U+/FVR7vHVLWr3BLlEPu8peohmrrd6Bcr8wKc9GhWQudYJ70EyFPA",
+	"dmIkMILAu6w4WI/2yGVkQStF1AOvKijhBg7WmybPGYtgXyYy53fjsHEFyR4On3ERDbnZhHLevG5Jypwb",
+	"SNV0pOS0pSuPtmlbAOg2LC0bV5cmsa62Xq+LvFxSRVKliwK+O5ACb3bd8N/d80ztFSjW+oXzHIC3dsd2",
+	"kyzWagBotd651Xhd3T8uN4QSW/QX1mKoKKYVdpF8AKR8xX+CEMDZRpsb8F5UPa/pKqb6vYffnX3HHrVD",
+	"am58Nc0ftsMKE+2bkxepXmHOo6tBEMrGti97WidiqYzIpdt+ihHerjxUHsomV6sVRxAv5wmP3mJZyHg/",
+	"dvymSTiutoZk3EaJL9+kZdgfaVke56U0EjWIRcDvvlLWMQa7uCuNbulX272f2kr3lsNkGPtgfrluhLC/",
+	"nI5QXqoiGbhQ33Obtx47gDZ0yGoO7doa/UlNLnyWXNv2hFuj8m7rZzNcBvldV89xFbwRsW7n7kZ1j7jZ",
+	"BFTrOK2aZ2fEI0Z4quLFBI8LNt3CxQ2mEwR6gf1iH1VngkkHZ9sZW4zU+yzDDaYbLO5Kbm3pPtvkG0qo",
+	"Mc3oLeC5j+tHQVyww08KiL+rOdk34vts05nwIHHhzpE5XnWG2eBtVxUVWFsRU9l515bQ7dW0mCKuOjy/",
+	"ybLPo1C9rbvYtNNjeVjqxQ/bmpYPA14xYwsulPMePbANfkgB9sBHNk8VZ1o+63gZRO4HlqPgMyaKfWCY",
+	"7I74xY3R4lYNWautTz3B0VPnz4Qapf/x0sHdc/BrLBv8vMWCYZYZEWwNeSOGYqbjJnZ2ZnKFYPP6X7cq",
+	"8LZMiF3hNbNIo13WePi7d7fkBa34i8dXL7wK+QLhqlayMPeXFTVzY+bTY/j02Hx69KbVZ7wa47UXwxbe",
+	"e6V8+4plvzjIDvwnw5ett1TTa6aZMFO6MIpfU11hwdnIfHNZ2fkWVENwFH4I2eyiqUgtGwCXtsozaJdA",
+	"3GKjzUZG79Sxu8i5+Tlg0i7bDYeWuL9qtpBxZHc7M6JgBuZgwATsJ5vplmG/VPbLGElPwzeyU3kavtHU",
+	"+Pbe+p05/B2PrDMCCtGF+7XF723nnZWPHaUYjV03T0ctwmQHNkiLTyW4uhE+bUT5aiXg4phoih4gSv8M",
+	"Yh7MsI26W5L2o3EkpHHvyV8tBWIg2yFJEvH6vvi7c1z8wvu9M3OxF25fMMKwl6dzFrsWkR2dcwFhTDH2",
+	"EpreAd/wF2YoqfWaDB/bKqQoLORkuNSBG27Xtr77OsTsy5b5BYsf4YQBCvIEpjijit3A/p+bUxejLP+X",
+	"L1Quc4iHMYtY2Da2iR6zpyIN2i9s8mhGwvTSe/Xnkmt2H91QWPia683Q6WxTWb9S5M8Nzx+I/47kS5Y/",
+	"ZORePtgg3gBUeduUBQsV07lgvYh97joNV2LSccNmfkxeOpyqmKh379cRrgQdU+dU6oUB/CFVocRO01Uo",
+	"6XPpcL5TzEwTZgImwd1n0jsqlvD68wvpp7+44fDajY+eGWC0aHl7z0um9lUhuqY7SZa0Lo7RFGrh5zj4",
+	"xaxlBtYdk3aZ0GUEZhfvtZHlfXn88vSUFAAWk1u7K+/H0o2ka7e5Hi9t4mwqti56206sJVcPH5muea7i",
+	"l92VbIS2i2QTp2IobI88lmnyHdiE8WnCuMJSFAk/+2LeU7wEKp5B8L4deT/HOozujJW3+mgmj4EtiWgv",
+	"TcvE+G/24AaNYsXgcnBBGsV2aM1aExMlpG17GTk19NkVi7LBEka2XdFgxYOtK7Ve+ujgA78JnaUJ5xVu",
+	"eXeEUeq0tUDBcwbC0ZB8ulKqzc0B3bVGcYQ4LoywkgGoRRsqBmlE27T8MBgWZpvplKMKMns9SssBLhNT",
+	"+jtZbOAvVUmhWp5o+dMmeh834j2VVO2Mc25GXPXkd2h0QLp/wcVcIvYLdk5u4PdLMZcnVrjcJwoLTC8b",
+	"VtVyVrK4V9k+i2S64AMyR5OBrD26rltf87e5gnBIOrmzgMDBL2GDoxXz/MpmuNPt0IbLbb0DiXYhxZwv",
+	"zquq3JxDaGjKquxUoXWNOTUBukcObdjoAQ+TFsKLGFk0l2Up1613uy3bCh5uwOCyOmhYZBRyBA659slh",
+	"9wEsAcJnS8F+nB+8+fdhzWhrvv4iMl5NyOKdnOc5qzQrDn7+U2wB95PaN0xrF6IEhY+NaimT6xvRiT9X",
+	"LNesuFnSV9++jqmx80axduFB8AkJWRishsUHuy3Cp07BWfmCV+/sQNn12Q2qJFxVBL3PsGY6RL+hRbOi",
+	"Ol+2SO72AzwhUdySLfAOG+X/8ttsIpJHQPTmSAC9b+F5tF6hxBk6vI8Q5f1RiEnDtbKH9oyc2qaVy2h7",
+	"VpQQvz+DMBCp0zdw6RrjNMkyV8OVHAVbW3UVtI+qpDnzQQi2H2rX1LrhtiMIZjR/aCqjiMXAkVpwY7BL",
+	"ykalvXFInInK8AtWeMKcfAUMlxobiV0ELVUli/l4qltSx3sLj2a4YMnYmXjy0kW4cenFSArnP2JcflUx",
+	"kYjbmQb+EmFlGGA+TDOWLGp2DEWAHBeN04bFcrn2ZyTVMrVrSQRjUPm+7QdDI4wYoA+MMIhOT/QG6dDf",
+	"0fxheAodSrT1jDBbi8xYTo2E6Mx0DlB07sDIFGKtSggdC/prj4EVOetxi7yHl2npM6ArX6vroHME/TCC",
+	"/eyszPamtLTWHsExvmUPU7w6dve0xm7SrIxFkeD7AHcYp2u2huox6ZRqTKigCkRb3OhUFok2XLWI8TYm",
+	"U3XIRmGzIH4CkwY1yCXBPus2EXwksxrXLZhDsCTboxrbQnevimu5MSnjjPMt3gBWXWyZ8rbFZCoPdEBp",
+	"Se60ooIuWPHerIFKEo+CJCWPyhHoGIcOiybzqKuK5TXTGVlK+eCD73gdpASpo7OWNaEmCsDVlid05FCa",
+	"mLtXOOjtpKnLuNWhJ5t2QY/gzyoO9lM232HNJjv72QaovEtFD2xDDnO6YuUFVQy1UKOCOQ75f84/fg80",
+	"cRTVPFNs9ubD+fGrb1+HfPYM0nbNmYOMAKpI94IAHka8Evhd5gGbdpxsxaiAqMMdmHY/uitg3J5DB/pi",
+	"l7zHzq7hd7HrNrqbLXx17ATjjM7MFROCLozwM8qljlWDsdMfkNrW5U/WsimLbXUohAT7a+l2yNVvniqb",
+	"s4OCz+fbDXwSfG7UQfM0bOaLK4Ubm+PKBRR4ySxiMRpUnpMvVChrR1bULyeSxpI+sqfJ0mfREGFphuW1",
+	"Ne9wc0HGUjmpC9cYDorjBMHJ71Jjfy0zf+LcSGOqmaXE3QW+YRpPt8uYk0hrFgCSWr3p12qh+esYTcgh",
+	"lAuv2Uo+AsqUF4mQmyZBLjqAroicS1kWhja5ZjfBXPsMpg7H2FfkINxzYYtxRBDT/uoayBRJ0M4fdGK1",
+	"g7aQT+G/U0X9tnyftmtXhp52PJrdffXEekakBXeSgkHB9IhHcyGrC5ov2Uf6+f1wFs4Dq7SrrG5LBfhA",
+	"ZkhONxdjWzzAhkA7GNHDkgIEG2a2Kk1WbCXrzdEYarP53xhw5bJU720TW9g6398QxRYrG9e8oh23znxV",
+	"gVtNRR00y1Ld4Kdp6J6g+cKRTQuGPjy5V1MmZkcQvVrgE4cvbk3LJaTsl3Rjfh4ewNfhAF5FB6B1dV4U",
+	"derMfri9vcL+hS+Y8OHHm9s3Vz9e307hyqVcfM8eWRkLbwI5UsoFKc0b4b4VbNYsINJgLm39xAOX6/an",
+	"KOO5BgiF2xEkJmejdkGt1BGztUdLcYf5GHdCCnZXQ6PPAIGNDf3vhjVs5ARSokrpz9iKbiDRmczYkrcw",
+	"2KUE6DZMqdvxgP02Oj5dXclaf6SfI4g6hgtc316RStYj9Pb622+//jZci7AeUqQ7HoPRgCSG5+5PJaj8",
+	"+vbmKfT98yR+/6kqqN4T6AFvPCQP2f8bVFipZkXWKk9G4WAFaSr4TaSve39HzrPdtAmUy/9wej2H02tL",
+	"RxuyPrb6qius5i6Bqyjq/T8Umn8oNP9QaP6h0PxDofkFFJqQ5/vTFHTZmW1npUO+FmNGXfaQRdh4jLCS",
+	"hyE4i2lJZARown1pTQGsCEs2RSIsjBQfShtswSxbqR+e/cqn9GE1QvOP+dz+q2a6Z9QLkU7AfxXf6O+l",
+	"rNDbYXe5E7PvfV/nV5dRm8skPmmbjjZgZOkHRms9Y1QPQhOgGgSyt2bmDLDijIDVDAGM2GOPJYXZHOY9",
+	"LLmN1rsnwa7vaLaCoJAWrTAdUPEkZvPs3GRndjG0zSpB+FbY2ah6AHXtBHw24kHItQBUAyjo4vAN8CTU",
+	"Prk1r6lato/vEKfGBjvI+Tx6Mh5TuRZ2WPb5U2x7DtEhPP5tx93Dme3MKPunZ5iBnVc8zsPaglHJ008O",
+	"S8cpEAEVMh4jnvNIZQX6SHlQ8H4s9MGWum5VbcwKwmyhPYouQwQU16SQTCXcZHopIwcXmBc+3CFR4Irq",
+	"pQtPcAs4dDQwIH4slmxTMQU+OuCC80bkkBjngszKshtwl6BTO9OsjdVve/QjyYINGyWoODTCu2368TTm",
+	"3QmD4vLJzDQJXdAOZEffsTtCP4/k2HhmkEQSaNu7GC991boubS1IYauo9bzvVNw2YuSIIfWYJmhVlRsM",
+	"ytGNsHFXET98GzGuJpFo20vd9FZ4Czsm+HBScAuEwsRw8eWDCjmIYtaWEh7BqqSCDY4HsDYFXbG/dqTN",
+	"VBp3kPxJ1EH/gjcR8drxIrYr+bvSzN3KaFu55b92JeaXl/mtcG83qHeSHC0PyXZ3oIcZyCD/NUNsUZjb",
+	"oshdzhFnlYBuY67aHafrjuxylFdOYJHJhFj7QHUDmFATsSjmyImc5S3KDiK3tGSPP7Tm2DSZWJ2O5nps",
+	"5B73x8jHMAstdYW7MoOe1mpoH3ZzdpI2gilplu4P005GB1Db6ueJEEydL5m6CMY+RToZudHZKjPsr1Rk",
+	"xfes9P8LceMp8Hr2vuIFFX7SucZK7d7a9zI7lU91dz3r0n6c5rZpO77N4WqkT/cV3vrOQZWdlkPXnnN3",
+	"ZaT530DuXGemz5M912tyH6fgj5Xe5p/ddY1Ii2d1wkXLlv3DZ/bztDMzngk2fV/3zmpqG/wVJCXZWU7W",
+	"aM3LiG49YKTqWmeDuv8RQGuuIMwPTE+D0GsZ4H4VPzb6IDu4oCJncUC2KVk+qocbOil/uTP7Ibeqo5xo",
+	"OkerZaFRVlk7xN7Gbxte+Pw28DlfXEUNNu9ike+Tkkx+Sct6XjVJwIaLq0+kUSxItjcblEFSJn7jNiuX",
+	"NZuE5bCXyzNp0Uf2lLgB2twFyzjIIagKGVFaVpkLz85s/ZqM0EZLV+T9KNnhuzh+OfSH8d6ydnZEcJee",
+	"HPxCTgD2WdtqngN6oGoqVj9yJX24ALfXFIt+RQFovamZ1Q19hbH9PRz7ctRYBLzlHYQXRvQNKq4DmKXg",
+	"y1XR9DzzwBwRASFGU20F1i00wY3kXsX7F7gdQi2ca/QnkYIX+6+4pVoVFdC47YqLnAXjsmrz1AkrlYCI",
+	"uWYKEthstEmPU0wEjflbd0hNYFa7XNoCJ9UvcGv7tfrIMO5DpVDcFfLD4ldjfUt43CreNc2FAH7+nHaE",
+	"VyhYunw9OHgdOd0uVsvcOqrHU919AYMb1Ov6dto4mlfHRNy5LEQUODxDET7QOWPONmTuYq3x2apR5nDX",
+	"SQSEgtcsoTVwgeDvQaELR/vw6MDVpYgSMBNYAHSK77GrA+KXKgllkS427PYA3AndfF6z0aCMaF0dz8vH",
+	"cVIPK+/6Rcr8lrQzTNPEtcObfid0naAHWzMnzJQzH6nda7dF93c2hGVmg4xbcSgmiqiiRo6XChsrzTVl",
+	"hsFikE6F8WJBjaDD0w705FRg/aFCAhhHzcDM0EZPR9M7VRyjTrVGqfSSJFjsSIWcvZfalqJM3Bc98PmW",
+	"kT0sJ+gLUztjTae8H9eDFZumyGpLujO2oCLotluRY3K5lNhEXWX8QyEx5NTS0YZpqBtrTw0G/5orGFdY",
+	"Jd7s5hHxCMNWVXCMzDYLTN4+HhDHu9ZUmVC4ZJwPxQqOHLh1ynqQuCUIx5kH+rMxeO68TmBVKXMB2I6C",
+	"+AG34DYRu5+TzvKHaTTj4k6erbjgpVadejo72bnaClADADyuDlXae2eJE5mRs83u6MjrCY/J4Q99zazd",
+	"i87Y06TwR6x/eSlm8vOA4AK/fSUhFny2IdSuW1KViUkvs9y0qto6x94aJR/ITBYby6Kqmrkq8aP6vPk2",
+	"nr7/wUUaEC5ITjUt5QIxLQ5/FHiSLc5B3OLBJxVOZmbJMsL+bI64w8V7ZEJfevO1XSNfaPSRJdBN96pX",
+	"ZveEJ8iXrv9X1JNwG6670ZtyXW4IwC7ljD+ywhZi1exzwiLkXhw89h0h1bbN9S7Q6PjRhwk7TfshKhCT",
+	"dthG1udDO55i+7etIvN8pNs70HBz8sQcmfX2Ue+JiGA/2n2fdu7HS++Au84SMDef/AqL7wjf1fOW4bH1",
+	"BfYsxJPistNr8rRL6Ovy2CF9oZo8cD0HWN3tm4XhHnJuy4wDxwDLrxX0MQ8YxvgPLplp4cJGthRQFm0A",
+	"KSJSi6OPnKtr6sr+AEIeFNWe01wrQmeywaAVWypaNfnS8REMSKAkp5XOl9TwdyXLR+arcwX1zmnNPJLu",
+	"1gomfXQfmhUV7ZhYC/ILeECAcgQu1pk5i7VKOPJqpuvNcPBvzSpGPWClMtzSAiZjFWhI91HoQuvObzv8",
+	"JLie65rmcd3KPAhCOmxnPVF5/6/H8OLxZXFPHGSzrbE/riwDMYV4LG40SSq+iKaYfOzTBtKwad6ZbEKi",
+	"JreGlZVcASQNkj68C9bfkmrQMpyves31EhDLSg7G5zWHUA4i4S4GxZmXhl/d22ncm7WpmKxKdkIuILiM",
+	"QnZYuYG+CC2Kbh0qMMLdWV9la3DEnzUm4vi/G9EGHhsZwu+0fGDirm6hB2ljbqzaGhrCJ/Yg3FlAo+CX",
+	"8CWsFHxXcIUmk/anRS2b6i6XYl7yXG89EFLfgW0reGJ+az2S7lf7yx3NNX90+NLuYWCMtb846R90bFcr",
+	"d07h9ifDOeu6gVgQtCy6b1Q9v6vZf4G7BJCD9B2gztyhZay3toWt3AxTaE9odrCYvfrty9++vEMQd3gM",
+	"aNzbj1q/a+9BI2pG82WvQS4euWbhEHtPWmLgBVtVEpJmw2Xhq0rWOmwBVkOAgLC7fjdDhHX3ZwDNF/yK",
+	"Zzj44c8Nq8PPVFE5peYOFdq7ms1ZzUTOiu0nATCmXsoCVo2WpVzDj+Y+FL5k/9b+z3aJkaBqhGKxf2+Y",
+	"vnvkiuNyCml0fKR+BR21+WcgOjelpMWdlvKupDWKU9MgWF3uCiYQAbQq6WZG84e7klHFwlWu9E/QrGoq",
+	"tDXb37r0AwYNewZhtobWQTc0Oiw2QDVXc24/qKlmdyVfcWzRX//u5rxkvcbbh92muz/79a3ZvGZq6XlF",
+	"oyyGqVzd5aUM/tI8f2CwYqpZbf3cMo5a57a18LfqDuIb7tjnJW0UzsOas+7Y58pup1rpquVzSsuaLtjd",
+	"vClLrxC37NDa+NoneBwp0LBqZl4Q3NE6XxoN2ggSf1BwjPjNI6Nu/bqraUWk4QO5XOEvfnPvkJI11mmw",
+	"WvSdua+ENOF+14aidG/512ymJCxgUy1qGtL6n7IDa/U+eBMlwy1l4Z25gL4Tj6yUVSIoZdZR6xwjI4cu",
+	"MJGcZ+Q/sCHCbEv/cXB0Ruy214poWULtOsJA/QKcVEC0LqimkYomVNOdUS2FPlYVy81htR1kbcwZ3GmN",
+	"6sY1LbnqpF65eXyl8DqOtc202c2o/mZv9BGPGnzNC7jTGM2B5rVU5haNNcmMeLc/Gc1OnVm90jNf8sA2",
+	"k8oqwxDi91/zq7dHmNfMZZTnS6JYCdWaQONbUiwi6dZ/spXsIggRDmrV4sLJmi+4wBqKRmGlXRMFT1y1",
+	"ZQ4QdcW5/qTzseL94dSwoFgGyrH9HdNftTaaww6W5+FCUFe0hjT3x268tyP2zEHslRvy8sxoiMGB9x+t",
+	"GqVhpF57J7MNWTQM6mjsVBI9cj2Hle8sTqgUWsmPnNaJ047lO2urRslGz4x4PLZc6Fgzpcfj5PrFptwx",
+	"Cam1v9d+QllrxITDH9PZf4eTeJsod3ROarbgSkMm4+++g3eD6kfbyKmClQm4U/PEV/mCFr6yddnVxigk",
+	"zoI4cdOwiZQVz3fw6vS44Auu/eDzVPbAgOf2ngvYvPs3wej9yrRpSf5qEk9PAOkajXIxDVlvbcnnDM7k",
+	"CAzJ9oqsqGjMlbupYwHo72u5IrjNl2IurTXNueLj1lJZxJA99mhJRLlqZ6PAujjvNw2xKY3QvESnlD3+",
+	"1gqwd7DYbS8vgyxl6T1sfki6pkKZHs9ctKwROzRfhlSgl7VsFsukedgfn0ErricpwzoAn9iWtSeHXLta",
+	"5mA7UGrelOT63e8ub27fXe9UAHMlNYvHGXV24ubSJ8E7M41bHlgrxRDR/RBj/H44vz3aKVn+Ciy4OTsj",
+	"9vIVlMp8YKw6puCQXHNRyDVgWWOZMMVLZkPSfaGqfvjsn5LjsJ6I5C7c42v3yJKsFXv66npaiS+uWVP/",
+	"SoyJGKK2zjUfEAXXN51X42LCM0N71LohFj6WqB1khxwCOeF4VNYy8x4Nb6/nqFgZN353JYv6OzJ92xln",
+	"Rm2xJMGneza70vtJBu9g6b+AwdsO/Hv+yC7BcBKk/vQ1EOAGYF7xNwzacitLp0ltJMn+8XGoIjjVoDKq",
+	"bm1e/M9/Pz3+5z/95dXpz/8UVRl21EF27mCXSG5A9QcHFZFtaW9fsQfm6vPLSma4HFZKIchFnVAdrfxd",
+	"6+qPXC9v82po3jZ93TA1cntx5czRnbvLoXlgGDx/ZJ2cpE9vrxLG8BEEsA9yDciMW+lUfjPQaEwO3fq8",
+	"PD06SeY0vRyl/YDztgQ3QvE3WlZJeu9Qjm0S3CJaVv8difyJ63llTYCpVA1DEFoC4BrGBOp6E6sqXUBJ",
+	"1AQMipaITXLoalDaq98LZ4B8gdbfo31xWcjh1Y83t6koAE8pE0SBW48uV00CqPiJt/1MWOxRlu3WJWDb",
+	"/z0ZNBPFLY/dbcJy9W38HhLis4VmTeX/f6vcHlS5+Pp2C+Hvv8J/GwIlXIqW6HY4qfEEWwgX85UOB46q",
+	"dRDsyINu7Ffb2Ln4+4Tx37Qdb+HccKVlvWl5jW12h1A5dFeYPayqZG3GSSwqaVWy1/gpl3+/E+a3yx/+",
+	"cHn7bjodT+R0eRo7o7hOpMTbKjtMFAnrzk5McPqUoMPkwoUjmtYeTyyOpZuvVCrseNeoQWTDhh3xAYyN",
+	"Xfjak8O9zXkyA0JTWsf+gOnOaHovyCHIFJvL/PLVy6OMmIu+AiR1F+1uo98h5RACoTtZ5NjVQWa2P5HH",
+	"jAcvtZj+WPKCHHY6TPg6EnHhnbYedwoSBw/RDqw4Ap8UCTP3mV1Q2chzhgE+iEHLceNJNy/A7udSlrFc",
+	"l6EjOp245rxMmEnMr4QLApHyWYtT0qMyridmaUw2GMs6dcicXNhRaNmLhA9MjxHplVS8izOp643zbUAU",
+	"xlcYvZShRftlotBPXrM8EvJ3Ch4tV6fxpf3XVGfWCG/ZQTXaVGN7YO3V5k1yaNrJCC1pvcrIioqGlubP",
+	"8mj8uPmlTp0ut1bBto6emv8N4TBRlxaMGjYK/MfrJe0YZcMcij3vLE9SCHBkaygzKvQXVQLGBblLfZzK",
+	"MjA45BnluM2UGQwlxsh9Wtf8kRXZlttR1jb6cRcrq+XFESvrZHm+29olZLnFYyFQmxOs0GZLV+yMeHwW",
+	"ZMC0LMm9alY/NKt7vzB2Tc7IpTBTLZlmW+x6zYQmf244s6HY5FDWFknAHY2jUOTHEWLaDuI6AAwsfuNa",
+	"UbEJtjI4mEI24Cw+PPVuQeceMytxNJFLaqoeUufEMfCoNthjXLadHXUFn2uGS9CS9E5aAfC3ASNMyOb+",
+	"jq0vUDnF+ir9dmQOJe3rl6SgG4WZREc7nc1f4sg/3RwBtbXBr2bBwlqBAiaa4NgnTRYvX31Rm8UHyFm+",
+	"WLJYCfsWBEwKtoWh3S/amEgCeNdG/bd3K4Q8C1Ag0VXC8gdzs5EPO0QyhPFhfXzvcYd4O8XO997J/QD8",
+	"BaISi15g5DjQFvUcpxkD1Poglf7IdM3zKOVBYs6iqZnH0IpjXudVcyGjgS6t27GUC57TklxcfZoa3rID",
+	"ktR6KUvEu0KLpIdgh1DrR6OXnh6/PD2dCClVcBUDbP4oG6FZgXnyaqOMKjFZp3jL1YNb64hGAQOd0zy6",
+	"ikyvZf1A2ncm93rpPhnoupS0eBm9cR6vuGg0A0MyoY+s7jvA00sIjX4bQwmYa8bEE1uONvz4lPGu2CpJ",
+	"bB8Ri4gLQ3K7UdKKrW6lpmUC7uhSKI31CFa+D7hRT7w1r9jqE4DfR1vvjHvXppvKiKbRykstEBScvpmU",
+	"ERioKTEFHTwaz1H6K9ibcmffHCU7EvFE2J+MO+CdU5fij7eAMn9eVeVmCOo1QKS3kuZXC+3am9VTYV23",
+	"mtsH0tV+ZZZnC+GfPEIJvR1rLayXUtlt4a6eXuG9ZB5mv5RGKo0iFnzBAo6PvmDgnsmZb5kyh8ouG5lt",
+	"SEVrumJGH35gmzPzfwoDqWdmnbhmtiKdeTBepNsOcLAOYpzGhgBfOzuONGAd1FH/TsnHoJGCY2XfB9PP",
+	"I6v53GHAtpSVLCFxOQmzQCSgZpUPx0nARyWqOrzlc5u3BZFndiVwiyYL/3YTTHOXmq1i4n/qKYIY1TZK",
+	"ciLMmduqLvArDn+YcPyYhxZnxvSaOU3eVuinFiipCM+B02Dt+m1fjRdj9ITNFNC3aotqul67ecohHeEL",
+	"UAc0osjaz+0gR4Bb7ZQSbV17KoHWoi08sE00M6PlD7shIgcXrS5e2Hq5IdROiytiM9Li3hzIVRtc/Lo7",
+	"NdMiek8x71y6YOJNbA96tGmWoLctvZXNPEW4wY3fo5Bo/UrGPTghsw35nWfQsfo4mi1kPbhr7p1OqVRe",
+	"suMlFQUiGgm8Q9j44uyAV4+v44jD+5Fr514NSoqwWTo1o0WKmEeKX0GGRTtLjN9Xe9J1BudfzslcncDi",
+	"rOjnjAimTwBsWMkV/ZxLIYLf6hVb3XVfW3d+4tXjNye8ugMt4g7zfA3hBE91Xt3pNeZ39n6ec+HSh3tP",
+	"VvTzndqIuxnNH0q58E9fn+RSzE9oWZ7YVPA78ytB2EKASBXSTC4JvLRagfE9sb3wMwneg6OF2pEhH6NQ",
+	"q3Hub0+Yo9ytw7Y1kC4xjByxkopojsEjZ2uzv+HBwnOsUix/0GQBahIKQCT3tWzKIhDmE2wYf2PiXa4q",
+	"Wu8k3906TpPpZu+efEGo7FZP2udd7gh29nteEv5W9PbhHUrAJP5xTHCNmAhBof/U2jGHQo/sXgYixCqR",
+	"HRmTUwFXC7Nzuk5oO+6ltHIRdBb05JO8aA/Qf1u9SxFY4o7QJTn8ZMZSdRrd4sZtDiEJtO/uwT9arWUy",
+	"SJ5f2Sy1t53xx4huyzYZVZlE3/h5RmqqwQPasfQqo3ZCCJY1+W4TIZi/rln+mIJz9WBqaNWaSTk1fAWa",
+	"volaD7FpwP7ZudmilpW6jFoe7Egrmj8wrYgFqNyzix8bHTPxCf309gHmZ2gOCASk9m05NfRi73bjHh9P",
+	"relSi3at4hR2ZRdyfxqzzcepzDW/H53VLH/8jmt1xWo0kqZ3CwAouCAzrjErDnOWJ9rDzfBGOoK9e0ov",
+	"cYdYe/jD0xqbemyU3c3t7kVA4yFRtqc3OGQxPvi/JBfXOr+WcrWfbnTeOoP/S/JYPDSkEd8CXkw6KFwp",
+	"gpAywFRnjeLC/GbuIGZLuFINCqrAoPnq29ejBs2crlhN302BM7dRH2YWNsne7D82QFI19BAFbGp5QYcZ",
+	"Jud6Tet+SsTrb6JAAaoq6WYAKURLQBwLcxxMX7icX6lJeRcrnj9hjVY8r2W1hCtuYp0cVkE0WBgB1uy4",
+	"bReHs1quFaszwqXKCBVFLXmRkZOTk6Pxdesdww4Nxo7B90bJvm4EeGoErdRSJrJDF0tNlH1juGpkWDhk",
+	"y2e9Y5miwNUFNxDZKD+KJ5YwWuQXmzwKqn5hQzcKsqD1jC5Ms2WJid5TPXkLmTwbv5OkxhUfLAy6kLVs",
+	"tGEH6eC09p2JV+Mlo9V5Wcr8uyGEfTnHdGDzNkFimTpv88nNJlVp5oNpcIZ9zDTlghWtURed+1P1hYmY",
+	"E/HwkmZ1UTWxKlxtvARpwNTjatYniuEklllWTLyPI/b/WDFbMMz9Lmt1Ro5fboFUTsmoH6639OuoDDQF",
+	"ir9XLmd6KNdOHnO1FZo90U/ub2BYGSZEr+97uYNju3XcescjXRqmpZ+AT3m6DblLnKkvuNhXq8mlULJk",
+	"EDskQjiqvoUc8DKHvPP5ktY0BzOFkdPCeWrzJS1LJhaM8BVgSZh+xIaUTKNdXW3lTL6OajgwgrgZwCse",
+	"FvG27RPR7V2A7Rlx22zhURBe1rAlLKmmyKFijNxb+N4T3+u96wLx+2yLR1NUm4oqtY4mnFzZJ67tRqF3",
+	"Ykflz3wWv1ABaWBSR9AFOTSLfsyFYkJxzR/Z0c699k6MH0Iw3RitfmwTeoYqD2HO15tOCYbQ2exq5MWs",
+	"kX/1epI44NQIoDiax1xif9X6XXuUdSSH5sfj99//IYPHx/OPV99k5MP3N+kCjB8YrfWMUT2h+F4ZLk+n",
+	"jBqzSD77FVD7FRQB/wVqGgIRDmWBrKE0Arx25nC/Sqb8j08oYDhWABBAmeyadMp7PUs1wKe1/gylAaOH",
+	"28IAYBJJS9RcOYAAFzfh6tM0AsE2uXJFps7c1ngJZf5a9ZjTjixptFBfp/xE/Tj5gjGxZl/Hq7ANzJ4Q",
+	"Kv3sT6+WJer4dRhvWNCvz4R2r64XK97XHr8RSReH6gpZjiKHOHh11NpQGhUNVkjDXoWyE8GvdkC9CiXz",
+	"mIciiUAVNHIVDWUJ8clWey7AXx227HnByrrL0B3/M25hErasS4ccM9wgAe4LwZYFw752SOq/q2VTxS6o",
+	"9rl3hT5wEckonZUyfzAsZcDKxxV8TOBdFfBZJyLnss47XsNO4GITs2q5NLuJRGH6T4TlAKa8ikG+dMRA",
+	"xcSxYYvHDkvTMEVART+udXVspOQx4LgHD1pe5hWO45arAZxhLgtWH5u7YEl1x58dyBSIQYsQ9acKbLXw",
+	"GFPYvZtWtYlCbiM71D3k3pUi+OwknVud4Fmw1m7j2tFnLa1Mpc2YHc0Z8tt5QZh1pPBVQGc21qWJ3rfF",
+	"Nbw4VBnFN7SiG7KQhC4ZxXB22Wgk3zj1QtkKNXi8Zht/tHblPb1DHOFEz6CMJ4Mlb5rVitYbH69oVpVq",
+	"Wf8iKn2Cpd40YOY3jNQTBAHKm6ZXTdWDHGu1+5kFZDMcTNnZLfP+lODxgOBceJCs+4+ipAylSi4ch4rb",
+	"SMPobggVgY+cPbbbwRTc5l+QxIBBL2lVMcEKswZ4kPGXX+bqiOs9Is7WUCC13BDqNih+/OsOJ9v1VKvg",
+	"6jnsReswP7jlaGdsgapT6/Zq2sb3G8KBKiYQgFyzeaMAX80XLIoa+1NxyMmj41a0nUq2TamdpZp4onjO",
+	"run6IiwWnQJViJSVBk8BVVC/MFaFTOioN+29+cw+JYf/5/zj90fJssJxF+vF1jB2IuSPw3F7aklfffs6",
+	"wig/nB+/+vZ1WN8iXmUyZaD3E8r84vjedt2mJ6RWnRPB1gM7qiXUVmZvAqPAjBq1s6lQSpWAv57hayqD",
+	"iG6MC4CTU8uytH+ue7Vp8Yg4GKCJBON8nji8bcoJbcGvX7385ps49D4ojzeJzb2GgbXjha6EhFR7VkMe",
+	"HrCtgi9sBtKYJf2L5oitKe9CBkC86sGbl99mCa9THz4gMFhrafMNHYBA60v3dQ4SOYyH95G0wPsO1iOH",
+	"mCdMvT/1FdygFHIev6DGgRRPxzNI/SEbSEwbOmT7RydPOGM2urhd0l7i0H/jw5HYp+j28IVleOZ8XLM4",
+	"wH4XP0FpQ7Qr9yUerURJ7YiGBz0hCIM6w+oDhf0TNRZMaRF52RTsCh8HMceTbiDQB+JdRK4c1po0LYoY",
+	"ZmdG2Jqg0hs8XJAHH/vSOrCnMy7MDQVbmGppXTABhami5v5bvmJWTwbDuNEE/QdYe2i6jx23J63aWUUM",
+	"MD3w3ZSaqXjRxOMMVhICa2upZS7NLQlfzQhcZVDvr2o255/7YCK9mqWTSOMam0/eR9VOe9gXM3A29rnX",
+	"tTTZ3d5su0JRlNj8VmXu4AWLHj35UnAtzT5fxYG5PzIq+ngkDhJ21kDc4iGIDgpCruDqIesFi/iK+YW9",
+	"8R7FYiU1f2TXuvoeTVMRFBClwa0D1IwGLLJk5VTPGNUjCEI4melnYiiUDRYNsg1sUNvuQCifFCuS7X/g",
+	"iyVT2oXLUbEJ0VEm9oLbcjE2jV5YXtc9vVNXVylvJ+yttTdu+Z2mbjB+c52MZHJrVscjmgbmNRALj31a",
+	"l/vgzdep5lSQoqkdmmhLdNvM0vmuEn46WDSVcNZNXbQECA1svOwi0TwLoos7Fnbt9wF2GURe6bWPGCzP",
+	"F40PHdRhSD5kw9Cy7KEETYnJTxnLvVvSl3GLsKYBYNLxWH+YhvIB//vOoR9q3DWid8LZOngxPSwZBx8z",
+	"NSWgzx0jnGyLG/SPav909VlUtiWQYsLzh2gN7h9tOt6o19KGE0R046tL8un6e1uyPTBvZUjdLnqLjiVH",
+	"xr1JrkUjr/vtY4P4pG2c1I0w+hdNBEbZNnxxxj89KewH+uhE/Vj0SVRCrAOsvS6b958xLqjEes/jKCdc",
+	"hftL8DtbWtYuKN5ljuIMfjeDdH/DnRY8l3VnD9U+5uZ9QlrA0o+F5WYbsvRc6ywYpAJHFC0V1v3H+Dnz",
+	"ZRBs9OToumTEyXd4q2pvWnbj2mCyfWJQvKXR+g/b0BN7njtxJq54eN/s3D8OKf5yvoiKUs9k0JjkE1KC",
+	"oCI3bR9BGAmKnJq+Y+2TsJ5u1azZiolaluUqbqQFC/ptI9jwccLmcyoiMFSHtZR2ghRsoRCU/8Ioai/U",
+	"RiXOVuA0eIe19mIsBx55FRAc2zr0N5zhyBSpmWBrQjXRa8N9eF0oZ2Ur+Zztz2yCzm5YzaOuQ/jdVcY7",
+	"XLLPR+kR23wxzyQXyX1BlnFVUsEmJ3GFOT6I/BwgeD8p6hWI1JuWXCxvEVHLv0wcLFL1SM4Ckq171Yqg",
+	"6LHYjzjMMYhHcX/wakA7jj5Xm3Y+p4tlkMiezWOFVsjZBxCHljI6olgaZoRQ2DYFg+vRHI9nDd21UWRH",
+	"U5yqE52yo7h1w0G4LSrBLxaKmxLd5xgrD0/feHl8SAETGsaD/CMjQvbIm2yYPsqsgMm86H9mWT6tiCza",
+	"2CBuf78yslY2fqQ6XzJ1EfDCKYIKYnRhDLRN4XM1fOMpkRMc016v6KsKXsHw/CDrSu84Nx+cZYfDbS97",
+	"LEB2W1QlxOxW2K3TAcYCZL2+887zrFgqqhS4sQFrQ/rFa0urFmU27UhiFWRRbkBiowPFltWJlp/AIGLY",
+	"gU91GS8peOOuaC1d+KLD4cnBbOGEbvSBqmUk+p+L3uWRXJxn5B692G/ufcz4kn0mgcPcTO6mgeW8amYl",
+	"z3/PNpdiLs86UgJ9w54/IjTKxbnD2EtoC0WiRonfjBxYP9eAWKUI+0xzXW5g7WG8sPxYS4A5Ukn0BX7N",
+	"RIiEaZbcq8e8s8jk5OTk3ntKgTFpSLJ1YGkjLJuldUTPcIDEjK6hYIo7lYsaEyzt/qw56BAt26VqF1wo",
+	"s0/hdDyRZX2ibhd68CjGI9V/8GdMPSE6vT2pGJsu2svoJCdOez/aOzw9cKQPXLLsSkUYBWZHRqDGWMkf",
+	"GUCRKknmtJ6Kvr4L/GkwrNQpuo0WF/Iwf+7EFJKpLpAksvATp3jXzKfO7lxqxyYd2dd28LDgB3/gNBqc",
+	"1LuKuEL+iTJVBVcVyMHRcaKeSwGHL7xGdfT7/VWzdiATJxaOh2siGz1w2/ohwWhs8k1ol4RL9iH7c0NL",
+	"jMG7LN6Ae8/duVgN78TjxgBxZcoBtafrHbw/zGrfMlqg+QLynNZLni/NlM3SKjfxZ66H9Ey7ygu2qqRm",
+	"It/8PoaJ+Xu26QjhFTO3eWAOlNTsuEB+wQp/JEHJlKnA9hX9fI68Rw0yH1qWcs0KdxlMLmaaI43H93U4",
+	"iR32PoDeC/7IhIcy7bGMSGPgMSymKOzOTIFQEwDc4p1/VBBG6/+fvb9Rjhu39kXxV0Gpzr8s5c+WP2bG",
+	"mVh161yNbMfe8Yx1JDmz707muCES3Y2IDXAIUO1Oaqru09wHu09yC2sBIMgGSHZLMzvn7OxdNbGaJD4X",
+	"Ftbnb5WGrdpN2IaBVNaOYEZEl5SLVGCDhZL8LrL3FzUD1k3LLqcaY+FTYBOoU+ismfyRyDmlP/4I0Rbh",
+	"fgPIsDeE5du87GQrX3pF8LXne0dZopLVW2eZueFrViCa04WNwI1bfrnityX7ZKTK5DHYksLxFczCpMLh",
+	"/suyUITrVz5DQrCNsgHmQIRcOc5rngIB2BWWhsQ2XB28yDvhWS1OtxfnOjy9e6cHamGP93Sp0Z+6zAsr",
+	"Xe4R3t+dO7d3Z/Zvri4IRsBve9vSlUb9qR0Rxnyxg2jBLQtKulvFwdf2Nf/uhk/emu0dKPJwRiqjSIS0",
+	"7SqfWVuXaVKzes0FLVNW9UeErw9w+PeT7syvsS4OSGnQkhQSal0dGPs9+W5IcRwHfa06MA3BjH4LTjPl",
+	"rCYO51CGQEDvrwFdZFwFaT09XFSNzgxfqhpE37dhWf/SUv6lpfxLS/mXlhJzKCGHiCw8yEmWx6I1PSOy",
+	"LJiypUn3ssnYxbypqcACztHSa//SmMZvxYpuS0mLdF4EbnQfM9fcCLvcN0Ee7X30L/1sL/2s9hmy0/fm",
+	"I17X3c3xzj8rbjKB5R5GN+xfGuK/NMT/bTXElvv5o9beYCPi9Bt37+/WOaCeMDEQJAP+jtsna2RrlqJi",
+	"6l3MDwa9pcu9T6niNO7jsa6difpE3G0TYu10suszQ9edy34KwM6laQrjkh6MpHP1qAg6bl6HiC37AOUY",
+	"YkdXf9vfb4CPE4z2WlMdRTBuwDfnijUoVkK6UHfbI6oilm99bfMov09F2YPLF25r4AcQXiltGgLcy97M",
+	"El2adFj87faiqxOmyrpMKbKwuyRAYt7ksq1YpICLGUQbtfYr9G/l7GMWSt1ckapmiomOKtOOaU2/DO3K",
+	"BykgqmF0Y+jO1kzMj0B1wF7X50v2fTy+yMk2Vntway2kJlumg8vyjDxrg8QmjuHXPIfu1PnN7xNjFjkd",
+	"/X2JLtPIEQ70pCjH7qhlLikg6ZCOi4LTddIxY9HWSD23rJRiqYiWk8FXkmbGbYZkkAq/TsuaFrqVCc16",
+	"8We/tlA5ySSyqaVmcUtPj/TaEHLdkcLuQYoau/J9mFYKsgcqJfvAzZ2ATfK3Bkp8yTsXRCQ3wsfKVH2u",
+	"t6F1wYobOQS4J7HKUycTQndGYeQsm/U9mYjMkKaUVwqqrj8IJd4w40HdyqWkbEDnoXfTz1kqgMd2mXUW",
+	"2s48tf8fnFr1EYCtonzkXHjYq9mC5oZXem3MPoFAb9HJMcmsQ6IIkn+SrGfAKPxD0tHBH2SspeoOiyX+",
+	"85rckozvY6NzuYYAWrBSEvvmY4LsyDRBgHGdK1LYy9dxTlQoZ6C5ef1yprSs2r+smT38weppoDUHz4P4",
+	"0BnkUET5qR/mNIeCf/3gIIPEh3vYiIDyDrms/ikcWOGCB8aEllwCm0DXVNCxBAQGCX+DddT8sZtrl3PF",
+	"9dYPu6xqVGVNK4dtG3uphxE2+6Cww/hU0RIfyR991btODSsNEu32jbtUWa+9/c38D5t+izyRdvr2cCfi",
+	"RS6RB40NGF1LtjIKltvEYjU2wn05tYTIzr3vSsu1JVw6WS/bPqhEUvU9QLwZTvB1RYR/vVTdxEIkEoC2",
+	"7AHJUI+ZwfoDhnKbh4+QtTI1PzSCOR4hv/Hz8i7lxbMPho/LIetYSS50FOQWyx9idibCsgC0lsX6PdCH",
+	"2AelmVwe1Y4ztoQfKybOKw6QUFC0OYFIhZZmCDKAqm6taFyTWjaxmJ8p9t2gcNJtiRAtEVFRr2QRzzYh",
+	"+HBYyottq7+sCC/ClPFGFDJv1kZ3LnBiKuGB1LEMFapXxIFBx79j9ZqrRFoplrFfkPmXmbrPZ+27805K",
+	"NvyIaRYR/FNYyGjxK/OALGQjisxsm+iJuOZvw/+w9c8w+aPsKFwR/6N7KZhO+6Nf+M9QFMr9vJZFU7Jx",
+	"RmH3265x1pPKOj262Q6LVCGNp0DcLgAQjytHks4WQHPdguTVbMkVGFUC0tiFyjMfTc4gdwBq9rt4xbvf",
+	"DNEMoE4ELa/M9C7i0O2tOWNnPczxYTWZP3XtPJ1nNhKE1oywLwBbF5S2y/2yP6yE/UfBiHkEduRd5mSz",
+	"3Cy5KDxG5qdL98u+GHo7fDPiHfHjGF3IVvT2tcACepjiQMJ5jHYEc3OoAQHTneRV2pMkKsi1C07K3qhv",
+	"vbPUx37rrW9niFFS7q2T2+ooz2j0reGUP7LblZR3F1TTUi7f3CdRJ5SmoqB1Qdh9FNw7nrAODULGekao",
+	"IoDgzIXZm5KKJwobS1TWkU2dsxRi8j0rZcWeKIKvYRl/i7fKVTvIXaD2mi+XcZwXsE9BliT4Te6nARBj",
+	"Yq5r1o97wqI7y3p8waF/L5CY9cJ8TusdNycaEG8w2TUZ/RmrMvXx+kaRNTXCMIR/ZugwRL+UsxeSmul6",
+	"av2KMcMd1rm1joQghGhf/g0mMwvsH5FLzeKygiiL/H9MNVlLpck3z18EVQkDHA0jo2K9PyeBYHSfavI8",
+	"VfIJNiZlXMZd49rNdqCJgQrHDpwuScV8ksXMrXgSAcLGeozjPxiSccFEXcALVAetmH8g8pJRkLSuUpAh",
+	"IAh3A8FhUBg+1lU77Y9QxXpH8XT0mxhRGMvHvowuDiU/Uq65WF6ZgxJEqSlSNA4OgwvrFIHEAfWwwKtR",
+	"a0ePsXh7h2pu/fBTlGs4zK6PL1J3tZh+0kOUBov1steB7/FarMHanUt7HsNjlbXsb4e+3Fp2rZrtvHpc",
+	"pk8M/ZOzB6Mfj87xF2PhI1P/CcteiVYcetTwnXbS3sprb8G97Aipa3Z6gE+7lmsXYtDdkN8g2Kc3C5Ck",
+	"rJgWX72uhEZyfNcDKe/SUar4DwptC7rmJWfq0GWHVhJAy73VsQOZugqJkmDnOGSwg6Fc2YY/3W5Bitrw",
+	"sshpHVmLTlPJjBTbAVeE3iZTHaDr+Bbh9x2595Cl7UjrEaoWicIe67UUFky7LWJsRhSdiFus+FTm2M7p",
+	"7+Z2laUta4V/KStNIi2OdRaXqcNOg+H4JZ5AL9dJQKRlzZbmPvIIZP7SMhwY/SztmXd4Il30yRSe9aVp",
+	"IVrdFQCEqLbA5eZ/8xWfjtvrXk90cG4f4xQmttlOcogPBkvBBWE0X6VSIb07cijboq3qxEDlMovLa5RB",
+	"wMOfWJdEfJir0zDcKRqRwFlRE5rfCbkpWbG0OaHkxZcvE7tzbcZ8WEF/1gwBsjM3B08u6+kg09bVO9gB",
+	"YPg4SceaoFa0USCl0zb2A+A4QZ8zi7CeOALnmR4cAorARAPSZ15Svp68a6H4PKkTW06F15CaGtao3/c+",
+	"Dpzu7V6GdNQbXeB5j7jbW/bjI+Hrj+JmxVUcKjjMhGm/cBlBEUZDjkHpAVDRkxRsuFEfiv1ZD3A6+/VE",
+	"lrGgQjb6it3zRJkEqBFS2+dQ2UhaMykEchge/QUSt28ZE2RBhbCR+FrGeVeCgrh4W/LlSqdsHMGpS3Pw",
+	"Kald7IsGQhgG9zNEOUEnjEe/7qUNon8NjLQ6GrViQ4D5uh+Ye9mC8UaH+nhjBJS1yUTi/AWD2zPlaIdX",
+	"cO9Y9C/QzuXXW9TupidOdkCBO6eivwBTpJVAtY3Jtx0RhVAHZJeRmhUU5NxjNAli6H9eMx2ruVGWcmP0",
+	"4TRjooKstK4IEwX4VkHixQTJOPdx6zp4PnZudzQGeIqDFCzYvQcA604wRPpxHGiEtJ/tm1Nouo1nf0/S",
+	"PdA+o1zYYyTFGih9+LaBRqwMFLG+d+4T3Pq49O/EqCeKfLr6sLcehFqBymXFMiLMopfcVg/y+tBIUd/s",
+	"aEXVNdD4AB3bUwCgj0yTY1pu6BZdYRY2UlEnMJ+cBeeGcK1YuWit7DXTTS1S9D/NHpukgMEkZfcE7Cye",
+	"BbR5ylwRFE6mXmajdufkOHFtPk0wAdpVNKfMLLysLbK/1IecOG/87PaGzMI0HuoLzt+PTwOmHw16Ml3K",
+	"RiejwMD97JLDnTfGaxE5LcvMiBkKv5+4BVOMqHBUOwbUPRfNdjKFTXW6GaCAmD02qqx77tHyJc8RsuAG",
+	"2ln/fgqqM9W2h32XCqOJqhC2Ghp12+XoXFd7XstxE+5NaPT2AuzUuEz44MCYqSEJ4uA4zYFGD63YuCO6",
+	"uJtR1sTuzKikYstuxnuACpl9uSULy2SUUEpQltCtYBoBa6XoWKQCnr73tZxZTafrbYwVHH28y/vMKJD0",
+	"tgSR3vqJATAHdbzFguUaPVDqlPyIIpYfM34KsN9s42ymTj/8uWGNZXlc+6LNsmIiNAZBmdNj7U31Ribl",
+	"ZUmWEq/TLUTWrZnHj+DKKZtDwA2TpQ96q2TZaAb7DsIIOQYSwGKSYIFxVHSS+XT+3DNAlZmZQj5mbfWi",
+	"RU2XDjg/rPD57OtvR2vFpqSeNwBgzHw4hDIdoQnV7CXqZFyQ+env5kH4EBp6z0jJljTfEiXoHfucU8WI",
+	"OZi2JdyxqBAVDP/5i/HRr+mX9/jp82dYDtb9GSndv7fMkpHns+fPzqyL3VqqsIaolmuqeW5tVEwUaIDt",
+	"mLAaKByRiknwdWyfh3Vsnx8uAGWkEfznhhG6lrZsW5W2osDcXnybPvdTll95cZaK7cfF0au/7OqA+E5G",
+	"nr8E+O9ef0H7L3/JdohwXeltRsAkU4DZW5TbjNwxVqlOlVzspDeDZ7/81Oe6774/v3Cinlzsjikj7r4x",
+	"nSLLPwv6p8JGXRgR7laZrjGQJzUkpApgV/giCpSQUEbeiLzeIgwgBPTi27vie3imv3n5K8mEL2ZfPRuU",
+	"Cj3BfhUS7ItR+4aVt4YlrEGpasKVf8OUPvSqby+DEMtwYuz0DfuiffYhVaSgmp7at93pbDuYdLdODn7Q",
+	"Epo+a4kWAV8w3JTn2LGPysvQcvpzY6RoaWOz9IrwAi87xE1yT9CtbyO1Ris4T9ufdNpvsAfu5g6Dgfq+",
+	"T3wST8NzycEtF28rknMRTi4AIpweNPXel1exVUw3OMPT7i7vE0J1jkp+pL24UrtHcAz36+ATmIdVpDY4",
+	"JVjlVBALTCd5Or8MRGdakzoTut6ewaExQ/VmQQqm8KGYEvPJfpBWMJqZqljOFzwnC87KQqGE1XbcdmJr",
+	"clBF5n+5evP6/OLmzeuf5lHIiyStYGACLyCu5RashbXEujmI4SZirs+mAT318YPwUik1HUiAjQfGsq7w",
+	"mi+5SMKnyRwuvOJcf9L5RMs+NryvSWW40vUlrZURSe+74fwu8DZz93K5nRxXlAro/Qgr0pvM8vbFt8+/",
+	"fZ6RWue2PGVm621zscwsDGSGhN+IYmaP+cwc8zgopKb1kunrkdP+FqyCLfPJ0HkC4fVxJmDt14BPiipQ",
+	"+/R2G9o6T/cG/9op/x2NdesSjV/pIMUXjndiCUYYznjQWuvT+y8Uq2a32lXyxyn0U5Onm3C+JIN5RkPU",
+	"7EjsXdxuxG8Vo/YFnGRD0oh0mAcLVOBgk4W/tOIJBUNxKe91GCHZamTOuektC48dLzge+32ASMATdYYv",
+	"ac31djCtC1e9XzWqgg8x9yqSwrVi+Z1KJULi0zMH0oJ/WmsKmHAE5Dhd4uN904qgjwvTZmx17finwUH4",
+	"zLK2AFEMZ7qiNSvSXmgbFOfd0FQHgQoYG7aiauVynV2DE+MTfrvENguTG7nIWT3Dh6QAsHGztwg4trur",
+	"CEe+f7YYUur30I2FNI9sL5JU2saJEYNAcZb8JpTPa2mmnz61s/l+BJk7A+lT15lLTDoyB8wuqEu8dscP",
+	"lztizq6qkg8R4wes66q6kRH2s7akWQx4MQVFRzW9pYq9Nz+ZMQ+xkPnl1fkfvz8nPzc8v/sMSzTv9tpJ",
+	"04UXXtsOwAROS7Ufjs3uqW5nF0N4yVcoOg1ZyS2xR0rUBvblEekXY1Pwpb4IHF//lMxrOEi82t+1Zy4k",
+	"X1EurEGr0wtpkfCBlD1RnB49oCD22FKn0uzbDQhLXfdF1D6Vh4sQI8joGRzIIv+I6O/2OcH4FJAAalla",
+	"JVDLOyYgyhRsSRGbR041W0bRFC7sE7RstB21eTHdWgRoZiCyJorljZnSQ4I82v7Avpio6m6V1kGW7FsC",
+	"JSFhRfTL0B3g8J7ENYLzstzZl/3coLGPp10/Lbkc7PPsrVck+qo/vk5G6y6kARDisqaAtKBlQJ3nl+8t",
+	"hb6CTQcExLB56yBadDKlnyhCG70yDDNHG0DdlExlVvDnNZF1wepT8h1T3ALvKZaR+e/mcJ+7AttBRxmZ",
+	"mybh+YqVCPcmtmE/RsCiZQkMtSBzzHmekzUF32mb1g1+QS0JFVJs17JR9jN1RjREKetVzZh3m8C6gAkH",
+	"txrt+vZhyZXpd8XqDn6Dtefdc7YxTAX/yqVY8GX8xzUVqNJ0f67pZudRKZeq1wj8FH2vkBthgc/sz4DE",
+	"1n9XU3XXbxR/Y19YjjgTrlmPkN4bg/+933hTLWta9N93v/q3AePJvYR/+Gf5igrBSv/Y/932pWtG1+0c",
+	"7J87z6uSIge553nbnfvTv+5+aLGI3C+alndwwVj7jm8j+MU3E/xmOw5+CfYm/JWVDNfbsWg8f35mvZ/b",
+	"GboHqEv1X4cznfh1t41aq2r3ZfPj7ruNYvVuy/hru6BcmRWYbWhZ+lUPf2vXTOfdPyJL3f3VLW33V7+8",
+	"sVCqy5Jub2l+94FRxeIVvATb4Km3ryIjiIjK1q3/Jl2P5R2kugnvPihNrweGco4HUe+bpy6KqwQgIYDR",
+	"CwSbtIOGf+9boPhNO3XvIy05mD9q2Yi9NUgYyjQhHV6dZGOHN9N+VHMn2TFXrOaywPv0dmtJpbS2nULC",
+	"xSDALC/YZPDhsKB6AkTTlsOG6xHMpsqKlDRV5V+wzflCxyEk8BKEdzLMESS/f/b/I1xYN+BBOwPNJZBJ",
+	"rtw67VXIq2Y412nb7d4+A7m35PcMjeL2wgCHjKxtPC1SNADK4vVASplDAMf8H50N+eXpP+7NvfnL03/Q",
+	"qvrl6T/w9ffFL3PsyLoAZo5XZDawFGUknizOAmP9UxQhz8vZOErTcgcJrsSAUc/wZgsO2k7e6Nma1Us2",
+	"w7prR9lRf3RRjmgpKk75n64+KJvwss1II1z8pc1ywjE+wfIp00VhO5xrdAFErDCJWNpzjKXFKHyuCS3W",
+	"XCsYHEhxyIkxW+iK3cs7hgLbggtahmt47sJu7RdH2ZF9fxway/Gg3j52CDaevt8tJeKPaBa5SToHqsei",
+	"2i2L6gh2cS9rqWUuy6iW4G62yr6EMr7DGFNPyHyldTVblPfzzP17XX2N+sJ8Vao5BhbMjWQwz4hsauK8",
+	"skAbf/5wAS/88OcrouRCb8w2HF/dXCKKy83FpTmNn15fnoHf/tPVh059SWWY6Fzd5581z++Y9ghWbb18",
+	"yxOt7Zdq8vrN9cXV++/eGCleNstV25CZLsSigR5SlTQHE8bVzfVlGGR3Yue0Ybe1zu2sfnz35rJdr2PI",
+	"k6SCXL++JHKxMEwZmeanqw+ZzXUMxx0ZhLdet6lETxT5IK3C5NQgy0K0JK/ffHhz8+aMcKUaMLE5gyj1",
+	"5UZRGePoVHRE7rbwKDvyO2j+XSqQmVR1lB3hXAclpeuUS1QwsqFbxx0ITclJt0afZfUPFM5c0i5mX8Pj",
+	"DCjaNg6Skn+j9/QaPrFnnRy/+3BtNvOaLmjNM/Lu5uZytvj+8mvz48WqlmverGe3FG5q2/CZDbOCd99+",
+	"+LOhQEMDiWRFowEwoeP1H/Fe1kE1U9zJrtllfs8LJp9+gYMET9yeRO+FVTSY9J3c+DW2Qa4bW/+UfalY",
+	"Aq6uCo7/FF7s2cUv2VFTx7iGC2I1Z9UbXNuTmLXlP8MDcAZVNaBUnQ8yMhtIFeFq3K7np4Gj6u5K1iMt",
+	"u4JRrojguleyTFCyLdMJFhAfjmTz7q37dCibftjcC41y5QvCCbk5s5myMzjO1u5Su9wyPOR2lfHFh8R/",
+	"Q/+FTMBoTorrdlNwcdE8WJQngNMIeLt97PNgqDiNj6LcTujJphm3i5BLoZhQjRpcjjq6v2bXLb5beDqt",
+	"im+kI8EyUtOFnt1LDaRsAzXahMqMKF7NFF8KWpY2BhsR5V2Q4zgxw+jCUMhgSbI2FWjMyHlFF/o1p0sh",
+	"leZ5tMCSWysPHDFEwGgLfy8K9iUiaZufO4hWEL/lHT72VGNHa5qv+OSCOblcr7me3C++rlmBI5jYifn0",
+	"QgpNcx0tGMXLkqsdEG3bIXzWQo/idp2RZ7snc+JIPsjl5PmWcrn3TK8FrdRKDi9qLn3cj+9M2Q+n9gUT",
+	"H4Bq7mv9bukC15yQ9lfDVtIFdkSzvmRRr3G/pMu9hMgc62Xex/k1eoS6jOMDDlvW5C2EmCZ8gZrV6zR+",
+	"fMvQzHuHxMI4FQP66dFX93Rl3UMeo5VgT4M175+fKDtitOCCKYUhEwO+W4xAt2+jGBwJqRkoJOaKWXnq",
+	"Ajc8F2QdHOOJJLwPMjYCbw+6udKxmX6eu3GUd8M3YRhlcEbUHa+qNtolh5JtvlJRwoWM30zpZkMxHatu",
+	"RAh441UMl4fVLYuTiniwrjt5d9QOIgv3dhgt2tPUtJiilqhonrNKU8PHE/QFP48Eu9glrqnY21abiFt6",
+	"Lwp+z4uGlv0TMN2D2DtoMUytySEMbSUwM8l2zqmghmI7FhLjBMM9Q2Ow7SAKtN2fwQiYKzB/veUl+84I",
+	"aHHYfCPYL3hpBFQb3je1bOqPqy2chmMh9WcL1+4tbp9Nm5+X0kiNIAN+bgS9pxxiZt1PtgLNZ6zkGo/2",
+	"Ne2kAvV8bZuUFdF8fD0FcPPKjfut/2K46h3VZGOuqE0txRKvvorJqkxUIkMY2mEes+CoPog2IaOdoAfp",
+	"GqEVu1xtlxMI47AEIWyEFTBuMIAaQVCKM0QV4wWWxASVEZShglVMFBBrHilMB+OOrNDz2fNnzwxn1Vzk",
+	"2i5SrzLscBrOPumQ0dWcuIjxuNlLVoP12Z0uhfCgt+YbsLW5ywO9/rtxFtCuSsbP7ByCiXxylzWMhlzY",
+	"kaQX47KkUbybDWN3RoN3h8zDEvSvHfBDvE+5mJxjm0CdD9OW2g9pZGJZuqAs/rQbbdzCgNkGB0O+dCe8",
+	"K8M8AArEPBjO54J0ieNPn96/PnHKiWVPgxVEFIPk66TT0BAfKeHYutS0wEE9TTMxG/IfUkTm/v78h3P0",
+	"+P4d6sDY1LRSJlDqx5A8eBdcYzptIO3HCdqeCz+qPY6uOWrXpRwvrmP31+N7+CULjSzByfMjTsEqDx//",
+	"N/e0bJI1Cx2aD1Y5pmWp2ioC04rhQlKk+fpvTXEAlkpBB7aioKDt1+yBuEytCTAjStqsBrIaO8Qrrgc5",
+	"QLBehmLI8SbdMdbN0QmzfSlzWhpJfmB9uymhf0fUXWu8louFYmA23Y+n3AxiEhlqHrb5wLSDlXgwl7jp",
+	"znCCrd2dJqj0a3asY6v064qUFnQ9fGrikZhXnftSZYSWJYEqr8znPk3J0rJ5tA/PxYLig96itA847Qho",
+	"DrndgvH5ACa4R6oVgmd6JHArc+uJ1smHZ1n1OPe++fj2tthwUeykbPub7oxQ94ZNql3zQvDlCgQQvZHt",
+	"bdNPHI5ht9KtO3um99BzupbCknjDFP5rwwrh/q1XTW3/uag5/kNR3dT2nw18/VM85CrCBmlZzvJS5neE",
+	"GT3z3btX33/vanxoWmuH2fPi61fPnp1iUS7NavPt//zLs9mLn/7ybPaHn1795dnsG/znf0vgk8UsKUHv",
+	"tjPo/8BueoRkF8RX5C0GaCflZ/5xJdtiyuDz9gm2ayoaWpLjEIJF1uSW5ndMFCcZgLaQYxcDZP7Cvk4A",
+	"2cZya7/r0Jrhf42WR8jpo7vYUajjMYSB+kiOHVYPK8j3l1+fnJIPoPEtHWwf+1JJxUi12iqe0xIQGtQZ",
+	"maOG1kZGYzByzRasZiKPu3Iiw6mq0kZjx/PPnHw0qJjY2AYbLuWveyMGBKhJUrAncRk0L6ViQ+GGmLm9",
+	"5JCjJEGr1uTYWQwzovjfWUZ0TfM7lRGlZVWBDAIDmkF0YkZqVlFDeyeJTLuC5YlMTWz4CcF39lO9MHJ3",
+	"VPVScqFnhvBWtC5m9qM9xLsBwziGI7g3DrSIM1HE5aaARaD4pJV1/QMI0p5i6pDRyxrreGF1sozkhuyE",
+	"uUNNr5ZAHMXJigkLBmi+TJrJ4tkSQYfoHG4DTswJTBvdovKD+dUs/O1Ws6kr/kAT3qKm61jg3lv4nRxD",
+	"9AlmLTQFl7bwqToxS7eSZTEdwbpgX1Ls+Z25r5HA4T1zDCHM6ZgSV3Ablhl4Lh5QcuwOam9j8dKjJK+p",
+	"WsUPse1kEJbSFRkGz74blnVcTE1VHQzLvemHoYEeBGva9Y9MSC/0h2kllfY++ogR3pDA66i38tPNBSms",
+	"px8uW3OOdyYbN2RAmFnaCO2kdB/SOlp8CYMT38mYd+umZfJAI+iBAB+PZfhSfMZOP6+rr09Ok4LMNE5l",
+	"bS+AdUDguOyP6ooBv7HcSLwK49b5e1cxu1d5lNfaiCyQjDMqPnmDd5ccA28JdgP+3aNgsAHbC3hWuHQt",
+	"u++55Vqe1KG5zr52WUJ4JtPinWVe40gdHeHpn7Gy1ONidMAsPbAqcoL9sDm64uh0lfEt+DYiKqP6TXXG",
+	"zq2WyEAGt0JPqlaMkT++uSFPacWf3r946nnVU/AnzdayYGUnIDasnHEtF/o1c3+5fw1K+9cske177sRi",
+	"2r0UuLKKC6RbmFYeSWQHGSNKTrwmsOwgLk+NwzpMAeBqquiPntBU++CKtu90AqDg9ELOspZVUhpTKcJ2",
+	"176vt2qvsD3Cqd7UtaxH1ZWaLSAjSNYEnb0ZGjIR8Dzs9nHEjF1D62NLGa2sN8532iQO76z7bhvX4m1t",
+	"TrjnKRbj2lbsFU+oa/s4WbyB4MxhdLoMFdykJwDxrm3F9ilxYWnByHmPWpLyHiRqidbJsYZyQUtRFhA0",
+	"boi1F/MEFRJfOwCUftIFYjlcW5ITtezxUcFrv75QNe7IciGvh/mzHkVoaylnV25LimuqI3F5wSo8UiGR",
+	"dFHjkQ26a2HwprU7PFUKCyT///0lsXCi+wleTjKYLnvZL/45xK/OsR+XwEJ18AAp7MrR9FEwBCORIRdp",
+	"y5gNC2Om9e8x3jxZDL4bkr5vMU03X0/Kd1wU8awVowJxzWM7feOj4317cBicj29iRKmLtMBfbxOpHFjA",
+	"OX79t8WdPXEfUl7ULiuz/rGJw0cigtxoitbs88v3ALeaNJhoVq+5iC1pJ1vEL+kW/Mf7RKd2y4H4/mJn",
+	"ZedY11QocG+pKMoMoG7j/aOsVUazgbVf1HKdWjWsohNfI5n6CCSQ+Dc1Xy7jmeFUEwj8TexJ3zphxgxj",
+	"aBsdX7spW+EOkyfo7oIPMzNgDIbrjJq0QgYRud7ck3R4GjAEf1mS4zYn2/LHIGgUAuUy0mZpa6ruTg64",
+	"a0LGN7a6fgrxJVvLe1a4zL8rpnjRsAtzYprq0LhJjPfTkqB/g9TYic80JjV2E/PS1turRnTKqMQwnT+K",
+	"cmuj3wGYiG2Vt9xDp/Y2XcfjQ1w9i4gL3VW60JLk5nUb7QlFHW6Rf8PYXXlib7i0mTRrvrQOGI9q2YZx",
+	"jhS1GKpiUSfcZuhOa+0i1m0OnRNdU17GsOcHR7KTfmkXyw/iAEKKx462Efztuub4idGki3pL6kZEIVeZ",
+	"ZsWf2HYwJQjIwr4LyA+gOm9kUxZmL+0TVNSDvqbAFQZkGr+VuMIKgmHD+xAiWF3Ma3BuLFG6LDRem7nh",
+	"AdhHVIUVTpQ6N7u7XwlMPGhSnHWyvPxb6KnfZ137gQO4yFlnu7MuPQ7UrATEkZsVr4tLWuttB/TnwZwN",
+	"kBkwsA9RATzUTJdSh3FlfmCbPq5MW6LNLqtD97GmCzS3ScyCHK7X8fJZWLDj5bPogkeWLaCSnRGbPSCN",
+	"gNQ34ZmgRsGQKw/dKCQppVia1zYxtfGObRNAMb3ji31BJBDWcZ92QPHl6PiDhnZlZ/COxvnKNSb+RUcV",
+	"g6q1nlbE4/VK/D5RBVFGfJS1ixcne82EGfJFGjnSsljAendJeVCLwcEsHoRDuZtdvTGK7cyW20ArrtEH",
+	"V1T5X+OhqCVf8tuSjZIIE9rjhbiLA/k7yhwTqeWOsQpwWNKQt29sT5vanDxhrXtA8y0Abm3Io5qaQIvu",
+	"nmQSWrccslsSm3rdLUhrSyBDfKx7z5o+3b5BFWshwSWqNF1X6qFFnfetmBydyBl5lijhPHC2ZcnzKECw",
+	"pXyCb/jkS7cEXJBNwmreB2tu4UZtb32iDLZvZ0FiBDXpqKbkpNf2pgXt9vEOawL/FS7byUcvFsM08YLv",
+	"gLoGvSbWitfs+9aWetgVfmmokm0wDMW02PPXRRK3pA95GarriOMDaH1i9JDlityWMr8DmDsXracI+8KV",
+	"PrMynHV4IehHbsv1JwVFgD+cpBg5nHZ0FJlxrSGVDxhjIc+s9AbNJDA0DtY2gqJUICaZ3idUv4pLIveM",
+	"lqw4r/iNvGMiLiR7NGqjQpgPIEDSQ9fubqhOt7Uw7BSe22a9yRokb8C0qaj+PE8YYu6YmJZ664c2zIZc",
+	"i7bt+MFIwtnUEjJR4agXWN14sQtejMIbAHZC8FIEu6nhpX4vpmHDwMuEizP814wLC2yTUyEk6NAOP07W",
+	"IfOIgC+ls9nakgQSxIxeifTwYkTPNGS1+2hVCqlqvREefh/uAcCDSXJnZE23Zikg22wPE+onrPQogsQ3",
+	"02w8ScXvdLzawg4Z2CECgtee0a/mw4kYjanhDvj1dnd7t9x0b8sByYAhONywA3B0d83RGL0N8fz4CEA/",
+	"2gwoDxR1w0acyQHxcQ+4Mu1CJ6pZu5Pa3fxwCnslvclUqNZ5WbZnZipsuv9gmrFCluxwkPQrnZ9DevgN",
+	"IJBFZiAAJkIpghhlmS37JuMx9YNtgXeHi2XJZgCYAa/52IO/SS5aAPJ9wXOdi11pWSnEutwJYBjGZJVy",
+	"nYzslHIdQGhiLOcIVG5vBzor43sLp5TYngta0VteRit9WM9bZe7enFdUaOCXhURTnekkdCbmdM1qegqQ",
+	"71C7Yc3zWlYro1G0PyIiPKLAn9qyhrcWXlyfqm5eSuBs1LlF62n9lPHFtLhuQWqKrIEpxXLeg6ZoWdoS",
+	"uoPnQeftAHYL3EZHsKMf1g3aYro8bzcP3vWT2Lt/k1wMldFCGESUyQz5Rw5UYbnTtaa6ibnPCrRwwSL+",
+	"SLk1ffGSYQEAK3hu7JM+SbjPj7Ij+3E8FWvk4HlRzVZ6tpi8UP3mFaRMQ4VzNy5a61tGoTR5ze8ZOW4r",
+	"63rvhNkGBtCCUHecK5fZI9gXTVSTr0jBaFH2IdQGD3lwUkb5qs4vg7e7Hw+I2eFhxCUxDG7+77Pr+3x2",
+	"dXMxg2/nIR89g0BxbmaPdhLDbqgoCKLp9yvap9wP/eF1MXTDqWc7dJUgYFAj48jL596hB2phSFSQQHGU",
+	"HUFKRYpZXHa3Ygd1N1jGY9DkcS2sr/DEKjKWnP8pD03uODePx10KWpLwHW8qQxHgiQqSUqeJAp3bIpZ7",
+	"haUEBkqkIlFanEJEigt2Ih7EYDjXSI6J3Tx886DjOk1oDj44I7RHMyhiUsgoA4hlXkyCvHc4mWO3jhXE",
+	"xgSJSX0C50hWs7qSGn0d6NndnXyrN48GeaW5CMJ2O0ElpJ3MoXN2SHyXq/TmEZBKgt8431NSGjUEWusW",
+	"lRjwddEuH8gtuyxhygVm2uqJjxCGahHT9yDbNJo4JuCHwMY7ANQxVhIFGTYE1VmIKKbw+MWBWMGdu8JN",
+	"ILVN7VKP8O4nKtyXsGyCXD9R5Prtp4hR9lcq4bF2l1kyJ7R/iowwraAiiYuVmsqH24szWjZxkK2BFIHi",
+	"OPg727cnsY5gvScyze7BmcAPH4HBpWpHo44CLrC8ZglYkWmB2h069WHamxWvPtXxQLnaSLEEYOvNwvz4",
+	"7r0Drj/GNFcPb31++f5kgkjW2YqAmfa5rK/vHNBorCzC+HmM2yFu2iNny0J0tLydI+jJPEGZwYdTT0TI",
+	"M8bMFdjm+GTHg3CD0Z6hy/ncYYajqZXcMuKV3CJkyLb08FHWFsCYFnUbKqAR7phLobloZBPAXA1Js1hf",
+	"PlE+3qP0SF9zHREmIUX/iUPoUeTYhqPW+uQg+Sth2AukeNV6O/YqXRNsUaqTgOTIcVeoU09Q/zg5sHe/",
+	"BVMr59jXf0NOOZHZdYMeOxkpUdIJLWbV4XbflE2ky/AcKwuJOUJfEWpIcAE/24Th1edmUMf4Wkw5cuxK",
+	"MJLvnijCxD0rZcVO9uKDbXMHVonvGqpiUkIsYeTSTAuhlzKyqOX6ETJEIJhy39SQRK7GVbvK3pEhD0Ls",
+	"dikZu8kag9eDH8Clj37YC1ypTy02RiKiUkyrBCHXzoflGNSEmHvX9tgcxy/A2G1zZm0dcJ2ZKXKP6QIe",
+	"dqV5WZJbhrkrtOzei9fW1RvLSOkmp6Rux3TdCbyzu0r8PWcbVlsnlZWLWafIl80TQyx7sDuZL9Ldx7IH",
+	"zsmasY61p6eUAMzOoP4Ie43vHe5E+1WVn4ml84KDizqaQ/tshOYlsQFUCDZzIM67W+TJV2bMQTrxAjUv",
+	"xgsT/cmlJKRGY3h10ZSseCNS1+hlSYWAOhsP2HXfDxyukZ5AintAX94oOmrQkmtryDF6E1o646fHsby/",
+	"SS56OqsCMyoGOTvz0BSocyc5CGdwspu4myeqnLEpHOIErcm8NyG3U8r15HTOX+N2vnrUvE2YTiffdC+B",
+	"xSzt9MTNK+jsPxFnsUPEg8maUq7NZWPR1NADg95eIW9lsQ3vm48VeFcu4N3UNXONSmWVMpKhGvNEOe2z",
+	"0raCHR22ZE4wHpn771ewHPW0f6M7+Hqbv7Eq1I/RAU3dXk9mz6AQIVpuuLJuVlZkpFMT0wwe3M9voHKv",
+	"FLmR0SARYcwQAF/EC4QGuzntHgu/mLQKmxWbbsF68zALVm86Ayasvq3LaXxutInzCa7KK7aomVpF0SGl",
+	"hnC1qHMjeTIG/LOCbbCBMxdsDQJNm4exkXWitMewU8Y1XnecMw/0wThPbqfr+FJWl7LWiUrd5kK7urkk",
+	"EO4aFPRtUU72MsOHeBbteZmIzMhrlseZYs1yZo6nkRVwZBAfYJEQWnySDI3y7Wtcwy8dpcA2BsXWEyEr",
+	"Y04hKkgjHEdwlb3xG1/1EFYUchvykvL1PitxSH3uyRg237f4NXIj3O1rRhuPgYwWDrpxXRfk0+vLpzcX",
+	"l76FSYa9upKKDUR6usVbyF4tUFeLueT3KeidEtPT0hipXA+UYXe7OkbdfvchDt5usQ8XMrcIViJ8gDiu",
+	"6oisf319dWErlsLV5JerVxVODxSDUwmxB3hEm2Tvozbc5ebm7J2CiZtuDJfG77AtVjx56Mka0h7JD8g1",
+	"5CUttdkV3QGMAQ0hXWDak0OftsaY7TkIF/Gz02W5mUs16oB4aUkWUBgP18U/h8JINhlJt+CgG65XQXgK",
+	"OeZ+fcnctmn0pDlc7lKwSSFzwd3xSzb88g+yYBfYzznUD2PF0S8/9RYlAWPfWQ7lHPdDl9A4e0uys+9p",
+	"JK3xA1Uax+CsCFRM1qqgVS5isTx1r1kzsicKCGCfHuJ6Gyzp4WbmzuaOAEyEB8xMtV3KQTWr7eKwbCNk",
+	"SZQsahacGruWLX08Ue1q9hLdx6UKWYOQsKeMEL8Yz4mqWM4XPN8lpjOXdEwqDhZVnFUkba+XhfzNN199",
+	"E+QhP3/24usHX6u9jKKXX2dj4Ap73ke9Dr568Rg3Ra/RF9+8jEnjukzmiyM9lXzBzDV81lkVf437HAio",
+	"v6cCWe+UvMakL/IV1hBI79q3L7/uZI8/fxbbM8OqO4O1mWnPv8l2sK4wDFbL1m7WuxPMjQHXgQW7sfqt",
+	"z74auGKO5xH2PT8hXCjNaNGWX1JNqc/IM9s0RPS6iP+hPPpgIZ6NwxZEbu8B9nLlruXDEAlQfKeidynH",
+	"Ys4HZUquOkaCUTL919YnARS0qs4bvbqoGSg8MQsiKq7XlyT3LxEEUayNHM619QshmjjGbym1iaLHrqi6",
+	"tA+HSlK5BsxOu37Chs0ysXIByXLQd810U4tUct6I42VX1+tgmCKOLKyA/QWLtiqHeWEXJVWKtIwY61/z",
+	"pREj4Ck002leCNlABi5HiMh8RcuSiSVrsWFHup2SoBZsZ5iUKGvMWKtZVdJ8/6petusYpmpLZZh9luyS",
+	"664uaoaLNbrBm6pk6YNPzMfmd9FNo41mxiXyFBWrO1mK7cJkpMEkxorVO6nXwxpT30Pi+3c0kXUOQxcg",
+	"s13DnyYd2nTmW+/g2rQ/cAf0ERyn5sYFre0hAe/wmQfky2FbNwBjMAbWpJlCHE/RX4tI0kK5lDXXq/SB",
+	"9W+Qpmeh/v71N0fZ0fW789mLb15GxVja6JWs+d/BMvkOipcnFtjCfpO57fX09HROzsPPyQpLumPmN+Yx",
+	"g68LQ8wMx2yZpSHeq7cX5MXL578Ho5n54/cvn78884U1ICRfrTLLTvtMPGLyErHIUaR3Ak9RB8Nh2nss",
+	"I4z7sAyjdi75PRNOJQf7s5HfC7lO4g6PliBvWQyWdLa1MZXOkPRtBpMdWO7wtXAJzeIAEpa9m1E8tRWe",
+	"43fLzzKCPPQ/GlpyDaAeVS01ilhAMmeY3AZwlJ2BWPuBkORnBA93hCWwPqShnihZTblhYoxNtZAI/n6J",
+	"V4ZgtbkcR6Js7N1Vs5ldrs7+K3/+3KUKCw+lXtxaT0LChGIOjoEiFWbBucX9iJ+1YCYptnK9lnfM8JUH",
+	"lGJGLGQQIZVpbmaIb6+wNoxEVhmQLaCENzWBLFPN9ynLF07IzaVTgPnFXvWXh0K+dpcuzpcB6gF5s+FK",
+	"ONMHVV7GOEB4eOjKwFAfVHA5ttJ7Br254wErMkY8e8PwS6AluCKsz02UW2DBfYi2QJl6/uLbmM7P10w2",
+	"aZT772TT1kXYrIyoZvo+cyAu5PmIOv9VR5ePxj3WVKi4VQgWsZQbM2n31hmW1UMIoE+vL4HtYNlSgMPT",
+	"ktxcXHazJxEkNje8pCmq6QlBtVbVq6dPwVehVaXMvz9dfcg6MpgV641ISLhYSMKtGxo3XzCGitS6r90+",
+	"+/rbjvHo2yl5RRMoNn5YMbXdEaZ521KR2eGI9NQUXF7IgkVsV+fnFxm5vPj+HP77ySzPx6pxBTmCua/M",
+	"VWEaOt23pNw7uQH3sb/wiZbyrqu3yOa2DJQWjBICN2S6cAaUuMUqGc5YVSTg/hdVqrgZqS0ItWqMaCad",
+	"kIUV0WxVYkjELiaOeMX4chWLUJQFKwg+nWjxPqyoBxV+pfeW1Ci5Y1ssb2VnDaII78B8BUKW0tFQLxts",
+	"4fYbXI0QWC5YrjMPPZ4RxXRTZRBtAh6gQgoWr+FhxnAjwZkAGxctXhiUKgylbtpaoS39WRWrVtpPeOL2",
+	"DrA4yDdxj3EzClbye2YoCzfquCkAlFbnVXyayWRGK3K4VEbZ6L6+tysf8oKlzv27Fy+/NgN59+LlN9GP",
+	"N7zQqxQVw8NDojcwnRJkRSSdDuuIMsRGXG+VZusbqu4ejrjagFZjgdAIJQraJpqqu0jQTAQvLdrDDmAa",
+	"kBpVdwFcGnwI4BnE2i+NtPzYyGkPxWkeAmduhDmErzldCqk0jxVAte+Qon3JeTJdpaDuEi+ZYPWoRSxs",
+	"DpBQc1mW6G7Z0wi2lMkYpT8CecDwLQDtabyFNf1S1TI2/T87GLk/fvz+/N8vrz5eXE9k9UtZy0bHQeJb",
+	"gKj2rck3yNoiOA6K3Tjt7/HloeJPPYMsYKIlCkDJiom3vGSvbQuyHpyaeR3rsRXtBz4Lt5Y5U+qMzJ63",
+	"gklVUm2WgBSSOWw29GNNvV9ruhiHOqELHZI8po7Vo0lnAF/a+TDlTg6PQEigHVLrUEh8cf1u24m5gQ6c",
+	"5e89eSSPArYJETEcJhI5w/klbRS7kZqWP8Q0Qagjt6T1LV36owugcRShrtZQ71ZQIferM7zML1mds1ha",
+	"5B93e9O0XjJQb80n5uHxHz/+8eKkpaqCK0gtmkg+K0ar87KU+XfxKnrwM9jAzUtgUDefENyGqZM0n1xv",
+	"1Vgf0LLdLHmrKResaGUgCx0mlvbCm9i3aNZ/zIdOrbOIFrHtzbd5ObmCsUpOEcnn1k30cefYO5S9Le2t",
+	"fjBKtzZZn/pDqhw4eZdRCRJyKyTWKoT/haCJFgz1dksoWcuiKWP4ckVRMxWjES4KYp+6ODNZk/mzU/j/",
+	"OeaflCUxq1IvaJ6oCTQpqQ9HByDSwh+mXQmn5EozEc0CD1tzcQk01w0tyy25dSpuzJmoVFQbefOlKqmw",
+	"1d/73qtbszigZcbrKsJ0IqoGTtPBnio/2m4PtOIZMdw4Qyd1ZqN0ZyutqwwsERlRHP4JisGG3dY63yMM",
+	"1RCSz6pxBvtOyBXdO47rTQzTqhMdRl04D/u5oaWRrOEJVmtAGMO9omGToDA3Xp9y74TmoCE7UN/thxsZ",
+	"9JX5E+NjJt3kW1oPKbUlsZGDHff6mSeqc5Yxahs6sudmRFp+DLks7j+8csOqYJRUFAED2sOAG3C3yfF0",
+	"aYcitgapSG/pmpfbKAYnu4cynfACBEAwJlwYlhVjZlii6Ud2ey3zOxax3LZYp4M4t4KxwtfhhdA5OHDQ",
+	"9xOFQ0lp44rflmzES0bL0txggbfMRW9QHcAuxznghpdFTuuEqag7SHCsK0Axpq4Ch/t+3InuewpBYo/a",
+	"SY7uZk3XLI6dZ+5AtECZFnz04NR9HIFRtroDdgB1V4X1LtqyeEGUXQKwOKn0gdJvxmxH5GsHePuST8pm",
+	"ZSnN32YnwG+mtiIfZ2IakzzD/sdW+vvUrWjW+d+uP/5ANPviStrvu9h5U6uYefZjRSE4Q2KhNXI8v3rz",
+	"5/fX7z/+cPr+h9dv/v30+s3/mJ/AtUGVMjT4c8PqLcH28HSpZs1IzZcrHZbJ8Eu5K53cs3HgyjfmpTcW",
+	"02L45vkoCGxT5jRQrDrmatMcq/v8tLNQp/fPT1KhRlFrzkdBcOMzsrGFoG1R7JoF9Xkj7Zm1KYaGvAkd",
+	"wNimBTuwooq5Y2zBJbPiudl9I0mn7FETq3S0Z6tmi3IPLUexnyMWeiNJ3YPYBMmmqHYcP8/Ii4x8lZH/",
+	"9//+f7wxdEkrdYYVwBpAqo/NGlvgYnlyBrIKrBYcf7cRvma47axRE6tSpLjDW8/Kzmx3IJ1BT/7qqi0v",
+	"9gMJ3C8dilCPyEXMkmfuCI+VwQo4iucH78VCxt09WhLQ7PfhJbQxK6KT0HnQ7oqRplrWtPDFkEA7aD9l",
+	"RcjNFXiIGsxJU5tEHUu4GKM4pG9ayYKD33/FwtoHUNQPnIKZ7XXwJleMtd7DfcSpUACKJJhDnZiS37P0",
+	"olkHkXlTEV6URk8HZwzARlHzsQXV1ebQAnowwIAlis3DnXKzrVJF59oLXGW4TDR22agVrRiJXFeHrZAX",
+	"KqKIQTF3xiVk/eKt52kzIzUrKSRDW0/R+eV7cgsh0qgxDLDl+B5QkpccC9uZl5Sv614zuxEt2VoOkC6M",
+	"qwzlR8O8bkIeR+oGUWMU+zneTnObvv78apDgtXYea7r1J/D4muUz//7MVW88OQtJTzG4DiB3ECIbFgtW",
+	"s2IKdLNeHXUHm/WZRY8kgyXy2xIek+DIx5jdNb1nbxfrii1v2LoqqT4wrv4cvYG5hDJvtimoCQrhtZg2",
+	"CYG1iEAXvG0kHRjBScKd/x3XNdXsT7cxz/YNWjrhRXLLNTq5uSB3t1w/VWfkGSmZDZNmAnvMV1KqkUB2",
+	"zLoZCmXPBoMNPja6aty4TLf5GclltbV8CYKJRdXoDi6/rLZmw2kOZm/IVKzy9Wda0o3957rBf0NA3k8H",
+	"l1bxOxTNDorVG8qO2Bdd0/N6GQsvaGq4DNwCy8oyW2X/+RRjRCEyWmWk5GuuUbWcQR1AnZGZbgTLzN9y",
+	"wUv26j4js5LdszIjs2VGZndsy4X+vOYiI7PbRUZmeW3+u6ZfzJabH5uF4n+HNviXz4u1aZTW5j85cJyZ",
+	"yj/rVc2Uq9qTCH8z2gIO25BtMPJIEtXufeED24IUKM+Z4Ta4ioJXWIJZ+EgNQ7oRYhkg2RfPxig2FbBh",
+	"O8fH5vRU/Asr1d5D+Pqr8THsg0AVoVVn1V2gwFxvd2Lix6PHbIs/jJYMslm2RrqC2o/AoajWrDZv/s+/",
+	"nM/+g87+/mz2h5/af55+nv30j2fZy69++W/JSIUpLA1efFyWZv5vbHuGIiksmeDI9mNqqxegSqxevPxm",
+	"iH0lQjFsx/D0AeT5+5ff7pea1qGUztp0uH/qZkVcvMuSikNv1QB+sKTiiXJVbSOuyXxFhWDl+yKVMoHP",
+	"QSzBZru2ztFj07K250BHO1UFRq8enkhH7aS47uGEaWdyRnTd2EBSequYSNTpG0ekM+s8iYsotlwzkY5B",
+	"fctLRkpook2qc6CYZwGMSburOP5n5tppJzE95zR6no3K8B/muO1a0s9/OEeP9N+diUSVUiP2I+/5j940",
+	"htiefsfqksO9+OnmYsp9uGHsLmbLNhSJz7DTPWv6mzN1XcqdWPK9gsltKpRfIT/a5HmW5cMrYVuJmGJx",
+	"NmcCRNkYPVqsLJxzZG+jb6x2XgC30ZLVqLy3d0G9/fLLH1ZtD4z54K4C79If39yQp7TiT+9fPFUsb2qu",
+	"t0+DHs5QMV83Cgoq0tCy4SwYLnu0yxSHJ7E3rYWzTlLZTp7ao9HcTv5ZhP4gIN8lESu67gXeGkm6cdmK",
+	"e2cFDKe5nmEAq63bT42Yo82bNSn4kqPdAIrRbLhi1luE76gMXzH/K81/oeC4yqXDaFptqxUTKsbZu3s8",
+	"Ubx7/uL3cfmuSqYWuzzLNtfWGhhKuYR4fDPrM3tJ2vw5JvJ6i1lgbkvyslEaDFxbmNlu8vHABL8dTt6y",
+	"gZ9H6j4/yg5LF45kBwcpfkKSnxsJ4S01Kblg5LZm9G7Pffmffz3661/rv/5V/PSP59nzF9/Gd2JKtu3o",
+	"Vvhh57KUAhdcks2Ka0ZURfNxztcZ+Ku//lU9NaN++XVs0NPzdz2ZRbkI3JUXsmzWIq7f5vAMwxvwZrWh",
+	"WhFHfHQJsfF0VWwh9Q9NWY64gLERrsgPH2/ID58+fEgVc+ZrWm//xLZT26uCOHj7tTkw8ebj3ozXLC+p",
+	"OYO2VfPWuAnPyRTod3Cr0JlCesc+4t/RHdNGFs4IFwX7khFd8+USWeM9Z5uINgCDVqmNw1g9bNQ14mNq",
+	"oA8/cWVT2+HXUPu2Y5guunXIMlaWrIjQy+vXHxCjzAjbZwTMRUJj7hjmwoi8bAr2uighr9aoAYB4UTcC",
+	"nSRakjX98rooL1a0jpuZi6K8ce8Pk5gZzoaqtvl99Azc3/ShqeVmtHBuLTeqtwywGWYnp3og4eW49eMG",
+	"KALkABzsLSulWCqiZRABBbyz2+3ECAK7BO4w+egmijkoQGSmNaQtC+I+7ufrHrt2fpk/CL1Njh5CRHO4",
+	"Yvfyjo1n9dfmPUjrL0tfhgTPlWHUu2fSvvOmknnExvED23g8CWZecfzLNIZigTBynGJWPkLrlxlFbgP+",
+	"DN37gXClGlagIGTOryzNP7BlCo7sxR4eXzOIaQIdCIeIV+LHAokMsF5T3CC2r6y7YNEdE7RSK6mxdnEU",
+	"n8u+0a1eHKtYHNeoIHcGsrU2opS0OKgeMZgxscoxFpbbyPpur6rEeqCUsivIDPGizo1nrT3IClcIT5nI",
+	"8ojmYV05t6CtrNfWcSV8DcHPtK63Dk+0XdURd7yre0wd4FO/6Nz4Lh9oSrPbL1GB3JMA1EpurJURJs9F",
+	"Cfizjio8SJJRUgBngGpN89XaKtuOzQEzy47cZ1ET6CCemUUy8yFYsJ5tWvPLZ2PwTGMYZTvlqpORV25X",
+	"rq1FMlrjCqnwiWrPoStxMGDAHLRfHhau7bpH45amd0xY3NYg8IQr8lG4QsK7dzqEjN/T9O444K5bpjeM",
+	"ibbTiaHBA4BJno245etU9J/KR3qb2y54GATcn+aUvT/sTF7A6BWC3U8gkOQu39A7Fmzxf/LGtiACk47b",
+	"7uJCFvprmTeGfcDVft4UXF+xeFh8502fpiIMu3MR0q7OVezQAVDK+7grtBU7QcAPUWimJPpNSnh0uaRU",
+	"Ef/BvqmOCU/uhUWBgce27l9Vy9vSzAVDM0S5vXS/WPVhsj6zu0VmGaMROdjFqHCPq2ytX/ajqXW4xvWX",
+	"tayZ7YJ94QrytoXRjVCmVZC8tZlUmKqbyNchot5sw5ENleyCije+kNRhDAXN39L6WV6Ruedwc1Bu57Sq",
+	"5iASzR0W6Zwcw3LP71dSafuwY3eZG0qp+/wES0j7+y0Wu1JFQJnOq8rXzUDji0M+RVgo06zRZcCq7Uc/",
+	"yR817fp0krnt1q3VGfinOoZe61mzKabj3sH9ABy8zKJ6EusT9Sjetw/e8QaWf8i25YI4xIRj84PCMi+u",
+	"qEAXI8GGrXF98tv56kYBch3+4ONRDZB9JNCf17qBjAylz8jnz3az/mz+/vx5wJcU6+WX1HHHWV3W8sv2",
+	"UAd51ZSl4ZRftoBX5Epi7XkUtXQV5aA09V42Xe8Z+Hw6++n//9+OHn42cDhlSaR4KFASEsoQPQVTp4e6",
+	"R9Iz/18MJQkBgM52gZJAbQC4utblYl00sialXC53YYDHgZImHj+AhbAa3gAFRPzvUUgScxo8ZcSvYlk9",
+	"0k2stKzasIfMcikKqxq98f+XvUe7M/2nvDL/K90usvoVLhcExdyPPPePjNibLH7lK2L8UvhPZmtTGFo9",
+	"DObjSwBajbS0CTbA432ttHimstEMaa5ZcZVMHXNPSFMBrPuK5yuy4qb1LQJfuzYmmuMLquktVVABMYEl",
+	"YR65GbnXvRwMEBMT+0pnxF00dc2Etqvk3pvY7IaWE0e/qblmM7pitDBX7b7j31Cdr9gwJA+1BQHtq4fg",
+	"ffllyiIUEdux3hIEA43TsCFvi9sf9XQg9luNNxHClLfmV/j6lFw5OC2qiCuX6CNLCqbMZGz+GtoWz0K9",
+	"t+CqwjES3dSI7mXkZUK71QZcxYKQTT1RCAsxZHkfBhkK5n+Onwzf1hf2psbIABxZG366e+/jKxOLNbqU",
+	"S2z2+NOn96/jGbETy+d5nLM9LV/TQCM11DmRDdAH8BsqclYmkm5dkamhMddGrTZ0RBZc0BJd9CODH62B",
+	"tl9qANUOYq5bl3qoIHVb+iLWwQ+dkhlQHcBCYnMsftGegFS6Mgga0yoPUHXH8KxwDfGMd1wUrxKwnr7k",
+	"6eQzgjXhJ7gVILsBti/0KexHiH3Pgl/jrONl8G4/VxU0XLBuWbZ21KPc8DwfiIal/bNK1Z2KBR+GWiXw",
+	"UkQVi2uUnf7Hi0d3hzC5jHR7P/kqzRnyeVsL8+FVpb9HAxWElTxedWk30QNrlXXvuul1pu0X0VLT6jeq",
+	"NR05g0MFp7uUkdkqPWboWHO6ZUhn5LrJc8Bkychby9hvDGP/2GBo7IVl6mCsALYcL1/82jOxI0h3t4g/",
+	"vvmj7AjbP8qOXAdH2ZFrfuBAXJZ0G6socQ6wt1DrADKAMSqL7py//VWrnYHcDoHHxey0KQm7llXFCki0",
+	"TiEqK2LfIrcspw4GwE61NuKqlpKoUm7K7cRuF8P97TGBZFnZGztGsKhhOSxXwhujhTLCF4SK7elj2DIx",
+	"nDnc9zjiFyxaqkVvfOdFkKezTYAcpDO9V1pXs0V5nxH817r6OiOrUiE82QgoWc3WUrPzoqjTa4pyLmbO",
+	"myu99RwgJALXqdu9HhES2xXcU0KcYPaJgziN6/ATMtrdtmY7wcyh1o61Jtuc92Cp3Yn2R6N/NMPVSzNk",
+	"5Ezxm7rdPAtu0RcNLCZVwQv0+3l8janlimzre16AlptG7r9GgPxNoyBb34+N3OGcZ63qh7g9nfH1Yi8G",
+	"9YzdlXko39i/uBWOMEYB4yWeuis6QEW1/LJN6uA3O1X3zNrblBarmCMEmfyyjYS3PAr+/8PXeVRN6s/z",
+	"DO86rm2wqcvEMu88DWXeGKf+sp2mcaMZ1uZrjc5AxQWv/sifOM3HYxDZE7Kh7V07wuHsFHYZXHcV3ZjS",
+	"xGXDj+O2HeDUUgSFkh9Vapro9ACClhtbNgpHdWZN9Q4RE4cqpP8Iyqwqcuyyz6pGrTJ3DE4eRcjoxmYk",
+	"5igXi5ILNnTJggK8MZP5iC/ve9lKMakLwCDDkLS9e6j5kg9gRtllwJIWihxXTVla8QYXfsHLRN0Je/tE",
+	"MtfszRxuuxUY4QbBgLs2xM7fIYmkgPYisxHeE4E+MeshZ10r3BmhRs2EowHBHoiybUQmIzLvRP4dZFSx",
+	"h9MbVaY404Ia7XTk/Oma5nepUlzQ4BNF8KX0ao/P4sa0EBUo0jaiD7Yqpqz1vrT6KCJkSyK7LBY7iMiS",
+	"zr40xYpkt3ayFcdlNfxvb8UJJ7oHkbl7bLrd5trlifyn2206xzxCDMCxwRKM94+tHHTm7wuH3+nZJNwm",
+	"dEO3oS0GGzrKjuxnAyYVPLJRumQlJMVRqFmAXL+jceKh9VUNo9H2sbB9xKyyzydSUZ6uvZNB5Z2MJOpv",
+	"PayKlYeWhhkfA0LLySOWr4o2mV6GuyjOLwLmGPHIVRVrE0IKJh2YTJQKFOBvxDGjrhGbw+EDvfs7OYaG",
+	"po52vPDRXtPvHUJYC0cZ0SN3n79jtNSr10xTXkaTVYViQjWYw49u5gJfdjKAkbJjaaEBrEMUNhMTu235",
+	"hHgOLVzarHgPOYnxezH3A0THdMG+EPuZC9JBBWNNDWNjE213EFAdWY/3ouD3vIDLE1YOI/Knc2hcb4iL",
+	"j/Fniy0wTSNzQAQ+NCLIFY0e6hJqoCYdb61tL7dxBfhBB8BESPur2dU7ITdpR9+D0ePpQicugpYuVRs4",
+	"ErTljvcHV/X1LZj14Z8XVBS8QPHketXoQm5EoqjuWNyFxyJOBK4ccnV6qPqWFsKlCHYx6x6QrBMBgQQ8",
+	"eOpdElHk1kDa9ilBg4UCipZ5DMomfWZj5f8mhgB4z2pa+jMWcJpwc6G0W8EAohfQGQS9p7zsmZA6NYzj",
+	"2/kdF+YOd3Dbve5GpGOcQtt6dMmBy71ZU14eXh02gJNRTBSEYoFBIc15sqGYbG3rsvUSn5sEsME1Pmjd",
+	"sYBsahQ6FxhmPzWnHcJv07GBLwJMskCxkrForJxXAPcRYNz6cwJzGM9kldNWeiyJXNkgnD1Wc6gAKWZV",
+	"QXqj2ycuyDooFjnxBrJbEQ/DgEez96+9Hg4wuS2ccSRbQ+hhXIXr729aMBlXjTugiURNTvggQldha9Yb",
+	"45Ldx7RNyFmyDXdKNoaLkt77OFL4d1TxHOrsmpU3m0tvZaP9QbcRIZhFHJFE6hhiwMXlJ2KecM1y3dQM",
+	"gki80G8l47a+Wdzw96ve+Llcr3ns3GOhXXzsahNRGwuJZfB7CP1TyxpqKct8Rbnw7DTa+oZjUc+d1ldS",
+	"6Th4xzupdAf3LBDpfhX5Q8Zupl7hr0O2vKpl0cS48SU+GMInKaNFG8E13a1fCGBtvjDWTgTtHhbCtGvU",
+	"p5C6Pu27+5qpmgpw1ceyfxUXebS/iSx14v0/yeUAG9g26U9at6hiVJbzFA4UliFvCde5vyBu39M870qW",
+	"LFEIqkMNv0HBpyiBnpcl6gpd6pysNdlZmGnuU+ppeNFuqErYdYBFzbgIK/aCzuoj9Q6FhYSWCplA7Cmp",
+	"0m/iTkj4ucUBURB62VHMuJHVbABRsvWUPHTdrAGia6SDFbXFTxtBtkynu2lEjF9ch9WxXR/ILM6IaMpy",
+	"qKPDIlpRWfooyhHkMtgYgKeEss3WfNEaF6CZRMGaRgg6Wm0LOsipILdQp4SsqYAqg+k2RwsWQpNcEfsy",
+	"EXKTkNKaCkqtXYY1pqcM1BaltuiHRl5aU0BcwhhVlYBzo+ouBW6l7vAKB12C+7pprqDmFO7rm+8qSMFG",
+	"7M64Qwjt8obU2jkg4Vkc5iDpiJYYF1H7BK0kG5jmC2iZ3KQQjOFpXjViXJfqlDjv1T8ftBvEteB/jFRX",
+	"AHKaqYrlRmWDcielxnoByohiPTGqndZQfP0bUQSlyfaVZKrxE8YViME0XJjIkU1LXR0uesAY/S0xzAdM",
+	"y7ELpcNX4NaIDHEla3Md+UsFis2YaRdG/pC1rVV/y+CHuEd2nIvsxSsqzwpCSSsghXBl2rllnk7TBySp",
+	"D9kHHb0zsC6NKJ3m/Bevo/bP78wj9LNTEEnWFSsI1cAz7IPj99cfybcvnz3PCN6w80aAEIZFeBvhPoNv",
+	"1K+hPx7YJ2LljK6qXcnzy/ceXwfPlx0LX1fooFP/CXos2H8RcDPZDT7u2x13sh/DObEvVazSXcK/9Gga",
+	"T6jndHcn0Hxaeu1qQZGliJ2lG1regeszMI/2tuX098+ftz68vu9/C5BuMdMPe/m1Wd1vyd27vxNsBd16",
+	"yskg1tX+RJGSbjLQkm63gBKPL3YW3DzZsX0+i5g/d7zi2x7qXHf2l1on5w5RrI1azbScaVrekWVUDUlC",
+	"dH2smCDHRko+MfwXgFcKcgyW5pMJgEOu4dTY08FzAmt959JHbsRYHZboSiSjokd8QzlYXrQ0F0cS8mX3",
+	"GEAA83XUBIot3+6bnDASrlewe56zJ8qWn5JYPWUIQC/hvjeNIb2WdGNzRE3TYGLuFGis8jXFGlVN1Pkx",
+	"lgYZtK2YDs8EaarpwgU2Mbwu0QXgxWAMDKQeDIQqJvJ8XIatB6RzUYsQJ1s3Qp2RKwY5GIUNHXn95sOb",
+	"mzfk9PT0KbwcLvK1T+FxH0XXuqL5HdMJiru6uST2hX0oLp1T8U5uXBIrU5oClIw52svbF98+/zZRJ7bS",
+	"+/CYWJVWnP8gPXUWG5Ns8asDsxp5L0vBE1s3yTG3BYICysAJd3cm5AtZjwOF5yXK8ZjSv0KZCHBBUQds",
+	"0y8VQZeUC/OCjeN1NRGpKIgtDpCvaFkyW4G/58Iol7LmetWrNPD9629SlQb8F979ELbuzgQ2cP3ufPbi",
+	"m5fR4/CgkhTYcbsIXYfHr1tKYs30Shbd9Xr95vri6v13b3YWDbYEv2glOdigbiEf10BGrt/cfLo0l/Hl",
+	"h/P/qz+bl53JfLUzmZ/+8VX2/GV83EJGK3aeuyWF55AACKpHd3xQiggcmEaCh7KhtGy3/oxQsqiZWpGa",
+	"ikKubWPj7uEpsCU/y6q72rSBgpzdefyPhpYcK54bZoCVZXdo9MyMjFlFg1CywqgVZ8j6WVYZyXHwACmV",
+	"gyvn6u0FefHy+e8RihGraSBwNxao6Ny5AosWwSDjsFc8zmQ7x/fT1fvMBQ7aKhhVoy22Q0hHWK+DCm84",
+	"mzc1n2O9Ijf9lTdU7pT3Gln7KdU63Br74/ifVHzDLGyULa94XVzSWm8vaEVvecmj5vnWHu8qJxsdEkpM",
+	"guWziKgXRiEz7DDWnO9sS9rXdqo0t+3bRNXptZnbDi6w/Wht5gcqzr587ojePAC2Dg5Bqi2+TrjAOHn7",
+	"adTkX0iGNn986XCT/wGFrbqj3K1CNeokhQ8n+vDDviZYsGzLMc07nGm4L1lIrcPn5AO/Z5c2FznqDINl",
+	"J5+uPiibXwT1uy2czUFYcW1s9gMyoQ4uAwAzAYSeWwZxPy7WZU8r6r5VVKFfIDlCEznIYFNL1MNVXCxL",
+	"NjOc49PVB0wxsILwdC+q3Wc03sV9/Y+aVIPNjWEwhLH6nV2CohVYRSMSu//TYfkuoxQ4gNG+R/ZLO/Hu",
+	"wXSbPP1UPkypAPnFnWI4uh55wKzx7gkubYWDTjSGFcegwHE8NgPyvgxlKg0wBsqw6LYugvnSXAxG/dPk",
+	"K/xjLZV2ftYFX2I6AdTQOG7rKTw72Q/X96tnQ9rzcG6dRGrz3O4MKssgwaw7EHlYRL2w+OPqCYkAG2CU",
+	"e6ky87kgskGc05Mz+CfiHJDjH9+9uTwJwuYB6HHvI+0m0S3H+U3E7zdAdcCzPnBxF1UdWgZUcgFIsIaS",
+	"wtIsoCtYFK2aIaVPr/PhZTJo3sVIePNWSbdjhTumsH9o3OaBF2YvzR1g5Wu17x3gJpm6q9xzxM04tjlV",
+	"zON8erTSWTon1LXxp2hiS3fRMCM02JHOEnZ7M0JCo2drVi/ZDA2U8fQX60m/omI5EuJgjv9KCtnUiry7",
+	"ubkk8E2wuoqxO0ChrZlq1lwsT+LGpShcMMIaCV3LsmQFdgC1cXBj5QZiIDqmg2PECaa46hXVqxOo4+RA",
+	"xfapnNPZh87WDxTT6S/fT9PO38NZPg3Pq+f44Vk1BPNo3D84WY/N/TML9nzLttIig3hl7YlCZWH78Cti",
+	"mDM6NvuBUcUeY3dqJtgGKr11gYAi7PJWybLR7MPAznz9FcTe986L1LQkbkMD7P0z0LLUStYYSkwF9m1b",
+	"bjcHmw0Atwf3APlb77cNF8preJgODkhkJ2fYeu9SNRdjvpI8ZxnpXLDW/GBuSXDDGjoZEQzsovhdf/ks",
+	"CdI0ldpLDt4EhGyqWM1l0VnXgN73KQP18gEiizl4MJxc3rNa/ReTWFqYnt/kdOKtHSjALSw314qUMqda",
+	"1v8Ln+HYqXyMU7afWaBrj56b9Z4fYEz+5z3aD0VXOXN7k/mC4Z33sV4OAr+1MBWjQOT/4jiPYQV5fKT2",
+	"PtpKiNt+AOL8AHh7IrHqpqZC5bJg9Q1bV2XUnHOORUTgLaLtaxFW2BRcfsd1TTX7020MZOCG1kumbeTE",
+	"Ldc+u/7uluun6ow8IyXTDmcB+8tXUio2fDC9E2Sg/g90ehEPxfiIQRw4LnAxn5FcVltyx1hla1OKqumU",
+	"mzTPjX5A86PsSFaQJ1rl68+0pBv7z3WD/wZf0k+H41fb1/aJ1JiUsGB3MgDuDsjrm+cvonq4rul5HatI",
+	"+bapQV10GyfhASA14j+fQvguXksqIyVfcwtWOgOIAZ2RmW4Ey8zf0uh1r+4zMivZPSszMltmZHbHtlzo",
+	"z2suMjK7XWRkltfmv2v6xZCS+bFZKP53aIN/+bxYm0Zpbf6TA0OaqfyzXtVMrWTZ5TO7hlkcNpTwbkc+",
+	"XkEhZEFfvdjlQYC1GAedsIS48GAc5khEiHDgKLwYrYSVguawnVtsDi5Ixb+wUu09BCM3jI1hXxN7j1bD",
+	"UulYqrmP2zZ6I7oW43HInwT/uWGomtj7ABKEcom1tSeGH7z8Ku7FH4cNP6gGqW94BCI9TNPBLuIopbxg",
+	"kxg6YrA8KkPHmMthIoJuh1k6jmw/lr56AXFaqxcvvxli3gmAF9sxIrwcfoh+//Lbkfn3nYkhPe/6M7rp",
+	"NMHKdW5GNyvPJEJuFSGIbPfSD++IFOp8SKfThJJEKs6uWDI9C8d9EKaTTBI6IyLTwVk4n2Adzit+Y+6W",
+	"BweZ4WEmVLQKoFcoMJhEARkaKuT2WouFk0Gp0vexE/8D27hIFpf8X2OlYS7IxfvXV0Z7tSXza1aVNHeQ",
+	"Yw54RgpmNAthWXjJIRwNInKo2IawEX43xoo6+es2uI39dTvgOjCT0TtxDZ14humsNx5gY7oI42tiMsQU",
+	"XUJI/R1byJoNzAKCuvrz4MpsM9/jDhkMsjCdVf1Ai+GtBv8h5F/eMkLDrwMcqd3AjLFN58Ju+vNITeCm",
+	"rqRKrJV9OLQjMeH3l+TxtcVw/ljLpjrsCL/Fowk2qKVppj3MB5zfQfH/bc2MOPVFRwPJJlL1a67AQ+j4",
+	"5l7EPLqQD19Dj6n7gFUEngTYIueNXn28Z/VlSbm40qqKlcTVu+GtFu+YEkQo8eGLRJqnlWmNzG2pzPkp",
+	"uWlqgcUpiHQV9MNimbRmLnxYMIaumTXiw0D4sOHAc3RdfarLOTn++tkzMucCjv/nW1ls50QaFW3DE3kh",
+	"aWtebKcnlNujjZZYFiuKFCRrjCoF6+VQFXnTzp8Bzi+S5aHlrGrKMv7ltLOAsRSQpyxrNe1kYIT6RTqk",
+	"6eMPf37/llhV1miRf/wOovZb8GYLtTCqq6QzL7APm9zBi7AX++PkTpLpRa+5QqARB1tJciqEBHYeoHTs",
+	"rj1wsj+xiC7yJwYhvkYI+MIVOOrhZafXQQpMWIYT62stQAmDN6eo4SuqIAdo2LWtbL6jdRz7FLTd+ayo",
+	"utR/H24tp2tWUwA5qKiYaV7q2d9lB24naJGr6xWtHRGNtGxXgiuizEdoqCRN1WJGa3PBJzL399K4gxrJ",
+	"VkpzWpzrJVDjRinrV7hDjECEJRy+qxm9i1EYq2ASvpy413htDZmS0fsUzEGYkTMYvIt7EpqfDT+/CSsz",
+	"T/j+qvONjxf8FIuVMBKMJdlPVx9OCXgUfLmzNTme/+53v/s/5xmZm4X9P373u9/NTwLV014gwb2SkdvG",
+	"g3u6XCoYIMvQRk1FQQCiWmmKTlpF1+wVoS5Igwq4V3wOgrudOtdXe1Flhk1BBH/kijo5JefQrovmD9uo",
+	"2VreI2dYR0tC71uB9bBrbSL29gHFdVEO+qRY/Wi6IGkUqw+RIvF8/jCs1qiV3AiXtJBLoWTJAu0O50ry",
+	"ktHaVegZ5Re1LNn7IqF8mIeE+9DrEd2DumWo2b10d4pZkCfKQ3Ab7U+KnD2a9pGCvoSjC8+c7oFbs+8g",
+	"fX12KKx6lJmt6mfwDhKZiuH6fRR+A+24uLaOZcTzNdp5RZXaGLGtoJpGMinSDg0PKGbaDt0a+0bmDdNl",
+	"mibXdGskFqDLJLrRB7nkYnz4cI9gZXrTz07Og38R18+/+YDMB7vwF2gRHoZsc5tkVrlTd1LWBDwt0SwN",
+	"8zaO172OqGywT/3aw3sNPnmg2xQKfyQQzcwv4AEJG6nj11ZU3j2CcP3ZQsXmF5BxLe708JEzHLhkOpEu",
+	"PGDo3z0Qh5cIxQyqaUkq5s3To72yxOBUdMxY5t2MNOgloWsplhArgEvHRV42EHNhlwaY8Xgcpp1DJx0s",
+	"PO1Zi8jrKCptYQ5Pc+z4/JRgjOOlKmCS/4QFKoTv6nFLVeCmOpRJ1+QkUzncNNNrVbSLhX0Chg7UrQiL",
+	"VmRoPzH0ZgbzWxWx+JHdrqS8e81Kfs/q7Xj50cK+SY59Jt55Rv6Kr2AOIcRVgGyn/np0kqgois3gHxdy",
+	"XSG3yY5+RMyMK6YBy8iXFR2oJQqwvnlTc70F0BaL0MFozerzJubOarMn7ckHJWOu7vPPFdWfT09PEf7n",
+	"tlFcMKXILc3vmCiUEeOdOEFzAIbEdo7hY2U/PjFrcM9KhSy4C9lCcinvODuzuoMilOBYnW0bwqBqtsD8",
+	"ZKMOf/3sOZnTin+GNz67PYcgM1RqjKYHjbRUstK6Qt0t/w4fJQK3GJzaypzenFdUaDuQcGitvpK1GWjW",
+	"2P3ju/eXsPE/vntz2QLjKaKkL2gnCloX+KbNSyYbWd9NnQA4kmL6fWrs4DUwg/ub5AFY3xm55aJQEIVU",
+	"S7mGYZs/0K6UkVpqGgDj1gxTxztofxwKgzqgfrxcjv59dn2fz65uLmY41pY9VPxPLCxddQHbHy8RYOiq",
+	"SyYAbmJHU8KN5cdCjuefP7+TSs+A9vCzOUo+oLQWyFPe3dxcXp+cIRDoDK7iThJJt9QFxIYSWioJKi/m",
+	"bePsLlS9wOnNXXY61McGzXmGdcbI/Jrls7dM56vZNddsbsSz+Ud4NgcdWa/YFsy+PRL/isxzVS8+1+xv",
+	"ULZ07tcaV6Jd62C6u+ts2AGPQmobakcN2Uz/0tl8rlmNhkZD7uAMnin/lplfzWgJIsosl+t1I1wM6JoK",
+	"uoS849aA1BaZh9MTQGM5KGzTIn6pvO0xQxP7zMMdFExlPpY3a/Nu4E2keUO+yhUf5TVkBwmutCN0uNdc",
+	"MKOZHNeKVM1tyXPMRXH8G4Nt8eLRK2W3pqQgNtqSJEBC5JYq5h2kWDTfkWbBqlJuWX1K3sDt8G/XH38g",
+	"UJ/SOQwaZSXgOaBUfgeWe7WiFSPzf+SyYJlDbs+gbhl7X5iJ63prRNL/nrkyLv/9lzmOGENkbOthhsz8",
+	"32c3poHZ+2JuNINKCsU8nIIZtg19Yj83tFRkbrubZ55jUVs9Exx5Dlx0jSWw2xqodrtKuVSn5JIaARcc",
+	"vwELdNUh3SdM3LNSwpxRanKXdUbgrs5AzPnLT2aSgeFqDXKoqHwfXtK3AJZrWTSl2Tfd1AI2E6mCCQ3r",
+	"gnU256bx+Sl5Q/OAp4EMjPThbpbQn2nO9BfDYmbtj3OPLmw7bl/CH+ZtXVy7SkwsZJ0zFW1Me8gI8Pne",
+	"bqFAKFo/uCKw046W7S6xFgrA9WRv5LoxypY15xc1X2hCzQ2BZsVgZvPfzcmaUXNTNSBY+kcZYV/MJQcF",
+	"NNvdRNowrNHQ29ZPBU7VK2IURdy3fGVvSUKFFNu1bJT1CQcFg8ORGB48N6d0xUrgwZa6O6wZWzglH9sR",
+	"rWl9xwo3kPaWfkVoxWcaebUdCsgiXvRRlrcZHgxWELR2Bsg1XvQwL5oTGpVBzsIFSg/HSk0zf02Fg8q7",
+	"V19naMGA/UXRDqhdw88FE9zcGuHy4GkPiVmROW7XfGwjkS0O7mJy5qXMaTkzc/ONhdO1EpCt0G3IXLqY",
+	"wFLKChI4AINuQS3ay84+ubWYSA21zh01aHpnM5NoWvjLnNBq2ea8J9/MybGsszEJEGBi5kYGlzX/O/z2",
+	"iqAwSv7aPHv2Vb7TMfzcnqK46KiYKE4w6wKtK3LtxmvusLNOrFBmBBRmjzUVXm6HPEqosdZmzdgfNeYj",
+	"xKTwWuf2BFgD//w0td7Y0QzbnMPmKC+TugmiU9AninUHZwM0b2WxdRcrQL4qtWhKX5vbJq9i3oxq2eI5",
+	"SnyKHP/1yH4WvkwaUdqaBJoVfz06ObPJGaWjMfeRtS11E9ywjhXkH4UyqVu558+et/uDtSVm+MmP7PZa",
+	"wvSaCkohnZKPPo1O2VyQbl8QJMBLJvQrHGNL8nLRCjnfkQVUzfLeHLgKyPF3biGEtDOz2Qh4is1amKHa",
+	"LBFrGDw5604MKxmjRc0cZRTv8NI6tsV42D3cTxQdjVCu2Px1efMfZC3vmfl3WEz6xEHpwhBsYVyLO+yV",
+	"LCw9tzGSmJ0dN1cgGDEpefHli6MDvMncdxkkXOVOs+6q60smWE1LXJ7nJ5lXgzR2b4hubv7HZiOhNmx+",
+	"heHTJWiu/bHrfjXz4/kPbUXrczswf7SdyDa3r99sKzY/CQprQy8OWN/hHluBU5wNq552TV48e96O7fr1",
+	"pY9egW3/GsTbmud3RtR7f/HGCA1Yak15cK0//P7FN04uAnIzffZoA7oQUq8wJWsBriorix1TNBgi+2nN",
+	"2GgSNT+VcikbHSEGKsj8HFK1EbJ8fkrOyc+NYQMVremaucqh7Ug8KFHB8pJGmdiz4Pp0TkpodG4EQYzV",
+	"ARmLEnNrVqzU1khlDelunFQRvrC8EqBP0PvZ5sSexXJi+32CnYUWGD58ckquGC3wxGM/rGiV+Q7SsOEl",
+	"TlrqAlTXLGfcelTdGUXhzx3Y7q1mNG+uNBP5dk6O26WdX9/n4bMTGx+g4ECiZYBiKXsbCfiKzOHqn2dh",
+	"0lPWLhn6u87IvOSCUXMp3pZsjjnGmFher1WndFLZKtp4MA0zLdsZmwPiCkiC0IhUiCDHoNBDhGUHl80W",
+	"ocVzv4DimEAc3zz7ql800VWAYNToPoYA23U2XZcSB64Na/FHrTd49NTjIqDpwewxbKuZkdwI3M/MvQm8",
+	"wjs/A185lNow2qppYovFLLtzLKWy0hleuB010Q+wrxZaSrjWtGROZDt2z67vc3gwP3kVlvxf0y0pjdRg",
+	"i0uQNYWVqWWzXNmLBlR55Nan5Meawy3kzCquWqULCkAOzLawJe2OtMc1KBjo2SgccKsl++1BubegmpKC",
+	"1yzXst4+UQArYRVGrgCZcgMbsKgZm6nKCJs1A33NMg1FNjhmO5jfB4NRWtZ0yT4vmrKck2O/ovP3QjWL",
+	"Bc+NrHaNL81PAl0eyyFjdxw7L9AwhCvnAi+wUKtjq+ZSNIPRINFZ7RMIKSPzp1h4ce7sNQWabSEeoCU7",
+	"fAhBH1Z/xBAEcOJwXTIfQhE1EJ1fvg8qKL06en767PTZ6fOXf4DaWxUTtOJHr46+Mj9iNs0KLNFPacWf",
+	"3r94apS5p7dSaqVrChGJVTTi4gKcP8p6BwxjQPU0sPBgaR0HbMmF0rQs27uoF2FySj6GaocV2iEKhmvF",
+	"ygWyWy85UK9J3G6TGs0rt4bC4lkCC8ylC9mmrSrjTEbANDjeT9S0ojQg75glZSgukeP5bGafzMwvnClD",
+	"PG5WRgFayHpDwRzmTu/x/C3+BuLF/N9n/s/Z7/CHK0bL2ftL88efOZ17HbzkdwwkPa//YhrA7rX5lb0T",
+	"cZh2DUHIhIW05oZVYIuQDSg1cEWspXZgmafkrazhI9VOC3LxS6JWrCwzDC632DF4oKsasP9oi43lCQmP",
+	"o1UVSunAo4XsEQwEJSrrduDCsbzvXDuzC1kYtsKtwR6SH5wI7/cy2PBjSja1hLumYP6Kg5WqWYVhEFIw",
+	"Rb5+8YcTQ4Ogy0ZH1bmddtf+D2dg7tpIUmNMjLddsy8010ZhEQywO04hb9VKQ++Lo1dHfn7npl84l/Z+",
+	"V0ev/hItY9NdWS99hBvyBJY6s/gLlmhC+t49ZCOug+4+OL8IhbCdkZCrn9ANyJT+ThYQmGqGasG8g2zv",
+	"p39TGDDcNj3k5+yunAvdAgN73J9q5pO1Eq45CkUQD+mdbSmednoU+jMNl0E8KbhXgJW+ePbs0aaHbtz4",
+	"bGIMt5O0/Et29DWOJdaFH/PT72jhF8588tX4J29lfcuLggn84g/jX1xIsSg5OnS/fj6hi0us63Aj5Qda",
+	"Lxl+9834d5+EhYdiBYTWGpUNPn4xYZQ3Un5PxdYuB5RT/mbKEr4X2pBWicWtQm+vOb+G+H1ZH3t1DlOZ",
+	"uezpUkHgiwVC7l9xLuYntGgfvTr6wx+O3G+tSfHo1RGaDdtn+CcS8C9Z4v6ftRE9SxatUgU4XB6RN8HP",
+	"yZbp1m8RxIaB5K5W1hrS8jQQaYzEYNQWlzMLjkV4IkVUrDgl73Vr+OhbQ8kty2mjzKVzK41Y7sOMnGTu",
+	"+99l0H9k2nOaax8K82ud+n5XCQbQrhdu0+k/FZnfMIxw82H0SOxd+lCalyXoaFh/xPKuJPk/KpnntNL5",
+	"ij79By9+GSBxUWBEDGvlGvtlkFjkMYsgy7hAz+rlD38kfE2XRueBMhgLfs+c1w7o2eH/Ni0aeHBXO5nU",
+	"5sEv+EIzJsiaiwatP/ZQoFQLTgLXvZPwUAtsIZYCJHfYk2As7mX0tHVg30EUs77NUzv59wWYetp3SjBn",
+	"wBT9CDmYelUTLA6SAfaI/AAsbNz5eL2I9jXqYJgOWmQIhQ9xlFVJc0x92TmlFzi4MREqgiAdlmEAEcjo",
+	"Rq0AxIudiz8Uf3wYVNPAm1HxZ5BdAKE8rbA+ZaRhrFUVaTrKG4KtW0PxeYzYsVGmaCc5WED4evyTH6R+",
+	"KxtR/FOxJDzL/tjknlZ+Y2bz1IbspNXr92h/9Co2she/qZkPHcYL1hoblGqY4TuCbQyvykLmsllJp/+B",
+	"MTCM2Lc8ytCNLAvDP8zlKCQppVgCvJm3c56Sc0Fs+TnzIjLwLaY2YM/BKEEZDe96qu4cenJoDwt4wu6p",
+	"vsLFevjJRoM3MI/DDvlw2tuEM364SGBnf+Hmkjr3nQ04PVCe/+c5r7BZ/QNrHQ/duf5GpxisqDOnPg7Y",
+	"x6y5tZMV0EqyS1bMzISCrA9bKQusxVwsydyezsv/j723b27jxvKFvwpK9VRZutV6ceJkJ1JN3VJsJ/Fu",
+	"EmsleXLv7syaYDdIYtQE+jbQojmufPencM4BGk12k5QtUpLdf8xElvoFQAO/8/47dHfTmUopMBDXCD4O",
+	"rRoujjqMEfnZBgegJiObz1JSQ7tfbVWOxGkjjt3mk2pLgCBoyAW/ASIq38RDCYkeLizLIcc71OOEVVS6",
+	"ZLasK2JMcMpK6zQSXIul5WPg63KK5oyXWVzp45Wlptb1zJB2dEibz90O8RGAWihXhaDlwG/gIz+i9zj8",
+	"QcJ0ZcHbOHCPqkoxODhDrQZc6BCwiIybQI+VBHc96WQvvvmBDUpuxXsi7xpEIZaZVJmeUeWrMQ6kPRSE",
+	"RQMVcSqoWD78utC5TOetBeuGz51hNz84Yud5Xqe9RHUIlIZ3q2+cflYXH8QdOUAOoasfUyQxbgZ1aW06",
+	"HB6ctzPlP9zedhxH+B7/kjWOIy8o/U6Jl3a3DqE41No12kYVkq9qqbMRfe5u/CGxjxx8yE9XC59v4pzh",
+	"lGgjst7ZdH8itHYuIXDGJ5BQzilsRX2m2oVljfSQ0tyA+r2NJSo8c0l2AsatkpgivTGRvkjjBqsYCqFj",
+	"n60uIDswND8FxCOwNFAyP9PsF2uLtyqfJ+yKT8WVtOKvV7aUqfVQdNpS8xClzk50aQ+dWZu1FlKQBISE",
+	"8fYsd/ekwZUTD2JQJ434CUrTkgIfMMan9dOo8J30y/BOfPZh808Rv+Mg/gJO9P9OApaqJ4oCy4OpETPk",
+	"cF3TT4185ZdXlz/RTWC0E5S0ZusvJ+u3rDIIJCOivmtd+ftH7A+M4MSMLCQWT563KzkhaGX4nHgIgh8K",
+	"AA/tpiW/TFUKE+JJDafMsoLQ4ZaJ5DmW43OvtzYC89Lg6Olvda4q23ef1v/aJ/CRdug1PXzIAe2wZc+M",
+	"z5JpsX8ULOmv6H0CAc6tCHumqMOLfppuQ9ZLse9UEXwt1D8dwgoieUBaamMOjbR1nGx/odTiNLpogM4u",
+	"ZwXKsQoFGAftSuRC3QWlGnoFS4bAuy8H8FoZKmruiywrG7AKW1Iw4NkbBKQYRqQaahlXGZn4flskBOlo",
+	"AOHn363mQaU/viV1V1CKTvkMyGeFIs1DQiYxqn+QhmWwPQiecBjrlbCHXWVH18v40QWTDvfpqQdHjQjl",
+	"kt/sces5X3WMDBqr80XzdDc2PqY6disqlxFXhNexgk6tonISMHLdziflgXLkYbtStQD0zJvp8gZNJRKr",
+	"jayKyE1Wiw6DObwq8wQfQ239GcACUCT3W5LEDWMd81bD4K1mQuF5HTsV6sXJD2yQkio9aEVPt1APbO3E",
+	"iEMmTDvkBJPzMRsrD2U3vPY+ENrQ93by2m0B5DroCLjZqlQREcVQTOTi6KJKX/f7G0n7VpKTjdvGNW4v",
+	"iNFIIM3EEotmLUw8Bca8ThJDhbh2YueY4Yn6GPltNMtEKiGnUaYTLI53vzUTPcP7YSbSUBdnUDGjoiHK",
+	"VL2FjCi4FLxe7REu9EVAZsg2xX30mi6vyNLXCAcPqS52eNAe6ty8glUZio7t2ViQ+z5Ea6NImKa+rCV5",
+	"5iYIu8be9IZ0grGDLY1/bDOTfRpGbB478dN8kBNwBvyepwwaDihLrkFfzGFCtrQvbsdKEd+HQRfSp4KD",
+	"x3MSF6HLCPgxd53tYx0UjiJUAzqLAiwV5QSdyMIT9oknSFc2qR2aIfJMdSVwMMmfdhA52p+zAT3oPd0y",
+	"OGK/yhsRxLlbsMOmLMbaAF9gEacW1iRu9NRn5t6K2zuja1cB5x+RAUHfr0ugx4kAdzAkWvZyrJl9qiHx",
+	"ReJcd2gOjmkDW2rQwIaviBoxMmxdf/dcBZ3Kxa+QjlZTGug8gw5lsjQWE7jpzFIxkWeqnsgyOyx4SbTp",
+	"UI6aU7kh0kbXOdVW3mKWOxzxM0+e4zSKoVQEnOe/vzpiV4FN0qC+AdnLyCl5ypBO0uc5Y8lhBysxdCLT",
+	"tf9AYkkJlXe1hVncQrz0q7UUUm/bJ/UlxxccbM2NrgOSnw2upcH8h5iDg3rzOyIK0E1v+a3ByLr5fb/r",
+	"TNzphleePviut9Tkxpvf+Tfgxtz8+vOiuMPVWHNy5xvuNIPXRIR8hzkEeuq73UPU2Hf59DHp7eb3/eKZ",
+	"kO90y4X91x1ueNPkMr7LXjNOW0FCrTssYGornt/1rqvArLv5PT8Tj/VPAKF3GyKhMAzT37/VDB18M7DY",
+	"teg2MY+dlz+PPdT6UEaVW0PfQKiWUV51CL9aVh9OvmtXH8KC30oxA06/lUVtdRuDOCPVm0pQeJ56gB4c",
+	"sZdx7WezEwDI6CKXlunRKGFCpeUcKuaXqlBvxDxqKBoENxsA5fHgeMCLYnA8QNanQejqUSkIk3jKVXrY",
+	"PrrucIzv8Z73wZN3QHm7ntTcs28i1cKAN88OML4MiBVvcIbsFO4GN50GPT2FhULLgAHSLZrABh6sM45/",
+	"8f03fS0+GHLY6/6gJTMEvo5HuS1lhcTvWBO8ofQzd+UzQ8zgSWgpCjvC4jc1M2nTCfIl7jBg4+VBZ4Yw",
+	"frT7KBnqUz8eQeoH1hXxJnLeE3AiG9xem7F1zI0R9hAYNUeiPBYfPAF/qwn2+gPWDJFvhHZhbUQF6AWq",
+	"OyxkFkTYORJlzaSyj6nxQIl5FAbaHMwg8Y9gzw+aBpeDZqLvh9cuWFZKW4YzEdkZKyuFlR/otgkMFkih",
+	"uYxVOEmvjLghbbVgiF50TbN+RUvUdfSX1vKrcNXiN8GdZuKtdr/KxQYnRE79CWnXQ/4AOVqUwj1xAKXs",
+	"1PcZuToOAuFAnfbQSC6h3E1u2UxXeRZVViWMqJoTZm5kUfiSGkyrQA/rbDI/YgtjgJ4HDaoU0ByI04Pn",
+	"+aEuD8OoFPp23Xx5ilSPvL6ReGPmjJJbmCSyh8WKajbAlarTPsJnG+MBdK87YtAQgOiKQ1sb1CSgyWDQ",
+	"dTJqiT2cM1CrjnlRHPsO0JXyuZLAsIy6G64RRHKJ+QTSambQ4Kc5Dp91Ap3g5VQcsd9rDcGwnNe5TgVq",
+	"U4eRs6jQOl+tgoFNI1pcuG+m7WCznaRZp/XCC9eoR8uAHbFE4XelthQ7V4n8+Fcm0eZcsX3a/wfukNS0",
+	"V7jre23pKWtLF/hlGRZBuIPtLBtC5u3rTCiFNvNTe5ElFViJzj6qWYJkGXU1q5Q1K329P+NrH5HD17t4",
+	"0Ou7AwcNvHATLw2ueu+jWeGjaW7QHftoqG+dtAaOxYJHpOkCgWtjD8hq7wLskV24GBqdSzskEYz9GUwy",
+	"qbPho+seRIbiEq0acu9Z+OI8C43zvjMpefzR97P8E/EgF20NQF7B703dyNfT/6najXxW92FlLQChtH0P",
+	"baoGsYvUt8si5Z1cFbYm15pq0G+ptCKHeG2UtokDZvuhQbRCPkPQKpHZENmXTsn7O9R2soxQOL8FhLqb",
+	"HF+QuduVt5skb9ZAQQ2LHj1Q3JX74MlkgOL2qhsIbvOsJ3tFtaJomgeZ56tvous2aqjYPDnLzcLv6eTc",
+	"v3bQ3de84wTRIoS2k49PGSCHk+8e/IWd769KEcDd+QCKwLLDbMMUL+AjlmqMVCi1u20fLX10f2bSpPpW",
+	"lCI7aKaEtdvSFAv9atOnFrMyHklWBe2RPrtiE8t9hRd669GQ0Cnq0AhepsCNxIcyh0TTjlN9hRENrOIN",
+	"D2BGTLmyMmX4JM8EDh69cVX6glbfyp46KTZJAy+jp8FDiB2VrhJZRF8Y12BNtBLG5nM2CITXpxgnGbQX",
+	"bvisAnrdFbztZT337R+j7nd3lnj4K76KEKHv+u83DG0IXVDDhlIwkUkLLXe3fUo+hhSjDa1eYzXE8+Lc",
+	"pVEpqGvWYrwrNnA9J/BlpZRU44RdUZvUhL1VuVSggkO1N8UclwN13o4u8RGDMyxtlF6QsjfW+B4rQLsJ",
+	"eTGN9B+DXe5LwTNgYPdl+FC/vcYc/lR9/k328DZwnIjTW8GPxAreahJNsrryUSvRTKlz5zfDXF1q+GUr",
+	"nvt2FLyy+tCJRGoikUEZgR6NkOLThJwXd3Ix42WVfHqsR2mzdLYv7uQ81EG4FDzb0jEIAZ5qDXHeWN4K",
+	"RR6O9W4fdkUGgLuVMrviXFworsHeLXAusHQmyvtKGIdj0tKdArojULeeuiEvHM7mVVRW6S47Yn+E5pj+",
+	"OJeVMliOXJDdlYTM0UUJDa8ZUI7twJN3EjPefqvUPThdELurXWGffdS37P96Cq6vdV6vLxWX+ojZRo6y",
+	"XefiRlbDMdn1ojvR8BoaO9buPGjwNFrlHID8/zvm/beZGr7cm2oPVtoUStv3NJwWy5pKfcTTVl/8t+oB",
+	"48FNAL+hGF90Ke74/Ba8MisO7wWH5mfu2E25lSnzNsApUxo7mQFVUDoRbmRZ3JRPfLBUggPZv7acH0Er",
+	"VtA7/Bkl2x9VJlIxziK0iF3r0HfTPRXfOxSpngrDYIwt5gb8/oswOCibuWGDFTTr/gQ/UG4n9HlpfJNd",
+	"H137r+6D+5uzJBL2L62nhkETFF14OrGpKHlEXO+ed0akoVgj5ywIOsne4QfHD1LOjZPgR+zy+uqijoAF",
+	"rswf2KCw/wJxGtSlwRl7+/vf3vwExsbPP37zl+d/ed59a9zbsYYTWbIMqtahH/iYurzWfvZWmmekOPNB",
+	"KPuvR2iL1IOj9sBr7JGL6//yn+lBTJF6oL6PcSd20WaKmzj3cPVVWShXQPUX79nPg0hEAHNE3IUbQWQd",
+	"+JPCbEQIB8ONbqL8OgAf7JoqshA48Jr0U8DD2v/qTnG8LI9bO1oc7SpojK7rweZB/bqLn2OXwcylg7+e",
+	"x+7c3DROujc4ltCAj7lUT+K8+6ZGX/CZr9nb+tP/eE4/crXdLwB8kuw3wlqpxpvJfXzDs4UjPw+sa1Ou",
+	"Kp6TY5L4Np6e3L/yS/Loz38Y6Qp57z9wf9ofXNabemNtPYB7JWytqzcOJLY1cMLbHzACDvQ4Zpphd0Io",
+	"Db+4/i+kRW00jH1mfLUuHq66oTB6TibcQBewJ3DyG5HO+zz823SE+EFu4Ampv3njkz2UZ6RHrN4Vsrpn",
+	"1haAclN3MQRNVrTGwh4PmAxp9WFR5blP8mL71MOZWyumBZHZR6EYK6fiIGGlMNWUwkWHrJEuRtHaOE9F",
+	"6Zkn+G5jajtil4vRWgfrPly2H0K39Jv3dRR5gB2uMmkwhlxf6381OIhS+JftJlvOn0bgCJJoN0v99PTW",
+	"uNbBh9zrTQ8ECO68YUc0OmRIEO6Ok9Kz3YNDVapDd+7xNK0ICVe2LRMcMt+kosZYXeRDUTcZtxdp6sDm",
+	"j7HfmDNykwxwaEdLeR4eGpavb4GI1mNflcrTnGmqwHrakeMEUJam3x/2hzOS3NaK0hqax+Q+S6I2PvFY",
+	"J3GY6xXukWgnPaNuxCDrc6nEaaiAwvNNTGVJVAGZdGaUR1d3ZZYnS6UbUTmHuHWrnzAlZqGQMjCbAXkR",
+	"8plhoeUA++Pkesz0iHFfAVGX4Fg+N6EoZCW50SUu26/684yo5CELOOs5/IdU2Z15r3/V459KPb3bHdf6",
+	"bte/dd9wJwhar8YmBaDRsWFC2fJL9DQ/aNEojwAnquXaafTIKF6Yibab+Y0jfma6L5h4SSgnRc0baZt9",
+	"1hv6nnJuHYTJKR+LZwbgFZFO/ksgVyYRBKJNo2fKWcTIL4tNyHjpkJNaCTPsJWxleiMs2//+hOgizQEb",
+	"ui+MokeaJv14inANDfOHpZ5BFyKuoLkYjBKGF6oWqMNfXZawyul8FVZzCTCbi/oGHjaSdU+UkKea7Elo",
+	"0cLtZC/ZU3wq6q/6Jlty98SddKb8w69Cje1k7/T5N39J9qZShX8nS312dmGzhfXoak/kt5GTie7LH/Vw",
+	"saotGm85gp/pXcGjao6KnM/vgBfH2IloRVoeJcPT8ew+kaQgDpAZV5ds4E/+IJxWJLYduT9am1/hMR+w",
+	"/ecnh9+fnCSeyZd9f3JQtzV7d/mrP10x8tRQIqGYF33oNRjAn4H+TmnLJjrHpy2gAKhZNDfsnq5VPm/M",
+	"7pnBFxqqcMrnlEvDLU1sDW+ePz7nuNRPBVPu32PeXIg13nJcWljzXI4EcAfv1Eu+8Nm6CH1x73hf1bvL",
+	"X3syn6fs9v655MqSZoKKSejV9phgO84TaA04XoO2V4hS6kym9XCZVg6cvfvOUFxSlhCkK295DnD87fcn",
+	"tR7WUrP5rFM5xAaM45IPsWb7RsxHDu6YnZS6GmN/l6n71tQQGkkDua0H4AZWl6QS6P/7xeufl4H2it8u",
+	"wmx3yPCrA9oNA5O+GGYjErndA/C6IKXh7pj6SfTw+7QTsG0rzIbPu2OnY424H02u7Z8b2dcOqjymuLvY",
+	"/gBBbIAYOdXGslKk0C/CqZYHR+yNpZoD06KmMl0mkDUhOLTydtouKNuofQzQSRjWiiTWGEQZ6qq1OnvK",
+	"uFfSg+6Crbxqq1kSoPNYifdXG2h2ZS1PJ9AlJapjjaxtfNA8evyLkxebGN1PAbaTpd4kQGILcz5j/mM7",
+	"0bj4ubUSHeN0G2XlEIWqpm7b49Pdpl87rPOlPeFNnVFjT7jNxYCkwa/psrMEhvz/KqwaozHj0/ZWLeT6",
+	"MWIu0eK2YvuhGVxzLGfBGH1mvJGAfeZNTWN80DViv50bYyazc+8UeMrCmIda54KrjXws8OmP/1mIcVO+",
+	"YTcm9zCpOBbcLfZJbhNpgCDwzN5Xe1+KfZdkgWXeqRZv+ao+R+ckBijJ5DSEpDAOFejImnEozGShXkUd",
+	"nQR9G0F32ChYHMqCYo3cHawxQjuMhSsHDCqfnxJHTFPxZ7OJUPQAXpbyVpgjdikKwaEQWlo2I/OB27ir",
+	"YaVGUknqZF6LICAPDyk1fpyN9Jg6EREanncF3VuC6Egfs5Rc02JYuAXsU2r6KPtWtV34DKER6AMxKhir",
+	"i244uqrrsL0C2QSkK8yrSVrL/dm+0SDYQ4ZelC6jNE7eAcCYS3WQBOTyMOEucUpkJk3BrbMBWOrgKI+h",
+	"ThcbIN0RewtxLaf6OqhpKo8s19TJjYggWwBBF08FD3SxGg5gyb7U0/9wh1kXC02Si51SLmCb4+OpVtLq",
+	"klLi1geDq7J0+vbEWSlu0EKNnVBHqmA4J9iUVOlMYLECyHvOJtJYXc7ZTKpMz9yBBmq6hDxG/s/8VpQc",
+	"Gggqq9mwcqq7OWI/0fNTPRVsVOopmwhe2qHgdRtUrJzCN090nkG3r6mY6nKOoV8VhtXUH4AdYh5alhKr",
+	"HbUqKQUeMEAwXYp2qxRX87d6Me986PEJlDyzQMcOJpLHoIWFJI1H6RnYZVOpKivMGZNjBdOA5ad7UIL4",
+	"pT9iJ9QkG/q70DVdthD9+Td8fsMiCmaLVPbbb/YSZ9bJqbM/n5+c/OUE7GP890mwaKDIQ5RtNt6lcOZO",
+	"ahuztRr8w+77rRnh7zoTb7IuM/P7bzewMnGdWtd7zcvhzvbFybgV0AB3b4MRvFZZ+/vPQthTrR3Ma5Xd",
+	"w1B+hDPIZjKzE7fDyM9fDySdaCOUJ/embTlxJrpFb8bzb07CSV49YnwXhXo33GN/+f7FSbzHnrfssa3K",
+	"0aWz3yJHXxJuepyEPp7+wPUi9d5sdt+9vxZraOnRWsfyFK9sE6fftotThz1tKVZLkvSYpOT9S9QkOE0j",
+	"tF4vjWj3fY5QemwnqD8193lqaG2XT8+ODkyuU54fUj7k2mPDWS7HE8tKQcTcdUbZKGowAeUWsVJYlDoV",
+	"xpyysS51ZaUSJnF6ZAGlXTJzS+D1xZcX7zCDpwD65FyY1qP2qxs4pdhus/lE/J4Q+1iTX/dVtJtw2xeC",
+	"E+4LPzP+G4dF2OYGNpbbasMkWjcTZSrDrCinTlPPxAfhc/41OCZvpXttcDXQWQSRAAJgKqZD37UY3HLV",
+	"aORsJVQmBM/thHHDjHA71plIYV2O2FvYuLo0zNmY0gLjM/Vsxtw0n4sBzd8N5dNxp2b6F+d8bNhQTKTK",
+	"VomdK1yVxy1raJBdDlBae/zAvai517NaL299KIzfM/d+VlGbOoa/rul3RufUdz0iPQzuTMD4LJxohMCF",
+	"U9ba62hew12/w+u2uI3r13RVdbh9HE/h6KvpyxXPOtpS+Ou2HfXik3fU8UcF3oY/3R832V9hwwSXMj7u",
+	"mWG51gVUmXqd5fziDTINg89q7LSTygizbt+du5GsSYtw1zGZLY3B7+uWjAPl3Sqbp0XssvigMf9VZ6L+",
+	"Aj2u32thk4oPHpLM+G28s1O4IRlmoT1ZA8K5byRikvrA+eCQ28QmlBdMtL6Bo9ucbqs+VG/J1cR0X8/R",
+	"3ITy7osmuXuwWiLqztpyStsZ7LZ7TKPulatNqMBaSaOlse/77HBnBoFkPGDYGZ5ya5yFgy8xmDAuDXWY",
+	"Rw+al8Vo2hPBUuUWEB1uPJ0kSABDhUoYvPamGSFbkXM4mnEvTViPkCeDw6kbX2KJuAeTGVc2BMZD281p",
+	"wcsOmjs8SXUHyg5La/lQNbXW7UDIUuDgbaiNirCjKwDAi2Lvnt7mM46yrnfhBd0xogdCyMXvulKpj7dd",
+	"T7a1S2B1d22wAleivJWpeFeT3S01SgW3S300a3zz0NUkytkuJt+K0qzqCR5rTTRMyKgBu4RuRs3IGyxc",
+	"KuqSvACYa7Slv9FIvmJFyS9BBwT45e71o/tM911UjW7DPtzSCZyJobMnDqUa6g8bOA/Q+KjNFnyMYYU2",
+	"To8gVaVx2JoUMgloNrUGVBUkK//96u3vjINIEfJWZEfsNbic3RuZNOxGFFDLoZVgA3ztEY3+6O/Vycm3",
+	"6S9a3/zOpwL+JQbIYOMUNQE8IvNnxp1VqnHAP8rsgFQhaVguDeT/momeuYu0EYEFB5MC4TFA/2DcUHKt",
+	"xu6/9fN0ZYf6AwhGdxadHoZ1gRJzhJQ9Y7kY83TOjOI34n3KDS4qc/hgKAGonPJcQjLiQKv3uEDvkc8n",
+	"G4SuTIO36gr+9JL+crDKL/MHrtUb+NB39Yx/ElVOi3IUbFeMC/CpYPtCQprjSJfTziqICX3azpSaF5uq",
+	"ZzgC2q5DUtfiXPKuIcA1V3DJo1Pb4m+7EcUOnTFcjccO4Q+FyG45K5Xh7jgkYIYVi/EYAOIOeGzmxorp",
+	"Ua7HbagMTztGGNkAjvF6r3/gbU289TBqLFcZLzMPfIbNSmmtUB6z8Wafcgg1DRgVtCVXxpMbmMgUpR62",
+	"RGsBydMyNm6FuhW5LgQTH3hq8zkDVmf36kw4DC0B4HAnk7YxSNgABvgmCz+6c+/+oVPIEcjO7Tubul9g",
+	"5N39hEqV+ynjlg8OjthF6XAQuknoEf0a8CZKqsxoUg733VUgtXhq2TnAsBMDMOPBf1++fnX+8vr1q38M",
+	"EpiE8jOQwhyxV2E2RFdFVR5TDdX4IyvKxcBOLR72cZJvYfUv/a/D5PH3v/EPr/HRnRhfX7wDcN8mouEk",
+	"YD6bQBltWzwIPZJ1ddIbN+kMYm1lIzD75tPBjFJqjqUa6U5I80xDiC+eAg5x5g8xvNLpjbCn2HKb20nC",
+	"TDWse29PhTEwxXkhnLLm1k6lgqlqOsQkHKyxMNXUPTwHVkSVkcMOF2PEpzL3vahSjhUuUUXzTOY5M8Ip",
+	"LE6BhcvnTAmRGSKa9OtCODMRpThotTN9Eo2bXZjcG7c8WzxX3S/tsPD88rLoT58RwX1wDqsVGyvMdaOz",
+	"8Lz9LLj5rtr/s24f87tiXPJMEGdLPSwQrd6f3GD1JLOmRfwfOAkFxpQVHywDKhPD9gfx9/8Nz8vgIGEj",
+	"4Kb0ujDufCiorOdmkHQKGUCRGkUaNpiIPNeDM7TnUFoN6M+e5IovHkWc0bh0BtZwHrrv68qyMS8MFUgN",
+	"0qo0uhwcsXMQnhy8UUqJ1Cas4CZkrRpd1kxbYXBBu3Wymx5FyUZWqkqwElL3UDBLWyssoPQEzDjDugUY",
+	"sU+Ah2QmsPvcsLxXDW9GbhgjVGbYoBRmrpyW4h3taS4dypSCZ82kW/ysMTifX7xhQzHCjKx87nBIq7iQ",
+	"lfpjnVd24sApDX0qgOta8NIttL4RQJzjU790LkJsINX6RoqEpROR3rhvj29Dexy24il7cfK8pkcgIrQa",
+	"DhP24uRbv0CC6VKOpULXm+czI54YXzeHfnFYJHfzSX3zwoXxAaDRhHngJ3cWG8+dwdgWpHhbCNUKduu8",
+	"eS+XN5QXLGFLAcEXE7zMJWYPuU2Jetzl67+9uXrz9vejN7+/ev1/jq5e/6c7X1YHudPYdV1mJk5xlZ1b",
+	"cOvQbu9073/+++Twh398fJ48/+HPv//9qPNf/9/eeqP0OYL6QhEKNP8A+mQfnsY2tvUXoi3plOw2hPH4",
+	"M9J5rme9gtYhpNyeXSWg7lUujYfQHeeY2vZsYGYuNvopxVgaFBsBPIucW3ckEwbk0ChRfDud7JRq7IpS",
+	"GJAH+wMNtfjIvKhHI/jHGVBHwz2Au5WKXjXhBluip7rMDpKGpzFU3LnNiq+6enOBtmuhS+v1PewzJEuW",
+	"cstzPQ7tRp3JSEPzItZZcXDHAId0RAt39L8GXvLi3e0m2c949Sta5YdyuflvBmavNPUXgC3WHZ+kuO4y",
+	"nQt+Nzdl/GhtxC7bNBAb67qJiej72vXY0x54aB7uCGpov39CC8ElW3ABc44/4g9vslUEVU5V0hCLDBhA",
+	"J5G9saZJquGrmH3cEnBp4MXWgA1oBIPa3z/wYxiwffAB2YmY0o0/v75mixwE/9tf/9dBu13X2Jmb5ESE",
+	"fojfnBxmcixt3bksLjJtRhD9KFbGEJeUhG9ONlIDtnZQu6xM+qB9FPGeFAm1KK23e55zeSuOpbqVVqxi",
+	"5FjqTIXH1Ova4Rz4P++jKYoieuosAGnBsB1cvL1aPpnLbEUDlmlhyBk90TPwHHltxLA3v//tzfXr7BT4",
+	"v9n1ywvvBW/wfO4PSlv8Ie3kOi2ICY+iAA4uhDIHTnl59+oiYTMuIXY4cNqbrmxNFe1LlJ+fHIScrDBf",
+	"rBJb1Hrc0NEUQqoxJ7rlVLARl3lwwEecIwhZ9Ene49d4TwMZHLFBI3Q1QN60tgZDvhNjcxFa2wKh9Sat",
+	"U1gNE7kRM/R3LTMwFTrP25lYsfEicjItA+obmAeByK/yVuxth3s0egO+cg356NJmhdonPXNbCPcVmXc7",
+	"74+4Aa8SUjYK6hbXJ219XVylgBp8sT3qMwMpDXQq70VetLWQboiM1RROF7wyYrH1R5OtCb2R5F1TAGUQ",
+	"XdwPUbwfHWLLMjsseGnn4PZn3x0gI9yP//c1Qh146xqQXJPFOQRGvwUas5wpMaMjnoAFiAz+LWRR4JyL",
+	"Rovtj4hhKvSbxfReOolt9E07BT9kYboT9D0Qyq1ji4pAThc9xn1lGAekVg8LcUXO50Oe3qzVjBFMYgSi",
+	"piBRh6aQ2Y/VE6gKlpB6sX/16oINzF8v6H2DhA3sXwekHiKTR3Zw6iDq8vqCQUduaVguuCFf9qLC21QV",
+	"E+94d3dY5naI8J63kOzqnkz360IokdWlBxhuCKBaR0MWFGDGnf7soLFwWtSyEv3dyYtOBfcM4kOjynDg",
+	"6Pvu5JulS0vxT5FayJCDUJbfSs8MG9Agj2Q2oBy8aOhncVep/QEvisHxwOfuDw5CKl7MK9qYXxQ0M8Q1",
+	"yvZBI264GCJBdUzxvv/tX/PXAa64wu8WIlZNUyh+wuI2PKTZmOOP9JOzk8Jf4bHUwM9HiEAuLkyHvJ0+",
+	"/zpYb/UO3QcMwNoB9vyb5wcJm3A1Nqwqwlbyb4AqCbA/cJFhFAaeS/QCa0wCv+m3Kxn9WzYyDXya6cCv",
+	"7RGNbIBsCNzbveBt3a307JjPStZF/FQJczf13U2/AlF6X4UlbsMEp0YsxHYnetswr7vIj/n7GkKLW8H2",
+	"B7T7MVL1WmXCCUbAqNlk7uBYuN8dRM1TV3mH/QG8wvds4iZuGZuE1MlIdBEWo8A76KLs9yuxaf1JW171",
+	"P3YHUn6NVuNT7zy+J915+RRs13m88qyuY3kOlvuP//d1wtJce49BrY8mrBSkVkDioK6VYrOgoIaJ4/VH",
+	"7FzhsQ76St0V5AdGKuB7pe17aIw+WGm/90f+vo98wgCHe4WkV0g2U0jILbAVfFuljlA4+hjTK9agGWe/",
+	"nf9+9fLVBcM67DdqpNFUAJNaq2ZfhMgRQNErstP242zC1gwZB4eN/JgDypCu6eLwvdxAXhfEfM7YsuHa",
+	"Os/jj5abmzfZn2RU0rA8gkoFqRmUSobvkYYNrqo0FcKpV0yrFNMRB6aa/l5NB6G0QjoIV7pSqcjIoCZi",
+	"/cEb5fZGLqyg8NSSHwFyR+ukRkgQ2Y/qVfAVVNAyhWiWYpTmsjgLkAPez4B/e+/TmJCrC56DzT7iJW04",
+	"KOjGSpWCpxO3cQdH7G1VMp5l0m2O07os5UeqTKSGr+DGqHL7DFPiu3q6Er7ijvpPyvLZosEcvWiFtYxJ",
+	"AUnHfn4QyzheoQ7pAx8w8R1teunTS5/NpM+5ualD/J0O3i2nXrVDdKdJXAP3oZGZ9/KFYjlOPiz2mqcT",
+	"Koyu0/6DA8y30gbXsp1oLOtTWaGlsu5n7yA7OIXU+foXvtZwqLM5pBfT/dHtzjaPfaAd7vfBgZOP7pdM",
+	"2lgiPTNMzxTLdYq8pPvAxOPA1CS+I0vJZGYSB8elMEaYg9CjAYVlB01OK+qu1fphSUHV79Dm8aM9clV+",
+	"UyDt7fZ7s9tjt/JykGXbCIMF0mhzb5JOHsecDNv3HBKmKhyQGoy215ST5iBkmcsSequn8zQXxNiaMAxK",
+	"QN91zbP2ZOzf6rjWo+UFjsa4ij2ysXr9GbpPAsnG0m6DCrhxUo4/NqKtfx6XYiRKoVbVZLzUlbIGyxLg",
+	"cqoZbIZxgVYuppA0SR0ARg9X4usKE5CMojQJWoOpdkLPimkBfVsPkDiOAzmNJgpvYIr7Z5WNBYS0rCzF",
+	"FBsjlG2kxD+L+Pxd1rNcIxJ/iyfVKRMXiTk+iz7uM1ok1X1+kUpGZMDWfENc5a1VFtzZq1C90dre9flJ",
+	"srqz0Zq+RjtCq+iLdmBWvbN7wLpPwKrXdRkGHgK/HBJ0e7n+cFK8KIV7LKZ4004/CKkFBGwBUWa6yjOW",
+	"aWqGOJNG0J+XVYnQLNQN/hS5NT3+YY1IaMRYU+yK0p3ZlFvIC/etWbVq6+gWlcmiF6hOaFHEBCcNU+5O",
+	"JlSp60aRR+zHXKc3Uo3jT4ZvI1dOPWXfFrZSuTDG2YuYtG5EC7Zewo3RYXzSoPqP7bimlhZphWfqgvan",
+	"LumjRIw2peAG+UN3551qjNqNZ3XORlEPv7mvem/VV5UHubSN7186tLT0dH849pi7xhJs6KcNzqr6wHnf",
+	"N2TS5RYMnjbzDpi9/WsfqtI2zMXz27VQHi8ogOrzG0W2v3qBGL7t3SJQfd7rCHydsW9cc+f6Ymp/vJfs",
+	"vQo9lPeSPXK67yV7IU60l+z9xGUOP1zLqcjeVnYv2XtJYr6tMHnD5XO3dTI04MVwwj+bjjC8OYVgTU1J",
+	"GDEP7TsT4lRmneyIJDJF9uO8k5jw+5NPHpIu2YRDLoSurOeJae9v1jVCaK7mnt5u54x4bkQY31DrXHC1",
+	"+QC5dWP0RGvu88lp51BGpZ7eQ0vSjq/nNcQ1g7B6a0MgejugL5noquw+glKl4hd3xaZdTv/tLy/u2kj3",
+	"JTfiUEKPJWnlrUBSIhqjzBJqKekelHgiGEzccZqW+6zCCbeuOdyI+UyXj4eOM5JDmzAT+I/XUxOssHEb",
+	"ekKktmBzpc82aRsqC3aB3MCF3VRePgEpF1g6W7Ua6Lj4uFSbxy3d+6P9tI42ajrRqXhmdnvc3UZd62xf",
+	"Pu8W6PDAHmFG5CKFw467nvmOTeQ3yKrQ66vFLx7tqisYyxrvTW9o9IZGb2j0hkZvaPSGRkNudLWyAxHW",
+	"KyHtSggI+N1qHB/pp9XMZ5iGrdVCI8i673ataoRtu0q3WKdW1LHrusEc3NgRHgqTeLSNjOLJd54NmmIf",
+	"kb6/DkaNDbvDw3SMwd3u4DMqa4bxuq0qMDtzJHqBYi/I98d2YjyHwi5GhFfUuMLqHLQAiDI7AcPTG6Vn",
+	"ucjGGLz1IWhMzY9CymcY2pb1k6mfj2eaqVSm22iwcNxP4yzff+R2afZrKvB9hPbPB4YWsgy+WIzpg68r",
+	"9Qr4/PcNhuvirQ04zITlMv8MFUOqorKJs8SKispmPZWVUz0QvdbpHa9wFF+z9kFLsFoHwZZC7sJeG9ma",
+	"NlIv8pb0EuqpiH2e1vAaR2Sivi8UtnGA2praoceW+kxDCyojrMW2u519TF/iMO4aMrh20GvJW7dB6ACv",
+	"/62RL7aDlnc4u1c6rZze1X28oqXthfATLJ37WdjOs7KFtqjL5/jY7dQVpdt/lNIG0jA8lMgxiXbEkKc3",
+	"BnjNMGYgEmi8B5XMCbWDkXhZAsZINNlSOHUIS56hfZXVPu/VXV8VNUNXuAOrjdvIs87dPB4JNNy/oRBP",
+	"DGa6xlDw3ypk8D5EbufSoM/B2d2JZqBznTFdJvWXr+ukgi07kkqaCTXnIBfojLv9thjKYlYTxSnbH0RK",
+	"yzkxaA6wDnKspIFGR8M5yKFBFJoYHPS42tdBb9hv3iHfFuG8y0JqAnqRc7WCigM4FsBZ44Ca+snUeIEV",
+	"CXgUKcTLWSZHI2+7QBExdpsR0Nk4mi+2C+SA5by0Z+64Qn+luh/rMnBf5Fx9FbjtJropbEM/t2nBS/Fw",
+	"kO3G25mHn/Ne4eyBcVO+RMrWhx7zLUYhws2uALLks0+1XgH8Fk1Yp9WKD3aFrXrJZ1+quRpeJdN6ml7i",
+	"dYCHW8UePL4waxW+6uccYWq2jA89KvksHOdkr6i6TVOIeAEvVsuAOm1VnWdMq2CuelsV2NPAHNV5Tv/8",
+	"RCv0MRz6+1doVp33TQzToD72RmlvlPa610MbpVtE7bVK2BpL9SXaP2sAPiqmpI7TWom7Gp5fH1RvYIvC",
+	"6vZ2aI+FX48d+gBgWIpD7/TZ3CgNbiLPWOQTFthUG3uKlGFJ3dU8YTm3QqU1edov19cXlPywMsZaiis/",
+	"ui820hrNcY1brkeaL8FoLesPel8h1g4L9W88lxlfjJ8mTUu0RacB97oPo7KY7hqNjprU2fApmFHZYcNy",
+	"xX+g6hQ/HYK9Ld2d3xVumI/q0G/PF19PD6fdh1J7q7XX1B4XaL9EdWZ7uL1GMStKnQpj1iaYRgOkW9rC",
+	"AyG5DcvJkA1OZK0exKB8XdAQvlC9i6Z3ZbkV3WxfcE0PGw+ZZbq8xbecmEZvOcb8sG4H0S+L6WSHThGC",
+	"w9bUeuqWGJSYwPYnwHDunk89M4nHXZqFrNqzqEqXYTdM3xseGygRE52TmtCAo40x/RLe9FiO9bY0K5rZ",
+	"OazkRoUsobd8rtXYaRhuFbdb3dIy1NWqFG6MZ77mqdepep3qiepUiEJbwfPNtKljgt8V2WnQ5x47TfK6",
+	"F2882J3ANby9x+ser3u87vH64fAaldUHBOy1cN0B0myfh9Jy+gs05h+ROcyk2YXefdXDeA/jPYz3MP6w",
+	"vVkfHMRXdpoGlXt5eAjAvmmVLlmmhaHOcCiXpGWVsjIn8hD4Zd0RYgfgrose23ts77G9x/YH7bu9S2gv",
+	"bXGMHc42YHFe6IkWdRSaaGOf+ZjUROeZAXZKkWfueAhl83mywPmayVKkyDPQRuZ8aYsLXdpfcWyb0LzS",
+	"oGKeU/EJNKcOTG4FBOPhidlesic+FBCW35i4lMbiaUsbc20bT7igdUhuCXFMRqiuUTz1KF78wVf1c8Sl",
+	"7SH1CaIbkFgvgMg9ccskHdroubnpxCnsLA1j0SMQ225sJSUKcFBCR6UQTKOGgNF3ouGeaiCw2x+6L0iE",
+	"E4gXkOM8EenNAfwa+5tFRL12JlPBZhOZ02bOunrRx0fii1JG44mt0UJhhdiMK4vrtLsUqXiQq/VPGGOv",
+	"dfZa51PFZThjXAVs3hr3Xq1uHn+E/2IfTPix26VwKUif4v6oud0OwD0UaO4DTltNcIEug7a0CUCclbC6",
+	"jmsPHtHBtEdT2nIDyCeA7H6lu7H9j8mc/Dxebm7XqbA5mgc53sN6D+tPPD9jEdhxT28V3qFW6Pij+89d",
+	"oN2SH+/Wq3xakXKeMA1X8zyfM+2sa+/b9fxvY3kr1CqHQhP412F+UOkyeH8H1pOc7Ab67oYN33/33bff",
+	"RR0bnm/SsQH8CqX/pH6RvkQHQy+VeqnUS6UvXSoFXRoLHLZqdtiSK5PqTJSHVkyLnNv1/u5wC9sfjaaF",
+	"GB+wcG/CqAn04UxmTlQJ8GkTv12jGbw7bxonqVWzAX+74/s6vPg6DHUT93cYHPi1oj5n1Lt+H8vN3Fjc",
+	"BchOHl/R2cZqsbn94+AMX16nVV7jsDp9b59VDQbrTW+jzbdNBy16Op1p3/LyM/dr+tnb31Ch6nam71YF",
+	"vzCpLkTUPwRP4ouTH7p8q8vbZ287uscVvxU/AYD4F63xePoJ79bb2bIea8f3yEV+L8FX9dyAU9B+7HYq",
+	"h48/+h9/51PxJyJELqxYxopX8PsOrPD4gMYg4MHy2ccntJ79lRLWDc2/ID6fLXZhPJvPdQT2Yv4OuIS7",
+	"Jns6+PRUWoPgodkyVHQwXlyKIudpt34AxmykDLizGIgVhjqbs2llLOPjUogumoqnAQf/6NWTL0s9uevx",
+	"/6rUEzr3u9VP1vkEUJi6K089007osGzYPvkE2FRMh6I0BwGH6twTw8pKseE88tiZJFAOytInyA3nbCJ4",
+	"aYeC20AUI0t2K0rT3hzdjfB3mMOW+3StsrJxdb8ac1nRevvNSBvgftpjmWMj8tFx2AbdMZRrfuMDKK3N",
+	"v58ZTF0CBgMnSi3TKkVWKEiGh5unzGpkMoYuDI29nTCpjBU8c0JvxrHNw4iS6qGxZyFKqTOZ1tt2eYte",
+	"l3I8FuWVyEe/hFltebeGF11CanjXxg2jZpbfCPVVbGG3bdCA8JskLILSs3vY1l0oe/xRQZToz9CKsXtv",
+	"/2clKrFY7kGZe8spfVQlgnUg0sS9Ec8QZd3mvRKpVhmVDdLVIsMzEd3BhMI05mbliIGutzIT00IjB+KN",
+	"mLMpnEHOSmFLKTLq+u7+WZWK+pyUxsadGtu8UnfoW/tbmH2H5omL/Ci71C7OdY3KGS3a7jTOr7gjdu85",
+	"28hztu1utaVIdZlJNT7mldWH+M/jslKHDqq6MfO3oA84wPKBNqdAI0qhGjsSM2YQCU89O0Z4I10jFB9C",
+	"W+YJV0rkCKEDN5pLuHJQNwXnDSdTwgwyb1RWT7mVKTMC5gs1EfQ4g3crDbVlomTc3AC0S5tg2Rk3TPB0",
+	"UjMyuZdidh+2nOLKJ43Q8yFT2LB9PnKaeM3LSzWGB0dswO0AnQJDwfjQAMV36cPknE2lqtCbqPTsFAUk",
+	"qd0UXI+Wqci5guZK4pbnFWwLNyhUoayctvgcLit1HhbwrfuQ69JRZO1sgA+6f/nTS/btt9/+4Ntp/Usr",
+	"cXDmxospATirLj8fKF0taSoZt+LQjXlvtx6+ejUuuDHdetofE27rRchk1ofyOmznSkGsOUINXLOmWhd2",
+	"cRtWfd+OVeGeNYCVVvZwKsqxOLbc3HTb1S8rewzXMbguYUrMBJgqpbHtRu7Lyv7m7riGB9+1KuICnY0b",
+	"XXcl/4XXtrnh3duxMGTBA3//7vX1o43X5ApL21aPm9LGPK7vQxzVQnpPWmpjDimacCPm3fECLtXdZ7Jq",
+	"TMaWgk/r4UWY0glmRfFoQhXxV+jykrxVDr/GCOhu3j2IrXCwpE14uD/wWp2T8O9aEhXrS2oUktUy3/hU",
+	"HtytbJ/7Y5Q4PYIXBfGNub++yQ6olMxN1YjUsv8egCbipPogYQOhMvjxwF2i4cG/Xbxg+6OSj6dCWZEd",
+	"+PqzRpwPFS+otLUTMU0CKaX3l0o1Ri8lsvJ7FY9k6I2Yjxx8gDOoZEMx0qVg0dBYsIADN7gfEtvnFhoD",
+	"ME4aJE0y1U5Rqud0xsa8MGFk0RLyUjBzI4tCZAkzOhrnM8Myz7MZLPhbMNChMs8csUEDSgdIBzHixFIO",
+	"I4E0YcXLUs9M6DJqQsLknOUSMoyN03N53lhaYoRzO84v2oVQbtxnrNB5XvNUXFVpKgTxS/zEpVOV940Q",
+	"7OfX12xZKEJFstumIj+ANEzF9NBy0DpzqW6O2B+gX6c0lXdlPvArk+oppLfw3Gh28fbqWoBLuBSI3dbt",
+	"c8VzrHpG9gyZ504zHQqnvsqRFBkbzmEGUo0Pjtg5lTq2fR7wiRj24uTFGWzJGQaUYRGRCzxzGy29MXHO",
+	"zXAe167v44ocdPk6YrjcUu6Nf8U6pgtYB++tx5O7W2dDYy26Alvc3CR+K/bB7fu25puy5mH05OOP7j9v",
+	"spVZMJdiqm8h4ZTIbQCp9l+c/EBFxejXpI3ioOkSmdMOyAc6wCe/Bbz9SeZiAAndJCeoTZNOGNrQs4lM",
+	"J3CBwygMRlHNhrPx2UyXN7Ah23NtFk753bT1+OY32QW3kxa99txBYgmLEss7bK2qYOTNDJlMjHiVWycy",
+	"DEXyYAnJVBprYZK6NbWxfG4I8NNccCUyVhWdWvHi2ja0U3rz3im8OminQ63dg3eonq7NoeHmpndrPsHs",
+	"+pCrsy04I1T6M2k36M/xKAHOQJFuqcelMCYJaqj8l0gYT23F86DpJUy4ZQBsod58Tv8DB9qSuge+O8j5",
+	"8Sf32eIJf3HyAsOYM2nEQWtPhO3j0nX76Db1D3xm1OaBFZVeP7m3RBiebfE4L6UerNdNjjNhucw7fXrB",
+	"eAoKta7K1FsP0rJ/gnm9D9JVZnUfJFNw5YxrwdPJQULEKZj3UnA7Md4+auJB4h65FhPWYsArnNRjRILH",
+	"d/JpsVacf/ioTgDgxzc9HmwTD2p5S8v9wAChZ8q3WumEiODuGc6tMLHDi/128eIAmtCxUamnyxq8b2AH",
+	"pgmgRJyt5L0XCTSsU4xby9OJezRl2kGvykuw+fe/Ofn+jL14/j0ruPGkqtkBKSIqk1h4zsg5YY6YM7MG",
+	"aWXfw8zf4yzeV7VCNiBbIZgVtZfIPRWNqsjemnHj1e4WG4pWMj58aFvcC1Ktx4tbmQl9PC1eNIEiBA2H",
+	"UnHArkUoakWG2UTnImoTOoGwNLz6Jb7z8JU0hTYSb1rcN4P6Ww5qv2TYSQ4/jxqAuTSqP5O9b06+3+ok",
+	"aa+AP8ySc6ljsrAJ24+H90lRcpKXkWGuTo9eP9dvEde6Tl+oFvc+PSPrJKil3f/MsFtsQKnL3jh8/v36",
+	"G+D7/q7tFbfSjCTaa0/UsCQkasge7aHovoxLLzjuKHBAOjy0tJEql0o8PRmzoAhDktUXIF16pO+Rvkf6",
+	"T2lqn/P5VlG+yPm8A+HBR9AJ5HHyBN4jMnQrJEznmTCWkBvTh5bC2SEwzYzIRWobkWFtfIQ9xOoxdIzn",
+	"c3+o7YS1Zd6dYZTYx9Adth+xX3iZHXpvOr6Cl4LlEuACWazAmeH+Bj1L/4qu22xwxH4K16MPhGdZKQxF",
+	"WAtuJ6d4HwW/sYf0SJRCpaKDTduvMDx6N1lTa64NQ1qggLrDnZuTTYVbXmKqxh3vOi+KO11/Rckfd7rp",
+	"J78TunK3lncqpSf4NLR31y9ZtoL1HM/MK6yg68gA3ds0awtHE1oPQ+xfGh/8n2h9w/a1eo/vfD8tXnSG",
+	"zNBn8YvWN13Oru9f3G1UUmXiA2RISMNmfM723XgSN1ouuyvg4bYrGE3XSL795lPy86KNQYB0p53xGmFr",
+	"y/zr8T7cJH0NlrpPX1uRvtaUUTvxycGbjuvUgfYEtzdlKSCnfZiLU4qdR3lSz8hKwrwzWTbTo9i+t4jw",
+	"j1jFivbMjRAF5ezDYWJC2XIOjjj2yseW9XRorHamktGYWEDsviqjHIM4sQAtGkjgd+LVpyZZnw2OQ3XC",
+	"cqyVOGLnPmwv85wNhXvCrJTWCsgncyowUQXgAOfCsn2l7fuRUxAPzhYKGSixjSt341Awbm6Qg+9WYBt2",
+	"ku0G08pmkJEFKxLbawdd2RFLcnkbWVDxq+A9a9KhSKN6fvj85IRl0lipUstkZhL8stSUBPQYtDJnasfU",
+	"7GEuP3KbTrprBt5i6UeVQ4UqzMwZ6t7OYe54lj2GtWNYpMNuDcp8OsEKMKOT341mP5aQtGj0yC6o3EOe",
+	"3gREQMUJ4QLO6STW0esjTu9DS3zEZU4psGFc793j3gPatLb61eVuzvXSKehPdX+qNwggoiBdPi47ynnE",
+	"Ux29vvtk/yIzQSL2lPK2neRlRc7nkOxdM2PEKYk8m0prqT5vDs7ZYRVrC8by+YJeMUQQASKEBmzwvBQ8",
+	"mzfXy6C/1WAtolMaGmCilbgzclzpkd2hUtCDRw8edwePq/oQPKRK8BG9XxtmGuAxXsgFYPuDlpDzKVuK",
+	"MHslH6LLPiuJgxvuIIniRlHlA5agzBRkO20WPnJw4ycD2xN6mG4WSTpi4Pqoa5VQ+fGPO2UcwQta8i36",
+	"JaNajx/YYAGp4pBTd3JCA6/u7Fts3P2woaPWjXJ/eQru8Y86S8FXmbuB3lsci2b9mVEs+DR9DKuPYd05",
+	"W6EhpnaWqrAgp9YnKNAx6UhPoFaFoM0yt92Esk5Pqovuzi/esLQU0K6K5562KNXKOGQjdoy18ipUvWwq",
+	"tSLpJA2baKUrd/idpEIODyetMNLVgJBTmun/OnbAMKAJIoSAcHNi1wk3zOIrBRu8GeGtgwR+/l0rcfib",
+	"0/UouPdmdPibzqDQ8fDKIcMAHIyc/b06Ofk2BfiEHwUTuQAdwAhxAx1jpe0Qom7J70uAsp9gku8uf2VW",
+	"Q0dI99/wWX0dJo++Y8IqapVgJ7LMDgte2nlt/uRS3bhBhZ5kS5kdDen6aakdj0xALwgm7FKCO8O01KPk",
+	"Mz43bAC7bdCL3V7s9mJ366kjWxK5K/JGipyrQCnfKWfPFRMfuAN4IG5i+zMhbjKHDyd/OT05OXzu/t+J",
+	"g3fXLw8cNmNiB2dKzNCnU+rpCpi9yLlqdJPYqq/Dve2rI0F+zDWcjaNwvsAS1kZevL0wMPCSdZ6DywX+",
+	"suEcjNIzrKAaydzJffdbzlJuxKFURihn694KZqohio5ViUYX8Po1vGYXHBtvA6VXzlVkGrclZygkUH8c",
+	"xVD1NFfRIcPq9kfwEeRghL2+Kwqhc+ZkSz5nbse4hzqxwhV7c/77OdQ1Q+rgaUzOiM+m7AlqSB+YEpHZ",
+	"wR8VBolWyM3oFT730ARzG7iFpydAigP2DWcm15btz3ieH6a5Tm/gehPIdya6Kg3wCTEODGAs4/Ncjif2",
+	"0PBbYJQG7c9AhoTnDcsF/g0qz9wLkPURsy6CFlCpXBjDjJ4KJ0RFbnweBZI9dra/r8Xc9nof1C9ZEwIh",
+	"iDICIkvmIaIbqyS+U1HcEHu4eXAmmSbk7CiqCuh2/NH9Zw1/jO+i5MHkLGZ+kkQU5sw8CKVaSi9OtUpl",
+	"LkonpYHwnRuzOquJDu7aVru4a9t77MJsNiVDaMsS/ceDHkrvJ+oP5qPoX7Stg7mGEwWSZmmTr7Acv/Kz",
+	"0p+RR0ArsK0TEpTllT2+7LKadbYgfpAT1ncs4RgnWCGQsMPXYztkvSrbI8HjRQLfeesR6LHHZOWuaH5U",
+	"lapGDqYV0yXTo1FLgl0sbF/Tcx8aDpaqmP6YCGweEJn63fTXIkyjewQ7JRnsT/fjPt24790ZyaSBHx/J",
+	"Oaf+GZ0+6wtUEaB7x357Ge5C/4uD0BMUxV3wuiE/N58DHzQcNmkXXWV1Uz6W65TneLe7kWJG7p4ZN+yf",
+	"VTaGaO4y4LymOT0i7aOdmsxNzWqcSkd3kafSTCRCeFx9N80OJBLhih6PHgqPvLjjuAsnTp3fthnSike+",
+	"P9EdyAfc+PxtCRs222xHTQDWlORf+Tf3Vfk7rMpvqR0PLaok1dMDmX5n1bpdrKPfqLqavjYV+q8biffF",
+	"+kL21ZX9LaXr68dEN/25m+Jymv4m9eV+EfpajI3Cm6aGkR2gpduX3UbZubkxUS+FRX5m61uoOSWq7p/y",
+	"zND12EjFN1jRarEm2216SHxdooId3E60se4HXhSUF+o7sQwOjhhmC3KVCuBgOY265tZMKgsrmrBB2L6D",
+	"ukso5c6mWo1kORUZXEbJfYPAxG+ajUvHGsrqEzbA5hhUHTDIubHwjQehR0nduQ6aa2BTEloSJUTGqFw1",
+	"l7cUR250yYNQTiA0Aw9Z6PkCc8AuAUU1zKWZuOFDPRy01qv5w/yfMTqtlEitSYh8zFhdFG5gQGoBlfp+",
+	"fNjyZikQjN1QsW4+rcoSU3BhkVvMdffUsPDbigA3XrLCbYbN5/y+fQiPWQ2e3bmlCzu3V2ufYA4lbMno",
+	"W/pDtSO7PGpStLJeAa4j7u6SK6yEMl3Kcf074stQ2WJzrwRJNKJum3JaYJ4+evtX57eDQvUbDHsnR7F+",
+	"XcdpxE5MU55OpPpKmuK/gkUYikU52liJHeknuuhWT64gSylc3ZCeI6mcwEMhpQuhqEKY2uDU3FIgLpXS",
+	"lUpFxvbryo8jyONPfSHJ4IDl8kZQR13oSnHEzhclJQrzhrSMmnDFdSVK2/fY83bQJjR1sX2ZGb1jA5EJ",
+	"eST16jwN0ZmwK1RvuhW+Xro+Sekab8YdCVebHpdaT7t9Sxd8TOFvuA5razg06ouL+lLIMMuaXXITpgss",
+	"wcnndWtKbitzxN5WQB5Jpe3uqZlOKxSpZqJn8Dp8rBO4ziTqcFbZ9BJm8FD9dnFdNnbMVGZzLwhOzbfN",
+	"3a4bBN+1ifcDJty7Pla4PvwhgZzEqRBggpa0S8NptmnLOf7hh45zbNNwgLsyuzHNExve1+9keqbqYtyW",
+	"s7vvnu2uPKJTfODb2chMTAtthUrn/yHmgwT837ac+9oI40x2z07iTWiPFVTrVxoLBz8ghM8KvxFzVgro",
+	"zonhHOpNP9TZvFm5Gg3jfUooPzhjdqadyPPmuhuZFIZN+Y2AN8KUwDfhflr09JBPxV0IThvw7EACeDrR",
+	"RijGp1qNSbyWOs9FRg+YaGNNZ2Y4nqNtdQ2N37GudajWO24V6ue+YkDYE7beFVRcDZ8uY839dtCrMQ+e",
+	"MB4Dyb1gV5vycfzR/YdywzvKwngG0TePK90qyFkAkvpvzwzeGdktTQ2k3YAPR3llZPwNvGQkRelhETf6",
+	"u3dvXh10hMtxvivD5SFeXVUy23Woev1B7rtm3W96624P2jFPU2HMoZXpjbBmBR2vMRVoFEaqcS4OKyMY",
+	"3svwXkBwh+SVwQPAFfomlo7q+cUbZvWNUP6kUjNzfIxEtV+hUbsPNPTSGjbhBnwbN6KwBwny5xkmPvDU",
+	"OqNCCejZx/bd0WvqA9jLD1QLdxm9J77TU+UdJEx8KGTpJgrxhQH98436TarKCjNg+88Pn794cZIw36L3",
+	"+QnyCjebjEeuFBYA5Yids1spZqAOUtyCpbzgQ5lLK4kjOCspaHHO0ly75y1g1g9s4H7zHv86WKGBnMMX",
+	"uoYZP2b42qKCFC/BSk+QphJF2B24vVBHnejZztWnxofrKqCHvybRcen1pIcCb4DHFejYheS1arJ3uscL",
+	"eQjAuLcFoAew6Mb3l+7PG2pWsaEIEHRwWkdiccd7ltPAfepNLkoacThXCuAEyhK8mZdWprLgyppnKB+A",
+	"XSl06Wysp2FKs1yrMbQemUrLuJoDt7qbCLrN2sBTWlYpIolBsUOVzTw3Gu8wTcmlNNihE27YUAjFpAJJ",
+	"9/yETVEkgL2IxM2+kDqDgbtbCm6CXUtP8lROK7VO+By93tmBfNGX7SHvCXq4YXfvXtcNLvDDQucyBWWj",
+	"tdrrStjaffXMxLmecCMRsUVX6JkSJfo0IrzExgwEmtIeUM5QVRBqKWlsya0u2ZTPzwjC0Pc0dkN4cfKC",
+	"ceN9IwTMc88Db4Q4Yud5rmd1TM79lGmBwTqkBmojL7hCo9bfcoHL8VUpiC3z76oGwW/+6DxogfrXD7BH",
+	"wgfiUXJn0J3tEUy4EbvbNbQdu+0nVaUrc0wG8AquMd+nRrCyUqoJI/s+Zy5hNRmTLjHoLNX4ABSfQZSi",
+	"oKo8r5MDS4FJA0p0OdVe4vjiZICvUNFZWoWuM7/4hRImR05m9B64+/TAxWJ/ccUf6iCX1Yqij1+l6dBW",
+	"zGIUfkSUu7HScsTOy3Qib0WwrKCpo7ZgcBVOc5kL2x1yD1k21Xo6tQc6wMkWUgC2bf34Zd0oDl+ndvRQ",
+	"cM/R+6Uz9VAYsKac4QrbbEZDru+NRYYzJVrEvrM79jkzItVQE4b5vXUc3/vSLTc3B0fsNXi3zyHFL3b7",
+	"oMOUfN+etZs6gPpyA/dOk6C73KcRgmOGl6W8FSZhvMqkhicBsTHVyMrSARYTKtU4lZqMOnfDmMoPZ6wQ",
+	"pdSZCX8LPUjnbMwLc8S8zjPw2s0AtJioeiIU1YZV84W5upRjCU581L/B54PKN6l+sanYwbkNuZFOYRTZ",
+	"YGUnPyo/+e7kW/K31cmbUJdx0FWPEKHHV+o6WqtK1Zmevc30RKsP1iDdQ8H0x/Bbd8kmOd4NqDmlmidv",
+	"ZEWkmg2gMILnRMNpS57ePGskgltngl3VtU/0LO7roVpQquEYb8/Zfvy4kmwwjjjJu20U9ee7C4nBVKpA",
+	"9NvjXY93954P/gBwR8G6RdibCF7aoeArlNFXws3IMAPxOxbuIPVMppAIvo964vMTUjsNFHvmQtk5MPhG",
+	"EUFmpPs9GLDf1tcDPzBzeh5oSNENR+5P2Xtd2YNkRWzS/QVTUYTKWlI5L236S5ju16dLOQVfq+4+ha/A",
+	"ubdTSHnkBqRIq1LaOWyP0qbXEM0//e9/uM/U4C/ToMIQdW0G58Vtf+5MmY2SBUqb3jVZ4P8cXt2mh5fX",
+	"Lw9xXBse+H9qqVYkDmiFnQChTL2REUbcRpTHnfmcLfe/yojylHELaStglUplMQNnxmWdsr4/cDcFOorK",
+	"DNgf+PeDugodrpxwwzxxUpTIE4Jhw3nBjYHQe+z3jkEGljPOp/EldZAfDqlc9KUCShhm+Q0Qpw8WVndw",
+	"5nSqoQScmsiQeEpEGf5BKp9DoheuYhbyj4Lx+JySvfAP7/2FznZUlK0GzVyTkO6KYoJMfZ+DFkUll54p",
+	"FbTDAXM0TprYINPs37VUTyBN4f7Dh9HE16Tfhy+aRWd959FEGG8nkF8vnISGbHzkCP/Yw4SRSGhKAfdJ",
+	"fFyfCl8+IWnMyYFGEu/m8kBptbHWB02tu6XAa4S55i5aUspyMbJduWJJI1EMvIM+PWwTTe1XN76vN2Gq",
+	"19S2o6nBtgpb5JEpZr7Hoj/43VxHpE1wBc0wD3/69W/Q4pFKcZf9+CFS6JNAUWol2DcP/vp9MMOO2Btr",
+	"monToNfU74JT5sy/OFIAl9TurVoHlpFW56VmPDYc7hl5yiBSuazGwZ1KL2bgU1DTrGrpYtMLWtivOnG+",
+	"uQjr6Lrr77Nz1Wbha3WM8N3lr7336+l4vzaD558d4jiDrbRLyMbjTfnYkDvSfjZP7FjGaUMFUvQXh3kw",
+	"PAsdXeLrUq7YEFvjAf9NW/iQUjou4sF9lQHEaAVW9c5r+R49xDxONc6nczTOhNN9pnxeHwpm9c6AYj13",
+	"Q6zz0OFqqmNYwIIG0w04muqWdbz0XTJryodISXpmFuoOVcZKnQu2P0j5VJT8iMoTse055GEkbDCVaamL",
+	"iTMmGn+HjI0zxqm6kSlox+6ZGc3BKdT2Iz2EMwJ9QYydQAwS0yEip9e3bFCv3vtMKCmywRE7b+h5pCc2",
+	"/IVRESa84sXJt7hK8WJKwy6EgvAn0kQ6jfWPX95cMD0aISOE71W9SklsSJevUkOsV2ADji3aDYCQOwLv",
+	"jbTVHrAfIWAH3okd6HD2UzW344/Rv9wfZxO5It0DEAZaF/zwb998d4BkV1evPOr4NsP1IzFFN7KMS5Hz",
+	"ucgYRUra2GxCtSQSBmMOn0fDb06eB4u6UZD5zLDBrxrfOiDAXLKonajEMkk9FYwbNjin3c2RvOtHwUtR",
+	"sr9XJyffpkv3w6/FIKIpnFF2oMp4mSEAp7lE5i+hsiN2ruKoy7OG1zCWFmcL0jJmLPRI/+LkBwiZ4GIv",
+	"JdRQ0l1lBNtXmr15+ToKmRjyVlTKVEWhge481ZlIzQF7cXLCBhRBeW8yYnRe9FkYy+dB6qxM+8N4kq3z",
+	"/mKw8pl/7FwFEUUzmvIb355syVey/CAibW8xAi4Qpi9t+ofbzU820WfBI9HWqiQ+vPec7LOJ1DVZ0RRs",
+	"8Wu+++7b75ef3SrNAoRs4nl5fpcBbfx63ItnEYh4Wq1FmCmFATJ/sNL3X73+9fX1a+/qN0zahF2cX7/8",
+	"hdlSpje5MHgSucpk5tRi2FMTKNmGCfn3tRMAr3r50V6yYqYJKey/67b2tOcOWYTfaY2jrFEppXeyfcxl",
+	"Bp1XVxZjGbPJ/GD16//82pWS5xuM6YLPc82za61/5SXS4b14/t0mCxBQHDqIXLvF/0K8Ywn8GwXxslZF",
+	"2E47Vrv96qTuI3aOtapYxx/pzjVdpC89rCzrVQ1kOGsR17owbVIT0mcPgpYVPAeleVaTW4DuEvM7YGE4",
+	"KDgxBB10Nqfuhe8nCt8Nxtb49Phlcm4sM2I8Fcr6y9Af4A7I6wvmxUzXqob9+DRyhh9htLgPluxeHEBi",
+	"MbllVuQQb8P1yW06aQVsZyZxBUrlqOR4IsF2beqB3gRegeqfCsHXqHn2GNxj8MamHFkrhzIVhyYr3M79",
+	"bNPufINTAN6kv/zlxcnBJrbfi3YrKXreTJTCHZkvsHNAb1FsQ4QQWLagM8fTS6fykZkYn0iXMsf0Jgiu",
+	"R+7NKZ+zch13xKYkKOfmon50z4jSM6J8OUGdml9liWyIm2YS31PAizWMDNe+LwJHB8SwMlIJY+pkxCVC",
+	"Fs+yMNHAip/PT0NRR4w3xA3XHiRfTwpwbn5xA+6pAfpS2a8qWTDiDYhxJzp/EzwXjx557kIy8HhgqEkh",
+	"8KhRqCcS6NHxq0NHzzLwdMCRwi9FyKNuh8Afpa9Oa+ZPgpmq2spf9AjCO+49Z0tlbUqIzLBBI+03BIIw",
+	"S7EjFyWkaUfMUNG1q/tmhrS7q2jWX2nmYbwEj7gypfGlunrwRtf0qPoo7darKD/8UZeVNPDw+GP8T4yd",
+	"i5Xpia8vOnIS4wd9QlKiT/krILqzEJtAfKV0xVRPhblLrmLM0EBDuhGiMNgHH8L/QPmwzYzGFl3XbxgI",
+	"IoknHERqolN73KWxy/o8uj6Prs+j6/Povuw8utwJjgY4+my61xdPTyf4pHy6BZ1gg9SL13fJfuuFZp97",
+	"0ee/PVEq9YdBZYInyDx4vfvMg3vMatsGtsZpbT249uDaJ7b1iW29iv+JiW2vH2tiG7zluBSjUphJt6/v",
+	"UlucTptb7JQN4L9/E6UBF8RU3wrDtKq5VcF7VpTCCAWtDQ2jClg2KqFLYaBQYG3dTS9xfJf+c3yVqSgw",
+	"dVqJLp+QErMnwcH5ONPNYJO37/GHOLZ+2Mehz/M67qfQKd+ErjSyjPjtMjkWxrqDOJIfhElYPRZDXH3S",
+	"ztlMqkzP4A7jluQsOsS3PK8Ek9aIfARhSmBuMVaX7lwrVuQcOx4jFx/+ObAKTEQpjthrnk6YULac4/MN",
+	"m00EpIsgRV8pbgUHSE5CONRfgRFn9/eIpC/lCliYIQiLI+RjLtURuxS3+gaCDbAqvBTBJ8gqlQvjkCjN",
+	"q0z4K6Vh7uC3s12dF/IaP8QSBN17x7Al7RF7yOJE9Ex5nh6J7NhnjOc5tmgzSHXNhw5uA979v0qU8xrw",
+	"4Mp3RpSAeq0K2vNv/rKBUnueG81yaaz7LtFid724ud6Nd2dixJ2JfTriuRHh3UOtc8HVto18+rabdFCr",
+	"D9pjVw8ftCFavUwRfgY0Xm46cfJNO0r6W45ozW+lmG3AiKXqAVBP5JDMNuTpjW8W7/uWOfAYVXnOBuY2",
+	"fV9w+37g4U4tqCj5/IzCDRB8wBDiPytj4SFXv5wffvPd9wS3CSvyCkYjVFrOCyQDKeZ4SGusC8hD3dLI",
+	"4BJZhNJs6t4xFNQsTWCzaF2yic4zkyB76UwaoqAlBq0WkquEGaeZ4to4+ESgHpdQn6BLaMWGIZVClEYr",
+	"NptoNuUZhkdfUo9qT0Md1hlYmWs1BKOlSGbirpWU3wJ/fGZYLqfSGmhihNT02KefW89M47ANFgf4VEBZ",
+	"5FlWCmNEeKJb8gFxgr0pzIDtc8U01V0M6LnnFhu3xdfZQIECyyjV2A/sjM1kBl9aoNBYXL8DjCj5FcTV",
+	"qwpU+lE6YhAZ/y4biF3nFTngDloyDgL5xkKrO+njWngCgDnNMltymXel/Hgg29tmUo1/yZpsGof5C2oG",
+	"fT9WCidTUqTWg+Z9C/oH6e6RTrvLdBza4mExu9j64fvOuPF92xv5CXAsa60k4jKCfuvQOAI0lSDKwwd9",
+	"7ILlS3cj/NlGLxYh3f1KtJaWSi3q//FH+O/asJvTrEwAJzspdTWegMwoBZ4HB2WltALkAPZVcqem1DlT",
+	"OvN4B23eyEIXbKrB/RZtbwnEWxbV7JoscSQVz8+i5FD3yxtRkOsOdP6gLPpc8hjYUG3HdnOM56Xg2byp",
+	"XTJsPWdqTkhV80GGjpwkgwzaFTBXj76e4LYUBYoyw0cin7f5HtxrI0y9m95/jR9sbyeq60qQSphyFpJq",
+	"rv9RH4Nq7eztFmcH5z3ZK6o2FZZ2t61FaFUW2izJUs+EGnQiXbbJUQ8Fvs0tnB53bIJoOgsa00gKJ7Sc",
+	"TksOBLjgiP0uZvHbY120zpYWd9dFoUFu83Ajtd1QkEqVeWVw4dYfEjYUKa8MbucFBFo+y+/gafd0lu9f",
+	"s2oOb41mRZ/JaoLC9R9wp+rTOkjyH/YhvJV93tXDalO4zx+RNnWMVviqBpVguVMmEzo7wYaPsBUM28gQ",
+	"QJCK7Ht35NodDmQcgHrCLbCOAm5p4Bl1mtlIjqsSeD7RXPBAXmqLhiv0qVsciQNRP5rYqarL4Fcl4E3a",
+	"0BUGmzp1EAM8UG9SP2dQeyrAH/vJZusl3P+4VSwc43p7EB1GZLrG4NZXXHweaFxN9AwWNawwjw9X7emD",
+	"A/LQeAKhpBXxVFHkPCW1KZpQraUxDo4PZ7NhzyMnzr3GJrNk2bNC0FI7VZIG2HhXSptHE11VOs/or0hn",
+	"ONMl2mDYdZNp1WIpkiMxF7yhvpFp5SaZ1WAlPJL5iUTDX9YCWxCpBTtgpR83dtzNleSm6tYmfKwo/PYG",
+	"XaJ14/UeWu7D2sPA7wPpI04yronrLohRlLImcVvE2VQjWRqbMFOlE6jBjR0kCYGkhwc8T1FEIZ2I9MaQ",
+	"s9rJZ2hnURRCZYda5XM44PRGcIWjr5t2oFMl0A+VBT+T263nF2+O2Dsj2FCMdClql4xOgS0gOw+5bZDv",
+	"Rn4iI5z6ojHONuTpTXjoRDq1yzeAc2ejHlMpbzvitVe0cOewyA8Vs/UjhQlL41BUWWbnhUAqBfGBT4u8",
+	"1pZw2xwFhzLPc7h6o7guPBxU/M+K6jYGTl9PQu/0VE8FBZvxH5uFm/HaxqCEqqZwwiroR7qX7I24zKvS",
+	"XYW8EO7M3W2ooNf6TeZ3HwzdyqnoGh1et9ea7eNslUN3865bdLo9iwwLm4SkV0BDH6NeEaPuMlPuSQLA",
+	"Eylg3Qb/kQa0Rgig7hUhd6Glso0wtNIzk9QaRMqtGDvQxOI3Z/BZdBma2tgsdU79nCi1hLQ3WE0nK7z/",
+	"f3rEgNGushOhLAURyOXXYLRLueW5HjuL1nvnYGeiGIJArjt2hlpuWggtY6QMXtOK5BfROm3x0NWv6Tpz",
+	"53m+9BHM0Vd1XJam/3lnxS1I++GAvbnRsYBeZGHjLw0wWcgwG1Yyt0wqNJGcZTnlag7heANbMRSBQ2KT",
+	"NMxMncSjUH2JYsXtXQe/WUdrRBj9Nn0SOhertiks39ezNUta7/uAbVy6DfOMcPcBTi7tPNhAmPjx8+tr",
+	"tgr/vTttVbrPp0VYyEiHYd492ecc4Dp4DH081vKNjXTiYdG52FJOyhW/hcdvlI0S/b7ugEo+lCjnxK3W",
+	"jhlgNBQhtDNpAcDV3uVHHzLpIyAb5JPAZ71XyFrlaoArjj+6/6xJIcHC6gBtcPSVxnQ1AJ8j9qMToYdS",
+	"RQok/mSszHM21BWolMzL1bY0uh9qNdQ/3chcKJvPWa6NMKyU44k1Z1BSwuxEG0FC2vpW7fhSsnM6CsRx",
+	"ke9m/F/CKu09aF1x4+CTm6X3+d3LCcSdsc0T2JHa0XD9bySQ6BBCCsQUCkatyOe+girUZYV2QiTD8Jx4",
+	"2wooXowOfjs8WMzt3bn38C8d6joPw98GaVatB5kbUA5QV2jqCMN54AMFobo1Pacr4+PzAeDhVBYx21xt",
+	"eVwqi0/xwFH1GR5fYYbHjvUba4pD8CZsoNq483J5fXURtW1FsAU1BFDMHbQFYjqvrri7hRpLJZ4ZfAz5",
+	"4HziLFyV67FUwYGmmFbOmopeCFdlGvNYmfhAzobQqpWA7QX6ImBKn1Ug4AlzTHFe2cnLunjxzhW1C/1o",
+	"RTyroci1GjsdrcvfDndfwc2b0xRA4KLJU1Bw6zbh3une//z3+eF/8cN/nRz+8I/6x6P3h//4eJI8/+bf",
+	"/vz/NqGPeFd/+9HCrLqm4rYL/PjJZAvxJP7n9O9/N8f/+Pg8+f5F65AfWh2NPvOyUtqT39yXWqoWsem+",
+	"QNSaItJQV/hVW/DR1NiHxx8R0DyLEdAwnqaisBDZfIUFx4CDWG683H084K1n3TRmRjUDlGlX182FMHKa",
+	"V8ZC5d3c5wY3S43PmKirjCHmsFBq7FRNqF+4B0fvEp6adYAKMct4ZX1sOF4ejLLGv9ko1LoIrp8bBY6H",
+	"WUeCw2fDUYZ/bjTECDQ3H912+RUWP+Eqx3r7uZhyS8yyI5m7797HXVd46xfX8D4BbjO//adpgLr0iW1Q",
+	"VjRDva42eUGJo9y7Ti0Rk26a8IiJi1BCfK9I6M1tNOE/XXcEg7VNc9yadbz0sjW2cvNDha+Y1CuJOVA8",
+	"n7brd7ske19ayPUKF/f74MztPPzKIW4eJtkXjj4+R38NGjtS7Vaax8dWmBWNyH6spN9TBFANlnOGNNBU",
+	"qsDSXGLvnxx6gEQFEuHUzXSVZ8wIVVd7juWtUGwq7ETjqXx3+QZ8iJc/vWTffP/83+CX7h//9v3z71km",
+	"RtLpazbgqk9cxGHQkMQHntp87huRtEKvs7YRXxs12u56fIov0k55WUpBCSucTbiZRJQ28Ymr3QLSxukz",
+	"PJjwM1orPhUld7uhyPlclLAm5hN9AonPn4H6V2mCj5Y4BtxHbqF1FG366pZQvP1la1A8XgoNswiyFL6j",
+	"9/9CccqE57lwYg0iTZDL/iA4DjNdHceBv4bKECAGCUI8PlLOrIb8lJ558Ckj/zXu0YcCe4j+rEmdSrUy",
+	"Og+RopoxzJnKlUmi0C56Mq2cCnNWA3vGLW9TON1+vxFzuAasItK2vdnHSApk0jggJC3N6KXKt5GEsn7G",
+	"01RXRP2pKwuZjnUxzBF7RSnoOJMVLF/+QuLacQPBybrfkDOrTlsMDlfqEVITGrSxFrT6Bt7Bd3iozPMQ",
+	"AzTNxY8XHsp5nOVBadLig61N+o2sefrU9+BqaOxEMHvct8Hh4M+b+Rfw2tZkc+yXtZfsZRKYhTJINocP",
+	"v1G2eU13lsWbbg3bGe27x8N25vblJmnlNLnekdHpyKjohN8HrONqb5p2GOO3LxpsmLrcslxwaMqJweEW",
+	"1jJSbw3P3V4GLZd0lMajYog34KJYCuJDPmGtf9b8ZShG7jOXUWl4DBRHB2oeLyQgo7HQM1GOqjykNsqS",
+	"6RnE3wIQtmY0JiQqnHgZupWJj3lyl3xHd8S2ysHlXrBGmfZzdbOSoFPXRktT+tayngRilArpnrJbvRrW",
+	"bsWc+lTILy4VssLjcn8wulY9Pv5YAf/pylTIKz2yh1nIh3R3nK6ktqqCItmmJSZBEcZMbM1yrcaidBp2",
+	"KEiQUPMZlXVHxL6YfYV10iFvC9QL736BgkpUc5ipClEynk2lksaiYt3KoxMnNhQ5t8jgm8/43JCgMHoq",
+	"sBxdw9D9Q6GooivVgDDwbtovsdI+eKw7AE2fermV1MutnfgNWLUWTE8SeT6dOISBNqDFeum5tHwGnvHm",
+	"LT21JD4+f/CfGfTquXvqU45HmaqtsyqtczSBudZbK0HLccoKE6ORSO1CWqixgmcwBUsS/APFmFYrbb7o",
+	"wWw7HfPzQWFb3FsbaFSPnHdrpeJECZmozvXOxS8gv/IBlaZjb0l0R5KuhDVEZBOMSSTiJsZ6taCalMII",
+	"a5HPExPGCTBrl6MPjCiBPYTH8pZAqipLaJmkxBE7z/MWkI0y42M9CkB3NtECi6gF8gzpPGuE4HM9BsKL",
+	"yga9q4XJyghw+V34tXlkMIci0I9ug9zz2AmQMA1/5nk+T5bWfLf0ghuob3X8kZtGAUMkiMPWgIZPTU7U",
+	"HhufJDbCGWw6sII691BQ6bfZMe6wbsT8VY+9lQlIA9Xts4nbnEOn26Wl4MZHPnzbOFHodOLD1lMgtceq",
+	"eH+BNKaq2VCkDd2XWim9kLjH5zbV3emmfM4m/FawoRCKGatzQd3YgzmLRmzEUYh6MJ/G6SntDMsO+K5E",
+	"YHh4fBYjDQ5Huxp5WlGlhRje+9caH7JnZF7FyJznDXG+o2NtS8Gnxo16ylW2Lq5Ktl9pyZ2qC+bvdGN2",
+	"okiJ3Dxj9NwmW88pZi779BM46MBPtn8hFLilK2VlTm9xDwBjFsKsJZvAW6T1rUHjnLhnhvGxUDbBBJpX",
+	"/q4sYZeVUlKNfVcL4E9mV1WaCpG5v//EZe7+ey2nIntbWWeUvuQqFbnIDqjph86En6cbwFCkYFsvVYuE",
+	"zEj3mfEjjuDxqLpd6DyHTJ86xREX7BktRML4CBqE4CJ3MH/Byrz0H+zB2jVNKDEHx++3QVe0kK68l7Rt",
+	"WBzwHlD6uy4638tBnWq8dCUUxouLqlh39rjf+Z5yEr7hqsCt+LRxXMGtf676EPE2vP/s+a0Kn3imm8Rt",
+	"CRnqDddHcDsjuLRWuRyJdJ7mAcUaUV2E6jax8l2HWME7Wri/SJpgDmC3MDk3NyhLtMqlEguFIPvkZNQK",
+	"y8izgxBuoAc7pU6J1HpPIlN6dsqKUlud6jxhpZhqK3zvgIQN55YigKMSCjkMyAr6R1bqogAlEnNj6heB",
+	"fWVyPUvCL4G6EbtrSwu/MaxSkFwJIlGqVIB6ecTOF0sJ4+xH0pao0RNnI1CWUg14Erh1pGKDSpVObAIv",
+	"dewDdZLFO2dnE6yj92mCXVLjgj7MJjU8O8CVdkDzH9kXDkXY0onyRbGFF+N27gZ099ctvLa5zbpeD3/s",
+	"Xu/vXzwEjOP+6kLx6/oE96i9joluCela1N4tw7g3RzYyCuCW5QpKtKtLgX6UBEDdG4WtRZO3E23sMS8K",
+	"GsZpZKcPBbKyvkWxAdofmPL4FOTLNdhsPqTIkwwsxRidsVKrA3jT29EIHgNPiGyOscNoPuPzI/bGBmvF",
+	"IotwemPYfqozkToxY3ReuQeSLGElKPEGSW/dP8iC8KIpXiwSHk4C4EW6lGOp2H5R5XnCispMEjaSuX+G",
+	"njk7xqvcdQdqORVmFeZ/suvhXi2FhxAkEYgzmW0dx4P1vjV7gD7lBvZAZFjSqO7XMNu+KKG53sEiqGfa",
+	"y5Z1FoGpQWGbAmSqb8ShdTOAGq1u7/Av3CzUoyKKA8RrD9KDBkIMoPkohqgPvKDEchmqi9JVmYqEzbi0",
+	"wYQATxS7EXNEbAejU8FNVQqqZUIhcspuZSY0WwP1vMpkuIhEhDJO2FHJiy5votiMA2svyHEg8DDiqBfG",
+	"MqGy0P514C7Xlb1Cu2DA9imxmj0/SRi3bKqNZd+eHJyRo8lNAivVyVE3Fk5YwcJ4mqWhE1DCVkUCAugg",
+	"jK0U3GgFHXBD9TeV0b67/BWiipADUefMYjVcEuKHUaHEsivcmuLKbYdrd9q2EwJsvGNNBBD3hq/D2n1p",
+	"VTTOLn/7Hz5rDTbGSFcqO2P6hhlQG4jsgUdbGXZu1hNSfelBQXfXBlN0OClT8U7xWy6hl9Bi46EAzwuQ",
+	"eS9SYUW0YVEuHA+5TScrmgpVyrCqcKf1mxMGd8OhMIk7FiWDElQHlglxozSrZY1U41zUDYgxE1VlohAq",
+	"gyA/Zk9AXoYBg4PQwZ1AB6ymdty4f8LVMOZGvW0ezCEsiQz4qcus5pci5FsDkT/CiuwAJ+FFG4GleQRo",
+	"SaPtgsy3KpSjOuPSKwBS4SfoCQQeUTZDhD7GqRM8jyHIbB2DLC/tYVHqD/Nu4KkrkhoxQCLFwVbUDaXV",
+	"2e4LYMqksnrJrZEwXVkjMwE0wt6o38ccMlgU+EkrcahHI1YKp6uhj9mps2bBZezuC+wqbk6U2u7GA9FP",
+	"6FDm9ECpxhh/HPL0Ro9GCQVdsX2AseALP2LnQHXFsTtaPj9lhc4bkdlg7eLt6JI5Yues4BDc5DZiy2M8",
+	"TLElR/+Mebd7Ix5aWu/ubqFscX8mnyN8wi2RtSy8ZjOlEpuSiBLUy6Ia5tJMqJJgd7AZjZqCa53JcEtb",
+	"mwKs1m+mXqXsVcoNVUpMDkEcRCBaYpraPrLr4nOAHXtENuYAB8IjViQ51uDxGeW41G5l73P2tVDeze+s",
+	"60ya4O0/YlcOiSFfmMbgyeSpqgrZuJjBTBbTBpG62AVCNt6yBiBpJhrW+CnhoS56OOzh8BPgUBcPhYZz",
+	"Y8UUmvhmOu2O4V2KTJYiJXE/LPXMiNL7KKG2ykGdxRikdMtEBZiZTqupUBZN6oKPyY1JOR3NP0MEiCt0",
+	"wzbYWc6WS0CbtVZkrVsxRnAzQVvUBKaQ4svTFeriz8KeF/KVW4cFiPn25JvuNfHLsGbae8ke0hzBE3/V",
+	"iE/LjwVXAeakeGfA8tMSNlj4hO7zHVZycLSSiHkxQvPnVxDRWPWd3K5qrG580GBh63MWkRid7tHuPCQD",
+	"Z2/5MD7vOIzw1JZoCH5GZ2+NS4e5h5abm02i6oUopc5kyup7GdxL0WxgTfPRxqLUqdtZMdtROhFu0MHH",
+	"T71KaffJklrUVgpC3RORF2CtITkRy7UuagFYiMxdCUFo7Tk2KAmpPf78Yxj1NUx4i9K9+apVCShLS+nT",
+	"bqBA4KvKMYk20eKqrDgsn3sO6HwdhwF1Cqa6vbu+dZLW6dcTPVNOiIK3gOTIRE8xGHwaOGOnYjoUpZnI",
+	"AvsgCp7bScKgwDiA75RLBZE99G4C7R6Vfc146TY68SnSbSideN04FKgvqV8oBMN8YbLPd2GluJWGEteW",
+	"RNJLHP8VLcQ2+7Q339TFT0jr6Vf7qzgNP1NJ1eLkt3gCMm75YSncZ3WfMs0FV1VxXLjNImYrDoTbVEQ2",
+	"Hzrg/v/svWtzGze2NvpXUK5zytKu1sWXzN6RauqUYju2zzixjuUkH2ZyTLAbJDFqAr0BtGiOy//9Lay1",
+	"gEaT3bwkoizH/DDlidjduC+s6/PoEV57VCcPyHVZQ/wplIvpS7FJVulS5nOCLzUCOMjiHVEWGIh2Zs44",
+	"lOGLIosAdUUA5OBqDgCdx+wtAdsBIIA/pVAjARVZ4cLgjEbJQMgsH4dLfPU5d/xd6OYzfGVdturPEI4P",
+	"yM8U8+G50zHkQjN7zih+boPCgOX/K2oHtPlziUE/GiGOnPjoKLze9DPWgFDn+jqB7/X14rtHj+82Oadr",
+	"gWjtesUKrXwc6D49p0sQ0SyiWcAdT45rHg/CnxVJuVYjOd5WMplaHWmVizURWgAuS495C74jJOBYUaIx",
+	"SSJMCgvY8xD6KMvkz5j0owCD3hCycpamwM+4BFEUP036boEqbcosZNnYH3mj6/Gk5+om+UfBXLzCg+DE",
+	"W9z/xxxLH3M9JXAM3hXKrVWPJNuFD66rqXe1WodG3Myz07huC7lAfVigd+e06x3Z5njEC/fOPgB8f8rZ",
+	"a+SX6BZ2uGC3J/L6XWS+/SG34gh33RHs9g2sc8eHpZddUhXio/8/zsjxGLz5qmBexLaNy4eWlTrnJcmb",
+	"0GxqsOe6rKcK8Iln0eoAeAoV8kYyevT58zdgtPMScJUaYRW/iz4zYL+AyqT/iFBJHw19wnKH7mG3nWaF",
+	"5GOlrWBTSS43Vhk9LMXUdpoxz6nBK5i+C5i9daxriB2LSPzP32Cm9JRScajCH77G9PDfInfrMGiLcjv8",
+	"2SU97Sf+UU7rKVO1txt9L3y38gk3PPdjiJmNoHxjp85DKCb2Hk1EZ2qVI3xjT547//i8KJ9NuLHd3X56",
+	"enqaPRhpM+UORumePH6Q+fd8Jx+cPTo9hSemUuEfTuMYYdEBKGnXWuDikvdI47gdaUHhdO11wD4AOUzR",
+	"Jee7FxYL87dLsxT9zGsdMlyxV+9/eoPp9+AeNEIVQF0NpQfBG7/k6gc1D6TdAPf23+d8Wg5Q4+Cz5s3g",
+	"t2XSWVGOjtkP2k3gbEHMJHHAAABHfDyBAEaqSs2EGmmTi5RTliAhxTygQDb0VoWoSj0XBbsRBtw2XsJK",
+	"2xpKSHwBUo8ph/zu4ZwNFl3JZ2zBkzw481MXox1duHJs0PTzQyGUFMUg2yIAYicS/LTRuDQCa1UPBn6t",
+	"dSUUr+QxTPthtzDXuf1FrpPfF6gj4yqes8HE+XVstkFPYAOX2ySOvXTZ+8QlycFOSfnAt/wgixjo9J++",
+	"oS7M8+1kInylJRM7lE0+Y28rofyyLu3f4y5mzgdOfHQn0NE134ZT1h1vWor2dIrejjUgjb513LC2Ij2S",
+	"e/nck7M40bP7H2mSaqTXSvHK6KLOXQaMLEXGJjowz5ALXUJH3TzCZeuCxD1ayDbNZs6Y02OsSADZI51l",
+	"dQXlLv6bQiHEZ4hRIeNx4jissZ4eVFI1kmZKmupQKm4ozQb+QL3wwturWry8hhp43SnMrmA+Xvvp2GVm",
+	"SdNKx0H8gVuZM78k/nhB9vlQ1+4bizm9FI4N183EDnWbiIBxAjhBmwRfYafh06mJRukNhNdDegIFj4Rx",
+	"cgROpZ6K3J91IS6wAzvckLGVVXFQHNm3E/BMlvMW9lncTxvvuJNPvgevi88nQhldllNa5m5/6mtra0hP",
+	"1EocgRjNff+Jcs0LwoG9yXE8DD84oH+bnHQU6Xi2XhchlFkgOzAFUgGYGVntkC/DAiTzGFm8tLm2sZrG",
+	"P4zS/GMljbBJOeJ3bCpV7YQ9PGYXXsGT/oMw5bLYhlkibt0XzSStC/9QK6Dsm5ClTmOPOmXF3aRRKXFG",
+	"NiY2f9KjSe6K/qJjFtY5c8m/JEfC7xY41ruXL8kiregXFsY+u2CVbDzMMb9Sg69+T3TxVyC6aGQsa4Qc",
+	"7IFbFbn9rtxG6Ebhsu6qb7CxmlfasIUJXt8CgUyaKAyFh8BGVHt1YIUC8Ca0+Lbp4yaATE3/MAEmomp4",
+	"WddnPEdJt7FkW/aNelGaNJ4WeXciE8mp7DHXv1vp1vyu5dN8dMc+ze6lWaVCNXOyt5dXaF5dJ2wHKli2",
+	"KjTNu3rBDhAkCCs6QA+qAOoBilgAzsAL6IxEGv2QpXo+M0KJGS8P08TuoHctFJf4/2HWZEIGeTTiubdg",
+	"iXNHjzopZxq1YHmHPti1JrLc5BplJPb9boPFPdOzrpN+pUJWzr6y45uLQHdKhjtSV2KAdU3M+VlCCA75",
+	"GP6MiCKE1OJn0lCGVoICMuSj8GYb1HnEsiYMtEL4GoPZEHYOtLbSWXYt5kdA9eJ/WQ43Y+ZgEeHNvIiU",
+	"RS1sCDRzA3S5BJHJKiNG8uNiv5qaNj2L0Rkc6TyQjmNuFKHPQIaAKFhddXr9fgrT0ROKXgNn9gz9n6+L",
+	"DjyzELcmhDcY2kgbmkkaPQ1zTcz6Cj5hbz1unXYtpiFXkNC0Se/wdYBz6+zZo3WB6TUaXO+UpqT3FbdW",
+	"FOcYmIC5QOcEgWnTo0CGDDipa6b6Ej7XPR40+++UoLa9PzGrt++WalIwMAcLV/Qvd019qQsAVoDycRIp",
+	"6oVMEGU7dEoviP8TEqdHQZwehT6ERMx+fyEyz9kspjiCJdqkOM6MdOSISeSx/0/IqlwQDiIRHcR5u7AR",
+	"0ZmYMKRxVngJWKtAS16Yub9epcUD3EOCbgD9QzT56tA7zEsfa4CTgB4ldx8sWYTjwX6ith0G0UkDiRcS",
+	"lTJabCd+NJR9hCvJOlmWcB116OKUhoiLdUlr9a7ZLjuB7OlsLXZlpTq+tLZOL+b835d8zzXD3D7rs6kB",
+	"oO259zR+1Z5GyFKuq37N8y4SRpUm8x+Ij8SUy/LECetW0cUBQ4oiLL+psBaTp5p8dGy1NqJgVz+9vwx5",
+	"TEEZ1jFUDtTgFCRPvHKtTrGZl18ICIhqO4Xsn55+jzIR4kCD1ksflHYfmm4MUP2CzkgUtkkfveT47vRJ",
+	"A56cdhqlLzB05Fz5N0GF5/kEkC0AI18GBCU8rphzYIUq2BQQ1jRy6LWqpbFc56Fl+URLAPZCtjzLBl1r",
+	"N8DMKQtYnUfglhTFGSF10BpYRKGG6BUWVsUMDXgb/pRQSLGDp4+/ZwP/xQ/0xQHltL0TzsyPLkZOmAEb",
+	"irkmO6sj0crvh/fCuhd+rLtC5oAZgRY2wMM0IpeV9HcguqoiIR6zdUzBvUO0jsXOrxL9rTM186oAgFc1",
+	"ykuyN/fy/1uF4hBQ0w57JRV7TNAZ3Pm1QdmX63w9mJJPdc9JyGe0kF7b5Hjq2ollSICm+DJB1w+em+TD",
+	"obCT44ey8L34d7WAnJm8C5OAHCTSJDm2WfKKBGRgnMVjFlY3tIKGyOBE0t9PBmDXi49gueM9o5FtqVYA",
+	"jPTakRcdiicRXU0UzbwEnVZOq1IkCCReqxfdHiNI4KzkH/MXvVXl/JLqI3bL05d2c7XboJmMr8hr8GWd",
+	"AK41bWMu1TJKAu7ZHXoEKm6km28jIQjoAMnmgho1gtgVkAbJUrp5FvIoyb6llJ/gPw5WL9z85FoOJY+Y",
+	"fZ6nTVbCHMWKSCTwm3A7YfmES4VYvPFnXpaxi8AEQt8/Zr+BFjoR+fXzWLAU3Ms1ZYdf/X9vpBNscPnu",
+	"4uVPF+x/a5lff4B3Bg3BJ34e5EIh0LgnxwcZ+FaWQrlyzgp5I8xYFP5FLyFB9879BlG2tmkR1ZQQI+ad",
+	"4uISVun2vcsXNPh07E0RF4x7cdjneCkYwYl0E5mgYtEILB660G2pZ/0kEMk6/EmXdFrb5bcKdtSvDQAp",
+	"S4Dxhx0xWFfWha/cUn++HQdzsj9XXxMobvau5V26lr14pHkeCjcTQi2C1OzwPvFyQSphV8C/BVkbHw27",
+	"Py1dbemOMdMpZvoXNcX7WaviDyVWJcxIm6llHL3QRwChQ1hDRlYrq/LBbSwdq4y+EXR4G4mNdp7F76Lb",
+	"XmmHRzn6dkPNgbSMl+APSSDbpWWPT09RDqBcDaUK1Hl/sm3wdmQLzM/kfB7qYp41nhBFKbbonubFfEVt",
+	"wru4QGsywC5xFv/QJP4Jqd8jvbLlqhLwDPjbvxTcAm9+m92RUm2w4mFFf17Ac9vJ/N936pKmFVotSsOi",
+	"w4Kf9++lYq+FL5v2X2Kh4ulE9nJ/hv2fk7Md5CGe8oxoO4nc2T9/3JFO0halvEFRhz2wS1GvS7Eu1xV3",
+	"ZVqEhWNH4+Ba6RlkbmAdFwLChy0cMk7jbdB+jAJo5ZxhUdwxe+f7E+pjS4DHPMIKAyPooUDgJ6Ef4eO0",
+	"CI2Ux5dDBE98rEpvnLHZZJ6slh8LKbqhy8PaMVmUvhk20mWpZ0A82cmUh8JYl8LuvlLMN7OSIjMtkvuG",
+	"4Qn752GXx6hWTk7FCYFgOLkSOhdLKV+C1Yb8M1Mx1WaepUqKCghDGDuxvQWVx+wK3a1ebRyNkqJIW2nH",
+	"xtro2gHxpaF22NjomZtkrOTjMaaRxr1JhPf+CeB8ALWBT7zeUOpxp07yDkfxPBn7Lm/W5dY6TgQ9xZIF",
+	"+fbOxEvhwhbrnYg7OBSg/2+CWwt2AoTP/G42XI3BQY3RoxCVCXIae9dhcIQrJhocXoXPXc3Lco6GuVrA",
+	"H1woI/bHjY2kETMOdXFYbwTotqHRSPGEDLtD2QVO6EdG+/ASpmD3p8K3s/KS8BPr5+BbviDIXRf2DIaC",
+	"dSXUHZwFV/vNt8FhmE2kE8Tn/kaq+iPWB+D7rDH6WjhQlI+EZneup1OhClEwyMW1RDXvgMEiHBKYBsQv",
+	"waorrsDZiuRCY9jqaCKmdVrH7C3pYLGPkBkFMRgM5XOI3/jrwwlFfluugnGXlHz5wWIHsTY/UkH78T60",
+	"TM9Uht8jAYA96LqIXmnr3uMEr7GLf2oqLmYTbUU6oQGvdxn3ExTPFIWfgDFCfI2C/Q9t+DKa9oYsB6pu",
+	"E0UzhNupvdqlIdvMaeAP7hQs6eYkAuNvCAW4+2jemjjJHlR1b3pQk42ZHkc6UbRxk+NGWqTjZiwcdDxm",
+	"3UOMhQIZKEIoPDAFoG//sRth5Gje8oWlTOetwiVZpDn5lIWDCZxgVi0W9Ep/0PwcQPoI7CH2G0J5pgNo",
+	"JFSg/hqLFFOkK4+TolGFYAP4yIe6CfgPlkXJhf98S5jsItOmaQDaW5NpQwumYmV0s8I4G/ctKXNheIj9",
+	"1Bt5xmXsysJplv6cabPoMMU9MeHEsikVhvWJChkuUi4R/XCBoUeHbXgw+FkXgth9Lqj1AXLfjZW0UOIy",
+	"nMP+HNDr7+eVGBzus4K+5qxQ2JYt0Y1H6hbENpRW96f0tJXBk6rkagXnWBpER0FPRz9GFYLeB2MJulQT",
+	"ekHo92sxb3npMFueDl5qN0Xh4iXpDS8lZs8geXejFeKtdx4ry5JKc8yzRx/FyGEq5EgSfM8x+4dXFQOP",
+	"ZUvX7WLyOe1AfS+5ukPx7JvbXDpHQVwIC3YrLsiXEr6+8729Jo2l5GoPcXyPJFPAdE9lEx283Qsn5DU5",
+	"akHTbVFoisGCRhQsJSBOoOiGBkvexuRzCFw8i2k+l0GdvlAFek7f8zFULMXGosadRR0QY6thttHwxayl",
+	"yvi+OYjaFISbWhyzl7wKll9TwVQSJ1dnbelIfvRPIWEFT9jEbJNe2B3ChQl+ns7vbaQQducFhRhieKk1",
+	"RYChH7dkxyzBAzE2ngJXrAjFdq/YrVesSiemDarIeUKgA7RxGEGKoMqoNk41JInKfuCTKf+IWeO2D4pk",
+	"PcTyF0Qj6dtbq4ObbcTPffLnNsmf7bnzHyqFEyotPyHJsEPv4qbMcMNalu5IKuCwckJBiBlezlL1r6mf",
+	"r/2jCl3n2gQuFlFkUcvBVKUOZrhfolMdPOfodLDXzB+0IDZzDjzjIe28DQHSF2/dOStc08xKRrgwl7gG",
+	"OI3flie9cwpuYZvjVK7c7Cef/D8/86n47M2pNRQzXt+owr0eOg27EaEMm61t2cxf9NE+KjTeHFXgqLL+",
+	"TmmUfPgIfdzGjxyzC/wFtAZIIYOkkVBbQX5j7ti0xvMSyOkwa2Epu4Hq4SA7O3ku63R2BW1FBqMNM6Nn",
+	"Mo9Mc5D9gJB/HSQ0zQHYiEQruhTtNeOWcl9Bf2qf2R5UxbCQK3EVK+78hnxw9uD//yc/+s/p0fe/079H",
+	"v386zf725PP/9eDO4BZbU7TCMvwtiFQd94+G1cjunbcuGc92RDmwd83XwtK1R0K6fS6euPhezDYXwa3d",
+	"A+KjyGvXaatSCcpGZKCLtSytyp1QyyJdUwBmEx2no+ylFUBnzyC6YSM1TufXG4dd+AWUrYkui4wNRc5r",
+	"C3iYYhbKh/0zUz6PlmpaRccVkC6aUKhX8vzarkga/pUma+dSJDTUIT9+DfOcwHl/k2k5XbQhOzQQZmI4",
+	"0franuTc8VJvkoBgHVcFN1j25CwbG11XeK+P+FSWc/LSgEqCf3lo2YBwov5rwGayLHJuCjxq8BWGziVy",
+	"N3tdJHBfwVfgGUBvKbnyH8OmB8yFkn8rwH6wSAmD37fnIUschgheHP9QwQb492Ma/fG/6tPTJ/krrUHf",
+	"gP/qCv+9FO43fOOFb/8ZTdkuSzRrN/RXTlezPbcwzict5zdxbPyowyZsb84wDckBwp2zgwNUiFLeCCOF",
+	"Pfkki88nRjhko+42P36CAhTOfsRcMXp7HgPql0IVkGcJ+TFe9FN5hh6xugrxezoP5GZiXheeVs5SGk77",
+	"2xJz4vwrIQYDVG3+33wib0TRoOM5I0XBDrzRMAhdAzwPGBVEx/1JG9h6GAf1IXxmwLTXbmfSig6sCoC1",
+	"oP38nD69lt8NIDRGUjTwO/Rmj+kgNwdjf3q3aTMLJzrOQJ8Hjn7PmNKzsCmO/1qa8RdTUv1OhETQUfsQ",
+	"3oK4WIveEOWG9hvi4xYyA2Mbi3KDzgV+jaTfgR9bJQyc+WzVyT9clDvH7CJC/DxtUivwu1TuQnkU1KS/",
+	"ulfKi4Z9F5z0NpVL0tKAVssLODwf4RZcJzKaq1AW7AAVhtfF4HBxopT7WoXIR5iZ1SZ5MsVx3cPNAqAE",
+	"e1Fyi6IET+Zo+WTCpk9O5p0KGCQZWAH/ALSwsbsoJQ6wpCoLWfVZIir8SU821nAe2IvALBZlaVspI4W0",
+	"FWAAk7+RHJqYJeg3IuJgSdf6ORQ1k99Tq3J+uEojv8JR3t3NTQ320iGNjRhzJ76hpNeL9pj9xl/YVe2d",
+	"cxdaeaqgbhIIa3c4A0dKIO5YrPQ2ouA5QMBJxyyfN9ueMytyI+CmtMKFLCpwI0EgDJM2ioz88Eg06t84",
+	"ZhdBGacpM4KVYuS8/AhYqAQTEZ+k2EN3bCxs19ZErOPjLK1mlHeV9mYNbkXo0P2ptl48s8kkrKyGwcHu",
+	"Q9y9Ub72Obm1k9xHuoHsEQALnDZ8BjerUEWlpXINgISeKfbqp4tndKiy4GTKdSUyCG8hEllBpq7Fow0R",
+	"aGlZreT/1oLxqaYQ9ArNGd+MXZDgfuVDq8vaCTZxrrLsl3dv2IH/v1ShDCZ9WerZK+eqw4iM1kBF2ozB",
+	"CfM29sjw8RSSnEMjXvJYXd4gUyUrta689p6xUqrrI6R51oblpa6Lo6lwHBjxCftS2OVcygGJyw+YrQiK",
+	"O/TP2/Ikc+DKLqZSSesQcRmesKwy8sZLe3zXsoPwtQv/+yX++h5/HBweszdizPM5s4pfiw85t+idI++d",
+	"rfMJ43bJQafVB+uM4NMPJDkR1s1yL5o6nn+rruDxZ/Q0rlIjlIXKzRySyTkSsSDYB5UoNXxEXbQpHbJk",
+	"R5mmK6TXmrRTv2HPk/HGWsmJQPyOuwsgrhjEqt5Dyn8OE045XHTxTnRZIJuERDg/6ZqrmI2kKAu7z7//",
+	"S/C/tWT93dpMqbYEvhnwytSdocSq5DllvuP2Q/Q82MUNMD7iSkCRcNjZkPR+oZiYVg5kPR9auKfw3Daw",
+	"lCGPH384J39wYFLBws1Gh4yBM+iBv3KO2TNKz6cCKar+Eh9d8Bn7l2KKrmr8q75/LSUwgWAmWUx+4m5f",
+	"cIfR9ktV9IrR7RJd05dfFw92ldbxx+WwX6ZmTwRV4t4L4BpWqPgqCgD2mRu3KnzxcN4z4XtC4qTfNU6m",
+	"pw1yd6QNG2tNtrnTFZCyCQlKMw4hA80hekNVwX7j0kk1Rmde6uESuZ4K9oyrXJQEIqy0m/j3IHMczHzl",
+	"QrbWNEv923M2kdZpA5UF16JyWVRbKOXVf92ykRECvoDSPQiKhQpUHOfOhOf9kUGtS2fvpr4dDx3O6X07",
+	"3YlLcGMPHUWzIcIF0S2i2EVLf4FoV5rooiZtB+C/M3TGvXr//jJQ8WLZEexVURA2G80f2pAVCnp/fEU5",
+	"glAYWI1IgB7Mq1433PPU+/nnzmu29o1LWIvNngOKtuXyGsgjSAN1hNtGXu0e0jcAhMg2lA0LkfCAJvEF",
+	"gvB9LsG3fpPxcerRlsLuoW1vSSo9X7wnk3N95zEClEir6XdeKysAkSryxAS/k39vEKLvlNM20LTbjuip",
+	"I3jqkDxm6INq22sZG84rjlwIEoEWG/clEqpgcD4mjuITSXxlzmRBbs34FwdhfMNvRBlBektWcTdhBxie",
+	"zFhecjnNmJVjxV1tGndpFnylh+cBIEHGHADKQ1rUeI7ZBSsQKKExHr3l6Gegy8P2XnQGLL4Sw3ANL85F",
+	"woIT6GUQJCVSbLh4hZ0z2xoD4VtAnX+G1SHif2te4vT7JZTFF7UrN+TVwY064zZAQJ23dWUJEWD/pxmf",
+	"723Pb8r2TDl1cJ84fZs3weZK6hr6NW+2cZtKPuhzlGUJsDdIPUTn4HbhTIdTD2DBBy0f/eHZmtuFDgzC",
+	"DCIJQfT2rRKrD+6DJIxOft/3EH3hy+JxL9D2Au0vJ9CiVMBahEQG7FTEOV5en1gBz9t+2fbCOo4gFRDJ",
+	"Bh6tXE8ZvRny0QtxI3Px0EJhoma6dlWNaS1KlMfsR23YYDx8/D+P/ufRIIzYAeOAjeB0+A3G2Q9G8yLn",
+	"i0xqkDXDJcSUSQm9ErlWhR1kAYKRPTo9jEWSsVOvf/719fsX6Ezz/cuiwixdALtEBf7l8X8/egR9gnLM",
+	"GTdFiHUjVWTSUT0aeYGbhSUrOajA9Gd2MMh1IfLB4TG71NbRzGCA/fLt1XvWuRInn+j/vS4+n8Arg3Oi",
+	"IrOTI6eP/NMMsqoOBpVzgwwDNMN5mIJDVohcFgl2p3TBI3nM3tbGj0X6GT1rasd+AIdFiBpBBx5azNtv",
+	"scR1XicYoHvPy+srfHVHl8pSO2uulLChVBF34p1eIOmM9HSR5np/D3xb94AXN8yfZMrZCQI0kfj+1w55",
+	"//333fIe37fH8FqvnE+lS69v9X1LBhCMLbpLl4RQBmiZeVOo5xUf24e72xYRa/P1oZWmJ7LoScyPY7qv",
+	"+fnfsCD4YqGNxd0T4JgxvBdc0n/ytC35Etfc5f161m/IMYX6B6oKB//Drl/9J1u4k0mrOGMXR17h8DpN",
+	"lU95xqZ1+of6kDiuRVTgivCV80Qj8MoLuP2QX+LxKQMqrYrn15B97NjUKy+PTpmFAnOvgHWSVCMj9Rmr",
+	"QNexoYlKXwt1eMwuGo0RcbSX1BlpWV5q6xUqbeipZtGEAdFiRCm4RVyhhnJ8kNNV0lGkCxPrD+AFLMC9",
+	"FDu3ryrFAa9RkWCn7bWivVZ0b6xjEH1kFt+9UnQCEgfFcymc6HD2QfJIWya3rEYwN7wgw6xUq70kPQ+s",
+	"gQsyTaYiLfloAg5LNixEYBAFzTo+7yqMhO/44wXrudew9hrWbmscYb8t7ek7Pa6VW+GXf1sJZan0wQZ2",
+	"6UW945g9I60jpHCRZnQWPDaYBQY4sEZXVUj4EjN6oIFWWz6UV2j0XDr3LWkel26dt39M6SJ7tWOvdnxx",
+	"tcN1S4ZdCLKJNMVRxY2bn+S8Qv78VXluKTCZLACgn5rB3DTxsZIN2kOASb24fM2cN7wQJLsCOhVqbc5y",
+	"7sQYWASJQz1+EYAgRWEXYP6lpa9hrQ3yvpTlMXsN7PHkG/aN+y9Arl2Ec9W1I9qYkYAEEtsAx9a2C+B1",
+	"Smg1cRCWOD2RcCPzxiWhNg/nbIDT39TKnTFeySN4cXCOeNtWl41itQyE+ShlfankB3j3Q5BM3bhP7/1C",
+	"Xvp1fJYu4y7lV3eLfTwpyTOLuwPG901UoD8PaHizlFyofUL8Rix0etabM9oc+WZ/PTh7EDfYgyWJ8Kgn",
+	"HOensF8SYHDCrvTI0kNQhu1HMNIGonHh/C2Sh49kiSxlqmBGz2xIUEi/s/qkdSeuJvswdHvbbKw/lIe6",
+	"5lnqzD/EfKZNscUbl0Y7netyi1fg3roCMMXX2zT1MxK2bf7Cc7hH/sAr9B9bvfnrRIMes+nzF1W1xdNY",
+	"f7v1C1uN4AVik2wzhtrpX2Uh9JbvvBP5drvsZ31Z8rkwPxjBr7d47xW36Lfc6pVL958tXnhtrybchD2z",
+	"1V4D4hrK0N58AoFjddu3kLHgF7NNB18aXVf/EPMfQRZu10V5A3IPuhne36UHg1reJOc83Bd7RIoViBRh",
+	"kthBctUe7vqej0uzHBnquPBPPuVBUH9eawJoFS/vsxiPpcsLbnl0wuiZEsZOZLXt5d7WakkYbHu1JxfP",
+	"HRyWVSyBkO2xd/XdkquPF96UItXxKzlRJ1XJ50OeX6+o3LC2FpbZCbDiSzUuxZG3Sn9598bGNDL64kPL",
+	"SnkjGAKPZCyAKZITTRTNaTzwpjBaXVPM0x+E3+wAMkCn0jlRHB6zFzyfACAML6ZQ2vGR566chzTnOQUU",
+	"wM4XlmjyBqUcCSenIuS/sYOY//b4NGPcsVJw69gT/A8I4RKeONKWF1jTdggoA/hbFBQPLbkViPAV6tmk",
+	"DaBXIFW48v9KFaaDAdaLn7YzSNwdjeDHsGNawVpCbkE4SF7MB1j/GivnHDeR1lOiXwEzCHE+bEKIcS1E",
+	"BX/2FpE2QMWplMhdRlghWP8Lu4Chu1oq6wTvRXNpROAbeSMuww7aGpA2STjrcODGTbqNA3cqVfjPR3fn",
+	"zu2cjxXe3WBPoeUZNmqYFr9D7tjv272gPTeHVuII+osd3TuCvyFH8EvhmvWPUiNeBY3IS66BXd9+2Io9",
+	"9t35Y5ffEYi9FbSxEUrNCCVmQGK8IDJ7Rx8g00A/BdpjrHG0g4wSeGD2cm6AwZEN7E3+wcn8WrgBXkAY",
+	"6ZeWWsKoN9QT+++fR5nRYpWNrEeCXvNdouJG/IMtIQF6OGcD+ENzT/7t9Ohvp6dJvvjj00N/AwKvAM5A",
+	"GYjOpWVFDVRIA/jlwl++A3bAh7p27L9P/28mFWUqABb7IRZjQkJ7AJyAtwP+2wu8xS/cgB3EP75ZuMuT",
+	"67sZYSWM1EVzmT998tiPAmcFU696LvFzfBbVkEbveBvSERB5KLiFwR3qb+UMJ8NfqpgJ0XSG2NabzpFy",
+	"QmRVS58Ej/uNvhaFfwBDsYN0Yw+yVpYaXeEY4zCC5bULPN3fMYuzBDhEQcuIm3GVknGOdf1+KoB1WGnn",
+	"FbYbwW5kITTjxuAuulgKGUz5POxPy2aiBA1YsJkYhkeDbuh11MOzZGqgxHYoSq3GNlZm0Xcz9q8Hy9P1",
+	"rweMD323piKCDMYXECgEd1gE4Q7dhGEdlHpM1bk3xEqaRXWOM+PH5VUpbu1Mm8DrfLidOvQGRMpeJ5q3",
+	"JmQTpShrnWescwvgkEFXulv9qL2mPWpRI50xpQmE/F49+qbUozcx2yfVAADaLph5UMmAVto6xWiHmg8Y",
+	"kCugocADBoymiK0QTO6FABl85oxVuiyJ5wg6xGrlZEnK0LY+Nij8+Nq8bNDp1ZWvjZ1PEgIKXHI9nXJV",
+	"7OXEl60z+tKOu67i0/VnWFcrCu5jDm668Speh6RbXjt9ZESukSun94Tr6hztDa/i8dFI5I6KHoG+2NhF",
+	"1WXr866rr++462r1affz9pc93F/urOrq3h/V2h1NhRmLNUTiz2p3As8FznACY0MP8rq0ktr95N8N9N13",
+	"kFvSgXEGHUfyEdkUj5kbYfpQzqatrJAem+XR4/9ZNlM2CEsncxKIRlb2mxB/k90ELBzD0pub2toj4gK9",
+	"Fkij0jkgLtWWI9mpeErmYJMoecqzvg+Rd4bI28d011LGQNKMVGO7ht3h/9WSUl6f6WlVAiZa83KAgyMD",
+	"5CDKTPA/8aoiRAdMHzokinM/F9Zf7/8cgHL6Xk7FIGMDoQr4v4foy/Mf/unyKTsINAuiOAwURKkQwK82",
+	"+bBZZG1whiuba9/Vs8AsVtUuQkygV+9azEcGYIOc7zVlwSZdazyJMa0vdIkdBC8gJ3cYDRLUHduM6ZyN",
+	"eWVjz5IpBLKEa1lVosiQBj7086FlRY2yGXhkIGiIwEIGIMOP2aAl6SCeydmIlyVyxvmeQLGT4sYETImR",
+	"LEXjspqzUnrri1lxIwzg+zRTS45cJMzHSSNQ3nM0xqQjG+yqznMhCvQrEgHegRWCvXzRoGvEUQPxlfDb",
+	"VJSHGXrm9NBxqRgHqoxj9huAc+Q0lF9MOQgzA4C/wM9vNbt8e/VegL/VCBStzu9zxUtiOgIHtizBIB4K",
+	"diOMHEkMafoRSDWGiliDzuyO5Wm49s5hS6IzHScxoKw7w/Nrm+YzD9GjSyS3BzgjG7j2Usm6K+gOamJN",
+	"WQjOSEOn7c/w3brDWnPRh/PE7XW2QL65V4BvjeahfS3d4a20nfZ78sn/Q5lbfdWi78QUiX2VF+b+1Hqx",
+	"BgQJGMTCMvmAOq4Ne1cr5QXEOUEF4ZffgnD+UZZigIxGeKmMIA6mdUaJIRS3chYEGoXgBfdmMRhtM22u",
+	"Yc8uioTn0EqvSNjSXk1efl1ccjfp0FaBU8zA9KTXJIyIANJaF27McAHeMLxaYTJxAdlYC5vFuwZqZIOv",
+	"Li8FV6JgddWr6y7O8v2hLNtEIGHvcXPtvW13KMD8WxvMgNeVZC5+UfyGy9JbYcuQx+LLyj4SYJ+zbov+",
+	"As9aZFSrjB4bYW0W1Vv5H5ExDqndUYPMCDEd66tAlfd6ZQhyrco/vW358/s90Bn2qsIt56N+qcOyOhW1",
+	"R004KfRMlZoXR/5uXhGfWkhERYsqvGzjxfcwagGd1yVnmGiT5tnEWzZo2BzSLM7p2jTWsbyUQnkrsORe",
+	"oXgHCjlZBOTtLjCJhC7XgYhJLRnjak7+c/xOME0Oj1ki/IggKq/dB5ioD9irD3XzyOCQPh+v+WjsEeI5",
+	"6DuJKjTjNtyDm1s8z2lW3/gVuTUxs8uMA4gF++6usaT8HoOslC+RU9DR3VX93KssXyzo0EiaIGBgRSis",
+	"H+UrnrG7VEeoN9tL2U3zHi+SfEdMbzkwAjNb/iG9vhIaOMLBgxuQJz6nBRnshe7EuepoNK2eZqyU1wJy",
+	"Kv2QgIiyFA/tOYooqnSP72LaHGbLlRpoHpK58CNiU34NsU1WqxoIFDYXcmuytu6jlNs0rwpzUqxwfkrt",
+	"eazAwIAueSGnolmYryS3ai8Rv2yW07LsQ1zFphzkrgTh6vSn9ULwD6ia/uW9mnmbamaUA3s1c69mfttq",
+	"ZlNach/UzJXSlfgKGmHajUB3a3U2UWmMBadZKL3RWHrz8gfoUSRGi++HEoCDQcAwk8XAz26baWBxRCdS",
+	"3UgnBodnITkkVjthFidE2BerbSDiqMRMFEnJzUPLBqn+DGHhQPlwFBocRD0nPvy6GLSqGGSxDBZMHZFY",
+	"tUF1SHPhqOKEOwyuZGtLQJZqJiDCfpCQOhhRaUPUkkIVIf8v7hl0gSICDFJEPnr8KGMTrsaW1VWsgUng",
+	"pqwD1MBDjMtgNMbfcO+wKAYC8DChEAFSoj2KMHUf4M0PK5COF2+flzj5WxVtEBNPa1d9tUiE+zKNfZnG",
+	"N1qmweNdsXRHbFGkcSfVq2BPUD7iJoS/rVyhRUrf2maBqkdQ+FtzxAwcpFlBrUYHUDpHly0b1lYqYS3z",
+	"s+avAKQ4Uk3WNzD+NNQ5oP9afwfdiFJXgg0+VXwsMshEvIK4mNOOlxngsH0esANtCsioGs7b1pQsztnA",
+	"v4X35CB8YAD3hU6oeyJCts7rqd8dD9kgL2vrICXrcF2ObYJgtn2K7bPQzm44h3cZqUvGjR1bnULaTkvb",
+	"R+9uMfd06STvWhYpXYg1kbu2Km9PPsG/azN8vBZnE/0Y8h9zcQYQ0Wkxc4yeg5btj3TAjWYvkvrnV+/f",
+	"Xx79+ObXDP/f6KfLpyAOXr25an2uBX5Sq9LLrEEhLT0DGjhoYl5cYWZQTiV881WF1bFaG4eTc+W17qHv",
+	"7Y288b3tKx6f8nmoFpcuazKcYp4sC1r/Q5sAz7KDp6dP2KD5w4dCKCm8BeMmwsykFZAvSf0BNReEZye6",
+	"a0iGgWzIpnia8VIrsT7z6U/WOLdNuh6tmfbVSp15pM2UuwdnD+pa+ic7igYWGGQm87QmXxU2Y9eick0C",
+	"cYPm4Ij6w/XlQxnBLZA0dSrxj7/72wYdggwvv8cIeagp6i/BHot7lzoYUCB6c7Ti1r4/2VkbqeWt87S/",
+	"Rm4tCcTP6hLA058uPEao3mw9HnfwexAWX8tDnQKGZF0AIOGRZ7pWrnGL1CqkdwfrrRG2DWYxZvuTHGxO",
+	"the//mSB8PVfhABYlMKYkv7HZbHK4TOlto5JB7TvJnXF87IUJulOhNkQH/2Nf/D09OkWYhwGsqEMb6WO",
+	"fS0C/Pd74S043suW/gSznUiWbZXPE5ATq4qhibvWq5u2lOClBDwicAB34h+dJ9oblOFAAL2NEbSALtQp",
+	"w1L8J/9F34VEDqIVm4jCBNAJYoMQOgQJOm+Qy62OSH+g4qJ1nygQAP6DrRSI+pfcr+CBBS8qaRncYUn4",
+	"ov8u28zPetYgCfrREQLSKg0YgZO6ZfAa6XvGeCriSdQiuGKfXD5oeSKAxgAdGfCgGiefPw8IV0GpFx+d",
+	"gCXECWye3EpQQyygW1bjHKD9EEGqGr+yUEUXkZUSs69Unt++F3vVbKwJzsb9Sn7scyhDmVZuzvTw3yJH",
+	"/Ewq8quNEQoA8O6hYzvssb+mBr13aK++i4Fq604v4yZEvAKWO8nssz2+47NW8WvDaBrLkW1/PfLBux+f",
+	"sSdPnnwfOPb/o5U4zJguiwZLgQ38x6kKNynyN2IkjFC5OAdHtVS1rm0zhRxAAKhjgJqyUAu+zoH8rpmg",
+	"+8D+EbuzFfFFfGtzYo74ytYcIPHNDXkz4vPbEGHEl36UpdiYYSFpinbiVm+9wC27W899a2SbwD/A3t7D",
+	"P6xwwZv0DN+L0pnmuZMJN8VR43PvgW83xpsoVg5LcUbFpAnewEM2nDtBKC7ehmiHDg/cxOh6HMKHfOwn",
+	"8BAUVtSLABNWqkJ8ZEI5A/hRnD0PxZZ6OrQOdFyrW7kdqqDy27TmFpMIvNrvtGlyPFxgpsKuciPY2Otg",
+	"7CLUscqyZEMB5pnxlpkKeTASU1mwg3Ph2IHS7sMIkGjPvf6/hFfRuPK5JYPphhCz8CrgxM42A2QDmJE0",
+	"XbIjrviKm2LRhd66HHajE/sGvCT4gbt8skYNhqFl7NHRo9NTVgB9Vu6YLGyGK1wZnQtrvS2JGa56pu5W",
+	"B14aTx/6lhdwBn4F6gE/sgwZ3GEGGASW90KvW+i9akTKl5F9ocZ2vfQjKdEv+X4wABRi9cgdhYAXHmGv",
+	"30XpgTonihY404lYLVqRPWgPM51GXJYUrIxd+uA/92Hc6X19hy/vz//+/N/r80/7tH1ovoggWAM0kgiC",
+	"pK/9wuAVgN3DNj8jeCV/sSfmHjrepGmBgWCFBXgI0d2asWGdKiPglm2rLUOUO0Bs05I0wdvamlyLxRSW",
+	"8TGXyuskLfmjldha2FzpkdvrG3t58xXIm6vmKNx3feMTepG2wCjoASZo1buCvaQYd47nE0SuiylQ8Lvi",
+	"U3EOG2wKXiv4FWga3iErAdQX+Kak7Ufh0zPVGH2INcKNkVBrsVycJm3zHPxXKE6TLnBwAdMeFJadJSVr",
+	"Yc8PpSqgEjfQOcRaNko8DdwnWNoWi9oOmoGdMSuENwozHLxU48MNit6K5cK3Bv3tmL24EWYeu2lEPhH5",
+	"dTIzBxylM9OmLYfh1+ZLh7Fur8k4OEA79IaXsiB8xZBMsFCtHPZD4BhpIBxRPx0LR9YxluctSP1Wcd4x",
+	"e+0oColFiWCABwI2pQ3mGPCFqqLQhfUlEvHm+FNAEC3f1L5Eb1+i95dDgmiJ9fsEA9F1h/1xBAitQPa3",
+	"L7E2LERs8Mj/CBIqVNqEEEwvhF0bI+IM1e7CCzVEAVy4/gDLFFyHAFH6r/r09EkOZEXwfwUTpfC3asZG",
+	"o2klxuzI2kNIfxgZPYXLb0p3KsaY/o6foExf/Mg//T+P/xYQu7oe+X2AFXLosmRDMZZqGciWIGylOzxm",
+	"7zDLoMnf8Hf4Mbtavn0CEgZqlhsAYWSEhNGkmW0OiBHl9NYlca0d0ZNDgNvvL1EHt4fV2F8vu6lKa4vW",
+	"+4ipsfpG2dQqajA0Fi6TBlec/XT59HyVXA86r9e2hbi2kFJGot4IDkbIuTc62ACF+J8U8pjCQLXWMIrV",
+	"oh5DV3K6t9O+RjvNb67bsdEuljXGmMsZuux3gr9lnWBjw5X7I5f13jTbm2Z79JRF9JQvZZqtvESp8HtN",
+	"NTddNQFWpTeHDkGY4HaDRIqG8AP4IKKF48TfERtkwA6CaGzI+weBEqQF+tRAiwCdA/FC9JDHAzIJcKrB",
+	"PVfOI/WXvyPh+jlPvzoUuZ4KGxBLIL0e78XANrsmze6K5vGLsSDdCflRX8NhbYq+VsOK3kKDcRNKFRrn",
+	"TvQ3zF0bI36VpMVVvMIWKCtvp8lyrQY3SZZbOIn7iM6KtLmE/dTeFYDGyqw5euhWkagCYyIgUrXl6OKj",
+	"KLVTTlh/SKAeJAGRKnXOnTbsYIE9KGODm4m2UBDJq8r/k8hpqawTvGixzJ4tGCk8QDchVJZQuS6EYVVt",
+	"J8Ii2kkbsvDd+6tL+BlvDgzGFwz+3CyYPcy8/K/LklVGf5wju1QyD8ROA6bPqNQzfycsgILc0C+xAjtI",
+	"NOVnMRcL7JJniCOSks0etFBLOlb9/wmz9ffj4+NoBjY34WEWLrPoMQO0qiJy9f/z9+MamI50rJcRJtC/",
+	"L3DfL5M/TfmcDUUoGksAtuK9Spcf+VZbl8k6+DA/gysgw8KegqhQxd0kY4NPrf59PvkEu+vzySdeVZ9P",
+	"PoXZ+jxgBxiM97f5L+/eHPn3j4TNeSWKw3PyyCZM+JQcFWyxuKTtU8fibW6z2HGodwNXaMgFbSDVqhph",
+	"HwwoclDiZgGuptRe1UkdnWXgp093fxsTbR3+mV+BZj062bciH9XiSjffPvUL5zWgMFZQhxJ0mrPkIISU",
+	"k8AxmbWJrooIVBQuHyoZ41Nh052ULDY4o0sQ086fMTjjgepQbhD2w/tx0Qu8W5uwo8011mGIc8I2aZDJ",
+	"mg2RoJPBlOwRynZkWu7rszZw7fZqAOHkflHgsYngpTcJPq3GdeDMTnlZMnycWcUrO9EulOPygg15yVXu",
+	"BaHfxVOtpNPesmA5V4096gVookscs9/CxUgwCRJIqif+9xzKa/3XsDrYzq0TU9D58LTHXgD7oFR5WRcC",
+	"lA0rlK3JRQz5eYVwkFAXCGCVLgSUfUqFPkFtYl0wegwBJAgrfCFdR6v5VNeWGQ7+Szfhihnxb5G7gPdJ",
+	"cUBp2ePT0+Qq823BTXDtWynE2PCCBvbd6ZMs0YKgyjsMaqiLeYaKA166iXuxE+rhFS7lLu2nmxwbuaJO",
+	"9lbY9g/Zbwe4UqNn+Tjhi/oy3UxmFv0Ufu5j5SBE9Nr7PgPlwmvVwOPkHz/G4y/y2kg3f3D2z0/eoh4K",
+	"boS5qP0R++fv3rhN8269uII26PPp7kxEAW78jhrO055j/l/Nn70aldMlt9jBxd5lnwJu6TOtr6UIXaZ+",
+	"LAEsQLeYVFgBDrxWOJAMFETwVmWIp2QzNuXSr60XEsTGjEfbOmZqBTF5MGdgUQ5wjOz0EdTWBPcCTsSy",
+	"q+IXC2m6RkOGaUNDny1ZLyQ5aBawc8wZLsuoL+Tc8VKPa+hPggBTaamcbbr2uNW1MK/LnXsncCOLghEU",
+	"IZuK6VAYO5EVcYAFiYU8qbGJJ2kT9HJHC7/KQuhEkww639jouqIhV0ileMRzJ29QO620LrOE9R9ce6SC",
+	"hCUp9bjpznet7lBzHf352S8hEeHDGlwy2OpJIVigA/aiVEyrEizvCC3od4UfB8TBCuZvDSRxlQb3Bxal",
+	"9UwUQNp1dOtN4qHoCsfhTEmTqNwBcANr10Yin+dlOrRoB0saF+w3O9XXgjkUbgteua6OvY8dIY5aPcKU",
+	"6GY2skAvl8OhyrUayXEgJEa5WvGhLKWTAg4bGu9JKV8ycc28PU3nDRvv6N8LqPKj/Y84aVE5gZrtcbTt",
+	"Ap5e8D83ZxEdw6HlR62DnSo73dMjbgCFoXZD/THDf2tVsJkYTrS+9uanhPBhVXJlg0Xq/yQD/SXt6CPc",
+	"57+J4ZWG2Go49lLhJ2kJwpf9nz+mk+Q70rWIP2jtrDO8Ct4LDLvyYiqV9D84YvyDxkAeuXn0dHCgP04k",
+	"VZyp779PZ4pQuBYbf/nDyXuG9iJ6fbyNPpZeXvjzcyMMu3p9GfZ3ZYQVXg7jxgFxdx7wZOhYIxIiyQY0",
+	"TSkTK9hcjFDMk97RXzqFYAAKbw6XaUMFNNUYwXeQsUKGi6IpxI+b92/pxETruaPxnwRmVB28e//skBmt",
+	"p/YM/8GodO4PVUTd8Rt8Mdhiz9m/tcQLzrih4C7DYpIMPRWop1h28Nur15cYgLb1MPYBfnhxeQjfpgVa",
+	"Pis0eG6czGXFlQvB686dYFzeMVSwSHI9ZQeOl9eHjf+eMGhUwV4e//ejR3DzabQ9sEMPLbOV4NfCnEff",
+	"w9BoXuTcOiYiEGcgdn/786+vf8QkgfQk8/L6weffP/+fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -124,8 +124,8 @@ func (s *Service) getCommand(ctx context.Context, id CommandID) (*StreamCommand,
 	if kv == nil {
 		return nil, 0, fmt.Errorf("%w: %q", ErrCommandNotFound, id)
 	}
-	var c StreamCommand
-	if err := json.Unmarshal(kv.Value, &c); err != nil {
+	c, err := store.Decode[StreamCommand](kv)
+	if err != nil {
 		return nil, 0, err
 	}
 	return &c, kv.ModRevision, nil

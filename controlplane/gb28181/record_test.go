@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 const recordChannelID = "34020000001310000001"
@@ -35,7 +37,7 @@ func recordQueryWhileRegistered(t *testing.T, s *Service, idle time.Duration, pa
 	t.Helper()
 	dev := device{ID: testDeviceID, Password: testPassword, Transport: "udp", Port: freeUDPPort(t)}
 	done := dev.start(t, s, scenarioArgs{Register: true, Expires: 3600, PauseMs: 3000, Messages: pages, ExpectMessage: 200})
-	eventually(t, 20*time.Second, "the device registered", func() bool { return s.registered(testDeviceID) })
+	testkit.Eventually(t, 20*time.Second, "the device registered", func() bool { return s.registered(testDeviceID) })
 	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.Local)
 	q, err := s.StartRecordQuery(context.Background(), testDeviceID, recordChannelID, day, day.Add(24*time.Hour), idle)
 	if err != nil {
@@ -51,7 +53,7 @@ func TestSIPpRecordQueryAnsweredInThreePages(t *testing.T) {
 	s, _ := testService(t, time.Minute, 3)
 	q, done := recordQueryWhileRegistered(t, s, 10*time.Second, recordBody(1, 7, 0, 3), recordBody(1, 7, 1, 3), recordBody(1, 7, 2, 3))
 	var got *RecordQuery
-	eventually(t, 30*time.Second, "the query complete", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the query complete", func() bool {
 		var err error
 		got, err = GetRecordQuery(context.Background(), s.store, q.TaskID)
 		return err == nil && got.State != QueryRunning
@@ -82,7 +84,7 @@ func TestRecordQuerySumNumLargerThanSentEndsIncomplete(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	var got *RecordQuery
-	eventually(t, 30*time.Second, "the query ended", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the query ended", func() bool {
 		var err error
 		got, err = GetRecordQuery(context.Background(), s.store, q.TaskID)
 		return err == nil && got.State != QueryRunning

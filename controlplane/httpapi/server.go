@@ -27,6 +27,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/recording"
+	"github.com/svcplatform/svc/controlplane/rooms"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
@@ -73,6 +74,8 @@ type Deps struct {
 	// Recording and its auto-record pass (issue 17).
 	Recording  *recording.Service
 	AutoRecord *recording.Reconciler
+	// Rooms are the meeting rooms (issue 19).
+	Rooms *rooms.Service
 	// LoginRatePerMinute bounds logins per client address and per user name.
 	LoginRatePerMinute int
 	Events             *events.Service
@@ -127,6 +130,7 @@ type endpoints struct {
 	*gb28181Endpoints
 	*talkEndpoints
 	*recordingEndpoints
+	*rtcEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -190,6 +194,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		streamEndpoints:     &streamEndpoints{channels: d.Channels, streams: d.Streams, servers: d.MediaServers, nodes: d.Nodes},
 		snapshotEndpoints:   &snapshotEndpoints{snaps: d.Snapshots},
 		recordingEndpoints:  &recordingEndpoints{recording: d.Recording, auto: d.AutoRecord},
+		rtcEndpoints:        &rtcEndpoints{rooms: d.Rooms},
 	}
 	// The third-party listing of media servers is the administrative one.
 	handlers.mediaServers = func(ctx context.Context, clusterID *string) (contract.MediaServerList, error) {

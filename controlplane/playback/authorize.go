@@ -18,6 +18,8 @@ type PlayRequest struct {
 	// hls, rtsp, webrtc).
 	Protocol string
 	Params   map[string]string
+	// RemoteAddr is the player's address (host:port) as the engine saw it.
+	RemoteAddr string
 }
 
 // Decision is the answer to on_play.
@@ -57,8 +59,13 @@ func (s *Service) AuthorizePlay(ctx context.Context, r PlayRequest) (Decision, e
 		return deny("the ticket is malformed, tampered with, or for another stream"), nil
 	}
 	proto := Protocol(r.Protocol)
-	if t.kind == kindOneTime {
+	switch t.kind {
+	case kindOneTime:
 		return s.authorizeOneTime(ctx, t.id, r, proto)
+	case kindLink:
+		return s.authorizeLink(ctx, t.id, r)
+	case kindSystem:
+		return s.authorizeSystem(ctx, t.id, r, vhost)
 	}
 	now := s.now()
 	l, err := s.leaseForPlay(ctx, t.id)

@@ -190,8 +190,8 @@ func (s *Service) Get(ctx context.Context, id string) (*Lease, int64, error) {
 	if kv == nil {
 		return nil, 0, fmt.Errorf("%w: lease %q", ErrNotFound, id)
 	}
-	var l Lease
-	return &l, kv.ModRevision, json.Unmarshal(kv.Value, &l)
+	l, err := store.Decode[Lease](kv)
+	return &l, kv.ModRevision, err
 }
 
 // normalizeProtocols checks a requested list; empty means all of them.

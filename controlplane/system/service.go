@@ -9,7 +9,6 @@ package system
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -96,12 +95,8 @@ func (s *Service) NodeID() string { return s.d.NodeID }
 
 // ClusterID reads the cluster identity ("" before the first leader wrote it).
 func (s *Service) ClusterID(ctx context.Context) string {
-	kv, _, err := store.Get(ctx, s.d.Node, IdentityKey, store.Local)
-	if err != nil || kv == nil {
-		return ""
-	}
-	var id ClusterIdentity
-	if json.Unmarshal(kv.Value, &id) != nil {
+	id, _, err := store.GetRecord[ClusterIdentity](ctx, s.d.Node, IdentityKey, store.Local)
+	if err != nil {
 		return ""
 	}
 	return id.ClusterID

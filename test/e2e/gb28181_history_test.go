@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/test/peers/psrtp"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestGB28181HistoryPlaybackEndToEnd: a SIPp camera registers; a record
@@ -44,7 +45,7 @@ func TestGB28181HistoryPlaybackEndToEnd(t *testing.T) {
 	dir, sippLog := startSIPpCamera(t, sipAddr, "gb28181_history_answer.xml", deviceID, channelID, platform, domain)
 
 	// Registered: its catalog became a channel.
-	eventually(t, 60*time.Second, "the camera registered and its catalog synced", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the camera registered and its catalog synced", func() bool {
 		var list struct{ Total int }
 		cp.call("GET", "/api/v2/channels?deviceId="+deviceID, nil, &list)
 		return list.Total == 1
@@ -77,7 +78,7 @@ func TestGB28181HistoryPlaybackEndToEnd(t *testing.T) {
 		}
 	}
 	var raw []byte
-	eventually(t, 30*time.Second, "the record query complete", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the record query complete", func() bool {
 		_, raw = viewer.call("GET", "/api/v2/gb28181/records/query/"+task.TaskId, nil, &result)
 		return result.State != "" && result.State != "Running"
 	})
@@ -106,7 +107,7 @@ func TestGB28181HistoryPlaybackEndToEnd(t *testing.T) {
 	}
 	// The camera got s=Playback with the entry's range.
 	var f []string
-	eventually(t, 10*time.Second, "the playback INVITE at the camera", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the playback INVITE at the camera", func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "invite.txt"))
 		f = strings.Fields(string(b))
 		return err == nil && len(f) == 4
@@ -120,7 +121,7 @@ func TestGB28181HistoryPlaybackEndToEnd(t *testing.T) {
 		t.Fatalf("a playback SSRC starts with 1: %d", ssrc)
 	}
 	psrtp.Start(t, psrtp.Config{Transport: psrtp.UDP, Addr: "127.0.0.1:" + strconv.Itoa(port), SSRC: uint32(ssrc)})
-	eventually(t, 30*time.Second, "the playback stream Online", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the playback stream Online", func() bool {
 		var ss struct{ Total int }
 		player.call("GET", "/api/v2/third-party/streams?streamId="+inv.Session.StreamId+"&state=Online", nil, &ss)
 		return ss.Total == 1
@@ -145,12 +146,12 @@ func TestGB28181HistoryPlaybackEndToEnd(t *testing.T) {
 	}
 
 	// The camera reports the end of the file: BYE, Ended, the lease is over.
-	eventually(t, 40*time.Second, "the BYE at the camera after MediaStatus 121", func() bool {
+	testkit.Eventually(t, 40*time.Second, "the BYE at the camera after MediaStatus 121", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "bye.txt"))
 		return err == nil
 	})
 	var sess struct{ State, EndReason string }
-	eventually(t, 10*time.Second, "the session Ended", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the session Ended", func() bool {
 		viewer.call("GET", "/api/v2/gb28181/playback/sessions/"+inv.Session.Id, nil, &sess)
 		return sess.State == "Ended"
 	})

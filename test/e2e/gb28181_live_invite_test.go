@@ -11,6 +11,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/test/peers/psrtp"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestGB28181LiveInviteOverTCPAndStopWithoutReinvite: the contract's
@@ -40,7 +41,7 @@ func TestGB28181LiveInviteOverTCPAndStopWithoutReinvite(t *testing.T) {
 	cp.startMediaHost(bin, "media-1")
 	dir, sippLog := startSIPpCamera(t, sipAddr, "gb28181_answer.xml", deviceID, channelID, platform, domain)
 	var ch struct{ ChannelID, Stream string }
-	eventually(t, 60*time.Second, "the camera's channel in the catalogue", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the camera's channel in the catalogue", func() bool {
 		var list struct {
 			Total int
 			Rows  []struct{ ChannelID, Stream string }
@@ -73,7 +74,7 @@ func TestGB28181LiveInviteOverTCPAndStopWithoutReinvite(t *testing.T) {
 		return strings.Split(strings.TrimSpace(string(b)), "\n")
 	}
 	var f []string
-	eventually(t, 30*time.Second, "the INVITE at the camera", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the INVITE at the camera", func() bool {
 		f = strings.Fields(invites()[0])
 		return len(f) == 3
 	})
@@ -82,7 +83,7 @@ func TestGB28181LiveInviteOverTCPAndStopWithoutReinvite(t *testing.T) {
 	}
 	ssrc, _ := strconv.ParseUint(f[1], 10, 32)
 	psrtp.Start(t, psrtp.Config{Transport: psrtp.TCPDial, Addr: "127.0.0.1:" + f[0], SSRC: uint32(ssrc)})
-	eventually(t, 30*time.Second, "the stream Online", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the stream Online", func() bool {
 		var ss struct{ Total int }
 		viewer.call("GET", "/api/v2/third-party/streams?streamId="+ch.Stream+"&state=Online", nil, &ss)
 		return ss.Total == 1
@@ -101,7 +102,7 @@ func TestGB28181LiveInviteOverTCPAndStopWithoutReinvite(t *testing.T) {
 		stopped.Channel.DesiredState != "Stopped" || !stopped.Channel.AutoRecoveryPaused {
 		t.Fatalf("live stop: %d %s", st, b)
 	}
-	eventually(t, 30*time.Second, "the BYE at the camera", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the BYE at the camera", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "bye.txt"))
 		return err == nil
 	})
@@ -109,7 +110,7 @@ func TestGB28181LiveInviteOverTCPAndStopWithoutReinvite(t *testing.T) {
 	// by the next change of its record (auto-pull); a paused one is not.
 	// Change it once the stop is through, then wait a little longer than
 	// the dispatcher's scan and count INVITEs.
-	eventually(t, 30*time.Second, "the channel Offline", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the channel Offline", func() bool {
 		var c struct{ ActualState string }
 		viewer.call("GET", "/api/v2/channels/"+ch.ChannelID, nil, &c)
 		return c.ActualState == "Offline"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestGB28181TalkEndToEnd: a talk session with a SIPp camera: the
@@ -67,7 +68,7 @@ func TestGB28181TalkEndToEnd(t *testing.T) {
 	})
 	dir, sippLog := startSIPpCamera(t, sipAddr, "gb28181_talk_answer.xml", deviceID, channelID, platform, domain,
 		"-key", "audioport", strconv.Itoa(speaker.LocalAddr().(*net.UDPAddr).Port))
-	eventually(t, 60*time.Second, "the camera registered", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the camera registered", func() bool {
 		var d struct{ Status string }
 		cp.call("GET", "/api/v2/gb28181/devices/"+deviceID, nil, &d)
 		return d.Status == "online"
@@ -87,7 +88,7 @@ func TestGB28181TalkEndToEnd(t *testing.T) {
 	if st, b := talker.call("POST", "/api/v2/talk/sessions", create, &s); st != 200 || s.Codec != "pcma" || s.MediaState != "Sending" || !s.Ptt {
 		t.Fatalf("talk session: %d %s\nSIPp:\n%s", st, b, sippLog())
 	}
-	eventually(t, 10*time.Second, "the platform's answer at the camera", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the platform's answer at the camera", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "talk.txt"))
 		return err == nil
 	})
@@ -104,7 +105,7 @@ func TestGB28181TalkEndToEnd(t *testing.T) {
 	if st, b := talker.call("POST", path+"/audio", map[string]any{"payload": tone}, nil); st != 200 {
 		t.Fatalf("audio: %d %s", st, b)
 	}
-	eventually(t, 10*time.Second, "a second of audio at the camera", func() bool { return len(received()) >= 50 })
+	testkit.Eventually(t, 10*time.Second, "a second of audio at the camera", func() bool { return len(received()) >= 50 })
 	got := received()
 	var pcm []float64
 	for i, p := range got[:50] {
