@@ -469,6 +469,21 @@ func (e CreateRtcPublicationRequestSource) Valid() bool {
 	}
 }
 
+// Defines values for CreateTalkSessionRequestProtocol.
+const (
+	CreateTalkSessionRequestProtocolGb28181 CreateTalkSessionRequestProtocol = "gb28181"
+)
+
+// Valid indicates whether the value is a known member of the CreateTalkSessionRequestProtocol enum.
+func (e CreateTalkSessionRequestProtocol) Valid() bool {
+	switch e {
+	case CreateTalkSessionRequestProtocolGb28181:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateUserRequestStatus.
 const (
 	CreateUserRequestStatusActive   CreateUserRequestStatus = "active"
@@ -2677,6 +2692,42 @@ func (e SvcHealthSnapshotStatus) Valid() bool {
 	}
 }
 
+// Defines values for TalkSessionCodec.
+const (
+	TalkSessionCodecPcma TalkSessionCodec = "pcma"
+	TalkSessionCodecPcmu TalkSessionCodec = "pcmu"
+)
+
+// Valid indicates whether the value is a known member of the TalkSessionCodec enum.
+func (e TalkSessionCodec) Valid() bool {
+	switch e {
+	case TalkSessionCodecPcma:
+		return true
+	case TalkSessionCodecPcmu:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TalkSessionMediaState.
+const (
+	TalkSessionMediaStateReleased TalkSessionMediaState = "Released"
+	TalkSessionMediaStateSending  TalkSessionMediaState = "Sending"
+)
+
+// Valid indicates whether the value is a known member of the TalkSessionMediaState enum.
+func (e TalkSessionMediaState) Valid() bool {
+	switch e {
+	case TalkSessionMediaStateReleased:
+		return true
+	case TalkSessionMediaStateSending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TestRtspAuthCredentialRequestAlgorithm.
 const (
 	TestRtspAuthCredentialRequestAlgorithmMD5    TestRtspAuthCredentialRequestAlgorithm = "MD5"
@@ -4449,6 +4500,27 @@ type CreateRtcSubscriptionRequest struct {
 	// PublicationId An Active publication of the room.
 	PublicationId openapi_types.UUID `json:"publicationId"`
 }
+
+// CreateTalkSessionRequest A talk session to establish.
+type CreateTalkSessionRequest struct {
+	// ChannelId The device's audio output channel code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The GB28181 device's code.
+	DeviceId string `json:"deviceId"`
+
+	// Protocol How the session is established.
+	Protocol CreateTalkSessionRequestProtocol `json:"protocol"`
+
+	// Ptt The push-to-talk gate at the start (default open).
+	Ptt *bool `json:"ptt,omitempty"`
+
+	// TimeoutSeconds How long to wait for the device to set the session up (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
+// CreateTalkSessionRequestProtocol How the session is established.
+type CreateTalkSessionRequestProtocol string
 
 // CreateUserRequest Request to create a user.
 type CreateUserRequest struct {
@@ -9061,6 +9133,63 @@ type SystemVersion struct {
 	Version string `json:"version"`
 }
 
+// TalkAudioRequest G.711 audio.
+type TalkAudioRequest struct {
+	// Payload Base64 of 8 kHz G.711 samples in the session's law, one byte a sample.
+	Payload []byte `json:"payload"`
+}
+
+// TalkPttRequest The push-to-talk gate.
+type TalkPttRequest struct {
+	// Enabled Open (true) or closed (false).
+	Enabled bool `json:"enabled"`
+}
+
+// TalkSession An intercom session.
+type TalkSession struct {
+	// BufferedBytes Audio waiting to be sent.
+	BufferedBytes int32 `json:"bufferedBytes"`
+
+	// BytesSent Audio bytes sent.
+	BytesSent int64 `json:"bytesSent"`
+
+	// ChannelId The device's audio output channel.
+	ChannelId string `json:"channelId"`
+
+	// Codec The G.711 law the device takes.
+	Codec TalkSessionCodec `json:"codec"`
+
+	// CreatedAt When the device set the session up.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeviceId The device.
+	DeviceId string `json:"deviceId"`
+
+	// Id The session's id.
+	Id string `json:"id"`
+
+	// MediaState Sending while the media sender runs; Released after DELETE .../media.
+	MediaState TalkSessionMediaState `json:"mediaState"`
+
+	// PacketsSent RTP packets sent.
+	PacketsSent int64 `json:"packetsSent"`
+
+	// Protocol How it was established (gb28181).
+	Protocol string `json:"protocol"`
+
+	// Ptt The push-to-talk gate.
+	Ptt bool `json:"ptt"`
+
+	// ReleasedAt When the media sender was released.
+	ReleasedAt *time.Time `json:"releasedAt,omitempty"`
+}
+
+// TalkSessionCodec The G.711 law the device takes.
+type TalkSessionCodec string
+
+// TalkSessionMediaState Sending while the media sender runs; Released after DELETE .../media.
+type TalkSessionMediaState string
+
 // TestRtspAuthCredentialRequest Request to test a stored RTSP credential against an RTSP request and Digest challenge.
 type TestRtspAuthCredentialRequest struct {
 	// Algorithm Digest algorithm of the challenge.
@@ -10933,6 +11062,15 @@ type TestWebhookSubscriptionJSONRequestBody = OutboundWebhookTestRequest
 // TestWebhookJSONRequestBody defines body for TestWebhook for application/json ContentType.
 type TestWebhookJSONRequestBody = OutboundWebhookTestRequest
 
+// CreateTalkSessionJSONRequestBody defines body for CreateTalkSession for application/json ContentType.
+type CreateTalkSessionJSONRequestBody = CreateTalkSessionRequest
+
+// WriteTalkAudioJSONRequestBody defines body for WriteTalkAudio for application/json ContentType.
+type WriteTalkAudioJSONRequestBody = TalkAudioRequest
+
+// SetTalkPttJSONRequestBody defines body for SetTalkPtt for application/json ContentType.
+type SetTalkPttJSONRequestBody = TalkPttRequest
+
 // CreateThirdPartyLivePlaybackJSONRequestBody defines body for CreateThirdPartyLivePlayback for application/json ContentType.
 type CreateThirdPartyLivePlaybackJSONRequestBody = ThirdPartyLivePlaybackRequest
 
@@ -11870,6 +12008,21 @@ type ServerInterface interface {
 	// TestWebhook Send a test event to the plan named in the body
 	// (POST /api/v2/system/webhooks/test)
 	TestWebhook(c *gin.Context)
+	// CreateTalkSession Start talking to a device
+	// (POST /api/v2/talk/sessions)
+	CreateTalkSession(c *gin.Context)
+	// GetTalkSession A talk session's media sending state
+	// (GET /api/v2/talk/sessions/{sessionId})
+	GetTalkSession(c *gin.Context, sessionId string)
+	// WriteTalkAudio Send audio to the device
+	// (POST /api/v2/talk/sessions/{sessionId}/audio)
+	WriteTalkAudio(c *gin.Context, sessionId string)
+	// ReleaseTalkMedia Release the media sender
+	// (DELETE /api/v2/talk/sessions/{sessionId}/media)
+	ReleaseTalkMedia(c *gin.Context, sessionId string)
+	// SetTalkPtt Set the push-to-talk gate
+	// (POST /api/v2/talk/sessions/{sessionId}/ptt)
+	SetTalkPtt(c *gin.Context, sessionId string)
 	// GetThirdPartyCapabilities Describe what the calling API token can do
 	// (GET /api/v2/third-party/capabilities)
 	GetThirdPartyCapabilities(c *gin.Context)
@@ -18245,6 +18398,119 @@ func (siw *ServerInterfaceWrapper) TestWebhook(c *gin.Context) {
 	siw.Handler.TestWebhook(c)
 }
 
+// CreateTalkSession operation middleware
+func (siw *ServerInterfaceWrapper) CreateTalkSession(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateTalkSession(c)
+}
+
+// GetTalkSession operation middleware
+func (siw *ServerInterfaceWrapper) GetTalkSession(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetTalkSession(c, sessionId)
+}
+
+// WriteTalkAudio operation middleware
+func (siw *ServerInterfaceWrapper) WriteTalkAudio(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.WriteTalkAudio(c, sessionId)
+}
+
+// ReleaseTalkMedia operation middleware
+func (siw *ServerInterfaceWrapper) ReleaseTalkMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ReleaseTalkMedia(c, sessionId)
+}
+
+// SetTalkPtt operation middleware
+func (siw *ServerInterfaceWrapper) SetTalkPtt(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SetTalkPtt(c, sessionId)
+}
+
 // GetThirdPartyCapabilities operation middleware
 func (siw *ServerInterfaceWrapper) GetThirdPartyCapabilities(c *gin.Context) {
 
@@ -19532,6 +19798,11 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecordingAsHost)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecordingAsParticipant)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecordingAsHost)
+	router.POST(options.BaseURL+"/api/v2/talk/sessions", wrapper.CreateTalkSession)
+	router.GET(options.BaseURL+"/api/v2/talk/sessions/:sessionId", wrapper.GetTalkSession)
+	router.POST(options.BaseURL+"/api/v2/talk/sessions/:sessionId/audio", wrapper.WriteTalkAudio)
+	router.DELETE(options.BaseURL+"/api/v2/talk/sessions/:sessionId/media", wrapper.ReleaseTalkMedia)
+	router.POST(options.BaseURL+"/api/v2/talk/sessions/:sessionId/ptt", wrapper.SetTalkPtt)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -45059,6 +45330,675 @@ func (response TestWebhook500JSONResponse) VisitTestWebhookResponse(w http.Respo
 	return err
 }
 
+type CreateTalkSessionRequestObject struct {
+	Body *CreateTalkSessionJSONRequestBody
+}
+
+type CreateTalkSessionResponseObject interface {
+	VisitCreateTalkSessionResponse(w http.ResponseWriter) error
+}
+
+type CreateTalkSession200JSONResponse TalkSession
+
+func (response CreateTalkSession200JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateTalkSession400JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateTalkSession401JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateTalkSession403JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateTalkSession404JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateTalkSession409JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateTalkSession413JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateTalkSession415JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateTalkSession429JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTalkSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateTalkSession500JSONResponse) VisitCreateTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSessionRequestObject struct {
+	SessionId string `json:"sessionId"`
+}
+
+type GetTalkSessionResponseObject interface {
+	VisitGetTalkSessionResponse(w http.ResponseWriter) error
+}
+
+type GetTalkSession200JSONResponse TalkSession
+
+func (response GetTalkSession200JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetTalkSession400JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetTalkSession401JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetTalkSession403JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSession404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetTalkSession404JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetTalkSession429JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTalkSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetTalkSession500JSONResponse) VisitGetTalkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudioRequestObject struct {
+	SessionId string `json:"sessionId"`
+	Body      *WriteTalkAudioJSONRequestBody
+}
+
+type WriteTalkAudioResponseObject interface {
+	VisitWriteTalkAudioResponse(w http.ResponseWriter) error
+}
+
+type WriteTalkAudio200JSONResponse TalkSession
+
+func (response WriteTalkAudio200JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response WriteTalkAudio400JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WriteTalkAudio401JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response WriteTalkAudio403JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response WriteTalkAudio404JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio409JSONResponse struct{ ConflictJSONResponse }
+
+func (response WriteTalkAudio409JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response WriteTalkAudio413JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response WriteTalkAudio415JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WriteTalkAudio429JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteTalkAudio500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response WriteTalkAudio500JSONResponse) VisitWriteTalkAudioResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMediaRequestObject struct {
+	SessionId string `json:"sessionId"`
+}
+
+type ReleaseTalkMediaResponseObject interface {
+	VisitReleaseTalkMediaResponse(w http.ResponseWriter) error
+}
+
+type ReleaseTalkMedia200JSONResponse TalkSession
+
+func (response ReleaseTalkMedia200JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ReleaseTalkMedia400JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ReleaseTalkMedia401JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMedia403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ReleaseTalkMedia403JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ReleaseTalkMedia404JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ReleaseTalkMedia429JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseTalkMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ReleaseTalkMedia500JSONResponse) VisitReleaseTalkMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPttRequestObject struct {
+	SessionId string `json:"sessionId"`
+	Body      *SetTalkPttJSONRequestBody
+}
+
+type SetTalkPttResponseObject interface {
+	VisitSetTalkPttResponse(w http.ResponseWriter) error
+}
+
+type SetTalkPtt200JSONResponse TalkSession
+
+func (response SetTalkPtt200JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetTalkPtt400JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetTalkPtt401JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetTalkPtt403JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetTalkPtt404JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetTalkPtt409JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SetTalkPtt413JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SetTalkPtt415JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetTalkPtt429JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTalkPtt500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetTalkPtt500JSONResponse) VisitSetTalkPttResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetThirdPartyCapabilitiesRequestObject struct {
 }
 
@@ -48937,6 +49877,21 @@ type StrictServerInterface interface {
 	// TestWebhook Send a test event to the plan named in the body
 	// (POST /api/v2/system/webhooks/test)
 	TestWebhook(ctx context.Context, request TestWebhookRequestObject) (TestWebhookResponseObject, error)
+	// CreateTalkSession Start talking to a device
+	// (POST /api/v2/talk/sessions)
+	CreateTalkSession(ctx context.Context, request CreateTalkSessionRequestObject) (CreateTalkSessionResponseObject, error)
+	// GetTalkSession A talk session's media sending state
+	// (GET /api/v2/talk/sessions/{sessionId})
+	GetTalkSession(ctx context.Context, request GetTalkSessionRequestObject) (GetTalkSessionResponseObject, error)
+	// WriteTalkAudio Send audio to the device
+	// (POST /api/v2/talk/sessions/{sessionId}/audio)
+	WriteTalkAudio(ctx context.Context, request WriteTalkAudioRequestObject) (WriteTalkAudioResponseObject, error)
+	// ReleaseTalkMedia Release the media sender
+	// (DELETE /api/v2/talk/sessions/{sessionId}/media)
+	ReleaseTalkMedia(ctx context.Context, request ReleaseTalkMediaRequestObject) (ReleaseTalkMediaResponseObject, error)
+	// SetTalkPtt Set the push-to-talk gate
+	// (POST /api/v2/talk/sessions/{sessionId}/ptt)
+	SetTalkPtt(ctx context.Context, request SetTalkPttRequestObject) (SetTalkPttResponseObject, error)
 	// GetThirdPartyCapabilities Describe what the calling API token can do
 	// (GET /api/v2/third-party/capabilities)
 	GetThirdPartyCapabilities(ctx context.Context, request GetThirdPartyCapabilitiesRequestObject) (GetThirdPartyCapabilitiesResponseObject, error)
@@ -55900,6 +56855,188 @@ func (sh *strictHandler) TestWebhook(ctx *gin.Context) {
 	}
 }
 
+// CreateTalkSession operation middleware
+func (sh *strictHandler) CreateTalkSession(ctx *gin.Context) {
+	var request CreateTalkSessionRequestObject
+
+	var body CreateTalkSessionJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTalkSession(ctx, request.(CreateTalkSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTalkSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateTalkSessionResponseObject); ok {
+		if err := validResponse.VisitCreateTalkSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetTalkSession operation middleware
+func (sh *strictHandler) GetTalkSession(ctx *gin.Context, sessionId string) {
+	var request GetTalkSessionRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTalkSession(ctx, request.(GetTalkSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTalkSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetTalkSessionResponseObject); ok {
+		if err := validResponse.VisitGetTalkSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WriteTalkAudio operation middleware
+func (sh *strictHandler) WriteTalkAudio(ctx *gin.Context, sessionId string) {
+	var request WriteTalkAudioRequestObject
+
+	request.SessionId = sessionId
+
+	var body WriteTalkAudioJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.WriteTalkAudio(ctx, request.(WriteTalkAudioRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WriteTalkAudio")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(WriteTalkAudioResponseObject); ok {
+		if err := validResponse.VisitWriteTalkAudioResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ReleaseTalkMedia operation middleware
+func (sh *strictHandler) ReleaseTalkMedia(ctx *gin.Context, sessionId string) {
+	var request ReleaseTalkMediaRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReleaseTalkMedia(ctx, request.(ReleaseTalkMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReleaseTalkMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ReleaseTalkMediaResponseObject); ok {
+		if err := validResponse.VisitReleaseTalkMediaResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetTalkPtt operation middleware
+func (sh *strictHandler) SetTalkPtt(ctx *gin.Context, sessionId string) {
+	var request SetTalkPttRequestObject
+
+	request.SessionId = sessionId
+
+	var body SetTalkPttJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetTalkPtt(ctx, request.(SetTalkPttRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetTalkPtt")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SetTalkPttResponseObject); ok {
+		if err := validResponse.VisitSetTalkPttResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetThirdPartyCapabilities operation middleware
 func (sh *strictHandler) GetThirdPartyCapabilities(ctx *gin.Context) {
 	var request GetThirdPartyCapabilitiesRequestObject
@@ -56917,1530 +58054,1553 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39dtw2li/6Kli6c1ekXpQsO4lPj7XOuqPIdlun40RHkjtzZqZHQpGoKoxYAJsAVa7MykPdV7hPdhf2",
-	"BkCQBZCskuJOz3T/0bGKJD43Nvbnb//nQS5XlRRMaHXw5j8PlowWrIZ/3jzmN5qWzPy7YCqveaW5FAdv",
-	"Du513bB7IgVhj6zeECrUmtVEzgklQhaM6CXVZEkVKaXSJJdC01yTNddLopeM5GWjNKtJCZ29gd9sG7lc",
-	"MUXmtVwRveQKmvtKEbkWRGmqzXsFWdENKWn+QPIlFQumyIpCp7VsFksi9ZLV8KEiioucnZDzmWJCk/WS",
-	"lwx6g1FyRbjYHh2O6uQgO1D5kq2omT8Tzergzb8emIkf/Dk70JuKHbw5ULrmYnHwyy+/ZAcVremKabt4",
-	"F0sqBCvPc80fqVm2GzP697zUrN5e0B9FuSHUvMuIrIk0f1ZMFFwsYI6ClcoMiJuX/9KwenOQHQi6MmOg",
-	"3S46w/6Hms0P3hz8Xy/aTX6BT9WL+AgPzFTaRw0t8ef4kN3YzDrCdlH4BLdqYMC+2d0H6z8NB1pVYwO0",
-	"u2uGWFXEjCQ5vKrqDGtFP3/PxEIvD968/mZ759tBNFpes1zWxehYllIxQhstj2v4gKg11/kSTgyM8ZGW",
-	"TXqAbUfhOO3AZlKWjIr+yP7ECyZ3GFjVlCU5pO7Lo92HiD1OG+FbpnjNikmk1u5kgV8NU1sRNr0juXWG",
-	"1RnuI8+Z/eOy2GXE5kP3hPCCHP7hu1e/f/n7l/633HAmWZMff/jT5XtS1XLOS3aUnl13JAnCffnq9wOU",
-	"i9MZn4ecd2ZxiEO0f/HCjNrNxk1UFmNj33fQ7wSdlWziWWP48m5EbD+aSMJ/qGVT/ZFttgf0R7bBpWs3",
-	"fmFezghVJDfjE2S9ZIJwTdbmp5pRzQo/rIrqZTuqhesnO6jZXxpDnwdvzLW0D89ygx68l7b2H4aQWrVg",
-	"fPuPZx3lohdUsWMuFBOKw1Wp2WdN5rIRBV5ADIdGHsyK14Nc/sF2shftfaDqvCn4RH66pOqYmtd3I7+l",
-	"62Qa/X2g6kr/PH1EV7f/svN4TAfTRhNjJpcFE5rPOUqKwXGAg1Az3dSCFbGjYDaz5Cp9KPKAAU46FcP7",
-	"e6lulrR2bHXamirzRUEOeefbHe/N7scT1/op58X0m5Hgs8zIRxlRumZ0lbXMXZk9aO+tX+VYfS8X72u5",
-	"Sqw3E7rmTBGqzVDo3CgQsKKarxg5xEuWr9jPUqTvHKNYdAY3l/WKanMbUc2OzfcHwyP8sS5inPIHtmZK",
-	"+0HOea00OTRLXLA5bUp9BIJ9WZi34GlqiBI6CMdoWzh4cyCgl4PM6yP+B2w5ppqEg7+VkxZ3xuayZruv",
-	"rpZPWNuPrOD0htWPrB4XRahSfGG4hZY4zJX5mij4PDW8VaeHvUj0B3lV0g2rv6sZfZjGGB4Yq0Cc5mJx",
-	"bNZRNvq4glYUORRhgztyi863E5nFD7KYIOnhyMM1JXUjlNH4vVaeHlWxt1B3VUstc1lOlUQq+35qLO75",
-	"roK/H0cwtutGGBL+Xi7+yEUxKDG50+SG+cBFmmNyUew6vO5QwkHeyKbO2ad66qUFr5NP19/jEZeNNncu",
-	"XNS0VEdoHOHCUqO5PzKS966VcnMWfuSuFiBdQmtG+ELImiVXQPkxJ2jm1ek3Q0RzA3fVdCUM77ZB6RBf",
-	"2UuExdHsohQG48EbQ5l/UUXu8cn90fAw04dtcKB/Wkqlpx60R16DYcd8kxrNIzS447lHS+BEcRFfPnNX",
-	"qkLu39oT7XutCRKNiknTWe5733HUjf7I6gW7perhsrgyoujW8G/NuBr9YmVeJJqqh4TsqqGRJ6pzwYBu",
-	"NNWNSmys6ay11g0aTnTb1mT2tD0MMzrT81UtZyVbRcZ1DYI/2jy5ZivlrMePjFDD4c13SWEpbDoqM81p",
-	"qVgWuxGv6CJibPqhWc1aUqqo2TxptRMjF9Nac7EwgtLL5K1jGo4O5mXWCkVc6K9fHWQHKy74ykhzL/0o",
-	"udBswWo/yhv+c2SkH+ln8yERfsS1XCtSsRqGPTQ6aDA6wm9PY0PEngwnPh0dMJomuVikrbLODlvyHCzP",
-	"e5hiEyfTdz5mnIMhWDb3lePBST6xp33Nj+adKG6N+Ls1lneicKQGgnZNxYKRw+v3F+Trr7/+R7wlKDFS",
-	"d2Z1HiBB09rRGZnzkqmWKK3cznXapIXj2ENK93N5z0s2xPTQpM0KGFyC582hjafxvM6AhizHuEgdnkcO",
-	"37KSaVaAWUGRJa2L48L+BO9nZL3k+RLkF3AorblipGRzTWSj0/qlH8tUnhmZRmd2U9SiL6IB+RENqhDB",
-	"UIw48Pyagh/GjTsH2yOBR1PPlT9G1t+Gpyx9hvz5e9IpGhETQ8EwbW0Zk/9SSyhLNk3iqmXJnm6dq+Xo",
-	"ad8e5E0z82ObNtiClRzc0VVJxdNHzZ/In24e8wsplOlC5BG3wPuaqaVgSqHfvGa0OCH3pcxped+zHFkx",
-	"1rnFmWViXhUHewHcp6w4I/clF4zW/Gc6K9m9NUXlUsx5DcKV83CDKx2/UujI10twOMvVimuzRN4OZLj6",
-	"XxqmNKF1zR9ZkcHHc8qdJvPt6dfkvhH0kfIS+3X6JHUOdXKe56yCpXeBA7JiNUgAZ2Rdc80U8FtarulG",
-	"kXAafo8wPqHdpX8+vnnMj8OFjlvOYF0Dw5n7O+wkbj27pfWC6RE2/DE0lZj18jMjNNeKSJERLpRmFO57",
-	"5HxnEMgwY0Ta9QYyDRUas6/sM811uSFSsF+dx+NcUwz+Y8vWDzGAojiKT9bHYnBtKZQumNC/zoSHr5HX",
-	"X0cnKh/YRLZyfnVJtHl9lKWkFDzb127875OaqhY3itVPZ3eNsvQyfZC/mJdVJYVioNd9R4trZBPmr1wK",
-	"zQT8MxD1X/yHMtP4z4nS0bu6lvV3sthgd9vSJtAC2KxlscGInkda8oIczmVtSGlVlYzc21/v4PV7877/",
-	"yXx4f3RGclnXLNewpFxUjQ4PbM2qkm4Md+SaNALjjoqTA6N7SzEvef4F5+x4cW57VkFkVVPXTGgn5d67",
-	"V2DKlKwMO1cVy/mc5+idP4ObJ7hVHNOvYbp0QbmAeb6X9YwXBRNfbqI5LUtWQ6iX8rcQhHxUrF5xpQzL",
-	"kTWpmTVkqlxWZtrt47uCCc6K+yOYw6VQzXzOc86EvtGythaALzOb1ixVs5yZWxTmBBdfZqaxHRqXGYqe",
-	"sVKugZPOa8aOVUVzsxLAFOEartm8UWFrrSIILMBrZIf3Cid9N2/K8j4zHKPemKsPyECbkyTMMkIXHDss",
-	"7NiQoVPRhtchn5FeXjUM24itS4nSNzRj112zWtAS1ujLrbi9j42YwgrSCPa5YrlmRbkhh/fcjuke5l6Z",
-	"MYO6UMPc8Wz/IPV72Yjiyw2ZO/ZetFRdSGZuUU3YZ67AQcfx70eu+Kxk3gyKx+XwXkh9B25eS/ZXdFNK",
-	"WtxK+b254L88pwLmzD7njBV4kBX/mZGSr7g2pxWHd6elvCvNAO2wrw2T/UHqG6q5mnMQ0b700I0UvNFO",
-	"gQRRWTZa8QLFYqM5ksN7eHpnll21YzWEdX+Bgz2GudyTBX9kyn/5lYKFMDdyEHfb+SQSfGvGo8jvXvxb",
-	"c3r6dW4agH+x+5ODwdva6CSsfuQ5+9TK6V9mQc9JwSomCiOgE3AkrSpZ05qXGxIoDeSwq0IM3VmGWcG1",
-	"N6P5g5zPgWJupfxIxcZKIeqL31RI4qww+py5Sx2Fmz/u4A9zFZ2RNeWazC3LBwOFIQxBuCD312Zqx+dz",
-	"zer7HmUEj4YM14rlUhTgHYGO7G0Aa8bF4mRQyEvbp08j5l6QVAVt9FLW/Gf2hRjlD5KgkNe6HeGiq8yt",
-	"KDTcdGZM5hH2fucmjLIfrfgdiOXt78hyPgnVVOYuYAVoO7cw4b8Ku7Q8/r7f3z2cEj/MO1CR7szOwBx+",
-	"cZsJFHOem++umQItOGauDWL3RaDIgZxixVyi5IqhbcCIG0ZHE7K9nsAo6n0kbwglYEnFYCJSUaXWsi5s",
-	"Y+anUi5ko0/ITZPnTCkz0w+3t1fk1elp4BaFRTg0C1/TXJPzN0RF3m9EaX4C0bUAs2xVm1lojjoJzXGu",
-	"/an/ZOZnaKaQAhiwMwxYK7BpyI782C7DQXZQysWCFcey0Xgwaz1jVB87ec68weYazlfJqGJFxKSQHayY",
-	"UlHf00/o+KoqJozYxQUx/YP7cqsRDap6og3ezo1o+SZQE2tZsm4oV9YNnMzIfceC8MJ8Z3TEe0sj17c3",
-	"V8HB85KrYiiPo7lyW6FtWc6/ul3xs2jXpF0vOfsPlmsz1fOKg74es5UG+rlRgY18y4ozswCCGdlvKUsr",
-	"cuA7EJWQodA6B2sFULoVuzbW7tujobKUa1ZcVhHv5UVpdAlCi6I2dFhjPsrhxeXb66OgW2v3ADF9XsvV",
-	"GWGrSm9QgqZi4xvgitjuQE/X1mW6vf34A61rujF/WzX/PHbKzf3SDiU0Chx+ur2AQzPFfO07+S5izbxo",
-	"OTGyDtuD7zcjoUIOSnaBls9cCmWo0hGQtNwIFQ2/vdFTUPAFU/qqZnP+Oc7f0Pz58hVZss+0YDlf0dJQ",
-	"v2EqrFbOiHLz4fz41bevCTbofQfJjtnnitdMJdebautAahfefoKLfkZEU5beUhOI+Oal5JaYj1Bsw3t7",
-	"a1wlVfqTmkwI5nWkSi1JcGUysEjjbRQbr/kWD5j5eP/hovFpS5ShKza+BULq70CyScwUrOX9TcCYOl5E",
-	"Z+UfwqdAwtY7vd/s5FqwOmXIM7+T9VISuRZqZKqtPSPCgq5aW0gludAhu8tpXXOmduMlVVNXUqXup85a",
-	"IkOTtbfsAluLzqFmj4x6naPfMIPDTgVhIq834CXIZQVS0AOrdEaURMaCZiDTVCCt5FQQtZTrMPAMDVfb",
-	"kR8wEvkw+YjYt1MEYw6tfWV/Qqmlnsi9cXL+6NoPR86ofWv/8am4e/2iY20MD2xGCgaOIjxKXNuTxc2d",
-	"x0Uh19Zy9SjbEBAngmEi5IFjsmiUhhU+gFN/t2H6DpqLild6um0/feLgyaR7Zfsuidx39+oxv6uovjuf",
-	"XRT3LTVTUrFaWQquWS4XgisXwTEsQ7VuBWCi7bHt8p3uVHo3ZpezZKGkE/LX8LrrHGRHGaH8EYoJ4VkL",
-	"qbxzTw2JfN/zeIyijcyS81Y+UNuCWzUa4cUVNBQJ7NrSg/u6b9ZGUu0TmjWhffNNnPhwwj4c24d7ORY/",
-	"pIV6aTrC+bXUtBxcMewYaHdFtb1a5xAMrTIiDbehZQkjUv1pvv7mIBoxFlK1jZ0LgtRwTHY1orTSFFxf",
-	"LFn+EAsuNJqvGblRhah5k+Tm1W1iSWpl7z5XJRV40bi4CGg2LpWMSjS+/4hEE3e8/iCtuRE+JTWbG26j",
-	"5RmhmNhuWI31HByveWFfjCuORq2N5U26O7jtB9+M36HKXCxcRzSBG/sEhfs55WVTM3/a/OQds+diLg+y",
-	"gzWthRlgdsDAR/DnMfbnmB7OJhjQiC5pSCCdps0IaN/FMSiIiuUNTAUJB/0oURuDnOirNVebWATqs1ME",
-	"zQ5SIcVmJRsFd6PaKM1WBBqP7yQ8chaqXs4px8DCvKeWmYuq6Ny1FT+GQ234Nipix1YRM/eBG5FZYBhP",
-	"9MaF5ZkYUeTXcFu7BFX6HBXhUU3btwdKSriM7cKZWy2uvT0yoeMr17PBhJe4I4cTFBsCz7p/suV4jHaf",
-	"ZDUfmhUVxzWjBZjDWYzzJNdP5uD9HZYicVX8BHe1AMhG5zLG4FpG2/ZyRnANyIpRoVDWcZqK52SgQaC8",
-	"42jS2vnMoJB7GLEFWorLe0OWsGDORh6mM9no7q5Sp80UHaOM4YUMBXyCPcTlxJrGU+dvrR+xR6gZYX9p",
-	"zGmUIBTf//MxvHh8WdwTF0xB0OS/E033DWz2RIak3u5eyDoyz776J7CdXIe2phrtWkY7LsRFGa3KCKY3",
-	"tvmS/03EOzv/jny3vRjTpL3gvttH4HND+Y1JfA4B5YoqlfJuwPlHsa9FWjHyAil45BbHKIFEMLEyJCQr",
-	"ZaNNmhU8tcti4wsOFWOhJVx9BTo6eH2OptKEaTs2inMEB3JNo6VkwQXaAqh6QBOenaU3fkzoEo5GdOKu",
-	"L/sGSpmd/LUWimZyZ7KqovNrtFxRzfN2ivbdSS33aMrNqe2wXdrM7XSMsr6j+cOilo0obql6SDAtVnNZ",
-	"8Bw8z/iyz+/qklTn27QxjaoHMABHLxgIU3mk5Q06dSMyln2BzJheMyYwU5cL5waeuDOGVN82aE/7GOnG",
-	"PXP3GZqfGvBZr3hZ8kR3URaA3flooJ6+ZX7ud9O5m7lGXyArEgKW+eq6ETFJqJMb4CcRs5+hnxOfb/D6",
-	"39MmD9f5j6LcDGtdQAg2zxriX1EXk5Bq26gAmGxbH4urnYaIfaLrttWxEReyEXqQ/5vhAIoa5sPVMrf+",
-	"1lpvn83EZteNAOVufPallJURuuwXWwnnkTS+iFIYdtJZ/nYo2wcrpJqt4xASbLBw4ywkLvt81+UcitRs",
-	"wY32zgCZw1xabsZdjpKyEPQVre0lC43NabnDj6LH29RkgaPHQbdkjv6OueDt5GX/nZRa6ZpW58WKiyDA",
-	"mBYFN4On5VWwRjbfs6+doCtLS+uYtEJMrQwnMXIbNY1z04+WdYSTc1WVdPND2rijlnItXO671aS7Xl4w",
-	"1ZxgOuVQHH4beRDx9bhoCqdohcM+Q75BiaKlua+XVC3Ni+ioQNd4r/9X376GCJ92PJHhuAiA7eF8Lxdc",
-	"AIM5Q5bg5AJSMg0Z2TUp+IJrsGi0eXTolcd3VIavmP9K8/+NKFitclkzlRl5XfGFQJPIclMtraG3l34T",
-	"TOFrs36mYTPAf//X8+N/occ/nx7/45/bf57c/dPxn//zVfb661/+YVSV8rMP9mWQTlMJ2CGzQ9Lr7B5R",
-	"mpclQn9IMmNhVkGXGGeup2s/zG3ts7HhuUL2uoEgUmVuNOuGYMQ3GLjUuDJ/CDMWw5RnALcJ+qGawIi3",
-	"hxhbsgsqcoQkuZCrFRXFfqcbm3HYozk2tb1sNaMqJohdw+9tlHQbTA/tlt4/FdDct5GD8kt0hhWd8ZLr",
-	"zQXVbCHrTVymzO1Ty73r4riitd6Q3H1vnbg9w2MYxTlgzaUAPmPtHHj2jMoWWCZ6QfUqLmTkyTm42VlA",
-	"qdC+UvJHBng3hoQyp0Acq43IUZuyGZFx8XeaCB0s35wlrKVumle7+dIFBnRqSRrFOp3t4lTvHQ+/kH1Z",
-	"JTbILNjn+CmqdL6kF0taliwaMnxOBFsbWjLvmR3AF7cJyr4yImFoSRQTBUCU+C/uAwBdcyvsGjXzk08F",
-	"c8OzGveMgd3G5g5ON1XyFV3EkXCumTnTj4h700LR2V7hu3ELW7tUQVfhDKNbBZGE7hJ/siyjmDZcj619",
-	"lGVkS9FHf5UUKZwTv+qJFubeOyOywmGRJatZRmYsp+YcUNG7VWqmmEYLmw3cMt9/pdpmfYiTOVHW4tuX",
-	"RLY9YmydHjkk1QST/3Xkn77AGowotcVR0MBz8sgLJh0DPCH3Hvjo3sZp2GidEE3pDbn/3e9+90/3RrwS",
-	"hTJ3OmbkbiBVFieF2bj3S6oQ/6kNxlP3RNENfOauA/gwHigb4kDviR6ddeCd90B17jQwyChCrGnU5F28",
-	"8o5OjaDD64SM8NNy0wFwRehwrruI192kQ29gYN4CuN11Wcr1d1Tx/LzRyx8fWX1VUi6utaqG7/QONtuK",
-	"egx2vKBWrKZfKQINk24kfMDpwHZbmf7Ifa1V9ebFi3uHe2EYvLIQOPYAe7eUloSKjVFSrYlCML2W9QOp",
-	"qF6ekB/nczLbuOz1N3go32JcJVd2oKzA9HM7WDSk4u2NH+DYgwxzw3K6M4F1jUsqNIY9c26Rvx2Hs/gK",
-	"hwBc9YJW1QuHuKBII/hfGub1OfStJ/ZwAPgbfwdJnLnU8LaTH0XJBUvMwLb6yOrNleG5Ay576o2ntf2C",
-	"gNcAfGuHsw3+ExyVWlZHpBGal3bnPmvU3FAW0/UmPZwEhvi5wws/6xwRqw9SRZSUEJyNfNjC3Jvdd7DM",
-	"5t9cucE7Edwm9lhADusKTEmme8DOksNPny7fHoFzyJA1zWupujgqcUlyINb6wsaMWtjMLxJeHaLoPnBR",
-	"vOHF7qL0+5p5fNjaqoGyVh0Lhrm8VcIPWvQQ3HdGV8+2sMy3xjgJKr1FAzGtbY3fZtNYSInINJJQ6JPA",
-	"zkOfLXJWSJfAmz4Ri5ACMn/LFR4P73PJqTBzmLHQ/rp9GBY7QJF/ZeG8+/Z1NH6L+Cotk/jX4RVl04Oc",
-	"UIMQ2OaBdVyppWzKwufCxeeyTMBad/VbuELMkCsqjjUv9fHPUq6SLW5JSen23SQCfMtW7iKHPlr5zIXa",
-	"WgyGo3jnfARZuhuE5WUNCy4NbLGp7AVSlVQbxpJgiUb0sGaVOFvcpgSQVmzr1oziQ8wCLBhrN3W3hrlT",
-	"EmEuu2CmUE3MJaLCMTmqxAvL5pcjZP4OwXdv0XibdoSIYVTfPzJWEYvg20KWwGIhji8pGX0EjDEPGAF+",
-	"RzC6GBGqKcuE22Yo4s/ZeB3WcXgzdVfGvRIP+AtAdXfCvjWKj0ZrzxRQWnjXfKRVdVtToSpZ66kfd775",
-	"JQtAYbc9eC1orRUMN+48hsd0BU5xrz+h4kRBLUUp0EgdXrhdg3p7bx78z9/97ne99w03d2/6Oj9ufzwE",
-	"CUrLegku+S7+yP9jmjEN/1tzevrqtWsMuoIMuvsX6TfwF3sk/udLKLz0zx/ttaOOwjund0XGbxyVAMy9",
-	"6QLjJr67TGjiIYwtxB9YS77HmSfOCIjhjfh6yZXmYgGZJNFOm6oYTI0IPbmo/xnlw+eyynpXKcx2OCKF",
-	"bXc7Kn89xgF3/xRA63Y1kzNyf3dn1ShA6727u/cJr2xCikCIWxl1jYb42AEKc/SK7B/szAP+WphOj5nc",
-	"otL1sai8ty+o/bJdwiYoIdLWYAlLCnUqIAV1MvqA6L5kxVZdhSG9O4uU1OpVEeqWsNq2H/SNGFF1zrHX",
-	"dPJES/shWQ5Ync63jTh9+3a3qBhKX1bLtRXHjtvpk0rKEo7rluh5RmxIUiidhlGctquDzMYuRWM3p1Qa",
-	"81b+VnEuJBcLsDQYBZocConp6eaiZcVRRm5cvN8htYIK6PSGHa3p5iizqjc5xDvVqKV1zR+5WBxl5NoC",
-	"JSAKHxxxqrVhsjbU66zVnY1wli9Z0WC/V1bn5j4qDKwcLgCtq5ofZeS9DR3rvr/mZUnschsa4VaedEtr",
-	"532QHbh5HgDKMv7mhn+QHXhKe98PedraguESXK2nxQuLkGRkI88gAxDXGdO6dL0B6/Q1hltg9Jz5RZGb",
-	"NqzLzefaB2XYh0MDhRpBMfMqprDLeefy6xnD8clo1Eu3rh1rKx5NCKT6DVkHuH4mo8BkM8Ak1dNWv7Kl",
-	"r2YbsKPCmDta4JPF+j1Eh9+GrNC7xoP7MHqLd6j6GW8TOGnjwdudomb/nbLwcMKdKUwOk+ows30Cs23n",
-	"EJLt9EyMyv5CQdhOYlsZafBSs1UKiwRewGA+hzMSAJC4wNdpsC1IzxlB+s2IeuAVOfSAjFBkCdwC5NDi",
-	"O54RxcwtauSyziWKTfmzYATXB14NJKCNWJk7NpslhVDxNUb0PMb500OMT/6hBWKRNdlyTXRtNvFmuYgM",
-	"sL/w4VLAs5aRROdepz1j3XgP9B/NOSsL5diqWQqgBY/POc71bGGcB+B7HjDGDmOUIPfzrZ8LS66YvKiN",
-	"sjNnNSlk3qxs9N6v5DZ1XUxs4dYO7a37DAw97JGzdQf4GEOSe0pASS1sIwibgBjpJOgO8PQZgVXyINHw",
-	"LFiKkSAwP6UJu5UGqKpgtAA9ZPfm0E70qKUr7eCvATFqzutVDAsKXxm2urpBY14FfpHwOeHdGuEFUMXE",
-	"Y+xIa91cg7l7xqbmgqQSUi4twi3cM2cIoGNm3FrD3H7ZTZ3Yn7+3tq96JoxAby5OZCOgEVpW5/wtAV3s",
-	"cgMG90cMiiQk6fiWcYVbRey7ScwPrqJXyo1GcDx8joqwITnTKNQVp9piXFkVyFJhVcuiySfHwJvLpUpT",
-	"S4ApPGmzrACXbA4f70t8fenA7kLmj1BL/e1Q2jl62nWkEKz/AC+YLGr+dxIyt2ve7SFm7iVh+p4jMqb6",
-	"skJmui7gBwv645xhRtLLl/auQpvmGUa33Fv3UhB2lZF7KR75HFJvZemgWa2o5astoIUyI/eLGVjX740Q",
-	"A9UK2qcYTHNzeRXKVTWaE6GPg+zAfj5k3LjSP18EIb8RA97tv3SCgi2EmrfK4GiSlo+U8X5InpzLPBbO",
-	"fkGFE+/gjYTDs+bD3wJHrXni84qK+NcVTYA7AQaoVkOEbV8Jd++BsUpNztGc10wt44YFH51mG8YMM4ZY",
-	"nebBalcbg+YxycisgXkSX4SfZayMrvkm5Rcf8ByYPbDDsC07mrDb2y56d3GGDrT+2fqmXVGQiEVP+Khf",
-	"AmSfCux3byX3w4Jh+dZ2tbylz46djk36gfFBV+Ay1zIePoTvJQ6ibUR1RewJDh7XbBaux6Qt2FNXCjfl",
-	"jKzkIwO5OZdCc9Ew5XzTaPt1EwtAj2UTUaiSq/OW1yxHVFlDhBlynQyYRxiG4JgvaLSFXIsAlZUvlmj9",
-	"Ora/NNWx+9G86n6Gf7sHprdjLty/EPwVOj8WjNb+jzn82wznWFYAqAL/zksE5TLji7J+VTFH/kERvp6Q",
-	"WjFMDaxYnZtV7kQ5fWWBR6MMzBfvezlWvM8cctgVl//rqhaenm4N6KPbbhukD0ZcVs7Dwtwro4sM5QZ3",
-	"x/f69LQ7wtPTUZHCUcswnd9gaHriOrWB692r9FlvUKugseK7zXkYNR/neZ24ev8pnDZACerHnYF876Pr",
-	"bSkDnrgZ8JtreGk8ssr24O+vq9t/iTebDGL7SAWER0Nd67OQZWAglUOAWS8xdm++4+W0NZ/QZ5xc92nk",
-	"sh9fBJLCMt6gJuMYfBJZn9tNpYwLq+Q/DxmM7Vc7iQn74RobWNW27h2jdb5s0+LS9Fex+tjZGHySGFHw",
-	"vU1LAZ8zoI4WHBI+WDSzYTxLLmx/RQXCUEBHHKO6aFmmzECm7+HWfUT0wNhTVot0OoKQOvPRaBvroJ+A",
-	"DORXIxj6FLvqtYsFi0R/e9+2i9kOWemZd22jE90GHbwiihSymUFUXVMRLcm3ZMVFhnas/+//fXX6f5P/",
-	"4Np6NHp7apuK+Cx7fXFBqFHJAxADtx8eRdUGA1jRxM0BgLJLRuvJRpmdQC26i5KEsYAPBzWNSIDCiIQ7",
-	"DsvMPmvY78GOIQDCdcwVKRrmgDRs0Kj1F9u6QC5OYt9x9SnZ0cAQ0fZjEfv565Az414IEe4xoYE2WhIs",
-	"5v/p7ZUteliWCojEkOztxRUBJAkIAe1C6zVaml3NjSDaFNWQ3t9W9H8ndCpJGK2wPYW/xi9JKRcJZMLY",
-	"DkqSU4u8FvqiySECjb05OTnx9Um8aQUlvHgSzAQdyRI/zGJIMboskqGJTonw7UDkDmK6cbN3m0SIva43",
-	"03JDsFXIDHn8H5AgzwtFlCGO2Qa0lqM0ouBOaIJOYLSG1Mxmkt1hUXZrDc681uvT083db3kGHva40aaO",
-	"WQCuavbIZWPrZeB4MHMN+1ODDsUpcbyejv9oPtoB65DmuWxaxQbWc2eYw5989sJ+8IY6ktLwA1vvtly7",
-	"QgLamJ32PCYpeUvuQrLOOhKx9ZsiQbbrb3H+ulh+Q5yzu5NJhFHqONBxKRd4fN6g0Lsgh562rY8gI7a8",
-	"Sma9KBAE1/pQM5dHaeMtMXouyLDMurF0mbusj/xBIYfdBAYFCV6Y6OcST/BPWCHzGGIAj20iwiHG0hvd",
-	"thsuAFPqBIeG8Nfe+OLDYMNWp7H+cf9Hf6mjqBD/ZV0hdsZP8oT0L9p9HCNuHH99v8iNoJVaypgcfB7I",
-	"CMq+Bk4K5yN9NutGIdeilLSYjLVQUg25wCtD1RYv6PXpMRqJiGuOaJ4/MN2VJQNU1kRuWlKz9Rldbs0w",
-	"kSsUSiPJYgyMgNuXF/wem9BUZ/sYrJ994FH9/LAn6yJmTCOKQ7gPVBFNH5gYWfBpF6n1GD8TSZim9iQH",
-	"xX9m3210zJVmztoTdhAZvY26npLI95XaSv0mQibiFda80MtIs+bnvQc9YEdrjWbbuHidmQ5xI3ObpEJ5",
-	"Qm8OXDtn0WR4B32YO4gDLDifjuXewQMeuBaGvkBdw/pGUosW3PmDKyKraQuCvounzlC0UFrJrMJWhwKp",
-	"E5Nzubbgl+izKbiqzOWGbHF6eZjJy+rD3lT463CeKqYQdIS7cRm5335/jQIRbiv4cWs7XdBdkL67k8Os",
-	"ZQQoTTpIVbBRbQUbnhlxDzislYq9cVfX9DHmohhFE7EOnejwEHAjhgkSVqTbEWojAtU3ip8xNMjzAMo5",
-	"bZ/egqsYbbIytD/U4HDobw9YAnNHrdeZfUZF5wwKWRHpwxjhBpvXjE3ChJyWqNFv6vTVN0mUgwGkhbcW",
-	"0cAXiYTAYQsoOmGoKRCFtyF8wuT2OiLdQFzrOwsnMrSP6QQVH3g9hWa7CAgDY/pA1TEiHwyNKoVyYL4e",
-	"dsXsimcAtpXPLiIf6lhHcqcPPcCUrUmIqvp+mAY3CF4wNIcdkAImUcy0hKHxZnbBBeB6KRuHCJAKZ3pC",
-	"Kv4Xy6rPbOo84PuFyfMhhayZR8HoQ6qdfvP7/ZPOxw7ehCTqCVubqCXUZkN3UponSARvg+j9HUSCQLUm",
-	"OdW0lIuGEYhmfmS14lKwIpKFQNrNQi3WbZgotpBKzAHmIi+bIgYl62I8k1Z7tauBpS8j/QKbcYktvDoN",
-	"Yjq8wcXxl7H4LfferlZd99aWkFKu6UZBbb4TH1lMlWL62K35/RSaxFSstOOjTYzbZyF9ili7jN/GVnGn",
-	"CHdcSlvfkhaE6olh7JYsI8zV5U3YN87QRmetqqYT1aabqInWxt45te+3o/Brn7WUPOG0+hTinaR3TH2I",
-	"y+o71n7YUV6bnlU7hVyf5XIcSVGNbgKC6MFl/kEqnbDyotpvGLkih4DoTBdgqPdSNrZDZhvQixpl0/HN",
-	"qyVXmIK+koJrWUPaocO0VmTBH5kNbNKUx/IIAklEpWw7MHiyXkrlsaw4oBZyMdV4JG0G/3acgKhlaYTY",
-	"ZdAJLAC40HlpiW1KHxOGjy1jsBDiLNqMd1/cPozUnOIdsKgPqV4tkiODadp40QKxeIS0w+kX2xgKxdZx",
-	"/PNrfICrOLGxhN3/Y0CPD0KuARI9oMOM2FEQKQADqr1rd+VvzuwvHZSD9EAPlUfTcHPOYrQ6eO5WM1Yn",
-	"4MftkVrBO9unYsloiebIwYsr7OgDfmIUFK2rZFW/8245PxzAV4p8uL29IudXl/G4GKjoMQaQCu4abvHE",
-	"LMjxYAmVibU1WLBM22mydK5HJ+uqZge1XXRN53Oex23YrJzvMlmB5UKp9liriRqezXxeR52FkbYfpUYr",
-	"rHOI/klqVh9kBz9I8Qj/HC/Z6Wt9BIvUpY9gUH6b7QJkjgpHafyDp9a+08b8bgNoOhQPKKUMzDE25ye+",
-	"htF80ktRsEiR6O+p0qSUC8LNc5+fagWwloQmFUsCb2U0Iah1SwZO4R5RzNiS26iZ9gBMLNJ0IYWmuY6V",
-	"hPoYhHYH4XWIc4GftaDwO014l1q8KAMkIP9pvhyvj+BoYPiwJKp6tETVnaU7JvIBopQXNS0wW1LE0PwD",
-	"BTclYH/HBa03TrzudtjBZ2mEn/e4fbxdIj/FrEvYHfLr00Qoig9Vg3Tn00tlaRx6sIujl59BTKmwAoKN",
-	"dgVVNzOT5zVZcqVtKYbe2bSbGYVmkULXsoyc8TPbZR6+gQUzgNToirnxJUrYwjQnwhDjy3EcHSaM0DqS",
-	"Y2Yxv40WVzWaaLkAop6uGdvli1A1PoDYDbMIGYB3QEkM+G3W5A/Mnm4F8WzT9dsfZMFaQrA9xQIx7Oi+",
-	"g76SjnLvEqWOGtzo2hp4Z+TUV8NxL7V1Ey347AQR0X77LhYQ9U54P4DvgotCrsOycpP63ylU1zYHvteR",
-	"andfcliGaNT4IXf0tSfxjBda8Qeye6aykEG40fYWs7PdCWpsj9AA10sVhLrw0h9y3q5k0hNJgopuzyWF",
-	"BE1OuJOfjbflcrXiemi8+IZmRTDyQPXabdwo8STd4W04ZldH6EGe2V+NNAUjSQMee9PGJFXJfwCfm7s8",
-	"Wvo8FFZ3sCR2NL9fdrEZuoOqurbDPehGs3qVbj/QgFi92id6Ljzifq9tt1uiTEh7wfTbtY8eY6zm505z",
-	"s1rRaA2s7i4tOeKkoNbSqww4EImH728+poihFfhtR1aEgW2ywlzQ8WZqvNiXPCajU8u3KX6SOWgHE7jb",
-	"gZ2N4D36c7PJ+jvXIcdh/BNLYLIROnpPmN+9xE+5ALwKKCkwna5oxW/lAxOD635+dYll4qbW8U07kNpG",
-	"O3WP1GQVsDVuDR+CXrmOCW0nhJO2UXhhYmONGhkhvLAPZWHLWbBzwXr3VshNaoC8bD3vaKiwpR5be9vI",
-	"HiFRKQYhYifkFsouQQVgxHkFsAdLMTYsCSP4uCAftK5+NP/OpXyAChCisFUSuL1GZrLYxPEclHo3oVac",
-	"HQsWNrQnwc0BeyW2INuZH2xbyEDsAAGh6jnsQcT1TMuG+WSp+38+vnnMjy9UPT+GD+4NHy5s4DgolxDM",
-	"BamtCy4WPgskKG7ECkg22prMGZlhRV7pnGt2u0TRAkiZTx0KR1xLrYYqIL6bzxkCO1dbtRCDynC7FD/M",
-	"DuxAB7b0fKZk2WhGWKtG2a/OLKYA1753IxdiaudWofvBbbQtTpNh3eoe0tLWSW196+Y+tPRGm4KjiA1l",
-	"jAS5Nzv5YsXu45liZvxjgtsnFStq7wdvG+nuZEik2dYZiuzBEKtIyTg/uksTyx3L7uWzlCvmszJ6gQZ4",
-	"oY9KrFFR63m1D3fJThkHvjxmkAE0YSAZHDCIFP6LXcMV1rQWcbQKJzS7NwZqNWFkPAaACPaUUqVJDdpt",
-	"qV/TYOhR2oJksHN7mT1XIW8qWqElERHListoeAZUMybUOmUAQQWYysXl22sipLZY3UtmL5gV3ZAZs96b",
-	"Wq7OEGzRfh8U+QYUWrMXnXUPy0zGpGIf3hF47cMYmRTrBOqj2gKvtsP1Nx/X9tq1v/TrkU8jS5GufW6P",
-	"nd+DfuzAyMyF1N/BpZyYG1hA+rPjilh8X0TDpBqzBvaaW7VbTeB2FDZ+/owYzYusGgWY/TS8O+3FAWgu",
-	"YEreiSi4sETxMgKO2dSVVENo/X6pnMdxQhlr0FUYDRAzhqKnIQYSHPq2EBbJZbXpUARWGbcjwraDOuM5",
-	"FXCZAIaruc3PbGA0IM+CLAkBG75+5AOrpoDPupi+YGfTTClE494XDQtKLIcRX7+VmKCzaKH9sM5+UFw/",
-	"yAmNV/IfLr7/8tnijQYb3Sf6KNzoZ9jjX7OC7lPSOL5nertArHUUUVtVdbgELGJA+3pXqNXBxQhoKEdn",
-	"RM7nWaqs6x5JIn9tAt0lAeVpBV13TUnxRVXaIqrb5VMzq4tDSnyndGoKAmz3OqDPlFfSqdSZOcCdV6fH",
-	"sHMkWuDz0J10GJHFUD16YiJKr5pneihBbc+njGRqCsuvV/PT3NGfsdiajWTVEr3GYalJ8azJL2PVQMeT",
-	"YYZOyZQSoFAaCrbLcLcdElgmd/y0Ip07lciUkGxCMLYaQnmUPi4lBVQYlz0blMg0MjHyj55Q/Az5M+Tw",
-	"5fHLV783869pjsxbSB840f58tJdCsJV3MyqDTqjP+TeXk3Md8hvTGTm0lzSxP6g3L14cnSGvFo88BAUF",
-	"sjH/dQrq4VLrKiPm/xWUTqDu5vp0fRkWkbSc7YQEGWVY7p4cNorVb5xs8E949YBFrlNN09fIVOkimarJ",
-	"l5BihLUxT056hS9PTu6DwpiRx/2ymEdg7mgVkdbc7IryPlum0hmGArVUTrBYxMl2wRanEzYC8X1E30K1",
-	"m6wyIf8pWjZyNw7wDPlRIG7/IAt2vmBCv/Px3k+z+yDypRSoyvfDyLdlcq3TCBvf8znTQR0wuOPDmCG7",
-	"huQfT0/J4UsAJ2w0U0fDMLa/f/1NB8b2dRzFdmDFngjLbJQUEWT6JzGWb2EI295Giw+wqWzYF6yPVJhd",
-	"0fombOoDdhVC0ndK30JI/wmUQja/wjcnVS1zptQJxr0cTRE6eMFWldRM5JuomIO19cQCjQht3Ckc1Acj",
-	"A4n2bxgzcgUVlLR20AhBHWcKy2lNqKP35op+Pk8iU75lJX9kIP1YHxTH7ApFZKNbcvt6DMZ5DMW5ohsj",
-	"FaQJJyarXQojDPqjYFG9uQa5pjKXSsVEodwyml6D+7Ql4xRkKVZGJR7Gzm+QW3TrPWldKrqmvJxksLIp",
-	"KsmT/pbRAsWj3vTckr8+Pd3tUEfXfU25HsXz0dJXvO9MX0twfVnKQG2ai0U7xtMx9OxgeJOBs4EFDPNv",
-	"wybzTV6yH53Nbl/GVLqWAvOflqRuwJFEg8yvbZaVSs742PkmZCJfx7ADXb8pm6kkhQyjt5FfHSsbEOj/",
-	"lFX7V816j2sGxy87AN4XPM/NfObg4T2umWDrnSqt9U/QtMOyix3NJ2i06zSMDAxEcq3zc/A23gJC037U",
-	"ces8u1R4rz40B3joOpKpN9sYWfAnyg3Xv44WvHgnIJDSegbYIxOtelAb7XAJqdZrbAN+SqB/DNZk8eb2",
-	"itaa57yiQoOzqJDksGpmJVfL7g1pBNWihlK3wAgeOVs7XWlSZN+1zgMM7Y73KOI8KlBx+yHtwUF3rk1s",
-	"k4i/3U5GTbNxoHfpUnxEOWlc4nKQXi9Pk26b7evvm29GGXEtSzZhBa/Na5AHBRQdx52FcLpZo7gwNMlB",
-	"H9KbfijEjgqu61GpJpbHZg6D7xIRedGDwp2rW+3fez+qoDOUcDEGT/yVreX/1DMPxyP3dwHYF8CO+eH2",
-	"9ur4/fd/iuBbtp9cxsvG2MrkYdsOctUecU9fTcOL0SSZbo/D69K+ut+iADOhTodfU/A3SmLZSCJh+Y88",
-	"KnPg5aglUcxIO4hDQwFQr2Cyc+bIe8CvbKX74Ph/pTrcaxcm9dGNrocDEQkRAjNIpOIrWvY6dSmh3Ete",
-	"M9YpOI9vGhKGR/F8xPTOmStkX8lmxZi/QYLYhEMwh9Fck+++UiTWE0rYUCwVDAt4NcjG3gXdrR5TgT7S",
-	"B9OAKxmPo8D4MHD/+Guv1Xhc8JkF6p2m5Oxgs8Qs85v3n7zh1w3izBspV9JCqDKX+x5CADyP6bJ7yY1d",
-	"bSPc2ww/rjs7UGSc4L0liyHry9cxfcaDkr4Txbn+pPNIUEJJhWCF0RkyX3OHOWRFKqw5D7a7ogpKpHJF",
-	"oBhRsUPAnBsJpMSMjAU63yXOaUB0+yDLgvyH5MIcq3C/nNgbCm2u0lRhs0YOkXQMp0MpEUB64aZShIVC",
-	"4dHUSIJBpn/TzPzYn+0qVNjojNk6Yn8rl+AnxepnC+7yIk4vkGKiQNsNju8EyO3AUpzNOVaKl0M0qDd8",
-	"B2LhmS2xTBQtoTgNVZCmiAcxDp317esu84lG58iSXcZu+zYOUrU7XQaiIoYfuRzXbojShixqUFusuVoK",
-	"WyuFliV77sClMJfaOnYweoIdZIkVbjPkQsHXl9rwH1v/aVSxNl/Fr4fv5YILZ9k3XEwlgguAp4B+tObK",
-	"pQbHohdUGL6gMnDF8YVQQSSDGrb+f20IzzRsBvjv/3p+/C/0+OfT43/8c/vPk7t/Ov7zf77KXn/9yz+M",
-	"nl8/+4CgW2pKn+fCRWzGEgcEW5cbX+pa1qSWGv7pYzJ9VjKuqBF3HmnZsHSCyphY6ccDmC3RgRl2Om/K",
-	"0g4BOuzFjdyrx/yuovru/swdyZZl+HgWOMNQBgQT4bjuQTaHtSMe2MTIch8oObxjrkU3zTYTJL5dGB38",
-	"SaVUSnOWzfyDMHYwumqFB4p4I4zdGFteBUJa57IOsoNQHV3SR0aExG/kWsRYddvZxNjtrUFmWCPWM9eW",
-	"tNqKSr0Elnjkt29xuKJFfBQddlPxY7cltudj23OU8Qxkj7wHh1Zv+DhjpFq4MVQ6rwSI08j8NhDANZVT",
-	"4WOCeAub3t3GXyU9BK8MKCvExFzWOeYb461jFY7d0kfgGosYROO3Wz8IHtJVt5NWBjVXaxnqD2Tv3I0e",
-	"7WXdY9FP5MD5xs+4/sjqBdtXUYUgd7NR0tdB+Uq15e/A1GCk7jdtjSlUvRUawvJaKuVKpTywzRFETtEK",
-	"U12xwcs4VE40/q8vmmILmU8n9bDLZhcX/DEeX7594GhZzmj+EI2qOBcQA3GojqACAVg8G53LFZDK1Y83",
-	"twzcMYf/6+bHH6yfiqqHyyKD/2I2f0asD/MKC7JCOZU5L6GCh6vl9NYCfH9UGWF1LWuoUlNBBZxzfXRG",
-	"Fg0FU37JHxhZs9lSygej0uGBOiGXGqlX28vJpzuNRzFMK+hhFfRtApgY1Vbc8hUbxMJAijtEFRWuYPMJ",
-	"CEQrqTT5H6SgGwW1DOqjjFy/vyBff/31Pzr56+edyk6MmCbOoXgblm4z95egNVSosfVbGMzenIxV14bh",
-	"aiyW3AjGRBlWRstJS+RnPILNAcv01Om785eMXeHFk4/WhACUrcMMc+nxCHLoHJv9YJWj3QNU2lVuiXKI",
-	"fd5S9RDNg230i5V5AU56NMS7c6yTJlfkKVWjCdzAiKjtUoxgPdojl5EFrRRRD7yqoB4WeKtumjxnLAIk",
-	"mEhD3o3DxgUkezh8+Ho0fmET3vPmdUtS5txA3psjJSctXXnoQtsC4GBhnc64uDSJdbXFT10Y25IqkqoD",
-	"E/DdgXxis+uG/+5RI97qSjoVmWLUbL5iu7abZLFWAkAT4M6txouU/rTcEEpsBVVYi6EKg/ayiwRXI+Ur",
-	"/jPEU8022mjAe1H1vKarmOj3Hn539h171A6p0fhqmj9sx2gl2jcnL1IKwJxHB+ge3o1tX/a0TgSmGLmX",
-	"bvv5GqhdedwxvJtc4UscQbw2Ijx6izX24v3Y8Zsm4bjagnxxvze+fJO+w36iZXmcl9LcqIFjF7/7Slkv",
-	"A+zirjS6JV9t935qy4ZbDpOhI9n8ct0IYX85HaG8VHkn8Ee95zYJOHYAbRyGlRzatTXyk5pcRSq5tu0J",
-	"xyDuHdfPpgsM8ruunOPKISP8187djcoecbMJiNZxWjXPzohPv/dUxYsJ5mtsusXeGozNDuQC+8U+os4E",
-	"kw7OtjO2GKn3WYYbTDfy1tUv2pJ9tsk3vKHGJKO3AI49Lh8FQZYOjCYg/q7kZN+I77PNDcGDxIU7R+Z4",
-	"1Rmm1rZdVVRgoTrMC+ZdW0K3V9Niirjq8Pwma+iO4p62vjfTTo/lYd0MP2xrWj4MeMWMLbhQxAYQPbAN",
-	"fkghh9yHiU69zrR81vEyCIMOLEfBZ0wU+2Da2B3xixujxa2CnFZan3qCo6fOnwk1Sv/jdVi75+C3WIP1",
-	"eSuvwiwzItgagvANxUwHoevszORyq+b1v26J1e07IabCa2ZhG7us8fAP727JC1rxF4+vXngR8gVi/6xk",
-	"YfSXFTVzY+bTY/j02Hx69KaVZ7wY46UXwxbee6F8W8WyXxxkB/6TYWXrLdX0mmkmzJQujODXVFdYvTMy",
-	"31xWdr4F1RBpgh9CarBoKlLLBpB6rfAM0iUQt9hos5GTa9Sfm58DJu1Sh3BoCf1Vs4WMw2TbmREFMzAH",
-	"AyZgP9lMtwz7pbJfxkh6GliMncrTwGKmBgv31u/MgZl4mJKRDPsudqqtJG4776x87CjFaOy6eToEDEaO",
-	"s0FafCrB1Y3wMfjKl34AF8dEU/QAUfpnEPNghm3E3ZK0H43Dyox7T/5q8eQDoeNJkogXS8XfnePiV97v",
-	"nZmLVbg9+r5hL0/nLHYtIjs654KrZZy9hKZ3AIv7lRlKar0mY3G2AileFnIy9uSAhtu1re++DjH7smV+",
-	"weJHOGEAKTuBKc6oYjew/+fm1MUoy//lqz7LHOJhzCIWto1tosdUlEiD9gubiZeRMFfvXv2l5JrdRzcU",
-	"Fr7mejN0Otu8wK8U+UvD8wfivyP5kuUPGbmXDzYiMkCo3TZlwULFZC5YL2Kfu07DlZh03LCZH5NKhxMV",
-	"E8XD/TqCStAxdU6lXhjAn1LlHuw0XbmHPpcO5zvFzDRhJmAS3H0mvaNiCa8/v5B++osbDq/d+OiZAUaL",
-	"lrf3vGRqXxGia7qTZEnr4hhNoRbLi4NfzFpmYN0xA5IJXUYwS1GvjSzvy+OXp6ekAOSN3NpdeT+WbiT3",
-	"tQ2cf2mzEFOxdVFtO7GWXD18ZLrmuYoruyvZCG0XyWahxCCtHnksbP87sAnj04RxhaUoEn72lZGneAlU",
-	"PBz7fTvyfsJqGN0ZqxX00UweA1sS0V6alonx3+zBDRrFisHl4II0iu3QmrUmJurx2vYycmros3stygbr",
-	"wdh2RYPw8VsqtV4eOIydA78JnaUJ5xVueXeEUeq0hRXBcwaXoyH5dNlJm+gAsmuN1xGCYjDCSgYIAW2o",
-	"GORkbNPyw2BYmG2mU9snSJP0kBcHuExM6e9ksYG/VCWFanmi5U+bqD5urvdUhqozzrkZcdW7v0OjA9L9",
-	"Cy7mEoE0sHNyA79firk8sZfLfQKlfXoNpqqWs5LFvcr2WSRtAB+QOZoMZO2hSt36mr+NCsIhgv/OoqsG",
-	"v4QNjpYf8yub4U63QxuuXfQObrQLqNh/XlXl5hxCQ1NWZScKrWtMUAigEjpV/z3mVIjVYO6iuSxLuW69",
-	"220NTPBwA6CRlUHDio2QVX7Itc+0uQ9yvBGLWAr24/zgzb8OS0Zb8/WKyHhpFgsecZ7nrNKsOPjlz7EF",
-	"3O/WvmFauxAlqCJrREuZXN+ITPy5Yrlmxc2Svvr2dUyMnTeKtQsPF5+QpJRiwWpYfLDbIhblFNCKL6h6",
-	"ZwfKrs9uuA/hqiKCeIYFqCH6DS2aFdX5soXFth/gCYmCQGwhIdgo/5ffZhNhEQKiN0cC6H0LHKH1CiXO",
-	"0OF9hCjvj0KAD66VPbRn5NQ2rVx60LNCLvj9GcypT52+AaVrjNMkawYNl8UTbG3FVZA+qpLmzAch2H6o",
-	"XVPrhtuOIJjR/KGpjCAWQ5ppkWLBLikblfbGIXEmymwvWOEJc7IKGC41NhJTBC1VJSujeKpbUsd7Cw8N",
-	"t2DJ2Jl48tJFuHHpxUhezj9hXH5VMZGI25mGpBFhZRhgPkwzlixqdgwVVRwXjdOGBca49mck1TK1a0kE",
-	"Y1BGvO0HQyPMNUAfGGEQnZ7oDXJLv6P5w/AUOpRoi8NgthaZsZyaG6Iz0zngerkDI1Pwnypx6VgEVXsM",
-	"7JWzHrfIe6yOlj4DuvKFjw46R9API9jPzspsb0pLa+0RHONb9jDFSw13T2tMk2ZlLIoE3wfsuDhdszWU",
-	"4kjnp2JCBVVwtcWNTmWRaMNB74+3MZmqQzYKmwXxE5g0qOFeEuyzbrNqR9JUcd2COQRLsj2qsS10elVc",
-	"yo3dMs443yZvYwm7lilvW0ym8kCHOpXkTisq6IIV780aqCTxKEhS8hAHgYxx6IA9Mg9hqVheM52RpZQP",
-	"PviO10FKkDo6a1kTSqKAAmx5QuceShNzV4WD3k6auoxbHXp30y6p+PxZr4P9hM13WADHzn62ASrvUtED",
-	"25DDnK5YeUEVQynUiGCOQ/6f84/fA00cRSXPFJu9+XB+/Orb1yGfPYO0XXPmICOAKtJVEMDDiCqB32Ue",
-	"sGnHyVaMCog63IFp96O7AsbtOXQgL3bJe+zsGn4XU7fR3WyxgGMnGGd0ZlRMCLowl58RLnWstIad/sCt",
-	"bV3+ZC2bstgWh0J8pb+WbIdc/eapd3N2UPB5pEb7J8HnRhw0T8NmvrhQuLE5rlxAtYzMwr+iQeU5+UKF",
-	"d+3IivrlRNJY0kf2tLv0WSREWJrh+9qad7hRkLHuSErhGgOVcJwgOPldauyvZeZPnBtpTDSzlLj7hW+Y",
-	"xtPtMuYk0poF6I5WbvqtWmj+OkYTcgi1l2u2ko8A2eOvRMhNk3AvOrSjyD2XsiwMbXLNboK59hlMHY6x",
-	"L8hBuOfCVjaIwE/91SWQKTdBO3+QidUO0kI+hf9Oveq37/dpu3Zl6GnHo9ndV0+sZ0RapBwpGFSfjng0",
-	"F7K6oPmSfaSf3w9n4TywSrsy1RZ33QcyQ3K6UYwtErsNgXaYjIclBTwrzGxVmqzYStabozEIXPO/MRTA",
-	"Zane2ya20IW+vyGKLVY2rnlFO26d+aoCt5qKOmiWpbrBT5NYr2HzhSObFll6eHKvpkzMjiCqWuATB9Zs",
-	"TcslpOyXdGN+Hh7A1+EAXkUHoHV1XhR16sx+uL29wv6FR5//8OPN7ZurH69vp3DlUi6+Z4+sjIU3wT1S",
-	"ygUpzRvhvhVs1iwg0mAubTG6A5fr9uco47kGCIXbEfhgZ6N2Qa3UEbO1R0txh/kYd0IKdldDo8+AJ4wN",
-	"/e+GNWzkBFKiSunP2IpuINGZzNiSt5jCpQQcLEyp2/GA/T46Pl1dyVp/pKk67te3V6SS9Qi9vf7226+/",
-	"DdciLC4T6Y7HYDQgieG5+1MJKr++vXkKff8yid9/qgqq9wR6QI2H5CH7f4MCK9WsyFrhyQgcrCBNBb+J",
-	"tLr338h5tps0gffy351ez+H02pLRhqyPrbzqqlQ5JXAVhRD/u0Dzd4Hm7wLN3wWavws0v4JAE/J8f5qC",
-	"Ljuz7ax0yNdizKjLHrIIG48RVvIwBGcxfROZCzThvrSmAFaE9W8iERbmFh9KG2zBLNtbPzz7lU/pw9Ju",
-	"5h/zuf1XzXTPqBcinYD/Kr7R30tZobfD7nInZt/7vs6vLqM2l0l80jYdbcDcpR8YrfWMUT0ITYBiENy9",
-	"NTNngBVnBKxmCGDEHnssKczmMO9h/WK03j0Jw3pHsxUEhbRohemAiicxm2fnJjuzi6FtVgnCt5edjaoH",
-	"UNdOwGcjHoRcC0A1gOoYDt8AT0Ltk1vzmqpl+/gOcWpssIOcz6Mn4zGVa2GHZZ8/xbbnEB3C49923D2c",
-	"2c6Msn96hhnYecXjPKytvpM8/eSwdJwCEVAh4zHiOY/A1NNHyoPq4WOhD7ZucCtqY1YQZgvtUcEWIqC4",
-	"JoVkKuEm00sZObjAvPDhDokCV1QvXXiCW8Cho4EB8WOxZJuKKfDRARecNyKHxDgXZFaW3YC7BJ3amWZt",
-	"rH7box9JFmzYKEHFoRHebdOPpzHvThi8Lp/MTJPQBe1AdvQduyP0y0iOjWcGSSSBtr2L8TpCrevSFtYT",
-	"tiRVz/tOxW0jRo4YUo9pglZVucGgHN0IG3cV8cO3EeNqEom2vdRNb4W3sGOCDycFt0AoTKwygHxQIQdR",
-	"zNpSwiNYlVSwwfEA1qarPv/XjLSZSuOu/GYSddC/4E1EvHa8iO1K/q7ObbfM1FZu+W9diPn17/z2cm83",
-	"qHeSHC0P3e3uQA8zkEH+a4bYojC3FWa7nCPOKgHdxqjaHafrjuxylFdOYJHJhFj7QHUDmFASsSjmyImc",
-	"5S3KDiJaWrLHH1pzbJpMrExHcz02co/7Y+7HMAstpcJdmUFPazW0D7s5u5s2gilplu5P005GB1DbyueJ",
-	"EEydL5m6CMY+5XYy90Znq8ywv1KRFd+zbPqvxI2nwOtZfcVfVPhJR42V2r21rzI7lU91dz3r0n6c5rZp",
-	"O77N4WqkT/cVan3nIMpOy6Frz7lTGWn+N5A715np82TP9Zrcxyn4Y6W3+Wd3XSO3xbM64aI1oP7uM/tl",
-	"2pkZzwSbvq97ZzW1Df4GkpLsLCdLtOZlRLceMFJ1rbNBEfUIoDVXEOYHpqdB6LUMcL+KHxt9kB1cUJGz",
-	"OCDblCwf1cMNnZS/3Jn9kFvVUU40naOVstAoq6wdYm/jtw0vfH4b+JwvrqIGm3exyPdJSSa/pmU9r5ok",
-	"YMPF1SfSKBYk25sNyiApE79xm5XLmk3CctjL5Zm06CN7SmiANnfBMg5yCKJCRpSWVebCszNbvyYjtNHS",
-	"Vcw+Snb4Lo5fDv1hvLesnR0R3KUnB7+SE4B91rY04oAcqJqK1Y9cSR8uwK2aYtGvKACtNzWzsqGvMLa/",
-	"h2NfjhqLgLe8g/DCXH2DgusAZin4clU0Pc88MEdEQIjRVFuBdQtNcCO5V1H/ArdDKIVzjf4kUvBi/xW3",
-	"VKuiFzRuu+IiZ8G4rNg8dcJKJSBirpmCBDYbbdLjFBNBY/7WHVITmNUuSlvgpPoVtLbfqo8M4z5UCsVd",
-	"IT8sfjPWt4THreJd01wI4OfPaefyCi+WLl8PDl7nnm4Xq2VuHdHjqe6+gMENynV9O20czatjIu4oCxEB",
-	"Ds9QrIJ/eMacbcjoYq3x2YpR5nDXSQSEgtcsITVwgeDvQaELR/vw6MDVpYgSMBNYAHSK77ErA+KXKgll",
-	"4WYYvR9xVQVd9SAVzUaDMKJ1dTwvH8dJ3XcTLlLmt6SdYZomrh3e9Duh6wQ92Jo5Yaac+UjtXrstur+z",
-	"ISwzG2TcXodi4hVV1MjxUmFjpVFTZhgsBulUGC8W1Ag6PO1AT04F1h8qJIBx1AzMDG30dDS9U8Ux6lRr",
-	"lEovSYLFjlTI2XupbSnKhL7ogc+3jOxhOUFXz9Ibazrl/bgerNg05a62pDtjCyqCbrsVOSaXS4lN1JUZ",
-	"PxQSQ04tHW0Y1O53pwaDf40KxhWW3Da7eUQ8wrAVFRwjs80Ck7ePB67jXWuqTChcMs6HYgVHDtw6ZT1I",
-	"3BIux5kH+rMxeO68TmBVKXMB2I6C+AG34DYRu5+TzvKHaTTj4k6erbjgpVadejo72bnaClADADyuDlXa",
-	"e2eJE5mRs83u6MjrXR6Twx/6klm7F52xp0nhJ6x/eSlm8vPAxQV++0pCLPhsQ6hdt6QoE7u9zHLTqmrr",
-	"HHtrlHwgM1lsLIuqauaqxI/K8+bbePr+BxdpQLggOdW0lAvEtDj8UeBJtjgHcYsHn1Q4mZklywj7izni",
-	"DhfvkQl96c3Xdo18odFHlkA33atemd0TniBfuv5fUU/CbbjuRm7KdbkhALuUM/7ICluIVbPPCYuQe3Hw",
-	"2HcuqbZtrneBRsePPkzYadoPUYGYtMM2sj4f2vEU279tBZnnI93egQbNyRNzZNbbR713RQT70e77tHM/",
-	"XnoH3HWWgLn55DdYfEf4rp63DI+tL7BnIZ4Ul51ek6ddQl+Xxw7pC9XkAfUcYHW3NQvDPeTclhkHjgGW",
-	"X3vRxzxgGOM/uGSmhQsb2VJAWbQBpIhILY4+cq6uqSv7Awh5UFR7TnOtCJ3JBoNWbKlo1eRLx0cwIIGS",
-	"nFY6X1LD35UsH5mvzhXUO6c180i6WyuY9NF9aFZUtGNiLcgv4AEByhG4WGfmLNYq4cirma43w8G/NasY",
-	"9YCVynBLC5iMVaAh3UehC607v+3wk0A91zXN47KVeRCEdNjOelfl/T8fw4vHl8U9cZDNtsb+uLAMxBTi",
-	"sbjRJKn4Ippi8rFPG0jDpnlnsgmJmtwaVlZyBZA0SPrwLlh/S6pBynC+6jXXS0AsKzkYn9ccQjmIBF0M",
-	"ijMvDb+6t9O4N2tTMVmV7IRcQHAZheywcgN9EVoU3TpUYIS7s77K1uCIP2tMxPF/N6INPDZ3CL/T8oGJ",
-	"u7qFHqSN0Vi1NTSET+xBuLOARsEv4UtYKfiu4ApNJu1Pi1o21V0uxbzkud56IKS+A9tW8MT81nok3a/2",
-	"lzuaa/7o8KXdw8AYa39xt3/QsV2t3DmF258M56zrBmJB0LLovlH1/K5m/wHuEkAO0neAOnOHlrHe2ha2",
-	"cjNMoT2h2cFi9ur3L3//8g5B3OExoHFvP2r9rr0HjagZzZe9Brl45JqFQ+w9aYmBF2xVSUiaDZeFrypZ",
-	"67AFWA0BF4Td9bsZIqy7PwNovuBXPMPBD39pWB1+porKCTV3KNDe1WzOaiZyVmw/CYAx9VIWsGq0LOUa",
-	"fjT6UPiS/Vv7P9slRoKqEYrF/r1h+u6RK47LKaSR8ZH6FXTU5p/B1bkpJS3utJR3Ja3xOjUNgtXlrmAC",
-	"EUCrkm5mNH+4KxlVLFzlSv8MzaqmQluz/a1LP2DQsGcQZmtoHWRDI8NiA1RzNef2g5pqdlfyFccWvfp3",
-	"N+cl6zXePuw23f3Zr2/N5jVTS88rGmUxTOXqLi9l8Jfm+QODFVPNauvnlnHUOrethb9VdxDfcMc+L2mj",
-	"cB7WnHXHPld2O9VKVy2fU1rWdMHu5k1ZeoG4ZYfWxtc+weNIgYZVM/MXwR2t86WRoM1F4g8KjhG/eWTU",
-	"rV93Ne0VafhALlf4i9/cO6RkjXUarBR9Z/SVkCbc79pQlO4t/5rNlIQFbKpFTUNa/3N2YK3eB2+iZLgl",
-	"LLwzCug78chKWSWCUmYdsc4xMnLoAhPJeUb+DRsizLb0bwdHZ8Rue62IliXUriMMxC/ASQVE64JqGqlo",
-	"QjXdGdVS6GNVsdwcVttB1sacgU5rRDeuaclVJ/XKzeMrheo41jbTZjej8pvV6CMeNfiaF6DTGMmB5rVU",
-	"RovGmmTmerc/GclOnVm50jNf8sA2k8oqwxDi+q/51dsjzGtGGeX5kihWQrUmkPiWFItIuvWfbCW7CEKE",
-	"g1q1uHCy5gsusIaiEVhp10TBE6q2zAGirjjXn3Q+Vrw/nBoWFMtAOLa/Y/qr1kZy2MHyPFwI6orWkOb+",
-	"2I33dsSeOYi9ckNenhkJMTjw/qNVozSM1EvvZLYhi4ZBHY2dSqJH1HNY+c7ihEKhvfmR07rrtGP5ztqq",
-	"UbLRM3M9HlsudKyZ0uNxcv1iU+6YhNTa32s/oaw1YsLhj8nsf8BJvE2UOzonNVtwpSGT8Q/fwbtB9aNt",
-	"5FTBygTcqXniq3xBC1/ZuuxqYwQSZ0GcuGnYRMqK5zt4dXpc8AXXfvB5KntgwHN7zwVs3v2bYPR+Zdq0",
-	"JK+axNMT4HaNRrmYhqy3tuRzBmdyBIZke0VWVDRG5W7qWAD6+1quCG7zpZhLa01zrvi4tVQWMWSPPVoS",
-	"Ua7a2SiwLs77TUNsSiM0L9EpZY+/tQLsHSx228vLIEtZeg+bH5KuqVCmxzMXLWuuHZovQyrQy1o2i2XS",
-	"POyPz6AV15OUYR2AT2zL2pNDrl0tc7AdKDVvSnL97g+XN7fvrncqgLmSmsXjjDo7cXPpk+CdmcYtD6yV",
-	"Yojofogxfj+c3x7tlCx/BRbcnJ0Rq3wFpTIfGKuOKTgk11wUcg1Y1lgmTPGS2ZB0X6iqHz775+Q4rCci",
-	"uQv3+No9siRrxZ6+up5W4otr1tS/EmMihqitc80HRIH6pvNq/JrwzNAetW6IhY8lagfZIYfgnnA8KmuZ",
-	"eY+Gt9dz9FoZN353bxb138j0bWecGbHFkgSf7tns3t5PMngHS/8FDN524N/zR3YJhpMg9acvgQA3APOK",
-	"1zBoy60snSalkST7x8ehiOBEg8qIurV58d//9fT4H//8n69Of/mHqMiwowyycwe7RHIDqj84qIhsS3v7",
-	"ij0wV59fVjLD5bBSCkEu6i7V0crfta5+4np5m1dD87bp64apkduLK2eO7uguh+aBYfD8kXVykj69vUoY",
-	"w0cQwD7INSAzbqVT+c1AozE5dOvz8vToJJnT9HKU9gPO2xLcCMXfaFkl6b1DObZJcItoWf1XJPInrueV",
-	"NQGmUjUMQWgJgGsYE6jrTayqdAElURMwKFoiNsmhq0FpVb8XzgD5Aq2/R/vispDDqx9vblNRAJ5SJlwF",
-	"bj26XDUJoOIn3vYzYbFHWbZbl4Bt/9dk0EwUtzym24Tl6tv4PSTEZwvNmsr//1a5PYhy8fXtFsLff4X/",
-	"Ni6UcClaotvhpMYTbCFczFc6HDiq1kGwIw+6sV9tY+fi7xPGf9N2vIVzw5WW9ablNbbZHULl0F1h9rCq",
-	"krUZJ7GopFXJqvFTlH+/E+a3yx/+dHn7bjodT+R0eRo7o7hOpMTbKjtMFAnrzk5McPqUoMPkwoUjmtYe",
-	"TyyOpZuvVCrseNeoQWTDhh3xAYyNXfjak8O9zXkyA0JTWsf+gOnOaHovyCHcKTaX+eWrl0cZMYq+AiR1",
-	"F+1uo98h5RACoTtZ5NjVQWa2P5HHjAcvtZj+WPKCHHY6TPg6EnHhnbYedwoSBw/RDqw4Ap8UCTP3mV1Q",
-	"2chzhgE+iEHLceNJNy/A7udSlrFcl6EjOp245rxMmEnMr4QLApHyWYtT0qMyridmaUw2GMs6dcjcvbDj",
-	"pWUVCR+YHiPSK6l4F2dS1xvn24AojK8weilDi/bLRKGfvGZ5JOTvFDxark7jS/uvqc6sEd6yg2i0qcb2",
-	"wNqrzZvk0LSTEVrSepWRFRUNLc2f5dH4cfNLnTpdbq2CbR09Nf8bwmGiLi0YNWwU+I/XS9oxyoY5FHvq",
-	"LE8SCHBkaygzKvQXFQLGL3KX+jiVZWBwyDPe4zZTZjCUGCP3aV3zR1ZkW25HWdvox12srJYXR6ysk+/z",
-	"3dYucZdbPBYCtTnBCm22dMXOiMdnQQZMy5Lcq2b1Q7O69wtj1+SMXAoz1ZJptsWu10xo8peGMxuKTQ5l",
-	"bZEE3NE4Cq/8OEJM20FcBoCBxTWuFRWbYCuDgylkA87iw1PvFnTuMbMSRxO5pKbqIXVOHAOPSoM9xmXb",
-	"2VFW8LlmuAQtSe8kFQB/GzDChGzuv7H1BSqnWF+l347MoaR9/ZIUdKMwk+hop7P5axz5p5sjoLY2+NUs",
-	"WFh7oYCJJjj2SZPFy1df1GbxAXKWL5YsVsK+BQGTgm1haPeLNiaSAN61Uf+tboWQZwEKJLpKWP5gNBv5",
-	"sEMkQxgf1sf3HneIt1PsfO+d3A/AXyAqsegFRo4DbVHPcZoxQK0PUumPTNc8j1IeJOYsmpp5DK045nVe",
-	"NRcyGujSuh1LueA5LcnF1aep4S07IEmtl7JEvCu0SHoIdgi1fjRy6enxy9PTiZBSBVcxwOaPshGaFZgn",
-	"rzbKiBKTZYq3XD24tY5IFDDQOc2jq8j0WtYPpH1ncq+X7pOBrktJi5dRjfN4xUWjGRiSCX1kdd8Bnl5C",
-	"aPTbGErAXDMmnthytOHHp4x3xVZJYvuIWERcGJLbjZJWbHUrNS0TcEeXQmmsR7DyfYBGPVFrXrHVJwC/",
-	"j7beGfeuTTeVuZpGKy+1QFBw+mZSRmCgpsQUdPBoPEfpr2Bvyp19c5TsSMQTYX8y7oB3Tl2KP94Cyvx5",
-	"VZWbIajXAJHe3jS/WWjX3qyeCuu61dw+kK72K7M8Wwj/5BFK6O1Ya2G9lMpuC3f19ArvJfMw+6U0t9Io",
-	"YsEXLOD46AsG7pmc+ZYpc6jsspHZhlS0pitm5OEHtjkz/6cwkHpm1olrZivSmQfjRbrtAAfrIMZpbAjw",
-	"tbPjSAPWQR3175R8DBopOFb2fTD9PLKazx0GbEtZyRISl5MwC0QCalb5cJwEfFSiqsNbPrd5WxB5ZlcC",
-	"t2jy5d9ugmnuUrNV7PqfeoogRrWNkpwIc+a2qgv8isMfJhw/5qHFmTG9Zk6StxX6qQVKKsJz4CRYu37b",
-	"qvFijJ6wmQL6Vm1RTddrN085pCN8AeqARgRZ+7kd5Ahwq51Soq1rTyXQWrSFB7aJZma0/GE3RORA0eri",
-	"ha2XG0LttLgiNiMt7s2BXLXBxa+7UzMtovcU886lCybexPagR5tmCXrb0lvZzFOEG9y4HoVE61cy7sEJ",
-	"mW3I7zyDjtXH0Wwh68Fdc+90SqXykh0vqSgQ0UigDmHji7MDXj2+jiMO70euHb0ahBRhs3RqRosUMY8U",
-	"v4IMi3aWGL+v9qTrDM6/nJO5OoHFWdHPGRFMnwDYsJIr+jmXQgS/1Su2uuu+tu78xKvHb054dQdSxB3m",
-	"+RrCCZ7qvLrTa8zv7P0858KlD/eerOjnO7URdzOaP5Ry4Z++PsmlmJ/QsjyxqeB35leCsIUAkSqkmVwS",
-	"eGm1AuN7YnvhZxK8B0cLpSNDPkagVuPc354wR7lbh21rIF1iGDliJRXRHINHztZmf8ODhedYpVj+oMkC",
-	"xCS8AJHc17Ipi+Ayn2DD+Bu73uWqovVO97tbx2l3utm7JysIld3qSfu8i45gZ7+nkvC3IrcP71ACJvGn",
-	"sYtrxEQIAv2n1o45FHpk9zK4QqwQ2bljcipAtTA7p+uEtONeSgsXQWdBTz7Ji/YA/bfFuxSBJXSELsnh",
-	"JzOWqtPoFjducwhJoH13D/7RSi2TQfL8ymapve2MP0Z0W7bJqMgk+sbPM1JTDR7QjqVXGbETQrCsyXeb",
-	"CMH8dc3yxxScqwdTQ6vWTMqp4SvQ9E3UeohNA/bPzs0WtazUZdTyYEda0fyBaUUsQOWeXfzY6JiJT+in",
-	"tw8wP0NzQCAgtW/LqaEXe7cb9/h4ak2XWrRrFaewK7uQ+9OYbT5OZa75/eisZvnjd1yrK1ajkTS9WwBA",
-	"wQWZcY1ZcZizPNEeboY30hHs3VN6iTvE2sMfntbY1GOj7G5udy8CGg+Jsj29wSGL8cH/Jbm41vm1lKv9",
-	"ZKPz1hn8H5LH4qEhjfgW8GLSQeFKEYSUAaY6axQX5jejg5gt4Uo1eFEFBs1X374eNWjmdMVq+m4KnLmN",
-	"+jCzsEn2Zv+xAZKqoYcoYFPLCzrMMDnXa1r3UyJefxMFClBVSTcDSCFaAuJYmONg+sLl/EpNyrtY8fwJ",
-	"a7TieS2rJai4iXVyWAXRYGEEWLPjtl0czmq5VqzOCJcqI1QUteRFRk5OTo7G1613DDs0GDsG3xsh+7oR",
-	"4KkRtFJLmcgOXSw1UfaN4aqRYeGQLZ/1jmWKAlcXaCCyUX4UTyxhtMgvNnkUVP3Chm4UZEHrGV2YZssS",
-	"E72nevIWMnk2/iBJjSs+WBh0IWvZaMMO0sFp7TsTVeMlo9V5Wcr8uyGEfTnHdGDzNkFimTpv88nNJlVp",
-	"5oNpcIZ9zDTlghWtURed+1PlhYmYE/HwkmZ1UTWxKlxtvARpwNTjatYniuEklllWTLyPI/b/WDFbMMz9",
-	"Lmt1Ro5fboFUTsmoH6639NuoDDQFir9XLmd6KNdOHnO1FZo90U/uNTCsDBOi1/e93MGx3TpuveORLg3T",
-	"0k/ApzzdhtwlztQXXOwr1eRSKFkyiB0SIRxV30IOeJlD3vl8SWuag5nC3NPCeWrzJS1LJhaM8BVgSZh+",
-	"xIaUTKNdXW3lTL6OSjgwgrgZwAseFvG27RPR7V2A7Rlx22zhURBe1rAlLKmmyKFijNxb+N4T3+u96wLx",
-	"+2yLR1NEm4oqtY4mnFzZJ67tRqF3Ykfhz3wWV6iANDCpI+iCHJpFP+ZCMaG45o/saOdeeyfGDyGYboxW",
-	"P7YJPUOVhzDn602nBEPobHY18mLWyL96PUkccGoEUBzNYy6xv2r9rj3KOpJD8+Px++//lMHj4/nHq28y",
-	"8uH7m3QBxg+M1nrGqJ5QfK8Ml6dTRo1ZJJ/9Cqj9BoqA/wo1DYEIh7JA1lAaAV47c7hfJVP+xycUMBwr",
-	"AAigTHZNOuW9nqUa4NNaf4bSgNHDbWEAMImkJWquHECAi5tw9WkagWCbXLkiU2dua/wNZf5a9ZjTjixp",
-	"tFBfp/xE/ThZwZhYs6/jVdgGZk9cKv3sTy+WJer4dRhvWNCvz4R2r64XK97XHr+Rmy4O1RWyHEUOcfDq",
-	"qLWhNCoarJCGvQrvTgS/2gH1KryZxzwUSQSqoJGraChLiE+22nMB/uqwZc8LVtZdhu74n3ELk7BlXTrk",
-	"mOEGCXBfCLYsGPa1Q1L/Qy2bKqag2ufeFfrARSSjdFbK/MGwlAErH1fwMYF3VcBn3RU5l3Xe8Rp2Aheb",
-	"mFXLpdlNJArTfyIsBzDlVQzypXMNVEwcG7Z47LA0DVMEVPTjWlfH5pY8Bhz34EHLy7zAcdxyNYAzzGXB",
-	"6mOjC5ZUd/zZwZ0CMWgRov5Uga0WHmMKu3fTqjZRyG1kh7qH3LtSBJ+dpHOrEzwL1tptXDv6rKWVqbQZ",
-	"s6M5Q347LwizjhS+CujMxro0UX1bXMOLQ5VRfEMruiELSeiSUQxnl41G8o1TL5StUIPHa7bxR2tX3tM7",
-	"xBFO9AzCeDJY8qZZrWi98fGKZlWplvWvItInWOpNA2Z+w0g9QRCgvGly1VQ5yLFWu59ZQDbDwZSd3TLv",
-	"TwkeDwjOhQfJuv8oSspQquTCcai4jTSM7oZQEfjI2WO7HUzBbf4VSQwY9JJWFROsMGuABxl/+XVUR1zv",
-	"ketsDQVSyw2hboPix7/ucLJdT7UKVM9hL1qH+YGWo52xBapOrVvVtI3vN4QDVUwgALlm80YBvpovWBQ1",
-	"9qfikJNHx61oO5Vsm1I7SzXxRPGcXdP1RVgsOgWqECkrDZ4CqqB+YawKmdBRb9p785l9Sg7/z/nH74+S",
-	"ZYXjLtaLrWHsRMgfh+P21JK++vZ1hFF+OD9+9e3rsL5FvMpkykDvJ5T5xfG97bpNT0itOieCrQd2VEuo",
-	"rczeBEaBGTViZ1PhLVUC/nqGr6kMIroxLgBOTi3L0v657tWmxSPiYIAmEozzeeLwtikntAW/fvXym2/i",
-	"0PsgPN4kNvcaBtaOF7oSElLtWQ15eMC2Cr6wGUhjlvQvmiO2prwLGQDxqgdvXn6bJbxOffiAwGCtpc03",
-	"dAACrS/d1zlI5DAe3kfSAu87WI8cYp4w9f7UV3CDUsh5XEGNAymejmeQ+kM2kJg2dMj2j06ecMZsdHG7",
-	"pL3Eof/ChyOxT9Ht4QvL8Mz5uGZxgP0ufoLShmhX7ks8WomS2hEJD3pCEAZ1htUHCvsnSiyY0iLysinY",
-	"FT4OYo4naSDQB+JdRFQOa02aFkUMszMjbE1Q6Q0eLsiDj31pHdjTGRdGQ8EWplpaF0xAYaqouf+Wr5iV",
-	"k8EwbiRB/wHWHpruY8ftSYt2VhADTA98NyVmKl408TiDlYTA2lpqmUujJeGrGQFVBuX+qmZz/rkPJtKr",
-	"WTqJNK6x+aQ+qnbaw/41A2djH72upcnu9mbbFYqixOa3KnMHL1j06MmXgmtp9vkqDsz9kVHRxyNxkLCz",
-	"BuIWD+HqoHDJFVw9ZL1gEV8xv7Aa71EsVlLzR3atq+/RNBVBAVEa3DpAzWjAIktWTvWMUT2CIISTmX4m",
-	"hkLZYNEg28AGte0OhPJJsSLZ/ge+WDKlXbgcFZsQHWViL7gtF2PT6IXldd3TO3V1lfJ2wt5ae+OW32nq",
-	"BuM318lIJrdmdTyiaWBeA7Hw2Kd1uQ9qvk40p4IUTe3QRFui22aWzneV8NPBoqmEs27qoiVAaGDjZReJ",
-	"5lkQXdyxsGu/D7DLIPJKr33EYHm+aHzooA5D8iEbhpZlDyVoSkx+ylju3ZK+jFuENQ0Ak47H+sM0lA/4",
-	"33cO/VDjrhG9E87WwYvpYck4+JipKQF97hjhZFvcoH9U+6erz6KyrQspdnn+EK3B/aNNxxv1Wtpwgohs",
-	"fHVJPl1/b0u2B+atDKnbRW/RseTIuDfJtWju63772CA+aRsndSOM/EUTgVG2DV+c8c9PCvuBPjpRPxZ9",
-	"EoUQ6wBr1WXz/jPGBZVY73kc5YSrcH8JfmdLy9oFRV3mKM7gdzNI9zfcScFzWXf2UO1jbt4npAUs/VhY",
-	"brYhS8+1zoJBKnBE0VJh3X+MnzNfBsFGT46uS0acfIdaVatp2Y1rg8n2iUHxlkbrP2xDT+x57sSZuOLh",
-	"fbNz/zik+Mv5InqVeiaDxiSfkBIEFblp+wjCSFDk1PQda5+E9XSrZs1WTNSyLFdxIy1Y0G8bwYaPEzaf",
-	"UxGBoTqspbQTpGALhaD8F0ZQe6E2KnG2AqfBO6y1F2M58MiLgODY1qG/4QxHpkjNBFsTqoleG+7D60I5",
-	"K1vJ52x/ZhN0dsNqHnUdwu+uMt7hkn0+So/Y5ot5JrlI7guyjKuSCjY5iSvM8UHk5wDB+0lRr0Ck3rTk",
-	"YnmLiFj+ZeJgkapHchaQbN2r9gqKHov9iMMcg3gU9wcvBrTj6HO1aedz+rUMN7Jn81ihFXL2AcShpYzO",
-	"VSwNM0IobJuCwfVojsezhu7aKLKjKU7ViU7ZUdy64SDcFpXgVwvFTV3d5xgrD0/f+Pv4kAImNIwH+UdG",
-	"hOyRN9kwfZTZCybzV/8z3+XTisiijQ3i9vcrI2vvxo9U50umLgJeOOWighhdGANtU/hcDd94SuQEx7SX",
-	"K/qighcwPD/Iurd3nJsPzrLD4baXPRYgu31VJa7ZrbBbJwOMBch6eeed51mxVFQpcGMD1ob0i2pLKxZl",
-	"Nu1IYhVkUW7gxkYHii2rEy0/gUHEsAOf6jJeUvDGqWgtXfiiw+HJwWzhhGz0gaplJPqfi57ySC7OM3KP",
-	"Xuw39z5mfMk+k8BhbiZ308ByXjWzkud/ZJtLMZdnnVsCfcOePyI0ysW5w9hLSAtFokaJ34wcWD/XgFil",
-	"CPtMc11uYO1hvLD8WEuAOVJJ9AV+zUSIhGmW3KvHvLPI5OTk5N57SoExaUiydWBpIyybpWVEz3CAxIys",
-	"oWCKO5WLGrtY2v1Zc5AhWrZL1S64UGafwul4Isv6RN0u9OBRjEeq/+DPmHpCdHp7UjE2XbTK6CQnTqsf",
-	"7R2eHjjSB5Qsu1IRRoHZkRGoMVbyRwZQpEqSOa2noq/vAn8aDCt1im6jxYU8zJ87MYVkqgskiSz8xAne",
-	"NfOpszuX2rFJR/a1HTws+MGfOI0GJ/VUEVfIP1GmquCqgntwdJwo51LA4QvVqI58v79o1g5k4sTC8XBN",
-	"ZKMHtK0fEozGJt+EdklQsg/ZXxpaYgzeZfEG3HtO52I1vBOPGwPElSkH1J6ud/D+MKt9y2iB5gvIc1ov",
-	"eb40UzZLq9zEn7ke0jPtKi/YqpKaiXzzxxgm5h/ZpnMJr5jR5oE5UFKz4wL5BSv8kQQhU6YC21f08zny",
-	"HjXIfGhZyjUrnDKYXMw0RxqP7+twEjvsfQC9F/yRCQ9l2mMZkcbAY1hMEdidmQKhJgC4xTv/qCCM1qVh",
-	"q3YTNmEglbUjmBHRBeUiFdhgoSS/i+z9Rc2AddOyy6nGWPgU2ATqFDprJn8mck7pjz9BtEW43wAy7A1h",
-	"+SYvO9nKV14RfOv53kGWqGT13llmbvmKFYjmdGEjcOOWX674rGSfjFSZPAYbUji+glmYVDjcf1kWinD9",
-	"xmdICLZWNsAciJCr/5+9t1GOG8fWBF8FoZgNS71M+adc7morJmZl2S77tn80ktx193bVOCESmYkWE2AR",
-	"oFJZHRWxT7MPtk+ygXMAEMwESGZKVbdmpu+NqJaTJH4PDs7vdxznNU+BAOwKS0NiK672XuSt8KwWp9uL",
-	"cx2e3r3TA7Vwg/d0qdGfuswLK13uEd7fnTt3487cvLm6IBgBv93Ylq406k/tgDDmix1EC25ZUNLtKg6+",
-	"tq/5uxs+eW22t6fIwwmpjCIR0rarfGZtXaZJzeolF7RMWdUfEL4+wOHfTbozv8a62COlQUtSSKh1tWfs",
-	"9+i7IcVxHPS16sA0BDP6PTjNmLOaOJx9GQIBvb8GdJFhFaT19HBRNTozfKlqEH3fhmX9S0v5l5byLy3l",
-	"X1pKzKGEHCKy8CAnWR6L1vSMyLJgypYm3ckmYxfzqqYCCzhHS6/9S2MavhUrui4lLdJ5EbjRm5i55kbY",
-	"5r4J8mjvo3/pZzvpZ7XPkB2/N5/xuu5ujnf+WXGTCSz3MLhh/9IQ/6Uh/i+rIbbczx+19gYbEKffuHt/",
-	"u84B9YSJgSAZ8HfcPlkjW7MUFVPvYn4w6C1d7n1MFadhH4917YzUJ+JumxBrp5Ndnxm67lz2YwB2zk1T",
-	"GJd0bySdiwdF0HHz2kds2QUoxxA7uvrb/n4HfJxgtJea6iiCcQO+OVesQbES0oW62x5RFbF862ubR/kx",
-	"FWUPLl+4rYEfQHiltGkIcC97M0t0adJh8dfrs65OmCrrMqbIwvaSAIl5k8u6YpECLmYQbdTab9C/lbMP",
-	"WSh1c0WqmikmOqpMO6YlvevblQ9SQFTD4MbQra0ZmR+B6oC9rk/n7GM8vsjJNlZ7cGstpCZrpoPL8oQ8",
-	"aYPERo7htzyH7tT5zd8kxixyOjb3JbpMA0c40JOiHLujlrmkgKRDOi4KjtdJh4xFayP1XLNSirkiWo4G",
-	"X0maGdcZkkEq/Dota1roViY024g/+62FylEmkVUtNYtbejZIrw0h1x0p7BakqKEr34dppSB7oFKyD9zc",
-	"Ctgk/2igxJe8cUFEciV8rEy1yfVWtC5YcSX7APckVnnqZELoziiMnGWzvkcTkRnSmPJKQdX1e6HEG2bc",
-	"q1u5lJQV6Dz0Zvw5SwXw2C6zzkLbmaf2/4NTqz4DsFWUj5wKD3s1mdHc8EqvjdknEOgtOjkmmXVIFEHy",
-	"T5L19BiFPyUdHfxexlqqbrBY4h/X5JZkfJ8bncslBNCClZLYNx8SZEemCQKM61yRwl6+jnOiQjkBzc3r",
-	"lxOlZdX+y5rZwx+sngZac/A8iA+dQA5FlJ/6YY5zKPjX9w4ySHy4g40IKG+fy+oP4cAKFzwwJrTkEtgE",
-	"uqaCjiUgMEj4G6yj5g/dXNucK663fthmVYMqa1o5bNvYST2MsNl7hR3Gp4qW+Ej+6MuN69Sw0iDRbte4",
-	"S5VttLe7mf9+02+RJ9JO3w3ciXiRS+RBQwNG15KtjILlNrFYjY1wn48tIbJ177vScm0Jl07Wy3oTVCKp",
-	"+u4h3vQn+Loiwr9dqm5iIRIJQGt2j2Soh8xg/YSh3ObhA2StjM0PjWCOR8hv+Ly8S3nx7IP+47LPOlaS",
-	"Cx0FucXyh5idibAsAK1lsX739CFugtKMLo9qxxlbws8VE6cVB0goKNqcQKRCSzMEGUBVt1Y0rkktm1jM",
-	"zxj7blA46bpEiJaIqKgXsohnmxB82C/lxbbVX1aEF2HKeCMKmTdLozsXODGV8EDqWIYK1QviwKDj37F6",
-	"yVUirRTL2M/I9G6ibvNJ++60k5INP2KaRQT/FBYyWvzKPCAz2YgiM9smNkRc82/D/7D1rzD5g+wgXBH/",
-	"o3spmE77o1/4r1AUyv28lEVTsmFGYffbrnG2IZV1enSz7RepQhpPgbidASAeV44knS2A5roFyavZnCsw",
-	"qgSksQ2VZz4anUHuANTsd/GKd78bohlAnQhaXpjpncWh21tzxtZ6mOPDajJ97Np5PM1sJAitGWF3AFsX",
-	"lLbL/bLfr4T9Z8GIeQR25G3mZLPcLLkoPEbmp3P3y64Yelt8M+Id8eMYXMhW9Pa1wAJ6GONAwnkMdgRz",
-	"c6gBAdMd5VXakSQqyLULTsrOqG8bZ2kT+21jfTtDjJLyxjq5rY7yjEZfG075A7teSHlzRjUt5fzNbRJ1",
-	"QmkqCloXhN1Gwb3jCevQIGSsZ4QqAgjOXJi9Kal4pLCxRGUd2dQ5SyEm37JSVuyRIvgalvG3eKtctYPc",
-	"Bmqv+Xwex3kB+xRkSYLf5HYcADEm5rpm/bhHLLqzrMcXHPr3AolZL8zntN5xc6IB8QaTXZPRn7EqU58v",
-	"rxRZUiMMQ/hnhg5D9Es5eyGpma7H1q8YMtxhnVvrSAhCiHbl32Ays8D+EbnULC4riLLI/4dUk6VUmnz7",
-	"9FlQlTDA0TAyKtb7cxIIRvepJs9TJZ9gY1LGZdw1rt1se5roqXDswOmSVMxHWczciicRIGysxzD+gyEZ",
-	"F0zUBbxAddCK+XsiLxkFSesqBRkCgnA3EBwGheFjXbXT/ghVrLcUT0e/iRGFsXzsbnBxKPmBcs3F/MIc",
-	"lCBKTZGicXAYXFinCCQOqPsFXg1aOzYYi7d3qObaDz9FuYbDbPv4InVXi/EnPURpsFgvOx34DV6LNVi7",
-	"c2nPY3isspb9bdGXW8uuVbOd1waX2SSGzZOzA6Mfjs7xF2PhI1P/gGWvRCsOPWj4Tjtpb+W1t+BOdoTU",
-	"NTs+wKddy6ULMehuyO8Q7LMxC5CkrJgWX72uhEZyfNcDKW/TUar4DwptM7rkJWdq32WHVhJAyxurYwcy",
-	"dhUSJcFOcchgB0O5sg1/ul6DFLXiZZHTOrIWnaaSGSm2A64IvU6mOkDX8S3C7zty7z5L25HWI1QtEoU9",
-	"lkspLJh2W8TYjCg6EbdY8alMsZ3jP03tKktb1gr/paw0ibQ41Flcpg47DYbjl3gEvVwmAZHmNZub+8gj",
-	"kPlLy3Bg9LO0Z97hiXTRJ1N41uemhWh1VwAQotoCl5v/zRd8PG6vez3Rwal9jFMY2WY7yT4+GCwFF4TR",
-	"fJFKhfTuyL5si7aqEwOVyywur1EGAQ9/Yl0S8WGuTkN/p2hEAmdFTWh+I+SqZMXc5oSSZ3d3I7tzbcZ8",
-	"WEF/1gwBsjM3B0/O6/Eg09bV29sBYPg4SceaoBa0USCl0zb2A+A4QZ8zi7AcOQLnme4dAorARAPSZ15S",
-	"vhy9a6H4PKoTW06F15CaGtao3/U+Dpzu7V6GdLQxusDzHnG3t+zHR8LXn8XVgqs4VHCYCdN+4TKCIoyG",
-	"HILSA6CiRynYcKM+FLuzHuB09uuRLGNGhWz0BbvliTIJUCOkts+hspG0ZlII5DA8+g4St68ZE2RGhbCR",
-	"+FrGeVeCgrh4W/L5QqdsHMGpS3PwMald7E4DIfSD+xmiHKETxqNfd9IG0b8GRlodjVqxIcB8uRmYe96C",
-	"8UaH+nBjBJS10UTi/AW92zPmaIdX8Max2LxAO5ffxqJ2Nz1xsgMK3DoVmwswRloJVNuYfNsRUQh1QHYZ",
-	"qVlBQc49RJMghv7nNdOxmhtlKVdGH04zJirIQuuKMFGAbxUkXkyQjHMft66952PrdkdjgKc4SMGC3bsH",
-	"sO4IQ6Qfx55GSPvZrjmFptt49vco3QPtM8qFPUZSrIHS+28baMTKQBHre+c+wa2PS/9OjHqkyJeLDzvr",
-	"QagVqFxWLCPCLHrJbfUgrw8NFPXNDhZUXQKN99CxPQUA+sg0OaTliq7RFWZhIxV1AvPRSXBuCNeKlbPW",
-	"yl4z3dQiRf/j7LFJCuhNUnZPwM7iWUCbp8wVQeFk7GU2aHdOjhPX5ssIE6BdRXPKzMLL2iL7S73PifPG",
-	"z25vyCxM46G+4Pz9+DRg+tGgJ9OlbHQyCgzczy453HljvBaR07LMjJih8PuRWzDGiApHtWNA3XHRbCdj",
-	"2FSnmx4KiNljo8q65x4tX/IcIQtuoK3130xBdaba9rBvU2E0URXCVkOjbrscnetqx2s5bsK9Co3eXoAd",
-	"G5cJH+wZM9UnQewdp9nT6L4VG7dEF3czyprYnRmUVGzZzXgPUCFzU27JwjIZJZQSlCV0K5hGwFopOhap",
-	"gKfvfC1nVtPpehtjBUcf7vI+MQokvS5BpLd+YgDMQR1vNmO5Rg+UOiY/oIjlx4yfAuw3WzmbqdMPf25Y",
-	"Y1ke175os6yYCI1BUOb0UHtTvZFJeVmSucTrdA2RdUvm8SO4cspmH3DDaOmDXitZNprBvoMwQg6BBLCY",
-	"JFhgHBUdZT6dP/cMUGVmppCPWVu9aFbTuQPODyt8Pnn+3WCt2JTU8wYAjJkPh1CmIzShmr1EnYwLMj3+",
-	"0zQIH0JD7wkp2Zzma6IEvWFfc6oYMQfTtoQ7FhWiguE/fTY8+iW9e4+fPn2C5WDdPyOl+3eWWTLydPL0",
-	"yYl1sVtLFdYQ1XJJNc+tjYqJAg2wHRNWA4UjUjEJvo7t07CO7dP9BaCMNIL/3DBCl9KWbavSVhSY27Pv",
-	"0ud+zPIrL85Ssf48O3j5920dEN/JyNMXAP+90V/Q/otfsy0iXFZ6nREwyRRg9hblOiM3jFWqUyUXO9mY",
-	"wZNff9rkuu8+np45UU/OtseUEXffmE6R5Z8E/VNhoy6MCHetTNcYyJMaElIFsCt8EQVKSCgjb0RerxEG",
-	"EAJ68e1t8T0809+++I1kwmeTb570SoWeYL8JCfbZoH3Dylv9ElavVDXiyr9iSu971beXQYhlODJ2+ord",
-	"aZ99SBUpqKbH9m13OtsORt2to4MftISmT1qiRcAXDDflOXbso/IytJz+3BgpWtrYLL0gvMDLDnGT3BN0",
-	"69tIrcEKzuP2J532G+yBu7nDYKBN3yc+iafhueTglou3Fcm5CCcXABGOD5p678ur2CqmK5zhcXeXdwmh",
-	"OkUlP9JeXKndITiG+3XwCcz9KlIbnBKsciqIBaaTPJ13PdGZ1qTOhK7XJ3BozFC9WZCCKbwvpsR8shuk",
-	"FYxmoiqW8xnPyYyzslAoYbUdt53YmhxUkenfL968Pj27evP6p2kU8iJJKxiYwAuIa7kGa2EtsW4OYriJ",
-	"mOuzaUBPffggvFRKTQcSYOWBsawrvOZzLpLwaTKHC6841V90PtKyjw3valLpr3R9TmtlRNLbbji/C7zN",
-	"3L1crkfHFaUCej/DimxMZn797Lun3z3NSK1zW54ys/W2uZhnFgYyQ8JvRDGxx3xijnkcFFLTes705cBp",
-	"fwtWwZb5ZOg8gfD6OBOw9mvAJ0UVqH16vQ5tncc7g39tlf+Oxrp1icavdJDiC8c7sQQDDGc4aK316f1v",
-	"FKtmt9pV8scpbKYmjzfh3CWDeQZD1OxI7F3cbsTvFaN2B06yPmlEOsyDGSpwsMnCX1rxhIK+uJT3OoyQ",
-	"bDUy59z0loWHjhccjv3eQyTgiTrD57Tmet2b1oWrvlk1qoIPMfcqksK1YPmNSiVC4tMTB9KC/7TWFDDh",
-	"CMhxOsfHu6YVQR9nps3Y6trxj4OD8JllbQGiGM50RWtWpL3QNijOu6GpDgIVMDZsQdXC5Tq7BkfGJ/x+",
-	"iW0WJjdykbN6gg9JAWDjZm8RcGx7VxGOfPdsMaTUj9CNhTSPbC+SVNrGiRGDQHGW/EaUz2tpZjN9amvz",
-	"/QgydwbSp64zl5h0ZA6YXVCXeO2OHy53xJxdVSXvI8YPWNdVdSMj7GdtSbMY8GIKio5qek0Ve29+MmPu",
-	"YyHT84vT7z+ekp8bnt98hSWadnvtpOnCC69tB2ACp6XaDcdm+1S3s4shvOQLFJ36rOSW2CMlagP78oD0",
-	"i7Ep+NKmCBxf/5TMazhIvNrfpWcuJF9QLqxBq9MLaZHwgZQ9URwf3KMg9tBSp9Ls2w0IS11viqibVB4u",
-	"Qowgo2ewJ4v8M6K/2+cE41NAAqhlaZVALW+YgChTsCVFbB451WweRVM4s0/QstF21ObFdGsRoJmByJoo",
-	"ljdmSvcJ8mj7A/tioqq7VVp7WbJvCZSEhBXRL0N3gP17EtcITstya192c4PGPh53/bTksrfPc2O9ItFX",
-	"m+PrZLRuQxoAIc5rCkgLWgbUeXr+3lLoS9h0QEAMm7cOolknU/qRIrTRC8Mwc7QB1E3JVGYFf14TWRes",
-	"PiavmOIWeE+xjEz/NIX73BXYDjrKyNQ0Cc8XrES4N7EO+zECFi1LYKgFmWLO85QsKfhO27Ru8AtqSaiQ",
-	"Yr2UjbKfqROiIUpZL2rGvNsE1gVMOLjVaNe3D0uuTL8LVnfwG6w975azlWEq+K9cihmfx39cUoEqTffn",
-	"mq62HpVyrjYagZ+i7xVyJSzwmf0ZkNg239VU3Ww2ir+xO5YjzoRr1iOkb4zB/77ZeFPNa1psvu9+9W8D",
-	"xpN7Cf/hn+ULKgQr/WP/77YvXTO6bOdg/7n1vCopcpBbnrfduX/6190PLRaR+0XT8gYuGGvf8W0Ev/hm",
-	"gt9sx8Evwd6Ev7KS4Xo7Fo3nz89s4+d2hu4B6lKbr8OZTvy63UatVbX9svlx+91GsXq7Zfy1XVCuzApM",
-	"VrQs/aqHv7VrpvPuPyJL3f3VLW33V7+8sVCq85Kur2l+84FRxeIVvARb4am3ryIjiIjK1q3/Jl2P5R2k",
-	"ugnvPihNr3uGcg4HUe+apy6KiwQgIYDRCwSbtIOGv3ctUPymnbr3kZYczB+1bMTOGiQMZZyQDq+OsrHD",
-	"m2k/qrmT7JgrVnNZ4H16vbakUlrbTiHhYhBglhdsNPhwWFA9AaJpy2HD9QhmU2VFSpqq8i/Y6nSm4xAS",
-	"eAnCOxnmCJI/P/k/CBfWDbjXzkBzCWSSC7dOOxXyqhnOddx2u7dPQO4t+S1Do7i9MMAhI2sbT4sUDYCy",
-	"eD2QUuYQwDH9Z2dDfn38z1tzb/76+J+0qn59/E98/X3x6xQ7si6AieMVmQ0sRRmJJ4uzwFj/GkXI83I2",
-	"jtK03EGCKzFg1DO8yYyDtpM3erJk9ZxNsO7aQXawObooR7QUFaf8LxcflE14WWekES7+0mY54RgfYfmU",
-	"8aKwHc4lugAiVphELO0pxtJiFD7XhBZLrhUMDqQ45MSYLXTBbuUNQ4FtxgUtwzU8dWG39ouD7MC+PwyN",
-	"5XjQxj52CDaevt8tJeKPaBa5SToHaoNFtVsW1RHs4p7XUstcllEtwd1slX0JZXyHMaYekelC62oyK2+n",
-	"mft7WT1HfWG6KNUUAwumRjKYZkQ2NXFeWaCNv304gxc+/e2CKDnTK7MNhxdX54jicnV2bk7jl9fnJ+C3",
-	"/3LxoVNfUhkmOlW3+VfN8xumPYJVWy/f8kRr+6WavH5zeXbx/tUbI8XLZr5oGzLThVg00EOqkuZgwri4",
-	"ujwPg+yO7JxW7LrWuZ3VD+/enLfrdQh5klSQy9fnRM5mhikj0/xy8SGzuY7huCOD8NbrNpXokSIfpFWY",
-	"nBpkWYiW5PWbD2+u3pwQrlQDJjZnEKW+3CgqYxydio7I3RYeZAd+B83fpQKZSVUH2QHOtVdSuky5RAUj",
-	"K7p23IHQlJx0bfRZVn+icOaSdjH7Gh5nQNG2cZCU/Bu9pZfwiT3r5PDdh0uzmZd0RmuekXdXV+eT2cfz",
-	"5+bHs0Utl7xZTq4p3NS24RMbZgXvvv3wN0OBhgYSyYpGA2BCx+s/4r2sg2qmuJNds8v0lhdMPr6DgwRP",
-	"3J5E74VFNJj0nVz5NbZBritb/5TdVSwBV1cFx38ML/bs4tfsoKljXMMFsZqz6g2u7UnM2vKf4QE4gaoa",
-	"UKrOBxmZDaSKcDVs1/PTwFF1dyXbIC27glGuiOC6F7JMULIt0wkWEB+OZPPurfu0L5u+39wLjXLlC8IJ",
-	"uTqxmbITOM7W7lK73DI85HaV8cX7xH9D/4VMwGiOiut2U3Bx0TxYlEeA0wh4u5vY58FQcRqfRbke0ZNN",
-	"M24XIZdCMaEa1bscdXR/za5bfLfwdFoV30hHgmWkpjM9uZUaSNkGarQJlRlRvJooPhe0LG0MNiLKuyDH",
-	"YWKG0YWhkMGSZG0q0JCR84LO9GtO50IqzfNogSW3Vh44oo+A0Rb+XhTsLiJpm587iFYQv+UdPvZUY0dL",
-	"mi/46II5uVwuuR7dL76uWYEjGNmJ+fRMCk1zHS0YxcuSqy0QbdshfNZCj+J2nZAn2ydz5Eg+yPno+ZZy",
-	"vvNMLwWt1EL2L2oufdyP70zZD8f2BRPvgWre1Prd0gWuOSHtr4atpAvsiGZ5zqJe482SLrcSInOsl3kX",
-	"59fgEeoyjg84bFmTtxBimvAFalYv0/jxLUMz7+0TC+NUDOhng766pyvrHvIYrQR7Gqz55vmJsiNGCy6Y",
-	"Uhgy0eO7xQh0+zaKwZGQmp5CYq6YlacucMNzQZbBMR5JwrsgYyPwdq+bKx2b6ee5HUd5038ThlEGJ0Td",
-	"8Kpqo11yKNnmKxUlXMj4zZhuVhTTsepGhIA3XsVweVjdsjipiAfrupM3B+0gsnBv+9GiPU2NiylqiYrm",
-	"Oas0NXw8QV/w80Cwi13imoqdbbWJuKX3ouC3vGhouXkCxnsQNw5aDFNrdAhDWwnMTLKdcyqooVgPhcQ4",
-	"wXDH0BhsO4gCbfenNwLmAsxfb3nJXhkBLQ6bbwT7GS+NgGrD+8aWTf1hsYbTcCik/mrh2r3F7atp8+tc",
-	"GqkRZMCvjaC3lEPMrPvJVqD5ipVc49G+pp1UoJ6vbZOyIpqPL8cAbl64cb/1X/RXvaOarMwVtaqlmOPV",
-	"VzFZlYlKZAhD289jZhzVB9EmZLQT9CBdA7Ril6vtcgRh7JcghI2wAsYNBlAjCEpxgqhivMCSmKAygjJU",
-	"sIqJAmLNI4XpYNyRFXo6efrkieGsmotc20XaqAzbn4azSzpkdDVHLmI8bvac1WB9dqdLITzotfkGbG3u",
-	"8kCv/3acBbSrkvEzW4dgJJ/cZg2DIRd2JOnFOC9pFO9mxdiN0eDdIfOwBJvXDvgh3qdcTM6xTaDOh2lL",
-	"7YY0MrIsXVAWf9yNNmxhwGyDvSFfuhPelmHuAQViHvTnc0G6xOGXL+9fHznlxLKn3goiikHyddJpaIiP",
-	"lHBsXWpa4KAep5mYDfkPKSJzf3/66RQ9vr9AHRibmlbKBEr9EJIH74JrjKcNpP04Qdtz4Ue1w9E1R+2y",
-	"lMPFdez+enwPv2ShkSU4eX7EKVjl/uP/5paWTbJmoUPzwSrHtCxVW0VgXDFcSIo0X/+jKfbAUiloz1YU",
-	"FLT9mt0Tl6k1AWZESZvVQBZDh3jBdS8HCNbLUAw5XKU7xro5OmG2L2VOSyPJ96xvNyX0F0TdtcZrOZsp",
-	"BmbT3XjKVS8mkaHmfpsPTDtYiXtziavuDEfY2t1pgkq/Zsc6tkq/rkhpQdf9pyYeiXnRuS9VRmhZEqjy",
-	"ynzu05gsLZtHe/9cLCg+6C1Ku4DTDoDmkOs1GJ/3YII7pFoheKZHArcytx5pnbx/ltUG5941H9/eFisu",
-	"iq2UbX/TnRDq3rBJtUteCD5fgACiV7K9bTYTh2PYrXTtzp7pPfScLqWwJN4whX+tWCHc33rR1PbPWc3x",
-	"D0V1U9s/G/j6p3jIVYQN0rKc5KXMbwgzeua7dy8/fnQ1PjSttcPsefb85ZMnx1iUS7PafPs//v5k8uyn",
-	"vz+Z/OWnl39/MvkW//wvCXyymCUl6N12Bv3v2c0GIdkF8RV5ix7aSfmZf1jItpgy+Lx9gu2SioaW5DCE",
-	"YJE1uab5DRPFUQagLeTQxQCZf2FfR4BsY7m133VozfC/RssD5PTRXewo1PEYwkB9JIcOq4cV5OP586Nj",
-	"8gE0vrmD7WN3lVSMVIu14jktAaFBnZApamhtZDQGI9dsxmom8rgrJzKcqiptNHY8/8zJR72KiY1tsOFS",
-	"/ro3YkCAmiQFexSXQfNSKtYXboiZ23MOOUoStGpNDp3FMCOK/8Iyomua36iMKC2rCmQQGNAEohMzUrOK",
-	"Gto7SmTaFSxPZGpiw48IvrOb6oWRu4Oql5IzPTGEt6B1MbEf7SDe9RjGMRzBvbGnRZyJIi43BSwCxSet",
-	"rOsfQJB2FFP7jF7WWMcLq5NlJDdkJ8wdanq1BOIoTlZMWDBA82XSTBbPlgg6ROdwG3BiTmDa6BaVH8yv",
-	"ZuGv15qNXfF7mvBmNV3GAvfewu/kEKJPMGuhKbi0hU/VkVm6hSyL8QjWBbtLsed35r5GAof3zDGEMKdD",
-	"SlzBbVhm4Ll4QMmhO6gbG4uXHiV5TdUifohtJ72wlK7IMHj23bCs42JsqmpvWO7VZhga6EGwpl3/yIj0",
-	"Qn+YFlJp76OPGOENCbyOeiu/XJ2Rwnr64bI153hrsnFDBoSZpY3QTkr3Ia2DxZcwOPGdjHm3rlomDzSC",
-	"Hgjw8ViGL8VX7PTrsnp+dJwUZMZxKmt7AawDAsdld1RXDPiN5UbiVRi3zt+6itkblUd5rY3IAsk4g+KT",
-	"N3h3yTHwlmA34N89CAYbsL2AZ4VL17L7Dbdcy5M6NNfZ1y5LCM9kWryzzGsYqaMjPP0RK0s9LEYHzNID",
-	"qyIn2A2boyuOjlcZ34JvI6Iyqt9VZ+zcaokMZHArbEjVijHy/Zsr8phW/PHts8eeVz0Gf9JkKQtWdgJi",
-	"w8oZl3KmXzP3L/dXr7R/yRLZvqdOLKbdS4Erq7hAuoVp5YFEdpAxouTEawLLDuLy2Dis/RQArsaK/ugJ",
-	"TbUPrmj7TicACk4v5CxrWSWlMZUibHft+3qr9grbIZzqTV3LelBdqdkMMoJkTdDZm6EhEwHPw24fRszY",
-	"NrQ+tJTRynrDfKdN4vDOulfruBZva3PCPU+xGNe6Yi95Ql3bxcniDQQnDqPTZajgJj0CiHdtK7aPiQtL",
-	"C0bOe9SSlPcgUUu0To41lAtairKAoHFDrL2YR6iQ+NoeoPSjLhDL4dqSnKhlD48KXvvthaphR5YLed3P",
-	"n/UgQltLOdtyW1JcUx2JywtW4ZEKiaSLGo9s0F0LvTet3eGxUlgg+f+vL4mFE91N8HKSwXjZy37xxxC/",
-	"Osd+WAIL1cE9pLALR9MHwRCMRIZcpC1j1i+MmdY/Yrx5shh8NyR912Kabr6elG+4KOJZK0YF4prHdvrK",
-	"R8f79uAwOB/fyIhSF2mBv14nUjmwgHP8+m+LO3vi3qe8qF1WZv1jI4ePRAS50RSt2afn7wFuNWkw0axe",
-	"chFb0k62iF/SNfiPd4lO7ZYD8f3FzsrWsa6pUODeUlGUGUDdxvtHWauMZj1rP6vlMrVqWEUnvkYy9RFI",
-	"IPFvaj6fxzPDqSYQ+JvYk03rhBkzjKFtdHjtxmyFO0yeoLsL3s/MgDEYrjNo0goZROR6c0/S4WnAEPxl",
-	"SQ7bnGzLH4OgUQiUy0ibpa2pujna464JGd/Q6vopxJdsKW9Z4TL/LpjiRcPOzIlpqn3jJjHeT0uC/g1S",
-	"Yyc+05jU2E3MS1uvLxrRKaMSw3T+LMq1jX4HYCK2Vt5yD53a23QZjw9x9SwiLnRX6UJLkpvXbbQnFHW4",
-	"Rv4NY3flib3h0mbSLPncOmA8qmUbxjlQ1KKvikWdcJuhO621i1i3OXROdE15GcOe7x3JVvqlXSw/iD0I",
-	"KR472kbwt+ua4ydGky7qNakbEYVcZZoVf2Xr3pQgIAv7LiA/gOq8kk1ZmL20T1BRD/oaA1cYkGn8VuIK",
-	"KwiGDe9CiGB1Ma/BubFE6bLQeG3mhgdgF1EVVjhR6tzs7m4lMPGgSXHSyfLyb6Gnfpd13QwcwEXOOtud",
-	"demxp2YlII5cLXhdnNNarzugP/fmbIDMgIF9iArgoWa6lNqPK/OJrTZxZdoSbXZZHbqPNV2guU1iFmR/",
-	"vY4XT8KCHS+eRBc8smwBlWyN2OwBaQSkvgnPBDUKhlx56EYhSSnF3Ly2iqmNN2ydAIrZOL7YF0QCYR33",
-	"cQcUX46OP2hoW3YG72icr1xi4l90VDGoWutpRTxer8TvElUQZcQHWbt4cbLXTJghn6WRIy2LBax3l5QH",
-	"tRgczOJeOJTb2dUro9hObLkNtOIafXBBlf81Hopa8jm/LtkgiTChPV6IuziQv6PMMZJabhirAIclDXn7",
-	"xva0qs3JE9a6BzTfAuDWhjyqsQm06O5JJqF1yyG7JbGp192CtLYEMsTHuves6dPtG1SxFhJcokrTZaXu",
-	"W9R514rJ0YmckCeJEs49Z1uWPI8CBFvKJ/iGT750S8AFWSWs5ptgzS3cqO1tkyiD7dtakBhBjTqqKTnp",
-	"tb1pQbt9uMOawH+Fy3b00YvFMI284DugrkGvibXiNfvY2lL3u8LPDVWyFYahmBY3/HWRxC3pQ1766jri",
-	"+ABanxg9ZL4g16XMbwDmzkXrKcLuuNInVoazDi8E/chtuf6koAjwh6MUI4fTjo4iM64lpPIBYyzkiZXe",
-	"oJkEhsbe2kZQlArEJNP7iOpXcUnkltGSFacVv5I3TMSFZI9GbVQI8wEESHro2u0N1em2ZoadwnPbrDdZ",
-	"g+QNmDYV1V+nCUPMDRPjUm/90PrZkGvRth0/GEk4m1pCJioc9QKrG8+2wYtReAPATgheimA3NbzU78U4",
-	"bBh4mXBxgn9NuLDANjkVQoIO7fDjZB0yjwj4UjqbrS1JIEHM2CiRHl6M6JmGrHYfrUohVW1jhPvfhzsA",
-	"8GCS3AlZ0rVZCsg228GE+gUrPYog8c00G09S8Tsdr7awRQZ2iIDgtWP0q/lwJEZjarg9fr3t3d4uN72x",
-	"5YBkwBAcrt8BOLi75mgM3oZ4fnwEoB9tBpQHirphI87kgPi4e1yZdqET1azdSe1ufjiFnZLeZCpU67Qs",
-	"2zMzFjbdfzDOWCFLtj9I+oXOTyE9/AoQyCIzEAAToRRBjLLMln2T8Zj63rbAu8PFvGQTAMyA13zswT8k",
-	"Fy0A+a7guc7FrrSsFGJdbgUw9GOySrlMRnZKuQwgNDGWcwAqd2MHOivjewunlNieM1rRa15GK31Yz1tl",
-	"7t6cV1Ro4JeFRFOd6SR0JuZ0yWp6DJDvULthyfNaVgujUbQ/IiI8osAf27KG1xZeXB+rbl5K4GzUuUXr",
-	"af2U8cW0uG5BaoqsgSnFct6DpmhZ2hK6vedB5+0AtgvcRkewpR/WDdpiujxvOw/e9ZPYu3+TXPSV0UIY",
-	"RJTJDPlHDlRhudOlprqJuc8KtHDBIv5AuTV98ZJhAQAreK7sk02ScJ8fZAf243gq1sDB86KarfRsMXmh",
-	"+s1LSJmGCuduXLTW14xCafKa3zJy2FbW9d4Jsw0MoAWh7jhXLrNHsDtNVJMvSMFoUW5CqPUe8uCkDPJV",
-	"nZ8Hb3c/7hGzw8OIS2IY3PTfJ5e3+eTi6mwC305DPnoCgeLczB7tJIbdUFEQRNPfrGifcj9sDq+LoRtO",
-	"PduiqwQBgxoZR14+9Q49UAtDooIEioPsAFIqUszivLsVW6i7wTIegiaPa2F9hUdWkbHk/Ic8NLnj3Dwe",
-	"dyloScJ3vKkMRYBHKkhKHScKdG6LWO4VlhLoKZGKRGlxChEpLtiJeBCD4VwDOSZ28/DNvY7rOKE5+OCE",
-	"0A2aQRGTQkYZQCzzYhTkvcPJHLp1rCA2JEiM6hM4R7Ka1YXU6OtAz+725Fu9eTDIK81FELbbCSoh7WQO",
-	"nbND4ttcZWMeAakk+I3zPSWlUUOgtW5RiQFfF+3ygdyyzRLGXGCmrQ3xEcJQLWL6DmSbRhPHBPwQ2HgL",
-	"gDrGSqIgw4agOgsRxRQevjgQK7hzV7gJpLapXeoB3v1IhfsSlk2Qy0eKXL79EjHK/kYlPJbuMkvmhG6e",
-	"IiNMK6hI4mKlxvLh9uKMlk3sZWsgRaA4Dv7O9u1RrCNY75FMs3twRvDDB2BwqdrRqKOACyyvWQJWZFyg",
-	"dodOfZj2asGrL3U8UK42UiwB2HqzMD+8e++A6w8xzdXDW5+evz8aIZJ1tiJgpptc1td3Dmg0VhZh+DzG",
-	"7RBX7ZGzZSE6Wt7WEfRknqDM4MOxJyLkGUPmCmxzeLLDQbjBaE/Q5XzqMMPR1EquGfFKbhEyZFt6+CBr",
-	"C2CMi7oNFdAId8yl0Fw0sglgrvqkWawvnygf71F6pK+5jgiTkKL/yCH0KHJow1FrfbSX/JUw7AVSvGq9",
-	"HTuVrgm2KNVJQHLksCvUqUeofxzt2bvfgrGVc+zrvyOnHMnsukGPnYyUKOmEFrNqf7tvyibSZXiOlYXE",
-	"HKGvCDUkuICfbcLw6nMzqGN8LaYcOXQlGMmrR4owcctKWbGjnfhg29yeVeK7hqqYlBBLGDk300LopYzM",
-	"arl8gAwRCKbcNTUkkatx0a6yd2TIvRC7XUrGdrJG7/XgB3Duox92AlfapBYbIxFRKcZVgpBL58NyDGpE",
-	"zL1re2iOwxdg7LY5sbYOuM7MFLnHdAEPu9K8LMk1w9wVWnbvxUvr6o1lpHSTU1K3Y7ruBN7ZXSX+lrMV",
-	"q62TysrFrFPky+aJIZY92J3MF+nuY9kDp2TJWMfas6GUAMxOr/4Ie43v7e9E+02Vn5Gl84KDizqaQ/ts",
-	"hOYlsQFUCDazJ867W+TRV2bMQTryAjUvxgsT/dWlJKRGY3h10ZSseCNS1+h5SYWAOhv32HXfDxyugZ5A",
-	"irtHX94oOmjQkktryDF6E1o646fHsbx/SC42dFYFZlQMcnbmoTFQ505yEM7gZDdxO09UOWNTOMQRWpN5",
-	"b0Rup5TL0emcv8XtfPGgeZswnU6+6U4Ci1na8YmbF9DZfyLOYoeIe5M1pVyay8aiqaEHBr29Ql7LYh3e",
-	"N58r8K6cwbupa+YSlcoqZSRDNeaRctpnpW0FO9pvyRxhPDL3329gOdrQ/o3u4Ott/s6q0GaMDmjq9noy",
-	"ewaFCNFyw5V1s7IiI52amGbw4H5+A5V7pciNjAaJCEOGAPgiXiA02M1x91j4xahVWC3YeAvWm/tZsDam",
-	"02PC2rR1OY3PjTZxPsFVecFmNVOLKDqk1BCuFnVuJE9Gj39WsBU2cOKCrUGgafMwVrJOlPbod8q4xuuO",
-	"c+aePhjnye10HV/K6lzWOlGp21xoF1fnBMJdg4K+LcrJTmb4EM+iPS8jkRl5zfI4U6xZzszxNLICjgzi",
-	"AywSQotPkqFRvn2Na/iloxTYxqDYeiJkZcgpRAVphOMIrrI3fuOrHsKKQm5DXlK+3GUl9qnPPRrD5mOL",
-	"XyNXwt2+ZrTxGMho4aAr13VBvrw+f3x1du5bGGXYqyupWE+kp1u8mdyoBepqMZf8NgW9U2J6Whojleue",
-	"MuxuV4eo2+8+xMHbLfbhQuYWwUqE9xDHVR2R9S8vL85sxVK4mvxybVSF0z3F4FRC7AEe0SbZ+6gNd7m5",
-	"OXunYOKmG8Kl8TtsixWPHnqyhrRH8gNyDXlJS212RbcAY0BDSBeY9uSwSVtDzPYUhIv42emy3MylGnVA",
-	"vLQkMyiMh+vin0NhJJuMpFtw0BXXiyA8hRxyv75kats0etIULncp2KiQueDu+DXrf/mTLNgZ9nMK9cNY",
-	"cfDrTxuLkoCx7yyHco77vktomL0l2dlHGklr/ECVxjE4KwIVo7UqaJWLWCxPvdGsGdkjBQSwSw9xvQ2W",
-	"dH8zc2dzBwAmwgNmptouZa+a1XaxX7YRsiRKZjULTo1dy5Y+Hql2NTcS3YelClmDkLCjjBC/GE+JqljO",
-	"ZzzfJqYTl3RMKg4WVZxVJG1vIwv522+/+TbIQ3765Nnze1+rGxlFL55nQ+AKO95HGx188+whboqNRp99",
-	"+yImjesymS+O9FTyGTPX8ElnVfw17nMgoP6eCmS9Y/Iak77IN1hDIL1r37143skef/oktmeGVXcGazPT",
-	"nn6bbWFdYRislq3dbONOMDcGXAcW7Mbqtz77queKOZxG2Pf0iHChNKNFW35JNaU+IU9s0xDR6yL++/Lo",
-	"g4V4MgxbELm9e9jLhbuW90MkQPGdio1LORZz3itTctUxEgyS6b+2PgmgoFV12ujFWc1A4YlZEFFxvTwn",
-	"uX+JIIhibeRwrq1fCNHEMX5LqVUUPXZB1bl92FeSyjVgdtr1EzZslomVM0iWg75rpptapJLzBhwv27pe",
-	"B8MUcWRhBewvWLRVOcwLuyipUqRlxFj/ms+NGAFPoZlO80LIBjJwOUJE5gtalkzMWYsNO9DtmAS1YDvD",
-	"pERZY8ZazaqS5rtX9bJdxzBVWyrD7LNkl1x3dVEzXKzRDd5UJUsffGI+Nr+LbhptNDMukaeoWN3JUmwX",
-	"JiMNJjFWrN5Kve7XmDY9JL5/RxNZ5zB0ATLbNfxp1KFNZ75tHFyb9gfugE0Ex7G5cUFrO0jAW3zmHvly",
-	"2NYVwBgMgTVpphDHU2yuRSRpoZzLmutF+sD6N0izYaH++Prbg+zg8t3p5Nm3L6JiLG30Qtb8F7BMvoPi",
-	"5YkFtrDfZGp7PT4+npLT8HOywJLumPmNeczg68IQM8MxW2ZpiPfi7Rl59uLpn8FoZv7x5xdPX5z4whoQ",
-	"kq8WmWWnm0w8YvISschRpHcCT1EHw2HaeywjjPuwDKN2zvktE04lB/uzkd8LuUziDg+WIG9ZDJZ0trUx",
-	"lc6Q9G0Gkx1Y7vC1cAnN4gASlr2bUTy1FZ7jd8vPMoI89N8bWnINoB5VLTWKWEAyJ5jcBnCUnYFY+4GQ",
-	"5GcED3eEJbA+pKGeKFmNuWFijE21kAj+folXhmC1uRwHomzs3VWziV2uzv4rf/7cpQoLD6Ve3FqPQsKE",
-	"Yg6OgSIVZsG5xf2In7VgJim2crmUN8zwlXuUYkYsZBAhlWluYohvp7A2jERWGZAtoIQ3NYEsU813KcsX",
-	"TsjNpVOA+dlO9Zf7Qr62ly7OlwHqAXmz4Uo403tVXsY4QHi478rAUO9VcDm20jsGvbnjASsyRDw7w/BL",
-	"oCW4IqzPTZRrYMGbEG2BMvX02XcxnZ8vmWzSKPevZNPWRVgtjKhm+j5xIC7k6YA6/01Hl4/GPdZUqLhV",
-	"CBaxlCszaffWCZbVQwigL6/Pge1g2VKAw9OSXJ2dd7MnESQ2N7ykKarxCUG1VtXLx4/BV6FVpczfXy4+",
-	"ZB0ZzIr1RiQkXMwk4dYNjZsvGENFarmp3T55/l3HePTdmLyiERQbP6yY2u4I07xtqcjscER6agouz2TB",
-	"Irar09OzjJyffTyF/34xy/O5alxBjmDuC3NVmIaOdy0p906uwH3sL3yipbzp6i2yuS4DpQWjhMANmS6c",
-	"ASVusUqGM1YVCbj/WZUqbkZqC0KtGiOaSSdkYUU0W5UYErGLkSNeMD5fxCIUZcEKgk9HWrz3K+pBhV/p",
-	"nSU1Sm7YGstb2VmDKMI7MF+BkKV0NNTLBlu4/QZXIwSWC5brzEOPZ0Qx3VQZRJuAB6iQgsVreJgxXElw",
-	"JsDGRYsXBqUKQ6mbtlZoS39WxaqV9hMeub09LA7yTdxj3IyClfyWGcrCjTpsCgCl1XkVn2YymdGKHC6V",
-	"UTZ6U9/blg95wVLn/t2zF8/NQN49e/Ft9OMVL/QiRcXwcJ/oDUynBFkRSafDOqIMsRGXa6XZ8oqqm/sj",
-	"rjag1VggNEKJgraJpuomEjQTwUuL9rAFmAakRtVNAJcGHwJ4BrH2SyMtPzRy2n1xmvvAmRthDuFrTudC",
-	"Ks1jBVDtO6RoX3KeTFcpqLvEcyZYPWgRC5sDJNRcliW6W3Y0gs1lMkbpeyAPGL4FoD2Ot7Ckd1UtY9P/",
-	"m4OR+/7zx9N/P7/4fHY5ktXPZS0bHQeJbwGi2rdG3yBLi+DYK3bjtD/iy33FnzYMsoCJligAJSsm3vKS",
-	"vbYtyLp3auZ1rMdWtB/4LNxa5kypEzJ52gomVUm1WQJSSOaw2dCPNfZ+relsGOqEznRI8pg6Vg8mnQF8",
-	"aefDlDs5PAIhgXZIrUMh8cX1u20n5gbac5Y/evJIHgVsEyJiOEwkcobzc9oodiU1LT/FNEGoIzen9TWd",
-	"+6MLoHEUoa6WUO9WUCF3qzM8z89ZnbNYWuT3271pWs8ZqLfmE/Pw8PvP358dtVRVcAWpRSPJZ8FodVqW",
-	"Mn8Vr6IHP4MN3LwEBnXzCcFtGDtJ88nlWg31AS3bzZLXmnLBilYGstBhYm4vvJF9i2b5fd53ap1FtIht",
-	"b77Oy9EVjFVyikg+126iDzvHjUO5saUbqx+M0q1Ntkn9IVX2nLzzqAQJuRUSaxXC/0LQRAuGer0mlCxl",
-	"0ZQxfLmiqJmK0QgXBbFPXZyZrMn0yTH8/xTzT8qSmFWpZzRP1AQaldSHowMQaeEP07aEU3KlmYhmgYet",
-	"ubgEmuuGluWaXDsVN+ZMVCqqjby5q0oqbPX3Te/VtVkc0DLjdRVhOhFVA6fpYE+VH223B1rxjBhunKGT",
-	"OrNRupOF1lUGloiMKA5/gmKwYte1zncIQzWE5LNqnMG+E3JFd47jehPDtOpEh1EXzsN+bmhpJGt4gtUa",
-	"EMZwp2jYJCjMlden3DuhOajPDrTp9sONDPrK/InxMZNu8i2th5TaktjAwY57/cwT1TnLGLUNHdlzMyAt",
-	"P4RcFvcfXrhhVTBKKoqAAe1gwA242+h4urRDEVuDVKS3dMnLdRSDk91CmU54AQIgGBMuDMuKMRMs0fQD",
-	"u76U+Q2LWG5brNNenFvBWOHr8ELoHBw46PuRwqGktHHFr0s24CWjZWlusMBb5qI3qA5gl+MccMXLIqd1",
-	"wlTUHSQ41hWgGFNXgcN9P+xE9z2FILEH7SQHd7OmSxbHzjN3IFqgTAs+enDsPg7AKFvdATuAuqvCehdt",
-	"Wbwgyi4BWJxU+kDpN2O2I/K1A7x9ySdls7KU5t9mJ8BvptYiH2ZiGpM8w/6HVvpj6lY06/xvl58/Ec3u",
-	"XEn7XRc7b2oVM89+rigEZ0gstEYOpxdv/vb+8v3nT8fvP71+8+/Hl2/++/QIrg2qlKHBnxtWrwm2h6dL",
-	"NUtGaj5f6LBMhl/Kbenklg0DV74xL72xmBb9N89nQWCbMqeBYtUxV5vmUN3mx52FOr59epQKNYpacz4L",
-	"ghufkZUtBG2LYtcsqM8bac+sTdE35FXoAMY2LdiBFVXMHWMLLpkVz83uG0k6ZY8aWaWjPVs1m5U7aDmK",
-	"/Ryx0BtJ6hbEJkg2RbXj8GlGnmXkm4z8f//P/+uNoXNaqROsANYAUn1s1tgCF/OjE5BVYLXg+LuN8DXD",
-	"bWeNGlmVIsUd3npWdmK7A+kMevJXV215sR9I4H7pUIR6QC5iljxzR3ioDFbAUTw/eC9mMu7u0ZKAZr8L",
-	"L6GNWRGdhM6DdheMNNW8poUvhgTaQfspK0JursBD1GBOmlol6ljCxRjFIX3TShYc/P4LFtY+gKJ+4BTM",
-	"bK+9N7lirPUe7iJOhQJQJMEc6sSU/JalF806iMybivCiNHo6OGMANoqajy2orjaHFtCDAQYsUWwe7pSr",
-	"dZUqOtde4CrDZaKxy0YtaMVI5Lrab4W8UBFFDIq5M84h6xdvPU+bGalZSSEZ2nqKTs/fk2sIkUaNoYct",
-	"x/eAkrzkWNjOvKR8Xfea2Y1oydZygHRhXGUoPxrmdRXyOFI3iBqj2M/xdprr9PXnV4MEr7XzWNK1P4GH",
-	"lyyf+Pcnrnrj0UlIeorBdQC5gxDZMJuxmhVjoJv14qA72GyTWWyQZLBEflvCYxIc+Rizu6S37O1sWbH5",
-	"FVtWJdV7xtWfojcwl1DmzTYFNUEhvBbTJiGwFhHogreNpAMjOEq4819xXVPN/nod82xfoaUTXiTXXKOT",
-	"mwtyc831Y3VCnpCS2TBpJrDHfCGlGghkx6ybvlD2rDfY4HOjq8aNy3Sbn5BcVmvLlyCYWFSN7uDyy2pt",
-	"NpzmYPaGTMUqX36lJV3ZP5cN/g0BeT/tXVrF71A0OyhWbyg7YHe6pqf1PBZe0NRwGbgFlpVltsr++Rhj",
-	"RCEyWmWk5EuuUbWcQB1AnZGJbgTLzL/ljJfs5W1GJiW7ZWVGJvOMTG7Ymgv9dclFRibXs4xM8tr8d0nv",
-	"zJabH5uZ4r9AG/zu62xpGqW1+U8OHGei8q96UTPlqvYkwt+MtoDDNmQbjDySRLV9X/jAtiAFynNmuA0u",
-	"ouAVlmBmPlLDkG6EWHpI9tmTIYpNBWzYzvGxOT0Vv2Ol2nkIz78ZHsMuCFQRWnVW3RkKzPV6KyZ+OHrM",
-	"tvhpsGSQzbI10hXUfgQORbVmtXnzf/z9dPIfdPLLk8lffmr/PP46+emfT7IX3/z6X5KRCmNYGrz4sCzN",
-	"/N/Q9vRFUlgywZHtxtQWz0CVWDx78W0f+0qEYtiO4ek9yPPPL77bLTWtQymdtelw/9TNirh45yUV+96q",
-	"AfxgScUj5araRlyT+YIKwcr3RSplAp+DWILNdm2dg8emZW1PgY62qgoMXj08kY7aSXHdwQnTzuSE6Lqx",
-	"gaT0WjGRqNM3jEhn1nkUF1FsvmQiHYP6lpeMlNBEm1TnQDFPAhiTdldx/E/MtdNOYnzOafQ8G5XhP8xx",
-	"27akn346RY/0L85EokqpEfuRb/iP3jSG2B6/YnXJ4V78cnU25j5cMXYTs2UbisRn2OmONf3Nmbos5VYs",
-	"+U7B5DYVyq+QH23yPMvy/pWwrURMsTibMwGibIweLVYWzjmys9E3VjsvgNtoyWpQ3tu5oN5u+eX3q7YH",
-	"xnxwV4F36fs3V+Qxrfjj22ePFcubmuv146CHE1TMl42Cgoo0tGw4C4bLHu0yxf5J7Exr4ayTVLaVp/Zg",
-	"NLeVfxahPwjId0nEii43Am+NJN24bMWdswL601xPMIDV1u2nRszR5s2aFHzO0W4AxWhWXDHrLcJ3VIav",
-	"mP+V5r9QcFzl0mE0LdbVggkV4+zdPR4p3j199ue4fFclU4tdnmWba2sNDKWcQzy+mfWJvSRt/hwTeb3G",
-	"LDC3JXnZKA0GrjXMbDv5uGeC3/Unb9nAzwN1mx9k+6ULR7KDgxQ/IcnPjYTwlpqUXDByXTN6s+O+/I8f",
-	"D378sf7xR/HTP59mT599F9+JMdm2g1vhh53LUgpccElWC64ZURXNhzlfZ+Avf/xRPTajfvE8Nujx+bue",
-	"zKJcBO7KM1k2SxHXb3N4huENeLPaUK2IIz66hNh4uiq2kPpTU5YDLmBshCvy6fMV+fTlw4dUMWe+pPX6",
-	"r2w9tr0qiIO3X5sDE28+7s14zfKSmjNoWzVvDZvwnEyBfge3Cp0ppHfsM/47umPayMIZ4aJgdxnRNZ/P",
-	"kTXecraKaAMwaJXaOIzVw0ZdIz6mBvrwE1c2tR1+DbVvO4bxoluHLGNlyYoIvbx+/QExyoywfULAXCQ0",
-	"5o5hLozIy6Zgr4sS8mqNGgCIF3Uj0EmiJVnSu9dFebagddzMXBTllXu/n8TMcFZUtc3vomfg/qYPTS1X",
-	"g4Vza7lSG8sAm2F2cqwHEl6OWz+ugCJADsDBXrNSirkiWgYRUMA7u92OjCCwS+AOk49uopiDAkRmWkPa",
-	"siDuw36+7rFr55f5g7CxydFDiGgOF+xW3rDhrP7avAdp/WXpy5DguTKMevtM2nfeVDKP2Dg+sZXHk2Dm",
-	"Fce/TGMoFggjxylm5SO0fplR5Dbgz9C9HwhXqmEFCkLm/MrS/IEtU3Bkz3bw+JpBjBPoQDhEvBI/Fkhk",
-	"gPUa4waxfWXdBYvumKCVWkiNtYuj+Fz2jW714ljF4rhGBbkzkK21EqWkxV71iMGMiVWOsbDcStY3O1Ul",
-	"1j2llF1BZogXdW48a+1BVrhAeMpElkc0D+vCuQVtZb22jivhSwh+pnW9dnii7aoOuONd3WPqAJ82i84N",
-	"7/KepjS7/RIVyB0JQC3kyloZYfJclIA/66jCgyQZJQVwBqjWNF8srbLt2Bwws+zAfRY1gfbimVkkMx+C",
-	"BevZpjW/eDIEzzSEUbZVrjoZeeV25dJaJKM1rpAKH6n2HLoSBz0GzF775X7h2q57NG5pesOExW0NAk+4",
-	"Ip+FKyS8fadDyPgtTe+OA+66ZnrFmGg7HRka3AOY5NmIW75ORf+xfGRjc9sFD4OAN6c5Zu/3O5NnMHqF",
-	"YPcjCCS5y1f0hgVb/J+8sS2IwKjjtr24kIX+WuaNYR9wtZ82BdcXLB4W33nTp6kIw+5chLSrcxU7dACU",
-	"8j7uCm3FThDwQxSaMYl+oxIeXS4pVcR/sGuqY8KTe2ZRYOCxrftX1fK6NHPB0AxRrs/dL1Z9GK3PbG+R",
-	"WcZoRA52MSjc4ypb65f9aGwdrmH9ZSlrZrtgd1xB3rYwuhHKtAqSt1ajClN1E/k6RLQx23BkfSW7oOKN",
-	"LyS1H0NB87e0fpaXZOo53BSU2ymtqimIRFOHRTolh7Dc09uFVNo+7NhdpoZS6k1+giWk/f0Wi12pIqBM",
-	"p1Xl62ag8cUhnyIslGnW6DJg1fajH+WPGnd9OsncduvW6gT8Ux1Dr/Ws2RTTYe/gbgAOXmZRGxLrI/Ug",
-	"3rcP3vEGln/ItuWCOMSEQ/ODwjIvrqhAFyPBhq1xffT7+eoGAXId/uDDUQ2QfSTQn9e6gYwMpU/I1692",
-	"s/5m/v31a48vKdbLr6njjrM6r+Xdel8HedWUpeGUd2vAK3IlsXY8ilq6inJQmnonm673DHw9nvz0f/6X",
-	"g/ufDRxOWRIp7guUhITSR0/B1Om+7pH0zP8nQ0lCAKCTbaAkUBsArq51uVgXjaxJKefzbRjgYaCkkccP",
-	"YCGshtdDARH/exSSxJwGTxnxq1hWD3QTKy2rNuwhs1yKwqpGb/z/ae/R7kz/kFfm/063i6x+g8sFQTF3",
-	"I8/dIyN2Jovf+IoYvhT+k9naGIZW94P5+BKAViMtbYIN8HhfKy2eqWw0Q5prVlwkU8fcE9JUAOu+4PmC",
-	"LLhpfY3A166Nkeb4gmp6TRVUQExgSZhHbkbudS8HA8TEyL7SGXFnTV0zoe0qufdGNrui5cjRr2qu2YQu",
-	"GC3MVbvr+FdU5wvWD8lDbUFA++o+eF9+mbIIRcR2bGMJgoHGadiQt8Xtj3o6EPutxpsIYcpb8yt8fUwu",
-	"HJwWVcSVS/SRJQVTZjI2fw1tiyeh3ltwVeEYiW5qRPcy8jKh3WoDrmJByKYeKYSF6LO894MMBfM/xU/6",
-	"b+sze1NjZACOrA0/3b738ZWRxRpdyiU2e/jly/vX8YzYkeXzPM7ZjpavcaCRGuqcyAboA/gNFTkrE0m3",
-	"rshU35hro1YbOiIzLmiJLvqBwQ/WQNstNYBqBzHXrUvdV5C6LX0R6+BTp2QGVAewkNgci1+0JyCVrgyC",
-	"xrjKA1TdMDwrXEM84w0XxcsErKcveTr6jGBN+BFuBchugO0LfQq7EeKmZ8GvcdbxMni3n6sKGi5Ytyxb",
-	"O+pBbnia90TD0s2zStWNigUfhlol8FJEFYtrlJ3+h4tHd4cwuox0ez/5Ks0Z8nlbC/P+VaU/ooEKwkoe",
-	"rrq0m+ietcq6d934OtP2i2ipafU71ZqOnMG+gtNdyshslR4zdKw53TKkE3LZ5DlgsmTkrWXsV4axf24w",
-	"NPbMMnUwVgBbjpcvfu2Z2AGku1vEH9/8QXaA7R9kB66Dg+zANd9zIM5Luo5VlDgF2FuodQAZwBiVRbfO",
-	"3+6q1dZArvvA42J22pSEXcuqYgUkWqcQlRWxb5FrllMHA2CnWhtxVUtJVClX5Xpkt7P+/naYQLKs7JUd",
-	"I1jUsByWK+GN0UIZ4TNCxfr4IWyZGM4c7nsc8QsWLdWiN77zIsjTWSdADtKZ3gutq8msvM0I/rWsnmdk",
-	"USqEJxsAJavZUmp2WhR1ek1RzsXMeXOlt54DhETgOnW71wNCYruCO0qII8w+cRCnYR1+REa729ZsK5g5",
-	"1Nqx1mSb8x4stTvR/mhsHs1w9dIMGTlT/KZuN8+CW2yKBhaTquAF+v08vsbYckW29R0vQMtNI/dfI0D+",
-	"plGQrY9DI3c451mr+iFuT2d8G7EXvXrG9srcl2/sXtwKRxijgOEST90V7aGiWt6tkzr41VbVPbP2NqXF",
-	"KuYIQSbv1pHwlgfB/7//Og+qSZvzPMG7jmsbbOoyscw7j0OZN8ap79bjNG40w9p8rcEZqLjgtTnyR07z",
-	"8RhE9oSsaHvXDnA4O4VtBtddRTemNHHZ8OO4bQc4tRRBoeQHlZpGOj2AoOXKlo3CUZ1YU71DxMShCuk/",
-	"gjKrihy67LOqUYvMHYOjBxEyurEZiTnK2azkgvVdsqAAr8xkPuPLu162UozqAjDIMCRt5x5qPuc9mFF2",
-	"GbCkhSKHVVOWVrzBhZ/xMlF3wt4+kcw1ezOH224FRrhBMOCuDbHzd0giKaC9yGyE90igT8x6yFnXCndC",
-	"qFEz4WhAsAeibBuRyYjMW5F/exlV7OH0RpUxzrSgRjsdOH+6pvlNqhQXNPhIEXwpvdrDs7gyLUQFirSN",
-	"6IOtiilrvSutPogI2ZLINovFDiKypLMvjbEi2a0dbcVxWQ3/y1txwonuQGTuHhtvt7l0eSL/6XabzjGP",
-	"EANwbLAE4/1jKwed+PvC4Xd6Ngm3CV3RdWiLwYYOsgP7WY9JBY9slC5ZCUlxFGoWINfvaJx4aH1Vw2i0",
-	"fSxsHzGr7PORVJSna+9kUHknI4n6W/erYuWhpWHGh4DQcvSA5auiTaaX4SaK84uAOUY8clXF2oSQgkkH",
-	"JhOlAgX4G3HMqEvE5nD4QO9+IYfQ0NjRDhc+2mn6G4cQ1sJRRvTI3ebvGC314jXTlJfRZFWhmFAN5vCj",
-	"m7nAl50MYKTsWFpoAOsQhc3ExG5bPiGeQwuXNiveQ05i/F7M/QDRMV2wO2I/c0E6qGAsqWFsbKTtDgKq",
-	"I+vxXhT8lhdwecLKYUT+eA6N6w1x8TH+bLEFxmlkDojAh0YEuaLRQ11CDdSk46217eU2rgA/6ACYCGl/",
-	"Nbt6I+Qq7ei7N3o8nenERdDSpWoDR4K23PH+4Kq+vgWzPvx5RkXBCxRPLheNLuRKJIrqDsVdeCziRODK",
-	"Plenh6pvaSFcimAXs+4ByToREEjAvafeJRFFbg2kbZ8S1FsooGiZR69ssslsrPzfxBAAb1lNS3/GAk4T",
-	"bi6UdisYQPQCOoOgt5SXGyakTg3j+Ha+4sLc4Q5ue6O7AekYp9C2Hl1y4HJvlpSX+1eHDeBkFBMFoVhg",
-	"UEhznmwoJlvaumwbic9NAtjgEh+07lhANjUKnQsMs5+a0w7ht+nYwGcBJlmgWMlYNFbOK4D7CDBu/TmB",
-	"OQxnsspxKz2URK5sEM4Oq9lXgBSzqiC90e0TF2QZFIsceQPZrYiHYcCjyfvXXg8HmNwWzjiSrSF0P67C",
-	"5cerFkzGVeMOaCJRkxM+iNBV2Jr1xrhk9yFtE3KWbMOdko3hoqT3Po4U/ooqnkOdXbPyZnPptWy0P+g2",
-	"IgSziCOSSB1DDDg7/0LME65ZrpuaQRCJF/qtZNzWN4sb/n7TGz+XyyWPnXsstIuPXW0iamMhsQz+BkL/",
-	"2LKGWsoyX1AuPDuNtr7iWNRzq/WFVDoO3vFOKt3BPQtEut9E/pCxm2mj8Nc+W17Vsmhi3PgcH/Thk5TR",
-	"oo3gmu7WLwSwNl8YayuCdgcLYdo16lNIXZ/23V3NVE0FuOpD2b+Kizza30iWOvL+H+VygA1sm/QnrVtU",
-	"MSrLeQoHCsuQt4TrvLkgbt/TPO9ClixRCKpDDb9DwacogZ6WJeoKXeocrTXZWZhp7lLqqX/RrqhK2HWA",
-	"RU24CCv2gs7qI/X2hYWElgqZQOwpqdJv4k5I+LnFAVEQetlRzLiR1WwAUbL1lDx02SwBomuggwW1xU8b",
-	"QdZMp7tpRIxfXIbVsV0fyCxOiGjKsq+j/SJaUVn6LMoB5DLYGICnhLLN1nzRGhegmUTBmkYIOlhtCzrI",
-	"qSDXUKeELKmAKoPpNgcLFkKTXBH7MhFylZDSmgpKrZ2HNabHDNQWpbboh0ZeWlJAXMIYVZWAc6PqJgVu",
-	"pW7wCgddgvu6aa6g5hju65vvKkjBRmzPuEMI7fKG1No5IOFZ7Ocg6YiWGBdRuwStJBsY5wtomdyoEIz+",
-	"aV40YliX6pQ436h/3ms3iGvB/xyorgDkNFEVy43KBuVOSo31ApQRxTbEqHZaffH1b0QRlCbbVZKphk8Y",
-	"VyAG03BhIkc2LXV1uOgeY/S3RD8fMC3HLpQOX4FbIzLEhazNdeQvFSg2Y6ZdGPlD1rZW/TWDH+Ie2WEu",
-	"shOvqDwrCCWtgBTClWnnlnk6TR+QpD5kH3T0zsC6NKB0mvNfvI7aP1+ZR+hnpyCSLCtWEKqBZ9gHh+8v",
-	"P5PvXjx5mhG8YaeNACEMi/A2wn0G36jfQn/cs0/EyhlcVbuSp+fvPb4Oni87Fr6s0EGn/hP0WLD/IuBm",
-	"sht8vGl33Mp+DOfE7qpYpbuEf+nBNJ5Qz+nuTqD5tPTa1YIiSxE7S2Cve3jobTDrUQcWsAm/TeeUC/OC",
-	"jY1ydaaMtG8Bl/MFLUtmqxpvmIXKuay5XmygN398/W0Kvdl/4U06YevOso0NXL47nTz79kXUln0vmG/s",
-	"uF2ErhHpt4XnXjK9kEV3vV6/uTy7eP/qzdaiwZbgF+3pgA3qFkdwDWTk8s3Vl3NzwZx/OP2/N2fzojOZ",
-	"b7Ym89M/v8mevoiPW8hoFbRTt6TwHJIqgJ13xwflHcAoDBXkKYB4t1t/QiiZ1UwtSE1FIZe2sWGT+5hU",
-	"8J9l1V1t2kCRs+48/ntDS45VZKtaaltVf5NGT8zImGXehJIFegKdcvCzrDKS4+ABpiMH89jF2zPy7MXT",
-	"PyO8FSKUIxgqgn53Ck0KLAQBg4xDifC4tNw5vl8u3mcuGMMii1eNtvmyIR0hBjoVXhmZNjWfYg0IN/2F",
-	"V/62SqYMrP0YBHS3xv44/icBmpuFjbLlBa+Lc1rr9Rmt6DUvedTk0do4XDVKcy9D2S7QJgsZCYGhmhl2",
-	"GGvOd7Ym7WtblS/b9m3yz/h6l20HZ9h+tN7lPYURX5JwQBbpAbAFI6uRngGzIFxgnLz9NGpGKSRDOwq+",
-	"tL8ZZY9iId1Rblf2GDQ8w4cj/SJhXyO0AttyTJoJZxruSxZSa/85+cBv2bnN74oaGGHZyZeLD8rGbENN",
-	"VAsRsBf+Thvvdo/o8r2hlWEmgHpwzcCX6vyHO2qmu1amg36B5AhN5HWBnpKoMai4mJdsYjjHl4sPGLZp",
-	"A63HW6btPqNCFPefPGigMjY3lNcaxj92dgmAwBGZPBIP+dN+McSDFNiDe7tDRHE78e7BdJs8/lTeT6kA",
-	"+cWdYji6PpvTrPH2CS4tanTHw2XFMSgaGfd3QSy9oUylITVUGRbdYk2bL83FUDKqNPkG/7GUSjvb9YzP",
-	"MUQTcMkPW4zqJ0e7YSV+EwVLdGelP19BIrV5bncCaP1IMMsO7BAWpi0spqt6RCLJohg5WCpb0lw2iB13",
-	"dAJ/Yu4oOfzh3ZvzoyAUEcCzdj7SbhLdEmffRmypPVQHPOsDFzdR1aFlQCUXgK5nKCmEu7dlmwGZpGZI",
-	"6eOx071MBs07v5M79KavITD0MewfGre5dYXZSygIjYdF7XoHuEmm7ir3HHORD22cOvPYaR4BbpLOs3Ft",
-	"/DUaLNxdNMyyCXaks4Td3qDEvZ4sWT1nEwklM+MhxdY7cUHFfMBtZI7/QgrZ1Iq8u7o6J/BNsLqKsRtA",
-	"9oPa01zMj+K22igEI0JFCF3LsmQFdgD1BnBj5Qr8Sh3TwSFiL1Jc9YrqxRHUxnBALbtUI+jsQ2frewoU",
-	"bC7fT+PO3/1ZPg3Pq+f44Vk1BPNg3D84WQ/N/TMLoHnN1tJmW3tl7ZFCZWF9/yuinzM6NvuBUcUeYndq",
-	"JtgKqud0wRUi7PJaybLR7EPPzjz/BuIZN86L1LQkbkMDPOMT0LLUQtYYnkUF9m1bbjcHmw1ATHv3wNZq",
-	"7/624kJ5DQ9T7ADd5egEW9+4VM3FmC8kz1lGOhesNT+YWxJM24ZOjobLS4e7/uJJEvhiLLWXHMIvEQaj",
-	"YjWXRWddA3rfpbTGi3uILObgwXByectq9b+ZxNJCH/wupxNv7UABbqFOuVaklDnVsv6f+AzHTuVDnLLd",
-	"zAJde/TUrPd0D2PyH/do3zdj/cTtTeaLsHbexxoECKbTpv4Ogrv+i+M8hBXk4dFvNzPYQyzcPVB8ewBx",
-	"E8HqVzUVKpcFq69sjfuYhqj9W8SVwo+wwqbg8hXXNdXsr9exxM0rWs+ZxuxHcs21z1i8ueb6MdTxL5l2",
-	"uavYX76QUrH+g+mdID01FYIy/dtWONCR7LggT/GE5LJakxvGKlvvS1RNp4SXeW70A5ofZAeygtybKl9+",
-	"pSVd2T+XDf4NvqSf9scEta+NV15HBoHanYzX4o8XA2d3uqandazK19umBnXRbZyEB4B+hX8+hpAovJZU",
-	"Rkq+5BYAbgJpmzojE90Ilpl/S6PXvbzNyKRkt6zMyGSekckNW3Ohvy65yMjkepaRSV6b/y7pnSEl82Mz",
-	"U/wXaIPffZ0tTaO0Nv/JgSFNVP5VL2qmFrLs8pltwywOG8qitiMfU+y+ZUHfPNvmQYBfFU/ktYQ48wnO",
-	"5khEiLDnKDwbrC6SSne2ndt8Zy5Ixe9YqXYegpEbhsawq4l9g1bD8rNY/nITC2fwRnQtfhosb2/vAwi6",
-	"ziXWKx0ZfvDim0RJ6kEo1r3quvmGB2Bnw9Bn7CKO/MYLNoqhY177gzJ0839DRATd9rN0HNluLH3xDBI3",
-	"Fs9efNvHvBNJ87ZjzJrf/xD9+cV3A/PfdCaG9Lztz+iGKAcr17kZ3aw8kwi5VYQgsu1LP7wjUki+IZ2O",
-	"E0oS4c3bYsn4yGb3QRiiO0rojIhMe0c2f4F1OK34lblb7h1khoeZUNEqgF6hwGASBWRoqJDbay0WTgbl",
-	"397HTvwntnKRLC6hssbqjVyQs/evL4z2assQ16wqae5gXFwyvxTMaBbCsvCSQzgaRORQsQ5Tcf1uDBXK",
-	"8NdtcBv767bHdWAmo7fiGjrxDONZbzzAxnQRxtfEZIgxuoSQ+hWbyZr1zAKCujbnwZXZZr7DHdIbZGE6",
-	"qzYDLfq3GvyHkNNyzQgNvw6wObYDM4Y2nQu76U8jdRabupIqsVb2Yd+OxITfX5PH1xYY+L6WTbXfEX6L",
-	"RxNsUHPTTHuY9zi/veL/25oZcepORwPJRlL1a67AQ+j45k7EPLiQ919Dj1N4j1UEngT52qeNXny+ZfV5",
-	"Sbm40KqKlRnU2+GtFkOSEsz69uGLRJqnlWmNTG35sekxuWpqgYDfRLqqxGEBMlozFz4sGEPXzBJz7iF8",
-	"2HDgKbquvtTllBw+f/KETLmA4//1WhbrKZFGRVtxxRLuuZQ1L7bTI0oY0UZLLDUSRV+QNUaVgvWyrzKv",
-	"aedvAJEUQanSclI1ZRn/ctxZwFgKyP2StRp3Mgp2y3NHsjEl5vOnv71/S6wqa7TI7189++7pd09bQEyb",
-	"vjqoq2BX6T7wOfie217sj6M7SVZVfs0VJm87KDCSUyEksPMg83l77YGT/ZVFdJG/MgjxNULAHVfgqIeX",
-	"nV6n6Y314bq1gpolM1DC4M0xaviCKsAw63dtK5tDYh3HHpprez4Lqs71L/2t5XTJagqJoxUVE81LPflF",
-	"diAMworT6nJBa0dEAy3bleCKKPMRGipJU7U4nNpc8IlsyJ007qDupJXSnBbnegnUuEHK+g3uECMQISz2",
-	"q5rRmxiFsQom4Uu0eo3X4vKXjN6mUkdD5Pje4F3ck9D8bPj5VVjtcsT3F51vfLzgl1ishJFgLMl+ufhw",
-	"TMCj4EvILMnh9E9/+tP/Nc3I1Czsf/3Tn/40PQpUT3uBBPdKRq4bD5jmC6abAbIMbdRUFARgP5Wm6KRV",
-	"dMleEuqCNKiQWF3f5iC426lzfbUXFdRghgj+yBV1dExOoV0XzR+2UbOlvEXOsIyW2dy1qt1+19pIPNM9",
-	"ChaiHPRFsfrBdEHSKFbvI0Xi+fzUr9aohVwJl7SQS6FkyQLtDudK8pLRenQJ6VqW7H2RUD7MQ8J96PWA",
-	"7kHdMtTsVro7xSwIFHC2aKMUizo9mPaRghODowvPnO6BW7PrIH3NWyhWd5CZrcK7+6dxRKZiWEmfhd9A",
-	"Oy6urWMZMRKNdl5RpVZGbCuoppFMirRDw4O0mLZDt8aukXn9dJmmySVdG4kF6DKJGPFBzrkYHj7cI1jt",
-	"1/SzlfPgX8T182/eI/PBLvwZWoT7YXDcJplV7tTykjUBT0s0S8O8jeN1ryPSDezTZj3HnQafPNBtCoU/",
-	"EogQ4xdwj4SN1PFrq1RuH0G4/mzxR/MLyLgWy7P/yBkOXDKdKIfUY+jfPhD7l13DDKpxSSrmzeODnbLE",
-	"4FR0zFjm3Yw06CWhSynmECuAS8dFXjYQc2GXBpjxcBymnUMnHSw87VmLcugoKm1hDk9z7Pj8lGCMw/Df",
-	"MMk/IOi38F09LPw3bqpD7nJNjjKVw00zHv+7XSzsE3AJAAs8BALP0H5i6M0M5vcCBv+BXS+kvHnNSn7L",
-	"6vVwSbfCvkkOfSbeaUZ+xFcwhxDiKkC2Uz8eHCWqtGEz+I8zuayQ22QHP1CuoWC6BnwIX6qtpz4bQCXm",
-	"Tc31GhLhLcADozWrT5uYO6vNnrQnH5SMqbrNv1ZUfz0+PkZIhetGccEU1udnolBGjHfiBM0BbAvbOYSP",
-	"lf34yKzBLSsVsmB7aVuph+RS3nB2YnUHRSjBsTrbNoRB1WyG+clGHX7+5CmZ0op/hTe+uj2HIDNUaoym",
-	"B420VLLQukLdLX+FjxKBWwxObWVOb84rKrQdSDi0Vl/J2gw0a+z+4d37c9j4H969OW/BhhRR0hcJEgWt",
-	"C3zT5iWTlaxvxk4AHEkx/T41dvAamMH9Q/IAAOmEXHNRKIhCqqVcwrDNP9CulJFaahqADdYMU8c7CEoc",
-	"iq058GO8XA7+fXJ5m08urs4mONaWPVT8rywsB3IG2x+HXTZ01SUTYgQbO5oSbiw/FnI4/fr1nVR6ArSH",
-	"n01R8gGltUCe8u7q6vzy6ATB1SZwFXeSSLrw4RAbSmipJKi8mLeNsztT9QynN3XZ6VBzFDTnCdZuIdNL",
-	"lk/eMp0vJpdcs6kRz6af4dkUdGS9YGsw+26Q+Ddkmqt69rVm/4BScFO/1rgS7VoH091eZ8MOeBSm1FA7",
-	"ashm+ufO5nPJajQ0GnIHZ/BE+bfM/GpGSxBRJrlcLhvhYkCXVNA55B23BqS2cC+cngBuxMGLmhbxS+Vt",
-	"jxma2Cce7qBgKvOxvFmbdwNvIs0b8lWuoBuvITtIcKUdocO95oIZzeS4VqRqrkueYy6K498YbIsXj14o",
-	"uzUlBbHRwrwDCREosu4cpFiI2JFmwapSrll9TN7A7fBvl58/Eaj55RwGjbIS8BSQv16B5V4taMXI9J+5",
-	"LFjm0HAzqAXD3hdm4rpeG5H0v2UOGv+//TrFEWOIjG09zJCZ/vvkyjQweV9MjWZQSaGYh1Mww7ahT+zn",
-	"hpaKTG1308xzLGorkoEjzwG2LbGsaFtXzm5XKefqmJxTI+CC4zdgga7ilvuEiVtWSpgzSk3uss4I3NUZ",
-	"iDl//8lMMjBcLUEOFZXvw0v6FhRsKYumNPumm1rAZiJVMKFhXbB22dQ0Pj0mb2ge8DSQgZE+3M0S+jPN",
-	"mb4zLGbS/jj1iI224/Yl/GHa1hq0q8TETNY5U9HGtIeMAJ/v9RqKrqH1gysCO+1o2e4Sa6EAXE/2Rq4b",
-	"o2xZc35R85km1NwQaFYMZjb905QsGTU3VQOCpX+UEXZnLjkoStbuJtKGYY2G3tZ+KnCqXhKjKOK+5Qt7",
-	"SxIqpFgvZaOsTzgowhiOxPDgqTmlC1YCD7bU3WHN2MIx+dyOaEnrG1a4gbS39EtCKz7RyKvtUEAW8aKP",
-	"srzN8GCwgqC1M0Cu8aKHedGc0KgMchIuUHo4Vmqa+GsqHFTevfo6QwsG7C+KdkDtGn4tmODm1giXB097",
-	"SMyKTHG7pkMbiWyxdxeTMy9lTsuJmZtvLJyulYBs1VND5tLFBJZSVpDAYYT8ekYt2svWPrm1GEkNtc4d",
-	"NWh6YzOTaFr4y5zQatnmdEO+mZJDWWdDEiDAxEyNDC5r/gv89pKgMEp+bJ48+Sbf6hh+bk9RXHRUTBRH",
-	"mHWB1hW5dOM1d9hJJ1YoMwIKs8eaCi+3Qx4l1K1ps2bsjxrzEWJSeK1zewKsgX96nFpv7GiCbU5hc5SX",
-	"Sd0E0SnoE8W6g7MBmteyWLuLFWD0lJo1pa93apNXMW9GtWzxFCU+RQ5/PLCfhS+TRpQW51mz4seDoxOb",
-	"nFE6GnMfWdtSN8ENa4NA/lEok7qVe/rkabs/iNc9wU9+YNeXEqbXVFBe4ph89ml0yuaCdPuCIAFeMqFf",
-	"4hhbkpezVsh5ZQuMe28OXAXk8JVbCCHtzGw2Ap5isxZmqDZLxBoGj066E8PqkGhRM0cZxTu8tA5tgQN2",
-	"C/cTRUcjlIA0/zq/+g+ylLfM/B0W6Dxy8IQwBFts0GI5eiULy/msjCRmZ8fNFQhGTEqe3d05OsCbzH2X",
-	"QcJV7jTrrro+Z4LVtMTleXqUeTVIY/eG6Kbmf2w2EmrDvmY7nYPmujl2vVkh9nD6qa0SemoH5o+2E9mm",
-	"9vWrdcWmR0GxUujFgRU7LEkrcIqTftXTrsmzJ0/bsV2+PvfRK7Dtz0G8rXl+Y0S992dvjNCA5WuUB9f6",
-	"y5+ffevkIiA30+cGbUAXQuoFpmTNwFVlZbFDigZDZD+tGRtNouanUs5loyPEQAWZnkKqNsLATo/JKfm5",
-	"MWygojVdMleNrR2JByUqWF7SKBN7ElyfzkkJjU6NIIixOiBjUWJuzYqV2hqprCHdjZMqwmeWVwL0CXo/",
-	"25zYk1hO7GafYGehBYYPHx2TC0YLPPHYDytaZb6D3mh4iZOWuqCfNcsZtx5Vd0ZR+HMHtnurGc2bK81E",
-	"vp6Sw3Zpp5e3efjsyMYHKDiQaBmgWB7YRgK+JFO4+qdZmPSUtUuG/q4TMi25YNRcitclm2KOMSaW10vV",
-	"KUdRtoo2HkzDTMt2xuaAuKJcIDQiFSJwJCj0EGHZwWWzhf3w3M+g4BgQx7dPvtksROVQtRk1uo8hwHad",
-	"TdelxIFrw1r8UdsYPHrqcRHQ9GD2GLbVzEiuBO5n5t4EXuGdn4GvHODLjbZqmlhjgbDuHEuprHSGF25H",
-	"TQxKgnfVQksJl5qWzIlsh+7Z5W0OD6ZHL8Myyku6JqWRGixgN1lSWJlaNvOFvWhAlUdufUx+qDncQs6s",
-	"4iqAuaAA5MBsDVvS7kh7XIMiTJ6NwgG3WrLfHpR7C6opKXjNci3r9SMFsBJWYeQKkClXsAGzmrGJqoyw",
-	"WTPQ1yzTUGSFY7aD+XMwGKVlTefs66wpyyk59Cs6fS9UM5vx3Mhql/jS9CjQ5bHEJHbHsfMCDUO4ci7w",
-	"AovfObZqLkUzGA0SndU+gZAyMn2Mxaymzl5ToNkW4gFassOHEPRh9UcMQQAnDtcl8yEUUQPR6fn7oCrF",
-	"y4Onx0+Onxw/ffEXqGdSMUErfvDy4BvzI2bTLMAS7SqGG2Xu8bWUWumaQkRiFY24OAPnj7LeAcMYUD0N",
-	"LDxYrsABW3KhNC3L9i7aiDA5Jp9DtcMK7RAFw7Vi5QzZrZccqNckrtdJjealW0Nh8SyBBebShWzTVpVx",
-	"JiNgGhzvJ2paURqQd8ySuhroh9PJxD6ZmF84U4Z43KyMAjST9YqCOcyd3sPpW/wNxIvpv0/8Pyd/wh8u",
-	"GC0n78/NP/7G6dTr4CW/YSDpef0X0wC2r81v7J3YKdUOQiYspDU3LAJbhGxAqYErYim1A8s8Jm9lDR+p",
-	"dlqQi18StWBlmWFwucWOwQNd1YD9R1tsLE9IeBytqlDKubUbCblBMBCUqKzbgQvH8l65diZnsjBshVuD",
-	"PSQ/OBHe72Ww4YeUrGoJd03B/BUHK1WzCsMgpGCKPH/2lyNDg6DLRkfVuZ221/4vJ2DuWklSY0yMt12z",
-	"O5pro7AIBtgdx5C3aqWh98XBywM/v1PTL5xLe7+rg5d/j5YG6K6slz7CDXkES51Z/AVLNCF9bx+yAddB",
-	"dx+cX4RC2M5AyNVP6AZkSr+SBQSmmqHaqmRBtvfjfygMGG6b7vNzdlfOhW6BgT3uTzXzyVoJ1xyFIoiH",
-	"9M62FE87Pgj9mYbLIJ4U3CvASp89efJg00M3bnw2MYbbSVr+NTt4jmOJdeHH/PgVLfzCmU++Gf7krayv",
-	"eVEwgV/8ZfiLMylmJUeH7vOnI7o4p+tS0uJKyg+0njP87tvh774ICw/FCgitNSobfPxsxCivpPxIxdou",
-	"B5So/HbMEr4X2pBWiQVDQm+vOb+G+H2pBHt19lOZuezpXEHgiwVC3rziXMxPaNE+eHnwl78cuN9ak+LB",
-	"ywM0G7bP8J9IwL9mift/0kb0zFm08gfgcHlE3gQ/J2umW79FEBsGkrtaWGtIy9NApDESg1FbXM4sOBbh",
-	"iRRRseKYvNet4WPTGkquWU4bZS6da2nEch9m5CRz3/82g/6eac9pLn0ozG916je7SjCAdr1wm47/UGR+",
-	"xTDCzYfRI7F36UNpXpago2lpVDjLu5Lk/6BkntNK5wv6+J+8+LWHxEWBETGslWvsl0FikccsgizjAj2r",
-	"55++J3xJ50bngar0M37LnNcO6Nnh/zYtGnhwVzuZ1ObBz/hMMybIkosGrT/2UKBUC04C172T8FALbCGW",
-	"AiR32JNgLO5l9LR1YN9BFLO+zWM7+fcFmHrad0owZ8AU/Qg5mHpVEywOkgH2iPwALGzc+Xi9iPYcdTBM",
-	"By0yhMKHOMqqpDmmvmyd0jMc3JAIFUGQDsswgAhkdKNWAOLF1sUfij8+DKpp4M2o+NPLLoBQHldY8yvS",
-	"MNb/iDQd5Q3B1i2hoC9G7NgoU7ST7C0gPB/+5JPUb2Ujij8US8Kz7I9N7mnld2Y2j23ITlq9fo/2R69i",
-	"I3vxm5r50GG8YK2xQamGGb4j2MrwqixkLquFdPofGAPDiH3LowzdyLIw/MNcjkKSUoo5wJt5O+cxORXE",
-	"lvQxLyIDX2NqA/YcjBKU0fCup+rGoSeH9rCAJ2yf6gtcrPufbDR4A/PY75D3p72NOOP7iwR29mduLqlz",
-	"39mA4z3l+T/OeYXN2jyw1vHQnevvdIrBijpx6mOPfcyaWztZAa0kO2fFxEwoyPogFEQEsBZzMSdTezrP",
-	"7dddY6oNgQG/hrdxSNExcbRujMDONj0CMRnRfLaCGuJ2tb4YiZcdP3bMJhULgLCsoWT0BoCoXBEPwTha",
-	"uDAtxxreIR/Hr6KQNdF1mxGjvFGWayOR4FpsLR8BW5cRNFe0LsJMHycsdaWuR8pKRxNLfOZz8I8Aq4V0",
-	"VXBaTh0BH7sRfcXhTzMiGw3WxqlpqqnZ9OgEpRowoYPDIlBuPDxW5s31ViZ7/uwvZFpTzb5a8K5p4GJZ",
-	"cVHIlc18VcowaccK/KKBiLhkNlne/1zJkufraMK6omuj2K2PjslpWbZhL0Eegg3Du5U3Rj5rkw/Cihxw",
-	"D6GpH0Mk0W8GeWkxGQ4PzueVcBt38NsYjrAf18mA4chdlI5SwqX9fQ1Coas1NdpOFpLLammjEV3sbriR",
-	"KyhiDhu5v1j4dIxxhtpAG1b8y9j0cFdoa1xCxhmeQMvloPh2e6bil2XL6SGkucPqD0bfqNDm1t0JPK7v",
-	"xmT5jQrkRTtu0IohETq02coKogMdMSPHs8xSQcr8SpJ3WlefRbnOyCVdskuu2X+91DXPtWNFLyM5D0Ho",
-	"7ELWemLU2iKaSGFvQAgYj0e5m5aml+Z6YNM2aMRNkKtICLznMS6s344K+7Q/+j6x7Un3UYDvOA13wFz9",
-	"n+wFa7MnqgrTg21xS4jhurJ/deKVzy4v3tqPQGm3rCQarb8drB9ZZbiQFAvqrqXi94/JD+jBCRFZ7LX4",
-	"5GlcyPFOK0XXFofA26GA4aHetGWXaWqmvD+pY5TZFhASZpngPsd0fOrk1o5jniscvX3WxqqSQ7O17mcX",
-	"wGelQyfpYSNHlsK2LTP/P3tv39y2re0LfxWM55mJfYd+SZv27Npz5o6bpG3OTRtf292995y9TwSRkIRt",
-	"CuAlQCtqpt/9Gay1AIISKcmJJdsJ/9i7js0XAAR+6/23fJZMi/2jYEnfovcJBDi3IuyZog4v+mm6DVkv",
-	"xb5TRfC1UP90CCuI5AFpqY05NNLWcbL9hVKL0+iiATq7nBUoxyoUYBy0K5ELdReUaugVLBkC774cwGtl",
-	"qKi5L7KsbMAqbEnBgGdvEJBiGJFqqGVcZWTi+22REKSjAYSff7eaB5X+XJEw6ApK0SmfAfmsUKR5SMgk",
-	"RvUP0rAMtgfBEw5jvRL2sKvs6HoZP7pg0uE+PfXgqBGhXPKbPW4956uOkb0rnHRaNE93Y+NjqmO3onIZ",
-	"cUV4HSvo1CoqJwEj1+18Uh4oRx62K1ULQM+8mS5v0FQisdrIqojcZLXoMJjDqzJP8DHU1p8BLABFcr8l",
-	"Sdww1jFvNQzeaiYUntexU6FenPzABimp0oNW9HQL9cDWTow4ZMK0Q04wOR+zsfJQdsNr7wOhDX1vJ6/d",
-	"FkCug46Am61KFRFRDMVELo4uqvR1v7+RtG8lOdm4bVzj9oIYjQTSTCyxaNbCxFNgzOskMVSIayd2jhme",
-	"qI+R30azTKQSchplOsHiePdbM9EzvB9mIg11cQYVMyoaokzVW8iIgkvB69Ue4UJfBGSGbFPcR6/p8oos",
-	"fY1w8JDqYocH7aHOzStYlaHo2J6NBbnvQ7Q2ioRp6stakmdugrBr7E1vSCcYO9jS+Mc2M9mnYcTmsRM/",
-	"zQc5AWfA73nKoOGAsuQa9MUcJmRL++J2rBTxfRh0IX0qOHg8J3ERuoyAH3PX2T7WQeEoQjWgsyjAUlFO",
-	"0IksPGGfeIJ0ZZPaoRkiz1RXAgeT/GkHkaP9ORvQg97TLYMj9lbeiCDO3YIdNmUx1gb4Aos4tbAmcaOn",
-	"PjP3VtzeGV27Cjj/iAwI+n5dAj1OBLiDIdGyl2PN7FMNiS8S57pDc3BMG9hSgwY2fEXUiJFh6/q75yro",
-	"VC7eQjpaTWmg8ww6lMnSWEzgpjNLxUSeqXoiy+yw4CXRpkM5ak7lhkgbXedUW3mLWe5wxM88eY7TKIZS",
-	"EXCe//bqiF0FNkmD+gZkLyOn5ClDOkmf54wlhx2sxNCJTNf+A4klJVTe1RZmcQvx0q/WUki9bZ/Ulxxf",
-	"cLA1N7oOSH42uJYG87/EHBzUm98RUYBuesuvDUbWze/7TWfiTje88vTBd72lJjfe/M6/Azfm5tefF8Ud",
-	"rsaakzvfcKcZvCYi5DvMIdBT3+0eosa+y6ePSW83v+8Xz4R8p1su7J93uOFNk8v4LnvNOG0FCbXusICp",
-	"rXh+17uuArPu5vf8TDzWPwGE3m2IhMIwTH//VjN08M3AYtei28Q8dl7+PPZQ60MZVW4NfQOhWkZ51SH8",
-	"all9OPmuXX0IC34rxQw4/VYWtdVtDOKMVG8qQeF56gF6cMRexrWfzU4AIKOLXFqmR6OECZWWc6iYX6pC",
-	"vRHzqKFoENxsAJTHg+MBL4rB8QBZnwahq0elIEziKVfpYfvousMxvsd73gdP3gHl7XpSc8++iVQLA948",
-	"O8D4MiBWvMEZslO4G9x0GvT0FBYKLQMGSLdoAht4sM44/sX33/S1+GDIYa/7g5bMEPg6HuW2lBUSv2NN",
-	"8IbSz9yVzwwxgyehpSjsCIvf1MykTSfIl7jDgI2XB50ZwvjR7qNkqE/9eASpH1hXxJvIeU/AiWxwe23G",
-	"1jE3RthDYNQcifJYfPAE/K0m2OsPWDNEvhHahbURFaAXqO6wkFkQYedIlDWTyj6mxgMl5lEYaHMwg8Q/",
-	"gj0/aBpcDpqJvh9eu2BZKW0ZzkRkZ6ysFFZ+oNsmMFggheYyVuEkvTLihrTVgiF60TXN+hUtUdfRX1rL",
-	"r8JVi98Ed5qJt9r9KhcbnBA59SekXQ/5A+RoUQr3xAGUslPfZ+TqOAiEA3XaQyO5hHI3uWUzXeVZVFmV",
-	"MKJqTpi5kUXhS2owrQI9rLPJ/IgtjAF6HjSoUkBzIE4PnueHujwMo1Lo23Xz5SlSPfL6RuKNmTNKbmGS",
-	"yB4WK6rZAFeqTvsIn22MB9C97ohBQwCiKw5tbVCTgCaDQdfJqCX2cM5ArTrmRXHsO0BXyudKAsMy6m64",
-	"RhDJJeYTSKuZQYOf5jh81gl0gpdTccR+qzUEw3Je5zoVqE0dRs6iQut8tQoGNo1oceG+mbaDzXaSZp3W",
-	"Cy9cox4tA3bEEoXfldpS7Fwl8uNfmUSbc8X2af8fuENS017hru+1paesLV3gl2VYBOEOtrNsCJm3rzOh",
-	"FNrMT+1FllRgJTr7qGYJkmXU1axS1qz09f6Mr31EDl/v4kGv7w4cNPDCTbw0uOq9j2aFj6a5QXfso6G+",
-	"ddIaOBYLHpGmCwSujT0gq70LsEd24WJodC7tkEQw9mcwyaTOho+uexAZiku0asi9Z+GL8yw0zvvOpOTx",
-	"R9/P8i/Eg1y0NQB5Bb83dSNfT/+najfyWd2HlbUAhNL2PbSpGsQuUt8ui5R3clXYmlxrqkG/pdKKHOK1",
-	"UdomDpjthwbRCvkMQatEZkNkXzol7+9Q28kyQuH8FhDqbnJ8QeZuV95ukrxZAwU1LHr0QHFX7oMnkwGK",
-	"26tuILjNs57sFdWKomkeZJ6vvomu26ihYvPkLDcLv6eTc//aQXdf844TRIsQ2k4+PmWAHE6+e/AXdr6/",
-	"KkUAd+cDKALLDrMNU7yAj1iqMVKh1O62fbT00f2ZSZPqW1GK7KCZEtZuS1Ms9KtNn1rMyngkWRW0R/rs",
-	"ik0s9xVe6K1HQ0KnqEMjeJkCNxIfyhwSTTtO9RVGNLCKNzyAGTHlysqU4ZM8Ezh49MZV6QtafSt76qTY",
-	"JA28jJ4GDyF2VLpKZBF9YVyDNdFKGJvP2SAQXp9inGTQXrjhswrodVfwtpf13Ld/jLrf3Vni4a/4KkKE",
-	"vuu/3zC0IXRBDRtKwUQmLbTc3fYp+RhSjDa0eo3VEM+Lc5dGpaCuWYvxrtjA9ZzAl5VSUo0TdkVtUhP2",
-	"TuVSgQoO1d4Uc1wO1Hk7usRHDM6wtFF6QcreWON7rADtJuTFNNJ/DHa5LwXPgIHdl+FD/fYac/hT9fk3",
-	"2cPbwHEiTm8FPxIreKtJNMnqyketRDOlzp3fDHN1qeGXrXju21HwyupDJxKpiUQGZQR6NEKKTxNyXtzJ",
-	"xYyXVfLpsR6lzdLZvriT81AH4VLwbEvHIAR4qjXEeWN5KxR5ONa7fdgVGQDuVsrsinNxobgGe7fAucDS",
-	"mSjvK2EcjklLdwrojkDdeuqGvHA4m1dRWaW77Ij9EZpj+uNcVspgOXJBdlcSMkcXJTS8ZkA5tgNP3knM",
-	"ePutUvfgdEHsrnaFffZR37L/6ym4vtZ5vb5UXOojZhs5ynadixtZDcdk14vuRMNraOxYu/OgwdNolXMA",
-	"8v/vmPffZmr4cm+qPVhpUyht39NwWixrKvURT1t98d+qB4wHNwH8hmJ80aW44/Nb8MqsOLwXHJqfuWM3",
-	"5VamzNsAp0xp7GQGVEHpRLiRZXFTPvHBUgkOZP/acn4ErVhB7/BnlGx/VJlIxTiL0CJ2rUPfTfdUfO9Q",
-	"pHoqDIMxtpgb8PsvwuCgbOaGDVbQrPsT/EC5ndDnpfFNdn107Z/dB/dXZ0kk7E+tp4ZBExRdeDqxqSh5",
-	"RFzvnndGpKFYI+csCDrJ3uEHxw9Szo2T4Efs8vrqoo6ABa7MH9igsH+COA3q0uCMvfvt729+AmPj5x+/",
-	"+dvzvz3vvjXu7VjDiSxZBlXr0A98TF1eaz97K80zUpz5IJT98xHaIvXgqD3wGnvk4vo//Wd6EFOkHqjv",
-	"Y9yJXbSZ4ibOPVx9VRbKFVD9xXv28yASEcAcEXfhRhBZB/6kMBsRwsFwo5sovw7AB7umiiwEDrwm/RTw",
-	"sPa/ulMcL8vj1o4WR7sKGqPrerB5UL/u4ufYZTBz6eCv57E7NzeNk+4NjiU04GMu1ZM4776p0Rd85mv2",
-	"tv70P57Tj1xt9wsAnyT7jbBWqvFmch/f8GzhyM8D69qUq4rn5Jgkvo2nJ/ev/JI8+vMfRrpC3vsP3J/2",
-	"B5f1pt5YWw/gXglb6+qNA4ltDZzw9geMgAM9jplm2J0QSsMvrv8TaVEbDWOfGV+ti4erbiiMnpMJN9AF",
-	"7Amc/Eak8z4P/zYdIX6QG3hC6m/e+GQP5RnpEat3hazumbUFoNzUXQxBkxWtsbDHAyZDWn1YVHnuk7zY",
-	"PvVw5taKaUFk9lEoxsqpOEhYKUw1pXDRIWuki1G0Ns5TUXrmCb7bmNqO2OVitNbBug+X7YfQLf3mfR1F",
-	"HmCHq0wajCHX1/pfDQ6iFP5lu8mW86cROIIk2s1SPz29Na518CH3etMDAYI7b9gRjQ4ZEoS746T0bPfg",
-	"UJXq0J17PE0rQsKVbcsEh8w3qagxVhf5UNRNxu1Fmjqw+WPsN+aM3CQDHNrRUp6Hh4bl61sgovXYV6Xy",
-	"NGeaKrCeduQ4AZSl6feH/eGMJLe1orSG5jG5z5KojU881kkc5nqFeyTaSc+oGzHI+lwqcRoqoPB8E1NZ",
-	"ElVAJp0Z5dHVXZnlyVLpRlTOIW7d6idMiVkopAzMZkBehHxmWGg5wP44uR4zPWLcV0DUJTiWz00oCllJ",
-	"bnSJy/ZWf54RlTxkAWc9h/8lVXZn3uu3evxTqad3u+Na3+36d+4b7gRB69XYpAA0OjZMKFt+iZ7mBy0a",
-	"5RHgRLVcO40eGcULM9F2M79xxM9M9wUTLwnlpKh5I22zz3pD31POrYMwOeVj8cwAvCLSyT8FcmUSQSDa",
-	"NHqmnEWM/LLYhIyXDjmplTDDXsJWpjfCsv3vT4gu0hywofvCKHqkadKPpwjX0DB/WOoZdCHiCpqLwShh",
-	"eKFqgTr81WUJq5zOV2E1lwCzuahv4GEjWfdECXmqyZ6EFi3cTvaSPcWnov6qb7Ild0/cSWfKP7wVamwn",
-	"e6fPv/lbsjeVKvw7WeqzswubLaxHV3siv42cTHRf/qiHi1Vt0XjLEfxM7woeVXNU5Hx+B7w4xk5EK9Ly",
-	"KBmejmf3iSQFcYDMuLpkA3/yB+G0IrHtyP3R2vwKj/mA7T8/Ofz+5CTxTL7s+5ODuq3Z75dv/emKkaeG",
-	"EgnFvOhDr8EA/gz0d0pbNtE5Pm0BBUDNorlh93St8nljds8MvtBQhVM+p1wabmlia3jz/PE5x6V+Kphy",
-	"/x7z5kKs8Zbj0sKa53IkgDt4p17yhc/WReiLe8f7qn6/fNuT+Txlt/fPJVeWNBNUTEKvtscE23GeQGvA",
-	"8Rq0vUKUUmcyrYfLtHLg7N13huKSsoQgXXnLc4Djb78/qfWwlprNZ53KITZgHJd8iDXbN2I+cnDH7KTU",
-	"1Rj7u0zdt6aG0EgayG09ADewuiSVQP8/Ll7/vAy0V/x2EWa7Q4ZfHdBuGJj0xTAbkcjtHoDXBSkNd8fU",
-	"T6KH36edgG1bYTZ83h07HWvE/Whybf/ayL52UOUxxd3F9gcIYgPEyKk2lpUihX4RTrU8OGJvLNUcmBY1",
-	"lekygawJwaGVt9N2QdlG7WOATsKwViSxxiDKUFet1dlTxr2SHnQXbOVVW82SAJ3HSry/2kCzK2t5OoEu",
-	"KVEda2Rt44Pm0eNfnLzYxOh+CrCdLPUmARJbmPMZ8x/bicbFz62V6Bin2ygrhyhUNXXbHp/uNv3aYZ0v",
-	"7Qlv6owae8JtLgYkDX5Nl50lMOT/V2HVGI0Zn7a3aiHXjxFziRa3FdsPzeCaYzkLxugz440E7DNvahrj",
-	"g64R++3cGDOZnXunwFMWxjzUOhdcbeRjgU9//K9CjJvyDbsxuYdJxbHgbrFPcptIAwSBZ/a+2vtS7Lsk",
-	"CyzzTrV4y1f1OTonMUBJJqchJIVxqEBH1oxDYSYL9Srq6CTo2wi6w0bB4lAWFGvk7mCNEdphLFw5YFD5",
-	"/JQ4YpqKP5tNhKIH8LKUt8IcsUtRCA6F0NKyGZkP3MZdDSs1kkpSJ/NaBAF5eEip8eNspMfUiYjQ8Lwr",
-	"6N4SREf6mKXkmhbDwi1gn1LTR9m3qu3CZwiNQB+IUcFYXXTD0VVdh+0VyCYgXWFeTdJa7s/2jQbBHjL0",
-	"onQZpXHyDgDGXKqDJCCXhwl3iVMiM2kKbp0NwFIHR3kMdbrYAOmO2DuIaznV10FNU3lkuaZObkQE2QII",
-	"ungqeKCL1XAAS/alnv6HO8y6WGiSXOyUcgHbHB9PtZJWl5QStz4YXJWl07cnzkpxgxZq7IQ6UgXDOcGm",
-	"pEpnAosVQN5zNpHG6nLOZlJleuYONFDTJeQx8n/mt6Lk0EBQWc2GlVPdzRH7iZ6f6qlgo1JP2UTw0g4F",
-	"r9ugYuUUvnmi8wy6fU3FVJdzDP2qMKym/gDsEPPQspRY7ahVSSnwgAGC6VK0W6W4mr/Wi3nnQ49PoOSZ",
-	"BTp2MJE8Bi0sJGk8Ss/ALptKVVlhzpgcK5gGLD/dgxLEL/0RO6Em2dDfha7psoXoz7/i8xsWUTBbpLLf",
-	"frOXOLNOTp39+fzk5G8nYB/jv0+CRQNFHqJss/EuhTN3UtuYrdXgH3bfb80If9OZeJN1mZnff7uBlYnr",
-	"1Lrea14Od7YvTsatgAa4exuM4LXK2t9/FsKeau1gXqvsHobyI5xBNpOZnbgdRn7+eiDpRBuhPLk3bcuJ",
-	"M9EtejOef3MSTvLqEeO7KNS74R772/cvTuI99rxlj21Vji6d/RY5+pJw0+Mk9PH0B64Xqfdms/vu/bVY",
-	"Q0uP1jqWp3hlmzj9tl2cOuxpS7FakqTHJCXvX6ImwWkaofV6aUS773OE0mM7Qf2puc9TQ2u7fHp2dGBy",
-	"nfL8kPIh1x4bznI5nlhWCiLmrjPKRlGDCSi3iJXCotSpMOaUjXWpKyuVMInTIwso7ZKZWwKvL768+B0z",
-	"eAqgT86FaT1qb93AKcV2m80n4veE2Mea/Lqvot2E274QnHBf+Jnx3zgswjY3sLHcVhsm0bqZKFMZZkU5",
-	"dZp6Jj4In/OvwTF5K91rg6uBziKIBBAAUzEd+q7F4JarRiNnK6EyIXhuJ4wbZoTbsc5ECutyxN7BxtWl",
-	"Yc7GlBYYn6lnM+am+VwMaP5uKJ+OOzXTvzjnY8OGYiJVtkrsXOGqPG5ZQ4PscoDS2uMH7kXNvZ7Vennr",
-	"Q2H8nrn3s4ra1DH8dU2/MzqnvusR6WFwZwLGZ+FEIwQunLLWXkfzGu76DV63xW1cv6arqsPt43gKR19N",
-	"X6541tGWwl+37agXn7yjjj8q8Db85f64yf4KGya4lPFxzwzLtS6gytTrLOcXb5BpGHxWY6edVEaYdfvu",
-	"3I1kTVqEu47JbGkMfl+3ZBwo71bZPC1il8UHjfmvOhP1F+hx/V4Lm1R88JBkxm/jnZ3CDckwC+3JGhDO",
-	"fSMRk9QHzgeH3CY2obxgovUNHN3mdFv1oXpLriam+3qO5iaUd180yd2D1RJRd9aWU9rOYLfdYxp1r1xt",
-	"QgXWShotjX3fZ4c7Mwgk4wHDzvCUW+MsHHyJwYRxaajDPHrQvCxG054Iliq3gOhw4+kkQQIYKlTC4LU3",
-	"zQjZipzD0Yx7acJ6hDwZHE7d+BJLxD2YzLiyITAe2m5OC1520NzhSao7UHZYWsuHqqm1bgdClgIH70Jt",
-	"VIQdXQEAXhR79/Q2n3GUdb0LL+iOET0QQi5+15VKfbzterKtXQKru2uDFbgS5a1Mxe812d1So1Rwu9RH",
-	"s8Y3D11NopztYvKtKM2qnuCx1kTDhIwasEvoZtSMvMHCpaIuyQuAuUZb+juN5CtWlPwSdECAX+5eP7rP",
-	"dN9F1eg27MMtncCZGDp74lCqof6wgfMAjY/abMHHGFZo4/QIUlUah61JIZOAZlNrQFVBsvI/rt79xjiI",
-	"FCFvRXbEXoPL2b2RScNuRAG1HFoJNsDXHtHoj/5RnZx8m/6i9c1vfCrgX2KADDZOURPAIzJ/ZtxZpRoH",
-	"/KPMDkgVkobl0kD+r5nombtIGxFYcDApEB4D9A/GDSXXauz+Wz9PV3aoP4BgdGfR6WFYFygxR0jZM5aL",
-	"MU/nzCh+I96n3OCiMocPhhKAyinPJSQjDrR6jwv0Hvl8skHoyjR4p67gTy/pLwer/DJ/4Fq9gQ99V8/4",
-	"J1HltChHwXbFuACfCrYvJKQ5jnQ57ayCmNCn7UypebGpeoYjoO06JHUtziXvGgJccwWXPDq1Lf62G1Hs",
-	"0BnD1XjsEP5QiOyWs1IZ7o5DAmZYsRiPASDugMdmbqyYHuV63IbK8LRjhJEN4Biv9/oH3tbEWw+jxnKV",
-	"8TLzwGfYrJTWCuUxG2/2KYdQ04BRQVtyZTy5gYlMUephS7QWkDwtY+NWqFuR60Iw8YGnNp8zYHV2r86E",
-	"w9ASAA53Mmkbg4QNYIBvsvCjO/fuHzqFHIHs3P5uU/cLjLy7n1Cpcj9l3PLBwRG7KB0OQjcJPaJfA95E",
-	"SZUZTcrhvrsKpBZPLTsHGHZiAGY8+K/L16/OX16/fvXPQQKTUH4GUpgj9irMhuiqqMpjqqEaf2RFuRjY",
-	"qcXDPk7yHaz+pf91mDz+/lf+4TU+uhPj64t3AO7bRDScBMxnEyijbYsHoUeyrk564yadQaytbARm33w6",
-	"mFFKzbFUI90JaZ5pCPHFU8Ahzvwhhlc6vRH2FFtucztJmKmGde/tqTAGpjgvhFPW3NqpVDBVTYeYhIM1",
-	"FqaauofnwIqoMnLY4WKM+FTmvhdVyrHCJaponsk8Z0Y4hcUpsHD5nCkhMkNEk35dCGcmohQHrXamT6Jx",
-	"swuTe+OWZ4vnqvulHRaeX14W/ekzIrgPzmG1YmOFuW50Fp63nwU331X7f9btY/69GJc8E8TZUg8LRKv3",
-	"JzdYPcmsaRH/B05CgTFlxQfLgMrEsP1B/P1/xfMyOEjYCLgpvS6MOx8KKuu5GSSdQgZQpEaRhg0mIs/1",
-	"4AztOZRWA/qzJ7nii0cRZzQunYE1nIfu+7qybMwLQwVSg7QqjS4HR+wchCcHb5RSIrUJK7gJWatGlzXT",
-	"Vhhc0G6d7KZHUbKRlaoSrITUPRTM0tYKCyg9ATPOsG4BRuwT4CGZCew+NyzvVcObkRvGCJUZNiiFmSun",
-	"pXhHe5pLhzKl4Fkz6RY/awzO5xdv2FCMMCMrnzsc0iouZKX+WOeVnThwSkOfCuC6Frx0C61vBBDn+NQv",
-	"nYsQG0i1vpEiYelEpDfu2+Pb0B6HrXjKXpw8r+kRiAithsOEvTj51i+QYLqUY6nQ9eb5zIgnxtfNoV8c",
-	"FsndfFLfvHBhfABoNGEe+MmdxcZzZzC2BSneFUK1gt06b97L5Q3lBUvYUkDwxQQvc4nZQ25Toh53+frv",
-	"b67evPvt6M1vr17/n6Or1//bnS+rg9xp7LouMxOnuMrOLbh1aLd3uvff/3Vy+MM/Pz5Pnv/w1z/+cdT5",
-	"r/9vb71R+hxBfaEIBZp/AH2yD09jG9v6C9GWdEp2G8J4/BnpPNezXkHrEFJuz64SUPcql8ZD6I5zTG17",
-	"NjAzFxv9lGIsDYqNAJ5Fzq07kgkDcmiUKL6dTnZKNXZFKQzIg/2Bhlp8ZF7UoxH84wyoo+EewN1KRa+a",
-	"cIMt0VNdZgdJw9MYKu7cZsVXXb25QNu10KX1+h72GZIlS7nluR6HdqPOZKSheRHrrDi4Y4BDOqKFO/of",
-	"Ay958e52k+xnvPoVrfJDudz8NwOzV5r6C8AW645PUlx3mc4Fv5ubMn60NmKXbRqIjXXdxET0fe167GkP",
-	"PDQPdwQ1tN8/oYXgki24gDnHH/GHN9kqgiqnKmmIRQYMoJPI3ljTJNXwVcw+bgm4NPBia8AGNIJB7e8f",
-	"+DEM2D74gOxETOnGn19fs0UOgv/pr//3Qbtd19iZm+REhH6I35wcZnIsbd25LC4ybUYQ/ShWxhCXlIRv",
-	"TjZSA7Z2ULusTPqgfRTxnhQJtSitt3uec3krjqW6lVasYuRY6kyFx9Tr2uEc+D/voymKInrqLABpwbAd",
-	"XLy7Wj6Zy2xFA5ZpYcgZPdEz8Bx5bcSwN7/9/c316+wU+L/Z9csL7wVv8HzuD0pb/CHt5DotiAmPogAO",
-	"LoQyB055+f3VRcJmXELscOC0N13Zmiralyg/PzkIOVlhvlgltqj1uKGjKYRUY050y6lgIy7z4ICPOEcQ",
-	"suiTvMev8Z4GMjhig0boaoC8aW0NhnwnxuYitLYFQutNWqewGiZyI2bo71pmYCp0nrczsWLjReRkWgbU",
-	"NzAPApG38lbsbYd7NHoDvnIN+ejSZoXaJz1zWwj3FZl3O++PuAGvElI2CuoW1ydtfV1cpYAafLE96jMD",
-	"KQ10Ku9FXrS1kG6IjNUUThe8MmKx9UeTrQm9keRdUwBlEF3cD1G8Hx1iyzI7LHhp5+D2Z98dICPcj//3",
-	"NUIdeOsakFyTxTkERr8FGrOcKTGjI56ABYgM/i1kUeCci0aL7Y+IYSr0m8X0XjqJbfRNOwU/ZGG6E/Q9",
-	"EMqtY4uKQE4XPcZ9ZRgHpFYPC3FFzudDnt6s1YwRTGIEoqYgUYemkNmP1ROoCpaQerF/9eqCDcy/X9D7",
-	"Bgkb2H8fkHqITB7ZwamDqMvrCwYduaVhueCGfNmLCm9TVUy8493dYZnbIcJ73kKyq3sy3a8LoURWlx5g",
-	"uCGAah0NWVCAGXf6s4PGwmlRy0r0dycvOhXcM4gPjSrDgaPvu5Nvli4txb9EaiFDDkJZfis9M2xAgzyS",
-	"2YBy8KKhn8VdpfYHvCgGxwOfuz84CKl4Ma9oY35R0MwQ1yjbB4244WKIBNUxxfv+p3/Nvw9wxRV+txCx",
-	"appC8RMWt+EhzcYcf6SfnJ0U/gqPpQZ+PkIEcnFhOuTt9PnXwXqrd+g+YADWDrDn3zw/SNiEq7FhVRG2",
-	"kn8DVEmA/YGLDKMw8FyiF1hjEvhNv13J6N+ykWng00wHfm2PaGQDZEPg3u4Fb+tupWfHfFayLuKnSpi7",
-	"qe9u+hWI0vsqLHEbJjg1YiG2O9HbhnndRX7M39cQWtwKtj+g3Y+RqtcqE04wAkbNJnMHx8L97iBqnrrK",
-	"O+wP4BW+ZxM3ccvYJKRORqKLsBgF3kEXZb9fiU3rT9ryqv+5O5Dya7Qan3rn8T3pzsunYLvO45VndR3L",
-	"c7Dcf/y/rxOW5tp7DGp9NGGlILUCEgd1rRSbBQU1TByvP2LnCo910FfqriA/MFIB3ytt30Nj9MFK+70/",
-	"8vd95BMGONwrJL1CsplCQm6BreDbKnWEwtHHmF6xBs04+/X8t6uXry4Y1mG/USONpgKY1Fo1+yJEjgCK",
-	"XpGdth9nE7ZmyDg4bOTHHFCGdE0Xh+/lBvK6IOZzxpYN19Z5Hn+03Ny8yf4io5KG5RFUKkjNoFQyfI80",
-	"bHBVpakQTr1iWqWYjjgw1fS3ajoIpRXSQbjSlUpFRgY1EesP3ii3N3JhBYWnlvwIkDtaJzVCgsh+VK+C",
-	"r6CClilEsxSjNJfFWYAc8H4G/Nt7n8aEXF3wHGz2ES9pw0FBN1aqFDyduI07OGLvqpLxLJNuc5zWZSk/",
-	"UmUiNXwFN0aV22eYEt/V05XwFXfU/6Ysny0azNGLVljLmBSQdOznB7GM4xXqkD7wARPf0aaXPr302Uz6",
-	"nJubOsTf6eDdcupVO0R3msQ1cB8amXkvXyiW4+TDYq95OqHC6DrtPzjAfCttcC3bicayPpUVWirrfvYO",
-	"soNTSJ2vf+FrDYc6m0N6Md0f3e5s89gH2uF+Hxw4+eh+yaSNJdIzw/RMsVynyEu6D0w8DkxN4juylExm",
-	"JnFwXApjhDkIPRpQWHbQ5LSi7lqtH5YUVP0ObR4/2iNX5TcF0t5uvze7PXYrLwdZto0wWCCNNvcm6eRx",
-	"zMmwfc8hYarCAanBaHtNOWkOQpa5LKG3ejpPc0GMrQnDoAT0Xdc8a0/G/rWOaz1aXuBojKvYIxur15+h",
-	"+ySQbCztNqiAGyfl+GMj2vrXcSlGohRqVU3GS10pa7AsAS6nmsFmGBdo5WIKSZPUAWD0cCW+rjAByShK",
-	"k6A1mGon9KyYFtC39QCJ4ziQ02ii8AamuH9V2VhASMvKUkyxMULZRkr8s4jP32U9yzUi8dd4Up0ycZGY",
-	"47Po4z6jRVLd5xepZEQGbM03xFXeWmXBnb0K1Rut7V2fnySrOxut6Wu0I7SKvmgHZtU7uwes+wSsel2X",
-	"YeAh8MshQbeX6w8nxYtSuMdiijft9IOQWkDAFhBlpqs8Y5mmZogzaQT9eVmVCM1C3eBPkVvT4x/WiIRG",
-	"jDXFrijdmU25hbxw35pVq7aOblGZLHqB6oQWRUxw0jDl7mRClbpuFHnEfsx1eiPVOP5k+DZy5dRT9m1h",
-	"K5ULY5y9iEnrRrRg6yXcGB3GJw2q/9yOa2ppkVZ4pi5of+qSPkrEaFMKbpA/dHfeqcao3XhW52wU9fCb",
-	"+6r3Vn1VeZBL2/j+pUNLS0/3h2OPuWsswYZ+2uCsqg+c931DJl1uweBpM++A2du/9qEqbcNcPL9dC+Xx",
-	"ggKoPr9RZPurF4jh294tAtXnvY7A1xn7xjV3ri+m9sd7yd6r0EN5L9kjp/teshfiRHvJ3k9c5vDDtZyK",
-	"7F1l95K9lyTm2wqTN1w+d1snQwNeDCf8s+kIw5tTCNbUlIQR89C+MyFOZdbJjkgiU2Q/zjuJCb8/+eQh",
-	"6ZJNOORC6Mp6npj2/mZdI4Tmau7p7XbOiOdGhPENtc4FV5sPkFs3Rk+05j6fnHYOZVTq6T20JO34el5D",
-	"XDMIq7c2BKK3A/qSia7K7iMoVSp+cVds2uX03/724q6NdF9yIw4l9FiSVt4KJCWiMcosoZaS7kGJJ4LB",
-	"xB2nabnPKpxw65rDjZjPdPl46DgjObQJM4H/eD01wQobt6EnRGoLNlf6bJO2obJgF8gNXNhN5eUTkHKB",
-	"pbNVq4GOi49LtXnc0r0/2k/raKOmE52KZ2a3x91t1LXO9uXzboEOD+wRZkQuUjjsuOuZ79hEfoOsCr2+",
-	"Wvzi0a66grGs8d70hkZvaPSGRm9o9IZGb2g05EZXKzsQYb0S0q6EgIDfrcbxkX5azXyGadhaLTSCrPtu",
-	"16pG2LardIt1akUdu64bzMGNHeGhMIlH28gonnzn2aAp9hHp++tg1NiwOzxMxxjc7Q4+o7JmGK/bqgKz",
-	"M0eiFyj2gnx/bCfGcyjsYkR4RY0rrM5BC4AosxMwPL1RepaLbIzBWx+CxtT8KKR8hqFtWT+Z+vl4pplK",
-	"ZbqNBgvH/TTO8v1Hbpdmv6YC30do/3pgaCHL4IvFmD74ulKvgM9/32C4Lt7agMNMWC7zz1AxpCoqmzhL",
-	"rKiobNZTWTnVA9Frnd7xCkfxNWsftASrdRBsKeQu7LWRrWkj9SJvSS+hnorY52kNr3FEJur7QmEbB6it",
-	"qR16bKnPNLSgMsJabLvb2cf0JQ7jriGDawe9lrx1G4QO8PpfG/liO2h5h7N7pdPK6V3dxyta2l4IP8HS",
-	"uZ+F7TwrW2iLunyOj91OXVG6/UcpbSANw0OJHJNoRwx5emOA1wxjBiKBxntQyZxQOxiJlyVgjESTLYVT",
-	"h7DkGdpXWe3zXt31VVEzdIU7sNq4jTzr3M3jkUDD/RsK8cRgpmsMBf+tQgbvQ+R2Lg36HJzdnWgGOtcZ",
-	"02VSf/m6TirYsiOppJlQcw5ygc6422+LoSxmNVGcsv1BpLScE4PmAOsgx0oaaHQ0nIMcGkShicFBj6t9",
-	"HfSG/eYd8m0RzrsspCagFzlXK6g4gGMBnDUOqKmfTI0XWJGAR5FCvJxlcjTytgsUEWO3GQGdjaP5YrtA",
-	"DljOS3vmjiv0V6r7sS4D90XO1VeB226im8I29HObFrwUDwfZbrydefg57xXOHhg35UukbH3oMd9iFCLc",
-	"7AogSz77VOsVwG/RhHVarfhgV9iql3z2pZqr4VUyrafpJV4HeLhV7MHjC7NW4at+zhGmZsv40KOSz8Jx",
-	"TvaKqts0hYgX8GK1DKjTVtV5xrQK5qq3VYE9DcxRnef0z0+0Qh/Dob9/hWbVed/EMA3qY2+U9kZpr3s9",
-	"tFG6RdReq4StsVRfov2zBuCjYkrqOK2VuKvh+fVB9Qa2KKxub4f2WPj12KEPAIalOPROn82N0uAm8oxF",
-	"PmGBTbWxp0gZltRdzROWcytUWpOn/XJ9fUHJDytjrKW48qP7YiOt0RzXuOV6pPkSjNay/qD3FWLtsFD/",
-	"znOZ8cX4adK0RFt0GnCv+zAqi+mu0eioSZ0Nn4IZlR02LFf8B6pO8dMh2NvS3fn3wg3zUR367fni6+nh",
-	"tPtQam+19pra4wLtl6jObA+31yhmRalTYczaBNNogHRLW3ggJLdhORmywYms1YMYlK8LGsIXqnfR9K4s",
-	"t6Kb7Quu6WHjIbNMl7f4lhPT6C3HmB/W7SD6ZTGd7NApQnDYmlpP3RKDEhPY/gQYzt3zqWcm8bhLs5BV",
-	"exZV6TLshul7w2MDJWKic1ITGnC0MaZfwpsey7HelmZFMzuHldyokCX0ls+1GjsNw63idqtbWoa6WpXC",
-	"jfHM1zz1OlWvUz1RnQpRaCt4vpk2dUzwuyI7DfrcY6dJXvfijQe7E7iGt/d43eN1j9c9Xj8cXqOy+oCA",
-	"vRauO0Ca7fNQWk5/gcb8IzKHmTS70LuvehjvYbyH8R7GH7Y364OD+MpO06ByLw8PAdg3rdIly7Qw1BkO",
-	"5ZK0rFJW5kQeAr+sO0LsANx10WN7j+09tvfY/qB9t3cJ7aUtjrHD2QYszgs90aKOQhNt7DMfk5roPDPA",
-	"TinyzB0PoWw+TxY4XzNZihR5BtrInC9tcaFL+xbHtgnNKw0q5jkVn0Bz6sDkVkAwHp6Y7SV74kMBYfmN",
-	"iUtpLJ62tDHXtvGEC1qH5JYQx2SE6hrFU4/ixR98VT9HXNoeUp8gugGJ9QKI3BO3TNKhjZ6bm06cws7S",
-	"MBY9ArHtxlZSogAHJXRUCsE0aggYfSca7qkGArv9ofuCRDiBeAE5zhOR3hzAr7G/WUTUa2cyFWw2kTlt",
-	"5qyrF318JL4oZTSe2BotFFaIzbiyuE67S5GKB7la/4Qx9lpnr3U+VVyGM8ZVwOatce/V6ubxR/gv9sGE",
-	"H7tdCpeC9Cnuj5rb7QDcQ4HmPuC01QQX6DJoS5sAxFkJq+u49uARHUx7NKUtN4B8AsjuV7ob2/+YzMnP",
-	"4+Xmdp0Km6N5kOM9rPew/sTzMxaBHff0VuEdaoWOP7r/3AXaLfnxbr3KpxUp5wnTcDXP8znTzrr2vl3P",
-	"/zaWt0Ktcig0gX8d5geVLoP3d2A9ycluoO9u2PD9d999+13UseH5Jh0bwK9Q+k/qF+lLdDD0UqmXSr1U",
-	"+tKlUtClscBhq2aHLbkyqc5EeWjFtMi5Xe/vDrew/dFoWojxAQv3JoyaQB/OZOZElQCfNvHbNZrBu/Om",
-	"cZJaNRvwtzu+r8OLr8NQN3F/h8GBXyvqc0a96/ex3MyNxV2A7OTxFZ1trBab2z8OzvDldVrlNQ6r0/f2",
-	"WdVgsN70Ntp823TQoqfTmfYtLz9zv6afvf0NFapuZ/puVfALk+pCRP1D8CS+OPmhy7e6vH32tqN7XPFb",
-	"8RMAiH/RGo+nn/BuvZ0t67F2fI9c5PcSfFXPDTgF7cdup3L4+KP/8Tc+FX8hQuTCimWseAW/78AKjw9o",
-	"DAIeLJ99fELr2V8pYd3Q/Avi89liF8az+VxHYC/m74BLuGuyp4NPT6U1CB6aLUNFB+PFpShynnbrB2DM",
-	"RsqAO4uBWGGoszmbVsYyPi6F6KKpeBpw8M9ePfmy1JO7Hv+vSj2hc79b/WSdTwCFqbvy1DPthA7Lhu2T",
-	"T4BNxXQoSnMQcKjOPTGsrBQbziOPnUkC5aAsfYLccM4mgpd2KLgNRDGyZLeiNO3N0d0If4M5bLlP1yor",
-	"G1f3qzGXFa2334y0Ae6nPZY5NiIfHYdt0B1DueY3PoDS2vz7mcHUJWAwcKLUMq1SZIWCZHi4ecqsRiZj",
-	"6MLQ2NsJk8pYwTMn9GYc2zyMKKkeGnsWopQ6k2m9bZe36HUpx2NRXol89EuY1ZZ3a3jRJaSGd23cMGpm",
-	"+Y1QX8UWdtsGDQi/ScIiKD27h23dhbLHHxVEif4KrRi79/b/rkQlFss9KHNvOaWPqkSwDkSauDfiGaKs",
-	"27xXItUqo7JBulpkeCaiO5hQmMbcrBwx0PVWZmJaaORAvBFzNoUzyFkpbClFRl3f3T+rUlGfk9LYuFNj",
-	"m1fqDn1rfw2z79A8cZEfZZfaxbmuUTmjRdudxvkVd8TuPWcbec623a22FKkuM6nGx7yy+hD/eVxW6tBB",
-	"VTdm/hr0AQdYPtDmFGhEKVRjR2LGDCLhqWfHCG+ka4TiQ2jLPOFKiRwhdOBGcwlXDuqm4LzhZEqYQeaN",
-	"yuoptzJlRsB8oSaCHmfwbqWhtkyUjJsbgHZpEyw744YJnk5qRib3Uszuw5ZTXPmkEXo+ZAobts9HThOv",
-	"eXmpxvDgiA24HaBTYCgYHxqg+C59mJyzqVQVehOVnp2igCS1m4Lr0TIVOVfQXEnc8ryCbeEGhSqUldMW",
-	"n8Nlpc7DAr5zH3JdOoqsnQ3wQfcvf3rJvv322x98O60/tRIHZ268mBKAs+ry84HS1ZKmknErDt2Y93br",
-	"4atX44Ib062n/THhtl6ETGZ9KK/Ddq4UxJoj1MA1a6p1YRe3YdX37VgV7lkDWGllD6eiHItjy81Nt139",
-	"srLHcB2D6xKmxEyAqVIa227kvqzsr+6Oa3jwXasiLtDZuNF1V/JPvLbNDe/ejoUhCx74+3evrx9tvCZX",
-	"WNq2etyUNuZxfR/iqBbSe9JSG3NI0YQbMe+OF3Cp7j6TVWMythR8Wg8vwpROMCuKRxOqiL9Cl5fknXL4",
-	"NUZAd/PuQWyFgyVtwsP9gdfqnIT/0JKoWF9So5CslvnGp/LgbmX73B+jxOkRvCiIb8z99U12QKVkbqpG",
-	"pJb91wA0ESfVBwkbCJXBjwfuEg0P/vXiBdsflXw8FcqK7MDXnzXifKh4QaWtnYhpEkgpvb9UqjF6KZGV",
-	"36t4JENvxHzk4AOcQSUbipEuBYuGxoIFHLjB/ZDYPrfQGIBx0iBpkql2ilI9pzM25oUJI4uWkJeCmRtZ",
-	"FCJLmNHROJ8ZlnmezWDB34KBDpV55ogNGlA6QDqIESeWchgJpAkrXpZ6ZkKXURMSJucsl5BhbJyey/PG",
-	"0hIjnNtxftEuhHLjPmOFzvOap+KqSlMhiF/iJy6dqrxvhGA/v75my0IRKpLdNhX5AaRhKqaHloPWmUt1",
-	"c8T+AP06pan8XuYDvzKpnkJ6C8+NZhfvrq4FuIRLgdht3T5XPMeqZ2TPkHnuNNOhcOqrHEmRseEcZiDV",
-	"+OCInVOpY9vnAZ+IYS9OXpzBlpxhQBkWEbnAM7fR0hsT59wM53Ht+j6uyEGXryOGyy3l3vhXrGO6gHXw",
-	"3no8ubt1NjTWoiuwxc1N4rdiH9y+b2u+KWseRk8+/uj+8yZbmQVzKab6FhJOidwGkGr/xckPVFSMfk3a",
-	"KA6aLpE57YB8oAN88jvA259kLgaQ0E1ygto06YShDT2byHQCFziMwmAU1Ww4G5/NdHkDG7I912bhlN9N",
-	"W49vfpNdcDtp0WvPHSSWsCixvMPWqgpG3syQycSIV7l1IsNQJA+WkEylsRYmqVtTG8vnhgA/zQVXImNV",
-	"0akVL65tQzulN++dwquDdjrU2j14h+rp2hwabm56t+YTzK4PuTrbgjNCpb+SdoP+HI8S4AwU6ZZ6XApj",
-	"kqCGyj9FwnhqK54HTS9hwi0DYAv15nP6HzjQltQ98N1Bzo8/uc8WT/iLkxcYxpxJIw5aeyJsH5eu20e3",
-	"qX/gM6M2D6yo9PrJvSXC8GyLx3kp9WC9bnKcCctl3unTC8ZTUKh1VabeepCW/QvM632QrjKr+yCZgitn",
-	"XAueTg4SIk7BvJeC24nx9lETDxL3yLWYsBYDXuGkHiMSPL6TT4u14vzDR3UCAD++6fFgm3hQy1ta7gcG",
-	"CD1TvtVKJ0QEd89wboWJHV7s14sXB9CEjo1KPV3W4H0DOzBNACXibCXvvUigYZ1i3FqeTtyjKdMOelVe",
-	"gs2//83J92fsxfPvWcGNJ1XNDkgRUZnEwnNGzglzxJyZNUgr+x5m/h5n8b6qFbIB2QrBrKi9RO6paFRF",
-	"9taMG692t9hQtJLx4UPb4l6Qaj1e3MpM6ONp8aIJFCFoOJSKA3YtQlErMswmOhdRm9AJhKXh1S/xnYev",
-	"pCm0kXjT4r4Z1N9yUPslw05y+HnUAMylUf2V7H1z8v1WJ0l7BfxhlpxLHZOFTdh+PLxPipKTvIwMc3V6",
-	"9Pq5fou41nX6QrW49+kZWSdBLe3+Z4bdYgNKXfbG4fPv198A3/c3ba+4lWYk0V57ooYlIVFD9mgPRfdl",
-	"XHrBcUeBA9LhoaWNVLlU4unJmAVFGJKsvgDp0iN9j/Q90n9KU/ucz7eK8kXO5x0IDz6CTiCPkyfwHpGh",
-	"WyFhOs+EsYTcmD60FM4OgWlmRC5S24gMa+Mj7CFWj6FjPJ/7Q20nrC3z7gyjxD6G7rD9iP3Cy+zQe9Px",
-	"FbwULJcAF8hiBc4M9zfoWfrv6LrNBkfsp3A9+kB4lpXCUIS14HZyivdR8Bt7SI9EKVQqOti0/QrDo3eT",
-	"NbXm2jCkBQqoO9y5OdlUuOUlpmrc8a7zorjT9VeU/HGnm37yO6Erd2t5p1J6gk9D+/36JctWsJ7jmXmF",
-	"FXQdGaB7m2Zt4WhC62GI/Uvjg/8TrW/Yvlbv8Z3vp8WLzpAZ+ix+0fqmy9n1/Yu7jUqqTHyADAlp2IzP",
-	"2b4bT+JGy2V3BTzcdgWj6RrJt998Sn5etDEIkO60M14jbG2Zfz3eh5ukr8FS9+lrK9LXmjJqJz45eNNx",
-	"nTrQnuD2piwF5LQPc3FKsfMoT+oZWUmYdybLZnoU2/cWEf4Rq1jRnrkRoqCcfThMTChbzsERx1752LKe",
-	"Do3VzlQyGhMLiN1XZZRjECcWoEUDCfxOvPrUJOuzwXGoTliOtRJH7NyH7WWes6FwT5iV0loB+WROBSaq",
-	"ABzgXFi2r7R9P3IK4sHZQiEDJbZx5W4cCsbNDXLw3Qpsw06y3WBa2QwysmBFYnvtoCs7YkkubyMLKn4V",
-	"vGdNOhRpVM8Pn5+csEwaK1VqmcxMgl+WmpKAHoNW5kztmJo9zOVHbtNJd83AOyz9qHKoUIWZOUPd2znM",
-	"Hc+yx7B2DIt02K1BmU8nWAFmdPK70ezHEpIWjR7ZBZV7yNObgAioOCFcwDmdxDp6fcTpfWiJj7jMKQU2",
-	"jOu9e9x7QJvWVr+63M25XjoF/anuT/UGAUQUpMvHZUc5j3iqo9d3n+xfZCZIxJ5S3raTvKzI+RySvWtm",
-	"jDglkWdTaS3V583BOTusYm3BWD5f0CuGCCJAhNCADZ6Xgmfz5noZ9LcarEV0SkMDTLQSd0aOKz2yO1QK",
-	"evDowePu4HFVH4KHVAk+ovdrw0wDPMYLuQBsf9AScj5lSxFmr+RDdNlnJXFwwx0kUdwoqnzAEpSZgmyn",
-	"zcJHDm78ZGB7Qg/TzSJJRwxcH3WtEio//nGnjCN4QUu+Rb9kVOvxAxssIFUccupOTmjg1Z19i427HzZ0",
-	"1LpR7i9PwT3+UWcp+CpzN9B7i2PRrD8zigWfpo9h9TGsO2crNMTUzlIVFuTU+gQFOiYd6QnUqhC0Wea2",
-	"m1DW6Ul10d35xRuWlgLaVfHc0xalWhmHbMSOsVZehaqXTaVWJJ2kYROtdOUOv5NUyOHhpBVGuhoQckoz",
-	"/R/HDhgGNEGEEBBuTuw64YZZfKVggzcjvHWQwM+/aSUOf3W6HgX33owOf9UZFDoeXjlkGICDkbN/VCcn",
-	"36YAn/CjYCIXoAMYIW6gY6y0HULULfl9CVD2E0zy98u3zGroCOn+Gz6rr8Pk0XdMWEWtEuxEltlhwUs7",
-	"r82fXKobN6jQk2wps6MhXT8tteORCegFwYRdSnBnmJZ6lHzG54YNYLcNerHbi91e7G49dWRLIndF3kiR",
-	"cxUo5Tvl7Lli4gN3AA/ETWx/JsRN5vDh5G+nJyeHz93/O3Hw+/XLA4fNmNjBmRIz9OmUeroCZi9yrhrd",
-	"JLbq63Bv++pIkB9zDWfjKJwvsIS1kRdvLwwMvGSd5+Bygb9sOAej9AwrqEYyd3Lf/ZazlBtxKJURytm6",
-	"t4KZaoiiY1Wi0QW8fg2v2QXHxttA6ZVzFZnGbckZCgnUH0cxVD3NVXTIsLr9EXwEORhhr++KQuicOdmS",
-	"z5nbMe6hTqxwxd6c/3YOdc2QOngakzPisyl7ghrSB6ZEZHbwR4VBohVyM3qFzz00wdwGbuHpCZDigH3D",
-	"mcm1ZfsznueHaa7TG7jeBPKdia5KA3xCjAMDGMv4PJfjiT00/BYYpUH7M5Ah4XnDcoF/g8oz9wJkfcSs",
-	"i6AFVCoXxjCjp8IJUZEbn0eBZI+d7e9rMbe93gf1S9aEQAiijIDIknmI6MYqie9UFDfEHm4enEmmCTk7",
-	"iqoCuh1/dP9Zwx/juyh5MDmLmZ8kEYU5Mw9CqZbSi1OtUpmL0klpIHznxqzOaqKDu7bVLu7a9h67MJtN",
-	"yRDaskT/+aCH0vuJ+oP5KPoXbetgruFEgaRZ2uQrLMev/Kz0Z+QR0Aps64QEZXlljy+7rGadLYgf5IT1",
-	"HUs4xglWCCTs8PXYDlmvyvZI8HiRwHfeegR67DFZuSuaH1WlqpGDacV0yfRo1JJgFwvb1/Tch4aDpSqm",
-	"PyYCmwdEpn43/bUI0+gewU5JBvvT/bhPN+57d0YyaeDHR3LOqX9Gp8/6AlUE6N6x316Gu9D/4iD0BEVx",
-	"F7xuyM/N58AHDYdN2kVXWd2Uj+U65Tne7W6kmJG7Z8YN+1eVjSGauww4r2lOj0j7aKcmc1OzGqfS0V3k",
-	"qTQTiRAeV99NswOJRLiix6OHwiMv7jjuwolT57dthrTike9PdAfyATc+f1vChs0221ETgDUl+Vf+zX1V",
-	"/g6r8ltqx0OLKkn19ECm31m1bhfr6DeqrqavTYX+60bifbG+kH11ZX9L6fr6MdFNf+2muJymv0l9uV+E",
-	"vhZjo/CmqWFkB2jp9mW3UXZubkzUS2GRn9n6FmpOiar7pzwzdD02UvENVrRarMl2mx4SX5eoYAe3E22s",
-	"+4EXBeWF+k4sg4MjhtmCXKUCOFhOo665NZPKwoombBC276DuEkq5s6lWI1lORQaXUXLfIDDxm2bj0rGG",
-	"svqEDbA5BlUHDHJuLHzjQehRUneug+Ya2JSElkQJkTEqV83lLcWRG13yIJQTCM3AQxZ6vsAcsEtAUQ1z",
-	"aSZu+FAPB631av4w/2eMTislUmsSIh8zVheFGxiQWkClvh8ftrxZCgRjN1Ssm0+rssQUXFjkFnPdPTUs",
-	"/LYiwI2XrHCbYfM5v28fwmNWg2d3bunCzu3V2ieYQwlbMvqW/lDtyC6PmhStrFeA64i7u+QKK6FMl3Jc",
-	"/474MlS22NwrQRKNqNumnBaYp4/e/tX57aBQ/QrD3slRrF/XcRqxE9OUpxOpvpKm+K9gEYZiUY42VmJH",
-	"+okuutWTK8hSClc3pOdIKifwUEjpQiiqEKY2ODW3FIhLpXSlUpGx/bry4wjy+FNfSDI4YLm8EdRRF7pS",
-	"HLHzRUmJwrwhLaMmXHFdidL2Pfa8HbQJTV1sX2ZG79hAZEIeSb06T0N0JuwK1Ztuha+Xrk9SusabcUfC",
-	"1abHpdbTbt/SBR9T+Buuw9oaDo364qK+FDLMsmaX3ITpAktw8nndmpLbyhyxdxWQR1Jpu3tqptMKRaqZ",
-	"6Bm8Dh/rBK4ziTqcVTa9hBk8VL9dXJeNHTOV2dwLglPzbXO36wbBd23i/YAJ966PFa4Pf0ggJ3EqBJig",
-	"Je3ScJpt2nKOf/ih4xzbNBzgrsxuTPPEhvf1O5meqboYt+Xs7rtnuyuP6BQf+HY2MhPTQluh0vn/EvNB",
-	"Av5vW859bYRxJrtnJ/EmtMcKqvUrjYWDHxDCZ4XfiDkrBXTnxHAO9aYf6mzerFyNhvE+JZQfnDE7007k",
-	"eXPdjUwKw6b8RsAbYUrgm3A/LXp6yKfiLgSnDXh2IAE8nWgjFONTrcYkXkud5yKjB0y0saYzMxzP0ba6",
-	"hsbvWNc6VOsdtwr1c18xIOwJW+8KKq6GT5ex5n476NWYB08Yj4HkXrCrTfk4/uj+Q7nhHWVhPIPom8eV",
-	"bhXkLABJ/bdnBu+M7JamBtJuwIejvDIy/gZeMpKi9LCIG/3339+8OugIl+N8V4bLQ7y6qmS261D1+oPc",
-	"d8263/TW3R60Y56mwphDK9MbYc0KOl5jKtAojFTjXBxWRjC8l+G9gOAOySuDB4Ar9E0sHdXzizfM6huh",
-	"/EmlZub4GIlqv0Kjdh9o6KU1bMIN+DZuRGEPEuTPM0x84Kl1RoUS0LOP7buj19QHsJcfqBbuMnpPfKen",
-	"yjtImPhQyNJNFOILA/rnG/WrVJUVZsD2nx8+f/HiJGG+Re/zE+QVbjYZj1wpLADKETtnt1LMQB2kuAVL",
-	"ecGHMpdWEkdwVlLQ4pyluXbPW8CsH9jA/eY9/nWwQgM5hy90DTN+zPC1RQUpXoKVniBNJYqwO3B7oY46",
-	"0bOdq0+ND9dVQA9/TaLj0utJDwXeAI8r0LELyWvVZO90jxfyEIBxbwtAD2DRje8v3Z831KxiQxEg6OC0",
-	"jsTijvcsp4H71JtclDTicK4UwAmUJXgzL61MZcGVNc9QPgC7UujS2VhPw5RmuVZjaD0ylZZxNQdudTcR",
-	"dJu1gae0rFJEEoNihyqbeW403mGakktpsEMn3LChEIpJBZLu+QmbokgAexGJm30hdQYDd7cU3AS7lp7k",
-	"qZxWap3wOXq9swP5oi/bQ94T9HDD7t69rhtc4IeFzmUKykZrtdeVsLX76pmJcz3hRiJii67QMyVK9GlE",
-	"eImNGQg0pT2gnKGqINRS0tiSW12yKZ+fEYSh72nshvDi5AXjxvtGCJjnngfeCHHEzvNcz+qYnPsp0wKD",
-	"dUgN1EZecIVGrb/lApfjq1IQW+bfVQ2C3/zRedAC9a8fYI+ED8Sj5M6gO9sjmHAjdrdraDt220+qSlfm",
-	"mAzgFVxjvk+NYGWlVBNG9n3OXMJqMiZdYtBZqvEBKD6DKEVBVXleJweWApMGlOhyqr3E8cXJAF+horO0",
-	"Cl1nfvELJUyOnMzoPXD36YGLxf7iij/UQS6rFUUfb6Xp0FbMYhR+RJS7sdJyxM7LdCJvRbCsoKmjtmBw",
-	"FU5zmQvbHXIPWTbVejq1BzrAyRZSALZt/fhl3SgOX6d29FBwz9H7pTP1UBiwppzhCttsRkOu741FhjMl",
-	"WsS+szv2OTMi1VAThvm9dRzf+9ItNzcHR+w1eLfPIcUvdvugw5R83561mzqA+nID906ToLvcpxGCY4aX",
-	"pbwVJmG8yqSGJwGxMdXIytIBFhMq1TiVmow6d8OYyg9nrBCl1JkJfws9SOdszAtzxLzOM/DazQC0mKh6",
-	"IhTVhlXzhbm6lGMJTnzUv8Hng8o3qX6xqdjBuQ25kU5hFNlgZSc/Kj/57uRb8rfVyZtQl3HQVY8QocdX",
-	"6jpaq0rVmZ69zfREqw/WIN1DwfTH8Ft3ySY53g2oOaWaJ29kRaSaDaAwgudEw2lLnt48aySCW2eCXdW1",
-	"T/Qs7uuhWlCq4Rhvz9l+/LiSbDCOOMm7bRT157sLicFUqkD02+Ndj3f3ng/+AHBHwbpF2JsIXtqh4CuU",
-	"0VfCzcgwA/E7Fu4g9UymkAi+j3ri8xNSOw0Ue+ZC2Tkw+EYRQWak+z0YsN/W1wM/MHN6HmhI0Q1H7k/Z",
-	"e13Zg2RFbNL9BVNRhMpaUjkvbfpLmO7Xp0s5BV+r7j6Fr8C5t1NIeeQGpEirUto5bI/SptcQzT/9r3+6",
-	"z9TgL9OgwhB1bQbnxW1/7kyZjZIFSpveNVng/xxe3aaHl9cvD3FcGx74f2mpViQOaIWdAKFMvZERRtxG",
-	"lMed+Zwt97/KiPKUcQtpK2CVSmUxA2fGZZ2yvj9wNwU6isoM2B/494O6Ch2unHDDPHFSlMgTgmHDecGN",
-	"gdB77PeOQQaWM86n8SV1kB8OqVz0pQJKGGb5DRCnDxZWd3DmdKqhBJyayJB4SkQZ/kEqn0OiF65iFvKP",
-	"gvH4nJK98A/v/YXOdlSUrQbNXJOQ7opigkx9n4MWRSWXnikVtMMBczROmtgg0+w/tFRPIE3h/sOH0cTX",
-	"pN+HL5pFZ33n0UQYbyeQXy+chIZsfOQI/9jDhJFIaEoB90l8XJ8KXz4haczJgUYS7+byQGm1sdYHTa27",
-	"pcBrhLnmLlpSynIxsl25YkkjUQy8gz49bBNN7a0b39ebMNVratvR1GBbhS3yyBQz32PRH/xuriPSJriC",
-	"ZpiHP739O7R4pFLcZT9+iBT6JFCUWgn2zYO/fh/MsCP2xppm4jToNfW74JQ58y+OFMAltXur1oFlpNV5",
-	"qRmPDYd7Rp4yiFQuq3Fwp9KLGfgU1DSrWrrY9IIW9qtOnG8uwjq67vr77Fy1WfhaHSP8/fJt7/16Ot6v",
-	"zeD5Z4c4zmAr7RKy8XhTPjbkjrSfzRM7lnHaUIEU/cVhHgzPQkeX+LqUKzbE1njAf9MWPqSUjot4cF9l",
-	"ADFagVW981q+Rw8xj1ON8+kcjTPhdJ8pn9eHglm9M6BYz90Q6zx0uJrqGBawoMF0A46mumUdL32XzJry",
-	"IVKSnpmFukOVsVLngu0PUj4VJT+i8kRsew55GAkbTGVa6mLijInG3yFj44xxqm5kCtqxe2ZGc3AKtf1I",
-	"D+GMQF8QYycQg8R0iMjp9S0b1Kv3PhNKimxwxM4beh7piQ1/YVSECa94cfItrlK8mNKwC6Eg/Ik0kU5j",
-	"/eOXNxdMj0bICOF7Va9SEhvS5avUEOsV2IBji3YDIOSOwHsjbbUH7EcI2IF3Ygc6nP1Uze34Y/Qv98fZ",
-	"RK5I9wCEgdYFP/zbN98dINnV1SuPOr7NcP1ITNGNLONS5HwuMkaRkjY2m1AtiYTBmMPn0fCbk+fBom4U",
-	"ZD4zbPBW41sHBJhLFrUTlVgmqaeCccMG57S7OZJ3/Sh4KUr2j+rk5Nt06X74tRhENIUzyg5UGS8zBOA0",
-	"l8j8JVR2xM5VHHV51vAaxtLibEFaxoyFHulfnPwAIRNc7KWEGkq6q4xg+0qzNy9fRyETQ96KSpmqKDTQ",
-	"nac6E6k5YC9OTtiAIijvTUaMzos+C2P5PEidlWl/GE+ydd5fDFY+84+dqyCiaEZTfuPbky35SpYfRKTt",
-	"LUbABcL0pU3/cLv5ySb6LHgk2lqVxIf3npN9NpG6Jiuagi1+zXffffv98rNbpVmAkE08L8/vMqCNX497",
-	"8SwCEU+rtQgzpTBA5g9W+v6r129fX7/2rn7DpE3Yxfn1y1+YLWV6kwuDJ5GrTGZOLYY9NYGSbZiQf187",
-	"AfCqlx/tJStmmpDC/ptua0977pBF+J3WOMoalVJ6J9vHXGbQeXVlMZYxm8wPVr/+r69dKXm+wZgu+DzX",
-	"PLvW+i0vkQ7vxfPvNlmAgOLQQeTaLf4X4h1L4N8oiJe1KsJ22rHa7VcndR+xc6xVxTr+SHeu6SJ96WFl",
-	"Wa9qIMNZi7jWhWmTmpA+exC0rOA5KM2zmtwCdJeY3wELw0HBiSHooLM5dS98P1H4bjC2xqfHL5NzY5kR",
-	"46lQ1l+G/gB3QF5fMC9mulY17MenkTP8CKPFfbBk9+IAEovJLbMih3gbrk9u00krYDsziStQKkclxxMJ",
-	"tmtTD/Qm8ApU/1QIvkbNs8fgHoM3NuXIWjmUqTg0WeF27mebducbnALwJv3tby9ODjax/V60W0nR82ai",
-	"FO7IfIGdA3qLYhsihMCyBZ05nl46lY/MxPhEupQ5pjdBcD1yb075nJXruCM2JUE5Nxf1o3tGlJ4R5csJ",
-	"6tT8KktkQ9w0k/ieAl6sYWS49n0RODoghpWRShhTJyMuEbJ4loWJBlb8fH4aijpivCFuuPYg+XpSgHPz",
-	"ixtwTw3Ql8p+VcmCEW9AjDvR+ZvguXj0yHMXkoHHA0NNCoFHjUI9kUCPjl8dOnqWgacDjhR+KUIedTsE",
-	"/ih9dVozfxLMVNVW/qJHEN5x7zlbKmtTQmSGDRppvyEQhFmKHbkoIU07YoaKrl3dNzOk3V1Fs/5KMw/j",
-	"JXjElSmNL9XVgze6pkfVR2m3XkX54Y+6rKSBh8cf439i7FysTE98fdGRkxg/6BOSEn3KXwHRnYXYBOIr",
-	"pSumeirMXXIVY4YGGtKNEIXBPvgQ/gfKh21mNLboun7DQBBJPOEgUhOd2uMujV3W59H1eXR9Hl2fR/dl",
-	"59HlTnA0wNFn072+eHo6wSfl0y3oBBukXry+S/ZbLzT73Is+/+2JUqk/DCoTPEHmwevdZx7cY1bbNrA1",
-	"TmvrwbUH1z6xrU9s61X8T0xse/1YE9vgLcelGJXCTLp9fZfa4nTa3GKnbAD//bsoDbggpvpWGKZVza0K",
-	"3rOiFEYoaG1oGFXAslEJXQoDhQJr6256ieO79J/jq0xFganTSnT5hJSYPQkOzseZbgabvH2PP8Sx9cM+",
-	"Dn2e13E/hU75JnSlkWXEb5fJsTDWHcSR/CBMwuqxGOLqk3bOZlJlegZ3GLckZ9EhvuV5JZi0RuQjCFMC",
-	"c4uxunTnWrEi59jxGLn48M+BVWAiSnHEXvN0woSy5Ryfb9hsIiBdBCn6SnErOEByEsKh/gqMOLu/RyR9",
-	"KVfAwgxBWBwhH3OpjtiluNU3EGyAVeGlCD5BVqlcGIdEaV5lwl8pDXMHv53t6ryQ1/ghliDo3juGLWmP",
-	"2EMWJ6JnyvP0SGTHPmM8z7FFm0Gqaz50cBvw7v9VopzXgAdX/m5ECajXqqA9/+ZvGyi157nRLJfGuu8S",
-	"LXbXi5vr3Xh3JkbcmdinI54bEd491DoXXG3byKdvu0kHtfqgPXb18EEbotXLFOFnQOPlphMn37SjpL/l",
-	"iNb8VorZBoxYqh4A9UQOyWxDnt74ZvG+b5kDj1GV52xgbtP3BbfvBx7u1IKKks/PKNwAwQcMIf6rMhYe",
-	"cvXL+eE3331PcJuwIq9gNEKl5bxAMpBijoe0xrqAPNQtjQwukUUozabuHUNBzdIENovWJZvoPDMJspfO",
-	"pCEKWmLQaiG5SphxmimujYNPBOpxCfUJuoRWbBhSKURptGKziWZTnmF49CX1qPY01GGdgZW5VkMwWopk",
-	"Ju5aSfkt8MdnhuVyKq2BJkZITY99+rn1zDQO22BxgE8FlEWeZaUwRoQnuiUfECfYm8IM2D5XTFPdxYCe",
-	"e26xcVt8nQ0UKLCMUo39wM7YTGbwpQUKjcX1O8CIkl9BXL2qQKUfpSMGkfHvsoHYdV6RA+6gJeMgkG8s",
-	"tLqTPq6FJwCY0yyzJZd5V8qPB7K9bSbV+JesyaZxmL+gZtD3Y6VwMiVFaj1o3regf5DuHum0u0zHoS0e",
-	"FrOLrR++74wb37e9kZ8Ax7LWSiIuI+i3Do0jQFMJojx80McuWL50N8JfbfRiEdLdr0RraanUov4ff4T/",
-	"rg27Oc3KBHCyk1JX4wnIjFLgeXBQVkorQA5gXyV3akqdM6Uzj3fQ5o0sdMGmGtxv0faWQLxlUc2uyRJH",
-	"UvH8LEoOdb+8EQW57kDnD8qizyWPgQ3Vdmw3x3heCp7Nm9olw9ZzpuaEVDUfZOjISTLIoF0Bc/Xo6wlu",
-	"S1GgKDN8JPJ5m+/BvTbC1Lvp/df4wfZ2orquBKmEKWchqeb6H/UxqNbO3m5xdnDek72ialNhaXfbWoRW",
-	"ZaHNkiz1TKhBJ9Jlmxz1UODb3MLpcccmiKazoDGNpHBCy+m05ECAC47Yb2IWvz3WRetsaXF3XRQa5DYP",
-	"N1LbDQWpVJlXBhdu/SFhQ5HyyuB2XkCg5bP8Ozztns7y/WtWzeGt0azoM1lNULj+A+5UfVoHSf7DPoS3",
-	"ss+7elhtCvf5I9KmjtEKX9WgEix3ymRCZyfY8BG2gmEbGQIIUpF9745cu8OBjANQT7gF1lHALQ08o04z",
-	"G8lxVQLPJ5oLHshLbdFwhT51iyNxIOpHEztVdRn8qgS8SRu6wmBTpw5igAfqTernDGpPBfhjP9lsvYT7",
-	"H7eKhWNcbw+iw4hM1xjc+oqLzwONq4mewaKGFebx4ao9fXBAHhpPIJS0Ip4qipynpDZFE6q1NMbB8eFs",
-	"Nux55MS519hklix7VghaaqdK0gAb70pp82iiq0rnGf0V6QxnukQbDLtuMq1aLEVyJOaCN9Q3Mq3cJLMa",
-	"rIRHMj+RaPjLWmALIrVgB6z048aOu7mS3FTd2oSPFYXf3qBLtG683kPLfVh7GPh9IH3EScY1cd0FMYpS",
-	"1iRuizibaiRLYxNmqnQCNbixgyQhkPTwgOcpiiikE5HeGHJWO/kM7SyKQqjsUKt8Dgec3giucPR10w50",
-	"qgT6obLgZ3K79fzizRH73Qg2FCNditolo1NgC8jOQ24b5LuRn8gIp75ojLMNeXoTHjqRTu3yDeDc2ajH",
-	"VMrbjnjtFS3cOSzyQ8Vs/UhhwtI4FFWW2XkhkEpBfODTIq+1Jdw2R8GhzPMcrt4orgsPBxX/s6K6jYHT",
-	"15PQOz3VU0HBZvzHZuFmvLYxKKGqKZywCvqR7iV7Iy7zqnRXIS+EO3N3GyrotX6T+d0HQ7dyKrpGh9ft",
-	"tWb7OFvl0N286xadbs8iw8ImIekV0NDHqFfEqLvMlHuSAPBECli3wX+kAa0RAqh7RchdaKlsIwyt9Mwk",
-	"tQaRcivGDjSx+M0ZfBZdhqY2NkudUz8nSi0h7Q1W08kK7/+fHjFgtKvsRChLQQRy+TUY7VJuea7HzqL1",
-	"3jnYmSiGIJDrjp2hlpsWQssYKYPXtCL5RbROWzx09Wu6ztx5ni99BHP0VR2Xpel/3llxC9J+OGBvbnQs",
-	"oBdZ2PhLA0wWMsyGlcwtkwpNJGdZTrmaQzjewFYMReCQ2CQNM1Mn8ShUX6JYcXvXwW/W0RoRRr9Nn4TO",
-	"xaptCsv39WzNktb7PmAbl27DPCPcfYCTSzsPNhAmfvz8+pqtwn/vTluV7vNpERYy0mGYd0/2OQe4Dh5D",
-	"H4+1fGMjnXhYdC62lJNyxW/h8Rtlo0S/rzugkg8lyjlxq7VjBhgNRQjtTFoAcLV3+dGHTPoIyAb5JPBZ",
-	"7xWyVrka4Irjj+4/a1JIsLA6QBscfaUxXQ3A54j96ETooVSRAok/GSvznA11BSol83K1LY3uh1oN9U83",
-	"MhfK5nOWayMMK+V4Ys0ZlJQwO9FGkJC2vlU7vpTsnI4CcVzkuxn/l7BKew9aV9w4+ORm6X1+93ICcWds",
-	"8wR2pHY0XP8bCSQ6hJACMYWCUSvyua+gCnVZoZ0QyTA8J962AooXo4PfDg8Wc3t37j38S4e6zsPwt0Ga",
-	"VetB5gaUA9QVmjrCcB74QEGobk3P6cr4+HwAeDiVRcw2V1sel8riUzxwVH2Gx1eY4bFj/caa4hC8CRuo",
-	"Nu68XF5fXURtWxFsQQ0BFHMHbYGYzqsr7m6hxlKJZwYfQz44nzgLV+V6LFVwoCmmlbOmohfCVZnGPFYm",
-	"PpCzIbRqJWB7gb4ImNJnFQh4whxTnFd28rIuXrxzRe1CP1oRz2oocq3GTkfr8rfD3Vdw8+Y0BRC4aPIU",
-	"FNy6Tbh3uvff/3V++J/88M+Twx/+Wf949P7wnx9Pkuff/Ntf/98m9BG/199+tDCrrqm47QI/fjLZQjyJ",
-	"/z79xz/M8T8/Pk++f9E65IdWR6PPvKyU9uQ396WWqkVsui8QtaaINNQVftUWfDQ19uHxRwQ0z2IENIyn",
-	"qSgsRDZfYcEx4CCWGy93Hw9461k3jZlRzQBl2tV1cyGMnOaVsVB5N/e5wc1S4zMm6ipjiDkslBo7VRPq",
-	"F+7B0buEp2YdoELMMl5ZHxuOlwejrPFvNgq1LoLr50aB42HWkeDw2XCU4Z8bDTECzc1Ht11+hcVPuMqx",
-	"3n4uptwSs+xI5u6793HXFd76xTW8T4DbzG//aRqgLn1iG5QVzVCvq01eUOIo965TS8SkmyY8YuIilBDf",
-	"KxJ6cxtN+E/XHcFgbdMct2YdL71sja3c/FDhKyb1SmIOFM+n7frdLsnelxZyvcLF/T44czsPv3KIm4dJ",
-	"9oWjj8/RX4PGjlS7lebxsRVmRSOyHyvp9xQBVIPlnCENNJUqsDSX2Psnhx4gUYFEOHUzXeUZM0LV1Z5j",
-	"eSsUmwo70Xgqf798Az7Ey59esm++f/5v8Ev3j3/7/vn3LBMj6fQ1G3DVJy7iMGhI4gNPbT73jUhaoddZ",
-	"24ivjRptdz0+xRdpp7wspaCEFc4m3EwiSpv4xNVuAWnj9BkeTPgZrRWfipK73VDkfC5KWBPziT6BxOfP",
-	"QP2rNMFHSxwD7iO30DqKNn11Syje/rI1KB4vhYZZBFkK39H7f6E4ZcLzXDixBpEmyGV/EByHma6O48Bf",
-	"Q2UIEIMEIR4fKWdWQ35Kzzz4lJH/GvfoQ4E9RH/WpE6lWhmdh0hRzRjmTOXKJFFoFz2ZVk6FOauBPeOW",
-	"tymcbr/fiDlcA1YRadve7GMkBTJpHBCSlmb0UuXbSEJZP+Npqiui/tSVhUzHuhjmiL2iFHScyQqWL38h",
-	"ce24geBk3W/ImVWnLQaHK/UIqQkN2lgLWn0Dv8N3eKjM8xADNM3Fjxceynmc5UFp0uKDrU36jax5+tT3",
-	"4Gpo7EQwe9y3weHgz5v5F/Da1mRz7Je1l+xlEpiFMkg2hw+/UbZ5TXeWxZtuDdsZ7bvHw3bm9uUmaeU0",
-	"ud6R0enIqOiE3wes42pvmnYY47cvGmyYutyyXHBoyonB4RbWMlJvDc/dXgYtl3SUxqNiiDfgolgK4kM+",
-	"Ya1/1vxlKEbuM5dRaXgMFEcHah4vJCCjsdAzUY6qPKQ2ypLpGcTfAhC2ZjQmJCqceBm6lYmPeXKXfEd3",
-	"xLbKweVesEaZ9nN1s5KgU9dGS1P61rKeBGKUCumeslu9GtZuxZz6VMgvLhWywuNyfzC6Vj0+/lgB/+nK",
-	"VMgrPbKHWciHdHecrqS2qoIi2aYlJkERxkxszXKtxqJ0GnYoSJBQ8xmVdUfEvph9hXXSIW8L1AvvfoGC",
-	"SlRzmKkKUTKeTaWSxqJi3cqjEyc2FDm3yOCbz/jckKAweiqwHF3D0P1DoaiiK9WAMPBu2i+x0j54rDsA",
-	"TZ96uZXUy62d+A1YtRZMTxJ5Pp04hIE2oMV66bm0fAae8eYtPbUkPj5/8J8Z9Oq5e+pTjkeZqq2zKq1z",
-	"NIG51lsrQctxygoTo5FI7UJaqLGCZzAFSxL8A8WYVittvujBbDsd8/NBYVvcWxtoVI+cd2ul4kQJmajO",
-	"9c7FLyC/8gGVpmNvSXRHkq6ENURkE4xJJOImxnq1oJqUwghrkc8TE8YJMGuXow+MKIE9hMfylkCqKkto",
-	"maTEETvP8xaQjTLjYz0KQHc20QKLqAXyDOk8a4Tgcz0GwovKBr2rhcnKCHD5Xfi1eWQwhyLQj26D3PPY",
-	"CZAwDX/meT5PltZ8t/SCG6hvdfyRm0YBQySIw9aAhk9NTtQeG58kNsIZbDqwgjr3UFDpt9kx7rBuxHyr",
-	"x97KBKSB6vbZxG3OodPt0lJw4yMfvm2cKHQ68WHrKZDaY1W8v0AaU9VsKNKG7kutlF5I3ONzm+rudFM+",
-	"ZxN+K9hQCMWM1bmgbuzBnEUjNuIoRD2YT+P0lHaGZQd8VyIwPDw+i5EGh6NdjTytqNJCDO/9a40P2TMy",
-	"r2JkzvOGON/Rsbal4FPjRj3lKlsXVyXbr7TkTtUF83e6MTtRpERunjF6bpOt5xQzl336CRx04CfbvxAK",
-	"3NKVsjKnt7gHgDELYdaSTeAt0vrWoHFO3DPD+Fgom2ACzSt/V5awy0opqca+qwXwJ7OrKk2FyNzff+Iy",
-	"d/+9llORvausM0pfcpWKXGQH1PRDZ8LP0w1gKFKwrZeqRUJmpPvM+BFH8HhU3S50nkOmT53iiAv2jBYi",
-	"YXwEDUJwkTuYv2BlXvoP9mDtmiaUmIPj99ugK1pIV95L2jYsDngPKP1dF53v5aBONV66EgrjxUVVrDt7",
-	"3O98TzkJ33BV4FZ82jiu4Na/Vn2IeBvef/b8VoVPPNNN4raEDPWG6yO4nRFcWqtcjkQ6T/OAYo2oLkJ1",
-	"m1j5rkOs4B0t3F8kTTAHsFuYnJsblCVa5VKJhUKQfXIyaoVl5NlBCDfQg51Sp0RqvSeRKT07ZUWprU51",
-	"nrBSTLUVvndAwoZzSxHAUQmFHAZkBf0jK3VRgBKJuTH1i8C+MrmeJeGXQN2I3bWlhd8YVilIrgSRKFUq",
-	"QL08YueLpYRx9iNpS9ToibMRKEupBjwJ3DpSsUGlSic2gZc69oE6yeKds7MJ1tH7NMEuqXFBH2aTGp4d",
-	"4Eo7oPmP7AuHImzpRPmi2MKLcTt3A7r76xZe29xmXa+HP3av9/cvHgLGcX91ofh1fYJ71F7HRLeEdC1q",
-	"75Zh3JsjGxkFcMtyBSXa1aVAP0oCoO6NwtaiyduJNvaYFwUN4zSy04cCWVnfodgA7Q9MeXwK8uUabDYf",
-	"UuRJBpZijM5YqdUBvOndaASPgSdENsfYYTSf8fkRe2ODtWKRRTi9MWw/1ZlInZgxOq/cA0mWsBKUeIOk",
-	"t+4fZEF40RQvFgkPJwHwIl3KsVRsv6jyPGFFZSYJG8ncP0PPnB3jVe66A7WcCrMK8z/Z9XCvlsJDCJII",
-	"xJnMto7jwXrfmj1An3IDeyAyLGlU92uYbV+U0FzvYBHUM+1lyzqLwNSgsE0BMtU34tC6GUCNVrd3+Bdu",
-	"FupREcUB4rUH6UEDIQbQfBRD1AdeUGK5DNVF6apMRcJmXNpgQoAnit2IOSK2g9Gp4KYqBdUyoRA5Zbcy",
-	"E5qtgXpeZTJcRCJCGSfsqORFlzdRbMaBtRfkOBB4GHHUC2OZUFlo/zpwl+vKXqFdMGD7lFjNnp8kjFs2",
-	"1cayb08OzsjR5CaBlerkqBsLJ6xgYTzN0tAJKGGrIgEBdBDGVgputIIOuKH6m8pof798C1FFyIGoc2ax",
-	"Gi4J8cOoUGLZFW5NceW2w7U7bdsJATbesSYCiHvD12HtvrQqGmeXv/0Pn7UGG2OkK5WdMX3DDKgNRPbA",
-	"o60MOzfrCam+9KCgu2uDKTqclKn4XfFbLqGX0GLjoQDPC5B5L1JhRbRhUS4cD7lNJyuaClXKsKpwp/Wb",
-	"EwZ3w6EwiTsWJYMSVAeWCXGjNKtljVTjXNQNiDETVWWiECqDID9mT0BehgGDg9DBnUAHrKZ23Lh/wtUw",
-	"5ka9bR7MISyJDPipy6zmlyLkWwORP8KK7AAn4UUbgaV5BGhJo+2CzHcqlKM649IrAFLhJ+gJBB5RNkOE",
-	"PsapEzyPIchsHYMsL+1hUeoP827gqSuSGjFAIsXBVtQNpdXZ7gtgyqSyesmtkTBdWSMzATTC3qjfxxwy",
-	"WBT4SStxqEcjVgqnq6GP2amzZsFl7O4L7CpuTpTa7sYD0U/oUOb0QKnGGH8c8vRGj0YJBV2xfYCx4As/",
-	"YudAdcWxO1o+P2WFzhuR2WDt4u3okjli56zgENzkNmLLYzxMsSVH/4x5t3sjHlpa7+5uoWxxfyafI3zC",
-	"LZG1LLxmM6USm5KIEtTLohrm0kyokmB3sBmNmoJrnclwS1ubAqzWb6ZepexVyg1VSkwOQRxEIFpimto+",
-	"suvic4Ade0Q25gAHwiNWJDnW4PEZ5bjUbmXvc/a1UN7N76zrTJrg7T9iVw6JIV+YxuDJ5KmqCtm4mMFM",
-	"FtMGkbrYBUI23rIGIGkmGtb4KeGhLno47OHwE+BQFw+FhnNjxRSa+GY67Y7hXYpMliIlcT8s9cyI0vso",
-	"obbKQZ3FGKR0y0QFmJlOq6lQFk3qgo/JjUk5Hc0/QwSIK3TDNthZzpZLQJu1VmStWzFGcDNBW9QEppDi",
-	"y9MV6uLPwp4X8pVbhwWI+fbkm+418cuwZtp7yR7SHMET32rEp+XHgqsAc1K8M2D5aQkbLHxC9/kOKzk4",
-	"WknEvBih+esriGis+k5uVzVWNz5osLD1OYtIjE73aHcekoGzt3wYn3ccRnhqSzQEP6Ozt8alw9xDy83N",
-	"JlH1QpRSZzJl9b0M7qVoNrCm+WhjUerU7ayY7SidCDfo4OOnXqW0+2RJLWorBaHuicgLsNaQnIjlWhe1",
-	"ACxE5q6EILT2HBuUhNQef/4xjPoaJrxF6d581aoElKWl9Gk3UCDwVeWYRJtocVVWHJbPPQd0vo7DgDoF",
-	"U93eXd86Sev064meKSdEwVtAcmSipxgMPg2csVMxHYrSTGSBfRAFz+0kYVBgHMB3yqWCyB56N4F2j8q+",
-	"Zrx0G534FOk2lE68bhwK1JfULxSCYb4w2ee7sFLcSkOJa0si6SWO/4oWYpt92ptv6uInpPX0q/1VnIaf",
-	"qaRqcfJbPAEZt/ywFO6zuk+Z5oKrqjgu3GYRsxUHwm0qIpsPHXD1CMUe1ckDc11SN/4Uyob0pfBKVuhc",
-	"pnOiLy0F9CALMiLPMBBtyznjUIYvsiQQ1GWekIOrORB0HrF3RGwHhADulEKNBFRkeYHBGc2SAcgsH4cL",
-	"vPUVt/zSD/Ml3rIuW/U3CMd75meK+fDU6hByoZU9YxQ/N15hwPL/FbUDuvy8xKCfSiEOrfhgKbxejzPU",
-	"gNDgugaB93WN4rvn3+w2OaftA9G364QV+vJhon16ThsQ0SqiWcAtj45rGg7C50JSqtVIju+KTGWlDrVK",
-	"xZoILRCXxce8Qd/hE3CMyNGYJAiTwgD3PIQ+8jz6NSb9KOCgL4lZOYlT4GdcAhSFR5O+m6FKG3cWMmzs",
-	"jnypq/GkQ3QT/lEwF0W4B06U4u4fcyx9TPWUyDF4Wyi3Uh1Itg0fXNurLiu1jo24Xmer8bst5AJ1cYHu",
-	"zmnXObPN+YgX5E4fAH485ewV9pdoBzv8YPcHed0uMvf+ITfiEHfdIez2Daxzy4e5wy6pMvHB/WBLOR6D",
-	"N19lzEFs07h8ZliuU54T3vjXxgZ7qvNqqoCfeBasDqCnUD5vJKFLX716C0Y7z4FXqQar8Fz0mUH3C6hM",
-	"+lP4Svpg6BOXOwwPh201yyQfK20Em0pyubGi1MNcTE2rGfOKXngFy3cOq7eu6xpyxyIT/6u3mCk9pVQc",
-	"qvCHpzE9/JdI7ToO2iy/G//skp72K/8gp9WUqcrZjW4U/z97397cto3F+1UwmXsn8g79yKO9W3t27rhJ",
-	"muRu0vrGaftHt9eESEjCmgK4BGhFm8l3v4NzDkBQIvVoLcdp9MdOthZJvA/O8/dz3comvOKZG0PIbATl",
-	"Gzt15kMxofdoItqqVhnCN/bkufMPz/Pi2YRXprvbT09OTpIHI11NuYVR2iePHyTuPdfJB6ePTk7gialU",
-	"+IeTMEZYdABK2rUWuLjkPdI4bEdaUDhdex2wD0AOU3TJ+e6ExcL87dIsRT/zWocMV+zV+7dvMP0e3IOV",
-	"UDlQV0PpgffGL7n6Qc0DaZfi3v7HnE+LFDUOPmve9H5bJq0RxeiIfa/tBM4WxEwiBwwAcITHIwhgpKrU",
-	"TKiRrjIRc8oSJKSYexTIht4qF2Wh5yJnN6ICt42TsNK0huITX4DUY8ohv3s4Z+miK/mULXiS01M3dSHa",
-	"0YUrx9Kmn1e5UFLkabJFAMRMJPhpg3FZCaxVHaRurXUpFC/lEUz7Qbcw15n5Wa6T3+eoI+MqnrF0Yt06",
-	"NtugJ7CBy11Fjr142fvEJcnBTkn5wLX8IAkY6PSfrqEuzPPtZCJ8pSUTO5RNPmM/lUK5ZV3av0ddzJwP",
-	"rPhgj6Gja74Np6w73rQU7ekUvR1rQBp967hhbUV8JPfyuSdncaJn9z/SJNVIr5XiZaXzOrMJMLLkCZto",
-	"zzxDLnQJHbXzAJetcxL3aCGbOJs5YVaPsSIBZI+0htUllLu4bwqFEJ8+RoWMx5HjsMZ6elBJ1UhWU9JU",
-	"h1LxitJs4A/UCye8narFi2uogdedwuwS5uO1m45dZpY0rXQcxO+5kRlzS+KOF2SfD3Vtv7KY00th2XDd",
-	"TOxQtwkIGMeAE7RJ8BV2Gj4dm2iU3kB4PaQnUPBIVFaOwKnUU5H7o87FOXZghxsytLIqDooj+3oCntFy",
-	"3sI+C/tp4x13/NH14HX+6VioShfFlJa525/62pga0hO1EocgRjPXf6Jcc4IwNTcZjofhB1P6t8lJR5GO",
-	"Z+t17kOZObIDUyAVgJmR1Q75MgxAMo+RxUtX1yZU07iHUZp/KGUlTFSO+A2bSlVbYQ6O2LlT8KT7IEy5",
-	"zLdhlghb90UzSevCP9QKKPuVz1KnsQedsuR20qiUOCMbE5s/6dEkd0V/0TEL65y55F+SI+F2Cxzr3cuX",
-	"aJFW9AsLY5+ds1I2HuaQX6nBV78nuvgrEF00MpY1Qg72wK2K3H5XbiN0g3BZd9U32FjNK23Ywgivb4FA",
-	"Jk4UhsJDYCOqnTqwQgF441v8qenjJoBMTf8wASagajhZ12c8B0m3sWRb9o06URo1Hhd5dyITyansMde/",
-	"WenW/Kbl03x0xz7N7qVZpUI1c7K3l1doXl0nbAcqWLIqNM27esEGCBKEFR2gB5UA9QBFLABn4AR0QiKN",
-	"fkhiPZ9VQokZLw7ixG6vdy0Ul7j/YdZkRAZ5OOKZs2CJc0ePOilnGrVgeYc+2LUmstzkGmUk9P1ug8U9",
-	"07Ouk26lfFbOvrLjq4tAd0qGO1JXQoB1Tcz5WUQIDvkY7oyI3IfUwmfiUIZWggIy5KNwZhvUeYSyJgy0",
-	"Qvgag9kQdva0ttIadi3mh0D14n5ZDjdj5mAe4M2ciJR5LYwPNPMK6HIJIpOVlRjJD4v9amra9CxEZ3Ck",
-	"c086jrlRhD4DGQIiZ3XZ6fV766ejJxS9Bs7sGfo/X+cdeGY+bk0IbzC0ka5oJmn0NMw1MetL+IS59bh1",
-	"3LWQhlxCQtMmvcPXAc6ts2eP1gWm12hwvVMak96X3BiRn2FgAuYCnRMEpk2PAhky4KSumeoL+Fz3eNDs",
-	"v1OC2vb+xKzevluqScHAHCxc0b/cNfW5LgBYAcrHiaSoEzJelO3QKb0g/o9JnB56cXro++ATMfv9hcg8",
-	"Z5KQ4giWaJPiOKukJUdMJI/df0JW5YJwEJHoIM7bhY2IzsSIIY2z3EnAWnla8ryau+tVGjzAPSToFaB/",
-	"iCZfHXqHeeljDXAS0KPo7oMlC3A82E/Utv0gOmkg8UKiUkaD7YSP+rIPfyUZK4sCrqMOXZzSEHGxLmit",
-	"3jXbZSeQPZ2tha6sVMeX1tbqxZz/+5LvuWaY22d9NjUAtD33nsYv2tMIWcp12a953kXCqNJk/gPxkZhy",
-	"WRxbYewqujhgSFGE5TcVxmDyVJOPjq3WlcjZ5dv3Fz6PySvDOoTKgRqcguSRV67VKTZz8gsBAVFtp5D9",
-	"05PvUCZCHChtvXSltL1qupGi+gWdkShsoz46yfHNyZMGPDnuNEpfYOjIuHJvggrPswkgWwBGvvQISnhc",
-	"MefACJWzKSCsaeTQa1VLY7nOQ8OyiZYA7IVseYalXWuXYuaUAazOQ3BLivyUkDpoDQyiUEP0CgurQoYG",
-	"vA1/iiik2ODp4+9Y6r54RV9MKaftnbDV/PB8ZEWVsqGYa7KzOhKt3H54L4x94ca6K2QOmBFoYQM8zEpk",
-	"spTuDkRXVSDEY6YOKbh3iNax2PlVor91pmZOFQDwqkZ5ifbmXv5/rVAcAmraYa/EYo8JOoM7vzYo+3Kd",
-	"rwdT8qnuOQr5jBbSa5scT11bsQwJ0BRfRuj63nMTfdgXdnL8UOK/F/6uFpAzo3dhEpCDRFZRjm0SvSIB",
-	"GRhn8Yj51fWtoCGSHkv6+3EKdr34AJY73jMa2ZZqBcBIry150aF4EtHVRN7Mi9dp5bQsRIRA4rR60e0x",
-	"ggTOUv4xf9FPqphfUH3Ebnn64m6udhs0k/EFeQ0+rxPAtqZtzKVaRknAPbtDj0DJK2nn20gIAjpAsjmv",
-	"Ro0gdgWkQbKQdp74PEqybynlx/uPvdULNz+5ln3JI2afZ3GTpagOQ0UkEvhNuJmwbMKlQize8DMvitBF",
-	"YAKh7x+xX0ELnYjs+nkoWPLu5Zqywy//7xtpBUsv3p2/fHvO/lPL7PoK3kkbgk/8PMiFXKBxT44PMvCN",
-	"LISyxZzl8kZUY5G7F52EBN07cxtEmdrERVRTQoyYd4qLC1il2/cun9Pg47E3RVww7sVhn+GlUAlOpJvI",
-	"BBWKRmDx0IVuCj3rJ4GI1uFPuqTj2i63VbCjbm0ASFkCjD/siHRdWRe+ckv9+XoczNH+XH1NoLjZu5Z3",
-	"6Vp24pHmeSjsTAi1CFKzw/vEyQWphFkB/+ZlbXjU7/64dLWlO4ZMp5Dpn9cU72etij+UWKWoRrqaGsbR",
-	"C30IEDqENVTJcmVVPriNpWVlpW8EHd5GYqOdZ/C76LZX2uJRDr5dX3MgDeMF+EMiyHZp2OOTE5QDKFd9",
-	"qQJ13p1s470dyQLzMzmfhzqfJ40nRFGKLbqneT5fUZvwLizQmgywC5zFPzSJf0Lq90ivZLmqBDwD7vYv",
-	"BDfAm99md6RUG6x4WNGfF/DcdjL/9526pGmFVotSv+iw4Gf9eynfa+HLpv3nWKhwOpG93J1h9+fobHt5",
-	"iKc8IdpOInd2zx91pJO0RSlvUNRhD+xS1OtCrMt1xV0ZF2Hh2NE4uFZ6BpkbWMeFgPB+C/uM03AbtB+j",
-	"AFoxZ1gUd8Teuf74+tgC4DEPscKgEvSQJ/CT0A//cVqERsrjyz6CJz6UhTPO2Gwyj1bLjYUUXd/lYW2Z",
-	"zAvXDBvpotAzIJ7sZMpDYawLYXZfKeaaWUmRGRfJfcXwhP3zsMtjVCsrp+KYQDCsXAmdi6WUL8FqQ/6Z",
-	"qZjqap7ESoryCEMYOzG9BZVH7BLdrU5tHI2iokhTasvGutK1BeLLitph40rP7CRhBR+PMY007E0ivHdP",
-	"AOcDqA184vSGQo87dZJ3OIrn0dh3ebMut9ZxIugpFi3I13cmXgrrt1jvRNzBoQD9fxPcWrATIHzmdnPF",
-	"1Rgc1Bg98lEZL6exdx0Gh79igsHhVPjM1rwo5miYqwX8wYUyYnfc2EhWYsahLg7rjQDd1jcaKJ6QYXco",
-	"u8AJ3choH17AFOz+VLh2Vl4SbmLdHHzNFwS56/yewVCwLoW6g7Nga7f5NjgMs4m0gvjc30hVf8D6AHyf",
-	"NUZfCweK8pHQ7M70dCpULnIGubiGqOYtMFj4QwLTgPglWHXFFThbkVxoDFsdTcS4TuuI/UQ6WOgjZEZB",
-	"DAZD+RziN+76sEKR35Yrb9xFJV9usNhBrM0PVNBuvA8N0zOV4PdIAGAPui6iV9rY9zjBa+zit03FxWyi",
-	"jYgn1OP1LuN+guIZo/ATMIaPr1Gw/6HxX0bTviLLgarbRN4M4XZqr3ZpyDZz6vmDOwVLvDmJwPgrQgHu",
-	"Ppq3Jk6SB2Xdmx7UZGPGx5FOFG3c6LiRFml5NRYWOh6y7iHGQoEMFCEUHpgC0Lf72I2o5Gje8oXFTOet",
-	"wiWZxzn5lIWDCZxgVi0W9Ep30NwcQPoI7CH2K0J5xgNoJJSn/hqLGFOkK4+TolG5YCl85KpuAv7psig5",
-	"d59vCZNdZNo0DUB7azJtaMFUqIxuVhhn474lZS4MD7GfeiPPuIxdWTjN0p8xXS06THFPTDixbEqFYX2i",
-	"QoaLlEtEP1xg6NF+Gw7SH3UuiN3nnFpPkfturKSBEpfhHPZnSq+/n5ciPdhnBX3JWaGwLVuiG4/ULYht",
-	"KK3uT+lpK4PHZcHVCs6xOIiOgp6OfogqeL0PxuJ1qSb0gtDv12Le8tJhtjwdvNhuCsLFSdIbXkjMnkHy",
-	"7kYrxFvvLFSWRZXmmGePPoqRxVTIkST4niP2T6cqeh7Llq7bxeRz0oH6XnB1h+LZNbe5dA6COBcG7FZc",
-	"kM8lfF3ne3tNGkvB1R7i+B5JJo/pHssmOni7F07Ia3LYgqbbotAUgwWNKFhKQJxA0Q0NlryN0ecQuHgW",
-	"0nwuvDp9rnL0nL7nY6hYCo0FjTsJOiDGVv1so+GLWUtl5fpmIWqTE25qfsRe8tJbfk0FU0GcXJ21pSP5",
-	"wT2FhBU8YhMzTXphdwgXJvh5PL+3kULYnRfkY4j+pdYUAYZ+2JIdswQPhNh4DFyxIhTbvWK3XrEqrZg2",
-	"qCJnEYEO0MZhBCmAKqPaONWQJCr7gU+m/ANmjZs+KJL1EMufEY2kb2+tDm62ET/3yZ/bJH+25859qBBW",
-	"qLj8hCTDDr2LmzLDDWtZ2EOpgMPKCgUhZng5idW/pn6+do8qdJ3rynOxiDwJWg6mKnUww/0cnOrgOUen",
-	"g7lm7qB5sZlx4Bn3aedtCJC+eOvOWeGaZlYywvm5xDXAafy6POmdU3AL2xyncuVmP/7o/vmRT8UnZ06t",
-	"oZhx+kbp73XfadiNCGXYbG3DZu6iD/ZRrvHmKD1HlXF3SqPkw0fo4yZ85Iid4y+gNUAKGSSN+NoK8htz",
-	"y6Y1nhdPTodZC0vZDVQPB9nZ0XNJp7PLayvSG22YGT2TWWCag+wHhPzrIKFpDsBGJFrBpWiuGTeU+wr6",
-	"U/vM9qAq+oVciatYcus25IPTB//vN37435PD736nfw9//3iSfPvk0/94cGdwi60pWmEZ/upFqg77R8Nq",
-	"JPfOWxeNZzuiHNi71ZfC0rVHQrp9Lp6w+E7MNhfBrd0D4oPIattpq1IJykZkoIu1LK3KHV/LIm1TAGYi",
-	"Haej7KUVQGfPILphAjVO59cbh53/BZStiS7yhA1FxmsDeJhi5suH3TNTPg+WalxFxxWQLla+UK/g2bVZ",
-	"kTT8C03WzqWIb6hDfvzi5zmC8/4q03K6aEN2aCDMxHCi9bU5zrjlhd4kAcFYrnJeYdmTNWxc6brEe33E",
-	"p7KYk5cGVBL8y0PDUsKJ+lvKZrLIM17leNTgKwydS+RudrqI576Cr8AzgN5ScOU+hk2nzPqSfyPAfjBI",
-	"CYPfN2c+SxyGCF4c91DOUvz7EY3+6F/1ycmT7JXWoG/Af3WF/14K+yu+8cK1/4ymbJclmrUduiunq9me",
-	"Wxjnk5bzqzg2btR+E7Y3p5+G6ADhztnBAcpFIW9EJYU5/ijzT8eVsMhG3W1+vIUCFM5+wFwxenseAuoX",
-	"QuWQZwn5MU70U3mGHrG69PF7Og/kZmJOF56W1lAaTvvbEnPi3Cs+BgNUbe7fbCJvRN6g49lKipwNnNGQ",
-	"+q4BngeMCqLj7qSlph6GQV35z6RMO+12Jo3owKoAWAvaz8/p02v53QBCYyRFA79Db/aYDnJzMPand5s2",
-	"s3Ciwwz0eeDo94QpPfOb4uivpRl/NiXV7URIBB21D+EtiIu16A1Bbmi3IT5sITMwtrEoN+hc4NdI+g3c",
-	"2EpRwZlPVp38g0W5c8TOA8TP0ya1Ar9L5S6UR0FNuqt7pbxo2HfBSW9iuSQNDWi1vIDD8wFuwXUio7kK",
-	"Zc4GqDC8ztODxYlS9ksVIh9gZlab5NEUh3X3NwuAEuxFyS2KEjyZo+WTCZs+Opl3KmCQZGAF/APQwobu",
-	"opQYYElV4rPqk0hUuJMebazh3LMXgVksisK0UkZyaUrAACZ/Izk0MUvQbUTEwZK29bMvaia/p1bF/GCV",
-	"Rn6Jo7y7m5sa7KVDGldizK34ipJez9tjdht/YVe1d85daOWxgrpJIKzd4QQcKZ64Y7HSuxI5zwACTlpm",
-	"+LzZ9pwZkVUCbkojrM+iAjcSBMIwaSNPyA+PRKPujSN27pVxmrJKsEKMrJMfHguVYCLCkxR76I6N+e3a",
-	"moh1fJyF0YzyruLerMGt8B26P9XWi2c2moSV1TA42H2IuzfK1z4nt3aS+0g3kD0CYIHjhk/hZhUqL7VU",
-	"tgGQ0DPFXr09f0aHKvFOpkyXIoHwFiKR5WTqGjzaEIGWhtVK/qcWjE81haBXaM74ZuiCBPcrHxpd1Faw",
-	"ibWlYT+/e8MG7v9ShTKY9EWhZ6+sLQ8CMloDFWkSBifM2dijio+nkOTsG3GSx+jiBpkqWaF16bT3hBVS",
-	"XR8izbOuWFboOj+cCsuBEZ+wL4VZzqVMSVxeYbYiKO7QP2fLk8yBKzufSiWNRcRleMKwspI3Ttrju4YN",
-	"/NfO3e8X+Ot7/DE9OGJvxJhnc2YUvxZXGTfonSPvnamzCeNmyUGn1ZWxleDTK5KcCOtmuBNNHc//pC7h",
-	"8Wf0NK5SI5SFyqo5JJNzJGJBsA8qUWr4iLpoUzpkyY4yTVdIrzVpp27DnkXjDbWSE4H4HXcXQFwxiFW9",
-	"h5T/DCaccrjo4p3oIkc2CYlwftI2VzEbSVHkZp9//5fgf2vJ+ru1mWJtCXwz4JWpO0OJZcEzynzH7Yfo",
-	"ebCLG2B8xJWAImG/syHp/VwxMS0tyHo+NHBP4bltYCl9Hj/+cEb+YM+kgoWbjQ4ZAmfQA3flHLFnlJ5P",
-	"BVJU/SU+WO8zdi+FFF3V+Fdd/1pKYATBTLKY/MTdvuAOo+3nMu8Vo9slusYvv84f7Cqt44/LYbdMzZ7w",
-	"qsS9F8A1rFD+RRQA7DM3blX44uG8Z8L3mMRJv2ucTE/j5e5IV2ysNdnmVpdAyiYkKM04hAQ0h+ANVTn7",
-	"lUsr1RidebGHS2R6KtgzrjJREIiw0nbi3oPMcTDzlfXZWtMk9m/P2UQaqyuoLLgWpU2C2kIpr+7rho0q",
-	"IeALKN29oFioQMVx7kx43h8Z1Lp09m7q2/HQ4Zzet9MduQQ39tBRNBsiXBDdIopdtPQXiHZlFVzUpO0A",
-	"/HeCzrhX799feCpeLDuCvSpywmaj+UMbskRB746vKEYQCgOrEQnQvXnV64Z7Hns//9x5Tda+cQFrsdlz",
-	"QNG2XF4DeQRxoI5w28ir3UP6BoAQyYayYSES7tEkPkMQvs8l+JPbZHwce7SlMHto21uSSs8X78noXN95",
-	"jAAl0mr6ndfKCECkCjwx3u/k3kt99J1y2lJNu+2QnjqEpw7IY4Y+qLa9lrDhvOTIhSARaLFxXyKhCgbn",
-	"Q+IoPhHFV+ZM5uTWDH+xEMav+I0oAkhvwUpuJ2yA4cmEZQWX04QZOVbc1lXjLk28r/TgzAMkyJADQHlI",
-	"ixrPETtnOQIlNMajsxzdDHR52N6LzoDFF2IYruHFOY9YcDy9DIKkBIoNG66wM2ZaYyB8C6jzT7A6RPyn",
-	"5gVOv1tCmX9Wu3JDXh3cqDNuPATUWVtXlhABdn+a8fne9vyqbM+YUwf3idW3eRNsrqSuoV9zZhs3seSD",
-	"PgdZFgF7g9RDdA5uFs60P/UAFjxo+egPTtfcLnRgEGYQSQiCt2+VWH1wHyRhcPK7vvvoC18Wj3uBthdo",
-	"fzmBFqQC1iJEMmCnIs5OZJUflryy8+OMl0jls8rkjmukZJ5EdFxoJosPpWwST33F9vnFa2b1tSC8DuA7",
-	"9K3NWcatGAOgMdG5hC8G6sU24pA09DUM+yEEXVEg8VcgWHaNuy8gAbCvLNe1JQS7kQBd1jQ17LXpqjWf",
-	"UuJ8GIQheHHE/kqcCCcAieGcpbgMTdj+lPFSHsKL6RlCfxhdCGaEweKmpZrcRzEAXSmv4N0rL/K6S1De",
-	"u4W8cOv4LF7GHQrGnhb7INuiZxZ3B4zvq0iGe+4L82YxzmH7hLiNmOvo1EdntDn6zf56cPogbLAHS5Lh",
-	"UY9kcFPYLwkmXClR9EsBD8KnRAEZYW4EI10RkRSev0Uek5EsEDBV5azSM+N1pfg7q09atw8t2oe+29sa",
-	"hn/IJbaOgws7808xn+kq3+INz0u9xStwr11CXefrbZr6EbFjN3/hubiR2R95hf5jqzd/mWjQczZ9/rws",
-	"t3gaU4G2fmGrEbzANOltxlBb/YvMhd7ynXci226X/agvCj4X1feV4NdbvPeKm/M6l3q7Vy7sf7d44bW5",
-	"nPDK75mt9hpg6JGzePMJBLj3bd9C8KSfq206+LLSdflPMf8BZOF2XZQ3IPegm/79XbrDqeVN3N/+vtgn",
-	"x65IjvWTxAbRVXuw63s+LM2Sw7vrwj/+mHlB/WmtCaBVuLxPfSQtUOW7Wx6xz/VMicpMZLnt5d7WakkY",
-	"bE2F2Vw8d3BYVgEWK1Hsg0O3VlnFnQntVccv5EQdlwWfD3l2vSKIZEwtDDMTIOiRalyIQ2eV/vzujQmw",
-	"P/TFh4YV8kYwzIFOmK/rJE+eyJvTOHCmMFpdUwwZpP43k4IzaiqtFfnBEXvBswnkpvN8ClGmDzyzxdx7",
-	"XOfE8Q12vjCE2JsWciSsnIpLkWmVm5QNqMKDPXp8kjSMfU/wP6baBDJkZFDJMbx+AAmP+FsQFA8NuRUI",
-	"ex5C69L4+huQKly5f6Xy08Eg7dxN2yn4EEcj+NHvGB7qWL9jKSWRY2Uqz+cppuKEIL7lVUAYl+hXOGI/",
-	"6Irmw0TYXNdClPBnZxEBQXKmlRKZTShtGVORYBfAlAgmlbGC9yaWNyLwjbwRF34HbV0bH0RQZ1Vr2KTb",
-	"FLdOpfL/+ejO0LS652OFW9nbU2h5+o3qp8XtkLt1KPcsaM/NoZU4hP5iR/eO4q/IUfxS2Gb9g9QIV0Ej",
-	"8qJrYNe3H7Zijlx3/tjldwhibwWCfajqqoQSM+BTWBCZvaP31VugnwIDA6ZbmDQh5h6YvYxXACbNUnOT",
-	"XVmZXQub4gWEvnhpqCXE9ILUJvf9syAzWgD3AYBR0GuuS5RngX8whcyxKjqFPzT35Lcnh9+enCQsui8P",
-	"3A0IEEc4A4XnXJGG5TWgMqbwy7m7fFM24ENdW/a/Tv4nk4piCQALc4B5IUD84nNf4W1fivYCb/Fzm7JB",
-	"+OObhbs8ur6bEZaikjpvLvOnTx67UeCsDMVcExja8iV+hs+iGtLoHT8pz9ECRRDeLQzuUHcrJzgZ7lLN",
-	"RSFsNN1E/NJ0jpQTws1c+iR43G/0tQDSqUIbYbwSgBs7TZgwlhMsN6MrHGMclWBZbT1lyDfM4CxBSYTX",
-	"MsJmXKVknGGKoZsKIEBQmhio2Y3MhWa8qnAXnS+FDKZ87venYTNRgAYs2EwM/aNeN3Q66sFpNDWQ7TMU",
-	"hVZjE4LE9N2E/evB8nT96wHjQ9etqQj1juEFzFnGHRbwQHw3YViDQo8pUeiGANKToM5x5FR1qhQ3ZqYr",
-	"TzFxsJ069EYgufRXrxO1JmQTpShpnWcMufs6Va8r3a1+1F7THrWokc5OypOQ36tHX5V69MYLtJYGAFV2",
-	"3syzmuwtUa1TjHao+YABuaJKpeHvxjRPb3IvBMjgM6es1EVBkIvQIVYrKwtShrb1sV26b35pXjbo9Ook",
-	"nMbOJwnhXvFsXns58dlSX2AZPrfjbl0eTPcZ1uWK3D+oJbMLG6/ktVMt3f7jtdWHlcg0wvb1nnBdnqG9",
-	"4VQ8PhqJzCJuImhyTplcUF22Pu+6/PKOuy5Xn3Y3b3/Zw/35zqou7/1Rre3hVFRjsYbT5Fltj+E5T19C",
-	"dWHoQV6XVlLbt+5dzyRyB7klHeVW0HHEQXPiIaIV7iUnamWF9Ngsjx7/fdlM2SAsHc2Jxzxb2W/P69Xs",
-	"JgAEGxbO3NTGHBIs+bVARLdutiWpthzJTsVTNAebRMljypd9iLwzRN4+pruWMhUkzUg1NmuApv6PlpTy",
-	"+owYm5AxHV/2lWlkgAyCzAT/Ey9LYlLH9KEDYltxc2Hc9f5bCsrpezkVacJSoXL4vwfoy3MffnvxlA08",
-	"4pPIDzwaYiwE8KtNPmwSAKRsxZXJtOvqqQc5LWuLKrHxwbZrMR9VUMFgXa8pCzbqWuNJDGl9vkts4L2A",
-	"nNxhNEhQd0wzpjM25qUJPYumEHCbrmVZijxBRhrfz4eG5TWxA0pSlzTWOFSAXnLE0pakg3gmZyNeFAhf",
-	"63oCEFuKV5B4iJgshWhcVnNWSGd9MSNuRAWlBs3UkiMXuXtw0ggf4AyNMWnJBruss0yIHP2KhMU7MEKw",
-	"ly/eM39/hVEDBqdw21QUBwl65vTQcqkYB9Qu4sFPMxrKz1WR+pkB7AGgCjKaXfx0+V7kRB4/wJKxmBkb",
-	"oAisLMAgHgrk5ZYY0nQjkGp8cMTOcUI7l6eB/T2DLYnOdJxED/hiK55dmzifmTiZCW9/gDOygWsvlqw7",
-	"Kk3xTaypR6kC321jcd+tO6w1F718suY6WcAB3yvAt4Y41b6W7vBW2k77RZIzytzCGElX8tYUOQaUE+bu",
-	"1DqxBlhNGMSSAA3nAVB0xd4hCdnBGcEC4pd/AuH8gyxEiuCKeKmMIA6mdUKJIRS3sgYEGoXgBXdmMRht",
-	"M11dw55dFAnPoZVekbClvRq9/Dq/4HbSR4BawfTE1ySMiGq1WhduyHABCNPThtQMF5CNtTBJuGucIJ57",
-	"X11WCK5EzuqyV9ddnOX7g566iUDC3uPm2nvb7lCAubc2mAGnK8lM/Kz4DZeFs8KW0RfE55V9JMA+Jd0W",
-	"PTEmBnDXstLjShiTBPVW/lckjENqd9AgEwJvwfoqUOWdXtlNbdjOP71t+fP7PdAZ9qrCLeejfq7DsjoV",
-	"tUdNOM71TBWa54fubl4Rn1pIREWLyr9swsX3MGgBndclZ5hoE+fZhFvWa9gc0izO6NqsjGVZIYVyVmDB",
-	"nULxDhRysgjI251jEgldrqkISS0J42pO/nP8jjdNDo5YJPwIqzKr7RVM1BX26qpuHkkP6PPhmg/GHoGv",
-	"gL4TqUIzbvw9uLnF85xm9Y1bkVsTM7vMOIBYsOvuGkvK7THISvkcOQUd3V3Vz73K8tmCDo2k8QIGVoTC",
-	"+kG+4hm7S3WEerO9lN007/E8ynfE9JZBJTCz5Z/S6Su+gUMcPLgBeeRzWpDBTuhOrC0PR9PyacIKeS0g",
-	"p9INCTCxC/HQnKGI8qzq/l1Mm8NsuUID4lQ0F25EbAoki+D6qgHLaXMhtyZr6z5KuU3zqjAnxQjrptSc",
-	"hQoMDOiSF3IqmoX5QnKr9hLx82Y5Lcs+SOgtm3KQuxKEq9Of1gvBP6Bqupf3auZtqplBDuzVzL2a+XWr",
-	"mU1pyX1QM1dK1/Hw8d8f/f1RI0wp0d4cf6T/d7t1NkFpDAWniS+90Vh68/J76FHAaA3v+xKAQUr/70jm",
-	"qZvd9OKnyyYWujiiY6lupBXpwalPDgnVTpjFCRH2xWobiDgqMfO8S/DXh4alsf4MYeGUGjz0DaZBzwkP",
-	"v87TVhWDzI/YefgvDHxSR4jylOqQ5sJSxQm3GFxJ1paALNVMQIR9gJDWNzJzd1CpK0K5Fsj0jCCttGfQ",
-	"BYoIMIhW/ejxo4RNuBobVpehBiaCmzJWl6XIDzAug9EYd8O9w6IYCMDDhEIESIn2KPzUXcGbVxmd53T9",
-	"7fMSJ3+rog0CBWztqoeGYE07ijbCQfjTLK37Mo19mca+TOP2DBh/VyzdEVsUadxJ9SrYE5SPuAn3QCtX",
-	"aJFdoDZJTLKncuZWFTAD0zgrqNVoCqVzdNmyYW2kEsYAG7e7ApAqUDVZ3wmTirlTXfHMsu9B/zXuDroR",
-	"hS4FSz+WfCwSyES8hLiY1ZYXCeCwfUrZQFc5ZFQN521rSuZnLHVv4T2Z+g8g0Z6uKzc2aWkV4dbSWT11",
-	"u+MhS4mt93Un31M7xzZCMNs+xfaZb2c39Ae7jNRF48aOrU4hbael7aN3t5h7unSSdy2LlM7FmshdW5U3",
-	"xx/h37UZPk6LM5F+DPmPmTgFBqG4mDlEz0HLjhhAj9iLqP751fv3F4c/vPklwf83envxFMTBqzeXrc+1",
-	"wE+IITTNpaFnUk9JDOIKM4MyKuGbryqsDtXaOJyGaq4SN8i22lc8PuVzXy0ubdJkOIU8Wea1/ocmAp5l",
-	"g6cnT1ja/OEqF0oKZ8HYiahm0gjIl6T+IB+lE56d6K4+GQayIZviacYLrcT6zKc/WePcNul6tGbaVyt1",
-	"5pGuptw+OH1Q19I92VE00O7Lr5N5XJOvcpMA01WTQNygOYBTrs6l7cuHqgQ3QPnQqcQ//ubbDToEGV5u",
-	"jxHyUFPUX4A9FvYuddCjQPTmaIWtfX+yszZSy1vnaX+N3FoSiJvVJYCnP114jFC9yXo8bu/3ICy+loc6",
-	"BgxJugBA/CPPdK1s4xaplU/v9tZbI2wbzGLM9ic52JxsJ37dyQLh676ITNdeCmNK+h+XxSqDzxTaWCYt",
-	"MNBUsSueFwXRrGJ3AsyG+OBu/MHTk6dbiHEYyIYyvJU69qUI8N/vhbfgaC9b+hPMdiJZtlU+j0FOrCqG",
-	"xsIiUDdNIcFLCXhE4ADuxD86i7Q3KMOBAHobI2gBXahThsX4T5aodiM5iFZsJAojQCeIDULoECTovEEu",
-	"Nzog/YGKi9Z9pEAgXzO0kiPqX3S/ggcWvKikZXCLJeGL/rtkMz/raYMk6EZHCEirNGAETuqWwWuk7ynj",
-	"sYgnUYvgin1yedDyRACNAToy4EE1jj5/5hGuvFIvPlgBS4gT2Dy5laCGWEC3rE48T2sMUtX4lYXqiKK+",
-	"cx/8QuX57XuxV83GBsTXsR/7DMpQkOd8+G+RdbGb0/16zxzbfo/9NTXovUN79V3s9vHdXsZNiHgFLHeU",
-	"2Wd6fMenreJXbbzPK5Qjm/565MG7H56xJ0+efEcOaPZfrcRBwnSRN1gKLHUfpyrcqMi/EiNRCZWJM3BU",
-	"S1Xr2jRTyAEEgDoGqCkLteDrHMjvmgm6D+wfoTtbEV+EtzYn5givbM0BEt7ckDcjPL8NEUZ46QdZiI0Z",
-	"FqKmaCdu9dYL3LK79dy3RrYJ/APs7T38wwoXfBWf4XtROtM8dzzhVX7Y+Nx74NurypkoRg4LcUrFpBHe",
-	"wEM2nFtBKC7OhmiHDgd2Uul67MOHfOwm8AAUVtSLABNWqlx8YELZCvCjOHvuiy31dGgs6LhGt3I7VE7l",
-	"t3HNLbGaV8JYXTU5HtYzU2FXeSXY2Olg7NzXscqiYEMB5hlyG/o8GCKtww7OhWUDpe3VCJBoz5z+v4RX",
-	"0bjyuSGD6YYQs/Aq4MTONgNkA5iROF2yI674ilf5ogu9dTnsRid2DThJ8D232WSNGgxDS9ijw0cnJywH",
-	"+qzMMpmbBFe4rHQmjHG2JGa46pm6Wx14aTx96FtOwFXwK1APuJFBdIcmmUFgeS/0uoXeq0akfB7Z52ts",
-	"10s/khL9ku/7CoBCjB7ZQx/wwiPs9LsgPVDnRNECZzoSq3krsgftYabTiMuCgpWhS1fuc1fjTu/rO3x5",
-	"f/735/9en3/ap+1D81kEwRqgkUgQRH3tFwavAOwetvkpwSu5iz0y99DxJqsWGAhWWICHEN2tCRvWsTIC",
-	"btm22jJEuQPENi1J472trck1WExhGB9zqZxO0pI/Womthc2lHtm9vrGXN1+AvLlsjsJ91zc+ohdpC4yC",
-	"HmCCVr0r2EuKcWt5NkHkupACBb8rPhVnsMGm4LWCX4Gm4R2yEkB9gWtKmn4UPj1TjdGHWCO8qiTUWiwX",
-	"p0nTPAf/5YvTpPUcXMC0B4Vlp1HJmt/zQ6lyqMT1dA6hlo0STz33CZa2haK2QTOwU2aEcEZhgoOXanyw",
-	"QdFbvlz41qC/HbEXQHXvu1mJbCKy62hmBhylM9NVWw7Dr82XDkLdXpNxMEA79IYXMid8RZ9MsFCt7PeD",
-	"5xhpIBxRPx0LS9YxluctSP1Wcd4Re20pColFiWCAewI2pSvMMeALVUW+C+tLJMLN8aeAIFq+qX2J3r5E",
-	"7y+HBNES6/cJBqLrDvvjCBBagexvX2JtWIjQ4KH7ESSUr7TxIZheCLs2RsQpqt25E2qIArhw/QGWKbgO",
-	"AaL0X/XJyZMMyIrg/womCuFu1YSNRtNSjNmhMQeQ/jCq9BQuvyndqRhj+gd+gjJ98SO/uX8ef+sRu7oe",
-	"+T3FCjl0WbKhGEu1DGRLELbSHhyxd5hl0ORvuDv8iF0u3z4eCQM1yw2AMBJCwmjSzDYHxAhyeuuSuNaO",
-	"6MkhwO33l6iD28Nq7K+X3VSltUXrfcTUWH2jbGoVNRgaC5dJgyvO3l48PVsl173O67RtIa4NpJSRqK8E",
-	"ByPkzBkdLEUh/ieFPKYwUK01jGK1qMfQlZzu7bQv0U5zm+t2bLTzZY0x5HL6Lrud4G5ZK9i44sr+kct6",
-	"b5rtTbM9esoiesrnMs1WXqJU+L2mmpuuGg+r0ptDhyBMcLtBIkVD+AF8EMHCseIfiA2SsoEXjQ15f+op",
-	"QVqgTw20CNA5EC9ED3k8IJMApxrcc8U8UH+5OxKun7P4q0OR6akwHrEE0uvxXvRss2vS7C5pHj8bC9Kd",
-	"kB/1NezXJu9r1a/oLTQYNqFUvnFuRX/D3LYx4ldJWlzFS2yBsvJ2mizXanCTZLmFk7iP6KxIm4vYT81d",
-	"AWiszJqjh24VicozJgIiVVuOLj6KUjvmhHWHBOpBIhCpQmfc6ooNFtiDEpbeTLSBgkhelu6fSE5LZazg",
-	"eYtl9nTBSOEeugmhsoTKdC4qVtZmIgyinbQhC9+9v7yAn/HmwGB8zuDPzYKZg8TJ/7ooWFnpD3Nkl4rm",
-	"gdhpwPQZFXrm7oQFUJAb+iVUYHuJptwsZmKBXfIUcURistlBC7WkY9X/t5+tfxwdHQUzsLkJDxJ/mQWP",
-	"GaBV5YGr/7ffj2pgOtKhXkZUnv59gft+mfxpyudsKHzRWASwFe5VuvzIt9q6TNbBh7kZXAEZ5vcURIVK",
-	"bicJSz+2+vfp+CPsrk/HH3lZfjr+6GfrU8oGGIx3t/nP794cuvcPhcl4KfKDM/LIRkz4lBzlbbGwpO1T",
-	"x8JtbpLQcah3A1eozwVtINXKGmEfKlDkoMTNAFxNoZ2qEzs6C89PH+/+NibaOvwztwLNenSybwU+qsWV",
-	"br594hbOaUB+rKAOReg0p9FB8CknnmMyaRNd5QGoyF8+VDLGp8LEOylabHBGFyCmrTtjcMY91aHcIOyH",
-	"9+OiF3i3NmFHm2usQx/nhG3SIJM1GyJCJ4Mp2SOU7ci03NdnbeDa7dUA/Mn9rMBjE8ELZxJ8XI3rwJmZ",
-	"8qJg+Dgzipdmoq0vx+U5G/KCq8wJQreLp1pJq51lwTKuGnvUCdBIlzhiv/qLkWASJJBUT9zvGZTXuq9h",
-	"dbCZGyumoPPhaQ+9APZBqbKizgUoG0YoU5OLGPLzcmEhoc4TwCqdCyj7lAp9groKdcHoMQSQIKzwhXQd",
-	"reZTXRtWcfBf2glXrBL/Fpn1eJ8UB5SGPT45ia4y1xbcBNeulVyMK57TwL45eZJEWhBUeftBDXU+T1Bx",
-	"wEs3ci92Qj28wqXcpf10k2Ejl9TJ3grb/iG77QBXavAsH0V8UZ+nm9HMop/CzX2oHISIXnvfJ6BcOK0a",
-	"eJzc40d4/EVWV9LOH5z+9tFZ1EPBK1Gd1+6I/fa7M27jvFsnrqAN+ny8OyNRgBu/o4bzpOeY/635s1Oj",
-	"MrrkFju42Lvko8ctfab1tRS+y9SPJYAF6BaTCivAgdcKB5KAggjeqgTxlEzCply6tXVCgtiY8Wgby6pa",
-	"QUwezBlYlAGOkZ08gtoa717AiVh2VfxsIE230pBh2tDQJ0vWC0kOmgXsHLMVl0XQFzJueaHHNfQnQoAp",
-	"tVTWNF173Oqan9flzr0TuJFFzgiKkE3FdCgqM5ElcYB5iYU8qaGJJ3ET9HJHC7/IXOhIk/Q637jSdUlD",
-	"LpFK8ZBnVt6gdlpqXSQR6z+49kgF8UtS6HHTnW9a3aHmOvrzo1tCIsKHNbhgsNWjQjBPB+xEqZiWBVje",
-	"AVrQ7Qo3DoiD5czdGkjiKivcH1iU1jNRAGnX0a03kYeiKxyHMyWrSOX2gBtYuzYS2Twr4qEFO1jSuGC/",
-	"mam+FsyicFvwynV17H3oCHHU6hGmRDezkXh6uQwOVabVSI49ITHK1ZIPZSGtFHDY0HiPSvmiiWvm7Wk8",
-	"b9h4R/9eQJUf7X/ESQvKCdRsj4Nt5/H0vP+5OYvoGPYtP2od7FjZ6Z4ecQMoDLUd6g8J/lurnM3EcKL1",
-	"tTM/JYQPy4Ir4y1S9yfp6S9pRx/iPv9VDC81xFb9sZcKP0lL4L/s/vwhniTXka5F/F5ra2zFS++9wLAr",
-	"z6dSSfeDJcY/aAzkkZ0HTwcH+uNIUoWZ+u67eKYIhWux8ZffH79naC+i18fZ6GPp5IU7PzeiYpevL/z+",
-	"LithhJPDuHFA3J15PBk61oiESLIBTVPKxPI2FyMU86h39JdOIeiBwpvDVbWhAppqDO87SFgu/UXRFOKH",
-	"zfttPDHBeu5o/K3AjKrBu/fPDlil9dSc4j8Ylc7coQqoO26DLwZbzBn7t5Z4wVV2KLhNsJgkQU8F6imG",
-	"DX599foCA9CmHoY+wA8vLg7g27RAy2eFBs8rKzNZcmV98LpzJ1Q2e/Dp90//PwAA//8=",
+	"7L39cuS4kS/6KgjdvTGSg1Kre2b6eFtx4q5G3e3W8fSMjqS29+yuV0KRqCqsWABNgKquccxD3Ve4T3YD",
+	"mQAIsgCSVdK0x2v7D0+rSOIzkZnIj1/+5SCXq0oKJrQ6ePOXgyWjBavhnzeP+Y2mJTP/LpjKa15pLsXB",
+	"m4N7XTfsnkhB2COrN4QKtWY1kXNCiZAFI3pJNVlSRUqpNMml0DTXZM31kuglI3nZKM1qUkJnb+A320Yu",
+	"V0yReS1XRC+5gua+UkSuBVGaavNeQVZ0Q0qaP5B8ScWCKbKi0Gktm8WSSL1kNXyoiOIiZyfkfKaY0GS9",
+	"5CWD3mCUXBEutkeHozo5yA5UvmQraubPRLM6ePPvB2biB3/KDvSmYgdvDpSuuVgc/Pzzz9lBRWu6Ytou",
+	"3sWSCsHK81zzR2qW7caM/j0vNau3F/RHUW4INe8yImsizZ8VEwUXC5ijYKUyA+Lm5T83rN4cZAeCrswY",
+	"aLeLzrD/qWbzgzcH/9eLdpNf4FP1Ij7CAzOV9lFDS/w5PmQ3NrOOsF0UPsGtGhiwb3b3wfpPw4FW1dgA",
+	"7e6aIVYVMSNJDq+qOsNa0c/fM7HQy4M3r7/Z3vl2EI2W1yyXdTE6lqVUjNBGy+MaPiBqzXW+hBMDY3yk",
+	"ZZMeYNtROE47sJmUJaOiP7I/8ILJHQZWNWVJDqn78mj3IWKP00b4liles2ISqbU7WeBXw9RWhE3vSG6d",
+	"YXWG+8hzZv+4LHYZsfnQPSG8IIe/++7Vb1/+9qX/LTecSdbkxx/+cPmeVLWc85IdpWfXHUmCcF+++u0A",
+	"5eJ0xuch551ZHOIQ7V+8MKN2s3ETlcXY2Pcd9DtBZyWbeNYYvrwbEduPJpLw72rZVL9nm+0B/Z5tcOna",
+	"jV+YlzNCFcnN+ARZL5kgXJO1+almVLPCD6uietmOauH6yQ5q9ufG0OfBGyOW9uFZbtCDcmlr/2EIqVUL",
+	"xrf/eNZRLnpBFTvmQjGhOIhKzT5rMpeNKFAAMRwaeTArXg9y+QfbyV6094Gq86bgE/npkqpjal7fjfyW",
+	"rpNp9PeBqiv90/QRXd3+287jMR1MG02MmVwWTGg+56gpBscBDkLNdFMLVsSOgtnMkqv0ocgDBjjpVAzv",
+	"76W6WdLasdVpa6rMFwU55J1vd5Sb3Y8nrvVTzovpNyPBZ5nRjzKidM3oKmuZuzJ70MqtX+RYfS8X72u5",
+	"Sqw3E7rmTBGqzVDo3FwgYEU1XzFyiEKWr9hPUqRljrlYdAY3l/WKaiONqGbH5vuD4RH+WBcxTvkDWzOl",
+	"/SDnvFaaHJolLticNqU+AsW+LMxb8DQ1RAkdhGO0LRy8ORDQy0Hm7yP+B2w5djUJB38rJy3ujM1lzXZf",
+	"XS2fsLYfWcHpDasfWT2uilCl+MJwCy1xmCvzNVHweWp4q04Pe5HoD/KqpBtWf1cz+jCNMTwwVoE6zcXi",
+	"2KyjbPRxBa0ocijCBnfkFp1vJzKLH2QxQdPDkYdrSupGKHPj97fy9KiKvZW6q1pqmctyqiZS2fdTY3HP",
+	"d1X8/TiCsV03wpDw93Lxey6KQY3JnSY3zAcu0hyTi2LX4XWHEg7yRjZ1zj7VU4UWvE4+XX+PR1w22shc",
+	"ENS0VEdoHOHCUqORHxnJe2Kl3JyFHznRAqRLaM0IXwhZs+QKKD/mBM28Ov1miGhuQFZNv4ShbBvUDvGV",
+	"vVRYHM0ul8JgPCgxlPkXVeQen9wfDQ8zfdgGB/qHpVR66kF75DUYdsw3qdE8QoM7nnu0BE5UF/HlMydS",
+	"FXL/1p5o32tNkGhUTJrOct/7jqNu9EdWL9gtVQ+XxZVRRbeGf2vG1egXK/Mi0VQ9JHRXDY088ToXDOhG",
+	"U92oxMaazlpr3aDhRLdtTWZP28MwozM9X9VyVrJVZFzXoPijzZNrtlLOevzICDUc3nyXVJbCpqM605yW",
+	"imUxiXhFFxFj0w/NataSUkXN5kl7OzF6Ma01FwujKL1MSh3TcHQwL7NWKeJCf/3qIDtYccFXRpt76UfJ",
+	"hWYLVvtR3vCfIiP9SD+bD4nwI67lWpGK1TDsodFBg9ERfnsaGyL2ZDjx6eiA0TTJxSJtlXV22JLnYHne",
+	"wxSbOJm+8zHjHAzBsrmvHA9O8ok97Wt+NO9EcWvU362xvBOFIzVQtGsqFowcXr+/IF9//fU/o5SgxGjd",
+	"mb3zAAma1o7OyJyXTLVEafV2rtMmLRzHHlq6n8t7XrIhpocmbVbA4BI8bw5tPI3ndQY0ZDnGRerwPHL4",
+	"lpVMswLMCoosaV0cF/YneD8j6yXPl6C/gENpzRUjJZtrIhudvl/6sUzlmZFpdGY35Vr0RW5AfkSDV4hg",
+	"KEYdeP6bgh/GjTsH2yOBR1PPlT9G1t+Gpyx9hvz5e9IpGlETQ8UwbW0Z0/9SSyhLNk3jqmXJnm6dq+Xo",
+	"ad8e5E0z82ObNtiClRzc0VVJxdNHzZ/In24e8wsplOlC5BG3wPuaqaVgSqHfvGa0OCH3pcxped+zHFk1",
+	"1rnFmWVi/ioO9gKQp6w4I/clF4zW/Cc6K9m9NUXlUsx5DcqV83CDKx2/UujI10twOMvVimuzRN4OZLj6",
+	"nxumNKF1zR9ZkcHHc8rdTebb06/JfSPoI+Ul9uvuk9Q51Ml5nrMKlt4FDsiK1aABnJF1zTVTwG9puaYb",
+	"RcJp+D3C+IR2l/71+OYxPw4XOm45g3UNDGfu77CTuPXsltYLpkfY8MfQVGLWy8+M0FwrIkVGuFCaUZD3",
+	"yPnOIJBhxoi06w1kGl5ozL6yzzTX5YZIwX5xHo9zTTH4jy1bP8QAiuIoPlkfi8G1pVC6YEL/MhMeFiOv",
+	"v45OVD6wiWzl/OqSaPP6KEtJXfBsX7vxv09q6rW4Uax+OrtrlKWX6YP82bysKikUg3vdd7S4RjZh/sql",
+	"0EzAPwNV/8V/KTONv0zUjt7Vtay/k8UGu9vWNoEWwGYtiw1G9DzSkhfkcC5rQ0qrqmTk3v56B6/fm/f9",
+	"T+bD+6Mzksu6ZrmGJeWianR4YGtWlXRjuCPXpBEYd1ScHJi7txTzkudfcM6OF+e2ZxVEVjV1zYR2Wu69",
+	"ewWmTMnKsHNVsZzPeY7e+TOQPIFUcUy/hunSBeUC5vle1jNeFEx8uYnmtCxZDaFeykshCPmoWL3iShmW",
+	"I2tSM2vIVLmszLTbx3cFE5wV90cwh0uhmvmc55wJfaNlbS0AX2Y2rVmqZjkzUhTmBIIvM9PYDo3LDEXP",
+	"WCnXwEnnNWPHqqK5WQlgiiCGazZvVNhaexEEFuBvZIf3Cid9N2/K8j4zHKPeGNEHZKDNSRJmGaELjh0W",
+	"dmzI0Klow+uQz0ivrxqGbdTWpUTtG5qx665ZLWgJa/TlVtzKY6OmsII0gn2uWK5ZUW7I4T23Y7qHuVdm",
+	"zHBdqGHueLZ/kPq9bETx5YbMHXsvWqouJDNSVBP2mStw0HH8+5ErPiuZN4PicTm8F1LfgZvXkv0V3ZSS",
+	"FrdSfm8E/JfnVMCc2eecsQIPsuI/MVLyFdfmtOLw7rSUd6UZoB32tWGyP0h9QzVXcw4q2pceutGCN9pd",
+	"IEFVlo1WvEC12NwcyeE9PL0zy67asRrCur/AwR7DXO7Jgj8y5b/8SsFCGIkcxN12PokE35rxKPKbF//R",
+	"nJ5+nZsG4F/s/uRgUFqbOwmrH3nOPrV6+pdZ0HNSsIqJwijoBBxJq0rWtOblhgSXBnLYvUIMySzDrEDs",
+	"zWj+IOdzoJhbKT9SsbFaiPrikgpJnBXmPmdkqaNw88cd/GFE0RlZU67J3LJ8MFAYwhCEC3J/baZ2fD7X",
+	"rL7vUUbwaMhwrVguRQHeEejISgNYMy4WJ4NKXto+fRox94KmKmijl7LmP7EvxCh/kASVvNbtCIKuMlJR",
+	"aJB0ZkzmEfZ+5yaMuh+t+B2o5e3vyHI+CdVURhawAm47tzDhvwq7tDz+vt/fPZwSP8w7uCLdmZ2BOfzs",
+	"NhMo5jw3310zBbfgmLk2iN0XwUUO9BSr5hIlVwxtA0bdMHc0IVvxBEZR7yN5QygBSyoGE5GKKrWWdWEb",
+	"Mz+VciEbfUJumjxnSpmZfri9vSKvTk8DtygswqFZ+Jrmmpy/ISryfiNK8xOorgWYZavazEJzvJPQHOfa",
+	"n/ofzfwMzRRSAAN2hgFrBTYN2ZEf22U4yA5KuViw4lg2Gg9mrWeM6mOnz5k32FzD+SoZVayImBSygxVT",
+	"Kup7+iM6vqqKCaN2cUFM/+C+3GpEw1U90QZv50a0fBNcE2tZsm4oV9YNnMzIfceC8MJ8Z+6I95ZGrm9v",
+	"roKD5zVXxVAfR3Pl9oW2ZTn/7nbFz6Jdk3a95Oy/WK7NVM8rDvf1mK00uJ+bK7DRb1lxZhZAMKP7LWVp",
+	"VQ58B6ISMlRa52CtAEq3atfG2n17NFSWcs2KyyrivbwozV2C0KKoDR3WmI9yeHH59voo6NbaPUBNn9dy",
+	"dUbYqtIb1KCp2PgGuCK2O7ina+sy3d5+/IHWNd2Yv+01/zx2yo18aYcSGgUOP91ewKGZYr72nXwXsWZe",
+	"tJwYWYftwfebkfBCDpfsAi2fuRTKUKUjIGm5EV40/PZGT0HBF0zpq5rN+ec4f0Pz58tXZMk+04LlfEVL",
+	"Q/2GqbBaOSPKzYfz41ffvibYoPcdJDtmnyteM5Vcb6qtA6ldePsJLvoZEU1ZektNoOKbl5JbYj5CtQ3l",
+	"9ta4Sqr0JzWZEMzrSJVakkBkMrBIozSKjdd8iwfMfLz/cNH4tKXK0BUb3wIh9Xeg2SRmCtby/iZgTB0v",
+	"orPyD+FTIGHrnd5vdnItWJ0y5JnfyXopiVwLNTLV1p4RYUFXrS2kklzokN3ltK45U7vxkqqpK6lS8qmz",
+	"lsjQZO0tu8DWonOo2SOj/s7Rb5jBYaeCMJHXG/AS5LICLeiBVTojSiJjQTOQaSrQVnIqiFrKdRh4hoar",
+	"7cgPGIl8mHxE7NspgjGH1r6yP6HUUk/k3jg5f3TthyNn1L61//hU3L1+0bE2hgc2IwUDRxEeJa7tyeJG",
+	"5nFRyLW1XD3KNgTEqWCYCHngmCwapWGFD+DU322YvoPmouqVnm7bT584eDJJrmzLkoi8u1eP+V1F9d35",
+	"7KK4b6mZkorVylJwzXK5EFy5CI5hHap1KwATbY9tl+90p9KTmF3OkoWaTshfQ3HXOciOMkL9I1QTwrMW",
+	"UnlHTg2pfN/zeIyijcyS81Y/UNuKWzUa4cUVNBQJ7Nq6B/fvvlkbSbVPaNaE9s03ceLDCftwbB/u5Vj8",
+	"0C3Ua9MRzq+lpuXgimHHQLsrqq1onUMwtMqINNyGliWMSPWn+fqbg2jEWEjVNnYuCFLDMdnViNJKU3B9",
+	"sWT5Qyy40Nx8zcjNVYiaN0luXt0mluSt7N3nqqQCBY2Li4Bm41rJqEbj+49oNHHH6w/SmhvhU1KzueE2",
+	"Wp4RionthtVYz8Hxmhf2xfjF0VxrY3mTTga3/eCbcRmqjGDhOnITuLFPULmfU142NfOnzU/eMXsu5vIg",
+	"O1jTWpgBZgcMfAR/GmN/junhbIIBjdwlDQmk07QZgdt3cQwXRMXyBqaChIN+lKiNQU701RrRJhbB9dld",
+	"BM0OUiHFZiUbBbJRbZRmKwKNx3cSHjkLVS/nlGNgYd67lhlBVXRkbcWP4VAbvo0XsWN7ETPywI3ILDCM",
+	"JypxYXkmRhT5Ndy+XcJV+hwvwqM3bd8eXFLCZWwXzki1+O3tkQkdX7meDSYU4o4cTlBtCDzr/smW4zHa",
+	"fZLVfGhWVBzXjBZgDmcxzpNcP5mD93dYi8RV8RPc1QIgG53LGINrGW3byxnBNSArRoVCXcfdVDwngxsE",
+	"6juOJq2dzwwKuYdRW6CluL43ZAkL5mz0YTqTje7uKnW3maJjlDG8kKGCT7CHuJ5Y03jq/K31I/YINSPs",
+	"z405jRKU4vt/PYYXjy+Le+KCKQia/Hei6b6BzZ7IkNTb3QtZR+bZV/8EtpPr0NZUo13LaMeVuCijVRnB",
+	"9MY2X/LvRL2z8+/od9uLMU3bC+TdPgqfG8qvTONzCChXVKmUdwPOP6p9LdKK0RdIwSNSHKMEEsHEypCQ",
+	"rJSNNmlW8NQui40vOFSMhZZw9RXc0cHrczSVJkzbsVGcIziQaxotJQsu0BZA1QOa8OwsvfFjQpdwNKIT",
+	"d33ZN1DL7OSvtVA0kzuTVRWdX6Plimqet1O0705quUdTbk5th+3SZm6nY5T1Hc0fFrVsRHFL1UOCabGa",
+	"y4Ln4HnGl31+V5ekOt+mjWlUPYABOCpgIEzlkZY36NSN6Fj2BTJjes2YwExdLpwbeOLOGFJ926A97WOk",
+	"G/fMyTM0PzXgs17xsuSJ7qIsALvz0UC9+5b5ud9NRzZzjb5AViQULPPVdSNimlAnN8BPImY/Qz8nPt+g",
+	"+N/TJg/i/EdRboZvXUAINs8a4l/xLiYh1bZRATDZ9n0sfu00ROwTXbetjo24kI3Qg/zfDAdQ1DAfrpa5",
+	"9bfWevtsJja7bgRc7sZnX0pZGaXLfrGVcB5J44tcCsNOOsvfDmX7YIVUs3UcQoINFm6chcR1n++6nEOR",
+	"mi24ub0zQOYwQsvNuMtRUhaC/kVre8lCY3Na7/Cj6PE2NVnh6HHQLZ2jv2MueDsp7L+TUitd0+q8WHER",
+	"BBjTouBm8LS8CtbI5nv2byfoytLSOiatElMrw0mM3kZN49z0o2Ud4eRcVSXd/JA27qilXAuX+25v0l0v",
+	"L5hqTjCdcigOv408iPh6XDSFu2iFwz5DvkGJoqWR10uqluZFdFSga7zX/6tvX0OETzueyHBcBMD2cL6X",
+	"Cy6AwZwhS3B6ASmZhozsmhR8wTVYNNo8OvTK4zsqw1fMf6X5/0YUrFa5rJnKjL6u+EKgSWS5qZbW0NtL",
+	"vwmm8LVZP9OwGeB//vv58b/R459Oj//5T+0/T+7+5fhPf3mVvf76538avUr52Qf7MkinqQTskNkh6XV2",
+	"jyjNyxKhPySZsTCroEuMM9fTtR/m9u2zseG5Qva6gSBSZSSadUMw4hsMXGpcmT+EGYthyjOA24T7oZrA",
+	"iLeHGFuyCypyhCS5kKsVFcV+pxubcdijOTa1vWw1oyqmiF3D722UdBtMD+2W3j8V0Ny3kYPyc3SGFZ3x",
+	"kuvNBdVsIetNXKfM7VPLveviuKK13pDcfW+duD3DYxjFOWDNpQA+Y+0cePbMlS2wTPSC6lVcyciTc3Cz",
+	"s4BSoX2l5I8M8G4MCWXuAnGsNiLH25TNiIyrv9NU6GD55ixhLXXTvNrNly4woFNL0ijW6WwXp3rvePiF",
+	"7OsqsUFmwT7HT1Gl8yW9WNKyZNGQ4XMi2NrQknnP7AC+uE1Q9pURDUNLopgoAKLEf3EfAOgaqbBr1Mwf",
+	"fSqYG569cc8Y2G1s7uB0UyVf0UUcCeeamTP9iLg3LRSd7RW+G7ewtUsVdBXOMLpVEEnohPiTdRnFtOF6",
+	"bO2jLCNbij76q6RK4Zz4VU+1MHLvjMgKh0WWrGYZmbGcmnNARU+q1EwxjRY2G7hlvv9Ktc36ECdzoqzF",
+	"t6+JbHvE2Do9ckiqCSb/y+g/fYU1GFFqi6OggefkkRdMOgZ4Qu498NG9jdOw0TohmtIbcv+b3/zmX+6N",
+	"eiUKZWQ6ZuRuIFUWJ4XZuPdLqhD/qQ3GU/dE0Q185sQBfBgPlA1xoPdEj8468M57oDp3GhhkFCHWNN7k",
+	"Xbzyjk6NoMPrhI7wx+WmA+CK0OFcdxGvu0mH3sDAvAVwu+uylOvvqOL5eaOXPz6y+qqkXFxrVQ3L9A42",
+	"24p6DHYUUCtW068UgYZJNxI+4HRgu61Mf+S+1qp68+LFvcO9MAxeWQgce4C9W0pLQsXGXFKtiUIwvZb1",
+	"A6moXp6QH+dzMtu47PU3eCjfYlwlV3agrMD0cztYNKSi9MYPcOxBhrlhOd2ZwLrGNRUaw545t8jfjsNZ",
+	"fIVDAK56QavqhUNcUKQR/M8N8/c59K0n9nAA+Bt/B02cudTwtpMfRckFS8zAtvrI6s2V4bkDLnvqjae1",
+	"/YKA1wB8a4ezDf4THJVaVkekEZqXduc+a7y5oS6m6016OAkM8XOHF37WOSL2PkgVUVJCcDbyYQtzb3bf",
+	"wTKbf3PlBu9UcJvYYwE5rCswpZnuATtLDj99unx7BM4hQ9Y0r6Xq4qjENcmBWOsLGzNqYTO/SHh1iKL7",
+	"wEXxhhe7q9Lva+bxYWt7DZS16lgwjPBWCT9o0UNw3xldPdvCMt8a4ySo9BYNxLS2NX6bTWMhJSLTSEKh",
+	"TwI7D322yFkhXQIlfSIWIQVk/pYrPB7e55JTYeYwY6H9dfswLHaAIv/Kwnn37eto/BbxVVom8a9DEWXT",
+	"g5xSgxDY5oF1XKmlbMrC58LF57JMwFp377cgQsyQKyqONS/18U9SrpItbmlJ6fbdJAJ8y1bvIoc+WvnM",
+	"hdpaDIajeOd8BFm6G4TldQ0LLg1ssamsAKlKqg1jSbBEo3pYs0qcLW5TAmgrtnVrRvEhZgEWjLWbOqlh",
+	"ZEoizGUXzBSqiREiKhyTo0oUWDa/HCHzdwi+e4vG27QjRAyj+v6esYpYBN8WsgQWC3F8ScnoI2CMecAI",
+	"8DuC0cWoUE1ZJtw2QxF/zsbrsI5DydRdGfdKPOAvANXdCfvWXHw0WnumgNLCu+YjrarbmgpVyVpP/bjz",
+	"zc9ZAAq77cFrQWutYrhx5zE8pitwivv7E16cKFxLUQs0WodXbtdwvb03D/7nb37zm977hpu7N32dH7c/",
+	"HoIEtWW9BJd8F3/k/zHNmIb/ozk9ffXaNQZdQQbd/Yv0G/iLPRL/8yUUXvrXj1bsqKNQ5vREZFziqARg",
+	"7k0XGDfx3WXiJh7C2EL8gbXke5x54oyAGN6Ir5dcaS4WkEkS7bSpisHUiNCTi/c/c/nwuayy3lULsx2O",
+	"aGHb3Y7qX49xwN0/BNC63ZvJGbm/u7PXKEDrvbu79wmvbEKKQIhbGXWNhvjYAQpzVET2D3bmAX8tTKfH",
+	"TG5R6fpYVN7bF9R+2S5hE5QQaWuwhCWFOhWQgjoZfUB0X7Jiq67C0L07i5TU6lUR6paw2rYf9I0Y0euc",
+	"Y6/p5ImW9kOyHLA6nW8bcfr27W5RMdS+7C3XVhw7bqdPKilLOK5bqucZsSFJoXYaRnHarg4yG7sUjd2c",
+	"UmnMW/nbi3MhuViApcFcoMmhkJiebgQtK44ycuPi/Q6pVVTgTm/Y0ZpujjJ79SaHKFPNtbSu+SMXi6OM",
+	"XFugBEThgyNOtTZM1oZ6nbV3Z6Oc5UtWNNjvlb1zcx8VBlYOF4DWvZofZeS9DR3rvr/mZUnschsa4Vaf",
+	"dEtr532QHbh5HgDKMv7mhn+QHXhKe98PedraguESXK2nxSuLkGRkI88gAxDXGdO6dL0B6/Q1hltg9Jz5",
+	"RZGbNqzLzefaB2XYh0MDhRpBMfMqprDLeUf49Yzh+GQ06qVb1461FY8mBFL9iqwDXD+TUWCyGWDS1dNW",
+	"v7Klr2YbsKPCmDu3wCer9XuoDr8OXaEnxgN5GJXiHap+RmkCJ208eLtT1OzvKQsPJ9yZwuQwqQ4z2ycw",
+	"23YOIdnunolR2V8oCNtpbCujDV5qtkphkcALGMzncEYCABIX+DoNtgXpOSNIvxlRD7wihx6QEYosgVuA",
+	"HFp8xzOimJGiRi/rCFFsyp8Fo7g+8GogAW3Eytyx2SwphIqvMaLnMc6fHmJ88nctEIusyZZromuziTfL",
+	"RWSA/YUPlwKetYwkOvc67Rnrxnug/2jOWVkox1bNUgAteHzOca5nC+M8AN/zgDF2GKMEuZ9v/VxYcsXk",
+	"RW0uO3NWk0LmzcpG7/1CblPXxcQWbu3Q3rrPwNDDHjlbd4CPMSS5dwkoqYVtBGUTECOdBt0Bnj4jsEoe",
+	"JBqeBUsxEgTmpzRht9IAVRWMFqCH7N4c2oketXSlHfw1IEbNeb2KYUHhK8NWVzdozKvALxI+J5StEV4A",
+	"VUw8xo601s01mLtnbGouSCoh5dIi3IKcOUMAHTPj1hrm9stu6sT+vNzaFvVMGIXeCE5kI3AjtKzO+VsC",
+	"uthFAgbyIwZFEpJ0fMu4wq0i9t0k5gdXUZFyoxEcD5/jRdiQnGkU6opTbTGu7BXIUmFVy6LJJ8fAG+FS",
+	"paklwBSetFlWgUs2h4/3Jb6+dmB3IfNHqKX+dijtHD3tOlII1n+AF0xWNf+elMztmnd7qJl7aZi+54iO",
+	"qb6skpmuC/jBgv44Z5jR9PKllVVo0zzD6JZ7614Kwq4yci/FI59D6q0sHTSrVbV8tQW0UGbkfjED6/q9",
+	"UWKgWkH7FINpbi6vQr2qRnMi9HGQHdjPh4wbV/qniyDkN2LAu/23TlCwhVDzVhkcTdLykTLeD+mTc5nH",
+	"wtkvqHDqHbyRcHjWfPhb4Kg1T3xeURH/uqIJcCfAANVqiLDtK+HuPTBWqck5mvOaqWXcsOCj02zDmGHG",
+	"EKvTPFjtamPQPKYZmTUwT+KL8JOMldE136T84gOeA7MHdhi2ZUcTdnvbRe8uztCB1j9Z37QrChKx6Akf",
+	"9UuA7FOB/e6t5H5YMCzf2q6Wt/TZsdOxST8wPugKXOZaxsOH8L3EQbSNqK6KPcHB45rNwvWYtAV73pXC",
+	"TTkjK/nIQG/OpdBcNEw53zTaft3EAtBj2UQuVMnVectrliOqrCHCDLlOBswjDENwzBdutIVciwCVlS+W",
+	"aP06tr801bH70bzqfoZ/uwemt2Mu3L8Q/BU6PxaM1v6POfzbDOdYVgCoAv/OSwTlMuOLsn5VMUf+QRG+",
+	"npJaMUwNrFidm1XuRDl9ZYFHowzMF+97OVa8zxxy2BWX/+uqFp6ebg3oo9tuG6QPRlxWzsPC3CtzFxnK",
+	"De6O7/XpaXeEp6ejKoWjlmE6v8HQ9IQ4tYHrXVH6rBLUXtBY8d3mPIyaj/O8Tly9/xROG6AE9ePOQL/3",
+	"0fW2lAFPSAb85hpeGo+ssj14+XV1+2/xZpNBbB+pgPBoqGt9FrIMDKRyCDDrJcbuzXcUTlvzCX3GyXWf",
+	"Ri778UUgKSzjDddkHINPIutzu6mUcWEv+c9DBmP71U5iwn64xgZWta17x2idL9u0uDT9Vaw+djYGnyRG",
+	"FHxv01LA5wyoowWHhA8WzWwYz5IL219RgTAU0BHHqC5alikzkOl7uHUfET0w9pTVIp2OIKTOfDTaxjro",
+	"JyAD+dUIhj7FrnrtYsEi0d/et+1itkNWeuZd2+hEt0EHr4gihWxmEFXXVERL8i1ZcZGhHev/+39fnf7f",
+	"5L+4th6N3p7apiI+y15fXBBqruQBiIHbD4+iaoMBrGri5gBA2SWj9WSjzE6gFt1FScJYwIeDN41IgMKI",
+	"hjsOy8w+a9jvwY4hAMJ1zBUpGuaANGzQqPUX27pALk5i33H1KdnRwBDR9mMR+/nrkDPjXggR7jGhgTZa",
+	"Eizm/+ntlS16WJYKiMSQ7O3FFQEkCQgB7ULrNVqaXc2NItoU1dC9v63o/07oVJIwWmF7F/4avySlXCSQ",
+	"CWM7KElOLfJa6Ismhwg09ubk5MTXJ/GmFdTw4kkwE+5IlvhhFkMXo8siGZroLhG+HYjcQUw3bvZukwix",
+	"1/VmWm4ItgqZIY//AxLkeaGIMsQx28Ct5SiNKLgTmqBTGK0hNbOZZHdYlN1agzN/6/Xp6Ub2W56Bhz1u",
+	"tKljFoCrmj1y2dh6GTgezFzD/tSgQ3FKHK+n49+bj3bAOqR5Lpv2YgPruTPM4R999sJ+8IY6ktLwA1vv",
+	"tly7QgLamJ32PCYpeUvvQrLOOhqx9ZsiQbbrb3H+ulh+Q5yzu5NJhFHqONBxKRd4fN6g0rsgh562rY8g",
+	"I7a8Sma9KBAE1/pQM5dHaeMtMXouyLDMurF0mRPWR/6gkMNuAoOCBC9M9HOJJ/gnrJB5DDGAxzYR4RBj",
+	"6c3dthsuAFPqBIeG8Nfe+OLDYMNWp7H+cf9Hf6mjqBD/bV0hdsZP8oT0Be0+jhE3jr++X+RG0EotZUwP",
+	"Pg90BGVfAyeF85E+m3WjkGtRSlpMxlooqYZc4JWhaosX9Pr0GI1ExDVHNM8fmO7qkgEqayI3LXmz9Rld",
+	"bs0wkStUSiPJYgyMgNvCC36PTWiqs30M1s8+8Kh+ftiT7yJmTCMXh3AfqCKaPjAxsuDTBKn1GD8TSZim",
+	"9iQHxX9i3210zJVmztoTdhAZvY26npLI95XaSv0mQibiFda80MtIs+bnvQc9YEdrjWbbuHidmQ5xIyNN",
+	"UqE8oTcHxM5ZNBneQR/mDuIAC86nY7l38IAHroWhL/CuYX0jqUULZP7gishq2oKg7+KpMxQtlFYyq7C9",
+	"Q4HWicm5XFvwS/TZFFxVRrghW5xeHmbysvqwNxX+OpyniikEHeVuXEfut99fo0CF2wp+3NpOF3QXpO/u",
+	"5DBrGQFqkw5SFWxUW8GGZ0bdAw5rtWJv3NU1fYy5KEbRRKxDJzo8BNyIYYKEFel2hNqIQPWN4mcMDfI8",
+	"gHJO26e34CpGm6wM7Q81OBz62wOWwNxR63Vmn/GicwaFrIj0YYwgweY1Y5MwIaclavSbOn31TRLlYABp",
+	"4a1FNPBFIiFw2AKKThhqCkThbQifMLm9jko3ENf6zsKJDO1jOkHFB15PodkuAsLAmD5QdYzIB0OjSqEc",
+	"mK+HXTG74hmAbeWzi8iHOtaR3OlDDzBlaxLiVX0/TIMbBC8YmsMOSAGTKGZawtB4M7vgAnC9lI1DBEiF",
+	"Mz0hFf+LZdVnNnUe8P3C5PmQQtbMo2D0IdVOv/nt/knnYwdvQhL1hK1N1BJqs6E7Kc0TNIK3QfT+DipB",
+	"cLUmOdW0lIuGEYhmfmS14lKwIpKFQNrNwlus2zBRbCGVmAPMRV42RQxK1sV4Jq32alcDS19H+hk24xJb",
+	"eHUaxHR4g4vjL2PxW+69Xa267q0tJaVc042C2nwnPrKYKsX0sVvz+yk0ialYacdHmxi3z0L6FLF2Gb+N",
+	"reJOEe64lLa+JS0I1RPD2C1ZRpiry5uwb5yhjc5aVU0nqk03UROtjb1zat9vR+HXPmspecJp9SnEO2nv",
+	"mPoQ19V3rP2wo742Pat2Crk+i3AcSVGNbgKC6IEw/yCVTlh58dpvGLkih4DoTBdgqPdaNrZDZhu4FzXK",
+	"puObV0uuMAV9JQXXsoa0Q4dprciCPzIb2KQpj+URBJqIStl2YPBkvZTKY1lxQC3kYqrxSNoM/u04AVHL",
+	"0iixy6ATWABwofPSEtuUPiYMH1vGYCHEWbQZ7764fRipOcU7YFEfUr1aJEcG07TxogVi8Qhph9MvtjEU",
+	"iq3j+OfX+ABXcWJjCbv/x4AeH4RcAyR6QIcZsaMgUgAGVCtrd+VvzuwvHZSD9EAPlUfTcHPOYrQ6eO5W",
+	"M1Yn4MftkVrBO9unYsloiebIQcEVdvQBPzEXFK2rZFW/8245PxzAV4p8uL29IudXl/G4GKjoMQaQCu4a",
+	"bvHELMjxYAmVibU1WLBM22mydK5HJ+uqZge1XXRN53Oex23YrJzvMlmB5UKp9liriRqezXxeR52FkbYf",
+	"pUYrrHOI/kFqVh9kBz9I8Qj/HC/Z6Wt9BIvUpY9gUH6b7QJkjgpHafyDp9a+08b8bgNoOhQPKKUMzDE2",
+	"5ye+htF80ktRsEiR6O+p0qSUC8LNc5+fahWwloQmFUsCb2U0Iah1SwZO4R5RzNiS26iZ9gBMLNJ0IYWm",
+	"uY6VhPoYhHYH4XWIc4GftaDwO014l1q8qAMkIP9pvhyvj+BoYPiwJKp6tETVnaU7JvIBopQXNS0wW1LE",
+	"0PyDC25Kwf6OC1pvnHrd7bCDz9IIP+9x+3i7RH6KWZewO+TXp4lQFR+qBunOp9fK0jj0YBdHLz+DmFJh",
+	"FQQb7QpX3cxMntdkyZW2pRh6Z9NuZhSaRQpdyzJyxs9sl3n4BhbMAFKjK+bGlyhhC9OcCEOML8dxdJgw",
+	"SutIjpnF/Da3uKrRRMsFEPX0m7FdvghV4wOI3TCLkAF4B5TEgN9mTf7A7OlWEM82/X77gyxYSwi2p1gg",
+	"hh3dd9BX0lHuXaLUUYMbXVsD74yc+mo47qW2bqIFn52gItpv38UCot4J7wfwXXBRyHVYVm5S/zuF6trm",
+	"wPc6Uu3uSw7LEI0aP+SOvvYknvFCK/5Ads9UFjIIN9reYna2O0GN7REa4HqpglAXXvtDztvVTHoqSVDR",
+	"7bm0kKDJCTL52XhbLlcrrofGi29oVgQjD65eu40bNZ6kO7wNx+zeEXqQZ/ZXo03BSNKAx960Memq5D+A",
+	"z40sj5Y+D5XVHSyJnZvfz7vYDN1BVV3b4R50o1m9Srcf3IBYvdonei484n6vbbdbqkxIe8H027WPHmOs",
+	"5udOc7Na0WgNrO4uLTnipOCtpVcZcCASD9/ffEwRQ6vw246sCgPbZJW5oOPN1HixL3lMRqeWb1P8JHPQ",
+	"DiZwtwM7G8F79Odmk/V3rkOOw/gnlsBkI3RUTpjfvcZPuQC8CigpMJ2uaMVv5QMTg+t+fnWJZeKm1vFN",
+	"O5DaRjt1j9TkK2Br3Bo+BL1yHRPaTignbaPwwsTGGjUyQnhhH8rClrNg54L17q2Qm9QAedl63tFQYUs9",
+	"tva20T1ColIMQsROyC2UXYIKwIjzCmAPlmJsWBJG8HFBPmhd/Wj+nUv5ABUgRGGrJHArRmay2MTxHJR6",
+	"N6FWnB0LFja0J8HNAXsltiDbmR9sW8hA7AABoeo57EHE9UzLhvlkqft/Pb55zI8vVD0/hg/uDR8ubOA4",
+	"XC4hmAtSWxdcLHwWSFDciBWQbLQ1mTMyw4q80jnX7HaJogWQMp86FI74LbUaqoD4bj5nCOxcbdVCDCrD",
+	"7VL8MDuwAx3Y0vOZkmWjGWHtNcp+dWYxBbj2vRu9EFM7twrdD26jbXGaDutW95CWtk5q61s38tDSG20K",
+	"jio2lDES5N7s5IsVu49nipnxjylun1SsqL0fvG2ku5MhkWZbZyiyB0OsIqXj/OiEJpY7ll3hs5Qr5rMy",
+	"eoEGKNBHNdaoqvW8tw8nZKeMA18eM8gAmjCQDA4YVAr/xa7hCmtaizhahVOa3RsDtZowMh4DQAR7SqnS",
+	"5A3abalf02DoUdqCZLBzK8yeq5A3Fa3SkoiIZcVlNDwDqhkTap0ygKACTOXi8u01EVJbrO4lswJmRTdk",
+	"xqz3pparMwRbtN8HRb4BhdbsRWfdwzKTMa3Yh3cEXvswRibFOoH6qLbAq+1wveTj2opd+0u/Hvk0shTp",
+	"2uf22Pk96McOjMxcSP0dCOXE3MAC0p8dV8Ti+yIaJtWYNbDX3KrdagK3o7Dx82fE3LzIqlGA2U9D2WkF",
+	"B6C5gCl5J6LgwhLFywg4ZlNXUg2h9fulch7HCWWs4a7CaICYMRQ9DTGQ4NC3hbBILqtNhyKwyrgdEbYd",
+	"1BnPqQBhAhiuRpqf2cBoQJ4FXRICNnz9yAdWTQGfdTF9wc6mmVKIxr0vGhaUWA4jvn4tMUFn0UL7YZ39",
+	"oLh+kBMar+Q/XHz/5bPFGw02uk/0UbjRz7DHv2QF3aekcXzP9HaBWOsooraq6nAJWMSA9vWu8FYHghHQ",
+	"UI7OiJzPs1RZ1z2SRP7aBLpLAsrTCrrumpLii6q0RVS3y6dm9i4OKfGd0qkpCLDd64A+U15Jp1Jn5gB3",
+	"Xp0ew86RaIHPQ3fSYUQWQ/XoiYkovWqe6aEEtT2fMpKpKSy/XM1PI6M/Y7E1G8mqJXqNw1KT4lmTX8aq",
+	"gY4nwwydkiklQKE0FGyX4W47JLBM7vhpRTp3KpEpIdmEYGw1hPIofVxKCqgwLns2KJFpdGLkHz2l+Bny",
+	"Z8jhy+OXr35r5l/THJm3kD5wov35aK8LwVbezagOOqE+599cTs51yG9MZ+TQCmlif1BvXrw4OkNeLR55",
+	"CAoKZGP+6y6oh0utq4yY/1dQOoE6yfXp+jIsImk52wkJMsqw3D05bBSr3zjd4F9Q9IBFrlNN09fIVOki",
+	"marJl5BihLUxT056hS9PTu6DwpiRx/2ymEdg7mgvIq252RXlfbZMpTMMBWqpnGCxiJPtgi3uTtgIxPcR",
+	"fQvVbrrKhPynaNnI3TjAM+RHgbr9gyzY+YIJ/c7Hez/N7oPIl1LgVb4fRr6tk2udRtj4ns+ZDuqAgYwP",
+	"Y4bsGpJ/Pj0lhy8BnLDRTB0Nw9j+9vU3HRjb13EU24EVeyIss7mkiCDTP4mxfAtD2PY2WnyATWXDvmB9",
+	"pMLsitY3YVMfsKsQkr5T+hZC+k+gFLL5Fb45qWqZM6VOMO7laIrSwQu2qqRmIt9E1RysrScWaERo407h",
+	"oD4YHUi0f8OYkSuooKS1g0YI6jhTWE5rQh2Vmyv6+TyJTPmWlfyRgfZjfVAcsysUkY1uye3rMRjnMRTn",
+	"im6MVpAmnJiudimMMuiPgkX15hr0msoIlYqJQrllNL0G8rQl4xRkKVZGJR7Gzm+QW3TrPWldKrqmvJxk",
+	"sLIpKsmT/pbRAtWj3vTckr8+Pd3tUEfXfU25HsXz0dJXvO9MX0twfVnKwNs0F4t2jKdj6NnB8CYDZwML",
+	"GObfhk3mm7xkPzqb3b6MqXQtBeY/LUndgCOJBplf2ywrlZzxsfNNyES+jmEHun5TNlNJChlGbyO/OlY2",
+	"IND/Kav2r5r1HtcMjl92ALwveJ6b+czBw3tcM8HWO1Va65+gaYdlFzuaT9Bo12kYGRiI5Frn5+BtvAWE",
+	"pv2o49Z5dqnwXn1oDvDQdSRTb7YxuuAfKTdc/zpa8OKdgEBK6xlgj0y014Pa3A6XkGq9xjbgpwT6x2BN",
+	"Fm9ur2itec4rKjQ4iwpJDqtmVnK17EpIo6gWNZS6BUbwyNna3ZUmRfZd6zzA0O54jyLOowIvbj+kPTjo",
+	"zrWJbRLxt9vJqGk2DvQuXYqPqCeNa1wO0uvladJtsy3+vvlmlBHXsmQTVvDavAZ5UEDRcdxZCKebNYoL",
+	"Q5Mc7kN60w+F2PGC63pUqonlsZnD4LtERF70oHDn6lb7996PKugMJVyMwRN/ZWv5P/XMw/HIvSwA+wLY",
+	"MT/c3l4dv//+DxF8y/aTy3jZGFuZPGzbQa7aI+7pq2l4MZok0+1xeF3aV/dbFGAm1N3h1xT8jZJYNpJI",
+	"WP49j+ocKBy1JIoZbQdxaCgA6hVMds4ceQ/4la12Hxz/r1SHe+3CpD660fVwICIhQmAGiVR8Rctepy4l",
+	"lHvJa8Y6BefxTUPC8Ciej5jeOSNC9tVsVox5CRLEJhyCOYzmmnz3lSKxnlDDhmKpYFhA0SAbKwu6Wz12",
+	"BfpIH0wDrmQ8jgLjw8D948Vee+NxwWcWqHfaJWcHmyVmmd+8/+QNv24QZ95IuZIWQpW53PcQAuB5TJdd",
+	"ITcm2ka4txl+/O7sQJFxgveWLIasL1/H7jMelPSdKM71J51HghJKKgQrzJ0h8zV3mENWpMKa82C7K6qg",
+	"RCpXBIoRFTsEzLmRQErMyFig813inAZUtw+yLMh/SS7MsQr3y6m9odLmKk0VNmvkEEnHcDrUEgGkFySV",
+	"IixUCo+mRhIMMv2bZubH/myiUGGjM2briP2tCMFbWj7YUONgLfocU9PywUdYmruvMppWVMKNQBP7Elgo",
+	"3mSjq0Z3XIjQJNWa1eab//z30+N//tNfXp3+/E8HO/kMTWddtyAAOe7YfjVaytKtClftqnQrSwwVkqx0",
+	"qo5yo5bHWh7Dyi8gdE63PIMcOjuDrJhIOMrG7CxmBiVw856Rw5UoMpqI7kyyqdqeX546S2DEpPFyQpVa",
+	"b572mxgCN6ZJ9pNi9bPFI3qtvBf7M/EO1s3n6MR07iAFnZskVj2aQwCz99UEN5kzWxWcKFpCPSWqILMW",
+	"ZUcc7e3b1115GQ0okyW7jBFMG7qrWuZUBrcbjJhzadndqLoNWdRw07YeFilseR9aluy5Y+3C9H/ri8SA",
+	"H3aQJVa4TeoM72q+Ooz/2Lr8o6fZfBXXaL6XCy6cM8qcYJWIhwExCFf6NVcumz0WcKPCiBuVgfeYL4QK",
+	"gm/UsMPq6y4fPD/+N3r8k+GG7T9P7v7l+E9/eZW9/jrGHiMJMM735Ai6pab0eS5ckHFM8gi2Lje+Orus",
+	"SS01/NOHEftEelxRo6E/0rJh6ZyqsZuQHw/ADEUHZlj0vClLOwTosBfqdK8e87uK6rv7M3ckW5bhQ7Dg",
+	"DEPlGszd5LqHMh6WO3lgE5MhfGzv8I65Ft002+Sl+HZhQPsnlbKCmLNs5h9kXoCfQCs8UMTbDe3G2IpA",
+	"EIVtpE+b0IYWlCV9ZERI/EauRYxVt51NTDfYGmSGZY09c21Jqy0C1su5iicr+BaHi7DER9FhNxU/dlti",
+	"ez62PUcZz0DC03vwwfaGjzNGqgWJodKpUECc5ppqY1dcUzkVPoyNt0j/3W38RTKaUGRAJSwm5rLOMUUe",
+	"pY69I++W8QRiLGLDj0u3ft4GZFhv51kNGlusMbM/kL3TjXq0l3WPRT/3COcbP+P6I6sXbF/bCuRlmI2S",
+	"vnTPV6qt2AjWMXNRfNOWRUNrkULbbV5LpVx1nwe2OYJgP1phdjY2eBlHd4qGrPZvU9hC5jOgvcJpdnHB",
+	"H+MpEdsHjpbljOYP0UCgcwFhO4fqCIpmgJG+0blcAalc/Xhzy8CDePi/bn78wbpWqXq4LDL4LwJQZMS6",
+	"3a+whjBUAJrzEorOuPJjby0m/UeVEVbXsobCShUUbTrXR2dk0VDwPpX8gZE1my2lfCBMFHigTsilRurV",
+	"Vjj5DL3xwJtpNWisTWmbACYGYha3fMUG4VuQ4g7RqgIi2HwCCtFKKk3+BynoRkH5jfooI9fvL8jXX3/9",
+	"z07/+mmnSikj1rRzqDeI1QaN/BK0hqJKtuQQg9mbk7Hqmt1cWdCSG8WYKMPKaDlpifyMR+BkYJmeOn13",
+	"/pLhVrx48tGaEDO1dZhhLj0e0d5U+/FVR7vHVLWr3BLlEPu8peohmrrd6Bcr8wKc9GhWQudYJ70EyFPA",
+	"dmIkMILAu6w4WI/2yGVkQStF1AOvKijhBg7WmybPGYtgXyYy53fjsHEFyR4On3ERDbnZhHLevG5Jypwb",
+	"SNV0pOS0pSuPtmlbAOg2LC0bV5cmsa62Xq+LvFxSRVKliwK+O5ACb3bd8N/d80ztFSjW+oXzHIC3dsd2",
+	"kyzWagBotd651Xhd3T8uN4QSW/QX1mKoKKYVdpF8AKR8xX+CEMDZRpsb8F5UPa/pKqb6vYffnX3HHrVD",
+	"am58Nc0ftsMKE+2bkxepXmHOo6tBEMrGti97WidiqYzIpdt+ihHerjxUHsomV6sVRxAv5wmP3mJZyHg/",
+	"dvymSTiutoZk3EaJL9+kZdgfaVke56U0EjWIRcDvvlLWMQa7uCuNbulX272f2kr3lsNkGPtgfrluhLC/",
+	"nI5QXqoiGbhQ33Obtx47gDZ0yGoO7doa/UlNLnyWXNv2hFuj8m7rZzNcBvldV89xFbwRsW7n7kZ1j7jZ",
+	"BFTrOK2aZ2fEI0Z4quLFBI8LNt3CxQ2mEwR6gf1iH1VngkkHZ9sZW4zU+yzDDaYbLO5Kbm3pPtvkG0qo",
+	"Mc3oLeC5j+tHQVyww08KiL+rOdk34vts05nwIHHhzpE5XnWG2eBtVxUVWFsRU9l515bQ7dW0mCKuOjy/",
+	"ybLPo1C9rbvYtNNjeVjqxQ/bmpYPA14xYwsulPMePbANfkgB9sBHNk8VZ1o+63gZRO4HlqPgMyaKfWCY",
+	"7I74xY3R4lYNWautTz3B0VPnz4Qapf/x0sHdc/BrLBv8vMWCYZYZEWwNeSOGYqbjJnZ2ZnKFYPP6X7cq",
+	"8LZMiF3hNbNIo13WePi7d7fkBa34i8dXL7wK+QLhqlayMPeXFTVzY+bTY/j02Hx69KbVZ7wa47UXwxbe",
+	"e6V8+4plvzjIDvwnw5ett1TTa6aZMFO6MIpfU11hwdnIfHNZ2fkWVENwFH4I2eyiqUgtGwCXtsozaJdA",
+	"3GKjzUZG79Sxu8i5+Tlg0i7bDYeWuL9qtpBxZHc7M6JgBuZgwATsJ5vplmG/VPbLGElPwzeyU3kavtHU",
+	"+Pbe+p05/B2PrDMCCtGF+7XF723nnZWPHaUYjV03T0ctwmQHNkiLTyW4uhE+bUT5aiXg4phoih4gSv8M",
+	"Yh7MsI26W5L2o3EkpHHvyV8tBWIg2yFJEvH6vvi7c1z8wvu9M3OxF25fMMKwl6dzFrsWkR2dcwFhTDH2",
+	"EpreAd/wF2YoqfWaDB/bKqQoLORkuNSBG27Xtr77OsTsy5b5BYsf4YQBCvIEpjijit3A/p+bUxejLP+X",
+	"L1Quc4iHMYtY2Da2iR6zpyIN2i9s8mhGwvTSe/Xnkmt2H91QWPia683Q6WxTWb9S5M8Nzx+I/47kS5Y/",
+	"ZORePtgg3gBUeduUBQsV07lgvYh97joNV2LSccNmfkxeOpyqmKh379cRrgQdU+dU6oUB/CFVocRO01Uo",
+	"6XPpcL5TzEwTZgImwd1n0jsqlvD68wvpp7+44fDajY+eGWC0aHl7z0um9lUhuqY7SZa0Lo7RFGrh5zj4",
+	"xaxlBtYdk3aZ0GUEZhfvtZHlfXn88vSUFAAWk1u7K+/H0o2ka7e5Hi9t4mwqti56206sJVcPH5muea7i",
+	"l92VbIS2i2QTp2IobI88lmnyHdiE8WnCuMJSFAk/+2LeU7wEKp5B8L4deT/HOozujJW3+mgmj4EtiWgv",
+	"TcvE+G/24AaNYsXgcnBBGsV2aM1aExMlpG17GTk19NkVi7LBEka2XdFgxYOtK7Ve+ujgA78JnaUJ5xVu",
+	"eXeEUeq0tUDBcwbC0ZB8ulKqzc0B3bVGcYQ4LoywkgGoRRsqBmlE27T8MBgWZpvplKMKMns9SssBLhNT",
+	"+jtZbOAvVUmhWp5o+dMmeh834j2VVO2Mc25GXPXkd2h0QLp/wcVcIvYLdk5u4PdLMZcnVrjcJwoLTC8b",
+	"VtVyVrK4V9k+i2S64AMyR5OBrD26rltf87e5gnBIOrmzgMDBL2GDoxXz/MpmuNPt0IbLbb0DiXYhxZwv",
+	"zquq3JxDaGjKquxUoXWNOTUBukcObdjoAQ+TFsKLGFk0l2Up1613uy3bCh5uwOCyOmhYZBRyBA659slh",
+	"9wEsAcJnS8F+nB+8+fdhzWhrvv4iMl5NyOKdnOc5qzQrDn7+U2wB95PaN0xrF6IEhY+NaimT6xvRiT9X",
+	"LNesuFnSV9++jqmx80axduFB8AkJWRishsUHuy3Cp07BWfmCV+/sQNn12Q2qJFxVBL3PsGY6RL+hRbOi",
+	"Ol+2SO72AzwhUdySLfAOG+X/8ttsIpJHQPTmSAC9b+F5tF6hxBk6vI8Q5f1RiEnDtbKH9oyc2qaVy2h7",
+	"VpQQvz+DMBCp0zdw6RrjNMkyV8OVHAVbW3UVtI+qpDnzQQi2H2rX1LrhtiMIZjR/aCqjiMXAkVpwY7BL",
+	"ykalvXFInInK8AtWeMKcfAUMlxobiV0ELVUli/l4qltSx3sLj2a4YMnYmXjy0kW4cenFSArnP2JcflUx",
+	"kYjbmQb+EmFlGGA+TDOWLGp2DEWAHBeN04bFcrn2ZyTVMrVrSQRjUPm+7QdDI4wYoA+MMIhOT/QG6dDf",
+	"0fxheAodSrT1jDBbi8xYTo2E6Mx0DlB07sDIFGKtSggdC/prj4EVOetxi7yHl2npM6ArX6vroHME/TCC",
+	"/eyszPamtLTWHsExvmUPU7w6dve0xm7SrIxFkeD7AHcYp2u2huox6ZRqTKigCkRb3OhUFok2XLWI8TYm",
+	"U3XIRmGzIH4CkwY1yCXBPus2EXwksxrXLZhDsCTboxrbQnevimu5MSnjjPMt3gBWXWyZ8rbFZCoPdEBp",
+	"Se60ooIuWPHerIFKEo+CJCWPyhHoGIcOiybzqKuK5TXTGVlK+eCD73gdpASpo7OWNaEmCsDVlid05FCa",
+	"mLtXOOjtpKnLuNWhJ5t2QY/gzyoO9lM232HNJjv72QaovEtFD2xDDnO6YuUFVQy1UKOCOQ75f84/fg80",
+	"cRTVPFNs9ubD+fGrb1+HfPYM0nbNmYOMAKpI94IAHka8Evhd5gGbdpxsxaiAqMMdmHY/uitg3J5DB/pi",
+	"l7zHzq7hd7HrNrqbLXx17ATjjM7MFROCLozwM8qljlWDsdMfkNrW5U/WsimLbXUohAT7a+l2yNVvniqb",
+	"s4OCz+fbDXwSfG7UQfM0bOaLK4Ubm+PKBRR4ySxiMRpUnpMvVChrR1bULyeSxpI+sqfJ0mfREGFphuW1",
+	"Ne9wc0HGUjmpC9cYDorjBMHJ71Jjfy0zf+LcSGOqmaXE3QW+YRpPt8uYk0hrFgCSWr3p12qh+esYTcgh",
+	"lAuv2Uo+AsqUF4mQmyZBLjqAroicS1kWhja5ZjfBXPsMpg7H2FfkINxzYYtxRBDT/uoayBRJ0M4fdGK1",
+	"g7aQT+G/U0X9tnyftmtXhp52PJrdffXEekakBXeSgkHB9IhHcyGrC5ov2Uf6+f1wFs4Dq7SrrG5LBfhA",
+	"ZkhONxdjWzzAhkA7GNHDkgIEG2a2Kk1WbCXrzdEYarP53xhw5bJU720TW9g6398QxRYrG9e8oh23znxV",
+	"gVtNRR00y1Ld4Kdp6J6g+cKRTQuGPjy5V1MmZkcQvVrgE4cvbk3LJaTsl3Rjfh4ewNfhAF5FB6B1dV4U",
+	"derMfri9vcL+hS+Y8OHHm9s3Vz9e307hyqVcfM8eWRkLbwI5UsoFKc0b4b4VbNYsINJgLm39xAOX6/an",
+	"KOO5BgiF2xEkJmejdkGt1BGztUdLcYf5GHdCCnZXQ6PPAIGNDf3vhjVs5ARSokrpz9iKbiDRmczYkrcw",
+	"2KUE6DZMqdvxgP02Oj5dXclaf6SfI4g6hgtc316RStYj9Pb622+//jZci7AeUqQ7HoPRgCSG5+5PJaj8",
+	"+vbmKfT98yR+/6kqqN4T6AFvPCQP2f8bVFipZkXWKk9G4WAFaSr4TaSve39HzrPdtAmUy/9wej2H02tL",
+	"RxuyPrb6qius5i6Bqyjq/T8Umn8oNP9QaP6h0PxDofkFFJqQ5/vTFHTZmW1npUO+FmNGXfaQRdh4jLCS",
+	"hyE4i2lJZARown1pTQGsCEs2RSIsjBQfShtswSxbqR+e/cqn9GE1QvOP+dz+q2a6Z9QLkU7AfxXf6O+l",
+	"rNDbYXe5E7PvfV/nV5dRm8skPmmbjjZgZOkHRms9Y1QPQhOgGgSyt2bmDLDijIDVDAGM2GOPJYXZHOY9",
+	"LLmN1rsnwa7vaLaCoJAWrTAdUPEkZvPs3GRndjG0zSpB+FbY2ah6AHXtBHw24kHItQBUAyjo4vAN8CTU",
+	"Prk1r6lato/vEKfGBjvI+Tx6Mh5TuRZ2WPb5U2x7DtEhPP5tx93Dme3MKPunZ5iBnVc8zsPaglHJ008O",
+	"S8cpEAEVMh4jnvNIZQX6SHlQ8H4s9MGWum5VbcwKwmyhPYouQwQU16SQTCXcZHopIwcXmBc+3CFR4Irq",
+	"pQtPcAs4dDQwIH4slmxTMQU+OuCC80bkkBjngszKshtwl6BTO9OsjdVve/QjyYINGyWoODTCu2368TTm",
+	"3QmD4vLJzDQJXdAOZEffsTtCP4/k2HhmkEQSaNu7GC991boubS1IYauo9bzvVNw2YuSIIfWYJmhVlRsM",
+	"ytGNsHFXET98GzGuJpFo20vd9FZ4Czsm+HBScAuEwsRw8eWDCjmIYtaWEh7BqqSCDY4HsDYFXbG/dqTN",
+	"VBp3kPxJ1EH/gjcR8drxIrYr+bvSzN3KaFu55b92JeaXl/mtcG83qHeSHC0PyXZ3oIcZyCD/NUNsUZjb",
+	"oshdzhFnlYBuY67aHafrjuxylFdOYJHJhFj7QHUDmFATsSjmyImc5S3KDiK3tGSPP7Tm2DSZWJ2O5nps",
+	"5B73x8jHMAstdYW7MoOe1mpoH3ZzdpI2gilplu4P005GB1Db6ueJEEydL5m6CMY+RToZudHZKjPsr1Rk",
+	"xfes9P8LceMp8Hr2vuIFFX7SucZK7d7a9zI7lU91dz3r0n6c5rZpO77N4WqkT/cV3vrOQZWdlkPXnnN3",
+	"ZaT530DuXGemz5M912tyH6fgj5Xe5p/ddY1Ii2d1wkXLlv3DZ/bztDMzngk2fV/3zmpqG/wVJCXZWU7W",
+	"aM3LiG49YKTqWmeDuv8RQGuuIMwPTE+D0GsZ4H4VPzb6IDu4oCJncUC2KVk+qocbOil/uTP7Ibeqo5xo",
+	"OkerZaFRVlk7xN7Gbxte+Pw28DlfXEUNNu9ike+Tkkx+Sct6XjVJwIaLq0+kUSxItjcblEFSJn7jNiuX",
+	"NZuE5bCXyzNp0Uf2lLgB2twFyzjIIagKGVFaVpkLz85s/ZqM0EZLV+T9KNnhuzh+OfSH8d6ydnZEcJee",
+	"HPxCTgD2WdtqngN6oGoqVj9yJX24ALfXFIt+RQFovamZ1Q19hbH9PRz7ctRYBLzlHYQXRvQNKq4DmKXg",
+	"y1XR9DzzwBwRASFGU20F1i00wY3kXsX7F7gdQi2ca/QnkYIX+6+4pVoVFdC47YqLnAXjsmrz1AkrlYCI",
+	"uWYKEthstEmPU0wEjflbd0hNYFa7XNoCJ9UvcGv7tfrIMO5DpVDcFfLD4ldjfUt43CreNc2FAH7+nHaE",
+	"VyhYunw9OHgdOd0uVsvcOqrHU919AYMb1Ov6dto4mlfHRNy5LEQUODxDET7QOWPONmTuYq3x2apR5nDX",
+	"SQSEgtcsoTVwgeDvQaELR/vw6MDVpYgSMBNYAHSK77GrA+KXKgllkS427PYA3AndfF6z0aCMaF0dz8vH",
+	"cVIPK+/6Rcr8lrQzTNPEtcObfid0naAHWzMnzJQzH6nda7dF93c2hGVmg4xbcSgmiqiiRo6XChsrzTVl",
+	"hsFikE6F8WJBjaDD0w705FRg/aFCAhhHzcDM0EZPR9M7VRyjTrVGqfSSJFjsSIWcvZfalqJM3Bc98PmW",
+	"kT0sJ+gLUztjTae8H9eDFZumyGpLujO2oCLotluRY3K5lNhEXWX8QyEx5NTS0YZpqBtrTw0G/5orGFdY",
+	"Jd7s5hHxCMNWVXCMzDYLTN4+HhDHu9ZUmVC4ZJwPxQqOHLh1ynqQuCUIx5kH+rMxeO68TmBVKXMB2I6C",
+	"+AG34DYRu5+TzvKHaTTj4k6erbjgpVadejo72bnaClADADyuDlXae2eJE5mRs83u6MjrCY/J4Q99zazd",
+	"i87Y06TwR6x/eSlm8vOA4AK/fSUhFny2IdSuW1KViUkvs9y0qto6x94aJR/ITBYby6Kqmrkq8aP6vPk2",
+	"nr7/wUUaEC5ITjUt5QIxLQ5/FHiSLc5B3OLBJxVOZmbJMsL+bI64w8V7ZEJfevO1XSNfaPSRJdBN96pX",
+	"ZveEJ8iXrv9X1JNwG6670ZtyXW4IwC7ljD+ywhZi1exzwiLkXhw89h0h1bbN9S7Q6PjRhwk7TfshKhCT",
+	"dthG1udDO55i+7etIvN8pNs70HBz8sQcmfX2Ue+JiGA/2n2fdu7HS++Au84SMDef/AqL7wjf1fOW4bH1",
+	"BfYsxJPistNr8rRL6Ovy2CF9oZo8cD0HWN3tm4XhHnJuy4wDxwDLrxX0MQ8YxvgPLplp4cJGthRQFm0A",
+	"KSJSi6OPnKtr6sr+AEIeFNWe01wrQmeywaAVWypaNfnS8REMSKAkp5XOl9TwdyXLR+arcwX1zmnNPJLu",
+	"1gomfXQfmhUV7ZhYC/ILeECAcgQu1pk5i7VKOPJqpuvNcPBvzSpGPWClMtzSAiZjFWhI91HoQuvObzv8",
+	"JLie65rmcd3KPAhCOmxnPVF5/6/H8OLxZXFPHGSzrbE/riwDMYV4LG40SSq+iKaYfOzTBtKwad6ZbEKi",
+	"JreGlZVcASQNkj68C9bfkmrQMpyves31EhDLSg7G5zWHUA4i4S4GxZmXhl/d22ncm7WpmKxKdkIuILiM",
+	"QnZYuYG+CC2Kbh0qMMLdWV9la3DEnzUm4vi/G9EGHhsZwu+0fGDirm6hB2ljbqzaGhrCJ/Yg3FlAo+CX",
+	"8CWsFHxXcIUmk/anRS2b6i6XYl7yXG89EFLfgW0reGJ+az2S7lf7yx3NNX90+NLuYWCMtb846R90bFcr",
+	"d07h9ifDOeu6gVgQtCy6b1Q9v6vZf4G7BJCD9B2gztyhZay3toWt3AxTaE9odrCYvfrty9++vEMQd3gM",
+	"aNzbj1q/a+9BI2pG82WvQS4euWbhEHtPWmLgBVtVEpJmw2Xhq0rWOmwBVkOAgLC7fjdDhHX3ZwDNF/yK",
+	"Zzj44c8Nq8PPVFE5peYOFdq7ms1ZzUTOiu0nATCmXsoCVo2WpVzDj+Y+FL5k/9b+z3aJkaBqhGKxf2+Y",
+	"vnvkiuNyCml0fKR+BR21+WcgOjelpMWdlvKupDWKU9MgWF3uCiYQAbQq6WZG84e7klHFwlWu9E/QrGoq",
+	"tDXb37r0AwYNewZhtobWQTc0Oiw2QDVXc24/qKlmdyVfcWzRX//u5rxkvcbbh92muz/79a3ZvGZq6XlF",
+	"oyyGqVzd5aUM/tI8f2CwYqpZbf3cMo5a57a18LfqDuIb7tjnJW0UzsOas+7Y58pup1rpquVzSsuaLtjd",
+	"vClLrxC37NDa+NoneBwp0LBqZl4Q3NE6XxoN2ggSf1BwjPjNI6Nu/bqraUWk4QO5XOEvfnPvkJI11mmw",
+	"WvSdua+ENOF+14aidG/512ymJCxgUy1qGtL6n7IDa/U+eBMlwy1l4Z25gL4Tj6yUVSIoZdZR6xwjI4cu",
+	"MJGcZ+Q/sCHCbEv/cXB0Ruy214poWULtOsJA/QKcVEC0LqimkYomVNOdUS2FPlYVy81htR1kbcwZ3GmN",
+	"6sY1LbnqpF65eXyl8DqOtc202c2o/mZv9BGPGnzNC7jTGM2B5rVU5haNNcmMeLc/Gc1OnVm90jNf8sA2",
+	"k8oqwxDi91/zq7dHmNfMZZTnS6JYCdWaQONbUiwi6dZ/spXsIggRDmrV4sLJmi+4wBqKRmGlXRMFT1y1",
+	"ZQ4QdcW5/qTzseL94dSwoFgGyrH9HdNftTaaww6W5+FCUFe0hjT3x268tyP2zEHslRvy8sxoiMGB9x+t",
+	"GqVhpF57J7MNWTQM6mjsVBI9cj2Hle8sTqgUWsmPnNaJ047lO2urRslGz4x4PLZc6Fgzpcfj5PrFptwx",
+	"Cam1v9d+QllrxITDH9PZf4eTeJsod3ROarbgSkMm4+++g3eD6kfbyKmClQm4U/PEV/mCFr6yddnVxigk",
+	"zoI4cdOwiZQVz3fw6vS44Auu/eDzVPbAgOf2ngvYvPs3wej9yrRpSf5qEk9PAOkajXIxDVlvbcnnDM7k",
+	"CAzJ9oqsqGjMlbupYwHo72u5IrjNl2IurTXNueLj1lJZxJA99mhJRLlqZ6PAujjvNw2xKY3QvESnlD3+",
+	"1gqwd7DYbS8vgyxl6T1sfki6pkKZHs9ctKwROzRfhlSgl7VsFsukedgfn0ErricpwzoAn9iWtSeHXLta",
+	"5mA7UGrelOT63e8ub27fXe9UAHMlNYvHGXV24ubSJ8E7M41bHlgrxRDR/RBj/H44vz3aKVn+Ciy4OTsj",
+	"9vIVlMp8YKw6puCQXHNRyDVgWWOZMMVLZkPSfaGqfvjsn5LjsJ6I5C7c42v3yJKsFXv66npaiS+uWVP/",
+	"SoyJGKK2zjUfEAXXN51X42LCM0N71LohFj6WqB1khxwCOeF4VNYy8x4Nb6/nqFgZN353JYv6OzJ92xln",
+	"Rm2xJMGneza70vtJBu9g6b+AwdsO/Hv+yC7BcBKk/vQ1EOAGYF7xNwzacitLp0ltJMn+8XGoIjjVoDKq",
+	"bm1e/M9/Pz3+5z/95dXpz/8UVRl21EF27mCXSG5A9QcHFZFtaW9fsQfm6vPLSma4HFZKIchFnVAdrfxd",
+	"6+qPXC9v82po3jZ93TA1cntx5czRnbvLoXlgGDx/ZJ2cpE9vrxLG8BEEsA9yDciMW+lUfjPQaEwO3fq8",
+	"PD06SeY0vRyl/YDztgQ3QvE3WlZJeu9Qjm0S3CJaVv8difyJ63llTYCpVA1DEFoC4BrGBOp6E6sqXUBJ",
+	"1AQMipaITXLoalDaq98LZ4B8gdbfo31xWcjh1Y83t6koAE8pE0SBW48uV00CqPiJt/1MWOxRlu3WJWDb",
+	"/z0ZNBPFLY/dbcJy9W38HhLis4VmTeX/f6vcHlS5+Pp2C+Hvv8J/GwIlXIqW6HY4qfEEWwgX85UOB46q",
+	"dRDsyINu7Ffb2Ln4+4Tx37Qdb+HccKVlvWl5jW12h1A5dFeYPayqZG3GSSwqaVWy1/gpl3+/E+a3yx/+",
+	"cHn7bjodT+R0eRo7o7hOpMTbKjtMFAnrzk5McPqUoMPkwoUjmtYeTyyOpZuvVCrseNeoQWTDhh3xAYyN",
+	"Xfjak8O9zXkyA0JTWsf+gOnOaHovyCHIFJvL/PLVy6OMmIu+AiR1F+1uo98h5RACoTtZ5NjVQWa2P5HH",
+	"jAcvtZj+WPKCHHY6TPg6EnHhnbYedwoSBw/RDqw4Ap8UCTP3mV1Q2chzhgE+iEHLceNJNy/A7udSlrFc",
+	"l6EjOp245rxMmEnMr4QLApHyWYtT0qMyridmaUw2GMs6dcicXNhRaNmLhA9MjxHplVS8izOp643zbUAU",
+	"xlcYvZShRftlotBPXrM8EvJ3Ch4tV6fxpf3XVGfWCG/ZQTXaVGN7YO3V5k1yaNrJCC1pvcrIioqGlubP",
+	"8mj8uPmlTp0ut1bBto6emv8N4TBRlxaMGjYK/MfrJe0YZcMcij3vLE9SCHBkaygzKvQXVQLGBblLfZzK",
+	"MjA45BnluM2UGQwlxsh9Wtf8kRXZlttR1jb6cRcrq+XFESvrZHm+29olZLnFYyFQmxOs0GZLV+yMeHwW",
+	"ZMC0LMm9alY/NKt7vzB2Tc7IpTBTLZlmW+x6zYQmf244s6HY5FDWFknAHY2jUOTHEWLaDuI6AAwsfuNa",
+	"UbEJtjI4mEI24Cw+PPVuQeceMytxNJFLaqoeUufEMfCoNthjXLadHXUFn2uGS9CS9E5aAfC3ASNMyOb+",
+	"jq0vUDnF+ir9dmQOJe3rl6SgG4WZREc7nc1f4sg/3RwBtbXBr2bBwlqBAiaa4NgnTRYvX31Rm8UHyFm+",
+	"WLJYCfsWBEwKtoWh3S/amEgCeNdG/bd3K4Q8C1Ag0VXC8gdzs5EPO0QyhPFhfXzvcYd4O8XO997J/QD8",
+	"BaISi15g5DjQFvUcpxkD1Poglf7IdM3zKOVBYs6iqZnH0IpjXudVcyGjgS6t27GUC57TklxcfZoa3rID",
+	"ktR6KUvEu0KLpIdgh1DrR6OXnh6/PD2dCClVcBUDbP4oG6FZgXnyaqOMKjFZp3jL1YNb64hGAQOd0zy6",
+	"ikyvZf1A2ncm93rpPhnoupS0eBm9cR6vuGg0A0MyoY+s7jvA00sIjX4bQwmYa8bEE1uONvz4lPGu2CpJ",
+	"bB8Ri4gLQ3K7UdKKrW6lpmUC7uhSKI31CFa+D7hRT7w1r9jqE4DfR1vvjHvXppvKiKbRykstEBScvpmU",
+	"ERioKTEFHTwaz1H6K9ibcmffHCU7EvFE2J+MO+CdU5fij7eAMn9eVeVmCOo1QKS3kuZXC+3am9VTYV23",
+	"mtsH0tV+ZZZnC+GfPEIJvR1rLayXUtlt4a6eXuG9ZB5mv5RGKo0iFnzBAo6PvmDgnsmZb5kyh8ouG5lt",
+	"SEVrumJGH35gmzPzfwoDqWdmnbhmtiKdeTBepNsOcLAOYpzGhgBfOzuONGAd1FH/TsnHoJGCY2XfB9PP",
+	"I6v53GHAtpSVLCFxOQmzQCSgZpUPx0nARyWqOrzlc5u3BZFndiVwiyYL/3YTTHOXmq1i4n/qKYIY1TZK",
+	"ciLMmduqLvArDn+YcPyYhxZnxvSaOU3eVuinFiipCM+B02Dt+m1fjRdj9ITNFNC3aotqul67ecohHeEL",
+	"UAc0osjaz+0gR4Bb7ZQSbV17KoHWoi08sE00M6PlD7shIgcXrS5e2Hq5IdROiytiM9Li3hzIVRtc/Lo7",
+	"NdMiek8x71y6YOJNbA96tGmWoLctvZXNPEW4wY3fo5Bo/UrGPTghsw35nWfQsfo4mi1kPbhr7p1OqVRe",
+	"suMlFQUiGgm8Q9j44uyAV4+v44jD+5Fr514NSoqwWTo1o0WKmEeKX0GGRTtLjN9Xe9J1BudfzslcncDi",
+	"rOjnjAimTwBsWMkV/ZxLIYLf6hVb3XVfW3d+4tXjNye8ugMt4g7zfA3hBE91Xt3pNeZ39n6ec+HSh3tP",
+	"VvTzndqIuxnNH0q58E9fn+RSzE9oWZ7YVPA78ytB2EKASBXSTC4JvLRagfE9sb3wMwneg6OF2pEhH6NQ",
+	"q3Hub0+Yo9ytw7Y1kC4xjByxkopojsEjZ2uzv+HBwnOsUix/0GQBahIKQCT3tWzKIhDmE2wYf2PiXa4q",
+	"Wu8k3906TpPpZu+efEGo7FZP2udd7gh29nteEv5W9PbhHUrAJP5xTHCNmAhBof/U2jGHQo/sXgYixCqR",
+	"HRmTUwFXC7Nzuk5oO+6ltHIRdBb05JO8aA/Qf1u9SxFY4o7QJTn8ZMZSdRrd4sZtDiEJtO/uwT9arWUy",
+	"SJ5f2Sy1t53xx4huyzYZVZlE3/h5RmqqwQPasfQqo3ZCCJY1+W4TIZi/rln+mIJz9WBqaNWaSTk1fAWa",
+	"volaD7FpwP7ZudmilpW6jFoe7Egrmj8wrYgFqNyzix8bHTPxCf309gHmZ2gOCASk9m05NfRi73bjHh9P",
+	"relSi3at4hR2ZRdyfxqzzcepzDW/H53VLH/8jmt1xWo0kqZ3CwAouCAzrjErDnOWJ9rDzfBGOoK9e0ov",
+	"cYdYe/jD0xqbemyU3c3t7kVA4yFRtqc3OGQxPvi/JBfXOr+WcrWfbnTeOoP/S/JYPDSkEd8CXkw6KFwp",
+	"gpAywFRnjeLC/GbuIGZLuFINCqrAoPnq29ejBs2crlhN302BM7dRH2YWNsne7D82QFI19BAFbGp5QYcZ",
+	"Jud6Tet+SsTrb6JAAaoq6WYAKURLQBwLcxxMX7icX6lJeRcrnj9hjVY8r2W1hCtuYp0cVkE0WBgB1uy4",
+	"bReHs1quFaszwqXKCBVFLXmRkZOTk6Pxdesdww4Nxo7B90bJvm4EeGoErdRSJrJDF0tNlH1juGpkWDhk",
+	"y2e9Y5miwNUFNxDZKD+KJ5YwWuQXmzwKqn5hQzcKsqD1jC5Ms2WJid5TPXkLmTwbv5OkxhUfLAy6kLVs",
+	"tGEH6eC09p2JV+Mlo9V5Wcr8uyGEfTnHdGDzNkFimTpv88nNJlVp5oNpcIZ9zDTlghWtURed+1P1hYmY",
+	"E/HwkmZ1UTWxKlxtvARpwNTjatYniuEklllWTLyPI/b/WDFbMMz9Lmt1Ro5fboFUTsmoH6639OuoDDQF",
+	"ir9XLmd6KNdOHnO1FZo90U/ub2BYGSZEr+97uYNju3XcescjXRqmpZ+AT3m6DblLnKkvuNhXq8mlULJk",
+	"EDskQjiqvoUc8DKHvPP5ktY0BzOFkdPCeWrzJS1LJhaM8BVgSZh+xIaUTKNdXW3lTL6OajgwgrgZwCse",
+	"FvG27RPR7V2A7Rlx22zhURBe1rAlLKmmyKFijNxb+N4T3+u96wLx+2yLR1NUm4oqtY4mnFzZJ67tRqF3",
+	"Ykflz3wWv1ABaWBSR9AFOTSLfsyFYkJxzR/Z0c699k6MH0Iw3RitfmwTeoYqD2HO15tOCYbQ2exq5MWs",
+	"kX/1epI44NQIoDiax1xif9X6XXuUdSSH5sfj99//IYPHx/OPV99k5MP3N+kCjB8YrfWMUT2h+F4ZLk+n",
+	"jBqzSD77FVD7FRQB/wVqGgIRDmWBrKE0Arx25nC/Sqb8j08oYDhWABBAmeyadMp7PUs1wKe1/gylAaOH",
+	"28IAYBJJS9RcOYAAFzfh6tM0AsE2uXJFps7c1ngJZf5a9ZjTjixptFBfp/xE/Tj5gjGxZl/Hq7ANzJ4Q",
+	"Kv3sT6+WJer4dRhvWNCvz4R2r64XK97XHr8RSReH6gpZjiKHOHh11NpQGhUNVkjDXoWyE8GvdkC9CiXz",
+	"mIciiUAVNHIVDWUJ8clWey7AXx227HnByrrL0B3/M25hErasS4ccM9wgAe4LwZYFw752SOq/q2VTxS6o",
+	"9rl3hT5wEckonZUyfzAsZcDKxxV8TOBdFfBZJyLnss47XsNO4GITs2q5NLuJRGH6T4TlAKa8ikG+dMRA",
+	"xcSxYYvHDkvTMEVART+udXVspOQx4LgHD1pe5hWO45arAZxhLgtWH5u7YEl1x58dyBSIQYsQ9acKbLXw",
+	"GFPYvZtWtYlCbiM71D3k3pUi+OwknVud4Fmw1m7j2tFnLa1Mpc2YHc0Z8tt5QZh1pPBVQGc21qWJ3rfF",
+	"Nbw4VBnFN7SiG7KQhC4ZxXB22Wgk3zj1QtkKNXi8Zht/tHblPb1DHOFEz6CMJ4Mlb5rVitYbH69oVpVq",
+	"Wf8iKn2Cpd40YOY3jNQTBAHKm6ZXTdWDHGu1+5kFZDMcTNnZLfP+lODxgOBceJCs+4+ipAylSi4ch4rb",
+	"SMPobggVgY+cPbbbwRTc5l+QxIBBL2lVMcEKswZ4kPGXX+bqiOs9Is7WUCC13BDqNih+/OsOJ9v1VKvg",
+	"6jnsReswP7jlaGdsgapT6/Zq2sb3G8KBKiYQgFyzeaMAX80XLIoa+1NxyMmj41a0nUq2TamdpZp4onjO",
+	"run6IiwWnQJViJSVBk8BVVC/MFaFTOioN+29+cw+JYf/5/zj90fJssJxF+vF1jB2IuSPw3F7aklfffs6",
+	"wig/nB+/+vZ1WN8iXmUyZaD3E8r84vjedt2mJ6RWnRPB1gM7qiXUVmZvAqPAjBq1s6lQSpWAv57hayqD",
+	"iG6MC4CTU8uytH+ue7Vp8Yg4GKCJBON8nji8bcoJbcGvX7385ps49D4ojzeJzb2GgbXjha6EhFR7VkMe",
+	"HrCtgi9sBtKYJf2L5oitKe9CBkC86sGbl99mCa9THz4gMFhrafMNHYBA60v3dQ4SOYyH95G0wPsO1iOH",
+	"mCdMvT/1FdygFHIev6DGgRRPxzNI/SEbSEwbOmT7RydPOGM2urhd0l7i0H/jw5HYp+j28IVleOZ8XLM4",
+	"wH4XP0FpQ7Qr9yUerURJ7YiGBz0hCIM6w+oDhf0TNRZMaRF52RTsCh8HMceTbiDQB+JdRK4c1po0LYoY",
+	"ZmdG2Jqg0hs8XJAHH/vSOrCnMy7MDQVbmGppXTABhami5v5bvmJWTwbDuNEE/QdYe2i6jx23J63aWUUM",
+	"MD3w3ZSaqXjRxOMMVhICa2upZS7NLQlfzQhcZVDvr2o255/7YCK9mqWTSOMam0/eR9VOe9gXM3A29rnX",
+	"tTTZ3d5su0JRlNj8VmXu4AWLHj35UnAtzT5fxYG5PzIq+ngkDhJ21kDc4iGIDgpCruDqIesFi/iK+YW9",
+	"8R7FYiU1f2TXuvoeTVMRFBClwa0D1IwGLLJk5VTPGNUjCEI4melnYiiUDRYNsg1sUNvuQCifFCuS7X/g",
+	"iyVT2oXLUbEJ0VEm9oLbcjE2jV5YXtc9vVNXVylvJ+yttTdu+Z2mbjB+c52MZHJrVscjmgbmNRALj31a",
+	"l/vgzdep5lSQoqkdmmhLdNvM0vmuEn46WDSVcNZNXbQECA1svOwi0TwLoos7Fnbt9wF2GURe6bWPGCzP",
+	"F40PHdRhSD5kw9Cy7KEETYnJTxnLvVvSl3GLsKYBYNLxWH+YhvIB//vOoR9q3DWid8LZOngxPSwZBx8z",
+	"NSWgzx0jnGyLG/SPav909VlUtiWQYsLzh2gN7h9tOt6o19KGE0R046tL8un6e1uyPTBvZUjdLnqLjiVH",
+	"xr1JrkUjr/vtY4P4pG2c1I0w+hdNBEbZNnxxxj89KewH+uhE/Vj0SVRCrAOsvS6b958xLqjEes/jKCdc",
+	"hftL8DtbWtYuKN5ljuIMfjeDdH/DnRY8l3VnD9U+5uZ9QlrA0o+F5WYbsvRc6ywYpAJHFC0V1v3H+Dnz",
+	"ZRBs9OToumTEyXd4q2pvWnbj2mCyfWJQvKXR+g/b0BN7njtxJq54eN/s3D8OKf5yvoiKUs9k0JjkE1KC",
+	"oCI3bR9BGAmKnJq+Y+2TsJ5u1azZiolaluUqbqQFC/ptI9jwccLmcyoiMFSHtZR2ghRsoRCU/8Ioai/U",
+	"RiXOVuA0eIe19mIsBx55FRAc2zr0N5zhyBSpmWBrQjXRa8N9eF0oZ2Ur+Zztz2yCzm5YzaOuQ/jdVcY7",
+	"XLLPR+kR23wxzyQXyX1BlnFVUsEmJ3GFOT6I/BwgeD8p6hWI1JuWXCxvEVHLv0wcLFL1SM4Ckq171Yqg",
+	"6LHYjzjMMYhHcX/wakA7jj5Xm3Y+p4tlkMiezWOFVsjZBxCHljI6olgaZoRQ2DYFg+vRHI9nDd21UWRH",
+	"U5yqE52yo7h1w0G4LSrBLxaKmxLd5xgrD0/feHl8SAETGsaD/CMjQvbIm2yYPsqsgMm86H9mWT6tiCza",
+	"2CBuf78yslY2fqQ6XzJ1EfDCKYIKYnRhDLRN4XM1fOMpkRMc016v6KsKXsHw/CDrSu84Nx+cZYfDbS97",
+	"LEB2W1QlxOxW2K3TAcYCZL2+887zrFgqqhS4sQFrQ/rFa0urFmU27UhiFWRRbkBiowPFltWJlp/AIGLY",
+	"gU91GS8peOOuaC1d+KLD4cnBbOGEbvSBqmUk+p+L3uWRXJxn5B692G/ufcz4kn0mgcPcTO6mgeW8amYl",
+	"z3/PNpdiLs86UgJ9w54/IjTKxbnD2EtoC0WiRonfjBxYP9eAWKUI+0xzXW5g7WG8sPxYS4A5Ukn0BX7N",
+	"RIiEaZbcq8e8s8jk5OTk3ntKgTFpSLJ1YGkjLJuldUTPcIDEjK6hYIo7lYsaEyzt/qw56BAt26VqF1wo",
+	"s0/hdDyRZX2ibhd68CjGI9V/8GdMPSE6vT2pGJsu2svoJCdOez/aOzw9cKQPXLLsSkUYBWZHRqDGWMkf",
+	"GUCRKknmtJ6Kvr4L/GkwrNQpuo0WF/Iwf+7EFJKpLpAksvATp3jXzKfO7lxqxyYd2dd28LDgB3/gNBqc",
+	"1LuKuEL+iTJVBVcVyMHRcaKeSwGHL7xGdfT7/VWzdiATJxaOh2siGz1w2/ohwWhs8k1ol4RL9iH7c0NL",
+	"jMG7LN6Ae8/duVgN78TjxgBxZcoBtafrHbw/zGrfMlqg+QLynNZLni/NlM3SKjfxZ66H9Ey7ygu2qqRm",
+	"It/8PoaJ+Xu26QjhFTO3eWAOlNTsuEB+wQp/JEHJlKnA9hX9fI68Rw0yH1qWcs0KdxlMLmaaI43H93U4",
+	"iR32PoDeC/7IhIcy7bGMSGPgMSymKOzOTIFQEwDc4p1/VBBG6/+fvb9Rjhu39kXxV0Gpzr8s5c+WP2bG",
+	"mVh161yNbMfe8Yx1JDmz707muCES3Y2IDXAIUO1Oaqru09wHu09yC2sBIMgGSHZLMzvn7OxdNbGaJD4X",
+	"Ftbnb5WGrdpN2IaBVNaOYEZEl5SLVGCDhZL8LrL3FzUD1k3LLqcaY+FTYBOoU+ismfyRyDmlP/4I0Rbh",
+	"fgPIsDeE5du87GQrX3pF8LXne0dZopLVW2eZueFrViCa04WNwI1bfrnityX7ZKTK5DHYksLxFczCpMLh",
+	"/suyUITrVz5DQrCNsgHmQIRcOc5rngIB2BWWhsQ2XB28yDvhWS1OtxfnOjy9e6cHamGP93Sp0Z+6zAsr",
+	"Xe4R3t+dO7d3Z/Zvri4IRsBve9vSlUb9qR0Rxnyxg2jBLQtKulvFwdf2Nf/uhk/emu0dKPJwRiqjSIS0",
+	"7SqfWVuXaVKzes0FLVNW9UeErw9w+PeT7syvsS4OSGnQkhQSal0dGPs9+W5IcRwHfa06MA3BjH4LTjPl",
+	"rCYO51CGQEDvrwFdZFwFaT09XFSNzgxfqhpE37dhWf/SUv6lpfxLS/mXlhJzKCGHiCw8yEmWx6I1PSOy",
+	"LJiypUn3ssnYxbypqcACztHSa//SmMZvxYpuS0mLdF4EbnQfM9fcCLvcN0Ee7X30L/1sL/2s9hmy0/fm",
+	"I17X3c3xzj8rbjKB5R5GN+xfGuK/NMT/bTXElvv5o9beYCPi9Bt37+/WOaCeMDEQJAP+jtsna2RrlqJi",
+	"6l3MDwa9pcu9T6niNO7jsa6difpE3G0TYu10suszQ9edy34KwM6laQrjkh6MpHP1qAg6bl6HiC37AOUY",
+	"YkdXf9vfb4CPE4z2WlMdRTBuwDfnijUoVkK6UHfbI6oilm99bfMov09F2YPLF25r4AcQXiltGgLcy97M",
+	"El2adFj87faiqxOmyrpMKbKwuyRAYt7ksq1YpICLGUQbtfYr9G/l7GMWSt1ckapmiomOKtOOaU2/DO3K",
+	"BykgqmF0Y+jO1kzMj0B1wF7X50v2fTy+yMk2Vntway2kJlumg8vyjDxrg8QmjuHXPIfu1PnN7xNjFjkd",
+	"/X2JLtPIEQ70pCjH7qhlLikg6ZCOi4LTddIxY9HWSD23rJRiqYiWk8FXkmbGbYZkkAq/TsuaFrqVCc16",
+	"8We/tlA5ySSyqaVmcUtPj/TaEHLdkcLuQYoau/J9mFYKsgcqJfvAzZ2ATfK3Bkp8yTsXRCQ3wsfKVH2u",
+	"t6F1wYobOQS4J7HKUycTQndGYeQsm/U9mYjMkKaUVwqqrj8IJd4w40HdyqWkbEDnoXfTz1kqgMd2mXUW",
+	"2s48tf8fnFr1EYCtonzkXHjYq9mC5oZXem3MPoFAb9HJMcmsQ6IIkn+SrGfAKPxD0tHBH2SspeoOiyX+",
+	"85rckozvY6NzuYYAWrBSEvvmY4LsyDRBgHGdK1LYy9dxTlQoZ6C5ef1yprSs2r+smT38weppoDUHz4P4",
+	"0BnkUET5qR/mNIeCf/3gIIPEh3vYiIDyDrms/ikcWOGCB8aEllwCm0DXVNCxBAQGCX+DddT8sZtrl3PF",
+	"9dYPu6xqVGVNK4dtG3uphxE2+6Cww/hU0RIfyR991btODSsNEu32jbtUWa+9/c38D5t+izyRdvr2cCfi",
+	"RS6RB40NGF1LtjIKltvEYjU2wn05tYTIzr3vSsu1JVw6WS/bPqhEUvU9QLwZTvB1RYR/vVTdxEIkEoC2",
+	"7AHJUI+ZwfoDhnKbh4+QtTI1PzSCOR4hv/Hz8i7lxbMPho/LIetYSS50FOQWyx9idibCsgC0lsX6PdCH",
+	"2AelmVwe1Y4ztoQfKybOKw6QUFC0OYFIhZZmCDKAqm6taFyTWjaxmJ8p9t2gcNJtiRAtEVFRr2QRzzYh",
+	"+HBYyottq7+sCC/ClPFGFDJv1kZ3LnBiKuGB1LEMFapXxIFBx79j9ZqrRFoplrFfkPmXmbrPZ+27805K",
+	"NvyIaRYR/FNYyGjxK/OALGQjisxsm+iJuOZvw/+w9c8w+aPsKFwR/6N7KZhO+6Nf+M9QFMr9vJZFU7Jx",
+	"RmH3265x1pPKOj262Q6LVCGNp0DcLgAQjytHks4WQHPdguTVbMkVGFUC0tiFyjMfTc4gdwBq9rt4xbvf",
+	"DNEMoE4ELa/M9C7i0O2tOWNnPczxYTWZP3XtPJ1nNhKE1oywLwBbF5S2y/2yP6yE/UfBiHkEduRd5mSz",
+	"3Cy5KDxG5qdL98u+GHo7fDPiHfHjGF3IVvT2tcACepjiQMJ5jHYEc3OoAQHTneRV2pMkKsi1C07K3qhv",
+	"vbPUx37rrW9niFFS7q2T2+ooz2j0reGUP7LblZR3F1TTUi7f3CdRJ5SmoqB1Qdh9FNw7nrAODULGekao",
+	"IoDgzIXZm5KKJwobS1TWkU2dsxRi8j0rZcWeKIKvYRl/i7fKVTvIXaD2mi+XcZwXsE9BliT4Te6nARBj",
+	"Yq5r1o97wqI7y3p8waF/L5CY9cJ8TusdNycaEG8w2TUZ/RmrMvXx+kaRNTXCMIR/ZugwRL+UsxeSmul6",
+	"av2KMcMd1rm1joQghGhf/g0mMwvsH5FLzeKygiiL/H9MNVlLpck3z18EVQkDHA0jo2K9PyeBYHSfavI8",
+	"VfIJNiZlXMZd49rNdqCJgQrHDpwuScV8ksXMrXgSAcLGeozjPxiSccFEXcALVAetmH8g8pJRkLSuUpAh",
+	"IAh3A8FhUBg+1lU77Y9QxXpH8XT0mxhRGMvHvowuDiU/Uq65WF6ZgxJEqSlSNA4OgwvrFIHEAfWwwKtR",
+	"a0ePsXh7h2pu/fBTlGs4zK6PL1J3tZh+0kOUBov1steB7/FarMHanUt7HsNjlbXsb4e+3Fp2rZrtvHpc",
+	"pk8M/ZOzB6Mfj87xF2PhI1P/CcteiVYcetTwnXbS3sprb8G97Aipa3Z6gE+7lmsXYtDdkN8g2Kc3C5Ck",
+	"rJgWX72uhEZyfNcDKe/SUar4DwptC7rmJWfq0GWHVhJAy73VsQOZugqJkmDnOGSwg6Fc2YY/3W5Bitrw",
+	"sshpHVmLTlPJjBTbAVeE3iZTHaDr+Bbh9x2595Cl7UjrEaoWicIe67UUFky7LWJsRhSdiFus+FTm2M7p",
+	"7+Z2laUta4V/KStNIi2OdRaXqcNOg+H4JZ5AL9dJQKRlzZbmPvIIZP7SMhwY/SztmXd4Il30yRSe9aVp",
+	"IVrdFQCEqLbA5eZ/8xWfjtvrXk90cG4f4xQmttlOcogPBkvBBWE0X6VSIb07cijboq3qxEDlMovLa5RB",
+	"wMOfWJdEfJir0zDcKRqRwFlRE5rfCbkpWbG0OaHkxZcvE7tzbcZ8WEF/1gwBsjM3B08u6+kg09bVO9gB",
+	"YPg4SceaoFa0USCl0zb2A+A4QZ8zi7CeOALnmR4cAorARAPSZ15Svp68a6H4PKkTW06F15CaGtao3/c+",
+	"Dpzu7V6GdNQbXeB5j7jbW/bjI+Hrj+JmxVUcKjjMhGm/cBlBEUZDjkHpAVDRkxRsuFEfiv1ZD3A6+/VE",
+	"lrGgQjb6it3zRJkEqBFS2+dQ2UhaMykEchge/QUSt28ZE2RBhbCR+FrGeVeCgrh4W/LlSqdsHMGpS3Pw",
+	"Kald7IsGQhgG9zNEOUEnjEe/7qUNon8NjLQ6GrViQ4D5uh+Ye9mC8UaH+nhjBJS1yUTi/AWD2zPlaIdX",
+	"cO9Y9C/QzuXXW9TupidOdkCBO6eivwBTpJVAtY3Jtx0RhVAHZJeRmhUU5NxjNAli6H9eMx2ruVGWcmP0",
+	"4TRjooKstK4IEwX4VkHixQTJOPdx6zp4PnZudzQGeIqDFCzYvQcA604wRPpxHGiEtJ/tm1Nouo1nf0/S",
+	"PdA+o1zYYyTFGih9+LaBRqwMFLG+d+4T3Pq49O/EqCeKfLr6sLcehFqBymXFMiLMopfcVg/y+tBIUd/s",
+	"aEXVNdD4AB3bUwCgj0yTY1pu6BZdYRY2UlEnMJ+cBeeGcK1YuWit7DXTTS1S9D/NHpukgMEkZfcE7Cye",
+	"BbR5ylwRFE6mXmajdufkOHFtPk0wAdpVNKfMLLysLbK/1IecOG/87PaGzMI0HuoLzt+PTwOmHw16Ml3K",
+	"RiejwMD97JLDnTfGaxE5LcvMiBkKv5+4BVOMqHBUOwbUPRfNdjKFTXW6GaCAmD02qqx77tHyJc8RsuAG",
+	"2ln/fgqqM9W2h32XCqOJqhC2Ghp12+XoXFd7XstxE+5NaPT2AuzUuEz44MCYqSEJ4uA4zYFGD63YuCO6",
+	"uJtR1sTuzKikYstuxnuACpl9uSULy2SUUEpQltCtYBoBa6XoWKQCnr73tZxZTafrbYwVHH28y/vMKJD0",
+	"tgSR3vqJATAHdbzFguUaPVDqlPyIIpYfM34KsN9s42ymTj/8uWGNZXlc+6LNsmIiNAZBmdNj7U31Ribl",
+	"ZUmWEq/TLUTWrZnHj+DKKZtDwA2TpQ96q2TZaAb7DsIIOQYSwGKSYIFxVHSS+XT+3DNAlZmZQj5mbfWi",
+	"RU2XDjg/rPD57OtvR2vFpqSeNwBgzHw4hDIdoQnV7CXqZFyQ+env5kH4EBp6z0jJljTfEiXoHfucU8WI",
+	"OZi2JdyxqBAVDP/5i/HRr+mX9/jp82dYDtb9GSndv7fMkpHns+fPzqyL3VqqsIaolmuqeW5tVEwUaIDt",
+	"mLAaKByRiknwdWyfh3Vsnx8uAGWkEfznhhG6lrZsW5W2osDcXnybPvdTll95cZaK7cfF0au/7OqA+E5G",
+	"nr8E+O9ef0H7L3/JdohwXeltRsAkU4DZW5TbjNwxVqlOlVzspDeDZ7/81Oe6774/v3Cinlzsjikj7r4x",
+	"nSLLPwv6p8JGXRgR7laZrjGQJzUkpApgV/giCpSQUEbeiLzeIgwgBPTi27vie3imv3n5K8mEL2ZfPRuU",
+	"Cj3BfhUS7ItR+4aVt4YlrEGpasKVf8OUPvSqby+DEMtwYuz0DfuiffYhVaSgmp7at93pbDuYdLdODn7Q",
+	"Epo+a4kWAV8w3JTn2LGPysvQcvpzY6RoaWOz9IrwAi87xE1yT9CtbyO1Ris4T9ufdNpvsAfu5g6Dgfq+",
+	"T3wST8NzycEtF28rknMRTi4AIpweNPXel1exVUw3OMPT7i7vE0J1jkp+pL24UrtHcAz36+ATmIdVpDY4",
+	"JVjlVBALTCd5Or8MRGdakzoTut6ewaExQ/VmQQqm8KGYEvPJfpBWMJqZqljOFzwnC87KQqGE1XbcdmJr",
+	"clBF5n+5evP6/OLmzeuf5lHIiyStYGACLyCu5RashbXEujmI4SZirs+mAT318YPwUik1HUiAjQfGsq7w",
+	"mi+5SMKnyRwuvOJcf9L5RMs+NryvSWW40vUlrZURSe+74fwu8DZz93K5nRxXlAro/Qgr0pvM8vbFt8+/",
+	"fZ6RWue2PGVm621zscwsDGSGhN+IYmaP+cwc8zgopKb1kunrkdP+FqyCLfPJ0HkC4fVxJmDt14BPiipQ",
+	"+/R2G9o6T/cG/9op/x2NdesSjV/pIMUXjndiCUYYznjQWuvT+y8Uq2a32lXyxyn0U5Onm3C+JIN5RkPU",
+	"7EjsXdxuxG8Vo/YFnGRD0oh0mAcLVOBgk4W/tOIJBUNxKe91GCHZamTOuektC48dLzge+32ASMATdYYv",
+	"ac31djCtC1e9XzWqgg8x9yqSwrVi+Z1KJULi0zMH0oJ/WmsKmHAE5Dhd4uN904qgjwvTZmx17finwUH4",
+	"zLK2AFEMZ7qiNSvSXmgbFOfd0FQHgQoYG7aiauVynV2DE+MTfrvENguTG7nIWT3Dh6QAsHGztwg4trur",
+	"CEe+f7YYUur30I2FNI9sL5JU2saJEYNAcZb8JpTPa2mmnz61s/l+BJk7A+lT15lLTDoyB8wuqEu8dscP",
+	"lztizq6qkg8R4wes66q6kRH2s7akWQx4MQVFRzW9pYq9Nz+ZMQ+xkPnl1fkfvz8nPzc8v/sMSzTv9tpJ",
+	"04UXXtsOwAROS7Ufjs3uqW5nF0N4yVcoOg1ZyS2xR0rUBvblEekXY1Pwpb4IHF//lMxrOEi82t+1Zy4k",
+	"X1EurEGr0wtpkfCBlD1RnB49oCD22FKn0uzbDQhLXfdF1D6Vh4sQI8joGRzIIv+I6O/2OcH4FJAAalla",
+	"JVDLOyYgyhRsSRGbR041W0bRFC7sE7RstB21eTHdWgRoZiCyJorljZnSQ4I82v7Avpio6m6V1kGW7FsC",
+	"JSFhRfTL0B3g8J7ENYLzstzZl/3coLGPp10/Lbkc7PPsrVck+qo/vk5G6y6kARDisqaAtKBlQJ3nl+8t",
+	"hb6CTQcExLB56yBadDKlnyhCG70yDDNHG0DdlExlVvDnNZF1wepT8h1T3ALvKZaR+e/mcJ+7AttBRxmZ",
+	"mybh+YqVCPcmtmE/RsCiZQkMtSBzzHmekzUF32mb1g1+QS0JFVJs17JR9jN1RjREKetVzZh3m8C6gAkH",
+	"txrt+vZhyZXpd8XqDn6Dtefdc7YxTAX/yqVY8GX8xzUVqNJ0f67pZudRKZeq1wj8FH2vkBthgc/sz4DE",
+	"1n9XU3XXbxR/Y19YjjgTrlmPkN4bg/+933hTLWta9N93v/q3AePJvYR/+Gf5igrBSv/Y/932pWtG1+0c",
+	"7J87z6uSIge553nbnfvTv+5+aLGI3C+alndwwVj7jm8j+MU3E/xmOw5+CfYm/JWVDNfbsWg8f35mvZ/b",
+	"GboHqEv1X4cznfh1t41aq2r3ZfPj7ruNYvVuy/hru6BcmRWYbWhZ+lUPf2vXTOfdPyJL3f3VLW33V7+8",
+	"sVCqy5Jub2l+94FRxeIVvATb4Km3ryIjiIjK1q3/Jl2P5R2kugnvPihNrweGco4HUe+bpy6KqwQgIYDR",
+	"CwSbtIOGf+9boPhNO3XvIy05mD9q2Yi9NUgYyjQhHV6dZGOHN9N+VHMn2TFXrOaywPv0dmtJpbS2nULC",
+	"xSDALC/YZPDhsKB6AkTTlsOG6xHMpsqKlDRV5V+wzflCxyEk8BKEdzLMESS/f/b/I1xYN+BBOwPNJZBJ",
+	"rtw67VXIq2Y412nb7d4+A7m35PcMjeL2wgCHjKxtPC1SNADK4vVASplDAMf8H50N+eXpP+7NvfnL03/Q",
+	"qvrl6T/w9ffFL3PsyLoAZo5XZDawFGUknizOAmP9UxQhz8vZOErTcgcJrsSAUc/wZgsO2k7e6Nma1Us2",
+	"w7prR9lRf3RRjmgpKk75n64+KJvwss1II1z8pc1ywjE+wfIp00VhO5xrdAFErDCJWNpzjKXFKHyuCS3W",
+	"XCsYHEhxyIkxW+iK3cs7hgLbggtahmt47sJu7RdH2ZF9fxway/Gg3j52CDaevt8tJeKPaBa5SToHqsei",
+	"2i2L6gh2cS9rqWUuy6iW4G62yr6EMr7DGFNPyHyldTVblPfzzP17XX2N+sJ8Vao5BhbMjWQwz4hsauK8",
+	"skAbf/5wAS/88OcrouRCb8w2HF/dXCKKy83FpTmNn15fnoHf/tPVh059SWWY6Fzd5581z++Y9ghWbb18",
+	"yxOt7Zdq8vrN9cXV++/eGCleNstV25CZLsSigR5SlTQHE8bVzfVlGGR3Yue0Ybe1zu2sfnz35rJdr2PI",
+	"k6SCXL++JHKxMEwZmeanqw+ZzXUMxx0ZhLdet6lETxT5IK3C5NQgy0K0JK/ffHhz8+aMcKUaMLE5gyj1",
+	"5UZRGePoVHRE7rbwKDvyO2j+XSqQmVR1lB3hXAclpeuUS1QwsqFbxx0ITclJt0afZfUPFM5c0i5mX8Pj",
+	"DCjaNg6Skn+j9/QaPrFnnRy/+3BtNvOaLmjNM/Lu5uZytvj+8mvz48WqlmverGe3FG5q2/CZDbOCd99+",
+	"+LOhQEMDiWRFowEwoeP1H/Fe1kE1U9zJrtllfs8LJp9+gYMET9yeRO+FVTSY9J3c+DW2Qa4bW/+UfalY",
+	"Aq6uCo7/FF7s2cUv2VFTx7iGC2I1Z9UbXNuTmLXlP8MDcAZVNaBUnQ8yMhtIFeFq3K7np4Gj6u5K1iMt",
+	"u4JRrojguleyTFCyLdMJFhAfjmTz7q37dCibftjcC41y5QvCCbk5s5myMzjO1u5Su9wyPOR2lfHFh8R/",
+	"Q/+FTMBoTorrdlNwcdE8WJQngNMIeLt97PNgqDiNj6LcTujJphm3i5BLoZhQjRpcjjq6v2bXLb5beDqt",
+	"im+kI8EyUtOFnt1LDaRsAzXahMqMKF7NFF8KWpY2BhsR5V2Q4zgxw+jCUMhgSbI2FWjMyHlFF/o1p0sh",
+	"leZ5tMCSWysPHDFEwGgLfy8K9iUiaZufO4hWEL/lHT72VGNHa5qv+OSCOblcr7me3C++rlmBI5jYifn0",
+	"QgpNcx0tGMXLkqsdEG3bIXzWQo/idp2RZ7snc+JIPsjl5PmWcrn3TK8FrdRKDi9qLn3cj+9M2Q+n9gUT",
+	"H4Bq7mv9bukC15yQ9lfDVtIFdkSzvmRRr3G/pMu9hMgc62Xex/k1eoS6jOMDDlvW5C2EmCZ8gZrV6zR+",
+	"fMvQzHuHxMI4FQP66dFX93Rl3UMeo5VgT4M175+fKDtitOCCKYUhEwO+W4xAt2+jGBwJqRkoJOaKWXnq",
+	"Ajc8F2QdHOOJJLwPMjYCbw+6udKxmX6eu3GUd8M3YRhlcEbUHa+qNtolh5JtvlJRwoWM30zpZkMxHatu",
+	"RAh441UMl4fVLYuTiniwrjt5d9QOIgv3dhgt2tPUtJiilqhonrNKU8PHE/QFP48Eu9glrqnY21abiFt6",
+	"Lwp+z4uGlv0TMN2D2DtoMUytySEMbSUwM8l2zqmghmI7FhLjBMM9Q2Ow7SAKtN2fwQiYKzB/veUl+84I",
+	"aHHYfCPYL3hpBFQb3je1bOqPqy2chmMh9WcL1+4tbp9Nm5+X0kiNIAN+bgS9pxxiZt1PtgLNZ6zkGo/2",
+	"Ne2kAvV8bZuUFdF8fD0FcPPKjfut/2K46h3VZGOuqE0txRKvvorJqkxUIkMY2mEes+CoPog2IaOdoAfp",
+	"GqEVu1xtlxMI47AEIWyEFTBuMIAaQVCKM0QV4wWWxASVEZShglVMFBBrHilMB+OOrNDz2fNnzwxn1Vzk",
+	"2i5SrzLscBrOPumQ0dWcuIjxuNlLVoP12Z0uhfCgt+YbsLW5ywO9/rtxFtCuSsbP7ByCiXxylzWMhlzY",
+	"kaQX47KkUbybDWN3RoN3h8zDEvSvHfBDvE+5mJxjm0CdD9OW2g9pZGJZuqAs/rQbbdzCgNkGB0O+dCe8",
+	"K8M8AArEPBjO54J0ieNPn96/PnHKiWVPgxVEFIPk66TT0BAfKeHYutS0wEE9TTMxG/IfUkTm/v78h3P0",
+	"+P4d6sDY1LRSJlDqx5A8eBdcYzptIO3HCdqeCz+qPY6uOWrXpRwvrmP31+N7+CULjSzByfMjTsEqDx//",
+	"N/e0bJI1Cx2aD1Y5pmWp2ioC04rhQlKk+fpvTXEAlkpBB7aioKDt1+yBuEytCTAjStqsBrIaO8Qrrgc5",
+	"QLBehmLI8SbdMdbN0QmzfSlzWhpJfmB9uymhf0fUXWu8louFYmA23Y+n3AxiEhlqHrb5wLSDlXgwl7jp",
+	"znCCrd2dJqj0a3asY6v064qUFnQ9fGrikZhXnftSZYSWJYEqr8znPk3J0rJ5tA/PxYLig96itA847Qho",
+	"DrndgvH5ACa4R6oVgmd6JHArc+uJ1smHZ1n1OPe++fj2tthwUeykbPub7oxQ94ZNql3zQvDlCgQQvZHt",
+	"bdNPHI5ht9KtO3um99BzupbCknjDFP5rwwrh/q1XTW3/uag5/kNR3dT2nw18/VM85CrCBmlZzvJS5neE",
+	"GT3z3btX33/vanxoWmuH2fPi61fPnp1iUS7NavPt//zLs9mLn/7ybPaHn1795dnsG/znf0vgk8UsKUHv",
+	"tjPo/8BueoRkF8RX5C0GaCflZ/5xJdtiyuDz9gm2ayoaWpLjEIJF1uSW5ndMFCcZgLaQYxcDZP7Cvk4A",
+	"2cZya7/r0Jrhf42WR8jpo7vYUajjMYSB+kiOHVYPK8j3l1+fnJIPoPEtHWwf+1JJxUi12iqe0xIQGtQZ",
+	"maOG1kZGYzByzRasZiKPu3Iiw6mq0kZjx/PPnHw0qJjY2AYbLuWveyMGBKhJUrAncRk0L6ViQ+GGmLm9",
+	"5JCjJEGr1uTYWQwzovjfWUZ0TfM7lRGlZVWBDAIDmkF0YkZqVlFDeyeJTLuC5YlMTWz4CcF39lO9MHJ3",
+	"VPVScqFnhvBWtC5m9qM9xLsBwziGI7g3DrSIM1HE5aaARaD4pJV1/QMI0p5i6pDRyxrreGF1sozkhuyE",
+	"uUNNr5ZAHMXJigkLBmi+TJrJ4tkSQYfoHG4DTswJTBvdovKD+dUs/O1Ws6kr/kAT3qKm61jg3lv4nRxD",
+	"9AlmLTQFl7bwqToxS7eSZTEdwbpgX1Ls+Z25r5HA4T1zDCHM6ZgSV3Ablhl4Lh5QcuwOam9j8dKjJK+p",
+	"WsUPse1kEJbSFRkGz74blnVcTE1VHQzLvemHoYEeBGva9Y9MSC/0h2kllfY++ogR3pDA66i38tPNBSms",
+	"px8uW3OOdyYbN2RAmFnaCO2kdB/SOlp8CYMT38mYd+umZfJAI+iBAB+PZfhSfMZOP6+rr09Ok4LMNE5l",
+	"bS+AdUDguOyP6ooBv7HcSLwK49b5e1cxu1d5lNfaiCyQjDMqPnmDd5ccA28JdgP+3aNgsAHbC3hWuHQt",
+	"u++55Vqe1KG5zr52WUJ4JtPinWVe40gdHeHpn7Gy1ONidMAsPbAqcoL9sDm64uh0lfEt+DYiKqP6TXXG",
+	"zq2WyEAGt0JPqlaMkT++uSFPacWf3r946nnVU/AnzdayYGUnIDasnHEtF/o1c3+5fw1K+9cske177sRi",
+	"2r0UuLKKC6RbmFYeSWQHGSNKTrwmsOwgLk+NwzpMAeBqquiPntBU++CKtu90AqDg9ELOspZVUhpTKcJ2",
+	"176vt2qvsD3Cqd7UtaxH1ZWaLSAjSNYEnb0ZGjIR8Dzs9nHEjF1D62NLGa2sN8532iQO76z7bhvX4m1t",
+	"TrjnKRbj2lbsFU+oa/s4WbyB4MxhdLoMFdykJwDxrm3F9ilxYWnByHmPWpLyHiRqidbJsYZyQUtRFhA0",
+	"boi1F/MEFRJfOwCUftIFYjlcW5ITtezxUcFrv75QNe7IciGvh/mzHkVoaylnV25LimuqI3F5wSo8UiGR",
+	"dFHjkQ26a2HwprU7PFUKCyT///0lsXCi+wleTjKYLnvZL/45xK/OsR+XwEJ18AAp7MrR9FEwBCORIRdp",
+	"y5gNC2Om9e8x3jxZDL4bkr5vMU03X0/Kd1wU8awVowJxzWM7feOj4317cBicj29iRKmLtMBfbxOpHFjA",
+	"OX79t8WdPXEfUl7ULiuz/rGJw0cigtxoitbs88v3ALeaNJhoVq+5iC1pJ1vEL+kW/Mf7RKd2y4H4/mJn",
+	"ZedY11QocG+pKMoMoG7j/aOsVUazgbVf1HKdWjWsohNfI5n6CCSQ+Dc1Xy7jmeFUEwj8TexJ3zphxgxj",
+	"aBsdX7spW+EOkyfo7oIPMzNgDIbrjJq0QgYRud7ck3R4GjAEf1mS4zYn2/LHIGgUAuUy0mZpa6ruTg64",
+	"a0LGN7a6fgrxJVvLe1a4zL8rpnjRsAtzYprq0LhJjPfTkqB/g9TYic80JjV2E/PS1turRnTKqMQwnT+K",
+	"cmuj3wGYiG2Vt9xDp/Y2XcfjQ1w9i4gL3VW60JLk5nUb7QlFHW6Rf8PYXXlib7i0mTRrvrQOGI9q2YZx",
+	"jhS1GKpiUSfcZuhOa+0i1m0OnRNdU17GsOcHR7KTfmkXyw/iAEKKx462Efztuub4idGki3pL6kZEIVeZ",
+	"ZsWf2HYwJQjIwr4LyA+gOm9kUxZmL+0TVNSDvqbAFQZkGr+VuMIKgmHD+xAiWF3Ma3BuLFG6LDRem7nh",
+	"AdhHVIUVTpQ6N7u7XwlMPGhSnHWyvPxb6KnfZ137gQO4yFlnu7MuPQ7UrATEkZsVr4tLWuttB/TnwZwN",
+	"kBkwsA9RATzUTJdSh3FlfmCbPq5MW6LNLqtD97GmCzS3ScyCHK7X8fJZWLDj5bPogkeWLaCSnRGbPSCN",
+	"gNQ34ZmgRsGQKw/dKCQppVia1zYxtfGObRNAMb3ji31BJBDWcZ92QPHl6PiDhnZlZ/COxvnKNSb+RUcV",
+	"g6q1nlbE4/VK/D5RBVFGfJS1ixcne82EGfJFGjnSsljAendJeVCLwcEsHoRDuZtdvTGK7cyW20ArrtEH",
+	"V1T5X+OhqCVf8tuSjZIIE9rjhbiLA/k7yhwTqeWOsQpwWNKQt29sT5vanDxhrXtA8y0Abm3Io5qaQIvu",
+	"nmQSWrccslsSm3rdLUhrSyBDfKx7z5o+3b5BFWshwSWqNF1X6qFFnfetmBydyBl5lijhPHC2ZcnzKECw",
+	"pXyCb/jkS7cEXJBNwmreB2tu4UZtb32iDLZvZ0FiBDXpqKbkpNf2pgXt9vEOawL/FS7byUcvFsM08YLv",
+	"gLoGvSbWitfs+9aWetgVfmmokm0wDMW02PPXRRK3pA95GarriOMDaH1i9JDlityWMr8DmDsXracI+8KV",
+	"PrMynHV4IehHbsv1JwVFgD+cpBg5nHZ0FJlxrSGVDxhjIc+s9AbNJDA0DtY2gqJUICaZ3idUv4pLIveM",
+	"lqw4r/iNvGMiLiR7NGqjQpgPIEDSQ9fubqhOt7Uw7BSe22a9yRokb8C0qaj+PE8YYu6YmJZ664c2zIZc",
+	"i7bt+MFIwtnUEjJR4agXWN14sQtejMIbAHZC8FIEu6nhpX4vpmHDwMuEizP814wLC2yTUyEk6NAOP07W",
+	"IfOIgC+ls9nakgQSxIxeifTwYkTPNGS1+2hVCqlqvREefh/uAcCDSXJnZE23Zikg22wPE+onrPQogsQ3",
+	"02w8ScXvdLzawg4Z2CECgtee0a/mw4kYjanhDvj1dnd7t9x0b8sByYAhONywA3B0d83RGL0N8fz4CEA/",
+	"2gwoDxR1w0acyQHxcQ+4Mu1CJ6pZu5Pa3fxwCnslvclUqNZ5WbZnZipsuv9gmrFCluxwkPQrnZ9DevgN",
+	"IJBFZiAAJkIpghhlmS37JuMx9YNtgXeHi2XJZgCYAa/52IO/SS5aAPJ9wXOdi11pWSnEutwJYBjGZJVy",
+	"nYzslHIdQGhiLOcIVG5vBzor43sLp5TYngta0VteRit9WM9bZe7enFdUaOCXhURTnekkdCbmdM1qegqQ",
+	"71C7Yc3zWlYro1G0PyIiPKLAn9qyhrcWXlyfqm5eSuBs1LlF62n9lPHFtLhuQWqKrIEpxXLeg6ZoWdoS",
+	"uoPnQeftAHYL3EZHsKMf1g3aYro8bzcP3vWT2Lt/k1wMldFCGESUyQz5Rw5UYbnTtaa6ibnPCrRwwSL+",
+	"SLk1ffGSYQEAK3hu7JM+SbjPj7Ij+3E8FWvk4HlRzVZ6tpi8UP3mFaRMQ4VzNy5a61tGoTR5ze8ZOW4r",
+	"63rvhNkGBtCCUHecK5fZI9gXTVSTr0jBaFH2IdQGD3lwUkb5qs4vg7e7Hw+I2eFhxCUxDG7+77Pr+3x2",
+	"dXMxg2/nIR89g0BxbmaPdhLDbqgoCKLp9yvap9wP/eF1MXTDqWc7dJUgYFAj48jL596hB2phSFSQQHGU",
+	"HUFKRYpZXHa3Ygd1N1jGY9DkcS2sr/DEKjKWnP8pD03uODePx10KWpLwHW8qQxHgiQqSUqeJAp3bIpZ7",
+	"haUEBkqkIlFanEJEigt2Ih7EYDjXSI6J3Tx886DjOk1oDj44I7RHMyhiUsgoA4hlXkyCvHc4mWO3jhXE",
+	"xgSJSX0C50hWs7qSGn0d6NndnXyrN48GeaW5CMJ2O0ElpJ3MoXN2SHyXq/TmEZBKgt8431NSGjUEWusW",
+	"lRjwddEuH8gtuyxhygVm2uqJjxCGahHT9yDbNJo4JuCHwMY7ANQxVhIFGTYE1VmIKKbw+MWBWMGdu8JN",
+	"ILVN7VKP8O4nKtyXsGyCXD9R5Prtp4hR9lcq4bF2l1kyJ7R/iowwraAiiYuVmsqH24szWjZxkK2BFIHi",
+	"OPg727cnsY5gvScyze7BmcAPH4HBpWpHo44CLrC8ZglYkWmB2h069WHamxWvPtXxQLnaSLEEYOvNwvz4",
+	"7r0Drj/GNFcPb31++f5kgkjW2YqAmfa5rK/vHNBorCzC+HmM2yFu2iNny0J0tLydI+jJPEGZwYdTT0TI",
+	"M8bMFdjm+GTHg3CD0Z6hy/ncYYajqZXcMuKV3CJkyLb08FHWFsCYFnUbKqAR7phLobloZBPAXA1Js1hf",
+	"PlE+3qP0SF9zHREmIUX/iUPoUeTYhqPW+uQg+Sth2AukeNV6O/YqXRNsUaqTgOTIcVeoU09Q/zg5sHe/",
+	"BVMr59jXf0NOOZHZdYMeOxkpUdIJLWbV4XbflE2ky/AcKwuJOUJfEWpIcAE/24Th1edmUMf4Wkw5cuxK",
+	"MJLvnijCxD0rZcVO9uKDbXMHVonvGqpiUkIsYeTSTAuhlzKyqOX6ETJEIJhy39SQRK7GVbvK3pEhD0Ls",
+	"dikZu8kag9eDH8Clj37YC1ypTy02RiKiUkyrBCHXzoflGNSEmHvX9tgcxy/A2G1zZm0dcJ2ZKXKP6QIe",
+	"dqV5WZJbhrkrtOzei9fW1RvLSOkmp6Rux3TdCbyzu0r8PWcbVlsnlZWLWafIl80TQyx7sDuZL9Ldx7IH",
+	"zsmasY61p6eUAMzOoP4Ie43vHe5E+1WVn4ml84KDizqaQ/tshOYlsQFUCDZzIM67W+TJV2bMQTrxAjUv",
+	"xgsT/cmlJKRGY3h10ZSseCNS1+hlSYWAOhsP2HXfDxyukZ5AintAX94oOmrQkmtryDF6E1o646fHsby/",
+	"SS56OqsCMyoGOTvz0BSocyc5CGdwspu4myeqnLEpHOIErcm8NyG3U8r15HTOX+N2vnrUvE2YTiffdC+B",
+	"xSzt9MTNK+jsPxFnsUPEg8maUq7NZWPR1NADg95eIW9lsQ3vm48VeFcu4N3UNXONSmWVMpKhGvNEOe2z",
+	"0raCHR22ZE4wHpn771ewHPW0f6M7+Hqbv7Eq1I/RAU3dXk9mz6AQIVpuuLJuVlZkpFMT0wwe3M9voHKv",
+	"FLmR0SARYcwQAF/EC4QGuzntHgu/mLQKmxWbbsF68zALVm86Ayasvq3LaXxutInzCa7KK7aomVpF0SGl",
+	"hnC1qHMjeTIG/LOCbbCBMxdsDQJNm4exkXWitMewU8Y1XnecMw/0wThPbqfr+FJWl7LWiUrd5kK7urkk",
+	"EO4aFPRtUU72MsOHeBbteZmIzMhrlseZYs1yZo6nkRVwZBAfYJEQWnySDI3y7Wtcwy8dpcA2BsXWEyEr",
+	"Y04hKkgjHEdwlb3xG1/1EFYUchvykvL1PitxSH3uyRg237f4NXIj3O1rRhuPgYwWDrpxXRfk0+vLpzcX",
+	"l76FSYa9upKKDUR6usVbyF4tUFeLueT3KeidEtPT0hipXA+UYXe7OkbdfvchDt5usQ8XMrcIViJ8gDiu",
+	"6oisf319dWErlsLV5JerVxVODxSDUwmxB3hEm2Tvozbc5ebm7J2CiZtuDJfG77AtVjx56Mka0h7JD8g1",
+	"5CUttdkV3QGMAQ0hXWDak0OftsaY7TkIF/Gz02W5mUs16oB4aUkWUBgP18U/h8JINhlJt+CgG65XQXgK",
+	"OeZ+fcnctmn0pDlc7lKwSSFzwd3xSzb88g+yYBfYzznUD2PF0S8/9RYlAWPfWQ7lHPdDl9A4e0uys+9p",
+	"JK3xA1Uax+CsCFRM1qqgVS5isTx1r1kzsicKCGCfHuJ6Gyzp4WbmzuaOAEyEB8xMtV3KQTWr7eKwbCNk",
+	"SZQsahacGruWLX08Ue1q9hLdx6UKWYOQsKeMEL8Yz4mqWM4XPN8lpjOXdEwqDhZVnFUkba+XhfzNN199",
+	"E+QhP3/24usHX6u9jKKXX2dj4Ap73ke9Dr568Rg3Ra/RF9+8jEnjukzmiyM9lXzBzDV81lkVf437HAio",
+	"v6cCWe+UvMakL/IV1hBI79q3L7/uZI8/fxbbM8OqO4O1mWnPv8l2sK4wDFbL1m7WuxPMjQHXgQW7sfqt",
+	"z74auGKO5xH2PT8hXCjNaNGWX1JNqc/IM9s0RPS6iP+hPPpgIZ6NwxZEbu8B9nLlruXDEAlQfKeidynH",
+	"Ys4HZUquOkaCUTL919YnARS0qs4bvbqoGSg8MQsiKq7XlyT3LxEEUayNHM619QshmjjGbym1iaLHrqi6",
+	"tA+HSlK5BsxOu37Chs0ysXIByXLQd810U4tUct6I42VX1+tgmCKOLKyA/QWLtiqHeWEXJVWKtIwY61/z",
+	"pREj4Ck002leCNlABi5HiMh8RcuSiSVrsWFHup2SoBZsZ5iUKGvMWKtZVdJ8/6petusYpmpLZZh9luyS",
+	"664uaoaLNbrBm6pk6YNPzMfmd9FNo41mxiXyFBWrO1mK7cJkpMEkxorVO6nXwxpT30Pi+3c0kXUOQxcg",
+	"s13DnyYd2nTmW+/g2rQ/cAf0ERyn5sYFre0hAe/wmQfky2FbNwBjMAbWpJlCHE/RX4tI0kK5lDXXq/SB",
+	"9W+Qpmeh/v71N0fZ0fW789mLb15GxVja6JWs+d/BMvkOipcnFtjCfpO57fX09HROzsPPyQpLumPmN+Yx",
+	"g68LQ8wMx2yZpSHeq7cX5MXL578Ho5n54/cvn78884U1ICRfrTLLTvtMPGLyErHIUaR3Ak9RB8Nh2nss",
+	"I4z7sAyjdi75PRNOJQf7s5HfC7lO4g6PliBvWQyWdLa1MZXOkPRtBpMdWO7wtXAJzeIAEpa9m1E8tRWe",
+	"43fLzzKCPPQ/GlpyDaAeVS01ilhAMmeY3AZwlJ2BWPuBkORnBA93hCWwPqShnihZTblhYoxNtZAI/n6J",
+	"V4ZgtbkcR6Js7N1Vs5ldrs7+K3/+3KUKCw+lXtxaT0LChGIOjoEiFWbBucX9iJ+1YCYptnK9lnfM8JUH",
+	"lGJGLGQQIZVpbmaIb6+wNoxEVhmQLaCENzWBLFPN9ynLF07IzaVTgPnFXvWXh0K+dpcuzpcB6gF5s+FK",
+	"ONMHVV7GOEB4eOjKwFAfVHA5ttJ7Br254wErMkY8e8PwS6AluCKsz02UW2DBfYi2QJl6/uLbmM7P10w2",
+	"aZT772TT1kXYrIyoZvo+cyAu5PmIOv9VR5ePxj3WVKi4VQgWsZQbM2n31hmW1UMIoE+vL4HtYNlSgMPT",
+	"ktxcXHazJxEkNje8pCmq6QlBtVbVq6dPwVehVaXMvz9dfcg6MpgV641ISLhYSMKtGxo3XzCGitS6r90+",
+	"+/rbjvHo2yl5RRMoNn5YMbXdEaZ521KR2eGI9NQUXF7IgkVsV+fnFxm5vPj+HP77ySzPx6pxBTmCua/M",
+	"VWEaOt23pNw7uQH3sb/wiZbyrqu3yOa2DJQWjBICN2S6cAaUuMUqGc5YVSTg/hdVqrgZqS0ItWqMaCad",
+	"kIUV0WxVYkjELiaOeMX4chWLUJQFKwg+nWjxPqyoBxV+pfeW1Ci5Y1ssb2VnDaII78B8BUKW0tFQLxts",
+	"4fYbXI0QWC5YrjMPPZ4RxXRTZRBtAh6gQgoWr+FhxnAjwZkAGxctXhiUKgylbtpaoS39WRWrVtpPeOL2",
+	"DrA4yDdxj3EzClbye2YoCzfquCkAlFbnVXyayWRGK3K4VEbZ6L6+tysf8oKlzv27Fy+/NgN59+LlN9GP",
+	"N7zQqxQVw8NDojcwnRJkRSSdDuuIMsRGXG+VZusbqu4ejrjagFZjgdAIJQraJpqqu0jQTAQvLdrDDmAa",
+	"kBpVdwFcGnwI4BnE2i+NtPzYyGkPxWkeAmduhDmErzldCqk0jxVAte+Qon3JeTJdpaDuEi+ZYPWoRSxs",
+	"DpBQc1mW6G7Z0wi2lMkYpT8CecDwLQDtabyFNf1S1TI2/T87GLk/fvz+/N8vrz5eXE9k9UtZy0bHQeJb",
+	"gKj2rck3yNoiOA6K3Tjt7/HloeJPPYMsYKIlCkDJiom3vGSvbQuyHpyaeR3rsRXtBz4Lt5Y5U+qMzJ63",
+	"gklVUm2WgBSSOWw29GNNvV9ruhiHOqELHZI8po7Vo0lnAF/a+TDlTg6PQEigHVLrUEh8cf1u24m5gQ6c",
+	"5e89eSSPArYJETEcJhI5w/klbRS7kZqWP8Q0Qagjt6T1LV36owugcRShrtZQ71ZQIferM7zML1mds1ha",
+	"5B93e9O0XjJQb80n5uHxHz/+8eKkpaqCK0gtmkg+K0ar87KU+XfxKnrwM9jAzUtgUDefENyGqZM0n1xv",
+	"1Vgf0LLdLHmrKResaGUgCx0mlvbCm9i3aNZ/zIdOrbOIFrHtzbd5ObmCsUpOEcnn1k30cefYO5S9Le2t",
+	"fjBKtzZZn/pDqhw4eZdRCRJyKyTWKoT/haCJFgz1dksoWcuiKWP4ckVRMxWjES4KYp+6ODNZk/mzU/j/",
+	"OeaflCUxq1IvaJ6oCTQpqQ9HByDSwh+mXQmn5EozEc0CD1tzcQk01w0tyy25dSpuzJmoVFQbefOlKqmw",
+	"1d/73qtbszigZcbrKsJ0IqoGTtPBnio/2m4PtOIZMdw4Qyd1ZqN0ZyutqwwsERlRHP4JisGG3dY63yMM",
+	"1RCSz6pxBvtOyBXdO47rTQzTqhMdRl04D/u5oaWRrOEJVmtAGMO9omGToDA3Xp9y74TmoCE7UN/thxsZ",
+	"9JX5E+NjJt3kW1oPKbUlsZGDHff6mSeqc5Yxahs6sudmRFp+DLks7j+8csOqYJRUFAED2sOAG3C3yfF0",
+	"aYcitgapSG/pmpfbKAYnu4cynfACBEAwJlwYlhVjZlii6Ud2ey3zOxax3LZYp4M4t4KxwtfhhdA5OHDQ",
+	"9xOFQ0lp44rflmzES0bL0txggbfMRW9QHcAuxznghpdFTuuEqag7SHCsK0Axpq4Ch/t+3InuewpBYo/a",
+	"SY7uZk3XLI6dZ+5AtECZFnz04NR9HIFRtroDdgB1V4X1LtqyeEGUXQKwOKn0gdJvxmxH5GsHePuST8pm",
+	"ZSnN32YnwG+mtiIfZ2IakzzD/sdW+vvUrWjW+d+uP/5ANPviStrvu9h5U6uYefZjRSE4Q2KhNXI8v3rz",
+	"5/fX7z/+cPr+h9dv/v30+s3/mJ/AtUGVMjT4c8PqLcH28HSpZs1IzZcrHZbJ8Eu5K53cs3HgyjfmpTcW",
+	"02L45vkoCGxT5jRQrDrmatMcq/v8tLNQp/fPT1KhRlFrzkdBcOMzsrGFoG1R7JoF9Xkj7Zm1KYaGvAkd",
+	"wNimBTuwooq5Y2zBJbPiudl9I0mn7FETq3S0Z6tmi3IPLUexnyMWeiNJ3YPYBMmmqHYcP8/Ii4x8lZH/",
+	"9//+f7wxdEkrdYYVwBpAqo/NGlvgYnlyBrIKrBYcf7cRvma47axRE6tSpLjDW8/Kzmx3IJ1BT/7qqi0v",
+	"9gMJ3C8dilCPyEXMkmfuCI+VwQo4iucH78VCxt09WhLQ7PfhJbQxK6KT0HnQ7oqRplrWtPDFkEA7aD9l",
+	"RcjNFXiIGsxJU5tEHUu4GKM4pG9ayYKD33/FwtoHUNQPnIKZ7XXwJleMtd7DfcSpUACKJJhDnZiS37P0",
+	"olkHkXlTEV6URk8HZwzARlHzsQXV1ebQAnowwIAlis3DnXKzrVJF59oLXGW4TDR22agVrRiJXFeHrZAX",
+	"KqKIQTF3xiVk/eKt52kzIzUrKSRDW0/R+eV7cgsh0qgxDLDl+B5QkpccC9uZl5Sv614zuxEt2VoOkC6M",
+	"qwzlR8O8bkIeR+oGUWMU+zneTnObvv78apDgtXYea7r1J/D4muUz//7MVW88OQtJTzG4DiB3ECIbFgtW",
+	"s2IKdLNeHXUHm/WZRY8kgyXy2xIek+DIx5jdNb1nbxfrii1v2LoqqT4wrv4cvYG5hDJvtimoCQrhtZg2",
+	"CYG1iEAXvG0kHRjBScKd/x3XNdXsT7cxz/YNWjrhRXLLNTq5uSB3t1w/VWfkGSmZDZNmAnvMV1KqkUB2",
+	"zLoZCmXPBoMNPja6aty4TLf5GclltbV8CYKJRdXoDi6/rLZmw2kOZm/IVKzy9Wda0o3957rBf0NA3k8H",
+	"l1bxOxTNDorVG8qO2Bdd0/N6GQsvaGq4DNwCy8oyW2X/+RRjRCEyWmWk5GuuUbWcQR1AnZGZbgTLzN9y",
+	"wUv26j4js5LdszIjs2VGZndsy4X+vOYiI7PbRUZmeW3+u6ZfzJabH5uF4n+HNviXz4u1aZTW5j85cJyZ",
+	"yj/rVc2Uq9qTCH8z2gIO25BtMPJIEtXufeED24IUKM+Z4Ta4ioJXWIJZ+EgNQ7oRYhkg2RfPxig2FbBh",
+	"O8fH5vRU/Asr1d5D+Pqr8THsg0AVoVVn1V2gwFxvd2Lix6PHbIs/jJYMslm2RrqC2o/AoajWrDZv/s+/",
+	"nM/+g87+/mz2h5/af55+nv30j2fZy69++W/JSIUpLA1efFyWZv5vbHuGIiksmeDI9mNqqxegSqxevPxm",
+	"iH0lQjFsx/D0AeT5+5ff7pea1qGUztp0uH/qZkVcvMuSikNv1QB+sKTiiXJVbSOuyXxFhWDl+yKVMoHP",
+	"QSzBZru2ztFj07K250BHO1UFRq8enkhH7aS47uGEaWdyRnTd2EBSequYSNTpG0ekM+s8iYsotlwzkY5B",
+	"fctLRkpook2qc6CYZwGMSburOP5n5tppJzE95zR6no3K8B/muO1a0s9/OEeP9N+diUSVUiP2I+/5j940",
+	"htiefsfqksO9+OnmYsp9uGHsLmbLNhSJz7DTPWv6mzN1XcqdWPK9gsltKpRfIT/a5HmW5cMrYVuJmGJx",
+	"NmcCRNkYPVqsLJxzZG+jb6x2XgC30ZLVqLy3d0G9/fLLH1ZtD4z54K4C79If39yQp7TiT+9fPFUsb2qu",
+	"t0+DHs5QMV83Cgoq0tCy4SwYLnu0yxSHJ7E3rYWzTlLZTp7ao9HcTv5ZhP4gIN8lESu67gXeGkm6cdmK",
+	"e2cFDKe5nmEAq63bT42Yo82bNSn4kqPdAIrRbLhi1luE76gMXzH/K81/oeC4yqXDaFptqxUTKsbZu3s8",
+	"Ubx7/uL3cfmuSqYWuzzLNtfWGhhKuYR4fDPrM3tJ2vw5JvJ6i1lgbkvyslEaDFxbmNlu8vHABL8dTt6y",
+	"gZ9H6j4/yg5LF45kBwcpfkKSnxsJ4S01Kblg5LZm9G7Pffmffz3661/rv/5V/PSP59nzF9/Gd2JKtu3o",
+	"Vvhh57KUAhdcks2Ka0ZURfNxztcZ+Ku//lU9NaN++XVs0NPzdz2ZRbkI3JUXsmzWIq7f5vAMwxvwZrWh",
+	"WhFHfHQJsfF0VWwh9Q9NWY64gLERrsgPH2/ID58+fEgVc+ZrWm//xLZT26uCOHj7tTkw8ebj3ozXLC+p",
+	"OYO2VfPWuAnPyRTod3Cr0JlCesc+4t/RHdNGFs4IFwX7khFd8+USWeM9Z5uINgCDVqmNw1g9bNQ14mNq",
+	"oA8/cWVT2+HXUPu2Y5guunXIMlaWrIjQy+vXHxCjzAjbZwTMRUJj7hjmwoi8bAr2uighr9aoAYB4UTcC",
+	"nSRakjX98rooL1a0jpuZi6K8ce8Pk5gZzoaqtvl99Azc3/ShqeVmtHBuLTeqtwywGWYnp3og4eW49eMG",
+	"KALkABzsLSulWCqiZRABBbyz2+3ECAK7BO4w+egmijkoQGSmNaQtC+I+7ufrHrt2fpk/CL1Njh5CRHO4",
+	"Yvfyjo1n9dfmPUjrL0tfhgTPlWHUu2fSvvOmknnExvED23g8CWZecfzLNIZigTBynGJWPkLrlxlFbgP+",
+	"DN37gXClGlagIGTOryzNP7BlCo7sxR4eXzOIaQIdCIeIV+LHAokMsF5T3CC2r6y7YNEdE7RSK6mxdnEU",
+	"n8u+0a1eHKtYHNeoIHcGsrU2opS0OKgeMZgxscoxFpbbyPpur6rEeqCUsivIDPGizo1nrT3IClcIT5nI",
+	"8ojmYV05t6CtrNfWcSV8DcHPtK63Dk+0XdURd7yre0wd4FO/6Nz4Lh9oSrPbL1GB3JMA1EpurJURJs9F",
+	"Cfizjio8SJJRUgBngGpN89XaKtuOzQEzy47cZ1ET6CCemUUy8yFYsJ5tWvPLZ2PwTGMYZTvlqpORV25X",
+	"rq1FMlrjCqnwiWrPoStxMGDAHLRfHhau7bpH45amd0xY3NYg8IQr8lG4QsK7dzqEjN/T9O444K5bpjeM",
+	"ibbTiaHBA4BJno245etU9J/KR3qb2y54GATcn+aUvT/sTF7A6BWC3U8gkOQu39A7Fmzxf/LGtiACk47b",
+	"7uJCFvprmTeGfcDVft4UXF+xeFh8502fpiIMu3MR0q7OVezQAVDK+7grtBU7QcAPUWimJPpNSnh0uaRU",
+	"Ef/BvqmOCU/uhUWBgce27l9Vy9vSzAVDM0S5vXS/WPVhsj6zu0VmGaMROdjFqHCPq2ytX/ajqXW4xvWX",
+	"tayZ7YJ94QrytoXRjVCmVZC8tZlUmKqbyNchot5sw5ENleyCije+kNRhDAXN39L6WV6Ruedwc1Bu57Sq",
+	"5iASzR0W6Zwcw3LP71dSafuwY3eZG0qp+/wES0j7+y0Wu1JFQJnOq8rXzUDji0M+RVgo06zRZcCq7Uc/",
+	"yR817fp0krnt1q3VGfinOoZe61mzKabj3sH9ABy8zKJ6EusT9Sjetw/e8QaWf8i25YI4xIRj84PCMi+u",
+	"qEAXI8GGrXF98tv56kYBch3+4ONRDZB9JNCf17qBjAylz8jnz3az/mz+/vx5wJcU6+WX1HHHWV3W8sv2",
+	"UAd51ZSl4ZRftoBX5Epi7XkUtXQV5aA09V42Xe8Z+Hw6++n//9+OHn42cDhlSaR4KFASEsoQPQVTp4e6",
+	"R9Iz/18MJQkBgM52gZJAbQC4utblYl00sialXC53YYDHgZImHj+AhbAa3gAFRPzvUUgScxo8ZcSvYlk9",
+	"0k2stKzasIfMcikKqxq98f+XvUe7M/2nvDL/K90usvoVLhcExdyPPPePjNibLH7lK2L8UvhPZmtTGFo9",
+	"DObjSwBajbS0CTbA432ttHimstEMaa5ZcZVMHXNPSFMBrPuK5yuy4qb1LQJfuzYmmuMLquktVVABMYEl",
+	"YR65GbnXvRwMEBMT+0pnxF00dc2Etqvk3pvY7IaWE0e/qblmM7pitDBX7b7j31Cdr9gwJA+1BQHtq4fg",
+	"ffllyiIUEdux3hIEA43TsCFvi9sf9XQg9luNNxHClLfmV/j6lFw5OC2qiCuX6CNLCqbMZGz+GtoWz0K9",
+	"t+CqwjES3dSI7mXkZUK71QZcxYKQTT1RCAsxZHkfBhkK5n+Onwzf1hf2psbIABxZG366e+/jKxOLNbqU",
+	"S2z2+NOn96/jGbETy+d5nLM9LV/TQCM11DmRDdAH8BsqclYmkm5dkamhMddGrTZ0RBZc0BJd9CODH62B",
+	"tl9qANUOYq5bl3qoIHVb+iLWwQ+dkhlQHcBCYnMsftGegFS6Mgga0yoPUHXH8KxwDfGMd1wUrxKwnr7k",
+	"6eQzgjXhJ7gVILsBti/0KexHiH3Pgl/jrONl8G4/VxU0XLBuWbZ21KPc8DwfiIal/bNK1Z2KBR+GWiXw",
+	"UkQVi2uUnf7Hi0d3hzC5jHR7P/kqzRnyeVsL8+FVpb9HAxWElTxedWk30QNrlXXvuul1pu0X0VLT6jeq",
+	"NR05g0MFp7uUkdkqPWboWHO6ZUhn5LrJc8Bkychby9hvDGP/2GBo7IVl6mCsALYcL1/82jOxI0h3t4g/",
+	"vvmj7AjbP8qOXAdH2ZFrfuBAXJZ0G6socQ6wt1DrADKAMSqL7py//VWrnYHcDoHHxey0KQm7llXFCki0",
+	"TiEqK2LfIrcspw4GwE61NuKqlpKoUm7K7cRuF8P97TGBZFnZGztGsKhhOSxXwhujhTLCF4SK7elj2DIx",
+	"nDnc9zjiFyxaqkVvfOdFkKezTYAcpDO9V1pXs0V5nxH817r6OiOrUiE82QgoWc3WUrPzoqjTa4pyLmbO",
+	"myu99RwgJALXqdu9HhES2xXcU0KcYPaJgziN6/ATMtrdtmY7wcyh1o61Jtuc92Cp3Yn2R6N/NMPVSzNk",
+	"5Ezxm7rdPAtu0RcNLCZVwQv0+3l8janlimzre16AlptG7r9GgPxNoyBb34+N3OGcZ63qh7g9nfH1Yi8G",
+	"9YzdlXko39i/uBWOMEYB4yWeuis6QEW1/LJN6uA3O1X3zNrblBarmCMEmfyyjYS3PAr+/8PXeVRN6s/z",
+	"DO86rm2wqcvEMu88DWXeGKf+sp2mcaMZ1uZrjc5AxQWv/sifOM3HYxDZE7Kh7V07wuHsFHYZXHcV3ZjS",
+	"xGXDj+O2HeDUUgSFkh9Vapro9ACClhtbNgpHdWZN9Q4RE4cqpP8Iyqwqcuyyz6pGrTJ3DE4eRcjoxmYk",
+	"5igXi5ILNnTJggK8MZP5iC/ve9lKMakLwCDDkLS9e6j5kg9gRtllwJIWihxXTVla8QYXfsHLRN0Je/tE",
+	"MtfszRxuuxUY4QbBgLs2xM7fIYmkgPYisxHeE4E+MeshZ10r3BmhRs2EowHBHoiybUQmIzLvRP4dZFSx",
+	"h9MbVaY404Ia7XTk/Oma5nepUlzQ4BNF8KX0ao/P4sa0EBUo0jaiD7Yqpqz1vrT6KCJkSyK7LBY7iMiS",
+	"zr40xYpkt3ayFcdlNfxvb8UJJ7oHkbl7bLrd5trlifyn2206xzxCDMCxwRKM94+tHHTm7wuH3+nZJNwm",
+	"dEO3oS0GGzrKjuxnAyYVPLJRumQlJMVRqFmAXL+jceKh9VUNo9H2sbB9xKyyzydSUZ6uvZNB5Z2MJOpv",
+	"PayKlYeWhhkfA0LLySOWr4o2mV6GuyjOLwLmGPHIVRVrE0IKJh2YTJQKFOBvxDGjrhGbw+EDvfs7OYaG",
+	"po52vPDRXtPvHUJYC0cZ0SN3n79jtNSr10xTXkaTVYViQjWYw49u5gJfdjKAkbJjaaEBrEMUNhMTu235",
+	"hHgOLVzarHgPOYnxezH3A0THdMG+EPuZC9JBBWNNDWNjE213EFAdWY/3ouD3vIDLE1YOI/Knc2hcb4iL",
+	"j/Fniy0wTSNzQAQ+NCLIFY0e6hJqoCYdb61tL7dxBfhBB8BESPur2dU7ITdpR9+D0ePpQicugpYuVRs4",
+	"ErTljvcHV/X1LZj14Z8XVBS8QPHketXoQm5EoqjuWNyFxyJOBK4ccnV6qPqWFsKlCHYx6x6QrBMBgQQ8",
+	"eOpdElHk1kDa9ilBg4UCipZ5DMomfWZj5f8mhgB4z2pa+jMWcJpwc6G0W8EAohfQGQS9p7zsmZA6NYzj",
+	"2/kdF+YOd3Dbve5GpGOcQtt6dMmBy71ZU14eXh02gJNRTBSEYoFBIc15sqGYbG3rsvUSn5sEsME1Pmjd",
+	"sYBsahQ6FxhmPzWnHcJv07GBLwJMskCxkrForJxXAPcRYNz6cwJzGM9kldNWeiyJXNkgnD1Wc6gAKWZV",
+	"QXqj2ycuyDooFjnxBrJbEQ/DgEez96+9Hg4wuS2ccSRbQ+hhXIXr729aMBlXjTugiURNTvggQldha9Yb",
+	"45Ldx7RNyFmyDXdKNoaLkt77OFL4d1TxHOrsmpU3m0tvZaP9QbcRIZhFHJFE6hhiwMXlJ2KecM1y3dQM",
+	"gki80G8l47a+Wdzw96ve+Llcr3ns3GOhXXzsahNRGwuJZfB7CP1TyxpqKct8Rbnw7DTa+oZjUc+d1ldS",
+	"6Th4xzupdAf3LBDpfhX5Q8Zupl7hr0O2vKpl0cS48SU+GMInKaNFG8E13a1fCGBtvjDWTgTtHhbCtGvU",
+	"p5C6Pu27+5qpmgpw1ceyfxUXebS/iSx14v0/yeUAG9g26U9at6hiVJbzFA4UliFvCde5vyBu39M870qW",
+	"LFEIqkMNv0HBpyiBnpcl6gpd6pysNdlZmGnuU+ppeNFuqErYdYBFzbgIK/aCzuoj9Q6FhYSWCplA7Cmp",
+	"0m/iTkj4ucUBURB62VHMuJHVbABRsvWUPHTdrAGia6SDFbXFTxtBtkynu2lEjF9ch9WxXR/ILM6IaMpy",
+	"qKPDIlpRWfooyhHkMtgYgKeEss3WfNEaF6CZRMGaRgg6Wm0LOsipILdQp4SsqYAqg+k2RwsWQpNcEfsy",
+	"EXKTkNKaCkqtXYY1pqcM1BaltuiHRl5aU0BcwhhVlYBzo+ouBW6l7vAKB12C+7pprqDmFO7rm+8qSMFG",
+	"7M64Qwjt8obU2jkg4Vkc5iDpiJYYF1H7BK0kG5jmC2iZ3KQQjOFpXjViXJfqlDjv1T8ftBvEteB/jFRX",
+	"AHKaqYrlRmWDcielxnoByohiPTGqndZQfP0bUQSlyfaVZKrxE8YViME0XJjIkU1LXR0uesAY/S0xzAdM",
+	"y7ELpcNX4NaIDHEla3Md+UsFis2YaRdG/pC1rVV/y+CHuEd2nIvsxSsqzwpCSSsghXBl2rllnk7TBySp",
+	"D9kHHb0zsC6NKJ3m/Bevo/bP78wj9LNTEEnWFSsI1cAz7IPj99cfybcvnz3PCN6w80aAEIZFeBvhPoNv",
+	"1K+hPx7YJ2LljK6qXcnzy/ceXwfPlx0LX1fooFP/CXos2H8RcDPZDT7u2x13sh/DObEvVazSXcK/9Gga",
+	"T6jndHcn0Hxaeu1qQZGliJ2lG1regeszMI/2tuX098+ftz68vu9/C5BuMdMPe/m1Wd1vyd27vxNsBd16",
+	"yskg1tX+RJGSbjLQkm63gBKPL3YW3DzZsX0+i5g/d7zi2x7qXHf2l1on5w5RrI1azbScaVrekWVUDUlC",
+	"dH2smCDHRko+MfwXgFcKcgyW5pMJgEOu4dTY08FzAmt959JHbsRYHZboSiSjokd8QzlYXrQ0F0cS8mX3",
+	"GEAA83XUBIot3+6bnDASrlewe56zJ8qWn5JYPWUIQC/hvjeNIb2WdGNzRE3TYGLuFGis8jXFGlVN1Pkx",
+	"lgYZtK2YDs8EaarpwgU2Mbwu0QXgxWAMDKQeDIQqJvJ8XIatB6RzUYsQJ1s3Qp2RKwY5GIUNHXn95sOb",
+	"mzfk9PT0KbwcLvK1T+FxH0XXuqL5HdMJiru6uST2hX0oLp1T8U5uXBIrU5oClIw52svbF98+/zZRJ7bS",
+	"+/CYWJVWnP8gPXUWG5Ns8asDsxp5L0vBE1s3yTG3BYICysAJd3cm5AtZjwOF5yXK8ZjSv0KZCHBBUQds",
+	"0y8VQZeUC/OCjeN1NRGpKIgtDpCvaFkyW4G/58Iol7LmetWrNPD9629SlQb8F979ELbuzgQ2cP3ufPbi",
+	"m5fR4/CgkhTYcbsIXYfHr1tKYs30Shbd9Xr95vri6v13b3YWDbYEv2glOdigbiEf10BGrt/cfLo0l/Hl",
+	"h/P/qz+bl53JfLUzmZ/+8VX2/GV83EJGK3aeuyWF55AACKpHd3xQiggcmEaCh7KhtGy3/oxQsqiZWpGa",
+	"ikKubWPj7uEpsCU/y6q72rSBgpzdefyPhpYcK54bZoCVZXdo9MyMjFlFg1CywqgVZ8j6WVYZyXHwACmV",
+	"gyvn6u0FefHy+e8RihGraSBwNxao6Ny5AosWwSDjsFc8zmQ7x/fT1fvMBQ7aKhhVoy22Q0hHWK+DCm84",
+	"mzc1n2O9Ijf9lTdU7pT3Gln7KdU63Br74/ifVHzDLGyULa94XVzSWm8vaEVvecmj5vnWHu8qJxsdEkpM",
+	"guWziKgXRiEz7DDWnO9sS9rXdqo0t+3bRNXptZnbDi6w/Wht5gcqzr587ojePAC2Dg5Bqi2+TrjAOHn7",
+	"adTkX0iGNn986XCT/wGFrbqj3K1CNeokhQ8n+vDDviZYsGzLMc07nGm4L1lIrcPn5AO/Z5c2FznqDINl",
+	"J5+uPiibXwT1uy2czUFYcW1s9gMyoQ4uAwAzAYSeWwZxPy7WZU8r6r5VVKFfIDlCEznIYFNL1MNVXCxL",
+	"NjOc49PVB0wxsILwdC+q3Wc03sV9/Y+aVIPNjWEwhLH6nV2CohVYRSMSu//TYfkuoxQ4gNG+R/ZLO/Hu",
+	"wXSbPP1UPkypAPnFnWI4uh55wKzx7gkubYWDTjSGFcegwHE8NgPyvgxlKg0wBsqw6LYugvnSXAxG/dPk",
+	"K/xjLZV2ftYFX2I6AdTQOG7rKTw72Q/X96tnQ9rzcG6dRGrz3O4MKssgwaw7EHlYRL2w+OPqCYkAG2CU",
+	"e6ky87kgskGc05Mz+CfiHJDjH9+9uTwJwuYB6HHvI+0m0S3H+U3E7zdAdcCzPnBxF1UdWgZUcgFIsIaS",
+	"wtIsoCtYFK2aIaVPr/PhZTJo3sVIePNWSbdjhTumsH9o3OaBF2YvzR1g5Wu17x3gJpm6q9xzxM04tjlV",
+	"zON8erTSWTon1LXxp2hiS3fRMCM02JHOEnZ7M0JCo2drVi/ZDA2U8fQX60m/omI5EuJgjv9KCtnUiry7",
+	"ubkk8E2wuoqxO0ChrZlq1lwsT+LGpShcMMIaCV3LsmQFdgC1cXBj5QZiIDqmg2PECaa46hXVqxOo4+RA",
+	"xfapnNPZh87WDxTT6S/fT9PO38NZPg3Pq+f44Vk1BPNo3D84WY/N/TML9nzLttIig3hl7YlCZWH78Cti",
+	"mDM6NvuBUcUeY3dqJtgGKr11gYAi7PJWybLR7MPAznz9FcTe986L1LQkbkMD7P0z0LLUStYYSkwF9m1b",
+	"bjcHmw0Atwf3APlb77cNF8preJgODkhkJ2fYeu9SNRdjvpI8ZxnpXLDW/GBuSXDDGjoZEQzsovhdf/ks",
+	"CdI0ldpLDt4EhGyqWM1l0VnXgN73KQP18gEiizl4MJxc3rNa/ReTWFqYnt/kdOKtHSjALSw314qUMqda",
+	"1v8Ln+HYqXyMU7afWaBrj56b9Z4fYEz+5z3aD0VXOXN7k/mC4Z33sV4OAr+1MBWjQOT/4jiPYQV5fKT2",
+	"PtpKiNt+AOL8AHh7IrHqpqZC5bJg9Q1bV2XUnHOORUTgLaLtaxFW2BRcfsd1TTX7020MZOCG1kumbeTE",
+	"Ldc+u/7uluun6ow8IyXTDmcB+8tXUio2fDC9E2Sg/g90ehEPxfiIQRw4LnAxn5FcVltyx1hla1OKqumU",
+	"mzTPjX5A86PsSFaQJ1rl68+0pBv7z3WD/wZf0k+H41fb1/aJ1JiUsGB3MgDuDsjrm+cvonq4rul5HatI",
+	"+bapQV10GyfhASA14j+fQvguXksqIyVfcwtWOgOIAZ2RmW4Ey8zf0uh1r+4zMivZPSszMltmZHbHtlzo",
+	"z2suMjK7XWRkltfmv2v6xZCS+bFZKP53aIN/+bxYm0Zpbf6TA0OaqfyzXtVMrWTZ5TO7hlkcNpTwbkc+",
+	"XkEhZEFfvdjlQYC1GAedsIS48GAc5khEiHDgKLwYrYSVguawnVtsDi5Ixb+wUu09BCM3jI1hXxN7j1bD",
+	"UulYqrmP2zZ6I7oW43HInwT/uWGomtj7ABKEcom1tSeGH7z8Ku7FH4cNP6gGqW94BCI9TNPBLuIopbxg",
+	"kxg6YrA8KkPHmMthIoJuh1k6jmw/lr56AXFaqxcvvxli3gmAF9sxIrwcfoh+//Lbkfn3nYkhPe/6M7rp",
+	"NMHKdW5GNyvPJEJuFSGIbPfSD++IFOp8SKfThJJEKs6uWDI9C8d9EKaTTBI6IyLTwVk4n2Adzit+Y+6W",
+	"BweZ4WEmVLQKoFcoMJhEARkaKuT2WouFk0Gp0vexE/8D27hIFpf8X2OlYS7IxfvXV0Z7tSXza1aVNHeQ",
+	"Yw54RgpmNAthWXjJIRwNInKo2IawEX43xoo6+es2uI39dTvgOjCT0TtxDZ14humsNx5gY7oI42tiMsQU",
+	"XUJI/R1byJoNzAKCuvrz4MpsM9/jDhkMsjCdVf1Ai+GtBv8h5F/eMkLDrwMcqd3AjLFN58Ju+vNITeCm",
+	"rqRKrJV9OLQjMeH3l+TxtcVw/ljLpjrsCL/Fowk2qKVppj3MB5zfQfH/bc2MOPVFRwPJJlL1a67AQ+j4",
+	"5l7EPLqQD19Dj6n7gFUEngTYIueNXn28Z/VlSbm40qqKlcTVu+GtFu+YEkQo8eGLRJqnlWmNzG2pzPkp",
+	"uWlqgcUpiHQV9MNimbRmLnxYMIaumTXiw0D4sOHAc3RdfarLOTn++tkzMucCjv/nW1ls50QaFW3DE3kh",
+	"aWtebKcnlNujjZZYFiuKFCRrjCoF6+VQFXnTzp8Bzi+S5aHlrGrKMv7ltLOAsRSQpyxrNe1kYIT6RTqk",
+	"6eMPf37/llhV1miRf/wOovZb8GYLtTCqq6QzL7APm9zBi7AX++PkTpLpRa+5QqARB1tJciqEBHYeoHTs",
+	"rj1wsj+xiC7yJwYhvkYI+MIVOOrhZafXQQpMWIYT62stQAmDN6eo4SuqIAdo2LWtbL6jdRz7FLTd+ayo",
+	"utR/H24tp2tWUwA5qKiYaV7q2d9lB24naJGr6xWtHRGNtGxXgiuizEdoqCRN1WJGa3PBJzL399K4gxrJ",
+	"VkpzWpzrJVDjRinrV7hDjECEJRy+qxm9i1EYq2ASvpy413htDZmS0fsUzEGYkTMYvIt7EpqfDT+/CSsz",
+	"T/j+qvONjxf8FIuVMBKMJdlPVx9OCXgUfLmzNTme/+53v/s/5xmZm4X9P373u9/NTwLV014gwb2SkdvG",
+	"g3u6XCoYIMvQRk1FQQCiWmmKTlpF1+wVoS5Igwq4V3wOgrudOtdXe1Flhk1BBH/kijo5JefQrovmD9uo",
+	"2VreI2dYR0tC71uB9bBrbSL29gHFdVEO+qRY/Wi6IGkUqw+RIvF8/jCs1qiV3AiXtJBLoWTJAu0O50ry",
+	"ktHaVegZ5Re1LNn7IqF8mIeE+9DrEd2DumWo2b10d4pZkCfKQ3Ab7U+KnD2a9pGCvoSjC8+c7oFbs+8g",
+	"fX12KKx6lJmt6mfwDhKZiuH6fRR+A+24uLaOZcTzNdp5RZXaGLGtoJpGMinSDg0PKGbaDt0a+0bmDdNl",
+	"mibXdGskFqDLJLrRB7nkYnz4cI9gZXrTz07Og38R18+/+YDMB7vwF2gRHoZsc5tkVrlTd1LWBDwt0SwN",
+	"8zaO172OqGywT/3aw3sNPnmg2xQKfyQQzcwv4AEJG6nj11ZU3j2CcP3ZQsXmF5BxLe708JEzHLhkOpEu",
+	"PGDo3z0Qh5cIxQyqaUkq5s3To72yxOBUdMxY5t2MNOgloWsplhArgEvHRV42EHNhlwaY8Xgcpp1DJx0s",
+	"PO1Zi8jrKCptYQ5Pc+z4/JRgjOOlKmCS/4QFKoTv6nFLVeCmOpRJ1+QkUzncNNNrVbSLhX0Chg7UrQiL",
+	"VmRoPzH0ZgbzWxWx+JHdrqS8e81Kfs/q7Xj50cK+SY59Jt55Rv6Kr2AOIcRVgGyn/np0kqgois3gHxdy",
+	"XSG3yY5+RMyMK6YBy8iXFR2oJQqwvnlTc70F0BaL0MFozerzJubOarMn7ckHJWOu7vPPFdWfT09PEf7n",
+	"tlFcMKXILc3vmCiUEeOdOEFzAIbEdo7hY2U/PjFrcM9KhSy4C9lCcinvODuzuoMilOBYnW0bwqBqtsD8",
+	"ZKMOf/3sOZnTin+GNz67PYcgM1RqjKYHjbRUstK6Qt0t/w4fJQK3GJzaypzenFdUaDuQcGitvpK1GWjW",
+	"2P3ju/eXsPE/vntz2QLjKaKkL2gnCloX+KbNSyYbWd9NnQA4kmL6fWrs4DUwg/ub5AFY3xm55aJQEIVU",
+	"S7mGYZs/0K6UkVpqGgDj1gxTxztofxwKgzqgfrxcjv59dn2fz65uLmY41pY9VPxPLCxddQHbHy8RYOiq",
+	"SyYAbmJHU8KN5cdCjuefP7+TSs+A9vCzOUo+oLQWyFPe3dxcXp+cIRDoDK7iThJJt9QFxIYSWioJKi/m",
+	"bePsLlS9wOnNXXY61McGzXmGdcbI/Jrls7dM56vZNddsbsSz+Ud4NgcdWa/YFsy+PRL/isxzVS8+1+xv",
+	"ULZ07tcaV6Jd62C6u+ts2AGPQmobakcN2Uz/0tl8rlmNhkZD7uAMnin/lplfzWgJIsosl+t1I1wM6JoK",
+	"uoS849aA1BaZh9MTQGM5KGzTIn6pvO0xQxP7zMMdFExlPpY3a/Nu4E2keUO+yhUf5TVkBwmutCN0uNdc",
+	"MKOZHNeKVM1tyXPMRXH8G4Nt8eLRK2W3pqQgNtqSJEBC5JYq5h2kWDTfkWbBqlJuWX1K3sDt8G/XH38g",
+	"UJ/SOQwaZSXgOaBUfgeWe7WiFSPzf+SyYJlDbs+gbhl7X5iJ63prRNL/nrkyLv/9lzmOGENkbOthhsz8",
+	"32c3poHZ+2JuNINKCsU8nIIZtg19Yj83tFRkbrubZ55jUVs9Exx5Dlx0jSWw2xqodrtKuVSn5JIaARcc",
+	"vwELdNUh3SdM3LNSwpxRanKXdUbgrs5AzPnLT2aSgeFqDXKoqHwfXtK3AJZrWTSl2Tfd1AI2E6mCCQ3r",
+	"gnU256bx+Sl5Q/OAp4EMjPThbpbQn2nO9BfDYmbtj3OPLmw7bl/CH+ZtXVy7SkwsZJ0zFW1Me8gI8Pne",
+	"bqFAKFo/uCKw046W7S6xFgrA9WRv5LoxypY15xc1X2hCzQ2BZsVgZvPfzcmaUXNTNSBY+kcZYV/MJQcF",
+	"NNvdRNowrNHQ29ZPBU7VK2IURdy3fGVvSUKFFNu1bJT1CQcFg8ORGB48N6d0xUrgwZa6O6wZWzglH9sR",
+	"rWl9xwo3kPaWfkVoxWcaebUdCsgiXvRRlrcZHgxWELR2Bsg1XvQwL5oTGpVBzsIFSg/HSk0zf02Fg8q7",
+	"V19naMGA/UXRDqhdw88FE9zcGuHy4GkPiVmROW7XfGwjkS0O7mJy5qXMaTkzc/ONhdO1EpCt0G3IXLqY",
+	"wFLKChI4AINuQS3ay84+ubWYSA21zh01aHpnM5NoWvjLnNBq2ea8J9/MybGsszEJEGBi5kYGlzX/O/z2",
+	"iqAwSv7aPHv2Vb7TMfzcnqK46KiYKE4w6wKtK3LtxmvusLNOrFBmBBRmjzUVXm6HPEqosdZmzdgfNeYj",
+	"xKTwWuf2BFgD//w0td7Y0QzbnMPmKC+TugmiU9AninUHZwM0b2WxdRcrQL4qtWhKX5vbJq9i3oxq2eI5",
+	"SnyKHP/1yH4WvkwaUdqaBJoVfz06ObPJGaWjMfeRtS11E9ywjhXkH4UyqVu558+et/uDtSVm+MmP7PZa",
+	"wvSaCkohnZKPPo1O2VyQbl8QJMBLJvQrHGNL8nLRCjnfkQVUzfLeHLgKyPF3biGEtDOz2Qh4is1amKHa",
+	"LBFrGDw5604MKxmjRc0cZRTv8NI6tsV42D3cTxQdjVCu2Px1efMfZC3vmfl3WEz6xEHpwhBsYVyLO+yV",
+	"LCw9tzGSmJ0dN1cgGDEpefHli6MDvMncdxkkXOVOs+6q60smWE1LXJ7nJ5lXgzR2b4hubv7HZiOhNmx+",
+	"heHTJWiu/bHrfjXz4/kPbUXrczswf7SdyDa3r99sKzY/CQprQy8OWN/hHluBU5wNq552TV48e96O7fr1",
+	"pY9egW3/GsTbmud3RtR7f/HGCA1Yak15cK0//P7FN04uAnIzffZoA7oQUq8wJWsBriorix1TNBgi+2nN",
+	"2GgSNT+VcikbHSEGKsj8HFK1EbJ8fkrOyc+NYQMVremaucqh7Ug8KFHB8pJGmdiz4Pp0TkpodG4EQYzV",
+	"ARmLEnNrVqzU1khlDelunFQRvrC8EqBP0PvZ5sSexXJi+32CnYUWGD58ckquGC3wxGM/rGiV+Q7SsOEl",
+	"TlrqAlTXLGfcelTdGUXhzx3Y7q1mNG+uNBP5dk6O26WdX9/n4bMTGx+g4ECiZYBiKXsbCfiKzOHqn2dh",
+	"0lPWLhn6u87IvOSCUXMp3pZsjjnGmFher1WndFLZKtp4MA0zLdsZmwPiCkiC0IhUiCDHoNBDhGUHl80W",
+	"ocVzv4DimEAc3zz7ql800VWAYNToPoYA23U2XZcSB64Na/FHrTd49NTjIqDpwewxbKuZkdwI3M/MvQm8",
+	"wjs/A185lNow2qppYovFLLtzLKWy0hleuB010Q+wrxZaSrjWtGROZDt2z67vc3gwP3kVlvxf0y0pjdRg",
+	"i0uQNYWVqWWzXNmLBlR55Nan5Meawy3kzCquWqULCkAOzLawJe2OtMc1KBjo2SgccKsl++1BubegmpKC",
+	"1yzXst4+UQArYRVGrgCZcgMbsKgZm6nKCJs1A33NMg1FNjhmO5jfB4NRWtZ0yT4vmrKck2O/ovP3QjWL",
+	"Bc+NrHaNL81PAl0eyyFjdxw7L9AwhCvnAi+wUKtjq+ZSNIPRINFZ7RMIKSPzp1h4ce7sNQWabSEeoCU7",
+	"fAhBH1Z/xBAEcOJwXTIfQhE1EJ1fvg8qKL06en767PTZ6fOXf4DaWxUTtOJHr46+Mj9iNs0KLNFPacWf",
+	"3r94apS5p7dSaqVrChGJVTTi4gKcP8p6BwxjQPU0sPBgaR0HbMmF0rQs27uoF2FySj6GaocV2iEKhmvF",
+	"ygWyWy85UK9J3G6TGs0rt4bC4lkCC8ylC9mmrSrjTEbANDjeT9S0ojQg75glZSgukeP5bGafzMwvnClD",
+	"PG5WRgFayHpDwRzmTu/x/C3+BuLF/N9n/s/Z7/CHK0bL2ftL88efOZ17HbzkdwwkPa//YhrA7rX5lb0T",
+	"cZh2DUHIhIW05oZVYIuQDSg1cEWspXZgmafkrazhI9VOC3LxS6JWrCwzDC632DF4oKsasP9oi43lCQmP",
+	"o1UVSunAo4XsEQwEJSrrduDCsbzvXDuzC1kYtsKtwR6SH5wI7/cy2PBjSja1hLumYP6Kg5WqWYVhEFIw",
+	"Rb5+8YcTQ4Ogy0ZH1bmddtf+D2dg7tpIUmNMjLddsy8010ZhEQywO04hb9VKQ++Lo1dHfn7npl84l/Z+",
+	"V0ev/hItY9NdWS99hBvyBJY6s/gLlmhC+t49ZCOug+4+OL8IhbCdkZCrn9ANyJT+ThYQmGqGasG8g2zv",
+	"p39TGDDcNj3k5+yunAvdAgN73J9q5pO1Eq45CkUQD+mdbSmednoU+jMNl0E8KbhXgJW+ePbs0aaHbtz4",
+	"bGIMt5O0/Et29DWOJdaFH/PT72jhF8588tX4J29lfcuLggn84g/jX1xIsSg5OnS/fj6hi0us63Aj5Qda",
+	"Lxl+9834d5+EhYdiBYTWGpUNPn4xYZQ3Un5PxdYuB5RT/mbKEr4X2pBWicWtQm+vOb+G+H1ZH3t1DlOZ",
+	"uezpUkHgiwVC7l9xLuYntGgfvTr6wx+O3G+tSfHo1RGaDdtn+CcS8C9Z4v6ftRE9SxatUgU4XB6RN8HP",
+	"yZbp1m8RxIaB5K5W1hrS8jQQaYzEYNQWlzMLjkV4IkVUrDgl73Vr+OhbQ8kty2mjzKVzK41Y7sOMnGTu",
+	"+99l0H9k2nOaax8K82ud+n5XCQbQrhdu0+k/FZnfMIxw82H0SOxd+lCalyXoaFh/xPKuJPk/KpnntNL5",
+	"ij79By9+GSBxUWBEDGvlGvtlkFjkMYsgy7hAz+rlD38kfE2XRueBMhgLfs+c1w7o2eH/Ni0aeHBXO5nU",
+	"5sEv+EIzJsiaiwatP/ZQoFQLTgLXvZPwUAtsIZYCJHfYk2As7mX0tHVg30EUs77NUzv59wWYetp3SjBn",
+	"wBT9CDmYelUTLA6SAfaI/AAsbNz5eL2I9jXqYJgOWmQIhQ9xlFVJc0x92TmlFzi4MREqgiAdlmEAEcjo",
+	"Rq0AxIudiz8Uf3wYVNPAm1HxZ5BdAKE8rbA+ZaRhrFUVaTrKG4KtW0PxeYzYsVGmaCc5WED4evyTH6R+",
+	"KxtR/FOxJDzL/tjknlZ+Y2bz1IbspNXr92h/9Co2she/qZkPHcYL1hoblGqY4TuCbQyvykLmsllJp/+B",
+	"MTCM2Lc8ytCNLAvDP8zlKCQppVgCvJm3c56Sc0Fs+TnzIjLwLaY2YM/BKEEZDe96qu4cenJoDwt4wu6p",
+	"vsLFevjJRoM3MI/DDvlw2tuEM364SGBnf+Hmkjr3nQ04PVCe/+c5r7BZ/QNrHQ/duf5GpxisqDOnPg7Y",
+	"x6y5tZMV0EqyS1bMzISCrA9bKQusxVwsydyezsv/j723b27jxvKFvwpK9VRZutV6ceJkJ1JN3VJsJ/Fu",
+	"EmsleXLv7syaYDdIYtQE+jbQojmufPencM4BGk12k5QtUpLdf8xElvoFQAO/8/47dHfTmUopMBDXCD4O",
+	"rRoujjqMEfnZBgegJiObz1JSQ7tfbVWOxGkjjt3mk2pLgCBoyAW/ASIq38RDCYkeLizLIcc71OOEVVS6",
+	"ZLasK2JMcMpK6zQSXIul5WPg63KK5oyXWVzp45Wlptb1zJB2dEibz90O8RGAWihXhaDlwG/gIz+i9zj8",
+	"QcJ0ZcHbOHCPqkoxODhDrQZc6BCwiIybQI+VBHc96WQvvvmBDUpuxXsi7xpEIZaZVJmeUeWrMQ6kPRSE",
+	"RQMVcSqoWD78utC5TOetBeuGz51hNz84Yud5Xqe9RHUIlIZ3q2+cflYXH8QdOUAOoasfUyQxbgZ1aW06",
+	"HB6ctzPlP9zedhxH+B7/kjWOIy8o/U6Jl3a3DqE41No12kYVkq9qqbMRfe5u/CGxjxx8yE9XC59v4pzh",
+	"lGgjst7ZdH8itHYuIXDGJ5BQzilsRX2m2oVljfSQ0tyA+r2NJSo8c0l2AsatkpgivTGRvkjjBqsYCqFj",
+	"n60uIDswND8FxCOwNFAyP9PsF2uLtyqfJ+yKT8WVtOKvV7aUqfVQdNpS8xClzk50aQ+dWZu1FlKQBISE",
+	"8fYsd/ekwZUTD2JQJ434CUrTkgIfMMan9dOo8J30y/BOfPZh808Rv+Mg/gJO9P9OApaqJ4oCy4OpETPk",
+	"cF3TT4185ZdXlz/RTWC0E5S0ZusvJ+u3rDIIJCOivmtd+ftH7A+M4MSMLCQWT563KzkhaGX4nHgIgh8K",
+	"AA/tpiW/TFUKE+JJDafMsoLQ4ZaJ5DmW43OvtzYC89Lg6Olvda4q23ef1v/aJ/CRdug1PXzIAe2wZc+M",
+	"z5JpsX8ULOmv6H0CAc6tCHumqMOLfppuQ9ZLse9UEXwt1D8dwgoieUBaamMOjbR1nGx/odTiNLpogM4u",
+	"ZwXKsQoFGAftSuRC3QWlGnoFS4bAuy8H8FoZKmruiywrG7AKW1Iw4NkbBKQYRqQaahlXGZn4flskBOlo",
+	"AOHn363mQaU/viV1V1CKTvkMyGeFIs1DQiYxqn+QhmWwPQiecBjrlbCHXWVH18v40QWTDvfpqQdHjQjl",
+	"kt/sces5X3WMDBqr80XzdDc2PqY6disqlxFXhNexgk6tonISMHLdziflgXLkYbtStQD0zJvp8gZNJRKr",
+	"jayKyE1Wiw6DObwq8wQfQ239GcACUCT3W5LEDWMd81bD4K1mQuF5HTsV6sXJD2yQkio9aEVPt1APbO3E",
+	"iEMmTDvkBJPzMRsrD2U3vPY+ENrQ93by2m0B5DroCLjZqlQREcVQTOTi6KJKX/f7G0n7VpKTjdvGNW4v",
+	"iNFIIM3EEotmLUw8Bca8ThJDhbh2YueY4Yn6GPltNMtEKiGnUaYTLI53vzUTPcP7YSbSUBdnUDGjoiHK",
+	"VL2FjCi4FLxe7REu9EVAZsg2xX30mi6vyNLXCAcPqS52eNAe6ty8glUZio7t2ViQ+z5Ea6NImKa+rCV5",
+	"5iYIu8be9IZ0grGDLY1/bDOTfRpGbB478dN8kBNwBvyepwwaDihLrkFfzGFCtrQvbsdKEd+HQRfSp4KD",
+	"x3MSF6HLCPgxd53tYx0UjiJUAzqLAiwV5QSdyMIT9oknSFc2qR2aIfJMdSVwMMmfdhA52p+zAT3oPd0y",
+	"OGK/yhsRxLlbsMOmLMbaAF9gEacW1iRu9NRn5t6K2zuja1cB5x+RAUHfr0ugx4kAdzAkWvZyrJl9qiHx",
+	"ReJcd2gOjmkDW2rQwIaviBoxMmxdf/dcBZ3Kxa+QjlZTGug8gw5lsjQWE7jpzFIxkWeqnsgyOyx4SbTp",
+	"UI6aU7kh0kbXOdVW3mKWOxzxM0+e4zSKoVQEnOe/vzpiV4FN0qC+AdnLyCl5ypBO0uc5Y8lhBysxdCLT",
+	"tf9AYkkJlXe1hVncQrz0q7UUUm/bJ/UlxxccbM2NrgOSnw2upcH8h5iDg3rzOyIK0E1v+a3ByLr5fb/r",
+	"TNzphleePviut9Tkxpvf+Tfgxtz8+vOiuMPVWHNy5xvuNIPXRIR8hzkEeuq73UPU2Hf59DHp7eb3/eKZ",
+	"kO90y4X91x1ueNPkMr7LXjNOW0FCrTssYGornt/1rqvArLv5PT8Tj/VPAKF3GyKhMAzT37/VDB18M7DY",
+	"teg2MY+dlz+PPdT6UEaVW0PfQKiWUV51CL9aVh9OvmtXH8KC30oxA06/lUVtdRuDOCPVm0pQeJ56gB4c",
+	"sZdx7WezEwDI6CKXlunRKGFCpeUcKuaXqlBvxDxqKBoENxsA5fHgeMCLYnA8QNanQejqUSkIk3jKVXrY",
+	"PrrucIzv8Z73wZN3QHm7ntTcs28i1cKAN88OML4MiBVvcIbsFO4GN50GPT2FhULLgAHSLZrABh6sM45/",
+	"8f03fS0+GHLY6/6gJTMEvo5HuS1lhcTvWBO8ofQzd+UzQ8zgSWgpCjvC4jc1M2nTCfIl7jBg4+VBZ4Yw",
+	"frT7KBnqUz8eQeoH1hXxJnLeE3AiG9xem7F1zI0R9hAYNUeiPBYfPAF/qwn2+gPWDJFvhHZhbUQF6AWq",
+	"OyxkFkTYORJlzaSyj6nxQIl5FAbaHMwg8Y9gzw+aBpeDZqLvh9cuWFZKW4YzEdkZKyuFlR/otgkMFkih",
+	"uYxVOEmvjLghbbVgiF50TbN+RUvUdfSX1vKrcNXiN8GdZuKtdr/KxQYnRE79CWnXQ/4AOVqUwj1xAKXs",
+	"1PcZuToOAuFAnfbQSC6h3E1u2UxXeRZVViWMqJoTZm5kUfiSGkyrQA/rbDI/YgtjgJ4HDaoU0ByI04Pn",
+	"+aEuD8OoFPp23Xx5ilSPvL6ReGPmjJJbmCSyh8WKajbAlarTPsJnG+MBdK87YtAQgOiKQ1sb1CSgyWDQ",
+	"dTJqiT2cM1CrjnlRHPsO0JXyuZLAsIy6G64RRHKJ+QTSambQ4Kc5Dp91Ap3g5VQcsd9rDcGwnNe5TgVq",
+	"U4eRs6jQOl+tgoFNI1pcuG+m7WCznaRZp/XCC9eoR8uAHbFE4XelthQ7V4n8+Fcm0eZcsX3a/wfukNS0",
+	"V7jre23pKWtLF/hlGRZBuIPtLBtC5u3rTCiFNvNTe5ElFViJzj6qWYJkGXU1q5Q1K329P+NrH5HD17t4",
+	"0Ou7AwcNvHATLw2ueu+jWeGjaW7QHftoqG+dtAaOxYJHpOkCgWtjD8hq7wLskV24GBqdSzskEYz9GUwy",
+	"qbPho+seRIbiEq0acu9Z+OI8C43zvjMpefzR97P8E/EgF20NQF7B703dyNfT/6najXxW92FlLQChtH0P",
+	"baoGsYvUt8si5Z1cFbYm15pq0G+ptCKHeG2UtokDZvuhQbRCPkPQKpHZENmXTsn7O9R2soxQOL8FhLqb",
+	"HF+QuduVt5skb9ZAQQ2LHj1Q3JX74MlkgOL2qhsIbvOsJ3tFtaJomgeZ56tvous2aqjYPDnLzcLv6eTc",
+	"v3bQ3de84wTRIoS2k49PGSCHk+8e/IWd769KEcDd+QCKwLLDbMMUL+AjlmqMVCi1u20fLX10f2bSpPpW",
+	"lCI7aKaEtdvSFAv9atOnFrMyHklWBe2RPrtiE8t9hRd669GQ0Cnq0AhepsCNxIcyh0TTjlN9hRENrOIN",
+	"D2BGTLmyMmX4JM8EDh69cVX6glbfyp46KTZJAy+jp8FDiB2VrhJZRF8Y12BNtBLG5nM2CITXpxgnGbQX",
+	"bvisAnrdFbztZT337R+j7nd3lnj4K76KEKHv+u83DG0IXVDDhlIwkUkLLXe3fUo+hhSjDa1eYzXE8+Lc",
+	"pVEpqGvWYrwrNnA9J/BlpZRU44RdUZvUhL1VuVSggkO1N8UclwN13o4u8RGDMyxtlF6QsjfW+B4rQLsJ",
+	"eTGN9B+DXe5LwTNgYPdl+FC/vcYc/lR9/k328DZwnIjTW8GPxAreahJNsrryUSvRTKlz5zfDXF1q+GUr",
+	"nvt2FLyy+tCJRGoikUEZgR6NkOLThJwXd3Ix42WVfHqsR2mzdLYv7uQ81EG4FDzb0jEIAZ5qDXHeWN4K",
+	"RR6O9W4fdkUGgLuVMrviXFworsHeLXAusHQmyvtKGIdj0tKdArojULeeuiEvHM7mVVRW6S47Yn+E5pj+",
+	"OJeVMliOXJDdlYTM0UUJDa8ZUI7twJN3EjPefqvUPThdELurXWGffdS37P96Cq6vdV6vLxWX+ojZRo6y",
+	"XefiRlbDMdn1ojvR8BoaO9buPGjwNFrlHID8/zvm/beZGr7cm2oPVtoUStv3NJwWy5pKfcTTVl/8t+oB",
+	"48FNAL+hGF90Ke74/Ba8MisO7wWH5mfu2E25lSnzNsApUxo7mQFVUDoRbmRZ3JRPfLBUggPZv7acH0Er",
+	"VtA7/Bkl2x9VJlIxziK0iF3r0HfTPRXfOxSpngrDYIwt5gb8/oswOCibuWGDFTTr/gQ/UG4n9HlpfJNd",
+	"H137r+6D+5uzJBL2L62nhkETFF14OrGpKHlEXO+ed0akoVgj5ywIOsne4QfHD1LOjZPgR+zy+uqijoAF",
+	"rswf2KCw/wJxGtSlwRl7+/vf3vwExsbPP37zl+d/ed59a9zbsYYTWbIMqtahH/iYurzWfvZWmmekOPNB",
+	"KPuvR2iL1IOj9sBr7JGL6//yn+lBTJF6oL6PcSd20WaKmzj3cPVVWShXQPUX79nPg0hEAHNE3IUbQWQd",
+	"+JPCbEQIB8ONbqL8OgAf7JoqshA48Jr0U8DD2v/qTnG8LI9bO1oc7SpojK7rweZB/bqLn2OXwcylg7+e",
+	"x+7c3DROujc4ltCAj7lUT+K8+6ZGX/CZr9nb+tP/eE4/crXdLwB8kuw3wlqpxpvJfXzDs4UjPw+sa1Ou",
+	"Kp6TY5L4Np6e3L/yS/Loz38Y6Qp57z9wf9ofXNabemNtPYB7JWytqzcOJLY1cMLbHzACDvQ4Zpphd0Io",
+	"Db+4/i+kRW00jH1mfLUuHq66oTB6TibcQBewJ3DyG5HO+zz823SE+EFu4Ampv3njkz2UZ6RHrN4Vsrpn",
+	"1haAclN3MQRNVrTGwh4PmAxp9WFR5blP8mL71MOZWyumBZHZR6EYK6fiIGGlMNWUwkWHrJEuRtHaOE9F",
+	"6Zkn+G5jajtil4vRWgfrPly2H0K39Jv3dRR5gB2uMmkwhlxf6381OIhS+JftJlvOn0bgCJJoN0v99PTW",
+	"uNbBh9zrTQ8ECO68YUc0OmRIEO6Ok9Kz3YNDVapDd+7xNK0ICVe2LRMcMt+kosZYXeRDUTcZtxdp6sDm",
+	"j7HfmDNykwxwaEdLeR4eGpavb4GI1mNflcrTnGmqwHrakeMEUJam3x/2hzOS3NaK0hqax+Q+S6I2PvFY",
+	"J3GY6xXukWgnPaNuxCDrc6nEaaiAwvNNTGVJVAGZdGaUR1d3ZZYnS6UbUTmHuHWrnzAlZqGQMjCbAXkR",
+	"8plhoeUA++Pkesz0iHFfAVGX4Fg+N6EoZCW50SUu26/684yo5CELOOs5/IdU2Z15r3/V459KPb3bHdf6",
+	"bte/dd9wJwhar8YmBaDRsWFC2fJL9DQ/aNEojwAnquXaafTIKF6Yibab+Y0jfma6L5h4SSgnRc0baZt9",
+	"1hv6nnJuHYTJKR+LZwbgFZFO/ksgVyYRBKJNo2fKWcTIL4tNyHjpkJNaCTPsJWxleiMs2//+hOgizQEb",
+	"ui+MokeaJv14inANDfOHpZ5BFyKuoLkYjBKGF6oWqMNfXZawyul8FVZzCTCbi/oGHjaSdU+UkKea7Elo",
+	"0cLtZC/ZU3wq6q/6Jlty98SddKb8w69Cje1k7/T5N39J9qZShX8nS312dmGzhfXoak/kt5GTie7LH/Vw",
+	"saotGm85gp/pXcGjao6KnM/vgBfH2IloRVoeJcPT8ew+kaQgDpAZV5ds4E/+IJxWJLYduT9am1/hMR+w",
+	"/ecnh9+fnCSeyZd9f3JQtzV7d/mrP10x8tRQIqGYF33oNRjAn4H+TmnLJjrHpy2gAKhZNDfsnq5VPm/M",
+	"7pnBFxqqcMrnlEvDLU1sDW+ePz7nuNRPBVPu32PeXIg13nJcWljzXI4EcAfv1Eu+8Nm6CH1x73hf1bvL",
+	"X3syn6fs9v655MqSZoKKSejV9phgO84TaA04XoO2V4hS6kym9XCZVg6cvfvOUFxSlhCkK295DnD87fcn",
+	"tR7WUrP5rFM5xAaM45IPsWb7RsxHDu6YnZS6GmN/l6n71tQQGkkDua0H4AZWl6QS6P/7xeufl4H2it8u",
+	"wmx3yPCrA9oNA5O+GGYjErndA/C6IKXh7pj6SfTw+7QTsG0rzIbPu2OnY424H02u7Z8b2dcOqjymuLvY",
+	"/gBBbIAYOdXGslKk0C/CqZYHR+yNpZoD06KmMl0mkDUhOLTydtouKNuofQzQSRjWiiTWGEQZ6qq1OnvK",
+	"uFfSg+6Crbxqq1kSoPNYifdXG2h2ZS1PJ9AlJapjjaxtfNA8evyLkxebGN1PAbaTpd4kQGILcz5j/mM7",
+	"0bj4ubUSHeN0G2XlEIWqpm7b49Pdpl87rPOlPeFNnVFjT7jNxYCkwa/psrMEhvz/KqwaozHj0/ZWLeT6",
+	"MWIu0eK2YvuhGVxzLGfBGH1mvJGAfeZNTWN80DViv50bYyazc+8UeMrCmIda54KrjXws8OmP/1mIcVO+",
+	"YTcm9zCpOBbcLfZJbhNpgCDwzN5Xe1+KfZdkgWXeqRZv+ao+R+ckBijJ5DSEpDAOFejImnEozGShXkUd",
+	"nQR9G0F32ChYHMqCYo3cHawxQjuMhSsHDCqfnxJHTFPxZ7OJUPQAXpbyVpgjdikKwaEQWlo2I/OB27ir",
+	"YaVGUknqZF6LICAPDyk1fpyN9Jg6EREanncF3VuC6Egfs5Rc02JYuAXsU2r6KPtWtV34DKER6AMxKhir",
+	"i244uqrrsL0C2QSkK8yrSVrL/dm+0SDYQ4ZelC6jNE7eAcCYS3WQBOTyMOEucUpkJk3BrbMBWOrgKI+h",
+	"ThcbIN0RewtxLaf6OqhpKo8s19TJjYggWwBBF08FD3SxGg5gyb7U0/9wh1kXC02Si51SLmCb4+OpVtLq",
+	"klLi1geDq7J0+vbEWSlu0EKNnVBHqmA4J9iUVOlMYLECyHvOJtJYXc7ZTKpMz9yBBmq6hDxG/s/8VpQc",
+	"Gggqq9mwcqq7OWI/0fNTPRVsVOopmwhe2qHgdRtUrJzCN090nkG3r6mY6nKOoV8VhtXUH4AdYh5alhKr",
+	"HbUqKQUeMEAwXYp2qxRX87d6Me986PEJlDyzQMcOJpLHoIWFJI1H6RnYZVOpKivMGZNjBdOA5ad7UIL4",
+	"pT9iJ9QkG/q70DVdthD9+Td8fsMiCmaLVPbbb/YSZ9bJqbM/n5+c/OUE7GP890mwaKDIQ5RtNt6lcOZO",
+	"ahuztRr8w+77rRnh7zoTb7IuM/P7bzewMnGdWtd7zcvhzvbFybgV0AB3b4MRvFZZ+/vPQthTrR3Ma5Xd",
+	"w1B+hDPIZjKzE7fDyM9fDySdaCOUJ/embTlxJrpFb8bzb07CSV49YnwXhXo33GN/+f7FSbzHnrfssa3K",
+	"0aWz3yJHXxJuepyEPp7+wPUi9d5sdt+9vxZraOnRWsfyFK9sE6fftotThz1tKVZLkvSYpOT9S9QkOE0j",
+	"tF4vjWj3fY5QemwnqD8193lqaG2XT8+ODkyuU54fUj7k2mPDWS7HE8tKQcTcdUbZKGowAeUWsVJYlDoV",
+	"xpyysS51ZaUSJnF6ZAGlXTJzS+D1xZcX7zCDpwD65FyY1qP2qxs4pdhus/lE/J4Q+1iTX/dVtJtw2xeC",
+	"E+4LPzP+G4dF2OYGNpbbasMkWjcTZSrDrCinTlPPxAfhc/41OCZvpXttcDXQWQSRAAJgKqZD37UY3HLV",
+	"aORsJVQmBM/thHHDjHA71plIYV2O2FvYuLo0zNmY0gLjM/Vsxtw0n4sBzd8N5dNxp2b6F+d8bNhQTKTK",
+	"VomdK1yVxy1raJBdDlBae/zAvai517NaL299KIzfM/d+VlGbOoa/rul3RufUdz0iPQzuTMD4LJxohMCF",
+	"U9ba62hew12/w+u2uI3r13RVdbh9HE/h6KvpyxXPOtpS+Ou2HfXik3fU8UcF3oY/3R832V9hwwSXMj7u",
+	"mWG51gVUmXqd5fziDTINg89q7LSTygizbt+du5GsSYtw1zGZLY3B7+uWjAPl3Sqbp0XssvigMf9VZ6L+",
+	"Aj2u32thk4oPHpLM+G28s1O4IRlmoT1ZA8K5byRikvrA+eCQ28QmlBdMtL6Bo9ucbqs+VG/J1cR0X8/R",
+	"3ITy7osmuXuwWiLqztpyStsZ7LZ7TKPulatNqMBaSaOlse/77HBnBoFkPGDYGZ5ya5yFgy8xmDAuDXWY",
+	"Rw+al8Vo2hPBUuUWEB1uPJ0kSABDhUoYvPamGSFbkXM4mnEvTViPkCeDw6kbX2KJuAeTGVc2BMZD281p",
+	"wcsOmjs8SXUHyg5La/lQNbXW7UDIUuDgbaiNirCjKwDAi2Lvnt7mM46yrnfhBd0xogdCyMXvulKpj7dd",
+	"T7a1S2B1d22wAleivJWpeFeT3S01SgW3S300a3zz0NUkytkuJt+K0qzqCR5rTTRMyKgBu4RuRs3IGyxc",
+	"KuqSvACYa7Slv9FIvmJFyS9BBwT45e71o/tM911UjW7DPtzSCZyJobMnDqUa6g8bOA/Q+KjNFnyMYYU2",
+	"To8gVaVx2JoUMgloNrUGVBUkK//96u3vjINIEfJWZEfsNbic3RuZNOxGFFDLoZVgA3ztEY3+6O/Vycm3",
+	"6S9a3/zOpwL+JQbIYOMUNQE8IvNnxp1VqnHAP8rsgFQhaVguDeT/momeuYu0EYEFB5MC4TFA/2DcUHKt",
+	"xu6/9fN0ZYf6AwhGdxadHoZ1gRJzhJQ9Y7kY83TOjOI34n3KDS4qc/hgKAGonPJcQjLiQKv3uEDvkc8n",
+	"G4SuTIO36gr+9JL+crDKL/MHrtUb+NB39Yx/ElVOi3IUbFeMC/CpYPtCQprjSJfTziqICX3azpSaF5uq",
+	"ZzgC2q5DUtfiXPKuIcA1V3DJo1Pb4m+7EcUOnTFcjccO4Q+FyG45K5Xh7jgkYIYVi/EYAOIOeGzmxorp",
+	"Ua7HbagMTztGGNkAjvF6r3/gbU289TBqLFcZLzMPfIbNSmmtUB6z8Wafcgg1DRgVtCVXxpMbmMgUpR62",
+	"RGsBydMyNm6FuhW5LgQTH3hq8zkDVmf36kw4DC0B4HAnk7YxSNgABvgmCz+6c+/+oVPIEcjO7Tubul9g",
+	"5N39hEqV+ynjlg8OjthF6XAQuknoEf0a8CZKqsxoUg733VUgtXhq2TnAsBMDMOPBf1++fnX+8vr1q38M",
+	"EpiE8jOQwhyxV2E2RFdFVR5TDdX4IyvKxcBOLR72cZJvYfUv/a/D5PH3v/EPr/HRnRhfX7wDcN8mouEk",
+	"YD6bQBltWzwIPZJ1ddIbN+kMYm1lIzD75tPBjFJqjqUa6U5I80xDiC+eAg5x5g8xvNLpjbCn2HKb20nC",
+	"TDWse29PhTEwxXkhnLLm1k6lgqlqOsQkHKyxMNXUPTwHVkSVkcMOF2PEpzL3vahSjhUuUUXzTOY5M8Ip",
+	"LE6BhcvnTAmRGSKa9OtCODMRpThotTN9Eo2bXZjcG7c8WzxX3S/tsPD88rLoT58RwX1wDqsVGyvMdaOz",
+	"8Lz9LLj5rtr/s24f87tiXPJMEGdLPSwQrd6f3GD1JLOmRfwfOAkFxpQVHywDKhPD9gfx9/8Nz8vgIGEj",
+	"4Kb0ujDufCiorOdmkHQKGUCRGkUaNpiIPNeDM7TnUFoN6M+e5IovHkWc0bh0BtZwHrrv68qyMS8MFUgN",
+	"0qo0uhwcsXMQnhy8UUqJ1Cas4CZkrRpd1kxbYXBBu3Wymx5FyUZWqkqwElL3UDBLWyssoPQEzDjDugUY",
+	"sU+Ah2QmsPvcsLxXDW9GbhgjVGbYoBRmrpyW4h3taS4dypSCZ82kW/ysMTifX7xhQzHCjKx87nBIq7iQ",
+	"lfpjnVd24sApDX0qgOta8NIttL4RQJzjU790LkJsINX6RoqEpROR3rhvj29Dexy24il7cfK8pkcgIrQa",
+	"DhP24uRbv0CC6VKOpULXm+czI54YXzeHfnFYJHfzSX3zwoXxAaDRhHngJ3cWG8+dwdgWpHhbCNUKduu8",
+	"eS+XN5QXLGFLAcEXE7zMJWYPuU2Jetzl67+9uXrz9vejN7+/ev1/jq5e/6c7X1YHudPYdV1mJk5xlZ1b",
+	"cOvQbu9073/+++Twh398fJ48/+HPv//9qPNf/9/eeqP0OYL6QhEKNP8A+mQfnsY2tvUXoi3plOw2hPH4",
+	"M9J5rme9gtYhpNyeXSWg7lUujYfQHeeY2vZsYGYuNvopxVgaFBsBPIucW3ckEwbk0ChRfDud7JRq7IpS",
+	"GJAH+wMNtfjIvKhHI/jHGVBHwz2Au5WKXjXhBluip7rMDpKGpzFU3LnNiq+6enOBtmuhS+v1PewzJEuW",
+	"cstzPQ7tRp3JSEPzItZZcXDHAId0RAt39L8GXvLi3e0m2c949Sta5YdyuflvBmavNPUXgC3WHZ+kuO4y",
+	"nQt+Nzdl/GhtxC7bNBAb67qJiej72vXY0x54aB7uCGpov39CC8ElW3ABc44/4g9vslUEVU5V0hCLDBhA",
+	"J5G9saZJquGrmH3cEnBp4MXWgA1oBIPa3z/wYxiwffAB2YmY0o0/v75mixwE/9tf/9dBu13X2Jmb5ESE",
+	"fojfnBxmcixt3bksLjJtRhD9KFbGEJeUhG9ONlIDtnZQu6xM+qB9FPGeFAm1KK23e55zeSuOpbqVVqxi",
+	"5FjqTIXH1Ova4Rz4P++jKYoieuosAGnBsB1cvL1aPpnLbEUDlmlhyBk90TPwHHltxLA3v//tzfXr7BT4",
+	"v9n1ywvvBW/wfO4PSlv8Ie3kOi2ICY+iAA4uhDIHTnl59+oiYTMuIXY4cNqbrmxNFe1LlJ+fHIScrDBf",
+	"rBJb1Hrc0NEUQqoxJ7rlVLARl3lwwEecIwhZ9Ene49d4TwMZHLFBI3Q1QN60tgZDvhNjcxFa2wKh9Sat",
+	"U1gNE7kRM/R3LTMwFTrP25lYsfEicjItA+obmAeByK/yVuxth3s0egO+cg356NJmhdonPXNbCPcVmXc7",
+	"74+4Aa8SUjYK6hbXJ219XVylgBp8sT3qMwMpDXQq70VetLWQboiM1RROF7wyYrH1R5OtCb2R5F1TAGUQ",
+	"XdwPUbwfHWLLMjsseGnn4PZn3x0gI9yP//c1Qh146xqQXJPFOQRGvwUas5wpMaMjnoAFiAz+LWRR4JyL",
+	"Rovtj4hhKvSbxfReOolt9E07BT9kYboT9D0Qyq1ji4pAThc9xn1lGAekVg8LcUXO50Oe3qzVjBFMYgSi",
+	"piBRh6aQ2Y/VE6gKlpB6sX/16oINzF8v6H2DhA3sXwekHiKTR3Zw6iDq8vqCQUduaVguuCFf9qLC21QV",
+	"E+94d3dY5naI8J63kOzqnkz360IokdWlBxhuCKBaR0MWFGDGnf7soLFwWtSyEv3dyYtOBfcM4kOjynDg",
+	"6Pvu5JulS0vxT5FayJCDUJbfSs8MG9Agj2Q2oBy8aOhncVep/QEvisHxwOfuDw5CKl7MK9qYXxQ0M8Q1",
+	"yvZBI264GCJBdUzxvv/tX/PXAa64wu8WIlZNUyh+wuI2PKTZmOOP9JOzk8Jf4bHUwM9HiEAuLkyHvJ0+",
+	"/zpYb/UO3QcMwNoB9vyb5wcJm3A1Nqwqwlbyb4AqCbA/cJFhFAaeS/QCa0wCv+m3Kxn9WzYyDXya6cCv",
+	"7RGNbIBsCNzbveBt3a307JjPStZF/FQJczf13U2/AlF6X4UlbsMEp0YsxHYnetswr7vIj/n7GkKLW8H2",
+	"B7T7MVL1WmXCCUbAqNlk7uBYuN8dRM1TV3mH/QG8wvds4iZuGZuE1MlIdBEWo8A76KLs9yuxaf1JW171",
+	"P3YHUn6NVuNT7zy+J915+RRs13m88qyuY3kOlvuP//d1wtJce49BrY8mrBSkVkDioK6VYrOgoIaJ4/VH",
+	"7FzhsQ76St0V5AdGKuB7pe17aIw+WGm/90f+vo98wgCHe4WkV0g2U0jILbAVfFuljlA4+hjTK9agGWe/",
+	"nf9+9fLVBcM67DdqpNFUAJNaq2ZfhMgRQNErstP242zC1gwZB4eN/JgDypCu6eLwvdxAXhfEfM7YsuHa",
+	"Os/jj5abmzfZn2RU0rA8gkoFqRmUSobvkYYNrqo0FcKpV0yrFNMRB6aa/l5NB6G0QjoIV7pSqcjIoCZi",
+	"/cEb5fZGLqyg8NSSHwFyR+ukRkgQ2Y/qVfAVVNAyhWiWYpTmsjgLkAPez4B/e+/TmJCrC56DzT7iJW04",
+	"KOjGSpWCpxO3cQdH7G1VMp5l0m2O07os5UeqTKSGr+DGqHL7DFPiu3q6Er7ijvpPyvLZosEcvWiFtYxJ",
+	"AUnHfn4QyzheoQ7pAx8w8R1teunTS5/NpM+5ualD/J0O3i2nXrVDdKdJXAP3oZGZ9/KFYjlOPiz2mqcT",
+	"Koyu0/6DA8y30gbXsp1oLOtTWaGlsu5n7yA7OIXU+foXvtZwqLM5pBfT/dHtzjaPfaAd7vfBgZOP7pdM",
+	"2lgiPTNMzxTLdYq8pPvAxOPA1CS+I0vJZGYSB8elMEaYg9CjAYVlB01OK+qu1fphSUHV79Dm8aM9clV+",
+	"UyDt7fZ7s9tjt/JykGXbCIMF0mhzb5JOHsecDNv3HBKmKhyQGoy215ST5iBkmcsSequn8zQXxNiaMAxK",
+	"QN91zbP2ZOzf6rjWo+UFjsa4ij2ysXr9GbpPAsnG0m6DCrhxUo4/NqKtfx6XYiRKoVbVZLzUlbIGyxLg",
+	"cqoZbIZxgVYuppA0SR0ARg9X4usKE5CMojQJWoOpdkLPimkBfVsPkDiOAzmNJgpvYIr7Z5WNBYS0rCzF",
+	"FBsjlG2kxD+L+Pxd1rNcIxJ/iyfVKRMXiTk+iz7uM1ok1X1+kUpGZMDWfENc5a1VFtzZq1C90dre9flJ",
+	"srqz0Zq+RjtCq+iLdmBWvbN7wLpPwKrXdRkGHgK/HBJ0e7n+cFK8KIV7LKZ4004/CKkFBGwBUWa6yjOW",
+	"aWqGOJNG0J+XVYnQLNQN/hS5NT3+YY1IaMRYU+yK0p3ZlFvIC/etWbVq6+gWlcmiF6hOaFHEBCcNU+5O",
+	"JlSp60aRR+zHXKc3Uo3jT4ZvI1dOPWXfFrZSuTDG2YuYtG5EC7Zewo3RYXzSoPqP7bimlhZphWfqgvan",
+	"LumjRIw2peAG+UN3551qjNqNZ3XORlEPv7mvem/VV5UHubSN7186tLT0dH849pi7xhJs6KcNzqr6wHnf",
+	"N2TS5RYMnjbzDpi9/WsfqtI2zMXz27VQHi8ogOrzG0W2v3qBGL7t3SJQfd7rCHydsW9cc+f6Ymp/vJfs",
+	"vQo9lPeSPXK67yV7IU60l+z9xGUOP1zLqcjeVnYv2XtJYr6tMHnD5XO3dTI04MVwwj+bjjC8OYVgTU1J",
+	"GDEP7TsT4lRmneyIJDJF9uO8k5jw+5NPHpIu2YRDLoSurOeJae9v1jVCaK7mnt5u54x4bkQY31DrXHC1",
+	"+QC5dWP0RGvu88lp51BGpZ7eQ0vSjq/nNcQ1g7B6a0MgejugL5noquw+glKl4hd3xaZdTv/tLy/u2kj3",
+	"JTfiUEKPJWnlrUBSIhqjzBJqKekelHgiGEzccZqW+6zCCbeuOdyI+UyXj4eOM5JDmzAT+I/XUxOssHEb",
+	"ekKktmBzpc82aRsqC3aB3MCF3VRePgEpF1g6W7Ua6Lj4uFSbxy3d+6P9tI42ajrRqXhmdnvc3UZd62xf",
+	"Pu8W6PDAHmFG5CKFw467nvmOTeQ3yKrQ66vFLx7tqisYyxrvTW9o9IZGb2j0hkZvaPSGRkNudLWyAxHW",
+	"KyHtSggI+N1qHB/pp9XMZ5iGrdVCI8i673ataoRtu0q3WKdW1LHrusEc3NgRHgqTeLSNjOLJd54NmmIf",
+	"kb6/DkaNDbvDw3SMwd3u4DMqa4bxuq0qMDtzJHqBYi/I98d2YjyHwi5GhFfUuMLqHLQAiDI7AcPTG6Vn",
+	"ucjGGLz1IWhMzY9CymcY2pb1k6mfj2eaqVSm22iwcNxP4yzff+R2afZrKvB9hPbPB4YWsgy+WIzpg68r",
+	"9Qr4/PcNhuvirQ04zITlMv8MFUOqorKJs8SKispmPZWVUz0QvdbpHa9wFF+z9kFLsFoHwZZC7sJeG9ma",
+	"NlIv8pb0EuqpiH2e1vAaR2Sivi8UtnGA2praoceW+kxDCyojrMW2u519TF/iMO4aMrh20GvJW7dB6ACv",
+	"/62RL7aDlnc4u1c6rZze1X28oqXthfATLJ37WdjOs7KFtqjL5/jY7dQVpdt/lNIG0jA8lMgxiXbEkKc3",
+	"BnjNMGYgEmi8B5XMCbWDkXhZAsZINNlSOHUIS56hfZXVPu/VXV8VNUNXuAOrjdvIs87dPB4JNNy/oRBP",
+	"DGa6xlDw3ypk8D5EbufSoM/B2d2JZqBznTFdJvWXr+ukgi07kkqaCTXnIBfojLv9thjKYlYTxSnbH0RK",
+	"yzkxaA6wDnKspIFGR8M5yKFBFJoYHPS42tdBb9hv3iHfFuG8y0JqAnqRc7WCigM4FsBZ44Ca+snUeIEV",
+	"CXgUKcTLWSZHI2+7QBExdpsR0Nk4mi+2C+SA5by0Z+64Qn+luh/rMnBf5Fx9FbjtJropbEM/t2nBS/Fw",
+	"kO3G25mHn/Ne4eyBcVO+RMrWhx7zLUYhws2uALLks0+1XgH8Fk1Yp9WKD3aFrXrJZ1+quRpeJdN6ml7i",
+	"dYCHW8UePL4waxW+6uccYWq2jA89KvksHOdkr6i6TVOIeAEvVsuAOm1VnWdMq2CuelsV2NPAHNV5Tv/8",
+	"RCv0MRz6+1doVp33TQzToD72RmlvlPa610MbpVtE7bVK2BpL9SXaP2sAPiqmpI7TWom7Gp5fH1RvYIvC",
+	"6vZ2aI+FX48d+gBgWIpD7/TZ3CgNbiLPWOQTFthUG3uKlGFJ3dU8YTm3QqU1edov19cXlPywMsZaiis/",
+	"ui820hrNcY1brkeaL8FoLesPel8h1g4L9W88lxlfjJ8mTUu0RacB97oPo7KY7hqNjprU2fApmFHZYcNy",
+	"xX+g6hQ/HYK9Ld2d3xVumI/q0G/PF19PD6fdh1J7q7XX1B4XaL9EdWZ7uL1GMStKnQpj1iaYRgOkW9rC",
+	"AyG5DcvJkA1OZK0exKB8XdAQvlC9i6Z3ZbkV3WxfcE0PGw+ZZbq8xbecmEZvOcb8sG4H0S+L6WSHThGC",
+	"w9bUeuqWGJSYwPYnwHDunk89M4nHXZqFrNqzqEqXYTdM3xseGygRE52TmtCAo40x/RLe9FiO9bY0K5rZ",
+	"OazkRoUsobd8rtXYaRhuFbdb3dIy1NWqFG6MZ77mqdepep3qiepUiEJbwfPNtKljgt8V2WnQ5x47TfK6",
+	"F2882J3ANby9x+ser3u87vH64fAaldUHBOy1cN0B0myfh9Jy+gs05h+ROcyk2YXefdXDeA/jPYz3MP6w",
+	"vVkfHMRXdpoGlXt5eAjAvmmVLlmmhaHOcCiXpGWVsjIn8hD4Zd0RYgfgrose23ts77G9x/YH7bu9S2gv",
+	"bXGMHc42YHFe6IkWdRSaaGOf+ZjUROeZAXZKkWfueAhl83mywPmayVKkyDPQRuZ8aYsLXdpfcWyb0LzS",
+	"oGKeU/EJNKcOTG4FBOPhidlesic+FBCW35i4lMbiaUsbc20bT7igdUhuCXFMRqiuUTz1KF78wVf1c8Sl",
+	"7SH1CaIbkFgvgMg9ccskHdroubnpxCnsLA1j0SMQ225sJSUKcFBCR6UQTKOGgNF3ouGeaiCw2x+6L0iE",
+	"E4gXkOM8EenNAfwa+5tFRL12JlPBZhOZ02bOunrRx0fii1JG44mt0UJhhdiMK4vrtLsUqXiQq/VPGGOv",
+	"dfZa51PFZThjXAVs3hr3Xq1uHn+E/2IfTPix26VwKUif4v6oud0OwD0UaO4DTltNcIEug7a0CUCclbC6",
+	"jmsPHtHBtEdT2nIDyCeA7H6lu7H9j8mc/Dxebm7XqbA5mgc53sN6D+tPPD9jEdhxT28V3qFW6Pij+89d",
+	"oN2SH+/Wq3xakXKeMA1X8zyfM+2sa+/b9fxvY3kr1CqHQhP412F+UOkyeH8H1pOc7Ab67oYN33/33bff",
+	"RR0bnm/SsQH8CqX/pH6RvkQHQy+VeqnUS6UvXSoFXRoLHLZqdtiSK5PqTJSHVkyLnNv1/u5wC9sfjaaF",
+	"GB+wcG/CqAn04UxmTlQJ8GkTv12jGbw7bxonqVWzAX+74/s6vPg6DHUT93cYHPi1oj5n1Lt+H8vN3Fjc",
+	"BchOHl/R2cZqsbn94+AMX16nVV7jsDp9b59VDQbrTW+jzbdNBy16Op1p3/LyM/dr+tnb31Ch6nam71YF",
+	"vzCpLkTUPwRP4ouTH7p8q8vbZ287uscVvxU/AYD4F63xePoJ79bb2bIea8f3yEV+L8FX9dyAU9B+7HYq",
+	"h48/+h9/51PxJyJELqxYxopX8PsOrPD4gMYg4MHy2ccntJ79lRLWDc2/ID6fLXZhPJvPdQT2Yv4OuIS7",
+	"Jns6+PRUWoPgodkyVHQwXlyKIudpt34AxmykDLizGIgVhjqbs2llLOPjUogumoqnAQf/6NWTL0s9uevx",
+	"/6rUEzr3u9VP1vkEUJi6K089007osGzYPvkE2FRMh6I0BwGH6twTw8pKseE88tiZJFAOytInyA3nbCJ4",
+	"aYeC20AUI0t2K0rT3hzdjfB3mMOW+3StsrJxdb8ac1nRevvNSBvgftpjmWMj8tFx2AbdMZRrfuMDKK3N",
+	"v58ZTF0CBgMnSi3TKkVWKEiGh5unzGpkMoYuDI29nTCpjBU8c0JvxrHNw4iS6qGxZyFKqTOZ1tt2eYte",
+	"l3I8FuWVyEe/hFltebeGF11CanjXxg2jZpbfCPVVbGG3bdCA8JskLILSs3vY1l0oe/xRQZToz9CKsXtv",
+	"/2clKrFY7kGZe8spfVQlgnUg0sS9Ec8QZd3mvRKpVhmVDdLVIsMzEd3BhMI05mbliIGutzIT00IjB+KN",
+	"mLMpnEHOSmFLKTLq+u7+WZWK+pyUxsadGtu8UnfoW/tbmH2H5omL/Ci71C7OdY3KGS3a7jTOr7gjdu85",
+	"28hztu1utaVIdZlJNT7mldWH+M/jslKHDqq6MfO3oA84wPKBNqdAI0qhGjsSM2YQCU89O0Z4I10jFB9C",
+	"W+YJV0rkCKEDN5pLuHJQNwXnDSdTwgwyb1RWT7mVKTMC5gs1EfQ4g3crDbVlomTc3AC0S5tg2Rk3TPB0",
+	"UjMyuZdidh+2nOLKJ43Q8yFT2LB9PnKaeM3LSzWGB0dswO0AnQJDwfjQAMV36cPknE2lqtCbqPTsFAUk",
+	"qd0UXI+Wqci5guZK4pbnFWwLNyhUoayctvgcLit1HhbwrfuQ69JRZO1sgA+6f/nTS/btt9/+4Ntp/Usr",
+	"cXDmxospATirLj8fKF0taSoZt+LQjXlvtx6+ejUuuDHdetofE27rRchk1ofyOmznSkGsOUINXLOmWhd2",
+	"cRtWfd+OVeGeNYCVVvZwKsqxOLbc3HTb1S8rewzXMbguYUrMBJgqpbHtRu7Lyv7m7riGB9+1KuICnY0b",
+	"XXcl/4XXtrnh3duxMGTBA3//7vX1o43X5ApL21aPm9LGPK7vQxzVQnpPWmpjDimacCPm3fECLtXdZ7Jq",
+	"TMaWgk/r4UWY0glmRfFoQhXxV+jykrxVDr/GCOhu3j2IrXCwpE14uD/wWp2T8O9aEhXrS2oUktUy3/hU",
+	"HtytbJ/7Y5Q4PYIXBfGNub++yQ6olMxN1YjUsv8egCbipPogYQOhMvjxwF2i4cG/Xbxg+6OSj6dCWZEd",
+	"+PqzRpwPFS+otLUTMU0CKaX3l0o1Ri8lsvJ7FY9k6I2Yjxx8gDOoZEMx0qVg0dBYsIADN7gfEtvnFhoD",
+	"ME4aJE0y1U5Rqud0xsa8MGFk0RLyUjBzI4tCZAkzOhrnM8Myz7MZLPhbMNChMs8csUEDSgdIBzHixFIO",
+	"I4E0YcXLUs9M6DJqQsLknOUSMoyN03N53lhaYoRzO84v2oVQbtxnrNB5XvNUXFVpKgTxS/zEpVOV940Q",
+	"7OfX12xZKEJFstumIj+ANEzF9NBy0DpzqW6O2B+gX6c0lXdlPvArk+oppLfw3Gh28fbqWoBLuBSI3dbt",
+	"c8VzrHpG9gyZ504zHQqnvsqRFBkbzmEGUo0Pjtg5lTq2fR7wiRj24uTFGWzJGQaUYRGRCzxzGy29MXHO",
+	"zXAe167v44ocdPk6YrjcUu6Nf8U6pgtYB++tx5O7W2dDYy26Alvc3CR+K/bB7fu25puy5mH05OOP7j9v",
+	"spVZMJdiqm8h4ZTIbQCp9l+c/EBFxejXpI3ioOkSmdMOyAc6wCe/Bbz9SeZiAAndJCeoTZNOGNrQs4lM",
+	"J3CBwygMRlHNhrPx2UyXN7Ah23NtFk753bT1+OY32QW3kxa99txBYgmLEss7bK2qYOTNDJlMjHiVWycy",
+	"DEXyYAnJVBprYZK6NbWxfG4I8NNccCUyVhWdWvHi2ja0U3rz3im8OminQ63dg3eonq7NoeHmpndrPsHs",
+	"+pCrsy04I1T6M2k36M/xKAHOQJFuqcelMCYJaqj8l0gYT23F86DpJUy4ZQBsod58Tv8DB9qSuge+O8j5",
+	"8Sf32eIJf3HyAsOYM2nEQWtPhO3j0nX76Db1D3xm1OaBFZVeP7m3RBiebfE4L6UerNdNjjNhucw7fXrB",
+	"eAoKta7K1FsP0rJ/gnm9D9JVZnUfJFNw5YxrwdPJQULEKZj3UnA7Md4+auJB4h65FhPWYsArnNRjRILH",
+	"d/JpsVacf/ioTgDgxzc9HmwTD2p5S8v9wAChZ8q3WumEiODuGc6tMLHDi/128eIAmtCxUamnyxq8b2AH",
+	"pgmgRJyt5L0XCTSsU4xby9OJezRl2kGvykuw+fe/Ofn+jL14/j0ruPGkqtkBKSIqk1h4zsg5YY6YM7MG",
+	"aWXfw8zf4yzeV7VCNiBbIZgVtZfIPRWNqsjemnHj1e4WG4pWMj58aFvcC1Ktx4tbmQl9PC1eNIEiBA2H",
+	"UnHArkUoakWG2UTnImoTOoGwNLz6Jb7z8JU0hTYSb1rcN4P6Ww5qv2TYSQ4/jxqAuTSqP5O9b06+3+ok",
+	"aa+AP8ySc6ljsrAJ24+H90lRcpKXkWGuTo9eP9dvEde6Tl+oFvc+PSPrJKil3f/MsFtsQKnL3jh8/v36",
+	"G+D7/q7tFbfSjCTaa0/UsCQkasge7aHovoxLLzjuKHBAOjy0tJEql0o8PRmzoAhDktUXIF16pO+Rvkf6",
+	"T2lqn/P5VlG+yPm8A+HBR9AJ5HHyBN4jMnQrJEznmTCWkBvTh5bC2SEwzYzIRWobkWFtfIQ9xOoxdIzn",
+	"c3+o7YS1Zd6dYZTYx9Adth+xX3iZHXpvOr6Cl4LlEuACWazAmeH+Bj1L/4qu22xwxH4K16MPhGdZKQxF",
+	"WAtuJ6d4HwW/sYf0SJRCpaKDTduvMDx6N1lTa64NQ1qggLrDnZuTTYVbXmKqxh3vOi+KO11/Rckfd7rp",
+	"J78TunK3lncqpSf4NLR31y9ZtoL1HM/MK6yg68gA3ds0awtHE1oPQ+xfGh/8n2h9w/a1eo/vfD8tXnSG",
+	"zNBn8YvWN13Oru9f3G1UUmXiA2RISMNmfM723XgSN1ouuyvg4bYrGE3XSL795lPy86KNQYB0p53xGmFr",
+	"y/zr8T7cJH0NlrpPX1uRvtaUUTvxycGbjuvUgfYEtzdlKSCnfZiLU4qdR3lSz8hKwrwzWTbTo9i+t4jw",
+	"j1jFivbMjRAF5ezDYWJC2XIOjjj2yseW9XRorHamktGYWEDsviqjHIM4sQAtGkjgd+LVpyZZnw2OQ3XC",
+	"cqyVOGLnPmwv85wNhXvCrJTWCsgncyowUQXgAOfCsn2l7fuRUxAPzhYKGSixjSt341Awbm6Qg+9WYBt2",
+	"ku0G08pmkJEFKxLbawdd2RFLcnkbWVDxq+A9a9KhSKN6fvj85IRl0lipUstkZhL8stSUBPQYtDJnasfU",
+	"7GEuP3KbTrprBt5i6UeVQ4UqzMwZ6t7OYe54lj2GtWNYpMNuDcp8OsEKMKOT341mP5aQtGj0yC6o3EOe",
+	"3gREQMUJ4QLO6STW0esjTu9DS3zEZU4psGFc793j3gPatLb61eVuzvXSKehPdX+qNwggoiBdPi47ynnE",
+	"Ux29vvtk/yIzQSL2lPK2neRlRc7nkOxdM2PEKYk8m0prqT5vDs7ZYRVrC8by+YJeMUQQASKEBmzwvBQ8",
+	"mzfXy6C/1WAtolMaGmCilbgzclzpkd2hUtCDRw8edwePq/oQPKRK8BG9XxtmGuAxXsgFYPuDlpDzKVuK",
+	"MHslH6LLPiuJgxvuIIniRlHlA5agzBRkO20WPnJw4ycD2xN6mG4WSTpi4Pqoa5VQ+fGPO2UcwQta8i36",
+	"JaNajx/YYAGp4pBTd3JCA6/u7Fts3P2woaPWjXJ/eQru8Y86S8FXmbuB3lsci2b9mVEs+DR9DKuPYd05",
+	"W6EhpnaWqrAgp9YnKNAx6UhPoFaFoM0yt92Esk5Pqovuzi/esLQU0K6K5562KNXKOGQjdoy18ipUvWwq",
+	"tSLpJA2baKUrd/idpEIODyetMNLVgJBTmun/OnbAMKAJIoSAcHNi1wk3zOIrBRu8GeGtgwR+/l0rcfib",
+	"0/UouPdmdPibzqDQ8fDKIcMAHIyc/b06Ofk2BfiEHwUTuQAdwAhxAx1jpe0Qom7J70uAsp9gku8uf2VW",
+	"Q0dI99/wWX0dJo++Y8IqapVgJ7LMDgte2nlt/uRS3bhBhZ5kS5kdDen6aakdj0xALwgm7FKCO8O01KPk",
+	"Mz43bAC7bdCL3V7s9mJ366kjWxK5K/JGipyrQCnfKWfPFRMfuAN4IG5i+zMhbjKHDyd/OT05OXzu/t+J",
+	"g3fXLw8cNmNiB2dKzNCnU+rpCpi9yLlqdJPYqq/Dve2rI0F+zDWcjaNwvsAS1kZevL0wMPCSdZ6DywX+",
+	"suEcjNIzrKAaydzJffdbzlJuxKFURihn694KZqohio5ViUYX8Po1vGYXHBtvA6VXzlVkGrclZygkUH8c",
+	"xVD1NFfRIcPq9kfwEeRghL2+Kwqhc+ZkSz5nbse4hzqxwhV7c/77OdQ1Q+rgaUzOiM+m7AlqSB+YEpHZ",
+	"wR8VBolWyM3oFT730ARzG7iFpydAigP2DWcm15btz3ieH6a5Tm/gehPIdya6Kg3wCTEODGAs4/Ncjif2",
+	"0PBbYJQG7c9AhoTnDcsF/g0qz9wLkPURsy6CFlCpXBjDjJ4KJ0RFbnweBZI9dra/r8Xc9nof1C9ZEwIh",
+	"iDICIkvmIaIbqyS+U1HcEHu4eXAmmSbk7CiqCuh2/NH9Zw1/jO+i5MHkLGZ+kkQU5sw8CKVaSi9OtUpl",
+	"LkonpYHwnRuzOquJDu7aVru4a9t77MJsNiVDaMsS/ceDHkrvJ+oP5qPoX7Stg7mGEwWSZmmTr7Acv/Kz",
+	"0p+RR0ArsK0TEpTllT2+7LKadbYgfpAT1ncs4RgnWCGQsMPXYztkvSrbI8HjRQLfeesR6LHHZOWuaH5U",
+	"lapGDqYV0yXTo1FLgl0sbF/Tcx8aDpaqmP6YCGweEJn63fTXIkyjewQ7JRnsT/fjPt24790ZyaSBHx/J",
+	"Oaf+GZ0+6wtUEaB7x357Ge5C/4uD0BMUxV3wuiE/N58DHzQcNmkXXWV1Uz6W65TneLe7kWJG7p4ZN+yf",
+	"VTaGaO4y4LymOT0i7aOdmsxNzWqcSkd3kafSTCRCeFx9N80OJBLhih6PHgqPvLjjuAsnTp3fthnSike+",
+	"P9EdyAfc+PxtCRs222xHTQDWlORf+Tf3Vfk7rMpvqR0PLaok1dMDmX5n1bpdrKPfqLqavjYV+q8biffF",
+	"+kL21ZX9LaXr68dEN/25m+Jymv4m9eV+EfpajI3Cm6aGkR2gpduX3UbZubkxUS+FRX5m61uoOSWq7p/y",
+	"zND12EjFN1jRarEm2216SHxdooId3E60se4HXhSUF+o7sQwOjhhmC3KVCuBgOY265tZMKgsrmrBB2L6D",
+	"ukso5c6mWo1kORUZXEbJfYPAxG+ajUvHGsrqEzbA5hhUHTDIubHwjQehR0nduQ6aa2BTEloSJUTGqFw1",
+	"l7cUR250yYNQTiA0Aw9Z6PkCc8AuAUU1zKWZuOFDPRy01qv5w/yfMTqtlEitSYh8zFhdFG5gQGoBlfp+",
+	"fNjyZikQjN1QsW4+rcoSU3BhkVvMdffUsPDbigA3XrLCbYbN5/y+fQiPWQ2e3bmlCzu3V2ufYA4lbMno",
+	"W/pDtSO7PGpStLJeAa4j7u6SK6yEMl3Kcf074stQ2WJzrwRJNKJum3JaYJ4+evtX57eDQvUbDHsnR7F+",
+	"XcdpxE5MU55OpPpKmuK/gkUYikU52liJHeknuuhWT64gSylc3ZCeI6mcwEMhpQuhqEKY2uDU3FIgLpXS",
+	"lUpFxvbryo8jyONPfSHJ4IDl8kZQR13oSnHEzhclJQrzhrSMmnDFdSVK2/fY83bQJjR1sX2ZGb1jA5EJ",
+	"eST16jwN0ZmwK1RvuhW+Xro+Sekab8YdCVebHpdaT7t9Sxd8TOFvuA5razg06ouL+lLIMMuaXXITpgss",
+	"wcnndWtKbitzxN5WQB5Jpe3uqZlOKxSpZqJn8Dp8rBO4ziTqcFbZ9BJm8FD9dnFdNnbMVGZzLwhOzbfN",
+	"3a4bBN+1ifcDJty7Pla4PvwhgZzEqRBggpa0S8NptmnLOf7hh45zbNNwgLsyuzHNExve1+9keqbqYtyW",
+	"s7vvnu2uPKJTfODb2chMTAtthUrn/yHmgwT837ac+9oI40x2z07iTWiPFVTrVxoLBz8ghM8KvxFzVgro",
+	"zonhHOpNP9TZvFm5Gg3jfUooPzhjdqadyPPmuhuZFIZN+Y2AN8KUwDfhflr09JBPxV0IThvw7EACeDrR",
+	"RijGp1qNSbyWOs9FRg+YaGNNZ2Y4nqNtdQ2N37GudajWO24V6ue+YkDYE7beFVRcDZ8uY839dtCrMQ+e",
+	"MB4Dyb1gV5vycfzR/YdywzvKwngG0TePK90qyFkAkvpvzwzeGdktTQ2k3YAPR3llZPwNvGQkRelhETf6",
+	"u3dvXh10hMtxvivD5SFeXVUy23Woev1B7rtm3W96624P2jFPU2HMoZXpjbBmBR2vMRVoFEaqcS4OKyMY",
+	"3svwXkBwh+SVwQPAFfomlo7q+cUbZvWNUP6kUjNzfIxEtV+hUbsPNPTSGjbhBnwbN6KwBwny5xkmPvDU",
+	"OqNCCejZx/bd0WvqA9jLD1QLdxm9J77TU+UdJEx8KGTpJgrxhQH98436TarKCjNg+88Pn794cZIw36L3",
+	"+QnyCjebjEeuFBYA5Yids1spZqAOUtyCpbzgQ5lLK4kjOCspaHHO0ly75y1g1g9s4H7zHv86WKGBnMMX",
+	"uoYZP2b42qKCFC/BSk+QphJF2B24vVBHnejZztWnxofrKqCHvybRcen1pIcCb4DHFejYheS1arJ3uscL",
+	"eQjAuLcFoAew6Mb3l+7PG2pWsaEIEHRwWkdiccd7ltPAfepNLkoacThXCuAEyhK8mZdWprLgyppnKB+A",
+	"XSl06Wysp2FKs1yrMbQemUrLuJoDt7qbCLrN2sBTWlYpIolBsUOVzTw3Gu8wTcmlNNihE27YUAjFpAJJ",
+	"9/yETVEkgL2IxM2+kDqDgbtbCm6CXUtP8lROK7VO+By93tmBfNGX7SHvCXq4YXfvXtcNLvDDQucyBWWj",
+	"tdrrStjaffXMxLmecCMRsUVX6JkSJfo0IrzExgwEmtIeUM5QVRBqKWlsya0u2ZTPzwjC0Pc0dkN4cfKC",
+	"ceN9IwTMc88Db4Q4Yud5rmd1TM79lGmBwTqkBmojL7hCo9bfcoHL8VUpiC3z76oGwW/+6DxogfrXD7BH",
+	"wgfiUXJn0J3tEUy4EbvbNbQdu+0nVaUrc0wG8AquMd+nRrCyUqoJI/s+Zy5hNRmTLjHoLNX4ABSfQZSi",
+	"oKo8r5MDS4FJA0p0OdVe4vjiZICvUNFZWoWuM7/4hRImR05m9B64+/TAxWJ/ccUf6iCX1Yqij1+l6dBW",
+	"zGIUfkSUu7HScsTOy3Qib0WwrKCpo7ZgcBVOc5kL2x1yD1k21Xo6tQc6wMkWUgC2bf34Zd0oDl+ndvRQ",
+	"cM/R+6Uz9VAYsKac4QrbbEZDru+NRYYzJVrEvrM79jkzItVQE4b5vXUc3/vSLTc3B0fsNXi3zyHFL3b7",
+	"oMOUfN+etZs6gPpyA/dOk6C73KcRgmOGl6W8FSZhvMqkhicBsTHVyMrSARYTKtU4lZqMOnfDmMoPZ6wQ",
+	"pdSZCX8LPUjnbMwLc8S8zjPw2s0AtJioeiIU1YZV84W5upRjCU581L/B54PKN6l+sanYwbkNuZFOYRTZ",
+	"YGUnPyo/+e7kW/K31cmbUJdx0FWPEKHHV+o6WqtK1Zmevc30RKsP1iDdQ8H0x/Bbd8kmOd4NqDmlmidv",
+	"ZEWkmg2gMILnRMNpS57ePGskgltngl3VtU/0LO7roVpQquEYb8/Zfvy4kmwwjjjJu20U9ee7C4nBVKpA",
+	"9NvjXY93954P/gBwR8G6RdibCF7aoeArlNFXws3IMAPxOxbuIPVMppAIvo964vMTUjsNFHvmQtk5MPhG",
+	"EUFmpPs9GLDf1tcDPzBzeh5oSNENR+5P2Xtd2YNkRWzS/QVTUYTKWlI5L236S5ju16dLOQVfq+4+ha/A",
+	"ubdTSHnkBqRIq1LaOWyP0qbXEM0//e9/uM/U4C/ToMIQdW0G58Vtf+5MmY2SBUqb3jVZ4P8cXt2mh5fX",
+	"Lw9xXBse+H9qqVYkDmiFnQChTL2REUbcRpTHnfmcLfe/yojylHELaStglUplMQNnxmWdsr4/cDcFOorK",
+	"DNgf+PeDugodrpxwwzxxUpTIE4Jhw3nBjYHQe+z3jkEGljPOp/EldZAfDqlc9KUCShhm+Q0Qpw8WVndw",
+	"5nSqoQScmsiQeEpEGf5BKp9DoheuYhbyj4Lx+JySvfAP7/2FznZUlK0GzVyTkO6KYoJMfZ+DFkUll54p",
+	"FbTDAXM0TprYINPs37VUTyBN4f7Dh9HE16Tfhy+aRWd959FEGG8nkF8vnISGbHzkCP/Yw4SRSGhKAfdJ",
+	"fFyfCl8+IWnMyYFGEu/m8kBptbHWB02tu6XAa4S55i5aUspyMbJduWJJI1EMvIM+PWwTTe1XN76vN2Gq",
+	"19S2o6nBtgpb5JEpZr7Hoj/43VxHpE1wBc0wD3/69W/Q4pFKcZf9+CFS6JNAUWol2DcP/vp9MMOO2Btr",
+	"monToNfU74JT5sy/OFIAl9TurVoHlpFW56VmPDYc7hl5yiBSuazGwZ1KL2bgU1DTrGrpYtMLWtivOnG+",
+	"uQjr6Lrr77Nz1Wbha3WM8N3lr7336+l4vzaD558d4jiDrbRLyMbjTfnYkDvSfjZP7FjGaUMFUvQXh3kw",
+	"PAsdXeLrUq7YEFvjAf9NW/iQUjou4sF9lQHEaAVW9c5r+R49xDxONc6nczTOhNN9pnxeHwpm9c6AYj13",
+	"Q6zz0OFqqmNYwIIG0w04muqWdbz0XTJryodISXpmFuoOVcZKnQu2P0j5VJT8iMoTse055GEkbDCVaamL",
+	"iTMmGn+HjI0zxqm6kSlox+6ZGc3BKdT2Iz2EMwJ9QYydQAwS0yEip9e3bFCv3vtMKCmywRE7b+h5pCc2",
+	"/IVRESa84sXJt7hK8WJKwy6EgvAn0kQ6jfWPX95cMD0aISOE71W9SklsSJevUkOsV2ADji3aDYCQOwLv",
+	"jbTVHrAfIWAH3okd6HD2UzW344/Rv9wfZxO5It0DEAZaF/zwb998d4BkV1evPOr4NsP1IzFFN7KMS5Hz",
+	"ucgYRUra2GxCtSQSBmMOn0fDb06eB4u6UZD5zLDBrxrfOiDAXLKonajEMkk9FYwbNjin3c2RvOtHwUtR",
+	"sr9XJyffpkv3w6/FIKIpnFF2oMp4mSEAp7lE5i+hsiN2ruKoy7OG1zCWFmcL0jJmLPRI/+LkBwiZ4GIv",
+	"JdRQ0l1lBNtXmr15+ToKmRjyVlTKVEWhge481ZlIzQF7cXLCBhRBeW8yYnRe9FkYy+dB6qxM+8N4kq3z",
+	"/mKw8pl/7FwFEUUzmvIb355syVey/CAibW8xAi4Qpi9t+ofbzU820WfBI9HWqiQ+vPec7LOJ1DVZ0RRs",
+	"8Wu+++7b75ef3SrNAoRs4nl5fpcBbfx63ItnEYh4Wq1FmCmFATJ/sNL3X73+9fX1a+/qN0zahF2cX7/8",
+	"hdlSpje5MHgSucpk5tRi2FMTKNmGCfn3tRMAr3r50V6yYqYJKey/67b2tOcOWYTfaY2jrFEppXeyfcxl",
+	"Bp1XVxZjGbPJ/GD16//82pWS5xuM6YLPc82za61/5SXS4b14/t0mCxBQHDqIXLvF/0K8Ywn8GwXxslZF",
+	"2E47Vrv96qTuI3aOtapYxx/pzjVdpC89rCzrVQ1kOGsR17owbVIT0mcPgpYVPAeleVaTW4DuEvM7YGE4",
+	"KDgxBB10Nqfuhe8nCt8Nxtb49Phlcm4sM2I8Fcr6y9Af4A7I6wvmxUzXqob9+DRyhh9htLgPluxeHEBi",
+	"MbllVuQQb8P1yW06aQVsZyZxBUrlqOR4IsF2beqB3gRegeqfCsHXqHn2GNxj8MamHFkrhzIVhyYr3M79",
+	"bNPufINTAN6kv/zlxcnBJrbfi3YrKXreTJTCHZkvsHNAb1FsQ4QQWLagM8fTS6fykZkYn0iXMsf0Jgiu",
+	"R+7NKZ+zch13xKYkKOfmon50z4jSM6J8OUGdml9liWyIm2YS31PAizWMDNe+LwJHB8SwMlIJY+pkxCVC",
+	"Fs+yMNHAip/PT0NRR4w3xA3XHiRfTwpwbn5xA+6pAfpS2a8qWTDiDYhxJzp/EzwXjx557kIy8HhgqEkh",
+	"8KhRqCcS6NHxq0NHzzLwdMCRwi9FyKNuh8Afpa9Oa+ZPgpmq2spf9AjCO+49Z0tlbUqIzLBBI+03BIIw",
+	"S7EjFyWkaUfMUNG1q/tmhrS7q2jWX2nmYbwEj7gypfGlunrwRtf0qPoo7darKD/8UZeVNPDw+GP8T4yd",
+	"i5Xpia8vOnIS4wd9QlKiT/krILqzEJtAfKV0xVRPhblLrmLM0EBDuhGiMNgHH8L/QPmwzYzGFl3XbxgI",
+	"IoknHERqolN73KWxy/o8uj6Prs+j6/Povuw8utwJjgY4+my61xdPTyf4pHy6BZ1gg9SL13fJfuuFZp97",
+	"0ee/PVEq9YdBZYInyDx4vfvMg3vMatsGtsZpbT249uDaJ7b1iW29iv+JiW2vH2tiG7zluBSjUphJt6/v",
+	"UlucTptb7JQN4L9/E6UBF8RU3wrDtKq5VcF7VpTCCAWtDQ2jClg2KqFLYaBQYG3dTS9xfJf+c3yVqSgw",
+	"dVqJLp+QErMnwcH5ONPNYJO37/GHOLZ+2Mehz/M67qfQKd+ErjSyjPjtMjkWxrqDOJIfhElYPRZDXH3S",
+	"ztlMqkzP4A7jluQsOsS3PK8Ek9aIfARhSmBuMVaX7lwrVuQcOx4jFx/+ObAKTEQpjthrnk6YULac4/MN",
+	"m00EpIsgRV8pbgUHSE5CONRfgRFn9/eIpC/lCliYIQiLI+RjLtURuxS3+gaCDbAqvBTBJ8gqlQvjkCjN",
+	"q0z4K6Vh7uC3s12dF/IaP8QSBN17x7Al7RF7yOJE9Ex5nh6J7NhnjOc5tmgzSHXNhw5uA979v0qU8xrw",
+	"4Mp3RpSAeq0K2vNv/rKBUnueG81yaaz7LtFid724ud6Nd2dixJ2JfTriuRHh3UOtc8HVto18+rabdFCr",
+	"D9pjVw8ftCFavUwRfgY0Xm46cfJNO0r6W45ozW+lmG3AiKXqAVBP5JDMNuTpjW8W7/uWOfAYVXnOBuY2",
+	"fV9w+37g4U4tqCj5/IzCDRB8wBDiPytj4SFXv5wffvPd9wS3CSvyCkYjVFrOCyQDKeZ4SGusC8hD3dLI",
+	"4BJZhNJs6t4xFNQsTWCzaF2yic4zkyB76UwaoqAlBq0WkquEGaeZ4to4+ESgHpdQn6BLaMWGIZVClEYr",
+	"NptoNuUZhkdfUo9qT0Md1hlYmWs1BKOlSGbirpWU3wJ/fGZYLqfSGmhihNT02KefW89M47ANFgf4VEBZ",
+	"5FlWCmNEeKJb8gFxgr0pzIDtc8U01V0M6LnnFhu3xdfZQIECyyjV2A/sjM1kBl9aoNBYXL8DjCj5FcTV",
+	"qwpU+lE6YhAZ/y4biF3nFTngDloyDgL5xkKrO+njWngCgDnNMltymXel/Hgg29tmUo1/yZpsGof5C2oG",
+	"fT9WCidTUqTWg+Z9C/oH6e6RTrvLdBza4mExu9j64fvOuPF92xv5CXAsa60k4jKCfuvQOAI0lSDKwwd9",
+	"7ILlS3cj/NlGLxYh3f1KtJaWSi3q//FH+O/asJvTrEwAJzspdTWegMwoBZ4HB2WltALkAPZVcqem1DlT",
+	"OvN4B23eyEIXbKrB/RZtbwnEWxbV7JoscSQVz8+i5FD3yxtRkOsOdP6gLPpc8hjYUG3HdnOM56Xg2byp",
+	"XTJsPWdqTkhV80GGjpwkgwzaFTBXj76e4LYUBYoyw0cin7f5HtxrI0y9m95/jR9sbyeq60qQSphyFpJq",
+	"rv9RH4Nq7eztFmcH5z3ZK6o2FZZ2t61FaFUW2izJUs+EGnQiXbbJUQ8Fvs0tnB53bIJoOgsa00gKJ7Sc",
+	"TksOBLjgiP0uZvHbY120zpYWd9dFoUFu83Ajtd1QkEqVeWVw4dYfEjYUKa8MbucFBFo+y+/gafd0lu9f",
+	"s2oOb41mRZ/JaoLC9R9wp+rTOkjyH/YhvJV93tXDalO4zx+RNnWMVviqBpVguVMmEzo7wYaPsBUM28gQ",
+	"QJCK7Ht35NodDmQcgHrCLbCOAm5p4Bl1mtlIjqsSeD7RXPBAXmqLhiv0qVsciQNRP5rYqarL4Fcl4E3a",
+	"0BUGmzp1EAM8UG9SP2dQeyrAH/vJZusl3P+4VSwc43p7EB1GZLrG4NZXXHweaFxN9AwWNawwjw9X7emD",
+	"A/LQeAKhpBXxVFHkPCW1KZpQraUxDo4PZ7NhzyMnzr3GJrNk2bNC0FI7VZIG2HhXSptHE11VOs/or0hn",
+	"ONMl2mDYdZNp1WIpkiMxF7yhvpFp5SaZ1WAlPJL5iUTDX9YCWxCpBTtgpR83dtzNleSm6tYmfKwo/PYG",
+	"XaJ14/UeWu7D2sPA7wPpI04yronrLohRlLImcVvE2VQjWRqbMFOlE6jBjR0kCYGkhwc8T1FEIZ2I9MaQ",
+	"s9rJZ2hnURRCZYda5XM44PRGcIWjr5t2oFMl0A+VBT+T263nF2+O2Dsj2FCMdClql4xOgS0gOw+5bZDv",
+	"Rn4iI5z6ojHONuTpTXjoRDq1yzeAc2ejHlMpbzvitVe0cOewyA8Vs/UjhQlL41BUWWbnhUAqBfGBT4u8",
+	"1pZw2xwFhzLPc7h6o7guPBxU/M+K6jYGTl9PQu/0VE8FBZvxH5uFm/HaxqCEqqZwwiroR7qX7I24zKvS",
+	"XYW8EO7M3W2ooNf6TeZ3HwzdyqnoGh1et9ea7eNslUN3865bdLo9iwwLm4SkV0BDH6NeEaPuMlPuSQLA",
+	"Eylg3Qb/kQa0Rgig7hUhd6Glso0wtNIzk9QaRMqtGDvQxOI3Z/BZdBma2tgsdU79nCi1hLQ3WE0nK7z/",
+	"f3rEgNGushOhLAURyOXXYLRLueW5HjuL1nvnYGeiGIJArjt2hlpuWggtY6QMXtOK5BfROm3x0NWv6Tpz",
+	"53m+9BHM0Vd1XJam/3lnxS1I++GAvbnRsYBeZGHjLw0wWcgwG1Yyt0wqNJGcZTnlag7heANbMRSBQ2KT",
+	"NMxMncSjUH2JYsXtXQe/WUdrRBj9Nn0SOhertiks39ezNUta7/uAbVy6DfOMcPcBTi7tPNhAmPjx8+tr",
+	"tgr/vTttVbrPp0VYyEiHYd492ecc4Dp4DH081vKNjXTiYdG52FJOyhW/hcdvlI0S/b7ugEo+lCjnxK3W",
+	"jhlgNBQhtDNpAcDV3uVHHzLpIyAb5JPAZ71XyFrlaoArjj+6/6xJIcHC6gBtcPSVxnQ1AJ8j9qMToYdS",
+	"RQok/mSszHM21BWolMzL1bY0uh9qNdQ/3chcKJvPWa6NMKyU44k1Z1BSwuxEG0FC2vpW7fhSsnM6CsRx",
+	"ke9m/F/CKu09aF1x4+CTm6X3+d3LCcSdsc0T2JHa0XD9bySQ6BBCCsQUCkatyOe+girUZYV2QiTD8Jx4",
+	"2wooXowOfjs8WMzt3bn38C8d6joPw98GaVatB5kbUA5QV2jqCMN54AMFobo1Pacr4+PzAeDhVBYx21xt",
+	"eVwqi0/xwFH1GR5fYYbHjvUba4pD8CZsoNq483J5fXURtW1FsAU1BFDMHbQFYjqvrri7hRpLJZ4ZfAz5",
+	"4HziLFyV67FUwYGmmFbOmopeCFdlGvNYmfhAzobQqpWA7QX6ImBKn1Ug4AlzTHFe2cnLunjxzhW1C/1o",
+	"RTyroci1GjsdrcvfDndfwc2b0xRA4KLJU1Bw6zbh3une//z3+eF/8cN/nRz+8I/6x6P3h//4eJI8/+bf",
+	"/vz/NqGPeFd/+9HCrLqm4rYL/PjJZAvxJP7n9O9/N8f/+Pg8+f5F65AfWh2NPvOyUtqT39yXWqoWsem+",
+	"QNSaItJQV/hVW/DR1NiHxx8R0DyLEdAwnqaisBDZfIUFx4CDWG683H084K1n3TRmRjUDlGlX182FMHKa",
+	"V8ZC5d3c5wY3S43PmKirjCHmsFBq7FRNqF+4B0fvEp6adYAKMct4ZX1sOF4ejLLGv9ko1LoIrp8bBY6H",
+	"WUeCw2fDUYZ/bjTECDQ3H912+RUWP+Eqx3r7uZhyS8yyI5m7797HXVd46xfX8D4BbjO//adpgLr0iW1Q",
+	"VjRDva42eUGJo9y7Ti0Rk26a8IiJi1BCfK9I6M1tNOE/XXcEg7VNc9yadbz0sjW2cvNDha+Y1CuJOVA8",
+	"n7brd7ske19ayPUKF/f74MztPPzKIW4eJtkXjj4+R38NGjtS7Vaax8dWmBWNyH6spN9TBFANlnOGNNBU",
+	"qsDSXGLvnxx6gEQFEuHUzXSVZ8wIVVd7juWtUGwq7ETjqXx3+QZ8iJc/vWTffP/83+CX7h//9v3z71km",
+	"RtLpazbgqk9cxGHQkMQHntp87huRtEKvs7YRXxs12u56fIov0k55WUpBCSucTbiZRJQ28Ymr3QLSxukz",
+	"PJjwM1orPhUld7uhyPlclLAm5hN9AonPn4H6V2mCj5Y4BtxHbqF1FG366pZQvP1la1A8XgoNswiyFL6j",
+	"9/9CccqE57lwYg0iTZDL/iA4DjNdHceBv4bKECAGCUI8PlLOrIb8lJ558Ckj/zXu0YcCe4j+rEmdSrUy",
+	"Og+RopoxzJnKlUmi0C56Mq2cCnNWA3vGLW9TON1+vxFzuAasItK2vdnHSApk0jggJC3N6KXKt5GEsn7G",
+	"01RXRP2pKwuZjnUxzBF7RSnoOJMVLF/+QuLacQPBybrfkDOrTlsMDlfqEVITGrSxFrT6Bt7Bd3iozPMQ",
+	"AzTNxY8XHsp5nOVBadLig61N+o2sefrU9+BqaOxEMHvct8Hh4M+b+Rfw2tZkc+yXtZfsZRKYhTJINocP",
+	"v1G2eU13lsWbbg3bGe27x8N25vblJmnlNLnekdHpyKjohN8HrONqb5p2GOO3LxpsmLrcslxwaMqJweEW",
+	"1jJSbw3P3V4GLZd0lMajYog34KJYCuJDPmGtf9b8ZShG7jOXUWl4DBRHB2oeLyQgo7HQM1GOqjykNsqS",
+	"6RnE3wIQtmY0JiQqnHgZupWJj3lyl3xHd8S2ysHlXrBGmfZzdbOSoFPXRktT+tayngRilArpnrJbvRrW",
+	"bsWc+lTILy4VssLjcn8wulY9Pv5YAf/pylTIKz2yh1nIh3R3nK6ktqqCItmmJSZBEcZMbM1yrcaidBp2",
+	"KEiQUPMZlXVHxL6YfYV10iFvC9QL736BgkpUc5ipClEynk2lksaiYt3KoxMnNhQ5t8jgm8/43JCgMHoq",
+	"sBxdw9D9Q6GooivVgDDwbtovsdI+eKw7AE2fermV1MutnfgNWLUWTE8SeT6dOISBNqDFeum5tHwGnvHm",
+	"LT21JD4+f/CfGfTquXvqU45HmaqtsyqtczSBudZbK0HLccoKE6ORSO1CWqixgmcwBUsS/APFmFYrbb7o",
+	"wWw7HfPzQWFb3FsbaFSPnHdrpeJECZmozvXOxS8gv/IBlaZjb0l0R5KuhDVEZBOMSSTiJsZ6taCalMII",
+	"a5HPExPGCTBrl6MPjCiBPYTH8pZAqipLaJmkxBE7z/MWkI0y42M9CkB3NtECi6gF8gzpPGuE4HM9BsKL",
+	"yga9q4XJyghw+V34tXlkMIci0I9ug9zz2AmQMA1/5nk+T5bWfLf0ghuob3X8kZtGAUMkiMPWgIZPTU7U",
+	"HhufJDbCGWw6sII691BQ6bfZMe6wbsT8VY+9lQlIA9Xts4nbnEOn26Wl4MZHPnzbOFHodOLD1lMgtceq",
+	"eH+BNKaq2VCkDd2XWim9kLjH5zbV3emmfM4m/FawoRCKGatzQd3YgzmLRmzEUYh6MJ/G6SntDMsO+K5E",
+	"YHh4fBYjDQ5Huxp5WlGlhRje+9caH7JnZF7FyJznDXG+o2NtS8Gnxo16ylW2Lq5Ktl9pyZ2qC+bvdGN2",
+	"okiJ3Dxj9NwmW88pZi779BM46MBPtn8hFLilK2VlTm9xDwBjFsKsJZvAW6T1rUHjnLhnhvGxUDbBBJpX",
+	"/q4sYZeVUlKNfVcL4E9mV1WaCpG5v//EZe7+ey2nIntbWWeUvuQqFbnIDqjph86En6cbwFCkYFsvVYuE",
+	"zEj3mfEjjuDxqLpd6DyHTJ86xREX7BktRML4CBqE4CJ3MH/Byrz0H+zB2jVNKDEHx++3QVe0kK68l7Rt",
+	"WBzwHlD6uy4638tBnWq8dCUUxouLqlh39rjf+Z5yEr7hqsCt+LRxXMGtf676EPE2vP/s+a0Kn3imm8Rt",
+	"CRnqDddHcDsjuLRWuRyJdJ7mAcUaUV2E6jax8l2HWME7Wri/SJpgDmC3MDk3NyhLtMqlEguFIPvkZNQK",
+	"y8izgxBuoAc7pU6J1HpPIlN6dsqKUlud6jxhpZhqK3zvgIQN55YigKMSCjkMyAr6R1bqogAlEnNj6heB",
+	"fWVyPUvCL4G6EbtrSwu/MaxSkFwJIlGqVIB6ecTOF0sJ4+xH0pao0RNnI1CWUg14Erh1pGKDSpVObAIv",
+	"dewDdZLFO2dnE6yj92mCXVLjgj7MJjU8O8CVdkDzH9kXDkXY0onyRbGFF+N27gZ099ctvLa5zbpeD3/s",
+	"Xu/vXzwEjOP+6kLx6/oE96i9joluCela1N4tw7g3RzYyCuCW5QpKtKtLgX6UBEDdG4WtRZO3E23sMS8K",
+	"GsZpZKcPBbKyvkWxAdofmPL4FOTLNdhsPqTIkwwsxRidsVKrA3jT29EIHgNPiGyOscNoPuPzI/bGBmvF",
+	"IotwemPYfqozkToxY3ReuQeSLGElKPEGSW/dP8iC8KIpXiwSHk4C4EW6lGOp2H5R5XnCispMEjaSuX+G",
+	"njk7xqvcdQdqORVmFeZ/suvhXi2FhxAkEYgzmW0dx4P1vjV7gD7lBvZAZFjSqO7XMNu+KKG53sEiqGfa",
+	"y5Z1FoGpQWGbAmSqb8ShdTOAGq1u7/Av3CzUoyKKA8RrD9KDBkIMoPkohqgPvKDEchmqi9JVmYqEzbi0",
+	"wYQATxS7EXNEbAejU8FNVQqqZUIhcspuZSY0WwP1vMpkuIhEhDJO2FHJiy5votiMA2svyHEg8DDiqBfG",
+	"MqGy0P514C7Xlb1Cu2DA9imxmj0/SRi3bKqNZd+eHJyRo8lNAivVyVE3Fk5YwcJ4mqWhE1DCVkUCAugg",
+	"jK0U3GgFHXBD9TeV0b67/BWiipADUefMYjVcEuKHUaHEsivcmuLKbYdrd9q2EwJsvGNNBBD3hq/D2n1p",
+	"VTTOLn/7Hz5rDTbGSFcqO2P6hhlQG4jsgUdbGXZu1hNSfelBQXfXBlN0OClT8U7xWy6hl9Bi46EAzwuQ",
+	"eS9SYUW0YVEuHA+5TScrmgpVyrCqcKf1mxMGd8OhMIk7FiWDElQHlglxozSrZY1U41zUDYgxE1VlohAq",
+	"gyA/Zk9AXoYBg4PQwZ1AB6ymdty4f8LVMOZGvW0ezCEsiQz4qcus5pci5FsDkT/CiuwAJ+FFG4GleQRo",
+	"SaPtgsy3KpSjOuPSKwBS4SfoCQQeUTZDhD7GqRM8jyHIbB2DLC/tYVHqD/Nu4KkrkhoxQCLFwVbUDaXV",
+	"2e4LYMqksnrJrZEwXVkjMwE0wt6o38ccMlgU+EkrcahHI1YKp6uhj9mps2bBZezuC+wqbk6U2u7GA9FP",
+	"6FDm9ECpxhh/HPL0Ro9GCQVdsX2AseALP2LnQHXFsTtaPj9lhc4bkdlg7eLt6JI5Yues4BDc5DZiy2M8",
+	"TLElR/+Mebd7Ix5aWu/ubqFscX8mnyN8wi2RtSy8ZjOlEpuSiBLUy6Ia5tJMqJJgd7AZjZqCa53JcEtb",
+	"mwKs1m+mXqXsVcoNVUpMDkEcRCBaYpraPrLr4nOAHXtENuYAB8IjViQ51uDxGeW41G5l73P2tVDeze+s",
+	"60ya4O0/YlcOiSFfmMbgyeSpqgrZuJjBTBbTBpG62AVCNt6yBiBpJhrW+CnhoS56OOzh8BPgUBcPhYZz",
+	"Y8UUmvhmOu2O4V2KTJYiJXE/LPXMiNL7KKG2ykGdxRikdMtEBZiZTqupUBZN6oKPyY1JOR3NP0MEiCt0",
+	"wzbYWc6WS0CbtVZkrVsxRnAzQVvUBKaQ4svTFeriz8KeF/KVW4cFiPn25JvuNfHLsGbae8ke0hzBE3/V",
+	"iE/LjwVXAeakeGfA8tMSNlj4hO7zHVZycLSSiHkxQvPnVxDRWPWd3K5qrG580GBh63MWkRid7tHuPCQD",
+	"Z2/5MD7vOIzw1JZoCH5GZ2+NS4e5h5abm02i6oUopc5kyup7GdxL0WxgTfPRxqLUqdtZMdtROhFu0MHH",
+	"T71KaffJklrUVgpC3RORF2CtITkRy7UuagFYiMxdCUFo7Tk2KAmpPf78Yxj1NUx4i9K9+apVCShLS+nT",
+	"bqBA4KvKMYk20eKqrDgsn3sO6HwdhwF1Cqa6vbu+dZLW6dcTPVNOiIK3gOTIRE8xGHwaOGOnYjoUpZnI",
+	"AvsgCp7bScKgwDiA75RLBZE99G4C7R6Vfc146TY68SnSbSideN04FKgvqV8oBMN8YbLPd2GluJWGEteW",
+	"RNJLHP8VLcQ2+7Q339TFT0jr6Vf7qzgNP1NJ1eLkt3gCMm75YSncZ3WfMs0FV1VxXLjNImYrDoTbVEQ2",
+	"Hzrg/v/svWtzGze2NvpXUK5zytKu1sWXzN6RauqUYju2zzixjuUkH2ZyTLAbJDFqAr0BtGiOy//9Lay1",
+	"gEaT3bwkoizH/DDlidjduC+s6/PoEV57VCcPyHVZQ/wplIvpS7FJVulS5nOCLzUCOMjiHVEWGIh2Zs44",
+	"lOGLIosAdUUA5OBqDgCdx+wtAdsBIIA/pVAjARVZ4cLgjEbJQMgsH4dLfPU5d/xd6OYzfGVdturPEI4P",
+	"yM8U8+G50zHkQjN7zih+boPCgOX/K2oHtPlziUE/GiGOnPjoKLze9DPWgFDn+jqB7/X14rtHj+82Oadr",
+	"gWjtesUKrXwc6D49p0sQ0SyiWcAdT45rHg/CnxVJuVYjOd5WMplaHWmVizURWgAuS495C74jJOBYUaIx",
+	"SSJMCgvY8xD6KMvkz5j0owCD3hCycpamwM+4BFEUP036boEqbcosZNnYH3mj6/Gk5+om+UfBXLzCg+DE",
+	"W9z/xxxLH3M9JXAM3hXKrVWPJNuFD66rqXe1WodG3Myz07huC7lAfVigd+e06x3Z5njEC/fOPgB8f8rZ",
+	"a+SX6BZ2uGC3J/L6XWS+/SG34gh33RHs9g2sc8eHpZddUhXio/8/zsjxGLz5qmBexLaNy4eWlTrnJcmb",
+	"0GxqsOe6rKcK8Iln0eoAeAoV8kYyevT58zdgtPMScJUaYRW/iz4zYL+AyqT/iFBJHw19wnKH7mG3nWaF",
+	"5GOlrWBTSS43Vhk9LMXUdpoxz6nBK5i+C5i9daxriB2LSPzP32Cm9JRScajCH77G9PDfInfrMGiLcjv8",
+	"2SU97Sf+UU7rKVO1txt9L3y38gk3PPdjiJmNoHxjp85DKCb2Hk1EZ2qVI3xjT547//i8KJ9NuLHd3X56",
+	"enqaPRhpM+UORumePH6Q+fd8Jx+cPTo9hSemUuEfTuMYYdEBKGnXWuDikvdI47gdaUHhdO11wD4AOUzR",
+	"Jee7FxYL87dLsxT9zGsdMlyxV+9/eoPp9+AeNEIVQF0NpQfBG7/k6gc1D6TdAPf23+d8Wg5Q4+Cz5s3g",
+	"t2XSWVGOjtkP2k3gbEHMJHHAAABHfDyBAEaqSs2EGmmTi5RTliAhxTygQDb0VoWoSj0XBbsRBtw2XsJK",
+	"2xpKSHwBUo8ph/zu4ZwNFl3JZ2zBkzw481MXox1duHJs0PTzQyGUFMUg2yIAYicS/LTRuDQCa1UPBn6t",
+	"dSUUr+QxTPthtzDXuf1FrpPfF6gj4yqes8HE+XVstkFPYAOX2ySOvXTZ+8QlycFOSfnAt/wgixjo9J++",
+	"oS7M8+1kInylJRM7lE0+Y28rofyyLu3f4y5mzgdOfHQn0NE134ZT1h1vWor2dIrejjUgjb513LC2Ij2S",
+	"e/nck7M40bP7H2mSaqTXSvHK6KLOXQaMLEXGJjowz5ALXUJH3TzCZeuCxD1ayDbNZs6Y02OsSADZI51l",
+	"dQXlLv6bQiHEZ4hRIeNx4jissZ4eVFI1kmZKmupQKm4ozQb+QL3wwturWry8hhp43SnMrmA+Xvvp2GVm",
+	"SdNKx0H8gVuZM78k/nhB9vlQ1+4bizm9FI4N183EDnWbiIBxAjhBmwRfYafh06mJRukNhNdDegIFj4Rx",
+	"cgROpZ6K3J91IS6wAzvckLGVVXFQHNm3E/BMlvMW9lncTxvvuJNPvgevi88nQhldllNa5m5/6mtra0hP",
+	"1EocgRjNff+Jcs0LwoG9yXE8DD84oH+bnHQU6Xi2XhchlFkgOzAFUgGYGVntkC/DAiTzGFm8tLm2sZrG",
+	"P4zS/GMljbBJOeJ3bCpV7YQ9PGYXXsGT/oMw5bLYhlkibt0XzSStC/9QK6Dsm5ClTmOPOmXF3aRRKXFG",
+	"NiY2f9KjSe6K/qJjFtY5c8m/JEfC7xY41ruXL8kiregXFsY+u2CVbDzMMb9Sg69+T3TxVyC6aGQsa4Qc",
+	"7IFbFbn9rtxG6Ebhsu6qb7CxmlfasIUJXt8CgUyaKAyFh8BGVHt1YIUC8Ca0+Lbp4yaATE3/MAEmomp4",
+	"WddnPEdJt7FkW/aNelGaNJ4WeXciE8mp7DHXv1vp1vyu5dN8dMc+ze6lWaVCNXOyt5dXaF5dJ2wHKli2",
+	"KjTNu3rBDhAkCCs6QA+qAOoBilgAzsAL6IxEGv2QpXo+M0KJGS8P08TuoHctFJf4/2HWZEIGeTTiubdg",
+	"iXNHjzopZxq1YHmHPti1JrLc5BplJPb9boPFPdOzrpN+pUJWzr6y45uLQHdKhjtSV2KAdU3M+VlCCA75",
+	"GP6MiCKE1OJn0lCGVoICMuSj8GYb1HnEsiYMtEL4GoPZEHYOtLbSWXYt5kdA9eJ/WQ43Y+ZgEeHNvIiU",
+	"RS1sCDRzA3S5BJHJKiNG8uNiv5qaNj2L0Rkc6TyQjmNuFKHPQIaAKFhddXr9fgrT0ROKXgNn9gz9n6+L",
+	"DjyzELcmhDcY2kgbmkkaPQ1zTcz6Cj5hbz1unXYtpiFXkNC0Se/wdYBz6+zZo3WB6TUaXO+UpqT3FbdW",
+	"FOcYmIC5QOcEgWnTo0CGDDipa6b6Ej7XPR40+++UoLa9PzGrt++WalIwMAcLV/Qvd019qQsAVoDycRIp",
+	"6oVMEGU7dEoviP8TEqdHQZwehT6ERMx+fyEyz9kspjiCJdqkOM6MdOSISeSx/0/IqlwQDiIRHcR5u7AR",
+	"0ZmYMKRxVngJWKtAS16Yub9epcUD3EOCbgD9QzT56tA7zEsfa4CTgB4ldx8sWYTjwX6ith0G0UkDiRcS",
+	"lTJabCd+NJR9hCvJOlmWcB116OKUhoiLdUlr9a7ZLjuB7OlsLXZlpTq+tLZOL+b835d8zzXD3D7rs6kB",
+	"oO259zR+1Z5GyFKuq37N8y4SRpUm8x+Ij8SUy/LECetW0cUBQ4oiLL+psBaTp5p8dGy1NqJgVz+9vwx5",
+	"TEEZ1jFUDtTgFCRPvHKtTrGZl18ICIhqO4Xsn55+jzIR4kCD1ksflHYfmm4MUP2CzkgUtkkfveT47vRJ",
+	"A56cdhqlLzB05Fz5N0GF5/kEkC0AI18GBCU8rphzYIUq2BQQ1jRy6LWqpbFc56Fl+URLAPZCtjzLBl1r",
+	"N8DMKQtYnUfglhTFGSF10BpYRKGG6BUWVsUMDXgb/pRQSLGDp4+/ZwP/xQ/0xQHltL0TzsyPLkZOmAEb",
+	"irkmO6sj0crvh/fCuhd+rLtC5oAZgRY2wMM0IpeV9HcguqoiIR6zdUzBvUO0jsXOrxL9rTM186oAgFc1",
+	"ykuyN/fy/1uF4hBQ0w57JRV7TNAZ3Pm1QdmX63w9mJJPdc9JyGe0kF7b5Hjq2ollSICm+DJB1w+em+TD",
+	"obCT44ey8L34d7WAnJm8C5OAHCTSJDm2WfKKBGRgnMVjFlY3tIKGyOBE0t9PBmDXi49gueM9o5FtqVYA",
+	"jPTakRcdiicRXU0UzbwEnVZOq1IkCCReqxfdHiNI4KzkH/MXvVXl/JLqI3bL05d2c7XboJmMr8hr8GWd",
+	"AK41bWMu1TJKAu7ZHXoEKm6km28jIQjoAMnmgho1gtgVkAbJUrp5FvIoyb6llJ/gPw5WL9z85FoOJY+Y",
+	"fZ6nTVbCHMWKSCTwm3A7YfmES4VYvPFnXpaxi8AEQt8/Zr+BFjoR+fXzWLAU3Ms1ZYdf/X9vpBNscPnu",
+	"4uVPF+x/a5lff4B3Bg3BJ34e5EIh0LgnxwcZ+FaWQrlyzgp5I8xYFP5FLyFB9879BlG2tmkR1ZQQI+ad",
+	"4uISVun2vcsXNPh07E0RF4x7cdjneCkYwYl0E5mgYtEILB660G2pZ/0kEMk6/EmXdFrb5bcKdtSvDQAp",
+	"S4Dxhx0xWFfWha/cUn++HQdzsj9XXxMobvau5V26lr14pHkeCjcTQi2C1OzwPvFyQSphV8C/BVkbHw27",
+	"Py1dbemOMdMpZvoXNcX7WaviDyVWJcxIm6llHL3QRwChQ1hDRlYrq/LBbSwdq4y+EXR4G4mNdp7F76Lb",
+	"XmmHRzn6dkPNgbSMl+APSSDbpWWPT09RDqBcDaUK1Hl/sm3wdmQLzM/kfB7qYp41nhBFKbbonubFfEVt",
+	"wru4QGsywC5xFv/QJP4Jqd8jvbLlqhLwDPjbvxTcAm9+m92RUm2w4mFFf17Ac9vJ/N936pKmFVotSsOi",
+	"w4Kf9++lYq+FL5v2X2Kh4ulE9nJ/hv2fk7Md5CGe8oxoO4nc2T9/3JFO0halvEFRhz2wS1GvS7Eu1xV3",
+	"ZVqEhWNH4+Ba6RlkbmAdFwLChy0cMk7jbdB+jAJo5ZxhUdwxe+f7E+pjS4DHPMIKAyPooUDgJ6Ef4eO0",
+	"CI2Ux5dDBE98rEpvnLHZZJ6slh8LKbqhy8PaMVmUvhk20mWpZ0A82cmUh8JYl8LuvlLMN7OSIjMtkvuG",
+	"4Qn752GXx6hWTk7FCYFgOLkSOhdLKV+C1Yb8M1Mx1WaepUqKCghDGDuxvQWVx+wK3a1ebRyNkqJIW2nH",
+	"xtro2gHxpaF22NjomZtkrOTjMaaRxr1JhPf+CeB8ALWBT7zeUOpxp07yDkfxPBn7Lm/W5dY6TgQ9xZIF",
+	"+fbOxEvhwhbrnYg7OBSg/2+CWwt2AoTP/G42XI3BQY3RoxCVCXIae9dhcIQrJhocXoXPXc3Lco6GuVrA",
+	"H1woI/bHjY2kETMOdXFYbwTotqHRSPGEDLtD2QVO6EdG+/ASpmD3p8K3s/KS8BPr5+BbviDIXRf2DIaC",
+	"dSXUHZwFV/vNt8FhmE2kE8Tn/kaq+iPWB+D7rDH6WjhQlI+EZneup1OhClEwyMW1RDXvgMEiHBKYBsQv",
+	"waorrsDZiuRCY9jqaCKmdVrH7C3pYLGPkBkFMRgM5XOI3/jrwwlFfluugnGXlHz5wWIHsTY/UkH78T60",
+	"TM9Uht8jAYA96LqIXmnr3uMEr7GLf2oqLmYTbUU6oQGvdxn3ExTPFIWfgDFCfI2C/Q9t+DKa9oYsB6pu",
+	"E0UzhNupvdqlIdvMaeAP7hQs6eYkAuNvCAW4+2jemjjJHlR1b3pQk42ZHkc6UbRxk+NGWqTjZiwcdDxm",
+	"3UOMhQIZKEIoPDAFoG//sRth5Gje8oWlTOetwiVZpDn5lIWDCZxgVi0W9Ep/0PwcQPoI7CH2G0J5pgNo",
+	"JFSg/hqLFFOkK4+TolGFYAP4yIe6CfgPlkXJhf98S5jsItOmaQDaW5NpQwumYmV0s8I4G/ctKXNheIj9",
+	"1Bt5xmXsysJplv6cabPoMMU9MeHEsikVhvWJChkuUi4R/XCBoUeHbXgw+FkXgth9Lqj1AXLfjZW0UOIy",
+	"nMP+HNDr7+eVGBzus4K+5qxQ2JYt0Y1H6hbENpRW96f0tJXBk6rkagXnWBpER0FPRz9GFYLeB2MJulQT",
+	"ekHo92sxb3npMFueDl5qN0Xh4iXpDS8lZs8geXejFeKtdx4ry5JKc8yzRx/FyGEq5EgSfM8x+4dXFQOP",
+	"ZUvX7WLyOe1AfS+5ukPx7JvbXDpHQVwIC3YrLsiXEr6+8729Jo2l5GoPcXyPJFPAdE9lEx283Qsn5DU5",
+	"akHTbVFoisGCRhQsJSBOoOiGBkvexuRzCFw8i2k+l0GdvlAFek7f8zFULMXGosadRR0QY6thttHwxayl",
+	"yvi+OYjaFISbWhyzl7wKll9TwVQSJ1dnbelIfvRPIWEFT9jEbJNe2B3ChQl+ns7vbaQQducFhRhieKk1",
+	"RYChH7dkxyzBAzE2ngJXrAjFdq/YrVesSiemDarIeUKgA7RxGEGKoMqoNk41JInKfuCTKf+IWeO2D4pk",
+	"PcTyF0Qj6dtbq4ObbcTPffLnNsmf7bnzHyqFEyotPyHJsEPv4qbMcMNalu5IKuCwckJBiBlezlL1r6mf",
+	"r/2jCl3n2gQuFlFkUcvBVKUOZrhfolMdPOfodLDXzB+0IDZzDjzjIe28DQHSF2/dOStc08xKRrgwl7gG",
+	"OI3flie9cwpuYZvjVK7c7Cef/D8/86n47M2pNRQzXt+owr0eOg27EaEMm61t2cxf9NE+KjTeHFXgqLL+",
+	"TmmUfPgIfdzGjxyzC/wFtAZIIYOkkVBbQX5j7ti0xvMSyOkwa2Epu4Hq4SA7O3ku63R2BW1FBqMNM6Nn",
+	"Mo9Mc5D9gJB/HSQ0zQHYiEQruhTtNeOWcl9Bf2qf2R5UxbCQK3EVK+78hnxw9uD//yc/+s/p0fe/079H",
+	"v386zf725PP/9eDO4BZbU7TCMvwtiFQd94+G1cjunbcuGc92RDmwd83XwtK1R0K6fS6euPhezDYXwa3d",
+	"A+KjyGvXaatSCcpGZKCLtSytyp1QyyJdUwBmEx2no+ylFUBnzyC6YSM1TufXG4dd+AWUrYkui4wNRc5r",
+	"C3iYYhbKh/0zUz6PlmpaRccVkC6aUKhX8vzarkga/pUma+dSJDTUIT9+DfOcwHl/k2k5XbQhOzQQZmI4",
+	"0franuTc8VJvkoBgHVcFN1j25CwbG11XeK+P+FSWc/LSgEqCf3lo2YBwov5rwGayLHJuCjxq8BWGziVy",
+	"N3tdJHBfwVfgGUBvKbnyH8OmB8yFkn8rwH6wSAmD37fnIUschgheHP9QwQb492Ma/fG/6tPTJ/krrUHf",
+	"gP/qCv+9FO43fOOFb/8ZTdkuSzRrN/RXTlezPbcwzict5zdxbPyowyZsb84wDckBwp2zgwNUiFLeCCOF",
+	"Pfkki88nRjhko+42P36CAhTOfsRcMXp7HgPql0IVkGcJ+TFe9FN5hh6xugrxezoP5GZiXheeVs5SGk77",
+	"2xJz4vwrIQYDVG3+33wib0TRoOM5I0XBDrzRMAhdAzwPGBVEx/1JG9h6GAf1IXxmwLTXbmfSig6sCoC1",
+	"oP38nD69lt8NIDRGUjTwO/Rmj+kgNwdjf3q3aTMLJzrOQJ8Hjn7PmNKzsCmO/1qa8RdTUv1OhETQUfsQ",
+	"3oK4WIveEOWG9hvi4xYyA2Mbi3KDzgV+jaTfgR9bJQyc+WzVyT9clDvH7CJC/DxtUivwu1TuQnkU1KS/",
+	"ulfKi4Z9F5z0NpVL0tKAVssLODwf4RZcJzKaq1AW7AAVhtfF4HBxopT7WoXIR5iZ1SZ5MsVx3cPNAqAE",
+	"e1Fyi6IET+Zo+WTCpk9O5p0KGCQZWAH/ALSwsbsoJQ6wpCoLWfVZIir8SU821nAe2IvALBZlaVspI4W0",
+	"FWAAk7+RHJqYJeg3IuJgSdf6ORQ1k99Tq3J+uEojv8JR3t3NTQ320iGNjRhzJ76hpNeL9pj9xl/YVe2d",
+	"cxdaeaqgbhIIa3c4A0dKIO5YrPQ2ouA5QMBJxyyfN9ueMytyI+CmtMKFLCpwI0EgDJM2ioz88Eg06t84",
+	"ZhdBGacpM4KVYuS8/AhYqAQTEZ+k2EN3bCxs19ZErOPjLK1mlHeV9mYNbkXo0P2ptl48s8kkrKyGwcHu",
+	"Q9y9Ub72Obm1k9xHuoHsEQALnDZ8BjerUEWlpXINgISeKfbqp4tndKiy4GTKdSUyCG8hEllBpq7Fow0R",
+	"aGlZreT/1oLxqaYQ9ArNGd+MXZDgfuVDq8vaCTZxrrLsl3dv2IH/v1ShDCZ9WerZK+eqw4iM1kBF2ozB",
+	"CfM29sjw8RSSnEMjXvJYXd4gUyUrta689p6xUqrrI6R51oblpa6Lo6lwHBjxCftS2OVcygGJyw+YrQiK",
+	"O/TP2/Ikc+DKLqZSSesQcRmesKwy8sZLe3zXsoPwtQv/+yX++h5/HBweszdizPM5s4pfiw85t+idI++d",
+	"rfMJ43bJQafVB+uM4NMPJDkR1s1yL5o6nn+rruDxZ/Q0rlIjlIXKzRySyTkSsSDYB5UoNXxEXbQpHbJk",
+	"R5mmK6TXmrRTv2HPk/HGWsmJQPyOuwsgrhjEqt5Dyn8OE045XHTxTnRZIJuERDg/6ZqrmI2kKAu7z7//",
+	"S/C/tWT93dpMqbYEvhnwytSdocSq5DllvuP2Q/Q82MUNMD7iSkCRcNjZkPR+oZiYVg5kPR9auKfw3Daw",
+	"lCGPH384J39wYFLBws1Gh4yBM+iBv3KO2TNKz6cCKar+Eh9d8Bn7l2KKrmr8q75/LSUwgWAmWUx+4m5f",
+	"cIfR9ktV9IrR7RJd05dfFw92ldbxx+WwX6ZmTwRV4t4L4BpWqPgqCgD2mRu3KnzxcN4z4XtC4qTfNU6m",
+	"pw1yd6QNG2tNtrnTFZCyCQlKMw4hA80hekNVwX7j0kk1Rmde6uESuZ4K9oyrXJQEIqy0m/j3IHMczHzl",
+	"QrbWNEv923M2kdZpA5UF16JyWVRbKOXVf92ykRECvoDSPQiKhQpUHOfOhOf9kUGtS2fvpr4dDx3O6X07",
+	"3YlLcGMPHUWzIcIF0S2i2EVLf4FoV5rooiZtB+C/M3TGvXr//jJQ8WLZEexVURA2G80f2pAVCnp/fEU5",
+	"glAYWI1IgB7Mq1433PPU+/nnzmu29o1LWIvNngOKtuXyGsgjSAN1hNtGXu0e0jcAhMg2lA0LkfCAJvEF",
+	"gvB9LsG3fpPxcerRlsLuoW1vSSo9X7wnk3N95zEClEir6XdeKysAkSryxAS/k39vEKLvlNM20LTbjuip",
+	"I3jqkDxm6INq22sZG84rjlwIEoEWG/clEqpgcD4mjuITSXxlzmRBbs34FwdhfMNvRBlBektWcTdhBxie",
+	"zFhecjnNmJVjxV1tGndpFnylh+cBIEHGHADKQ1rUeI7ZBSsQKKExHr3l6Gegy8P2XnQGLL4Sw3ANL85F",
+	"woIT6GUQJCVSbLh4hZ0z2xoD4VtAnX+G1SHif2te4vT7JZTFF7UrN+TVwY064zZAQJ23dWUJEWD/pxmf",
+	"723Pb8r2TDl1cJ84fZs3weZK6hr6NW+2cZtKPuhzlGUJsDdIPUTn4HbhTIdTD2DBBy0f/eHZmtuFDgzC",
+	"DCIJQfT2rRKrD+6DJIxOft/3EH3hy+JxL9D2Au0vJ9CiVMBahEQG7FTEOV5en1gBz9t+2fbCOo4gFRDJ",
+	"Bh6tXE8ZvRny0QtxI3Px0EJhoma6dlWNaS1KlMfsR23YYDx8/D+P/ufRIIzYAeOAjeB0+A3G2Q9G8yLn",
+	"i0xqkDXDJcSUSQm9ErlWhR1kAYKRPTo9jEWSsVOvf/719fsX6Ezz/cuiwixdALtEBf7l8X8/egR9gnLM",
+	"GTdFiHUjVWTSUT0aeYGbhSUrOajA9Gd2MMh1IfLB4TG71NbRzGCA/fLt1XvWuRInn+j/vS4+n8Arg3Oi",
+	"IrOTI6eP/NMMsqoOBpVzgwwDNMN5mIJDVohcFgl2p3TBI3nM3tbGj0X6GT1rasd+AIdFiBpBBx5azNtv",
+	"scR1XicYoHvPy+srfHVHl8pSO2uulLChVBF34p1eIOmM9HSR5np/D3xb94AXN8yfZMrZCQI0kfj+1w55",
+	"//333fIe37fH8FqvnE+lS69v9X1LBhCMLbpLl4RQBmiZeVOo5xUf24e72xYRa/P1oZWmJ7LoScyPY7qv",
+	"+fnfsCD4YqGNxd0T4JgxvBdc0n/ytC35Etfc5f161m/IMYX6B6oKB//Drl/9J1u4k0mrOGMXR17h8DpN",
+	"lU95xqZ1+of6kDiuRVTgivCV80Qj8MoLuP2QX+LxKQMqrYrn15B97NjUKy+PTpmFAnOvgHWSVCMj9Rmr",
+	"QNexoYlKXwt1eMwuGo0RcbSX1BlpWV5q6xUqbeipZtGEAdFiRCm4RVyhhnJ8kNNV0lGkCxPrD+AFLMC9",
+	"FDu3ryrFAa9RkWCn7bWivVZ0b6xjEH1kFt+9UnQCEgfFcymc6HD2QfJIWya3rEYwN7wgw6xUq70kPQ+s",
+	"gQsyTaYiLfloAg5LNixEYBAFzTo+7yqMhO/44wXrudew9hrWbmscYb8t7ek7Pa6VW+GXf1sJZan0wQZ2",
+	"6UW945g9I60jpHCRZnQWPDaYBQY4sEZXVUj4EjN6oIFWWz6UV2j0XDr3LWkel26dt39M6SJ7tWOvdnxx",
+	"tcN1S4ZdCLKJNMVRxY2bn+S8Qv78VXluKTCZLACgn5rB3DTxsZIN2kOASb24fM2cN7wQJLsCOhVqbc5y",
+	"7sQYWASJQz1+EYAgRWEXYP6lpa9hrQ3yvpTlMXsN7PHkG/aN+y9Arl2Ec9W1I9qYkYAEEtsAx9a2C+B1",
+	"Smg1cRCWOD2RcCPzxiWhNg/nbIDT39TKnTFeySN4cXCOeNtWl41itQyE+ShlfankB3j3Q5BM3bhP7/1C",
+	"Xvp1fJYu4y7lV3eLfTwpyTOLuwPG901UoD8PaHizlFyofUL8Rix0etabM9oc+WZ/PTh7EDfYgyWJ8Kgn",
+	"HOensF8SYHDCrvTI0kNQhu1HMNIGonHh/C2Sh49kiSxlqmBGz2xIUEi/s/qkdSeuJvswdHvbbKw/lIe6",
+	"5lnqzD/EfKZNscUbl0Y7netyi1fg3roCMMXX2zT1MxK2bf7Cc7hH/sAr9B9bvfnrRIMes+nzF1W1xdNY",
+	"f7v1C1uN4AVik2wzhtrpX2Uh9JbvvBP5drvsZ31Z8rkwPxjBr7d47xW36Lfc6pVL958tXnhtrybchD2z",
+	"1V4D4hrK0N58AoFjddu3kLHgF7NNB18aXVf/EPMfQRZu10V5A3IPuhne36UHg1reJOc83Bd7RIoViBRh",
+	"kthBctUe7vqej0uzHBnquPBPPuVBUH9eawJoFS/vsxiPpcsLbnl0wuiZEsZOZLXt5d7WakkYbHu1JxfP",
+	"HRyWVSyBkO2xd/XdkquPF96UItXxKzlRJ1XJ50OeX6+o3LC2FpbZCbDiSzUuxZG3Sn9598bGNDL64kPL",
+	"SnkjGAKPZCyAKZITTRTNaTzwpjBaXVPM0x+E3+wAMkCn0jlRHB6zFzyfACAML6ZQ2vGR566chzTnOQUU",
+	"wM4XlmjyBqUcCSenIuS/sYOY//b4NGPcsVJw69gT/A8I4RKeONKWF1jTdggoA/hbFBQPLbkViPAV6tmk",
+	"DaBXIFW48v9KFaaDAdaLn7YzSNwdjeDHsGNawVpCbkE4SF7MB1j/GivnHDeR1lOiXwEzCHE+bEKIcS1E",
+	"BX/2FpE2QMWplMhdRlghWP8Lu4Chu1oq6wTvRXNpROAbeSMuww7aGpA2STjrcODGTbqNA3cqVfjPR3fn",
+	"zu2cjxXe3WBPoeUZNmqYFr9D7tjv272gPTeHVuII+osd3TuCvyFH8EvhmvWPUiNeBY3IS66BXd9+2Io9",
+	"9t35Y5ffEYi9FbSxEUrNCCVmQGK8IDJ7Rx8g00A/BdpjrHG0g4wSeGD2cm6AwZEN7E3+wcn8WrgBXkAY",
+	"6ZeWWsKoN9QT+++fR5nRYpWNrEeCXvNdouJG/IMtIQF6OGcD+ENzT/7t9Ohvp6dJvvjj00N/AwKvAM5A",
+	"GYjOpWVFDVRIA/jlwl++A3bAh7p27L9P/28mFWUqABb7IRZjQkJ7AJyAtwP+2wu8xS/cgB3EP75ZuMuT",
+	"67sZYSWM1EVzmT998tiPAmcFU696LvFzfBbVkEbveBvSERB5KLiFwR3qb+UMJ8NfqpgJ0XSG2NabzpFy",
+	"QmRVS58Ej/uNvhaFfwBDsYN0Yw+yVpYaXeEY4zCC5bULPN3fMYuzBDhEQcuIm3GVknGOdf1+KoB1WGnn",
+	"FbYbwW5kITTjxuAuulgKGUz5POxPy2aiBA1YsJkYhkeDbuh11MOzZGqgxHYoSq3GNlZm0Xcz9q8Hy9P1",
+	"rweMD323piKCDMYXECgEd1gE4Q7dhGEdlHpM1bk3xEqaRXWOM+PH5VUpbu1Mm8DrfLidOvQGRMpeJ5q3",
+	"JmQTpShrnWescwvgkEFXulv9qL2mPWpRI50xpQmE/F49+qbUozcx2yfVAADaLph5UMmAVto6xWiHmg8Y",
+	"kCugocADBoymiK0QTO6FABl85oxVuiyJ5wg6xGrlZEnK0LY+Nij8+Nq8bNDp1ZWvjZ1PEgIKXHI9nXJV",
+	"7OXEl60z+tKOu67i0/VnWFcrCu5jDm668Speh6RbXjt9ZESukSun94Tr6hztDa/i8dFI5I6KHoG+2NhF",
+	"1WXr866rr++462r1affz9pc93F/urOrq3h/V2h1NhRmLNUTiz2p3As8FznACY0MP8rq0ktr95N8N9N13",
+	"kFvSgXEGHUfyEdkUj5kbYfpQzqatrJAem+XR4/9ZNlM2CEsncxKIRlb2mxB/k90ELBzD0pub2toj4gK9",
+	"Fkij0jkgLtWWI9mpeErmYJMoecqzvg+Rd4bI28d011LGQNKMVGO7ht3h/9WSUl6f6WlVAiZa83KAgyMD",
+	"5CDKTPA/8aoiRAdMHzokinM/F9Zf7/8cgHL6Xk7FIGMDoQr4v4foy/Mf/unyKTsINAuiOAwURKkQwK82",
+	"+bBZZG1whiuba9/Vs8AsVtUuQkygV+9azEcGYIOc7zVlwSZdazyJMa0vdIkdBC8gJ3cYDRLUHduM6ZyN",
+	"eWVjz5IpBLKEa1lVosiQBj7086FlRY2yGXhkIGiIwEIGIMOP2aAl6SCeydmIlyVyxvmeQLGT4sYETImR",
+	"LEXjspqzUnrri1lxIwzg+zRTS45cJMzHSSNQ3nM0xqQjG+yqznMhCvQrEgHegRWCvXzRoGvEUQPxlfDb",
+	"VJSHGXrm9NBxqRgHqoxj9huAc+Q0lF9MOQgzA4C/wM9vNbt8e/VegL/VCBStzu9zxUtiOgIHtizBIB4K",
+	"diOMHEkMafoRSDWGiliDzuyO5Wm49s5hS6IzHScxoKw7w/Nrm+YzD9GjSyS3BzgjG7j2Usm6K+gOamJN",
+	"WQjOSEOn7c/w3brDWnPRh/PE7XW2QL65V4BvjeahfS3d4a20nfZ78sn/Q5lbfdWi78QUiX2VF+b+1Hqx",
+	"BgQJGMTCMvmAOq4Ne1cr5QXEOUEF4ZffgnD+UZZigIxGeKmMIA6mdUaJIRS3chYEGoXgBfdmMRhtM22u",
+	"Yc8uioTn0EqvSNjSXk1efl1ccjfp0FaBU8zA9KTXJIyIANJaF27McAHeMLxaYTJxAdlYC5vFuwZqZIOv",
+	"Li8FV6JgddWr6y7O8v2hLNtEIGHvcXPtvW13KMD8WxvMgNeVZC5+UfyGy9JbYcuQx+LLyj4SYJ+zbov+",
+	"As9aZFSrjB4bYW0W1Vv5H5ExDqndUYPMCDEd66tAlfd6ZQhyrco/vW358/s90Bn2qsIt56N+qcOyOhW1",
+	"R004KfRMlZoXR/5uXhGfWkhERYsqvGzjxfcwagGd1yVnmGiT5tnEWzZo2BzSLM7p2jTWsbyUQnkrsORe",
+	"oXgHCjlZBOTtLjCJhC7XgYhJLRnjak7+c/xOME0Oj1ki/IggKq/dB5ioD9irD3XzyOCQPh+v+WjsEeI5",
+	"6DuJKjTjNtyDm1s8z2lW3/gVuTUxs8uMA4gF++6usaT8HoOslC+RU9DR3VX93KssXyzo0EiaIGBgRSis",
+	"H+UrnrG7VEeoN9tL2U3zHi+SfEdMbzkwAjNb/iG9vhIaOMLBgxuQJz6nBRnshe7EuepoNK2eZqyU1wJy",
+	"Kv2QgIiyFA/tOYooqnSP72LaHGbLlRpoHpK58CNiU34NsU1WqxoIFDYXcmuytu6jlNs0rwpzUqxwfkrt",
+	"eazAwIAueSGnolmYryS3ai8Rv2yW07LsQ1zFphzkrgTh6vSn9ULwD6ia/uW9mnmbamaUA3s1c69mfttq",
+	"ZlNach/UzJXSlfgKGmHajUB3a3U2UWmMBadZKL3RWHrz8gfoUSRGi++HEoCDQcAwk8XAz26baWBxRCdS",
+	"3UgnBodnITkkVjthFidE2BerbSDiqMRMFEnJzUPLBqn+DGHhQPlwFBocRD0nPvy6GLSqGGSxDBZMHZFY",
+	"tUF1SHPhqOKEOwyuZGtLQJZqJiDCfpCQOhhRaUPUkkIVIf8v7hl0gSICDFJEPnr8KGMTrsaW1VWsgUng",
+	"pqwD1MBDjMtgNMbfcO+wKAYC8DChEAFSoj2KMHUf4M0PK5COF2+flzj5WxVtEBNPa1d9tUiE+zKNfZnG",
+	"N1qmweNdsXRHbFGkcSfVq2BPUD7iJoS/rVyhRUrf2maBqkdQ+FtzxAwcpFlBrUYHUDpHly0b1lYqYS3z",
+	"s+avAKQ4Uk3WNzD+NNQ5oP9afwfdiFJXgg0+VXwsMshEvIK4mNOOlxngsH0esANtCsioGs7b1pQsztnA",
+	"v4X35CB8YAD3hU6oeyJCts7rqd8dD9kgL2vrICXrcF2ObYJgtn2K7bPQzm44h3cZqUvGjR1bnULaTkvb",
+	"R+9uMfd06STvWhYpXYg1kbu2Km9PPsG/azN8vBZnE/0Y8h9zcQYQ0Wkxc4yeg5btj3TAjWYvkvrnV+/f",
+	"Xx79+ObXDP/f6KfLpyAOXr25an2uBX5Sq9LLrEEhLT0DGjhoYl5cYWZQTiV881WF1bFaG4eTc+W17qHv",
+	"7Y288b3tKx6f8nmoFpcuazKcYp4sC1r/Q5sAz7KDp6dP2KD5w4dCKCm8BeMmwsykFZAvSf0BNReEZye6",
+	"a0iGgWzIpnia8VIrsT7z6U/WOLdNuh6tmfbVSp15pM2UuwdnD+pa+ic7igYWGGQm87QmXxU2Y9eick0C",
+	"cYPm4Ij6w/XlQxnBLZA0dSrxj7/72wYdggwvv8cIeagp6i/BHot7lzoYUCB6c7Ti1r4/2VkbqeWt87S/",
+	"Rm4tCcTP6hLA058uPEao3mw9HnfwexAWX8tDnQKGZF0AIOGRZ7pWrnGL1CqkdwfrrRG2DWYxZvuTHGxO",
+	"the//mSB8PVfhABYlMKYkv7HZbHK4TOlto5JB7TvJnXF87IUJulOhNkQH/2Nf/D09OkWYhwGsqEMb6WO",
+	"fS0C/Pd74S043suW/gSznUiWbZXPE5ATq4qhibvWq5u2lOClBDwicAB34h+dJ9oblOFAAL2NEbSALtQp",
+	"w1L8J/9F34VEDqIVm4jCBNAJYoMQOgQJOm+Qy62OSH+g4qJ1nygQAP6DrRSI+pfcr+CBBS8qaRncYUn4",
+	"ov8u28zPetYgCfrREQLSKg0YgZO6ZfAa6XvGeCriSdQiuGKfXD5oeSKAxgAdGfCgGiefPw8IV0GpFx+d",
+	"gCXECWye3EpQQyygW1bjHKD9EEGqGr+yUEUXkZUSs69Unt++F3vVbKwJzsb9Sn7scyhDmVZuzvTw3yJH",
+	"/Ewq8quNEQoA8O6hYzvssb+mBr13aK++i4Fq604v4yZEvAKWO8nssz2+47NW8WvDaBrLkW1/PfLBux+f",
+	"sSdPnnwfOPb/o5U4zJguiwZLgQ38x6kKNynyN2IkjFC5OAdHtVS1rm0zhRxAAKhjgJqyUAu+zoH8rpmg",
+	"+8D+EbuzFfFFfGtzYo74ytYcIPHNDXkz4vPbEGHEl36UpdiYYSFpinbiVm+9wC27W899a2SbwD/A3t7D",
+	"P6xwwZv0DN+L0pnmuZMJN8VR43PvgW83xpsoVg5LcUbFpAnewEM2nDtBKC7ehmiHDg/cxOh6HMKHfOwn",
+	"8BAUVtSLABNWqkJ8ZEI5A/hRnD0PxZZ6OrQOdFyrW7kdqqDy27TmFpMIvNrvtGlyPFxgpsKuciPY2Otg",
+	"7CLUscqyZEMB5pnxlpkKeTASU1mwg3Ph2IHS7sMIkGjPvf6/hFfRuPK5JYPphhCz8CrgxM42A2QDmJE0",
+	"XbIjrviKm2LRhd66HHajE/sGvCT4gbt8skYNhqFl7NHRo9NTVgB9Vu6YLGyGK1wZnQtrvS2JGa56pu5W",
+	"B14aTx/6lhdwBn4F6gE/sgwZ3GEGGASW90KvW+i9akTKl5F9ocZ2vfQjKdEv+X4wABRi9cgdhYAXHmGv",
+	"30XpgTonihY404lYLVqRPWgPM51GXJYUrIxd+uA/92Hc6X19hy/vz//+/N/r80/7tH1ovoggWAM0kgiC",
+	"pK/9wuAVgN3DNj8jeCV/sSfmHjrepGmBgWCFBXgI0d2asWGdKiPglm2rLUOUO0Bs05I0wdvamlyLxRSW",
+	"8TGXyuskLfmjldha2FzpkdvrG3t58xXIm6vmKNx3feMTepG2wCjoASZo1buCvaQYd47nE0SuiylQ8Lvi",
+	"U3EOG2wKXiv4FWga3iErAdQX+Kak7Ufh0zPVGH2INcKNkVBrsVycJm3zHPxXKE6TLnBwAdMeFJadJSVr",
+	"Yc8PpSqgEjfQOcRaNko8DdwnWNoWi9oOmoGdMSuENwozHLxU48MNit6K5cK3Bv3tmL24EWYeu2lEPhH5",
+	"dTIzBxylM9OmLYfh1+ZLh7Fur8k4OEA79IaXsiB8xZBMsFCtHPZD4BhpIBxRPx0LR9YxluctSP1Wcd4x",
+	"e+0oColFiWCABwI2pQ3mGPCFqqLQhfUlEvHm+FNAEC3f1L5Eb1+i95dDgmiJ9fsEA9F1h/1xBAitQPa3",
+	"L7E2LERs8Mj/CBIqVNqEEEwvhF0bI+IM1e7CCzVEAVy4/gDLFFyHAFH6r/r09EkOZEXwfwUTpfC3asZG",
+	"o2klxuzI2kNIfxgZPYXLb0p3KsaY/o6foExf/Mg//T+P/xYQu7oe+X2AFXLosmRDMZZqGciWIGylOzxm",
+	"7zDLoMnf8Hf4Mbtavn0CEgZqlhsAYWSEhNGkmW0OiBHl9NYlca0d0ZNDgNvvL1EHt4fV2F8vu6lKa4vW",
+	"+4ipsfpG2dQqajA0Fi6TBlec/XT59HyVXA86r9e2hbi2kFJGot4IDkbIuTc62ACF+J8U8pjCQLXWMIrV",
+	"oh5DV3K6t9O+RjvNb67bsdEuljXGmMsZuux3gr9lnWBjw5X7I5f13jTbm2Z79JRF9JQvZZqtvESp8HtN",
+	"NTddNQFWpTeHDkGY4HaDRIqG8AP4IKKF48TfERtkwA6CaGzI+weBEqQF+tRAiwCdA/FC9JDHAzIJcKrB",
+	"PVfOI/WXvyPh+jlPvzoUuZ4KGxBLIL0e78XANrsmze6K5vGLsSDdCflRX8NhbYq+VsOK3kKDcRNKFRrn",
+	"TvQ3zF0bI36VpMVVvMIWKCtvp8lyrQY3SZZbOIn7iM6KtLmE/dTeFYDGyqw5euhWkagCYyIgUrXl6OKj",
+	"KLVTTlh/SKAeJAGRKnXOnTbsYIE9KGODm4m2UBDJq8r/k8hpqawTvGixzJ4tGCk8QDchVJZQuS6EYVVt",
+	"J8Ii2kkbsvDd+6tL+BlvDgzGFwz+3CyYPcy8/K/LklVGf5wju1QyD8ROA6bPqNQzfycsgILc0C+xAjtI",
+	"NOVnMRcL7JJniCOSks0etFBLOlb9/wmz9ffj4+NoBjY34WEWLrPoMQO0qiJy9f/z9+MamI50rJcRJtC/",
+	"L3DfL5M/TfmcDUUoGksAtuK9Spcf+VZbl8k6+DA/gysgw8KegqhQxd0kY4NPrf59PvkEu+vzySdeVZ9P",
+	"PoXZ+jxgBxiM97f5L+/eHPn3j4TNeSWKw3PyyCZM+JQcFWyxuKTtU8fibW6z2HGodwNXaMgFbSDVqhph",
+	"HwwoclDiZgGuptRe1UkdnWXgp093fxsTbR3+mV+BZj062bciH9XiSjffPvUL5zWgMFZQhxJ0mrPkIISU",
+	"k8AxmbWJrooIVBQuHyoZ41Nh052ULDY4o0sQ086fMTjjgepQbhD2w/tx0Qu8W5uwo8011mGIc8I2aZDJ",
+	"mg2RoJPBlOwRynZkWu7rszZw7fZqAOHkflHgsYngpTcJPq3GdeDMTnlZMnycWcUrO9EulOPygg15yVXu",
+	"BaHfxVOtpNPesmA5V4096gVookscs9/CxUgwCRJIqif+9xzKa/3XsDrYzq0TU9D58LTHXgD7oFR5WRcC",
+	"lA0rlK3JRQz5eYVwkFAXCGCVLgSUfUqFPkFtYl0wegwBJAgrfCFdR6v5VNeWGQ7+Szfhihnxb5G7gPdJ",
+	"cUBp2ePT0+Qq823BTXDtWynE2PCCBvbd6ZMs0YKgyjsMaqiLeYaKA166iXuxE+rhFS7lLu2nmxwbuaJO",
+	"9lbY9g/Zbwe4UqNn+Tjhi/oy3UxmFv0Ufu5j5SBE9Nr7PgPlwmvVwOPkHz/G4y/y2kg3f3D2z0/eoh4K",
+	"boS5qP0R++fv3rhN8269uII26PPp7kxEAW78jhrO055j/l/Nn70aldMlt9jBxd5lnwJu6TOtr6UIXaZ+",
+	"LAEsQLeYVFgBDrxWOJAMFETwVmWIp2QzNuXSr60XEsTGjEfbOmZqBTF5MGdgUQ5wjOz0EdTWBPcCTsSy",
+	"q+IXC2m6RkOGaUNDny1ZLyQ5aBawc8wZLsuoL+Tc8VKPa+hPggBTaamcbbr2uNW1MK/LnXsncCOLghEU",
+	"IZuK6VAYO5EVcYAFiYU8qbGJJ2kT9HJHC7/KQuhEkww639jouqIhV0ileMRzJ29QO620LrOE9R9ce6SC",
+	"hCUp9bjpznet7lBzHf352S8hEeHDGlwy2OpJIVigA/aiVEyrEizvCC3od4UfB8TBCuZvDSRxlQb3Bxal",
+	"9UwUQNp1dOtN4qHoCsfhTEmTqNwBcANr10Yin+dlOrRoB0saF+w3O9XXgjkUbgteua6OvY8dIY5aPcKU",
+	"6GY2skAvl8OhyrUayXEgJEa5WvGhLKWTAg4bGu9JKV8ycc28PU3nDRvv6N8LqPKj/Y84aVE5gZrtcbTt",
+	"Ap5e8D83ZxEdw6HlR62DnSo73dMjbgCFoXZD/THDf2tVsJkYTrS+9uanhPBhVXJlg0Xq/yQD/SXt6CPc",
+	"57+J4ZWG2Go49lLhJ2kJwpf9nz+mk+Q70rWIP2jtrDO8Ct4LDLvyYiqV9D84YvyDxkAeuXn0dHCgP04k",
+	"VZyp779PZ4pQuBYbf/nDyXuG9iJ6fbyNPpZeXvjzcyMMu3p9GfZ3ZYQVXg7jxgFxdx7wZOhYIxIiyQY0",
+	"TSkTK9hcjFDMk97RXzqFYAAKbw6XaUMFNNUYwXeQsUKGi6IpxI+b92/pxETruaPxnwRmVB28e//skBmt",
+	"p/YM/8GodO4PVUTd8Rt8Mdhiz9m/tcQLzrih4C7DYpIMPRWop1h28Nur15cYgLb1MPYBfnhxeQjfpgVa",
+	"Pis0eG6czGXFlQvB686dYFzeMVSwSHI9ZQeOl9eHjf+eMGhUwV4e//ejR3DzabQ9sEMPLbOV4NfCnEff",
+	"w9BoXuTcOiYiEGcgdn/786+vf8QkgfQk8/L6weffP/+fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -42,6 +42,9 @@ type Deps struct {
 	Rooms *rooms.Service
 	Store store.Store
 	Log   *zap.Logger
+	// RTPServerTimeout is told of an RTP server that closed because its
+	// device stopped sending (nil: nobody is).
+	RTPServerTimeout func(h engineapi.RTPServerTimeoutHook)
 }
 
 // Service implements agentport.HookInbox.
@@ -174,6 +177,15 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 				return answer(false, err.Error()), nil
 			}
 			return engineapi.HookAnswer{}, err
+		}
+		return answer(true, ""), nil
+	case "OnRtpServerTimeout":
+		var req engineapi.RTPServerTimeoutHook
+		if err := json.Unmarshal(h.Body, &req); err != nil {
+			return answer(false, "malformed on_rtp_server_timeout body"), nil
+		}
+		if s.RTPServerTimeout != nil {
+			s.RTPServerTimeout(req)
 		}
 		return answer(true, ""), nil
 	case "OnStreamNoneReader":

@@ -3,6 +3,7 @@ package gb28181
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +76,33 @@ func TestSIPpInviteRefusedOrUnanswerable(t *testing.T) {
 		MediaIP: "127.0.0.1", MediaPort: 30002, Transport: MediaUDP}); !errors.Is(err, ErrDeviceOffline) {
 		t.Fatalf("unknown device: %v", err)
 	}
+}
+
+func TestParseAudioOffer(t *testing.T) {
+	inv, err := parseAudioOffer("v=0\r\nc=IN IP4 10.0.0.7\r\nm=audio 15062 RTP/AVP 96 0 8\r\ny=0100000001\r\n")
+	if err != nil || inv.DeviceMedia != "10.0.0.7:15062" || inv.PayloadType != 0 || inv.SSRC != 100000001 {
+		t.Fatalf("%+v %v", inv, err)
+	}
+	for _, bad := range []string{"", "c=IN IP4 10.0.0.7\r\nm=audio 15062 RTP/AVP 96\r\n", "c=IN IP4 nope\r\nm=audio 1 RTP/AVP 8\r\n",
+		"c=IN IP4 10.0.0.7\r\nm=audio 70000 RTP/AVP 8\r\n", "c=IN IP4 10.0.0.7\r\nm=audio\r\n"} {
+		if _, err := parseAudioOffer(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// FuzzParseAudioOffer: a device's SDP never panics the parser, and what it
+// accepts is a usable address with a G.711 payload type.
+func FuzzParseAudioOffer(f *testing.F) {
+	f.Add("v=0\r\nc=IN IP4 127.0.0.1\r\nm=audio 15062 RTP/AVP 8\r\ny=0100000001\r\n")
+	f.Add("c=IN IP4 10.0.0.7\nm=audio 1 RTP/AVP 0 8\n")
+	f.Fuzz(func(t *testing.T, sdp string) {
+		inv, err := parseAudioOffer(sdp)
+		if err != nil {
+			return
+		}
+		if _, _, err := net.SplitHostPort(inv.DeviceMedia); err != nil || (inv.PayloadType != 0 && inv.PayloadType != 8) {
+			t.Fatalf("accepted %+v from %q", inv, sdp)
+		}
+	})
 }

@@ -43,6 +43,8 @@ type Service struct {
 	catalogs map[DeviceID]*catalogRun
 	// records are the RecordInfo responses being collected, by SN.
 	records map[int64]*recordRun
+	// broadcasts wait for their devices' audio INVITEs, by device.
+	broadcasts map[DeviceID]*broadcastWait
 	// onMediaEnd is told the Call-ID of a media session the device ended
 	// (MediaStatus 121 at the end of a playback, or its BYE).
 	onMediaEnd func(callID string, why string)
@@ -85,7 +87,8 @@ func New(cfg Config, st store.Store, chans ChannelStore, nodeID string, log *zap
 		cfg.CatalogTimeout = 10 * time.Second
 	}
 	return &Service{cfg: cfg, store: st, channels: chans, nodeID: nodeID, log: log, now: time.Now, nonces: newNonces(cfg.NonceTTL),
-		live: map[DeviceID]*presence{}, authFailed: map[DeviceID]time.Time{}, catalogs: map[DeviceID]*catalogRun{}, records: map[int64]*recordRun{}}, nil
+		live: map[DeviceID]*presence{}, authFailed: map[DeviceID]time.Time{}, catalogs: map[DeviceID]*catalogRun{}, records: map[int64]*recordRun{},
+		broadcasts: map[DeviceID]*broadcastWait{}}, nil
 }
 
 // Start listens on UDP and TCP and starts the presence loop.
@@ -133,6 +136,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.dialogs = &sipgo.DialogUA{Client: s.client, RewriteContact: true,
 		ContactHDR: sip.ContactHeader{Address: sip.Uri{User: s.cfg.ID, Host: host, Port: p}}}
 	srv.OnBye(s.onBye)
+	srv.OnInvite(s.onInvite)
 	srv.OnAck(func(*sip.Request, sip.ServerTransaction) {})
 	if err := s.adoptDevices(ctx); err != nil {
 		udp.Close()

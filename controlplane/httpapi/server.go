@@ -34,6 +34,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/talk"
 	"github.com/svcplatform/svc/controlplane/transcoder"
 	"github.com/svcplatform/svc/controlplane/webhooks"
 )
@@ -68,6 +69,8 @@ type Deps struct {
 	// sessions (nil: no SIP server).
 	GB28181    *gb28181.Service
 	GBPlayback *streams.GBPlayback
+	// Talk holds the node's intercom sessions.
+	Talk *talk.Service
 	// Recording and its auto-record pass (issue 17).
 	Recording  *recording.Service
 	AutoRecord *recording.Reconciler
@@ -125,6 +128,7 @@ type endpoints struct {
 	*streamEndpoints
 	*snapshotEndpoints
 	*gb28181Endpoints
+	*talkEndpoints
 	*recordingEndpoints
 	*rtcEndpoints
 }
@@ -173,6 +177,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 			captchas:  ratelimit.New(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
 		channelEndpoints: &channelEndpoints{channels: d.Channels, gbPTZ: d.GBPTZ},
 		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
+		talkEndpoints:    &talkEndpoints{talk: d.Talk, gb: d.GB28181},
 		gb28181Endpoints: &gb28181Endpoints{store: d.Node, gb: d.GB28181, playback: d.GBPlayback, leases: d.Playback, channels: d.Channels,
 			nodes: d.Nodes},
 		webhookEndpoints: &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},

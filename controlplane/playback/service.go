@@ -229,7 +229,7 @@ func (s *Service) createLease(ctx context.Context, c Caller, resourceID string, 
 		return nil, nil, err
 	}
 	perm := "streams.play"
-	if kind != KindLive {
+	if kind.recorded() {
 		protos, perm = recordProtocols, "recordings.play"
 	}
 	l := &Lease{LeaseID: id.String(), ResourceKind: kind, ResourceID: resourceID, MediaServerID: loc.MediaServerID,

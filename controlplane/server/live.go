@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -21,8 +23,10 @@ import (
 	"github.com/svcplatform/svc/controlplane/store/revcache"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 	"github.com/svcplatform/svc/controlplane/streams"
+	"github.com/svcplatform/svc/controlplane/talk"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
+	"go.uber.org/zap"
 )
 
 // ownerFunc is what a token's owner may do now (see Start).
@@ -51,7 +55,7 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 	s.startRecording(cfg)
 	s.startRooms(cfg, keys)
 	s.Hooks = enginehooks.New(enginehooks.Deps{Events: s.Events, Streams: s.Streams, Playback: s.Playback, Channels: s.Channels, RTSPAuth: rtspCreds,
-		Recording: s.Recording, Rooms: s.Rooms, Store: node, Log: s.Log.Named("hooks")})
+		Recording: s.Recording, Rooms: s.Rooms, Store: node, Log: s.Log.Named("hooks"), RTPServerTimeout: s.rtpServerTimeout})
 	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
 		Commands: s.agents.commands, Log: s.Log.Named("streams")}
 	if s.GB28181 != nil {
@@ -61,7 +65,17 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 			EndLeases: func(ctx context.Context, sessionID, mediaServerID, reason string) error {
 				return s.Playback.EndResourceLeases(ctx, playback.KindGBPlayback, sessionID, mediaServerID, reason)
 			}}
-		s.GB28181.OnMediaEnd(s.gbPlayback.MediaEnded)
+		// Talk senders send from the SIP server's address, the one devices
+		// already reach.
+		host, _, _ := net.SplitHostPort(s.GB28181.UDPAddr().String())
+		s.talk = &talk.Service{Log: s.Log.Named("talk"), BindIP: host}
+		// A device's BYE or end of file ends its playback session or
+		// releases its talk session's media, whichever the Call-ID names.
+		playback, talks := s.gbPlayback, s.talk
+		s.GB28181.OnMediaEnd(func(callID, why string) {
+			playback.MediaEnded(callID, why)
+			talks.ReleaseByRef(callID)
+		})
 	}
 	s.streamReconciler = &streams.Reconciler{Store: node, Sessions: s.Streams, Channels: s.Channels, Nodes: s.agents.nodes,
 		Presence: s.agents.presence, Servers: s.agents.servers, Log: s.Log.Named("streams")}
@@ -160,4 +174,19 @@ func (c leaseCutter) Cut(ctx context.Context, mediaServerID, leaseID string) err
 		Payload: engineapi.KickRequest{LeaseID: leaseID}, Reason: "playback lease " + leaseID + " ended", Wait: 10 * time.Second,
 		Actor: audit.Actor{Type: "system", ID: "playback"}}, nil)
 	return err
+}
+
+// rtpServerTimeout ends the GB28181 playback session whose device stopped
+// sending (ZLMediaKit's on_rtp_server_timeout): its RTP server closed, so
+// nothing more can play.
+func (s *Server) rtpServerTimeout(h engineapi.RTPServerTimeoutHook) {
+	if s.gbPlayback == nil || h.App != streams.PlaybackApp {
+		return
+	}
+	go func() {
+		err := s.gbPlayback.Stop(context.Background(), h.Stream, fmt.Sprintf("no media from the device for %d s (RTP server timeout)", h.TimeoutSeconds))
+		if err != nil && !errors.Is(err, streams.ErrPlaybackEnded) && !errors.Is(err, streams.ErrPlaybackNotFound) {
+			s.Log.Warn("ending a silent GB28181 playback session failed", zap.String("session", h.Stream), zap.Error(err))
+		}
+	}()
 }

@@ -50,6 +50,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/talk"
 	"github.com/svcplatform/svc/controlplane/webhooks"
 )
 
@@ -97,6 +98,8 @@ type Server struct {
 	// gbPlayback runs the GB28181 history playback sessions, nil without
 	// a SIP server.
 	gbPlayback *streams.GBPlayback
+	// talk holds this node's intercom sessions.
+	talk *talk.Service
 	// Recording indexes files and drives the engines' recorders.
 	Recording     *recording.Service
 	Rooms         *rooms.Service
@@ -278,7 +281,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Denials:  s.denials,
 		Tokens:   tokens,
 		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, GBPTZ: s.gbPTZ(), GB28181: s.GB28181, GBPlayback: s.gbPlayback,
-		Recording: s.Recording, AutoRecord: s.autoRecording, Rooms: s.Rooms,
+		Talk: s.talk, Recording: s.Recording, AutoRecord: s.autoRecording, Rooms: s.Rooms,
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),
@@ -325,6 +328,9 @@ func (s *Server) Shutdown() error {
 	err := errors.Join(s.http.Shutdown(ctx), agentErr)
 	<-s.done
 	s.cancel()
+	if s.talk != nil {
+		s.talk.Close()
+	}
 	if s.GB28181 != nil {
 		s.GB28181.Close()
 	}

@@ -175,9 +175,9 @@ func TestGB28181HistoryPlaybackEndToEnd(t *testing.T) {
 
 // startSIPpCamera runs gb28181_device.xml (register, catalog of one
 // channel, keep-alives) with the out-of-call scenario ooc answering the
-// platform; it returns SIPp's working directory and a reader of its
-// message log.
-func startSIPpCamera(t *testing.T, sipAddr, ooc, deviceID, channelID, platform, domain string) (string, func() string) {
+// platform (extra are more SIPp arguments); it returns SIPp's working
+// directory and a reader of its message log.
+func startSIPpCamera(t *testing.T, sipAddr, ooc, deviceID, channelID, platform, domain string, extra ...string) (string, func() string) {
 	t.Helper()
 	sipp, err := exec.LookPath("sipp")
 	if err != nil {
@@ -185,10 +185,11 @@ func startSIPpCamera(t *testing.T, sipAddr, ooc, deviceID, channelID, platform, 
 	}
 	wd, _ := os.Getwd()
 	dir := t.TempDir()
-	cmd := exec.Command(sipp, "-sf", filepath.Join(wd, "testdata", "gb28181_device.xml"), "-oocsf", filepath.Join(wd, "testdata", ooc),
+	args := append([]string{"-sf", filepath.Join(wd, "testdata", "gb28181_device.xml"), "-oocsf", filepath.Join(wd, "testdata", ooc),
 		"-m", "1", "-t", "u1", "-i", "127.0.0.1", "-p", strconv.Itoa(freeUDPPort(t)), "-key", "device", deviceID, "-key", "channel", channelID,
 		"-key", "platform", platform, "-key", "domain", domain, "-au", deviceID, "-ap", "camera-pass", "-nostdin", "-timeout", "600s",
-		"-trace_msg", "-message_file", filepath.Join(dir, "messages.log"), sipAddr)
+		"-trace_msg", "-message_file", filepath.Join(dir, "messages.log")}, extra...)
+	cmd := exec.Command(sipp, append(args, sipAddr)...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out := &strings.Builder{}
