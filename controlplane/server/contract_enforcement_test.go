@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -338,7 +339,9 @@ func TestThreeNodeClusterOverHTTP(t *testing.T) {
 		}
 	}
 	third.get("/api/v2/cluster/status", tok).json(t, &st)
-	if len(st.Members) != 3 || st.LeaderID != "c1" {
+	// c1 founded the cluster, but on a loaded machine a missed heartbeat
+	// can move the lead: any member may hold it, one must.
+	if len(st.Members) != 3 || !slices.Contains([]string{"c1", "c2", "c3"}, st.LeaderID) {
 		t.Fatalf("status from c3 = %+v", st)
 	}
 	for _, m := range st.Members {
