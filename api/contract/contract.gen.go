@@ -826,6 +826,7 @@ const (
 	ErrorCodeAgentTimeout               ErrorCode = "agent_timeout"
 	ErrorCodeAgentUnavailable           ErrorCode = "agent_unavailable"
 	ErrorCodeApiTokenRequired           ErrorCode = "api_token_required"
+	ErrorCodeArchiveTicketInvalid       ErrorCode = "archive_ticket_invalid"
 	ErrorCodeAuthenticationRequired     ErrorCode = "authentication_required"
 	ErrorCodeCaptchaInvalid             ErrorCode = "captcha_invalid"
 	ErrorCodeCaptchaRequired            ErrorCode = "captcha_required"
@@ -905,6 +906,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeAgentUnavailable:
 		return true
 	case ErrorCodeApiTokenRequired:
+		return true
+	case ErrorCodeArchiveTicketInvalid:
 		return true
 	case ErrorCodeAuthenticationRequired:
 		return true
@@ -1954,6 +1957,27 @@ func (e RecordingSessionState) Valid() bool {
 	case RecordingSessionStateRequested:
 		return true
 	case RecordingSessionStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcArchiveAction.
+const (
+	RtcArchiveActionDownload RtcArchiveAction = "download"
+	RtcArchiveActionPlay     RtcArchiveAction = "play"
+	RtcArchiveActionView     RtcArchiveAction = "view"
+)
+
+// Valid indicates whether the value is a known member of the RtcArchiveAction enum.
+func (e RtcArchiveAction) Valid() bool {
+	switch e {
+	case RtcArchiveActionDownload:
+		return true
+	case RtcArchiveActionPlay:
+		return true
+	case RtcArchiveActionView:
 		return true
 	default:
 		return false
@@ -7226,6 +7250,33 @@ type RtcAccessTicket struct {
 	RoomId openapi_types.UUID `json:"roomId"`
 }
 
+// RtcArchiveAccessRequest The archive ticket to issue.
+type RtcArchiveAccessRequest struct {
+	// Actions The actions; view and play when absent. play and download add view.
+	Actions *[]RtcArchiveAction `json:"actions,omitempty"`
+
+	// LifetimeSeconds Lifetime of the ticket; 120 when absent.
+	LifetimeSeconds *int32 `json:"lifetimeSeconds,omitempty"`
+}
+
+// RtcArchiveAction What an archive ticket allows.
+type RtcArchiveAction string
+
+// RtcArchiveTicket An archive ticket, shown once.
+type RtcArchiveTicket struct {
+	// Actions What it allows.
+	Actions []RtcArchiveAction `json:"actions"`
+
+	// ExpiresAtUtc When it ends.
+	ExpiresAtUtc time.Time `json:"expiresAtUtc"`
+
+	// RoomId The room whose recordings it opens.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// Token The ticket, for `Authorization: Bearer` or the query `rtc_archive_token`.
+	Token string `json:"token"`
+}
+
 // RtcCapability What a participant may do in a room.
 type RtcCapability string
 
@@ -7252,6 +7303,36 @@ type RtcJoinResult struct {
 
 // RtcJoinResultAdmissionStatus Admitted, or Waiting while held in the waiting room.
 type RtcJoinResultAdmissionStatus string
+
+// RtcManifestFile One file of a track.
+type RtcManifestFile struct {
+	// DurationMilliseconds Its duration.
+	DurationMilliseconds int64 `json:"durationMilliseconds"`
+
+	// FileId The recorded file.
+	FileId string `json:"fileId"`
+
+	// OffsetMilliseconds Where its media starts, from the recording's origin.
+	OffsetMilliseconds int64 `json:"offsetMilliseconds"`
+}
+
+// RtcManifestTrack One track, in its original encoding.
+type RtcManifestTrack struct {
+	// Codec The encoding as sent (H264, Opus, PCMU, ...).
+	Codec string `json:"codec"`
+
+	// DeviceSessionId The device session's publication.
+	DeviceSessionId openapi_types.UUID `json:"deviceSessionId"`
+
+	// Files Its files in time order; gaps between them are periods without media.
+	Files []RtcManifestFile `json:"files"`
+
+	// MediaKind A kind of media.
+	MediaKind RtcMediaKind `json:"mediaKind"`
+
+	// ParticipantId The participant.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+}
 
 // RtcMediaKind A kind of media.
 type RtcMediaKind string
@@ -7374,6 +7455,36 @@ type RtcRecordingList struct {
 
 	// Total Recordings of the room.
 	Total int64 `json:"total"`
+}
+
+// RtcRecordingManifest A recording's manifest; file and event offsets share one origin.
+type RtcRecordingManifest struct {
+	// Composites Member copies and composites made after the meeting (none yet).
+	Composites []map[string]interface{} `json:"composites"`
+
+	// DurationMilliseconds From the origin to the stop (to now while it runs).
+	DurationMilliseconds int64 `json:"durationMilliseconds"`
+
+	// Events Public replayable events (chat, whiteboard, control, device speech) after afterSequence; none are kept yet.
+	Events []map[string]interface{} `json:"events"`
+
+	// HasMoreEvents Whether more events follow.
+	HasMoreEvents bool `json:"hasMoreEvents"`
+
+	// NextSequence The afterSequence of the next page.
+	NextSequence int64 `json:"nextSequence"`
+
+	// OriginAtUtc The time origin.
+	OriginAtUtc time.Time `json:"originAtUtc"`
+
+	// RecordingId The recording.
+	RecordingId openapi_types.UUID `json:"recordingId"`
+
+	// State State of a continuous recording; while Stopping its tracks are still being sealed.
+	State RtcRecordingState `json:"state"`
+
+	// Tracks One per participant, device session and media kind.
+	Tracks []RtcManifestTrack `json:"tracks"`
 }
 
 // RtcRecordingPolicy A room's recording policy.
@@ -9754,6 +9865,18 @@ type ListRtcRecordingRunsParams struct {
 	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 }
 
+// GetRtcRecordingManifestParams defines parameters for GetRtcRecordingManifest.
+type GetRtcRecordingManifestParams struct {
+	// AfterSequence Return the public events after this sequence number.
+	AfterSequence *int64 `form:"afterSequence,omitempty" json:"afterSequence,omitempty"`
+
+	// MaxEvents At most this many events (1-500, default 100).
+	MaxEvents *int32 `form:"maxEvents,omitempty" json:"maxEvents,omitempty"`
+
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
 // ListApiTokensParams defines parameters for ListApiTokens.
 type ListApiTokensParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -10266,6 +10389,9 @@ type CreateRtcAccessTicketJSONRequestBody = CreateRtcAccessTicketRequest
 
 // SetRtcRecordingPolicyJSONRequestBody defines body for SetRtcRecordingPolicy for application/json ContentType.
 type SetRtcRecordingPolicyJSONRequestBody = RtcRecordingPolicy
+
+// CreateRtcArchiveTicketJSONRequestBody defines body for CreateRtcArchiveTicket for application/json ContentType.
+type CreateRtcArchiveTicketJSONRequestBody = RtcArchiveAccessRequest
 
 // JoinRtcRoomJSONRequestBody defines body for JoinRtcRoom for application/json ContentType.
 type JoinRtcRoomJSONRequestBody = JoinRtcRoomRequest
@@ -10967,6 +11093,9 @@ type ServerInterface interface {
 	// StopRtcRecording Stop the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
 	StopRtcRecording(c *gin.Context, roomId openapi_types.UUID, recordingId string)
+	// CreateRtcArchiveTicket Issue an archive ticket for a room's recordings
+	// (POST /api/v2/rtc/rooms/{roomId}/recordings/access)
+	CreateRtcArchiveTicket(c *gin.Context, roomId openapi_types.UUID)
 	// RtcHeartbeat Report that the device is alive
 	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
 	RtcHeartbeat(c *gin.Context, roomId openapi_types.UUID)
@@ -10979,6 +11108,9 @@ type ServerInterface interface {
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(c *gin.Context, roomId openapi_types.UUID)
+	// GetRtcRecordingManifest Read a recording's manifest
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
+	GetRtcRecordingManifest(c *gin.Context, roomId openapi_types.UUID, recordingId string, params GetRtcRecordingManifestParams)
 	// ListRtcPublications List the publications one may subscribe to
 	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
 	ListRtcPublications(c *gin.Context, roomId openapi_types.UUID)
@@ -14931,6 +15063,31 @@ func (siw *ServerInterfaceWrapper) StopRtcRecording(c *gin.Context) {
 	siw.Handler.StopRtcRecording(c, roomId, recordingId)
 }
 
+// CreateRtcArchiveTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcArchiveTicket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcArchiveTicket(c, roomId)
+}
+
 // RtcHeartbeat operation middleware
 func (siw *ServerInterfaceWrapper) RtcHeartbeat(c *gin.Context) {
 
@@ -15029,6 +15186,67 @@ func (siw *ServerInterfaceWrapper) CreateRtcPlaybackTicket(c *gin.Context) {
 	}
 
 	siw.Handler.CreateRtcPlaybackTicket(c, roomId)
+}
+
+// GetRtcRecordingManifest operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcRecordingManifest(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRtcRecordingManifestParams
+
+	// ------------- Optional query parameter "afterSequence" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "afterSequence", c.Request.URL.Query(), &params.AfterSequence, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter afterSequence: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "maxEvents" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "maxEvents", c.Request.URL.Query(), &params.MaxEvents, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter maxEvents: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcRecordingManifest(c, roomId, recordingId, params)
 }
 
 // ListRtcPublications operation middleware
@@ -18130,6 +18348,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecordingAsHost)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecordingAsParticipant)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecordingAsHost)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recordings/access", wrapper.CreateRtcArchiveTicket)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/manifest", wrapper.GetRtcRecordingManifest)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -31534,6 +31754,114 @@ func (response StopRtcRecording503JSONResponse) VisitStopRtcRecordingResponse(w 
 	return err
 }
 
+type CreateRtcArchiveTicketRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcArchiveTicketJSONRequestBody
+}
+
+type CreateRtcArchiveTicketResponseObject interface {
+	VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcArchiveTicket200JSONResponse RtcArchiveTicket
+
+func (response CreateRtcArchiveTicket200JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcArchiveTicket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcArchiveTicket400JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcArchiveTicket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcArchiveTicket401JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcArchiveTicket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcArchiveTicket403JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcArchiveTicket404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcArchiveTicket404JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcArchiveTicket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcArchiveTicket429JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcArchiveTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcArchiveTicket500JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RtcHeartbeatRequestObject struct {
 	RoomId openapi_types.UUID `json:"roomId"`
 }
@@ -31960,6 +32288,101 @@ func (response CreateRtcPlaybackTicket503JSONResponse) VisitCreateRtcPlaybackTic
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingManifestRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	Params      GetRtcRecordingManifestParams
+}
+
+type GetRtcRecordingManifestResponseObject interface {
+	VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error
+}
+
+type GetRtcRecordingManifest200JSONResponse RtcRecordingManifest
+
+func (response GetRtcRecordingManifest200JSONResponse) VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingManifest400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcRecordingManifest400JSONResponse) VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingManifest401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcRecordingManifest401JSONResponse) VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingManifest404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcRecordingManifest404JSONResponse) VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingManifest429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcRecordingManifest429JSONResponse) VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingManifest500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcRecordingManifest500JSONResponse) VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -43647,6 +44070,9 @@ type StrictServerInterface interface {
 	// StopRtcRecording Stop the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
 	StopRtcRecording(ctx context.Context, request StopRtcRecordingRequestObject) (StopRtcRecordingResponseObject, error)
+	// CreateRtcArchiveTicket Issue an archive ticket for a room's recordings
+	// (POST /api/v2/rtc/rooms/{roomId}/recordings/access)
+	CreateRtcArchiveTicket(ctx context.Context, request CreateRtcArchiveTicketRequestObject) (CreateRtcArchiveTicketResponseObject, error)
 	// RtcHeartbeat Report that the device is alive
 	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
 	RtcHeartbeat(ctx context.Context, request RtcHeartbeatRequestObject) (RtcHeartbeatResponseObject, error)
@@ -43659,6 +44085,9 @@ type StrictServerInterface interface {
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(ctx context.Context, request CreateRtcPlaybackTicketRequestObject) (CreateRtcPlaybackTicketResponseObject, error)
+	// GetRtcRecordingManifest Read a recording's manifest
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
+	GetRtcRecordingManifest(ctx context.Context, request GetRtcRecordingManifestRequestObject) (GetRtcRecordingManifestResponseObject, error)
 	// ListRtcPublications List the publications one may subscribe to
 	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
 	ListRtcPublications(ctx context.Context, request ListRtcPublicationsRequestObject) (ListRtcPublicationsResponseObject, error)
@@ -47640,6 +48069,53 @@ func (sh *strictHandler) StopRtcRecording(ctx *gin.Context, roomId openapi_types
 	}
 }
 
+// CreateRtcArchiveTicket operation middleware
+func (sh *strictHandler) CreateRtcArchiveTicket(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcArchiveTicketRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcArchiveTicketJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcArchiveTicket(ctx, request.(CreateRtcArchiveTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcArchiveTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcArchiveTicketResponseObject); ok {
+		if err := validResponse.VisitCreateRtcArchiveTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // RtcHeartbeat operation middleware
 func (sh *strictHandler) RtcHeartbeat(ctx *gin.Context, roomId openapi_types.UUID) {
 	var request RtcHeartbeatRequestObject
@@ -47773,6 +48249,34 @@ func (sh *strictHandler) CreateRtcPlaybackTicket(ctx *gin.Context, roomId openap
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(CreateRtcPlaybackTicketResponseObject); ok {
 		if err := validResponse.VisitCreateRtcPlaybackTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcRecordingManifest operation middleware
+func (sh *strictHandler) GetRtcRecordingManifest(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, params GetRtcRecordingManifestParams) {
+	var request GetRtcRecordingManifestRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcRecordingManifest(ctx, request.(GetRtcRecordingManifestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcRecordingManifest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcRecordingManifestResponseObject); ok {
+		if err := validResponse.VisitGetRtcRecordingManifestResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -51266,1108 +51770,1132 @@ var swaggerSpec = []string{
 	"rKhox8RakF/AAwKUI3Cx3kIlX51x5Clm1GY4+FexmtEAWKktt/RFYytqXLqPRhdad37b4SeRem4ULdKy",
 	"lX0QhXS4znpX5c2/HMOLx+/KG+Ihm11FrHFhGYgpxmPxo8lS8VkyxeRDnzaQhm3z3mQTEzW5sqys4hog",
 	"aZD04V2w/lbUgJThfdVrbpaAWFZxMD6vOYRyEAm6GBUlFKzT5MZN4wYq2zJZV+wJOYPgMqglLKoN9EVo",
-	"6cTLUMZswYS5dr7K1uCIPxtMxAl/N6INPIZCdNdQQuxatdCDtLEaq3GGhviJOwjXDtAo+iV+aUmFYNV1",
-	"qOHY/rRQsqmvCynmFS/M1gMhzTXYtqIn9rfWI+l/db9cQ8FIjy/tH0bGWPeLv/2jjt1qFd4p3P5kOadS",
-	"DcSCoGXRf6PV/Fqxv4G7BAK7rW6qNjDG9gjODha3z//47I/PrhGlHR4D3Pb2o9ax2nvQCMVosew1yMU9",
-	"NyweQ+9Ju9tRkel43nxVS2XiFmC6Am4At63Xtwih7v+MsPeiX/GQRj/8vWEq/kyXtZdarlFivVZszhQT",
-	"BSu3n0TIl2YpS1g1WlVyDT9ahSd+yf1twp/tEiPFKMRacX9vmLm+55rjcgpphXgkbw0dtQlmcDduKknL",
-	"ayPldUUV3pehsNt1yQRCfNaudv51xahm8SrX5hdoVjc1GpPdb93DF1Xixdn66qeKGnZd8RXHL4Med21V",
-	"/l4j7cNuE92fwzoqNldML8Ohb7QDI5Wraywq7f/COst2VrpZbf3ccgBlCtda/Ft9DYEK1+zzkjYa5+Hs",
-	"Utfsc+22Ta9M3TIsbaSiC3Y9b6oqSLYtX3PGuvYJHjsKtKqj0s3XVBVLKwrbGyEcCBwjfnPPqF+/7mq6",
-	"u+5aNqaQK/wlbOI1UqzBggtOHL62ike89/53YynH9JZ/zW61hAVs6oWiMU3/dXbgzNcHL5LktnXrv7aa",
-	"5GtxzypZZ6JLbjvymWdYUUH70xn5X9gQYa6l/3VwdELctitNjKygCB1hIEcB4ClAU5fU0ERpEmrozvCU",
-	"whzrmhX2ULoOZm3wGCinVgbjhlZcd3Ko/Dy+0ahXY5EyY3czKYg51TzhGoOveQnKiRUBaKGk1q4GPyKR",
-	"up+siKZPnIAYmCy5Y5sJxbjdEAYqXnvDgn3NapW8WBLNKii7BKLbkmI1SL/+k81dZ1GsrxXtfF2Le6xy",
-	"xxdcYDFEK3nSrq2BZ3RmWQDWXK68PZQehtLUvDc1rAw2AynX/Y55rMZYEWC30vYDFZ3OqYJ89ftu4LYn",
-	"9pnHyqs25BkU3I8OfPgIqmnbkQYxnNxuyKJhUBBjajUo2ahU0Z6PsPKdxYmlO3fDI6f112bHhD1ryz/J",
-	"xtzaa/DYcaFjw7QZD3jrV43yxySm1v5ehwnNWmskHP6U8P0nnMSrTN2iU6LYgmsDKYl/egnvRmWMtiFQ",
-	"BasyuKX2SSjXBS18ozHDUW+s4OFNgRM3DZvImeNCB8+fHmNdcT/4IpcGMOCCveECNu/mRTT6sDJtflHQ",
-	"MdJ5BnC7JsNVbEPO7VrxOYMzOYInsr0iKyoaqzs3KhVJ/kbJFcFtfifm0pnFvE89bfaUZQqiY4+W0kXh",
-	"OxsFZsJ5v2kIMmmE4RV6l9zxd+r83lFfV70ECyht7FXwMCSjqNC2xxMf9mqvHVosYyowSyWbxTJr5w3H",
-	"Z9AcG0jKsg4AGvYl3w+50WjZQiOA1vOmIhev//Tu8ur1xU6VLFfSsHTAUGcnLt+FbHZvb/HLA2ulGUKz",
-	"H2Kw3k+nV0c7Zb2fgym2YCfEKVlRzcs7xupjCp7FNRelXAMoNdb70rxiLrY8VJzqx8H+NTsO51LI7sIN",
-	"vnaDLMmZo6evbqCV9OLaNQ2vpJiIJWrnJQuRTaCmmaIevyYCM3RHrRsrEYKC2kF2yCG6JzyPmrXMvEfD",
-	"2+s5eq2MW7G7N4v+L2TDdjOeWbHFkQSf7qLs3t4PslxHS/8VLNdvId7kbMlS5Ue61Y37+Ad9wN3pZdl8",
-	"ukq3gD22TLgm8m6HyytWCfrYDOM8sFsiNnwf+NodWLFAES17uvB4koQDzvenfigZ4q3UJlv10j4kaH0J",
-	"+Q9pvIKibs5kUrZpKa2SC17Qipydf5oq0eyQBbBeygpzFYCPtvAZYEW7p9UupR0t+9SpZPsP2zVApyeS",
-	"xxVGE0cVBjqnRXIVmVlLhcWD8Z3Jvb7znwx0XUlaPkty6OMVF41hxL5B6D1TfZ6XX0Jo9IdUhNfcMCYe",
-	"2HKy4fuHjHfFVlli+4Bx5LsXCYVmrwaKo74T2iCWzCr0sUuh1BVbfcrXSu2Me+carLUVdkZR89ogfjh9",
-	"t1ImQvinXCOdWOLAUfor2JtyZ988JXsSCUTYn4w/4J1Tl+OPV4AQMlrqMkITcTfNbzYttzerh6bkbjW3",
-	"XxFq9HkauY3OgmWm9I44Oeul1G5buMdCLU98HYEAkYIF5Eejzb4i+O59AHvd07H+iml7qNyyWdEylOMl",
-	"d2xzYv+j0XZ2a9eJG+bQRO2D8QILboCDGLZpGhtK1u3sONKA803vW7GxPVbufbAW3zOFZWjsOy1lZeF/",
-	"3k2KNxOZNGE9Vvwwg8jzis+dSw6UDbcSuEWTL/92E2xzUDI6cf1PPUVglmgV44kpKm3lvThpF4c/TDhh",
-	"zEOLc8vMmnlJ3lVX8VU5y/gceAnWrd+O1ZsCrUDxIqZ0C4jse83WOnQvTCqlN5Z066aUaesiUAm0lmzh",
-	"jm2SxviWP+xd/7qb67FebrAsUMOiWkvpCO0ppYY6U4OaQ3ALYcyQ9PajzYRqQ3YJetvSW9mh6kLDRBtW",
-	"Mm3xiJltzO8Cg05hmxm2kGpw1/w7HZhrXrHjJRUlRqML1CGcSWl2wOv7H9PZ4vuRa0evBiFFOMeMYrTM",
-	"EfMIcCEY1dtZoslW70nXMzj/ck7m+gkszop+nhHBzBNIFNdyRT8XUojoN7Viq+vua+vOT7y+//4Jr69B",
-	"irjGEA4sgBSemqK+Nmt06fd+nnPhI0N6T1b087XeiOtbWtxVchGe/vikkGL+hFbVExfGc21/JZhyBumt",
-	"QmZLolk5ZbViosxyEPiZRO/B0ULpyJKPFaj1OPd3J8xT7tZh2xpIlxhGjthYQb/4YLlKYDmWP2iyADEJ",
-	"L0Ak937pvgk2jP9g1zsWLNvlfm9LrU250/evqxYpCLXb6kn7vIuO4Ga/p5LwH0VuH96hTIrbz2MX14iJ",
-	"EAT6T60d8yKjUf283Pi9jK4QJ0R27piCClAt7M4ZlZF2/Et54SLqLOop+PVoD4xlW7zLEVhGR+iSHH5y",
-	"y3IYu35x0zaHmATad/fgH63UMjnBKazsLLe3nfGniG7LNpkUmUTf+HlCFDV2x7qWXm3FTkuS3uS7TYRg",
-	"/rpgxX0uFTckwqBV61ZKM9FaBk1fJq2H2DTEbe/cbKlkrd8lLQ9upDUt7pjRxCUX7tnFx8akTHzCPLx9",
-	"CNEemgMGcet9W84Nvdy73bTHJ1BrHibXrVWaws7dQu5PY675NJX55vejM8WK+5fc6HOm0Eia3y2IOeSC",
-	"3HKDjlAMU5loD7fDG+kI9u4hvaQdYu3hj09rauqpUXY3t7sXEY3HRNme3uiQpfjg/5BcXJjiQsrVfrLR",
-	"aRu98TfJE/h2FCJHriBEOJP/CW8QjCIGpnrbaC7sb1AUTZSEa93gRRUZNJ//8OOoQbOgK6bo6ylQFM4H",
-	"bmfh4qqgJjo0QHL4p5jBMRUa1ud7yLlZUwQIG6tXVHJdV3QzEBxqJGSLxAiJti9czm90r5Nnz/+YMrHw",
-	"4gFrtOKFkvUSVNzMOvnwtCTolInLyrsuDm+VXGumZoRLPSNUlEryckaePHlytHMdnA4Npo7BeytkXzQC",
-	"PDWC1nopTSokseKLpSHavTGM+BuDPm35rHeEmItcXaCByEaHUTwQfm5RnG2KJCDGmVzVFbMC3oKqWwpl",
-	"DKsKY3umevIWMns2/iSJwhUfBHVeSCUbY9lB4l5wCFHtOxNV4yWj9WlVyeLlEDqKnCPShH3b1YueOm/7",
-	"yeUmhxL21jZ4i33cGsoFK1ujLjr3p8oLE8MM0+ElzeqsblIIim28BGnA1OPrjWSAzDLLLGsm3qTRVj7W",
-	"zIE9+t+l0ifk+NlWguGUIKphrLzfBqrbFBiVHtTZ9CDAnTzm0Po+fvKggSGqV4w80vdyR8d267j1jkce",
-	"1quln4hPBbqNuUuaqS+42FeqKaTQsoJygFzEGQh9CznkOg5554slVbQAM4W9p4X31BZLWlVMLBjhKwgf",
-	"tP2IDamYQbu67gsIz35MSjgwgrQZIAgeLlu57RORSTz2ygnx2+wiYjE12LIlhMPU5FAzRm5c6vWT0OuN",
-	"7wJTtlyLR1NEm5pqvZYqdXTdE992o9E7saPwZz9LK1RAGhj4HXVBDu2iH3OhmdDc8Ht2tHOvvRMThhBN",
-	"N0WrH1oghyHUOMy8edGBz4mdzR7fNGWN/IdjAeOAcyN4HxeY60Mgf2XsxX2qkB7aH4/fvP/LDB4fzz+c",
-	"fz8jb99fHv1ef2+knM7j49ECEWZXlaPHwb124lM9KqbDjw8Anx0Db4U4fLcmHWjGR0FyfVjrjwDrmjzc",
-	"yCnIemkFvpaouSbuiY+b8NhijcD8Sq49QOCJ35pwQ9m/Vj3mtCNLGgVZ7UAHqfvJCsb9o9Z02aom10X9",
-	"CWJZBoO1w3hjMNY+E9odGTUFvNoev5GbLp2dEbMcTQ5x8Ppoz3JKfYQszHfYIdEhvpn3rqoUNXKeDGWJ",
-	"U1JWey7APzxT5XHzU7rL0B3/I25hNlOlS4dWOK8q6P5rZapEw77wIBl/UrKpUwqqex5coXccLdY9L1Ql",
-	"izvLUgasfFzDxwTe1RGf9VfkXKqi4zXsBC42KavWW7kmKyo2E4nC9p8JywG4kOAc78M8hmugZuLYssVj",
-	"nz5pmSIAYRwrUx/bW/IYIDqiBy0vCwLHccvVIIOtkCVTx1YXrKhh6Sr+4AxMWRE+1WCrhceWBggPblrd",
-	"Jgr5jRwomdh170oRfTahhGI/XoYLjJBsEEnbjX7W0spU2kzZ0bwhv50XhFknQAsjOnOxLk1S3xYX8OIQ",
-	"qlVoaEU3ZCEJXTJahhr7QL5p6gXIIT14vG434Wjtynt6h/jL1LbMBkteNqsVVZsQr4jlWKX6IiJ9hqVe",
-	"NmDmt4w0EAQBypsmV02Vgzxrdfs5i8hmOJiys1v2/SnB4xHB+fAgqfqPkqQMMFNnnkOlbaRxdDeEisBH",
-	"3h7b7WBKqv4XJLFOdSm7BniQ8ZcvVIkV1nvkOlsDuHW1IdRvUPr4qw4n2/VU60j1HPaidZifL5mJxhZA",
-	"DFy3qmkb328JBwCqIABZsXmjAY4ggM0ljf25OOTs0fEr2k5ltk2pnaWaeKJ4wS7o+iwG+h+sfpUoC0U1",
-	"YM+mECSFSXrT3tjP3FNy+D9PP7w/ykLCp12sZ1vDeMyyaXpJn//wY4JRvj09fv7DjzGkURohOGegDxOa",
-	"hcUJve26TQ9IrTolgq0HdtRIwMVnLyKjwC21YmdT4y1VAeTGDF/TM4joxrgAODlKVpX7c93DFccjkq6L",
-	"liUY7/PE4W1TTmwL/vH5s++/T6OtgPB4mdncCxhYO17oSkhSSbFgCvLwgG2VfOEykMYs6V81R+z3SpGp",
-	"DNJwyAYS04YO2f7RyRPOmIsubpe0lzj0n/hwZPYpuT184RiePR8XLI2p0sVP0MYS7cp/iUcrUw4hVfwe",
-	"TiI+PUHAmdL9iRILprSIompKdo6Po5jjSRoI9IF4FwmVw1mTpkURw+zsCFsTVH6DhzHY8HFAU4M9veXC",
-	"aijYwlRL64IJwCJMmvuv+Io5ORkM41YSDB8g3Nx0HztuT160c4IYYHrguzkxU/OySccZrCQE1voyRv7V",
-	"GQFVBuX+WrE5/9wHE+nhTU8ijQtsPquP6p32sH/NwNnYR69rabK7vbNtULoksYWtmvmDFy168uRLwY20",
-	"+3wueRqFgYo+HsmS2wluyG0DcYuHcHVQuORKru9mvWCRUO2kdBrvUSpW0vB7dmHq92iaSqCARMX6CBqw",
-	"yJJVUz1j1CRdv63LCCcz/UwMhbLBokG2gQtq2x0I5ZNmZbb9t3yxZNr4cDkqNjE6ysRecFvOxqbRC8vr",
-	"uqd36uo85+2EvXX2xi2/09QNxm8uspFMfs1UOqJpYF4DsfDYp3O5Tyn3pqggZaM87F1LdNvM0vuuMn46",
-	"WDSdcdZNXbQMCA1svOwi0TwKoos/Fm7t9wF2GURe6bWPGCyPF40PHag4JB+yYWhV9VCCpsTk54zlwS0Z",
-	"kDsTrGkAWHU81h+moUPA/75z6Icad43onXC2Dl5MD0vGw8dMTQnoc8cEJ9viBv2j2j9dfRY127qQUpfn",
-	"T8n6CR9dOt6o1zJb4fL0/B35dPHelduIzFszpG4fvUXHkiPT3iTfor2v++1jg/gkKruuGoGFrtKBUa6N",
-	"gMf71weF/UAfnagfgnicKIQ4B1irLtv3HzEuqEIo/3GUE67j/SX4nUMTdwuKusxRmsHvZpDub3hc+LTT",
-	"5T7m5n1CWsDSj1iitxuyDFzrJBqkBkcUrTTWbMH4OaxIGIKNHhxdl404eYlaVatpuY1rg8n2iUEJlkbn",
-	"P2xDT0J51CjOxNeF6Jud+8chx19OF8mrNDAZNCaFhJQoqMhPO0QQJoIip6bvOPskrKdfNWe2YkLJqlrl",
-	"yrgVVFw1gg0fJ2y+oCIBQ3WopHQTpGALhaD8b62g9q3e6MzZipwGrxFeNcVy4FEQAcGxbWJ/wwmOTBPF",
-	"BFsTaohZW+7DodwmWtkqPn9Aifyos0umeNJ1CL97MNTDJft8lB+xyxcLTHKR3RdkGecVFWxyElec4wOu",
-	"67iC5YOiXnVczDXE8pYJsfzrxMEiVU8q7O9fdVdQ8ljsRxz2GIhMkT8vBrTj6HO1aedz+rUMN3Jg8wjK",
-	"DTn7AOLQUka3Sr1lRkpFqbfcjOZ4PGrorosiO5riVJ3olB3FrRsOwm1RCb5YKG7u6j7FWHl4+iLcx4cU",
-	"K3bZ8SD/mBEhe+RNNswczdwFMwtX/yPf5dNww9HGBnH7+yGHu7vxA4XqY2cRL5xyUUGMbigc5+9ZB9ue",
-	"Tomc4JjOVrENAkbgB7Pu7Z3m5oOz7HC47WVPBchuX1WZa3Yr7NbLAGMBskHeeR14VioVVQrc2Ii1If2i",
-	"2tKKRTOXdiQR+F5UG7ix0YFixXew05a5hBHYgU8qcSW/vbo6v/QqWksXAWc+PjmYLZyRjd5SvUxE/3PR",
-	"Ux7J2emM3KAX+8VNiBlfss8kcpjbyV02sJznUE3rz2zzTszlSeeWQN9w4I8IjXJ26jH2MtJCmaklETaj",
-	"ANbPDSBW6VBEF4qS2/HC8mNVCeZJJdMX+DUzIRJQ/uhG3xedRSZPnjy5CZ5SYEwGkmw9WNoIy2Z5GTGq",
-	"3luCZb/WMMV+qZtBfjN2sbT7s+YgQ7Rsl+pdcKGwBiSLzqIjslmfqNuFHjyK6Uj1n8IZ0w+ITm9PKsam",
-	"i1YZneTEafWjvcPTI0f6gJLlVirBKDA7MgE1hsXFONNESzKnair6+i7wp9GwcqfoalOzAZg/f2JKyXQX",
-	"SNLV6faCt2IhdXa7K6yaMpZ05F7bwcOCH/yF05HqXYj86mq3ZGrClFzXcA+OjhPlXAo4fLEa1ZHv9xfN",
-	"2oFMnFg8Hm6IbMyAtvVThtG45JvYLglK9iEUoMUYvHflC3DveZ2LKXgnHTcGiCtTDqg7XVBwdoTVvmK0",
-	"jGrTYLU3bqBcmvYTn0Y7Hsp7aLMBCfGRdjWqfffnFCbmn9mmcwmvmNXmgTlQotixK0bIynAkQciUucD2",
-	"Ff18irxHDzIfV2zRK4PZxcxzpPH4vg4nccPeB9B7we+ZCFCmPZaRaAw8huUUgd2bKRBqAoBbgvOPCsKo",
-	"qixbDRUho0AqZ0eA6sQLykUusMFBSb7cJMv+uYqxXU41xsKnwCZQr9A5M/kjkXNOf/w51En0+w0gw8EQ",
-	"VmyKqpOtfB4UwVeB7x3MDlo/zCUW2YZf33jLzBVfsRLRnM58SeKk5ReL2H6yUmX2GGxI6fkKZmFS4XH/",
-	"JRTvNC9ChoRga+0CzIEIufac1z4FAnArLC2Jrbnee5G3wrNanO62MlTM07t3eqQW9nhPlxrDqZsFYaXL",
-	"PeL7u3Pn9u7M/s3VBcGI+G1vW7rSaDi1I8JYKHaQrI7oQEm3qzhQ95lVxmk3fPK2MYNFHk5IbRWJmLaj",
-	"GngUqpRTYphacUGrnFX9EeHrIxz+3aQ7+2uqiz1SGowkpSTChZ7vEfs9+W7IcRwPfa07MA3RjL4Gp5ly",
-	"VjOHcyhDIKL3V4AuMq6CtJ4eLurGzCxfqhtE33dhWb9rKb9rKb9rKb9rKSmHEnKIZMFvtfE8Fq3pMyKr",
-	"kkExOoW30GSbjFvMK0UBTEiKZOm13zWm8VuxpptK0nK3EvLv7M2Q4L4Z8mjvo9/1s530MxUyZKfvzUe8",
-	"rrubc9Irucxc/enRDftdQ/xdQ/xPqyG23C8ctfYGGxGnX/t7f7vOAQ2EiYEgM+DvuH1SIVtzFJVS71J+",
-	"MOgtX+R+ShWncR+Pc+1M1CfGyz93sutnlq47l/0UgJ1z2xTGJT0YSefiURF0/Lz2EVt2AcrxhZzj/r4C",
-	"Pk402ktDTRLBuAHfnC/WoFkF6ULdbU+oili+9ZXLo/yQi7IHly/c1sAPILxSujQEuJeDmSW5NPmw+NvN",
-	"WVcnzJV1mVJkYXtJgMSCyWVTs0QBFzuINmrtC/Tv5OxDFkvdXJMaivR3VJl2TCv6eWhX3ksBUQ2jG0O3",
-	"tmZifgSqA+66Pl2wD+n4Ii/bOO3Br7WQhmyYiS7LE/K0DRKbOIYveQ79qQub3yfGWeJ09PcluUwjRzjS",
-	"k5Icu6OW+aSArEM6LQpO10nHjEUbK/XcskqKhSZGTgZfyZoZNzMkg1z4dV7WdNCtTBjWiz/70kLlJJPI",
-	"WknD0paeHum1IeSmI4XdgxQ1duWHMK0cZA9USg6Bm1sBm+RvDZT4knc+iEiuRYiVqftcb01VycorOQS4",
-	"J7HKUycTwnRGYeUsl/U9mYjskKaUV4qqrj8IJd4y40HdyqekrEHnoXfTz1kugMd1OesstJt5bv/fe7Xq",
-	"IwBbJfnIqQiwV8dzWlheGbQx9wQCvUUnx2TmHBJllPyTZT0DRuGfso4O/iBjLdV3WCzxt2tyyzK+j40p",
-	"5AoCaMFKSdybjwmyI/MEAcZ1rknpLl/POVGhPAbNLeiXx9rIuv3LmdnjH5yeBlpz9DyKDz2GHIokPw3D",
-	"nOZQCK/vHWSQ+XAHGxFQ3j6X1W/CgRUveGRMaMklsgl0TQUdS0BkkAg3WEfNH7u5tjlXWm99v82qRlXW",
-	"vHLYtrGTephgsw8KO0xPFS3xifzRF73r1LLSKNFu17hLPeu1t7uZ/2HTb5En8k7fHu5Eusgl8qCxAaNr",
-	"yVVGwXKbWKzGRbgvppYQ2br3fWm5toRLJ+tl0weVyKq+e4g3wwm+vojwl0vVzSxEJgFowx6QDPWYGaw/",
-	"YSi3ffgIWStT80MTmOMJ8hs/L29zXjz3YPi47LOOteTCJEFusfwhZmciLAtAazms3z19iH1QmsnlUd04",
-	"U0v4sWbitOYACQVFmzOIVGhphiADqOrWisaKKNmkYn6m2Hejwkm3FUK0JERFs5RlOtuE4MNhKS+1reGy",
-	"IryMU8YbUcqiWVnducSJ6YwH0qQyVKhZEg8Gnf6OqRXXmbRSLGM/Jzefj/V9cdy+e9NJyYYfMc0igX8K",
-	"C5ksfmUfkLlsRDmz2yZ6Iq792/I/bP0aJn8wO4hXJPzoX4qm0/4YFv4aikL5n1eybCo2zijcfrs1nvWk",
-	"sk6PfrbDIlVM4zkQtzMAxOPak6S3BdDCtCB5ii24BqNKRBrbUHn2o8kZ5B5AzX2Xrnj31RDNAOpE0OrC",
-	"Tu8sDd3emjO21sMeH6bIzbe+nW9vZi4ShCpG2GeArYtK2xVh2R9Wwv6jYMQ+AjvyNnNyWW6OXDQeI/vT",
-	"uf9lVwy9Lb6Z8I6EcYwuZCt6h1pgET1McSDhPEY7grl51ICI6U7yKu1IEjXk2kUnZWfUt95Z6mO/9da3",
-	"M8QkKffWyW91kmc05tZyyp/Z7VLKuzNqaCUXr++zqBPaUFFSVRJ2nwT3TiesQ4OQsT4jVBNAcObC7k1F",
-	"xTcaG8tU1pGNKlgOMfmeVbJm32iCr2EZf4e3ynU7yG2gdsUXizTOC9inIEsS/Cb30wCIMTHXNxvGPWHR",
-	"vWU9veDQfxBI7HphPqfzjtsTDYg3mOyajf5MVZn6eHmlyYpaYRjCP2foMES/lLcXEsWMmlq/Ysxwh3Vu",
-	"nSMhCiHalX+DycwB+yfkUru4rCTaIf8fUkNWUhvyw7PnUVXCCEfDyqhY789LIBjdp5uiyJV8go3JGZdx",
-	"17jxsx1oYqDCsQeny1Ixn2Qx8yueRYBwsR7j+A+WZHwwURfwAtVBJ+bvibxkFSRj6hxkCAjC3UBwGBSG",
-	"j3XVTvcjVLHeUjw9/WZGFMfysc+ji0PJz5QbLhYX9qBEUWqalI2Hw+DCOUUgcUA/LPBq1NrRYyzB3qGb",
-	"2zD8HOVaDrPt40vUXS2nn/QYpcFhvex04Hu8FmuwdufSnsf4WM1a9rdFX34tu1bNdl49LtMnhv7J2YHR",
-	"j0fnhIuxDJGpv8GyV6IVhx41fKeddLDyultwJztC7pqdHuDTruXKhxh0N+QrBPv0ZgGSlBPT0qvXldBI",
-	"ge8GIOVtOsoV/0GhbU5XvOJM77vs0EoGaLm3Om4gU1chUxLsFIcMdjCUK9vwp9sNSFFrXpUFVYm16DSV",
-	"zUhxHXBN6G021QG6Tm8Rft+Re/dZ2o60nqBqkSnssVpJ4cC02yLGdkTJifjFSk/lBtt58ocbt8rSlbXC",
-	"v7STJpEWxzpLy9Rxp9FwwhJPoJfLLCDSQrGFvY8CAlm4tCwHRj9Le+Y9nkgXfTKHZ31uW0hWdwUAIWoc",
-	"cLn9f7Hk03F7/euZDk7dY5zCxDbbSQ7xwWgpuCCMFstcKmRwRw5lW7RVnRioXHZxuUIZBDz8mXXJxIf5",
-	"Og3DnaIRCZwVitDiTsh1xcqFywklzz9/ntidbzPlw4r6c2YIkJ25PXhyoaaDTDtX72AHgOHjJR1nglrS",
-	"RoOUTtvYD4DjBH3OLsJq4gi8Z3pwCCgCEwNIn0VF+WryrsXi86ROXDkVriA1Na5Rv+t9HDnd272M6ag3",
-	"usjznnC3t+wnRMKrj+JqyXUaKjjOhGm/8BlBCUZDDkHpAVDRoxxsuFUfyt1ZD3A69/VEljGnQjbmgt3z",
-	"TJkEqBGi3HOobCSdmRQCOSyP/gyJ27eMCTKnQrhIfCPTvCtDQVy8qfhiaXI2jujU5Tn4lNQu9tkAIQyD",
-	"+1minKATpqNfd9IG0b8GRlqTjFpxIcB81Q/MPW/BeJNDfbwxAsraZCLx/oLB7ZlytOMruHcs+hdo5/Lr",
-	"LWp30zMnO6LArVPRX4Ap0kqk2qbk246IQqgHspsRxUoKcu4hmgQx9L9QzKRqblSVXFt9OM+YqCBLY2rC",
-	"RAm+VZB4/3/23kU5jhtZG3wVBOPfEDlbTVGyrPGI8ce/FCVZPKMLf5Ianz1jHzVYhWZjWF0oF1BstR2O",
-	"2KfZB9sn2UBmAoXqRl2apGTNjM+J8FBdVbgmEnn9EhMk49zHrWvv+di43dEY4CkOUrBg9+4ArDvCEOnH",
-	"cUsjJH22bU6h7Tae/T1K90D7jHZhj5EUa6D0/tsGGiEZKGJ9b90nuPVx6d+JUQ80+3D2Zms9CLUCnapS",
-	"JKywi55Lqh7k9aGBor7Jzpzrc6DxHjqmUwCgj8KwXZ4v+QpdYQQbqbkTmPcOg3PDpNEinzVW9kqYuiq6",
-	"6H+cPbaTAnqTlN0TsLN4FtDkKUvNUDgZe5kN2p07x4lr82GECZBW0Z4yu/CqImR/ZW5z4rzxs90bMgvb",
-	"eKgvOH8/Pg2YfjToyXapatMZBQbuZ5cc7rwxXotIeZ4nVszQ+P3ILRhjRIWj2jKgbrlo1MkYNtXqpocC",
-	"YvbYqLLuuUfDlzxHSIIbaGP911NQnam2OeybVBhNVIWw1dCo2yxH67ra8lqOm3AvQqO3F2DHxmXCB7eM",
-	"meqTIG4dp9nT6G0rNm6ILu5mVBWjnRmUVKjsZrwHqJC5LrckYZmMHEoJqhy6LYRBwFpVtCxSAU/f+lpO",
-	"SNNpextjBUfv7/I+tAokv8xBpCc/MQDmoI43m4nUoAdK77MfUMTyY8ZPAfZbLJ3N1OmHP9eiJpYnjS/a",
-	"rEpRhMYgKHO6a7yp3sqkMs/ZlcLrdAWRdQvh8SOkdspmH3DDaOmDX2qV10bAvoMwwnaBBLCYJFhgHBXt",
-	"JT6dP/UMUCd2ppCPWZFeNKv4lQPODyt8Hjz5brBWbJfU8xIAjIUPh9C2IzSh2r1EnUwWbLr/p2kQPoSG",
-	"3kOWiyuerpgu+LX4mHItmD2Y1BLuWFSICob/6PHw6Bf80wl++ugAy8G6f0ZK928tsyTs0eTRwSG52MlS",
-	"hTVEjVpwI1OyUYkiQwNsy4RVQ+GIrpgEX8f2UVjH9tHtBaCE1YX8uRaMLxSVbSu7rSgwt8ffdZ/7Mcuv",
-	"vTjLi9X72c6zv2/qgPhOwh49Bfjvtf6C9p/+lmwQ4aI0q4SBSSYDs3eRrxJ2LUSpW1VysZO1GRz89tM6",
-	"13399ujYiXpqtjmmhLn7xnaKLP8w6J8XFHVhRbhLbbvGQJ6uISFVALvCF1GghIQy9rJIqxXCAEJAL769",
-	"Kb6HZ/rbp59JJnw8+eagVyr0BPtNSLCPB+0bJG/1S1i9UtWIK/9CaHPbq765DEIsw5Gx0xfik/HZh1yz",
-	"jBu+T2+709l0MOpuHR38YBQ0fdgQLQK+YLipTLFjH5WXoOX059pK0Ypis8ycyQwvO8RNck/QrU+RWoMV",
-	"nMftT3fab7AH7uYOg4HWfZ/4JJ6G55KDGy7eVCSXRTi5AIhwfNDUiS+vQlVMlzjD/fYubxNCdYRKfqS9",
-	"uFK7RXCM9OvgE5j7VaQmOCVY5a4gFphO5+n81BOdSSZ1UZhqdQiHxg7VmwU5mML7YkrsJ9tBWsFoJroU",
-	"qZzJlM2kyDONElbTcdMJ1eTgmk3/fvbyxdHxxcsXP02jkBedtIKBCTKDuJZLsBZWCuvmIIZbEXN91jXo",
-	"qfcfhNeVUtOCBFh6YCxyhVfyShad8GkqhQsvOzIfTDrSso8Nb2tS6a90fcorbUXSm3Y4vwu8Tdy9nK9G",
-	"xxV1BfS+hxVZm8zV5ePvHn33KGGVSak8ZUL1tmVxlRAMZIKEXxfZhI75xB7zOCik4dWVMOcDp/0VWAUb",
-	"5pOg8wTC6+NMgOzXgE+KKlDz9HIV2jr3twb/2ij/HY11axONX+kgxReOd8cSDDCc4aC1xqf3bxSrRlvt",
-	"KvnjFNZTk8ebcD51BvMMhqjRSOgubjbiS8WofQInWZ80ohzmwQwVONjkwl9a8YSCvriUExNGSDYamXNu",
-	"esvCfccLDsd+30IkkB11hk95Jc2qN60LV329alQJH2LuVSSFay7Sa92VCIlPDx1IC/6TrClgwikgx+kU",
-	"H2+bVgR9HNs2Y6tL4x8HB+Ezy5oCRDGc6ZJXIuv2QlNQnHdDcxMEKmBs2Jzruct1dg2OjE/4coltBJMb",
-	"uchFNcGHLAOwcbu3CDi2uasIR759thhS6lvohiDNI9uLJNVt48SIQaA4Ir8R5fMamllPn9rYfD+CxJ2B",
-	"7lPXmktMOrIHjBbUJV6744fLHTFnl2Uu+4jxDdZ11e3ICPqsKWkWA17sgqLjhl9yLU7sT3bMfSxkenp2",
-	"9P3bI/ZzLdPrj7BE03avrTRdeOEFdQAmcJ7r7XBsNk91M7sYwks6R9Gpz0pOxB4pURvYlwekX4xNwZfW",
-	"ReD4+nfJvJaDxKv9nXvmwtI5lwUZtFq9sAYJH0jZE8X+zh0KYg8tdVeafbMBYanrdRF1ncrDRYgRZPQM",
-	"9mSRv0f0d3rOMD4FJIBK5aQEGnUtCogyBVtSxOaRciOuomgKx/QELRtNR01eTLsWAZoZmKqYFmltp3SX",
-	"II+mP7AvdlR1J6W1lyX7lkBJ6LAi+mVoD7B/T+IawVGeb+zLdm7Q2Mfjrp+GXG7t81xbr0j01fr4Whmt",
-	"m5AGQIhXFQekBaMC6jw6PSEKfQabDgiIYfPkIJq1MqUfaMZrM7cMM0UbQFXnQick+MuKqSoT1T57LrQk",
-	"4D0tEjb90xTuc1dgO+goYVPbJDyfixzh3opV2I8VsHieA0PN2BRznqdswcF32qR1g1/QKMYLVawWqtb0",
-	"mT5kBqKUzbwSwrtNYF3AhINbjXZ9ephLbfudi6qF30D2vBsplpap4L9SVczkVfzHBS9QpWn/XPHlxqNc",
-	"Xem1RuCn6HuZWhYEfEY/AxLb+ruG6+v1RvE38UmkiDPhmvUI6Wtj8L+vN16XVxXP1t93v/q3AePJvYT/",
-	"8M/SOS8KkfvH/t9NX6YSfNHMgf658bzMOXKQG5k23bl/+tfdDw0WkfvF8PwaLhiy7/g2gl98M8Fv1HHw",
-	"S7A34a8iF7jejkXj+fMzW/u5maF7gLrU+utwpjt+3WyjMrrcfNn+uPlurUW12TL+2iyo1HYFJkue537V",
-	"w9+aNTNp+x+RpW7/6pa2/atf3lgo1WnOV5c8vX4juBbxCl6FWOKpp1eREUREZXLrv+yux/IaUt0K7z7I",
-	"ba+3DOUcDqLeNk+9yM46AAkBjL5AsEkaNPy9bYHil83UvY80l2D+qFRdbK1BwlDGCenw6igbO7zZ7Ue1",
-	"dxKNuRSVVBnep5crIpWcbDuZgouhALN8IUaDD4cF1TtANKkcNlyPYDbVJFLyrir/hVgezUwcQgIvQXgn",
-	"wRxB9ueD/4PJgtyAt9oZaK4DmeTMrdNWhbwqgXMdt93u7UOQe3N5I9AoThcGOGRURfG0SNEAKIvXA8tV",
-	"CgEc019bG/Lbw19v7L3528NfeVn+9vBXfP0k+23aVXYFRvHXKPadl6Cxf8tfWhhvOYaCelY2mUnQY9La",
-	"TBaiuhITrKgWZWxEGHEC/nD2RlPeyiphdeHCKClZCQf0AKugjJdoiT+eoyU/YkzpCIk9wpBYDKaXhvFs",
-	"IY2GwYEwhgwVk37OxI26Fih3zWTB83DBjlz0LH2xk+zQ+8MIV46VrG1ai+7iWfjtiiD+pCWRC6F1LtY4",
-	"TbNlUVGfFve0UkalKo8K++6CKuklFNUdVJh+wKZzY8rJLL+ZJu7vRfkExf7pPNdTjA+Y2gt+mjBVV8w5",
-	"V4E2/vbmGF5497czptXMLO027J5dnCIYy8XxqT1UH16cHoL7/cPZm1aZSG154VTfpB+NTK+F8UBUTdl7",
-	"Ym1kwuWGvXh5fnx28vylFcZVfTVvGrLThZAyUCfKnKdgiTi7OD8NY+X2aE5LcVmZlGb1w+uXp8167UK6",
-	"Iy/Y+YtTpmYzy1uR9304e5NQymI47sggvBG6yQh6oNkbRXqP02YEaktGsRcv37y8eHnIpNY1WMqcXZP7",
-	"qqGoU0n0DToid1u4k+z4HbR/5xpEH13uJDs4116B57zLs1kItuQrxx0Y7xJ3Lq1aKqp3HM5cp3mLXsPj",
-	"DGDYFM7I2X/wG34On9BZZ7uv35zbzTznM17JhL2+uDidzN6ePrE/Hs8rtZD1YnLJ4cKlhg8pWgreffXm",
-	"b5YCLQ105BxaQV4UJl7GEa9XExQlxZ1sW0+mNzIT6uEnOEjwxO1J9BKYR2NCX6ulX2OKVV1SGVPxqRQd",
-	"qHNlcPzH8GLPLn5LduoqxjVcLKo9q95u2pzEpKniGR6AQyiOARXnfKyQ3UCumdTD5jk/DRxVe1eSNdKi",
-	"FYxyRcTIPVN5ByVTtU0wZPioIkqfJy9oX1J8v9UWGpXa13Ur1PKQEl4ncJzJfFK5FDE85LTK+OJdwrih",
-	"/0x1oGGOCs92U3DhzTJYlAcAtwiwuesQ5sFQcRrvi3w1oifKFm4WIVWFFoWude9yVNH9tbtOMG3h6SRN",
-	"fVLmvBAJq/jMTG6UAVKmeIsmLzJhWpYTLa8KnucUSo3A8C5WcZiYYXRhRGOwJEmT0TNkqzzjM/NC8qtC",
-	"aSPTaJ0kt1Ye/6GPgNGkfVJk4lNEYLY/t4CpIAzL+23oVGNHC57O5ei6N6laLKQZ3S++bkSGIxjZif30",
-	"WBWGpyZa90nmudQbWNjUIXzWIIjidh2yg82TOXIkb9TV6Pnm6mrrmZ4XvNRz1b+oqfLhO74zTR+O7Qsm",
-	"3oO4vK68u6ULPGyFol8tW+muk1PUi1MRdf6uV2a5URBgQ87ibXxYg0eozTje4LBVxV5BpGiHS8+IatEN",
-	"A98wNPvebUJanIoB/azRV/t0Je1DHqOVYE+DNV8/P1F2JHgmC6E1Rj70uGAxkJzeRjE4EhnTUw/M1aTy",
-	"1AXedFmwRXCMR5LwNgDXiJ/d663qDrH089wMh7zuvwnDYIFDpq9lWTZBKylUXvMFhzo8wfjNmG6WHLOq",
-	"qroIcWu8iuHSqdrVbboCF8gDp653mkEk4d72gz57mhoXGtQQFU9TURpu+XgHfcHPAzErtMQVL7Y2uXaE",
-	"H50UmbyRWc3z9RMw3hG4dtBi0FijIxGagl52ks2cu2ITstVQZIsTDLeMcMG2g2DOZn96A1nOwNb1Subi",
-	"uRXQ4uj3VrCfydwKqBSlN7b66Q/zFZyG3UKZj4S67s1rH22bH6+UlRpBBvxYF/yGSwh9dT9RIZmPWJA1",
-	"HrRr2+mKt/MlarrqF9iPz8fgZp65cb/yX/QXr+OGLe0VtaxUcYVXXylUmXcUFEM02X4eM5OoPhRNXkUz",
-	"QY+1NUArtFxNlyMI43Z5PtiIyGDcYAC1gqAqDhEcTGZY2RJURlCGMlGKIoOQ8Uh9ORh3ZIUeTR4dHFjO",
-	"amSRGlqktQKv/dk022Q1Rldz5CLGw19PRQWmZne6NKJ8XtpvwNbmLg903m+GS0C7ujMMZuMQjOSTm6xh",
-	"MHKCRtK9GKc5j8LWLIW4thq8O2QeXWD92gF3wkmXp8j5pxmU67Bt6e0AQ0ZWlwuq24+70YYtDJg0cGvk",
-	"lvaEN2WYOyB62Af9aVmQ9bD74cPJiz2nnBB76i0EogXkUHf6/izxsRyOrcswC/zM4zQTuyH/pYrI3E+O",
-	"3h2h4/YXKOdCGWa56gCbHwLkkG2MjPG0gbQfJ2g6F35UWxxde9TOczVcI4f218N0+CULjSzByfMj7kJH",
-	"7j/+L294XneWHnSgPFismOe5booBjKtpC7mN9ut/1NktIFEy3rMVGQdtvxJ3hFdqTIAJ04qSE9h86BDP",
-	"penlAMF6WYphu8vujrH8jekw2+cq5bmV5HvWt53Z+QuC55LxWs1mWoDZdDuectELLWSpud/mA9MOVuLO",
-	"XOKiPcMRtnZ3mqBgr92xlq3SrytSWtB1/6mJB1Sete5LnTCe5wyKtQqfwjQm2YrSYe+eUgU1BL1FaRuM",
-	"2QHsG3a5AuPzLZjgFhlTiIHpAb1J5jYjrZN3T5Za49zbptXTbbGURbaRee1vukPG3RuUG7uQWSGv5iCA",
-	"mKVqbpv1/N8YBCtfubNnew89pwtVEInXQuNfS5EV7m8zryv6c1ZJ/ENzU1f0Zw1f/xSPnIqwQZ7nkzRX",
-	"6TUTVs98/frZ27euVIfhlXHQO4+fPDs42MfaWkZU9tv//vvB5PFPfz+Y/OWnZ38/mHyLf/6PDpixmCUl",
-	"6J06g/5v2c0aIdGC+MK6WQ/tdPmZf5irpiYy+Lx9nuyCFzXP2W6IpKIqdsnTa1Fkewlgr7BdF8pj/4V9",
-	"7QFADXFrv+vQmuV/tVE7yOmju9hSqOOhgIH6yHYd5I7I2NvTJ3v77A1ofFcOfU98KpUWrJyvtEx5DkAL",
-	"+pBNUUNrApwxprgSM1GJIo27ciLDKcucgqrjaWROPupVTCi2gaKe/HVvxYAA/EgV4kFcBk1zpUVf1CAm",
-	"YF9JSDVSoFUbtusshgnT8heRMFPx9FonTBtVliCDwIAmEGSYsEqU3NLeXkfCXCbSjoRLbPgBw3e2U70w",
-	"AHdQ9dJqZiaW8Oa8yib00RbiXY9hHMMR3Bu3tIiLIovLTQGLQPHJaHL9A5bRlmJqn9GLjHUyI50sYakl",
-	"u8LeobZXIhBHcaoUBWH62S87zWTxpIegQ3QONwEn9gR2G92i8oP91S785cqIsSt+RxPerOKLWODeK/id",
-	"7UL0CSYf1JlUVL9U79mlm6s8Gw9EnYlPXez5tb2vkcDhPXsMIcxplzNXNxuWGXguHlC26w7q2sbipcdZ",
-	"WnE9jx9i6qQXXdLVCgbPvhsWOS7GZpz2RtderIehgR4Ea9pV/b/TNu8P01xp4330ESO8JYEXUW/lh4tj",
-	"lpGnHy5be443Jhs3ZECYWbcR2knpLh5tuIYSBie+VjHv1kXD5IFG0AMBPh5i+Kr4iJ1+XJRP9vY7BZlx",
-	"nIpsLwBZwOC4bA/OinG7sRRHvArj1vkbV/h6rYCorIwVWSCnZlB88gbvNjkG3hLsBvy7O8FgA7YX8Kxw",
-	"6Rp2v+aWa3hSi+Za+9pmCeGZ7BbviHkNA260hKevsUDU/UJtwCw9Pipygu0gNtri6HiV8RX4NiIqo/6i",
-	"OmPrVutIJAa3wppUrYVg37+8YA95KR/ePH7oedVD8CdNFioTeSsgNiyAca5m5oVw/3J/9Ur756IjaffI",
-	"icW8fSlITYoLZE3YVu5JZAcZI0pOsmKw7CAuj43Dup0CIPVY0R89oV3tgyua3mkFQMHphdRjo8pOaUx3",
-	"Eba79n3ZVLrCtginellVqhpUVyoxg8QeVTF09iZoyETc8rDb+xEzNg2t9y1lNLLeMN9pkji8s+75Kq7F",
-	"U4lNuOc51tRaleKZ7FDXtnGyeAPBoYPadBkquEkPAKndUOH1MXFh3YKR8x41JOU9SJyI1smxlnJBS9GE",
-	"6xk3xNLFPEKFxNdugS0/6gIhDtdU1kQte3hU8NrnF6qGHVku5PV2/qx7EdoaytmU2zrFNd2SuLxgFR6p",
-	"kEja4O/IBt210HvT0g6PlcICyf9fXxILJ7qd4OUkg/GyF33xdYhfrWM/LIGF6uAtpLAzR9M7wRCsRIZc",
-	"pKlG1i+M2dbfYrx5Z033dkj6tjUx3Xw9KV/LIotnrVgVSBoZ2+kLHx3v24PD4Hx8IyNKXaQF/nrZkcqB",
-	"dZjj139To9kT922qhNKyCvKPjRw+EhGkOHO0Zh+dngBqaqfBxIhqIYvYkrayRfySrsB/vE10aruqh+8v",
-	"dlY2jnXFCw3uLR0FiwHwbLx/NFlljOhZ+1mlFl2rhsVw4mukuj4CCST+DRXzj28xBP527Mm6dcKOGcbQ",
-	"NDq8dmO2wh0mT9DtBe9nZsAYLNcZNGmFDCJyvbkn3eFpwBD8Zcl2mwRs4o9B0CgEyu3d4m4JGd3Qavoh",
-	"x5dooW5E5jL9zoSWWS2O7Qmpy9vGSWJ8n1EM/Rmswk58ZjGrsJuYV7ZandVFq/pJDIr5fZGvKNod8ITE",
-	"SntLPXRKt+ciHg/iylBEXOauQIVRLLWvU3Qn1GK4RH4NY3dVhb2hkjJnFvKKHC4ejLIJ2xyoRdFXfKLq",
-	"cJOh+6yxg5CbHDpnpuIyj0HG945kI92SFssP4haEFI8VbSL2m3VN8ROrOWfVilV1EUVKFUZkfxWr3hQg",
-	"IAt6FwAbQFVeqjrP7F7SE1TMg77GoAwGZBq/haTGwn9hw9sQIlhZ7GtwbogoXdaZrOzc8ABsI5rCCndU",
-	"KLe7u13lSjxoqjhsZXX5t9Azv826rgcK4CInre1O2vTYU2oSgEIu5rLKTnllVi2snjtzNkBiwEA+RAHw",
-	"CDFtSu2Hg3knlutwME1lNVpWB8pDpgo0rynMeuwvs/H0IKyz8fQguuCRZQuoZGPEdg9YXUCqW+GZoEFB",
-	"UGqPuFgolqviyr62jKmJ12LVge+ydnyxL4j8wfLr4w4ovhwdf9DQpqwM3tA4XznHRL/oqGIIs+RZRRhd",
-	"r7RvE0UQZcQ7SbN4cbI3orBDPu4GfCQWCxDtLgkPSig4dMRbwUduZlMvrSI7oSoZaLW1+t+ca/9rPPQ0",
-	"l1fyMheDJCIK4/FB3MWB/B1ljpHUci1ECbgr3Ui1L6mnZWVPXkHWPKD5Bre2suRRjk2YRfdOZ9JZu4qx",
-	"WxJKtW7XkaXKxRAP694jU6fbNyg+XShwgWrDF6W+ay3mbQsdRydyyA46Ki/3nG2VyzSK60uUz/ANn2zp",
-	"lkAWbNlhJV/HWG5QQqm3daIMtm9jQWIENeqodslJL+imBW32/g5rB2wrXLajj14sZmnkBd/CYg167Vgr",
-	"WYm3je30dlf4qaVKscSwE9vimn8ukqilfIhLXzlGHB8g4jOrh1zN2WWu0mtAp3PReZqJT1KbQ5LhyMGF",
-	"IB8pVdnvFBQBtXCUYuTg1dExZMe1gNQ9YIyZOiTpDZrpwMy4tbYR1JICMcn2PqJoVVwSuRE8F9lRKS/U",
-	"tSjiQrIHkbYqhP0AAiI94uzmhprutmaWncJzatabqEHyBgybkpuP0w7Dy7UoxqXa+qH1syHXIrUdPxid",
-	"8DWVgsxTOOoZFiWebWIOo/AGOJsQrBTBaqplbk6KcVgw8DKTxSH+NZEFAdmkvCgU6NAOL05VIfOIgC11",
-	"Z681lQQUiBlrlc3DixE90ZDF7qNTOaSmrY3w9vfhFoA7mBR3yBZ8ZZcCssu2MJl+wAKNRZDoZpuNJ6X4",
-	"nY4XSdggAxoiIHZtGe1qPxwJrdg13B4/3uZub1aJXttyQC4QCAbX7/Ab3F17NAZvQzw/PuLPjzYBygNF",
-	"3bIRZ3JAWNtbXJm00B1FqN1JbW9+OIWtktxUV2jWUZ43Z2Ys2rn/YJyxQuXi9tjmZyY9gnTwC0Aci8yg",
-	"AFgIrRlikiVUrU3FY+h72wJvjiyucjEBgAx4zcca/EPJosEN3xbz1rnUtVGlRmzLjYCFfihVpRadkZxK",
-	"LQLITIzdHEC4XduB1sr43sIpdWzPMS/5pcyjBTrI01bauzeVJS8M8MtMoanOdhI6D1O+EBXfB6R2KLmw",
-	"kGmlyrnVKJofEcgdwdv3qRrhJaGCm33dzkMJnIsmJXSexi8ZX0zCcQtSUVQFTCmW4x40xfOcKt/2ngeT",
-	"NgPYrEsbHcGGfljVaItp87zNvHfXT8fe/YeSRV/1K4Q9RJnMkn/kQGXEnc4NN3XMXZahhQsW8QcuyfQl",
-	"c4G4/SR4LunJOkm4z3eSHfo4nno1cPC8qEYFmglwF4rWPIMUaShM7sbFK3MpOFQUr+SNYLtNQVzvnbDb",
-	"IABKEMqFS+0yeQrxyTBdp3OWCZ7l65BpvYc8OCmDfNWkp8Hb7Y97xOzwMOKSWAY3/c/J+U06Obs4nsC3",
-	"05CPHkJguLSzRzuJZTe8yBiC4K8Xou9yP6wPr42ZG0492aCrDgIGNTIOq3zkHXigFoZEBQkTO8kOpFB0",
-	"MYvT9lZsoOwGy7gLmjyuBfkG90iRIXL+Kg9N6ji3jMdZFjxn4TveVIYiwAMdJKGOEwVat0Us1worAPRU",
-	"NkWiJFxCRIYLdiIetGA510BOCW0evnmr4zpOaA4+OGR8jWZQxOSQQQaQyjIbhVTvcDGHbh0SxIYEiVF9",
-	"AufoLEJ1pgz6OtCzuzn5Rm8eDOrq5iII0+0ElZB2EofG2SLxTa6yNo+AVDr4jfM9dUqjlkAr06AQA54u",
-	"2uUDuWWTJYy5wGxba+IjhJ0SQvoWZNuNHo4J9yGQ8QbgdIyVREGFLUG1FiKKITx8cSA2cOuucBPo2qZm",
-	"qQd49wMd7ktY7UAtHmh2/upDxCj7mSpvLNxl1pkDun6KrDCtoZCIi40ay4ebizNa7bCXrYEUgeI4+Dub",
-	"t0exjmC9RzLN9sEZwQ/vgcF1lXxGHQVcYGklOmBExgVmt+jUh2Uv57L8UMUD4yorxTKAqbcL88PrEwdU",
-	"v4tprR7O+uj0ZG+ESNbaioCZrnNZX5Y5oNFYGYTh8xi3Q1w0R47KQLS0vI0j6Mm8gzKDD8eeiJBnDJkr",
-	"sM3hyQ4H3QajPUSX85HDCEdTK7sUzCu5WciQqWLwTtIUvBgXZRsqoBHumKrCyKJWdQBr1SfNYln4jqrv",
-	"HpVH+VLpiCgJKfkPHCKPZrsUflqZvVvJXx2GvUCK1423Y6uKM8EWdXUSkBzbbQt1+gHqH3u37N1vwdiC",
-	"N/T6F+SUI5ldO+ixlYESJZ3QYlbe3u7bZRNpMzzHykJijtBXhBo6uICfbYfh1edicMf4Ggw5tusqJ7Ln",
-	"DzQTxY3IVYnxpaP5YNPcLYu7tw1VMSkhliByaqeFUEsJm1VqcQ8ZIRBMuW0qSEduxlmzyt6RoW6F0O1S",
-	"MDaTM3qvBz+AUx/9sBWY0jq1UIxERKUYV/lBLZwPyzGoETH2ru2hOQ5fgLHb5pBsHXCd2SlKj+ECHnZt",
-	"ZJ6zS4G5Kjxv34vn5OqNZaC0k1G6bsfuOhN4Z7eV+BsplqIiJxXJxaJVwYvywhC7HuxO9ovu7mPZAkds",
-	"IUTL2rOmlACsTq/+CHuN793eifZZlZ+RFe+Cg4s6mkP3rAsjc0YBVAguc0tcd7fIo6/MmIN05AVqX4wX",
-	"IvqrS0HoGo3l1Vmdi+xl0XWNnua8KKCuxh123fcDh2ugJ5Di7tCXN4oOGrTUggw5Vm9CS2f89DiW9w8l",
-	"izWdVYMZFYOcnXloDLS5kxwKZ3CiTdzMC9XO2BQOcYTWZN8bkcup1GJ0+ubnuJ3P7jVPE6bTyi/dSmCx",
-	"Szs+UfMMOvsdcRVbRNybnKnUwl42hJ6GHhj09hbqUmWr8L55X4J35Rje7bpmzlGpLLuMZKjGPNBO+ywN",
-	"Vazj/ZbMEcYje/99BsvRmvZvdQdfTPMLq0LrMTqgqdP1ZPcMCg+i5UZqcrOKLGGtGph28OB+fgkFd1WR",
-	"WhkNEhGGDAHwRbwgaLCb4+6x8ItRq7Cci/EWrJd3s2CtTafHhLVu63Ianxttx/kEV+WZmFVCz6NokMpA",
-	"uFrUudF5Mnr8s4VYYgOHLtgaBJomD2Opqo5SHv1OGdd41XLO3NEH4zy5ra7jS1meqsp0FNi2F9rZxSmD",
-	"cNegDm+DarKVGT7Er2jOy0gkRlmJNM4UK5EKezytrIAjg/gAQj5o8EgSNMo3r0kDv7SUAmoMaqR3hKwM",
-	"OYV4werCcQRXkBu/8VUOYUUhtyHNuVxssxK3Kas9GrPmbYNXo5aFu33taOMxkNFCQReu64x9eHH68OL4",
-	"1LcwyrBXlUqLnkhPt3gztVb78+ry8XePvns0yeVNF9ROjulp3Zio0vRUT3e7OkTdfvchDp622IcL2VsE",
-	"Kw/eQRzXVUTWPz8/O6YKpXA1+eVaqwJneoq/6Q6xB3hEk1Tvozbc5ebm7J2CHTfdEA6N32EqTjx66J01",
-	"oz1yH5BryEsaaqMV3QCIAQ2hu6C0J4d12hpitkcgXMTPTpvlJi7VqAXaZRSbQSE8XBf/HAohUTKSacBA",
-	"l9LMg/AUtiv9+rIptWn1pClc7qoQo0Lmgrvjt6T/5XcqE8fYzxHUCxPZzm8/rS1KB2x9azm0c9z3XULD",
-	"7K2Tnb3lkbTGN1wbHIOzIvBitFYFrcoiFstTrTVrR/ZAAwFs00Ncb4Mlvb2ZubW5A4AS4QGzU22WslfN",
-	"arq4XbYRsiTOZpUITg2tZUMfD3SzmmuJ7sNShapASNhSRohfjEdMlyKVM5luEtOhSzpmpQSLKs4qkra3",
-	"loX87bfffBvkIT86ePzkztfqWkbR0yfJELjClvfRWgffPL6Pm2Kt0cffPo1J4ybvzBdHesrlTNhr+LC1",
-	"Kv4a9zkQUG9PB7LePnuBSV/sG6wZ0L1r3z190soef3QQ2zPLqluDpcy0R98mG9hWGAZrVGM3W7sT7I0B",
-	"1wGB25B+67Oveq6Y3WmEfU/3mCy0ETxryi3pOjeH7ICahoheF/Hfl0cfLMTBMGxB5PbuYS9n7lq+HSIB",
-	"iu+8WLuUYzHnvTKl1C0jwSCZ/rH1nQAKRpdHtZkfVwIUnpgFERXX81OW+pcYgiZWVg6XhvxCiB6O8Vta",
-	"L6NosXOuT+lhXwkq14DdaddP2LBdJpHPIFkO+q6EqauiKzlvwPGyqeu1MEsRNxZWgH7BIq3aYV7QonSV",
-	"Hs0jxvoX8sqKEfAUmmk1XxSqhgxciZCQ6ZznuSiuRIMFO9DtmAS1YDvDpERVYcZaJcqcp9tX8aKuYxiq",
-	"DZVh9llnl9K0dVE7XKzJDd5UrXIffGI/tr8X7TTaaGZcR56iFlUrS7FZmITVmMRYimoj9bpfY1r3kPj+",
-	"HU0krcPQBsRs1vCnUYe2O/Nt7eBS2h+4A9YRG8fmxgWtbSEBb/CZO+TLYVsXAGMwBNZkhEbczmJ9LSJJ",
-	"C/mVqqSZdx9Y/war1yzUb198u5PsnL8+mjz+9mlUjOW1matK/gKWyddQrLxjgQnmm02p1/39/Sk7Cj9n",
-	"cyzhjpnfmMcMvi4MMbMcs2GWlnjPXh2zx08f/RmMZvYff3766OmhL6QBIfl6nhA7XWfiEZNXEYscRXpn",
-	"8BR1MBwm3WMJE9KHZVi180reiMKp5GB/tvJ7phadOMODJccbFoMlnKkWpjYJkj5lMNHAUoevhUtoFweQ",
-	"sOhuRvGUKjrH75afVQR56H/XPJcGQD3KShkUsYBkDjG5DeAnWwMh+0Gh2M8IFu4Iq8B6kJZ6omQ15oaJ",
-	"MTbdQCL4+yVeCUJU9nIciLKhu6sSE1qu1v5rf/7cpQoLD6Vd3FqPQr6E4g2OgSIVJsG5xf2In7VgJl1s",
-	"5XyhroXlK3covYzYxyBCatvcxBLfVmFtGImsEyBbQAWvKwZZpkZuU4YvnJCbS6vg8uOt6i33hXxtLl2c",
-	"LwPUA/Jmy5VwpneqtIxxgPDwtisDQ71TgeXYSm8Z9OaOB6zIEPFsDbuvgJbgiiCfW5GvgAWvQ7QFytSj",
-	"x9/FdH65EKruRrV/ruqmDsJybkU12/ehA3FhjwbU+W9aunw07rHihY5bhWARc7W0k3ZvHWIZPYQA+vDi",
-	"FNgOlikFODyj2MXxaTt7EkFhU8tL6qwcnxBUGV0+e/gQfBVGl9r+/eHsTdKSwUistyIhk8VMMUluaNz8",
-	"QghUpBbr2u3Bk+9axqPvxuQVjaDY+GHF1HZHmPZtoiK7wxHpqc6kOlaZiNiujo6OE3Z6/PYI/vvBLs/7",
-	"snYFOIK5z+1VYRva37aE3Gu1BPexv/CZUeq6rbeo+jIPlBaMEgI3ZHehDChpi1UxnLEq64D3n5VdxcxY",
-	"RaDTuraimXJCFlZAoyrEkIidjRzxXMireSxCUWUiY/h0pMX7dkU8eOFXemtJjbNrscJyVjRrEEVkC+Yr",
-	"ELK0iYZ6UbCF229wNUJgeSFSk3io8YRpYeoygWgT8ABlqhDxmh12DBcKnAmwcdFihUFpwlDq5o0VmuiP",
-	"VKxKGz/hkdvbw+Ig38Q9xs3IRC5vhKUs3KjdOgNQWpOW8Wl2JjOSyOFSGVVt1vW9TflQZqLr3L9+/PSJ",
-	"Hcjrx0+/jX68lJmZd1ExPLxN9AamU4KsiKTTYh1RhlgX5yttxOKC6+u7I67WoNUQEBrjTEPbzHB9HQma",
-	"ieClRXvYAEwDUuP6OoBLgw8BPIOR/dJKy/eNnHZXnOY+cOa6sIfwheRXhdJGxgqe0jssa15ynkxXGai9",
-	"xFeiENWgRSxsDpBQU5Xn6G7Z0gh2pTpjlL4H8oDhEwDtfryFBf9UVio2/b85GLnv3789+s/Ts/fH5yNZ",
-	"/ZWqVG3ioPANQFTz1ugbZEEIjr1iN077Lb7cV+xpzSALmGgdBZ9UKYpXMhcvqAVV9U7Nvo7117LmA5+F",
-	"W6lUaH3IJo8awaTMubFLwDIlHDYb+rHG3q8Vnw1DnfCZCUkeU8eqwaQzgC9tfdjlTg6PQEigLVJrUUh8",
-	"cf1u08TcQHvO8ltPHp1HAduEiBgJE4mc4fSU11pcKMPzdzFNEOrGXfHqkl/5owugcRyhrhZQ37bghdqu",
-	"rvBVeiqqVMTSIr/f7M3w6kqAems/sQ93v3///fFeQ1WZ1JBaNJJ85oKXR3mu0ufxqnnwM9jA7UtgULef",
-	"MNyGsZO0n5yv9FAf0DJtlro0XBYia2Qggg4rrujCG9l3US++T/tOrbOIZrHtTVdpPrpise6cIpLPpZvo",
-	"/c5x7VCubena6gejdGuTrFN/SJU9J+80KkFCboXC2oTwvxA00YChXq4YZwuV1XkMXy7LKqFjNCKLjNFT",
-	"F2emKjY92If/n2L+SZ4zuyrVjKcdNYBGJfXh6ABEuvCHaVPCyaU2oohmgYetubgEnpqa5/mKXToVN+ZM",
-	"1Dqqjbz8VOa8oGrv696rS7s4oGXG6yjCdCKqBk7TwZ5qP9p2D7yUCbPcOEEndUJRupO5MWUCloiEaQl/",
-	"gmKwFJeVSbcIQ7WE5LNqnMG+FXLFt47jehnDtGpFh3EXziN+rnluJWt4gtUaEMZwq2jYTlCYC69PuXdC",
-	"c1CfHWjd7YcbGfSV+BPjYybd5BtaDym1IbGBgx33+tknunWWMWobOqJzMyAt34dcFvcfnrlhlTBKXmQB",
-	"A9rCgBtwt9HxdN0ORWwNUpFe8YXMV1EMTnEDZTnhBQiAEKJwYVgkxkywJNMP4vJcpdciYrltsE57cW4L",
-	"ITJfdxdC5+DAQd8PNA6lSxvX8jIXA14ynuf2Bgu8ZS56g5sAdjnOAZcyz1JedZiK2oMEx7oGFGPuKnC4",
-	"74ed6L6nECR2p5nk4G5WfCHi2Hn2DkQLlG3BRw+O3ccBGGXSHbADqLNakHeRyuAFUXYdgMWdSh8o/XbM",
-	"NCJfO8Dbl3xStshzZf9tdwL8ZnpVpMNMzGCSZ9j/0Eq/7boV7Tr/x/n7d8yIT66E/baLndaVjpln35cc",
-	"gjMUFlZju9Ozl387OT95/27/5N2Ll/+5f/7yf0/34NrgWlsa/LkW1Yphe3i6dL0QrJJXcxOWyfBLuSmd",
-	"3Ihh4MqX9qWXhGnRf/O8LxhsU+I0UKw65mrT7OqbdL+1UPs3j/a6Qo2i1pz3BcONT9iSCj9TEexKBPV4",
-	"I+3Ztcn6hrwMHcDYJoEdkKhi7xgquGRXPLW7byXpLnvUyCodzdmqxCzfQsvR4ueIhd5KUjcgNkGyKaod",
-	"u48S9jhh3yTs//t//l9vDL3ipT7ECmA1INXHZo0tyOJq7xBkFVgtOP5uI3yNcOqs1iOrUnRxh1eelR1S",
-	"dyCdQU/+6qqIF/uBBO6XFkXoe+QidskTd4SHymAFHMXzg5NipuLuHqMYaPbb8BJe2xUxndB50O5csLq8",
-	"qnjmiyGBdtB8KrKQm2vwENWYk6aXHXUr4WKM4pC+bCQLCX7/uQhrH0BRP3AKJtRr702uhWi8h9uIU6EA",
-	"FEkwhzoxubwR3YtGDiL7pmYyy62eDs4YgI3i9mMC1TX20AJ6MMCAdRSXhzvlYlV2FZ1rLnCd4DLx2GWj",
-	"57wULHJd3W6FvFARRQyKuTNOIesXbz1PmwmrRM4hGZo8RUenJ+wSQqRRY+hhy/E94CzNJRa2sy9pX8e9",
-	"ErQRDdkSB+guhKst5UfDvC5CHseqGlFjtPg53k592X39+dVgwWvNPBZ85U/g7rlIJ/79iaveuHcYkp4W",
-	"cB1A7iBENsxmohLZGOhmM99pDzZZZxZrJBkskd+W8JgERz7G7M75jXg1W5Ti6kIsypybW8bVH6E3MFVQ",
-	"5o2agpqgEF6LaZMQWIsIdMHbVtKBEex1uPOfS1NxI/56GfNsX6ClE15kl9Kgk1sW7PpSmof6kB2wXFCY",
-	"tCiwx3SulB4IZMesm75Q9qQ32OB9bcrajct2mx6yVJUr4ksQTFyUtWnh8qtyZTecp2D2hkzFMl185Dlf",
-	"0p+LGv+GgLyfbl1axe9QNDsoVm8o2RGfTMWPqqtYeEFdwWXgFliVxGw1/fkQY0QhMlonLJcLaVC1nEAd",
-	"QJOwiakLkdh/q5nMxbObhE1ycSPyhE2uEja5FitZmI8LWSRscjlL2CSt7H8X/JPdcvtjPdPyF2hDfvo4",
-	"W9hGeWX/kwLHmej0o5lXQruqPR3hb1ZbwGFbsg1GHkmi2rwvfGBbkALlOTPcBmdR8AoimJmP1LCkGyGW",
-	"HpJ9fDBEsV0BG9Q5Pranp5SfRK63HsKTb4bHsA0CVYRWnVV3hgJztdqIiR+OHqMW3w2WDKIsWytdQe1H",
-	"4FDcGFHZN//770eT/+KTXw4mf/mp+XP/4+SnXw+Sp9/89j86IxXGsDR48X5Zmv2/oe3pi6QgMsGRbcfU",
-	"5o9BlZg/fvptH/vqCMWgjuHpHcjzz0+/2y41rUUprbVpcf+umxVx8U5zXtz2Vg3gB3NePNCuqm3ENZnO",
-	"eVGI/CTrSpnA5yCWYLNtW+fgsWlY2yOgo42qAoNXj+xIR22luG7hhGlmcshMVVMgKb/Uouio0zeMSGfX",
-	"eRQX0eJqIYruGNRXMhcshyaapDoHinkYwJg0u4rjP7DXTjOJ8Tmn0fNsVYb/ssdt05J+9O4IPdK/OBOJ",
-	"zpVB7Ee55j96WVtie/hcVLmEe/HDxfGY+3ApxHXMlm0pEp9hp1vW9Ldn6jxXG7HkWwWTUyqUXyE/2s7z",
-	"rPK7V8ImiZhjcTZnAkTZGD1aIs+cc2Rro2+sdl4At9GQ1aC8t3VBve3yy+9WbQ+M+eCuAu/S9y8v2ENe",
-	"yoc3jx9qkdaVNKuHQQ+HqJgvag0FFXlo2XAWDJc92maK/ZPYmtbCWXdS2Uae2r3R3Eb+WYT+ICDfJRFr",
-	"vlgLvLWSdO2yFbfOCuhPcz3EAFaq28+tmGPsmxXL5JVEuwEUo1lKLchbhO/oBF+x/6vsf6HguE6Vw2ia",
-	"r8q5KHSMs7f3eKR49+jxn+PyXdmZWuzyLJtcWzIw5OoK4vHtrA/pkqT8OVGk1QqzwNyWpHmtDRi4VjCz",
-	"zeTjngl+15+8RYGfO/om3Ululy4cyQ4OUvwKxX6uFYS3VCyXhWCXleDXW+7Lf/+48+OP1Y8/Fj/9+ih5",
-	"9Pi7+E6MybYd3Ao/7FTlqsAFV2w5l0YwXfJ0mPO1Bv7sxx/1Qzvqp09igx6fv+vJLMpF4K48Vnm9KOL6",
-	"bQrPMLwBb1YK1Yo44qNLiI13V8UulHlX5/mACxgbkZq9e3/B3n1486armLNc8Gr1V7Ea214ZxMHT1/bA",
-	"xJuPezNeiDTn9gxSq/atYROekynQ7+BWoTWF7h17j/+O7pixsnDCZJGJTwkzlby6QtZ4I8Uyog3AoHXX",
-	"xmGsHjbqGvExNdCHn7im1Hb4NdS+aQzjRbcWWcbKkmURennx4g1ilFlh+5CBuagwmDuGuTBFmteZeJHl",
-	"kFdr1QBAvKjqAp0kRrEF//Qiy4/nvIqbmbMsv3Dv95OYHc6S66b5bfQM3N/uQ1Op5WDh3Eot9doywGbY",
-	"nRzrgYSX49aPC6AIkANwsJciV8WVZkYFEVDAO9vdjowgoCVwh8lHN3HMQQEis60hbRGI+7Cfr33smvkl",
-	"/iCsbXL0ECKaw5m4UddiOKu/su9BWn+e+zIkeK4so948k/TOy1KlERvHO7H0eBLCvuL4l20MxYLCynFa",
-	"kHyE1i87ipQC/izd+4FIrWuRoSBkz6/K7R/YMgdH9mwLj68dxDiBDoRDxCvxY4FEBlivMW4Q6itpL1h0",
-	"xwpe6rkyWLs4is9Fb7SrF8cqFsc1KsidgWytZZErnt2qHjGYMbHKMRaWW6rqequqxKanlLIryAzxos6N",
-	"R9YeZIVzhKfsyPKI5mGdObcgVdZr6rgyuYDgZ15VK4cn2qzqgDve1T3mDvBpvejc8C7f0pRG269QgdyS",
-	"APRcLcnKCJOXRQ74s44qPEiSVVIAZ4Abw9P5gpRtx+aAmSU77rOoCbQXz4yQzHwIFqxnk9b89GAInmkI",
-	"o2yjXHVn5JXblXOySEZrXCEVPtDNOXQlDnoMmL32y9uFa7vu0bhl+LUoCLc1CDyRmr0vXCHhzTsdQsZv",
-	"ePfuOOCuS2GWQhRNpyNDg3sAkzwbccvXqug/lo+sbW6z4GEQ8Po0x+z97c7kMYxeI9j9CALp3OULfi2C",
-	"Lf6dN7YBERh13DYXF7LQX6i0tuwDrvajOpPmTMTD4ltv+jSVwrI7FyHt6lzFDh0ApZzEXaGN2AkCfohC",
-	"MybRb1TCo8sl5Zr5D7ZNdezw5B4TCgw8prp/ZaUuczsXDM0o8tWp+4XUh9H6zOYW2WWMRuRgF4PCPa4y",
-	"Wb/oo7F1uIb1l4WqBHUhPkkNeduF1Y1QptWQvLUcVZiqncjXIqK12YYj6yvZBRVvfCGp2zEUNH8r8rM8",
-	"Y1PP4aag3E55WU5BJJo6LNIp24Xlnt7MlTb0sGV3mVpKqdb5CZaQ9vdbLHaljIAyHZWlr5uBxheHfIqw",
-	"ULZZq8uAVduPfpQ/atz16SRz6tat1SH4p1qGXvKsUYrpsHdwOwAHL7PoNYn1gb4X79sb73gDyz9k28qC",
-	"OcSEXfuDxjIvrqhAGyOBwtak2ftyvrpBgFyHP3h/VANkHwn0l5WpISNDm0P28SNt1t/svz9+7PElxXr5",
-	"reu446xOK/VpdVsHeVnnueWUn1aAV+RKYm15FI1yFeWgNPVWNl3vGfi4P/np//wfO3c/GzicPGequCtQ",
-	"EhJKHz0FU+e3dY90z/yfDCUJAYAON4GSQG0AuLrG5UIuGlWxXF1dbcIADwMljTx+AAtBGl4PBUT871FI",
-	"EnsaPGXEr2JV3tNNrI0qm7CHhLgUh1WN3vj/tPdoe6Zf5ZX573S7qPIzXC4IirkdeW4fGbE1WXzmK2L4",
-	"Uvid2doYhlb1g/n4EoCkkeaUYAM83tdKi2cqW82Qp0ZkZ52pY+4Jq0uAdZ/LdM7m0ra+QuBr18ZIc3zG",
-	"Db/kGiogdmBJ2EduRu51LwcDxMTIvroz4o7rqhKFoVVy741sdsnzkaNfVtKICZ8LntmrdtvxL7lJ56If",
-	"kodTQUB69TZ4X36ZkghFxHZsbQmCgcZp2JI34fZHPR2I/VbhTYQw5Y35Fb7eZ2cOTotr5sol+siSTGg7",
-	"GcpfQ9viYaj3ZlKXOEZm6grRvay8zHi72oCrWBCyqQcaYSH6LO/9IEPB/I/wk/7b+phuaowMwJE14aeb",
-	"9z6+MrJYo0u5xGZ3P3w4eRHPiB1ZPs/jnG1p+RoHGmmgzomqgT6A3/AiFXlH0q0rMtU35sqq1ZaO2EwW",
-	"PEcX/cDgB2ugbZcawI2DmGvXpe4rSN2Uvoh18K5VMgOqAxAktsTiF80J6EpXBkFjXOUBrq8FnhVpIJ7x",
-	"WhbZsw5YT1/ydPQZwZrwI9wKkN0A2xf6FLYjxHXPgl/jpOVl8G4/VxU0XLB2WbZm1IPc8CjtiYbl62eV",
-	"62sdCz4MtUrgpYgqFtcoW/0PF49uD2F0GenmfvJVmhPk81QL8+5Vpd+igQrCSu6vurSb6C1rlbXvuvF1",
-	"pumLaKlp/YVqTUfOYF/B6TZlJFSlxw4da043DOmQnddpCpgsCXtFjP3CMvb3NYbGHhNTB2MFsOV4+eIX",
-	"nontQLo7If745neSHWx/J9lxHewkO675ngNxmvNVrKLEEcDeQq0DyADGqCy+cf62V602BnLZBx4Xs9N2",
-	"SdiVKkuRQaJ1F6KyZvQWuxQpdzAANNXKiqtGKaZztcxXI7ud9fe3xQQ6y8pe0BjBooblsFwJb4wWSpic",
-	"MV6s9u/DlonhzOG+xxG/YNG6WvTGd5kFeTqrDpCD7kzvuTHlZJbfJAz/WpRPEjbPNcKTDYCSVWKhjDjK",
-	"sqp7TVHOxcx5e6U3ngOERJCm63avBoTEZgW3lBBHmH3iIE7DOvyIjHa3rclGMHOotWOtySbnPVhqd6L9",
-	"0Vg/muHqdTNk5Ezxm7rZPAK3WBcNCJMqkxn6/Ty+xthyRdT6lhcgcdPI/VcXIH/zKMjW26GRO5zzpFH9",
-	"ELenNb612ItePWNzZe7KN7YvboUjjFHAcImn9or2UFGlPq06dfCLjap7du0ppYUUc4QgU59WkfCWe8H/",
-	"v/s6D6pJ6/M8xLtOGgo2dZlY9p2Hocwb49SfVuM0bjTDUr7W4Ax0XPBaH/kDp/l4DCI6IUve3LUDHI6m",
-	"sMng2qvoxtRNXBR+HLftAKdWRVAo+V6lppFODyBotaSyUTiqQzLVO0RMHGqh/EdQZlWzXZd9VtZ6nrhj",
-	"sHcvQkY7NqNjjmo2y2Uh+i5ZUICXdjLv8eVtL1tVjOoCMMgwJG3rHip5JXswo2gZsKSFZrtlneck3uDC",
-	"z2TeUXeCbp9I5hrdzOG2k8AINwgG3DUhdv4O6UgKaC4yivAeCfSJWQ+paFvhDhm3aiYcDQj2QJRtKzJZ",
-	"kXkj8u9WRhU6nN6oMsaZFtRo5wPnz1Q8ve4qxQUNPtAMX+pe7eFZXNgWogJFt43oDVXFVJXZllbvRYRs",
-	"SGSTxWIHEVnS2ZfGWJFoa0dbcVxWw7+8FSec6BZE5u6x8Xabc5cn8rvbbVrHPEIMwLHBEoz3D1UOOvT3",
-	"hcPv9GwSbhO+5KvQFoMN7SQ79FmPSQWPbJQuRQ5JcRxqFiDXb2mceGh9VcNotH0sbB8xq+j5SCpKu2vv",
-	"JFB5J2Ed9bfuVsXKQ0vDjHcBoWXvHstXRZvsXobrKM4vAuZY8chVFWsSQjKhHJhMlAo04G/EMaPOEZvD",
-	"4QO9/oXtQkNjRztc+Gir6a8dQlgLRxnRI3eTvhY8N/MXwnCZR5NVCy0KXWMOP7qZM3zZyQBWyo6lhQaw",
-	"DlHYTEzspvIJ8RxauLRFdgI5ifF7MfUDRMd0Jj4x+swF6aCCseCWsYmRtjsIqI6sx0mRyRuZweUJK4cR",
-	"+eM5NK43xMXH+DNhC4zTyBwQgQ+NCHJFo4c6hxqonY63xraXUlwBftACMCkU/Wp39bpQy25H353R4/nM",
-	"dFwEDV3qJnAkaMsd7zeu6usrMOvDn8e8yGSG4sn5vDaZWhYdRXWH4i48FnFH4Mptrk4PVd/QQrgUwS4m",
-	"7QOStCIgkIB7T71LIorcGkjbPiWot1BA1jCPXtlkndmQ/F/HEABvRMVzf8YCThNuLpR2ywRA9AI6Q8Fv",
-	"uMzXTEitGsbx7XwuC3uHO7jtte4GpGOcQtN6dMmBy71ccJnfvjpsACejRZExjgUGC2XPE4ViigXVZVtL",
-	"fK47gA3O8UHjjgVkU6vQucAw+tSedgi/7Y4NfBxgkgWKlYpFY6WyBLiPAOPWnxOYw3Amqxq30kNJ5JqC",
-	"cLZYzb4CpJhVBemNbp9kwRZBsciRNxBtRTwMAx5NTl54PRxgchs440i2RmH6cRXO3140YDKuGndAEx01",
-	"OeGDCF2FrZE3xiW7D2mbkLNEDbdKNoaL0r33caTw51zLFOrs2pW3m8svVW38QaeIEMwijkgiVQwx4Pj0",
-	"A7NPpBGpqSsBQSRe6CfJuKlvFjf8fdYbP1WLhYydeyy0i49dbSJOsZBYBn8NoX9sWUOjVJ7OuSw8O422",
-	"vpRY1HOj9bnSJg7e8Vpp08I9C0S6zyJ/qNjNtFb46zZbXlYqq2Pc+BQf9OGT5NGijeCabtcvBLA2Xxhr",
-	"I4J2Cwtht2vUp5C6Pundbc1UdQm46kPZv1oWabS/kSx15P0/yuUAG9g06U9au6hiVJbzFA4UliBvCdd5",
-	"fUHcvnfzvDOVi45CUC1q+AIFn6IEepTnqCu0qXO01kSzsNPcptRT/6JdcN1h1wEWNZFFWLEXdFYfqXdb",
-	"WEhoKVMdiD051+Zl3AkJPzc4IBpCL1uKmbSyGgUQdbbeJQ+d1wuA6BroYM6p+GldsJUw3d3URYxfnIfV",
-	"sV0fyCwOWVHneV9Ht4toRWXpfZEPIJfBxgA8JZRtJvNFY1yAZjoK1tRFwQerbUEHKS/YJdQpYQteQJXB",
-	"7jYHCxZCk1IzepkVatkhpdUllFo7DWtMjxkoFaUm9EMrLy04IC5hjKrugHPj+roL3Epf4xUOuoT0ddNc",
-	"Qc0x3Nc331aQgo3YnHGLEJrlDam1dUDCs9jPQbojWmJcRG8TtNLZwDhfQMPkRoVg9E/zrC6GdalWifO1",
-	"+ue9doO4FvzrQHUFIKeJLkVqVTYod5IbrBegrSi2JkY10+qLr39ZZEFpsm0lmXL4hEkNYjAPFyZyZLul",
-	"rhYXvcUY/S3Rzwdsy7ELpcVX4NaIDHGuKnsd+UsFis3YaWdW/lAV1aq/FPBD3CM7zEW24hWlZwWhpBWQ",
-	"QrgyzdwST6fdB6RTH6IHLb0zsC4NKJ32/GcvovbP5/YR+tk5iCSLUmSMG+AZ9GD35Pw9++7pwaOE4Q07",
-	"rQsQwrAIb124z+Ab/Tn0x1v2iVg5g6tKK3l0euLxdfB80VjkokQHnf4d9Fiw/yLgZmc3+Hjd7riR/RjO",
-	"SXwqY5XuOvxL96bxhHpOe3cCzaeh17YWFFmK2FkCe939Q2+DWY87sIB1+G1+xWVhX6DYKFdnykr7BLic",
-	"znmeC6pqvGYWyq9UJc18Db357Ytvu9Cb/RfepBO27izb2MD566PJ42+fRm3Zd4L5xo6bRWgbkT4vPPdC",
-	"mLnK2uv14uX58dnJ85cbiwZbgl80pwM2qF0cwTWQsPOXFx9O7QVz+ubo/16fzdPWZL7ZmMxPv36TPHoa",
-	"H3eholXQjtySwnNIqgB23h4flHcAozBUkOcA4t1s/SHjbFYJPWcVLzK1oMaGTe5jUsF/VmV7tXkNRc7a",
-	"8/jfNc8lVpEtK2Woqv46jR7akQli3oyzOXoCnXLwsyoTluLgAaYjBfPY2atj9vjpoz8jvBUilCMYKoJ+",
-	"twpNFlgIAgYZhxKRcWm5dXw/nJ0kLhiDkMXL2lC+bEhHiIHOC6+MTOtKTrEGhJv+3Ct/GyVTBtZ+DAK6",
-	"W2N/HH8nQHO7sFG2PJdVdsorszrmJb+UuYyaPBobh6tGae9lKNsF2mSmIiEw3AjLDmPN+c5WrHlto/Jl",
-	"0z4l/4yvd9l0cIztR+td3lEY8SUJB2SRHgBbMLJa6RkwC8IFxsnTp1EzSqYE2lHwpdubUW5RLKQ9ys3K",
-	"HoOGZ/hwpF8k7GuEVkAtx6SZcKbhviQhtfafkzfyRpxSflfUwAjLzj6cvdEUsw01UQki4Fb4O0282x2i",
-	"y28NrQwzAdSDSwG+VOc/3FIz3bYyHfQLJMd4R14X6CkdNQa1LK5yMbGc48PZGwzbpEDr8ZZp2mdUiOL+",
-	"k3sNVMbmhvJaw/jH1i4BEDgik0fiIX+6XQzxIAX24N5uEVHcTLx9MN0mjz+Vd1MqQH5xpxiOrs/mtGu8",
-	"eYJzQo1uebhIHIOikXF/F8TSW8rUBlJDtWXRDda0/dJeDLng2rBv8B8LpY2zXc/kFYZoAi75boNRfbC3",
-	"HVbiN1GwRHdW+vMVFFKb53aHgNaPBLNowQ5hYdqMMF31AxZJFsXIwVxTSXNVI3bc3iH8ibmjbPeH1y9P",
-	"94JQRADP2vpIu0m0S5x9G7Gl9lCda+yN4Frcneys5lCIJdSIaKcQR+6NS63y2og3PdT35BuI2lm7EpTh",
-	"OXNEG6B2HoIsoeeqwiAEXmDf1HJDgNhsANV3KVaK8jq9WPhAo1iyoorE7d+WstBejsFEEsAw2DvE1tdI",
-	"x25/OlcyFVg53ZMRCdmWFsCAY8/C3nAR1ZD8nx50pnePPdG5hCAjTPYuRSVV1lrX4ExvAyD/9A4Hcy5o",
-	"OKm6EZX+NzuXTYLvFzmd6B0JxLwG0E8azXKVcqOqf+IzHDuV93HKthN+21aXqV3v6S1MJl/v0b5rXuah",
-	"25vElxpsvY9I2wgZ0SS4DUIY/sFx7kPWv3+Mx/U8zRDx8RZYlT2wjx0hmRcVLzRUyL6gSs4xE6rxb/li",
-	"4xFWWGdyVN1uLPl/r3W7ydTXgxweFKPuKp6N49quajfn6U6yo0qIMC/TxUee8yX9uajx785a3iOR7+i1",
-	"8Wr6yFCndtn4USVvxSdT8aMqVsvmVV2B1c9tnIIHgPGCfz4Exz9eSzphuVxIgjmaQHKSSdjE1IVI7L/V",
-	"TObi2U3CJrm4EXnCJlcJm1yLlSzMx4UsEja5nCVsklb2vwv+yZKS/bGeafkLtCE/fZwtbKO8sv9JgSFN",
-	"dPrRzCuh5ypv85lN8wMOG4r/NSMfU9K5YUHfPN7kQYDSEk9XI0Kc+TS+rQu4wwXYfxK6kvqoc8rqu30N",
-	"eSs3DI1hW0PSGq2GRRaxyNs64sPgjdgqXN9bxJnuAwgtTBVW5RvpZHv6TUfh1UHAwVtVL/IND4ArhgF+",
-	"2EUc30hmYhRDx+zNe2XoBwfDxSCg236WjiPbjqXPH0N48vzx02/7mHdHaih1jLmhtz9Ef3763cD8103m",
-	"IT1vWu3agXjByrVuRjcrzyRCbhUhiGTz0g/viC68ypBOxwklHUF8m2LJ+Pg990EYiDZK6IyITLeO3/sA",
-	"63BUygt7t9y9ijkcZsaLRgH0CoUrm2/J0FKhpGstFjQBRY5OYif+nVg6f61LG6qwRpks2PHJizOrvVKx",
-	"TayZ7sAKXMqqKoTVLApi4bmEoAvwO/NiFSacja4x76/b4Db2122Pf8ROxmx471peu/GsN+5Gtl2EXuSY",
-	"DDFGlyiUeS5mqhI9s4DQhfV5SG23WW5xh/S6Em1n5bo7sX+rwUoOkduXgvHw6yADfdP9OLTpsqBNfxSp",
-	"JlZXpdIda0UP+3YkJvz+1nl8CUb7+0rV5e2O8Cs8mmCDurLNNIf5Fue3V/x/VQkrTn0y0XCJkVT9Quoy",
-	"5w3f3IqYBxfy7mvo0bjusIrAkyAr8ag28/c3ojrNuSzOjC5jxbTMZhAXIaVxhrmNPkiHKfu0tK2xKRXZ",
-	"me6zi7oqENaWKVd7MyyzwyvhguQKITKNZhnILIUgOcuBp+hq+1DlU7b75OCATWUBx//jpcpWU6asiraU",
-	"uoVvFQQMd1nzYjs9olAHr41CQP1ojrGqMHYKrJd99SdtO38DIJAIFotRk7LO8/iX484Cegwhw0FVetzJ",
-	"yMSNTB3JxpSY9+/+dvKKkSprtcjvnz/+7tF3jxrYN0rSGtRVsKvuPvA5wEM0vdCPozvprB36QmpMUXSA",
-	"NyzlRaGAnQf5fZtrD5zsryKii/xVrKhmPpRZtFQPLzu9zvBroVtVmgGZfwZKGLw5Rg2fcw1IPf1h9Joi",
-	"pQnH3gPQbM5nzvWp+aW/tZQvRMUhParkxcTI3Ex+Ua1E3bCuqj6f88oR0UDLtBJSM20/QkMlq8sGbc7Y",
-	"C74j52crjTuorkZSmtPiXC+BGjdIWZ/hDrECEYK/Pq8Ev45RmChhEr4Qodd4CX06F/ymK0EqxEfuDVHD",
-	"PQnNz5afX4Q13UZ8f9b6xkfFfIgVZYMi+EiyH87e7DPwKPhCCQu2O/3Tn/70f00TNrUL+z//9Kc/TfcC",
-	"1ZMukOBeSdhl7WGBfFlgO0CRoI2aFxkDcDttODppNV+IZ4xj6fOC8UJhDWmKtHW3U+v6ai4qqDQKcaqR",
-	"K2pvnx1Buy5mNWyjEgt1g5xhES0mt23tpttdayNR+25RlgvloA9aVPemC7Jai+o2UiSez3f9ao2eq2Xh",
-	"QnNTVWiVi0C7w7myNBe8Gl0otVK5OMk6lA/7kEkfYDige3C3DJW4Ue5OsQsCZUoJU49j6ZJ70z66QHPg",
-	"6MIzp3vg1mw7SF/ZEUoy7SR2q/Du/mkckekYIsj7wm8gjUsaciwjEpjVzkuu9dKKbRk3PBIv3O3Q8FAE",
-	"tu3QrbFtDGI/XXbT5IKvrMQCdNmZF/1GXcliePhwj2BNS9vPRmSvfxHXz795h/heWnisCD8A9uA2ya5y",
-	"q2KNqhh4WqKxyPZtHK97HfEcYJ/Wq5ZtNfjOA90ECvsjgTgIfgFvEZbcdfyaWmybRxCuPypxZn8BGZcQ",
-	"6/qPnOXAuTAdRT96DP2bB+L2xYUwT2BcKLZ9c39nq1wIOBUtM5Z9N2E1ekn4QhVXECuASyeLNK8h5oKW",
-	"BpjxcNQpzaGV9BCe9qTB8nIU1W1hDk9z7Pj81MEYh0FuYZJfIbRt4bu6X5Bb3FSHT+OaHGUqh5tmPMpt",
-	"s1jYJ2TfAuJtCHeboP3E0psdzJeCv/1BXM6Vun4hcnkjqtVw4aKM3mS7Pt/kKGE/4iuYKQNxFSDb6R93",
-	"9jpqEWEz+I9jtSiR2yQ7P3BpoCywgSxoX5CopwoRAIKldSXNCtI9KY1Z8EpUR3XMndXkCNHJByVjqm/S",
-	"jyU3H/f39zFx+LLWshAaq1CLItNWjHfiBE8BUgbb2YWPNX28Z9fgRuQaWTBd2iT1sFSpaykOSXfQjDMc",
-	"q7NtQxhUJWaYhWfV4ScHj9iUl/IjvPHR7TkEmaFSYzU9aKShkrkxJepu6XN81BG4JeDUlvb0prLkhaGB",
-	"hENr9JWkybMgY/cPr0+wYvcPr1+eNpAammnlS2EUGa8yfJOy79hSVddjJwCOpJh+3zV28BrYwf1DyQDm",
-	"45BdyiLTEIVUKbWAYdt/oF0pYZUyPIDUqgQmSLZwQiSUFHIQn3i57Pzn5PwmnZxdHE9wrA17KOVfRQh6",
-	"fwzbHwcXtXTVJhNmBRsaTQ43lh8L251+/PhaaTMB2sPPpij5gNKaIU95fXFxer53iBBCE7iK7aJRKuI6",
-	"SC7EhjKeawUqL2Yn4uyOdTXD6U1dDiZU1gPNeYIVCtj0XKSTV8Kk88m5NGJqxbPpe3g2BR3ZzMUKzL5r",
-	"JP4Nm6a6mn2sxD+g4NHUrzWuRLPWwXQ319myAxkF47PUjhqynf6ps/mciwoNjZbcwRk80f4tO79K8BxE",
-	"lEmqFou6cDGgC17wK8iuawxITXlKOD1BUr0D0bMt4pfa2x4TNLFPfFJvJnTiY3mTpr44vIk0b8lXu7JF",
-	"smI8W8hCauMIHe41F8xoJyeNxpL/KVCEzxfEYFu8eMxc09bkHMRGAjMGEmJQStg5SLHcpiPNTJS5Wolq",
-	"n72E2+E/zt+/Y1DZxjkMak0S8BTwbZ6D5V7PeSnY9NdUZSJxmI8JVDwQJ5mduKlWViT9X4kDgP5fv01x",
-	"xBgiQ607QydR64VtYHKSTa1mUKpCC580DPXbMfRJ/FzzXLMpdTdNPMfiVHcHHHkOlmiBxfOa6km0Xbm6",
-	"0vvslFsBFxy/AQt0dWXcJ6K4EbmCOaPU5C7rhMFdnYCY8/ef7CQDw9UC5NCi9H14SZ+gbxYqq3O7b6au",
-	"CthMpApRGFgXrNAztY1P99lLngY8DWRgpA93s4T+THumP1kWM2l+nHpcMuq4eQl/mDYVtWiVRDFTVSp0",
-	"tDHjE6PB53u5gtJCaP2QmsFOO1qmXRJNwqvriW7kqrbKFpnzs0rODOP2hkCzYjCz6Z+mbCG4valqECz9",
-	"o4SJT/aSg9I7zW4ibVjWaOlt5acCp+oZs4oi7ls6p1uS8UIVq4WqNfmEg1Jj4UgsD57aUzoXOfBgou4W",
-	"a8YW9tn7ZkQLXl2LzA2kuaWfMV7KiUFeTUMBWcSLPpp4m+XBYAVBa2eAz+BFD/uiPaFRGeQwXKDu4ZDU",
-	"NPHXVDiotH31tYYWDNhfFM2AmjX8mIlC2lsjXB487SExazbF7ZoObSSyxd5d7Jx5rlKeT+zcfGPhdEkC",
-	"otp+lsyViwnMlSohgcMK+dWME6bBxj65tRhJDZVJHTUYfk2ZSbxb+Euc0Epsc7om30zZrqqSIQkQwBCm",
-	"VgZXlfwFfnvGUBhlP9YHB9+kGx3Dz80piouOWhTZXuLrjYMkR+O1d9hhK1YosQKKoGPNCy+3y/RaQGFs",
-	"3mTN0I8G8xFiUnhlUjoBZOCf7netN3Y0wTansDnay6RugugU9Ili7cFRgOalylbuYgWwKK1nde6r+mm8",
-	"zzFvRjds8QglPs12f9yhz8KXWV3khGZqRPbjzt4hJWfkjsbcR2Rbaie4IQI+5B+FMqlbuUcHj5r9QVRa",
-	"KjD/g7g8VzC9ugQQ9X323qfRacoFafcFQQIyF4V5hmNsSF7NGiHnOZXR9d4cuArY7nO3EIWimVE2Ap5i",
-	"uxZ2qJQlQobBvcP2xLAGGlrU7FFG8Q4vrV2C8RY3cD9xdDRCoTP7r9OL/2ILdSOStYL5ew6EC4ZAJbUI",
-	"scwrWVi0YmklMZqdtFcgGDE5e/zpk6MDvMncdwkkXKVOs26r61eiEBXPcXke7SVeDTLYvSW6qf0fykaa",
-	"UrlyQn+Ggv6bYzfrdRB3p++aWnhHNDB/tJ3INqXXL1almO4FJfmgFwfJ6RDTSOAsDvtVT1qTxwePmrGd",
-	"vzj10Suw7U9AvK1kem1FvZPjl1ZowCIN2kPI/OXPj791chGQm+1zjTagi0KZOaZkzcBVRbLYLkeDIbKf",
-	"xoyNJlH7U66uVG0ixMALNsUi5wh2ON1nR+zn2rKBkld8IVzNoWYkHnojE2nOo0zsILg+nZMSGp1aQRBj",
-	"dUDG4szemqXIDRmpyJDuxsk1kzPilZDgj97PJif2MJYTu94n2Fl4huHDe/vsTPAMTzz2I7JGmW9hlFle",
-	"4qSlNrRdJVIhyaPqzigKf+7Atm81q3lLbUSRrqZst1na6flNGj7bo/gADQcSLQMci2BSJOAzNoWrf5qE",
-	"SU9Js2To7zpk01wWgttL8TIXU8wxxuT5aqFboOt5o2jjwbTMNG9mbA+IKz0DQiNSIcKjgUIPEZYt9CEq",
-	"X4XnfgZldYA4vj34Zr3cisOOFdzqPpYAm3W2XecKB24sa/FHbW3w6KnHRUDTg91j2FY7I7UscD8T9ybw",
-	"Cu/8DHzlANJrtVXbxArL4LTnmCtN0hleuC01MSh821YLiRLODc+FE9l23bPzmxQeTPeehcVCF3zFcis1",
-	"ECwtW3BYmUrVV3O6aECVR269z36oJNxCzqzi6ty4oADkwGIFW9LsSHNcg1Ijno3CASct2W8Pyr0ZN5xl",
-	"shKpUdXqgYYakKQwSg34a0vYgFklxESXVtisBOhrxDQ0W+KYaTB/Dgajjar4lfg4q/N8ynb9ik5PCl3P",
-	"ZjK1sto5vjTdC3R5LKSG3UnsPEPDEK6cC7zAEk+OrdpL0Q7GgERH2icQUsKmD7Fky9TZazI020I8QEN2",
-	"+BCCPkh/xBAEcOJIkwsfQhE1EB2dngTY6892Hu0f7B/sP3r6F0DtL0XBS7nzbOcb+yNm08zBEu3q4lpl",
-	"7uGlUkabikNEYhmNuDgG548m74BlDKieBhYeBOV28G2y0IbneXMXrUWY7LP3odpBQjtEwUijRT5Ddusl",
-	"B+41ictVp0bzzK1hQahtwAJT5UK2eaPKOJMRMA2J9xO3rWjLnyp7QrWr9Ls7nUzoycT+IoW2xONmZRWg",
-	"maqWHMxh7vTuTl/hbyBeTP9z4v85+RP+cCZ4Pjk5tf/4m+RTr4Pn8lqApOf1X0wD2Lw2v6E7sVWQGIRM",
-	"WEgyN8wDW4SqQamBK2KhjIOE22evVAUf6WZakIufMz0XeZ5gcDkIbCrHA11WgHDFGwQYT0h4HElVyNUV",
-	"2Y0KtUYwEJSoye0gC8fynrt2Jscqs2xFksEekh+cCO/3MtjwXc6WlYK7JhP+ioOVqkSJYRCqEJo9efyX",
-	"PUuDoMtGR9W6nTbX/i+HYO5aKlZhTIy3XYtPPDVWYSkEYHfsQ94qSUMn2c6zHT+/I9svnEu63/XOs79H",
-	"AbDbK+ulj3BDHsBSJ4S/QEQT0vfmIRtwHbT3wflFOITtDIRc/YRuQKHNc5VBYKodKtXeCbK9H/5DY8Bw",
-	"03Sfn7O9ci50CwzscX+qnU/SSLj2KGRBPKR3tnXxtP2d0J9puQw4OPFeAVb6+ODg3qaHbtz4bGIMt5W0",
-	"/Fuy8wTHEuvCj/nhc575hbOffDP8yStVXcosEwV+8ZfhL45VMcslOnSfPBrRxSlf5YpnF0q94dWVwO++",
-	"Hf7uQ0EI9yKD0FqrssHHj0eM8kKpt7xY0XJAIbZvxyzhSWEsaeUIix96e+35tcTvAcHp6uynMnvZ8ysN",
-	"gS8E97l+xbmYn9CivfNs5y9/2XG/NSbFnWc7aDZsnuE/kYB/Szru/0kT0XMlovj2UErA40528HO2Eqbx",
-	"WwSxYSC56zlZQxqeBiKNlRis2uJyZsGxCE9UERUr9tmJaQwf69ZQdilSXmt76VwqK5b7MCMnmfv+Nxn0",
-	"98J4TnPuQ2E+16lf76qDATTrhdu0/1WR+YXACDcfRo/E3qYPbWSeg45mlFXhiHd1kv+9knnKS5PO+cNf",
-	"ZfZbD4kXGUbEiEauoS+DxCKPWQRZxhl6Vk/ffc/kgl9ZnQdqL8/kjXBeO6Bnh3JZN5i3wV3tZFLKg5/J",
-	"mRGiYAtZ1Gj9oUOBUi04CVz3TsJDLbCBWArwimFPgrG4l9HT1gI3BlGMfJv7NPmTDEw9zTs5mDNgin6E",
-	"Eky9ug4WB8kAe0R+ABY26Xy8XkR7gjoYpoNmCQI+QxxlmfMUU182TukxDm5IhIrgpIZg4yACWd2oEYBk",
-	"tnHxh+KPD4Oqa3gzKv70sgsglIclVraJNIwo95Gmo7wh2LoFlK3EiB2KMkU7ya0FhCfDn7xT5pWqi+yr",
-	"Ykl4lv2xST2tfGFm85BCdrrV6xO0P3oVG9mL39TEhw7jBUvGBq1rYflOIZaWVyUhc1nOldP/wBgYRuwT",
-	"j7J0o/LM8g97ORaK5aq4Angzb+fcZ0cFo8IV9kVk4CtMbcCeg1GCMhre9VxfO4zQ0B4W8ITNU32Gi3X3",
-	"k40Gb2Aetzvk/WlvI8747UUCmv2xm0vXuW9twP4t5fmv57zCZq0fWHI8tOf6hU4xWFEnTn3ssY+RubWV",
-	"FdBIslcim9gJBVkfjIOIANZiWVyxKZ3OU/q6bUylEBjwa3gbhypaJo7GjRHY2aZ7ICYjms9GUEPcrtYX",
-	"I/Gs5ceO2aRiARDEGnLBrwGIykHVF0KihQvTcsjwDvk4fhULVTFTNRkx2htlpbESCa7FxvIxsHVZQXPJ",
-	"qyzM9HHCUlvqeqBJOpoQ8dnPwT8CrBbSVcFpOXUEvO9G9BGHP02Yqg1YG6e2qboS071DlGrAhA4Oi0C5",
-	"8fBYiTfXk0z25PFf2LTiRnwk8K5p4GJZyiJTS8p81doyaccK/KKBiLgQlCzvfy5VLtNVNGFd85VV7FZ7",
-	"++woz5uwlyAPgcLwbtS1lc+a5IMQdx7uITT1Y4gk+s0gLy0mw+HBeb8s3MbtfB7DEfbjOhkwHLmL0lFK",
-	"uLRf1iAUulq7RtvKQnJZLU00oovdDTdyCaV6YSNvLxY+GmOc4RRoI7I/jE33d4U2xiVknOEJJC4HJWab",
-	"MxW/LBtODyHNLVa/M/pGhTY37k7gcX03pkivdSAv0rhBK4ZE6NBmq0qIDnTEjByPmKWGlPmlYq+NKd8X",
-	"+Sph53whzqUR//PcVDI1jhU9i+Q8BKGzc1WZiVVrs2giBd2AEDAej3K3LU3P7fUgpk3QiJug1JEQeM9j",
-	"XFg/jQr7pB99n9j2pP0owHechjtgr/53dMFS9kRZYnowlXCDGK4L+qsVr3x8fvaKPgKlnVhJNFp/M1g/",
-	"sspwIWkRVBfqit/fZz+gBydEZKFr8eBRXMjxTivNV4RD4O1QwPBQb9qwy9SV0N6f1DLKbAoIHWaZ4D7H",
-	"dHzu5NaWY15qHD09a2JV2a7dWvezC+Aj6dBJetjIHlHYpmXGRclE9J8ClvQNWp/gAudGeJopG/eim6Yl",
-	"yGYpdq0ogt1C/tMEVhDBA9JKaT3R0jR+st21VItnwUtTNHZZLVBeFT4BYy8uRK7lXVCooROwpHe8u3QA",
-	"J5WhoGZ3ZFPYgFX4TAIGtD3CIcXQI9USy3iRkYrvyCIhlo4KEG7/l5U8KPXnnC6DLqcUnfIlgM+KgiQP",
-	"CZHEKP5BGJbGytV4wmGs58JMutKOLjb5RxebtHyfWt3bb3koN+xmX7ec82/tI3tf2ttpXT39Mjo+hjp2",
-	"CypnAVaEk7G8TF0E6SSg5FrKJ+GBYuSBXClbACpDLVV1jaoSXautqIrATNZcHRpjeIvMAXxcKuPOACaA",
-	"Irjfxk3cUtYxbtUP3igmCjyvV1aEenLwFzZNSZSeRrmnXajfWdsJOQ6pMHGW41XOr1lZ+b30hpfOBkIE",
-	"fW8nL64LINZBh8PN1FURAFFcirlcH12Q6Wt/v5ZEt5KMbNy03rG0IGYzgTATGyiazWXiIDBWTZAYCsSN",
-	"ETvHCE+Ux8huo1gmUgkxjTKdY3K8/VXP1RK/h5lITbVKQcQMkoYoUvUGIqLgVbB6xT1caIuAyJDPed0H",
-	"3XRZRTZ2wx88hLr4ggft9zo3L2BVLkUHebYW5L4P0aAXCcPUN6Ukh9wEbtfQmt66nWDsoEvjw5ia7MIw",
-	"QvXYXj/thuwFp8Hu+YxBwYHCkGnQJXNoHy3tktsxU8TVYVCldKHgYPGch0noMmD8GLvOdjEPCkfhswGt",
-	"RgGaSmEvOpH5FnYJJ0jVJmkMmt7zTHklcDDJnrYXGNofsSk19JE+me6zN/Ja+OvcLtikfRdjboBLsAhD",
-	"CxsQN2r1gb635PZO79q55/NfkQJB+9d1oYeBAFsoEhFaDiWz2yoS/5J8rts1B8e0xVsapoFlDZFrhJzh",
-	"s8vvDqugU7h4A+FoDaSByjOoUCYrbTCAm84sJRM5pOq5rLJJySuCTYd01JzSDRE2uompNvIGo9zhiB86",
-	"8BwrUVzKghjn0bsX++zco0lqlDcgehkxJZ8xhJN0cc6YctiBSgyVyFRjP5CYUkLpXTE3i12IY7daGy71",
-	"GJ00rzw85aBrjnoPQH5GvEuD+atYgYF6/BcBBOjYT962EFnHf/dOZWKrD144+OBtP2nAjcd/+TfAxhz/",
-	"/lFZbvE25pxs/cFWM3hJQMhbzMHDU2/3DUFjb7P1Iejt+O9eOyTkrT45Nb9s8cFJG8t4G1rTVlpBQK0t",
-	"FjA1Nc+3/ercI+uO/+Z7wrF+BSx0uyESF4Zhuu8/a4QO9gwodhHZJsSxc/fP1+5q/b2UKruGroBQc0c5",
-	"0cH/tCk+HHwbFx/8gt9IsQRMv96ktqaMQRiR6lQlSDz3dbqn++w4zP1sVwKAO7rMpWFqNkuYKNJqBRnz",
-	"G1mo12IVFBT1FzebAuTx9OGUl+X04RRRn6a+qkddgJvEQa5SY7tousMxfsRvPnpL3h7F7TpQc4e+iVAL",
-	"U94+O4D4MiVUvOkholPYD+x0WvD05BbyJQOmCLeoPRq41844PnH1N10uPihyljELrEO8FhkCu+O43GeK",
-	"Cgn7GHDeUPiZffOBJmTwxJcUBYowuKd6KU06R7zEL+iwcfdBZ4Qwbtp9pAz9EfrxFYR+YF4Rb3POe2Kc",
-	"iAa3E1O2HnKthZkAouZMVA/FJwfAH1XBXn7CnCGyjRAVNkqUZ70AdYeJzIIAO2eiapBUdjE0HiAx9/1A",
-	"24OZJq4J9mivrXBZ1kzw/dDtmmZVKMNwJiI7ZFVdYOYHmm08ggVCaG7yKpykE0bskD5rwhB1dEGzfkFL",
-	"1HX0N9by38JUi3uClKZDUrtf4WLECZELd0LicsgPcI+WlbAtTiGVneo+I1bHngccaMIeWsElFLvJDVuq",
-	"Os+CzKqEEVRzwvS1LEuXUoNhFWhhXc5X+2xtDFDzoAWVApIDYXrwPJ+oauJHVaBt186Xpwj1yJsPCTdm",
-	"xSi4hUkCe1jPqGZTXKkm7MNv2xUeQNvdPoOCAARX7MvaoCQBRQa9rJNRSezLFQOx6iEvy4euAnRduFhJ",
-	"QFhG2Q3XCDy5hHwCYTVLKPDTHoeLOoFK8HIh9tm7RkLQLOdNrFOJ0tQkMBaVSuX9IhjoNCJiwj1ZxJnN",
-	"5wmatVIvdDggHm0y7AAlCveVylJ8cZHIjb83iDbnBdsl+t+zh6SBvUKq/0Na+meWlk5xZxkmQdiDbTUb",
-	"4syfX2bCW2icndpdWbIALdHqRw1KkKyCqmZ1YXSvrfd77PYrMvg6Ew9afb+AgQY6HGOlwVX/w0bTY6Np",
-	"E+gXttFQ3TppNByLNYtI2wQC74YWkH7rAtDIlzAxtCqXdtxEMPYHMMmkiYYP3vtd7lBcor4h/2FZ+Jez",
-	"LLTO+xe7JR/+6upZ/ob8IBexAiAv4HfdFPJ18H9FY0Y+bOqwsgiDKJT5CGWqpqGJ1JXLIuGdTBWmAdda",
-	"KJBvKbUiB39tELaJA2a7vkB0gXiGIFUisiGiLz0j6++lMvNNDoXzW+NQ293ja3fu571vxwRvNoyCChZ9",
-	"9YxiW+yDf5oIUCSvpoDg5zzryU5Z9yRNc3/nueyb4L1RBRXbJ2ezWPg9nZz7lw6665p3nCBaBF928usT",
-	"Bsjg5KoH/4ud738rQQCp83cQBDYNZiNDvACPWBZXCIXSmNt2UdNH82cmdapuRCWyvXZIWFyXJl/ov234",
-	"1HpUxlcSVUE08kd0xRjNvccK/dm9Ib5S1EQLXqWAjcQvZQ6Bph2n+hw9GpjF6xtgWix4YWTKsCWHBA4W",
-	"vau6cgmtrpQ9VVJsgwaeBa1BI4SOSm+JLIAvDHOw5qoQ2uQrNvWA18/QTzKNJ264qALq7hx6O27m/vmP",
-	"UXffnSke7o1/Cxehq/rvCIYIQpVUsKESTGTSQMndz31KfvUhRiO1Xm0U+PPC2KVZJahq1rq/K1RwHSbw",
-	"WV0UsrhK2DmVSU3Y+yKXBYjgkO1NPsdNR53ToytsYnqIqY3SXaTsxGhXYwVgNyEuphX+o7HKfSV4Bgjs",
-	"Lg0f8rcH1OHbyvMn2e+vA4eBOH9owV+JFvxZg2iS/sxHVYh2SJ09vxnG6lLBL1Pz3JWj4LVRE3slUhGJ",
-	"DNII1GyGEJ/ax7zYk4sRL33309d6lMaFs/3LnZzf6yCcCZ59pmPgHTz1AHDelbwRBVk4hs0+7JwUAPsp",
-	"RXaFsbiQXIO1W+BcYOpMEPeVMA7HJFKdAqojULWepiAvHM72W5RWaV/bZz/44pjuOFd1oTEduSS9K/GR",
-	"o+s3NHQzpRjbqQPvJGS83eitu/ds7drtN4Xd+ah/ZvvXP4Ppa8jq9a/Kl/7wmI0ylH3pWNxAa3hIer3o",
-	"DjS8gMKOjTkPCjzN+owDEP+/Zdx/TNVw6d6Ue9CrUxTKfKThRDRrSvUR/9zii9urPxjG764COIJifN2k",
-	"+IXPb8lr3XN4TzkUP7PHbsGNTJnTAZ6xQmElM4AKSufCjiwLi/KJT4ZScCD611SrfSjFCnKHO6Ok+6PI",
-	"RCLGYcAtQtM61N20rWK/lyJVC6EZjDGibsDv/xIKB0Uzt3Swkmb9xwn+nWI7oc5La0++9NE1v3Qf3LdW",
-	"k0jYL0otNIMiKKp0cGILUfEAuN62d0igoZgjZzUIOsnO4AfHD0LOtb3B99nZxflp4wHzWJl/YdPS/ALX",
-	"qReXpofs/bu/nbwCZeP754+/e/Tdo+5Pw9qODTuRFcsgax3qgV9RldfGzh6FeUaIM+eEMr98hbpIMzgq",
-	"Dzygj5xe/Jfbpt9FFWkG6uoYd/IuIqawiPMf7OrfSkM5B6i/kGbvxiKRA+h9wi4cxSIbx58UehQgHAw3",
-	"+Iji64D5YNVUkXnHgZOk/xn4YWN/tac4XJavWzpaH20fawze+4PZ/K523fXt+JLOzI2DP4xjd6SvWyfd",
-	"KRwb3IBfcVn8U5x3V9ToX/jMN+htf5z+r+f0I1bb/TKAW939Whgji6tx9z728GDtyK886tqCFzXPyTBJ",
-	"eBv/fPf+uVuSr/78+5H23Pdug/847b/7Xa8bwvrsDtxzYRpZ/f9n7+2b27a1feGvgvHcmdh36Je0ac+u",
-	"PXeecZO0zb1p4xM7u3fu2ftEEAlJ2KYAHgK0opPpd38Gay2AoERKcmLJdsw/9m5s8wUAsX5Yr7/VEEhs",
-	"a+AOby9gBBzoccw0w+6EUBp+cfX/kBa10TD2mfHVuihcdUNh9JxMuIEuYI9A8huRzrsU/m06QvwgN/CE",
-	"1N+88cnuyzPSI1bvClndM2sLQLmpuxiCJitaY2GPB0yGtPqwqPLcJ3mxferhzK0V04LI7KNQjJVTcZCw",
-	"UphqSuGiQ9ZIF6NobZynovTME3y3MbUdsfeL0VoH6z5cth9Ct/Sbj3UUeYAdrjJpMIZcX+t/NTiIUviX",
-	"7SZbzh9H4AiSaDdL/fT01rjWwYfc6033BAhO3rAjGgkZEoQ7cVJ6tntwqEp16OQepWlFSLiybZngkPkm",
-	"FTXG6iIfirrJuL1IUwc2f4z9xpyRm2SAQztayvPw0LB8fQtEtIp9VSpPc6apAutxR44TQFmafi/s92ck",
-	"ua0VpTU0xeQuS6I2lniskzjM9Qr3SLSTnlE3Yjjrc6nEaaiAQvkmprIkqoBMOjPKo6u7MsuTpdKNqJxD",
-	"3LjVT5gSs1BIGZjNgLwI+cyw0HKA/XFyPWZ6xLivgKhLcCyfm1AUspLc6D0u21v9dUZUcp8FnPUc/o9U",
-	"2a15r9/q8S+lnt7ujit9u+vfuW+4EwStV2OTAtBIbJhQtvwWPc33WjTKI8CJarl2Gj0yihdmou1mfuOI",
-	"n5nuCyZeEspJUfNG2maf9Ya+p5xbB2FyysfimQF4RaST/y2QK5MIAtGm0TPlLGLkl8UmZLx0yEmthBn2",
-	"ErYyvRaW7f94QnSR5oAN3RfGo0eaJv14inANDfOHpZ5BFyKuoLkYjBKGF6oWqMNfXZawyul8GVZzCTCb",
-	"i/oGHjaSdU+UkKea7Elo0cLtZC/ZU3wq6q/6Jlty98SddKb801uhxnayd/r8u78le1Opws/JUp+dXdhs",
-	"YT262hP5beTORPflj3q4WNUWjbeI4Fd6V1BUzVGR8/kt8OIYOxGtSMujZHgSz26JJAVxgMy4umQDL/mD",
-	"IK1IbDtyf7Q2v0QxH7D95yeHP56cJJ7Jl/14clC3Nfvw/q2Xrhh5aiiRUMyLPvQaDODPQH+ntGUTnePT",
-	"FlAA1CyaG3ZP1yqfN2b3zOALDVU45XPKpeGWJraGN8+Lzzku9WPBlLv3mDcXYo23HJcW1jyXIwHcwTv1",
-	"ki98ti5CX9w73lf14f3bnsznMbu9fy25sqSZoGISerU9JNiO8wRaA45XoO0VopQ6k2k9XKaVA2fvvjMU",
-	"l5QlBOnKG54DHH//40mth7XUbD7rVA6xAeO45EOs2b4W85GDO2Ynpa7G2N9l6r41NYRG0kBu6wG4gdUl",
-	"qQT6//vi9a/LQHvJbxZhtjtk+OSAdsPApC+G2YhEbvcAvC5IabgTUz+JHn4fdwK2bYXZ8Hl37HSsEfez",
-	"ybX9ayP72kGVxxR3F9sfIIgNECOn2lhWihT6RTjV8uCIvbFUc2Ba1FSmywSyJgSHVt5O2wVlG7WPAToJ",
-	"w1rRiTWGowx11VqdPWXcK+lBd8FWXrXVLAnQeazE+6sNNLuylqcT6JIS1bFG1jY+aB49/sXJi02M7scA",
-	"28lSbxIgsYU5nzH/sd3RuPi5tRId43QbZeUQhaqmbtvj092mXzus86U94U2dUWNPuM3FgKTBr+myswSG",
-	"/F8VVo3RmPFpe6sWcv0YMZdocVux/dAMrjmWs2CMPjPeSMA+86amMT7oGrHfzo0xk9m5dwo8ZWHMQ61z",
-	"wdVGPhb49Mf/KsS4eb5hNyb3MKk4Ftwt9kluO9IAQeCZva/2rhT7rpMFlnmnWrzlq/ocndMxQEkmpyEk",
-	"hXGoQEfWjENhJgv1KuroJOjbCDpho2BxKAuKNXInWGOEdhgLVw4YVD4/JY6YpuLPZhOh6AG8LOWNMEfs",
-	"vSgEh0JoadmMzAdu466GlRpJJamTeX0EAXl4SKnx42ykx9SJiNDwvCvo3hJER/qYpeSaFsPCLWCfUtNH",
-	"2beq7cJnCI1A74lRwVhddMPRZV2H7RXIJiBdYl5N0lruz/aNhoM9ZOhF6TJK4+QdAIy5VAdJQC4PE+4S",
-	"p0Rm0hTcOhuApQ6O8hjqdLEB0h2xdxDXcqqvg5qm8shyTZ3ciAiyBRB08VjwQBer4QCW7FuV/vsTZl0s",
-	"NEkudkq5gG2Oj6daSatLSolbHwyuytLp2xNnpbhBCzV2hzpSBYOcYFNSpTOBxQpw3nM2kcbqcs5mUmV6",
-	"5gQaqOkS8hj5P/MbUXJoIKisZsPKqe7miP1Cz0/1VLBRqadsInhph4LXbVCxcgrfPNF5Bt2+pmKqyzmG",
-	"flUYVlN/AHaIeWhZSqx21KqkFChggGC6FO1WKa7m7/Vi3lro8QmUPLNAxw4mkseghYUkjUfpGdhlU6kq",
-	"K8wZk2MF04Dlp3vwBPFLf8ROqEk29Heha7psIfrz7/j8hkUUzBap7Pff7SXOrJNTZ38+Pzn52wnYx/jz",
-	"SbBooMhDlG023nvhzJ3UNmZrNfiH3fdbM8I/dCbeZF1m5o/fb2Bl4jq1rveal8Od7YuTcSugAe7eBiN4",
-	"rbL295+FsKdaO5jXKruDofwMMshmMrMTt8PIz18PJJ1oI5Qn96ZtOXEmukVvxvPvToIkrx4xvotCvRvu",
-	"sb/9+OIk3mPPW/bYVs/RJdlvOUdfEm56nIQ+nl7g+iP1zmx2372/PtbQ0qO1js9TvLLtOP2+/Th12NOW",
-	"YrV0kh7TKXn3J2oSnKYRWq8/jWj3fc2h9NAkqJeau5QaWttl6dmRwOQ65fkh5UOuFRvOcjmeWFYKIuau",
-	"M8pGUYMJKLeIlcKi1Kkw5pSNdakrK5UwidMjCyjtkplbAq8vvrz4gBk8BdAn58K0itpbN3BKsd1m84n4",
-	"PSH2sSa/7km0m3DbF4IT7gs/M/4bh0XY5gY2lttqwyRaNxNlKsOsKKdOU8/EJ+Fz/jU4Jm+ke21wNZAs",
-	"wpEAB8BUTIe+azG45arRyNlKqEwIntsJ44YZ4XasM5HCuhyxd7BxdWmYszGlBcZn6tmMuWk+FwOavxvK",
-	"p+NOzfQvzvnYsKGYSJWtOnYucVUe9llDg+xygNLa4wfuj5o7ldV6eWuhMH7P3LmsojZ1DH9d0++M5NR3",
-	"PSI9DO5MwPgs3NEIgQunrLXX0byGu/6A121xG9ev6arqcPs4nsLRk+nLFc862lL467Yd9eKLd9TxZwXe",
-	"hr/cHzfZX2HDBJcyPu6ZYbnWBVSZep3l/OINMg2Dz2rstJPKCLNu3527kaxJi3DXMZktjcHv65aMA+Xd",
-	"KpunReyy+KAx/1UyUX+BHtfvtLBJxYKHJDN+G+9MCjckwyy0J2tAOPeNRExSC5wPDrlNbEJ5wUTraxDd",
-	"5nRb9aF6S64mpns6orkJ5d03TXJ3b7VE1J21RUrbGey2K6ZR98rVJlRgraTR0tj3fXa4M4PgZDxg2Bme",
-	"cmuchYMvMZgwLg11mEcPmj+L0bQngqXKLSA63Hg6SZAAhgqVMHjtTTNCtiLnIJpxL01Yj5Ang8OpG19i",
-	"ibgHkxlXNgTGQ9vNacHLDpo7lKS6A2WHpbUsVE2tdTsQshQ4eBdqoyLs6AoA8KLYu6O3+YyjrOtdeEF3",
-	"jOieEHLxu65U6uNt15Nt7RJY3V0brMClKG9kKj7UZHdLjVLB7VKLZo1vHrqaRDnbxeQbUZpVPcFjrYmG",
-	"CRk1YJfQzagZeYOFS0VdkhcAc4229HcayRNWlPwSdECAX+5eP7rLdN9F1egm7MMtSeBMDJ09cSjVUH/a",
-	"wHmAxkdttuBjDCu0cXoEqSoNYWtSyCSg2dQaUFXQWfm/L9/9wTgcKULeiOyIvQaXs3sjk4ZdiwJqObQS",
-	"bICvPaLRH/2jOjn5Pv1N6+s/+FTAT2KADDZOURPAIzJ/ZpysUo0D/lFmB6QKScNyaSD/10z0zF2kjQgs",
-	"OJgUCI8B+gfjhpJrNXb/rZ+nKzvUn+BgdLLo9DCsC5SYI6TsGcvFmKdzZhS/Fh9TbnBRmcMHQwlA5ZTn",
-	"EpIRB1p9xAX6iHw+2SB0ZRq8U5fwp5f0l4NVfpk/ca3ewIe+rWf8i6hyWpSjYLtiXIBPBdsXEtIcR7qc",
-	"dlZBTOjTdqbUvNhUPcMR0HYdkroW55J3DQGuuYRLHpzaFn/bjSh2SMZwNR46hN8XIrvlrFSGu+OQgBlW",
-	"LMZjAIhb4LGZGyumR7ket6EyPO0YYWQDOMbrvf6BtzXx1sOosVxlvMw88Bk2K6W1QnnMxpt9yiHUNGBU",
-	"0JZcGU9uYCJTlHrYEq0FJE/L2LgV6kbkuhBMfOKpzecMWJ3dqzPhMLQEgMOdTNrGIGEDGOCbLPzTyb37",
-	"QaeQI5Cd2w82db/AyLv7FypV7l8Zt3xwcMQuSoeD0E1Cj+jXgDdRUmVGk3K4766CU4unlp0DDLtjAGY8",
-	"+I/3r1+dv7x6/eqfgwQmofwMpDBH7FWYDdFVUZXHVEM1/siKcjGwUx8P+zjJd7D67/2vw+Tx97/zT6/x",
-	"0Z0YX1+8A3DfJqLhJGA+m0AZbVsUhB7JujrpjZt0BrG2shGYffflYEYpNcdSjXQnpHmmIcQXTwGHOPOn",
-	"GF7q9FrYU2y5ze0kYaYa1r23p8IYmOK8EE5Zc2unUsFUNR1iEg7WWJhq6h6eAyuiyshhh4sx4lOZ+15U",
-	"KccKl6iieSbznBnhFBanwMLlc6aEyAwRTfp1IZyZiFIctNqZPonGzS5M7o1bni3KVfdLOyw8v7ws+tNX",
-	"RHDvncNqxcYKc91IFp63y4Kb76r9P+v2MX8oxiXPBHG21MOCo9X7kxusnmTWtBz/B+6EAmPKik+WAZWJ",
-	"YfuD+Pv/jvIyOEjYCLgpvS6MOx8KKuu5GSSdQgZQpEaRhg0mIs/14AztOTytBvRnT3LFF0URZzQunYE1",
-	"nIfu+7qybMwLQwVSg7QqjS4HR+wcDk8O3iilRGoTVnATslaNLmumrTC4oN26s5seRclGVqpKsBJS9/Bg",
-	"lrZWWEDpCZhxhnULMGKfAA/JTGD3uWF5rxrejNwwRqjMsEEpzFw5LcU72tNcOpQpBc+aSbf4WWNwPr94",
-	"w4ZihBlZ+dzhkFZxISv1xzqv7MSBUxr6VADXteClW2h9LYA4x6d+6VyE2ECq9bUUCUsnIr123x7fhvY4",
-	"bMVT9uLkeU2PQERoNRwm7MXJ936BBNOlHEuFrjfPZ0Y8Mb5uDv3isEju5pP65oULYwGg0YR54Cd3FhvP",
-	"ncHYFqR4VwjVCnbrvHkvlzeUP1jClgKCLyZ4mUvMHnKbEvW496///ubyzbs/jt788er1/z26fP3vTr6s",
-	"DudOY9d1mZk4xVV2bsGtQ7u9073//I+Tw5/++fl58vynv/7xj6POn/7H3nqj9DmC+kIRCjT/APpkH57G",
-	"Nrb1F6It6ZTsNoTx+DPSea5nvYLWcUi5PbvqgLrTc2k8hO44x9S2ZwMzc7HRTynG0uCxEcCzyLl1Ipkw",
-	"IIfGE8W308lOqcauKIWB82B/oKEWH5kX9WgEP5wBdTTcA7hbqehVE26wJXqqy+wgaXgaQ8Wd26z4qss3",
-	"F2i7Frq0Xt/DPkOyZCm3PNfj0G7UmYw0NH/EOisO7hjgkI5o4Y7+58CfvHh3u0n2K179ilb5vlxu/puB",
-	"2StN/QVgi3XHJymuu0zngt/NTRk/WhuxyzYNxMa6bmIi+r52Pfa0Bx6awh1BDe33L2ghuGQLLmDO8Wf8",
-	"x5tsFUGVU5U0xCIDBpAksjfWNEk1fBWzj1sCLg38sTVgAxrBoPb3D/wYBmwffEB2IqZ046+vr9giB8H/",
-	"56//X4N2u66xMzfJiQj9EL87OczkWNq6c1lcZNqMIPpRrIwhLikJ351spAZsTVC7rEz6oH0U8Y4UCbV4",
-	"Wm9HntEnjur8JhpEHGExbN+HDU1ViPIGQl3DeZRlbA6CYiFLoNNN52kuKEk/YZgHAFS7mmft5+/vdcDm",
-	"wZaCRGNclTDcWL1eVu4yZ7ixtNuo/mhIyvHnRhjxr+NSjETp1LFuIXqpK6dqgiYKl5ObqEFJuw+ZhHHW",
-	"sEnY+6sLkBSWC27AMYqupMQp63NRmgQVZHfYlMyKaQFUfQeYK8ghH0FT1RYkB/6rysYC3DFWlmKKtbBl",
-	"Wx3KryKWv/f1LNecir/Hk4rS55pH4GIs9qsyBr+CFaOmdsTsAZFBgc41lae1KtZ8WuSosLcy+j0/SVaT",
-	"WayhstgRWkVftLtvOF3RA9ZdAla9rsswcB/45ZCgm4zrT3eK++4q+9gDHHb6AdnOAdgCosx0lWcs08R/",
-	"NZNG0J9NCxU38cO5wZ9iOnXdzKoUEfdWXVUhSiezKbciboGnVRuJT+QZxYru2qOrKPlPGqbcnUyoUtfc",
-	"YEfs51yn11KN40+GbyO3Zz1lzwRI/bVGukxhcEbY1i56shSRMD5qUN0So/jSIq2gFL+g/alL+ihREkMp",
-	"uNl1u+PGqN14VpOjFfXwm/uqz8l+UlTkS9v47k+HFhY394djj7lrLMGGftrsLBgEzmfhPDMUm+yoNoVi",
-	"Lv/a+3Kuhrn4lMaWKpcFBVB9PTdY+6sXagHb3i1CdvedjsC7lj1Xwa1dynUj2FeBNnMv2SPm4L1k77JK",
-	"UyEy+O0v0Ch7L9m7klORvavsXrL3ko75jUjG25fP3dYZlMOLQcK/OgM1vDmFnkt1FmqUbLLvTIhTmXUm",
-	"xNKRKbKf5525qD+efPGQdMkmXGXuX5X1qQHtlDZdIwQ+Hff02zGXbzhAbt0YfW6dxKZ+XUMZlXp6Byx0",
-	"HV/Pa4hrBmH11oZAGY0QsZ7oquwWQalS8Zu7YlNiu3/724vbcie+5EYcSqDVkFbeCMxDoTHKLCEWMfeg",
-	"xMf+nV6Nmpb7rMIdbl1zuBbzmS4fTgZ2dA5tEozyH6+PRq2wcRt6QqS2IJ/GV5u0DZUFib82cGE3lZcv",
-	"QMqFxOxWrQZIth6WavOwT/detB+XaKOmE0nFM7NbcXcbda2zfVneLWRAgj3CjMhFCsKOu555kg7yG2RV",
-	"oHdp8YtHu+oSxrLGe9MbGr2h0RsavaHRGxq9odE4N7rYi+AI65WQdiUEDvjdahyf6V+rk92QqNU3GAjc",
-	"XzXVaq1qhG27Srf4graEvr9Ke1tCP4kHy10RT75TNvoWMnffoy7esDsUpmMM7nYHn1FZM4zXTHpQzMOx",
-	"0EQ4veOInStikOF5KXg2ZyVqg1SrbHUOWgBEmd0Bw9NrpWe5yMYYvPUh6BKCdFFI+QxD27J+MlE4+EqX",
-	"SmXUXnOhGT+M+3HI8t1Hbpdmv6YZtI/Q/nXP0EKWQd+k7kkGX3HX3jUYrou3NuAwE5bL/CtUDKmKyibO",
-	"EisqG7G+k+qB6LVO73iFo3jK2gctwWodBFkk3IW9NrI1baRe5C3pJUSjhdQea0pZIto6TwWClbtQNls7",
-	"9NgStWiCTRWsRabFTuq6lziM24YMrhz0WvLWbRA6wOt/b+SL7YDlCGf3SqeV07u6xSta2v4QfoSslL5H",
-	"Q5usbIEJb1mOj91Ona9Iai2lpWRUL5TYaBrtiCFPrw2rCh8zEAlwLQkD9EjIACDxsgSMkWiypXDqENgM",
-	"yFhitc97dddXRV02H+5wxoahkvImMJy7eTwQaLh7QyGeGMx0jaHgv1XI4L2P3M6lQZ+Ds3tVH+yxOGO6",
-	"TOovH3Vj8LZsaEzulDlygc6422/LbPKaqvHZ/iBSWrBzusgGCdRQjhW2GmfDOZxDgyg0MTjocfVbN27u",
-	"jGLYId8W4bzLQmoCepFztaJjOBB+grPGATVRCNR4gRUJKIoU4uUsk6ORt10Cg/tsIoDMMpovMkRxwHJe",
-	"2jMnrkCpUVPwLQP3Rc7Vk8BtN9FNYRsofICa/v4g2423Mw8/573C2QPjhsDos/VrzuemUYhwsyuALPns",
-	"S61XAL9FE9ZpteKTXdVCgs++VXM1vEqm9TT9idcBHm4Ve/D4xqxV+KpfI8LEr4kPPSr5LIhzsldU3aYp",
-	"RLyKXNi2AXXaqjrPmFbBXPW2KnSEA3NU5zn9+IVW6EMQ+rtXaFbJ+yaGaVAfe6O0N0p73eu+jdItovZa",
-	"JWyNpfoS7Z81AB8VUxLJqFbitobn04PqDWxRWN3eDu2x8OnYofcAhqU49E6fzY3S4CbSoc88NaiYamNP",
-	"kTIsifus5twKlc6D5vXb1dUFJT+sjLGW4tKP7puNtEZzXOOW65HmWzBay/qD3lWItcNC/TvPZcYX46dJ",
-	"0xJt0WnAve7DqA2+dDQ69ps07s50PWxYrvgDqk7x0yHY20Lo+aFww3xQQr89X3w9PZx2H0rtrdZeU3tY",
-	"oP3S99vaFm6vUcyKUqfCmLUJptEA6Za28EBIbsNyMs/D3upBDMrXBQ3hG9W7aHrQQWFFWx53TQ8b95ll",
-	"urzFt5yYRm85xvywbgfRb4vpZIdOEQJha2o9dWsXSkxg+xNtKf/sADv+UH88aRayas+iKl2GvUjhQJVU",
-	"U+OZ6NypCf162tq0vIc3PRSx3pZmRTM7h5XcqJAFVKqJnmF3WathFbdb3dIy1NWqFG6MZ77mqdepep3q",
-	"kepUiEJbwfPNtKljgt8V2WlWU2c0uLBNv9oJXMPbe7zu8brH6x6v7w+vUVm9R8BeC9cdIM32eSgtp79I",
-	"w3IxsqEx9i707ssexnsY72G8h/H7hPHL+wdxXaxTuZeHhwDsm1bpkmVaoKR5J4q0rFJW5kQeAr+sO0Ls",
-	"ANx10WN7j+09tvfYfn/YroudQntpi2PscLYBi/NCT7Soo9BEG/vMx6QmOs8MsFOKPIP238rm82SB8zWT",
-	"Jbb/bidzfm+LC13atzi2TWheaVAxz+mXtOh1YHIjIBgPT8z2kj3xqYCw/MbEpTQWT1vamGvbeMIFrUOi",
-	"Durub0J1jeKxR/HiD76qnyMubQ+pjxDdgMR6AUTuiFsm6dBGz811J06NdMk4jkWP4Nh2YyspUYCDEjoq",
-	"hWAaNQSMvhMN91QDgd3+0H1BIpxAvIAc54lIrw/g19jfLCLqtTOZCjabyJw2c4su+hJIY2OR+KaU0Xhi",
-	"a7RQWCE248riOu0uRSoe5Gr9E8bYa5291vlYcRlkjKuAzVvj3qvVzePP8F/sgwn/7HYpvBekT3Evam63",
-	"A3APBZr7gNNWE1ygy6AtbQIQZyWsruPag0d0MO3RlLbcAPIRILtf6W5s/3MyJz+PPze361TYHM3DOd7D",
-	"eg/rjzw/YxHYcU9vFd6hVuj4s/vPbaDdkh/vxqt8WpFynjANV/M8nzPtrGvv2/X8b2N5I9Qqh0IT+Ndh",
-	"flDpMnh/B9bTOdkN9N0NG3784Yfvf4g6NjzfpGMD+BVK/0n9In2LDob+VOpPpf5U+tZPpaBLY4HDVs0O",
-	"W3JlUp2J8tCKaZFzu97fHW5h+6PRtBDjAxbuTRg1gT6cycwdVQJ82sRv12gG7+RN4yS1ajbgb3d8X4UX",
-	"X4WhbuL+DoMDv1bU54x61+9juZkbi7sA2cnjKzrbWC02t38YnOHL67TKaxxWp+/ts6rBYL3pbbT5tumg",
-	"RU+nM+1bXn7mfk3/9vY3VKi6nem7VcEvTKoLEfUPQUl8cfJTl291efvsbUf3uOQ34hcAEP+iNR5PP+Hd",
-	"ejtb1mPt+B74kd+f4Kt6boAUtIvdTs/h48/+n3/wqfgLESIXVixjxSv4fQdWeHxAYxDwYFn28Qmtsr/y",
-	"hHVD8y+I5bPFLoxn87WOwP6YvwUu4a7JHg8+PZbWICg0W4aKDsaL96LIedqtH4AxGykDThYDscJQZ3M2",
-	"rYxlfFwK0UVT8Tjg4J+9evJtqSe3Ff8npZ6Q3O9WP1nnE8DD1F156pl2Qodlw/bJJ8CmYjoUpTkIOFTn",
-	"nhhWVooN55HHziSBclCWPkFuOGcTwUs7FNwGohhZshtRmvbm6G6Ef8Acttyna5WVjav7ZMxlRevtNyNt",
-	"gLtpj2WOjchHx2EbdMdQrvi1D6C0Nv9+ZjB1CRgM3FFqmVYpskJBMjzcPGVWI5MxdGFo7O2ESWWs4Jk7",
-	"9GYc2zyMKKkeGnsWopQ6k2m9bZe36FUpx2NRXop89FuY1ZZ3a3jRe0gN79q4YdTM8muhnsQWdtsGDQi/",
-	"ScIiKD27g23dhbLHnxVEif4KrRi79/a/V6ISi+UelLm3nNJHVSJYByJN3BvxDFHWbd5LkWqVUdkgXS0y",
-	"lInoDiYUpjE3K0cMdL2VmZgWGjkQr8WcTUEGOSuFLaXIqOu7+7EqFfU5KY2NOzW2eaVu0bf29zD7Ds0T",
-	"F/lBdqldnOsalTNatN1pnE+4I3bvOdvIc7btbrWlSHWZSTU+5pXVh/jjcVmpQwdV3Zj5e9AHHGD5QJtT",
-	"oBGlUI0diRkziISnnh0jvJGuEYoPoS3zhCslcoTQgRvNe7hyUDcF5w0nU8IMMm9UVk+5lSkzAuYLNRH0",
-	"OIN3Kw21ZaJk3FwDtEubYNkZN0zwdFIzMrmXYnYftpziyieN0PMhU9iwfT5ymnjNy0s1hgdHbMDtAJ0C",
-	"Q8H40ADFd+nD5JxNparQm6j07BQPSFK7KbgeLVORcwXNlcQNzyvYFm5QqEJZOW3xObyv1HlYwHfuQ65L",
-	"R5G1swE+6P77X16y77///iffTuu/tRIHZ268mBKAs+ry84HS1ZKmknErDt2Y93br4atX44Ib062n/Tnh",
-	"tl6ETGZ9KK/Ddq4UxJoj1MA1a6p1YRe3YdWP7VgV7lkDWCOZr7Cm3yn3Ecewq/EekQFRrUmYzjNhLIEJ",
-	"6ExHbACy6+RgALgwECrDn4zIRWpDHznDZuD5xrulWyMjUqpew8KO/aG2E9YmQWeIgmwoRroUTvs7OGK/",
-	"8TI79J5lfAUvBculsaAy5nMCRfc34B78X+guzQZH7JdwPRaB8CwrhTEic/a9U9ZO8b432cBrq6UYiVKo",
-	"VHRUxfkVhkffuibkAl2tG113Kf97o2vDkBZSuW5x5+ZJY+GWl3iE3PKu86K41fWXthR8esuX/OJ3wl5H",
-	"CGd5p9Lxq6l08cPVS5atqF5EmXmFnrAOJN/bNKCEowkUosM5joHOzYnW12xfq4/4zo/T4kVnAMnoqkzF",
-	"b1pfd0WPfnxxu1FJlYlPIsMRzfic7bvxJG60XHZHsuC2SxhN10i+/+5LchyjjUGAdKud8Rpha8t1lPE+",
-	"7HLWxQgMS92fpSv8fM0z6u6O0CW/38IBelwHwts1/TdlKUA3HebilJViqm9I84f7n7Hh3ArCFSHLhopu",
-	"2H5EBC9L8kaj1/paiIJ0bxAmJpQt58gA/8rHWfV0aCz0PDMaUkJ9lY7KWC7VtQEjgM10ee10Zfdr7tty",
-	"k9uFTAAI1sFQ3WE51kocsXOkrjdW5jkbCvcE6rzDJKa4UsgPBzgXlu0rbT+OnBl7cLZgkOB7Uq7cjU7x",
-	"N9eYS3sjkE6ZznZYvTmbiVKwfViRj1WdynjQlVGwdC5vw20Svwres0HDHZOw54fPT05YJo2VKrVMZibB",
-	"L0vkAqDHwBro2Y5Z6Ou5/MxtOunW/d+hCVfl4GmmxvBSMVpm5sSz7DGsHcMiHXZrUEZItQrMSPK70ezn",
-	"EtoiGD2yCyr3kKfXARFQcUK4ADmdxDp6LeL0PizOHnGZG1TVw7g+usd9BLRppezU5W7kekkKeqnupXqD",
-	"CDkepMvisksb/zh6/QpmdZkJOmJP8YCFk5cVOZ+HPjOohZAOAZoDz6YS+jPAhaI0CRtWsbZgLJ8v6BVD",
-	"BBEIaDZgg+el4Nm8uV6mSlPsMT/mUjmloQEmWolbI8elHtkdKgU9ePTgcXvwuKyF4H5UgiLnKuQAdzoK",
-	"zxUTn/i0yLExI9ufCXGd8blhJ387PTk5fO7+3330D1cvD5jV5MHjTIkZCm+pp60tUcjhnHPVSP/f6qZe",
-	"1Xfym81aezStSc4Xwjpt2Wbbs/chkLSiO1Az4DScQ9LrGaa+jmRunSk9nDPOUm7EoVRGKCMxMFYN0cO1",
-	"yqN8Aa9fE4i64MiUZKlP6jMD7+/ywinMeH0YaeT1NFflr8Hq9iL4AJxtYa/ftfR1EoUxd7bkc+Z2jHuo",
-	"O1a4Ym/O/ziHSC7EiE7jaDo+m9xkxCAWQtvI7+VFhYFHHYPpPivUPTRBJxa38PSEjXieA4UhZybXlu3P",
-	"eJ4fprlOr+F6A742JCOrSgNUi4ynpTaGZXyey/HEHhp+AymA0PLMgCvMB/Cd2g1trK3BF2CYHt1rQRGo",
-	"VC6MM8Snwh2iIjfeYYbR+U6+svqY216yev2SNbouQVTda3X3auyqE9+pKH236QeRyNOEnB2Zz4Bux5/d",
-	"f95kG5W9eTA5qwcMSYyeKBttZktx5FSrVOaidKc0ZOhyY1a7r0lw13Kj4K5tJ0WB2Wyac9gWDvznvQql",
-	"N/x7wXwQBWfbEkxvmiYr8lNok6+wHJ+4rPQycr/uX55tUUJWtiEPRZl2Wc06Wzh+oEW49CUm3ILqueJA",
-	"8i20H5aQ9apsjwQPFwl8qeQD0GOPycpdUa0W+lyDYawV0yXTo1FLJCU+bF/Tc+8bDpbS1f6cCMz2jkz9",
-	"bh4+EabRPQJ65VDrXIDQ9ef805Vu3PdORjLi33sgck4FD50+6wtUEaDcYr8933qhYOEgkDjgcRe8btjA",
-	"lc+hqxMIm7SLrrK6iprlOuU53u1upJiRu2fGDftXlY0hz3UZcF7TnB6Q9pG0vRGmZjVOpaMc5LFUf0QI",
-	"j6vvptmBRCJc0ePRfeGRP+447sKJU+e3bYa04pEvKLtFlYkbn78N2hE1MkSxS3Qp+HRN7cWlf3NffrHD",
-	"8ouWIoFQU7hxz6dmQHKjNHr62lTRsW4k3hfrKxZWl3C01CisHxPd9Nduqgho+psUEvhF6JNuNgpvmhpG",
-	"doCWqxsvhzZJCIDPFkjlrK95dUrUfggnPjN0fcKAkAF/QOb2xv1u00Np0aBBMjdI2OBmoo11/+BFQdV9",
-	"hsR+cHDEkISaq1RAsd1p3OgzlMwtrGjCBmH7DmpaB6poSrUayXIqMrgMPq/IBhSvBedUzDQx1lA/kbDB",
-	"L1zmcCGU++XcWPjGg5qFO5QaAwMpclHQkighMkZ5ybm8oThyo6wZQjmjUk9rD9m1mI9KoBpzc0C6iqIa",
-	"5kDsjSXSWAuN1c7QFIX+jNFppURqTUJtVY3VReEGBtVLUJLhx+fbXS0EgpG+Agsk0qoshbJ+kTuaY4eF",
-	"31YEuPGSlUzu3Nb79j48ZjV4dnO6L+zcXq19tP2Y62/phWpHdjmoNe5xIu9UhRGJkGdZZUipJq2nY1g+",
-	"kqifnf81ZQ1DcVTEhiCnRS6mbrnAub8iWoYVk1b8DqPcieTVr+sQPlgPNuXpRKonQlr2ChZhKBaPzcZK",
-	"7EgdWd9CPFzdOCyprwWeSboQijK/ZxOZTtwR5muG4XRUSlcqFRnbH4THHbkbjtziYZ3+AcvltSDGE2Du",
-	"OGLniwcjnt2Nw9FXML44ecHqp39U2n5ETpJBe4/x7R+R0Ts2OCEhbaRencdxUibsErWZbv2uP0wfawPs",
-	"XZ+lNj0utZ52u5Iu+Jii3XAdssTxPIc0y1JAj0CeE+lbljAlZgIIF0uz0L4Ku4Agy+cRe1cBKQgcxYhy",
-	"mU4rPFLNRM/gdfhYd+A6C6irW3b6HmawE5dUW2MqWJcv7b29ukUSTO0S79qy1wPftYmzAybcezpWNRMh",
-	"IYEUxKkQYHGWtEuDNNu0RY5/+qlDjm0aE4avaSgSv5PpmfLsJq2yu++e7a48Iik+OGJ/gqkfUT3+HzEf",
-	"JMTyOG80JPFVZ95i9lgRUT86wQ8I4ZPAr8WclaLuWOK5w4C6vNYwfmoM42NKKD84Y3am3ZHnrXPknzTA",
-	"9AZvhCmBK8L9a9GxQy4UdyH4aMCRA/ne6UQboRifajWm47XUeS6ymM24u3E1yNHeNukj6R1rMmdg+jtu",
-	"G41zXzEgtt/cFUhn6qlDm/ut76x2//nhMZDcCXa1KR/Hn91/KBW8owqMZxBs87jSrYKcBSCp//bM4J2R",
-	"3dLUQNoN+CDKt+yTjBv9w4c3rw46ouM43816aFaVzHYdmV4vyH2LkbvNZt2toB3zNBXGHFqZXgu7goT6",
-	"jTFIQm2kGufisDKC4b0M7wUEd0heGRQArtA3sSSq5xdvmNXXQnlJxbOZHiNR7Vdo1O4DvaC0hk24Ad/G",
-	"tSjsQYK8CIaJTzy10BNXsH9pqdi+E72mPuB+T+wF7jJ6T3ynp0A4SJj4VEggiIdwwoB+fKN+B0pUM2D7",
-	"zw+fv3hxkrBMjHiVW/b8BPmiosZrw3nsSmEBUI7YObuRYgbqIIUpWMoLPpS5tJK4n7KSYhTnLM21e94C",
-	"Zv3EBu43H/GvgxUayDl8oSuY8UOGry0qSPESrPQEaapIhN2B24soePVs5+pT48N11cvDX5NIXHo96b7A",
-	"G+BxBTp2IXmtmuyd7vFCHgIw7m0B6AEsuvH9pfvzhppVbCgCBB2c1oFX3PGevSZw2niTywdXyrqdc4I3",
-	"89LKVBZcWfMMzwfDhEInNmRYxetpYspsJ6uMqzlw5rmJoNusDTylZZXCqmA6dqiQmedG4x2meXIpDXbo",
-	"hBs2FEIxqeCke35CLNkG7EUk5PJ109A3AW6Bdglk19KTpGLSrtM64XP0emdX04H6y/aQ9wg93LC7d6/r",
-	"Bhf4YaFzmYKy0VrcdSls7b56FvcEwBuPGPahrK/QMyVK9GlEeImEmwSa0h5QilBVEGopaWzJrS7ZlM/P",
-	"CMLQ9zR2Q3hx8oJx430jBMxzz+9nhDhi53muZ3VMzv0r0wKDdcgE1MZVcIlGrb/lApfjSSmILfPvKv7A",
-	"b/7gPGhwqMDRSQPskfCeaJOcDDrZHsGEG7G7XUPbsdt+UlW6MsdkAK+gFvP8w4KVlVJNGNn3KXIJq7mX",
-	"dIlBZ6nGB6D4DKIUBVXleZ0LWApMGmgjCESn2kscX5wM8AQVnaVV6JL5xS+UMDlyZ0bvgbtLD1x87C+u",
-	"+H0JclmpdX0527QVsxiF9+0KY6XliJ2X6UTeiGBZQbMObcHgKpzmMhe2O+Qesmyq9exp9yTAyRZSALZt",
-	"/fhl3SgOX6d29FBwx9H7JZm6LwxYU71wie1ToiHX98ZHhjMlWo59Z3fsc2qGRoZDHMf3vnTLzfXBEXsN",
-	"3u1zbDsWuX3QYUq+byXQAKLOLr66wL3TJOgu92mE4JjhZSlvIMm2yqSGJ93ITGgqiZWlAywmVKpxKk7/",
-	"1ZVlHMoJ2FR+OqMerCb8LfSWmbMxL6BvJU5+4LWbAWgxUbFEqKENq+brcHUpxxKc+Kh/g88HlW9S/WJT",
-	"semvb+ZGOoVRZIOVHRqo2uSHk+/J31Ynb0IZxkFX+UGEHk/UdbRWlaozPXub6ZEWG6xBuvuC6c/ht+6S",
-	"TXK8G1BzSiVO3siKODQbQGEEz4l105Y8vX7WSAS3zgS7rEud6Fnclz+1oFTDMd6es/3wcSXZYBxxknfb",
-	"KOrPdxvOgqlUgde3x7se7+48H/we4I6CdYuwt0E3/lfCzcgwA/G7qKm6b5EPieD7qCc+P/E9eKG2MxfK",
-	"zoGwN4oIMiPd78GA/b6+HuiAmdPzQEOKbjhyf8o+6soeJCtik+4vmIoiVNaSyvnepnGb/qemSzkFX6vu",
-	"/hOvwLm3U0h54AakSKtS2jlsj9KmVxDNP/2Pf7rP1KAr06DCEFNtBvICnfidKbNRskBp09smC/zfw8ub",
-	"9PD91ctDHNeGAv8vLdWKxAGtTDWl0pBmRhhRGVEed+Zzttz/KiPKU8YtpK2AVSqVxQycGZd1yvr+wN0U",
-	"2CcqM2B/4t8P6qJzuHLCDfM8SVEiTwiGDefQ/1fa2gbERso1yMByxvk0vqQO8sMhlYu+VEAJwyy/Bp70",
-	"wcLqDs6cTjWUgFMTGRJPiRfDP0jlc0j0wlXMQv5RMB6fU7IX/uGjv9DZjoqy1aBJTxLSXfGYIFPf56BF",
-	"UcmlZ0p1w3OJ5micNLFBptn/1lI9gjSFuw8fRhNfk34fvmgWyfrOo4kw3k4gv1qQhMbZ+MAR/qGHCaMj",
-	"oXkKuE/i4/pU+PIFSWPuHGgk8W5+HiitNtb6oFlZ9ynwGmGuuYuWlLJcjGxXrljSSBQD76BPD9tEU3vr",
-	"xvd0E6Z6TW07mhpsq7BFHphi5lsHesHvpjYibYIr9tvV1cXhL2//zj68f+tLcZf9+CFS6JNA8dRKGCgK",
-	"8Ncfgxl2xN5Y00ycBr2mfhdImTP/4kgBXFK7t2odWEZanT8147HhcM/IUwaRymU1Du5UejEDn4KaZlUH",
-	"F5te0MI+6cT55iKsY+euv8/OVZuFr9Uxwg/v3/ber8fj/doMnn91iOMMttIuIRuPN+VDQ+5I+9k8sWMZ",
-	"pw0VSNFfHObB8Cw0cImvS7liQ+yEB/w3beFDSum4iAf3JAOI0QqsapXX8j16iHmYapxP52jIhNN9pnxe",
-	"CwWzemdAsZ67IdZ5SLia6hgWsKDBdA2OprpDHS99U8ya8iFSkp6ZhbpDlbFS54LtD1I+FSU/ovLEATwN",
-	"8jASNpjKtNTFxBkTjb9DxsYZ41TdyJS4EWUgYjQHp1Dbj/QQzgj0BTF2AjFITIeInF7fs0G9eh8zoaTI",
-	"BkfsvKHnkZ7Y8BdGRZjwihcn3+MqxYspDbsQCsKfyArpNNY/f3tzwfRohIwQOJS2UGitHzVOlyepIdYr",
-	"sAHHFu0GQMgdgfdG2moP2A8QsAPvxA50OPulmtvx5+gn98fZRK5I9wCEgU4FP/3bdz8cINnV5SuPOr6r",
-	"cP1ITNGNLONS5HwuMkaRkjY2m1AtifzAmMPn0fC7k+fBom4UZD4zbPBW41sHBJhLFrU7KrFMUk8F44YN",
-	"zml3cyTv+lnwUpTsH9XJyffp0v3wazGIaApnlB2oMl5mCMBpLpH5S6jsiJ2rOOryrOE1jE+Ls4XTMmYs",
-	"9Ej/4uQnCJngYi8l1FDSXWUE21eavXn5OgqZGPJWVMpURaGB3TzVmUjNAXtxcsIGFEH5aDIicF70WRjL",
-	"5+HUWZn2h/EkW+f9xWDlM//YuQpHFM1oyq99N7IlX8nyg4ijvcUIuECYfm/TP91ufrSJPgseibbOJLHw",
-	"3nGyzyanrsmK5sEWv+aHH77/cfnZradZgJBNPC/PbzOgjV+Pe/EsAhFPq7UIM6UwwN0PVvr+q9dvX1+9",
-	"9q5+w6RN2MX51cvfmC1lep0Lg5LIVSYzpxbDnppAyTZMyL+vne931cuP9pIVM01IYf9Dt3WjPXfIIvxO",
-	"a4iyRqWU3sn2MZcZdF5dWYxlzCbzg9Wv/+upKyXPNxjTBZ/nmmdXWr/lJdLhvXj+wyYLEFAcGoZcucX/",
-	"RrxjCfyMB/GyVkXYTjtWu/3qTt0H7BxrVbGOP9Oda5pGv/ewsqxXNZDhrOW41oVpOzUhffYgaFnBc1Ca",
-	"ZzW5BeguMb8DFoaDghND0EFnL+r+8P3Cw3eDsTU+PX6ZnBvLjBhPhbL+MvQHOAF5fcH8MdO1qmE/Po6c",
-	"4QcYLe6DJbs/DiCxmNwyK3KIt+H65DadtAK2M5O4AqVyVHKUSLBdm3qgN4FXoPqXQvAVap49BvcYvLEp",
-	"R9bKoUzFockKt3O/2rQ730AKwJv0t7+9ODnYxPZ70W4lRc+biVI4kfkGOwf0FsU2jhACyxZ05ii9JJUP",
-	"zMT4QrqUOaY3QXA9cm9O+ZyV67gjNiVBOTcX9aN7RpSeEeXbCerU/CpLZEPcNJP4HgNerGFkuPJ9ETg6",
-	"IIaVkUoYUycjLhGyeJaFiQZW/Hx+Goo6Yrwhbrj2IPl6UoBz85sbcE8N0JfKPqlkwYg3IMadSP4mKBcP",
-	"HnluQzLwcGCoSSHwoFGoJxLo0fHJoaNnGXg84EjhlyLkUbdD4M/SV6c18yfBTFVt5S96BOEd956zpbI2",
-	"JURm2KCR9hsCQZil2JGLEtK0I2ao6NrVfTND2t1lNOsnmnkYL8EDrkxpfKmuHrzRNT2qPki79TLKD3/Q",
-	"ZSUNPDz+HP+IsXOxMj3x9UVHTmL8oC9ISvQpfwVEdxZiE4ivlK6Y6qkwt8lVjBkaaEjXQhQG295D+B8o",
-	"H7aZ0dii6/oNA0Ek8YiDSE10ao+7NHZZn0fX59H1eXR9Ht23nUeXu4OjAY4+m+71xePTCb4on25BJ9gg",
-	"9eL1bbLf+kOzz73o898eKZX6/aAywRNkHrzefebBHWa1bQNb47S2Hlx7cO0T2/rEtl7F/8LEttcPNbEN",
-	"3nJcilEpzKTb1/deW5xOm1vslA3gv38XpQEXxFTfCMO0qrlVwXtWlMIIBa0NDaMKWDYqoUthoFBgbd1N",
-	"3+P43vvP8SRTUWDqtBJdPiElZo+Cg/NhppvBJm/f4/chtn7Yx6HP8zrup9Ap34SuNLKM+O0yORbGOkEc",
-	"yU/CJKweiyGuPmnnbCZVpmdwh3FLchYJ8Q3PK8GkNSIfQZgSmFuM1aWTa8WKnGPHY+Tiwz8HVoGJKMUR",
-	"e83TCRPKlnN8vmGziYB0EaToK8WN4ADJSQiH+isw4uz+HpH0pVwBCzMEYXGEfMylOmLvxY2+hmADrAov",
-	"RfAJskrlwjgkSvMqE/5KaZgT/Ha2q/NCXuGHWIKgO+8YtqQ9Yg9ZnIieKc/TI5Ed+4zxPMcWbQaprvnQ",
-	"wW3Au/+qRDmvAQ+u/GBECajXqqA9/+5vGyi157nRLJfGuu8SLXbXi5vr3Xh3JkbcmdinI54bEd491DoX",
-	"XG3byKdvu0kHtVrQHrp6eK8N0eplivAzoPFy04mT79pR0t9yRGt+I8VsA0YsVQ+AeiKHZLYhT699s3jf",
-	"t8yBx6jKczYwN+nHgtuPAw93akFFyednFG6A4AOGEP9VGQsPufzt/PC7H34kuE1YkVcwGqHScl4gGUgx",
-	"RyGtsS4gD3VLI4NLZBFKs6l7x1BQszSBzaJ1ySY6z0yC7KUzaYiClhi0WkiuEmacZopr4+ATgXpcQn2C",
-	"LqEVG4ZUClEardhsotmUZxgefUk9qj0NdVhnYGWu1RCMliKZibtWUn4L/PGZYbmcSmugiRFS02Offm49",
-	"M43DNlgc4FMBZZFnWSmMEeGJbskHxAn2pjADts8V01R3MaDnnlts3BZfZwMFCiyjVGM/sDM2kxl8aYGH",
-	"xuL6HWBEya8grl5VoNKPpyMGkfHvsoHYdV6RA+6gJeMgkG8stLqTPq6FEgDMaZbZksu8K+XHA9neNpNq",
-	"/EvWZNM4zF9QM+j7sVK4MyVFaj1o3regf5DuHum0u0zHoS0eFrOLrR++74wb37e9kZ8AYllrJRGXEfRb",
-	"h8YRoKmEozx80Id+sHzrboS/2ujFIqS72xOtpaVSi/p//Bn+uzbs5jQrE8DJTkpdjSdwZpQC5cFBWSmt",
-	"gHMA+yo5qSl1zpTOPN5Bmzey0AWbanC/RdtbAvGWRTW7JkscScXzsyg51P3yWhTkugOdPyiLPpc8BjZU",
-	"27HdHON5KXg2b2qXDFvPmZoTUtV8kKEjJ51BBu0KmKtHX09wW4oCjzLDRyKft/ke3GsjTL2d3n+FH2xv",
-	"J6rrSpBKmHIWkmqu/1Efg2rt7O0WZwfynuwVVZsKS7vb1kdoVRbaLJ2lngk16ES6bDtHPRT4NrcgPU5s",
-	"wtF0FjSmkRTu0HI6LTkQ4IIj9oeYxW+PddE6W1rcXheFBrlN4UZqu6EglSrzyuDCrT8lbChSXhnczgsI",
-	"tCzLH+BpdyTLd69ZNYe3RrOiz2Q1QeH6D7hT9WkdJPkPex/eyj7v6n61KdznD0ibOkYrfFWDSrDcKZMJ",
-	"nZ1gw0fYCoZtZAggSEX2vRO5docDGQegnnALrKOAWxp4Rp1mNpLjqgSeTzQXPJCX2qLhCn3qFkfiQNSP",
-	"Jnaq6jL4VQl4kzZ0hcGmTh3EAA/Um9TPGdSeCvDHfrHZ+h7uf9gqFo5xvT2IDiMyXWNw6ysuvg40Lid6",
-	"BosaVpjHwlV7+kBA7htPIJS0Ip4qipynpDZFE6q1NMbB8eFsNux55I5zr7HJLFn2rBC01E6VpAE23pXS",
-	"5tFEV5XOM/or0hnOdIk2GHbdZFq1WIrkSMwFb6hvZFq5SWY1WAmPZH4i0fCXtcAWRGrBDljph40dt3Ml",
-	"uam6tQkfKwq/vUGXaN14vYeWu7D2MPB7T/qIOxnXxHUXjlE8ZU3itoizqUayNDZhpkonUIMbO0gSAkkP",
-	"DyhPUUQhnYj02pCz2p3P0M6iKITKDrXK5yDg9EZwhaOvm3agUyXQD5UFP5PbrecXb47YByPYUIx0KWqX",
-	"jE6BLSA7D7ltkO9GfiIjnPqiMc425Ol1eOhEOrXLN4BzslGPqZQ3HfHaS1q4c1jk+4rZ+pHChKVxKKos",
-	"s/NCIJWC+MSnRV5rS7htjoJDmec5XL1RXBceDir+V0V1GwOnryehd3qqp4KCzfjDZuFmvLYxKKGqKUhY",
-	"Bf1I95K9EZd5VbqrkBfCydzthgp6rd9kfvfB0K2ciq7R4XV7rdk+zlY5dDfvukWn27PIsLBJSHoFNPQx",
-	"6hUx6i4z5Y5OAHgiBazb4D/SgNYcAqh7RchdaKlsIwyt9MwktQaRcivGDjSx+M0ZfBZdhqY2NkudUz8n",
-	"Si0h7Q1W050V3v8/PWLAaFfZiVCWggjk8msw2qXc8lyPnUXrvXOwM/EYgkCuEztDLTcthJYxUgavaUXy",
-	"i2idtih09Wu6ZO48z5c+gjl6UuKyNP2vkxW3IO3CAXtzI7GAXmRh4y8NMFnIMBtWMrdMKjSRnGU55WoO",
-	"4XgDWzEUgUNikzTMTN2JR6H6Eo8Vt3cd/GYdrRFh9Nv0SehcrNqmsHxPZ2uWtN53Adu4dBvmGeHuA5xc",
-	"2nmwgTDx49fXV2wV/nt32qp0ny+LsJCRDsO8fbLPOcB18Bj6eKzlGxvpxMOic7GlnJRLfgOP3ygbJfp9",
-	"3QGVfChRzolbrR0zwGgoQmhn0gKAq73LDz5k0kdANsgngc96p5C1ytUAVxx/dv9Zk0KChdUB2kD0lcZ0",
-	"NQCfI/azO0IPpYoUSPyXsTLP2VBXoFIyf662pdH9VKuh/ulG5kLZfM5ybYRhpRxPrDmDkhJmJ9oIOqSt",
-	"b9WOLyU7p6NAHBf5dsb/e1ilvXutK24IPrlZep/fnUgg7oxtSmBHakfD9b/RgURCCCkQUygYtSKf+wqq",
-	"UJcV2gnRGYZy4m0roHgxOvjtULCY27tz7+FfEuo6D8PfBmlWrYLMDSgHqCs0dYThPPCBwqG6NT2nK+Pj",
-	"6wHg/lQWMdtcbXlYKotP8cBR9RkeTzDDY8f6jTXFIXgTNlBtnLy8v7q8iNq2ItiCGgIo5gRtgZjOqyvu",
-	"bqHGUolnBh9DPjifOAtX5XosVXCgKaaVs6aiF8JVmcY8ViY+kbMhtGolYHuBvgiY0lcVCHjCHFOcV3by",
-	"si5evHVF7UI/WhHPaihyrcZOR+vyt8Pdl3Dz5jQFELho8hQU3LpNuHe695//cX74//jhf58c/vTP+p9H",
-	"Hw//+fkkef7dv/31Pzahj/hQf/vRwqy6puK2C/zzi8kW4kn85+k//mGO//n5efLji9Yh37c6Gn3mZaW0",
-	"J7+5K7VULWLTXYGoNUWkoa7wq7bgo6mxD8UfEdA8ixHQMJ6morAQ2XyFBceAg1huvNx9POCtZ900ZkY1",
-	"A5RpV9fNhTBymlfGQuXd3OcGN0uNz5ioq4wh5rBQauxUTahfuANH7xKemnWACjHLeGV9bDheHoyyxr/Z",
-	"KNS6CK5fGwWOh1lHgsNnw1GGHzcaYgSam49uu/wKi59wlWO9XS6m3BKz7Ejm7rv3cdcV3vrFNbxLgNvM",
-	"b/9lGqAufWIblBXNUK+rTV5Q4ij3rlNLxKSbJjxi4iKUEN8pEnpzG034L9cdwWBt0xy3Zh0vvWyNrdz8",
-	"UOErJvVKYg4Uz6ft+t0uyd6XFnK9wsX9PjhzOw+/coibh0n2haMPz9Ffg8aOVLuV5vGxFWZFI7KfK+n3",
-	"FAFUg+WcIQ00lSqwNJfY+yeHHiBRgUSQupmu8owZoepqz7G8EYpNhZ1olMoP79+AD/H9Ly/Zdz8+/zf4",
-	"pfvh3358/iPLxEg6fc0GXPWJizgMGpL4xFObz30jklboddY24mujRttdj0/xRdopL0spKGGFswk3k4jS",
-	"Jpa42i0gbZw+w4MJP6O14lNRcrcbipzPRQlrYr7QJ5D4/Bmof5Um+GiJY8B95BZaR9Gmr24JxdtftgbF",
-	"46XQMItwlsJ39P5fKE6Z8DwX7liDSBPkst8LjsNMV8dx4K+hMgSIQcIhHouUM6shP6VnHnzMyH+Fe/S+",
-	"wB6iP2tSp1KtjM5DpKhmDHOmcmWSKLSLnkwrp8Kc1cCeccvbFE6336/FHK4Bq4i0bW/2MToFMmkcEJKW",
-	"ZvRS5dtIQlk/42mqK6L+1JWFTMe6GOaIvaIUdJzJCpYvfyFx7biB4GTdb8iZVactBocr9QipCQ3aWAta",
-	"fQMf4DvcV+Z5iAGa5uLHCw/lPM7yoDRp8cnWJv1G1jx96jtwNTR2Ipg97tvgcPDfm/kX8NrWZHPsl7WX",
-	"7GUSmIUySDaHD79RtnlNd5bFm24N2xntu4fDdub25SZp5TS53pHR6cioSMLvAtZxtTdNO4zx2xcNNkxd",
-	"blkuODTlxOBwC2sZqbeG524vg5ZLOkrjUTHEG3BRLAXxIZ+w1j9r/jI8Ru4yl1FpeAwURwdqHn9IQEZj",
-	"oWeiHFV5SG2UJdMziL8FIGzNaEzoqHDHy9CtTCzmyW3yHZ2IbZWDy71gjTLt5+pmJUGnro2W5ulbn/V0",
-	"IEapkO4pu9WrYe1WzKlPhfzmUiErFJe7g9G16vHx5wr4T1emQl7qkT3MQj6ku+N0JbVVFRTJNi0xCYow",
-	"ZmJrlms1FqXTsENBgoSaz6isOyL2xewrrJMOeVugXnj3CxRUoprDTFWIkvFsKpU0FhXrVh6dOLGhyLlF",
-	"Bt98xueGDgqjpwLL0TUM3T8Uiiq6Ug0IA2+n/RIr7b3HugPQ9KmXW0m93JrEb8CqtWB60pHn04lDGGgD",
-	"WqyXnkvLZ+AZb97SU0vi4/OC/8ygV8/dU0s5ijJVW2dVWudoAnOtt1aCluOUFSZGI5HahbRQYwXPYAqW",
-	"TvBPFGNarbT5ogez7XTMrweFbXFvbaBRPXDerZWKEyVkojrXOxe/gfzKe1Sajr0l0R1JuhTWEJFNMCaR",
-	"iJsY69WCalIKI6xFPk9MGCfArF2OPjCiBPYQHssbAqmqLKFlkhJH7DzPW0A2yoyP9SgA3dlECyyiFsgz",
-	"pPOsEYLP9RgILyob9K4WJisjwOV34dfmgcEcHoF+dBvknsdOgIRp+DPP83mytOa7pRfcQH2r44/cNAoY",
-	"ooM4bA1o+NTkRO2x8VFiI8hg04EV1Ln7gkq/zY5xh3Uj5ls99lYmIA1Ut88mbnMOnW6XloIbH/nwbeNE",
-	"odOJD1tPgdQeq+L9BdKYqmZDkTZ0X2ql9ELiHp/bVHenm/I5m/AbwYZCKGaszgV1Yw/mLBqxEUch6sF8",
-	"GqentDMsO+C7FIHh4eFZjDQ4HO1q5GlFlRZieO9fa3zInpF5FSNznjeO8x2JtS0Fnxo36ilX2bq4Ktl+",
-	"pSV3qi6Yv9ON2R1FSuTmGaPnNtl6TjFz2aefgKADP9n+hVDglq6UlTm9xT0AjFkIs5ZsAm+R1rcGjXPi",
-	"nhnGx0LZBBNoXvm7soS9r5SSauy7WgB/Mrus0lSIzP39Fy5z998rORXZu8o6o/QlV6nIRXZATT90Jvw8",
-	"3QCGIgXbeqlaJGRGus+MH3EEj0fV7ULnOWT61CmOuGDPaCESxkfQIAQXuYP5C1bmpf9g99auaUKJOTh+",
-	"vw26ooV05Z2kbcPigPeA0t910fleDupU46UroTBeXFTFurPH/c73lJPwDVcFbsWXjeMSbv1r1YeIt+Hd",
-	"Z89v9fCJZ7pJ3JaQod5wfQS3M4JLa5XLkUjnaR5QrBHVRahuO1Z+6DhW8I4W7i86TTAHsPswOTfXeJZo",
-	"lUslFgpB9snJqBWWkWcHIdxAD3ZKnRKp9Z5EpvTslBWltjrVecJKMdVW+N4BCRvOLUUARyUUchg4K+iH",
-	"rNRFAUok5sbULwL7yuR6loRfAnUjdteWFn5jWKUguRKORKlSAerlETtfLCWMsx9JW6JGT5yNQFlKNeBJ",
-	"4NaRig0qVbpjE3ipYx+oO1m8c3Y2wTp6nybYdWpc0IfZpIZnB7jSDmj+I/vCoQhbOlG+KLbwYtzO3YDu",
-	"/rqF1za3Wdfr4Y/d6/3ji/uAcdxfXSh+VUtwj9rrmOiWkK5F7d0yjHtzZCOjAG5ZrqBEu7oU6EdJANS9",
-	"UdhaNHkz0cYe86KgYZxGdvpQICvrOzw2QPsDUx6fgny5BpvNhxR5OgNLMUZnrNTqAN70bjSCx8ATIptj",
-	"7DCaz/j8iL2xwVqxyCKcXhu2n+pMpO6YMTqv3APpLGElKPEGSW/dD2RB+KMpXiw6PNwJgBfpUo6lYvtF",
-	"lecJKyozSdhI5v4ZeubsGK9y1x2o5VSYVZj/xa6HO7UU7uMgiUCcyWzrOB6s963ZA/QpN7AHIsOSRnW3",
-	"htn2jxKa6y0sgnqm/dmyziIwNShs8wCZ6mtxaN0MoEar2zv8GzcL9aiI4gDx2oP0oIEQA2g+iiHqA39Q",
-	"YrkM1UXpqkxFwmZc2mBCgCeKXYs5IraD0angpioF1TLhIXLKbmQmNFsD9bzKZLiIjghl3GFHJS+6vI5i",
-	"Mw6s/UGOA4GHEUe9MJYJlYX2rwN3ua7sJdoFA7ZPidXs+UnCuGVTbSz7/uTgjBxNbhJYqU6OurFwhxUs",
-	"jKdZGroDStiqSOAAOghjKwU3WkEH3FD9TWW0H96/hagi5EDUObNYDZeE+GFUKLHsCremuHTb4cpJ23ZC",
-	"gI13rIkA4t7wdVi7L62Kxtnlb//TZ63BxhjpSmVnTF8zA2oDkT3waCvDzs16QqpvPSjo7tpgig4nZSo+",
-	"KH7DJfQSWmw8FOB5ATLv5FRYEW1YPBeOh9ymkxVNhSplWFU4af3uhMHdIBQmcWJRMihBdWCZEDdKs1rW",
-	"SDXORd2AGDNRVSYKoTII8mP2BORlGDA4CB2cBDpgNbXjxv0IV8OYG/W2eTCHsCQy4Kcus5pfipBvDUT+",
-	"DCuyA5yEF20EluYBoCWNtgsy36lQjuqMS68ASIWfoCcQeEDZDBH6GKdO8DyGILN1DLK8tIdFqT/Nu4Gn",
-	"rkhqxACJFAdbUTeUVme7L4Apk8rqJbdGwnRljcwE0Ah7o34fc8hgUeBfWolDPRqxUjhdDX3MTp01Cy5j",
-	"d19gV3FzotR2Nx6IfkKHMqcHSjXG+OOQp9d6NEoo6IrtA4wFX/gROweqK47d0fL5KSt03ojMBmsXb0eX",
-	"zBE7ZwWH4Ca3EVse42GKLTn6Z8y73Rvx0NJ6d3cLZYv7M/kc4RNuiaxl4TWbKZXYlESUoF4W1TCXZkKV",
-	"BLuDzWjUFFzrTIZb2toUYLV+M/UqZa9SbqhSYnII4iAC0RLT1PaRXRdfA+zYI7IxBxAIj1jRybEGj88o",
-	"x6V2K3ufs6+F8m5+Z11n0gRv/xG7dEgM+cI0Bk8mT1VVyMbFDGaymDaI1MUuELLxljUASTPRsMaPCQ91",
-	"0cNhD4dfAIe6uC80nBsrptDEN9NpdwzvvchkKVI67oelnhlReh8l1FY5qLMYg5RumagAM9NpNRXKokld",
-	"8DG5MSmno/lniABxhW7YBjvL2XIJaLPWiqx1K8YIbiZoi5rAFFJ8ebpCXfxV2PNCvnLrsAAx3598170m",
-	"fhnWTHsv2UOaI3jiW434tPxYcBVgTop3Biw/LWGDhU/oPt9hJQdHK4mYFyM0fz2BiMaq7+R2VWN1Y0GD",
-	"ha3lLCIxOt2j3XlIBs7esjA+7xBGeGpLNAQ/o7O3xqXD3EPLzfUmUfVClFJnMmX1vQzupWg2sKb5aGNR",
-	"6tTtrJjtKJ0IN+jg46depbT7ZEktaisFoe6JyAuw1pCciOVaF/UBWIjMXQlBaO05NigJqT3+/HMY9RVM",
-	"eIune/NVqxJQlpbSp91AgcCTyjGJNtHiqqwQlq+VA5Kv4zCgzoOpbu+ub9xJ6/TriZ4pd4iCt4DOkYme",
-	"YjD4NHDGTsV0KEozkQX2QRQ8t5OEQYFxAN8plwoie+jdBNo9Kvua8dJtdOJTpNvwdOJ141CgvqR+oRAM",
-	"84XJPt+FleJGGkpcWzqSXuL4L2khttmnvfmmLn5CWk+/2k9CGn6lkqrFyW9RAjJu+WEp3Gd1nzLNBVdV",
-	"cVy4zSJmKwTCbSoimw8dcPUIjz2qkwfmuqRu/CmUDelL4ZWs0LlM50RfWgroQRbOiDzDQLQt54xDGb7I",
-	"kkBQl3lCDq7mQNB5xN4RsR0QAjgphRoJqMjyBwZnNEsGILMsDhd46ytu+Xs/zJd4y7ps1T8gHO+Znynm",
-	"w1OrQ8iFVvaMUfzceIUBy/9X1A7o8usSg34phTi04pOl8Ho9zlADQoPrGgTe1zWKH55/t9vknLYPRN+u",
-	"E1boy4eJ9uk5bUBEq4hmAbc8Etc0CMLXQlKq1UiOb4tMZaUOtUrFmggtEJfFYt6g7/AJOEbkaEwShElh",
-	"gHseQh95Hv0ak34UcNCXxKycxCnwMy4BisKjSd/NUKWNOwsZNnYiX+pqPOk4ugn/KJiLR7gHTjzF3Q9z",
-	"LH1M9ZTIMXhbKLdSHUi2DR9c26veV2odG3G9zlbjd1vIBeriAt2d065zZpvzES+cO30A+OGUs1fYX6Id",
-	"7PCD3R3kdbvI3PuH3IhD3HWHsNs3sM4tH+YOu6TKxCf3D1vK8Ri8+SpjDmKbxuUzw3Kd8pzwxr82NthT",
-	"nVdTBfzEs2B1AD2F8nkjCV366tVbMNp5DrxKNViF56LPDLpfQGXSfwtfSR8MfeJyh+HhsK1mmeRjpY1g",
-	"U0kuN1aUepiLqWk1Y17RCy9h+c5h9dZ1XUPuWGTif/UWM6WnlIpDFf7wNKaH/xKpXcdBm+W3459d0tN+",
-	"55/ktJoyVTm70Y3CDSud8JKnbg4hsxGUbxzUmQ/FhNGjiWjLSqVI39iR584/vcrylxNemvZhvzg5OUn2",
-	"RrqccguztN9/t5e4+9wg906fn5zAFVOp8BcnYY7w0YEoadta4OIn70DjsB3pg4J09TpgF4EcpuiS892B",
-	"xcL6bdMsRT/zWocMV+y3q9/fYvo9uAdLoTJoXQ2lB94bv+TqBzUP0G6Ae/t/zfk0H6DGwWf1nd5vy6Q1",
-	"Ih8dsZ+1nYBsQcwkcsAAAUe4PKIAxlaVmgk10mUq4p6yRAkp5p4Fsm5vlYki13ORsRtRgtvGIaw0jan4",
-	"xBdo6jHlkN89nLPBoiv5lC14kgenbulCtKONV44N6nF+zISSIhsktwiAmIkEP20wLkuBtar7A/etdSEU",
-	"L+QRLPtBO5jr1HyQ6/D7HHVk/IpnbDCx7jvW26AjsIGfu4wce/Fn74JLwsFWpNxzb95LAgc6/ehe1MZ5",
-	"fjtMhKc0MLFF2eQz9q4Qyn3Wpf171NaZc8+KT/YYBrrm2SBl7fGmpWhPK/S2fAPS6BvihrUVsUj2+NyR",
-	"szjRs4cfaZJqpNeieFHqrEptAh1ZsoRNtO88Qy50CQO180CXrTOCe7SQTZzNnDCrx1iRANgjrWFVAeUu",
-	"7plCIcWnj1Fhx+PIcVhhPT2opGokyylpqkOpeElpNvALGoUDb6dq8fwaauB1K5hdwnq8ccuxzcyS+i0t",
-	"gvgzNzJl7pM48YLs86Gu7BOLOf0qLBuuW4kt6jaBAeMYeII2Cb7CTsOrYxON0huIr4f0BAoeidLKETiV",
-	"Oipy/9CZOMcBbHFDhresioPizJ5OwDP6nHewz8J+2njHHX92I3iT/XUsVKnzfEqfud2f+saYCtITtRKH",
-	"AKOpGz+1XHNAODA3Kc6H4QMH9N86Jx0hHWXrTeZDmRl2B6ZAKhAzY1c77JdhgJJ5jF28dHltQjWNuxjR",
-	"/FMhS2GicsQf2FSqygpzcMTOnYIn3QNhyWV2m84SYeu+rhdpXfiH3gLKfumz1GnuQacsuJ3UKiWuyMaN",
-	"zb/v0CS31f6iZRXWOXPJvyRHwu0WEOvt40v0kVaMCwtjX56zQtYe5pBfqcFX3ze6+BYaXdQYy2qQgz1w",
-	"p5Db7cqtQTeAy7qjvubGqm9p0hZGfH0LDWTiRGEoPIRuRJVTB1YoAG/9G9/VY9yEkKkeHybABFYNh3Vd",
-	"xnNAuo2Rbdk36qA0enlc5N3KTCSnssNc/2GlW/OHhk/z+Y59mu2fZpUKVa9Jby+v0LzaJGwLKliyKjTN",
-	"20bB9pEkCCs6QA8qgOoBiliAzsABdEKQRn9IYj2flUKJGc8P4sRur3ctFJe4/2HWZNQM8nDEU2fBUs8d",
-	"PWptOVOrBcs7dG/bmsjyK9coI2Hsuw0WdyzPukG6L+WzcvrKjicXgW5Fhh2pKyHAuibm/DJqCA75GE5G",
-	"ROZDauExcShDK0EBGfJROLMN6jxCWRMGWiF8jcFsCDv7trbSGnYt5ofQ6sX9ZTncjJmDWaA3cxAps0oY",
-	"H2jmJbTLJYpMVpRiJD8tjquuadOzEJ3Bmc5903HMjSL2GcgQEBmrilav3+9+OTpC0WvozF6i//NN1sJn",
-	"5uPWxPAGUxvpklaSZk/TXBOzvoRHmDuPW8dDC2nIBSQ0bTI6vB3o3FpH9nxdYHqNBte5pHHT+4IbI7Iz",
-	"DEzAWqBzgsi06VJohgw8qWuW+gIe1z4fNPt32qC2uT8xq7frlKpTMDAHC7/oN3dM3dcBAF+A8nEiFHUg",
-	"46Fsi07pBfg/Jjg99HB66MfgEzG7/YXYec4kIcURLNE6xXFWSkuOmAiP3Y+QVbkADiKCDup5u7AR0ZkY",
-	"dUjjLHMIWCnfljwr5+54lQYFuKMJegnsH6LOV4fRYV76WAOdBIwoOvvgkwU6Hhwnatt+Eq1tIPFAolJG",
-	"g+8JD/VlH/5IMlbmORxHLbo4pSHix7qgb/W+3i5boexpfVsYykp1fOnbWr2Y8/9Q8j3XTPP2WZ91DQBt",
-	"z97T+Kg9jZClXBXdmucuEkaVJvMfGh+JKZf5sRXGrmoXBx1SFHH5TYUxmDxV56PjW6tSZOzy96sLn8fk",
-	"lWEdQuXQGpyC5JFXrjEoNnP4hYSAqLZTyP7FyU+IiRAHGjRu+qi0/VgPY4DqFwxGIthGY3TI8cPJ9zV5",
-	"cjxoRF/o0JFy5e4EFZ6nE2C2AI586RmUUFwx58AIlbEpMKxp7KHXqJbGcp1nhqUTLYHYC7vlGTZo+3YD",
-	"zJwywNV5CG5JkZ0SUwd9A4Ms1BC9wsKqkKEBd8OvohZSbP/Fdz+xgXviR3rigHLa3gtbzg/PR1aUAzYU",
-	"c012VkuildsPV8LY126u22LmgBWBN2zAh1mKVBbSnYHoqgoN8ZipQgruDtk6Fge/CvobMjVzqgCQV9XK",
-	"S7Q3e/x/qlQcAmraYa/EsMcEyeDWjw3Kvlzn68GUfKp7jkI+o4X02jrHU1dWLFMC1MWXEbu+99xED/aF",
-	"nRwflPjnhd+rBebM6F5YBOxBIssoxzaJbpHADIyreMT81/VvQUNkcCzp98cDsOvFJ7Dc8ZzR2G2pUkCM",
-	"9MaSFx2KJ5FdTWT1unidVk6LXEQMJE6rF+0eI0jgLOSX+YveqXx+QfUR2+3TFw9ztdugXoxH5DW4XyeA",
-	"bSzbmEu1zJKAe3aLHoGCl9LOb4MQRHSAzea8GjWC2BU0DZK5tPPE51GSfUspP95/7K1eOPnJtexLHjH7",
-	"PI1fWYjyMFREYgO/CTcTlk64VMjFG/7M8zwMETqB0POP2J+ghU5Eev0qFCx593JF2eGX//5WWsEGF+/P",
-	"f/39nP1XJdPrj3DPoG7wiY8HXMgEGvfk+CAD38hcKJvPWSZvRDkWmbvRISTo3qnbIMpUJi6imhJjxLwV",
-	"Li7gK929d/mcJh/PvS7ignkvTvsMD4VScGq6iZ2gQtEIfDx0oZtcz7qbQETf4Std0nFtl9sqOFD3bYBI",
-	"WQKNP+yIwbqyLrzljsbzdBzM0f5cfUwg3PSu5W26lh080joPhZ0JoRZJarZ4njhckEqYFfRvHmvDpX73",
-	"x6WrDd0xZDqFTP+song/a1T8IWIVohzpcmoYRy/0IVDoENdQKYuVVfngNpaWFaW+ESS8NWKjnWfwuei2",
-	"V9qiKAffrq85kIbxHPwhEWW7NOy7kxPEAcRVX6pAg3eSbby3I1no/EzO56HO5kntCVGUYovuaZ7NV9Qm",
-	"vA8faE0G2AWu4hct4legfgd6JctVJeAZcKd/LriBvvnN7o6UaoMVDyvG8xquux3m/3OrLmn6Qquh1H90",
-	"+OBn3Xsp67XwZdP+Pj5UkE7sXu5k2P06km2PhyjlCbXtpObO7vqjlnSSJpTymkUd9sA2oV7nYl2uK+7K",
-	"uAgL547GwbXSM8jcwDouJIT3W9hnnIbToHkZBdDyOcOiuCP23o3H18fmQI95iBUGpaCLfAM/CePwD6eP",
-	"UKM83uwjeOJTkTvjjM0m8+hrubmQouuHPKwsk1nuXsNGOs/1DBpPtnbKQzDWuTDbrxRzr1nZIjMuknvC",
-	"9ITd67BNMaqUlVNxTCQYVq6kzsVSyl/BasP+M1Mx1eU8iZUU5RmGMHZiOgsqj9glulud2jgaRUWRptCW",
-	"jXWpKwuNL0t6DxuXemYnCcv5eIxppGFvUsN7dwX0fAC1gU+c3pDrcatO8h5n8Sqa+zZP1uW3tUgEXcWi",
-	"D/L0ZOJXYf0W61yIHQgF6P+b8NaCnQDhM7ebS67G4KDG6JGPynicxtG1GBz+iAkGh1PhU1vxPJ+jYa4W",
-	"+AcXyoiduLGRLMWMQ10c1hsBu61/aWjxhB12h7KNnNDNjPbhBSzB9qXCvWflIeEW1q3BUz4gyF3n9wyG",
-	"gnUh1A5kwVZu820gDLOJtIL6ub+VqvqE9QF4P6uNvgYPFOUjodmd6ulUqExkDHJxDbWat9DBwgsJLAPy",
-	"l2DVFVfgbMXmQmPY6mgixnVaR+wd6WBhjJAZBTEYDOVziN+448MKRX5brrxxF5V8ucniALE2P7SCdvN9",
-	"ZpieqQSfRwCAI2g7iH7Txl7hAq+xi3+vKy5mE21EvKCer3eZ9xMUz5iFn4gxfHyNgv3PjH8ymvYlWQ5U",
-	"3Sayegp3U3u1TUO2XlPfP7gVWOLNSQ2MnxALcLto3hmcJHtF1ZkeVGdjxuJIEkUbNxI30iItL8fCwsBD",
-	"1j3EWCiQgRBC4YEpEH27h92IUo7mDV9Y3Om8Ubgkszgnn7JwMIETzKrFgl7pBM2tAaSPwB5ifyKVZzyB",
-	"GqF866+xiDlF2vI4KRqVCTaAh3ys6oD/YBlKzt3jG2CyjUyb+gXwvjWZNvTBVKiMrr8wrsZDS8pcmB5y",
-	"P3VGnvEztmXh1J/+jOly0WGKe2LCqcumVBjWp1bIcJByieyHCx16tN+G+4M/dCaou885vX2Ave/GShoo",
-	"cRnOYX8O6PareSEGB31W0GPOCoVt2YBuFKk7gG0ore5O6Wkqg8dFztWKnmNxEB2BnkQ/RBW83gdz8bpU",
-	"HXpB6vdrMW946TBbngQvtpsCuDgkveG5xOwZbN5da4V46p2FyrKo0hzz7NFHMbKYCjmSRN9zxP6PUxV9",
-	"H8uGrtvWyeekhfU952qH8Oxetzk6ByDOhAG7FT/IfYGvG3znqEljybnqKY4fEDJ5TvcYm0jwtg9O2Nfk",
-	"sEFNd4tCUwwW1FCwlIA4gaIbmix5G6PHIXHxLKT5XHh1+lxl6Dm94mOoWAovCxp3EnRAjK361UbDF7OW",
-	"itKNzULUJiPe1OyI/coLb/nVFUw59eRqrS0dyU/uKmxYwaNuYqZOL2wP4cICv4rX9y5SCNvzgnwM0d/U",
-	"WCLg0A9bsmWV4IIQG4+JK1aEYtu/2J1XrEorpjWryFnUQAfaxmEEKZAqo9o41ZAkKruJT6b8E2aNmy4q",
-	"kvUUy/fIRtK1t1YHN5uMn33y522SP5tr5x6UCytUXH5CyLBF7+KmneGGlcztoVTQw8oKBSFmuDmJ1b+6",
-	"fr5ylyp0nevS92IRWRK0HExVaukM9yE41cFzjk4Hc82coHnYTDn0Gfdp500KkK5469a7wtWvWdkRzq8l",
-	"fgNcxqflSW9dgjvY5riUKzf78Wf3nz/4VPzlzKk1LWacvlH4c90PGnYjUhnWW9uwmTvog32UaTw5Ct+j",
-	"yrgzpVby4SH0cBMecsTO8S+gNUAKGSSN+NoK8htzy6YVyotvTodZC0vZDVQPB9nZ0XVJq7PLayvSG22Y",
-	"GT2Taeg0B9kPSPnX0oSmFoCNmmgFl6K5ZtxQ7ivoT02Z7WBV9B9yJa9iwa3bkHune//5H/zwv08Of/on",
-	"/ffwn59Pkh+//+t/7O2MbrGxRCsswz89pOqwfzR8jeTBeeui+dyuUQ7s3fKxdOnqmZDuvhdP+PgOZuuD",
-	"4M7OAfFJpJVttVWpBGWjZqCLtSyNyh1fyyJtXQBmIh2npeylEUBnLyG6YUJrnNan1w47/xdQtiY6zxI2",
-	"FCmvDPBhipkvH3bXTPk8WKpxFR1X0HSx9IV6OU+vzYqk4b/TYm0dRfyLWvDj736dIzrvJ5mW09Y2ZIsG",
-	"wkwMJ1pfm+OUW57rTRIQjOUq4yWWPVnDxqWuCjzXR3wq8zl5aUAlwd88M2xAPFH/c8BmMs9SXmYoavAU",
-	"hs4lcjc7XcT3voKnwDXA3pJz5R6Grx4w60v+jQD7wWBLGHy+OfNZ4jBF8OK4izI2wN8f0eyP/lGdnHyf",
-	"/qY16BvwU1v471dh/8Q7Xrv3v6Ql22aJZmWH7shpe23HKYzrSZ/zSYiNm7XfhM3N6ZchEiDcOVsQoEzk",
-	"8kaUUpjjzzL767gUFrtRt5sfv0MBCme/YK4Y3T0PAfULoTLIs4T8GAf9VJ6hR6wqfPye5IHcTMzpwtPC",
-	"GkrDaT5bYk6cu8XHYKBVm/tvOpE3IqvZ8WwpRcb2ndEw8EMDPg+YFUTHnaQNTDUMk/roHzNg2mm3M2lE",
-	"C1cF0FrQfn5Fj17b3w0oNEZS1PQ7dGeH6SA3J2N/sdu0mQWJDivQ5YGjvydM6ZnfFEfflmZ8b0qq24mQ",
-	"CDpqCuEdwMVa9oaAG9ptiE+3wAyMbSziBskFPo3Qb9/NrRAlyHyySvIPFnHniJ0Hip8XdWoFPpfKXSiP",
-	"gl7pju6VeFF33wUnvYlxSRqa0Gq8AOH5BKfgOsioj0KZsX1UGN5kg4PFhVL2sYLIJ1iZ1SZ5tMThu/uT",
-	"BUgJeii5QyhByRwtSyZs+kgydwow2GRgBf0DtIUNw0WU2MeSqsRn1ScRVDhJjzbWcO67F4FZLPLcNFJG",
-	"MmkK4AAmfyM5NDFL0G1E5MGStvFnX9RMfk+t8vnBKo38Eme5u5ObXtjZDmlcijG34gklvZ435+w2/sKu",
-	"au6cXWjlsYK6SSCsOeAEHCm+ccdipXcpMp4CBZy0zPB5ve05MyItBZyURlifRQVuJAiEYdJGlpAfHhuN",
-	"ujuO2LlXxmnJSsFyMbIOPzwXKtFEhCsp9tAeG/PbtbEQ6/px5kYzyruKR7OGt8IP6OFUWy/KbLQIK6th",
-	"cLJ9iLszyteUkzuT5K6mG9g9AmiB4xefwskqVFZoqWxNIKFniv32+/lLEqrEO5lSXYgEwlvIRJaRqWtQ",
-	"tCECLQ2rlPyvSjA+1RSCXqE5451hCBLcr3xodF5ZwSbWFoZ9eP+W7bt/UoUymPR5rme/WVscBGa0mirS",
-	"JAwkzNnYo5KPp5Dk7F/ikMfo/AY7VbJc68Jp7wnLpbo+xDbPumRprqvscCosh474xH0pzHIu5YDg8iNm",
-	"K4LiDuNztjxhDhzZ2VQqaSwyLsMVhhWlvHFoj/catu+fdu7+foF/vcI/Dg6O2Fsx5umcGcWvxceUG/TO",
-	"kffOVOmEcbPkoNPqo7Gl4NOPhJxI62a4g6aW69+pS7j8JV2NX6kGZaHScg7J5BwbsSDZB5Uo1f2I2tqm",
-	"tGDJljJNV6DXmrRTt2HPovmGWsmJQP6O3QUQV0xi1egh5T+FBaccLjp4JzrPsJuERDo/aeujmI2kyDPT",
-	"599/E/3fGli/W5sp1pbANwNemao1lFjkPKXMd9x+yJ4Hu7gmxkdeCSgS9jsbkt7PFRPTwgLW86GBcwrl",
-	"tqal9Hn8+Icz8gf7TipYuFnrkCFwBiNwR84Re0np+VQgRdVf4pP1PmN3U0jRVbV/1Y2voQRGFMyExeQn",
-	"bvcFtxhtH4qsE0Zvl+ga3/wm29tWWseX47D7TPWe8KrEgwfgCr5Q9igKAPrMjTsFXxTOBwa+xwQn3a5x",
-	"Mj2Nx92RLtlYa7LNrS6gKZuQoDTjFBLQHII3VGXsTy6tVGN05sUeLpHqqWAvuUpFTiTCStuJuw8yx8HM",
-	"V9Zna02T2L89ZxNprC6hsuBaFDYJagulvLqnGzYqhYAnILp7oFioQMV5bg08Hw4GNQ6d3k19Nx46XNOH",
-	"Jt2RS3BjDx1FsyHCBdEtarGLlv5Co11ZBhc1aTtA/52gM+63q6sL34oXy45gr4qMuNlo/dCGLBDonfiK",
-	"fAShMLAasQG6N6863XCvYu/n18lrsvaOC/gWm10HLdqWy2sgjyAO1BFvG3m1O5q+ASFEsiE2LETCPZvE",
-	"PQThu1yC79wm4+PYoy2F6alt7wiVXi2ek5Fc7zxGgIi0uv3OG2UEMFKFPjHe7+TuG/joO+W0DTTttkO6",
-	"6hCuOiCPGfqgmvZawobzgmMvBIlEi7X7EhuqYHA+JI7iFVF8Zc5kRm7N8BsLYfyS34g8kPTmrOB2wvYx",
-	"PJmwNOdymjAjx4rbqqzdpYn3lR6ceYIEGXIAKA9pUeM5YucsQ6KE2nh0lqNbgTYP25VoDVg8EsNwTV+c",
-	"86gLjm8vgyQpocWGDUfYGTONORC/BdT5J1gdIv6r4jkuv/uEMrtXu3LDvjq4UWfceAqos6auLCEC7H71",
-	"/7N37b9t297+XyEKXNS5kPNou93NwXCRdn1h+e4GSbv90BURLdE2F5kURMqpF/R/v+A5hxTlV6ytSdvV",
-	"v9SNLYkPkYfn+flc8/nO9vymbM+YUwfXidWf8iTYXkm9hX7NmW3cxJIP+hxkWQTsDVIP0Tm4WdjTftcD",
-	"WHCv5aPfG9xyutCGQZhBJCEI3r5NYvXBlyAJg5Pf9d1HX/iyeNwJtJ1A+9cJtCAVsBYhkgF3KuLsRFZ5",
-	"v+SVnR9kvEQqn00md1wjJfMkouNCM1l8KGWTeOortk/OXjOrrwThdQDfoW9tzjJuxRgAjYnOJTwxUC+2",
-	"EYekoadh2A8h6IoCib8CwbJr3D0BCYB9ZbmuLSHYjQTosqapYa/NqlrzKSXOh0EYghdH7K/EiXACkBjO",
-	"WYqvoQnbDxgvZR9uTI8R+sPoQjAjDBY3LdXkHsUAdKW8hHsvvchbXYLyxr3IM/cen8Wv8Q4F45oW10G2",
-	"Rdcsrg4Y3zeRDPezL8y7jnEO2zvELcRcR7s+2qPN1m/W14PBg7DAHixJhqM1ksFN4XpJMOFKiWK9FPAg",
-	"fEoUkBHmRjDSFRFJ4f5b5DEZyQIBU1XOKn1tvK4UP2fzTlvtQ4vWoe92V8Pwb7nEbuPgws78IubXuso7",
-	"3OF5qTvcAufaBdR1vu7S1K+IHbv9DT+Lmcz+zi30R6c7f5to0HO2vf6kLDtcjalAnW/oNILnmCbdZQy1",
-	"1b/JXOiO95yLrNsq+1WfFXwuqqeV4Fcd7nvFzUmdS93tljP7V4cbXpuLCa/8mum01gBDj5zF208gwL13",
-	"vQvBk95WXTr4stJ1+YuYvwBZ2K2LcgZyD7rp779Ldzi1vI37258Xu+TYDcmxfpJYLzpq9+76nA+vZsnh",
-	"verAP7jJvKD+eKsJoFU4vAc+khao8t0pj9jn+lqJykxk2fVwb2u1JAw6U2E2B889bJZNgMVKFLvg0Cer",
-	"rOLOhPaq41eyow7Kgs+HPLvaEEQyphaGmQkQ9Eg1LkTfWaVvz09NgP2hJz40rJAzwTAHOmG+rpM8eSJv",
-	"dmPPmcJodU0xZJD630wKzqiptFbke/vsOc8mkJvO8ylEmT7wzBZz73GdE8c32PnCEGJvWsiRsHIqLkSm",
-	"VW5S1qMKD3b06DBpGPse4x9TbQIZMjKo5Bhe34OER/wtCIqHhtwKhD0PoXVpfP0NSBWu3KdUfjoYpJ27",
-	"aRuAD3E0gh/9iuGhjvVHllISOVam8nyeYipOCOJbXgWEcYl+hX32Qlc0HybC5roSooSvnUUEBMmZVkpk",
-	"NqG0ZUxFglUAUyKYVMYKvjaxvBGBp3ImzvwK6lwbH0TQyqrWsEi7FLdOpfJ/Ht0bmtbq+djgVvb2FFqe",
-	"fqH6aXEr5H4dymte6JqTQyvRh/5iR3eO4m/IUfxS2Ob9B6kRjoJG5EXHwF2fftiK2Xfd+XuHXx/E3gYE",
-	"+1DVVQklroFPYUFkrh29r94C/RQYGDDdwqQJMffA7GW8AjBplppZdmlldiVsigcQ+uKloZYQ0wtSm9zz",
-	"j4PMaAHcBwBGQbe5LlGeBX5hCpljVXQKXzTn5PeH/e8PDxMWnZd77gQEiCOcgcJzrkjD8hpQGVP45cQd",
-	"vinr8aGuLfufw/9iUlEsAWBh9jAvBIhffO4r3O1L0Z7jKX5iU9YLX54unOXR8d2MsBSV1HlzmD95/MiN",
-	"AmdlKOaawNCWD/FjvBbVkEbv+D/lOVqgCMK7hcEd6k7lBCfDHaq5KISNppuIX5rOkXJCuJlLjwSP+0xf",
-	"CSCdKrQRxisBuLDThAljOcFyMzrCMcZRCZbV1lOGfMcMzhKURHgtIyzGTUrGMaYYuqkAAgSliYGazWQu",
-	"NONVhavoZClkMOVzvz4NuxYFaMCCXYuhv9Trhk5H3RtEUwPZPkNRaDU2IUhMz03YHw+Wp+uPB4wPXbem",
-	"ItQ7hhswZxlXWMAD8d2EYfUKPaZEoRkBpCdBnePIqepUKW7Mta48xcReN3XoVCC59DevE7UmZBulKGnt",
-	"Zwy5+zpVryvdr37Ufqdr1KJGOjspT0J+px59U+rRqRdoLQ0Aquy8mWc12Vuiuk0xukPNBwzIDVUqDX83",
-	"pnl6k3shQAaPGbBSFwVBLkKHWK2sLEgZ6upju3DP/Nq8bNDpzUk4jZ1PEsLd4tm8dnLis6W+wGv43I67",
-	"2/JgVu9hXW7I/YNaMruw8EpeO9XSrT9eW92vRKYRtm/tDtflMdobTsXjo5HILOImgibnlMkF1aXzftfl",
-	"17fddbl5t7t5+9du7s+3V3X5pW9ViDD1EdF6mzKxmI3XLBaC1SaJ8VBUzpyeBOld6cvnb5jvQKvRFKyc",
-	"hEo0h7WRQObiFFihKKOLq2aDJkyqBqz76UMkQGBCzUShS8HSm5KPRQKh1Qv5l0iY1ZYXCaTMfExZT1e5",
-	"IH7zeDRM5scsdXeh9zr1D0BMFF1XbmwSILTJReC5aMxDlhKw2uuVpfntLJso2aR7ps0z387dVKrdpTSK",
-	"xo0d2xwTby21nVD61GQyrem9a3GkdC5uife1vZvm4AY+KYyODqtVkfSZJqhyb9Fa4JgZQLF37HcKKFbg",
-	"fIzAmvbZ88hV9erNm7P+i9PfEvzf6D9nT0AcvDq9aD2uFaciMKc0l4auST16HIgrdD5mZG3NN/nAgmMN",
-	"h9OgglRihsBY6/x8yFsAjj2JJNMFMEKFFF/At3J2/kMT5Qiz3pPDxyxtvrjMhZILcNPsxPcHoYOc8FyZ",
-	"iIsdoFBf4+divNBqRQnvz3D5Gu9Ld3dU28u9xitF62qjTyowztU1wNUuuqGWCnp/n8xj96nKTQKgBE0K",
-	"Z+N4D8Qz6wp9kaRmHSP9o+++36JDyEZYhyBx438laiS/dqmD3mG/rk/N0v5yYAi3cnS19tPuGPlk+SNu",
-	"Vpdi8f/YR4RZ1cntpRPQ3EPj06ZSEQIxSSu2k6yK1fhLAKQ3DT6OWnnoJe8PbYRtk14Ocs3LwWZnO/Hr",
-	"dhYIX/dEBCX0UthYWRT/QBarDB5TaGOZtFAsXDGu5mTcEtt/050QEQH6TffgJx3EOAxkSxneyjL7WgT4",
-	"+y/C/76/ky3rc9PuRLJ0VT4PQE5s8ltxhCxw6qYpJIAeBUaR1aHq40h704oZYUGLa4VzFwLBK2VYHKq3",
-	"hIoWyUG0YiNRGMXeISoPUXuQoPOmyMTokJQFKi5a95ECgdB60EqOCVrR+QoBY61E0DKAFtEsR8SSdmzX",
-	"z/8lPOUyI1drOmiSvtzoKFi9SQPGGPdqGXyL9B0wHot4ErWYB7dOLvdangioOENHBlyoxtHjj30yglfq",
-	"xQcr4BXiBDZXdhLUSlyv07cTD6kV5xPQFQ+N01JX8UIocf2VyvM7YJ7cMBtbYBTGkeFjxgMk5fBPka0C",
-	"oqTz9QsLFfs19u/UoHch4s1nsQKiyfs8jCsoxZJqvKmI2l0CwMSFMGt8xwPCjnVXYO4a+rykG68RmTXs",
-	"XQpxzTdyKpxRIFQO/91jvfMXz9jjx49/9Exhf2kl9haJC1L38Nc5OnuQw29YgGNJVEJl4hgc1VLVujbN",
-	"FPKs0sZQxyDAldX2YCqqsfCs1psdyOfNBH0JhZqhO51qFMNd29dQhls6l2uGO7cscQzXd6lZDDe9kIXY",
-	"uhguaopWYqe7nuOSvVvPfWtk29SzwdreFbNtcMFX8R6+U99709JmB3xz3cGEV3m/8bmvqbSpKgFMqsNC",
-	"DFglpkCjFkTuQzacW+GJh2S1EDrs2Uml67EPH/Kxm0AkQUK9CNJ3pcoFsYkx7sysn8m/bPV0aCzouEaD",
-	"iYGWG5UoqCuDMe1rXV15HFoOlAS6EsH2sB5EALvKK8HGTgdjJzAGctoMBZhnCEOzwNKGHZwLy3pK28sR",
-	"JA0fO/0/Di2iyyi48rkhg2lGyQ14FHAC0rgWlWA9mJHLWvEZl4U7VlbEFV/xKl90obcOh7vRiV0DThI8",
-	"5Tab3KIGw9ASdtQ/OjxkOSAdZJbJ3CT4hstKZ8IYZ0sqTzJyvzrw0njWJUo4AUdk7KWoYGQQ3aFJZhBY",
-	"3gm91ULvVSNSPo/sI3G2hfQjKbFe8j11RqdhRo9s3we8cAs7/S5ID9Q5UbTAno7Eat6K7EF7mDs84rKg",
-	"YGXo0qV73OV4pff1HG/e7f/d/v+i9z+t0/am+SyC4JaMqEgQRH1dLwxeQV0SLPMBnt9wsEfmHjreZOVV",
-	"FFBMoDgYfJfkbk3YsI6VEXDLttWWIcodqEFuSRrvbW1NrqmzDKG/xlwqp5O05I8n6O0ibC70yO70jZ28",
-	"+QrkzUWzFb50feMGvUjbF3ieRIWd6GLWCvZzFbvFWM9HOX6RKpK1fffj3j57Hep+vPsK7qJt0bJftPtn",
-	"Ym3ZH03LJwMUWcAQJ4EHDSQIFOOdQzVnzwgBZpdUjLM/6sPDxxnU5MF/BROFmAplEzYaTUsxZn1j9hJk",
-	"5dNTxgEbmzj0wD/3Ez6CsqTwIe/cx6Pv8xrl06pL3qdY1kcUZ0Mxlsp4cIQrMR9VSBQCeIXS7u2zc4zQ",
-	"NLEv9vb8dJ/BYnL9ayQoQRvSrqSsHoweFRoiP9FacPOVsClvp6rVqgYM79sr9YKM7RSOQd99tCLWxF9w",
-	"+f1jUu4voSoPK5ooomqOA34HlgNANBDIYcJa/koq83ZRl89bI8cXROuIsEsISeS+zpSNlXNUzXZLEj8V",
-	"+VEUeH3oBGFpQPqC/8yXMSRYPheEsxU/YeFcynqk6UbwOlS0/TpP96jKrqm7o1MHuBAmQq2Dd3FKLhaf",
-	"AeRzMQ/FOU6SQyDmOH6q530ibAPIqsDDzNeD3xJduaB5vJfQygpaGKxeio7fdSmZ01YUZI24Pnr0wxbZ",
-	"ok3D/t3k61loKCLyzxsMi/AO6G/wLV5gC/dBftNqcJsYycJO3CnyG6IlUX2yuS+Alo3BErroE2KyNDWN",
-	"hbwSC3J08VKU2nHVNqKeD+dUrAvfFToDSule2hIVacLS2UQbyIPlZek+IjlNcFqtOvAB4/6hSNfNckCl",
-	"ZYgjI1Smc1GxsjYTYbBovGVA9M7fXJzBz3hyoA8mZ/B1RNC9lzj5XxeF09w+zEGx5tE8YB8QF2YEXDlm",
-	"sRZsRr802Mkk0RQDRtmF+s8Blo/F5eC9VrHairf+v362ftrf30czpHUS7gWssqDsJ2wC6XiUWPzu/X5d",
-	"FWmEWz8XlQdoWUCn2WcLrw902aHwuYIRbEg4V+nwI7OwdZg0mDrufI5NREhjSN0MNinR4QLXLoyG1hRE",
-	"45wdkbD0ptW/jwc3sLo+Htzwsvx4cONn62PKeuiDcaf52/PTvru/L0zGS5HvHZMxGWHVkE/cu6xi9o9o",
-	"1zUEIabhgIQ0R7DifAiwgRgqa6z2idDlDFQpFtqpOmYZh+iktfopBEiTfBtIjXsDzfswYiYqoOJYLKTU",
-	"tV16082zD92LcxqQHyuoQ1FR4iDaCN7T6KtAk8gYhRl6+fTRD0c/HIXDhzIFgSw+WknRywY7ugAxbd0e",
-	"gz3uS1vlFuB7eD4uGrB3azauaPMW96GHgoRl0kC8LMI2eafuDuplx+X+Oa3StRqA37kd8Fs+PbDdRPDC",
-	"mQS3wCBzZqa8KBhezozipZlo67Owec6GvOAq89wHU62k1c6yAGyzYI86ARrpEhGoGVXHSICRmLjfM8iq",
-	"dk/DpPCI1BB3e+gFL4xmUmVFnQtQNoxQhihNMSyTCwtxFM8Pr3QuINtXqhkvJGTJ+3TwgJ9mKbHbnaNK",
-	"q/lU14ZVnPhZALLtT5FZkeOBTS5MaRgiv/mjzLUFJ8EV4rqNK57TwL47fLzIIBEGNdT5nKjv8NCN8kxW",
-	"Vvi8wld5l/bTLMNGLqiTaxOr1w/ZLQc4Un2MBMXcdyh+Pk83o5k9bmjJfMIoOCPb6z4B5cJp1UCT6y7f",
-	"x+0vsrqSdv5g8O7GWdRDwStRndRui71774zbONzqxBW0QY+PV2ckCnDhd2BE+u/ma6dGZXTILXZwsXfJ",
-	"zQNSNp5pfSWF7zL1Y6muBrrFpMLEf8C8w4EkoCCCtyrBMlqTsCmX7t0CBBSk0NLWNpZVtfJwtRxfSg/H",
-	"yA6PIKXKuxdwIpZdFW8NRGcrDYHFBigmWbJeSHLQLGDnmK24LIK+kHHLCz2uoT9R4V+ppbKm6dqjVtf8",
-	"vC537lzgQhY5IwQKNhXTIeLFEwuSl1hgozRNPI6boJtXtABkGpEm6XW+caXr0njGKWB77/NAssBKrYsk",
-	"Rt6yjQriX0mhx013vmt1xxPRLPfnV/cKCaoG3sEZg6Ue5f/ZiiuDFqkV07IAyzsgSrhV4cZBFKHu1IDq",
-	"GSErXB+Yi7hmogDJYEW3TiMPBeU8tnX8xAOlBJXb11l5VOVsnhXx0IIdLGlcsN7MVF8hR57ZX/TKrerY",
-	"m9ARocZghIwwEt7MBvLqU2Q8CZDi+CJRrjbcU0kw3qMMzmjimnl7Es8bNr6if88huZPWP5bHB+VkkQ6J",
-	"YBS8/zkCbQLHsG/5qLWxY2Vn9fQgh5yn6vW8woz4Iduk7iZmA4bpgHoyXNF9XOe/i+GFzq6EDdteKnwk",
-	"vQL/ZPf1h3iSkJ5uuZdPtbbGVrz03gukZOP5VCrpfgArzTcG8sguccg1kirM1I8/xjNFxdeLjb98evCG",
-	"ob2IXh9no4+lkxdu/8xExS5en/n1XVbCCCeHceGAuDv2ZYSewQMAMEg2oGlKQeQAuD8eQotR7+iblUKQ",
-	"jNtoc1XtCpEmCcf7DhKWS39QNPUXYfF+H09MsJ5XNP4fgcHg3vmbZ3us0npqBviB2TuZ21Sh2NIt8MVg",
-	"izlmf2qJB1xlh4LbBHOIEvRUZETH1/v91eszTJFucWu7H56f7cGz6QUt7xUaPK+szGTJgTPRqaKrV0Jl",
-	"swcf33/8/wAAAP//",
+	"6cTLUMZswYS5dr7K1uCIPxtMxAl/N6INPIZCdNdQQuxatdCDVBVLfs+usdLqtUMvsg8aq8oaZ4GIP3En",
+	"JHrX/xK/tKRCsOo6FHdsf1oo2dTXhRTzihdm64GQ5hqMXtET+1vrqvS/ul+uoZKkB572DyMrrfvFiwVR",
+	"x24ZC+8tbn+yLFWpBoJE0OTov9Fqfq3Y38CPAhHfVmlVGxhjezZnB4vb53989sdn1wjfDo8Bh3v7Uetx",
+	"7T1ohGK0WPYa5OKeGxaPofekJYOo+nQ8b76qpTJxCzBdAVeD29brW8RW939GoHzRr3h6ox/+3jAVf6bL",
+	"2osz1yjKXis2Z4qJgpXbTyJITLOUJawarSq5hh+tJhS/5P424c92iZFiFIKwuL83zFzfc81xOYW00j2S",
+	"t4aO2swzuDQ3laTltZHyuqIKL9JQ8e26ZAKxP2tXVP+6YlSzeJVr8ws0q5sarczut+6pjEr04mx9WVRF",
+	"Dbuu+Irjl0HBu57zivUaaR92m+j+HNZRsbliehm4QaMdSqlcXWO1af+XYwuFFLpZbf3ccgBlCtda/Ft9",
+	"DREM1+zzkjYa5+EMVtfsc+22Ta9M3XIybaSiC3Y9b6oqiLwtw3NWvPYJHjsKtKqjms7XjrNBKc5wIHCM",
+	"+M09o379uqvpLsFr2ZhCrvCXsInXSLEGKzE4OfnaaiTx3vvfjaUc01v+NbvVEhawqReKxjT919mBs2sf",
+	"vEiS25Y48NqqmK/FPatknQk7ue0Ibp5hRZXuT2fkf2FDhLmW/tfB0Qlx2640MbKC6nSEgYAFSKiAWV1S",
+	"QxM1S6ihO+NWCnOsa1bYQ+k6mLVRZaC1WuGMG1px3Umu8vP4RqPCjdXLjN3NpITmdPaEzwy+5iVoLVY2",
+	"oIWSWrvi/AhR6n6ysps+cZJjYLLkjm0mVOl2Qxgohe0tDvY1q27yYkk0q6AeE8h0S4plIv36T7aDnUVB",
+	"wFbm8wUv7rH8HV9wgVUSrUhKu0YInlGmZQEgdLm691CTGGpW897UsGTYDMRf9zsmuBpjRYDdat4PlHo6",
+	"pwoS2e+7Ed2e2GceRK/akGdQiT868OEjKLNtRxrkc3K7IYuGQaWMqWWiZKNS1Xw+wsp3FicW+9wNj5zW",
+	"X5sd2/asrQslG3Nrr8Fjx4WODdNmPBKuX07KH5OYWvt7HSY0a82UcPhTUvmfcBKvMgWNToliC64N5Cr+",
+	"6SW8G9U32sZGFazKAJraJ6GOF7TwjcbUR72xgoe3EU7cNGwiZ6cLHTx/eowFx/3gi1x+wIBv9oYL2Lyb",
+	"F9How8q0iUdB+UgnIMDtmoxjsQ05f2zF5wzO5AjQyPaKrKhorFLdqFSI+RslVwS3+Z2YS2cv8872tD1U",
+	"linsjj1aSleL72wU2A/n/aYh+qQRhlfodnLH3+n5e4eDXfUyL6DmsdfNw5CMokLbHk98PKy9dmixjKnA",
+	"LJVsFsusATgcn0E7bSApyzoAgdjXgj/kRqPJC60DWs+bily8/tO7y6vXFzuVuFxJw9KRRJ2duHwX0ty9",
+	"IcYvD6yVZojZfohRfD+dXh3tlA5/Djbagp0Qp2RFxTDvGKuPKbgc11yUcg1o1VgITPOKuaDzUIqqHyD7",
+	"1+w4nK8huws3+NoNsiRnp56+uoFW0otr1zS8kmIilqid+yyEPIGaZop6/JoIzNAdtW4QRYgWagfZIYfo",
+	"nvA8atYy8x4Nb6/n6LUybt7u3iz6v5Bx2814ZsUWRxJ8uu+ye3s/yKQdLf1XMGm/hUCUsyVL1SXplj3u",
+	"AyP0kXin12vzeSzdyvbYMuGayLsdLq9YJeiDNozzwG7t2PB94Gt3YMUCRbTs6cLj2RMOUd+f+qEsibdS",
+	"m2w5TPuQoPUlJEakgQyKujmTSdmmpbRKLnhBK3J2/mmqRLNDesB6KStMYgA+2uJqgBXtnla71Hy07FOn",
+	"svA/bBcHnZ5hHpceTRxVGOicFslVZGYtFVYVxncm9/rOfzLQdSVp+SzJoY9XXDSGEfsGofdM9Xlefgmh",
+	"0R9SoV9zw5h4YMvJhu8fMt4VW2WJ7QMGmO9ePRSavRqomvpOaIMgM6vQxy4VVFds9SlfRLUz7p2Ls9ZW",
+	"2BmF02uj++H03UqZiO2fco10gowDR+mvYG/KnX3zlOxJJBBhfzL+gHdOXY4/XgF0yGgNzAhmxN00v9l8",
+	"3d6sHpqru9XcftWp0Rlq5DZsC9af0jsC6KyXUrtt4R4ktTzxBQYCdgpWlh8NQ/uKqLz3AQV2T4/7K6bt",
+	"oXLLZkXLUKeX3LHNif2PRtvZrV0nbpiDGbUPxisvuAEOgtumaWwoi7ez40gDzmm9bynH9li598FafM8U",
+	"1qex77SUlcUFejcpEE1k8of1WFXEDFTPKz53LjlQNtxK4BZNvvzbTbDNQS3pxPU/9RSBWaJVjCfmrrQl",
+	"+eJsXhz+MOGEMQ8tzi0za+YleVd2xZfrLONz4CVYt347lnUKtAJVjZjSLVKy7zVbBNG9MKnG3lg2rptS",
+	"pq2LQCXQWrKFO7ZJGuNb/rB3YexuEsh6ucF6QQ2LijClQ7en1CDqTA2KEcEthMFE0tuPNhPKENkl6G1L",
+	"b2WHyg4NE21YybTFI2a2Mb8LDDoFembYQqrBXfPvdPCvecWOl1SUGKYuUIdwJqXZAa/vf0ynke9Hrh29",
+	"GoQU4RwzitEyR8wjiIZgVG9niSZbvSddz+D8yzmZ6yewOCv6eUYEM08gg1zLFf1cSCGi39SKra67r607",
+	"P/H6/vsnvL4GKeIaQziwMlJ4aor62qzRpd/7ec6FjwzpPVnRz9d6I65vaXFXyUV4+uOTQor5E1pVT1wY",
+	"z7X9lWAuGuS9CpmtlWbllNWKiTLLQeBnEr0HRwulI0s+VqDW49zfnTBPuVuHbWsgXWIYOWJjlf7ig+VK",
+	"hOVY/qDJAsQkvACR3Ps1/SbYMP6DXe9YyWyX+72twTblTt+/4FqkINRuqyft8y46gpv9nkrCfxS5fXiH",
+	"MrlvP49dXCMmQhDoP7V2zIuMRvXzcuP3MrpCnBDZuWMKKkC1sDtnVEba8S/lhYuos6in4NejPZSWbfEu",
+	"R2AZHaFLcvjJLcuB7/rFTdscYhJo392Df7RSy+TMp7Cys9zedsafIrot22RSZBJ94+cJUdTYHetaerUV",
+	"Oy1JepPvNhGC+euCFfe5HN2QIYNWrVspzURrGTR9mbQeYtMQ0L1zs6WStX6XtDy4kda0uGNGE5d1uGcX",
+	"HxuTMvEJ8/D2IXZ7aA4Y3a33bTk39HLvdtMen0Ctefxct1ZpCjt3C7k/jbnm01Tmm9+PzhQr7l9yo8+Z",
+	"QiNpfrcg5pALcssNOkIxTGWiPdwOb6Qj2LuH9JJ2iLWHPz6tqamnRtnd3O5eRDQeE2V7eqNDluKD/0Ny",
+	"cWGKCylX+8lGp230xt8kTwDfUYgcuYIQ4UxiKLxBMIoYmOpto7mwv0G1NFESrnWDF1Vk0Hz+w4+jBs2C",
+	"rpiir6dgVDgfuJ2Fi6uCYunQAMkBo2Jqx1TMWJ8IIudmTRE5bKyQUcl1XdHNQHCokZBGEkMn2r5wOb/R",
+	"vU6ePf9jysTCiwes0YoXStZLUHEz6+TD05JoVCauN++6OLxVcq2ZmhEu9YxQUSrJyxl58uTJ0c4Fcjo0",
+	"mDoG762QfdEI8NQIWuulNKmQxIovloZo98YwFHCMBrXls94Rey5ydYEGIhsdRvFAXLpFcbYpkkgZZ3JV",
+	"V8wKeAuqbinUN6wqjO2Z6slbyOzZ+JMkCld8EO15IZVsjGUHiXvBQUe170xUjZeM1qdVJYuXQ7Apco4Q",
+	"FPZtV0h66rztJ5ebHHzYW9vgLfZxaygXrGyNuujcnyovTAwzTIeXNKuzuklBK7bxEqQBU48vRJJBOMss",
+	"s6yZeJOGYflYM4cC6X+XSp+Q42dbmYdTgqiGQfR+G3BvU/BVehho04MAd/KYQ+v7+MmDBoZwXzEkSd/L",
+	"HR3brePWOx55vK+WfiI+Feg25i5ppr7gYl+pppBCywrqBHIRZyD0LeSQ6zjknS+WVNECzBT2nhbeU1ss",
+	"aVUxsWCEryB80PYjNqRiBu3qui8gPPsxKeHACNJmgCB4uDTmtk+ELPGgLCfEb7OLiMWcYcuWECdTk0PN",
+	"GLlxOdlPQq83vgtM2XItHk0RbWqq9Vqq1NF1T3zbjUbvxI7Cn/0srVABaWDgd9QFObSLfsyFZkJzw+/Z",
+	"0c699k5MGEI03RStfmgRHobg5DDz5kUHVyd2Nnvg05Q18h8OEowDzo3gfVx5ro+N/JVBGfcpT3pofzx+",
+	"8/4vM3h8PP9w/v2MvH1/efR7Yb6ROjuPD1QLRJhdVY4eB/faiU/1qJgOPz4AlXYM1RXi8N2adDAbHwXi",
+	"9WGtPwLea/JwI6cg66UV+Fqi5pq4Jz5uwoOONQLzK7n2yIEnfmvCDWX/WvWY044saRR9tYMppO4nKxj3",
+	"j1rsZavMXBcOKIhlGXDWDuONUVr7TGh3yNQUImt7/EZuunR2RsxyNDnEweujPess9aGzMN9hh0SH+Gbe",
+	"u9xS1Mh5MpQlTklZ7bkA//BMlcfNT+kuQ3f8j7iF2UyVLh1a4byqoPuvlakSDfvCg2T8ScmmTimo7nlw",
+	"hd5xtFj3vFCVLO4sSxmw8nENHxN4V0d81l+Rc6mKjtewE7jYpKxab+WarKjYTCQK238mLAfgQoJzvI//",
+	"GK6BmoljyxaPffqkZYoAhHGsTH1sb8ljgOiIHrS8LAgcxy1Xgwy2QpZMHVtdsKKGpcv7gzMwZUX4VIOt",
+	"Fh5bGiA8uGl1myjkN3KglmLXvStF9NmE2or9eBkuMEKyQYhtN/pZSytTaTNlR/OG/HZeEGadQDOM6MzF",
+	"ujRJfVtcwItDcFehoRXdkIUkdMloGYrvA/mmqRcgh/Tg8brdhKO1K+/pHeIvU/QyGyx52axWVG1CvCLW",
+	"aZXqi4j0GZZ62YCZ3zLSQBAEKG+aXDVVDvKs1e3nLCKb4WDKzm7Z96cEj0cE58ODpOo/SpIywEydeQ6V",
+	"tpHG0d0QKgIfeXtst4MpqfpfkMQ6ZafsGuBBxl++UIlWWO+R62wNqNfVhlC/QenjrzqcbNdTrSPVc9iL",
+	"1mF+vpYmGlsASnDdqqZtfL8lHACoggBkxeaNBjiCgEKXNPbn4pCzR8evaDuV2TaldpZq4oniBbug67O4",
+	"AsBgWaxEvSiqAZQ2BS0pTNKb9sZ+5p6Sw/95+uH9URYrPu1iPdsaxmPWU9NL+vyHHxOM8u3p8fMffowh",
+	"jdLQwTkDfZjQLCxO6G3XbXpAatUpEWw9sKNGAmA+exEZBW6pFTubGm+pCiA3ZviankFEN8YFwMlRsqrc",
+	"n+se4DgekXTBtCzBeJ8nDm+bcmJb8I/Pn33/fRptBYTHy8zmXsDA2vFCV0KSSooFU5CHB2yr5AuXgTRm",
+	"Sf+qOWK/l5BMZZCGQzaQmDZ0yPaPTp5wxlx0cbukvcSh/8SHI7NPye3hC8fw7Pm4YGlMlS5+gjaWaFf+",
+	"SzxamToJqar4cBLx6QkCzpTuT5RYMKVFFFVTsnN8HMUcT9JAoA/Eu0ioHM6aNC2KGGZnR9iaoPIbPIzB",
+	"ho8Dmhrs6S0XVkPBFqZaWhdMABZh0tx/xVfMyclgGLeSYPgA4eam+9hxe/KinRPEANMD382JmZqXTTrO",
+	"YCUhsNbXN/KvzgioMij314rN+ec+mEgPiHoSaVxg81l9VO+0h/1rBs7GPnpdS5Pd7Z1tg9IliS1s1cwf",
+	"vGjRkydfCm6k3edzydMoDFT08UiW3E5wQ24biFs8hKuDwiVXcn036wWLhDIopdN4j1KxkobfswtTv0fT",
+	"VAIFJKriR9CARZasmuoZoybp+m1dRjiZ6WdiKJQNFg2yDVxQ2+5AKJ80K7Ptv+WLJdPGh8tRsYnRUSb2",
+	"gttyNjaNXlhe1z29U1fnOW8n7K2zN275naZuMH5zkY1k8mum0hFNA/MaiIXHPp3LfUodOEUFKRvlYe9a",
+	"ottmlt53lfHTwaLpjLNu6qJlQGhg42UXieZREF38sXBrvw+wyyDySq99xGB5vGh86EDFIfmQDUOrqocS",
+	"NCUmP2csD27JgNyZYE0DwKrjsf4wDR0C/vedQz/UuGtE74SzdfBielgyHj5makpAnzsmONkWN+gf1f7p",
+	"6rOo2daFlLo8f0oWVvjo0vFGvZbZ0pen5+/Ip4v3rg5HZN6aIXX76C06lhyZ9ib5Fu193W8fG8QnUT12",
+	"1QisgJUOjHJtBDzevz4o7Af66ET9EMTjRCHEOcBaddm+/4hxQRVC+Y+jnHAd7y/B7xyauFtQ1GWO0gx+",
+	"N4N0f8PjiqidLvcxN+8T0gKWfsQSvd2QZeBaJ9EgNTiiaKWxmAvGz2GpwhBs9ODoumzEyUvUqlpNy21c",
+	"G0y2TwxKsDQ6/2EbehLqpkZxJr4uRN/s3D8OOf5yukhepYHJoDEpJKREQUV+2iGCMBEUOTV9x9knYT39",
+	"qjmzFRNKVtUqV9+toOKqEWz4OGHzBRUJGKpDJaWbIAVbKATlf2sFtW/1RmfOVuQ0eI3wqimWA4+CCAiO",
+	"bRP7G05wZJooJtiaUEPM2nIfDnU40cpW8fkDaudHnV0yxZOuQ/jdg6EeLtnno/yIXb5YYJKL7L4gyziv",
+	"qGCTk7jiHB9wXcelLR8U9arjKq8hlrdMiOVfJw4WqXpSxX//qruCksdiP+Kwx0Bkqv95MaAdR5+rTTuf",
+	"069luJEDm0dQbsjZBxCHljK65estM1IqSr3lZjTH41FDd10U2dEUp+pEp+wobt1wEG6LSvDFQnFzV/cp",
+	"xsrD0xfhPj6kWMrLjgf5x4wI2SNvsmHmaOYumFm4+h/5Lp+GG442Nojb3w853N2NHyiUJTuLeOGUiwpi",
+	"dENFOX/POtj2dErkBMd0trxtEDACP5h1b+80Nx+cZYfDbS97KkB2+6rKXLNbYbdeBhgLkA3yzuvAs1Kp",
+	"qFLgxkasDekX1ZZWLJq5tCOJwPei2sCNjQ4UK76DnbbMJYzADnxSiSv57dXV+aVX0Vq6CDjz8cnBbOGM",
+	"bPSW6mUi+p+LnvJIzk5n5Aa92C9uQsz4kn0mkcPcTu6ygeU8h2paf2abd2IuTzq3BPqGA39EaJSzU4+x",
+	"l5EWykwtibAZBbB+bgCxSofqulCt3I4Xlh+rSjBPKpm+wK+ZCZGA8kc3+r7oLDJ58uTJTfCUAmMykGTr",
+	"wdJGWDbLy4hRWd8SLPu1hin2S90M8puxi6XdnzUHGaJlu1TvgguFxSFZdBYdkc36RN0u9OBRTEeq/xTO",
+	"mH5AdHp7UjE2XbTK6CQnTqsf7R2eHjnSB5Qst1IJRoHZkQmoMSwuxpkmWpI5VVPR13eBP42GlTtFV5ua",
+	"DcD8+RNTSqa7QJKugLcXvBULqbPbXWHVlLGkI/faDh4W/OAvnI5U70LkV1e7JVMTpuS6hntwdJwo51LA",
+	"4YvVqI58v79o1g5k4sTi8XBDZGMGtK2fMozGJd/EdklQsg+hMi3G4L0rX4B7z+tcTME76bgxQFyZckDd",
+	"6YJKtCOs9hWjZVSbBqu9cQPl0rSf+DTa8VDeQ5sNSIiPtKtR7bs/pzAx/8w2nUt4xaw2D8yBEsWOXTFC",
+	"VoYjCUKmzAW2r+jnU+Q9epD5uGKLXhnMLmaeI43H93U4iRv2PoDeC37PRIAy7bGMRGPgMSynCOzeTIFQ",
+	"EwDcEpx/VBBGVWXZaqgIGQVSOTsClC1eUC5ygQ0OSvLlJln2z1WM7XKqMRY+BTaBeoXOmckfiZxz+uPP",
+	"oU6i328AGQ6GsGJTVJ1s5fOgCL4KfO9gdtD6YS6x+jb8+sZbZq74ipWI5nTmSxInLb9YxPaTlSqzx2BD",
+	"Ss9XMAuTCo/7L6F4p3kRMiQEW2sXYA5EyLXnvPYpEIBbYWlJbM313ou8FZ7V4nS3laFint690yO1sMd7",
+	"utQYTt0sCCtd7hHf3507t3dn9m+uLghGxG9729KVRsOpHRHGQrGDZHVEB0q6XcWBus+sMk674ZO3jRks",
+	"8nBCaqtIxLQd1cCjUL6cEsPUigta5azqjwhfH+Hw7ybd2V9TXeyR0mAkKSURLvR8j9jvyXdDjuN46Gvd",
+	"gWmIZvQ1OM2Us5o5nEMZAhG9vwJ0kXEVpPX0cFE3Zmb5Ut0g+r4Ly/pdS/ldS/ldS/ldS0k5lJBDJAt+",
+	"q43nsWhNnxFZlQyK0Sm8hSbbZNxiXikKYEJSJEuv/a4xjd+KNd1Ukpa7lZB/Z2+GBPfNkEd7H/2un+2k",
+	"n6mQITt9bz7idd3dnJNeyWXm6k+PbtjvGuLvGuJ/Wg2x5X7hqLU32Ig4/drf+9t1DmggTAwEmQF/x+2T",
+	"Ctmao6iUepfyg0Fv+SL3U6o4jft4nGtnoj4xXv65k10/s3TdueynAOyc26YwLunBSDoXj4qg4+e1j9iy",
+	"C1COL+Qc9/cV8HGi0V4aapIIxg345nyxBs0qSBfqbntCVcTyra9cHuWHXJQ9uHzhtgZ+AOGV0qUhwL0c",
+	"zCzJpcmHxd9uzro6Ya6sy5QiC9tLAiQWTC6bmiUKuNhBtFFrX6B/J2cfsljq5prUUKS/o8q0Y1rRz0O7",
+	"8l4KiGoY3Ri6tTUT8yNQHXDX9emCfUjHF3nZxmkPfq2FNGTDTHRZnpCnbZDYxDF8yXPoT13Y/D4xzhKn",
+	"o78vyWUaOcKRnpTk2B21zCcFZB3SaVFwuk46ZizaWKnnllVSLDQxcjL4StbMuJkhGeTCr/OypoNuZcKw",
+	"XvzZlxYqJ5lE1koalrb09EivDSE3HSnsHqSosSs/hGnlIHugUnII3NwK2CR/a6DEl7zzQURyLUKsTN3n",
+	"emuqSlZeySHAPYlVnjqZEKYzCitnuazvyURkhzSlvFJUdf1BKPGWGQ/qVj4lZQ06D72bfs5yATyuy1ln",
+	"od3Mc/v/3qtVHwHYKslHTkWAvTqe08LyyqCNuScQ6C06OSYz55Aoo+SfLOsZMAr/lHV08AcZa6m+w2KJ",
+	"v12TW5bxfWxMIVcQQAtWSuLefEyQHZknCDCuc01Kd/l6zokK5TFobkG/PNZG1u1fzswe/+D0NNCao+dR",
+	"fOgx5FAk+WkY5jSHQnh97yCDzIc72IiA8va5rH4TDqx4wSNjQksukU2gayroWAIig0S4wTpq/tjNtc25",
+	"0nrr+21WNaqy5pXDto2d1MMEm31Q2GF6qmiJT+SPvuhdp5aVRol2u8Zd6lmvvd3N/A+bfos8kXf69nAn",
+	"0kUukQeNDRhdS64yCpbbxGI1LsJ9MbWEyNa970vLtSVcOlkvmz6oRFb13UO8GU7w9UWEv1yqbmYhMglA",
+	"G/aAZKjHzGD9CUO57cNHyFqZmh+awBxPkN/4eXmb8+K5B8PHZZ91rCUXJglyi+UPMTsTYVkAWsth/e7p",
+	"Q+yD0kwuj+rGmVrCjzUTpzUHSCgo2pxBpEJLMwQZQFW3VjRWRMkmFfMzxb4bFU66rRCiJSEqmqUs09km",
+	"BB8OS3mpbQ2XFeFlnDLeiFIWzcrqziVOTGc8kCaVoULNkngw6PR3TK24zqSVYhn7Obn5fKzvi+P23ZtO",
+	"Sjb8iGkWCfxTWMhk8Sv7gMxlI8qZ3TbRE3Ht35b/YevXMPmD2UG8IuFH/1I0nfbHsPDXUBTK/7ySZVOx",
+	"cUbh9tut8awnlXV69LMdFqliGs+BuJ0BIB7XniS9LYAWpgXJU2zBNRhVItLYhsqzH03OIPcAau67dMW7",
+	"r4ZoBlAnglYXdnpnaej21pyxtR72+DBFbr717Xx7M3ORIFQxwj4DbF1U2q4Iy/6wEvYfBSP2EdiRt5mT",
+	"y3Jz5KLxGNmfzv0vu2LobfHNhHckjGN0IVvRO9QCi+hhigMJ5zHaEczNowZETHeSV2lHkqgh1y46KTuj",
+	"vvXOUh/7rbe+nSEmSbm3Tn6rkzyjMbeWU/7MbpdS3p1RQyu5eH2fRZ3QhoqSqpKw+yS4dzphHRqEjPUZ",
+	"oZoAgjMXdm8qKr7R2Fimso5sVMFyiMn3rJI1+0YTfA3L+Du8Va7bQW4DtSu+WKRxXsA+BVmS4De5nwZA",
+	"jIm5vtkw7gmL7i3r6QWH/oNAYtcL8zmdd9yeaEC8wWTXbPRnqsrUx8srTVbUCsMQ/jlDhyH6pby9kChm",
+	"1NT6FWOGO6xz6xwJUQjRrvwbTGYO2D8hl9rFZSXRDvn/kBqyktqQH549j6oSRjgaVkbFen9eAsHoPt0U",
+	"Ra7kE2xMzriMu8aNn+1AEwMVjj04XZaK+SSLmV/xLAKEi/UYx3+wJOODibqAF6gOOjF/T+QlqyAZU+cg",
+	"Q0AQ7gaCw6AwfKyrdrofoYr1luLp6TczojiWj30eXRxKfqbccLG4sAclilLTpGw8HAYXzikCiQP6YYFX",
+	"o9aOHmMJ9g7d3Ibh5yjXcphtH1+i7mo5/aTHKA0O62WnA9/jtViDtTuX9jzGx2rWsr8t+vJr2bVqtvPq",
+	"cZk+MfRPzg6Mfjw6J1yMZYhM/Q2WvRKtOPSo4TvtpIOV192CO9kRctfs9ACfdi1XPsSguyFfIdinNwuQ",
+	"pJyYll69roRGCnw3AClv01Gu+A8KbXO64hVnet9lh1YyQMu91XEDmboKmZJgpzhksIOhXNmGP91uQIpa",
+	"86osqEqsRaepbEaK64BrQm+zqQ7QdXqL8PuO3LvP0nak9QRVi0xhj9VKCgem3RYxtiNKTsQvVnoqN9jO",
+	"kz/cuFWWrqwV/qWdNIm0ONZZWqaOO42GE5Z4Ar1cZgGRFoot7H0UEMjCpWU5MPpZ2jPv8US66JM5POtz",
+	"20KyuisACFHjgMvt/4sln47b61/PdHDqHuMUJrbZTnKID0ZLwQVhtFjmUiGDO3Io26Kt6sRA5bKLyxXK",
+	"IODhz6xLJj7M12kY7hSNSOCsUIQWd0KuK1YuXE4oef7588TufJspH1bUnzNDgOzM7cGTCzUdZNq5egc7",
+	"AAwfL+k4E9SSNhqkdNrGfgAcJ+hzdhFWE0fgPdODQ0ARmBhA+iwqyleTdy0Wnyd14sqpcAWpqXGN+l3v",
+	"48jp3u5lTEe90UWe94S7vWU/IRJefRRXS67TUMFxJkz7hc8ISjAacghKD4CKHuVgw636UO7OeoDTua8n",
+	"sow5FbIxF+yeZ8okQI0Q5Z5DZSPpzKQQyGF59GdI3L5lTJA5FcJF4huZ5l0ZCuLiTcUXS5OzcUSnLs/B",
+	"p6R2sc8GCGEY3M8S5QSdMB39upM2iP41MNKaZNSKCwHmq35g7nkLxpsc6uONEVDWJhOJ9xcMbs+Uox1f",
+	"wb1j0b9AO5dfb1G7m5452REFbp2K/gJMkVYi1TYl33ZEFEI9kN2MKFZSkHMP0SSIof+FYiZVc6Oq5Nrq",
+	"w3nGRMX/z967KMdxY2mDr4Jg/Bsie7Mo6mK1W4w//qUoyeK0LvxJqj07bY8KzESx0MxKpBNIlsoOR+zT",
+	"7IPtk2zgnAMksgp5qRJle6Z7JsJNVWbienBwrt9hc2NKJooMfKsg8WKCZJz7uHXtPR8btzsaAzzFQQoW",
+	"7N4XAOuOMET6cexohKTPts0ptN3Gs79H6R5on9Eu7DGSYg2U3n/bQCMkA0Ws7637BLc+Lv07MeqBZh8v",
+	"3m6tB6FWoFNVioQVdtFzSdWDvD40UNQ32ZtzfQk03kPHdAoA9FEYts/zJV+hK4xgIzV3AvPBcXBumDRa",
+	"5LPGyl4JU1dFF/2Ps8d2UkBvkrJ7AnYWzwKaPGWpGQonYy+zQbtz5zhxbT6OMAHSKtpTZhdeVYTsr8wu",
+	"J84bP9u9IbOwjYf6gvP349OA6UeDnmyXqjadUWDgfnbJ4c4b47WIlOd5YsUMjd+P3IIxRlQ4qi0D6paL",
+	"Rp2MYVOtbnooIGaPjSrrnns0fMlzhCS4gTbWfz0F1Zlqm8O+SYXRRFUIWw2Nus1ytK6rLa/luAn3KjR6",
+	"ewF2bFwmfLBjzFSfBLFznGZPo7tWbNwQXdzNqCpGOzMoqVDZzXgPUCFzXW5JwjIZOZQSVDl0WwiDgLWq",
+	"aFmkAp6+9bWckKbT9jbGCo7e3+V9bBVIfp2DSE9+YgDMQR1vNhOpQQ+UPmTfo4jlx4yfAuy3WDqbqdMP",
+	"f6pFTSxPGl+0WZWiCI1BUOZ033hTvZVJZZ6zG4XX6Qoi6xbC40dI7ZTNPuCG0dIHv9Yqr42AfQdhhO0D",
+	"CWAxSbDAOCo6SHw6f+oZoE7sTCEfsyK9aFbxGwecH1b4PHr67WCt2C6p5xUAGAsfDqFtR2hCtXuJOpks",
+	"2PTwT9MgfAgNvccsFzc8XTFd8FvxKeVaMHswqSXcsagQFQz/0ePh0S/45zP89NERloN1/4yU7t9aZknY",
+	"o8mjo2NysZOlCmuIGrXgRqZkoxJFhgbYlgmrhsIRXTEJvo7to7CO7aPdBaCE1YX8qRaMLxSVbSu7rSgw",
+	"t8ffdp/7McuvvTjLi9WH2d7zv2/qgPhOwh49A/jvtf6C9p/9mmwQ4aI0q4SBSSYDs3eRrxJ2K0SpW1Vy",
+	"sZO1GRz9+uM6133z7uTUiXpqtjmmhLn7xnaKLP846J8XFHVhRbhrbbvGQJ6uISFVALvCF1GghIQy9qpI",
+	"qxXCAEJAL769Kb6HZ/qbZ19JJnw8eXLUKxV6gn0SEuzjQfsGyVv9ElavVDXiyr8S2ux61TeXQYhlODJ2",
+	"+kp8Nj77kGuWccMP6W13OpsORt2to4MfjIKmjxuiRcAXDDeVKXbso/IStJz+VFspWlFslpkzmeFlh7hJ",
+	"7gm69SlSa7CC87j96U77DfbA3dxhMNC67xOfxNPwXHJww8WbiuSyCCcXABGOD5o68+VVqIrpEmd42N7l",
+	"bUKoTlDJj7QXV2q3CI6Rfh18AnO/itQEpwSr3BXEAtPpPJ2fe6IzyaQuClOtjuHQ2KF6syAHU3hfTIn9",
+	"ZDtIKxjNRJcilTOZspkUeaZRwmo6bjqhmhxcs+nfL169PDm9evXyx2kU8qKTVjAwQWYQ13IN1sJKYd0c",
+	"xHArYq7PugY99f6D8LpSalqQAEsPjEWu8EreyKITPk2lcOFlJ+ajSUda9rHhbU0q/ZWuz3mlrUh61w7n",
+	"d4G3ibuX89XouKKugN4PsCJrk7m5fvzto28fJawyKZWnTKjetixuEoKBTJDw6yKb0DGf2GMeB4U0vLoR",
+	"5nLgtL8Gq2DDfBJ0nkB4fZwJkP0a8ElRBWqeXq9CW+fh1uBfG+W/o7FubaLxKx2k+MLx7liCAYYzHLTW",
+	"+PT+iWLVaKtdJX+cwnpq8ngTzufOYJ7BEDUaCd3FzUb8VjFqn8FJ1ieNKId5MEMFDja58JdWPKGgLy7l",
+	"zIQRko1G5pyb3rJw3/GCw7HfO4gEsqPO8DmvpFn1pnXhqq9XjSrhQ8y9iqRwzUV6q7sSIfHpsQNpwX+S",
+	"NQVMOAXkOJ3j423TiqCPU9tmbHVp/OPgIHxmWVOAKIYzXfJKZN1eaAqK825oboJABYwNm3M9d7nOrsGR",
+	"8Qm/XWIbweRGLnJRTfAhywBs3O4tAo5t7irCkW+fLYaU+g66IUjzyPYiSXXbODFiECiOyG9E+byGZtbT",
+	"pzY2348gcWeg+9S15hKTjuwBowV1idfu+OFyR8zZZZnLPmJ8i3VddTsygj5rSprFgBe7oOi44ddcizP7",
+	"kx1zHwuZnl+cfPfuhP1Uy/T2EyzRtN1rK00XXnhJHYAJnOd6OxybzVPdzC6G8JLOUXTqs5ITsUdK1Ab2",
+	"5QHpF2NT8KV1ETi+/l0yr+Ug8Wp/l565sHTOZUEGrVYvrEHCB1L2RHG49wUFsYeWuivNvtmAsNT1uoi6",
+	"TuXhIsQIMnoGe7LIPyD6Oz1nGJ8CEkClclICjboVBUSZgi0pYvNIuRE3UTSFU3qClo2moyYvpl2LAM0M",
+	"TFVMi7S2U/qSII+mP7AvdlR1J6W1lyX7lkBJ6LAi+mVoD7B/T+IawUmeb+zLdm7Q2Mfjrp+GXHb2ea6t",
+	"VyT6an18rYzWTUgDIMSbigPSglEBdZ6cnxGFPodNBwTEsHlyEM1amdIPNOO1mVuGmaINoKpzoRMS/GXF",
+	"VJWJ6pC9EFoS8J4WCZv+aQr3uSuwHXSUsKltEp7PRY5wb8Uq7McKWDzPgaFmbIo5z1O24OA7bdK6wS9o",
+	"FOOFKlYLVWv6TB8zA1HKZl4J4d0msC5gwsGtRrs+Pcyltv3ORdXCbyB73p0US8tU8F+pKmbyJv7jgheo",
+	"0rR/rvhy41GubvRaI/BT9L1MLQsCPqOfAYlt/V3D9e16o/ib+CxSxJlwzXqE9LUx+N/XG6/Lm4pn6++7",
+	"X/3bgPHkXsJ/+GfpnBeFyP1j/++mL1MJvmjmQP/ceF7mHDnInUyb7tw//evuhwaLyP1ieH4LFwzZd3wb",
+	"wS++meA36jj4Jdib8FeRC1xvx6Lx/PmZrf3czNA9QF1q/XU40x2/brZRGV1uvmx/3Hy31qLabBl/bRZU",
+	"arsCkyXPc7/q4W/Nmpm0/Y/IUrd/dUvb/tUvbyyU6jznq2ue3r4VXIt4Ba9CLPHU06vICCKiMrn1X3XX",
+	"Y3kDqW6Fdx/kttcdQzmHg6i3zVMvsosOQEIAoy8QbJIGDX9vW6D4VTN17yPNJZg/KlUXW2uQMJRxQjq8",
+	"OsrGDm92+1HtnURjLkUlVYb36fWKSCUn206m4GIowCxfiNHgw2FB9Q4QTSqHDdcjmE01iZS8q8p/IZYn",
+	"MxOHkMBLEN5JMEeQ/fno/2CyIDfgTjsDzXUgk1y4ddqqkFclcK7jttu9fQxyby7vBBrF6cIAh4yqKJ4W",
+	"KRoAZfF6YLlKIYBj+ktrQ359+MudvTd/ffgLL8tfH/6Cr59lv067yq7AKP4axb7zEjT2b/lLC+Mtx1BQ",
+	"z8omMwl6TFqbyUJUN2KCFdWijI0II07AHy/easpbWSWsLlwYJSUr4YAeYBWU8RIt8cdLtORHjCkdIbEn",
+	"GBKLwfTSMJ4tpNEwOBDGkKFi0s+FuFO3AuWumSx4Hi7YiYuepS/2kj16fxjhyrGStU1r0V08C79dEcSf",
+	"tCRyIbTOxRqnabYsKurT4p5XyqhU5VFh311QJb2EorqDCtMP2HRuTDmZ5XfTxP29KJ+i2D+d53qK8QFT",
+	"e8FPE6bqijnnKtDG396ewgvv/3bBtJqZpd2G/YurcwRjuTo9t4fq48vzY3C/f7x42yoTqS0vnOq79JOR",
+	"6a0wHoiqKXtPrI1MuNywl68uTy/OXryywriqb+ZNQ3a6EFIG6kSZ8xQsERdXl+dhrNwBzWkpriuT0qy+",
+	"f/PqvFmvfUh35AW7fHnO1GxmeSvyvo8XbxNKWQzHHRmEN0I3GUEPNHurSO9x2oxAbcko9vLV21dXr46Z",
+	"1LoGS5mza3JfNRR1Kom+QUfkbgv3kj2/g/bvXIPoo8u9ZA/n2ivwXHZ5NgvBlnzluAPjXeLOtVVLRfWe",
+	"w5nrNG/Ra3icAQybwhk5+zd+xy/hEzrrbP/N20u7mZd8xiuZsDdXV+eT2bvzp/bH03mlFrJeTK45XLjU",
+	"8DFFS8G7r9/+zVKgpYGOnEMryIvCxMs44vVqgqKkuJNt68n0TmZCPfwMBwmeuD2JXgLzaEzoG7X0a0yx",
+	"qksqYyo+l6IDda4Mjv8YXuzZxa/JXl3FuIaLRbVn1dtNm5OYNFU8wwNwDMUxoOKcjxWyG8g1k3rYPOen",
+	"gaNq70qyRlq0glGuiBi5FyrvoGSqtgmGDB9VROnz5AXtS4rvt9pCo1L7um6FWh5TwusEjjOZTyqXIoaH",
+	"nFYZX/ySMG7oP1MdaJijwrPdFFx4swwW5QHALQJs7jqEeTBUnMaHIl+N6ImyhZtFSFWhRaFr3bscVXR/",
+	"7a4TTFt4OklTn5Q5L0TCKj4zkztlgJQp3qLJi0yYluVEy5uC5zmFUiMwvItVHCZmGF0Y0RgsSdJk9AzZ",
+	"Ki/4zLyU/KZQ2sg0WifJrZXHf+gjYDRpnxWZ+BwRmO3PLWAqCMPyfhs61djRgqdzObruTaoWC2lG94uv",
+	"G5HhCEZ2Yj89VYXhqYnWfZJ5LvUGFjZ1CJ81CKK4XcfsaPNkjhzJW3Uzer65utl6ppcFL/Vc9S9qqnz4",
+	"ju9M04dj+4KJ9yAuryvvbukCD1uh6FfLVrrr5BT14lxEnb/rlVnuFATYkLN4Gx/W4BFqM463OGxVsdcQ",
+	"Kdrh0jOiWnTDwDcMzb63S0iLUzGgnzX6ap+upH3IY7QS7Gmw5uvnJ8qOBM9kIbTGyIceFywGktPbKAZH",
+	"ImN66oG5mlSeusCbLgu2CI7xSBLeBuAa8bN7vVXdIZZ+npvhkLf9N2EYLHDM9K0syyZoJYXKa77gUIcn",
+	"GL8Z082SY1ZVVRchbo1XMVw6Vbu6TVfgAnng1O1eM4gk3Nt+0GdPU+NCgxqi4mkqSsMtH++gL/h5IGaF",
+	"lrjixdYm147wo7Mik3cyq3m+fgLGOwLXDloMGmt0JEJT0MtOsplzV2xCthqKbHGC4ZYRLth2EMzZ7E9v",
+	"IMsF2Lpey1y8sAJaHP3eCvYzmVsBlaL0xlY//X6+gtOwXyjziVDXvXntk23z042yUiPIgJ/qgt9xCaGv",
+	"7icqJPMJC7LGg3ZtO13xdr5ETVf9Avvx5RjczAs37tf+i/7iddywpb2ilpUqbvDqK4Uq846CYogm289j",
+	"ZhLVh6LJq2gm6LG2BmiFlqvpcgRh7Jbng42IDMYNBlArCKriGMHBZIaVLUFlBGUoE6UoMggZj9SXg3FH",
+	"VujR5NHRkeWsRhapoUVaK/Dan02zTVZjdDVHLmI8/PVcVGBqdqdLI8rntf0GbG3u8kDn/Wa4BLSrO8Ng",
+	"Ng7BSD65yRoGIydoJN2LcZ7zKGzNUohbq8G7Q+bRBdavHXAnnHV5ipx/mkG5DtuW3g4wZGR1uaC6/bgb",
+	"bdjCgEkDOyO3tCe8KcN8AaKHfdCflgVZD/sfP569PHDKCbGn3kIgWkAOdafvzxIfy+HYugyzwM88TjOx",
+	"G/IfqojM/ezk/Qk6bn+Gci6UYZarDrD5IUAO2cbIGE8bSPtxgqZz4Ue1xdG1R+0yV8M1cmh/PUyHX7LQ",
+	"yBKcPD/iLnTk/uP/6o7ndWfpQQfKg8WKeZ7rphjAuJq2kNtov/5Hne0AiZLxnq3IOGj7lfhCeKXGBJgw",
+	"rSg5gc2HDvFcml4OEKyXpRi2v+zuGMvfmA6zfa5SnltJvmd925mdPyN4Lhmv1WymBZhNt+MpV73QQpaa",
+	"+20+MO1gJb6YS1y1ZzjC1u5OExTstTvWslX6dUVKC7ruPzXxgMqL1n2pE8bznEGxVuFTmMYkW1E67Jen",
+	"VEENQW9R2gZjdgD7hl2vwPi8AxPcImMKMTA9oDfJ3GakdfLLk6XWOPe2afV0WyxlkW1kXvub7phx9wbl",
+	"xi5kVsibOQggZqma22Y9/zcGwcpX7uzZ3kPP6UIVROK10PjXUmSF+9vM64r+nFUS/9Dc1BX9WcPXP8Yj",
+	"pyJskOf5JM1VesuE1TPfvHn+7p0r1WF4ZRz0zuOnz4+ODrG2lhGV/fY//340efzj348mf/nx+d+PJt/g",
+	"n/+jA2YsZkkJeqfOoP8du1kjJFoQX1g366GdLj/z93PV1EQGn7fPk13wouY52w+RVFTFrnl6K4rsIAHs",
+	"FbbvQnnsv7CvAwCoIW7tdx1as/yvNmoPOX10F1sKdTwUMFAf2b6D3BEZe3f+9OCQvQWN78ah74nPpdKC",
+	"lfOVlinPAWhBH7MpamhNgDPGFFdiJipRpHFXTmQ4ZZlTUHU8jczJR72KCcU2UNSTv+6tGBCAH6lCPIjL",
+	"oGmutOiLGsQE7BsJqUYKtGrD9p3FMGFa/iwSZiqe3uqEaaPKEmQQGNAEggwTVomSW9o76EiYy0TakXCJ",
+	"DT9g+M52qhcG4A6qXlrNzMQS3pxX2YQ+2kK86zGMYziCe2NHi7gosrjcFLAIFJ+MJtc/YBltKab2Gb3I",
+	"WCcz0skSllqyK+wdanslAnEUp0pREKaf/bLTTBZPegg6ROdwE3BiT2C30S0qP9hf7cJfr4wYu+JfaMKb",
+	"VXwRC9x7Db+zfYg+weSDOpOK6pfqA7t0c5Vn44GoM/G5iz2/sfc1Eji8Z48hhDntc+bqZsMyA8/FA8r2",
+	"3UFd21i89DhLK67n8UNMnfSiS7paweDZd8Mix8XYjNPe6Nqr9TA00INgTbuq/3fa5v1hmittvI8+YoS3",
+	"JPAy6q38eHXKMvL0w2Vrz/HGZOOGDAgz6zZCOyndxaMN11DC4MQ3KubdumqYPNAIeiDAx0MMXxWfsNNP",
+	"i/LpwWGnIDOOU5HtBSALGByX7cFZMW43luKIV2HcOn/nCl+vFRCVlbEiC+TUDIpP3uDdJsfAW4LdgH93",
+	"LxhswPYCnhUuXcPu19xyDU9q0VxrX9ssITyT3eIdMa9hwI2W8PRHLBB1v1AbMEuPj4qcYDuIjbY4Ol5l",
+	"fA2+jYjKqH9TnbF1q3UkEoNbYU2q1kKw715dsYe8lA/vHj/0vOoh+JMmC5WJvBUQGxbAuFQz81K4f7m/",
+	"eqX9S9GRtHvixGLevhSkJsUFsiZsK/cksoOMESUnWTFYdhCXx8Zh7aYASD1W9EdPaFf74Iqmd1oBUHB6",
+	"IfXYqLJTGtNdhO2ufV82la6wLcKpXlWVqgbVlUrMILFHVQydvQkaMhG3POz2fsSMTUPrfUsZjaw3zHea",
+	"JA7vrHuximvxVGIT7nmONbVWpXguO9S1bZws3kBw7KA2XYYKbtIDQGo3VHh9TFxYt2DkvEcNSXkPEiei",
+	"dXKspVzQUjThesYNsXQxj1Ah8bUdsOVHXSDE4ZrKmqhlD48KXvv6QtWwI8uFvO7mz7oXoa2hnE25rVNc",
+	"0y2JywtW4ZEKiaQN/o5s0F0LvTct7fBYKSyQ/P/7S2LhRLcTvJxkMF72oi/+GOJX69gPS2ChOriDFHbh",
+	"aHovGIKVyJCLNNXI+oUx2/o7jDfvrOneDknftiamm68n5VtZZPGsFasCSSNjO33lo+N9e3AYnI9vZESp",
+	"i7TAX687UjmwDnP8+m9qNHvi3qVKKC2rIP/YyOEjEUGKM0dr9sn5GaCmdhpMjKgWsogtaStbxC/pCvzH",
+	"20Sntqt6+P5iZ2XjWFe80ODe0lGwGADPxvtHk1XGiJ61n1Vq0bVqWAwnvkaq6yOQQOLfUDH/+BZD4G/H",
+	"nqxbJ+yYYQxNo8NrN2Yr3GHyBN1e8H5mBozBcp1Bk1bIICLXm3vSHZ4GDMFflmy/ScAm/hgEjUKg3MEO",
+	"d0vI6IZW0w85vkQLdScyl+l3IbTManFqT0hd7honifF9RjH0Z7AKO/GZxazCbmJe2Wp1URet6icxKOYP",
+	"Rb6iaHfAExIr7S310Cndnot4PIgrQxFxmbsCFUax1L5O0Z1Qi+Ea+TWM3VUV9oZKypxZyBtyuHgwyiZs",
+	"c6AWRV/xiarDTYbus8YOQm5y6JyZiss8BhnfO5KNdEtaLD+IHQgpHivaROw365riJ1ZzzqoVq+oiipQq",
+	"jMj+Kla9KUBAFvQuADaAqrxUdZ7ZvaQnqJgHfY1BGQzINH4LSY2F/8KGtyFEsLLY1+DcEFG6rDNZ2bnh",
+	"AdhGNIUV7qhQbnd3u8qVeNBUcdzK6vJvoWd+m3VdDxTARU5a25206bGn1CQAhVzNZZWd88qsWlg9X8zZ",
+	"AIkBA/kQBcAjxLQptR8O5r1YrsPBNJXVaFkdKA+ZKtC8pjDrsb/MxrOjsM7Gs6PogkeWLaCSjRHbPWB1",
+	"AaluhWeCBgVBqT3iYqFYroob+9oypibeilUHvsva8cW+IPIHy6+PO6D4cnT8QUObsjJ4Q+N85RIT/aKj",
+	"iiHMkmcVYXS90r5NFEGUEe8lzeLFyd6Iwg75tBvwkVgsQLS7JDwooeDQEXeCj9zMpl5aRXZCVTLQamv1",
+	"vznX/td46Gkub+R1LgZJRBTG44O4iwP5O8ocI6nlVogScFe6kWpfUU/Lyp68gqx5QPMNbm1lyaMcmzCL",
+	"7p3OpLN2FWO3JJRq3a4jS5WLIR7WvUemTrdvUHy6UOAC1YYvSv2ltZi3LXQcncgxO+qovNxztlUu0yiu",
+	"L1E+wzd8sqVbAlmwZYeVfB1juUEJpd7WiTLYvo0FiRHUqKPaJSe9pJsWtNn7O6wdsK1w2Y4+erGYpZEX",
+	"fAuLNei1Y61kJd41ttPdrvBzS5ViiWEntsU1/1wkUUv5EJe+cow4PkDEZ1YPuZmz61ylt4BO56LzNBOf",
+	"pTbHJMORgwtBPlKqst8pKAJq4SjFyMGro2PIjmsBqXvAGDN1TNIbNNOBmbGzthHUkgIxyfY+omhVXBK5",
+	"EzwX2Ukpr9StKOJCsgeRtiqE/QACIj3i7OaGmu62ZpadwnNq1puoQfIGDJuSm0/TDsPLrSjGpdr6ofWz",
+	"IdcitR0/GJ3wNZWCzFM46hkWJZ5tYg6j8AY4mxCsFMFqqmVuzopxWDDwMpPFMf41kQUB2aS8KBTo0A4v",
+	"TlUh84iALXVnrzWVBBSIGWuVzcOLET3RkMXuo1M5pKatjXD3+3ALwB1MijtmC76ySwHZZVuYTD9igcYi",
+	"SHSzzcaTUvxOx4skbJABDREQu7aMdrUfjoRW7Bpujx9vc7c3q0SvbTkgFwgEg+t3+A3urj0ag7chnh8f",
+	"8edHmwDlgaJu2YgzOSCs7Q5XJi10RxFqd1Lbmx9OYaskN9UVmnWS582ZGYt27j8YZ6xQudgd2/zCpCeQ",
+	"Dn4FiGORGRQAC6E1Q0yyhKq1qXgMfW9b4M2RxU0uJgCQAa/5WIN/KFk0uOHbYt46l7o2qtSIbbkRsNAP",
+	"parUojOSU6lFAJmJsZsDCLdrO9BaGd9bOKWu7cEysrhLu8lydgpUjdYtulGIiBiHZItyQmgFHx4zkA2p",
+	"qJ4DVITQkUPCMyysAIWI0IxnGXwwnqaDabt65U2q/pNNtprLmbAb22lAeksveLkCluGYPXp81Br9Fnai",
+	"J2PtROuT6XCYFut71JR5cN5fwuN2oOp9iNtNr30nu9Xh0NHuoAvnXG2Gu/Meb9TUcocjWvHQHXmxnqXx",
+	"ZeccQ/WajHOXKzGudGSP0OxW2TK86Ult5qqSPwOze85eCF6JauqMEVh3fFqZ9BPt0SdoeDpSFA45jNu4",
+	"teXsYDenvOTXMo/WAyLHfmlF/VSWvDAgnmUKPQO2x5BaU74QFT+EwhBQ4WUh00qVc1WI4EesG4G1Ig6p",
+	"+Ok1FSEwh7qd9taibwIDa8Ig4ntKsJFB5puqQAaKQWoETfE8p0LbA2TcDGCzDHZ0BBvmqKpG6mqLWJsw",
+	"G66fjr37NyWLvmJ7iLKKKqC9bSOHPCNh6NJwU8e88xka1GERv+eSLO0yF1gmhPTcJT1ZJwn3+V6yRx/H",
+	"Mz0H7nmvGVI9eML3hhpZzwGRQd4J7cfFK3MtuNGMV5Vld/tN/W3vDLXbIAC59OAYrZWUOFiIz4bpOp2z",
+	"TPAsX0do7OU1wUkZwQ7Pg7fbH/do9eFhxCUB9vLvk8u7dHJxdTqBb6chbz+GPBRpZ49mWcv14MKGmhtg",
+	"mR+R8L4+vDZEdzj1ZIOuOgj4HS/kTGgTTw11gFRIwJBz2IOAF6TwdVSJDABXR6ab9Wf6UHB9HK0OgBH6",
+	"B/U91ANu8gMx0ilhs0otgnAdWdw80FQseBfNyOfFRMaUxNdvYLuu7FbE9wt2KcHYIjdonjNRpCoj8XwT",
+	"USztyn3CjxjXDFxI+28eP3uasA9lrRN2fvruY8IODw8POqy1lrYv+zO26ABQ/MkDzYLLadTt3xFTfwZp",
+	"VBhXT7lVFSB63vBSs2thlgK52gIsnOjhbHgTkMM2glXrHEXkKmjQVUsYasu/2+ZJnTAezSvba0nt9jd3",
+	"LRw6pST7EN4uIg3nup564mKQ/Aq7iwpyPveSPcgC7RJAztvsfaNQQMCa98EZ0SKvA7LF0hX5h7yIUycN",
+	"yniqiD3L4Tve24dWjAc6wNEYS7yBBBpLF8ciRj3F2fGiI2hlBLcNdiIed2mloYG0WNo8fHMnEWCc3S/4",
+	"4JjxNZpBKxmHJHioCiGzUXzJQXsPSbJkSxrSkcZrQp11NC+UwXANDE7bnHxj+h+MSx9gIl4TCmkncYDi",
+	"LRLflFTW5hGQSge/ceEznWq3JdDKNIUUoCQAhhasXTdtljBGKLZtrVnAIHOGirxsQbbdBVAQMyisxbBR",
+	"MyPGSqJ1ESxBtRYiWgZhWBjF8gYt+dNNoGubmqUe4N1tMSAs2KQWDzS7fP0xIsV8peJh/vbrhLFYP0VW",
+	"QddQC82Fd48WIsKLf7Ng87AggCo+hGxtJRO0bAIjmeaWctq9MDjdAeqAdg+I4kkr0YGENi63rEWnPrNs",
+	"OZflxyrv0iCMYlBpxy7M92/OXK2dfUTm8BU5Ts7PDkaoea2tCJjpOpfVLu0qoNFYJafh8xh3pVw1R44q",
+	"WbUsRxtH0JN5B2UGH449ESHPGPK4YJvDkx3OGwpGe4xRcyeuzAl6i9m1YN5wloUM+VwUlB/ka3aNSxQK",
+	"jVoR7piqwsiiVnWAzNknzaLe12HG9cCC+BaEzAAoNuiODxyooGb7lEFTmYOd5K8O32QgxetGk9+qaF6w",
+	"RV2dBCTH9ttCnX6A+sfBjr37LRhbs49e/w055Uhm187baCXR9noAhnJoB1zXXXbWNsNzrCwk5gh9Raih",
+	"gwv42Xb4jn06KXeML3BK7Lviz+zFA81EcSdyVWKKzGg+2DSXWClRaLMteEbL+B2TEmI5rud2WogWScat",
+	"L09qBdfgttmsHemlF80q+1gMtVOREZdFuplf2ns9+AE4O043TB4aAxf03jHaR3mRQXyd8axTz62yCHjH",
+	"3m64bndblErLaALkOygKw1JVSqpT3rzNFjwTgdq/EJhTtA+OjZUw7aytzZuEGgokke7EwXHG3dfOXkoX",
+	"iq+ypEq2bxTA6PsqmFVd6IOxGG92TXUXc2eVsGoWRNXhmwCeaKD6ohHXildZ4tC1Eq/Yl0Kk8wMHemD/",
+	"eyl+qgXY6WENXbC0XczetUS+g32PWs451+9UJV51TMtFrS1U5Wc0g5o9HVjj4rNxY+9wQIXT89U0xGcT",
+	"PbVd0eBbCBPbVNLtuUSvtr42d7/xEEuxO20yuHCSNesQHE30HdzKItvFYoym/GHA//CGjF+M0bPqp5eE",
+	"DMefrHWSXKOpIXZ57uPdt4LPXb9cKSo+YoEZV+tPLVzUopPnRmRVu7aH5jisL8SE82NieCD92ylKj9oJ",
+	"/EUbmefsWiA6Ac/basQlBffGMAfa8ANdykR3ZUFUcdo2zzsplqKisEQyI4hWIAwhgWC1MjDT2y+6u4/l",
+	"h5/4uyqutCCQaq+5DfYa39s9bPKr2opG1jgP5Bw0abl6DnVhZM4oZQbhRHes5OUWebSGEQuJHalv2Bfj",
+	"pWf/6pLOu0ZjeWJW5yJ7VXRpHec5LwqopPgFu+77gcM10BMovV/Ql/chDdr/1YLs3r8me+Q7ip8ex/L+",
+	"oWSxZuLT4HXCtFZnTR9TzMopWoWzz9MmbiIBaWebD4c4wshk3xuB3qPUYjRgz9dQZi7uFZkHptNCFNpK",
+	"v7NLOx6a5wI6+x2R9FtE3AvHo9TCXjaEl41BMBjfW6hrla3C++ZDCQEup/Bu1zVziTa4ssungMLaA+2M",
+	"daWhGuW83/EzwtZu77+vYGhfM5ZafcmqOPp3sBytZ2WAYZOuJ7tnUGoeDd1SU6SbyBJnK0Xxxw4eIgBf",
+	"FRkUg0+tjAap50N2U/giuvPhbo67x8IvRq3Cci7GG/xffZnBf206PRb/ddeA0wPcaDvOJ0SLXYhZJfQ8",
+	"athQBhKUor7gzpPREyJXiCU2cOzSa0GgaTLvl6rqKN7Y78N2jVctX/YXuqxdMF2r6/hSlueqMgDTEL/Q",
+	"Lq7OGSQ4AoVbOuABjuVWXssQsbA5LyOx92UlOiLfK5EKezytrIAjgxBNwrprECgT9GE2r0kDv7SUAmrM",
+	"UmJX1PCQD50XrC4cR6Blo298XXtYUchmT3MuF9usBDQ4jkd4mIzRKKXvGoRStSzc7WtHG896i5aGvXJd",
+	"Z+zjy/OHV6fnvoVRfpCqVFr05Pa5xZupqo2AcHP9+NtH3z6a5PKuC1w1R0CS7ioYmAsgsr7vB6nb7z5k",
+	"PtMW+4htMK/CnfAF4riuIrL+5eXFqaU1kRq4mvxyrdX9Nj3lvnWH2AM8ooFR80Fu7nJzc/YxFB033RDy",
+	"qN/h1B5joUcPfY0dunMSYLUDuYa8pKE2WtENSFDQEMIsvjA+JCCHddoaYrYnIFzEz06b5SYun6MF02wU",
+	"mVFxXfxzKH1L8BOmKf+wlGYeRPOxfenXl02pTasnTeFyV4UYlbUQ3B2/Jv0vv1eZOMV+TqBCtMj2fv1x",
+	"bVE6CpW1lkO7OKe+S2iYvXWys3c8AmTzlmuDY3BWBF6M1qqgVVnEQh+rtWbtyB5oIIBteojrbbCku3vl",
+	"Wps7ACEYHjA71WYpe9WspovdchKRJXE2q0RwamgtG/p4oJvVXAv0H5YqVAVCwpYyQvxiPGG6FKmcyXST",
+	"mI4dzBQrJVhUcVYRoJa1fMJvvnnyTZBR+Ojo8dMvvlbXMCSePU2G4PS2vI/WOnjy+D5uirVGH3/zLCaN",
+	"m7w7wRPoyeWBHrdWxV/jPusdKqzrQNY7ZC8R5oM9wSpx3bv27bOnrTzQR0exPbOsujVYwiJ59E2ygWaM",
+	"mUhGNXaztTvB3hhwHRCcKem3Hm+j54rZn0bY9/SAyUIbwbOmwK6uc3PMjqhpSKpyiaB9GbHBQhwNA9VF",
+	"bu8e9nLhruXdMOhQfOfF2qUcS/vrlSmlbhkJBsn0X1vfnQqty5PazE8rAQpPzIKIiuvlOUv9Swxh8isr",
+	"h0tDfiGsF4Xhrlovo/VB5lyf08O+osOuAbvTrp+wYbtMIp8BPAr0XQlTV0UXHMuA42VT12tVqcD0Y1gB",
+	"+oXD1mmHckiL0qHk8DxirH8pb6wYAU+hmVbzRaFqwFyiLK10zvNcFDeiqf4x0O0YSJJgO0MYGlUhRgkE",
+	"T6Tb122mrmNVMxoqQ7yRzi6laeuidrgy895UrfLGxa4wf7ZoAydFsVA6kGm0qFq4NM3CJKxG2JpSVBtg",
+	"W/0a07qHxPfvaCJpHYZ2CYRmDX8cdWi7sU7WDi4BvYA7YB2jfywaStDaFhLwBp/5AoQUbOsKgOuG4HmN",
+	"0FipoVhfi0iOV36jKmnm3QfWv8HqNQv1u5ff7CV7l29OJo+/eRYVY3kIMPBG8KxLZU2psBObUq+Hh4dT",
+	"1sInYHP4nrC+ELnKZ6Uix2yYpSXei9en7PGzR38Go5n9x5+fPXp27EsnQgaTnifETteZeMTkFQ0pQnpn",
+	"8BR1MBwm3WMJE9KHZVi180beicKp5GB/tvJ7phadlWViZfjCYI+AqYFIiXhGlggSJH1KIqeBpQ5RGZfQ",
+	"Lg5gH9PdjOJpOhfpbdfd8pOKYM3+75rn0gCMY1kpgyIWkAyFkEHBgdZAyH5QKPYTlodyhGXfxyq+8yhZ",
+	"jblhYoxNNyB4/n6J1/4Tlb0cB6Js6O6qxISWq7X/2p8/d6nCwkMxT7fWo2odQLk+x0CRCpPg3OJ+xM9a",
+	"MJMutnK5ULfC8pUXlkHuJuZitRsQIbVtbmKJb6soYEzc0AmQLdSBqisGQB9GblN4PZyQm0sLt+fxUS90",
+	"+xYJFJtLF+fLAO6HvNlyJZwpZKMTzDDmYcc0AvtRZ9g0PNx1ZWCowxF2OIDB+e9GNSfueMCKDBHP1oXW",
+	"FNASXBHkcyvyFbDgdVDuQJl69PjbmM4vF0LV3XXMXqi6qXy3nFtRzUAkNKld7NGAOv+kpctHw8QrXui4",
+	"VQgWMVdLO2n31jEWTkfQ148vz4HtzHiea6itblfn6vS8nWyOZUBSy0vqrByfP1kZXT5/+BB8FUaX2v79",
+	"8eJt0pLBSKy3IiGTxUwxSW5o3PxCCFSkFuva7dHTb1vGo2/HpGGOoNj4YXUoWEiY9m2iIrvDEempzqQ6",
+	"jaNFnJycAiDECcJC2OVBkAhvcKe5z+1VYRs63LZo+Bu1BPexv/CZUeq2rbeo+joPlBaMEgI3ZHdpRGl8",
+	"HURnrMo6CrrNyq7y1ayiMkO6tqKZckIW1rxGyQSxcLKRI54LeTOPRSiqTGQMn460eO9WtpEXfqW3ltQ4",
+	"uxUrLGBMs3Y4HHEhS5toqBcFW7j9Blcj5OEUIoVYbMzAS5gWpi4TiDYBD1CmChFHJbFjuFLgTICNi5an",
+	"DwKoQ6mbN1Zooj9SsSpt/IRHbm8Pi4OIevcYNyMTubwTlrJwo/brDMqQmLSMT7Mz95tEDpf5rWqzru9t",
+	"yocyE13n/s3jZ0/tQN48fvZN9OOlzMy8i4rh4S7RG5h9DrIikk6LdUQZYl1crrQRiyuub7+8xkYNWg1B",
+	"XzPONLTNDNcRhKQYQna0hw2IbCA1rm8DgGz4EJJoGNkvrbR831jZX1qZp68cT13YQ/hS8ptCaSPTyAmk",
+	"d1jWvOQ8ma4WbHuJb0QhqkGLWNgc1L5IVZ6ju2VLI9iN6oxR+g7IA4ZPJUcO4y0s+OeyUrHp/80Bh3/3",
+	"4d3Jv59ffDi9HMnqb1SlahMvA9ZAAjdvjb5BFoTZ3yt247Tf4ct95X3XDLKAgt1R4leVongtc/GSWlBV",
+	"79Ts65iTlzUfeNCCSqVC62M2edQIJmXOjV0Clinh0LjRjzX2fq34bBhtjs9MSPKYaVsNZixBwYrWh13u",
+	"5PAIhATaIrUWhcQX1+82TcwNtOcsv/Pk0XkUsE2IiJEwkcgZTs95rcWVMjx/H9MEoVL4Da+u+Y0/ugAT",
+	"zhHceCEsJyt4oejyHpnfdpOeiyoVsSzy7zZ7M7y6EaDe2k/sw/3vPnx3etBQVSY1pBaNJJ+54OVJnqv0",
+	"RbxOOvwMNnD7EhjU7ScMt2HsJO0nlys91Ae0TJulrg2XhcgaGYjAoosbuvBG9l3Ui+/SvlPrLKJZbHvT",
+	"VZqLsdPUnVNE8rl2E73fOa4dyrUtXVv9YJRubZJ16g+psufknUclSMitUFiNHv4Xgiaa8hfXK8bZQmV1",
+	"HoMdzrJK6BiNyAKQpStgoRhnpio2PTqE/59i/kmeM7sq1YynHVVfRyX14eigbFDhD9OmhJNLbUQRBc0I",
+	"W3NxCTw1Nc/zFbt2Km7Mmah1VBt59bnMeQFC5qb36touDmiZ8cr5MJ2IqoHTdIUutB9tuwdeyoRZbpyg",
+	"kzqhKN3J3JgyAUtEwrSEP0ExWIrryqRbhKFaQvJZNc5g3wq54lvHcb2KQQC2osO4C+cRP9U8t5I1PMH6",
+	"fAhcv1U0bCeG1pXXp9w7oTmozw607vbDjQz6SvyJ8TGTbvINrYeU2pDYwMGOe/3sE906yxi1DR3RuRmQ",
+	"lu9DLov7Dy/csEoYJeDVewa0hQE34G6j4+m6HYrYGqQiveYLma+i2OwI4DCDFxDxVBQuDIvEmAkW4f1e",
+	"XF+q9FZELLdNdYveyiaFEJmrQ4Shc3DgoO8HmnL/O7RxLa9zMeAl43lub7DAW+aiN7gJCu3EOeBS5lnK",
+	"qw5TUXuQ4FjXULeGu5qL7vthJ7rvKSwLstdMcnA3K74QcahRwC4GC5RtwUcPjt3HgcI5pDtgB5LQccG7",
+	"SNj8QZRdR4maTqUPlH47ZhqRrxbn7Us+KVvkuXLJ/OA306siHWZiBpM8w/6HVvpd161o1/nfLj+8Z0Z8",
+	"NrQg2y52Wlc6Zp79UHIIzlBYSpvtTy9e/e3s8uzD+8Oz9y9f/fvh5av/PT2Aa4NrbWkQYfyxPTxdul4I",
+	"VsmbuQkLI/ql3JRO7sQwdjigJbwiCKD+m+dDwWCbEqeBYp1pV410X9+lh62FOrx7dNAVahS15nwoGG58",
+	"wpbzFdkqIeazEmC07MzPsGuT9Q15GTqAsU0COyBRxd4xVGLXrnhqd99K0l32qJF1GZuzVYlZvoWWo8VP",
+	"EQu9laTuQGyCZFNUO/YfJexxwp4k7P/7f/5fbwy94aU+xprPNdQmi80aW5DFzcExyCqwWnD83UYgOr52",
+	"IpWPJhkxhTh3eO1Z2TF1B9IZ9OSvrop4sR9I4H5pUYS+Ry5ilzxxR3io8HHAUTw/OCtmKu7uMYqBZr8N",
+	"L+G1XRHTiTQK7c4Fq8ubime+/C1oB82nIgu5uQYPUY05aXop4jI+XIxR2OZXjWQhwe8/F2G1OyjjDk7B",
+	"hHrtvcm1EI33cBtxKhSAIgnmUBk0l3eie9HIQWTf1ExmudXTwRkDKHvcfkx1DYw9tFDAAVAT40oR3ilX",
+	"q7KrzHhzgesEl4nHLhs956VgketqtxXyQkUUYC3mzjiHrF+89TxtJqwSOYdkaPIUnZyfsWsIkUaNoYct",
+	"x/eAszSXWMrcvuTQvzmY8mEjGrIlDgCRSPHctV7kKM/jWFUjaowWP8Xbqa+7rz+/Gix4rZnHgq/8Cdy/",
+	"FOnEvz9x9foPjkPS0wKuA8gdhMiG2UxUIhtTPcPM99qDTdaZxRpJBkvktyU8JsGRjzG7S34nXs8Wpbi5",
+	"Eosy52bHuPoT9AamCgp7U1OWpDC8FtMmIbAWATuDt62kAyM46HDnv5Cm4kb89Trm2b5CSye8yK6lQSe3",
+	"LNjttTQP9TE7YrmgMGkoFQE1DZXSA4HsmHXTF8qe9AYbfKhNWbtxQUmCY5aqckV8CYKJi7I2rdJIqlzZ",
+	"DecpmL0hU7FMF594zpf056LGvyEg78edi2n6HYpmB8UqzCZ74rOp+El1EwsvqCu4DNwCq5KYraY/H2KM",
+	"KERG64TlciENqpYTqPxuEjYxdSES+281k7l4fpewSS7uRJ6wyU3CJrdiJQvzaSGLhE2uZwmbpJX974J/",
+	"tltuf6xnWv4MbcjPn2YL2yiv7H9S4DgTnX4y80poV6e1I/zNags4bEu2wcgjSVSb90VTkO7xJmeG2+Ai",
+	"Cl5BBDPzkRqWdCPE0kOyj4+GKLYrYIM6x8f29JTys8j11kN4+mR4DNsgUEVo1Vl1ZygwV6uNmPjh6DFq",
+	"8f1gkVjKsrXSFVT7Bw7FjRGVffM//34y+Q8++flo8pcfmz8PP01+/OUoefbk1//RGakwhqXBi/fL0uz/",
+	"DW1PXyQFkQmObDumNn8MqsT88bNv+thXRygGdQxPv4A8//zs2+1S01qU0lqbFvfvulkRF+8858Wut2oA",
+	"P5jz4oFmWkD9hohrMp3zohD5WdaVMoHPQSzBZtu2zsFj07C2R0BHGzisg1eP7EhHbaW4buGEaWZyzExV",
+	"i/WinRE00kFEOrvOo7iIFjcLUXTHoL6WuWA5NNEk1TkM4eMAxqTZVRz/kb12xlQeXc85jZ5nqzL8hz1u",
+	"m5b0k/cn6JH+2ZlIdK4MYj/KNf/Rq9oS28MXosol3Isfr07H3IdLIW5jtmxLkfgMOx2vBfkzdZmrjVjy",
+	"rYLJKRXKr5Afbed5Vrn44rgskog5luN2JkCUjdGjJfLMOUe2NvrGqqUHcBsNWQ3Ke1uXUN8uv/zL6quD",
+	"MR/cVeBd+u7VFXvIS/nw7vFDLdK6kmb1MOjhGBXzRa2hhD4PLRvOguGyR9tMsX8SW9NaOOtOKtvIU7s3",
+	"mtvIP4vQHwTkuyRizRdrgbdWkq5dtuLWWQH9aa7HVN0Q++dWzDH2zYpl8kai3QBqdy2lFuQtwnd0gq/Y",
+	"/1X2v3WRiUqnymE0zVflnKr1rnP29h6PFO8ePf5zXL4rO1OLXZ5lk2tLBoZc3UA8vp31MV2SlD8nirRa",
+	"YRaY25I0r7UBAxcW1N5MPu6Z4Lf9yVsU+Lmn79K9ZLd04Uh2cJDiVyj2U60gvKViuSwEu64Ev91yX/7z",
+	"h70ffqh++KH48ZdHyaPH38Z3Yky27eBW+GGnKics7UIhdjvTJU+HOV9r4M9/+EE/tKN+9jQ26PH5u57M",
+	"olwE7spTldeLIq7fpvAMwxvwZqVQrYgjPrqE2LhnApHkTPO+zvMBFzA2IjV7/+GKvf/49m1caisrueDV",
+	"6q9iNba9MoiDp6/tgYk3H/dmvBRpzu0ZpFbtW8MmPCdToN/BrUJrCt079gH/Ha+ZamXhhMkiE58TZip5",
+	"c4Os0dXQX6/cYAetuzZOU7lcqEtAjfiYGujDT1xTajv8GmrfNIbxoluLLGOFHLIIvbx8+RYxyqywfczA",
+	"XFQYzB3DXJgizetMvMxyyKu1agAgXlR1gU4So9iCf36Z5adzXsXNzFmWX7n3+0nMDmfJddP8NnoG7m/3",
+	"oanUsqNSUBOGWKmlXlsG2Ay7k2M9kPBy3PpxBRQBcgAO9lrkqrjRzKggAgp4Z7vbkREEtATuMPnoJo45",
+	"KEBkUBAAaItA3If9fO1j18wv8QdhbZOjhxDRHC7EnboVw1n9lX0P0vrz3FdtwnNlGfXmmaR3XpUqjdg4",
+	"3oulx5MQ9hXHv2xjKBYUVo7TguQjtH7ZUaQU8Gfp3g9Eal2LDAUhe35Vbv/Aljk4smdbeHztIMYJdCAc",
+	"Il6JHwskMsB6jXGDUF9Je8GiO1bwUs+VOUnTaDjoCdP0BqR4a82weGTE09CBGga5M5CttSxyxeNRCqMq",
+	"00v0MEEdzqWqbteLhvTmcpiOuqFXvuUE40WdG4+sPcgK5whP2ZHlEc3DunBuQSpE2pTSZ3IBwc+8qlYO",
+	"T7RZ1QF3PE4jccudbNToHN7lHU1ptP0KFcgtCUDP1ZKsjDB5WeSAP+uowoMkWSUFcAa4MTydL0jZdmwO",
+	"mFmy5z6LmkB78cwIycyHYMF6NmnNz46G4JmGMMrWNoxWpW9XLskiGS3khFT4QDfn0JU46DFg9tovdwvX",
+	"dt2jccvwW1EQbmsQeCI1+wAbG7/TIWT8jnfvjgPucqXbfacjQ4N7AJM8G3HLh5E7dk1uxmMNr21us+Bh",
+	"EPD6NMfs/W5n8hRGrxHsfgSBdO7yFb8VwRb/zhvbgAiMOm6biwtZ6C9VWlv2AVf7SZ1JcyHiYfGtN32a",
+	"SmHZnYuQdmUBY4cOgFLO4q7QRuwEAT9EoRmT6Dcq4dHlknLN/Afbpjp2eHJPCQUGHlOZ1LJS17mdC4Zm",
+	"FPnq3P1C6sNofWZzi+wyRiNysItB4R5Xmaxf9NHYsoXD+guUbMMuxGepIW+7sLoRyrQakreWowpTtRP5",
+	"WkS0NttwZH0VDqHijS8ktRtDQfO3Ij/Lczb1HG4Kyu2Ul+UURKKpwyKdsn1Y7undXGlDD1t2l6mllGqd",
+	"n2DFfX+/xWJXyggo00lZ+roZaHxxyKcIC2WbtboMWLX96Ef5o8Zdn04yp27dWh2Df6pl6CXPGqWYDnsH",
+	"twNw8DKLXpNYH+h78b699Y43sPxDtq0smENM2Lc/aCzz4ooKtDESKGxNmoPfzlc3CJDr8Afvj2qA7COB",
+	"/rIyNWRkaHPMPn2izfqb/fenTz2+pFgvv3Ydd5zVeaU+r3Z1kJd1nltO+XkFeEWuJNaWR9EoV1EOKvlv",
+	"ZdP1noFPh5Mf/8//sfflZwOHk+dMFV8KlISE0kdPwdT5ru6R7pn/F0NJQgCg402gJFAbAK6ucbmQi0ZV",
+	"LFc3N5swwMNASSOPH8BCkIbXQwER/3sUksSeBk8Z8atYlfd0E0N5XR/2kBCX4rCq0Rv/v+w92p7pH/LK",
+	"/Ge6XVT5FS4XBMXcjjy3j4zYmiy+8hUxfCn8zmxtDEOr+sF8fAlA0khzSrABHu9rpcUzla1myFMjsovO",
+	"1DH3hNUlwLrPZTpnc2lbXyHwtWtjpDk+44Zfcw0VEDuwJOwjNyP3upeDAWJiZF/dGXGndVWJwtAqufdG",
+	"Nrvk+cjRLytpxITPBc/sVbvt+JfcpHPRD8nDqSAgvboL3pdfpiRCEbEdW1uCYKBxGrbkTbj9UU8HYr9V",
+	"eBMhTHljfoWvD9mFg9PimrlyiT6yJBPaToby19C2eBzqvZnUJY6RmbpCdC8rLzPerjbgKhaEbOqBRliI",
+	"Pst7P8hQMP8T/KT/tj6lmxojA3BkTfjp5r2Pr4ws1uhSLrHZ/Y8fz17GM2JHls/zOGdbWr7GgUYaqHOi",
+	"aqAP4De8SEXekXTrikz1jbmyarWlIzaTBc/RRT8w+MEaaNulBnDjIObadan7ClI3pS9iHbxvlcyA6gAE",
+	"iS2x+EVzArrSlUHQGFd5gOtbgWdFGohnvJVF9rwD1tOXPB19RrAm/Ai3AmQ3wPaFPoXtCHHds+DXOGl5",
+	"Gbzbz1UFDResXZatGfUgNzxJe6Jh+fpZ5fpWx4IPQ60SeCmiisU1ylb/w8Wj20MYXUa6uZ98leYE+TzV",
+	"wvzyqtLv0EAFYSX3V13aTXTHWmXtu258nWn6IlpqWv9GtaYjZ7Cv4HSbMhKq0mOHjjWnG4Z0zC7rNAVM",
+	"loS9JsZ+ZRn7hxpDY0+JqYOxAthyvHzxS8/E9iDdnRB/fPN7yR62v5fsuQ72kj3XfM+BOM/5KlZR4gRg",
+	"b6HWAWQAY1QW3zh/26tWGwO57gOPi9lpuyTsSpWlyCDRugtRWTN6i12LlDsYAJpqZcVVoxTTuVrmq5Hd",
+	"zvr722ICnWVlr2iMYFHDcliuhDdGCyVMzhgvVof3YcvEcOZw3+OIX7BoXS1647vMgjydVQfIQXem99yY",
+	"cjLL7xKGfy3Kpwmb5xrhyQZAySqxUEacZFnVvaYo52LmvL3SG88BQiJI03W7VwNCYrOCW0qII8w+cRCn",
+	"YR1+REa729ZkI5g51Nqx1mST8x4stTvR/misH81w9boZMnKm+E3dbB6BW6yLBoRJlckM/X4eX2NsuSJq",
+	"fcsLkLhp5P6rC5C/eRRk693QyB3OedKofojb0xrfWuxFr56xuTJfyje2L26FI4xRwHCJp/aK9lBRpT6v",
+	"OnXwq42qe3btKaWFFHOEIFOfV5HwlnvB///ydR5Uk9bneYx3nTQUbOoysew7D0OZN8apP6/GadxohqV8",
+	"rcEZ6LjgtT7yB07z8RhEdEKWvLlrBzgcTWGTwbVX0Y2pm7go/Dhu2wFOrYqgUPK9Sk0jnR5A0GpJZaNw",
+	"VMdkqneImDjUQvmPoMyqZvsu+6ys9Txxx+DgXoSMdmxGxxzVbJbLQvRdsqAAL+1kPuDL2162qhjVBWCQ",
+	"YUja1j1U8kb2YEbRMmBJC832yzrPSbzBhZ/JvKPuBN0+kcw1upnDbSeBEW4QDLhrQuz8HdKRFNBcZBTh",
+	"PRLoE7MeUtG2wh0zbtVMOBoQ7IEo21ZksiLzRuTfTkYVOpzeqDLGmRbUaOcD589UPL3tKsUFDT7QDF/q",
+	"Xu3hWVzZFqICRbeN6C1VxVSV2ZZW70WEbEhkk8ViBxFZ0tmXxliRaGtHW3FcVsN/eytOONEtiMzdY+Pt",
+	"NpcuT+R3t9u0jnmEGIBjgyUY7x+qHHTs7wuH3+nZJNwmfMlXoS0GG9pL9uizHpMKHtkoXYockuI41CxA",
+	"rt/SOPHQ+qqG0Wj7WNg+YlbR85FUlHbX3kmg8k7COupvfVkVKw8tDTPeB4SWg3ssXxVtsnsZbqM4vwiY",
+	"Y8UjV1WsSQjJhHJgMlEq0IC/EceMukRsDocP9OZntg8NjR3tcOGjraa/dghhLRxlRI/cXfpG8NzMXwrD",
+	"ZR5NVi20KHSNOfzoZs7wZScDWCk7lhYawDpEYTMxsZvKJ8RzaOHSFtkZ5CTG78XUDxAd05n4zOgzF6SD",
+	"CsaCW8YmRtruIKA6sh5nRSbvZAaXJ6wcRuSP59C43hAXH+PPhC0wTiNzQAQ+NCLIFY0e6hxqoHY63hrb",
+	"XkpxBfhBC8CkUPSr3dXbQi27HX1fjB7PZ6bjImjoUjeBI0Fb7ni/dVVfX4NZH/485UUmMxRPLue1ydSy",
+	"6CiqOxR34bGIOwJXdrk6PVR9QwvhUgS7mLQPSNKKgEAC7j31LokocmsgbfuUoN5CAVnDPHplk3VmQ/J/",
+	"HUMAvBMVz/0ZCzhNuLlQ2i0TANEL6AwFv+MyXzMhtWoYx7fzhSzsHe7gtte6G5COcQpN69ElBy73asFl",
+	"vnt12ABORosiYxwLDBbKnicKxRQLqsu2lvhcdwAbXOKDxh0LyKZWoXOBYfSpPe0QftsdG/g4wCQLFCsV",
+	"i8ZKZQlwHwHGrT8nMIfhTFY1bqWHksg1BeFssZp9BUgxqwrSG90+yYItgmKRI28g2op4GAY8mpy99Ho4",
+	"wOQ2cMaRbI3C9OMqXL67asBkXDXugCY6anLCBxG6Clsjb4xLdh/SNiFniRpulWwMF6V77+NI4S+4linU",
+	"2bUrbzeXX6va+INOESGYRRyRRKoYYsDp+Udmn0gjUlNXAoJIvNBPknFT3yxu+PuqN36qFgsZO/dYaBcf",
+	"u9pEnGIhsQz+GkL/2LKGRqk8nXNZeHYabX0psajnRutzpU0cvOON0qaFexaIdF9F/lCxm2mt8NcuW15W",
+	"Kqtj3PgcH/Thk+TRoo3gmm7XLwSwNl8YayOCdgsLYbdr1KeQuj7p3W3NVHUJuOpD2b9aFmm0v5EsdeT9",
+	"P8rlABvYNOlPWruoYlSW8xQOFJYgbwnXeX1B3L5387wLlYuOQlAtavgNCj5FCfQkz1FXaFPnaK2JZmGn",
+	"uU2pp/5Fu+K6w64DLGoii7BiL+isPlJvV1hIaClTHYg9OdfmVdwJCT83OCAaQi9bipm0shoFEHW23iUP",
+	"XdYLgOga6GDOqfhpXbCVMN3d1EWMX1yG1bFdH8gsjllR53lfR7tFtKKy9KHIB5DLYGMAnhLKNpP5ojEu",
+	"QDMdBWvqouCD1bagg5QX7BrqlLAFL6DKYHebgwULoUmpGb3MCrXskNLqEkqtnYc1pscMlIpSE/qhlZcW",
+	"HBCXMEZVd8C5cX3bBW6lb/EKB11C+rpprqDmGO7rm28rSMFGbM64RQjN8obU2jog4Vns5yDdES0xLqK3",
+	"CVrpbGCcL6BhcqNCMPqneVEXw7pUq8T5Wv3zXrtBXAv+ZaC6ApDTRJcitSoblDvJDdYL0FYUWxOjmmn1",
+	"xde/KrKgNNm2kkw5fMKkBjGYhwsTObLdUleLi+4wRn9L9PMB23LsQmnxFbg1IkOcq8peR/5SgWIzdtqZ",
+	"lT9URbXqrwX8EPfIDnORrXhF6VlBKGkFpBCuTDO3xNNp9wHp1IfoQUvvDKxLA0qnPf/Zy6j984V9hH52",
+	"DiLJohQZ4wZ4Bj3YP7v8wL59dvQoYXjDTusChDAswlsX7jP4Rn8N/XHHPhErZ3BVaSVPzs88vg6eLxqL",
+	"XJTooNO/gx4L9l8E3OzsBh+v2x03sh/DOYnPZazSXYd/6d40nlDPae9OoPk09NrWgiJLETtLYK+7f+ht",
+	"MOtxBxawDr/Nb7gs7AsUG+XqTFlpnwCX0znPc0FVjdfMQvmNqqSZr6E3v3v5TRd6s//Cm3TC1p1lGxu4",
+	"fHMyefzNs6gt+4tgvrHjZhHaRqSvC8+9EGausvZ6vXx1eXpx9uLVxqLBluAXzemADWoXR3ANJOzy1dXH",
+	"c3vBnL89+b/XZ/OsNZknG5P58ZcnyaNn8XEXKloF7cQtKTyHpApg5+3xQXkHMApDBXkOIN7N1h8zzmaV",
+	"0HNW8SJTC2ps2OQ+JhX8J1W2V5vXUOSsPY//XfNcYhXZslKGquqv0+ixHZkg5s04m6Mn0CkHP6kyYSkO",
+	"HmA6UjCPXbw+ZY+fPfozwlshQjmCoSLod6vQZIGFIGCQcSgRGZeWW8f348VZ4oIxCFm8rA3ly4Z0hBjo",
+	"vPDKyLSu5BRrQLjpz73yt1EyZWDtxyCguzX2x/F3AjS3Cxtly3NZZee8MqtTXvJrmcuoyaOxcbhqlPZe",
+	"hrJdoE1mKhICw42w7DDWnO9sxZrXNipfNu1T8s/4epdNB6fYfrTe5RcKI74k4YAs0gNgC0ZWKz0DZkG4",
+	"wDh5+jRqRsmUQDsKvrS7GWWHYiHtUW5W9hg0PMOHI/0iYV8jtAJqOSbNhDMN9yUJqbX/nLyVd+Kc8rui",
+	"BkZYdvbx4q2mmG2oiUoQATvh7zTxbl8QXb4ztDLMBFAPrgX4Up3/cEvNdNvKdNAvkBzjHXldoKd01BjU",
+	"srjJxcRyjo8XbzFskwKtx1umaZ9RIYr7T+41UBmbG8prDeMfW7sEQOCITB6Jh/xxtxjiQQrswb3dIqK4",
+	"mXj7YLpNHn8qv0ypAPnFnWI4uj6b067x5gnOCTW65eEicQyKRsb9XRBLbylTG0gN1ZZFN1jT9kt7MeSC",
+	"a8Oe4D8WShtnu57JGwzRBFzy/Qaj+uhgO6zEJ1GwRHdW+vMVFFKb53bHgNaPBLNowQ5hYdqMMF31AxZJ",
+	"FsXIwVxTSXNVI3bcwTH8ibmjbP/7N6/OD4JQRADP2vpIu0m0S5x9E7Gl9lCda+yt4Fp8OdlZzaEQS6gR",
+	"0U4hjtwb11rltRFve6jv6ROI2lm7EpThOXNEG6B2HoMsoeeqwiAEXmDf1HJDgNhsANV3LVaK8jq9WPhA",
+	"o1iyoorE7d+WstBejsFEEsAwODjG1tdIx25/OlcyFVg53ZMRCdmWFsCAY8/CwXAR1ZD8nx11pnePPdG5",
+	"hCAjTPYuRSVV1lrX4ExvAyD/7AsO5lzQcFJ1Jyr9T3YumwTf3+R0onckEPMaQD9pNMtVyo2q/guf4dip",
+	"vI9Ttp3w27a6TO16T3cwmfxxj/aX5mUeu71JfKnB1vuItI2QEU2C2yCE4b84zn3I+veP8biepxkiPu6A",
+	"VdkD+9gRknlV8UJDhewrquQcM6Ea/5YvNh5hhXUmR9XtxpL/91q3m0x9PcjhQTHqruLZOK7tqnZznu4l",
+	"e6qECPMyXXziOV/Sn4sa/+6s5T0S+Y5eG6+mjwx1apeNH1XyVnw2FT+pYrVsXtcVWP3cxil4ABgv+OdD",
+	"cPzjtaQTlsuFJJijCSQnmYRNTF2IxP5bzWQunt8lbJKLO5EnbHKTsMmtWMnCfFrIImGT61nCJmll/7vg",
+	"ny0p2R/rmZY/Qxvy86fZwjbKK/ufFBjSRKefzLwSeq7yNp/ZND/gsKH4XzPyMSWdGxb05PEmDwKUlni6",
+	"GhHizKfxbV3AHS7A/pPQldRHnVNW3+415K3cMDSGbQ1Ja7QaFlnEIm/riA+DN2KrcH1vEWe6DyC0MFVY",
+	"lW+kk+3Zk47Cq4OAgztVL/IND4ArhgF+2EUc30hmYhRDx+zNe2XoR0fDxSCg236WjiPbjqXPH0N48vzx",
+	"s2/6mHdHaih1jLmhux+iPz/7dmD+6ybzkJ43rXbtQLxg5Vo3o5uVZxIht4oQRLJ56Yd3RBdeZUin44SS",
+	"jiC+TbFkfPye+yAMRBsldEZEpp3j9z7COpyU8sreLV9exRwOM+NFowB6hcKVzbdkaKlQ0rUWC5qAIkdn",
+	"sRP/Xiydv9alDVVYo0wW7PTs5YXVXqnYJtZMd2AFLmVVFcJqFgWx8FxC0AX4nXmxChPORteY99dtcBv7",
+	"67bHP2InYza8dy2v3XjWG3cj2y5CL3JMhhijSxTKvBAzVYmeWUDowvo8pLbbLLe4Q3pdibazct2d2L/V",
+	"YCWHyO1rwXj4dZCBvul+HNp0WdCmP4pUE6urUumOtaKHfTsSE35/7Ty+BKP9XaXqcrcj/BqPJtigbmwz",
+	"zWHe4fz2iv+vK2HFqc8mGi4xkqpfSl3mvOGbWxHz4EJ++Rp6NK4vWEXgSZCVeFKb+Yc7UZ3nXBYXRpex",
+	"YlpmM4iLkNI4w9xGH6TDlH1a2tbYlIrsTA/ZVV0VCGvLlKu9GZbZ4ZVwQXKFEJlGswxklkKQnOXAU3S1",
+	"fazyKdt/enTEprKA4//pWmWrKVNWRVtK3cK3CgKGu6x5sZ0eUaiD10YhoH40x1hVGDsF1su++pO2nb8B",
+	"EEgEi8WoSVnnefzLcWcBPYaQ4aAqPe5kZOJOpo5kY0rMh/d/O3vNSJW1WuR3Lx5/++jbRw3sGyVpDeoq",
+	"2FV3H/gc4CGaXujH0Z101g59KTWmKDrAG5byolDAzoP8vs21B072VxHRRf4qVlQzH8osWqqHl51eZ/it",
+	"0K0qzYDMPwMlDN4co4bPuQaknv4wek2R0oRj7wFoNucz5/rc/NzfWsoXouKQHlXyYmJkbiY/q1aiblhX",
+	"VV/OeeWIaKBlWgmpmbYfoaGS1WWDNmfsBd+R87OVxh1UVyMpzWlxrpdAjRukrK9wh1iBCMFfX1SC38Yo",
+	"TJQwCV+I0Gu8hD6dC37XlSAV4iP3hqjhnoTmZ8vPr8KabiO+v2h946NiPsaKskERfCTZjxdvDxl4FHyh",
+	"hAXbn/7pT3/6v6YJm9qF/Z9/+tOfpgeB6kkXSHCvJOy69rBAviywHaBI0EbNi4wBuJ02HJ20mi/Ec8ax",
+	"9HnBeKGwhjRF2rrbqXV9NRcVVBqFONXIFXVwyE6gXRezGrZRiYW6Q86wiBaT27Z2027X2kjUvh3KcqEc",
+	"9FGL6t50QVZrUe0iReL5fN+v1ui5WhYuNDdVhVa5CLQ7nCtLc8Gr0YVSK5WLs6xD+bAPmfQBhgO6B3fL",
+	"UIk75e4UuyBQppQw9TiWLrk37aMLNAeOLjxzugduzbaD9JUdoSTTXmK3Cu/uH8cRmY4hgnwo/AbSuKQh",
+	"xzIigVntvORaL63YlnHDI/HC3Q4ND0Vg2w7dGtvGIPbTZTdNLvjKSixAl5150W/VjSyGhw/3CNa0tP1s",
+	"RPb6F3H9/JtfEN9LC48V4QfAHtwm2VVuVaxRFQNPSzQW2b6N43WvI54D7NN61bKtBt95oJtAYX8kEAfB",
+	"L+AOYcldx6+pxbZ5BOH6oxJn9heQcQmxrv/IWQ6cC9NR9KPH0L95IHYvLoR5AuNCse2bh3tb5ULAqWiZ",
+	"sey7CavRS8IXqriBWAFcOlmkeQ0xF7Q0wIyHo05pDq2kh/C0Jw2Wl6OobgtzeJpjx+fHDsY4DHILk/wD",
+	"QtsWvqv7BbnFTXX4NK7JUaZyuGnGo9w2i4V9QvYtIN6GcLcJ2k8svdnB/Fbwt9+L67lSty9FLu9EtRou",
+	"XJTRm2zf55ucJOwHfAUzZSCuAmQ7/cPeQUctImwG/3GqFiVym2Tvey4NlAU2kAXtCxL1VCECQLC0rqRZ",
+	"QbonpTELXonqpI65s5ocITr5oGRM9V36qeTm0+HhISYOX9daFkJjFWpRZNqK8U6c4ClAymA7+/Cxpo8P",
+	"7BrciVwjC6ZLm6Qelip1K8Ux6Q6acYZjdbZtCIOqxAyz8Kw6/PToEZvyUn6CNz65PYcgM1RqrKYHjTRU",
+	"MjemRN0tPanSubwTVzK9FRE+QI+ZgedocYdAIfqdZurBMtj+1K6rquTP8O/n7AVO4If66OhJenJx+ubs",
+	"b68+XZ2d/vXVFfwmplgsYgLrAUHZVnJJeVWtguy4n2pLWdPKpJ+ob5zx9GDsTHEgXSFqAvhTaflUKkte",
+	"GFrycBMazSxpMkrIrP/9mzOsTf79m1fnzXpoppUv+lFkvMrwTcozZEtV3Y6dALjMYpaMrrH73fqHkgGg",
+	"yTG7lkWmId6qUmoBw7b/QAtawipleAAeVglMBW0hokgonuTATPEa3fv3yeVdOrm4Op3gWBtGWMq/ihDe",
+	"/xQIPQ6jak9Q+0AwK8LRaHK4m0OC+/TpjdJmAqcMP5uijAfqeYbc883V1fnlwTGCJU1A6LCLRkmX63DA",
+	"EAXLeK4VKPeYh4mzO9XVDKc3ddmmUEMQbAQTrMXAppcinbwWJp1PLqURUyuITj/AsylYA8xcrMDAvXaY",
+	"n7BpqqvZp0r8A0o7Tf1a40o0ax1Md3OdLeOTUdhBS+1oC7DTP3fWrUtRoUnVkju4vSfav2XnVwmegzA2",
+	"SdViURcu2nXBC34DeYSNqawpxAmnJ4APcHCBtkX8Unsra4LOhIlPX86ETnzUctJUUoc3keYt+WpXoElW",
+	"jGcLWUhtHKHDDe7CNu3kpNGsrK9zmQJF+MxIDCvGK9bMNW1NzkFAJthmICEGRZOdKxgLizrSzESZq5Wo",
+	"DtkruAf/7fLDewY1fJxrpNYk608ByecF+Cj0nJeCTX9JVSYSh26ZQG0HcZbZiZtqZYXv/5U4qOv/9esU",
+	"R4zBQNS6M+kStV7ZBiZn2dTqQKUqtPDp0VCpHoO8xE81zzWbUnfTxHMsThWGwGXpAJgWWCawqRNF25Wr",
+	"G33IzrkV5cHFHbBAV0HHfSKKO5ErmDPKh04sSRhIJQkIdH//0U4yMNEtQOIuSt+H12kI5Gehsjq3+2bq",
+	"qoDNRKoQhYF1wVpEU9v49JC94mnA00DaR/pwd2joubVn+rNlMZPmx6lHYKOOm5fwh2lTO4xWSRQzVaVC",
+	"RxszPgUcvNvXK7gX0c4jNYOddrRMuySa1F7XE93IVW3VSnJcZJWcGcbtDYEG1GBm0z9N2UJwe1PVIEL7",
+	"RwkTn+0lB0WGmt1E2rCsEe9oNxU4Vc+ZVYlx39I53ZKMF6pYLVStyfsdFFULR2J58NSe0rnIgQcTdbdY",
+	"M7ZwyD40I1rw6lZkbiDNLf2c8VJOUExwQwEpwwt5mnib5cFg70G7boBE4YUs+6I9oVFp6zhcoO7hkHw4",
+	"8ddUOKi0ffW1hhYM2F8UzYCaNfyUiULaWyNcHjztITFrNsXtmg5tJLLF3l3snHmuUp6DWOcbC6dLEhBV",
+	"MbRkrlz0Y65UCakqVp2pZpzQGzb2ya3FSGqoTOqowfBbysHi3cJf4oRPYpvTNflmyvZVlQxJgAD70CsV",
+	"b3RMgrE7RXHRUYsiO0h8ZXWQ5Gi89g47bkVFJVZAEXSseeE1FBTrIVPI5wfRjwYzL2L6hpXC8QSQK2N6",
+	"2LXe2NEE25zC5mgvk7oJovvTp8S1B0ehqNcqW7mLFWCxtJ7Vua9fqPE+xwwh3bDFE5T4NNv/YY8+C19m",
+	"dZETbqsR2Q97B8eUhpI7GnMfkRWtncqHWP+QaRXKpG7lHh09avYH8XeplP734vpSwfTqEuDiD9kHnzCo",
+	"Keul3ReEQ8hcFOY5jrEheTVrhJwXVDDY+63gKmD7L9xCFIpmRnkXeIrtWtihUj4MmUAPjtsTw2pvaDu0",
+	"RxnFO7y09gmwXNzB/cTRpQol3ey/zq/+gy3UnbB/hwX3DhzcGAyBiocRNptXsrA8x9JKYjQ7aa9AMNdy",
+	"9vjzZ0cHeJO57xJILUudDaFtmLgRhah4jsvz6CDxapDB7i3RTe3/UN7VlAqzE841vwEdfX3sZr3i4/70",
+	"fVP174QG5o+2E9mm9PrVqhTTg6D4IPTiwEcdNhwJnMVxv+pJa/L46FEztsuX5z5OB7b9KYi3lUxvrah3",
+	"dvrKCg1YjkJ7sJy//PnxN04uAnKzfa7RBnRRKDPH5LMZOOVIFtvnaBpF9tMY7NH4a3/K1Y2qTYQYeMGm",
+	"WM4dYR2nh+yErAElr/hCuOpKzUg8yEgm0pxHmdhRcH06dyw0OrWCIEYlgYzFmb01S5EbMseRy8CNk2sm",
+	"Z8QrAcoA/bxN9u9xLPt3vU+wKPEMA6UPDtmF4BmeeOxHZI0y30Jjs7zESUttEL9KpEKS79idURT+3IFt",
+	"32pW85baiCJdTdl+s7TTy7s0fHZAkRAaDiRaBjiW+6SYx+dsClf/NAnTu5JmydCzd8ymuSwEt5fidS6m",
+	"mE2NMAHVQrfg5fNG0caDaZlp3szYHhBXZAeERqRCBIIDhR5iSVs4S1SoC8/9DAoIAXF8c/RkvbCMQ8kV",
+	"3Oo+lgCbdbZd5woHbixr8UdtbfAYk4CLgKYHu8ewrXZGalngfibuTeAV3s0bRAUAHLHVVm0TKyz4055j",
+	"rjRJZ3jhttTEoMRvWy0kSrg0PBdOZNt3zy7vUngwPXgelkVd8BXLrdRAALxswWFlKlXfzOmiAVUeufUh",
+	"+76ScAs5s4qr6OPCH5ADixVsSbMjzXENiqp4NgoHnLRkvz0o92bccJbJSqRGVasHGqpdksIoNSDNLWED",
+	"ZpUQE11aYbMSoK8R09BsiWOmwfw5GIw2quI34tOszvMp2/crOj0rdD2bydTKapf40vQg0OWxZBx2J7Hz",
+	"DA1DuHIuxASLWTm2ai9FOxgDEh1pn0BICZs+xOI0U2evydBADZEPDdnhQwhvIf0Rgy3AXSVNLnywSNRA",
+	"dHJ+FqDMP997dHh0eHT46NlfoD5BKQpeyr3ne0/sj5g3NAebu6sAbJW5h9dKGW0qDrGXZTS25BTcXJr8",
+	"IJYxoHoaWHgQftwB1clCG57nzV20FktzyD6EagcJ7RDvI40W+QzZrZccuNckrledGs1zt4YF4dMBC0yV",
+	"C07njSrjTEbANCTeT9y2oi1/quwJ1a6m8f50MqEnE/uLFNoSj5uVVYBmqlpyMIe507s/fY2/gXgx/feJ",
+	"/+fkT/jDheD55Ozc/uNvkk+9Dp7LWwGSntd/MeFh89p8Qndiq/QyCJmwkGRumAe2CFWDUgNXxEIZB353",
+	"yF6rCj7SzbQAdSBnei7yPMEwehDYVI4HuqwAy4s3WDeekPA4kqqQqxuyGxVqjWAg/FKTg0UWjuW9cO1M",
+	"TlVm2Yokgz2keTgR3u9lsOH7nC0rBXdNJvwVBytViRIDPlQhNHv6+C8HlgZBl42OqnU7ba79X47B3LVU",
+	"rMLoH2+7Fp95aqzCUghAKTmEDF2Shs6yved7fn4ntl84l3S/673nf49CfbdX1ksf4YY8gKVOCGmCiCak",
+	"781DNuA6aO+D84twCFAaCC77ER2eQpsXKoMQXDtUqjIU5LU//IfG0Oim6T6PbnvlXJAaGNjjnmM7n6SR",
+	"cO1RyILIT+9W7OJph3uh59ZyGXDl4r0CrPTx0dG9TQ8d1vHZxBhuKz3712TvKY4l1oUf88MXPPMLZz95",
+	"MvzJa1VdyywTBX7xl+EvTlUxyyW6rp8+GtHFOV/limdXSr3l1Y3A774Z/u5jQVj+IoMgYquywcePR4zy",
+	"Sql3vFjRckDJuW/GLOFZYSxp5VgAIPRr2/Nrid9Dn9PV2U9l9rLnNxpCfAjYdP2Kc9FNoUV77/neX/6y",
+	"535rTIp7z/fQbNg8w38iAf+adNz/kyZ26UZEkfyhaIJH2Ozg52wlTOO3CKLgQHLXc7KGNDwNRBorMVi1",
+	"xWUHg2MRnqgiKlYcsjPTGD7WraHsWqS81vbSuVZWLPcBVU4y9/1vMujvhPGc5tIH/XytU7/eVQcDaNYL",
+	"t+nwD0XmVwJj+XzCABJ7mz60kXkOOppRVoUj3tVJ/vdK5ikvTTrnD3+R2a89JF5kGPsjGrmGvgxSqDw6",
+	"E+RTZ+hZPX//HZMLfmN1HqgyPZN3wnntgJ4dnmfdoPsGd7WTSSnjfyZnRoiCLWRRo/WHDgVKteAkcN07",
+	"CQ+1wAZMKkBmhj0JxuJeRk9bC8YZRDHybR7S5M8yMPU07+RgzoAp+hFKMPXqOlgcJAPsEfkBWNik8/F6",
+	"Ee0p6mCY+JolCG0NEaNlzlNM8tk4pac4uCERKoIIG8KqgwhkdaNGAJLZxsUfij8+4Kuu4c2o+NPLLoBQ",
+	"HpZYwyfSMOL5R5qO8oZg6xZQoBNjkyieFu0kOwsIT4c/ea/Ma1UX2R+KJeFZ9scm9bTyGzObhxSy061e",
+	"n6H90avYyF78piY+SBovWDI2aF0Ly3cKsbS8KgmZy3KunP4HxsAwN4F4lKUblWeWf9jLsVAsV8UNALl5",
+	"O+chOykYleiwLyIDX2ESB/YcjBKU0fCu5/rWoaGG9rCAJ2ye6gtcrC8/2WjwBuax2yHvT/AbccZ3Fwlo",
+	"9qduLl3nvrUBhzvK83+c8wqbtX5gyfHQnutvdIrBijpx6mOPfYzMra38h0aSvRHZxE4oyG9hHEQEsBbL",
+	"4oZN6XSe09dtYyqFwIBfw9s4VNEycTRujMDONj0AMRlxizaCGuJ2tb4YiectP3bMJhULgCDWkAt+C5Bb",
+	"DpS/EBItXJiARIZ3yDzyq1ioipmqyf3R3igrjZVIcC02lo+BrcsKmkteZWFOkxOW2lLXA03S0YSIz34O",
+	"/hFgtZCYC07LqSPgQzeiTzj8acJUbcDaOLVN1ZWYHhyjVAMmdHBYBMqNBwJLvLmeZLKnj//CphU34hPB",
+	"lE0DF8tSFplaUo6v1pZJO1bgFw1ExIUgWAD/c6lyma6iqfmar6xitzo4ZCd53oS9BBkXFIZ3p26tfNak",
+	"WYQI+3APoakfQyTRbwYZeDEZDg/Oh2XhNm7v6xiOsB/XyYDhyF2UjlLCpf1tDUKhq7VrtK18K5e/00Qj",
+	"utjdcCOXUJQYNnJ3sfDRGOMMp0Abkf3L2HR/V2hjXELGGZ5A4nJQTLc5U/HLsuH0ENLcYvV7o29UaHPj",
+	"7gQe13djivRWB/IijRu0Ykj5Dm22qoToQEfMyPGIWWoAB1gq9saY8kORrxJ2yRfiUhrxPy9NJVPjWNHz",
+	"SHZHEDo7V5WZWLU2i6aM0A0IAePxKHfb0vTSXg9i2gSNuAlKHQmB9zzGhfXTqLBP+tH3iW1P2o8CJMtp",
+	"uAP26n9PFyxlT5QlJkJTsTqI4bqiv1rxyqeXF6/pI1DaiZVEo/U3g/UjqwwXkhZBHaWu+P1D9j16cELs",
+	"GboWjx7FhRzvtNJ8RYgL3g4FDA/1pg27TF0J7f1JLaPMpoDQYZYJ7nMEHuBObm055qXG0dOzJlaV7dut",
+	"dT+7AD6SDp2kh40cEIVtWmZclExE/ylgSd+i9QkucG6Ep5mycS+6aVqCbJZi34oi2C1kek1gBREmIa2U",
+	"1hMtTeMn219LtXgevDRFY5fVAuVN4RMwDuJC5FreBYUaOgFLese7SwdwUhkKanZHNoUNWIWvJGBA2yMc",
+	"Ugw9Ui2xjBcZqfiOLBJi6agA4fb/tpIHpf5c0mXQ5ZSiU74EmF1RkOQhIZIYxT8Iw9JYoxtPOIz1UphJ",
+	"V9rR1Sb/6GKTlu9Tq03qGY8kasME/sByzj+1j+xDaW+ndfX0t9HxMdSxW1C5CFAxnIzlZeoiSCcBJddS",
+	"PgkPFCMP5ErZAlADa6mqW1SV6FptRVUEZrLm6tAYw1tkDsrkWhl3BjDVFWEMN27ilrKOcat+8EYxUeB5",
+	"vbEi1NOjv7BpSqL0NMo97UL9ztpOyHFIhYmzHK9y/pGVld9Lb3jlbCBE0Pd28uK6AKI6dDjcTF0VAeTG",
+	"tZjL9dEFmb7291tJdCvJyMZN6x1LC2I2EwiosYEX2lwmDuxj1QSJoUDcGLFzjPBEeYzsNoplIpUQ0yjT",
+	"OcIA2F/1XC3xe5iJ1FSVFUTMIGmIIlXvICIKXgWrV9zDhbYIiAz5mtd90E2XVWRjN/zBQ1CP3/Cg/V7n",
+	"5iWsyrXoIM/Wgtz3IRr0ImGY+qaU5DCqwO0aWtNbtxOMHXRpfBhTk10YRqge2+un3ZC94DTYPZ8zKK1Q",
+	"GDINumQO7aOlXXI7Zoq4ihOqlC4UHCye8zAJXQaMH2PX2T7mQeEofDag1ShAUynsRScy38I+ISKp2iSN",
+	"QdN7nimvBA4m2dMOAkP7Izalhj7RJ9ND9lbeCn+d2wWbtO9izA1wCRZhaGEDV0etPtD3ltze6V279Hz+",
+	"D6RA0P51XehhIMAWikSElkPJbFdF4r8ln+t2zcExbfGWhmlgAUfkGiFn+Oryu8Mq6BQu3kI4WgNpoPIM",
+	"arHJShsM4KYzS8lEDpN7LqtsUvKKAOIhHTWndEMEyG5iqo28wyh3OOLHDibIShTXsiDGefL+5SG79LiZ",
+	"GuUNiF5G9MznDIEzXZwzphx24C9DzTXV2A8kppRQelfMzWIX4tSt1oZLPUYnzSsPzznomqPeAzijEe/S",
+	"YP4qVmCgHv9FAHY69pN3LezZ8d+9V5nY6oOXDih5208aGOfxX/4NUEDHv39Sllu8jTknW3+w1QxeEeTz",
+	"FnPwQNzbfUMg4NtsfQjvO/67Nw7zeatPzs3PW3xw1kZt3obWtJVWEDpsiwVMTc3zbb+69BjC47/5jhC7",
+	"XwML3W6IxIVhmO77rxqhgz0DXl9EtgkR+9z980d3tf5eSpVdQ1cqqbmjnOjgf9oUH46+iYsPfsHvpFgC",
+	"emFvUltTsCGMSHWqEiSe+4rk00N2GuZ+tmsewB1d5tIwNZslTBRptYKM+Y0s1FuxCkqn+oubTQHcefpw",
+	"ysty+nCKqE9TX7+kLsBN4sBlqbF9NN3hGD/hN5+8Je+A4nYdfLvDGUWohSlvnx1AfJkS/t/0GNEp7Ad2",
+	"Oi0gfnIL+eIIUwSW1B733GtnHJ+4SqMuFx8UOcuYBVZcXosMgd1xXO4rRYWEfQw4byj8zL75QBMGeuKL",
+	"pwJFGNxTvZQmnSMy5G/osHH3QWeEMG7afaQM/Sv04w8Q+oF5RbzNOe+JcSIa3F5M2XrItRZmAtihM1E9",
+	"FJ9dqYGoCvbqM+YMkW2EqLBRojzrBag7TGQWBE06E1WDpLKPofEA/nnoB9oezDRxTbBHB22Fy7JmKlQA",
+	"3a5pVoUyDGcismNW1QVmfqDZxiNYIFjoJq/CSTphxA7pqyYMUUdXNOuXtERdR39jLf8pTLW4J0hpOiS1",
+	"+xUuRpwQuXAnJC6HfA/3aFkJ2+IUUtmpwjVidRx4wIEm7KEVXEKxm9ywparzLMisShiBUidM38qydCk1",
+	"GFaBFtblfHXI1sYA1R1aUCkgORCmB8/ziaomflQF2nbtfHmKUI+8+ZBwY1aMgluYJLCH9YxqNsWVasI+",
+	"/Lbd4AG03R0yKH1AwMy+gA9KElBO0cs6GRX/vl4xEKse8rJ86Gpd14WLlQQsaZTdcI3Ak0vIJxBWs4RS",
+	"Ru1xuKgTqHkvF+KQvW8kBM1y3sQ6lShNTQJjUalU3i+CgU4jIibcs0Wc2XydoFkr9UKHA+LRJsMOUKJw",
+	"X6kAx28uErnx9wbR5rxg+0T/B/aQNLBXSPX/kpb+K0tL57izDJMg7MG2mg1x5q8vM+EtNM5O7a4sWYCW",
+	"aPWjBiVIVkH9trowutfW+x12+wcy+DoTD1p9fwMDDXQ4xkqDq/4vG02PjaZNoL+xjYYq9Emj4VisWUTa",
+	"JhB4N7SA9FsXgEZ+CxNDq0Zrx00EY38Ak0yaaPjgvd/lDsUl6hvyvywL/+0sC63z/pvdkg9/cZU7f0V+",
+	"kItYqZOX8LtuShY7+L+iMSMfNxVnWYRBFMp8goJc09BE6gqDkfBOpgrTgGstFMi3lFqRg782CNvEAbN9",
+	"Xwq7QDxDkCoR2RDRl56T9fdamfkmh8L5rXGo7e7xtTv36963Y4I3G0ZBpZn+8IxiW+yD/zIRoEheTanE",
+	"r3nWk72y7kma5v7Oc9k3wXujSke2T85mWfR7Ojn3Lx10V3DvOEG0CL7A5h9PGCCDk6uT/N/sfP9TCQJI",
+	"nb+DILBpMBsZ4gV4xLK4QSiUxty2j5o+mj8zqVN1JyqRHbRDwuK6NPlC/2nDp9ajMv4gURVEI/+Krhij",
+	"ufdYob+6N8RXippowasUsJH4tcwh0LTjVF+iRwOzeH0DTIsFL4xMGbbkkMDBondTVy6h1RXtp5qRbdDA",
+	"i6A1aITQUektkQXwhWEO1lwVQpt8xaYe8Po5+kmm8cQNF1VA3V1Cb6fN3L/+MeruuzPFw73xT+Ei/J4I",
+	"zBEMEYQqqWBDJZjIpIHiwl/7lPziQ4xGar3/P3vv3tw2jvUJfxWUa6tib9GXXLqfabu23nIn6e7spjte",
+	"25ne2mfmiSASkjCmAC4BWtGk+ru/hXMOQFAiJTmxfIn5x0zHNi8ggPPDuf6OsRrieXHu0qgU1DVrMd4V",
+	"G7ieE/i8UkqqccIuqCFswj6oXCpQwaHam2KOy4E6b0eX+IjBCZY2Sn+QsnfW+B4rQLsJeTGN9B+D/fxL",
+	"wTNgYPdl+FC/vcYc/lp9/l12/zZwnIjTW8EPxAreahJNsrryUSvRTKlz8pthri41/LIVz307Cl5Zve+O",
+	"RGoikUEZgR6NkOLThJwXJ7mY8bLqfHqoorRZOtt3Jzn3JQjngmdbEoMQ4KnWEOeN5bVQ5OFY7/ZhF2QA",
+	"uFspsyvOxYXiGuzdAnKBpTNR3lfCOIhJS3cK6I5A3XrqhrwgnM2rqKzSXXbA/gzNMb04l5UyWI5ckN2V",
+	"hMzRxRMaXjOgHNuBJ+8kZrzd1lN373jh2F3tCvtmUd+y/+sxuL7Web2+V1zqI2YbOcruOhc3shoOya4X",
+	"3YmGl9DYsXbnQYOn0SrnAOT/3zDvv83U8OXeVHuw0qZQ2n6i4bRY1lTqIx63+uLXqgeMezcB/IZifNGl",
+	"eMfyW/DKrBDeMw7Nz5zYTbmVKfM2wDFTGjuZAVVQOhFuZFnclE98tlSCA9m/tpwfQCtW0Du8jJLtjyoT",
+	"qRgnEVrErnXou+meiu8dilRPhWEwxhZzA37/XRgclM3csMEK+upegu8ptxP6vDTW5K5F1/67W3B/d5ZE",
+	"wv6t9dQwaIKiC08nNhUlj4jr3fNOiDQUa+ScBUGS7B1+IH6Qcm7cCX7Azi8vzuoIWODK/IkNCvtvOE6D",
+	"ujQ4YR/++Pu7X8DY+PXnF397/rfn3bfGvR1rOJEly6BqHfqBj6nLa+1nb6V5RoozH4Sy/36Atkg9OGoP",
+	"vMYeObv8v36Z7sUUqQfq+xh3YhdtpriJcw9XT8pCuQCqv3jPfhtEIgKYA+Iu3Agi68CfFGYjQjgYbnQT",
+	"5dcB+GDXVJGFwIHXpB8DHtb+VyfF8bQ8bO1ocbSroDG6rgebe/XrLi7HXQYzlwR/PY/dqblqSLo3OJbQ",
+	"gI+5VI9C3n1To+9Y5mv2tl76H470I1fb7QLAV539Rlgr1Xizcx/f8GxB5OeBdW3KVcVzckwS38bjO/cv",
+	"/JQ8ePkPI11x3vsF7qX93s96U2+srQdwL4StdfWGQGJbA3d4ewEj4ECPY6YZdieE0vCzy/+LtKiNhrHP",
+	"jK/WReGqGwqj52TCDXQBewSS34h03qbwb9MR4ge5gSekXvPGkt2XZ6RHrN4Vsrpn1haAclN3MQRNVrTG",
+	"wh4PmAxp9X5R5blP8mK71MOZWyumBZHZR6EYK6diL2GlMNWUwkX7rJEuRtHaOE9F6Zkn+G5jajtg54vR",
+	"WgfrPly2G0K39JtPdRR5gB2uMmkwhlxf63812ItS+JftJlvOH0fgCJJoN0v99PTWONfBh9zrTfcECE7e",
+	"sCMaCRkShDtxUnp29+BQlWrfyT1K04qQcGXbMsEh800qaozVRT4UdZNxe5E+Hdj8MfYbc0ZukgEO7Wgp",
+	"z8NDw/L1LRDRKvZVqTzNmaYKrMcdOU4AZenze2G/PyPJba0oraEpJrdZErWxxGOdxH6uV7hHop30jLoR",
+	"w1mfSyWOQwUUyjcxlSVRBWTSmVEeXd2VWZ4slW5E5Rzi2s1+wpSYhULKwGwG5EXIZ4aFlgPsj5PrMdMj",
+	"xn0FRF2CY/nchKKQleRG5zht7/W3GVHJfRZw1t/wv6TKbsx7/V6Pfyn19GZ3XOqbXf/BreGdIGg9G5sU",
+	"gEZiw4Sy5ffoab7XolEeAU5Uy3Wn0SOjeGEm2m7mN474mem+YOIloZwUNW+kbfZZb+h7yrl1ECanfCye",
+	"GYBXRDr5b4FcmUQQiDaNnilnESO/LDYh46VDTmolzLCXsJXplbBs98cjoos0e2zoVhiPHmma9OMpwjU0",
+	"zB+WegZdiLiC5mIwShheqFqgDn91WcIqp/NFmM0lwGxO6jt42EjWPVFCnmqyI6FFC7eTnWRH8amoV/Vd",
+	"tuTuiTvpTPnn90KN7WTn+PmLvyU7U6nCz8lSn527sNnCfHS1J/LbyJ2JbuUPerhY1RaNt4jgN3pXUFTN",
+	"QZHz+Q3w4hA7Ea1Iy6NkeBLPbokkBXGAzLi6ZAMv+YMgrUhsO3J/tDa/QDEfsN3nR/s/Hh0lnsmX/Xi0",
+	"V7c1+3j+3ktXjDw1lEgo5kUfeg0G8Gegv1PasonO8WkLKABqFn0bdk/XKp83vu6ZwRcaqnDK55RLwy19",
+	"2BrePC8+pzjVjwVTbt9j3pyINd5ynFqY81yOBHAH36mXfGHZugh9ce94X9XH8/c9mc9jdnv/WnJlSTNB",
+	"xST0antIsB3nCbQGHC9B2ytEKXUm03q4TCsHzt59ZyguKUsI0pXXPAc4fvnjUa2HtdRsPutUDrEB47jk",
+	"Q6zZvhLzkYM7ZielrsbY32Xq1poaQiNpILf1ANzA6pJUAv3/efb212WgveDXizDbHTJ8ckC7YWDSF8Ns",
+	"RCJ39wC8LkhpuBNT/xE9/D7uBGzbCrNhee/Y6Vgj7heTa/vXRva1gyqPKe4utjtAEBsgRk61sawUKfSL",
+	"cKrl3gF7Z6nmwLSoqUyXCWRNCA6tvJ22C8o2ah8DdBKGuaITawxHGeqqtTp7zLhX0oPugq28aqtZEqDz",
+	"WIn3VxtodmUtTyfQJSWqY42sbXzQPHr8q6NXmxjdjwG2k6XeJEBiC998wvxiu6Nxcbm1Eh3jdBtl5RCF",
+	"qqZu2+PT3aZfO6zTpT3hTZ1RY0+4zcWApMHP6bKzBIb8/yqsGqMx49N2Vk3k+jFiLtHitmK7oRlccywn",
+	"wRh9ZryRgH3mTU1jvNc1Yr+dG2Mms3PnGHjKwpiHWueCq418LLD0h/8qxLh5vmE3JvcwqTgW3C32SW47",
+	"0gBB4Jm9r/a2FPuukwWm+U61eMtX9Tk6pWOAkkyOQ0gK41CBjqwZh8JMFupV1NFJ0LcRdMJGweJQFhRr",
+	"5E6wxgjtMBauHDCofH5MHDFNxZ/NJkLRA3hZymthDti5KASHQmhp2YzMB27jroaVGkklqZN5fQQBeXhI",
+	"qfHjbKTH1ImI0PC8K+jeEkRH+pil5JoWw8JNYJ9S00fZt6rtwjKERqD3xKhgrC664eiirsP2CmQTkC4w",
+	"ryZpLfdnu0bDwR4y9KJ0GaXx4x0AjLlUe0lALg8T7hKnRGbSFNw6G4ClDo7yGOp0sQHSHbAPENdyqq+D",
+	"mqbyyHJNndyICLIFEHTxWPBAF6vhAKbse5X++xNmXSw0SS7ulHIB2xwfTrWSVpeUErc+GFyVpdO3J85K",
+	"cYMWauwOdaQKBjnBpqRKZwKLFeC852wijdXlnM2kyvTMCTRQ0yXkMfJ/5tei5NBAUFnNhpVT3c0B+4We",
+	"n+qpYKNST9lE8NIOBa/boGLlFL55ovMMun1NxVSXcwz9qjCspv4A7BDz0LKUWO2oVUkpUMAAwXQp2q1S",
+	"nM3f68m8sdDjEyh5ZoGOHUwkj0ELE0kaj9IzsMumUlVWmBMmxwo+A6af7sETxE/9ATuiJtnQ34Wu6bKF",
+	"6M+/4/MbFlEwW6SyL1/sJM6sk1Nnfz4/OvrbEdjH+PNRsGigyEOUbTbeuXDmTmobX2s1+Ifd+q0Z4R86",
+	"E++yLjPzx5cbWJk4T63zveblcGf75GTcCmiAu7PBCN6qrP39JyHsqdYO5q3KbmEoP4MMspnM7MTtMPLz",
+	"1wNJJ9oI5cm9aVtOnIlu0Zvx/MVRkOTVI8Z3Uah3wz32tx9fHcV77HnLHtvqObok+y3n6GvCTY+T0MfT",
+	"C1x/pN6aze6799fHGlp6NNfxeYpXth2nL9uPU4c9bSlWSyfpIZ2St3+iJsFpGqH1+tOIdt+3HEoPTYJ6",
+	"qblNqaG5XZaeOxKYXKc836d8yLViw1kuxxPLSkHE3HVG2ShqMAHlFrFSWJQ6FcYcs7EudWWlEiZxemQB",
+	"pV0yc1Pg9cXXZx8xg6cA+uRcmFZRe+8GTim222w+Eb8nxD7W5Nc9iXYTbvtCcMKt8DPj1zhMwjY3sLHc",
+	"Vhsm0bovUaYyzIpy6jT1THwWPudfg2PyWrrXBlcDySIcCXAATMV06LsWg1uuGo2crYTKhOC5nTBumBFu",
+	"xzoTKczLAfsAG1eXhjkbU1pgfKaezZib5nMxoPm7oXw67tRM/+Kcjw0biolU2apj5wJn5WGfNTTILgco",
+	"zT0ucH/U3Kqs1tNbC4Xxe+bWZRW1qUP465p+ZySnvusR6WFwZwLGZ+GORghcOGWtvY7mLdz1B7xui9u4",
+	"fk1XVYfbx/EnHDyZvlzxV0dbCn/dtqNeffWOOvyiwNvwl/vjJvsrbJjgUsbHPTMs17qAKlOvs5yevUOm",
+	"YfBZjZ12Uhlh1u27UzeSNWkR7joms6Ux+H3dknGgvFtl87SIuyw+aHz/KpmoV6DH9VstbFKx4CHJjN/G",
+	"dyaFG5JhFtqTNSCc+0YiJqkFzgeH3CY2obxgovUViG7zc1v1oXpLriamezqiuQnl3XdNcndvtUTUnbVF",
+	"StsZ7LYrplH3ytUmVGCtpNHS2Hd9drgzg+Bk3GPYGZ5ya5yFgy8xmDAuDXWYRw+aP4vRtCeCpcpNIDrc",
+	"eDpJkACGCpUweO1NM0K2IucgmnEvTZiPkCeDw6kbX2KJuAeTGVc2BMZD281pwcsOmjuUpLoDZYeltSxU",
+	"Ta11OxCyFDj4EGqjIuzoCgDwoti5pbf5jKOs6114QXeM6J4QcnFdVyr18bbrybbuEljdXRvMwIUor2Uq",
+	"PtZkd0uNUsHtUotmjW8euppEOdvF5GtRmlU9wWOtiYYJGTVgl9DNqBl5g4VLRV2SFwBzjbb0dxrJE1aU",
+	"/BR0QICf7l4/us1030XV6Drswy1J4EwMnT2xL9VQf97AeYDGR2224GMMK7RxegSpKg1ha1LIJKDZ1BpQ",
+	"VdBZ+T8vPvzBOBwpQl6L7IC9BZezeyOThl2JAmo5tBJsgK89oNEf/KM6OnqZ/qb11R98KuAnMUAGG6eo",
+	"CeARmT8zTlapxgH/KLM9UoWkYbk0kP9rJnrmLtJGBBYcTAqExwD9g3FDybUau//Wz9OVHerPcDA6WXR6",
+	"GNYFSswRUvaE5WLM0zkzil+JTyk3OKnM4YOhBKByynMJyYgDrT7hBH1CPp9sELoyDT6oC/jTa/rL3iq/",
+	"zJ84V+9goW/qGf8qqpwW5SjYrhgX4FPBdoWENMeRLqedVRATWtrOlJpXm6pnOALarkNS1+Jc8q4hwDUX",
+	"cMmDU9vitd2IYodkDGfjoUP4fSGym85KZbg79gmYYcZiPAaAuAEem7mxYnqQ63EbKsPTDhFGNoBjvN7r",
+	"H3hbE289jBrLVcbLzAOfYbNSWiuUx2y82accQk0DRgVtyZXx5AYmMkWphy3RWkDytIyNW6GuRa4LwcRn",
+	"ntp8zoDV2b06Ew5DSwA43MmkbQwSNoABvsvCP53cux90CjkC2an9aFP3C4y8u3+hUuX+lXHLB3sH7Kx0",
+	"OAjdJPSIfg14EyVVZvRRDvfdVXBq8dSyU4BhdwzAFw/+8/ztm9PXl2/f/HOQwEco/wVSmAP2JnwN0VVR",
+	"lcdUQzX+yIpyMbBTHw+7+JEfYPbP/a/Dx+Pvf+ef3+KjOzG+vvgOwH2biIYfAd+zCZTRtkVB6JGsq5Pe",
+	"uElnEGsrG4HZi68HM0qpOZRqpDshzTMNIb54CjjEmT/F8EKnV8IeY8ttbicJM9Ww7r09FcbAJ84L4ZQ1",
+	"N3cqFUxV0yEm4WCNhamm7uE5sCKqjBx2OBkjPpW570WVcqxwiSqaZzLPmRFOYXEKLFw+Z0qIzBDRpJ8X",
+	"wpmJKMVeq53pk2jc14WPe+emZ4ty1f3SDgvPTy+L/vQNEdx757BasbHCt24kC8/bZcF976r9P+v2MX8s",
+	"xiXPBHG21MOCo9X7kxusnmTWtBz/e+6EAmPKis+WAZWJYbuDeP1/R3kZ7CVsBNyUXhfGnQ8FlfW3GSSd",
+	"QgZQpEaRhg0mIs/14ATtOTytBvRnT3LFF0URv2hcOgNrOA/d93Vl2ZgXhgqkBmlVGl0ODtgpHJ4cvFFK",
+	"idQmrOAmZK0aXdZMW2FwQbt1Zzc9ipKNrFSVYCWk7uHBLG2tsIDSEzDjBOsWYMQ+AR6SmcDuc8PyXjW8",
+	"GblhjFCZYYNSmLlyWop3tKe5dChTCp41k25xWWNwPj17x4ZihBlZ+dzhkFZxISv1xzqt7MSBUxr6VADX",
+	"teClm2h9JYA4x6d+6VyE2ECq9ZUUCUsnIr1ya49vQ3sctuIxe3X0vKZHICK0Gg4T9uropZ8gwXQpx1Kh",
+	"683zmRFPjK+bQ784TJK7+ai+eeHCWABoNOE7cMmdxcZzZzC2BSk+FEK1gt06b97r5Q3lD5awpYDgiwle",
+	"5hKzh9ymRD3u/O3f3128+/DHwbs/3rz9PwcXb/+3ky+rw7nT2HVdZiZ+4io7t+DWod3O8c5//efR/k//",
+	"/PI8ef7TX//4x0HnT/9tZ71R+hxBfaEIBZp/AH2yD09jG9t6hWhLOiW7DWE8/ox0nutZr6B1HFJuz646",
+	"oG71XBoPoTvOIbXt2cDMXGz0U4qxNHhsBPAscm6dSCYMyKHxRPHtdLJjqrErSmHgPNgdaKjFR+ZFPRrB",
+	"DydAHQ33AO5WKnrVhBtsiZ7qMttLGp7GUHHnNiu+6uLdGdquhS6t1/ewz5AsWcotz/U4tBt1JiMNzR+x",
+	"zoqDOwY4pAOauIP/PvAnL97dbpL9ile/oVm+L5ebXzMwe6WpVwC2WHd8kuK6y3QuuG7uk3HR2ohdtmkg",
+	"NuZ1ExPR97Xrsac98NAU7ghqaL9/RQvBJVtwAXMOv+A/3mWrCKqcqqQhFhkwgCSRvbOmSarhq5h93BJw",
+	"aeCPrQEb0AgGtb9/4McwYLvgA7ITMaUbf317yRY5CP4/f/3/GLTbdY2duUlOROiH+OJoP5NjaevOZXGR",
+	"aTOC6EexMoa4pCS8ONpIDdiaoHZZmbSgfRTxlhQJtXhab0ee0SeO6vwmGkQcYTFs14cNTVWI8hpCXcN5",
+	"lGVs9oJiIUug003naS4oST9hmAcAVLuaZ+3n7+91wObBloJEY1yVMNyYvV5WbjNnuDG126j+aEjK4ZdG",
+	"GPGvw1KMROnUsW4heq0rp2qCJgqXk5uoQUm7C5mEcdawSdj55RlICssFN+AYRVdS4pT1uShNggqyO2xK",
+	"ZsW0AKq+PcwV5JCPoKlqC5ID/1VlYwHuGCtLMcVa2LKtDuVXEcvfef2Va07F3+OPitLnmkfgYiz2mzIG",
+	"v4EVo6Z2xOwBkUGBzhWVp7Uq1nxa5KiwtzL6PT9KVpNZrKGyuCO0ila0u284XdED1m0CVj2vyzBwH/jl",
+	"kKCbjOtPd4r77iq72AMcdvoe2c4B2AKizHSVZyzTxH81k0bQn00LFTfxw7nBH2M6dd3MqhQR91ZdVSFK",
+	"J7MptyJugadVG4lP5BnFiu7ao6so+U8aptydTKhS19xgB+znXKdXUo3jJcO3kduz/mTPBEj9tUa6TGFw",
+	"RtjWLnqyFJEwPmpQ3RKj+NIkraAUP6P9qUtalCiJoRTc3HW748ao3XhWk6MV9fCb+6rPyX5SVORL2/j2",
+	"T4cWFjf3h0OPuWsswYZ+2uwsGATOZ+E8MxSb7Kg2hWIu/9r7cq6Gb/EpjS1VLgsKoPp2brD2Vy/UAra9",
+	"W4Ts7lsdgXcte66CG7uU60awbwJt5k6yQ8zBO8nORZWmQmTw21+gUfZOsnMppyL7UNmdZOc1HfMbkYy3",
+	"T5+7rTMohxeDhH9zBmp4cwo9l+os1CjZZNeZEMcy60yIpSNTZD/PO3NRfzz66iHpkk24yty/KutTA9op",
+	"bbpGCHw67uk3Yy7fcIDcujH63DqJTf26hjIq9fQWWOg6Vs9riGsGYfXWhkAZjRCxnuiq7BZBqVLxm7ti",
+	"U2K7//jbq5tyJ77mRuxLoNWQVl4LzEOhMcosIRYx96DEx/6dXo2alltW4Q63rm+4EvOZLh9OBnZ0Dm0S",
+	"jPKL10ejVti4DT0hUluQT+ObTdqGyoLEXxu4sJvKy1cg5UJidqtWAyRbD0u1ediney/aj0u0UdOJpOKZ",
+	"uVtxdxt1rbN9Wd4tZECCPcKMyEUKwo67nnmSDvIbZFWgd2nxi0e76gLGssZ70xsavaHRGxq9odEbGr2h",
+	"0Tg3utiL4AjrlZB2JQQO+LvVOL7Qv1YnuyFRq28wELi/aqrVWtUI23aVbvEVbQl9f5X2toT+Ix4sd0X8",
+	"8Z2y0beQuf0edfGGvUNhOsTgbnfwGZU1w3jNpAfFPBwLTYTTOw7YqSIGGZ6XgmdzVqI2SLXKVuegBUCU",
+	"2R0wPL1SepaLbIzBWx+CLiFIF4WUTzC0LesnE4WDr3SpVEbtNRea8cO4H4cs337kdunr1zSD9hHav+4Z",
+	"Wsgy6JvUPcngK+7a2wbDdfHWBhxmwnKZf4OKIVVR2cRZYkVlI9Z3Uj0QvdbpHW9wFE9Z+6ApWK2DIIuE",
+	"u7DXRramjdSTvCW9hGi0kNpjTSlLRFvnqUCwchfKZmuHHluiFk2wqYK1yLTYSV33Godx05DBpYNeS966",
+	"DUIHeP3vjXyxO2A5wq97o9PK6V3d4hVNbX8IP0JWSt+joU1WtsCEtyzHh26nzlcktZbSUjKqF0psNI12",
+	"xJCnV4ZVhY8ZiAS4loQBeiRkAJB4WQLGSPSxpXDqENgMyFhitc97dddXRV02H+5wxoahkvImMJy673gg",
+	"0HD7hkL8YfClawwFv1Yhg/c+cjuXBn0Kzu5VfbDH4oTpMqlXPurG4G3Z0JjcKXPkAp1xt9+W2eQ1VeOz",
+	"3UGktGDndJENEqihHCtsNc6GcziHBlFoYrDX4+r3btzcGsWwQ74twnmXhdQE9CLnakXHcCD8BGeNA2qi",
+	"EKjxAisSUBQpxMtZJkcjb7sEBvfZRACZZfS9yBDFAct5aU+cuAKlRk3BtwzcZzlXTwK33YduCttA4QPU",
+	"9PcH2W68nXn4Oe8Vzh4YNwRGn61fcz43jUKEm7sCyJLPvtZ6BfBbNGGdVis+21UtJPjsezVXw6tkWn+m",
+	"P/E6wMPNYg8e35m1Cqv6LSJM/Jr40IOSz4I4JztF1W2aQsSryIVtG1CnrarzjGkVzFVvq0JHODBHdZ7T",
+	"j19phT4Eob99hWaVvG9imAb1sTdKe6O0173u2yjdImqvVcLWWKqv0f5ZA/BRMSWRjGolbmp4Pj2o3sAW",
+	"hdnt7dAeC5+OHXoPYFiKfe/02dwoDW4iHfrMU4OKqTb2GCnDkrjPas6tUOk8aF6/XV6eUfLDyhhrKS78",
+	"6L7bSGv0jWvccj3SfA9Ga1kv6G2FWDss1L/zXGZ8MX6aNC3RFp0G3Os+jNrgS0ejY7dJ4+5M1/2G5Yo/",
+	"oOoUPx2CvS2Enh8LN8wHJfTb88XXn4ef3YdSe6u119QeFmi/9v22toXbaxSzotSpMGZtgmk0QLqlLTwQ",
+	"ktuwnMzzsLd6EIPydUZD+E71Lvo86KCwoi2Pu6aHjfvMMl3e4ltOTKO3HGJ+WLeD6LfFdLJ9pwiBsDW1",
+	"nrq1CyUmsN2JtpR/tocdf6g/njQLWbUnUZUuw16kcKBKqqnxTHTu1IR+PW1tWs7hTQ9FrLelWdGXncJM",
+	"blTIAirVRM+wu6zVMIvbrW5pGepqVQo3xjNf89TrVL1O9Uh1KkShreD5ZtrUIcHviuw0q6kzGlzYpl/d",
+	"CVzD23u87vG6x+ser+8Pr1FZvUfAXgvXHSDNdnkoLae/SMNyMbKhMfZd6N0XPYz3MN7DeA/j9wnjF/cP",
+	"4rpYp3IvDw8B2Det0iXLtEBJ804UaVmlrMyJPAR+WXeEuANw10WP7T2299jeY/v9Ybsu7hTaS1scYoez",
+	"DVicF3qiRR2FJtrYZz4mNdF5ZoCdUuQZtP9WNp8nC5yvmSyx/Xc7mfO5Lc50ad/j2DaheaVBxTynX9Oi",
+	"14HJtYBgPDwx20l2xOcCwvIbE5fSWDxtaeNb28YTLmgdEnVQd38TqmsUjz2KFy/4qn6OOLU9pD5CdAMS",
+	"6wUQuSVumaRDGz01V504NdIl4zgWPYJj242tpEQBDkroqBSCadQQMPpONNxTDQR2u0O3gkQ4gXgBOc4T",
+	"kV7twa+xv1lE1GtnMhVsNpE5beYWXfQ1kMbGIvFdKaPxh63RQmGG2Iwri/N0dylS8SBX658wxl7r7LXO",
+	"x4rLIGNcBWzeGvderW4efoH/Yh9M+Ge3S+FckD7Fvai53Q7APRRo7gNOW01wgS6DtrQJQJyVsLqOaw8e",
+	"0cG0R5+05QaQjwDZ/Ux3Y/ufkzn5efy5uV2nwuZoHs7xHtZ7WH/k+RmLwI57eqvwDrVCh1/cf24C7Zb8",
+	"eNde5dOKlPOEabia5/mcaWdde9+u538by2uhVjkUmsC/DvODSpfB+zuwns7JbqDvbtjw4w8/vPwh6tjw",
+	"fJOODeBXKP2S+kn6Hh0M/anUn0r9qfS9n0pBl8YCh62aHbbkyqQ6E+W+FdMi53a9vzvcwnZHo2khxnss",
+	"3JswagK9P5OZO6oE+LSJ367RDN7Jm8aP1KrZgL/d8X0ZXnwZhrqJ+zsMDvxaUZ8z6l2/i+VmbizuAmQn",
+	"j6/obGO12Nz+YXCGL8/TKq9xmJ2+t8+qBoP1prfR5tumgxY9nc60b3n5ifs1/dvb31Ch6nam71YFvzCp",
+	"LkTUPwQl8dXRT12+1eXts7Md3eOCX4tfAED8i9Z4PP0H3623s2U+1o7vgR/5/Qm+qucGSEG72N3pOXz4",
+	"xf/zDz4VfyFC5MKKZax4A7/vwAqPD2gMAh4syz4+oVX2V56wbmj+BbF8ttiF8dd8qyOwP+ZvgEu4a7LH",
+	"g0+PpTUICs2WoaKD8eJcFDlPu/UDMGYjZcDJYiBWGOpszqaVsYyPSyG6aCoeBxz8s1dPvi/15Kbi/6TU",
+	"E5L7u9VP1vkE8DB1Vx57pp3QYdmwXfIJsKmYDkVp9gIO1bknhpWVYsN55LEzSaAclKVPkBvO2UTw0g4F",
+	"t4EoRpbsWpSmvTm6G+Ef8A1b7tO1ysrG2X0y5rKi+fabkTbA7bTHModG5KPDsA26YyiX/MoHUFqbfz8z",
+	"mLoEDAbuKLVMqxRZoSAZHm6eMquRyRi6MDT2dsKkMlbwzB16M45tHkaUVA+NPQtRSp3JtN62y1v0spTj",
+	"sSgvRD76LXzVlndreNE5pIZ3bdwwamb5lVBPYgu7bYMGhN8kYRKUnt3Ctu5C2cMvCqJEf4VWjN17+39X",
+	"ohKL5R6Uubec0kdVIlgHIk3cG/EEUdZt3guRapVR2SBdLTKUiegOJhSmMTcrRwx0vZWZmBYaORCvxJxN",
+	"QQY5K4Utpcio67v7sSoV9TkpjY07NbZ5pW7Qt/b38PUdmidO8oPsUrv4rWtUzmjS7k7jfMIdsXvP2Uae",
+	"s213qy1FqstMqvEhr6zexx8Py0rtO6jqxszfgz7gAMsH2pwCjSiFauxIzJhBJDz27BjhjXSNUHwIbZkn",
+	"XCmRI4QO3GjO4cpB3RScN5xMCTPIvFFZPeVWpswI+F6oiaDHGbxbaagtEyXj5gqgXdoEy864YYKnk5qR",
+	"yb0Us/uw5RRXPmmEng+Zwobt8pHTxGteXqox3DtgA24H6BQYCsaHBii+Sx8m52wqVYXeRKVnx3hAktpN",
+	"wfVomoqcK2iuJK55XsG2cINCFcrKaYvP4bxSp2ECP7iFXJeOImtnAyzo7vkvr9nLly9/8u20/q2V2Dtx",
+	"48WUAPyqLj8fKF0taSoZt2LfjXnnbj189WyccWO69bQ/J9zWk5DJrA/lddjOlYJYc4QaOGdNtS7s4jas",
+	"+rEdq8I9awBrJPMV1vQH5RZxDLsa7xEZENWahOk8E8YSmIDOdMAGILtODgaACwOhMvzJiFykNvSRM2wG",
+	"nm+8W7o5MiKl6jUs7NgdajthbRJ0gijIhmKkS+G0v70D9hsvs33vWcZX8FKwXBoLKmM+J1B0fwPuwf+B",
+	"7tJscMB+CddjEQjPslIYIzJn3ztl7Rjve5cNvLZaipEohUpFR1Wcn2F49I1rQs7Q1brRdRfy3xtdG4a0",
+	"kMp1gzs3TxoLt7zGI+SGd50WxY2uv7Cl4NMbvuQXvxN2OkI4yzuVjl9NpYsfL1+zbEX1IsrMG/SEdSD5",
+	"zqYBJRxNoBAdznEMdG5OtL5iu1p9wnd+mhavOgNIRldlKn7T+qorevTjq5uNSqpMfBYZjmjG52zXjSdx",
+	"o+WyO5IFt13AaLpG8vLF1+Q4RhuDAOlGO+MtwtaW6yjjfdjlrIsRGKa6P0tX+PmaZ9TtHaFLfr+FA/Sw",
+	"DoS3a/rvylKAbjrMxTErxVRfk+YP9z9jw7kVhCtClg0V3bDdiAheluSNRq/1lRAF6d4gTEwoW86RAf6N",
+	"j7Pq6dBY6HlmNKSE+iodlbFcqisDRgCb6fLK6cru19y35Sa3C5kAEKyDobrDcqyVOGCnSF1vrMxzNhTu",
+	"CdR5h0lMcaWQHw5wLizbVdp+Gjkzdu9kwSDB96RcuRud4m+uMJf2WiCdMp3tMHtzNhOlYLswI5+qOpVx",
+	"ryujYOlc3obbJH4VvGeDhjsmYc/3nx8dsUwaK1VqmcxMgitL5AKgx8Ac6Nkds9DX3/Izt+mkW/f/gCZc",
+	"lYOnmRrDS8VompkTz7LHsHYMi3TYrUEZIdUqMCPJ70azn0toi2D0yC6o3EOeXgVEQMUJ4QLkdBLr6LWI",
+	"0/uwOHvEZW5QVQ/j+uQe9wnQppWyU5d3I9dLUtBLdS/VG0TI8SBdFpe7tPEPo9evYFaXmaAj9hgPWDh5",
+	"WZHzeegzg1oI6RCgOfBsKqE/A1woSpOwYRVrC8by+YJeMUQQgYBmAzZ4XgqezZvzZao0xR7zYy6VUxoa",
+	"YKKVuDFyXOiRvUOloAePHjxuDh4XtRDcj0pQ5FyFHOBOR+GpYuIznxY5NmZkuzMhrjI+N+zob8dHR/vP",
+	"3f+7Rf94+XqPWU0ePM6UmKHwlnra2hKFHM45V430/61u6lV9J7/brLVH05rkdCGs05Zttj17HwJJK7oD",
+	"NQNOwzkkvZ5g6utI5taZ0sM54yzlRuxLZYQyEgNj1RA9XKs8ymfw+jWBqDOOTEmW+qQ+M/D+Li+cwozX",
+	"h5FGXn/mqvw1mN1eBB+Asy3s9duWvk6iMObOlnzO3I5xD3XHClfs3ekfpxDJhRjRcRxNx2eTm4wYxEJo",
+	"G/m9vKgw8KhjMN1nhbqHJujE4haenrARz3OgMOTM5Nqy3RnP8/001+kVXG/A14ZkZFVpgGqR8bTUxrCM",
+	"z3M5nth9w68hBRBanhlwhfkAvlO7oY21NfgCDNOjey0oApXKhXGG+FS4Q1TkxjvMMDrfyVdWH3PbS1av",
+	"X7JG1yWIqnut3r0au+rEdypK3236QSTyNCHnjsxnQLfDL+4/77KNyt48mJzUA4YkRk+UjTazpThyqlUq",
+	"c1G6UxoydLkxq93XJLhruVFw17aTosDXbJpz2BYO/Oe9CqU3/HvBfBAFZ9sSTG+aJivyU2iTr7Acn7is",
+	"9DJyv+5fnm1RQla2IQ9FmXZZzTpZOH6gRbj0JSbcguq54kDyLbQflpD1qmyPBA8XCXyp5APQYw/Jyl1R",
+	"rRb6XINhrBXTJdOjUUskJT5s39Jz7xsOltLV/pwIzPaOTP1uHj4RPqN7BPTKoda5AKHrz/mnK924752M",
+	"ZMS/90DknAoeOn3WZ6giQLnFbnu+9ULBwl4gccDjLnjdsIErn0NXJxA2aRddZXUVNct1ynO8291IMSN3",
+	"z4wb9q8qG0Oe6zLgvKVvekDaR9L2Rvg0q/FTOspBHkv1R4TwOPvuMzuQSIQrejy6Lzzyxx3HXThx6vy2",
+	"zZBWPPIFZTeoMnHj87dBO6JGhih2iS4Fn66pvbjwb+7LL+6w/KKlSCDUFG7c86kZkNwojZ5Wmyo61o3E",
+	"+2J9xcLqEo6WGoX1Y6Kb/rqbKgL6/E0KCfwk9Ek3G4U3TQ0jd4CWqxsvhzZJCIDPFkjlrK95dUrUbggn",
+	"PjN0fcKAkAF/QOb2xv1u00Np0aBBMjdI2OB6oo11/+BFQdV9hsR+sHfAkISaq1RAsd1x3OgzlMwtzGjC",
+	"BmH7DmpaB6poSrUayXIqMrgMlldkA4rXgnMqZpoYa6ifSNjgFy5zuBDK/XJuLKzxoGbhDqXGwECKXBQ0",
+	"JUqIjFFeci6vKY7cKGuGUM6o1NPaQ3Yl5qMSqMbcNyBdRVENcyD2xhJprIXGamdoikJ/xui0UiK1JqG2",
+	"qsbqonADg+olKMnw4/PtrhYCwUhfgQUSaVWWQlk/yR3NscPEbysC3HjJSiZ3but9ex8esxo8uzndF3Zu",
+	"r9Y+2n7M9Vp6obojuxzUGvc4kXeqwohEyLOsMqRUk9bTMSwfSdTPzv+asoahOCpiQ5DTIhdTN13g3F8R",
+	"LcOKSSt+h1HeieTVr+sQPpgPNuXpRKonQlr2BiZhKBaPzcZM3JE6sr6FeLi6cVhSXws8k3QhFGV+zyYy",
+	"nbgjzNcMw+molK5UKjK2OwiPO3A3HLjJwzr9PZbLK0GMJ8DcccBOFw9GPLsbh6OvYHx19IrVT/+ktP2E",
+	"nCSD9h7j2z8io3dscEJC2kg9O4/jpEzYBWoz3fpdf5g+1gbYd32W2vSw1Hra7Uo642OKdsN1yBLH8xzS",
+	"LEsBPQJ5TqRvWcKUmAkgXCzNQvsq7AKCLJ8H7EMFpCBwFCPKZTqt8Eg1Ez2D1+Fj3YHrLKCubtnpOXzB",
+	"nbik2hpTwbx8be/t1S2S4NMu8K4tez3wXZs4O+CDe0/HqmYiJCSQgjgVAizOknZpkGabtsjxTz91yLFN",
+	"Y8LwNQ1F4ncyPVOe3aRVdnfds92VByTFewfsTzD1I6rH/yXmg4RYHueNhiS+6sxbzB4rIupHJ/gBIXwS",
+	"+JWYs1LUHUs8dxhQl9caxk+NYXxKCeUHJ8zOtDvyvHWO/JMGmN7gjfBJ4Ipw/1p07JALxV0IPhpw5EC+",
+	"dzrRRijGp1qN6XgtdZ6LLGYz7m5cDXK0s036SHrHmswZ+Pw7bhuN375iQGy3uSuQztRThzb3W99Z7f7z",
+	"w2MguRXsalM+Dr+4/1AqeEcVGM8g2OZxpVsFOQlAUv/tmcE7I7ulqYG0G/BBlG/YJxk3+seP797sdUTH",
+	"8Xs366FZVTK768j0ekHuW4zcbjbr3QraIU9TYcy+lemVsCtIqN8ZgyTURqpxLvYrIxjey/BeQHCH5JVB",
+	"AeAKfRNLonp69o5ZfSWUl1Q8m+kxEtV+hUbtLtALSmvYhBvwbVyJwu4lyItgmPjMUws9cQX7l5aK7TrR",
+	"a+oD7vfEXuAuo/fEd3oKhL2Eic+FBIJ4CCcM6Md36negRDUDtvt8//mrV0cJy8SIV7llz4+QLypqvDac",
+	"x64UFgDlgJ2yaylmoA5SmIKlvOBDmUsrifspKylGccrSXLvnLWDWT2zgfvMJ/zpYoYGcwgpdwhc/ZPja",
+	"ooIUT8FKT5CmikTYHbi9iIJXz+5cfWosXFe9PPw1icSl15PuC7wBHlegYxeS16rJzvEOL+Q+AOPOFoAe",
+	"wKIb31+7P2+oWcWGIkDQ3nEdeMUd79lrAqeNN7l8cKWs2zkneDMvrUxlwZU1z/B8MEwodGJDhlU8nyam",
+	"zHayyriaA2ee+xB0m7WBp7SsUlgVTMcOFTLz3Gi8wzRPLqXBDp1ww4ZCKCYVnHTPj4gl24C9iIRcvm4a",
+	"+ibALdAugexaepJUTNp1WicsR693djUdqFe2h7xH6OGG3X33um5wge8XOpcpKButxV0Xwtbuq2dxTwC8",
+	"8YBhH8r6Cj1TokSfRoSXSLhJoCntHqUIVQWhlpLGltzqkk35/IQgDH1PYzeEV0evGDfeN0LAPPf8fkaI",
+	"A3aa53pWx+TcvzItMFiHTEBtXAUXaNT6W85wOp6Ugtjy/V3FH7jmD86DBocKHJ00wB4J74k2ycmgk+0R",
+	"fHAjdnfX0Hbotp9Ula7MIRnAK6jFPP+wYGWlVBNGdn2KXMJq7iVdYtBZqvEeKD6DKEVBVXle5wKWApMG",
+	"2ggC0an2GscXJwM8QUVnaRa6ZH5xhRImR+7M6D1wt+mBi4/9xRm/L0EuK7WuL2ebtmIWo/C+XWGstByw",
+	"0zKdyGsRLCto1qEtGFyF01zmwnaH3EOWTbWePe2eBDjZQgrAtq0fP60bxeHr1I4eCm45er8kU/eFAWuq",
+	"Fy6wfUo05Pre+MhwpkTLse/sjl1OzdDIcIjj+N6Xbrm52jtgb8G7fYptxyK3DzpMyfetBBpA1NnFVxe4",
+	"d5oE3eU+jRAcM7ws5TUk2VaZ1PCka5kJTSWxsnSAxYRKNX6K0391ZRmHcgI2lZ9PqAerCX8LvWXmbMwL",
+	"6FuJHz/w2s0AtJioWCLU0IZZ83W4upRjCU581L/B54PKN6l+sanY9Nc3cyOdwiiywcoODVRt8sPRS/K3",
+	"1cmbUIax11V+EKHHE3UdrVWl6kzP3mZ6pMUGa5DuvmD6S/itu2STHO8G1BxTiZM3siIOzQZQGMFzYt20",
+	"JU+vnjUSwa0zwS7qUid6FvflTy0o1XCMt+dsP3xcSTYYR5zk3TaKevluwlkwlSrw+vZ41+PdreeDPyC4",
+	"M5Q0skmyyESXdt+pZxnjDTOT7Q5yORJOr6Je5AP28mj/x6M4s+LF0d6izRrRflIn3hTijQNK07yWYpZA",
+	"rwxQIDM9U7nmGdv1D3UXYNv/nM9PWq7kWQYX7WF8ULpvKaF6lSibwvQ5TAEIxjGw3UFDT8Pqn0HCFn/t",
+	"3tnyaz+CwV5IjUXUpCYUokw6Awh7Jw7BSXMcl1xZbA4sLct5emUO2Fs30MqENrq0DKVIJyKlymf6Vu77",
+	"wrtz5BjSMq/1FbQ7uxIKx+AmPyv5TMXzAd3i4ywKi2kJ7DQO79JjsB+osRz60Kt1vMo2JT/FU8xmqb8e",
+	"E0NWJLKcojxQBzqUMID9raarNJbm6ear3HP6iVoE2TpyeHs+jJXVjTb1pDSLx8dE8NIOBV/hw3gj3EFo",
+	"mIG0DxbuIKteplA/tIvuhedHvnU7UALkQtk58LzHSGOk+z1Mw8v6emCRZ7qyaFhHNxy4P2WfdGX3khUp",
+	"Le4vCGIO8Vo6p9n0t/C5T88ERwjqblv0BmJCdyr6D1yQRVqV0s5he5Q2vYQksOP//KdbpgbLpQbLlwjO",
+	"M5AXt/25U7E2yjErbXrTHLP/s39xne6fX77ex3FtKPD/0lKtyDfTylRTqihsJhITAx6V/2Q+1df9rzKi",
+	"PPZqBWhDUllM3JxxWVc67Q7cTYG0qDID9if+fa/mKoErJ9wwT68XaS4hh2I4h7bx0tauQ+y/v6DOxMea",
+	"r8SGsiLIAKaVCihhmOVX0F5jsDC7A1DkhhI1KRnqFYhOyT9I5XPID8ZZzILCFXyOzylHGP/wyV84OHGn",
+	"BGY1Q2+3JFRJ4ClBHmKfuhwlsyw9U6prnkv0Ysa5dhskKP9PLdUjyG67fUUu+vA1VVthRbNI1u88CQXG",
+	"2wnklwuS0DgbHzjCP/TskuhIaJ4Cbkl8OhjVS35FrrE7Bxq1H5ufB0orsekhAD0uu0+Bt95gjHfRklKW",
+	"i5HtSjFOGvnFEFTyWcWbaGrv3fiebp5tr6ltR1ODbRW2yANTzHzHWS/43Yx4pE1wxX67vDzb/+X939nH",
+	"8/eewWE5/Bucdb52AE+thIGiAH/9MZhhB+ydNc16G9Br6neBlDnzLw4wwyV1VKTWgWWk1flTMx4bDveE",
+	"XFuQ4NLilXJ3Kr1YuEW5MGa1g+qMJvZJ11s1J2FdU4d6fe5ctVlYrY4Rfjx/3wdNHk/QZDN4/tUhDgYn",
+	"lpCNx5vygSJ3HItpBpynXMmRMBvm/EYJLv5GZnWLHxFDLRTOGMtrB5SGDU5p63Ik7/lZ8FKU7B/V0dHL",
+	"tPkE+J0YoMUOLwdGHIiBfKJLP8EkDo5DZ0hKuEkQ6KsynAACg97Q9DqC8MSfBjR9bDdaSgyqoJp4JVVW",
+	"p88Dtd8zpkcjI9yPJRXA4dvZLsfm6VM+D72Vp3oqlGVDMdKlYNLuJQy2qZFQENY8fpi4BjYjKimG/1w4",
+	"MVGpGLBdCucJmmQlPtv6r3jQDSbc/K5L8RYeBJywLRZ6Epv23tlORdmYq0TxnVwb7EEUhW4anoOwIE1D",
+	"v5McIfBv+93XpwfcJD0gWWa5sFWpOrcQ8kvRHmGqmg5F2dnrIN5t7W0PpLI/vtqBQcppNd05PgpDlMqK",
+	"sSjbxnhq2VRDkqQE9Jj7Me4+3/+hEcU9OursxDDln3FPd47s5Qs3Mv4ZR+YeXI/z+SbjdId4E4swD/rj",
+	"+XvTyLdLeVnOMeyQdc/nEl51tXf+4fmL+0sECYLYodV4tO9tuxW2XTOo2eKNb3afiw7RzT0w+Iobu2C+",
+	"IQ4Xe1A2rylYtvUMcXPQXyCjwg3RQu/Q+LqUKzbEJuxAvdqWuUrVBGfx4J5k7mo0A6u6tLesR2+mPExX",
+	"kK8kaMiE08lAofRCway+M2NjPW1g7Dch4Wq6dDA3qtamTdQcnZfCacxWlDXbYKSlPzMLlDcqY6XOBdsd",
+	"pHwqSn5AzDgDeBqUACRsMJVpqYuJVqL5dygWOGGciHUorcj3ADB7mL+EzIS5GFnPxWAnkP6KmfiR+vuS",
+	"DerZ+5QJJUU2WMxgIhumEXOM+H/gFa+OXuIsxZMpDTsTCjJvsSGBU8P//O3dmTM/kIwQh9KWhVv7WBoW",
+	"6pP0MtUzsAG9M+2GradBxeuyicerB+wHCNiB8vAO/ED2Rt6f6AA5/BL95P44m8gVlQaAMNAk76f/ePHD",
+	"HrpYLt541CFkiB6J1aGRd70UOZ9DCmisFi41DwOiHmxNg+VjHg1fHD0PbpEGF9AzwwbvNb51QIC55JV3",
+	"RyUy9OipWOt6WrqfvE8RQ/6MCtNUxssMATjNJZJOC5UdsFMVZ248a0Qe49PiZOG0jMnyPdK/OvoJ0i5w",
+	"spdqOcj+rIxgu0qzd6/fRk4dQxGPSpmqKDQ01kp1JlKzx14dHbEBOWc+mYx6By3GPYzl83DqrKw4w5wU",
+	"W5ecxWDli87YqQpHFH3RlF/5RthL8ZblB1F7sBYj4Axh+tymf7rd/GidSAtRjbammLHw3nKdySanrsmK",
+	"5sEWv+aHH17+uPzs1tMsQMgm0ZvnNxnQxq/HvXgSgYhndF6EmVIYaBsHnv7dN2/fv71869MFDJM2YWen",
+	"l69/Y7aU6VUuDEoiV5nMnFoMewqdQ/BB/n3trWZWvfxgJ1nxpQkp7H9o7Cy74HZzyBKS+BuirFEpDc5v",
+	"LKMFnVdXFr3Ss8l8b/Xr/3rqSsnzDcZ0xue55tml1u95iUzsr57/sMkEBBSHXpWXbvK/kwhbAj/jQbys",
+	"VRG2047Vbr+6U/ehBdjWqViHX+hOIqnORC7axPTcw8qyXtVAhpOW41oXpu3UhMrNvaBlBc9BaZ7VvIqg",
+	"u8TUgshJBgpODEEtp+8b+JT+8L21KM7y2BpLjyuTc2OZEWOIJ9Jl6A9wAvL2jPljpmtWw358HOWqDzDj",
+	"rE+4uPvjAGpayS2zonx1G65PbtNJK2A7M4krUCpHJUeJBNu1qQd6E3gFqn8tBF+i5tljcI/BG5tyZK3s",
+	"y1Tsm6xwO/ebTbvTDaQAvEl/+9srDO6vs/1etVtJ0fNmohROZL7DpnW9RbGNI4TAsgWdOUovSeUDMzG+",
+	"kqlzjinSEFyP3JtTPmflOtrCTfk3T81Z/eiejLMn4/x+gjo1tecSzy03zUKAx4AXa8gAL31LPo4OiGFl",
+	"pBLG1AUNS1ygnuBvoqEhWz4/DoWhMd4QLXl7kHw9H92p+U0b27PS9SxNT6vgIKKsi3Enkr+JNo8CeW7C",
+	"b/dwYKjJXvegUajnsOvR8cmhoye4ezzgSOGXIuRRt0Pgz9JXuDfzJ6nMqqWEVo8gvOPec7JUGo8sdING",
+	"2m8IBGGWYkcuSkjTjkiJo2uRlhiuWdVP8CL66ieaeRhPwQOubm2sVMf44j3co+qDtFsvovzwB12a2sDD",
+	"wy/xjxg7FyvTE9+edeQkxg/6iqREn/JXQHRnITaB+ErpiqmeCnOTXMWY5YmGdCVEAR5IyioC2qhtZjS2",
+	"6Lp+w0AQSTziIFITndrjLo1d1ufR9Xl0fR5dn0f3fefRAV91Axx9Nt3bs8enE3xVPt2CTrBB6sXbm2S/",
+	"9Ydmn3vR5789Ulrs+0FlgifIPHh795kHt5jVtg1sjdPaenDtwbVPbOsT23oV/ysT294+1MQ2eMthKUal",
+	"MJNuX9+5tvg5bW6xYzaA//5dlAZcEFN9LQzTquZnB+9ZUQojFHTVN4wqYD1xW6BQYIjSC60ZcHznfjme",
+	"ZCoKfDrNRJdPSInZo+DxfpjpZrDJ2/f4fYitH7b7GZ+7jvvp9OwdDteEhqiyjDhyMzkWxjpBHMnPwiQR",
+	"l6Ahvl9p52wmVaax35ZxU3ISCfE1zyvBpDUiH0GYkhpC6dLJtWJFzrEtFPL54p8Dq8BElIK6Wgllyzk+",
+	"37DZREC6CNL8luJacIDkJIRD/RUYcXZ/j4h+U66gkwMEYXGEfMylOmDncRMs7JLtfYKsUrkwDonSvMqE",
+	"v1Ia5gS/ne3qtJCXuBBLEHTrzaqXtMcPKp/7D9Ez5Xl6JHbYOGE8z7HjmMF2GXzo4LaLEw+u/GhECajX",
+	"qqA9f/G3DZTa09xolktjmx3HTNeLm/PdeDexD+4cj3huRHj3UOtccLVtI5/WdpPm3bWgPXT18F57cdfT",
+	"FOFnQOPlDlZHL9pR0t9yQHOO1HlrGbFUPQBqqhWS2YY8vYKGVSoLLbOBVrbKczYw1+mngttPAw93akFF",
+	"yecnFG6A4AOGEP9VEUPrxW+n+y9++JHgNmFFXsFohErLeYFkIMUchbTGuoA81KibDC6RxYyvU/eOoaA+",
+	"3YKl7lt1ySY6z0yC7LIzaYjGnhi0WkiuEmacZopz4+ATgRqbEE51CV3AlW+daLRis4lmU55heBSnOAut",
+	"LMI8I+1vUEMwWopkJu5aSfkt8MdnhuVyKq2B/rnIgWuY0izn1jPTOGyDyQE+FVAWeZaVwhgRnuimfECc",
+	"YO8KM2C7XDFNdRcDeu6pxZ7h8XU2UKDANEo19gM7YTOZwUoLPDQW528PI0q80RaxKlDpx9MRg8j4d9lA",
+	"7DqvyAF30JJxEMg3FrqsSx/XQgkA5jTLbMll3pXy44FsZ5tJNf4la7JpHOYvqBm0fqwU7kyJGh8u6h+k",
+	"u0c67V2m49AWD5PZ1fEH1nfGDS6fyBr5CSCWtVYScRkpban5FGgq4SgPC/rQD5bv3Y3wVxu9WIR0t3ui",
+	"tXTzbVH/D7/Af9eG3ZxmZQI42Umpq/EEzoxSoDw4KCulFXAOYG9GJzWlzpnSmcc7aCkbqNWJPz3a3sBo",
+	"rSyq2TVZ4kgqnp9EyaHul1eiINcd6PxBWfS55DGwodqOnc4Zz0vBs/lCP1vsem5qTkhV80F628efQdQZ",
+	"F77Vo68nuC1FgUeZ4SORz9t8D+61EabeTO+/xAXbuRPVdSVIJUw5C0k15/+gj0G1yDsu+h3Ie7JTVG0q",
+	"LO1uWx+hVVlos3SWeibUoBPpsu0c9VDgJMOZviA9TmzC0XQSNKaRFO7QcjotORDgggP2h5jFb4910Tpb",
+	"WtxcFz1gp4vCjdR2Q0EqVeaVwYVbf0rYUKS8MridFxBoWZY/wtNuSZZvX7NqDm+NZkXLZDVB4foFvFP1",
+	"aR0k+YW9D29ln3d1v9oU7vMHpE0dohW+qsk1WO6UyYTOTrDhI2wFwzYyBBCkIvveiVy7w4GMA1BPuAXW",
+	"UcAtDTyjTjMbyXEFTWvIXPBAXmqLhiv0ul0cCXTIoNHETlVdBr8qAW/Shq4w2NSpgxjggXqT+jmD2lMB",
+	"/tivNlvP4f6HrWLhGNfbg+gwItM1Bre+4uLbQONiomcwqWGGeSxctacPBOS+8QRCSSviqaLIeUpqU/RB",
+	"tZbGODg+sA2UzLFMwWtsMkuWPSsELbVTJWmAjXeltHk00VWl84z+inSGM12iDYadu5lWLZYiORJzwRvq",
+	"G5lW7iOzGqyERzL/IdHwl7XAFkRqwQ6Y6YeNHTdzJfkOZ2GxovDbO3SJKlT5sh5absfaw8DvPekj7mRc",
+	"E9ddOEbxlDWJ2yLOphrJ0tiEmSqdQA1u7CBJCCQ9PKA8RRGFdCLSK0POanc+QzuLohAq29cqn4OA0xvB",
+	"FY6+btqBTpVAP1QW/Exut56evTtgH43w3faCS0anwBaQnYbcNsh3Iz+REU590RhnG/L0Kjx0Ip3a5ZvI",
+	"Otmox1TK64547QVN3ClM8n3FbP1I4YOlwZ5rzM4LgVQK4jOfFnmtLeG2OQgOZZ7ncPVGcV14OKj43xTV",
+	"bQycVk8apiub6qmgYDP+sFm4Ga9tDEqoagoSVkFP851kZ8RlXpXuKuSFcDJ3s6GCXus3md99MHQrp6Jr",
+	"dHhdez87Z6vsu5vvus2327PIsLBJSHoFNPQx6hUx6i4z5ZZOAHjicq+3AP+RBrTmEEDdK0LuQktlG2Fo",
+	"pWcmqTWIlFsxdqCJxW/O4LPoMjS1sVnqnPo5UWoJaW/YGlWEDD0xxQambrWFshREIJdfg9Eu5Zbneuws",
+	"Wu+dg52JxxAEcp3YGWrbbSG0jJEyeE0rkp9F87RFoatf0yVzp3m+tAjm4EmJy9Lnf5usuAlpFw7YmxuJ",
+	"BfQiCxt/aYDJQobZsJK5ZVKhieQsS2iGWhlRGtiKoQgcEpukYWbqTjwK1Zd4rLi96+A362iNCKPfpk9C",
+	"52LVNoXpezpbs6T5vg3YxqnbMM8Idx/g5NLOgw2EiR+/vr1kq/Dfu9NWpft8XYSFjHQY5s2TfU4BroPH",
+	"0MdjLd/YSCceFp2LLeWkXPBrePxG2SjR7+sOqORDiXJO3GzdMQOMhiKEdiYtALjau/zgQyZ9BGSDfBJY",
+	"1luFrFWuBrji8Iv7z5oUEiysDtAGoq80pqsB+Bywn90Rui9VpEDiv4yVec6GugKVkvlztS2N7qdaDfVP",
+	"NzIXyuZzlmsjDCvleGLNCZSUMAv98PGQtppa6eNLyc7pKBDHSb6Z8X8Os7Rzr3XFDcEnN0vv87sVCcSd",
+	"sU0J7EjtaLj+NzqQSAghBWIKBaNW5HNfQRXqskI7ITrDUE68bQUUL0YHvx0KFnN7d+49/EtCXedh+Nsg",
+	"zapVkLkB5QB1haaOMJwHPlA4VLem53RlfHw7ANyfyiJmm6stD0tl8SkeOKo+w+MJZnjcsX5jTbEP3oQN",
+	"VBsnL+eXF2dR21YEW1BDAMWcoC0Q03l1xd0t1Fgq8czgY8gH5xNn4apcj6UKDjTFtHLWVPRCuCrTmMfK",
+	"xGdyNoRWrQRsr9AXAZ/0TQUCnjDHFKeVnbyuixdvXFG70I9WxF81FLlWY6ejdfnb4e4LuHlzmgIIXDR5",
+	"Cgpu3SbcOd75r/883f+/fP/fR/s//bP+58Gn/X9+OUqev/iPv/7bJvQRH+u1Hy18VdenuO0C//xqsoX4",
+	"I/7r+B//MIf//PI8+fFV65DvWx2NlnlZKe3Jb25LLVWL2HRbIGpNEWmoK/yqLfhoauxD8UcENM9iBDSM",
+	"p6koLEQ232DBMeAglhsvdx8PeOtZN42ZUc0AZdrVdXMhjJzmlbFQeTf3ucHNUuMTJuoqY4g5LJQaO1UT",
+	"6hduwdG7hKdmHaBCzDKeWR8bjqcHo6zxbzYKtS6C67dGgeNh1pHgsGw4yvDjRkOMQHPz0W2XX2FxCVc5",
+	"1tvlYsotMcuOZO7WvY+7rvDWL87hbQLcZn77r9MAdekT26CsaIZ6XW3yghJHuXedWiIm3TThERMXoYT4",
+	"VpHQm9town+97ggGa5vmuDXreOlla2zl5kKFVUzqmcQcKJ5P2/W7uyR7X5rI9QoX9/vgxO08XOUQNw8f",
+	"2ReOPjxHfw0ad6TarTSPD60wKxqR/VxJv6cIoBos5wxpoKlUgaW5xN4/OfQAiQokgtTNdJVnzAhVV3uO",
+	"5bVQbCrsRKNUfjx/Bz7E819esxc/Pv8P+KX74T9+fP4jy8RIOn3NBlz1iYs4DBqS+MxTm899I5JW6HXW",
+	"NuJro0bbXY9P8UXaKS9LKShhhbMJN5OI0iaWuNotIG2cPsODCT+jueJTUXK3G4qcz0UJc2K+0ieQ+PwZ",
+	"qH+VJvhoiWPALXILraNo01e3hOLtL1uD4vFUaPiKcJbCOnr/LxSnTHieC3esQaQJctnvBcfhS1fHceCv",
+	"oTIEiEHCIR6LlDOrIT+lZx58zMh/iXv0vsAeoj9rUqdSrYzOQ6SoZgxzpnJlkii0i55MK6fCnNTAnnHL",
+	"2xROt9+vxByuAauItG1v9jE6BTJpHBCSlmb0UuXbSEJZP+Npqiui/tSVhUzHuhjmgL2hFHT8khUsX/5C",
+	"4tpxA8GPdb8hZ1adthgcrtQjpCY0aGMtaPUNfIR1uK/M8xADNM3Jjyceynmc5UFp0uKzrU36jax5Wupb",
+	"cDU0diKYPW5tcDj47838C3hta7I59svaSXYyCcxCGSSbw8JvlG1e051l8aZbw3ZG++7hsJ25fblJWjl9",
+	"XO/I6HRkVCThtwHrONubph3G+O2LBhumLrcsFxyacmJwuIW1jNRbw3O3l0HLJR2l8agY4g24KJaC+JBP",
+	"WOufNX8ZHiO3mcuoNDwGiqMDNY8/JCCjsdAzUY6qPKQ2ypLpGcTfAhC2ZjQmdFS442XoZiYW8+Qm+Y5O",
+	"xLbKweVesEaZ9t/qvkqCTl0bLc3Ttz7r6UCMUiHdU+5Wr4a5W/FNfSrkd5cKWaG43B6MrlWPD79UwH+6",
+	"MhXyQo/sfhbyId0dxyupraqgSLZpiUlQhDETW7Ncq7EonYYdChIk1HxGZd0RsS9mX2GddMjbAvXCu1+g",
+	"oBLVHGaqQpSMZ1OppLGoWLfy6MSJDUXOLTL45jM+N3RQGD0VWI6uYej+oVBU0ZVqQBh4M+2XWGnvPdYd",
+	"gKZPvdxK6uXWJH4DVq0F05OOPJ9OHMJAG9BivfZcWj4Dz3jzlp5aEh+fF/xnBr167p5aylGUqdo6q9I6",
+	"RxOYa721ErQcp6wwMRqJ1C6khRoreAafYOkE/0wxptVKmy96MNtOx/x2UNgW99YGGtUD591aqThRQiaq",
+	"c71z8TvIr7xHpenQWxLdkaQLYQ0R2QRjEom4ibFeLagmpTDCWuTzxIRxAsza5egDI0pgD+GxvCaQqsoS",
+	"WiYpccBO87wFZKPM+FiPAtCdTbTAImqBPEM6zxoh+FyPgfCiskHvamGyMgJcfmd+bh4YzOER6Ee3Qe55",
+	"7ARImIY/8zyfJ0tzfrf0ghuob3X8kZtGAUN0EIetAQ2fmpyoPTY+SmwEGWw6sII6d19Q6bfZIe6wbsR8",
+	"r8feygSkger22cRtzqHT7dJScOMjH75tnCh0OvFh6ymQ2mNVvL9AGlPVbCjShu5LrZReSNzjc5vq7nRT",
+	"PmcTfi3YUAjFjNW5oG7swZxFIzbiKEQ9mE/j9JR2hmUHfBciMDw8PIuRBoejXY08rajSQgzv/WuNhewZ",
+	"mVcxMud54zi/I7G2peBT40Y95SpbF1cl26+05E7VBfN3ujG7o0iJ3Dxj9NwmW88xZi779BMQdOAn2z0T",
+	"CtzSlbIyp7e4B4AxC2HWkk3gLdL61qBxTtwzw/hYKJtgAs0bf1eWsPNKKanGvqsF8CeziypNhcjc33/h",
+	"Mnf/vZRTkX2orDNKX3OVilxke9T0Q2fCf6cbwFCkYFsvVYuEzEi3zLiII3g8qm5nOs8h06dOccQJe0YT",
+	"kTA+ggYhOMkdzF8wM6/9gt1bu6YJJebg+P026IoW0pW3krYNkwPeA0p/10XnezmoU42XroTCeHJRFevO",
+	"Hvc731NOwhquCtyKrxvHBdz616qFiLfh7WfPb/Xwib90k7gtIUO94foIbmcEl+YqlyORztM8oFgjqotQ",
+	"3Xas/NBxrOAdLdxfdJpgDmD3YXJqrvAs0SqXSiwUguySk1ErLCPP9kK4gR7slDolUus9iUzp2TErSm11",
+	"qvOElWKqrfC9AxI2nFuKAI5KKOQwcFbQD1mpiwKUSMyNqV8E9pXJ9SwJvwTqRuyuLS38xrBKQXIlHIlS",
+	"pQLUywN2ulhKGGc/krZEjZ44G4GylGrAk8CtIxUbVKp0xybwUsc+UHeyeOfsbIJ19D5NsOvUOKOF2aSG",
+	"5w5wpR3Q/CL7wqEIWzpRvii28GLczt2A7v66hdc2t1nX6+GP3fP946v7gHHcX10ofllLcI/a65jolpCu",
+	"Re3dMox7c2QjowBuWa6gRLu6FOhHSQDUvVHYWjR5PdHGHvKioGEcR3b6UCAr6wc8NkD7A1Men4J8uQab",
+	"zYcUeToDSzFGZ6zUag/e9GE0gsfAEyKbY+wwms/4/IC9s8FascginF4ZtpvqTKTumDE6r9wD6SxhJSjx",
+	"Bklv3Q9kQfijKZ4sOjzcCYAX6VKOpWK7RZXnCSsqM0nYSOb+GXrm7BivctcdqOVUmFWY/9Wuh1u1FO7j",
+	"IIlAnMls6zgerPet2QO0lBvYA5FhSaO6XcNs+0cJfesNLIL6S/uzZZ1FYGpQ2OYBMtVXYt+6L4AarW7v",
+	"8G/cLNSjIooDxGsP0oMGQgyg+SiGqPf8QYnlMlQXpasyFQmbcWmDCQGeKHYl5ojYDkangpuqFFTLhIfI",
+	"MbuWmdBsDdTzKpPhIjoilHGHHZW86PIqis04sPYHOQ4EHkYc9cJYJlQW2r8O3OW6shdoFwzYLiVWs+dH",
+	"CeOWTbWx7OXR3gk5mtxHYKU6OerGwh1WMDGeZmnoDihhqyKBA2gvjK0U3GgFHXBD9TeV0X48fw9RRciB",
+	"qHNmsRouCfHDqFBi2RVuTXHhtsOlk7bthAAb71gTAcS94euw7r60Khpnl7/9T5+1BhtjpCuVnTB9xQyo",
+	"DUT2wKOtDDs36wmpvvegoLtrg090OClT8VHxay6hl9Bi46EAzwuQeSunwopow+K5cDjkNp2saCpUKcOq",
+	"wknriyMGd4NQmMSJRcmgBNWBZULcKM1qWSPVOBd1A2LMRFWZKITKIMiP2ROQl2HA4CB0cBLogNXUjhv3",
+	"I1wNY27U2+bBHMKSyICfusxqfilCvjUQ+TPMyB3gJLxoI7A0DwAtabRdkPlBhXJUZ1x6BUAqXIKeQOAB",
+	"ZTNE6GOcOsHzGILM1jHI8tLuF6X+PO8GnroiqREDJFIcbEXdUFqd7b4Apkwqq5fcGgnTlTUyE0Aj7I36",
+	"Xcwhg0mBf2kl9vVoxErhdDX0MTt11iy4jN19gV3FfROltrvxQPQTOpQ5PVCqMcYfhzy90qNRQkFXbB9g",
+	"LPjCD9gpUF1x7I6Wz49ZofNGZDZYu3g7umQO2CkrOAQ3uY3Y8hgPn9iSo3/CvNu9EQ8trXd3t1C2uD+T",
+	"zxGWcEtkLQuv2UypxKYkogT1sqiGuTQTqiS4O9iMRk3Btc5kuKWtTQFW6zdTr1L2KuWGKiUmhyAOIhAt",
+	"MU1tH9l18S3Ajj0iG98AAuERKzo51uDxCeW41G5l73P2tVDeze+s60ya4O0/YBcOiSFfmMbgyeSpqgrZ",
+	"uJjBTBbTBpG6uAuEbLxlDUDSl2iY48eEh7ro4bCHw6+AQ13cFxrOjRVTaOKb6bQ7hncuMlmKlI77Yaln",
+	"RpTeRwm1VQ7qLMYgpZsmKsDMdFpNhbJoUhd8TG5Myulo/hkiQFyhG7bBznKyXALarLUia92KMYKbCdqi",
+	"JjCFFF+erlAXfxX2tJBv3DwsQMzLoxfdc+KnYc1n7yQ7SHMET3yvEZ+WHwuuAsxJ8c6A5aclbLCwhG75",
+	"9is5OFhJxLwYofnrCUQ0Vq2T21WN2Y0FDSa2lrOIxOh4h3bnPhk4O8vC+LxDGOGpLdEQXEZnb41Lh7n7",
+	"lpurTaLqhSilzmTK6nsZ3EvRbGBN89HGotSp21kx21E6EW7QwcdPvUpp98mSWtRWCkLdE5EXYK0hORHL",
+	"tS7qA7AQmbsSgtDac2xQElJ7/PnnMOpL+OAtnu7NV61KQFmaSp92AwUCTyrHJNpEi7OyQli+VQ5Ivg7D",
+	"gDoPprq9u752J63Tryd6ptwhCt4COkcmeorB4OPAGTsV06EozUQW2AdR8NxOEgYFxgF8p1wqiOyhdxNo",
+	"96jsa8ZLt9GJT5Fuw9OJ141DgfqS+oVCMMwXJvt8F1aKa2kocW3pSHqN47+gidhmn/bmm7r4CWk+/Ww/",
+	"CWn4lUqqFj9+ixKQccv3S+GW1S1lmguuquKwcJtFzFYIhNtURDYfOuDqER57VCcPzHVJ3fhTKBvSl8Ir",
+	"WaFzmc6JvrQU0IMsnBF5hoFoW84ZhzJ8kSWBoC7zhBxczYGg84B9IGI7IARwUgo1ElCR5Q8MzugrGYDM",
+	"sjic4a1vuOXnfpiv8ZZ12ap/QDjeMz9TzIenVoeQC83sCaP4ufEKA5b/r6gd0OW3JQb9Ugqxb8VnS+H1",
+	"epyhBoQG1zUIvK9rFD88f3G3yTltC0Rr1wkrtPLhQ/v0nDYgollEs4BbHolrGgThWyEp1WokxzdFprJS",
+	"+1qlYk2EFojLYjFv0Hf4BBwjcjQmCcKkMMA9D6GPPI9+jUk/CjjoS2JWTuIU+BmXAEXh0aTvZqjSxp2F",
+	"DBs7kS91NZ50HN2EfxTMxSPcAyee4u6HOZY+pnpK5Bi8LZRbqQ4k24YPru1V55Vax0Zcz7PVuG4LuUBd",
+	"XKB357Tr/LLN+YgXzp0+APxwytkr7C/RDna4YLcHed0uMvf+ITdiH3fdPuz2Daxzy4e5wy6pMvHZ/cOW",
+	"cjwGb77KmIPYpnH5zLBcpzwnvPGvjQ32VOfVVAE/8SxYHUBPoXzeSEKXvnnzHox2ngOvUg1W4bnoM4Pu",
+	"F1CZ9G/hK+mDoU9c7jA8HLbVLJN8rLQRbCrJ5caKUg9zMTWtZswbeuEFTN8pzN66rmvIHYtM/G/eY6b0",
+	"lFJxqMIfnsb08F8ites4aLP8ZvyzS3ra7/yznFZTpipnN7pRuGGlE17y1H1DyGwE5RsHdeJDMWH0aCLa",
+	"slIp0jd25Lnzz2+y/PWEl6Z92K+Ojo6SnZEup9zCV9qXL3YSd58b5M7x86MjuGIqFf7iKHwjLDoQJW1b",
+	"C1xc8g40DtuRFhSkq9cBuwjkMEWXnO8OLBbmb5tmKfqZ1zpkuGK/Xf7+HtPvwT1YCpVB62ooPfDe+CVX",
+	"P6h5gHYD3Nv/Y86n+QA1Dj6r7/R+WyatEfnogP2s7QRkC2ImkQMGCDjC5REFMLaq1EyokS5TEfeUJUpI",
+	"MfcskHV7q0wUuZ6LjF2LEtw2DmGlaXyKT3yBph5TDvndwzkbLLqSj9mCJ3lw7KYuRDvaeOXYoB7np0wo",
+	"KbJBcoMAiJlI8NMG47IUWKu6O3BrrQuheCEPYNr32sFcp+ajXIffp6gj4yqesMHEunWst0FHYAOXu4wc",
+	"e/Gyd8El4WArUu64N+8kgQOdfnQvauM8vxkmwlMamNiibPIZ+1AI5ZZ1af8etHXm3LHisz2Ega55NkhZ",
+	"e7xpKdrTCr0ta0AafUPcsLYiFskenztyFid69vAjTVKN9FoUL0qdValNoCNLlrCJ9p1nyIUuYaB2Huiy",
+	"dUZwjxayibOZE2b1GCsSAHukNawqoNzFPVMopPj0MSrseBw5DiuspweVVI1kOSVNdSgVLynNBn5Bo3Dg",
+	"7VQtnl9BDbxuBbMLmI93bjq2mVlSv6VFEH/mRqbMLYkTL8g+H+rKPrGY06/CsuG6mdiibhMYMA6BJ2iT",
+	"4CvsNLw6NtEovYH4ekhPoOCRKK0cgVOpoyL3D52JUxzAFjdkeMuqOCh+2dMJeEbLeQv7LOynjXfc4Rc3",
+	"gnfZX4dClTrPp7TM7f7Ud8ZUkJ6oldgHGE3d+KnlmgPCgblO8XsYPnBA/61z0hHSUbbeZT6UmWF3YAqk",
+	"AjEzdrXDfhkGKJnH2MVLl1cmVNO4ixHNPxeyFCYqR/yBTaWqrDB7B+zUKXjSPRCmXGY36SwRtu7bepLW",
+	"hX/oLaDslz5Lnb496JQFt5NapcQZ2bix+csOTXJb7S9aZmGdM5f8S3Ik3G4Bsd4+vkSLtGJcWBj7+pQV",
+	"svYwh/xKDb76vtHF99DoosZYVoMc7IFbhdxuV24NugFc1h31NTdWfUuTtjDi61toIBMnCkPhIXQjqpw6",
+	"sEIBeO/f+KEe4yaETPX4MAEmsGo4rOsyngPSbYxsy75RB6XRy+Mi71ZmIjmVHeb6Dyvdmj80fJrP79in",
+	"2b40q1Soek56e3mF5tUmYVtQwZJVoWneNgq2iyRBWNEBelABVA9QxAJ0Bg6gE4I0+kMS6/msFErMeL4X",
+	"J3Z7vWuhuMT9D7Mmo2aQ+yOeOguWeu7oUWvLmVotWN6hO9vWRJZfuUYZCWO/22Bxx/SsG6RbKZ+V01d2",
+	"PLkIdCsy3JG6EgKsa2LOr6OG4JCP4WREZD6kFh4ThzK0EhSQIR+FM9ugziOUNWGgFcLXGMyGsLNvayut",
+	"YVdivg+tXtxflsPNmDmYBXozB5Eyq4TxgWZeQrtcoshkRSlG8vPiuOqaNj0L0Rn80rlvOo65UcQ+AxkC",
+	"ImNV0er1+91PR0coeg2d2Wv0f77LWvjMfNyaGN7g00a6pJmkr6fPXBOzvoBHmFuPW8dDC2nIBSQ0bTI6",
+	"vB3o3FpH9nxdYHqNBtc5pXHT+4IbI7ITDEzAXKBzgsi06VJohgw8qWum+gwe1/49aPbfaYPa5v7ErN6u",
+	"U6pOwcAcLFzR7+6Yuq8DAFaA8nEiFHUg46Fsi07pBfg/JDjd93C678fgEzG7/YXYec4kIcURLNE6xXFW",
+	"SkuOmAiP3Y+QVbkADiKCDup5u7AR0ZkYdUjjLHMIWCnfljwr5+54lQYFuKMJegnsH6LOV4fRYV76WAOd",
+	"BIwoOvtgyQIdD44TtW3/Ea1tIPFAolJGg+8JD/VlH/5IMlbmORxHLbo4pSHiYp3RWp3X22UrlD2tbwtD",
+	"WamOL62t1Ys5/w8l33PNZ94867OuAaDt2XsaH7WnEbKUq6Jb87yLhFGlyfyHxkdiymV+aIWxq9rFQYcU",
+	"RVx+U2EMJk/V+ej41qoUGbv4/fLM5zF5ZViHUDm0BqcgeeSVawyKzRx+ISEgqu0Usn919BNiIsSBBo2b",
+	"PiltP9XDGKD6BYORCLbRGB1y/HD0siZPjgeN6AsdOlKu3J2gwvN0AswWwJEvPYMSiivmHBihMjYFhjWN",
+	"PfQa1dJYrvPMsHSiJRB7Ybc8wwZtazfAzCkDXJ374JYU2TExddAaGGShhugVFlaFDA24G34VtZBiu69e",
+	"/MQG7omf6IkDymk7F7ac75+OrCgHbCjmmuyslkQrtx8uhbFv3bdui5kDZgTesAEfZilSWUh3BqKrKjTE",
+	"Y6YKKbh3yNaxOPhV0N+QqZlTBYC8qlZeor3Z4/9TpeIQUNMOeyWGPSZIBrd+bFD25TpfD6bkU91zFPIZ",
+	"LaTX1jmeurJimRKgLr6M2PW95yZ6sC/s5PigxD8v/F4tMGdG98IkYA8SWUY5tkl0iwRmYJzFA+ZX178F",
+	"DZHBoaTfHw7ArhefwXLHc0Zjt6VKATHSO0tedCieRHY1kdXz4nVaOS1yETGQOK1etHuMIIGzkF/nL/qg",
+	"8vkZ1Udst09fPMzVboN6Mh6R1+B+nQC2MW1jLtUySwLu2S16BApeSju/CUIQ0QE2m/Nq1AhiV9A0SObS",
+	"zhOfR0n2LaX8eP+xt3rh5CfXsi95xOzzNH5lIcr9UBGJDfwm3ExYOuFSIRdv+DPP8zBE6ARCzz9gf4IW",
+	"OhHp1ZtQsOTdyxVlh1/87/fSCjY4Oz/99fdT9v8qmV59gnsGdYNPfDzgQibQuCfHBxn4RuZC2XzOMnkt",
+	"yrHI3I0OIUH3Tt0GUaYycRHVlBgj5q1wcQardPve5VP6+Pjb6yIu+O7Fzz7BQ6EUnJpuYieoUDQCi4cu",
+	"dJPrWXcTiGgdvtElHdd2ua2CA3VrA0TKEmj8YUcM1pV14S23NJ6n42CO9ufqYwLhpnctb9O17OCR5nko",
+	"7EwItUhSs8XzxOGCVMKsoH/zWBsu9bs/Ll1t6I4h0ylk+mcVxftZo+IPEasQ5UiXU8M4eqH3gUKHuIZK",
+	"Waysyge3sbSsKPW1IOGtERvtPIPPRbe90hZFOfh2fc2BNIzn4A+JKNulYS+OjhAHEFd9qQIN3km28d6O",
+	"ZKHzMzmfhzqbJ7UnRFGKLbqneTZfUZtwHhZoTQbYGc7iV03iN6B+B3oly1Ul4Blwp38uuIG++c3ujpRq",
+	"gxUPK8bzFq67Geb/c6suaVqh1VDqFx0W/KR7L2W9Fr5s2t/HQgXpxO7lTobdryPZ9niIUp5Q205q7uyu",
+	"P2hJJ2lCKa9Z1GEPbBPqdS7W5briroyLsPDb0Ti4UnoGmRtYx4WE8H4L+4zTcBo0L6MAWj5nWBR3wM7d",
+	"eHx9bA70mPtYYVAKusg38JMwDv9wWoQa5fFmH8ETn4vcGWdsNplHq+W+hRRdP+RhZZnMcvcaNtJ5rmfQ",
+	"eLK1Ux6Csc6F2X6lmHvNyhaZcZHcE6Yn7J6HbYpRpaycikMiwbByJXUullL+ClYb9p+Ziqku50mspCjP",
+	"MISxE9NZUHnALtDd6tTG0SgqijSFtmysS11ZaHxZ0nvYuNQzO0lYzsdjTCMNe5Ma3rsroOcDqA184vSG",
+	"XI9bdZJz/Io30bdv82RdfluLRNBVLFqQpycTvwrrt1jnRNyBUID+vwlvLdgJED5zu7nkagwOaowe+aiM",
+	"x2kcXYvB4Y+YYHA4FT61Fc/zORrmaoF/cKGM2IkbG8lSzDjUxWG9EbDb+peGFk/YYXco28gJ3ZfRPjyD",
+	"Kdi+VLj3rDwk3MS6OXjKBwS56/yewVCwLoS6A1mwldt8GwjDbCKtoH7u76WqPmN9AN7PaqOvwQNF+Uho",
+	"dqd6OhUqExmDXFxDreYtdLDwQgLTgPwlWHXFFThbsbnQGLY6mohxndYB+0A6WBgjZEZBDAZD+RziN+74",
+	"sEKR35Yrb9xFJV/uY3GAWJsfWkG7731mmJ6pBJ9HAIAjaDuIftPGXuIEr7GLf68rLmYTbUQ8oZ6vd5n3",
+	"ExTPmIWfiDF8fI2C/c+MfzKa9iVZDlTdJrL6E26n9mqbhmw9p75/cCuwxJuTGhg/IRbgdtG8NThJdoqq",
+	"Mz2ozsaMxZEkijZuJG6kRVpejoWFgYese4ixUCADIYTCA1Mg+nYPuxalHM0bvrC403mjcElmcU4+ZeFg",
+	"AieYVYsFvdIJmpsDSB+BPcT+RCrP+ANqhPKtv8Yi5hRpy+OkaFQm2AAe8qmqA/6DZSg5dY9vgMk2Mm3q",
+	"F8D71mTa0IKpUBldrzDOxkNLylz4POR+6ow84zK2ZeHUS3/CdLnoMMU9MeHUZVMqDOtTK2Q4SLlE9sOF",
+	"Dj3ab8PdwR86E9Td55TePsDed2MlDZS4DOewPwd0++W8EIO9PivoMWeFwrZsQDeK1C3ANpRWd6f0NJXB",
+	"wyLnakXPsTiIjkBPoh+iCl7vg2/xulQdekHq9ysxb3jpMFueBC+2mwK4OCS95rnE7Bls3l1rhXjqnYTK",
+	"sqjSHPPs0UcxspgKOZJE33PA/pdTFX0fy4au29bJ56iF9T3n6g7h2b1uc3QOQJwJA3YrLsh9ga8bfOeo",
+	"SWPJueopjh8QMnlO9xibSPC2D07Y12S/QU13g0JTDBbUULCUgDiBohv6WPI2Ro9D4uJZSPM58+r0qcrQ",
+	"c3rJx1CxFF4WNO4k6IAYW/WzjYYvZi0VpRubhahNRryp2QH7lRfe8qsrmHLqydVaWzqSn91V2LCCR93E",
+	"TJ1e2B7ChQl+E8/vbaQQtucF+Riiv6kxRcChH7ZkyyzBBSE2HhNXrAjFtq/YrVesSiumNavISdRAB9rG",
+	"YQQpkCqj2jjVkCQqu4lPpvwzZo2bLiqS9RTL98hG0rW3Vgc3m4yfffLnTZI/m3PnHpQLK1RcfkLIsEXv",
+	"4qad4YaVzO2+VNDDygoFIWa4OYnVv7p+vnKXKnSd69L3YhFZErQcTFVq6Qz3MTjVwXOOTgdzxZygedhM",
+	"OfQZ92nnTQqQrnjr1rvC1a9Z2RHOzyWuAU7j0/Kkt07BLWxznMqVm/3wi/vPH3wq/nLm1JoWM07fKPy5",
+	"7gcNuxGpDOutbdjMHfTBPso0nhyF71Fl3JlSK/nwEHq4CQ85YKf4F9AaIIUMkkZ8bQX5jbll0wrlxTen",
+	"w6yFpewGqoeD7OzouqTV2eW1FemNNsyMnsk0dJqD7Aek/GtpQlMLwEZNtIJL0Vwxbij3FfSnpsx2sCr6",
+	"hVzJq1hw6zbkzvHOf/0n3//30f5P/6T/7v/zy1Hy48u//tvOndEtNqZohWX4p4dUHfaPhtVIHpy3Lvqe",
+	"mzXKgb1bPpYuXT0T0u334gmL72C2Pghu7RwQn0Va2VZblUpQNmoGuljL0qjc8bUs0tYFYCbScVrKXhoB",
+	"dPYaohsmtMZpfXrtsPN/AWVrovMsYUOR8soAH6aY+fJhd82Uz4OlGlfRcQVNF0tfqJfz9MqsSBr+O03W",
+	"1lHEv6gFP/7u5zmi836SaTltbUO2aCDMxHCi9ZU5TLnlud4kAcFYrjJeYtmTNWxc6qrAc33EpzKfk5cG",
+	"VBL8zTPDBsQT9d8HbCbzLOVlhqIGT2HoXCJ3s9NFfO8reApcA+wtOVfuYfjqAbO+5N8IsB8MtoTB55sT",
+	"nyUOnwheHHdRxgb4+wP6+oN/VEdHL9PftAZ9A35qC//9KuyfeMdb9/7XNGXbLNGs7NAdOW2v7TiFcT5p",
+	"OZ+E2Liv9puwuTn9NEQChDtnCwKUiVxei1IKc/hFZn8dlsJiN+p28+N3KEDh7BfMFaO75yGgfiZUBnmW",
+	"kB/joJ/KM/SIVYWP35M8kJuJOV14WlhDaTjNZ0vMiXO3+BgMtGpz/00n8lpkNTueLaXI2K4zGgZ+aMDn",
+	"AV8F0XEnaQNTDcNHffKPGTDttNuZNKKFqwJoLWg/v6FHr+3vBhQaIylq+h26s8N0kJuTsb+627SZBYkO",
+	"M9DlgaO/J0zpmd8UB9+XZnxvSqrbiZAIOmoK4S3AxVr2hoAb2m2IzzfADIxtLOIGycX/z9639sZta2v/",
+	"FSLAi8y80NjOpT27NooD59LGqNsattN+aAuLI3FmWGtIbZGyMw3y3w+41iJFae5t7DjNfNnp9uhCUuS6",
+	"r+fBp5H067m5laKCM5+sOvn9rtzZY8cB4ud5U1qBz6V2F6qjoFc61b1SXjTsuxCkN7FckoYmtFpewOF5",
+	"B1pwnchoVKHMWQ8NhpM87XcXStnPVYi8g5VZ7ZJHSxy+u9csAEqwEyUfUZTgyRzNn0zY9NHJvFcBgyQD",
+	"K+AfgBY2DBelRA9bqhJfVZ9EosKd9GhjDWeevQjcYlEUplUykktTAgYwxRspoIlVgm4jIg6WtK2ffVMz",
+	"xT21Kmb9VRb5Bc7y/jQ3vXApHdK4EmNuxRdU9HrcnrPb+J1d1d4592GVxwbqJomw9oATCKR44o5up3cl",
+	"cp4BBJy0zPBZs+05MyKrBGhKI6yvooIwEiTCsGgjTygOj0Sj7o49duyNcVqySrBCjKyTHx4LlWAiwpWU",
+	"e1icG/PbtbUQ6/g4C6MZ1V3Fo1mDW+EH9HC6rbtnNlqEld0wONldintplq99Tj7aSV5GuoHsEQALHL/4",
+	"EDSrUHmppbINgIS+VezNj8cv6VAlPsiU6VIkkN5CJLKcXF2DRxsy0NKwWsn/1oLxqaYU9ArLGe8MQ5AQ",
+	"fuVDo4vaCjaxtjTs7fkp67n/pA5lcOmLQt++sbbsB2S0BirSJAxOmPOxRxUfT6HI2b/ESR6jixtkqmSF",
+	"1qWz3hNWSHU9QJpnXbGs0HU+mArLgRGfsC+Fma+lTElcXmG1IhjuMD7ny5PMAZWdT6WSxiLiMlxhWFnJ",
+	"Gyft8V7Dev5px+73M/z1En9M+3vsVIx5NmNG8WtxlXGD0TmK3pk6mzBu5gJ0Wl0ZWwk+vSLJibBuhjvR",
+	"tOD6n9UFXP6Srsav1AhlobJqBsXkHIlYEOyDWpQaPqJFtCkLZMkdVZqukF5ryk7dhj2K5ht6JScC8Tvu",
+	"L4G4YhKrRg8l/xksONVwkeKd6CJHNgmJcH7SNqqYjaQocrOrv/9X8L+1ZP39+kyxtQSxGYjK1AtTiWXB",
+	"M6p8x+2H6HmwixtgfMSVgCZhv7Oh6P1YMTEtLch6PjSgp/DcNrCUvo4ffziieLBnUsHGzcaGDIkzGIFT",
+	"OXvsJZXnU4MUdX+Jd9bHjN1NoURXNfFVN76WERhBMJMspjjx4ljwAqftbZkvFaPbFbrGN5/kj+6qrOPv",
+	"y2H3mZo94U2JBy+Aa/hC+WfRALCr3PiowhcP5wMTvvskTpaHxsn1NF7ujnTFxlqTb251CaRsQoLRjFNI",
+	"wHII0VCVs1+5tFKNMZgXR7hEpqeCveQqEwWBCCttJ+4+qBwHN19ZX601TeL49oxNpLG6gs6Ca1HaJJgt",
+	"VPLqnm7YqBICnoDS3QuKTgcqzvPOhOfDkUEtpbMLU3+cCB2u6UM73VFIcOMIHWWzIcMF2S2i2EVPv0O0",
+	"K6sQoiZrB+C/EwzGvbm8PPNUvNh2BHtV5ITNRuuHPmSJgt4dX1GMIBUGXiMSoHv3amkY7lUc/fxn5zVZ",
+	"e8cZfIvNrgOKtvn2GqgjiBN1hNtGUe0lpG8ACJFsKBs6mXCPJvEJkvDLQoI/u03Gx3FEWwqzg7b9SFLp",
+	"VVdPRuf63nMEKJFW0++cKCMAkSrwxPi4k7sv9dl3qmlLNe22AV01gKv6FDHDGFTbX0vYcFZy5EKQCLTY",
+	"hC+RUAWT86FwFK+I8iszJnMKa4a/WEjjV/xGFAGkt2AltxPWw/RkwrKCy2nCjBwrbuuqCZcmPlbaP/IA",
+	"CTLUAFAdUtfi2WPHLEeghMZ5dJ6jW4FFEbZLsTBh8Zk4hmt4cY4jFhxPL4MgKYFiwwYVdsRMaw6EbwF9",
+	"/gl2h4j/1rzA5XefUOaf1K/ckFcHN+otNx4C6qhtK0vIALs/3fLZzvf8onzPmFMH94nVH1MTbG6krqFf",
+	"c24bN7HkgzEHWRYBe4PUQ3QObjpn2p96AAvutWL0/cM12oUODMIMIglBiPatEquPHoIkDEF+N3affeHz",
+	"4nEn0HYC7V8n0IJUwF6ESAbcqYizE1nlg5JXdraf8RKpfFa53HGPlMyTiI4L3WTxrpRN4anv2D4+O2FW",
+	"XwvC6wC+Q/+2Gcu4FWMANCY6l/DEQL3YRhyShp6GaT+EoCsKJP4KBMvu5e4JSADsO8t1bQnBbiTAljVN",
+	"D3ttFvWaT6lwPkzCELw4Yn8lToQTgMRwxlL8DE3a/pDxUg7gxvQIoT+MLgQzwmBz01xP7pMYgK6UV3Dv",
+	"lRd5i1tQLt2HPHPf8WX8Ge9QMC554zLItuia7u6A+X0RxXCvfGPebYxz2D4hbiPmOjr10Rltjn6zvx4d",
+	"Pgob7NGcZHiyRDK4JVwuCSZcKVEslwIehE+JAirC3AxGuiIiKTx/XR6TkSwQMFXlrNK3xttK8XNWn7TF",
+	"MbRoH/phb+sY/q2Q2DoOLhzMD2J2q6t8izs8L/UWt4Beu4C+zpNtXvUTYsdufsMrcSOzv3ML/Z+t7vxl",
+	"osHO2fT647Lc4mosBdr6hq1m8BrLpLeZQ231LzIXest7zkW23S77SZ8VfCaqF5Xg11vc94ab4zqXertb",
+	"zuxfW9xwYi4mvPJ7Zqu9Bhh6FCzefAEB7n3buxA86W21zQC/r3Rd/iBm34Es3G6I8gbkHgzT33+X4XB6",
+	"8ybhb68vdsWxK4pj/SKxXqRq+3et58OnmQt4L1L4++8zL6g/rHUBtArK+9Bn0gJVvtPyiH2ub5WozESW",
+	"2yr3tlVLwmBrKsxG8dzDYVkFWKxEsUsOfbTOKu5caG86fiYnar8s+GzIs+sVSSRjamGYmQBBj1TjQgyc",
+	"V/r2/NQE2B964mPDCnkjGNZAJ8z3dVIkT+TNaew5Vxi9rimmDFL/m0khGDWV1oq8v8de82wCtek8n0KW",
+	"6R3PbDHzEdcZcXyDny8MIfamhRwJK6fiQmRa5SZlPerwYE+eHiQNY98z/D9TbQIZMjKo5Jhe70PBI/4W",
+	"BMVjQ2EFwp6H1Lo0vv8GpApX7l+p/HIwKDt3y3YIMcTRCH70O4aHPtZvWEpF5NiZyvNZiqU4IYlveRUQ",
+	"xiXGFfbYd7qi9TARNte1ECX82XlEQJCcaaVEZhMqW8ZSJNgFsCSCSWWs4EsLyxsReCpvxJnfQVv3xgcR",
+	"tLCrNWzSbZpbp1L5//vk3tC0Fq/HirCy96fQ8/Qb1S+L2yH3G1Be8kGXaA6txADGiwPdBYq/oEDx98I2",
+	"3z9IjaAKGpEXqYG71n74FrPnhvP3lN8AxN4KBPvQ1VUJJW6BT6EjMpfO3ndvgX0KDAxYbmHShJh7YPUy",
+	"XgGYNEvNTXZlZXYtbIoKCGPx0tCbENMLSpvc84+CzGgB3AcARkG3uSFRnQX+wRQyx67oFP7Q6MmvDwZf",
+	"HxwkLNKXfacBAeIIV6DwnCvSsLwGVMYUfjl2yjdlPT7UtWX/c/D/mFSUSwBYmD7WhQDxi699hbt9K9pr",
+	"1OLHNmW98MfTji6P1Hczw1JUUueNMn/+7KmbBa7KUMw0gaHNK/EjvBbNkMbu+Fl5jhZogvBhYQiHOq2c",
+	"4GI4pZqLQthouYn4pRkcGSeEmzn3SIi43+hrAaRThTbCeCMAN3aaMGEsJ1huRioccxyVYFltPWXIV8zg",
+	"KkFLhLcywmZcZWQcYYmhWwogQFCaGKjZjcyFZryqcBcdz6UMpnzm96dht6IAC1iwWzH0l3rb0Nmo/cNo",
+	"aaDaZygKrcYmJInpuQn7/dH8cv3+iPGhG9ZUhH7HcAPWLOMOC3ggfpgwrV6hx1QodEMA6Ukw5zhyqjpT",
+	"ihtzqytPMdHfzhw6FUgu/cXbRK0F2cQoSlrnGVPuvk/V20r3ax+1v+kSs6iRzk7Kk5DfmUdflHl06gVa",
+	"ywKALjvv5llN/pao1hlGd2j5gAO5okul4e/GMk/vcncSZPCYQ1bqoiDIRRgQq5WVBRlD28bYLtwzP7co",
+	"Gwx6dRFO4+eThHC3eDavnZz4ZKUv8Bk+deBuXR3M4jOsyxW1f9BLZjsbr+S1My3d/uO11YNKZBph+5ae",
+	"cF0eob/hTDw+GonMIm4iWHLOmOyYLlufd11+fsddl6tPu1u3f+3h/nRnVZcP/ahChmmAiNabtInFbLym",
+	"2whWmyTGQ1E5c3YSlHel37++ZH4ArZem4OUk1KI5rI0EMhdnwApFFV1cNQc0YVI1YN0vHiMBAhPqRhS6",
+	"FCx9X/KxSCC1eiH/Egmz2vIigZKZDynr6SoXxG8ez4bJ/Iil7i6MXqf+AYiJouvKzU0ChDaFCDwXjXnM",
+	"UgJWO1nYmt+usomKTbavtHnp33M3nWp3KY2ieePAVufEW1ttJ5Q+NplMa3nvWhwpnYs1+b52dNPsv4d/",
+	"KY2OAatFmfQbTVDl3qO1wDFzCM3ecdwpoFhB8DECa9pjr6NQ1ZvLy7PBd6e/JPhfox/PnoM4eHN60Xpc",
+	"K09FYE5pLg1dk3r0OBBXGHzMyNuarYqBhcAaTqdBBanEDQJjLYvzIW8BBPYkkkwXwAgVSnwB38r5+Y9N",
+	"VCPMes8PnrG0+cNVLpTswE2zYz8ehA5ywnNhIS4OgFJ9TZyL8UKrBS28r+DyJdGX7cNR7Sj3kqgU7auV",
+	"ManAOFfXAFfbDUPNNfT+OpnF4VOVmwRACZoSzibwHohnljX6IknNMkb6p199vcGAkI2wDkniJv5K1Eh+",
+	"79IAfcB+2Ziarf1wYAg3CnS1ztNOjXy0+hG3qnO5+H8cI8Kq6mR96wS87rHxZVOpCImYpJXbSRblavwl",
+	"ANKbhhhHrTz0ko+HNsK2KS8HueblYHOynfh1JwuEr3sighJ6KWysLIp/IItVBo8ptLFMWmgWrhhXM3Ju",
+	"ie2/GU7IiAD9pnvw8y3EOExkQxneqjL7XAT4Hw8i/r63ky3La9PuRLJsa3zug5xYFbfiCFngzE1TSAA9",
+	"Cowii1PVR5H1phUzwoIV10rndhLBC2VYnKq3hIoWyUH0YiNRGOXeISsPWXuQoLOmycToUJQFJi5695EB",
+	"gdB68JYcC7Qi/QoJY61EsDKAFtHMZ8SSdm7Xr/8VPOUqo1BretgUfbnZUbJ6lQWMOe7FMniN9D1kPBbx",
+	"JGqxDm6ZXO61IhHQcYaBDLhQjaPHH/liBG/Ui3dWwCfEBWyu3EpQK3G7zN5OPKRWXE9AVzw2zkpdxAuh",
+	"xO1nKs/vgHlyxWpsgFEYZ4aPGA+QlMM/RbYIiJL06wNLFfs99u+0oHcp4tW6WAHR5H0q4wpasaQar2qi",
+	"dpcAMHEhzJLY8SFhx7orsHYNY17SzdeIzBr2Wwp5zUs5Fc4pECqH/+yz3vl3L9mzZ8++8Uxhf2kl+l3i",
+	"gtQ9/CTHYA9y+A0LCCyJSqhMHEGgWqpa16ZZQp5V2hgaGCS4struT0U1Fp7VenUA+bxZoIfQqBmGs1WP",
+	"Yrhr8x7KcMvW7Zrhzg1bHMP12/Qshpu+k4XYuBkuehXtxK3ueo1b9m4j962ZbdLPBnt718y2IgRfxWf4",
+	"TmPvzZtWB+Cb6/YnvMoHTcx9SadNVQlgUh0W4pBVYgo0akHkPmbDmRWeeEhWndRhz04qXY99+pCP3QIi",
+	"CRLaRVC+K1UuiE2McedmvaL4stXTobFg4xoNLgZ6btSioK4N5rRvdXXtcWg5UBLoSgTfw3oQARwqrwQb",
+	"OxuMHcMcKGgzFOCeIQxNh6UNBzgTlvWUtlcjKBo+cvZ/nFrEkFEI5XNDDtMNFTegKuAEpHErKsF6sCJX",
+	"teI3XBZOrSzIK77hVd4NobeUw93YxO4FThK84DabrDGDYWoJezJ4cnDAckA6yCyTuUnwC5eVzoQxzpdU",
+	"nmTkfm3gufksK5RwAo7I2EtRwcwgu0OLzCCxvBN6i4Xem0akfBrZR+JsA+lHUmK55HvhnE7DjB7ZgU94",
+	"4RF29l2QHmhzomiBMx2J1byV2YP3Ye3wiMuCkpVhSFfucVfjhdHXc7x5d/535/9Bn3/ap+1D80kEwZqK",
+	"qEgQRGNdLgzeQF8SbPND1N+g2CN3DwNvsvImChgm0BwMsUsKtyZsWMfGCIRl22bLEOUO9CC3JI2PtrYW",
+	"19RZhtBfYy6Vs0la8scT9G4jbC70yO7sjZ28+QzkzUVzFB66vfEeo0ibN3geR42dGGLWCs5zFYfFWM9n",
+	"OX6QKpK1A/djf4+dhL4fH76Cu+hYtPwX7f5nYm05GE3L54cosoAhTgIPGkgQaMY7h27OnhEC3C6pGGe/",
+	"1wcHzzLoyYP/FEwUYiqUTdhoNC3FmA2M6SfIyqenjAM2NnHoQXzuW3wEVUnhQ35z/zz9Oq9RPi265I8U",
+	"2/qI4mwoxlIZD45wLWajColCAK9Q2v4eO8cMTZP7Ym/PT/cYbCY3vkaCErQhnUqq6sHsUaEh8xPtBbde",
+	"CZvydqlarWrA8F7fqRdk7FbpGIzdRztiSf4Ft98/JuV+CF152NFEGVVzFPA7sB0AsoFADhP28mfSmbfL",
+	"unzaHjneEa0jwi4hJJH70ikrO+eom21NET81+VEWeHnqBGFpQPpC/My3MSTYPheEsxXfYuNcynpk6Ubw",
+	"OtS0fZKnfeqya/ruSOsAF8JEqGXwLs7IxeYzgHwuZqE5x0lySMQcxU/1vE+EbQBVFajMfD/4muzKBa3j",
+	"vaRWFtDCYPdSpH6XlWROW1mQJeL6ydP/bFAt2rzYf5t8OQsNZUT++QvDJrwD+hv8ihf4hvsgv2m9cJMc",
+	"Seck7gz5FdmSqD/Z3BdAy8pkCV30ETFZmp7GQl6LjhztXopSO+7aRtTz4YyadeFvhc6AUrqXtkRFmrD0",
+	"ZqIN1MHysnT/RHKa4LRafeCHjPuHIl03ywGVliGOjFCZzkXFytpMhMGm8ZYD0Tu/vDiDn1FzYAwmZ/Dn",
+	"iKC7nzj5XxeFs9zezcCw5tE64BgQF2YEXDmm2wt2Q7802Mkk0RQDRtlO/+chto/F7eC9VrPagq/+v361",
+	"vt3b20M3pKUJ+wGrLBj7CZtAOR4VFv/2x15dFWmEWz8TlQdo6aDT7LHO5wNbdih8rWAEGxL0Kik/cgtb",
+	"yqTB1HH6OXYRoYwhdSvYlESHC9x7YTa0pyAb5/yIhKXvW+P7sP8edteH/fe8LD/sv/er9SFlPYzBOG3+",
+	"9vx04O4fCJPxUuT9I3ImI6waion7kFXM/hGduoYgxDQckFDmCF6cTwE2EENljd0+EbqcgS7FQjtTx8zj",
+	"EB23dj+lAGmR14HUuC/QfA8jbkQFVBzdRkpd27kv3Tz7wH04ZwH5uYI5FDUlHkYHwUcafRdoEjmjsELf",
+	"v3j6nyf/eRKUD1UKAll8tJOijw1+dAFi2rozBmfct7bKDcD3UD92Hdi7dRsXvHNN+NBDQcI2aSBeurBN",
+	"Pqi7g3rZcbl/Sq90qQXgT+4W+C0fH9huInjhXII1MMicmSkvCoaXM6N4aSba+ipsnrMhL7jKPPfBVCtp",
+	"tfMsANss+KNOgEa2RARqRt0xEmAkJu73DKqq3dOwKDwiNcTTHkbBC6OZVFlR5wKMDSOUIUpTTMvkwkIe",
+	"xfPDK50LqPaV6oYXEqrkfTl4wE+zVNjt9KjSajbVtWEVJ34WgGz7U2RW5KiwKYQpDUPkN6/K3LtAE1wj",
+	"rtu44jlN7KuDZ10GiTCpoc5nRH2HSjeqM1nY4fMGP+Vd+k83Gb7kgga5tLB6+ZTddgCV6nMkKOa+QvHz",
+	"aYYZrexRQ0vmC0YhGNne9wkYF86qBppcd/keHn+R1ZW0s0eHv713HvVQ8EpUx7U7Yr/94ZzbON3qxBW8",
+	"gx4f785IFODG34IR6f83f3ZmVEZKrjvA7uiS94/I2Hip9bUUfsg0jrm+GhgWkwoL/wHzDieSgIEI0aoE",
+	"22hNwqZcum8LEFBQQktH21hW1crD1XL8KD2cIzt4AiVVPryACzEfqnhrIDtbaUgsNkAxyZz3QpKDVgEH",
+	"x2zFZRHshYxbXuhxDeOJGv9KLZU1zdCetobm13V+cOcCN7LIGSFQsKmYDhEvnliQvMQCH6V5xbP4FXTz",
+	"gjcAmUZkSXqbb1zpujSecQrY3gc8kCywUusiiZG3bGOC+E9S6HEznK9aw/FENPPj+cl9QoKqgW9wxmCr",
+	"R/V/tuLKoEdqxbQswPMOiBJuV7h5EEWo0xrQPSNkhfsDaxGXLBQgGSwY1mkUoaCax7aNn3iglGBy+z4r",
+	"j6qczbIinlrwgyXNC/abmepr5Mgze92o3KKBXYaBCDUGJ2SEmfBmNZBXnzLjSYAUxw+JcrXhnkqC8x5V",
+	"cEYL16zb83jd8OULxvcaijtp/2N7fDBOunRIBKPg488RaBMEhv2bn7QOdmzsLF4e5JDzVL2eV5gRP2Sb",
+	"1N3EbMCwHNBPhjt6gPv8VzG80Nm1sOHYS4WPpE/gn+z+/C5eJKSnmx/lC62tsRUvffQCKdl4PpVKuh/A",
+	"S/MvA3lk5zjkGkkVVuqbb+KVoubr7su/f7F/ydBfxKiP89HH0skLd35uRMUuTs78/i4rYYSTw7hxQNwd",
+	"+TZCz+ABABgkG9A1pSRyANwfD+GN0ejoLwuFIDm30eGq2h0iTRGOjx0kLJdeUTT9F2Hzfh0vTPCeF7z8",
+	"R4HJ4N755cs+q7SemkP8B6t3MneoQrOl2+DdZIs5Yn9qiQquskPBbYI1RAlGKjKi4+v9+ubkDEukW9za",
+	"7ofXZ314Nn2g+bNCk+eVlZksOXAmOlN08U6obPbowx8f/i8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

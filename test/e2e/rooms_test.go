@@ -162,14 +162,15 @@ func device(t *testing.T, api, token, method, path string, body, out any) (int, 
 // single-purpose: Alice's token cannot play Bob's subscription, the
 // playback ticket is no participant token. The room's continuous
 // recording (once its policy allows it) records Alice's publication as
-// it arrives, H.264 and Opus in one file spanning the recording. Alice's DELETE stops the
+// it arrives, H.264 and Opus in one file spanning the recording, and an
+// archive ticket opens its manifest (two tracks from the origin). Alice's DELETE stops the
 // publication; a second publication whose browser is killed fails once
 // the engine's ICE gives up (rtc.publication.failed).
 func TestMeetingRoomEndToEnd(t *testing.T) {
 	bin := svcbin.Build(t)
 	cp := startControlNode(t, nil)
 	cp.startMediaHost(bin, "media-1")
-	be := backend{t: t, api: cp.api, token: cp.newToken("rtc.manage")}
+	be := backend{t: t, api: cp.api, token: cp.newToken("rtc.manage", "rtc.recordings.view", "rtc.recordings.play")}
 	var room struct{ RoomID, MediaServerID string }
 	if st, body := be.call("POST", "/api/v2/rtc/rooms", map[string]any{"name": "Weekly", "idempotencyKey": "weekly-1"}, &room); st != 200 ||
 		room.MediaServerID != "media-1" {
@@ -326,6 +327,52 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 		t.Fatalf("Alice's track spans %d ms of a %d ms recording", span, recorded.Milliseconds())
 	}
 	t.Logf("recording: %d file(s), %d ms of a %d ms recording", files.Total, span, recorded.Milliseconds())
+
+	// The archive: a ticket for view and play (the backend holds no
+	// download, so it cannot grant it) opens the manifest, which has
+	// Alice's two tracks in their own encodings from the origin; her
+	// participant token does not open it.
+	if st, body := be.call("POST", "/api/v2/rtc/rooms/"+room.RoomID+"/recordings/access", map[string]any{"actions": []string{"download"}}, nil); st != 403 {
+		t.Fatalf("a download ticket from an issuer without download: %d %s", st, body)
+	}
+	var archive struct {
+		Token   string
+		Actions []string
+	}
+	if st, body := be.call("POST", "/api/v2/rtc/rooms/"+room.RoomID+"/recordings/access", map[string]any{"lifetimeSeconds": 60}, &archive); st != 200 ||
+		strings.Join(archive.Actions, ",") != "view,play" {
+		t.Fatalf("archive ticket: %d %s", st, body)
+	}
+	manifestPath := dev + "/playback/recordings/" + recd.RecordingID + "/manifest"
+	var manifest struct {
+		State                string
+		DurationMilliseconds int64
+		Tracks               []struct {
+			ParticipantID, DeviceSessionID, MediaKind, Codec string
+			Files                                            []struct{ OffsetMilliseconds, DurationMilliseconds int64 }
+		}
+	}
+	if st, body := doJSON(t, cp.api, archive.Token, "GET", manifestPath, nil); st != 200 {
+		t.Fatalf("manifest: %d %s", st, body)
+	} else if err := json.Unmarshal(body, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, tr := range manifest.Tracks {
+		kinds = append(kinds, tr.MediaKind+":"+tr.Codec)
+		if tr.DeviceSessionID != pub.PublicationID || len(tr.Files) == 0 || tr.Files[0].OffsetMilliseconds < -1000 || tr.Files[0].OffsetMilliseconds > 1000 {
+			t.Fatalf("track %+v", tr)
+		}
+	}
+	if manifest.State != "Stopped" || strings.Join(kinds, ",") != "audio:Opus,video:H264" {
+		t.Fatalf("manifest: %+v", manifest)
+	}
+	if st, body := doJSON(t, cp.api, "", "GET", manifestPath+"?rtc_archive_token="+url.QueryEscape(archive.Token), nil); st != 200 {
+		t.Fatalf("manifest by query: %d %s", st, body)
+	}
+	if st, body := device(t, cp.api, alice, "GET", manifestPath, nil, nil); st != 401 || !strings.Contains(string(body), "archive_ticket_invalid") {
+		t.Fatalf("a participant token on the archive: %d %s", st, body)
+	}
 
 	h.mu.Lock()
 	h.stop = true
