@@ -7367,6 +7367,12 @@ type RtcParticipant struct {
 // RtcParticipantAdmissionStatus Admitted, or Waiting while held in the waiting room.
 type RtcParticipantAdmissionStatus string
 
+// RtcParticipantList The room's active participants.
+type RtcParticipantList struct {
+	// Items Admitted and waiting participants.
+	Items []RtcParticipant `json:"items"`
+}
+
 // RtcPlaybackTicket A short HTTP-FLV URL of one publication.
 type RtcPlaybackTicket struct {
 	// ExpiresAt When the URL stops admitting new players.
@@ -11105,6 +11111,15 @@ type ServerInterface interface {
 	// LeaveRtcRoom Leave the room
 	// (POST /api/v2/rtc/session/rooms/{roomId}/leave)
 	LeaveRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// ListRtcParticipants List the room's participants
+	// (GET /api/v2/rtc/session/rooms/{roomId}/participants)
+	ListRtcParticipants(c *gin.Context, roomId openapi_types.UUID)
+	// AdmitRtcParticipant Admit a participant from the waiting room
+	// (POST /api/v2/rtc/session/rooms/{roomId}/participants/{participantId}/admit)
+	AdmitRtcParticipant(c *gin.Context, roomId openapi_types.UUID, participantId string)
+	// HandOverRtcHost Hand the host role over
+	// (POST /api/v2/rtc/session/rooms/{roomId}/participants/{participantId}/host)
+	HandOverRtcHost(c *gin.Context, roomId openapi_types.UUID, participantId string)
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(c *gin.Context, roomId openapi_types.UUID)
@@ -15163,6 +15178,99 @@ func (siw *ServerInterfaceWrapper) LeaveRtcRoom(c *gin.Context) {
 	siw.Handler.LeaveRtcRoom(c, roomId)
 }
 
+// ListRtcParticipants operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcParticipants(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcParticipants(c, roomId)
+}
+
+// AdmitRtcParticipant operation middleware
+func (siw *ServerInterfaceWrapper) AdmitRtcParticipant(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "participantId" -------------
+	var participantId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "participantId", c.Param("participantId"), &participantId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter participantId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.AdmitRtcParticipant(c, roomId, participantId)
+}
+
+// HandOverRtcHost operation middleware
+func (siw *ServerInterfaceWrapper) HandOverRtcHost(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "participantId" -------------
+	var participantId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "participantId", c.Param("participantId"), &participantId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter participantId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.HandOverRtcHost(c, roomId, participantId)
+}
+
 // CreateRtcPlaybackTicket operation middleware
 func (siw *ServerInterfaceWrapper) CreateRtcPlaybackTicket(c *gin.Context) {
 
@@ -18350,6 +18458,9 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecordingAsHost)
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recordings/access", wrapper.CreateRtcArchiveTicket)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/manifest", wrapper.GetRtcRecordingManifest)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants", wrapper.ListRtcParticipants)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants/:participantId/admit", wrapper.AdmitRtcParticipant)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants/:participantId/host", wrapper.HandOverRtcHost)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -32156,6 +32267,371 @@ func (response LeaveRtcRoom500JSONResponse) VisitLeaveRtcRoomResponse(w http.Res
 	return err
 }
 
+type ListRtcParticipantsRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type ListRtcParticipantsResponseObject interface {
+	VisitListRtcParticipantsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcParticipants200JSONResponse RtcParticipantList
+
+func (response ListRtcParticipants200JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcParticipants400JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcParticipants401JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcParticipants403JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcParticipants404JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRtcParticipants409JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcParticipants429JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcParticipants500JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipantRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	ParticipantId string             `json:"participantId"`
+}
+
+type AdmitRtcParticipantResponseObject interface {
+	VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error
+}
+
+type AdmitRtcParticipant200JSONResponse RtcParticipant
+
+func (response AdmitRtcParticipant200JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdmitRtcParticipant400JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdmitRtcParticipant401JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AdmitRtcParticipant403JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdmitRtcParticipant404JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant409JSONResponse struct{ ConflictJSONResponse }
+
+func (response AdmitRtcParticipant409JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response AdmitRtcParticipant429JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response AdmitRtcParticipant500JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHostRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	ParticipantId string             `json:"participantId"`
+}
+
+type HandOverRtcHostResponseObject interface {
+	VisitHandOverRtcHostResponse(w http.ResponseWriter) error
+}
+
+type HandOverRtcHost200JSONResponse RtcParticipant
+
+func (response HandOverRtcHost200JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response HandOverRtcHost400JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response HandOverRtcHost401JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response HandOverRtcHost403JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response HandOverRtcHost404JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost409JSONResponse struct{ ConflictJSONResponse }
+
+func (response HandOverRtcHost409JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response HandOverRtcHost429JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response HandOverRtcHost500JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateRtcPlaybackTicketRequestObject struct {
 	RoomId openapi_types.UUID `json:"roomId"`
 	Body   *CreateRtcPlaybackTicketJSONRequestBody
@@ -44082,6 +44558,15 @@ type StrictServerInterface interface {
 	// LeaveRtcRoom Leave the room
 	// (POST /api/v2/rtc/session/rooms/{roomId}/leave)
 	LeaveRtcRoom(ctx context.Context, request LeaveRtcRoomRequestObject) (LeaveRtcRoomResponseObject, error)
+	// ListRtcParticipants List the room's participants
+	// (GET /api/v2/rtc/session/rooms/{roomId}/participants)
+	ListRtcParticipants(ctx context.Context, request ListRtcParticipantsRequestObject) (ListRtcParticipantsResponseObject, error)
+	// AdmitRtcParticipant Admit a participant from the waiting room
+	// (POST /api/v2/rtc/session/rooms/{roomId}/participants/{participantId}/admit)
+	AdmitRtcParticipant(ctx context.Context, request AdmitRtcParticipantRequestObject) (AdmitRtcParticipantResponseObject, error)
+	// HandOverRtcHost Hand the host role over
+	// (POST /api/v2/rtc/session/rooms/{roomId}/participants/{participantId}/host)
+	HandOverRtcHost(ctx context.Context, request HandOverRtcHostRequestObject) (HandOverRtcHostResponseObject, error)
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(ctx context.Context, request CreateRtcPlaybackTicketRequestObject) (CreateRtcPlaybackTicketResponseObject, error)
@@ -48212,6 +48697,86 @@ func (sh *strictHandler) LeaveRtcRoom(ctx *gin.Context, roomId openapi_types.UUI
 	}
 }
 
+// ListRtcParticipants operation middleware
+func (sh *strictHandler) ListRtcParticipants(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request ListRtcParticipantsRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcParticipants(ctx, request.(ListRtcParticipantsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcParticipants")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcParticipantsResponseObject); ok {
+		if err := validResponse.VisitListRtcParticipantsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// AdmitRtcParticipant operation middleware
+func (sh *strictHandler) AdmitRtcParticipant(ctx *gin.Context, roomId openapi_types.UUID, participantId string) {
+	var request AdmitRtcParticipantRequestObject
+
+	request.RoomId = roomId
+	request.ParticipantId = participantId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdmitRtcParticipant(ctx, request.(AdmitRtcParticipantRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdmitRtcParticipant")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(AdmitRtcParticipantResponseObject); ok {
+		if err := validResponse.VisitAdmitRtcParticipantResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// HandOverRtcHost operation middleware
+func (sh *strictHandler) HandOverRtcHost(ctx *gin.Context, roomId openapi_types.UUID, participantId string) {
+	var request HandOverRtcHostRequestObject
+
+	request.RoomId = roomId
+	request.ParticipantId = participantId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.HandOverRtcHost(ctx, request.(HandOverRtcHostRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HandOverRtcHost")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(HandOverRtcHostResponseObject); ok {
+		if err := validResponse.VisitHandOverRtcHostResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // CreateRtcPlaybackTicket operation middleware
 func (sh *strictHandler) CreateRtcPlaybackTicket(ctx *gin.Context, roomId openapi_types.UUID) {
 	var request CreateRtcPlaybackTicketRequestObject
@@ -52042,860 +52607,866 @@ var swaggerSpec = []string{
 	"LRw6pST7EN4uIg3nup564mKQ/Aq7iwpyPveSPcgC7RJAztvsfaNQQMCa98EZ0SKvA7LF0hX5h7yIUycN",
 	"yniqiD3L4Tve24dWjAc6wNEYS7yBBBpLF8ciRj3F2fGiI2hlBLcNdiIed2mloYG0WNo8fHMnEWCc3S/4",
 	"4JjxNZpBKxmHJHioCiGzUXzJQXsPSbJkSxrSkcZrQp11NC+UwXANDE7bnHxj+h+MSx9gIl4TCmkncYDi",
-	"LRLflFTW5hGQSge/ceEznWq3JdDKNIUUoCQAhhasXTdtljBGKLZtrVnAIHOGirxsQbbdBVAQMyisxbBR",
-	"MyPGSqJ1ESxBtRYiWgZhWBjF8gYt+dNNoGubmqUe4N1tMSAs2KQWDzS7fP0xIsV8peJh/vbrhLFYP0VW",
-	"QddQC82Fd48WIsKLf7Ng87AggCo+hGxtJRO0bAIjmeaWctq9MDjdAeqAdg+I4kkr0YGENi63rEWnPrNs",
-	"OZflxyrv0iCMYlBpxy7M92/OXK2dfUTm8BU5Ts7PDkaoea2tCJjpOpfVLu0qoNFYJafh8xh3pVw1R44q",
-	"WbUsRxtH0JN5B2UGH449ESHPGPK4YJvDkx3OGwpGe4xRcyeuzAl6i9m1YN5wloUM+VwUlB/ka3aNSxQK",
-	"jVoR7piqwsiiVnWAzNknzaLe12HG9cCC+BaEzAAoNuiODxyooGb7lEFTmYOd5K8O32QgxetGk9+qaF6w",
-	"RV2dBCTH9ttCnX6A+sfBjr37LRhbs49e/w055Uhm187baCXR9noAhnJoB1zXXXbWNsNzrCwk5gh9Raih",
-	"gwv42Xb4jn06KXeML3BK7Lviz+zFA81EcSdyVWKKzGg+2DSXWClRaLMteEbL+B2TEmI5rud2WogWScat",
-	"L09qBdfgttmsHemlF80q+1gMtVOREZdFuplf2ns9+AE4O043TB4aAxf03jHaR3mRQXyd8axTz62yCHjH",
-	"3m64bndblErLaALkOygKw1JVSqpT3rzNFjwTgdq/EJhTtA+OjZUw7aytzZuEGgokke7EwXHG3dfOXkoX",
-	"iq+ypEq2bxTA6PsqmFVd6IOxGG92TXUXc2eVsGoWRNXhmwCeaKD6ohHXildZ4tC1Eq/Yl0Kk8wMHemD/",
-	"eyl+qgXY6WENXbC0XczetUS+g32PWs451+9UJV51TMtFrS1U5Wc0g5o9HVjj4rNxY+9wQIXT89U0xGcT",
-	"PbVd0eBbCBPbVNLtuUSvtr42d7/xEEuxO20yuHCSNesQHE30HdzKItvFYoym/GHA//CGjF+M0bPqp5eE",
-	"DMefrHWSXKOpIXZ57uPdt4LPXb9cKSo+YoEZV+tPLVzUopPnRmRVu7aH5jisL8SE82NieCD92ylKj9oJ",
-	"/EUbmefsWiA6Ac/basQlBffGMAfa8ANdykR3ZUFUcdo2zzsplqKisEQyI4hWIAwhgWC1MjDT2y+6u4/l",
-	"h5/4uyqutCCQaq+5DfYa39s9bPKr2opG1jgP5Bw0abl6DnVhZM4oZQbhRHes5OUWebSGEQuJHalv2Bfj",
-	"pWf/6pLOu0ZjeWJW5yJ7VXRpHec5LwqopPgFu+77gcM10BMovV/Ql/chDdr/1YLs3r8me+Q7ip8ex/L+",
-	"oWSxZuLT4HXCtFZnTR9TzMopWoWzz9MmbiIBaWebD4c4wshk3xuB3qPUYjRgz9dQZi7uFZkHptNCFNpK",
-	"v7NLOx6a5wI6+x2R9FtE3AvHo9TCXjaEl41BMBjfW6hrla3C++ZDCQEup/Bu1zVziTa4ssungMLaA+2M",
-	"daWhGuW83/EzwtZu77+vYGhfM5ZafcmqOPp3sBytZ2WAYZOuJ7tnUGoeDd1SU6SbyBJnK0Xxxw4eIgBf",
-	"FRkUg0+tjAap50N2U/giuvPhbo67x8IvRq3Cci7GG/xffZnBf206PRb/ddeA0wPcaDvOJ0SLXYhZJfQ8",
-	"athQBhKUor7gzpPREyJXiCU2cOzSa0GgaTLvl6rqKN7Y78N2jVctX/YXuqxdMF2r6/hSlueqMgDTEL/Q",
-	"Lq7OGSQ4AoVbOuABjuVWXssQsbA5LyOx92UlOiLfK5EKezytrIAjgxBNwrprECgT9GE2r0kDv7SUAmrM",
-	"UmJX1PCQD50XrC4cR6Blo298XXtYUchmT3MuF9usBDQ4jkd4mIzRKKXvGoRStSzc7WtHG896i5aGvXJd",
-	"Z+zjy/OHV6fnvoVRfpCqVFr05Pa5xZupqo2AcHP9+NtH3z6a5PKuC1w1R0CS7ioYmAsgsr7vB6nb7z5k",
-	"PtMW+4htMK/CnfAF4riuIrL+5eXFqaU1kRq4mvxyrdX9Nj3lvnWH2AM8ooFR80Fu7nJzc/YxFB033RDy",
-	"qN/h1B5joUcPfY0dunMSYLUDuYa8pKE2WtENSFDQEMIsvjA+JCCHddoaYrYnIFzEz06b5SYun6MF02wU",
-	"mVFxXfxzKH1L8BOmKf+wlGYeRPOxfenXl02pTasnTeFyV4UYlbUQ3B2/Jv0vv1eZOMV+TqBCtMj2fv1x",
-	"bVE6CpW1lkO7OKe+S2iYvXWys3c8AmTzlmuDY3BWBF6M1qqgVVnEQh+rtWbtyB5oIIBteojrbbCku3vl",
-	"Wps7ACEYHjA71WYpe9WspovdchKRJXE2q0RwamgtG/p4oJvVXAv0H5YqVAVCwpYyQvxiPGG6FKmcyXST",
-	"mI4dzBQrJVhUcVYRoJa1fMJvvnnyTZBR+Ojo8dMvvlbXMCSePU2G4PS2vI/WOnjy+D5uirVGH3/zLCaN",
-	"m7w7wRPoyeWBHrdWxV/jPusdKqzrQNY7ZC8R5oM9wSpx3bv27bOnrTzQR0exPbOsujVYwiJ59E2ygWaM",
-	"mUhGNXaztTvB3hhwHRCcKem3Hm+j54rZn0bY9/SAyUIbwbOmwK6uc3PMjqhpSKpyiaB9GbHBQhwNA9VF",
-	"bu8e9nLhruXdMOhQfOfF2qUcS/vrlSmlbhkJBsn0X1vfnQqty5PazE8rAQpPzIKIiuvlOUv9Swxh8isr",
-	"h0tDfiGsF4Xhrlovo/VB5lyf08O+osOuAbvTrp+wYbtMIp8BPAr0XQlTV0UXHMuA42VT12tVqcD0Y1gB",
-	"+oXD1mmHckiL0qHk8DxirH8pb6wYAU+hmVbzRaFqwFyiLK10zvNcFDeiqf4x0O0YSJJgO0MYGlUhRgkE",
-	"T6Tb122mrmNVMxoqQ7yRzi6laeuidrgy895UrfLGxa4wf7ZoAydFsVA6kGm0qFq4NM3CJKxG2JpSVBtg",
-	"W/0a07qHxPfvaCJpHYZ2CYRmDX8cdWi7sU7WDi4BvYA7YB2jfywaStDaFhLwBp/5AoQUbOsKgOuG4HmN",
-	"0FipoVhfi0iOV36jKmnm3QfWv8HqNQv1u5ff7CV7l29OJo+/eRYVY3kIMPBG8KxLZU2psBObUq+Hh4dT",
-	"1sInYHP4nrC+ELnKZ6Uix2yYpSXei9en7PGzR38Go5n9x5+fPXp27EsnQgaTnifETteZeMTkFQ0pQnpn",
-	"8BR1MBwm3WMJE9KHZVi180beicKp5GB/tvJ7phadlWViZfjCYI+AqYFIiXhGlggSJH1KIqeBpQ5RGZfQ",
-	"Lg5gH9PdjOJpOhfpbdfd8pOKYM3+75rn0gCMY1kpgyIWkAyFkEHBgdZAyH5QKPYTlodyhGXfxyq+8yhZ",
-	"jblhYoxNNyB4/n6J1/4Tlb0cB6Js6O6qxISWq7X/2p8/d6nCwkMxT7fWo2odQLk+x0CRCpPg3OJ+xM9a",
-	"MJMutnK5ULfC8pUXlkHuJuZitRsQIbVtbmKJb6soYEzc0AmQLdSBqisGQB9GblN4PZyQm0sLt+fxUS90",
-	"+xYJFJtLF+fLAO6HvNlyJZwpZKMTzDDmYcc0AvtRZ9g0PNx1ZWCowxF2OIDB+e9GNSfueMCKDBHP1oXW",
-	"FNASXBHkcyvyFbDgdVDuQJl69PjbmM4vF0LV3XXMXqi6qXy3nFtRzUAkNKld7NGAOv+kpctHw8QrXui4",
-	"VQgWMVdLO2n31jEWTkfQ148vz4HtzHiea6itblfn6vS8nWyOZUBSy0vqrByfP1kZXT5/+BB8FUaX2v79",
-	"8eJt0pLBSKy3IiGTxUwxSW5o3PxCCFSkFuva7dHTb1vGo2/HpGGOoNj4YXUoWEiY9m2iIrvDEempzqQ6",
-	"jaNFnJycAiDECcJC2OVBkAhvcKe5z+1VYRs63LZo+Bu1BPexv/CZUeq2rbeo+joPlBaMEgI3ZHdpRGl8",
-	"HURnrMo6CrrNyq7y1ayiMkO6tqKZckIW1rxGyQSxcLKRI54LeTOPRSiqTGQMn460eO9WtpEXfqW3ltQ4",
-	"uxUrLGBMs3Y4HHEhS5toqBcFW7j9Blcj5OEUIoVYbMzAS5gWpi4TiDYBD1CmChFHJbFjuFLgTICNi5an",
-	"DwKoQ6mbN1Zooj9SsSpt/IRHbm8Pi4OIevcYNyMTubwTlrJwo/brDMqQmLSMT7Mz95tEDpf5rWqzru9t",
-	"yocyE13n/s3jZ0/tQN48fvZN9OOlzMy8i4rh4S7RG5h9DrIikk6LdUQZYl1crrQRiyuub7+8xkYNWg1B",
-	"XzPONLTNDNcRhKQYQna0hw2IbCA1rm8DgGz4EJJoGNkvrbR831jZX1qZp68cT13YQ/hS8ptCaSPTyAmk",
-	"d1jWvOQ8ma4WbHuJb0QhqkGLWNgc1L5IVZ6ju2VLI9iN6oxR+g7IA4ZPJUcO4y0s+OeyUrHp/80Bh3/3",
-	"4d3Jv59ffDi9HMnqb1SlahMvA9ZAAjdvjb5BFoTZ3yt247Tf4ct95X3XDLKAgt1R4leVongtc/GSWlBV",
-	"79Ts65iTlzUfeNCCSqVC62M2edQIJmXOjV0Clinh0LjRjzX2fq34bBhtjs9MSPKYaVsNZixBwYrWh13u",
-	"5PAIhATaIrUWhcQX1+82TcwNtOcsv/Pk0XkUsE2IiJEwkcgZTs95rcWVMjx/H9MEoVL4Da+u+Y0/ugAT",
-	"zhHceCEsJyt4oejyHpnfdpOeiyoVsSzy7zZ7M7y6EaDe2k/sw/3vPnx3etBQVSY1pBaNJJ+54OVJnqv0",
-	"RbxOOvwMNnD7EhjU7ScMt2HsJO0nlys91Ae0TJulrg2XhcgaGYjAoosbuvBG9l3Ui+/SvlPrLKJZbHvT",
-	"VZqLsdPUnVNE8rl2E73fOa4dyrUtXVv9YJRubZJ16g+psufknUclSMitUFiNHv4Xgiaa8hfXK8bZQmV1",
-	"HoMdzrJK6BiNyAKQpStgoRhnpio2PTqE/59i/kmeM7sq1YynHVVfRyX14eigbFDhD9OmhJNLbUQRBc0I",
-	"W3NxCTw1Nc/zFbt2Km7Mmah1VBt59bnMeQFC5qb36touDmiZ8cr5MJ2IqoHTdIUutB9tuwdeyoRZbpyg",
-	"kzqhKN3J3JgyAUtEwrSEP0ExWIrryqRbhKFaQvJZNc5g3wq54lvHcb2KQQC2osO4C+cRP9U8t5I1PMH6",
-	"fAhcv1U0bCeG1pXXp9w7oTmozw607vbDjQz6SvyJ8TGTbvINrYeU2pDYwMGOe/3sE906yxi1DR3RuRmQ",
-	"lu9DLov7Dy/csEoYJeDVewa0hQE34G6j4+m6HYrYGqQiveYLma+i2OwI4DCDFxDxVBQuDIvEmAkW4f1e",
-	"XF+q9FZELLdNdYveyiaFEJmrQ4Shc3DgoO8HmnL/O7RxLa9zMeAl43lub7DAW+aiN7gJCu3EOeBS5lnK",
-	"qw5TUXuQ4FjXULeGu5qL7vthJ7rvKSwLstdMcnA3K74QcahRwC4GC5RtwUcPjt3HgcI5pDtgB5LQccG7",
-	"SNj8QZRdR4maTqUPlH47ZhqRrxbn7Us+KVvkuXLJ/OA306siHWZiBpM8w/6HVvpd161o1/nfLj+8Z0Z8",
-	"NrQg2y52Wlc6Zp79UHIIzlBYSpvtTy9e/e3s8uzD+8Oz9y9f/fvh5av/PT2Aa4NrbWkQYfyxPTxdul4I",
-	"VsmbuQkLI/ql3JRO7sQwdjigJbwiCKD+m+dDwWCbEqeBYp1pV410X9+lh62FOrx7dNAVahS15nwoGG58",
-	"wpbzFdkqIeazEmC07MzPsGuT9Q15GTqAsU0COyBRxd4xVGLXrnhqd99K0l32qJF1GZuzVYlZvoWWo8VP",
-	"EQu9laTuQGyCZFNUO/YfJexxwp4k7P/7f/5fbwy94aU+xprPNdQmi80aW5DFzcExyCqwWnD83UYgOr52",
-	"IpWPJhkxhTh3eO1Z2TF1B9IZ9OSvrop4sR9I4H5pUYS+Ry5ilzxxR3io8HHAUTw/OCtmKu7uMYqBZr8N",
-	"L+G1XRHTiTQK7c4Fq8ubime+/C1oB82nIgu5uQYPUY05aXop4jI+XIxR2OZXjWQhwe8/F2G1OyjjDk7B",
-	"hHrtvcm1EI33cBtxKhSAIgnmUBk0l3eie9HIQWTf1ExmudXTwRkDKHvcfkx1DYw9tFDAAVAT40oR3ilX",
-	"q7KrzHhzgesEl4nHLhs956VgketqtxXyQkUUYC3mzjiHrF+89TxtJqwSOYdkaPIUnZyfsWsIkUaNoYct",
-	"x/eAszSXWMrcvuTQvzmY8mEjGrIlDgCRSPHctV7kKM/jWFUjaowWP8Xbqa+7rz+/Gix4rZnHgq/8Cdy/",
-	"FOnEvz9x9foPjkPS0wKuA8gdhMiG2UxUIhtTPcPM99qDTdaZxRpJBkvktyU8JsGRjzG7S34nXs8Wpbi5",
-	"Eosy52bHuPoT9AamCgp7U1OWpDC8FtMmIbAWATuDt62kAyM46HDnv5Cm4kb89Trm2b5CSye8yK6lQSe3",
-	"LNjttTQP9TE7YrmgMGkoFQE1DZXSA4HsmHXTF8qe9AYbfKhNWbtxQUmCY5aqckV8CYKJi7I2rdJIqlzZ",
-	"DecpmL0hU7FMF594zpf056LGvyEg78edi2n6HYpmB8UqzCZ74rOp+El1EwsvqCu4DNwCq5KYraY/H2KM",
-	"KERG64TlciENqpYTqPxuEjYxdSES+281k7l4fpewSS7uRJ6wyU3CJrdiJQvzaSGLhE2uZwmbpJX974J/",
-	"tltuf6xnWv4MbcjPn2YL2yiv7H9S4DgTnX4y80poV6e1I/zNags4bEu2wcgjSVSb90VTkO7xJmeG2+Ai",
-	"Cl5BBDPzkRqWdCPE0kOyj4+GKLYrYIM6x8f29JTys8j11kN4+mR4DNsgUEVo1Vl1ZygwV6uNmPjh6DFq",
-	"8f1gkVjKsrXSFVT7Bw7FjRGVffM//34y+Q8++flo8pcfmz8PP01+/OUoefbk1//RGakwhqXBi/fL0uz/",
-	"DW1PXyQFkQmObDumNn8MqsT88bNv+thXRygGdQxPv4A8//zs2+1S01qU0lqbFvfvulkRF+8858Wut2oA",
-	"P5jz4oFmWkD9hohrMp3zohD5WdaVMoHPQSzBZtu2zsFj07C2R0BHGzisg1eP7EhHbaW4buGEaWZyzExV",
-	"i/WinRE00kFEOrvOo7iIFjcLUXTHoL6WuWA5NNEk1TkM4eMAxqTZVRz/kb12xlQeXc85jZ5nqzL8hz1u",
-	"m5b0k/cn6JH+2ZlIdK4MYj/KNf/Rq9oS28MXosol3Isfr07H3IdLIW5jtmxLkfgMOx2vBfkzdZmrjVjy",
-	"rYLJKRXKr5Afbed5Vrn44rgskog5luN2JkCUjdGjJfLMOUe2NvrGqqUHcBsNWQ3Ke1uXUN8uv/zL6quD",
-	"MR/cVeBd+u7VFXvIS/nw7vFDLdK6kmb1MOjhGBXzRa2hhD4PLRvOguGyR9tMsX8SW9NaOOtOKtvIU7s3",
-	"mtvIP4vQHwTkuyRizRdrgbdWkq5dtuLWWQH9aa7HVN0Q++dWzDH2zYpl8kai3QBqdy2lFuQtwnd0gq/Y",
-	"/1X2v3WRiUqnymE0zVflnKr1rnP29h6PFO8ePf5zXL4rO1OLXZ5lk2tLBoZc3UA8vp31MV2SlD8nirRa",
-	"YRaY25I0r7UBAxcW1N5MPu6Z4Lf9yVsU+Lmn79K9ZLd04Uh2cJDiVyj2U60gvKViuSwEu64Ev91yX/7z",
-	"h70ffqh++KH48ZdHyaPH38Z3Yky27eBW+GGnKics7UIhdjvTJU+HOV9r4M9/+EE/tKN+9jQ26PH5u57M",
-	"olwE7spTldeLIq7fpvAMwxvwZqVQrYgjPrqE2LhnApHkTPO+zvMBFzA2IjV7/+GKvf/49m1caisrueDV",
-	"6q9iNba9MoiDp6/tgYk3H/dmvBRpzu0ZpFbtW8MmPCdToN/BrUJrCt079gH/Ha+ZamXhhMkiE58TZip5",
-	"c4Os0dXQX6/cYAetuzZOU7lcqEtAjfiYGujDT1xTajv8GmrfNIbxoluLLGOFHLIIvbx8+RYxyqywfczA",
-	"XFQYzB3DXJgizetMvMxyyKu1agAgXlR1gU4So9iCf36Z5adzXsXNzFmWX7n3+0nMDmfJddP8NnoG7m/3",
-	"oanUsqNSUBOGWKmlXlsG2Ay7k2M9kPBy3PpxBRQBcgAO9lrkqrjRzKggAgp4Z7vbkREEtATuMPnoJo45",
-	"KEBkUBAAaItA3If9fO1j18wv8QdhbZOjhxDRHC7EnboVw1n9lX0P0vrz3FdtwnNlGfXmmaR3XpUqjdg4",
-	"3oulx5MQ9hXHv2xjKBYUVo7TguQjtH7ZUaQU8Gfp3g9Eal2LDAUhe35Vbv/Aljk4smdbeHztIMYJdCAc",
-	"Il6JHwskMsB6jXGDUF9Je8GiO1bwUs+VOUnTaDjoCdP0BqR4a82weGTE09CBGga5M5CttSxyxeNRCqMq",
-	"00v0MEEdzqWqbteLhvTmcpiOuqFXvuUE40WdG4+sPcgK5whP2ZHlEc3DunBuQSpE2pTSZ3IBwc+8qlYO",
-	"T7RZ1QF3PE4jccudbNToHN7lHU1ptP0KFcgtCUDP1ZKsjDB5WeSAP+uowoMkWSUFcAa4MTydL0jZdmwO",
-	"mFmy5z6LmkB78cwIycyHYMF6NmnNz46G4JmGMMrWNoxWpW9XLskiGS3khFT4QDfn0JU46DFg9tovdwvX",
-	"dt2jccvwW1EQbmsQeCI1+wAbG7/TIWT8jnfvjgPucqXbfacjQ4N7AJM8G3HLh5E7dk1uxmMNr21us+Bh",
-	"EPD6NMfs/W5n8hRGrxHsfgSBdO7yFb8VwRb/zhvbgAiMOm6biwtZ6C9VWlv2AVf7SZ1JcyHiYfGtN32a",
-	"SmHZnYuQdmUBY4cOgFLO4q7QRuwEAT9EoRmT6Dcq4dHlknLN/Afbpjp2eHJPCQUGHlOZ1LJS17mdC4Zm",
-	"FPnq3P1C6sNofWZzi+wyRiNysItB4R5Xmaxf9NHYsoXD+guUbMMuxGepIW+7sLoRyrQakreWowpTtRP5",
-	"WkS0NttwZH0VDqHijS8ktRtDQfO3Ij/Lczb1HG4Kyu2Ul+UURKKpwyKdsn1Y7undXGlDD1t2l6mllGqd",
-	"n2DFfX+/xWJXyggo00lZ+roZaHxxyKcIC2WbtboMWLX96Ef5o8Zdn04yp27dWh2Df6pl6CXPGqWYDnsH",
-	"twNw8DKLXpNYH+h78b699Y43sPxDtq0smENM2Lc/aCzz4ooKtDESKGxNmoPfzlc3CJDr8Afvj2qA7COB",
-	"/rIyNWRkaHPMPn2izfqb/fenTz2+pFgvv3Ydd5zVeaU+r3Z1kJd1nltO+XkFeEWuJNaWR9EoV1EOKvlv",
-	"ZdP1noFPh5Mf/8//sfflZwOHk+dMFV8KlISE0kdPwdT5ru6R7pn/F0NJQgCg402gJFAbAK6ucbmQi0ZV",
-	"LFc3N5swwMNASSOPH8BCkIbXQwER/3sUksSeBk8Z8atYlfd0E0N5XR/2kBCX4rCq0Rv/v+w92p7pH/LK",
-	"/Ge6XVT5FS4XBMXcjjy3j4zYmiy+8hUxfCn8zmxtDEOr+sF8fAlA0khzSrABHu9rpcUzla1myFMjsovO",
-	"1DH3hNUlwLrPZTpnc2lbXyHwtWtjpDk+44Zfcw0VEDuwJOwjNyP3upeDAWJiZF/dGXGndVWJwtAqufdG",
-	"Nrvk+cjRLytpxITPBc/sVbvt+JfcpHPRD8nDqSAgvboL3pdfpiRCEbEdW1uCYKBxGrbkTbj9UU8HYr9V",
-	"eBMhTHljfoWvD9mFg9PimrlyiT6yJBPaToby19C2eBzqvZnUJY6RmbpCdC8rLzPerjbgKhaEbOqBRliI",
-	"Pst7P8hQMP8T/KT/tj6lmxojA3BkTfjp5r2Pr4ws1uhSLrHZ/Y8fz17GM2JHls/zOGdbWr7GgUYaqHOi",
-	"aqAP4De8SEXekXTrikz1jbmyarWlIzaTBc/RRT8w+MEaaNulBnDjIObadan7ClI3pS9iHbxvlcyA6gAE",
-	"iS2x+EVzArrSlUHQGFd5gOtbgWdFGohnvJVF9rwD1tOXPB19RrAm/Ai3AmQ3wPaFPoXtCHHds+DXOGl5",
-	"Gbzbz1UFDResXZatGfUgNzxJe6Jh+fpZ5fpWx4IPQ60SeCmiisU1ylb/w8Wj20MYXUa6uZ98leYE+TzV",
-	"wvzyqtLv0EAFYSX3V13aTXTHWmXtu258nWn6IlpqWv9GtaYjZ7Cv4HSbMhKq0mOHjjWnG4Z0zC7rNAVM",
-	"loS9JsZ+ZRn7hxpDY0+JqYOxAthyvHzxS8/E9iDdnRB/fPN7yR62v5fsuQ72kj3XfM+BOM/5KlZR4gRg",
-	"b6HWAWQAY1QW3zh/26tWGwO57gOPi9lpuyTsSpWlyCDRugtRWTN6i12LlDsYAJpqZcVVoxTTuVrmq5Hd",
-	"zvr722ICnWVlr2iMYFHDcliuhDdGCyVMzhgvVof3YcvEcOZw3+OIX7BoXS1647vMgjydVQfIQXem99yY",
-	"cjLL7xKGfy3Kpwmb5xrhyQZAySqxUEacZFnVvaYo52LmvL3SG88BQiJI03W7VwNCYrOCW0qII8w+cRCn",
-	"YR1+REa729ZkI5g51Nqx1mST8x4stTvR/misH81w9boZMnKm+E3dbB6BW6yLBoRJlckM/X4eX2NsuSJq",
-	"fcsLkLhp5P6rC5C/eRRk693QyB3OedKofojb0xrfWuxFr56xuTJfyje2L26FI4xRwHCJp/aK9lBRpT6v",
-	"OnXwq42qe3btKaWFFHOEIFOfV5HwlnvB///ydR5Uk9bneYx3nTQUbOoysew7D0OZN8apP6/GadxohqV8",
-	"rcEZ6LjgtT7yB07z8RhEdEKWvLlrBzgcTWGTwbVX0Y2pm7go/Dhu2wFOrYqgUPK9Sk0jnR5A0GpJZaNw",
-	"VMdkqneImDjUQvmPoMyqZvsu+6ys9Txxx+DgXoSMdmxGxxzVbJbLQvRdsqAAL+1kPuDL2162qhjVBWCQ",
-	"YUja1j1U8kb2YEbRMmBJC832yzrPSbzBhZ/JvKPuBN0+kcw1upnDbSeBEW4QDLhrQuz8HdKRFNBcZBTh",
-	"PRLoE7MeUtG2wh0zbtVMOBoQ7IEo21ZksiLzRuTfTkYVOpzeqDLGmRbUaOcD589UPL3tKsUFDT7QDF/q",
-	"Xu3hWVzZFqICRbeN6C1VxVSV2ZZW70WEbEhkk8ViBxFZ0tmXxliRaGtHW3FcVsN/eytOONEtiMzdY+Pt",
-	"NpcuT+R3t9u0jnmEGIBjgyUY7x+qHHTs7wuH3+nZJNwmfMlXoS0GG9pL9uizHpMKHtkoXYockuI41CxA",
-	"rt/SOPHQ+qqG0Wj7WNg+YlbR85FUlHbX3kmg8k7COupvfVkVKw8tDTPeB4SWg3ssXxVtsnsZbqM4vwiY",
-	"Y8UjV1WsSQjJhHJgMlEq0IC/EceMukRsDocP9OZntg8NjR3tcOGjraa/dghhLRxlRI/cXfpG8NzMXwrD",
-	"ZR5NVi20KHSNOfzoZs7wZScDWCk7lhYawDpEYTMxsZvKJ8RzaOHSFtkZ5CTG78XUDxAd05n4zOgzF6SD",
-	"CsaCW8YmRtruIKA6sh5nRSbvZAaXJ6wcRuSP59C43hAXH+PPhC0wTiNzQAQ+NCLIFY0e6hxqoHY63hrb",
-	"XkpxBfhBC8CkUPSr3dXbQi27HX1fjB7PZ6bjImjoUjeBI0Fb7ni/dVVfX4NZH/485UUmMxRPLue1ydSy",
-	"6CiqOxR34bGIOwJXdrk6PVR9QwvhUgS7mLQPSNKKgEAC7j31LokocmsgbfuUoN5CAVnDPHplk3VmQ/J/",
-	"HUMAvBMVz/0ZCzhNuLlQ2i0TANEL6AwFv+MyXzMhtWoYx7fzhSzsHe7gtte6G5COcQpN69ElBy73asFl",
-	"vnt12ABORosiYxwLDBbKnicKxRQLqsu2lvhcdwAbXOKDxh0LyKZWoXOBYfSpPe0QftsdG/g4wCQLFCsV",
-	"i8ZKZQlwHwHGrT8nMIfhTFY1bqWHksg1BeFssZp9BUgxqwrSG90+yYItgmKRI28g2op4GAY8mpy99Ho4",
-	"wOQ2cMaRbI3C9OMqXL67asBkXDXugCY6anLCBxG6Clsjb4xLdh/SNiFniRpulWwMF6V77+NI4S+4linU",
-	"2bUrbzeXX6va+INOESGYRRyRRKoYYsDp+Udmn0gjUlNXAoJIvNBPknFT3yxu+PuqN36qFgsZO/dYaBcf",
-	"u9pEnGIhsQz+GkL/2LKGRqk8nXNZeHYabX0psajnRutzpU0cvOON0qaFexaIdF9F/lCxm2mt8NcuW15W",
-	"Kqtj3PgcH/Thk+TRoo3gmm7XLwSwNl8YayOCdgsLYbdr1KeQuj7p3W3NVHUJuOpD2b9aFmm0v5EsdeT9",
-	"P8rlABvYNOlPWruoYlSW8xQOFJYgbwnXeX1B3L5387wLlYuOQlAtavgNCj5FCfQkz1FXaFPnaK2JZmGn",
-	"uU2pp/5Fu+K6w64DLGoii7BiL+isPlJvV1hIaClTHYg9OdfmVdwJCT83OCAaQi9bipm0shoFEHW23iUP",
-	"XdYLgOga6GDOqfhpXbCVMN3d1EWMX1yG1bFdH8gsjllR53lfR7tFtKKy9KHIB5DLYGMAnhLKNpP5ojEu",
-	"QDMdBWvqouCD1bagg5QX7BrqlLAFL6DKYHebgwULoUmpGb3MCrXskNLqEkqtnYc1pscMlIpSE/qhlZcW",
-	"HBCXMEZVd8C5cX3bBW6lb/EKB11C+rpprqDmGO7rm28rSMFGbM64RQjN8obU2jog4Vns5yDdES0xLqK3",
-	"CVrpbGCcL6BhcqNCMPqneVEXw7pUq8T5Wv3zXrtBXAv+ZaC6ApDTRJcitSoblDvJDdYL0FYUWxOjmmn1",
-	"xde/KrKgNNm2kkw5fMKkBjGYhwsTObLdUleLi+4wRn9L9PMB23LsQmnxFbg1IkOcq8peR/5SgWIzdtqZ",
-	"lT9URbXqrwX8EPfIDnORrXhF6VlBKGkFpBCuTDO3xNNp9wHp1IfoQUvvDKxLA0qnPf/Zy6j984V9hH52",
-	"DiLJohQZ4wZ4Bj3YP7v8wL59dvQoYXjDTusChDAswlsX7jP4Rn8N/XHHPhErZ3BVaSVPzs88vg6eLxqL",
-	"XJTooNO/gx4L9l8E3OzsBh+v2x03sh/DOYnPZazSXYd/6d40nlDPae9OoPk09NrWgiJLETtLYK+7f+ht",
-	"MOtxBxawDr/Nb7gs7AsUG+XqTFlpnwCX0znPc0FVjdfMQvmNqqSZr6E3v3v5TRd6s//Cm3TC1p1lGxu4",
-	"fHMyefzNs6gt+4tgvrHjZhHaRqSvC8+9EGausvZ6vXx1eXpx9uLVxqLBluAXzemADWoXR3ANJOzy1dXH",
-	"c3vBnL89+b/XZ/OsNZknG5P58ZcnyaNn8XEXKloF7cQtKTyHpApg5+3xQXkHMApDBXkOIN7N1h8zzmaV",
-	"0HNW8SJTC2ps2OQ+JhX8J1W2V5vXUOSsPY//XfNcYhXZslKGquqv0+ixHZkg5s04m6Mn0CkHP6kyYSkO",
-	"HmA6UjCPXbw+ZY+fPfozwlshQjmCoSLod6vQZIGFIGCQcSgRGZeWW8f348VZ4oIxCFm8rA3ly4Z0hBjo",
-	"vPDKyLSu5BRrQLjpz73yt1EyZWDtxyCguzX2x/F3AjS3Cxtly3NZZee8MqtTXvJrmcuoyaOxcbhqlPZe",
-	"hrJdoE1mKhICw42w7DDWnO9sxZrXNipfNu1T8s/4epdNB6fYfrTe5RcKI74k4YAs0gNgC0ZWKz0DZkG4",
-	"wDh5+jRqRsmUQDsKvrS7GWWHYiHtUW5W9hg0PMOHI/0iYV8jtAJqOSbNhDMN9yUJqbX/nLyVd+Kc8rui",
-	"BkZYdvbx4q2mmG2oiUoQATvh7zTxbl8QXb4ztDLMBFAPrgX4Up3/cEvNdNvKdNAvkBzjHXldoKd01BjU",
-	"srjJxcRyjo8XbzFskwKtx1umaZ9RIYr7T+41UBmbG8prDeMfW7sEQOCITB6Jh/xxtxjiQQrswb3dIqK4",
-	"mXj7YLpNHn8qv0ypAPnFnWI4uj6b067x5gnOCTW65eEicQyKRsb9XRBLbylTG0gN1ZZFN1jT9kt7MeSC",
-	"a8Oe4D8WShtnu57JGwzRBFzy/Qaj+uhgO6zEJ1GwRHdW+vMVFFKb53bHgNaPBLNowQ5hYdqMMF31AxZJ",
-	"FsXIwVxTSXNVI3bcwTH8ibmjbP/7N6/OD4JQRADP2vpIu0m0S5x9E7Gl9lCda+yt4Fp8OdlZzaEQS6gR",
-	"0U4hjtwb11rltRFve6jv6ROI2lm7EpThOXNEG6B2HoMsoeeqwiAEXmDf1HJDgNhsANV3LVaK8jq9WPhA",
-	"o1iyoorE7d+WstBejsFEEsAwODjG1tdIx25/OlcyFVg53ZMRCdmWFsCAY8/CwXAR1ZD8nx11pnePPdG5",
-	"hCAjTPYuRSVV1lrX4ExvAyD/7AsO5lzQcFJ1Jyr9T3YumwTf3+R0onckEPMaQD9pNMtVyo2q/guf4dip",
-	"vI9Ttp3w27a6TO16T3cwmfxxj/aX5mUeu71JfKnB1vuItI2QEU2C2yCE4b84zn3I+veP8biepxkiPu6A",
-	"VdkD+9gRknlV8UJDhewrquQcM6Ea/5YvNh5hhXUmR9XtxpL/91q3m0x9PcjhQTHqruLZOK7tqnZznu4l",
-	"e6qECPMyXXziOV/Sn4sa/+6s5T0S+Y5eG6+mjwx1apeNH1XyVnw2FT+pYrVsXtcVWP3cxil4ABgv+OdD",
-	"cPzjtaQTlsuFJJijCSQnmYRNTF2IxP5bzWQunt8lbJKLO5EnbHKTsMmtWMnCfFrIImGT61nCJmll/7vg",
-	"ny0p2R/rmZY/Qxvy86fZwjbKK/ufFBjSRKefzLwSeq7yNp/ZND/gsKH4XzPyMSWdGxb05PEmDwKUlni6",
-	"GhHizKfxbV3AHS7A/pPQldRHnVNW3+415K3cMDSGbQ1Ja7QaFlnEIm/riA+DN2KrcH1vEWe6DyC0MFVY",
-	"lW+kk+3Zk47Cq4OAgztVL/IND4ArhgF+2EUc30hmYhRDx+zNe2XoR0fDxSCg236WjiPbjqXPH0N48vzx",
-	"s2/6mHdHaih1jLmhux+iPz/7dmD+6ybzkJ43rXbtQLxg5Vo3o5uVZxIht4oQRLJ56Yd3RBdeZUin44SS",
-	"jiC+TbFkfPye+yAMRBsldEZEpp3j9z7COpyU8sreLV9exRwOM+NFowB6hcKVzbdkaKlQ0rUWC5qAIkdn",
-	"sRP/Xiydv9alDVVYo0wW7PTs5YXVXqnYJtZMd2AFLmVVFcJqFgWx8FxC0AX4nXmxChPORteY99dtcBv7",
-	"67bHP2InYza8dy2v3XjWG3cj2y5CL3JMhhijSxTKvBAzVYmeWUDowvo8pLbbLLe4Q3pdibazct2d2L/V",
-	"YCWHyO1rwXj4dZCBvul+HNp0WdCmP4pUE6urUumOtaKHfTsSE35/7Ty+BKP9XaXqcrcj/BqPJtigbmwz",
-	"zWHe4fz2iv+vK2HFqc8mGi4xkqpfSl3mvOGbWxHz4EJ++Rp6NK4vWEXgSZCVeFKb+Yc7UZ3nXBYXRpex",
-	"YlpmM4iLkNI4w9xGH6TDlH1a2tbYlIrsTA/ZVV0VCGvLlKu9GZbZ4ZVwQXKFEJlGswxklkKQnOXAU3S1",
-	"fazyKdt/enTEprKA4//pWmWrKVNWRVtK3cK3CgKGu6x5sZ0eUaiD10YhoH40x1hVGDsF1su++pO2nb8B",
-	"EEgEi8WoSVnnefzLcWcBPYaQ4aAqPe5kZOJOpo5kY0rMh/d/O3vNSJW1WuR3Lx5/++jbRw3sGyVpDeoq",
-	"2FV3H/gc4CGaXujH0Z101g59KTWmKDrAG5byolDAzoP8vs21B072VxHRRf4qVlQzH8osWqqHl51eZ/it",
-	"0K0qzYDMPwMlDN4co4bPuQaknv4wek2R0oRj7wFoNucz5/rc/NzfWsoXouKQHlXyYmJkbiY/q1aiblhX",
-	"VV/OeeWIaKBlWgmpmbYfoaGS1WWDNmfsBd+R87OVxh1UVyMpzWlxrpdAjRukrK9wh1iBCMFfX1SC38Yo",
-	"TJQwCV+I0Gu8hD6dC37XlSAV4iP3hqjhnoTmZ8vPr8KabiO+v2h946NiPsaKskERfCTZjxdvDxl4FHyh",
-	"hAXbn/7pT3/6v6YJm9qF/Z9/+tOfpgeB6kkXSHCvJOy69rBAviywHaBI0EbNi4wBuJ02HJ20mi/Ec8ax",
-	"9HnBeKGwhjRF2rrbqXV9NRcVVBqFONXIFXVwyE6gXRezGrZRiYW6Q86wiBaT27Z2027X2kjUvh3KcqEc",
-	"9FGL6t50QVZrUe0iReL5fN+v1ui5WhYuNDdVhVa5CLQ7nCtLc8Gr0YVSK5WLs6xD+bAPmfQBhgO6B3fL",
-	"UIk75e4UuyBQppQw9TiWLrk37aMLNAeOLjxzugduzbaD9JUdoSTTXmK3Cu/uH8cRmY4hgnwo/AbSuKQh",
-	"xzIigVntvORaL63YlnHDI/HC3Q4ND0Vg2w7dGtvGIPbTZTdNLvjKSixAl5150W/VjSyGhw/3CNa0tP1s",
-	"RPb6F3H9/JtfEN9LC48V4QfAHtwm2VVuVaxRFQNPSzQW2b6N43WvI54D7NN61bKtBt95oJtAYX8kEAfB",
-	"L+AOYcldx6+pxbZ5BOH6oxJn9heQcQmxrv/IWQ6cC9NR9KPH0L95IHYvLoR5AuNCse2bh3tb5ULAqWiZ",
-	"sey7CavRS8IXqriBWAFcOlmkeQ0xF7Q0wIyHo05pDq2kh/C0Jw2Wl6OobgtzeJpjx+fHDsY4DHILk/wD",
-	"QtsWvqv7BbnFTXX4NK7JUaZyuGnGo9w2i4V9QvYtIN6GcLcJ2k8svdnB/Fbwt9+L67lSty9FLu9EtRou",
-	"XJTRm2zf55ucJOwHfAUzZSCuAmQ7/cPeQUctImwG/3GqFiVym2Tvey4NlAU2kAXtCxL1VCECQLC0rqRZ",
-	"QbonpTELXonqpI65s5ocITr5oGRM9V36qeTm0+HhISYOX9daFkJjFWpRZNqK8U6c4ClAymA7+/Cxpo8P",
-	"7BrciVwjC6ZLm6Qelip1K8Ux6Q6acYZjdbZtCIOqxAyz8Kw6/PToEZvyUn6CNz65PYcgM1RqrKYHjTRU",
-	"MjemRN0tPanSubwTVzK9FRE+QI+ZgedocYdAIfqdZurBMtj+1K6rquTP8O/n7AVO4If66OhJenJx+ubs",
-	"b68+XZ2d/vXVFfwmplgsYgLrAUHZVnJJeVWtguy4n2pLWdPKpJ+ob5zx9GDsTHEgXSFqAvhTaflUKkte",
-	"GFrycBMazSxpMkrIrP/9mzOsTf79m1fnzXpoppUv+lFkvMrwTcozZEtV3Y6dALjMYpaMrrH73fqHkgGg",
-	"yTG7lkWmId6qUmoBw7b/QAtawipleAAeVglMBW0hokgonuTATPEa3fv3yeVdOrm4Op3gWBtGWMq/ihDe",
-	"/xQIPQ6jak9Q+0AwK8LRaHK4m0OC+/TpjdJmAqcMP5uijAfqeYbc883V1fnlwTGCJU1A6LCLRkmX63DA",
-	"EAXLeK4VKPeYh4mzO9XVDKc3ddmmUEMQbAQTrMXAppcinbwWJp1PLqURUyuITj/AsylYA8xcrMDAvXaY",
-	"n7BpqqvZp0r8A0o7Tf1a40o0ax1Md3OdLeOTUdhBS+1oC7DTP3fWrUtRoUnVkju4vSfav2XnVwmegzA2",
-	"SdViURcu2nXBC34DeYSNqawpxAmnJ4APcHCBtkX8Unsra4LOhIlPX86ETnzUctJUUoc3keYt+WpXoElW",
-	"jGcLWUhtHKHDDe7CNu3kpNGsrK9zmQJF+MxIDCvGK9bMNW1NzkFAJthmICEGRZOdKxgLizrSzESZq5Wo",
-	"DtkruAf/7fLDewY1fJxrpNYk608ByecF+Cj0nJeCTX9JVSYSh26ZQG0HcZbZiZtqZYXv/5U4qOv/9esU",
-	"R4zBQNS6M+kStV7ZBiZn2dTqQKUqtPDp0VCpHoO8xE81zzWbUnfTxHMsThWGwGXpAJgWWCawqRNF25Wr",
-	"G33IzrkV5cHFHbBAV0HHfSKKO5ErmDPKh04sSRhIJQkIdH//0U4yMNEtQOIuSt+H12kI5Gehsjq3+2bq",
-	"qoDNRKoQhYF1wVpEU9v49JC94mnA00DaR/pwd2joubVn+rNlMZPmx6lHYKOOm5fwh2lTO4xWSRQzVaVC",
-	"RxszPgUcvNvXK7gX0c4jNYOddrRMuySa1F7XE93IVW3VSnJcZJWcGcbtDYEG1GBm0z9N2UJwe1PVIEL7",
-	"RwkTn+0lB0WGmt1E2rCsEe9oNxU4Vc+ZVYlx39I53ZKMF6pYLVStyfsdFFULR2J58NSe0rnIgQcTdbdY",
-	"M7ZwyD40I1rw6lZkbiDNLf2c8VJOUExwQwEpwwt5mnib5cFg70G7boBE4YUs+6I9oVFp6zhcoO7hkHw4",
-	"8ddUOKi0ffW1hhYM2F8UzYCaNfyUiULaWyNcHjztITFrNsXtmg5tJLLF3l3snHmuUp6DWOcbC6dLEhBV",
-	"MbRkrlz0Y65UCakqVp2pZpzQGzb2ya3FSGqoTOqowfBbysHi3cJf4oRPYpvTNflmyvZVlQxJgAD70CsV",
-	"b3RMgrE7RXHRUYsiO0h8ZXWQ5Gi89g47bkVFJVZAEXSseeE1FBTrIVPI5wfRjwYzL2L6hpXC8QSQK2N6",
-	"2LXe2NEE25zC5mgvk7oJovvTp8S1B0ehqNcqW7mLFWCxtJ7Vua9fqPE+xwwh3bDFE5T4NNv/YY8+C19m",
-	"dZETbqsR2Q97B8eUhpI7GnMfkRWtncqHWP+QaRXKpG7lHh09avYH8XeplP734vpSwfTqEuDiD9kHnzCo",
-	"Keul3ReEQ8hcFOY5jrEheTVrhJwXVDDY+63gKmD7L9xCFIpmRnkXeIrtWtihUj4MmUAPjtsTw2pvaDu0",
-	"RxnFO7y09gmwXNzB/cTRpQol3ey/zq/+gy3UnbB/hwX3DhzcGAyBiocRNptXsrA8x9JKYjQ7aa9AMNdy",
-	"9vjzZ0cHeJO57xJILUudDaFtmLgRhah4jsvz6CDxapDB7i3RTe3/UN7VlAqzE841vwEdfX3sZr3i4/70",
-	"fVP174QG5o+2E9mm9PrVqhTTg6D4IPTiwEcdNhwJnMVxv+pJa/L46FEztsuX5z5OB7b9KYi3lUxvrah3",
-	"dvrKCg1YjkJ7sJy//PnxN04uAnKzfa7RBnRRKDPH5LMZOOVIFtvnaBpF9tMY7NH4a3/K1Y2qTYQYeMGm",
-	"WM4dYR2nh+yErAElr/hCuOpKzUg8yEgm0pxHmdhRcH06dyw0OrWCIEYlgYzFmb01S5EbMseRy8CNk2sm",
-	"Z8QrAcoA/bxN9u9xLPt3vU+wKPEMA6UPDtmF4BmeeOxHZI0y30Jjs7zESUttEL9KpEKS79idURT+3IFt",
-	"32pW85baiCJdTdl+s7TTy7s0fHZAkRAaDiRaBjiW+6SYx+dsClf/NAnTu5JmydCzd8ymuSwEt5fidS6m",
-	"mE2NMAHVQrfg5fNG0caDaZlp3szYHhBXZAeERqRCBIIDhR5iSVs4S1SoC8/9DAoIAXF8c/RkvbCMQ8kV",
-	"3Oo+lgCbdbZd5woHbixr8UdtbfAYk4CLgKYHu8ewrXZGalngfibuTeAV3s0bRAUAHLHVVm0TKyz4055j",
-	"rjRJZ3jhttTEoMRvWy0kSrg0PBdOZNt3zy7vUngwPXgelkVd8BXLrdRAALxswWFlKlXfzOmiAVUeufUh",
-	"+76ScAs5s4qr6OPCH5ADixVsSbMjzXENiqp4NgoHnLRkvz0o92bccJbJSqRGVasHGqpdksIoNSDNLWED",
-	"ZpUQE11aYbMSoK8R09BsiWOmwfw5GIw2quI34tOszvMp2/crOj0rdD2bydTKapf40vQg0OWxZBx2J7Hz",
-	"DA1DuHIuxASLWTm2ai9FOxgDEh1pn0BICZs+xOI0U2evydBADZEPDdnhQwhvIf0Rgy3AXSVNLnywSNRA",
-	"dHJ+FqDMP997dHh0eHT46NlfoD5BKQpeyr3ne0/sj5g3NAebu6sAbJW5h9dKGW0qDrGXZTS25BTcXJr8",
-	"IJYxoHoaWHgQftwB1clCG57nzV20FktzyD6EagcJ7RDvI40W+QzZrZccuNckrledGs1zt4YF4dMBC0yV",
-	"C07njSrjTEbANCTeT9y2oi1/quwJ1a6m8f50MqEnE/uLFNoSj5uVVYBmqlpyMIe507s/fY2/gXgx/feJ",
-	"/+fkT/jDheD55Ozc/uNvkk+9Dp7LWwGSntd/MeFh89p8Qndiq/QyCJmwkGRumAe2CFWDUgNXxEIZB353",
-	"yF6rCj7SzbQAdSBnei7yPMEwehDYVI4HuqwAy4s3WDeekPA4kqqQqxuyGxVqjWAg/FKTg0UWjuW9cO1M",
-	"TlVm2Yokgz2keTgR3u9lsOH7nC0rBXdNJvwVBytViRIDPlQhNHv6+C8HlgZBl42OqnU7ba79X47B3LVU",
-	"rMLoH2+7Fp95aqzCUghAKTmEDF2Shs6yved7fn4ntl84l3S/673nf49CfbdX1ksf4YY8gKVOCGmCiCak",
-	"781DNuA6aO+D84twCFAaCC77ER2eQpsXKoMQXDtUqjIU5LU//IfG0Oim6T6PbnvlXJAaGNjjnmM7n6SR",
-	"cO1RyILIT+9W7OJph3uh59ZyGXDl4r0CrPTx0dG9TQ8d1vHZxBhuKz3712TvKY4l1oUf88MXPPMLZz95",
-	"MvzJa1VdyywTBX7xl+EvTlUxyyW6rp8+GtHFOV/limdXSr3l1Y3A774Z/u5jQVj+IoMgYquywcePR4zy",
-	"Sql3vFjRckDJuW/GLOFZYSxp5VgAIPRr2/Nrid9Dn9PV2U9l9rLnNxpCfAjYdP2Kc9FNoUV77/neX/6y",
-	"535rTIp7z/fQbNg8w38iAf+adNz/kyZ26UZEkfyhaIJH2Ozg52wlTOO3CKLgQHLXc7KGNDwNRBorMVi1",
-	"xWUHg2MRnqgiKlYcsjPTGD7WraHsWqS81vbSuVZWLPcBVU4y9/1vMujvhPGc5tIH/XytU7/eVQcDaNYL",
-	"t+nwD0XmVwJj+XzCABJ7mz60kXkOOppRVoUj3tVJ/vdK5ikvTTrnD3+R2a89JF5kGPsjGrmGvgxSqDw6",
-	"E+RTZ+hZPX//HZMLfmN1HqgyPZN3wnntgJ4dnmfdoPsGd7WTSSnjfyZnRoiCLWRRo/WHDgVKteAkcN07",
-	"CQ+1wAZMKkBmhj0JxuJeRk9bC8YZRDHybR7S5M8yMPU07+RgzoAp+hFKMPXqOlgcJAPsEfkBWNik8/F6",
-	"Ee0p6mCY+JolCG0NEaNlzlNM8tk4pac4uCERKoIIG8KqgwhkdaNGAJLZxsUfij8+4Kuu4c2o+NPLLoBQ",
-	"HpZYwyfSMOL5R5qO8oZg6xZQoBNjkyieFu0kOwsIT4c/ea/Ma1UX2R+KJeFZ9scm9bTyGzObhxSy061e",
-	"n6H90avYyF78piY+SBovWDI2aF0Ly3cKsbS8KgmZy3KunP4HxsAwN4F4lKUblWeWf9jLsVAsV8UNALl5",
-	"O+chOykYleiwLyIDX2ESB/YcjBKU0fCu5/rWoaGG9rCAJ2ye6gtcrC8/2WjwBuax2yHvT/AbccZ3Fwlo",
-	"9qduLl3nvrUBhzvK83+c8wqbtX5gyfHQnutvdIrBijpx6mOPfYzMra38h0aSvRHZxE4oyG9hHEQEsBbL",
-	"4oZN6XSe09dtYyqFwIBfw9s4VNEycTRujMDONj0AMRlxizaCGuJ2tb4YiectP3bMJhULgCDWkAt+C5Bb",
-	"DpS/EBItXJiARIZ3yDzyq1ioipmqyf3R3igrjZVIcC02lo+BrcsKmkteZWFOkxOW2lLXA03S0YSIz34O",
-	"/hFgtZCYC07LqSPgQzeiTzj8acJUbcDaOLVN1ZWYHhyjVAMmdHBYBMqNBwJLvLmeZLKnj//CphU34hPB",
-	"lE0DF8tSFplaUo6v1pZJO1bgFw1ExIUgWAD/c6lyma6iqfmar6xitzo4ZCd53oS9BBkXFIZ3p26tfNak",
-	"WYQI+3APoakfQyTRbwYZeDEZDg/Oh2XhNm7v6xiOsB/XyYDhyF2UjlLCpf1tDUKhq7VrtK18K5e/00Qj",
-	"utjdcCOXUJQYNnJ3sfDRGOMMp0Abkf3L2HR/V2hjXELGGZ5A4nJQTLc5U/HLsuH0ENLcYvV7o29UaHPj",
-	"7gQe13djivRWB/IijRu0Ykj5Dm22qoToQEfMyPGIWWoAB1gq9saY8kORrxJ2yRfiUhrxPy9NJVPjWNHz",
-	"SHZHEDo7V5WZWLU2i6aM0A0IAePxKHfb0vTSXg9i2gSNuAlKHQmB9zzGhfXTqLBP+tH3iW1P2o8CJMtp",
-	"uAP26n9PFyxlT5QlJkJTsTqI4bqiv1rxyqeXF6/pI1DaiZVEo/U3g/UjqwwXkhZBHaWu+P1D9j16cELs",
-	"GboWjx7FhRzvtNJ8RYgL3g4FDA/1pg27TF0J7f1JLaPMpoDQYZYJ7nMEHuBObm055qXG0dOzJlaV7dut",
-	"dT+7AD6SDp2kh40cEIVtWmZclExE/ylgSd+i9QkucG6Ep5mycS+6aVqCbJZi34oi2C1kek1gBREmIa2U",
-	"1hMtTeMn219LtXgevDRFY5fVAuVN4RMwDuJC5FreBYUaOgFLese7SwdwUhkKanZHNoUNWIWvJGBA2yMc",
-	"Ugw9Ui2xjBcZqfiOLBJi6agA4fb/tpIHpf5c0mXQ5ZSiU74EmF1RkOQhIZIYxT8Iw9JYoxtPOIz1UphJ",
-	"V9rR1Sb/6GKTlu9Tq03qGY8kasME/sByzj+1j+xDaW+ndfX0t9HxMdSxW1C5CFAxnIzlZeoiSCcBJddS",
-	"PgkPFCMP5ErZAlADa6mqW1SV6FptRVUEZrLm6tAYw1tkDsrkWhl3BjDVFWEMN27ilrKOcat+8EYxUeB5",
-	"vbEi1NOjv7BpSqL0NMo97UL9ztpOyHFIhYmzHK9y/pGVld9Lb3jlbCBE0Pd28uK6AKI6dDjcTF0VAeTG",
-	"tZjL9dEFmb7291tJdCvJyMZN6x1LC2I2EwiosYEX2lwmDuxj1QSJoUDcGLFzjPBEeYzsNoplIpUQ0yjT",
-	"OcIA2F/1XC3xe5iJ1FSVFUTMIGmIIlXvICIKXgWrV9zDhbYIiAz5mtd90E2XVWRjN/zBQ1CP3/Cg/V7n",
-	"5iWsyrXoIM/Wgtz3IRr0ImGY+qaU5DCqwO0aWtNbtxOMHXRpfBhTk10YRqge2+un3ZC94DTYPZ8zKK1Q",
-	"GDINumQO7aOlXXI7Zoq4ihOqlC4UHCye8zAJXQaMH2PX2T7mQeEofDag1ShAUynsRScy38I+ISKp2iSN",
-	"QdN7nimvBA4m2dMOAkP7Izalhj7RJ9ND9lbeCn+d2wWbtO9izA1wCRZhaGEDV0etPtD3ltze6V279Hz+",
-	"D6RA0P51XehhIMAWikSElkPJbFdF4r8ln+t2zcExbfGWhmlgAUfkGiFn+Oryu8Mq6BQu3kI4WgNpoPIM",
-	"arHJShsM4KYzS8lEDpN7LqtsUvKKAOIhHTWndEMEyG5iqo28wyh3OOLHDibIShTXsiDGefL+5SG79LiZ",
-	"GuUNiF5G9MznDIEzXZwzphx24C9DzTXV2A8kppRQelfMzWIX4tSt1oZLPUYnzSsPzznomqPeAzijEe/S",
-	"YP4qVmCgHv9FAHY69pN3LezZ8d+9V5nY6oOXDih5208aGOfxX/4NUEDHv39Sllu8jTknW3+w1QxeEeTz",
-	"FnPwQNzbfUMg4NtsfQjvO/67Nw7zeatPzs3PW3xw1kZt3obWtJVWEDpsiwVMTc3zbb+69BjC47/5jhC7",
-	"XwML3W6IxIVhmO77rxqhgz0DXl9EtgkR+9z980d3tf5eSpVdQ1cqqbmjnOjgf9oUH46+iYsPfsHvpFgC",
-	"emFvUltTsCGMSHWqEiSe+4rk00N2GuZ+tmsewB1d5tIwNZslTBRptYKM+Y0s1FuxCkqn+oubTQHcefpw",
-	"ysty+nCKqE9TX7+kLsBN4sBlqbF9NN3hGD/hN5+8Je+A4nYdfLvDGUWohSlvnx1AfJkS/t/0GNEp7Ad2",
-	"Oi0gfnIL+eIIUwSW1B733GtnHJ+4SqMuFx8UOcuYBVZcXosMgd1xXO4rRYWEfQw4byj8zL75QBMGeuKL",
-	"pwJFGNxTvZQmnSMy5G/osHH3QWeEMG7afaQM/Sv04w8Q+oF5RbzNOe+JcSIa3F5M2XrItRZmAtihM1E9",
-	"FJ9dqYGoCvbqM+YMkW2EqLBRojzrBag7TGQWBE06E1WDpLKPofEA/nnoB9oezDRxTbBHB22Fy7JmKlQA",
-	"3a5pVoUyDGcismNW1QVmfqDZxiNYIFjoJq/CSTphxA7pqyYMUUdXNOuXtERdR39jLf8pTLW4J0hpOiS1",
-	"+xUuRpwQuXAnJC6HfA/3aFkJ2+IUUtmpwjVidRx4wIEm7KEVXEKxm9ywparzLMisShiBUidM38qydCk1",
-	"GFaBFtblfHXI1sYA1R1aUCkgORCmB8/ziaomflQF2nbtfHmKUI+8+ZBwY1aMgluYJLCH9YxqNsWVasI+",
-	"/Lbd4AG03R0yKH1AwMy+gA9KElBO0cs6GRX/vl4xEKse8rJ86Gpd14WLlQQsaZTdcI3Ak0vIJxBWs4RS",
-	"Ru1xuKgTqHkvF+KQvW8kBM1y3sQ6lShNTQJjUalU3i+CgU4jIibcs0Wc2XydoFkr9UKHA+LRJsMOUKJw",
-	"X6kAx28uErnx9wbR5rxg+0T/B/aQNLBXSPX/kpb+K0tL57izDJMg7MG2mg1x5q8vM+EtNM5O7a4sWYCW",
-	"aPWjBiVIVkH9trowutfW+x12+wcy+DoTD1p9fwMDDXQ4xkqDq/4vG02PjaZNoL+xjYYq9Emj4VisWUTa",
-	"JhB4N7SA9FsXgEZ+CxNDq0Zrx00EY38Ak0yaaPjgvd/lDsUl6hvyvywL/+0sC63z/pvdkg9/cZU7f0V+",
-	"kItYqZOX8LtuShY7+L+iMSMfNxVnWYRBFMp8goJc09BE6gqDkfBOpgrTgGstFMi3lFqRg782CNvEAbN9",
-	"Xwq7QDxDkCoR2RDRl56T9fdamfkmh8L5rXGo7e7xtTv36963Y4I3G0ZBpZn+8IxiW+yD/zIRoEheTanE",
-	"r3nWk72y7kma5v7Oc9k3wXujSke2T85mWfR7Ojn3Lx10V3DvOEG0CL7A5h9PGCCDk6uT/N/sfP9TCQJI",
-	"nb+DILBpMBsZ4gV4xLK4QSiUxty2j5o+mj8zqVN1JyqRHbRDwuK6NPlC/2nDp9ajMv4gURVEI/+Krhij",
-	"ufdYob+6N8RXippowasUsJH4tcwh0LTjVF+iRwOzeH0DTIsFL4xMGbbkkMDBondTVy6h1RXtp5qRbdDA",
-	"i6A1aITQUektkQXwhWEO1lwVQpt8xaYe8Po5+kmm8cQNF1VA3V1Cb6fN3L/+MeruuzPFw73xT+Ei/J4I",
-	"zBEMEYQqqWBDJZjIpIHiwl/7lPziQ4xGar3/P3vv3tw2jvUJfxWUa6tib9GXXLqfabu23nIn6e7spjte",
-	"25ne2mfmiSASkjCmAC4BWtGk+ru/hXMOQFAiJTmxfIn5x0zHNi8ggPPDuf6OsRrieXHu0qgU1DVrMd4V",
-	"G7ieE/i8UkqqccIuqCFswj6oXCpQwaHam2KOy4E6b0eX+IjBCZY2Sn+QsnfW+B4rQLsJeTGN9B+D/fxL",
-	"wTNgYPdl+FC/vcYc/lp9/l12/zZwnIjTW8EPxAreahJNsrryUSvRTKlz8pthri41/LIVz307Cl5Zve+O",
-	"RGoikUEZgR6NkOLThJwXJ7mY8bLqfHqoorRZOtt3Jzn3JQjngmdbEoMQ4KnWEOeN5bVQ5OFY7/ZhF2QA",
-	"uFspsyvOxYXiGuzdAnKBpTNR3lfCOIhJS3cK6I5A3XrqhrwgnM2rqKzSXXbA/gzNMb04l5UyWI5ckN2V",
-	"hMzRxRMaXjOgHNuBJ+8kZrzd1lN373jh2F3tCvtmUd+y/+sxuL7Web2+V1zqI2YbOcruOhc3shoOya4X",
-	"3YmGl9DYsXbnQYOn0SrnAOT/3zDvv83U8OXeVHuw0qZQ2n6i4bRY1lTqIx63+uLXqgeMezcB/IZifNGl",
-	"eMfyW/DKrBDeMw7Nz5zYTbmVKfM2wDFTGjuZAVVQOhFuZFnclE98tlSCA9m/tpwfQCtW0Du8jJLtjyoT",
-	"qRgnEVrErnXou+meiu8dilRPhWEwxhZzA37/XRgclM3csMEK+upegu8ptxP6vDTW5K5F1/67W3B/d5ZE",
-	"wv6t9dQwaIKiC08nNhUlj4jr3fNOiDQUa+ScBUGS7B1+IH6Qcm7cCX7Azi8vzuoIWODK/IkNCvtvOE6D",
-	"ujQ4YR/++Pu7X8DY+PXnF397/rfn3bfGvR1rOJEly6BqHfqBj6nLa+1nb6V5RoozH4Sy/36Atkg9OGoP",
-	"vMYeObv8v36Z7sUUqQfq+xh3YhdtpriJcw9XT8pCuQCqv3jPfhtEIgKYA+Iu3Agi68CfFGYjQjgYbnQT",
-	"5dcB+GDXVJGFwIHXpB8DHtb+VyfF8bQ8bO1ocbSroDG6rgebe/XrLi7HXQYzlwR/PY/dqblqSLo3OJbQ",
-	"gI+5VI9C3n1To+9Y5mv2tl76H470I1fb7QLAV539Rlgr1Xizcx/f8GxB5OeBdW3KVcVzckwS38bjO/cv",
-	"/JQ8ePkPI11x3vsF7qX93s96U2+srQdwL4StdfWGQGJbA3d4ewEj4ECPY6YZdieE0vCzy/+LtKiNhrHP",
-	"jK/WReGqGwqj52TCDXQBewSS34h03qbwb9MR4ge5gSekXvPGkt2XZ6RHrN4Vsrpn1haAclN3MQRNVrTG",
-	"wh4PmAxp9X5R5blP8mK71MOZWyumBZHZR6EYK6diL2GlMNWUwkX7rJEuRtHaOE9F6Zkn+G5jajtg54vR",
-	"WgfrPly2G0K39JtPdRR5gB2uMmkwhlxf63812ItS+JftJlvOH0fgCJJoN0v99PTWONfBh9zrTfcECE7e",
-	"sCMaCRkShDtxUnp29+BQlWrfyT1K04qQcGXbMsEh800qaozVRT4UdZNxe5E+Hdj8MfYbc0ZukgEO7Wgp",
-	"z8NDw/L1LRDRKvZVqTzNmaYKrMcdOU4AZenze2G/PyPJba0oraEpJrdZErWxxGOdxH6uV7hHop30jLoR",
-	"w1mfSyWOQwUUyjcxlSVRBWTSmVEeXd2VWZ4slW5E5Rzi2s1+wpSYhULKwGwG5EXIZ4aFlgPsj5PrMdMj",
-	"xn0FRF2CY/nchKKQleRG5zht7/W3GVHJfRZw1t/wv6TKbsx7/V6Pfyn19GZ3XOqbXf/BreGdIGg9G5sU",
-	"gEZiw4Sy5ffoab7XolEeAU5Uy3Wn0SOjeGEm2m7mN474mem+YOIloZwUNW+kbfZZb+h7yrl1ECanfCye",
-	"GYBXRDr5b4FcmUQQiDaNnilnESO/LDYh46VDTmolzLCXsJXplbBs98cjoos0e2zoVhiPHmma9OMpwjU0",
-	"zB+WegZdiLiC5mIwShheqFqgDn91WcIqp/NFmM0lwGxO6jt42EjWPVFCnmqyI6FFC7eTnWRH8amoV/Vd",
-	"tuTuiTvpTPnn90KN7WTn+PmLvyU7U6nCz8lSn527sNnCfHS1J/LbyJ2JbuUPerhY1RaNt4jgN3pXUFTN",
-	"QZHz+Q3w4hA7Ea1Iy6NkeBLPbokkBXGAzLi6ZAMv+YMgrUhsO3J/tDa/QDEfsN3nR/s/Hh0lnsmX/Xi0",
-	"V7c1+3j+3ktXjDw1lEgo5kUfeg0G8Gegv1PasonO8WkLKABqFn0bdk/XKp83vu6ZwRcaqnDK55RLwy19",
-	"2BrePC8+pzjVjwVTbt9j3pyINd5ynFqY81yOBHAH36mXfGHZugh9ce94X9XH8/c9mc9jdnv/WnJlSTNB",
-	"xST0antIsB3nCbQGHC9B2ytEKXUm03q4TCsHzt59ZyguKUsI0pXXPAc4fvnjUa2HtdRsPutUDrEB47jk",
-	"Q6zZvhLzkYM7ZielrsbY32Xq1poaQiNpILf1ANzA6pJUAv3/efb212WgveDXizDbHTJ8ckC7YWDSF8Ns",
-	"RCJ39wC8LkhpuBNT/xE9/D7uBGzbCrNhee/Y6Vgj7heTa/vXRva1gyqPKe4utjtAEBsgRk61sawUKfSL",
-	"cKrl3gF7Z6nmwLSoqUyXCWRNCA6tvJ22C8o2ah8DdBKGuaITawxHGeqqtTp7zLhX0oPugq28aqtZEqDz",
-	"WIn3VxtodmUtTyfQJSWqY42sbXzQPHr8q6NXmxjdjwG2k6XeJEBiC998wvxiu6Nxcbm1Eh3jdBtl5RCF",
-	"qqZu2+PT3aZfO6zTpT3hTZ1RY0+4zcWApMHP6bKzBIb8/yqsGqMx49N2Vk3k+jFiLtHitmK7oRlccywn",
-	"wRh9ZryRgH3mTU1jvNc1Yr+dG2Mms3PnGHjKwpiHWueCq418LLD0h/8qxLh5vmE3JvcwqTgW3C32SW47",
-	"0gBB4Jm9r/a2FPuukwWm+U61eMtX9Tk6pWOAkkyOQ0gK41CBjqwZh8JMFupV1NFJ0LcRdMJGweJQFhRr",
-	"5E6wxgjtMBauHDCofH5MHDFNxZ/NJkLRA3hZymthDti5KASHQmhp2YzMB27jroaVGkklqZN5fQQBeXhI",
-	"qfHjbKTH1ImI0PC8K+jeEkRH+pil5JoWw8JNYJ9S00fZt6rtwjKERqD3xKhgrC664eiirsP2CmQTkC4w",
-	"ryZpLfdnu0bDwR4y9KJ0GaXx4x0AjLlUe0lALg8T7hKnRGbSFNw6G4ClDo7yGOp0sQHSHbAPENdyqq+D",
-	"mqbyyHJNndyICLIFEHTxWPBAF6vhAKbse5X++xNmXSw0SS7ulHIB2xwfTrWSVpeUErc+GFyVpdO3J85K",
-	"cYMWauwOdaQKBjnBpqRKZwKLFeC852wijdXlnM2kyvTMCTRQ0yXkMfJ/5tei5NBAUFnNhpVT3c0B+4We",
-	"n+qpYKNST9lE8NIOBa/boGLlFL55ovMMun1NxVSXcwz9qjCspv4A7BDz0LKUWO2oVUkpUMAAwXQp2q1S",
-	"nM3f68m8sdDjEyh5ZoGOHUwkj0ELE0kaj9IzsMumUlVWmBMmxwo+A6af7sETxE/9ATuiJtnQ34Wu6bKF",
-	"6M+/4/MbFlEwW6SyL1/sJM6sk1Nnfz4/OvrbEdjH+PNRsGigyEOUbTbeuXDmTmobX2s1+Ifd+q0Z4R86",
-	"E++yLjPzx5cbWJk4T63zveblcGf75GTcCmiAu7PBCN6qrP39JyHsqdYO5q3KbmEoP4MMspnM7MTtMPLz",
-	"1wNJJ9oI5cm9aVtOnIlu0Zvx/MVRkOTVI8Z3Uah3wz32tx9fHcV77HnLHtvqObok+y3n6GvCTY+T0MfT",
-	"C1x/pN6aze6799fHGlp6NNfxeYpXth2nL9uPU4c9bSlWSyfpIZ2St3+iJsFpGqH1+tOIdt+3HEoPTYJ6",
-	"qblNqaG5XZaeOxKYXKc836d8yLViw1kuxxPLSkHE3HVG2ShqMAHlFrFSWJQ6FcYcs7EudWWlEiZxemQB",
-	"pV0yc1Pg9cXXZx8xg6cA+uRcmFZRe+8GTim222w+Eb8nxD7W5Nc9iXYTbvtCcMKt8DPj1zhMwjY3sLHc",
-	"Vhsm0bovUaYyzIpy6jT1THwWPudfg2PyWrrXBlcDySIcCXAATMV06LsWg1uuGo2crYTKhOC5nTBumBFu",
-	"xzoTKczLAfsAG1eXhjkbU1pgfKaezZib5nMxoPm7oXw67tRM/+Kcjw0biolU2apj5wJn5WGfNTTILgco",
-	"zT0ucH/U3Kqs1tNbC4Xxe+bWZRW1qUP465p+ZySnvusR6WFwZwLGZ+GORghcOGWtvY7mLdz1B7xui9u4",
-	"fk1XVYfbx/EnHDyZvlzxV0dbCn/dtqNeffWOOvyiwNvwl/vjJvsrbJjgUsbHPTMs17qAKlOvs5yevUOm",
-	"YfBZjZ12Uhlh1u27UzeSNWkR7joms6Ux+H3dknGgvFtl87SIuyw+aHz/KpmoV6DH9VstbFKx4CHJjN/G",
-	"dyaFG5JhFtqTNSCc+0YiJqkFzgeH3CY2obxgovUViG7zc1v1oXpLriamezqiuQnl3XdNcndvtUTUnbVF",
-	"StsZ7LYrplH3ytUmVGCtpNHS2Hd9drgzg+Bk3GPYGZ5ya5yFgy8xmDAuDXWYRw+aP4vRtCeCpcpNIDrc",
-	"eDpJkACGCpUweO1NM0K2IucgmnEvTZiPkCeDw6kbX2KJuAeTGVc2BMZD281pwcsOmjuUpLoDZYeltSxU",
-	"Ta11OxCyFDj4EGqjIuzoCgDwoti5pbf5jKOs6114QXeM6J4QcnFdVyr18bbrybbuEljdXRvMwIUor2Uq",
-	"PtZkd0uNUsHtUotmjW8euppEOdvF5GtRmlU9wWOtiYYJGTVgl9DNqBl5g4VLRV2SFwBzjbb0dxrJE1aU",
-	"/BR0QICf7l4/us1030XV6Drswy1J4EwMnT2xL9VQf97AeYDGR2224GMMK7RxegSpKg1ha1LIJKDZ1BpQ",
-	"VdBZ+T8vPvzBOBwpQl6L7IC9BZezeyOThl2JAmo5tBJsgK89oNEf/KM6OnqZ/qb11R98KuAnMUAGG6eo",
-	"CeARmT8zTlapxgH/KLM9UoWkYbk0kP9rJnrmLtJGBBYcTAqExwD9g3FDybUau//Wz9OVHerPcDA6WXR6",
-	"GNYFSswRUvaE5WLM0zkzil+JTyk3OKnM4YOhBKByynMJyYgDrT7hBH1CPp9sELoyDT6oC/jTa/rL3iq/",
-	"zJ84V+9goW/qGf8qqpwW5SjYrhgX4FPBdoWENMeRLqedVRATWtrOlJpXm6pnOALarkNS1+Jc8q4hwDUX",
-	"cMmDU9vitd2IYodkDGfjoUP4fSGym85KZbg79gmYYcZiPAaAuAEem7mxYnqQ63EbKsPTDhFGNoBjvN7r",
-	"H3hbE289jBrLVcbLzAOfYbNSWiuUx2y82accQk0DRgVtyZXx5AYmMkWphy3RWkDytIyNW6GuRa4LwcRn",
-	"ntp8zoDV2b06Ew5DSwA43MmkbQwSNoABvsvCP53cux90CjkC2an9aFP3C4y8u3+hUuX+lXHLB3sH7Kx0",
-	"OAjdJPSIfg14EyVVZvRRDvfdVXBq8dSyU4BhdwzAFw/+8/ztm9PXl2/f/HOQwEco/wVSmAP2JnwN0VVR",
-	"lcdUQzX+yIpyMbBTHw+7+JEfYPbP/a/Dx+Pvf+ef3+KjOzG+vvgOwH2biIYfAd+zCZTRtkVB6JGsq5Pe",
-	"uElnEGsrG4HZi68HM0qpOZRqpDshzTMNIb54CjjEmT/F8EKnV8IeY8ttbicJM9Ww7r09FcbAJ84L4ZQ1",
-	"N3cqFUxV0yEm4WCNhamm7uE5sCKqjBx2OBkjPpW570WVcqxwiSqaZzLPmRFOYXEKLFw+Z0qIzBDRpJ8X",
-	"wpmJKMVeq53pk2jc14WPe+emZ4ty1f3SDgvPTy+L/vQNEdx757BasbHCt24kC8/bZcF976r9P+v2MX8s",
-	"xiXPBHG21MOCo9X7kxusnmTWtBz/e+6EAmPKis+WAZWJYbuDeP1/R3kZ7CVsBNyUXhfGnQ8FlfW3GSSd",
-	"QgZQpEaRhg0mIs/14ATtOTytBvRnT3LFF0URv2hcOgNrOA/d93Vl2ZgXhgqkBmlVGl0ODtgpHJ4cvFFK",
-	"idQmrOAmZK0aXdZMW2FwQbt1Zzc9ipKNrFSVYCWk7uHBLG2tsIDSEzDjBOsWYMQ+AR6SmcDuc8PyXjW8",
-	"GblhjFCZYYNSmLlyWop3tKe5dChTCp41k25xWWNwPj17x4ZihBlZ+dzhkFZxISv1xzqt7MSBUxr6VADX",
-	"teClm2h9JYA4x6d+6VyE2ECq9ZUUCUsnIr1ya49vQ3sctuIxe3X0vKZHICK0Gg4T9uropZ8gwXQpx1Kh",
-	"683zmRFPjK+bQ784TJK7+ai+eeHCWABoNOE7cMmdxcZzZzC2BSk+FEK1gt06b97r5Q3lD5awpYDgiwle",
-	"5hKzh9ymRD3u/O3f3128+/DHwbs/3rz9PwcXb/+3ky+rw7nT2HVdZiZ+4io7t+DWod3O8c5//efR/k//",
-	"/PI8ef7TX//4x0HnT/9tZ71R+hxBfaEIBZp/AH2yD09jG9t6hWhLOiW7DWE8/ox0nutZr6B1HFJuz646",
-	"oG71XBoPoTvOIbXt2cDMXGz0U4qxNHhsBPAscm6dSCYMyKHxRPHtdLJjqrErSmHgPNgdaKjFR+ZFPRrB",
-	"DydAHQ33AO5WKnrVhBtsiZ7qMttLGp7GUHHnNiu+6uLdGdquhS6t1/ewz5AsWcotz/U4tBt1JiMNzR+x",
-	"zoqDOwY4pAOauIP/PvAnL97dbpL9ile/oVm+L5ebXzMwe6WpVwC2WHd8kuK6y3QuuG7uk3HR2ohdtmkg",
-	"NuZ1ExPR97Xrsac98NAU7ghqaL9/RQvBJVtwAXMOv+A/3mWrCKqcqqQhFhkwgCSRvbOmSarhq5h93BJw",
-	"aeCPrQEb0AgGtb9/4McwYLvgA7ITMaUbf317yRY5CP4/f/3/GLTbdY2duUlOROiH+OJoP5NjaevOZXGR",
-	"aTOC6EexMoa4pCS8ONpIDdiaoHZZmbSgfRTxlhQJtXhab0ee0SeO6vwmGkQcYTFs14cNTVWI8hpCXcN5",
-	"lGVs9oJiIUug003naS4oST9hmAcAVLuaZ+3n7+91wObBloJEY1yVMNyYvV5WbjNnuDG126j+aEjK4ZdG",
-	"GPGvw1KMROnUsW4heq0rp2qCJgqXk5uoQUm7C5mEcdawSdj55RlICssFN+AYRVdS4pT1uShNggqyO2xK",
-	"ZsW0AKq+PcwV5JCPoKlqC5ID/1VlYwHuGCtLMcVa2LKtDuVXEcvfef2Va07F3+OPitLnmkfgYiz2mzIG",
-	"v4EVo6Z2xOwBkUGBzhWVp7Uq1nxa5KiwtzL6PT9KVpNZrKGyuCO0ila0u284XdED1m0CVj2vyzBwH/jl",
-	"kKCbjOtPd4r77iq72AMcdvoe2c4B2AKizHSVZyzTxH81k0bQn00LFTfxw7nBH2M6dd3MqhQR91ZdVSFK",
-	"J7MptyJugadVG4lP5BnFiu7ao6so+U8aptydTKhS19xgB+znXKdXUo3jJcO3kduz/mTPBEj9tUa6TGFw",
-	"RtjWLnqyFJEwPmpQ3RKj+NIkraAUP6P9qUtalCiJoRTc3HW748ao3XhWk6MV9fCb+6rPyX5SVORL2/j2",
-	"T4cWFjf3h0OPuWsswYZ+2uwsGATOZ+E8MxSb7Kg2hWIu/9r7cq6Gb/EpjS1VLgsKoPp2brD2Vy/UAra9",
-	"W4Ts7lsdgXcte66CG7uU60awbwJt5k6yQ8zBO8nORZWmQmTw21+gUfZOsnMppyL7UNmdZOc1HfMbkYy3",
-	"T5+7rTMohxeDhH9zBmp4cwo9l+os1CjZZNeZEMcy60yIpSNTZD/PO3NRfzz66iHpkk24yty/KutTA9op",
-	"bbpGCHw67uk3Yy7fcIDcujH63DqJTf26hjIq9fQWWOg6Vs9riGsGYfXWhkAZjRCxnuiq7BZBqVLxm7ti",
-	"U2K7//jbq5tyJ77mRuxLoNWQVl4LzEOhMcosIRYx96DEx/6dXo2alltW4Q63rm+4EvOZLh9OBnZ0Dm0S",
-	"jPKL10ejVti4DT0hUluQT+ObTdqGyoLEXxu4sJvKy1cg5UJidqtWAyRbD0u1ediney/aj0u0UdOJpOKZ",
-	"uVtxdxt1rbN9Wd4tZECCPcKMyEUKwo67nnmSDvIbZFWgd2nxi0e76gLGssZ70xsavaHRGxq9odEbGr2h",
-	"0Tg3utiL4AjrlZB2JQQO+LvVOL7Qv1YnuyFRq28wELi/aqrVWtUI23aVbvEVbQl9f5X2toT+Ix4sd0X8",
-	"8Z2y0beQuf0edfGGvUNhOsTgbnfwGZU1w3jNpAfFPBwLTYTTOw7YqSIGGZ6XgmdzVqI2SLXKVuegBUCU",
-	"2R0wPL1SepaLbIzBWx+CLiFIF4WUTzC0LesnE4WDr3SpVEbtNRea8cO4H4cs337kdunr1zSD9hHav+4Z",
-	"Wsgy6JvUPcngK+7a2wbDdfHWBhxmwnKZf4OKIVVR2cRZYkVlI9Z3Uj0QvdbpHW9wFE9Z+6ApWK2DIIuE",
-	"u7DXRramjdSTvCW9hGi0kNpjTSlLRFvnqUCwchfKZmuHHluiFk2wqYK1yLTYSV33Godx05DBpYNeS966",
-	"DUIHeP3vjXyxO2A5wq97o9PK6V3d4hVNbX8IP0JWSt+joU1WtsCEtyzHh26nzlcktZbSUjKqF0psNI12",
-	"xJCnV4ZVhY8ZiAS4loQBeiRkAJB4WQLGSPSxpXDqENgMyFhitc97dddXRV02H+5wxoahkvImMJy673gg",
-	"0HD7hkL8YfClawwFv1Yhg/c+cjuXBn0Kzu5VfbDH4oTpMqlXPurG4G3Z0JjcKXPkAp1xt9+W2eQ1VeOz",
-	"3UGktGDndJENEqihHCtsNc6GcziHBlFoYrDX4+r3btzcGsWwQ74twnmXhdQE9CLnakXHcCD8BGeNA2qi",
-	"EKjxAisSUBQpxMtZJkcjb7sEBvfZRACZZfS9yBDFAct5aU+cuAKlRk3BtwzcZzlXTwK33YduCttA4QPU",
-	"9PcH2W68nXn4Oe8Vzh4YNwRGn61fcz43jUKEm7sCyJLPvtZ6BfBbNGGdVis+21UtJPjsezVXw6tkWn+m",
-	"P/E6wMPNYg8e35m1Cqv6LSJM/Jr40IOSz4I4JztF1W2aQsSryIVtG1CnrarzjGkVzFVvq0JHODBHdZ7T",
-	"j19phT4Eob99hWaVvG9imAb1sTdKe6O0173u2yjdImqvVcLWWKqv0f5ZA/BRMSWRjGolbmp4Pj2o3sAW",
-	"hdnt7dAeC5+OHXoPYFiKfe/02dwoDW4iHfrMU4OKqTb2GCnDkrjPas6tUOk8aF6/XV6eUfLDyhhrKS78",
-	"6L7bSGv0jWvccj3SfA9Ga1kv6G2FWDss1L/zXGZ8MX6aNC3RFp0G3Os+jNrgS0ejY7dJ4+5M1/2G5Yo/",
-	"oOoUPx2CvS2Enh8LN8wHJfTb88XXn4ef3YdSe6u119QeFmi/9v22toXbaxSzotSpMGZtgmk0QLqlLTwQ",
-	"ktuwnMzzsLd6EIPydUZD+E71Lvo86KCwoi2Pu6aHjfvMMl3e4ltOTKO3HGJ+WLeD6LfFdLJ9pwiBsDW1",
-	"nrq1CyUmsN2JtpR/tocdf6g/njQLWbUnUZUuw16kcKBKqqnxTHTu1IR+PW1tWs7hTQ9FrLelWdGXncJM",
-	"blTIAirVRM+wu6zVMIvbrW5pGepqVQo3xjNf89TrVL1O9Uh1KkShreD5ZtrUIcHviuw0q6kzGlzYpl/d",
-	"CVzD23u87vG6x+ser+8Pr1FZvUfAXgvXHSDNdnkoLae/SMNyMbKhMfZd6N0XPYz3MN7DeA/j9wnjF/cP",
-	"4rpYp3IvDw8B2Det0iXLtEBJ804UaVmlrMyJPAR+WXeEuANw10WP7T2299jeY/v9Ybsu7hTaS1scYoez",
-	"DVicF3qiRR2FJtrYZz4mNdF5ZoCdUuQZtP9WNp8nC5yvmSyx/Xc7mfO5Lc50ad/j2DaheaVBxTynX9Oi",
-	"14HJtYBgPDwx20l2xOcCwvIbE5fSWDxtaeNb28YTLmgdEnVQd38TqmsUjz2KFy/4qn6OOLU9pD5CdAMS",
-	"6wUQuSVumaRDGz01V504NdIl4zgWPYJj242tpEQBDkroqBSCadQQMPpONNxTDQR2u0O3gkQ4gXgBOc4T",
-	"kV7twa+xv1lE1GtnMhVsNpE5beYWXfQ1kMbGIvFdKaPxh63RQmGG2Iwri/N0dylS8SBX658wxl7r7LXO",
-	"x4rLIGNcBWzeGvderW4efoH/Yh9M+Ge3S+FckD7Fvai53Q7APRRo7gNOW01wgS6DtrQJQJyVsLqOaw8e",
-	"0cG0R5+05QaQjwDZ/Ux3Y/ufkzn5efy5uV2nwuZoHs7xHtZ7WH/k+RmLwI57eqvwDrVCh1/cf24C7Zb8",
-	"eNde5dOKlPOEabia5/mcaWdde9+u538by2uhVjkUmsC/DvODSpfB+zuwns7JbqDvbtjw4w8/vPwh6tjw",
-	"fJOODeBXKP2S+kn6Hh0M/anUn0r9qfS9n0pBl8YCh62aHbbkyqQ6E+W+FdMi53a9vzvcwnZHo2khxnss",
-	"3JswagK9P5OZO6oE+LSJ367RDN7Jm8aP1KrZgL/d8X0ZXnwZhrqJ+zsMDvxaUZ8z6l2/i+VmbizuAmQn",
-	"j6/obGO12Nz+YXCGL8/TKq9xmJ2+t8+qBoP1prfR5tumgxY9nc60b3n5ifs1/dvb31Ch6nam71YFvzCp",
-	"LkTUPwQl8dXRT12+1eXts7Md3eOCX4tfAED8i9Z4PP0H3623s2U+1o7vgR/5/Qm+qucGSEG72N3pOXz4",
-	"xf/zDz4VfyFC5MKKZax4A7/vwAqPD2gMAh4syz4+oVX2V56wbmj+BbF8ttiF8dd8qyOwP+ZvgEu4a7LH",
-	"g0+PpTUICs2WoaKD8eJcFDlPu/UDMGYjZcDJYiBWGOpszqaVsYyPSyG6aCoeBxz8s1dPvi/15Kbi/6TU",
-	"E5L7u9VP1vkE8DB1Vx57pp3QYdmwXfIJsKmYDkVp9gIO1bknhpWVYsN55LEzSaAclKVPkBvO2UTw0g4F",
-	"t4EoRpbsWpSmvTm6G+Ef8A1b7tO1ysrG2X0y5rKi+fabkTbA7bTHModG5KPDsA26YyiX/MoHUFqbfz8z",
-	"mLoEDAbuKLVMqxRZoSAZHm6eMquRyRi6MDT2dsKkMlbwzB16M45tHkaUVA+NPQtRSp3JtN62y1v0spTj",
-	"sSgvRD76LXzVlndreNE5pIZ3bdwwamb5lVBPYgu7bYMGhN8kYRKUnt3Ctu5C2cMvCqJEf4VWjN17+39X",
-	"ohKL5R6Uubec0kdVIlgHIk3cG/EEUdZt3guRapVR2SBdLTKUiegOJhSmMTcrRwx0vZWZmBYaORCvxJxN",
-	"QQY5K4Utpcio67v7sSoV9TkpjY07NbZ5pW7Qt/b38PUdmidO8oPsUrv4rWtUzmjS7k7jfMIdsXvP2Uae",
-	"s213qy1FqstMqvEhr6zexx8Py0rtO6jqxszfgz7gAMsH2pwCjSiFauxIzJhBJDz27BjhjXSNUHwIbZkn",
-	"XCmRI4QO3GjO4cpB3RScN5xMCTPIvFFZPeVWpswI+F6oiaDHGbxbaagtEyXj5gqgXdoEy864YYKnk5qR",
-	"yb0Us/uw5RRXPmmEng+Zwobt8pHTxGteXqox3DtgA24H6BQYCsaHBii+Sx8m52wqVYXeRKVnx3hAktpN",
-	"wfVomoqcK2iuJK55XsG2cINCFcrKaYvP4bxSp2ECP7iFXJeOImtnAyzo7vkvr9nLly9/8u20/q2V2Dtx",
-	"48WUAPyqLj8fKF0taSoZt2LfjXnnbj189WyccWO69bQ/J9zWk5DJrA/lddjOlYJYc4QaOGdNtS7s4jas",
-	"+rEdq8I9awBrJPMV1vQH5RZxDLsa7xEZENWahOk8E8YSmIDOdMAGILtODgaACwOhMvzJiFykNvSRM2wG",
-	"nm+8W7o5MiKl6jUs7NgdajthbRJ0gijIhmKkS+G0v70D9hsvs33vWcZX8FKwXBoLKmM+J1B0fwPuwf+B",
-	"7tJscMB+CddjEQjPslIYIzJn3ztl7Rjve5cNvLZaipEohUpFR1Wcn2F49I1rQs7Q1brRdRfy3xtdG4a0",
-	"kMp1gzs3TxoLt7zGI+SGd50WxY2uv7Cl4NMbvuQXvxN2OkI4yzuVjl9NpYsfL1+zbEX1IsrMG/SEdSD5",
-	"zqYBJRxNoBAdznEMdG5OtL5iu1p9wnd+mhavOgNIRldlKn7T+qorevTjq5uNSqpMfBYZjmjG52zXjSdx",
-	"o+WyO5IFt13AaLpG8vLF1+Q4RhuDAOlGO+MtwtaW6yjjfdjlrIsRGKa6P0tX+PmaZ9TtHaFLfr+FA/Sw",
-	"DoS3a/rvylKAbjrMxTErxVRfk+YP9z9jw7kVhCtClg0V3bDdiAheluSNRq/1lRAF6d4gTEwoW86RAf6N",
-	"j7Pq6dBY6HlmNKSE+iodlbFcqisDRgCb6fLK6cru19y35Sa3C5kAEKyDobrDcqyVOGCnSF1vrMxzNhTu",
-	"CdR5h0lMcaWQHw5wLizbVdp+Gjkzdu9kwSDB96RcuRud4m+uMJf2WiCdMp3tMHtzNhOlYLswI5+qOpVx",
-	"ryujYOlc3obbJH4VvGeDhjsmYc/3nx8dsUwaK1VqmcxMgitL5AKgx8Ac6Nkds9DX3/Izt+mkW/f/gCZc",
-	"lYOnmRrDS8VompkTz7LHsHYMi3TYrUEZIdUqMCPJ70azn0toi2D0yC6o3EOeXgVEQMUJ4QLkdBLr6LWI",
-	"0/uwOHvEZW5QVQ/j+uQe9wnQppWyU5d3I9dLUtBLdS/VG0TI8SBdFpe7tPEPo9evYFaXmaAj9hgPWDh5",
-	"WZHzeegzg1oI6RCgOfBsKqE/A1woSpOwYRVrC8by+YJeMUQQgYBmAzZ4XgqezZvzZao0xR7zYy6VUxoa",
-	"YKKVuDFyXOiRvUOloAePHjxuDh4XtRDcj0pQ5FyFHOBOR+GpYuIznxY5NmZkuzMhrjI+N+zob8dHR/vP",
-	"3f+7Rf94+XqPWU0ePM6UmKHwlnra2hKFHM45V430/61u6lV9J7/brLVH05rkdCGs05Zttj17HwJJK7oD",
-	"NQNOwzkkvZ5g6utI5taZ0sM54yzlRuxLZYQyEgNj1RA9XKs8ymfw+jWBqDOOTEmW+qQ+M/D+Li+cwozX",
-	"h5FGXn/mqvw1mN1eBB+Asy3s9duWvk6iMObOlnzO3I5xD3XHClfs3ekfpxDJhRjRcRxNx2eTm4wYxEJo",
-	"G/m9vKgw8KhjMN1nhbqHJujE4haenrARz3OgMOTM5Nqy3RnP8/001+kVXG/A14ZkZFVpgGqR8bTUxrCM",
-	"z3M5nth9w68hBRBanhlwhfkAvlO7oY21NfgCDNOjey0oApXKhXGG+FS4Q1TkxjvMMDrfyVdWH3PbS1av",
-	"X7JG1yWIqnut3r0au+rEdypK3236QSTyNCHnjsxnQLfDL+4/77KNyt48mJzUA4YkRk+UjTazpThyqlUq",
-	"c1G6UxoydLkxq93XJLhruVFw17aTosDXbJpz2BYO/Oe9CqU3/HvBfBAFZ9sSTG+aJivyU2iTr7Acn7is",
-	"9DJyv+5fnm1RQla2IQ9FmXZZzTpZOH6gRbj0JSbcguq54kDyLbQflpD1qmyPBA8XCXyp5APQYw/Jyl1R",
-	"rRb6XINhrBXTJdOjUUskJT5s39Jz7xsOltLV/pwIzPaOTP1uHj4RPqN7BPTKoda5AKHrz/mnK924752M",
-	"ZMS/90DknAoeOn3WZ6giQLnFbnu+9ULBwl4gccDjLnjdsIErn0NXJxA2aRddZXUVNct1ynO8291IMSN3",
-	"z4wb9q8qG0Oe6zLgvKVvekDaR9L2Rvg0q/FTOspBHkv1R4TwOPvuMzuQSIQrejy6Lzzyxx3HXThx6vy2",
-	"zZBWPPIFZTeoMnHj87dBO6JGhih2iS4Fn66pvbjwb+7LL+6w/KKlSCDUFG7c86kZkNwojZ5Wmyo61o3E",
-	"+2J9xcLqEo6WGoX1Y6Kb/rqbKgL6/E0KCfwk9Ek3G4U3TQ0jd4CWqxsvhzZJCIDPFkjlrK95dUrUbggn",
-	"PjN0fcKAkAF/QOb2xv1u00Np0aBBMjdI2OB6oo11/+BFQdV9hsR+sHfAkISaq1RAsd1x3OgzlMwtzGjC",
-	"BmH7DmpaB6poSrUayXIqMrgMlldkA4rXgnMqZpoYa6ifSNjgFy5zuBDK/XJuLKzxoGbhDqXGwECKXBQ0",
-	"JUqIjFFeci6vKY7cKGuGUM6o1NPaQ3Yl5qMSqMbcNyBdRVENcyD2xhJprIXGamdoikJ/xui0UiK1JqG2",
-	"qsbqonADg+olKMnw4/PtrhYCwUhfgQUSaVWWQlk/yR3NscPEbysC3HjJSiZ3but9ex8esxo8uzndF3Zu",
-	"r9Y+2n7M9Vp6obojuxzUGvc4kXeqwohEyLOsMqRUk9bTMSwfSdTPzv+asoahOCpiQ5DTIhdTN13g3F8R",
-	"LcOKSSt+h1HeieTVr+sQPpgPNuXpRKonQlr2BiZhKBaPzcZM3JE6sr6FeLi6cVhSXws8k3QhFGV+zyYy",
-	"nbgjzNcMw+molK5UKjK2OwiPO3A3HLjJwzr9PZbLK0GMJ8DcccBOFw9GPLsbh6OvYHx19IrVT/+ktP2E",
-	"nCSD9h7j2z8io3dscEJC2kg9O4/jpEzYBWoz3fpdf5g+1gbYd32W2vSw1Hra7Uo642OKdsN1yBLH8xzS",
-	"LEsBPQJ5TqRvWcKUmAkgXCzNQvsq7AKCLJ8H7EMFpCBwFCPKZTqt8Eg1Ez2D1+Fj3YHrLKCubtnpOXzB",
-	"nbik2hpTwbx8be/t1S2S4NMu8K4tez3wXZs4O+CDe0/HqmYiJCSQgjgVAizOknZpkGabtsjxTz91yLFN",
-	"Y8LwNQ1F4ncyPVOe3aRVdnfds92VByTFewfsTzD1I6rH/yXmg4RYHueNhiS+6sxbzB4rIupHJ/gBIXwS",
-	"+JWYs1LUHUs8dxhQl9caxk+NYXxKCeUHJ8zOtDvyvHWO/JMGmN7gjfBJ4Ipw/1p07JALxV0IPhpw5EC+",
-	"dzrRRijGp1qN6XgtdZ6LLGYz7m5cDXK0s036SHrHmswZ+Pw7bhuN375iQGy3uSuQztRThzb3W99Z7f7z",
-	"w2MguRXsalM+Dr+4/1AqeEcVGM8g2OZxpVsFOQlAUv/tmcE7I7ulqYG0G/BBlG/YJxk3+seP797sdUTH",
-	"8Xs366FZVTK768j0ekHuW4zcbjbr3QraIU9TYcy+lemVsCtIqN8ZgyTURqpxLvYrIxjey/BeQHCH5JVB",
-	"AeAKfRNLonp69o5ZfSWUl1Q8m+kxEtV+hUbtLtALSmvYhBvwbVyJwu4lyItgmPjMUws9cQX7l5aK7TrR",
-	"a+oD7vfEXuAuo/fEd3oKhL2Eic+FBIJ4CCcM6Md36negRDUDtvt8//mrV0cJy8SIV7llz4+QLypqvDac",
-	"x64UFgDlgJ2yaylmoA5SmIKlvOBDmUsrifspKylGccrSXLvnLWDWT2zgfvMJ/zpYoYGcwgpdwhc/ZPja",
-	"ooIUT8FKT5CmikTYHbi9iIJXz+5cfWosXFe9PPw1icSl15PuC7wBHlegYxeS16rJzvEOL+Q+AOPOFoAe",
-	"wKIb31+7P2+oWcWGIkDQ3nEdeMUd79lrAqeNN7l8cKWs2zkneDMvrUxlwZU1z/B8MEwodGJDhlU8nyam",
-	"zHayyriaA2ee+xB0m7WBp7SsUlgVTMcOFTLz3Gi8wzRPLqXBDp1ww4ZCKCYVnHTPj4gl24C9iIRcvm4a",
-	"+ibALdAugexaepJUTNp1WicsR693djUdqFe2h7xH6OGG3X33um5wge8XOpcpKButxV0Xwtbuq2dxTwC8",
-	"8YBhH8r6Cj1TokSfRoSXSLhJoCntHqUIVQWhlpLGltzqkk35/IQgDH1PYzeEV0evGDfeN0LAPPf8fkaI",
-	"A3aa53pWx+TcvzItMFiHTEBtXAUXaNT6W85wOp6Ugtjy/V3FH7jmD86DBocKHJ00wB4J74k2ycmgk+0R",
-	"fHAjdnfX0Hbotp9Ula7MIRnAK6jFPP+wYGWlVBNGdn2KXMJq7iVdYtBZqvEeKD6DKEVBVXle5wKWApMG",
-	"2ggC0an2GscXJwM8QUVnaRa6ZH5xhRImR+7M6D1wt+mBi4/9xRm/L0EuK7WuL2ebtmIWo/C+XWGstByw",
-	"0zKdyGsRLCto1qEtGFyF01zmwnaH3EOWTbWePe2eBDjZQgrAtq0fP60bxeHr1I4eCm45er8kU/eFAWuq",
-	"Fy6wfUo05Pre+MhwpkTLse/sjl1OzdDIcIjj+N6Xbrm52jtgb8G7fYptxyK3DzpMyfetBBpA1NnFVxe4",
-	"d5oE3eU+jRAcM7ws5TUk2VaZ1PCka5kJTSWxsnSAxYRKNX6K0391ZRmHcgI2lZ9PqAerCX8LvWXmbMwL",
-	"6FuJHz/w2s0AtJioWCLU0IZZ83W4upRjCU581L/B54PKN6l+sanY9Nc3cyOdwiiywcoODVRt8sPRS/K3",
-	"1cmbUIax11V+EKHHE3UdrVWl6kzP3mZ6pMUGa5DuvmD6S/itu2STHO8G1BxTiZM3siIOzQZQGMFzYt20",
-	"JU+vnjUSwa0zwS7qUid6FvflTy0o1XCMt+dsP3xcSTYYR5zk3TaKevluwlkwlSrw+vZ41+PdreeDPyC4",
-	"M5Q0skmyyESXdt+pZxnjDTOT7Q5yORJOr6Je5AP28mj/x6M4s+LF0d6izRrRflIn3hTijQNK07yWYpZA",
-	"rwxQIDM9U7nmGdv1D3UXYNv/nM9PWq7kWQYX7WF8ULpvKaF6lSibwvQ5TAEIxjGw3UFDT8Pqn0HCFn/t",
-	"3tnyaz+CwV5IjUXUpCYUokw6Awh7Jw7BSXMcl1xZbA4sLct5emUO2Fs30MqENrq0DKVIJyKlymf6Vu77",
-	"wrtz5BjSMq/1FbQ7uxIKx+AmPyv5TMXzAd3i4ywKi2kJ7DQO79JjsB+osRz60Kt1vMo2JT/FU8xmqb8e",
-	"E0NWJLKcojxQBzqUMID9raarNJbm6ear3HP6iVoE2TpyeHs+jJXVjTb1pDSLx8dE8NIOBV/hw3gj3EFo",
-	"mIG0DxbuIKteplA/tIvuhedHvnU7UALkQtk58LzHSGOk+z1Mw8v6emCRZ7qyaFhHNxy4P2WfdGX3khUp",
-	"Le4vCGIO8Vo6p9n0t/C5T88ERwjqblv0BmJCdyr6D1yQRVqV0s5he5Q2vYQksOP//KdbpgbLpQbLlwjO",
-	"M5AXt/25U7E2yjErbXrTHLP/s39xne6fX77ex3FtKPD/0lKtyDfTylRTqihsJhITAx6V/2Q+1df9rzKi",
-	"PPZqBWhDUllM3JxxWVc67Q7cTYG0qDID9if+fa/mKoErJ9wwT68XaS4hh2I4h7bx0tauQ+y/v6DOxMea",
-	"r8SGsiLIAKaVCihhmOVX0F5jsDC7A1DkhhI1KRnqFYhOyT9I5XPID8ZZzILCFXyOzylHGP/wyV84OHGn",
-	"BGY1Q2+3JFRJ4ClBHmKfuhwlsyw9U6prnkv0Ysa5dhskKP9PLdUjyG67fUUu+vA1VVthRbNI1u88CQXG",
-	"2wnklwuS0DgbHzjCP/TskuhIaJ4Cbkl8OhjVS35FrrE7Bxq1H5ufB0orsekhAD0uu0+Bt95gjHfRklKW",
-	"i5HtSjFOGvnFEFTyWcWbaGrv3fiebp5tr6ltR1ODbRW2yANTzHzHWS/43Yx4pE1wxX67vDzb/+X939nH",
-	"8/eewWE5/Bucdb52AE+thIGiAH/9MZhhB+ydNc16G9Br6neBlDnzLw4wwyV1VKTWgWWk1flTMx4bDveE",
-	"XFuQ4NLilXJ3Kr1YuEW5MGa1g+qMJvZJ11s1J2FdU4d6fe5ctVlYrY4Rfjx/3wdNHk/QZDN4/tUhDgYn",
-	"lpCNx5vygSJ3HItpBpynXMmRMBvm/EYJLv5GZnWLHxFDLRTOGMtrB5SGDU5p63Ik7/lZ8FKU7B/V0dHL",
-	"tPkE+J0YoMUOLwdGHIiBfKJLP8EkDo5DZ0hKuEkQ6KsynAACg97Q9DqC8MSfBjR9bDdaSgyqoJp4JVVW",
-	"p88Dtd8zpkcjI9yPJRXA4dvZLsfm6VM+D72Vp3oqlGVDMdKlYNLuJQy2qZFQENY8fpi4BjYjKimG/1w4",
-	"MVGpGLBdCucJmmQlPtv6r3jQDSbc/K5L8RYeBJywLRZ6Epv23tlORdmYq0TxnVwb7EEUhW4anoOwIE1D",
-	"v5McIfBv+93XpwfcJD0gWWa5sFWpOrcQ8kvRHmGqmg5F2dnrIN5t7W0PpLI/vtqBQcppNd05PgpDlMqK",
-	"sSjbxnhq2VRDkqQE9Jj7Me4+3/+hEcU9OursxDDln3FPd47s5Qs3Mv4ZR+YeXI/z+SbjdId4E4swD/rj",
-	"+XvTyLdLeVnOMeyQdc/nEl51tXf+4fmL+0sECYLYodV4tO9tuxW2XTOo2eKNb3afiw7RzT0w+Iobu2C+",
-	"IQ4Xe1A2rylYtvUMcXPQXyCjwg3RQu/Q+LqUKzbEJuxAvdqWuUrVBGfx4J5k7mo0A6u6tLesR2+mPExX",
-	"kK8kaMiE08lAofRCway+M2NjPW1g7Dch4Wq6dDA3qtamTdQcnZfCacxWlDXbYKSlPzMLlDcqY6XOBdsd",
-	"pHwqSn5AzDgDeBqUACRsMJVpqYuJVqL5dygWOGGciHUorcj3ADB7mL+EzIS5GFnPxWAnkP6KmfiR+vuS",
-	"DerZ+5QJJUU2WMxgIhumEXOM+H/gFa+OXuIsxZMpDTsTCjJvsSGBU8P//O3dmTM/kIwQh9KWhVv7WBoW",
-	"6pP0MtUzsAG9M+2GradBxeuyicerB+wHCNiB8vAO/ED2Rt6f6AA5/BL95P44m8gVlQaAMNAk76f/ePHD",
-	"HrpYLt541CFkiB6J1aGRd70UOZ9DCmisFi41DwOiHmxNg+VjHg1fHD0PbpEGF9AzwwbvNb51QIC55JV3",
-	"RyUy9OipWOt6WrqfvE8RQ/6MCtNUxssMATjNJZJOC5UdsFMVZ248a0Qe49PiZOG0jMnyPdK/OvoJ0i5w",
-	"spdqOcj+rIxgu0qzd6/fRk4dQxGPSpmqKDQ01kp1JlKzx14dHbEBOWc+mYx6By3GPYzl83DqrKw4w5wU",
-	"W5ecxWDli87YqQpHFH3RlF/5RthL8ZblB1F7sBYj4Axh+tymf7rd/GidSAtRjbammLHw3nKdySanrsmK",
-	"5sEWv+aHH17+uPzs1tMsQMgm0ZvnNxnQxq/HvXgSgYhndF6EmVIYaBsHnv7dN2/fv71869MFDJM2YWen",
-	"l69/Y7aU6VUuDEoiV5nMnFoMewqdQ/BB/n3trWZWvfxgJ1nxpQkp7H9o7Cy74HZzyBKS+BuirFEpDc5v",
-	"LKMFnVdXFr3Ss8l8b/Xr/3rqSsnzDcZ0xue55tml1u95iUzsr57/sMkEBBSHXpWXbvK/kwhbAj/jQbys",
-	"VRG2047Vbr+6U/ehBdjWqViHX+hOIqnORC7axPTcw8qyXtVAhpOW41oXpu3UhMrNvaBlBc9BaZ7VvIqg",
-	"u8TUgshJBgpODEEtp+8b+JT+8L21KM7y2BpLjyuTc2OZEWOIJ9Jl6A9wAvL2jPljpmtWw358HOWqDzDj",
-	"rE+4uPvjAGpayS2zonx1G65PbtNJK2A7M4krUCpHJUeJBNu1qQd6E3gFqn8tBF+i5tljcI/BG5tyZK3s",
-	"y1Tsm6xwO/ebTbvTDaQAvEl/+9srDO6vs/1etVtJ0fNmohROZL7DpnW9RbGNI4TAsgWdOUovSeUDMzG+",
-	"kqlzjinSEFyP3JtTPmflOtrCTfk3T81Z/eiejLMn4/x+gjo1tecSzy03zUKAx4AXa8gAL31LPo4OiGFl",
-	"pBLG1AUNS1ygnuBvoqEhWz4/DoWhMd4QLXl7kHw9H92p+U0b27PS9SxNT6vgIKKsi3Enkr+JNo8CeW7C",
-	"b/dwYKjJXvegUajnsOvR8cmhoye4ezzgSOGXIuRRt0Pgz9JXuDfzJ6nMqqWEVo8gvOPec7JUGo8sdING",
-	"2m8IBGGWYkcuSkjTjkiJo2uRlhiuWdVP8CL66ieaeRhPwQOubm2sVMf44j3co+qDtFsvovzwB12a2sDD",
-	"wy/xjxg7FyvTE9+edeQkxg/6iqREn/JXQHRnITaB+ErpiqmeCnOTXMWY5YmGdCVEAR5IyioC2qhtZjS2",
-	"6Lp+w0AQSTziIFITndrjLo1d1ufR9Xl0fR5dn0f3fefRAV91Axx9Nt3bs8enE3xVPt2CTrBB6sXbm2S/",
-	"9Ydmn3vR5789Ulrs+0FlgifIPHh795kHt5jVtg1sjdPaenDtwbVPbOsT23oV/ysT294+1MQ2eMthKUal",
-	"MJNuX9+5tvg5bW6xYzaA//5dlAZcEFN9LQzTquZnB+9ZUQojFHTVN4wqYD1xW6BQYIjSC60ZcHznfjme",
-	"ZCoKfDrNRJdPSInZo+DxfpjpZrDJ2/f4fYitH7b7GZ+7jvvp9OwdDteEhqiyjDhyMzkWxjpBHMnPwiQR",
-	"l6Ahvl9p52wmVaax35ZxU3ISCfE1zyvBpDUiH0GYkhpC6dLJtWJFzrEtFPL54p8Dq8BElIK6Wgllyzk+",
-	"37DZREC6CNL8luJacIDkJIRD/RUYcXZ/j4h+U66gkwMEYXGEfMylOmDncRMs7JLtfYKsUrkwDonSvMqE",
-	"v1Ia5gS/ne3qtJCXuBBLEHTrzaqXtMcPKp/7D9Ez5Xl6JHbYOGE8z7HjmMF2GXzo4LaLEw+u/GhECajX",
-	"qqA9f/G3DZTa09xolktjmx3HTNeLm/PdeDexD+4cj3huRHj3UOtccLVtI5/WdpPm3bWgPXT18F57cdfT",
-	"FOFnQOPlDlZHL9pR0t9yQHOO1HlrGbFUPQBqqhWS2YY8vYKGVSoLLbOBVrbKczYw1+mngttPAw93akFF",
-	"yecnFG6A4AOGEP9VEUPrxW+n+y9++JHgNmFFXsFohErLeYFkIMUchbTGuoA81KibDC6RxYyvU/eOoaA+",
-	"3YKl7lt1ySY6z0yC7LIzaYjGnhi0WkiuEmacZopz4+ATgRqbEE51CV3AlW+daLRis4lmU55heBSnOAut",
-	"LMI8I+1vUEMwWopkJu5aSfkt8MdnhuVyKq2B/rnIgWuY0izn1jPTOGyDyQE+FVAWeZaVwhgRnuimfECc",
-	"YO8KM2C7XDFNdRcDeu6pxZ7h8XU2UKDANEo19gM7YTOZwUoLPDQW528PI0q80RaxKlDpx9MRg8j4d9lA",
-	"7DqvyAF30JJxEMg3FrqsSx/XQgkA5jTLbMll3pXy44FsZ5tJNf4la7JpHOYvqBm0fqwU7kyJGh8u6h+k",
-	"u0c67V2m49AWD5PZ1fEH1nfGDS6fyBr5CSCWtVYScRkpban5FGgq4SgPC/rQD5bv3Y3wVxu9WIR0t3ui",
-	"tXTzbVH/D7/Af9eG3ZxmZQI42Umpq/EEzoxSoDw4KCulFXAOYG9GJzWlzpnSmcc7aCkbqNWJPz3a3sBo",
-	"rSyq2TVZ4kgqnp9EyaHul1eiINcd6PxBWfS55DGwodqOnc4Zz0vBs/lCP1vsem5qTkhV80F628efQdQZ",
-	"F77Vo68nuC1FgUeZ4SORz9t8D+61EabeTO+/xAXbuRPVdSVIJUw5C0k15/+gj0G1yDsu+h3Ie7JTVG0q",
-	"LO1uWx+hVVlos3SWeibUoBPpsu0c9VDgJMOZviA9TmzC0XQSNKaRFO7QcjotORDgggP2h5jFb4910Tpb",
-	"WtxcFz1gp4vCjdR2Q0EqVeaVwYVbf0rYUKS8MridFxBoWZY/wtNuSZZvX7NqDm+NZkXLZDVB4foFvFP1",
-	"aR0k+YW9D29ln3d1v9oU7vMHpE0dohW+qsk1WO6UyYTOTrDhI2wFwzYyBBCkIvveiVy7w4GMA1BPuAXW",
-	"UcAtDTyjTjMbyXEFTWvIXPBAXmqLhiv0ul0cCXTIoNHETlVdBr8qAW/Shq4w2NSpgxjggXqT+jmD2lMB",
-	"/tivNlvP4f6HrWLhGNfbg+gwItM1Bre+4uLbQONiomcwqWGGeSxctacPBOS+8QRCSSviqaLIeUpqU/RB",
-	"tZbGODg+sA2UzLFMwWtsMkuWPSsELbVTJWmAjXeltHk00VWl84z+inSGM12iDYadu5lWLZYiORJzwRvq",
-	"G5lW7iOzGqyERzL/IdHwl7XAFkRqwQ6Y6YeNHTdzJfkOZ2GxovDbO3SJKlT5sh5absfaw8DvPekj7mRc",
-	"E9ddOEbxlDWJ2yLOphrJ0tiEmSqdQA1u7CBJCCQ9PKA8RRGFdCLSK0POanc+QzuLohAq29cqn4OA0xvB",
-	"FY6+btqBTpVAP1QW/Exut56evTtgH43w3faCS0anwBaQnYbcNsh3Iz+REU590RhnG/L0Kjx0Ip3a5ZvI",
-	"Otmox1TK64547QVN3ClM8n3FbP1I4YOlwZ5rzM4LgVQK4jOfFnmtLeG2OQgOZZ7ncPVGcV14OKj43xTV",
-	"bQycVk8apiub6qmgYDP+sFm4Ga9tDEqoagoSVkFP851kZ8RlXpXuKuSFcDJ3s6GCXus3md99MHQrp6Jr",
-	"dHhdez87Z6vsu5vvus2327PIsLBJSHoFNPQx6hUx6i4z5ZZOAHjicq+3AP+RBrTmEEDdK0LuQktlG2Fo",
-	"pWcmqTWIlFsxdqCJxW/O4LPoMjS1sVnqnPo5UWoJaW/YGlWEDD0xxQambrWFshREIJdfg9Eu5Zbneuws",
-	"Wu+dg52JxxAEcp3YGWrbbSG0jJEyeE0rkp9F87RFoatf0yVzp3m+tAjm4EmJy9Lnf5usuAlpFw7YmxuJ",
-	"BfQiCxt/aYDJQobZsJK5ZVKhieQsS2iGWhlRGtiKoQgcEpukYWbqTjwK1Zd4rLi96+A362iNCKPfpk9C",
-	"52LVNoXpezpbs6T5vg3YxqnbMM8Idx/g5NLOgw2EiR+/vr1kq/Dfu9NWpft8XYSFjHQY5s2TfU4BroPH",
-	"0MdjLd/YSCceFp2LLeWkXPBrePxG2SjR7+sOqORDiXJO3GzdMQOMhiKEdiYtALjau/zgQyZ9BGSDfBJY",
-	"1luFrFWuBrji8Iv7z5oUEiysDtAGoq80pqsB+Bywn90Rui9VpEDiv4yVec6GugKVkvlztS2N7qdaDfVP",
-	"NzIXyuZzlmsjDCvleGLNCZSUMAv98PGQtppa6eNLyc7pKBDHSb6Z8X8Os7Rzr3XFDcEnN0vv87sVCcSd",
-	"sU0J7EjtaLj+NzqQSAghBWIKBaNW5HNfQRXqskI7ITrDUE68bQUUL0YHvx0KFnN7d+49/EtCXedh+Nsg",
-	"zapVkLkB5QB1haaOMJwHPlA4VLem53RlfHw7ANyfyiJmm6stD0tl8SkeOKo+w+MJZnjcsX5jTbEP3oQN",
-	"VBsnL+eXF2dR21YEW1BDAMWcoC0Q03l1xd0t1Fgq8czgY8gH5xNn4apcj6UKDjTFtHLWVPRCuCrTmMfK",
-	"xGdyNoRWrQRsr9AXAZ/0TQUCnjDHFKeVnbyuixdvXFG70I9WxF81FLlWY6ejdfnb4e4LuHlzmgIIXDR5",
-	"Cgpu3SbcOd75r/883f+/fP/fR/s//bP+58Gn/X9+OUqev/iPv/7bJvQRH+u1Hy18VdenuO0C//xqsoX4",
-	"I/7r+B//MIf//PI8+fFV65DvWx2NlnlZKe3Jb25LLVWL2HRbIGpNEWmoK/yqLfhoauxD8UcENM9iBDSM",
-	"p6koLEQ232DBMeAglhsvdx8PeOtZN42ZUc0AZdrVdXMhjJzmlbFQeTf3ucHNUuMTJuoqY4g5LJQaO1UT",
-	"6hduwdG7hKdmHaBCzDKeWR8bjqcHo6zxbzYKtS6C67dGgeNh1pHgsGw4yvDjRkOMQHPz0W2XX2FxCVc5",
-	"1tvlYsotMcuOZO7WvY+7rvDWL87hbQLcZn77r9MAdekT26CsaIZ6XW3yghJHuXedWiIm3TThERMXoYT4",
-	"VpHQm9town+97ggGa5vmuDXreOlla2zl5kKFVUzqmcQcKJ5P2/W7uyR7X5rI9QoX9/vgxO08XOUQNw8f",
-	"2ReOPjxHfw0ad6TarTSPD60wKxqR/VxJv6cIoBos5wxpoKlUgaW5xN4/OfQAiQokgtTNdJVnzAhVV3uO",
-	"5bVQbCrsRKNUfjx/Bz7E819esxc/Pv8P+KX74T9+fP4jy8RIOn3NBlz1iYs4DBqS+MxTm899I5JW6HXW",
-	"NuJro0bbXY9P8UXaKS9LKShhhbMJN5OI0iaWuNotIG2cPsODCT+jueJTUXK3G4qcz0UJc2K+0ieQ+PwZ",
-	"qH+VJvhoiWPALXILraNo01e3hOLtL1uD4vFUaPiKcJbCOnr/LxSnTHieC3esQaQJctnvBcfhS1fHceCv",
-	"oTIEiEHCIR6LlDOrIT+lZx58zMh/iXv0vsAeoj9rUqdSrYzOQ6SoZgxzpnJlkii0i55MK6fCnNTAnnHL",
-	"2xROt9+vxByuAauItG1v9jE6BTJpHBCSlmb0UuXbSEJZP+Npqiui/tSVhUzHuhjmgL2hFHT8khUsX/5C",
-	"4tpxA8GPdb8hZ1adthgcrtQjpCY0aGMtaPUNfIR1uK/M8xADNM3Jjyceynmc5UFp0uKzrU36jax5Wupb",
-	"cDU0diKYPW5tcDj47838C3hta7I59svaSXYyCcxCGSSbw8JvlG1e051l8aZbw3ZG++7hsJ25fblJWjl9",
-	"XO/I6HRkVCThtwHrONubph3G+O2LBhumLrcsFxyacmJwuIW1jNRbw3O3l0HLJR2l8agY4g24KJaC+JBP",
-	"WOufNX8ZHiO3mcuoNDwGiqMDNY8/JCCjsdAzUY6qPKQ2ypLpGcTfAhC2ZjQmdFS442XoZiYW8+Qm+Y5O",
-	"xLbKweVesEaZ9t/qvkqCTl0bLc3Ttz7r6UCMUiHdU+5Wr4a5W/FNfSrkd5cKWaG43B6MrlWPD79UwH+6",
-	"MhXyQo/sfhbyId0dxyupraqgSLZpiUlQhDETW7Ncq7EonYYdChIk1HxGZd0RsS9mX2GddMjbAvXCu1+g",
-	"oBLVHGaqQpSMZ1OppLGoWLfy6MSJDUXOLTL45jM+N3RQGD0VWI6uYej+oVBU0ZVqQBh4M+2XWGnvPdYd",
-	"gKZPvdxK6uXWJH4DVq0F05OOPJ9OHMJAG9BivfZcWj4Dz3jzlp5aEh+fF/xnBr167p5aylGUqdo6q9I6",
-	"RxOYa721ErQcp6wwMRqJ1C6khRoreAafYOkE/0wxptVKmy96MNtOx/x2UNgW99YGGtUD591aqThRQiaq",
-	"c71z8TvIr7xHpenQWxLdkaQLYQ0R2QRjEom4ibFeLagmpTDCWuTzxIRxAsza5egDI0pgD+GxvCaQqsoS",
-	"WiYpccBO87wFZKPM+FiPAtCdTbTAImqBPEM6zxoh+FyPgfCiskHvamGyMgJcfmd+bh4YzOER6Ee3Qe55",
-	"7ARImIY/8zyfJ0tzfrf0ghuob3X8kZtGAUN0EIetAQ2fmpyoPTY+SmwEGWw6sII6d19Q6bfZIe6wbsR8",
-	"r8feygSkger22cRtzqHT7dJScOMjH75tnCh0OvFh6ymQ2mNVvL9AGlPVbCjShu5LrZReSNzjc5vq7nRT",
-	"PmcTfi3YUAjFjNW5oG7swZxFIzbiKEQ9mE/j9JR2hmUHfBciMDw8PIuRBoejXY08rajSQgzv/WuNhewZ",
-	"mVcxMud54zi/I7G2peBT40Y95SpbF1cl26+05E7VBfN3ujG7o0iJ3Dxj9NwmW88xZi779BMQdOAn2z0T",
-	"CtzSlbIyp7e4B4AxC2HWkk3gLdL61qBxTtwzw/hYKJtgAs0bf1eWsPNKKanGvqsF8CeziypNhcjc33/h",
-	"Mnf/vZRTkX2orDNKX3OVilxke9T0Q2fCf6cbwFCkYFsvVYuEzEi3zLiII3g8qm5nOs8h06dOccQJe0YT",
-	"kTA+ggYhOMkdzF8wM6/9gt1bu6YJJebg+P026IoW0pW3krYNkwPeA0p/10XnezmoU42XroTCeHJRFevO",
-	"Hvc731NOwhquCtyKrxvHBdz616qFiLfh7WfPb/Xwib90k7gtIUO94foIbmcEl+YqlyORztM8oFgjqotQ",
-	"3Xas/NBxrOAdLdxfdJpgDmD3YXJqrvAs0SqXSiwUguySk1ErLCPP9kK4gR7slDolUus9iUzp2TErSm11",
-	"qvOElWKqrfC9AxI2nFuKAI5KKOQwcFbQD1mpiwKUSMyNqV8E9pXJ9SwJvwTqRuyuLS38xrBKQXIlHIlS",
-	"pQLUywN2ulhKGGc/krZEjZ44G4GylGrAk8CtIxUbVKp0xybwUsc+UHeyeOfsbIJ19D5NsOvUOKOF2aSG",
-	"5w5wpR3Q/CL7wqEIWzpRvii28GLczt2A7v66hdc2t1nX6+GP3fP946v7gHHcX10ofllLcI/a65jolpCu",
-	"Re3dMox7c2QjowBuWa6gRLu6FOhHSQDUvVHYWjR5PdHGHvKioGEcR3b6UCAr6wc8NkD7A1Men4J8uQab",
-	"zYcUeToDSzFGZ6zUag/e9GE0gsfAEyKbY+wwms/4/IC9s8FascginF4ZtpvqTKTumDE6r9wD6SxhJSjx",
-	"Bklv3Q9kQfijKZ4sOjzcCYAX6VKOpWK7RZXnCSsqM0nYSOb+GXrm7BivctcdqOVUmFWY/9Wuh1u1FO7j",
-	"IIlAnMls6zgerPet2QO0lBvYA5FhSaO6XcNs+0cJfesNLIL6S/uzZZ1FYGpQ2OYBMtVXYt+6L4AarW7v",
-	"8G/cLNSjIooDxGsP0oMGQgyg+SiGqPf8QYnlMlQXpasyFQmbcWmDCQGeKHYl5ojYDkangpuqFFTLhIfI",
-	"MbuWmdBsDdTzKpPhIjoilHGHHZW86PIqis04sPYHOQ4EHkYc9cJYJlQW2r8O3OW6shdoFwzYLiVWs+dH",
-	"CeOWTbWx7OXR3gk5mtxHYKU6OerGwh1WMDGeZmnoDihhqyKBA2gvjK0U3GgFHXBD9TeV0X48fw9RRciB",
-	"qHNmsRouCfHDqFBi2RVuTXHhtsOlk7bthAAb71gTAcS94euw7r60Khpnl7/9T5+1BhtjpCuVnTB9xQyo",
-	"DUT2wKOtDDs36wmpvvegoLtrg090OClT8VHxay6hl9Bi46EAzwuQeSunwopow+K5cDjkNp2saCpUKcOq",
-	"wknriyMGd4NQmMSJRcmgBNWBZULcKM1qWSPVOBd1A2LMRFWZKITKIMiP2ROQl2HA4CB0cBLogNXUjhv3",
-	"I1wNY27U2+bBHMKSyICfusxqfilCvjUQ+TPMyB3gJLxoI7A0DwAtabRdkPlBhXJUZ1x6BUAqXIKeQOAB",
-	"ZTNE6GOcOsHzGILM1jHI8tLuF6X+PO8GnroiqREDJFIcbEXdUFqd7b4Apkwqq5fcGgnTlTUyE0Aj7I36",
-	"Xcwhg0mBf2kl9vVoxErhdDX0MTt11iy4jN19gV3FfROltrvxQPQTOpQ5PVCqMcYfhzy90qNRQkFXbB9g",
-	"LPjCD9gpUF1x7I6Wz49ZofNGZDZYu3g7umQO2CkrOAQ3uY3Y8hgPn9iSo3/CvNu9EQ8trXd3t1C2uD+T",
-	"zxGWcEtkLQuv2UypxKYkogT1sqiGuTQTqiS4O9iMRk3Btc5kuKWtTQFW6zdTr1L2KuWGKiUmhyAOIhAt",
-	"MU1tH9l18S3Ajj0iG98AAuERKzo51uDxCeW41G5l73P2tVDeze+s60ya4O0/YBcOiSFfmMbgyeSpqgrZ",
-	"uJjBTBbTBpG6uAuEbLxlDUDSl2iY48eEh7ro4bCHw6+AQ13cFxrOjRVTaOKb6bQ7hncuMlmKlI77Yaln",
-	"RpTeRwm1VQ7qLMYgpZsmKsDMdFpNhbJoUhd8TG5Myulo/hkiQFyhG7bBznKyXALarLUia92KMYKbCdqi",
-	"JjCFFF+erlAXfxX2tJBv3DwsQMzLoxfdc+KnYc1n7yQ7SHMET3yvEZ+WHwuuAsxJ8c6A5aclbLCwhG75",
-	"9is5OFhJxLwYofnrCUQ0Vq2T21WN2Y0FDSa2lrOIxOh4h3bnPhk4O8vC+LxDGOGpLdEQXEZnb41Lh7n7",
-	"lpurTaLqhSilzmTK6nsZ3EvRbGBN89HGotSp21kx21E6EW7QwcdPvUpp98mSWtRWCkLdE5EXYK0hORHL",
-	"tS7qA7AQmbsSgtDac2xQElJ7/PnnMOpL+OAtnu7NV61KQFmaSp92AwUCTyrHJNpEi7OyQli+VQ5Ivg7D",
-	"gDoPprq9u752J63Tryd6ptwhCt4COkcmeorB4OPAGTsV06EozUQW2AdR8NxOEgYFxgF8p1wqiOyhdxNo",
-	"96jsa8ZLt9GJT5Fuw9OJ141DgfqS+oVCMMwXJvt8F1aKa2kocW3pSHqN47+gidhmn/bmm7r4CWk+/Ww/",
-	"CWn4lUqqFj9+ixKQccv3S+GW1S1lmguuquKwcJtFzFYIhNtURDYfOuDqER57VCcPzHVJ3fhTKBvSl8Ir",
-	"WaFzmc6JvrQU0IMsnBF5hoFoW84ZhzJ8kSWBoC7zhBxczYGg84B9IGI7IARwUgo1ElCR5Q8MzugrGYDM",
-	"sjic4a1vuOXnfpiv8ZZ12ap/QDjeMz9TzIenVoeQC83sCaP4ufEKA5b/r6gd0OW3JQb9Ugqxb8VnS+H1",
-	"epyhBoQG1zUIvK9rFD88f3G3yTltC0Rr1wkrtPLhQ/v0nDYgollEs4BbHolrGgThWyEp1WokxzdFprJS",
-	"+1qlYk2EFojLYjFv0Hf4BBwjcjQmCcKkMMA9D6GPPI9+jUk/CjjoS2JWTuIU+BmXAEXh0aTvZqjSxp2F",
-	"DBs7kS91NZ50HN2EfxTMxSPcAyee4u6HOZY+pnpK5Bi8LZRbqQ4k24YPru1V55Vax0Zcz7PVuG4LuUBd",
-	"XKB357Tr/LLN+YgXzp0+APxwytkr7C/RDna4YLcHed0uMvf+ITdiH3fdPuz2Daxzy4e5wy6pMvHZ/cOW",
-	"cjwGb77KmIPYpnH5zLBcpzwnvPGvjQ32VOfVVAE/8SxYHUBPoXzeSEKXvnnzHox2ngOvUg1W4bnoM4Pu",
-	"F1CZ9G/hK+mDoU9c7jA8HLbVLJN8rLQRbCrJ5caKUg9zMTWtZswbeuEFTN8pzN66rmvIHYtM/G/eY6b0",
-	"lFJxqMIfnsb08F8ites4aLP8ZvyzS3ra7/yznFZTpipnN7pRuGGlE17y1H1DyGwE5RsHdeJDMWH0aCLa",
-	"slIp0jd25Lnzz2+y/PWEl6Z92K+Ojo6SnZEup9zCV9qXL3YSd58b5M7x86MjuGIqFf7iKHwjLDoQJW1b",
-	"C1xc8g40DtuRFhSkq9cBuwjkMEWXnO8OLBbmb5tmKfqZ1zpkuGK/Xf7+HtPvwT1YCpVB62ooPfDe+CVX",
-	"P6h5gHYD3Nv/Y86n+QA1Dj6r7/R+WyatEfnogP2s7QRkC2ImkQMGCDjC5REFMLaq1EyokS5TEfeUJUpI",
-	"MfcskHV7q0wUuZ6LjF2LEtw2DmGlaXyKT3yBph5TDvndwzkbLLqSj9mCJ3lw7KYuRDvaeOXYoB7np0wo",
-	"KbJBcoMAiJlI8NMG47IUWKu6O3BrrQuheCEPYNr32sFcp+ajXIffp6gj4yqesMHEunWst0FHYAOXu4wc",
-	"e/Gyd8El4WArUu64N+8kgQOdfnQvauM8vxkmwlMamNiibPIZ+1AI5ZZ1af8etHXm3LHisz2Ega55NkhZ",
-	"e7xpKdrTCr0ta0AafUPcsLYiFskenztyFid69vAjTVKN9FoUL0qdValNoCNLlrCJ9p1nyIUuYaB2Huiy",
-	"dUZwjxayibOZE2b1GCsSAHukNawqoNzFPVMopPj0MSrseBw5DiuspweVVI1kOSVNdSgVLynNBn5Bo3Dg",
-	"7VQtnl9BDbxuBbMLmI93bjq2mVlSv6VFEH/mRqbMLYkTL8g+H+rKPrGY06/CsuG6mdiibhMYMA6BJ2iT",
-	"4CvsNLw6NtEovYH4ekhPoOCRKK0cgVOpoyL3D52JUxzAFjdkeMuqOCh+2dMJeEbLeQv7LOynjXfc4Rc3",
-	"gnfZX4dClTrPp7TM7f7Ud8ZUkJ6oldgHGE3d+KnlmgPCgblO8XsYPnBA/61z0hHSUbbeZT6UmWF3YAqk",
-	"AjEzdrXDfhkGKJnH2MVLl1cmVNO4ixHNPxeyFCYqR/yBTaWqrDB7B+zUKXjSPRCmXGY36SwRtu7bepLW",
-	"hX/oLaDslz5Lnb496JQFt5NapcQZ2bix+csOTXJb7S9aZmGdM5f8S3Ik3G4Bsd4+vkSLtGJcWBj7+pQV",
-	"svYwh/xKDb76vtHF99DoosZYVoMc7IFbhdxuV24NugFc1h31NTdWfUuTtjDi61toIBMnCkPhIXQjqpw6",
-	"sEIBeO/f+KEe4yaETPX4MAEmsGo4rOsyngPSbYxsy75RB6XRy+Mi71ZmIjmVHeb6Dyvdmj80fJrP79in",
-	"2b40q1Soek56e3mF5tUmYVtQwZJVoWneNgq2iyRBWNEBelABVA9QxAJ0Bg6gE4I0+kMS6/msFErMeL4X",
-	"J3Z7vWuhuMT9D7Mmo2aQ+yOeOguWeu7oUWvLmVotWN6hO9vWRJZfuUYZCWO/22Bxx/SsG6RbKZ+V01d2",
-	"PLkIdCsy3JG6EgKsa2LOr6OG4JCP4WREZD6kFh4ThzK0EhSQIR+FM9ugziOUNWGgFcLXGMyGsLNvayut",
-	"YVdivg+tXtxflsPNmDmYBXozB5Eyq4TxgWZeQrtcoshkRSlG8vPiuOqaNj0L0Rn80rlvOo65UcQ+AxkC",
-	"ImNV0er1+91PR0coeg2d2Wv0f77LWvjMfNyaGN7g00a6pJmkr6fPXBOzvoBHmFuPW8dDC2nIBSQ0bTI6",
-	"vB3o3FpH9nxdYHqNBtc5pXHT+4IbI7ITDEzAXKBzgsi06VJohgw8qWum+gwe1/49aPbfaYPa5v7ErN6u",
-	"U6pOwcAcLFzR7+6Yuq8DAFaA8nEiFHUg46Fsi07pBfg/JDjd93C678fgEzG7/YXYec4kIcURLNE6xXFW",
-	"SkuOmAiP3Y+QVbkADiKCDup5u7AR0ZkYdUjjLHMIWCnfljwr5+54lQYFuKMJegnsH6LOV4fRYV76WAOd",
-	"BIwoOvtgyQIdD44TtW3/Ea1tIPFAolJGg+8JD/VlH/5IMlbmORxHLbo4pSHiYp3RWp3X22UrlD2tbwtD",
-	"WamOL62t1Ys5/w8l33PNZ94867OuAaDt2XsaH7WnEbKUq6Jb87yLhFGlyfyHxkdiymV+aIWxq9rFQYcU",
-	"RVx+U2EMJk/V+ej41qoUGbv4/fLM5zF5ZViHUDm0BqcgeeSVawyKzRx+ISEgqu0Usn919BNiIsSBBo2b",
-	"PiltP9XDGKD6BYORCLbRGB1y/HD0siZPjgeN6AsdOlKu3J2gwvN0AswWwJEvPYMSiivmHBihMjYFhjWN",
-	"PfQa1dJYrvPMsHSiJRB7Ybc8wwZtazfAzCkDXJ374JYU2TExddAaGGShhugVFlaFDA24G34VtZBiu69e",
-	"/MQG7omf6IkDymk7F7ac75+OrCgHbCjmmuyslkQrtx8uhbFv3bdui5kDZgTesAEfZilSWUh3BqKrKjTE",
-	"Y6YKKbh3yNaxOPhV0N+QqZlTBYC8qlZeor3Z4/9TpeIQUNMOeyWGPSZIBrd+bFD25TpfD6bkU91zFPIZ",
-	"LaTX1jmeurJimRKgLr6M2PW95yZ6sC/s5PigxD8v/F4tMGdG98IkYA8SWUY5tkl0iwRmYJzFA+ZX178F",
-	"DZHBoaTfHw7ArhefwXLHc0Zjt6VKATHSO0tedCieRHY1kdXz4nVaOS1yETGQOK1etHuMIIGzkF/nL/qg",
-	"8vkZ1Udst09fPMzVboN6Mh6R1+B+nQC2MW1jLtUySwLu2S16BApeSju/CUIQ0QE2m/Nq1AhiV9A0SObS",
-	"zhOfR0n2LaX8eP+xt3rh5CfXsi95xOzzNH5lIcr9UBGJDfwm3ExYOuFSIRdv+DPP8zBE6ARCzz9gf4IW",
-	"OhHp1ZtQsOTdyxVlh1/87/fSCjY4Oz/99fdT9v8qmV59gnsGdYNPfDzgQibQuCfHBxn4RuZC2XzOMnkt",
-	"yrHI3I0OIUH3Tt0GUaYycRHVlBgj5q1wcQardPve5VP6+Pjb6yIu+O7Fzz7BQ6EUnJpuYieoUDQCi4cu",
-	"dJPrWXcTiGgdvtElHdd2ua2CA3VrA0TKEmj8YUcM1pV14S23NJ6n42CO9ufqYwLhpnctb9O17OCR5nko",
-	"7EwItUhSs8XzxOGCVMKsoH/zWBsu9bs/Ll1t6I4h0ylk+mcVxftZo+IPEasQ5UiXU8M4eqH3gUKHuIZK",
-	"Waysyge3sbSsKPW1IOGtERvtPIPPRbe90hZFOfh2fc2BNIzn4A+JKNulYS+OjhAHEFd9qQIN3km28d6O",
-	"ZKHzMzmfhzqbJ7UnRFGKLbqneTZfUZtwHhZoTQbYGc7iV03iN6B+B3oly1Ul4Blwp38uuIG++c3ujpRq",
-	"gxUPK8bzFq67Geb/c6suaVqh1VDqFx0W/KR7L2W9Fr5s2t/HQgXpxO7lTobdryPZ9niIUp5Q205q7uyu",
-	"P2hJJ2lCKa9Z1GEPbBPqdS7W5briroyLsPDb0Ti4UnoGmRtYx4WE8H4L+4zTcBo0L6MAWj5nWBR3wM7d",
-	"eHx9bA70mPtYYVAKusg38JMwDv9wWoQa5fFmH8ETn4vcGWdsNplHq+W+hRRdP+RhZZnMcvcaNtJ5rmfQ",
-	"eLK1Ux6Csc6F2X6lmHvNyhaZcZHcE6Yn7J6HbYpRpaycikMiwbByJXUullL+ClYb9p+Ziqku50mspCjP",
-	"MISxE9NZUHnALtDd6tTG0SgqijSFtmysS11ZaHxZ0nvYuNQzO0lYzsdjTCMNe5Ma3rsroOcDqA184vSG",
-	"XI9bdZJz/Io30bdv82RdfluLRNBVLFqQpycTvwrrt1jnRNyBUID+vwlvLdgJED5zu7nkagwOaowe+aiM",
-	"x2kcXYvB4Y+YYHA4FT61Fc/zORrmaoF/cKGM2IkbG8lSzDjUxWG9EbDb+peGFk/YYXco28gJ3ZfRPjyD",
-	"Kdi+VLj3rDwk3MS6OXjKBwS56/yewVCwLoS6A1mwldt8GwjDbCKtoH7u76WqPmN9AN7PaqOvwQNF+Uho",
-	"dqd6OhUqExmDXFxDreYtdLDwQgLTgPwlWHXFFThbsbnQGLY6mohxndYB+0A6WBgjZEZBDAZD+RziN+74",
-	"sEKR35Yrb9xFJV/uY3GAWJsfWkG7731mmJ6pBJ9HAIAjaDuIftPGXuIEr7GLf68rLmYTbUQ8oZ6vd5n3",
-	"ExTPmIWfiDF8fI2C/c+MfzKa9iVZDlTdJrL6E26n9mqbhmw9p75/cCuwxJuTGhg/IRbgdtG8NThJdoqq",
-	"Mz2ozsaMxZEkijZuJG6kRVpejoWFgYese4ixUCADIYTCA1Mg+nYPuxalHM0bvrC403mjcElmcU4+ZeFg",
-	"AieYVYsFvdIJmpsDSB+BPcT+RCrP+ANqhPKtv8Yi5hRpy+OkaFQm2AAe8qmqA/6DZSg5dY9vgMk2Mm3q",
-	"F8D71mTa0IKpUBldrzDOxkNLylz4POR+6ow84zK2ZeHUS3/CdLnoMMU9MeHUZVMqDOtTK2Q4SLlE9sOF",
-	"Dj3ab8PdwR86E9Td55TePsDed2MlDZS4DOewPwd0++W8EIO9PivoMWeFwrZsQDeK1C3ANpRWd6f0NJXB",
-	"wyLnakXPsTiIjkBPoh+iCl7vg2/xulQdekHq9ysxb3jpMFueBC+2mwK4OCS95rnE7Bls3l1rhXjqnYTK",
-	"sqjSHPPs0UcxspgKOZJE33PA/pdTFX0fy4au29bJ56iF9T3n6g7h2b1uc3QOQJwJA3YrLsh9ga8bfOeo",
-	"SWPJueopjh8QMnlO9xibSPC2D07Y12S/QU13g0JTDBbUULCUgDiBohv6WPI2Ro9D4uJZSPM58+r0qcrQ",
-	"c3rJx1CxFF4WNO4k6IAYW/WzjYYvZi0VpRubhahNRryp2QH7lRfe8qsrmHLqydVaWzqSn91V2LCCR93E",
-	"TJ1e2B7ChQl+E8/vbaQQtucF+Riiv6kxRcChH7ZkyyzBBSE2HhNXrAjFtq/YrVesSiumNavISdRAB9rG",
-	"YQQpkCqj2jjVkCQqu4lPpvwzZo2bLiqS9RTL98hG0rW3Vgc3m4yfffLnTZI/m3PnHpQLK1RcfkLIsEXv",
-	"4qad4YaVzO2+VNDDygoFIWa4OYnVv7p+vnKXKnSd69L3YhFZErQcTFVq6Qz3MTjVwXOOTgdzxZygedhM",
-	"OfQZ92nnTQqQrnjr1rvC1a9Z2RHOzyWuAU7j0/Kkt07BLWxznMqVm/3wi/vPH3wq/nLm1JoWM07fKPy5",
-	"7gcNuxGpDOutbdjMHfTBPso0nhyF71Fl3JlSK/nwEHq4CQ85YKf4F9AaIIUMkkZ8bQX5jbll0wrlxTen",
-	"w6yFpewGqoeD7OzouqTV2eW1FemNNsyMnsk0dJqD7Aek/GtpQlMLwEZNtIJL0Vwxbij3FfSnpsx2sCr6",
-	"hVzJq1hw6zbkzvHOf/0n3//30f5P/6T/7v/zy1Hy48u//tvOndEtNqZohWX4p4dUHfaPhtVIHpy3Lvqe",
-	"mzXKgb1bPpYuXT0T0u334gmL72C2Pghu7RwQn0Va2VZblUpQNmoGuljL0qjc8bUs0tYFYCbScVrKXhoB",
-	"dPYaohsmtMZpfXrtsPN/AWVrovMsYUOR8soAH6aY+fJhd82Uz4OlGlfRcQVNF0tfqJfz9MqsSBr+O03W",
-	"1lHEv6gFP/7u5zmi836SaTltbUO2aCDMxHCi9ZU5TLnlud4kAcFYrjJeYtmTNWxc6qrAc33EpzKfk5cG",
-	"VBL8zTPDBsQT9d8HbCbzLOVlhqIGT2HoXCJ3s9NFfO8reApcA+wtOVfuYfjqAbO+5N8IsB8MtoTB55sT",
-	"nyUOnwheHHdRxgb4+wP6+oN/VEdHL9PftAZ9A35qC//9KuyfeMdb9/7XNGXbLNGs7NAdOW2v7TiFcT5p",
-	"OZ+E2Liv9puwuTn9NEQChDtnCwKUiVxei1IKc/hFZn8dlsJiN+p28+N3KEDh7BfMFaO75yGgfiZUBnmW",
-	"kB/joJ/KM/SIVYWP35M8kJuJOV14WlhDaTjNZ0vMiXO3+BgMtGpz/00n8lpkNTueLaXI2K4zGgZ+aMDn",
-	"AV8F0XEnaQNTDcNHffKPGTDttNuZNKKFqwJoLWg/v6FHr+3vBhQaIylq+h26s8N0kJuTsb+627SZBYkO",
-	"M9DlgaO/J0zpmd8UB9+XZnxvSqrbiZAIOmoK4S3AxVr2hoAb2m2IzzfADIxtLOIGycX/z9639sZta2v/",
-	"FSLAi8y80NjOpT27NooD59LGqNsattN+aAuLI3FmWGtIbZGyMw3y3w+41iJFae5t7DjNfNnp9uhCUuS6",
-	"r+fBp5H067m5laKCM5+sOvn9rtzZY8cB4ud5U1qBz6V2F6qjoFc61b1SXjTsuxCkN7FckoYmtFpewOF5",
-	"B1pwnchoVKHMWQ8NhpM87XcXStnPVYi8g5VZ7ZJHSxy+u9csAEqwEyUfUZTgyRzNn0zY9NHJvFcBgyQD",
-	"K+AfgBY2DBelRA9bqhJfVZ9EosKd9GhjDWeevQjcYlEUplUykktTAgYwxRspoIlVgm4jIg6WtK2ffVMz",
-	"xT21Kmb9VRb5Bc7y/jQ3vXApHdK4EmNuxRdU9HrcnrPb+J1d1d4592GVxwbqJomw9oATCKR44o5up3cl",
-	"cp4BBJy0zPBZs+05MyKrBGhKI6yvooIwEiTCsGgjTygOj0Sj7o49duyNcVqySrBCjKyTHx4LlWAiwpWU",
-	"e1icG/PbtbUQ6/g4C6MZ1V3Fo1mDW+EH9HC6rbtnNlqEld0wONldintplq99Tj7aSV5GuoHsEQALHL/4",
-	"EDSrUHmppbINgIS+VezNj8cv6VAlPsiU6VIkkN5CJLKcXF2DRxsy0NKwWsn/1oLxqaYU9ArLGe8MQ5AQ",
-	"fuVDo4vaCjaxtjTs7fkp67n/pA5lcOmLQt++sbbsB2S0BirSJAxOmPOxRxUfT6HI2b/ESR6jixtkqmSF",
-	"1qWz3hNWSHU9QJpnXbGs0HU+mArLgRGfsC+Fma+lTElcXmG1IhjuMD7ny5PMAZWdT6WSxiLiMlxhWFnJ",
-	"Gyft8V7Dev5px+73M/z1En9M+3vsVIx5NmNG8WtxlXGD0TmK3pk6mzBu5gJ0Wl0ZWwk+vSLJibBuhjvR",
-	"tOD6n9UFXP6Srsav1AhlobJqBsXkHIlYEOyDWpQaPqJFtCkLZMkdVZqukF5ryk7dhj2K5ht6JScC8Tvu",
-	"L4G4YhKrRg8l/xksONVwkeKd6CJHNgmJcH7SNqqYjaQocrOrv/9X8L+1ZP39+kyxtQSxGYjK1AtTiWXB",
-	"M6p8x+2H6HmwixtgfMSVgCZhv7Oh6P1YMTEtLch6PjSgp/DcNrCUvo4ffziieLBnUsHGzcaGDIkzGIFT",
-	"OXvsJZXnU4MUdX+Jd9bHjN1NoURXNfFVN76WERhBMJMspjjx4ljwAqftbZkvFaPbFbrGN5/kj+6qrOPv",
-	"y2H3mZo94U2JBy+Aa/hC+WfRALCr3PiowhcP5wMTvvskTpaHxsn1NF7ujnTFxlqTb251CaRsQoLRjFNI",
-	"wHII0VCVs1+5tFKNMZgXR7hEpqeCveQqEwWBCCttJ+4+qBwHN19ZX601TeL49oxNpLG6gs6Ca1HaJJgt",
-	"VPLqnm7YqBICnoDS3QuKTgcqzvPOhOfDkUEtpbMLU3+cCB2u6UM73VFIcOMIHWWzIcMF2S2i2EVPv0O0",
-	"K6sQoiZrB+C/EwzGvbm8PPNUvNh2BHtV5ITNRuuHPmSJgt4dX1GMIBUGXiMSoHv3amkY7lUc/fxn5zVZ",
-	"e8cZfIvNrgOKtvn2GqgjiBN1hNtGUe0lpG8ACJFsKBs6mXCPJvEJkvDLQoI/u03Gx3FEWwqzg7b9SFLp",
-	"VVdPRuf63nMEKJFW0++cKCMAkSrwxPi4k7sv9dl3qmlLNe22AV01gKv6FDHDGFTbX0vYcFZy5EKQCLTY",
-	"hC+RUAWT86FwFK+I8iszJnMKa4a/WEjjV/xGFAGkt2AltxPWw/RkwrKCy2nCjBwrbuuqCZcmPlbaP/IA",
-	"CTLUAFAdUtfi2WPHLEeghMZ5dJ6jW4FFEbZLsTBh8Zk4hmt4cY4jFhxPL4MgKYFiwwYVdsRMaw6EbwF9",
-	"/gl2h4j/1rzA5XefUOaf1K/ckFcHN+otNx4C6qhtK0vIALs/3fLZzvf8onzPmFMH94nVH1MTbG6krqFf",
-	"c24bN7HkgzEHWRYBe4PUQ3QObjpn2p96AAvutWL0/cM12oUODMIMIglBiPatEquPHoIkDEF+N3affeHz",
-	"4nEn0HYC7V8n0IJUwF6ESAbcqYizE1nlg5JXdraf8RKpfFa53HGPlMyTiI4L3WTxrpRN4anv2D4+O2FW",
-	"XwvC6wC+Q/+2Gcu4FWMANCY6l/DEQL3YRhyShp6GaT+EoCsKJP4KBMvu5e4JSADsO8t1bQnBbiTAljVN",
-	"D3ttFvWaT6lwPkzCELw4Yn8lToQTgMRwxlL8DE3a/pDxUg7gxvQIoT+MLgQzwmBz01xP7pMYgK6UV3Dv",
-	"lRd5i1tQLt2HPHPf8WX8Ge9QMC554zLItuia7u6A+X0RxXCvfGPebYxz2D4hbiPmOjr10Rltjn6zvx4d",
-	"Pgob7NGcZHiyRDK4JVwuCSZcKVEslwIehE+JAirC3AxGuiIiKTx/XR6TkSwQMFXlrNK3xttK8XNWn7TF",
-	"MbRoH/phb+sY/q2Q2DoOLhzMD2J2q6t8izs8L/UWt4Beu4C+zpNtXvUTYsdufsMrcSOzv3ML/Z+t7vxl",
-	"osHO2fT647Lc4mosBdr6hq1m8BrLpLeZQ231LzIXest7zkW23S77SZ8VfCaqF5Xg11vc94ab4zqXertb",
-	"zuxfW9xwYi4mvPJ7Zqu9Bhh6FCzefAEB7n3buxA86W21zQC/r3Rd/iBm34Es3G6I8gbkHgzT33+X4XB6",
-	"8ybhb68vdsWxK4pj/SKxXqRq+3et58OnmQt4L1L4++8zL6g/rHUBtArK+9Bn0gJVvtPyiH2ub5WozESW",
-	"2yr3tlVLwmBrKsxG8dzDYVkFWKxEsUsOfbTOKu5caG86fiYnar8s+GzIs+sVSSRjamGYmQBBj1TjQgyc",
-	"V/r2/NQE2B964mPDCnkjGNZAJ8z3dVIkT+TNaew5Vxi9rimmDFL/m0khGDWV1oq8v8de82wCtek8n0KW",
-	"6R3PbDHzEdcZcXyDny8MIfamhRwJK6fiQmRa5SZlPerwYE+eHiQNY98z/D9TbQIZMjKo5Jhe70PBI/4W",
-	"BMVjQ2EFwp6H1Lo0vv8GpApX7l+p/HIwKDt3y3YIMcTRCH70O4aHPtZvWEpF5NiZyvNZiqU4IYlveRUQ",
-	"xiXGFfbYd7qi9TARNte1ECX82XlEQJCcaaVEZhMqW8ZSJNgFsCSCSWWs4EsLyxsReCpvxJnfQVv3xgcR",
-	"tLCrNWzSbZpbp1L5//vk3tC0Fq/HirCy96fQ8/Qb1S+L2yH3G1Be8kGXaA6txADGiwPdBYq/oEDx98I2",
-	"3z9IjaAKGpEXqYG71n74FrPnhvP3lN8AxN4KBPvQ1VUJJW6BT6EjMpfO3ndvgX0KDAxYbmHShJh7YPUy",
-	"XgGYNEvNTXZlZXYtbIoKCGPx0tCbENMLSpvc84+CzGgB3AcARkG3uSFRnQX+wRQyx67oFP7Q6MmvDwZf",
-	"HxwkLNKXfacBAeIIV6DwnCvSsLwGVMYUfjl2yjdlPT7UtWX/c/D/mFSUSwBYmD7WhQDxi699hbt9K9pr",
-	"1OLHNmW98MfTji6P1Hczw1JUUueNMn/+7KmbBa7KUMw0gaHNK/EjvBbNkMbu+Fl5jhZogvBhYQiHOq2c",
-	"4GI4pZqLQthouYn4pRkcGSeEmzn3SIi43+hrAaRThTbCeCMAN3aaMGEsJ1huRioccxyVYFltPWXIV8zg",
-	"KkFLhLcywmZcZWQcYYmhWwogQFCaGKjZjcyFZryqcBcdz6UMpnzm96dht6IAC1iwWzH0l3rb0Nmo/cNo",
-	"aaDaZygKrcYmJInpuQn7/dH8cv3+iPGhG9ZUhH7HcAPWLOMOC3ggfpgwrV6hx1QodEMA6Ukw5zhyqjpT",
-	"ihtzqytPMdHfzhw6FUgu/cXbRK0F2cQoSlrnGVPuvk/V20r3ax+1v+kSs6iRzk7Kk5DfmUdflHl06gVa",
-	"ywKALjvv5llN/pao1hlGd2j5gAO5okul4e/GMk/vcncSZPCYQ1bqoiDIRRgQq5WVBRlD28bYLtwzP7co",
-	"Gwx6dRFO4+eThHC3eDavnZz4ZKUv8Bk+deBuXR3M4jOsyxW1f9BLZjsbr+S1My3d/uO11YNKZBph+5ae",
-	"cF0eob/hTDw+GonMIm4iWHLOmOyYLlufd11+fsddl6tPu1u3f+3h/nRnVZcP/ahChmmAiNabtInFbLym",
-	"2whWmyTGQ1E5c3YSlHel37++ZH4ArZem4OUk1KI5rI0EMhdnwApFFV1cNQc0YVI1YN0vHiMBAhPqRhS6",
-	"FCx9X/KxSCC1eiH/Egmz2vIigZKZDynr6SoXxG8ez4bJ/Iil7i6MXqf+AYiJouvKzU0ChDaFCDwXjXnM",
-	"UgJWO1nYmt+usomKTbavtHnp33M3nWp3KY2ieePAVufEW1ttJ5Q+NplMa3nvWhwpnYs1+b52dNPsv4d/",
-	"KY2OAatFmfQbTVDl3qO1wDFzCM3ecdwpoFhB8DECa9pjr6NQ1ZvLy7PBd6e/JPhfox/PnoM4eHN60Xpc",
-	"K09FYE5pLg1dk3r0OBBXGHzMyNuarYqBhcAaTqdBBanEDQJjLYvzIW8BBPYkkkwXwAgVSnwB38r5+Y9N",
-	"VCPMes8PnrG0+cNVLpTswE2zYz8ehA5ywnNhIS4OgFJ9TZyL8UKrBS28r+DyJdGX7cNR7Sj3kqgU7auV",
-	"ManAOFfXAFfbDUPNNfT+OpnF4VOVmwRACZoSzibwHohnljX6IknNMkb6p199vcGAkI2wDkniJv5K1Eh+",
-	"79IAfcB+2Ziarf1wYAg3CnS1ztNOjXy0+hG3qnO5+H8cI8Kq6mR96wS87rHxZVOpCImYpJXbSRblavwl",
-	"ANKbhhhHrTz0ko+HNsK2KS8HueblYHOynfh1JwuEr3sighJ6KWysLIp/IItVBo8ptLFMWmgWrhhXM3Ju",
-	"ie2/GU7IiAD9pnvw8y3EOExkQxneqjL7XAT4Hw8i/r63ky3La9PuRLJsa3zug5xYFbfiCFngzE1TSAA9",
-	"Cowii1PVR5H1phUzwoIV10rndhLBC2VYnKq3hIoWyUH0YiNRGOXeISsPWXuQoLOmycToUJQFJi5695EB",
-	"gdB68JYcC7Qi/QoJY61EsDKAFtHMZ8SSdm7Xr/8VPOUqo1BretgUfbnZUbJ6lQWMOe7FMniN9D1kPBbx",
-	"JGqxDm6ZXO61IhHQcYaBDLhQjaPHH/liBG/Ui3dWwCfEBWyu3EpQK3G7zN5OPKRWXE9AVzw2zkpdxAuh",
-	"xO1nKs/vgHlyxWpsgFEYZ4aPGA+QlMM/RbYIiJL06wNLFfs99u+0oHcp4tW6WAHR5H0q4wpasaQar2qi",
-	"dpcAMHEhzJLY8SFhx7orsHYNY17SzdeIzBr2Wwp5zUs5Fc4pECqH/+yz3vl3L9mzZ8++8Uxhf2kl+l3i",
-	"gtQ9/CTHYA9y+A0LCCyJSqhMHEGgWqpa16ZZQp5V2hgaGCS4struT0U1Fp7VenUA+bxZoIfQqBmGs1WP",
-	"Yrhr8x7KcMvW7Zrhzg1bHMP12/Qshpu+k4XYuBkuehXtxK3ueo1b9m4j962ZbdLPBnt718y2IgRfxWf4",
-	"TmPvzZtWB+Cb6/YnvMoHTcx9SadNVQlgUh0W4pBVYgo0akHkPmbDmRWeeEhWndRhz04qXY99+pCP3QIi",
-	"CRLaRVC+K1UuiE2McedmvaL4stXTobFg4xoNLgZ6btSioK4N5rRvdXXtcWg5UBLoSgTfw3oQARwqrwQb",
-	"OxuMHcMcKGgzFOCeIQxNh6UNBzgTlvWUtlcjKBo+cvZ/nFrEkFEI5XNDDtMNFTegKuAEpHErKsF6sCJX",
-	"teI3XBZOrSzIK77hVd4NobeUw93YxO4FThK84DabrDGDYWoJezJ4cnDAckA6yCyTuUnwC5eVzoQxzpdU",
-	"nmTkfm3gufksK5RwAo7I2EtRwcwgu0OLzCCxvBN6i4Xem0akfBrZR+JsA+lHUmK55HvhnE7DjB7ZgU94",
-	"4RF29l2QHmhzomiBMx2J1byV2YP3Ye3wiMuCkpVhSFfucVfjhdHXc7x5d/535/9Bn3/ap+1D80kEwZqK",
-	"qEgQRGNdLgzeQF8SbPND1N+g2CN3DwNvsvImChgm0BwMsUsKtyZsWMfGCIRl22bLEOUO9CC3JI2PtrYW",
-	"19RZhtBfYy6Vs0la8scT9G4jbC70yO7sjZ28+QzkzUVzFB66vfEeo0ibN3geR42dGGLWCs5zFYfFWM9n",
-	"OX6QKpK1A/djf4+dhL4fH76Cu+hYtPwX7f5nYm05GE3L54cosoAhTgIPGkgQaMY7h27OnhEC3C6pGGe/",
-	"1wcHzzLoyYP/FEwUYiqUTdhoNC3FmA2M6SfIyqenjAM2NnHoQXzuW3wEVUnhQ35z/zz9Oq9RPi265I8U",
-	"2/qI4mwoxlIZD45wLWajColCAK9Q2v4eO8cMTZP7Ym/PT/cYbCY3vkaCErQhnUqq6sHsUaEh8xPtBbde",
-	"CZvydqlarWrA8F7fqRdk7FbpGIzdRztiSf4Ft98/JuV+CF152NFEGVVzFPA7sB0AsoFADhP28mfSmbfL",
-	"unzaHjneEa0jwi4hJJH70ikrO+eom21NET81+VEWeHnqBGFpQPpC/My3MSTYPheEsxXfYuNcynpk6Ubw",
-	"OtS0fZKnfeqya/ruSOsAF8JEqGXwLs7IxeYzgHwuZqE5x0lySMQcxU/1vE+EbQBVFajMfD/4muzKBa3j",
-	"vaRWFtDCYPdSpH6XlWROW1mQJeL6ydP/bFAt2rzYf5t8OQsNZUT++QvDJrwD+hv8ihf4hvsgv2m9cJMc",
-	"Seck7gz5FdmSqD/Z3BdAy8pkCV30ETFZmp7GQl6LjhztXopSO+7aRtTz4YyadeFvhc6AUrqXtkRFmrD0",
-	"ZqIN1MHysnT/RHKa4LRafeCHjPuHIl03ywGVliGOjFCZzkXFytpMhMGm8ZYD0Tu/vDiDn1FzYAwmZ/Dn",
-	"iKC7nzj5XxeFs9zezcCw5tE64BgQF2YEXDmm2wt2Q7802Mkk0RQDRtlO/+chto/F7eC9VrPagq/+v361",
-	"vt3b20M3pKUJ+wGrLBj7CZtAOR4VFv/2x15dFWmEWz8TlQdo6aDT7LHO5wNbdih8rWAEGxL0Kik/cgtb",
-	"yqTB1HH6OXYRoYwhdSvYlESHC9x7YTa0pyAb5/yIhKXvW+P7sP8edteH/fe8LD/sv/er9SFlPYzBOG3+",
-	"9vx04O4fCJPxUuT9I3ImI6waion7kFXM/hGduoYgxDQckFDmCF6cTwE2EENljd0+EbqcgS7FQjtTx8zj",
-	"EB23dj+lAGmR14HUuC/QfA8jbkQFVBzdRkpd27kv3Tz7wH04ZwH5uYI5FDUlHkYHwUcafRdoEjmjsELf",
-	"v3j6nyf/eRKUD1UKAll8tJOijw1+dAFi2rozBmfct7bKDcD3UD92Hdi7dRsXvHNN+NBDQcI2aSBeurBN",
-	"Pqi7g3rZcbl/Sq90qQXgT+4W+C0fH9huInjhXII1MMicmSkvCoaXM6N4aSba+ipsnrMhL7jKPPfBVCtp",
-	"tfMsANss+KNOgEa2RARqRt0xEmAkJu73DKqq3dOwKDwiNcTTHkbBC6OZVFlR5wKMDSOUIUpTTMvkwkIe",
-	"xfPDK50LqPaV6oYXEqrkfTl4wE+zVNjt9KjSajbVtWEVJ34WgGz7U2RW5KiwKYQpDUPkN6/K3LtAE1wj",
-	"rtu44jlN7KuDZ10GiTCpoc5nRH2HSjeqM1nY4fMGP+Vd+k83Gb7kgga5tLB6+ZTddgCV6nMkKOa+QvHz",
-	"aYYZrexRQ0vmC0YhGNne9wkYF86qBppcd/keHn+R1ZW0s0eHv713HvVQ8EpUx7U7Yr/94ZzbON3qxBW8",
-	"gx4f785IFODG34IR6f83f3ZmVEZKrjvA7uiS94/I2Hip9bUUfsg0jrm+GhgWkwoL/wHzDieSgIEI0aoE",
-	"22hNwqZcum8LEFBQQktH21hW1crD1XL8KD2cIzt4AiVVPryACzEfqnhrIDtbaUgsNkAxyZz3QpKDVgEH",
-	"x2zFZRHshYxbXuhxDeOJGv9KLZU1zdCetobm13V+cOcCN7LIGSFQsKmYDhEvnliQvMQCH6V5xbP4FXTz",
-	"gjcAmUZkSXqbb1zpujSecQrY3gc8kCywUusiiZG3bGOC+E9S6HEznK9aw/FENPPj+cl9QoKqgW9wxmCr",
-	"R/V/tuLKoEdqxbQswPMOiBJuV7h5EEWo0xrQPSNkhfsDaxGXLBQgGSwY1mkUoaCax7aNn3iglGBy+z4r",
-	"j6qczbIinlrwgyXNC/abmepr5Mgze92o3KKBXYaBCDUGJ2SEmfBmNZBXnzLjSYAUxw+JcrXhnkqC8x5V",
-	"cEYL16zb83jd8OULxvcaijtp/2N7fDBOunRIBKPg488RaBMEhv2bn7QOdmzsLF4e5JDzVL2eV5gRP2Sb",
-	"1N3EbMCwHNBPhjt6gPv8VzG80Nm1sOHYS4WPpE/gn+z+/C5eJKSnmx/lC62tsRUvffQCKdl4PpVKuh/A",
-	"S/MvA3lk5zjkGkkVVuqbb+KVoubr7su/f7F/ydBfxKiP89HH0skLd35uRMUuTs78/i4rYYSTw7hxQNwd",
-	"+TZCz+ABABgkG9A1pSRyANwfD+GN0ejoLwuFIDm30eGq2h0iTRGOjx0kLJdeUTT9F2Hzfh0vTPCeF7z8",
-	"R4HJ4N755cs+q7SemkP8B6t3MneoQrOl2+DdZIs5Yn9qiQquskPBbYI1RAlGKjKi4+v9+ubkDEukW9za",
-	"7ofXZ314Nn2g+bNCk+eVlZksOXAmOlN08U6obPbowx8f/i8AAP//",
+	"LRLflFTW5hGQSge/CZhC3CboFvGBdnj16+TZZgX+3MQZANY0oGO+3tLYM7cmevbaErHNrtlTmE+n0cEe",
+	"z8o0ZSSgIAIGVqxdtu1VGKMS2LbW7H+QN0QlbrY4tN3lXxAxKaxEsVExJMZIo1UhLCW0FiJaBGJYFMfi",
+	"Di3p202ga5uapR64udpCUFiuCij48vXHiAz3lUqn+bu/E8RjnYcs+MqKilAhWZqtRKhQ7NksVz0sBqGB",
+	"Y+1QjmKcwXqPvDK2lFLvhb3rDkgLtPpADFNaiQ4cuHGZdS069Xl1y7ksP1Z5l/5kFIM6Q3Zhvn9z5ioN",
+	"7SMuia9HcnJ+djBCyW1tRXCVrN8x2iWdBTQaq2M1fB4HLw2q49Wym429NK7mmx+OviMCnvFld8T6pvZl",
+	"TQWjPcaYwRNX5AV95exaMG82zEKGfC4Kyo7yFcvGpUmFJr0Id0xVYWRRqzrAJe2T5VHr7TBie1hFfAsC",
+	"hgASHDTnBw5SUbN9yh+qzMFO0meHZza4+XVjx9iqZGCwRV2dBCTH9tsirX6A2tfBjr37LRhbsZBe/w05",
+	"5Uhm185aaaUQ9/o/hjKIBxz3XVbmNsNzrCwk5gh9Raihgwv42XZ4zn0yLXeML3DJ7LvS1+zFA81EcSdy",
+	"VWKC0Gg+2DSXWClRaLMtdEjL9B+TEmIZvud2WoiVSaa9L0/pBcfotrm8Hcm1F80q+0gUtVOJFZdDu5ld",
+	"23s9+AE4K1Y3SCCaQhf03jFah60+JO4gxJxYp55bVRnQnr3VdN3quCiVltH0z3dQEoelqpRUpb15my14",
+	"JgKjx0JgRtU+uHVWwrRz1jZvEmookES60ybHmbZfO2sxXSi+xpQq2b5RUETA1wCt6kIfjEW4s2uqu5g7",
+	"q4RVsyCmEN8E6EgDtSeNuFa8yhKHLZZ4s0YpRDo/cJAP9r+X4qdagJcC1tCFitvF7F1L5DvY96jlnHP9",
+	"TlXiVce0XMzeQlV+RjOoWNSBtC4+Gzf2DvdbOD1fS0R8NtFT2xULv4UwsU0d4Z5L9Grra3P3Gw+RJLuT",
+	"RoMLJ1mzjcHRRM/JrSyyXezl6MgYLncQ3pDxizF6Vv30kpDh+JO1TpJrNDXELs99tP9W4MHrlyvlBEQs",
+	"MOMqHaqFi9l08tyInHLX9tAch/WFmHB+TAwPpH87RekxS4G/aCPznF0LxGbgeVuNuKTQ5hjiQht8oUuZ",
+	"6K6riCpO2+J7J8VSVBSUSWYE0QoDIhwUrNUGTgr7RXf3sez4E39XxZUWhJHtNbfBXuN7uweNflVb0cgK",
+	"74GcgyYtV82iLozMGSUMIZjqjnXM3CKP1jBiAcEj9Q37Yrzw7l9dyn3XaCxPzOpcZK+KLq3jPOdFAXUk",
+	"v2DXfT9wuAZ6AqX3C/ryHrRB74dakNX/12SPTOrx0+NY3j+ULNbt7mCMx6Re50sYU8rLKVqF807QJm7i",
+	"IGnnmQiHOMLIZN8bgV2k1GI0XNHXUGYu7hWXCKbTwlPaSr+zSzsemOgCOvsd6wi0iLgXjEiphb1sCC0c",
+	"Q4AwurlQ1ypbhffNhxLCe07h3a5r5hJtcGWXTwGFtQfaGetKQxXaeb/jZ4St3d5/X8HQvmYstfqSVXH0",
+	"72A5Ws9JAcMmXU92z6DQPhq6paY4P5ElzlaK4o8dPMQ/vioyKIWfWhkNEu+H7KbwRXTnw90cd4+FX4xa",
+	"heVcjDf4v/oyg//adHos/uuuAacHuNF2nE+IlbsQs0roedSwoQykZ0U94Z0noydAsBBLbODYJReDQNPg",
+	"DixV1VG6st+D7xqvWp78L3TYu1DCVtfxpSzPVWUApCJ+oV1cnTNI7wQKt3TAAxTPrbyWIV5jc15GVh6Q",
+	"leiI+69EKuzxtLICjgwCVAnpr8HfTNCH2bwmDfzSUgqoMUuJXTHTQz50XrC6cByBlo2+8VX9YUUhlz/N",
+	"uVxssxLQ4Dge4UFCRmO0vmvwWdWycLevHW085y9aGPfKdZ2xjy/PH16dnvsWRvlBqlJp0ZPZ6BZvpqo2",
+	"/sPN9eNvH337aJLLuy5o2RzhWLprgGAmhMj6vh+kbr/7kPdNW+zj1cG8CnfCF4jjuorI+peXF6eW1kRq",
+	"4Gryy7VW9dz0FDvXHWIP8IgGRM6H+LnLzc3Zx1B03HRDuKt+h1N7jIUePfQ1dujOSYBUD+Qa8pKG2mhF",
+	"NwBRQUMIcxjD+JCAHNZpa4jZnoBwET87bZabuGyWFki1UWRGxXXxz6HwL4FvmKb4xVKaeRDLyPalX182",
+	"pTatnjSFy10VYlTORnB3/Jr0v/xeZeIU+zmB+tgi2/v1x7VF6SjT1loO7eKc+i6hYfbWyc7e8QiMz1uu",
+	"DY7BWRF4MVqrglZlEQv8rNaatSN7oIEAtukhrrfBku7ulWtt7gCAYnjA7FSbpexVs5oudsvIRJbE2awS",
+	"wamhtWzo44FuVnMtzWFYqlAVCAlbygjxi/GE6VKkcibTTWI6diBbrJRgUcVZRWBq1rIpv/nmyTdBPuWj",
+	"o8dPv/haXUPQePY0GQIT3PI+WuvgyeP7uCnWGn38zbOYNG7y7vRWoCeXBXvcWhV/jfucf6gvrwNZ75C9",
+	"RJAT9gRr5HXv2rfPnrayYB8dxfbMsurWYAmJ5dE3yQaWM+ZhGdXYzdbuBHtjwHVAYK6k33q0kZ4rZn8a",
+	"Yd/TAyYLbQTPmvLCus7NMTuipiGlzKXB9uUDBwtxNAzTF7m9e9jLhbuWd0PgQ/GdF2uXcizpsVemlLpl",
+	"JBgk039tfXciuC5PajM/rQQoPDELIiqul+cs9S8xLBJQWTlcGvILYbUsDHfVehmtjjLn+pwe9pVcdg3Y",
+	"nXb9hA3bZRL5DMBhoO9KmLoqusBoBhwvm7peq0YHJl/DCtAvHLZOO4xHWpQOJYfnEWP9S3ljxQh4Cs20",
+	"mi8KVQPiFOWopXOe56K4EU3tk4FuxwCyBNsZgvCoChFaIHgi3b5qNXUdqxnSUBmirXR2KU1bF7XDlZn3",
+	"pmqVNy52hdnDRRs2KooE04HLo0XVQuVpFiZhNYL2lKLagBrr15jWPSS+f0cTSeswtAtANGv446hD2430",
+	"snZwCeYG3AHrFQrGYsEErW0hAW/wmS/Ah8G2rgC2bwic2AiNdSqK9bWIZLjlN6qSZt59YP0brF6zUL97",
+	"+c1esnf55mTy+JtnUTGWh/AKbwTPulTWlMpasSn1enh4OGUtdAY2h+8J6Qxxu3xOLnLMhlla4r14fcoe",
+	"P3v0ZzCa2X/8+dmjZ8e+cCTkb+l5Qux0nYlHTF7RkCKkdwZPUQfDYdI9ljAhfViGVTtv5J0onEoO9mcr",
+	"v2dq0VlXJ1aEMAz2CJgaiJSI5mSJIEHSpxR6Gljq8KRxCTFvSRODd+JpOhfpbdfd8pOKIO3+75rn0gCI",
+	"ZVkpgyIWkAyFkEG5hdZAyH5QKPYTFsdyhGXfxxrG8yhZjblhYoxNNxCA/n6JVz4Ulb0cB6Js6O6qxISW",
+	"q7X/2p8/d6nCwkMpU7fWoyo9QLFCx0CRCpPg3OJ+xM9aMJMutnK5ULfC8pUXlkHuJuZirR8QIbVtbmKJ",
+	"b6soYEzc0AmQLVTBqisGMCdGblN2PpyQm0sLtejxUS9w/RYJFJtLF+fLAG2IvNlyJZwp5OITyDJmocc0",
+	"AvtRZ9g0PNx1ZWCowxF2OIDB+e9GNSfueMCKDBHP1mXmFNASXBHkcyvyFbDgdUjyQJl69PjbmM4vF0LV",
+	"3VXcXqi6qfu3nFtRzUAkNKld7NGAOv+kpctHw8QrXui4VQgWMVdLO2n31jGWjUfI248vz4HtzHiea6gs",
+	"b1fn6vS8nWqPRVBSy0vqrByfP1kZXT5/+BB8FUaX2v798eJt0pLBSKy3IiGTxUwxSW5o3PxCCFSkFuva",
+	"7dHTb1vGo2/HpGGOoNj4YXUYYEiY9m2iIrvDEempzqQ6jWNlnJycAhzGCYJi2OVBiAxvcKe5z+1VYRs6",
+	"3LZk+hu1BPexv/CZUeq2rbeo+joPlBaMEgI3ZHdhSGl8FUhnrMo6ytnNyq7i3ayiIku6tqKZckIWVvxG",
+	"yQSRgLKRI54LeTOPRSiqTGQMn460eO9WtJIXfqW3ltQ4uxUrLN9Ms3YoJHEhS5toqBcFW7j9Blcj5OEU",
+	"IoVYbMzAS5gWpi4TiDYBD1CmChHHZLFjuFLgTICNixbnDwKoQ6mbN1Zooj9SsSpt/IRHbm8Pi4OIevcY",
+	"NyMTubwTlrJwo/brDIqwmLSMT7Mz95tEDpf5rWqzru9tyocyE13n/s3jZ0/tQN48fvZN9OOlzMy8i4rh",
+	"4S7RG5h9DrIikk6LdUQZYl1crrQRiyuub7+8wkgNWg0BfzPONLTNDNcRfKgYPni0hw2AcCA1rm8DeHD4",
+	"EJJoGNkvrbR830jhX1qXqK8YUV3YQ/hS8ptCaSPTyAmkd1jWvOQ8ma4SbnuJb0QhqkGLWNgcVP5IVZ6j",
+	"u2VLI9iN6oxR+g7IA4ZPBVcO4y0s+OeyUrHp/83Bpn/34d3Jv59ffDi9HMnqb1SlahMvgtYAIjdvjb5B",
+	"FlSxoFfsxmm/w5f7ihuvGWQBA7yjwLEqRfFa5uIltaCq3qnZ1zEnL2s+8KAFlUqF1sds8qgRTMqcG7sE",
+	"LFPCYZGjH2vs/Vrx2TDWHp+ZkOQx07YazFiCch2tD7vcyeERCAm0RWotCokvrt9tmpgbaM9ZfufJo/Mo",
+	"YJsQESNhIpEznJ7zWosrZXj+PqYJQp30G15d8xt/dAEknSO080JYTlbwQtHlPTK/7SY9F1UqYlnk3232",
+	"Znh1I0C9tZ/Yh/vfffju9KChqkxqSC0aST5zwcuTPFfpi3iVePgZbOD2JTCo208YbsPYSdpPLld6qA9o",
+	"mTZLXRsuC5E1MhBBZRc3dOGN7LuoF9+lfafWWUSz2PamqzQXY6epO6eI5HPtJnq/c1w7lGtburb6wSjd",
+	"2iTr1B9SZc/JO49KkJBbATETFf4vBE00xT+uV4yzhcrqPAa6nGWV0DEakQXgalfAQjHOTFVsenQI/z/F",
+	"/JM8Z3ZVqhlPO2rejkrqw9FB0aTCH6ZNCSeX2ogiCpoRtubiEnhqap7nK3btVNyYM1HrqDby6nOZ8wKE",
+	"zE3v1bVdHNAyo3PG6URUDZymK/Oh/WjbPfBSJsxy4wSd1AlF6U7mxpQJWCISpiX8CYrBUlxXJt0iDNUS",
+	"ks+qcQb7VsgV3zqO61UMALEVHcZdOI/4qea5lazhCVYnRNj+raJhOzG0rrw+5d4JzUF9dqB1tx9uZNBX",
+	"4k+Mj5l0k29oPaTUhsQGDnbc62ef6NZZxqht6IjOzYC0fB9yWdx/eOGGVcIoAa3fM6AtDLgBdxsdT9ft",
+	"UMTWIBXpNV/IfBVFpkcAhxm8gHivonBhWCTGTLAE8ffi+lKltyJiuW1qe/TWdSmEyFwVJgydgwMHfT/Q",
+	"lPvfoY1reZ2LAS8Zz3N7gwXeMhe9wU1QZijOAZcyz1JedZiK2oMEx7qGqj3cVZx03w870X1PYVGUvWaS",
+	"g7tZ8YWIA60CcjNYoGwLPnpw7D4OlA0i3QE7kIQNDN5FqkwQRNl1FOjpVPpA6bdjphH5WnnevuSTskWe",
+	"K5fMD34zvSrSYSZmMMkz7H9opd913Yp2nf/t8sN7ZsRnQwuy7WKndaVj5tkPJYfgDIWFxNn+9OLV384u",
+	"zz68Pzx7//LVvx9evvrf0wO4NrjWlgaxiAG2h6dL1wvBKnkzN2FZSL+Um9LJnRhGTge0hFcEAdR/83wo",
+	"GGxT4jRQrLLtarHu67v0sLVQh3ePDrpCjaLWnA8Fw41P2HK+IlslxHxWAoyWnfkZdm2yviEvQwcwtklg",
+	"BySq2DuGCgzbFU/t7ltJusseNbIqZXO2KjHLt9BytPgpYqG3ktQdiE2QbIpqx/6jhD1O2JOE/X//z//r",
+	"jaE3vNTHWPG6hspssVljC7K4OTgGWQVWC46/2wisDaCdSOWjSUZMIc4dXntWdkzdgXQGPfmrqyJe7AcS",
+	"uF9aFKHvkYvYJU/cER4q+xxwFM8PzoqZirt7jGKg2W/DS3htV8R0Io1Cu3PB6vKm4pkv/gvaQfOpw7hF",
+	"bq7BQ1RjTppeiriMDxdjFLT6VSNZSPD7z0VY6w+K2INTMKFee29yLUTjPdxGnAoFoEiCOdRFzeWd6F40",
+	"chDZNzWTWW71dHDGAMoetx9TVQdjDy2UrwDUxLhShHfK1arsKrLeXOA6wWXisctGz3kpWOS62m2FvFAR",
+	"BViLuTPOIesXbz1PmwmrRM4hGZo8RSfnZ+waQqRRY+hhy/E94CzNJRZyty857HMOpnzYiIZsiQNAJFI8",
+	"d60XOcrzOFbViBqjxU/xdurr7uvPrwYLXmvmseArfwL3L0U68e9Pzunlg+OQ9LSA6wByByGyYTYTlcjG",
+	"1A4x8732YJN1ZrFGksES+W0Jj0lw5GPM7pLfidezRSlursSizLnZMa7+BL2BqYKy5tSUJSkMr8W0SQis",
+	"RcDO4G0r6cAIDjrc+S+kqbgRf72Oebav0NIJL7JradDJLQt2ey3NQ33MjlguKEwaCmVARUel9EAgO2bd",
+	"9IWyJ73BBh9qU9ZuXFCQ4ZilqlwRX4Jg4qKsTaswlCpXdsN5CmZvyFQs08UnnvMl/bmo8W8IyPtx51Ki",
+	"foei2UGx+rrJnvhsKn5S3cTCC+oKLgO3wKokZqvpz4cYIwqR0TphuVxIg6rlBOrem4RNTF2IxP5bzWQu",
+	"nt8lbJKLO5EnbHKTsMmtWMnCfFrIImGT61nCJmll/7vgn+2W2x/rmZY/Qxvy86fZwjbKK/ufFDjORKef",
+	"zLwS2lWp7Qh/s9oCDtuSbTDySBLV5n3RlON7vMmZ4Ta4iIJXEMHMfKSGJd0IsfSQ7OOjIYrtCtigzvGx",
+	"PT2l/CxyvfUQnj4ZHsM2CFQRWnVW3RkKzNVqIyZ+OHqMWnw/WCKXsmytdKVTVaKZihsjKvvmf/79ZPIf",
+	"fPLz0eQvPzZ/Hn6a/PjLUfLsya//ozNSYQxLgxfvl6XZ/xvanr5ICiITHNl2TG3+GFSJ+eNn3/Sxr45Q",
+	"DOoYnn4Bef752bfbpaa1KKW1Ni3u33WzIi7eec6LXW/VAH4w58UDzbSA+g0R12Q650Uh8rOsK2UCn4NY",
+	"gs22bZ2Dx6ZhbY+AjjZwWAevHtmRjtpKcd3CCdPM5JiZqhbrJUsjaKSDiHR2nUdxES1uFqLojkF9LXPB",
+	"cmiiSapzGMLHAYxJs6s4/iN77Yypu7qecxo9z1Zl+A973DYt6SfvT9Aj/bMzkehcGcR+lGv+o1e1JbaH",
+	"L0SVS7gXP16djrkPl0LcxmzZliLxGXY6XgvyZ+oyVxux5FsFk1MqlF8hP9rO86xy8cVxWSQRcyxG7kyA",
+	"KBujR0vkmXOObG30jdWKD+A2GrIalPe2LiC/XX75l1WXB2M+uKvAu/Tdqyv2kJfy4d3jh1qkdSXN6mHQ",
+	"wzEq5otaG3Zt1z6wbDgLhssebTPF/klsTWvhrDupbCNP7d5obiP/LEJ/EJDvkog1X6wF3lpJunbZiltn",
+	"BfSnuR5TbUfsn1sxx9g3K5bJG4l2A6hctpRakLcI39EJvmL/V9n/1kUmKp0qh9E0X5VzqlW8ztnbezxS",
+	"vHv0+M9x+a7sTC12eZZNri0ZGHJ1A/H4dtbHdElS/pwo0mqFWWBuS9K81gYMXFhOfDP5uGeC3/Ynb1Hg",
+	"556+S/eS3dKFI9nBQYpfodhPtYLwlorlshDsuhL8dst9+c8f9n74ofrhh+LHXx4ljx5/G9+JMdm2g1vh",
+	"h52qnLC0C4XY7UyXPB3mfK2BP//hB/3QjvrZ09igx+fvejKLchG4K09VXi+KuH6bwjMMb8CblUK1Io74",
+	"6BJi454JRJIzzfs6zwdcwNiI1Oz9hyv2/uPbt3Gprazkglerv4rV2PbKIA6evrYHJt583JvxUqQ5t2eQ",
+	"WrVvDZvwnEyBfge3Cq0pdO/YB/x3vGKslYUTJotMfE6YqeTNDbLGOymWscoNdtC6a+M0FQuGugTUiI+p",
+	"gT78xDWltsOvofZNYxgvurXIMlbIIYvQy8uXbxGjzArbxwzMRYXB3DHMhSnSvM7EyyyHvFqrBgDiRVUX",
+	"6CQxii3455dZfjrnVdzMnGX5lXu/n8TscJZcN81vo2fg/nYfmkotOyoFNWGIlVrqtWWAzbA7OdYDCS/H",
+	"rR9XQBEgB+Bgr0WuihvNjAoioIB3trsdGUFAS+AOk49u4piDAkQGBQGAtgjEfdjP1z52zfwSfxDWNjl6",
+	"CBHN4ULcqVsxnNVf2fcgrT/PfdUmPFeWUW+eSXrnVanSiI3jvVh6PAlhX3H8yzaGYkFh5TgtSD5C65cd",
+	"RUoBf5bu/UCk1rXIUBCy51fl9g9smYMje7aFx9cOYpxAB8Ih4pX4sUAiA6zXGDcI9ZW0Fyy6YwUv9VyZ",
+	"kzSNhoOeME1vQIq31gyLR0Y8DR2oYZA7A9layyJXPB6lMKouv0QPE9ThXKrqdr1oSG8uh+moG3rlW04w",
+	"XtS58cjag6xwjvCUHVke0TysC+cWpEKkGCwAKWVyAcHPvKpWDk+0WdUBdzxOI3HLnWzU6Bze5R1NabT9",
+	"ChXILQlAz9WSrIwweVnkgD/rqMKDJFklBXAGuDE8nS9I2XZsDphZsuc+i5pAe/HMCMnMh2DBejZpzc+O",
+	"huCZhjDK1jaMVqVvVy7JIhkt5IRU+EA359CVOOgxYPbaL3cL13bdo3HL8FtREG5rEHgiNfsAGxu/0yFk",
+	"/I53744D7nKF632nI0ODewCTPBtxy4eRO3ZNbsZjDa9tbrPgYRDw+jTH7P1uZ/IURq8R7H4EgXTu8hW/",
+	"FcEW/84b24AIjDpum4sLWegvVVpb9gFX+0mdSXMh4mHxrTd9mkph2Z2LkHZlAWOHDoBSzuKu0EbsBAE/",
+	"RKEZk+g3KuHR5ZJyzfwH26Y6dnhyTwkFBh5TmdSyUte5nQuGZhT56tz9QurDaH1mc4vsMkYjcrCLQeEe",
+	"V5msX/TR2LKFw/oLlGzDLsRnqSFvu7C6Ecq0GpK3lqMKU7UT+VpEtDbbcGR9FQ6h4o0vJLUbQ0HztyI/",
+	"y3M29RxuCsrtlJflFESiqcMinbJ9WO7p3VxpQw9bdpeppZRqnZ8UVqRs7rdY7EoZAWU6KUtfNwONLw75",
+	"FGGhbLNWlwGrth/9KH/UuOvTSebUrVurY/BPtQy95FmjFNNh7+B2AA5eZtFrEusDfS/et7fe8QaWf8i2",
+	"lQVziAn79geNZV5cUYE2RgKFrUlz8Nv56gYBch3+4P1RDZB9JNBfVqaGjAxtjtmnT7RZf7P//vSpx5cU",
+	"6+XXruOOszqv1OfVrg7yss5zyyk/rwCvyJXE2vIoGuUqykEl/61sut4z8Olw8uP/+T/2vvxs4HDynKni",
+	"S4GSkFD66CmYOt/VPdI98/9iKEkIAHS8CZQEagPA1TUuF3LRqIrl6uZmEwZ4GChp5PEDWAjS8HooIOJ/",
+	"j0KS2NPgKSN+Favynm5iKK/rwx4S4lIcVjV64/+XvUfbM/1DXpn/TLeLKr/C5YKgmNuR5/aREVuTxVe+",
+	"IoYvhd+ZrY1haFU/mI8vAUgaaU4JNsDjfa20eKay1Qx5akR20Zk65p6wugRY97lM52wubesrBL52bYw0",
+	"x2fc8GuuoQJiB5aEfeRm5F73cjBATIzsqzsj7rSuKlEYWiX33shmlzwfOfplJY2Y8Lngmb1qtx3/kpt0",
+	"LvoheTgVBKRXd8H78suURCgitmNrSxAMNE7DlrwJtz/q6UDstwpvIoQpb8yv8PUhu3BwWlwzVy7RR5Zk",
+	"QtvJUP4a2haPQ703k7rEMTJTV4juZeVlxtvVBlzFgpBNPdAIC9Fnee8HGQrmf4Kf9N/Wp3RTY2QAjqwJ",
+	"P9289/GVkcUaXcolNrv/8ePZy3hG7MjyeR7nbEvL1zjQSAN1TlQN9AH8hhepyDuSbl2Rqb4xV1attnTE",
+	"ZrLgObroBwY/WANtu9QAbhzEXLsudV9B6qb0RayD962SGVAdgCCxJRa/aE5AV7oyCBrjKg9wfSvwrEgD",
+	"8Yy3ssied8B6+pKno88I1oQf4VaA7AbYvtCnsB0hrnsW/BonLS+Dd/u5qqDhgrXLsjWjHuSGJ2lPNCxf",
+	"P6tc3+pY8GGoVQIvRVSxuEbZ6n+4eHR7CKPLSDf3k6/SnCCfp1qYX15V+h0aqCCs5P6qS7uJ7lirrH3X",
+	"ja8zTV9ES03r36jWdOQM9hWcblNGQlV67NCx5nTDkI7ZZZ2mgMmSsNfE2K8sY/9QY2jsKTF1MFYAW46X",
+	"L37pmdgepLsT4o9vfi/Zw/b3kj3XwV6y55rvORDnOV/FKkqcAOwt1DqADGCMyuIb52971WpjINd94HEx",
+	"O22XhF2pshQZJFp3ISprRm+xa5FyBwNAU62suGqUYjpXy3w1sttZf39bTKCzrOwVjREsalgOy5Xwxmih",
+	"hMkZ48Xq8D5smRjOHO57HPELFq2rRW98l1mQp7PqADnozvSeG1NOZvldwvCvRfk0YfNcIzzZAChZJRbK",
+	"iJMsq7rXFOVczJy3V3rjOUBIBGm6bvdqQEhsVnBLCXGE2ScO4jSsw4/IaHfbmmwEM4daO9aabHLeg6V2",
+	"J9ofjfWjGa5eN0NGzhS/qZvNI3CLddGAMKkymaHfz+NrjC1XRK1veQESN43cf3UB8jePgmy9Gxq5wzlP",
+	"GtUPcXta41uLvejVMzZX5kv5xvbFrXCEMQoYLvHUXtEeKqrU51WnDn61UXXPrj2ltJBijhBk6vMqEt5y",
+	"L/j/X77Og2rS+jyP8a6ThoJNXSaWfedhKPPGOPXn1TiNG82wlK81OAMdF7zWR/7AaT4eg4hOyJI3d+0A",
+	"h6MpbDK49iq6MXUTF4Ufx207wKlVERRKvlepaaTTAwhaLalsFI7qmEz1DhETh1oo/xGUWdVs32WflbWe",
+	"J+4YHNyLkNGOzeiYo5rNclmIvksWFOClncwHfHnby1YVo7oADDIMSdu6h0reyB7MKFoGLGmh2X5Z5zmJ",
+	"N7jwM5l31J2g2yeSuUY3c7jtJDDCDYIBd02Inb9DOpICmouMIrxHAn1i1kMq2la4Y8atmglHA4I9EGXb",
+	"ikxWZN6I/NvJqEKH0xtVxjjTghrtfOD8mYqnt12luKDBB5rhS92rPTyLK9tCVKDothG9paqYqjLb0uq9",
+	"iJANiWyyWOwgIks6+9IYKxJt7Wgrjstq+G9vxQknugWRuXtsvN3m0uWJ/O52m9YxjxADcGywBOP9Q5WD",
+	"jv194fA7PZuE24Qv+Sq0xWBDe8kefdZjUsEjG6VLkUNSHIeaBcj1WxonHlpf1TAabR8L20fMKno+korS",
+	"7to7CVTeSVhH/a0vq2LloaVhxvuA0HJwj+Wrok12L8NtFOcXAXOseOSqijUJIZlQDkwmSgUa8DfimFGX",
+	"iM3h8IHe/Mz2oaGxox0ufLTV9NcOIayFo4zokbtL3wiem/lLYbjMo8mqhRaFrjGHH93MGb7sZAArZcfS",
+	"QgNYhyhsJiZ2U/mEeA4tXNoiO4OcxPi9mPoBomM6E58ZfeaCdFDBWHDL2MRI2x0EVEfW46zI5J3M4PKE",
+	"lcOI/PEcGtcb4uJj/JmwBcZpZA6IwIdGBLmi0UOdQw3UTsdbY9tLKa4AP2gBmBSKfrW7eluoZbej74vR",
+	"4/nMdFwEDV3qJnAkaMsd77eu6utrMOvDn6e8yGSG4snlvDaZWhYdRXWH4i48FnFH4MouV6eHqm9oIVyK",
+	"YBeT9gFJWhEQSMC9p94lEUVuDaRtnxLUWygga5hHr2yyzmxI/q9jCIB3ouK5P2MBpwk3F0q7ZQIgegGd",
+	"oeB3XOZrJqRWDeP4dr6Qhb3DHdz2WncD0jFOoWk9uuTA5V4tuMx3rw4bwMloUWSMY4HBQtnzRKGYYkF1",
+	"2dYSn+sOYINLfNC4YwHZ1Cp0LjCMPrWnHcJvu2MDHweYZIFipWLRWKksAe4jwLj15wTmMJzJqsat9FAS",
+	"uaYgnC1Ws68AKWZVQXqj2ydZsEVQLHLkDURbEQ/DgEeTs5deDweY3AbOOJKtUZh+XIXLd1cNmIyrxh3Q",
+	"REdNTvggQldha+SNccnuQ9om5CxRw62SjeGidO99HCn8BdcyhTq7duXt5vJrVRt/0CkiBLOII5JIFUMM",
+	"OD3/yOwTaURq6kpAEIkX+kkybuqbxQ1/X/XGT9ViIWPnHgvt4mNXm4hTLCSWwV9D6B9b1tAoladzLgvP",
+	"TqOtLyUW9dxofa60iYN3vFHatHDPApHuq8gfKnYzrRX+2mXLy0pldYwbn+ODPnySPFq0EVzT7fqFANbm",
+	"C2NtRNBuYSHsdo36FFLXJ727rZmqLgFXfSj7V8sijfY3kqWOvP9HuRxgA5sm/UlrF1WMynKewoHCEuQt",
+	"4TqvL4jb926ed6Fy0VEIqkUNv0HBpyiBnuQ56gpt6hytNdEs7DS3KfXUv2hXXHfYdYBFTWQRVuwFndVH",
+	"6u0KCwktZaoDsSfn2ryKOyHh5wYHREPoZUsxk1ZWowCizta75KHLegEQXQMdzDkVP60LthKmu5u6iPGL",
+	"y7A6tusDmcUxK+o87+tot4hWVJY+FPkAchlsDMBTQtlmMl80xgVopqNgTV0UfLDaFnSQ8oJdQ50StuAF",
+	"VBnsbnOwYCE0KTWjl1mhlh1SWl1CqbXzsMb0mIFSUWpCP7Ty0oID4hLGqOoOODeub7vArfQtXuGgS0hf",
+	"N80V1BzDfX3zbQUp2IjNGbcIoVnekFpbByQ8i/0cpDuiJcZF9DZBK50NjPMFNExuVAhG/zQv6mJYl2qV",
+	"OF+rf95rN4hrwb8MVFcAcproUqRWZYNyJ7nBegHaimJrYlQzrb74+ldFFpQm21aSKYdPmNQgBvNwYSJH",
+	"tlvqanHRHcbob4l+PmBbjl0oLb4Ct0ZkiHNV2evIXypQbMZOO7Pyh6qoVv21gB/iHtlhLrIVryg9Kwgl",
+	"rYAUwpVp5pZ4Ou0+IJ36ED1o6Z2BdWlA6bTnP3sZtX++sI/Qz85BJFmUImPcAM+gB/tnlx/Yt8+OHiUM",
+	"b9hpXYAQhkV468J9Bt/or6E/7tgnYuUMriqt5Mn5mcfXwfNFY5GLEh10+nfQY8H+i4Cbnd3g43W740b2",
+	"Yzgn8bmMVbrr8C/dm8YT6jnt3Qk0n4Ze21pQZCliZwnsdfcPvQ1mPe7AAtbht/kNl4V9gWKjXJ0pK+0T",
+	"4HI653kuqKrxmlkov1GVNPM19OZ3L7/pQm/2X3iTTti6s2xjA5dvTiaPv3kWtWV/Ecw3dtwsQtuI9HXh",
+	"uRfCzFXWXq+Xry5PL85evNpYNNgS/KI5HbBB7eIIroGEXb66+nhuL5jztyf/9/psnrUm82RjMj/+8iR5",
+	"9Cw+7kJFq6CduCWF55BUAey8PT4o7wBGYaggzwHEu9n6Y8bZrBJ6zipeZGpBjQ2b3Mekgv+kyvZq8xqK",
+	"nLXn8b9rnkusIltWylBV/XUaPbYjE8S8GWdz9AQ65eAnVSYsxcEDTEcK5rGL16fs8bNHf0Z4K0QoRzBU",
+	"BP1uFZossBAEDDIOJSLj0nLr+H68OEtcMAYhi5e1oXzZkI4QA50XXhmZ1pWcYg0IN/25V/42SqYMrP0Y",
+	"BHS3xv44/k6A5nZho2x5LqvsnFdmdcpLfi1zGTV5NDYOV43S3stQtgu0yUxFQmC4EZYdxprzna1Y89pG",
+	"5cumfUr+GV/vsungFNuP1rv8QmHElyQckEV6AGzByGqlZ8AsCBcYJ0+fRs0omRJoR8GXdjej7FAspD3K",
+	"zcoeg4Zn+HCkXyTsa4RWQC3HpJlwpuG+JCG19p+Tt/JOnFN+V9TACMvOPl681RSzDTVRCSJgJ/ydJt7t",
+	"C6LLd4ZWhpkA6sG1AF+q8x9uqZluW5kO+gWSY7wjrwv0lI4ag1oWN7mYWM7x8eIthm1SoPV4yzTtMypE",
+	"cf/JvQYqY3NDea1h/GNrlwAIHJHJI/GQP+4WQzxIgT24t1tEFDcTbx9Mt8njT+WXKRUgv7hTDEfXZ3Pa",
+	"Nd48wTmhRrc8XCSOQdHIuL8LYuktZWoDqaHasugGa9p+aS+GXHBt2BP8x0Jp42zXM3mDIZqAS77fYFQf",
+	"HWyHlfgkCpbozkp/voJCavPc7hjQ+pFgFi3YISxMmxGmq37AIsmiGDmYaypprmrEjjs4hj8xd5Ttf//m",
+	"1flBEIoI4FlbH2k3iXaJs28ittQeqnONvRVciy8nO6s5FGIJNSLaKcSRe+Naq7w24m0P9T19AlE7a1eC",
+	"MjxnjmgD1M5jkCX0XFUYhMAL7JtabggQmw2g+q7FSlFepxcLH2gUS1ZUkbj921IW2ssxmEgCGAYHx9j6",
+	"GunY7U/nSqYCK6d7MiIh29ICGHDsWTgYLqIakv+zo8707rEnOpcQZITJ3qWopMpa6xqc6W0A5J99wcGc",
+	"CxpOqu5Epf/JzmWT4PubnE70jgRiXgPoJ41muUq5UdV/4TMcO5X3ccq2E37bVpepXe/pDiaTP+7R/tK8",
+	"zGO3N4kvNdh6H5G2ETKiSXAbhDD8F8e5D1n//jEe1/M0Q8THHbAqe2AfO0IyrypeaKiQfUWVnGMmVOPf",
+	"8sXGI6ywzuSout1Y8v9e63aTqa8HOTwoRt1VPBvHtV3Vbs7TvWRPlRBhXqaLTzznS/pzUePfnbW8RyLf",
+	"0Wvj1fSRoU7tsvGjSt6Kz6biJ1Wsls3rugKrn9s4BQ8A4wX/fAiOf7yWdMJyuZAEczSB5CSTsImpC5HY",
+	"f6uZzMXzu4RNcnEn8oRNbhI2uRUrWZhPC1kkbHI9S9gkrex/F/yzJSX7Yz3T8mdoQ37+NFvYRnll/5MC",
+	"Q5ro9JOZV0LPVd7mM5vmBxw2FP9rRj6mpHPDgp483uRBgNIST1cjQpz5NL6tC7jDBdh/ErqS+qhzyurb",
+	"vYa8lRuGxrCtIWmNVsMii1jkbR3xYfBGbBWu7y3iTPcBhBamCqvyjXSyPXvSUXh1EHBwp+pFvuEBcMUw",
+	"wA+7iOMbyUyMYuiYvXmvDP3oaLgYBHTbz9JxZNux9PljCE+eP372TR/z7kgNpY4xN3T3Q/TnZ98OzH/d",
+	"ZB7S86bVrh2IF6xc62Z0s/JMIuRWEYJINi/98I7owqsM6XScUNIRxLcployP33MfhIFoo4TOiMi0c/ze",
+	"R1iHk1Je2bvly6uYw2FmvGgUQK9QuLL5lgwtFUq61mJBE1Dk6Cx24t+LpfPXurShCmuUyYKdnr28sNor",
+	"FdvEmukOrMClrKpCWM2iIBaeSwi6AL8zL1ZhwtnoGvP+ug1uY3/d9vhH7GTMhveu5bUbz3rjbmTbRehF",
+	"jskQY3SJQpkXYqYq0TMLCF1Yn4fUdpvlFndIryvRdlauuxP7txqs5BC5fS0YD78OMtA33Y9Dmy4L2vRH",
+	"kWpidVUq3bFW9LBvR2LC76+dx5dgtL+rVF3udoRf49EEG9SNbaY5zDuc317x/3UlrDj12UTDJUZS9Uup",
+	"y5w3fHMrYh5cyC9fQ4/G9QWrCDwJshJPajP/cCeq85zL4sLoMlZMy2wGcRFSGmeY2+iDdJiyT0vbGptS",
+	"kZ3pIbuqqwJhbZlytTfDMju8Ei5IrhAi02iWgcxSCJKzHHiKrraPVT5l+0+PjthUFnD8P12rbDVlyqpo",
+	"S6lb+FZBwHCXNS+20yMKdfDaKATUj+YYqwpjp8B62Vd/0rbzNwACiWCxGDUp6zyPfznuLKDHEDIcVKXH",
+	"nYxM3MnUkWxMifnw/m9nrxmpslaL/O7F428fffuogX2jJK1BXQW76u4DnwM8RNML/Ti6k87aoS+lxhRF",
+	"B3jDUl4UCth5kN+3ufbAyf4qIrrIX8WKauZDmUVL9fCy0+sMvxW6VaUZkPlnoITBm2PU8DnXgNTTH0av",
+	"KVKacOw9AM3mfOZcn5uf+1tL+UJUHNKjSl5MjMzN5GfVStQN66rqyzmvHBENtEwrITXT9iM0VLK6bNDm",
+	"jL3gO3J+ttK4g+pqJKU5Lc71Eqhxg5T1Fe4QKxAh+OuLSvDbGIWJEibhCxF6jZfQp3PB77oSpEJ85N4Q",
+	"NdyT0Pxs+flVWNNtxPcXrW98VMzHWFE2KIKPJPvx4u0hA4+CL5SwYPvTP/3pT//XNGFTu7D/809/+tP0",
+	"IFA96QIJ7pWEXdceFsiXBbYDFAnaqHmRMQC304ajk1bzhXjOOJY+LxgvFNaQpkhbdzu1rq/mooJKoxCn",
+	"GrmiDg7ZCbTrYlbDNiqxUHfIGRbRYnLb1m7a7Vobidq3Q1kulIM+alHdmy7Iai2qXaRIPJ/v+9UaPVfL",
+	"woXmpqrQKheBdodzZWkueDW6UGqlcnGWdSgf9iGTPsBwQPfgbhkqcafcnWIXBMqUEqYex9Il96Z9dIHm",
+	"wNGFZ073wK3ZdpC+siOUZNpL7Fbh3f3jOCLTMUSQD4XfQBqXNORYRiQwq52XXOulFdsybngkXrjboeGh",
+	"CGzboVtj2xjEfrrspskFX1mJBeiyMy/6rbqRxfDw4R7Bmpa2n43IXv8irp9/8wvie2nhsSL8ANiD2yS7",
+	"yq2KNapi4GmJxiLbt3G87nXEc4B9Wq9attXgOw90EyjsjwTiIPgF3CEsuev4NbXYNo8gXH9U4sz+AjIu",
+	"Idb1HznLgXNhOop+9Bj6Nw/E7sWFME9gXCi2ffNwb6tcCDgVLTOWfTdhNXpJ+EIVNxArgEsnizSvIeaC",
+	"lgaY8XDUKc2hlfQQnvakwfJyFNVtYQ5Pc+z4/NjBGIdBbmGSf0Bo28J3db8gt7ipDp/GNTnKVA43zXiU",
+	"22axsE/IvgXE2xDuNkH7iaU3O5jfCv72e3E9V+r2pcjlnahWw4WLMnqT7ft8k5OE/YCvYKYMxFWAbKd/",
+	"2DvoqEWEzeA/TtWiRG6T7H3PpYGywAayoH1Bop4qRAAIltaVNCtI96Q0ZsErUZ3UMXdWkyNEJx+UjKm+",
+	"Sz+V3Hw6PDzExOHrWstCaKxCLYpMWzHeiRM8BUgZbGcfPtb08YFdgzuRa2TBdGmT1MNSpW6lOCbdQTPO",
+	"cKzOtg1hUJWYYRaeVYefHj1iU17KT/DGJ7fnEGSGSo3V9KCRhkrmxpSou6UnVTqXd+JKprciwgfoMTPw",
+	"HC3uEChEv9NMPVgG25/adVWV/Bn+/Zy9wAn8UB8dPUlPLk7fnP3t1aers9O/vrqC38QUi0VMYD0gKNtK",
+	"LimvqlWQHfdTbSlrWpn0E/WNM54ejJ0pDqQrRE0Afyotn0plyQtDSx5uQqOZJU1GCZn1v39zhrXJv3/z",
+	"6rxZD8208kU/ioxXGb5JeYZsqarbsRMAl1nMktE1dr9b/1AyADQ5ZteyyDTEW1VKLWDY9h9oQUtYpQwP",
+	"wMMqgamgLUQUCcWTHJgpXqN7/z65vEsnF1enExxrwwhL+VcRwvufAqHHYVTtCWofCGZFOBpNDndzSHCf",
+	"Pr1R2kzglOFnU5TxQD3PkHu+ubo6vzw4RrCkCQgddtEo6XIdDhiiYBnPtQLlHvMwcXanuprh9KYu2xRq",
+	"CIKNYIK1GNj0UqST18Kk88mlNGJqBdHpB3g2BWuAmYsVGLjXDvMTNk11NftUiX9AaaepX2tciWatg+lu",
+	"rrNlfDIKO2ipHW0Bdvrnzrp1KSo0qVpyB7f3RPu37PwqwXMQxiapWizqwkW7LnjBbyCPsDGVNYU44fQE",
+	"8AEOLtC2iF9qb2VN0Jkw8enLmdCJj1pOmkrq8CbSvCVf7Qo0yYrxbCELqY0jdLjBXdimnZw0mpX1dS5T",
+	"oAifGYlhxXjFmrmmrck5CMgE2wwkxKBosnMFY2FRR5qZKHO1EtUhewX34L9dfnjPoIaPc43UmmT9KSD5",
+	"vAAfhZ7zUrDpL6nKROLQLROo7SDOMjtxU62s8P2/Egd1/b9+neKIMRiIWncmXaLWK9vA5CybWh2oVIUW",
+	"Pj0aKtVjkJf4qea5ZlPqbpp4jsWpwhC4LB0A0wLLBDZ1omi7cnWjD9k5t6I8uLgDFugq6LhPRHEncgVz",
+	"RvnQiSUJA6kkAYHu7z/aSQYmugVI3EXp+/A6DYH8LFRW53bfTF0VsJlIFaIwsC5Yi2hqG58eslc8DXga",
+	"SPtIH+4ODT239kx/tixm0vw49Qhs1HHzEv4wbWqH0SqJYqaqVOhoY8angIN3+3oF9yLaeaRmsNOOlmmX",
+	"RJPa63qiG7mqrVpJjouskjPDuL0h0IAazGz6pylbCG5vqhpEaP8oYeKzveSgyFCzm0gbljXiHe2mAqfq",
+	"ObMqMe5bOqdbkvFCFauFqjV5v4OiauFILA+e2lM6FznwYKLuFmvGFg7Zh2ZEC17diswNpLmlnzNeygmK",
+	"CW4oIGV4IU8Tb7M8GOw9aNcNkCi8kGVftCc0Km0dhwvUPRySDyf+mgoHlbavvtbQggH7i6IZULOGnzJR",
+	"SHtrhMuDpz0kZs2muF3ToY1Etti7i50zz1XKcxDrfGPhdEkCoiqGlsyVi37MlSohVcWqM9WME3rDxj65",
+	"tRhJDZVJHTUYfks5WLxb+Euc8Elsc7om30zZvqqSIQkQYB96peKNjkkwdqcoLjpqUWQHia+sDpIcjdfe",
+	"YcetqKjECiiCjjUvvIaCYj1kCvn8IPrRYOZFTN+wUjieAHJlTA+71hs7mmCbU9gc7WVSN0F0f/qUuPbg",
+	"KBT1WmUrd7ECLJbWszr39Qs13ueYIaQbtniCEp9m+z/s0Wfhy6wucsJtNSL7Ye/gmNJQckdj7iOyorVT",
+	"+RDrHzKtQpnUrdyjo0fN/iD+LpXS/15cXyqYXl0CXPwh++ATBjVlvbT7gnAImYvCPMcxNiSvZo2Q84IK",
+	"Bnu/FVwFbP+FW4hC0cwo7wJPsV0LO1TKhyET6MFxe2JY7Q1th/Yoo3iHl9Y+AZaLO7ifOLpUoaSb/df5",
+	"1X+whboT9u+w4N6BgxuDIVDxMMJm80oWludYWkmMZiftFQjmWs4ef/7s6ABvMvddAqllqbMhtA0TN6IQ",
+	"Fc9xeR4dJF4NMti9Jbqp/R/Ku5pSYXbCueY3oKOvj92sV3zcn75vqv6d0MD80XYi25Rev1qVYnoQFB+E",
+	"Xhz4qMOGI4GzOO5XPWlNHh89asZ2+fLcx+nAtj8F8baS6a0V9c5OX1mhActRaA+W85c/P/7GyUVAbrbP",
+	"NdqALgpl5ph8NgOnHMli+xxNo8h+GoM9Gn/tT7m6UbWJEAMv2BTLuSOs4/SQnZA1oOQVXwhXXakZiQcZ",
+	"yUSa8ygTOwquT+eOhUanVhDEqCSQsTizt2YpckPmOHIZuHFyzeSMeCVAGaCft8n+PY5l/673CRYlnmGg",
+	"9MEhuxA8wxOP/YisUeZbaGyWlzhpqQ3iV4lUSPIduzOKwp87sO1bzWreUhtRpKsp22+Wdnp5l4bPDigS",
+	"QsOBRMsAx3KfFPP4nE3h6p8mYXpX0iwZevaO2TSXheD2UrzOxRSzqREmoFroFrx83ijaeDAtM82bGdsD",
+	"4orsgNCIVIhAcKDQQyxpC2eJCnXhuZ9BASEgjm+OnqwXlnEouYJb3ccSYLPOtutc4cCNZS3+qK0NHmMS",
+	"cBHQ9GD3GLbVzkgtC9zPxL0JvMK7eYOoAIAjttqqbWKFBX/ac8yVJukML9yWmhiU+G2rhUQJl4bnwols",
+	"++7Z5V0KD6YHz8OyqAu+YrmVGgiAly04rEyl6ps5XTSgyiO3PmTfVxJuIWdWcRV9XPgDcmCxgi1pdqQ5",
+	"rkFRFc9G4YCTluy3B+XejBvOMlmJ1Khq9UBDtUtSGKUGpLklbMCsEmKiSytsVgL0NWIami1xzDSYPweD",
+	"0UZV/EZ8mtV5PmX7fkWnZ4WuZzOZWlntEl+aHgS6PJaMw+4kdp6hYQhXzoWYYDErx1btpWgHY0CiI+0T",
+	"CClh04dYnGbq7DUZGqgh8qEhO3wI4S2kP2KwBbirpMmFDxaJGohOzs8ClPnne48Ojw6PDh89+wvUJyhF",
+	"wUu593zvif0R84bmYHN3FYCtMvfwWimjTcUh9rKMxpacgptLkx/EMgZUTwMLD8KPO6A6WWjD87y5i9Zi",
+	"aQ7Zh1DtIKEd4n2k0SKfIbv1kgP3msT1qlOjee7WsCB8OmCBqXLB6bxRZZzJCJiGxPuJ21a05U+VPaHa",
+	"1TTen04m9GRif5FCW+Jxs7IK0ExVSw7mMHd696ev8TcQL6b/PvH/nPwJf7gQPJ+cndt//E3yqdfBc3kr",
+	"QNLz+i8mPGxem0/oTmyVXgYhExaSzA3zwBahalBq4IpYKOPA7w7Za1XBR7qZFqAO5EzPRZ4nGEYPApvK",
+	"8UCXFWB58QbrxhMSHkdSFXJ1Q3ajQq0RDIRfanKwyMKxvBeuncmpyixbkWSwhzQPJ8L7vQw2fJ+zZaXg",
+	"rsmEv+JgpSpRYsCHKoRmTx//5cDSIOiy0VG1bqfNtf/LMZi7lopVGP3jbdfiM0+NVVgKASglh5ChS9LQ",
+	"Wbb3fM/P78T2C+eS7ne99/zvUajv9sp66SPckAew1AkhTRDRhPS9ecgGXAftfXB+EQ4BSgPBZT+iw1No",
+	"80JlEIJrh0pVhoK89of/0Bga3TTd59Ftr5wLUgMDe9xzbOeTNBKuPQpZEPnp3YpdPO1wL/TcWi4Drly8",
+	"V4CVPj46urfpocM6PpsYw22lZ/+a7D3FscS68GN++IJnfuHsJ0+GP3mtqmuZZaLAL/4y/MWpKma5RNf1",
+	"00cjujjnq1zx7Eqpt7y6EfjdN8PffSwIy19kEERsVTb4+PGIUV4p9Y4XK1oOKDn3zZglPCuMJa0cCwCE",
+	"fm17fi3xe+hzujr7qcxe9vxGQ4gPAZuuX3Euuim0aO893/vLX/bcb41Jce/5HpoNm2f4TyTgX5OO+3/S",
+	"xC7diCiSPxRN8AibHfycrYRp/BZBFBxI7npO1pCGp4FIYyUGq7a47GBwLMITVUTFikN2ZhrDx7o1lF2L",
+	"lNfaXjrXyorlPqDKSea+/00G/Z0wntNc+qCfr3Xq17vqYADNeuE2Hf6hyPxKYCyfTxhAYm/ThzYyz0FH",
+	"M8qqcMS7Osn/Xsk85aVJ5/zhLzL7tYfEiwxjf0Qj19CXQQqVR2eCfOoMPavn779jcsFvrM4DVaZn8k44",
+	"rx3Qs8PzrBt03+CudjIpZfzP5MwIUbCFLGq0/tChQKkWnASueyfhoRbYgEkFyMywJ8FY3MvoaWvBOIMo",
+	"Rr7NQ5r8WQamnuadHMwZMEU/QgmmXl0Hi4NkgD0iPwALm3Q+Xi+iPUUdDBNfswShrSFitMx5ikk+G6f0",
+	"FAc3JEJFEGFDWHUQgaxu1AhAMtu4+EPxxwd81TW8GRV/etkFEMrDEmv4RBpGPP9I01HeEGzdAgp0YmwS",
+	"xdOinWRnAeHp8CfvlXmt6iL7Q7EkPMv+2KSeVn5jZvOQQna61esztD96FRvZi9/UxAdJ4wVLxgata2H5",
+	"TiGWllclIXNZzpXT/8AYGOYmEI+ydKPyzPIPezkWiuWquAEgN2/nPGQnBaMSHfZFZOArTOLAnoNRgjIa",
+	"3vVc3zo01NAeFvCEzVN9gYv15ScbDd7APHY75P0JfiPO+O4iAc3+1M2l69y3NuBwR3n+j3NeYbPWDyw5",
+	"Htpz/Y1OMVhRJ0597LGPkbm1lf/QSLI3IpvYCQX5LYyDiADWYlncsCmdznP6um1MpRAY8Gt4G4cqWiaO",
+	"xo0R2NmmByAmI27RRlBD3K7WFyPxvOXHjtmkYgEQxBpywW8BcsuB8hdCooULE5DI8A6ZR34VC1UxUzW5",
+	"P9obZaWxEgmuxcbyMbB1WUFzyasszGlywlJb6nqgSTqaEPHZz8E/AqwWEnPBaTl1BHzoRvQJhz9NmKoN",
+	"WBuntqm6EtODY5RqwIQODotAufFAYIk315NM9vTxX9i04kZ8IpiyaeBiWcoiU0vK8dXaMmnHCvyigYi4",
+	"EAQL4H8uVS7TVTQ1X/OVVexWB4fsJM+bsJcg44LC8O7UrZXPmjSLEGEf7iE09WOIJPrNIAMvJsPhwfmw",
+	"LNzG7X0dwxH24zoZMBy5i9JRSri0v61BKHS1do22lW/l8neaaEQXuxtu5BKKEsNG7i4WPhpjnOEUaCOy",
+	"fxmb7u8KbYxLyDjDE0hcDorpNmcqflk2nB5Cmlusfm/0jQptbtydwOP6bkyR3upAXqRxg1YMKd+hzVaV",
+	"EB3oiBk5HjFLDeAAS8XeGFN+KPJVwi75QlxKI/7npalkahwreh7J7ghCZ+eqMhOr1mbRlBG6ASFgPB7l",
+	"bluaXtrrQUyboBE3QakjIfCex7iwfhoV9kk/+j6x7Un7UYBkOQ13wF797+mCpeyJssREaCpWBzFcV/RX",
+	"K1759PLiNX0ESjuxkmi0/mawfmSV4ULSIqij1BW/f8i+Rw9OiD1D1+LRo7iQ451Wmq8IccHboYDhod60",
+	"YZepK6G9P6lllNkUEDrMMsF9jsAD3MmtLce81Dh6etbEqrJ9u7XuZxfAR9Khk/SwkQOisE3LjIuSieg/",
+	"BSzpW7Q+wQXOjfA0UzbuRTdNS5DNUuxbUQS7hUyvCawgwiSkldJ6oqVp/GT7a6kWz4OXpmjsslqgvCl8",
+	"AsZBXIhcy7ugUEMnYEnveHfpAE4qQ0HN7simsAGr8JUEDGh7hEOKoUeqJZbxIiMV35FFQiwdFSDc/t9W",
+	"8qDUn0u6DLqcUnTKlwCzKwqSPCREEqP4B2FYGmt04wmHsV4KM+lKO7ra5B9dbNLyfWq1ST3jkURtmMAf",
+	"WM75p/aRfSjt7bSunv42Oj6GOnYLKhcBKoaTsbxMXQTpJKDkWson4YFi5IFcKVsAamAtVXWLqhJdq62o",
+	"isBM1lwdGmN4i8xBmVwr484AproijOHGTdxS1jFu1Q/eKCYKPK83VoR6evQXNk1JlJ5GuaddqN9Z2wk5",
+	"DqkwcZbjVc4/srLye+kNr5wNhAj63k5eXBdAVIcOh5upqyKA3LgWc7k+uiDT1/5+K4luJRnZuGm9Y2lB",
+	"zGYCATU28EKby8SBfayaIDEUiBsjdo4RniiPkd1GsUykEmIaZTpHGAD7q56rJX4PM5GaqrKCiBkkDVGk",
+	"6h1ERMGrYPWKe7jQFgGRIV/zug+66bKKbOyGP3gI6vEbHrTf69y8hFW5Fh3k2VqQ+z5Eg14kDFPflJIc",
+	"RhW4XUNreut2grGDLo0PY2qyC8MI1WN7/bQbshecBrvncwalFQpDpkGXzKF9tLRLbsdMEVdxQpXShYKD",
+	"xXMeJqHLgPFj7DrbxzwoHIXPBrQaBWgqhb3oROZb2CdEJFWbpDFoes8z5ZXAwSR72kFgaH/EptTQJ/pk",
+	"esjeylvhr3O7YJP2XYy5AS7BIgwtbODqqNUH+t6S2zu9a5eez/+BFAjav64LPQwE2EKRiNByKJntqkj8",
+	"t+Rz3a45OKYt3tIwDSzgiFwj5AxfXX53WAWdwsVbCEdrIA1UnkEtNllpgwHcdGYpmchhcs9llU1KXhFA",
+	"PKSj5pRuiADZTUy1kXcY5Q5H/NjBBFmJ4loWxDhP3r88ZJceN1OjvAHRy4ie+ZwhcKaLc8aUww78Zai5",
+	"phr7gcSUEkrvirlZ7EKcutXacKnH6KR55eE5B11z1HsAZzTiXRrMX8UKDNTjvwjATsd+8q6FPTv+u/cq",
+	"E1t98NIBJW/7SQPjPP7LvwEK6Pj3T8pyi7cx52TrD7aawSuCfN5iDh6Ie7tvCAR8m60P4X3Hf/fGYT5v",
+	"9cm5+XmLD87aqM3b0Jq20gpCh22xgKmpeb7tV5ceQ3j8N98RYvdrYKHbDZG4MAzTff9VI3SwZ8Dri8g2",
+	"IWKfu3/+6K7W30upsmvoSiU1d5QTHfxPm+LD0Tdx8cEv+J0US0Av7E1qawo2hBGpTlWCxHNfkXx6yE7D",
+	"3M92zQO4o8tcGqZms4SJIq1WkDG/kYV6K1ZB6VR/cbMpgDtPH055WU4fThH1aerrl9QFuEkcuCw1to+m",
+	"OxzjJ/zmk7fkHVDcroNvdzijCLUw5e2zA4gvU8L/mx4jOoX9wE6nBcRPbiFfHGGKwJLa45577YzjE1dp",
+	"1OXigyJnGbPAistrkSGwO47LfaWokLCPAecNhZ/ZNx9owkBPfPFUoAiDe6qX0qRzRIb8DR027j7ojBDG",
+	"TbuPlKF/hX78AUI/MK+ItznnPTFORIPbiylbD7nWwkwAO3Qmqofisys1EFXBXn3GnCGyjRAVNkqUZ70A",
+	"dYeJzIKgSWeiapBU9jE0HsA/D/1A24OZJq4J9uigrXBZ1kyFCqDbNc2qUIbhTER2zKq6wMwPNNt4BAsE",
+	"C93kVThJJ4zYIX3VhCHq6Ipm/ZKWqOvob6zlP4WpFvcEKU2HpHa/wsWIEyIX7oTE5ZDv4R4tK2FbnEIq",
+	"O1W4RqyOAw840IQ9tIJLKHaTG7ZUdZ4FmVUJI1DqhOlbWZYupQbDKtDCupyvDtnaGKC6QwsqBSQHwvTg",
+	"eT5R1cSPqkDbrp0vTxHqkTcfEm7MilFwC5ME9rCeUc2muFJN2Iffths8gLa7QwalDwiY2RfwQUkCyil6",
+	"WSej4t/XKwZi1UNelg9dreu6cLGSgCWNshuuEXhyCfkEwmqWUMqoPQ4XdQI17+VCHLL3jYSgWc6bWKcS",
+	"palJYCwqlcr7RTDQaUTEhHu2iDObrxM0a6Ve6HBAPNpk2AFKFO4rFeD4zUUiN/7eINqcF2yf6P/AHpIG",
+	"9gqp/l/S0n9laekcd5ZhEoQ92FazIc789WUmvIXG2andlSUL0BKtftSgBMkqqN9WF0b32nq/w27/QAZf",
+	"Z+JBq+9vYKCBDsdYaXDV/2Wj6bHRtAn0N7bRUIU+aTQcizWLSNsEAu+GFpB+6wLQyG9hYmjVaO24iWDs",
+	"D2CSSRMNH7z3u9yhuER9Q/6XZeG/nWWhdd5/s1vy4S+ucuevyA9yESt18hJ+103JYgf/VzRm5OOm4iyL",
+	"MIhCmU9QkGsamkhdYTAS3slUYRpwrYUC+ZZSK3Lw1wZhmzhgtu9LYReIZwhSJSIbIvrSc7L+Xisz3+RQ",
+	"OL81DrXdPb52537d+3ZM8GbDKKg00x+eUWyLffBfJgIUyasplfg1z3qyV9Y9SdPc33ku+yZ4b1TpyPbJ",
+	"2SyLfk8n5/6lg+4K7h0niBbBF9j84wkDZHBydZL/m53vfypBAKnzdxAENg1mI0O8AI9YFjcIhdKY2/ZR",
+	"00fzZyZ1qu5EJbKDdkhYXJcmX+g/bfjUelTGHySqgmjkX9EVYzT3Hiv0V/eG+EpREy14lQI2Er+WOQSa",
+	"dpzqS/RoYBavb4BpseCFkSnDlhwSOFj0burKJbS6ov1UM7INGngRtAaNEDoqvSWyAL4wzMGaq0Jok6/Y",
+	"1ANeP0c/yTSeuOGiCqi7S+jttJn71z9G3X13pnj8/+z9e3PbOLYuDn8VlOtUxX6LvuTSvaftOvWWO0l3",
+	"55x0x8d2pk/tPbMjiIQkjCmAhwCtaFL93X+FtRZAUCIlObF8ifnHTMc2LyCA9WBdn+WveBIhwj9pg/kN",
+	"QxtCF9SwoRRMZNJCc+FtS8mXkGK0odVrrIZ4Xpy7NCoFdc1ajHfFBq7nBD6vlJJqnLALagibsA8qlwpU",
+	"cKj2ppjjcqDO29ElPmJwgqWN0h+k7J01vscK0G5CXkwj/cdgP/9S8AwY2H0ZPtRvrzGHv1aff5fdvw0c",
+	"J+L0VvADsYK3mkSTrK581Eo0U+qc/GaYq0sNv2zFc9+OgldW77sjkZpIZFBGoEcjpPg0IefFSS5mvKw6",
+	"nx6qKG2WzvbdSc59CcK54NmWxCAEeKo1xHljeS0UeTjWu33YBRkA7lbK7IpzcaG4Bnu3gFxg6UyU95Uw",
+	"DmLS0p0CuiNQt566IS8IZ/MqKqt0lx2wP0NzTC/OZaUMliMXZHclIXN08YSG1wwox3bgyTuJGW+39dTd",
+	"O144dle7wr5Z1Lfs/3oMrq91Xq/vFZf6iNlGjrK7zsWNrIZDsutFd6LhJTR2rN150OBptMo5APn/N8z7",
+	"bzM1fLk31R6stCmUtp9oOC2WNZX6iMetvvi16gHj3k0Av6EYX3Qp3rH8FrwyK4T3jEPzMyd2U25lyrwN",
+	"cMyUxk5mQBWUToQbWRY35ROfLZXgQPavLecH0IoV9A4vo2T7o8pEKsZJhBaxax36brqn4nuHItVTYRiM",
+	"scXcgN9/FwYHZTM3bLCCvrqX4HvK7YQ+L401uWvRtf/uFtzfnSWRsH9rPTUMmqDowtOJTUXJI+J697wT",
+	"Ig3FGjlnQZAke4cfiB+knBt3gh+w88uLszoCFrgyf2KDwv4bjtOgLg1O2Ic//v7uFzA2fv35xd+e/+15",
+	"961xb8caTmTJMqhah37gY+ryWvvZW2mekeLMB6Hsvx+gLVIPjtoDr7FHzi7/0y/TvZgi9UB9H+NO7KLN",
+	"FDdx7uHqSVkoF0D1F+/Zb4NIRABzQNyFG0FkHfiTwmxECAfDjW6i/DoAH+yaKrIQOPCa9GPAw9r/6qQ4",
+	"npaHrR0tjnYVNEbX9WBzr37dxeW4y2DmkuCv57E7NVcNSfcGxxIa8DGX6lHIu29q9B3LfM3e1kv/w5F+",
+	"5Gq7XQD4qrPfCGulGm927uMbni2I/Dywrk25qnhOjkni23h85/6Fn5IHL/9hpCvOe7/AvbTf+1lv6o21",
+	"9QDuhbC1rt4QSGxr4A5vL2AEHOhxzDTD7oRQGn52+Z9Ii9poGPvM+GpdFK66oTB6TibcQBewRyD5jUjn",
+	"bQr/Nh0hfpAbeELqNW8s2X15RnrE6l0hq3tmbQEoN3UXQ9BkRWss7PGAyZBW7xdVnvskL7ZLPZy5tWJa",
+	"EJl9FIqxcir2ElYKU00pXLTPGuliFK2N81SUnnmC7zamtgN2vhitdbDuw2W7IXRLv/lUR5EH2OEqkwZj",
+	"yPW1/leDvSiFf9lusuX8cQSOIIl2s9RPT2+Ncx18yL3edE+A4OQNO6KRkCFBuBMnpWd3Dw5Vqfad3KM0",
+	"rQgJV7YtExwy36Sixlhd5ENRNxm3F+nTgc0fY78xZ+QmGeDQjpbyPDw0LF/fAhGtYl+VytOcaarAetyR",
+	"4wRQlj6/F/b7M5Lc1orSGppicpslURtLPNZJ7Od6hXsk2knPqBsxnPW5VOI4VEChfBNTWRJVQCadGeXR",
+	"1V2Z5clS6UZUziGu3ewnTIlZKKQMzGZAXoR8ZlhoOcD+OLkeMz1i3FdA1CU4ls9NKApZSW50jtP2Xn+b",
+	"EZXcZwFn/Q3/W6rsxrzX7/X4l1JPb3bHpb7Z9R/cGt4JgtazsUkBaCQ2TChbfo+e5nstGuUR4ES1XHca",
+	"PTKKF2ai7WZ+44ifme4LJl4SyklR80baZp/1hr6nnFsHYXLKx+KZAXhFpJP/FsiVSQSBaNPomXIWMfLL",
+	"YhMyXjrkpFbCDHsJW5leCct2fzwiukizx4ZuhfHokaZJP54iXEPD/GGpZ9CFiCtoLgajhOGFqgXq8FeX",
+	"JaxyOl+E2VwCzOakvoOHjWTdEyXkqSY7Elq0cDvZSXYUn4p6Vd9lS+6euJPOlH9+L9TYTnaOn7/4W7Iz",
+	"lSr8nCz12bkLmy3MR1d7Ir+N3JnoVv6gh4tVbdF4iwh+o3cFRdUcFDmf3wAvDrET0Yq0PEqGJ/HslkhS",
+	"EAfIjKtLNvCSPwjSisS2I/dHa/MLFPMB231+tP/j0VHimXzZj0d7dVuzj+fvvXTFyFNDiYRiXvSh12AA",
+	"fwb6O6Utm+gcn7aAAqBm0bdh93St8nnj654ZfKGhCqd8Trk03NKHreHN8+JzilP9WDDl9j3mzYlY4y3H",
+	"qYU5z+VIAHfwnXrJF5ati9AX9473VX08f9+T+Txmt/evJVeWNBNUTEKvtocE23GeQGvA8RK0vUKUUmcy",
+	"rYfLtHLg7N13huKSsoQgXXnNc4Djlz8e1XpYS83ms07lEBswjks+xJrtKzEfObhjdlLqaoz9XaZurakh",
+	"NJIGclsPwA2sLkkl0P9fZ29/XQbaC369CLPdIcMnB7QbBiZ9McxGJHJ3D8DrgpSGOzH1H9HD7+NOwLat",
+	"MBuW946djjXifjG5tn9tZF87qPKY4u5iuwMEsQFi5FQby0qRQr8Ip1ruHbB3lmoOTIuaynSZQNaE4NDK",
+	"22m7oGyj9jFAJ2GYKzqxxnCUoa5aq7PHjHslPegu2MqrtpolATqPlXh/tYFmV9bydAJdUqI61sjaxgfN",
+	"o8e/Onq1idH9GGA7WepNAiS28M0nzC+2OxoXl1sr0TFOt1FWDlGoauq2PT7dbfq1wzpd2hPe1Bk19oTb",
+	"XAxIGvycLjtLYMj/r8KqMRozPm1n1USuHyPmEi1uK7YbmsE1x3ISjNFnxhsJ2Gfe1DTGe10j9tu5MWYy",
+	"O3eOgacsjHmodS642sjHAkt/+K9CjJvnG3Zjcg+TimPB3WKf5LYjDRAEntn7am9Lse86WWCa71SLt3xV",
+	"n6NTOgYoyeQ4hKQwDhXoyJpxKMxkoV5FHZ0EfRtBJ2wULA5lQbFG7gRrjNAOY+HKAYPK58fEEdNU/Nls",
+	"IhQ9gJelvBbmgJ2LQnAohJaWzch84DbualipkVSSOpnXRxCQh4eUGj/ORnpMnYgIDc+7gu4tQXSkj1lK",
+	"rmkxLNwE9ik1fZR9q9ouLENoBHpPjArG6qIbji7qOmyvQDYB6QLzapLWcn+2azQc7CFDL0qXURo/3gHA",
+	"mEu1lwTk8jDhLnFKZCZNwa2zAVjq4CiPoU4XGyDdAfsAcS2n+jqoaSqPLNfUyY2IIFsAQRePBQ90sRoO",
+	"YMq+V+m/P2HWxUKT5OJOKRewzfHhVCtpdUkpceuDwVVZOn174qwUN2ihxu5QR6pgkBNsSqp0JrBYAc57",
+	"zibSWF3O2UyqTM+cQAM1XUIeI/9nfi1KDg0EldVsWDnV3RywX+j5qZ4KNir1lE0EL+1Q8LoNKlZO4Zsn",
+	"Os+g29dUTHU5x9CvCsNq6g/ADjEPLUuJ1Y5alZQCBQwQTJei3SrF2fy9nswbCz0+gZJnFujYwUTyGLQw",
+	"kaTxKD0Du2wqVWWFOWFyrOAzYPrpHjxB/NQfsCNqkg39XeiaLluI/vw7Pr9hEQWzRSr78sVO4sw6OXX2",
+	"5/Ojo78dgX2MPx8FiwaKPETZZuOdC2fupLbxtVaDf9it35oR/qEz8S7rMjN/fLmBlYnz1Drfa14Od7ZP",
+	"TsatgAa4OxuM4K3K2t9/EsKeau1g3qrsFobyM8ggm8nMTtwOIz9/PZB0oo1QntybtuXEmegWvRnPXxwF",
+	"SV49YnwXhXo33GN/+/HVUbzHnrfssa2eo0uy33KOvibc9DgJfTy9wPVH6q3Z7L57f32soaVHcx2fp3hl",
+	"23H6sv04ddjTlmK1dJIe0il5+ydqEpymEVqvP41o933LofTQJKiXmtuUGprbZem5I4HJdcrzfcqHXCs2",
+	"nOVyPLGsFETMXWeUjaIGE1BuESuFRalTYcwxG+tSV1YqYRKnRxZQ2iUzNwVeX3x99hEzeAqgT86FaRW1",
+	"927glGK7zeYT8XtC7GNNft2TaDfhti8EJ9wKPzN+jcMkbHMDG8tttWESrfsSZSrDrCinTlPPxGfhc/41",
+	"OCavpXttcDWQLMKRAAfAVEyHvmsxuOWq0cjZSqhMCJ7bCeOGGeF2rDORwrwcsA+wcXVpmLMxpQXGZ+rZ",
+	"jLlpPhcDmr8byqfjTs30L8752LChmEiVrTp2LnBWHvZZQ4PscoDS3OMC90fNrcpqPb21UBi/Z25dVlGb",
+	"OoS/rul3RnLqux6RHgZ3JmB8Fu5ohMCFU9ba62jewl1/wOu2uI3r13RVdbh9HH/CwZPpyxV/dbSl8Ndt",
+	"O+rVV++owy8KvA1/uT9usr/ChgkuZXzcM8NyrQuoMvU6y+nZO2QaBp/V2GknlRFm3b47dSNZkxbhrmMy",
+	"WxqD39ctGQfKu1U2T4u4y+KDxvevkol6BXpcv9XCJhULHpLM+G18Z1K4IRlmoT1ZA8K5byRiklrgfHDI",
+	"bWITygsmWl+B6DY/t1UfqrfkamK6pyOam1Defdckd/dWS0TdWVuktJ3BbrtiGnWvXG1CBdZKGi2Nfddn",
+	"hzszCE7GPYad4Sm3xlk4+BKDCePSUId59KD5sxhNeyJYqtwEosONp5MECWCoUAmD1940I2Qrcg6iGffS",
+	"hPkIeTI4nLrxJZaIezCZcWVDYDy03ZwWvOyguUNJqjtQdlhay0LV1Fq3AyFLgYMPoTYqwo6uAAAvip1b",
+	"epvPOMq63oUXdMeI7gkhF9d1pVIfb7uebOsugdXdtcEMXIjyWqbiY012t9QoFdwutWjW+Oahq0mUs11M",
+	"vhalWdUTPNaaaJiQUQN2Cd2MmpE3WLhU1CV5ATDXaEt/p5E8YUXJT0EHBPjp7vWj20z3XVSNrsM+3JIE",
+	"zsTQ2RP7Ug315w2cB2h81GYLPsawQhunR5Cq0hC2JoVMAppNrQFVBZ2V/+viwx+Mw5Ei5LXIDthbcDm7",
+	"NzJp2JUooJZDK8EG+NoDGv3BP6qjo5fpb1pf/cGnAn4SA2SwcYqaAB6R+TPjZJVqHPCPMtsjVUgalksD",
+	"+b9momfuIm1EYMHBpEB4DNA/GDeUXKux+2/9PF3Zof4MB6OTRaeHYV2gxBwhZU9YLsY8nTOj+JX4lHKD",
+	"k8ocPhhKACqnPJeQjDjQ6hNO0Cfk88kGoSvT4IO6gD+9pr/srfLL/Ilz9Q4W+qae8a+iymlRjoLtinEB",
+	"PhVsV0hIcxzpctpZBTGhpe1MqXm1qXqGI6DtOiR1Lc4l7xoCXHMBlzw4tS1e240odkjGcDYeOoTfFyK7",
+	"6axUhrtjn4AZZizGYwCIG+CxmRsrpge5HrehMjztEGFkAzjG673+gbc18dbDqLFcZbzMPPAZNiultUJ5",
+	"zMabfcoh1DRgVNCWXBlPbmAiU5R62BKtBSRPy9i4Fepa5LoQTHzmqc3nDFid3asz4TC0BIDDnUzaxiBh",
+	"Axjguyz808m9+0GnkCOQndqPNnW/wMi7+xcqVe5fGbd8sHfAzkqHg9BNQo/o14A3UVJlRh/lcN9dBacW",
+	"Ty07BRh2xwB88eC/zt++OX19+fbNPwcJfITyXyCFOWBvwtcQXRVVeUw1VOOPrCgXAzv18bCLH/kBZv/c",
+	"/zp8PP7+d/75LT66E+Pri+8A3LeJaPgR8D2bQBltWxSEHsm6OumNm3QGsbayEZi9+Howo5SaQ6lGuhPS",
+	"PNMQ4oungEOc+VMML3R6JewxttzmdpIwUw3r3ttTYQx84rwQTllzc6dSwVQ1HWISDtZYmGrqHp4DK6LK",
+	"yGGHkzHiU5n7XlQpxwqXqKJ5JvOcGeEUFqfAwuVzpoTIDBFN+nkhnJmIUuy12pk+icZ9Xfi4d256tihX",
+	"3S/tsPD89LLoT98Qwb13DqsVGyt860ay8LxdFtz3rtr/s24f88diXPJMEGdLPSw4Wr0/ucHqSWZNy/G/",
+	"504oMKas+GwZUJkYtjuI1/93lJfBXsJGwE3pdWHc+VBQWX+bQdIpZABFahRp2GAi8lwPTtCew9NqQH/2",
+	"JFd8URTxi8alM7CG89B9X1eWjXlhqEBqkFal0eXggJ3C4cnBG6WUSG3CCm5C1qrRZc20FQYXtFt3dtOj",
+	"KNnISlUJVkLqHh7M0tYKCyg9ATNOsG4BRuwT4CGZCew+NyzvVcObkRvGCJUZNiiFmSunpXhHe5pLhzKl",
+	"4Fkz6RaXNQbn07N3bChGmJGVzx0OaRUXslJ/rNPKThw4paFPBXBdC166idZXAohzfOqXzkWIDaRaX0mR",
+	"sHQi0iu39vg2tMdhKx6zV0fPa3oEIkKr4TBhr45e+gkSTJdyLBW63jyfGfHE+Lo59IvDJLmbj+qbFy6M",
+	"BYBGE74Dl9xZbDx3BmNbkOJDIVQr2K3z5r1e3lD+YAlbCgi+mOBlLjF7yG1K1OPO3/793cW7D38cvPvj",
+	"zdv/e3Dx9v84+bI6nDuNXddlZuInrrJzC24d2u0c7/z3fx3t//TPL8+T5z/99Y9/HHT+9D921hulzxHU",
+	"F4pQoPkH0Cf78DS2sa1XiLakU7LbEMbjz0jnuZ71ClrHIeX27KoD6lbPpfEQuuMcUtueDczMxUY/pRhL",
+	"g8dGAM8i59aJZMKAHBpPFN9OJzumGruiFAbOg92Bhlp8ZF7UoxH8cALU0XAP4G6loldNuMGW6Kkus72k",
+	"4WkMFXdus+KrLt6doe1a6NJ6fQ/7DMmSpdzyXI9Du1FnMtLQ/BHrrDi4Y4BDOqCJO/j/DfzJi3e3m2S/",
+	"4tVvaJbvy+Xm1wzMXmnqFYAt1h2fpLjuMp0Lrpv7ZFy0NmKXbRqIjXndxET0fe167GkPPDSFO4Ia2u9f",
+	"0UJwyRZcwJzDL/iPd9kqgiqnKmmIRQYMIElk76xpkmr4KmYftwRcGvhja8AGNIJB7e8f+DEM2C74gOxE",
+	"TOnGX99eskUOgv+/v/5/DtrtusbO3CQnIvRDfHG0n8mxtHXnsrjItBlB9KNYGUNcUhJeHG2kBmxNULus",
+	"TFrQPop4S4qEWjyttyPP6BNHdX4TDSKOsBi268OGpipEeQ2hruE8yjI2e0GxkCXQ6abzNBeUpJ8wzAMA",
+	"ql3Ns/bz9/c6YPNgS0GiMa5KGG7MXi8rt5kz3JjabVR/NCTl8EsjjPjXYSlGonTqWLcQvdaVUzVBE4XL",
+	"yU3UoKTdhUzCOGvYJOz88gwkheWCG3CMoispccr6XJQmQQXZHTYls2JaAFXfHuYKcshH0FS1BcmB/6qy",
+	"sQB3jJWlmGItbNlWh/KriOXvvP7KNafi7/FHRelzzSNwMRb7TRmD38CKUVM7YvaAyKBA54rK01oVaz4t",
+	"clTYWxn9nh8lq8ks1lBZ3BFaRSva3TecrugB6zYBq57XZRi4D/xySNBNxvWnO8V9d5Vd7AEOO32PbOcA",
+	"bAFRZrrKM5Zp4r+aSSPoz6aFipv44dzgjzGdum5mVYqIe6uuqhClk9mUWxG3wNOqjcQn8oxiRXft0VWU",
+	"/CcNU+5OJlSpa26wA/ZzrtMrqcbxkuHbyO1Zf7JnAqT+WiNdpjA4I2xrFz1ZikgYHzWobolRfGmSVlCK",
+	"n9H+1CUtSpTEUApu7rrdcWPUbjyrydGKevjNfdXnZD8pKvKlbXz7p0MLi5v7w6HH3DWWYEM/bXYWDALn",
+	"s3CeGYpNdlSbQjGXf+19OVfDt/iUxpYqlwUFUH07N1j7qxdqAdveLUJ2962OwLuWPVfBjV3KdSPYN4E2",
+	"cyfZIebgnWTnokpTITL47S/QKHsn2bmUU5F9qOxOsvOajvmNSMbbp8/d1hmUw4tBwr85AzW8OYWeS3UW",
+	"apRssutMiGOZdSbE0pEpsp/nnbmoPx599ZB0ySZcZe5flfWpAe2UNl0jBD4d9/SbMZdvOEBu3Rh9bp3E",
+	"pn5dQxmVenoLLHQdq+c1xDWDsHprQ6CMRohYT3RVdougVKn4zV2xKbHdf/zt1U25E19zI/Yl0GpIK68F",
+	"5qHQGGWWEIuYe1DiY/9Or0ZNyy2rcIdb1zdciflMlw8nAzs6hzYJRvnF66NRK2zchp4QqS3Ip/HNJm1D",
+	"ZUHirw1c2E3l5SuQciExu1WrAZKth6XaPOzTvRftxyXaqOlEUvHM3K24u4261tm+LO8WMiDBHmFG5CIF",
+	"YcddzzxJB/kNsirQu7T4xaNddQFjWeO96Q2N3tDoDY3e0OgNjd7QaJwbXexFcIT1Ski7EgIH/N1qHF/o",
+	"X6uT3ZCo1TcYCNxfNdVqrWqEbbtKt/iKtoS+v0p7W0L/EQ+WuyL++E7Z6FvI3H6PunjD3qEwHWJwtzv4",
+	"jMqaYbxm0oNiHo6FJsLpHQfsVBGDDM9LwbM5K1EbpFplq3PQAiDK7A4Ynl4pPctFNsbgrQ9BlxCki0LK",
+	"JxjalvWTicLBV7pUKqP2mgvN+GHcj0OWbz9yu/T1a5pB+wjtX/cMLWQZ9E3qnmTwFXftbYPhunhrAw4z",
+	"YbnMv0HFkKqobOIssaKyEes7qR6IXuv0jjc4iqesfdAUrNZBkEXCXdhrI1vTRupJ3pJeQjRaSO2xppQl",
+	"oq3zVCBYuQtls7VDjy1RiybYVMFaZFrspK57jcO4acjg0kGvJW/dBqEDvP73Rr7YHbAc4de90Wnl9K5u",
+	"8Yqmtj+EHyErpe/R0CYrW2DCW5bjQ7dT5yuSWktpKRnVCyU2mkY7YsjTK8OqwscMRAJcS8IAPRIyAEi8",
+	"LAFjJPrYUjh1CGwGZCyx2ue9uuuroi6bD3c4Y8NQSXkTGE7ddzwQaLh9QyH+MPjSNYaCX6uQwXsfuZ1L",
+	"gz4FZ/eqPthjccJ0mdQrH3Vj8LZsaEzulDlygc6422/LbPKaqvHZ7iBSWrBzusgGCdRQjhW2GmfDOZxD",
+	"gyg0MdjrcfV7N25ujWLYId8W4bzLQmoCepFztaJjOBB+grPGATVRCNR4gRUJKIoU4uUsk6ORt10Cg/ts",
+	"IoDMMvpeZIjigOW8tCdOXIFSo6bgWwbus5yrJ4Hb7kM3hW2g8AFq+vuDbDfezjz8nPcKZw+MGwKjz9av",
+	"OZ+bRiHCzV0BZMlnX2u9AvgtmrBOqxWf7aoWEnz2vZqr4VUyrT/Tn3gd4OFmsQeP78xahVX9FhEmfk18",
+	"6EHJZ0Gck52i6jZNIeJV5MK2DajTVtV5xrQK5qq3VaEjHJijOs/px6+0Qh+C0N++QrNK3jcxTIP62Bul",
+	"vVHa6173bZRuEbXXKmFrLNXXaP+sAfiomJJIRrUSNzU8nx5Ub2CLwuz2dmiPhU/HDr0HMCzFvnf6bG6U",
+	"BjeRDn3mqUHFVBt7jJRhSdxnNedWqHQeNK/fLi/PKPlhZYy1FBd+dN9tpDX6xjVuuR5pvgejtawX9LZC",
+	"rB0W6t95LjO+GD9NmpZoi04D7nUfRm3wpaPRsdukcXem637DcsUfUHWKnw7B3hZCz4+FG+aDEvrt+eLr",
+	"z8PP7kOpvdXaa2oPC7Rf+35b28LtNYpZUepUGLM2wTQaIN3SFh4IyW1YTuZ52Fs9iEH5OqMhfKd6F30e",
+	"dFBY0ZbHXdPDxn1mmS5v8S0nptFbDjE/rNtB9NtiOtm+U4RA2JpaT93ahRIT2O5EW8o/28OOP9QfT5qF",
+	"rNqTqEqXYS9SOFAl1dR4Jjp3akK/nrY2Lefwpoci1tvSrOjLTmEmNypkAZVqomfYXdZqmMXtVre0DHW1",
+	"KoUb45mveep1ql6neqQ6FaLQVvB8M23qkOB3RXaa1dQZDS5s06/uBK7h7T1e93jd43WP1/eH16is3iNg",
+	"r4XrDpBmuzyUltNfpGG5GNnQGPsu9O6LHsZ7GO9hvIfx+4Txi/sHcV2sU7mXh4cA7JtW6ZJlWqCkeSeK",
+	"tKxSVuZEHgK/rDtC3AG466LH9h7be2zvsf3+sF0XdwrtpS0OscPZBizOCz3Roo5CE23sMx+Tmug8M8BO",
+	"KfIM2n8rm8+TBc7XTJbY/rudzPncFme6tO9xbJvQvNKgYp7Tr2nR68DkWkAwHp6Y7SQ74nMBYfmNiUtp",
+	"LJ62tPGtbeMJF7QOiTqou78J1TWKxx7Fixd8VT9HnNoeUh8hugGJ9QKI3BK3TNKhjZ6aq06cGumScRyL",
+	"HsGx7cZWUqIAByV0VArBNGoIGH0nGu6pBgK73aFbQSKcQLyAHOeJSK/24NfY3ywi6rUzmQo2m8icNnOL",
+	"LvoaSGNjkfiulNH4w9ZooTBDbMaVxXm6uxSpeJCr9U8YY6919lrnY8VlkDGuAjZvjXuvVjcPv8B/sQ8m",
+	"/LPbpXAuSJ/iXtTcbgfgHgo09wGnrSa4QJdBW9oEIM5KWF3HtQeP6GDao0/acgPIR4Dsfqa7sf3PyZz8",
+	"PP7c3K5TYXM0D+d4D+s9rD/y/IxFYMc9vVV4h1qhwy/uPzeBdkt+vGuv8mlFynnCNFzN83zOtLOuvW/X",
+	"87+N5bVQqxwKTeBfh/lBpcvg/R1YT+dkN9B3N2z48YcfXv4QdWx4vknHBvArlH5J/SR9jw6G/lTqT6X+",
+	"VPreT6WgS2OBw1bNDltyZVKdiXLfimmRc7ve3x1uYbuj0bQQ4z0W7k0YNYHen8nMHVUCfNrEb9doBu/k",
+	"TeNHatVswN/u+L4ML74MQ93E/R0GB36tqM8Z9a7fxXIzNxZ3AbKTx1d0trFabG7/MDjDl+dpldc4zE7f",
+	"22dVg8F609to823TQYueTmfat7z8xP2a/u3tb6hQdTvTd6uCX5hUFyLqH4KS+Oropy7f6vL22dmO7nHB",
+	"r8UvACD+RWs8nv6D79bb2TIfa8f3wI/8/gRf1XMDpKBd7O70HD784v/5B5+KvxAhcmHFMla8gd93YIXH",
+	"BzQGAQ+WZR+f0Cr7K09YNzT/glg+W+zC+Gu+1RHYH/M3wCXcNdnjwafH0hoEhWbLUNHBeHEuipyn3foB",
+	"GLORMuBkMRArDHU2Z9PKWMbHpRBdNBWPAw7+2asn35d6clPxf1LqCcn93eon63wCeJi6K489007osGzY",
+	"LvkE2FRMh6I0ewGH6twTw8pKseE88tiZJFAOytInyA3nbCJ4aYeC20AUI0t2LUrT3hzdjfAP+IYt9+la",
+	"ZWXj7D4Zc1nRfPvNSBvgdtpjmUMj8tFh2AbdMZRLfuUDKK3Nv58ZTF0CBgN3lFqmVYqsUJAMDzdPmdXI",
+	"ZAxdGBp7O2FSGSt45g69Gcc2DyNKqofGnoUopc5kWm/b5S16WcrxWJQXIh/9Fr5qy7s1vOgcUsO7Nm4Y",
+	"NbP8SqgnsYXdtkEDwm+SMAlKz25hW3eh7OEXBVGiv0Irxu69/X8qUYnFcg/K3FtO6aMqEawDkSbujXiC",
+	"KOs274VItcqobJCuFhnKRHQHEwrTmJuVIwa63spMTAuNHIhXYs6mIIOclcKWUmTU9d39WJWK+pyUxsad",
+	"Gtu8UjfoW/t7+PoOzRMn+UF2qV381jUqZzRpd6dxPuGO2L3nbCPP2ba71ZYi1WUm1fiQV1bv44+HZaX2",
+	"HVR1Y+bvQR9wgOUDbU6BRpRCNXYkZswgEh57dozwRrpGKD6EtswTrpTIEUIHbjTncOWgbgrOG06mhBlk",
+	"3qisnnIrU2YEfC/URNDjDN6tNNSWiZJxcwXQLm2CZWfcMMHTSc3I5F6K2X3YcoornzRCz4dMYcN2+chp",
+	"4jUvL9UY7h2wAbcDdAoMBeNDAxTfpQ+TczaVqkJvotKzYzwgSe2m4Ho0TUXOFTRXEtc8r2BbuEGhCmXl",
+	"tMXncF6p0zCBH9xCrktHkbWzARZ09/yX1+zly5c/+XZa/9ZK7J248WJKAH5Vl58PlK6WNJWMW7Hvxrxz",
+	"tx6+ejbOuDHdetqfE27rSchk1ofyOmznSkGsOUINnLOmWhd2cRtW/diOVeGeNYA1kvkKa/qDcos4hl2N",
+	"94gMiGpNwnSeCWMJTEBnOmADkF0nBwPAhYFQGf5kRC5SG/rIGTYDzzfeLd0cGZFS9RoWduwOtZ2wNgk6",
+	"QRRkQzHSpXDa394B+42X2b73LOMreClYLo0FlTGfEyi6vwH34P9Ed2k2OGC/hOuxCIRnWSmMEZmz752y",
+	"doz3vcsGXlstxUiUQqWioyrOzzA8+sY1IWfoat3ougv5742uDUNaSOW6wZ2bJ42FW17jEXLDu06L4kbX",
+	"X9hS8OkNX/KL3wk7HSGc5Z1Kx6+m0sWPl69ZtqJ6EWXmDXrCOpB8Z9OAEo4mUIgO5zgGOjcnWl+xXa0+",
+	"4Ts/TYtXnQEko6syFb9pfdUVPfrx1c1GJVUmPosMRzTjc7brxpO40XLZHcmC2y5gNF0jefnia3Ico41B",
+	"gHSjnfEWYWvLdZTxPuxy1sUIDFPdn6Ur/HzNM+r2jtAlv9/CAXpYB8LbNf13ZSlANx3m4piVYqqvSfOH",
+	"+5+x4dwKwhUhy4aKbthuRAQvS/JGo9f6SoiCdG8QJiaULefIAP/Gx1n1dGgs9DwzGlJCfZWOylgu1ZUB",
+	"I4DNdHnldGX3a+7bcpPbhUwACNbBUN1hOdZKHLBTpK43VuY5Gwr3BOq8wySmuFLIDwc4F5btKm0/jZwZ",
+	"u3eyYJDge1Ku3I1O8TdXmEt7LZBOmc52mL05m4lSsF2YkU9Vncq415VRsHQub8NtEr8K3rNBwx2TsOf7",
+	"z4+OWCaNlSq1TGYmwZUlcgHQY2AO9OyOWejrb/mZ23TSrft/QBOuysHTTI3hpWI0zcyJZ9ljWDuGRTrs",
+	"1qCMkGoVmJHkd6PZzyW0RTB6ZBdU7iFPrwIioOKEcAFyOol19FrE6X1YnD3iMjeoqodxfXKP+wRo00rZ",
+	"qcu7keslKeilupfqDSLkeJAui8td2viH0etXMKvLTNARe4wHLJy8rMj5PPSZQS2EdAjQHHg2ldCfAS4U",
+	"pUnYsIq1BWP5fEGvGCKIQECzARs8LwXP5s35MlWaYo/5MZfKKQ0NMNFK3Bg5LvTI3qFS0INHDx43B4+L",
+	"WgjuRyUocq5CDnCno/BUMfGZT4scGzOy3ZkQVxmfG3b0t+Ojo/3n7v/don+8fL3HrCYPHmdKzFB4Sz1t",
+	"bYlCDuecq0b6/1Y39aq+k99t1tqjaU1yuhDWacs22569D4GkFd2BmgGn4RySXk8w9XUkc+tM6eGccZZy",
+	"I/alMkIZiYGxaogerlUe5TN4/ZpA1BlHpiRLfVKfGXh/lxdOYcbrw0gjrz9zVf4azG4vgg/A2Rb2+m1L",
+	"XydRGHNnSz5nbse4h7pjhSv27vSPU4jkQozoOI6m47PJTUYMYiG0jfxeXlQYeNQxmO6zQt1DE3RicQtP",
+	"T9iI5zlQGHJmcm3Z7ozn+X6a6/QKrjfga0Mysqo0QLXIeFpqY1jG57kcT+y+4deQAggtzwy4wnwA36nd",
+	"0MbaGnwBhunRvRYUgUrlwjhDfCrcISpy4x1mGJ3v5Curj7ntJavXL1mj6xJE1b1W716NXXXiOxWl7zb9",
+	"IBJ5mpBzR+YzoNvhF/efd9lGZW8eTE7qAUMSoyfKRpvZUhw51SqVuSjdKQ0ZutyY1e5rEty13Ci4a9tJ",
+	"UeBrNs05bAsH/vNehdIb/r1gPoiCs20JpjdNkxX5KbTJV1iOT1xWehm5X/cvz7YoISvbkIeiTLusZp0s",
+	"HD/QIlz6EhNuQfVccSD5FtoPS8h6VbZHgoeLBL5U8gHosYdk5a6oVgt9rsEw1orpkunRqCWSEh+2b+m5",
+	"9w0HS+lqf04EZntHpn43D58In9E9AnrlUOtcgND15/zTlW7c905GMuLfeyByTgUPnT7rM1QRoNxitz3f",
+	"eqFgYS+QOOBxF7xu2MCVz6GrEwibtIuusrqKmuU65Tne7W6kmJG7Z8YN+1eVjSHPdRlw3tI3PSDtI2l7",
+	"I3ya1fgpHeUgj6X6I0J4nH33mR1IJMIVPR7dFx75447jLpw4dX7bZkgrHvmCshtUmbjx+dugHVEjQxS7",
+	"RJeCT9fUXlz4N/flF3dYftFSJBBqCjfu+dQMSG6URk+rTRUd60bifbG+YmF1CUdLjcL6MdFNf91NFQF9",
+	"/iaFBH4S+qSbjcKbpoaRO0DL1Y2XQ5skBMBnC6Ry1te8OiVqN4QTnxm6PmFAyIA/IHN743636aG0aNAg",
+	"mRskbHA90ca6f/CioOo+Q2I/2DtgSELNVSqg2O44bvQZSuYWZjRhg7B9BzWtA1U0pVqNZDkVGVwGyyuy",
+	"AcVrwTkVM02MNdRPJGzwC5c5XAjlfjk3FtZ4ULNwh1JjYCBFLgqaEiVExigvOZfXFEdulDVDKGdU6mnt",
+	"IbsS81EJVGPuG5CuoqiGORB7Y4k01kJjtTM0RaE/Y3RaKZFak1BbVWN1UbiBQfUSlGT48fl2VwuBYKSv",
+	"wAKJtCpLoayf5I7m2GHitxUBbrxkJZM7t/W+vQ+PWQ2e3ZzuCzu3V2sfbT/mei29UN2RXQ5qjXucyDtV",
+	"YUQi5FlWGVKqSevpGJaPJOpn539NWcNQHBWxIchpkYupmy5w7q+IlmHFpBW/wyjvRPLq13UIH8wHm/J0",
+	"ItUTIS17A5MwFIvHZmMm7kgdWd9CPFzdOCyprwWeSboQijK/ZxOZTtwR5muG4XRUSlcqFRnbHYTHHbgb",
+	"DtzkYZ3+HsvllSDGE2DuOGCniwcjnt2Nw9FXML46esXqp39S2n5CTpJBe4/x7R+R0Ts2OCEhbaSencdx",
+	"UibsArWZbv2uP0wfawPsuz5LbXpYaj3tdiWd8TFFu+E6ZInjeQ5plqWAHoE8J9K3LGFKzAQQLpZmoX0V",
+	"dgFBls8D9qECUhA4ihHlMp1WeKSaiZ7B6/Cx7sB1FlBXt+z0HL7gTlxSbY2pYF6+tvf26hZJ8GkXeNeW",
+	"vR74rk2cHfDBvadjVTMREhJIQZwKARZnSbs0SLNNW+T4p5865NimMWH4moYi8TuZninPbtIqu7vu2e7K",
+	"A5LivQP2J5j6EdXj/xbzQUIsj/NGQxJfdeYtZo8VEfWjE/yAED4J/ErMWSnqjiWeOwyoy2sN46fGMD6l",
+	"hPKDE2Zn2h153jpH/kkDTG/wRvgkcEW4fy06dsiF4i4EHw04ciDfO51oIxTjU63GdLyWOs9FFrMZdzeu",
+	"Bjna2SZ9JL1jTeYMfP4dt43Gb18xILbb3BVIZ+qpQ5v7re+sdv/54TGQ3Ap2tSkfh1/cfygVvKMKjGcQ",
+	"bPO40q2CnAQgqf/2zOCdkd3S1EDaDfggyjfsk4wb/ePHd2/2OqLj+L2b9dCsKpnddWR6vSD3LUZuN5v1",
+	"bgXtkKepMGbfyvRK2BUk1O+MQRJqI9U4F/uVEQzvZXgvILhD8sqgAHCFvoklUT09e8esvhLKSyqezfQY",
+	"iWq/QqN2F+gFpTVswg34Nq5EYfcS5EUwTHzmqYWeuIL9S0vFdp3oNfUB93tiL3CX0XviOz0Fwl7CxOdC",
+	"AkE8hBMG9OM79TtQopoB232+//zVq6OEZWLEq9yy50fIFxU1XhvOY1cKC4BywE7ZtRQzUAcpTMFSXvCh",
+	"zKWVxP2UlRSjOGVprt3zFjDrJzZwv/mEfx2s0EBOYYUu4YsfMnxtUUGKp2ClJ0hTRSLsDtxeRMGrZ3eu",
+	"PjUWrqteHv6aROLS60n3Bd4AjyvQsQvJa9Vk53iHF3IfgHFnC0APYNGN76/dnzfUrGJDESBo77gOvOKO",
+	"9+w1gdPGm1w+uFLW7ZwTvJmXVqay4MqaZ3g+GCYUOrEhwyqeTxNTZjtZZVzNgTPPfQi6zdrAU1pWKawK",
+	"pmOHCpl5bjTeYZonl9Jgh064YUMhFJMKTrrnR8SSbcBeREIuXzcNfRPgFmiXQHYtPUkqJu06rROWo9c7",
+	"u5oO1CvbQ94j9HDD7r57XTe4wPcLncsUlI3W4q4LYWv31bO4JwDeeMCwD2V9hZ4pUaJPI8JLJNwk0JR2",
+	"j1KEqoJQS0ljS251yaZ8fkIQhr6nsRvCq6NXjBvvGyFgnnt+PyPEATvNcz2rY3LuX5kWGKxDJqA2roIL",
+	"NGr9LWc4HU9KQWz5/q7iD1zzB+dBg0MFjk4aYI+E90Sb5GTQyfYIPrgRu7traDt020+qSlfmkAzgFdRi",
+	"nn9YsLJSqgkjuz5FLmE195IuMegs1XgPFJ9BlKKgqjyvcwFLgUkDbQSB6FR7jeOLkwGeoKKzNAtdMr+4",
+	"QgmTI3dm9B642/TAxcf+4ozflyCXlVrXl7NNWzGLUXjfrjBWWg7YaZlO5LUIlhU069AWDK7CaS5zYbtD",
+	"7iHLplrPnnZPApxsIQVg29aPn9aN4vB1akcPBbccvV+SqfvCgDXVCxfYPiUacn1vfGQ4U6Ll2Hd2xy6n",
+	"ZmhkOMRxfO9Lt9xc7R2wt+DdPsW2Y5HbBx2m5PtWAg0g6uziqwvcO02C7nKfRgiOGV6W8hqSbKtManjS",
+	"tcyEppJYWTrAYkKlGj/F6b+6soxDOQGbys8n1IPVhL+F3jJzNuYF9K3Ejx947WYAWkxULBFqaMOs+Tpc",
+	"XcqxBCc+6t/g80Hlm1S/2FRs+uubuZFOYRTZYGWHBqo2+eHoJfnb6uRNKMPY6yo/iNDjibqO1qpSdaZn",
+	"bzM90mKDNUh3XzD9JfzWXbJJjncDao6pxMkbWRGHZgMojOA5sW7akqdXzxqJ4NaZYBd1qRM9i/vypxaU",
+	"ajjG23O2Hz6uJBuMI07ybhtFvXw34SyYShV4fXu86/Hu1vPBHxDcGUoa2SRZZKJLu+/Us4zxhpnJdge5",
+	"HAmnV1Ev8gF7ebT/41GcWfHiaG/RZo1oP6kTbwrxxgGlaV5LMUugVwYokJmeqVzzjO36h7oLsO1/zucn",
+	"LVfyLIOL9jA+KN23lFC9SpRNYfocpgAE4xjY7qChp2H1zyBhi79272z5tR/BYC+kxiJqUhMKUSadAYS9",
+	"E4fgpDmOS64sNgeWluU8vTIH7K0baGVCG11ahlKkE5FS5TN9K/d94d05cgxpmdf6CtqdXQmFY3CTn5V8",
+	"puL5gG7xcRaFxbQEdhqHd+kx2A/UWA596NU6XmWbkp/iKWaz1F+PiSErEllOUR6oAx1KGMD+VtNVGkvz",
+	"dPNV7jn9RC2CbB05vD0fxsrqRpt6UprF42MieGmHgq/wYbwR7iA0zEDaBwt3kFUvU6gf2kX3wvMj37od",
+	"KAFyoewceN5jpDHS/R6m4WV9PbDIM11ZNKyjGw7cn7JPurJ7yYqUFvcXBDGHeC2d02z6W/jcp2eCIwR1",
+	"ty16AzGhOxX9By7IIq1KaeewPUqbXkIS2PF//dMtU4PlUoPlSwTnGciL2/7cqVgb5ZiVNr1pjtn/3b+4",
+	"TvfPL1/v47g2FPh/aalW5JtpZaopVRQ2E4mJAY/KfzKf6uv+VxlRHnu1ArQhqSwmbs64rCuddgfupkBa",
+	"VJkB+xP/vldzlcCVE26Yp9eLNJeQQzGcQ9t4aWvXIfbfX1Bn4mPNV2JDWRFkANNKBZQwzPIraK8xWJjd",
+	"AShyQ4malAz1CkSn5B+k8jnkB+MsZkHhCj7H55QjjH/45C8cnLhTArOaobdbEqok8JQgD7FPXY6SWZae",
+	"KdU1zyV6MeNcuw0SlP+XluoRZLfdviIXffiaqq2wolkk63eehALj7QTyywVJaJyNDxzhH3p2SXQkNE8B",
+	"tyQ+HYzqJb8i19idA43aj83PA6WV2PQQgB6X3afAW28wxrtoSSnLxch2pRgnjfxiCCr5rOJNNLX3bnxP",
+	"N8+219S2o6nBtgpb5IEpZnGm/eZZJZyCvdHNVIVliWmGNDBMM3Gg5P/YEG5s3GV8iY2ne9tblxFP+SZn",
+	"8eCfZHQzmoGVffyiierd/g8TJRaSTIrm3n6omHH4JfoJakidJK/odhCFLiiNBAAgh2SzBjpMRJ55+69h",
+	"0Em1rBY4A9Od8yFhA2HFsMFZPL5B0KFbAcldf8nLsbDNu/acwbeUj/+yCVMIZzVhDfQijQcPLDAJWJJg",
+	"DXpIa0neOHWja8r34w2zxuvUwQsfz/ajCbXGi9MBvG27rAfgBwnAp1g52MAD0EcW8ecxofGEQPhmYDzl",
+	"V1D5iG6fVqSsIVZlbChSPSWKoelQlB61gQnIWFEch5mEBjfA9qLLqSjxGVG1PPwcucZ2Xx29XKsO/sZV",
+	"9uFalOc2/c19aI+Ujw8plZjB4vfo+CDR8TevN4GAljoXTF+L8qFhYc7nQ55eeTdWN787+ca5Yr9dXp7t",
+	"//L+7+zj+XvPR7iczBxST3wlPPpgEwZub/jrjyGoeMDeWdNkjwAvff0ukHdum+nScEmd41dHdGQUo/Dr",
+	"EI8Nh3tCiRpQrtGSY+HuVHqRhoQqO8zqdIszmtgnzR7SnIR1LQrr9blzR/3CanWM8OP5+x5sH08K4GY4",
+	"/atDHEy1W0I2Hm/KB4rccWZhM316ypUcCbNhBWtUruFvZFa3ZMVg4iAl543ltQNKwwantHU5UtH+LHgp",
+	"SvaP6ujoZdp8AvxODDD+DC8HflfI6PtEl36CSRwcU1Q5lI8kCPRVGU4AgSncrBBlDOGJPw1o+thutJSY",
+	"IohBjyupsroYHIjqnzE9Ghnh3avgeoC3s10OV7Apn1OZD2dTPXV2wFCMdCmYtHsJg21qJNCbNI8fJq7B",
+	"1UEEWfCfCycmKhUDtkvJqYImWYnPtv4rHnSDCTe/61K8hQeRo2Up3pzEgWqfOkYUY1h5Q9mKOZgT1sSJ",
+	"iI04eFiQZti6k+ovdJPyu69Pdr+JXZEsczbaqlSdWwjZkmmPMFU5a7Kzc1+829qb+Ellf3y1A4OU02q6",
+	"c3wUhiiVFWNRto3x1LKpBm+sBPSY+zHuPt//oZGTfHTU2Vdwyj/jnu4c2csXbmT8M47MPbge5/NNxgkO",
+	"pgYWYbjl4/l706geS3lZzjGJLuuezyW82ulY9h+ev7i/soYgiB1ajUf7PlK5wshrpui25JY1e6lHh+jm",
+	"+QT4ihsnFHxDVmmcD7B5LHPZ1jPENEl/gfoAN0R0gsXXpVyxoWCmGmIjkbY6TB+rjAf3NGOV9QysilW2",
+	"rEdvpjzskGVDJpxOBgqlFwpm9Z0ZG+tJ8GO/CQlX06WDlT61Nm0YN1cCXTy8FE5jtqKsufMjLf2ZWSBw",
+	"VRm6ynYHKZ+Kkh8Qz+sAngYF7QkbTGVa6mKilWj+HUrfTxgnmlgqkvEd7cweVuMgz34uRtYzC9oJFHNi",
+	"XXmk/r5kg3r2PmVCSZENFutxWgOutX8eXgGhzwUnh7voTCioI8X2ek4N//O3d2fO/EBqfRxKW01p7WNp",
+	"WKhP0stUz8AGzYpoN2y9qCdel008Xj1gP0DADgT+d+AHsjfy/kQHyOGX6Cf3x9lErqibB4SBlu8//ceL",
+	"H/bQxXLxxqOOD6zVj0Suo8i7Xoqcz6GgMVYLl1phA+0sNlpFMhSPhi+Onge3SIPZ9plhg/ca3zogwFzy",
+	"yrujEvlm9VSsdT0t3U/ep6jf24xoVlTGywwBOM0ltlASKjtgpyquQ3jWyKONT4uThdMybv3mkf7V0U9Q",
+	"RICTvcRMQPZnZQTbVZq9e/02cuoYinhUylRFoaFNdKozkZo99uroiA3IOfPJZMWgNe5hLJ+HU2clfwpW",
+	"WNiaQCUGK0+hwk5VOKLoizAS3h5vWX4QNbtuMQLOEKbPbfqn282PN0DdjGq0Bahj4b3lAPUmp67JiubB",
+	"Fr/mhx9e/rj87NbTLEDIJtGb5zcZ0Mavx714EoGI70+0CDOlMNAEHTz9u2/evn97+dYnvxsmbcLOTi9f",
+	"/8ZsKdOrXBiURK4ymTm1GPYUOofgg/z72jNGVr38oOEzWtpgpLD/oa1o8d87ZAkl6Q1RppyR4PxGUijQ",
+	"eXVl0Ss9m8z3Vr/+r6eulDzfYExnfJ5rnl1q/Z6X2Ffs1fMfNpmAgOK/u6W7dJP/nUTYEvgZD+JlrYqw",
+	"nXasdvvVnboPLcC2TsU6/EJ3UsulTOSiTUzPPaws61UNZDhpOa51YdpOTeAh2gtaVvAclOZZ3SUAdJfl",
+	"fFtQcGIIajl938Cn9IfvrUVxlsfWWHpcmZwby4wYQzyRLkN/gBOQt2fMHzNdsxr24+PIc3uA9VN9wsXd",
+	"HwfA0ERumRVkTNtwfXKbTloB25lJXIFSOSo5SiTYrk090JvAK1D9ayH4EjXPHoN7DN7YlCNrZV+mYt9k",
+	"hdu532zanW4gBeBN+tvfXmFwf53t96rdSoqeNxOlcCLzHbZg7y2KbRwhBJYt6MxRekkqH5iJ8ZV9J+bt",
+	"FSZTPmflOhL+TbtJnJqHX0nXt5boddevIoLyMrLUtYUvlNQ+BrxYQ21/6cvKODoghpWRShhTFzQsdbZo",
+	"lLZplc+PQ2lbjDe+qLc1SL6eXf3UPODSs55zuLd/t1RwEBGwx7gTyd9Em0eBPDdha384MNTkYn/QKNQz",
+	"svfo+OTQ0dO1Px5wpPBLEfKo2yHwZ+n52pr5k1Rm1VJCq0cQ3nHvOVkiekNO9UEj7TcEgjBLsSMXJaRp",
+	"Ry12omuxyQ5cs6o7/kX01U808zCeggdc3dpYqY7xxXu4R9UHabdeRPnhD7o0tYGHh1/iHzF2LlamJ749",
+	"68hJjB/0FUmJPuWvgOjOQmwC8ZXSFZGc5Qa5ijFnMQ3pSogCPJCUVQQkyNvMaGzRdf2GgSCSeMRBpCY6",
+	"tcddGrusz6Pr8+j6PLo+j+77zqOD7ksNcPTZdG/PHp9O8FX5dAs6wQapF29vkv3WH5p97kWf//ZImzzd",
+	"DyoTPEHmwdu7zzy4xay2bWBrnNbWg2sPrn1iW5/Y1qv4X5nY9vahJrbBWw5LMSqFmXT7+s61xc9pc4sd",
+	"swH89++iNOCCmOprYZhWdbcx8J4VpTBCWZEh8SfRiyJxW6BQYG0syOc4vnO/HE8yFQU+nWZiFdXwY+hK",
+	"9TDTzWCTt+/x+xBbP2z3Mz53HffT6dk7HK4J3SJkGXHkZnIsjHWCOJKfhUkiLkFDfL/SztlMqkxj92ho",
+	"7HASCfE1zyvBpDUiH0GYktob61JAS4si59jkGPl88c+BVWAiSkE9moWy5Ryfb9hsIiBdRBJj+rXgAMlJ",
+	"CIf6KzDi7P4eEf2mXEFfQgjC4gj5mEt1wM7jls4GWG68T5BVKhfGIVGaV5nwV0rDnOC3s12dFvISF2IJ",
+	"gto2ZX3J4Rm0Hk82uu5C/huvba7xB5XP/YfomfI8PRL7RZ4wnufYP9tg80c+dHDbxYkHV340ogTUa1XQ",
+	"nr/42wZK7WluNMulsc3+2abrxc35bryb2Ad3jkc8NyK8e6h1LrjatpFPa9vF4PVBOVwYg/u5FrSHrh7e",
+	"V6tmYNCqpynCz4DGy/2Yj160o6S/5YDmHKnz1jJiqXoA1CI6JLMNeXoF7ZdVRuiEnVdHVZ6zgblOPxXc",
+	"fhp4uFMLKko+P6FwAwQfMIT4r4oYWi9+O91/8cOPBLcJK/IKRiNUWs4LJAMp5iikNdYF5GFvofMzGVwi",
+	"ixlfp+4dQ4F0us5kcd+qSzbReWYSZJedSUNN2YhBq4XkKmHGaaY4Nw4+Eaixpf5Ul+4BnMhMRWm0YrOJ",
+	"ZlOeYXgUpzgLjRnDPCPtb1BDMFqKZCbuWkn5LfDHZ4blciqtOXa4jxy4hinNcm49M43DNpgc4FMBZZFn",
+	"WSmMEeGJbsoHxAn2rjADtssV01R3MaDnnlrgMW5cZwMFCkyjVGM/sBM2kxmstMBDY3H+9jCixBtN/qsC",
+	"lX48HTGIjH+XDcSu84occActGQeBfGOYVCVClygvAcCcZpktucy7Un48kO1sM6nGv2RNNo3D/AU1g9aP",
+	"lcKdKVEb/0X9g3T3SKe9y3Qc2uJhMrv618L6zrjB5RNZIz8BxLLWSiIuI6UttVIGTSUc5WFBH/rB8r27",
+	"Ef5qoxeLkO52T7QpV6Agrlb/D7/Af9eG3ZxmZQI42Umpq/EEzoxSoDw4KCulFXAOCDhvnNSUOmdKZx7v",
+	"3NatqdWJPz3a3sBorSyq2TVZ4kgqnp9EyaHul1eiINcd6PxBWfS55DGwodoOKaXuCCkFz+ZN7ZKlE67G",
+	"2LwcOSFVzQcZOuXRGWTQroBv9ejrCW5LUeBRZvhI5PM234N7bYSpN9P7L3HBdu5EdV0JUglTzkJSzfk/",
+	"6GNQLfKOi34H8p7sFFWbCku729ZHaFUW2iydpZ4JNehEumw7Rz0UOMlwpi9IjxObcDSdBI1pJIU7tJxO",
+	"Sw4EuOCA/SFm8dtjXbTOlhY310UP2OmicCO13VCQSpV5ZXDh1p8SNhQprwxu5wUEWpblj/C0W5Ll29es",
+	"msNbo1nRMllNULh+Ae9UfVoHSX5h78Nb2edd3a82hfv8AWlTh2iFd8c/3giw3CmTCZ2dYMNH2AqGbWQI",
+	"IEhF9r0TuXaHAxkHoJ5wC6yjgFsaeEadZjaS4wqa1pC54IG81BYNV2eVny6OBDpk0Ghip6oug1+VgDdp",
+	"Q1cYbOrUQQzwQL1J/ZxB7akAf+xXm63ncP/DVrFwjOvtQXQYkekag1tfcfFtoHEx0TOY1DDDPBau2tMH",
+	"AnLfeAKhpBXxVFHkPCW1KfqgWktjHBwf2AZK5lim4DU2mSXLnhWCltqpkjTAxrtS2jya6KrSeUZ/RTrD",
+	"mS7RBrNMq9TpeS2WIjkSc8Eb6huZVu4jsxqshEcy/yHR8Je1wBZEasEOmOmHjR03cyX5DmdhsaLw2zt0",
+	"iSpU+bIeWm7H2sPA7z3pI+5kXBPXXThG8ZQ1idsizqYaydLYhJkqnUANbuwgSQgkPTygPEURhXQi0itD",
+	"zmp3PkM7i6IQKtvXKp+DgNMbwRWOvm7agU6VQD9UFvxMbreenr07YB+N8N32gktGp8AWkJ2G3DbIdyM/",
+	"kRFOfdEYZxvy9Co8dCKd2uWbyDrZqMdUyuuOeO0FTdwpTPJ9xWz9SOGDpcGea8zOC4FUCuIznxZ5rS3h",
+	"tjkIDmWe53D1RnFdeDio+N8U1W0MnFZPGqYrm+qpoGAz/rBZuBmvbQxKqGoKElalqTBmJ9kZcZlXpbsK",
+	"eSGczN1sqKDX+k3mdx8M3cqp6BodXtfez87ZKvvu5jtO+YE9iwwLm4SkV0BDH6NeEaPuMlNu6QSAJy73",
+	"egvwH2lAaw4B1L0i5C60VLYRhlZ6ZpJag0i5FWMHmlj85gw+iy5DUxubpc6pnxOllpD2hq1RRcjQE1Ns",
+	"YOpWWyhLQQRy+TUY7VJuea7HzqL13jnYmXgMQSDXiZ2htt0WQssYKYPXtCL5WTRPWxS6+jVdMnea50uL",
+	"YA6elLgsff63yYqbkHbhgL25kVhAL7Kw8ZcGmCxkmA0rmVsmFZpIzrKEZqiVEaWBrRiKwCGxSRpmpu7E",
+	"o1B9iceK27sOfrOO1ogw+m36JHQuVm1TmL6nszVLmu/bgG2cug3zjHD3AU4u7TzYQJj48evbS7YK/707",
+	"bVW6z9dFWMhIh2HePNnnFOA6eAx9PNbyjY104mHRudhSTsoFv4bHb5SNEv2+7oBKPpQo58TN1h0zwGgo",
+	"Qmhn0gKAq73LDz5k0kdANsgngWW9Vcha5WqAKw6/uP+sSSHBwuoAbSD6SmO6GoDPAfvZHaH7UkUKJP7L",
+	"WJnnbKgrUCmZP1fb0uh+qtVQ/3Qjc6FsPme5NsKwUo4n1pxASQmz0A8fD2mrEf7opWTndBSI4yTfzPg/",
+	"h1naude64obgk5ul9/ndigTiztimBHakdjRc/xsdSCSEkAIxhYJRK/K5r6AKdVmhnRCdYSgn3rYCihej",
+	"g98OBYu5vTv3Hv4loa7zMPxtkGbVKsjcgHKAukJTRxjOAx8oHKpb03O6Mj6+HQDuT2URs83VloelsvgU",
+	"DxxVn+HxBDM87li/sabYB2/CBqqNk5fzy4uzqG0rgi2oIYBiTtAWiOm8uuLuFmoslXhm8DHkg/OJs3BV",
+	"rsdSBQeaYlo5ayp6IVyVacxjZeIzORtCq1YCtlfoi4BP+qYCAU+YY4rTyk5e18WLN66oXehHK+KvGopc",
+	"q7HT0br87XD3Bdy8OU0BBC6aPAUFt24T7hzv/Pd/ne7/J9//99H+T/+s/3nwaf+fX46S5y/+46//sQl9",
+	"xMd67UcLX9X1KW67wD+/mmwh/oj/Pv7HP8zhP788T3581Trk+1ZHo2VeVkp78pvbUkvVIjbdFohaU0Qa",
+	"6gq/ags+mhr7UPwRAc2zGAEN42kqCguRzTdYcAw4iOXGy93HA9561k1jZlQzQJl2dd1cCCOneWUsVN7N",
+	"fW5ws9T4hIm6yhhiDgulxk7VhPqFW3D0LuGpWQeoELOMZ9bHhuPpwShr/JuNQq2L4PqtUeB4mHUkOCwb",
+	"jjL8uNEQI9DcfHTb5VdYXMJVjvV2uZhyS8yyI5m7de/jriu89YtzeJsAt5nf/us0QF36xDYoK5qhXleb",
+	"vKDEUe5dp5aISTdNeMTERSghvlUk9OY2mvBfrzuCwdqmOW7NOl562RpbublQYRWTeiYxB4rn03b97i7J",
+	"3pcmcr3Cxf0+OHE7D1c5xM3DR/aFow/P0V+Dxh2pdivN40MrzIpGZD9X0u8pAqgGyzlDGmgqVWBpLrH3",
+	"Tw49QKICiSB1M13lGTNC1dWeY3ktFJsKO9EolR/P34EP8fyX1+zFj8//A37pfviPH5//yDIxkk5fswFX",
+	"feIiDoOGJD7z1OZz34ikFXqdtY342qjRdtfjU3yRdsrLUgpKWOFsws0korSJJa52C0gbp8/wYMLPaK74",
+	"VJTc7YYi53NRwpyYr/QJJD5/BupfpQk+WuIYcIvcQuso2vTVLaF4+8vWoHg8FRq+IpylsI7e/wvFKROe",
+	"58IdaxBpglz2e8Fx+NLVcRz4a6gMAWKQcIjHIuXMashP6ZkHHzPyX+IevS+wh+jPmtSpVCuj8xApqhnD",
+	"nKlcmSQK7aIn08qpMCc1sGfc8jaF0+33KzGHa8AqIm3bm32MToFMGgeEpKUZvVT5NpJQ1s94muqKqD91",
+	"ZSHTsS6GOWBvKAUdv2QFy5e/kLh23EDwY91vyJlVpy0Ghyv1CKkJDdpYC1p9Ax9hHe4r8zzEAE1z8uOJ",
+	"h3IeZ3lQmrT4bGuTfiNrnpb6FlwNjZ0IZo9bGxwO/nsz/wJe25psjv2ydpKdTAKzUAbJ5rDwG2Wb13Rn",
+	"Wbzp1rCd0b57OGxnbl9uklZOH9c7MjodGRVJ+G3AOs72pmmHMX77osGGqcstywWHppwYHG5hLSP11vDc",
+	"7WXQcklHaTwqhngDLoqlID7kE9b6Z81fhsfIbeYyKg2PgeLoQM3jDwnIaCz0TJSjKg+pjbJkegbxtwCE",
+	"rRmNCR0V7ngZupmJxTy5Sb6jE7GtcnC5F6xRpv23uq+SoFPXRkvz9K3PejoQo1RI95S71ath7lZ8U58K",
+	"+d2lQlYoLrcHo2vV48MvFfCfrkyFvNAju5+FfEh3x/FKaqsqKJJtWmISFGHMxNYs12osSqdhh4IECTWf",
+	"UVl3ROyL2VdYJx3ytkC98O4XKKhENYeZqhAl49lUKmksKtatPDpxYkORc4sMvvmMzw0dFEZPBZajaxi6",
+	"fygUVXSlGhAG3kz7JVbae491B6DpUy+3knq5NYnfgFVrwfSkI8+nE4cw0Aa0WK89l5bPwDPevKWnlsTH",
+	"5wX/mUGvnrunlnIUZaq2zqq0ztEE5lpvrQQtxykrTIxGIrULaaHGCp7BJ1g6wT9TjGm10uaLHsy20zG/",
+	"HRS2xb21gUb1wHm3VipOlJCJ6lzvXPwO8ivvUWk69JZEdyTpQlhDRDbBmEQibmKsVwuqSSmMsBb5PDFh",
+	"nACzdjn6wIgS2EN4LK8JpKqyhJZJShyw0zxvAdkoMz7WowB0ZxMtsIhaIM+QzrNGCD7XYyC8qGzQu1qY",
+	"rIwAl9+Zn5sHBnN4BPrRbZB7HjsBEqbhzzzP58nSnN8tveAG6lsdf+SmUcAQHcRha0DDpyYnao+NjxIb",
+	"QQabDqygzt0XVPptdog7rBsx3+uxtzIBaaC6fTZxm3PodLu0FNz4yIdvGycKnU582HoKpPZYFe8vkMZU",
+	"NRuKtKH7UiulFxL3+NymujvdlM/ZhF8LNhRCMWN1LqgbezBn0YiNOApRD+bTOD2lnWHZAd+FCAwPD89i",
+	"pMHhaFcjTyuqtBDDe/9aYyF7RuZVjMx53jjO70isbSn41LhRT7nK1sVVyfYrLblTdcH8nW7M7ihSIjfP",
+	"GD23ydZzjJnLPv0EBB34yXbPhAK3dKWszOkt7gFgzEKYtWQTeIu0vjVonBP3zDA+FsommEDzxt+VJey8",
+	"Ukqqse9qAfzJ7KJKUyEy9/dfuMzdfy/lVGQfKuuM0tdcpSIX2R41/dCZ8N/pBjAUKdjWS9UiITPSLTMu",
+	"4ggej6rbmc5zyPSpUxxxwp7RRCSMj6BBCE5yB/MXzMxrv2D31q5pQok5OH6/DbqihXTlraRtw+SA94DS",
+	"33XR+V4O6lTjpSuhMJ5cVMW6s8f9zveUk7CGqwK34uvGcQG3/rVqIeJtePvZ81s9fOIv3SRuS8hQb7g+",
+	"gtsZwaW5yuVIpPM0DyjWiOoiVLcdKz90HCt4Rwv3F50mmAPYfZicmis8S7TKpRILhSC75GTUCsvIs70Q",
+	"bqAHO6VOidR6TyJTenbMilJbneo8YaWYait874CEDeeWIoCjEgo5DJwV9ENW6qIAJRJzY+oXgX1lcj1L",
+	"wi+BuhG7a0sLvzGsUpBcCUeiVKkA9fKAnS6WEsbZj6QtUaMnzkagLKUa8CRw60jFBpUq3bEJvNSxD9Sd",
+	"LN45O5tgHb1PE+w6Nc5oYTap4bkDXGkHNL/IvnAowpZOlC+KLbwYt3M3oLu/buG1zW3W9Xr4Y/d8//jq",
+	"PmAc91cXil/WEtyj9jomuiWka1F7twzj3hzZyCiAW5YrKNGuLgX6URIAdW8UthZNXk+0sYe8KGgYx5Gd",
+	"PhTIyvoBjw3Q/sCUx6cgX67BZvMhRZ7OwFKM0RkrtdqDN30YjeAx8ITI5hg7jOYzPj9g72ywViyyCKdX",
+	"hu2mOhOpO2aMziv3QDpLWAlKvEHSW/cDWRD+aIoniw4PdwLgRbqUY6nYblHlecKKykwSNpK5f4aeOTvG",
+	"q9x1B2o5FWYV5n+16+FWLYX7OEgiEGcy2zqOB+t9a/YALeUG9kBkWNKobtcw2/5RQt96A4ug/tL+bFln",
+	"EZgaFLZ5gEz1ldi37gugRqvbO/wbNwv1qIjiAPHag/SggRADaD6KIeo9f1BiuQzVRemqTEXCZlzaYEKA",
+	"J4pdiTkitoPRqeCmKgXVMuEhcsyuZSY0WwP1vMpkuIiOCGXcYUclL7q8imIzDqz9QY4DgYcRR70wlgmV",
+	"hfavA3e5ruwF2gUDtkuJ1ez5UcK4ZVNtLHt5tHdCjib3EVipTo66sXCHFUyMp1kaugNK2KpI4ADaC2Mr",
+	"BTdaQQfcUP1NZbQfz99DVBFyIOqcWayGS0L8MCqUWHaFW1NcuO1w6aRtOyHAxjvWRABxb/g6rLsvrYrG",
+	"2eVv/9NnrcHGGOlKZSdMXzEDagORPfBoK8POzXpCqu89KOju2uATHU7KVHxU/JpL6CW02HgowPMCZN7K",
+	"qbAi2rB4LhwOuU0nK5oKVcqwqnDS+uKIwd0gFCZxYlEyKEF1YJkQN0qzWtZINc5F3YAYM1FVJgqhMgjy",
+	"Y/YE5GUYMDgIHZwEOmA1tePG/QhXw5gb9bZ5MIewJDLgpy6zml+KkG8NRP4MM3IHOAkv2ggszQNASxpt",
+	"F2R+UKEc1RmXXgGQCpegJxB4QNkMEfoYp07wPIYgs3UMsry0+0WpP8+7gaeuSGrEAIkUB1tRN5RWZ7sv",
+	"gCmTyuolt0bCdGWNzATQCHujfhdzyGBS4F9aiX09GrFSOF0NfcxOnTULLmN3X2BXcd9Eqe1uPBD9hA5l",
+	"Tg+UaozxxyFPr/RolFDQFdsHGAu+8AN2ClRXHLuj5fNjVui8EZkN1i7eji6ZA3bKCg7BTW4jtjzGwye2",
+	"5OifMO92b8RDS+vd3S2ULe7P5HOEJdwSWcvCazZTKrEpiShBvSyqYS7NhCoJ7g42o1FTcK0zGW5pa1OA",
+	"1frN1KuUvUq5oUqJySGIgwhES0xT20d2XXwLsGOPyMY3gEB4xIpOjjV4fEI5LrVb2fucfS2Ud/M76zqT",
+	"Jnj7D9iFQ2LIF6YxeDJ5qqpCNi5mMJPFtEGkLu4CIRtvWQOQ9CUa5vgx4aEuejjs4fAr4FAX94WGc2PF",
+	"FJr4ZjrtjuGdi0yWIqXjfljqmRGl91FCbZWDOosxSOmmiQowM51WU6EsmtQFH5Mbk3I6mn+GCBBX6IZt",
+	"sLOcLJeANmutyFq3YozgZoK2qAlMIcWXpyvUxV+FPS3kGzcPCxDz8uhF95z4aVjz2TvJDtIcwRPfa8Sn",
+	"5ceCqwBzUrwzYPlpCRssLKFbvv1KDg5WEjEvRmj+egIRjVXr5HZVY3ZjQYOJreUsIjE63qHduU8Gzs6y",
+	"MD7vEEZ4aks0BJfR2Vvj0mHuvuXmapOoeiFKqTOZsvpeBvdSNBtY03y0sSh16nZWzHaUToQbdPDxU69S",
+	"2n2ypBa1lYJQ90TkBVhrSE7Ecq2L+gAsROauhCC09hwblITUHn/+OYz6Ej54i6d781WrElCWptKn3UCB",
+	"wJPKMYk20eKsrBCWb5UDkq/DMKDOg6lu766v3Unr9OuJnil3iIK3gM6RiZ5iMPg4cMZOxXQoSjORBfZB",
+	"FDy3k4RBgXEA3ymXCiJ76N0E2j0q+5rx0m104lOk2/B04nXjUKC+pH6hEAzzhck+34WV4loaSlxbOpJe",
+	"4/gvaCK22ae9+aYufkKaTz/bT0IafqWSqsWP36IEZNzy/VK4ZXVLmeaCq6o4LNxmEbMVAuE2FZHNhw64",
+	"eoTHHtXJA3NdUjf+FMqG9KXwSlboXKZzoi8tBfQgC2dEnmEg2pZzxqEMX2RJIKjLPCEHV3Mg6DxgH4jY",
+	"DggBnJRCjQRUZPkDgzP6SgYgsywOZ3jrG275uR/ma7xlXbbqHxCO98zPFPPhqdUh5EIze8Iofm68woDl",
+	"/ytqB3T5bYlBv5RC7Fvx2VJ4vR5nqAGhwXUNAu/rGsUPz1/cbXJO2wLR2nXCCq18+NA+PacNiGgW0Szg",
+	"lkfimgZB+FZISrUayfFNkams1L5WqVgToQXisljMG/QdPgHHiByNSYIwKQxwz0PoI8+jX2PSjwIO+pKY",
+	"lZM4BX7GJUBReDTpuxmqtHFnIcPGTuRLXY0nHUc34R8Fc/EI98CJp7j7YY6lj6meEjkGbwvlVqoDybbh",
+	"g2t71Xml1rER1/NsNa7bQi5QFxfo3TntOr9scz7ihXOnDwA/nHL2CvtLtIMdLtjtQV63i8y9f8iN2Mdd",
+	"tw+7fQPr3PJh7rBLqkx8dv+wpRyPwZuvMuYgtmlcPjMs1ynPCW/8a2ODPdV5NVXATzwLVgfQUyifN5LQ",
+	"pW/evAejnefAq1SDVXgu+syg+wVUJv1b+Er6YOgTlzsMD4dtNcskHyttBJtKcrmxotTDXExNqxnzhl54",
+	"AdN3CrO3rusacsciE/+b95gpPaVUHKrwh6cxPfyXSO06Dtosvxn/7JKe9jv/LKfVlKnK2Y1uFG5Y6YSX",
+	"PHXfEDIbQfnGQZ34UEwYPZqItqxUivSNHXnu/PObLH894aVpH/aro6OjZGekyym38JX25YudxN3nBrlz",
+	"/PzoCK6YSoW/OArfCIsOREnb1gIXl7wDjcN2pAUF6ep1wC4COUzRJee7A4uF+dumWYp+5rUOGa7Yb5e/",
+	"v8f0e3APlkJl0LoaSg+8N37J1Q9qHqDdAPf2/5zzaT5AjYPP6ju935ZJa0Q+OmA/azsB2YKYSeSAAQKO",
+	"cHlEAYytKjUTaqTLVMQ9ZYkSUsw9C2Td3ioTRa7nImPXogS3jUNYaRqf4hNfoKnHlEN+93DOBouu5GO2",
+	"4EkeHLupC9GONl45NqjH+SkTSopskNwgAGImEvy0wbgsBdaq7g7cWutCKF7IA5j2vXYw16n5KNfh9ynq",
+	"yLiKJ2wwsW4d623QEdjA5S4jx1687F1wSTjYipQ77s07SeBApx/di9o4z2+GifCUBia2KJt8xj4UQrll",
+	"Xdq/B22dOXes+GwPYaBrng1S1h5vWor2tEJvyxqQRt8QN6ytiEWyx+eOnMWJnj38SJNUI70WxYtSZ1Vq",
+	"E+jIkiVson3nGXKhSxionQe6bJ0R3KOFbOJs5oRZPcaKBMAeaQ2rCih3cc8UCik+fYwKOx5HjsMK6+lB",
+	"JVUjWU5JUx1KxUtKs4Ff0CgceDtVi+dXUAOvW8HsAubjnZuObWaW1G9pEcSfuZEpc0vixAuyz4e6sk8s",
+	"5vSrsGy4bia2qNsEBoxD4AnaJPgKOw2vjk00Sm8gvh7SEyh4JEorR+BU6qjI/UNn4hQHsMUNGd6yKg6K",
+	"X/Z0Ap7Rct7CPgv7aeMdd/jFjeBd9tehUKXO8yktc7s/9Z0xFaQnaiX2AUZTN35queaAcGCuU/wehg8c",
+	"0H/rnHSEdJStd5kPZWbYHZgCqUDMjF3tsF+GAUrmMXbx0uWVCdU07mJE88+FLIWJyhF/YFOpKivM3gE7",
+	"dQqedA+EKZfZTTpLhK37tp6kdeEfegso+6XPUqdvDzplwe2kVilxRjZubP6yQ5PcVvuLlllY58wl/5Ic",
+	"CbdbQKy3jy/RIq0YFxbGvj5lhaw9zCG/UoOvvm908T00uqgxltUgB3vgViG325Vbg24Al3VHfc2NVd/S",
+	"pC2M+PoWGsjEicJQeAjdiCqnDqxQAN77N36ox7gJIVM9PkyACawaDuu6jOeAdBsj27Jv1EFp9PK4yLuV",
+	"mUhOZYe5/sNKt+YPDZ/m8zv2abYvzSoVqp6T3l5eoXm1SdgWVLBkVWiat42C7SJJEFZ0gB5UANUDFLEA",
+	"nYED6IQgjf6QxHo+K4USM57vxYndXu9aKC5x/8OsyagZ5P6Ip86CpZ47etTacqZWC5Z36M62NZHlV65R",
+	"RsLY7zZY3DE96wbpVspn5fSVHU8uAt2KDHekroQA65qY8+uoITjkYzgZEZkPqYXHxKEMrQQFZMhH4cw2",
+	"qPMIZU0YaIXwNQazIezs29pKa9iVmO9Dqxf3l+VwM2YOZoHezEGkzCphfKCZl9AulygyWVGKkfy8OK66",
+	"pk3PQnQGv3Tum45jbhSxz0CGgMhYVbR6/X7309ERil5DZ/Ya/Z/vshY+Mx+3JoY3+LSRLmkm6evpM9fE",
+	"rC/gEebW49bx0EIacgEJTZuMDm8HOrfWkT1fF5heo8F1Tmnc9L7gxojsBAMTMBfonCAybboUmiEDT+qa",
+	"qT6Dx7V/D5r9d9qgtrk/Mau365SqUzAwBwtX9Ls7pu7rAIAVoHycCEUdyHgo26JTegH+DwlO9z2c7vsx",
+	"+ETMbn8hdp4zSUhxBEu0TnGcldKSIybCY/cjZFUugIOIoIN63i5sRHQmRh3SOMscAlbKtyXPyrk7XqVB",
+	"Ae5ogl4C+4eo89VhdJiXPtZAJwEjis4+WLJAx4PjRG3bf0RrG0g8kKiU0eB7wkN92Yc/koyVeQ7HUYsu",
+	"TmmIuFhntFbn9XbZCmVP69vCUFaq40tra/Vizv9Dyfdc85k3z/qsawBoe/aexkftaYQs5aro1jzvImFU",
+	"aTL/ofGRmHKZH1ph7Kp2cdAhRRGX31QYg8lTdT46vrUqRcYufr8883lMXhnWIVQOrcEpSB555RqDYjOH",
+	"X0gIiGo7hexfHf2EmAhxoEHjpk9K20/1MAaofsFgJIJtNEaHHD8cvazJk+NBI/pCh46UK3cnqPA8nQCz",
+	"BXDkS8+ghOKKOQdGqIxNgWFNYw+9RrU0lus8MyydaAnEXtgtz7BB29oNMHPKAFfnPrglRXZMTB20BgZZ",
+	"qCF6hYVVIUMD7oZfRS2k2O6rFz+xgXviJ3rigHLazoUt5/unIyvKARuKuSY7qyXRyu2HS2HsW/et22Lm",
+	"gBmBN2zAh1mKVBbSnYHoqgoN8ZipQgruHbJ1LA5+FfQ3ZGrmVAEgr6qVl2hv9vj/VKk4BNS0w16JYY8J",
+	"ksGtHxuUfbnO14Mp+VT3HIV8RgvptXWOp66sWKYEqIsvI3Z977mJHuwLOzk+KPHPC79XC8yZ0b0wCdiD",
+	"RJZRjm0S3SKBGRhn8YD51fVvQUNkcCjp94cDsOvFZ7Dc8ZzR2G2pUkCM9M6SFx2KJ5FdTWT1vHidVk6L",
+	"XEQMJE6rF+0eI0jgLOTX+Ys+qHx+RvUR2+3TFw9ztdugnoxH5DW4XyeAbUzbmEu1zJKAe3aLHoGCl9LO",
+	"b4IQRHSAzea8GjWC2BU0DZK5tPPE51GSfUspP95/7K1eOPnJtexLHjH7PI1fWYhyP1REYgO/CTcTlk64",
+	"VMjFG/7M8zwMETqB0PMP2J+ghU5EevUmFCx593JF2eEX/+e9tIINzs5Pf/39lP2/SqZXn+CeQd3gEx8P",
+	"uJAJNO7J8UEGvpG5UDafs0xei3IsMnejQ0jQvVO3QZSpTFxENSXGiHkrXJzBKt2+d/mUPj7+9rqIC757",
+	"8bNP8FAoBaemm9gJKhSNwOKhC93ketbdBCJah290Sce1XW6r4EDd2gCRsgQaf9gRg3VlXXjLLY3n6TiY",
+	"o/25+phAuOldy9t0LTt4pHkeCjsTQi2S1GzxPHG4IJUwK+jfPNaGS/3uj0tXG7pjyHQKmf5ZRfF+1qj4",
+	"Q8QqRDnS5dQwjl7ofaDQIa6hUhYrq/LBbSwtK0p9LUh4a8RGO8/gc9Ftr7RFUQ6+XV9zIA3jOfhDIsp2",
+	"adiLoyPEAcRVX6pAg3eSbby3I1no/EzO56HO5kntCVGUYovuaZ7NV9QmnIcFWpMBdoaz+FWT+A2o34Fe",
+	"yXJVCXgG3OmfC26gb36zuyOl2mDFw4rxvIXrbob5/9yqS5pWaDWU+kWHBT/p3ktZr4Uvm/b3sVBBOrF7",
+	"uZNh9+tItj0eopQn1LaTmju76w9a0kmaUMprFnXYA9uEep2LdbmuuCvjIiz8djQOrpSeQeYG1nEhIbzf",
+	"wj7jNJwGzcsogJbPGRbFHbBzNx5fH5sDPeY+VhiUgi7yDfwkjMM/nBahRnm82UfwxOcid8YZm03m0Wq5",
+	"byFF1w95WFkms9y9ho10nusZNJ5s7ZSHYKxzYbZfKeZes7JFZlwk94TpCbvnYZtiVCkrp+KQSDCsXEmd",
+	"i6WUv4LVhv1npmKqy3kSKynKMwxh7MR0FlQesAt0tzq1cTSKiiJNoS0b61JXFhpflvQeNi71zE4SlvPx",
+	"GNNIw96khvfuCuj5AGoDnzi9IdfjVp3kHL/iTfTt2zxZl9/WIhF0FYsW5OnJxK/C+i3WORF3IBSg/2/C",
+	"Wwt2AoTP3G4uuRqDgxqjRz4q43EaR9dicPgjJhgcToVPbcXzfI6GuVrgH1woI3bixkayFDMOdXFYbwTs",
+	"tv6locUTdtgdyjZyQvdltA/PYAq2LxXuPSsPCTexbg6e8gFB7jq/ZzAUrAuh7kAWbOU23wbCMJtIK6if",
+	"+3upqs9YH4D3s9roa/BAUT4Smt2pnk6FykTGIBfXUKt5Cx0svJDANCB/CVZdcQXOVmwuNIatjiZiXKd1",
+	"wD6QDhbGCJlREIPBUD6H+I07PqxQ5Lflyht3UcmX+1gcINbmh1bQ7nufGaZnKsHnEQDgCNoOot+0sZc4",
+	"wWvs4t/riovZRBsRT6jn613m/QTFM2bhJ2IMH1+jYP8z45+Mpn1JlgNVt4ms/oTbqb3apiFbz6nvH9wK",
+	"LPHmpAbGT4gFuF00bw1Okp2i6kwPqrMxY3EkiaKNG4kbaZGWl2NhYeAh6x5iLBTIQAih8MAUiL7dw65F",
+	"KUfzhi8s7nTeKFySWZyTT1k4mMAJZtViQa90gubmANJHYA+xP5HKM/6AGqF866+xiDlF2vI4KRqVCTaA",
+	"h3yq6oD/YBlKTt3jG2CyjUyb+gXwvjWZNrRgKlRG1yuMs/HQkjIXPg+5nzojz7iMbVk49dKfMF0uOkxx",
+	"T0w4ddmUCsP61AoZDlIukf1woUOP9ttwd/CHzgR19zmltw+w991YSQMlLsM57M8B3X45L8Rgr88KesxZ",
+	"obAtG9CNInULsA2l1d0pPU1l8LDIuVrRcywOoiPQk+iHqILX++BbvC5Vh16Q+v1KzBteOsyWJ8GL7aYA",
+	"Lg5Jr3kuMXsGm3fXWiGeeiehsiyqNMc8e/RRjCymQo4k0fccsP/tVEXfx7Kh67Z18jlqYX3PubpDeHav",
+	"2xydAxBnwoDdigtyX+DrBt85atJYcq56iuMHhEye0z3GJhK87YMT9jXZb1DT3aDQFIMFNRQsJSBOoOiG",
+	"Ppa8jdHjkLh4FtJ8zrw6faoy9Jxe8jFULIWXBY07CTogxlb9bKPhi1lLRenGZiFqkxFvanbAfuWFt/zq",
+	"CqacenK11paO5Gd3FTas4FE3MVOnF7aHcGGC38TzexsphO15QT6G6G9qTBFw6Ict2TJLcEGIjcfEFStC",
+	"se0rdusVq9KKac0qchI10IG2cRhBCqTKqDZONSSJym7ikyn/jFnjpouKZD3F8j2ykXTtrdXBzSbjZ5/8",
+	"eZPkz+bcuQflwgoVl58QMmzRu7hpZ7hhJXO7LxX0sLJCQYgZbk5i9a+un6/cpQpd57r0vVhElgQtB1OV",
+	"WjrDfQxOdfCco9PBXDEnaB42Uw59xn3aeZMCpCveuvWucPVrVnaE83OJa4DT+LQ86a1TcAvbHKdy5WY/",
+	"/OL+8wefir+cObWmxYzTNwp/rvtBw25EKsN6axs2cwd9sI8yjSdH4XtUGXem1Eo+PIQebsJDDtgp/gW0",
+	"Bkghg6QRX1tBfmNu2bRCefHN6TBrYSm7gerhIDs7ui5pdXZ5bUV6ow0zo2cyDZ3mIPsBKf9amtDUArBR",
+	"E63gUjRXjBvKfQX9qSmzHayKfiFX8ioW3LoNuXO889//xff/fbT/0z/pv/v//HKU/Pjyr/+xc2d0i40p",
+	"WmEZ/ukhVYf9o2E1kgfnrYu+52aNcmDvlo+lS1fPhHT7vXjC4juYrQ+CWzsHxGeRVrbVVqUSlI2agS7W",
+	"sjQqd3wti7R1AZiJdJyWspdGAJ29huiGCa1xWp9eO+z8X0DZmug8S9hQpLwywIcpZr582F0z5fNgqcZV",
+	"dFxB08XSF+rlPL0yK5KG/06TtXUU8S9qwY+/+3mO6LyfZFpOW9uQLRoIMzGcaH1lDlNuea43SUAwlquM",
+	"l1j2ZA0bl7oq8Fwf8anM5+SlAZUEf/PMsMH/x9619zZuY/uvQgxwMfZCecyjvdsYi4vMM8Gmu0GS2f7R",
+	"FhEt0TYbmdSKlDPuYL77Bc85pCi/3SaZTMf/NB1LokiKPDzP349wov6WsltZ5Bmvctxq0ApD5xK5m50u",
+	"4rmvoBW4B9BbCq5cY/jqlFlf8m8E2A8GKWGwfdPzWeIwRPDiuJtyluLv+zT6/V/qw8MX2YnWoG/AvxaF",
+	"/94L+xM+8da9/zVN2X2WaNa2746cRa9dcgrjfNLn/Ca2jRu1X4TtxemnIdpAuHLuYQPlopATUUlhDj7J",
+	"/PNBJSyyUS82P36EAhTO3mGuGD09DQH1c6FyyLOE/Bgn+qk8Qw9YXfr4Pe0HcjMxpwuPS2soDafdtsSc",
+	"OPeIj8EAVZv7m43kROQNOp6tpMhZxxkNqe8a4HnAqCA67nZaaup+GNS1byZl2mm3t9KIBVgVAGtB6/kN",
+	"Nb2W3w0gNAZSNPA79OQS00FuDsb+8mHTZmZ2dJiBZR44up4wpW/9otj/a2nGX0xJdSsREkEH7U14B+Ji",
+	"LXpDkBvaLYiPW8gMjG3Myg3aF9gaSb+OG1spKtjzyaqd352VO/vsOED8vGxSK7BdKnehPAp6pTu6V8qL",
+	"hn0XnPQmlkvS0IBWywvYPB/hFFwnMpqjUOasgwrDaZ52ZydK2a9ViHyEmVltkkdTHL67P1kAlGAnSu5Q",
+	"lODOHMzvTFj00c58UAGDJAMr4B+AFjZ0F6VEB0uqEp9Vn0Siwu30aGH1p569CMxiURSmlTKSS1MCBjD5",
+	"G8mhiVmCbiEiDpa0rcu+qJn8nloV0+4qjfwSR/lwJze9cCkd0rASQ27FN5T0etwes1v4M6uqvXIeQiuP",
+	"FdRNAmHtDifgSPHEHbOV3pXIeQYQcNIyw6fNsufMiKwScFIaYX0WFbiRIBCGSRt5Qn54JBp1T+yzY6+M",
+	"05RVghViYJ388FioBBMR7qTYw+LYmF+urYlYx8dZGM0o7yruzRrcCt+hx1NtPbtno0lYWQ2Dg92FuJdG",
+	"+dr75M528jLSDWSPAFjg+MVHcLIKlZdaKtsASOhbxU5+PH5NmyrxTqZMlyKB8BYikeVk6hrc2hCBlobV",
+	"Sv63FoyPNYWgV2jO+GToggT3K+8bXdRWsJG1pWEfLs5Yx/0vVSiDSV8U+vbE2rIbkNEaqEiTMNhhzsYe",
+	"VHw4hiRn/xIneYwuJshUyQqtS6e9J6yQ6mYPaZ51xbJC1/neWFgOjPiEfSnMfC5lSuLyGrMVQXGH/jlb",
+	"nmQOHNn5WCppLCIuwx2GlZWcOGmPzxrW8a0du+vnePUKL6bdfXYmhjybMqP4jbjOuEHvHHnvTJ2NGDdz",
+	"Djqtro2tBB9fk+REWDfDnWhacP+/1SXc/pruxq/UCGWhsmoKyeQciVgQ7INKlBo+okW0KQtkyT1lmq6Q",
+	"XmvSTt2C7UXjDbWSI4H4HQ8XQFwxiFW9h5T/DCaccrjo4B3pIkc2CYlwftI2RzEbSFHkZpd//5fgf2vJ",
+	"+oe1mWJtCXwz4JWpF4YSy4JnlPmOyw/R82AVN8D4iCsBRcJ+ZUPS+7FiYlxakPW8b+Ccwn3bwFL6PH68",
+	"0CN/sGdSwcLNRocMgTPogTty9tlrSs+nAimq/hIfrfcZu4dCiq5q/Kuufy0lMIJgJllMfuLFvuAFRtuH",
+	"Ml8qRrdLdI0fPs2f3Fdaxx+Xw+4zNWvCqxKPXgDX8IXyr6IAYJe5cafCFzfnIxO+ByROlrvGyfQ0Xu4O",
+	"dMWGWpNtbnUJpGxCgtKMQ0hAcwjeUJWzn7i0Ug3RmRd7uESmx4K95ioTBYEIK21H7jnIHAczX1mfrTVO",
+	"Yv/2lI2ksbqCyoIbUdokqC2U8upaN2xQCQEtoHT3gmKmAhXHeW/C8/HIoNahs3NT342HDuf0se3uyCW4",
+	"sYeOotkQ4YLoFlHsoqU/Q7Qrq+CiJm0H4L8TdMadXF2deypeLDuCtSpywmaj+UMbskRB77avKAYQCgOr",
+	"EQnQvXm11A33JvZ+/rn9mqx94hy+xWb3AUXbfHkN5BHEgTrCbSOv9hLSNwCESDaUDTORcI8m8QWC8Mtc",
+	"gv92i4wPY4+2FGYHbXtHUunN7DkZ7esHjxGgRFpNv3OqjABEqsAT4/1O7rnUR98ppy3VtNr26K49uKtL",
+	"HjP0QbXttYT1pyVHLgSJQIuN+xIJVTA4HxJH8Y4ovjJlMie3ZvjFQhi/4hNRBJDegpXcjlgHw5MJywou",
+	"xwkzcqi4ravGXZp4X2m35wESZMgBoDykWY1nnx2zHIESGuPRWY5uBhZ52K7EwoDFV2IYruHFOY5YcDy9",
+	"DIKkBIoNG46wHjOtMRC+BdT5J1gdIv5b8wKn331CmX9Ru3JDXh1cqLfceAioXltXlhABdj/d8unO9vym",
+	"bM+YUwfXidV3eRJsrqSuoV9zZhs3seSDPgdZFgF7g9RDdA5uZva03/UAFtxp+ei7R2tOF9owCDOIJATB",
+	"27dKrD55DJIwOPld3330hc+Lx51A2wm0v5xAC1IBaxEiGXCvIs6OZJXvlbyy04OMl0jls8rkjmukZJ5E",
+	"dFxoJouPpWwST33F9vH5KbP6RhBeB/Ad+rdNWcatGAKgMdG5hBYD9WIbcUgaag3DfghBVxRI/BUIlt3L",
+	"XQtIAOwry3VtCcFuIECXNU0Ne20W1ZqPKXE+DMIQvDhifyVOhBOARH/KUvwMTdj+iPFS7sGDaQ+hP4wu",
+	"BDPCYHHTXE3usxiArpTX8Oy1F3mLS1Cu3Ic8d9/xdfwZ71EwLnnjMsi26J7Z1QHj+yaS4d74wrzbGOew",
+	"vUPcQsx1tOujPdps/WZ9PTl6EhbYkznJ8GyJZHBTuFwSjLhSolguBTwInxIFZIS5EQx0RURSuP9meUwG",
+	"skDAVJWzSt8aryvF7azeaYt9aNE69N3e1jD8Qy6xdRxc2Jl/iumtrvItnvC81Fs8AufaJdR1nm7zqn8h",
+	"duzmD7wRE5n9kUfoH1s9+Z+RBj1n0/uPy3KLuzEVaOsHthrBW0yT3mYMtdX/kbnQWz5zIbLtVtm/9HnB",
+	"p6J6VQl+s8VzJ9wc17nU2z1ybn/f4oFTcznilV8zW601wNAjZ/HmEwhw79s+heBJH6ptOvi+0nX5TzF9",
+	"B7Jwuy7KCcg96KZ//j7d4fTmTdzf/rzYJceuSI71k8Q60VHbve9zPnyaOYf3ogP/4FPmBfXntSaAVuHw",
+	"PvKRtECV7055xD7Xt0pUZiTLbQ/3tlZLwmBrKszm4HmAzbIKsFiJYhccurPKKu5MaK86fiU76qAs+LTP",
+	"s5sVQSRjamGYGQFBj1TDQuw5q/TDxZkJsD/U4lPDCjkRDHOgE+brOsmTJ/JmN3acKYxW1xhDBqm/ZlJw",
+	"Ro2ltSLv7rO3PBtBbjrPxxBl+sgzW0y9x3VKHN9g5wtDiL1pIQfCyrG4FJlWuUlZhyo82LPnh0nD2PcC",
+	"/zHWJpAhI4NKjuH1LiQ84rUgKJ4acisQ9jyE1qXx9TcgVbhyf6Xy08Eg7dxN2xH4EAcDuOhXDA91rD+w",
+	"lJLIsTKV59MUU3FCEN/yKiCMS/Qr7LN3uqL5MBE2140QJfzsLCIgSM60UiKzCaUtYyoSrAKYEsGkMlbw",
+	"pYnljQg8kxNx7lfQ1rXxQQQtrGoNi3Sb4taxVP6fzx4MTWvxfKxwK3t7Ci1Pv1D9tLgV8rAO5SUfdMnJ",
+	"oZXYg/5iR3eO4m/IUfxe2Ob7B6kRjoJG5EXHwH2ffvgWs++688cOvz0QeysQ7ENVVyWUuAU+hRmRuXT0",
+	"vnoL9FNgYMB0C5MmxNwDs5fxCsCkWWom2bWV2Y2wKR5A6IuXht6EmF6Q2uTa7wWZ0QK4DwCMgh5zXaI8",
+	"C/zBFDLHqugUfmjOye8P974/PExYdF523QkIEEc4A4XnXJGG5TWgMqZw5dgdvinr8L6uLfvfw/9hUlEs",
+	"AWBhupgXAsQvPvcVnvalaG/xFD+2KeuEH89mzvLo+G5GWIpK6rw5zF++eO5GgbPSF1NNYGjzh3gP70U1",
+	"pNE7/q08RwsUQXi3MLhD3amc4GS4QzUXhbDRdBPxS9M5Uk4IN3OuSfC4T/SNANKpQhthvBKACztNmDCW",
+	"Eyw3oyMcYxyVYFltPWXId8zgLEFJhNcywmJcpWT0MMXQTQUQIChNDNRsInOhGa8qXEXHcyGDMZ/69WnY",
+	"rShAAxbsVvT9rV43dDpq9yiaGsj26YtCq6EJQWJqN2G/PJmfrl+eMN533RqLUO8YHsCcZVxhAQ/EdxOG",
+	"1Sn0kBKFJgSQngR1jiOnqlOluDG3uvIUE93t1KEzgeTS37xO1JqQTZSipLWfMeTu61S9rvSw+lH7my5R",
+	"ixrp7KQ8CfmdevRNqUdnXqC1NACosvNmntVkb4lqnWJ0j5oPGJArqlQa/m5M8/Qm90yADJo5YqUuCoJc",
+	"hA6xWllZkDK0rY/t0rX5tXnZoNOrk3AaO58khHvEs3nt5MQXS32Bz/ClHXfr8mAW72Fdrsj9g1oyO7Pw",
+	"Sl471dKtP15bvVeJTCNs39Idrsse2htOxeODgcgs4iaCJueUyRnVZev9rsuvb7vrcvVud/P2l93cX26v",
+	"6vKxb1WIMO0hovUmZWIxG6+ZLQSrTRLjoaicOT0J0rvS92+vmO9A66UpWDkJlWj2ayOBzMUpsEJRRhdX",
+	"zQZNmFQNWPerp0iAwISaiEKXgqWfSj4UCYRWL+XvImFWW14kkDLzOWUdXeWC+M3j0TCZ91jqnkLvdeob",
+	"QEwUXVdubBIgtMlF4LlozFOWErDa6cLS/HaWTZRssn2mzWv/nvupVLtPaRSNGzu2OibeWmo7oXTXZDKt",
+	"6b1vcaR0LtbE+9reTXPwCf5SGB0dVosi6RNNUOXeorXAMXMExd6x3ymgWIHzMQJr2mdvI1fVydXV+d67",
+	"s/8k+H+DH89fgjg4ObtsNdeKUxGYU5pLQ/ekHj0OxBU6HzOytqarfGDBsYbDaVBBKjFBYKxlfj7kLQDH",
+	"nkSS6QIYoUKKL+BbOTv/qYlyhFnn5eELljY/XOdCyRm4aXbs+4PQQU54LkzExQ5QqK/xczFeaLWghPcN",
+	"3L7E+7K9O6rt5V7ilaJ1tdInFRjn6hrgamfdUHMFvT+NprH7VOUmAVCCJoWzcbwH4pllhb5IUrOMkf75",
+	"d99v0CFkI6xDkLjxvxI1kl+71EHvsF/Wp2ZpPx4Ywo0cXa39tDtG7ix/xM3qXCz+T/uIMKs6WV86Aa97",
+	"anzaVCpCICZpxXaSRbEafwuA9KbBx1ErD73k/aGNsG3Sy0GueTnY7Gwnft3OAuHrWkRQQi+FjZVF8Sdk",
+	"scqgmUIby6SFYuGKcTUl45bY/pvuhIgI0G+6hl9uIcZhIBvK8FaW2dciwH99FP73/Z1sWZ6bdi+SZVvl",
+	"8wDkxCq/FUfIAqdumkIC6FFgFFkcqu5F2ptWzAgLWlwrnDsTCF4ow+JQvSVUtEgOohUbicIo9g5ReYja",
+	"gwSdNkUmRoekLFBx0bqPFAiE1oO35JigFZ2vEDDWSgQtA2gRzXxELGnHdv38X0Mr1xm5WtOjJunLjY6C",
+	"1as0YIxxL5bBa6TvEeOxiCdRi3lwy+Ryp+WJgIozdGTAjWoYNd/zyQheqRcfrYBPiBPY3LmVoFbidpm+",
+	"nXhIrTifgO54apyWuogXQonbr1Se3wPz5IrZ2ACjMI4M9xgPkJT930S2CIiSztdHFir2a+yvqUHvQsSr",
+	"z2IFRJMPeRhXUIol1XBVEbW7BYCJC2GW+I6PCDvW3YG5a+jzkm68RmTWsJ9TiGteybFwRoFQOfxvl3Uu",
+	"3r1mL168+MEzhf2ulejOEhekrvHTHJ09yOHXL8CxJCqhMtEDR7VUta5NM4U8q7Qx1DEIcGW1PRiLaig8",
+	"q/VqB/JFM0GPoVAzdGerGsXw1OY1lOGRrcs1w5MbljiG+7epWQwPvZOF2LgYLnoVrcStnnqLS/Z+Pfet",
+	"kW1SzwZre1fMtsIFX8V7+F59782bVjvgm/sORrzK9xqf+5JKm6oSwKTaL8QRq8QYaNSCyH3K+lMrPPGQ",
+	"rGZChx07qnQ99OFDPnQTiCRIqBdB+q5UuSA2McadmfWG/MtWj/vGgo5rNJgYaLlRiYK6MRjTvtXVjceh",
+	"5UBJoCsRbA/rQQSwq7wSbOh0MHYMYyCnTV+AeYYwNDMsbdjBqbCso7S9HkDScM/p/3FoEV1GwZXPDRlM",
+	"E0puwKOAE5DGragE68CMXNeKT7gs3LGyIK54wqt81oXeOhzuRyd2L3CS4BW32WiNGgxDS9izvWeHhywH",
+	"pIPMMpmbBL9wWelMGONsSeVJRh5WB54bz7JECSfgiIy9FBWMDKI7NMkMAss7obdY6J00IuXLyD4SZxtI",
+	"P5ISyyXfK2d0Gmb0wO75gBduYaffBemBOieKFtjTkVjNW5E9eB/mDg+4LChYGbp07Zq7Hi70vl7gw7v9",
+	"v9v/j3r/0zptb5ovIgjWZERFgiDq63JhcAJ1SbDMj/D8hoM9MvfQ8SYrr6KAYgLFweC7JHdrwvp1rIyA",
+	"W7attvRR7kANckvSeG9ra3JNnWUI/TXkUjmdpCV/PEHvNsLmUg/sTt/YyZuvQN5cNlvhsesbn9CLtHmB",
+	"53FU2IkuZq1gP1exW4x1fJTjn1JFsnbPXezus9NQ9+PdV/AUbYuW/aLdf0bWlnuDcfnyCEUWMMRJ4EED",
+	"CQLFeBdQzdkxQoDZJRXj7Jf68PBFBjV58L+CiUKMhbIJGwzGpRiyPWO6CbLy6THjgI1NHHrgn/sHNkFZ",
+	"UtjIz+7P8+/zGuXTolt+TbGsjyjO+mIolfHgCDdiOqiQKATwCqXt7rMLjNA0sS/24eJsn8Ficv1rJChB",
+	"G9KupKwejB4VGiI/0Vpw85WwMW+nqtWqBgzv9ZV6QcZuFY5B3320IpbEX3D5/WlS7sdQlYcVTRRRNb2A",
+	"34HlABANBHKYsJa/ksq8XdTly9bI8RnROiDsEkISeagzZWXlHFWzrUnipyI/igIvD50gLA1IX/Cf+TKG",
+	"BMvngnC24h9YOJeyDmm6EbwOFW2f5mmXquyaujs6dYALYSTUMngXp+Ri8RlAPhfTUJzjJDkEYnpxq573",
+	"ibANIKsCDzNfD74munJJ8/ggoZUFtDBYvRQdv8tSMsetKMgScf3s+d83yBZtXuy/Tb6chYYiIn/+hWER",
+	"3gP9DX7FS3zDQ5DftF64SYxkZifuFPkV0ZKoPtk8FEDLymAJ3XSHmCxNTWMhb8SMHJ29FaV2XLWNqOf9",
+	"KRXrwm+FzoBSupO2REWasHQy0gbyYHlZuj+RnCY4rVYd+BHjvlGk62Y5oNIyxJERKtO5qFhZm5EwWDTe",
+	"MiA6F1eX53AZTw70weQMfo4IuruJk/91UTjN7eMUFGsezQP2AXFhBsCVY2ZrwSZ0pcFOJommGDDKztR/",
+	"HmH5WFwO3mkVqy346v/nZ+sf+/v7aIa0TsJuwCoLyn7CRpCOR4nFP/+6X1dFGuHWT0XlAVpm0Gn22czn",
+	"A122L3yuYAQbEs5VOvzILGwdJg2mjjufYxMR0hhSN4NNSnS4wb0XRkNrCqJxzo5IWPqp1b/PB59gdX0+",
+	"+MTL8vPBJz9bn1PWQR+MO80/XJztuef3hMl4KfJuj4zJCKuGfOLeZRWzf0S7riEIMQ0HJKQ5ghXnQ4AN",
+	"xFBZY7VPhC5noEqx0E7VMfM4RMet1U8hQJrkdSA17gs038OIiaiAimO2kFLXdu5LN20fug/nNCA/VlCH",
+	"oqLEo2gjeE+jrwJNImMUZuj9q+d/f/b3Z+HwoUxBIIuPVlL0scGOLkBMW7fHYI/70la5Afgeno+zBuz9",
+	"mo0L3rnGfeihIGGZNBAvs7BN3qm7g3rZcbl/Sat0qQbgd+4W+C13D2w3ErxwJsEaGGTOzJgXBcPbmVG8",
+	"NCNtfRY2z1mfF1xlnvtgrJW02lkWgG0W7FEnQCNdIgI1o+oYCTASI3c9g6xq1xomhUekhrjbQy94YTST",
+	"KivqXICyYYQyRGmKYZlcWIijeH54pXMB2b5STXghIUvep4MH/DRLid3uHFVaTce6NqzixM8CkG2/icyK",
+	"HA9scmFKwxD5zR9l7l1wEtwgrtuw4jkN7LvDF7MMEmFQfZ1PifoOD90oz2Rhhc8Jfsr7tJ8mGb7kkjq5",
+	"NLF6+ZDdcoAj1cdIUMx9h+Lny3QzmtleQ0vmE0bBGdle9wkoF06rBppcd/s+bn+R1ZW00ydHP39yFnVf",
+	"8EpUx7XbYj//6ozbONzqxBW8g5qPV2ckCnDhb8GI9LfmZ6dGZXTIzXZwtnfJpyekbLzW+kYK32Xqx1xd",
+	"DXSLSYWJ/4B5hwNJQEEEb1WCZbQmYWMu3bcFCChIoaWtbSyrauXhajl+lA6OkR0+g5Qq717AiZh3VXww",
+	"EJ2tNAQWG6CYZM56IclBs4CdY7bisgj6QsYtL/Swhv5EhX+llsqapmvPW13z8zrfuQuBC1nkjBAo2FiM",
+	"+4gXTyxIXmKBjdK84kX8Cnp4wRuATCPSJL3ON6x0XRrPOAVs73s8kCywUusiiZG3bKOC+E9S6GHTne9a",
+	"3fFENPP9+Zf7hARVA9/gnMFSj/L/bMWVQYvUinFZgOUdECXcqnDjIIpQd2pA9YyQFa4PzEVcMlGAZLCg",
+	"W2eRh4JyHts6fuKBUoLK7eusPKpyNs2KeGjBDpY0LlhvZqxvkCPP7M965RZ17Cp0RKghGCEDjIQ3s4G8",
+	"+hQZTwKkOH5IlKsN91QSjPcogzOauGbeXsbzhi9f0L+3kNxJ6x/L44NyMkuHRDAK3v8cgTaBY9i/+Vlr",
+	"Y8fKzuLpQQ45T9XreYUZ8UO2Sd1NzAYM0wH1ZLii93Cd/yT6lzq7ETZse6mwSfoEvmX388d4kpCebr6X",
+	"r7S2xla89N4LpGTj+Vgq6S6AleZfBvLIznHINZIqzNQPP8QzRcXXsy9//+rgiqG9iF4fZ6MPpZMXbv9M",
+	"RMUuT8/9+i4rYYSTw7hwQNz1fBmhZ/AAAAySDWiaUhA5AO4P+/DGqHf0y0IhSMZttLmqdoVIk4TjfQcJ",
+	"y6U/KJr6i7B4v48nJljPC17+o8BgcOfi6nWXVVqPzRH+weydzG2qUGzpFvhssMX02G9a4gFX2b7gNsEc",
+	"ogQ9FRnR8XV+Ojk9xxTpFre2u/D2vAtt0wea3ys0eF5ZmcmSA2eiU0UXr4TKZk8+//r5/wMAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
