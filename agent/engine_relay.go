@@ -92,6 +92,10 @@ func (a *agent) engineRelays() map[string]commands.Handler {
 			var out engineapi.DeleteRecordFilesResult
 			return out, call(ctx, http.MethodPost, engineapi.PathRecordingFilesDelete, in, &out)
 		}),
+		agentapi.TypeEngineRecordCutMerge: with(func(ctx context.Context, in engineapi.CutMergeRequest) (any, error) {
+			var out engineapi.CutMergeResult
+			return out, call(ctx, http.MethodPost, engineapi.PathRecordingCutMerge, in, &out)
+		}),
 		agentapi.TypeEngineRecordList: noPayload(func(ctx context.Context) (any, error) {
 			var out engineapi.RecordingList
 			return out, call(ctx, http.MethodGet, engineapi.PathRecordings, nil, &out)

@@ -93,3 +93,38 @@ func (e *Engine) deleteRecordFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// cutMerge answers POST /api/v1/recordings/cut-merge once the output is
+// written.
+func (e *Engine) cutMerge(w http.ResponseWriter, r *http.Request) {
+	var req engineapi.CutMergeRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.TaskID == "" || len(req.Spans) == 0 || len(req.Spans) > 10000 {
+		writeError(w, http.StatusBadRequest, engineapi.CodeInvalidBody, "taskId and 1-10000 spans are required")
+		return
+	}
+	spans := make([]recorder.Span, 0, len(req.Spans))
+	for _, s := range req.Spans {
+		if s.FromMs < 0 || s.ToMs < 0 {
+			writeError(w, http.StatusBadRequest, engineapi.CodeInvalidBody, "fromMs and toMs are not negative")
+			return
+		}
+		spans = append(spans, recorder.Span{FileID: s.FileID, From: time.Duration(s.FromMs) * time.Millisecond, To: time.Duration(s.ToMs) * time.Millisecond})
+	}
+	res, err := e.records.CutMerge(req.TaskID, spans)
+	switch {
+	case errors.Is(err, recorder.ErrCutMerge), errors.Is(err, recorder.ErrBadName):
+		writeError(w, http.StatusConflict, engineapi.CodeCutMergeRefused, err.Error())
+		return
+	case errors.Is(err, recorder.ErrFileNotFound):
+		writeError(w, http.StatusNotFound, engineapi.CodeFileNotFound, err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, engineapi.CodeInternal, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, engineapi.CutMergeResult{TaskID: req.TaskID, FileSize: res.Size, DurationMs: res.Duration.Milliseconds(),
+		Frames: res.Frames, Parts: res.Parts, Gaps: res.Gaps, StartTime: res.StartTime.UTC()})
+}

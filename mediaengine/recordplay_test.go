@@ -12,6 +12,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/internal/mediaprobe"
 	"github.com/svcplatform/svc/mediaengine/recordplay"
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestRecordedPlayback records the demo stream in 2 s files and plays one
@@ -24,7 +25,7 @@ func TestRecordedPlayback(t *testing.T) {
 	rc, url := startHookReceiver(t)
 	te := startEngine(t, func(c *engineapi.Config) { c.Hooks.URL = url })
 	te.control(t, "POST", engineapi.PathRecordings, engineapi.StartRecordingRequest{App: "live", Stream: "demo", SegmentSeconds: 2}, nil)
-	waitFor(t, "a finished file", 30*time.Second, func() bool { return rc.count(engineapi.HookOnRecordMP4) >= 1 })
+	testkit.Eventually(t, 30*time.Second, "a finished file", func() bool { return rc.count(engineapi.HookOnRecordMP4) >= 1 })
 	var h engineapi.RecordMP4Hook
 	rc.last(engineapi.HookOnRecordMP4, &h)
 	base := te.mediaURL("/record/" + h.FileID + ".mp4")
@@ -73,6 +74,22 @@ func TestRecordedPlayback(t *testing.T) {
 	v := p.Kind("video")
 	if len(v) == 0 || !strings.Contains(v[0].Flags, "K") {
 		t.Fatalf("the time-addressed answer does not start at a keyframe: %+v", v)
+	}
+	// A download asks on_play for the download app and answers an
+	// attachment, whole or by Range; it takes no time span.
+	st, hd, all := get(base + "?svc_ticket=good&download=1")
+	rc.last(engineapi.HookOnPlay, &play)
+	if st != 200 || int64(len(all)) != h.FileSize || !strings.HasPrefix(hd.Get("Content-Disposition"), `attachment; filename="`+h.FileName) ||
+		play.App != recordplay.DownloadApp || play.Stream != h.FileID {
+		t.Fatalf("download: %d %v %d bytes, on_play %+v", st, hd, len(all), play)
+	}
+	if st, _, b := get(base+"?svc_ticket=good&download=1", "Range", "bytes=10-"); st != 206 || int64(len(b)) != h.FileSize-10 {
+		t.Fatalf("resumed download: %d, %d bytes", st, len(b))
+	}
+	for _, q := range []string{"&download=1&start=1", "&download=yes"} {
+		if st, _, _ := get(base + "?svc_ticket=good" + q); st != 400 {
+			t.Fatalf("%s: %d", q, st)
+		}
 	}
 	if st, _, _ := get(te.mediaURL("/record/not-a-uuid.mp4?svc_ticket=good")); st != 404 {
 		t.Fatalf("a bad id: %d", st)

@@ -505,6 +505,51 @@ func (e CurrentUserCredentialKind) Valid() bool {
 	}
 }
 
+// Defines values for CutMergeTaskCallbackState.
+const (
+	CutMergeTaskCallbackStateDelivered CutMergeTaskCallbackState = "Delivered"
+	CutMergeTaskCallbackStateFailed    CutMergeTaskCallbackState = "Failed"
+	CutMergeTaskCallbackStatePending   CutMergeTaskCallbackState = "Pending"
+)
+
+// Valid indicates whether the value is a known member of the CutMergeTaskCallbackState enum.
+func (e CutMergeTaskCallbackState) Valid() bool {
+	switch e {
+	case CutMergeTaskCallbackStateDelivered:
+		return true
+	case CutMergeTaskCallbackStateFailed:
+		return true
+	case CutMergeTaskCallbackStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CutMergeTaskStatus.
+const (
+	CutMergeTaskStatusFailed    CutMergeTaskStatus = "Failed"
+	CutMergeTaskStatusPending   CutMergeTaskStatus = "Pending"
+	CutMergeTaskStatusRunning   CutMergeTaskStatus = "Running"
+	CutMergeTaskStatusSucceeded CutMergeTaskStatus = "Succeeded"
+)
+
+// Valid indicates whether the value is a known member of the CutMergeTaskStatus enum.
+func (e CutMergeTaskStatus) Valid() bool {
+	switch e {
+	case CutMergeTaskStatusFailed:
+		return true
+	case CutMergeTaskStatusPending:
+		return true
+	case CutMergeTaskStatusRunning:
+		return true
+	case CutMergeTaskStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DocumentationAuditItemKind.
 const (
 	DocumentationAuditItemKindOperation      DocumentationAuditItemKind = "operation"
@@ -841,6 +886,7 @@ const (
 	ErrorCodeCommandInterrupted         ErrorCode = "command_interrupted"
 	ErrorCodeConflict                   ErrorCode = "conflict"
 	ErrorCodeCsrfRejected               ErrorCode = "csrf_rejected"
+	ErrorCodeCutMergeOutputUnavailable  ErrorCode = "cut_merge_output_unavailable"
 	ErrorCodeDeliveryNotRetryable       ErrorCode = "delivery_not_retryable"
 	ErrorCodeGb28181DeviceNotFound      ErrorCode = "gb28181_device_not_found"
 	ErrorCodeGb28181DeviceOffline       ErrorCode = "gb28181_device_offline"
@@ -870,6 +916,7 @@ const (
 	ErrorCodePtzNotSupported            ErrorCode = "ptz_not_supported"
 	ErrorCodePtzUnavailable             ErrorCode = "ptz_unavailable"
 	ErrorCodePublicationNotActive       ErrorCode = "publication_not_active"
+	ErrorCodeRangeNotSatisfiable        ErrorCode = "range_not_satisfiable"
 	ErrorCodeRateLimited                ErrorCode = "rate_limited"
 	ErrorCodeRecordingFileUnavailable   ErrorCode = "recording_file_unavailable"
 	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
@@ -937,6 +984,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeCsrfRejected:
 		return true
+	case ErrorCodeCutMergeOutputUnavailable:
+		return true
 	case ErrorCodeDeliveryNotRetryable:
 		return true
 	case ErrorCodeGb28181DeviceNotFound:
@@ -994,6 +1043,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePtzUnavailable:
 		return true
 	case ErrorCodePublicationNotActive:
+		return true
+	case ErrorCodeRangeNotSatisfiable:
 		return true
 	case ErrorCodeRateLimited:
 		return true
@@ -1108,6 +1159,45 @@ func (e Gb28181DeviceTransport) Valid() bool {
 	case Gb28181DeviceTransportTcp:
 		return true
 	case Gb28181DeviceTransportUdp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Gb28181PlaybackSessionState.
+const (
+	Gb28181PlaybackSessionStateEnded   Gb28181PlaybackSessionState = "Ended"
+	Gb28181PlaybackSessionStatePlaying Gb28181PlaybackSessionState = "Playing"
+)
+
+// Valid indicates whether the value is a known member of the Gb28181PlaybackSessionState enum.
+func (e Gb28181PlaybackSessionState) Valid() bool {
+	switch e {
+	case Gb28181PlaybackSessionStateEnded:
+		return true
+	case Gb28181PlaybackSessionStatePlaying:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Gb28181RecordQueryState.
+const (
+	Gb28181RecordQueryStateIncomplete Gb28181RecordQueryState = "Incomplete"
+	Gb28181RecordQueryStateRunning    Gb28181RecordQueryState = "Running"
+	Gb28181RecordQueryStateSucceeded  Gb28181RecordQueryState = "Succeeded"
+)
+
+// Valid indicates whether the value is a known member of the Gb28181RecordQueryState enum.
+func (e Gb28181RecordQueryState) Valid() bool {
+	switch e {
+	case Gb28181RecordQueryStateIncomplete:
+		return true
+	case Gb28181RecordQueryStateRunning:
+		return true
+	case Gb28181RecordQueryStateSucceeded:
 		return true
 	default:
 		return false
@@ -1797,15 +1887,18 @@ func (e PermissionName) Valid() bool {
 
 // Defines values for PlaybackLeaseResourceKind.
 const (
-	PlaybackLeaseResourceKindCutMergeOutput PlaybackLeaseResourceKind = "cut-merge-output"
-	PlaybackLeaseResourceKindLive           PlaybackLeaseResourceKind = "live"
-	PlaybackLeaseResourceKindRecordingFile  PlaybackLeaseResourceKind = "recording-file"
+	PlaybackLeaseResourceKindCutMergeOutput  PlaybackLeaseResourceKind = "cut-merge-output"
+	PlaybackLeaseResourceKindGb28181Playback PlaybackLeaseResourceKind = "gb28181-playback"
+	PlaybackLeaseResourceKindLive            PlaybackLeaseResourceKind = "live"
+	PlaybackLeaseResourceKindRecordingFile   PlaybackLeaseResourceKind = "recording-file"
 )
 
 // Valid indicates whether the value is a known member of the PlaybackLeaseResourceKind enum.
 func (e PlaybackLeaseResourceKind) Valid() bool {
 	switch e {
 	case PlaybackLeaseResourceKindCutMergeOutput:
+		return true
+	case PlaybackLeaseResourceKindGb28181Playback:
 		return true
 	case PlaybackLeaseResourceKindLive:
 		return true
@@ -2653,6 +2746,42 @@ const (
 func (e ThirdPartyLivePlaybackStreamState) Valid() bool {
 	switch e {
 	case ThirdPartyLivePlaybackStreamStateOnline:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThirdPartyMediaLinkAction.
+const (
+	ThirdPartyMediaLinkActionDownload ThirdPartyMediaLinkAction = "download"
+	ThirdPartyMediaLinkActionPlay     ThirdPartyMediaLinkAction = "play"
+)
+
+// Valid indicates whether the value is a known member of the ThirdPartyMediaLinkAction enum.
+func (e ThirdPartyMediaLinkAction) Valid() bool {
+	switch e {
+	case ThirdPartyMediaLinkActionDownload:
+		return true
+	case ThirdPartyMediaLinkActionPlay:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThirdPartyMediaLinkResourceKind.
+const (
+	ThirdPartyMediaLinkResourceKindCutMergeOutput ThirdPartyMediaLinkResourceKind = "cut-merge-output"
+	ThirdPartyMediaLinkResourceKindRecordingFile  ThirdPartyMediaLinkResourceKind = "recording-file"
+)
+
+// Valid indicates whether the value is a known member of the ThirdPartyMediaLinkResourceKind enum.
+func (e ThirdPartyMediaLinkResourceKind) Valid() bool {
+	switch e {
+	case ThirdPartyMediaLinkResourceKindCutMergeOutput:
+		return true
+	case ThirdPartyMediaLinkResourceKindRecordingFile:
 		return true
 	default:
 		return false
@@ -4402,6 +4531,141 @@ type CurrentUser struct {
 // CurrentUserCredentialKind Kind of the calling credential.
 type CurrentUserCredentialKind string
 
+// CutMergeRequest A range of one stream's recordings to join: a channel (the stable cross-server key), or app and streamId.
+type CutMergeRequest struct {
+	// App Application of the stream, when no channelId is given.
+	App *string `json:"app,omitempty"`
+
+	// CallbackUrl An http(s) URL the outcome is POSTed to (JSON with taskId, taskStatus, processPercentage, fileSize, actualDurationMs, error, completedAt); guarded like webhook endpoints. It is not shown again.
+	CallbackUrl *string `json:"callbackUrl,omitempty"`
+
+	// ChannelId The channel whose recordings to join.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// EndTime End of the range (after startTime, at most 7 days later), RFC 3339 with a zone.
+	EndTime time.Time `json:"endTime"`
+
+	// MediaServerId A fallback that narrows the files to one media server when they lie on several.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// StartTime Start of the range, RFC 3339 with a zone.
+	StartTime time.Time `json:"startTime"`
+
+	// StreamId Stream id, when no channelId is given.
+	StreamId *string `json:"streamId,omitempty"`
+
+	// Vhost Virtual host of the stream, with app and streamId (default __defaultVhost__).
+	Vhost *string `json:"vhost,omitempty"`
+}
+
+// CutMergeTask A cut/merge task.
+type CutMergeTask struct {
+	// ActualDurationMs Media the output covers (the ranges with recordings, gaps skipped), once Succeeded.
+	ActualDurationMs *int64 `json:"actualDurationMs,omitempty"`
+
+	// App Application of the stream.
+	App string `json:"app"`
+
+	// CallbackState Delivery of the callback, when one was given.
+	CallbackState *CutMergeTaskCallbackState `json:"callbackState,omitempty"`
+
+	// ChannelId The channel, when the stream has one.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// CompletedAt When the task ended (UTC).
+	CompletedAt *time.Time `json:"completedAt,omitempty"`
+
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// EndTime Requested end (UTC).
+	EndTime time.Time `json:"endTime"`
+
+	// Error Why a Failed task failed.
+	Error *string `json:"error,omitempty"`
+
+	// FileSize Output size in bytes, once Succeeded.
+	FileSize *int64 `json:"fileSize,omitempty"`
+
+	// Frames Frames in the output (all tracks).
+	Frames *int64 `json:"frames,omitempty"`
+
+	// Gaps Gaps without recordings the output skipped.
+	Gaps *int32 `json:"gaps,omitempty"`
+
+	// MediaServerId The media server that holds the files and the output.
+	MediaServerId string `json:"mediaServerId"`
+
+	// OutputDeleted The output file was deleted.
+	OutputDeleted *bool `json:"outputDeleted,omitempty"`
+
+	// OutputStartTime Wall-clock time of the output's first frame (UTC).
+	OutputStartTime *time.Time `json:"outputStartTime,omitempty"`
+
+	// ProcessPercentage 0 while Pending, 10 while Running, 100 once Succeeded.
+	ProcessPercentage int32 `json:"processPercentage"`
+
+	// SourceFileCount Recorded files the output joins.
+	SourceFileCount int32 `json:"sourceFileCount"`
+
+	// StartTime Requested start (UTC).
+	StartTime time.Time `json:"startTime"`
+
+	// StartedAt When the media server was last asked (UTC).
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+
+	// StreamId Stream id.
+	StreamId string `json:"streamId"`
+
+	// TaskId The task; also the output's id.
+	TaskId openapi_types.UUID `json:"taskId"`
+
+	// TaskStatus State of a cut/merge task (GET /api/v2/recording/state-model, machine cut-merge-task): Pending, Running, Succeeded or Failed.
+	TaskStatus CutMergeTaskStatus `json:"taskStatus"`
+
+	// Vhost Virtual host of the stream.
+	Vhost string `json:"vhost"`
+}
+
+// CutMergeTaskCallbackState Delivery of the callback, when one was given.
+type CutMergeTaskCallbackState string
+
+// CutMergeTaskDetail A cut/merge task with the sources it joins.
+type CutMergeTaskDetail struct {
+	// Sources The source files in output order, each with the span taken from it.
+	Sources []struct {
+		// FileId The recorded file.
+		FileId string `json:"fileId"`
+
+		// FromMs Milliseconds after the file's first frame where the span starts (the output begins at the keyframe at or before it).
+		FromMs int64 `json:"fromMs"`
+
+		// ToMs Milliseconds after the file's first frame where the span ends; absent for the file's end.
+		ToMs *int64 `json:"toMs,omitempty"`
+	} `json:"sources"`
+
+	// Task A cut/merge task.
+	Task CutMergeTask `json:"task"`
+}
+
+// CutMergeTaskList One page of cut/merge tasks.
+type CutMergeTaskList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The tasks, newest first.
+	Rows []CutMergeTask `json:"rows"`
+
+	// Total Tasks matching the filters.
+	Total int64 `json:"total"`
+}
+
+// CutMergeTaskStatus State of a cut/merge task (GET /api/v2/recording/state-model, machine cut-merge-task): Pending, Running, Succeeded or Failed.
+type CutMergeTaskStatus string
+
 // DataRetentionCleanupPreview Scope of a data retention cleanup round, without deleting anything.
 type DataRetentionCleanupPreview struct {
 	// Actor Actor recorded for the preview.
@@ -5239,6 +5503,201 @@ type Gb28181DeviceList struct {
 
 	// Total Number of matching devices.
 	Total int64 `json:"total"`
+}
+
+// Gb28181LiveInviteRequest A live invitation of a device's channel.
+type Gb28181LiveInviteRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+
+	// MediaServerId Media server to receive on; default the channel's, or the least loaded online one.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// RtpWithTcp The device sends over TCP to the media server (TCP passive) instead of UDP.
+	RtpWithTcp *bool `json:"rtpWithTcp,omitempty"`
+
+	// TimeoutSeconds How long to wait for the device's answer (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
+// Gb28181LiveStopRequest The device's channel to stop.
+type Gb28181LiveStopRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+}
+
+// Gb28181PlaybackAction How to play an entry.
+type Gb28181PlaybackAction struct {
+	// Endpoint Path to call (/api/v2/gb28181/playback/invite).
+	Endpoint string `json:"endpoint"`
+
+	// Method HTTP method (POST).
+	Method string `json:"method"`
+
+	// Request A playback invitation.
+	Request Gb28181PlaybackInviteRequest `json:"request"`
+}
+
+// Gb28181PlaybackInviteRequest A playback invitation.
+type Gb28181PlaybackInviteRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+
+	// EndTime End of the recording to play.
+	EndTime time.Time `json:"endTime"`
+
+	// MediaServerId Media server to receive on; default the least loaded online one.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// RtpWithTcp The device sends over TCP to the media server (TCP passive) instead of UDP.
+	RtpWithTcp *bool `json:"rtpWithTcp,omitempty"`
+
+	// StartTime Start of the recording to play.
+	StartTime time.Time `json:"startTime"`
+
+	// TimeoutSeconds How long to wait for the device's answer (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
+// Gb28181PlaybackInviteResult The accepted invitation.
+type Gb28181PlaybackInviteResult struct {
+	// Session A history playback session.
+	Session Gb28181PlaybackSession `json:"session"`
+}
+
+// Gb28181PlaybackSession A history playback session.
+type Gb28181PlaybackSession struct {
+	// App The stream's app.
+	App string `json:"app"`
+
+	// ChannelId The channel's code.
+	ChannelId string `json:"channelId"`
+
+	// CreatedAt When the device accepted the INVITE.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeviceId The device's code.
+	DeviceId string `json:"deviceId"`
+
+	// EndReason Why it ended.
+	EndReason *string `json:"endReason,omitempty"`
+
+	// EndTime End of the recording.
+	EndTime time.Time `json:"endTime"`
+
+	// EndedAt When it ended.
+	EndedAt *time.Time `json:"endedAt,omitempty"`
+
+	// Id The session's id.
+	Id string `json:"id"`
+
+	// MediaServerId The media server receiving it.
+	MediaServerId string `json:"mediaServerId"`
+
+	// StartTime Start of the recording.
+	StartTime time.Time `json:"startTime"`
+
+	// State Playing until the device reports the end (MediaStatus 121), hangs up, or the session is stopped.
+	State Gb28181PlaybackSessionState `json:"state"`
+
+	// StreamId The stream's id (the session id).
+	StreamId string `json:"streamId"`
+
+	// Vhost The stream's virtual host.
+	Vhost string `json:"vhost"`
+}
+
+// Gb28181PlaybackSessionState Playing until the device reports the end (MediaStatus 121), hangs up, or the session is stopped.
+type Gb28181PlaybackSessionState string
+
+// Gb28181Record One recording the device holds.
+type Gb28181Record struct {
+	// EndTime End.
+	EndTime time.Time `json:"endTime"`
+
+	// FileSize Size in bytes, when the device reports it.
+	FileSize *int64 `json:"fileSize,omitempty"`
+
+	// Name The device's name for it.
+	Name *string `json:"name,omitempty"`
+
+	// Playback How to play an entry.
+	Playback Gb28181PlaybackAction `json:"playback"`
+
+	// RecordId Position of the entry in the query's list, from 1.
+	RecordId string `json:"recordId"`
+
+	// Secrecy 0 not secret, 1 secret.
+	Secrecy int32 `json:"secrecy"`
+
+	// StartTime Start.
+	StartTime time.Time `json:"startTime"`
+
+	// Type The device's record type (time, alarm, manual, all).
+	Type *string `json:"type,omitempty"`
+}
+
+// Gb28181RecordQuery A record query and what the device answered.
+type Gb28181RecordQuery struct {
+	// ChannelId The channel's code.
+	ChannelId string `json:"channelId"`
+
+	// CreatedAt When the query was sent.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeviceId The device's code.
+	DeviceId string `json:"deviceId"`
+
+	// EndTime End of the range.
+	EndTime time.Time `json:"endTime"`
+
+	// FinishedAt When it ended.
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+
+	// Records The entries that arrived, in the device's order.
+	Records []Gb28181Record `json:"records"`
+
+	// StartTime Start of the range.
+	StartTime time.Time `json:"startTime"`
+
+	// State Running while pages come; Succeeded when all `sumNum` entries arrived; Incomplete when the device went quiet first (or never answered).
+	State Gb28181RecordQueryState `json:"state"`
+
+	// SumNum How many entries the device announced (0 until its first page).
+	SumNum int32 `json:"sumNum"`
+
+	// TaskId The query's id.
+	TaskId string `json:"taskId"`
+}
+
+// Gb28181RecordQueryState Running while pages come; Succeeded when all `sumNum` entries arrived; Incomplete when the device went quiet first (or never answered).
+type Gb28181RecordQueryState string
+
+// Gb28181RecordQueryRequest A record query.
+type Gb28181RecordQueryRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+
+	// EndTime End of the range (after startTime, within 31 days of it).
+	EndTime time.Time `json:"endTime"`
+
+	// StartTime Start of the range.
+	StartTime time.Time `json:"startTime"`
+
+	// TimeoutSeconds How long to wait for the device's next page before the query ends Incomplete (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
 }
 
 // HealthCheck Result of one health check.
@@ -6661,7 +7120,7 @@ type PlaybackLease struct {
 	// RenewCount Renewals so far.
 	RenewCount int32 `json:"renewCount"`
 
-	// ResourceId Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`.
+	// ResourceId Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`; for gb28181-playback, the session id.
 	ResourceId string `json:"resourceId"`
 
 	// ResourceKind What the lease plays.
@@ -7105,7 +7564,7 @@ type RecordingStateMachine struct {
 
 // RecordingStateModel The recording state machines.
 type RecordingStateModel struct {
-	// Machines One per kind of record (recording-session, recording-file).
+	// Machines One per kind of record (recording-session, recording-file, cut-merge-task).
 	Machines []RecordingStateMachine `json:"machines"`
 }
 
@@ -8806,6 +9265,39 @@ type ThirdPartyLivePlaybackRequest struct {
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
 }
 
+// ThirdPartyMediaLink A single-use link to play or download a recorded resource.
+type ThirdPartyMediaLink struct {
+	// Action What the link does.
+	Action ThirdPartyMediaLinkAction `json:"action"`
+
+	// ExpiresAt When the link stops admitting requests (UTC).
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// ResourceId The resource's id (the file id of a recording-file).
+	ResourceId string `json:"resourceId"`
+
+	// ResourceKind What the link plays or downloads.
+	ResourceKind ThirdPartyMediaLinkResourceKind `json:"resourceKind"`
+
+	// SupportsRange Whether the URL honours HTTP Range requests (seeking, resuming).
+	SupportsRange bool `json:"supportsRange"`
+
+	// Url The controlled HTTP URL on the owning media server (never a file path); it carries the ticket.
+	Url string `json:"url"`
+}
+
+// ThirdPartyMediaLinkAction What the link does.
+type ThirdPartyMediaLinkAction string
+
+// ThirdPartyMediaLinkResourceKind What the link plays or downloads.
+type ThirdPartyMediaLinkResourceKind string
+
+// ThirdPartyMediaLinkRequest Request for a single-use playback or download link.
+type ThirdPartyMediaLinkRequest struct {
+	// LifetimeSeconds Seconds the link stays usable; default 120, at least 30, at most the configured bound (default 600), never beyond the API token's expiry.
+	LifetimeSeconds *int32 `json:"lifetimeSeconds,omitempty"`
+}
+
 // ThirdPartyPlaybackLeaseRequest Request for a renewable playback lease.
 type ThirdPartyPlaybackLeaseRequest struct {
 	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry (the token's expiry wins when it comes first); 43200 when omitted (our choice, the documents name only the bound).
@@ -9139,6 +9631,9 @@ type ChannelVhost = string
 // ClusterId defines model for ClusterId.
 type ClusterId = string
 
+// CutMergeTaskIdPath defines model for CutMergeTaskIdPath.
+type CutMergeTaskIdPath = string
+
 // OnlyProblems defines model for OnlyProblems.
 type OnlyProblems = bool
 
@@ -9156,6 +9651,9 @@ type RecordingChannelId = string
 
 // RecordingEndTime defines model for RecordingEndTime.
 type RecordingEndTime = time.Time
+
+// RecordingFileIdPath defines model for RecordingFileIdPath.
+type RecordingFileIdPath = string
 
 // RecordingMediaServerId defines model for RecordingMediaServerId.
 type RecordingMediaServerId = string
@@ -9210,6 +9708,9 @@ type NotFound = ErrorBody
 
 // PayloadTooLarge Body of every JSON error answer.
 type PayloadTooLarge = ErrorBody
+
+// RangeNotSatisfiable Body of every JSON error answer.
+type RangeNotSatisfiable = ErrorBody
 
 // ServiceUnavailable Body of every JSON error answer.
 type ServiceUnavailable = ErrorBody
@@ -9760,6 +10261,45 @@ type RunAutoRecordOnceParams struct {
 	At *time.Time `form:"at,omitempty" json:"at,omitempty"`
 }
 
+// ListCutMergeTasksParams defines parameters for ListCutMergeTasks.
+type ListCutMergeTasksParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only tasks on this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// TaskStatus Only tasks in this state.
+	TaskStatus *CutMergeTaskStatus `form:"taskStatus,omitempty" json:"taskStatus,omitempty"`
+
+	// MainId Only tasks of this channel (the stable cross-server key).
+	MainId *string `form:"mainId,omitempty" json:"mainId,omitempty"`
+
+	// App Only tasks of streams of this application.
+	App *string `form:"app,omitempty" json:"app,omitempty"`
+}
+
+// DeleteCutMergeTaskParams defines parameters for DeleteCutMergeTask.
+type DeleteCutMergeTaskParams struct {
+	// DeleteOutputFile Also remove the output file on its media server (default false: the task record goes, the file stays until cleaned up).
+	DeleteOutputFile *bool `form:"deleteOutputFile,omitempty" json:"deleteOutputFile,omitempty"`
+}
+
+// GetCutMergeTaskParams defines parameters for GetCutMergeTask.
+type GetCutMergeTaskParams struct {
+	// MediaServerId The task's media server.
+	MediaServerId string `form:"mediaServerId" json:"mediaServerId"`
+}
+
+// GetCutMergeTaskDetailParams defines parameters for GetCutMergeTaskDetail.
+type GetCutMergeTaskDetailParams struct {
+	// MediaServerId The task's media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
 // ListRecordingFilesParams defines parameters for ListRecordingFiles.
 type ListRecordingFilesParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -10207,6 +10747,30 @@ type ListThirdPartyChannelsParams struct {
 	ActivationState *ChannelActivationStateFilter `form:"activationState,omitempty" json:"activationState,omitempty"`
 }
 
+// ListThirdPartyCutMergeTasksParams defines parameters for ListThirdPartyCutMergeTasks.
+type ListThirdPartyCutMergeTasksParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only tasks on this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// TaskStatus Only tasks in this state.
+	TaskStatus *CutMergeTaskStatus `form:"taskStatus,omitempty" json:"taskStatus,omitempty"`
+
+	// MainId Only tasks of this channel (the stable cross-server key).
+	MainId *string `form:"mainId,omitempty" json:"mainId,omitempty"`
+}
+
+// DeleteThirdPartyCutMergeTaskParams defines parameters for DeleteThirdPartyCutMergeTask.
+type DeleteThirdPartyCutMergeTaskParams struct {
+	// DeleteOutputFile Also remove the output file on its media server (default false: the task record goes, the file stays until cleaned up).
+	DeleteOutputFile *bool `form:"deleteOutputFile,omitempty" json:"deleteOutputFile,omitempty"`
+}
+
 // ListThirdPartyMediaServersParams defines parameters for ListThirdPartyMediaServers.
 type ListThirdPartyMediaServersParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
@@ -10315,6 +10879,18 @@ type CreateChannelSnapshotAccessJSONRequestBody = SnapshotAccessRequest
 // SaveChannelSnapshotSettingsJSONRequestBody defines body for SaveChannelSnapshotSettings for application/json ContentType.
 type SaveChannelSnapshotSettingsJSONRequestBody = SnapshotSettingsRequest
 
+// InviteGb28181LiveJSONRequestBody defines body for InviteGb28181Live for application/json ContentType.
+type InviteGb28181LiveJSONRequestBody = Gb28181LiveInviteRequest
+
+// StopGb28181LiveJSONRequestBody defines body for StopGb28181Live for application/json ContentType.
+type StopGb28181LiveJSONRequestBody = Gb28181LiveStopRequest
+
+// InviteGb28181PlaybackJSONRequestBody defines body for InviteGb28181Playback for application/json ContentType.
+type InviteGb28181PlaybackJSONRequestBody = Gb28181PlaybackInviteRequest
+
+// CreateGb28181RecordQueryJSONRequestBody defines body for CreateGb28181RecordQuery for application/json ContentType.
+type CreateGb28181RecordQueryJSONRequestBody = Gb28181RecordQueryRequest
+
 // RetireMediaServerJSONRequestBody defines body for RetireMediaServer for application/json ContentType.
 type RetireMediaServerJSONRequestBody = RetireMediaServerRequest
 
@@ -10365,6 +10941,9 @@ type UpdateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
 
 // CreateNodeCommandJSONRequestBody defines body for CreateNodeCommand for application/json ContentType.
 type CreateNodeCommandJSONRequestBody = CreateNodeCommandRequest
+
+// CreateCutMergeTaskJSONRequestBody defines body for CreateCutMergeTask for application/json ContentType.
+type CreateCutMergeTaskJSONRequestBody = CutMergeRequest
 
 // DeleteRecordingFilesJSONRequestBody defines body for DeleteRecordingFiles for application/json ContentType.
 type DeleteRecordingFilesJSONRequestBody = DeleteRecordFilesRequest
@@ -10492,6 +11071,21 @@ type CreateThirdPartyLivePlaybackJSONRequestBody = ThirdPartyLivePlaybackRequest
 // CreateThirdPartyLivePlaybackLeaseJSONRequestBody defines body for CreateThirdPartyLivePlaybackLease for application/json ContentType.
 type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
 
+// CreateThirdPartyCutMergeTaskJSONRequestBody defines body for CreateThirdPartyCutMergeTask for application/json ContentType.
+type CreateThirdPartyCutMergeTaskJSONRequestBody = CutMergeRequest
+
+// CreateThirdPartyCutMergeDownloadLinkJSONRequestBody defines body for CreateThirdPartyCutMergeDownloadLink for application/json ContentType.
+type CreateThirdPartyCutMergeDownloadLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
+// CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody defines body for CreateThirdPartyCutMergePlaybackLease for application/json ContentType.
+type CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyCutMergePlaybackLinkJSONRequestBody defines body for CreateThirdPartyCutMergePlaybackLink for application/json ContentType.
+type CreateThirdPartyCutMergePlaybackLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
+// CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody defines body for CreateThirdPartyGb28181PlaybackLease for application/json ContentType.
+type CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
+
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
 
@@ -10504,8 +11098,14 @@ type RestoreThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
 // SoftDeleteThirdPartyRecordingsJSONRequestBody defines body for SoftDeleteThirdPartyRecordings for application/json ContentType.
 type SoftDeleteThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
 
+// CreateThirdPartyRecordingDownloadLinkJSONRequestBody defines body for CreateThirdPartyRecordingDownloadLink for application/json ContentType.
+type CreateThirdPartyRecordingDownloadLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
 // CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyRecordingPlaybackLease for application/json ContentType.
 type CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyRecordingPlaybackLinkJSONRequestBody defines body for CreateThirdPartyRecordingPlaybackLink for application/json ContentType.
+type CreateThirdPartyRecordingPlaybackLinkJSONRequestBody = ThirdPartyMediaLinkRequest
 
 // CreateThirdPartyStreamPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyStreamPlaybackLease for application/json ContentType.
 type CreateThirdPartyStreamPlaybackLeaseJSONRequestBody = ThirdPartyStreamPlaybackLeaseRequest
@@ -10919,6 +11519,27 @@ type ServerInterface interface {
 	// GetGb28181Device One GB28181 device
 	// (GET /api/v2/gb28181/devices/{deviceId})
 	GetGb28181Device(c *gin.Context, deviceId string)
+	// InviteGb28181Live Start a GB28181 channel's live stream
+	// (POST /api/v2/gb28181/live/invite)
+	InviteGb28181Live(c *gin.Context)
+	// StopGb28181Live Stop a GB28181 channel's live stream
+	// (POST /api/v2/gb28181/live/stop)
+	StopGb28181Live(c *gin.Context)
+	// InviteGb28181Playback Play a device's recording
+	// (POST /api/v2/gb28181/playback/invite)
+	InviteGb28181Playback(c *gin.Context)
+	// GetGb28181PlaybackSession A playback session
+	// (GET /api/v2/gb28181/playback/sessions/{sessionId})
+	GetGb28181PlaybackSession(c *gin.Context, sessionId string)
+	// StopGb28181PlaybackSession Stop a playback session
+	// (POST /api/v2/gb28181/playback/sessions/{sessionId}/stop)
+	StopGb28181PlaybackSession(c *gin.Context, sessionId string)
+	// CreateGb28181RecordQuery Ask a device for a channel's recordings
+	// (POST /api/v2/gb28181/records/query)
+	CreateGb28181RecordQuery(c *gin.Context)
+	// GetGb28181RecordQuery A record query and the device's recordings
+	// (GET /api/v2/gb28181/records/query/{taskId})
+	GetGb28181RecordQuery(c *gin.Context, taskId string)
 	// ListMediaServers List media servers
 	// (GET /api/v2/media-servers)
 	ListMediaServers(c *gin.Context, params ListMediaServersParams)
@@ -11021,6 +11642,27 @@ type ServerInterface interface {
 	// RunAutoRecordOnce Run one auto-record pass now
 	// (POST /api/v2/recording/auto-record/run-once)
 	RunAutoRecordOnce(c *gin.Context, params RunAutoRecordOnceParams)
+	// ListCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/recording/cut-merge/tasks)
+	ListCutMergeTasks(c *gin.Context, params ListCutMergeTasksParams)
+	// CreateCutMergeTask Create a cut/merge task
+	// (POST /api/v2/recording/cut-merge/tasks)
+	CreateCutMergeTask(c *gin.Context)
+	// DeleteCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/recording/cut-merge/tasks/{taskId})
+	DeleteCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params DeleteCutMergeTaskParams)
+	// GetCutMergeTask Read a cut/merge task
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId})
+	GetCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskParams)
+	// GetCutMergeTaskDetail Read a cut/merge task with its sources
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/detail)
+	GetCutMergeTaskDetail(c *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskDetailParams)
+	// DownloadCutMergeTaskOutput Download a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/download)
+	DownloadCutMergeTaskOutput(c *gin.Context, taskId CutMergeTaskIdPath)
+	// GetCutMergeTaskMedia Play a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/media)
+	GetCutMergeTaskMedia(c *gin.Context, taskId CutMergeTaskIdPath)
 	// ListRecordingFiles List recorded files
 	// (GET /api/v2/recording/files)
 	ListRecordingFiles(c *gin.Context, params ListRecordingFilesParams)
@@ -11033,6 +11675,12 @@ type ServerInterface interface {
 	// SoftDeleteRecordingFiles Soft-delete recorded files
 	// (POST /api/v2/recording/files/soft-delete)
 	SoftDeleteRecordingFiles(c *gin.Context)
+	// DownloadRecordingFile Download a recorded file
+	// (GET /api/v2/recording/files/{fileId}/download)
+	DownloadRecordingFile(c *gin.Context, fileId RecordingFileIdPath)
+	// GetRecordingFileMedia Play a recorded file
+	// (GET /api/v2/recording/files/{fileId}/media)
+	GetRecordingFileMedia(c *gin.Context, fileId RecordingFileIdPath)
 	// GetRecordPlanTemplate A recording plan template
 	// (GET /api/v2/recording/plan-template)
 	GetRecordPlanTemplate(c *gin.Context)
@@ -11390,6 +12038,30 @@ type ServerInterface interface {
 	// StopThirdPartyChannel Stop a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/stop)
 	StopThirdPartyChannel(c *gin.Context, channelId ChannelId)
+	// ListThirdPartyCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/third-party/cut-merge/tasks)
+	ListThirdPartyCutMergeTasks(c *gin.Context, params ListThirdPartyCutMergeTasksParams)
+	// CreateThirdPartyCutMergeTask Create a cut/merge task
+	// (POST /api/v2/third-party/cut-merge/tasks)
+	CreateThirdPartyCutMergeTask(c *gin.Context)
+	// DeleteThirdPartyCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/third-party/cut-merge/tasks/{taskId})
+	DeleteThirdPartyCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params DeleteThirdPartyCutMergeTaskParams)
+	// GetThirdPartyCutMergeTask Read a cut/merge task
+	// (GET /api/v2/third-party/cut-merge/tasks/{taskId})
+	GetThirdPartyCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyCutMergeDownloadLink Single-use download link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/download-link)
+	CreateThirdPartyCutMergeDownloadLink(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyCutMergePlaybackLease Lease a cut/merge output for playback
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-lease)
+	CreateThirdPartyCutMergePlaybackLease(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyCutMergePlaybackLink Single-use playback link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-link)
+	CreateThirdPartyCutMergePlaybackLink(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyGb28181PlaybackLease Lease a GB28181 playback session to a player
+	// (POST /api/v2/third-party/gb28181/playback-sessions/{sessionId}/playback-lease)
+	CreateThirdPartyGb28181PlaybackLease(c *gin.Context, sessionId string)
 	// ListThirdPartyMediaServers List the media servers
 	// (GET /api/v2/third-party/media-servers)
 	ListThirdPartyMediaServers(c *gin.Context, params ListThirdPartyMediaServersParams)
@@ -11414,9 +12086,15 @@ type ServerInterface interface {
 	// SoftDeleteThirdPartyRecordings Soft-delete recordings
 	// (POST /api/v2/third-party/recordings/soft-delete)
 	SoftDeleteThirdPartyRecordings(c *gin.Context)
+	// CreateThirdPartyRecordingDownloadLink Single-use download link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/download-link)
+	CreateThirdPartyRecordingDownloadLink(c *gin.Context, fileId RecordingFileIdPath)
 	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
 	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
 	CreateThirdPartyRecordingPlaybackLease(c *gin.Context, fileId string)
+	// CreateThirdPartyRecordingPlaybackLink Single-use playback link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-link)
+	CreateThirdPartyRecordingPlaybackLink(c *gin.Context, fileId RecordingFileIdPath)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
@@ -13047,6 +13725,133 @@ func (siw *ServerInterfaceWrapper) GetGb28181Device(c *gin.Context) {
 	siw.Handler.GetGb28181Device(c, deviceId)
 }
 
+// InviteGb28181Live operation middleware
+func (siw *ServerInterfaceWrapper) InviteGb28181Live(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.InviteGb28181Live(c)
+}
+
+// StopGb28181Live operation middleware
+func (siw *ServerInterfaceWrapper) StopGb28181Live(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopGb28181Live(c)
+}
+
+// InviteGb28181Playback operation middleware
+func (siw *ServerInterfaceWrapper) InviteGb28181Playback(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.InviteGb28181Playback(c)
+}
+
+// GetGb28181PlaybackSession operation middleware
+func (siw *ServerInterfaceWrapper) GetGb28181PlaybackSession(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetGb28181PlaybackSession(c, sessionId)
+}
+
+// StopGb28181PlaybackSession operation middleware
+func (siw *ServerInterfaceWrapper) StopGb28181PlaybackSession(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopGb28181PlaybackSession(c, sessionId)
+}
+
+// CreateGb28181RecordQuery operation middleware
+func (siw *ServerInterfaceWrapper) CreateGb28181RecordQuery(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateGb28181RecordQuery(c)
+}
+
+// GetGb28181RecordQuery operation middleware
+func (siw *ServerInterfaceWrapper) GetGb28181RecordQuery(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetGb28181RecordQuery(c, taskId)
+}
+
 // ListMediaServers operation middleware
 func (siw *ServerInterfaceWrapper) ListMediaServers(c *gin.Context) {
 
@@ -14302,6 +15107,244 @@ func (siw *ServerInterfaceWrapper) RunAutoRecordOnce(c *gin.Context) {
 	siw.Handler.RunAutoRecordOnce(c, params)
 }
 
+// ListCutMergeTasks operation middleware
+func (siw *ServerInterfaceWrapper) ListCutMergeTasks(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCutMergeTasksParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "taskStatus" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "taskStatus", c.Request.URL.Query(), &params.TaskStatus, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskStatus: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mainId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mainId", c.Request.URL.Query(), &params.MainId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mainId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListCutMergeTasks(c, params)
+}
+
+// CreateCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) CreateCutMergeTask(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateCutMergeTask(c)
+}
+
+// DeleteCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) DeleteCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteCutMergeTaskParams
+
+	// ------------- Optional query parameter "deleteOutputFile" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deleteOutputFile", c.Request.URL.Query(), &params.DeleteOutputFile, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deleteOutputFile: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteCutMergeTask(c, taskId, params)
+}
+
+// GetCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCutMergeTaskParams
+
+	// ------------- Required query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTask(c, taskId, params)
+}
+
+// GetCutMergeTaskDetail operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTaskDetail(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCutMergeTaskDetailParams
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTaskDetail(c, taskId, params)
+}
+
+// DownloadCutMergeTaskOutput operation middleware
+func (siw *ServerInterfaceWrapper) DownloadCutMergeTaskOutput(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadCutMergeTaskOutput(c, taskId)
+}
+
+// GetCutMergeTaskMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTaskMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTaskMedia(c, taskId)
+}
+
 // ListRecordingFiles operation middleware
 func (siw *ServerInterfaceWrapper) ListRecordingFiles(c *gin.Context) {
 
@@ -14462,6 +15505,56 @@ func (siw *ServerInterfaceWrapper) SoftDeleteRecordingFiles(c *gin.Context) {
 	}
 
 	siw.Handler.SoftDeleteRecordingFiles(c)
+}
+
+// DownloadRecordingFile operation middleware
+func (siw *ServerInterfaceWrapper) DownloadRecordingFile(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadRecordingFile(c, fileId)
+}
+
+// GetRecordingFileMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordingFileMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordingFileMedia(c, fileId)
 }
 
 // GetRecordPlanTemplate operation middleware
@@ -17827,6 +18920,239 @@ func (siw *ServerInterfaceWrapper) StopThirdPartyChannel(c *gin.Context) {
 	siw.Handler.StopThirdPartyChannel(c, channelId)
 }
 
+// ListThirdPartyCutMergeTasks operation middleware
+func (siw *ServerInterfaceWrapper) ListThirdPartyCutMergeTasks(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListThirdPartyCutMergeTasksParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "taskStatus" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "taskStatus", c.Request.URL.Query(), &params.TaskStatus, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskStatus: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mainId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mainId", c.Request.URL.Query(), &params.MainId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mainId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListThirdPartyCutMergeTasks(c, params)
+}
+
+// CreateThirdPartyCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergeTask(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergeTask(c)
+}
+
+// DeleteThirdPartyCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) DeleteThirdPartyCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteThirdPartyCutMergeTaskParams
+
+	// ------------- Optional query parameter "deleteOutputFile" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deleteOutputFile", c.Request.URL.Query(), &params.DeleteOutputFile, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deleteOutputFile: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteThirdPartyCutMergeTask(c, taskId, params)
+}
+
+// GetThirdPartyCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) GetThirdPartyCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetThirdPartyCutMergeTask(c, taskId)
+}
+
+// CreateThirdPartyCutMergeDownloadLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergeDownloadLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergeDownloadLink(c, taskId)
+}
+
+// CreateThirdPartyCutMergePlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergePlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergePlaybackLease(c, taskId)
+}
+
+// CreateThirdPartyCutMergePlaybackLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergePlaybackLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergePlaybackLink(c, taskId)
+}
+
+// CreateThirdPartyGb28181PlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyGb28181PlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyGb28181PlaybackLease(c, sessionId)
+}
+
 // ListThirdPartyMediaServers operation middleware
 func (siw *ServerInterfaceWrapper) ListThirdPartyMediaServers(c *gin.Context) {
 
@@ -18102,6 +19428,31 @@ func (siw *ServerInterfaceWrapper) SoftDeleteThirdPartyRecordings(c *gin.Context
 	siw.Handler.SoftDeleteThirdPartyRecordings(c)
 }
 
+// CreateThirdPartyRecordingDownloadLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingDownloadLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyRecordingDownloadLink(c, fileId)
+}
+
 // CreateThirdPartyRecordingPlaybackLease operation middleware
 func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLease(c *gin.Context) {
 
@@ -18125,6 +19476,31 @@ func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLease(c *gin
 	}
 
 	siw.Handler.CreateThirdPartyRecordingPlaybackLease(c, fileId)
+}
+
+// CreateThirdPartyRecordingPlaybackLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyRecordingPlaybackLink(c, fileId)
 }
 
 // ListThirdPartyStreams operation middleware
@@ -18370,6 +19746,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/engine/nodes/:nodeId/recording-status", wrapper.GetEngineRecordingStatus)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback", wrapper.CreateThirdPartyLivePlayback)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback-lease", wrapper.CreateThirdPartyLivePlaybackLease)
+	router.POST(options.BaseURL+"/api/v2/third-party/gb28181/playback-sessions/:sessionId/playback-lease", wrapper.CreateThirdPartyGb28181PlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/streams/playback-lease", wrapper.CreateThirdPartyStreamPlaybackLease)
 	router.DELETE(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.DeleteThirdPartyPlaybackLease)
 	router.GET(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.GetThirdPartyPlaybackLease)
@@ -18382,7 +19759,16 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/start", wrapper.StartThirdPartyChannel)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/stop", wrapper.StopThirdPartyChannel)
 	router.GET(options.BaseURL+"/api/v2/third-party/recordings", wrapper.ListThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-link", wrapper.CreateThirdPartyRecordingPlaybackLink)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/download-link", wrapper.CreateThirdPartyRecordingDownloadLink)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-lease", wrapper.CreateThirdPartyRecordingPlaybackLease)
+	router.GET(options.BaseURL+"/api/v2/third-party/cut-merge/tasks", wrapper.ListThirdPartyCutMergeTasks)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks", wrapper.CreateThirdPartyCutMergeTask)
+	router.DELETE(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId", wrapper.DeleteThirdPartyCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId", wrapper.GetThirdPartyCutMergeTask)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId/playback-link", wrapper.CreateThirdPartyCutMergePlaybackLink)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId/download-link", wrapper.CreateThirdPartyCutMergeDownloadLink)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId/playback-lease", wrapper.CreateThirdPartyCutMergePlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/soft-delete", wrapper.SoftDeleteThirdPartyRecordings)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/restore", wrapper.RestoreThirdPartyRecordings)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/hard-delete", wrapper.HardDeleteThirdPartyRecordings)
@@ -18412,15 +19798,31 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/auth/me", wrapper.GetCurrentUser)
 	router.GET(options.BaseURL+"/api/v2/gb28181/devices", wrapper.ListGb28181Devices)
 	router.GET(options.BaseURL+"/api/v2/gb28181/devices/:deviceId", wrapper.GetGb28181Device)
+	router.POST(options.BaseURL+"/api/v2/gb28181/live/invite", wrapper.InviteGb28181Live)
+	router.POST(options.BaseURL+"/api/v2/gb28181/live/stop", wrapper.StopGb28181Live)
+	router.POST(options.BaseURL+"/api/v2/gb28181/records/query", wrapper.CreateGb28181RecordQuery)
+	router.GET(options.BaseURL+"/api/v2/gb28181/records/query/:taskId", wrapper.GetGb28181RecordQuery)
+	router.POST(options.BaseURL+"/api/v2/gb28181/playback/invite", wrapper.InviteGb28181Playback)
+	router.GET(options.BaseURL+"/api/v2/gb28181/playback/sessions/:sessionId", wrapper.GetGb28181PlaybackSession)
+	router.POST(options.BaseURL+"/api/v2/gb28181/playback/sessions/:sessionId/stop", wrapper.StopGb28181PlaybackSession)
 	router.POST(options.BaseURL+"/api/v2/recording/start", wrapper.StartRecording)
 	router.POST(options.BaseURL+"/api/v2/recording/stop", wrapper.StopRecording)
 	router.GET(options.BaseURL+"/api/v2/recording/sessions", wrapper.ListRecordingSessions)
 	router.GET(options.BaseURL+"/api/v2/recording/state-model", wrapper.GetRecordingStateModel)
 	router.POST(options.BaseURL+"/api/v2/recording/auto-record/run-once", wrapper.RunAutoRecordOnce)
 	router.GET(options.BaseURL+"/api/v2/recording/files", wrapper.ListRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/recording/files/:fileId/media", wrapper.GetRecordingFileMedia)
+	router.GET(options.BaseURL+"/api/v2/recording/files/:fileId/download", wrapper.DownloadRecordingFile)
 	router.POST(options.BaseURL+"/api/v2/recording/files/soft-delete", wrapper.SoftDeleteRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/restore", wrapper.RestoreRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/delete", wrapper.DeleteRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks", wrapper.ListCutMergeTasks)
+	router.POST(options.BaseURL+"/api/v2/recording/cut-merge/tasks", wrapper.CreateCutMergeTask)
+	router.DELETE(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId", wrapper.DeleteCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId", wrapper.GetCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/detail", wrapper.GetCutMergeTaskDetail)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/media", wrapper.GetCutMergeTaskMedia)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/download", wrapper.DownloadCutMergeTaskOutput)
 	router.GET(options.BaseURL+"/api/v2/recording/plans", wrapper.ListRecordPlans)
 	router.POST(options.BaseURL+"/api/v2/recording/plans", wrapper.CreateRecordPlan)
 	router.DELETE(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.DeleteRecordPlan)
@@ -18476,6 +19878,15 @@ type InternalErrorJSONResponse ErrorBody
 type NotFoundJSONResponse ErrorBody
 
 type PayloadTooLargeJSONResponse ErrorBody
+
+type RangeNotSatisfiableResponseHeaders struct {
+	ContentRange *string
+}
+type RangeNotSatisfiableJSONResponse struct {
+	Body ErrorBody
+
+	Headers RangeNotSatisfiableResponseHeaders
+}
 
 type ServiceUnavailableJSONResponse ErrorBody
 
@@ -24271,6 +25682,1017 @@ func (response GetGb28181Device500JSONResponse) VisitGetGb28181DeviceResponse(w 
 	return err
 }
 
+type InviteGb28181LiveRequestObject struct {
+	Body *InviteGb28181LiveJSONRequestBody
+}
+
+type InviteGb28181LiveResponseObject interface {
+	VisitInviteGb28181LiveResponse(w http.ResponseWriter) error
+}
+
+type InviteGb28181Live200JSONResponse ChannelStartResult
+
+func (response InviteGb28181Live200JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response InviteGb28181Live400JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response InviteGb28181Live401JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response InviteGb28181Live403JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response InviteGb28181Live404JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live409JSONResponse struct{ ConflictJSONResponse }
+
+func (response InviteGb28181Live409JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response InviteGb28181Live413JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response InviteGb28181Live415JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response InviteGb28181Live429JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response InviteGb28181Live500JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181LiveRequestObject struct {
+	Body *StopGb28181LiveJSONRequestBody
+}
+
+type StopGb28181LiveResponseObject interface {
+	VisitStopGb28181LiveResponse(w http.ResponseWriter) error
+}
+
+type StopGb28181Live200JSONResponse ChannelStopResult
+
+func (response StopGb28181Live200JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopGb28181Live400JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopGb28181Live401JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopGb28181Live403JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopGb28181Live404JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopGb28181Live409JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopGb28181Live413JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopGb28181Live415JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopGb28181Live429JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopGb28181Live500JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181PlaybackRequestObject struct {
+	Body *InviteGb28181PlaybackJSONRequestBody
+}
+
+type InviteGb28181PlaybackResponseObject interface {
+	VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error
+}
+
+type InviteGb28181Playback200JSONResponse Gb28181PlaybackInviteResult
+
+func (response InviteGb28181Playback200JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response InviteGb28181Playback400JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response InviteGb28181Playback401JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response InviteGb28181Playback403JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response InviteGb28181Playback404JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback409JSONResponse struct{ ConflictJSONResponse }
+
+func (response InviteGb28181Playback409JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response InviteGb28181Playback413JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response InviteGb28181Playback415JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response InviteGb28181Playback429JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response InviteGb28181Playback500JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response InviteGb28181Playback503JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSessionRequestObject struct {
+	SessionId string `json:"sessionId"`
+}
+
+type GetGb28181PlaybackSessionResponseObject interface {
+	VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error
+}
+
+type GetGb28181PlaybackSession200JSONResponse Gb28181PlaybackSession
+
+func (response GetGb28181PlaybackSession200JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetGb28181PlaybackSession400JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetGb28181PlaybackSession401JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetGb28181PlaybackSession403JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetGb28181PlaybackSession404JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetGb28181PlaybackSession429JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetGb28181PlaybackSession500JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSessionRequestObject struct {
+	SessionId string `json:"sessionId"`
+}
+
+type StopGb28181PlaybackSessionResponseObject interface {
+	VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error
+}
+
+type StopGb28181PlaybackSession200JSONResponse Gb28181PlaybackSession
+
+func (response StopGb28181PlaybackSession200JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopGb28181PlaybackSession400JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopGb28181PlaybackSession401JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopGb28181PlaybackSession403JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopGb28181PlaybackSession404JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopGb28181PlaybackSession409JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopGb28181PlaybackSession413JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopGb28181PlaybackSession415JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopGb28181PlaybackSession429JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopGb28181PlaybackSession500JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopGb28181PlaybackSession503JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQueryRequestObject struct {
+	Body *CreateGb28181RecordQueryJSONRequestBody
+}
+
+type CreateGb28181RecordQueryResponseObject interface {
+	VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error
+}
+
+type CreateGb28181RecordQuery200JSONResponse Gb28181RecordQuery
+
+func (response CreateGb28181RecordQuery200JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateGb28181RecordQuery400JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateGb28181RecordQuery401JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateGb28181RecordQuery403JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateGb28181RecordQuery404JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateGb28181RecordQuery409JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateGb28181RecordQuery413JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateGb28181RecordQuery415JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateGb28181RecordQuery429JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateGb28181RecordQuery500JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateGb28181RecordQuery503JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQueryRequestObject struct {
+	TaskId string `json:"taskId"`
+}
+
+type GetGb28181RecordQueryResponseObject interface {
+	VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error
+}
+
+type GetGb28181RecordQuery200JSONResponse Gb28181RecordQuery
+
+func (response GetGb28181RecordQuery200JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetGb28181RecordQuery400JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetGb28181RecordQuery401JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetGb28181RecordQuery403JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetGb28181RecordQuery404JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetGb28181RecordQuery429JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetGb28181RecordQuery500JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListMediaServersRequestObject struct {
 	Params ListMediaServersParams
 }
@@ -28896,6 +31318,958 @@ func (response RunAutoRecordOnce500JSONResponse) VisitRunAutoRecordOnceResponse(
 	return err
 }
 
+type ListCutMergeTasksRequestObject struct {
+	Params ListCutMergeTasksParams
+}
+
+type ListCutMergeTasksResponseObject interface {
+	VisitListCutMergeTasksResponse(w http.ResponseWriter) error
+}
+
+type ListCutMergeTasks200JSONResponse CutMergeTaskList
+
+func (response ListCutMergeTasks200JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListCutMergeTasks400JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListCutMergeTasks401JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListCutMergeTasks403JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListCutMergeTasks429JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListCutMergeTasks500JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTaskRequestObject struct {
+	Body *CreateCutMergeTaskJSONRequestBody
+}
+
+type CreateCutMergeTaskResponseObject interface {
+	VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type CreateCutMergeTask200JSONResponse CutMergeTask
+
+func (response CreateCutMergeTask200JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateCutMergeTask400JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateCutMergeTask401JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateCutMergeTask403JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateCutMergeTask404JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateCutMergeTask429JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateCutMergeTask500JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params DeleteCutMergeTaskParams
+}
+
+type DeleteCutMergeTaskResponseObject interface {
+	VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type DeleteCutMergeTask200JSONResponse CutMergeTask
+
+func (response DeleteCutMergeTask200JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteCutMergeTask400JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteCutMergeTask401JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteCutMergeTask403JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteCutMergeTask404JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteCutMergeTask409JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteCutMergeTask429JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteCutMergeTask500JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteCutMergeTask503JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params GetCutMergeTaskParams
+}
+
+type GetCutMergeTaskResponseObject interface {
+	VisitGetCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTask200JSONResponse CutMergeTask
+
+func (response GetCutMergeTask200JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTask400JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTask401JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTask403JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCutMergeTask404JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTask429JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTask500JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetailRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params GetCutMergeTaskDetailParams
+}
+
+type GetCutMergeTaskDetailResponseObject interface {
+	VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTaskDetail200JSONResponse CutMergeTaskDetail
+
+func (response GetCutMergeTaskDetail200JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTaskDetail400JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTaskDetail401JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTaskDetail403JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCutMergeTaskDetail404JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTaskDetail429JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTaskDetail500JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutputRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+}
+
+type DownloadCutMergeTaskOutputResponseObject interface {
+	VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error
+}
+
+type DownloadCutMergeTaskOutput200ResponseHeaders struct {
+	ContentDisposition *string
+}
+
+type DownloadCutMergeTaskOutput200Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadCutMergeTaskOutput200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadCutMergeTaskOutput200Videomp4Response) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadCutMergeTaskOutput206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type DownloadCutMergeTaskOutput206Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadCutMergeTaskOutput206ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadCutMergeTaskOutput206Videomp4Response) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadCutMergeTaskOutput304Response struct {
+}
+
+func (response DownloadCutMergeTaskOutput304Response) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type DownloadCutMergeTaskOutput400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadCutMergeTaskOutput400JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadCutMergeTaskOutput401JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DownloadCutMergeTaskOutput403JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadCutMergeTaskOutput404JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadCutMergeTaskOutput409JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response DownloadCutMergeTaskOutput416JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadCutMergeTaskOutput429JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadCutMergeTaskOutput500JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadCutMergeTaskOutput503JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMediaRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+}
+
+type GetCutMergeTaskMediaResponseObject interface {
+	VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTaskMedia200Videomp4Response struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetCutMergeTaskMedia200Videomp4Response) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetCutMergeTaskMedia206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetCutMergeTaskMedia206Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetCutMergeTaskMedia206ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetCutMergeTaskMedia206Videomp4Response) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetCutMergeTaskMedia304Response struct {
+}
+
+func (response GetCutMergeTaskMedia304Response) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetCutMergeTaskMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTaskMedia400JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTaskMedia401JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTaskMedia403JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCutMergeTaskMedia404JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetCutMergeTaskMedia409JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response GetCutMergeTaskMedia416JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTaskMedia429JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTaskMedia500JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetCutMergeTaskMedia503JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRecordingFilesRequestObject struct {
 	Params ListRecordingFilesParams
 }
@@ -29264,6 +32638,414 @@ func (response SoftDeleteRecordingFiles500JSONResponse) VisitSoftDeleteRecording
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFileRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+}
+
+type DownloadRecordingFileResponseObject interface {
+	VisitDownloadRecordingFileResponse(w http.ResponseWriter) error
+}
+
+type DownloadRecordingFile200ResponseHeaders struct {
+	ContentDisposition *string
+}
+
+type DownloadRecordingFile200Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadRecordingFile200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadRecordingFile200Videomp4Response) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRecordingFile206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type DownloadRecordingFile206Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadRecordingFile206ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadRecordingFile206Videomp4Response) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRecordingFile304Response struct {
+}
+
+func (response DownloadRecordingFile304Response) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type DownloadRecordingFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadRecordingFile400JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadRecordingFile401JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DownloadRecordingFile403JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadRecordingFile404JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadRecordingFile409JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response DownloadRecordingFile416JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadRecordingFile429JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadRecordingFile500JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadRecordingFile503JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMediaRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+}
+
+type GetRecordingFileMediaResponseObject interface {
+	VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error
+}
+
+type GetRecordingFileMedia200ResponseHeaders struct {
+	AcceptRanges *string
+}
+
+type GetRecordingFileMedia200Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRecordingFileMedia200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRecordingFileMedia200Videomp4Response) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.AcceptRanges != nil {
+		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRecordingFileMedia206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetRecordingFileMedia206Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRecordingFileMedia206ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRecordingFileMedia206Videomp4Response) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRecordingFileMedia304Response struct {
+}
+
+func (response GetRecordingFileMedia304Response) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRecordingFileMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRecordingFileMedia400JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordingFileMedia401JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordingFileMedia403JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRecordingFileMedia404JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRecordingFileMedia409JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response GetRecordingFileMedia416JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordingFileMedia429JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordingFileMedia500JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRecordingFileMedia503JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -42986,6 +46768,967 @@ func (response StopThirdPartyChannel500JSONResponse) VisitStopThirdPartyChannelR
 	return err
 }
 
+type ListThirdPartyCutMergeTasksRequestObject struct {
+	Params ListThirdPartyCutMergeTasksParams
+}
+
+type ListThirdPartyCutMergeTasksResponseObject interface {
+	VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error
+}
+
+type ListThirdPartyCutMergeTasks200JSONResponse CutMergeTaskList
+
+func (response ListThirdPartyCutMergeTasks200JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks400JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks401JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks403JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks429JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks500JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTaskRequestObject struct {
+	Body *CreateThirdPartyCutMergeTaskJSONRequestBody
+}
+
+type CreateThirdPartyCutMergeTaskResponseObject interface {
+	VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergeTask200JSONResponse CutMergeTask
+
+func (response CreateThirdPartyCutMergeTask200JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask400JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask401JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask403JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask404JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask429JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask500JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params DeleteThirdPartyCutMergeTaskParams
+}
+
+type DeleteThirdPartyCutMergeTaskResponseObject interface {
+	VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type DeleteThirdPartyCutMergeTask200JSONResponse CutMergeTask
+
+func (response DeleteThirdPartyCutMergeTask200JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask400JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask401JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask403JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask404JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask409JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask429JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask500JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask503JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+}
+
+type GetThirdPartyCutMergeTaskResponseObject interface {
+	VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type GetThirdPartyCutMergeTask200JSONResponse CutMergeTask
+
+func (response GetThirdPartyCutMergeTask200JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetThirdPartyCutMergeTask400JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetThirdPartyCutMergeTask401JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetThirdPartyCutMergeTask403JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetThirdPartyCutMergeTask404JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetThirdPartyCutMergeTask429JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetThirdPartyCutMergeTask500JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLinkRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Body   *CreateThirdPartyCutMergeDownloadLinkJSONRequestBody
+}
+
+type CreateThirdPartyCutMergeDownloadLinkResponseObject interface {
+	VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergeDownloadLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyCutMergeDownloadLink200JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink400JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink401JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink403JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink404JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink409JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink429JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink500JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLeaseRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Body   *CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyCutMergePlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergePlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyCutMergePlaybackLease200JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease400JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease401JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease403JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease404JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease409JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease429JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease500JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLinkRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Body   *CreateThirdPartyCutMergePlaybackLinkJSONRequestBody
+}
+
+type CreateThirdPartyCutMergePlaybackLinkResponseObject interface {
+	VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergePlaybackLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyCutMergePlaybackLink200JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink400JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink401JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink403JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink404JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink409JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink429JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink500JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLeaseRequestObject struct {
+	SessionId string `json:"sessionId"`
+	Body      *CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyGb28181PlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyGb28181PlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyGb28181PlaybackLease200JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease400JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease401JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease403JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease404JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease409JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease413JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateThirdPartyGb28181PlaybackLease415JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease429JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease500JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListThirdPartyMediaServersRequestObject struct {
 	Params ListThirdPartyMediaServersParams
 }
@@ -43818,6 +48561,128 @@ func (response SoftDeleteThirdPartyRecordings500JSONResponse) VisitSoftDeleteThi
 	return err
 }
 
+type CreateThirdPartyRecordingDownloadLinkRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+	Body   *CreateThirdPartyRecordingDownloadLinkJSONRequestBody
+}
+
+type CreateThirdPartyRecordingDownloadLinkResponseObject interface {
+	VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyRecordingDownloadLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyRecordingDownloadLink200JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink400JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink401JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink403JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink404JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink409JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink429JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink500JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateThirdPartyRecordingPlaybackLeaseRequestObject struct {
 	FileId string `json:"fileId"`
 	Body   *CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody
@@ -43929,6 +48794,128 @@ func (response CreateThirdPartyRecordingPlaybackLease429JSONResponse) VisitCreat
 type CreateThirdPartyRecordingPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response CreateThirdPartyRecordingPlaybackLease500JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLinkRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+	Body   *CreateThirdPartyRecordingPlaybackLinkJSONRequestBody
+}
+
+type CreateThirdPartyRecordingPlaybackLinkResponseObject interface {
+	VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyRecordingPlaybackLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyRecordingPlaybackLink200JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink400JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink401JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink403JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink404JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink409JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink429JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink500JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -44366,6 +49353,27 @@ type StrictServerInterface interface {
 	// GetGb28181Device One GB28181 device
 	// (GET /api/v2/gb28181/devices/{deviceId})
 	GetGb28181Device(ctx context.Context, request GetGb28181DeviceRequestObject) (GetGb28181DeviceResponseObject, error)
+	// InviteGb28181Live Start a GB28181 channel's live stream
+	// (POST /api/v2/gb28181/live/invite)
+	InviteGb28181Live(ctx context.Context, request InviteGb28181LiveRequestObject) (InviteGb28181LiveResponseObject, error)
+	// StopGb28181Live Stop a GB28181 channel's live stream
+	// (POST /api/v2/gb28181/live/stop)
+	StopGb28181Live(ctx context.Context, request StopGb28181LiveRequestObject) (StopGb28181LiveResponseObject, error)
+	// InviteGb28181Playback Play a device's recording
+	// (POST /api/v2/gb28181/playback/invite)
+	InviteGb28181Playback(ctx context.Context, request InviteGb28181PlaybackRequestObject) (InviteGb28181PlaybackResponseObject, error)
+	// GetGb28181PlaybackSession A playback session
+	// (GET /api/v2/gb28181/playback/sessions/{sessionId})
+	GetGb28181PlaybackSession(ctx context.Context, request GetGb28181PlaybackSessionRequestObject) (GetGb28181PlaybackSessionResponseObject, error)
+	// StopGb28181PlaybackSession Stop a playback session
+	// (POST /api/v2/gb28181/playback/sessions/{sessionId}/stop)
+	StopGb28181PlaybackSession(ctx context.Context, request StopGb28181PlaybackSessionRequestObject) (StopGb28181PlaybackSessionResponseObject, error)
+	// CreateGb28181RecordQuery Ask a device for a channel's recordings
+	// (POST /api/v2/gb28181/records/query)
+	CreateGb28181RecordQuery(ctx context.Context, request CreateGb28181RecordQueryRequestObject) (CreateGb28181RecordQueryResponseObject, error)
+	// GetGb28181RecordQuery A record query and the device's recordings
+	// (GET /api/v2/gb28181/records/query/{taskId})
+	GetGb28181RecordQuery(ctx context.Context, request GetGb28181RecordQueryRequestObject) (GetGb28181RecordQueryResponseObject, error)
 	// ListMediaServers List media servers
 	// (GET /api/v2/media-servers)
 	ListMediaServers(ctx context.Context, request ListMediaServersRequestObject) (ListMediaServersResponseObject, error)
@@ -44468,6 +49476,27 @@ type StrictServerInterface interface {
 	// RunAutoRecordOnce Run one auto-record pass now
 	// (POST /api/v2/recording/auto-record/run-once)
 	RunAutoRecordOnce(ctx context.Context, request RunAutoRecordOnceRequestObject) (RunAutoRecordOnceResponseObject, error)
+	// ListCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/recording/cut-merge/tasks)
+	ListCutMergeTasks(ctx context.Context, request ListCutMergeTasksRequestObject) (ListCutMergeTasksResponseObject, error)
+	// CreateCutMergeTask Create a cut/merge task
+	// (POST /api/v2/recording/cut-merge/tasks)
+	CreateCutMergeTask(ctx context.Context, request CreateCutMergeTaskRequestObject) (CreateCutMergeTaskResponseObject, error)
+	// DeleteCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/recording/cut-merge/tasks/{taskId})
+	DeleteCutMergeTask(ctx context.Context, request DeleteCutMergeTaskRequestObject) (DeleteCutMergeTaskResponseObject, error)
+	// GetCutMergeTask Read a cut/merge task
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId})
+	GetCutMergeTask(ctx context.Context, request GetCutMergeTaskRequestObject) (GetCutMergeTaskResponseObject, error)
+	// GetCutMergeTaskDetail Read a cut/merge task with its sources
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/detail)
+	GetCutMergeTaskDetail(ctx context.Context, request GetCutMergeTaskDetailRequestObject) (GetCutMergeTaskDetailResponseObject, error)
+	// DownloadCutMergeTaskOutput Download a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/download)
+	DownloadCutMergeTaskOutput(ctx context.Context, request DownloadCutMergeTaskOutputRequestObject) (DownloadCutMergeTaskOutputResponseObject, error)
+	// GetCutMergeTaskMedia Play a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/media)
+	GetCutMergeTaskMedia(ctx context.Context, request GetCutMergeTaskMediaRequestObject) (GetCutMergeTaskMediaResponseObject, error)
 	// ListRecordingFiles List recorded files
 	// (GET /api/v2/recording/files)
 	ListRecordingFiles(ctx context.Context, request ListRecordingFilesRequestObject) (ListRecordingFilesResponseObject, error)
@@ -44480,6 +49509,12 @@ type StrictServerInterface interface {
 	// SoftDeleteRecordingFiles Soft-delete recorded files
 	// (POST /api/v2/recording/files/soft-delete)
 	SoftDeleteRecordingFiles(ctx context.Context, request SoftDeleteRecordingFilesRequestObject) (SoftDeleteRecordingFilesResponseObject, error)
+	// DownloadRecordingFile Download a recorded file
+	// (GET /api/v2/recording/files/{fileId}/download)
+	DownloadRecordingFile(ctx context.Context, request DownloadRecordingFileRequestObject) (DownloadRecordingFileResponseObject, error)
+	// GetRecordingFileMedia Play a recorded file
+	// (GET /api/v2/recording/files/{fileId}/media)
+	GetRecordingFileMedia(ctx context.Context, request GetRecordingFileMediaRequestObject) (GetRecordingFileMediaResponseObject, error)
 	// GetRecordPlanTemplate A recording plan template
 	// (GET /api/v2/recording/plan-template)
 	GetRecordPlanTemplate(ctx context.Context, request GetRecordPlanTemplateRequestObject) (GetRecordPlanTemplateResponseObject, error)
@@ -44837,6 +49872,30 @@ type StrictServerInterface interface {
 	// StopThirdPartyChannel Stop a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/stop)
 	StopThirdPartyChannel(ctx context.Context, request StopThirdPartyChannelRequestObject) (StopThirdPartyChannelResponseObject, error)
+	// ListThirdPartyCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/third-party/cut-merge/tasks)
+	ListThirdPartyCutMergeTasks(ctx context.Context, request ListThirdPartyCutMergeTasksRequestObject) (ListThirdPartyCutMergeTasksResponseObject, error)
+	// CreateThirdPartyCutMergeTask Create a cut/merge task
+	// (POST /api/v2/third-party/cut-merge/tasks)
+	CreateThirdPartyCutMergeTask(ctx context.Context, request CreateThirdPartyCutMergeTaskRequestObject) (CreateThirdPartyCutMergeTaskResponseObject, error)
+	// DeleteThirdPartyCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/third-party/cut-merge/tasks/{taskId})
+	DeleteThirdPartyCutMergeTask(ctx context.Context, request DeleteThirdPartyCutMergeTaskRequestObject) (DeleteThirdPartyCutMergeTaskResponseObject, error)
+	// GetThirdPartyCutMergeTask Read a cut/merge task
+	// (GET /api/v2/third-party/cut-merge/tasks/{taskId})
+	GetThirdPartyCutMergeTask(ctx context.Context, request GetThirdPartyCutMergeTaskRequestObject) (GetThirdPartyCutMergeTaskResponseObject, error)
+	// CreateThirdPartyCutMergeDownloadLink Single-use download link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/download-link)
+	CreateThirdPartyCutMergeDownloadLink(ctx context.Context, request CreateThirdPartyCutMergeDownloadLinkRequestObject) (CreateThirdPartyCutMergeDownloadLinkResponseObject, error)
+	// CreateThirdPartyCutMergePlaybackLease Lease a cut/merge output for playback
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-lease)
+	CreateThirdPartyCutMergePlaybackLease(ctx context.Context, request CreateThirdPartyCutMergePlaybackLeaseRequestObject) (CreateThirdPartyCutMergePlaybackLeaseResponseObject, error)
+	// CreateThirdPartyCutMergePlaybackLink Single-use playback link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-link)
+	CreateThirdPartyCutMergePlaybackLink(ctx context.Context, request CreateThirdPartyCutMergePlaybackLinkRequestObject) (CreateThirdPartyCutMergePlaybackLinkResponseObject, error)
+	// CreateThirdPartyGb28181PlaybackLease Lease a GB28181 playback session to a player
+	// (POST /api/v2/third-party/gb28181/playback-sessions/{sessionId}/playback-lease)
+	CreateThirdPartyGb28181PlaybackLease(ctx context.Context, request CreateThirdPartyGb28181PlaybackLeaseRequestObject) (CreateThirdPartyGb28181PlaybackLeaseResponseObject, error)
 	// ListThirdPartyMediaServers List the media servers
 	// (GET /api/v2/third-party/media-servers)
 	ListThirdPartyMediaServers(ctx context.Context, request ListThirdPartyMediaServersRequestObject) (ListThirdPartyMediaServersResponseObject, error)
@@ -44861,9 +49920,15 @@ type StrictServerInterface interface {
 	// SoftDeleteThirdPartyRecordings Soft-delete recordings
 	// (POST /api/v2/third-party/recordings/soft-delete)
 	SoftDeleteThirdPartyRecordings(ctx context.Context, request SoftDeleteThirdPartyRecordingsRequestObject) (SoftDeleteThirdPartyRecordingsResponseObject, error)
+	// CreateThirdPartyRecordingDownloadLink Single-use download link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/download-link)
+	CreateThirdPartyRecordingDownloadLink(ctx context.Context, request CreateThirdPartyRecordingDownloadLinkRequestObject) (CreateThirdPartyRecordingDownloadLinkResponseObject, error)
 	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
 	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
 	CreateThirdPartyRecordingPlaybackLease(ctx context.Context, request CreateThirdPartyRecordingPlaybackLeaseRequestObject) (CreateThirdPartyRecordingPlaybackLeaseResponseObject, error)
+	// CreateThirdPartyRecordingPlaybackLink Single-use playback link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-link)
+	CreateThirdPartyRecordingPlaybackLink(ctx context.Context, request CreateThirdPartyRecordingPlaybackLinkRequestObject) (CreateThirdPartyRecordingPlaybackLinkResponseObject, error)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
@@ -46502,6 +51567,252 @@ func (sh *strictHandler) GetGb28181Device(ctx *gin.Context, deviceId string) {
 	}
 }
 
+// InviteGb28181Live operation middleware
+func (sh *strictHandler) InviteGb28181Live(ctx *gin.Context) {
+	var request InviteGb28181LiveRequestObject
+
+	var body InviteGb28181LiveJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.InviteGb28181Live(ctx, request.(InviteGb28181LiveRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "InviteGb28181Live")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(InviteGb28181LiveResponseObject); ok {
+		if err := validResponse.VisitInviteGb28181LiveResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopGb28181Live operation middleware
+func (sh *strictHandler) StopGb28181Live(ctx *gin.Context) {
+	var request StopGb28181LiveRequestObject
+
+	var body StopGb28181LiveJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopGb28181Live(ctx, request.(StopGb28181LiveRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopGb28181Live")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopGb28181LiveResponseObject); ok {
+		if err := validResponse.VisitStopGb28181LiveResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// InviteGb28181Playback operation middleware
+func (sh *strictHandler) InviteGb28181Playback(ctx *gin.Context) {
+	var request InviteGb28181PlaybackRequestObject
+
+	var body InviteGb28181PlaybackJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.InviteGb28181Playback(ctx, request.(InviteGb28181PlaybackRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "InviteGb28181Playback")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(InviteGb28181PlaybackResponseObject); ok {
+		if err := validResponse.VisitInviteGb28181PlaybackResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetGb28181PlaybackSession operation middleware
+func (sh *strictHandler) GetGb28181PlaybackSession(ctx *gin.Context, sessionId string) {
+	var request GetGb28181PlaybackSessionRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGb28181PlaybackSession(ctx, request.(GetGb28181PlaybackSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGb28181PlaybackSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetGb28181PlaybackSessionResponseObject); ok {
+		if err := validResponse.VisitGetGb28181PlaybackSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopGb28181PlaybackSession operation middleware
+func (sh *strictHandler) StopGb28181PlaybackSession(ctx *gin.Context, sessionId string) {
+	var request StopGb28181PlaybackSessionRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopGb28181PlaybackSession(ctx, request.(StopGb28181PlaybackSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopGb28181PlaybackSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopGb28181PlaybackSessionResponseObject); ok {
+		if err := validResponse.VisitStopGb28181PlaybackSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateGb28181RecordQuery operation middleware
+func (sh *strictHandler) CreateGb28181RecordQuery(ctx *gin.Context) {
+	var request CreateGb28181RecordQueryRequestObject
+
+	var body CreateGb28181RecordQueryJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateGb28181RecordQuery(ctx, request.(CreateGb28181RecordQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateGb28181RecordQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateGb28181RecordQueryResponseObject); ok {
+		if err := validResponse.VisitCreateGb28181RecordQueryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetGb28181RecordQuery operation middleware
+func (sh *strictHandler) GetGb28181RecordQuery(ctx *gin.Context, taskId string) {
+	var request GetGb28181RecordQueryRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGb28181RecordQuery(ctx, request.(GetGb28181RecordQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGb28181RecordQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetGb28181RecordQueryResponseObject); ok {
+		if err := validResponse.VisitGetGb28181RecordQueryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListMediaServers operation middleware
 func (sh *strictHandler) ListMediaServers(ctx *gin.Context, params ListMediaServersParams) {
 	var request ListMediaServersRequestObject
@@ -47712,6 +53023,207 @@ func (sh *strictHandler) RunAutoRecordOnce(ctx *gin.Context, params RunAutoRecor
 	}
 }
 
+// ListCutMergeTasks operation middleware
+func (sh *strictHandler) ListCutMergeTasks(ctx *gin.Context, params ListCutMergeTasksParams) {
+	var request ListCutMergeTasksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCutMergeTasks(ctx, request.(ListCutMergeTasksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCutMergeTasks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListCutMergeTasksResponseObject); ok {
+		if err := validResponse.VisitListCutMergeTasksResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateCutMergeTask operation middleware
+func (sh *strictHandler) CreateCutMergeTask(ctx *gin.Context) {
+	var request CreateCutMergeTaskRequestObject
+
+	var body CreateCutMergeTaskJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateCutMergeTask(ctx, request.(CreateCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitCreateCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteCutMergeTask operation middleware
+func (sh *strictHandler) DeleteCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath, params DeleteCutMergeTaskParams) {
+	var request DeleteCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteCutMergeTask(ctx, request.(DeleteCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitDeleteCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTask operation middleware
+func (sh *strictHandler) GetCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskParams) {
+	var request GetCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTask(ctx, request.(GetCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTaskDetail operation middleware
+func (sh *strictHandler) GetCutMergeTaskDetail(ctx *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskDetailParams) {
+	var request GetCutMergeTaskDetailRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTaskDetail(ctx, request.(GetCutMergeTaskDetailRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTaskDetail")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskDetailResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskDetailResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadCutMergeTaskOutput operation middleware
+func (sh *strictHandler) DownloadCutMergeTaskOutput(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request DownloadCutMergeTaskOutputRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadCutMergeTaskOutput(ctx, request.(DownloadCutMergeTaskOutputRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadCutMergeTaskOutput")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadCutMergeTaskOutputResponseObject); ok {
+		if err := validResponse.VisitDownloadCutMergeTaskOutputResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTaskMedia operation middleware
+func (sh *strictHandler) GetCutMergeTaskMedia(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request GetCutMergeTaskMediaRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTaskMedia(ctx, request.(GetCutMergeTaskMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTaskMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskMediaResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskMediaResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListRecordingFiles operation middleware
 func (sh *strictHandler) ListRecordingFiles(ctx *gin.Context, params ListRecordingFilesParams) {
 	var request ListRecordingFilesRequestObject
@@ -47857,6 +53369,58 @@ func (sh *strictHandler) SoftDeleteRecordingFiles(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(SoftDeleteRecordingFilesResponseObject); ok {
 		if err := validResponse.VisitSoftDeleteRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadRecordingFile operation middleware
+func (sh *strictHandler) DownloadRecordingFile(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request DownloadRecordingFileRequestObject
+
+	request.FileId = fileId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadRecordingFile(ctx, request.(DownloadRecordingFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadRecordingFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadRecordingFileResponseObject); ok {
+		if err := validResponse.VisitDownloadRecordingFileResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordingFileMedia operation middleware
+func (sh *strictHandler) GetRecordingFileMedia(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request GetRecordingFileMediaRequestObject
+
+	request.FileId = fileId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordingFileMedia(ctx, request.(GetRecordingFileMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordingFileMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordingFileMediaResponseObject); ok {
+		if err := validResponse.VisitGetRecordingFileMediaResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -51621,6 +57185,303 @@ func (sh *strictHandler) StopThirdPartyChannel(ctx *gin.Context, channelId Chann
 	}
 }
 
+// ListThirdPartyCutMergeTasks operation middleware
+func (sh *strictHandler) ListThirdPartyCutMergeTasks(ctx *gin.Context, params ListThirdPartyCutMergeTasksParams) {
+	var request ListThirdPartyCutMergeTasksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListThirdPartyCutMergeTasks(ctx, request.(ListThirdPartyCutMergeTasksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListThirdPartyCutMergeTasks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListThirdPartyCutMergeTasksResponseObject); ok {
+		if err := validResponse.VisitListThirdPartyCutMergeTasksResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergeTask operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergeTask(ctx *gin.Context) {
+	var request CreateThirdPartyCutMergeTaskRequestObject
+
+	var body CreateThirdPartyCutMergeTaskJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergeTask(ctx, request.(CreateThirdPartyCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteThirdPartyCutMergeTask operation middleware
+func (sh *strictHandler) DeleteThirdPartyCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath, params DeleteThirdPartyCutMergeTaskParams) {
+	var request DeleteThirdPartyCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteThirdPartyCutMergeTask(ctx, request.(DeleteThirdPartyCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteThirdPartyCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteThirdPartyCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitDeleteThirdPartyCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetThirdPartyCutMergeTask operation middleware
+func (sh *strictHandler) GetThirdPartyCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request GetThirdPartyCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetThirdPartyCutMergeTask(ctx, request.(GetThirdPartyCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetThirdPartyCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetThirdPartyCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitGetThirdPartyCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergeDownloadLink operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergeDownloadLink(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request CreateThirdPartyCutMergeDownloadLinkRequestObject
+
+	request.TaskId = taskId
+
+	var body CreateThirdPartyCutMergeDownloadLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergeDownloadLink(ctx, request.(CreateThirdPartyCutMergeDownloadLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergeDownloadLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergeDownloadLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergeDownloadLinkResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergePlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergePlaybackLease(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request CreateThirdPartyCutMergePlaybackLeaseRequestObject
+
+	request.TaskId = taskId
+
+	var body CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergePlaybackLease(ctx, request.(CreateThirdPartyCutMergePlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergePlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergePlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergePlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergePlaybackLink operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergePlaybackLink(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request CreateThirdPartyCutMergePlaybackLinkRequestObject
+
+	request.TaskId = taskId
+
+	var body CreateThirdPartyCutMergePlaybackLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergePlaybackLink(ctx, request.(CreateThirdPartyCutMergePlaybackLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergePlaybackLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergePlaybackLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergePlaybackLinkResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyGb28181PlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyGb28181PlaybackLease(ctx *gin.Context, sessionId string) {
+	var request CreateThirdPartyGb28181PlaybackLeaseRequestObject
+
+	request.SessionId = sessionId
+
+	var body CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyGb28181PlaybackLease(ctx, request.(CreateThirdPartyGb28181PlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyGb28181PlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyGb28181PlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyGb28181PlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListThirdPartyMediaServers operation middleware
 func (sh *strictHandler) ListThirdPartyMediaServers(ctx *gin.Context, params ListThirdPartyMediaServersParams) {
 	var request ListThirdPartyMediaServersRequestObject
@@ -51896,6 +57757,50 @@ func (sh *strictHandler) SoftDeleteThirdPartyRecordings(ctx *gin.Context) {
 	}
 }
 
+// CreateThirdPartyRecordingDownloadLink operation middleware
+func (sh *strictHandler) CreateThirdPartyRecordingDownloadLink(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request CreateThirdPartyRecordingDownloadLinkRequestObject
+
+	request.FileId = fileId
+
+	var body CreateThirdPartyRecordingDownloadLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyRecordingDownloadLink(ctx, request.(CreateThirdPartyRecordingDownloadLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyRecordingDownloadLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyRecordingDownloadLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyRecordingDownloadLinkResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // CreateThirdPartyRecordingPlaybackLease operation middleware
 func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLease(ctx *gin.Context, fileId string) {
 	var request CreateThirdPartyRecordingPlaybackLeaseRequestObject
@@ -51933,6 +57838,50 @@ func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLease(ctx *gin.Context
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(CreateThirdPartyRecordingPlaybackLeaseResponseObject); ok {
 		if err := validResponse.VisitCreateThirdPartyRecordingPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyRecordingPlaybackLink operation middleware
+func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLink(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request CreateThirdPartyRecordingPlaybackLinkRequestObject
+
+	request.FileId = fileId
+
+	var body CreateThirdPartyRecordingPlaybackLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyRecordingPlaybackLink(ctx, request.(CreateThirdPartyRecordingPlaybackLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyRecordingPlaybackLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyRecordingPlaybackLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyRecordingPlaybackLinkResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -52037,1436 +57986,1561 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39ctw4li/4Kgjt3SipI+WyXR/bY8WNHVm2275tl7WS3DV35vaVIBKZiRYTYAOg0lkT9VD7CvtkGzgH",
-	"AEEmQDJTsrtmpv6pspIkPg8Ozufv/PtBIVe1FEwYffDi3w+WjJZMwT8v74tLQytm/10yXSheGy7FwYuD",
-	"G6MadkOkIOyeqQ2hQq+ZInJOKBGyZMQsqSFLqkkltSGFFIYWhqy5WRKzZKSoGm2YIhV09gJ+c20UcsU0",
-	"mSu5ImbJNTT3jSZyLYg21Nj3SrKiG1LR4o4USyoWTJMVhU6VbBZLIs2SKfhQE81FwZ6Q01vNhCHrJa8Y",
-	"9Aaj5JpwsT06HNWTg9mBLpZsRe38mWhWBy/+7cBO/OCvswOzqdnBiwNtFBeLg19//XV2UFNFV8y4xTtb",
-	"UiFYdVoYfk/tsl3a0b/hlWFqe0E/impDqH2XEamItH/WTJRcLGCOglXaDojbl//eMLU5mB0IurJjoN0u",
-	"OsP+b4rND14c/B/ftpv8LT7V36ZHeGCn0j5qaIU/p4fsx2bXEbaLwie4VQMDDs3uPtjwaTzQuh4boNtd",
-	"O8S6JnYk2eHVdWdYK/r5PRMLszx48eP32zvfDqIx8oIVUpWjY1lKzQhtjDxW8AHRa26KJZwYGOM9rZr8",
-	"ANuO4nG6gd1KWTEq+iP7Cy+Z3GFgdVNV5JD6L492HyL2OG2Er5jmipWTSK3dyRK/Gqa2Mm56R3LrDKsz",
-	"3HteMPfHu3KXEdsP/RPCS3L4p5fP//jsj8/Cb4XlTFKRjz/95d0bUis55xU7ys+uO5IM4T57/scBysXp",
-	"jM9DzjuzOMQhur94aUftZ+MnKsuxse876NeC3lZs4llj+PJuROw+mkjCf1Kyqf/MNtsD+jPb4NK1G7+w",
-	"L88I1aSw4xNkvWSCcEPW9ifFqGFlGFZNzbId1cL3MztQ7O+Npc+DF/Za2odn+UEP3ktb+w9DyK1aNL79",
-	"x7NOctEzqtkxF5oJzeGqNOyzIXPZiBIvIIZDI3d2xdUgl79znexFe2+pPm1KPpGfLqk+pvb13chv6TuZ",
-	"Rn9vqT43v0wf0fnVv+48HtvBtNGkmMm7kgnD5xwlxeg4wEFQzDRKsDJ1FOxmVlznD0URMcBJp2J4f9/p",
-	"yyVVnq1OW1NtvyjJIe98u+O92f144lo/5LzYfmck+mxm5aMZ0UYxupq1zF3bPWjvrS9yrN7LxRslV5n1",
-	"ZsIozjShxg6Fzq0CAStq+IqRQ7xk+Yr9IkX+zrGKRWdwc6lW1NjbiBp2bL8/GB7hR1WmOOVPbM20CYOc",
-	"c6UNObRLXLI5bSpzBIJ9Vdq34GluiBI6iMfoWjh4cSCgl4NZ0EfCD9hySjWJB38lJy3uLZtLxXZfXSMf",
-	"sLYfWMnpJVP3TI2LIlRrvrDcwkgc5sp+TTR8nhveqtPDXiT6kzyv6Iapl4rRu2mM4Y6xGsRpLhbHdh1l",
-	"Y45raEWTQxE3uCO36Hw7kVn8JMsJkh6OPF5TohqhrcYftPL8qMq9hbpzJY0sZDVVEqnd+7mx+Oe7Cv5h",
-	"HNHYLhphSfi9XPyZi3JQYvKnyQ/zjos8x+Si3HV43aHEg7yUjSrYJzX10oLXyaeL93jEZWPsnQsXNa30",
-	"ERpHuHDUaO+PGSl610q1OYk/8lcLkC6hihG+EFKx7AroMOYMzTx/+v0Q0VzCXTVdCcO7bVA6xFf2EmFx",
-	"NLsohdF48MbQ9l9Ukxt8cnM0PMz8YRsc6F+WUpupB+2eKzDs2G9yo7mHBnc892gJnCgu4ssn/krVyP1b",
-	"e6J7rzVBolExazorQu+7jdqu0bmStxVb6e2BX4Aki0Y8bthKe3PoPSPUsiz7Xfb2j5tOCgFzWmk2S7H4",
-	"c7pIWE9+ala37drUdMHssqG4bQU9qgwXC3vzP8uyUdtwcjDPZu0tz4X57vnB7GDFBV9Z8eRZGCUXhi2Y",
-	"CqO85L8kRvqBfrYfEhFGrORak5opGPbQ6KDB5Ah/eJoaIvZkWcvT0QGjrY2LRd7M6A2LFS/AlLqHbTFD",
-	"aqHzMWsTDMGd2288U8kS/p4GozCa16K8svLc1lhei9KTGkiOiooFI4cXb87Id99990/I9iixYuTMCfFA",
-	"gra1oxMy5xXTLVE6QZSbvI0Gx7GH2Bnm8oZXbMjyiGPyFm70Qhy+YhWzmqlVSzVZUlUel+4neH9G1kte",
-	"LOH+A4fEmmtGKjY3RDYmr5+EsUwVCRLT6Mxuilj9VSToMKJBETQair1OHl/SDMO49GS3PRJ4NJWMA9U6",
-	"fw0SdZ5kA7k/iGhHxIxYsMhr62PyQ24JZcWm3dhKVuzh1h2F/Q2ZdrYHednchrFNG2zJKg7uzLqi4uGj",
-	"5uXDTLSX98WZFNp2IYqEWfmNYnopmNbod1WMlk/ITSULWt30LA9ODPJuVeaYWFDlQN+E64uVJ+Sm4oJR",
-	"xX+htxW7caaMQoo5VyDLeA8puGLxK42OYLMEh6VcrbixSxTsCIzYhWDaEKoUv2flDD6eU+4l4R+efkdu",
-	"GkHvKa+wX6+PUO+QJadFwWpYeu94ljVTcOGekLXihmngt7Ra040m8TTCHqF/u92lfzm+vC+O44VOW15g",
-	"XSPDi/877iRtfbmiasHMCBv+EKvadr3CzAgtjFW8Z4QLbRiF6xU53wk4wm8ZkW69gUxjgdjuK/tMC1Nt",
-	"iBTsi/N4nGuOwX9o2fohOuDLo/Rkgy+fG0ehdMGE+TITHr5GfvwuOVF5xyayldPzd8TY10dZSoaRGNfX",
-	"bvzvk56qVjWaqYezu0Y7epk+yF/ty7qWQjNQo17S8gLZhP2rkMIwAf+MJOtv/6btNP59onT0WimpXspy",
-	"g911l+JqyQjQAtg8ZbnBiJB7WvGSHM6lsqS0qitGbtyv1/D6jX0//GQ/vDk6IYVUihUGlpSLujHxgVWs",
-	"rujGckduSCMwbqV8cmBVYCnmFS++4pw9Ly5czzqKzGmUYsJ4KffGvwJTpmRl2bmuWcHnvEDv7gncPNGt",
-	"4pm+gunSBeUC5vlGqltelkx8vYkWtKqYglAhHW4hCBmomVpxrS3LkYoo5gxhupC1nXb7+LpkgrPy5gjm",
-	"8E7oZj7nBWfCXBqpnML9dWbTmjUUK5i9RWFOcPHN7DS2Q6tmlqJvWSXXwEnnirFjXdPCrgQwRbiGFZs3",
-	"Om6t1buABWCQCivJ4Y3GSV/Pm6q6mVmOoTb26gMyMPYkCbuM0AXHDks3NmToVLThWchnZJBXLcO2YutS",
-	"ovQNzbh1N0wJWsEafb0Vd/exFVNYSRrBPtesMKysNuTwhrsx3cDcaztmUBcUzB3P9k/SvJGNKL/ekLln",
-	"72VL1aVk9hY1hH3mGhw8HP++55rfViyY0fC4HN4Iaa7BTejI/pxuKknLKynf2wv+63MqYM7sc8FYiQdZ",
-	"818YqfiKG3tacXjXRsrryg7QDdsKMbxgn1qp8uuM/JSUrGaitOIkAbP5qpaKKl5tSCTiksOuwDvEYe3R",
-	"AiZ9S4s7OZ/D/K6k/EDFxt2Z+qvzVdwQVlrtw3J+vx/2j2v4wzLOE7Km3JC5Y1CgTi/4vZUwBLm5sFM7",
-	"PrU6842VLKL40+jRkFVTs0KKEmzB0JHjXbBmXCyeDIokeePl04QtEOQqQRuzlIr/wr7Ssf5JEhRJWicL",
-	"sOXa8nBhgC/bMdlH2Pu1nzBKKrTm1yBEtr/jAfkkdFNbzsVKkM2vYML/kMPtONJNv78bOCVhmNcg0F/b",
-	"nYE5/Oo3EyjmtLDfXTANOtu/J/qMIpVFpHbAreqEMqLliqEmay9Hq1EI2TJTMOEFA/oLQgnY/TB0gtRU",
-	"67VUpWvM/lTJhWzME3LZFIXV1rkmb6+uzsnzp08jJxAswqFdeEULQ05fEJ14vxGV/QkErRKMiLWyszAc",
-	"JWha4Fz7U//Zzs/STCkF6MJejXU2S9uQG/mxWwar28rFgpXHsjF4MJW5ZdQce+nDvsHmBs5XxahmZUIB",
-	"nh2smNZJx8TP6BWpayaskMAFsf2Ds2arEQOKZaYN3s6NGPkiUmqUrFg3cGXWDRObkZuOvvut/c5qNDeO",
-	"Ri6uLs+jgxfkLM1QekTj2rb61bKcf/O7EmbRrkm7XvL2b6wwdqqnNQftMmXZi7RJq7BZaYyVJ3YBBLOS",
-	"ylJW7oLEd8AHO0MRaw66NVC6ExI2zkrZo6GqkmtWvqsTrq2zykq+hJalsnSoMPr+8Ozdq4ujqFunpYNQ",
-	"OVdydULYqjYblPeo2IQGuCauO9AqjfOnbW8//kCVohv7t1NKT1On3N4v7VBiFfbw09UZHJopxtbQycuE",
-	"7e2s5cTIOlwPod8ZidVHUAlLtNMVUmhLlZ6ApONGKBaH7U2egpIvmDbnis355zR/Q2Pds+dkyT7TkhV8",
-	"RStL/ZapMKW9yn/59vT4+Q8/EmwwWLqzHbPPNVdMZ9ebGufuaBfefYKLfkJEU1XBrhAJpPal7JbYj1Bs",
-	"w3t7a1wV1eaTnkwI9nWkSiNJdGUysJ/ibZQar/0WD5j9eP/hoqlkS5ShKza+BUKalyDZZGYKtt3+JmAE",
-	"ES+TswoP4VMgYee63G92ci2Yypmd7O9kvZREroUemWqrfSdY0HmrudeSCxOzu4IqxZnejZfUjaqlzt1P",
-	"nbVEhiZVsEMCW0vOQbF7RoPO0W+YwWGngjBRqA3YtAtZgxR0x2ozI1oiY0GjhW0qklYKKqySvI7DbNDM",
-	"sh0WACORd5OPiHs7RzD20LpX9icUJc1E7o2TC0fXfThyRt1b+49Pp53BZx3bWHxgZ6Rk4NbAo8SNO1nc",
-	"3nlclHLt7Cz3so0P8CIYpn0deCaLJlRY4QM49dcbZq6huaR4ZaZbovMnDp5Mule275LEfXej74vrmprr",
-	"09uz8qalZkpqprSjYMUKuRBce/f+sAzVGsGBibbHtst3ulPp3ZhdzjKLJZ2Yv8bXXecge8qI5Y9YTIjP",
-	"WkzlnXtqSOR7z9MRWS5sR85b+UBvC271aPgP19BQIupnSw/u676zNsxmn7idCe3bb9LEhxMOwachFsiz",
-	"+CEtNEjTCc5vpKHV4Iphx0C7K2rc1TqH0E89I9JyG1pVMCLdn+aP3x8kw4liqnaBVVEEE47JrUaSVpqS",
-	"m7MlK+5SkWdW87Ujt6oQtW+Swr66TSxZrez157qiAi8a78WHZtNSyahEE/pPSDRpN+FPaOd2nxLF5pbb",
-	"GHlCKKbxWlbj7NzHa166F9OKo1VrU1li/g5u+8E303eothcLNwlN4NI9QeF+TnnVKBZOW5i8Z/ZczOXB",
-	"7GBNlbADnB0wsGj/dYz9eaaHs4kGNKJLWhLIJ6UyAtp3eQwKomZFA1NBwkGrf9LGICd6Fu3VJhaR+uwV",
-	"QbuDVEixWclGw92oN9qwFYHG0zsJj7yFqpdhxzHqrOipZfaiKjt3bc2P4VBbvo2K2LFTxOx94EdkFxjG",
-	"k7xxYXkmxr+ENdzWLkGVPkVFeFTTDu2BkhIvY7tw9lZLa2/3TJj0yvVsMPEl7snhCYoNkR84PNlykyW7",
-	"z7Kat82KimPFaAnmcJbiPNn1kwX4KoelSFyVMMFdLQCyMYVMMbiW0ba9nBBcA7JiVGiUdbymEjgZaBAo",
-	"73iadHY+OyjkHlZsgZbS8t6QJSyas5WH6a1sTHdXqddmyo5RxvJChgI+wR7ScqKi6UThK+f16hHqjLC/",
-	"N/Y0ShCKb/7lGF48flfeEO/6J2jy34mm+wY2dyJjUm93L2Yds8C++iewnVyHtqYa7VpGOy7EJRmtnhFM",
-	"5mqzw/6LiHdu/h35bnsxpkl70X23j8Dnh/Ibk/g83sM51Trn3YDzj2Jfiyth5QVS8sQtjj7tTOirtiQk",
-	"a+1iI5oVPHXL4rzhh5qx2BKuvwEdHbw+R1NpwradGsUpQqH4ptFSsuACbQFU36EJz80yGD8mdAlHIzlx",
-	"35d7A6XMTrZOC7wxuTNZ18n5NUauqOFFO0X37qSWezTl59R22C7tzO90irJe0uJuoWQjyiuq7zJMiyku",
-	"S16A5xlfJobqhErR+TZvTKP6DgzAyQsGgiruaXWJTt2EjOVeILfMrBkTmJfIhXcDT9wZS6qvGrSnfUh0",
-	"45/5+wzNTw34rFe8qnimuyQLwO5C7EpP37I/97vp3M3coC+QlRkBy3510YiUJNSJZA+TSNnP0M+Jzzd4",
-	"/e9pk4fr/KOoNsNaFxCCyyqFaE3UxSQkFjY6gmHa1sfSaqcl4pDWt211bMSZbIQZ5P92OIAZhclSShbO",
-	"36rM9tnMbLZqBCh347OvpKyt0OW+2EqvTeR4JZTCuJPO8rdD2T5YMdVsHYeYYKOFG2chadnnZZdzaKLY",
-	"glvtnQEOgb20/Iy7HCVnIegrWttLFhub83JHGEWPt+nJAkePg27JHP0d86HG2cv+pZRGG0Xr03LFRRQO",
-	"S8uS28HT6jxaI5cM2NdO0JVlpHNMOiFGactJrNxGbePc9mOkSnByruuKbn7KG3f0Uq6Fz/R1mnTXywum",
-	"mieYazcUNd5GHiR8PT6awita8bBPkG9Qomll7+sl1Uv7Ijoq0DXe6//5Dz9ChE87nsRwfATA9nDeywUX",
-	"wGBOkCV4uYBUzED+qSIlX3ADFo026wu98viOnuEr9v/S/rcRJVO6kIrpmZXXNV8INIksN/XSGXp7ySLR",
-	"FL6z62cbtgP83/92evyv9PiXp8f/9Nf2n0+u//n4r//+fPbjd7/+t1FVKsw+2pdBOr001DR6mNkh6XV2",
-	"j2jDqwqBDiS5ZXEMfJcYb31PF2GY29pn44JJhex1AyGP2t5ozg3BSGgwcqlxbf8QdiyWKd8CuCDoh3oC",
-	"I94eYmrJzqgoEIDhTK5WVJT7nW5sxiMtFtjU9rIpRnVKELuA39uY3jb0G9qtgn8qorkfEgfl1+QMa3rL",
-	"K242Z9SwhVSbtExZuKeOe6vyuKbKbEjhv3dO3J7hMY7iHLDmUoDacHYOPHtWZYssE70QcJ0WMorsHPzs",
-	"HHxObF+p+D0DdA9LQjOvQBzrjShQm3L5e2nxd5oIHS3fnGWspX6a57v50gUGdBpJGs06ne3iVO8dj7CQ",
-	"fVklNchZtM/pU1SbYknPlrSqmEiZRE6JYGtLS/Y9uwP44jZBuVdGJAwjiWaiBECG8MVNBBdqb4Vdo2Z+",
-	"DolLfnhO475lYLdxmW7TTZV8RRdp3I8LZs/0PaJ8tMBbrlf4btzC1i5V1FU8w+RWQSShv8QfLMtoZizX",
-	"Y+sQZZnYUvTRn2dFCu/Er3uihb33ToiscVhkyRSbkVtWUHsOqOjdKoppZtDC5gK37Pff6LbZEOJkT5Sz",
-	"+PYlkW2PGFvnRw4pINHkv4z80xdYoxHltjgJkXZK7nnJpGeAT8hNgHm5cXEaLlonxo55QW7+8Ic//PON",
-	"Fa9Eqe2djvmjG0jsxElh7ujNkmpEu2mD8fQN0XQDn/nrAD5MB8rGqLd7YuXOOmC2e2DYdhoYZBQxsi5q",
-	"8j5eeUenRtThRUZG+Hm56cBVIlAyN118326KXDAwsGAB3O66quT6JdW8OG3M8uM9U+cV5eLC6Hr4Tu8g",
-	"Ua1oQJzGC2rFFP1GE2iYdCPhI04Httva9kdulNH1i2+/vfEoDZbBa4eP4g5wcEsZSajYWCXVmSgEM2up",
-	"7khNzfIJ+Tifk9uNz7V+gYfyFcZVcu0GykpMlnaDRUMq3t74AY49yoe2LKc7E1jXtKRCU8Akpw7n2HM4",
-	"hwZwCDA939K6/tbjA2jSCP73hgV9Dn3rmT0cgDnG30ESZz6Rue3ko6i4YJkZuFbvmdqcW5474LKnwXiq",
-	"3BcEvAbgWzu83eA/wVFpZH1EGmF45Xbus0HNDWUxozb54WQQk089OvJJ54g4fZBqoqWE4Gzkww7U2+6+",
-	"B6G1/+baD96L4C6xx8FHOFdgTjLdA2STHH769O7VETiHLFnTQkndRf1IS5IDsdZnLmbUgQR+lfDqGDP0",
-	"jovyBS93F6XfKBbQMJVTA6XSHQuGvbx1xg9a9vCqd8aSnm0hN2+NcRIwdItdYVvbGr/LpnEACIlpZIGf",
-	"J0E7xz5b5KyQLoE3fSYWIQfb/IprPB7B51JQYedwy2L76/ZhWOwAvPyNAy/u29fR+C3Sq7TMov3GV5RL",
-	"D/JCDQL+2gfOcaWXsqnKkAuXnssyA+Lb1W/hCrFDrqk4Nrwyx79Iucq2uCUl5dv3k4jQ/Fq5ixyGaOUT",
-	"H2rrEAOO0p3zERzdbhBWkDUclC6wxaZ2F0hdUWMZS4YlWtHDmVXSbHGbEkBaca07M0oIMYuQS5zd1N8a",
-	"9k7JhLnsgvBBDbGXiI7H5KkSLyyXDY0A4TsE371C423eESKGMUz/zFhNHF5pC7ABi4WopaRi9B4QsQK8",
-	"AfgdwehiRaimqjJum6GIP2/j9ciu8c3UXRn/SjrgL4IQ3Qnp0yo+Bq09UyA44V37kdH1laJC11KZqR93",
-	"vvl1FkFgbnvwWohOJxhu/HmMj+kKnOJBf0LFiYJailKglTqCcLsG9fbGPvjvf/jDH3rvW27u3wxVTfz+",
-	"BMAMlJbNElzyXbSM/9s2Yxv+X83Tp89/9I1BV5BBd/Nt/g38xR2J//4Mysz8ywd37eij+M7pXZHpG0dn",
-	"4EEvuzCgme/eZTTxGLQT4g+cJT+gahNvBMTwRny94tpwsYBMkmSnTV0OpkbEnlzU/6zyEXJZpdpVCnMd",
-	"jkhh292Oyl/3aXjRv0RAol3N5ITcXF87NQqwSa+vb0LCK5uQIhCDGiZdozEacIQ5m7wi+wd7FuBNHYZj",
-	"QIhtMdT6yEnB2xdVutgu2BEVTGgrTsQFVDr1XqKqAH345wDQv4UiP6R3zxIFhHo1U7oFe7btB30jRlKd",
-	"8+w1nzzR0n5MlgNWp9NtI07fvt0toYTSl9NyXX2l43b6pJayguO6JXqeEBeSFEuncRSn6+pg5mKXkrGb",
-	"U+oqBSt/qziXkosFWBqsAk0OhcT0dHvRsvJoRi59vN8hdYIK6PSWHa3p5mjmVG9yiHeqVUuV4vdcLI5m",
-	"5MIBJSBmHBxxaoxlsi7U66TVna1wVixZ2WC/507n5iEqDKwcPgCtq5ofzcgbFzrWfX/Nq4q45bY0wp08",
-	"6ZfWzftgduDneQAQvPibH/7B7CBQ2pt+yNPWFgwXHGo9LUFYhCQjF3kGGYC4zpjWZdQGrNMXGG6B0XP2",
-	"F00u27AuP5+LEJThHg4NFCqipMyrmMIu553Lr2cMxyejUS/dKl6sre8yIZDqN2Qd4OaRjAKTzQCTVE9X",
-	"68cV+rndgB0VxtzRAh8s1u8hOvw2ZIXeNR7dh8lbvEPVj3ibwEkbD97ulHD6r5SFhxPuTGFymFSHme0T",
-	"mO06h5Bsr2diVPZXCsL2EtvKSoPvDFvlsEjgBQzm8zgjEQCJD3ydBtuC9DwjSL8zou94TQ4DfCCUlAG3",
-	"ADl0aIQnRDN7i1q5rHOJYlPhLFjB9Y7XAwloI1bmjs1mSSFUfI0RPfdp/nSX4pN/aoFYpCJbromuzSbd",
-	"LBeJAfYXPl4KeNYykuTcVd4z1o33QP/RnLOq1J6t2qUAWghokuNcz5UBuQO+FwBj3DBGCXI/3/qpcOSK",
-	"yYvGKjtzpkgpi2blove+kNvUdzGxhSs3tFf+MzD0sHvO1h2YXgxJ7ikBFXUggyBsAr6hl6A7MMknBFYp",
-	"QBrDs2gpRoLAwpQm7FYeoKqG0QL0kNubQzfRo5aujAdrBsSoOVerFBYUvjJsdfWDxrwK/CLjc8K7NcEL",
-	"oMRFwNiRzrq5BnP3LZuaC5JLSHnn8FjhnjlBAB0749Ya5vfLberE/sK9tX3VM2EFentxIhsBjdCxOu9v",
-	"iehilxswuj9SUCQxSae3jGvcKuLezWJ+cJ28Ui4NguPhc1SELcnZRqGKMjUO48qpQI4KayXLppgcA28v",
-	"lzpPLREC7qTNcgJctjl8vC/x9aUDtwuzcIRa6m+H0s4x0K4nhWj9B3jBZFHzv5KQuV3haw8xcy8JM/Sc",
-	"kDH11xUy81XQ3jrQH+8Ms5JesXR3Fdo0TzC65ca5l6Kwqxm5keKezyH1Vlb3/jMUtUJtALRQzsjN4has",
-	"6zdWiAFs/fYpBtNcvjuP5SqF5kTo42B24D4fMm6cm1/OopDfhAHv6l87QcEOQi1YZXA0WctHzng/JE/O",
-	"ZZEKZz+jwot38EbG4an48LfAURXPfF5Tkf66phlwJ8AANXqIsN0r8e7dMVbryTmac8X0Mm1YCNFprmHM",
-	"MGOI1WkfrHa1MRiekozsGtgn6UX4RaaKhtpvcn7xAc+B3QM3DNeypwm3ve2idxdn6ECbX5xv2pewSFj0",
-	"RIj6JUD2ucB+/1Z2PxwYVmhtV8tb/uy46bikHxgfdAUucyPT4UP4XuYgukZ0V8Se4ODxzc7i9Zi0BXvq",
-	"SvGmnJCVvGcgNxdSGC4apr1vGm2/fmIR6LFsEgpVdnVeccUKRJW1RDhDrjMD5hGHIXjmCxptKdciQmXl",
-	"iyVav47dL0197H+0r/qf4d/+ge3tmAv/LwR/hc6PBaMq/DGHf9vhHMsaAFXg30WFoFx2fEnWr2vmyT+q",
-	"0NYTUmuGqYE1U4Vd5U6U0zcOeDTJwEJlt2djld3sIYdd8fm/vqTd06dbA/rgt9sF6YMRl1XzuAzxyuoi",
-	"Q7nB3fH9+PRpd4RPn46KFJ5ahun8EkPTM9epC1zvXqWPeoM6BY2VLzencdR8mud14urDp3DaACWoH3cG",
-	"8n2IrnfA+zxzM+A3F/DSeGSV6yHcX+dX/5puNhvE9oEKCI+GKr4nMcvAQCqPALNeYuzefMfLaWs+sc84",
-	"u+7TyGU/vhiVkQc1GccQksj63G4qZZw5Jf9xyGBsv9pJTNgP39jAqrZV2hhVxbJNi8vTX83UsbcxhCQx",
-	"ouF7l5YCPmdAHS05JHywZGbDeJZc3P6KCoShgI44RnXRqsqZgWzfw62HiOiBseesFvl0BCHNLESjbZyD",
-	"fgIyUFiNaOhT7KoXPhYsEf0dfNs+ZjtmpSfBtY1OdBd08JxoUsrmFqLqmpoYSX4gKy5maMf6//7f50//",
-	"T/I3bpxHo7enrqmEz7LXFxeEWpU8AjHw+xFQVF0wgBNN/BwAKLtiVE02yuwEatFdlCyMBXw4qGkkAhRG",
-	"JNxxWGb22cB+D3YMARC+Y65J2TAPpOGCRp2/2FWx8XES+46rT8meBoaIth+L2M9fh5wZ/0KMcI8JDbQx",
-	"kmDp8k+vzl2JvqrSQCSWZK/OzgkgSUAIaBdar4Hq/6awgmhT1kN6f1u//LUwuSRhtML2FH6FX5JKLjLI",
-	"hKkdlKSgDnkt9kWTQwQae/HkyZNQnySYVlDCSyfBTNCRHPHDLIYUo3dlNjTRKxGhHYjcQUw3bvdukwmx",
-	"N2ozLTcEW4XMkPv/CxLkeamJtsRxuwGt5SiPKLgTmqAXGJ0hdeYyya4hk+yJswbPgtYb0tPt3e94Bh72",
-	"tNFGpSwA54rdc9m4ehk4Hsxcw/70oENxjzr807EOaVHIplVsYD13hjn8OWQv7AdvaBIpDT+x9W7LtSsk",
-	"oIvZac9jlpK35C4k61lHInZ+UyTIdv0dzl8Xy2+Ic3Z3MoswSj0HOq7kAo/PCxR6F+Qw0LbzEcyIK68y",
-	"c14UCIJrfagzn0fp4i0xei7KsJx1Y+lm/rI+CgeFHHYTGDQkeGGin088wT9hhexjiAE8dokIhxhLb3Xb",
-	"brgATKkTHBrDXwfjSwiDjVudxvrH/R/9pU6iQvyndYW4GT/IE9K/aPdxjPhx/OP9IpeC1nopU3LwaVz6",
-	"3r0GTgrvI30060Yp16KStJyMtVBRA7nAK0vVDi/ox6fHaCQivjlieHHHTFeWjFBZM7lpWc02ZHT5NcNE",
-	"rlgoTSSLMTACbl9e8HtqQlOd7WOwfu5BQPULw56si9gxjSgO8T5QTQy9Y2JkwaddpM5j/EgkYZvakxw0",
-	"/4W93JiUK82etQfsIDJ6F3U9JZHvG72V+k2EzMQrrHlplolm7c97D3rAjtYazbZx8TozHeJG9jbJhfLE",
-	"3hy4dk6SyfAe+rDwEAdYHj0fy72DBzxyLQx9gbqG843kFi268wdXRNbTFgR9Fw+doWihtLJZha0OBVIn",
-	"Judy48Av0WdTcl3byw3Z4vTyMJOXNYS96fjX4TxVTCHoCHfjMnK//f4aRSLcVvDj1nb6oLsofXcnh1nL",
-	"CFCa9JCqYKPaCjY8seIecFgnFQfjrlH0PuWiGEUTcQ6d5PAQcCOFCRJXpNsRaiMB1TeKnzE0yNMIyjlv",
-	"n96Cqxhtsra0P9TgcOhvD1gCc0ed15l9RkXnBApZERnCGOEGmyvGJmFCTkvU6Df19Pn3WZSDAaSFVw7R",
-	"IBSJhMBhByg6Yag5EIVXMXzC5PY6It1AXOtrBycytI/5BJUQeD2FZrsICANjekv1MSIfDI0qh3Jgvx52",
-	"xeyKZwC2lc8+Il/zkqVypw8DwJSrSYiq+n6YBpcIXjA0hx2QAiZRzLSEofFmdsEF4GYpG48IkAtnekAq",
-	"/lfLqp+51HnA94uT52MKWbOAgtGHVHv6/R/3TzofO3gTkqgnbG2mllCbDd1JaZ4gEbyKovd3EAki1ZoU",
-	"1NBKLhpGIJr5ninNpWBlIguBtJuFWqzfMFFuIZXYA8xFUTVlCkrWx3hmrfZ6VwNLX0b6FTbjHbbw/GkU",
-	"0xEMLp6/jMVv+fd2ter6t7aElGpNNxpq8z0JkcVUa2aO/ZrfTKFJTMXKOz7axLh9FjKkiLXL+ENqFXeK",
-	"cMeldPUtaUmomRjG7sgywVx93oR74wRtdM6qajvRbbqJnmht7J1T9347irD2s5aSJ5zWkEK8k/SOqQ9p",
-	"WX3H2g87ymvTs2qnkOujXI4jKarJTUAQPbjM30ptMlZeVPstI9fkEBCd6QIM9UHKxnbI7Qb0oka7dHz7",
-	"asU1pqCvpOBGKkg79JjWmiz4PXOBTYbyVB5BJInonG0HBk/WS6kDlhUH1EIuphqPpMvg344TEEpWVohd",
-	"Rp3AAoALnVeO2Kb0MWH42DIGCyHOost4D8Xt40jNKd4Bh/qQ69UhOTKYposXLRGLR0g3nH6xjaFQbJPG",
-	"P7/AB7iKExvL2P0/RPR4J+QaINEjOpwRNwoiBWBAtXftrvzNm/2lh3KQAeihDmgafs6zFK0OnrvVLVMZ",
-	"+HF3pFbwzvapWDJaoTly8OKKO3qLn1gFxZg6W9XvtFvODwfwjSZvr67Oyen5u3RcDFT0GANIBXcNd3hi",
-	"DuR4sITKxNoaLFqm7TRZOjejk/VVs6PaLkbR+ZwXaRs2q+a7TFZguVBqAtZqpoZnM5+rpLMw0fa9NGiF",
-	"9Q7Rv0jD1MHs4Ccp7uGf4yU7Q62PaJG69BENKmyzW4CZp8JRGn8bqLXvtLG/uwCaDsUDSikDc4zL+Umv",
-	"YTKf9J0oWaJI9HuqDankgnD7POSnOgGsJaFJxZLAW5lMCGrdkpFTuEcUt2zJXdRMewAmFmk6k8LQwqRK",
-	"Qn2IQruj8DrEucDPWlD4nSa8Sy1elAEykP+0WI7XR/A0MHxYMlU9WqLqztIfE3kHUcoLRUvMlhQpNP9I",
-	"wc0J2C+5oGrjxetuhx18lkaEeY/bx9slClOcdQm7Q359mohF8aFqkP58Bqksj0MPdnH08jOIKRVOQHDR",
-	"rqDqzuzkuSJLro0rxdA7m24zk9AsUhglq8QZP3FdFvEbWDADSI2umB9fpoQtTHMiDDG+nMbRYcIKrSM5",
-	"Zg7z22pxdWOIkQsg6umasVu+BFXjA4jdsIswA/AOKIkBv902xR1zp1tDPNt0/fYnWbKWEFxPqUAMN7qX",
-	"0FfWUR5cotRTgx9dWwPvhDwN1XD8S23dRAc+O0FEdN++TgVEvRbBDxC64KKU67is3KT+dwrVdc2B73Wk",
-	"2t3XHJYlGj1+yD197Uk844VWwoHsnqlZzCD8aHuL2dnuDDW2R2iA6+UKQp0F6Q85b1cy6YkkUUW3x5JC",
-	"oiYn3MmPxtsKuVpxMzRefMOwMhp5pHrtNm6UeLLu8DYcs6sj9CDP3K9WmoKR5AGPg2ljkqoUPoDP7V2e",
-	"LH0eC6s7WBI7mt+vu9gM/UHVXdvhHnRjmFrl2480IKZW+0TPxUc87LXrdkuUiWkvmn679sljjNX8/Glu",
-	"ViuarIHV3aUlR5wU1Fp6lQEHIvHw/c2HHDG0Ar/ryIkwsE1OmIs63kyNF/uax2R0asU2xU8yB+1gAvc7",
-	"sLMRvEd/fjaz/s51yHEY/8QRmGyESd4T9vcg8VMuAK8CSgpMpyta8yt5x8Tgup+ev8MycVPr+OYdSG2j",
-	"nbpHerIK2Bq3hg9Br1zHhLYzwknbKLwwsbFGj4wQXtiHsrDlWbRz0Xr3VshPaoC8XD3vZKiwox5Xe9vK",
-	"HjFRaQYhYk/IFZRdggrAiPMKYA+OYlxYEkbwcUHeGlN/tP8upLyDChCidFUSuLtGbmW5SeM5aP16Qq04",
-	"NxYsbOhOgp8D9kpcQbaTMNi2kIHYAQJCqznsQcL1TKuGhWSpm385vrwvjs+0mh/DBzeWD5cucByUSwjm",
-	"gtTWBReLkAUSFTdiJSQbbU3mhNxiRV7pnWtuu0TZAkjZTz0KR1pLrYcqIL6ezxkCO9dbtRCjynC7FD+c",
-	"HbiBDmzp6a2WVWMYYa0a5b46cZgC3ITerVyIqZ1bhe4Ht9G1OE2G9at7SCtXJ7X1rdv70NEbbUqOIjaU",
-	"MRLkxu7ktyt2k84Us+MfE9w+6VRR+zB410h3J2MinW2docQeDLGKnIzz0V+aWO5Ydi+fpVyxkJXRCzTA",
-	"C31UYk2KWo+rffhLdso48OUxgwygCQPJ4IBBpAhf7BqusKZKpNEqvNDs3xio1YSR8RgAIthDSpVmNWi/",
-	"pWFNo6EnaQuSwU7dZfZYhbypaIWWTEQsK98lwzOgmjGhzikDCCrAVM7evbogQhqH1b1k7oJZ0Q25Zc57",
-	"o+TqBMEW3fdRkW9AobV70Vn3uMxkSioO4R2R1z6OkcmxTqA+ahzwajvccPNx465d90u/Hvk0shT52ufu",
-	"2IU96McOjMxcSPMSLuXM3MAC0p8d18Th+yIaJjWYNbDX3OrdagK3o3Dx8yfEal5k1WjA7Kfx3ekuDkBz",
-	"AVPyTkTBhSOKZwlwzEbVUg+h9Yel8h7HCWWsQVdhNELMGIqehhhIcOi7QlikkPWmQxFYZdyNCNuO6owX",
-	"VMBlAhiu9jY/cYHRgDwLsiQEbIT6kXesngI+62P6op3NM6UYjXtfNCwosRxHfP1WYoJOkoX24zr7UXH9",
-	"KCc0Xcl/uPj+s0eLNxpsdJ/oo3ijH2GPv2QF3YekcbxnZrtArHMUUVdVdbgELGJAh3pXqNXBxQhoKEcn",
-	"RM7ns1xZ1z2SRP7RBLpLAsrDCrrumpISiqq0RVS3y6fOnC4OKfGd0qk5CLDd64A+Ul5Jp1LnzAPuPH96",
-	"DDtHkgU+D/1JhxE5DNWjByai9Kp55ocS1fZ8yEimprB8uZqf9o7+jMXWXCSrkeg1jktNikdNfhmrBjqe",
-	"DDN0SqaUAIXSULBdlrvtkMAyueOHFencqUSmhGQTgrHVEMqjzXElKaDC+OzZqESmlYmRf/SE4kfInyGH",
-	"z46fPf+jnb+iBTJvIUPgRPvz0V4KwVbezagMOqE+53+4nJyLmN/Yzsihu6SJ+0G/+PbboxPk1eKex6Cg",
-	"QDb2/15BPVwaU8+I/a+G0gnU31yfLt7FRSQdZ3tCoowyLHdPDhvN1AsvG/wzXj1gketU0ww1MnW+SKZu",
-	"iiWkGGFtzCdPeoUvnzy5iQpjJh73y2IegbmjVURac7MvyvtomUonGArUUjnBYhFPtgu2eJ2wEYjvI/oW",
-	"qt1klQn5T8mykbtxgEfIjwJx+ydZstMFE+Z1iPd+mN0HkS+lQFW+H0a+LZMbk0fYeM/nzER1wOCOj2OG",
-	"3BqSf3r6lBw+A3DCxjB9NAxj+8cfv+/A2P6YRrEdWLEHwjJbJUVEmf5ZjOUrGMK2t9HhA2xqF/YF6yM1",
-	"Zle0vgmX+oBdxZD0ndK3ENL/BEoh21/hmye1kgXT+gnGvRxNETp4yVa1NEwUm6SYg7X1xAKNCG3cKRzU",
-	"OysDifZvGDNyBR2VtPbQCFEdZwrL6Uyoo/fmin4+zSJTvmIVv2cg/TgfFMfsCk1kY1py+24MxnkMxbmm",
-	"GysV5AknJau9E1YYDEfBoXpzA3JNbS+VmolS+2W0vUb3aUvGOchSrIxKAoxd2CC/6M570rpUjKK8mmSw",
-	"cikq2ZP+itESxaPe9PyS//j06W6HOrnua8rNKJ6PkaHifWf6RoLry1EGatNcLNoxPh1Dz46GNxk4G1jA",
-	"MP+2bLLYFBX76G12+zKmyrcUmf+MJKoBRxKNMr+2WVYuOeND55uYiXyXwg70/eZsppKUMo7eRn51rF1A",
-	"YPhT1u1fivUeKwbHb3YAvC96Xtj5zMHDe6yYYOudKq31T9C0w7KLHS0kaLTrNIwMDERyYYpT8DZeAULT",
-	"ftRx5T27VASvPjQHeOgmkal3u7Gy4M+UW65/kSx48VpAIKXzDLB7Jlr1QFntcAmp1mtsA37KoH8M1mQJ",
-	"5vaaKsMLXlNhwFlUSnJYN7cV18vuDWkF1VJBqVtgBPecrb2uNCmy78IUEYZ2x3uUcB6VqLj9lPfgoDvX",
-	"JbZJxN9uJ6On2TjQu/ROfEA5aVzi8pBez55m3Tbb19/3348yYiUrNmEFL+xrkAcFFJ3GnYVwuttGc2Fp",
-	"koM+ZDb9UIgdFVzfo9ZNKo/NHobQJSLyogeFe1e33r/3flRBZyjxYgye+HNXy/+hZx6ORxHuArAvgB3z",
-	"7dXV+fGb939J4Fu2n7xLl41xlcnjtj3kqjvigb6ahpejSTLdHofXpX11v0UBZkK9Dr+m4G+UxLGRTMLy",
-	"n3lS5sDL0UiimZV2EIeGAqBeyWTnzJE3gF/ZSvfR8f9Gd7jXLkzqgx9dDwciESIEZpBExVe07HXqUkK5",
-	"l0Ix1ik4j29aEoZH6XzE/M7ZK2RfyWbFWLhBotiEQzCH0cKQl99okuoJJWwolgqGBbwaZOPugu5Wj6lA",
-	"H+idbcCXjMdRYHwYuH/CtddqPD74zAH1TlNydrBZYpb55ZtPwfDrB3ESjJQr6SBUmc99jyEAHsd02b3k",
-	"xq62Ee5th5/WnT0oMk7wxpHFkPXlu5Q+E0BJX4vy1HwyRSIooaJCsNLqDLNQc4d5ZEUqnDkPtrumGkqk",
-	"ck2gGFG5Q8CcHwmkxIyMBTrfJc5pQHR7K6uS/E1yYY9VvF9e7I2FNl9pqnRZI4dIOpbToZQIIL1wU2nC",
-	"YqHwaGokwSDTv2xuw9gf7SrU2Ogtc3XE/qNcgp80U48W3BVEnF4gxUSBthsc3wmQ24GleJtzqhQvh2jQ",
-	"YPiOxMITV2KZaFpBcRqqIU0RD2IaOuuHH7vMJxmdIyv2LnXbt3GQut3pKhIVMfzI57h2Q5Q2ZKFAbXHm",
-	"ailcrRRaVeyxA5fiXGrn2MHoCXYwy6xwmyEXC76h1Eb42PlPk4q1/Sp9PbyXCy68Zd9yMZ0JLgCeAvrR",
-	"mmufGpyKXtBx+IKegSuOL4SOIhn0sPX/O0t4tmE7wP/9b6fH/0qPf3l6/E9/bf/55Pqfj//6789nP373",
-	"638bPb9h9hFBt9SUP8+lj9hMJQ4Itq42odS1VERJA/8MMZkhKxlX1Io797RqWD5BZUysDOMBzJbkwCw7",
-	"nTdV5YYAHfbiRm70fXFdU3N9c+KPZMsyQjwLnGEoA4KJcNz0IJvj2hF3bGJkeQiUHN4x36KfZpsJkt4u",
-	"jA7+pHMqpT3Ldv5RGDsYXY3GA0WCEcZtjCuvAiGtc6mi7CBUR5f0nhEh8Ru5FilW3XY2MXZ7a5AzrBEb",
-	"mGtLWm1FpV4CSzryO7Q4XNEiPYoOu6n5sd8S1/Ox6znJeAayR96AQ6s3fJwxUi3cGDqfVwLEaWV+Fwjg",
-	"myqoCDFBvIVN727jF0kPwSsDygoxMZeqwHxjvHWcwrFb+ghcYwmDaPp26wfBQ7rqdtLKoObqLEP9geyd",
-	"u9GjvVn3WPQTOXC+qTP+ihp6wYz9UoozK6429XmuRv5lIWuGTqySGtAL8UMI5BNNTZRsAFfDYZdCcRbw",
-	"oYmNWXIxvaLUqf25NU2H0lFbJfmjQ0ENW8g0qI2bGdEwg5opnID7ZDN9H8NSuS9TmzottcNN5WGpHVNN",
-	"+731O/GpByGpYCQetot04Or+uM47Kz+Vxi6ahydsoJ+HDdLiQwlONSJ4zHQAagOGNEnUHyTK8Aw0FDvs",
-	"E0KrirQfjSeBjPO6f5j3Z8DRkyWJdGkD/N1ynq+w3zszl1dYgipgZVn28nDO4tYisaNzLniuXHwEGgPr",
-	"8aUZSm69JmfOt6YmvCzk5ExxF756OoZSs8c6bNV88D11Fj/BCSMAiAlM8ZZqdgn7f2pPXYqywl+hRoss",
-	"QHu1i1i6NraJHh3HiQbdFy5upltA8Eb/veKG3SQ3FBZeJQvstqezjeL5RpO/N7y4I+E7UixZcTcjN/LO",
-	"2S8jPIltxzosVCrsAdaLuOehbHm0EpOOGzbzMWzHViqUq52VKfUT1hEKqWn+CwR63W7M5Cx/HMhfcuBs",
-	"bpoenK3PpeP5TiktNGEmc17tM5OtEoILxBftzi+mn/7ixsNrNz55ZoDRYsbEG14xva8I4ZkYr/DuXVJV",
-	"HmMlQZd5x0sr5ruwMlh3jFdiwlQJhAHbUtKG9uz42dOnpIQ4+cLgIvO+5WskUq11c/mK+zlLWB/emudt",
-	"Ma+4vvvAjOKFTkO4rmQjjFsk5zNOJaDd85ST7WUlizvnc8yUE2U5ioSfQx2TCUdprtPOkzftyPvhZbEt",
-	"NoXs+QFKh4IamrHNGFoNlQHbkRs0mpWDy8GFVTh3aO2cqSJZQRZSE1x7M/LU0mf3WpQNoje6drH4YqLG",
-	"oFmGcvkHYRM6SxPPK97y7giT1Olg0ME7AJejJfk8SLxzS4LsqvA6whB2RljFIJ63NeyAB3Wblu8GjTiu",
-	"mQ4SZxTUFALUD3CZmDYvZbmBv3QthW55ouNPm6Rlx17vuXgyhigjYUZc9+7vP72+It/Smn97//xbpPtv",
-	"uZhLDHvHzskl/P5OzOUTd7ncZDCVpiOm1kreVmyVPl/4LFU6GB6QOZoMpArAAn597d9WBeHgb7t2WAjR",
-	"L3GDo2DBYWVDRVs/tGGk0ddwo51Bfa3Tuq42p2DITVtEVRCF1grdiVFgc6dGV8gQE50aapLMZVXJdRtX",
-	"1iLWQ3QZpB85GTTGV4cY0EPeVmC7iSIyETlECvZxfvDi34Ylo635BkVkHEjRhXqfujJ0B7/+NbWA+93a",
-	"l8wYwKgwEms+WNFSZtc3IRN/rllhWHm5pM9/+DElxs4bzdqFh4tPSFJJsWAKFh8M+Zg5PiXE/Cuq3rMD",
-	"7dZntyjteFUR72eG5WL+x+XHn8iKqQVk1xTLFsTGfYAnJBmyvRW37Hxyz36YTQxijojeHgmg961Q5jbk",
-	"O3OGDm8SRHlzFIfjc6PdoT0hT13T2jvzHzVAOuzPYARs7vQNKF1jnCaL8DkMYi3Y2omrIH3UFS0wSzjq",
-	"J9Sb5CYd53pLi7umtoJYKi+kxXWofR1522PaAIMF0tNFcRasDIQ5WQWMlxobSSmCxe7VL8uQyLnICL+8",
-	"YulQg7NOGcfsYmQv55/Ri4bF6pOfTot7T7AydAeNFIJDslAMyvAHLpqmDRfGfhHOSK5l6taSCMag6E/b",
-	"D2aj2muA3jHCwJeU6Q0iwV7S4m54Ch1KdFCOrqDdLYOa+t2ZziELzx8YmUvW15lLx+EduGPgrpz1uEU+",
-	"RNYXUeXRQFcBpvSgcwTDMKL97KzM9qbE9f79ERzjW+4wpQuDdE9rSpNmVSpuGt+HTM80XbM1AOflo8nQ",
-	"/Uk1XG1po1NVZtrwQFnjbUym6piNwmZpwo0L8TFwLwn22bQxcCNBZbhu0RyiJdke1dgWxuXnUnXzt28Z",
-	"b5xvQy0RcLplytsWk6k80OeIZbnTigq6YOUbuwY6SzwaQgpCQHIkYxz6MPxZSDjXrFDMzMhSyjvt7z2u",
-	"4nJ4Rycta0JJFDA7HE/o3EN5Yu6qcNDbk0alC+P376ZdAmf5o14H+wmbrxGu0s3+dgNU3qWiO7YhhwVd",
-	"seqMaoZSqBXBPIf8n6cf3gNNHCUlzxybvXx7evz8hx9jPnsCQXb2zFkOSbAcYKQggIcRVYKwyzxi056T",
-	"rRgV6yWfUhsjMO3uxnUYd+DQkbzYJe+xs2v5XUrdRnezQ+5InWCc0YlVMZcgXlMNwqVJAeG56Q/c2s7l",
-	"T9ayqcptcahXC/kfItshV7986N08Oyj5PFFR6ZPgcysO2qdxM19dKNy4iDQuANtu5sAa0KDymHyhxrt2",
-	"ZEXDciJpLOk9e9hd+igSIizN8H3tzDsc6qkCSmBO4RoLAfecIDr5XWrsr+UsnDg/0pRo5ihx9wvfMo2H",
-	"22XsSaSKRbnYTm76rVpo/jFGE3IIlVIUW8l7SLAJV6K9iYyEe9HnJiXuuZxlYWiTFbuM5tpnMCoeY1+Q",
-	"+0Z7mIWh6pb/QAlkyk3Qzh9kYr2DtFBM4b9Tr/rt+33arp1betrxaHb3NRDrCZEurwUKTGpDEx7NhazP",
-	"aLFkH+jnN4quUrcz/g74mW2dO0BJumObuYKsCekALxxukouF9xnUhxWF7DPE2NCGrNhKqs3RGGDF06fj",
-	"4AnLSr/J1Gl++/6SaLZYufjVFe24dearGtxqOumgWVb6Ej/NIjPEzZeebFocmOHJPZ8yMTeCpGqBTzy0",
-	"ijMtVxBgW9GN/Xl4AN/FA3ieHICrr5g7s1BqE/oXASvq7cfLqxfnHy+upnDlSi7es/tU6X88FwCOXtk3",
-	"4n0r2W2zgEiDuXTQ0fapUlIld1LICwh4vhoB+/A2ah/USj0xO3u0FNeIW3QtpGDXKlkQcQ/0D2zo/2lY",
-	"w0ZOICW6kuGMreiGzGlV+SqNbpiVhKw1OJd6xwP2x+T4TH0ulflAc1WXLq7OSS3VCL39+MMP3/0Qr0UM",
-	"BZnojqeC3iH39LH70xkqv7i6fAh9/zqJ33+qS2rYfiIZajykiNn/CxRYqXG1DlF4sgIHK0lTw28ir+79",
-	"F3Ke7SZN4L38u9PrMZxeWzLakPWxlVc9pqxXAldJwJ/fBZrfBZrfBZrfBZrfBZovINDEPD+cpqjLzmw7",
-	"Kx3ztRQz6rKHWYKNpwgrexiis5i/iewFmnFfOlMAK2O0ykSEhb3Fc2VaLzup5+2tH5/9monSLu7sAIGY",
-	"7T/mc/cvxUzPqBeXIwL/VXqj30tZo7fD7XInZj/4vk7P3yVtLpP4pGs62YC9S98yqswto2a4EBuIQXD3",
-	"KmbPACs79YXZPXtAMeEvaLbqFbfMB1Q8iNk8OjfZmV0MbXOutL277FxUPdati4m+EVDjE4CAAcvuwGX5",
-	"4ElQjRD4r0JRvWwfX88pr0Kwg5zPdyuE74blnj/Ethfq3UfHP65oHx/O2c6Msn96hhnYac3TPKzFysye",
-	"fnJYeU6BeAWQ8ZjwnCdApeg95VGtn7HQB1floxW1XXlbyBbao94EREBxQ0qZKVa4YmYpEwcXmBc+3CFR",
-	"4JyaZVS1DhZw6GhgQPxYLNmmZhp8dMAF540oIDHOB5lVVTfgLkOnbqazNla/7TGMZBZt2ChBvefaZM9P",
-	"TD+BxoI7YfC6fDAzleuMstgOZEffsT9CY+XsAjOAMQyv4Nk46mfrunQw2MIByPa871RcNWLkiCH12CZo",
-	"XVcbDMoxjXBxVwk/fBsxrieRaNuLanorvF0Rtv1wUnALhMKkcLzknY45iGbOlhIfwbqivSKF/fHY5kOt",
-	"qH9kpM1UGvdg+VlYxvBCMBFx5XkR25X8fVWKLijsVm75b12I+fJ3fnu5txvUO0melofudn+ghxnIIP+F",
-	"es2JiqVdzpFmlVYuqKE8eux03ZFdjvLKCSwymxDrHuhuABNKIg5zCDmRt7wl2UFCS8v2+FNrjs2TiZPp",
-	"aGHGRo47wzXcj3EWWk6FO7eDntZqbB/2c/Y3baJ0lF26v0w7GR34GyefZ0IwTbFk+iwa+5Tbyd4bna2y",
-	"w/5GJ1Z8zyJHX4gbD4APBB3W6SvhosJPOmqsNP6tfZXZqXyqu+uzLu2naW6bttPbHK9G/nSfo9Z3CqLs",
-	"tBy69px7lZEW/wFy5zozfZzsuV6T+zgFP9Zmm3921zVxWzyqEy6J2Pq7z+zXaWdmPBNs+r7undXUNvgb",
-	"SEpys5ws0dqXQ1FUPck6G5U88laq82CafcU1hPmB6ekiWKcum6JgDJNr3njL1BVfsfJjYw5mB2dUFCyN",
-	"KTolyydYmfz0p+Qvd2Y/5Fb1lJNM52ilLDTKameH2Nv47cILH98GPueL86TB5nUq8n1SksmXtKwXdZMF",
-	"bDg7/0QazaJke7tBM0jKxG/8ZhVSsUlYDnu5PLMWfWRPGQ3Q5S44xkEOQVSYEW1kPfPh2TOHNjkjtDHS",
-	"17c5ynb4Glyg6f4w3lsqb0cEd2mGXz1cimSfjQMyH5ADdVMzdc+1DOECvjS5Q7+iZE551SjmZMOAB7y/",
-	"h2NfjpqKgHe8g/DSXn2DgmteE0dfrk6m59kH9ogICDGaaitwbqEJbiT/Kupf4HaIpXBuXFnHkpf7r7ij",
-	"Wp28oHHbNRcFi8YVFeCdMmGtMxAxF0xDApuLNulxiomgMf/RHVITmNUuSlvkpPoCWttv1UeGcR86V6tU",
-	"Iz8sfzPWt4zHreZd01wM4BfOaefyii+WLl+PDl7nnm4Xq2VuHdHjoe6+iMENynV9O20azatjIu4oCwkB",
-	"Ds9Qqt5WfMbiEr+t8dmJUfZwqywCQskVy0gNHOtGKiIbUzcdgRAeWSkQniQJuFMXfcT32JUB8UudhbKI",
-	"yzpv3Y+4qoKuepCKUGPZCiPG1Mfz6n6c1KOauO0izcKWtDPM0wTi23GxeC2MytCDKyYcZ8rZj3QSLCTh",
-	"P6lrX7sjub+3Q1hmLsi4vQ7FxCvKVbjLho1VVk25xWAxSKfCeDGsYwPzPXzagZ48moowB0B6mbIAEEfN",
-	"wMzQRk8n0zt1GqNOt0ap/JJkWOx8OJBu76V2wPEZfRF+7iCqeSP7N9pRkl0P10gw1uAmzILUtaS6h5ix",
-	"213tSPeWLaiIum272qEuUXqivijQoZAYcuroaMOg0pY/NRj862rlu8pqrISyYmFYMSNzzQKTd48HruNs",
-	"5fCMVjKhpPc4H8JGeoW5/TrNepC4FVyOtwHoz8Xg+fM6gVXlzAVgO4riB/yCu0Tsfk46K+6m0YyPO5lO",
-	"ISPq4juj3SWLKuNOdi7LR1ZjADxupQa8d444kRl52+yOjrze5TE5/KEvmbV70Rl7nhR+ZrdLKe/eiVv5",
-	"eeDiAr99LX3dcF/kNyvKpG4vu9y0rtuqJMEaJe/IrSw3jkXVivmaTqPyvP02nb7/1kcaEC5IQQ2t5AIx",
-	"LQ4/CjzJDucgbfHgk8qcMLtkM8L+bo+4x8W7Z8K8C+Zrt0ZrXGh8uo9lpKVWZx0BK7HbE54hX7r+H0lP",
-	"wlW87lZuKky1IQC7VDB+z0pyCFnVhn3OWIT8i4PHvnNJtW1zsws0On70dsJO036ICsSkHbaR9cXQjufY",
-	"/lUryDwe6fYONGhOgZgTs94+6r0rItqPdt+nnft0fAOwN7oIAocnYG4/SVSySzohfgLTZ3DC25dmbQUn",
-	"asizqYYsB16dKpcJDh8iQldKrrEcgP1oqpkjG8vm6gvMiGBrpg1W3NyRvW9z2URYD0D4Di0heIHRtQ1D",
-	"2gcpvEbkirCcvtuhSDqrngOs7rZmYbmHnLuiQMAxwPLrLvqUB6wcLekM/Z25yJaSGcqrAaSIRC2OPnKu",
-	"UZSsqF06RMiDWtBzWhhN6K1sMGgFxj0juimWno9gQAIlBa1NscQKvLK6Z6EKU1SdiCoWkHS3VjDro3vb",
-	"rKhox8RakF/AAwKUI3Cx3kIlX51x5Clm1GY4+FexmtEAWKktt/RFYytqXLqPRhdad37b4SeRem4ULdKy",
-	"lX0QhXS4znpX5c2/HMOLx+/KG+Ihm11FrHFhGYgpxmPxo8lS8VkyxeRDnzaQhm3z3mQTEzW5sqys4hog",
-	"aZD04V2w/lbUgJThfdVrbpaAWFZxMD6vOYRyEAm6GBUlFKzT5MZN4wYq2zJZV+wJOYPgMqglLKoN9EVo",
-	"6cTLUMZswYS5dr7K1uCIPxtMxAl/N6INPIZCdNdQQuxatdCDVBVLfs+usdLqtUMvsg8aq8oaZ4GIP3En",
-	"JHrX/xK/tKRCsOo6FHdsf1oo2dTXhRTzihdm64GQ5hqMXtET+1vrqvS/ul+uoZKkB572DyMrrfvFiwVR",
-	"x24ZC+8tbn+yLFWpBoJE0OTov9Fqfq3Y38CPAhHfVmlVGxhjezZnB4vb53989sdn1wjfDo8Bh3v7Uetx",
-	"7T1ohGK0WPYa5OKeGxaPofekJYOo+nQ8b76qpTJxCzBdAVeD29brW8RW939GoHzRr3h6ox/+3jAVf6bL",
-	"2osz1yjKXis2Z4qJgpXbTyJITLOUJawarSq5hh+tJhS/5P424c92iZFiFIKwuL83zFzfc81xOYW00j2S",
-	"t4aO2swzuDQ3laTltZHyuqIKL9JQ8e26ZAKxP2tXVP+6YlSzeJVr8ws0q5sarczut+6pjEr04mx9WVRF",
-	"Dbuu+Irjl0HBu57zivUaaR92m+j+HNZRsbliehm4QaMdSqlcXWO1af+XYwuFFLpZbf3ccgBlCtda/Ft9",
-	"DREM1+zzkjYa5+EMVtfsc+22Ta9M3XIybaSiC3Y9b6oqiLwtw3NWvPYJHjsKtKqjms7XjrNBKc5wIHCM",
-	"+M09o379uqvpLsFr2ZhCrvCXsInXSLEGKzE4OfnaaiTx3vvfjaUc01v+NbvVEhawqReKxjT919mBs2sf",
-	"vEiS25Y48NqqmK/FPatknQk7ue0Ibp5hRZXuT2fkf2FDhLmW/tfB0Qlx2640MbKC6nSEgYAFSKiAWV1S",
-	"QxM1S6ihO+NWCnOsa1bYQ+k6mLVRZaC1WuGMG1px3Umu8vP4RqPCjdXLjN3NpITmdPaEzwy+5iVoLVY2",
-	"oIWSWrvi/AhR6n6ysps+cZJjYLLkjm0mVOl2Qxgohe0tDvY1q27yYkk0q6AeE8h0S4plIv36T7aDnUVB",
-	"wFbm8wUv7rH8HV9wgVUSrUhKu0YInlGmZQEgdLm691CTGGpW897UsGTYDMRf9zsmuBpjRYDdat4PlHo6",
-	"pwoS2e+7Ed2e2GceRK/akGdQiT868OEjKLNtRxrkc3K7IYuGQaWMqWWiZKNS1Xw+wsp3FicW+9wNj5zW",
-	"X5sd2/asrQslG3Nrr8Fjx4WODdNmPBKuX07KH5OYWvt7HSY0a82UcPhTUvmfcBKvMgWNToliC64N5Cr+",
-	"6SW8G9U32sZGFazKAJraJ6GOF7TwjcbUR72xgoe3EU7cNGwiZ6cLHTx/eowFx/3gi1x+wIBv9oYL2Lyb",
-	"F9How8q0iUdB+UgnIMDtmoxjsQ05f2zF5wzO5AjQyPaKrKhorFLdqFSI+RslVwS3+Z2YS2cv8872tD1U",
-	"linsjj1aSleL72wU2A/n/aYh+qQRhlfodnLH3+n5e4eDXfUyL6DmsdfNw5CMokLbHk98PKy9dmixjKnA",
-	"LJVsFsusATgcn0E7bSApyzoAgdjXgj/kRqPJC60DWs+bily8/tO7y6vXFzuVuFxJw9KRRJ2duHwX0ty9",
-	"IcYvD6yVZojZfohRfD+dXh3tlA5/Djbagp0Qp2RFxTDvGKuPKbgc11yUcg1o1VgITPOKuaDzUIqqHyD7",
-	"1+w4nK8huws3+NoNsiRnp56+uoFW0otr1zS8kmIilqid+yyEPIGaZop6/JoIzNAdtW4QRYgWagfZIYfo",
-	"nvA8atYy8x4Nb6/n6LUybt7u3iz6v5Bx2814ZsUWRxJ8uu+ye3s/yKQdLf1XMGm/hUCUsyVL1SXplj3u",
-	"AyP0kXin12vzeSzdyvbYMuGayLsdLq9YJeiDNozzwG7t2PB94Gt3YMUCRbTs6cLj2RMOUd+f+qEsibdS",
-	"m2w5TPuQoPUlJEakgQyKujmTSdmmpbRKLnhBK3J2/mmqRLNDesB6KStMYgA+2uJqgBXtnla71Hy07FOn",
-	"svA/bBcHnZ5hHpceTRxVGOicFslVZGYtFVYVxncm9/rOfzLQdSVp+SzJoY9XXDSGEfsGofdM9Xlefgmh",
-	"0R9SoV9zw5h4YMvJhu8fMt4VW2WJ7QMGmO9ePRSavRqomvpOaIMgM6vQxy4VVFds9SlfRLUz7p2Ls9ZW",
-	"2BmF02uj++H03UqZiO2fco10gowDR+mvYG/KnX3zlOxJJBBhfzL+gHdOXY4/XgF0yGgNzAhmxN00v9l8",
-	"3d6sHpqru9XcftWp0Rlq5DZsC9af0jsC6KyXUrtt4R4ktTzxBQYCdgpWlh8NQ/uKqLz3AQV2T4/7K6bt",
-	"oXLLZkXLUKeX3LHNif2PRtvZrV0nbpiDGbUPxisvuAEOgtumaWwoi7ez40gDzmm9bynH9li598FafM8U",
-	"1qex77SUlcUFejcpEE1k8of1WFXEDFTPKz53LjlQNtxK4BZNvvzbTbDNQS3pxPU/9RSBWaJVjCfmrrQl",
-	"+eJsXhz+MOGEMQ8tzi0za+YleVd2xZfrLONz4CVYt347lnUKtAJVjZjSLVKy7zVbBNG9MKnG3lg2rptS",
-	"pq2LQCXQWrKFO7ZJGuNb/rB3YexuEsh6ucF6QQ2LijClQ7en1CDqTA2KEcEthMFE0tuPNhPKENkl6G1L",
-	"b2WHyg4NE21YybTFI2a2Mb8LDDoFembYQqrBXfPvdPCvecWOl1SUGKYuUIdwJqXZAa/vf0ynke9Hrh29",
-	"GoQU4RwzitEyR8wjiIZgVG9niSZbvSddz+D8yzmZ6yewOCv6eUYEM08gg1zLFf1cSCGi39SKra67r607",
-	"P/H6/vsnvL4GKeIaQziwMlJ4aor62qzRpd/7ec6FjwzpPVnRz9d6I65vaXFXyUV4+uOTQor5E1pVT1wY",
-	"z7X9lWAuGuS9CpmtlWbllNWKiTLLQeBnEr0HRwulI0s+VqDW49zfnTBPuVuHbWsgXWIYOWJjlf7ig+VK",
-	"hOVY/qDJAsQkvACR3Ps1/SbYMP6DXe9YyWyX+72twTblTt+/4FqkINRuqyft8y46gpv9nkrCfxS5fXiH",
-	"MrlvP49dXCMmQhDoP7V2zIuMRvXzcuP3MrpCnBDZuWMKKkC1sDtnVEba8S/lhYuos6in4NejPZSWbfEu",
-	"R2AZHaFLcvjJLcuB7/rFTdscYhJo392Df7RSy+TMp7Cys9zedsafIrot22RSZBJ94+cJUdTYHetaerUV",
-	"Oy1JepPvNhGC+euCFfe5HN2QIYNWrVspzURrGTR9mbQeYtMQ0L1zs6WStX6XtDy4kda0uGNGE5d1uGcX",
-	"HxuTMvEJ8/D2IXZ7aA4Y3a33bTk39HLvdtMen0Ctefxct1ZpCjt3C7k/jbnm01Tmm9+PzhQr7l9yo8+Z",
-	"QiNpfrcg5pALcssNOkIxTGWiPdwOb6Qj2LuH9JJ2iLWHPz6tqamnRtnd3O5eRDQeE2V7eqNDluKD/0Ny",
-	"cWGKCylX+8lGp230xt8kTwDfUYgcuYIQ4UxiKLxBMIoYmOpto7mwv0G1NFESrnWDF1Vk0Hz+w4+jBs2C",
-	"rpiir6dgVDgfuJ2Fi6uCYunQAMkBo2Jqx1TMWJ8IIudmTRE5bKyQUcl1XdHNQHCokZBGEkMn2r5wOb/R",
-	"vU6ePf9jysTCiwes0YoXStZLUHEz6+TD05JoVCauN++6OLxVcq2ZmhEu9YxQUSrJyxl58uTJ0c4Fcjo0",
-	"mDoG762QfdEI8NQIWuulNKmQxIovloZo98YwFHCMBrXls94Rey5ydYEGIhsdRvFAXLpFcbYpkkgZZ3JV",
-	"V8wKeAuqbinUN6wqjO2Z6slbyOzZ+JMkCld8EO15IZVsjGUHiXvBQUe170xUjZeM1qdVJYuXQ7Apco4Q",
-	"FPZtV0h66rztJ5ebHHzYW9vgLfZxaygXrGyNuujcnyovTAwzTIeXNKuzuklBK7bxEqQBU48vRJJBOMss",
-	"s6yZeJOGYflYM4cC6X+XSp+Q42dbmYdTgqiGQfR+G3BvU/BVehho04MAd/KYQ+v7+MmDBoZwXzEkSd/L",
-	"HR3brePWOx55vK+WfiI+Feg25i5ppr7gYl+pppBCywrqBHIRZyD0LeSQ6zjknS+WVNECzBT2nhbeU1ss",
-	"aVUxsWCEryB80PYjNqRiBu3qui8gPPsxKeHACNJmgCB4uDTmtk+ELPGgLCfEb7OLiMWcYcuWECdTk0PN",
-	"GLlxOdlPQq83vgtM2XItHk0RbWqq9Vqq1NF1T3zbjUbvxI7Cn/0srVABaWDgd9QFObSLfsyFZkJzw+/Z",
-	"0c699k5MGEI03RStfmgRHobg5DDz5kUHVyd2Nnvg05Q18h8OEowDzo3gfVx5ro+N/JVBGfcpT3pofzx+",
-	"8/4vM3h8PP9w/v2MvH1/efR7Yb6ROjuPD1QLRJhdVY4eB/faiU/1qJgOPz4AlXYM1RXi8N2adDAbHwXi",
-	"9WGtPwLea/JwI6cg66UV+Fqi5pq4Jz5uwoOONQLzK7n2yIEnfmvCDWX/WvWY044saRR9tYMppO4nKxj3",
-	"j1rsZavMXBcOKIhlGXDWDuONUVr7TGh3yNQUImt7/EZuunR2RsxyNDnEweujPess9aGzMN9hh0SH+Gbe",
-	"u9xS1Mh5MpQlTklZ7bkA//BMlcfNT+kuQ3f8j7iF2UyVLh1a4byqoPuvlakSDfvCg2T8ScmmTimo7nlw",
-	"hd5xtFj3vFCVLO4sSxmw8nENHxN4V0d81l+Rc6mKjtewE7jYpKxab+WarKjYTCQK238mLAfgQoJzvI//",
-	"GK6BmoljyxaPffqkZYoAhHGsTH1sb8ljgOiIHrS8LAgcxy1Xgwy2QpZMHVtdsKKGpcv7gzMwZUX4VIOt",
-	"Fh5bGiA8uGl1myjkN3KglmLXvStF9NmE2or9eBkuMEKyQYhtN/pZSytTaTNlR/OG/HZeEGadQDOM6MzF",
-	"ujRJfVtcwItDcFehoRXdkIUkdMloGYrvA/mmqRcgh/Tg8brdhKO1K+/pHeIvU/QyGyx52axWVG1CvCLW",
-	"aZXqi4j0GZZ62YCZ3zLSQBAEKG+aXDVVDvKs1e3nLCKb4WDKzm7Z96cEj0cE58ODpOo/SpIywEydeQ6V",
-	"tpHG0d0QKgIfeXtst4MpqfpfkMQ6ZafsGuBBxl++UIlWWO+R62wNqNfVhlC/QenjrzqcbNdTrSPVc9iL",
-	"1mF+vpYmGlsASnDdqqZtfL8lHACoggBkxeaNBjiCgEKXNPbn4pCzR8evaDuV2TaldpZq4oniBbug67O4",
-	"AsBgWaxEvSiqAZQ2BS0pTNKb9sZ+5p6Sw/95+uH9URYrPu1iPdsaxmPWU9NL+vyHHxOM8u3p8fMffowh",
-	"jdLQwTkDfZjQLCxO6G3XbXpAatUpEWw9sKNGAmA+exEZBW6pFTubGm+pCiA3ZviankFEN8YFwMlRsqrc",
-	"n+se4DgekXTBtCzBeJ8nDm+bcmJb8I/Pn33/fRptBYTHy8zmXsDA2vFCV0KSSooFU5CHB2yr5AuXgTRm",
-	"Sf+qOWK/l5BMZZCGQzaQmDZ0yPaPTp5wxlx0cbukvcSh/8SHI7NPye3hC8fw7Pm4YGlMlS5+gjaWaFf+",
-	"SzxamToJqar4cBLx6QkCzpTuT5RYMKVFFFVTsnN8HMUcT9JAoA/Eu0ioHM6aNC2KGGZnR9iaoPIbPIzB",
-	"ho8Dmhrs6S0XVkPBFqZaWhdMABZh0tx/xVfMyclgGLeSYPgA4eam+9hxe/KinRPEANMD382JmZqXTTrO",
-	"YCUhsNbXN/KvzgioMij314rN+ec+mEgPiHoSaVxg81l9VO+0h/1rBs7GPnpdS5Pd7Z1tg9IliS1s1cwf",
-	"vGjRkydfCm6k3edzydMoDFT08UiW3E5wQ24biFs8hKuDwiVXcn036wWLhDIopdN4j1KxkobfswtTv0fT",
-	"VAIFJKriR9CARZasmuoZoybp+m1dRjiZ6WdiKJQNFg2yDVxQ2+5AKJ80K7Ptv+WLJdPGh8tRsYnRUSb2",
-	"gttyNjaNXlhe1z29U1fnOW8n7K2zN275naZuMH5zkY1k8mum0hFNA/MaiIXHPp3LfUodOEUFKRvlYe9a",
-	"ottmlt53lfHTwaLpjLNu6qJlQGhg42UXieZREF38sXBrvw+wyyDySq99xGB5vGh86EDFIfmQDUOrqocS",
-	"NCUmP2csD27JgNyZYE0DwKrjsf4wDR0C/vedQz/UuGtE74SzdfBielgyHj5makpAnzsmONkWN+gf1f7p",
-	"6rOo2daFlLo8f0oWVvjo0vFGvZbZ0pen5+/Ip4v3rg5HZN6aIXX76C06lhyZ9ib5Fu193W8fG8QnUT12",
-	"1QisgJUOjHJtBDzevz4o7Af66ET9EMTjRCHEOcBaddm+/4hxQRVC+Y+jnHAd7y/B7xyauFtQ1GWO0gx+",
-	"N4N0f8PjiqidLvcxN+8T0gKWfsQSvd2QZeBaJ9EgNTiiaKWxmAvGz2GpwhBs9ODoumzEyUvUqlpNy21c",
-	"G0y2TwxKsDQ6/2EbehLqpkZxJr4uRN/s3D8OOf5yukhepYHJoDEpJKREQUV+2iGCMBEUOTV9x9knYT39",
-	"qjmzFRNKVtUqV9+toOKqEWz4OGHzBRUJGKpDJaWbIAVbKATlf2sFtW/1RmfOVuQ0eI3wqimWA4+CCAiO",
-	"bRP7G05wZJooJtiaUEPM2nIfDnU40cpW8fkDaudHnV0yxZOuQ/jdg6EeLtnno/yIXb5YYJKL7L4gyziv",
-	"qGCTk7jiHB9wXcelLR8U9arjKq8hlrdMiOVfJw4WqXpSxX//qruCksdiP+Kwx0Bkqv95MaAdR5+rTTuf",
-	"069luJEDm0dQbsjZBxCHljK65estM1IqSr3lZjTH41FDd10U2dEUp+pEp+wobt1wEG6LSvDFQnFzV/cp",
-	"xsrD0xfhPj6kWMrLjgf5x4wI2SNvsmHmaOYumFm4+h/5Lp+GG442Nojb3w853N2NHyiUJTuLeOGUiwpi",
-	"dENFOX/POtj2dErkBMd0trxtEDACP5h1b+80Nx+cZYfDbS97KkB2+6rKXLNbYbdeBhgLkA3yzuvAs1Kp",
-	"qFLgxkasDekX1ZZWLJq5tCOJwPei2sCNjQ4UK76DnbbMJYzADnxSiSv57dXV+aVX0Vq6CDjz8cnBbOGM",
-	"bPSW6mUi+p+LnvJIzk5n5Aa92C9uQsz4kn0mkcPcTu6ygeU8h2paf2abd2IuTzq3BPqGA39EaJSzU4+x",
-	"l5EWykwtibAZBbB+bgCxSofqulCt3I4Xlh+rSjBPKpm+wK+ZCZGA8kc3+r7oLDJ58uTJTfCUAmMykGTr",
-	"wdJGWDbLy4hRWd8SLPu1hin2S90M8puxi6XdnzUHGaJlu1TvgguFxSFZdBYdkc36RN0u9OBRTEeq/xTO",
-	"mH5AdHp7UjE2XbTK6CQnTqsf7R2eHjnSB5Qst1IJRoHZkQmoMSwuxpkmWpI5VVPR13eBP42GlTtFV5ua",
-	"DcD8+RNTSqa7QJKugLcXvBULqbPbXWHVlLGkI/faDh4W/OAvnI5U70LkV1e7JVMTpuS6hntwdJwo51LA",
-	"4YvVqI58v79o1g5k4sTi8XBDZGMGtK2fMozGJd/EdklQsg+hMi3G4L0rX4B7z+tcTME76bgxQFyZckDd",
-	"6YJKtCOs9hWjZVSbBqu9cQPl0rSf+DTa8VDeQ5sNSIiPtKtR7bs/pzAx/8w2nUt4xaw2D8yBEsWOXTFC",
-	"VoYjCUKmzAW2r+jnU+Q9epD5uGKLXhnMLmaeI43H93U4iRv2PoDeC37PRIAy7bGMRGPgMSynCOzeTIFQ",
-	"EwDcEpx/VBBGVWXZaqgIGQVSOTsClC1eUC5ygQ0OSvLlJln2z1WM7XKqMRY+BTaBeoXOmckfiZxz+uPP",
-	"oU6i328AGQ6GsGJTVJ1s5fOgCL4KfO9gdtD6YS6x+jb8+sZbZq74ipWI5nTmSxInLb9YxPaTlSqzx2BD",
-	"Ss9XMAuTCo/7L6F4p3kRMiQEW2sXYA5EyLXnvPYpEIBbYWlJbM313ou8FZ7V4nS3laFint690yO1sMd7",
-	"utQYTt0sCCtd7hHf3507t3dn9m+uLghGxG9729KVRsOpHRHGQrGDZHVEB0q6XcWBus+sMk674ZO3jRks",
-	"8nBCaqtIxLQd1cCjUL6cEsPUigta5azqjwhfH+Hw7ybd2V9TXeyR0mAkKSURLvR8j9jvyXdDjuN46Gvd",
-	"gWmIZvQ1OM2Us5o5nEMZAhG9vwJ0kXEVpPX0cFE3Zmb5Ut0g+r4Ly/pdS/ldS/ldS/ldS0k5lJBDJAt+",
-	"q43nsWhNnxFZlQyK0Sm8hSbbZNxiXikKYEJSJEuv/a4xjd+KNd1Ukpa7lZB/Z2+GBPfNkEd7H/2un+2k",
-	"n6mQITt9bz7idd3dnJNeyWXm6k+PbtjvGuLvGuJ/Wg2x5X7hqLU32Ig4/drf+9t1DmggTAwEmQF/x+2T",
-	"Ctmao6iUepfyg0Fv+SL3U6o4jft4nGtnoj4xXv65k10/s3TdueynAOyc26YwLunBSDoXj4qg4+e1j9iy",
-	"C1COL+Qc9/cV8HGi0V4aapIIxg345nyxBs0qSBfqbntCVcTyra9cHuWHXJQ9uHzhtgZ+AOGV0qUhwL0c",
-	"zCzJpcmHxd9uzro6Ya6sy5QiC9tLAiQWTC6bmiUKuNhBtFFrX6B/J2cfsljq5prUUKS/o8q0Y1rRz0O7",
-	"8l4KiGoY3Ri6tTUT8yNQHXDX9emCfUjHF3nZxmkPfq2FNGTDTHRZnpCnbZDYxDF8yXPoT13Y/D4xzhKn",
-	"o78vyWUaOcKRnpTk2B21zCcFZB3SaVFwuk46ZizaWKnnllVSLDQxcjL4StbMuJkhGeTCr/OypoNuZcKw",
-	"XvzZlxYqJ5lE1koalrb09EivDSE3HSnsHqSosSs/hGnlIHugUnII3NwK2CR/a6DEl7zzQURyLUKsTN3n",
-	"emuqSlZeySHAPYlVnjqZEKYzCitnuazvyURkhzSlvFJUdf1BKPGWGQ/qVj4lZQ06D72bfs5yATyuy1ln",
-	"od3Mc/v/3qtVHwHYKslHTkWAvTqe08LyyqCNuScQ6C06OSYz55Aoo+SfLOsZMAr/lHV08AcZa6m+w2KJ",
-	"v12TW5bxfWxMIVcQQAtWSuLefEyQHZknCDCuc01Kd/l6zokK5TFobkG/PNZG1u1fzswe/+D0NNCao+dR",
-	"fOgx5FAk+WkY5jSHQnh97yCDzIc72IiA8va5rH4TDqx4wSNjQksukU2gayroWAIig0S4wTpq/tjNtc25",
-	"0nrr+21WNaqy5pXDto2d1MMEm31Q2GF6qmiJT+SPvuhdp5aVRol2u8Zd6lmvvd3N/A+bfos8kXf69nAn",
-	"0kUukQeNDRhdS64yCpbbxGI1LsJ9MbWEyNa970vLtSVcOlkvmz6oRFb13UO8GU7w9UWEv1yqbmYhMglA",
-	"G/aAZKjHzGD9CUO57cNHyFqZmh+awBxPkN/4eXmb8+K5B8PHZZ91rCUXJglyi+UPMTsTYVkAWsth/e7p",
-	"Q+yD0kwuj+rGmVrCjzUTpzUHSCgo2pxBpEJLMwQZQFW3VjRWRMkmFfMzxb4bFU66rRCiJSEqmqUs09km",
-	"BB8OS3mpbQ2XFeFlnDLeiFIWzcrqziVOTGc8kCaVoULNkngw6PR3TK24zqSVYhn7Obn5fKzvi+P23ZtO",
-	"Sjb8iGkWCfxTWMhk8Sv7gMxlI8qZ3TbRE3Ht35b/YevXMPmD2UG8IuFH/1I0nfbHsPDXUBTK/7ySZVOx",
-	"cUbh9tut8awnlXV69LMdFqliGs+BuJ0BIB7XniS9LYAWpgXJU2zBNRhVItLYhsqzH03OIPcAau67dMW7",
-	"r4ZoBlAnglYXdnpnaej21pyxtR72+DBFbr717Xx7M3ORIFQxwj4DbF1U2q4Iy/6wEvYfBSP2EdiRt5mT",
-	"y3Jz5KLxGNmfzv0vu2LobfHNhHckjGN0IVvRO9QCi+hhigMJ5zHaEczNowZETHeSV2lHkqgh1y46KTuj",
-	"vvXOUh/7rbe+nSEmSbm3Tn6rkzyjMbeWU/7MbpdS3p1RQyu5eH2fRZ3QhoqSqpKw+yS4dzphHRqEjPUZ",
-	"oZoAgjMXdm8qKr7R2Fimso5sVMFyiMn3rJI1+0YTfA3L+Du8Va7bQW4DtSu+WKRxXsA+BVmS4De5nwZA",
-	"jIm5vtkw7gmL7i3r6QWH/oNAYtcL8zmdd9yeaEC8wWTXbPRnqsrUx8srTVbUCsMQ/jlDhyH6pby9kChm",
-	"1NT6FWOGO6xz6xwJUQjRrvwbTGYO2D8hl9rFZSXRDvn/kBqyktqQH549j6oSRjgaVkbFen9eAsHoPt0U",
-	"Ra7kE2xMzriMu8aNn+1AEwMVjj04XZaK+SSLmV/xLAKEi/UYx3+wJOODibqAF6gOOjF/T+QlqyAZU+cg",
-	"Q0AQ7gaCw6AwfKyrdrofoYr1luLp6TczojiWj30eXRxKfqbccLG4sAclilLTpGw8HAYXzikCiQP6YYFX",
-	"o9aOHmMJ9g7d3Ibh5yjXcphtH1+i7mo5/aTHKA0O62WnA9/jtViDtTuX9jzGx2rWsr8t+vJr2bVqtvPq",
-	"cZk+MfRPzg6Mfjw6J1yMZYhM/Q2WvRKtOPSo4TvtpIOV192CO9kRctfs9ACfdi1XPsSguyFfIdinNwuQ",
-	"pJyYll69roRGCnw3AClv01Gu+A8KbXO64hVnet9lh1YyQMu91XEDmboKmZJgpzhksIOhXNmGP91uQIpa",
-	"86osqEqsRaepbEaK64BrQm+zqQ7QdXqL8PuO3LvP0nak9QRVi0xhj9VKCgem3RYxtiNKTsQvVnoqN9jO",
-	"kz/cuFWWrqwV/qWdNIm0ONZZWqaOO42GE5Z4Ar1cZgGRFoot7H0UEMjCpWU5MPpZ2jPv8US66JM5POtz",
-	"20KyuisACFHjgMvt/4sln47b61/PdHDqHuMUJrbZTnKID0ZLwQVhtFjmUiGDO3Io26Kt6sRA5bKLyxXK",
-	"IODhz6xLJj7M12kY7hSNSOCsUIQWd0KuK1YuXE4oef7588TufJspH1bUnzNDgOzM7cGTCzUdZNq5egc7",
-	"AAwfL+k4E9SSNhqkdNrGfgAcJ+hzdhFWE0fgPdODQ0ARmBhA+iwqyleTdy0Wnyd14sqpcAWpqXGN+l3v",
-	"48jp3u5lTEe90UWe94S7vWU/IRJefRRXS67TUMFxJkz7hc8ISjAacghKD4CKHuVgw636UO7OeoDTua8n",
-	"sow5FbIxF+yeZ8okQI0Q5Z5DZSPpzKQQyGF59GdI3L5lTJA5FcJF4huZ5l0ZCuLiTcUXS5OzcUSnLs/B",
-	"p6R2sc8GCGEY3M8S5QSdMB39upM2iP41MNKaZNSKCwHmq35g7nkLxpsc6uONEVDWJhOJ9xcMbs+Uox1f",
-	"wb1j0b9AO5dfb1G7m5452REFbp2K/gJMkVYi1TYl33ZEFEI9kN2MKFZSkHMP0SSIof+FYiZVc6Oq5Nrq",
-	"w3nGRMX/z967KMdxY2mDr4Jg/Bsie7Mo6mK1W4w//qUoyeK0LvxJqj07bY8KzESx0MxKpBNIlsoOR+zT",
-	"7IPtk2zgnAMksgp5qRJle6Z7JsJNVWbienBwrt9hc2NKJooMfKsg8WKCZJz7uHXtPR8btzsaAzzFQQoW",
-	"7N4XAOuOMET6cexohKTPts0ptN3Gs79H6R5on9Eu7DGSYg2U3n/bQCMkA0Ws7637BLc+Lv07MeqBZh8v",
-	"3m6tB6FWoFNVioQVdtFzSdWDvD40UNQ32ZtzfQk03kPHdAoA9FEYts/zJV+hK4xgIzV3AvPBcXBumDRa",
-	"5LPGyl4JU1dFF/2Ps8d2UkBvkrJ7AnYWzwKaPGWpGQonYy+zQbtz5zhxbT6OMAHSKtpTZhdeVYTsr8wu",
-	"J84bP9u9IbOwjYf6gvP349OA6UeDnmyXqjadUWDgfnbJ4c4b47WIlOd5YsUMjd+P3IIxRlQ4qi0D6paL",
-	"Rp2MYVOtbnooIGaPjSrrnns0fMlzhCS4gTbWfz0F1Zlqm8O+SYXRRFUIWw2Nus1ytK6rLa/luAn3KjR6",
-	"ewF2bFwmfLBjzFSfBLFznGZPo7tWbNwQXdzNqCpGOzMoqVDZzXgPUCFzXW5JwjIZOZQSVDl0WwiDgLWq",
-	"aFmkAp6+9bWckKbT9jbGCo7e3+V9bBVIfp2DSE9+YgDMQR1vNhOpQQ+UPmTfo4jlx4yfAuy3WDqbqdMP",
-	"f6pFTSxPGl+0WZWiCI1BUOZ033hTvZVJZZ6zG4XX6Qoi6xbC40dI7ZTNPuCG0dIHv9Yqr42AfQdhhO0D",
-	"CWAxSbDAOCo6SHw6f+oZoE7sTCEfsyK9aFbxGwecH1b4PHr67WCt2C6p5xUAGAsfDqFtR2hCtXuJOpks",
-	"2PTwT9MgfAgNvccsFzc8XTFd8FvxKeVaMHswqSXcsagQFQz/0ePh0S/45zP89NERloN1/4yU7t9aZknY",
-	"o8mjo2NysZOlCmuIGrXgRqZkoxJFhgbYlgmrhsIRXTEJvo7to7CO7aPdBaCE1YX8qRaMLxSVbSu7rSgw",
-	"t8ffdp/7McuvvTjLi9WH2d7zv2/qgPhOwh49A/jvtf6C9p/9mmwQ4aI0q4SBSSYDs3eRrxJ2K0SpW1Vy",
-	"sZO1GRz9+uM6133z7uTUiXpqtjmmhLn7xnaKLP846J8XFHVhRbhrbbvGQJ6uISFVALvCF1GghIQy9qpI",
-	"qxXCAEJAL769Kb6HZ/qbZ19JJnw8eXLUKxV6gn0SEuzjQfsGyVv9ElavVDXiyr8S2ux61TeXQYhlODJ2",
-	"+kp8Nj77kGuWccMP6W13OpsORt2to4MfjIKmjxuiRcAXDDeVKXbso/IStJz+VFspWlFslpkzmeFlh7hJ",
-	"7gm69SlSa7CC87j96U77DfbA3dxhMNC67xOfxNPwXHJww8WbiuSyCCcXABGOD5o68+VVqIrpEmd42N7l",
-	"bUKoTlDJj7QXV2q3CI6Rfh18AnO/itQEpwSr3BXEAtPpPJ2fe6IzyaQuClOtjuHQ2KF6syAHU3hfTIn9",
-	"ZDtIKxjNRJcilTOZspkUeaZRwmo6bjqhmhxcs+nfL169PDm9evXyx2kU8qKTVjAwQWYQ13IN1sJKYd0c",
-	"xHArYq7PugY99f6D8LpSalqQAEsPjEWu8EreyKITPk2lcOFlJ+ajSUda9rHhbU0q/ZWuz3mlrUh61w7n",
-	"d4G3ibuX89XouKKugN4PsCJrk7m5fvzto28fJawyKZWnTKjetixuEoKBTJDw6yKb0DGf2GMeB4U0vLoR",
-	"5nLgtL8Gq2DDfBJ0nkB4fZwJkP0a8ElRBWqeXq9CW+fh1uBfG+W/o7FubaLxKx2k+MLx7liCAYYzHLTW",
-	"+PT+iWLVaKtdJX+cwnpq8ngTzufOYJ7BEDUaCd3FzUb8VjFqn8FJ1ieNKId5MEMFDja58JdWPKGgLy7l",
-	"zIQRko1G5pyb3rJw3/GCw7HfO4gEsqPO8DmvpFn1pnXhqq9XjSrhQ8y9iqRwzUV6q7sSIfHpsQNpwX+S",
-	"NQVMOAXkOJ3j423TiqCPU9tmbHVp/OPgIHxmWVOAKIYzXfJKZN1eaAqK825oboJABYwNm3M9d7nOrsGR",
-	"8Qm/XWIbweRGLnJRTfAhywBs3O4tAo5t7irCkW+fLYaU+g66IUjzyPYiSXXbODFiECiOyG9E+byGZtbT",
-	"pzY2348gcWeg+9S15hKTjuwBowV1idfu+OFyR8zZZZnLPmJ8i3VddTsygj5rSprFgBe7oOi44ddcizP7",
-	"kx1zHwuZnl+cfPfuhP1Uy/T2EyzRtN1rK00XXnhJHYAJnOd6OxybzVPdzC6G8JLOUXTqs5ITsUdK1Ab2",
-	"5QHpF2NT8KV1ETi+/l0yr+Ug8Wp/l565sHTOZUEGrVYvrEHCB1L2RHG49wUFsYeWuivNvtmAsNT1uoi6",
-	"TuXhIsQIMnoGe7LIPyD6Oz1nGJ8CEkClclICjboVBUSZgi0pYvNIuRE3UTSFU3qClo2moyYvpl2LAM0M",
-	"TFVMi7S2U/qSII+mP7AvdlR1J6W1lyX7lkBJ6LAi+mVoD7B/T+IawUmeb+zLdm7Q2Mfjrp+GXHb2ea6t",
-	"VyT6an18rYzWTUgDIMSbigPSglEBdZ6cnxGFPodNBwTEsHlyEM1amdIPNOO1mVuGmaINoKpzoRMS/GXF",
-	"VJWJ6pC9EFoS8J4WCZv+aQr3uSuwHXSUsKltEp7PRY5wb8Uq7McKWDzPgaFmbIo5z1O24OA7bdK6wS9o",
-	"FOOFKlYLVWv6TB8zA1HKZl4J4d0msC5gwsGtRrs+Pcyltv3ORdXCbyB73p0US8tU8F+pKmbyJv7jgheo",
-	"0rR/rvhy41GubvRaI/BT9L1MLQsCPqOfAYlt/V3D9e16o/ib+CxSxJlwzXqE9LUx+N/XG6/Lm4pn6++7",
-	"X/3bgPHkXsJ/+GfpnBeFyP1j/++mL1MJvmjmQP/ceF7mHDnInUyb7tw//evuhwaLyP1ieH4LFwzZd3wb",
-	"wS++meA36jj4Jdib8FeRC1xvx6Lx/PmZrf3czNA9QF1q/XU40x2/brZRGV1uvmx/3Hy31qLabBl/bRZU",
-	"arsCkyXPc7/q4W/Nmpm0/Y/IUrd/dUvb/tUvbyyU6jznq2ue3r4VXIt4Ba9CLPHU06vICCKiMrn1X3XX",
-	"Y3kDqW6Fdx/kttcdQzmHg6i3zVMvsosOQEIAoy8QbJIGDX9vW6D4VTN17yPNJZg/KlUXW2uQMJRxQjq8",
-	"OsrGDm92+1HtnURjLkUlVYb36fWKSCUn206m4GIowCxfiNHgw2FB9Q4QTSqHDdcjmE01iZS8q8p/IZYn",
-	"MxOHkMBLEN5JMEeQ/fno/2CyIDfgTjsDzXUgk1y4ddqqkFclcK7jttu9fQxyby7vBBrF6cIAh4yqKJ4W",
-	"KRoAZfF6YLlKIYBj+ktrQ359+MudvTd/ffgLL8tfH/6Cr59lv067yq7AKP4axb7zEjT2b/lLC+Mtx1BQ",
-	"z8omMwl6TFqbyUJUN2KCFdWijI0II07AHy/easpbWSWsLlwYJSUr4YAeYBWU8RIt8cdLtORHjCkdIbEn",
-	"GBKLwfTSMJ4tpNEwOBDGkKFi0s+FuFO3AuWumSx4Hi7YiYuepS/2kj16fxjhyrGStU1r0V08C79dEcSf",
-	"tCRyIbTOxRqnabYsKurT4p5XyqhU5VFh311QJb2EorqDCtMP2HRuTDmZ5XfTxP29KJ+i2D+d53qK8QFT",
-	"e8FPE6bqijnnKtDG396ewgvv/3bBtJqZpd2G/YurcwRjuTo9t4fq48vzY3C/f7x42yoTqS0vnOq79JOR",
-	"6a0wHoiqKXtPrI1MuNywl68uTy/OXryywriqb+ZNQ3a6EFIG6kSZ8xQsERdXl+dhrNwBzWkpriuT0qy+",
-	"f/PqvFmvfUh35AW7fHnO1GxmeSvyvo8XbxNKWQzHHRmEN0I3GUEPNHurSO9x2oxAbcko9vLV21dXr46Z",
-	"1LoGS5mza3JfNRR1Kom+QUfkbgv3kj2/g/bvXIPoo8u9ZA/n2ivwXHZ5NgvBlnzluAPjXeLOtVVLRfWe",
-	"w5nrNG/Ra3icAQybwhk5+zd+xy/hEzrrbP/N20u7mZd8xiuZsDdXV+eT2bvzp/bH03mlFrJeTK45XLjU",
-	"8DFFS8G7r9/+zVKgpYGOnEMryIvCxMs44vVqgqKkuJNt68n0TmZCPfwMBwmeuD2JXgLzaEzoG7X0a0yx",
-	"qksqYyo+l6IDda4Mjv8YXuzZxa/JXl3FuIaLRbVn1dtNm5OYNFU8wwNwDMUxoOKcjxWyG8g1k3rYPOen",
-	"gaNq70qyRlq0glGuiBi5FyrvoGSqtgmGDB9VROnz5AXtS4rvt9pCo1L7um6FWh5TwusEjjOZTyqXIoaH",
-	"nFYZX/ySMG7oP1MdaJijwrPdFFx4swwW5QHALQJs7jqEeTBUnMaHIl+N6ImyhZtFSFWhRaFr3bscVXR/",
-	"7a4TTFt4OklTn5Q5L0TCKj4zkztlgJQp3qLJi0yYluVEy5uC5zmFUiMwvItVHCZmGF0Y0RgsSdJk9AzZ",
-	"Ki/4zLyU/KZQ2sg0WifJrZXHf+gjYDRpnxWZ+BwRmO3PLWAqCMPyfhs61djRgqdzObruTaoWC2lG94uv",
-	"G5HhCEZ2Yj89VYXhqYnWfZJ5LvUGFjZ1CJ81CKK4XcfsaPNkjhzJW3Uzer65utl6ppcFL/Vc9S9qqnz4",
-	"ju9M04dj+4KJ9yAuryvvbukCD1uh6FfLVrrr5BT14lxEnb/rlVnuFATYkLN4Gx/W4BFqM463OGxVsdcQ",
-	"Kdrh0jOiWnTDwDcMzb63S0iLUzGgnzX6ap+upH3IY7QS7Gmw5uvnJ8qOBM9kIbTGyIceFywGktPbKAZH",
-	"ImN66oG5mlSeusCbLgu2CI7xSBLeBuAa8bN7vVXdIZZ+npvhkLf9N2EYLHDM9K0syyZoJYXKa77gUIcn",
-	"GL8Z082SY1ZVVRchbo1XMVw6Vbu6TVfgAnng1O1eM4gk3Nt+0GdPU+NCgxqi4mkqSsMtH++gL/h5IGaF",
-	"lrjixdYm147wo7Mik3cyq3m+fgLGOwLXDloMGmt0JEJT0MtOsplzV2xCthqKbHGC4ZYRLth2EMzZ7E9v",
-	"IMsF2Lpey1y8sAJaHP3eCvYzmVsBlaL0xlY//X6+gtOwXyjziVDXvXntk23z042yUiPIgJ/qgt9xCaGv",
-	"7icqJPMJC7LGg3ZtO13xdr5ETVf9Avvx5RjczAs37tf+i/7iddywpb2ilpUqbvDqK4Uq846CYogm289j",
-	"ZhLVh6LJq2gm6LG2BmiFlqvpcgRh7Jbng42IDMYNBlArCKriGMHBZIaVLUFlBGUoE6UoMggZj9SXg3FH",
-	"VujR5NHRkeWsRhapoUVaK/Dan02zTVZjdDVHLmI8/PVcVGBqdqdLI8rntf0GbG3u8kDn/Wa4BLSrO8Ng",
-	"Ng7BSD65yRoGIydoJN2LcZ7zKGzNUohbq8G7Q+bRBdavHXAnnHV5ipx/mkG5DtuW3g4wZGR1uaC6/bgb",
-	"bdjCgEkDOyO3tCe8KcN8AaKHfdCflgVZD/sfP569PHDKCbGn3kIgWkAOdafvzxIfy+HYugyzwM88TjOx",
-	"G/IfqojM/ezk/Qk6bn+Gci6UYZarDrD5IUAO2cbIGE8bSPtxgqZz4Ue1xdG1R+0yV8M1cmh/PUyHX7LQ",
-	"yBKcPD/iLnTk/uP/6o7ndWfpQQfKg8WKeZ7rphjAuJq2kNtov/5Hne0AiZLxnq3IOGj7lfhCeKXGBJgw",
-	"rSg5gc2HDvFcml4OEKyXpRi2v+zuGMvfmA6zfa5SnltJvmd925mdPyN4Lhmv1WymBZhNt+MpV73QQpaa",
-	"+20+MO1gJb6YS1y1ZzjC1u5OExTstTvWslX6dUVKC7ruPzXxgMqL1n2pE8bznEGxVuFTmMYkW1E67Jen",
-	"VEENQW9R2gZjdgD7hl2vwPi8AxPcImMKMTA9oDfJ3GakdfLLk6XWOPe2afV0WyxlkW1kXvub7phx9wbl",
-	"xi5kVsibOQggZqma22Y9/zcGwcpX7uzZ3kPP6UIVROK10PjXUmSF+9vM64r+nFUS/9Dc1BX9WcPXP8Yj",
-	"pyJskOf5JM1VesuE1TPfvHn+7p0r1WF4ZRz0zuOnz4+ODrG2lhGV/fY//340efzj348mf/nx+d+PJt/g",
-	"n/+jA2YsZkkJeqfOoP8du1kjJFoQX1g366GdLj/z93PV1EQGn7fPk13wouY52w+RVFTFrnl6K4rsIAHs",
-	"FbbvQnnsv7CvAwCoIW7tdx1as/yvNmoPOX10F1sKdTwUMFAf2b6D3BEZe3f+9OCQvQWN78ah74nPpdKC",
-	"lfOVlinPAWhBH7MpamhNgDPGFFdiJipRpHFXTmQ4ZZlTUHU8jczJR72KCcU2UNSTv+6tGBCAH6lCPIjL",
-	"oGmutOiLGsQE7BsJqUYKtGrD9p3FMGFa/iwSZiqe3uqEaaPKEmQQGNAEggwTVomSW9o76EiYy0TakXCJ",
-	"DT9g+M52qhcG4A6qXlrNzMQS3pxX2YQ+2kK86zGMYziCe2NHi7gosrjcFLAIFJ+MJtc/YBltKab2Gb3I",
-	"WCcz0skSllqyK+wdanslAnEUp0pREKaf/bLTTBZPegg6ROdwE3BiT2C30S0qP9hf7cJfr4wYu+JfaMKb",
-	"VXwRC9x7Db+zfYg+weSDOpOK6pfqA7t0c5Vn44GoM/G5iz2/sfc1Eji8Z48hhDntc+bqZsMyA8/FA8r2",
-	"3UFd21i89DhLK67n8UNMnfSiS7paweDZd8Mix8XYjNPe6Nqr9TA00INgTbuq/3fa5v1hmittvI8+YoS3",
-	"JPAy6q38eHXKMvL0w2Vrz/HGZOOGDAgz6zZCOyndxaMN11DC4MQ3KubdumqYPNAIeiDAx0MMXxWfsNNP",
-	"i/LpwWGnIDOOU5HtBSALGByX7cFZMW43luKIV2HcOn/nCl+vFRCVlbEiC+TUDIpP3uDdJsfAW4LdgH93",
-	"LxhswPYCnhUuXcPu19xyDU9q0VxrX9ssITyT3eIdMa9hwI2W8PRHLBB1v1AbMEuPj4qcYDuIjbY4Ol5l",
-	"fA2+jYjKqH9TnbF1q3UkEoNbYU2q1kKw715dsYe8lA/vHj/0vOoh+JMmC5WJvBUQGxbAuFQz81K4f7m/",
-	"eqX9S9GRtHvixGLevhSkJsUFsiZsK/cksoOMESUnWTFYdhCXx8Zh7aYASD1W9EdPaFf74Iqmd1oBUHB6",
-	"IfXYqLJTGtNdhO2ufV82la6wLcKpXlWVqgbVlUrMILFHVQydvQkaMhG3POz2fsSMTUPrfUsZjaw3zHea",
-	"JA7vrHuximvxVGIT7nmONbVWpXguO9S1bZws3kBw7KA2XYYKbtIDQGo3VHh9TFxYt2DkvEcNSXkPEiei",
-	"dXKspVzQUjThesYNsXQxj1Ah8bUdsOVHXSDE4ZrKmqhlD48KXvv6QtWwI8uFvO7mz7oXoa2hnE25rVNc",
-	"0y2JywtW4ZEKiaQN/o5s0F0LvTct7fBYKSyQ/P/7S2LhRLcTvJxkMF72oi/+GOJX69gPS2ChOriDFHbh",
-	"aHovGIKVyJCLNNXI+oUx2/o7jDfvrOneDknftiamm68n5VtZZPGsFasCSSNjO33lo+N9e3AYnI9vZESp",
-	"i7TAX687UjmwDnP8+m9qNHvi3qVKKC2rIP/YyOEjEUGKM0dr9sn5GaCmdhpMjKgWsogtaStbxC/pCvzH",
-	"20Sntqt6+P5iZ2XjWFe80ODe0lGwGADPxvtHk1XGiJ61n1Vq0bVqWAwnvkaq6yOQQOLfUDH/+BZD4G/H",
-	"nqxbJ+yYYQxNo8NrN2Yr3GHyBN1e8H5mBozBcp1Bk1bIICLXm3vSHZ4GDMFflmy/ScAm/hgEjUKg3MEO",
-	"d0vI6IZW0w85vkQLdScyl+l3IbTManFqT0hd7honifF9RjH0Z7AKO/GZxazCbmJe2Wp1URet6icxKOYP",
-	"Rb6iaHfAExIr7S310Cndnot4PIgrQxFxmbsCFUax1L5O0Z1Qi+Ea+TWM3VUV9oZKypxZyBtyuHgwyiZs",
-	"c6AWRV/xiarDTYbus8YOQm5y6JyZiss8BhnfO5KNdEtaLD+IHQgpHivaROw365riJ1ZzzqoVq+oiipQq",
-	"jMj+Kla9KUBAFvQuADaAqrxUdZ7ZvaQnqJgHfY1BGQzINH4LSY2F/8KGtyFEsLLY1+DcEFG6rDNZ2bnh",
-	"AdhGNIUV7qhQbnd3u8qVeNBUcdzK6vJvoWd+m3VdDxTARU5a25206bGn1CQAhVzNZZWd88qsWlg9X8zZ",
-	"AIkBA/kQBcAjxLQptR8O5r1YrsPBNJXVaFkdKA+ZKtC8pjDrsb/MxrOjsM7Gs6PogkeWLaCSjRHbPWB1",
-	"AaluhWeCBgVBqT3iYqFYroob+9oypibeilUHvsva8cW+IPIHy6+PO6D4cnT8QUObsjJ4Q+N85RIT/aKj",
-	"iiHMkmcVYXS90r5NFEGUEe8lzeLFyd6Iwg75tBvwkVgsQLS7JDwooeDQEXeCj9zMpl5aRXZCVTLQamv1",
-	"vznX/td46Gkub+R1LgZJRBTG44O4iwP5O8ocI6nlVogScFe6kWpfUU/Lyp68gqx5QPMNbm1lyaMcmzCL",
-	"7p3OpLN2FWO3JJRq3a4jS5WLIR7WvUemTrdvUHy6UOAC1YYvSv2ltZi3LXQcncgxO+qovNxztlUu0yiu",
-	"L1E+wzd8sqVbAlmwZYeVfB1juUEJpd7WiTLYvo0FiRHUqKPaJSe9pJsWtNn7O6wdsK1w2Y4+erGYpZEX",
-	"fAuLNei1Y61kJd41ttPdrvBzS5ViiWEntsU1/1wkUUv5EJe+cow4PkDEZ1YPuZmz61ylt4BO56LzNBOf",
-	"pTbHJMORgwtBPlKqst8pKAJq4SjFyMGro2PIjmsBqXvAGDN1TNIbNNOBmbGzthHUkgIxyfY+omhVXBK5",
-	"EzwX2Ukpr9StKOJCsgeRtiqE/QACIj3i7OaGmu62ZpadwnNq1puoQfIGDJuSm0/TDsPLrSjGpdr6ofWz",
-	"IdcitR0/GJ3wNZWCzFM46hkWJZ5tYg6j8AY4mxCsFMFqqmVuzopxWDDwMpPFMf41kQUB2aS8KBTo0A4v",
-	"TlUh84iALXVnrzWVBBSIGWuVzcOLET3RkMXuo1M5pKatjXD3+3ALwB1MijtmC76ySwHZZVuYTD9igcYi",
-	"SHSzzcaTUvxOx4skbJABDREQu7aMdrUfjoRW7Bpujx9vc7c3q0SvbTkgFwgEg+t3+A3urj0ag7chnh8f",
-	"8edHmwDlgaJu2YgzOSCs7Q5XJi10RxFqd1Lbmx9OYaskN9UVmnWS582ZGYt27j8YZ6xQudgd2/zCpCeQ",
-	"Dn4FiGORGRQAC6E1Q0yyhKq1qXgMfW9b4M2RxU0uJgCQAa/5WIN/KFk0uOHbYt46l7o2qtSIbbkRsNAP",
-	"parUojOSU6lFAJmJsZsDCLdrO9BaGd9bOKWu7cEysrhLu8lydgpUjdYtulGIiBiHZItyQmgFHx4zkA2p",
-	"qJ4DVITQkUPCMyysAIWI0IxnGXwwnqaDabt65U2q/pNNtprLmbAb22lAeksveLkCluGYPXp81Br9Fnai",
-	"J2PtROuT6XCYFut71JR5cN5fwuN2oOp9iNtNr30nu9Xh0NHuoAvnXG2Gu/Meb9TUcocjWvHQHXmxnqXx",
-	"ZeccQ/WajHOXKzGudGSP0OxW2TK86Ult5qqSPwOze85eCF6JauqMEVh3fFqZ9BPt0SdoeDpSFA45jNu4",
-	"teXsYDenvOTXMo/WAyLHfmlF/VSWvDAgnmUKPQO2x5BaU74QFT+EwhBQ4WUh00qVc1WI4EesG4G1Ig6p",
-	"+Ok1FSEwh7qd9taibwIDa8Ig4ntKsJFB5puqQAaKQWoETfE8p0LbA2TcDGCzDHZ0BBvmqKpG6mqLWJsw",
-	"G66fjr37NyWLvmJ7iLKKKqC9bSOHPCNh6NJwU8e88xka1GERv+eSLO0yF1gmhPTcJT1ZJwn3+V6yRx/H",
-	"Mz0H7nmvGVI9eML3hhpZzwGRQd4J7cfFK3MtuNGMV5Vld/tN/W3vDLXbIAC59OAYrZWUOFiIz4bpOp2z",
-	"TPAsX0do7OU1wUkZwQ7Pg7fbH/do9eFhxCUB9vLvk8u7dHJxdTqBb6chbz+GPBRpZ49mWcv14MKGmhtg",
-	"mR+R8L4+vDZEdzj1ZIOuOgj4HS/kTGgTTw11gFRIwJBz2IOAF6TwdVSJDABXR6ab9Wf6UHB9HK0OgBH6",
-	"B/U91ANu8gMx0ilhs0otgnAdWdw80FQseBfNyOfFRMaUxNdvYLuu7FbE9wt2KcHYIjdonjNRpCoj8XwT",
-	"USztyn3CjxjXDFxI+28eP3uasA9lrRN2fvruY8IODw8POqy1lrYv+zO26ABQ/MkDzYLLadTt3xFTfwZp",
-	"VBhXT7lVFSB63vBSs2thlgK52gIsnOjhbHgTkMM2glXrHEXkKmjQVUsYasu/2+ZJnTAezSvba0nt9jd3",
-	"LRw6pST7EN4uIg3nup564mKQ/Aq7iwpyPveSPcgC7RJAztvsfaNQQMCa98EZ0SKvA7LF0hX5h7yIUycN",
-	"yniqiD3L4Tve24dWjAc6wNEYS7yBBBpLF8ciRj3F2fGiI2hlBLcNdiIed2mloYG0WNo8fHMnEWCc3S/4",
-	"4JjxNZpBKxmHJHioCiGzUXzJQXsPSbJkSxrSkcZrQp11NC+UwXANDE7bnHxj+h+MSx9gIl4TCmkncYDi",
-	"LRLflFTW5hGQSge/CZhC3CboFvGBdnj16+TZZgX+3MQZANY0oGO+3tLYM7cmevbaErHNrtlTmE+n0cEe",
-	"z8o0ZSSgIAIGVqxdtu1VGKMS2LbW7H+QN0QlbrY4tN3lXxAxKaxEsVExJMZIo1UhLCW0FiJaBGJYFMfi",
-	"Di3p202ga5uapR64udpCUFiuCij48vXHiAz3lUqn+bu/E8RjnYcs+MqKilAhWZqtRKhQ7NksVz0sBqGB",
-	"Y+1QjmKcwXqPvDK2lFLvhb3rDkgLtPpADFNaiQ4cuHGZdS069Xl1y7ksP1Z5l/5kFIM6Q3Zhvn9z5ioN",
-	"7SMuia9HcnJ+djBCyW1tRXCVrN8x2iWdBTQaq2M1fB4HLw2q49Wym429NK7mmx+OviMCnvFld8T6pvZl",
-	"TQWjPcaYwRNX5AV95exaMG82zEKGfC4Kyo7yFcvGpUmFJr0Id0xVYWRRqzrAJe2T5VHr7TBie1hFfAsC",
-	"hgASHDTnBw5SUbN9yh+qzMFO0meHZza4+XVjx9iqZGCwRV2dBCTH9tsirX6A2tfBjr37LRhbsZBe/w05",
-	"5Uhm185aaaUQ9/o/hjKIBxz3XVbmNsNzrCwk5gh9Raihgwv42XZ4zn0yLXeML3DJ7LvS1+zFA81EcSdy",
-	"VWKC0Gg+2DSXWClRaLMtdEjL9B+TEmIZvud2WoiVSaa9L0/pBcfotrm8Hcm1F80q+0gUtVOJFZdDu5ld",
-	"23s9+AE4K1Y3SCCaQhf03jFah60+JO4gxJxYp55bVRnQnr3VdN3quCiVltH0z3dQEoelqpRUpb15my14",
-	"JgKjx0JgRtU+uHVWwrRz1jZvEmookES60ybHmbZfO2sxXSi+xpQq2b5RUETA1wCt6kIfjEW4s2uqu5g7",
-	"q4RVsyCmEN8E6EgDtSeNuFa8yhKHLZZ4s0YpRDo/cJAP9r+X4qdagJcC1tCFitvF7F1L5DvY96jlnHP9",
-	"TlXiVce0XMzeQlV+RjOoWNSBtC4+Gzf2DvdbOD1fS0R8NtFT2xULv4UwsU0d4Z5L9Grra3P3Gw+RJLuT",
-	"RoMLJ1mzjcHRRM/JrSyyXezl6MgYLncQ3pDxizF6Vv30kpDh+JO1TpJrNDXELs99tP9W4MHrlyvlBEQs",
-	"MOMqHaqFi9l08tyInHLX9tAch/WFmHB+TAwPpH87RekxS4G/aCPznF0LxGbgeVuNuKTQ5hjiQht8oUuZ",
-	"6K6riCpO2+J7J8VSVBSUSWYE0QoDIhwUrNUGTgr7RXf3sez4E39XxZUWhJHtNbfBXuN7uweNflVb0cgK",
-	"74GcgyYtV82iLozMGSUMIZjqjnXM3CKP1jBiAcEj9Q37Yrzw7l9dyn3XaCxPzOpcZK+KLq3jPOdFAXUk",
-	"v2DXfT9wuAZ6AqX3C/ryHrRB74dakNX/12SPTOrx0+NY3j+ULNbt7mCMx6Re50sYU8rLKVqF807QJm7i",
-	"IGnnmQiHOMLIZN8bgV2k1GI0XNHXUGYu7hWXCKbTwlPaSr+zSzsemOgCOvsd6wi0iLgXjEiphb1sCC0c",
-	"Q4AwurlQ1ypbhffNhxLCe07h3a5r5hJtcGWXTwGFtQfaGetKQxXaeb/jZ4St3d5/X8HQvmYstfqSVXH0",
-	"72A5Ws9JAcMmXU92z6DQPhq6paY4P5ElzlaK4o8dPMQ/vioyKIWfWhkNEu+H7KbwRXTnw90cd4+FX4xa",
-	"heVcjDf4v/oyg//adHos/uuuAacHuNF2nE+IlbsQs0roedSwoQykZ0U94Z0noydAsBBLbODYJReDQNPg",
-	"DixV1VG6st+D7xqvWp78L3TYu1DCVtfxpSzPVWUApCJ+oV1cnTNI7wQKt3TAAxTPrbyWIV5jc15GVh6Q",
-	"leiI+69EKuzxtLICjgwCVAnpr8HfTNCH2bwmDfzSUgqoMUuJXTHTQz50XrC6cByBlo2+8VX9YUUhlz/N",
-	"uVxssxLQ4Dge4UFCRmO0vmvwWdWycLevHW085y9aGPfKdZ2xjy/PH16dnvsWRvlBqlJp0ZPZ6BZvpqo2",
-	"/sPN9eNvH337aJLLuy5o2RzhWLprgGAmhMj6vh+kbr/7kPdNW+zj1cG8CnfCF4jjuorI+peXF6eW1kRq",
-	"4Gryy7VW9dz0FDvXHWIP8IgGRM6H+LnLzc3Zx1B03HRDuKt+h1N7jIUePfQ1dujOSYBUD+Qa8pKG2mhF",
-	"NwBRQUMIcxjD+JCAHNZpa4jZnoBwET87bZabuGyWFki1UWRGxXXxz6HwL4FvmKb4xVKaeRDLyPalX182",
-	"pTatnjSFy10VYlTORnB3/Jr0v/xeZeIU+zmB+tgi2/v1x7VF6SjT1loO7eKc+i6hYfbWyc7e8QiMz1uu",
-	"DY7BWRF4MVqrglZlEQv8rNaatSN7oIEAtukhrrfBku7ulWtt7gCAYnjA7FSbpexVs5oudsvIRJbE2awS",
-	"wamhtWzo44FuVnMtzWFYqlAVCAlbygjxi/GE6VKkcibTTWI6diBbrJRgUcVZRWBq1rIpv/nmyTdBPuWj",
-	"o8dPv/haXUPQePY0GQIT3PI+WuvgyeP7uCnWGn38zbOYNG7y7vRWoCeXBXvcWhV/jfucf6gvrwNZ75C9",
-	"RJAT9gRr5HXv2rfPnrayYB8dxfbMsurWYAmJ5dE3yQaWM+ZhGdXYzdbuBHtjwHVAYK6k33q0kZ4rZn8a",
-	"Yd/TAyYLbQTPmvLCus7NMTuipiGlzKXB9uUDBwtxNAzTF7m9e9jLhbuWd0PgQ/GdF2uXcizpsVemlLpl",
-	"JBgk039tfXciuC5PajM/rQQoPDELIiqul+cs9S8xLBJQWTlcGvILYbUsDHfVehmtjjLn+pwe9pVcdg3Y",
-	"nXb9hA3bZRL5DMBhoO9KmLoqusBoBhwvm7peq0YHJl/DCtAvHLZOO4xHWpQOJYfnEWP9S3ljxQh4Cs20",
-	"mi8KVQPiFOWopXOe56K4EU3tk4FuxwCyBNsZgvCoChFaIHgi3b5qNXUdqxnSUBmirXR2KU1bF7XDlZn3",
-	"pmqVNy52hdnDRRs2KooE04HLo0XVQuVpFiZhNYL2lKLagBrr15jWPSS+f0cTSeswtAtANGv446hD2430",
-	"snZwCeYG3AHrFQrGYsEErW0hAW/wmS/Ah8G2rgC2bwic2AiNdSqK9bWIZLjlN6qSZt59YP0brF6zUL97",
-	"+c1esnf55mTy+JtnUTGWh/AKbwTPulTWlMpasSn1enh4OGUtdAY2h+8J6Qxxu3xOLnLMhlla4r14fcoe",
-	"P3v0ZzCa2X/8+dmjZ8e+cCTkb+l5Qux0nYlHTF7RkCKkdwZPUQfDYdI9ljAhfViGVTtv5J0onEoO9mcr",
-	"v2dq0VlXJ1aEMAz2CJgaiJSI5mSJIEHSpxR6Gljq8KRxCTFvSRODd+JpOhfpbdfd8pOKIO3+75rn0gCI",
-	"ZVkpgyIWkAyFkEG5hdZAyH5QKPYTFsdyhGXfxxrG8yhZjblhYoxNNxCA/n6JVz4Ulb0cB6Js6O6qxISW",
-	"q7X/2p8/d6nCwkMpU7fWoyo9QLFCx0CRCpPg3OJ+xM9aMJMutnK5ULfC8pUXlkHuJuZirR8QIbVtbmKJ",
-	"b6soYEzc0AmQLVTBqisGMCdGblN2PpyQm0sLtejxUS9w/RYJFJtLF+fLAG2IvNlyJZwp5OITyDJmocc0",
-	"AvtRZ9g0PNx1ZWCowxF2OIDB+e9GNSfueMCKDBHP1mXmFNASXBHkcyvyFbDgdUjyQJl69PjbmM4vF0LV",
-	"3VXcXqi6qfu3nFtRzUAkNKld7NGAOv+kpctHw8QrXui4VQgWMVdLO2n31jGWjUfI248vz4HtzHiea6gs",
-	"b1fn6vS8nWqPRVBSy0vqrByfP1kZXT5/+BB8FUaX2v798eJt0pLBSKy3IiGTxUwxSW5o3PxCCFSkFuva",
-	"7dHTb1vGo2/HpGGOoNj4YXUYYEiY9m2iIrvDEempzqQ6jWNlnJycAhzGCYJi2OVBiAxvcKe5z+1VYRs6",
-	"3LZk+hu1BPexv/CZUeq2rbeo+joPlBaMEgI3ZHdhSGl8FUhnrMo6ytnNyq7i3ayiIku6tqKZckIWVvxG",
-	"yQSRgLKRI54LeTOPRSiqTGQMn460eO9WtJIXfqW3ltQ4uxUrLN9Ms3YoJHEhS5toqBcFW7j9Blcj5OEU",
-	"IoVYbMzAS5gWpi4TiDYBD1CmChHHZLFjuFLgTICNixbnDwKoQ6mbN1Zooj9SsSpt/IRHbm8Pi4OIevcY",
-	"NyMTubwTlrJwo/brDIqwmLSMT7Mz95tEDpf5rWqzru9tyocyE13n/s3jZ0/tQN48fvZN9OOlzMy8i4rh",
-	"4S7RG5h9DrIikk6LdUQZYl1crrQRiyuub7+8wkgNWg0BfzPONLTNDNcRfKgYPni0hw2AcCA1rm8DeHD4",
-	"EJJoGNkvrbR830jhX1qXqK8YUV3YQ/hS8ptCaSPTyAmkd1jWvOQ8ma4SbnuJb0QhqkGLWNgcVP5IVZ6j",
-	"u2VLI9iN6oxR+g7IA4ZPBVcO4y0s+OeyUrHp/83Bpn/34d3Jv59ffDi9HMnqb1SlahMvgtYAIjdvjb5B",
-	"FlSxoFfsxmm/w5f7ihuvGWQBA7yjwLEqRfFa5uIltaCq3qnZ1zEnL2s+8KAFlUqF1sds8qgRTMqcG7sE",
-	"LFPCYZGjH2vs/Vrx2TDWHp+ZkOQx07YazFiCch2tD7vcyeERCAm0RWotCokvrt9tmpgbaM9ZfufJo/Mo",
-	"YJsQESNhIpEznJ7zWosrZXj+PqYJQp30G15d8xt/dAEknSO080JYTlbwQtHlPTK/7SY9F1UqYlnk3232",
-	"Znh1I0C9tZ/Yh/vfffju9KChqkxqSC0aST5zwcuTPFfpi3iVePgZbOD2JTCo208YbsPYSdpPLld6qA9o",
-	"mTZLXRsuC5E1MhBBZRc3dOGN7LuoF9+lfafWWUSz2PamqzQXY6epO6eI5HPtJnq/c1w7lGtburb6wSjd",
-	"2iTr1B9SZc/JO49KkJBbATETFf4vBE00xT+uV4yzhcrqPAa6nGWV0DEakQXgalfAQjHOTFVsenQI/z/F",
-	"/JM8Z3ZVqhlPO2rejkrqw9FB0aTCH6ZNCSeX2ogiCpoRtubiEnhqap7nK3btVNyYM1HrqDby6nOZ8wKE",
-	"zE3v1bVdHNAyo3PG6URUDZymK/Oh/WjbPfBSJsxy4wSd1AlF6U7mxpQJWCISpiX8CYrBUlxXJt0iDNUS",
-	"ks+qcQb7VsgV3zqO61UMALEVHcZdOI/4qea5lazhCVYnRNj+raJhOzG0rrw+5d4JzUF9dqB1tx9uZNBX",
-	"4k+Mj5l0k29oPaTUhsQGDnbc62ef6NZZxqht6IjOzYC0fB9yWdx/eOGGVcIoAa3fM6AtDLgBdxsdT9ft",
-	"UMTWIBXpNV/IfBVFpkcAhxm8gHivonBhWCTGTLAE8ffi+lKltyJiuW1qe/TWdSmEyFwVJgydgwMHfT/Q",
-	"lPvfoY1reZ2LAS8Zz3N7gwXeMhe9wU1QZijOAZcyz1JedZiK2oMEx7qGqj3cVZx03w870X1PYVGUvWaS",
-	"g7tZ8YWIA60CcjNYoGwLPnpw7D4OlA0i3QE7kIQNDN5FqkwQRNl1FOjpVPpA6bdjphH5WnnevuSTskWe",
-	"K5fMD34zvSrSYSZmMMkz7H9opd913Yp2nf/t8sN7ZsRnQwuy7WKndaVj5tkPJYfgDIWFxNn+9OLV384u",
-	"zz68Pzx7//LVvx9evvrf0wO4NrjWlgaxiAG2h6dL1wvBKnkzN2FZSL+Um9LJnRhGTge0hFcEAdR/83wo",
-	"GGxT4jRQrLLtarHu67v0sLVQh3ePDrpCjaLWnA8Fw41P2HK+IlslxHxWAoyWnfkZdm2yviEvQwcwtklg",
-	"BySq2DuGCgzbFU/t7ltJusseNbIqZXO2KjHLt9BytPgpYqG3ktQdiE2QbIpqx/6jhD1O2JOE/X//z//r",
-	"jaE3vNTHWPG6hspssVljC7K4OTgGWQVWC46/2wisDaCdSOWjSUZMIc4dXntWdkzdgXQGPfmrqyJe7AcS",
-	"uF9aFKHvkYvYJU/cER4q+xxwFM8PzoqZirt7jGKg2W/DS3htV8R0Io1Cu3PB6vKm4pkv/gvaQfOpw7hF",
-	"bq7BQ1RjTppeiriMDxdjFLT6VSNZSPD7z0VY6w+K2INTMKFee29yLUTjPdxGnAoFoEiCOdRFzeWd6F40",
-	"chDZNzWTWW71dHDGAMoetx9TVQdjDy2UrwDUxLhShHfK1arsKrLeXOA6wWXisctGz3kpWOS62m2FvFAR",
-	"BViLuTPOIesXbz1PmwmrRM4hGZo8RSfnZ+waQqRRY+hhy/E94CzNJRZyty857HMOpnzYiIZsiQNAJFI8",
-	"d60XOcrzOFbViBqjxU/xdurr7uvPrwYLXmvmseArfwL3L0U68e9Pzunlg+OQ9LSA6wByByGyYTYTlcjG",
-	"1A4x8732YJN1ZrFGksES+W0Jj0lw5GPM7pLfidezRSlursSizLnZMa7+BL2BqYKy5tSUJSkMr8W0SQis",
-	"RcDO4G0r6cAIDjrc+S+kqbgRf72Oebav0NIJL7JradDJLQt2ey3NQ33MjlguKEwaCmVARUel9EAgO2bd",
-	"9IWyJ73BBh9qU9ZuXFCQ4ZilqlwRX4Jg4qKsTaswlCpXdsN5CmZvyFQs08UnnvMl/bmo8W8IyPtx51Ki",
-	"foei2UGx+rrJnvhsKn5S3cTCC+oKLgO3wKokZqvpz4cYIwqR0TphuVxIg6rlBOrem4RNTF2IxP5bzWQu",
-	"nt8lbJKLO5EnbHKTsMmtWMnCfFrIImGT61nCJmll/7vgn+2W2x/rmZY/Qxvy86fZwjbKK/ufFDjORKef",
-	"zLwS2lWp7Qh/s9oCDtuSbTDySBLV5n3RlON7vMmZ4Ta4iIJXEMHMfKSGJd0IsfSQ7OOjIYrtCtigzvGx",
-	"PT2l/CxyvfUQnj4ZHsM2CFQRWnVW3RkKzNVqIyZ+OHqMWnw/WCKXsmytdKVTVaKZihsjKvvmf/79ZPIf",
-	"fPLz0eQvPzZ/Hn6a/PjLUfLsya//ozNSYQxLgxfvl6XZ/xvanr5ICiITHNl2TG3+GFSJ+eNn3/Sxr45Q",
-	"DOoYnn4Bef752bfbpaa1KKW1Ni3u33WzIi7eec6LXW/VAH4w58UDzbSA+g0R12Q650Uh8rOsK2UCn4NY",
-	"gs22bZ2Dx6ZhbY+AjjZwWAevHtmRjtpKcd3CCdPM5JiZqhbrJUsjaKSDiHR2nUdxES1uFqLojkF9LXPB",
-	"cmiiSapzGMLHAYxJs6s4/iN77Yypu7qecxo9z1Zl+A973DYt6SfvT9Aj/bMzkehcGcR+lGv+o1e1JbaH",
-	"L0SVS7gXP16djrkPl0LcxmzZliLxGXY6XgvyZ+oyVxux5FsFk1MqlF8hP9rO86xy8cVxWSQRcyxG7kyA",
-	"KBujR0vkmXOObG30jdWKD+A2GrIalPe2LiC/XX75l1WXB2M+uKvAu/Tdqyv2kJfy4d3jh1qkdSXN6mHQ",
-	"wzEq5otaG3Zt1z6wbDgLhssebTPF/klsTWvhrDupbCNP7d5obiP/LEJ/EJDvkog1X6wF3lpJunbZiltn",
-	"BfSnuR5TbUfsn1sxx9g3K5bJG4l2A6hctpRakLcI39EJvmL/V9n/1kUmKp0qh9E0X5VzqlW8ztnbezxS",
-	"vHv0+M9x+a7sTC12eZZNri0ZGHJ1A/H4dtbHdElS/pwo0mqFWWBuS9K81gYMXFhOfDP5uGeC3/Ynb1Hg",
-	"556+S/eS3dKFI9nBQYpfodhPtYLwlorlshDsuhL8dst9+c8f9n74ofrhh+LHXx4ljx5/G9+JMdm2g1vh",
-	"h52qnLC0C4XY7UyXPB3mfK2BP//hB/3QjvrZ09igx+fvejKLchG4K09VXi+KuH6bwjMMb8CblUK1Io74",
-	"6BJi454JRJIzzfs6zwdcwNiI1Oz9hyv2/uPbt3Gprazkglerv4rV2PbKIA6evrYHJt583JvxUqQ5t2eQ",
-	"WrVvDZvwnEyBfge3Cq0pdO/YB/x3vGKslYUTJotMfE6YqeTNDbLGOymWscoNdtC6a+M0FQuGugTUiI+p",
-	"gT78xDWltsOvofZNYxgvurXIMlbIIYvQy8uXbxGjzArbxwzMRYXB3DHMhSnSvM7EyyyHvFqrBgDiRVUX",
-	"6CQxii3455dZfjrnVdzMnGX5lXu/n8TscJZcN81vo2fg/nYfmkotOyoFNWGIlVrqtWWAzbA7OdYDCS/H",
-	"rR9XQBEgB+Bgr0WuihvNjAoioIB3trsdGUFAS+AOk49u4piDAkQGBQGAtgjEfdjP1z52zfwSfxDWNjl6",
-	"CBHN4ULcqVsxnNVf2fcgrT/PfdUmPFeWUW+eSXrnVanSiI3jvVh6PAlhX3H8yzaGYkFh5TgtSD5C65cd",
-	"RUoBf5bu/UCk1rXIUBCy51fl9g9smYMje7aFx9cOYpxAB8Ih4pX4sUAiA6zXGDcI9ZW0Fyy6YwUv9VyZ",
-	"kzSNhoOeME1vQIq31gyLR0Y8DR2oYZA7A9layyJXPB6lMKouv0QPE9ThXKrqdr1oSG8uh+moG3rlW04w",
-	"XtS58cjag6xwjvCUHVke0TysC+cWpEKkGCwAKWVyAcHPvKpWDk+0WdUBdzxOI3HLnWzU6Bze5R1NabT9",
-	"ChXILQlAz9WSrIwweVnkgD/rqMKDJFklBXAGuDE8nS9I2XZsDphZsuc+i5pAe/HMCMnMh2DBejZpzc+O",
-	"huCZhjDK1jaMVqVvVy7JIhkt5IRU+EA359CVOOgxYPbaL3cL13bdo3HL8FtREG5rEHgiNfsAGxu/0yFk",
-	"/I53744D7nKF632nI0ODewCTPBtxy4eRO3ZNbsZjDa9tbrPgYRDw+jTH7P1uZ/IURq8R7H4EgXTu8hW/",
-	"FcEW/84b24AIjDpum4sLWegvVVpb9gFX+0mdSXMh4mHxrTd9mkph2Z2LkHZlAWOHDoBSzuKu0EbsBAE/",
-	"RKEZk+g3KuHR5ZJyzfwH26Y6dnhyTwkFBh5TmdSyUte5nQuGZhT56tz9QurDaH1mc4vsMkYjcrCLQeEe",
-	"V5msX/TR2LKFw/oLlGzDLsRnqSFvu7C6Ecq0GpK3lqMKU7UT+VpEtDbbcGR9FQ6h4o0vJLUbQ0HztyI/",
-	"y3M29RxuCsrtlJflFESiqcMinbJ9WO7p3VxpQw9bdpeppZRqnZ8UVqRs7rdY7EoZAWU6KUtfNwONLw75",
-	"FGGhbLNWlwGrth/9KH/UuOvTSebUrVurY/BPtQy95FmjFNNh7+B2AA5eZtFrEusDfS/et7fe8QaWf8i2",
-	"lQVziAn79geNZV5cUYE2RgKFrUlz8Nv56gYBch3+4P1RDZB9JNBfVqaGjAxtjtmnT7RZf7P//vSpx5cU",
-	"6+XXruOOszqv1OfVrg7yss5zyyk/rwCvyJXE2vIoGuUqykEl/61sut4z8Olw8uP/+T/2vvxs4HDynKni",
-	"S4GSkFD66CmYOt/VPdI98/9iKEkIAHS8CZQEagPA1TUuF3LRqIrl6uZmEwZ4GChp5PEDWAjS8HooIOJ/",
-	"j0KS2NPgKSN+Favynm5iKK/rwx4S4lIcVjV64/+XvUfbM/1DXpn/TLeLKr/C5YKgmNuR5/aREVuTxVe+",
-	"IoYvhd+ZrY1haFU/mI8vAUgaaU4JNsDjfa20eKay1Qx5akR20Zk65p6wugRY97lM52wubesrBL52bYw0",
-	"x2fc8GuuoQJiB5aEfeRm5F73cjBATIzsqzsj7rSuKlEYWiX33shmlzwfOfplJY2Y8Lngmb1qtx3/kpt0",
-	"LvoheTgVBKRXd8H78suURCgitmNrSxAMNE7DlrwJtz/q6UDstwpvIoQpb8yv8PUhu3BwWlwzVy7RR5Zk",
-	"QtvJUP4a2haPQ703k7rEMTJTV4juZeVlxtvVBlzFgpBNPdAIC9Fnee8HGQrmf4Kf9N/Wp3RTY2QAjqwJ",
-	"P9289/GVkcUaXcolNrv/8ePZy3hG7MjyeR7nbEvL1zjQSAN1TlQN9AH8hhepyDuSbl2Rqb4xV1attnTE",
-	"ZrLgObroBwY/WANtu9QAbhzEXLsudV9B6qb0RayD962SGVAdgCCxJRa/aE5AV7oyCBrjKg9wfSvwrEgD",
-	"8Yy3ssied8B6+pKno88I1oQf4VaA7AbYvtCnsB0hrnsW/BonLS+Dd/u5qqDhgrXLsjWjHuSGJ2lPNCxf",
-	"P6tc3+pY8GGoVQIvRVSxuEbZ6n+4eHR7CKPLSDf3k6/SnCCfp1qYX15V+h0aqCCs5P6qS7uJ7lirrH3X",
-	"ja8zTV9ES03r36jWdOQM9hWcblNGQlV67NCx5nTDkI7ZZZ2mgMmSsNfE2K8sY/9QY2jsKTF1MFYAW46X",
-	"L37pmdgepLsT4o9vfi/Zw/b3kj3XwV6y55rvORDnOV/FKkqcAOwt1DqADGCMyuIb52971WpjINd94HEx",
-	"O22XhF2pshQZJFp3ISprRm+xa5FyBwNAU62suGqUYjpXy3w1sttZf39bTKCzrOwVjREsalgOy5Xwxmih",
-	"hMkZ48Xq8D5smRjOHO57HPELFq2rRW98l1mQp7PqADnozvSeG1NOZvldwvCvRfk0YfNcIzzZAChZJRbK",
-	"iJMsq7rXFOVczJy3V3rjOUBIBGm6bvdqQEhsVnBLCXGE2ScO4jSsw4/IaHfbmmwEM4daO9aabHLeg6V2",
-	"J9ofjfWjGa5eN0NGzhS/qZvNI3CLddGAMKkymaHfz+NrjC1XRK1veQESN43cf3UB8jePgmy9Gxq5wzlP",
-	"GtUPcXta41uLvejVMzZX5kv5xvbFrXCEMQoYLvHUXtEeKqrU51WnDn61UXXPrj2ltJBijhBk6vMqEt5y",
-	"L/j/X77Og2rS+jyP8a6ThoJNXSaWfedhKPPGOPXn1TiNG82wlK81OAMdF7zWR/7AaT4eg4hOyJI3d+0A",
-	"h6MpbDK49iq6MXUTF4Ufx207wKlVERRKvlepaaTTAwhaLalsFI7qmEz1DhETh1oo/xGUWdVs32WflbWe",
-	"J+4YHNyLkNGOzeiYo5rNclmIvksWFOClncwHfHnby1YVo7oADDIMSdu6h0reyB7MKFoGLGmh2X5Z5zmJ",
-	"N7jwM5l31J2g2yeSuUY3c7jtJDDCDYIBd02Inb9DOpICmouMIrxHAn1i1kMq2la4Y8atmglHA4I9EGXb",
-	"ikxWZN6I/NvJqEKH0xtVxjjTghrtfOD8mYqnt12luKDBB5rhS92rPTyLK9tCVKDothG9paqYqjLb0uq9",
-	"iJANiWyyWOwgIks6+9IYKxJt7Wgrjstq+G9vxQknugWRuXtsvN3m0uWJ/O52m9YxjxADcGywBOP9Q5WD",
-	"jv194fA7PZuE24Qv+Sq0xWBDe8kefdZjUsEjG6VLkUNSHIeaBcj1WxonHlpf1TAabR8L20fMKno+korS",
-	"7to7CVTeSVhH/a0vq2LloaVhxvuA0HJwj+Wrok12L8NtFOcXAXOseOSqijUJIZlQDkwmSgUa8DfimFGX",
-	"iM3h8IHe/Mz2oaGxox0ufLTV9NcOIayFo4zokbtL3wiem/lLYbjMo8mqhRaFrjGHH93MGb7sZAArZcfS",
-	"QgNYhyhsJiZ2U/mEeA4tXNoiO4OcxPi9mPoBomM6E58ZfeaCdFDBWHDL2MRI2x0EVEfW46zI5J3M4PKE",
-	"lcOI/PEcGtcb4uJj/JmwBcZpZA6IwIdGBLmi0UOdQw3UTsdbY9tLKa4AP2gBmBSKfrW7eluoZbej74vR",
-	"4/nMdFwEDV3qJnAkaMsd77eu6utrMOvDn6e8yGSG4snlvDaZWhYdRXWH4i48FnFH4MouV6eHqm9oIVyK",
-	"YBeT9gFJWhEQSMC9p94lEUVuDaRtnxLUWygga5hHr2yyzmxI/q9jCIB3ouK5P2MBpwk3F0q7ZQIgegGd",
-	"oeB3XOZrJqRWDeP4dr6Qhb3DHdz2WncD0jFOoWk9uuTA5V4tuMx3rw4bwMloUWSMY4HBQtnzRKGYYkF1",
-	"2dYSn+sOYINLfNC4YwHZ1Cp0LjCMPrWnHcJvu2MDHweYZIFipWLRWKksAe4jwLj15wTmMJzJqsat9FAS",
-	"uaYgnC1Ws68AKWZVQXqj2ydZsEVQLHLkDURbEQ/DgEeTs5deDweY3AbOOJKtUZh+XIXLd1cNmIyrxh3Q",
-	"REdNTvggQldha+SNccnuQ9om5CxRw62SjeGidO99HCn8BdcyhTq7duXt5vJrVRt/0CkiBLOII5JIFUMM",
-	"OD3/yOwTaURq6kpAEIkX+kkybuqbxQ1/X/XGT9ViIWPnHgvt4mNXm4hTLCSWwV9D6B9b1tAoladzLgvP",
-	"TqOtLyUW9dxofa60iYN3vFHatHDPApHuq8gfKnYzrRX+2mXLy0pldYwbn+ODPnySPFq0EVzT7fqFANbm",
-	"C2NtRNBuYSHsdo36FFLXJ727rZmqLgFXfSj7V8sijfY3kqWOvP9HuRxgA5sm/UlrF1WMynKewoHCEuQt",
-	"4TqvL4jb926ed6Fy0VEIqkUNv0HBpyiBnuQ56gpt6hytNdEs7DS3KfXUv2hXXHfYdYBFTWQRVuwFndVH",
-	"6u0KCwktZaoDsSfn2ryKOyHh5wYHREPoZUsxk1ZWowCizta75KHLegEQXQMdzDkVP60LthKmu5u6iPGL",
-	"y7A6tusDmcUxK+o87+tot4hWVJY+FPkAchlsDMBTQtlmMl80xgVopqNgTV0UfLDaFnSQ8oJdQ50StuAF",
-	"VBnsbnOwYCE0KTWjl1mhlh1SWl1CqbXzsMb0mIFSUWpCP7Ty0oID4hLGqOoOODeub7vArfQtXuGgS0hf",
-	"N80V1BzDfX3zbQUp2IjNGbcIoVnekFpbByQ8i/0cpDuiJcZF9DZBK50NjPMFNExuVAhG/zQv6mJYl2qV",
-	"OF+rf95rN4hrwb8MVFcAcproUqRWZYNyJ7nBegHaimJrYlQzrb74+ldFFpQm21aSKYdPmNQgBvNwYSJH",
-	"tlvqanHRHcbob4l+PmBbjl0oLb4Ct0ZkiHNV2evIXypQbMZOO7Pyh6qoVv21gB/iHtlhLrIVryg9Kwgl",
-	"rYAUwpVp5pZ4Ou0+IJ36ED1o6Z2BdWlA6bTnP3sZtX++sI/Qz85BJFmUImPcAM+gB/tnlx/Yt8+OHiUM",
-	"b9hpXYAQhkV468J9Bt/or6E/7tgnYuUMriqt5Mn5mcfXwfNFY5GLEh10+nfQY8H+i4Cbnd3g43W740b2",
-	"Yzgn8bmMVbrr8C/dm8YT6jnt3Qk0n4Ze21pQZCliZwnsdfcPvQ1mPe7AAtbht/kNl4V9gWKjXJ0pK+0T",
-	"4HI653kuqKrxmlkov1GVNPM19OZ3L7/pQm/2X3iTTti6s2xjA5dvTiaPv3kWtWV/Ecw3dtwsQtuI9HXh",
-	"uRfCzFXWXq+Xry5PL85evNpYNNgS/KI5HbBB7eIIroGEXb66+nhuL5jztyf/9/psnrUm82RjMj/+8iR5",
-	"9Cw+7kJFq6CduCWF55BUAey8PT4o7wBGYaggzwHEu9n6Y8bZrBJ6zipeZGpBjQ2b3Mekgv+kyvZq8xqK",
-	"nLXn8b9rnkusIltWylBV/XUaPbYjE8S8GWdz9AQ65eAnVSYsxcEDTEcK5rGL16fs8bNHf0Z4K0QoRzBU",
-	"BP1uFZossBAEDDIOJSLj0nLr+H68OEtcMAYhi5e1oXzZkI4QA50XXhmZ1pWcYg0IN/25V/42SqYMrP0Y",
-	"BHS3xv44/k6A5nZho2x5LqvsnFdmdcpLfi1zGTV5NDYOV43S3stQtgu0yUxFQmC4EZYdxprzna1Y89pG",
-	"5cumfUr+GV/vsungFNuP1rv8QmHElyQckEV6AGzByGqlZ8AsCBcYJ0+fRs0omRJoR8GXdjej7FAspD3K",
-	"zcoeg4Zn+HCkXyTsa4RWQC3HpJlwpuG+JCG19p+Tt/JOnFN+V9TACMvOPl681RSzDTVRCSJgJ/ydJt7t",
-	"C6LLd4ZWhpkA6sG1AF+q8x9uqZluW5kO+gWSY7wjrwv0lI4ag1oWN7mYWM7x8eIthm1SoPV4yzTtMypE",
-	"cf/JvQYqY3NDea1h/GNrlwAIHJHJI/GQP+4WQzxIgT24t1tEFDcTbx9Mt8njT+WXKRUgv7hTDEfXZ3Pa",
-	"Nd48wTmhRrc8XCSOQdHIuL8LYuktZWoDqaHasugGa9p+aS+GXHBt2BP8x0Jp42zXM3mDIZqAS77fYFQf",
-	"HWyHlfgkCpbozkp/voJCavPc7hjQ+pFgFi3YISxMmxGmq37AIsmiGDmYaypprmrEjjs4hj8xd5Ttf//m",
-	"1flBEIoI4FlbH2k3iXaJs28ittQeqnONvRVciy8nO6s5FGIJNSLaKcSRe+Naq7w24m0P9T19AlE7a1eC",
-	"MjxnjmgD1M5jkCX0XFUYhMAL7JtabggQmw2g+q7FSlFepxcLH2gUS1ZUkbj921IW2ssxmEgCGAYHx9j6",
-	"GunY7U/nSqYCK6d7MiIh29ICGHDsWTgYLqIakv+zo8707rEnOpcQZITJ3qWopMpa6xqc6W0A5J99wcGc",
-	"CxpOqu5Epf/JzmWT4PubnE70jgRiXgPoJ41muUq5UdV/4TMcO5X3ccq2E37bVpepXe/pDiaTP+7R/tK8",
-	"zGO3N4kvNdh6H5G2ETKiSXAbhDD8F8e5D1n//jEe1/M0Q8THHbAqe2AfO0IyrypeaKiQfUWVnGMmVOPf",
-	"8sXGI6ywzuSout1Y8v9e63aTqa8HOTwoRt1VPBvHtV3Vbs7TvWRPlRBhXqaLTzznS/pzUePfnbW8RyLf",
-	"0Wvj1fSRoU7tsvGjSt6Kz6biJ1Wsls3rugKrn9s4BQ8A4wX/fAiOf7yWdMJyuZAEczSB5CSTsImpC5HY",
-	"f6uZzMXzu4RNcnEn8oRNbhI2uRUrWZhPC1kkbHI9S9gkrex/F/yzJSX7Yz3T8mdoQ37+NFvYRnll/5MC",
-	"Q5ro9JOZV0LPVd7mM5vmBxw2FP9rRj6mpHPDgp483uRBgNIST1cjQpz5NL6tC7jDBdh/ErqS+qhzyurb",
-	"vYa8lRuGxrCtIWmNVsMii1jkbR3xYfBGbBWu7y3iTPcBhBamCqvyjXSyPXvSUXh1EHBwp+pFvuEBcMUw",
-	"wA+7iOMbyUyMYuiYvXmvDP3oaLgYBHTbz9JxZNux9PljCE+eP372TR/z7kgNpY4xN3T3Q/TnZ98OzH/d",
-	"ZB7S86bVrh2IF6xc62Z0s/JMIuRWEYJINi/98I7owqsM6XScUNIRxLcployP33MfhIFoo4TOiMi0c/ze",
-	"R1iHk1Je2bvly6uYw2FmvGgUQK9QuLL5lgwtFUq61mJBE1Dk6Cx24t+LpfPXurShCmuUyYKdnr28sNor",
-	"FdvEmukOrMClrKpCWM2iIBaeSwi6AL8zL1ZhwtnoGvP+ug1uY3/d9vhH7GTMhveu5bUbz3rjbmTbRehF",
-	"jskQY3SJQpkXYqYq0TMLCF1Yn4fUdpvlFndIryvRdlauuxP7txqs5BC5fS0YD78OMtA33Y9Dmy4L2vRH",
-	"kWpidVUq3bFW9LBvR2LC76+dx5dgtL+rVF3udoRf49EEG9SNbaY5zDuc317x/3UlrDj12UTDJUZS9Uup",
-	"y5w3fHMrYh5cyC9fQ4/G9QWrCDwJshJPajP/cCeq85zL4sLoMlZMy2wGcRFSGmeY2+iDdJiyT0vbGptS",
-	"kZ3pIbuqqwJhbZlytTfDMju8Ei5IrhAi02iWgcxSCJKzHHiKrraPVT5l+0+PjthUFnD8P12rbDVlyqpo",
-	"S6lb+FZBwHCXNS+20yMKdfDaKATUj+YYqwpjp8B62Vd/0rbzNwACiWCxGDUp6zyPfznuLKDHEDIcVKXH",
-	"nYxM3MnUkWxMifnw/m9nrxmpslaL/O7F428fffuogX2jJK1BXQW76u4DnwM8RNML/Ti6k87aoS+lxhRF",
-	"B3jDUl4UCth5kN+3ufbAyf4qIrrIX8WKauZDmUVL9fCy0+sMvxW6VaUZkPlnoITBm2PU8DnXgNTTH0av",
-	"KVKacOw9AM3mfOZcn5uf+1tL+UJUHNKjSl5MjMzN5GfVStQN66rqyzmvHBENtEwrITXT9iM0VLK6bNDm",
-	"jL3gO3J+ttK4g+pqJKU5Lc71Eqhxg5T1Fe4QKxAh+OuLSvDbGIWJEibhCxF6jZfQp3PB77oSpEJ85N4Q",
-	"NdyT0Pxs+flVWNNtxPcXrW98VMzHWFE2KIKPJPvx4u0hA4+CL5SwYPvTP/3pT//XNGFTu7D/809/+tP0",
-	"IFA96QIJ7pWEXdceFsiXBbYDFAnaqHmRMQC304ajk1bzhXjOOJY+LxgvFNaQpkhbdzu1rq/mooJKoxCn",
-	"GrmiDg7ZCbTrYlbDNiqxUHfIGRbRYnLb1m7a7Vobidq3Q1kulIM+alHdmy7Iai2qXaRIPJ/v+9UaPVfL",
-	"woXmpqrQKheBdodzZWkueDW6UGqlcnGWdSgf9iGTPsBwQPfgbhkqcafcnWIXBMqUEqYex9Il96Z9dIHm",
-	"wNGFZ073wK3ZdpC+siOUZNpL7Fbh3f3jOCLTMUSQD4XfQBqXNORYRiQwq52XXOulFdsybngkXrjboeGh",
-	"CGzboVtj2xjEfrrspskFX1mJBeiyMy/6rbqRxfDw4R7Bmpa2n43IXv8irp9/8wvie2nhsSL8ANiD2yS7",
-	"yq2KNapi4GmJxiLbt3G87nXEc4B9Wq9attXgOw90EyjsjwTiIPgF3CEsuev4NbXYNo8gXH9U4sz+AjIu",
-	"Idb1HznLgXNhOop+9Bj6Nw/E7sWFME9gXCi2ffNwb6tcCDgVLTOWfTdhNXpJ+EIVNxArgEsnizSvIeaC",
-	"lgaY8XDUKc2hlfQQnvakwfJyFNVtYQ5Pc+z4/NjBGIdBbmGSf0Bo28J3db8gt7ipDp/GNTnKVA43zXiU",
-	"22axsE/IvgXE2xDuNkH7iaU3O5jfCv72e3E9V+r2pcjlnahWw4WLMnqT7ft8k5OE/YCvYKYMxFWAbKd/",
-	"2DvoqEWEzeA/TtWiRG6T7H3PpYGywAayoH1Bop4qRAAIltaVNCtI96Q0ZsErUZ3UMXdWkyNEJx+UjKm+",
-	"Sz+V3Hw6PDzExOHrWstCaKxCLYpMWzHeiRM8BUgZbGcfPtb08YFdgzuRa2TBdGmT1MNSpW6lOCbdQTPO",
-	"cKzOtg1hUJWYYRaeVYefHj1iU17KT/DGJ7fnEGSGSo3V9KCRhkrmxpSou6UnVTqXd+JKprciwgfoMTPw",
-	"HC3uEChEv9NMPVgG25/adVWV/Bn+/Zy9wAn8UB8dPUlPLk7fnP3t1aers9O/vrqC38QUi0VMYD0gKNtK",
-	"LimvqlWQHfdTbSlrWpn0E/WNM54ejJ0pDqQrRE0Afyotn0plyQtDSx5uQqOZJU1GCZn1v39zhrXJv3/z",
-	"6rxZD8208kU/ioxXGb5JeYZsqarbsRMAl1nMktE1dr9b/1AyADQ5ZteyyDTEW1VKLWDY9h9oQUtYpQwP",
-	"wMMqgamgLUQUCcWTHJgpXqN7/z65vEsnF1enExxrwwhL+VcRwvufAqHHYVTtCWofCGZFOBpNDndzSHCf",
-	"Pr1R2kzglOFnU5TxQD3PkHu+ubo6vzw4RrCkCQgddtEo6XIdDhiiYBnPtQLlHvMwcXanuprh9KYu2xRq",
-	"CIKNYIK1GNj0UqST18Kk88mlNGJqBdHpB3g2BWuAmYsVGLjXDvMTNk11NftUiX9AaaepX2tciWatg+lu",
-	"rrNlfDIKO2ipHW0Bdvrnzrp1KSo0qVpyB7f3RPu37PwqwXMQxiapWizqwkW7LnjBbyCPsDGVNYU44fQE",
-	"8AEOLtC2iF9qb2VN0Jkw8enLmdCJj1pOmkrq8CbSvCVf7Qo0yYrxbCELqY0jdLjBXdimnZw0mpX1dS5T",
-	"oAifGYlhxXjFmrmmrck5CMgE2wwkxKBosnMFY2FRR5qZKHO1EtUhewX34L9dfnjPoIaPc43UmmT9KSD5",
-	"vAAfhZ7zUrDpL6nKROLQLROo7SDOMjtxU62s8P2/Egd1/b9+neKIMRiIWncmXaLWK9vA5CybWh2oVIUW",
-	"Pj0aKtVjkJf4qea5ZlPqbpp4jsWpwhC4LB0A0wLLBDZ1omi7cnWjD9k5t6I8uLgDFugq6LhPRHEncgVz",
-	"RvnQiSUJA6kkAYHu7z/aSQYmugVI3EXp+/A6DYH8LFRW53bfTF0VsJlIFaIwsC5Yi2hqG58eslc8DXga",
-	"SPtIH+4ODT239kx/tixm0vw49Qhs1HHzEv4wbWqH0SqJYqaqVOhoY8angIN3+3oF9yLaeaRmsNOOlmmX",
-	"RJPa63qiG7mqrVpJjouskjPDuL0h0IAazGz6pylbCG5vqhpEaP8oYeKzveSgyFCzm0gbljXiHe2mAqfq",
-	"ObMqMe5bOqdbkvFCFauFqjV5v4OiauFILA+e2lM6FznwYKLuFmvGFg7Zh2ZEC17diswNpLmlnzNeygmK",
-	"CW4oIGV4IU8Tb7M8GOw9aNcNkCi8kGVftCc0Km0dhwvUPRySDyf+mgoHlbavvtbQggH7i6IZULOGnzJR",
-	"SHtrhMuDpz0kZs2muF3ToY1Etti7i50zz1XKcxDrfGPhdEkCoiqGlsyVi37MlSohVcWqM9WME3rDxj65",
-	"tRhJDZVJHTUYfks5WLxb+Euc8Elsc7om30zZvqqSIQkQYB96peKNjkkwdqcoLjpqUWQHia+sDpIcjdfe",
-	"YcetqKjECiiCjjUvvIaCYj1kCvn8IPrRYOZFTN+wUjieAHJlTA+71hs7mmCbU9gc7WVSN0F0f/qUuPbg",
-	"KBT1WmUrd7ECLJbWszr39Qs13ueYIaQbtniCEp9m+z/s0Wfhy6wucsJtNSL7Ye/gmNJQckdj7iOyorVT",
-	"+RDrHzKtQpnUrdyjo0fN/iD+LpXS/15cXyqYXl0CXPwh++ATBjVlvbT7gnAImYvCPMcxNiSvZo2Q84IK",
-	"Bnu/FVwFbP+FW4hC0cwo7wJPsV0LO1TKhyET6MFxe2JY7Q1th/Yoo3iHl9Y+AZaLO7ifOLpUoaSb/df5",
-	"1X+whboT9u+w4N6BgxuDIVDxMMJm80oWludYWkmMZiftFQjmWs4ef/7s6ABvMvddAqllqbMhtA0TN6IQ",
-	"Fc9xeR4dJF4NMti9Jbqp/R/Ku5pSYXbCueY3oKOvj92sV3zcn75vqv6d0MD80XYi25Rev1qVYnoQFB+E",
-	"Xhz4qMOGI4GzOO5XPWlNHh89asZ2+fLcx+nAtj8F8baS6a0V9c5OX1mhActRaA+W85c/P/7GyUVAbrbP",
-	"NdqALgpl5ph8NgOnHMli+xxNo8h+GoM9Gn/tT7m6UbWJEAMv2BTLuSOs4/SQnZA1oOQVXwhXXakZiQcZ",
-	"yUSa8ygTOwquT+eOhUanVhDEqCSQsTizt2YpckPmOHIZuHFyzeSMeCVAGaCft8n+PY5l/673CRYlnmGg",
-	"9MEhuxA8wxOP/YisUeZbaGyWlzhpqQ3iV4lUSPIduzOKwp87sO1bzWreUhtRpKsp22+Wdnp5l4bPDigS",
-	"QsOBRMsAx3KfFPP4nE3h6p8mYXpX0iwZevaO2TSXheD2UrzOxRSzqREmoFroFrx83ijaeDAtM82bGdsD",
-	"4orsgNCIVIhAcKDQQyxpC2eJCnXhuZ9BASEgjm+OnqwXlnEouYJb3ccSYLPOtutc4cCNZS3+qK0NHmMS",
-	"cBHQ9GD3GLbVzkgtC9zPxL0JvMK7eYOoAIAjttqqbWKFBX/ac8yVJukML9yWmhiU+G2rhUQJl4bnwols",
-	"++7Z5V0KD6YHz8OyqAu+YrmVGgiAly04rEyl6ps5XTSgyiO3PmTfVxJuIWdWcRV9XPgDcmCxgi1pdqQ5",
-	"rkFRFc9G4YCTluy3B+XejBvOMlmJ1Khq9UBDtUtSGKUGpLklbMCsEmKiSytsVgL0NWIami1xzDSYPweD",
-	"0UZV/EZ8mtV5PmX7fkWnZ4WuZzOZWlntEl+aHgS6PJaMw+4kdp6hYQhXzoWYYDErx1btpWgHY0CiI+0T",
-	"CClh04dYnGbq7DUZGqgh8qEhO3wI4S2kP2KwBbirpMmFDxaJGohOzs8ClPnne48Ojw6PDh89+wvUJyhF",
-	"wUu593zvif0R84bmYHN3FYCtMvfwWimjTcUh9rKMxpacgptLkx/EMgZUTwMLD8KPO6A6WWjD87y5i9Zi",
-	"aQ7Zh1DtIKEd4n2k0SKfIbv1kgP3msT1qlOjee7WsCB8OmCBqXLB6bxRZZzJCJiGxPuJ21a05U+VPaHa",
-	"1TTen04m9GRif5FCW+Jxs7IK0ExVSw7mMHd696ev8TcQL6b/PvH/nPwJf7gQPJ+cndt//E3yqdfBc3kr",
-	"QNLz+i8mPGxem0/oTmyVXgYhExaSzA3zwBahalBq4IpYKOPA7w7Za1XBR7qZFqAO5EzPRZ4nGEYPApvK",
-	"8UCXFWB58QbrxhMSHkdSFXJ1Q3ajQq0RDIRfanKwyMKxvBeuncmpyixbkWSwhzQPJ8L7vQw2fJ+zZaXg",
-	"rsmEv+JgpSpRYsCHKoRmTx//5cDSIOiy0VG1bqfNtf/LMZi7lopVGP3jbdfiM0+NVVgKASglh5ChS9LQ",
-	"Wbb3fM/P78T2C+eS7ne99/zvUajv9sp66SPckAew1AkhTRDRhPS9ecgGXAftfXB+EQ4BSgPBZT+iw1No",
-	"80JlEIJrh0pVhoK89of/0Bga3TTd59Ftr5wLUgMDe9xzbOeTNBKuPQpZEPnp3YpdPO1wL/TcWi4Drly8",
-	"V4CVPj46urfpocM6PpsYw22lZ/+a7D3FscS68GN++IJnfuHsJ0+GP3mtqmuZZaLAL/4y/MWpKma5RNf1",
-	"00cjujjnq1zx7Eqpt7y6EfjdN8PffSwIy19kEERsVTb4+PGIUV4p9Y4XK1oOKDn3zZglPCuMJa0cCwCE",
-	"fm17fi3xe+hzujr7qcxe9vxGQ4gPAZuuX3Euuim0aO893/vLX/bcb41Jce/5HpoNm2f4TyTgX5OO+3/S",
-	"xC7diCiSPxRN8AibHfycrYRp/BZBFBxI7npO1pCGp4FIYyUGq7a47GBwLMITVUTFikN2ZhrDx7o1lF2L",
-	"lNfaXjrXyorlPqDKSea+/00G/Z0wntNc+qCfr3Xq17vqYADNeuE2Hf6hyPxKYCyfTxhAYm/ThzYyz0FH",
-	"M8qqcMS7Osn/Xsk85aVJ5/zhLzL7tYfEiwxjf0Qj19CXQQqVR2eCfOoMPavn779jcsFvrM4DVaZn8k44",
-	"rx3Qs8PzrBt03+CudjIpZfzP5MwIUbCFLGq0/tChQKkWnASueyfhoRbYgEkFyMywJ8FY3MvoaWvBOIMo",
-	"Rr7NQ5r8WQamnuadHMwZMEU/QgmmXl0Hi4NkgD0iPwALm3Q+Xi+iPUUdDBNfswShrSFitMx5ikk+G6f0",
-	"FAc3JEJFEGFDWHUQgaxu1AhAMtu4+EPxxwd81TW8GRV/etkFEMrDEmv4RBpGPP9I01HeEGzdAgp0YmwS",
-	"xdOinWRnAeHp8CfvlXmt6iL7Q7EkPMv+2KSeVn5jZvOQQna61esztD96FRvZi9/UxAdJ4wVLxgata2H5",
-	"TiGWllclIXNZzpXT/8AYGOYmEI+ydKPyzPIPezkWiuWquAEgN2/nPGQnBaMSHfZFZOArTOLAnoNRgjIa",
-	"3vVc3zo01NAeFvCEzVN9gYv15ScbDd7APHY75P0JfiPO+O4iAc3+1M2l69y3NuBwR3n+j3NeYbPWDyw5",
-	"Htpz/Y1OMVhRJ0597LGPkbm1lf/QSLI3IpvYCQX5LYyDiADWYlncsCmdznP6um1MpRAY8Gt4G4cqWiaO",
-	"xo0R2NmmByAmI27RRlBD3K7WFyPxvOXHjtmkYgEQxBpywW8BcsuB8hdCooULE5DI8A6ZR34VC1UxUzW5",
-	"P9obZaWxEgmuxcbyMbB1WUFzyasszGlywlJb6nqgSTqaEPHZz8E/AqwWEnPBaTl1BHzoRvQJhz9NmKoN",
-	"WBuntqm6EtODY5RqwIQODotAufFAYIk315NM9vTxX9i04kZ8IpiyaeBiWcoiU0vK8dXaMmnHCvyigYi4",
-	"EAQL4H8uVS7TVTQ1X/OVVexWB4fsJM+bsJcg44LC8O7UrZXPmjSLEGEf7iE09WOIJPrNIAMvJsPhwfmw",
-	"LNzG7X0dwxH24zoZMBy5i9JRSri0v61BKHS1do22lW/l8neaaEQXuxtu5BKKEsNG7i4WPhpjnOEUaCOy",
-	"fxmb7u8KbYxLyDjDE0hcDorpNmcqflk2nB5Cmlusfm/0jQptbtydwOP6bkyR3upAXqRxg1YMKd+hzVaV",
-	"EB3oiBk5HjFLDeAAS8XeGFN+KPJVwi75QlxKI/7npalkahwreh7J7ghCZ+eqMhOr1mbRlBG6ASFgPB7l",
-	"bluaXtrrQUyboBE3QakjIfCex7iwfhoV9kk/+j6x7Un7UYBkOQ13wF797+mCpeyJssREaCpWBzFcV/RX",
-	"K1759PLiNX0ESjuxkmi0/mawfmSV4ULSIqij1BW/f8i+Rw9OiD1D1+LRo7iQ451Wmq8IccHboYDhod60",
-	"YZepK6G9P6lllNkUEDrMMsF9jsAD3MmtLce81Dh6etbEqrJ9u7XuZxfAR9Khk/SwkQOisE3LjIuSieg/",
-	"BSzpW7Q+wQXOjfA0UzbuRTdNS5DNUuxbUQS7hUyvCawgwiSkldJ6oqVp/GT7a6kWz4OXpmjsslqgvCl8",
-	"AsZBXIhcy7ugUEMnYEnveHfpAE4qQ0HN7simsAGr8JUEDGh7hEOKoUeqJZbxIiMV35FFQiwdFSDc/t9W",
-	"8qDUn0u6DLqcUnTKlwCzKwqSPCREEqP4B2FYGmt04wmHsV4KM+lKO7ra5B9dbNLyfWq1ST3jkURtmMAf",
-	"WM75p/aRfSjt7bSunv42Oj6GOnYLKhcBKoaTsbxMXQTpJKDkWson4YFi5IFcKVsAamAtVXWLqhJdq62o",
-	"isBM1lwdGmN4i8xBmVwr484AproijOHGTdxS1jFu1Q/eKCYKPK83VoR6evQXNk1JlJ5GuaddqN9Z2wk5",
-	"DqkwcZbjVc4/srLye+kNr5wNhAj63k5eXBdAVIcOh5upqyKA3LgWc7k+uiDT1/5+K4luJRnZuGm9Y2lB",
-	"zGYCATU28EKby8SBfayaIDEUiBsjdo4RniiPkd1GsUykEmIaZTpHGAD7q56rJX4PM5GaqrKCiBkkDVGk",
-	"6h1ERMGrYPWKe7jQFgGRIV/zug+66bKKbOyGP3gI6vEbHrTf69y8hFW5Fh3k2VqQ+z5Eg14kDFPflJIc",
-	"RhW4XUNreut2grGDLo0PY2qyC8MI1WN7/bQbshecBrvncwalFQpDpkGXzKF9tLRLbsdMEVdxQpXShYKD",
-	"xXMeJqHLgPFj7DrbxzwoHIXPBrQaBWgqhb3oROZb2CdEJFWbpDFoes8z5ZXAwSR72kFgaH/EptTQJ/pk",
-	"esjeylvhr3O7YJP2XYy5AS7BIgwtbODqqNUH+t6S2zu9a5eez/+BFAjav64LPQwE2EKRiNByKJntqkj8",
-	"t+Rz3a45OKYt3tIwDSzgiFwj5AxfXX53WAWdwsVbCEdrIA1UnkEtNllpgwHcdGYpmchhcs9llU1KXhFA",
-	"PKSj5pRuiADZTUy1kXcY5Q5H/NjBBFmJ4loWxDhP3r88ZJceN1OjvAHRy4ie+ZwhcKaLc8aUww78Zai5",
-	"phr7gcSUEkrvirlZ7EKcutXacKnH6KR55eE5B11z1HsAZzTiXRrMX8UKDNTjvwjATsd+8q6FPTv+u/cq",
-	"E1t98NIBJW/7SQPjPP7LvwEK6Pj3T8pyi7cx52TrD7aawSuCfN5iDh6Ie7tvCAR8m60P4X3Hf/fGYT5v",
-	"9cm5+XmLD87aqM3b0Jq20gpCh22xgKmpeb7tV5ceQ3j8N98RYvdrYKHbDZG4MAzTff9VI3SwZ8Dri8g2",
-	"IWKfu3/+6K7W30upsmvoSiU1d5QTHfxPm+LD0Tdx8cEv+J0US0Av7E1qawo2hBGpTlWCxHNfkXx6yE7D",
-	"3M92zQO4o8tcGqZms4SJIq1WkDG/kYV6K1ZB6VR/cbMpgDtPH055WU4fThH1aerrl9QFuEkcuCw1to+m",
-	"OxzjJ/zmk7fkHVDcroNvdzijCLUw5e2zA4gvU8L/mx4jOoX9wE6nBcRPbiFfHGGKwJLa45577YzjE1dp",
-	"1OXigyJnGbPAistrkSGwO47LfaWokLCPAecNhZ/ZNx9owkBPfPFUoAiDe6qX0qRzRIb8DR027j7ojBDG",
-	"TbuPlKF/hX78AUI/MK+ItznnPTFORIPbiylbD7nWwkwAO3Qmqofisys1EFXBXn3GnCGyjRAVNkqUZ70A",
-	"dYeJzIKgSWeiapBU9jE0HsA/D/1A24OZJq4J9uigrXBZ1kyFCqDbNc2qUIbhTER2zKq6wMwPNNt4BAsE",
-	"C93kVThJJ4zYIX3VhCHq6Ipm/ZKWqOvob6zlP4WpFvcEKU2HpHa/wsWIEyIX7oTE5ZDv4R4tK2FbnEIq",
-	"O1W4RqyOAw840IQ9tIJLKHaTG7ZUdZ4FmVUJI1DqhOlbWZYupQbDKtDCupyvDtnaGKC6QwsqBSQHwvTg",
-	"eT5R1cSPqkDbrp0vTxHqkTcfEm7MilFwC5ME9rCeUc2muFJN2Iffths8gLa7QwalDwiY2RfwQUkCyil6",
-	"WSej4t/XKwZi1UNelg9dreu6cLGSgCWNshuuEXhyCfkEwmqWUMqoPQ4XdQI17+VCHLL3jYSgWc6bWKcS",
-	"palJYCwqlcr7RTDQaUTEhHu2iDObrxM0a6Ve6HBAPNpk2AFKFO4rFeD4zUUiN/7eINqcF2yf6P/AHpIG",
-	"9gqp/l/S0n9laekcd5ZhEoQ92FazIc789WUmvIXG2andlSUL0BKtftSgBMkqqN9WF0b32nq/w27/QAZf",
-	"Z+JBq+9vYKCBDsdYaXDV/2Wj6bHRtAn0N7bRUIU+aTQcizWLSNsEAu+GFpB+6wLQyG9hYmjVaO24iWDs",
-	"D2CSSRMNH7z3u9yhuER9Q/6XZeG/nWWhdd5/s1vy4S+ucuevyA9yESt18hJ+103JYgf/VzRm5OOm4iyL",
-	"MIhCmU9QkGsamkhdYTAS3slUYRpwrYUC+ZZSK3Lw1wZhmzhgtu9LYReIZwhSJSIbIvrSc7L+Xisz3+RQ",
-	"OL81DrXdPb52537d+3ZM8GbDKKg00x+eUWyLffBfJgIUyasplfg1z3qyV9Y9SdPc33ku+yZ4b1TpyPbJ",
-	"2SyLfk8n5/6lg+4K7h0niBbBF9j84wkDZHBydZL/m53vfypBAKnzdxAENg1mI0O8AI9YFjcIhdKY2/ZR",
-	"00fzZyZ1qu5EJbKDdkhYXJcmX+g/bfjUelTGHySqgmjkX9EVYzT3Hiv0V/eG+EpREy14lQI2Er+WOQSa",
-	"dpzqS/RoYBavb4BpseCFkSnDlhwSOFj0burKJbS6ov1UM7INGngRtAaNEDoqvSWyAL4wzMGaq0Jok6/Y",
-	"1ANeP0c/yTSeuOGiCqi7S+jttJn71z9G3X13pnj8/+z9e3PbOLYuDn8VlOtUxX6LvuTSvaftOvWWO0l3",
-	"55x0x8d2pk/tPbMjiIQkjCmAhwCtaFL93X+FtRZAUCIlObF8ifnHTMc2LyCA9WBdn+WveBIhwj9pg/kN",
-	"QxtCF9SwoRRMZNJCc+FtS8mXkGK0odVrrIZ4Xpy7NCoFdc1ajHfFBq7nBD6vlJJqnLALagibsA8qlwpU",
-	"cKj2ppjjcqDO29ElPmJwgqWN0h+k7J01vscK0G5CXkwj/cdgP/9S8AwY2H0ZPtRvrzGHv1aff5fdvw0c",
-	"J+L0VvADsYK3mkSTrK581Eo0U+qc/GaYq0sNv2zFc9+OgldW77sjkZpIZFBGoEcjpPg0IefFSS5mvKw6",
-	"nx6qKG2WzvbdSc59CcK54NmWxCAEeKo1xHljeS0UeTjWu33YBRkA7lbK7IpzcaG4Bnu3gFxg6UyU95Uw",
-	"DmLS0p0CuiNQt566IS8IZ/MqKqt0lx2wP0NzTC/OZaUMliMXZHclIXN08YSG1wwox3bgyTuJGW+39dTd",
-	"O144dle7wr5Z1Lfs/3oMrq91Xq/vFZf6iNlGjrK7zsWNrIZDsutFd6LhJTR2rN150OBptMo5APn/N8z7",
-	"bzM1fLk31R6stCmUtp9oOC2WNZX6iMetvvi16gHj3k0Av6EYX3Qp3rH8FrwyK4T3jEPzMyd2U25lyrwN",
-	"cMyUxk5mQBWUToQbWRY35ROfLZXgQPavLecH0IoV9A4vo2T7o8pEKsZJhBaxax36brqn4nuHItVTYRiM",
-	"scXcgN9/FwYHZTM3bLCCvrqX4HvK7YQ+L401uWvRtf/uFtzfnSWRsH9rPTUMmqDowtOJTUXJI+J697wT",
-	"Ig3FGjlnQZAke4cfiB+knBt3gh+w88uLszoCFrgyf2KDwv4bjtOgLg1O2Ic//v7uFzA2fv35xd+e/+15",
-	"961xb8caTmTJMqhah37gY+ryWvvZW2mekeLMB6Hsvx+gLVIPjtoDr7FHzi7/0y/TvZgi9UB9H+NO7KLN",
-	"FDdx7uHqSVkoF0D1F+/Zb4NIRABzQNyFG0FkHfiTwmxECAfDjW6i/DoAH+yaKrIQOPCa9GPAw9r/6qQ4",
-	"npaHrR0tjnYVNEbX9WBzr37dxeW4y2DmkuCv57E7NVcNSfcGxxIa8DGX6lHIu29q9B3LfM3e1kv/w5F+",
-	"5Gq7XQD4qrPfCGulGm927uMbni2I/Dywrk25qnhOjkni23h85/6Fn5IHL/9hpCvOe7/AvbTf+1lv6o21",
-	"9QDuhbC1rt4QSGxr4A5vL2AEHOhxzDTD7oRQGn52+Z9Ii9poGPvM+GpdFK66oTB6TibcQBewRyD5jUjn",
-	"bQr/Nh0hfpAbeELqNW8s2X15RnrE6l0hq3tmbQEoN3UXQ9BkRWss7PGAyZBW7xdVnvskL7ZLPZy5tWJa",
-	"EJl9FIqxcir2ElYKU00pXLTPGuliFK2N81SUnnmC7zamtgN2vhitdbDuw2W7IXRLv/lUR5EH2OEqkwZj",
-	"yPW1/leDvSiFf9lusuX8cQSOIIl2s9RPT2+Ncx18yL3edE+A4OQNO6KRkCFBuBMnpWd3Dw5Vqfad3KM0",
-	"rQgJV7YtExwy36Sixlhd5ENRNxm3F+nTgc0fY78xZ+QmGeDQjpbyPDw0LF/fAhGtYl+VytOcaarAetyR",
-	"4wRQlj6/F/b7M5Lc1orSGppicpslURtLPNZJ7Od6hXsk2knPqBsxnPW5VOI4VEChfBNTWRJVQCadGeXR",
-	"1V2Z5clS6UZUziGu3ewnTIlZKKQMzGZAXoR8ZlhoOcD+OLkeMz1i3FdA1CU4ls9NKApZSW50jtP2Xn+b",
-	"EZXcZwFn/Q3/W6rsxrzX7/X4l1JPb3bHpb7Z9R/cGt4JgtazsUkBaCQ2TChbfo+e5nstGuUR4ES1XHca",
-	"PTKKF2ai7WZ+44ifme4LJl4SyklR80baZp/1hr6nnFsHYXLKx+KZAXhFpJP/FsiVSQSBaNPomXIWMfLL",
-	"YhMyXjrkpFbCDHsJW5leCct2fzwiukizx4ZuhfHokaZJP54iXEPD/GGpZ9CFiCtoLgajhOGFqgXq8FeX",
-	"JaxyOl+E2VwCzOakvoOHjWTdEyXkqSY7Elq0cDvZSXYUn4p6Vd9lS+6euJPOlH9+L9TYTnaOn7/4W7Iz",
-	"lSr8nCz12bkLmy3MR1d7Ir+N3JnoVv6gh4tVbdF4iwh+o3cFRdUcFDmf3wAvDrET0Yq0PEqGJ/HslkhS",
-	"EAfIjKtLNvCSPwjSisS2I/dHa/MLFPMB231+tP/j0VHimXzZj0d7dVuzj+fvvXTFyFNDiYRiXvSh12AA",
-	"fwb6O6Utm+gcn7aAAqBm0bdh93St8nnj654ZfKGhCqd8Trk03NKHreHN8+JzilP9WDDl9j3mzYlY4y3H",
-	"qYU5z+VIAHfwnXrJF5ati9AX9473VX08f9+T+Txmt/evJVeWNBNUTEKvtocE23GeQGvA8RK0vUKUUmcy",
-	"rYfLtHLg7N13huKSsoQgXXnNc4Djlz8e1XpYS83ms07lEBswjks+xJrtKzEfObhjdlLqaoz9XaZurakh",
-	"NJIGclsPwA2sLkkl0P9fZ29/XQbaC369CLPdIcMnB7QbBiZ9McxGJHJ3D8DrgpSGOzH1H9HD7+NOwLat",
-	"MBuW946djjXifjG5tn9tZF87qPKY4u5iuwMEsQFi5FQby0qRQr8Ip1ruHbB3lmoOTIuaynSZQNaE4NDK",
-	"22m7oGyj9jFAJ2GYKzqxxnCUoa5aq7PHjHslPegu2MqrtpolATqPlXh/tYFmV9bydAJdUqI61sjaxgfN",
-	"o8e/Onq1idH9GGA7WepNAiS28M0nzC+2OxoXl1sr0TFOt1FWDlGoauq2PT7dbfq1wzpd2hPe1Bk19oTb",
-	"XAxIGvycLjtLYMj/r8KqMRozPm1n1USuHyPmEi1uK7YbmsE1x3ISjNFnxhsJ2Gfe1DTGe10j9tu5MWYy",
-	"O3eOgacsjHmodS642sjHAkt/+K9CjJvnG3Zjcg+TimPB3WKf5LYjDRAEntn7am9Lse86WWCa71SLt3xV",
-	"n6NTOgYoyeQ4hKQwDhXoyJpxKMxkoV5FHZ0EfRtBJ2wULA5lQbFG7gRrjNAOY+HKAYPK58fEEdNU/Nls",
-	"IhQ9gJelvBbmgJ2LQnAohJaWzch84DbualipkVSSOpnXRxCQh4eUGj/ORnpMnYgIDc+7gu4tQXSkj1lK",
-	"rmkxLNwE9ik1fZR9q9ouLENoBHpPjArG6qIbji7qOmyvQDYB6QLzapLWcn+2azQc7CFDL0qXURo/3gHA",
-	"mEu1lwTk8jDhLnFKZCZNwa2zAVjq4CiPoU4XGyDdAfsAcS2n+jqoaSqPLNfUyY2IIFsAQRePBQ90sRoO",
-	"YMq+V+m/P2HWxUKT5OJOKRewzfHhVCtpdUkpceuDwVVZOn174qwUN2ihxu5QR6pgkBNsSqp0JrBYAc57",
-	"zibSWF3O2UyqTM+cQAM1XUIeI/9nfi1KDg0EldVsWDnV3RywX+j5qZ4KNir1lE0EL+1Q8LoNKlZO4Zsn",
-	"Os+g29dUTHU5x9CvCsNq6g/ADjEPLUuJ1Y5alZQCBQwQTJei3SrF2fy9nswbCz0+gZJnFujYwUTyGLQw",
-	"kaTxKD0Du2wqVWWFOWFyrOAzYPrpHjxB/NQfsCNqkg39XeiaLluI/vw7Pr9hEQWzRSr78sVO4sw6OXX2",
-	"5/Ojo78dgX2MPx8FiwaKPETZZuOdC2fupLbxtVaDf9it35oR/qEz8S7rMjN/fLmBlYnz1Drfa14Od7ZP",
-	"TsatgAa4OxuM4K3K2t9/EsKeau1g3qrsFobyM8ggm8nMTtwOIz9/PZB0oo1QntybtuXEmegWvRnPXxwF",
-	"SV49YnwXhXo33GN/+/HVUbzHnrfssa2eo0uy33KOvibc9DgJfTy9wPVH6q3Z7L57f32soaVHcx2fp3hl",
-	"23H6sv04ddjTlmK1dJIe0il5+ydqEpymEVqvP41o933LofTQJKiXmtuUGprbZem5I4HJdcrzfcqHXCs2",
-	"nOVyPLGsFETMXWeUjaIGE1BuESuFRalTYcwxG+tSV1YqYRKnRxZQ2iUzNwVeX3x99hEzeAqgT86FaRW1",
-	"927glGK7zeYT8XtC7GNNft2TaDfhti8EJ9wKPzN+jcMkbHMDG8tttWESrfsSZSrDrCinTlPPxGfhc/41",
-	"OCavpXttcDWQLMKRAAfAVEyHvmsxuOWq0cjZSqhMCJ7bCeOGGeF2rDORwrwcsA+wcXVpmLMxpQXGZ+rZ",
-	"jLlpPhcDmr8byqfjTs30L8752LChmEiVrTp2LnBWHvZZQ4PscoDS3OMC90fNrcpqPb21UBi/Z25dVlGb",
-	"OoS/rul3RnLqux6RHgZ3JmB8Fu5ohMCFU9ba62jewl1/wOu2uI3r13RVdbh9HH/CwZPpyxV/dbSl8Ndt",
-	"O+rVV++owy8KvA1/uT9usr/ChgkuZXzcM8NyrQuoMvU6y+nZO2QaBp/V2GknlRFm3b47dSNZkxbhrmMy",
-	"WxqD39ctGQfKu1U2T4u4y+KDxvevkol6BXpcv9XCJhULHpLM+G18Z1K4IRlmoT1ZA8K5byRiklrgfHDI",
-	"bWITygsmWl+B6DY/t1UfqrfkamK6pyOam1Defdckd/dWS0TdWVuktJ3BbrtiGnWvXG1CBdZKGi2Nfddn",
-	"hzszCE7GPYad4Sm3xlk4+BKDCePSUId59KD5sxhNeyJYqtwEosONp5MECWCoUAmD1940I2Qrcg6iGffS",
-	"hPkIeTI4nLrxJZaIezCZcWVDYDy03ZwWvOyguUNJqjtQdlhay0LV1Fq3AyFLgYMPoTYqwo6uAAAvip1b",
-	"epvPOMq63oUXdMeI7gkhF9d1pVIfb7uebOsugdXdtcEMXIjyWqbiY012t9QoFdwutWjW+Oahq0mUs11M",
-	"vhalWdUTPNaaaJiQUQN2Cd2MmpE3WLhU1CV5ATDXaEt/p5E8YUXJT0EHBPjp7vWj20z3XVSNrsM+3JIE",
-	"zsTQ2RP7Ug315w2cB2h81GYLPsawQhunR5Cq0hC2JoVMAppNrQFVBZ2V/+viwx+Mw5Ei5LXIDthbcDm7",
-	"NzJp2JUooJZDK8EG+NoDGv3BP6qjo5fpb1pf/cGnAn4SA2SwcYqaAB6R+TPjZJVqHPCPMtsjVUgalksD",
-	"+b9momfuIm1EYMHBpEB4DNA/GDeUXKux+2/9PF3Zof4MB6OTRaeHYV2gxBwhZU9YLsY8nTOj+JX4lHKD",
-	"k8ocPhhKACqnPJeQjDjQ6hNO0Cfk88kGoSvT4IO6gD+9pr/srfLL/Ilz9Q4W+qae8a+iymlRjoLtinEB",
-	"PhVsV0hIcxzpctpZBTGhpe1MqXm1qXqGI6DtOiR1Lc4l7xoCXHMBlzw4tS1e240odkjGcDYeOoTfFyK7",
-	"6axUhrtjn4AZZizGYwCIG+CxmRsrpge5HrehMjztEGFkAzjG673+gbc18dbDqLFcZbzMPPAZNiultUJ5",
-	"zMabfcoh1DRgVNCWXBlPbmAiU5R62BKtBSRPy9i4Fepa5LoQTHzmqc3nDFid3asz4TC0BIDDnUzaxiBh",
-	"Axjguyz808m9+0GnkCOQndqPNnW/wMi7+xcqVe5fGbd8sHfAzkqHg9BNQo/o14A3UVJlRh/lcN9dBacW",
-	"Ty07BRh2xwB88eC/zt++OX19+fbNPwcJfITyXyCFOWBvwtcQXRVVeUw1VOOPrCgXAzv18bCLH/kBZv/c",
-	"/zp8PP7+d/75LT66E+Pri+8A3LeJaPgR8D2bQBltWxSEHsm6OumNm3QGsbayEZi9+Howo5SaQ6lGuhPS",
-	"PNMQ4oungEOc+VMML3R6JewxttzmdpIwUw3r3ttTYQx84rwQTllzc6dSwVQ1HWISDtZYmGrqHp4DK6LK",
-	"yGGHkzHiU5n7XlQpxwqXqKJ5JvOcGeEUFqfAwuVzpoTIDBFN+nkhnJmIUuy12pk+icZ9Xfi4d256tihX",
-	"3S/tsPD89LLoT98Qwb13DqsVGyt860ay8LxdFtz3rtr/s24f88diXPJMEGdLPSw4Wr0/ucHqSWZNy/G/",
-	"504oMKas+GwZUJkYtjuI1/93lJfBXsJGwE3pdWHc+VBQWX+bQdIpZABFahRp2GAi8lwPTtCew9NqQH/2",
-	"JFd8URTxi8alM7CG89B9X1eWjXlhqEBqkFal0eXggJ3C4cnBG6WUSG3CCm5C1qrRZc20FQYXtFt3dtOj",
-	"KNnISlUJVkLqHh7M0tYKCyg9ATNOsG4BRuwT4CGZCew+NyzvVcObkRvGCJUZNiiFmSunpXhHe5pLhzKl",
-	"4Fkz6RaXNQbn07N3bChGmJGVzx0OaRUXslJ/rNPKThw4paFPBXBdC166idZXAohzfOqXzkWIDaRaX0mR",
-	"sHQi0iu39vg2tMdhKx6zV0fPa3oEIkKr4TBhr45e+gkSTJdyLBW63jyfGfHE+Lo59IvDJLmbj+qbFy6M",
-	"BYBGE74Dl9xZbDx3BmNbkOJDIVQr2K3z5r1e3lD+YAlbCgi+mOBlLjF7yG1K1OPO3/793cW7D38cvPvj",
-	"zdv/e3Dx9v84+bI6nDuNXddlZuInrrJzC24d2u0c7/z3fx3t//TPL8+T5z/99Y9/HHT+9D921hulzxHU",
-	"F4pQoPkH0Cf78DS2sa1XiLakU7LbEMbjz0jnuZ71ClrHIeX27KoD6lbPpfEQuuMcUtueDczMxUY/pRhL",
-	"g8dGAM8i59aJZMKAHBpPFN9OJzumGruiFAbOg92Bhlp8ZF7UoxH8cALU0XAP4G6loldNuMGW6Kkus72k",
-	"4WkMFXdus+KrLt6doe1a6NJ6fQ/7DMmSpdzyXI9Du1FnMtLQ/BHrrDi4Y4BDOqCJO/j/DfzJi3e3m2S/",
-	"4tVvaJbvy+Xm1wzMXmnqFYAt1h2fpLjuMp0Lrpv7ZFy0NmKXbRqIjXndxET0fe167GkPPDSFO4Ia2u9f",
-	"0UJwyRZcwJzDL/iPd9kqgiqnKmmIRQYMIElk76xpkmr4KmYftwRcGvhja8AGNIJB7e8f+DEM2C74gOxE",
-	"TOnGX99eskUOgv+/v/5/DtrtusbO3CQnIvRDfHG0n8mxtHXnsrjItBlB9KNYGUNcUhJeHG2kBmxNULus",
-	"TFrQPop4S4qEWjyttyPP6BNHdX4TDSKOsBi268OGpipEeQ2hruE8yjI2e0GxkCXQ6abzNBeUpJ8wzAMA",
-	"ql3Ns/bz9/c6YPNgS0GiMa5KGG7MXi8rt5kz3JjabVR/NCTl8EsjjPjXYSlGonTqWLcQvdaVUzVBE4XL",
-	"yU3UoKTdhUzCOGvYJOz88gwkheWCG3CMoispccr6XJQmQQXZHTYls2JaAFXfHuYKcshH0FS1BcmB/6qy",
-	"sQB3jJWlmGItbNlWh/KriOXvvP7KNafi7/FHRelzzSNwMRb7TRmD38CKUVM7YvaAyKBA54rK01oVaz4t",
-	"clTYWxn9nh8lq8ks1lBZ3BFaRSva3TecrugB6zYBq57XZRi4D/xySNBNxvWnO8V9d5Vd7AEOO32PbOcA",
-	"bAFRZrrKM5Zp4r+aSSPoz6aFipv44dzgjzGdum5mVYqIe6uuqhClk9mUWxG3wNOqjcQn8oxiRXft0VWU",
-	"/CcNU+5OJlSpa26wA/ZzrtMrqcbxkuHbyO1Zf7JnAqT+WiNdpjA4I2xrFz1ZikgYHzWobolRfGmSVlCK",
-	"n9H+1CUtSpTEUApu7rrdcWPUbjyrydGKevjNfdXnZD8pKvKlbXz7p0MLi5v7w6HH3DWWYEM/bXYWDALn",
-	"s3CeGYpNdlSbQjGXf+19OVfDt/iUxpYqlwUFUH07N1j7qxdqAdveLUJ2962OwLuWPVfBjV3KdSPYN4E2",
-	"cyfZIebgnWTnokpTITL47S/QKHsn2bmUU5F9qOxOsvOajvmNSMbbp8/d1hmUw4tBwr85AzW8OYWeS3UW",
-	"apRssutMiGOZdSbE0pEpsp/nnbmoPx599ZB0ySZcZe5flfWpAe2UNl0jBD4d9/SbMZdvOEBu3Rh9bp3E",
-	"pn5dQxmVenoLLHQdq+c1xDWDsHprQ6CMRohYT3RVdougVKn4zV2xKbHdf/zt1U25E19zI/Yl0GpIK68F",
-	"5qHQGGWWEIuYe1DiY/9Or0ZNyy2rcIdb1zdciflMlw8nAzs6hzYJRvnF66NRK2zchp4QqS3Ip/HNJm1D",
-	"ZUHirw1c2E3l5SuQciExu1WrAZKth6XaPOzTvRftxyXaqOlEUvHM3K24u4261tm+LO8WMiDBHmFG5CIF",
-	"YcddzzxJB/kNsirQu7T4xaNddQFjWeO96Q2N3tDoDY3e0OgNjd7QaJwbXexFcIT1Ski7EgIH/N1qHF/o",
-	"X6uT3ZCo1TcYCNxfNdVqrWqEbbtKt/iKtoS+v0p7W0L/EQ+WuyL++E7Z6FvI3H6PunjD3qEwHWJwtzv4",
-	"jMqaYbxm0oNiHo6FJsLpHQfsVBGDDM9LwbM5K1EbpFplq3PQAiDK7A4Ynl4pPctFNsbgrQ9BlxCki0LK",
-	"JxjalvWTicLBV7pUKqP2mgvN+GHcj0OWbz9yu/T1a5pB+wjtX/cMLWQZ9E3qnmTwFXftbYPhunhrAw4z",
-	"YbnMv0HFkKqobOIssaKyEes7qR6IXuv0jjc4iqesfdAUrNZBkEXCXdhrI1vTRupJ3pJeQjRaSO2xppQl",
-	"oq3zVCBYuQtls7VDjy1RiybYVMFaZFrspK57jcO4acjg0kGvJW/dBqEDvP73Rr7YHbAc4de90Wnl9K5u",
-	"8Yqmtj+EHyErpe/R0CYrW2DCW5bjQ7dT5yuSWktpKRnVCyU2mkY7YsjTK8OqwscMRAJcS8IAPRIyAEi8",
-	"LAFjJPrYUjh1CGwGZCyx2ue9uuuroi6bD3c4Y8NQSXkTGE7ddzwQaLh9QyH+MPjSNYaCX6uQwXsfuZ1L",
-	"gz4FZ/eqPthjccJ0mdQrH3Vj8LZsaEzulDlygc6422/LbPKaqvHZ7iBSWrBzusgGCdRQjhW2GmfDOZxD",
-	"gyg0MdjrcfV7N25ujWLYId8W4bzLQmoCepFztaJjOBB+grPGATVRCNR4gRUJKIoU4uUsk6ORt10Cg/ts",
-	"IoDMMvpeZIjigOW8tCdOXIFSo6bgWwbus5yrJ4Hb7kM3hW2g8AFq+vuDbDfezjz8nPcKZw+MGwKjz9av",
-	"OZ+bRiHCzV0BZMlnX2u9AvgtmrBOqxWf7aoWEnz2vZqr4VUyrT/Tn3gd4OFmsQeP78xahVX9FhEmfk18",
-	"6EHJZ0Gck52i6jZNIeJV5MK2DajTVtV5xrQK5qq3VaEjHJijOs/px6+0Qh+C0N++QrNK3jcxTIP62Bul",
-	"vVHa6173bZRuEbXXKmFrLNXXaP+sAfiomJJIRrUSNzU8nx5Ub2CLwuz2dmiPhU/HDr0HMCzFvnf6bG6U",
-	"BjeRDn3mqUHFVBt7jJRhSdxnNedWqHQeNK/fLi/PKPlhZYy1FBd+dN9tpDX6xjVuuR5pvgejtawX9LZC",
-	"rB0W6t95LjO+GD9NmpZoi04D7nUfRm3wpaPRsdukcXem637DcsUfUHWKnw7B3hZCz4+FG+aDEvrt+eLr",
-	"z8PP7kOpvdXaa2oPC7Rf+35b28LtNYpZUepUGLM2wTQaIN3SFh4IyW1YTuZ52Fs9iEH5OqMhfKd6F30e",
-	"dFBY0ZbHXdPDxn1mmS5v8S0nptFbDjE/rNtB9NtiOtm+U4RA2JpaT93ahRIT2O5EW8o/28OOP9QfT5qF",
-	"rNqTqEqXYS9SOFAl1dR4Jjp3akK/nrY2Lefwpoci1tvSrOjLTmEmNypkAZVqomfYXdZqmMXtVre0DHW1",
-	"KoUb45mveep1ql6neqQ6FaLQVvB8M23qkOB3RXaa1dQZDS5s06/uBK7h7T1e93jd43WP1/eH16is3iNg",
-	"r4XrDpBmuzyUltNfpGG5GNnQGPsu9O6LHsZ7GO9hvIfx+4Txi/sHcV2sU7mXh4cA7JtW6ZJlWqCkeSeK",
-	"tKxSVuZEHgK/rDtC3AG466LH9h7be2zvsf3+sF0XdwrtpS0OscPZBizOCz3Roo5CE23sMx+Tmug8M8BO",
-	"KfIM2n8rm8+TBc7XTJbY/rudzPncFme6tO9xbJvQvNKgYp7Tr2nR68DkWkAwHp6Y7SQ74nMBYfmNiUtp",
-	"LJ62tPGtbeMJF7QOiTqou78J1TWKxx7Fixd8VT9HnNoeUh8hugGJ9QKI3BK3TNKhjZ6aq06cGumScRyL",
-	"HsGx7cZWUqIAByV0VArBNGoIGH0nGu6pBgK73aFbQSKcQLyAHOeJSK/24NfY3ywi6rUzmQo2m8icNnOL",
-	"LvoaSGNjkfiulNH4w9ZooTBDbMaVxXm6uxSpeJCr9U8YY6919lrnY8VlkDGuAjZvjXuvVjcPv8B/sQ8m",
-	"/LPbpXAuSJ/iXtTcbgfgHgo09wGnrSa4QJdBW9oEIM5KWF3HtQeP6GDao0/acgPIR4Dsfqa7sf3PyZz8",
-	"PP7c3K5TYXM0D+d4D+s9rD/y/IxFYMc9vVV4h1qhwy/uPzeBdkt+vGuv8mlFynnCNFzN83zOtLOuvW/X",
-	"87+N5bVQqxwKTeBfh/lBpcvg/R1YT+dkN9B3N2z48YcfXv4QdWx4vknHBvArlH5J/SR9jw6G/lTqT6X+",
-	"VPreT6WgS2OBw1bNDltyZVKdiXLfimmRc7ve3x1uYbuj0bQQ4z0W7k0YNYHen8nMHVUCfNrEb9doBu/k",
-	"TeNHatVswN/u+L4ML74MQ93E/R0GB36tqM8Z9a7fxXIzNxZ3AbKTx1d0trFabG7/MDjDl+dpldc4zE7f",
-	"22dVg8F609to823TQYueTmfat7z8xP2a/u3tb6hQdTvTd6uCX5hUFyLqH4KS+Oropy7f6vL22dmO7nHB",
-	"r8UvACD+RWs8nv6D79bb2TIfa8f3wI/8/gRf1XMDpKBd7O70HD784v/5B5+KvxAhcmHFMla8gd93YIXH",
-	"BzQGAQ+WZR+f0Cr7K09YNzT/glg+W+zC+Gu+1RHYH/M3wCXcNdnjwafH0hoEhWbLUNHBeHEuipyn3foB",
-	"GLORMuBkMRArDHU2Z9PKWMbHpRBdNBWPAw7+2asn35d6clPxf1LqCcn93eon63wCeJi6K489007osGzY",
-	"LvkE2FRMh6I0ewGH6twTw8pKseE88tiZJFAOytInyA3nbCJ4aYeC20AUI0t2LUrT3hzdjfAP+IYt9+la",
-	"ZWXj7D4Zc1nRfPvNSBvgdtpjmUMj8tFh2AbdMZRLfuUDKK3Nv58ZTF0CBgN3lFqmVYqsUJAMDzdPmdXI",
-	"ZAxdGBp7O2FSGSt45g69Gcc2DyNKqofGnoUopc5kWm/b5S16WcrxWJQXIh/9Fr5qy7s1vOgcUsO7Nm4Y",
-	"NbP8SqgnsYXdtkEDwm+SMAlKz25hW3eh7OEXBVGiv0Irxu69/X8qUYnFcg/K3FtO6aMqEawDkSbujXiC",
-	"KOs274VItcqobJCuFhnKRHQHEwrTmJuVIwa63spMTAuNHIhXYs6mIIOclcKWUmTU9d39WJWK+pyUxsad",
-	"Gtu8UjfoW/t7+PoOzRMn+UF2qV381jUqZzRpd6dxPuGO2L3nbCPP2ba71ZYi1WUm1fiQV1bv44+HZaX2",
-	"HVR1Y+bvQR9wgOUDbU6BRpRCNXYkZswgEh57dozwRrpGKD6EtswTrpTIEUIHbjTncOWgbgrOG06mhBlk",
-	"3qisnnIrU2YEfC/URNDjDN6tNNSWiZJxcwXQLm2CZWfcMMHTSc3I5F6K2X3YcoornzRCz4dMYcN2+chp",
-	"4jUvL9UY7h2wAbcDdAoMBeNDAxTfpQ+TczaVqkJvotKzYzwgSe2m4Ho0TUXOFTRXEtc8r2BbuEGhCmXl",
-	"tMXncF6p0zCBH9xCrktHkbWzARZ09/yX1+zly5c/+XZa/9ZK7J248WJKAH5Vl58PlK6WNJWMW7Hvxrxz",
-	"tx6+ejbOuDHdetqfE27rSchk1ofyOmznSkGsOUINnLOmWhd2cRtW/diOVeGeNYA1kvkKa/qDcos4hl2N",
-	"94gMiGpNwnSeCWMJTEBnOmADkF0nBwPAhYFQGf5kRC5SG/rIGTYDzzfeLd0cGZFS9RoWduwOtZ2wNgk6",
-	"QRRkQzHSpXDa394B+42X2b73LOMreClYLo0FlTGfEyi6vwH34P9Ed2k2OGC/hOuxCIRnWSmMEZmz752y",
-	"doz3vcsGXlstxUiUQqWioyrOzzA8+sY1IWfoat3ougv5742uDUNaSOW6wZ2bJ42FW17jEXLDu06L4kbX",
-	"X9hS8OkNX/KL3wk7HSGc5Z1Kx6+m0sWPl69ZtqJ6EWXmDXrCOpB8Z9OAEo4mUIgO5zgGOjcnWl+xXa0+",
-	"4Ts/TYtXnQEko6syFb9pfdUVPfrx1c1GJVUmPosMRzTjc7brxpO40XLZHcmC2y5gNF0jefnia3Ico41B",
-	"gHSjnfEWYWvLdZTxPuxy1sUIDFPdn6Ur/HzNM+r2jtAlv9/CAXpYB8LbNf13ZSlANx3m4piVYqqvSfOH",
-	"+5+x4dwKwhUhy4aKbthuRAQvS/JGo9f6SoiCdG8QJiaULefIAP/Gx1n1dGgs9DwzGlJCfZWOylgu1ZUB",
-	"I4DNdHnldGX3a+7bcpPbhUwACNbBUN1hOdZKHLBTpK43VuY5Gwr3BOq8wySmuFLIDwc4F5btKm0/jZwZ",
-	"u3eyYJDge1Ku3I1O8TdXmEt7LZBOmc52mL05m4lSsF2YkU9Vncq415VRsHQub8NtEr8K3rNBwx2TsOf7",
-	"z4+OWCaNlSq1TGYmwZUlcgHQY2AO9OyOWejrb/mZ23TSrft/QBOuysHTTI3hpWI0zcyJZ9ljWDuGRTrs",
-	"1qCMkGoVmJHkd6PZzyW0RTB6ZBdU7iFPrwIioOKEcAFyOol19FrE6X1YnD3iMjeoqodxfXKP+wRo00rZ",
-	"qcu7keslKeilupfqDSLkeJAui8td2viH0etXMKvLTNARe4wHLJy8rMj5PPSZQS2EdAjQHHg2ldCfAS4U",
-	"pUnYsIq1BWP5fEGvGCKIQECzARs8LwXP5s35MlWaYo/5MZfKKQ0NMNFK3Bg5LvTI3qFS0INHDx43B4+L",
-	"WgjuRyUocq5CDnCno/BUMfGZT4scGzOy3ZkQVxmfG3b0t+Ojo/3n7v/don+8fL3HrCYPHmdKzFB4Sz1t",
-	"bYlCDuecq0b6/1Y39aq+k99t1tqjaU1yuhDWacs22569D4GkFd2BmgGn4RySXk8w9XUkc+tM6eGccZZy",
-	"I/alMkIZiYGxaogerlUe5TN4/ZpA1BlHpiRLfVKfGXh/lxdOYcbrw0gjrz9zVf4azG4vgg/A2Rb2+m1L",
-	"XydRGHNnSz5nbse4h7pjhSv27vSPU4jkQozoOI6m47PJTUYMYiG0jfxeXlQYeNQxmO6zQt1DE3RicQtP",
-	"T9iI5zlQGHJmcm3Z7ozn+X6a6/QKrjfga0Mysqo0QLXIeFpqY1jG57kcT+y+4deQAggtzwy4wnwA36nd",
-	"0MbaGnwBhunRvRYUgUrlwjhDfCrcISpy4x1mGJ3v5Curj7ntJavXL1mj6xJE1b1W716NXXXiOxWl7zb9",
-	"IBJ5mpBzR+YzoNvhF/efd9lGZW8eTE7qAUMSoyfKRpvZUhw51SqVuSjdKQ0ZutyY1e5rEty13Ci4a9tJ",
-	"UeBrNs05bAsH/vNehdIb/r1gPoiCs20JpjdNkxX5KbTJV1iOT1xWehm5X/cvz7YoISvbkIeiTLusZp0s",
-	"HD/QIlz6EhNuQfVccSD5FtoPS8h6VbZHgoeLBL5U8gHosYdk5a6oVgt9rsEw1orpkunRqCWSEh+2b+m5",
-	"9w0HS+lqf04EZntHpn43D58In9E9AnrlUOtcgND15/zTlW7c905GMuLfeyByTgUPnT7rM1QRoNxitz3f",
-	"eqFgYS+QOOBxF7xu2MCVz6GrEwibtIuusrqKmuU65Tne7W6kmJG7Z8YN+1eVjSHPdRlw3tI3PSDtI2l7",
-	"I3ya1fgpHeUgj6X6I0J4nH33mR1IJMIVPR7dFx75447jLpw4dX7bZkgrHvmCshtUmbjx+dugHVEjQxS7",
-	"RJeCT9fUXlz4N/flF3dYftFSJBBqCjfu+dQMSG6URk+rTRUd60bifbG+YmF1CUdLjcL6MdFNf91NFQF9",
-	"/iaFBH4S+qSbjcKbpoaRO0DL1Y2XQ5skBMBnC6Ry1te8OiVqN4QTnxm6PmFAyIA/IHN743636aG0aNAg",
-	"mRskbHA90ca6f/CioOo+Q2I/2DtgSELNVSqg2O44bvQZSuYWZjRhg7B9BzWtA1U0pVqNZDkVGVwGyyuy",
-	"AcVrwTkVM02MNdRPJGzwC5c5XAjlfjk3FtZ4ULNwh1JjYCBFLgqaEiVExigvOZfXFEdulDVDKGdU6mnt",
-	"IbsS81EJVGPuG5CuoqiGORB7Y4k01kJjtTM0RaE/Y3RaKZFak1BbVWN1UbiBQfUSlGT48fl2VwuBYKSv",
-	"wAKJtCpLoayf5I7m2GHitxUBbrxkJZM7t/W+vQ+PWQ2e3ZzuCzu3V2sfbT/mei29UN2RXQ5qjXucyDtV",
-	"YUQi5FlWGVKqSevpGJaPJOpn539NWcNQHBWxIchpkYupmy5w7q+IlmHFpBW/wyjvRPLq13UIH8wHm/J0",
-	"ItUTIS17A5MwFIvHZmMm7kgdWd9CPFzdOCyprwWeSboQijK/ZxOZTtwR5muG4XRUSlcqFRnbHYTHHbgb",
-	"DtzkYZ3+HsvllSDGE2DuOGCniwcjnt2Nw9FXML46esXqp39S2n5CTpJBe4/x7R+R0Ts2OCEhbaSencdx",
-	"UibsArWZbv2uP0wfawPsuz5LbXpYaj3tdiWd8TFFu+E6ZInjeQ5plqWAHoE8J9K3LGFKzAQQLpZmoX0V",
-	"dgFBls8D9qECUhA4ihHlMp1WeKSaiZ7B6/Cx7sB1FlBXt+z0HL7gTlxSbY2pYF6+tvf26hZJ8GkXeNeW",
-	"vR74rk2cHfDBvadjVTMREhJIQZwKARZnSbs0SLNNW+T4p5865NimMWH4moYi8TuZninPbtIqu7vu2e7K",
-	"A5LivQP2J5j6EdXj/xbzQUIsj/NGQxJfdeYtZo8VEfWjE/yAED4J/ErMWSnqjiWeOwyoy2sN46fGMD6l",
-	"hPKDE2Zn2h153jpH/kkDTG/wRvgkcEW4fy06dsiF4i4EHw04ciDfO51oIxTjU63GdLyWOs9FFrMZdzeu",
-	"Bjna2SZ9JL1jTeYMfP4dt43Gb18xILbb3BVIZ+qpQ5v7re+sdv/54TGQ3Ap2tSkfh1/cfygVvKMKjGcQ",
-	"bPO40q2CnAQgqf/2zOCdkd3S1EDaDfggyjfsk4wb/ePHd2/2OqLj+L2b9dCsKpnddWR6vSD3LUZuN5v1",
-	"bgXtkKepMGbfyvRK2BUk1O+MQRJqI9U4F/uVEQzvZXgvILhD8sqgAHCFvoklUT09e8esvhLKSyqezfQY",
-	"iWq/QqN2F+gFpTVswg34Nq5EYfcS5EUwTHzmqYWeuIL9S0vFdp3oNfUB93tiL3CX0XviOz0Fwl7CxOdC",
-	"AkE8hBMG9OM79TtQopoB232+//zVq6OEZWLEq9yy50fIFxU1XhvOY1cKC4BywE7ZtRQzUAcpTMFSXvCh",
-	"zKWVxP2UlRSjOGVprt3zFjDrJzZwv/mEfx2s0EBOYYUu4YsfMnxtUUGKp2ClJ0hTRSLsDtxeRMGrZ3eu",
-	"PjUWrqteHv6aROLS60n3Bd4AjyvQsQvJa9Vk53iHF3IfgHFnC0APYNGN76/dnzfUrGJDESBo77gOvOKO",
-	"9+w1gdPGm1w+uFLW7ZwTvJmXVqay4MqaZ3g+GCYUOrEhwyqeTxNTZjtZZVzNgTPPfQi6zdrAU1pWKawK",
-	"pmOHCpl5bjTeYZonl9Jgh064YUMhFJMKTrrnR8SSbcBeREIuXzcNfRPgFmiXQHYtPUkqJu06rROWo9c7",
-	"u5oO1CvbQ94j9HDD7r57XTe4wPcLncsUlI3W4q4LYWv31bO4JwDeeMCwD2V9hZ4pUaJPI8JLJNwk0JR2",
-	"j1KEqoJQS0ljS251yaZ8fkIQhr6nsRvCq6NXjBvvGyFgnnt+PyPEATvNcz2rY3LuX5kWGKxDJqA2roIL",
-	"NGr9LWc4HU9KQWz5/q7iD1zzB+dBg0MFjk4aYI+E90Sb5GTQyfYIPrgRu7traDt020+qSlfmkAzgFdRi",
-	"nn9YsLJSqgkjuz5FLmE195IuMegs1XgPFJ9BlKKgqjyvcwFLgUkDbQSB6FR7jeOLkwGeoKKzNAtdMr+4",
-	"QgmTI3dm9B642/TAxcf+4ozflyCXlVrXl7NNWzGLUXjfrjBWWg7YaZlO5LUIlhU069AWDK7CaS5zYbtD",
-	"7iHLplrPnnZPApxsIQVg29aPn9aN4vB1akcPBbccvV+SqfvCgDXVCxfYPiUacn1vfGQ4U6Ll2Hd2xy6n",
-	"ZmhkOMRxfO9Lt9xc7R2wt+DdPsW2Y5HbBx2m5PtWAg0g6uziqwvcO02C7nKfRgiOGV6W8hqSbKtManjS",
-	"tcyEppJYWTrAYkKlGj/F6b+6soxDOQGbys8n1IPVhL+F3jJzNuYF9K3Ejx947WYAWkxULBFqaMOs+Tpc",
-	"XcqxBCc+6t/g80Hlm1S/2FRs+uubuZFOYRTZYGWHBqo2+eHoJfnb6uRNKMPY6yo/iNDjibqO1qpSdaZn",
-	"bzM90mKDNUh3XzD9JfzWXbJJjncDao6pxMkbWRGHZgMojOA5sW7akqdXzxqJ4NaZYBd1qRM9i/vypxaU",
-	"ajjG23O2Hz6uJBuMI07ybhtFvXw34SyYShV4fXu86/Hu1vPBHxDcGUoa2SRZZKJLu+/Us4zxhpnJdge5",
-	"HAmnV1Ev8gF7ebT/41GcWfHiaG/RZo1oP6kTbwrxxgGlaV5LMUugVwYokJmeqVzzjO36h7oLsO1/zucn",
-	"LVfyLIOL9jA+KN23lFC9SpRNYfocpgAE4xjY7qChp2H1zyBhi79272z5tR/BYC+kxiJqUhMKUSadAYS9",
-	"E4fgpDmOS64sNgeWluU8vTIH7K0baGVCG11ahlKkE5FS5TN9K/d94d05cgxpmdf6CtqdXQmFY3CTn5V8",
-	"puL5gG7xcRaFxbQEdhqHd+kx2A/UWA596NU6XmWbkp/iKWaz1F+PiSErEllOUR6oAx1KGMD+VtNVGkvz",
-	"dPNV7jn9RC2CbB05vD0fxsrqRpt6UprF42MieGmHgq/wYbwR7iA0zEDaBwt3kFUvU6gf2kX3wvMj37od",
-	"KAFyoewceN5jpDHS/R6m4WV9PbDIM11ZNKyjGw7cn7JPurJ7yYqUFvcXBDGHeC2d02z6W/jcp2eCIwR1",
-	"ty16AzGhOxX9By7IIq1KaeewPUqbXkIS2PF//dMtU4PlUoPlSwTnGciL2/7cqVgb5ZiVNr1pjtn/3b+4",
-	"TvfPL1/v47g2FPh/aalW5JtpZaopVRQ2E4mJAY/KfzKf6uv+VxlRHnu1ArQhqSwmbs64rCuddgfupkBa",
-	"VJkB+xP/vldzlcCVE26Yp9eLNJeQQzGcQ9t4aWvXIfbfX1Bn4mPNV2JDWRFkANNKBZQwzPIraK8xWJjd",
-	"AShyQ4malAz1CkSn5B+k8jnkB+MsZkHhCj7H55QjjH/45C8cnLhTArOaobdbEqok8JQgD7FPXY6SWZae",
-	"KdU1zyV6MeNcuw0SlP+XluoRZLfdviIXffiaqq2wolkk63eehALj7QTyywVJaJyNDxzhH3p2SXQkNE8B",
-	"tyQ+HYzqJb8i19idA43aj83PA6WV2PQQgB6X3afAW28wxrtoSSnLxch2pRgnjfxiCCr5rOJNNLX3bnxP",
-	"N8+219S2o6nBtgpb5IEpZnGm/eZZJZyCvdHNVIVliWmGNDBMM3Gg5P/YEG5s3GV8iY2ne9tblxFP+SZn",
-	"8eCfZHQzmoGVffyiierd/g8TJRaSTIrm3n6omHH4JfoJakidJK/odhCFLiiNBAAgh2SzBjpMRJ55+69h",
-	"0Em1rBY4A9Od8yFhA2HFsMFZPL5B0KFbAcldf8nLsbDNu/acwbeUj/+yCVMIZzVhDfQijQcPLDAJWJJg",
-	"DXpIa0neOHWja8r34w2zxuvUwQsfz/ajCbXGi9MBvG27rAfgBwnAp1g52MAD0EcW8ecxofGEQPhmYDzl",
-	"V1D5iG6fVqSsIVZlbChSPSWKoelQlB61gQnIWFEch5mEBjfA9qLLqSjxGVG1PPwcucZ2Xx29XKsO/sZV",
-	"9uFalOc2/c19aI+Ujw8plZjB4vfo+CDR8TevN4GAljoXTF+L8qFhYc7nQ55eeTdWN787+ca5Yr9dXp7t",
-	"//L+7+zj+XvPR7iczBxST3wlPPpgEwZub/jrjyGoeMDeWdNkjwAvff0ukHdum+nScEmd41dHdGQUo/Dr",
-	"EI8Nh3tCiRpQrtGSY+HuVHqRhoQqO8zqdIszmtgnzR7SnIR1LQrr9blzR/3CanWM8OP5+x5sH08K4GY4",
-	"/atDHEy1W0I2Hm/KB4rccWZhM316ypUcCbNhBWtUruFvZFa3ZMVg4iAl543ltQNKwwantHU5UtH+LHgp",
-	"SvaP6ujoZdp8AvxODDD+DC8HflfI6PtEl36CSRwcU1Q5lI8kCPRVGU4AgSncrBBlDOGJPw1o+thutJSY",
-	"IohBjyupsroYHIjqnzE9Ghnh3avgeoC3s10OV7Apn1OZD2dTPXV2wFCMdCmYtHsJg21qJNCbNI8fJq7B",
-	"1UEEWfCfCycmKhUDtkvJqYImWYnPtv4rHnSDCTe/61K8hQeRo2Up3pzEgWqfOkYUY1h5Q9mKOZgT1sSJ",
-	"iI04eFiQZti6k+ovdJPyu69Pdr+JXZEsczbaqlSdWwjZkmmPMFU5a7Kzc1+829qb+Ellf3y1A4OU02q6",
-	"c3wUhiiVFWNRto3x1LKpBm+sBPSY+zHuPt//oZGTfHTU2Vdwyj/jnu4c2csXbmT8M47MPbge5/NNxgkO",
-	"pgYWYbjl4/l706geS3lZzjGJLuuezyW82ulY9h+ev7i/soYgiB1ajUf7PlK5wshrpui25JY1e6lHh+jm",
-	"+QT4ihsnFHxDVmmcD7B5LHPZ1jPENEl/gfoAN0R0gsXXpVyxoWCmGmIjkbY6TB+rjAf3NGOV9QysilW2",
-	"rEdvpjzskGVDJpxOBgqlFwpm9Z0ZG+tJ8GO/CQlX06WDlT61Nm0YN1cCXTy8FE5jtqKsufMjLf2ZWSBw",
-	"VRm6ynYHKZ+Kkh8Qz+sAngYF7QkbTGVa6mKilWj+HUrfTxgnmlgqkvEd7cweVuMgz34uRtYzC9oJFHNi",
-	"XXmk/r5kg3r2PmVCSZENFutxWgOutX8eXgGhzwUnh7voTCioI8X2ek4N//O3d2fO/EBqfRxKW01p7WNp",
-	"WKhP0stUz8AGzYpoN2y9qCdel008Xj1gP0DADgT+d+AHsjfy/kQHyOGX6Cf3x9lErqibB4SBlu8//ceL",
-	"H/bQxXLxxqOOD6zVj0Suo8i7Xoqcz6GgMVYLl1phA+0sNlpFMhSPhi+Onge3SIPZ9plhg/ca3zogwFzy",
-	"yrujEvlm9VSsdT0t3U/ep6jf24xoVlTGywwBOM0ltlASKjtgpyquQ3jWyKONT4uThdMybv3mkf7V0U9Q",
-	"RICTvcRMQPZnZQTbVZq9e/02cuoYinhUylRFoaFNdKozkZo99uroiA3IOfPJZMWgNe5hLJ+HU2clfwpW",
-	"WNiaQCUGK0+hwk5VOKLoizAS3h5vWX4QNbtuMQLOEKbPbfqn282PN0DdjGq0Bahj4b3lAPUmp67JiubB",
-	"Fr/mhx9e/rj87NbTLEDIJtGb5zcZ0Mavx714EoGI70+0CDOlMNAEHTz9u2/evn97+dYnvxsmbcLOTi9f",
-	"/8ZsKdOrXBiURK4ymTm1GPYUOofgg/z72jNGVr38oOEzWtpgpLD/oa1o8d87ZAkl6Q1RppyR4PxGUijQ",
-	"eXVl0Ss9m8z3Vr/+r6eulDzfYExnfJ5rnl1q/Z6X2Ffs1fMfNpmAgOK/u6W7dJP/nUTYEvgZD+JlrYqw",
-	"nXasdvvVnboPLcC2TsU6/EJ3UsulTOSiTUzPPaws61UNZDhpOa51YdpOTeAh2gtaVvAclOZZ3SUAdJfl",
-	"fFtQcGIIajl938Cn9IfvrUVxlsfWWHpcmZwby4wYQzyRLkN/gBOQt2fMHzNdsxr24+PIc3uA9VN9wsXd",
-	"HwfA0ERumRVkTNtwfXKbTloB25lJXIFSOSo5SiTYrk090JvAK1D9ayH4EjXPHoN7DN7YlCNrZV+mYt9k",
-	"hdu532zanW4gBeBN+tvfXmFwf53t96rdSoqeNxOlcCLzHbZg7y2KbRwhBJYt6MxRekkqH5iJ8ZV9J+bt",
-	"FSZTPmflOhL+TbtJnJqHX0nXt5boddevIoLyMrLUtYUvlNQ+BrxYQ21/6cvKODoghpWRShhTFzQsdbZo",
-	"lLZplc+PQ2lbjDe+qLc1SL6eXf3UPODSs55zuLd/t1RwEBGwx7gTyd9Em0eBPDdha384MNTkYn/QKNQz",
-	"svfo+OTQ0dO1Px5wpPBLEfKo2yHwZ+n52pr5k1Rm1VJCq0cQ3nHvOVkiekNO9UEj7TcEgjBLsSMXJaRp",
-	"Ry12omuxyQ5cs6o7/kX01U808zCeggdc3dpYqY7xxXu4R9UHabdeRPnhD7o0tYGHh1/iHzF2LlamJ749",
-	"68hJjB/0FUmJPuWvgOjOQmwC8ZXSFZGc5Qa5ijFnMQ3pSogCPJCUVQQkyNvMaGzRdf2GgSCSeMRBpCY6",
-	"tcddGrusz6Pr8+j6PLo+j+77zqOD7ksNcPTZdG/PHp9O8FX5dAs6wQapF29vkv3WH5p97kWf//ZImzzd",
-	"DyoTPEHmwdu7zzy4xay2bWBrnNbWg2sPrn1iW5/Y1qv4X5nY9vahJrbBWw5LMSqFmXT7+s61xc9pc4sd",
-	"swH89++iNOCCmOprYZhWdbcx8J4VpTBCWZEh8SfRiyJxW6BQYG0syOc4vnO/HE8yFQU+nWZiFdXwY+hK",
-	"9TDTzWCTt+/x+xBbP2z3Mz53HffT6dk7HK4J3SJkGXHkZnIsjHWCOJKfhUkiLkFDfL/SztlMqkxj92ho",
-	"7HASCfE1zyvBpDUiH0GYktob61JAS4si59jkGPl88c+BVWAiSkE9moWy5Ryfb9hsIiBdRBJj+rXgAMlJ",
-	"CIf6KzDi7P4eEf2mXEFfQgjC4gj5mEt1wM7jls4GWG68T5BVKhfGIVGaV5nwV0rDnOC3s12dFvISF2IJ",
-	"gto2ZX3J4Rm0Hk82uu5C/huvba7xB5XP/YfomfI8PRL7RZ4wnufYP9tg80c+dHDbxYkHV340ogTUa1XQ",
-	"nr/42wZK7WluNMulsc3+2abrxc35bryb2Ad3jkc8NyK8e6h1LrjatpFPa9vF4PVBOVwYg/u5FrSHrh7e",
-	"V6tmYNCqpynCz4DGy/2Yj160o6S/5YDmHKnz1jJiqXoA1CI6JLMNeXoF7ZdVRuiEnVdHVZ6zgblOPxXc",
-	"fhp4uFMLKko+P6FwAwQfMIT4r4oYWi9+O91/8cOPBLcJK/IKRiNUWs4LJAMp5iikNdYF5GFvofMzGVwi",
-	"ixlfp+4dQ4F0us5kcd+qSzbReWYSZJedSUNN2YhBq4XkKmHGaaY4Nw4+Eaixpf5Ul+4BnMhMRWm0YrOJ",
-	"ZlOeYXgUpzgLjRnDPCPtb1BDMFqKZCbuWkn5LfDHZ4blciqtOXa4jxy4hinNcm49M43DNpgc4FMBZZFn",
-	"WSmMEeGJbsoHxAn2rjADtssV01R3MaDnnlrgMW5cZwMFCkyjVGM/sBM2kxmstMBDY3H+9jCixBtN/qsC",
-	"lX48HTGIjH+XDcSu84occActGQeBfGOYVCVClygvAcCcZpktucy7Un48kO1sM6nGv2RNNo3D/AU1g9aP",
-	"lcKdKVEb/0X9g3T3SKe9y3Qc2uJhMrv618L6zrjB5RNZIz8BxLLWSiIuI6UttVIGTSUc5WFBH/rB8r27",
-	"Ef5qoxeLkO52T7QpV6Agrlb/D7/Af9eG3ZxmZQI42Umpq/EEzoxSoDw4KCulFXAOCDhvnNSUOmdKZx7v",
-	"3NatqdWJPz3a3sBorSyq2TVZ4kgqnp9EyaHul1eiINcd6PxBWfS55DGwodoOKaXuCCkFz+ZN7ZKlE67G",
-	"2LwcOSFVzQcZOuXRGWTQroBv9ejrCW5LUeBRZvhI5PM234N7bYSpN9P7L3HBdu5EdV0JUglTzkJSzfk/",
-	"6GNQLfKOi34H8p7sFFWbCku729ZHaFUW2iydpZ4JNehEumw7Rz0UOMlwpi9IjxObcDSdBI1pJIU7tJxO",
-	"Sw4EuOCA/SFm8dtjXbTOlhY310UP2OmicCO13VCQSpV5ZXDh1p8SNhQprwxu5wUEWpblj/C0W5Ll29es",
-	"msNbo1nRMllNULh+Ae9UfVoHSX5h78Nb2edd3a82hfv8AWlTh2iFd8c/3giw3CmTCZ2dYMNH2AqGbWQI",
-	"IEhF9r0TuXaHAxkHoJ5wC6yjgFsaeEadZjaS4wqa1pC54IG81BYNV2eVny6OBDpk0Ghip6oug1+VgDdp",
-	"Q1cYbOrUQQzwQL1J/ZxB7akAf+xXm63ncP/DVrFwjOvtQXQYkekag1tfcfFtoHEx0TOY1DDDPBau2tMH",
-	"AnLfeAKhpBXxVFHkPCW1KfqgWktjHBwf2AZK5lim4DU2mSXLnhWCltqpkjTAxrtS2jya6KrSeUZ/RTrD",
-	"mS7RBrNMq9TpeS2WIjkSc8Eb6huZVu4jsxqshEcy/yHR8Je1wBZEasEOmOmHjR03cyX5DmdhsaLw2zt0",
-	"iSpU+bIeWm7H2sPA7z3pI+5kXBPXXThG8ZQ1idsizqYaydLYhJkqnUANbuwgSQgkPTygPEURhXQi0itD",
-	"zmp3PkM7i6IQKtvXKp+DgNMbwRWOvm7agU6VQD9UFvxMbreenr07YB+N8N32gktGp8AWkJ2G3DbIdyM/",
-	"kRFOfdEYZxvy9Co8dCKd2uWbyDrZqMdUyuuOeO0FTdwpTPJ9xWz9SOGDpcGea8zOC4FUCuIznxZ5rS3h",
-	"tjkIDmWe53D1RnFdeDio+N8U1W0MnFZPGqYrm+qpoGAz/rBZuBmvbQxKqGoKElalqTBmJ9kZcZlXpbsK",
-	"eSGczN1sqKDX+k3mdx8M3cqp6BodXtfez87ZKvvu5jtO+YE9iwwLm4SkV0BDH6NeEaPuMlNu6QSAJy73",
-	"egvwH2lAaw4B1L0i5C60VLYRhlZ6ZpJag0i5FWMHmlj85gw+iy5DUxubpc6pnxOllpD2hq1RRcjQE1Ns",
-	"YOpWWyhLQQRy+TUY7VJuea7HzqL13jnYmXgMQSDXiZ2htt0WQssYKYPXtCL5WTRPWxS6+jVdMnea50uL",
-	"YA6elLgsff63yYqbkHbhgL25kVhAL7Kw8ZcGmCxkmA0rmVsmFZpIzrKEZqiVEaWBrRiKwCGxSRpmpu7E",
-	"o1B9iceK27sOfrOO1ogw+m36JHQuVm1TmL6nszVLmu/bgG2cug3zjHD3AU4u7TzYQJj48evbS7YK/707",
-	"bVW6z9dFWMhIh2HePNnnFOA6eAx9PNbyjY104mHRudhSTsoFv4bHb5SNEv2+7oBKPpQo58TN1h0zwGgo",
-	"Qmhn0gKAq73LDz5k0kdANsgngWW9Vcha5WqAKw6/uP+sSSHBwuoAbSD6SmO6GoDPAfvZHaH7UkUKJP7L",
-	"WJnnbKgrUCmZP1fb0uh+qtVQ/3Qjc6FsPme5NsKwUo4n1pxASQmz0A8fD2mrEf7opWTndBSI4yTfzPg/",
-	"h1naude64obgk5ul9/ndigTiztimBHakdjRc/xsdSCSEkAIxhYJRK/K5r6AKdVmhnRCdYSgn3rYCihej",
-	"g98OBYu5vTv3Hv4loa7zMPxtkGbVKsjcgHKAukJTRxjOAx8oHKpb03O6Mj6+HQDuT2URs83VloelsvgU",
-	"DxxVn+HxBDM87li/sabYB2/CBqqNk5fzy4uzqG0rgi2oIYBiTtAWiOm8uuLuFmoslXhm8DHkg/OJs3BV",
-	"rsdSBQeaYlo5ayp6IVyVacxjZeIzORtCq1YCtlfoi4BP+qYCAU+YY4rTyk5e18WLN66oXehHK+KvGopc",
-	"q7HT0br87XD3Bdy8OU0BBC6aPAUFt24T7hzv/Pd/ne7/J9//99H+T/+s/3nwaf+fX46S5y/+46//sQl9",
-	"xMd67UcLX9X1KW67wD+/mmwh/oj/Pv7HP8zhP788T3581Trk+1ZHo2VeVkp78pvbUkvVIjbdFohaU0Qa",
-	"6gq/ags+mhr7UPwRAc2zGAEN42kqCguRzTdYcAw4iOXGy93HA9561k1jZlQzQJl2dd1cCCOneWUsVN7N",
-	"fW5ws9T4hIm6yhhiDgulxk7VhPqFW3D0LuGpWQeoELOMZ9bHhuPpwShr/JuNQq2L4PqtUeB4mHUkOCwb",
-	"jjL8uNEQI9DcfHTb5VdYXMJVjvV2uZhyS8yyI5m7de/jriu89YtzeJsAt5nf/us0QF36xDYoK5qhXleb",
-	"vKDEUe5dp5aISTdNeMTERSghvlUk9OY2mvBfrzuCwdqmOW7NOl562RpbublQYRWTeiYxB4rn03b97i7J",
-	"3pcmcr3Cxf0+OHE7D1c5xM3DR/aFow/P0V+Dxh2pdivN40MrzIpGZD9X0u8pAqgGyzlDGmgqVWBpLrH3",
-	"Tw49QKICiSB1M13lGTNC1dWeY3ktFJsKO9EolR/P34EP8fyX1+zFj8//A37pfviPH5//yDIxkk5fswFX",
-	"feIiDoOGJD7z1OZz34ikFXqdtY342qjRdtfjU3yRdsrLUgpKWOFsws0korSJJa52C0gbp8/wYMLPaK74",
-	"VJTc7YYi53NRwpyYr/QJJD5/BupfpQk+WuIYcIvcQuso2vTVLaF4+8vWoHg8FRq+IpylsI7e/wvFKROe",
-	"58IdaxBpglz2e8Fx+NLVcRz4a6gMAWKQcIjHIuXMashP6ZkHHzPyX+IevS+wh+jPmtSpVCuj8xApqhnD",
-	"nKlcmSQK7aIn08qpMCc1sGfc8jaF0+33KzGHa8AqIm3bm32MToFMGgeEpKUZvVT5NpJQ1s94muqKqD91",
-	"ZSHTsS6GOWBvKAUdv2QFy5e/kLh23EDwY91vyJlVpy0Ghyv1CKkJDdpYC1p9Ax9hHe4r8zzEAE1z8uOJ",
-	"h3IeZ3lQmrT4bGuTfiNrnpb6FlwNjZ0IZo9bGxwO/nsz/wJe25psjv2ydpKdTAKzUAbJ5rDwG2Wb13Rn",
-	"Wbzp1rCd0b57OGxnbl9uklZOH9c7MjodGRVJ+G3AOs72pmmHMX77osGGqcstywWHppwYHG5hLSP11vDc",
-	"7WXQcklHaTwqhngDLoqlID7kE9b6Z81fhsfIbeYyKg2PgeLoQM3jDwnIaCz0TJSjKg+pjbJkegbxtwCE",
-	"rRmNCR0V7ngZupmJxTy5Sb6jE7GtcnC5F6xRpv23uq+SoFPXRkvz9K3PejoQo1RI95S71ath7lZ8U58K",
-	"+d2lQlYoLrcHo2vV48MvFfCfrkyFvNAju5+FfEh3x/FKaqsqKJJtWmISFGHMxNYs12osSqdhh4IECTWf",
-	"UVl3ROyL2VdYJx3ytkC98O4XKKhENYeZqhAl49lUKmksKtatPDpxYkORc4sMvvmMzw0dFEZPBZajaxi6",
-	"fygUVXSlGhAG3kz7JVbae491B6DpUy+3knq5NYnfgFVrwfSkI8+nE4cw0Aa0WK89l5bPwDPevKWnlsTH",
-	"5wX/mUGvnrunlnIUZaq2zqq0ztEE5lpvrQQtxykrTIxGIrULaaHGCp7BJ1g6wT9TjGm10uaLHsy20zG/",
-	"HRS2xb21gUb1wHm3VipOlJCJ6lzvXPwO8ivvUWk69JZEdyTpQlhDRDbBmEQibmKsVwuqSSmMsBb5PDFh",
-	"nACzdjn6wIgS2EN4LK8JpKqyhJZJShyw0zxvAdkoMz7WowB0ZxMtsIhaIM+QzrNGCD7XYyC8qGzQu1qY",
-	"rIwAl9+Zn5sHBnN4BPrRbZB7HjsBEqbhzzzP58nSnN8tveAG6lsdf+SmUcAQHcRha0DDpyYnao+NjxIb",
-	"QQabDqygzt0XVPptdog7rBsx3+uxtzIBaaC6fTZxm3PodLu0FNz4yIdvGycKnU582HoKpPZYFe8vkMZU",
-	"NRuKtKH7UiulFxL3+NymujvdlM/ZhF8LNhRCMWN1LqgbezBn0YiNOApRD+bTOD2lnWHZAd+FCAwPD89i",
-	"pMHhaFcjTyuqtBDDe/9aYyF7RuZVjMx53jjO70isbSn41LhRT7nK1sVVyfYrLblTdcH8nW7M7ihSIjfP",
-	"GD23ydZzjJnLPv0EBB34yXbPhAK3dKWszOkt7gFgzEKYtWQTeIu0vjVonBP3zDA+FsommEDzxt+VJey8",
-	"Ukqqse9qAfzJ7KJKUyEy9/dfuMzdfy/lVGQfKuuM0tdcpSIX2R41/dCZ8N/pBjAUKdjWS9UiITPSLTMu",
-	"4ggej6rbmc5zyPSpUxxxwp7RRCSMj6BBCE5yB/MXzMxrv2D31q5pQok5OH6/DbqihXTlraRtw+SA94DS",
-	"33XR+V4O6lTjpSuhMJ5cVMW6s8f9zveUk7CGqwK34uvGcQG3/rVqIeJtePvZ81s9fOIv3SRuS8hQb7g+",
-	"gtsZwaW5yuVIpPM0DyjWiOoiVLcdKz90HCt4Rwv3F50mmAPYfZicmis8S7TKpRILhSC75GTUCsvIs70Q",
-	"bqAHO6VOidR6TyJTenbMilJbneo8YaWYait874CEDeeWIoCjEgo5DJwV9ENW6qIAJRJzY+oXgX1lcj1L",
-	"wi+BuhG7a0sLvzGsUpBcCUeiVKkA9fKAnS6WEsbZj6QtUaMnzkagLKUa8CRw60jFBpUq3bEJvNSxD9Sd",
-	"LN45O5tgHb1PE+w6Nc5oYTap4bkDXGkHNL/IvnAowpZOlC+KLbwYt3M3oLu/buG1zW3W9Xr4Y/d8//jq",
-	"PmAc91cXil/WEtyj9jomuiWka1F7twzj3hzZyCiAW5YrKNGuLgX6URIAdW8UthZNXk+0sYe8KGgYx5Gd",
-	"PhTIyvoBjw3Q/sCUx6cgX67BZvMhRZ7OwFKM0RkrtdqDN30YjeAx8ITI5hg7jOYzPj9g72ywViyyCKdX",
-	"hu2mOhOpO2aMziv3QDpLWAlKvEHSW/cDWRD+aIoniw4PdwLgRbqUY6nYblHlecKKykwSNpK5f4aeOTvG",
-	"q9x1B2o5FWYV5n+16+FWLYX7OEgiEGcy2zqOB+t9a/YALeUG9kBkWNKobtcw2/5RQt96A4ug/tL+bFln",
-	"EZgaFLZ5gEz1ldi37gugRqvbO/wbNwv1qIjiAPHag/SggRADaD6KIeo9f1BiuQzVRemqTEXCZlzaYEKA",
-	"J4pdiTkitoPRqeCmKgXVMuEhcsyuZSY0WwP1vMpkuIiOCGXcYUclL7q8imIzDqz9QY4DgYcRR70wlgmV",
-	"hfavA3e5ruwF2gUDtkuJ1ez5UcK4ZVNtLHt5tHdCjib3EVipTo66sXCHFUyMp1kaugNK2KpI4ADaC2Mr",
-	"BTdaQQfcUP1NZbQfz99DVBFyIOqcWayGS0L8MCqUWHaFW1NcuO1w6aRtOyHAxjvWRABxb/g6rLsvrYrG",
-	"2eVv/9NnrcHGGOlKZSdMXzEDagORPfBoK8POzXpCqu89KOju2uATHU7KVHxU/JpL6CW02HgowPMCZN7K",
-	"qbAi2rB4LhwOuU0nK5oKVcqwqnDS+uKIwd0gFCZxYlEyKEF1YJkQN0qzWtZINc5F3YAYM1FVJgqhMgjy",
-	"Y/YE5GUYMDgIHZwEOmA1tePG/QhXw5gb9bZ5MIewJDLgpy6zml+KkG8NRP4MM3IHOAkv2ggszQNASxpt",
-	"F2R+UKEc1RmXXgGQCpegJxB4QNkMEfoYp07wPIYgs3UMsry0+0WpP8+7gaeuSGrEAIkUB1tRN5RWZ7sv",
-	"gCmTyuolt0bCdGWNzATQCHujfhdzyGBS4F9aiX09GrFSOF0NfcxOnTULLmN3X2BXcd9Eqe1uPBD9hA5l",
-	"Tg+UaozxxyFPr/RolFDQFdsHGAu+8AN2ClRXHLuj5fNjVui8EZkN1i7eji6ZA3bKCg7BTW4jtjzGwye2",
-	"5OifMO92b8RDS+vd3S2ULe7P5HOEJdwSWcvCazZTKrEpiShBvSyqYS7NhCoJ7g42o1FTcK0zGW5pa1OA",
-	"1frN1KuUvUq5oUqJySGIgwhES0xT20d2XXwLsGOPyMY3gEB4xIpOjjV4fEI5LrVb2fucfS2Ud/M76zqT",
-	"Jnj7D9iFQ2LIF6YxeDJ5qqpCNi5mMJPFtEGkLu4CIRtvWQOQ9CUa5vgx4aEuejjs4fAr4FAX94WGc2PF",
-	"FJr4ZjrtjuGdi0yWIqXjfljqmRGl91FCbZWDOosxSOmmiQowM51WU6EsmtQFH5Mbk3I6mn+GCBBX6IZt",
-	"sLOcLJeANmutyFq3YozgZoK2qAlMIcWXpyvUxV+FPS3kGzcPCxDz8uhF95z4aVjz2TvJDtIcwRPfa8Sn",
-	"5ceCqwBzUrwzYPlpCRssLKFbvv1KDg5WEjEvRmj+egIRjVXr5HZVY3ZjQYOJreUsIjE63qHduU8Gzs6y",
-	"MD7vEEZ4aks0BJfR2Vvj0mHuvuXmapOoeiFKqTOZsvpeBvdSNBtY03y0sSh16nZWzHaUToQbdPDxU69S",
-	"2n2ypBa1lYJQ90TkBVhrSE7Ecq2L+gAsROauhCC09hwblITUHn/+OYz6Ej54i6d781WrElCWptKn3UCB",
-	"wJPKMYk20eKsrBCWb5UDkq/DMKDOg6lu766v3Unr9OuJnil3iIK3gM6RiZ5iMPg4cMZOxXQoSjORBfZB",
-	"FDy3k4RBgXEA3ymXCiJ76N0E2j0q+5rx0m104lOk2/B04nXjUKC+pH6hEAzzhck+34WV4loaSlxbOpJe",
-	"4/gvaCK22ae9+aYufkKaTz/bT0IafqWSqsWP36IEZNzy/VK4ZXVLmeaCq6o4LNxmEbMVAuE2FZHNhw64",
-	"eoTHHtXJA3NdUjf+FMqG9KXwSlboXKZzoi8tBfQgC2dEnmEg2pZzxqEMX2RJIKjLPCEHV3Mg6DxgH4jY",
-	"DggBnJRCjQRUZPkDgzP6SgYgsywOZ3jrG275uR/ma7xlXbbqHxCO98zPFPPhqdUh5EIze8Iofm68woDl",
-	"/ytqB3T5bYlBv5RC7Fvx2VJ4vR5nqAGhwXUNAu/rGsUPz1/cbXJO2wLR2nXCCq18+NA+PacNiGgW0Szg",
-	"lkfimgZB+FZISrUayfFNkams1L5WqVgToQXisljMG/QdPgHHiByNSYIwKQxwz0PoI8+jX2PSjwIO+pKY",
-	"lZM4BX7GJUBReDTpuxmqtHFnIcPGTuRLXY0nHUc34R8Fc/EI98CJp7j7YY6lj6meEjkGbwvlVqoDybbh",
-	"g2t71Xml1rER1/NsNa7bQi5QFxfo3TntOr9scz7ihXOnDwA/nHL2CvtLtIMdLtjtQV63i8y9f8iN2Mdd",
-	"tw+7fQPr3PJh7rBLqkx8dv+wpRyPwZuvMuYgtmlcPjMs1ynPCW/8a2ODPdV5NVXATzwLVgfQUyifN5LQ",
-	"pW/evAejnefAq1SDVXgu+syg+wVUJv1b+Er6YOgTlzsMD4dtNcskHyttBJtKcrmxotTDXExNqxnzhl54",
-	"AdN3CrO3rusacsciE/+b95gpPaVUHKrwh6cxPfyXSO06Dtosvxn/7JKe9jv/LKfVlKnK2Y1uFG5Y6YSX",
-	"PHXfEDIbQfnGQZ34UEwYPZqItqxUivSNHXnu/PObLH894aVpH/aro6OjZGekyym38JX25YudxN3nBrlz",
-	"/PzoCK6YSoW/OArfCIsOREnb1gIXl7wDjcN2pAUF6ep1wC4COUzRJee7A4uF+dumWYp+5rUOGa7Yb5e/",
-	"v8f0e3APlkJl0LoaSg+8N37J1Q9qHqDdAPf2/5zzaT5AjYPP6ju935ZJa0Q+OmA/azsB2YKYSeSAAQKO",
-	"cHlEAYytKjUTaqTLVMQ9ZYkSUsw9C2Td3ioTRa7nImPXogS3jUNYaRqf4hNfoKnHlEN+93DOBouu5GO2",
-	"4EkeHLupC9GONl45NqjH+SkTSopskNwgAGImEvy0wbgsBdaq7g7cWutCKF7IA5j2vXYw16n5KNfh9ynq",
-	"yLiKJ2wwsW4d623QEdjA5S4jx1687F1wSTjYipQ77s07SeBApx/di9o4z2+GifCUBia2KJt8xj4UQrll",
-	"Xdq/B22dOXes+GwPYaBrng1S1h5vWor2tEJvyxqQRt8QN6ytiEWyx+eOnMWJnj38SJNUI70WxYtSZ1Vq",
-	"E+jIkiVson3nGXKhSxionQe6bJ0R3KOFbOJs5oRZPcaKBMAeaQ2rCih3cc8UCik+fYwKOx5HjsMK6+lB",
-	"JVUjWU5JUx1KxUtKs4Ff0CgceDtVi+dXUAOvW8HsAubjnZuObWaW1G9pEcSfuZEpc0vixAuyz4e6sk8s",
-	"5vSrsGy4bia2qNsEBoxD4AnaJPgKOw2vjk00Sm8gvh7SEyh4JEorR+BU6qjI/UNn4hQHsMUNGd6yKg6K",
-	"X/Z0Ap7Rct7CPgv7aeMdd/jFjeBd9tehUKXO8yktc7s/9Z0xFaQnaiX2AUZTN35queaAcGCuU/wehg8c",
-	"0H/rnHSEdJStd5kPZWbYHZgCqUDMjF3tsF+GAUrmMXbx0uWVCdU07mJE88+FLIWJyhF/YFOpKivM3gE7",
-	"dQqedA+EKZfZTTpLhK37tp6kdeEfegso+6XPUqdvDzplwe2kVilxRjZubP6yQ5PcVvuLlllY58wl/5Ic",
-	"CbdbQKy3jy/RIq0YFxbGvj5lhaw9zCG/UoOvvm908T00uqgxltUgB3vgViG325Vbg24Al3VHfc2NVd/S",
-	"pC2M+PoWGsjEicJQeAjdiCqnDqxQAN77N36ox7gJIVM9PkyACawaDuu6jOeAdBsj27Jv1EFp9PK4yLuV",
-	"mUhOZYe5/sNKt+YPDZ/m8zv2abYvzSoVqp6T3l5eoXm1SdgWVLBkVWiat42C7SJJEFZ0gB5UANUDFLEA",
-	"nYED6IQgjf6QxHo+K4USM57vxYndXu9aKC5x/8OsyagZ5P6Ip86CpZ47etTacqZWC5Z36M62NZHlV65R",
-	"RsLY7zZY3DE96wbpVspn5fSVHU8uAt2KDHekroQA65qY8+uoITjkYzgZEZkPqYXHxKEMrQQFZMhH4cw2",
-	"qPMIZU0YaIXwNQazIezs29pKa9iVmO9Dqxf3l+VwM2YOZoHezEGkzCphfKCZl9AulygyWVGKkfy8OK66",
-	"pk3PQnQGv3Tum45jbhSxz0CGgMhYVbR6/X7309ERil5DZ/Ya/Z/vshY+Mx+3JoY3+LSRLmkm6evpM9fE",
-	"rC/gEebW49bx0EIacgEJTZuMDm8HOrfWkT1fF5heo8F1Tmnc9L7gxojsBAMTMBfonCAybboUmiEDT+qa",
-	"qT6Dx7V/D5r9d9qgtrk/Mau365SqUzAwBwtX9Ls7pu7rAIAVoHycCEUdyHgo26JTegH+DwlO9z2c7vsx",
-	"+ETMbn8hdp4zSUhxBEu0TnGcldKSIybCY/cjZFUugIOIoIN63i5sRHQmRh3SOMscAlbKtyXPyrk7XqVB",
-	"Ae5ogl4C+4eo89VhdJiXPtZAJwEjis4+WLJAx4PjRG3bf0RrG0g8kKiU0eB7wkN92Yc/koyVeQ7HUYsu",
-	"TmmIuFhntFbn9XbZCmVP69vCUFaq40tra/Vizv9Dyfdc85k3z/qsawBoe/aexkftaYQs5aro1jzvImFU",
-	"aTL/ofGRmHKZH1ph7Kp2cdAhRRGX31QYg8lTdT46vrUqRcYufr8883lMXhnWIVQOrcEpSB555RqDYjOH",
-	"X0gIiGo7hexfHf2EmAhxoEHjpk9K20/1MAaofsFgJIJtNEaHHD8cvazJk+NBI/pCh46UK3cnqPA8nQCz",
-	"BXDkS8+ghOKKOQdGqIxNgWFNYw+9RrU0lus8MyydaAnEXtgtz7BB29oNMHPKAFfnPrglRXZMTB20BgZZ",
-	"qCF6hYVVIUMD7oZfRS2k2O6rFz+xgXviJ3rigHLazoUt5/unIyvKARuKuSY7qyXRyu2HS2HsW/et22Lm",
-	"gBmBN2zAh1mKVBbSnYHoqgoN8ZipQgruHbJ1LA5+FfQ3ZGrmVAEgr6qVl2hv9vj/VKk4BNS0w16JYY8J",
-	"ksGtHxuUfbnO14Mp+VT3HIV8RgvptXWOp66sWKYEqIsvI3Z977mJHuwLOzk+KPHPC79XC8yZ0b0wCdiD",
-	"RJZRjm0S3SKBGRhn8YD51fVvQUNkcCjp94cDsOvFZ7Dc8ZzR2G2pUkCM9M6SFx2KJ5FdTWT1vHidVk6L",
-	"XEQMJE6rF+0eI0jgLOTX+Ys+qHx+RvUR2+3TFw9ztdugnoxH5DW4XyeAbUzbmEu1zJKAe3aLHoGCl9LO",
-	"b4IQRHSAzea8GjWC2BU0DZK5tPPE51GSfUspP95/7K1eOPnJtexLHjH7PI1fWYhyP1REYgO/CTcTlk64",
-	"VMjFG/7M8zwMETqB0PMP2J+ghU5EevUmFCx593JF2eEX/+e9tIINzs5Pf/39lP2/SqZXn+CeQd3gEx8P",
-	"uJAJNO7J8UEGvpG5UDafs0xei3IsMnejQ0jQvVO3QZSpTFxENSXGiHkrXJzBKt2+d/mUPj7+9rqIC757",
-	"8bNP8FAoBaemm9gJKhSNwOKhC93ketbdBCJah290Sce1XW6r4EDd2gCRsgQaf9gRg3VlXXjLLY3n6TiY",
-	"o/25+phAuOldy9t0LTt4pHkeCjsTQi2S1GzxPHG4IJUwK+jfPNaGS/3uj0tXG7pjyHQKmf5ZRfF+1qj4",
-	"Q8QqRDnS5dQwjl7ofaDQIa6hUhYrq/LBbSwtK0p9LUh4a8RGO8/gc9Ftr7RFUQ6+XV9zIA3jOfhDIsp2",
-	"adiLoyPEAcRVX6pAg3eSbby3I1no/EzO56HO5kntCVGUYovuaZ7NV9QmnIcFWpMBdoaz+FWT+A2o34Fe",
-	"yXJVCXgG3OmfC26gb36zuyOl2mDFw4rxvIXrbob5/9yqS5pWaDWU+kWHBT/p3ktZr4Uvm/b3sVBBOrF7",
-	"uZNh9+tItj0eopQn1LaTmju76w9a0kmaUMprFnXYA9uEep2LdbmuuCvjIiz8djQOrpSeQeYG1nEhIbzf",
-	"wj7jNJwGzcsogJbPGRbFHbBzNx5fH5sDPeY+VhiUgi7yDfwkjMM/nBahRnm82UfwxOcid8YZm03m0Wq5",
-	"byFF1w95WFkms9y9ho10nusZNJ5s7ZSHYKxzYbZfKeZes7JFZlwk94TpCbvnYZtiVCkrp+KQSDCsXEmd",
-	"i6WUv4LVhv1npmKqy3kSKynKMwxh7MR0FlQesAt0tzq1cTSKiiJNoS0b61JXFhpflvQeNi71zE4SlvPx",
-	"GNNIw96khvfuCuj5AGoDnzi9IdfjVp3kHL/iTfTt2zxZl9/WIhF0FYsW5OnJxK/C+i3WORF3IBSg/2/C",
-	"Wwt2AoTP3G4uuRqDgxqjRz4q43EaR9dicPgjJhgcToVPbcXzfI6GuVrgH1woI3bixkayFDMOdXFYbwTs",
-	"tv6locUTdtgdyjZyQvdltA/PYAq2LxXuPSsPCTexbg6e8gFB7jq/ZzAUrAuh7kAWbOU23wbCMJtIK6if",
-	"+3upqs9YH4D3s9roa/BAUT4Smt2pnk6FykTGIBfXUKt5Cx0svJDANCB/CVZdcQXOVmwuNIatjiZiXKd1",
-	"wD6QDhbGCJlREIPBUD6H+I07PqxQ5Lflyht3UcmX+1gcINbmh1bQ7nufGaZnKsHnEQDgCNoOot+0sZc4",
-	"wWvs4t/riovZRBsRT6jn613m/QTFM2bhJ2IMH1+jYP8z45+Mpn1JlgNVt4ms/oTbqb3apiFbz6nvH9wK",
-	"LPHmpAbGT4gFuF00bw1Okp2i6kwPqrMxY3EkiaKNG4kbaZGWl2NhYeAh6x5iLBTIQAih8MAUiL7dw65F",
-	"KUfzhi8s7nTeKFySWZyTT1k4mMAJZtViQa90gubmANJHYA+xP5HKM/6AGqF866+xiDlF2vI4KRqVCTaA",
-	"h3yq6oD/YBlKTt3jG2CyjUyb+gXwvjWZNrRgKlRG1yuMs/HQkjIXPg+5nzojz7iMbVk49dKfMF0uOkxx",
-	"T0w4ddmUCsP61AoZDlIukf1woUOP9ttwd/CHzgR19zmltw+w991YSQMlLsM57M8B3X45L8Rgr88KesxZ",
-	"obAtG9CNInULsA2l1d0pPU1l8LDIuVrRcywOoiPQk+iHqILX++BbvC5Vh16Q+v1KzBteOsyWJ8GL7aYA",
-	"Lg5Jr3kuMXsGm3fXWiGeeiehsiyqNMc8e/RRjCymQo4k0fccsP/tVEXfx7Kh67Z18jlqYX3PubpDeHav",
-	"2xydAxBnwoDdigtyX+DrBt85atJYcq56iuMHhEye0z3GJhK87YMT9jXZb1DT3aDQFIMFNRQsJSBOoOiG",
-	"Ppa8jdHjkLh4FtJ8zrw6faoy9Jxe8jFULIWXBY07CTogxlb9bKPhi1lLRenGZiFqkxFvanbAfuWFt/zq",
-	"CqacenK11paO5Gd3FTas4FE3MVOnF7aHcGGC38TzexsphO15QT6G6G9qTBFw6Ict2TJLcEGIjcfEFStC",
-	"se0rdusVq9KKac0qchI10IG2cRhBCqTKqDZONSSJym7ikyn/jFnjpouKZD3F8j2ykXTtrdXBzSbjZ5/8",
-	"eZPkz+bcuQflwgoVl58QMmzRu7hpZ7hhJXO7LxX0sLJCQYgZbk5i9a+un6/cpQpd57r0vVhElgQtB1OV",
-	"WjrDfQxOdfCco9PBXDEnaB42Uw59xn3aeZMCpCveuvWucPVrVnaE83OJa4DT+LQ86a1TcAvbHKdy5WY/",
-	"/OL+8wefir+cObWmxYzTNwp/rvtBw25EKsN6axs2cwd9sI8yjSdH4XtUGXem1Eo+PIQebsJDDtgp/gW0",
-	"Bkghg6QRX1tBfmNu2bRCefHN6TBrYSm7gerhIDs7ui5pdXZ5bUV6ow0zo2cyDZ3mIPsBKf9amtDUArBR",
-	"E63gUjRXjBvKfQX9qSmzHayKfiFX8ioW3LoNuXO889//xff/fbT/0z/pv/v//HKU/Pjyr/+xc2d0i40p",
-	"WmEZ/ukhVYf9o2E1kgfnrYu+52aNcmDvlo+lS1fPhHT7vXjC4juYrQ+CWzsHxGeRVrbVVqUSlI2agS7W",
-	"sjQqd3wti7R1AZiJdJyWspdGAJ29huiGCa1xWp9eO+z8X0DZmug8S9hQpLwywIcpZr582F0z5fNgqcZV",
-	"dFxB08XSF+rlPL0yK5KG/06TtXUU8S9qwY+/+3mO6LyfZFpOW9uQLRoIMzGcaH1lDlNuea43SUAwlquM",
-	"l1j2ZA0bl7oq8Fwf8anM5+SlAZUEf/PMsMH/x9619zZuY/uvQgxwMfZCecyjvdsYi4vMM8Gmu0GS2f7R",
-	"FhEt0TYbmdSKlDPuYL77Bc85pCi/3SaZTMf/NB1LokiKPDzP349wov6WsltZ5Bmvctxq0ApD5xK5m50u",
-	"4rmvoBW4B9BbCq5cY/jqlFlf8m8E2A8GKWGwfdPzWeIwRPDiuJtyluLv+zT6/V/qw8MX2YnWoG/AvxaF",
-	"/94L+xM+8da9/zVN2X2WaNa2746cRa9dcgrjfNLn/Ca2jRu1X4TtxemnIdpAuHLuYQPlopATUUlhDj7J",
-	"/PNBJSyyUS82P36EAhTO3mGuGD09DQH1c6FyyLOE/Bgn+qk8Qw9YXfr4Pe0HcjMxpwuPS2soDafdtsSc",
-	"OPeIj8EAVZv7m43kROQNOp6tpMhZxxkNqe8a4HnAqCA67nZaaup+GNS1byZl2mm3t9KIBVgVAGtB6/kN",
-	"Nb2W3w0gNAZSNPA79OQS00FuDsb+8mHTZmZ2dJiBZR44up4wpW/9otj/a2nGX0xJdSsREkEH7U14B+Ji",
-	"LXpDkBvaLYiPW8gMjG3Myg3aF9gaSb+OG1spKtjzyaqd352VO/vsOED8vGxSK7BdKnehPAp6pTu6V8qL",
-	"hn0XnPQmlkvS0IBWywvYPB/hFFwnMpqjUOasgwrDaZ52ZydK2a9ViHyEmVltkkdTHL67P1kAlGAnSu5Q",
-	"lODOHMzvTFj00c58UAGDJAMr4B+AFjZ0F6VEB0uqEp9Vn0Siwu30aGH1p569CMxiURSmlTKSS1MCBjD5",
-	"G8mhiVmCbiEiDpa0rcu+qJn8nloV0+4qjfwSR/lwJze9cCkd0rASQ27FN5T0etwes1v4M6uqvXIeQiuP",
-	"FdRNAmHtDifgSPHEHbOV3pXIeQYQcNIyw6fNsufMiKwScFIaYX0WFbiRIBCGSRt5Qn54JBp1T+yzY6+M",
-	"05RVghViYJ388FioBBMR7qTYw+LYmF+urYlYx8dZGM0o7yruzRrcCt+hx1NtPbtno0lYWQ2Dg92FuJdG",
-	"+dr75M528jLSDWSPAFjg+MVHcLIKlZdaKtsASOhbxU5+PH5NmyrxTqZMlyKB8BYikeVk6hrc2hCBlobV",
-	"Sv63FoyPNYWgV2jO+GToggT3K+8bXdRWsJG1pWEfLs5Yx/0vVSiDSV8U+vbE2rIbkNEaqEiTMNhhzsYe",
-	"VHw4hiRn/xIneYwuJshUyQqtS6e9J6yQ6mYPaZ51xbJC1/neWFgOjPiEfSnMfC5lSuLyGrMVQXGH/jlb",
-	"nmQOHNn5WCppLCIuwx2GlZWcOGmPzxrW8a0du+vnePUKL6bdfXYmhjybMqP4jbjOuEHvHHnvTJ2NGDdz",
-	"Djqtro2tBB9fk+REWDfDnWhacP+/1SXc/pruxq/UCGWhsmoKyeQciVgQ7INKlBo+okW0KQtkyT1lmq6Q",
-	"XmvSTt2C7UXjDbWSI4H4HQ8XQFwxiFW9h5T/DCaccrjo4B3pIkc2CYlwftI2RzEbSFHkZpd//5fgf2vJ",
-	"+oe1mWJtCXwz4JWpF4YSy4JnlPmOyw/R82AVN8D4iCsBRcJ+ZUPS+7FiYlxakPW8b+Ccwn3bwFL6PH68",
-	"0CN/sGdSwcLNRocMgTPogTty9tlrSs+nAimq/hIfrfcZu4dCiq5q/Kuufy0lMIJgJllMfuLFvuAFRtuH",
-	"Ml8qRrdLdI0fPs2f3Fdaxx+Xw+4zNWvCqxKPXgDX8IXyr6IAYJe5cafCFzfnIxO+ByROlrvGyfQ0Xu4O",
-	"dMWGWpNtbnUJpGxCgtKMQ0hAcwjeUJWzn7i0Ug3RmRd7uESmx4K95ioTBYEIK21H7jnIHAczX1mfrTVO",
-	"Yv/2lI2ksbqCyoIbUdokqC2U8upaN2xQCQEtoHT3gmKmAhXHeW/C8/HIoNahs3NT342HDuf0se3uyCW4",
-	"sYeOotkQ4YLoFlHsoqU/Q7Qrq+CiJm0H4L8TdMadXF2deypeLDuCtSpywmaj+UMbskRB77avKAYQCgOr",
-	"EQnQvXm11A33JvZ+/rn9mqx94hy+xWb3AUXbfHkN5BHEgTrCbSOv9hLSNwCESDaUDTORcI8m8QWC8Mtc",
-	"gv92i4wPY4+2FGYHbXtHUunN7DkZ7esHjxGgRFpNv3OqjABEqsAT4/1O7rnUR98ppy3VtNr26K49uKtL",
-	"HjP0QbXttYT1pyVHLgSJQIuN+xIJVTA4HxJH8Y4ovjJlMie3ZvjFQhi/4hNRBJDegpXcjlgHw5MJywou",
-	"xwkzcqi4ravGXZp4X2m35wESZMgBoDykWY1nnx2zHIESGuPRWY5uBhZ52K7EwoDFV2IYruHFOY5YcDy9",
-	"DIKkBIoNG46wHjOtMRC+BdT5J1gdIv5b8wKn331CmX9Ru3JDXh1cqLfceAioXltXlhABdj/d8unO9vym",
-	"bM+YUwfXidV3eRJsrqSuoV9zZhs3seSDPgdZFgF7g9RDdA5uZva03/UAFtxp+ei7R2tOF9owCDOIJATB",
-	"27dKrD55DJIwOPld3330hc+Lx51A2wm0v5xAC1IBaxEiGXCvIs6OZJXvlbyy04OMl0jls8rkjmukZJ5E",
-	"dFxoJouPpWwST33F9vH5KbP6RhBeB/Ad+rdNWcatGAKgMdG5hBYD9WIbcUgaag3DfghBVxRI/BUIlt3L",
-	"XQtIAOwry3VtCcFuIECXNU0Ne20W1ZqPKXE+DMIQvDhifyVOhBOARH/KUvwMTdj+iPFS7sGDaQ+hP4wu",
-	"BDPCYHHTXE3usxiArpTX8Oy1F3mLS1Cu3Ic8d9/xdfwZ71EwLnnjMsi26J7Z1QHj+yaS4d74wrzbGOew",
-	"vUPcQsx1tOujPdps/WZ9PTl6EhbYkznJ8GyJZHBTuFwSjLhSolguBTwInxIFZIS5EQx0RURSuP9meUwG",
-	"skDAVJWzSt8aryvF7azeaYt9aNE69N3e1jD8Qy6xdRxc2Jl/iumtrvItnvC81Fs8AufaJdR1nm7zqn8h",
-	"duzmD7wRE5n9kUfoH1s9+Z+RBj1n0/uPy3KLuzEVaOsHthrBW0yT3mYMtdX/kbnQWz5zIbLtVtm/9HnB",
-	"p6J6VQl+s8VzJ9wc17nU2z1ybn/f4oFTcznilV8zW601wNAjZ/HmEwhw79s+heBJH6ptOvi+0nX5TzF9",
-	"B7Jwuy7KCcg96KZ//j7d4fTmTdzf/rzYJceuSI71k8Q60VHbve9zPnyaOYf3ogP/4FPmBfXntSaAVuHw",
-	"PvKRtECV7055xD7Xt0pUZiTLbQ/3tlZLwmBrKszm4HmAzbIKsFiJYhccurPKKu5MaK86fiU76qAs+LTP",
-	"s5sVQSRjamGYGQFBj1TDQuw5q/TDxZkJsD/U4lPDCjkRDHOgE+brOsmTJ/JmN3acKYxW1xhDBqm/ZlJw",
-	"Ro2ltSLv7rO3PBtBbjrPxxBl+sgzW0y9x3VKHN9g5wtDiL1pIQfCyrG4FJlWuUlZhyo82LPnh0nD2PcC",
-	"/zHWJpAhI4NKjuH1LiQ84rUgKJ4acisQ9jyE1qXx9TcgVbhyf6Xy08Eg7dxN2xH4EAcDuOhXDA91rD+w",
-	"lJLIsTKV59MUU3FCEN/yKiCMS/Qr7LN3uqL5MBE2140QJfzsLCIgSM60UiKzCaUtYyoSrAKYEsGkMlbw",
-	"pYnljQg8kxNx7lfQ1rXxQQQtrGoNi3Sb4taxVP6fzx4MTWvxfKxwK3t7Ci1Pv1D9tLgV8rAO5SUfdMnJ",
-	"oZXYg/5iR3eO4m/IUfxe2Ob7B6kRjoJG5EXHwH2ffvgWs++688cOvz0QeysQ7ENVVyWUuAU+hRmRuXT0",
-	"vnoL9FNgYMB0C5MmxNwDs5fxCsCkWWom2bWV2Y2wKR5A6IuXht6EmF6Q2uTa7wWZ0QK4DwCMgh5zXaI8",
-	"C/zBFDLHqugUfmjOye8P974/PExYdF523QkIEEc4A4XnXJGG5TWgMqZw5dgdvinr8L6uLfvfw/9hUlEs",
-	"AWBhupgXAsQvPvcVnvalaG/xFD+2KeuEH89mzvLo+G5GWIpK6rw5zF++eO5GgbPSF1NNYGjzh3gP70U1",
-	"pNE7/q08RwsUQXi3MLhD3amc4GS4QzUXhbDRdBPxS9M5Uk4IN3OuSfC4T/SNANKpQhthvBKACztNmDCW",
-	"Eyw3oyMcYxyVYFltPWXId8zgLEFJhNcywmJcpWT0MMXQTQUQIChNDNRsInOhGa8qXEXHcyGDMZ/69WnY",
-	"rShAAxbsVvT9rV43dDpq9yiaGsj26YtCq6EJQWJqN2G/PJmfrl+eMN533RqLUO8YHsCcZVxhAQ/EdxOG",
-	"1Sn0kBKFJgSQngR1jiOnqlOluDG3uvIUE93t1KEzgeTS37xO1JqQTZSipLWfMeTu61S9rvSw+lH7my5R",
-	"ixrp7KQ8CfmdevRNqUdnXqC1NACosvNmntVkb4lqnWJ0j5oPGJArqlQa/m5M8/Qm90yADJo5YqUuCoJc",
-	"hA6xWllZkDK0rY/t0rX5tXnZoNOrk3AaO58khHvEs3nt5MQXS32Bz/ClHXfr8mAW72Fdrsj9g1oyO7Pw",
-	"Sl471dKtP15bvVeJTCNs39Idrsse2htOxeODgcgs4iaCJueUyRnVZev9rsuvb7vrcvVud/P2l93cX26v",
-	"6vKxb1WIMO0hovUmZWIxG6+ZLQSrTRLjoaicOT0J0rvS92+vmO9A66UpWDkJlWj2ayOBzMUpsEJRRhdX",
-	"zQZNmFQNWPerp0iAwISaiEKXgqWfSj4UCYRWL+XvImFWW14kkDLzOWUdXeWC+M3j0TCZ91jqnkLvdeob",
-	"QEwUXVdubBIgtMlF4LlozFOWErDa6cLS/HaWTZRssn2mzWv/nvupVLtPaRSNGzu2OibeWmo7oXTXZDKt",
-	"6b1vcaR0LtbE+9reTXPwCf5SGB0dVosi6RNNUOXeorXAMXMExd6x3ymgWIHzMQJr2mdvI1fVydXV+d67",
-	"s/8k+H+DH89fgjg4ObtsNdeKUxGYU5pLQ/ekHj0OxBU6HzOytqarfGDBsYbDaVBBKjFBYKxlfj7kLQDH",
-	"nkSS6QIYoUKKL+BbOTv/qYlyhFnn5eELljY/XOdCyRm4aXbs+4PQQU54LkzExQ5QqK/xczFeaLWghPcN",
-	"3L7E+7K9O6rt5V7ilaJ1tdInFRjn6hrgamfdUHMFvT+NprH7VOUmAVCCJoWzcbwH4pllhb5IUrOMkf75",
-	"d99v0CFkI6xDkLjxvxI1kl+71EHvsF/Wp2ZpPx4Ywo0cXa39tDtG7ix/xM3qXCz+T/uIMKs6WV86Aa97",
-	"anzaVCpCICZpxXaSRbEafwuA9KbBx1ErD73k/aGNsG3Sy0GueTnY7Gwnft3OAuHrWkRQQi+FjZVF8Sdk",
-	"scqgmUIby6SFYuGKcTUl45bY/pvuhIgI0G+6hl9uIcZhIBvK8FaW2dciwH99FP73/Z1sWZ6bdi+SZVvl",
-	"8wDkxCq/FUfIAqdumkIC6FFgFFkcqu5F2ptWzAgLWlwrnDsTCF4ow+JQvSVUtEgOohUbicIo9g5ReYja",
-	"gwSdNkUmRoekLFBx0bqPFAiE1oO35JigFZ2vEDDWSgQtA2gRzXxELGnHdv38X0Mr1xm5WtOjJunLjY6C",
-	"1as0YIxxL5bBa6TvEeOxiCdRi3lwy+Ryp+WJgIozdGTAjWoYNd/zyQheqRcfrYBPiBPY3LmVoFbidpm+",
-	"nXhIrTifgO54apyWuogXQonbr1Se3wPz5IrZ2ACjMI4M9xgPkJT930S2CIiSztdHFir2a+yvqUHvQsSr",
-	"z2IFRJMPeRhXUIol1XBVEbW7BYCJC2GW+I6PCDvW3YG5a+jzkm68RmTWsJ9TiGteybFwRoFQOfxvl3Uu",
-	"3r1mL168+MEzhf2ulejOEhekrvHTHJ09yOHXL8CxJCqhMtEDR7VUta5NM4U8q7Qx1DEIcGW1PRiLaig8",
-	"q/VqB/JFM0GPoVAzdGerGsXw1OY1lOGRrcs1w5MbljiG+7epWQwPvZOF2LgYLnoVrcStnnqLS/Z+Pfet",
-	"kW1SzwZre1fMtsIFX8V7+F59782bVjvgm/sORrzK9xqf+5JKm6oSwKTaL8QRq8QYaNSCyH3K+lMrPPGQ",
-	"rGZChx07qnQ99OFDPnQTiCRIqBdB+q5UuSA2McadmfWG/MtWj/vGgo5rNJgYaLlRiYK6MRjTvtXVjceh",
-	"5UBJoCsRbA/rQQSwq7wSbOh0MHYMYyCnTV+AeYYwNDMsbdjBqbCso7S9HkDScM/p/3FoEV1GwZXPDRlM",
-	"E0puwKOAE5DGragE68CMXNeKT7gs3LGyIK54wqt81oXeOhzuRyd2L3CS4BW32WiNGgxDS9izvWeHhywH",
-	"pIPMMpmbBL9wWelMGONsSeVJRh5WB54bz7JECSfgiIy9FBWMDKI7NMkMAss7obdY6J00IuXLyD4SZxtI",
-	"P5ISyyXfK2d0Gmb0wO75gBduYaffBemBOieKFtjTkVjNW5E9eB/mDg+4LChYGbp07Zq7Hi70vl7gw7v9",
-	"v9v/j3r/0zptb5ovIgjWZERFgiDq63JhcAJ1SbDMj/D8hoM9MvfQ8SYrr6KAYgLFweC7JHdrwvp1rIyA",
-	"W7attvRR7kANckvSeG9ra3JNnWUI/TXkUjmdpCV/PEHvNsLmUg/sTt/YyZuvQN5cNlvhsesbn9CLtHmB",
-	"53FU2IkuZq1gP1exW4x1fJTjn1JFsnbPXezus9NQ9+PdV/AUbYuW/aLdf0bWlnuDcfnyCEUWMMRJ4EED",
-	"CQLFeBdQzdkxQoDZJRXj7Jf68PBFBjV58L+CiUKMhbIJGwzGpRiyPWO6CbLy6THjgI1NHHrgn/sHNkFZ",
-	"UtjIz+7P8+/zGuXTolt+TbGsjyjO+mIolfHgCDdiOqiQKATwCqXt7rMLjNA0sS/24eJsn8Ficv1rJChB",
-	"G9KupKwejB4VGiI/0Vpw85WwMW+nqtWqBgzv9ZV6QcZuFY5B3320IpbEX3D5/WlS7sdQlYcVTRRRNb2A",
-	"34HlABANBHKYsJa/ksq8XdTly9bI8RnROiDsEkISeagzZWXlHFWzrUnipyI/igIvD50gLA1IX/Cf+TKG",
-	"BMvngnC24h9YOJeyDmm6EbwOFW2f5mmXquyaujs6dYALYSTUMngXp+Ri8RlAPhfTUJzjJDkEYnpxq573",
-	"ibANIKsCDzNfD74munJJ8/ggoZUFtDBYvRQdv8tSMsetKMgScf3s+d83yBZtXuy/Tb6chYYiIn/+hWER",
-	"3gP9DX7FS3zDQ5DftF64SYxkZifuFPkV0ZKoPtk8FEDLymAJ3XSHmCxNTWMhb8SMHJ29FaV2XLWNqOf9",
-	"KRXrwm+FzoBSupO2REWasHQy0gbyYHlZuj+RnCY4rVYd+BHjvlGk62Y5oNIyxJERKtO5qFhZm5EwWDTe",
-	"MiA6F1eX53AZTw70weQMfo4IuruJk/91UTjN7eMUFGsezQP2AXFhBsCVY2ZrwSZ0pcFOJommGDDKztR/",
-	"HmH5WFwO3mkVqy346v/nZ+sf+/v7aIa0TsJuwCoLyn7CRpCOR4nFP/+6X1dFGuHWT0XlAVpm0Gn22czn",
-	"A122L3yuYAQbEs5VOvzILGwdJg2mjjufYxMR0hhSN4NNSnS4wb0XRkNrCqJxzo5IWPqp1b/PB59gdX0+",
-	"+MTL8vPBJz9bn1PWQR+MO80/XJztuef3hMl4KfJuj4zJCKuGfOLeZRWzf0S7riEIMQ0HJKQ5ghXnQ4AN",
-	"xFBZY7VPhC5noEqx0E7VMfM4RMet1U8hQJrkdSA17gs038OIiaiAimO2kFLXdu5LN20fug/nNCA/VlCH",
-	"oqLEo2gjeE+jrwJNImMUZuj9q+d/f/b3Z+HwoUxBIIuPVlL0scGOLkBMW7fHYI/70la5Afgeno+zBuz9",
-	"mo0L3rnGfeihIGGZNBAvs7BN3qm7g3rZcbl/Sat0qQbgd+4W+C13D2w3ErxwJsEaGGTOzJgXBcPbmVG8",
-	"NCNtfRY2z1mfF1xlnvtgrJW02lkWgG0W7FEnQCNdIgI1o+oYCTASI3c9g6xq1xomhUekhrjbQy94YTST",
-	"KivqXICyYYQyRGmKYZlcWIijeH54pXMB2b5STXghIUvep4MH/DRLid3uHFVaTce6NqzixM8CkG2/icyK",
-	"HA9scmFKwxD5zR9l7l1wEtwgrtuw4jkN7LvDF7MMEmFQfZ1PifoOD90oz2Rhhc8Jfsr7tJ8mGb7kkjq5",
-	"NLF6+ZDdcoAj1cdIUMx9h+Lny3QzmtleQ0vmE0bBGdle9wkoF06rBppcd/s+bn+R1ZW00ydHP39yFnVf",
-	"8EpUx7XbYj//6ozbONzqxBW8g5qPV2ckCnDhb8GI9LfmZ6dGZXTIzXZwtnfJpyekbLzW+kYK32Xqx1xd",
-	"DXSLSYWJ/4B5hwNJQEEEb1WCZbQmYWMu3bcFCChIoaWtbSyrauXhajl+lA6OkR0+g5Qq717AiZh3VXww",
-	"EJ2tNAQWG6CYZM56IclBs4CdY7bisgj6QsYtL/Swhv5EhX+llsqapmvPW13z8zrfuQuBC1nkjBAo2FiM",
-	"+4gXTyxIXmKBjdK84kX8Cnp4wRuATCPSJL3ON6x0XRrPOAVs73s8kCywUusiiZG3bKOC+E9S6GHTne9a",
-	"3fFENPP9+Zf7hARVA9/gnMFSj/L/bMWVQYvUinFZgOUdECXcqnDjIIpQd2pA9YyQFa4PzEVcMlGAZLCg",
-	"W2eRh4JyHts6fuKBUoLK7eusPKpyNs2KeGjBDpY0LlhvZqxvkCPP7M965RZ17Cp0RKghGCEDjIQ3s4G8",
-	"+hQZTwKkOH5IlKsN91QSjPcogzOauGbeXsbzhi9f0L+3kNxJ6x/L44NyMkuHRDAK3v8cgTaBY9i/+Vlr",
-	"Y8fKzuLpQQ45T9XreYUZ8UO2Sd1NzAYM0wH1ZLii93Cd/yT6lzq7ETZse6mwSfoEvmX388d4kpCebr6X",
-	"r7S2xla89N4LpGTj+Vgq6S6AleZfBvLIznHINZIqzNQPP8QzRcXXsy9//+rgiqG9iF4fZ6MPpZMXbv9M",
-	"RMUuT8/9+i4rYYSTw7hwQNz1fBmhZ/AAAAySDWiaUhA5AO4P+/DGqHf0y0IhSMZttLmqdoVIk4TjfQcJ",
-	"y6U/KJr6i7B4v48nJljPC17+o8BgcOfi6nWXVVqPzRH+weydzG2qUGzpFvhssMX02G9a4gFX2b7gNsEc",
-	"ogQ9FRnR8XV+Ojk9xxTpFre2u/D2vAtt0wea3ys0eF5ZmcmSA2eiU0UXr4TKZk8+//r5/wMAAP//",
+	"7L39dtw2li/6Kli6c1ekXpQsO4lPj7XOuqPIdlun40RHkjtzZqZHQpGoKoxYAJsAVa7MykPdV7hPdhf2",
+	"BkCQBZCskuJOz3T/0bGKJD43Nvbnb//nQS5XlRRMaHXw5j8PlowWrIZ/3jzmN5qWzPy7YCqveaW5FAdv",
+	"Du513bB7IgVhj6zeECrUmtVEzgklQhaM6CXVZEkVKaXSJJdC01yTNddLopeM5GWjNKtJCZ29gd9sG7lc",
+	"MUXmtVwRveQKmvtKEbkWRGmqzXsFWdENKWn+QPIlFQumyIpCp7VsFksi9ZLV8KEiioucnZDzmWJCk/WS",
+	"lwx6g1FyRbjYHh2O6uQgO1D5kq2omT8Tzergzb8emIkf/Dk70JuKHbw5ULrmYnHwyy+/ZAcVremKabt4",
+	"F0sqBCvPc80fqVm2GzP697zUrN5e0B9FuSHUvMuIrIk0f1ZMFFwsYI6ClcoMiJuX/9KwenOQHQi6MmOg",
+	"3S46w/6Hms0P3hz8Xy/aTX6BT9WL+AgPzFTaRw0t8ef4kN3YzDrCdlH4BLdqYMC+2d0H6z8NB1pVYwO0",
+	"u2uGWFXEjCQ5vKrqDGtFP3/PxEIvD968/mZ759tBNFpes1zWxehYllIxQhstj2v4gKg11/kSTgyM8ZGW",
+	"TXqAbUfhOO3AZlKWjIr+yP7ECyZ3GFjVlCU5pO7Lo92HiD1OG+FbpnjNikmk1u5kgV8NU1sRNr0juXWG",
+	"1RnuI8+Z/eOy2GXE5kP3hPCCHP7hu1e/f/n7l/633HAmWZMff/jT5XtS1XLOS3aUnl13JAnCffnq9wOU",
+	"i9MZn4ecd2ZxiEO0f/HCjNrNxk1UFmNj33fQ7wSdlWziWWP48m5EbD+aSMJ/qGVT/ZFttgf0R7bBpWs3",
+	"fmFezghVJDfjE2S9ZIJwTdbmp5pRzQo/rIrqZTuqhesnO6jZXxpDnwdvzLW0D89ygx68l7b2H4aQWrVg",
+	"fPuPZx3lohdUsWMuFBOKw1Wp2WdN5rIRBV5ADIdGHsyK14Nc/sF2shftfaDqvCn4RH66pOqYmtd3I7+l",
+	"62Qa/X2g6kr/PH1EV7f/svN4TAfTRhNjJpcFE5rPOUqKwXGAg1Az3dSCFbGjYDaz5Cp9KPKAAU46FcP7",
+	"e6lulrR2bHXamirzRUEOeefbHe/N7scT1/op58X0m5Hgs8zIRxlRumZ0lbXMXZk9aO+tX+VYfS8X72u5",
+	"Sqw3E7rmTBGqzVDo3CgQsKKarxg5xEuWr9jPUqTvHKNYdAY3l/WKanMbUc2OzfcHwyP8sS5inPIHtmZK",
+	"+0HOea00OTRLXLA5bUp9BIJ9WZi34GlqiBI6CMdoWzh4cyCgl4PM6yP+B2w5ppqEg7+VkxZ3xuayZruv",
+	"rpZPWNuPrOD0htWPrB4XRahSfGG4hZY4zJX5mij4PDW8VaeHvUj0B3lV0g2rv6sZfZjGGB4Yq0Cc5mJx",
+	"bNZRNvq4glYUORRhgztyi863E5nFD7KYIOnhyMM1JXUjlNH4vVaeHlWxt1B3VUstc1lOlUQq+35qLO75",
+	"roK/H0cwtutGGBL+Xi7+yEUxKDG50+SG+cBFmmNyUew6vO5QwkHeyKbO2ad66qUFr5NP19/jEZeNNncu",
+	"XNS0VEdoHOHCUqO5PzKS966VcnMWfuSuFiBdQmtG+ELImiVXQPkxJ2jm1ek3Q0RzA3fVdCUM77ZB6RBf",
+	"2UuExdHsohQG48EbQ5l/UUXu8cn90fAw04dtcKB/Wkqlpx60R16DYcd8kxrNIzS447lHS+BEcRFfPnNX",
+	"qkLu39oT7XutCRKNiknTWe5733HUjf7I6gW7perhsrgyoujW8G/NuBr9YmVeJJqqh4TsqqGRJ6pzwYBu",
+	"NNWNSmys6ay11g0aTnTb1mT2tD0MMzrT81UtZyVbRcZ1DYI/2jy5ZivlrMePjFDD4c13SWEpbDoqM81p",
+	"qVgWuxGv6CJibPqhWc1aUqqo2TxptRMjF9Nac7EwgtLL5K1jGo4O5mXWCkVc6K9fHWQHKy74ykhzL/0o",
+	"udBswWo/yhv+c2SkH+ln8yERfsS1XCtSsRqGPTQ6aDA6wm9PY0PEngwnPh0dMJomuVikrbLODlvyHCzP",
+	"e5hiEyfTdz5mnIMhWDb3lePBST6xp33Nj+adKG6N+Ls1lneicKQGgnZNxYKRw+v3F+Trr7/+R7wlKDFS",
+	"d2Z1HiBB09rRGZnzkqmWKK3cznXapIXj2ENK93N5z0s2xPTQpM0KGFyC582hjafxvM6AhizHuEgdnkcO",
+	"37KSaVaAWUGRJa2L48L+BO9nZL3k+RLkF3AorblipGRzTWSj0/qlH8tUnhmZRmd2U9SiL6IB+RENqhDB",
+	"UIw48Pyagh/GjTsH2yOBR1PPlT9G1t+Gpyx9hvz5e9IpGhETQ8EwbW0Zk/9SSyhLNk3iqmXJnm6dq+Xo",
+	"ad8e5E0z82ObNtiClRzc0VVJxdNHzZ/In24e8wsplOlC5BG3wPuaqaVgSqHfvGa0OCH3pcxped+zHFkx",
+	"1rnFmWViXhUHewHcp6w4I/clF4zW/Gc6K9m9NUXlUsx5DcKV83CDKx2/UujI10twOMvVimuzRN4OZLj6",
+	"XxqmNKF1zR9ZkcHHc8qdJvPt6dfkvhH0kfIS+3X6JHUOdXKe56yCpXeBA7JiNUgAZ2Rdc80U8FtarulG",
+	"kXAafo8wPqHdpX8+vnnMj8OFjlvOYF0Dw5n7O+wkbj27pfWC6RE2/DE0lZj18jMjNNeKSJERLpRmFO57",
+	"5HxnEMgwY0Ta9QYyDRUas6/sM811uSFSsF+dx+NcUwz+Y8vWDzGAojiKT9bHYnBtKZQumNC/zoSHr5HX",
+	"X0cnKh/YRLZyfnVJtHl9lKWkFDzb127875OaqhY3itVPZ3eNsvQyfZC/mJdVJYVioNd9R4trZBPmr1wK",
+	"zQT8MxD1X/yHMtP4z4nS0bu6lvV3sthgd9vSJtAC2KxlscGInkda8oIczmVtSGlVlYzc21/v4PV7877/",
+	"yXx4f3RGclnXLNewpFxUjQ4PbM2qkm4Md+SaNALjjoqTA6N7SzEvef4F5+x4cW57VkFkVVPXTGgn5d67",
+	"V2DKlKwMO1cVy/mc5+idP4ObJ7hVHNOvYbp0QbmAeb6X9YwXBRNfbqI5LUtWQ6iX8rcQhHxUrF5xpQzL",
+	"kTWpmTVkqlxWZtrt47uCCc6K+yOYw6VQzXzOc86EvtGythaALzOb1ixVs5yZWxTmBBdfZqaxHRqXGYqe",
+	"sVKugZPOa8aOVUVzsxLAFOEartm8UWFrrSIILMBrZIf3Cid9N2/K8j4zHKPemKsPyECbkyTMMkIXHDss",
+	"7NiQoVPRhtchn5FeXjUM24itS4nSNzRj112zWtAS1ujLrbi9j42YwgrSCPa5YrlmRbkhh/fcjuke5l6Z",
+	"MYO6UMPc8Wz/IPV72Yjiyw2ZO/ZetFRdSGZuUU3YZ67AQcfx70eu+Kxk3gyKx+XwXkh9B25eS/ZXdFNK",
+	"WtxK+b254L88pwLmzD7njBV4kBX/mZGSr7g2pxWHd6elvCvNAO2wrw2T/UHqG6q5mnMQ0b700I0UvNFO",
+	"gQRRWTZa8QLFYqM5ksN7eHpnll21YzWEdX+Bgz2GudyTBX9kyn/5lYKFMDdyEHfb+SQSfGvGo8jvXvxb",
+	"c3r6dW4agH+x+5ODwdva6CSsfuQ5+9TK6V9mQc9JwSomCiOgE3AkrSpZ05qXGxIoDeSwq0IM3VmGWcG1",
+	"N6P5g5zPgWJupfxIxcZKIeqL31RI4qww+py5Sx2Fmz/u4A9zFZ2RNeWazC3LBwOFIQxBuCD312Zqx+dz",
+	"zer7HmUEj4YM14rlUhTgHYGO7G0Aa8bF4mRQyEvbp08j5l6QVAVt9FLW/Gf2hRjlD5KgkNe6HeGiq8yt",
+	"KDTcdGZM5hH2fucmjLIfrfgdiOXt78hyPgnVVOYuYAVoO7cw4b8Ku7Q8/r7f3z2cEj/MO1CR7szOwBx+",
+	"cZsJFHOem++umQItOGauDWL3RaDIgZxixVyi5IqhbcCIG0ZHE7K9nsAo6n0kbwglYEnFYCJSUaXWsi5s",
+	"Y+anUi5ko0/ITZPnTCkz0w+3t1fk1elp4BaFRTg0C1/TXJPzN0RF3m9EaX4C0bUAs2xVm1lojjoJzXGu",
+	"/an/ZOZnaKaQAhiwMwxYK7BpyI782C7DQXZQysWCFcey0Xgwaz1jVB87ec68weYazlfJqGJFxKSQHayY",
+	"UlHf00/o+KoqJozYxQUx/YP7cqsRDap6og3ezo1o+SZQE2tZsm4oV9YNnMzIfceC8MJ8Z3TEe0sj17c3",
+	"V8HB85KrYiiPo7lyW6FtWc6/ul3xs2jXpF0vOfsPlmsz1fOKg74es5UG+rlRgY18y4ozswCCGdlvKUsr",
+	"cuA7EJWQodA6B2sFULoVuzbW7tujobKUa1ZcVhHv5UVpdAlCi6I2dFhjPsrhxeXb66OgW2v3ADF9XsvV",
+	"GWGrSm9QgqZi4xvgitjuQE/X1mW6vf34A61rujF/WzX/PHbKzf3SDiU0Chx+ur2AQzPFfO07+S5izbxo",
+	"OTGyDtuD7zcjoUIOSnaBls9cCmWo0hGQtNwIFQ2/vdFTUPAFU/qqZnP+Oc7f0Pz58hVZss+0YDlf0dJQ",
+	"v2EqrFbOiHLz4fz41bevCTbofQfJjtnnitdMJdebautAahfefoKLfkZEU5beUhOI+Oal5JaYj1Bsw3t7",
+	"a1wlVfqTmkwI5nWkSi1JcGUysEjjbRQbr/kWD5j5eP/hovFpS5ShKza+BULq70CyScwUrOX9TcCYOl5E",
+	"Z+UfwqdAwtY7vd/s5FqwOmXIM7+T9VISuRZqZKqtPSPCgq5aW0gludAhu8tpXXOmduMlVVNXUqXup85a",
+	"IkOTtbfsAluLzqFmj4x6naPfMIPDTgVhIq834CXIZQVS0AOrdEaURMaCZiDTVCCt5FQQtZTrMPAMDVfb",
+	"kR8wEvkw+YjYt1MEYw6tfWV/Qqmlnsi9cXL+6NoPR86ofWv/8am4e/2iY20MD2xGCgaOIjxKXNuTxc2d",
+	"x0Uh19Zy9SjbEBAngmEi5IFjsmiUhhU+gFN/t2H6DpqLild6um0/feLgyaR7Zfsuidx39+oxv6uovjuf",
+	"XRT3LTVTUrFaWQquWS4XgisXwTEsQ7VuBWCi7bHt8p3uVHo3ZpezZKGkE/LX8LrrHGRHGaH8EYoJ4VkL",
+	"qbxzTw2JfN/zeIyijcyS81Y+UNuCWzUa4cUVNBQJ7NrSg/u6b9ZGUu0TmjWhffNNnPhwwj4c24d7ORY/",
+	"pIV6aTrC+bXUtBxcMewYaHdFtb1a5xAMrTIiDbehZQkjUv1pvv7mIBoxFlK1jZ0LgtRwTHY1orTSFFxf",
+	"LFn+EAsuNJqvGblRhah5k+Tm1W1iSWpl7z5XJRV40bi4CGg2LpWMSjS+/4hEE3e8/iCtuRE+JTWbG26j",
+	"5RmhmNhuWI31HByveWFfjCuORq2N5U26O7jtB9+M36HKXCxcRzSBG/sEhfs55WVTM3/a/OQds+diLg+y",
+	"gzWthRlgdsDAR/DnMfbnmB7OJhjQiC5pSCCdps0IaN/FMSiIiuUNTAUJB/0oURuDnOirNVebWATqs1ME",
+	"zQ5SIcVmJRsFd6PaKM1WBBqP7yQ8chaqXs4px8DCvKeWmYuq6Ny1FT+GQ234Nipix1YRM/eBG5FZYBhP",
+	"9MaF5ZkYUeTXcFu7BFX6HBXhUU3btwdKSriM7cKZWy2uvT0yoeMr17PBhJe4I4cTFBsCz7p/suV4jHaf",
+	"ZDUfmhUVxzWjBZjDWYzzJNdP5uD9HZYicVX8BHe1AMhG5zLG4FpG2/ZyRnANyIpRoVDWcZqK52SgQaC8",
+	"42jS2vnMoJB7GLEFWorLe0OWsGDORh6mM9no7q5Sp80UHaOM4YUMBXyCPcTlxJrGU+dvrR+xR6gZYX9p",
+	"zGmUIBTf//MxvHh8WdwTF0xB0OS/E033DWz2RIak3u5eyDoyz776J7CdXIe2phrtWkY7LsRFGa3KCKY3",
+	"tvmS/03EOzv/jny3vRjTpL3gvttH4HND+Y1JfA4B5YoqlfJuwPlHsa9FWjHyAil45BbHKIFEMLEyJCQr",
+	"ZaNNmhU8tcti4wsOFWOhJVx9BTo6eH2OptKEaTs2inMEB3JNo6VkwQXaAqh6QBOenaU3fkzoEo5GdOKu",
+	"L/sGSpmd/LUWimZyZ7KqovNrtFxRzfN2ivbdSS33aMrNqe2wXdrM7XSMsr6j+cOilo0obql6SDAtVnNZ",
+	"8Bw8z/iyz+/qklTn27QxjaoHMABHLxgIU3mk5Q06dSMyln2BzJheMyYwU5cL5waeuDOGVN82aE/7GOnG",
+	"PXP3GZqfGvBZr3hZ8kR3URaA3flooJ6+ZX7ud9O5m7lGXyArEgKW+eq6ETFJqJMb4CcRs5+hnxOfb/D6",
+	"39MmD9f5j6LcDGtdQAg2zxriX1EXk5Bq26gAmGxbH4urnYaIfaLrttWxEReyEXqQ/5vhAIoa5sPVMrf+",
+	"1lpvn83EZteNAOVufPallJURuuwXWwnnkTS+iFIYdtJZ/nYo2wcrpJqt4xASbLBw4ywkLvt81+UcitRs",
+	"wY32zgCZw1xabsZdjpKyEPQVre0lC43NabnDj6LH29RkgaPHQbdkjv6OueDt5GX/nZRa6ZpW58WKiyDA",
+	"mBYFN4On5VWwRjbfs6+doCtLS+uYtEJMrQwnMXIbNY1z04+WdYSTc1WVdPND2rijlnItXO671aS7Xl4w",
+	"1ZxgOuVQHH4beRDx9bhoCqdohcM+Q75BiaKlua+XVC3Ni+ioQNd4r/9X376GCJ92PJHhuAiA7eF8Lxdc",
+	"AIM5Q5bg5AJSMg0Z2TUp+IJrsGi0eXTolcd3VIavmP9K8/+NKFitclkzlRl5XfGFQJPIclMtraG3l34T",
+	"TOFrs36mYTPAf//X8+N/occ/nx7/45/bf57c/dPxn//zVfb661/+YVSV8rMP9mWQTlMJ2CGzQ9Lr7B5R",
+	"mpclQn9IMmNhVkGXGGeup2s/zG3ts7HhuUL2uoEgUmVuNOuGYMQ3GLjUuDJ/CDMWw5RnALcJ+qGawIi3",
+	"hxhbsgsqcoQkuZCrFRXFfqcbm3HYozk2tb1sNaMqJohdw+9tlHQbTA/tlt4/FdDct5GD8kt0hhWd8ZLr",
+	"zQXVbCHrTVymzO1Ty73r4riitd6Q3H1vnbg9w2MYxTlgzaUAPmPtHHj2jMoWWCZ6QfUqLmTkyTm42VlA",
+	"qdC+UvJHBng3hoQyp0Acq43IUZuyGZFx8XeaCB0s35wlrKVumle7+dIFBnRqSRrFOp3t4lTvHQ+/kH1Z",
+	"JTbILNjn+CmqdL6kF0taliwaMnxOBFsbWjLvmR3AF7cJyr4yImFoSRQTBUCU+C/uAwBdcyvsGjXzk08F",
+	"c8OzGveMgd3G5g5ON1XyFV3EkXCumTnTj4h700LR2V7hu3ELW7tUQVfhDKNbBZGE7hJ/siyjmDZcj619",
+	"lGVkS9FHf5UUKZwTv+qJFubeOyOywmGRJatZRmYsp+YcUNG7VWqmmEYLmw3cMt9/pdpmfYiTOVHW4tuX",
+	"RLY9YmydHjkk1QST/3Xkn77AGowotcVR0MBz8sgLJh0DPCH3Hvjo3sZp2GidEE3pDbn/3e9+90/3RrwS",
+	"hTJ3OmbkbiBVFieF2bj3S6oQ/6kNxlP3RNENfOauA/gwHigb4kDviR6ddeCd90B17jQwyChCrGnU5F28",
+	"8o5OjaDD64SM8NNy0wFwRehwrruI192kQ29gYN4CuN11Wcr1d1Tx/LzRyx8fWX1VUi6utaqG7/QONtuK",
+	"egx2vKBWrKZfKQINk24kfMDpwHZbmf7Ifa1V9ebFi3uHe2EYvLIQOPYAe7eUloSKjVFSrYlCML2W9QOp",
+	"qF6ekB/nczLbuOz1N3go32JcJVd2oKzA9HM7WDSk4u2NH+DYgwxzw3K6M4F1jUsqNIY9c26Rvx2Hs/gK",
+	"hwBc9YJW1QuHuKBII/hfGub1OfStJ/ZwAPgbfwdJnLnU8LaTH0XJBUvMwLb6yOrNleG5Ay576o2ntf2C",
+	"gNcAfGuHsw3+ExyVWlZHpBGal3bnPmvU3FAW0/UmPZwEhvi5wws/6xwRqw9SRZSUEJyNfNjC3Jvdd7DM",
+	"5t9cucE7Edwm9lhADusKTEmme8DOksNPny7fHoFzyJA1zWupujgqcUlyINb6wsaMWtjMLxJeHaLoPnBR",
+	"vOHF7qL0+5p5fNjaqoGyVh0Lhrm8VcIPWvQQ3HdGV8+2sMy3xjgJKr1FAzGtbY3fZtNYSInINJJQ6JPA",
+	"zkOfLXJWSJfAmz4Ri5ACMn/LFR4P73PJqTBzmLHQ/rp9GBY7QJF/ZeG8+/Z1NH6L+Cotk/jX4RVl04Oc",
+	"UIMQ2OaBdVyppWzKwufCxeeyTMBad/VbuELMkCsqjjUv9fHPUq6SLW5JSen23SQCfMtW7iKHPlr5zIXa",
+	"WgyGo3jnfARZuhuE5WUNCy4NbLGp7AVSlVQbxpJgiUb0sGaVOFvcpgSQVmzr1oziQ8wCLBhrN3W3hrlT",
+	"EmEuu2CmUE3MJaLCMTmqxAvL5pcjZP4OwXdv0XibdoSIYVTfPzJWEYvg20KWwGIhji8pGX0EjDEPGAF+",
+	"RzC6GBGqKcuE22Yo4s/ZeB3WcXgzdVfGvRIP+AtAdXfCvjWKj0ZrzxRQWnjXfKRVdVtToSpZ66kfd775",
+	"JQtAYbc9eC1orRUMN+48hsd0BU5xrz+h4kRBLUUp0EgdXrhdg3p7bx78z9/97ne99w03d2/6Oj9ufzwE",
+	"CUrLegku+S7+yP9jmjEN/1tzevrqtWsMuoIMuvsX6TfwF3sk/udLKLz0zx/ttaOOwjund0XGbxyVAMy9",
+	"6QLjJr67TGjiIYwtxB9YS77HmSfOCIjhjfh6yZXmYgGZJNFOm6oYTI0IPbmo/xnlw+eyynpXKcx2OCKF",
+	"bXc7Kn89xgF3/xRA63Y1kzNyf3dn1ShA6727u/cJr2xCikCIWxl1jYb42AEKc/SK7B/szAP+WphOj5nc",
+	"otL1sai8ty+o/bJdwiYoIdLWYAlLCnUqIAV1MvqA6L5kxVZdhSG9O4uU1OpVEeqWsNq2H/SNGFF1zrHX",
+	"dPJES/shWQ5Ync63jTh9+3a3qBhKX1bLtRXHjtvpk0rKEo7rluh5RmxIUiidhlGctquDzMYuRWM3p1Qa",
+	"81b+VnEuJBcLsDQYBZocConp6eaiZcVRRm5cvN8htYIK6PSGHa3p5iizqjc5xDvVqKV1zR+5WBxl5NoC",
+	"JSAKHxxxqrVhsjbU66zVnY1wli9Z0WC/V1bn5j4qDKwcLgCtq5ofZeS9DR3rvr/mZUnschsa4VaedEtr",
+	"532QHbh5HgDKMv7mhn+QHXhKe98PedraguESXK2nxQuLkGRkI88gAxDXGdO6dL0B6/Q1hltg9Jz5RZGb",
+	"NqzLzefaB2XYh0MDhRpBMfMqprDLeefy6xnD8clo1Eu3rh1rKx5NCKT6DVkHuH4mo8BkM8Ak1dNWv7Kl",
+	"r2YbsKPCmDta4JPF+j1Eh9+GrNC7xoP7MHqLd6j6GW8TOGnjwdudomb/nbLwcMKdKUwOk+ows30Cs23n",
+	"EJLt9EyMyv5CQdhOYlsZafBSs1UKiwRewGA+hzMSAJC4wNdpsC1IzxlB+s2IeuAVOfSAjFBkCdwC5NDi",
+	"O54RxcwtauSyziWKTfmzYATXB14NJKCNWJk7NpslhVDxNUb0PMb500OMT/6hBWKRNdlyTXRtNvFmuYgM",
+	"sL/w4VLAs5aRROdepz1j3XgP9B/NOSsL5diqWQqgBY/POc71bGGcB+B7HjDGDmOUIPfzrZ8LS66YvKiN",
+	"sjNnNSlk3qxs9N6v5DZ1XUxs4dYO7a37DAw97JGzdQf4GEOSe0pASS1sIwibgBjpJOgO8PQZgVXyINHw",
+	"LFiKkSAwP6UJu5UGqKpgtAA9ZPfm0E70qKUr7eCvATFqzutVDAsKXxm2urpBY14FfpHwOeHdGuEFUMXE",
+	"Y+xIa91cg7l7xqbmgqQSUi4twi3cM2cIoGNm3FrD3H7ZTZ3Yn7+3tq96JoxAby5OZCOgEVpW5/wtAV3s",
+	"cgMG90cMiiQk6fiWcYVbRey7ScwPrqJXyo1GcDx8joqwITnTKNQVp9piXFkVyFJhVcuiySfHwJvLpUpT",
+	"S4ApPGmzrACXbA4f70t8fenA7kLmj1BL/e1Q2jl62nWkEKz/AC+YLGr+dxIyt2ve7SFm7iVh+p4jMqb6",
+	"skJmui7gBwv645xhRtLLl/auQpvmGUa33Fv3UhB2lZF7KR75HFJvZemgWa2o5astoIUyI/eLGVjX740Q",
+	"A9UK2qcYTHNzeRXKVTWaE6GPg+zAfj5k3LjSP18EIb8RA97tv3SCgi2EmrfK4GiSlo+U8X5InpzLPBbO",
+	"fkGFE+/gjYTDs+bD3wJHrXni84qK+NcVTYA7AQaoVkOEbV8Jd++BsUpNztGc10wt44YFH51mG8YMM4ZY",
+	"nebBalcbg+YxycisgXkSX4SfZayMrvkm5Rcf8ByYPbDDsC07mrDb2y56d3GGDrT+2fqmXVGQiEVP+Khf",
+	"AmSfCux3byX3w4Jh+dZ2tbylz46djk36gfFBV+Ay1zIePoTvJQ6ibUR1RewJDh7XbBaux6Qt2FNXCjfl",
+	"jKzkIwO5OZdCc9Ew5XzTaPt1EwtAj2UTUaiSq/OW1yxHVFlDhBlynQyYRxiG4JgvaLSFXIsAlZUvlmj9",
+	"Ora/NNWx+9G86n6Gf7sHprdjLty/EPwVOj8WjNb+jzn82wznWFYAqAL/zksE5TLji7J+VTFH/kERvp6Q",
+	"WjFMDaxYnZtV7kQ5fWWBR6MMzBfvezlWvM8cctgVl//rqhaenm4N6KPbbhukD0ZcVs7Dwtwro4sM5QZ3",
+	"x/f69LQ7wtPTUZHCUcswnd9gaHriOrWB692r9FlvUKugseK7zXkYNR/neZ24ev8pnDZACerHnYF876Pr",
+	"bSkDnrgZ8JtreGk8ssr24O+vq9t/iTebDGL7SAWER0Nd67OQZWAglUOAWS8xdm++4+W0NZ/QZ5xc92nk",
+	"sh9fBJLCMt6gJuMYfBJZn9tNpYwLq+Q/DxmM7Vc7iQn74RobWNW27h2jdb5s0+LS9Fex+tjZGHySGFHw",
+	"vU1LAZ8zoI4WHBI+WDSzYTxLLmx/RQXCUEBHHKO6aFmmzECm7+HWfUT0wNhTVot0OoKQOvPRaBvroJ+A",
+	"DORXIxj6FLvqtYsFi0R/e9+2i9kOWemZd22jE90GHbwiihSymUFUXVMRLcm3ZMVFhnas/+//fXX6f5P/",
+	"4Np6NHp7apuK+Cx7fXFBqFHJAxADtx8eRdUGA1jRxM0BgLJLRuvJRpmdQC26i5KEsYAPBzWNSIDCiIQ7",
+	"DsvMPmvY78GOIQDCdcwVKRrmgDRs0Kj1F9u6QC5OYt9x9SnZ0cAQ0fZjEfv565Az414IEe4xoYE2WhIs",
+	"5v/p7ZUteliWCojEkOztxRUBJAkIAe1C6zVaml3NjSDaFNWQ3t9W9H8ndCpJGK2wPYW/xi9JKRcJZMLY",
+	"DkqSU4u8FvqiySECjb05OTnx9Um8aQUlvHgSzAQdyRI/zGJIMboskqGJTonw7UDkDmK6cbN3m0SIva43",
+	"03JDsFXIDHn8H5AgzwtFlCGO2Qa0lqM0ouBOaIJOYLSG1Mxmkt1hUXZrDc681uvT083db3kGHva40aaO",
+	"WQCuavbIZWPrZeB4MHMN+1ODDsUpcbyejv9oPtoB65DmuWxaxQbWc2eYw5989sJ+8IY6ktLwA1vvtly7",
+	"QgLamJ32PCYpeUvuQrLOOhKx9ZsiQbbrb3H+ulh+Q5yzu5NJhFHqONBxKRd4fN6g0Lsgh562rY8gI7a8",
+	"Sma9KBAE1/pQM5dHaeMtMXouyLDMurF0mbusj/xBIYfdBAYFCV6Y6OcST/BPWCHzGGIAj20iwiHG0hvd",
+	"thsuAFPqBIeG8Nfe+OLDYMNWp7H+cf9Hf6mjqBD/ZV0hdsZP8oT0L9p9HCNuHH99v8iNoJVaypgcfB7I",
+	"CMq+Bk4K5yN9NutGIdeilLSYjLVQUg25wCtD1RYv6PXpMRqJiGuOaJ4/MN2VJQNU1kRuWlKz9Rldbs0w",
+	"kSsUSiPJYgyMgNuXF/wem9BUZ/sYrJ994FH9/LAn6yJmTCOKQ7gPVBFNH5gYWfBpF6n1GD8TSZim9iQH",
+	"xX9m3210zJVmztoTdhAZvY26npLI95XaSv0mQibiFda80MtIs+bnvQc9YEdrjWbbuHidmQ5xI3ObpEJ5",
+	"Qm8OXDtn0WR4B32YO4gDLDifjuXewQMeuBaGvkBdw/pGUosW3PmDKyKraQuCvounzlC0UFrJrMJWhwKp",
+	"E5Nzubbgl+izKbiqzOWGbHF6eZjJy+rD3lT463CeKqYQdIS7cRm5335/jQIRbiv4cWs7XdBdkL67k8Os",
+	"ZQQoTTpIVbBRbQUbnhlxDzislYq9cVfX9DHmohhFE7EOnejwEHAjhgkSVqTbEWojAtU3ip8xNMjzAMo5",
+	"bZ/egqsYbbIytD/U4HDobw9YAnNHrdeZfUZF5wwKWRHpwxjhBpvXjE3ChJyWqNFv6vTVN0mUgwGkhbcW",
+	"0cAXiYTAYQsoOmGoKRCFtyF8wuT2OiLdQFzrOwsnMrSP6QQVH3g9hWa7CAgDY/pA1TEiHwyNKoVyYL4e",
+	"dsXsimcAtpXPLiIf6lhHcqcPPcCUrUmIqvp+mAY3CF4wNIcdkAImUcy0hKHxZnbBBeB6KRuHCJAKZ3pC",
+	"Kv4Xy6rPbOo84PuFyfMhhayZR8HoQ6qdfvP7/ZPOxw7ehCTqCVubqCXUZkN3UponSARvg+j9HUSCQLUm",
+	"OdW0lIuGEYhmfmS14lKwIpKFQNrNQi3WbZgotpBKzAHmIi+bIgYl62I8k1Z7tauBpS8j/QKbcYktvDoN",
+	"Yjq8wcXxl7H4LfferlZd99aWkFKu6UZBbb4TH1lMlWL62K35/RSaxFSstOOjTYzbZyF9ili7jN/GVnGn",
+	"CHdcSlvfkhaE6olh7JYsI8zV5U3YN87QRmetqqYT1aabqInWxt45te+3o/Brn7WUPOG0+hTinaR3TH2I",
+	"y+o71n7YUV6bnlU7hVyf5XIcSVGNbgKC6MFl/kEqnbDyotpvGLkih4DoTBdgqPdSNrZDZhvQixpl0/HN",
+	"qyVXmIK+koJrWUPaocO0VmTBH5kNbNKUx/IIAklEpWw7MHiyXkrlsaw4oBZyMdV4JG0G/3acgKhlaYTY",
+	"ZdAJLAC40HlpiW1KHxOGjy1jsBDiLNqMd1/cPozUnOIdsKgPqV4tkiODadp40QKxeIS0w+kX2xgKxdZx",
+	"/PNrfICrOLGxhN3/Y0CPD0KuARI9oMOM2FEQKQADqr1rd+VvzuwvHZSD9EAPlUfTcHPOYrQ6eO5WM1Yn",
+	"4MftkVrBO9unYsloiebIwYsr7OgDfmIUFK2rZFW/8245PxzAV4p8uL29IudXl/G4GKjoMQaQCu4abvHE",
+	"LMjxYAmVibU1WLBM22mydK5HJ+uqZge1XXRN53Oex23YrJzvMlmB5UKp9liriRqezXxeR52FkbYfpUYr",
+	"rHOI/klqVh9kBz9I8Qj/HC/Z6Wt9BIvUpY9gUH6b7QJkjgpHafyDp9a+08b8bgNoOhQPKKUMzDE25ye+",
+	"htF80ktRsEiR6O+p0qSUC8LNc5+fagWwloQmFUsCb2U0Iah1SwZO4R5RzNiS26iZ9gBMLNJ0IYWmuY6V",
+	"hPoYhHYH4XWIc4GftaDwO014l1q8KAMkIP9pvhyvj+BoYPiwJKp6tETVnaU7JvIBopQXNS0wW1LE0PwD",
+	"BTclYH/HBa03TrzudtjBZ2mEn/e4fbxdIj/FrEvYHfLr00Qoig9Vg3Tn00tlaRx6sIujl59BTKmwAoKN",
+	"dgVVNzOT5zVZcqVtKYbe2bSbGYVmkULXsoyc8TPbZR6+gQUzgNToirnxJUrYwjQnwhDjy3EcHSaM0DqS",
+	"Y2Yxv40WVzWaaLkAop6uGdvli1A1PoDYDbMIGYB3QEkM+G3W5A/Mnm4F8WzT9dsfZMFaQrA9xQIx7Oi+",
+	"g76SjnLvEqWOGtzo2hp4Z+TUV8NxL7V1Ey347AQR0X77LhYQ9U54P4DvgotCrsOycpP63ylU1zYHvteR",
+	"andfcliGaNT4IXf0tSfxjBda8Qeye6aykEG40fYWs7PdCWpsj9AA10sVhLrw0h9y3q5k0hNJgopuzyWF",
+	"BE1OuJOfjbflcrXiemi8+IZmRTDyQPXabdwo8STd4W04ZldH6EGe2V+NNAUjSQMee9PGJFXJfwCfm7s8",
+	"Wvo8FFZ3sCR2NL9fdrEZuoOqurbDPehGs3qVbj/QgFi92id6Ljzifq9tt1uiTEh7wfTbtY8eY6zm505z",
+	"s1rRaA2s7i4tOeKkoNbSqww4EImH728+poihFfhtR1aEgW2ywlzQ8WZqvNiXPCajU8u3KX6SOWgHE7jb",
+	"gZ2N4D36c7PJ+jvXIcdh/BNLYLIROnpPmN+9xE+5ALwKKCkwna5oxW/lAxOD635+dYll4qbW8U07kNpG",
+	"O3WP1GQVsDVuDR+CXrmOCW0nhJO2UXhhYmONGhkhvLAPZWHLWbBzwXr3VshNaoC8bD3vaKiwpR5be9vI",
+	"HiFRKQYhYifkFsouQQVgxHkFsAdLMTYsCSP4uCAftK5+NP/OpXyAChCisFUSuL1GZrLYxPEclHo3oVac",
+	"HQsWNrQnwc0BeyW2INuZH2xbyEDsAAGh6jnsQcT1TMuG+WSp+38+vnnMjy9UPT+GD+4NHy5s4DgolxDM",
+	"BamtCy4WPgskKG7ECkg22prMGZlhRV7pnGt2u0TRAkiZTx0KR1xLrYYqIL6bzxkCO1dbtRCDynC7FD/M",
+	"DuxAB7b0fKZk2WhGWKtG2a/OLKYA1753IxdiaudWofvBbbQtTpNh3eoe0tLWSW196+Y+tPRGm4KjiA1l",
+	"jAS5Nzv5YsXu45liZvxjgtsnFStq7wdvG+nuZEik2dYZiuzBEKtIyTg/uksTyx3L7uWzlCvmszJ6gQZ4",
+	"oY9KrFFR63m1D3fJThkHvjxmkAE0YSAZHDCIFP6LXcMV1rQWcbQKJzS7NwZqNWFkPAaACPaUUqVJDdpt",
+	"qV/TYOhR2oJksHN7mT1XIW8qWqElERHListoeAZUMybUOmUAQQWYysXl22sipLZY3UtmL5gV3ZAZs96b",
+	"Wq7OEGzRfh8U+QYUWrMXnXUPy0zGpGIf3hF47cMYmRTrBOqj2gKvtsP1Nx/X9tq1v/TrkU8jS5GufW6P",
+	"nd+DfuzAyMyF1N/BpZyYG1hA+rPjilh8X0TDpBqzBvaaW7VbTeB2FDZ+/owYzYusGgWY/TS8O+3FAWgu",
+	"YEreiSi4sETxMgKO2dSVVENo/X6pnMdxQhlr0FUYDRAzhqKnIQYSHPq2EBbJZbXpUARWGbcjwraDOuM5",
+	"FXCZAIaruc3PbGA0IM+CLAkBG75+5AOrpoDPupi+YGfTTClE494XDQtKLIcRX7+VmKCzaKH9sM5+UFw/",
+	"yAmNV/IfLr7/8tnijQYb3Sf6KNzoZ9jjX7OC7lPSOL5nertArHUUUVtVdbgELGJA+3pXqNXBxQhoKEdn",
+	"RM7nWaqs6x5JIn9tAt0lAeVpBV13TUnxRVXaIqrb5VMzq4tDSnyndGoKAmz3OqDPlFfSqdSZOcCdV6fH",
+	"sHMkWuDz0J10GJHFUD16YiJKr5pneihBbc+njGRqCsuvV/PT3NGfsdiajWTVEr3GYalJ8azJL2PVQMeT",
+	"YYZOyZQSoFAaCrbLcLcdElgmd/y0Ip07lciUkGxCMLYaQnmUPi4lBVQYlz0blMg0MjHyj55Q/Az5M+Tw",
+	"5fHLV783869pjsxbSB840f58tJdCsJV3MyqDTqjP+TeXk3Md8hvTGTm0lzSxP6g3L14cnSGvFo88BAUF",
+	"sjH/dQrq4VLrKiPm/xWUTqDu5vp0fRkWkbSc7YQEGWVY7p4cNorVb5xs8E949YBFrlNN09fIVOkimarJ",
+	"l5BihLUxT056hS9PTu6DwpiRx/2ymEdg7mgVkdbc7IryPlum0hmGArVUTrBYxMl2wRanEzYC8X1E30K1",
+	"m6wyIf8pWjZyNw7wDPlRIG7/IAt2vmBCv/Px3k+z+yDypRSoyvfDyLdlcq3TCBvf8znTQR0wuOPDmCG7",
+	"huQfT0/J4UsAJ2w0U0fDMLa/f/1NB8b2dRzFdmDFngjLbJQUEWT6JzGWb2EI295Giw+wqWzYF6yPVJhd",
+	"0fombOoDdhVC0ndK30JI/wmUQja/wjcnVS1zptQJxr0cTRE6eMFWldRM5JuomIO19cQCjQht3Ckc1Acj",
+	"A4n2bxgzcgUVlLR20AhBHWcKy2lNqKP35op+Pk8iU75lJX9kIP1YHxTH7ApFZKNbcvt6DMZ5DMW5ohsj",
+	"FaQJJyarXQojDPqjYFG9uQa5pjKXSsVEodwyml6D+7Ql4xRkKVZGJR7Gzm+QW3TrPWldKrqmvJxksLIp",
+	"KsmT/pbRAsWj3vTckr8+Pd3tUEfXfU25HsXz0dJXvO9MX0twfVnKQG2ai0U7xtMx9OxgeJOBs4EFDPNv",
+	"wybzTV6yH53Nbl/GVLqWAvOflqRuwJFEg8yvbZaVSs742PkmZCJfx7ADXb8pm6kkhQyjt5FfHSsbEOj/",
+	"lFX7V816j2sGxy87AN4XPM/NfObg4T2umWDrnSqt9U/QtMOyix3NJ2i06zSMDAxEcq3zc/A23gJC037U",
+	"ces8u1R4rz40B3joOpKpN9sYWfAnyg3Xv44WvHgnIJDSegbYIxOtelAb7XAJqdZrbAN+SqB/DNZk8eb2",
+	"itaa57yiQoOzqJDksGpmJVfL7g1pBNWihlK3wAgeOVs7XWlSZN+1zgMM7Y73KOI8KlBx+yHtwUF3rk1s",
+	"k4i/3U5GTbNxoHfpUnxEOWlc4nKQXi9Pk26b7evvm29GGXEtSzZhBa/Na5AHBRQdx52FcLpZo7gwNMlB",
+	"H9KbfijEjgqu61GpJpbHZg6D7xIRedGDwp2rW+3fez+qoDOUcDEGT/yVreX/1DMPxyP3dwHYF8CO+eH2",
+	"9ur4/fd/iuBbtp9cxsvG2MrkYdsOctUecU9fTcOL0SSZbo/D69K+ut+iADOhTodfU/A3SmLZSCJh+Y88",
+	"KnPg5aglUcxIO4hDQwFQr2Cyc+bIe8CvbKX74Ph/pTrcaxcm9dGNrocDEQkRAjNIpOIrWvY6dSmh3Ete",
+	"M9YpOI9vGhKGR/F8xPTOmStkX8lmxZi/QYLYhEMwh9Fck+++UiTWE0rYUCwVDAt4NcjG3gXdrR5TgT7S",
+	"B9OAKxmPo8D4MHD/+Guv1Xhc8JkF6p2m5Oxgs8Qs85v3n7zh1w3izBspV9JCqDKX+x5CADyP6bJ7yY1d",
+	"bSPc2ww/rjs7UGSc4L0liyHry9cxfcaDkr4Txbn+pPNIUEJJhWCF0RkyX3OHOWRFKqw5D7a7ogpKpHJF",
+	"oBhRsUPAnBsJpMSMjAU63yXOaUB0+yDLgvyH5MIcq3C/nNgbCm2u0lRhs0YOkXQMp0MpEUB64aZShIVC",
+	"4dHUSIJBpn/TzPzYn+0qVNjojNk6Yn8rl+AnxepnC+7yIk4vkGKiQNsNju8EyO3AUpzNOVaKl0M0qDd8",
+	"B2LhmS2xTBQtoTgNVZCmiAcxDp317esu84lG58iSXcZu+zYOUrU7XQaiIoYfuRzXbojShixqUFusuVoK",
+	"WyuFliV77sClMJfaOnYweoIdZIkVbjPkQsHXl9rwH1v/aVSxNl/Fr4fv5YILZ9k3XEwlgguAp4B+tObK",
+	"pQbHohdUGL6gMnDF8YVQQSSDGrb+f20IzzRsBvjv/3p+/C/0+OfT43/8c/vPk7t/Ov7zf77KXn/9yz+M",
+	"nl8/+4CgW2pKn+fCRWzGEgcEW5cbX+pa1qSWGv7pYzJ9VjKuqBF3HmnZsHSCyphY6ccDmC3RgRl2Om/K",
+	"0g4BOuzFjdyrx/yuovru/swdyZZl+HgWOMNQBgQT4bjuQTaHtSMe2MTIch8oObxjrkU3zTYTJL5dGB38",
+	"SaVUSnOWzfyDMHYwumqFB4p4I4zdGFteBUJa57IOsoNQHV3SR0aExG/kWsRYddvZxNjtrUFmWCPWM9eW",
+	"tNqKSr0Elnjkt29xuKJFfBQddlPxY7cltudj23OU8Qxkj7wHh1Zv+DhjpFq4MVQ6rwSI08j8NhDANZVT",
+	"4WOCeAub3t3GXyU9BK8MKCvExFzWOeYb461jFY7d0kfgGosYROO3Wz8IHtJVt5NWBjVXaxnqD2Tv3I0e",
+	"7WXdY9FP5MD5xs+4/sjqBdtXUYUgd7NR0tdB+Uq15e/A1GCk7jdtjSlUvRUawvJaKuVKpTywzRFETtEK",
+	"U12xwcs4VE40/q8vmmILmU8n9bDLZhcX/DEeX7594GhZzmj+EI2qOBcQA3GojqACAVg8G53LFZDK1Y83",
+	"twzcMYf/6+bHH6yfiqqHyyKD/2I2f0asD/MKC7JCOZU5L6GCh6vl9NYCfH9UGWF1LWuoUlNBBZxzfXRG",
+	"Fg0FU37JHxhZs9lSygej0uGBOiGXGqlX28vJpzuNRzFMK+hhFfRtApgY1Vbc8hUbxMJAijtEFRWuYPMJ",
+	"CEQrqTT5H6SgGwW1DOqjjFy/vyBff/31Pzr56+edyk6MmCbOoXgblm4z95egNVSosfVbGMzenIxV14bh",
+	"aiyW3AjGRBlWRstJS+RnPILNAcv01Om785eMXeHFk4/WhACUrcMMc+nxCHLoHJv9YJWj3QNU2lVuiXKI",
+	"fd5S9RDNg230i5V5AU56NMS7c6yTJlfkKVWjCdzAiKjtUoxgPdojl5EFrRRRD7yqoB4WeKtumjxnLAIk",
+	"mEhD3o3DxgUkezh8+Ho0fmET3vPmdUtS5txA3psjJSctXXnoQtsC4GBhnc64uDSJdbXFT10Y25IqkqoD",
+	"E/DdgXxis+uG/+5RI97qSjoVmWLUbL5iu7abZLFWAkAT4M6txouU/rTcEEpsBVVYi6EKg/ayiwRXI+Ur",
+	"/jPEU8022mjAe1H1vKarmOj3Hn539h171A6p0fhqmj9sx2gl2jcnL1IKwJxHB+ge3o1tX/a0TgSmGLmX",
+	"bvv5GqhdedwxvJtc4UscQbw2Ijx6izX24v3Y8Zsm4bjagnxxvze+fJO+w36iZXmcl9LcqIFjF7/7Slkv",
+	"A+zirjS6JV9t935qy4ZbDpOhI9n8ct0IYX85HaG8VHkn8Ee95zYJOHYAbRyGlRzatTXyk5pcRSq5tu0J",
+	"xyDuHdfPpgsM8ruunOPKISP8187djcoecbMJiNZxWjXPzohPv/dUxYsJ5mtsusXeGozNDuQC+8U+os4E",
+	"kw7OtjO2GKn3WYYbTDfy1tUv2pJ9tsk3vKHGJKO3AI49Lh8FQZYOjCYg/q7kZN+I77PNDcGDxIU7R+Z4",
+	"1Rmm1rZdVVRgoTrMC+ZdW0K3V9Niirjq8Pwma+iO4p62vjfTTo/lYd0MP2xrWj4MeMWMLbhQxAYQPbAN",
+	"fkghh9yHiU69zrR81vEyCIMOLEfBZ0wU+2Da2B3xixujxa2CnFZan3qCo6fOnwk1Sv/jdVi75+C3WIP1",
+	"eSuvwiwzItgagvANxUwHoevszORyq+b1v26J1e07IabCa2ZhG7us8fAP727JC1rxF4+vXngR8gVi/6xk",
+	"YfSXFTVzY+bTY/j02Hx69KaVZ7wY46UXwxbee6F8W8WyXxxkB/6TYWXrLdX0mmkmzJQujODXVFdYvTMy",
+	"31xWdr4F1RBpgh9CarBoKlLLBpB6rfAM0iUQt9hos5GTa9Sfm58DJu1Sh3BoCf1Vs4WMw2TbmREFMzAH",
+	"AyZgP9lMtwz7pbJfxkh6GliMncrTwGKmBgv31u/MgZl4mJKRDPsudqqtJG4776x87CjFaOy6eToEDEaO",
+	"s0FafCrB1Y3wMfjKl34AF8dEU/QAUfpnEPNghm3E3ZK0H43Dyox7T/5q8eQDoeNJkogXS8XfnePiV97v",
+	"nZmLVbg9+r5hL0/nLHYtIjs654KrZZy9hKZ3AIv7lRlKar0mY3G2AileFnIy9uSAhtu1re++DjH7smV+",
+	"weJHOGEAKTuBKc6oYjew/+fm1MUoy//lqz7LHOJhzCIWto1tosdUlEiD9gubiZeRMFfvXv2l5JrdRzcU",
+	"Fr7mejN0Otu8wK8U+UvD8wfivyP5kuUPGbmXDzYiMkCo3TZlwULFZC5YL2Kfu07DlZh03LCZH5NKhxMV",
+	"E8XD/TqCStAxdU6lXhjAn1LlHuw0XbmHPpcO5zvFzDRhJmAS3H0mvaNiCa8/v5B++osbDq/d+OiZAUaL",
+	"lrf3vGRqXxGia7qTZEnr4hhNoRbLi4NfzFpmYN0xA5IJXUYwS1GvjSzvy+OXp6ekAOSN3NpdeT+WbiT3",
+	"tQ2cf2mzEFOxdVFtO7GWXD18ZLrmuYoruyvZCG0XyWahxCCtHnksbP87sAnj04RxhaUoEn72lZGneAlU",
+	"PBz7fTvyfsJqGN0ZqxX00UweA1sS0V6alonx3+zBDRrFisHl4II0iu3QmrUmJurx2vYycmros3stygbr",
+	"wdh2RYPw8VsqtV4eOIydA78JnaUJ5xVueXeEUeq0hRXBcwaXoyH5dNlJm+gAsmuN1xGCYjDCSgYIAW2o",
+	"GORkbNPyw2BYmG2mU9snSJP0kBcHuExM6e9ksYG/VCWFanmi5U+bqD5urvdUhqozzrkZcdW7v0OjA9L9",
+	"Cy7mEoE0sHNyA79firk8sZfLfQKlfXoNpqqWs5LFvcr2WSRtAB+QOZoMZO2hSt36mr+NCsIhgv/OoqsG",
+	"v4QNjpYf8yub4U63QxuuXfQObrQLqNh/XlXl5hxCQ1NWZScKrWtMUAigEjpV/z3mVIjVYO6iuSxLuW69",
+	"220NTPBwA6CRlUHDio2QVX7Itc+0uQ9yvBGLWAr24/zgzb8OS0Zb8/WKyHhpFgsecZ7nrNKsOPjlz7EF",
+	"3O/WvmFauxAlqCJrREuZXN+ITPy5Yrlmxc2Svvr2dUyMnTeKtQsPF5+QpJRiwWpYfLDbIhblFNCKL6h6",
+	"ZwfKrs9uuA/hqiKCeIYFqCH6DS2aFdX5soXFth/gCYmCQGwhIdgo/5ffZhNhEQKiN0cC6H0LHKH1CiXO",
+	"0OF9hCjvj0KAD66VPbRn5NQ2rVx60LNCLvj9GcypT52+AaVrjNMkawYNl8UTbG3FVZA+qpLmzAch2H6o",
+	"XVPrhtuOIJjR/KGpjCAWQ5ppkWLBLikblfbGIXEmymwvWOEJc7IKGC41NhJTBC1VJSujeKpbUsd7Cw8N",
+	"t2DJ2Jl48tJFuHHpxUhezj9hXH5VMZGI25mGpBFhZRhgPkwzlixqdgwVVRwXjdOGBca49mck1TK1a0kE",
+	"Y1BGvO0HQyPMNUAfGGEQnZ7oDXJLv6P5w/AUOpRoi8NgthaZsZyaG6Iz0zngerkDI1Pwnypx6VgEVXsM",
+	"7JWzHrfIe6yOlj4DuvKFjw46R9API9jPzspsb0pLa+0RHONb9jDFSw13T2tMk2ZlLIoE3wfsuDhdszWU",
+	"4kjnp2JCBVVwtcWNTmWRaMNB74+3MZmqQzYKmwXxE5g0qOFeEuyzbrNqR9JUcd2COQRLsj2qsS10elVc",
+	"yo3dMs443yZvYwm7lilvW0ym8kCHOpXkTisq6IIV780aqCTxKEhS8hAHgYxx6IA9Mg9hqVheM52RpZQP",
+	"PviO10FKkDo6a1kTSqKAAmx5QuceShNzV4WD3k6auoxbHXp30y6p+PxZr4P9hM13WADHzn62ASrvUtED",
+	"25DDnK5YeUEVQynUiGCOQ/6f84/fA00cRSXPFJu9+XB+/Orb1yGfPYO0XXPmICOAKtJVEMDDiCqB32Ue",
+	"sGnHyVaMCog63IFp96O7AsbtOXQgL3bJe+zsGn4XU7fR3WyxgGMnGGd0ZlRMCLowl58RLnWstIad/sCt",
+	"bV3+ZC2bstgWh0J8pb+WbIdc/eapd3N2UPB5pEb7J8HnRhw0T8NmvrhQuLE5rlxAtYzMwr+iQeU5+UKF",
+	"d+3IivrlRNJY0kf2tLv0WSREWJrh+9qad7hRkLHuSErhGgOVcJwgOPldauyvZeZPnBtpTDSzlLj7hW+Y",
+	"xtPtMuYk0poF6I5WbvqtWmj+OkYTcgi1l2u2ko8A2eOvRMhNk3AvOrSjyD2XsiwMbXLNboK59hlMHY6x",
+	"L8hBuOfCVjaIwE/91SWQKTdBO3+QidUO0kI+hf9Oveq37/dpu3Zl6GnHo9ndV0+sZ0RapBwpGFSfjng0",
+	"F7K6oPmSfaSf3w9n4TywSrsy1RZ33QcyQ3K6UYwtErsNgXaYjIclBTwrzGxVmqzYStabozEIXPO/MRTA",
+	"Zane2ya20IW+vyGKLVY2rnlFO26d+aoCt5qKOmiWpbrBT5NYr2HzhSObFll6eHKvpkzMjiCqWuATB9Zs",
+	"TcslpOyXdGN+Hh7A1+EAXkUHoHV1XhR16sx+uL29wv6FR5//8OPN7ZurH69vp3DlUi6+Z4+sjIU3wT1S",
+	"ygUpzRvhvhVs1iwg0mAubTG6A5fr9uco47kGCIXbEfhgZ6N2Qa3UEbO1R0txh/kYd0IKdldDo8+AJ4wN",
+	"/e+GNWzkBFKiSunP2IpuINGZzNiSt5jCpQQcLEyp2/GA/T46Pl1dyVp/pKk67te3V6SS9Qi9vf7226+/",
+	"DdciLC4T6Y7HYDQgieG5+1MJKr++vXkKff8yid9/qgqq9wR6QI2H5CH7f4MCK9WsyFrhyQgcrCBNBb+J",
+	"tLr338h5tps0gffy351ez+H02pLRhqyPrbzqqlQ5JXAVhRD/u0Dzd4Hm7wLN3wWavws0v4JAE/J8f5qC",
+	"Ljuz7ax0yNdizKjLHrIIG48RVvIwBGcxfROZCzThvrSmAFaE9W8iERbmFh9KG2zBLNtbPzz7lU/pw9Ju",
+	"5h/zuf1XzXTPqBcinYD/Kr7R30tZobfD7nInZt/7vs6vLqM2l0l80jYdbcDcpR8YrfWMUT0ITYBiENy9",
+	"NTNngBVnBKxmCGDEHnssKczmMO9h/WK03j0Jw3pHsxUEhbRohemAiicxm2fnJjuzi6FtVgnCt5edjaoH",
+	"UNdOwGcjHoRcC0A1gOoYDt8AT0Ltk1vzmqpl+/gOcWpssIOcz6Mn4zGVa2GHZZ8/xbbnEB3C49923D2c",
+	"2c6Msn96hhnYecXjPKytvpM8/eSwdJwCEVAh4zHiOY/A1NNHyoPq4WOhD7ZucCtqY1YQZgvtUcEWIqC4",
+	"JoVkKuEm00sZObjAvPDhDokCV1QvXXiCW8Cho4EB8WOxZJuKKfDRARecNyKHxDgXZFaW3YC7BJ3amWZt",
+	"rH7box9JFmzYKEHFoRHebdOPpzHvThi8Lp/MTJPQBe1AdvQduyP0y0iOjWcGSSSBtr2L8TpCrevSFtYT",
+	"tiRVz/tOxW0jRo4YUo9pglZVucGgHN0IG3cV8cO3EeNqEom2vdRNb4W3sGOCDycFt0AoTKwygHxQIQdR",
+	"zNpSwiNYlVSwwfEA1qarPv/XjLSZSuOu/GYSddC/4E1EvHa8iO1K/q7ObbfM1FZu+W9diPn17/z2cm83",
+	"qHeSHC0P3e3uQA8zkEH+a4bYojC3FWa7nCPOKgHdxqjaHafrjuxylFdOYJHJhFj7QHUDmFASsSjmyImc",
+	"5S3KDiJaWrLHH1pzbJpMrExHcz02co/7Y+7HMAstpcJdmUFPazW0D7s5u5s2gilplu5P005GB1DbyueJ",
+	"EEydL5m6CMY+5XYy90Znq8ywv1KRFd+zbPqvxI2nwOtZfcVfVPhJR42V2r21rzI7lU91dz3r0n6c5rZp",
+	"O77N4WqkT/cVan3nIMpOy6Frz7lTGWn+N5A715np82TP9Zrcxyn4Y6W3+Wd3XSO3xbM64aI1oP7uM/tl",
+	"2pkZzwSbvq97ZzW1Df4GkpLsLCdLtOZlRLceMFJ1rbNBEfUIoDVXEOYHpqdB6LUMcL+KHxt9kB1cUJGz",
+	"OCDblCwf1cMNnZS/3Jn9kFvVUU40naOVstAoq6wdYm/jtw0vfH4b+JwvrqIGm3exyPdJSSa/pmU9r5ok",
+	"YMPF1SfSKBYk25sNyiApE79xm5XLmk3CctjL5Zm06CN7SmiANnfBMg5yCKJCRpSWVebCszNbvyYjtNHS",
+	"Vcw+Snb4Lo5fDv1hvLesnR0R3KUnB7+SE4B91rY04oAcqJqK1Y9cSR8uwK2aYtGvKACtNzWzsqGvMLa/",
+	"h2NfjhqLgLe8g/DCXH2DgusAZin4clU0Pc88MEdEQIjRVFuBdQtNcCO5V1H/ArdDKIVzjf4kUvBi/xW3",
+	"VKuiFzRuu+IiZ8G4rNg8dcJKJSBirpmCBDYbbdLjFBNBY/7WHVITmNUuSlvgpPoVtLbfqo8M4z5UCsVd",
+	"IT8sfjPWt4THreJd01wI4OfPaefyCi+WLl8PDl7nnm4Xq2VuHdHjqe6+gMENynV9O20czatjIu4oCxEB",
+	"Ds9QrIJ/eMacbcjoYq3x2YpR5nDXSQSEgtcsITVwgeDvQaELR/vw6MDVpYgSMBNYAHSK77ErA+KXKgll",
+	"4WYYvR9xVQVd9SAVzUaDMKJ1dTwvH8dJ3XcTLlLmt6SdYZomrh3e9Duh6wQ92Jo5Yaac+UjtXrstur+z",
+	"ISwzG2TcXodi4hVV1MjxUmFjpVFTZhgsBulUGC8W1Ag6PO1AT04F1h8qJIBx1AzMDG30dDS9U8Ux6lRr",
+	"lEovSYLFjlTI2XupbSnKhL7ogc+3jOxhOUFXz9Ibazrl/bgerNg05a62pDtjCyqCbrsVOSaXS4lN1JUZ",
+	"PxQSQ04tHW0Y1O53pwaDf40KxhWW3Da7eUQ8wrAVFRwjs80Ck7ePB67jXWuqTChcMs6HYgVHDtw6ZT1I",
+	"3BIux5kH+rMxeO68TmBVKXMB2I6C+AG34DYRu5+TzvKHaTTj4k6erbjgpVadejo72bnaClADADyuDlXa",
+	"e2eJE5mRs83u6MjrXR6Twx/6klm7F52xp0nhJ6x/eSlm8vPAxQV++0pCLPhsQ6hdt6QoE7u9zHLTqmrr",
+	"HHtrlHwgM1lsLIuqauaqxI/K8+bbePr+BxdpQLggOdW0lAvEtDj8UeBJtjgHcYsHn1Q4mZklywj7izni",
+	"DhfvkQl96c3Xdo18odFHlkA33atemd0TniBfuv5fUU/CbbjuRm7KdbkhALuUM/7ICluIVbPPCYuQe3Hw",
+	"2HcuqbZtrneBRsePPkzYadoPUYGYtMM2sj4f2vEU279tBZnnI93egQbNyRNzZNbbR713RQT70e77tHM/",
+	"XnoH3HWWgLn55DdYfEf4rp63DI+tL7BnIZ4Ul51ek6ddQl+Xxw7pC9XkAfUcYHW3NQvDPeTclhkHjgGW",
+	"X3vRxzxgGOM/uGSmhQsb2VJAWbQBpIhILY4+cq6uqSv7Awh5UFR7TnOtCJ3JBoNWbKlo1eRLx0cwIIGS",
+	"nFY6X1LD35UsH5mvzhXUO6c180i6WyuY9NF9aFZUtGNiLcgv4AEByhG4WGfmLNYq4cirma43w8G/NasY",
+	"9YCVynBLC5iMVaAh3UehC607v+3wk0A91zXN47KVeRCEdNjOelfl/T8fw4vHl8U9cZDNtsb+uLAMxBTi",
+	"sbjRJKn4Ippi8rFPG0jDpnlnsgmJmtwaVlZyBZA0SPrwLlh/S6pBynC+6jXXS0AsKzkYn9ccQjmIBF0M",
+	"ijMvDb+6t9O4N2tTMVmV7IRcQHAZheywcgN9EVoU3TpUYIS7s77K1uCIP2tMxPF/N6INPDZ3CL/T8oGJ",
+	"u7qFHqR1vuSP7E7z/IHpO4teZB40RpXV1gIRfmJPSPCu+yV8CUsI3xVcoS2l/WlRy6a6y6WYlzzXWw+E",
+	"1Hdg9AqemN9aV6X71f5yR3PNHx3wtHsYWGntL04sCDq2y5g7b3H7k2Gpdd1AkAiaHN03qp7f1ew/wI8C",
+	"kEL6DuBo7tBk1lv0wpZ0him0Rzc7WMxe/f7l71/eIbo7PAaY7u1HrUO296ARNaP5stcgF49cs3CIvSct",
+	"lfCCrSoJ2bThsvBVJWsdtgCrIeDmsLt+N0PodfdngNkX/IqHO/jhLw2rw89UUTlp5w4l3buazVnNRM6K",
+	"7ScBYqZeygJWjZalXMOPRlEKX7J/a/9nu8RIUDVitNi/N0zfPXLFcTmFNMI/Ur+CjtrENLhTN6WkxZ2W",
+	"8q6kNd6zpkEwx9wVTCA0aFXSzYzmD3clo4qFq1zpn6FZ1VRohLa/dekHLB32DMJsDa2D0GiEW2yAaq7m",
+	"3H5QU83uSr7i2KLXC+/mvGS9xtuH3aa7P/v1rdm8ZmrpmUijLLipXN3lpQz+stwkl0I1q62fW8ZR69y2",
+	"Fv5W3UHgwx37vKSNwnlYO9cd+1zZ7VQrXbUMUGlZ0wW7mzdl6SXllk9a41/7BI8jBRpWzczfEHeWIUIF",
+	"WX9QcIz4zSOjbv26q2nvTsMHcrnCX/zm3iElayzgYMXrO6PIhDThfteGonRv+ddspiQsYFMtahrS+p+z",
+	"A2sOP3gTJcMtKeKd0UzfiUdWyioRrTLryHuOkZFDF7FIzjPyb9gQYbalfzs4OiN222tFtCyhqB1hIJcB",
+	"gCpAXRdU00ipE6rpznCXQh+riuXmsNoOsjYYDZRdI9NxTUuuOjlZbh5fKdTTseiZNrsZFeysqh9xtcHX",
+	"vABlx4gUNK+lMuo1Fisz9779yYh86swKnJ75kge2mVRvGYYQV4zNr95QYV4zWirPl0SxEso4gSi4pFhd",
+	"0q3/ZPPZRRA7HBSxxYWTNV9wgcUVjSRLu7YLntDBZQ7YdcW5/qTzsar+4dSw0lgGUrP9HfNitTaSww4m",
+	"6eEKUVe0hvz3x24guCP2zGHvlRvy8syIjsGB9x+tGqVhpF6sJ7MNWTQMCmzsVCs9orfDyncWJ5QW7c2P",
+	"nNZdpx2TeNaWk5KNnpnr8dhyoWPNlB4PoOtXoXLHJKTW/l77CWWtdRMOf0yY/wNO4m2iDtI5qdmCKw0p",
+	"jn/4Dt4NyiJtQ6oKViZwUM0TX/4LWvjKFmxXGyOQONPixE3DJlLmPd/Bq9Pjgi+49oPPU2kFAy7dey5g",
+	"8+7fBKP3K9PmK3mdJZ63ALdrNPzFNGTduCWfMziTI/gk2yuyoqIxunhTxyLT39dyRXCbL8VcWjOb89HH",
+	"zaiyiEF+7NGSiHLVzkaB2XHebxqCVhqheYneKnv8rXlg7yiy217CBlnK0rve/JB0TYUyPZ65MFpz7dB8",
+	"GVKBXtayWSyTdmN/fAbNu56kDOsA4GJb754ccu2KnINRQal5U5Lrd3+4vLl9d71TZcyV1CwegNTZiZtL",
+	"nx3v7DdueWCtFEOo90MM/vvh/PZopyz6KzDt5uyMWOUrqKH5wFh1TMFTueaikGsAucb6YYqXzMaq+wpW",
+	"/bjaPyfHYV0UyV24x9fukSVZ8/b01fW0El9cs6b+lRgTMURtvW4+UgrUN51X49eEZ4b2qHVjL3yQUTvI",
+	"DjkE94TjUVnLzHs0vL2eo9fKuFW8e7Oo/0Y2cTvjzIgtliT4dJdn9/Z+kiU8WPovYAm3A/+eP7JLMJwE",
+	"OUF9CQS4AZhXvIZBW25l6TQpjSTZPz4ORQQnGlRG1K3Ni//+r6fH//jn/3x1+ss/REWGHWWQnTvYJcQb",
+	"4P7Bc0VkW/Pbl/KBufrEs5IZLoclVAhyUXepjpYEr3X1E9fL27wamrfNazdMjdxeXDk7dUd3OTQPDIPn",
+	"j6yTrPTp7VXCSj4CDfZBrgGycSvPym8GWpPJoVufl6dHJ8lkp5ejtB9w3pbgRij+RssqSe8dyrFNgr9E",
+	"y+q/IpE/cT2vrAkwlcNhCEJLQGLDYEFdb2LlpguolZrAR9ESQUsOXXFKq/q9cAbIF2j9PdoXsIUcXv14",
+	"c5sKD/CUMuEqcOvR5apJZBU/8bafCYs9yrLdugRs+78mg2aiuOUx3SasY98G9iEhPlvM1lT+/7fK7UGU",
+	"i69vt0L+/iv8t3GhhEvREt0OJzWeeQtxZL4E4sBRtQ6CHXnQjf1qG1QXf58w/pu24y0AHK60rDctr7HN",
+	"7hBDh+4Ks4dVlSzaOIlFJa1KVo2fovz7nTC/Xf7wp8vbd9PpeCKny9OgGsV1Ilfelt9hokhYd3ZigtOn",
+	"BB0mFy4c0bT2eGJxLN18pVLxyLuGEyIbNuyID4Bv7MLXnhwHbs6TGRCa0jr2B8yDRtN7QQ7hTrFJzi9f",
+	"vTzKiFH0FUCsuzB4GxYPuYgQId1JL8euDjKz/YkEZzx4qcX0x5IX5LDTYcLXkQgY77T1uFP0OHiIdmDF",
+	"EVylSPy5T/mCkkeeMwzwQYxmjhtPugkDdj+XsowlwQwd0enENedlwkxifiVcEAihz1oAkx6VcT0xfWOy",
+	"wVjWqUPm7oUdLy2rSPiI9RiRXknFuwCUut443wZEYXyFYU0ZWrRfJioA5TXLI7GAp+DRcgUcX9p/TXVm",
+	"jfCWHUSjTTW2B9Zebd4kh6adjNCS1quMrKhoaGn+LI/Gj5tf6tTpcmsVbOvoqfnfEA4TdWnBqGGjwH+8",
+	"XtKOUTZMrthTZ3mSQIAjW0P9UaG/qBAwfpG7nMipLAODQ57xHrcpNIMxxhjST+uaP7Ii23I7ytqGRe5i",
+	"ZbW8OGJlnXyf77Z2ibvcArUQKNoJVmizpSt2RjxwCzJgWpbkXjWrH5rVvV8YuyZn5FKYqZZMsy12vWZC",
+	"k780nNkYbXIoawsx4I7GUXjlx6Fj2g7iMgAMLK5xrajYBFsZHEwhG3AWH556t6Bzj5mVOJrIJTVVD6lz",
+	"4hh4VBrsMS7bzo6ygk9CwyVoSXonqQD424ARJmRz/42tL1BSxfoq/XZkDj7t65ekoBuFKUZHO53NX+PI",
+	"P90cAUW3wa9mUcTaCwVMNMGxT5osXr76ojaLD5DMfLFksdr2LTqYFGwLXLtfzTGRHfCuTQdodSvEQgvg",
+	"IdFVwvIHo9nIhx0iGcL4sD7w97hDvJ1i53vv5H4A/gJRiUUvMHIcgYt6jtOMIW19kEp/ZLrmeZTyIGNn",
+	"0dTMg2vFwbDzqrmQ0UCX1u1YygXPaUkurj5NDW/ZAWJqvZQlAmGhRdJjs0Oo9aORS0+PX56eTsSaKriK",
+	"ITl/lI3QrMAEerVRRpSYLFO85erBrXVEooCBzmkeXUWm17J+IO07k3u9dJ8MdF1KWryMapzHKy4azcCQ",
+	"TOgjq/sO8PQSQqPfxuAD5pox8cSWow0/PmW8K7ZKEttHBCniwpDcbpS0YqtbqWmZwEG6FEpjoYKV7wM0",
+	"6ola84qtPgEqfrT1zrh3bbqpzNU0WpKpRYiC0zeTMoIPNSWmoANU4zlKfwV7U+7sm6NkRyKeCPuTcQe8",
+	"c+pS/PEW4OfPq6rcDGHABlD19qb5zWK+9mb1VLzXreb2wXq1X5nl2YL+J49QW2/HIgzrpVR2W7grtFd4",
+	"L5nH3y+luZVGoQy+YGXHR19JcM+szbdMmUNll43MNqSiNV0xIw8/sM2Z+T+FgdQzs05cM1uqzjwYr95t",
+	"BzhYIDFOY0NIsJ0dRxqwDuqof6fkY5hJwbGy74Pp55HVfO7AYVvKStaWuJwEZiASGLTKh+MkcKUS5R7e",
+	"8rnN24LIM7sSuEWTL/92E0xzl5qtYtf/1FMEMaptlORE/DO3VV1EWBz+MOH4MQ8tzozpNXOSvC3dTy2C",
+	"UhGeAyfB2vXbVo0XY/SEzRTQt2qrbbpeuwnMIR3hC1AgNCLI2s/tIEcQXe2UEm1deyqB1qItPLBNNDOj",
+	"5Q+7QSUHilYXSGy93BBqp8UVsRlpcW8O5KoNLn7dnZppEb2nmJAuXTDxJrYHPdo0S9Dblt7KZp4i3ODG",
+	"9SgkWr+ScQ9OyGxDfucZdKxwjmYLWQ/umnunU0OVl+x4SUWBUEcCdQgbX5wd8OrxdRyKeD9y7ejVIKQI",
+	"m6VTM1qkiHmkKhZkWLSzxPh9tSddZ3D+5ZzM1Qkszop+zohg+gRQiJVc0c+5FCL4rV6x1V33tXXnJ149",
+	"fnPCqzuQIu4wz9cQTvBU59WdXmN+Z+/nORcufbj3ZEU/36mNuJvR/KGUC//09UkuxfyEluWJTQW/M78S",
+	"xDME7FQhzeSSiEyrFRjfE9sLP5PgPThaKB0Z8jECtRrn/vaEOcrdOmxbA+kSw8gRK6mI5hg8crY2+xse",
+	"LDzHKsXyB00WICbhBYjkvpZNWQSX+QQbxt/Y9S5XFa13ut/dOk67083ePVlBqOxWT9rnXXQEO/s9lYS/",
+	"Fbl9eIcS+Ik/jV1cIyZCEOg/tXbModAju5fBFWKFyM4dk1MBqoXZOV0npB33Ulq4CDoLevJJXrSH9L8t",
+	"3qUILKEjdEkOP5mxVAFHt7hxm0NIAu27e/CPVmqZjJ7nVzZL7W1n/DGi27JNRkUm0Td+npGaavCAdiy9",
+	"yoidEIJlTb7bRAjmr2uWP6ZwXj3KGlq1ZlJODV+Bpm+i1kNsGkCBdm62qGWlLqOWBzvSiuYPTCtikSv3",
+	"7OLHRsdMfEI/vX3A/xmaAyIEqX1bTg292LvduMfHU2u6BqNdqziFXdmF3J/GbPNxKnPN70dnNcsfv+Na",
+	"XbEajaTp3QIACi7IjGvMisOc5Yn2cDO8kY5g757SS9wh1h7+8LTGph4bZXdzu3sR0HhIlO3pDQ5ZjA/+",
+	"L8nFtc6vpVztJxudt87g/5A8Fg8NacS3gBeTDgpXiiCkDDDVWaO4ML8ZHcRsCVeqwYsqMGi++vb1qEEz",
+	"pytW03dTcM5t1IeZhU2yN/uPDZBUcT2EB5tad9CBicm5XtO6nxLx+psoUICqSroZQArREqDIwhwH0xcu",
+	"51dqUt7FiudPWKMVz2tZLUHFTayTwyqIBgsj8podt+3icFbLtWJ1RrhUGaGiqCUvMnJycnI0vm69Y9ih",
+	"wdgx+N4I2deNAE+NoJVaykR26GKpibJvDJeTDCuKbPmsd6xfFLi6QAORjfKjeGJto0V+scmjaOsXNnSj",
+	"IAtaz+jCNFuWmOg91ZO3kMmz8QdJalzxwYqhC1nLRht2kA5Oa9+ZqBovGa3Oy1Lm3w1B78s5pgObtwkS",
+	"y9R5m09uNqkSNB9MgzPsY6YpF6xojbro3J8qL0zEnIiHlzSri6qJledq4yVIA6YeV8w+USUnscyyYuJ9",
+	"HMr/x4rZSmLud1mrM3L8cgu9ckpG/XAhpt9GyaApGP29OjrTQ7l28pirrdDsiX5yr4FhyZgQ1r7v5Q6O",
+	"7dZx6x2PdM2Yln4CPuXpNuQucaa+4GJfqSaXQsmSQeyQCOGo+hZywMsc8s7nS1rTHMwU5p4WzlObL2lZ",
+	"MrFghK8AS8L0IzakZBrt6morZ/J1VMKBEcTNAF7wsFC4bZ8Ie+8CbM+I22YLj4K4s4YtYa01RQ4VY+Te",
+	"4vqe+F7vXReI32dbPJoi2lRUqXU04eTKPnFtNwq9EzsKf+azuEIFpIFJHUEX5NAs+jEXignFNX9kRzv3",
+	"2jsxfgjBdGO0+rFN6BkqSYQ5X286tRlCZ7MrnhezRv7VC03igFMjgKppHnOJ/VULe+1R75Ecmh+P33//",
+	"pwweH88/Xn2TkQ/f36QrM35gtNYzRvWEqnxluDyd+mrMIvnsV1ntN1Ad/FcodghEOJQFsoaaCfDamcP9",
+	"KpnyPz6hsuFYZUAAZbJr0qn79SxlAp/W+jPUDIwebgsDgEkkLVFz5QACXNyEK1zTCATb5MpVnzpzW+Nv",
+	"KPPXqsecdmRJoxX8OnUp6sfJCsbEYn4dr8I2YnviUulnf3qxLFHgr8N4w0p/fSa0e9m9WFW/9viN3HRx",
+	"qK6Q5ShyiINXR60NpVHRYIU07FV4dyL41Q6oV+HNPOahSCJQBY1cRUNZQnyy1Z4L8FeHLXtesLLuMnTH",
+	"/4xbmIQt69Ihxww3SID7QrBlwbCvHZL6H2rZVDEF1T73rtAHLiIZpbNS5g+GpQxY+biCjwm8qwI+667I",
+	"uazzjtewE7jYxKxaLs1uIlGY/hNhOYApr2KQL51roGLi2LDFY4elaZgioKIf17o6NrfkMeC4Bw9aXuYF",
+	"juOWqwGcYS4LVh8bXbCkuuPPDu4UiEGLEPWnCmy18BhT2L2bVrWJQm4jO9Q95N6VIvjsJJ1bneBZsNZu",
+	"49rRZy2tTKXNmB3NGfLbeUGYdaQiVkBnNtalierb4hpeHCqZ4hta0Q1ZSEKXjGI4u2w0km+ceqFshRo8",
+	"XrONP1q78p7eIY5womcQxpPBkjfNakXrjY9XNKtKtax/FZE+wVJvGjDzG0bqCYIA5U2Tq6bKQY612v3M",
+	"ArIZDqbs7JZ5f0rweEBwLjxI1v1HUVKGUiUXjkPFbaRhdDeEisBHzh7b7WAKbvOvSGLAoJe0qphghVkD",
+	"PMj4y6+jOuJ6j1xna6icWm4IdRsUP/51h5PteqpVoHoOe9E6zA+0HO2MLVCOat2qpm18vyEcqGICAcg1",
+	"mzcK8NV8JaOosT8Vh5w8Om5F26lk25TaWaqJJ4rn7JquL8Iq0ilQhUi9afAUUAWFDWPlyYSOetPem8/s",
+	"U3L4f84/fn+UrDccd7FebA1jJ0L+OBy3p5b01bevI4zyw/nxq29fh/Ut4uUnUwZ6P6HML47vbddtekJq",
+	"1TkRbD2wo1pC0WX2JjAKzKgRO5sKb6kS8NczfE1lENGNcQFwcmpZlvbPda9oLR4RBwM0kWCczxOHt005",
+	"oS349auX33wTh94H4fEmsbnXMLB2vNCVkJBqz2rIwwO2VfCFzUAas6R/0RyxNeVdyACIVz148/LbLOF1",
+	"6sMHBAZrLW2+oQMQaH3pvs5BIofx8D6SFnjfwXrkEPOEqfenvrQb1EjO4wpqHEjxdDyD1B+ygcS0oUO2",
+	"f3TyhDNmo4vbJe0lDv0XPhyJfYpuD19YhmfOxzWLA+x38ROUNkS7cl/i0UrU2o5IeNATgjCoM6w+UNg/",
+	"UWLBlBaRl03BrvBxEHM8SQOBPhDvIqJyWGvStChimJ0ZYWuCSm/wcEEefOxL68CezrgwGgq2MNXSumAC",
+	"ClNFzf23fMWsnAyGcSMJ+g+w9tB0HztuT1q0s4IYYHrguykxU/GiiccZrCQE1tZSy1waLQlfzQioMij3",
+	"VzWb8899MJFeMdNJpHGNzSf1UbXTHvavGTgb++h1LU12tzfbrlAUJTa/VZk7eMGiR0++FFxLs89XcWDu",
+	"j4yKPh6Jg4SdNRC3eAhXB4VLruDqIesFi/hS+oXVeI9isZKaP7JrXX2PpqkICojS4NYBakYDFlmycqpn",
+	"jOoRBCGczPQzMRTKBosG2QY2qG13IJRPihXJ9j/wxZIp7cLlqNiE6CgTe8FtuRibRi8sr+ue3qmrq5S3",
+	"E/bW2hu3/E5TNxi/uU5GMrk1q+MRTQPzGoiFxz6ty31Q83WiORWkaGqHJtoS3TazdL6rhJ8OFk0lnHVT",
+	"Fy0BQgMbL7tINM+C6OKOhV37fYBdBpFXeu0jBsvzReNDB3UYkg/ZMLQseyhBU2LyU8Zy75b0ZdwirGkA",
+	"mHQ81h+moXzA/75z6Icad43onXC2Dl5MD0vGwcdMTQnoc8cIJ9viBv2j2j9dfRaVbV1Iscvzh2hx7h9t",
+	"Ot6o19KGE0Rk46tL8un6e1vLPTBvZUjdLnqLjiVHxr1JrkVzX/fbxwbxSds4qRth5C+aCIyybfjijH9+",
+	"UtgP9NGJ+rHokyiEWAdYqy6b958xLqjEes/jKCdchftL8DtbWtYuKOoyR3EGv5tBur/hTgqey7qzh2of",
+	"c/M+IS1g6cfCcrMNWXqudRYMUoEjipZKQuVQjJ8zXwbBRk+OrktGnHyHWlWradmNa4PJ9olB8ZZG6z9s",
+	"Q0/see7Embji4X2zc/84pPjL+SJ6lXomg8Ykn5ASBBW5afsIwkhQ5NT0HWufhPV0q2bNVkzUsixXcSMt",
+	"WNBvG8GGjxM2n1MRgaE6rKW0E6RgC4Wg/BdGUHuhNipxtgKnwTustRdjOfDIi4Dg2Nahv+EMR6ZIzQRb",
+	"E6qJXhvuw+tCOStbyedsf2YTdHbDah51HcLvrjLe4ZJ9PkqP2OaLeSa5SO4Lsoyrkgo2OYkrzPFB5OcA",
+	"wftJUa9ApN605GJ5i4hY/mXiYJGqR3IWkGzdq/YKih6L/YjDHIN4FPcHLwa04+hztWnnc/q1DDeyZ/NY",
+	"oRVy9gHEoaWMzlUsDTNCKGybgsH1aI7Hs4bu2iiyoylO1YlO2VHcuuEg3BaV4FcLxU1d3ecYKw9P3/j7",
+	"+JACJjSMB/lHRoTskTfZMH2U2Qsm81f/M9/l04rIoo0N4vb3KyNr78aPVOdLpi4CXjjlooIYXRgDbVP4",
+	"XA3feErkBMe0lyv6ooIXMDw/yLq3d5ybD86yw+G2lz0WILt9VSWu2a2wWycDjAXIennnnedZsVRUKXBj",
+	"A9aG9ItqSysWZTbtSGIVZFFu4MZGB4otqxMtP4FBxLADn+oyXlLwxqloLV34osPhycFs4YRs9IGqZST6",
+	"n4ue8kguzjNyj17sN/c+ZnzJPpPAYW4md9PAcl41s5Lnf2SbSzGXZ51bAn3Dnj8iNMrFucPYS0gLRaJG",
+	"id+MHFg/14BYpQj7THNdbmDtYbyw/FhLgDlSSfQFfs1EiIRpltyrx7yzyOTk5OTee0qBMWlIsnVgaSMs",
+	"m6VlRM9wgMSMrKFgijuVixq7WNr9WXOQIVq2S9UuuFBmn8LpeCLL+kTdLvTgUYxHqv/gz5h6QnR6e1Ix",
+	"Nl20yugkJ06rH+0dnh440geULLtSEUaB2ZERqDFW8kcGUKRKkjmtp6Kv7wJ/GgwrdYpuo8WFPMyfOzGF",
+	"ZKoLJIks/MQJ3jXzqbM7l9qxSUf2tR08LPjBnziNBif1VBFXyD9RpqrgqoJ7cHScKOdSwOEL1aiOfL+/",
+	"aNYOZOLEwvFwTWSjB7StHxKMxibfhHZJULIP2V8aWmIM3mXxBtx7TudiNbwTjxsDxJUpB9Sernfw/jCr",
+	"fctogeYLyHNaL3m+NFM2S6vcxJ+5HtIz7Sov2KqSmol888cYJuYf2aZzCa+Y0eaBOVBSs+MC+QUr/JEE",
+	"IVOmAttX9PM58h41yHxoWco1K5wymFzMNEcaj+/rcBI77H0AvRf8kQkPZdpjGZHGwGNYTBHYnZkCoSYA",
+	"uMU7/6ggjNalYat2EzZhIJW1I5gR0QXlIhXYYKEkv4vs/UXNgHXTssupxlj4FNgE6hQ6ayZ/JnJO6Y8/",
+	"QbRFuN8AMuwNYfkmLzvZyldeEXzr+d5Blqhk9d5ZZm75ihWI5nRhI3Djll+u+Kxkn4xUmTwGG1I4voJZ",
+	"mFQ43H9ZFopw/f+z9y/KkdtY/iD8KgjF/4uS+mOqVBdXu0ux8V+VSuXSuC4aSdXunbanEiKRmWgxCZoA",
+	"lUp3OGKfZh9sn2QD5wAgyARIZkp298z0TIS7lCRxPTg419957TIkCraSJsAciJBLy3n1UyAAs8JCk9iK",
+	"y50XeSM8q8HpduJci6e373RPLezwnjY1ulOXOGGlzT38+7t153buzO7N1QbB8PhtZ1va0qg7tQPCmCt2",
+	"ECy4ZUBJN6s4uNq++t/t8Mkbvb09RR6OSakVCZ+2beUzY+vSTSpWLXlB85hV/RHh6z0c/u2kO/1rqIsd",
+	"UhqUIJmAWlc7xn6PvhtiHMdCX8sWTIM3o9+D04w5q5HD2Zch4NH7W0AXGVZBGk8PL8paJZovlTWi75uw",
+	"rH9pKf/SUv6lpfxLSwk5lJBDBBYe5CTDY9GanhCRZ0ya0qRb2WTMYl5XtMACzsHSa//SmIZvxZKuc0Gz",
+	"eF4EbnQXM1ffCJvcN0IezX30L/1sK/2schmy4/fmM17X7c1xzj8jbrICyz0Mbti/NMR/aYj/bTXEhvu5",
+	"o9bcYAPi9Jm99zfrHFBHmBgIkgB/x+0TFbI1Q1Eh9S7kB4Pe4uXex1RxGvbxGNfOSH0i7LbxsXZa2fWJ",
+	"puvWZT8GYOdCN4VxSQ9G0rl8VAQdO69dxJZtgHI0saOrv+nvd8DH8UZ7pagKIhjX4JuzxRokyyFdqL3t",
+	"AVURy7e+NXmUH2NR9uDyhdsa+AGEVwqThgD3sjOzBJcmHhZ/sz5t64Sxsi5jiixsLgmQmDO5rEsWKOCi",
+	"B9FErf0G/Rs5e5/5UjeXpKyYZEVLlWnGtKT3fbvyQRQQ1TC4MXRja0bmR6A6YK7rkzn7GI4vsrKN0R7s",
+	"WhdCkTVT3mV5TI6aILGRY/gtz6E9dW7zu8SYBE5Hd1+CyzRwhD09KcixW2qZTQqIOqTDouB4nXTIWLTW",
+	"Us8Ny0Uxl0SJ0eArUTPjOkEyiIVfx2VNA93KCsU68We/tVA5yiSyqoRiYUtPh/SaEHLVksLuQIoauvJd",
+	"mFYMsgcqJbvAzY2ATfK3Gkp8iVsbRCRWhYuVKbtcb0WrjGXXog9wT2CVp1YmhGqNQstZJut7NBHpIY0p",
+	"r+RVXX8QSrxmxr26lU1JWYHOQ2/Hn7NYAI/pMmkttJl5bP8/WLXqMwBbBfnISeFgryYzmmpe6bQx8wQC",
+	"vYtWjkliHBKZl/wTZT09RuFPUUcHf5CxlspbLJb4z2tyizK+z7VKxRICaMFKScybjwmyI+IEAcZ1Lklm",
+	"Ll/LOVGhnIDm5vTLiVSibP4yZnb/B6OngdbsPffiQyeQQxHkp26Y4xwK7vWdgwwiH25hIwLK2+Wy+qdw",
+	"YPkL7hkTGnLxbAJtU0HLEuAZJNwN1lLzh26uTc4V1ls/bLKqQZU1rhw2bWylHgbY7IPCDsNTRUt8IH/0",
+	"dec61azUS7TbNu5SJp32tjfzP2z6DfJE3OnbwZ0IF7lEHjQ0YHQtmcooWG4Ti9WYCPf52BIiG/e+LS3X",
+	"lHBpZb2su6ASUdV3B/GmP8HXFhH+7VJ1IwsRSQBaswckQz1mBusnDOXWDx8ha2VsfmgAczxAfsPn5X3M",
+	"i2ce9B+XXdaxFLxQQZBbLH+I2ZkIywLQWgbrd0cfYheUZnR5VDPO0BJ+LllxUnKAhIKizRFEKrQ0Q5AB",
+	"VHVrROOKVKIOxfyMse96hZNucoRoCYiKaiGycLYJwYf9Ul5oW91lRXjmp4zXRSbSeql15wwnJiMeSBXK",
+	"UKFqQSwYdPg7Vi25jKSVYhn7GZneT+RdOmnenbZSsuFHTLMI4J/CQgaLX+kHZCbqIkv0thUdEVf/rfkf",
+	"tv4VJr+X7Pkr4n60L3nTaX50C/8VikLZn5ciq3M2zCjMfps1TjpSWatHO9t+kcqn8RiI2ykA4nFpSdLa",
+	"AmiqGpC8is25BKOKRxqbUHn6o9EZ5BZAzXwXrnj3uyGaAdRJQfNLPb3TMHR7Y87YWA99fFhFpk9tO0+n",
+	"iYkEoRUj7B5g67zSdqlb9oeVsP9cMKIfgR15kzmZLDdDLhKPkf7pwv6yLYbeBt8MeEfcOAYXshG9XS0w",
+	"jx7GOJBwHoMdwdwsaoDHdEd5lbYkiRJy7byTsjXqW+csdbHfOuvbGmKQlDvrZLc6yDNqdaM55Q/sZiHE",
+	"7SlVNBfzs7so6oRUtMholRF2FwT3DiesQ4OQsZ4QKgkgOPNC701OiycSG4tU1hF1lbIYYvIdy0XJnkiC",
+	"r2EZf4O3ymUzyE2g9orP52GcF7BPQZYk+E3uxgEQY2KubdaNe8SiW8t6eMGhfyeQ6PXCfE7jHdcnGhBv",
+	"MNk1Gv0ZqjL1+epakiXVwjCEfyboMES/lLUXkoqpamz9iiHDHda5NY4EL4RoW/4NJjMD7B+QS/XisoxI",
+	"g/y/TxVZCqnIN8+ee1UJPRwNLaNivT8rgWB0n6zTNFbyCTYmZlzGXePKzraniZ4KxxacLkrFfJTFzK54",
+	"FAHCxHoM4z9okrHBRG3AC1QHjZi/I/KSVpCUKmOQISAItwPBYVAYPtZWO82PUMV6Q/G09BsZkR/Lx+4H",
+	"F4eSHyhXvJhf6oPiRalJktUWDoMXxikCiQPyYYFXg9aODmNx9g5Z37jhxyhXc5hNH1+g7mo2/qT7KA0G",
+	"62WrA9/htViDtT2X5jz6xypp2N8Gfdm1bFs1m3l1uEyXGLonZwtGPxyd4y7GzEWm/hOWvSoacehRw3ea",
+	"STsrr7kFt7IjxK7Z8QE+zVoubYhBe0N+h2CfzixAkjJiWnj12hIaSfFdB6S8SUex4j8otM3okuecyV2X",
+	"HVqJAC13VscMZOwqREqCneCQwQ6GcmUT/nSzBilqxfMspVVgLVpNRTNSTAdcEnoTTXWArsNbhN+35N5d",
+	"lrYlrQeouogU9lguRWHAtJsixnpEwYnYxQpPZYrtHP5halZZmLJW+Jc00iTS4lBnYZna79QbjlviEfRy",
+	"FQVEmldsru8jh0DmLi3NgdHP0px5iyfSRp+M4Vlf6BaC1V0BQIgqA1yu/zdd8PG4vfb1SAcn5jFOYWSb",
+	"zST7+KC3FLwgjKaLWCqkc0f2ZVs0VZ0YqFx6cXmFMgh4+CPrEokPs3Ua+jtFIxI4KypC09tCrHKWzU1O",
+	"KHl+fz+yO9tmyIfl9WfMECA7c33wxLwaDzJtXL29HQCGj5V0jAlqQWsJUjptYj8AjhP0Ob0Iy5EjsJ7p",
+	"3iGgCEwUIH2mOeXL0bvmi8+jOjHlVHgFqal+jfpt72PP6d7spU9HndF5nveAu71hPy4SvvpcXC+4DEMF",
+	"+5kwzRc2IyjAaMg+KD0AKnoQgw3X6kO2PesBTme+HskyZrQQtbpkdzxSJgFqhFTmOVQ2EsZMCoEcmkff",
+	"Q+L2DWMFmdGiMJH4SoR5V4SCePEu5/OFitk4vFMX5+BjUrvYvQJC6Af300Q5QicMR79upQ2ifw2MtCoY",
+	"tWJCgPmyG5h70YDxBof6eGMElLXRRGL9Bb3bM+Zo+1dw51h0L9DW5ddZ1PamR062R4Ebp6K7AGOkFU+1",
+	"Dcm3LRGFUAtkl5CKZRTk3H00CWLof1oxFaq5kedipfXhOGOiBVkoVRJWZOBbBYkXEyTD3Meua+/52Ljd",
+	"0RjgKA5SsGD3HgCsO8IQ6caxoxHSfLZtTqHuNpz9PUr3QPuMtGGPgRRroPT+2wYaMTJQwPreuk9w68PS",
+	"vxWjnkjy5fLD1noQagUyFSVLSKEXPeemepDThwaK+iZ7CyqvgMZ76NicAgB9ZIrs03xF1+gKM7CRklqB",
+	"+eDYOzeEK8nyWWNlr5iqqyJG/+PssVEK6E1Stk/AzuJYQJOnzCVB4WTsZTZod46OE9fmywgToFlFfcr0",
+	"wovKIPsLtcuJc8bPdm/ILHTjvr5g/f341GP6waAn3aWoVTQKDNzPNjncemOcFpHSPE+0mCHx+5FbMMaI",
+	"Cke1ZUDdctFMJ2PYVKubHgoI2WODyrrjHg1fchwh8W6gjfXvpqBaU21z2DepMJioCmGrvlG3WY7WdbXl",
+	"tRw24V77Rm8nwI6Ny4QPdoyZ6pMgdo7T7Gl014qNG6KLvRlFRczODEoqpuxmuAeokNmVWxK/TEYOpQRF",
+	"Dt0WTCFgrShaFimPp299LSdG02l7G0MFRx/v8j7WCiS9yUGkN35iAMxBHW82Y6lCD5Q8JD+giOXGjJ8C",
+	"7DdbWZup1Q9/rlltWB5XrmizKFnhG4OgzOm+cqZ6LZPyPCdzgdfpGiLrlszhR3Bplc0+4IbR0ge9kSKv",
+	"FYN9B2GE7AMJYDFJsMBYKjpIXDp/6higTPRMIR+zMnrRrKJzC5zvV/g8evntYK3YmNRzBgDGzIVDSN0R",
+	"mlD1XqJOxgsyPfzD1AsfQkPvMcnZnKZrIgt6y76mVDKiD6ZpCXcsKER5w3/2fHj0S3p/jp8+O8JysPbP",
+	"QOn+rWWWhDybPDs6Ni52Y6nCGqJKLKniqbFRsSJDA2zLhFVD4YhYTIKrY/vMr2P7bHcBKCF1wX+uGaFL",
+	"Ycq2lXErCszt+bfxcz9m+aUTZ2mx/jzbe/3XTR0Q30nIs1cA/93pz2v/1a/JBhEuS7VOCJhkMjB7F/k6",
+	"IbeMlbJVJRc76czg6Nefulz3/ceTUyvqidnmmBJi7xvdKbL8Y69/WpioCy3C3UjdNQbyxIaEVAHsCl9E",
+	"gRISyshZkVZrhAGEgF58e1N898/0N69+I5nw+eTFUa9U6Aj2hU+wzwftG0be6peweqWqEVf+NZNq16u+",
+	"uQx8LMORsdPX7F657EMqSUYVPTRv29PZdDDqbh0d/KAENH3cEC0CvmC4KU+xYxeVl6Dl9OdaS9HCxGap",
+	"BeEZXnaIm2SfoFvfRGoNVnAetz/xtF9vD+zN7QcDdX2f+CSchmeTgxsu3lQk54U/OQ+IcHzQ1Lkrr2Kq",
+	"mK5whoftXd4mhOoElfxAe2GldovgGO7WwSUw96tITXCKt8qxIBaYTvR03vdEZxqTOitUtT6GQ6OH6syC",
+	"FEzhfTEl+pPtIK1gNBNZspTPeEpmnOWZRAmr6bjpxNTkoJJM/3p59vbk9Prs7U/TIORFlFYwMIFnENdy",
+	"A9bCSmDdHMRwK0Kuz7oGPfXxg/BiKTUtSICVA8YyrvCKz3kRhU8TKVx42Yn6otKRln1seFuTSn+l6wta",
+	"SS2S3rXD+W3gbWLv5Xw9Oq4oFtD7GVakM5n5zfNvn337LCGVSk15ysTU2+bFPDEwkAkSfl1kE3PMJ/qY",
+	"h0EhFa3mTF0NnPZ3YBVsmE+CzhMIrw8zAWO/BnxSVIGapzdr39Z5uDX410b572CsW5to3Ep7Kb5wvCNL",
+	"MMBwhoPWGp/e/6BYNbPVtpI/TqGbmjzehHMfDeYZDFEzIzF3cbMRv1eM2j04yfqkEWExD2aowMEmF+7S",
+	"CicU9MWlnCs/QrLRyKxz01kWHjtecDj2eweRgEfqDF/Qiqt1b1oXrnq3alQJH2LuVSCFa8HSWxlLhMSn",
+	"xxakBf801hQw4RSQ43SBj7dNK4I+TnWbodU14x8HB+Eyy5oCRCGc6ZJWLIt7oU1QnHNDU+UFKmBs2ILK",
+	"hc11tg2OjE/4/RLbDExu4CJn1QQfkgzAxvXeIuDY5q4iHPn22WJIqR+hGwNpHtheJKm4jRMjBoHiDPmN",
+	"KJ/X0Ew3fWpj890IEnsG4qeuNZeQdKQPmFlQm3htjx8ud8CcXZY57yPGD1jXVbYjI8xnTUmzEPBiDIqO",
+	"KnpDJTvXP+kx97GQ6cXlyXcfT8jPNU9vv8ISTdu9ttJ04YW3pgMwgdNcbodjs3mqm9mFEF7SBYpOfVZy",
+	"Q+yBErWefXlA+sXYFHypKwKH1z8m82oOEq72d+WYC0kXlBfGoNXqhTRI+EDKjigO9x5QEHtoqWNp9s0G",
+	"+KWuuyJql8r9RQgRZPAM9mSRf0b0d/OcYHwKSACVyI0SqMQtKyDKFGxJAZtHShWbB9EUTs0TtGw0HTV5",
+	"Me1aBGhmIKIikqW1ntJDgjya/sC+GKnqbpTWXpbsWgIlIWJFdMvQHmD/noQ1gpM839iX7dygoY/HXT8N",
+	"uezs8+ysVyD6qju+VkbrJqQBEOK8ooC0oIRHnScX54ZCX8OmAwKi37xxEM1amdJPJKG1WmiGmaINoKpz",
+	"JhMj+POKiCpj1SF5wyQ3wHuSJWT6hync57bAttdRQqa6SXi+YDnCvRVrvx8tYNE8B4aakSnmPE/JkoLv",
+	"tEnrBr+gEoQWolgvRS3NZ/KYKIhSVouKMec2gXUBEw5uNdr1zcOcS93vglUt/AZjz7vjbKWZCv6VimLG",
+	"5+Efl7RAlab9c0VXG49yMZedRuCn4HuZWBUG+Mz8DEhs3XcVlbfdRvE3ds9SxJmwzTqE9M4Y3O/dxuty",
+	"XtGs+7791b0NGE/2JfzDPUsXtChY7h67v5u+VMXospmD+XPjeZlT5CB3PG26s3+61+0PDRaR/UXR/BYu",
+	"GGPfcW14v7hmvN9Mx94v3t74v7Kc4XpbFo3nz82s83MzQ/sAdanu63CmI79utlEpWW6+rH/cfLeWrNps",
+	"GX9tFpRLvQKTFc1zt+r+b82aqbT9R2Cp27/apW3/6pY3FEp1kdP1DU1vPzAqWbiCV8FWeOrNq8gIAqKy",
+	"ceufxeuxvIdUt8K5D3Ld646hnMNB1NvmqRfZZQSQEMDoCwSbNIOGf29boPismbrzkeYczB+VqIutNUgY",
+	"yjghHV4dZWOHN+N+VH0nmTGXrOIiw/v0Zm1IJTe2nUzAxVCAWb5go8GH/YLqERBNUw4brkcwm0ojUlIV",
+	"0UIKtjqZqTCEBF6C8E6COYLkj0f/P8IL4wbcaWeguQgyyaVdp60KeVUM5zpuu+3bxyD35vyOoVHcXBjg",
+	"kBGViadFigZAWbweSC5SCOCY/r21Ib8+/fudvjd/ffp3Wpa/Pv07vn6e/TrFjowLYGJ5RWICS1FG4tHi",
+	"LDDW74MIeU7OxlHqlltIcDkGjDqGN5lx0HbSWk2WrJqzCdZd20v2uqMLckRDUWHK/3L5QZqEl3VC6sLG",
+	"X5osJxzjEyyfMl4UNsO5QhdAwAoTiaU9wVhajMLnitBsyZWEwYEUh5wYs4Uu2Z24ZSiwzXhBc38NT2zY",
+	"rfliL9kz7w9DY1ke1NnHFsGG0/fbpUTcEU0CN0nrQHVYVLNlQR3BLO5FJZRIRR7UEuzNVpqXUMa3GGPy",
+	"CZkulCons/xumth/L8uXqC9MF7mcYmDBVEsG04SIuiLWKwu08ecPp/DCpz9fEilmaqW3Yf/y+gJRXK5P",
+	"L/Rp/PL24hj89l8uP7TqS0rNRKfyLv2qeHrLlEOwaurlG55obL9UkbdnV6eX52/OtBQv6vmiaUhPF2LR",
+	"QA8pc5qCCePy+urCD7I7MHNasZtKpWZWP7w/u2jWax/yJGlBrt5eEDGbaaaMTPPL5YfE5Dr64w4Mwlmv",
+	"m1SiJ5J8EEZhsmqQYSFKkLdnH86uz44Jl7IGE5s1iFJXbhSVMY5ORUvkdgv3kj23g/rfuQSZSZZ7yR7O",
+	"tVdSuoq5RAtGVnRtuQOhMTnpRuuzrPpE4cxF7WLmNTzOgKJt4iAp+Td6R6/gE3PWyf77D1d6M6/ojFY8",
+	"Ie+vry8ms48XL/WPp4tKLHm9nNxQuKlNw8cmzArefffhz5oCNQ1EkhW1BsAKFa7/iPey8qqZ4k62zS7T",
+	"O54x8fQeDhI8sXsSvBcWwWDS92Ll1tgEua5M/VN2X7IIXF3pHf8xvNixi1+TvboKcQ0bxKrPqjO4Nicx",
+	"acp/+gfgGKpqQKk6F2SkN5BKwuWwXc9NA0fV3pWkQ1pmBYNcEcF1L0UeoWRTphMsIC4cyeTdG/dpXzZ9",
+	"v7kXGuXSFYQrxOrYZMpO4Dgbu0tlc8vwkJtVxhcfEv8N/WciAqM5Kq7bTsHGRXNvUZ4ATiPg7Xaxz72h",
+	"4jQ+F/l6RE8mzbhZhFQUkhWylr3LUQX3V++6wXfzT6dR8bV0VLCEVHSmJndCASmbQI0moTIhkpcTyecF",
+	"zXMTg42I8jbIcZiYYXR+KKS3JEmTCjRk5LykM/WW03khpOJpsMCSXSsHHNFHwGgLPy8ydh+QtPXPLUQr",
+	"iN9yDh9zqrGjJU0XfHTBnFQsl1yN7hdfVyzDEYzsRH96KgpFUxUsGMXznMsNEG3TIXzWQI/idh2To82T",
+	"OXIkH8R89HxzMd96plcFLeVC9C9qKlzcj+tMmg/H9gUT74Fq7mr9duk811whzK+arcQL7BT18oIFvcbd",
+	"ki53AiJzjJd5G+fX4BFqM44POGxRkXcQYhrxBSpWLeP48Q1D0+/tEgtjVQzop0Nf7dOVtA95iFa8PfXW",
+	"vHt+guyI0YwXTEoMmejx3WIEunkbxeBASE1PITFbzMpRF7jheUGW3jEeScLbIGMj8Havmysem+nmuRlH",
+	"edt/E/pRBsdE3vKybKJdUijZ5ioVRVzI+M2YblYU07GquvABb5yKYfOw2mVxYhEPxnUnbveaQST+3vaj",
+	"RTuaGhdT1BAVTVNWKqr5eIS+4OeBYBezxBUttrbVRuKWzouM3/Gspnn3BIz3IHYOWghTa3QIQ1MJTE+y",
+	"mXMsqCFbD4XEWMFwy9AYbNuLAm32pzcC5hLMX+94zt5oAS0Mm68F+xnPtYBqwvvGlk39YbGG07BfCPXV",
+	"wLU7i9tX3ebXudBSI8iAX+uC3lEOMbP2J1OB5itWcg1H++p2YoF6rrZNzIqoP74aA7h5acf9zn3RX/WO",
+	"KrLSV9SqEsUcr76SiTKPVCJDGNp+HjPjqD4UTUJGM0EH0jVAK2a5mi5HEMZuCULYCMtg3GAA1YKgKI4R",
+	"VYxnWBITVEZQhjJWsiKDWPNAYToYd2CFnk2eHR1pzqp4kSqzSJ3KsP1pONukQwZXc+QihuNmL1gF1md7",
+	"uiTCg97ob8DWZi8P9PpvxllAuzIaP7NxCEbyyU3WMBhyYUYSX4yLnAbxblaM3WoN3h4yB0vQvXbAD3Ee",
+	"czFZxzaBOh+6Lbkd0sjIsnReWfxxN9qwhQGzDXaGfGlPeFOGeQAUiH7Qn88F6RL7X76cvz2wyolhT70V",
+	"RCSD5Ouo01ATH8nh2NrUNM9BPU4z0RvyH6IIzP385NMJenx/gTowJjUtFxGU+iEkD94G1xhPG0j7YYI2",
+	"58KNaoujq4/aVS6Gi+uY/XX4Hm7JfCOLd/LciGOwyv3H/+yO5nW0ZqFF88EqxzTPZVNFYFwxXEiK1F//",
+	"rc52wFLJaM9WZBS0/Yo9EJepMQEmRAqT1UAWQ4d4wVUvB/DWS1MM2V/FO8a6OSpits9FSnMtyfesbzsl",
+	"9BdE3TXGazGbSQZm0+14ynUvJpGm5n6bD0zbW4kHc4nr9gxH2NrtaYJKv3rHWrZKt65IaV7X/acmHIl5",
+	"2bovZUJonhOo8spc7tOYLC2TR/vwXCwoPugsStuA0w6A5pCbNRifd2CCW6RaIXimQwI3MrcaaZ18eJZV",
+	"h3Nvm49vbosVL7KNlG130x0Tat8wSbVLnhV8vgABRK1Ec9t0E4dD2K10bc+e7t33nC5FYUi8ZhL/tWJZ",
+	"Yf+tFnVl/jmrOP5DUlVX5p81fP1TOOQqwAZpnk/SXKS3hGk98/371x8/2hofilbKYvY8f/n66OgQi3Ip",
+	"Vulv//OvR5PnP/31aPKnn17/9WjyDf7zf0XwyUKWFK930xn0v2M3HUIyC+Iq8mY9tBPzM/+wEE0xZfB5",
+	"uwTbJS1qmpN9H4JFVOSGpresyA4SAG0h+zYGSP+FfR0Aso3h1m7XoTXN/2ol9pDTB3expVCHYwg99ZHs",
+	"W6welpGPFy8PDskH0PjmFraP3ZdCMlIu1pKnNAeEBnlMpqihNZHRGIxcsRmrWJGGXTmB4ZRlbqKxw/ln",
+	"Vj7qVUxMbIMJl3LXvRYDPNQkUbAnYRk0zYVkfeGGmLk955CjJECrVmTfWgwTIvkvLCGqoumtTIhUoixB",
+	"BoEBTSA6MSEVK6mmvYNIpl3G0kimJjb8hOA726leGLk7qHpJMVMTTXgLWmUT89EW4l2PYRzDEewbO1rE",
+	"WZGF5SaPRaD4pKRx/QMI0pZiap/RyxjreGZ0soSkmuwKfYfqXg2BWIoTJSsMGKD+MmomC2dLeB2ic7gJ",
+	"ONEnMG50C8oP+le98Ddrxcau+ANNeLOKLkOBe+/gd7IP0SeYtVBnXJjCp/JAL91C5Nl4BOuM3cfY83t9",
+	"XyOBw3v6GEKY0z4ltuA2LDPwXDygZN8e1M7G4qVHSVpRuQgfYtNJLyylLTIMnn07LOO4GJuq2huWe90N",
+	"QwM9CNa07R8ZkV7oDtNCSOV89AEjvCaBt0Fv5ZfrU5IZTz9ctvocb0w2bMiAMLO4EdpK6S6kdbD4EgYn",
+	"vhch79Z1w+SBRtADAT4ew/BF8RU7/bosXx4cRgWZcZzK2F4A64DAcdke1RUDfkO5kXgVhq3zd7Zidqfy",
+	"KK+UFlkgGWdQfHIG7zY5et4S7Ab8u3veYD225/Esf+kadt9xyzU8qUVzrX1tswT/TMbFO8O8hpE6WsLT",
+	"P2NlqcfF6IBZOmBV5ATbYXO0xdHxKuM78G0EVEb5u+qMrVstkoEMboWOVC0ZI9+dXZOntORP754/dbzq",
+	"KfiTJkuRsbwVEOtXzrgSM/WW2b/sv3ql/SsWyfY9sWIxbV8KXBrFBdItdCuPJLKDjBEkJ14RWHYQl8fG",
+	"Ye2mAHA5VvRHT2isfXBFm3daAVBweiFnWYkyKo3JGGHba9/VWzVX2BbhVGdVJapBdaViM8gIEhVBZ2+C",
+	"hkwEPPe7fRwxY9PQ+thSRiPrDfOdJonDOeverMNavKnNCfc8xWJc65K95hF1bRsnizMQHFuMTpuhgpv0",
+	"BCDelanYPiYuLC4YWe9RQ1LOg0QN0Vo5VlMuaCnSAIKGDbHmYh6hQuJrO4DSj7pADIdrSnKilj08Knjt",
+	"txeqhh1ZNuR1N3/WowhtDeVsym1RcU22JC4nWPlHyieSNmo8skF7LfTetGaHx0phnuT/318S8ye6neBl",
+	"JYPxspf54p9D/God+2EJzFcHd5DCLi1N73lD0BIZcpGmjFm/MKZb/4jx5tFi8O2Q9G2Ladr5OlK+5UUW",
+	"zlrRKhBXPLTT1y463rUHh8H6+EZGlNpIC/z1JpLKgQWcw9d/U9zZEfcu5UXNsjLjHxs5fCQiyI2maM0+",
+	"uTgHuNWowUSxasmL0JK2skXckq7Bf7xNdGq7HIjrL3RWNo51RQsJ7i0ZRJkB1G28f6SxyijWs/azSixj",
+	"q4ZVdMJrJGIfgQQS/qbi83k4M5wqAoG/kT3pWif0mGEMTaPDazdmK+xhcgTdXvB+ZgaMQXOdQZOWzyAC",
+	"15t9Eg9PA4bgLkuy3+RkG/7oBY1CoFxCmixtReXtwQ53jc/4hlbXTSG8ZEtxxzKb+XfJJM9qdqpPTF3u",
+	"GjeJ8X5KEPRvkAo7cZnGpMJuQl7aan1ZF60yKiFM589FvjbR7wBMxNbSWe6hU3ObLsPxIbaeRcCFbitd",
+	"KEFS/bqJ9oSiDjfIv2HstjyxM1yaTJolnxsHjEO1bMI4B4pa9FWxqCJuM3SnNXYR4zaHzomqKM9D2PO9",
+	"I9lIvzSL5QaxAyGFY0ebCP5mXVP8RGvSWbUmVV0EIVeZYtn3bN2bEgRkYd4F5AdQnVeizjO9l+YJKupe",
+	"X2PgCj0yDd9KXGIFQb/hbQgRrC76NTg3hihtFhqv9NzwAGwjqsIKR0qd693drgQmHjRRHLeyvNxb6Knf",
+	"Zl27gQO4yElru5M2PfbUrATEkesFr7ILWql1C/TnwZwNkBkwsA9RARzUTJtS+3FlPrFVF1emKdFmltWi",
+	"+xjTBZrbBGZB9tfreHXkF+x4dRRc8MCyeVSyMWK9B6QuIPWtcExQoWDIpYNuLATJRTHXr61CauMtW0eA",
+	"YjrHF/uCSCCs4z7ugOLLwfF7DW3KzuAdDfOVK0z8C44qBFVrPK2Ix+uU+G2iCoKMeC9pFi9M9ooVesin",
+	"ceRIw2IB690m5UEtBguzuBMO5WZ29UorthNTbgOtuFofXFDpfg2HouZ8zm9yNkgirFAOL8ReHMjfUeYY",
+	"SS23jJWAwxKHvD0zPa0qffIKY90Dmm8AcCtNHuXYBFp090ST0NrlkO2SmNTrdkFaUwIZ4mPte8b0afcN",
+	"qlgXAlyiUtFlKR9a1HnbisnBiRyTo0gJ556zLXKeBgGCDeUTfMMlX9ol4AVZRazmXbDmBm7U9NYlSm/7",
+	"NhYkRFCjjmpMTnprblrQbh/vsEbwX+GyHX30QjFMIy/4Fqir12tkrXjFPja21N2u8AtNlWyFYSi6xY6/",
+	"LpC4JVzIS19dRxwfQOsTrYfMF+QmF+ktwNzZaD1J2D2X6tjIcMbhhaAfqSnXHxUUAf5wlGJkcdrRUaTH",
+	"tYRUPmCMmTg20hs0E8HQ2Fnb8IpSgZikex9R/SosidwxmrPspOTX4pYVYSHZoVFrFUJ/AAGSDrp2c0NV",
+	"vK2ZZqfw3DTrTNYgeQOmTUnV12nEEHPLinGpt25o/WzItmjaDh+MKJxNJSATFY56htWNZ5vgxSi8AWAn",
+	"BC8FsJtqnqvzYhw2DLxMeHGM/5rwwgDbpLQoBOjQFj9OVD7zCIAvxbPZmpIEAsSMTol0/2JEzzRktbto",
+	"VQqpap0R7n4fbgHAg0lyx2RJ13opINtsCxPqF6z0WHiJb7rZcJKK2+lwtYUNMjBDBASvLaNf9YcjMRpj",
+	"w+3x623u9ma56c6WA5IBQ3C4fgfg4O7qozF4G+L5cRGAbrQJUB4o6pqNWJMD4uPucGWahY5Us7Yntb35",
+	"/hS2SnoTsVCtkzxvzsxY2HT3wThjhcjZ7iDplyo9gfTwa0AgC8ygAJgIKQlilCWm7JsIx9T3tgXeHV7M",
+	"czYBwAx4zcUe/E3wogEg3xY817rYpRKlRKzLjQCGfkxWIZbRyE4hlh6EJsZyDkDldnagtTKuN39Kse3B",
+	"erS4S7vJcnoKpqytXXQlECExDNEW5ITQCj48JiAbmup8FmARQkkODb5hoQUohJYmNMvgg/E07U3bFj5v",
+	"UvdfbLLVnM+Y3tioAemDecHJFbAMx+TZ86PW6LewE70YayfqTibiQC26e9TUi7DeYAPsbdHZ+6C7m177",
+	"Tnarw6GjHaEL62xthrvzHm8U57KHI1g60R551s3aeNg5x9C9JgPd5k6Mq0HZIzTbVdYMb3pSq4Wo+C/A",
+	"7F6TN4xWrJpaYwQWMJ9WKv1q9ugrNDwdKQr7HMZuXGc5I+zmlJb0hufBwkLG0V9qUT/lJS0UiGeZQM+A",
+	"7tGn1pQuWUUPocIElIpZ8rQS5UIUzPsRC1Bg0YlDU0X1xlQzUIeynQbXom8DDtaERYT31MBIeplwogIZ",
+	"KASx4TVF89xU7B4g42YAm/W0gyPYMEdVNVJXW8TahN2w/UT27t8EL/qq9iHqKqqA+rYNHPLMCENXiqo6",
+	"5K3P0KAOi/gD5cbSznOG9UaMnrsyT7okYT/fS/bMx+HMz4F73mmGprC8gQCHYluvAaGB3zHpxkUrdcOo",
+	"koRWlWZ3+00hb+cM1dvAAMn04BitlSaRsGD3isg6XZCM0SzvIjb28hrvpIxghxfe2+2Pe7R6/zDikgB7",
+	"+cvk6i6dXF6fTuDbqc/bjyEvhevZo1lWcz24sKF4B1jmRyTAd4fXhuz2p55s0FWEgD/Sgs+YVOFUUQtQ",
+	"hQQMOYg9iHheSl+k3KQHwDoy/aw/88cE24fR6wAooX9QP0Bh4SZfECOfEjKrxNIL3+HF/Ik0VYd30Yxc",
+	"nkxgTEl4/Qa261pvRXi/YJcSjDWyg6Y5YUUqMiOebyKMpbFcKPyIUEnAhbT//vmrlwn5XNYyIRenH78k",
+	"5PDw8CBirdW0fdWfwWUOgIlHeSKJdzmNuv0jMfbnkFaFcfYm16oChM85LSW5YWrFkKstwcKJHs6GNwE5",
+	"bCNYtc5RQK6CBm1BhaG23LttnhSF9Whe2V5Lare/uWv+0E2KsgvpjRGpP9duKoqNSXIrbC8qyAHdS/Yg",
+	"KzQmgFy02ftG4QCPNe+DM6JFXgfGFmuuyH/Kizi10iAPp47os+y/47x9aMV4Ij1cjbHE60mgofRxrIbU",
+	"U+UdLzoDtYxgt95OhOMwtTQ0kCZrNg/f3EkEGGf38z44JrRDM2glo5AUD1UieDaKL1mo7yFJ1tiShnSk",
+	"8ZpQtCDnpVAYroHBaZuTb0z/g3HqA0zEaUI+7SQWYLxF4puSSmceHqlE+I3HFMI2QbuIT6TFr++SZ5sV",
+	"uHMTZgBY48Ac825LY89cR/TstSVim7HZmzCfqNFBH89KNWUloEACBlZ0Ltv2KoxRCXRbHfsf5BGZkjdb",
+	"HNp4ORhEUPIrU2xUEAkx0mCVCE0JrYUIFoUYFsWx2ENL+rYTiG1Ts9QDN1dbCPLrXgEFX737EpDhfqMa",
+	"bO7uj4J6dHnIkq61qAillrnaSoTyxZ7NutfDYhAaODqHchTj9NZ75JWxpZT6KOxdRiAu0OoDMUxpxSK4",
+	"cOMy7Vp06vLsVgtefqnymP6kBIG6Q3phfnh/bisP7SNOiatPcnJxfjBCyW1thXeVdO8YaZPQPBoN1bUa",
+	"Po+Dl4ap69Wym429NK4Xmx+OviM8nvGwO6K7qX1ZVN5ojzFm8MQWfUFfOblhxJkNM58hX7DCZEu5Cmbj",
+	"0qZ8k16AO6aiULyoRe3hlPbJ8qj1RozYDmYR34KAIYAIB835iYVYlGTf5BNV6mAn6TPimfVuftnYMbaq",
+	"PehtUawTj+TIfluklU9Q+zrYsXe3BWNLH5rXf0dOOZLZtbNWWinFvf6PoYziAcd9zMrcZniWlfnEHKCv",
+	"ADVEuICbbcRz7pJrqWV8nktm39bQJm+eSMKKO5aLkh1sxQeb5hItJTKptoUSaZn+Q1JCKOP3Qk8LsTON",
+	"ae/hKb7gGN02tzeSbHvZrLKLRBE7lVyxObWb2ba914MbgLVixUED0RS6NO8do3VY60PsDkLMDeuUC60q",
+	"A/qzs5p2rY7LUkgeTAf9CCVySCpKbsq9N2+TJc2YZ/RYMsyo2ge3zpqpds7a5k1iGvIkkXga5TjT9jtr",
+	"LTYXiqs5JUqyrwQUFXA1Qau6kAdjEe/0msoYcycV02oWxBTimwAlqaAWpWI3glZZYrHGEmfWKBlLFwcW",
+	"AkL/94r9XDPwUsAa2lBxvZi9a4l8B/setZwLKj+Kip1FpmVj9paicjOaQQWjCPI6u1d27BH3mz89V1uE",
+	"3avgqY3Fwm8hTGxTkLjnEr3e+trc/cZDZMl4Eql34SQd2xgcTfSc3PIi28Vejo6M4fIH/g0ZvhiDZ9VN",
+	"L/EZjjtZXZLs0NQQu7xw0f5bgQl3L1eTExCwwIyrfCiWNmbTynMjcsxt20NzHNYXQsL5sWF4IP3rKXKH",
+	"YQr8RSqe5+SGIVYDzdtqxJUJbQ4hMLTBGGLKRLzOIqo4bYvvHWcrVpmgTGNGYK0wIIOLgrXbwEmhv4h3",
+	"H8qWP3F3VVhpQVjZXnMb7DW+t3vQ6G9qKxpZKt6Tc9CkZatb1IXiOTEJQwiuumNdM7vIozWMUEDwSH1D",
+	"vxguxPu9TcGPjUbzxKzOWXZWxLSOi5wWBdSVfMCuu37gcA30BErvA/pyHrRB74dYGqv/r8meMamHT49l",
+	"eX8TvOja3cEYj0m91pcwprSXVbQK650wm7iJiyStZ8If4ggjk35vBJaREMvR8EW/hTJz+ag4RTCdFr7S",
+	"VvqdXtrxQEWX0Nk/sK5Ai4h7wYmEWOrLxqCHYwgQRjcX4kZka/+++VxCeM8pvBu7Zq7QBlfGfAoorD2R",
+	"1lhXKlOxnfY7fkbY2vX99xsY2jvGUq0vaRVH/gMsR92cFDBsmutJ7xkU3kdDN5cmzo9libWVovijBw/x",
+	"j2dFBqXxUy2jQeL9kN0UvgjuvL+b4+4x/4tRq7BasPEG/7OHGfw70+mx+HddA1YPsKONnE+Ilbtks4rJ",
+	"RdCwIRSkZwU94dGT0RMgWLAVNnBsk4tBoGlwB1aiipSy7Pfg28arlif/gQ57G0rY6jq8lOWFqBSAVIQv",
+	"tMvrCwLpnUDhmg6oh+q5ldfSx29szsvISgS8YpG4/4qlTB9PLSvgyCBA1SD/NXicCfowm9e4gl9aSoFp",
+	"TFNiLGZ6yIdOC1IXliOYZTPfuCr/sKKQy5/mlC+3WQlocByPcCAhozFbPzZ4rWJV2NtXjzac8xcslHtt",
+	"u87Il7cXT69PL1wLo/wgVSkk68lstIs3E1Ub/2F+8/zbZ98+m+T8LgY1myMcS7wmCGZCsKzv+0HqdrsP",
+	"ed9mi128OphX4U54gDguq4Csf3V1eappjaUKria3XJ0q6Kqn+LmMiD3AIxpQORfiZy83O2cXQxG56YZw",
+	"WN0Op/oYMzl66B12aM+Jh1wP5OrzkobazIpuAKSChuDnMPrxIR45dGlriNmegHARPjttlpvYbJYWaLUS",
+	"xoyK6+KeQyFgA76hmmIYK64WXiwj2edufcnUtKn1pClc7qJgo3I2vLvj16T/5U8iY6fYzwnUy2bZ3q8/",
+	"dRYlUrattRzSxjn1XULD7C3Kzj7SAIzPByoVjsFaEWgxWquCVnkRCvysOs3qkT2RQADb9BDW22BJd/fK",
+	"tTZ3AFDRP2B6qs1S9qpZTRe7ZWQiS6JkVjHv1Ji1bOjjiWxWs5PmMCxViAqEhC1lhPDFeEJkyVI+4+km",
+	"MR1bkC1ScrCo4qwCMDWdbMpvvnnxjZdP+ezo+csHX6sdBI1XL5MhMMEt76NOBy+eP8ZN0Wn0+TevQtK4",
+	"yuPprUBPNgv2uLUq7hp3Of9Qb156st4heYsgJ+QF1syL79q3r162smCfHYX2TLPq1mANEsuzb5INbGfM",
+	"w1KisZt17gR9Y8B1YMBdjX7r0EZ6rpj9aYB9Tw8IL6RiNGvKDcs6V8fkyDQNKWU2DbYvH9hbiKNhmL7A",
+	"7d3DXi7ttbwbAh+K77ToXMqhpMdemZLLlpFgkEz/tfXxRHBZntRqcVoxUHhCFkRUXK8uSOpeIlg0oNJy",
+	"OFfGL4TVszDcVcpVsFrKgsoL87CvBLNtQO+07cdvWC8Ty2cADgN9V0zVVREDoxlwvGzqeq2aHZh8DStg",
+	"fqGwddJiPJpFiSg5NA8Y69/yuRYj4Ck002q+KEQNiFMmRy1d0DxnxZw1tVAGuh0DyOJtpw/CIypEaIHg",
+	"iXT7Ktam61ANkYbKEG0l2iVXbV1UD5dnzpsqRd642AVmDxdt2KggEkwEl0eyqoXK0yxMQmoE7SlZtQE1",
+	"1q8xdT0krn9LE0nrMLQLQjRr+NOoQxtHeukcXANzA+6AbsWCsVgwXmtbSMAbfOYB+DDY1jXA9g2BEysm",
+	"sW5F0V2LQIZbPhcVV4v4gXVvkLpjof749pu9ZO/q/cnk+TevgmIs9eEV3jOaxVTW1JS5IlPT6+Hh4ZS0",
+	"0BnIAr43SGeI2+VycpFjNsxSE+/lu1Py/NWzP4LRTP/xx1fPXh27QpKQvyUXiWGnXSYeMHkFQ4qQ3gk8",
+	"RR0Mh2nusYQw7sIytNo553essCo52J+1/J6JZbTOTqgooR/s4TE1ECkRzUkTQYKkb1LozcBSiyeNS4h5",
+	"S9IweCuepguW3sbulp9FAGn332uacwUglmUlFIpYQDImhAzKL7QGYuwHhSA/Y7EsS1j6faxpvAiS1Zgb",
+	"JsTYZAMB6O6XcCVEVunLcSDKxtxdFZuY5Wrtv3Tnz16qsPBQ2tSu9ajKD1C80DJQpMLEO7e4H+Gz5s0k",
+	"xlauluKWab7yRjPI3cRcrP0DIqTUzU008W0VBYyJGzIBsoWqWHVFAOZE8W3K0PsTsnNpoRY9P+oFrt8i",
+	"gWJz6cJ8GaANkTdrroQzhVx8A7KMWeghjUB/FA2bhoe7rgwMdTjCDgcwOP/dqObEHg9YkSHi2brsnABa",
+	"givC+NyKfA0suAtJ7ilTz55/G9L5+ZKJOl7V7Y2omzqAq4UW1RREQhu1izwbUOdftHT5YJh4RQsZtgrB",
+	"IuZipSdt3zrGMvIIefvl7QWwnRnNcwmV5vXqXJ9etFPtsShKqnlJnZXj8ycrJcvXT5+Cr0LJUup/f7n8",
+	"kLRkMCPWa5GQ8GImCDduaNz8gjFUpJZd7fbo5bct49G3Y9IwR1Bs+LBaDDAkTP22oSK9wwHpqc64OA1j",
+	"ZZycnAIcxgmCYujlQYgMZ3A3c1/oq0I3dLhtCfX3YgXuY3fhEyXEbVtvEfVN7iktGCUEbsh4oUiuXFVI",
+	"a6zKIuXtZmWsmDepTNElWWvRTFghCyuAo2SCSEDZyBEvGJ8vQhGKImMZwacjLd67FbGkhVvprSU1Sm7Z",
+	"Gss5m1lbFJKwkCVVMNTLBFvY/QZXI+ThFCyFWGzMwEuIZKouE4g2AQ9QJgoWxmTRY7gW4EyAjQsW6/cC",
+	"qH2pmzZWaEN/RsWqpHITHrm9PSwOIurtY9yMjOX8jmnKwo3arzMowqLSMjzNaO63ETls5reoVVff25QP",
+	"ecZi5/7981cv9UDeP3/1TfDjFc/UIkbF8HCX6A3MPgdZEUmnxTqCDLEurtZSseU1lbcPrzBSg1ZjgL8J",
+	"JRLaJorKAD5UCB882MMGQDiQGpW3Hjw4fAhJNMTYL7W0/NhI4Q+tS9RXjKgu9CF8y+m8EFLxNHACzTsk",
+	"a16ynkxbGbe9xHNWsGrQIuY3B5U/UpHn6G7Z0gg2F9EYpe+APGD4puDKYbiFJb0vKxGa/p8tbPp3nz+e",
+	"/OXi8vPp1UhWPxeVqFW4KFoDiNy8NfoGWZqKBb1iN077I77cV+y4Y5AFDPBIwWNRsuIdz9lb04Koeqem",
+	"X8ecvKz5wIEWVCJlUh6TybNGMClzqvQSkEwwi0WOfqyx92tFZ8NYe3SmfJLHTNtqMGMJynW0Poy5k/0j",
+	"4BNoi9RaFBJeXLfbZmJ2oD1n+aMjj+hRwDYhIobDRAJnOL2gtWTXQtH8U0gThLrpc1rd0Lk7ugCSThHa",
+	"eck0JytoIczlPTK/bZ5esCploSzy7zZ7U7SaM1Bv9Sf64f53n787PWioKuMSUotGks+C0fIkz0X6Jlw1",
+	"Hn4GG7h+CQzq+hOC2zB2kvqTq7Uc6gNaNpslbhTlBcsaGchAZRdzc+GN7Luol9+lfafWWkSz0Pam6zRn",
+	"Y6cpo1NE8rmxE33cOXYOZWdLO6vvjdKuTdKlfp8qe07eRVCChNwKgbX54X8haKIp/nGzJpQsRVbnIdDl",
+	"LKuYDNEILwBXuwIWinFmoiLTo0P4/ynmn+Q50atSzWgaqYE7KqkPRwdFkwp3mDYlnJxLxYogaIbfmo1L",
+	"oKmqaZ6vyY1VcUPORCmD2sjZfZnTAoTMTe/VjV4c0DKDc8bpBFQNnKYt8yHdaNs90JInRHPjBJ3UiYnS",
+	"nSyUKhOwRCREcvgnKAYrdlOpdIswVE1ILqvGGuxbIVd06ziusxAAYis6jNpwHvZzTXMtWcMTrE6IsP1b",
+	"RcNGMbSunT5l3/HNQX12oK7bDzfS6ytxJ8bFTNrJN7TuU2pDYgMHO+z1009k6yxj1DZ0ZM7NgLT8GHJZ",
+	"2H94aYdVwigBrd8xoC0MuB53Gx1PF3coYmuQivSOLnm+DiLTI4DDDF5AvFdW2DAsI8ZMsCTxD+zmSqS3",
+	"LGC5bWp79NZ1KRjLbBUmDJ2DAwd9P5Em9z+ijUt+k7MBLxnNc32Ded4yG71BlVdmKMwBVzzPUlpFTEXt",
+	"QYJjXULVHmorTtrvh53orie/KMpeM8nB3azokoWBVgG5GSxQugUXPTh2HwfKBhndATvgBhsYvIumMoEX",
+	"ZRcp0BNV+kDp12M2I3K18px9ySVlszwXNpkf/GZyXaTDTExhkqff/9BKf4zdinqd/+3q8yei2L0yC7Lt",
+	"Yqd1JUPm2c8lheAMgYXFyf708uzP51fnnz8dnn96e/aXw6uzf58ewLVBpdQ0iEUMsD08XbJeMlLx+UL5",
+	"ZSHdUm5KJ3dsGDkd0BLODARQ/83zuSCwTYnVQLHKtq3Fui/v0sPWQh3ePTuIhRoFrTmfC4Ibn5DVYm1s",
+	"lRDzWTEwWkbzM/TaZH1DXvkOYGzTgB0YUUXfMabAsF7xVO++lqRj9qiRVSmbs1WxWb6FliPZzwELvZak",
+	"7kBsgmRTVDv2nyXkeUJeJOT//b//H2cMndNSHmPF6xoqs4VmjS3wYn5wDLIKrBYcf7sRWBtAWpHKRZOM",
+	"mEKYO7xzrOzYdAfSGfTkrq7K8GI3EM/90qII+YhcRC95Yo/wUNlnj6M4fnBezETY3aMEAc1+G15Ca70i",
+	"Koo0Cu0uGKnLeUUzV/wXtIPmU4txi9xcgoeoxpw0uWJhGR8uxiBo9VkjWXDw+y+YX+sPitiDUzAxvfbe",
+	"5JKxxnu4jTjlC0CBBHOoi5rzOxZfNOMg0m9KwrNc6+ngjAGUPao/NlUdlD60UL4CUBPDShHeKdfrMlZk",
+	"vbnAZYLLREOXjVzQkpHAdbXbCjmhIgiwFnJnXEDWL956jjYTUrGcQjK08RSdXJyTGwiRRo2hhy2H94CS",
+	"NOdYyF2/ZLHPKZjyYSMasjUcACKRwrlrvchRjseRqkbUGMl+DrdT38SvP7caxHutmceSrt0J3L9i6cS9",
+	"P7kwLx8c+6QnGVwHkDsIkQ2zGatYNqZ2iFrstQebdJlFhyS9JXLb4h8T78iHmN0VvWPvZsuSza/Zssyp",
+	"2jGu/gS9gamAsuamKU1SGF6LaZMQWIuAnd7bWtKBERxE3PlvuKqoYt/fhDzb12jphBfJDVfo5OYFub3h",
+	"6qk8JkckZyZMGgplQEVHIeRAIDtm3fSFsie9wQafa1XWdlxQkOGYpKJcG74EwcRFWatWYShRrvWG0xTM",
+	"3pCpWKbLrzSnK/PPZY3/hoC8n3YuJep2KJgdFKqvm+yxe1XRk2oeCi+oK7gM7AKL0jBbaf75FGNEITJa",
+	"JiTnS65QtZxA3XuVkImqC5bov8WM5+z1XUImObtjeUIm84RMbtmaF+rrkhcJmdzMEjJJK/3fJb3XW65/",
+	"rGeS/wJt8Puvs6VulFb6PylwnIlMv6pFxaStUhsJf9PaAg5bk6038kAS1eZ90ZTje77JmeE2uAyCVxiC",
+	"mblIDU26AWLpIdnnR0MUGwvYMJ3jY316Sn7Pcrn1EF6+GB7DNghUAVq1Vt0ZCszVeiMmfjh6zLT4abBE",
+	"rsmy1dKVTEWJZiqqFKv0m//515PJf9DJL0eTP/3U/PPw6+Snvx8lr178+r+ikQpjWBq8+LgsTf/f0Pb0",
+	"RVIYMsGRbcfUFs9BlVg8f/VNH/uKhGKYjuHpA8jzj6++3S41rUUprbVpcf/YzYq4eBc5LXa9VT34wZwW",
+	"TySRDOo3BFyT6YIWBcvPs1jKBD4HsQSbbds6B49Nw9qeAR1t4LAOXj08ko7aSnHdwgnTzOSYqKpm3ZKl",
+	"ATTSQUQ6vc6juIhk8yUr4jGo73jOSA5NNEl1FkP42IMxaXYVx3+kr50xdVe7OafB86xVhv/Qx23Tkn7y",
+	"6QQ90r9YE4nMhULsR97xH53VmtievmFVzuFe/HJ9OuY+XDF2G7Jla4rEZ9jpeC3InamrXGzEkm8VTG5S",
+	"odwKudFGz7PI2YPjsoxETLEYuTUBomyMHi2WZ9Y5srXRN1Qr3oPbaMhqUN7buoD8dvnlD6suD8Z8cFeB",
+	"d+m7s2vylJb86d3zp5KldcXV+qnXwzEq5staKnKj196zbFgLhs0ebTPF/klsTWv+rKNUtpGn9mg0t5F/",
+	"FqA/CMi3ScSSLjuBt1qSrm224tZZAf1prsemtiP2T7WYo/SbFcn4nKPdACqXrbhkxluE78gEX9H/K/R/",
+	"6yJjlUyFxWharMuFqVXc5eztPR4p3j17/sewfFdGU4ttnmWTa2sMDLmYQzy+nvWxuSRN/hwr0mqNWWB2",
+	"S9K8lgoMXFhOfDP5uGeC3/Ynb5nAzz15l+4lu6ULB7KDvRS/QpCfawHhLRXJecHITcXo7Zb78p8/7v34",
+	"Y/Xjj8VPf3+WPHv+bXgnxmTbDm6FG3YqcoOlXQjEbieypOkw52sN/PWPP8qnetSvXoYGPT5/15FZkIvA",
+	"XXkq8npZhPXbFJ5heAPerCZUK+CIDy4hNu6YQCA5U32q83zABYyNcEk+fb4mn758+BCW2sqKL2m1/p6t",
+	"x7ZXenHw5mt9YMLNh70Zb1maU30GTav6rWETnpUp0O9gV6E1hfiOfca/wxVjtSycEF5k7D4hquLzObLG",
+	"O85WocoNetAytnHSFAuGugSmERdTA324iUuT2g6/+tq3GcN40a1FlqFCDlmAXt6+/YAYZVrYPiZgLioU",
+	"5o5hLkyR5nXG3mY55NVqNQAQL6q6QCeJEmRJ799m+emCVmEzc5bl1/b9fhLTw1lR2TS/jZ6B+xs/NJVY",
+	"RSoFNWGIlVjJzjLAZuidHOuBhJfD1o9roAiQA3CwNywXxVwSJbwIKOCd7W5HRhCYJbCHyUU3UcxBASKD",
+	"ggBAWwbEfdjP1z52zfwSdxA6mxw8hIjmcMnuxC0bzuqv9HuQ1p/nrmoTnivNqDfPpHnnrBRpwMbxia0c",
+	"ngTTr1j+pRtDsaDQcpxkRj5C65ceRWoC/jTdu4FwKWuWoSCkz6/I9T+wZQqO7NkWHl89iHECHQiHiFfi",
+	"xgKJDLBeY9wgpq+kvWDBHStoKRdCnaRpMBz0hEjzBqR4S0mweGTA0xBBDYPcGcjWWhW5oOEohVF1+Tl6",
+	"mKAO50pUt92iIb25HCpSN/TatZxgvKh14xlrD7LCBcJTRrI8gnlYl9YtaAqRYrAApJTxJQQ/06paWzzR",
+	"ZlUH3PE4jcQud7JRo3N4l3c0pZntF6hAbkkAciFWxsoIk+dFDvizliocSJJWUgBngCpF08XSKNuWzQEz",
+	"S/bsZ0ETaC+emUEycyFYsJ5NWvOroyF4piGMss6GmVXp25UrY5EMFnJCKnwim3NoSxz0GDB77Ze7hWvb",
+	"7tG4pegtKwxuqxd4wiX5DBsbvtMhZPyOxnfHAnfZwvWu05GhwT2ASY6N2OXDyB29JvPxWMOdzW0W3A8C",
+	"7k5zzN7vdiZPYfQSwe5HEEh0l6/pLfO2+B+8sQ2IwKjjtrm4kIX+VqS1Zh9wtZ/UGVeXLBwW33rTpakU",
+	"mt3ZCGlbFjB06AAo5TzsCm3EThDwfRSaMYl+oxIebS4plcR9sG2qY8STe2pQYOCxKZNaVuIm13PB0Iwi",
+	"X1/YX4z6MFqf2dwivYzBiBzsYlC4x1U21i/z0diyhcP6C5Rswy7YPZeQt11o3QhlWgnJW6tRhanaiXwt",
+	"IurM1h9ZX4VDqHjjCkntxlDQ/C2Mn+U1mToONwXldkrLcgoi0dRikU7JPiz39G4hpDIPW3aXqaaUqstP",
+	"Ci1SNvdbKHalDIAynZSlq5uBxheLfIqwULpZrcuAVduNfpQ/atz1aSVz061dq2PwT7UMvcazZlJMh72D",
+	"2wE4OJlFdiTWJ/JRvG8fnOMNLP+QbcsLYhET9vUPEsu82KICbYwEE7bG1cHv56sbBMi1+IOPRzVA9oFA",
+	"f16pGjIypDomX7+azfqz/vvr1x5fUqiXX2PHHWd1UYn79a4O8rLOc80p79eAV2RLYm15FJWwFeWgkv9W",
+	"Nl3nGfh6OPnp//+/9h5+NnA4eU5E8VCgJCSUPnrypk53dY/EZ/5fDCUJAYCON4GSQG0AuLrG5WJcNKIi",
+	"uZjPN2GAh4GSRh4/gIUwGl4PBQT870FIEn0aHGWEr2JRPtJNDOV1XdhDYrgUhVUN3vj/Ze/R9kz/Ka/M",
+	"/0m3iyh/g8sFQTG3I8/tIyO2Jovf+IoYvhT+wWxtDEOr+sF8XAlAo5HmJsEGeLyrlRbOVNaaIU0Vyy6j",
+	"qWP2CalLgHVf8HRBFly3vkbga9vGSHN8RhW9oRIqIEawJPQjOyP7upODAWJiZF/xjLjTuqpYocwq2fdG",
+	"Nrui+cjRryqu2IQuGM30Vbvt+FdUpQvWD8lDTUFA8+oueF9umZIARYR2rLME3kDDNKzJ2+D2Bz0diP1W",
+	"4U2EMOWN+RW+PiSXFk6LSmLLJbrIkoxJPRmTv4a2xWNf7824LHGMRNUVontpeZnQdrUBW7HAZ1NPJMJC",
+	"9Fne+0GGvPmf4Cf9t/WpuakxMgBH1oSfbt77+MrIYo025RKb3f/y5fxtOCN2ZPk8h3O2peVrHGikgjon",
+	"ogb6AH5Di5TlkaRbW2Sqb8yVVqs1HZEZL2iOLvqBwQ/WQNsuNYAqCzHXrkvdV5C6KX0R6uBTq2QGVAcw",
+	"kNgci180JyCWrgyCxrjKA1TeMjwrXEE84y0vstcRWE9X8nT0GcGa8CPcCpDdANvn+xS2I8SuZ8GtcdLy",
+	"Mji3n60K6i9YuyxbM+pBbniS9kTD0u5ZpfJWhoIPfa0SeCmiioU1ylb/w8Wj20MYXUa6uZ9cleYE+byp",
+	"hfnwqtIf0UAFYSWPV13aTnTHWmXtu258nWnzRbDUtPydak0HzmBfwek2ZSSmSo8eOtacbhjSMbmq0xQw",
+	"WRLyzjD2a83YP9cYGntqmDoYK4Ath8sXv3VMbA/S3Q3ij2t+L9nD9veSPdvBXrJnm+85EBc5XYcqSpwA",
+	"7C3UOoAMYIzKohvnb3vVamMgN33gcSE7bUzCrkRZsgwSrWOIypKYt8gNS6mFATBTrbS4qoQgMherfD2y",
+	"21l/f1tMIFpW9tqMESxqWA7LlvDGaKGE8BmhxfrwMWyZGM7s73sY8QsWLdaiM77zzMvTWUdADuKZ3gul",
+	"ysksv0sI/mtZvkzIIpcITzYASlaxpVDsJMuq+JqinIuZ8/pKbzwHCInAVex2rwaExGYFt5QQR5h9wiBO",
+	"wzr8iIx2u63JRjCzr7Vjrckm591banui3dHoHk1/9eIMGTlT+KZuNs+AW3RFA4NJlfEM/X4OX2NsuSLT",
+	"+pYXoOGmgfuvLkD+pkGQrY9DI7c450mj+iFuT2t8ndiLXj1jc2Ueyje2L26FIwxRwHCJp/aK9lBRJe7X",
+	"UR38eqPqnl57k9JiFHOEIBP360B4y6Pg/z98nQfVpO48j/Gu48oEm9pMLP3OU1/mDXHq+/U4jRvNsCZf",
+	"a3AGMix4dUf+xGo+DoPInJAVbe7aAQ5nprDJ4NqraMcUJy4Tfhy27QCnFoVXKPlRpaaRTg8gaLEyZaNw",
+	"VMfGVG8RMXGohXAfQZlVSfZt9llZy0Vij8HBowgZ7diMyBzFbJbzgvVdsqAAr/RkPuPL2162ohjVBWCQ",
+	"YUja1j1UfM57MKPMMmBJC0n2yzrPjXiDCz/jeaTuhLl9Aplr5mb2t90IjHCDYMBdE2Ln7pBIUkBzkZkI",
+	"75FAn5j1kLK2Fe6YUK1mwtGAYA9E2dYikxaZNyL/djKqmMPpjCpjnGlejXY6cP5URdPbWCkuaPCJJPhS",
+	"fLWHZ3GtWwgKFHEb0QdTFVNUaltafRQRsiGRTRaLHQRkSWtfGmNFMls72opjsxr+21tx/IluQWT2Hhtv",
+	"t7myeSL/cLtN65gHiAE4NliC8f4xlYOO3X1h8Tsdm4TbhK7o2rfFYEN7yZ75rMekgkc2SJcsh6Q4CjUL",
+	"kOu3NE48tK6qYTDaPhS2j5hV5vlIKkrjtXcSqLyTkEj9rYdVsXLQ0jDjfUBoOXjE8lXBJuPLcBvE+UXA",
+	"HC0e2apiTUJIxoQFkwlSgQT8jTBm1BVic1h8oPe/kH1oaOxohwsfbTX9ziGEtbCUETxyd+l7RnO1eMsU",
+	"5XkwWbWQrJA15vCjmznDl60MoKXsUFqoB+sQhM3ExG5TPiGcQwuXNsvOIScxfC+mboDomM7YPTGf2SAd",
+	"VDCWVDM2NtJ2BwHVgfU4LzJ+xzO4PGHlMCJ/PIfG9Ya4+BB/NtgC4zQyC0TgQiO8XNHgoc6hBmrU8dbY",
+	"9lITV4AftABMCmF+1bt6W4hV3NH3YPR4OlORi6ChS9kEjnht2eP9wVZ9fQdmffjnKS0ynqF4crWoVSZW",
+	"RaSo7lDchcMijgSu7HJ1Oqj6hhb8pfB2MWkfkKQVAYEE3HvqbRJR4NZA2nYpQb2FArKGefTKJl1mY+T/",
+	"OoQAeMcqmrsz5nEaf3OhtFvGAKIX0BkKekd53jEhtWoYh7fzDS/0HW7htjvdDUjHOIWm9eCSA5c7W1Ke",
+	"714d1oOTkazICMUCg4XQ58mEYrKlqcvWSXyuI8AGV/igcccCsqlW6GxgmPlUn3YIv43HBj73MMk8xUqE",
+	"orFSXgLch4dx684JzGE4k1WMW+mhJHJpgnC2WM2+AqSYVQXpjXafeEGWXrHIkTeQ2YpwGAY8mpy/dXo4",
+	"wOQ2cMaBbI1C9eMqXH28bsBkbDVujyYiNTnhgwBd+a0Zb4xNdh/SNiFnyTTcKtnoL0p878NI4W+o5CnU",
+	"2dUrrzeX3ohauYNuIkIwizggiVQhxIDTiy9EP+GKpaquGASROKHfSMZNfbOw4e83vfFTsVzy0LnHQrv4",
+	"2NYmoiYWEsvgdxD6x5Y1VELk6YLywrHTYOsrjkU9N1pfCKnC4B3vhVQt3DNPpPtN5A8Rupk6hb922fKy",
+	"Elkd4sYX+KAPnyQPFm0E13S7fiGAtbnCWBsRtFtYCOOuUZdCavs0725rpqpLwFUfyv6VvEiD/Y1kqSPv",
+	"/1EuB9jApkl30tpFFYOynKNwoLAEeYu/zt0Fsfse53mXImeRQlAtavgdCj4FCfQkz1FXaFPnaK3JzEJP",
+	"c5tST/2Ldk1lxK4DLGrCC79iL+isLlJvV1hIaCkTEcSenEp1FnZCws8NDoiE0MuWYsa1rGYCiKKtx+Sh",
+	"q3oJEF0DHSyoKX5aF2TNVLybugjxiyu/OrbtA5nFMSnqPO/raLeIVlSWPhf5AHIZbAzAU0LZZmO+aIwL",
+	"0EykYE1dFHSw2hZ0kNKC3ECdErKkBVQZjLc5WLAQmuSSmJdJIVYRKa0uodTahV9jesxATVFqg36o5aUl",
+	"BcQljFGVETg3Km9j4FbyFq9w0CW4q5tmC2qO4b6u+baC5G3E5oxbhNAsr0+trQPin8V+DhKPaAlxEblN",
+	"0Eq0gXG+gIbJjQrB6J/mZV0M61KtEued+ue9doOwFvz3geoKQE4TWbJUq2xQ7iRXWC9AalGsI0Y10+qL",
+	"rz8rMq802baSTDl8wrgEMZj6CxM4snGpq8VFdxijuyX6+YBuOXShtPgK3BqBIS5Epa8jd6lAsRk97UzL",
+	"H6IytepvGPwQ9sgOc5GteEXpWIEvaXmk4K9MM7fE0Wn8gET1IfOgpXd61qUBpVOf/+xt0P75Rj9CPzsF",
+	"kWRZsoxQBTzDPNg/v/pMvn119CwheMNO6wKEMCzCWxf2M/hG/hb64459IlbO4KqalTy5OHf4Oni+zFj4",
+	"skQHnfwH6LFg/0XAzWg3+Lhrd9zIfvTnxO7LUKW7iH/p0TQeX89p746n+TT02taCAksROktgr3t86G0w",
+	"61ELFtCF36Zzygv9gomNsnWmtLRvAJfTBc1zZqoad8xC+VxUXC066M0f334TQ292XziTjt+6tWxjA1fv",
+	"TybPv3kVtGU/COYbO24WoW1E+m3huZdMLUTWXq+3Z1enl+dvzjYWDbYEv2hOB2xQuziCbSAhV2fXXy70",
+	"BXPx4eT/6s7mVWsyLzYm89PfXyTPXoXHXYhgFbQTu6TwHJIqgJ23xwflHcAoDBXkKYB4N1t/TCiZVUwu",
+	"SEWLTCxNY8Mm9zGp4D+Lsr3atIYiZ+15/HtNc45VZMtKKFNVv0ujx3pkzDBvQskCPYFWOfhZlAlJcfAA",
+	"05GCeezy3Sl5/urZHxHeChHKEQwVQb9bhSYLLAQBgwxDifCwtNw6vl8uzxMbjGGQxctamXxZn44QA50W",
+	"ThmZ1hWfYg0IO/2FU/42SqYMrP0YBHS7xu44/oMAzfXCBtnyglfZBa3U+pSW9IbnPGjyaGwcthqlvpeh",
+	"bBdok5kIhMBQxTQ7DDXnOluT5rWNypdN+yb5Z3y9y6aDU2w/WO/ygcKIK0k4IIv0ANiCkVVLz4BZ4C8w",
+	"Tt58GjSjZIKhHQVf2t2MskOxkPYoNyt7DBqe4cORfhG/rxFagWk5JM34M/X3JfGptf+cfOB37MLkdwUN",
+	"jLDs5MvlB2litqEmqoEI2Al/p4l3e0B0+c7QyjATQD24YeBLtf7DLTXTbSvTQb9AcoRG8rpAT4nUGJS8",
+	"mOdsojnHl8sPGLZpAq3HW6bNPqNCFPafPGqgMjY3lNfqxz+2dgmAwBGZPBAP+dNuMcSDFNiDe7tFRHEz",
+	"8fbBtJs8/lQ+TKkA+cWeYji6LptTr/HmCc4NanTLw2XEMSgaGfZ3QSy9pkypIDVUahbdYE3rL/XFkDMq",
+	"FXmBfyyFVNZ2PeNzDNEEXPL9BqP66GA7rMQXQbBEe1b68xUEUpvjdseA1o8Es2zBDmFh2sxgusonJJAs",
+	"ipGDuTQlzUWN2HEHx/BPzB0l+z+8P7s48EIRATxr6yNtJ9EucfZNwJbaQ3XAsz7w4jaoOjQMKOcFoOtp",
+	"SvLh7k3ZZkAmqRhS+njsdCeTQfPW72QPve5rCAx9DPuHxk1uXab3EgpC42GR294BdpKxu8o+x1zkfROn",
+	"zhx2mkOAm8TzbGwb3weDhduLhlk23o60lrDdG5S4V5Mlq+ZsIqBkZjik2HgnLmkxH3Ab6eO/EIWoK0ne",
+	"X19fEPjGW13J2C0g+0HtaV7MD8K22iAEI0JFFKoSec4y7ADqDeDGihX4lVqmg33EXqS46iVViwOojWGB",
+	"WrapRtDah9bW9xQo6C7fT+PO38NZPvXPq+P4/lnVBPNo3N87WY/N/RMDoHnD1sJkWztl7YlEZWH98Cui",
+	"nzNaNvuBUckeY3cqVrAVVM9pgysE2OWNFHmt2IeenXn5AuIZO+dFKJoTu6EenvExaFlyISoMz6IF9m1a",
+	"bjYHm/VATHv3wNRqb/+24oV0Gh6m2AG6y8Extt65VPXFmC4ET1lCWhesMT/oWxJM25pODobLS/u7/uoo",
+	"CnwxltpzDuGXCINRsoqLrLWuHr1vU1rj1QNEFn3wYDipuGOV/B8msTTQB7/L6cRb21OAG6hTriTJRUqV",
+	"qP4Ln+HQqXyMU7adWaBtj57q9Z7uYEz+5z3aD81YP7Z7k7girK33sQYBguk0qb+D4K7/4jiPYQV5fPTb",
+	"bga7j4W7A4pvDyBuJFj9uqKFTEXGqmtT4z6kISr3FrGl8AOssM64eMNVRRX7/iaUuHlNqzlTmP1Ibrhy",
+	"GYu3N1w9hTr+OVM2dxX7SxdCSNZ/MJ0TpKemglemf9MKBzqSGRfkKR6TVJRrcstYaep9FWXdKuGln2v9",
+	"gKZ7yZ4oIfemTJdfaU5X5p/LGv8NvqSfdscENa+NV15HBoGanQzX4g8XA2f3qqInVajK17u6AnXRbpyA",
+	"B4B+hf98CiFReC3JhOR8yQ0A3ATSNlVCJqouWKL/Flqve32XkEnO7liekMk8IZNbtuaF+rrkRUImN7OE",
+	"TNJK/3dJ7zUp6R/rmeS/QBv8/utsqRullf5PCgxpItOvalExuRB5m89sGmZx2FAWtRn5mGL3DQt68XyT",
+	"BwF+VTiR1xDizCU46yMRIMKeo/B8sLpILN3ZdG7ynXlBSn7Pcrn1ELTcMDSGbU3sHVr1y89i+csuFs7g",
+	"jWhb/DRY3t7cBxB0nQqsVzoy/ODVi0hJ6kEo1p3qurmGB2Bn/dBn7CKM/MYzNoqhY177ozJ0/X9DRATd",
+	"9rN0HNl2LH3xHBI3Fs9ffdPHvCNJ86ZjzJrf/RD98dW3A/PvOhN9et70Z7RDlL2Va92MdlaOSfjcKkAQ",
+	"yeal798RMSRfn07HCSWR8OZNsWR8ZLP9wA/RHSV0BkSmnSObv8A6nJT8Wt8tDw4yw8NMaNEogE6hwGAS",
+	"CWSoqZCbay0UTgbl385DJ/4TW9lIFptQWWH1Rl6Q0/O3l1p7NWWIK1bmNLUwLjaZXxRMaxaFYeE5h3A0",
+	"iMihxdpPxXW7MVQow1233m3srtse14GejNqIa2jFM4xnveEAG92FH18TkiHG6BKFUG/YTFSsZxYQ1NWd",
+	"B5d6m/kWd0hvkIXurOwGWvRvNfgPIaflhhHqf+1hc2wGZgxtOi/Mpj8L1Fmsq1LIyFqZh307EhJ+f40e",
+	"X1Ng4LtK1OVuR/gdHk2wQc11M81h3uH89or/7yqmxal7FQwkG0nVb7kED6Hlm1sR8+BCPnwNHU7hA1YR",
+	"eBLka5/UavH5jlUXOeXFpZJlqMyg2gxvNRiSlGDWtwtfJEI/LXVrZGrKj00PyXVdFQj4TYStSuwXIKMV",
+	"s+HDBWPomllizj2ED2sOPEXX1Zcqn5L9l0dHZMoLOP5fb0S2nhKhVbQVlyzinotZ80I7PaKEEa2VwFIj",
+	"QfQFUWFUKVgv+yrz6nb+DBBJAZQqJSZlnefhL8edBYylgNwvUclxJyNjdzy1JBtSYj5/+vP5O2JUWa1F",
+	"fvfm+bfPvn3WAGKa9NVBXQW7iveBz8H33PRifhzdSbSq8lsuMXnbQoGRlBaFAHbuZT5vrj1wsu9ZQBf5",
+	"nkGIrxYC7rkERz28bPU6RW+ND9euFdQsmYESBm+OUcMXVAKGWb9rW5ocEuM4dtBcm/NZUHmhfulvLaVL",
+	"VlFIHC1pMVE8V5NfRAvCwK84La8WtLJENNCyWQkuidQfoaGS1GWDw6n0BR/JhtxK4/bqThopzWpxthdP",
+	"jRukrN/gDtECEcJiv6kYvQ1RGCthEq5Eq9N4DS5/zuhdLHXUR47vDd7FPfHNz5qfX/vVLkd8f9n6xsUL",
+	"fgnFSmgJxpDsl8sPhwQ8Cq6EzJLsT//whz/8n9OETPXC/h9/+MMfpgee6mkuEO9eSchN7QDTXMF0PUCW",
+	"oI2aFhkB2E+pKDppJV2y14TaIA1aCKyub3IQ7O3Uur6aiwpqMEMEf+CKOjgkJ9Cujeb326jYUtwhZ1gG",
+	"y2xuW9Vut2ttJJ7pDgULUQ76Iln1aLogqSWrdpEi8Xx+6ldr5EKsCpu0kIpCipx52h3OlaQ5o9XoEtKV",
+	"yNl5FlE+9EPCXej1gO5B7TJU7E7YO0UvCBRwNmijFIs6PZr2EYMTg6MLz6zugVuz7SBdzVsoVreX6K3C",
+	"u/uncUQmQ1hJnwu3gWZcXBnHMmIkau28pFKutNiWUUUDmRRxh4YDadFt+26NbSPz+ukyTpNLutYSC9Bl",
+	"FDHig5jzYnj4cI9gtV/dz0bOg3sR18+9+YDMB7Pwp2gR7ofBsZukV7lVy0tUBDwtwSwN/TaO176OSDew",
+	"T916jlsNPnqgmxQKdyQQIcYt4A4JG7Hj11Sp3DyCcP2Z4o/6F5BxDZZn/5HTHDhnKlIOqcfQv3kgdi+7",
+	"hhlU45JU9JuHe1tlicGpaJmx9LsJqdFLQpeimEOsAC4dL9K8hpgLszTAjIfjMM0cWulg/mlPGpRDS1Fx",
+	"C7N/mkPH56cIYxyG/4ZJ/hOCfheuq8eF/8ZNtchdtslRpnK4acbjfzeLhX0CLgFggftA4AnaTzS96cH8",
+	"XsDgP7CbhRC3b1nO71i1Hi7plpk3yb7LxDtJyI/4CuYQQlwFyHbyx72DSJU2bAb/OBXLErlNsvcD5QoK",
+	"pivAh3Cl2nrqswFUYlpXXK0hEd4APDBaseqkDrmzmuxJc/JByZjKu/RrSdXXw8NDhFS4qSUvmMT6/KzI",
+	"pBbjrThBUwDbwnb24WNpPj7Qa3DHcoks2FzaRuohqRC3nB0b3UESSnCs1rYNYVAVm2F+slaHXx49I1Na",
+	"8q/wxle75xBkhkqN1vSgkYZKFkqVqLulJ1W64HfsGkLHA8uBj01oOVrcIVDI/G5m6mCEyP5Ur6uo+C/w",
+	"92vyBifwY3109CI9uTx9f/7ns6/X56ffn13Db2yKZXQmsB6QrqIll5RW1drLG/651pQ1rVT61fSNM54e",
+	"jJ0pDiQWosaAP5WaT6W8pIUyS+5vQqOZJU2unTHr//D+/AJI/If3ZxfNekgihSuHVGS0yvBNk4FNVqK6",
+	"HTsBcJmFLBmxsbvd+pvgHtTTMbnhRSYh3qoSYgnD1n+gBS0hlVDUg1WsGCbJt7CiOJSVszDPeI3u/WVy",
+	"dZdOLq9PJzjWhhGW/HvmFz45BUIPA0zrE9Q+EESLcGY0OdzNPsF9/fpeSDWBU4afTVHGA/U8Q+75/vr6",
+	"4urgGGHkJiB0tNJl2kDpEAVLaC4FKPeYoY6zO5XVDKc3tXn4UF0VbAQTrFJDplcsnbxjKl1MrrhiUy2I",
+	"Tj/DsylYA9SCrcHA3TnML8g0ldXsa8X+BkXvpm6tcSWatfamu7nOmvHxICCrpna0BejpX1jr1hWr0KSq",
+	"yR3c3hPp3tLzqxjNQRibpGK5rAsb7bqkBZ1DhnVjKmtKFMPp8YBVLJCqbhG/lM7KmqAzYeKAHTImExe1",
+	"nDQZRvAm0rwmX2lL1/EK8qAKLpUldLjBbdimnhxXkpT1Tc5TzLqxNxWGFeMVqxbSbE1OQUA2gPZAQgTK",
+	"yVtXMJZctqSZsTIXa1YdkjO4B//t6vMnAtXNrGuklkbWnwLG2RvwUcgFLRmZ/j0VGUss7m8CVW/YeaYn",
+	"rqq1Fr7/d2KLAPzvX6c4YgwGMq37uUDTv0yudQOT82yqdaBSFJI54Ag9bBPkxX6uaS7J1HQ3TRzHoqb2",
+	"GrgsLTTdEguoNhX0zHblYi4PyQXVojy4uD0WaGuL2U9YccdyAXNG+dCKJQkBqSQBge6vP+lJeia6JUjc",
+	"Ren6cDqNgT9biqzO9b6puipgM5EqWKFgXbBK21Q3Pj0kZzT1eBpI+0gf9g71Pbf6TN9rFjNpfpw6bErT",
+	"cfMS/jBtqiqaVWLFTFQpk8HGlAPHAO/2zRruRbTzcElgpy0tm11iDeiB7cncyFWt1UrjuMgqPlOE6hsC",
+	"DajezKZ/mJIlo/qmqkGEdo8Swu71JQfl15rdRNrQrBHvaDsVOFWviVaJcd/ShbklCS1EsV6KWhrvt1du",
+	"0h+J5sFTfUoXLAcebKi7xZqxhUPyuRnRkla3LLMDaW7p14SWfIJigh0KSBlOyJOGt2keDPYetOt6GD1O",
+	"yNIv6hMalLaO/QWKD8fIhxN3TfmDSttXX2to3oDdRdEMqFnDrxkruL41/OXB0+4TsyRT3K7p0EYiW+zd",
+	"xejMc5HSHMQ615g/XSMBmfqumsyFjX7MhSghVUWrM9WMGlybjX2yazGSGiqVWmpQ9NbkYNG48JdY4dOw",
+	"zWlHvpmSfVElQxIgAOL0SsUbHRvB2J6isOgoWZEdYH4J2pHE0o5X32HHraioRAsozBxrWjgNBcV6yBRy",
+	"+UHmR4WZFyF9Q0vheAKMK2N6GFtv7GiCbU5hc6STSe0E0f3pUuLagzOhqDciW9uLFQADpZzVuavsatJ0",
+	"MUNINmzxBCU+SfZ/3DOf+S+TusgNorVi2Y97B8cmDSW3NGY/Mla0diofVkGBTCtfJrUr9+zoWbM/iEw+",
+	"wU9+YDdXAqZXl1BI45B8dgmD0mS9tPuCcAies0K9xjE2JC9mjZDzxpRSd34ruArI/hu7EIUwMzN5F3iK",
+	"9VrooZp8GGMCPThuTwzrYKLtUB9lFO/w0to3pRzYHdxPFF2qUOxS/3Vx/R9kKe6Y/rdfivTAAjHCEExZ",
+	"RYNa6ZQsLFy00pKYmR3XVyCYayl5fn9v6QBvMvtdAqllqbUhtA0Tc1awiua4PM8OEqcGKexeE91U/4/J",
+	"u0K931Wnp3PQ0btjV91auPvTT0091BMzMHe0rcg2Na9fr0s2PfDKskIvFpbZomYagbM47lc9zZo8P3rW",
+	"jO3q7YWL04FtfwnibcXTWy3qnZ+eaaEBC/VIByP2pz8+/8bKRUBuus8ObUAXhVALTD6bgVPOyGL7FE2j",
+	"yH4agz0af/VPuZiLWgWIgRZkegJJ6Qh4Oz0kJ8YaUNKKLpmtO9eMxMEvZSzNaZCJHXnXp3XHQqNTLQhi",
+	"VBLIWJToW7NkuTLmOOMysOOkkvCZ4ZUA8oJ+3ib79ziU/dvtEyxKNMNA6YNDcslohice+2FZo8y3cCo1",
+	"L7HSUhvetGIp48Z3bM8oCn/2wLZvNa15c6lYka6nZL9Z2unVXeo/OzCREBIOJFoGKBZCNjGPr8kUrv5p",
+	"4qd3Jc2SoWfvmExzXjCqL8WbnE0xmxpT6KulbBXeyBtFGw+mZqZ5M2N9QGz5MRAakQoRIhMUeoglbSHQ",
+	"mRKGeO5nUFoNiOOboxfdklsWP5xRrftoAmzWWXedCxy40qzFHbXO4DEmARcBTQ96j2Fb9YzEqsD9TOyb",
+	"wCucm9eLCgCgdq2t6ibWWAqtPcdcSCOd4YXbUhO94udttdBQwpWiObMi2759dnWXwoPpwWu/YPSSrkmu",
+	"pQYDTU6WFFamEvV8YS4aUOWRWx+SHyoOt5A1q9haZzb8ATkwW8OWNDvSHFev3JRjo3DAjZbstgfl3owq",
+	"SjJesVSJav1EAoCGURi5BAzOFWzArGJsIkstbFYM9DXDNCRZ4ZjNYP7oDUYqUdE5+zqr83xK9t2KTs8L",
+	"Wc9mPNWy2hW+ND3wdHkspondcew8Q8MQrpwNMcEyf5at6ktRD0aBRGe0TyCkhEyfYtmuqbXXZGighsiH",
+	"huzwIYS3GP0Rgy3AXcVVzlywSNBAdHJx7tXfeL337PDo8Ojw2as/QeWWkhW05Huv917oHzFvaAE2d1sb",
+	"XStzT2+EUFJVFGIvy2BsySm4uaTxg2jGgOqpZ+HBwgwWwpMXUtE8b+6iTizNIfnsqx1GaId4H64ky2fI",
+	"bp3kQJ0mcbOOajSv7RoWBrkTWGAqbHA6bVQZazICpsHxfqK6FakAY0gvqa32vj+dTMyTif6FM6mJx85K",
+	"K0AzUa0omMPs6d2fvsPfQLyY/mXi/pz8AX+4ZDSfnF/oP/7M6dTp4Dm/ZSDpOf0XEx42r80X5k5sFaUH",
+	"IRMW0pgbFp4tQtSg1MAVsRTKwoIekneigo9kMy1AHciJXLA8TzCM3qDk4IEuK0A5pA0KmCMkPI5GVcjF",
+	"3NiNCtEhGAi/lMbBwgvL8t7YdianItNshRuDPaR5WBHe7aW34fuUrCoBd03G3BUHK1WxEgM+RMEkefn8",
+	"TweaBkGXDY6qdTttrv2fjsHctRKkwugfZ7tm9zRVWmEpGKCUHEKGrpGGzrO913tufie6XziX5n6Xe6//",
+	"GiyC0F5ZJ334G/IEljoxSBOGaHz63jxkA66D9j5YvwiFAKWB4LKf0OHJpHojMgjB1UM19de8vPanf5MY",
+	"Gt003efRba+cDVIDA3vYc6znkzQSrj4KmRf56dyKMZ52uOd7bjWXQeQsuFeAlT4/Onq06aHDOjybEMNt",
+	"pWf/muy9xLGEunBjfvqGZm7h9Ccvhj95J6obnmWswC/+NPzFqShmOUfX9ctnI7q4oOtc0OxaiA+0mjP8",
+	"7pvh774UBgiLZRBErFU2+Pj5iFFeC/GRFmuzHFCM85sxS3heKE1aOZZG8f3a+vxq4ndFIczV2U9l+rKn",
+	"cwkhPgbyuXvF2egm36K993rvT3/as781JsW913toNmye4Z9IwL8mkft/0sQuzVmwxgkgjjns4Qg/J2um",
+	"Gr+FFwUHkrtcGGtIw9NApNESg1ZbbHYwOBbhiSiCYsUhOVeN4aNrDSU3LKW11JfOjdBiuQuospK563+T",
+	"QX/HlOM0Vy7o57c69d2uIgygWS/cpsN/KjK/ZhjL5xIGkNjb9CEVz3PQ0ZTQKpzhXVHyf1QyT2mp0gV9",
+	"+nee/dpD4kWGsT+skWvMl14KlUNngnzqDD2rF5++I3xJ51rngfr7M37HrNcO6NkiHdcN7rl3V1uZ1GT8",
+	"z/hMMVaQJS9qtP6YQ4FSLTgJbPdWwkMtsAGT8jDrYU+8sdiX0dPWArgHUcz4Ng/N5M8zMPU07+RgzoAp",
+	"uhFyMPXK2lscJAPsEfkBWNi49fE6Ee0l6mCY+JolCPoPEaNlTlNM8tk4pac4uCERKoCV7RecABFI60aN",
+	"AMSzjYvfF39cwFddw5tB8aeXXQChPC2xulmgYax0Emg6yBu8rVtC6WKMTTLxtGgn2VlAeDn8yaf/j713",
+	"b27jxvqEvwpKtVUWt1oXJ06eiVRTW4rtTPRsEmslZbK7z8yaUDdIYtQE+m2gRXNc+e5v4ZwDNJrsJilb",
+	"pCS7/5iJLPUFQAO/c/8dbX/SlcqeFCThWQ7HJg17Zcdgc0QpO93m9Tn6H4OJjfASPmoSkqRRwJKzwZhK",
+	"ONxRYuawKonBZTbR3v4DZ2Bcm0AY5faNzjOHH044Ks1yrcZA5Bb8nIfsTDFqXuQuRACfYxEHvjkaJRij",
+	"sazn5tbzRMf+sAgTlk/1JS7W559sdHgDeHzaIV9d4LfBGf90lYBm/9rPpevcNz7A4Sfq80/nvMLHWjyw",
+	"FHhoznVHpxi8qAfefFzhHyN3a6P+odZkxyI7cBOK6lsYBxUBvMVSjdmQTucF3d10plIKDMQ1go9Dq4aL",
+	"ow5jRH624QDUZOQtWkpqaPerrcqROGnEsdt8Um0JEAQNueC3QLnl25UoIdHDhQVI5HiHyqOwikqXzJZ1",
+	"7Y8JTllpnUaCa7G0fAx8XU7RnPEyi2uavLLU1LpeGNKODmjzudshPgJQC4W5ELQc+g186Ef0Hoc/TJiu",
+	"LHgbh+5RVSmGg1PUasCFDgGLyLgJRGBJcNeTTvbqmx/YsORWvCeasmEUYplJlekZ1fga40DaQ0FYNFAR",
+	"p4JoAcKvC53LdN5amm/43Bl288EhO8vzOu0lqrigNLw7fev0s7rMIu49AnIIXf2YIolxM6jAa9Ph8OC8",
+	"myn/4fa24zjC9/iXrHEceUHpd0q8tLt1CMWh1q7RNuqtfP1OnY3oc3fjDzmDdu3wIT9dLXy5iXOGU6KN",
+	"yHpn08OJ0Nq5hMAZn0BCOWgzXp+pdmFZIz2kNDegfm9jiQrPXJKdgHGrJKZIb02kL9K4wSqGku/YZ6sL",
+	"yA70mxkRj8DSADnATLOfrS3eqXyesCs+FVfSir9e2VKm1kPRSUt1R5Q6O9GlPXBmbdZaMkISEBLG27Pc",
+	"3ZOGV048iGGdNOInKE1LCnzAGJ/WT6PCd9Ivwzvx2QfNP0VMlsP4CzjR/xsJWKqeKAoshKY2npDDdU0/",
+	"NfKVX19d/kQ3gdFOUNKarb+crN+yyiCQjIg6zHXl7x+yPzCCE3PPkFg8ftmu5ISgleFzYlwIfigAPLSb",
+	"lvwyVSlMiCc1nDLLCkKHWyaS50g8wL3e2gjMS4Ojp7/Vuaps331a/2ufwEfaodf08CED2mHLnhmfJdNi",
+	"/yhY0l/Q+wQCnFsR9kxRhxf9NN2GrJdi36ki+Fqo9DqAFUSahLTUxhwYaes42f5CqcVJdNEQnV3OCpRj",
+	"FQowBu1K5ELdBaUaegVLhsC7LwfwWhkqau6LLCsbsApbUjDg2RsEpBhGpBpqGVcZmfh+WyQE6WgA4eff",
+	"reZBpT9XJAy6glJ0ymdAsysUaR4SMolR/YM0LIONUPCEw1ivhD3oKju6XsaPLph0uE9PrUvPeEuhNkzg",
+	"Ces5X3WM7F3hpNOiebobGx9THbsVlcuIFcPrWEGnVlE5CRi5bueT8kA58rBdqVoAugPOdHmLphKJ1UZW",
+	"ReQmq0WHwRxelXkqkxtt/RnAUlekMVySxA1jHfNWw+CtZkLheR07FerV8Q9smJIqPWxFT7dQj2ztxIhD",
+	"Jkw75AST8ykbK49lN7z1PhDa0A928tptAWR16Ai42apUEeXGjZjIxdFFlb7u97eS9q0kJxu3jWvcXhCj",
+	"kUBCjSW+0FqYeLKPeZ0khgpx7cTOMcMT9THy22iWiVRCTqNMJ0gD4H5rJnqG98NMpKF+1aBiRkVDlKl6",
+	"BxlRcCl4vdojXOiLgMyQbYr76DVdXpGlrxEOHpJ67PCgPda5eQOrciM6tmdjQR76EK2NImGa+rKW5Dmq",
+	"IOwae9Mb0gnGDrY0/rHNTPZpGLF57MRP80FOwBnwe54waK2gLLkGfTGHCdnSvrgdK0V8xwldSJ8KDh7P",
+	"SVyELiPgx9x1to91UDiKUA3oLAqwVJQTdCILT9gnRiRd2aR2aIbIM9WVwMEkf9ogcrS/ZEN60Hu6ZXjI",
+	"fpG3Iohzt2AHTVmMtQG+wCJOLazp6uipL8yDFbd3RteuAs4/IQOCvl+XQI8TAe5hSLTs5Vgz+1RD4ovE",
+	"ue7QHBzTBrbUoIGtbRE1YmTYuv7uuQo6lYtfIB2tpjTQeQa92GRpLCZw05mlYiLPyT2RZXZQ8JII4qEc",
+	"NadyQyTIrnOqrbzDLHc44qeeJshpFDdSEXCe/fbmkF0F3kyD+gZkLyN75glD4kyf54wlhx38y9BzTdf+",
+	"A4klJVTe1RZmcQvx2q/WUki9bZ/UlxxdcLA1N7oO6Iw2uJYG8z/FHBzUm98RkZ1uesuvDe7Zze/7TWfi",
+	"Xje88UTJ972lpnHe/M6/Awvo5tefFcU9rsaak3vfcK8ZvCXK53vMIRBx3+8eIgG/z6eP6X03v+9nz/l8",
+	"r1su7L/vccN5k7X5PnvNOG0FqcPusYCprXh+37uuAofw5vf8jRi7fwIIvd8QCYVhmP7+rWbo4JuBr69F",
+	"t4kZ+7z8eeqh1scyqtwa+lZJtYzyqkP41bL6cPxdu/oQFvxOihmwF64saqsbNsQZqd5UgsLz1AP08JC9",
+	"jms/mz0PQEYXubRMj0YJEyot51Axv1SFeivmUevUILjZEMidh0dDXhTDoyGyPg1D/5JKQZjEk8vSw/bR",
+	"dYdjfI/3vA+evAHl7Xr6ds8zilQLQ948O8D4MiT+v+EpslO4G9x0GkT8FBYKzRGGSCxpAu95sM44/sV3",
+	"GvW1+GDIYVf/QUtmCHwdj3JbygqJ37EmeEPpZ+7KF4Y40JPQPBV2hMVvambSphNkhtxhwMbLg84MYfxo",
+	"D1Ey1Kd+PIHUD6wr4k3kfCDgRDa4vTZj64gbI+wBcIeORHkkPvhWA60m2NsPWDNEvhHahbURFaAXqO6w",
+	"kFkQNelIlDWTyj6mxgP552EYaHMww8Q/gr0cNA0uB83UqABeu2BZKW0ZzkRkp6ysFFZ+oNsmMFggWegy",
+	"VuEkvTLihrTVgiF60TXN+g0tUdfRX1rLr8JVi98Ed5qJt9rDKhcbnBA59SekXQ/5A+RoUQr3xCGUslOH",
+	"a+TqGATCgTrtoZFcQrmb3LKZrvIsqqxKGJFSJ8zcyqLwJTWYVoEe1tlkfsgWxgDdHRpUKaA5EKcHz/MD",
+	"XR6EUSn07br58hSpHnl9I/HGzBkltzBJZA+LFdVsiCtVp32EzzbGA+hed8ig9QERM4cGPqhJQDvFoOtk",
+	"1Pz7Zs5ArTriRXHke11XyudKApc06m64RhDJJeYTSKuZQSuj5jh81gn0vJdTcch+qzUEw3Je5zoVqE0d",
+	"RM6iQut8tQoGNo1oceGeT9vBZjtJs07rhReuUY+WATtiicLvSg04dq4S+fGvTKLNuWL7tP8H7pDUtFe4",
+	"63tt6TlrSxf4ZRkWQbiD7SwbQubt60wohTbzU3uRJRVYic4+qlmCZBn1b6uUNSt9vX/D1z4hh6938aDX",
+	"dwcOGnjhJl4aXPXeR7PCR9PcoDv20VCHPmkNHIsFj0jTBQLXxh6Q1d4F2CO7cDE0erR2SCIY+wuYZFJn",
+	"w0fXPYoMxSVaNeTes/DFeRYa531nUvLoo+/c+SfiQS7aWp28gd+bumWxp/9TtRv5tO44y1oAQmn7Hhpy",
+	"DWMXqW8MRso7uSpsTa411aDfUmlFDvHaKG0TB8z2QytshXyGoFUisyGyL52Q9/dG28kyQuH8FhDqfnJ8",
+	"QeZuV95ukrxZAwW1ZnryQHFf7oNnkwGK26tulbjNs57sFdWKomkeZJ6vvomu26h1ZPPkLLdFf6CT8/Da",
+	"QXcH944TRIsQGmw+PWWAHE6+T/IXdr6/KkUAd+cjKALLDrMNU7yAj1iqMVKh1O62fbT00f2ZSZPqO1GK",
+	"bNBMCWu3pSkW+tWmTy1mZTyRrAraI312xSaW+wov9NajIaFT1IERvEyBG4nfyBwSTTtO9RVGNLCKNzyA",
+	"GTHlysqU4ZM8Ezh49MZV6QtafdN+6hnZJA28jJ4GDyF2VLpKZBF9YVyDNdFKGJvP2TAQXp9gnGTYXrjh",
+	"swrodVfwttf13Ld/jLrf3Vni4a/4KkKEf9AG8xuGNoQuqGFDKZjIpIXmwts+JR9DitGGVq+xGuJ5ce7S",
+	"qBTUNWsx3hUbuJ4T+LJSSqpxwq6oIWzC3qlcKlDBodqbYo7LgTpvR5f4iOEpljZKL0jZuTW+xwrQbkJe",
+	"TCP9x2A//1LwDBjYfRk+1G+vMYc/VZ8/zx7fBo4TcXor+IlYwVtNoklWVz5qJZopde78ZpirSw2/bMVz",
+	"346CV1YfOJFITSQyKCPQoxFSfJqQ8+JOLma8rJJPT/UobZbO9sWdnMc6CJeCZ1s6BiHAU60hzhvLO6HI",
+	"w7He7cOuyABwt1JmV5yLC8U12LsFzgWWzkR5XwnjcExaulNAdwTq1lM35IXD2byKyirdZYfsj9Ac0x/n",
+	"slIGy5ELsruSkDm6KKHhNUPKsR168k5ixttvlbqDkwWxu9oV9tlHfcv+r+fg+lrn9fpScamPmG3kKNt1",
+	"Lm5kNRyRXS+6Ew2vobFj7c6DBk+jVc4ByP+/Z95/m6nhy72p9mClTaG0fU/DabGsqdRHPG/1xX+rHjAe",
+	"3QTwG4rxRZfijs9vwSuz4vBecGh+5o7dlFuZMm8DnDClsZMZUAWlE+FGlsVN+cQHSyU4kP1ry/khtGIF",
+	"vcOfUbL9UWUiFeM0QovYtQ59N91T8b03ItVTYRiMscXcgN9/EQYHZTM3bLCCZt2f4EfK7YQ+L41vsuuj",
+	"a//dfXB/dZZEwv6t9dQwaIKiC08nNhUlj4jr3fNOiTQUa+ScBUEn2Tv84PhByrlxEvyQXV5fXdQRsMCV",
+	"+QMbFvbfIE6DujQ8Ze9++/v5T2Bs/O3Hb/7y8i8vu2+NezvWcCJLlkHVOvQDH1OX19rP3krzjBRnPghl",
+	"//0EbZF6cNQeeI09cnH9f/1nehRTpB6o72PciV20meImzj1cfVUWyhVQ/cV79vMgEhHAHBJ34UYQWQf+",
+	"pDAbEcLBcKObKL8OwAe7poosBA68Jv0c8LD2v7pTHC/L09aOFke7Chqj63qweVS/7uLn2GUwc+ngr+ex",
+	"OzO3jZPuDY4lNOBjLtWzOO++qdEXfOZr9rb+9D+d049cbQ8LAJ8k+42wVqrxZnIf3/Bi4cjPA+valKuK",
+	"5+SYJL6N5yf3r/ySPPnzH0a6Qt77D9yf9keX9abeWFsP4F4JW+vqjQOJbQ2c8PYHjIADPY6ZZtidEErD",
+	"L67/L9KiNhrGvjC+WhcPV91QGD0nE26gC9gzOPmNSOdDHv5tOkL8IDfwhNTfvPHJHssz0iNW7wpZ3TNr",
+	"C0C5qbsYgiYrWmNhjwdMhrT6oKjy3Cd5sX3q4cytFdOCyOyjUIyVUzFIWClMNaVw0QFrpItRtDbOU1F6",
+	"5gm+25jaDtnlYrTWwboPl+2H0C395n0dRR5ih6tMGowh19f6Xw0HUQr/st1ky/nzCBxBEu1mqZ+e3hrX",
+	"OviQe73pkQDBnTfsiEaHDAnC3XFSerZ7cKhKdeDOPZ6mFSHhyrZlgkPmm1TUGKuLfCjqJuP2Ik0d2Pwx",
+	"9htzRm6SAQ7taCnPw0PD8vUtENF67KtSeZozTRVYzztynADK0vT7w/54RpLbWlFaQ/OYPGRJ1MYnHusk",
+	"DnK9wj0S7aQX1I0YZH0ulTgJFVB4vompLIkqIJPOjPLo6q7M8mSpdCMq5xB3bvUTpsQsFFIGZjMgL0I+",
+	"Myy0HGJ/nFyPmR4x7isg6hIcy+cmFIWsJDe6xGX7RX+eEZU8ZgFnPYf/KVV2b97rX/T4p1JP73fHtb7f",
+	"9e/cN9wJgtarsUkBaHRsmFC2/BI9zY9aNMojwIlquXYaPTKKF2ai7WZ+44ifme4LJl4SyklR80baZp/1",
+	"hr6nnFsHYXLKx+KFAXhFpJP/FsiVSQSBaNPomXIWMfLLYhMyXjrkpFbCDHsJW5neCsv2vz8mukgzYDfu",
+	"C6PokaZJP54iXEPD/JtSz6ALEVfQXAxGCcMLVQvU4a8uS1jldL4Kq7kEmM1FPYeHjWTdEyXkqSZ7Elq0",
+	"cDvZS/YUn4r6q55nS+6euJPOlH/4RaixneydvPzmL8neVKrw72Spz84ubLawHl3tifw2cjLRffnDHi5W",
+	"tUXjLUfwM70reFTNYZHz+T3w4gg7Ea1Iy6NkeDqe3SeSFMQhMuPqkg39yR+G04rEtiP3R2vzKzzmQ7b/",
+	"8vjg++PjxDP5su+PB3Vbs98vf/GnK0aeGkokFPOiD70GA/gz0N8pbdlE5/i0BRQANYvmht3Ttcrnjdm9",
+	"MPhCQxVO+Zxyabilia3hzfPH5wyX+rlgysN7zJsLscZbjksLa57LkQDu4J16yRc+WxehL+4d76v6/fKX",
+	"nsznObu9/1ZyZUkzQcUk9Gp7SrAd5wm0BhyvQdsrRCl1JtN6uEwrB87efWcoLilLCNKVdzwHOP72++Na",
+	"D2up2XzRqRxiA8ZxyW+wZvtWzEcO7pidlLoaY3+XqfvW1BAaSQO5rQfgBlaXpBLo/+fF278tA+0Vv1uE",
+	"2e6Q4VcHtBsGJn0xzEYkcrsH4HVBSsPdMfWT6OH3eSdg21aYDZ93x07HGnE/mlzbPzeyrx1UeUxxd7H9",
+	"IYLYEDFyqo1lpUihX4RTLQeH7NxSzYFpUVOZLhPImhAcWnk7bReUbdQ+hugkDGtFEmsMogx11VqdPWHc",
+	"K+lBd8FWXrXVLAnQeazE+6sNNLuylqcT6JIS1bFG1jY+aB49/tXxq02M7ucA28lSbxIgsYU5nzL/sZ1o",
+	"XPzcWomOcbqNsnKIQlVTt+3x6W7Trx3W2dKe8KbOqLEn3OZiQNLg13TZWQJD/v8qrBqjMePT9lYt5Pox",
+	"Yi7R4rZi+6EZXHMsp8EYfWG8kYB95k1NYzzoGrHfzo0xk9m5dwI8ZWHMN1rngquNfCzw6Y/+VYhxU75h",
+	"Nyb3MKk4Ftwt9kluE2mAIPDM3lf7UIp9l2SBZd6pFm/5qj5HZyQGKMnkJISkMA4V6MiacSjMZKFeRR2d",
+	"BH0bQXfYKFgcyoJijdwdrDFCO4yFKwcMKp+fEEdMU/Fns4lQ9ABelvJOmEN2KQrBoRBaWjYj84HbuKth",
+	"pUZSSepkXosgIA8PKTV+nI30mDoRERqedwXdW4LoSB+zlFzTYli4BexTavoo+1a1XfgMoRHoIzEqGKuL",
+	"bji6quuwvQLZBKQrzKtJWsv92b7RINhDhl6ULqM0Tt4BwJhLNUgCcnmYcJc4JTKTpuDW2QAsdXCUx1Cn",
+	"iw2Q7pC9g7iWU30d1DSVR5Zr6uRGRJAtgKCL54IHulgNB7BkX+rpf7zDrIuFJsnFTikXsM3x0VQraXVJ",
+	"KXHrg8FVWTp9e+KsFDdoocZOqCNVMJwTbEqqdCawWAHkPWcTaawu52wmVaZn7kADNV1CHiP/Z34nSg4N",
+	"BJXV7KZyqrs5ZD/R81M9FWxU6imbCF7aG8HrNqhYOYVvnug8g25fUzHV5RxDvyoMq6k/ADvEPLQsJVY7",
+	"alVSCjxggGC6FO1WKa7mr/Vi3vvQ4xMoeWaBjh1MJI9BCwtJGo/SM7DLplJVVphTJscKpgHLT/egBPFL",
+	"f8iOqUk29Heha7psIfrzr/j8hkUUzBap7Lff7CXOrJNTZ3++PD7+yzHYx/jv42DRQJGHKNtsvEvhzJ3U",
+	"NmZrNfiH3fdbM8LfdCbOsy4z8/tvN7AycZ1a13vNy+HO9sXJuBXQAHdvgxG8VVn7+09D2FOtHcxblT3A",
+	"UH6EM8hmMrMTt8PIz18PJJ1oI5Qn96ZtOXEmukVvxstvjsNJXj1ifBeFejfcY3/5/tVxvMdetuyxrcrR",
+	"pbPfIkdfE256nIQ+nv7A9SL1wWx2372/Fmto6dFax/IUr2wTp9+2i1OHPW0pVkuS9Iik5MNL1CQ4TSO0",
+	"Xi+NaPd9jlB6aieoPzUPeWpobZdPz44OTK5Tnh9QPuTaY8NZLscTy0pBxNx1RtkoajAB5RaxUliUOhXG",
+	"nLCxLnVlpRImcXpkAaVdMnNL4PXF1xe/YwZPAfTJuTCtR+0XN3BKsd1m84n4PSH2sSa/7qtoN+G2LwQn",
+	"3Bd+Yfw3DouwzQ1sLLfVhkm0bibKVIZZUU6dpp6JD8Ln/GtwTN5J99rgaqCzCCIBBMBUTG9812Jwy1Wj",
+	"kbOVUJkQPLcTxg0zwu1YZyKFdTlk72Dj6tIwZ2NKC4zP1LMZc9N8LgY0fzeUT8edmulfnPOxYTdiIlW2",
+	"Suxc4ao8bVlDg+xygNLa4wfuRc2DntV6eetDYfyeefCzitrUEfx1Tb8zOqe+6xHpYXBnAsZn4UQjBC6c",
+	"stZeR/MW7voNXrfFbVy/pquqw+3jeAqHX01frnjW0ZbCX7ftqFefvKOOPirwNvzp/rjJ/gobJriU8XEv",
+	"DMu1LqDK1OssZxfnyDQMPqux004qI8y6fXfmRrImLcJdx2S2NAa/r1syDpR3q2yeFrHL4oPG/FedifoL",
+	"9Lj+oIVNKj54SDLjt/HOTuGGZJiF9mQNCOe+kYhJ6gPng0NuE5tQXjDR+haObnO6rfpQvSVXE9N9PUdz",
+	"E8q7L5rk7tFqiag7a8spbWew2+4xjbpXrjahAmsljZbGvu+zw50ZBJJxwLAzPOXWOAsHX2IwYVwa6jCP",
+	"HjQvi9G0J4Klyi0gOtx4OkmQAIYKlTB47U0zQrYi53A0416asB4hTwaHUze+xBJxDyYzrmwIjIe2m9OC",
+	"lx00d3iS6g6UHZbW8qFqaq3bgZClwMG7UBsVYUdXAIAXxd4Dvc1nHGVd78ILumNEj4SQi991pVIfb7ue",
+	"bGuXwOru2mAFrkR5J1Pxe012t9QoFdwu9dGs8c1DV5MoZ7uYfCdKs6oneKw10TAhowbsEroZNSNvsHCp",
+	"qEvyAmCu0Zb+TiP5ihUlvwQdEOCXu9ePHjLdd1E1ugv7cEsncCZunD1xINWN/rCB8wCNj9pswccYVmjj",
+	"9AhSVRqHrUkhk4BmU2tAVUGy8j+v3v3GOIgUIe9EdsjegsvZvZFJw25FAbUcWgk2xNce0ugP/1EdH3+b",
+	"/qz17W98KuBfYogMNk5RE8AjMn9h3FmlGgf8o8wGpApJw3JpIP/XTPTMXaSNCCw4mBQIjwH6B+OGkms1",
+	"dv+tn6cre6M/gGB0Z9HpYVgXKDFHSNlTlosxT+fMKH4r3qfc4KIyhw+GEoDKKc8lJCMOtXqPC/Qe+Xyy",
+	"YejKNHynruBPr+kvg1V+mT9wrc7hQ9/XM/5JVDktylGwXTEuwKeC7QsJaY4jXU47qyAm9Gk7U2pebaqe",
+	"4Qhou96QuhbnkncNAa65gkuenNoWf9uNKHbojOFqPHUIfyxEdstZqQx3xwEBM6xYjMcAEPfAYzM3VkwP",
+	"cz1uQ2V42hHCyAZwjNd7/QNva+Kth1Fjucp4mXngM2xWSmuF8piNN/uUQ6hpwKigLbkyntzARKYo9bAl",
+	"WgtInpaxcSvUnch1IZj4wFObzxmwOrtXZ8JhaAkAhzuZtI1hwoYwwPMs/OjOvfuHTiFHIDuzv9vU/QIj",
+	"7+4nVKrcTxm3fDg4ZBelw0HoJqFH9GvAmyipMqNJOdx3V4HU4qllZwDDTgzAjIf/dfn2zdnr67dv/jlM",
+	"YBLKz0AKc8jehNkQXRVVeUw1VOOPrCgXAzu1eNjHSb6D1b/0vw6Tx9//yj+8xUd3Ynx98Q7AfZuIhpOA",
+	"+WwCZbRt8SD0SNbVSW/cpDOItZWNwOybTwczSqk5kmqkOyHNMw0hvngKOMSZP8TNlU5vhT3BltvcThJm",
+	"qpu69/ZUGANTnBfCKWtu7VQqmKqmN5iEgzUWppq6h+fAiqgyctjhYoz4VOa+F1XKscIlqmieyTxnRjiF",
+	"xSmwcPmcKSEyQ0STfl0IZyaiFINWO9Mn0bjZhcmdu+XZ4rnqfmmHheeXl0V/+owI7qNzWK3YWGGuG52F",
+	"l+1nwc131f6fdfuYfy/GJc8EcbbUwwLR6v3JDVZPMmtaxP/ASSgwpqz4YBlQmRi2P4y//694XoaDhI2A",
+	"m9LrwrjzoaCynptB0ilkAEVqFGnYcCLyXA9P0Z5DaTWkP3uSK754FHFG49IZWDfz0H1fV5aNeWGoQGqY",
+	"VqXR5fCQnYHw5OCNUkqkNmEFNyFr1eiyZtoKgwvarZPd9ChKNrJSVYKVkLqHglnaWmEBpSdgxinWLcCI",
+	"fQI8JDOB3eeG5b1qeDNywxihMsOGpTBz5bQU72hPc+lQphQ8aybd4meNwfns4pzdiBFmZOVzh0NaxYWs",
+	"1B/rrLITB05p6FMBXNeCl26h9a0A4hyf+qVzEWIDqda3UiQsnYj01n17fBva47AVT9ir45c1PQIRodVw",
+	"mLBXx9/6BRJMl3IsFbrePJ8Z8cT4ujn0i8MiuZuP65sXLowPAI0mzAM/ubPYeO4MxrYgxbtCqFawW+fN",
+	"e728obxgCVsKCL6Y4GUuMXvIbUrU4y7f/v386vzdb4fnv715+78Pr97+L3e+rA5yp7HrusxMnOIqO7fg",
+	"1qHd3sne//uv44Mf/vnxZfLyhz//8Y/Dzn/9t731RulLBPWFIhRo/gH0yT48jW1s6y9EW9Ip2W0I4/Fn",
+	"pPNcz3oFrUNIuT27SkA9qFwa30B3nCNq27OBmbnY6KcUY2lQbATwLHJu3ZFMGJBDo0Tx7XSyE6qxK0ph",
+	"QB7sDzXU4iPzoh6N4B+nQB0N9wDuVip61YQbbIme6jIbJA1PY6i4c5sVX3V1foG2a6FL6/U97DMkS5Zy",
+	"y3M9Du1GnclIQ/Mi1llxcMcQh3RIC3f434de8uLd7SbZ3/DqN7TKj+Vy898MzF5p6i8AW6w7Pklx3WU6",
+	"F/xubsr40dqIXbZpIDbWdRMT0fe167GnPfDQPNwR1NB+/4QWgku24ALmHH3EH86zVQRVTlXSEIsMGEAn",
+	"kZ1b0yTV8FXMPm4JuDT0YmvIhjSCYe3vH/oxDNk++IDsREzpxr+9vWaLHAT/w1//12G7XdfYmZvkRIR+",
+	"iN8cH2RyLG3duSwuMm1GEP0oVsYQl5SEb443UgO2dlC7rEz6oH0U8YEUCbUorbd7nnN5J46kupNWrGLk",
+	"WOpMhcfU69rhHPg/76MpiiJ66iwAacGwHV68u1o+mctsRUOWaWHIGT3RM/AceW3EsPPf/n5+/TY7Af5v",
+	"dv36wnvBGzyf+8PSFn9IO7lOC2LCoyiAgwuhzMApL7+/uUjYjEuIHQ6d9qYrW1NF+xLll8eDkJMV5otV",
+	"Yotajxs6mkJINeZEt5wKNuIyDw74iHMEIYs+yXv8Gu9pIMNDNmyErobIm9bWYMh3YmwuQmtbILTepHUK",
+	"q2EiN2KG/q5lBqZC53k7Eys2XkROpmVAPYd5EIj8Iu/E3na4R6M34CvXkI8ubVaofdIzt4VwX5F5t/P+",
+	"iBvwKiFlo6BucX3S1tfFVQqowRfbo74wkNJAp/JB5EVbC+mGyFhN4XTBKyMWW3802ZrQG0neNQVQBtHF",
+	"/RDF+9Ehtiyzg4KXdg5uf/bdABnhfvw/bxHqwFvXgOSaLM4hMPot0JjlTIkZHfEELEBk8G8hiwLnXDRa",
+	"bH9EDFOh3yym99JJbKNv2in4IQvTvaDvkVBuHVtUBHK66DHuK8M4ILV6XIgrcj6/4entWs0YwSRGIGoK",
+	"EnVoCpn9WD2BqmAJqRf7V28u2ND89YLeN0zY0P51SOohMnlkgxMHUZfXFww6ckvDcsEN+bIXFd6mqph4",
+	"x7u7wzK3Q4T3vIVkV/dkul8XQomsLj3AcEMA1ToasqAAM+70ZweNhdOilpXo745fdSq4pxAfGlWGA0ff",
+	"d8ffLF1ain+J1EKGHISy/FZ6YdiQBnkosyHl4EVDP427Su0PeVEMj4Y+d384CKl4Ma9oY35R0MwQ1yjb",
+	"B4244WKIBNURxfv+h3/NX4e44gq/W4hYNU2h+AmL2/CAZmOOPtJPzk4Kf4XHUgM/HyECubgwHfJ2+vzr",
+	"YL3VO3QfMABrB9jLb14OEjbhamxYVYSt5N8AVRJgf+AiwygMPJfoBdaYBH7Tb1cy+rdsZBr4NNOhX9tD",
+	"GtkQ2RC4t3vB27pb6dkxn5Wsi/ipEuZu6rubfgWi9KEKS9yGCU6NWIjtTvS2YV53kR/z9zWEFreC7Q9p",
+	"92Ok6q3KhBOMgFGzydzBsXC/G0TNU1d5h/0BvML3bOImbhmbhNTJSHQRFqPAG3RR9vuV2LT+pC2v+p+7",
+	"Aym/RqvxqXceP5DuvHwKtus8XnlW17E8B8v9x//zNmFprr3HoNZHE1YKUisgcVDXSrFZUFDDxPH6Q3am",
+	"8FgHfaXuCvIDIxXwvdL2PTRGH6603/sj/9BHPmGAw71C0iskmykk5BbYCr6tUkcoHH2E6RVr0IyzX89+",
+	"u3r95oJhHfa5Gmk0FcCk1qrZFyFyBFD0iuy0/TibsDVDxsFhIz9mQBnSNV0cvpcbyOuCmM8pWzZcW+d5",
+	"9NFyc3ue/UlGJQ3LI6hUkJpBqWT4HmnY8KpKUyGcesW0SjEdcWiq6W/VdBhKK6SDcKUrlYqMDGoi1h+e",
+	"K7c3cmEFhaeW/AiQO1onNUKCyH5Ur4KvoIKWKUSzFKM0l8VZgBzwfgb823ufxoRcXfAcbPYRL2nDQUE3",
+	"VqoUPJ24jTs8ZO+qkvEsk25znNRlKT9SZSI1fAU3RpXbF5gS39XTlfAVd9T/oiyfLRrM0YtWWMuYFJB0",
+	"7OdHsYzjFeqQPvABE9/Rppc+vfTZTPqcmds6xN/p4N1y6lU7RHeaxDVwHxiZeS9fKJbj5MNib3k6ocLo",
+	"Ou0/OMB8K21wLduJxrI+lRVaKut+9g6ywQmkzte/8LWGNzqbQ3ox3R/d7mzz2Afa4X4fDpx8dL9k0sYS",
+	"6YVheqZYrlPkJd0HJh4HpibxHVlKJjOTODguhTHCDEKPBhSWHTQ5rai7VuuHJQVVv0Obx4/2xFX5TYG0",
+	"t9sfzG6P3crLQZZtIwwWSKPNvUk6eRxzMmzfc0iYqnBAajDaXlNOmkHIMpcl9FZP52kuiLE1YRiUgL7r",
+	"mmftydi/1nGtJ8sLHI1xFXtkY/X6M/SQBJKNpd0GFXDjpBx9bERb/zwqxUiUQq2qyXitK2UNliXA5VQz",
+	"2AzjAq1cTCFpkjoAjB6uxNcVJiAZRWkStAZT7YSeFdMC+rYOkDiOAzmNJgpvYIr7V5WNBYS0rCzFFBsj",
+	"lG2kxH8T8fm7rGe5RiT+Gk+qUyYuEnN8Fn3cZ7RIqvv8IpWMyICt+Za4ylurLLizV6F6o7W968vjZHVn",
+	"ozV9jXaEVtEX7cCsemf3gPWQgFWv6zIMPAZ+OSTo9nL94aR4UQr3WEzxpp0+CKkFBGwBUWa6yjOWaWqG",
+	"OJNG0J+XVYnQLNQN/gS5NT3+YY1IaMRYU+yK0p3ZlFvIC/etWbVq6+gWlcmiF6hOaFHEBCcNU+5OJlSp",
+	"60aRh+zHXKe3Uo3jT4ZvI1dOPWXfFrZSuTDG2YuYtG5EC7Zewo3RYXzWoPrP7bimlhZphWfqgvanLumj",
+	"RIw2peAG+UN3551qjNqNZ3XORlEPv7mvem/VV5UHubSNH146tLT0dH848pi7xhJs6KcNzqr6wHnfN2TS",
+	"5RYMnjbzDpi9/Wsfq9I2zMXz27VQHi8ogOrzG0W2v3qBGL7t3SJQfT7oCHydsW9cc+/6Ymp/vJfsvQk9",
+	"lPeSPXK67yV7IU60l+z9xGUOP1zLqcjeVXYv2XtNYr6tMHnD5XO3dTI04MVwwj+bjjC8OYVgTU1JGDEP",
+	"7TsT4kRmneyIJDJF9uO8k5jw++NPHpIu2YRDLoSurOeJae9v1jVCaK7mnt5u54x4bkQY343WueBq8wFy",
+	"68boidbc55PTzqGMSj19gJakHV/Pa4hrBmH11oZA9HZAXzLRVdl9BKVKxc/uik27nP7HX17dt5Hua27E",
+	"gYQeS9LKO4GkRDRGmSXUUtI9KPFEMJi44zQt91mFE25dc7gV85kunw4dZySHNmEm8B+vpyZYYeM29IRI",
+	"bcHmSp9t0jZUFuwCuYELu6m8fAJSLrB0tmo10HHxaak2T1u690f7eR1t1HSiU/HC7Pa4u4261tm+fN4t",
+	"0OGBPcKMyEUKhx13PfMdm8hvkFWh11eLXzzaVVcwljXem97Q6A2N3tDoDY3e0OgNjYbc6GplByKsV0La",
+	"lRAQ8LvVOD7ST6uZzzANW6uFRpB13+1a1QjbdpVusU6tqGPXdYM5uLEjPBQm8WQbGcWT7zwbNMU+Iv1w",
+	"HYwaG3aHh+kIg7vdwWdU1gzjdVtVYHbmSPQCxV6Q74/txHgOhV2MCK+ocYXVOWgBEGV2Aoant0rPcpGN",
+	"MXjrQ9CYmh+FlE8xtC3rJ1M/H880U6lMt9Fg4bifx1l++Mjt0uzXVOD7CO2fjwwtZBl8sRjTB19X6hXw",
+	"+R8aDNfFWxtwmAnLZf4ZKoZURWUTZ4kVFZXNeiorp3ogeq3TO97gKL5m7YOWYLUOgi2F3IW9NrI1baRe",
+	"5C3pJdRTEfs8reE1jshEfV8obOMAtTW1Q48t9ZmGFlRGWIttdzv7mL7GYdw3ZHDtoNeSt26D0AFe/2sj",
+	"X2wHLe9wdm90Wjm9q/t4RUvbC+FnWDr3N2E7z8oW2qIun+Mjt1NXlG7/UUobSMPwUCLHJNoRNzy9NcBr",
+	"hjEDkUDjPahkTqgdjMTLEjBGosmWwqlDWPIM7aus9nmv7vqqqBm6wh1YbdxGnnXm5vFEoOHhDYV4YjDT",
+	"NYaC/1Yhg/cxcjuXBn0Gzu5ONAOd65TpMqm/fF0nFWzZkVTSTKg5B7lAZ9ztt8VQFrOaKE7Z/jBSWs6I",
+	"QXOIdZBjJQ00OrqZgxwaRqGJ4aDH1b4OesN+8w75tgjnXRZSE9CLnKsVVBzAsQDOGgfU1E+mxgusSMCj",
+	"SCFezjI5GnnbBYqIsduMgM7G0XyxXSAHLOelPXXHFfor1f1Yl4H7Iufqq8BtN9FNYRv6uU0LXorHg2w3",
+	"3s48/Jz3CmcPjJvyJVK2PvSYbzEKEW52BZAln32q9Qrgt2jCOq1WfLArbNVLPvtSzdXwKpnW0/QSrwM8",
+	"3Cr24PGFWavwVT/nCFOzZXzoYcln4Tgne0XVbZpCxAt4sVoG1Gmr6jxjWgVz1duqwJ4G5qjOc/rnJ1qh",
+	"T+HQP7xCs+q8b2KYBvWxN0p7o7TXvR7bKN0iaq9VwtZYqq/R/lkD8FExJXWc1krc1/D8+qB6A1sUVre3",
+	"Q3ss/Hrs0EcAw1IceKfP5kZpcBN5xiKfsMCm2tgTpAxL6q7mCcu5FSqtydN+vr6+oOSHlTHWUlz50X2x",
+	"kdZojmvccj3SfAlGa1l/0IcKsXZYqH/nucz4Yvw0aVqiLToNuNd9GJXFdNdodNSkzoZPwYzKDhqWK/4D",
+	"Vaf46RDsbenu/HvhhvmkDv32fPH19HDafSi1t1p7Te1pgfZrVGe2h9trFLOi1KkwZm2CaTRAuqUtPBCS",
+	"27CcDNngRNbqQQzK1wUN4QvVu2h6V5Zb0c32Bdf0sPGYWabLW3zLiWn0liPMD+t2EP28mE524BQhOGxN",
+	"raduiUGJCWx/Agzn7vnUM5N43KVZyKo9jap0GXbD9L3hsYESMdE5qQkNONoY0y/hTU/lWG9Ls6KZncFK",
+	"blTIEnrL51qNnYbhVnG71S0tQ12tSuHGeOFrnnqdqtepnqlOhSi0FTzfTJs6IvhdkZ0Gfe6x0ySve/HG",
+	"g90JXMPbe7zu8brH6x6vHw+vUVl9RMBeC9cdIM32eSgtp79AY/4RmcNMml3o3Vc9jPcw3sN4D+OP25v1",
+	"0UF8ZadpULmXh4cA7JtW6ZJlWhjqDIdySVpWKStzIg+BX9YdIXYA7rrosb3H9h7be2x/1L7bu4T20hZH",
+	"2OFsAxbnhZ5oUUehiTb2hY9JTXSeGWCnFHnmjodQNp8nC5yvmSxFijwDbWTOl7a40KX9Bce2Cc0rDSrm",
+	"ORWfQHPqwOROQDAenpjtJXviQwFh+Y2JS2ksnra0Mde28YQLWofklhDHZITqGsVzj+LFH3xVP0dc2h5S",
+	"nyG6AYn1Aog8ELdM0qGNnpnbTpzCztIwFj0Cse3GVlKiAAcldFQKwTRqCBh9JxruqQYCu/0b9wWJcALx",
+	"AnKcJyK9HcCvsb9ZRNRrZzIVbDaROW3mrKsXfXwkvihlNJ7YGi0UVojNuLK4TrtLkYoHuVr/hDH2Wmev",
+	"dT5XXIYzxlXA5q1x79Xq5tFH+C/2wYQfu10Kl4L0Ke6PmtvtANw3As19wGmrCS7QZdCWNgGIsxJW13Ht",
+	"wSM6mPZoSltuAPkMkN2vdDe2/zGZk5/Hy83tOhU2R/Mgx3tY72H9mednLAI77umtwjvUCh19dP+5D7Rb",
+	"8uPdeZVPK1LOE6bhap7nc6adde19u57/bSzvhFrlUGgC/zrMDypdBu/vwHqSk91A392w4fvvvvv2u6hj",
+	"w8tNOjaAX6H0n9Qv0pfoYOilUi+Veqn0pUuloEtjgcNWzQ5bcmVSnYnywIppkXO73t8dbmH7o9G0EOMB",
+	"C/cmjJpAH8xk5kSVAJ828ds1msG786Zxklo1G/C3O76vw4uvw1A3cX+HwYFfK+pzRr3r97HczI3FXYDs",
+	"5PEVnW2sFpvbPw3O8OV1WuU1DqvT9/ZZ1WCw3vQ22nzbdNCip9OZ9i0vP3W/pp+9/Q0Vqm5n+m5V8AuT",
+	"6kJE/UPwJL46/qHLt7q8ffa2o3tc8TvxEwCIf9Eaj6ef8G69nS3rsXZ8T1zk9xJ8Vc8NOAXtx26ncvjo",
+	"o//xNz4VfyJC5MKKZax4A7/vwAqPD2gMAh4sn318QuvZXylh3dD8C+Lz2WIXxrP5XEdgL+bvgUu4a7Ln",
+	"g0/PpTUIHpotQ0UH48WlKHKedusHYMxGyoA7i4FY4UZnczatjGV8XArRRVPxPODgn7168mWpJ/c9/l+V",
+	"ekLnfrf6yTqfAApTd+WJZ9oJHZYN2yefAJuK6Y0ozSDgUJ17YlhZKXYzjzx2JgmUg7L0CXI3czYRvLQ3",
+	"gttAFCNLdidK094c3Y3wN5jDlvt0rbKycXW/GnNZ0Xr7zUgb4GHaY5kjI/LRUdgG3TGUa37rAyitzb9f",
+	"GExdAgYDJ0ot0ypFVihIhoebp8xqZDKGLgyNvZ0wqYwVPHNCb8axzcOIkuqhsWchSqkzmdbbdnmLXpdy",
+	"PBbllchHP4dZbXm3hhddQmp418YNo2aW3wr1VWxht23QgPCbJCyC0rMH2NZdKHv0UUGU6M/QirF7b/+v",
+	"SlRisdyDMveWU/qoSgTrQKSJeyOeIsq6zXslUq0yKhukq0WGZyK6gwmFaczNyhEDXW9lJqaFRg7EWzFn",
+	"UziDnJXCllJk1PXd/bMqFfU5KY2NOzW2eaXu0bf21zD7Ds0TF/lJdqldnOsalTNatN1pnF9xR+zec7aR",
+	"52zb3WpLkeoyk2p8xCurD/CfR2WlDhxUdWPmr0EfcIDlA21OgUaUQjV2JGbMIBKeeHaM8Ea6Rih+A22Z",
+	"J1wpkSOEDt1oLuHKYd0UnDecTAkzyLxRWT3lVqbMCJgv1ETQ4wzerTTUlomScXML0C5tgmVn3DDB00nN",
+	"yOReitl92HKKK580Qs+HTGHD9vnIaeI1Ly/VGA4O2ZDbIToFbgTjNwYovksfJudsKlWF3kSlZycoIEnt",
+	"puB6tExFzhU0VxJ3PK9gW7hBoQpl5bTF53BZqbOwgO/ch1yXjiJrZwN80P3Ln16zb7/99gffTuvfWonB",
+	"qRsvpgTgrLr8fKB0taSpZNyKAzfmvd16+OrVuODGdOtpf0y4rRchk1kfyuuwnSsFseYINXDNmmpd2MVt",
+	"WPV9O1aFe9YAVlrZg6kox+LIcnPbbVe/ruwRXMfguoQpMRNgqpTGthu5ryv7q7vjGh5836qIC3Q2bnTd",
+	"lfw3Xtvmhndvx8KQBQ/8w7vX1482XpMrLG1bPW5KG/O4vg9xVAvpPWmpjTmgaMKtmHfHC7hU95/JqjEZ",
+	"Wwo+rYcXYUonmBXFkwlVxF+hy0vyTjn8GiOgu3n3ILbCwZI24eHhwGt1TsJ/aklUrK+pUUhWy3zjU3lw",
+	"t7J97o9R4vQIXhTEN+b+ep4NqJTMTdWI1LL/GoIm4qT6MGFDoTL4ceAu0fDgXy9esf1RycdToazIBr7+",
+	"rBHnQ8ULKm3tREyTQErp/aVSjdFLiaz8XsUjGXor5iMHH+AMKtmNGOlSsGhoLFjAgRvcD4ntcwuNARgn",
+	"DZImmWqnKNVzOmVjXpgwsmgJeSmYuZVFIbKEGR2N84VhmefZDBb8HRjoUJlnDtmwAaVDpIMYcWIph5FA",
+	"mrDiZalnJnQZNSFhcs5yCRnGxum5PG8sLTHCuR3nF+1CKDfuU1boPK95Kq6qNBWC+CV+4tKpyvtGCPa3",
+	"t9dsWShCRbLbpiIfQBqmYvrGctA6c6luD9kfoF+nNJXfy3zoVybVU0hv4bnR7OLd1bUAl3ApELut2+eK",
+	"51j1jOwZMs+dZnojnPoqR1Jk7GYOM5BqPDhkZ1Tq2PZ5wCdi2KvjV6ewJWcYUIZFRC7wzG209NbEOTc3",
+	"87h2fR9XZNDl64jhcku5N/4V65guYB28tx5P7m6dDY216ApscXOb+K3YB7cf2ppvyprH0ZOPPrr/nGcr",
+	"s2AuxVTfQcIpkdsAUu2/Ov6BiorRr0kbxUHTJTKnDcgHOsQnvwO8/UnmYggJ3SQnqE2TThja0LOJTCdw",
+	"gcMoDEZRzYaz8dlMl7ewIdtzbRZO+f209fjm8+yC20mLXnvmILGERYnlHbZWVTDyZoZMJka8yq0TGYYi",
+	"ebCEZCqNtTBJ3ZraWD43BPhpLrgSGauKTq14cW0b2im9ee8EXh200xut3YN3qJ6uzaHh5rZ3az7D7PqQ",
+	"q7MtOCNU+jNpN+jP8CgBzkCRbqnHpTAmCWqo/LdIGE9txfOg6SVMuGUAbKHefE7/AwfakroHvjvI+fEn",
+	"98XiCX91/ArDmDNpxKC1J8L2cem6fXSb+gc+M2rzyIpKr588WCIMz7Z4nJdSD9brJkeZsFzmnT69YDwF",
+	"hVpXZeqtB2nZv8C83gfpKrO6D5IpuHLGteDpZJAQcQrmvRTcToy3j5p4kLhHrsWEtRjwBif1FJHg6Z18",
+	"WqwV5x8+qhMA+PFNjwfbxINa3tJyPzJA6JnyrVY6ISK4e27mVpjY4cV+vXg1gCZ0bFTq6bIG7xvYgWkC",
+	"KBFnK3nvRQIN6xTj1vJ04h5NmXbQq/ISbP79b46/P2WvXn7PCm48qWo2IEVEZRILzxk5J8whc2bWMK3s",
+	"e5j5e5zF+6pWyIZkKwSzovYSuaeiURXZWzNuvNrdYkPRSsaHD22LB0Gq9XhxJzOhj6bFqyZQhKDhjVQc",
+	"sGsRilqRYTbRuYjahE4gLA2vfo3vPHgjTaGNxJsW982w/pbD2i8ZdpLDz8MGYC6N6s9k75vj77c6Sdor",
+	"4A+z5FzqmCxswvbj4X1SlJzkZWSYq9Oj18/1W8S1rtMXqsW9T8/IOglqafe/MOwOG1DqsjcOX36//gb4",
+	"vr9pe8WtNCOJ9tozNSwJiRqyR3soeijj0guOewockA6PLW2kyqUSz0/GLCjCkGT1BUiXHul7pO+R/lOa",
+	"2ud8vlWUL3I+70B48BF0AnmcPIH3iAzdCgnTeSaMJeTG9KGlcHYITDMjcpHaRmRYGx9hD7F6DB3j+dy/",
+	"0XbC2jLvTjFK7GPoDtsP2c+8zA68Nx1fwUvBcglwgSxW4Mxwf4OepX9F1202PGQ/hevRB8KzrBSGIqwF",
+	"t5MTvI+C39hDeiRKoVLRwabtVxgevZusqTXXhiEtUEDd487NyabCLa8xVeOed50Vxb2uv6Lkj3vd9JPf",
+	"CV25W8s7ldITfBra79evWbaC9RzPzBusoOvIAN3bNGsLRxNaD0PsXxof/J9ofcv2tXqP73w/LV51hszQ",
+	"Z/Gz1rddzq7vX91vVFJl4gNkSEjDZnzO9t14EjdaLrsr4OG2KxhN10i+/eZT8vOijUGAdK+d8RZha8v8",
+	"6/E+3CR9DZa6T19bkb7WlFE78cnBm47q1IH2BLfzshSQ036TixOKnUd5Ui/ISsK8M1k206PYvreI8I9Y",
+	"xYr2zK0QBeXsw2FiQtlyDo449sbHlvX0xljtTCWjMbGA2H1VRjkGcWIBWjSQwO/Eq09Nsj4bHIfqhOVY",
+	"K3HIznzYXuY5uxHuCbNSWisgn8ypwEQVgAOcC8v2lbbvR05BHJwuFDJQYhtX7sYbwbi5RQ6+O4Ft2Em2",
+	"G0wrm0FGFqxIbK8NurIjluTyNrKg4lfBe9akQ5FG9fLg5fExy6SxUqWWycwk+GWpKQnoMWhlztSOqdnD",
+	"XH7kNp101wy8w9KPKocKVZiZM9S9ncPc8Sx7DGvHsEiH3RqU+XSCFWBGJ78bzX4sIWnR6JFdULlveHob",
+	"EAEVJ4QLOKeTWEevjzi9Dy3xEZc5pcCGcb13j3sPaNPa6leXuznXS6egP9X9qd4ggIiCdPm47CjnEU91",
+	"9Pruk/2zzASJ2BPK23aSlxU5n0Oyd82MEack8mwqraX6vDk4Z2+qWFswls8X9IobBBEgQmjABs9LwbN5",
+	"c70M+lsN1iI6paEBJlqJeyPHlR7ZHSoFPXj04HF/8LiqD8FjqgQf0fu1YaYBHuOFXAC2P2wJOZ+wpQiz",
+	"V/Ihuuyzkji44QZJFDeKKh+wBGWmINtps/CRgxs/Gdie0MN0s0jSIQPXR12rhMqPf9wJ4whe0JJv0S8Z",
+	"1Xr8wIYLSBWHnLqTExp4dW/fYuPuxw0dtW6Uh8tTcI9/0lkKvsrcDfTB4lg068+MYsGn6WNYfQzr3tkK",
+	"DTG1s1SFBTm1PkGBjklHegK1KgRtlrntJpR1elJddHd2cc7SUkC7Kp572qJUK+OQjdgx1sqrUPWyqdSK",
+	"pJM0bKKVrtzhd5IKOTyctMJIVwNCTmim//3IAcOQJogQAsLNiV0n3DCLrxRseD7CW4cJ/PybVuLgV6fr",
+	"UXDvfHTwq86g0PHgyiHDEByMnP2jOj7+NgX4hB8FE7kAHcAIcQsdY6XtEKJuyR9KgLKfYJK/X/7CrIaO",
+	"kO6/4bP6OkwefceEVdQqwU5kmR0UvLTz2vzJpbp1gwo9yZYyOxrS9dNSO56YgF4QTNilBHeGaalHyWd8",
+	"btgQdtuwF7u92O3F7tZTR7YkclfkjRQ5V4FSvlPOnikmPnAH8EDcxPZnQtxmDh+O/3JyfHzw0v2/Ewe/",
+	"X78eOGzGxA7OlJihT6fU0xUwe5Fz1egmsVVfh3vbV0eC/JRrOBtH4WyBJayNvHh7YWDgJes8B5cL/GU3",
+	"czBKT7GCaiRzJ/fdbzlLuREHUhmhnK17J5ipblB0rEo0uoDXr+E1u+DYeBsovXKuItO4LTlDIYH60yiG",
+	"qqe5ig4ZVrc/gk8gByPs9V1RCJ0xJ1vyOXM7xj3UiRWu2PnZb2dQ1wypgycxOSM+m7InqCF9YEpEZgd/",
+	"VBgkWiE3o1f43EMTzG3gFp6eACkO2DecmVxbtj/jeX6Q5jq9hetNIN+Z6Ko0wCfEODCAsYzPczme2APD",
+	"74BRGrQ/AxkSnjcsF/g3qDxzL0DWR8y6CFpApXJhDDN6KpwQFbnxeRRI9tjZ/r4Wc9vrfVC/ZE0IhCDK",
+	"CIgsmceIbqyS+E5FcUPs4ebRmWSakLOjqCqg29FH9581/DG+i5IHk9OY+UkSUZgz8yCUaim9ONUqlbko",
+	"nZQGwnduzOqsJjq4a1vt4q5t77ELs9mUDKEtS/Sfj3oovZ+oP5hPon/Rtg7mGk4USJqlTb7CcvzKz0p/",
+	"Rp4ArcC2TkhQllf2+LLLatbpgvhBTljfsYRjnGCFQMIOX0/tkPWqbI8ETxcJfOetJ6DHHpGVu6L5UVWq",
+	"GjmYVkyXTI9GLQl2sbB9S899bDhYqmL6YyKweUBk6nfTX4swje4R7JRksD/dT/t04753ZySTBn58Iuec",
+	"+md0+qwvUEWA7h377WW4C/0vBqEnKIq74HVDfm4+Bz5oOGzSLrrK6qZ8LNcpz/FudyPFjNw9M27Yv6ps",
+	"DNHcZcB5S3N6QtpHOzWZm5rVOJWO7iLPpZlIhPC4+m6aHUgkwhU9Hj0WHnlxx3EXTpw6v20zpBWPfH+i",
+	"e5APuPH52xJ202yzHTUBWFOSf+Xf3Ffl77Aqv6V2PLSoklRPD2T6nVXrdrGOfqPqavraVOi/biTeF+sL",
+	"2VdX9reUrq8fE930526Ky2n6m9SX+0XoazE2Cm+aGkZ2gJZuX3YbZWfm1kS9FBb5ma1voeaUqLp/ygtD",
+	"12MjFd9gRavFmmy36SHxdYkKdng30ca6H3hRUF6o78QyHBwyzBbkKhXAwXISdc2tmVQWVjRhw7B9h3WX",
+	"UMqdTbUayXIqMriMkvuGgYnfNBuXjjWU1SdsiM0xqDpgmHNj4RsPQ4+SunMdNNfApiS0JEqIjFG5ai7v",
+	"KI7c6JIHoZxAaAYestDzBeaAXQKK6iaXZuKGD/Vw0Fqv5g/zf8botFIitSYh8jFjdVG4gQGpBVTq+/Fh",
+	"y5ulQDB2Q8W6+bQqS0zBhUVuMdfdU8PCbysC3HjJCrcZNp/z+/YxPGY1eHbnli7s3F6tfYY5lLAlo2/p",
+	"D9WO7PKoSdHKegW4jri7S66wEsp0Kcf174gvQ2WLzb0SJNGIum3KaYF5+ujtX53fDgrVrzDsnRzF+nUd",
+	"pxE7MU15OpHqK2mK/wYW4UYsytHGSuxIP9FFt3pyBVlK4eqG9BxJ5QQeCildCEUVwtQGp+aWAnGplK5U",
+	"KjK2X1d+HEIef+oLSYYDlstbQR11oSvFITtblJQozBvSMmrCFdeVKG3fY8/bYZvQ1MX2ZWb0jg1EJuSR",
+	"1KvzPERnwq5QvelW+Hrp+iyla7wZdyRcbXpUaj3t9i1d8DGFv+E6rK3h0KgvLupLIcMsa3bJTZgusAQn",
+	"n9etKbmtzCF7VwF5JJW2u6dmOq1QpJqJnsHr8LFO4DqTqMNZZdNLmMFj9dvFddnYMVOZzb0gODXfNne7",
+	"bhB81ybeD5hw7/pY4frwhwRyEqdCgAla0i4Np9mmLef4hx86zrFNwwHuyuzGNE9seF+/k+mZqotxW87u",
+	"vnu2u/KQTvHAt7ORmZgW2gqVzv+nmA8T8H/bcu5rI4wz2T07iTehPVZQrV9pLBz8gBA+K/xWzFkpoDsn",
+	"hnOoN/2NzubNytVoGO9TQvnhKbMz7USeN9fdyKQwbMpvBbwRpgS+CffToqeHfCruQnDagGcHEsDTiTZC",
+	"MT7VakzitdR5LjJ6wEQbazozw/EcbatraPyOda1Dtd5xq1A/9xUDwp6w9a6g4mr4dBlr7rdBr8Y8esJ4",
+	"DCQPgl1tysfRR/cfyg3vKAvjGUTfPK50qyCnAUjqv70weGdktzQ1kHYDPhzllZHxc3jJSIrSwyJu9N9/",
+	"P38z6AiX43xXhstDvLqqZLbrUPX6g9x3zXrY9NbdHrQjnqbCmAMr01thzQo6XmMq0CiMVONcHFRGMLyX",
+	"4b2A4A7JK4MHgCv0TSwd1bOLc2b1rVD+pFIzc3yMRLVfoVG7DzT00ho24QZ8G7eisIME+fMMEx94ap1R",
+	"oQT07GP77ug19QHs5QeqhbuM3hPf6anyBgkTHwpZuolCfGFI/zxXv0pVWWGGbP/lwctXr44T5lv0vjxG",
+	"XuFmk/HIlcICoByyM3YnxQzUQYpbsJQX/Ebm0kriCM5KClqcsTTX7nkLmPUDG7rfvMe/DldoIGfwha5h",
+	"xk8ZvraoIMVLsNITpKlEEXYHbi/UUSd6tnP1qfHhugro4a9JdFx6PemxwBvgcQU6diF5rZrsnezxQh4A",
+	"MO5tAegBLLrx/bX784aaVWwoAgQNTupILO54z3IauE+9yUVJIw7nSgGcQFmCN/PSylQWXFnzAuUDsCuF",
+	"Lp2N9TRMaZZrNYbWI1NpGVdz4FZ3E0G3WRt4SssqRSQxKHaospnnRuMdpim5lAY7dMINuxFCMalA0r08",
+	"ZlMUCWAvInGzL6TOYODuloKbYNfSkzyV00qtEz5Hr3d2IF/0ZXvIe4Yebtjdu9d1gwv8oNC5TEHZaK32",
+	"uhK2dl+9MHGuJ9xIRGzRFXqmRIk+jQgvsTEDgaa0A8oZqgpCLSWNLbnVJZvy+SlBGPqexm4Ir45fMW68",
+	"b4SAee554I0Qh+wsz/Wsjsm5nzItMFiH1EBt5AVXaNT6Wy5wOb4qBbFl/l3VIPjNn5wHLVD/+gH2SPhI",
+	"PEruDLqzPYIJN2J3u4a2I7f9pKp0ZY7IAF7BNeb71AhWVko1YWTf58wlrCZj0iUGnaUaD0DxGUYpCqrK",
+	"8zo5sBSYNKBEl1PtNY4vTgb4ChWdpVXoOvOLXyhhcuRkRu+Be0gPXCz2F1f8sQ5yWa0o+vhFmg5txSxG",
+	"4UdEuRsrLYfsrEwn8k4EywqaOmoLBlfhNJe5sN0h95BlU62nU3ukA5xsIQVg29aPX9aN4vB1akcPBQ8c",
+	"vV86U4+FAWvKGa6wzWY05PreWGQ4U6JF7Du7Y58zI1INNWGY31vH8b0v3XJzOzhkb8G7fQYpfrHbBx2m",
+	"5Pv2rN3UAdSXG7h3mgTd5T6NEBwzvCzlnTAJ41UmNTwJiI2pRlaWDrCYUKnGqdRk1LkbxlR+OGWFKKXO",
+	"TPhb6EE6Z2NemEPmdZ6h126GoMVE1ROhqDasmi/M1aUcS3Dio/4NPh9Uvkn1i03FDs5tyI10CqPIhis7",
+	"+VH5yXfH35K/rU7ehLqMQVc9QoQeX6nraK0qVWd69jbTM60+WIN0jwXTH8Nv3SWb5Hg3oOaEap68kRWR",
+	"ajaAwgieEw2nLXl6+6KRCG6dCXZV1z7Rs7ivh2pBqYZjvD1n++njSrLBOOIk77ZR1J/vPiQGU6kC0W+P",
+	"dz3ePXg++BOCO0NJI5ski0x0aQ+cepYx3jAz2f4wlyPh9KorUDrNkH17fPD9cZxZ8c3xYNFmjXhAsSyV",
+	"pxBvHFKa5p0UswS6j4ACGfqV7fuHugvgT+6a05YreZbBRQOMD0o3lxLKWYnDKSyfwxSAYBwD2x829DSs",
+	"/hkmbPHX7p0tv/YjGA5CaiyiJjUrFGXSGUAYnDoEJ81xXHJl2QzKdizLeXprDtlbN9DKhE4e9BlKkU5E",
+	"SqXQNFdUxzEvVp1AWuadvoW22LdC4Rjc4mcln6l4PYSiNfJZFBbTEthZHN6lx2CXOmO5u4miqiuIlm1K",
+	"foqvMZulnj0mhqxIZDnD80CdyvGEAexvNV2l8Wm+3nyVR04/UYsgW0cOH86HsbK60aaepWZRfEwEL+2N",
+	"4Ct8GG+EE4SGGUj7YOEOsuplCvVD++heeHlM3goDHAG5UHYOxO8x0hjpfg/L8G19PdDKM11ZNKyjGw7d",
+	"n7L3urKDZEVKi/sLgphDvJYO2zb9OUz36zPBEYK629u+gZjQTo/+Ez/IIq1KaeewPUqbXkMS2Ml//dN9",
+	"pgbtpQbLlxjPMzgvbvtzp2JtlGNW2vS+OWb/++DqLj24vH59gOPa8MD/S0u1It9MK2wgC+wmjURiosSj",
+	"8p/Mp/q6/1VGlCderQBtSCqLiZszLutKp/2huymwGFVmyP7Avw9q8hK4csIN83x7keYScihu5gU3BjK2",
+	"4nDpkjoTizVfiQ1lRZABTF8qoIRhlt9Cv43hwuoOQZG7kahJyVCvQPxK/kEqn0N+MK5iFhSu4HN8STnC",
+	"+If3/sLhqZMSmNUMPcCTUCWBUoI8xD51OUpmWXqmVNBFDbyYca7dBgnK/6mlegbZbQ+vyEUTX1O1Fb5o",
+	"Fp31nSehwHg7gfx64SQ0ZOMTR/innl0SiYSmFHCfxKeDUb3kJ+QaOznQqP3YXB4orcSmQiAX/G5F1vFb",
+	"bzDGu2hJKcvFyHalGCeN/GIIKvms4k00tV/c+L7ePNteU9uOpgbbKmyRJ6aYxZn2m2eVcAr2RjdTFZYl",
+	"phnSwDDNxIGS/2PjcGMnL+NLbDz/22BdRjzlm1zEg/8qo5vRCqxs7BctVO/2f5oosZBkUjT39lPFjKOP",
+	"0b+ghtSd5BXtD6LQBaWRAADkkGzWQIeJyDNv/zUMOqmW1QJnYDo5HxI2EFYMG17E4xsGHboVkNz117wc",
+	"C9u8a+AMvqV8/G+bMIVwVhPWQHPSePDAApOAJQnWoIe0luSNMze65vl+vmHW+Dt1EMXHq/1sQq3xx+kA",
+	"3rZd1gPwkwTgM6wcbOAB6COL+POc0HhCIHw/MJ7yW6h8RLdPK1LWEKsydiNSPSWKoemNKD1qAxOQsaI4",
+	"CSsJHW+A7UWXU1HiM6Jqefh35Brbf3X87Vp18Geusnd3ory06c9uoj1SPj+kVGIGH79HxyeJjj97vQkO",
+	"aKlzwfSdKJ8aFuZ8fsPTW+/G6iZ8J984V+zn6+uLg59++Tv7/fIXz0e4nMwcUk98JTz6YBMGbm/46/ch",
+	"qHjIzq1pskeAl75+F5x3bpvp0nBJneNXR3RkFKPw3yEeGw73lBI1oFyjJcfC3an0Ig0JVXaY1ekWF7Sw",
+	"XzV7SHMR1vUsrL/Pzh31C1+rY4S/X/7Sg+3zSQHcDKf/5hAHU+2WkI3Hm/KJInecWdhMn55yJUfCbFjB",
+	"GpVr+BuZ1S1ZMZg4SMl5Y3nngNKw4RltXY5UtD8KXoqS/aM6Pv42bT4BfieGGH+GlwO/K2T0vadL38Mi",
+	"Dk8oqhzKRxIE+qoMEkBgCjcrRBlDeOKlAS0f248+JaYIYtDjVqqsLgYH8voXTI9GRnj3Krge4O1sn8MV",
+	"bMrnVObD2VRPnR1wI0a6FEzaQcJgmxoJ9CZN8cPEHbg6iCAL/nPljolKxZDtU3KqoEVW4oOt/4qCbjjh",
+	"5lddirfwIHK0LMWbkzhQ7VPHiGIMK28oWzEHc8KaOBGxEQcPH6QZtu6k+gvtpfzu65Pd72NXJMucjbYq",
+	"VecWQrZk2iNMVc6a7GzlF++29q5+UtnvX+3BIOW0mu6dHIchSmXFWJRtYzyzbKrBGysBPeZ+jPsvD75r",
+	"5CQfH3c2GpzyD7inO0f27TduZPwDjsw9uB7ny03GCQ6mBhZhuOX3y19Mo3os5WU5xyS6rHs9l/Bqr+Oz",
+	"f/fym8crawgHsUOr8WjfRypXGHnNFN2W3LJmc/VIiG6eT4CvuHdCwWdklcb5AJvHMpdtPUNMk/QXqA9w",
+	"Q0QnWHxdyhW7EcxUN9hIpK0O08cq48F9nbHKegVWxSpbvkdvpjztkGXjTDidDBRKfyiY1TszNtaT4Md+",
+	"EzpcTZcOVvrU2rRh3NwKdPHwUjiN2Yqy5s6PtPQXZoHAVWXoKtsfpnwqSn5IPK9DeBoUtCdsOJVpqYuJ",
+	"VqL5dyh9P2WcaGKpSMa3uDMDrMZBnv1cjKxnFrQTKObEuvJI/f2WDevVe58JJUU2XKzHaQ241v55eAWE",
+	"PhecHO6iC6GgjhT77Tk1/I+fzy+c+YHU+jiUtprS2sfSsFC/Si9TvQIbNCui3bD1op74u2zi8eoB+wkC",
+	"diDw34EfyN7L+xMJkKOP0b/cH2cTuaJuHhAGesD/8B/ffDdAF8vVG486PrBWPxK5jiLveilyPoeCxlgt",
+	"XOqNDbSz2HkVyVA8Gn5z/DK4RRrMti8MG/6i8a1DAswlr7wTlcg3q6diretp6X7yPkX93mZEs6IyXmYI",
+	"wGkusYWSUNkhO1NxHcKLRh5tLC1OF6Rl3PrNI/2r4x+giAAXe4mZgOzPygi2rzQ7f/02cuoYinhUylRF",
+	"oaFvdKozkZoBe3V8zIbknHlvsmLYGvcwls+D1FnJn4IVFrYmUInBylOosDMVRBTNCCPh7fGW5QdR9+sW",
+	"I+ACYfrSpn+43fx8A9TNqEZbgDo+vA8coN5E6pqsaAq2+DXfffft98vPbpVmAUI2id68vM+ANn497sXT",
+	"CER8f6JFmCmFga7o4Onff/P2l7fXb33yu2HSJuzi7Pr1z8yWMr3NhcGTyFUmM6cWw55C5xBMyL+vPWNk",
+	"1csPGz6jpQ1GCvtv2ooW/71DllCS3jjKlDMSnN9ICgU6r64seqVnk/lg9ev//NqVkpcbjOmCz3PNs2ut",
+	"f+El9hV79fK7TRYgoPiv7tNdu8X/QiJsCfwbBfGyVkXYTjtWu/3qpO5TC7CtU7GOPtKd1HIpE7loO6aX",
+	"HlaW9aoGMpy2iGtdmDapCTxEg6BlBc9BaV7UXQJAd1nOtwUFJ4agFun7BqbSC98Hi+Isj63x6fHL5NxY",
+	"ZsQY4ol0GfoD3AF5e8G8mOla1bAfn0ee2xOsn+oTLnYvDoChidwyK8iYtuH65DadtAK2M5O4AqVyVHI8",
+	"kWC7NvVAbwKvQPVPheBr1Dx7DO4xeGNTjqyVA5mKA5MVbud+tml3tsEpAG/SX/7yCoP762y/V+1WUvS8",
+	"mSiFOzJfYAv23qLYhgghsGxBZ46nl07lEzMxPrHvxLy9wmTK56xcR8K/aTeJM/P0K+n61hK97vpJRFD+",
+	"jCx1beELJbXPAS/WUNtf+7Iyjg6Im8pIJYypCxqWOls0Stu0yucnobQtxhtf1NsaJF/Prn5mnnDpWc85",
+	"3Nu/Wyo4iAjYY9yJzt9Em2eBPPdha386MNTkYn/SKNQzsvfo+NWho6drfz7gSOGXIuRRt0Pgj9LztTXz",
+	"J6nMqqWEVo8gvOPec7pE9Iac6sNG2m8IBGGWYkcuSkjTjlrsRNdikx24ZlV3/Kto1l9p5mG8BE+4urXx",
+	"pTrGF+/hHlWfpN16FeWHP+nS1AYeHn2M/4mxc7EyPfHtRUdOYvygT0hK9Cl/BUR3FmITiK+UrojkLPfI",
+	"VYw5i2lIt0IU4IGkrCIgQd5mRmOLrus3DASRxDMOIjXRqT3u0thlfR5dn0fX59H1eXRfdh4ddF9qgKPP",
+	"pnt78fx0gk/Kp1vQCTZIvXh7n+y3Xmj2uRd9/tszbfL0OKhM8ASZB293n3nwgFlt28DWOK2tB9ceXPvE",
+	"tj6xrVfxPzGx7e1TTWyDtxyVYlQKM+n29V1qi9Npc4udsCH89++iNOCCmOo7YZhWdbcx8J4VpTBCWZEh",
+	"8SfRiyJxW6BQYG0syJc4vkv/Ob7KVBSYOq3EKqrh59CV6mmmm8Emb9/jj3Fs/bDdv/G567ifzi7Ocbgm",
+	"dIuQZcSRm8mxMNYdxJH8IEwScQka4vuVds5mUmUau0dDY4fT6BDf8bwSTFoj8hGEKam9sS4FtLQoco5N",
+	"jpHPF/8cWAUmohTUo1koW87x+YbNJgLSRSQxpt8JDpCchHCovwIjzu7vEdFvyhX0JYQgLI6Qj7lUh+wy",
+	"bulsgOXG+wRZpXJhHBKleZUJf6U0zB38drars0Je44dYgqC2TVlfcnQBrceTja67kv/Ga5vf+J3K534i",
+	"eqY8T4/EfpGnjOc59s822PyR3zi47eLEgyt/N6IE1GtV0F5+85cNlNqz3GiWS2Ob/bNN14ub6914N7EP",
+	"7p2MeG5EePeN1rngattGPn3bLgavd8rhwhjcz/VBe+rq4WO1agYGrXqZIvwMaLzcj/n4m3aU9Lcc0poj",
+	"dd5aRixVD4BaRIdkthue3kL7ZZUROmHn1VGV52xo7tL3Bbfvhx7u1IKKks9PKdwAwQcMIf6rIobWq5/P",
+	"Dr757nuC24QVeQWjESot5wWSgRRzPKQ11gXkYW+h8zMZXCKLGV+n7h03Aul0ncni5qpLNtF5ZhJkl51J",
+	"Q03ZiEGrheQqYcZpprg2Dj4RqLGl/lSX7gGcyExFabRis4lmU55heBSXOAuNGcM6I+1vUEMwWopkJu5a",
+	"Sfkt8McXhuVyKq05cbiPHLiGKc1ybj0zjcM2WBzgUwFlkWdZKYwR4YluyYfECXZemCHb54ppqrsY0nPP",
+	"LPAYN66zgQIFllGqsR/YKZvJDL60QKGxuH4DjCjxRpP/qkClH6UjBpHx77KB2HVekQPuoCXjIJBvDJOq",
+	"ROgS5U8AMKdZZksu866UHw9ke9tMqvEvWZNN4zB/Qc2g78dK4WRK1MZ/Uf8g3T3SaXeZjkNbPCxmV/9a",
+	"+L4zbvDziayRnwDHstZKIi4jpS21UgZNJYjy8EGfumD50t0If7bRi0VI97ASbcoVKIir1f+jj/DftWE3",
+	"p1mZAE52UupqPAGZUQo8Dw7KSmkFyAEB8sadmlLnTOnM453bujW1OvGnR9sbGK2VRTW7JkscScXz0yg5",
+	"1P3yVhTkugOdPyiLPpc8BjZU2yGl1ImQUvBs3tQuWTrhaozNy5ETUtV8kKFTHskgg3YFzNWjrye4LUWB",
+	"oszwkcjnbb4H99oIU++n91/jB9vbieq6EqQSppyFpJrrf9jHoFrOO370HZz3ZK+o2lRY2t22FqFVWWiz",
+	"JEs9E2rQiXTZJkc9FLiT4UxfOD3u2ATRdBo0ppEUTmg5nZYcCHDBIftNzOK3x7ponS0t7q+LHrKzxcON",
+	"1HY3glSqzCuDC7f+kLAbkfLK4HZeQKDls/w7PO2BzvLDa1bN4a3RrOgzWU1QuP4D7lR9WgdJ/sM+hrey",
+	"z7t6XG0K9/kT0qaO0Arvjn+8EWC5UyYTOjvBho+wFQzbyBBAkIrse3fk2h0OZByAesItsI4CbmngGXWa",
+	"2UiOK2haQ+aCB/JSWzRcnVV+tjgS6JBBo4mdqroMflUC3qQNXWGwqVMHMcAD9Sb1c4a1pwL8sZ9stl7C",
+	"/U9bxcIxrrcH0WFEpmsMbn3FxeeBxtVEz2BRwwrz+HDVnj44II+NJxBKWhFPFUXOU1KbognVWhrj4PjA",
+	"NlAyxzIFr7HJLFn2rBC01E6VpAE23pXS5tFEV5XOM/or0hnOdIk2mGVapU7Pa7EUyZGYC95Q38i0cpPM",
+	"arASHsn8RKLhL2uBLYjUgh2w0k8bO+7nSvIdzsLHisJv5+gSVajyZT20PIy1h4HfR9JHnGRcE9ddEKMo",
+	"ZU3itoizqUayNDZhpkonUIMbO0gSAkkPD3ieoohCOhHprSFntZPP0M6iKITKDrTK53DA6Y3gCkdfN+1A",
+	"p0qgHyoLfia3W88uzg/Z70b4bnvBJaNTYAvIzkJuG+S7kZ/ICKe+aIyz3fD0Njx0Ip3a5ZvIurNRj6mU",
+	"dx3x2itauDNY5MeK2fqRwoSlwZ5rzM4LgVQK4gOfFnmtLeG2OQwOZZ7ncPVGcV14OKj4nxXVbQycvp40",
+	"TFc21VNBwWb8x2bhZry2MSihqimcsCpNhTF7yd6Iy7wq3VXIC+HO3P2GCnqt32R+98HQrZyKrtHhde39",
+	"7JytcuBu3nHKD+xZZFjYJCS9Ahr6GPWKGHWXmfJAEgCeuNzrLcB/pAGtEQKoe0XIXWipbCMMrfTMJLUG",
+	"kXIrxg40sfjNGXwWXYamNjZLnVM/J0otIe0NW6OKkKEnptjA1H1toSwFEcjl12C0S7nluR47i9Z752Bn",
+	"ohiCQK47dobadlsILWOkDF7TiuQX0Tpt8dDVr+k6c2d5vvQRzOFXdVyWpv95Z8UtSPvhgL250bGAXmRh",
+	"4y8NMFnIMLupZG6ZVGgiOcsSmqFWRpQGtmIoAofEJmmYmTqJR6H6EsWK27sOfrOO1ogw+m36JHQuVm1T",
+	"WL6vZ2uWtN4PAdu4dBvmGeHuA5xc2nmwgTDx429vr9kq/PfutFXpPp8WYSEjHYZ5/2SfM4Dr4DH08VjL",
+	"NzbSiYdF52JLOSlX/A4ev1E2SvT7ugMq+VCinBO3WjtmgNFQhNDOpAUAV3uXn3zIpI+AbJBPAp/1QSFr",
+	"lasBrjj66P6zJoUEC6sDtMHRVxrT1QB8DtmPToQeSBUpkPiTsTLP2Y2uQKVkXq62pdH9UKuh/ulG5kLZ",
+	"fM5ybYRhpRxPrDmFkhJmoR8+CmmrqZU+vpTsnI4CcVzk+xn/l7BKe49aV9w4+ORm6X1+D3ICcWds8wR2",
+	"pHY0XP8bCSQ6hJACMYWCUSvyua+gCnVZoZ0QyTA8J962AooXo4PfDg8Wc3t37j38S4e6zsPwt0GaVetB",
+	"5gaUA9QVmjrCzTzwgYJQ3Zqe05Xx8fkA8Hgqi5htrrY8LZXFp3jgqPoMj68ww2PH+o01xQF4EzZQbdx5",
+	"uby+uojatiLYghoCKOYO2gIxnVdX3N1CjaUSLww+hnxwPnEWrsr1WKrgQFNMK2dNRS+EqzKNeaxMfCBn",
+	"Q2jVSsD2Cn0RMKXPKhDwhDmmOKvs5HVdvHjvitqFfrQintWNyLUaOx2ty98Od1/BzZvTFEDgoslTUHDr",
+	"NuHeyd7/+6+zg//LD/59fPDDP+sfD98f/PPjcfLym//4879tQh/xe/3tRwuz6pqK2y7w4yeTLcST+H8n",
+	"//iHOfrnx5fJ969ah/zY6mj0mZeV0p785qHUUrWITQ8FotYUkYa6wq/ago+mxj48/oiA5kWMgIbxNBWF",
+	"hcjmGyw4BhzEcuPl7uMBbz3rpjEzqhmgTLu6bi6EkdO8MhYq7+Y+N7hZanzKRF1lDDGHhVJjp2pC/cID",
+	"OHqX8NSsA1SIWcYr62PD8fJglDX+zUah1kVw/dwocDzMOhIcPhuOMvxzoyFGoLn56LbLr7D4CVc51tvP",
+	"xZRbYpYdydx99z7uusJbv7iGDwlwm/ntP00D1KVPbIOyohnqdbXJC0oc5d51aomYdNOER0xchBLiB0VC",
+	"b26jCf/puiMYrG2a49as46WXrbGVmx8qfMWkXknMgeL5tF2/2yXZ+9JCrle4uN8Hp27n4VcOcfMwyb5w",
+	"9Ok5+mvQ2JFqt9I8PrLCrGhE9mMl/Z4igGqwnDOkgaZSBZbmEnv/5NADJCqQCKdupqs8Y0aoutpzLO+E",
+	"YlNhJxpP5e+X5+BDvPzpNfvm+5f/Ab90//iP719+zzIxkk5fswFXfeIiDoOGJD7w1OZz34ikFXqdtY34",
+	"2qjRdtfjU3yRdsrLUgpKWOFsws0korSJT1ztFpA2Tp/hwYSf0VrxqSi52w1FzueihDUxn+gTSHz+DNS/",
+	"ShN8tMQx4D5yC62jaNNXt4Ti7S9bg+LxUmiYRZCl8B29/xeKUyY8z4UTaxBpglz2R8FxmOnqOA78NVSG",
+	"ADFIEOLxkXJmNeSn9MyDzxn5r3GPPhbYQ/RnTepUqpXReYgU1YxhzlSuTBKFdtGTaeVUmNMa2DNueZvC",
+	"6fb7rZjDNWAVkbbtzT5GUiCTxgEhaWlGL1W+jSSU9TOeproi6k9dWch0rIthDtkbSkHHmaxg+fIXEteO",
+	"GwhO1v2GnFl12mJwuFKPkJrQoI21oNU38Dt8h8fKPA8xQNNc/HjhoZzHWR6UJi0+2Nqk38iap0/9AK6G",
+	"xk4Es8d9GxwO/ryZfwGvbU02x35Ze8leJoFZKINkc/jwG2Wb13RnWbzp1rCd0b57Omxnbl9uklZOk+sd",
+	"GZ2OjIpO+EPAOq72pmmHMX77osGGqcstywWHppwYHG5hLSP11vDc7WXQcklHaTwqhngDLoqlID7kE9b6",
+	"Z81fhmLkIXMZlYbHQHF0oObxQgIyGgs9E+WoykNqoyyZnkH8LQBha0ZjQqLCiZcbtzLxMU/uk+/ojthW",
+	"ObjcC9Yo036ublYSdOraaGlK31rWk0CMUiHdU3arV8ParZhTnwr5xaVCVnhcHg5G16rHRx8r4D9dmQp5",
+	"pUf2IAv5kO6Ok5XUVlVQJNu0xCQowpiJrVmu1ViUTsMOBQkSaj6jsu6I2Bezr7BOOuRtgXrh3S9QUIlq",
+	"DjNVIUrGs6lU0lhUrFt5dOLEhiLnFhl88xmfGxIURk8FlqNrGLp/KBRVdKUaEAbeT/slVtpHj3UHoOlT",
+	"L7eSerm1E78Bq9aC6Ukiz6cThzDQBrRYrz2Xls/AM968paeWxMfnD/4Lg149d099yvEoU7V1VqV1jiYw",
+	"13prJWg5TllhYjQSqV1ICzVW8AymYEmCf6AY02qlzRc9mG2nY34+KGyLe2sDjeqJ826tVJwoIRPVud65",
+	"+AXkVz6i0nTkLYnuSNKVsIaIbIIxiUTcxFivFlSTUhhhLfJ5YsI4AWbtcvSBESWwh/BY3hFIVWUJLZOU",
+	"OGRned4CslFmfKxHAejOJlpgEbVAniGdZ40QfK7HQHhR2aB3tTBZGQEuvwu/Nk8M5lAE+tFtkHseOwES",
+	"puHPPM/nydKa75ZecAP1rY4/ctMoYIgEcdga0PCpyYnaY+OzxEY4g00HVlDnHgsq/TY7wh3WjZi/6LG3",
+	"MgFpoLp9NnGb88bpdmkpuPGRD982ThQ6nfiw9RRI7bEq3l8gjalqNhRpQ/elVkovJO7xuU11d7opn7MJ",
+	"vxPsRgjFjNW5oG7swZxFIzbiKEQ9mE/j9JR2hmUHfFciMDw8PYuRBoejXY08rajSQgzv/WuND9kzMq9i",
+	"ZM7zhjjf0bG2peBT40Y95SpbF1cl26+05E7VBfN3ujE7UaREbl4wem6TrecEM5d9+gkcdOAn278QCtzS",
+	"lbIyp7e4B4AxC2HWkk3gLdL61qBxTtwLw/hYKJtgAs0bf1eWsMtKKanGvqsF8CezqypNhcjc33/iMnf/",
+	"vZZTkb2rrDNKX3OVilxkA2r6oTPh5+kGcCNSsK2XqkVCZqT7zPgRR/B4VN0udJ5Dpk+d4ogL9oIWImF8",
+	"BA1CcJE7mL9gZV77D/Zo7ZomlJiD4/fboCtaSFc+SNo2LA54Dyj9XRed7+WgTjVeuhIK48VFVaw7e9zv",
+	"fE85Cd9wVeBWfNo4ruDWP1d9iHgbPnz2/FaFTzzTTeK2hAz1husjuJ0RXFqrXI5EOk/zgGKNqC5CdZtY",
+	"+a5DrOAdLdxfJE0wB7BbmJyZW5QlWuVSiYVCkH1yMmqFZeTZIIQb6MFOqVMitd6TyJSenbCi1FanOk9Y",
+	"KabaCt87IGE3c0sRwFEJhRwGZAX9Iyt1UYASibkx9YvAvjK5niXhl0DdiN21pYXfGFYpSK4EkShVKkC9",
+	"PGRni6WEcfYjaUvU6ImzEShLqQY8Cdw6UrFhpUonNoGXOvaBOsninbOzCdbR+zTBLqlxQR9mkxqeHeBK",
+	"O6D5j+wLhyJs6UT5otjCi3E7dwO6++sWXtvcZl2vhz92r/f3rx4DxnF/daH4dX2Ce9Rex0S3hHQtau+W",
+	"YdybIxsZBXDLcgUl2tWlQD9KAqDujcLWosm7iTb2iBcFDeMkstNvBLKyvkOxAdofmPL4FOTLNdhsPqTI",
+	"kwwsxRidsVKrAbzp3WgEj4EnRDbH2GE0n/H5ITu3wVqxyCKc3hq2n+pMpE7MGJ1X7oEkS1gJSrxB0lv3",
+	"D7IgvGiKF4uEh5MAeJEu5Vgqtl9UeZ6wojKThI1k7p+hZ86O8Sp33YFaToVZhfmf7Hp4UEvhMQRJBOJM",
+	"ZlvH8WC9b80eoE+5gT0QGZY0qoc1zLYvSmiu97AI6pn2smWdRWBqUNimAJnqW3Fg3QygRqvbO/wzNwv1",
+	"qIjiAPHag/SwgRBDaD6KIeqBF5RYLkN1UboqU5GwGZc2mBDgiWK3Yo6I7WB0KripSkG1TChETtidzIRm",
+	"a6CeV5kMF5GIUMYJOyp50eVtFJtxYO0FOQ4EHkYc9cJY9v+z963NbdxYm38F5dotS2+1Lr5k9o1UU1uK",
+	"ndjecRKt5Uw+zGRNsBskMWoCPQBaFMfl/76Fcw7QaLKbl0SU5ZgfUo6k7sb94FyfR6gi0r8O/OO6dldo",
+	"FwzYASVWsyenGeOOTbV17Nnp4Tk5mvwgsFKdHHVj4S8rmJgAszT0F5RwdZXBBXQY+2YEt1oBA26s/qYy",
+	"2l/evYWoIuRANDmzWA2XxfhhUiix7Ap3trry2+G9P227CQG22lgTAcS9Eeqw7r+0Kulnn7/915C1Bhtj",
+	"pGtVnDN9zSyoDQT2wJOtDDu32ANS/dmDgv6tDYbo5aTMxS+K33AJXEKLxENRPC+IzDu5FVZEGxbvhZMh",
+	"d/lkBalQrSyrK39an54yeBsOhc38sTAMSlC9sMwIG6VdLWulGpeiISDGTFRViEqoAoL8mD0BeRkWDA6S",
+	"Dv4EesFqG8eN/xGehj636m3LaA5hSWSUn9oUDb4USb41IvI7mJF7kJPQ0EbC0j4AaUm97ROZP6tYjuqN",
+	"y6AASIVLsAcQeEDZDIn0sV6d4GUqguzOZZDjxh1VRt/O+wVPU5HUigESKA5SUbeUVm+7LwhTJpXTS26N",
+	"jOnaWVkIgBEORv0B5pDBpMD/aSWO9GjEjPC6GvqYvTprF1zG/r2IruLHRKntvj8Q/QSGMq8HSjXG+OOQ",
+	"59d6NMoo6Ir0AdaBL/yYXQDUFUd2tHJ+xipdtiKz0drF19Elc8wuWMUhuMldgpbHeBxiR47+OQtu91Y8",
+	"1Ljg7u6AbPF/Jp8jLOGOwFoWmtlMqURSEmFAvazqYSnthCoJ7k9sJr2m4FpvMtzS1qYAqwubaa9S7lXK",
+	"DVVKTA5BOYiCaAlpaveSXVd/RLAjR2RrDHAggsRKbo418vicclwat3LwOYdaqODm99Z1IW309h+zKy+J",
+	"IV+Y+hDA5KmqCtG4mMVMFtslInV1HxKy1coaAUkj0TDHX5I81NVeHO7F4e8Qh7r6XNJwbp2YAolvofP+",
+	"GN47UUgjcrruh0bPrDDBRwm1VV7UOYxBSj9NVIBZ6LyeCuXQpK74mNyYlNPR/jNEgLhCN2wLneV8uQS0",
+	"XWtF1roTYxRuNmqLmoQppPjyfIW6+Eq4i0q+9POwIGKenT7tn5MwDWuG/Sh7hDBH8MW3GuXT8mfBVYA5",
+	"KcEZsPy1jA0WltAv31EtB8crgZgXIzSfvoKIxqp18ruqNbvpQYOJbc5ZAmJ09oh25xEZOI+WD+OTnsMI",
+	"X+2IhuAyentrbLzMPXLcXm8SVa+EkbqQOWveZfAuRbMBNS1EGyujc7+zUrSjfCJ8p6OPn7hKafdJQxS1",
+	"tYJQ90SUFVhrCE7ESq2r5gKsROGfhCC0DhgblITUHX/+Lvb6PQx4h7d7u6lVCShLUxnSbqBA4KvKMUk2",
+	"0eKsrDgsf/Qc0Pk6iR3qvZgaend9429ar19P9Ez5SxS8BXSPTPQUg8FnETN2KqZDYexEVsiDKHjpJhmD",
+	"AuMofKdcKojsoXcTYPeo7GvGjd/ohKdIr+HtxBviUIC+JL5QCIaFwuSQ78KMuJGWEteWrqQX2P8rmohd",
+	"8rS3W+rDJ6T5DLP9VZyGV1RStTj4HZ6Agjt+ZIRfVr+UeSm4qquTym8WMVtxIPymIrD5yICrR3jtUZ08",
+	"INdlDfGnUC6mL8UmWaVLmc8JvtQI4CCLd0RZYCDamTnjUIYviiwC1BUBkIOrOQB0HrOfCdgOAAH8KYUa",
+	"CajIChcGZzRKBkJm+Thc4qsvuePvQjdf4CvrslV/gnB8QH6mmA/PnY4hF5rZc0bxcxsUBiz/X1E7oM0f",
+	"Swz6wQhx5MSto/B6089YA0Kd6+sEvtfXi2+ePL3f5JyuBaK16xUrtPJxoPv0nC5BRLOIZgF3PDmueTwI",
+	"f1Qk5VqN5HhbyWRqdaRVLtZEaAG4LD3mLfiOkIBjRYnGJIkwKSxgz0PooyyTX2PSjwIMekPIylmaAj/j",
+	"EkRR/DTpuwWqtCmzkGVjf+SNrseTnqub5B8Fc/EKD4ITb3H/wxxLH3M9JXAM3hXKrVWPJNuFD66rqXe1",
+	"WodG3Myz07huC7lAfVig9+e06x3Z5njEC/fOPgD8cMrZa+SX6BZ2uGB3J/L6XWS+/SG34gh33RHs9g2s",
+	"c8eHpZddUhXi1v+PM3I8Bm++KpgXsW3j8rFlpc55SfImNJsa7Lku66kCfOJZtDoAnkKFvJGMHn358i0Y",
+	"7bwEXKVGWMXvos8M2C+gMuk/IlTSR0OfsNyhe9htp1kh+VhpK9hUksuNVUYPSzG1nWbMS2rwCqbvAmZv",
+	"HesaYsciEv/Lt5gpPaVUHKrwh68xPfyXyN06DNqi3A5/dklP+5Hfymk9Zar2dqPvhe9WPuGG534MMbMR",
+	"lG/s1HkIxcTeo4noTK1yhG/syXPnty+L8sWEG9vd7eenp6fZo5E2U+5glO7Z00eZf8938tHZk9NTeGIq",
+	"Ff7iNI4RFh2AknatBS4ueY80jtuRFhRO114H7AOQwxRdcr57YbEwf7s0S9HPvNYhwxV7/f7Ht5h+D+5B",
+	"I1QB1NVQehC88UuuflDzQNoNcG//dc6n5QA1Dj5r3gx+WyadFeXomH2n3QTOFsRMEgcMAHDExxMIYKSq",
+	"1EyokTa5SDllCRJSzAMKZENvVYiq1HNRsBthwG3jJay0raGExBcg9ZhyyO8eztlg0ZV8xhY8yYMzP3Ux",
+	"2tGFK8cGTT8/FEJJUQyyLQIgdiLBTxuNSyOwVvVg4NdaV0LxSh7DtB92C3Od21/kOvl9gToyruI5G0yc",
+	"X8dmG/QENnC5TeLYS5e9T1ySHOyUlI98y4+yiIFOP/qGujDPt5OJ8JWWTOxQNvmM/VwJ5Zd1af8edzFz",
+	"PnLi1p1AR9d8G05Zd7xpKdrTKXo71oA0+tZxw9qK9Eju5XNPzuJEzx5+pEmqkV4rxSujizp3GTCyFBmb",
+	"6MA8Qy50CR118wiXrQsS92gh2zSbOWNOj7EiAWSPdJbVFZS7+G8KhRCfIUaFjMeJ47DGenpQSdVImilp",
+	"qkOpuKE0G/gF9cILb69q8fIaauB1pzC7gvl446djl5klTSsdB/E7bmXO/JL44wXZ50Ndu68s5vRKODZc",
+	"NxM71G0iAsYJ4ARtEnyFnYZPpyYapTcQXg/pCRQ8EsbJETiVeipyf9KFuMAO7HBDxlZWxUFxZF9PwDNZ",
+	"zjvYZ3E/bbzjTj76HrwpPp0IZXRZTmmZu/2pb6ytIT1RK3EEYjT3/SfKNS8IB/Ymx/Ew/OCA/m1y0lGk",
+	"49l6U4RQZoHswBRIBWBmZLVDvgwLkMxjZPHS5trGahr/MErz20oaYZNyxG/YVKraCXt4zC68gif9B2HK",
+	"ZbENs0Tcut83k7Qu/EOtgLJvQpY6jT3qlBV3k0alxBnZmNj8WY8muSv6i45ZWOfMJf+SHAm/W+BY716+",
+	"JIu0ol9YGPviglWy8TDH/EoNvvo90cWfgeiikbGsEXKwB+5U5Pa7chuhG4XLuqu+wcZqXmnDFiZ4fQsE",
+	"MmmiMBQeAhtR7dWBFQrA29Diz00fNwFkavqHCTARVcPLuj7jOUq6jSXbsm/Ui9Kk8bTIuxOZSE5lj7n+",
+	"zUq35jctn+aTe/Zpdi/NKhWqmZO9vbxC8+o6YTtQwbJVoWne1Qt2gCBBWNEBelAFUA9QxAJwBl5AZyTS",
+	"6A9ZquczI5SY8fIwTewOetdCcYn/D7MmEzLIoxHPvQVLnDt61Ek506gFyzv00a41keUm1ygjse/3Gyzu",
+	"mZ51nfQrFbJy9pUdX10EulMy3JO6EgOsa2LOLxJCcMjH8GdEFCGkFj+ThjK0EhSQIR+FN9ugziOWNWGg",
+	"FcLXGMyGsHOgtZXOsmsxPwKqF/+X5XAzZg4WEd7Mi0hZ1MKGQDM3QJdLEJmsMmIkbxf71dS06VmMzuBI",
+	"54F0HHOjCH0GMgREweqq0+v3Y5iOnlD0GjizF+j/fFN04JmFuDUhvMHQRtrQTNLoaZhrYtZX8Al753Hr",
+	"tGsxDbmChKZNeoevA5xbZ8+erAtMr9Hgeqc0Jb2vuLWiOMfABMwFOicITJseBTJkwEldM9WX8Lnu8aDZ",
+	"f68Ete39iVm9fbdUk4KBOVi4on+6a+pzXQCwApSPk0hRL2SCKNuhU3pB/J+QOD0K4vQo9CEkYvb7C5F5",
+	"zmYxxREs0SbFcWakI0dMIo/9j5BVuSAcRCI6iPN2YSOiMzFhSOOs8BKwVoGWvDBzf71Kiwe4hwTdAPqH",
+	"aPLVoXeYlz7WACcBPUruPliyCMeD/URtOwyikwYSLyQqZbTYTvxoKPsIV5J1sizhOurQxSkNERfrktbq",
+	"XbNddgLZ09la7MpKdXxpbZ1ezPl/KPmea4a5fdZnUwNA23PvafyiPY2QpVxX/ZrnfSSMKk3mPxAfiSmX",
+	"5YkT1q2iiwOGFEVYflNhLSZPNfno2GptRMGufnx/GfKYgjKsY6gcqMEpSJ545VqdYjMvvxAQENV2Ctk/",
+	"P/0WZSLEgQatlz4o7T403Rig+gWdkShskz56yfHN6bMGPDntNEpfYOjIufJvggrP8wkgWwBGvgwISnhc",
+	"MefAClWwKSCsaeTQa1VLY7nOY8vyiZYA7IVseZYNutZugJlTFrA6j8AtKYozQuqgNbCIQg3RKyysihka",
+	"8Db8KqGQYgfPn37LBv6LH+iLA8ppeyecmR9djJwwAzYUc012Vkeild8P74V13/ux7gqZA2YEWtgAD9OI",
+	"XFbS34HoqoqEeMzWMQX3HtE6Fju/SvS3ztTMqwIAXtUoL8ne3Mv/rxWKQ0BNO+yVVOwxQWdw59cGZV+u",
+	"8/VgSj7VPSchn9FCem2T46lrJ5YhAZriywRdP3hukg+Hwk6OH8rC9+Lv1QJyZvIuTAJykEiT5NhmySsS",
+	"kIFxFo9ZWN3QChoigxNJvz8ZgF0vbsFyx3tGI9tSrQAY6Y0jLzoUTyK6miiaeQk6rZxWpUgQSLxWL7o9",
+	"RpDAWcnf5y/6WZXzS6qP2C1PX9rN1W6DZjK+IK/B53UCuNa0jblUyygJuGd36BGouJFuvo2EIKADJJsL",
+	"atQIYldAGiRL6eZZyKMk+5ZSfoL/OFi9cPOTazmUPGL2eZ42WQlzFCsikcBvwu2E5RMuFWLxxj/zsoxd",
+	"BCYQ+v4x+xW00InIr1/GgqXgXq4pO/zq/76VTrDB5buLVz9esH/XMr/+AO8MGoJP/DzIhUKgcU+ODzLw",
+	"rSyFcuWcFfJGmLEo/IteQoLunfsNomxt0yKqKSFGzDvFxSWs0t17ly9o8OnYmyIuGPfisM/xUjCCE+km",
+	"MkHFohFYPHSh21LP+kkgknX4gy7ptLbLbxXsqF8bAFKWAOMPO2KwrqwLX7mj/nw9DuZkf66+JlDc7F3L",
+	"u3Qte/FI8zwUbiaEWgSp2eF94uWCVMKugH8LsjY+GnZ/Wrra0h1jplPM9C9qivezVsUfSqxKmJE2U8s4",
+	"eqGPAEKHsIaMrFZW5YPbWDpWGX0j6PA2EhvtPIvfRbe90g6PcvTthpoDaRkvwR+SQLZLy56enqIcQLka",
+	"ShWo8/5k2+DtyBaYn8n5PNTFPGs8IYpSbNE9zYv5itqEd3GB1mSAXeIs/q5J/ANSv0d6ZctVJeAZ8Ld/",
+	"KbgF3vw2uyOl2mDFw4r+fA/PbSfzf9upS5pWaLUoDYsOC37ev5eKvRa+bNp/joWKpxPZy/0Z9r9OznaQ",
+	"h3jKM6LtJHJn//xxRzpJW5TyBkUd9sAuRb0uxbpcV9yVaREWjh2Ng2ulZ5C5gXVcCAgftnDIOI23Qfsx",
+	"CqCVc4ZFccfsne9PqI8tAR7zCCsMjKCHAoGfhH6Ej9MiNFIeXw4RPHFbld44Y7PJPFktPxZSdEOXh7Vj",
+	"sih9M2yky1LPgHiykykPhbEuhd19pZhvZiVFZlok9xXDE/bPwy6PUa2cnIoTAsFwciV0LpZSvgKrDfln",
+	"pmKqzTxLlRQVEIYwdmJ7CyqP2RW6W73aOBolRZG20o6NtdG1A+JLQ+2wsdEzN8lYycdjTCONe5MI7/0T",
+	"wPkAagOfeL2h1ONOneQdjuJlMvZd3qzLrXWcCHqKJQvy9Z2JV8KFLdY7EfdwKED/3wS3FuwECJ/53Wy4",
+	"GoODGqNHISoT5DT2rsPgCFdMNDi8Cp+7mpflHA1ztYA/uFBG7I8bG0kjZhzq4rDeCNBtQ6OR4gkZdoey",
+	"C5zQj4z24SVMwe5PhW9n5SXhJ9bPwdd8QZC7LuwZDAXrSqh7OAuu9ptvg8Mwm0gniM/9rVT1LdYH4Pus",
+	"MfpaOFCUj4Rmd66nU6EKUTDIxbVENe+AwSIcEpgGxC/BqiuuwNmK5EJj2OpoIqZ1WsfsZ9LBYh8hMwpi",
+	"MBjK5xC/8deHE4r8tlwF4y4p+fKDxQ5ibX6kgvbjfWyZnqkMv0cCAHvQdRG91ta9xwleYxf/2FRczCba",
+	"inRCA17vMu4nKJ4pCj8BY4T4GgX7H9vwZTTtDVkOVN0mimYId1N7tUtDtpnTwB/cKVjSzUkExl8RCnD3",
+	"0bwzcZI9qure9KAmGzM9jnSiaOMmx420SMfNWDjoeMy6hxgLBTJQhFB4YApA3/5jN8LI0bzlC0uZzluF",
+	"S7JIc/IpCwcTOMGsWizolf6g+TmA9BHYQ+xXhPJMB9BIqED9NRYppkhXHidFowrBBvCRD3UT8B8si5IL",
+	"//mWMNlFpk3TALS3JtOGFkzFyuhmhXE2HlpS5sLwEPupN/KMy9iVhdMs/TnTZtFhintiwollUyoM6xMV",
+	"MlykXCL64QJDjw7b8GDwky4EsftcUOsD5L4bK2mhxGU4h/05oNffzysxONxnBX3JWaGwLVuiG4/UHYht",
+	"KK3uT+lpK4MnVcnVCs6xNIiOgp6OfowqBL0PxhJ0qSb0gtDv12Le8tJhtjwdvNRuisLFS9IbXkrMnkHy",
+	"7kYrxFvvPFaWJZXmmGePPoqRw1TIkST4nmP2N68qBh7Llq7bxeRz2oH6XnJ1j+LZN7e5dI6CuBAW7FZc",
+	"kM8lfH3ne3tNGkvJ1R7i+AFJpoDpnsomOni7F07Ia3LUgqbbotAUgwWNKFhKQJxA0Q0NlryNyecQuHgW",
+	"03wugzp9oQr0nL7nY6hYio1FjTuLOiDGVsNso+GLWUuV8X1zELUpCDe1OGaveBUsv6aCqSROrs7a0pG8",
+	"9U8hYQVP2MRsk17YHcKFCX6Zzu9dpBB25wWFGGJ4qTVFgKEft2THLMEDMTaeAlesCMV2r9idV6xKJ6YN",
+	"qsh5QqADtHEYQYqgyqg2TjUkicp+4JMpv8WscdsHRbIeYvkzopH07a3Vwc024uc++XOb5M/23PkPlcIJ",
+	"lZafkGTYoXdxU2a4YS1LdyQVcFg5oSDEDC9nqfrX1M/X/lGFrnNtAheLKLKo5WCqUgcz3C/RqQ6ec3Q6",
+	"2GvmD1oQmzkHnvGQdt6GAOmLt+6cFa5pZiUjXJhLXAOcxq/Lk945BXewzXEqV272k4/+n5/4VHzy5tQa",
+	"ihmvb1ThXg+dht2IUIbN1rZs5i/6aB8VGm+OKnBUWX+nNEo+fIQ+buNHjtkF/gW0Bkghg6SRUFtBfmPu",
+	"2LTG8xLI6TBrYSm7gerhIDs7eS7rdHYFbUUGow0zo2cyj0xzkP2AkH8dJDTNAdiIRCu6FO0145ZyX0F/",
+	"ap/ZHlTFsJArcRUr7vyGfHT26P/9gx/95/To29/o36PfPp5mf3n26X88uje4xdYUrbAMfw0iVcf9o2E1",
+	"sgfnrUvGsx1RDuxd86WwdO2RkO6eiycuvhezzUVwZ/eAuBV57TptVSpB2YgMdLGWpVW5E2pZpGsKwGyi",
+	"43SUvbQC6OwFRDdspMbp/HrjsAt/AWVrossiY0OR89oCHqaYhfJh/8yUz6OlmlbRcQWkiyYU6pU8v7Yr",
+	"kob/TpO1cykSGuqQH38P85zAeX+VaTldtCE7NBBmYjjR+tqe5NzxUm+SgGAdVwU3WPbkLBsbXVd4r4/4",
+	"VJZz8tKASoK/eWzZgHCi/mvAZrIscm4KPGrwFYbOJXI3e10kcF/BV+AZQG8pufIfw6YHzIWSfyvAfrBI",
+	"CYPft+chSxyGCF4c/1DBBvj7Yxr98T/r09Nn+WutQd+An7rCf6+E+xXf+N63/4KmbJclmrUb+iunq9me",
+	"Wxjnk5bzqzg2ftRhE7Y3Z5iG5ADhztnBASpEKW+EkcKefJTFpxMjHLJRd5sfP0IBCmc/YK4YvT2PAfVL",
+	"oQrIs4T8GC/6qTxDj1hdhfg9nQdyMzGvC08rZykNp/1tiTlx/pUQgwGqNv9vPpE3omjQ8ZyRomAH3mgY",
+	"hK4BngeMCqLj/qQNbD2Mg/oQPjNg2mu3M2lFB1YFwFrQfn5Jn17L7wYQGiMpGvgderPHdJCbg7E/v9+0",
+	"mYUTHWegzwNHf8+Y0rOwKY7/XJrxZ1NS/U6ERNBR+xDegbhYi94Q5Yb2G+J2C5mBsY1FuUHnAr9G0u/A",
+	"j60SBs58turkHy7KnWN2ESF+njepFfhdKnehPApq0l/dK+VFw74LTnqbyiVpaUCr5QUcnlu4BdeJjOYq",
+	"lAU7QIXhTTE4XJwo5b5UIXILM7PaJE+mOK57uFkAlGAvSu5QlODJHC2fTNj0ycm8VwGDJAMr4B+AFjZ2",
+	"F6XEAZZUZSGrPktEhT/pycYazgN7EZjFoixtK2WkkLYCDGDyN5JDE7ME/UZEHCzpWn8ORc3k99SqnB+u",
+	"0sivcJT3d3NTg710SGMjxtyJryjp9aI9Zr/xF3ZVe+fch1aeKqibBMLaHc7AkRKIOxYrvY0oeA4QcNIx",
+	"y+fNtufMitwIuCmtcCGLCtxIEAjDpI0iIz88Eo36N47ZRVDGacqMYKUYOS8/AhYqwUTEJyn20B0bC9u1",
+	"NRHr+DhLqxnlXaW9WYNbETr0cKqtF89sMgkrq2FwsPsQd2+Ur31O7uwk95FuIHsEwAKnDZ/BzSpUUWmp",
+	"XAMgoWeKvf7x4gUdqiw4mXJdiQzCW4hEVpCpa/FoQwRaWlYr+e9aMD7VFIJeoTnjm7ELEtyvfGh1WTvB",
+	"Js5Vlv3y7i078P9LFcpg0pelnr12rjqMyGgNVKTNGJwwb2OPDB9PIck5NOIlj9XlDTJVslLrymvvGSul",
+	"uj5CmmdtWF7qujiaCseBEZ+wL4VdzqUckLj8gNmKoLhD/7wtTzIHruxiKpW0DhGX4QnLKiNvvLTHdy07",
+	"CF+78H+/xL++xz8ODo/ZWzHm+ZxZxa/Fh5xb9M6R987W+YRxu+Sg0+qDdUbw6QeSnAjrZrkXTR3P/6yu",
+	"4PEX9DSuUiOUhcrNHJLJORKxINgHlSg1fERdtCkdsmRHmaYrpNeatFO/Yc+T8cZayYlA/I77CyCuGMSq",
+	"3kPKfw4TTjlcdPFOdFkgm4REOD/pmquYjaQoC7vPv/9T8L+1ZP392kyptgS+GfDK1J2hxKrkOWW+4/ZD",
+	"9DzYxQ0wPuJKQJFw2NmQ9H6hmJhWDmQ9H1q4p/DcNrCUIY8f/3BO/uDApIKFm40OGQNn0AN/5RyzF5Se",
+	"TwVSVP0lbl3wGfuXYoquavyrvn8tJTCBYCZZTH7ibl9wh9H2S1X0itHtEl3Tl98Uj3aV1vH75bBfpmZP",
+	"BFXiwQvgGlao+CIKAPaZG3cqfPFwPjDhe0LipN81TqanDXJ3pA0ba022udMVkLIJCUozDiEDzSF6Q1XB",
+	"fuXSSTVGZ17q4RK5ngr2gqtclAQirLSb+PcgcxzMfOVCttY0S/3bczaR1mkDlQXXonJZVFso5dV/3bKR",
+	"EQK+gNI9CIqFClQc586E58ORQa1LZ++mvhsPHc7pQzvdiUtwYw8dRbMhwgXRLaLYRUt/gWhXmuiiJm0H",
+	"4L8zdMa9fv/+MlDxYtkR7FVREDYbzR/akBUKen98RTmCUBhYjUiAHsyrXjfcy9T7+cfOa7b2jUtYi82e",
+	"A4q25fIayCNIA3WE20Ze7R7SNwCEyDaUDQuR8IAm8RmC8H0uwZ/9JuPj1KMthd1D296RVHq5eE8m5/re",
+	"YwQokVbT77xRVgAiVeSJCX4n/94gRN8pp22gabcd0VNH8NQheczQB9W21zI2nFccuRAkAi027kskVMHg",
+	"fEwcxSeS+MqcyYLcmvE3DsL4ht+IMoL0lqzibsIOMDyZsbzkcpoxK8eKu9o07tIs+EoPzwNAgow5AJSH",
+	"tKjxHLMLViBQQmM8esvRz0CXh+296AxYfCGG4RpenIuEBSfQyyBISqTYcPEKO2e2NQbCt4A6/wyrQ8S/",
+	"a17i9PsllMVntSs35NXBjTrjNkBAnbd1ZQkRYP+rGZ/vbc+vyvZMOXVwnzh9lzfB5krqGvo1b7Zxm0o+",
+	"6HOUZQmwN0g9ROfgduFMh1MPYMEHLR/94dma24UODMIMIglB9PatEquPHoIkjE5+3/cQfeHL4nEv0PYC",
+	"7U8n0KJUwFqERAbsVMS5iTTFUcWNm5/kvEIqn1Umd1ojJYssoeNCM1ncVrJJPA0V2xeXb5jT14LwOoDv",
+	"MLQ2Zzl3YgyAxkTnEr8YqRfbiEPS0tcw7IcQdGWJxF+RYNk37r+ABMChslzXjhDsRgJ0WdvUsNe2q9Z8",
+	"SonzcRCW4MUR+yvzIpwAJIZzNsBlaML2Z4xX8gheHJwj9IfVpWBWWCxuWqrJfZIC0FXyA7z7IYi87hKU",
+	"934hL/06vkiXcYeCsafFPsi25JnF3QHj+yqS4V6GwrxZinPYPiF+IxY6OfXJGW2OfrO/Hp09ihvs0ZJk",
+	"eNIjGfwU9kuCCVdKlP1SIIDwKVFCRpgfwUgbIpLC87fIYzKSJQKmqoIZPbNBV0q/s/qkdfvQkn0Yur2t",
+	"Yfi7XGLrOLiwM38T85k2xRZvBF7qLV6Be+0K6jrfbNPUT4gdu/kLL8WNzH/PK/TDVm/+faJBz9n0+Yuq",
+	"2uJpTAXa+oWtRvA9pklvM4ba6b/LQugt33kn8u122U/6suRzYb4zgl9v8d5rbi/qQurtXrl0/9nihTf2",
+	"asJN2DNb7TXA0CNn8eYTCHDv276F4Em/mG06+MrouvqbmP8AsnC7LsobkHvQzfD+Lt3h1PIm7u9wX+yT",
+	"Y1ckx4ZJYgfJVXu463s+Ls2Sw7vrwj/5mAdB/WmtCaBVvLzPQiQtUuX7Wx6xz/VMCWMnstr2cm9rtSQM",
+	"tqbCbC6eezgsqwCLlSj3waE7q6zi3oQOquMXcqJOqpLPhzy/XhFEsrYWltkJEPRINS7FkbdKf3n31kbY",
+	"H/riY8tKeSMY5kBnLNR1kidPFM1pPPCmMFpdUwwZDMLf7ACcUVPpnCgOj9n3PJ9AbjovphBluuW5K+fB",
+	"4zonjm+w84UlxN5BKUfCyam4ErlWhR2wA6rwYE+enmYNY98z/GGqbSRDRgaVAsPrh5DwiH+LguKxJbcC",
+	"Yc9DaF3aUH8DUoUr/69UYToYpJ37aTsDH+JoBH8MO4bHOtZv2YCSyLEylRfzAabixCC+4yYijEv0Kxyz",
+	"H7Sh+bAJNte1EBX82ltEQJCca6VE7jJKW8ZUJNgFMCWCSWWd4L2J5Y0IfCtvxGXYQVvXxkcR1FnVGjfp",
+	"NsWtU6nCj0/uDU2rez5WuJWDPYWWZ9ioYVr8Drlfh3LPgvbcHFqJI+gvdnTvKP6KHMWvhGvWP0qNeBU0",
+	"Ii+5BnZ9+2Er9th35/ddfkcg9lYg2MeqLiOUmAGfwoLI7B19qN4C/RQYGDDdwg4yYu6B2cu5ATBpNrA3",
+	"+Qcn82vhBngBoS9eWmoJMb0gtcl//zzKjBbAfQRgFPSa7xLlWeAvbCkLrIoewC+ae/Ivp0d/OT3NWHJf",
+	"HvobECCOcAbKwLkiLStqQGUcwF8u/OU7YAd8qGvH/tfp/2RSUSwBYGEOMS8EiF9C7iu8HUrRvsdb/MIN",
+	"2EH85duFuzy5vpsRVsJIXTSX+fNnT/0ocFaGYq4JDG35Ej/HZ1ENafSOn1XgaIEiiOAWBneov5UznAx/",
+	"qRaiFC6ZbiJ+aTpHygnhZi59EjzuN/paAOlUqa2wQQnAjT3ImLCOEyw3oyscYxxGsLx2gTLkG2ZxlqAk",
+	"ImgZcTOuUjLOMcXQTwUQIChNDNTsRhZCM24M7qKLpZDBlM/D/rRsJkrQgAWbiWF4NOiGXkc9PEumBrJ9",
+	"hqLUamxjkJi+m7F/Plqern8+YnzouzUVsd4xvoA5y7jDIh5I6CYM66DUY0oUuiGA9Cyqcxw5Vb0qxa2d",
+	"aRMoJg63U4feCiSX/up1otaEbKIUZa3zjCH3UKcadKX71Y/aa9qjFjXS2Ut5EvJ79eirUo/eBoHW0gCg",
+	"yi6YeU6TvSXMOsVoh5oPGJArqlQa/m5M8wwm90KADD5zxipdlgS5CB1itXKyJGVoWx/blf/ml+Zlg06v",
+	"TsJp7HySEP6VwOa1lxOfLfUFluFzO+7W5cF0n2Fdrcj9g1oyt7DxKl571dLvP147fWRErhG2r/eE6+oc",
+	"7Q2v4vHRSOQOcRNBk/PK5ILqsvV519WXd9x1tfq0+3n70x7uz3dWdfXgj2rtjqbCjMUaTpMXtTuB5wJ9",
+	"CdWFoQd5XVpJ7X707wYmkXvILekot4KOIw6aFw8JrXAvOVErK6THZnny9L+XzZQNwtLJnATMs5X9Drxe",
+	"zW4CQLBh6c1Nbe0RwZJfC0R062ZbkmrLkexUPCVzsEmUPKV82YfIO0Pk7WO6ayljIGlGqrFdAzT1f7Sk",
+	"lNcXxNiEjOn4cqhMIwPkIMpM8D/xqiImdUwfOiS2FT8X1l/v/xiAcvpeTsUgYwOhCvjfQ/Tl+Q//ePmc",
+	"HQTEJ1EcBjTEVAjgV5t82CwCSDnDlc217+pZADmtaocqsQ3BtmsxHxmoYHC+15QFm3St8STGtL7QJXYQ",
+	"vICc3GE0SFB3bDOmczbmlY09S6YQcJuuZVWJIkNGmtDPx5YVNbEDSlKXNNY4GEAvOWaDlqSDeCZnI16W",
+	"CF/rewIQW4obSDxETJZSNC6rOSult76YFTfCQKlBM7XkyEXuHpw0wgc4R2NMOrLBruo8F6JAvyJh8R5Y",
+	"Idir79+zcH/FUQMGp/DbVJSHGXrm9NBxqRgH1C7iwR/kNJRfTDkIMwPYA0AVZDW7/PnqvSiIPP4AS8ZS",
+	"ZmyAInCyBIN4KJCXW2JI049AqvHhMbvACe1cngb29xy2JDrTcRID4IszPL+2aT4zcTIT3v4BzsgGrr1U",
+	"su6oNCU0saYexUS+28bivl93WGsuevlk7XW2gAO+V4DvDHGqfS3d4620nfaLJGeUuYUxkq7krSlyDCgv",
+	"zP2p9WINsJowiCUBGi4AoGjD3iEJ2eE5wQLil38G4fyDLMUAwRXxUhlBHEzrjBJDKG7lLAg0CsEL7s1i",
+	"MNpm2lzDnl0UCS+hlV6RsKW9mrz8prjkbtJHgGpgetJrEkZEtVqtCzdmuACE6VlDaoYLyMZa2CzeNV4Q",
+	"z4OvLi8FV6JgddWr6y7O8sNBT91EIGHvcXPtvW33KMD8WxvMgNeVZC5+UfyGy9JbYcvoC+Lzyj4SYJ+y",
+	"boueGBMjuGtl9NgIa7Oo3sr/iIxxSO2OGmRG4C1YXwWqvNcru6kN2/mndy1/fnsAOsNeVbjjfNTPdVhW",
+	"p6L2qAknhZ6pUvPiyN/NK+JTC4moaFGFl228+B5HLaDzuuQME23SPJt4ywYNm0OaxTldm8Y6lpdSKG8F",
+	"ltwrFO9AISeLgLzdBSaR0OU6EDGpJWNczcl/jt8JpsnhMUuEH2FV5rX7ABP1AXv1oW4eGRzS5+M1H409",
+	"Al8BfSdRhWbchntwc4vnJc3qW78idyZmdplxALFg3901lpTfY5CV8jlyCjq6u6qfe5XlswUdGkkTBAys",
+	"CIX1o3zFM3af6gj1Znspu2ne40WS74jpLQdGYGbL36TXV0IDRzh4cAPyxOe0IIO90J04Vx2NptXzjJXy",
+	"WkBOpR8SYGKX4rE9RxEVWNXDu5g2h9lypQbEqWQu/IjYFEgWwfVVA5bT5kJuTdbWQ5Rym+ZVYU6KFc5P",
+	"qT2PFRgY0CUv5FQ0C/OF5FbtJeLnzXJaln2Q0Fs15SD3JQhXpz+tF4K/Q9X0L+/VzLtUM6Mc2KuZezXz",
+	"61Yzm9KSh6BmrpSu4+HT/37y308aYUqJ9vbkI/3f3dbZRKUxFpxmofRGY+nNq++gRxGjNb4fSgAOBvR/",
+	"x7IY+NkdXP581cRCF0d0ItWNdGJweBaSQ2K1E2ZxQoR9sdoGIo5KzALvEvz2sWWDVH+GsPCAGjwKDQ6i",
+	"nhMfflMMWlUMsjhmF/EnDHxSR4jylOqQ5sJRxQl3GFzJ1paALNVMQIT9ACGtb2Tu76BKG0K5Fsj0jCCt",
+	"tGfQBYoIMIhW/eTpk4xNuBpbVlexBiaBm7JOV5UoDjEug9EYf8O9w6IYCMDDhEIESIn2KMLUfYA3P+R0",
+	"ngfrb59XOPlbFW0QKGBrVz22BGvaUbQRD8IfZmndl2nsyzT2ZRp3Z8CEu2LpjtiiSONeqlfBnqB8xE24",
+	"B1q5QovsArXNUpI9VTC/qoAZOEizglqNDqB0ji5bNqytVMJaYOP2VwBSBaom6ztjUjF/qg3PHfsO9F/r",
+	"76AbUepKsMHHio9FBpmIVxAXc9rxMgMctk8DdqBNARlVw3nbmpLFORv4t/CeHIQPINGero0fm3S0inBr",
+	"6bye+t3xmA2IrfdNJ99TO8c2QTDbPsX2RWhnN/QHu4zUJePGjq1OIW2npe2jd3eYe7p0kncti5QuxJrI",
+	"XVuVtycf4d+1GT5ei7OJfgz5j7k4AwahtJg5Rs9By04YQI/Z90n98+v37y+Pfnj79wz/b/Tj5XMQB6/f",
+	"XrU+1wI/IYbQQSEtPTMIlMQgrjAzKKcSvvmqwupYrY3DaajmjLhBttW+4vEpn4dqcemyJsMp5smyoPU/",
+	"tgnwLDt4fvqMDZpffCiEksJbMG4izExaAfmS1B/ko/TCsxPdNSTDQDZkUzzNeKmVWJ/59AdrnNsmXY/W",
+	"TPtqpc480mbK3aOzR3Ut/ZMdRQPtvvw6mac1+aqwGTBdNQnEDZoDOOXqQrq+fCgjuAXKh04l/uk3f9mg",
+	"Q5Dh5fcYIQ81Rf0l2GNx71IHAwpEb45W3NoPJztrI7W8dZ7218idJYH4WV0CePrDhccI1Zutx+MOfg/C",
+	"4mt5qFPAkKwLACQ88kLXyjVukVqF9O5gvTXCtsEsxmx/koPNyfbi158sEL7+i8h0HaQwpqT/flmscvhM",
+	"qa1j0gEDjUld8bwsiWYVuxNhNsStv/EPnp8+30KMw0A2lOGt1LEvRYD/9iC8Bcd72dKfYLYTybKt8nkC",
+	"cmJVMTQWFoG6aUsJXkrAIwIHcCf+0XmivUEZDgTQ2xhBC+hCnTIsxX9yRLWbyEG0YhNRmAA6QWwQQocg",
+	"QecNcrnVEekPVFy07hMFAvmaoZUCUf+S+xU8sOBFJS2DOywJX/TfZZv5Wc8aJEE/OkJAWqUBI3BStwxe",
+	"I33PGE9FPIlaBFfsk8sHLU8E0BigIwMeVOPk8+cB4Soo9eLWCVhCnMDmya0ENcQCumV1FnhaU5Cqxq8s",
+	"VEcU9Z3/4Bcqz+/ei71qNjYgvk792OdQhoI858N/ibyL3Zzu1wfm2A577M+pQe8d2qvvYr+P7/cybkLE",
+	"K2C5k8w+2+M7PmsVv2obfF6xHNn21yMfvPvhBXv27Nm35IBm/9FKHGZMl0WDpcAG/uNUhZsU+RsxEkao",
+	"XJyDo1qqWte2mUIOIADUMUBNWagFX+dAftdM0ENg/4jd2Yr4Ir61OTFHfGVrDpD45oa8GfH5bYgw4ks/",
+	"yFJszLCQNEU7cau3vsctu1vPfWtkm8A/wN7ewz+scMGb9Aw/iNKZ5rmTCTfFUeNz74FvN8abKFYOS3FG",
+	"xaQJ3sBjNpw7QSgu3oZohw4P3MToehzCh3zsJ/AQFFbUiwATVqpC3DKhnAH8KM5ehmJLPR1aBzqu1a3c",
+	"DlVQ+W1ac0us5kZYp02T4+ECMxV2lRvBxl4HYxehjlWWJRsKMM+Q2zDkwRBpHXZwLhw7UNp9GAES7bnX",
+	"/5fwKhpXPrdkMN0QYhZeBZzY2WaAbAAzkqZLdsQVX3NTLLrQW5fDbnRi34CXBN9xl0/WqMEwtIw9OXpy",
+	"esoKoM/KHZOFzXCFK6NzYa23JTHDVc/U/erAS+PpQ9/yAs7AX4F6wI8Mojs0yQwCy3uh1y30Xjci5fPI",
+	"vlBju176kZTol3zfGQAKsXrkjkLAC4+w1++i9ECdE0ULnOlErBatyB60h5lOIy5LClbGLn3wn/sw7vS+",
+	"vsOX9+d/f/4f9Pmnfdo+NJ9FEKwBGkkEQdLXfmHwGsDuYZufEbySv9gTcw8db9K0wECwwgI8hOhuzdiw",
+	"TpURcMu21ZYhyh0gtmlJmuBtbU2uxWIKy/iYS+V1kpb80UpsLWyu9Mjt9Y29vPkC5M1VcxQeur7xEb1I",
+	"W2AU9AATtOpdwV5SjDvH8wki18UUKPi74lNxDhtsCl4r+CvQNLxDVgKoL/BNSduPwqdnqjH6EGuEGyOh",
+	"1mK5OE3a5jn4KRSnSRc4uIBpDwrLzpKStbDnh1IVUIkb6BxiLRslngbuEyxti0VtB83AzpgVwhuFGQ5e",
+	"qvHhBkVvxXLhW4P+dsy+B6r70E0j8onIr5OZOeAonZk2bTkMf22+dBjr9pqMgwO0Q294KQvCVwzJBAvV",
+	"ymE/BI6RBsIR9dOxcGQdY3negtRvFecdszeOopBYlAgGeCBgU9pgjgFfqCoKXVhfIhFvjj8EBNHyTe1L",
+	"9PYlen86JIiWWH9IMBBdd9jvR4DQCmR/+xJrw0LEBo/8H0FChUqbEILphbBrY0ScodpdeKGGKIAL1x9g",
+	"mYLrECBK/1mfnj7LgawI/lcwUQp/q2ZsNJpWYsyOrD2E9IeR0VO4/KZ0p2KM6a/4Ccr0xY/8w//z9C8B",
+	"savrkd8GWCGHLks2FGOploFsCcJWusNj9g6zDJr8DX+HH7Or5dsnIGGgZrkBEEZGSBhNmtnmgBhRTm9d",
+	"EtfaET05BLj9/hR1cHtYjf31spuqtLZofYiYGqtvlE2togZDY+EyaXDF2Y+Xz89XyfWg83ptW4hrCyll",
+	"JOqN4GCEnHujgw1QiP9BIY8pDFRrDaNYLeoxdCWnezvtS7TT/Oa6GxvtYlljjLmcoct+J/hb1gk2Nly5",
+	"33NZ702zvWm2R09ZRE/5XKbZykuUCr/XVHPTVRNgVXpz6BCECW43SKRoCD+ADyJaOE78FbFBBuwgiMaG",
+	"vH8QKEFaoE8NtAjQORAvRA95PCCTAKca3HPlPFJ/+TsSrp/z9KtDkeupsAGxBNLr8V4MbLNr0uyuaB4/",
+	"GwvSvZAf9TUc1qboazWs6B00GDehVKFx7kR/w9y1MeJXSVpcxStsgbLydpos12pwk2S5hZO4j+isSJtL",
+	"2E/tfQForMyao4fuFIkqMCYCIlVbji4+ilI75YT1hwTqQRIQqVLn3GnDDhbYgzI2uJloCwWRvKr8P4mc",
+	"lso6wYsWy+zZgpHCA3QTQmUJletCGFbVdiIsop20IQvfvb+6hD/jzYHB+ILBr5sFs4eZl/91WbLK6Ns5",
+	"sksl80DsNGD6jEo983fCAijIDf0lVmAHiab8LOZigV3yDHFEUrLZgxZqSceq/+8wW389Pj6OZmBzEx5m",
+	"4TKLHjNAqyoiV/8/fjuugelIx3oZYQL9+wL3/TL505TP2VCEorEEYCveq3T5kW+1dZmsgw/zM7gCMizs",
+	"KYgKVdxNMjb42Orfp5OPsLs+nXzkVfXp5GOYrU8DdoDBeH+b//Lu7ZF//0jYnFeiODwnj2zChE/JUcEW",
+	"i0vaPnUs3uY2ix2HejdwhYZc0AZSraoR9sGAIgclbhbgakrtVZ3U0VkGfvp097cx0dbhn/kVaNajk30r",
+	"8lEtrnTz7VO/cF4DCmMFdShBpzlLDkJIOQkck1mb6KqIQEXh8qGSMT4VNt1JyWKDM7oEMe38GYMzHqgO",
+	"5QZhP7wfF73Au7UJO9pcYx2GOCdskwaZrNkQCToZTMkeoWxHpuW+PmsD126vBhBO7mcFHpsIXnqT4ONq",
+	"XAfO7JSXJcPHmVW8shPtQjkuL9iQl1zlXhD6XTzVSjrtLQuWc9XYo16AJrrEMfs1XIwEkyCBpHri/55D",
+	"ea3/GlYH27l1Ygo6H5722AtgH5QqL+tCgLJhhbI1uYghP68QDhLqAgGs0oWAsk+p0CeoTawLRo8hgARh",
+	"hS+k62g1n+raMsPBf+kmXDEj/iVyF/A+KQ4oLXt6eppcZb4tuAmufSuFGBte0MC+OX2WJVoQVHmHQQ11",
+	"Mc9QccBLN3EvdkI9vMal3KX9dJNjI1fUyd4K2/4h++0AV2r0LB8nfFGfp5vJzKKfws99rByEiF5732eg",
+	"XHitGnic/OPHePxFXhvp5o/O/vHRW9RDwY0wF7U/Yv/4zRu3ad6tF1fQBn0+3Z2JKMCN31HDedpzzP+r",
+	"+bVXo3K65BY7uNi77GPALX2h9bUUocvUjyWABegWkworwIHXCgeSgYII3qoM8ZRsxqZc+rX1QoLYmPFo",
+	"W8dMrSAmD+YMLMoBjpGdPoHamuBewIlYdlX8YiFN12jIMG1o6LMl64UkB80Cdo45w2UZ9YWcO17qcQ39",
+	"SRBgKi2Vs03Xnra6FuZ1uXPvBG5kUTCCImRTMR0KYyeyIg6wILGQJzU28Sxtgl7uaOHvshA60SSDzjc2",
+	"uq5oyBVSKR7x3Mkb1E4rrcssYf0H1x6pIGFJSj1uuvNNqzvUXEd/fvJLSET4sAaXDLZ6UggW6IC9KBXT",
+	"qgTLO0IL+l3hxwFxsIL5WwNJXKXB/YFFaT0TBZB2Hd16m3gousJxOFPSJCp3ANzA2rWRyOd5mQ4t2sGS",
+	"xgX7zU71tWAOhduCV66rY+9jR4ijVo8wJbqZjSzQy+VwqHKtRnIcCIlRrlZ8KEvppIDDhsZ7UsqXTFwz",
+	"b8/TecPGO/r3PVT50f5HnLSonEDN9jjadgFPL/ifm7OIjuHQ8pPWwU6Vne7pETeAwlC7ob7N8N9aFWwm",
+	"hhOtr735KSF8WJVc2WCR+l/JQH9JO/oI9/mvYnilIbYajr1U+ElagvBl/+vbdJJ8R7oW8TutnXWGV8F7",
+	"gWFXXkylkv4Pjhj/oDGQR24ePR0c6I8TSRVn6ttv05kiFK7Fxl99d/Keob2IXh9vo4+llxf+/NwIw67e",
+	"XIb9XRlhhZfDuHFA3J0HPBk61oiESLIBTVPKxAo2FyMU86R39JtOIRiAwpvDZdpQAU01RvAdZKyQ4aJo",
+	"CvHj5v1LOjHReu5o/EeBGVUH796/OGRG66k9w38wKp37QxVRd/wGXwy22HP2Ly3xgjNuKLjLsJgkQ08F",
+	"6imWHfz6+s0lBqBtPYx9gD98f3kI36YFWj4rNHhunMxlxZULwevOnWBc/ujTb5/+fwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

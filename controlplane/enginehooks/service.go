@@ -119,7 +119,7 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 			return answer(true, ""), nil
 		}
 		d, err := s.Playback.AuthorizePlay(ctx, playback.PlayRequest{MediaServerID: h.MediaServerID, Vhost: req.Vhost, App: req.App,
-			Stream: req.Stream, Protocol: req.Protocol, Params: req.Params})
+			Stream: req.Stream, Protocol: req.Protocol, Params: req.Params, RemoteAddr: req.RemoteAddr})
 		if err != nil {
 			return engineapi.HookAnswer{}, err
 		}
@@ -199,6 +199,9 @@ func (s *Service) allowPublish(ctx context.Context, req engineapi.PublishHook) (
 		// for this channel's INVITE: the engine publishes it, nobody else
 		// can (an RTSP pusher's protocol is not gb28181).
 		return answer(true, ""), nil
+	}
+	if req.App == streams.PlaybackApp && req.Protocol != "gb28181" {
+		return answer(false, "app "+req.App+" holds GB28181 playback sessions, which only their devices publish"), nil
 	}
 	if ch != nil {
 		return answer(false, fmt.Sprintf("%s/%s is channel %s's stream, which the platform pulls", req.App, req.Stream, ch.ChannelID)), nil

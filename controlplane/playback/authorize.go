@@ -18,6 +18,8 @@ type PlayRequest struct {
 	// hls, rtsp, webrtc).
 	Protocol string
 	Params   map[string]string
+	// RemoteAddr is the player's address (host:port) as the engine saw it.
+	RemoteAddr string
 }
 
 // Decision is the answer to on_play.
@@ -57,8 +59,13 @@ func (s *Service) AuthorizePlay(ctx context.Context, r PlayRequest) (Decision, e
 		return deny("the ticket is malformed, tampered with, or for another stream"), nil
 	}
 	proto := Protocol(r.Protocol)
-	if t.kind == kindOneTime {
+	switch t.kind {
+	case kindOneTime:
 		return s.authorizeOneTime(ctx, t.id, r, proto)
+	case kindLink:
+		return s.authorizeLink(ctx, t.id, r)
+	case kindSystem:
+		return s.authorizeSystem(ctx, t.id, r, vhost)
 	}
 	now := s.now()
 	l, err := s.leaseForPlay(ctx, t.id)
@@ -75,10 +82,10 @@ func (s *Service) AuthorizePlay(ctx context.Context, r PlayRequest) (Decision, e
 		return deny("the lease does not cover protocol " + r.Protocol), nil
 	case r.MediaServerID != "" && l.MediaServerID != r.MediaServerID:
 		return deny("the lease is for another media server"), nil
-	case (l.ResourceKind == KindLive) == isRecorded(vhost):
+	case l.ResourceKind.recorded() != isRecorded(vhost):
 		return deny("the lease is for another kind of resource"), nil
 	}
-	if l.ResourceKind != KindLive && s.Resources != nil {
+	if l.ResourceKind.recorded() && s.Resources != nil {
 		ok, reason, err := s.Resources(ctx, l.ResourceKind, l.ResourceID)
 		if err != nil {
 			return Decision{}, err

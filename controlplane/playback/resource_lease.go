@@ -19,8 +19,10 @@ import (
 // package provides it.
 type ResourceCheck func(ctx context.Context, kind ResourceKind, resourceID string) (ok bool, reason string, err error)
 
-// RecordingLease names the file a recording lease plays.
+// RecordingLease names the recorded resource a lease plays: a file, or a
+// cut/merge output (Kind; a file when empty), by its id.
 type RecordingLease struct {
+	Kind          ResourceKind
 	FileID        string
 	MediaServerID string
 }
@@ -40,10 +42,14 @@ func (s *Service) CreateRecordingLease(ctx context.Context, c Caller, r Recordin
 		}
 	}
 	req.Protocols = nil
+	kind := r.Kind
+	if kind == "" {
+		kind = KindRecordingFile
+	}
 	l, srcs, err := s.createLease(ctx, c, r.FileID, req, func() (StreamLocation, error) {
 		return StreamLocation{MediaServerID: r.MediaServerID, Vhost: engineapi.RecordPlaybackVhost, App: engineapi.RecordPlaybackApp, Stream: r.FileID,
 			Online: true}, nil
-	}, KindRecordingFile)
+	}, kind)
 	return l, srcs, err
 }
 

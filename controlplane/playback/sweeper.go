@@ -277,7 +277,8 @@ func (s *Service) markCut(ctx context.Context, id string) error {
 	return err
 }
 
-// prune removes leases ended long ago and one-time grants past their time.
+// prune removes leases ended long ago, and one-time grants and media
+// links past their time.
 func (s *Service) prune(ctx context.Context) error {
 	now := s.now()
 	ended, err := query.All(ctx, s.Reader, query.Query{Index: LeaseIndex.Name, Limit: 1000,
@@ -296,8 +297,17 @@ func (s *Service) prune(ctx context.Context) error {
 		return err
 	}
 	for _, kv := range resp.KVs {
-		var g OneTime
-		if json.Unmarshal(kv.Value, &g) == nil && now.After(g.ExpiresAt) {
+		if g, err := store.Decode[OneTime](kv); err == nil && now.After(g.ExpiresAt) {
+			ops = append(ops, store.Delete(kv.Key))
+		}
+	}
+	links, err := s.Store.Range(ctx, linksPrefix, store.RangeOptions{End: store.PrefixEnd(linksPrefix)})
+	if err != nil {
+		return err
+	}
+	for _, kv := range links.KVs {
+		var l MediaLink
+		if json.Unmarshal(kv.Value, &l) == nil && now.After(l.ExpiresAt) {
 			ops = append(ops, store.Delete(kv.Key))
 		}
 	}

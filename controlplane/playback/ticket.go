@@ -13,10 +13,14 @@ import (
 const TicketParam = "svc_ticket"
 
 // Ticket kinds: a lease ticket works while its lease is Active; a one-time
-// ticket works for one player.
+// ticket works for one player; a media link's for one client until it
+// expires; a system ticket (stateless, its id a UUIDv7 whose time bounds
+// it) only for the control plane's own reads of recorded resources.
 const (
 	kindLease   = "L"
 	kindOneTime = "O"
+	kindLink    = "M"
+	kindSystem  = "S"
 )
 
 var b64 = base64.RawURLEncoding.Strict()
@@ -34,6 +38,8 @@ func (s *Service) ticket(kind, id, vhost, app, stream string) string {
 	return kind + "." + id + "." + b64.EncodeToString(ticketMAC(s.MACKeys[0], kind, id, vhost, app, stream))
 }
 
+var validKind = map[string]bool{kindLease: true, kindOneTime: true, kindLink: true, kindSystem: true}
+
 // parsedTicket is a ticket whose MAC matched the stream it was presented for.
 type parsedTicket struct {
 	kind, id string
@@ -46,7 +52,7 @@ func (s *Service) parseTicket(tok, vhost, app, stream string) (parsedTicket, boo
 		return parsedTicket{}, false
 	}
 	parts := strings.Split(tok, ".")
-	if len(parts) != 3 || (parts[0] != kindLease && parts[0] != kindOneTime) {
+	if len(parts) != 3 || !validKind[parts[0]] {
 		return parsedTicket{}, false
 	}
 	if _, err := uuid.Parse(parts[1]); err != nil {

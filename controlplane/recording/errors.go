@@ -19,10 +19,17 @@ var (
 	ErrPlanNotFound    = fault.New(fault.NotFound, "not_found", "no such recording plan")
 	ErrFileUnavailable = fault.New(fault.Conflict, "recording_file_unavailable", "the recording file cannot be played")
 	ErrContended       = fault.NewRetryable(fault.Conflict, "conflict", "the recording session is being changed concurrently; try again")
+	ErrNoRecordings    = fault.New(fault.NotFound, "not_found", "no recorded files intersect the range")
+	ErrTaskNotFound    = fault.New(fault.NotFound, "not_found", "no such cut/merge task")
+	ErrTaskBusy        = fault.New(fault.Conflict, "conflict", "the cut/merge task has not ended")
+	// ErrOutputUnavailable: a task's output is asked for before the task
+	// succeeded or after its output was deleted.
+	ErrOutputUnavailable = fault.New(fault.Conflict, "cut_merge_output_unavailable", "the cut/merge output is not available")
+	ErrEngine            = fault.NewRetryable(fault.Unavailable, "agent_unavailable", "the media server could not be asked")
 )
 
 var refusals = []error{ErrInvalid, ErrInvalidQuery, ErrNotFound, ErrNoSession, ErrNoChannel, ErrNoServer, ErrPlanNotFound,
-	ErrFileUnavailable, ErrContended}
+	ErrFileUnavailable, ErrContended, ErrNoRecordings, ErrTaskNotFound, ErrTaskBusy, ErrOutputUnavailable}
 
 // IsRefusal reports whether err is one of this package's refusals (a
 // request it will not carry out), as opposed to a failure of the store or

@@ -197,9 +197,23 @@ func (s *Service) HardDelete(ctx context.Context, actor audit.Actor, ids []strin
 }
 
 // Playable is the playback package's ResourceCheck: a recording-file
-// lease plays while its file is Completed.
+// lease plays while its file is Completed, a cut-merge-output lease while
+// its task is Succeeded and its output kept.
 func (s *Service) Playable(ctx context.Context, kind playback.ResourceKind, id string) (bool, string, error) {
-	if kind != playback.KindRecordingFile {
+	switch kind {
+	case playback.KindCutMergeOutput:
+		_, err := s.succeededTask(ctx, id)
+		switch {
+		case errors.Is(err, ErrTaskNotFound):
+			return false, "the cut/merge task does not exist", nil
+		case errors.Is(err, ErrOutputUnavailable):
+			return false, err.Error(), nil
+		case err != nil:
+			return false, "", err
+		}
+		return true, "", nil
+	case playback.KindRecordingFile:
+	default:
 		return false, "this version cannot play " + string(kind) + " resources", nil
 	}
 	f, err := s.File(ctx, id)
@@ -217,12 +231,44 @@ func (s *Service) Playable(ctx context.Context, kind playback.ResourceKind, id s
 
 // LeaseFile leases a Completed file to the calling token for playback.
 func (s *Service) LeaseFile(ctx context.Context, c playback.Caller, fileID string, req playback.LeaseRequest) (*playback.Lease, []playback.Source, error) {
-	f, err := s.File(ctx, fileID)
+	f, err := s.playableFile(ctx, fileID)
 	if err != nil {
 		return nil, nil, err
 	}
-	if f.FileState != FileCompleted {
-		return nil, nil, fmt.Errorf("%w: the file is %s", ErrFileUnavailable, f.FileState)
-	}
 	return s.Playback.CreateRecordingLease(ctx, c, playback.RecordingLease{FileID: f.FileID, MediaServerID: f.MediaServerID}, req)
+}
+
+// playableFile reads a file that may be played or downloaded now.
+func (s *Service) playableFile(ctx context.Context, fileID string) (*File, error) {
+	f, err := s.File(ctx, fileID)
+	if err != nil {
+		return nil, err
+	}
+	if f.FileState != FileCompleted {
+		return nil, fmt.Errorf("%w: the file is %s", ErrFileUnavailable, f.FileState)
+	}
+	return f, nil
+}
+
+// FileLink issues a single-use playback or download link (action
+// playback.ActionPlay or ActionDownload) to a Completed file.
+func (s *Service) FileLink(ctx context.Context, c playback.Caller, fileID, action string, lifetimeSeconds *int) (*playback.IssuedLink, error) {
+	f, err := s.playableFile(ctx, fileID)
+	if err != nil {
+		return nil, err
+	}
+	return s.Playback.CreateMediaLink(ctx, c, playback.MediaLinkRequest{Kind: playback.KindRecordingFile, ResourceID: f.FileID,
+		MediaServerID: f.MediaServerID, Action: action, LifetimeSeconds: lifetimeSeconds})
+}
+
+// FileURL is the URL this control node reads a Completed file through from
+// the engine that owns it, for a caller the HTTP boundary authenticated
+// and found holding the action's permission.
+func (s *Service) FileURL(ctx context.Context, fileID, action string) (*File, string, error) {
+	f, err := s.playableFile(ctx, fileID)
+	if err != nil {
+		return nil, "", err
+	}
+	u, err := s.Playback.SystemRecordedURL(ctx, playback.KindRecordingFile, f.FileID, f.MediaServerID, action)
+	return f, u, err
 }

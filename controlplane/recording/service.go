@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,6 +19,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/query"
+	"github.com/svcplatform/svc/controlplane/webhooks"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
@@ -44,8 +46,29 @@ type Service struct {
 	// EngineWait bounds the wait for an engine's answer to a start or
 	// stop (10 s when zero).
 	EngineWait time.Duration
+	// Callbacks guards cut/merge callback URLs like webhook endpoints
+	// (nil: any http(s) URL).
+	Callbacks *webhooks.TargetGuard
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	wakeOnce sync.Once
+	wake     chan struct{}
+}
+
+// wakeCh is the channel that wakes the cut/merge worker.
+func (s *Service) wakeCh() chan struct{} {
+	s.wakeOnce.Do(func() { s.wake = make(chan struct{}, 1) })
+	return s.wake
+}
+
+// wakeWorker tells this node's cut/merge worker (if it is the leader's)
+// that a task is waiting.
+func (s *Service) wakeWorker() {
+	select {
+	case s.wakeCh() <- struct{}{}:
+	default:
+	}
 }
 
 func (s *Service) now() time.Time {

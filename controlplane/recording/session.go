@@ -67,7 +67,7 @@ var SessionIndex = query.Index{Name: "recording_sessions", Prefix: SessionPrefix
 }}
 
 // Indexes are the package's typed index tables, for the server's store.
-var Indexes = []query.Index{FileIndex, SessionIndex}
+var Indexes = []query.Index{FileIndex, SessionIndex, TaskIndex}
 
 // OwnedPrefixes are the prefixes of this package.
 var OwnedPrefixes = []string{"/recording/"}

@@ -70,4 +70,24 @@ var Model = StateModel{Machines: []Machine{
 			{FileSoftDeleted, FileDeleted, "POST /api/v2/recording/files/delete (hard delete)"},
 		},
 	},
+	{
+		Name: "cut-merge-task",
+		Description: "A time range of one stream's recordings joined into one MP4 (fragmented) on the media server that holds them, " +
+			"without transcoding: from the keyframe at or before the start, gaps without recordings skipped. The output is played, " +
+			"downloaded and leased (resource kind cut-merge-output) by the task id, only while the task is Succeeded.",
+		Initial: TaskPending,
+		States: []State{
+			{TaskPending, "accepted; waiting for the leader's worker (or for its media server to answer again)", false},
+			{TaskRunning, "the media server writes the output (processPercentage 10)", false},
+			{TaskSucceeded, "the output is written: fileSize, actualDurationMs; links and leases work until the output is deleted", true},
+			{TaskFailed, "the media server refused or failed (error says why), or could not be asked after several attempts", true},
+		},
+		Transitions: []Transition{
+			{TaskPending, TaskRunning, "the leader's worker takes it"},
+			{TaskRunning, TaskSucceeded, "the media server wrote the output"},
+			{TaskRunning, TaskFailed, "the media server refused (other tracks in the range, files gone) or failed"},
+			{TaskRunning, TaskPending, "the media server could not be asked; tried again on the next pass"},
+			{TaskRunning, TaskRunning, "a new leader runs it again (the output is rewritten, never duplicated)"},
+		},
+	},
 }}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/keyring"
@@ -99,15 +97,4 @@ func (r roomRecorder) StopStream(ctx context.Context, mediaServerID, stream stri
 		return true, nil
 	}
 	return false, nil // the engine has not answered yet
-}
-
-// runRooms starts the leader's sweep of silent participants and empty
-// rooms.
-func (s *Server) runRooms(bg context.Context) {
-	log := s.Log.Named("rooms")
-	s.background(bg, func(ctx context.Context) {
-		s.Node.Leadership().Run(ctx, func(ctx context.Context) {
-			s.Rooms.RunSweeper(ctx, roomSweepInterval, func(err error) { log.Warn("room sweep", zap.Error(err)) })
-		})
-	})
 }

@@ -186,6 +186,12 @@ func (g *TargetGuard) CheckHost(ctx context.Context, host string) error {
 	return nil
 }
 
+// Control is control for other senders to the outside (cut/merge
+// callbacks), so they are guarded like deliveries.
+func (g *TargetGuard) Control(network, address string, c syscall.RawConn) error {
+	return g.control(network, address, c)
+}
+
 // control is a net.Dialer Control function refusing disallowed addresses
 // at connect time, after resolution.
 func (g *TargetGuard) control(_, address string, _ syscall.RawConn) error {

@@ -10,6 +10,10 @@
 // optionally &duration=D it answers a time-addressed fragmented MP4: the
 // initialisation segment and the parts from the last keyframe at or
 // before S, found in the sidecar index without reading the media.
+//
+// With ?download=1 it answers the file as an attachment (whole, or by
+// Range to resume), asking on_play for the reserved app RecordDownloadApp
+// instead: a ticket is bound to one of the two purposes.
 package recordplay
 
 import (
@@ -18,6 +22,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +38,8 @@ import (
 const (
 	RecordVhost = engineapi.RecordPlaybackVhost
 	RecordApp   = engineapi.RecordPlaybackApp
+	// DownloadApp is the on_play app of a download.
+	DownloadApp = engineapi.RecordDownloadApp
 	// Protocol is the on_play protocol of every recorded-playback request.
 	Protocol = "http-fmp4"
 )
@@ -71,7 +78,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "start and duration are seconds within 0-86400", http.StatusBadRequest)
 		return
 	}
-	if !h.admit(w, r, id) {
+	app, download := RecordApp, false
+	switch q.Get(engineapi.RecordDownloadParam) {
+	case "", "0", "false":
+	case "1", "true":
+		app, download = DownloadApp, true
+	default:
+		http.Error(w, "download is 1 or absent", http.StatusBadRequest)
+		return
+	}
+	if download && (q.Get("start") != "" || q.Get("duration") != "") {
+		http.Error(w, "a download is the whole file (or a byte Range of it), not a time span", http.StatusBadRequest)
+		return
+	}
+	if !h.admit(w, r, app, id) {
 		return
 	}
 	path, x, err := h.Files.Lookup(id)
@@ -92,6 +112,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.Close()
 	w.Header().Set("Content-Type", "video/mp4")
 	w.Header().Set("Cache-Control", "private, no-store")
+	if download {
+		w.Header().Set("Content-Disposition", `attachment; filename="`+filepath.Base(path)+`"`)
+	}
 	if q.Get("start") == "" && q.Get("duration") == "" {
 		st, err := f.Stat()
 		if err != nil {
@@ -131,14 +154,14 @@ func seconds(v string) (time.Duration, bool) {
 // admit asks on_play (a stand-alone engine without hooks admits every
 // request, as it does live players); a refusal answers 403 with the control plane's
 // reason, no decision (an unreachable control plane) 503.
-func (h *Handler) admit(w http.ResponseWriter, r *http.Request, fileID string) bool {
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, app, fileID string) bool {
 	params := map[string]string{}
 	for k, v := range r.URL.Query() {
 		if len(v) > 0 {
 			params[k] = v[0]
 		}
 	}
-	ans, err := h.Gate.AllowPlay(r.Context(), engineapi.PlayHook{StreamRef: engineapi.StreamRef{Vhost: RecordVhost, App: RecordApp, Stream: fileID},
+	ans, err := h.Gate.AllowPlay(r.Context(), engineapi.PlayHook{StreamRef: engineapi.StreamRef{Vhost: RecordVhost, App: app, Stream: fileID},
 		Protocol: Protocol, RemoteAddr: r.RemoteAddr, Params: params})
 	if err != nil {
 		http.Error(w, "the playback ticket could not be checked; try again", http.StatusServiceUnavailable)

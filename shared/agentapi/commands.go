@@ -54,6 +54,8 @@ var CommandTypes = map[string]bool{
 	// Starting and stopping a recording converge (already_recording and
 	// not_recording answer a repeat).
 	TypeEngineRecordStart: true, TypeEngineRecordStop: true, TypeEngineRecordList: true, TypeEngineRecordDelete: true,
+	// A cut/merge rewrites the same output when repeated.
+	TypeEngineRecordCutMerge: true,
 }
 
 // PingResult answers TypePing: the agent is alive and runs commands.

@@ -19,6 +19,10 @@ const (
 	// PathRecordingFilesDelete removes finished files by id (POST
 	// DeleteRecordFilesRequest, DeleteRecordFilesResult).
 	PathRecordingFilesDelete = "/api/v1/recordings/files/delete"
+	// PathRecordingCutMerge writes a cut/merge output (POST
+	// CutMergeRequest, CutMergeResult); repeating it rewrites the same
+	// output. The output is played and deleted by its task id like a file.
+	PathRecordingCutMerge = "/api/v1/recordings/cut-merge"
 
 	// HookOnRecordMP4 reports a finished recording file (RecordMP4Hook).
 	// The engine repeats it until a control node answers 2xx, also across
@@ -34,6 +38,13 @@ const (
 const (
 	RecordPlaybackVhost = "__record__"
 	RecordPlaybackApp   = "file"
+	// RecordDownloadApp is the reserved app of a download of a file
+	// (?download=1 on the same route: the file as an attachment, whole or
+	// by Range): a playback ticket never downloads, nor a download ticket
+	// plays.
+	RecordDownloadApp = "download"
+	// RecordDownloadParam asks the route for a download.
+	RecordDownloadParam = "download"
 	// RecordPlaybackPath prefixes a file's URL: <prefix><fileId>.mp4.
 	RecordPlaybackPath = "/record/"
 )
@@ -64,6 +75,38 @@ type DeleteRecordFileResult struct {
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
 }
+
+// CutMergeRequest joins spans of finished files, in order, into one
+// output named by the task id (at most 10000 spans).
+type CutMergeRequest struct {
+	TaskID string         `json:"taskId"`
+	Spans  []CutMergeSpan `json:"spans"`
+}
+
+// CutMergeSpan is the media of one file from FromMs to ToMs after its
+// first frame; ToMs zero means to its end.
+type CutMergeSpan struct {
+	FileID string `json:"fileId"`
+	FromMs int64  `json:"fromMs"`
+	ToMs   int64  `json:"toMs,omitempty"`
+}
+
+// CutMergeResult describes a written output: its size, the media it
+// covers (gaps between the spans closed), frames, fragments copied, gaps
+// closed and the wall-clock time of its first frame.
+type CutMergeResult struct {
+	TaskID     string    `json:"taskId"`
+	FileSize   int64     `json:"fileSize"`
+	DurationMs int64     `json:"durationMs"`
+	Frames     uint64    `json:"frames"`
+	Parts      int       `json:"parts"`
+	Gaps       int       `json:"gaps"`
+	StartTime  time.Time `json:"startTime"`
+}
+
+// CodeCutMergeRefused: the spans cannot be joined (other tracks, no
+// media, a file that is not there).
+const CodeCutMergeRefused = "cut_merge_refused"
 
 // RecordingConfig shapes the engine's recorder.
 type RecordingConfig struct {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // publisherPage is the page a meeting participant's browser runs: its
@@ -111,7 +112,7 @@ func startPublisherHarness(t *testing.T, api string) *publisherHarness {
 func (h *publisherHarness) wait(t *testing.T, what string, within time.Duration, ok func(pageReport) bool) pageReport {
 	t.Helper()
 	var got pageReport
-	eventually(t, within, what, func() bool {
+	testkit.Eventually(t, within, what, func() bool {
 		h.mu.Lock()
 		got = h.last
 		h.mu.Unlock()
@@ -296,7 +297,7 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 		t.Fatalf("recording stop: %d %s", st, body)
 	}
 	recorded := time.Since(recordingFrom)
-	eventually(t, 30*time.Second, "the recording Stopped", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the recording Stopped", func() bool {
 		var runs struct {
 			Total int
 			Items []struct{ State string }
@@ -312,7 +313,7 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 			FileState  string
 		}
 	}
-	eventually(t, 30*time.Second, "Alice's recorded file", func() bool {
+	testkit.Eventually(t, 30*time.Second, "Alice's recorded file", func() bool {
 		cp.call("GET", "/api/v2/recording/files?app=rtc&streamId="+room.RoomID+"."+pub.PublicationID, nil, &files)
 		return files.Total >= 1
 	})
@@ -399,13 +400,13 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 	h2 := startPublisherHarness(t, cp.api)
 	browser := startChromium(t, "http://"+h2.addr+"/?whip="+url.QueryEscape(pub2.WhipURL)+"&token="+url.QueryEscape(alice))
 	h2.wait(t, "the second publication to connect", 60*time.Second, func(r pageReport) bool { return r.State == "connected" })
-	eventually(t, 30*time.Second, "the second publication's stream Online", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the second publication's stream Online", func() bool {
 		var ss struct{ Total int }
 		cp.call("GET", "/api/v2/streams/sessions?state=Online&stream="+room.RoomID+"."+pub2.PublicationID, nil, &ss)
 		return ss.Total == 1
 	})
 	browser.Cmd.Process.Kill()
-	eventually(t, 60*time.Second, "rtc.publication.failed", func() bool { return len(cp.events("rtc.publication.failed")) == 1 })
+	testkit.Eventually(t, 60*time.Second, "rtc.publication.failed", func() bool { return len(cp.events("rtc.publication.failed")) == 1 })
 	if st, body := device(t, cp.api, bob, "GET", dev+"/publications", nil, &list); st != 200 || len(list.Items) != 0 {
 		t.Fatalf("publications after the publisher vanished: %d %s", st, body)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // gstWHEP runs test/peers/gst_whep_client.py (GStreamer's webrtcbin) on a
@@ -49,7 +50,7 @@ func TestWebRTCLeaseEndToEnd(t *testing.T) {
 	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/start", nil, nil); st != 200 {
 		t.Fatalf("start: %d %s", st, body)
 	}
-	eventually(t, 60*time.Second, "the stream to be Online", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the stream to be Online", func() bool {
 		var ss struct{ Total int }
 		be.call("GET", "/api/v2/third-party/streams?streamId=door&state=Online", nil, &ss)
 		return ss.Total == 1

@@ -1,0 +1,313 @@
+package recorder
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/svcplatform/svc/mediaengine/fmp4"
+)
+
+// Cut/merge joins spans of finished files into one fragmented MP4 without
+// decoding anything: the output is the first file's initialisation
+// segment and the chosen fragments (moof+mdat) copied as they are, so
+// every frame is byte-identical to its source. A span starts at the last
+// fragment beginning with a keyframe at or before its start (every
+// keyframe starts a fragment) and ends with the last fragment beginning
+// before its end. Fragments keep their own timeline where files follow on
+// (a file starts where the previous one ended); where they do not (a gap
+// without recording, or a stream that began again), the decode times of
+// what follows are moved to continue the output without a gap. Only the
+// tfdt and mfhd fields of each moof are rewritten.
+
+// CutMergeDir is the directory under the root that holds outputs, named
+// by task id; they are findable and deletable by that id like files.
+const CutMergeDir = "cutmerge"
+
+// ErrCutMerge is a cut/merge the sources cannot make: files with
+// different tracks, or spans holding no media.
+var ErrCutMerge = errors.New("recorder: cannot cut and merge these spans")
+
+// Span is the media of one finished file to take: from From to To after
+// the file's first frame; To zero means to its end.
+type Span struct {
+	FileID   string
+	From, To time.Duration
+}
+
+// CutMergeResult describes an output.
+type CutMergeResult struct {
+	Size int64
+	// Duration is the media the output covers (the spans without the
+	// gaps between them), Frames its frame count.
+	Duration time.Duration
+	Frames   uint64
+	// Parts is the number of fragments copied, Gaps how many
+	// discontinuities were closed.
+	Parts, Gaps int
+	// StartTime is the wall-clock time of the first frame copied.
+	StartTime time.Time
+}
+
+// gapTolerance is how far a fragment may start from where the previous
+// one ended before it counts as a gap (rounding of the stream clock).
+const gapTolerance = 100 * time.Millisecond
+
+// chosen is one fragment to copy.
+type chosen struct {
+	path string
+	part Part
+}
+
+// CutMerge writes the output of task id from spans, in order; writing it
+// again (a repeated command) replaces it.
+func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
+	var res CutMergeResult
+	if !nameRE.MatchString(id) {
+		return res, fmt.Errorf("%w: %q", ErrBadName, id)
+	}
+	var init []byte
+	var head indexLine
+	var parts []chosen
+	for i, s := range spans {
+		path, x, err := r.Lookup(s.FileID)
+		if err != nil {
+			return res, err
+		}
+		var d time.Duration // to the end of the file
+		if s.To > 0 {
+			if d = s.To - s.From; d <= 0 {
+				continue
+			}
+		}
+		if !x.Finished() {
+			return res, fmt.Errorf("%w: %q", ErrFileNotFound, s.FileID)
+		}
+		from, to, ok := x.Span(s.From, d)
+		if !ok || s.From >= x.Duration() {
+			continue
+		}
+		b, err := readAt(path, 0, x.InitSize())
+		if err != nil {
+			return res, err
+		}
+		if init == nil {
+			init, head = b, x.head
+			res.StartTime = x.StartTime()
+		} else if !bytes.Equal(b, init) {
+			return res, fmt.Errorf("%w: span %d (file %s) has other tracks than the first (a codec or resolution change); cut the range in two",
+				ErrCutMerge, i, s.FileID)
+		}
+		for _, p := range x.Parts {
+			if p.Offset >= from && p.Offset < to {
+				if len(parts) == 0 {
+					res.StartTime = x.StartTime().Add(p.At)
+				}
+				parts = append(parts, chosen{path: path, part: p})
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return res, fmt.Errorf("%w: the spans hold no media", ErrCutMerge)
+	}
+	scales := map[uint32]uint32{}
+	for _, t := range head.Tracks {
+		scales[t.ID] = t.Timescale
+	}
+	rel := filepath.Join(CutMergeDir, id+".mp4")
+	abs := filepath.Join(r.root, rel)
+	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
+		return res, err
+	}
+	out, err := os.CreateTemp(filepath.Dir(abs), "."+id+"-*.tmp")
+	if err != nil {
+		return res, err
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	var idx bytes.Buffer
+	start := res.StartTime.UTC()
+	h := indexLine{T: lineHead, V: indexVersion, FileID: id, Vhost: head.Vhost, App: head.App, Stream: head.Stream, StartTime: &start,
+		InitSize: int64(len(init)), Tracks: head.Tracks}
+	if err := appendLine(&idx, h); err != nil {
+		return res, err
+	}
+	if _, err := out.Write(init); err != nil {
+		return res, err
+	}
+	size := int64(len(init))
+	var shift time.Duration // subtracted from every decode time
+	var next time.Duration  // where the output's media ends, in source time minus shift
+	var base time.Duration  // the output's first decode time
+	for i, c := range parts {
+		b, err := readAt(c.path, c.part.Offset, c.part.Size)
+		if err != nil {
+			return res, err
+		}
+		first, err := fragmentStart(b, scales)
+		if err != nil {
+			return res, fmt.Errorf("recorder: fragment at %d of %s: %w", c.part.Offset, filepath.Base(c.path), err)
+		}
+		if i == 0 {
+			base = first
+		} else if d := first - shift - next; d > gapTolerance || d < -gapTolerance {
+			shift += d
+			res.Gaps++
+		}
+		if err := retime(b, uint32(i+1), shift, scales); err != nil {
+			return res, err
+		}
+		if _, err := out.Write(b); err != nil {
+			return res, err
+		}
+		at := first - shift - base
+		// A part's duration runs to its longest track's end, which may
+		// pass the next part's start a little: the output ends where the
+		// furthest part does.
+		next = first - shift + c.part.Duration
+		res.Duration = max(res.Duration, next-base)
+		if err := appendLine(&idx, indexLine{T: linePart, Off: size, Size: int64(len(b)), At: at.Milliseconds(), Dur: c.part.Duration.Milliseconds(),
+			Key: c.part.Key, Frames: c.part.Frames}); err != nil {
+			return res, err
+		}
+		size += int64(len(b))
+		res.Frames += uint64(c.part.Frames)
+		res.Parts++
+	}
+	res.Size = size
+	if err := out.Sync(); err != nil {
+		return res, err
+	}
+	if err := out.Close(); err != nil {
+		return res, err
+	}
+	// The output is done and never reported: on_record_mp4 is for
+	// recordings, and a restart's scan finds it by its id.
+	for _, l := range []indexLine{{T: lineEnd, Size: size, Frames: int64(res.Frames), DurationMs: res.Duration.Milliseconds(), Reason: "cut-merge"}, {T: lineReported}} {
+		if err := appendLine(&idx, l); err != nil {
+			return res, err
+		}
+	}
+	if err := writeFileSync(abs+".idx", idx.Bytes()); err != nil {
+		return res, err
+	}
+	if err := os.Rename(out.Name(), abs); err != nil {
+		return res, err
+	}
+	r.addFile(id, rel)
+	return res, nil
+}
+
+func readAt(path string, off, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b, nil
+}
+
+func writeFileSync(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// trafs finds each traf of a fragment's moof with its track's timescale.
+func trafs(frag []byte, scales map[uint32]uint32) (moof *fmp4.Box, out []fmp4.Box, err error) {
+	boxes, err := fmp4.ReadBoxes(frag)
+	if err != nil {
+		return nil, nil, err
+	}
+	moof = fmp4.Find(boxes, "moof")
+	if moof == nil {
+		return nil, nil, fmt.Errorf("%w: no moof", fmp4.ErrBox)
+	}
+	for _, c := range moof.Children {
+		if c.Type != "traf" {
+			continue
+		}
+		tfhd, tfdt := fmp4.Find(c.Children, "tfhd"), fmp4.Find(c.Children, "tfdt")
+		if tfhd == nil || tfdt == nil || len(tfhd.Data) < 8 || len(tfdt.Data) < 12 || tfdt.Data[0] != 1 {
+			return nil, nil, fmt.Errorf("%w: a traf without tfhd or a 64-bit tfdt", fmp4.ErrBox)
+		}
+		if scales[binary.BigEndian.Uint32(tfhd.Data[4:])] == 0 {
+			return nil, nil, fmt.Errorf("%w: a traf of an unknown track", fmp4.ErrBox)
+		}
+		out = append(out, c)
+	}
+	return moof, out, nil
+}
+
+// fragmentStart is the earliest decode time of a fragment's tracks.
+func fragmentStart(frag []byte, scales map[uint32]uint32) (time.Duration, error) {
+	_, ts, err := trafs(frag, scales)
+	if err != nil {
+		return 0, err
+	}
+	first := time.Duration(-1)
+	for _, t := range ts {
+		scale := scales[binary.BigEndian.Uint32(fmp4.Find(t.Children, "tfhd").Data[4:])]
+		d := ticks(binary.BigEndian.Uint64(fmp4.Find(t.Children, "tfdt").Data[4:]), scale)
+		if first < 0 || d < first {
+			first = d
+		}
+	}
+	if first < 0 {
+		return 0, fmt.Errorf("%w: a moof without tracks", fmp4.ErrBox)
+	}
+	return first, nil
+}
+
+// retime rewrites a fragment in place: its sequence number, and every
+// track's decode time moved back by shift.
+func retime(frag []byte, seq uint32, shift time.Duration, scales map[uint32]uint32) error {
+	moof, ts, err := trafs(frag, scales)
+	if err != nil {
+		return err
+	}
+	if mfhd := fmp4.Find(moof.Children, "mfhd"); mfhd != nil && len(mfhd.Data) >= 8 {
+		binary.BigEndian.PutUint32(frag[mfhd.Offset+8+4:], seq)
+	}
+	if shift == 0 {
+		return nil
+	}
+	for _, t := range ts {
+		tfdt := fmp4.Find(t.Children, "tfdt")
+		scale := scales[binary.BigEndian.Uint32(fmp4.Find(t.Children, "tfhd").Data[4:])]
+		pos := tfdt.Offset + 8 + 4
+		v := int64(binary.BigEndian.Uint64(frag[pos:]))
+		if shift > 0 {
+			v -= int64(span(shift, scale))
+		} else {
+			v += int64(span(-shift, scale))
+		}
+		binary.BigEndian.PutUint64(frag[pos:], uint64(max(v, 0)))
+	}
+	return nil
+}
+
+// span is a (non-negative) length of time in timescale units.
+func span(d time.Duration, scale uint32) uint64 {
+	s, r := uint64(d/time.Second), uint64(d%time.Second)
+	return s*uint64(scale) + r*uint64(scale)/uint64(time.Second)
+}
