@@ -886,6 +886,7 @@ const (
 	ErrorCodeAgentTimeout               ErrorCode = "agent_timeout"
 	ErrorCodeAgentUnavailable           ErrorCode = "agent_unavailable"
 	ErrorCodeApiTokenRequired           ErrorCode = "api_token_required"
+	ErrorCodeArchiveTicketInvalid       ErrorCode = "archive_ticket_invalid"
 	ErrorCodeAuthenticationRequired     ErrorCode = "authentication_required"
 	ErrorCodeCaptchaInvalid             ErrorCode = "captcha_invalid"
 	ErrorCodeCaptchaRequired            ErrorCode = "captcha_required"
@@ -967,6 +968,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeAgentUnavailable:
 		return true
 	case ErrorCodeApiTokenRequired:
+		return true
+	case ErrorCodeArchiveTicketInvalid:
 		return true
 	case ErrorCodeAuthenticationRequired:
 		return true
@@ -2062,6 +2065,27 @@ func (e RecordingSessionState) Valid() bool {
 	case RecordingSessionStateRequested:
 		return true
 	case RecordingSessionStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcArchiveAction.
+const (
+	RtcArchiveActionDownload RtcArchiveAction = "download"
+	RtcArchiveActionPlay     RtcArchiveAction = "play"
+	RtcArchiveActionView     RtcArchiveAction = "view"
+)
+
+// Valid indicates whether the value is a known member of the RtcArchiveAction enum.
+func (e RtcArchiveAction) Valid() bool {
+	switch e {
+	case RtcArchiveActionDownload:
+		return true
+	case RtcArchiveActionPlay:
+		return true
+	case RtcArchiveActionView:
 		return true
 	default:
 		return false
@@ -7757,6 +7781,33 @@ type RtcAccessTicket struct {
 	RoomId openapi_types.UUID `json:"roomId"`
 }
 
+// RtcArchiveAccessRequest The archive ticket to issue.
+type RtcArchiveAccessRequest struct {
+	// Actions The actions; view and play when absent. play and download add view.
+	Actions *[]RtcArchiveAction `json:"actions,omitempty"`
+
+	// LifetimeSeconds Lifetime of the ticket; 120 when absent.
+	LifetimeSeconds *int32 `json:"lifetimeSeconds,omitempty"`
+}
+
+// RtcArchiveAction What an archive ticket allows.
+type RtcArchiveAction string
+
+// RtcArchiveTicket An archive ticket, shown once.
+type RtcArchiveTicket struct {
+	// Actions What it allows.
+	Actions []RtcArchiveAction `json:"actions"`
+
+	// ExpiresAtUtc When it ends.
+	ExpiresAtUtc time.Time `json:"expiresAtUtc"`
+
+	// RoomId The room whose recordings it opens.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// Token The ticket, for `Authorization: Bearer` or the query `rtc_archive_token`.
+	Token string `json:"token"`
+}
+
 // RtcCapability What a participant may do in a room.
 type RtcCapability string
 
@@ -7783,6 +7834,36 @@ type RtcJoinResult struct {
 
 // RtcJoinResultAdmissionStatus Admitted, or Waiting while held in the waiting room.
 type RtcJoinResultAdmissionStatus string
+
+// RtcManifestFile One file of a track.
+type RtcManifestFile struct {
+	// DurationMilliseconds Its duration.
+	DurationMilliseconds int64 `json:"durationMilliseconds"`
+
+	// FileId The recorded file.
+	FileId string `json:"fileId"`
+
+	// OffsetMilliseconds Where its media starts, from the recording's origin.
+	OffsetMilliseconds int64 `json:"offsetMilliseconds"`
+}
+
+// RtcManifestTrack One track, in its original encoding.
+type RtcManifestTrack struct {
+	// Codec The encoding as sent (H264, Opus, PCMU, ...).
+	Codec string `json:"codec"`
+
+	// DeviceSessionId The device session's publication.
+	DeviceSessionId openapi_types.UUID `json:"deviceSessionId"`
+
+	// Files Its files in time order; gaps between them are periods without media.
+	Files []RtcManifestFile `json:"files"`
+
+	// MediaKind A kind of media.
+	MediaKind RtcMediaKind `json:"mediaKind"`
+
+	// ParticipantId The participant.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+}
 
 // RtcMediaKind A kind of media.
 type RtcMediaKind string
@@ -7816,6 +7897,12 @@ type RtcParticipant struct {
 
 // RtcParticipantAdmissionStatus Admitted, or Waiting while held in the waiting room.
 type RtcParticipantAdmissionStatus string
+
+// RtcParticipantList The room's active participants.
+type RtcParticipantList struct {
+	// Items Admitted and waiting participants.
+	Items []RtcParticipant `json:"items"`
+}
 
 // RtcPlaybackTicket A short HTTP-FLV URL of one publication.
 type RtcPlaybackTicket struct {
@@ -7905,6 +7992,36 @@ type RtcRecordingList struct {
 
 	// Total Recordings of the room.
 	Total int64 `json:"total"`
+}
+
+// RtcRecordingManifest A recording's manifest; file and event offsets share one origin.
+type RtcRecordingManifest struct {
+	// Composites Member copies and composites made after the meeting (none yet).
+	Composites []map[string]interface{} `json:"composites"`
+
+	// DurationMilliseconds From the origin to the stop (to now while it runs).
+	DurationMilliseconds int64 `json:"durationMilliseconds"`
+
+	// Events Public replayable events (chat, whiteboard, control, device speech) after afterSequence; none are kept yet.
+	Events []map[string]interface{} `json:"events"`
+
+	// HasMoreEvents Whether more events follow.
+	HasMoreEvents bool `json:"hasMoreEvents"`
+
+	// NextSequence The afterSequence of the next page.
+	NextSequence int64 `json:"nextSequence"`
+
+	// OriginAtUtc The time origin.
+	OriginAtUtc time.Time `json:"originAtUtc"`
+
+	// RecordingId The recording.
+	RecordingId openapi_types.UUID `json:"recordingId"`
+
+	// State State of a continuous recording; while Stopping its tracks are still being sealed.
+	State RtcRecordingState `json:"state"`
+
+	// Tracks One per participant, device session and media kind.
+	Tracks []RtcManifestTrack `json:"tracks"`
 }
 
 // RtcRecordingPolicy A room's recording policy.
@@ -10423,6 +10540,18 @@ type ListRtcRecordingRunsParams struct {
 	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 }
 
+// GetRtcRecordingManifestParams defines parameters for GetRtcRecordingManifest.
+type GetRtcRecordingManifestParams struct {
+	// AfterSequence Return the public events after this sequence number.
+	AfterSequence *int64 `form:"afterSequence,omitempty" json:"afterSequence,omitempty"`
+
+	// MaxEvents At most this many events (1-500, default 100).
+	MaxEvents *int32 `form:"maxEvents,omitempty" json:"maxEvents,omitempty"`
+
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
 // ListApiTokensParams defines parameters for ListApiTokens.
 type ListApiTokensParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -10974,6 +11103,9 @@ type CreateRtcAccessTicketJSONRequestBody = CreateRtcAccessTicketRequest
 
 // SetRtcRecordingPolicyJSONRequestBody defines body for SetRtcRecordingPolicy for application/json ContentType.
 type SetRtcRecordingPolicyJSONRequestBody = RtcRecordingPolicy
+
+// CreateRtcArchiveTicketJSONRequestBody defines body for CreateRtcArchiveTicket for application/json ContentType.
+type CreateRtcArchiveTicketJSONRequestBody = RtcArchiveAccessRequest
 
 // JoinRtcRoomJSONRequestBody defines body for JoinRtcRoom for application/json ContentType.
 type JoinRtcRoomJSONRequestBody = JoinRtcRoomRequest
@@ -11753,6 +11885,9 @@ type ServerInterface interface {
 	// StopRtcRecording Stop the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
 	StopRtcRecording(c *gin.Context, roomId openapi_types.UUID, recordingId string)
+	// CreateRtcArchiveTicket Issue an archive ticket for a room's recordings
+	// (POST /api/v2/rtc/rooms/{roomId}/recordings/access)
+	CreateRtcArchiveTicket(c *gin.Context, roomId openapi_types.UUID)
 	// RtcHeartbeat Report that the device is alive
 	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
 	RtcHeartbeat(c *gin.Context, roomId openapi_types.UUID)
@@ -11762,9 +11897,21 @@ type ServerInterface interface {
 	// LeaveRtcRoom Leave the room
 	// (POST /api/v2/rtc/session/rooms/{roomId}/leave)
 	LeaveRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// ListRtcParticipants List the room's participants
+	// (GET /api/v2/rtc/session/rooms/{roomId}/participants)
+	ListRtcParticipants(c *gin.Context, roomId openapi_types.UUID)
+	// AdmitRtcParticipant Admit a participant from the waiting room
+	// (POST /api/v2/rtc/session/rooms/{roomId}/participants/{participantId}/admit)
+	AdmitRtcParticipant(c *gin.Context, roomId openapi_types.UUID, participantId string)
+	// HandOverRtcHost Hand the host role over
+	// (POST /api/v2/rtc/session/rooms/{roomId}/participants/{participantId}/host)
+	HandOverRtcHost(c *gin.Context, roomId openapi_types.UUID, participantId string)
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(c *gin.Context, roomId openapi_types.UUID)
+	// GetRtcRecordingManifest Read a recording's manifest
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
+	GetRtcRecordingManifest(c *gin.Context, roomId openapi_types.UUID, recordingId string, params GetRtcRecordingManifestParams)
 	// ListRtcPublications List the publications one may subscribe to
 	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
 	ListRtcPublications(c *gin.Context, roomId openapi_types.UUID)
@@ -16177,6 +16324,31 @@ func (siw *ServerInterfaceWrapper) StopRtcRecording(c *gin.Context) {
 	siw.Handler.StopRtcRecording(c, roomId, recordingId)
 }
 
+// CreateRtcArchiveTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcArchiveTicket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcArchiveTicket(c, roomId)
+}
+
 // RtcHeartbeat operation middleware
 func (siw *ServerInterfaceWrapper) RtcHeartbeat(c *gin.Context) {
 
@@ -16252,6 +16424,99 @@ func (siw *ServerInterfaceWrapper) LeaveRtcRoom(c *gin.Context) {
 	siw.Handler.LeaveRtcRoom(c, roomId)
 }
 
+// ListRtcParticipants operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcParticipants(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcParticipants(c, roomId)
+}
+
+// AdmitRtcParticipant operation middleware
+func (siw *ServerInterfaceWrapper) AdmitRtcParticipant(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "participantId" -------------
+	var participantId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "participantId", c.Param("participantId"), &participantId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter participantId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.AdmitRtcParticipant(c, roomId, participantId)
+}
+
+// HandOverRtcHost operation middleware
+func (siw *ServerInterfaceWrapper) HandOverRtcHost(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "participantId" -------------
+	var participantId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "participantId", c.Param("participantId"), &participantId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter participantId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.HandOverRtcHost(c, roomId, participantId)
+}
+
 // CreateRtcPlaybackTicket operation middleware
 func (siw *ServerInterfaceWrapper) CreateRtcPlaybackTicket(c *gin.Context) {
 
@@ -16275,6 +16540,67 @@ func (siw *ServerInterfaceWrapper) CreateRtcPlaybackTicket(c *gin.Context) {
 	}
 
 	siw.Handler.CreateRtcPlaybackTicket(c, roomId)
+}
+
+// GetRtcRecordingManifest operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcRecordingManifest(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRtcRecordingManifestParams
+
+	// ------------- Optional query parameter "afterSequence" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "afterSequence", c.Request.URL.Query(), &params.AfterSequence, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter afterSequence: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "maxEvents" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "maxEvents", c.Request.URL.Query(), &params.MaxEvents, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter maxEvents: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcRecordingManifest(c, roomId, recordingId, params)
 }
 
 // ListRtcPublications operation middleware
@@ -19798,6 +20124,11 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecordingAsHost)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecordingAsParticipant)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecordingAsHost)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recordings/access", wrapper.CreateRtcArchiveTicket)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/manifest", wrapper.GetRtcRecordingManifest)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants", wrapper.ListRtcParticipants)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants/:participantId/admit", wrapper.AdmitRtcParticipant)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants/:participantId/host", wrapper.HandOverRtcHost)
 	router.POST(options.BaseURL+"/api/v2/talk/sessions", wrapper.CreateTalkSession)
 	router.GET(options.BaseURL+"/api/v2/talk/sessions/:sessionId", wrapper.GetTalkSession)
 	router.POST(options.BaseURL+"/api/v2/talk/sessions/:sessionId/audio", wrapper.WriteTalkAudio)
@@ -35587,6 +35918,114 @@ func (response StopRtcRecording503JSONResponse) VisitStopRtcRecordingResponse(w 
 	return err
 }
 
+type CreateRtcArchiveTicketRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcArchiveTicketJSONRequestBody
+}
+
+type CreateRtcArchiveTicketResponseObject interface {
+	VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcArchiveTicket200JSONResponse RtcArchiveTicket
+
+func (response CreateRtcArchiveTicket200JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcArchiveTicket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcArchiveTicket400JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcArchiveTicket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcArchiveTicket401JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcArchiveTicket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcArchiveTicket403JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcArchiveTicket404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcArchiveTicket404JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcArchiveTicket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcArchiveTicket429JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcArchiveTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcArchiveTicket500JSONResponse) VisitCreateRtcArchiveTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RtcHeartbeatRequestObject struct {
 	RoomId openapi_types.UUID `json:"roomId"`
 }
@@ -35881,6 +36320,371 @@ func (response LeaveRtcRoom500JSONResponse) VisitLeaveRtcRoomResponse(w http.Res
 	return err
 }
 
+type ListRtcParticipantsRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type ListRtcParticipantsResponseObject interface {
+	VisitListRtcParticipantsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcParticipants200JSONResponse RtcParticipantList
+
+func (response ListRtcParticipants200JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcParticipants400JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcParticipants401JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcParticipants403JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcParticipants404JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRtcParticipants409JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcParticipants429JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcParticipants500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcParticipants500JSONResponse) VisitListRtcParticipantsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipantRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	ParticipantId string             `json:"participantId"`
+}
+
+type AdmitRtcParticipantResponseObject interface {
+	VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error
+}
+
+type AdmitRtcParticipant200JSONResponse RtcParticipant
+
+func (response AdmitRtcParticipant200JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AdmitRtcParticipant400JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AdmitRtcParticipant401JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AdmitRtcParticipant403JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AdmitRtcParticipant404JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant409JSONResponse struct{ ConflictJSONResponse }
+
+func (response AdmitRtcParticipant409JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response AdmitRtcParticipant429JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AdmitRtcParticipant500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response AdmitRtcParticipant500JSONResponse) VisitAdmitRtcParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHostRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	ParticipantId string             `json:"participantId"`
+}
+
+type HandOverRtcHostResponseObject interface {
+	VisitHandOverRtcHostResponse(w http.ResponseWriter) error
+}
+
+type HandOverRtcHost200JSONResponse RtcParticipant
+
+func (response HandOverRtcHost200JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response HandOverRtcHost400JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response HandOverRtcHost401JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response HandOverRtcHost403JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response HandOverRtcHost404JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost409JSONResponse struct{ ConflictJSONResponse }
+
+func (response HandOverRtcHost409JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response HandOverRtcHost429JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HandOverRtcHost500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response HandOverRtcHost500JSONResponse) VisitHandOverRtcHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateRtcPlaybackTicketRequestObject struct {
 	RoomId openapi_types.UUID `json:"roomId"`
 	Body   *CreateRtcPlaybackTicketJSONRequestBody
@@ -36013,6 +36817,101 @@ func (response CreateRtcPlaybackTicket503JSONResponse) VisitCreateRtcPlaybackTic
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingManifestRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	Params      GetRtcRecordingManifestParams
+}
+
+type GetRtcRecordingManifestResponseObject interface {
+	VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error
+}
+
+type GetRtcRecordingManifest200JSONResponse RtcRecordingManifest
+
+func (response GetRtcRecordingManifest200JSONResponse) VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingManifest400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcRecordingManifest400JSONResponse) VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingManifest401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcRecordingManifest401JSONResponse) VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingManifest404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcRecordingManifest404JSONResponse) VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingManifest429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcRecordingManifest429JSONResponse) VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingManifest500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcRecordingManifest500JSONResponse) VisitGetRtcRecordingManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -49622,6 +50521,9 @@ type StrictServerInterface interface {
 	// StopRtcRecording Stop the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
 	StopRtcRecording(ctx context.Context, request StopRtcRecordingRequestObject) (StopRtcRecordingResponseObject, error)
+	// CreateRtcArchiveTicket Issue an archive ticket for a room's recordings
+	// (POST /api/v2/rtc/rooms/{roomId}/recordings/access)
+	CreateRtcArchiveTicket(ctx context.Context, request CreateRtcArchiveTicketRequestObject) (CreateRtcArchiveTicketResponseObject, error)
 	// RtcHeartbeat Report that the device is alive
 	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
 	RtcHeartbeat(ctx context.Context, request RtcHeartbeatRequestObject) (RtcHeartbeatResponseObject, error)
@@ -49631,9 +50533,21 @@ type StrictServerInterface interface {
 	// LeaveRtcRoom Leave the room
 	// (POST /api/v2/rtc/session/rooms/{roomId}/leave)
 	LeaveRtcRoom(ctx context.Context, request LeaveRtcRoomRequestObject) (LeaveRtcRoomResponseObject, error)
+	// ListRtcParticipants List the room's participants
+	// (GET /api/v2/rtc/session/rooms/{roomId}/participants)
+	ListRtcParticipants(ctx context.Context, request ListRtcParticipantsRequestObject) (ListRtcParticipantsResponseObject, error)
+	// AdmitRtcParticipant Admit a participant from the waiting room
+	// (POST /api/v2/rtc/session/rooms/{roomId}/participants/{participantId}/admit)
+	AdmitRtcParticipant(ctx context.Context, request AdmitRtcParticipantRequestObject) (AdmitRtcParticipantResponseObject, error)
+	// HandOverRtcHost Hand the host role over
+	// (POST /api/v2/rtc/session/rooms/{roomId}/participants/{participantId}/host)
+	HandOverRtcHost(ctx context.Context, request HandOverRtcHostRequestObject) (HandOverRtcHostResponseObject, error)
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(ctx context.Context, request CreateRtcPlaybackTicketRequestObject) (CreateRtcPlaybackTicketResponseObject, error)
+	// GetRtcRecordingManifest Read a recording's manifest
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
+	GetRtcRecordingManifest(ctx context.Context, request GetRtcRecordingManifestRequestObject) (GetRtcRecordingManifestResponseObject, error)
 	// ListRtcPublications List the publications one may subscribe to
 	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
 	ListRtcPublications(ctx context.Context, request ListRtcPublicationsRequestObject) (ListRtcPublicationsResponseObject, error)
@@ -54159,6 +55073,53 @@ func (sh *strictHandler) StopRtcRecording(ctx *gin.Context, roomId openapi_types
 	}
 }
 
+// CreateRtcArchiveTicket operation middleware
+func (sh *strictHandler) CreateRtcArchiveTicket(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcArchiveTicketRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcArchiveTicketJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcArchiveTicket(ctx, request.(CreateRtcArchiveTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcArchiveTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcArchiveTicketResponseObject); ok {
+		if err := validResponse.VisitCreateRtcArchiveTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // RtcHeartbeat operation middleware
 func (sh *strictHandler) RtcHeartbeat(ctx *gin.Context, roomId openapi_types.UUID) {
 	var request RtcHeartbeatRequestObject
@@ -54255,6 +55216,86 @@ func (sh *strictHandler) LeaveRtcRoom(ctx *gin.Context, roomId openapi_types.UUI
 	}
 }
 
+// ListRtcParticipants operation middleware
+func (sh *strictHandler) ListRtcParticipants(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request ListRtcParticipantsRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcParticipants(ctx, request.(ListRtcParticipantsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcParticipants")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcParticipantsResponseObject); ok {
+		if err := validResponse.VisitListRtcParticipantsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// AdmitRtcParticipant operation middleware
+func (sh *strictHandler) AdmitRtcParticipant(ctx *gin.Context, roomId openapi_types.UUID, participantId string) {
+	var request AdmitRtcParticipantRequestObject
+
+	request.RoomId = roomId
+	request.ParticipantId = participantId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AdmitRtcParticipant(ctx, request.(AdmitRtcParticipantRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AdmitRtcParticipant")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(AdmitRtcParticipantResponseObject); ok {
+		if err := validResponse.VisitAdmitRtcParticipantResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// HandOverRtcHost operation middleware
+func (sh *strictHandler) HandOverRtcHost(ctx *gin.Context, roomId openapi_types.UUID, participantId string) {
+	var request HandOverRtcHostRequestObject
+
+	request.RoomId = roomId
+	request.ParticipantId = participantId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.HandOverRtcHost(ctx, request.(HandOverRtcHostRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HandOverRtcHost")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(HandOverRtcHostResponseObject); ok {
+		if err := validResponse.VisitHandOverRtcHostResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // CreateRtcPlaybackTicket operation middleware
 func (sh *strictHandler) CreateRtcPlaybackTicket(ctx *gin.Context, roomId openapi_types.UUID) {
 	var request CreateRtcPlaybackTicketRequestObject
@@ -54292,6 +55333,34 @@ func (sh *strictHandler) CreateRtcPlaybackTicket(ctx *gin.Context, roomId openap
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(CreateRtcPlaybackTicketResponseObject); ok {
 		if err := validResponse.VisitCreateRtcPlaybackTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcRecordingManifest operation middleware
+func (sh *strictHandler) GetRtcRecordingManifest(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, params GetRtcRecordingManifestParams) {
+	var request GetRtcRecordingManifestRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcRecordingManifest(ctx, request.(GetRtcRecordingManifestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcRecordingManifest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcRecordingManifestResponseObject); ok {
+		if err := validResponse.VisitGetRtcRecordingManifestResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -58373,1234 +59442,1265 @@ var swaggerSpec = []string{
 	"1gomfXQfmhUV7ZhYC/ILeECAcgQu1pk5i7VKOPJqpuvNcPBvzSpGPWClMtzSAiZjFWhI91HoQuvObzv8",
 	"JLie65rmcd3KPAhCOmxnPVF5/6/H8OLxZXFPHGSzrbE/riwDMYV4LG40SSq+iKaYfOzTBtKwad6ZbEKi",
 	"JreGlZVcASQNkj68C9bfkmrQMpyves31EhDLSg7G5zWHUA4i4S4GxZmXhl/d22ncm7WpmKxKdkIuILiM",
-	"QnZYuYG+CC2Kbh0qMMLdWV9la3DEnzUm4vi/G9EGHhsZwu+0fGDirm6hB2ljbqzaGhrCJ/Yg3FlAo+CX",
-	"8CWsFHxXcIUmk/anRS2b6i6XYl7yXG89EFLfgW0reGJ+az2S7lf7yx3NNX90+NLuYWCMtb846R90bFcr",
-	"d07h9ifDOeu6gVgQtCy6b1Q9v6vZf4G7BJCD9B2gztyhZay3toWt3AxTaE9odrCYvfrty9++vEMQd3gM",
-	"aNzbj1q/a+9BI2pG82WvQS4euWbhEHtPWmLgBVtVEpJmw2Xhq0rWOmwBVkOAgLC7fjdDhHX3ZwDNF/yK",
-	"Zzj44c8Nq8PPVFE5peYOFdq7ms1ZzUTOiu0nATCmXsoCVo2WpVzDj+Y+FL5k/9b+z3aJkaBqhGKxf2+Y",
-	"vnvkiuNyCml0fKR+BR21+WcgOjelpMWdlvKupDWKU9MgWF3uCiYQAbQq6WZG84e7klHFwlWu9E/QrGoq",
-	"tDXb37r0AwYNewZhtobWQTc0Oiw2QDVXc24/qKlmdyVfcWzRX//u5rxkvcbbh92muz/79a3ZvGZq6XlF",
-	"oyyGqVzd5aUM/tI8f2CwYqpZbf3cMo5a57a18LfqDuIb7tjnJW0UzsOas+7Y58pup1rpquVzSsuaLtjd",
-	"vClLrxC37NDa+NoneBwp0LBqZl4Q3NE6XxoN2ggSf1BwjPjNI6Nu/bqraUWk4QO5XOEvfnPvkJI11mmw",
-	"WvSdua+ENOF+14aidG/512ymJCxgUy1qGtL6n7IDa/U+eBMlwy1l4Z25gL4Tj6yUVSIoZdZR6xwjI4cu",
-	"MJGcZ+Q/sCHCbEv/cXB0Ruy214poWULtOsJA/QKcVEC0LqimkYomVNOdUS2FPlYVy81htR1kbcwZ3GmN",
-	"6sY1LbnqpF65eXyl8DqOtc202c2o/mZv9BGPGnzNC7jTGM2B5rVU5haNNcmMeLc/Gc1OnVm90jNf8sA2",
-	"k8oqwxDi91/zq7dHmNfMZZTnS6JYCdWaQONbUiwi6dZ/spXsIggRDmrV4sLJmi+4wBqKRmGlXRMFT1y1",
-	"ZQ4QdcW5/qTzseL94dSwoFgGyrH9HdNftTaaww6W5+FCUFe0hjT3x268tyP2zEHslRvy8sxoiMGB9x+t",
-	"GqVhpF57J7MNWTQM6mjsVBI9cj2Hle8sTqgUWsmPnNaJ047lO2urRslGz4x4PLZc6Fgzpcfj5PrFptwx",
-	"Cam1v9d+QllrxITDH9PZf4eTeJsod3ROarbgSkMm4+++g3eD6kfbyKmClQm4U/PEV/mCFr6yddnVxigk",
-	"zoI4cdOwiZQVz3fw6vS44Auu/eDzVPbAgOf2ngvYvPs3wej9yrRpSf5qEk9PAOkajXIxDVlvbcnnDM7k",
-	"CAzJ9oqsqGjMlbupYwHo72u5IrjNl2IurTXNueLj1lJZxJA99mhJRLlqZ6PAujjvNw2xKY3QvESnlD3+",
-	"1gqwd7DYbS8vgyxl6T1sfki6pkKZHs9ctKwROzRfhlSgl7VsFsukedgfn0ErricpwzoAn9iWtSeHXLta",
-	"5mA7UGrelOT63e8ub27fXe9UAHMlNYvHGXV24ubSJ8E7M41bHlgrxRDR/RBj/H44vz3aKVn+Ciy4OTsj",
-	"9vIVlMp8YKw6puCQXHNRyDVgWWOZMMVLZkPSfaGqfvjsn5LjsJ6I5C7c42v3yJKsFXv66npaiS+uWVP/",
-	"SoyJGKK2zjUfEAXXN51X42LCM0N71LohFj6WqB1khxwCOeF4VNYy8x4Nb6/nqFgZN353JYv6OzJ92xln",
-	"Rm2xJMGneza70vtJBu9g6b+AwdsO/Hv+yC7BcBKk/vQ1EOAGYF7xNwzacitLp0ltJMn+8XGoIjjVoDKq",
-	"bm1e/M9/Pz3+5z/95dXpz/8UVRl21EF27mCXSG5A9QcHFZFtaW9fsQfm6vPLSma4HFZKIchFnVAdrfxd",
-	"6+qPXC9v82po3jZ93TA1cntx5czRnbvLoXlgGDx/ZJ2cpE9vrxLG8BEEsA9yDciMW+lUfjPQaEwO3fq8",
-	"PD06SeY0vRyl/YDztgQ3QvE3WlZJeu9Qjm0S3CJaVv8difyJ63llTYCpVA1DEFoC4BrGBOp6E6sqXUBJ",
-	"1AQMipaITXLoalDaq98LZ4B8gdbfo31xWcjh1Y83t6koAE8pE0SBW48uV00CqPiJt/1MWOxRlu3WJWDb",
-	"/z0ZNBPFLY/dbcJy9W38HhLis4VmTeX/f6vcHlS5+Pp2C+Hvv8J/GwIlXIqW6HY4qfEEWwgX85UOB46q",
-	"dRDsyINu7Ffb2Ln4+4Tx37Qdb+HccKVlvWl5jW12h1A5dFeYPayqZG3GSSwqaVWy1/gpl3+/E+a3yx/+",
-	"cHn7bjodT+R0eRo7o7hOpMTbKjtMFAnrzk5McPqUoMPkwoUjmtYeTyyOpZuvVCrseNeoQWTDhh3xAYyN",
-	"Xfjak8O9zXkyA0JTWsf+gOnOaHovyCHIFJvL/PLVy6OMmIu+AiR1F+1uo98h5RACoTtZ5NjVQWa2P5HH",
-	"jAcvtZj+WPKCHHY6TPg6EnHhnbYedwoSBw/RDqw4Ap8UCTP3mV1Q2chzhgE+iEHLceNJNy/A7udSlrFc",
-	"l6EjOp245rxMmEnMr4QLApHyWYtT0qMyridmaUw2GMs6dcicXNhRaNmLhA9MjxHplVS8izOp643zbUAU",
-	"xlcYvZShRftlotBPXrM8EvJ3Ch4tV6fxpf3XVGfWCG/ZQTXaVGN7YO3V5k1yaNrJCC1pvcrIioqGlubP",
-	"8mj8uPmlTp0ut1bBto6emv8N4TBRlxaMGjYK/MfrJe0YZcMcij3vLE9SCHBkaygzKvQXVQLGBblLfZzK",
-	"MjA45BnluM2UGQwlxsh9Wtf8kRXZlttR1jb6cRcrq+XFESvrZHm+29olZLnFYyFQmxOs0GZLV+yMeHwW",
-	"ZMC0LMm9alY/NKt7vzB2Tc7IpTBTLZlmW+x6zYQmf244s6HY5FDWFknAHY2jUOTHEWLaDuI6AAwsfuNa",
-	"UbEJtjI4mEI24Cw+PPVuQeceMytxNJFLaqoeUufEMfCoNthjXLadHXUFn2uGS9CS9E5aAfC3ASNMyOb+",
-	"jq0vUDnF+ir9dmQOJe3rl6SgG4WZREc7nc1f4sg/3RwBtbXBr2bBwlqBAiaa4NgnTRYvX31Rm8UHyFm+",
-	"WLJYCfsWBEwKtoWh3S/amEgCeNdG/bd3K4Q8C1Ag0VXC8gdzs5EPO0QyhPFhfXzvcYd4O8XO997J/QD8",
-	"BaISi15g5DjQFvUcpxkD1Poglf7IdM3zKOVBYs6iqZnH0IpjXudVcyGjgS6t27GUC57TklxcfZoa3rID",
-	"ktR6KUvEu0KLpIdgh1DrR6OXnh6/PD2dCClVcBUDbP4oG6FZgXnyaqOMKjFZp3jL1YNb64hGAQOd0zy6",
-	"ikyvZf1A2ncm93rpPhnoupS0eBm9cR6vuGg0A0MyoY+s7jvA00sIjX4bQwmYa8bEE1uONvz4lPGu2CpJ",
-	"bB8Ri4gLQ3K7UdKKrW6lpmUC7uhSKI31CFa+D7hRT7w1r9jqE4DfR1vvjHvXppvKiKbRykstEBScvpmU",
-	"ERioKTEFHTwaz1H6K9ibcmffHCU7EvFE2J+MO+CdU5fij7eAMn9eVeVmCOo1QKS3kuZXC+3am9VTYV23",
-	"mtsH0tV+ZZZnC+GfPEIJvR1rLayXUtlt4a6eXuG9ZB5mv5RGKo0iFnzBAo6PvmDgnsmZb5kyh8ouG5lt",
-	"SEVrumJGH35gmzPzfwoDqWdmnbhmtiKdeTBepNsOcLAOYpzGhgBfOzuONGAd1FH/TsnHoJGCY2XfB9PP",
-	"I6v53GHAtpSVLCFxOQmzQCSgZpUPx0nARyWqOrzlc5u3BZFndiVwiyYL/3YTTHOXmq1i4n/qKYIY1TZK",
-	"ciLMmduqLvArDn+YcPyYhxZnxvSaOU3eVuinFiipCM+B02Dt+m1fjRdj9ITNFNC3aotqul67ecohHeEL",
-	"UAc0osjaz+0gR4Bb7ZQSbV17KoHWoi08sE00M6PlD7shIgcXrS5e2Hq5IdROiytiM9Li3hzIVRtc/Lo7",
-	"NdMiek8x71y6YOJNbA96tGmWoLctvZXNPEW4wY3fo5Bo/UrGPTghsw35nWfQsfo4mi1kPbhr7p1OqVRe",
-	"suMlFQUiGgm8Q9j44uyAV4+v44jD+5Fr514NSoqwWTo1o0WKmEeKX0GGRTtLjN9Xe9J1BudfzslcncDi",
-	"rOjnjAimTwBsWMkV/ZxLIYLf6hVb3XVfW3d+4tXjNye8ugMt4g7zfA3hBE91Xt3pNeZ39n6ec+HSh3tP",
-	"VvTzndqIuxnNH0q58E9fn+RSzE9oWZ7YVPA78ytB2EKASBXSTC4JvLRagfE9sb3wMwneg6OF2pEhH6NQ",
-	"q3Hub0+Yo9ytw7Y1kC4xjByxkopojsEjZ2uzv+HBwnOsUix/0GQBahIKQCT3tWzKIhDmE2wYf2PiXa4q",
-	"Wu8k3906TpPpZu+efEGo7FZP2udd7gh29nteEv5W9PbhHUrAJP5xTHCNmAhBof/U2jGHQo/sXgYixCqR",
-	"HRmTUwFXC7Nzuk5oO+6ltHIRdBb05JO8aA/Qf1u9SxFY4o7QJTn8ZMZSdRrd4sZtDiEJtO/uwT9arWUy",
-	"SJ5f2Sy1t53xx4huyzYZVZlE3/h5RmqqwQPasfQqo3ZCCJY1+W4TIZi/rln+mIJz9WBqaNWaSTk1fAWa",
-	"volaD7FpwP7ZudmilpW6jFoe7Egrmj8wrYgFqNyzix8bHTPxCf309gHmZ2gOCASk9m05NfRi73bjHh9P",
-	"relSi3at4hR2ZRdyfxqzzcepzDW/H53VLH/8jmt1xWo0kqZ3CwAouCAzrjErDnOWJ9rDzfBGOoK9e0ov",
-	"cYdYe/jD0xqbemyU3c3t7kVA4yFRtqc3OGQxPvi/JBfXOr+WcrWfbnTeOoP/S/JYPDSkEd8CXkw6KFwp",
-	"gpAywFRnjeLC/GbuIGZLuFINCqrAoPnq29ejBs2crlhN302BM7dRH2YWNsne7D82QFI19BAFbGp5QYcZ",
-	"Jud6Tet+SsTrb6JAAaoq6WYAKURLQBwLcxxMX7icX6lJeRcrnj9hjVY8r2W1hCtuYp0cVkE0WBgB1uy4",
-	"bReHs1quFaszwqXKCBVFLXmRkZOTk6Pxdesdww4Nxo7B90bJvm4EeGoErdRSJrJDF0tNlH1juGpkWDhk",
-	"y2e9Y5miwNUFNxDZKD+KJ5YwWuQXmzwKqn5hQzcKsqD1jC5Ms2WJid5TPXkLmTwbv5OkxhUfLAy6kLVs",
-	"tGEH6eC09p2JV+Mlo9V5Wcr8uyGEfTnHdGDzNkFimTpv88nNJlVp5oNpcIZ9zDTlghWtURed+1P1hYmY",
-	"E/HwkmZ1UTWxKlxtvARpwNTjatYniuEklllWTLyPI/b/WDFbMMz9Lmt1Ro5fboFUTsmoH6639OuoDDQF",
-	"ir9XLmd6KNdOHnO1FZo90U/ub2BYGSZEr+97uYNju3XcescjXRqmpZ+AT3m6DblLnKkvuNhXq8mlULJk",
-	"EDskQjiqvoUc8DKHvPP5ktY0BzOFkdPCeWrzJS1LJhaM8BVgSZh+xIaUTKNdXW3lTL6OajgwgrgZwCse",
-	"FvG27RPR7V2A7Rlx22zhURBe1rAlLKmmyKFijNxb+N4T3+u96wLx+2yLR1NUm4oqtY4mnFzZJ67tRqF3",
-	"Ykflz3wWv1ABaWBSR9AFOTSLfsyFYkJxzR/Z0c699k6MH0Iw3RitfmwTeoYqD2HO15tOCYbQ2exq5MWs",
-	"kX/1epI44NQIoDiax1xif9X6XXuUdSSH5sfj99//IYPHx/OPV99k5MP3N+kCjB8YrfWMUT2h+F4ZLk+n",
-	"jBqzSD77FVD7FRQB/wVqGgIRDmWBrKE0Arx25nC/Sqb8j08oYDhWABBAmeyadMp7PUs1wKe1/gylAaOH",
-	"28IAYBJJS9RcOYAAFzfh6tM0AsE2uXJFps7c1ngJZf5a9ZjTjixptFBfp/xE/Tj5gjGxZl/Hq7ANzJ4Q",
-	"Kv3sT6+WJer4dRhvWNCvz4R2r64XK97XHr8RSReH6gpZjiKHOHh11NpQGhUNVkjDXoWyE8GvdkC9CiXz",
-	"mIciiUAVNHIVDWUJ8clWey7AXx227HnByrrL0B3/M25hErasS4ccM9wgAe4LwZYFw752SOq/q2VTxS6o",
-	"9rl3hT5wEckonZUyfzAsZcDKxxV8TOBdFfBZJyLnss47XsNO4GITs2q5NLuJRGH6T4TlAKa8ikG+dMRA",
-	"xcSxYYvHDkvTMEVART+udXVspOQx4LgHD1pe5hWO45arAZxhLgtWH5u7YEl1x58dyBSIQYsQ9acKbLXw",
-	"GFPYvZtWtYlCbiM71D3k3pUi+OwknVud4Fmw1m7j2tFnLa1Mpc2YHc0Z8tt5QZh1pPBVQGc21qWJ3rfF",
-	"Nbw4VBnFN7SiG7KQhC4ZxXB22Wgk3zj1QtkKNXi8Zht/tHblPb1DHOFEz6CMJ4Mlb5rVitYbH69oVpVq",
-	"Wf8iKn2Cpd40YOY3jNQTBAHKm6ZXTdWDHGu1+5kFZDMcTNnZLfP+lODxgOBceJCs+4+ipAylSi4ch4rb",
-	"SMPobggVgY+cPbbbwRTc5l+QxIBBL2lVMcEKswZ4kPGXX+bqiOs9Is7WUCC13BDqNih+/OsOJ9v1VKvg",
-	"6jnsReswP7jlaGdsgapT6/Zq2sb3G8KBKiYQgFyzeaMAX80XLIoa+1NxyMmj41a0nUq2TamdpZp4onjO",
-	"run6IiwWnQJViJSVBk8BVVC/MFaFTOioN+29+cw+JYf/5/zj90fJssJxF+vF1jB2IuSPw3F7aklfffs6",
-	"wig/nB+/+vZ1WN8iXmUyZaD3E8r84vjedt2mJ6RWnRPB1gM7qiXUVmZvAqPAjBq1s6lQSpWAv57hayqD",
-	"iG6MC4CTU8uytH+ue7Vp8Yg4GKCJBON8nji8bcoJbcGvX7385ps49D4ojzeJzb2GgbXjha6EhFR7VkMe",
-	"HrCtgi9sBtKYJf2L5oitKe9CBkC86sGbl99mCa9THz4gMFhrafMNHYBA60v3dQ4SOYyH95G0wPsO1iOH",
-	"mCdMvT/1FdygFHIev6DGgRRPxzNI/SEbSEwbOmT7RydPOGM2urhd0l7i0H/jw5HYp+j28IVleOZ8XLM4",
-	"wH4XP0FpQ7Qr9yUerURJ7YiGBz0hCIM6w+oDhf0TNRZMaRF52RTsCh8HMceTbiDQB+JdRK4c1po0LYoY",
-	"ZmdG2Jqg0hs8XJAHH/vSOrCnMy7MDQVbmGppXTABhami5v5bvmJWTwbDuNEE/QdYe2i6jx23J63aWUUM",
-	"MD3w3ZSaqXjRxOMMVhICa2upZS7NLQlfzQhcZVDvr2o255/7YCK9mqWTSOMam0/eR9VOe9gXM3A29rnX",
-	"tTTZ3d5su0JRlNj8VmXu4AWLHj35UnAtzT5fxYG5PzIq+ngkDhJ21kDc4iGIDgpCruDqIesFi/iK+YW9",
-	"8R7FYiU1f2TXuvoeTVMRFBClwa0D1IwGLLJk5VTPGNUjCEI4melnYiiUDRYNsg1sUNvuQCifFCuS7X/g",
-	"iyVT2oXLUbEJ0VEm9oLbcjE2jV5YXtc9vVNXVylvJ+yttTdu+Z2mbjB+c52MZHJrVscjmgbmNRALj31a",
-	"l/vgzdep5lSQoqkdmmhLdNvM0vmuEn46WDSVcNZNXbQECA1svOwi0TwLoos7Fnbt9wF2GURe6bWPGCzP",
-	"F40PHdRhSD5kw9Cy7KEETYnJTxnLvVvSl3GLsKYBYNLxWH+YhvIB//vOoR9q3DWid8LZOngxPSwZBx8z",
-	"NSWgzx0jnGyLG/SPav909VlUtiWQYsLzh2gN7h9tOt6o19KGE0R046tL8un6e1uyPTBvZUjdLnqLjiVH",
-	"xr1JrkUjr/vtY4P4pG2c1I0w+hdNBEbZNnxxxj89KewH+uhE/Vj0SVRCrAOsvS6b958xLqjEes/jKCdc",
-	"hftL8DtbWtYuKN5ljuIMfjeDdH/DnRY8l3VnD9U+5uZ9QlrA0o+F5WYbsvRc6ywYpAJHFC0V1v3H+Dnz",
-	"ZRBs9OToumTEyXd4q2pvWnbj2mCyfWJQvKXR+g/b0BN7njtxJq54eN/s3D8OKf5yvoiKUs9k0JjkE1KC",
-	"oCI3bR9BGAmKnJq+Y+2TsJ5u1azZiolaluUqbqQFC/ptI9jwccLmcyoiMFSHtZR2ghRsoRCU/8Ioai/U",
-	"RiXOVuA0eIe19mIsBx55FRAc2zr0N5zhyBSpmWBrQjXRa8N9eF0oZ2Ur+Zztz2yCzm5YzaOuQ/jdVcY7",
-	"XLLPR+kR23wxzyQXyX1BlnFVUsEmJ3GFOT6I/BwgeD8p6hWI1JuWXCxvEVHLv0wcLFL1SM4Ckq171Yqg",
-	"6LHYjzjMMYhHcX/wakA7jj5Xm3Y+p4tlkMiezWOFVsjZBxCHljI6olgaZoRQ2DYFg+vRHI9nDd21UWRH",
-	"U5yqE52yo7h1w0G4LSrBLxaKmxLd5xgrD0/feHl8SAETGsaD/CMjQvbIm2yYPsqsgMm86H9mWT6tiCza",
-	"2CBuf78yslY2fqQ6XzJ1EfDCKYIKYnRhDLRN4XM1fOMpkRMc016v6KsKXsHw/CDrSu84Nx+cZYfDbS97",
-	"LEB2W1QlxOxW2K3TAcYCZL2+887zrFgqqhS4sQFrQ/rFa0urFmU27UhiFWRRbkBiowPFltWJlp/AIGLY",
-	"gU91GS8peOOuaC1d+KLD4cnBbOGEbvSBqmUk+p+L3uWRXJxn5B692G/ufcz4kn0mgcPcTO6mgeW8amYl",
-	"z3/PNpdiLs86UgJ9w54/IjTKxbnD2EtoC0WiRonfjBxYP9eAWKUI+0xzXW5g7WG8sPxYS4A5Ukn0BX7N",
-	"RIiEaZbcq8e8s8jk5OTk3ntKgTFpSLJ1YGkjLJuldUTPcIDEjK6hYIo7lYsaEyzt/qw56BAt26VqF1wo",
-	"s0/hdDyRZX2ibhd68CjGI9V/8GdMPSE6vT2pGJsu2svoJCdOez/aOzw9cKQPXLLsSkUYBWZHRqDGWMkf",
-	"GUCRKknmtJ6Kvr4L/GkwrNQpuo0WF/Iwf+7EFJKpLpAksvATp3jXzKfO7lxqxyYd2dd28LDgB3/gNBqc",
-	"1LuKuEL+iTJVBVcVyMHRcaKeSwGHL7xGdfT7/VWzdiATJxaOh2siGz1w2/ohwWhs8k1ol4RL9iH7c0NL",
-	"jMG7LN6Ae8/duVgN78TjxgBxZcoBtafrHbw/zGrfMlqg+QLynNZLni/NlM3SKjfxZ66H9Ey7ygu2qqRm",
-	"It/8PoaJ+Xu26QjhFTO3eWAOlNTsuEB+wQp/JEHJlKnA9hX9fI68Rw0yH1qWcs0KdxlMLmaaI43H93U4",
-	"iR32PoDeC/7IhIcy7bGMSGPgMSymKOzOTIFQEwDc4p1/VBBG6/+fvb9Rjhu39kXxV0Gpzr8s5c+WP2bG",
-	"mVh161yNbMfe8Yx1JDmz707muCES3Y2IDXAIUO1Oaqru09wHu09yC2sBIMgGSHZLMzvn7OxdNbGaJD4X",
-	"Ftbnb5WGrdpN2IaBVNaOYEZEl5SLVGCDhZL8LrL3FzUD1k3LLqcaY+FTYBOoU+ismfyRyDmlP/4I0Rbh",
-	"fgPIsDeE5du87GQrX3pF8LXne0dZopLVW2eZueFrViCa04WNwI1bfrnityX7ZKTK5DHYksLxFczCpMLh",
-	"/suyUITrVz5DQrCNsgHmQIRcOc5rngIB2BWWhsQ2XB28yDvhWS1OtxfnOjy9e6cHamGP93Sp0Z+6zAsr",
-	"Xe4R3t+dO7d3Z/Zvri4IRsBve9vSlUb9qR0Rxnyxg2jBLQtKulvFwdf2Nf/uhk/emu0dKPJwRiqjSIS0",
-	"7SqfWVuXaVKzes0FLVNW9UeErw9w+PeT7syvsS4OSGnQkhQSal0dGPs9+W5IcRwHfa06MA3BjH4LTjPl",
-	"rCYO51CGQEDvrwFdZFwFaT09XFSNzgxfqhpE37dhWf/SUv6lpfxLS/mXlhJzKCGHiCw8yEmWx6I1PSOy",
-	"LJiypUn3ssnYxbypqcACztHSa//SmMZvxYpuS0mLdF4EbnQfM9fcCLvcN0Ee7X30L/1sL/2s9hmy0/fm",
-	"I17X3c3xzj8rbjKB5R5GN+xfGuK/NMT/bTXElvv5o9beYCPi9Bt37+/WOaCeMDEQJAP+jtsna2RrlqJi",
-	"6l3MDwa9pcu9T6niNO7jsa6difpE3G0TYu10suszQ9edy34KwM6laQrjkh6MpHP1qAg6bl6HiC37AOUY",
-	"YkdXf9vfb4CPE4z2WlMdRTBuwDfnijUoVkK6UHfbI6oilm99bfMov09F2YPLF25r4AcQXiltGgLcy97M",
-	"El2adFj87faiqxOmyrpMKbKwuyRAYt7ksq1YpICLGUQbtfYr9G/l7GMWSt1ckapmiomOKtOOaU2/DO3K",
-	"BykgqmF0Y+jO1kzMj0B1wF7X50v2fTy+yMk2Vntway2kJlumg8vyjDxrg8QmjuHXPIfu1PnN7xNjFjkd",
-	"/X2JLtPIEQ70pCjH7qhlLikg6ZCOi4LTddIxY9HWSD23rJRiqYiWk8FXkmbGbYZkkAq/TsuaFrqVCc16",
-	"8We/tlA5ySSyqaVmcUtPj/TaEHLdkcLuQYoau/J9mFYKsgcqJfvAzZ2ATfK3Bkp8yTsXRCQ3wsfKVH2u",
-	"t6F1wYobOQS4J7HKUycTQndGYeQsm/U9mYjMkKaUVwqqrj8IJd4w40HdyqWkbEDnoXfTz1kqgMd2mXUW",
-	"2s48tf8fnFr1EYCtonzkXHjYq9mC5oZXem3MPoFAb9HJMcmsQ6IIkn+SrGfAKPxD0tHBH2SspeoOiyX+",
-	"85rckozvY6NzuYYAWrBSEvvmY4LsyDRBgHGdK1LYy9dxTlQoZ6C5ef1yprSs2r+smT38weppoDUHz4P4",
-	"0BnkUET5qR/mNIeCf/3gIIPEh3vYiIDyDrms/ikcWOGCB8aEllwCm0DXVNCxBAQGCX+DddT8sZtrl3PF",
-	"9dYPu6xqVGVNK4dtG3uphxE2+6Cww/hU0RIfyR991btODSsNEu32jbtUWa+9/c38D5t+izyRdvr2cCfi",
-	"RS6RB40NGF1LtjIKltvEYjU2wn05tYTIzr3vSsu1JVw6WS/bPqhEUvU9QLwZTvB1RYR/vVTdxEIkEoC2",
-	"7AHJUI+ZwfoDhnKbh4+QtTI1PzSCOR4hv/Hz8i7lxbMPho/LIetYSS50FOQWyx9idibCsgC0lsX6PdCH",
-	"2AelmVwe1Y4ztoQfKybOKw6QUFC0OYFIhZZmCDKAqm6taFyTWjaxmJ8p9t2gcNJtiRAtEVFRr2QRzzYh",
-	"+HBYyottq7+sCC/ClPFGFDJv1kZ3LnBiKuGB1LEMFapXxIFBx79j9ZqrRFoplrFfkPmXmbrPZ+27805K",
-	"NvyIaRYR/FNYyGjxK/OALGQjisxsm+iJuOZvw/+w9c8w+aPsKFwR/6N7KZhO+6Nf+M9QFMr9vJZFU7Jx",
-	"RmH3265x1pPKOj262Q6LVCGNp0DcLgAQjytHks4WQHPdguTVbMkVGFUC0tiFyjMfTc4gdwBq9rt4xbvf",
-	"DNEMoE4ELa/M9C7i0O2tOWNnPczxYTWZP3XtPJ1nNhKE1oywLwBbF5S2y/2yP6yE/UfBiHkEduRd5mSz",
-	"3Cy5KDxG5qdL98u+GHo7fDPiHfHjGF3IVvT2tcACepjiQMJ5jHYEc3OoAQHTneRV2pMkKsi1C07K3qhv",
-	"vbPUx37rrW9niFFS7q2T2+ooz2j0reGUP7LblZR3F1TTUi7f3CdRJ5SmoqB1Qdh9FNw7nrAODULGekao",
-	"IoDgzIXZm5KKJwobS1TWkU2dsxRi8j0rZcWeKIKvYRl/i7fKVTvIXaD2mi+XcZwXsE9BliT4Te6nARBj",
-	"Yq5r1o97wqI7y3p8waF/L5CY9cJ8TusdNycaEG8w2TUZ/RmrMvXx+kaRNTXCMIR/ZugwRL+UsxeSmul6",
-	"av2KMcMd1rm1joQghGhf/g0mMwvsH5FLzeKygiiL/H9MNVlLpck3z18EVQkDHA0jo2K9PyeBYHSfavI8",
-	"VfIJNiZlXMZd49rNdqCJgQrHDpwuScV8ksXMrXgSAcLGeozjPxiSccFEXcALVAetmH8g8pJRkLSuUpAh",
-	"IAh3A8FhUBg+1lU77Y9QxXpH8XT0mxhRGMvHvowuDiU/Uq65WF6ZgxJEqSlSNA4OgwvrFIHEAfWwwKtR",
-	"a0ePsXh7h2pu/fBTlGs4zK6PL1J3tZh+0kOUBov1steB7/FarMHanUt7HsNjlbXsb4e+3Fp2rZrtvHpc",
-	"pk8M/ZOzB6Mfj87xF2PhI1P/CcteiVYcetTwnXbS3sprb8G97Aipa3Z6gE+7lmsXYtDdkN8g2Kc3C5Ck",
-	"rJgWX72uhEZyfNcDKe/SUar4DwptC7rmJWfq0GWHVhJAy73VsQOZugqJkmDnOGSwg6Fc2YY/3W5Bitrw",
-	"sshpHVmLTlPJjBTbAVeE3iZTHaDr+Bbh9x2595Cl7UjrEaoWicIe67UUFky7LWJsRhSdiFus+FTm2M7p",
-	"7+Z2laUta4V/KStNIi2OdRaXqcNOg+H4JZ5AL9dJQKRlzZbmPvIIZP7SMhwY/SztmXd4Il30yRSe9aVp",
-	"IVrdFQCEqLbA5eZ/8xWfjtvrXk90cG4f4xQmttlOcogPBkvBBWE0X6VSIb07cijboq3qxEDlMovLa5RB",
-	"wMOfWJdEfJir0zDcKRqRwFlRE5rfCbkpWbG0OaHkxZcvE7tzbcZ8WEF/1gwBsjM3B08u6+kg09bVO9gB",
-	"YPg4SceaoFa0USCl0zb2A+A4QZ8zi7CeOALnmR4cAorARAPSZ15Svp68a6H4PKkTW06F15CaGtao3/c+",
-	"Dpzu7V6GdNQbXeB5j7jbW/bjI+Hrj+JmxVUcKjjMhGm/cBlBEUZDjkHpAVDRkxRsuFEfiv1ZD3A6+/VE",
-	"lrGgQjb6it3zRJkEqBFS2+dQ2UhaMykEchge/QUSt28ZE2RBhbCR+FrGeVeCgrh4W/LlSqdsHMGpS3Pw",
-	"Kald7IsGQhgG9zNEOUEnjEe/7qUNon8NjLQ6GrViQ4D5uh+Ye9mC8UaH+nhjBJS1yUTi/AWD2zPlaIdX",
-	"cO9Y9C/QzuXXW9TupidOdkCBO6eivwBTpJVAtY3Jtx0RhVAHZJeRmhUU5NxjNAli6H9eMx2ruVGWcmP0",
-	"4TRjooKstK4IEwX4VkHixQTJOPdx6zp4PnZudzQGeIqDFCzYvQcA604wRPpxHGiEtJ/tm1Nouo1nf0/S",
-	"PdA+o1zYYyTFGih9+LaBRqwMFLG+d+4T3Pq49O/EqCeKfLr6sLcehFqBymXFMiLMopfcVg/y+tBIUd/s",
-	"aEXVNdD4AB3bUwCgj0yTY1pu6BZdYRY2UlEnMJ+cBeeGcK1YuWit7DXTTS1S9D/NHpukgMEkZfcE7Cye",
-	"BbR5ylwRFE6mXmajdufkOHFtPk0wAdpVNKfMLLysLbK/1IecOG/87PaGzMI0HuoLzt+PTwOmHw16Ml3K",
-	"RiejwMD97JLDnTfGaxE5LcvMiBkKv5+4BVOMqHBUOwbUPRfNdjKFTXW6GaCAmD02qqx77tHyJc8RsuAG",
-	"2ln/fgqqM9W2h32XCqOJqhC2Ghp12+XoXFd7XstxE+5NaPT2AuzUuEz44MCYqSEJ4uA4zYFGD63YuCO6",
-	"uJtR1sTuzKikYstuxnuACpl9uSULy2SUUEpQltCtYBoBa6XoWKQCnr73tZxZTafrbYwVHH28y/vMKJD0",
-	"tgSR3vqJATAHdbzFguUaPVDqlPyIIpYfM34KsN9s42ymTj/8uWGNZXlc+6LNsmIiNAZBmdNj7U31Ribl",
-	"ZUmWEq/TLUTWrZnHj+DKKZtDwA2TpQ96q2TZaAb7DsIIOQYSwGKSYIFxVHSS+XT+3DNAlZmZQj5mbfWi",
-	"RU2XDjg/rPD57OtvR2vFpqSeNwBgzHw4hDIdoQnV7CXqZFyQ+env5kH4EBp6z0jJljTfEiXoHfucU8WI",
-	"OZi2JdyxqBAVDP/5i/HRr+mX9/jp82dYDtb9GSndv7fMkpHns+fPzqyL3VqqsIaolmuqeW5tVEwUaIDt",
-	"mLAaKByRiknwdWyfh3Vsnx8uAGWkEfznhhG6lrZsW5W2osDcXnybPvdTll95cZaK7cfF0au/7OqA+E5G",
-	"nr8E+O9ef0H7L3/JdohwXeltRsAkU4DZW5TbjNwxVqlOlVzspDeDZ7/81Oe6774/v3Cinlzsjikj7r4x",
-	"nSLLPwv6p8JGXRgR7laZrjGQJzUkpApgV/giCpSQUEbeiLzeIgwgBPTi27vie3imv3n5K8mEL2ZfPRuU",
-	"Cj3BfhUS7ItR+4aVt4YlrEGpasKVf8OUPvSqby+DEMtwYuz0DfuiffYhVaSgmp7at93pbDuYdLdODn7Q",
-	"Epo+a4kWAV8w3JTn2LGPysvQcvpzY6RoaWOz9IrwAi87xE1yT9CtbyO1Ris4T9ufdNpvsAfu5g6Dgfq+",
-	"T3wST8NzycEtF28rknMRTi4AIpweNPXel1exVUw3OMPT7i7vE0J1jkp+pL24UrtHcAz36+ATmIdVpDY4",
-	"JVjlVBALTCd5Or8MRGdakzoTut6ewaExQ/VmQQqm8KGYEvPJfpBWMJqZqljOFzwnC87KQqGE1XbcdmJr",
-	"clBF5n+5evP6/OLmzeuf5lHIiyStYGACLyCu5RashbXEujmI4SZirs+mAT318YPwUik1HUiAjQfGsq7w",
-	"mi+5SMKnyRwuvOJcf9L5RMs+NryvSWW40vUlrZURSe+74fwu8DZz93K5nRxXlAro/Qgr0pvM8vbFt8+/",
-	"fZ6RWue2PGVm621zscwsDGSGhN+IYmaP+cwc8zgopKb1kunrkdP+FqyCLfPJ0HkC4fVxJmDt14BPiipQ",
-	"+/R2G9o6T/cG/9op/x2NdesSjV/pIMUXjndiCUYYznjQWuvT+y8Uq2a32lXyxyn0U5Onm3C+JIN5RkPU",
-	"7EjsXdxuxG8Vo/YFnGRD0oh0mAcLVOBgk4W/tOIJBUNxKe91GCHZamTOuektC48dLzge+32ASMATdYYv",
-	"ac31djCtC1e9XzWqgg8x9yqSwrVi+Z1KJULi0zMH0oJ/WmsKmHAE5Dhd4uN904qgjwvTZmx17finwUH4",
-	"zLK2AFEMZ7qiNSvSXmgbFOfd0FQHgQoYG7aiauVynV2DE+MTfrvENguTG7nIWT3Dh6QAsHGztwg4trur",
-	"CEe+f7YYUur30I2FNI9sL5JU2saJEYNAcZb8JpTPa2mmnz61s/l+BJk7A+lT15lLTDoyB8wuqEu8dscP",
-	"lztizq6qkg8R4wes66q6kRH2s7akWQx4MQVFRzW9pYq9Nz+ZMQ+xkPnl1fkfvz8nPzc8v/sMSzTv9tpJ",
-	"04UXXtsOwAROS7Ufjs3uqW5nF0N4yVcoOg1ZyS2xR0rUBvblEekXY1Pwpb4IHF//lMxrOEi82t+1Zy4k",
-	"X1EurEGr0wtpkfCBlD1RnB49oCD22FKn0uzbDQhLXfdF1D6Vh4sQI8joGRzIIv+I6O/2OcH4FJAAalla",
-	"JVDLOyYgyhRsSRGbR041W0bRFC7sE7RstB21eTHdWgRoZiCyJorljZnSQ4I82v7Avpio6m6V1kGW7FsC",
-	"JSFhRfTL0B3g8J7ENYLzstzZl/3coLGPp10/Lbkc7PPsrVck+qo/vk5G6y6kARDisqaAtKBlQJ3nl+8t",
-	"hb6CTQcExLB56yBadDKlnyhCG70yDDNHG0DdlExlVvDnNZF1wepT8h1T3ALvKZaR+e/mcJ+7AttBRxmZ",
-	"mybh+YqVCPcmtmE/RsCiZQkMtSBzzHmekzUF32mb1g1+QS0JFVJs17JR9jN1RjREKetVzZh3m8C6gAkH",
-	"txrt+vZhyZXpd8XqDn6Dtefdc7YxTAX/yqVY8GX8xzUVqNJ0f67pZudRKZeq1wj8FH2vkBthgc/sz4DE",
-	"1n9XU3XXbxR/Y19YjjgTrlmPkN4bg/+933hTLWta9N93v/q3AePJvYR/+Gf5igrBSv/Y/932pWtG1+0c",
-	"7J87z6uSIge553nbnfvTv+5+aLGI3C+alndwwVj7jm8j+MU3E/xmOw5+CfYm/JWVDNfbsWg8f35mvZ/b",
-	"GboHqEv1X4cznfh1t41aq2r3ZfPj7ruNYvVuy/hru6BcmRWYbWhZ+lUPf2vXTOfdPyJL3f3VLW33V7+8",
-	"sVCqy5Jub2l+94FRxeIVvATb4Km3ryIjiIjK1q3/Jl2P5R2kugnvPihNrweGco4HUe+bpy6KqwQgIYDR",
-	"CwSbtIOGf+9boPhNO3XvIy05mD9q2Yi9NUgYyjQhHV6dZGOHN9N+VHMn2TFXrOaywPv0dmtJpbS2nULC",
-	"xSDALC/YZPDhsKB6AkTTlsOG6xHMpsqKlDRV5V+wzflCxyEk8BKEdzLMESS/f/b/I1xYN+BBOwPNJZBJ",
-	"rtw67VXIq2Y412nb7d4+A7m35PcMjeL2wgCHjKxtPC1SNADK4vVASplDAMf8H50N+eXpP+7NvfnL03/Q",
-	"qvrl6T/w9ffFL3PsyLoAZo5XZDawFGUknizOAmP9UxQhz8vZOErTcgcJrsSAUc/wZgsO2k7e6Nma1Us2",
-	"w7prR9lRf3RRjmgpKk75n64+KJvwss1II1z8pc1ywjE+wfIp00VhO5xrdAFErDCJWNpzjKXFKHyuCS3W",
-	"XCsYHEhxyIkxW+iK3cs7hgLbggtahmt47sJu7RdH2ZF9fxway/Gg3j52CDaevt8tJeKPaBa5SToHqsei",
-	"2i2L6gh2cS9rqWUuy6iW4G62yr6EMr7DGFNPyHyldTVblPfzzP17XX2N+sJ8Vao5BhbMjWQwz4hsauK8",
-	"skAbf/5wAS/88OcrouRCb8w2HF/dXCKKy83FpTmNn15fnoHf/tPVh059SWWY6Fzd5581z++Y9ghWbb18",
-	"yxOt7Zdq8vrN9cXV++/eGCleNstV25CZLsSigR5SlTQHE8bVzfVlGGR3Yue0Ybe1zu2sfnz35rJdr2PI",
-	"k6SCXL++JHKxMEwZmeanqw+ZzXUMxx0ZhLdet6lETxT5IK3C5NQgy0K0JK/ffHhz8+aMcKUaMLE5gyj1",
-	"5UZRGePoVHRE7rbwKDvyO2j+XSqQmVR1lB3hXAclpeuUS1QwsqFbxx0ITclJt0afZfUPFM5c0i5mX8Pj",
-	"DCjaNg6Skn+j9/QaPrFnnRy/+3BtNvOaLmjNM/Lu5uZytvj+8mvz48WqlmverGe3FG5q2/CZDbOCd99+",
-	"+LOhQEMDiWRFowEwoeP1H/Fe1kE1U9zJrtllfs8LJp9+gYMET9yeRO+FVTSY9J3c+DW2Qa4bW/+UfalY",
-	"Aq6uCo7/FF7s2cUv2VFTx7iGC2I1Z9UbXNuTmLXlP8MDcAZVNaBUnQ8yMhtIFeFq3K7np4Gj6u5K1iMt",
-	"u4JRrojguleyTFCyLdMJFhAfjmTz7q37dCibftjcC41y5QvCCbk5s5myMzjO1u5Su9wyPOR2lfHFh8R/",
-	"Q/+FTMBoTorrdlNwcdE8WJQngNMIeLt97PNgqDiNj6LcTujJphm3i5BLoZhQjRpcjjq6v2bXLb5beDqt",
-	"im+kI8EyUtOFnt1LDaRsAzXahMqMKF7NFF8KWpY2BhsR5V2Q4zgxw+jCUMhgSbI2FWjMyHlFF/o1p0sh",
-	"leZ5tMCSWysPHDFEwGgLfy8K9iUiaZufO4hWEL/lHT72VGNHa5qv+OSCOblcr7me3C++rlmBI5jYifn0",
-	"QgpNcx0tGMXLkqsdEG3bIXzWQo/idp2RZ7snc+JIPsjl5PmWcrn3TK8FrdRKDi9qLn3cj+9M2Q+n9gUT",
-	"H4Bq7mv9bukC15yQ9lfDVtIFdkSzvmRRr3G/pMu9hMgc62Xex/k1eoS6jOMDDlvW5C2EmCZ8gZrV6zR+",
-	"fMvQzHuHxMI4FQP66dFX93Rl3UMeo5VgT4M175+fKDtitOCCKYUhEwO+W4xAt2+jGBwJqRkoJOaKWXnq",
-	"Ajc8F2QdHOOJJLwPMjYCbw+6udKxmX6eu3GUd8M3YRhlcEbUHa+qNtolh5JtvlJRwoWM30zpZkMxHatu",
-	"RAh441UMl4fVLYuTiniwrjt5d9QOIgv3dhgt2tPUtJiilqhonrNKU8PHE/QFP48Eu9glrqnY21abiFt6",
-	"Lwp+z4uGlv0TMN2D2DtoMUytySEMbSUwM8l2zqmghmI7FhLjBMM9Q2Ow7SAKtN2fwQiYKzB/veUl+84I",
-	"aHHYfCPYL3hpBFQb3je1bOqPqy2chmMh9WcL1+4tbp9Nm5+X0kiNIAN+bgS9pxxiZt1PtgLNZ6zkGo/2",
-	"Ne2kAvV8bZuUFdF8fD0FcPPKjfut/2K46h3VZGOuqE0txRKvvorJqkxUIkMY2mEes+CoPog2IaOdoAfp",
-	"GqEVu1xtlxMI47AEIWyEFTBuMIAaQVCKM0QV4wWWxASVEZShglVMFBBrHilMB+OOrNDz2fNnzwxn1Vzk",
-	"2i5SrzLscBrOPumQ0dWcuIjxuNlLVoP12Z0uhfCgt+YbsLW5ywO9/rtxFtCuSsbP7ByCiXxylzWMhlzY",
-	"kaQX47KkUbybDWN3RoN3h8zDEvSvHfBDvE+5mJxjm0CdD9OW2g9pZGJZuqAs/rQbbdzCgNkGB0O+dCe8",
-	"K8M8AArEPBjO54J0ieNPn96/PnHKiWVPgxVEFIPk66TT0BAfKeHYutS0wEE9TTMxG/IfUkTm/v78h3P0",
-	"+P4d6sDY1LRSJlDqx5A8eBdcYzptIO3HCdqeCz+qPY6uOWrXpRwvrmP31+N7+CULjSzByfMjTsEqDx//",
-	"N/e0bJI1Cx2aD1Y5pmWp2ioC04rhQlKk+fpvTXEAlkpBB7aioKDt1+yBuEytCTAjStqsBrIaO8Qrrgc5",
-	"QLBehmLI8SbdMdbN0QmzfSlzWhpJfmB9uymhf0fUXWu8louFYmA23Y+n3AxiEhlqHrb5wLSDlXgwl7jp",
-	"znCCrd2dJqj0a3asY6v064qUFnQ9fGrikZhXnftSZYSWJYEqr8znPk3J0rJ5tA/PxYLig96itA847Qho",
-	"DrndgvH5ACa4R6oVgmd6JHArc+uJ1smHZ1n1OPe++fj2tthwUeykbPub7oxQ94ZNql3zQvDlCgQQvZHt",
-	"bdNPHI5ht9KtO3um99BzupbCknjDFP5rwwrh/q1XTW3/uag5/kNR3dT2nw18/VM85CrCBmlZzvJS5neE",
-	"GT3z3btX33/vanxoWmuH2fPi61fPnp1iUS7NavPt//zLs9mLn/7ybPaHn1795dnsG/znf0vgk8UsKUHv",
-	"tjPo/8BueoRkF8RX5C0GaCflZ/5xJdtiyuDz9gm2ayoaWpLjEIJF1uSW5ndMFCcZgLaQYxcDZP7Cvk4A",
-	"2cZya7/r0Jrhf42WR8jpo7vYUajjMYSB+kiOHVYPK8j3l1+fnJIPoPEtHWwf+1JJxUi12iqe0xIQGtQZ",
-	"maOG1kZGYzByzRasZiKPu3Iiw6mq0kZjx/PPnHw0qJjY2AYbLuWveyMGBKhJUrAncRk0L6ViQ+GGmLm9",
-	"5JCjJEGr1uTYWQwzovjfWUZ0TfM7lRGlZVWBDAIDmkF0YkZqVlFDeyeJTLuC5YlMTWz4CcF39lO9MHJ3",
-	"VPVScqFnhvBWtC5m9qM9xLsBwziGI7g3DrSIM1HE5aaARaD4pJV1/QMI0p5i6pDRyxrreGF1sozkhuyE",
-	"uUNNr5ZAHMXJigkLBmi+TJrJ4tkSQYfoHG4DTswJTBvdovKD+dUs/O1Ws6kr/kAT3qKm61jg3lv4nRxD",
-	"9AlmLTQFl7bwqToxS7eSZTEdwbpgX1Ls+Z25r5HA4T1zDCHM6ZgSV3Ablhl4Lh5QcuwOam9j8dKjJK+p",
-	"WsUPse1kEJbSFRkGz74blnVcTE1VHQzLvemHoYEeBGva9Y9MSC/0h2kllfY++ogR3pDA66i38tPNBSms",
-	"px8uW3OOdyYbN2RAmFnaCO2kdB/SOlp8CYMT38mYd+umZfJAI+iBAB+PZfhSfMZOP6+rr09Ok4LMNE5l",
-	"bS+AdUDguOyP6ooBv7HcSLwK49b5e1cxu1d5lNfaiCyQjDMqPnmDd5ccA28JdgP+3aNgsAHbC3hWuHQt",
-	"u++55Vqe1KG5zr52WUJ4JtPinWVe40gdHeHpn7Gy1ONidMAsPbAqcoL9sDm64uh0lfEt+DYiKqP6TXXG",
-	"zq2WyEAGt0JPqlaMkT++uSFPacWf3r946nnVU/AnzdayYGUnIDasnHEtF/o1c3+5fw1K+9cske177sRi",
-	"2r0UuLKKC6RbmFYeSWQHGSNKTrwmsOwgLk+NwzpMAeBqquiPntBU++CKtu90AqDg9ELOspZVUhpTKcJ2",
-	"176vt2qvsD3Cqd7UtaxH1ZWaLSAjSNYEnb0ZGjIR8Dzs9nHEjF1D62NLGa2sN8532iQO76z7bhvX4m1t",
-	"TrjnKRbj2lbsFU+oa/s4WbyB4MxhdLoMFdykJwDxrm3F9ilxYWnByHmPWpLyHiRqidbJsYZyQUtRFhA0",
-	"boi1F/MEFRJfOwCUftIFYjlcW5ITtezxUcFrv75QNe7IciGvh/mzHkVoaylnV25LimuqI3F5wSo8UiGR",
-	"dFHjkQ26a2HwprU7PFUKCyT///0lsXCi+wleTjKYLnvZL/45xK/OsR+XwEJ18AAp7MrR9FEwBCORIRdp",
-	"y5gNC2Om9e8x3jxZDL4bkr5vMU03X0/Kd1wU8awVowJxzWM7feOj4317cBicj29iRKmLtMBfbxOpHFjA",
-	"OX79t8WdPXEfUl7ULiuz/rGJw0cigtxoitbs88v3ALeaNJhoVq+5iC1pJ1vEL+kW/Mf7RKd2y4H4/mJn",
-	"ZedY11QocG+pKMoMoG7j/aOsVUazgbVf1HKdWjWsohNfI5n6CCSQ+Dc1Xy7jmeFUEwj8TexJ3zphxgxj",
-	"aBsdX7spW+EOkyfo7oIPMzNgDIbrjJq0QgYRud7ck3R4GjAEf1mS4zYn2/LHIGgUAuUy0mZpa6ruTg64",
-	"a0LGN7a6fgrxJVvLe1a4zL8rpnjRsAtzYprq0LhJjPfTkqB/g9TYic80JjV2E/PS1turRnTKqMQwnT+K",
-	"cmuj3wGYiG2Vt9xDp/Y2XcfjQ1w9i4gL3VW60JLk5nUb7QlFHW6Rf8PYXXlib7i0mTRrvrQOGI9q2YZx",
-	"jhS1GKpiUSfcZuhOa+0i1m0OnRNdU17GsOcHR7KTfmkXyw/iAEKKx462Efztuub4idGki3pL6kZEIVeZ",
-	"ZsWf2HYwJQjIwr4LyA+gOm9kUxZmL+0TVNSDvqbAFQZkGr+VuMIKgmHD+xAiWF3Ma3BuLFG6LDRem7nh",
-	"AdhHVIUVTpQ6N7u7XwlMPGhSnHWyvPxb6KnfZ137gQO4yFlnu7MuPQ7UrATEkZsVr4tLWuttB/TnwZwN",
-	"kBkwsA9RATzUTJdSh3FlfmCbPq5MW6LNLqtD97GmCzS3ScyCHK7X8fJZWLDj5bPogkeWLaCSnRGbPSCN",
-	"gNQ34ZmgRsGQKw/dKCQppVia1zYxtfGObRNAMb3ji31BJBDWcZ92QPHl6PiDhnZlZ/COxvnKNSb+RUcV",
-	"g6q1nlbE4/VK/D5RBVFGfJS1ixcne82EGfJFGjnSsljAendJeVCLwcEsHoRDuZtdvTGK7cyW20ArrtEH",
-	"V1T5X+OhqCVf8tuSjZIIE9rjhbiLA/k7yhwTqeWOsQpwWNKQt29sT5vanDxhrXtA8y0Abm3Io5qaQIvu",
-	"nmQSWrccslsSm3rdLUhrSyBDfKx7z5o+3b5BFWshwSWqNF1X6qFFnfetmBydyBl5lijhPHC2ZcnzKECw",
-	"pXyCb/jkS7cEXJBNwmreB2tu4UZtb32iDLZvZ0FiBDXpqKbkpNf2pgXt9vEOawL/FS7byUcvFsM08YLv",
-	"gLoGvSbWitfs+9aWetgVfmmokm0wDMW02PPXRRK3pA95GarriOMDaH1i9JDlityWMr8DmDsXracI+8KV",
-	"PrMynHV4IehHbsv1JwVFgD+cpBg5nHZ0FJlxrSGVDxhjIc+s9AbNJDA0DtY2gqJUICaZ3idUv4pLIveM",
-	"lqw4r/iNvGMiLiR7NGqjQpgPIEDSQ9fubqhOt7Uw7BSe22a9yRokb8C0qaj+PE8YYu6YmJZ664c2zIZc",
-	"i7bt+MFIwtnUEjJR4agXWN14sQtejMIbAHZC8FIEu6nhpX4vpmHDwMuEizP814wLC2yTUyEk6NAOP07W",
-	"IfOIgC+ls9nakgQSxIxeifTwYkTPNGS1+2hVCqlqvREefh/uAcCDSXJnZE23Zikg22wPE+onrPQogsQ3",
-	"02w8ScXvdLzawg4Z2CECgtee0a/mw4kYjanhDvj1dnd7t9x0b8sByYAhONywA3B0d83RGL0N8fz4CEA/",
-	"2gwoDxR1w0acyQHxcQ+4Mu1CJ6pZu5Pa3fxwCnslvclUqNZ5WbZnZipsuv9gmrFCluxwkPQrnZ9DevgN",
-	"IJBFZiAAJkIpghhlmS37JuMx9YNtgXeHi2XJZgCYAa/52IO/SS5aAPJ9wXOdi11pWSnEutwJYBjGZJVy",
-	"nYzslHIdQGhiLOcIVG5vBzor43sLp5TYngta0VteRit9WM9bZe7enFdUaOCXhURTnekkdCbmdM1qegqQ",
-	"71C7Yc3zWlYro1G0PyIiPKLAn9qyhrcWXlyfqm5eSuBs1LlF62n9lPHFtLhuQWqKrIEpxXLeg6ZoWdoS",
-	"uoPnQeftAHYL3EZHsKMf1g3aYro8bzcP3vWT2Lt/k1wMldFCGESUyQz5Rw5UYbnTtaa6ibnPCrRwwSL+",
-	"SLk1ffGSYQEAK3hu7JM+SbjPj7Ij+3E8FWvk4HlRzVZ6tpi8UP3mFaRMQ4VzNy5a61tGoTR5ze8ZOW4r",
-	"63rvhNkGBtCCUHecK5fZI9gXTVSTr0jBaFH2IdQGD3lwUkb5qs4vg7e7Hw+I2eFhxCUxDG7+77Pr+3x2",
-	"dXMxg2/nIR89g0BxbmaPdhLDbqgoCKLp9yvap9wP/eF1MXTDqWc7dJUgYFAj48jL596hB2phSFSQQHGU",
-	"HUFKRYpZXHa3Ygd1N1jGY9DkcS2sr/DEKjKWnP8pD03uODePx10KWpLwHW8qQxHgiQqSUqeJAp3bIpZ7",
-	"haUEBkqkIlFanEJEigt2Ih7EYDjXSI6J3Tx886DjOk1oDj44I7RHMyhiUsgoA4hlXkyCvHc4mWO3jhXE",
-	"xgSJSX0C50hWs7qSGn0d6NndnXyrN48GeaW5CMJ2O0ElpJ3MoXN2SHyXq/TmEZBKgt8431NSGjUEWusW",
-	"lRjwddEuH8gtuyxhygVm2uqJjxCGahHT9yDbNJo4JuCHwMY7ANQxVhIFGTYE1VmIKKbw+MWBWMGdu8JN",
-	"ILVN7VKP8O4nKtyXsGyCXD9R5Prtp4hR9lcq4bF2l1kyJ7R/iowwraAiiYuVmsqH24szWjZxkK2BFIHi",
-	"OPg727cnsY5gvScyze7BmcAPH4HBpWpHo44CLrC8ZglYkWmB2h069WHamxWvPtXxQLnaSLEEYOvNwvz4",
-	"7r0Drj/GNFcPb31++f5kgkjW2YqAmfa5rK/vHNBorCzC+HmM2yFu2iNny0J0tLydI+jJPEGZwYdTT0TI",
-	"M8bMFdjm+GTHg3CD0Z6hy/ncYYajqZXcMuKV3CJkyLb08FHWFsCYFnUbKqAR7phLobloZBPAXA1Js1hf",
-	"PlE+3qP0SF9zHREmIUX/iUPoUeTYhqPW+uQg+Sth2AukeNV6O/YqXRNsUaqTgOTIcVeoU09Q/zg5sHe/",
-	"BVMr59jXf0NOOZHZdYMeOxkpUdIJLWbV4XbflE2ky/AcKwuJOUJfEWpIcAE/24Th1edmUMf4Wkw5cuxK",
-	"MJLvnijCxD0rZcVO9uKDbXMHVonvGqpiUkIsYeTSTAuhlzKyqOX6ETJEIJhy39SQRK7GVbvK3pEhD0Ls",
-	"dikZu8kag9eDH8Clj37YC1ypTy02RiKiUkyrBCHXzoflGNSEmHvX9tgcxy/A2G1zZm0dcJ2ZKXKP6QIe",
-	"dqV5WZJbhrkrtOzei9fW1RvLSOkmp6Rux3TdCbyzu0r8PWcbVlsnlZWLWafIl80TQyx7sDuZL9Ldx7IH",
-	"zsmasY61p6eUAMzOoP4Ie43vHe5E+1WVn4ml84KDizqaQ/tshOYlsQFUCDZzIM67W+TJV2bMQTrxAjUv",
-	"xgsT/cmlJKRGY3h10ZSseCNS1+hlSYWAOhsP2HXfDxyukZ5AintAX94oOmrQkmtryDF6E1o646fHsby/",
-	"SS56OqsCMyoGOTvz0BSocyc5CGdwspu4myeqnLEpHOIErcm8NyG3U8r15HTOX+N2vnrUvE2YTiffdC+B",
-	"xSzt9MTNK+jsPxFnsUPEg8maUq7NZWPR1NADg95eIW9lsQ3vm48VeFcu4N3UNXONSmWVMpKhGvNEOe2z",
-	"0raCHR22ZE4wHpn771ewHPW0f6M7+Hqbv7Eq1I/RAU3dXk9mz6AQIVpuuLJuVlZkpFMT0wwe3M9voHKv",
-	"FLmR0SARYcwQAF/EC4QGuzntHgu/mLQKmxWbbsF68zALVm86Ayasvq3LaXxutInzCa7KK7aomVpF0SGl",
-	"hnC1qHMjeTIG/LOCbbCBMxdsDQJNm4exkXWitMewU8Y1XnecMw/0wThPbqfr+FJWl7LWiUrd5kK7urkk",
-	"EO4aFPRtUU72MsOHeBbteZmIzMhrlseZYs1yZo6nkRVwZBAfYJEQWnySDI3y7Wtcwy8dpcA2BsXWEyEr",
-	"Y04hKkgjHEdwlb3xG1/1EFYUchvykvL1PitxSH3uyRg237f4NXIj3O1rRhuPgYwWDrpxXRfk0+vLpzcX",
-	"l76FSYa9upKKDUR6usVbyF4tUFeLueT3KeidEtPT0hipXA+UYXe7OkbdfvchDt5usQ8XMrcIViJ8gDiu",
-	"6oisf319dWErlsLV5JerVxVODxSDUwmxB3hEm2Tvozbc5ebm7J2CiZtuDJfG77AtVjx56Mka0h7JD8g1",
-	"5CUttdkV3QGMAQ0hXWDak0OftsaY7TkIF/Gz02W5mUs16oB4aUkWUBgP18U/h8JINhlJt+CgG65XQXgK",
-	"OeZ+fcnctmn0pDlc7lKwSSFzwd3xSzb88g+yYBfYzznUD2PF0S8/9RYlAWPfWQ7lHPdDl9A4e0uys+9p",
-	"JK3xA1Uax+CsCFRM1qqgVS5isTx1r1kzsicKCGCfHuJ6Gyzp4WbmzuaOAEyEB8xMtV3KQTWr7eKwbCNk",
-	"SZQsahacGruWLX08Ue1q9hLdx6UKWYOQsKeMEL8Yz4mqWM4XPN8lpjOXdEwqDhZVnFUkba+XhfzNN199",
-	"E+QhP3/24usHX6u9jKKXX2dj4Ap73ke9Dr568Rg3Ra/RF9+8jEnjukzmiyM9lXzBzDV81lkVf437HAio",
-	"v6cCWe+UvMakL/IV1hBI79q3L7/uZI8/fxbbM8OqO4O1mWnPv8l2sK4wDFbL1m7WuxPMjQHXgQW7sfqt",
-	"z74auGKO5xH2PT8hXCjNaNGWX1JNqc/IM9s0RPS6iP+hPPpgIZ6NwxZEbu8B9nLlruXDEAlQfKeidynH",
-	"Ys4HZUquOkaCUTL919YnARS0qs4bvbqoGSg8MQsiKq7XlyT3LxEEUayNHM619QshmjjGbym1iaLHrqi6",
-	"tA+HSlK5BsxOu37Chs0ysXIByXLQd810U4tUct6I42VX1+tgmCKOLKyA/QWLtiqHeWEXJVWKtIwY61/z",
-	"pREj4Ck002leCNlABi5HiMh8RcuSiSVrsWFHup2SoBZsZ5iUKGvMWKtZVdJ8/6petusYpmpLZZh9luyS",
-	"664uaoaLNbrBm6pk6YNPzMfmd9FNo41mxiXyFBWrO1mK7cJkpMEkxorVO6nXwxpT30Pi+3c0kXUOQxcg",
-	"s13DnyYd2nTmW+/g2rQ/cAf0ERyn5sYFre0hAe/wmQfky2FbNwBjMAbWpJlCHE/RX4tI0kK5lDXXq/SB",
-	"9W+Qpmeh/v71N0fZ0fW789mLb15GxVja6JWs+d/BMvkOipcnFtjCfpO57fX09HROzsPPyQpLumPmN+Yx",
-	"g68LQ8wMx2yZpSHeq7cX5MXL578Ho5n54/cvn78884U1ICRfrTLLTvtMPGLyErHIUaR3Ak9RB8Nh2nss",
-	"I4z7sAyjdi75PRNOJQf7s5HfC7lO4g6PliBvWQyWdLa1MZXOkPRtBpMdWO7wtXAJzeIAEpa9m1E8tRWe",
-	"43fLzzKCPPQ/GlpyDaAeVS01ilhAMmeY3AZwlJ2BWPuBkORnBA93hCWwPqShnihZTblhYoxNtZAI/n6J",
-	"V4ZgtbkcR6Js7N1Vs5ldrs7+K3/+3KUKCw+lXtxaT0LChGIOjoEiFWbBucX9iJ+1YCYptnK9lnfM8JUH",
-	"lGJGLGQQIZVpbmaIb6+wNoxEVhmQLaCENzWBLFPN9ynLF07IzaVTgPnFXvWXh0K+dpcuzpcB6gF5s+FK",
-	"ONMHVV7GOEB4eOjKwFAfVHA5ttJ7Br254wErMkY8e8PwS6AluCKsz02UW2DBfYi2QJl6/uLbmM7P10w2",
-	"aZT772TT1kXYrIyoZvo+cyAu5PmIOv9VR5ePxj3WVKi4VQgWsZQbM2n31hmW1UMIoE+vL4HtYNlSgMPT",
-	"ktxcXHazJxEkNje8pCmq6QlBtVbVq6dPwVehVaXMvz9dfcg6MpgV641ISLhYSMKtGxo3XzCGitS6r90+",
-	"+/rbjvHo2yl5RRMoNn5YMbXdEaZ521KR2eGI9NQUXF7IgkVsV+fnFxm5vPj+HP77ySzPx6pxBTmCua/M",
-	"VWEaOt23pNw7uQH3sb/wiZbyrqu3yOa2DJQWjBICN2S6cAaUuMUqGc5YVSTg/hdVqrgZqS0ItWqMaCad",
-	"kIUV0WxVYkjELiaOeMX4chWLUJQFKwg+nWjxPqyoBxV+pfeW1Ci5Y1ssb2VnDaII78B8BUKW0tFQLxts",
-	"4fYbXI0QWC5YrjMPPZ4RxXRTZRBtAh6gQgoWr+FhxnAjwZkAGxctXhiUKgylbtpaoS39WRWrVtpPeOL2",
-	"DrA4yDdxj3EzClbye2YoCzfquCkAlFbnVXyayWRGK3K4VEbZ6L6+tysf8oKlzv27Fy+/NgN59+LlN9GP",
-	"N7zQqxQVw8NDojcwnRJkRSSdDuuIMsRGXG+VZusbqu4ejrjagFZjgdAIJQraJpqqu0jQTAQvLdrDDmAa",
-	"kBpVdwFcGnwI4BnE2i+NtPzYyGkPxWkeAmduhDmErzldCqk0jxVAte+Qon3JeTJdpaDuEi+ZYPWoRSxs",
-	"DpBQc1mW6G7Z0wi2lMkYpT8CecDwLQDtabyFNf1S1TI2/T87GLk/fvz+/N8vrz5eXE9k9UtZy0bHQeJb",
-	"gKj2rck3yNoiOA6K3Tjt7/HloeJPPYMsYKIlCkDJiom3vGSvbQuyHpyaeR3rsRXtBz4Lt5Y5U+qMzJ63",
-	"gklVUm2WgBSSOWw29GNNvV9ruhiHOqELHZI8po7Vo0lnAF/a+TDlTg6PQEigHVLrUEh8cf1u24m5gQ6c",
-	"5e89eSSPArYJETEcJhI5w/klbRS7kZqWP8Q0Qagjt6T1LV36owugcRShrtZQ71ZQIferM7zML1mds1ha",
-	"5B93e9O0XjJQb80n5uHxHz/+8eKkpaqCK0gtmkg+K0ar87KU+XfxKnrwM9jAzUtgUDefENyGqZM0n1xv",
-	"1Vgf0LLdLHmrKResaGUgCx0mlvbCm9i3aNZ/zIdOrbOIFrHtzbd5ObmCsUpOEcnn1k30cefYO5S9Le2t",
-	"fjBKtzZZn/pDqhw4eZdRCRJyKyTWKoT/haCJFgz1dksoWcuiKWP4ckVRMxWjES4KYp+6ODNZk/mzU/j/",
-	"OeaflCUxq1IvaJ6oCTQpqQ9HByDSwh+mXQmn5EozEc0CD1tzcQk01w0tyy25dSpuzJmoVFQbefOlKqmw",
-	"1d/73qtbszigZcbrKsJ0IqoGTtPBnio/2m4PtOIZMdw4Qyd1ZqN0ZyutqwwsERlRHP4JisGG3dY63yMM",
-	"1RCSz6pxBvtOyBXdO47rTQzTqhMdRl04D/u5oaWRrOEJVmtAGMO9omGToDA3Xp9y74TmoCE7UN/thxsZ",
-	"9JX5E+NjJt3kW1oPKbUlsZGDHff6mSeqc5Yxahs6sudmRFp+DLks7j+8csOqYJRUFAED2sOAG3C3yfF0",
-	"aYcitgapSG/pmpfbKAYnu4cynfACBEAwJlwYlhVjZlii6Ud2ey3zOxax3LZYp4M4t4KxwtfhhdA5OHDQ",
-	"9xOFQ0lp44rflmzES0bL0txggbfMRW9QHcAuxznghpdFTuuEqag7SHCsK0Axpq4Ch/t+3InuewpBYo/a",
-	"SY7uZk3XLI6dZ+5AtECZFnz04NR9HIFRtroDdgB1V4X1LtqyeEGUXQKwOKn0gdJvxmxH5GsHePuST8pm",
-	"ZSnN32YnwG+mtiIfZ2IakzzD/sdW+vvUrWjW+d+uP/5ANPviStrvu9h5U6uYefZjRSE4Q2KhNXI8v3rz",
-	"5/fX7z/+cPr+h9dv/v30+s3/mJ/AtUGVMjT4c8PqLcH28HSpZs1IzZcrHZbJ8Eu5K53cs3HgyjfmpTcW",
-	"02L45vkoCGxT5jRQrDrmatMcq/v8tLNQp/fPT1KhRlFrzkdBcOMzsrGFoG1R7JoF9Xkj7Zm1KYaGvAkd",
-	"wNimBTuwooq5Y2zBJbPiudl9I0mn7FETq3S0Z6tmi3IPLUexnyMWeiNJ3YPYBMmmqHYcP8/Ii4x8lZH/",
-	"9//+f7wxdEkrdYYVwBpAqo/NGlvgYnlyBrIKrBYcf7cRvma47axRE6tSpLjDW8/Kzmx3IJ1BT/7qqi0v",
-	"9gMJ3C8dilCPyEXMkmfuCI+VwQo4iucH78VCxt09WhLQ7PfhJbQxK6KT0HnQ7oqRplrWtPDFkEA7aD9l",
-	"RcjNFXiIGsxJU5tEHUu4GKM4pG9ayYKD33/FwtoHUNQPnIKZ7XXwJleMtd7DfcSpUACKJJhDnZiS37P0",
-	"olkHkXlTEV6URk8HZwzARlHzsQXV1ebQAnowwIAlis3DnXKzrVJF59oLXGW4TDR22agVrRiJXFeHrZAX",
-	"KqKIQTF3xiVk/eKt52kzIzUrKSRDW0/R+eV7cgsh0qgxDLDl+B5QkpccC9uZl5Sv614zuxEt2VoOkC6M",
-	"qwzlR8O8bkIeR+oGUWMU+zneTnObvv78apDgtXYea7r1J/D4muUz//7MVW88OQtJTzG4DiB3ECIbFgtW",
-	"s2IKdLNeHXUHm/WZRY8kgyXy2xIek+DIx5jdNb1nbxfrii1v2LoqqT4wrv4cvYG5hDJvtimoCQrhtZg2",
-	"CYG1iEAXvG0kHRjBScKd/x3XNdXsT7cxz/YNWjrhRXLLNTq5uSB3t1w/VWfkGSmZDZNmAnvMV1KqkUB2",
-	"zLoZCmXPBoMNPja6aty4TLf5GclltbV8CYKJRdXoDi6/rLZmw2kOZm/IVKzy9Wda0o3957rBf0NA3k8H",
-	"l1bxOxTNDorVG8qO2Bdd0/N6GQsvaGq4DNwCy8oyW2X/+RRjRCEyWmWk5GuuUbWcQR1AnZGZbgTLzN9y",
-	"wUv26j4js5LdszIjs2VGZndsy4X+vOYiI7PbRUZmeW3+u6ZfzJabH5uF4n+HNviXz4u1aZTW5j85cJyZ",
-	"yj/rVc2Uq9qTCH8z2gIO25BtMPJIEtXufeED24IUKM+Z4Ta4ioJXWIJZ+EgNQ7oRYhkg2RfPxig2FbBh",
-	"O8fH5vRU/Asr1d5D+Pqr8THsg0AVoVVn1V2gwFxvd2Lix6PHbIs/jJYMslm2RrqC2o/AoajWrDZv/s+/",
-	"nM/+g87+/mz2h5/af55+nv30j2fZy69++W/JSIUpLA1efFyWZv5vbHuGIiksmeDI9mNqqxegSqxevPxm",
-	"iH0lQjFsx/D0AeT5+5ff7pea1qGUztp0uH/qZkVcvMuSikNv1QB+sKTiiXJVbSOuyXxFhWDl+yKVMoHP",
-	"QSzBZru2ztFj07K250BHO1UFRq8enkhH7aS47uGEaWdyRnTd2EBSequYSNTpG0ekM+s8iYsotlwzkY5B",
-	"fctLRkpook2qc6CYZwGMSburOP5n5tppJzE95zR6no3K8B/muO1a0s9/OEeP9N+diUSVUiP2I+/5j940",
-	"htiefsfqksO9+OnmYsp9uGHsLmbLNhSJz7DTPWv6mzN1XcqdWPK9gsltKpRfIT/a5HmW5cMrYVuJmGJx",
-	"NmcCRNkYPVqsLJxzZG+jb6x2XgC30ZLVqLy3d0G9/fLLH1ZtD4z54K4C79If39yQp7TiT+9fPFUsb2qu",
-	"t0+DHs5QMV83Cgoq0tCy4SwYLnu0yxSHJ7E3rYWzTlLZTp7ao9HcTv5ZhP4gIN8lESu67gXeGkm6cdmK",
-	"e2cFDKe5nmEAq63bT42Yo82bNSn4kqPdAIrRbLhi1luE76gMXzH/K81/oeC4yqXDaFptqxUTKsbZu3s8",
-	"Ubx7/uL3cfmuSqYWuzzLNtfWGhhKuYR4fDPrM3tJ2vw5JvJ6i1lgbkvyslEaDFxbmNlu8vHABL8dTt6y",
-	"gZ9H6j4/yg5LF45kBwcpfkKSnxsJ4S01Kblg5LZm9G7Pffmffz3661/rv/5V/PSP59nzF9/Gd2JKtu3o",
-	"Vvhh57KUAhdcks2Ka0ZURfNxztcZ+Ku//lU9NaN++XVs0NPzdz2ZRbkI3JUXsmzWIq7f5vAMwxvwZrWh",
-	"WhFHfHQJsfF0VWwh9Q9NWY64gLERrsgPH2/ID58+fEgVc+ZrWm//xLZT26uCOHj7tTkw8ebj3ozXLC+p",
-	"OYO2VfPWuAnPyRTod3Cr0JlCesc+4t/RHdNGFs4IFwX7khFd8+USWeM9Z5uINgCDVqmNw1g9bNQ14mNq",
-	"oA8/cWVT2+HXUPu2Y5guunXIMlaWrIjQy+vXHxCjzAjbZwTMRUJj7hjmwoi8bAr2uighr9aoAYB4UTcC",
-	"nSRakjX98rooL1a0jpuZi6K8ce8Pk5gZzoaqtvl99Azc3/ShqeVmtHBuLTeqtwywGWYnp3og4eW49eMG",
-	"KALkABzsLSulWCqiZRABBbyz2+3ECAK7BO4w+egmijkoQGSmNaQtC+I+7ufrHrt2fpk/CL1Njh5CRHO4",
-	"Yvfyjo1n9dfmPUjrL0tfhgTPlWHUu2fSvvOmknnExvED23g8CWZecfzLNIZigTBynGJWPkLrlxlFbgP+",
-	"DN37gXClGlagIGTOryzNP7BlCo7sxR4eXzOIaQIdCIeIV+LHAokMsF5T3CC2r6y7YNEdE7RSK6mxdnEU",
-	"n8u+0a1eHKtYHNeoIHcGsrU2opS0OKgeMZgxscoxFpbbyPpur6rEeqCUsivIDPGizo1nrT3IClcIT5nI",
-	"8ojmYV05t6CtrNfWcSV8DcHPtK63Dk+0XdURd7yre0wd4FO/6Nz4Lh9oSrPbL1GB3JMA1EpurJURJs9F",
-	"Cfizjio8SJJRUgBngGpN89XaKtuOzQEzy47cZ1ET6CCemUUy8yFYsJ5tWvPLZ2PwTGMYZTvlqpORV25X",
-	"rq1FMlrjCqnwiWrPoStxMGDAHLRfHhau7bpH45amd0xY3NYg8IQr8lG4QsK7dzqEjN/T9O444K5bpjeM",
-	"ibbTiaHBA4BJno245etU9J/KR3qb2y54GATcn+aUvT/sTF7A6BWC3U8gkOQu39A7Fmzxf/LGtiACk47b",
-	"7uJCFvprmTeGfcDVft4UXF+xeFh8502fpiIMu3MR0q7OVezQAVDK+7grtBU7QcAPUWimJPpNSnh0uaRU",
-	"Ef/BvqmOCU/uhUWBgce27l9Vy9vSzAVDM0S5vXS/WPVhsj6zu0VmGaMROdjFqHCPq2ytX/ajqXW4xvWX",
-	"tayZ7YJ94QrytoXRjVCmVZC8tZlUmKqbyNchot5sw5ENleyCije+kNRhDAXN39L6WV6Ruedwc1Bu57Sq",
-	"5iASzR0W6Zwcw3LP71dSafuwY3eZG0qp+/wES0j7+y0Wu1JFQJnOq8rXzUDji0M+RVgo06zRZcCq7Uc/",
-	"yR817fp0krnt1q3VGfinOoZe61mzKabj3sH9ABy8zKJ6EusT9Sjetw/e8QaWf8i25YI4xIRj84PCMi+u",
-	"qEAXI8GGrXF98tv56kYBch3+4ONRDZB9JNCf17qBjAylz8jnz3az/mz+/vx5wJcU6+WX1HHHWV3W8sv2",
-	"UAd51ZSl4ZRftoBX5Epi7XkUtXQV5aA09V42Xe8Z+Hw6++n//9+OHn42cDhlSaR4KFASEsoQPQVTp4e6",
-	"R9Iz/18MJQkBgM52gZJAbQC4utblYl00sialXC53YYDHgZImHj+AhbAa3gAFRPzvUUgScxo8ZcSvYlk9",
-	"0k2stKzasIfMcikKqxq98f+XvUe7M/2nvDL/K90usvoVLhcExdyPPPePjNibLH7lK2L8UvhPZmtTGFo9",
-	"DObjSwBajbS0CTbA432ttHimstEMaa5ZcZVMHXNPSFMBrPuK5yuy4qb1LQJfuzYmmuMLquktVVABMYEl",
-	"YR65GbnXvRwMEBMT+0pnxF00dc2Etqvk3pvY7IaWE0e/qblmM7pitDBX7b7j31Cdr9gwJA+1BQHtq4fg",
-	"ffllyiIUEdux3hIEA43TsCFvi9sf9XQg9luNNxHClLfmV/j6lFw5OC2qiCuX6CNLCqbMZGz+GtoWz0K9",
-	"t+CqwjES3dSI7mXkZUK71QZcxYKQTT1RCAsxZHkfBhkK5n+Onwzf1hf2psbIABxZG366e+/jKxOLNbqU",
-	"S2z2+NOn96/jGbETy+d5nLM9LV/TQCM11DmRDdAH8BsqclYmkm5dkamhMddGrTZ0RBZc0BJd9CODH62B",
-	"tl9qANUOYq5bl3qoIHVb+iLWwQ+dkhlQHcBCYnMsftGegFS6Mgga0yoPUHXH8KxwDfGMd1wUrxKwnr7k",
-	"6eQzgjXhJ7gVILsBti/0KexHiH3Pgl/jrONl8G4/VxU0XLBuWbZ21KPc8DwfiIal/bNK1Z2KBR+GWiXw",
-	"UkQVi2uUnf7Hi0d3hzC5jHR7P/kqzRnyeVsL8+FVpb9HAxWElTxedWk30QNrlXXvuul1pu0X0VLT6jeq",
-	"NR05g0MFp7uUkdkqPWboWHO6ZUhn5LrJc8Bkychby9hvDGP/2GBo7IVl6mCsALYcL1/82jOxI0h3t4g/",
-	"vvmj7AjbP8qOXAdH2ZFrfuBAXJZ0G6socQ6wt1DrADKAMSqL7py//VWrnYHcDoHHxey0KQm7llXFCki0",
-	"TiEqK2LfIrcspw4GwE61NuKqlpKoUm7K7cRuF8P97TGBZFnZGztGsKhhOSxXwhujhTLCF4SK7elj2DIx",
-	"nDnc9zjiFyxaqkVvfOdFkKezTYAcpDO9V1pXs0V5nxH817r6OiOrUiE82QgoWc3WUrPzoqjTa4pyLmbO",
-	"myu99RwgJALXqdu9HhES2xXcU0KcYPaJgziN6/ATMtrdtmY7wcyh1o61Jtuc92Cp3Yn2R6N/NMPVSzNk",
-	"5Ezxm7rdPAtu0RcNLCZVwQv0+3l8janlimzre16AlptG7r9GgPxNoyBb34+N3OGcZ63qh7g9nfH1Yi8G",
-	"9YzdlXko39i/uBWOMEYB4yWeuis6QEW1/LJN6uA3O1X3zNrblBarmCMEmfyyjYS3PAr+/8PXeVRN6s/z",
-	"DO86rm2wqcvEMu88DWXeGKf+sp2mcaMZ1uZrjc5AxQWv/sifOM3HYxDZE7Kh7V07wuHsFHYZXHcV3ZjS",
-	"xGXDj+O2HeDUUgSFkh9Vapro9ACClhtbNgpHdWZN9Q4RE4cqpP8Iyqwqcuyyz6pGrTJ3DE4eRcjoxmYk",
-	"5igXi5ILNnTJggK8MZP5iC/ve9lKMakLwCDDkLS9e6j5kg9gRtllwJIWihxXTVla8QYXfsHLRN0Je/tE",
-	"MtfszRxuuxUY4QbBgLs2xM7fIYmkgPYisxHeE4E+MeshZ10r3BmhRs2EowHBHoiybUQmIzLvRP4dZFSx",
-	"h9MbVaY404Ia7XTk/Oma5nepUlzQ4BNF8KX0ao/P4sa0EBUo0jaiD7Yqpqz1vrT6KCJkSyK7LBY7iMiS",
-	"zr40xYpkt3ayFcdlNfxvb8UJJ7oHkbl7bLrd5trlifyn2206xzxCDMCxwRKM94+tHHTm7wuH3+nZJNwm",
-	"dEO3oS0GGzrKjuxnAyYVPLJRumQlJMVRqFmAXL+jceKh9VUNo9H2sbB9xKyyzydSUZ6uvZNB5Z2MJOpv",
-	"PayKlYeWhhkfA0LLySOWr4o2mV6GuyjOLwLmGPHIVRVrE0IKJh2YTJQKFOBvxDGjrhGbw+EDvfs7OYaG",
-	"po52vPDRXtPvHUJYC0cZ0SN3n79jtNSr10xTXkaTVYViQjWYw49u5gJfdjKAkbJjaaEBrEMUNhMTu235",
-	"hHgOLVzarHgPOYnxezH3A0THdMG+EPuZC9JBBWNNDWNjE213EFAdWY/3ouD3vIDLE1YOI/Knc2hcb4iL",
-	"j/Fniy0wTSNzQAQ+NCLIFY0e6hJqoCYdb61tL7dxBfhBB8BESPur2dU7ITdpR9+D0ePpQicugpYuVRs4",
-	"ErTljvcHV/X1LZj14Z8XVBS8QPHketXoQm5EoqjuWNyFxyJOBK4ccnV6qPqWFsKlCHYx6x6QrBMBgQQ8",
-	"eOpdElHk1kDa9ilBg4UCipZ5DMomfWZj5f8mhgB4z2pa+jMWcJpwc6G0W8EAohfQGQS9p7zsmZA6NYzj",
-	"2/kdF+YOd3Dbve5GpGOcQtt6dMmBy71ZU14eXh02gJNRTBSEYoFBIc15sqGYbG3rsvUSn5sEsME1Pmjd",
-	"sYBsahQ6FxhmPzWnHcJv07GBLwJMskCxkrForJxXAPcRYNz6cwJzGM9kldNWeiyJXNkgnD1Wc6gAKWZV",
-	"QXqj2ycuyDooFjnxBrJbEQ/DgEez96+9Hg4wuS2ccSRbQ+hhXIXr729aMBlXjTugiURNTvggQldha9Yb",
-	"45Ldx7RNyFmyDXdKNoaLkt77OFL4d1TxHOrsmpU3m0tvZaP9QbcRIZhFHJFE6hhiwMXlJ2KecM1y3dQM",
-	"gki80G8l47a+Wdzw96ve+Llcr3ns3GOhXXzsahNRGwuJZfB7CP1TyxpqKct8Rbnw7DTa+oZjUc+d1ldS",
-	"6Th4xzupdAf3LBDpfhX5Q8Zupl7hr0O2vKpl0cS48SU+GMInKaNFG8E13a1fCGBtvjDWTgTtHhbCtGvU",
-	"p5C6Pu27+5qpmgpw1ceyfxUXebS/iSx14v0/yeUAG9g26U9at6hiVJbzFA4UliFvCde5vyBu39M870qW",
-	"LFEIqkMNv0HBpyiBnpcl6gpd6pysNdlZmGnuU+ppeNFuqErYdYBFzbgIK/aCzuoj9Q6FhYSWCplA7Cmp",
-	"0m/iTkj4ucUBURB62VHMuJHVbABRsvWUPHTdrAGia6SDFbXFTxtBtkynu2lEjF9ch9WxXR/ILM6IaMpy",
-	"qKPDIlpRWfooyhHkMtgYgKeEss3WfNEaF6CZRMGaRgg6Wm0LOsipILdQp4SsqYAqg+k2RwsWQpNcEfsy",
-	"EXKTkNKaCkqtXYY1pqcM1BaltuiHRl5aU0BcwhhVlYBzo+ouBW6l7vAKB12C+7pprqDmFO7rm+8qSMFG",
-	"7M64Qwjt8obU2jkg4Vkc5iDpiJYYF1H7BK0kG5jmC2iZ3KQQjOFpXjViXJfqlDjv1T8ftBvEteB/jFRX",
-	"AHKaqYrlRmWDcielxnoByohiPTGqndZQfP0bUQSlyfaVZKrxE8YViME0XJjIkU1LXR0uesAY/S0xzAdM",
-	"y7ELpcNX4NaIDHEla3Md+UsFis2YaRdG/pC1rVV/y+CHuEd2nIvsxSsqzwpCSSsghXBl2rllnk7TBySp",
-	"D9kHHb0zsC6NKJ3m/Bevo/bP78wj9LNTEEnWFSsI1cAz7IPj99cfybcvnz3PCN6w80aAEIZFeBvhPoNv",
-	"1K+hPx7YJ2LljK6qXcnzy/ceXwfPlx0LX1fooFP/CXos2H8RcDPZDT7u2x13sh/DObEvVazSXcK/9Gga",
-	"T6jndHcn0Hxaeu1qQZGliJ2lG1regeszMI/2tuX098+ftz68vu9/C5BuMdMPe/m1Wd1vyd27vxNsBd16",
-	"yskg1tX+RJGSbjLQkm63gBKPL3YW3DzZsX0+i5g/d7zi2x7qXHf2l1on5w5RrI1azbScaVrekWVUDUlC",
-	"dH2smCDHRko+MfwXgFcKcgyW5pMJgEOu4dTY08FzAmt959JHbsRYHZboSiSjokd8QzlYXrQ0F0cS8mX3",
-	"GEAA83XUBIot3+6bnDASrlewe56zJ8qWn5JYPWUIQC/hvjeNIb2WdGNzRE3TYGLuFGis8jXFGlVN1Pkx",
-	"lgYZtK2YDs8EaarpwgU2Mbwu0QXgxWAMDKQeDIQqJvJ8XIatB6RzUYsQJ1s3Qp2RKwY5GIUNHXn95sOb",
-	"mzfk9PT0KbwcLvK1T+FxH0XXuqL5HdMJiru6uST2hX0oLp1T8U5uXBIrU5oClIw52svbF98+/zZRJ7bS",
-	"+/CYWJVWnP8gPXUWG5Ns8asDsxp5L0vBE1s3yTG3BYICysAJd3cm5AtZjwOF5yXK8ZjSv0KZCHBBUQds",
-	"0y8VQZeUC/OCjeN1NRGpKIgtDpCvaFkyW4G/58Iol7LmetWrNPD9629SlQb8F979ELbuzgQ2cP3ufPbi",
-	"m5fR4/CgkhTYcbsIXYfHr1tKYs30Shbd9Xr95vri6v13b3YWDbYEv2glOdigbiEf10BGrt/cfLo0l/Hl",
-	"h/P/qz+bl53JfLUzmZ/+8VX2/GV83EJGK3aeuyWF55AACKpHd3xQiggcmEaCh7KhtGy3/oxQsqiZWpGa",
-	"ikKubWPj7uEpsCU/y6q72rSBgpzdefyPhpYcK54bZoCVZXdo9MyMjFlFg1CywqgVZ8j6WVYZyXHwACmV",
-	"gyvn6u0FefHy+e8RihGraSBwNxao6Ny5AosWwSDjsFc8zmQ7x/fT1fvMBQ7aKhhVoy22Q0hHWK+DCm84",
-	"mzc1n2O9Ijf9lTdU7pT3Gln7KdU63Br74/ifVHzDLGyULa94XVzSWm8vaEVvecmj5vnWHu8qJxsdEkpM",
-	"guWziKgXRiEz7DDWnO9sS9rXdqo0t+3bRNXptZnbDi6w/Wht5gcqzr587ojePAC2Dg5Bqi2+TrjAOHn7",
-	"adTkX0iGNn986XCT/wGFrbqj3K1CNeokhQ8n+vDDviZYsGzLMc07nGm4L1lIrcPn5AO/Z5c2FznqDINl",
-	"J5+uPiibXwT1uy2czUFYcW1s9gMyoQ4uAwAzAYSeWwZxPy7WZU8r6r5VVKFfIDlCEznIYFNL1MNVXCxL",
-	"NjOc49PVB0wxsILwdC+q3Wc03sV9/Y+aVIPNjWEwhLH6nV2CohVYRSMSu//TYfkuoxQ4gNG+R/ZLO/Hu",
-	"wXSbPP1UPkypAPnFnWI4uh55wKzx7gkubYWDTjSGFcegwHE8NgPyvgxlKg0wBsqw6LYugvnSXAxG/dPk",
-	"K/xjLZV2ftYFX2I6AdTQOG7rKTw72Q/X96tnQ9rzcG6dRGrz3O4MKssgwaw7EHlYRL2w+OPqCYkAG2CU",
-	"e6ky87kgskGc05Mz+CfiHJDjH9+9uTwJwuYB6HHvI+0m0S3H+U3E7zdAdcCzPnBxF1UdWgZUcgFIsIaS",
-	"wtIsoCtYFK2aIaVPr/PhZTJo3sVIePNWSbdjhTumsH9o3OaBF2YvzR1g5Wu17x3gJpm6q9xzxM04tjlV",
-	"zON8erTSWTon1LXxp2hiS3fRMCM02JHOEnZ7M0JCo2drVi/ZDA2U8fQX60m/omI5EuJgjv9KCtnUiry7",
-	"ubkk8E2wuoqxO0ChrZlq1lwsT+LGpShcMMIaCV3LsmQFdgC1cXBj5QZiIDqmg2PECaa46hXVqxOo4+RA",
-	"xfapnNPZh87WDxTT6S/fT9PO38NZPg3Pq+f44Vk1BPNo3D84WY/N/TML9nzLttIig3hl7YlCZWH78Cti",
-	"mDM6NvuBUcUeY3dqJtgGKr11gYAi7PJWybLR7MPAznz9FcTe986L1LQkbkMD7P0z0LLUStYYSkwF9m1b",
-	"bjcHmw0Atwf3APlb77cNF8preJgODkhkJ2fYeu9SNRdjvpI8ZxnpXLDW/GBuSXDDGjoZEQzsovhdf/ks",
-	"CdI0ldpLDt4EhGyqWM1l0VnXgN73KQP18gEiizl4MJxc3rNa/ReTWFqYnt/kdOKtHSjALSw314qUMqda",
-	"1v8Ln+HYqXyMU7afWaBrj56b9Z4fYEz+5z3aD0VXOXN7k/mC4Z33sV4OAr+1MBWjQOT/4jiPYQV5fKT2",
-	"PtpKiNt+AOL8AHh7IrHqpqZC5bJg9Q1bV2XUnHOORUTgLaLtaxFW2BRcfsd1TTX7020MZOCG1kumbeTE",
-	"Ldc+u/7uluun6ow8IyXTDmcB+8tXUio2fDC9E2Sg/g90ehEPxfiIQRw4LnAxn5FcVltyx1hla1OKqumU",
-	"mzTPjX5A86PsSFaQJ1rl68+0pBv7z3WD/wZf0k+H41fb1/aJ1JiUsGB3MgDuDsjrm+cvonq4rul5HatI",
-	"+bapQV10GyfhASA14j+fQvguXksqIyVfcwtWOgOIAZ2RmW4Ey8zf0uh1r+4zMivZPSszMltmZHbHtlzo",
-	"z2suMjK7XWRkltfmv2v6xZCS+bFZKP53aIN/+bxYm0Zpbf6TA0OaqfyzXtVMrWTZ5TO7hlkcNpTwbkc+",
-	"XkEhZEFfvdjlQYC1GAedsIS48GAc5khEiHDgKLwYrYSVguawnVtsDi5Ixb+wUu09BCM3jI1hXxN7j1bD",
-	"UulYqrmP2zZ6I7oW43HInwT/uWGomtj7ABKEcom1tSeGH7z8Ku7FH4cNP6gGqW94BCI9TNPBLuIopbxg",
-	"kxg6YrA8KkPHmMthIoJuh1k6jmw/lr56AXFaqxcvvxli3gmAF9sxIrwcfoh+//Lbkfn3nYkhPe/6M7rp",
-	"NMHKdW5GNyvPJEJuFSGIbPfSD++IFOp8SKfThJJEKs6uWDI9C8d9EKaTTBI6IyLTwVk4n2Adzit+Y+6W",
-	"BweZ4WEmVLQKoFcoMJhEARkaKuT2WouFk0Gp0vexE/8D27hIFpf8X2OlYS7IxfvXV0Z7tSXza1aVNHeQ",
-	"Yw54RgpmNAthWXjJIRwNInKo2IawEX43xoo6+es2uI39dTvgOjCT0TtxDZ14humsNx5gY7oI42tiMsQU",
-	"XUJI/R1byJoNzAKCuvrz4MpsM9/jDhkMsjCdVf1Ai+GtBv8h5F/eMkLDrwMcqd3AjLFN58Ju+vNITeCm",
-	"rqRKrJV9OLQjMeH3l+TxtcVw/ljLpjrsCL/Fowk2qKVppj3MB5zfQfH/bc2MOPVFRwPJJlL1a67AQ+j4",
-	"5l7EPLqQD19Dj6n7gFUEngTYIueNXn28Z/VlSbm40qqKlcTVu+GtFu+YEkQo8eGLRJqnlWmNzG2pzPkp",
-	"uWlqgcUpiHQV9MNimbRmLnxYMIaumTXiw0D4sOHAc3RdfarLOTn++tkzMucCjv/nW1ls50QaFW3DE3kh",
-	"aWtebKcnlNujjZZYFiuKFCRrjCoF6+VQFXnTzp8Bzi+S5aHlrGrKMv7ltLOAsRSQpyxrNe1kYIT6RTqk",
-	"6eMPf37/llhV1miRf/wOovZb8GYLtTCqq6QzL7APm9zBi7AX++PkTpLpRa+5QqARB1tJciqEBHYeoHTs",
-	"rj1wsj+xiC7yJwYhvkYI+MIVOOrhZafXQQpMWIYT62stQAmDN6eo4SuqIAdo2LWtbL6jdRz7FLTd+ayo",
-	"utR/H24tp2tWUwA5qKiYaV7q2d9lB24naJGr6xWtHRGNtGxXgiuizEdoqCRN1WJGa3PBJzL399K4gxrJ",
-	"VkpzWpzrJVDjRinrV7hDjECEJRy+qxm9i1EYq2ASvpy413htDZmS0fsUzEGYkTMYvIt7EpqfDT+/CSsz",
-	"T/j+qvONjxf8FIuVMBKMJdlPVx9OCXgUfLmzNTme/+53v/s/5xmZm4X9P373u9/NTwLV014gwb2SkdvG",
-	"g3u6XCoYIMvQRk1FQQCiWmmKTlpF1+wVoS5Igwq4V3wOgrudOtdXe1Flhk1BBH/kijo5JefQrovmD9uo",
-	"2VreI2dYR0tC71uB9bBrbSL29gHFdVEO+qRY/Wi6IGkUqw+RIvF8/jCs1qiV3AiXtJBLoWTJAu0O50ry",
-	"ktHaVegZ5Re1LNn7IqF8mIeE+9DrEd2DumWo2b10d4pZkCfKQ3Ab7U+KnD2a9pGCvoSjC8+c7oFbs+8g",
-	"fX12KKx6lJmt6mfwDhKZiuH6fRR+A+24uLaOZcTzNdp5RZXaGLGtoJpGMinSDg0PKGbaDt0a+0bmDdNl",
-	"mibXdGskFqDLJLrRB7nkYnz4cI9gZXrTz07Og38R18+/+YDMB7vwF2gRHoZsc5tkVrlTd1LWBDwt0SwN",
-	"8zaO172OqGywT/3aw3sNPnmg2xQKfyQQzcwv4AEJG6nj11ZU3j2CcP3ZQsXmF5BxLe708JEzHLhkOpEu",
-	"PGDo3z0Qh5cIxQyqaUkq5s3To72yxOBUdMxY5t2MNOgloWsplhArgEvHRV42EHNhlwaY8Xgcpp1DJx0s",
-	"PO1Zi8jrKCptYQ5Pc+z4/JRgjOOlKmCS/4QFKoTv6nFLVeCmOpRJ1+QkUzncNNNrVbSLhX0Chg7UrQiL",
-	"VmRoPzH0ZgbzWxWx+JHdrqS8e81Kfs/q7Xj50cK+SY59Jt55Rv6Kr2AOIcRVgGyn/np0kqgois3gHxdy",
-	"XSG3yY5+RMyMK6YBy8iXFR2oJQqwvnlTc70F0BaL0MFozerzJubOarMn7ckHJWOu7vPPFdWfT09PEf7n",
-	"tlFcMKXILc3vmCiUEeOdOEFzAIbEdo7hY2U/PjFrcM9KhSy4C9lCcinvODuzuoMilOBYnW0bwqBqtsD8",
-	"ZKMOf/3sOZnTin+GNz67PYcgM1RqjKYHjbRUstK6Qt0t/w4fJQK3GJzaypzenFdUaDuQcGitvpK1GWjW",
-	"2P3ju/eXsPE/vntz2QLjKaKkL2gnCloX+KbNSyYbWd9NnQA4kmL6fWrs4DUwg/ub5AFY3xm55aJQEIVU",
-	"S7mGYZs/0K6UkVpqGgDj1gxTxztofxwKgzqgfrxcjv59dn2fz65uLmY41pY9VPxPLCxddQHbHy8RYOiq",
-	"SyYAbmJHU8KN5cdCjuefP7+TSs+A9vCzOUo+oLQWyFPe3dxcXp+cIRDoDK7iThJJt9QFxIYSWioJKi/m",
-	"bePsLlS9wOnNXXY61McGzXmGdcbI/Jrls7dM56vZNddsbsSz+Ud4NgcdWa/YFsy+PRL/isxzVS8+1+xv",
-	"ULZ07tcaV6Jd62C6u+ts2AGPQmobakcN2Uz/0tl8rlmNhkZD7uAMnin/lplfzWgJIsosl+t1I1wM6JoK",
-	"uoS849aA1BaZh9MTQGM5KGzTIn6pvO0xQxP7zMMdFExlPpY3a/Nu4E2keUO+yhUf5TVkBwmutCN0uNdc",
-	"MKOZHNeKVM1tyXPMRXH8G4Nt8eLRK2W3pqQgNtqSJEBC5JYq5h2kWDTfkWbBqlJuWX1K3sDt8G/XH38g",
-	"UJ/SOQwaZSXgOaBUfgeWe7WiFSPzf+SyYJlDbs+gbhl7X5iJ63prRNL/nrkyLv/9lzmOGENkbOthhsz8",
-	"32c3poHZ+2JuNINKCsU8nIIZtg19Yj83tFRkbrubZ55jUVs9Exx5Dlx0jSWw2xqodrtKuVSn5JIaARcc",
-	"vwELdNUh3SdM3LNSwpxRanKXdUbgrs5AzPnLT2aSgeFqDXKoqHwfXtK3AJZrWTSl2Tfd1AI2E6mCCQ3r",
-	"gnU256bx+Sl5Q/OAp4EMjPThbpbQn2nO9BfDYmbtj3OPLmw7bl/CH+ZtXVy7SkwsZJ0zFW1Me8gI8Pne",
-	"bqFAKFo/uCKw046W7S6xFgrA9WRv5LoxypY15xc1X2hCzQ2BZsVgZvPfzcmaUXNTNSBY+kcZYV/MJQcF",
-	"NNvdRNowrNHQ29ZPBU7VK2IURdy3fGVvSUKFFNu1bJT1CQcFg8ORGB48N6d0xUrgwZa6O6wZWzglH9sR",
-	"rWl9xwo3kPaWfkVoxWcaebUdCsgiXvRRlrcZHgxWELR2Bsg1XvQwL5oTGpVBzsIFSg/HSk0zf02Fg8q7",
-	"V19naMGA/UXRDqhdw88FE9zcGuHy4GkPiVmROW7XfGwjkS0O7mJy5qXMaTkzc/ONhdO1EpCt0G3IXLqY",
-	"wFLKChI4AINuQS3ay84+ubWYSA21zh01aHpnM5NoWvjLnNBq2ea8J9/MybGsszEJEGBi5kYGlzX/O/z2",
-	"iqAwSv7aPHv2Vb7TMfzcnqK46KiYKE4w6wKtK3LtxmvusLNOrFBmBBRmjzUVXm6HPEqosdZmzdgfNeYj",
-	"xKTwWuf2BFgD//w0td7Y0QzbnMPmKC+TugmiU9AninUHZwM0b2WxdRcrQL4qtWhKX5vbJq9i3oxq2eI5",
-	"SnyKHP/1yH4WvkwaUdqaBJoVfz06ObPJGaWjMfeRtS11E9ywjhXkH4UyqVu558+et/uDtSVm+MmP7PZa",
-	"wvSaCkohnZKPPo1O2VyQbl8QJMBLJvQrHGNL8nLRCjnfkQVUzfLeHLgKyPF3biGEtDOz2Qh4is1amKHa",
-	"LBFrGDw5604MKxmjRc0cZRTv8NI6tsV42D3cTxQdjVCu2Px1efMfZC3vmfl3WEz6xEHpwhBsYVyLO+yV",
-	"LCw9tzGSmJ0dN1cgGDEpefHli6MDvMncdxkkXOVOs+6q60smWE1LXJ7nJ5lXgzR2b4hubv7HZiOhNmx+",
-	"heHTJWiu/bHrfjXz4/kPbUXrczswf7SdyDa3r99sKzY/CQprQy8OWN/hHluBU5wNq552TV48e96O7fr1",
-	"pY9egW3/GsTbmud3RtR7f/HGCA1Yak15cK0//P7FN04uAnIzffZoA7oQUq8wJWsBriorix1TNBgi+2nN",
-	"2GgSNT+VcikbHSEGKsj8HFK1EbJ8fkrOyc+NYQMVremaucqh7Ug8KFHB8pJGmdiz4Pp0TkpodG4EQYzV",
-	"ARmLEnNrVqzU1khlDelunFQRvrC8EqBP0PvZ5sSexXJi+32CnYUWGD58ckquGC3wxGM/rGiV+Q7SsOEl",
-	"TlrqAlTXLGfcelTdGUXhzx3Y7q1mNG+uNBP5dk6O26WdX9/n4bMTGx+g4ECiZYBiKXsbCfiKzOHqn2dh",
-	"0lPWLhn6u87IvOSCUXMp3pZsjjnGmFher1WndFLZKtp4MA0zLdsZmwPiCkiC0IhUiCDHoNBDhGUHl80W",
-	"ocVzv4DimEAc3zz7ql800VWAYNToPoYA23U2XZcSB64Na/FHrTd49NTjIqDpwewxbKuZkdwI3M/MvQm8",
-	"wjs/A185lNow2qppYovFLLtzLKWy0hleuB010Q+wrxZaSrjWtGROZDt2z67vc3gwP3kVlvxf0y0pjdRg",
-	"i0uQNYWVqWWzXNmLBlR55Nan5Meawy3kzCquWqULCkAOzLawJe2OtMc1KBjo2SgccKsl++1BubegmpKC",
-	"1yzXst4+UQArYRVGrgCZcgMbsKgZm6nKCJs1A33NMg1FNjhmO5jfB4NRWtZ0yT4vmrKck2O/ovP3QjWL",
-	"Bc+NrHaNL81PAl0eyyFjdxw7L9AwhCvnAi+wUKtjq+ZSNIPRINFZ7RMIKSPzp1h4ce7sNQWabSEeoCU7",
-	"fAhBH1Z/xBAEcOJwXTIfQhE1EJ1fvg8qKL06en767PTZ6fOXf4DaWxUTtOJHr46+Mj9iNs0KLNFPacWf",
-	"3r94apS5p7dSaqVrChGJVTTi4gKcP8p6BwxjQPU0sPBgaR0HbMmF0rQs27uoF2FySj6GaocV2iEKhmvF",
-	"ygWyWy85UK9J3G6TGs0rt4bC4lkCC8ylC9mmrSrjTEbANDjeT9S0ojQg75glZSgukeP5bGafzMwvnClD",
-	"PG5WRgFayHpDwRzmTu/x/C3+BuLF/N9n/s/Z7/CHK0bL2ftL88efOZ17HbzkdwwkPa//YhrA7rX5lb0T",
-	"cZh2DUHIhIW05oZVYIuQDSg1cEWspXZgmafkrazhI9VOC3LxS6JWrCwzDC632DF4oKsasP9oi43lCQmP",
-	"o1UVSunAo4XsEQwEJSrrduDCsbzvXDuzC1kYtsKtwR6SH5wI7/cy2PBjSja1hLumYP6Kg5WqWYVhEFIw",
-	"Rb5+8YcTQ4Ogy0ZH1bmddtf+D2dg7tpIUmNMjLddsy8010ZhEQywO04hb9VKQ++Lo1dHfn7npl84l/Z+",
-	"V0ev/hItY9NdWS99hBvyBJY6s/gLlmhC+t49ZCOug+4+OL8IhbCdkZCrn9ANyJT+ThYQmGqGasG8g2zv",
-	"p39TGDDcNj3k5+yunAvdAgN73J9q5pO1Eq45CkUQD+mdbSmednoU+jMNl0E8KbhXgJW+ePbs0aaHbtz4",
-	"bGIMt5O0/Et29DWOJdaFH/PT72jhF8588tX4J29lfcuLggn84g/jX1xIsSg5OnS/fj6hi0us63Aj5Qda",
-	"Lxl+9834d5+EhYdiBYTWGpUNPn4xYZQ3Un5PxdYuB5RT/mbKEr4X2pBWicWtQm+vOb+G+H1ZH3t1DlOZ",
-	"uezpUkHgiwVC7l9xLuYntGgfvTr6wx+O3G+tSfHo1RGaDdtn+CcS8C9Z4v6ftRE9SxatUgU4XB6RN8HP",
-	"yZbp1m8RxIaB5K5W1hrS8jQQaYzEYNQWlzMLjkV4IkVUrDgl73Vr+OhbQ8kty2mjzKVzK41Y7sOMnGTu",
-	"+99l0H9k2nOaax8K82ud+n5XCQbQrhdu0+k/FZnfMIxw82H0SOxd+lCalyXoaFh/xPKuJPk/KpnntNL5",
-	"ij79By9+GSBxUWBEDGvlGvtlkFjkMYsgy7hAz+rlD38kfE2XRueBMhgLfs+c1w7o2eH/Ni0aeHBXO5nU",
-	"5sEv+EIzJsiaiwatP/ZQoFQLTgLXvZPwUAtsIZYCJHfYk2As7mX0tHVg30EUs77NUzv59wWYetp3SjBn",
-	"wBT9CDmYelUTLA6SAfaI/AAsbNz5eL2I9jXqYJgOWmQIhQ9xlFVJc0x92TmlFzi4MREqgiAdlmEAEcjo",
-	"Rq0AxIudiz8Uf3wYVNPAm1HxZ5BdAKE8rbA+ZaRhrFUVaTrKG4KtW0PxeYzYsVGmaCc5WED4evyTH6R+",
-	"KxtR/FOxJDzL/tjknlZ+Y2bz1IbspNXr92h/9Co2she/qZkPHcYL1hoblGqY4TuCbQyvykLmsllJp/+B",
-	"MTCM2Lc8ytCNLAvDP8zlKCQppVgCvJm3c56Sc0Fs+TnzIjLwLaY2YM/BKEEZDe96qu4cenJoDwt4wu6p",
-	"vsLFevjJRoM3MI/DDvlw2tuEM364SGBnf+Hmkjr3nQ04PVCe/+c5r7BZ/QNrHQ/duf5GpxisqDOnPg7Y",
-	"x6y5tZMV0EqyS1bMzISCrA9bKQusxVwsydyezsv/j723b27jxvKFvwpK9VRZutV6ceJkJ1JN3VJsJ/Fu",
-	"EmsleXLv7syaYDdIYtQE+jbQojmufPencM4BGk12k5QtUpLdf8xElvoFQAO/8/47dHfTmUopMBDXCD4O",
-	"rRoujjqMEfnZBgegJiObz1JSQ7tfbVWOxGkjjt3mk2pLgCBoyAW/ASIq38RDCYkeLizLIcc71OOEVVS6",
-	"ZLasK2JMcMpK6zQSXIul5WPg63KK5oyXWVzp45Wlptb1zJB2dEibz90O8RGAWihXhaDlwG/gIz+i9zj8",
-	"QcJ0ZcHbOHCPqkoxODhDrQZc6BCwiIybQI+VBHc96WQvvvmBDUpuxXsi7xpEIZaZVJmeUeWrMQ6kPRSE",
-	"RQMVcSqoWD78utC5TOetBeuGz51hNz84Yud5Xqe9RHUIlIZ3q2+cflYXH8QdOUAOoasfUyQxbgZ1aW06",
-	"HB6ctzPlP9zedhxH+B7/kjWOIy8o/U6Jl3a3DqE41No12kYVkq9qqbMRfe5u/CGxjxx8yE9XC59v4pzh",
-	"lGgjst7ZdH8itHYuIXDGJ5BQzilsRX2m2oVljfSQ0tyA+r2NJSo8c0l2AsatkpgivTGRvkjjBqsYCqFj",
-	"n60uIDswND8FxCOwNFAyP9PsF2uLtyqfJ+yKT8WVtOKvV7aUqfVQdNpS8xClzk50aQ+dWZu1FlKQBISE",
-	"8fYsd/ekwZUTD2JQJ434CUrTkgIfMMan9dOo8J30y/BOfPZh808Rv+Mg/gJO9P9OApaqJ4oCy4OpETPk",
-	"cF3TT4185ZdXlz/RTWC0E5S0ZusvJ+u3rDIIJCOivmtd+ftH7A+M4MSMLCQWT563KzkhaGX4nHgIgh8K",
-	"AA/tpiW/TFUKE+JJDafMsoLQ4ZaJ5DmW43OvtzYC89Lg6Olvda4q23ef1v/aJ/CRdug1PXzIAe2wZc+M",
-	"z5JpsX8ULOmv6H0CAc6tCHumqMOLfppuQ9ZLse9UEXwt1D8dwgoieUBaamMOjbR1nGx/odTiNLpogM4u",
-	"ZwXKsQoFGAftSuRC3QWlGnoFS4bAuy8H8FoZKmruiywrG7AKW1Iw4NkbBKQYRqQaahlXGZn4flskBOlo",
-	"AOHn363mQaU/viV1V1CKTvkMyGeFIs1DQiYxqn+QhmWwPQiecBjrlbCHXWVH18v40QWTDvfpqQdHjQjl",
-	"kt/sces5X3WMDBqr80XzdDc2PqY6disqlxFXhNexgk6tonISMHLdziflgXLkYbtStQD0zJvp8gZNJRKr",
-	"jayKyE1Wiw6DObwq8wQfQ239GcACUCT3W5LEDWMd81bD4K1mQuF5HTsV6sXJD2yQkio9aEVPt1APbO3E",
-	"iEMmTDvkBJPzMRsrD2U3vPY+ENrQ93by2m0B5DroCLjZqlQREcVQTOTi6KJKX/f7G0n7VpKTjdvGNW4v",
-	"iNFIIM3EEotmLUw8Bca8ThJDhbh2YueY4Yn6GPltNMtEKiGnUaYTLI53vzUTPcP7YSbSUBdnUDGjoiHK",
-	"VL2FjCi4FLxe7REu9EVAZsg2xX30mi6vyNLXCAcPqS52eNAe6ty8glUZio7t2ViQ+z5Ea6NImKa+rCV5",
-	"5iYIu8be9IZ0grGDLY1/bDOTfRpGbB478dN8kBNwBvyepwwaDihLrkFfzGFCtrQvbsdKEd+HQRfSp4KD",
-	"x3MSF6HLCPgxd53tYx0UjiJUAzqLAiwV5QSdyMIT9oknSFc2qR2aIfJMdSVwMMmfdhA52p+zAT3oPd0y",
-	"OGK/yhsRxLlbsMOmLMbaAF9gEacW1iRu9NRn5t6K2zuja1cB5x+RAUHfr0ugx4kAdzAkWvZyrJl9qiHx",
-	"ReJcd2gOjmkDW2rQwIaviBoxMmxdf/dcBZ3Kxa+QjlZTGug8gw5lsjQWE7jpzFIxkWeqnsgyOyx4SbTp",
-	"UI6aU7kh0kbXOdVW3mKWOxzxM0+e4zSKoVQEnOe/vzpiV4FN0qC+AdnLyCl5ypBO0uc5Y8lhBysxdCLT",
-	"tf9AYkkJlXe1hVncQrz0q7UUUm/bJ/UlxxccbM2NrgOSnw2upcH8h5iDg3rzOyIK0E1v+a3ByLr5fb/r",
-	"TNzphleePviut9Tkxpvf+Tfgxtz8+vOiuMPVWHNy5xvuNIPXRIR8hzkEeuq73UPU2Hf59DHp7eb3/eKZ",
-	"kO90y4X91x1ueNPkMr7LXjNOW0FCrTssYGornt/1rqvArLv5PT8Tj/VPAKF3GyKhMAzT37/VDB18M7DY",
-	"teg2MY+dlz+PPdT6UEaVW0PfQKiWUV51CL9aVh9OvmtXH8KC30oxA06/lUVtdRuDOCPVm0pQeJ56gB4c",
-	"sZdx7WezEwDI6CKXlunRKGFCpeUcKuaXqlBvxDxqKBoENxsA5fHgeMCLYnA8QNanQejqUSkIk3jKVXrY",
-	"PrrucIzv8Z73wZN3QHm7ntTcs28i1cKAN88OML4MiBVvcIbsFO4GN50GPT2FhULLgAHSLZrABh6sM45/",
-	"8f03fS0+GHLY6/6gJTMEvo5HuS1lhcTvWBO8ofQzd+UzQ8zgSWgpCjvC4jc1M2nTCfIl7jBg4+VBZ4Yw",
-	"frT7KBnqUz8eQeoH1hXxJnLeE3AiG9xem7F1zI0R9hAYNUeiPBYfPAF/qwn2+gPWDJFvhHZhbUQF6AWq",
-	"OyxkFkTYORJlzaSyj6nxQIl5FAbaHMwg8Y9gzw+aBpeDZqLvh9cuWFZKW4YzEdkZKyuFlR/otgkMFkih",
-	"uYxVOEmvjLghbbVgiF50TbN+RUvUdfSX1vKrcNXiN8GdZuKtdr/KxQYnRE79CWnXQ/4AOVqUwj1xAKXs",
-	"1PcZuToOAuFAnfbQSC6h3E1u2UxXeRZVViWMqJoTZm5kUfiSGkyrQA/rbDI/YgtjgJ4HDaoU0ByI04Pn",
-	"+aEuD8OoFPp23Xx5ilSPvL6ReGPmjJJbmCSyh8WKajbAlarTPsJnG+MBdK87YtAQgOiKQ1sb1CSgyWDQ",
-	"dTJqiT2cM1CrjnlRHPsO0JXyuZLAsIy6G64RRHKJ+QTSambQ4Kc5Dp91Ap3g5VQcsd9rDcGwnNe5TgVq",
-	"U4eRs6jQOl+tgoFNI1pcuG+m7WCznaRZp/XCC9eoR8uAHbFE4XelthQ7V4n8+Fcm0eZcsX3a/wfukNS0",
-	"V7jre23pKWtLF/hlGRZBuIPtLBtC5u3rTCiFNvNTe5ElFViJzj6qWYJkGXU1q5Q1K329P+NrH5HD17t4",
-	"0Ou7AwcNvHATLw2ueu+jWeGjaW7QHftoqG+dtAaOxYJHpOkCgWtjD8hq7wLskV24GBqdSzskEYz9GUwy",
-	"qbPho+seRIbiEq0acu9Z+OI8C43zvjMpefzR97P8E/EgF20NQF7B703dyNfT/6najXxW92FlLQChtH0P",
-	"baoGsYvUt8si5Z1cFbYm15pq0G+ptCKHeG2UtokDZvuhQbRCPkPQKpHZENmXTsn7O9R2soxQOL8FhLqb",
-	"HF+QuduVt5skb9ZAQQ2LHj1Q3JX74MlkgOL2qhsIbvOsJ3tFtaJomgeZ56tvous2aqjYPDnLzcLv6eTc",
-	"v3bQ3de84wTRIoS2k49PGSCHk+8e/IWd769KEcDd+QCKwLLDbMMUL+AjlmqMVCi1u20fLX10f2bSpPpW",
-	"lCI7aKaEtdvSFAv9atOnFrMyHklWBe2RPrtiE8t9hRd669GQ0Cnq0AhepsCNxIcyh0TTjlN9hRENrOIN",
-	"D2BGTLmyMmX4JM8EDh69cVX6glbfyp46KTZJAy+jp8FDiB2VrhJZRF8Y12BNtBLG5nM2CITXpxgnGbQX",
-	"bvisAnrdFbztZT337R+j7nd3lnj4K76KEKHv+u83DG0IXVDDhlIwkUkLLXe3fUo+hhSjDa1eYzXE8+Lc",
-	"pVEpqGvWYrwrNnA9J/BlpZRU44RdUZvUhL1VuVSggkO1N8UclwN13o4u8RGDMyxtlF6QsjfW+B4rQLsJ",
-	"eTGN9B+DXe5LwTNgYPdl+FC/vcYc/lR9/k328DZwnIjTW8GPxAreahJNsrryUSvRTKlz5zfDXF1q+GUr",
-	"nvt2FLyy+tCJRGoikUEZgR6NkOLThJwXd3Ix42WVfHqsR2mzdLYv7uQ81EG4FDzb0jEIAZ5qDXHeWN4K",
-	"RR6O9W4fdkUGgLuVMrviXFworsHeLXAusHQmyvtKGIdj0tKdArojULeeuiEvHM7mVVRW6S47Yn+E5pj+",
-	"OJeVMliOXJDdlYTM0UUJDa8ZUI7twJN3EjPefqvUPThdELurXWGffdS37P96Cq6vdV6vLxWX+ojZRo6y",
-	"XefiRlbDMdn1ojvR8BoaO9buPGjwNFrlHID8/zvm/beZGr7cm2oPVtoUStv3NJwWy5pKfcTTVl/8t+oB",
-	"48FNAL+hGF90Ke74/Ba8MisO7wWH5mfu2E25lSnzNsApUxo7mQFVUDoRbmRZ3JRPfLBUggPZv7acH0Er",
-	"VtA7/Bkl2x9VJlIxziK0iF3r0HfTPRXfOxSpngrDYIwt5gb8/oswOCibuWGDFTTr/gQ/UG4n9HlpfJNd",
-	"H137r+6D+5uzJBL2L62nhkETFF14OrGpKHlEXO+ed0akoVgj5ywIOsne4QfHD1LOjZPgR+zy+uqijoAF",
-	"rswf2KCw/wJxGtSlwRl7+/vf3vwExsbPP37zl+d/ed59a9zbsYYTWbIMqtahH/iYurzWfvZWmmekOPNB",
-	"KPuvR2iL1IOj9sBr7JGL6//yn+lBTJF6oL6PcSd20WaKmzj3cPVVWShXQPUX79nPg0hEAHNE3IUbQWQd",
-	"+JPCbEQIB8ONbqL8OgAf7JoqshA48Jr0U8DD2v/qTnG8LI9bO1oc7SpojK7rweZB/bqLn2OXwcylg7+e",
-	"x+7c3DROujc4ltCAj7lUT+K8+6ZGX/CZr9nb+tP/eE4/crXdLwB8kuw3wlqpxpvJfXzDs4UjPw+sa1Ou",
-	"Kp6TY5L4Np6e3L/yS/Loz38Y6Qp57z9wf9ofXNabemNtPYB7JWytqzcOJLY1cMLbHzACDvQ4Zpphd0Io",
-	"Db+4/i+kRW00jH1mfLUuHq66oTB6TibcQBewJ3DyG5HO+zz823SE+EFu4Ampv3njkz2UZ6RHrN4Vsrpn",
-	"1haAclN3MQRNVrTGwh4PmAxp9WFR5blP8mL71MOZWyumBZHZR6EYK6fiIGGlMNWUwkWHrJEuRtHaOE9F",
-	"6Zkn+G5jajtil4vRWgfrPly2H0K39Jv3dRR5gB2uMmkwhlxf6381OIhS+JftJlvOn0bgCJJoN0v99PTW",
-	"uNbBh9zrTQ8ECO68YUc0OmRIEO6Ok9Kz3YNDVapDd+7xNK0ICVe2LRMcMt+kosZYXeRDUTcZtxdp6sDm",
-	"j7HfmDNykwxwaEdLeR4eGpavb4GI1mNflcrTnGmqwHrakeMEUJam3x/2hzOS3NaK0hqax+Q+S6I2PvFY",
-	"J3GY6xXukWgnPaNuxCDrc6nEaaiAwvNNTGVJVAGZdGaUR1d3ZZYnS6UbUTmHuHWrnzAlZqGQMjCbAXkR",
-	"8plhoeUA++Pkesz0iHFfAVGX4Fg+N6EoZCW50SUu26/684yo5CELOOs5/IdU2Z15r3/V459KPb3bHdf6",
-	"bte/dd9wJwhar8YmBaDRsWFC2fJL9DQ/aNEojwAnquXaafTIKF6Yibab+Y0jfma6L5h4SSgnRc0baZt9",
-	"1hv6nnJuHYTJKR+LZwbgFZFO/ksgVyYRBKJNo2fKWcTIL4tNyHjpkJNaCTPsJWxleiMs2//+hOgizQEb",
-	"ui+MokeaJv14inANDfOHpZ5BFyKuoLkYjBKGF6oWqMNfXZawyul8FVZzCTCbi/oGHjaSdU+UkKea7Elo",
-	"0cLtZC/ZU3wq6q/6Jlty98SddKb8w69Cje1k7/T5N39J9qZShX8nS312dmGzhfXoak/kt5GTie7LH/Vw",
-	"saotGm85gp/pXcGjao6KnM/vgBfH2IloRVoeJcPT8ew+kaQgDpAZV5ds4E/+IJxWJLYduT9am1/hMR+w",
-	"/ecnh9+fnCSeyZd9f3JQtzV7d/mrP10x8tRQIqGYF33oNRjAn4H+TmnLJjrHpy2gAKhZNDfsnq5VPm/M",
-	"7pnBFxqqcMrnlEvDLU1sDW+ePz7nuNRPBVPu32PeXIg13nJcWljzXI4EcAfv1Eu+8Nm6CH1x73hf1bvL",
-	"X3syn6fs9v655MqSZoKKSejV9phgO84TaA04XoO2V4hS6kym9XCZVg6cvfvOUFxSlhCkK295DnD87fcn",
-	"tR7WUrP5rFM5xAaM45IPsWb7RsxHDu6YnZS6GmN/l6n71tQQGkkDua0H4AZWl6QS6P/7xeufl4H2it8u",
-	"wmx3yPCrA9oNA5O+GGYjErndA/C6IKXh7pj6SfTw+7QTsG0rzIbPu2OnY424H02u7Z8b2dcOqjymuLvY",
-	"/gBBbIAYOdXGslKk0C/CqZYHR+yNpZoD06KmMl0mkDUhOLTydtouKNuofQzQSRjWiiTWGEQZ6qq1OnvK",
-	"uFfSg+6Crbxqq1kSoPNYifdXG2h2ZS1PJ9AlJapjjaxtfNA8evyLkxebGN1PAbaTpd4kQGILcz5j/mM7",
-	"0bj4ubUSHeN0G2XlEIWqpm7b49Pdpl87rPOlPeFNnVFjT7jNxYCkwa/psrMEhvz/KqwaozHj0/ZWLeT6",
-	"MWIu0eK2YvuhGVxzLGfBGH1mvJGAfeZNTWN80DViv50bYyazc+8UeMrCmIda54KrjXws8OmP/1mIcVO+",
-	"YTcm9zCpOBbcLfZJbhNpgCDwzN5Xe1+KfZdkgWXeqRZv+ao+R+ckBijJ5DSEpDAOFejImnEozGShXkUd",
-	"nQR9G0F32ChYHMqCYo3cHawxQjuMhSsHDCqfnxJHTFPxZ7OJUPQAXpbyVpgjdikKwaEQWlo2I/OB27ir",
-	"YaVGUknqZF6LICAPDyk1fpyN9Jg6EREanncF3VuC6Egfs5Rc02JYuAXsU2r6KPtWtV34DKER6AMxKhir",
-	"i244uqrrsL0C2QSkK8yrSVrL/dm+0SDYQ4ZelC6jNE7eAcCYS3WQBOTyMOEucUpkJk3BrbMBWOrgKI+h",
-	"ThcbIN0RewtxLaf6OqhpKo8s19TJjYggWwBBF08FD3SxGg5gyb7U0/9wh1kXC02Si51SLmCb4+OpVtLq",
-	"klLi1geDq7J0+vbEWSlu0EKNnVBHqmA4J9iUVOlMYLECyHvOJtJYXc7ZTKpMz9yBBmq6hDxG/s/8VpQc",
-	"Gggqq9mwcqq7OWI/0fNTPRVsVOopmwhe2qHgdRtUrJzCN090nkG3r6mY6nKOoV8VhtXUH4AdYh5alhKr",
-	"HbUqKQUeMEAwXYp2qxRX87d6Me986PEJlDyzQMcOJpLHoIWFJI1H6RnYZVOpKivMGZNjBdOA5ad7UIL4",
-	"pT9iJ9QkG/q70DVdthD9+Td8fsMiCmaLVPbbb/YSZ9bJqbM/n5+c/OUE7GP890mwaKDIQ5RtNt6lcOZO",
-	"ahuztRr8w+77rRnh7zoTb7IuM/P7bzewMnGdWtd7zcvhzvbFybgV0AB3b4MRvFZZ+/vPQthTrR3Ma5Xd",
-	"w1B+hDPIZjKzE7fDyM9fDySdaCOUJ/embTlxJrpFb8bzb07CSV49YnwXhXo33GN/+f7FSbzHnrfssa3K",
-	"0aWz3yJHXxJuepyEPp7+wPUi9d5sdt+9vxZraOnRWsfyFK9sE6fftotThz1tKVZLkvSYpOT9S9QkOE0j",
-	"tF4vjWj3fY5QemwnqD8193lqaG2XT8+ODkyuU54fUj7k2mPDWS7HE8tKQcTcdUbZKGowAeUWsVJYlDoV",
-	"xpyysS51ZaUSJnF6ZAGlXTJzS+D1xZcX7zCDpwD65FyY1qP2qxs4pdhus/lE/J4Q+1iTX/dVtJtw2xeC",
-	"E+4LPzP+G4dF2OYGNpbbasMkWjcTZSrDrCinTlPPxAfhc/41OCZvpXttcDXQWQSRAAJgKqZD37UY3HLV",
-	"aORsJVQmBM/thHHDjHA71plIYV2O2FvYuLo0zNmY0gLjM/Vsxtw0n4sBzd8N5dNxp2b6F+d8bNhQTKTK",
-	"VomdK1yVxy1raJBdDlBae/zAvai517NaL299KIzfM/d+VlGbOoa/rul3RufUdz0iPQzuTMD4LJxohMCF",
-	"U9ba62hew12/w+u2uI3r13RVdbh9HE/h6KvpyxXPOtpS+Ou2HfXik3fU8UcF3oY/3R832V9hwwSXMj7u",
-	"mWG51gVUmXqd5fziDTINg89q7LSTygizbt+du5GsSYtw1zGZLY3B7+uWjAPl3Sqbp0XssvigMf9VZ6L+",
-	"Aj2u32thk4oPHpLM+G28s1O4IRlmoT1ZA8K5byRikvrA+eCQ28QmlBdMtL6Bo9ucbqs+VG/J1cR0X8/R",
-	"3ITy7osmuXuwWiLqztpyStsZ7LZ7TKPulatNqMBaSaOlse/77HBnBoFkPGDYGZ5ya5yFgy8xmDAuDXWY",
-	"Rw+al8Vo2hPBUuUWEB1uPJ0kSABDhUoYvPamGSFbkXM4mnEvTViPkCeDw6kbX2KJuAeTGVc2BMZD281p",
-	"wcsOmjs8SXUHyg5La/lQNbXW7UDIUuDgbaiNirCjKwDAi2Lvnt7mM46yrnfhBd0xogdCyMXvulKpj7dd",
-	"T7a1S2B1d22wAleivJWpeFeT3S01SgW3S300a3zz0NUkytkuJt+K0qzqCR5rTTRMyKgBu4RuRs3IGyxc",
-	"KuqSvACYa7Slv9FIvmJFyS9BBwT45e71o/tM911UjW7DPtzSCZyJobMnDqUa6g8bOA/Q+KjNFnyMYYU2",
-	"To8gVaVx2JoUMgloNrUGVBUkK//96u3vjINIEfJWZEfsNbic3RuZNOxGFFDLoZVgA3ztEY3+6O/Vycm3",
-	"6S9a3/zOpwL+JQbIYOMUNQE8IvNnxp1VqnHAP8rsgFQhaVguDeT/momeuYu0EYEFB5MC4TFA/2DcUHKt",
-	"xu6/9fN0ZYf6AwhGdxadHoZ1gRJzhJQ9Y7kY83TOjOI34n3KDS4qc/hgKAGonPJcQjLiQKv3uEDvkc8n",
-	"G4SuTIO36gr+9JL+crDKL/MHrtUb+NB39Yx/ElVOi3IUbFeMC/CpYPtCQprjSJfTziqICX3azpSaF5uq",
-	"ZzgC2q5DUtfiXPKuIcA1V3DJo1Pb4m+7EcUOnTFcjccO4Q+FyG45K5Xh7jgkYIYVi/EYAOIOeGzmxorp",
-	"Ua7HbagMTztGGNkAjvF6r3/gbU289TBqLFcZLzMPfIbNSmmtUB6z8Wafcgg1DRgVtCVXxpMbmMgUpR62",
-	"RGsBydMyNm6FuhW5LgQTH3hq8zkDVmf36kw4DC0B4HAnk7YxSNgABvgmCz+6c+/+oVPIEcjO7Tubul9g",
-	"5N39hEqV+ynjlg8OjthF6XAQuknoEf0a8CZKqsxoUg733VUgtXhq2TnAsBMDMOPBf1++fnX+8vr1q38M",
-	"EpiE8jOQwhyxV2E2RFdFVR5TDdX4IyvKxcBOLR72cZJvYfUv/a/D5PH3v/EPr/HRnRhfX7wDcN8mouEk",
-	"YD6bQBltWzwIPZJ1ddIbN+kMYm1lIzD75tPBjFJqjqUa6U5I80xDiC+eAg5x5g8xvNLpjbCn2HKb20nC",
-	"TDWse29PhTEwxXkhnLLm1k6lgqlqOsQkHKyxMNXUPTwHVkSVkcMOF2PEpzL3vahSjhUuUUXzTOY5M8Ip",
-	"LE6BhcvnTAmRGSKa9OtCODMRpThotTN9Eo2bXZjcG7c8WzxX3S/tsPD88rLoT58RwX1wDqsVGyvMdaOz",
-	"8Lz9LLj5rtr/s24f87tiXPJMEGdLPSwQrd6f3GD1JLOmRfwfOAkFxpQVHywDKhPD9gfx9/8Nz8vgIGEj",
-	"4Kb0ujDufCiorOdmkHQKGUCRGkUaNpiIPNeDM7TnUFoN6M+e5IovHkWc0bh0BtZwHrrv68qyMS8MFUgN",
-	"0qo0uhwcsXMQnhy8UUqJ1Cas4CZkrRpd1kxbYXBBu3Wymx5FyUZWqkqwElL3UDBLWyssoPQEzDjDugUY",
-	"sU+Ah2QmsPvcsLxXDW9GbhgjVGbYoBRmrpyW4h3taS4dypSCZ82kW/ysMTifX7xhQzHCjKx87nBIq7iQ",
-	"lfpjnVd24sApDX0qgOta8NIttL4RQJzjU790LkJsINX6RoqEpROR3rhvj29Dexy24il7cfK8pkcgIrQa",
-	"DhP24uRbv0CC6VKOpULXm+czI54YXzeHfnFYJHfzSX3zwoXxAaDRhHngJ3cWG8+dwdgWpHhbCNUKduu8",
-	"eS+XN5QXLGFLAcEXE7zMJWYPuU2Jetzl67+9uXrz9vejN7+/ev1/jq5e/6c7X1YHudPYdV1mJk5xlZ1b",
-	"cOvQbu9073/+++Twh398fJ48/+HPv//9qPNf/9/eeqP0OYL6QhEKNP8A+mQfnsY2tvUXoi3plOw2hPH4",
-	"M9J5rme9gtYhpNyeXSWg7lUujYfQHeeY2vZsYGYuNvopxVgaFBsBPIucW3ckEwbk0ChRfDud7JRq7IpS",
-	"GJAH+wMNtfjIvKhHI/jHGVBHwz2Au5WKXjXhBluip7rMDpKGpzFU3LnNiq+6enOBtmuhS+v1PewzJEuW",
-	"cstzPQ7tRp3JSEPzItZZcXDHAId0RAt39L8GXvLi3e0m2c949Sta5YdyuflvBmavNPUXgC3WHZ+kuO4y",
-	"nQt+Nzdl/GhtxC7bNBAb67qJiej72vXY0x54aB7uCGpov39CC8ElW3ABc44/4g9vslUEVU5V0hCLDBhA",
-	"J5G9saZJquGrmH3cEnBp4MXWgA1oBIPa3z/wYxiwffAB2YmY0o0/v75mixwE/9tf/9dBu13X2Jmb5ESE",
-	"fojfnBxmcixt3bksLjJtRhD9KFbGEJeUhG9ONlIDtnZQu6xM+qB9FPGeFAm1KK23e55zeSuOpbqVVqxi",
-	"5FjqTIXH1Ova4Rz4P++jKYoieuosAGnBsB1cvL1aPpnLbEUDlmlhyBk90TPwHHltxLA3v//tzfXr7BT4",
-	"v9n1ywvvBW/wfO4PSlv8Ie3kOi2ICY+iAA4uhDIHTnl59+oiYTMuIXY4cNqbrmxNFe1LlJ+fHIScrDBf",
-	"rBJb1Hrc0NEUQqoxJ7rlVLARl3lwwEecIwhZ9Ene49d4TwMZHLFBI3Q1QN60tgZDvhNjcxFa2wKh9Sat",
-	"U1gNE7kRM/R3LTMwFTrP25lYsfEicjItA+obmAeByK/yVuxth3s0egO+cg356NJmhdonPXNbCPcVmXc7",
-	"74+4Aa8SUjYK6hbXJ219XVylgBp8sT3qMwMpDXQq70VetLWQboiM1RROF7wyYrH1R5OtCb2R5F1TAGUQ",
-	"XdwPUbwfHWLLMjsseGnn4PZn3x0gI9yP//c1Qh146xqQXJPFOQRGvwUas5wpMaMjnoAFiAz+LWRR4JyL",
-	"Rovtj4hhKvSbxfReOolt9E07BT9kYboT9D0Qyq1ji4pAThc9xn1lGAekVg8LcUXO50Oe3qzVjBFMYgSi",
-	"piBRh6aQ2Y/VE6gKlpB6sX/16oINzF8v6H2DhA3sXwekHiKTR3Zw6iDq8vqCQUduaVguuCFf9qLC21QV",
-	"E+94d3dY5naI8J63kOzqnkz360IokdWlBxhuCKBaR0MWFGDGnf7soLFwWtSyEv3dyYtOBfcM4kOjynDg",
-	"6Pvu5JulS0vxT5FayJCDUJbfSs8MG9Agj2Q2oBy8aOhncVep/QEvisHxwOfuDw5CKl7MK9qYXxQ0M8Q1",
-	"yvZBI264GCJBdUzxvv/tX/PXAa64wu8WIlZNUyh+wuI2PKTZmOOP9JOzk8Jf4bHUwM9HiEAuLkyHvJ0+",
-	"/zpYb/UO3QcMwNoB9vyb5wcJm3A1Nqwqwlbyb4AqCbA/cJFhFAaeS/QCa0wCv+m3Kxn9WzYyDXya6cCv",
-	"7RGNbIBsCNzbveBt3a307JjPStZF/FQJczf13U2/AlF6X4UlbsMEp0YsxHYnetswr7vIj/n7GkKLW8H2",
-	"B7T7MVL1WmXCCUbAqNlk7uBYuN8dRM1TV3mH/QG8wvds4iZuGZuE1MlIdBEWo8A76KLs9yuxaf1JW171",
-	"P3YHUn6NVuNT7zy+J915+RRs13m88qyuY3kOlvuP//d1wtJce49BrY8mrBSkVkDioK6VYrOgoIaJ4/VH",
-	"7FzhsQ76St0V5AdGKuB7pe17aIw+WGm/90f+vo98wgCHe4WkV0g2U0jILbAVfFuljlA4+hjTK9agGWe/",
-	"nf9+9fLVBcM67DdqpNFUAJNaq2ZfhMgRQNErstP242zC1gwZB4eN/JgDypCu6eLwvdxAXhfEfM7YsuHa",
-	"Os/jj5abmzfZn2RU0rA8gkoFqRmUSobvkYYNrqo0FcKpV0yrFNMRB6aa/l5NB6G0QjoIV7pSqcjIoCZi",
-	"/cEb5fZGLqyg8NSSHwFyR+ukRkgQ2Y/qVfAVVNAyhWiWYpTmsjgLkAPez4B/e+/TmJCrC56DzT7iJW04",
-	"KOjGSpWCpxO3cQdH7G1VMp5l0m2O07os5UeqTKSGr+DGqHL7DFPiu3q6Er7ijvpPyvLZosEcvWiFtYxJ",
-	"AUnHfn4QyzheoQ7pAx8w8R1teunTS5/NpM+5ualD/J0O3i2nXrVDdKdJXAP3oZGZ9/KFYjlOPiz2mqcT",
-	"Koyu0/6DA8y30gbXsp1oLOtTWaGlsu5n7yA7OIXU+foXvtZwqLM5pBfT/dHtzjaPfaAd7vfBgZOP7pdM",
-	"2lgiPTNMzxTLdYq8pPvAxOPA1CS+I0vJZGYSB8elMEaYg9CjAYVlB01OK+qu1fphSUHV79Dm8aM9clV+",
-	"UyDt7fZ7s9tjt/JykGXbCIMF0mhzb5JOHsecDNv3HBKmKhyQGoy215ST5iBkmcsSequn8zQXxNiaMAxK",
-	"QN91zbP2ZOzf6rjWo+UFjsa4ij2ysXr9GbpPAsnG0m6DCrhxUo4/NqKtfx6XYiRKoVbVZLzUlbIGyxLg",
-	"cqoZbIZxgVYuppA0SR0ARg9X4usKE5CMojQJWoOpdkLPimkBfVsPkDiOAzmNJgpvYIr7Z5WNBYS0rCzF",
-	"FBsjlG2kxD+L+Pxd1rNcIxJ/iyfVKRMXiTk+iz7uM1ok1X1+kUpGZMDWfENc5a1VFtzZq1C90dre9flJ",
-	"srqz0Zq+RjtCq+iLdmBWvbN7wLpPwKrXdRkGHgK/HBJ0e7n+cFK8KIV7LKZ4004/CKkFBGwBUWa6yjOW",
-	"aWqGOJNG0J+XVYnQLNQN/hS5NT3+YY1IaMRYU+yK0p3ZlFvIC/etWbVq6+gWlcmiF6hOaFHEBCcNU+5O",
-	"JlSp60aRR+zHXKc3Uo3jT4ZvI1dOPWXfFrZSuTDG2YuYtG5EC7Zewo3RYXzSoPqP7bimlhZphWfqgvan",
-	"LumjRIw2peAG+UN3551qjNqNZ3XORlEPv7mvem/VV5UHubSN7186tLT0dH849pi7xhJs6KcNzqr6wHnf",
-	"N2TS5RYMnjbzDpi9/WsfqtI2zMXz27VQHi8ogOrzG0W2v3qBGL7t3SJQfd7rCHydsW9cc+f6Ymp/vJfs",
-	"vQo9lPeSPXK67yV7IU60l+z9xGUOP1zLqcjeVnYv2XtJYr6tMHnD5XO3dTI04MVwwj+bjjC8OYVgTU1J",
-	"GDEP7TsT4lRmneyIJDJF9uO8k5jw+5NPHpIu2YRDLoSurOeJae9v1jVCaK7mnt5u54x4bkQY31DrXHC1",
-	"+QC5dWP0RGvu88lp51BGpZ7eQ0vSjq/nNcQ1g7B6a0MgejugL5noquw+glKl4hd3xaZdTv/tLy/u2kj3",
-	"JTfiUEKPJWnlrUBSIhqjzBJqKekelHgiGEzccZqW+6zCCbeuOdyI+UyXj4eOM5JDmzAT+I/XUxOssHEb",
-	"ekKktmBzpc82aRsqC3aB3MCF3VRePgEpF1g6W7Ua6Lj4uFSbxy3d+6P9tI42ajrRqXhmdnvc3UZd62xf",
-	"Pu8W6PDAHmFG5CKFw467nvmOTeQ3yKrQ66vFLx7tqisYyxrvTW9o9IZGb2j0hkZvaPSGRkNudLWyAxHW",
-	"KyHtSggI+N1qHB/pp9XMZ5iGrdVCI8i673ataoRtu0q3WKdW1LHrusEc3NgRHgqTeLSNjOLJd54NmmIf",
-	"kb6/DkaNDbvDw3SMwd3u4DMqa4bxuq0qMDtzJHqBYi/I98d2YjyHwi5GhFfUuMLqHLQAiDI7AcPTG6Vn",
-	"ucjGGLz1IWhMzY9CymcY2pb1k6mfj2eaqVSm22iwcNxP4yzff+R2afZrKvB9hPbPB4YWsgy+WIzpg68r",
-	"9Qr4/PcNhuvirQ04zITlMv8MFUOqorKJs8SKispmPZWVUz0QvdbpHa9wFF+z9kFLsFoHwZZC7sJeG9ma",
-	"NlIv8pb0EuqpiH2e1vAaR2Sivi8UtnGA2praoceW+kxDCyojrMW2u519TF/iMO4aMrh20GvJW7dB6ACv",
-	"/62RL7aDlnc4u1c6rZze1X28oqXthfATLJ37WdjOs7KFtqjL5/jY7dQVpdt/lNIG0jA8lMgxiXbEkKc3",
-	"BnjNMGYgEmi8B5XMCbWDkXhZAsZINNlSOHUIS56hfZXVPu/VXV8VNUNXuAOrjdvIs87dPB4JNNy/oRBP",
-	"DGa6xlDw3ypk8D5EbufSoM/B2d2JZqBznTFdJvWXr+ukgi07kkqaCTXnIBfojLv9thjKYlYTxSnbH0RK",
-	"yzkxaA6wDnKspIFGR8M5yKFBFJoYHPS42tdBb9hv3iHfFuG8y0JqAnqRc7WCigM4FsBZ44Ca+snUeIEV",
-	"CXgUKcTLWSZHI2+7QBExdpsR0Nk4mi+2C+SA5by0Z+64Qn+luh/rMnBf5Fx9FbjtJropbEM/t2nBS/Fw",
-	"kO3G25mHn/Ne4eyBcVO+RMrWhx7zLUYhws2uALLks0+1XgH8Fk1Yp9WKD3aFrXrJZ1+quRpeJdN6ml7i",
-	"dYCHW8UePL4waxW+6uccYWq2jA89KvksHOdkr6i6TVOIeAEvVsuAOm1VnWdMq2CuelsV2NPAHNV5Tv/8",
-	"RCv0MRz6+1doVp33TQzToD72RmlvlPa610MbpVtE7bVK2BpL9SXaP2sAPiqmpI7TWom7Gp5fH1RvYIvC",
-	"6vZ2aI+FX48d+gBgWIpD7/TZ3CgNbiLPWOQTFthUG3uKlGFJ3dU8YTm3QqU1edov19cXlPywMsZaiis/",
-	"ui820hrNcY1brkeaL8FoLesPel8h1g4L9W88lxlfjJ8mTUu0RacB97oPo7KY7hqNjprU2fApmFHZYcNy",
-	"xX+g6hQ/HYK9Ld2d3xVumI/q0G/PF19PD6fdh1J7q7XX1B4XaL9EdWZ7uL1GMStKnQpj1iaYRgOkW9rC",
-	"AyG5DcvJkA1OZK0exKB8XdAQvlC9i6Z3ZbkV3WxfcE0PGw+ZZbq8xbecmEZvOcb8sG4H0S+L6WSHThGC",
-	"w9bUeuqWGJSYwPYnwHDunk89M4nHXZqFrNqzqEqXYTdM3xseGygRE52TmtCAo40x/RLe9FiO9bY0K5rZ",
-	"OazkRoUsobd8rtXYaRhuFbdb3dIy1NWqFG6MZ77mqdepep3qiepUiEJbwfPNtKljgt8V2WnQ5x47TfK6",
-	"F2882J3ANby9x+ser3u87vH64fAaldUHBOy1cN0B0myfh9Jy+gs05h+ROcyk2YXefdXDeA/jPYz3MP6w",
-	"vVkfHMRXdpoGlXt5eAjAvmmVLlmmhaHOcCiXpGWVsjIn8hD4Zd0RYgfgrose23ts77G9x/YH7bu9S2gv",
-	"bXGMHc42YHFe6IkWdRSaaGOf+ZjUROeZAXZKkWfueAhl83mywPmayVKkyDPQRuZ8aYsLXdpfcWyb0LzS",
-	"oGKeU/EJNKcOTG4FBOPhidlesic+FBCW35i4lMbiaUsbc20bT7igdUhuCXFMRqiuUTz1KF78wVf1c8Sl",
-	"7SH1CaIbkFgvgMg9ccskHdroubnpxCnsLA1j0SMQ225sJSUKcFBCR6UQTKOGgNF3ouGeaiCw2x+6L0iE",
-	"E4gXkOM8EenNAfwa+5tFRL12JlPBZhOZ02bOunrRx0fii1JG44mt0UJhhdiMK4vrtLsUqXiQq/VPGGOv",
-	"dfZa51PFZThjXAVs3hr3Xq1uHn+E/2IfTPix26VwKUif4v6oud0OwD0UaO4DTltNcIEug7a0CUCclbC6",
-	"jmsPHtHBtEdT2nIDyCeA7H6lu7H9j8mc/Dxebm7XqbA5mgc53sN6D+tPPD9jEdhxT28V3qFW6Pij+89d",
-	"oN2SH+/Wq3xakXKeMA1X8zyfM+2sa+/b9fxvY3kr1CqHQhP412F+UOkyeH8H1pOc7Ab67oYN33/33bff",
-	"RR0bnm/SsQH8CqX/pH6RvkQHQy+VeqnUS6UvXSoFXRoLHLZqdtiSK5PqTJSHVkyLnNv1/u5wC9sfjaaF",
-	"GB+wcG/CqAn04UxmTlQJ8GkTv12jGbw7bxonqVWzAX+74/s6vPg6DHUT93cYHPi1oj5n1Lt+H8vN3Fjc",
-	"BchOHl/R2cZqsbn94+AMX16nVV7jsDp9b59VDQbrTW+jzbdNBy16Op1p3/LyM/dr+tnb31Ch6nam71YF",
-	"vzCpLkTUPwRP4ouTH7p8q8vbZ287uscVvxU/AYD4F63xePoJ79bb2bIea8f3yEV+L8FX9dyAU9B+7HYq",
-	"h48/+h9/51PxJyJELqxYxopX8PsOrPD4gMYg4MHy2ccntJ79lRLWDc2/ID6fLXZhPJvPdQT2Yv4OuIS7",
-	"Jns6+PRUWoPgodkyVHQwXlyKIudpt34AxmykDLizGIgVhjqbs2llLOPjUogumoqnAQf/6NWTL0s9uevx",
-	"/6rUEzr3u9VP1vkEUJi6K089007osGzYPvkE2FRMh6I0BwGH6twTw8pKseE88tiZJFAOytInyA3nbCJ4",
-	"aYeC20AUI0t2K0rT3hzdjfB3mMOW+3StsrJxdb8ac1nRevvNSBvgftpjmWMj8tFx2AbdMZRrfuMDKK3N",
-	"v58ZTF0CBgMnSi3TKkVWKEiGh5unzGpkMoYuDI29nTCpjBU8c0JvxrHNw4iS6qGxZyFKqTOZ1tt2eYte",
-	"l3I8FuWVyEe/hFltebeGF11CanjXxg2jZpbfCPVVbGG3bdCA8JskLILSs3vY1l0oe/xRQZToz9CKsXtv",
-	"/2clKrFY7kGZe8spfVQlgnUg0sS9Ec8QZd3mvRKpVhmVDdLVIsMzEd3BhMI05mbliIGutzIT00IjB+KN",
-	"mLMpnEHOSmFLKTLq+u7+WZWK+pyUxsadGtu8UnfoW/tbmH2H5omL/Ci71C7OdY3KGS3a7jTOr7gjdu85",
-	"28hztu1utaVIdZlJNT7mldWH+M/jslKHDqq6MfO3oA84wPKBNqdAI0qhGjsSM2YQCU89O0Z4I10jFB9C",
-	"W+YJV0rkCKEDN5pLuHJQNwXnDSdTwgwyb1RWT7mVKTMC5gs1EfQ4g3crDbVlomTc3AC0S5tg2Rk3TPB0",
-	"UjMyuZdidh+2nOLKJ43Q8yFT2LB9PnKaeM3LSzWGB0dswO0AnQJDwfjQAMV36cPknE2lqtCbqPTsFAUk",
-	"qd0UXI+Wqci5guZK4pbnFWwLNyhUoayctvgcLit1HhbwrfuQ69JRZO1sgA+6f/nTS/btt9/+4Ntp/Usr",
-	"cXDmxospATirLj8fKF0taSoZt+LQjXlvtx6+ejUuuDHdetofE27rRchk1ofyOmznSkGsOUINXLOmWhd2",
-	"cRtWfd+OVeGeNYCVVvZwKsqxOLbc3HTb1S8rewzXMbguYUrMBJgqpbHtRu7Lyv7m7riGB9+1KuICnY0b",
-	"XXcl/4XXtrnh3duxMGTBA3//7vX1o43X5ApL21aPm9LGPK7vQxzVQnpPWmpjDimacCPm3fECLtXdZ7Jq",
-	"TMaWgk/r4UWY0glmRfFoQhXxV+jykrxVDr/GCOhu3j2IrXCwpE14uD/wWp2T8O9aEhXrS2oUktUy3/hU",
-	"HtytbJ/7Y5Q4PYIXBfGNub++yQ6olMxN1YjUsv8egCbipPogYQOhMvjxwF2i4cG/Xbxg+6OSj6dCWZEd",
-	"+PqzRpwPFS+otLUTMU0CKaX3l0o1Ri8lsvJ7FY9k6I2Yjxx8gDOoZEMx0qVg0dBYsIADN7gfEtvnFhoD",
-	"ME4aJE0y1U5Rqud0xsa8MGFk0RLyUjBzI4tCZAkzOhrnM8Myz7MZLPhbMNChMs8csUEDSgdIBzHixFIO",
-	"I4E0YcXLUs9M6DJqQsLknOUSMoyN03N53lhaYoRzO84v2oVQbtxnrNB5XvNUXFVpKgTxS/zEpVOV940Q",
-	"7OfX12xZKEJFstumIj+ANEzF9NBy0DpzqW6O2B+gX6c0lXdlPvArk+oppLfw3Gh28fbqWoBLuBSI3dbt",
-	"c8VzrHpG9gyZ504zHQqnvsqRFBkbzmEGUo0Pjtg5lTq2fR7wiRj24uTFGWzJGQaUYRGRCzxzGy29MXHO",
-	"zXAe167v44ocdPk6YrjcUu6Nf8U6pgtYB++tx5O7W2dDYy26Alvc3CR+K/bB7fu25puy5mH05OOP7j9v",
-	"spVZMJdiqm8h4ZTIbQCp9l+c/EBFxejXpI3ioOkSmdMOyAc6wCe/Bbz9SeZiAAndJCeoTZNOGNrQs4lM",
-	"J3CBwygMRlHNhrPx2UyXN7Ah23NtFk753bT1+OY32QW3kxa99txBYgmLEss7bK2qYOTNDJlMjHiVWycy",
-	"DEXyYAnJVBprYZK6NbWxfG4I8NNccCUyVhWdWvHi2ja0U3rz3im8OminQ63dg3eonq7NoeHmpndrPsHs",
-	"+pCrsy04I1T6M2k36M/xKAHOQJFuqcelMCYJaqj8l0gYT23F86DpJUy4ZQBsod58Tv8DB9qSuge+O8j5",
-	"8Sf32eIJf3HyAsOYM2nEQWtPhO3j0nX76Db1D3xm1OaBFZVeP7m3RBiebfE4L6UerNdNjjNhucw7fXrB",
-	"eAoKta7K1FsP0rJ/gnm9D9JVZnUfJFNw5YxrwdPJQULEKZj3UnA7Md4+auJB4h65FhPWYsArnNRjRILH",
-	"d/JpsVacf/ioTgDgxzc9HmwTD2p5S8v9wAChZ8q3WumEiODuGc6tMLHDi/128eIAmtCxUamnyxq8b2AH",
-	"pgmgRJyt5L0XCTSsU4xby9OJezRl2kGvykuw+fe/Ofn+jL14/j0ruPGkqtkBKSIqk1h4zsg5YY6YM7MG",
-	"aWXfw8zf4yzeV7VCNiBbIZgVtZfIPRWNqsjemnHj1e4WG4pWMj58aFvcC1Ktx4tbmQl9PC1eNIEiBA2H",
-	"UnHArkUoakWG2UTnImoTOoGwNLz6Jb7z8JU0hTYSb1rcN4P6Ww5qv2TYSQ4/jxqAuTSqP5O9b06+3+ok",
-	"aa+AP8ySc6ljsrAJ24+H90lRcpKXkWGuTo9eP9dvEde6Tl+oFvc+PSPrJKil3f/MsFtsQKnL3jh8/v36",
-	"G+D7/q7tFbfSjCTaa0/UsCQkasge7aHovoxLLzjuKHBAOjy0tJEql0o8PRmzoAhDktUXIF16pO+Rvkf6",
-	"T2lqn/P5VlG+yPm8A+HBR9AJ5HHyBN4jMnQrJEznmTCWkBvTh5bC2SEwzYzIRWobkWFtfIQ9xOoxdIzn",
-	"c3+o7YS1Zd6dYZTYx9Adth+xX3iZHXpvOr6Cl4LlEuACWazAmeH+Bj1L/4qu22xwxH4K16MPhGdZKQxF",
-	"WAtuJ6d4HwW/sYf0SJRCpaKDTduvMDx6N1lTa64NQ1qggLrDnZuTTYVbXmKqxh3vOi+KO11/Rckfd7rp",
-	"J78TunK3lncqpSf4NLR31y9ZtoL1HM/MK6yg68gA3ds0awtHE1oPQ+xfGh/8n2h9w/a1eo/vfD8tXnSG",
-	"zNBn8YvWN13Oru9f3G1UUmXiA2RISMNmfM723XgSN1ouuyvg4bYrGE3XSL795lPy86KNQYB0p53xGmFr",
-	"y/zr8T7cJH0NlrpPX1uRvtaUUTvxycGbjuvUgfYEtzdlKSCnfZiLU4qdR3lSz8hKwrwzWTbTo9i+t4jw",
-	"j1jFivbMjRAF5ezDYWJC2XIOjjj2yseW9XRorHamktGYWEDsviqjHIM4sQAtGkjgd+LVpyZZnw2OQ3XC",
-	"cqyVOGLnPmwv85wNhXvCrJTWCsgncyowUQXgAOfCsn2l7fuRUxAPzhYKGSixjSt341Awbm6Qg+9WYBt2",
-	"ku0G08pmkJEFKxLbawdd2RFLcnkbWVDxq+A9a9KhSKN6fvj85IRl0lipUstkZhL8stSUBPQYtDJnasfU",
-	"7GEuP3KbTrprBt5i6UeVQ4UqzMwZ6t7OYe54lj2GtWNYpMNuDcp8OsEKMKOT341mP5aQtGj0yC6o3EOe",
-	"3gREQMUJ4QLO6STW0esjTu9DS3zEZU4psGFc793j3gPatLb61eVuzvXSKehPdX+qNwggoiBdPi47ynnE",
-	"Ux29vvtk/yIzQSL2lPK2neRlRc7nkOxdM2PEKYk8m0prqT5vDs7ZYRVrC8by+YJeMUQQASKEBmzwvBQ8",
-	"mzfXy6C/1WAtolMaGmCilbgzclzpkd2hUtCDRw8edwePq/oQPKRK8BG9XxtmGuAxXsgFYPuDlpDzKVuK",
-	"MHslH6LLPiuJgxvuIIniRlHlA5agzBRkO20WPnJw4ycD2xN6mG4WSTpi4Pqoa5VQ+fGPO2UcwQta8i36",
-	"JaNajx/YYAGp4pBTd3JCA6/u7Fts3P2woaPWjXJ/eQru8Y86S8FXmbuB3lsci2b9mVEs+DR9DKuPYd05",
-	"W6EhpnaWqrAgp9YnKNAx6UhPoFaFoM0yt92Esk5Pqovuzi/esLQU0K6K5562KNXKOGQjdoy18ipUvWwq",
-	"tSLpJA2baKUrd/idpEIODyetMNLVgJBTmun/OnbAMKAJIoSAcHNi1wk3zOIrBRu8GeGtgwR+/l0rcfib",
-	"0/UouPdmdPibzqDQ8fDKIcMAHIyc/b06Ofk2BfiEHwUTuQAdwAhxAx1jpe0Qom7J70uAsp9gku8uf2VW",
-	"Q0dI99/wWX0dJo++Y8IqapVgJ7LMDgte2nlt/uRS3bhBhZ5kS5kdDen6aakdj0xALwgm7FKCO8O01KPk",
-	"Mz43bAC7bdCL3V7s9mJ366kjWxK5K/JGipyrQCnfKWfPFRMfuAN4IG5i+zMhbjKHDyd/OT05OXzu/t+J",
-	"g3fXLw8cNmNiB2dKzNCnU+rpCpi9yLlqdJPYqq/Dve2rI0F+zDWcjaNwvsAS1kZevL0wMPCSdZ6DywX+",
-	"suEcjNIzrKAaydzJffdbzlJuxKFURihn694KZqohio5ViUYX8Po1vGYXHBtvA6VXzlVkGrclZygkUH8c",
-	"xVD1NFfRIcPq9kfwEeRghL2+Kwqhc+ZkSz5nbse4hzqxwhV7c/77OdQ1Q+rgaUzOiM+m7AlqSB+YEpHZ",
-	"wR8VBolWyM3oFT730ARzG7iFpydAigP2DWcm15btz3ieH6a5Tm/gehPIdya6Kg3wCTEODGAs4/Ncjif2",
-	"0PBbYJQG7c9AhoTnDcsF/g0qz9wLkPURsy6CFlCpXBjDjJ4KJ0RFbnweBZI9dra/r8Xc9nof1C9ZEwIh",
-	"iDICIkvmIaIbqyS+U1HcEHu4eXAmmSbk7CiqCuh2/NH9Zw1/jO+i5MHkLGZ+kkQU5sw8CKVaSi9OtUpl",
-	"LkonpYHwnRuzOquJDu7aVru4a9t77MJsNiVDaMsS/ceDHkrvJ+oP5qPoX7Stg7mGEwWSZmmTr7Acv/Kz",
-	"0p+RR0ArsK0TEpTllT2+7LKadbYgfpAT1ncs4RgnWCGQsMPXYztkvSrbI8HjRQLfeesR6LHHZOWuaH5U",
-	"lapGDqYV0yXTo1FLgl0sbF/Tcx8aDpaqmP6YCGweEJn63fTXIkyjewQ7JRnsT/fjPt24790ZyaSBHx/J",
-	"Oaf+GZ0+6wtUEaB7x357Ge5C/4uD0BMUxV3wuiE/N58DHzQcNmkXXWV1Uz6W65TneLe7kWJG7p4ZN+yf",
-	"VTaGaO4y4LymOT0i7aOdmsxNzWqcSkd3kafSTCRCeFx9N80OJBLhih6PHgqPvLjjuAsnTp3fthnSike+",
-	"P9EdyAfc+PxtCRs222xHTQDWlORf+Tf3Vfk7rMpvqR0PLaok1dMDmX5n1bpdrKPfqLqavjYV+q8biffF",
-	"+kL21ZX9LaXr68dEN/25m+Jymv4m9eV+EfpajI3Cm6aGkR2gpduX3UbZubkxUS+FRX5m61uoOSWq7p/y",
-	"zND12EjFN1jRarEm2216SHxdooId3E60se4HXhSUF+o7sQwOjhhmC3KVCuBgOY265tZMKgsrmrBB2L6D",
-	"ukso5c6mWo1kORUZXEbJfYPAxG+ajUvHGsrqEzbA5hhUHTDIubHwjQehR0nduQ6aa2BTEloSJUTGqFw1",
-	"l7cUR250yYNQTiA0Aw9Z6PkCc8AuAUU1zKWZuOFDPRy01qv5w/yfMTqtlEitSYh8zFhdFG5gQGoBlfp+",
-	"fNjyZikQjN1QsW4+rcoSU3BhkVvMdffUsPDbigA3XrLCbYbN5/y+fQiPWQ2e3bmlCzu3V2ufYA4lbMno",
-	"W/pDtSO7PGpStLJeAa4j7u6SK6yEMl3Kcf074stQ2WJzrwRJNKJum3JaYJ4+evtX57eDQvUbDHsnR7F+",
-	"XcdpxE5MU55OpPpKmuK/gkUYikU52liJHeknuuhWT64gSylc3ZCeI6mcwEMhpQuhqEKY2uDU3FIgLpXS",
-	"lUpFxvbryo8jyONPfSHJ4IDl8kZQR13oSnHEzhclJQrzhrSMmnDFdSVK2/fY83bQJjR1sX2ZGb1jA5EJ",
-	"eST16jwN0ZmwK1RvuhW+Xro+Sekab8YdCVebHpdaT7t9Sxd8TOFvuA5razg06ouL+lLIMMuaXXITpgss",
-	"wcnndWtKbitzxN5WQB5Jpe3uqZlOKxSpZqJn8Dp8rBO4ziTqcFbZ9BJm8FD9dnFdNnbMVGZzLwhOzbfN",
-	"3a4bBN+1ifcDJty7Pla4PvwhgZzEqRBggpa0S8NptmnLOf7hh45zbNNwgLsyuzHNExve1+9keqbqYtyW",
-	"s7vvnu2uPKJTfODb2chMTAtthUrn/yHmgwT837ac+9oI40x2z07iTWiPFVTrVxoLBz8ghM8KvxFzVgro",
-	"zonhHOpNP9TZvFm5Gg3jfUooPzhjdqadyPPmuhuZFIZN+Y2AN8KUwDfhflr09JBPxV0IThvw7EACeDrR",
-	"RijGp1qNSbyWOs9FRg+YaGNNZ2Y4nqNtdQ2N37GudajWO24V6ue+YkDYE7beFVRcDZ8uY839dtCrMQ+e",
-	"MB4Dyb1gV5vycfzR/YdywzvKwngG0TePK90qyFkAkvpvzwzeGdktTQ2k3YAPR3llZPwNvGQkRelhETf6",
-	"u3dvXh10hMtxvivD5SFeXVUy23Woev1B7rtm3W96624P2jFPU2HMoZXpjbBmBR2vMRVoFEaqcS4OKyMY",
-	"3svwXkBwh+SVwQPAFfomlo7q+cUbZvWNUP6kUjNzfIxEtV+hUbsPNPTSGjbhBnwbN6KwBwny5xkmPvDU",
-	"OqNCCejZx/bd0WvqA9jLD1QLdxm9J77TU+UdJEx8KGTpJgrxhQH98436TarKCjNg+88Pn794cZIw36L3",
-	"+QnyCjebjEeuFBYA5Yids1spZqAOUtyCpbzgQ5lLK4kjOCspaHHO0ly75y1g1g9s4H7zHv86WKGBnMMX",
-	"uoYZP2b42qKCFC/BSk+QphJF2B24vVBHnejZztWnxofrKqCHvybRcen1pIcCb4DHFejYheS1arJ3uscL",
-	"eQjAuLcFoAew6Mb3l+7PG2pWsaEIEHRwWkdiccd7ltPAfepNLkoacThXCuAEyhK8mZdWprLgyppnKB+A",
-	"XSl06Wysp2FKs1yrMbQemUrLuJoDt7qbCLrN2sBTWlYpIolBsUOVzTw3Gu8wTcmlNNihE27YUAjFpAJJ",
-	"9/yETVEkgL2IxM2+kDqDgbtbCm6CXUtP8lROK7VO+By93tmBfNGX7SHvCXq4YXfvXtcNLvDDQucyBWWj",
-	"tdrrStjaffXMxLmecCMRsUVX6JkSJfo0IrzExgwEmtIeUM5QVRBqKWlsya0u2ZTPzwjC0Pc0dkN4cfKC",
-	"ceN9IwTMc88Db4Q4Yud5rmd1TM79lGmBwTqkBmojL7hCo9bfcoHL8VUpiC3z76oGwW/+6DxogfrXD7BH",
-	"wgfiUXJn0J3tEUy4EbvbNbQdu+0nVaUrc0wG8AquMd+nRrCyUqoJI/s+Zy5hNRmTLjHoLNX4ABSfQZSi",
-	"oKo8r5MDS4FJA0p0OdVe4vjiZICvUNFZWoWuM7/4hRImR05m9B64+/TAxWJ/ccUf6iCX1Yqij1+l6dBW",
-	"zGIUfkSUu7HScsTOy3Qib0WwrKCpo7ZgcBVOc5kL2x1yD1k21Xo6tQc6wMkWUgC2bf34Zd0oDl+ndvRQ",
-	"cM/R+6Uz9VAYsKac4QrbbEZDru+NRYYzJVrEvrM79jkzItVQE4b5vXUc3/vSLTc3B0fsNXi3zyHFL3b7",
-	"oMOUfN+etZs6gPpyA/dOk6C73KcRgmOGl6W8FSZhvMqkhicBsTHVyMrSARYTKtU4lZqMOnfDmMoPZ6wQ",
-	"pdSZCX8LPUjnbMwLc8S8zjPw2s0AtJioeiIU1YZV84W5upRjCU581L/B54PKN6l+sanYwbkNuZFOYRTZ",
-	"YGUnPyo/+e7kW/K31cmbUJdx0FWPEKHHV+o6WqtK1Zmevc30RKsP1iDdQ8H0x/Bbd8kmOd4NqDmlmidv",
-	"ZEWkmg2gMILnRMNpS57ePGskgltngl3VtU/0LO7roVpQquEYb8/Zfvy4kmwwjjjJu20U9ee7C4nBVKpA",
-	"9NvjXY93954P/gBwR8G6RdibCF7aoeArlNFXws3IMAPxOxbuIPVMppAIvo964vMTUjsNFHvmQtk5MPhG",
-	"EUFmpPs9GLDf1tcDPzBzeh5oSNENR+5P2Xtd2YNkRWzS/QVTUYTKWlI5L236S5ju16dLOQVfq+4+ha/A",
-	"ubdTSHnkBqRIq1LaOWyP0qbXEM0//e9/uM/U4C/ToMIQdW0G58Vtf+5MmY2SBUqb3jVZ4P8cXt2mh5fX",
-	"Lw9xXBse+H9qqVYkDmiFnQChTL2REUbcRpTHnfmcLfe/yojylHELaStglUplMQNnxmWdsr4/cDcFOorK",
-	"DNgf+PeDugodrpxwwzxxUpTIE4Jhw3nBjYHQe+z3jkEGljPOp/EldZAfDqlc9KUCShhm+Q0Qpw8WVndw",
-	"5nSqoQScmsiQeEpEGf5BKp9DoheuYhbyj4Lx+JySvfAP7/2FznZUlK0GzVyTkO6KYoJMfZ+DFkUll54p",
-	"FbTDAXM0TprYINPs37VUTyBN4f7Dh9HE16Tfhy+aRWd959FEGG8nkF8vnISGbHzkCP/Yw4SRSGhKAfdJ",
-	"fFyfCl8+IWnMyYFGEu/m8kBptbHWB02tu6XAa4S55i5aUspyMbJduWJJI1EMvIM+PWwTTe1XN76vN2Gq",
-	"19S2o6nBtgpb5JEpZr7Hoj/43VxHpE1wBc0wD3/69W/Q4pFKcZf9+CFS6JNAUWol2DcP/vp9MMOO2Btr",
-	"monToNfU74JT5sy/OFIAl9TurVoHlpFW56VmPDYc7hl5yiBSuazGwZ1KL2bgU1DTrGrpYtMLWtivOnG+",
-	"uQjr6Lrr77Nz1Wbha3WM8N3lr7336+l4vzaD558d4jiDrbRLyMbjTfnYkDvSfjZP7FjGaUMFUvQXh3kw",
-	"PAsdXeLrUq7YEFvjAf9NW/iQUjou4sF9lQHEaAVW9c5r+R49xDxONc6nczTOhNN9pnxeHwpm9c6AYj13",
-	"Q6zz0OFqqmNYwIIG0w04muqWdbz0XTJryodISXpmFuoOVcZKnQu2P0j5VJT8iMoTse055GEkbDCVaamL",
-	"iTMmGn+HjI0zxqm6kSlox+6ZGc3BKdT2Iz2EMwJ9QYydQAwS0yEip9e3bFCv3vtMKCmywRE7b+h5pCc2",
-	"/IVRESa84sXJt7hK8WJKwy6EgvAn0kQ6jfWPX95cMD0aISOE71W9SklsSJevUkOsV2ADji3aDYCQOwLv",
-	"jbTVHrAfIWAH3okd6HD2UzW344/Rv9wfZxO5It0DEAZaF/zwb998d4BkV1evPOr4NsP1IzFFN7KMS5Hz",
-	"ucgYRUra2GxCtSQSBmMOn0fDb06eB4u6UZD5zLDBrxrfOiDAXLKonajEMkk9FYwbNjin3c2RvOtHwUtR",
-	"sr9XJyffpkv3w6/FIKIpnFF2oMp4mSEAp7lE5i+hsiN2ruKoy7OG1zCWFmcL0jJmLPRI/+LkBwiZ4GIv",
-	"JdRQ0l1lBNtXmr15+ToKmRjyVlTKVEWhge481ZlIzQF7cXLCBhRBeW8yYnRe9FkYy+dB6qxM+8N4kq3z",
-	"/mKw8pl/7FwFEUUzmvIb355syVey/CAibW8xAi4Qpi9t+ofbzU820WfBI9HWqiQ+vPec7LOJ1DVZ0RRs",
-	"8Wu+++7b75ef3SrNAoRs4nl5fpcBbfx63ItnEYh4Wq1FmCmFATJ/sNL3X73+9fX1a+/qN0zahF2cX7/8",
-	"hdlSpje5MHgSucpk5tRi2FMTKNmGCfn3tRMAr3r50V6yYqYJKey/67b2tOcOWYTfaY2jrFEppXeyfcxl",
-	"Bp1XVxZjGbPJ/GD16//82pWS5xuM6YLPc82za61/5SXS4b14/t0mCxBQHDqIXLvF/0K8Ywn8GwXxslZF",
-	"2E47Vrv96qTuI3aOtapYxx/pzjVdpC89rCzrVQ1kOGsR17owbVIT0mcPgpYVPAeleVaTW4DuEvM7YGE4",
-	"KDgxBB10Nqfuhe8nCt8Nxtb49Phlcm4sM2I8Fcr6y9Af4A7I6wvmxUzXqob9+DRyhh9htLgPluxeHEBi",
-	"MbllVuQQb8P1yW06aQVsZyZxBUrlqOR4IsF2beqB3gRegeqfCsHXqHn2GNxj8MamHFkrhzIVhyYr3M79",
-	"bNPufINTAN6kv/zlxcnBJrbfi3YrKXreTJTCHZkvsHNAb1FsQ4QQWLagM8fTS6fykZkYn0iXMsf0Jgiu",
-	"R+7NKZ+zch13xKYkKOfmon50z4jSM6J8OUGdml9liWyIm2YS31PAizWMDNe+LwJHB8SwMlIJY+pkxCVC",
-	"Fs+yMNHAip/PT0NRR4w3xA3XHiRfTwpwbn5xA+6pAfpS2a8qWTDiDYhxJzp/EzwXjx557kIy8HhgqEkh",
-	"8KhRqCcS6NHxq0NHzzLwdMCRwi9FyKNuh8Afpa9Oa+ZPgpmq2spf9AjCO+49Z0tlbUqIzLBBI+03BIIw",
-	"S7EjFyWkaUfMUNG1q/tmhrS7q2jWX2nmYbwEj7gypfGlunrwRtf0qPoo7darKD/8UZeVNPDw+GP8T4yd",
-	"i5Xpia8vOnIS4wd9QlKiT/krILqzEJtAfKV0xVRPhblLrmLM0EBDuhGiMNgHH8L/QPmwzYzGFl3XbxgI",
-	"IoknHERqolN73KWxy/o8uj6Prs+j6/Povuw8utwJjgY4+my61xdPTyf4pHy6BZ1gg9SL13fJfuuFZp97",
-	"0ee/PVEq9YdBZYInyDx4vfvMg3vMatsGtsZpbT249uDaJ7b1iW29iv+JiW2vH2tiG7zluBSjUphJt6/v",
-	"UlucTptb7JQN4L9/E6UBF8RU3wrDtKq5VcF7VpTCCAWtDQ2jClg2KqFLYaBQYG3dTS9xfJf+c3yVqSgw",
-	"dVqJLp+QErMnwcH5ONPNYJO37/GHOLZ+2Mehz/M67qfQKd+ErjSyjPjtMjkWxrqDOJIfhElYPRZDXH3S",
-	"ztlMqkzP4A7jluQsOsS3PK8Ek9aIfARhSmBuMVaX7lwrVuQcOx4jFx/+ObAKTEQpjthrnk6YULac4/MN",
-	"m00EpIsgRV8pbgUHSE5CONRfgRFn9/eIpC/lCliYIQiLI+RjLtURuxS3+gaCDbAqvBTBJ8gqlQvjkCjN",
-	"q0z4K6Vh7uC3s12dF/IaP8QSBN17x7Al7RF7yOJE9Ex5nh6J7NhnjOc5tmgzSHXNhw5uA979v0qU8xrw",
-	"4Mp3RpSAeq0K2vNv/rKBUnueG81yaaz7LtFid724ud6Nd2dixJ2JfTriuRHh3UOtc8HVto18+rabdFCr",
-	"D9pjVw8ftCFavUwRfgY0Xm46cfJNO0r6W45ozW+lmG3AiKXqAVBP5JDMNuTpjW8W7/uWOfAYVXnOBuY2",
-	"fV9w+37g4U4tqCj5/IzCDRB8wBDiPytj4SFXv5wffvPd9wS3CSvyCkYjVFrOCyQDKeZ4SGusC8hD3dLI",
-	"4BJZhNJs6t4xFNQsTWCzaF2yic4zkyB76UwaoqAlBq0WkquEGaeZ4to4+ESgHpdQn6BLaMWGIZVClEYr",
-	"NptoNuUZhkdfUo9qT0Md1hlYmWs1BKOlSGbirpWU3wJ/fGZYLqfSGmhihNT02KefW89M47ANFgf4VEBZ",
-	"5FlWCmNEeKJb8gFxgr0pzIDtc8U01V0M6LnnFhu3xdfZQIECyyjV2A/sjM1kBl9aoNBYXL8DjCj5FcTV",
-	"qwpU+lE6YhAZ/y4biF3nFTngDloyDgL5xkKrO+njWngCgDnNMltymXel/Hgg29tmUo1/yZpsGof5C2oG",
-	"fT9WCidTUqTWg+Z9C/oH6e6RTrvLdBza4mExu9j64fvOuPF92xv5CXAsa60k4jKCfuvQOAI0lSDKwwd9",
-	"7ILlS3cj/NlGLxYh3f1KtJaWSi3q//FH+O/asJvTrEwAJzspdTWegMwoBZ4HB2WltALkAPZVcqem1DlT",
-	"OvN4B23eyEIXbKrB/RZtbwnEWxbV7JoscSQVz8+i5FD3yxtRkOsOdP6gLPpc8hjYUG3HdnOM56Xg2byp",
-	"XTJsPWdqTkhV80GGjpwkgwzaFTBXj76e4LYUBYoyw0cin7f5HtxrI0y9m95/jR9sbyeq60qQSphyFpJq",
-	"rv9RH4Nq7eztFmcH5z3ZK6o2FZZ2t61FaFUW2izJUs+EGnQiXbbJUQ8Fvs0tnB53bIJoOgsa00gKJ7Sc",
-	"TksOBLjgiP0uZvHbY120zpYWd9dFoUFu83Ajtd1QkEqVeWVw4dYfEjYUKa8MbucFBFo+y+/gafd0lu9f",
-	"s2oOb41mRZ/JaoLC9R9wp+rTOkjyH/YhvJV93tXDalO4zx+RNnWMVviqBpVguVMmEzo7wYaPsBUM28gQ",
-	"QJCK7Ht35NodDmQcgHrCLbCOAm5p4Bl1mtlIjqsSeD7RXPBAXmqLhiv0qVsciQNRP5rYqarL4Fcl4E3a",
-	"0BUGmzp1EAM8UG9SP2dQeyrAH/vJZusl3P+4VSwc43p7EB1GZLrG4NZXXHweaFxN9AwWNawwjw9X7emD",
-	"A/LQeAKhpBXxVFHkPCW1KZpQraUxDo4PZ7NhzyMnzr3GJrNk2bNC0FI7VZIG2HhXSptHE11VOs/or0hn",
-	"ONMl2mDYdZNp1WIpkiMxF7yhvpFp5SaZ1WAlPJL5iUTDX9YCWxCpBTtgpR83dtzNleSm6tYmfKwo/PYG",
-	"XaJ14/UeWu7D2sPA7wPpI04yronrLohRlLImcVvE2VQjWRqbMFOlE6jBjR0kCYGkhwc8T1FEIZ2I9MaQ",
-	"s9rJZ2hnURRCZYda5XM44PRGcIWjr5t2oFMl0A+VBT+T263nF2+O2Dsj2FCMdClql4xOgS0gOw+5bZDv",
-	"Rn4iI5z6ojHONuTpTXjoRDq1yzeAc2ejHlMpbzvitVe0cOewyA8Vs/UjhQlL41BUWWbnhUAqBfGBT4u8",
-	"1pZw2xwFhzLPc7h6o7guPBxU/M+K6jYGTl9PQu/0VE8FBZvxH5uFm/HaxqCEqqZwwiroR7qX7I24zKvS",
-	"XYW8EO7M3W2ooNf6TeZ3HwzdyqnoGh1et9ea7eNslUN3865bdLo9iwwLm4SkV0BDH6NeEaPuMlPuSQLA",
-	"Eylg3Qb/kQa0Rgig7hUhd6Glso0wtNIzk9QaRMqtGDvQxOI3Z/BZdBma2tgsdU79nCi1hLQ3WE0nK7z/",
-	"f3rEgNGushOhLAURyOXXYLRLueW5HjuL1nvnYGeiGIJArjt2hlpuWggtY6QMXtOK5BfROm3x0NWv6Tpz",
-	"53m+9BHM0Vd1XJam/3lnxS1I++GAvbnRsYBeZGHjLw0wWcgwG1Yyt0wqNJGcZTnlag7heANbMRSBQ2KT",
-	"NMxMncSjUH2JYsXtXQe/WUdrRBj9Nn0SOhertiks39ezNUta7/uAbVy6DfOMcPcBTi7tPNhAmPjx8+tr",
-	"tgr/vTttVbrPp0VYyEiHYd492ecc4Dp4DH081vKNjXTiYdG52FJOyhW/hcdvlI0S/b7ugEo+lCjnxK3W",
-	"jhlgNBQhtDNpAcDV3uVHHzLpIyAb5JPAZ71XyFrlaoArjj+6/6xJIcHC6gBtcPSVxnQ1AJ8j9qMToYdS",
-	"RQok/mSszHM21BWolMzL1bY0uh9qNdQ/3chcKJvPWa6NMKyU44k1Z1BSwuxEG0FC2vpW7fhSsnM6CsRx",
-	"ke9m/F/CKu09aF1x4+CTm6X3+d3LCcSdsc0T2JHa0XD9bySQ6BBCCsQUCkatyOe+girUZYV2QiTD8Jx4",
-	"2wooXowOfjs8WMzt3bn38C8d6joPw98GaVatB5kbUA5QV2jqCMN54AMFobo1Pacr4+PzAeDhVBYx21xt",
-	"eVwqi0/xwFH1GR5fYYbHjvUba4pD8CZsoNq483J5fXURtW1FsAU1BFDMHbQFYjqvrri7hRpLJZ4ZfAz5",
-	"4HziLFyV67FUwYGmmFbOmopeCFdlGvNYmfhAzobQqpWA7QX6ImBKn1Ug4AlzTHFe2cnLunjxzhW1C/1o",
-	"RTyroci1GjsdrcvfDndfwc2b0xRA4KLJU1Bw6zbh3une//z3+eF/8cN/nRz+8I/6x6P3h//4eJI8/+bf",
-	"/vz/NqGPeFd/+9HCrLqm4rYL/PjJZAvxJP7n9O9/N8f/+Pg8+f5F65AfWh2NPvOyUtqT39yXWqoWsem+",
-	"QNSaItJQV/hVW/DR1NiHxx8R0DyLEdAwnqaisBDZfIUFx4CDWG683H084K1n3TRmRjUDlGlX182FMHKa",
-	"V8ZC5d3c5wY3S43PmKirjCHmsFBq7FRNqF+4B0fvEp6adYAKMct4ZX1sOF4ejLLGv9ko1LoIrp8bBY6H",
-	"WUeCw2fDUYZ/bjTECDQ3H912+RUWP+Eqx3r7uZhyS8yyI5m7797HXVd46xfX8D4BbjO//adpgLr0iW1Q",
-	"VjRDva42eUGJo9y7Ti0Rk26a8IiJi1BCfK9I6M1tNOE/XXcEg7VNc9yadbz0sjW2cvNDha+Y1CuJOVA8",
-	"n7brd7ske19ayPUKF/f74MztPPzKIW4eJtkXjj4+R38NGjtS7Vaax8dWmBWNyH6spN9TBFANlnOGNNBU",
-	"qsDSXGLvnxx6gEQFEuHUzXSVZ8wIVVd7juWtUGwq7ETjqXx3+QZ8iJc/vWTffP/83+CX7h//9v3z71km",
-	"RtLpazbgqk9cxGHQkMQHntp87huRtEKvs7YRXxs12u56fIov0k55WUpBCSucTbiZRJQ28Ymr3QLSxukz",
-	"PJjwM1orPhUld7uhyPlclLAm5hN9AonPn4H6V2mCj5Y4BtxHbqF1FG366pZQvP1la1A8XgoNswiyFL6j",
-	"9/9CccqE57lwYg0iTZDL/iA4DjNdHceBv4bKECAGCUI8PlLOrIb8lJ558Ckj/zXu0YcCe4j+rEmdSrUy",
-	"Og+RopoxzJnKlUmi0C56Mq2cCnNWA3vGLW9TON1+vxFzuAasItK2vdnHSApk0jggJC3N6KXKt5GEsn7G",
-	"01RXRP2pKwuZjnUxzBF7RSnoOJMVLF/+QuLacQPBybrfkDOrTlsMDlfqEVITGrSxFrT6Bt7Bd3iozPMQ",
-	"AzTNxY8XHsp5nOVBadLig61N+o2sefrU9+BqaOxEMHvct8Hh4M+b+Rfw2tZkc+yXtZfsZRKYhTJINocP",
-	"v1G2eU13lsWbbg3bGe27x8N25vblJmnlNLnekdHpyKjohN8HrONqb5p2GOO3LxpsmLrcslxwaMqJweEW",
-	"1jJSbw3P3V4GLZd0lMajYog34KJYCuJDPmGtf9b8ZShG7jOXUWl4DBRHB2oeLyQgo7HQM1GOqjykNsqS",
-	"6RnE3wIQtmY0JiQqnHgZupWJj3lyl3xHd8S2ysHlXrBGmfZzdbOSoFPXRktT+tayngRilArpnrJbvRrW",
-	"bsWc+lTILy4VssLjcn8wulY9Pv5YAf/pylTIKz2yh1nIh3R3nK6ktqqCItmmJSZBEcZMbM1yrcaidBp2",
-	"KEiQUPMZlXVHxL6YfYV10iFvC9QL736BgkpUc5ipClEynk2lksaiYt3KoxMnNhQ5t8jgm8/43JCgMHoq",
-	"sBxdw9D9Q6GooivVgDDwbtovsdI+eKw7AE2fermV1MutnfgNWLUWTE8SeT6dOISBNqDFeum5tHwGnvHm",
-	"LT21JD4+f/CfGfTquXvqU45HmaqtsyqtczSBudZbK0HLccoKE6ORSO1CWqixgmcwBUsS/APFmFYrbb7o",
-	"wWw7HfPzQWFb3FsbaFSPnHdrpeJECZmozvXOxS8gv/IBlaZjb0l0R5KuhDVEZBOMSSTiJsZ6taCalMII",
-	"a5HPExPGCTBrl6MPjCiBPYTH8pZAqipLaJmkxBE7z/MWkI0y42M9CkB3NtECi6gF8gzpPGuE4HM9BsKL",
-	"yga9q4XJyghw+V34tXlkMIci0I9ug9zz2AmQMA1/5nk+T5bWfLf0ghuob3X8kZtGAUMkiMPWgIZPTU7U",
-	"HhufJDbCGWw6sII691BQ6bfZMe6wbsT8VY+9lQlIA9Xts4nbnEOn26Wl4MZHPnzbOFHodOLD1lMgtceq",
-	"eH+BNKaq2VCkDd2XWim9kLjH5zbV3emmfM4m/FawoRCKGatzQd3YgzmLRmzEUYh6MJ/G6SntDMsO+K5E",
-	"YHh4fBYjDQ5Huxp5WlGlhRje+9caH7JnZF7FyJznDXG+o2NtS8Gnxo16ylW2Lq5Ktl9pyZ2qC+bvdGN2",
-	"okiJ3Dxj9NwmW88pZi779BM46MBPtn8hFLilK2VlTm9xDwBjFsKsJZvAW6T1rUHjnLhnhvGxUDbBBJpX",
-	"/q4sYZeVUlKNfVcL4E9mV1WaCpG5v//EZe7+ey2nIntbWWeUvuQqFbnIDqjph86En6cbwFCkYFsvVYuE",
-	"zEj3mfEjjuDxqLpd6DyHTJ86xREX7BktRML4CBqE4CJ3MH/Byrz0H+zB2jVNKDEHx++3QVe0kK68l7Rt",
-	"WBzwHlD6uy4638tBnWq8dCUUxouLqlh39rjf+Z5yEr7hqsCt+LRxXMGtf676EPE2vP/s+a0Kn3imm8Rt",
-	"CRnqDddHcDsjuLRWuRyJdJ7mAcUaUV2E6jax8l2HWME7Wri/SJpgDmC3MDk3NyhLtMqlEguFIPvkZNQK",
-	"y8izgxBuoAc7pU6J1HpPIlN6dsqKUlud6jxhpZhqK3zvgIQN55YigKMSCjkMyAr6R1bqogAlEnNj6heB",
-	"fWVyPUvCL4G6EbtrSwu/MaxSkFwJIlGqVIB6ecTOF0sJ4+xH0pao0RNnI1CWUg14Erh1pGKDSpVObAIv",
-	"dewDdZLFO2dnE6yj92mCXVLjgj7MJjU8O8CVdkDzH9kXDkXY0onyRbGFF+N27gZ099ctvLa5zbpeD3/s",
-	"Xu/vXzwEjOP+6kLx6/oE96i9joluCela1N4tw7g3RzYyCuCW5QpKtKtLgX6UBEDdG4WtRZO3E23sMS8K",
-	"GsZpZKcPBbKyvkWxAdofmPL4FOTLNdhsPqTIkwwsxRidsVKrA3jT29EIHgNPiGyOscNoPuPzI/bGBmvF",
-	"IotwemPYfqozkToxY3ReuQeSLGElKPEGSW/dP8iC8KIpXiwSHk4C4EW6lGOp2H5R5XnCispMEjaSuX+G",
-	"njk7xqvcdQdqORVmFeZ/suvhXi2FhxAkEYgzmW0dx4P1vjV7gD7lBvZAZFjSqO7XMNu+KKG53sEiqGfa",
-	"y5Z1FoGpQWGbAmSqb8ShdTOAGq1u7/Av3CzUoyKKA8RrD9KDBkIMoPkohqgPvKDEchmqi9JVmYqEzbi0",
-	"wYQATxS7EXNEbAejU8FNVQqqZUIhcspuZSY0WwP1vMpkuIhEhDJO2FHJiy5votiMA2svyHEg8DDiqBfG",
-	"MqGy0P514C7Xlb1Cu2DA9imxmj0/SRi3bKqNZd+eHJyRo8lNAivVyVE3Fk5YwcJ4mqWhE1DCVkUCAugg",
-	"jK0U3GgFHXBD9TeV0b67/BWiipADUefMYjVcEuKHUaHEsivcmuLKbYdrd9q2EwJsvGNNBBD3hq/D2n1p",
-	"VTTOLn/7Hz5rDTbGSFcqO2P6hhlQG4jsgUdbGXZu1hNSfelBQXfXBlN0OClT8U7xWy6hl9Bi46EAzwuQ",
-	"eS9SYUW0YVEuHA+5TScrmgpVyrCqcKf1mxMGd8OhMIk7FiWDElQHlglxozSrZY1U41zUDYgxE1VlohAq",
-	"gyA/Zk9AXoYBg4PQwZ1AB6ymdty4f8LVMOZGvW0ezCEsiQz4qcus5pci5FsDkT/CiuwAJ+FFG4GleQRo",
-	"SaPtgsy3KpSjOuPSKwBS4SfoCQQeUTZDhD7GqRM8jyHIbB2DLC/tYVHqD/Nu4KkrkhoxQCLFwVbUDaXV",
-	"2e4LYMqksnrJrZEwXVkjMwE0wt6o38ccMlgU+EkrcahHI1YKp6uhj9mps2bBZezuC+wqbk6U2u7GA9FP",
-	"6FDm9ECpxhh/HPL0Ro9GCQVdsX2AseALP2LnQHXFsTtaPj9lhc4bkdlg7eLt6JI5Yues4BDc5DZiy2M8",
-	"TLElR/+Mebd7Ix5aWu/ubqFscX8mnyN8wi2RtSy8ZjOlEpuSiBLUy6Ia5tJMqJJgd7AZjZqCa53JcEtb",
-	"mwKs1m+mXqXsVcoNVUpMDkEcRCBaYpraPrLr4nOAHXtENuYAB8IjViQ51uDxGeW41G5l73P2tVDeze+s",
-	"60ya4O0/YlcOiSFfmMbgyeSpqgrZuJjBTBbTBpG62AVCNt6yBiBpJhrW+CnhoS56OOzh8BPgUBcPhYZz",
-	"Y8UUmvhmOu2O4V2KTJYiJXE/LPXMiNL7KKG2ykGdxRikdMtEBZiZTqupUBZN6oKPyY1JOR3NP0MEiCt0",
-	"wzbYWc6WS0CbtVZkrVsxRnAzQVvUBKaQ4svTFeriz8KeF/KVW4cFiPn25JvuNfHLsGbae8ke0hzBE3/V",
-	"iE/LjwVXAeakeGfA8tMSNlj4hO7zHVZycLSSiHkxQvPnVxDRWPWd3K5qrG580GBh63MWkRid7tHuPCQD",
-	"Z2/5MD7vOIzw1JZoCH5GZ2+NS4e5h5abm02i6oUopc5kyup7GdxL0WxgTfPRxqLUqdtZMdtROhFu0MHH",
-	"T71KaffJklrUVgpC3RORF2CtITkRy7UuagFYiMxdCUFo7Tk2KAmpPf78Yxj1NUx4i9K9+apVCShLS+nT",
-	"bqBA4KvKMYk20eKqrDgsn3sO6HwdhwF1Cqa6vbu+dZLW6dcTPVNOiIK3gOTIRE8xGHwaOGOnYjoUpZnI",
-	"AvsgCp7bScKgwDiA75RLBZE99G4C7R6Vfc146TY68SnSbSideN04FKgvqV8oBMN8YbLPd2GluJWGEteW",
-	"RNJLHP8VLcQ2+7Q339TFT0jr6Vf7qzgNP1NJ1eLkt3gCMm75YSncZ3WfMs0FV1VxXLjNImYrDoTbVEQ2",
-	"Hzrg/v/svWtzGze2NvpXUK5zytKu1sWXzN6RauqUYju2zzixjuUkH2ZyTLAbJDFqAr0BtGiOy//9Lay1",
-	"gEaT3bwkoizH/DDlidjduC+s6/PoEV57VCcPyHVZQ/wplIvpS7FJVulS5nOCLzUCOMjiHVEWGIh2Zs44",
-	"lOGLIosAdUUA5OBqDgCdx+wtAdsBIIA/pVAjARVZ4cLgjEbJQMgsH4dLfPU5d/xd6OYzfGVdturPEI4P",
-	"yM8U8+G50zHkQjN7zih+boPCgOX/K2oHtPlziUE/GiGOnPjoKLze9DPWgFDn+jqB7/X14rtHj+82Oadr",
-	"gWjtesUKrXwc6D49p0sQ0SyiWcAdT45rHg/CnxVJuVYjOd5WMplaHWmVizURWgAuS495C74jJOBYUaIx",
-	"SSJMCgvY8xD6KMvkz5j0owCD3hCycpamwM+4BFEUP036boEqbcosZNnYH3mj6/Gk5+om+UfBXLzCg+DE",
-	"W9z/xxxLH3M9JXAM3hXKrVWPJNuFD66rqXe1WodG3Myz07huC7lAfVigd+e06x3Z5njEC/fOPgB8f8rZ",
-	"a+SX6BZ2uGC3J/L6XWS+/SG34gh33RHs9g2sc8eHpZddUhXio/8/zsjxGLz5qmBexLaNy4eWlTrnJcmb",
-	"0GxqsOe6rKcK8Iln0eoAeAoV8kYyevT58zdgtPMScJUaYRW/iz4zYL+AyqT/iFBJHw19wnKH7mG3nWaF",
-	"5GOlrWBTSS43Vhk9LMXUdpoxz6nBK5i+C5i9daxriB2LSPzP32Cm9JRScajCH77G9PDfInfrMGiLcjv8",
-	"2SU97Sf+UU7rKVO1txt9L3y38gk3PPdjiJmNoHxjp85DKCb2Hk1EZ2qVI3xjT547//i8KJ9NuLHd3X56",
-	"enqaPRhpM+UORumePH6Q+fd8Jx+cPTo9hSemUuEfTuMYYdEBKGnXWuDikvdI47gdaUHhdO11wD4AOUzR",
-	"Jee7FxYL87dLsxT9zGsdMlyxV+9/eoPp9+AeNEIVQF0NpQfBG7/k6gc1D6TdAPf23+d8Wg5Q4+Cz5s3g",
-	"t2XSWVGOjtkP2k3gbEHMJHHAAABHfDyBAEaqSs2EGmmTi5RTliAhxTygQDb0VoWoSj0XBbsRBtw2XsJK",
-	"2xpKSHwBUo8ph/zu4ZwNFl3JZ2zBkzw481MXox1duHJs0PTzQyGUFMUg2yIAYicS/LTRuDQCa1UPBn6t",
-	"dSUUr+QxTPthtzDXuf1FrpPfF6gj4yqes8HE+XVstkFPYAOX2ySOvXTZ+8QlycFOSfnAt/wgixjo9J++",
-	"oS7M8+1kInylJRM7lE0+Y28rofyyLu3f4y5mzgdOfHQn0NE134ZT1h1vWor2dIrejjUgjb513LC2Ij2S",
-	"e/nck7M40bP7H2mSaqTXSvHK6KLOXQaMLEXGJjowz5ALXUJH3TzCZeuCxD1ayDbNZs6Y02OsSADZI51l",
-	"dQXlLv6bQiHEZ4hRIeNx4jissZ4eVFI1kmZKmupQKm4ozQb+QL3wwturWry8hhp43SnMrmA+Xvvp2GVm",
-	"SdNKx0H8gVuZM78k/nhB9vlQ1+4bizm9FI4N183EDnWbiIBxAjhBmwRfYafh06mJRukNhNdDegIFj4Rx",
-	"cgROpZ6K3J91IS6wAzvckLGVVXFQHNm3E/BMlvMW9lncTxvvuJNPvgevi88nQhldllNa5m5/6mtra0hP",
-	"1EocgRjNff+Jcs0LwoG9yXE8DD84oH+bnHQU6Xi2XhchlFkgOzAFUgGYGVntkC/DAiTzGFm8tLm2sZrG",
-	"P4zS/GMljbBJOeJ3bCpV7YQ9PGYXXsGT/oMw5bLYhlkibt0XzSStC/9QK6Dsm5ClTmOPOmXF3aRRKXFG",
-	"NiY2f9KjSe6K/qJjFtY5c8m/JEfC7xY41ruXL8kiregXFsY+u2CVbDzMMb9Sg69+T3TxVyC6aGQsa4Qc",
-	"7IFbFbn9rtxG6Ebhsu6qb7CxmlfasIUJXt8CgUyaKAyFh8BGVHt1YIUC8Ca0+Lbp4yaATE3/MAEmomp4",
-	"WddnPEdJt7FkW/aNelGaNJ4WeXciE8mp7DHXv1vp1vyu5dN8dMc+ze6lWaVCNXOyt5dXaF5dJ2wHKli2",
-	"KjTNu3rBDhAkCCs6QA+qAOoBilgAzsAL6IxEGv2QpXo+M0KJGS8P08TuoHctFJf4/2HWZEIGeTTiubdg",
-	"iXNHjzopZxq1YHmHPti1JrLc5BplJPb9boPFPdOzrpN+pUJWzr6y45uLQHdKhjtSV2KAdU3M+VlCCA75",
-	"GP6MiCKE1OJn0lCGVoICMuSj8GYb1HnEsiYMtEL4GoPZEHYOtLbSWXYt5kdA9eJ/WQ43Y+ZgEeHNvIiU",
-	"RS1sCDRzA3S5BJHJKiNG8uNiv5qaNj2L0Rkc6TyQjmNuFKHPQIaAKFhddXr9fgrT0ROKXgNn9gz9n6+L",
-	"DjyzELcmhDcY2kgbmkkaPQ1zTcz6Cj5hbz1unXYtpiFXkNC0Se/wdYBz6+zZo3WB6TUaXO+UpqT3FbdW",
-	"FOcYmIC5QOcEgWnTo0CGDDipa6b6Ej7XPR40+++UoLa9PzGrt++WalIwMAcLV/Qvd019qQsAVoDycRIp",
-	"6oVMEGU7dEoviP8TEqdHQZwehT6ERMx+fyEyz9kspjiCJdqkOM6MdOSISeSx/0/IqlwQDiIRHcR5u7AR",
-	"0ZmYMKRxVngJWKtAS16Yub9epcUD3EOCbgD9QzT56tA7zEsfa4CTgB4ldx8sWYTjwX6ith0G0UkDiRcS",
-	"lTJabCd+NJR9hCvJOlmWcB116OKUhoiLdUlr9a7ZLjuB7OlsLXZlpTq+tLZOL+b835d8zzXD3D7rs6kB",
-	"oO259zR+1Z5GyFKuq37N8y4SRpUm8x+Ij8SUy/LECetW0cUBQ4oiLL+psBaTp5p8dGy1NqJgVz+9vwx5",
-	"TEEZ1jFUDtTgFCRPvHKtTrGZl18ICIhqO4Xsn55+jzIR4kCD1ksflHYfmm4MUP2CzkgUtkkfveT47vRJ",
-	"A56cdhqlLzB05Fz5N0GF5/kEkC0AI18GBCU8rphzYIUq2BQQ1jRy6LWqpbFc56Fl+URLAPZCtjzLBl1r",
-	"N8DMKQtYnUfglhTFGSF10BpYRKGG6BUWVsUMDXgb/pRQSLGDp4+/ZwP/xQ/0xQHltL0TzsyPLkZOmAEb",
-	"irkmO6sj0crvh/fCuhd+rLtC5oAZgRY2wMM0IpeV9HcguqoiIR6zdUzBvUO0jsXOrxL9rTM186oAgFc1",
-	"ykuyN/fy/1uF4hBQ0w57JRV7TNAZ3Pm1QdmX63w9mJJPdc9JyGe0kF7b5Hjq2ollSICm+DJB1w+em+TD",
-	"obCT44ey8L34d7WAnJm8C5OAHCTSJDm2WfKKBGRgnMVjFlY3tIKGyOBE0t9PBmDXi49gueM9o5FtqVYA",
-	"jPTakRcdiicRXU0UzbwEnVZOq1IkCCReqxfdHiNI4KzkH/MXvVXl/JLqI3bL05d2c7XboJmMr8hr8GWd",
-	"AK41bWMu1TJKAu7ZHXoEKm6km28jIQjoAMnmgho1gtgVkAbJUrp5FvIoyb6llJ/gPw5WL9z85FoOJY+Y",
-	"fZ6nTVbCHMWKSCTwm3A7YfmES4VYvPFnXpaxi8AEQt8/Zr+BFjoR+fXzWLAU3Ms1ZYdf/X9vpBNscPnu",
-	"4uVPF+x/a5lff4B3Bg3BJ34e5EIh0LgnxwcZ+FaWQrlyzgp5I8xYFP5FLyFB9879BlG2tmkR1ZQQI+ad",
-	"4uISVun2vcsXNPh07E0RF4x7cdjneCkYwYl0E5mgYtEILB660G2pZ/0kEMk6/EmXdFrb5bcKdtSvDQAp",
-	"S4Dxhx0xWFfWha/cUn++HQdzsj9XXxMobvau5V26lr14pHkeCjcTQi2C1OzwPvFyQSphV8C/BVkbHw27",
-	"Py1dbemOMdMpZvoXNcX7WaviDyVWJcxIm6llHL3QRwChQ1hDRlYrq/LBbSwdq4y+EXR4G4mNdp7F76Lb",
-	"XmmHRzn6dkPNgbSMl+APSSDbpWWPT09RDqBcDaUK1Hl/sm3wdmQLzM/kfB7qYp41nhBFKbbonubFfEVt",
-	"wru4QGsywC5xFv/QJP4Jqd8jvbLlqhLwDPjbvxTcAm9+m92RUm2w4mFFf17Ac9vJ/N936pKmFVotSsOi",
-	"w4Kf9++lYq+FL5v2X2Kh4ulE9nJ/hv2fk7Md5CGe8oxoO4nc2T9/3JFO0halvEFRhz2wS1GvS7Eu1xV3",
-	"ZVqEhWNH4+Ba6RlkbmAdFwLChy0cMk7jbdB+jAJo5ZxhUdwxe+f7E+pjS4DHPMIKAyPooUDgJ6Ef4eO0",
-	"CI2Ux5dDBE98rEpvnLHZZJ6slh8LKbqhy8PaMVmUvhk20mWpZ0A82cmUh8JYl8LuvlLMN7OSIjMtkvuG",
-	"4Qn752GXx6hWTk7FCYFgOLkSOhdLKV+C1Yb8M1Mx1WaepUqKCghDGDuxvQWVx+wK3a1ebRyNkqJIW2nH",
-	"xtro2gHxpaF22NjomZtkrOTjMaaRxr1JhPf+CeB8ALWBT7zeUOpxp07yDkfxPBn7Lm/W5dY6TgQ9xZIF",
-	"+fbOxEvhwhbrnYg7OBSg/2+CWwt2AoTP/G42XI3BQY3RoxCVCXIae9dhcIQrJhocXoXPXc3Lco6GuVrA",
-	"H1woI/bHjY2kETMOdXFYbwTotqHRSPGEDLtD2QVO6EdG+/ASpmD3p8K3s/KS8BPr5+BbviDIXRf2DIaC",
-	"dSXUHZwFV/vNt8FhmE2kE8Tn/kaq+iPWB+D7rDH6WjhQlI+EZneup1OhClEwyMW1RDXvgMEiHBKYBsQv",
-	"waorrsDZiuRCY9jqaCKmdVrH7C3pYLGPkBkFMRgM5XOI3/jrwwlFfluugnGXlHz5wWIHsTY/UkH78T60",
-	"TM9Uht8jAYA96LqIXmnr3uMEr7GLf2oqLmYTbUU6oQGvdxn3ExTPFIWfgDFCfI2C/Q9t+DKa9oYsB6pu",
-	"E0UzhNupvdqlIdvMaeAP7hQs6eYkAuNvCAW4+2jemjjJHlR1b3pQk42ZHkc6UbRxk+NGWqTjZiwcdDxm",
-	"3UOMhQIZKEIoPDAFoG//sRth5Gje8oWlTOetwiVZpDn5lIWDCZxgVi0W9Ep/0PwcQPoI7CH2G0J5pgNo",
-	"JFSg/hqLFFOkK4+TolGFYAP4yIe6CfgPlkXJhf98S5jsItOmaQDaW5NpQwumYmV0s8I4G/ctKXNheIj9",
-	"1Bt5xmXsysJplv6cabPoMMU9MeHEsikVhvWJChkuUi4R/XCBoUeHbXgw+FkXgth9Lqj1AXLfjZW0UOIy",
-	"nMP+HNDr7+eVGBzus4K+5qxQ2JYt0Y1H6hbENpRW96f0tJXBk6rkagXnWBpER0FPRz9GFYLeB2MJulQT",
-	"ekHo92sxb3npMFueDl5qN0Xh4iXpDS8lZs8geXejFeKtdx4ry5JKc8yzRx/FyGEq5EgSfM8x+4dXFQOP",
-	"ZUvX7WLyOe1AfS+5ukPx7JvbXDpHQVwIC3YrLsiXEr6+8729Jo2l5GoPcXyPJFPAdE9lEx283Qsn5DU5",
-	"akHTbVFoisGCRhQsJSBOoOiGBkvexuRzCFw8i2k+l0GdvlAFek7f8zFULMXGosadRR0QY6thttHwxayl",
-	"yvi+OYjaFISbWhyzl7wKll9TwVQSJ1dnbelIfvRPIWEFT9jEbJNe2B3ChQl+ns7vbaQQducFhRhieKk1",
-	"RYChH7dkxyzBAzE2ngJXrAjFdq/YrVesSiemDarIeUKgA7RxGEGKoMqoNk41JInKfuCTKf+IWeO2D4pk",
-	"PcTyF0Qj6dtbq4ObbcTPffLnNsmf7bnzHyqFEyotPyHJsEPv4qbMcMNalu5IKuCwckJBiBlezlL1r6mf",
-	"r/2jCl3n2gQuFlFkUcvBVKUOZrhfolMdPOfodLDXzB+0IDZzDjzjIe28DQHSF2/dOStc08xKRrgwl7gG",
-	"OI3flie9cwpuYZvjVK7c7Cef/D8/86n47M2pNRQzXt+owr0eOg27EaEMm61t2cxf9NE+KjTeHFXgqLL+",
-	"TmmUfPgIfdzGjxyzC/wFtAZIIYOkkVBbQX5j7ti0xvMSyOkwa2Epu4Hq4SA7O3ku63R2BW1FBqMNM6Nn",
-	"Mo9Mc5D9gJB/HSQ0zQHYiEQruhTtNeOWcl9Bf2qf2R5UxbCQK3EVK+78hnxw9uD//yc/+s/p0fe/079H",
-	"v386zf725PP/9eDO4BZbU7TCMvwtiFQd94+G1cjunbcuGc92RDmwd83XwtK1R0K6fS6euPhezDYXwa3d",
-	"A+KjyGvXaatSCcpGZKCLtSytyp1QyyJdUwBmEx2no+ylFUBnzyC6YSM1TufXG4dd+AWUrYkui4wNRc5r",
-	"C3iYYhbKh/0zUz6PlmpaRccVkC6aUKhX8vzarkga/pUma+dSJDTUIT9+DfOcwHl/k2k5XbQhOzQQZmI4",
-	"0franuTc8VJvkoBgHVcFN1j25CwbG11XeK+P+FSWc/LSgEqCf3lo2YBwov5rwGayLHJuCjxq8BWGziVy",
-	"N3tdJHBfwVfgGUBvKbnyH8OmB8yFkn8rwH6wSAmD37fnIUschgheHP9QwQb492Ma/fG/6tPTJ/krrUHf",
-	"gP/qCv+9FO43fOOFb/8ZTdkuSzRrN/RXTlezPbcwzict5zdxbPyowyZsb84wDckBwp2zgwNUiFLeCCOF",
-	"Pfkki88nRjhko+42P36CAhTOfsRcMXp7HgPql0IVkGcJ+TFe9FN5hh6xugrxezoP5GZiXheeVs5SGk77",
-	"2xJz4vwrIQYDVG3+33wib0TRoOM5I0XBDrzRMAhdAzwPGBVEx/1JG9h6GAf1IXxmwLTXbmfSig6sCoC1",
-	"oP38nD69lt8NIDRGUjTwO/Rmj+kgNwdjf3q3aTMLJzrOQJ8Hjn7PmNKzsCmO/1qa8RdTUv1OhETQUfsQ",
-	"3oK4WIveEOWG9hvi4xYyA2Mbi3KDzgV+jaTfgR9bJQyc+WzVyT9clDvH7CJC/DxtUivwu1TuQnkU1KS/",
-	"ulfKi4Z9F5z0NpVL0tKAVssLODwf4RZcJzKaq1AW7AAVhtfF4HBxopT7WoXIR5iZ1SZ5MsVx3cPNAqAE",
-	"e1Fyi6IET+Zo+WTCpk9O5p0KGCQZWAH/ALSwsbsoJQ6wpCoLWfVZIir8SU821nAe2IvALBZlaVspI4W0",
-	"FWAAk7+RHJqYJeg3IuJgSdf6ORQ1k99Tq3J+uEojv8JR3t3NTQ320iGNjRhzJ76hpNeL9pj9xl/YVe2d",
-	"cxdaeaqgbhIIa3c4A0dKIO5YrPQ2ouA5QMBJxyyfN9ueMytyI+CmtMKFLCpwI0EgDJM2ioz88Eg06t84",
-	"ZhdBGacpM4KVYuS8/AhYqAQTEZ+k2EN3bCxs19ZErOPjLK1mlHeV9mYNbkXo0P2ptl48s8kkrKyGwcHu",
-	"Q9y9Ub72Obm1k9xHuoHsEQALnDZ8BjerUEWlpXINgISeKfbqp4tndKiy4GTKdSUyCG8hEllBpq7Fow0R",
-	"aGlZreT/1oLxqaYQ9ArNGd+MXZDgfuVDq8vaCTZxrrLsl3dv2IH/v1ShDCZ9WerZK+eqw4iM1kBF2ozB",
-	"CfM29sjw8RSSnEMjXvJYXd4gUyUrta689p6xUqrrI6R51oblpa6Lo6lwHBjxCftS2OVcygGJyw+YrQiK",
-	"O/TP2/Ikc+DKLqZSSesQcRmesKwy8sZLe3zXsoPwtQv/+yX++h5/HBweszdizPM5s4pfiw85t+idI++d",
-	"rfMJ43bJQafVB+uM4NMPJDkR1s1yL5o6nn+rruDxZ/Q0rlIjlIXKzRySyTkSsSDYB5UoNXxEXbQpHbJk",
-	"R5mmK6TXmrRTv2HPk/HGWsmJQPyOuwsgrhjEqt5Dyn8OE045XHTxTnRZIJuERDg/6ZqrmI2kKAu7z7//",
-	"S/C/tWT93dpMqbYEvhnwytSdocSq5DllvuP2Q/Q82MUNMD7iSkCRcNjZkPR+oZiYVg5kPR9auKfw3Daw",
-	"lCGPH384J39wYFLBws1Gh4yBM+iBv3KO2TNKz6cCKar+Eh9d8Bn7l2KKrmr8q75/LSUwgWAmWUx+4m5f",
-	"cIfR9ktV9IrR7RJd05dfFw92ldbxx+WwX6ZmTwRV4t4L4BpWqPgqCgD2mRu3KnzxcN4z4XtC4qTfNU6m",
-	"pw1yd6QNG2tNtrnTFZCyCQlKMw4hA80hekNVwX7j0kk1Rmde6uESuZ4K9oyrXJQEIqy0m/j3IHMczHzl",
-	"QrbWNEv923M2kdZpA5UF16JyWVRbKOXVf92ykRECvoDSPQiKhQpUHOfOhOf9kUGtS2fvpr4dDx3O6X07",
-	"3YlLcGMPHUWzIcIF0S2i2EVLf4FoV5rooiZtB+C/M3TGvXr//jJQ8WLZEexVURA2G80f2pAVCnp/fEU5",
-	"glAYWI1IgB7Mq1433PPU+/nnzmu29o1LWIvNngOKtuXyGsgjSAN1hNtGXu0e0jcAhMg2lA0LkfCAJvEF",
-	"gvB9LsG3fpPxcerRlsLuoW1vSSo9X7wnk3N95zEClEir6XdeKysAkSryxAS/k39vEKLvlNM20LTbjuip",
-	"I3jqkDxm6INq22sZG84rjlwIEoEWG/clEqpgcD4mjuITSXxlzmRBbs34FwdhfMNvRBlBektWcTdhBxie",
-	"zFhecjnNmJVjxV1tGndpFnylh+cBIEHGHADKQ1rUeI7ZBSsQKKExHr3l6Gegy8P2XnQGLL4Sw3ANL85F",
-	"woIT6GUQJCVSbLh4hZ0z2xoD4VtAnX+G1SHif2te4vT7JZTFF7UrN+TVwY064zZAQJ23dWUJEWD/pxmf",
-	"723Pb8r2TDl1cJ84fZs3weZK6hr6NW+2cZtKPuhzlGUJsDdIPUTn4HbhTIdTD2DBBy0f/eHZmtuFDgzC",
-	"DCIJQfT2rRKrD+6DJIxOft/3EH3hy+JxL9D2Au0vJ9CiVMBahEQG7FTEOV5en1gBz9t+2fbCOo4gFRDJ",
-	"Bh6tXE8ZvRny0QtxI3Px0EJhoma6dlWNaS1KlMfsR23YYDx8/D+P/ufRIIzYAeOAjeB0+A3G2Q9G8yLn",
-	"i0xqkDXDJcSUSQm9ErlWhR1kAYKRPTo9jEWSsVOvf/719fsX6Ezz/cuiwixdALtEBf7l8X8/egR9gnLM",
-	"GTdFiHUjVWTSUT0aeYGbhSUrOajA9Gd2MMh1IfLB4TG71NbRzGCA/fLt1XvWuRInn+j/vS4+n8Arg3Oi",
-	"IrOTI6eP/NMMsqoOBpVzgwwDNMN5mIJDVohcFgl2p3TBI3nM3tbGj0X6GT1rasd+AIdFiBpBBx5azNtv",
-	"scR1XicYoHvPy+srfHVHl8pSO2uulLChVBF34p1eIOmM9HSR5np/D3xb94AXN8yfZMrZCQI0kfj+1w55",
-	"//333fIe37fH8FqvnE+lS69v9X1LBhCMLbpLl4RQBmiZeVOo5xUf24e72xYRa/P1oZWmJ7LoScyPY7qv",
-	"+fnfsCD4YqGNxd0T4JgxvBdc0n/ytC35Etfc5f161m/IMYX6B6oKB//Drl/9J1u4k0mrOGMXR17h8DpN",
-	"lU95xqZ1+of6kDiuRVTgivCV80Qj8MoLuP2QX+LxKQMqrYrn15B97NjUKy+PTpmFAnOvgHWSVCMj9Rmr",
-	"QNexoYlKXwt1eMwuGo0RcbSX1BlpWV5q6xUqbeipZtGEAdFiRCm4RVyhhnJ8kNNV0lGkCxPrD+AFLMC9",
-	"FDu3ryrFAa9RkWCn7bWivVZ0b6xjEH1kFt+9UnQCEgfFcymc6HD2QfJIWya3rEYwN7wgw6xUq70kPQ+s",
-	"gQsyTaYiLfloAg5LNixEYBAFzTo+7yqMhO/44wXrudew9hrWbmscYb8t7ek7Pa6VW+GXf1sJZan0wQZ2",
-	"6UW945g9I60jpHCRZnQWPDaYBQY4sEZXVUj4EjN6oIFWWz6UV2j0XDr3LWkel26dt39M6SJ7tWOvdnxx",
-	"tcN1S4ZdCLKJNMVRxY2bn+S8Qv78VXluKTCZLACgn5rB3DTxsZIN2kOASb24fM2cN7wQJLsCOhVqbc5y",
-	"7sQYWASJQz1+EYAgRWEXYP6lpa9hrQ3yvpTlMXsN7PHkG/aN+y9Arl2Ec9W1I9qYkYAEEtsAx9a2C+B1",
-	"Smg1cRCWOD2RcCPzxiWhNg/nbIDT39TKnTFeySN4cXCOeNtWl41itQyE+ShlfankB3j3Q5BM3bhP7/1C",
-	"Xvp1fJYu4y7lV3eLfTwpyTOLuwPG901UoD8PaHizlFyofUL8Rix0etabM9oc+WZ/PTh7EDfYgyWJ8Kgn",
-	"HOensF8SYHDCrvTI0kNQhu1HMNIGonHh/C2Sh49kiSxlqmBGz2xIUEi/s/qkdSeuJvswdHvbbKw/lIe6",
-	"5lnqzD/EfKZNscUbl0Y7netyi1fg3roCMMXX2zT1MxK2bf7Cc7hH/sAr9B9bvfnrRIMes+nzF1W1xdNY",
-	"f7v1C1uN4AVik2wzhtrpX2Uh9JbvvBP5drvsZ31Z8rkwPxjBr7d47xW36Lfc6pVL958tXnhtrybchD2z",
-	"1V4D4hrK0N58AoFjddu3kLHgF7NNB18aXVf/EPMfQRZu10V5A3IPuhne36UHg1reJOc83Bd7RIoViBRh",
-	"kthBctUe7vqej0uzHBnquPBPPuVBUH9eawJoFS/vsxiPpcsLbnl0wuiZEsZOZLXt5d7WakkYbHu1JxfP",
-	"HRyWVSyBkO2xd/XdkquPF96UItXxKzlRJ1XJ50OeX6+o3LC2FpbZCbDiSzUuxZG3Sn9598bGNDL64kPL",
-	"SnkjGAKPZCyAKZITTRTNaTzwpjBaXVPM0x+E3+wAMkCn0jlRHB6zFzyfACAML6ZQ2vGR566chzTnOQUU",
-	"wM4XlmjyBqUcCSenIuS/sYOY//b4NGPcsVJw69gT/A8I4RKeONKWF1jTdggoA/hbFBQPLbkViPAV6tmk",
-	"DaBXIFW48v9KFaaDAdaLn7YzSNwdjeDHsGNawVpCbkE4SF7MB1j/GivnHDeR1lOiXwEzCHE+bEKIcS1E",
-	"BX/2FpE2QMWplMhdRlghWP8Lu4Chu1oq6wTvRXNpROAbeSMuww7aGpA2STjrcODGTbqNA3cqVfjPR3fn",
-	"zu2cjxXe3WBPoeUZNmqYFr9D7tjv272gPTeHVuII+osd3TuCvyFH8EvhmvWPUiNeBY3IS66BXd9+2Io9",
-	"9t35Y5ffEYi9FbSxEUrNCCVmQGK8IDJ7Rx8g00A/BdpjrHG0g4wSeGD2cm6AwZEN7E3+wcn8WrgBXkAY",
-	"6ZeWWsKoN9QT+++fR5nRYpWNrEeCXvNdouJG/IMtIQF6OGcD+ENzT/7t9Ohvp6dJvvjj00N/AwKvAM5A",
-	"GYjOpWVFDVRIA/jlwl++A3bAh7p27L9P/28mFWUqABb7IRZjQkJ7AJyAtwP+2wu8xS/cgB3EP75ZuMuT",
-	"67sZYSWM1EVzmT998tiPAmcFU696LvFzfBbVkEbveBvSERB5KLiFwR3qb+UMJ8NfqpgJ0XSG2NabzpFy",
-	"QmRVS58Ej/uNvhaFfwBDsYN0Yw+yVpYaXeEY4zCC5bULPN3fMYuzBDhEQcuIm3GVknGOdf1+KoB1WGnn",
-	"FbYbwW5kITTjxuAuulgKGUz5POxPy2aiBA1YsJkYhkeDbuh11MOzZGqgxHYoSq3GNlZm0Xcz9q8Hy9P1",
-	"rweMD323piKCDMYXECgEd1gE4Q7dhGEdlHpM1bk3xEqaRXWOM+PH5VUpbu1Mm8DrfLidOvQGRMpeJ5q3",
-	"JmQTpShrnWescwvgkEFXulv9qL2mPWpRI50xpQmE/F49+qbUozcx2yfVAADaLph5UMmAVto6xWiHmg8Y",
-	"kCugocADBoymiK0QTO6FABl85oxVuiyJ5wg6xGrlZEnK0LY+Nij8+Nq8bNDp1ZWvjZ1PEgIKXHI9nXJV",
-	"7OXEl60z+tKOu67i0/VnWFcrCu5jDm668Speh6RbXjt9ZESukSun94Tr6hztDa/i8dFI5I6KHoG+2NhF",
-	"1WXr866rr++462r1affz9pc93F/urOrq3h/V2h1NhRmLNUTiz2p3As8FznACY0MP8rq0ktr95N8N9N13",
-	"kFvSgXEGHUfyEdkUj5kbYfpQzqatrJAem+XR4/9ZNlM2CEsncxKIRlb2mxB/k90ELBzD0pub2toj4gK9",
-	"Fkij0jkgLtWWI9mpeErmYJMoecqzvg+Rd4bI28d011LGQNKMVGO7ht3h/9WSUl6f6WlVAiZa83KAgyMD",
-	"5CDKTPA/8aoiRAdMHzokinM/F9Zf7/8cgHL6Xk7FIGMDoQr4v4foy/Mf/unyKTsINAuiOAwURKkQwK82",
-	"+bBZZG1whiuba9/Vs8AsVtUuQkygV+9azEcGYIOc7zVlwSZdazyJMa0vdIkdBC8gJ3cYDRLUHduM6ZyN",
-	"eWVjz5IpBLKEa1lVosiQBj7086FlRY2yGXhkIGiIwEIGIMOP2aAl6SCeydmIlyVyxvmeQLGT4sYETImR",
-	"LEXjspqzUnrri1lxIwzg+zRTS45cJMzHSSNQ3nM0xqQjG+yqznMhCvQrEgHegRWCvXzRoGvEUQPxlfDb",
-	"VJSHGXrm9NBxqRgHqoxj9huAc+Q0lF9MOQgzA4C/wM9vNbt8e/VegL/VCBStzu9zxUtiOgIHtizBIB4K",
-	"diOMHEkMafoRSDWGiliDzuyO5Wm49s5hS6IzHScxoKw7w/Nrm+YzD9GjSyS3BzgjG7j2Usm6K+gOamJN",
-	"WQjOSEOn7c/w3brDWnPRh/PE7XW2QL65V4BvjeahfS3d4a20nfZ78sn/Q5lbfdWi78QUiX2VF+b+1Hqx",
-	"BgQJGMTCMvmAOq4Ne1cr5QXEOUEF4ZffgnD+UZZigIxGeKmMIA6mdUaJIRS3chYEGoXgBfdmMRhtM22u",
-	"Yc8uioTn0EqvSNjSXk1efl1ccjfp0FaBU8zA9KTXJIyIANJaF27McAHeMLxaYTJxAdlYC5vFuwZqZIOv",
-	"Li8FV6JgddWr6y7O8v2hLNtEIGHvcXPtvW13KMD8WxvMgNeVZC5+UfyGy9JbYcuQx+LLyj4SYJ+zbov+",
-	"As9aZFSrjB4bYW0W1Vv5H5ExDqndUYPMCDEd66tAlfd6ZQhyrco/vW358/s90Bn2qsIt56N+qcOyOhW1",
-	"R004KfRMlZoXR/5uXhGfWkhERYsqvGzjxfcwagGd1yVnmGiT5tnEWzZo2BzSLM7p2jTWsbyUQnkrsORe",
-	"oXgHCjlZBOTtLjCJhC7XgYhJLRnjak7+c/xOME0Oj1ki/IggKq/dB5ioD9irD3XzyOCQPh+v+WjsEeI5",
-	"6DuJKjTjNtyDm1s8z2lW3/gVuTUxs8uMA4gF++6usaT8HoOslC+RU9DR3VX93KssXyzo0EiaIGBgRSis",
-	"H+UrnrG7VEeoN9tL2U3zHi+SfEdMbzkwAjNb/iG9vhIaOMLBgxuQJz6nBRnshe7EuepoNK2eZqyU1wJy",
-	"Kv2QgIiyFA/tOYooqnSP72LaHGbLlRpoHpK58CNiU34NsU1WqxoIFDYXcmuytu6jlNs0rwpzUqxwfkrt",
-	"eazAwIAueSGnolmYryS3ai8Rv2yW07LsQ1zFphzkrgTh6vSn9ULwD6ia/uW9mnmbamaUA3s1c69mfttq",
-	"ZlNach/UzJXSlfgKGmHajUB3a3U2UWmMBadZKL3RWHrz8gfoUSRGi++HEoCDQcAwk8XAz26baWBxRCdS",
-	"3UgnBodnITkkVjthFidE2BerbSDiqMRMFEnJzUPLBqn+DGHhQPlwFBocRD0nPvy6GLSqGGSxDBZMHZFY",
-	"tUF1SHPhqOKEOwyuZGtLQJZqJiDCfpCQOhhRaUPUkkIVIf8v7hl0gSICDFJEPnr8KGMTrsaW1VWsgUng",
-	"pqwD1MBDjMtgNMbfcO+wKAYC8DChEAFSoj2KMHUf4M0PK5COF2+flzj5WxVtEBNPa1d9tUiE+zKNfZnG",
-	"N1qmweNdsXRHbFGkcSfVq2BPUD7iJoS/rVyhRUrf2maBqkdQ+FtzxAwcpFlBrUYHUDpHly0b1lYqYS3z",
-	"s+avAKQ4Uk3WNzD+NNQ5oP9afwfdiFJXgg0+VXwsMshEvIK4mNOOlxngsH0esANtCsioGs7b1pQsztnA",
-	"v4X35CB8YAD3hU6oeyJCts7rqd8dD9kgL2vrICXrcF2ObYJgtn2K7bPQzm44h3cZqUvGjR1bnULaTkvb",
-	"R+9uMfd06STvWhYpXYg1kbu2Km9PPsG/azN8vBZnE/0Y8h9zcQYQ0Wkxc4yeg5btj3TAjWYvkvrnV+/f",
-	"Xx79+ObXDP/f6KfLpyAOXr25an2uBX5Sq9LLrEEhLT0DGjhoYl5cYWZQTiV881WF1bFaG4eTc+W17qHv",
-	"7Y288b3tKx6f8nmoFpcuazKcYp4sC1r/Q5sAz7KDp6dP2KD5w4dCKCm8BeMmwsykFZAvSf0BNReEZye6",
-	"a0iGgWzIpnia8VIrsT7z6U/WOLdNuh6tmfbVSp15pM2UuwdnD+pa+ic7igYWGGQm87QmXxU2Y9eick0C",
-	"cYPm4Ij6w/XlQxnBLZA0dSrxj7/72wYdggwvv8cIeagp6i/BHot7lzoYUCB6c7Ti1r4/2VkbqeWt87S/",
-	"Rm4tCcTP6hLA058uPEao3mw9HnfwexAWX8tDnQKGZF0AIOGRZ7pWrnGL1CqkdwfrrRG2DWYxZvuTHGxO",
-	"the//mSB8PVfhABYlMKYkv7HZbHK4TOlto5JB7TvJnXF87IUJulOhNkQH/2Nf/D09OkWYhwGsqEMb6WO",
-	"fS0C/Pd74S043suW/gSznUiWbZXPE5ATq4qhibvWq5u2lOClBDwicAB34h+dJ9oblOFAAL2NEbSALtQp",
-	"w1L8J/9F34VEDqIVm4jCBNAJYoMQOgQJOm+Qy62OSH+g4qJ1nygQAP6DrRSI+pfcr+CBBS8qaRncYUn4",
-	"ov8u28zPetYgCfrREQLSKg0YgZO6ZfAa6XvGeCriSdQiuGKfXD5oeSKAxgAdGfCgGiefPw8IV0GpFx+d",
-	"gCXECWye3EpQQyygW1bjHKD9EEGqGr+yUEUXkZUSs69Unt++F3vVbKwJzsb9Sn7scyhDmVZuzvTw3yJH",
-	"/Ewq8quNEQoA8O6hYzvssb+mBr13aK++i4Fq604v4yZEvAKWO8nssz2+47NW8WvDaBrLkW1/PfLBux+f",
-	"sSdPnnwfOPb/o5U4zJguiwZLgQ38x6kKNynyN2IkjFC5OAdHtVS1rm0zhRxAAKhjgJqyUAu+zoH8rpmg",
-	"+8D+EbuzFfFFfGtzYo74ytYcIPHNDXkz4vPbEGHEl36UpdiYYSFpinbiVm+9wC27W899a2SbwD/A3t7D",
-	"P6xwwZv0DN+L0pnmuZMJN8VR43PvgW83xpsoVg5LcUbFpAnewEM2nDtBKC7ehmiHDg/cxOh6HMKHfOwn",
-	"8BAUVtSLABNWqkJ8ZEI5A/hRnD0PxZZ6OrQOdFyrW7kdqqDy27TmFpMIvNrvtGlyPFxgpsKuciPY2Otg",
-	"7CLUscqyZEMB5pnxlpkKeTASU1mwg3Ph2IHS7sMIkGjPvf6/hFfRuPK5JYPphhCz8CrgxM42A2QDmJE0",
-	"XbIjrviKm2LRhd66HHajE/sGvCT4gbt8skYNhqFl7NHRo9NTVgB9Vu6YLGyGK1wZnQtrvS2JGa56pu5W",
-	"B14aTx/6lhdwBn4F6gE/sgwZ3GEGGASW90KvW+i9akTKl5F9ocZ2vfQjKdEv+X4wABRi9cgdhYAXHmGv",
-	"30XpgTonihY404lYLVqRPWgPM51GXJYUrIxd+uA/92Hc6X19hy/vz//+/N/r80/7tH1ovoggWAM0kgiC",
-	"pK/9wuAVgN3DNj8jeCV/sSfmHjrepGmBgWCFBXgI0d2asWGdKiPglm2rLUOUO0Bs05I0wdvamlyLxRSW",
-	"8TGXyuskLfmjldha2FzpkdvrG3t58xXIm6vmKNx3feMTepG2wCjoASZo1buCvaQYd47nE0SuiylQ8Lvi",
-	"U3EOG2wKXiv4FWga3iErAdQX+Kak7Ufh0zPVGH2INcKNkVBrsVycJm3zHPxXKE6TLnBwAdMeFJadJSVr",
-	"Yc8PpSqgEjfQOcRaNko8DdwnWNoWi9oOmoGdMSuENwozHLxU48MNit6K5cK3Bv3tmL24EWYeu2lEPhH5",
-	"dTIzBxylM9OmLYfh1+ZLh7Fur8k4OEA79IaXsiB8xZBMsFCtHPZD4BhpIBxRPx0LR9YxluctSP1Wcd4x",
-	"e+0oColFiWCABwI2pQ3mGPCFqqLQhfUlEvHm+FNAEC3f1L5Eb1+i95dDgmiJ9fsEA9F1h/1xBAitQPa3",
-	"L7E2LERs8Mj/CBIqVNqEEEwvhF0bI+IM1e7CCzVEAVy4/gDLFFyHAFH6r/r09EkOZEXwfwUTpfC3asZG",
-	"o2klxuzI2kNIfxgZPYXLb0p3KsaY/o6foExf/Mg//T+P/xYQu7oe+X2AFXLosmRDMZZqGciWIGylOzxm",
-	"7zDLoMnf8Hf4Mbtavn0CEgZqlhsAYWSEhNGkmW0OiBHl9NYlca0d0ZNDgNvvL1EHt4fV2F8vu6lKa4vW",
-	"+4ipsfpG2dQqajA0Fi6TBlec/XT59HyVXA86r9e2hbi2kFJGot4IDkbIuTc62ACF+J8U8pjCQLXWMIrV",
-	"oh5DV3K6t9O+RjvNb67bsdEuljXGmMsZuux3gr9lnWBjw5X7I5f13jTbm2Z79JRF9JQvZZqtvESp8HtN",
-	"NTddNQFWpTeHDkGY4HaDRIqG8AP4IKKF48TfERtkwA6CaGzI+weBEqQF+tRAiwCdA/FC9JDHAzIJcKrB",
-	"PVfOI/WXvyPh+jlPvzoUuZ4KGxBLIL0e78XANrsmze6K5vGLsSDdCflRX8NhbYq+VsOK3kKDcRNKFRrn",
-	"TvQ3zF0bI36VpMVVvMIWKCtvp8lyrQY3SZZbOIn7iM6KtLmE/dTeFYDGyqw5euhWkagCYyIgUrXl6OKj",
-	"KLVTTlh/SKAeJAGRKnXOnTbsYIE9KGODm4m2UBDJq8r/k8hpqawTvGixzJ4tGCk8QDchVJZQuS6EYVVt",
-	"J8Ii2kkbsvDd+6tL+BlvDgzGFwz+3CyYPcy8/K/LklVGf5wju1QyD8ROA6bPqNQzfycsgILc0C+xAjtI",
-	"NOVnMRcL7JJniCOSks0etFBLOlb9/wmz9ffj4+NoBjY34WEWLrPoMQO0qiJy9f/z9+MamI50rJcRJtC/",
-	"L3DfL5M/TfmcDUUoGksAtuK9Spcf+VZbl8k6+DA/gysgw8KegqhQxd0kY4NPrf59PvkEu+vzySdeVZ9P",
-	"PoXZ+jxgBxiM97f5L+/eHPn3j4TNeSWKw3PyyCZM+JQcFWyxuKTtU8fibW6z2HGodwNXaMgFbSDVqhph",
-	"HwwoclDiZgGuptRe1UkdnWXgp093fxsTbR3+mV+BZj062bciH9XiSjffPvUL5zWgMFZQhxJ0mrPkIISU",
-	"k8AxmbWJrooIVBQuHyoZ41Nh052ULDY4o0sQ086fMTjjgepQbhD2w/tx0Qu8W5uwo8011mGIc8I2aZDJ",
-	"mg2RoJPBlOwRynZkWu7rszZw7fZqAOHkflHgsYngpTcJPq3GdeDMTnlZMnycWcUrO9EulOPygg15yVXu",
-	"BaHfxVOtpNPesmA5V4096gVookscs9/CxUgwCRJIqif+9xzKa/3XsDrYzq0TU9D58LTHXgD7oFR5WRcC",
-	"lA0rlK3JRQz5eYVwkFAXCGCVLgSUfUqFPkFtYl0wegwBJAgrfCFdR6v5VNeWGQ7+Szfhihnxb5G7gPdJ",
-	"cUBp2ePT0+Qq823BTXDtWynE2PCCBvbd6ZMs0YKgyjsMaqiLeYaKA166iXuxE+rhFS7lLu2nmxwbuaJO",
-	"9lbY9g/Zbwe4UqNn+Tjhi/oy3UxmFv0Ufu5j5SBE9Nr7PgPlwmvVwOPkHz/G4y/y2kg3f3D2z0/eoh4K",
-	"boS5qP0R++fv3rhN8269uII26PPp7kxEAW78jhrO055j/l/Nn70aldMlt9jBxd5lnwJu6TOtr6UIXaZ+",
-	"LAEsQLeYVFgBDrxWOJAMFETwVmWIp2QzNuXSr60XEsTGjEfbOmZqBTF5MGdgUQ5wjOz0EdTWBPcCTsSy",
-	"q+IXC2m6RkOGaUNDny1ZLyQ5aBawc8wZLsuoL+Tc8VKPa+hPggBTaamcbbr2uNW1MK/LnXsncCOLghEU",
-	"IZuK6VAYO5EVcYAFiYU8qbGJJ2kT9HJHC7/KQuhEkww639jouqIhV0ileMRzJ29QO620LrOE9R9ce6SC",
-	"hCUp9bjpznet7lBzHf352S8hEeHDGlwy2OpJIVigA/aiVEyrEizvCC3od4UfB8TBCuZvDSRxlQb3Bxal",
-	"9UwUQNp1dOtN4qHoCsfhTEmTqNwBcANr10Yin+dlOrRoB0saF+w3O9XXgjkUbgteua6OvY8dIY5aPcKU",
-	"6GY2skAvl8OhyrUayXEgJEa5WvGhLKWTAg4bGu9JKV8ycc28PU3nDRvv6N8LqPKj/Y84aVE5gZrtcbTt",
-	"Ap5e8D83ZxEdw6HlR62DnSo73dMjbgCFoXZD/THDf2tVsJkYTrS+9uanhPBhVXJlg0Xq/yQD/SXt6CPc",
-	"57+J4ZWG2Go49lLhJ2kJwpf9nz+mk+Q70rWIP2jtrDO8Ct4LDLvyYiqV9D84YvyDxkAeuXn0dHCgP04k",
-	"VZyp779PZ4pQuBYbf/nDyXuG9iJ6fbyNPpZeXvjzcyMMu3p9GfZ3ZYQVXg7jxgFxdx7wZOhYIxIiyQY0",
-	"TSkTK9hcjFDMk97RXzqFYAAKbw6XaUMFNNUYwXeQsUKGi6IpxI+b92/pxETruaPxnwRmVB28e//skBmt",
-	"p/YM/8GodO4PVUTd8Rt8Mdhiz9m/tcQLzrih4C7DYpIMPRWop1h28Nur15cYgLb1MPYBfnhxeQjfpgVa",
-	"Pis0eG6czGXFlQvB686dYFzeMVSwSHI9ZQeOl9eHjf+eMGhUwV4e//ejR3DzabQ9sEMPLbOV4NfCnEff",
-	"w9BoXuTcOiYiEGcgdn/786+vf8QkgfQk8/L6weffP/+fAAAA//8=",
+	"QnZYuYG+CC2Kbh0qMMLdWV9la3DEnzUm4vi/G9EGHhsZwu+0fGDirm6hB2mdL/kju9M8f2D6zqIXmQeN",
+	"ucpqa4EIP7EnJHjX/RK+hCWE7wqu0JbS/rSoZVPd5VLMS57rrQdC6jswegVPzG+tq9L9an+5o7nmjw54",
+	"2j0MrLT2F6cWBB3bZcydt7j9ybDUum4gSARNju4bVc/vavZf4EcBSCF9B3A0d2gy6y16YUs6wxTao5sd",
+	"LGavfvvyty/vEN0dHgNM9/aj1iHbe9CImtF82WuQi0euWTjE3pOWSnjBVpWEbNpwWfiqkrUOW4DVECA5",
+	"7K7fzRB63f0ZYPYFv+LhDn74c8Pq8DNVVE7buUNN965mc1YzkbNi+0mAmKmXsoBVo2Up1/CjuSiFL9m/",
+	"tf+zXWIkqBoxWuzfG6bvHrniuJxCGuUfqV9BR21iGsjUTSlpcaelvCtpjXLWNAjmmLuCCYQGrUq6mdH8",
+	"4a5kVLFwlSv9EzSrmgqN0Pa3Lv2ApcOeQZitoXVQGo1yiw1QzdWc2w9qqtldyVccW/T3wrs5L1mv8fZh",
+	"t+nuz359azavmVp6JtIoC24qV3d5KYO/LDfJpVDNauvnlnHUOrethb9VdxD4cMc+L2mjcB7WznXHPld2",
+	"O9VKVy0DVFrWdMHu5k1Zek255ZPW+Nc+weNIgYZVM/MS4s4yRKgg6w8KjhG/eWTUrV93Na3sNHwglyv8",
+	"xW/uHVKyxgIOVr2+MxeZkCbc79pQlO4t/5rNlIQFbKpFTUNa/1N2YM3hB2+iZLilRbwzN9N34pGVskpE",
+	"q8w6+p5jZOTQRSyS84z8BzZEmG3pPw6Ozojd9loRLUsoakcY6GUAoApQ1wXVNFLqhGq6M9yl0MeqYrk5",
+	"rLaDrA1Gg8uu0em4piVXnZwsN4+vFN7TseiZNrsZVezsVT/iaoOveQGXHaNS0LyWylyvsViZkfv2J6Py",
+	"qTOrcHrmSx7YZlK9ZRhC/GJsfvWGCvOauaXyfEkUK6GME6iCS4rVJd36TzafXQSxw0ERW1w4WfMFF1hc",
+	"0WiytGu74Ik7uMwBu6441590PlbVP5waVhrLQGu2v2NerNZGc9jBJD1cIeqK1pD//tgNBHfEnjnsvXJD",
+	"Xp4Z1TE48P6jVaM0jNSr9WS2IYuGQYGNnWqlR+7tsPKdxQm1RSv5kdM6cdoxiWdtOSnZ6JkRj8eWCx1r",
+	"pvR4AF2/CpU7JiG19vfaTyhrrZtw+GPK/O9wEm8TdZDOSc0WXGlIcfzdd/BuUBZpG1JVsDKBg2qe+PJf",
+	"0MJXtmC72hiFxJkWJ24aNpEy7/kOXp0eF3zBtR98nkorGHDp3nMBm3f/Jhi9X5k2X8nfWeJ5CyBdo+Ev",
+	"piHrxi35nMGZHMEn2V6RFRWNuYs3dSwy/X0tVwS3+VLMpTWzOR993Iwqixjkxx4tiShX7WwUmB3n/aYh",
+	"aKURmpforbLH35oH9o4iu+0lbJClLL3rzQ9J11Qo0+OZC6M1Yofmy5AK9LKWzWKZtBv74zNo3vUkZVgH",
+	"ABfbevfkkGtX5ByMCkrNm5Jcv/vd5c3tu+udKmOupGbxAKTOTtxc+ux4Z79xywNrpRhCvR9i8N8P57dH",
+	"O2XRX4FpN2dnxF6+ghqaD4xVxxQ8lWsuCrkGkGusH6Z4yWysuq9g1Y+r/VNyHNZFkdyFe3ztHlmSNW9P",
+	"X11PK/HFNWvqX4kxEUPU1uvmI6Xg+qbzalxMeGZoj1o39sIHGbWD7JBDICccj8paZt6j4e31HBUr41bx",
+	"rmRRf0c2cTvjzKgtliT4dJdnV3o/yRIeLP0XsITbgX/PH9klGE6CnKC+BgLcAMwr/oZBW25l6TSpjSTZ",
+	"Pz4OVQSnGlRG1a3Ni//576fH//ynv7w6/fmfoirDjjrIzh3sEuINcP/guSKyrfntS/nAXH3iWckMl8MS",
+	"KgS5qBOqoyXBa139kevlbV4NzdvmtRumRm4vrpydunN3OTQPDIPnj6yTrPTp7VXCSj4CDfZBrgGycSvP",
+	"ym8GWpPJoVufl6dHJ8lkp5ejtB9w3pbgRij+RssqSe8dyrFNgr9Ey+q/I5E/cT2vrAkwlcNhCEJLQGLD",
+	"YEFdb2LlpguolZrAR9ESQUsOXXFKe/V74QyQL9D6e7QvYAs5vPrx5jYVHuApZYIocOvR5apJZBU/8baf",
+	"CYs9yrLdugRs+78ng2aiuOWxu01Yx74N7ENCfLaYran8/2+V24MqF1/fboX8/Vf4b0OghEvREt0OJzWe",
+	"eQtxZL4E4sBRtQ6CHXnQjf1qG1QXf58w/pu24y0AHK60rDctr7HN7hBDh+4Ks4dVlSzaOIlFJa1K9ho/",
+	"5fLvd8L8dvnDHy5v302n44mcLk+DahTXiVx5W36HiSJh3dmJCU6fEnSYXLhwRNPa44nFsXTzlUrFI+8a",
+	"Tohs2LAjPgC+sQtfe3IcuDlPZkBoSuvYHzAPGk3vBTkEmWKTnF++enmUEXPRVwCx7sLgbVg85CJChHQn",
+	"vRy7OsjM9icSnPHgpRbTH0tekMNOhwlfRyJgvNPW407R4+Ah2oEVR3CVIvHnPuULSh55zjDABzGaOW48",
+	"6SYM2P1cyjKWBDN0RKcT15yXCTOJ+ZVwQSCEPmsBTHpUxvXE9I3JBmNZpw6Zkws7Ci17kfAR6zEivZKK",
+	"dwEodb1xvg2IwvgKw5oytGi/TFQAymuWR2IBT8Gj5Qo4vrT/murMGuEtO6hGm2psD6y92rxJDk07GaEl",
+	"rVcZWVHR0NL8WR6NHze/1KnT5dYq2NbRU/O/IRwm6tKCUcNGgf94vaQdo2yYXLHnneVJCgGObA31R4X+",
+	"okrAuCB3OZFTWQYGhzyjHLcpNIMxxhjST+uaP7Ii23I7ytqGRe5iZbW8OGJlnSzPd1u7hCy3QC0EinaC",
+	"Fdps6YqdEQ/cggyYliW5V83qh2Z17xfGrskZuRRmqiXTbItdr5nQ5M8NZzZGmxzK2kIMuKNxFIr8OHRM",
+	"20FcB4CBxW9cKyo2wVYGB1PIBpzFh6feLejcY2YljiZySU3VQ+qcOAYe1QZ7jMu2s6Ou4JPQcAlakt5J",
+	"KwD+NmCECdnc37H1BUqqWF+l347Mwad9/ZIUdKMwxehop7P5Sxz5p5sjoOg2+NUsilgrUMBEExz7pMni",
+	"5asvarP4AMnMF0sWq23fooNJwbbAtfvVHBPZAe/adID2boVYaAE8JLpKWP5gbjbyYYdIhjA+rA/8Pe4Q",
+	"b6fY+d47uR+Av0BUYtELjBxH4KKe4zRjSFsfpNIfma55HqU8yNhZNDXz4FpxMOy8ai5kNNCldTuWcsFz",
+	"WpKLq09Tw1t2gJhaL2WJQFhokfTY7BBq/Wj00tPjl6enE7GmCq5iSM4fZSM0KzCBXm2UUSUm6xRvuXpw",
+	"ax3RKGCgc5pHV5HptawfSPvO5F4v3ScDXZeSFi+jN87jFReNZmBIJvSR1X0HeHoJodFvY/ABc82YeGLL",
+	"0YYfnzLeFVslie0jghRxYUhuN0pasdWt1LRM4CBdCqWxUMHK9wE36om35hVbfQJU/GjrnXHv2nRTGdE0",
+	"WpKpRYiC0zeTMoIPNSWmoANU4zlKfwV7U+7sm6NkRyKeCPuTcQe8c+pS/PEW4OfPq6rcDGHABlD1VtL8",
+	"ajFfe7N6Kt7rVnP7YL3ar8zybEH/k0eorbdjEYb1Uiq7LdwV2iu8l8zj75fSSKVRKIMvWNnx0VcS3DNr",
+	"8y1T5lDZZSOzDaloTVfM6MMPbHNm/k9hIPXMrBPXzJaqMw/Gq3fbAQ4WSIzT2BASbGfHkQasgzrq3yn5",
+	"GGZScKzs+2D6eWQ1nztw2JaykrUlLieBGYgEBq3y4TgJXKlEuYe3fG7ztiDyzK4EbtFk4d9ugmnuUrNV",
+	"TPxPPUUQo9pGSU7EP3Nb1UWExeEPE44f89DizJheM6fJ29L91CIoFeE5cBqsXb/tq/FijJ6wmQL6Vm21",
+	"TddrN4E5pCN8AQqERhRZ+7kd5Aiiq51Soq1rTyXQWrSFB7aJZma0/GE3qOTgotUFElsvN4TaaXFFbEZa",
+	"3JsDuWqDi193p2ZaRO8pJqRLF0y8ie1BjzbNEvS2pbeymacIN7jxexQSrV/JuAcnZLYhv/MMOlY4R7OF",
+	"rAd3zb3TqaHKS3a8pKJAqCOBdwgbX5wd8OrxdRyKeD9y7dyrQUkRNkunZrRIEfNIVSzIsGhnifH7ak+6",
+	"zuD8yzmZqxNYnBX9nBHB9AmgECu5op9zKUTwW71iq7vua+vOT7x6/OaEV3egRdxhnq8hnOCpzqs7vcb8",
+	"zt7Pcy5c+nDvyYp+vlMbcTej+UMpF/7p65NcivkJLcsTmwp+Z34liGcI2KlCmsklEZlWKzC+J7YXfibB",
+	"e3C0UDsy5GMUajXO/e0Jc5S7ddi2BtIlhpEjVlIRzTF45Gxt9jc8WHiOVYrlD5osQE1CAYjkvpZNWQTC",
+	"fIIN429MvMtVReud5Ltbx2ky3ezdky8Ild3qSfu8yx3Bzn7PS8Lfit4+vEMJ/MQ/jgmuERMhKPSfWjvm",
+	"UOiR3ctAhFglsiNjcirgamF2TtcJbce9lFYugs6CnnySF+0h/W+rdykCS9wRuiSHn8xYqoCjW9y4zSEk",
+	"gfbdPfhHq7VMRs/zK5ul9rYz/hjRbdkmoyqT6Bs/z0hNNXhAO5ZeZdROCMGyJt9tIgTz1zXLH1M4rx5l",
+	"Da1aMymnhq9A0zdR6yE2DaBAOzdb1LJSl1HLgx1pRfMHphWxyJV7dvFjo2MmPqGf3j7g/wzNARGC1L4t",
+	"p4Ze7N1u3OPjqTVdg9GuVZzCruxC7k9jtvk4lbnm96OzmuWP33GtrliNRtL0bgEABRdkxjVmxWHO8kR7",
+	"uBneSEewd0/pJe4Qaw9/eFpjU4+Nsru53b0IaDwkyvb0Bocsxgf/l+TiWufXUq72043OW2fwf0kei4eG",
+	"NOJbwItJB4UrRRBSBpjqrFFcmN/MHcRsCVeqQUEVGDRffft61KCZ0xWr6bspOOc26sPMwibZm/3HBkiq",
+	"uB7Cg02tO+jAxORcr2ndT4l4/U0UKEBVJd0MIIVoCVBkYY6D6QuX8ys1Ke9ixfMnrNGK57WslnDFTayT",
+	"wyqIBgsj8podt+3icFbLtWJ1RrhUGaGiqCUvMnJycnI0vm69Y9ihwdgx+N4o2deNAE+NoJVaykR26GKp",
+	"ibJvDJeTDCuKbPmsd6xfFLi64AYiG+VH8cTaRov8YpNH0dYvbOhGQRa0ntGFabYsMdF7qidvIZNn43eS",
+	"1LjigxVDF7KWjTbsIB2c1r4z8Wq8ZLQ6L0uZfzcEvS/nmA5s3iZILFPnbT652aRK0HwwDc6wj5mmXLCi",
+	"Neqic3+qvjARcyIeXtKsLqomVp6rjZcgDZh6XDH7RJWcxDLLion3cSj/HytmK4m532Wtzsjxyy30yikZ",
+	"9cOFmH4dJYOmYPT36uhMD+XayWOutkKzJ/rJ/Q0MS8aEsPZ9L3dwbLeOW+94pGvGtPQT8ClPtyF3iTP1",
+	"BRf7ajW5FEqWDGKHRAhH1beQA17mkHc+X9Ka5mCmMHJaOE9tvqRlycSCEb4CLAnTj9iQkmm0q6utnMnX",
+	"UQ0HRhA3A3jFw0Lhtn0i7L0LsD0jbpstPArizhq2hLXWFDlUjJF7i+t74nu9d10gfp9t8WiKalNRpdbR",
+	"hJMr+8S13Sj0Tuyo/JnP4hcqIA1M6gi6IIdm0Y+5UEworvkjO9q5196J8UMIphuj1Y9tQs9QSSLM+XrT",
+	"qc0QOptd8byYNfKvXmgSB5waAVRN85hL7K9a2GuPeo/k0Px4/P77P2Tw+Hj+8eqbjHz4/iZdmfEDo7We",
+	"MaonVOUrw+Xp1FdjFslnv8pqv4Lq4L9AsUMgwqEskDXUTIDXzhzuV8mU//EJlQ3HKgMCKJNdk07dr2cp",
+	"E/i01p+hZmD0cFsYAEwiaYmaKwcQ4OImXOGaRiDYJleu+tSZ2xovocxfqx5z2pEljVbw69SlqB8nXzAm",
+	"FvPreBW2EdsTQqWf/enVskSBvw7jDSv99ZnQ7mX3YlX92uM3IuniUF0hy1HkEAevjlobSqOiwQpp2KtQ",
+	"diL41Q6oV6FkHvNQJBGogkauoqEsIT7Zas8F+KvDlj0vWFl3Gbrjf8YtTMKWdemQY4YbJMB9IdiyYNjX",
+	"Dkn9d7VsqtgF1T73rtAHLiIZpbNS5g+GpQxY+biCjwm8qwI+60TkXNZ5x2vYCVxsYlYtl2Y3kShM/4mw",
+	"HMCUVzHIl44YqJg4Nmzx2GFpGqYIqOjHta6OjZQ8Bhz34EHLy7zCcdxyNYAzzGXB6mNzFyyp7vizA5kC",
+	"MWgRov5Uga0WHmMKu3fTqjZRyG1kh7qH3LtSBJ+dpHOrEzwL1tptXDv6rKWVqbQZs6M5Q347LwizjlTE",
+	"CujMxro00fu2uIYXh0qm+IZWdEMWktAloxjOLhuN5BunXihboQaP12zjj9auvKd3iCOc6BmU8WSw5E2z",
+	"WtF64+MVzapSLetfRKVPsNSbBsz8hpF6giBAedP0qql6kGOtdj+zgGyGgyk7u2XenxI8HhCcCw+Sdf9R",
+	"lJShVMmF41BxG2kY3Q2hIvCRs8d2O5iC2/wLkhgw6CWtKiZYYdYADzL+8stcHXG9R8TZGiqnlhtC3QbF",
+	"j3/d4WS7nmoVXD2HvWgd5ge3HO2MLVCOat1eTdv4fkM4UMUEApBrNm8U4Kv5SkZRY38qDjl5dNyKtlPJ",
+	"tim1s1QTTxTP2TVdX4RVpFOgCpF60+ApoAoKG8bKkwkd9aa9N5/Zp+Tw/5x//P4oWW847mK92BrGToT8",
+	"cThuTy3pq29fRxjlh/PjV9++DutbxMtPpgz0fkKZXxzf267b9ITUqnMi2HpgR7WEosvsTWAUmFGjdjYV",
+	"SqkS8NczfE1lENGNcQFwcmpZlvbPda9oLR4RBwM0kWCczxOHt005oS349auX33wTh94H5fEmsbnXMLB2",
+	"vNCVkJBqz2rIwwO2VfCFzUAas6R/0RyxNeVdyACIVz148/LbLOF16sMHBAZrLW2+oQMQaH3pvs5BIofx",
+	"8D6SFnjfwXrkEPOEqfenvrQb1EjO4xfUOJDi6XgGqT9kA4lpQ4ds/+jkCWfMRhe3S9pLHPpvfDgS+xTd",
+	"Hr6wDM+cj2sWB9jv4icobYh25b7Eo5WotR3R8KAnBGFQZ1h9oLB/osaCKS0iL5uCXeHjIOZ40g0E+kC8",
+	"i8iVw1qTpkURw+zMCFsTVHqDhwvy4GNfWgf2dMaFuaFgC1MtrQsmoDBV1Nx/y1fM6slgGDeaoP8Aaw9N",
+	"97Hj9qRVO6uIAaYHvptSMxUvmnicwUpCYG0ttcyluSXhqxmBqwzq/VXN5vxzH0ykV8x0EmlcY/PJ+6ja",
+	"aQ/7YgbOxj73upYmu9ubbVcoihKb36rMHbxg0aMnXwqupdnnqzgw90dGRR+PxEHCzhqIWzwE0UFByBVc",
+	"PWS9YBFfSr+wN96jWKyk5o/sWlffo2kqggKiNLh1gJrRgEWWrJzqGaN6BEEIJzP9TAyFssGiQbaBDWrb",
+	"HQjlk2JFsv0PfLFkSrtwOSo2ITrKxF5wWy7GptELy+u6p3fq6irl7YS9tfbGLb/T1A3Gb66TkUxuzep4",
+	"RNPAvAZi4bFP63IfvPk61ZwKUjS1QxNtiW6bWTrfVcJPB4umEs66qYuWAKGBjZddJJpnQXRxx8Ku/T7A",
+	"LoPIK732EYPl+aLxoYM6DMmHbBhalj2UoCkx+SljuXdL+jJuEdY0AEw6HusP01A+4H/fOfRDjbtG9E44",
+	"Wwcvpocl4+BjpqYE9LljhJNtcYP+Ue2frj6LyrYEUkx4/hAtzv2jTccb9VracIKIbnx1ST5df29ruQfm",
+	"rQyp20Vv0bHkyLg3ybVo5HW/fWwQn7SNk7oRRv+iicAo24YvzvinJ4X9QB+dqB+LPolKiHWAtddl8/4z",
+	"xgWVWO95HOWEq3B/CX5nS8vaBcW7zFGcwe9mkO5vuNOC57Lu7KHax9y8T0gLWPqxsNxsQ5aea50Fg1Tg",
+	"iKKlklA5FOPnzJdBsNGTo+uSESff4a2qvWnZjWuDyfaJQfGWRus/bENP7HnuxJm44uF9s3P/OKT4y/ki",
+	"Kko9k0Fjkk9ICYKK3LR9BGEkKHJq+o61T8J6ulWzZismalmWq7iRFizot41gw8cJm8+piMBQHdZS2glS",
+	"sIVCUP4Lo6i9UBuVOFuB0+Ad1tqLsRx45FVAcGzr0N9whiNTpGaCrQnVRK8N9+F1oZyVreRztj+zCTq7",
+	"YTWPug7hd1cZ73DJPh+lR2zzxTyTXCT3BVnGVUkFm5zEFeb4IPJzgOD9pKhXIFJvWnKxvEVELf8ycbBI",
+	"1SM5C0i27lUrgqLHYj/iMMcgHsX9wasB7Tj6XG3a+ZwulkEiezaPFVohZx9AHFrK6IhiaZgRQmHbFAyu",
+	"R3M8njV010aRHU1xqk50yo7i1g0H4baoBL9YKG5KdJ9jrDw8fePl8SEFTGgYD/KPjAjZI2+yYfooswIm",
+	"86L/mWX5tCKyaGODuP39ysha2fiR6nzJ1EXAC6cIKojRhTHQNoXP1fCNp0ROcEx7vaKvKngFw/ODrCu9",
+	"49x8cJYdDre97LEA2W1RlRCzW2G3TgcYC5D1+s47z7NiqahS4MYGrA3pF68trVqU2bQjiVWQRbkBiY0O",
+	"FFtWJ1p+AoOIYQc+1WW8pOCNu6K1dOGLDocnB7OFE7rRB6qWkeh/LnqXR3JxnpF79GK/ufcx40v2mQQO",
+	"czO5mwaW86qZlTz/Pdtcirk860gJ9A17/ojQKBfnDmMvoS0UiRolfjNyYP1cA2KVIuwzzXW5gbWH8cLy",
+	"Yy0B5kgl0Rf4NRMhEqZZcq8e884ik5OTk3vvKQXGpCHJ1oGljbBsltYRPcMBEjO6hoIp7lQuakywtPuz",
+	"5qBDtGyXql1wocw+hdPxRJb1ibpd6MGjGI9U/8GfMfWE6PT2pGJsumgvo5OcOO39aO/w9MCRPnDJsisV",
+	"YRSYHRmBGmMlf2QARaokmdN6Kvr6LvCnwbBSp+g2WlzIw/y5E1NIprpAksjCT5ziXTOfOrtzqR2bdGRf",
+	"28HDgh/8gdNocFLvKuIK+SfKVBVcVSAHR8eJei4FHL7wGtXR7/dXzdqBTJxYOB6uiWz0wG3rhwSjsck3",
+	"oV0SLtmH7M8NLTEG77J4A+49d+diNbwTjxsDxJUpB9Sernfw/jCrfctogeYLyHNaL3m+NFM2S6vcxJ+5",
+	"HtIz7Sov2KqSmol88/sYJubv2aYjhFfM3OaBOVBSs+MC+QUr/JEEJVOmAttX9PM58h41yHxoWco1K9xl",
+	"MLmYaY40Ht/X4SR22PsAei/4IxMeyrTHMiKNgcewmKKw///s/Y9y3DiSP4i/CkLx/YWl+bFk2d3t6bHi",
+	"4nuyLI+1Y7e1kjw9t9O9LhSJqsKIRbAJUKXqiY64p7kHuye5QCYAgiyAZJXUPbO7sxvRI1exQPxJJDIT",
+	"mZ+PDVMg1AQAt7jLP1oQRqtcq1WzCBs/kcrEEXSP6ILyIpbYYKAk3wTW/rxioLpp3tZUQyp8DGwCtQ6d",
+	"CZM/kTjH/MfvIdvCX28AGXaBsHST5q1q5SvnCL51eu8giTBZvbORmVu+YhmiOZ2bDNxw5JdLPsvZZ21V",
+	"RrfBhmRWr2AVJi0s7r/IM0m4eu0qJAq2libBHISQS6t59bcgAGaGhRaxNZd7T/JWelaD0+3MuZZOb5/p",
+	"nlvY0T1taXS7LnHGSlt7+Od368ztnJndk6sNguHp286ytK1Rt2sHjDFHdhAk3DKgpNssDo7bV//dTp+c",
+	"6eXtIXk4JaV2JHzZtsxnJtalm1SsWvGC5rGo+hPC13s4/LtZd/rT0Cv2KGlQgmQCuK72zP0efTbENI6F",
+	"vpYtmAZvRL+FphmzVyObs69CwJP3t4AuMuyCNDc9vChrlWi9VNaIvm/Ssv7lpfzLS/mXl/IvLyV0oYQa",
+	"IjDxYCcZHYvR9ISIPGPSUJPuFJMxk3lb0QIJnIPUa//ymIZPxZJuckGzeF0ELnQXM1efCNvaNyIezXn0",
+	"L/9sJ/+schWy49fmEx7X7cVxl3/G3GQF0j0MLti/PMR/eYj/bT3ERvu5rdacYAPm9IU997d5DqgTTEwE",
+	"SUC/4/KJCtWakaiQexe6B4O3xenex7A4Dd/xmKudkf5E+NrGx9ppVdcnWq5bh/0YgJ0r3RTmJT0aSef6",
+	"SRF07Lj2MVt2AcrRwo5X/c37fgN8HK+3N4qqIIJxDXdzlqxBshzKhdrLHnAVkb71ramj/BjLsocrXzit",
+	"QR9AeqUwZQhwLrswS3Bq4mnxs8152yeM0bqMIVnYnhIQMRdy2ZQsQOCiO9Fkrf0K7zd29iHzrW4uSVkx",
+	"yYqWK9P0aUUf+lblgyggq2FwYejW0oysj0B3wBzXZwv2MZxfZG0b4z3YuS6EIhumvMPylJw0SWIj+/Br",
+	"7kO769zid4UxCeyO7roEp2lgC3t+UlBjt9wyWxQQvZAOm4LjfdKhYNFGWz0zlotiIYkSo8FXomHGTYJi",
+	"EEu/jtuaBrqVFYp18s9+baNyVEhkXQnFwpGejug1KeSqZYXdgxU1dOS7NK0YZA8wJbvEza2ETfK3Gii+",
+	"xJ1NIhLrwuXKlF2tt6ZVxrJb0Qe4J5DlqVUJoVq90HaWqfoeLUS6S2PolTzW9UehxGtl3Otb2ZKUNfg8",
+	"9G78Posl8JhXJq2JNiOPrf8H61Z9AmCroB45Kxzs1WROU60rnTdmvoFE76JVY5KYC4nMK/6Jqp6eoPB3",
+	"0YsO/qhgLZV3SJb4zxtyiyq+T7VKxQoSaCFKScyTTwmyI+ICAcF1LklmDl+rOdGhnIDn5vzLiVSibP5l",
+	"wuz+B8ZPA6/Z+97LD51ADUVQn7pujrtQcI/vnWQQ+eEOMSKQvH0Oq3+KCyx/wr1gQiMuXkygHSpoRQK8",
+	"gIQ7wVpu/tDJta25wn7rh21VNeiyxp3Dpo2d3MOAmn1U2mF4qBiJD9SPvu4cp1qVeoV2u+ZdyqTT3u5h",
+	"/scNv0GeiF/6dnAnwiSXqIOGOoxXS4YZBek2kazGZLgvxlKIbJ37llquoXBpVb1suqASUdd3D/Omv8DX",
+	"kgj/eqW6kYmIFABt2COKoZ6ygvU7TOXWXz5B1crY+tAA5nhA/Ib3y/vYLZ75on+77DOPpeCFCoLcIv0h",
+	"VmciLAtAaxms3z3vELugNKPpUU0/Q1P4qWTFWckBEgpImyOIVBhphiQDYHVrTOOKVKIO5fyMie96xEmz",
+	"HCFaAqaiWoosXG1C8Mt+Ky+0rO6wIjzzS8brIhNpvdK+c4YDk5EbSBWqUKFqSSwYdPh3rFpxGSkrRRr7",
+	"OZk+TOR9OmmenbZKsuFDLLMI4J/CRAbJr/QXZC7qIkv0shUdE1f/W+s/bP0LDP4gOfBnxH1oH/KG03zo",
+	"Jv4LkELZj1ciq3M2rCjMeps5TjpWWeuNdrT9JpUv4zEQt3MAxOPSiqSNBdBUNSB5FVtwCUEVTzS2ofL0",
+	"j0ZXkFsANfO7MOPdb4ZoBlAnBc2v9fDOw9DtTThjaz709mEVmT637TyfJiYThFaMsAeArfOo7VI37Y+j",
+	"sP9UMKK/gjjytnIyVW5GXCRuI/3Rlf1kVwy9Lb0ZuB1x/RicyMb0dlxgnjyMuUDCcQy+CMZmUQM8pTvq",
+	"VmlHkSih1s7bKTujvnX2Uhf7rTO/rS4GRbkzT3apgzqjVjOtKb9ns6UQd+dU0VwsLu6jqBNS0SKjVUbY",
+	"fRDcO1ywDg1CxXpCqCSA4MwLvTY5LZ5JbCzCrCPqKmUxxOR7louSPZMEH0Maf4O3ymXTyW2g9oovFmGc",
+	"F4hPQZUk3JvcjwMgxsJc26zr94hJt5H18ITD+51BoucL6znN7bje0YB4g8Wu0ezPEMvUp5tbSVZUG8OQ",
+	"/pnghSHeS9l4IamYqsbyVwwF7pDn1lwkeClEu+pvCJkZYP+AXaonl2VEGuT/Q6rISkhFvnnx0mMl9HA0",
+	"tI2KfH/WAsHsPlmnaYzyCRYmFlzGVePKjraniR6GYwtOF5ViPipiZmc8igBhcj2G8R+0yNhkojbgBbqD",
+	"xszfE3lJO0hKlTHIEDCE24ng0ClMH2u7neZDYLHecjyt/EZ65OfysYfByaHke8oVLxbXeqN4WWqSZLWF",
+	"w+CFuRSBwgH5uMSrwWhHR7G4eIesZ677McnVGmb7ji/Au5qN3+k+SoPBetlpw3d0LXKwtsfS7Ed/WyWN",
+	"+tuSLzuX7ahmM66OlukKQ3fn7KDoh7Nz3MGYuczUf0Laq6Ixh540facZtIvymlNwpzhC7Jgdn+DTzOXK",
+	"phi0F+Q3SPbpjAIsKWOmhWevbaGRFJ91QMrbchQj/0GjbU5XPOdM7jvt0EoEaLkzO6YjY2chQgl2hl2G",
+	"OBjalU3602wDVtSa51lKq8BctJqKVqSYF3BJ6Cxa6gCvDi8R/r5l9+4ztS1rPSDVRYTYY7UShQHTbkiM",
+	"dY+CA7GTFR7KFNs5/t3UzLIwtFb4L2msSZTFoZeFbWr/pV533BSPkJebKCDSomILfR45BDJ3aGkNjPcs",
+	"zZ63eCJt9MkYnvWVbiHI7goAQlQZ4HL9v+mSj8fttY9HXnBmvsYhjGyzGWSfHvSmgheE0XQZK4V015F9",
+	"1RYNqxMDl0tPLq/QBoEb/si8RPLDLE9D/0sxiASXFRWh6V0h1jnLFqYmlLx8eBj5Ottm6A7Le58JQ4Dt",
+	"zPXGE4tqPMi0uertfQFg+FhLx4SglrSWYKXTJvcD4DjBn9OTsBrZA3sz3dsFNIGJAqTPNKd8NXrVfPN5",
+	"1EsMnQqvoDTV56jf9Tz2Lt2btfTlqNM77+Y9cN3eqB+XCV99Km6XXIahgv1KmOYXtiIooGjIITg9ACp6",
+	"FIMN1+5DtrvqAU1nfj1SZcxpIWp1ze55hCYBOEIq8z0wGwkTJoVEDq2jH6Bwe8ZYQea0KEwmvhJh3RWR",
+	"IF68y/liqWIxDm/XxTX4mNIu9qBAEPrB/bRQjvAJw9mvO3mDeL8GQVoVzFoxKcB81U3MvWrAeINdfbo+",
+	"AsraaCGx9wW9yzNma/tHcGdbdA/Q1uHXmdT2okd2tieBW7uiOwFjrBXPtQ3Zty0ThVALZJeQimUU7NxD",
+	"DAli6n9aMRXi3Mhzsdb+cFwx0YIslSoJKzK4WwWLFwskw9rHzmvv/tg63TEY4CQOSrBg9R4BrDsiEOn6",
+	"sWcQ0vxs15pC/dpw9fco3wPjM9KmPQZKrEHS+08baMTYQIHoe+s8waUPW//WjHomyefrDzv7QegVyFSU",
+	"LCGFnvScG/Yg5w8NkPomB0sqb0DGe+TY7AIAfWSKHNJ8TTd4FWZgIyW1BvPRqbdvCFeS5fMmyl4xVVdF",
+	"TP7HxWOjEtBbpGy/gTiLUwFNnTKXBI2TsYfZYNw52k+cm88jQoBmFvUu0xMvKoPsL9Q+O84FP9tvQ2Wh",
+	"G/f9BXvfj996Sj+Y9KRfKWoVzQKD62dbHG5vY5wXkdI8T7SZIfH3I5dgTBAVtmorgLrjpJmXjFFTrdf0",
+	"SEAoHht01p32aPSS0wiJdwJtzX+3BNWGapvNvi2FwUJVSFv1g7rNdLSOqx2P5XAI99YPejsDdmxeJvxg",
+	"z5ypPgti7zzNnkb3ZWzcMl3sySgqYlZm0FIxtJvhNwBDZtduSXyajByoBEUOry2YQsBaUbQiUp5O3/lY",
+	"Toyn075tDBGOPt3hfaodSDrLwaQ398QAmIM+3nzOUoU3UPKYfI8mlusz/hRgv9naxkytf/hTzWqj8rhy",
+	"pM2iZIUfDAKa00PlQvXaJuV5ThYCj9MNZNatmMOP4NI6m33ADaOtDzqTIq8Vg3UHY4QcggggmSREYKwU",
+	"HSWunD91ClAmeqRQj1kZv2he0YUFzvcZPk++/naQKzZm9VwAgDFz6RBSvwhDqHot0SfjBZke/27qpQ9h",
+	"oPeU5GxB0w2RBb1jX1IqGdEb07SEKxY0orzuv3g53PsVfbjEn744QTpY+88Adf/ONktCXkxenJyaK3YT",
+	"qUIOUSVWVPHUxKhYkWEAthXCqoE4IpaT4HhsX/g8ti/2N4ASUhf8p5oRuhKGtq2MR1FgbC+/je/7MdMv",
+	"nTlLi82n+cHrv277gPhMQl68Avjvzvu89l/9kmwJ4apUm4RASCaDsHeRbxJyx1gpWyy5+JLOCE5++bGr",
+	"dd9/PDu3pp6Yb/cpIfa80S9FlX/qvZ8WJutCm3AzqV+NiTyxLqFUgLrCB9GghIIyclGk1QZhACGhF5/e",
+	"Nt/9Pf3Nq1/JJnw5+eqk1yp0AvuVL7AvB+Mbxt7qt7B6raoRR/4tk2rfo745DHwsw5G507fsQbnqQypJ",
+	"RhU9Nk/b3dm8YNTZOjr5QQlo+rQRWgR8wXRTnuKLXVZegpHTn2ptRQuTm6WWhGd42CFukv0Gr/VNptYg",
+	"g/O49YmX/XprYE9uPxmoe/eJ34TL8GxxcKPFG0ZyXviD84AIxydNXTp6FcNiusYRHrdXeZcUqjN08gPt",
+	"hZ3aHZJjuJsHV8Dc7yI1ySneLMeSWGA40d350JOdaULqrFDV5hQ2je6qCwtSCIX35ZTon+wGaQW9mciS",
+	"pXzOUzLnLM8kWljNi5uXGE4OKsn0r9cXb8/Oby/e/jgNQl5EZQUTE3gGeS0ziBZWAnlzEMOtCF191jX4",
+	"qU+fhBcrqWlBAqwdMJa5Cq/4ghdR+DSRwoGXnanPKh0Z2ceGdw2p9DNdX9FKapP0vp3ObxNvE3su55vR",
+	"eUWxhN5PMCOdwSxmL7998e2LhFQqNfSUieHb5sUiMTCQCQp+XWQTs80nepuHQSEVrRZM3Qzs9ncQFWyU",
+	"T4KXJ5BeH1YCJn4N+KToAjXfzjZ+rPN4Z/CvLfrvYK5bW2jcTHslvrC9I1MwoHCGk9aaO73/QblqZqkt",
+	"kz8OoVuaPD6E8xBN5hlMUTM9MWdxsxC/VY7aA1yS9VkjwmIezNGBg0Uu3KEVLijoy0u5VH6GZOOR2ctN",
+	"F1l46nzB4dzvPUwCHuEZvqIVV5vesi6c9S5rVAk/xNqrQAnXkqV3MlYIid+eWpAW/KeJpkAIp4Aapyv8",
+	"eteyInjHuW4zNLum/+PgIFxlWUNAFMKZLmnFsvgttEmKc9fQVHmJCpgbtqRyaWudbYMj8xN+u8I2A5Mb",
+	"OMhZNcEvSQZg43ptEXBse1URjnz3ajGU1I/wGgNpHlheFKl4jBMzBkHijPiNoM9rZKZbPrW1+K4Hid0D",
+	"8V3XGkvIOtIbzEyoLby22w+nOxDOLsuc9wnjB+R1le3MCPOzhtIsBLwYg6Kjis6oZJf6I93nPhUyvbo+",
+	"++PHM/JTzdO7LzBF0/ZbW2W68MBb8wIIgdNc7oZjs72rm9GFEF7SJZpOfVFyI+wBilovvjxg/WJuCj7U",
+	"NYHD8x+zebUGCbP93TjlQtIl5YUJaLXeQhokfBBlJxTHB48gxB6a6liZfbMAPtV110TtSrk/CSGBDO7B",
+	"niryT4j+br4nmJ8CFkAlcuMEKnHHCsgyhVhSIOaRUsUWQTSFc/MNRjaaFzV1MW0uAgwzEFERydJaD+kx",
+	"SR7N+yC+GGF1N05rr0p2LYGTEIkiumlod7B/TcIewVmeb63LbtegoR+PO34acdn7zrMzX4Hsq27/WhWt",
+	"25AGIIiLigLSghKedJ5dXRoJfQ2LDgiIfvPmgmjeqpR+Jgmt1VIrzBRjAFWdM5kYw59XRFQZq47JGya5",
+	"Ad6TLCHT303hPLcE296LEjLVTcL3S5Yj3Fux8d+jDSya56BQMzLFmucpWVG4O23KuuFeUAlCC1FsVqKW",
+	"5mfylCjIUlbLijF3bQLzAiEcXGqM65svcy71e5esauE3mHjePWdrrVTwX6ko5nwR/nBFC3Rp2h9XdL31",
+	"VS4WstMIfBR8LhPrwgCfmY8Bia37rKLyrtsofsYeWIo4E7ZZh5De6YP7vNt4XS4qmnWft5+6pwHjyT6E",
+	"/3DfpUtaFCx3X7t/N+9SFaOrZgzmn1vflzlFDXLP0+Z19p/ucftBg0VkP1E0v4MDxsR3XBveJ64Z7zPz",
+	"Yu8Tb238T1nOcL6tisb950bW+bgZof0Cfanu47CnI59ut1EpWW4/rD/cfraWrNpuGT9tJpRLPQOTNc1z",
+	"N+v+Z82cqbT9j8BUtz+1U9v+1E1vKJXqKqebGU3vPjAqWZjBq2Br3PXmUVQEAVPZXOtfxPlY3kOpW+Gu",
+	"D3L91j1TOYeTqHetUy+y6wggIYDRFwg2aToNf+9KUHzRDN3dkeYcwh+VqIudPUjoyjgjHR4dFWOHJ+P3",
+	"qPpMMn0uWcVFhufpbGNEJTexnUzAwVBAWL5go8GHfUL1CIimocOG4xHCptKYlDTG8l+w9dlchSEk8BCE",
+	"ZxKsESS/P/n/EV6Ya8C9VgaaiyCTXNt52onIq2I41nHLbZ8+Bbs35/cMg+LmwIALGVGZfFqUaACUxeOB",
+	"5CKFBI7p31sL8svzv9/rc/OX53+nZfnL87/j45fZL1N8kbkCmFhdkZjEUrSReJScBfr6pyBCnrOzsZe6",
+	"5RYSXI4Jo07hTeYcvJ20VpMVqxZsgrxrB8lBt3dBjWgkKiz5n68/SFPwsklIXdj8S1PlhH18hvQp401h",
+	"050bvAIIRGEiubRnmEuLWfhcEZqtuJLQObDiUBNjtdA1uxd3DA22OS9o7s/hmU27Nb84SA7M88PQWFYH",
+	"ddaxJbDh8v02lYjbokngJGltqI6KapYs6COYyb2qhBKpyINegj3ZSvMQ2vgWY0w+I9OlUuVknt9PE/v3",
+	"qvwa/YXpMpdTTCyYastgmhBRV8TeyoJs/PnDOTzw3Z+viRRztdbLcHh9e4UoLrfnV3o3fn57dQr39p+v",
+	"P7T4JaVWolN5n35RPL1jyiFYNXz5Riea2C9V5O3Fzfn15ZsLbcWLerFsGtLDhVw08EPKnKYQwri+vbny",
+	"k+yOzJjWbFap1Izq+/cXV818HUKdJC3IzdsrIuZzrZRRaX6+/pCYWke/34FOuOh1U0r0TJIPwjhM1g0y",
+	"KkQJ8vbiw8XtxSnhUtYQYrMBUeroRtEZ43ipaIXcLuFBcuBWUP+dS7CZZHmQHOBYey2lm9iVaMHImm6s",
+	"diA0ZifNtD/Lqu8o7LloXMw8htsZULRNHiQl/0bv6Q38xOx1cvj+w41ezBs6pxVPyPvb26vJ/OPV1/rD",
+	"82UlVrxeTWYUTmrT8KlJs4Jn3334s5ZALQORYkXtAbBChfkf8VxWHpsprmQ77DK95xkTzx9gI8E3dk2C",
+	"58IymEz6XqzdHJsk17XhP2UPJYvA1ZXe9h+ji526+CU5qKuQ1rBJrHqvuoBrsxOThv7T3wCnwKoBVHUu",
+	"yUgvIJWEy+G4nhsG9qq9KklHtMwMBrUiguteizwiyYamEyIgLh3J1N2b69O+avr+cC80yqUjhCvE+tRU",
+	"yk5gO5u4S2Vry3CTm1nGBx+T/w3vz0QERnNUXrcdgs2L5t6kPAOcRsDb7WKfe13FYXwq8s2IN5ky42YS",
+	"UlFIVsha9k5HFVxfveoG383fncbF19ZRwRJS0bma3AsFomwSNZqCyoRIXk4kXxQ0z00ONiLK2yTHYWGG",
+	"3vmpkN6UJE0p0FCQ85rO1VtOF4WQiqdBgiU7Vw44ok+AMRZ+WWTsIWBp649biFaQv+UufMyuxhetaLrk",
+	"owlzUrFacTX6vfi4Yhn2YORL9E/PRaFoqoKEUTzPudwC0TYvhJ810KO4XKfkZHtnjuzJB7EYPd5cLHYe",
+	"6U1BS7kU/ZOaCpf3414mzQ/HvgsG3gPV3PX67dR5V3OFMJ9qtRIn2Cnq1RUL3hp3KV3uBWTmmFvmXS6/",
+	"BrdQW3F8wG6LiryDFNPIXaBi1SqOH98oNP3cPrkw1sWA93Tkq727kvYmD8mKt6benHf3T1AdMZrxgkmJ",
+	"KRM9d7eYgW6eRjM4kFLTQyRmyaycdME1PC/IytvGI0V4F2RsBN7uveaK52a6cW7nUd71n4R+lsEpkXe8",
+	"LJtslxQo2xxTUeQKGX8z5jVriuVYVV34gDfOxbB1WG1anFjGg7m6E3cHTScSf2370aKdTI3LKWqEiqYp",
+	"KxXVejwiX/DxQLKLmeKKFjvHaiN5S5dFxu95VtO8uwPG3yB2NloIU2t0CkPDBKYH2Yw5ltSQbYZSYqxh",
+	"uGNqDLbtZYE269ObAXMN4a93PGdvtIEWhs3Xhv2c59pANel9Y2lTv19uYDccFkJ9MXDtLuL2Rbf5ZSG0",
+	"1Qg24Je6oPeUQ86s/cgw0HxBJtdwtq9uJ5ao57htYlFE/eObMYCb17bf79wv+lnvqCJrfUStK1Es8Ogr",
+	"mSjzCBMZwtD265g5R/ehaAoymgE6kK4BWTHT1bxyhGDsVyCEjbAM+g0BUG0IiuIUUcV4hpSY4DKCM5Sx",
+	"khUZ5JoHiOmg34EZejF5cXKiNaviRarMJHWYYfvLcHYphwzO5shJDOfNXrEKos92d0mEB53p30CszR4e",
+	"eOu/nWcB7cpo/szWJhipJ7dVw2DKhelJfDKuchrEu1kzdqc9eLvJHCxB99iBe4jL2BWTvdgmwPOh25K7",
+	"IY2MpKXzaPHHnWjDEQasNtgb8qU94G0b5hFQIPqL/nouKJc4/Pz58u2RdU6MeuplEJEMiq+jl4Za+EgO",
+	"29aWpnkX1OM8E70g/yGKwNgvz747wxvfn4EHxpSm5SKCUj+E5MHb4BrjZQNlPyzQZl+4Xu2wdfVWu8nF",
+	"MLmOWV+H7+GmzA+yeDvP9TgGq9y//S/uaV5HOQstmg+yHNM8lw2LwDgyXCiK1L/+W53tgaWS0Z6lyCh4",
+	"+xV7JC5TEwJMiBSmqoEshzbxkqteDeDNl5YYcriOvxh5c1QkbJ+LlObaku+Z33ZJ6M+IumuC12I+lwzC",
+	"prvplNteTCItzf0xHxi2NxOP1hK37RGOiLXb3QRMv3rFWrFKN68oad6r+3dNOBPzunVeyoTQPCfA8spc",
+	"7dOYKi1TR/v4WiwgH3QRpV3AaQdAc8hsA8HnPZTgDqVWCJ7pkMCNza1GRicfX2XV0dy71uOb02LNi2yr",
+	"ZNuddKeE2idMUe2KZwVfLMEAUWvRnDbdwuEQdivd2L2n3+7fnK5EYUS8ZhL/WrOssH+rZV2ZP+cVxz8k",
+	"VXVl/qzh1z+GU64CapDm+STNRXpHmPYz379//fGj5fhQtFIWs+fl169PTo6RlEuxSv/2P/96Mnn5419P",
+	"Jn/48fVfTybf4J//K4JPFoqkeG83L4P37/majiCZCXGMvFmP7MTumb9fioZMGe68XYHtihY1zcmhD8Ei",
+	"KjKj6R0rsqMEQFvIoc0B0v/Cdx0Bso3R1m7VoTWt/2olDlDTB1ex5VCHcwg995EcWqwelpGPV18fHZMP",
+	"4PEtLGwfeyiFZKRcbiRPaQ4IDfKUTNFDazKjMRm5YnNWsSINX+UEulOWucnGDtefWfuo1zExuQ0mXcod",
+	"99oM8FCTRMGehW3QNBeS9aUbYuX2gkONkgCvWpFDGzFMiOQ/s4SoiqZ3MiFSibIEGwQ6NIHsxIRUrKRa",
+	"9o4ilXYZSyOVmtjwM4LP7OZ6YebuoOslxVxNtOAtaZVNzI92MO96AuOYjmCf2DMizoosbDd5KgLNJyXN",
+	"1T+AIO1opvYFvUywjmfGJ0tIqsWu0GeofqsRECtxomSFAQPUv4yGycLVEt4L8XK4STjROzAedAvaD/pT",
+	"PfGzjWJjZ/yRIbx5RVehxL138Dk5hOwTrFqoMy4M8ak80lO3FHk2HsE6Yw8x9fxen9co4PCc3oaQ5nRI",
+	"iSXchmkGnYsblBzajdpZWDz0KEkrKpfhTWxe0gtLaUmG4WbfdstcXIwtVe1Ny73tpqGBHwRz2r4fGVFe",
+	"6DbTUkjl7ugDQXgtAm+Dt5Wfb89JZm764bDV+3hrsOFABqSZxYPQ1kp3Ka2D5EuYnPhehG63bhslDzKC",
+	"NxBwx2MUvii+4Eu/rMqvj46jhsw4TWViL4B1QGC77I7qigm/odpIPArD0fl7y5jdYR7lldImCxTjDJpP",
+	"LuDdFkfvtgRfA/e7B15nPbXn6Sx/6hp137mWa3RSS+Za69pWCf6ejJt3RnkNI3W0jKd/Rmapp8XogFE6",
+	"YFXUBLthc7TN0fEu4zu42wi4jPI39Rlbp1qkAhmuFTpWtWSM/PHiljynJX9+//K501XP4T5pshIZy1sJ",
+	"sT5zxo2Yq7fM/sv+1Wvt37BIte+ZNYtp+1Dg0jguUG6hW3kikx1sjKA48YrAtIO5PDYPaz8HgMuxpj/e",
+	"hMbah6to80wrAQp2L9QsK1FGrTEZE2x77Du+VXOE7ZBOdVFVohp0Vyo2h4ogURG87E0wkImA5/5rn8bM",
+	"2A60PrWV0dh6w3qnKeJwl3VvNmEv3nBzwjlPkYxrU7LXPOKu7XLJ4gIEpxaj01ao4CI9A4h3ZRjbx+SF",
+	"xQ0je3vUiJS7QaJGaK0dqyUXvBRpAEHDgVhzMI9wIfGxPUDpRx0gRsM1lJzoZQ/3Ch779Y2q4Yssm/K6",
+	"333WkxhtjeRs221Rc022LC5nWPlbyheSNmo8qkF7LPSetGaFx1phnuX/398S8we6m+FlLYPxtpf5xT+H",
+	"+dXa9sMWmO8O7mGFXVuZPvC6oC0y1CINjVm/MaZb/4j55lEy+HZK+q5kmna8TpTveJGFq1a0C8QVD630",
+	"rcuOd+3BZrB3fCMzSm2mBX46i5RyIIFz+PhvyJ2dcO9DL2qmlZn7sZHdRyGC2miK0eyzq0uAW40GTBSr",
+	"VrwITWmrWsRN6Qbuj3fJTm3Tgbj3hfbK1rauaCHheksGUWYAdRvPH2miMor1zP28EqvYrCGLTniOROxH",
+	"YIGEf1PxxSJcGU4VgcTfyJp0oxO6z9CHptHhuRuzFHYzOYFuT3i/MgPFoLXOYEjLVxCB481+E09PA4Xg",
+	"Dkty2NRkG/3oJY1ColxCmiptReXd0R5nja/4hmbXDSE8ZStxzzJb+XfNJM9qdq53TF3umzeJ+X5KELzf",
+	"IBW+xFUakwpfE7qlrTbXddGiUQlhOn8q8o3JfgdgIraRLnIPLzWn6SqcH2L5LAJX6JbpQgmS6sdNtieQ",
+	"OsxQf0PfLT2xC1yaSpoVX5gLGIdq2aRxDpBa9LFYVJFrM7xOa+Ii5tocXk5URXkewp7v7clW+aWZLNeJ",
+	"PQQpnDvaZPA385riT7QnnVUbUtVFEHKVKZb9iW16S4JALMyzgPwArvNa1Hmm19J8g466964xcIWemIZP",
+	"JS6RQdBveBdBhKiLfgz2jRFKW4XGKz023AC7mKowwxGqc726u1Fg4kYTxWmryss9hTf1u8xrN3EAJzlp",
+	"LXfSlscezkpAHLld8iq7opXatEB/Hq3ZAJkBE/sQFcBBzbQltR9X5ju27uLKNBRtZlotuo8JXWC4TWAV",
+	"ZD9fx6sTn7Dj1UlwwgPT5knJVo/1GpC6gNK3wilBhYYhlw66sRAkF8VCP7YOuY13bBMBiulsX3wXZAIh",
+	"j/u4DYoPB/vvNbRtO8PtaFiv3GDhX7BXIahac9OKeLzOid8lqyCoiA+SZvLCYq9Yobt8HkeONCoWsN5t",
+	"UR5wMViYxb1wKLerq9fasZ0Yug2M4mp/cEml+zSciprzBZ/lbFBEWKEcXog9OFC/o80xUlruGCsBhyUO",
+	"eXth3rSu9M4rTHQPZL4BwK20eJRjC2jxuidahNamQ7ZTYkqv24S0hgIZ8mPtcyb0adcNWKwLAVeiUtFV",
+	"KR9L6rwrY3JwIKfkJELh3LO3Rc7TIECwkXyCT7jiSzsFvCDrSNS8C9bcwI2at3WF0lu+rQkJCdSorRqz",
+	"k96akxa826fbrBH8VzhsR2+9UA7TyAO+BerqvTUyV7xiH5tY6n5H+JWWSrbGNBTdYue+LlC4JVzKSx+v",
+	"I/YPoPWJ9kMWSzLLRXoHMHc2W08S9sClOjU2nLnwQtCP1ND1Rw1FgD8c5RhZnHa8KNL9WkEpHyjGTJwa",
+	"6w2aiWBo7O1teKRUYCbpt49gvwpbIveM5iw7K/mtuGNF2Eh2aNTahdA/gARJB127vaAq3tZcq1P43jTr",
+	"QtZgeQOmTUnVl2kkEHPHinGlt65r/WrItmjaDm+MKJxNJaASFbZ6huzG823wYjTeALATkpcC2E01z9Vl",
+	"MQ4bBh4mvDjFvya8MMA2KS0KAT60xY8Tla88AuBL8Wq2hpJAgJnRoUj3D0a8mYaqdpetSqFUrdPD/c/D",
+	"HQB4sEjulKzoRk8FVJvtEEL9jEyPhVf4ppsNF6m4lQ6zLWyJgekiIHjtmP2qfzgSozHW3Z57ve3V3qab",
+	"7iw5IBkwBIfrvwAcXF29NQZPQ9w/LgPQ9TYByQNHXasRG3JAfNw9jkwz0RE2a7tT24vvD2GnojcRS9U6",
+	"y/Nmz4yFTXc/GBesEDnbHyT9WqVnUB5+CwhkgREUABMhJUGMssTQvolwTn1vW3C7w4tFziYAmAGPudyD",
+	"vwleNADku4Ln2it2qUQpEetyK4GhH5NViFU0s1OIlQehibmcA1C5nRVozYx7mz+k2PIgHy2u0n62nB6C",
+	"obW1k64EIiSGIdqCmhBawS9PCdiGhp3PAixCKsmxwTcstAGF0NKEZhn8YLxMe8O2xOdN6f5X22o153Om",
+	"FzYaQPpgHnB2BUzDKXnx8qTV+x3iRF+NjRN1BxO5QC26a9TwRdjbYAPsbdHZ+6C7m7f27ezWC4e2dkQu",
+	"7GVr092913iLnMtujiB1ot3yrFu18bh9jql7TQW6rZ0Yx0HZYzTbWdYKb3pWq6Wo+M+g7F6TN4xWrJra",
+	"YAQSmE8rlX4xa/QFGp6ONIV9DWMXrjOdEXVzTks643mQWMhc9Jfa1E95SQsF5lkm8GZAv9GX1pSuWEWP",
+	"gWECqGJWPK1EuRQF8z5EAgoknTg2LKozw2agjmW7DK4l3wYcrEmLCK+pgZH0KuFEBTZQCGLDa4rmuWHs",
+	"HhDjpgPbfNrBHmyFo6oapattYm3Dbtj3RNbu3wQv+lj7EHUVXUB92gY2eWaMoRtFVR26rc8woA6T+D3l",
+	"JtLOc4Z8I8bPXZtvuiJhf36QHJgfhys/B8555xkaYnkDAQ5kW68BoYHfM+n6RSs1Y1RJQqtKq7vDhsjb",
+	"XYbqZWCAZHp0itFKU0hYsAdFZJ0uScZolncRG3t1jbdTRqjDK+/p9o97vHp/M+KUgHr5y+TmPp1c355P",
+	"4LdTX7efQl0K16PHsKzWenBgA3kHROZHFMB3u9eG7PaHnmzJVUSAP9KCz5lU4VJRC1CFAgw1iD2IeF5J",
+	"X4Ru0gNgHVl+1l/5Y5Ltw+h1AJTQ36nvgVi4qRfEzKeEzCux8tJ3eLF4Jg3r8D6ekauTCfQpCc/fwHLd",
+	"6qUIrxesUoK5RrbTNCesSEVmzPNthLE0VguFPyJUErhCOnz/8tXXCflU1jIhV+cfPyfk+Pj4KBKt1bJ9",
+	"01/BZTaAyUd5Jol3OI06/SM59pdQVoV59qbWqgKEzwUtJZkxtWao1VYQ4cQbzkY3gTjsYli19lHAroIG",
+	"LaHCUFvu2bZOisJ6NI/s7iW1299eNb/rpkTZpfTGhNQfa7cUxeYkuRm2BxXUgB4kB1AVGjNArtrqfYs4",
+	"wFPNh3AZ0RKvIxOLNUfkP+VBnFprkIdLR/Re9p9xt30YxXgmPVyNscLrWaCh8nFkQ+pheceDzkAtI9it",
+	"txLhPExtDQ2UyZrFwyf3MgHGxf28H5wS2pEZjJJRKIoHlgiejdJLFup7yJI1saQhH2m8JxQl5LwWCtM1",
+	"MDlte/BN6H8wT31AiThPyJedxAKMt0R821LpjMMTlYi+8ZRCOCZoJ/GZtPj1XfFsqwK3b8IKADkOzDbv",
+	"tjR2z3VMz95YIrYZG71J84kGHfT2rFRDKwEECZhY0Tls27MwxiXQbXXif1BHZChvdti0cToYRFDymSm2",
+	"GERCijTIEqEloTURQVKIYVMcyR5a1rcdQGyZmqkeOLnaRpDPewUSfPPuc8CG+5U42NzZHwX16OqQFd1o",
+	"UxGolrnayYTyzZ5t3uthMwgDHJ1NOUpxevM98sjY0Up9EvUuIxAXGPWBHKa0YhFcuHGVdi05dXV26yUv",
+	"P1d5zH9SggDvkJ6Y799fWuahQ8QpcfwkZ1eXRyOc3NZSeEdJ94yRtgjNk9EQr9Xwfhw8NAyvVytuNvbQ",
+	"uF1u/3D0GeHpjMedEd1F7aui8np7ijmDZ5b0Be/KyYwRFzbMfIV8xQpTLeUYzMaVTfkhvYB2TEWheFGL",
+	"2sMp7bPl0euNBLEdzCI+BQlDABEOnvMzC7EoyaGpJ6rU0V7WZ+Rm1jv5ZRPH2Il70Fui2Es8kSOHbZNW",
+	"PkPv62jPt7slGEt9aB7/DTXlSGXXrlpplRT33n8MVRQPXNzHosxthWdVmS/MAfkKSENEC7jRRm7OXXEt",
+	"tYrPu5I5tBza5M0zSVhxz3JRsqOd9GDTXKKtRCbVrlAirdB/yEoIVfxe6WEhdqYJ7T2+xBcuRnet7Y0U",
+	"2143s+wyUcRelCu2pna72rb3eHAdsFGsOGgghkJX5rlTjA5rf4jdQ4q5UZ1yqV1lQH92UdNu1HFVCsmD",
+	"5aAfgSKHpKLkhu69eZqsaMa8oMeKYUXVIVzrbJhq16xtnySmIc8SiZdRjgttv7PRYnOgOM4pUZJDJYBU",
+	"wHGCVnUhj8Yi3uk5lTHlTiqm3SzIKcQnAUpSARelYjNBqyyxWGOJC2uUjKXLIwsBof97w36qGdxSwBza",
+	"VHE9mb1ziXoH3z1qOpdUfhQVu4gMy+bsrUTlRjQHBqMI8jp7ULbvkes3f3iOW4Q9qOCujeXC72BM7EJI",
+	"3HOI3u58bO5/4iGyZLyI1Dtwkk5sDLYm3pzc8SLbJ16OFxnD9Af+CRk+GIN71Q0v8RWO21ldkezI1JC6",
+	"vHLZ/juBCXcPV1MTEIjAjGM+FCubs2ntuRE15rbtoTEO+wsh4/zUKDyw/vUQucMwBf0iFc9zMmOI1UDz",
+	"thtxY1KbQwgMbTCGmDMR51lEF6cd8b3nbM0qk5RpwgislQZkcFGQuw0uKfQv4q8PVcufubMq7LQgrGxv",
+	"uA3WGp/bP2n0V40VjaSK9+wcDGlZdou6UDwnpmAIwVX35DWzkzzawwglBI/0N/SDYSLeP9kS/FhvtE7M",
+	"6pxlF0XM67jKaVEAr+QjVt29BzbXwJvA6X3Eu9wN2uDth1iZqP8vyYEJqYd3j1V5fxO86MbdIRiPRb32",
+	"LmEMtZd1tAp7O2EWcRsXSdqbCb+LI4JM+rkRWEZCrEbDF/0azsz1k+IUwXBa+Eo7+Xd6ascDFV3Dy/6B",
+	"vAItIe4FJxJipQ8bgx6OKUCY3VyImcg2/nnzqYT0nnN4NnbM3GAMrozdKaCx9kzaYF2pDGM77b/4GRFr",
+	"1+ffrxBo7wRLtb+kXRz5D4gcdWtSILBpjie9ZkC8j4FuLk2eH8sSGytF80d3HvIfL4oMqPFTbaNB4f1Q",
+	"3BR+EVx5fzXHnWP+L0bNwnrJxgf8Lx4X8O8Mpyfi370asH6A7W1kf0Ku3DWbV0wug4ENoaA8K3gTHt0Z",
+	"PQmCBVtjA6e2uBgMmgZ3YC2qCJVl/w2+bbxq3eQ/8sLephK2Xh2eyvJKVApAKsIH2vXtFYHyTpBwLQfU",
+	"Q/Xc6dbSx29s9stIJgJesUjef8VSprenthWwZ5CgapD/GjzOBO8wm8e4gk9aToFpTEtiLGd66A6dFqQu",
+	"rEYw02Z+41j+YUahlj/NKV/tMhPQ4Dgd4UBCRmO2fmzwWsW6sKev7m245i9IlHtrX52Rz2+vnt+eX7kW",
+	"Rt2DVKWQrKey0U7eXFRt/IfF7OW3L759Mcn5fQxqNkc4ljgnCFZCsKzv94PS7VYf6r7NErt8dQivwpnw",
+	"CHNcVgFb/+bm+lzLGksVHE1uujos6KqH/FxGzB7QEQ2onEvxs4ebHbPLoYicdEM4rG6FU72NmRzd9Y46",
+	"tPvEQ64HcfV1SSNtZka3AFLBQ/BrGP38EE8curI1pGzPwLgI7522yk1sNUsLtFoJE0bFeXHfAxGwAd9Q",
+	"DRnGmqull8tIDrmbXzI1bWo/aQqHuyjYqJoN7+z4Jel/+DuRsXN8zxnwZbPs4JcfO5MSoW1rTYe0eU59",
+	"h9Cweouqs480AOPzgUqFfbBRBFqM9qqgVV6EEj+rTrO6Z88kCMAubwj7bTCl+9/KtRZ3AFDR32B6qM1U",
+	"9rpZzSv2q8hElUTJvGLerjFz2cjHM9nMZqfMYdiqEBUYCTvaCOGD8YzIkqV8ztNtYTq1IFuk5BBRxVEF",
+	"YGo61ZTffPPVN1495YuTl18/+ljtIGi8+joZAhPc8TzqvOCrl09xUnQaffnNq5A1rvJ4eSvIk62CPW3N",
+	"ijvGXc0/8M1Lz9Y7Jm8R5IR8hZx58VX79tXXrSrYFyehNdOqutVZg8Ty4ptkC9sZ67CUaOJmnTNBnxhw",
+	"HBhwV+PfOrSRniPmcBpQ39MjwgupGM0aumFZ5+qUnJimoaTMlsH21QN7E3EyDNMXOL171Mu1PZb3Q+BD",
+	"850WnUM5VPTYa1Ny2QoSDIrpv5Y+Xgguy7NaLc8rBg5PKIKIjuvNFUndQwRJAypth3Nl7oWQPQvTXaVc",
+	"B9lSllRemS/7KJhtA3ql7Xv8hvU0sXwO4DDw7oqpuipiYDQDFy/bvl6LswOLr2EGzCcUlk5ajEczKREn",
+	"h+aBYP1bvtBmBHwLzbSaLwpRA+KUqVFLlzTPWbFgDRfKwGvHALJ4y+mD8IgKEVogeSLdncXavDrEIdJI",
+	"GaKtRF/JVdsX1d3lmbtNlSJvrtgFVg8XbdioIBJMBJdHsqqFytNMTEJqBO0pWbUFNdbvMXVvSNz7rUwk",
+	"rc3QJoRo5vDHUZs2jvTS2bgG5gauA7qMBWOxYLzWdrCAt/TMI/BhsK1bgO0bAidWTCJvRdGdi0CFW74Q",
+	"FVfL+IZ1T5C6E6H++Pabg+Tg5v3Z5OU3r4JmLPXhFd4zmsVc1tTQXJGpeevx8fGUtNAZyBJ+b5DOELfL",
+	"1eSixmyUpRbe63fn5OWrF7+HoJn+x+9fvXh16ogkoX5LLhOjTrtKPBDyCqYUobwT+BZ9MOymOccSwrhL",
+	"y9Bu54Lfs8K65BB/1vZ7JlZRnp0QKaGf7OEpNTApEc1JC0GCom9K6E3HUosnjVOIdUvSKHhrnqZLlt7F",
+	"zpafRABp999rmnMFIJZlJRSaWCAyJoUM6BdaHTHxg0KQn5AsywqWfh45jZdBsRpzwoQUm2wgAN35EmZC",
+	"ZJU+HAeybMzZVbGJma7W+ku3/+yhChMP1KZ2rkcxPwB5oVWgKIWJt29xPcJ7zRtJTK3crMQd03rljVaQ",
+	"+5m5yP0DJqTUzU208O2UBYyFGzIBsQVWrLoiAHOi+C409P6A7FhaqEUvT3qB63cooNieurBeBmhD1M1a",
+	"K+FIoRbfgCxjFXrII9A/iqZNw5f7zgx0dTjDDjswOP79pObMbg+YkSHh2Zl2ToAswRFh7tyKfAMquAtJ",
+	"7jlTL15+G/L5+YqJOs7q9kbUDQ/geqlNNQWZ0MbtIi8G3PmvWr58ME28ooUMR4VgEnOx1oO2T50ijTxC",
+	"3n5+ewVqZ07zXALTvJ6d2/Ordqk9kqKkWpfUWTm+frJSsnz9/DncVShZSv335+sPScsGM2a9NgkJL+aC",
+	"cHMNjYtfMIaO1Krr3Z58/W0rePTtmDLMERIb3qwWAwwFUz9tpEivcMB6qjMuzsNYGWdn5wCHcYagGHp6",
+	"ECLDBdzN2Jf6qNANHe9Kof5erOH62B34RAlx1/ZbRD3LPacFs4TgGjJOFMmVY4W0waosQm83L2Nk3qQy",
+	"pEuy1qaZsEYWMoCjZYJIQNnIHi8ZXyxDGYoiYxnBb0dGvPcjsaSFm+mdLTVK7tgG6ZzNqC0KSdjIkiqY",
+	"6mWSLex6w1Uj1OEULIVcbKzAS4hkqi4TyDaBG6BMFCyMyaL7cCvgMgEWLkjW7yVQ+1Y3baLQRv6Mi1VJ",
+	"5QY8cnl7VBxk1NuvcTEylvN7piULF+qwzoCERaVleJjR2m9jctjKb1Grrr+3bR/yjMX2/fuXr77WHXn/",
+	"8tU3wR+veaaWMSmGL/fJ3sDqc7AVUXRaqiOoEOviZiMVW91Sefd4hpEavBoD/E0okdA2UVQG8KFC+ODB",
+	"N2wBhIOoUXnnwYPDD6GIhpj4pbaWnxop/LG8RH1kRHWhN+FbTheFkIqngR1oniFZ85C9ybTMuO0pXrCC",
+	"VYMRMb85YP5IRZ7jdcuOQbCFiOYo/RHEA7pvCFeOwy2s6ENZidDw/2xh0//46ePZX66uP53fjFT1C1GJ",
+	"WoVJ0RpA5Oap0SfIyjAW9JrdOOyP+HAf2XEnIAsY4BHCY1Gy4h3P2VvTgqh6h6Yfx5q8rPmBAy2oRMqk",
+	"PCWTF41hUuZU6SkgmWAWixzvscaerxWdD2Pt0bnyRR4rbavBiiWg62j9MHad7G8BX0BbotaSkPDkutU2",
+	"A7Md7dnLH514RLcCtgkZMRwGEtjD6RWtJbsViubfhTxB4E1f0GpGF27rAkg6RWjnFdOarKCFMIf3yPq2",
+	"RXrFqpSFqsj/uP02RasFA/dW/0R/efjHT388P2qkKuMSSotGis+S0fIsz0X6JswaDx9DDFw/BAF1/ROC",
+	"yzB2kPonNxs59A5o2SyWmCnKC5Y1NpCByi4W5sAb+e6iXv0x7du1NiKahZY33aQ5GztMGR0iis/MDvRp",
+	"x9jZlJ0l7cy+10s7N0lX+n2p7Nl5V0ELEmorBHLzw/9C0kRD/jHbEEpWIqvzEOhyllVMhmSEF4CrXYEK",
+	"xTwzUZHpyTH8/xTrT/Kc6Fmp5jSNcOCOKurD3gFpUuE207aFk3OpWBEEzfBbs3kJNFU1zfMNmVkXN3SZ",
+	"KGXQG7l4KHNagJG5fXs105MDXmZwzDicgKuBw7Q0H9L1tv0GWvKEaG2c4CV1YrJ0J0ulygQiEQmRHP4E",
+	"x2DNZpVKd0hD1YLkqmpswL6VckV3zuO6CAEgtrLDqE3nYT/VNNeWNXyD7IQI279TNmwUQ+vW+VP2GT8c",
+	"1BcH6l774UJ670rcjnE5k3bwjaz7ktqI2MDGDt/66W9kay9j1ja8yOybAWv5Keyy8P3hte1WCb0EtH6n",
+	"gHYI4HrabXQ+XfxCEVuDUqR3dMXzTRCZHgEc5vAA4r2ywqZhGTNmgpTE37PZjUjvWCBy23B79PK6FIxl",
+	"loUJU+dgw8G7n0lT+x/xxiWf5WzglozmuT7BvNsym71BlUczFNaAa55nKa0ioaJ2J+FiXQJrD7WMk/b3",
+	"w5fo7k0+KcpBM8jB1azoioWBVgG5GSJQugWXPTh2HQdog4zvgC/gBhsYbhcNM4GXZRch6Ik6feD06z6b",
+	"HjmuPBdfckXZLM+FLeaHezO5KdJhJaawyNN//9BMf4ydinqe/+3m03dEsQdlJmTXyU7rSobCs59KCskZ",
+	"AonFyeH0+uLPlzeXn747vvzu7cVfjm8u/n16BMcGlVLLIJIYYHu4u2S9YqTii6XyaSHdVG5bJ/dsGDkd",
+	"0BIuDARQ/8nzqSCwTIn1QJFl23KxHsr79Lg1Ucf3L45iqUbBaM6nguDCJ2S93JhYJeR8VgyCltH6DD03",
+	"WV+X1/4FMLZpwA6MqaLPGEMwrGc81auvLelYPGokK2Wztyo2z3fwciT7KRCh15bUPZhNUGyKbsfhi4S8",
+	"TMhXCfl//+//xwVDF7SUp8h4XQMzW2jU2AIvFkenYKvAbMH2twuB3ADSmlQum2TEEMLa4Z1TZafmdWCd",
+	"wZvc0VUZXew64l2/tCRCPqEW0VOe2C08RPvsaRSnDy6LuQhf9yhBwLPfRZfQWs+IiiKNQrtLRupyUdHM",
+	"kf+Cd9D81GLcojaXcENUY02aXLOwjQ8HYxC0+qKxLDjc+y+Zz/UHJPZwKZiYt/ae5JKx5vZwF3PKN4AC",
+	"BebAi5rzexafNHNBpJ+UhGe59tPhMgZQ9qj+sWF1UHrTAn0FoCaGnSI8U243ZYxkvTnAZYLTREOHjVzS",
+	"kpHAcbXfDDmjIgiwFrrOuIKqXzz1nGwmpGI5hWJoc1N0dnVJZpAijR5Dj1oOrwElac6RyF0/ZLHPKYTy",
+	"YSEasTUaADKRwrVrvchRTseRqkbUGMl+CrdTz+LHn5sN4j3WjGNFN24HHt6wdOKen1yZh49OfdGTDI4D",
+	"qB2EzIb5nFUsG8MdopYH7c4mXWXREUlvityy+NvE2/IhZXdD79m7+apki1u2KnOq9syrP8PbwFQArblp",
+	"SosUptdi2SQk1iJgp/e0tnSgB0eR6/w3XFVUsT/NQjfbtxjphAfJjCu85OYFuZtx9VyekhOSM5MmDUQZ",
+	"wOgohBxIZMeqm75U9qQ32eBTrcra9gsIGU5JKsqN0UuQTFyUtWoRQ4lyoxecphD2hkrFMl19oTldmz9X",
+	"Nf4NCXk/7k0l6lYoWB0U4tdNDtiDquhZtQilF9QVHAZ2gkVplK00fz7HHFHIjJYJyfmKK3QtJ8B7rxIy",
+	"UXXBEv1vMec5e32fkEnO7lmekMkiIZM7tuGF+rLiRUIms3lCJmml/7uiD3rJ9Yf1XPKfoQ3+8GW+0o3S",
+	"Sv8nBY0zkekXtayYtCy1kfQ37S1gt7XYej0PFFFtnxcNHd/Lbc0Mp8F1ELzCCMzcZWpo0Q0IS4/IvjwZ",
+	"kthYwoZ5OX6td0/JH1gud+7C118N92EXBKqArNqo7hwN5mqzlRM/nD1mWvxukCLXVNlq60qmosQwFVWK",
+	"VfrJ//zr2eQ/6OTnk8kffmz+PP4y+fHvJ8mrr375X9FMhTEqDR58WpWm/29oefoyKYyYYM92U2rLl+BK",
+	"LF+++qZPfUVSMcyL4dtHiOfvX327W2laS1Jac9PS/rGTFXHxrnJa7HuqevCDOS2eSSIZ8DcEribTJS0K",
+	"ll9msZIJ/B7MEmy2Hesc3DaNansBcrSFwzp49PBIOWqrxHWHS5hmJKdEVTXrUpYG0EgHEen0PI/SIpIt",
+	"VqyI56C+4zkjOTTRFNVZDOFTD8akWVXs/4k+dsbwrnZrToP7WbsM/6G323Yk/ey7M7yR/tmGSGQuFGI/",
+	"8s790UWthe35G1blHM7Fz7fnY87DNWN3oVi2lkj8Dl863gtye+omF1u55Dslk5tSKDdDrrfR/Sxy9ui8",
+	"LGMRUyQjtyFAtI3xRovlmb0c2TnoG+KK9+A2GrEatPd2JpDfrb78cezyEMyH6yq4XfrjxS15Tkv+/P7l",
+	"c8nSuuJq89x7wyk65qtaKjLTc+9FNmwEw1aPtpVi/yB2ljV/1FEp26pTezKZ26o/C8gfJOTbImJJV53E",
+	"W21J17ZaceeqgP4y11PD7Yjvp9rMUfrJimR8wTFuAMxlay6ZuS3CZ2SCj+j/Ffq/dZGxSqbCYjQtN+XS",
+	"cBV3NXt7jUeady9e/j5s35XR0mJbZ9nU2poAQy4WkI+vR31qDklTP8eKtNpgFZhdkjSvpYIAF9KJbxcf",
+	"9wzw2/7iLZP4eSDv04Nkv3LhQHWwV+JXCPJTLSC9pSI5LxiZVYze7bgu//nDwQ8/VD/8UPz49xfJi5ff",
+	"hldiTLXt4FK4bqciN1jahUDsdiJLmg5rvlbHX//wg3yue/3q61Cnx9fvOjELahE4K89FXq+KsH+bwneY",
+	"3oAnq0nVClzEB6cQG3dKIFCcqb6r83zgChgb4ZJ89+mWfPf5w4ew1VZWfEWrzZ/YZmx7pZcHb36tN0y4",
+	"+fBtxluW5lTvQdOqfmo4hGdtCrx3sLPQGkJ8xT7hv8OMsdoWTggvMvaQEFXxxQJV4z1n6xBzg+60jC2c",
+	"NGTBwEtgGnE5NfAON3BpStvhU9/7Nn0Yb7q1xDJE5JAF5OXt2w+IUaaN7VMC4aJCYe0Y1sIUaV5n7G2W",
+	"Q12tdgMA8aKqC7wkUYKs6MPbLD9f0iocZs6y/NY+3y9iujtrKpvmd/EzcH3jm6YS6whTUJOGWIm17EwD",
+	"LIZeybE3kPBwOPpxCxIBdgB2dsZyUSwkUcLLgALd2X7tyAwCMwV2M7nsJoo1KCBkQAgAsmVA3Ifv+drb",
+	"rhlf4jZCZ5GDmxDRHK7Zvbhjw1X9lX4Oyvrz3LE24b7Sinp7T5pnLkqRBmIc37G1w5Ng+hGrv3RjaBYU",
+	"2o6TzNhHGP3SvUhNwp+We9cRLmXNMjSE9P4Vuf4DW6ZwkT3f4cZXd2KcQQfGIeKVuL5AIQPM15hrEPOu",
+	"pD1hwRUraCmXQp2laTAd9IxI8wSUeEtJkDwycNMQQQ2D2hmo1loXuaDhLIVRvPwcb5iAh3MtqrsuaUhv",
+	"LYeK8IbeupYTzBe113gm2oOqcInwlJEqj2Ad1rW9FjREpJgsACVlfAXJz7SqNhZPtJnVget4HEZipzvZ",
+	"4ugcXuU9Q2lm+QU6kDsKgFyKtYkywuB5kQP+rJUKB5KknRTAGaBK0XS5Ms62VXOgzJID+7NgCLQXz8wg",
+	"mbkULJjPpqz51ckQPNMQRllnwcys9K3KjYlIBomcUAqfyWYfWoqDngBmb/xyv3Rt+3oMbil6xwqD2+ol",
+	"nnBJPsHChs90SBm/p/HVscBdlrjevXRkanAPYJJTI3b6MHNHz8liPNZwZ3GbCfeTgLvDHLP2++3Jc+i9",
+	"RLD7EQISXeVbese8Jf4HL2wDIjBqu21PLlShvxVprdUHHO1ndcbVNQunxbeedGUqhVZ3NkPa0gKGNh0A",
+	"pVyGr0IbsxMMfB+FZkyh36iCR1tLSiVxP9i11DFyk3tuUGDga0OTWlZiluuxYGpGkW+u7CfGfRjtz2wv",
+	"kZ7GYEYOvmLQuMdZNtEv86OxtIXD/gtQtuEr2AOXULddaN8IbVoJxVvrUcRU7UK+lhB1Ruv3rI/hEBhv",
+	"HJHUfgoFw9/C3LO8JlOn4abg3E5pWU7BJJpaLNIpOYTpnt4vhVTmy1bcZaolperqk0KblM35FspdKQOg",
+	"TGdl6XgzMPhikU8RFko3q30ZiGq73o+6jxp3fFrL3LzWztUp3E+1Ar3mZs2UmA7fDu4G4OBsFtmxWJ/J",
+	"J7l9++Au3iDyD9W2vCAWMeFQfyCR5sWSCrQxEkzaGldHv91d3SBArsUffDqpAbEPJPrzStVQkSHVKfny",
+	"xSzWn/W/v3zpuUsKveWX2HbHUV1V4mGz7wV5Wee51pQPG8ArspRYO25FJSyjHDD57xTTdTcDX44nP/7/",
+	"/9fB4/cGdifPiSgeC5SEgtInT97Q6b7XI/GR/xdDSUIAoNNtoCRwGwCurrlyMVc0oiK5WCy2YYCHgZJG",
+	"bj+AhTAeXo8EBO7fg5Akejc4yQgfxaJ8opMY6HVd2kNitBSFWQ2e+P9lz9H2SP8pj8z/SaeLKH+FwwVB",
+	"MXcTz90zI3YWi1/5iBg+FP7Bam2MQqv6wXwcBaDxSHNTYAM63nGlhSuVtWdIU8Wy62jpmP2G1CXAui95",
+	"uiRLrlvfIPC1bWNkOD6jis6oBAbECJaE/sqOyD7u7GCAmBj5rnhF3HldVaxQZpbscyObXdN8ZO/XFVds",
+	"QpeMZvqo3bX/a6rSJeuH5KGGENA8ug/el5umJCARoRXrTIHX0bAMa/E2uP3Bmw7EfqvwJEKY8ib8Cr8+",
+	"JtcWTotKYukSXWZJxqQejKlfw9jiqe/3ZlyW2Eei6grRvbS9TGibbcAyFvhq6plEWIi+yHs/yJA3/jP8",
+	"Sf9pfW5OaswMwJ416afb5z4+MpKs0ZZcYrOHnz9fvg1XxI6kz3M4ZztGvsaBRirgORE1yAfoG1qkLI8U",
+	"3VqSqb4+V9qt1nJE5rygOV7RD3R+kANtt9IAqizEXJuXuo+QuqG+CL3guxZlBrADGEhsjuQXzQ6IlSuD",
+	"oTGOeYDKO4Z7hSvIZ7zjRfY6AuvpKE9H7xHkhB9xrQDVDbB8/p3CboLYvVlwc5y0bhnctZ9lBfUnrE3L",
+	"1vR6UBuepT3ZsLS7V6m8k6HkQ9+rBF2KqGJhj7L1/mHy6HYXRtNIN+eTY2lOUM8bLszHs0p/xAAVpJU8",
+	"Hbu0HeieXGXts248z7T5RZBqWv5GXNOBPdhHON2WjMSw9OiuI+d0o5BOyU2dpoDJkpB3RrHfasX+qcbU",
+	"2HOj1CFYAWo5TF/81imxAyh3N4g/rvmD5ADbP0gO7AsOkgPbfM+GuMrpJsQocQawt8B1ABXAmJVFt/bf",
+	"7q7VVkdmfeBxoThtzMKuRFmyDAqtY4jKkpinyIyl1MIAmKFW2lxVQhCZi3W+Gfnaef/7dhhAlFb21vQR",
+	"ImpIh2UpvDFbKCF8TmixOX6KWCamM/vrHkb8gkmLteiC7zzz6nQ2EZCDeKX3UqlyMs/vE4J/rcqvE7LM",
+	"JcKTDYCSVWwlFDvLsio+p2jnYuW8PtKbmwOEROAqdrpXA0ZiM4M7Wogjwj5hEKdhH35ERbtd1mQrmdn3",
+	"2pFrsql596ba7mi3Nbpb05+9uEJGzRQ+qZvFM+AWXdPAYFJlPMN7P4evMZauyLS+4wFotGng/KsLsL9p",
+	"EGTr41DPLc550rh+iNvT6l8n96LXz9iemcfqjd3JrbCHIQkYpnhqz2iPFFXiYRP1wW+3WPf03JuSFuOY",
+	"IwSZeNgE0lueBP//8fM86CZ1x3mKZx1XJtnUVmLpZ577Nm9IUz9sxnncGIY19VqDI5Bhw6vb82fW83EY",
+	"RGaHrGlz1g5oODOEbQXXnkXbp7hwmfTjcGwHNLUoPKLkJ7WaRl56gECLtaGNwl6dmlC9RcTErhbC/Qho",
+	"ViU5tNVnZS2Xid0GR09iZLRzMyJjFPN5zgvWd8iCA7zWg/mED+962Ipi1CsAgwxT0nZ+Q8UXvAczykwD",
+	"UlpIcljWeW7MG5z4Oc8jvBPm9AlUrpmT2V92YzDCCYIJd02KnTtDIkUBzUFmMrxHAn1i1UPK2lG4U0K1",
+	"mwlbA5I9EGVbm0zaZN7K/NsrqGI2pwuqjLlM8zja6cD+UxVN72JUXNDgM0nwofhsD4/iVrcQNCjiMaIP",
+	"hhVTVGpXWX0SE7IRkW0Viy8I2JI2vjQmimSWdnQUx1Y1/LeP4vgD3UHI7Dk2Pm5zY+tE/uFxm9Y2DwgD",
+	"aGyIBOP5Y5iDTt15YfE7nZqE04Su6caPxWBDB8mB+VlPSAW3bFAuWQ5FcRQ4C1DrtzxO3LSO1TCYbR9K",
+	"20fMKvP9SClK49w7CTDvJCTCv/U4FisHLQ0jPgSElqMnpK8KNhmfhrsgzi8C5mjzyLKKNQUhGRMWTCYo",
+	"BRLwN8KYUTeIzWHxgd7/TA6hobG9HSY+2mn4nU0Ic2ElI7jl7tP3jOZq+ZYpyvNgsWohWSFrrOHHa+YM",
+	"H7Y2gLayQ2WhHqxDEDYTC7sNfUK4hhYObZZdQk1i+FxMXQfxYjpjD8T8zCbpoIOxolqxsZGxO0ioDszH",
+	"ZZHxe57B4Qkzhxn54zU0zjfkxYf0s8EWGOeRWSAClxrh1YoGN3UOHKjRi7cmtpeavAL8QQvApBDmU72q",
+	"d4VYxy/6Ho0eT+cqchA0cimbxBGvLbu9P1jW13cQ1oc/z2mR8QzNk5tlrTKxLiKkukN5Fw6LOJK4ss/R",
+	"6aDqG1nwp8JbxaS9QZJWBgQKcO+ut0VEgVMDZduVBPUSBWSN8ui1TbrKxtj/dQgB8J5VNHd7zNM0/uIC",
+	"tVvGAKIX0BkKek953gkhtTiMw8v5hhf6DLdw253XDVjHOISm9eCUg5a7WFGe788O68HJSFZkhCLBYCH0",
+	"fjKpmGxleNk6hc91BNjgBr9ormMB2VQ7dDYxzPxU73ZIv43nBr70MMk8x0qEsrFSXgLch4dx6/YJjGG4",
+	"klWMm+mhInJpknB2mM0+AlKsqoLyRrtOvCArjyxy5AlkliKchgFfTS7fOj8cYHIbOONAtUah+nEVbj7e",
+	"NmAylo3bk4kIJyf8ICBXfmvmNsYWuw95m1CzZBpuUTb6kxJf+zBS+BsqeQo8u3rm9eLSmaiV2+gmIwSr",
+	"iAOWSBVCDDi/+kz0N1yxVNUVgyQSZ/Qby7jhNwsH/n7VEz8VqxUP7Xsk2sWvLTcRNbmQSIPfQegfS2uo",
+	"hMjTJeWFU6fB1tccST23Wl8KqcLgHe+FVC3cM8+k+1XsDxE6mTrEX/sseVmJrA5p4yv8og+fJA+SNsLV",
+	"dJu/EMDaHDHWVgbtDhHC+NWoKyG17zTP7hqmqkvAVR+q/pW8SIPvG6lSR57/o64cYAGbJt1Oa5MqBm05",
+	"J+EgYQnqFn+euxNi1z2u865FziJEUC1p+A0In4ICepbn6Cu0pXO012RGoYe5C9VT/6TdUhmJ64CKmvDC",
+	"Z+wFn9Vl6u0LCwktZSKC2JNTqS7Cl5DwcYMDIiH1suWYcW2rmQSiaOsxe+imXgFE18ALltSQn9YF2TAV",
+	"f01dhPTFjc+Obd+ByuKUFHWe971ov4xWdJY+FfkAchksDMBTAm2zCV80wQVoJkJYUxcFHWTbghektCAz",
+	"4CkhK1oAy2C8zUHCQmiSS2IeJoVYR6y0ugSqtSufY3pMRw0ptUE/1PbSigLiEuaoygicG5V3MXAreYdH",
+	"OPgS3PGmWULNMdrXNd92kLyF2B5xSxCa6fWltbVB/L3Yr0HiGS0hLSJ3SVqJNjDuLqBRcqNSMPqHeV0X",
+	"w75Ui+K8w3/eGzcIe8F/H2BXAHGayJKl2mUDupNcIV+A1KZYx4xqhtWXX39RZB412a6WTDm8w7gEM5j6",
+	"ExPYsnGrq6VF9+ijOyX69YBuOXSgtPQKnBqBLi5FpY8jd6gA2YwedqbtD1EZrvoZgw/CN7LDWmQnXVE6",
+	"VeBbWp4o+DPTjC1xchrfIFF/yHzR8ju96NKA06n3f/Y2GP98o7/Ce3YKJsmqZBmhCnSG+eLw8uYT+fbV",
+	"yYuE4Ak7rQswwpCEty7sz+A38tfwH/d8J2LlDM6qmcmzq0uHr4P7y/SFr0q8oJP/AD8W4r8IuBl9DX7d",
+	"jTtuVT/6Y2IPZYjpLnK/9GQej+/ntFfH83waeW17QYGpCO2lW5rfwdWnFx7tLMvx71+8aO7wunf/G4B0",
+	"C4V+2Kuv9ex+S+7e/0ywFbzWk9YGMVftzyTJ6ToBL2m2AZR4fLA14fqbrdjnSSD8uXUrvumgzrVHf6VU",
+	"dOyQxVrL5USJiaL5HVkE3ZAoRNenkhXkUFvJR1r/AvBKRg4h0nw0AnDINhzrezx5rkCu71S4zI2QqkOK",
+	"rkgxKt6IrymHyIsS+uCIQr5sbwNIYL4JhkCx5dmuxQkD6XoZu+cpeyYN/ZRA9pQ+AL3I9b1uDOU1p2tT",
+	"I6qbhhBzi6CxTFcUOarq4OXHUBmk17Zkyt8TpC7HGxfYRP+8BCeAZ705MFB60JOqGKnzsRW2DpDOZi1C",
+	"nmxVF/KUXDOowchM6sjbiw8Xtxfk+Pj4OTzsT/KNK+GxPwrOdUnTO6YiEnd9e0XMA7tIXLym4r1Y2yJW",
+	"JhUFKBm9tRezl9+++DbCE1uqXXRMiKUVx98rT63JxiJb/NWeVY28U6XghK1d5JgagiBPMnDA7ZXx9ULS",
+	"0UD+fglqPCbVr0ATAVdQ1ALbdKki6ILyQj9g8ngtJyItMmLIAdIlzXNmGPg7Vxj5QlRcLTtMAx/ffhNj",
+	"GnC/cNcPfut2T2ADN+/PJi+/eRXcDo+ipMAXN5PQvvD4dakkVkwtRdaer7cXN+fXl28utiYNlgR/0Vhy",
+	"sEBtIh/bQEJuLm4/X+nD+OrD2f/VHc2r1mC+2hrMj3//KnnxKtzvQgQZO8/slML3UAAIrke7f0BFBBeY",
+	"2oIH2lCaN0t/SiiZV0wuSUWLTKxMY8PXw2NgS34SZXu2aQ2EnO1x/HtNc46M51oZILPsloye6p4x42gQ",
+	"SpaYtWIDWT+JMiEpdh4gpVK4yrl+d05evnrxe4RiRDYNBO5GgorWmVsgaRF0Mgx7xcNKtrV9P19fJjZx",
+	"0LBglLUy2A6+HCFfBy1c4GxaV3yKfEV2+EsXqNyi9xqY+zFsHXaO3Xb8B5Fv6IkNquUlr7IrWqnNOS3p",
+	"jOc8GJ5v4vGWOVn7kEAxCZHPLOBeaIdMq8NQc+5lG9I8tsXS3LRvClXHczM3LzjH9oPczI90nB197oDf",
+	"3AO2DheCVBl8HX+CcfDmp8GQfyYYxvzxof1D/nsQW7V7uc1CNXhJCj8ceYfvv2tEBMu0HPK8/ZH665L4",
+	"0tq/Tz7we3ZlapGDl2Ew7eTz9Qdp6ouAv9vA2eyFFdfkZj+iEmpvGgAYCSD0zBjk/dhclx2jqLuyqMJ7",
+	"QeQIjdQgQ0wtwocrebHI2URrjs/XH7DEwBjC429RzTpj8C581/+kRTXY3BAGg5+r31olIK1AFo1A7v6P",
+	"+9W7DEpgD0b7DtUvzcDbG9Mu8vhd+TinAuwXu4th6zrkAT3H2zs4NwwHrWwMY44BwXE4NwPqvrRkSgUw",
+	"BlKr6IYXQf9SHwza/VPkK/zHSkhl71nnfIHlBMChcdjwKZwc7Ybr+9VJn/fcX1snUNqctjsFZhkUmFUL",
+	"Ig9J1DODPy6fkQCwAWa55zLRPy+IqBHn9OgU/kScA3L4/fuLqyMvbR6AHnfe0nYQbTrObwL3fj1SBzrr",
+	"Ay/ugq5Do4ByXgASrJYkn5oFfAWDolUxlPTxPB/OJoPmbY6EC2/ldDNE3DFG/UPjpg4802upzwBjX8td",
+	"zwA7yNhZZb9H3IxDU1PFHM6nQyudxGtCbRt/Cha2tCcNK0K9FWlNYftt2kio1WTFqgWbYIAyXP5ibtKv",
+	"abEYSHHQ238pClFXkry/vb0i8BtvdiVjd4BCWzFZr3ixOAoHl4JwwQhrVKhK5DnL8AXAjYMLK9aQA9EK",
+	"HRwiTjDFWS+pWh4Bj5MFFduFOae1Dq2l7yHT6U7fj+P23+NVPvX3q9P4/l7VAvNk2t/bWU+t/RMD9jxj",
+	"G2GQQZyz9kyis7B5/BHRrxmtmv3AqGRPsToVK9gamN7aQEABdTmTIq8V+9CzMl9/Bbn3nf0iFM2JXVAP",
+	"e/8UvCy5FBWmEtMC321abhYHm/UAt3vXAPVb57M1L6Tz8LAcHJDIjk6x9c6hqg/GdCl4yhLSOmBN+EGf",
+	"knANq+VkwDAwk+JW/dVJFKRprLTnHG4TELKpZBUXWWtePXnfhQbq1SNMFr3xoDupuGeV/B9msTQwPb/J",
+	"7sRT23OAG1huriTJRUqVqP4L7+HQrnyKXbZbWKAdj57q+Z7uEUz+593aj0VXObVrkzjC8NbzyJeDwG8N",
+	"TMUgEPm/NM5TREGeHqm9i7bi47bvgTjfA94eKay6rWghU5Gx6patyjwYzjlDEhF4iijzWEAV1hkXb7iq",
+	"qGJ/moVABm5ptWDKZE7MuHLV9Xczrp7LU3JCcqYszgK+L10KIVn/xnSXID38P/DS83AqxidM4sB+wRXz",
+	"KUlFuSF3jJWGm7Io6xbdpP5e+wc0PUgORAl1omW6+kJzujZ/rmr8G+6Sftwfv9o8tkumxqiCBbOSHnC3",
+	"J17fvHgZ9MNVRc+qECPlu7oCd9EunIAvAKkR/3wO6bt4LMmE5HzFDVjpBCAGVEImqi5Yov8ttF/3+j4h",
+	"k5zdszwhk0VCJndswwv1ZcWLhExm84RM0kr/d0UftCjpD+u55D9DG/zhy3ylG6WV/k8KCmki0y9qWTG5",
+	"FHlbz2wHZrHbQOHd9HyYQcFXQV+93NZBgLUYBp0wgjh3YBx6SwSEsGcrvBxkwopBc5iXG2wOXpCSP7Bc",
+	"7twFbTcM9WHXEHtHVn2qdKRq7uK2DZ6ItsVwHvLngv9UM3RNzHkABUKpQG7tkekHr74K3+IPw4bvxUHq",
+	"Gh6ASPfLdPAVYZRSnrFRCh0xWJ5UoWPOZb8QwWv7VTr2bDeVvnwJeVrLl6++6VPeEYAX82JEeNl/E/3+",
+	"1bcD4+9eJvryvH2f0S6n8WaudTLaUTkl4WurgEAk24e+f0bEUOd9OR1nlERKcbbNkvFVOPYHfjnJKKMz",
+	"YDLtXYXzGebhrOS3+mx5dJIZbmZCi8YBdA4FJpNIEEMthdwca6F0MqAqvQzt+O/Y2may2OL/CpmGeUHO",
+	"L99ea+/VUOZXrMxpaiHHLPCMKJj2LAqjwnMO6WiQkUOLjQ8b4VZjiNTJHbfeaeyO256rAz0YtZXX0Mpn",
+	"GK96wwk2+hV+fk3IhhjjSxRCvWFzUbGeUUBSV3ccXOpl5jucIb1JFvplZTfRon+p4f4Q6i9njFD/1x6O",
+	"1HZixtCi88Is+osAJ3BdlUJG5sp82bciIeP3l+j2NWQ4f6xEXe63hd/h1oQY1EI302zmPfZvr/n/rmLa",
+	"nHpQwUSykVL9lku4IbR6cydhHpzIx8+hw9R9xCyCTgJskbNaLT/ds+oqp7y4VrIMUeKq7fRWg3dMCSKU",
+	"uPRFIvS3pW6NTA1V5vSY3NZVgeQURFgGfZ8sk1bMpg8XjOHVzArxYSB9WGvgKV5dfa7yKTn8+uSETHkB",
+	"2//LTGSbKRHaRVvzSF1IPJoXWukRdHu0VgJpsYJIQaLCrFKIXvaxyOt2/gxwfoEqDyUmZZ3n4V+O2wuY",
+	"SwF1yqKS43YGZqifx1OaPn3358t3xLiy2ov84xvI2m/Amw3UwqCvEq+8wHeY4g6e+W8xH45+SbS86C2X",
+	"CDRiYStJSotCgDr3UDq25x402Z9YwBf5E4MUX20EPHAJF/XwsPXroATGp+FEfq05OGHw5Bg3fEkl1AD1",
+	"X21LU+9oLo5dCdr2eJZUXqmf+1tL6YpVFEAOSlpMFM/V5GfRgtvxWuTyZkkrK0QDLZuZ4JJI/SMMVJK6",
+	"bDCjlT7gI5X7O3ncHkeysdKsF2ff4rlxg5L1K5wh2iBCCoc3FaN3IQljJQzC0Yk7j9dwyOSM3sdgDvyK",
+	"nN7kXVwTP/ys9fmtz8w84vfXrd+4fMHPoVwJbcEYkf18/eGYwI2CoztbkcPp7373u/9zmpCpntj/43e/",
+	"+930yHM9zQHinSsJmdUO3NPWUkEHWYIxalpkBCCqpaJ4SSvpir0m1CZp0ALOFVeDYE+n1vHVHFSJVlOQ",
+	"wR84oo6OyRm0a7P5/TYqthL3qBlWQUroXRlY9zvWRmJv70Gui3bQZ8mqJ/MFSS1ZtY8Vifvzu363Ri7F",
+	"urBFC6kopMiZ593hWEmaM1pZhp5BfVGJnF1mEedDf0m4S70e8D2onYaK3Qt7pugJeSYdBLf2/kSRsifz",
+	"PmLQl7B14Tvre+DS7NpJx88OxKoHiV6qbgVvr5DJEK7fp8ItoOkXV+ZiGfF8tXdeUinX2mzLqKKBSor4",
+	"hYYDFNNt+9cau2bm9ctlXCZXdKMtFpDLKLrRB7HgxXD34RxBZnr9nq2aB/cgzp978hGVD2bizzEi3A/Z",
+	"ZhdJz3KLd1JUBG5aglUa+mnsr30cUdlgnbrcwzt1PrqhmxIKtyUQzcxN4B4FG7Ht1zAqb29BOP4MUbH+",
+	"BGxcgzvdv+W0Bs6ZipQL9wT6tzfE/hShWEE1rkhFP3l8sFOVGOyKVhhLP5uQGm9J6EoUC8gVwKnjRZrX",
+	"kHNhpgaU8XAephlDqxzM3+1Jg8hrJSoeYfZ3c2j7/BhRjMNUFTDIf0KCisK96mmpKnBRLcqkbXJUqBxO",
+	"mvFcFc1k4TsBQwd4K3zSigTjJ1redGd+KxKL79lsKcTdW5bze1ZthulHM/MkOXSVeGcJ+QEfwRpCyKsA",
+	"207+cHAUYRTFZvAf52JVorZJDr5HzIxrpgDLyNGK9nCJAqxvWldcbQC0xSB0MFqx6qwOXWc11ZNm54OT",
+	"MZX36ZeSqi/Hx8cI/zOrJS+YlGRG0ztWZFKb8dacoCkAQ2I7h/BjaX58pOfgnuUSVXAbsoWkQtxxdmp8",
+	"B0kowb7a2DakQVVsjvXJ2h3++uQFmdKSf4Envtg1hyQzdGq0pweNNFKyVKpE3y09q9Ilv2e3kDoemA78",
+	"2qSWY8QdEoXM52akDvKOHE71vIqK/wz/fk3e4AB+qE9OvkrPrs/fX/754svt5fmfLm7hMzZFyrcJzAeU",
+	"q2jLJaVVtfHqhn+qtWRNK5V+Me/GEU+Pxo4UOxJLUWOgn0qtp1Je0kKZKfcXofHMkqbWzoT1v39/eQUi",
+	"/v37i6tmPiSRwlH3FRmtMnzSVGCTtajuxg4ArsxCkYxY391q/U1wD5bwlMx4kUnIt6qEWEG39T8wgpaQ",
+	"SijqQQBXDIvkW7iGHChQLSUBHqMHf5nc3KeT69vzCfa1UYQl/xPzSbrOQdDDZAh6B7U3BMC4mN7kcDb7",
+	"Avfly3sh1QR2Gf5sijYeuOcZas/3t7dXN0enCHk6AaOjVS7TJvWALFhCcynAuccKdRzduazmOLyprcMH",
+	"JnCIEUyQUY1Mb1g6ecdUupzccMWm2hCdfoLvphANUEu2gQB3ZzN/RaaprOZfKvY3IGidurnGmWjm2hvu",
+	"9jxrxceD4OFa2jEWoId/ZaNbN6zCkKoWd7j2nkj3lB5fxWgOxtgkFatVXdhs1xUt6AIqrJtQWUOnD7vH",
+	"AwGzoN+6RfyldFHWBC8TJg7YIWMycVnLSVNhBE+izGvxlZZmlVdQB1Vwqaygwwlu0zb14LiSpKxnOU+x",
+	"6saeVJhWjEesWkqzNDkFA9mQr4AIkRmVzF0Fp0shWWFFM2NlLjasOiYXcA7+282n7wgwcdqrkVoaW38K",
+	"eJxv4I5CLmnJyPTvqchYYjHqE2BoY5eZHriqNtr4/t+JJaz5379MsceYDGRa92uBpn+Z3OoGJpfZVPtA",
+	"pSgkc8ARutsmyYv9VNNckql53TRxGosanlC4srQwqisk+27YXs1y5WIhj8kV1aY8XHF7KtDyYNqfsOKe",
+	"5QLGjPahNUsSAlZJAgbdX3/Ug/RCdCuwuIvSvcP5NAaqcyWyOtfrpuqqgMVEqWCFgnlBRtGpbnx6TC5o",
+	"6uk0sPZRPuwZ6t/c6j39oFXMpPlw6nCUzYubh/CDacMAbGaJFXNRpUwGG1MOHANut2cbOBcxzsMlgZW2",
+	"smxWiTWgB/ZN5kSuau1WmouLrOJzRag+ITCA6o1s+rspWTGqT6oaTGj3VULYgz7kgCq0WU2UDa0a8Yy2",
+	"Q4Fd9ZpolxjXLV2aU5LQQhSblailuf32qJH9nmgdPNW7dMly0MFGuluqGVs4Jp+aHq1odccy25HmlH5N",
+	"aMknaCbYroCV4Yw8aXSb1sEQ78G4rofR44ws/aDeoUFr69SfoHh3jH04cceU36m0ffS1uuZ12B0UTYea",
+	"OfySsYLrU8OfHtztvjBLMsXlmg4tJKrF3lWMjjwXKc3BrHON+cM1FpDhItdiLmz2Yy5ECaUqgLY3pwbX",
+	"Zmud7FyMlIZKpVYaFL0zNVg0bvwl1vg0anPasW+m5FBUyZAFCIA4vVbx1ouNYWx3Udh0lKzIjrC+BONI",
+	"YmX7q8+w01ZWVKINFGa2NS2ch4JmPVQKufog86HCyouQv6GtcNwB5ipjehybb3zRBNucwuJIZ5PaAeL1",
+	"pyuJa3fOpKLORLaxByuA20o5r3PHQm7KdLFCSDZq8QwtPkkOfzgwP/MfJnWRG/YFxbIfDo5OTRlKbmXM",
+	"/shE0dqlfMjYBZVWvk1qZ+7FyYtmfZBFY4I/+Z7NbgQMry6B9OmYfHIFg9JUvbTfBekQPGeFeo19bERe",
+	"zBsj5w2ZAz+Yu7eCo4AcvrETUQgzMlN3gbtYz4XuqqmHMSHQo9P2wJCzGWOHeiujeYeH1qGhHWL3cD5R",
+	"vFIFYmb9r6vb/yArcc/03z5t9pEFDYYuGApgg7DsnCwk2VtrS8yMjusjEMK1lLx8eLBygCeZ/V0CpWWp",
+	"jSG0AxMLVrCK5jg9L44S5wYpfL0Wuqn+H1N3hX6//hS6Txfgo3f7rrq87YfT7xru7jPTMbe1rck2NY/f",
+	"bko2PfIoxOEtlkLAIjwbg7M47Xc9zZy8PHnR9O3m7ZXL04Fl/xrM24qnd9rUuzy/0EYDkspJByP2h9+/",
+	"/MbaRSBu+p0d2YBXFEItsfhsDpdyxhY7pBgaRfXTBOwx+Ks/ysVC1CogDLQg0zMoSkdw9ukxOTPRgJJW",
+	"dMUsR2rTEwe/lLE0p0ElduIdn/Y6FhqdakMQs5LAxqJEn5oly5UJx5krA9tPKgmfG10JIC94z9tU/56G",
+	"qn+774SIEs0wUfromFwzmuGOx/ewrHHmW5jKWpdYa6kNxV2xlHFzd2z3KBp/dsO2TzXteXOpWJFupuSw",
+	"mdrpzX3qf3dkMiEkbEiMDFAk7Tc5j6/JFI7+aeKXdyXNlOHN3imZ5rxgVB+Ks5xNsZoaS+irlWyRROWN",
+	"o40bUyvTvBmx3iCWKhOMRpRChHMGhx5ySVsIdIZuF/f9HGhAQTi+OfmqSw9puS4Y1b6PFsBmnvWrc4Ed",
+	"V1q1uK3W6TzmJOAkYOhBrzEsqx6RWBe4nol9EnSFu+b1sgKAVER7q7qJDdJ2tseYC2msMzxwW26i62DX",
+	"LTSScKNozqzJdmi/u7lP4YvpER4/VuHSDcm11WBoNMiKwsxUol4szUEDrjxq62PyfcXhFLJhFcvLadMf",
+	"UAOzDSxJsyLNdvWoEZ0ahQ1uvGS3PGj3ZlRRkvGKpUpUm2cSADSMw8glYHCuYQHmFWMTWWpjs2Lgrxml",
+	"Icka+2w683uvM1KJii7Yl3md51Ny6GZ0elnIej7nqbbVbvCh6ZHnyyPxM76O48szDAzhzNkUE6SktWpV",
+	"H4q6MwosOuN9giAlZPocKSanNl6TYYAaMh8ascMvIb3F+I+YbAHXVVzlzCWLBANEZ1eXHlfU64MXxyfH",
+	"J8cvXv0BWMZKVtCSH7w++Ep/iHVDS4i5P6clf37/8rl25p7PhFBSVRRyL8tgbsk5XHNJcw+iFQO6p16E",
+	"B0mELIQnL6Sied6cRZ1cmmPyyXc7jNEO+T5cSZbPUd06y4E6T2K2iXo0r+0cFga5E1RgKmxyOm1cGRsy",
+	"AqXB8XyiuhWpAGNITylDc4kcTicT881Ef8KZ1MJjR6UdoLmo1hTCYXb3Hk7f4WdgXkz/MnH/nPwOP7hm",
+	"NJ9cXul//JnTqfPBc37HwNJz/i8WPGwfm1+ZMxG7aeYQjEyYSBNuWHqxCFGDUwNHxEooCwt6TN6JCn4k",
+	"m2EB6kBO5JLleYJp9AYlBzd0WQHKIW1QwJwg4XY0rkIuLEx2IToCA+mX0lyw8MKqvDe2ncm5yLRa4SZg",
+	"D2Ue1oR3a+kt+CEl60rAWZMxd8TBTFWsxIQPUTBJvn75hyMtg+DLBnvVOp225/4PpxDuWgtSYfaPi12z",
+	"B5oq7bAUDFBKjqFC11hDl9nB6wM3vjP9XtiX5nyXB6//GiTsac+ssz78BXkGU50YpAkjNL58b2+ygauD",
+	"9jrYexEKCUoDyWU/4oUnk+r/Y+/tm9vGsXzhr4Jy3arYt+iXpNO903ZN3XIn6W7vdide25m+d3dmI5iE",
+	"JIwpgA8BWtGk+rs/hXMOQFAiJTmxZDvhHzPt2HwBQJwfzuvv/KQzSMF1QyXa8qiu/fCfBlOj60cvi+g2",
+	"V84nqYGDvT1y7OaT1BquE4UsyvwMYcUuTDvYiSO3DmWQOQvOFYDSF0dH9zY9DFi3z6YNcBvl2X8mOy9x",
+	"LG2vCGM+/IlnYeHcLd+tvuVnXV7LLBMK7/hx9R2vtBrmEkPXL5+v8Ypz7GBxpfVvvBwJvO/71fe9V0SE",
+	"JTJIInYmG9z8Yo1RXmn9O1czWg5oHP39Okt4pqzbWjm28Yrj2k5+3eYPDYzo6Fy+y9xhz0cGUnyI8nn+",
+	"iPPZTbFHe+d458cfd/zvapfizvEOug3rv+E/cQP/mXSc//t17tJItPbjAsaxwD3cgedsJmwdt4iy4EBz",
+	"N2PyhtSYBiqN0xic2eKrgyGwCH/RqlWtOGBntnZ8zHtD2bVIeWXcoXOtnVoeEqq8Zh7evwjQvwgbkOYy",
+	"JP1sSurnX9UBAPV64Wc6eFTb/EpgLl8oGMDN3twfxso8BxsNO60QdnVu/3vd5ikvbDrmh59k9ueSLa4y",
+	"zP0RtV5Dd0YlVIGdCeqpM4ysnr/9hckJHzmbBxp+DOWt8FE72M+e6biqec+js9rrpFTxP5RDK4RiE6kq",
+	"9P6QUKBWC0EC/3qv4aEVWJNJRZz18E2isfiLMdLWILgHVYximwc0+bMMXD31NTm4M2CKYYQSXL2mihYH",
+	"twG+EfEAPGzSx3iDivYSbTAsfM0SJP2HjNEi5ykW+SxI6Ssc3CoVqoUrO244ASqQs41qBUhmCwd/rP6E",
+	"hK+qgitb1Z+lcAEb5bDATpwtD8auXC2PbsWG6NNNoM0+5iZRPi36ST5bQXi5+pa32v6sK5U9KkhCWQ5i",
+	"k4a9smWwOaSUnW7z+gz9j8HERngJHzUJSdJ4wJKzwZhKONxRYuqwKonBZTrW3v4DZ2Bcm0AY5faNzjOH",
+	"H+5wVJrlWo2AyC34OQ/YqWLUaM9diAA+wyIOfHM0SjBG47OemxvPEx37wyJMWJTqC1ysL5dsdHgDeHye",
+	"kC8v8FtDxj9fJaDZv/Jz6ZL7xgc4+Ex9/vHIK3yseYGlwENzrluSYvCi7nvzcYl/jNytjfqHWpMdiWzf",
+	"TSiqb6GeYOAtlmrEBiSd53R305lKKTAQ1wg+Dq0aLo46jBH52QZ7oCYjb9FCUkO7X21ZjsRxI47d5pNq",
+	"S4AgaMgFvwHKLd+uRAmJHi4sQCLHO1QehVVUumS2rGt/THDKSus0ElyLheVj4OtyiuaUl1lc0+SVpabW",
+	"9cyQdrRPm8/dDvERgFoozIWg5cBv4AM/og84/EHCdGXB2zhwj6pKMdg7Qa0GXOgQsIiMm0AElgR3Pelk",
+	"L1/8yAYlt+ID0ZQNohDLVKpMT6nG1xgH0h4KwqKBijgRRAsQfl3oXKaz1tJ8w2fOsJvtHbDTPK/TXqKK",
+	"C0rDu9U3Tj+ryyzi3iNwDqGrH1MkMW4GFXhtOhwKzrup8h9uZzOOI3yPf8kKx5E/KP1OiZd2uw6hONTa",
+	"NdpGvZWv36mzEX3ubvwhsWMefMjPVwufr+Oc4ZRoI7Le2XR/R2jtXELgjCWQUM4pbEUtU+2HZY30kNLc",
+	"gPqdtU9UeObC2QkYt+zEFOmNifRFGjdYxVDyHftsdQHZgaHNKyAegaUBcoCpZr9aW7xT+Sxhl3wiLqUV",
+	"f720pUyth6LjluqOKHV2rEu778zarLVkhE5ASBhvz3J3TxpcuuNBDOqkET9BaVpS4APG+LR+GhW+k34Z",
+	"3onP3m/+KWKyHMRfwB39b+mApeqJosBCaGo5DTlcV/RTI1/51eXFz3QTGO0EJa3Z+ovJ+i2rDAeSEVGH",
+	"ua78/QP2B0ZwYu4ZOhaPnrcrOSFoZfiMGBeCHwoAD+2mBb9MVQoT4kkNp8yigtDhlonOcyQe4F5vbQTm",
+	"pcHR09/qXFW26z6t/7VP4CPt0Gt6+JA92mGLnhmfJdNi/yhY0t/Q+wQHOLci7JmiDi/6aboNWS/FrlNF",
+	"8LVQ6bUPK4g0CWmpjdk30tZxst25Uovj6KIBOrucFShHKhRg7LUrkXN1F5Rq6BUsGQLvvhzAa2WoqLkv",
+	"sqhswCpsSMGAZ68RkGIYkWqoZVxlZOL7bZEQpKMBhJ9/u5oHlf745ttdQSmS8inQ7ApFmoeETGJU/yAN",
+	"y2AjFJRwGOulsPtdZUdXi/jRBZMO9+mpdekZbynUhgk8Yj3nm46RQQt5Pm+ebsfGx1THbkXlImLF8DpW",
+	"0KlVVE4CRq7b+aQ8UI48bFeqFoDugFNd3qCpRMdqI6sicpPVR4fBHF6VeSqTa229DGCpK9IYLpzEDWMd",
+	"81bD4K1mQqG8jpwK9fLoRzZISZUetKKnW6gHtnZixCETph1ygsn5mI2Vh7Ib3ngfCG3oe5O8dlsAWR06",
+	"Am62KlVEuXEtxnJ+dFGlr/v9jaR9K8nJxm3jGrcXxHAokFBjgS+0Pkw82cesThJDhbh2YueY4Yn6GPlt",
+	"NMtEKiGnUaZjpAFwvzVjPcX7YSbSUL9qUDGjoiHKVL2FjCi4FLxe7REu9EVAZsgmj/voNV1ekYWvEQQP",
+	"ST22KGgPJTevYVWuRcf2bCzIfQvRyigSpqkvakmeowrCrrE3vXE6wdjBlsY/tpnJPg0jNo/d8dN8kDvg",
+	"DPg9jxm0VlCWXIO+mMOEbGlf3I6VIr7jhC6kTwUHj+c4LkKXEfBj7jrbxTooHEWoBnQWBVgqyh10IgtP",
+	"2CVGJF3ZpHZohsgz1ZWAYJI/bS9ytD9nA3rQB7plcMB+kzciHOduwfabZzHWBvgCizi1sKaro6c+M/dW",
+	"3N4ZXbsMOP+IDAj6fl0HepwIcAdDomUvx5rZ5xoSXyXOdYfmQEwb2FKDBra2RdSIkWHj+rvnKuhULn6D",
+	"dLSa0kDnGfRik6WxmMBNMkvFRJ6TeyzLbL/gJRHEQzlqTuWGSJBd51RbeYtZ7iDiJ54myGkU11IRcJ6+",
+	"fX3ALgNvpkF9A7KXkT3zmCFxps9zxpLDDv5l6Lmma/+BxJISKu9qC7O4hXjlV2shpN62T+pLDs852Jpr",
+	"XQd0RmtcS4P5DzEDB/X6d0Rkp+ve8nuDe3b9+97qTNzphteeKPmut9Q0zuvf+TdgAV3/+tOiuMPVWHNy",
+	"5xvuNIM3RPl8hzkEIu673UMk4Hf59DG97/r3/eo5n+90y7n91x1uOGuyNt9lrxmnrSB12B0WMLUVz+96",
+	"12XgEF7/nl+IsftngNC7DZFQGIbp799ohg6+Gfj6WnSbmLHPnz+PPdT6UEaVW0PfKqk+o7zqEH61qD4c",
+	"fd+uPoQFv5ViCuyFS4va6oYNcUaqN5Wg8Dz1AD04YK/i2s9mzwM4o4tcWqaHw4QJlZYzqJhfqEK9EbOo",
+	"dWo4uNkAyJ0HhwNeFIPDAbI+DUL/kkpBmMSTy9LDdtF1h2P8gPd8CJ68Pcrb9fTtnmcUqRYGvCk7wPgy",
+	"IP6/wQmyU7gb3HQaRPwUFgrNEQZILGkC73mwzjj+xXca9bX4YMhhV/+9lswQ+Doe5TaUFRK/Y0XwhtLP",
+	"3JXPDHGgJ6F5KuwIi9/UTKVNx8gMucWAjT8POjOE8aPdR8lQn/rxCFI/sK6IN5HznoAT2eB22oytQ26M",
+	"sPvAHToU5aH46FsNtJpgbz5izRD5RmgX1kZUgF6gusNCZkHUpENR1kwqu5gaD+SfB2GgzcEMEv8I9nyv",
+	"aXA5aKZGBfDaOctKactwJiI7YWWlsPID3TaBwQLJQhexCifplRE3pI0WDNGLrmjWr2mJukR/YS2/CVct",
+	"fhPcaSbeaverXKwhIXLiJaRdD/kDztGiFO6JAyhlpw7XyNWxFwgH6rSHRnIJ5W5yy6a6yrOosiphREqd",
+	"MHMji8KX1GBaBXpYp+PZAZsbA3R3aFClgOZAnB48z/d1uR9GpdC36+bLU6R65PWNxBszY5TcwiSRPcxX",
+	"VLMBrlSd9hE+2wgF0L3ugEHrAyJmDg18UJOAdopB18mo+ff1jIFadciL4tD3uq6Uz5UELmnU3XCNIJJL",
+	"zCeQVjOFVkbNcfisE+h5LyfigL2tNQTDcl7nOhWoTe1HzqJC63y5CgY2jWhx4Z5N2sFmM0mzTuuFF65Q",
+	"jxYBO2KJwu9KDTi2rhL58S9Nos25Yru0//eckNS0V7jre23pKWtL5/hlGRZBOMF2lg0h8+Z1JjyF1vNT",
+	"+yNLKrASnX1UswTJMurfVilrlvp6f8HXPiKHr3fxoNd3Cw4aeOE6Xhpc9d5Hs8RH09ygW/bRUIc+aQ2I",
+	"xZxHpOkCgWtjD8hy7wLskW24GBo9WjtOIhj7M5hkUmfDR9c9yBmKS7RsyL1n4avzLDTkfWun5OEn37nz",
+	"T8SDXLS1OnkNvzd1y2JP/6dqN/JJ3XGWtQCE0vYDNOQaxC5S3xiMlHdyVdiaXGuiQb+l0ooc4rVR2iYO",
+	"mO2GVtgK+QxBq0RmQ2RfOibv77W240WEwvnNIdTdzvG5M3ez5+06yZs1UFBrpkcPFHflPngyGaC4vepW",
+	"iZuU9WSnqJYUTfNw5vnqm+i6tVpHNiVnsS36PUnO/WsH3R3cOySIFiE02Hx8ygA5nHyf5K9Mvr8pRQB3",
+	"5wMoAosOszVTvICPWKoRUqHU7rZdtPTR/ZlJk+pbUYpsr5kS1m5LUyz0m02fms/KeCRZFbRH+uyKdSz3",
+	"JV7ojUdDQqeofSN4mQI3Er+WOSSadkj1JUY0sIo3PIAZMeHKypThkzwTOHj0RlXpC1p9037qGdkkDbyI",
+	"ngYPIXZUukpkEX1hXIM11koYm8/YIBBeH2OcZNBeuOGzCuh1l/C2V/XcNy9G3e/uLPHwV3wTIcI/aIP5",
+	"DUMbQhfUsKEUTGTSQnPhTUvJp5BitKbVa6yGeF6cuzQsBXXNmo93xQau5wS+qJSSapSwS2oIm7B3KpcK",
+	"VHCo9qaY42KgztvRJT5icIKljdIfpOzMGt9jBWg3IS+mkf5jsJ9/KXgGDOy+DB/qt1eYw5+rz59lD28D",
+	"x4k4vRX8SKzgjSbRJMsrH7USzZQ6J78Z5upSwy9b8dy3o+CV1fvuSKQmEhmUEejhECk+Tch5cZKLGS/L",
+	"zqfHKkrrpbN9dZLzUIJwIXi2ITEIAZ5qBXHeSN4KRR6O1W4fdkkGgLuVMrviXFworsHeLSAXWDoT5X0l",
+	"jIOYtHSngO4I1K2nbsgLwtm8isoq3WUH7I/QHNOLc1kpg+XIBdldScgcnT+h4TUDyrEdePJOYsbbbT11",
+	"947njt3lrrAvFvUN+7+egutrldfra8WlPmK2lqNs27m4kdVwSHa96E40vILGjrU7Dxo8DZc5ByD//455",
+	"/22mhi/3ptqDpTaF0vYDDafFsqZSH/G01Rf/rXrAeHATwG8oxuddiluW34JXZonwnnNofubEbsKtTJm3",
+	"AY6Z0tjJDKiC0rFwI8vipnzio6USHMj+teXsAFqxgt7hZZRsf1SZSMU4idAidq1D3033VHzvtUj1RBgG",
+	"Y2wxN+D3X4XBQdnMDRusoFn3EvxAuZ3Q56XxTbYtuvZf3YL7u7MkEvYvrSeGQRMUXXg6sYkoeURc7553",
+	"QqShWCPnLAiSZO/wA/GDlHPjTvADdnF1eV5HwAJX5o9sUNh/wXEa1KXBCXv39m9nP4Ox8ctPL/7y/C/P",
+	"u2+NezvWcCJLlkHVOvQDH1GX19rP3krzjBRnPghl//UIbZF6cNQeeIU9cn71X/4zPYgpUg/U9zHuxC7a",
+	"THET5x6uvikL5RKo/uI9+2UQiQhgDoi7cC2IrAN/Upi1COFguNFNlF8H4INdU0UWAgdek34KeFj7X50U",
+	"x8vyuLWj+dEug8bouh5sHtSvO/85thnMXBD81Tx2p+amIene4FhAAz7iUj0JefdNjb5ima/Z23rpfzzS",
+	"j1xt9wsAn3X2G2GtVKP1zn18w7M5kZ8F1rUJVxXPyTFJfBtP79y/9Evy6OU/jHTJee8/cC/tD37Wm3pj",
+	"bTyAeylsras3BBLbGrjD2wsYAQd6HDPNsDshlIafX/0X0qI2GsY+M75aF4WrbiiMnpMxN9AF7AlIfiPS",
+	"eZ/Cv0lHiB/kGp6Q+ps3PtlDeUZ6xOpdIct7Zm0AKNd1F0PQZElrLOzxgMmQVu8XVZ77JC+2Sz2cubVi",
+	"UhCZfRSKsXIi9hJWClNNKFy0zxrpYhStjfNUlJ56gu82prYDdjEfrXWw7sNluyF0S7/5UEeRB9jhKpMG",
+	"Y8j1tf5Xg70ohX/RbrLl7GkEjiCJdr3UT09vjWsdfMi93vRAgODkDTuikZAhQbgTJ6Wn2weHqlT7Tu5R",
+	"mpaEhCvblgkOmW9SUWOsLvKhqJuM24s0dWDzx9hvzBm5TgY4tKOlPA8PDYvXt0BEq9hXpfI0Z5oqsJ52",
+	"5DgBlKXp98L+cEaS21pRWkNTTO6zJGpticc6if1cL3GPRDvpGXUjhrM+l0ochwoolG9iKkuiCsikM6M8",
+	"urorszxZKN2IyjnErVv9hCkxDYWUgdkMyIuQzwwLLQfYHyfXI6aHjPsKiLoEx/KZCUUhS8mNLnDZftNf",
+	"ZkQlD1nAWc/hP6TK7sx7/Zse/Vzqyd3uuNJ3u/6d+4ZbQdB6NdYpAI3Ehglly6/R0/ygRaM8Apyolmur",
+	"0SOjeGHG2q7nN474mem+YOIloZwUNW+kbfZZb+h7yrl1ECYnfCSeGYBXRDr5L4FcmUQQiDaNnipnESO/",
+	"LDYh46VDTmolzLCXsJXpjbBs94cjoos0e+zafWE8eqRp0o+nCNfQMP+61FPoQsQVNBeDUcLwQtUCdfir",
+	"yxKWOZ0vw2ouAGZzUc/gYUNZ90QJearJjoQWLdyOd5IdxSei/qpn2YK7J+6kM+EffxNqZMc7x89f/CXZ",
+	"mUgV/p0s9NnZhs0W1qOrPZHfRu5MdF/+oIeLZW3ReIsIfqF3BUXVHBQ5n90BLw6xE9GStDxKhifx7JZI",
+	"UhAHyIyrSzbwkj8I0orEtkP3R2vzSxTzAdt9frT/w9FR4pl82Q9He3Vbs/cXv3npipGnhhIJxbzoQ6/B",
+	"AP4M9HdKWzbWOT5tDgVAzaK5Yfd0rfJZY3bPDL7QUIVTPqNcGm5pYit487z4nOJSPxVMuX+PeXMhVnjL",
+	"cWlhzXM5FMAdvFUv+dxn6yL0xb3jfVXvL37ryXyestv7l5IrS5oJKiahV9tjgu04T6A14HgF2l4hSqkz",
+	"mdbDZVo5cPbuO0NxSVlCkK685TnA8Xc/HNV6WEvN5rNO5RAbMI5Kfo012zdiNnRwx+y41NUI+7tM3Lem",
+	"htBIGshtPQA3sLoklUD/38/f/LIItJf8dh5mu0OG3xzQrhmY9MUwa5HIbR+AVwUpDXdi6ifRw+/TTsC2",
+	"rTAbPu+WnY414n4yubZ/rmVfO6jymOLuYrsDBLEBYuREG8tKkUK/CKda7h2wM0s1B6ZFTWW6TCBrQnBo",
+	"5e20XVC2UfsYoJMwrBWdWCM4ylBXrdXZY8a9kh50F2zlVVvNkgCdx0q8v9pAsytreTqGLilRHWtkbeOD",
+	"ZtHjXx69XMfofgqwnSz0JgESW5jzCfMf2x2N859bK9ExTrdRlg5RqGritj0+3W36lcM6XdgT3tQZNvaE",
+	"21wMSBr8mi46S2DI/1+FVWM0ZnzazrKFXD1GzCWa31ZsNzSDa47lJBijz4w3ErDPvKlpjPe6Ruy3c2PM",
+	"ZHbuHANPWRjztda54GotHwt8+sN/FmLUPN+wG5N7mFQcC+7m+yS3HWmAIPDM3ld7X4p918kCy7xVLd7y",
+	"ZX2OTukYoCST4xCSwjhUoCNrxqEwk4V6FXV0EvRtBJ2wUbA4lAXFGrkTrBFCO4yFKwcMKp8dE0dMU/Fn",
+	"07FQ9ABelvJWmAN2IQrBoRBaWjYl84HbuKthpYZSSepkXh9BQB4eUmr8OBvpMXUiIjQ87wq6twTRkT5m",
+	"IbmmxbBwC9in1PRR9o1qu/AZQiPQB2JUMFYX3XB0WddhewWyCUiXmFeTtJb7s12j4WAPGXpRuozSOHkH",
+	"ACMu1V4SkMvDhLvEKZGZNAW3zgZgqYOjPIY6XayBdAfsHcS1nOrroKapPLJcUyc3IoJsAQRdPBU80MVy",
+	"OIAl+1ql/+GEWRdzTZKLrVIuYJvjw4lW0uqSUuJWB4OrsnT69thZKW7QQo3coY5UwSAn2JRU6UxgsQKc",
+	"95yNpbG6nLGpVJmeOoEGarqEPEb+z/xWlBwaCCqr2XXlVHdzwH6m56d6Itiw1BM2Fry014LXbVCxcgrf",
+	"PNZ5Bt2+JmKiyxmGflUYVlN/AHaIWWhZSqx21KqkFChggGC6FO1WKa7m7/Vi3lno8QmUPDNHxw4mkseg",
+	"uYUkjUfpKdhlE6kqK8wJkyMF04Dlp3vwBPFLf8COqEk29Heha7psIfrz7/j8hkUUzBap7HcvdhJn1smJ",
+	"sz+fHx395QjsY/z3UbBooMhDlG023oVw5k5qG7O1GvzD7vutGOFbnYmzrMvM/OG7NaxMXKfW9V7xcriz",
+	"fXEybgU0wN1ZYwRvVNb+/pMQ9lQrB/NGZfcwlJ9ABtlUZnbsdhj5+euBpGNthPLk3rQtx85Et+jNeP7i",
+	"KEjy8hHjuyjUu+Ye+8sPL4/iPfa8ZY9t9BxdkP2Wc/QV4abHSejj6QWuP1LvzWb33fvrYw0tPVrr+DzF",
+	"K9uO0+/aj1OHPW0pVgsn6SGdkvd/oibBaRqh9erTiHbflxxKj02Ceqm5T6mhtV2Uni0JTK5Tnu9TPuRK",
+	"seEsl6OxZaUgYu46o2wYNZiAcotYKSxKnQpjjtlIl7qyUgmTOD2ygNIumbkl8Priq/P3mMFTAH1yLkyr",
+	"qP3mBk4ptptsPhG/J8Q+VuTXfRPtJtz2heCE+8LPjP/GYRE2uYGN5bZaM4nWzUSZyjAryonT1DPxUfic",
+	"fw2OyVvpXhtcDSSLcCTAATARk2vftRjcctVw6GwlVCYEz+2YccOMcDvWmUhhXQ7YO9i4ujTM2ZjSAuMz",
+	"9WzG3DSfiwHN3w3l03GnZvoX53xk2LUYS5UtO3YucVUe91lDg+xygNLa4wfuj5p7ldV6eWuhMH7P3Lus",
+	"ojZ1CH9d0e+M5NR3PSI9DO5MwPgs3NEIgQunrLXX0byBu97C6za4jevXdFV1uH0cT+Hgm+nLFc862lL4",
+	"67Yd9fKzd9ThJwXehj/dH9fZX2HDBJcyPu6ZYbnWBVSZep3l9PwMmYbBZzVy2kllhFm1707dSFakRbjr",
+	"mMwWxuD3dUvGgfJulfXTIrZZfNCY/zKZqL9Aj+v3WtikYsFDkhm/jbcmhWuSYRbakzUgnPtGIiapBc4H",
+	"h9wmNqG8YKz1DYhuc7qt+lC9JZcT0307orkO5d1XTXL3YLVE1J21RUrbGew2K6ZR98rlJlRgraTR0th3",
+	"fXa4M4PgZNxj2BmecmuchYMvMZgwLg11mEcPmj+L0bQngqXKLSA63Hg6TpAAhgqVMHjtTTNCtiLnIJpx",
+	"L01Yj5Ang8OpG19iibgHkylXNgTGQ9vNScHLDpo7lKS6A2WHpbUoVE2tdTMQshA4eBdqoyLs6AoA8KLY",
+	"uae3+YyjrOtdeEF3jOiBEHL+uy5V6uNt15NtbRNY3V1rrMClKG9lKt7XZHcLjVLB7VKLZo1vHrqaRDmb",
+	"xeRbUZplPcFjrYmGCRk1YJfQzagZeYOFS0VdkucAc4W29DcayTesKPkl6IAAv9y9fnSf6b7zqtFt2Icb",
+	"ksCpuHb2xL5U1/rjGs4DND5qswUfY1ihjdMjSFVpCFuTQiYBzabWgKqCzsp/v3z3lnE4UoS8FdkBewMu",
+	"Z/dGJg27EQXUcmgl2ABfe0CjP/h7dXT0Xfqr1jdv+UTAv8QAGWycoiaAR2T2zDhZpRoH/KPM9kgVkobl",
+	"0kD+rxnrqbtIGxFYcDApEB4D9A/GDSXXauT+Wz9PV/Zaf4SD0cmi08OwLlBijpCyJywXI57OmFH8RnxI",
+	"ucFFZQ4fDCUAlROeS0hGHGj1ARfoA/L5ZIPQlWnwTl3Cn17RX/aW+WX+wLU6gw99V8/4Z1HltChHwXbF",
+	"uACfCLYrJKQ5DnU56ayCGNOn7UypebmueoYjoO16TepanEveNQS45hIueXRqW/xt16LYIRnD1XjsEP5Q",
+	"iOyWs1IZ7o59AmZYsRiPASDugMdmZqyYHOR61IbK8LRDhJE14Biv9/oH3tbEWw+jxnKV8TLzwGfYtJTW",
+	"CuUxG2/2KYdQ04BRQVtyZTy5gYlMUephS7QWkDwtY+NWqFuR60Iw8ZGnNp8xYHV2r86Ew9ASAA53Mmkb",
+	"g4QNYIBnWfjRyb37h04hRyA7te9t6n6BkXf3EypV7qeMWz7YO2DnpcNB6Cahh/RrwJsoqTKjSTncd1fB",
+	"qcVTy04Bht0xADMe/PfFm9enr67evP7HIIFJKD8DKcwBex1mQ3RVVOUx0VCNP7SinA/s1MfDLk7yHaz+",
+	"hf91mDz+/nf+8Q0+uhPj64u3AO6bRDScBMxnHSijbYuC0CNZVye9UZPOINZW1gKzF58PZpRScyjVUHdC",
+	"mmcaQnzxFHCIM3+I60ud3gh7jC23uR0nzFTXde/tiTAGpjgrhFPW3NqpVDBVTa4xCQdrLEw1cQ/PgRVR",
+	"ZeSww8UY8onMfS+qlGOFS1TRPJV5zoxwCotTYOHyGVNCZIaIJv26EM6MRSn2Wu1Mn0TjZhcmd+aWZ4Ny",
+	"1f3SDgvPLy+L/vQFEdwH57BasrHCXNeSheftsuDmu2z/T7t9zO+LUckzQZwt9bDgaPX+5AarJ5k1Lcf/",
+	"njuhwJiy4qNlQGVi2O4g/v6/o7wM9hI2BG5KrwvjzoeCynpuBkmnkAEUqVGkYYOxyHM9OEF7Dk+rAf3Z",
+	"k1zxeVHEGY1KZ2Bdz0L3fV1ZNuKFoQKpQVqVRpeDA3YKhycHb5RSIrUJK7gJWatGlzXTVhhc0G7d2U2P",
+	"omQjK1UlWAmpe3gwS1srLKD0BMw4wboFGLFPgIdkJrD73LC8Vw1vRm4YI1Rm2KAUZqacluId7WkuHcqU",
+	"gmfNpFv8rDE4n56fsWsxxIysfOZwSKu4kJX6Y51WduzAKQ19KoDrWvDSLbS+EUCc41O/dC5CbCDV+kaK",
+	"hKVjkd64b49vQ3sctuIxe3n0vKZHICK0Gg4T9vLoO79AgulSjqRC15vnMyOeGF83h35xWCR381F989yF",
+	"sQDQaMI88JM7i43nzmBsC1K8K4RqBbtV3rxXixvKHyxhSwHBFxO8zCVmD7lNiXrcxZu/nV2evXt7cPb2",
+	"9Zv/e3D55j+dfFkdzp3GrusyM3GKy+zcgluHdjvHO//z30f7P/7j0/Pk+Y9//v3vB53/+l87q43S5wjq",
+	"c0Uo0PwD6JN9eBrb2NZfiLakU7LbEMbjz1DnuZ72ClrHIeX27LID6l7PpdE1dMc5pLY9a5iZ841+SjGS",
+	"Bo+NAJ5Fzq0TyYQBOTSeKL6dTnZMNXZFKQycB7sDDbX4yLyoh0P4xwlQR8M9gLuVil415gZboqe6zPaS",
+	"hqcxVNy5zYqvujw7R9u10KX1+h72GZIlS7nluR6FdqPOZKSh+SPWWXFwxwCHdEALd/C/B/7kxbvbTbJf",
+	"8OrXtMoP5XLz3wzMXmnqLwBbrDs+SXHdRToX/G5uyvjR2ohdNmkgNtZ1HRPR97Xrsac98NAU7ghqaL9/",
+	"RgvBBVtwDnMOP+EPZ9kygiqnKmmIRQYMIElkZ9Y0STV8FbOPWwIuDfyxNWADGsGg9vcP/BgGbBd8QHYs",
+	"JnTjL2+u2DwHwf/x1/910G7XNXbmOjkRoR/ii6P9TI6krTuXxUWmzQiiH8XSGOKCkvDiaC01YGOC2mVl",
+	"0gfto4j3pEio+dN6s/Kcy1txKNWttGIZI8dCZyoUU69rBznwf95FUxSP6ImzAKQFw3Zw/u5yUTIX2YoG",
+	"LNPCkDN6rKfgOfLaiGFnb/92dvUmOwb+b3b16tx7wRs8n7uD0hZ/SDu+SgtiwqMogIMLocyeU17evz5P",
+	"2JRLiB0OnPamK1tTRfsS5edHeyEnK8wXq8TmtR43dDSFkGrMHd1yItiQyzw44CPOEYQs+iQf8Gt8oIEM",
+	"DtigEboaIG9aW4Mh34mxuQitbYHQepPWKayGidyIKfq7FhmYCp3n7Uys2HgROZkWAfUM5kEg8pu8FTub",
+	"4R6N3oCvXEE+urBZofZJT90Wwn1F5t3W+yOuwauElI2CusX1SVvfFlcpoAafb4/6zEBKA0nlvZwXbS2k",
+	"G0fGcgqnc14ZMd/6o8nWhN5I8q4pgDKILu6GKN5PDrFlme0XvLQzcPuz7/eQEe6n//cGoQ68dQ1Irsni",
+	"HAKj3wKNWc6UmJKIJ2ABIoN/C1kUOOei0WL7I2KYCv1mMb2XJLGNvmmr4IcsTHeCvgdCuVVsURHI6aLH",
+	"uG8M44DU6mEhrsj57JqnNys1YwSTGIGoKUjUoSlk9mP1BKqCJaRe7F6+PmcD89dzet8gYQP71wGph8jk",
+	"ke0dO4i6uDpn0JFbGpYLbsiXPa/wNlXFxDve3R2WuR0ivOctJLu6J9P9uhBKZHXpAYYbAqjW0ZA5BZhx",
+	"pz87aCycFrWoRH9/9LJTwT2B+NCwMhw4+r4/erFwaSn+KVILGXIQyvJb6ZlhAxrkgcwGlIMXDf0k7iq1",
+	"O+BFMTgc+Nz9wV5IxYt5RRvzi4JmhrhG2S5oxA0XQ3RQHVK87//41/x1gCuu8LuFiFXTFIqfML8N92k2",
+	"5vAT/eTspPBXeCw18PMRIjgX56ZD3k6ffx2st3qH7gIGYO0Ae/7i+V7CxlyNDKuKsJX8G6BKAuwPXGQY",
+	"hYHnEr3ACpPAb/rNnoz+LWuZBj7NdODX9oBGNkA2BO7tXvC2bvf07JjPUtZF/FQJczf13U2/gaP0vgpL",
+	"3IYJTo34ENve0duGed1Ffszf1zi0uBVsd0C7HyNVb1Qm3MEIGDUdzxwcC/e7vah56jLvsBfAS3zPOm7i",
+	"lrFJSJ2Mji7CYjzw9roo+/1KrFt/0pZX/Y/tgZRfo+X41DuP70l3XpSCzTqPl8rqKpbnYLn/9P/eJCzN",
+	"tfcY1PpowkpBagUkDupaKTZzCmqYOF5/wE4VinXQV+quID8yUgE/KG0/QGP0wVL7vRf5+xb5hAEO9wpJ",
+	"r5Csp5CQW2Aj+LZMHaFw9CGmV6xAM85+P317+er1OcM67DM11GgqgEmtVbMvQuQIoOgV2Wm7cTZha4aM",
+	"g8NGfsweZUjXdHH4Xm4grwtiPids0XBtnefhJ8vNzVn2JxmVNCyPoFJBagalkuF7pGGDyypNhXDqFdMq",
+	"xXTEgakmb6vJIJRWSAfhSlcqFRkZ1ESsPzhTbm/kwgoKTy34ESB3tE5qhASR3aheBV9BBS0TiGYpRmku",
+	"87OAc8D7GfBvH3waE3J1wXOw2Ue8pA0HBd1YqVLwdOw27uCAvatKxrNMus1xXJel/ESVidTwFdwYVW6f",
+	"YUp8V09XwlfcUf9JWT4bNJijFy2xljEpIOnYzw9iGccr1HH6wAdMfEeb/vTpT5/1Tp9Tc1OH+DsdvBtO",
+	"vWqH6E6TuAbufSMz7+ULxXKcfFjsDU/HVBhdp/0HB5hvpQ2uZTvWWNanskJLZd3P3kG2dwyp8/UvfK3h",
+	"tc5mkF5M90e3O9s89oF2uN8He+58dL9k0sYn0jPD9FSxXKfIS7oLTDwOTE3iO7KUTGYmcXBcCmOE2Qs9",
+	"GvCw7KDJaUXdlVo/LCmo+h3aPH60R67Krwukvd1+b3Z77FZeDLJsGmGwQBpt7nXSyeOYk2G7nkPCVIUD",
+	"UoPR9ppy0uyFLHNZQm/1dJbmghhbE4ZBCei7rnnWnoz9ex3XerS8wNEYl7FHNlavl6H7JJBsLO0mqIAb",
+	"knL4qRFt/fOwFENRCrWsJuOVrpQ1WJYAl1PNYDOMC7RyMYWkSeoAMHq4El9XmMDJKEqToDWYanfoWTEp",
+	"oG/rHhLHcSCn0UThDUxx/6yykYCQlpWlmGBjhLKNlPgXEcvfRT3LFUfi7/GkOs/EeWKOL6KP+4IWSXWf",
+	"X6SSERmwNd8QV3lrlQV39ipUb7S2d31+lCzvbLSir9GW0Cr6oh2YVe/sHrDuE7DqdV2EgYfAL4cE3V6u",
+	"P9wpXpTCPRZTvGmn74XUAgK2gChTXeUZyzQ1Q5xKI+jPi6pEaBbqBn+M3Joe/7BGJDRirCl2RelkNuUW",
+	"8sJ9a1at2jq6RWWy6AWqE1oUMcFJw5S7kwlV6rpR5AH7KdfpjVSj+JPh28iVU0/Zt4WtVC6McfYiJq0b",
+	"0YKtF3BjJIxPGlT/sRnX1MIiLfFMndP+1CV9lIjRphTcIH/o9rxTjVG78SzP2Sjq4Tf3Ve+t+qbyIBe2",
+	"8f2fDi0tPd0fDj3mrrAEG/ppg7OqFjjv+4ZMutyCwdNm3gGzt3/tQ1Xahrl4frsWyuM5BVB9eaPI9lfP",
+	"EcO3vVsEqs97HYGvM/aNa+5cX0ztj3eSndehh/JOskNO951kJ8SJdpKdn7nM4YcrORHZu8ruJDuv6Jhv",
+	"K0xec/ncbZ0MDXgxSPgX0xGGN6cQrKkpCSPmoV1nQhzLrJMdkY5Mkf006yQm/OHos4ekSzbmkAuhK+t5",
+	"Ytr7m3WNEJqruae32zlDnhsRxnetdS64Wn+A3LoxeqI19/nkpHMow1JP7qElacfX8xriikFYvbEhEL0d",
+	"0JeMdVV2i6BUqfjVXbFul9N/+8vLuzbSfcWN2JfQY0laeSuQlIjGKLOEWkq6ByWeCAYTd5ym5T6rcIdb",
+	"1xxuxGyqy8dDxxmdQ+swE/iP11MTLLFxG3pCpLZgc6UvNmkbKgt2gVzDhd1UXj4DKedYOlu1Gui4+LhU",
+	"m8d9uvei/bREGzWdSCqeme2Ku9uoK53ti/JugQ4P7BFmRC5SEHbc9cx3bCK/QVaFXl8tfvFoV13CWFZ4",
+	"b3pDozc0ekOjNzR6Q6M3NBrnRlcrOzjCeiWkXQmBA367Gscn+mk58xmmYWs11wiy7rtdqxph2y7TLVap",
+	"FXXsum4wBzd2hIfCJB5tI6N48p2yQVPsI9L318GosWG3KEyHGNztDj6jsmYYr9uqArMzR6IXKPaCfH9s",
+	"J8ZzKOxiRHhFjSuszkELgCizO2B4eqP0NBfZCIO3PgSNqflRSPkEQ9uyfjL18/FMM5XKdBsNFo77acjy",
+	"/UduF2a/ogLfR2j/fGBoIcvgq8WYPvi6VK+Az3/fYLgq3tqAw0xYLvMvUDGkKiqbOEusqKhs1lNZOdUD",
+	"0WuV3vEaR/Etax+0BMt1EGwp5C7stZGNaSP1Im9IL6GeitjnaQWvcUQm6vtCYRsHqK2pHXpsoc80tKAy",
+	"wlpsu9vZx/QVDuOuIYMrB72WvHVrhA7w+t8b+WJbaHmHs3ut08rpXd3iFS1tfwg/wdK5X4TtlJUNtEVd",
+	"lONDt1OXlG7/UUobSMNQKJFjEu2Ia57eGOA1w5iBSKDxHlQyJ9QORuJlCRgj0WRL4dQhLHmG9lVW+7xX",
+	"d31V1Axd4Q6sNm4jzzp183gk0HD/hkI8MZjpCkPBf6uQwfsQuZ0Lgz4FZ3cnmoHOdcJ0mdRfvq6TCrbs",
+	"UCppxtScg1ygU+7223woi1lNFKdsdxApLafEoDnAOsiRkgYaHV3P4BwaRKGJwV6Pq30d9Jr95h3ybRDO",
+	"uyykJqAXOVdLqDiAYwGcNQ6oqZ9MjRdYkYCiSCFezjI5HHrbBYqIsduMgM7G0XyxXSAHLOelPXHiCv2V",
+	"6n6si8B9nnP1TeC2m+i6sA393CYFL8XDQbYbb2cefs57hbMHxnX5EilbH3rMtxiFCDfbAsiSTz/XegXw",
+	"mzdhnVYrPtoltuoFn36t5mp4lUzrafoTrwM83Cr24PGVWavwVb9EhKnZMj70oOTTIM7JTlF1m6YQ8QJe",
+	"rJYBddqqOs+YVsFc9bYqsKeBOarznP75mVboYxD6+1dolsn7OoZpUB97o7Q3Snvd66GN0g2i9kolbIWl",
+	"+grtnxUAHxVTUsdprcRdDc9vD6rXsEVhdXs7tMfCb8cOfQAwLMW+d/qsb5QGN5FnLPIJC2yijT1GyrCk",
+	"7mqesJxbodKaPO3Xq6tzSn5YGmMtxaUf3VcbaY3muMIt1yPN12C0lvUHva8Qa4eF+jeey4zPx0+TpiXa",
+	"otOAe92HUVlMd41GR03qbPgEzKhsv2G54j9QdYqfDsHelu7O7ws3zEcl9JvzxdfTw2n3odTeau01tccF",
+	"2q9Qndkcbq9QzIpSp8KYlQmm0QDplrbwQEhuw3IyZIMTWasHMShf5zSEr1TvouldWm5FN9sXXNPDxkNm",
+	"mS5u8Q0nptFbDjE/rNtB9Ot8Otm+U4RA2JpaT90SgxIT2O4YGM7d86lnJvG4SzOXVXsSVeky7Ibpe8Nj",
+	"AyVionOnJjTgaGNMv4A3PRax3pRmRTM7hZVcq5Al9JbPtRo5DcOt4marW1qGulyVwo3xzNc89TpVr1M9",
+	"UZ0KUWgjeL6eNnVI8LskOw363GOnSV734o0HuxW4hrf3eN3jdY/XPV4/HF6jsvqAgL0SrjtAmu3yUFpO",
+	"f4HG/EMyh5k029C7L3sY72G8h/Eexh+2N+uDg/jSTtOgci8ODwHYN63SJcu0MNQZDs8laVmlrMyJPAR+",
+	"WXeE2AK466LH9h7be2zvsf1B+25vE9pLWxxih7M1WJzneqJFHYXG2thnPiY11nlmgJ1S5JkTD6FsPkvm",
+	"OF8zWYoUeQbayJwvbHGuS/sbjm0dmlcaVMxzKj6D5tSBya2AYDw8MdtJdsTHAsLyaxOX0lg8bWljrm3j",
+	"CRe0DsktIY7JCNU1iqcexYs/+LJ+jri0PaQ+QXQDEus5ELknbpmkQxs9NTedOIWdpWEsegjHthtbSYkC",
+	"HJTQYSkE06ghYPSdaLgnGgjsdq/dFyTCCcQLyHEei/RmD36N/c0iol47lalg07HMaTNnXb3oY5H4qpTR",
+	"eGIrtFBYITblyuI6bS9FKh7kcv0Txthrnb3W+VRxGWSMq4DNG+Peq9XNw0/wX+yDCT92uxQuBOlT3Iua",
+	"2+0A3NcCzX3AaasJLtBl0JY2AYizFFZXce3BIzqY9mhKG24A+QSQ3a90N7b/MZ6Rn8efm5t1KqyP5uEc",
+	"72G9h/Unnp8xD+y4pzcK71ArdPjJ/ecu0G7Jj3frVT6tSDlPmIareZ7PmHbWtfftev63kbwVaplDoQn8",
+	"qzA/qHQZvL8D6+mc7Ab67oYNP3z//XffRx0bnq/TsQH8CqX/pH6RvkYHQ38q9adSfyp97adS0KWxwGGj",
+	"ZoctuTKpzkS5b8WkyLld7e8Ot7Dd4XBSiNEeC/cmjJpA709l5o4qAT5t4rdrNIN38qZxklo1G/C3O76v",
+	"wouvwlDXcX+HwYFfK+pzRr3rd7HczI3FXYDs5PEVnW2s5pvbPw7O8MV1WuY1DqvT9/ZZ1mCw3vQ22nyb",
+	"dNCip9OZ9i0vP3G/pp+9/Q0Vqm5n+m5V8AuT6kJE/UNQEl8e/djlW13cPjub0T0u+a34GQDEv2iFx9NP",
+	"eLvezpb1WDm+R37k9yf4sp4bIAXtYrfVc/jwk//xLZ+IPxEhcmHFIla8ht93YIXHBzQGAQ8WZR+f0Cr7",
+	"S09YNzT/glg+W+zCeDZf6gjsj/k74BLumuzp4NNTaQ2CQrNhqOhgvLgQRc7Tbv0AjNlIGXCyGIgVrnU2",
+	"Y5PKWMZHpRBdNBVPAw7+0asnX5d6clfx/6bUE5L77eonq3wCeJi6K489007osGzYLvkE2ERMrkVp9gIO",
+	"1bknhpWVYtezyGNnkkA5KEufIHc9Y2PBS3stuA1EMbJkt6I07c3R3Qjfwhw23KdrmZWNq/vNmMuK1ttv",
+	"RtoA99MeyxwakQ8PwzbojqFc8RsfQGlt/v3MYOoSMBi4o9QyrVJkhYJkeLh5wqxGJmPowtDY2wmTyljB",
+	"M3foTTm2eRhSUj009ixEKXUm03rbLm7Rq1KORqK8FPnw1zCrDe/W8KILSA3v2rhh1MzyG6G+iS3stg0a",
+	"EH6ThEVQenoP27oLZQ8/KYgS/RlaMXbv7f+sRCXmyz0oc28xpY+qRLAORJq4N+IJoqzbvJci1SqjskG6",
+	"WmQoE9EdTChMY25WjhjoeiszMSk0ciDeiBmbgAxyVgpbSpFR13f3z6pU1OekNDbu1NjmlbpD39rfw+w7",
+	"NE9c5EfZpXZ+ritUzmjRtqdxfsMdsXvP2Vqes013qy1FqstMqtEhr6zex38elpXad1DVjZm/B33AAZYP",
+	"tDkFGlEK1dihmDKDSHjs2THCG+kaofg1tGUec6VEjhA6cKO5gCsHdVNw3nAyJcwg80Zl9YRbmTIjYL5Q",
+	"E0GPM3i30lBbJkrGzQ1Au7QJlp1xwwRPxzUjk3spZvdhyymufNIIPR8yhQ3b5UOnide8vFRjuHfABtwO",
+	"0ClwLRi/NkDxXfowOWcTqSr0Jio9PcYDktRuCq5Hy1TkXEFzJXHL8wq2hRsUqlBWTlp8DheVOg0L+M59",
+	"yFXpKLJ2NsAH3b34+RX77rvvfvTttP6lldg7cePFlACcVZefD5SuljSVjFux78a8s10PX70a59yYbj3t",
+	"jzG39SJkMutDeR22c6Ug1hyhBq5ZU60Lu7gNq35ox6pwzwrASiu7PxHlSBxabm667epXlT2E6xhclzAl",
+	"pgJMldLYdiP3VWV/d3dcwYPvWhVxjs7Gta67lP/Ca9vc8O7tWBgy54G/f/f66tHGa3KJpW3Lx01pYx7X",
+	"dyGOaiG9Jy21MfsUTbgRs+54AZfq7jNZNiZjS8En9fAiTOkEs6J4NKGK+Ct0eUneKYdfIwR0N+8exJY4",
+	"WNImPNwfeC3PSfh3LYmK9RU1CsnqM9/4VB7crWyXezFKnB7Bi4L4xtxfz7I9KiVzUzUitey/B6CJuFN9",
+	"kLCBUBn8uOcu0fDg389fst1hyUcToazI9nz9WSPOh4oXVNrasZgkgZTS+0ulGqGXEln5vYpHZ+iNmA0d",
+	"fIAzqGTXYqhLwaKhsWABB25wPyS2yy00BmCcNEiaZKqdolTP6YSNeGHCyKIl5KVg5kYWhcgSZnQ0zmeG",
+	"ZZ5nM1jwt2CgQ2WeOWCDBpQOkA5iyImlHEYCacKKl6WemtBl1ISEyRnLJWQYG6fn8ryxtMQI53acX7Rz",
+	"ody4T1ih87zmqbis0lQI4pf4mUunKu8aIdgvb67Y4qEIFclum4p8D9IwFdPXloPWmUt1c8D+AP06pam8",
+	"L/OBX5lUTyC9hedGs/N3l1cCXMKlQOy2bp8rnmPVM7JnyDx3mum1cOqrHEqRsesZzECq0d4BO6VSx7bP",
+	"Az4Rw14evTyBLTnFgDIsInKBZ26jpTcmzrm5nsW167u4Intdvo4YLjeUe+NfsYrpAtbBe+tRcrfrbGis",
+	"RVdgi5ubxG/FPrh939Z886x5GD358JP7z1m2NAvmQkz0LSScErkNINXuy6MfqagY/Zq0URw0XSBz2h75",
+	"QAf45HeAtz/LXAwgoZvOCWrTpBOGNvR0LNMxXOAwCoNRVLPhbHw21eUNbMj2XJs5Kb+bth7ffJadcztu",
+	"0WtPHSSWsCjxeYetVRWMvJkhk4khr3LrjgxDkTxYQjKVRlqYpG5NbSyfGQL8NBdciYxVRadWPL+2De2U",
+	"3rxzDK8O2um11u7BW1RPV+bQcHPTuzWfYHZ9yNXZFJwRKv2ZtBv0pyhKgDNQpFvqUSmMSYIaKv8lEsZT",
+	"W/E8aHoJE24ZAFuoN5/T/8CBtqDuge8Ocn685D6bl/CXRy8xjDmVRuy19kTYPC5dtY9uXf/AF0ZtHlhR",
+	"6fWTe0uE4dkGxXkh9WC1bnKYCctl3unTC8ZTUKh1VabeepCW/RPM6104XWVW90EyBVfOuBY8He8lRJyC",
+	"eS8Ft2Pj7aMmHiTukSsxYSUGvMZJPUYkeHyST4u1RP7ho7oDAD++6fFgk3hQn7e03A8MEHqqfKuVTogI",
+	"7p7rmRUmdnix389f7kETOjYs9WRRg/cN7MA0AZSIs5W89yKBhnWKcWt5OnaPpkw76FV5ATb/7oujH07Y",
+	"y+c/sIIbT6qa7ZEiojKJheeMnBPmgDkza5BW9gPM/APO4kNVK2QDshWCWVF7idxT0aiK7K0pN17tbrGh",
+	"aCVj4UPb4l6QajVe3MpM6MNJ8bIJFCFoeC0VB+yah6JWZJiOdS6iNqFjCEvDq1/hO/dfS1NoI/Gm+X0z",
+	"qL/loPZLhp3k8POgAZgLo/oz2Xlx9MNGJ0l7BfxhlpxLHZOFTdguHt4nRclJ/owMc3V69Oq5foe41iV9",
+	"oVrc+/SMrJOgFnb/M8NusQGlLnvj8PkPq2+A7/tW20tupRlKtNeeqGFJSNQ4e7SHovsyLv3BcccDB06H",
+	"hz5tpMqlEk/vjJlThCHJ6is4XXqk75G+R/rPaWqf89lGUb7I+awD4cFH0AnkcfIE3iMydCskTOeZMJaQ",
+	"G9OHFsLZITDNjMhFahuRYW18hD3E6jF0jPK5e63tmLVl3p1glNjH0B22H7BfeZnte286voKXguUS4AJZ",
+	"rMCZ4f4GPUv/iq7bbHDAfg7Xow+EZ1kpDEVYC27Hx3gfBb+xh/RQlEKlooNN268wPHo7WVMrrg1DmqOA",
+	"usOd65NNhVteYarGHe86LYo7XX9JyR93uulnvxO6crcWdyqlJ/g0tPdXr1i2hPUcZeY1VtB1ZIDurJu1",
+	"haMJrYch9i+ND/6Ptb5hu1p9wHd+mBQvO0Nm6LP4VeubLmfXDy/vNiqpMvERMiSkYVM+Y7tuPIkbLZfd",
+	"FfBw2yWMpmsk3734nPy8aGMQIN1pZ7xB2Now/3q8D9dJX4Ol7tPXlqSvNc+orfjk4E2HdepAe4LbWVkK",
+	"yGm/zsUxxc6jPKlnZCVh3pksm+lRbNdbRPhHrGJFe+ZGiIJy9kGYmFC2nIEjjr32sWU9uTZWO1PJaEws",
+	"IHZflVGOQZxYgBYNJPC749WnJlmfDY5DdYflSCtxwE592F7mObsW7gnTUlorIJ/MqcBEFYADnAnLdpW2",
+	"H4ZOQdw7mStkoMQ2rtyN14Jxc4McfLcC27DT2W4wrWwKGVmwIrG9tteVHbFwLm8iCyp+FbxnRToUaVTP",
+	"958fHbFMGitVapnMTIJflpqSgB6DVuZUbZmaPczlJ27TcXfNwDss/ahyqFCFmTlD3ds5zIln2WNYO4ZF",
+	"OuzGoMynEywBM5L8bjT7qYSkRaOHdk7lvubpTUAEVJwQLkBOx7GOXos4vQ8t8SGXOaXAhnF9cI/7AGjT",
+	"2upXl9uR6wUp6KW6l+o1Aoh4kC6Ky5ZyHlGqo9d3S/avMhN0xB5T3rY7eVmR8xkke9fMGHFKIs8m0lqq",
+	"z5uBc/a6irUFY/lsTq+4RhABIoQGbPC8FDybNdfLoL/VYC2iUxoaYKKVuDNyXOqh3aJS0INHDx53B4/L",
+	"WggeUiX4hN6vNTMNUIzncgHY7qAl5HzMFiLMXsmH6LLPSuLghttLorhRVPmAJShTBdlO64WPHNz4ycD2",
+	"hB6m60WSDhi4PupaJVR+/OOOGUfwgpZ8837JqNbjRzaYQ6o45NSdnNDAqzv7Fht3P2zoqHWj3F+egnv8",
+	"o85S8FXmbqD3FseiWX9hFAs+TR/D6mNYd85WaBxTW0tVmDunVicokJh0pCdQq0LQZpnbbkJZpyfVRXen",
+	"52csLQW0q+K5py1KtTIO2YgdY+V5Fape1j21otNJGjbWSldO+N1JhRwe7rTCSFcDQo5ppv/70AHDgCaI",
+	"EAKHmzt23eGGWXylYIOzId46SODnt1qJ/d+drkfBvbPh/u86g0LH/UuHDANwMHL29+ro6LsU4BN+FEzk",
+	"AnQAI8QNdIyVtuMQdUt+Xwco+xkm+f7iN2Y1dIR0/w2f1ddh8ug7JqyiVgl2LMtsv+ClndXmTy7VjRtU",
+	"6Em2kNnROF0/L7XjkR3QcwcTdinBnWFa6lHyKZ8ZNoDdNuiP3f7Y7Y/djaeObOjIXZI3UuRcBUr5znP2",
+	"VDHxkTuAB+ImtjsV4iZz+HD0l+Ojo/3n7v/dcfD+6tWew2ZM7OBMiSn6dEo9WQKz5zlXjW4SG/V1uLd9",
+	"cyTIj7mGsyEKp3MsYW3kxZsLAwMvWaccXMzxl13PwCg9wQqqoczdue9+y1nKjdiXygjlbN1bwUx1jUfH",
+	"skSjc3j9Cl6zc46Nt4HSK+cqMo3bkjMUEqg/jmKoeprL6JBhdXsRfAQ5GGGvb4tC6JS5syWfMbdj3EPd",
+	"scIVOzt9ewp1zZA6eByTM+KzKXuCGtIHpkRkdvCiwiDRCrkZvcLnHppgbgO38PQESHHAvuHM5Nqy3SnP",
+	"8/001+kNXG8C+c5YV6UBPiHGgQGMZXyWy9HY7ht+C4zSoP0ZyJDwvGG5wL9B5Zl7AbI+YtZF0AIqlQtj",
+	"mNET4Q5RkRufR4Fkj53t7+tjbnO9D+qXrAiBEEQZAZEl8xDRjWUnvlNR3BB7uHlwJpkm5GwpqgrodvjJ",
+	"/WcFf4zvouTB5CRmfpJEFObMPAilWkovTrVKZS5Kd0oD4Ts3ZnlWEwnuyla7uGvbe+zCbNYlQ2jLEv3H",
+	"gwql9xP1gvko+hdtSjBXcKJA0ixt8iWW4zcuK72MPAJagU1JSFCWl/b4sotq1snc8YOcsL5jCcc4wZID",
+	"CTt8PTYh61XZHgkeLxL4zluPQI89JCt3SfOjqlQ1cjCtmC6ZHg5bEuziw/YNPfeh4WChiumPscDmAZGp",
+	"301/LcI0ukewVZLBXroft3TjvncykkkDPz4SOaf+GZ0+63NUEaB7x257Ge5c/4u90BMUj7vgdUN+bj4D",
+	"PmgQNmnnXWV1Uz6W65TneLe7kWJG7p4pN+yfVTaCaO4i4LyhOT0i7aOdmsxNzWqcSkd3kafSTCRCeFx9",
+	"N80OJBLhih6PHgqP/HHHcReOnTq/aTOkFY98f6I7kA+48fnbEnbdbLMdNQFYUZJ/6d/cV+VvsSq/pXY8",
+	"tKiSVE8PZPqdVet2vo5+repq+tpU6L9qJN4X6wvZl1f2t5Surx4T3fTndorLafrr1Jf7RehrMdYKb5oa",
+	"RraAlm5fdhtlp+bGRL0U5vmZrW+h5pSoun/KM0PXYyMV32BFq/mabLfpIfF1gQp2cDvWxrofeFFQXqjv",
+	"xDLYO2CYLchVKoCD5TjqmlszqcytaMIGYfsO6i6hlDubajWU5URkcBkl9w0CE79pNi4daSirT9gAm2NQ",
+	"dcAg58bCNx6EHiV15zporoFNSWhJlBAZo3LVXN5SHLnRJQ9COYHQDDxkoecLzAG7BBTVdS7N2A0f6uGg",
+	"tV7NH+b/jNFppURqTULkY8bqonADA1ILqNT348OWNwuBYOyGinXzaVWWmIILi9xirrunhoXfVAS48ZIl",
+	"bjNsPuf37UN4zGrw7M4tndu5vVr7BHMoYUtG39IL1Zbs8qhJ0dJ6BbiOuLtLrrASynQpx/XviC9DZfPN",
+	"vRIk0Yi6bcpJgXn66O1fnt8OCtXvMOytiGL9ug5pxE5ME56OpfpGmuK/hkW4FvPnaGMltqSf6KJbPbmE",
+	"LKVwdeP0HErlDjw8pHQhFFUIUxucmlsKjkuldKVSkbHduvLjAPL4U19IMthjubwR1FEXulIcsNP5kxIP",
+	"88ZpGTXhiutKlLYfsOftoO3Q1MXmz8zoHWscmZBHUq/O0zg6E3aJ6k23wtefrk/ydI0345YOV5sellpP",
+	"un1L53xE4W+4DmtrODTqi4v6Usgwy5pdchOmCyzByWd1a0puK3PA3lVAHkml7e6pmU4rPFLNWE/hdfhY",
+	"d+A6k6jDWWXTC5jBQ/XbxXVZ2zFTmfW9IDg13zZ3s24QfNc63g+YcO/6WOL68EICOYkTIcAELWmXBmm2",
+	"aYsc//hjhxzbNAhwV2Y3pnliw/v6nUxPVV2M2yK7u+7Z7soDkuI9385GZmJSaCtUOvsPMRsk4P+25czX",
+	"Rhhnsnt2Em9Ce6ygWr/SWBD8gBA+K/xGzFgpoDsnhnOoN/21zmbNytVoGB9SQvnBCbNT7Y48b667kUlh",
+	"2ITfCHgjTAl8E+6neU8P+VTcheC0Ac8OJICnY22EYnyi1YiO11LnucjoAWNtrOnMDEc52lTX0Pgdq1qH",
+	"ar3lVqF+7ksGhD1h611BxdXw6TLW3G97vRrz4AnjMZDcC3a1KR+Hn9x/KDe8oyyMZxB987jSrYKcBCCp",
+	"//bM4J2R3dLUQNoN+CDKSyPjZ/CSoRSlh0Xc6O/fn73e6wiX43yXhstDvLqqZLbtUPVqQe67Zt1veut2",
+	"Be2Qp6kwZt/K9EZYs4SO15gKNAoj1SgX+5URDO9leC8guEPyyqAAcIW+iQVRPT0/Y1bfCOUllZqZ42Mk",
+	"qv0KjdpdoKGX1rAxN+DbuBGF3UuQP88w8ZGn1hkVSkDPPrbrRK+pD2AvP1At3GX0nvhOT5W3lzDxsZCl",
+	"myjEFwb0zzP1u1SVFWbAdp/vP3/58ihhvkXv8yPkFW42GY9cKSwAygE7ZbdSTEEdpLgFS3nBr2UurSSO",
+	"4KykoMUpS3PtnjeHWT+ygfvNB/zrYIkGcgpf6Apm/Jjha4MKUrwESz1BmkoUYXfg9kIddaynW1efGh+u",
+	"q4Ae/ppE4tLrSQ8F3gCPS9CxC8lr1WTneIcXch+AcWcDQA9g0Y3vr9yf19SsYkMRIGjvuI7E4o73LKeB",
+	"+9SbXJQ04nCuFMAJlCV4My+tTGXBlTXP8HwAdqXQpbOxnoYpzXKtRtB6ZCIt42oG3OpuIug2awNPaVml",
+	"iCQGjx2qbOa50XiHaZ5cSoMdOuaGXQuhmFRw0j0/YhM8EsBeROJmX0idwcDdLQU3wa6lJ3kqp6VaJ3yO",
+	"Xu/sQL7oy/aQ9wQ93LC7t6/rBhf4fqFzmYKy0VrtdSls7b56ZuJcT7iRiNiiK/RUiRJ9GhFeYmMGAk1p",
+	"9yhnqCoItZQ0tuRWl2zCZycEYeh7GrkhvDx6ybjxvhEC5pnngTdCHLDTPNfTOibnfsq0wGAdUgO1kRdc",
+	"olHrbznH5fimFMSW+XdVg+A3f3QetED96wfYI+ED8Sg5GXSyPYQJN2J324a2Q7f9pKp0ZQ7JAF7CNeb7",
+	"1AhWVko1YWTX58wlrCZj0iUGnaUa7YHiM4hSFFSV53VyYCkwaUCJLqfaKxxfnAzwDSo6C6vQJfPzXyhh",
+	"cujOjN4Dd58euPjYn1/xhxLkslpS9PGbNB3aipmPwg+JcjdWWg7YaZmO5a0IlhU0ddQWDK7CaS4zYbtD",
+	"7iHLplpNp/ZAApxsIAVg09aPX9a14vB1akcPBfccvV+QqYfCgBXlDJfYZjMacn1vfGQ4U6Ll2Hd2xy5n",
+	"RqQaasIwv7eO43tfuuXmZu+AvQHv9imk+MVuH3SYku/bs3ZTB1BfbuDeaRJ0l/s0QnDM8LKUt8IkjFeZ",
+	"1PAkIDamGllZOsBiQqUap1KTUeduGBP58YQVopQ6M+FvoQfpjI14YQ6Y13kGXrsZgBYTVU+Eotqwar4w",
+	"V5dyJMGJj/o3+HxQ+SbVLzYVOzi3ITfSKYwiGyzt5EflJ98ffUf+tjp5E+oy9rrqESL0+EZdRytVqTrT",
+	"s7eZnmj1wQqkeyiY/hR+6y5ZJ8e7ATXHVPPkjayIVLMBFEbwnGg4bcnTm2eNRHDrTLDLuvaJnsV9PVQL",
+	"SjUc4+05248fV5I1xhEnebeNov58dyExmEgViH57vOvx7t7zwR8R3BlKGlknWWSsS7vv1LOM8YaZyXYH",
+	"uRwKp1ddgtJpBuy7o/0fjuLMihdHe/M2a8QDimWpPIV444DSNG+lmCbQfQQUyNCvbNc/1F0Af3LXnLRc",
+	"ybMMLtrD+KB0cymhnJU4nMLyOUwBCMYxsN1BQ0/D6p9BwuZ/7d7Z8ms/gsFeSI1F1KRmhaJMOgMIeycO",
+	"wUlzHJVcWTaFsh3Lcp7emAP2xg20MqGTB32GUqRjkVIpNM0V1XHMi1XHkJZ5q2+gLfaNUDgGt/hZyacq",
+	"Xg+haI18FoXFtAR2God36THYpc5Y7m6iqOoSomWbkp/iW8xmqWePiSFLEllOUR6oUzlKGMD+RtNVGp/m",
+	"281XeeD0EzUPsnXk8P58GEurG23qWWrmj4+x4KW9FnyJD+O1cAehYQbSPli4g6x6mUL90C66F54fkbfC",
+	"AEdALpSdAfF7jDRGut/DMnxXXw+08kxXFg3r6IYD96fsg67sXrIkpcX9BUHMIV5Lh22b/hqm++2Z4AhB",
+	"3e1tX0NMaKui/8gFWaRVKe0Mtkdp0ytIAjv+73+4z9SgvdRg+RLjeQby4rY/dyrWWjlmpU3vmmP2f/cv",
+	"b9P9i6tX+ziuNQX+n1qqJflmWmEDWWA3aSQSEyUelf9kPtXX/a8yojz2agVoQ1JZTNyccllXOu0O3E2B",
+	"xagyA/YH/n2vJi+BK8fcMM+3F2kuIYfielZwYyBjKw6XLqgz8bHmK7GhrAgygOlLBZQwzPIb6LcxmFvd",
+	"AShy1xI1KRnqFYhfyT9I5TPID8ZVzILCFXyOzylHGP/wwV84OHGnBGY1Qw/wJFRJ4ClBHmKfuhwlsyw8",
+	"UyroogZezDjXbo0E5X/XUj2B7Lb7V+Siia+o2gpfNItkfetJKDDeTiC/mpOExtn4yBH+sWeXREdC8xRw",
+	"n8Sng1G95GfkGrtzoFH7sf55oLQS6x4CueC3S7KO33iDMd5FC0pZLoa2K8U4aeQXQ1DJZxWvo6n95sb3",
+	"7ebZ9praZjQ12FZhizwyxSzOtF8/q4RTsDe6maqwLDHNkAaGaSYOlPwfG8KNnbyML7Hx/G97qzLiKd/k",
+	"PB78NxndjFZgaWO/aKF6t//jRIm5JJOiubcfK2Ycfor+BTWkTpKXtD+IQheURgIAkEOyWQMdxiLPvP3X",
+	"MOikWlQLnIHpzvmQsIGwYtjgPB7fIOjQrYDkrr/i5UjY5l17zuBbyMf/rglTCGc1YQ00J40HDywwCViS",
+	"YA16SGtJ3jh1o2vK99MNs8bfqYMoPl7tJxNqjT9OB/C27bIegB8lAJ9i5WADD0Afmcefp4TGYwLhu4Hx",
+	"hN9A5SO6fVqRsoZYlbFrkeoJUQxNrkXpURuYgIwVxXFYSeh4A2wvupyIEp8RVcvDvyPX2O7Lo+9WqoO/",
+	"cpW9uxXlhU1/dRPtkfLpIaUSU/j4PTo+SnT81etNIKClzgXTt6J8bFiY89k1T2+8G6ub8J1841yxX6+u",
+	"zvd//u1v7P3Fb56PcDGZOaSe+Ep49MEmDNze8NcfQlDxgJ1Z02SPAC99/S6Qd26b6dJwSZ3jV0d0ZBSj",
+	"8N8hHhsO94QSNaBcoyXHwt2p9DwNCVV2mOXpFue0sN80e0hzEVb1LKy/z9Yd9XNfq2OE7y9+68H26aQA",
+	"rofTvzjEwVS7BWTj8aZ8pMgdZxY206cnXMmhMGtWsEblGv5GZnVLVgwmDlJy3kjeOqA0bHBKW5cjFe1P",
+	"gpeiZH+vjo6+S5tPgN+JAcaf4eXA7woZfR/o0g+wiINjiiqH8pEEgb4qwwkgMIWbFaKMITzxpwEtH9uN",
+	"PiWmCGLQ40aqrC4GB/L6Z0wPh0Z49yq4HuDtbJfDFWzCZ1Tmw9lET5wdcC2GuhRM2r2EwTY1EuhNmscP",
+	"E7fg6iCCLPjPpRMTlYoB26XkVEGLrMRHW/8VD7rBmJvfdSnewIPI0bIQb07iQLVPHSOKMay8oWzFHMwJ",
+	"a+JExEYcPHyQZti6k+ovtJfyu69Pdr+LXZEscjbaqlSdWwjZkmmPMFU5a7KzlV+829q7+kllf3i5A4OU",
+	"k2qyc3wUhiiVFSNRto3x1LKJBm+sBPSY+THuPt//vpGTfHTU2Whwwj/inu4c2Xcv3Mj4RxyZe3A9zufr",
+	"jBMcTA0swnDL+4vfTKN6LOVlOcMkuqx7PRfwaqfjs3///MXDlTUEQezQajza95HKJUZeM0W3Jbes2Vw9",
+	"OkTXzyfAV9w5oeALskrjfID1Y5mLtp4hpkn6C9QHuCGiEyy+LuWKXQtmqmtsJNJWh+ljlfHgvs1YZb0C",
+	"y2KVLd+jN1Med8iyIRNOJwOF0gsFs3prxsZqEvzYb0LC1XTpYKVPrU0bxs2NQBcPL4XTmK0oa+78SEt/",
+	"ZuYIXFWGrrLdQconouQHxPM6gKdBQXvCBhOZlroYayWaf4fS9xPGiSaWimR8izuzh9U4yLOfi6H1zIJ2",
+	"DMWcWFceqb/fsUG9eh8yoaTIBvP1OK0B19o/D6+A0Oeck8NddC4U1JFivz2nhv/x69m5Mz+QWh+H0lZT",
+	"WvtYGhbqN+llqldgjWZFtBs2XtQTf5d1PF49YD9CwA4E/lvwA9k7eX+iA+TwU/Qv98fpWC6pmweEgR7w",
+	"P/7bi+/30MVy+dqjjg+s1Y9ErqPIu16KnM+goDFWCxd6YwPtLHZeRTIUj4Yvjp4Ht0iD2faZYYPfNL51",
+	"QIC54JV3RyXyzeqJWOl6WrifvE9Rv7cp0ayojJcZAnCaS2yhJFR2wE5VXIfwrJFHG58WJ3OnZdz6zSP9",
+	"y6MfoYgAF3uBmYDsz8oItqs0O3v1JnLqGIp4VMpURaGhb3SqM5GaPfby6IgNyDnzwWTFoDXuYSyfhVNn",
+	"KX8KVljYmkAlBitPocJOVTiiaEYYCW+Ptyw+iLpftxgB5wjTFzb9w+3mpxugbkY12gLUsfDec4B6nVPX",
+	"ZEXzYItf8/333/2w+OzW0yxAyDrRm+d3GdDar8e9eBKBiO9PNA8zpTDQFR08/buv3/z25uqNT343TNqE",
+	"nZ9evfqV2VKmN7kwKIlcZTJzajHsKXQOwYT8+9ozRpa9/KDhM1rYYKSwv9VWtPjvHbKEkvSGKFPOSHB+",
+	"IykU6Ly6suiVno5ne8tf/+e3rpQ8X2NM53yWa55daf0bL7Gv2Mvn36+zAAHFf3ef7sot/lcSYUvg33gQ",
+	"L2pVhO20Y7Xbr+7UfWwBtlUq1uEnupNaLmUiF21ieuFhZVGvaiDDSctxrQvTdmoCD9Fe0LKC56A0z+ou",
+	"AaC7LObbgoITQ1DL6fsaptIfvvcWxVkcW+PT45fJubHMiBHEE+ky9Ac4AXlzzvwx07WqYT8+jTy3R1g/",
+	"1SdcbP84AIYmcsssIWPahOuT23TcCtjOTOIKlMphyVEiwXZt6oHeBF6C6p8LwVeoefYY3GPw2qYcWSv7",
+	"MhX7Jivczv1i0+50DSkAb9Jf/vISg/urbL+X7VZS9LypKIUTma+wBXtvUWziCCGwbEFnjtJLUvnITIzP",
+	"7Dsxa68wmfAZK1eR8K/bTeLUPP5Kur61RK+7fhYRlJeRha4tfK6k9ingxQpq+ytfVsbRAXFdGamEMXVB",
+	"w0Jni0Zpm1b57DiUtsV444t6W4Pkq9nVT80jLj3rOYd7+3dDBQcRAXuMO5H8jbV5EshzF7b2xwNDTS72",
+	"R41CPSN7j47fHDp6uvanA44UfilCHnU7BP4kPV9bM3+SyqxaSmj1EMI77j0nC0RvyKk+aKT9hkAQZil2",
+	"5KKENO2oxU50LTbZgWuWdce/jGb9jWYexkvwiKtbG1+qY3zxHu5R9VHarZdRfvijLk1t4OHhp/ifGDsX",
+	"S9MT35x35CTGD/qMpESf8ldAdGcuNoH4SumKSM5yh1zFmLOYhnQjRAEeSMoqAhLkTWY0tui6fsNAEEk8",
+	"4SBSE53a4y6NXdbn0fV5dH0eXZ9H93Xn0UH3pQY4+my6N+dPTyf4rHy6OZ1gjdSLN3fJfusPzT73os9/",
+	"e6JNnh4GlQmeIPPgzfYzD+4xq20T2BqntfXg2oNrn9jWJ7b1Kv5nJra9eayJbfCWw1IMS2HG3b6+C21x",
+	"Om1usWM2gP/+TZQGXBATfSsM06ruNgbes6IURigrMiT+JHpRJG4LFAqsjQX5Asd34T/HN5mKAlOnlVhG",
+	"NfwUulI9znQz2OTte/whxNYP2/0bn7uK++n0/AyHa0K3CFlGHLmZHAljnSAO5UdhkohL0BDfr7QzNpUq",
+	"09g9Gho7nERCfMvzSjBpjciHEKak9sa6FNDSosg5NjlGPl/8c2AVGItSUI9moWw5w+cbNh0LSBeRxJh+",
+	"KzhAchLCof4KjDi7v0dEvylX0JcQgrA4Qj7iUh2wi7ilswGWG+8TZJXKhXFIlOZVJvyV0jAn+O1sV6eF",
+	"vMIPsQBBbZuyvuTwHFqPJ2tddyn/hdc2v/E7lc/8RPRUeZ4eif0iTxjPc+yfbbD5I792cNvFiQdXvjei",
+	"BNRrVdCev/jLGkrtaW40y6Wxzf7ZpuvFzfVuvJvYB3eOhzw3Irz7WutccLVpI5++bReD1zvlcGEE7uda",
+	"0B67evhQrZqBQatepgg/Axov9mM+etGOkv6WA1pzpM5byYil6gFQi+iQzHbN0xtov6wyQifsvDqs8pwN",
+	"zG36oeD2w8DDnZpTUfLZCYUbIPiAIcR/VsTQevnr6f6L738guE1YkVcwGqHSclYgGUgxQyGtsS4gD3sD",
+	"nZ/J4BJZzPg6ce+4Fkin60wWN1ddsrHOM5Mgu+xUGmrKRgxaLSRXCTNOM8W1cfCJQI0t9Se6dA/gRGYq",
+	"SqMVm441m/AMw6O4xFlozBjWGWl/gxqC0VIkM3HXSspvgT8+MyyXE2nNscN95MA1TGmWc+uZaRy2weIA",
+	"nwooizzLSmGMCE90Sz4gTrCzwgzYLldMU93FgJ57aoHHuHGdDRQosIxSjfzATthUZvClBR4a8+u3hxEl",
+	"3mjyXxWo9OPpiEFk/LtsIHadV+SAO2jJOAjkG8OkKhG6RHkJAOY0y2zJZd6V8uOBbGeTSTX+JSuyaRzm",
+	"z6kZ9P1YKdyZErXxn9c/SHePdNptpuPQFg+L2dW/Fr7vlBv8fCJr5CeAWNZaScRlpLSlVsqgqYSjPHzQ",
+	"x36wfO1uhD/b6MUipLvfE23CFSiIy9X/w0/w35VhN6dZmQBOdlzqajSGM6MUKA8OykppBZwDAs4bJzWl",
+	"zpnSmcc7t3VranXiT4+2NzBaK4tqdk2WOJSK5ydRcqj75Y0oyHUHOn9QFn0ueQxsqLZDSqk7QkrBs1lT",
+	"u2TpmKsRNi9HTkhV80GGTnl0Bhm0K2CuHn09wW0pCjzKDB+KfNbme3CvjTD1bnr/FX6wna2orktBKmHK",
+	"WUiquf4HfQyqRd7xo29B3pOdompTYWl32/oIrcpCm4Wz1DOhBp1Il23nqIcCJxnO9AXpcWITjqaToDEN",
+	"pXCHltNpyYEAFxywt2Iavz3WRetsaXF3XfSAnc4LN1LbXQtSqTKvDM7d+mPCrkXKK4PbeQ6BFmX5PTzt",
+	"nmT5/jWr5vBWaFb0mawmKFz9AbeqPq2CJP9hH8Jb2eddPaw2hfv8EWlTh2iFd8c/Xguw3CmTCZ2dYMNH",
+	"2AqGbWQIIEhF9r0TuXaHAxkHoJ5wC6yjgFsaeEadZjaUowqa1pC54IG81BYNV2eVn86PBDpk0Ghip6ou",
+	"g1+VgDdpQ1cYbOrUQQzwQL1J/ZxB7akAf+xnm60XcP/jVrFwjKvtQXQYkekag1tfcfFloHE51lNY1LDC",
+	"PBau2tMHAvLQeAKhpCXxVFHkPCW1KZpQraUxDo4PbAMlcyxT8BqbzJJFzwpBS+1USRpg410pbR5NdFXp",
+	"PKO/Ip3hVJdog1mmVer0vBZLkRyJueAN9Y1MKzfJrAYr4ZHMTyQa/qIW2IJILdgBK/24seNuriTf4Sx8",
+	"rCj8doYuUYUqX9ZDy/1Yexj4fSB9xJ2MK+K6c8conrImcVvE2VRDWRqbMFOlY6jBjR0kCYGkhweUpyii",
+	"kI5FemPIWe3OZ2hnURRCZfta5TMQcHojuMLR10070KkS6IfKgp/J7dbT87MD9t4I320vuGR0CmwB2WnI",
+	"bYN8N/ITGeHUF41xtmue3oSHjqVTu3wTWScb9ZhKedsRr72khTuFRX6omK0fKUxYGuy5xuysEEilID7y",
+	"SZHX2hJum4PgUOZ5DlevFdeFh4OK/0VR3cbA6etJw3RlUz0RFGzGf6wXbsZrG4MSqpqAhFVpKozZSXaG",
+	"XOZV6a5CXggnc3cbKui1fpP53QdDt3IiukaH17X3s3O2yr67ecspP7BnkWFhnZD0EmjoY9RLYtRdZso9",
+	"nQDwxMVebwH+Iw1oxSGAuleE3IWWyjbC0EpPTVJrECm3YuRAE4vfnMFn0WVoamOz1Dn1c6LUEtLesDWq",
+	"CBl6YoINTN3XFspSEIFcfg1Gu5RbnuuRs2i9dw52Jh5DEMh1YmeobbeF0DJGyuA1rUh+Hq3TBoWufk2X",
+	"zJ3m+cJHMAfflLgsTP/LZMUtSLtwwN5cSyygF1nY+AsDTOYyzK4rmVsmFZpIzrKEZqiVEaWBrRiKwCGx",
+	"SRpmJu7Eo1B9iceK27sOfrOO1ogw+k36JHQulm1TWL5vZ2uWtN73Adu4dGvmGeHuA5xc2HmwgTDx45c3",
+	"V2wZ/nt32rJ0n8+LsJCRDsO8e7LPKcB18Bj6eKzlaxvpxMOic7GhnJRLfguPXysbJfp93QGVfChRzolb",
+	"rS0zwGgoQmhn0gKAq73Ljz5k0kdA1sgngc96r5C1zNUAVxx+cv9ZkUKChdUB2kD0lcZ0NQCfA/aTO0L3",
+	"pYoUSPzJWJnn7FpXoFIyf662pdH9WKuh/ulG5kLZfMZybYRhpRyNrTmBkhJmoR8+HtJWUyt9fCnZOR0F",
+	"4rjIdzP+L2CVdh60rrgh+ORm6X1+9yKBuDM2KYEdqR0N1/9aBxIJIaRATKBg1Ip85iuoQl1WaCdEZxjK",
+	"ibetgOLF6OC3Q8Fibu/OvId/QajrPAx/G6RZtQoyN6AcoK7Q1BGuZ4EPFA7Vjek5XRkfXw4AD6eyiOn6",
+	"asvjUll8igeOqs/w+AYzPLas31hT7IM3YQ3VxsnLxdXledS2FcEW1BBAMSdoc8R0Xl1xdws1kko8M/gY",
+	"8sH5xFm4KtcjqYIDTTGtnDUVvRCuyjTmsTLxkZwNoVUrAdtL9EXAlL6oQMAT5pjitLLjV3Xx4p0rauf6",
+	"0Yp4Vtci12rkdLQufzvcfQk3r09TAIGLJk9Bwa3bhDvHO//z36f7/8X3/3W0/+M/6h8PPuz/49NR8vzF",
+	"v/35v9ahj3hff/vh3Ky6puK2C/z42WQL8ST+5/jvfzeH//j0PPnhZeuQH1odjT7zolLak9/cl1qq5rHp",
+	"vkDUmiLSUJf4VVvw0dTYh+KPCGiexQhoGE9TUViIbL7GgmPAQSw3Xuw+HvDWs24aM6WaAcq0q+vmQhg5",
+	"zStjofJu5nODm6XGJ0zUVcYQc5grNXaqJtQv3IOjdwFPzSpAhZhlvLI+NhwvD0ZZ49+sFWqdB9cvjQLH",
+	"w6wjweGz4SjDP9caYgSa649us/wK859wmWO9XS4m3BKz7FDm7rv3cdcl3vr5NbxPgFvPb/95GqAufWIb",
+	"lBVNUa+rTV5Q4ij3rlNLxKSbJjxi4iKUEN8rEnpzG034z9cdwWBt0xw3Zh0vvGyFrdz8UOErJvVKYg4U",
+	"zyft+t02yd4XFnK1wsX9PjhxOw+/coibh0n2haOPz9Ffg8aWVLul5vGhFWZJI7KfKun3FAFUg+WcIQ00",
+	"lSqwNJfY+yeHHiBRgUSQuqmu8owZoepqz5G8FYpNhB1rlMr3F2fgQ7z4+RV78cPzf4Nfun/82w/Pf2CZ",
+	"GEqnr9mAqz5xEYdBQxIfeWrzmW9E0gq9ztpGfG3UaLvr8Sm+SDvlZSkFJaxwNuZmHFHaxBJXuwWkjdNn",
+	"eDDhp7RWfCJK7nZDkfOZKGFNzGf6BBKfPwP1r9IEHy1xDLiP3ELrKNr01Q2hePvLVqB4vBQaZhHOUviO",
+	"3v8LxSljnufCHWsQaYJc9gfBcZjp8jgO/DVUhgAxSDjEY5FyZjXkp/TMg08Z+a9wjz4U2EP0Z0XqVKqV",
+	"0XmIFNWMYc5UrkwShXbRk2nlRJiTGtgzbnmbwun2+42YwTVgFZG27c0+RqdAJo0DQtLSjF6ofBtKKOtn",
+	"PE11RdSfurKQ6VgXwxyw15SCjjNZwvLlLySuHTcQnKz7DTmz6rTF4HClHiE1oUEba0Grb+A9fIeHyjwP",
+	"MUDTXPx44aGcx1kelCYtPtrapF/LmqdPfQ+uhsZOBLPHfRscDv68nn8Br21NNsd+WTvJTiaBWSiDZHP4",
+	"8Gtlm9d0Z1m86VawndG+ezxsZ25frpNWTpPrHRmdjoyKJPw+YB1Xe920wxi/fdFgw9TlluWCQ1NODA63",
+	"sJaRemt47vYyaLmkozQeFUO8ARfFQhAf8glr/bPmL8Nj5D5zGZWGx0BxdKDm8YcEZDQWeirKYZWH1EZZ",
+	"Mj2F+FsAwtaMxoSOCne8XLuVicU8uUu+oxOxjXJwuResUKb9XN2sJOjUtdHSPH3rs54OxCgV0j1lu3o1",
+	"rN2SOfWpkF9dKmSF4nJ/MLpSPT78VAH/6dJUyEs9tPtZyId0dxwvpbaqgiLZpiUmQRHGTGzNcq1GonQa",
+	"dihIkFDzGZV1R8S+mH2FddIhbwvUC+9+gYJKVHOYqQpRMp5NpJLGomLdyqMTJzYUObfI4JtP+czQQWH0",
+	"RGA5uoah+4dCUUVXqgFh4N20X2KlffBYdwCaPvVyI6mXG5P4NVi15kxPOvJ8OnEIA61Bi/XKc2n5DDzj",
+	"zVt6akl8fF7wnxn06rl7ailHUaZq66xK6xxNYK711krQcpyywsRwKFI7lxZqrOAZTMHSCf6RYkzLlTZf",
+	"9GA2nY755aCwKe6tNTSqR867tVRxooRMVOd65+JXkF/5gErTobckuiNJl8IaIrIJxiQScRNjvZpTTUph",
+	"hLXI54kJ4wSYtcvRB0aUwB7CI3lLIFWVJbRMUuKAneZ5C8hGmfGxHgWgOx1rgUXUAnmGdJ41QvC5HgHh",
+	"RWWD3tXCZGUEuPzO/do8MpjDI9CPbo3c89gJkDANf+Z5PksW1ny79IJrqG91/JGbRgFDdBCHrQENn5qc",
+	"qD02PklsBBlsOrCCOvdQUOm32SHusG7E/E2PvJUJSAPV7dOx25zXTrdLS8GNj3z4tnGi0OnYh60nQGqP",
+	"VfH+AmlMVbOhSBu6L7VSeiFxj89tqrvTTfiMjfmtYNdCKGaszgV1Yw/mLBqxEUch6sF8EqentDMsO+C7",
+	"FIHh4fFZjDQ4HO1y5GlFlRZieO9fa3zInpF5GSNznjeO8y2JtS0Fnxg36glX2aq4Ktl+pSV3qi6Yv9ON",
+	"2R1FSuTmGaPnNtl6jjFz2aefgKADP9nuuVDglq6UlTm9xT0AjFkIs5ZsDG+R1rcGjXPinhnGR0LZBBNo",
+	"Xvu7soRdVEpJNfJdLYA/mV1WaSpE5v7+M5e5+++VnIjsXWWdUfqKq1TkItujph86E36ebgDXIgXbeqFa",
+	"JGRGus+MH3EIj0fV7VznOWT61CmOuGDPaCESxofQIAQXuYP5C1bmlf9gD9auaUyJOTh+vw26ooV05b2k",
+	"bcPigPeA0t910fleDupU46VLoTBeXFTFurPH/c73lJPwDZcFbsXnjeMSbv1z2YeIt+H9Z89v9PCJZ7pO",
+	"3JaQod5wfQS3M4JLa5XLoUhnaR5QrBHVRahuO1a+7zhW8I4W7i86TTAHsPswOTU3eJZolUsl5gpBdsnJ",
+	"qBWWkWd7IdxAD3ZKnRKp/f/Ze9fmNm5sbfSvoFznlKVdrYsvmb0j1dQpxXZsn3FiHctJPszkmGA3SGLU",
+	"BHoDaNEcl//7W1hrAY0mu3lJRFmO+WEqY7EvABp41v1ZwZPIlJ6dscpop3NdZsyIqXYi9A7I2HDuKAI4",
+	"MlDIYUFW0D8Ko6sKlEjMjWleBPaVLfUsi38E6kbsri0d/MWyWkFyJYhEqXIB6uUxu1gsJUyzH0lbokZP",
+	"nI1AWco14Enk1pGKDWplvNgEXurUB+olS3DOziZYRx/SBPukxiV9mE1qeO4AV7oBLXzkUDiUYEsvylfV",
+	"Dl6M27kf0P2vO3hte5v1vR5+7F/vvz39EjCO+6sPxd83J3iP2uuY6JaQrkPt3TGMB3NkI6MAblmuoES7",
+	"2gj0o2QA6sEo7CyavJlo6054VdEwzhI7fSiQlfUtig3Q/sCUx6cgX67FZvMxRZ5koBFjdMZKrQ7hTW9H",
+	"I3gMPCGxOcYeo/mMz4/ZaxetFYcswvm1ZQe5LkTuxYzVZe0fSLKEGVDiLZLe+n+QBRFEU7pYJDy8BMCL",
+	"tJFjqdhBVZdlxqraTjI2kmV4hp55Oyao3E0HajkVdhXm/2HXw61aCl9CkCQgzmSxcxyP1vvO7AH6lBvY",
+	"A4lhSaO6XcNs96KE5rqFRdDMdC9b1lkEtgGFXQqQqb4WR87PAGq0+r3Dr7hdqEdFFAeI1wGkBy2EGEDz",
+	"UQxRHwZBieUyVBela5OLjM24dNGEAE8UuxZzRGwPo1PBbW0E1TKhEDljN7IQmq2Bel4XMl5EIkJZL+yo",
+	"5EWb6yQ248E6CHIcCDyMOOqFdUyoIrZ/HfjLde2u0C4YsANKrGaPTjPGHZtq69iT08NzcjT5SWClOjnq",
+	"xsILK1iYQLM09AJKuLrKQAAdxrEZwa1W0AE3Vn9TGe0v795AVBFyIJqcWayGy2L8MCmUWHaFO1td+e3w",
+	"3p+23YQAW+9YEwHEvRHqsO6+tCoZZ5+//beQtQYbY6RrVZwzfc0sqA1E9sCTrQw7t9gTUv3Vg4L+rg2m",
+	"6HFS5uIXxW+4hF5Ci42HIjwvQOatSIUV0YZFuXAy5C6frGgqVCvL6sqf1senDO6GQ2EzfywMgxJUD5YZ",
+	"caO0q2WtVONSNA2IMRNVFaISqoAgP2ZPQF6GBYOD0MGfQA+stnHc+H/C1TDmVr1tGc0hLImM+KlN0fBL",
+	"EfKtgcgfYEXuACfhRRuBpb0HaEmj7YPMtyqWo3rjMigAUuEn2BMI3KNshgR9rFcneJlCkN05Bjlu3FFl",
+	"9Md5P/A0FUmtGCCR4mAr6pbS6m33BTBlUjm95NbImK6dlYUAGuFg1B9gDhksCvw/rcSRHo2YEV5XQx+z",
+	"V2ftgsvY3xfZVfycKLXdjwein9ChzOuBUo0x/jjk+bUejTIKumL7AOvAF37MLoDqimN3tHJ+xipdtiKz",
+	"0drF29Elc8wuWMUhuMldwpbHeJxiR47+OQtu91Y81Ljg7u6gbPE/k88RPuGOyFoWXrOZUolNSYQB9bKq",
+	"h6W0E6okuDvYTEZNwbXeZLilrU0BVhc2016l3KuUG6qUmByCOIhAtMQ0tXtk19WfAXbsEdmaAxyIgFiJ",
+	"5FiDx+eU49K4lYPPOdRCBTe/t64LaaO3/5hdeSSGfGEaQyCTp6oqZONiFjNZbBdE6uouELL1ljUASTPR",
+	"sMZfEx7qag+Hezj8A3Coqy+FhnPrxBSa+BY674/hvROFNCIncT80emaFCT5KqK3yUOcwBin9MlEBZqHz",
+	"eiqUQ5O64mNyY1JOR/tniABxhW7YFjvL+XIJaLvWiqx1J8YIbjZqi5rAFFJ8eb5CXXwp3EUln/t1WICY",
+	"J6eP+9ckLMOaaT/IHiDNETzxjUZ8Wn4suAowJyU4A5aflrHBwif0n++oloPjlUTMixGaz99ARGPVd/K7",
+	"qrW66UGDhW3OWUJidPaAducRGTgPlg/jo57DCE/tiIbgZ/T21th4zD1y3F5vElWvhJG6kDlr7mVwL0Wz",
+	"gTUtRBsro3O/s1K2o3wi/KCjj596ldLuk4Za1NYKQt0TUVZgrSE5ESu1rhoBWInCXwlBaB04NigJqTv+",
+	"/EMc9XuY8A6le/tVqxJQlpYypN1AgcA3lWOSbKLFVVlxWP7sOaDzdRIH1CuYmvbu+sZLWq9fT/RMeSEK",
+	"3gKSIxM9xWDwWeSMnYrpUBg7kRX2QRS8dJOMQYFxBN8plwoie+jdBNo9KvuaceM3OvEp0m0onXjTOBSo",
+	"L6lfKATDQmFyyHdhRtxIS4lrSyLpGY7/ihZil33a22/q4yek9Qyr/U2chpdUUrU4+R2egII7fmSE/6z+",
+	"U+al4KquTiq/WcRsxYHwm4rI5mMHXD1CsUd18sBclzWNP4VyMX0pvpJVupT5nOhLjYAeZFFGlAUGop2Z",
+	"Mw5l+KLIIkFdEQg5uJoDQecxe0vEdkAI4E8p1EhARVYQGJzRLBmAzPJxuMRbn3PH34VhPsNb1mWr/gzh",
+	"+MD8TDEfnjsdQy60sueM4uc2KAxY/r+idkCbP5cY9KMR4siJj47C6804Yw0IDa5vEHhf3yi+e/T4bpNz",
+	"uj4QfbteWKEvHye6T8/pAiJaRTQLuOPJcc3jQfizkJRrNZLjbZHJ1OpIq1ysidACcVl6zFv0HSEBx4oS",
+	"jUmCMCkscM9D6KMskz9j0o8CDnpDzMpZmgI/4xKgKD6a9N0CVdq0s5BlY3/kja7Hkx7RTfhHwVwU4QE4",
+	"UYr7f8yx9DHXUyLH4F2h3Fr1INkufHBdr3pXq3VsxM06O43fbSEXqI8L9O6cdr0z25yPeEHu7APA96ec",
+	"vcb+Et1ghx/s9iCv30Xm3z/kVhzhrjuC3b6Bde74sPTYJVUhPvr/44wcj8GbrwrmIbZtXD60rNQ5Lwlv",
+	"wmtTgz3XZT1VwE88i1YH0FOokDeS0aXPn78Bo52XwKvUgFV8LvrMoPsFVCb9R4RK+mjoE5c7DA+H7TQr",
+	"JB8rbQWbSnK5scroYSmmttOMeU4vvILlu4DVW9d1DbljkYn/+RvMlJ5SKg5V+MPTmB7+W+RuHQdtUW7H",
+	"P7ukp/3EP8ppPWWq9najH4UfVj7hhud+DjGzEZRvHNR5CMXE0aOJ6EytcqRv7Mlz5x+fF+WzCTe2e9hP",
+	"T09PswcjbabcwSzdk8cPMn+fH+SDs0enp3DFVCr8w2mcI3x0IEratRa4+Ml70DhuR/qgcLr2OmAfgRym",
+	"6JLz3YPFwvrt0ixFP/NahwxX7NX7n95g+j24B41QBbSuhtKD4I1fcvWDmgdoN8C9/fc5n5YD1Dj4rLkz",
+	"+G2ZdFaUo2P2g3YTOFsQM0kcMEDAES9PKICxVaVmQo20yUXaU5YoIcU8sEA27a0KUZV6Lgp2Iwy4bTzC",
+	"StuaSkh8gaYeUw753cM5Gyy6ks/Ygid5cOaXLkY7unjl2KAZ54dCKCmKQbZFAMROJPhpo3FpBNaqHgz8",
+	"t9aVULySx7Dsh91grnP7i1yH3xeoI+NXPGeDifPfsdkGPYEN/Nwmceyln70PLgkHO5HygX/zgyxyoNM/",
+	"/Yu6OM+3w0R4SgsTO5RNPmNvK6H8Z13av8ddnTkfOPHRncBA1zwbTll3vGkp2tMJvR3fgDT61nHD2or0",
+	"SO7xuSdncaJn9z/SJNVIr0Xxyuiizl0GHVmKjE106DxDLnQJA3XzSJetC4J7tJBtms2cMafHWJEA2COd",
+	"ZXUF5S7+mUIhxWeIUWHH48RxWGM9PaikaiTNlDTVoVTcUJoN/IFG4cHbq1q8vIYaeN0JZlewHq/9cuwy",
+	"s6R5S8dB/IFbmTP/Sfzxguzzoa7dNxZzeikcG65biR3qNpEB4wR4gjYJvsJOw6tTE43SG4ivh/QECh4J",
+	"4+QInEo9Fbk/60Jc4AB2uCHjW1bFQXFm307AM/mct7DP4n7aeMedfPIjeF18PhHK6LKc0mfu9qe+traG",
+	"9EStxBHAaO7HTy3XPBAO7E2O82H4wAH9t8lJR0jHs/W6CKHMArsDUyAViJmxqx32y7BAyTzGLl7aXNtY",
+	"TeMvRjT/WEkjbFKO+B2bSlU7YQ+P2YVX8KR/ICy5LLbpLBG37otmkdaFf+gtoOybkKVOc486ZcXdpFEp",
+	"cUU2bmz+pEeT3FX7i45VWOfMJf+SHAm/W+BY7x5fko+0YlxYGPvsglWy8TDH/EoNvvp9o4u/QqOLBmNZ",
+	"A3KwB24VcvtduQ3oRnBZJ+obbqzmljZtYcLXt9BAJk0UhsJD6EZUe3VghQLwJrzxbTPGTQiZmvFhAkxk",
+	"1fBY12c8R6TbGNmWfaMeSpOXp0XencxEcip7zPXvVro1v2v5NB/dsU+z+9OsUqGaNdnbyys0r64TtgMV",
+	"LFsVmuZdo2AHSBKEFR2gB1VA9QBFLEBn4AE6I0ijH7JUz2dGKDHj5WGa2B30roXiEv8/zJpMmkEejXju",
+	"LVjquaNHnS1nGrVgeYc+2LUmsvzKNcpIHPvdBot7lmfdIP2XClk5+8qOby4C3YkMd6SuxADrmpjzs6Qh",
+	"OORj+DMiihBSi49JQxlaCQrIkI/Cm21Q5xHLmjDQCuFrDGZD2Dm0tZXOsmsxP4JWL/6X5XAzZg4Wkd7M",
+	"Q6QsamFDoJkbaJdLFJmsMmIkPy6Oq6lp07MYncGZzkPTccyNIvYZyBAQBaurTq/fT2E5ekLRa+jMnqH/",
+	"83XRwWcW4tbE8AZTG2lDK0mzp2muiVlfwSPsrcet06HFNOQKEpo2GR3eDnRunSN7tC4wvUaD613StOl9",
+	"xa0VxTkGJmAt0DlBZNp0KTRDBp7UNUt9CY/rng+a/XfaoLa9PzGrt09KNSkYmIOFX/QvJ6a+lACAL0D5",
+	"OAmKepAJULZDp/QC/J8QnB4FOD0KYwiJmP3+Quw8Z7OY4giWaJPiODPSkSMmwWP/T8iqXAAHkUAH9bxd",
+	"2IjoTEw6pHFWeASsVWhLXpi5F6/S4gHuaYJugP1DNPnqMDrMSx9roJOAESWyDz5ZpOPBcaK2HSbR2QYS",
+	"BRKVMlp8T3xoKPsIIsk6WZYgjjp0cUpDxI91Sd/qXbNddkLZ0/m2OJSV6vjSt3V6Mef/vuR7rpnm9lmf",
+	"TQ0Abc+9p/Gr9jRClnJd9Wued5EwqjSZ/9D4SEy5LE+csG5VuzjokKKIy28qrMXkqSYfHd9aG1Gwq5/e",
+	"X4Y8pqAM6xgqh9bgFCRPvHKtQbGZxy8kBES1nUL2T0+/R0yEONCgddMHpd2HZhgDVL9gMBLBNhmjR47v",
+	"Tp805MnpoBF9oUNHzpW/E1R4nk+A2QI48mVgUMLjijkHVqiCTYFhTWMPvVa1NJbrPLQsn2gJxF7YLc+y",
+	"Qde3G2DmlAWuziNwS4rijJg66BtYZKGG6BUWVsUMDbgb/pS0kGIHTx9/zwb+iR/oiQPKaXsnnJkfXYyc",
+	"MAM2FHNNdlZHopXfD++FdS/8XHfFzAErAm/YgA/TiFxW0stAdFXFhnjM1jEF9w7ZOhYHvwr6W2dq5lUB",
+	"IK9qlJdkb+7x/1ul4hBQ0w57JYU9JugM7lxsUPblOl8PpuRT3XMS8hktpNc2OZ66dmKZEqApvkzY9YPn",
+	"JnlwKOzk+KAsPC/+XS0wZyb3wiJgDxJpkhzbLLlFAjMwruIxC183vAUNkcGJpL+fDMCuFx/Bckc5o7Hb",
+	"Uq2AGOm1Iy86FE8iu5oomnUJOq2cVqVIGEi8Vi+6PUaQwFnJP+YveqvK+SXVR+y2T186zNVug2YxviKv",
+	"wZd1ArjWso25VMssCbhnd+gRqLiRbr4NQhDRATabC2rUCGJX0DRIltLNs5BHSfYtpfwE/3GwekHyk2s5",
+	"lDxi9nmevrIS5ihWRGIDvwm3E5ZPuFTIxRt/5mUZhwidQOj5x+w30EInIr9+HguWgnu5puzwq//vjXSC",
+	"DS7fXbz86YL9by3z6w9wz6Bp8ImPB1woBBr35PggA9/KUihXzlkhb4QZi8Lf6BESdO/cbxBla5sWUU2J",
+	"MWLeCReX8JVu37t8QZNP594UccG8F6d9jkLBCE5NN7ETVCwagY+HLnRb6ll/E4jkO/xJl3Ra2+W3Cg7U",
+	"fxsgUpZA4w87YrCurAtvuaXxfDsO5mR/rhYTCDd71/IuXcseHmmdh8LNhFCLJDU7lCceF6QSdgX9W8Da",
+	"eGnY/Wnpakt3jJlOMdO/qCnez1oVf4hYlTAjbaaWcfRCHwGFDnENGVmtrMoHt7F0rDL6RtDhbRAb7TyL",
+	"z0W3vdIOj3L07YaaA2kZL8EfklC2S8sen54iDiCuhlIFGrw/2TZ4O7KFzs/kfB7qYp41nhBFKbbonubF",
+	"fEVtwrv4gdZkgF3iKv6hRfwTqN+DXtlyVQl4Brz0LwW30De/3d2RUm2w4mHFeF7Addth/u87dUnTF1oN",
+	"peGjwwc/799LxV4LXzbtv8SHiqcTu5f7M+z/nJztgId4yjNq20nNnf31xx3pJG0o5Q2LOuyBXUK9LsW6",
+	"XFfclWkRFs4djYNrpWeQuYF1XEgIH7ZwyDiN0qB9GQXQyjnDorhj9s6PJ9THlkCPeYQVBkbQRaGBn4Rx",
+	"hIfTR2hQHm8OETzxsSq9ccZmk3nytfxcSNENQx7Wjsmi9K9hI12WegaNJzs75SEY61LY3VeK+desbJGZ",
+	"Fsl9w/SE/euwy2NUKyen4oRIMJxcSZ2LpZQvwWrD/jNTMdVmnqVKigoMQxg7sb0FlcfsCt2tXm0cjZKi",
+	"SFtpx8ba6NpB40tD72Fjo2dukrGSj8eYRhr3JjW891dAzwdQG/jE6w2lHnfqJO9wFs+Tue9Ssi6/reNE",
+	"0FUs+SDf3pl4KVzYYr0LcQeHAvT/TXhrwU6A8JnfzYarMTioMXoUojIBp3F0HQZHEDHR4PAqfO5qXpZz",
+	"NMzVAv/gQhmxP25sJI2YcaiLw3ojYLcNL40tnrDD7lB2kRP6mdE+vIQl2P2p8O9ZKST8wvo1+JYFBLnr",
+	"wp7BULCuhLqDs+Bqv/k2OAyziXSC+rm/kar+iPUBeD9rjL4WDxTlI6HZnevpVKhCFAxycS21mnfQwSIc",
+	"ElgG5C/BqiuuwNmKzYXGsNXRREzrtI7ZW9LB4hghMwpiMBjK5xC/8eLDCUV+W66CcZeUfPnJ4gCxNj+2",
+	"gvbzfWiZnqkMn0cAgCPoEkSvtHXvcYHX2MU/NRUXs4m2Il3QwNe7zPsJimfKwk/EGCG+RsH+hzY8GU17",
+	"Q5YDVbeJopnC7dRe7dKQbdY09A/uBJZ0c1ID42+IBbj7aN4anGQPqro3PajJxkyPI50o2rjJcSMt0nEz",
+	"Fg4GHrPuIcZCgQyEEAoPTIHo2z/sRhg5mrd8YWmn81bhkizSnHzKwsEETjCrFgt6pT9ofg0gfQT2EPsN",
+	"qTzTCTQIFVp/jUXKKdKVx0nRqEKwATzkQ90E/AfLUHLhH98Ck11k2jQvgPetybShD6ZiZXTzhXE17ltS",
+	"5sL0kPupN/KMn7ErC6f59OdMm0WHKe6JCacum1JhWJ9aIYMg5RLZDxc69OiwDQ8GP+tCUHefC3r7AHvf",
+	"jZW0UOIynMP+HNDt7+eVGBzus4K+5qxQ2JYt6MYjdQuwDaXV/Sk9bWXwpCq5WtFzLA2iI9DT0Y9RhaD3",
+	"wVyCLtWEXpD6/VrMW146zJang5faTRFcPJLe8FJi9gw27260QpR657GyLKk0xzx79FGMHKZCjiTR9xyz",
+	"f3hVMfSxbOm6XZ18TjtY30uu7hCe/es2R+cIxIWwYLfiB/lS4OsH3ztq0lhKrvYUx/cImQKne4pNdPB2",
+	"D07Y1+SoRU23RaEpBgsaKFhKQJxA0Q1NlryNyeOQuHgW03wugzp9oQr0nL7nY6hYii+LGncWdUCMrYbV",
+	"RsMXs5Yq48fmIGpTEG9qccxe8ipYfk0FU0k9uTprS0fyo78KG1bwpJuYbdILu0O4sMDP0/W9jRTC7ryg",
+	"EEMMN7WWCDj045bsWCW4IMbGU+KKFaHY7i926xWr0olpwypynjTQgbZxGEGKpMqoNk41JInKfuKTKf+I",
+	"WeO2j4pkPcXyF2Qj6dtbq4ObbcbPffLnNsmf7bXzDyqFEyotPyFk2KF3cdPOcMNalu5IKuhh5YSCEDPc",
+	"nKXqX1M/X/tLFbrOtQm9WESRRS0HU5U6OsP9Ep3q4DlHp4O9Zv6gBdjMOfQZD2nnbQqQvnjrzrvCNa9Z",
+	"2REurCV+A1zGb8uT3rkEt7DNcSlXbvaTT/4/P/Op+OzNqTUtZry+UQW5HgYNuxGpDJutbdnMC/poHxUa",
+	"JUcVelRZL1MaJR8eQg+38SHH7AJ/Aa0BUsggaSTUVpDfmDs2rfG8hOZ0mLWwlN1A9XCQnZ1cl3U6u4K2",
+	"IoPRhpnRM5nHTnOQ/YCUfx1NaJoDsFETrehStNeMW8p9Bf2pfWZ7WBXDh1zJq1hx5zfkg7MH//8/+dF/",
+	"To++/53+e/T7p9Psb08+/18P7oxusbVEKyzD3wKk6rh/NHyN7N5565L5bNcoB/au+Vq6dO2ZkG6/F0/8",
+	"+B5mG0Fwa3JAfBR57TptVSpB2agZ6GItS6tyJ9SySNcUgNlEx+koe2kF0NkziG7Y2Bqn8+mNwy78AsrW",
+	"RJdFxoYi57UFPkwxC+XD/popn0dLNa2i4wqaLppQqFfy/NquSBr+lRZr5ygSXtSBH7+GdU7ovL/JtJyu",
+	"tiE7NBBmYjjR+tqe5NzxUm+SgGAdVwU3WPbkLBsbXVco10d8Kss5eWlAJcG/PLRsQDxR/zVgM1kWOTcF",
+	"HjV4CkPnErmbvS4Sel/BU+AaYG8pufIPw1cPmAsl/1aA/WCxJQw+356HLHGYInhx/EUFG+Dfj2n2x/+q",
+	"T0+f5K+0Bn0D/tUV/nsp3G94xwv//me0ZLss0azd0Iucrtf2SGFcT/qc38Sx8bMOm7C9OcMyJAcId84O",
+	"DlAhSnkjjBT25JMsPp8Y4bAbdbf58RMUoHD2I+aK0d3zGFC/FKqAPEvIj/HQT+UZesTqKsTv6TyQm4l5",
+	"XXhaOUtpOO1nS8yJ87eEGAy0avP/zSfyRhQNO54zUhTswBsNgzA04POAWUF03J+0ga2HcVIfwmMGTHvt",
+	"diat6OCqAFoL2s/P6dFr+7sBhcZIioZ+h+7sMR3k5mTsT+82bWbhRMcV6PPA0e8ZU3oWNsXxX0sz/mJK",
+	"qt+JkAg6ah/CW4CLtewNETe03xAft8AMjG0s4gadC3waod+Bn1slDJz5bNXJP1zEnWN2ESl+njapFfhc",
+	"KnehPAp6pRfdK/Gi6b4LTnqb4pK0NKHVeAGH5yNIwXWQ0YhCWbADVBheF4PDxYVS7msFkY+wMqtN8mSJ",
+	"43cPkgVICfZQcotQgidztHwyYdMnJ/NOAQabDKygf4C2sHG4iBIHWFKVhaz6LIEKf9KTjTWch+5FYBaL",
+	"srStlJFC2go4gMnfSA5NzBL0GxF5sKRr/RyKmsnvqVU5P1ylkV/hLO9OctMLe9shjY0Ycye+oaTXi/ac",
+	"/cZf2FXtnXMXWnmqoG4SCGsPOANHSmjcsVjpbUTBc6CAk45ZPm+2PWdW5EaApLTChSwqcCNBIAyTNoqM",
+	"/PDYaNTfccwugjJOS2YEK8XIefwIXKhEExGvpNhDd2wsbNfWQqzrx1lazSjvKh3NGt6KMKD7U229eGaT",
+	"RVhZDYOT3Ye4e6N87XNyaye5r+kGdo8AWuD0xWcgWYUqKi2Vawgk9EyxVz9dPKNDlQUnU64rkUF4C5nI",
+	"CjJ1LR5tiEBLy2ol/7cWjE81haBXaM54ZxyCBPcrH1pd1k6wiXOVZb+8e8MO/P+lCmUw6ctSz145Vx1G",
+	"ZrSGKtJmDE6Yt7FHho+nkOQcXuKRx+ryBjtVslLrymvvGSuluj7CNs/asLzUdXE0FY5DR3zivhR2OZdy",
+	"QHD5AbMVQXGH8XlbnjAHRHYxlUpah4zLcIVllZE3Hu3xXssOwtMu/O+X+Ot7/HFweMzeiDHP58wqfi0+",
+	"5Nyid468d7bOJ4zbJQedVh+sM4JPPxByIq2b5R6aOq5/q67g8md0NX6lBpSFys0cksk5NmJBsg8qUWr6",
+	"EXW1TenAkh1lmq5ArzVpp37DnifzjbWSE4H8HXcXQFwxiVWjh5T/HBaccrhI8E50WWA3CYl0ftI1opiN",
+	"pCgLu8+//0v0f2th/d3aTKm2BL4Z8MrUnaHEquQ5Zb7j9kP2PNjFDTE+8kpAkXDY2ZD0fqGYmFYOsJ4P",
+	"LcgpPLcNLWXI48cfzskfHDqpYOFmo0PGwBmMwIucY/aM0vOpQIqqv8RHF3zG/qaYoqsa/6ofX0sJTCiY",
+	"CYvJT9ztC+4w2n6pil4Y3S7RNb35dfFgV2kdfxyH/Wdq9kRQJe49ANfwhYqvogBgn7lxq+CLh/Oege8J",
+	"wUm/a5xMTxtwd6QNG2tNtrnTFTRlExKUZpxCBppD9Iaqgv3GpZNqjM681MMlcj0V7BlXuSiJRFhpN/H3",
+	"QeY4mPnKhWytaZb6t+dsIq3TBioLrkXlsqi2UMqrf7plIyMEPAHRPQDFQgUqznNn4Hl/MKgldPZu6tvx",
+	"0OGa3rfTnbgEN/bQUTQbIlwQ3aIWu2jpLzTalSa6qEnbAfrvDJ1xr96/vwyteLHsCPaqKIibjdYPbcgK",
+	"gd4fX1GOIBQGViM2QA/mVa8b7nnq/fxz5zVbe8clfIvNroMWbcvlNZBHkAbqiLeNvNo9Td+AECLbEBsW",
+	"IuGBTeILBOH7XIJv/Sbj49SjLYXdU9veEio9X5STybm+8xgBItLq9juvlRXASBX7xAS/k79vEKLvlNM2",
+	"0LTbjuiqI7jqkDxm6INq22sZG84rjr0QJBItNu5LbKiCwfmYOIpXJPGVOZMFuTXjXxyE8Q2/EWUk6S1Z",
+	"xd2EHWB4MmN5yeU0Y1aOFXe1adylWfCVHp4HggQZcwAoD2lR4zlmF6xAooTGePSWo1+BLg/be9EZsPhK",
+	"DMM1fXEuki44ob0MkqTEFhsuirBzZltzIH4LqPPPsDpE/G/NS1x+/wll8UXtyg376uBGnXEbKKDO27qy",
+	"hAiw/9OMz/e25zdle6Y9dXCfOH2bkmBzJXVN+zVvtnGbIh+MOWJZQuwNqIfsHNwunOlw6oEs+KDloz88",
+	"WyNd6MAgzSA2IYjevlWw+uA+IGF08vuxh+gLX4bHPaDtAe0vB2gRFbAWIcGAnUKc4+X1iRVwve3HthfW",
+	"cSSpgEg29NHK9ZTRnSEfvRA3MhcPLRQmaqZrV9WY1qJEecx+1IYNxsPH//Pofx4NwowddBywkZwOn8E4",
+	"+8FoXuR8sZMaZM1wCTFlUkKvRK5VYQdZoGBkj04PY5FkHNTrn399/f4FOtP8+LKoMEsXyC5RgX95/N+P",
+	"HsGYoBxzxk0RYt3YKjIZqB6NPOBm4ZOVHFRg+jM7GOS6EPng8JhdautoZTDAfvn26j3r/BInn+j/vS4+",
+	"n8Atg3NqRWYnR04f+asZZFUdDCrnBhkGaIbzsASHrBC5LBLuTumCR/KYva2Nn4v0K3rW1I79AA6LEDWC",
+	"ATy0mLff6hLXKU4wQPeel9dXeOuOhMrSe9aIlLChVBF34p0KkHRFeoZIa72XA9+WHPBww/xJppydAKAJ",
+	"4vtfO/D++++78R7vt8dwWy/Op+jS61t938IAorFFd+kSCGXAlpk3hXpe8bF9vLttiFibrw9vaUYii57E",
+	"/Din+5qf/w0DwRcLbSzunkDHjOG94JL+k6dtyZe4Rpb361m/YY8p1D9QVTj4H3b96j/ZgkwmreKMXRx5",
+	"hcPrNFU+5Rmb1ukf6kPqcS2iAleEp5wnGoFXXsDth/0lHp8yaKVV8fwaso8dm3rl5dEps1Bg7hWwzibV",
+	"2JH6jFWg69jwikpfC3V4zC4ajRF5tJfUGWlZXmrrFSpt6KrmowkD0GJEKbhFXqGm5fggJ1HSUaQLC+sP",
+	"4AV8gHsJO7evKsUJr1GRYKfttaK9VnRvrGOAPjKL714pOgHEQXguhRMdzj5IHmljcstqBHPDAxlmpVrt",
+	"kfQ8dA1cwDSZQlry0IQclmxYiMAgC5p1fN5VGAnP8ccLvudew9prWLutcYT9trSn7/S4Vm6FX/5tJZSl",
+	"0gcbuksv6h3H7BlpHSGFizSjs+CxwSww4IE1uqpCwpeY0QUNtdryobxCo+fSuW9J87h067z9Y0oX2asd",
+	"e7Xji6sdrhsZdgFkE2mKo4obNz/JeYX981fluaXEZLIAgn56DeamiY+VbNgeAk3qxeVr5rzhhSTZFbRT",
+	"obfNWc6dGEMXQeqhHp8IRJCisAs0/9LS07DWBvu+lOUxew3d48k37F/unwC5dpHOVdeO2saMBCSQ2IY4",
+	"trZdBK9TYquJk7DU0xMbbmTeuCTW5uGcDXD5m1q5M8YreQQ3Ds6Rb9vqslGslokwH6VdXyr5Ae79EJCp",
+	"m/fpvf+Ql/47Pks/4y7xq/uNfX1SkmsWdwfM75uoQH8e2PBmaXOh9gnxG7HQ6Vlvzmhz5Jv99eDsQdxg",
+	"D5YQ4VFPOM4vYT8SYHDCrvTI0kVQhu1nMNIGonHh/C02Dx/JEruUqYIZPbMhQSF9zuqT1p24muzDMOxt",
+	"s7H+UB7qmmtpMP8Q85k2xRZ3XBrtdK7LLW4BuXUFZIqvt3nVz9iwbfMbnoMc+QO30D+2uvPXiQY9ZtPr",
+	"L6pqi6ux/nbrG7aawQvkJtlmDrXTv8pC6C3veSfy7XbZz/qy5HNhfjCCX29x3ytu0W+51S2X7j9b3PDa",
+	"Xk24CXtmq70GjWsoQ3vzBYQeq9vehR0LfjHbDPCl0XX1DzH/EbBwuyHKG8A9GGa4f5ceDHrzJjnnQV7s",
+	"GSlWMFKERWIHiag93LWcj59mOTLUIfBPPuUBqD+vNQG0isL7LMZjSXiBlEcnjJ4pYexEVtsK97ZWS2Cw",
+	"rWhPBM8dHJZVXQIh22Pv6rslVx8vvClFquNXcqJOqpLPhzy/XlG5YW0tLLMT6Iov1bgUR94q/eXdGxvT",
+	"yOiJDy0r5Y1gSDySsUCmSE40UTSn8cCbwmh1TTFPfxB+swPIAJ1K50RxeMxe8HwChDC8mEJpx0eeu3Ie",
+	"0pznFFAAO19YapM3KOVIODkVIf+NHcT8t8enGeOOlYJbx57gPyCES3zi2La8wJq2Q2AZwN8iUDy05Fag",
+	"hq9QzyZtIL0CVOHK/1eqsBwMuF78sp1B4u5oBD+GHdMK1hJzC9JB8mI+wPrXWDnnuIltPSX6FTCDENfD",
+	"Jg0xroWo4M/eItIGWnEqJXKXEVcI1v/CLmDorpbKOsF72VwaCHwjb8Rl2EFbE9ImCWcdDty4Sbdx4E6l",
+	"Cv98dHfu3M71WOHdDfYUWp5ho4Zl8Tvkjv2+3R+0R3JoJY5gvDjQvSP4G3IEvxSu+f4RNaIoaCAvEQO7",
+	"ln74Fnvsh/PHhN8RwN6KtrGRSs0IJWbQxHgBMntnHyjTQD+FtsdY42gHGSXwwOrl3EAHRzawN/kHJ/Nr",
+	"4QYogDDSLy29CaPeUE/sn38eMaPVVTZ2PRJ0mx8SFTfiH2wJCdDDORvAHxo5+bfTo7+dnib54o9PD70E",
+	"hL4CuAJlaHQuLStqaIU0gF8uvPAdsAM+1LVj/336fzOpKFMBuNgPsRgTEtoD4QTcHfjfXqAUv3ADdhD/",
+	"+GZBlifiu5lhJYzURSPMnz557GeBq4KpVz1C/ByvRTWk0TvehnQEZB4KbmFwh3qpnOFieKGKmRDNYKjb",
+	"ejM4Uk6oWdXSI8HjfqOvReEvwFDsIN3Yg6yVpUYiHGMcRrC8dqFP93fM4ioBD1HQMuJmXKVknGNdv18K",
+	"6DqstPMK241gN7IQmnFjcBddLIUMpnwe9qdlM1GCBizYTAzDpUE39Drq4VmyNFBiOxSlVmMbK7PouRn7",
+	"14Pl5frXA8aHflhTEUkG4w1IFII7LJJwh2HCtA5KPabq3BvqSppFdY4z4+flVSlu7Uyb0Nf5cDt16A1A",
+	"yl4nmrcWZBOlKGudZ6xzC+SQQVe6W/2o/U171KIGnTGlCUB+rx59U+rRm5jtk2oAQG0XzDyoZEArbZ1i",
+	"tEPNBwzIFdRQ4AGDjqbIrRBM7oUAGTzmjFW6LKnPEQyI1crJkpShbX1sUPjxtXnZYNCrK18bO58QAgpc",
+	"cj2dclXsceLL1hl9acddV/Hp+jOsqxUF9zEHN914Fa9D0i2vnT4yItfYK6f3hOvqHO0Nr+Lx0Ujkjooe",
+	"oX2xsYuqy9bnXVdf33HX1erT7tftL3u4v9xZ1dW9P6q1O5oKMxZrGok/q90JXBd6hhMZG3qQ16WV1O4n",
+	"f29o330HuSUdHGcwcGw+IpviMXMjTB/L2bSVFdJjszx6/D/LZsoGYelkTUKjkZXjJsbfZDdBF45h6c1N",
+	"be0R9QK9FthGpXNCXKotZ7JTeErWYJMoedpnfR8i7wyRt4/prlHGQNKMVGO7prvD/6slpbw+09OqBE60",
+	"5uZAB0cGyEHETPA/8aoiRgdMHzqkFud+LawX7/8cgHL6Xk7FIGMDoQr4v4foy/MP/unyKTsIbRZEcRha",
+	"EKUggE9t8mGz2LXBGa5srv1Qz0Jnsap2kWICvXrXYj4yQBvk/KgpCzYZWuNJjGl9YUjsIHgBObnDaJKg",
+	"7thmTudszCsbR5YsITRLuJZVJYoM28CHcT60rKgRm6GPDAQNkVjIAGX4MRu0kA7imZyNeFlizzg/Eih2",
+	"UtyYwCkxkqVoXFZzVkpvfTErboQBfp9macmRiw3zcdGIlPccjTHpyAa7qvNciAL9itQA78AKwV6+aNg1",
+	"4qyh8ZXw21SUhxl65vTQcakYh1YZx+w3IOfIaSq/mHIQVgYIf6E/v9Xs8u3VewH+ViMQWp3f54qX1OkI",
+	"HNiyBIN4KNiNMHIkMaTpZyDVGCpiDTqzOz5P02vvHLYkOtNxEQPLujM8v7ZpPvMQPbrU5PYAV2QD116K",
+	"rLui7qBXrCkLwRVp2mn7M3y37rDWWvTxPHF7nS0039wrwLfW5qEtlu5QKm2n/Z588v+hzK2+atF3YoqN",
+	"fZUHc39qPaxBgwQMYmGZfGAd14a9q5XyAHFOVEH45LcAzj/KUgywoxEKlRHEwbTOKDGE4lbOAqBRCF5w",
+	"bxaD0TbT5hr27CIkPIe39ELClvZqcvPr4pK7SYe2Cj3FDCxPKiZhRkSQ1hK4McMF+oahaIXFxA/IxlrY",
+	"LMoaqJENvrq8FFyJgtVVr667uMr3p2XZJoCEo8fNtfe23SGA+bs2WAGvK8lc/KL4DZelt8KWKY/Fl8U+",
+	"ArDPWbdFf4FnLXZUq4weG2FtFtVb+R+RMQ6p3VGDzIgxHeurQJX3emUIcq3KP71t/Pn9HugMe1XhlvNR",
+	"v9RhWZ2K2qMmnBR6pkrNiyMvm1fEpxYSUdGiCjfbKPgeRi2gU1xyhok2aZ5NlLJBw+aQZnFOYtNYx/JS",
+	"CuWtwJJ7heIdKORkEZC3u8AkEhKuAxGTWjLG1Zz85/icYJocHrME/KhBVF67D7BQH3BUH+rmksEhPT6K",
+	"+WjsEeM56DuJKjTjNsjBzS2e57Sqb/wXuTWY2WXGAcSC/XDXWFJ+j0FWypfIKegY7qpx7lWWLxZ0aJAm",
+	"AAx8EQrrR3zFM3aX6giNZnuU3TTv8SLJd8T0lgMjMLPlH9LrK+EFRzh5cAPyxOe0gMEedCfOVUejafU0",
+	"Y6W8FpBT6acEjShL8dCeI0RRpXu8F9PmMFuu1NDmIVkLPyM25dcQ22S1qqGBwuYgtyZr6z6i3KZ5VZiT",
+	"YoXzS2rPYwUGBnTJCzkVzYf5SnKr9oj4ZbOclrEPeRWbcpC7AsLV6U/rQfAPqJr+5r2aeZtqZsSBvZq5",
+	"VzO/bTWzKS25D2rmSnSlfgUNmHYz0N1anU1UGmPBaRZKbzSW3rz8AUYUG6PF+0MJwMEgcJjJYuBXt91p",
+	"YHFGJ1LdSCcGh2chOSRWO2EWJ0TYF6ttIOKoxEwUScnNQ8sGqf4MYeHQ8uEovHAQ9Zx48eti0KpikMUy",
+	"WTANRGLVBtUhzYWjihPuMLiSrS0BWaqZgAj7QdLUwYhKG2otKVQR8v/inkEXKDLAYIvIR48fZWzC1diy",
+	"uoo1MAndlHXAGniIcRmMxngJ9w6LYiAADwsKESAl2rMIS/cB7vywgul4Ufq8xMXfqmiDOvG0dtVXy0S4",
+	"L9PYl2l8o2UaPMqKJRmxRZHGnVSvgj1B+YibNPxt5QottvStbRZa9QgKf2uOnIGDNCuo9dIBlM6RsGXD",
+	"2kolrGV+1bwIwBZHqsn6ho4/Tesc0H+tl0E3otSVYINPFR+LDDIRryAu5rTjZQY8bJ8H7ECbAjKqhvO2",
+	"NSWLczbwd6GcHIQHDEBe6KR1T2TI1nk99bvjIRvkZW0dpGQdrsuxTRjMtk+xfRbes5uew7uM1CXzxoGt",
+	"TiFtp6Xto3e3mHu6dJJ3jUVKF2JN5K6tytuTT/DftRk+XouziX4M+Y+5OAOK6LSYOUbPQcv2RzrwRrMX",
+	"Sf3zq/fvL49+fPNrhv9v9NPlU4CDV2+uWo9rkZ/UqvSYNSikpWtAAwdNzMMVZgblVMI3X1VYHau1cTo5",
+	"V17rHvrR3sgbP9q+4vEpn4dqcemyJsMp5smyoPU/tAnxLDt4evqEDZo/fCiEksJbMG4izExaAfmSNB5Q",
+	"cwE8O9ldQzIMZEM2xdOMl1qJ9ZlPf7LGuW3S9WjNtK9W6swjbabcPTh7UNfSX9lRNLDQQWYyT2vyVWEz",
+	"di0q1yQQN2wOjlp/uL58KCO4hSZNnUr84+/+tsGAIMPL7zFiHmqK+kuwx+LepQEGFojeHK24te9PdtZG",
+	"annrPO3FyK0lgfhVXSJ4+tOFx0jVm63n4w5+D+Lia3moU8KQrIsAJFzyTNfKNW6RWoX07mC9NWDbcBZj",
+	"tj/hYHOyPfz6kwXg658IAbCIwpiS/sexWOXwmFJbx6SDtu8mdcXzshQmGU6k2RAfvcQ/eHr6dAsYh4ls",
+	"iOGt1LGvBcB/vxfeguM9tvQnmO0EWbZVPk8AJ1YVQ1PvWq9u2lKClxL4iMAB3Ml/dJ5ob1CGAwH0NkfQ",
+	"ArtQJ4al/E/+iX4ICQ6iFZtAYULoBLFBCB0Cgs4b5nKrI9MfqLho3ScKBJD/4FsKZP1L5Ct4YMGLSloG",
+	"d1gSvui/yzbzs541TIJ+dsSAtEoDRuKkbgxeg75njKcQT1CL5Ip9uHzQ8kRAGwN0ZMCFapw8/jwwXAWl",
+	"Xnx0Aj4hLmBz5VZADbGAbqzGNUD7IZJUNX5loYquRlZKzL5SPL99L/aq1VgTnI37lfzY51CGMq3cnOnh",
+	"v0WO/JlU5FcbIxQQ4N1Dx3bYY39NDXrv0F4ti6HV1p0K4yZEvIKWO8nssz2+47NW8WvT0TSWI9v+euSD",
+	"dz8+Y0+ePPk+9Nj/j1biMGO6LBouBTbwD6cq3KTI34iRMELl4hwc1VLVurbNEnIgAaCBAWvKQi34Ogfy",
+	"u2aB7kP3jzicrRpfxLs2b8wRb9m6B0i8c8O+GfH6bRphxJt+lKXYuMNC8iraiVvd9QK37G49962ZbUL/",
+	"AHt7T/+wwgVv0jN8L0pnmutOJtwUR43PvYe+3Rhvolg5LMUZFZMmfAMP2XDuBLG4eBuiHTo8cBOj63EI",
+	"H/KxX8BDUFhRLwJOWKkK8ZEJ5QzwR3H2PBRb6unQOtBxrW7ldqiCym/TmltMIvBqv9OmyfFwoTMVDpUb",
+	"wcZeB2MXoY5VliUbCjDPjLfMVMiDkZjKggOcC8cOlHYfRsBEe+71/yW+isaVzy0ZTDfEmIWigFN3thkw",
+	"G8CKpOmSHXHFV9wUiy70lnDYjU7sX+CR4Afu8skaNRimlrFHR49OT1kB7bNyx2RhM/zCldG5sNbbkpjh",
+	"qmfqbnXgpfn0sW95gDPwK7Qe8DPLsIM7rACDwPIe9LpB71UDKV8G+0KN7Xr0I5ToR74fDBCFWD1yRyHg",
+	"hUfY63cRPVDnRGiBM53AatGK7MH7MNNpxGVJwco4pA/+cR/Gnd7Xd3jz/vzvz/+9Pv+0T9uH5osAwRqi",
+	"kQQIkrH2g8ErILuHbX5G9EpesCfmHjrepGmRgWCFBXgI0d2asWGdKiPglm2rLUPEHWhs00Ka4G1tLa7F",
+	"YgrL+JhL5XWSFv5oJbYGmys9cnt9Y483XwHeXDVH4b7rG5/Qi7QFR0EPMUGr3hXsJcW4czyfIHNdTIGC",
+	"3xWfinPYYFPwWsGv0KbhHXYlgPoC/ypp+1n49Ew1Rh9yjXBjJNRaLBenSdtcB/8KxWnShR5c0GkPCsvO",
+	"kpK1sOeHUhVQiRvaOcRaNko8Db1PsLQtFrUdNBM7Y1YIbxRmOHmpxocbFL0Vy4VvDfvbMXtxI8w8DtOI",
+	"fCLy62RlDjiiM9OmjcPwa/Okw1i312QcHKAdesNLWRC/YkgmWKhWDvsh9BhpKBxRPx0LR9YxluctoH6r",
+	"OO+YvXYUhcSiRDDAQwM2pQ3mGPCFqqIwhPUlElFy/CkiiJZval+ity/R+8sxQbRg/T7RQHTJsD/OAKEV",
+	"YH9biLVpIeILj/yPgFCh0iaEYHop7NocEWeodhce1JAFcEH8AZcpuA6BovRf9enpkxyaFcH/FUyUwkvV",
+	"jI1G00qM2ZG1h5D+MDJ6CsJvSjIVY0x/x0dQpi8+5J/+P4//Fhi7ui75fYAVcuiyZEMxlmqZyJYobKU7",
+	"PGbvMMugyd/wMvyYXS1Ln8CEgZrlBkQYGTFhNGlmmxNiRJzeuiSutSN6cghw+/0l6uD2tBp78bKbqrQ2",
+	"tN5HTo3VEmVTq6jh0FgQJg2vOPvp8un5KlwPOq/XtoW4tpBSRlBvBAcj5NwbHWyAIP4nQR5TGKjWGmax",
+	"GuoxdCWnezvta7TT/Oa6HRvtYlljjLmcYch+J3gp6wQbG67cHxHWe9Nsb5rt2VMW2VO+lGm2UohS4fea",
+	"am4SNYFWpTeHDkmYQLpBIkXT8AP6QUQLx4m/IzfIgB0EaGya9w9CS5AW6VNDLQLtHKgvRE/zeGAmgZ5q",
+	"IOfKeWz95WUkiJ/z9KlDkeupsIGxBNLrUS6GbrNr0uyuaB2/WBekO2l+1Pfi8G2KvreGL3oLL4ybUKrw",
+	"cu5E/4u5a3PEr0Ja/IpX+AbKyttpslzrhZskyy2cxH1EZ0XaXNL91N4VgcbKrDm66FaZqELHRGCkauPo",
+	"4qWI2mlPWH9IoB4kIZEqdc6dNuxgoXtQxgY3E22hIJJXlf9PgtNSWSd40eoye7ZgpPBA3YRUWULluhCG",
+	"VbWdCItsJ23Kwnfvry7hZ5QcGIwvGPy5+WD2MPP4X5clq4z+OMfuUsk6UHcaMH1GpZ55mbBACnJDv8QK",
+	"7IBoyq9iLha6S54hj0jabPagxVrS8dX/n7Bafz8+Po5mYCMJD7MgzKLHDNiqitir/5+/H9fQ6UjHehlh",
+	"Qvv3hd73y82fpnzOhiIUjSUEW1GukvAj32pLmKyjD/MruIIyLOwpiApV3E0yNvjUGt/nk0+wuz6ffOJV",
+	"9fnkU1itzwN2gMF4L81/effmyN9/JGzOK1EcnpNHNumET8lRwRaLn7R96liU5jaLA4d6N3CFhlzQhlKt",
+	"qpH2wYAiByVuFuhqSu1VndTRWYb+9Onub3OireM/81+g+R6d3bdiP6rFL908+9R/OK8BhbmCOpSw05wl",
+	"ByGknIQek1m70VURiYqC8KGSMT4VNt1JyccGZ3QJMO38GYMzHlodyg3CfigfF73Au7UJO965xjoMcU7Y",
+	"Jg0zWbMhEnYyWJI9Q9mOTMt9fdYGrt1eDSCc3C9KPDYRvPQmwafVvA6c2SkvS4aXM6t4ZSfahXJcXrAh",
+	"L7nKPRD6XTzVSjrtLQuWc9XYox5AE13imP0WBCPRJEhoUj3xv+dQXuufhtXBdm6dmILOh6c9jgK6D0qV",
+	"l3UhQNmwQtmaXMSQn1cIBwl1oQGs0oWAsk+p0CeoTawLRo8hkARhhS+k62g1n+raMsPBf+kmXDEj/i1y",
+	"F/g+KQ4oLXt8epqIMv8ukATX/i2FGBte0MS+O32SJVoQVHmHSQ11Mc9QcUChm7gXO6keXuGn3KX9dJPj",
+	"S65okL0Vtv1T9tsBRGr0LB8n/aK+zDCTlUU/hV/7WDkIEb32vs9AufBaNfRx8pcf4/EXeW2kmz84++cn",
+	"b1EPBTfCXNT+iP3zd2/cpnm3Hq7gHfT4dHcmUIAbv6OG87TnmP9X82evRuUk5BYHuDi67FPgLX2m9bUU",
+	"Ycg0jiWCBRgWkworwKGvFU4kAwURvFUZ8inZjE259N/WgwR1Y8ajbR0ztYKYPJgz8FEOcI7s9BHU1gT3",
+	"Ai7EsqviFwtpukZDhmnThj5bsl4IOWgVcHDMGS7LqC/k3PFSj2sYT8IAU2mpnG2G9rg1tLCuy4N7J3Aj",
+	"i4IRFSGbiulQGDuRFfUAC4iFfVLjK56kr6CbO97wqyyETjTJoPONja4rmnKFrRSPeO7kDWqnldZllnT9",
+	"B9ceqSDhk5R63Aznu9Zw6HUd4/nZf0JqhA/f4JLBVk8KwUI7YA+lYlqVYHlHakG/K/w8IA5WMC81sImr",
+	"NLg/sCitZ6GA0q5jWG8SD0VXOA5XSppE5Q6EG1i7NhL5PC/TqUU7WNK8YL/Zqb4WzCG4LXjlugb2Pg6E",
+	"etTqEaZEN6uRhfZyORyqXKuRHIeGxIirFR/KUjop4LCh8Z6U8iUL16zb03Td8OUd43sBVX60/5EnLSon",
+	"ULM9jrZd4NML/ufmLKJjOLz5Uetgp8pO9/KIG2BhqN1Qf8zwv7Uq2EwMJ1pfe/NTQviwKrmywSL1f5Kh",
+	"/SXt6CPc57+J4ZWG2Go49lLhI+kThCf7P39MF8kPpOsj/qC1s87wKngvMOzKi6lU0v/gqOMfvAzwyM2j",
+	"p4ND++MEqeJKff99ulLEwrX48pc/nLxnaC+i18fb6GPp8cKfnxth2NXry7C/KyOs8DiMGwfg7jzwydCx",
+	"RiZEwgY0TSkTK9hcjFjMk9HRXzpBMBCFN4fLtKkCmmqM4DvIWCGDoGgK8ePm/Vu6MNF67nj5TwIzqg7e",
+	"vX92yIzWU3uG/8GodO4PVWTd8Rt8Mdhiz9m/tUQBZ9xQcJdhMUmGngrUUyw7+O3V60sMQNt6GMcAP7y4",
+	"PIRn0wdaPis0eW6czGXFlQvB686dYFzeMVWwSHI9ZQeOl9eHjf+eOGhUwV4e//ejRyD5NNoeOKCHltlK",
+	"8GthzqPvYWg0L3JuHRORiDM0dn/786+vf8QkgfQk8/L6weffP/+fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -44,12 +44,13 @@ type Operation struct {
 const (
 	CredentialRTCToken        = "rtc-token"
 	CredentialRTCAccessTicket = "rtc-access-ticket"
+	CredentialArchiveTicket   = "rtc-archive-ticket"
 )
 
 // DeviceCredential reports whether the operation takes a meeting device's
 // credential instead of an API token or a console session.
 func (o *Operation) DeviceCredential() bool {
-	return o.Credential == CredentialRTCToken || o.Credential == CredentialRTCAccessTicket
+	return o.Credential == CredentialRTCToken || o.Credential == CredentialRTCAccessTicket || o.Credential == CredentialArchiveTicket
 }
 
 // Operations indexes the contract by "METHOD ginPath".

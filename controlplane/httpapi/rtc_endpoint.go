@@ -364,3 +364,33 @@ func (e *rtcEndpoints) CreateRtcPlaybackTicket(ctx context.Context, req contract
 	}
 	return contract.CreateRtcPlaybackTicket200JSONResponse{Url: url, ExpiresAt: exp.Truncate(time.Second), Protocol: contract.RtcPlaybackTicketProtocolHttpFlv}, nil
 }
+
+func (e *rtcEndpoints) ListRtcParticipants(ctx context.Context, req contract.ListRtcParticipantsRequestObject) (contract.ListRtcParticipantsResponseObject,
+	error) {
+	ps, err := e.rooms.Roster(requestContext(ctx), roomID(req.RoomId), participantToken(ctx, false))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.RtcParticipantList{Items: make([]contract.RtcParticipant, 0, len(ps))}
+	for i := range ps {
+		out.Items = append(out.Items, toParticipant(&ps[i]))
+	}
+	return contract.ListRtcParticipants200JSONResponse(out), nil
+}
+
+func (e *rtcEndpoints) AdmitRtcParticipant(ctx context.Context, req contract.AdmitRtcParticipantRequestObject) (contract.AdmitRtcParticipantResponseObject,
+	error) {
+	p, err := e.rooms.Admit(requestContext(ctx), roomID(req.RoomId), participantToken(ctx, false), req.ParticipantId)
+	if err != nil {
+		return nil, err
+	}
+	return contract.AdmitRtcParticipant200JSONResponse(toParticipant(p)), nil
+}
+
+func (e *rtcEndpoints) HandOverRtcHost(ctx context.Context, req contract.HandOverRtcHostRequestObject) (contract.HandOverRtcHostResponseObject, error) {
+	p, err := e.rooms.HandOver(requestContext(ctx), roomID(req.RoomId), participantToken(ctx, false), req.ParticipantId)
+	if err != nil {
+		return nil, err
+	}
+	return contract.HandOverRtcHost200JSONResponse(toParticipant(p)), nil
+}

@@ -107,3 +107,54 @@ func (e *rtcEndpoints) StopRtcRecordingAsHost(ctx context.Context, req contract.
 	}
 	return contract.StopRtcRecordingAsHost200JSONResponse(toRecording(r)), nil
 }
+
+func (e *rtcEndpoints) CreateRtcArchiveTicket(ctx context.Context, req contract.CreateRtcArchiveTicketRequestObject) (
+	contract.CreateRtcArchiveTicketResponseObject, error) {
+	c := roomCaller(ctx)
+	id := identity.From(requestContext(ctx))
+	has := func(string) bool { return false }
+	if id != nil {
+		c.Super, has = id.Has("*"), id.Has
+	}
+	var actions []string
+	lifetime := 0
+	if b := req.Body; b != nil {
+		for _, a := range orZero(b.Actions) {
+			actions = append(actions, string(a))
+		}
+		lifetime = int(orZero(b.LifetimeSeconds))
+	}
+	t, err := e.rooms.IssueArchiveTicket(requestContext(ctx), c, has, roomID(req.RoomId), actions, lifetime)
+	if err != nil {
+		return nil, err
+	}
+	out := contract.CreateRtcArchiveTicket200JSONResponse{Token: t.Token, RoomId: req.RoomId, ExpiresAtUtc: t.ExpiresAt}
+	for _, a := range t.Actions {
+		out.Actions = append(out.Actions, contract.RtcArchiveAction(a))
+	}
+	return out, nil
+}
+
+func (e *rtcEndpoints) GetRtcRecordingManifest(ctx context.Context, req contract.GetRtcRecordingManifestRequestObject) (
+	contract.GetRtcRecordingManifestResponseObject, error) {
+	ticket := participantToken(ctx, true)
+	if req.Params.RtcArchiveToken != nil {
+		ticket = *req.Params.RtcArchiveToken
+	}
+	m, err := e.rooms.RecordingManifest(requestContext(ctx), roomID(req.RoomId), ticket, req.RecordingId, orZero(req.Params.AfterSequence))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.GetRtcRecordingManifest200JSONResponse{RecordingId: mustUUID(m.Recording.RecordingID), State: contract.RtcRecordingState(m.Recording.State),
+		OriginAtUtc: m.Recording.OriginAt, DurationMilliseconds: m.DurationMs, Tracks: []contract.RtcManifestTrack{},
+		Composites: []map[string]any{}, Events: []map[string]any{}, NextSequence: m.NextSequence}
+	for _, tr := range m.Tracks {
+		ct := contract.RtcManifestTrack{ParticipantId: mustUUID(string(tr.ParticipantID)), DeviceSessionId: mustUUID(tr.DeviceSessionID),
+			MediaKind: contract.RtcMediaKind(tr.MediaKind), Codec: tr.Codec, Files: []contract.RtcManifestFile{}}
+		for _, f := range tr.Files {
+			ct.Files = append(ct.Files, contract.RtcManifestFile{FileId: f.FileID, OffsetMilliseconds: f.OffsetMs, DurationMilliseconds: f.DurationMs})
+		}
+		out.Tracks = append(out.Tracks, ct)
+	}
+	return out, nil
+}

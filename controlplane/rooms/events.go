@@ -45,9 +45,20 @@ func (s *Service) roomCreatedEvent(r *Room) (store.Op, error) {
 // roomEvent numbers the next event of r (r.Sequence moves on; the caller
 // writes r in the same Txn) and returns its outbox operation.
 func (s *Service) roomEvent(r *Room, name string, participant ParticipantID, at time.Time) (store.Op, error) {
+	return s.roomEventWithTarget(r, name, participant, nil, at)
+}
+
+// roomEventWithTarget is roomEvent for an action of one participant on
+// another (TargetParticipantId).
+func (s *Service) roomEventWithTarget(r *Room, name string, participant ParticipantID, target *ParticipantID, at time.Time) (store.Op, error) {
 	r.Sequence++
+	var tgt *string
+	if target != nil {
+		t := string(*target)
+		tgt = &t
+	}
 	ev, err := events.New(name, events.SourceRTC, s.NodeID, roomEventData{RoomID: r.RoomID, Sequence: r.Sequence, EventType: name,
-		ParticipantID: string(participant), OccurredAtUTC: at})
+		ParticipantID: string(participant), TargetParticipantID: tgt, OccurredAtUTC: at})
 	if err != nil {
 		return store.Op{}, err
 	}

@@ -42,3 +42,19 @@ func FuzzEngineTicket(f *testing.F) {
 		}
 	})
 }
+
+// FuzzArchiveTicket: any bearer or rtc_archive_token value parses without
+// panicking, and only an issued ticket passes the MAC.
+func FuzzArchiveTicket(f *testing.F) {
+	s := &Service{MACKeys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}}
+	good := s.archiveToken("room", "tok", []string{ActionView, ActionPlay}, time.Unix(2000000000, 0))
+	f.Add(good)
+	f.Add("rar.a.b.c.d.e")
+	f.Add("rar....")
+	f.Fuzz(func(t *testing.T, ticket string) {
+		p, ok := s.parseArchiveTicket(ticket)
+		if ok && ticket != good {
+			t.Fatalf("%q passed the MAC as %+v", ticket, p)
+		}
+	})
+}

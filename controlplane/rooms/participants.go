@@ -276,13 +276,26 @@ func (s *Service) end(ctx context.Context, p *Participant, kv *store.KeyValue, s
 			return err
 		}
 		// Only the room moved on (another event) if the participant is
-		// unchanged; otherwise it was ended or refreshed meanwhile.
+		// unchanged. A leave that raced the device's own heartbeat goes
+		// on from the newer record; anything else (ended, refreshed, or a
+		// heartbeat that saves a participant from timing out) wins.
 		cur, _, err := store.Get(ctx, s.Store, kv.Key, store.Local)
 		if err != nil {
 			return err
 		}
-		if cur == nil || cur.ModRevision != kv.ModRevision {
+		if cur == nil {
 			return errRetry
+		}
+		if cur.ModRevision != kv.ModRevision {
+			var q Participant
+			if err := json.Unmarshal(cur.Value, &q); err != nil {
+				return err
+			}
+			if state != ParticipantLeft || !q.Active() || q.TokenHash != p.TokenHash {
+				return errRetry
+			}
+			*p, kv = q, cur
+			continue
 		}
 		p.State = map[bool]string{true: ParticipantAdmitted, false: ParticipantWaiting}[wasAdmitted]
 	}

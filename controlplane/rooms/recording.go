@@ -194,7 +194,13 @@ func (s *Service) startRecording(ctx context.Context, id RoomID, by string) (*Re
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return s.recordingFailed(ctx, id, rec.RecordingID, err)
+		// A start that failed does not hold the room: what did start is
+		// stopped again, so a retry starts a new recording.
+		_, ferr := s.recordingFailed(ctx, id, rec.RecordingID, err)
+		if _, serr := s.stopRecording(ctx, id, rec.RecordingID); serr != nil {
+			return nil, errors.Join(ferr, serr)
+		}
+		return nil, ferr
 	}
 	return s.updateRecording(ctx, id, rec.RecordingID, func(r *Recording) bool {
 		if r.State != RecordingStarting {

@@ -61,6 +61,10 @@ type Service struct {
 	Reader query.Reader
 	// Recorder records the publications of rooms whose recording runs.
 	Recorder Recorder
+	// Archive reads the recorded files of room streams.
+	Archive Archive
+	// Issuer rechecks an archive ticket's issuer at every use.
+	Issuer Issuer
 }
 
 // Caller is the API token calling a management operation.

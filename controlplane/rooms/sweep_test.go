@@ -3,6 +3,7 @@ package rooms
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,34 @@ func TestSweepClosesEmptyRooms(t *testing.T) {
 		"rtc.participant.timed_out,rtc.room.closed,rtc.room.closed"
 	if strings.Join(seen, ",") != want {
 		t.Fatalf("events %v, want %s", seen, want)
+	}
+}
+
+// TestLeaveRacingHeartbeats: a device's heartbeats landing while it
+// leaves never make the leave fail.
+func TestLeaveRacingHeartbeats(t *testing.T) {
+	s, clk := newService(t)
+	s.HeartbeatTimeout = 3 * time.Millisecond // every heartbeat writes
+	ctx := context.Background()
+	r := mustRoom(t, s, CreateRequest{Name: "Race"})
+	for i := range 20 {
+		j, err := s.Join(ctx, r.RoomID, JoinRequest{AccessTicket: mustTicket(t, s, r, TicketRequest{SubjectIssuer: "crm", SubjectID: fmt.Sprint(i)})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			// A device writes a heartbeat at most once a third of the
+			// timeout; two racing one leave is already more than happens.
+			for range 2 {
+				clk.add(time.Millisecond)
+				_ = s.Heartbeat(ctx, r.RoomID, j.Token)
+			}
+		}()
+		if err := s.Leave(ctx, r.RoomID, j.Token); err != nil {
+			t.Fatalf("leave %d raced by heartbeats: %v", i, err)
+		}
+		<-done
 	}
 }

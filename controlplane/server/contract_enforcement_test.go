@@ -405,6 +405,9 @@ func deviceCredentialRefused(t *testing.T, ts *testServer, op *httpapi.Operation
 		}
 	}
 	want := "rtc_token_invalid"
+	if op.Credential == httpapi.CredentialArchiveTicket {
+		want = "archive_ticket_invalid"
+	}
 	if op.Credential == httpapi.CredentialRTCAccessTicket {
 		body, want = []byte(`{"accessTicket":"`+super+`"}`), "room_ticket_consumed"
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/permission"
 	"github.com/svcplatform/svc/controlplane/recording"
 	"github.com/svcplatform/svc/controlplane/rooms"
 	"github.com/svcplatform/svc/controlplane/streams"
@@ -30,7 +31,37 @@ func (s *Server) startRooms(cfg config.Config, keys *keyring.Keyring) {
 				return "", err
 			}
 			return rec.MediaServerID, nil
-		}}, Recorder: roomRecorder{s.Recording}}
+		}}, Recorder: roomRecorder{s.Recording}, Archive: roomArchive{s.Recording},
+		Issuer: func(ctx context.Context, credentialID, perm string) (bool, error) {
+			// The same answer playback grants get: the token or console
+			// session as it is now, within its owner's permissions.
+			ts, err := s.Playback.Tokens(ctx, credentialID)
+			if err != nil {
+				return false, err
+			}
+			return ts.Valid && permission.Grants(ts.Permissions, perm), nil
+		}}
+}
+
+// roomArchive reads the files recorded of room streams from the
+// recording index.
+type roomArchive struct{ rec *recording.Service }
+
+func (a roomArchive) StreamFiles(ctx context.Context, mediaServerID, stream string, from, to time.Time) ([]rooms.TrackFile, error) {
+	var out []rooms.TrackFile
+	for page := 1; ; page++ {
+		files, total, err := a.rec.Files(ctx, recording.FileFilter{MediaServerID: mediaServerID, App: rooms.App, StreamID: stream, Start: &from, End: &to,
+			Page: page, PageSize: recording.MaxPageSize})
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			out = append(out, rooms.TrackFile{FileID: f.FileID, Start: f.StartTime, DurationMs: f.DurationMs, Codecs: f.Codecs})
+		}
+		if int64(page*recording.MaxPageSize) >= total {
+			return out, nil
+		}
+	}
 }
 
 // roomRecorder records room streams through the recording service, as

@@ -252,3 +252,82 @@ func TestRoomsOverHTTP(t *testing.T) {
 		t.Fatalf("events\n  %s\nwant\n  %s", strings.Join(names, ","), want)
 	}
 }
+
+// TestWaitingRoomAndHandOver: a member waits in the waiting room and may
+// only heartbeat until the host admits it (rtc.participant.joined names
+// the host and the admitted participant); the host hands over, and the
+// former host is refused host operations (403) while the new one starts
+// the recording.
+func TestWaitingRoomAndHandOver(t *testing.T) {
+	ts := startServer(t, "waiting", "", "")
+	backend := ts.token("rtc.manage")
+	var room struct{ RoomID string }
+	ts.do("POST", "/api/v2/rtc/rooms", backend, "application/json", jsonBody(t, map[string]any{"name": "Board", "waitingRoom": true})).json(t, &room)
+	base, dev := "/api/v2/rtc/rooms/"+room.RoomID, "/api/v2/rtc/session/rooms/"+room.RoomID
+	if r := ts.do("PUT", base+"/recording-policy", backend, "application/json", []byte(`{"enabled":true}`)); r.status != 200 {
+		t.Fatalf("policy: %d %s", r.status, r.body)
+	}
+	type joined struct {
+		ParticipantToken, AdmissionStatus string
+		Participant                       struct{ ParticipantID, Role string }
+	}
+	join := func(role string) joined {
+		var tk struct{ AccessTicket string }
+		ts.do("POST", base+"/access-tickets", backend, "application/json", jsonBody(t, map[string]any{"subjectIssuer": "crm", "subjectId": role,
+			"role": role, "capabilities": []string{"camera.publish", "microphone.publish"}})).json(t, &tk)
+		var j joined
+		r := ts.device("POST", dev+"/join", "", false, "application/json", jsonBody(t, map[string]any{"accessTicket": tk.AccessTicket}))
+		r.json(t, &j)
+		return j
+	}
+	host, member := join("host"), join("member")
+	if host.AdmissionStatus != "Admitted" || member.AdmissionStatus != "Waiting" {
+		t.Fatalf("host %s, member %s", host.AdmissionStatus, member.AdmissionStatus)
+	}
+	checkErrorBody(t, ts.device("POST", dev+"/publications", member.ParticipantToken, false, "application/json", []byte(`{}`)), 403, "permission_denied")
+	checkErrorBody(t, ts.device("POST", dev+"/participants/"+member.Participant.ParticipantID+"/admit", member.ParticipantToken, false, "", nil), 403,
+		"permission_denied")
+	if r := ts.device("POST", dev+"/heartbeat", member.ParticipantToken, false, "", nil); r.status != 200 {
+		t.Fatalf("a waiting participant's heartbeat: %d %s", r.status, r.body)
+	}
+	var roster struct {
+		Items []struct{ AdmissionStatus string }
+	}
+	ts.device("GET", dev+"/participants", host.ParticipantToken, false, "", nil).json(t, &roster)
+	if len(roster.Items) != 2 {
+		t.Fatalf("roster: %+v", roster)
+	}
+	var admitted struct{ AdmissionStatus string }
+	ts.device("POST", dev+"/participants/"+member.Participant.ParticipantID+"/admit", host.ParticipantToken, false, "", nil).json(t, &admitted)
+	if admitted.AdmissionStatus != "Admitted" {
+		t.Fatalf("admit: %+v", admitted)
+	}
+	evs := rtcEvents(t, ts)
+	last := evs[len(evs)-1]
+	if last.EventName != events.RTCParticipantJoined || !strings.Contains(string(last.Data), `"ParticipantId":"`+host.Participant.ParticipantID+`"`) ||
+		!strings.Contains(string(last.Data), `"TargetParticipantId":"`+member.Participant.ParticipantID+`"`) {
+		t.Fatalf("admission event %s %s", last.EventName, last.Data)
+	}
+	if r := ts.device("POST", dev+"/publications", member.ParticipantToken, false, "application/json", []byte(`{}`)); r.status != 200 {
+		t.Fatalf("an admitted member's publication: %d %s", r.status, r.body)
+	}
+	var newHost struct{ Role string }
+	ts.device("POST", dev+"/participants/"+member.Participant.ParticipantID+"/host", host.ParticipantToken, false, "", nil).json(t, &newHost)
+	if newHost.Role != "host" {
+		t.Fatalf("hand over: %+v", newHost)
+	}
+	checkErrorBody(t, ts.device("POST", dev+"/recording/continuous/start", host.ParticipantToken, false, "", nil), 403, "permission_denied")
+	var rec struct{ RecordingID, State string }
+	r := ts.device("POST", dev+"/recording/continuous/start", member.ParticipantToken, false, "", nil)
+	r.json(t, &rec)
+	if r.status != 200 || rec.State != "Recording" {
+		t.Fatalf("the new host's start: %d %s", r.status, r.body)
+	}
+	checkErrorBody(t, ts.device("POST", dev+"/recording/continuous/"+rec.RecordingID+"/stop", host.ParticipantToken, false, "", nil), 403,
+		"permission_denied")
+	var cur struct{ Recording *struct{ RecordingID string } }
+	ts.device("GET", dev+"/recording/continuous/current", host.ParticipantToken, false, "", nil).json(t, &cur)
+	if cur.Recording == nil || cur.Recording.RecordingID != rec.RecordingID {
+		t.Fatalf("current for a member: %+v", cur)
+	}
+}

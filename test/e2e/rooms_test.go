@@ -161,14 +161,17 @@ func device(t *testing.T, api, token, method, path string, body, out any) (int, 
 // plays it over WHEP with Bob's token and decodes Alice's 640x480 video;
 // Bob's HTTP-FLV playback ticket plays it too (ffprobe). Credentials stay
 // single-purpose: Alice's token cannot play Bob's subscription, the
-// playback ticket is no participant token. Alice's DELETE stops the
+// playback ticket is no participant token. The room's continuous
+// recording (once its policy allows it) records Alice's publication as
+// it arrives, H.264 and Opus in one file spanning the recording, and an
+// archive ticket opens its manifest (two tracks from the origin). Alice's DELETE stops the
 // publication; a second publication whose browser is killed fails once
 // the engine's ICE gives up (rtc.publication.failed).
 func TestMeetingRoomEndToEnd(t *testing.T) {
 	bin := svcbin.Build(t)
 	cp := startControlNode(t, nil)
 	cp.startMediaHost(bin, "media-1")
-	be := backend{t: t, api: cp.api, token: cp.newToken("rtc.manage")}
+	be := backend{t: t, api: cp.api, token: cp.newToken("rtc.manage", "rtc.recordings.view", "rtc.recordings.play")}
 	var room struct{ RoomID, MediaServerID string }
 	if st, body := be.call("POST", "/api/v2/rtc/rooms", map[string]any{"name": "Weekly", "idempotencyKey": "weekly-1"}, &room); st != 200 ||
 		room.MediaServerID != "media-1" {
@@ -222,6 +225,24 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 		t.Fatalf("the WHIP Location %q is not under %s", published.Location, pub.WhipURL)
 	}
 
+	// The room's recording: the policy allows it, the backend starts it
+	// while Alice publishes.
+	recBase := "/api/v2/rtc/rooms/" + room.RoomID + "/recording"
+	if st, body := be.call("POST", recBase+"/continuous/start", nil, nil); st != 409 || !strings.Contains(string(body), "recording_not_allowed") {
+		t.Fatalf("a start before the policy allows it: %d %s", st, body)
+	}
+	if st, body := be.call("PUT", recBase+"-policy", map[string]any{"enabled": true}, nil); st != 200 {
+		t.Fatalf("policy: %d %s", st, body)
+	}
+	var recd struct {
+		RecordingID, State string
+		PublicationCount   int
+	}
+	if st, body := be.call("POST", recBase+"/continuous/start", nil, &recd); st != 200 || recd.State != "Recording" || recd.PublicationCount != 1 {
+		t.Fatalf("recording start: %d %s", st, body)
+	}
+	recordingFrom := time.Now()
+
 	var list struct {
 		Items []struct{ PublicationID, State string }
 	}
@@ -267,6 +288,93 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 		t.Fatalf("the HTTP-FLV ticket opened WHEP: %s", out)
 	}
 
+	// Stop: Stopping until the engine has sealed Alice's file, then
+	// Stopped; her track is one file in its own encodings (H.264 and Opus
+	// as her browser sent them) spanning the recording.
+	var stopped struct{ State string }
+	if st, body := be.call("POST", recBase+"/continuous/"+recd.RecordingID+"/stop", nil, &stopped); st != 200 ||
+		(stopped.State != "Stopped" && stopped.State != "Stopping") {
+		t.Fatalf("recording stop: %d %s", st, body)
+	}
+	recorded := time.Since(recordingFrom)
+	testkit.Eventually(t, 30*time.Second, "the recording Stopped", func() bool {
+		var runs struct {
+			Total int
+			Items []struct{ State string }
+		}
+		be.call("GET", recBase+"/continuous/runs", nil, &runs)
+		return runs.Total == 1 && runs.Items[0].State == "Stopped"
+	})
+	var files struct {
+		Total int
+		Rows  []struct {
+			DurationMs int64
+			Codecs     []string
+			FileState  string
+		}
+	}
+	testkit.Eventually(t, 30*time.Second, "Alice's recorded file", func() bool {
+		cp.call("GET", "/api/v2/recording/files?app=rtc&streamId="+room.RoomID+"."+pub.PublicationID, nil, &files)
+		return files.Total >= 1
+	})
+	var span int64
+	for _, f := range files.Rows {
+		span += f.DurationMs
+		if got := strings.Join(f.Codecs, ","); f.FileState != "Completed" || !strings.Contains(got, "H264") || !strings.Contains(got, "Opus") {
+			t.Fatalf("Alice's recorded file: %+v", f)
+		}
+	}
+	if span < recorded.Milliseconds()-3000 || span > recorded.Milliseconds()+1000 {
+		t.Fatalf("Alice's track spans %d ms of a %d ms recording", span, recorded.Milliseconds())
+	}
+	t.Logf("recording: %d file(s), %d ms of a %d ms recording", files.Total, span, recorded.Milliseconds())
+
+	// The archive: a ticket for view and play (the backend holds no
+	// download, so it cannot grant it) opens the manifest, which has
+	// Alice's two tracks in their own encodings from the origin; her
+	// participant token does not open it.
+	if st, body := be.call("POST", "/api/v2/rtc/rooms/"+room.RoomID+"/recordings/access", map[string]any{"actions": []string{"download"}}, nil); st != 403 {
+		t.Fatalf("a download ticket from an issuer without download: %d %s", st, body)
+	}
+	var archive struct {
+		Token   string
+		Actions []string
+	}
+	if st, body := be.call("POST", "/api/v2/rtc/rooms/"+room.RoomID+"/recordings/access", map[string]any{"lifetimeSeconds": 60}, &archive); st != 200 ||
+		strings.Join(archive.Actions, ",") != "view,play" {
+		t.Fatalf("archive ticket: %d %s", st, body)
+	}
+	manifestPath := dev + "/playback/recordings/" + recd.RecordingID + "/manifest"
+	var manifest struct {
+		State                string
+		DurationMilliseconds int64
+		Tracks               []struct {
+			ParticipantID, DeviceSessionID, MediaKind, Codec string
+			Files                                            []struct{ OffsetMilliseconds, DurationMilliseconds int64 }
+		}
+	}
+	if st, body := doJSON(t, cp.api, archive.Token, "GET", manifestPath, nil); st != 200 {
+		t.Fatalf("manifest: %d %s", st, body)
+	} else if err := json.Unmarshal(body, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, tr := range manifest.Tracks {
+		kinds = append(kinds, tr.MediaKind+":"+tr.Codec)
+		if tr.DeviceSessionID != pub.PublicationID || len(tr.Files) == 0 || tr.Files[0].OffsetMilliseconds < -1000 || tr.Files[0].OffsetMilliseconds > 1000 {
+			t.Fatalf("track %+v", tr)
+		}
+	}
+	if manifest.State != "Stopped" || strings.Join(kinds, ",") != "audio:Opus,video:H264" {
+		t.Fatalf("manifest: %+v", manifest)
+	}
+	if st, body := doJSON(t, cp.api, "", "GET", manifestPath+"?rtc_archive_token="+url.QueryEscape(archive.Token), nil); st != 200 {
+		t.Fatalf("manifest by query: %d %s", st, body)
+	}
+	if st, body := device(t, cp.api, alice, "GET", manifestPath, nil, nil); st != 401 || !strings.Contains(string(body), "archive_ticket_invalid") {
+		t.Fatalf("a participant token on the archive: %d %s", st, body)
+	}
+
 	h.mu.Lock()
 	h.stop = true
 	h.mu.Unlock()
@@ -302,8 +410,8 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 	if st, body := device(t, cp.api, bob, "GET", dev+"/publications", nil, &list); st != 200 || len(list.Items) != 0 {
 		t.Fatalf("publications after the publisher vanished: %d %s", st, body)
 	}
-	if st, _ := device(t, cp.api, alice, "POST", dev+"/leave", nil, nil); st != 200 {
-		t.Fatalf("leave: %d", st)
+	if st, body := device(t, cp.api, alice, "POST", dev+"/leave", nil, nil); st != 200 {
+		t.Fatalf("leave: %d %s", st, body)
 	}
 }
 

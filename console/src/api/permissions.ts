@@ -4,7 +4,7 @@
 
 export interface OperationRule {
   permission: string
-  credential?: 'api-token' | 'console-session' | 'rtc-access-ticket' | 'rtc-token'
+  credential?: 'api-token' | 'console-session' | 'rtc-access-ticket' | 'rtc-archive-ticket' | 'rtc-token'
 }
 
 export const operationRules: Readonly<Record<string, OperationRule>> = {
@@ -85,6 +85,8 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "GET /api/v2/rtc/rooms/{roomId}": { permission: "rtc.manage" },
   "GET /api/v2/rtc/rooms/{roomId}/recording/continuous/current": { permission: "rtc.manage" },
   "GET /api/v2/rtc/rooms/{roomId}/recording/continuous/runs": { permission: "rtc.manage" },
+  "GET /api/v2/rtc/session/rooms/{roomId}/participants": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
+  "GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest": { permission: "rtc.recordings.view", credential: "rtc-archive-ticket" },
   "GET /api/v2/rtc/session/rooms/{roomId}/publications": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
   "GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
   "GET /api/v2/security/api-tokens": { permission: "security.tokens.view" },
@@ -185,9 +187,12 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "POST /api/v2/rtc/rooms/{roomId}/close": { permission: "rtc.manage" },
   "POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start": { permission: "rtc.manage" },
   "POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop": { permission: "rtc.manage" },
+  "POST /api/v2/rtc/rooms/{roomId}/recordings/access": { permission: "rtc.recordings.view" },
   "POST /api/v2/rtc/session/rooms/{roomId}/heartbeat": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
   "POST /api/v2/rtc/session/rooms/{roomId}/join": { permission: "none", credential: "rtc-access-ticket" },
   "POST /api/v2/rtc/session/rooms/{roomId}/leave": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
+  "POST /api/v2/rtc/session/rooms/{roomId}/participants/{participantId}/admit": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
+  "POST /api/v2/rtc/session/rooms/{roomId}/participants/{participantId}/host": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
   "POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
   "POST /api/v2/rtc/session/rooms/{roomId}/publications": { permission: "token", credential: "rtc-token" },
   "POST /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
