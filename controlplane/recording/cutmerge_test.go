@@ -134,8 +134,16 @@ func TestCutMergeTaskLifecycle(t *testing.T) {
 	if err := w.RunOnce(ctx); err != nil || eng.calls.Load() != 2 {
 		t.Fatalf("a pass after the end: %v, %d calls", err, eng.calls.Load())
 	}
-	if _, err := s.DeleteCutMerge(ctx, Actor{}, task.TaskID, false); err != nil {
-		t.Fatal(err)
+	if c, err := s.CountTasks(ctx, "media-1"); err != nil || c.Succeeded != 1 || c.Pending+c.Running+c.Failed != 0 || c.OldestWaitingAt != nil {
+		t.Fatalf("counts: %+v %v", c, err)
+	}
+	// The cleanup leaves tasks younger than asked; then removes it (the
+	// output kept, so no media server is asked).
+	if res, err := s.CleanupCutMerge(ctx, Actor{}, CleanupRequest{OlderThan: time.Hour}); err != nil || len(res.Deleted) != 0 {
+		t.Fatalf("cleanup of older tasks: %+v %v", res, err)
+	}
+	if res, err := s.CleanupCutMerge(ctx, Actor{}, CleanupRequest{KeepOutputs: true}); err != nil || len(res.Deleted) != 1 || res.Deleted[0] != task.TaskID {
+		t.Fatalf("cleanup: %+v %v", res, err)
 	}
 	if _, err := s.CutMergeTaskByID(ctx, task.TaskID); !errors.Is(err, ErrTaskNotFound) {
 		t.Fatalf("the deleted task: %v", err)

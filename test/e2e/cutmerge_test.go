@@ -188,6 +188,15 @@ func TestCutMergeEndToEnd(t *testing.T) {
 		t.Fatalf("list: %d %+v", st, list)
 	}
 
+	var counts struct{ Pending, Running, Succeeded, Failed int }
+	if st, body := be.call("GET", "/api/v2/recording/cut-merge/tasks/status?mediaServerId=media-1", nil, &counts); st != 200 || counts.Succeeded != 1 ||
+		counts.Pending+counts.Running+counts.Failed != 0 {
+		t.Fatalf("status: %d %s", st, body)
+	}
+	if st, body := be.call("GET", "/api/v2/recording/cut-merge/backlog?mediaServerId=media-1", nil, &counts); st != 200 || counts.Pending != 0 {
+		t.Fatalf("backlog: %d %s", st, body)
+	}
+
 	// The output, downloaded, against its sources.
 	dir := t.TempDir()
 	st, hd, body := get(t, cp.api+"/api/v2/recording/cut-merge/tasks/"+task.TaskID+"/download", be.token)
