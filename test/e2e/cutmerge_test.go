@@ -257,11 +257,13 @@ func TestCutMergeEndToEnd(t *testing.T) {
 	// Lease and links.
 	var ls lease
 	if st, body := be.call("POST", "/api/v2/third-party/cut-merge/tasks/"+task.TaskID+"/playback-lease", map[string]any{}, &ls); st != 200 ||
-		len(ls.Sources) != 1 {
+		len(ls.Sources) != 2 {
 		t.Fatalf("lease: %d %s", st, body)
 	}
-	if pr, err := probe(t, ls.Sources[0].URL, 10); err != nil || pr.codec != "h264" || !pr.audio || pr.packets != len(out) {
-		t.Fatalf("ffprobe of the leased output: %+v %v", pr, err)
+	for _, src := range ls.Sources { // http-fmp4, hls
+		if pr, err := probe(t, src.URL, 10); err != nil || pr.codec != "h264" || !pr.audio || pr.packets != len(out) {
+			t.Fatalf("ffprobe of the leased output over %s: %+v %v", src.Protocol, pr, err)
+		}
 	}
 	var link mediaLink
 	if st, body := be.call("POST", "/api/v2/third-party/cut-merge/tasks/"+task.TaskID+"/download-link", map[string]any{}, &link); st != 200 ||
