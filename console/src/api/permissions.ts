@@ -154,6 +154,7 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "POST /api/v2/node/transcoder-templates": { permission: "nodes.manage" },
   "POST /api/v2/nodes/self/heartbeat": { permission: "nodes.manage" },
   "POST /api/v2/nodes/{nodeId}/commands": { permission: "nodes.manage" },
+  "POST /api/v2/recording/auto-record/evaluate-stream": { permission: "recordings.manage" },
   "POST /api/v2/recording/auto-record/run-once": { permission: "recordings.manage" },
   "POST /api/v2/recording/cut-merge/cleanup": { permission: "recordings.manage" },
   "POST /api/v2/recording/cut-merge/tasks": { permission: "recordings.manage" },
