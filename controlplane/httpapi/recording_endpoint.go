@@ -189,3 +189,17 @@ func (e *recordingEndpoints) GetEngineRecordingStatus(
 	}
 	return out, nil
 }
+
+func (e *recordingEndpoints) GetRecordingFileStatistics(
+	ctx context.Context, r contract.GetRecordingFileStatisticsRequestObject,
+) (contract.GetRecordingFileStatisticsResponseObject, error) {
+	st, err := e.recording.Statistics(requestContext(ctx), deref(r.Params.ChannelId, ""))
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[contract.RecordingFileStatistics](st)
+	if err != nil {
+		return nil, err
+	}
+	return contract.GetRecordingFileStatistics200JSONResponse(out), nil
+}
