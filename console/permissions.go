@@ -40,7 +40,18 @@ func PermissionsTS() ([]byte, error) {
 	b.WriteString("// Generated from api/openapi.yaml by `make generate` (console/permgen); do not edit.\n")
 	b.WriteString("// Each contract operation's x-svc-permission and, where the contract restricts it,\n")
 	b.WriteString("// the only credential kind it accepts.\n\n")
-	b.WriteString("export interface OperationRule {\n  permission: string\n  credential?: 'api-token' | 'console-session'\n}\n\n")
+	kinds := map[string]bool{"api-token": true, "console-session": true}
+	for _, r := range rows {
+		if r.cred != "" {
+			kinds[r.cred] = true
+		}
+	}
+	var union []string
+	for k := range kinds {
+		union = append(union, "'"+k+"'")
+	}
+	sort.Strings(union)
+	fmt.Fprintf(&b, "export interface OperationRule {\n  permission: string\n  credential?: %s\n}\n\n", strings.Join(union, " | "))
 	b.WriteString("export const operationRules: Readonly<Record<string, OperationRule>> = {\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "  %q: { permission: %q", r.key, r.perm)

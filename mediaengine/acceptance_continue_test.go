@@ -11,6 +11,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/internal/peers"
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // decodedFrames is what an ffmpeg player decoded: each video frame's PTS
@@ -97,7 +98,7 @@ func TestAcceptancePlayersRideThroughSourceOutage(t *testing.T) {
 		"http-fmp4": decode(t, te.mediaURL("/cam/ride.live.mp4")),
 	}
 	for name, d := range players {
-		waitFor(t, name+" decoding before the outage", 30*time.Second, func() bool { n, _, _ := d.after(time.Time{}); return n >= 25 })
+		testkit.Eventually(t, 30*time.Second, name+" decoding before the outage", func() bool { n, _, _ := d.after(time.Time{}); return n >= 25 })
 	}
 	_, _, lastBefore := players["http-flv"].after(time.Time{})
 
@@ -107,7 +108,7 @@ func TestAcceptancePlayersRideThroughSourceOutage(t *testing.T) {
 	back := time.Now()
 	waitStreamReady(t, te, "cam", "ride", 30*time.Second)
 	for name, d := range players {
-		waitFor(t, name+" frames after the outage on the same connection", 30*time.Second, func() bool {
+		testkit.Eventually(t, 30*time.Second, name+" frames after the outage on the same connection", func() bool {
 			n, _, _ := d.after(back)
 			return n >= 50
 		})

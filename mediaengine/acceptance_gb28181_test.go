@@ -10,6 +10,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/internal/peers"
 	"github.com/svcplatform/svc/shared/engineapi"
 	"github.com/svcplatform/svc/test/peers/psrtp"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // gbWant is what ffprobe must find in the psrtp sender's default stream:
@@ -66,7 +67,7 @@ func TestAcceptanceGB28181PSOverRTPPlaysEverywhere(t *testing.T) {
 			if code := te.control(t, "DELETE", "/api/v1/rtp-servers/"+info.ID, nil, nil); code != http.StatusNoContent {
 				t.Fatalf("close: HTTP %d", code)
 			}
-			waitFor(t, "the stream to end", 20*time.Second, func() bool {
+			testkit.Eventually(t, 20*time.Second, "the stream to end", func() bool {
 				var sl engineapi.StreamList
 				te.control(t, "GET", engineapi.PathStreams+"?app=rtp&stream="+stream, nil, &sl)
 				return len(sl.Streams) == 0
@@ -121,7 +122,7 @@ func TestAcceptanceGB28181ServerTimesOutAndRefusesBadRequests(t *testing.T) {
 			t.Fatalf("%+v: HTTP %d %+v, want %d", bad.req, code, e, bad.code)
 		}
 	}
-	waitFor(t, "the silent server to time out", 20*time.Second, func() bool {
+	testkit.Eventually(t, 20*time.Second, "the silent server to time out", func() bool {
 		var l engineapi.RTPServerList
 		te.control(t, "GET", engineapi.PathRTPServers, nil, &l)
 		return len(l.Servers) == 0

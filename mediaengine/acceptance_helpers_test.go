@@ -12,6 +12,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/internal/mediaprobe"
 	"github.com/svcplatform/svc/mediaengine/internal/peers"
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // Helpers of the engine's acceptance tests: real peers publish into or
@@ -101,7 +102,7 @@ func ffmpegPublish(t *testing.T, codec, transport, url string, seconds int) *pee
 func waitStreamReady(t *testing.T, te *testEngine, app, stream string, timeout time.Duration) engineapi.StreamInfo {
 	t.Helper()
 	var got engineapi.StreamInfo
-	waitFor(t, app+"/"+stream+" to be live", timeout, func() bool {
+	testkit.Eventually(t, timeout, app+"/"+stream+" to be live", func() bool {
 		var l engineapi.StreamList
 		te.control(t, "GET", engineapi.PathStreams+"?app="+app+"&stream="+stream, nil, &l)
 		if len(l.Streams) != 1 || len(l.Streams[0].Tracks) == 0 {
@@ -148,7 +149,7 @@ func stalledFLVPlayer(t *testing.T, te *testEngine, pathAndQuery, ticket string)
 		t.Fatal(err)
 	}
 	var slow engineapi.PlayerInfo
-	waitFor(t, "the stalled player to drop frames", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, "the stalled player to drop frames", func() bool {
 		var l engineapi.PlayerList
 		te.control(t, "GET", engineapi.PathPlayers+"?ticket="+ticket, nil, &l)
 		if len(l.Players) == 1 {

@@ -18,6 +18,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/internal/peers"
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestAcceptanceRecordingSegments records a stream ffmpeg publishes over
@@ -62,7 +63,7 @@ func TestAcceptanceRecordingSegments(t *testing.T) {
 		t.Logf("ffmpeg: %s", out)
 	}
 	// The stream ended with ffmpeg's TEARDOWN; its last file is finished.
-	waitFor(t, "the recording to wait for the next publisher", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, "the recording to wait for the next publisher", func() bool {
 		var l engineapi.RecordingList
 		te.control(t, "GET", engineapi.PathRecordings, nil, &l)
 		return len(l.Recordings) == 1 && l.Recordings[0].State == "waiting" && l.Recordings[0].Files >= 4
@@ -201,12 +202,12 @@ func TestRecordMP4Hook(t *testing.T) {
 	if st := te.control(t, "POST", engineapi.PathRecordings, engineapi.StartRecordingRequest{App: "live", Stream: "demo", SegmentSeconds: 1}, nil); st != 200 {
 		t.Fatalf("start: %d", st)
 	}
-	waitFor(t, "two on_record_mp4", 30*time.Second, func() bool { return rc.count(engineapi.HookOnRecordMP4) >= 2 })
+	testkit.Eventually(t, 30*time.Second, "two on_record_mp4", func() bool { return rc.count(engineapi.HookOnRecordMP4) >= 2 })
 	var info engineapi.RecordingInfo
 	if st := te.control(t, "POST", engineapi.PathRecordingStop, engineapi.StopRecordingRequest{App: "live", Stream: "demo"}, &info); st != 200 {
 		t.Fatalf("stop: %d", st)
 	}
-	waitFor(t, "a report of every file", 30*time.Second, func() bool { return rc.count(engineapi.HookOnRecordMP4) == info.Files })
+	testkit.Eventually(t, 30*time.Second, "a report of every file", func() bool { return rc.count(engineapi.HookOnRecordMP4) == info.Files })
 	root := filepath.Join(te.cfg.DataDir, "record")
 	rc.mu.Lock()
 	raws := append([]json.RawMessage(nil), rc.got[engineapi.HookOnRecordMP4]...)
@@ -247,7 +248,7 @@ func TestAcceptanceRecordingH265G711(t *testing.T) {
 	if trackCodecs(s) != "video:H265,audio:PCMA" {
 		t.Fatalf("tracks %s", trackCodecs(s))
 	}
-	waitFor(t, "four files", 60*time.Second, func() bool {
+	testkit.Eventually(t, 60*time.Second, "four files", func() bool {
 		var l engineapi.RecordingList
 		te.control(t, "GET", engineapi.PathRecordings, nil, &l)
 		return len(l.Recordings) == 1 && l.Recordings[0].Files >= 4

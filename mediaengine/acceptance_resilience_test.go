@@ -21,6 +21,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/internal/peers"
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // arrivals records when each video frame, keyed by its DTS in
@@ -277,12 +278,12 @@ func TestAcceptanceSourceLossAndReturn(t *testing.T) {
 		Retry: engineapi.RetryPolicy{InitialBackoff: engineapi.Duration(500 * time.Millisecond), MaxBackoff: engineapi.Duration(2 * time.Second)}})
 	viewer := openHLS(t, te.mediaURL("/cam/loss/hls.m3u8?svc_viewer=across"))
 	var before []hlsSegment
-	waitFor(t, "the first HLS segments", 20*time.Second, func() bool { before = viewer.segments(); return len(before) >= 2 })
+	testkit.Eventually(t, 20*time.Second, "the first HLS segments", func() bool { before = viewer.segments(); return len(before) >= 2 })
 
 	g.Stop()
 	lost := time.Now()
 	var p engineapi.ProxyInfo
-	waitFor(t, "the proxy to retry", 15*time.Second, func() bool {
+	testkit.Eventually(t, 15*time.Second, "the proxy to retry", func() bool {
 		p = proxyInfo(t, te, "cam")
 		return p.State == "retrying" && p.Attempts >= 3
 	})
@@ -301,12 +302,12 @@ func TestAcceptanceSourceLossAndReturn(t *testing.T) {
 		t.Fatalf("proxy after the source came back: %+v", p)
 	}
 	fresh := watchFLV(t, te.mediaURL("/cam/loss.live.flv"))
-	waitFor(t, "a new HTTP-FLV player's frames", 15*time.Second, func() bool {
+	testkit.Eventually(t, 15*time.Second, "a new HTTP-FLV player's frames", func() bool {
 		return len(fresh.between(time.Time{}, time.Now().Add(time.Hour))) >= 50
 	})
 
 	var after hlsSegment
-	waitFor(t, "a segment after the discontinuity", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, "a segment after the discontinuity", func() bool {
 		segs := viewer.segments()
 		for i, s := range segs {
 			if s.discontinuity && i+1 < len(segs) && !slices.Contains(before, s) {

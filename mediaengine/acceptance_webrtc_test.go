@@ -15,6 +15,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/internal/peers"
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // whepHarness is the page Chromium runs: it plays a WHEP URL into a
@@ -217,7 +218,7 @@ func TestAcceptanceWHEPPlaysInChromium(t *testing.T) {
 	if del.Deleted != http.StatusOK {
 		t.Fatalf("DELETE of the WHEP session answered %d, want 200", del.Deleted)
 	}
-	waitFor(t, "the viewer to leave", 10*time.Second, func() bool {
+	testkit.Eventually(t, 10*time.Second, "the viewer to leave", func() bool {
 		var l engineapi.PlayerList
 		te.control(t, "GET", engineapi.PathPlayers, nil, &l)
 		return len(l.Players) == 0 && te.rtc.Sessions() == 0
@@ -244,7 +245,7 @@ func TestAcceptanceWHEPPlayerPage(t *testing.T) {
 	})()`
 	var v view
 	var first float64 = -1
-	waitFor(t, "the player page to play 3 s of video", 90*time.Second, func() bool {
+	testkit.Eventually(t, 90*time.Second, "the player page to play 3 s of video", func() bool {
 		if err := b.Eval(expr, &v); err != nil {
 			t.Fatalf("%v; browser: %s", err, b.Output())
 		}
@@ -288,6 +289,6 @@ func TestAcceptanceWHEPPlaysInGStreamer(t *testing.T) {
 		t.Fatalf("GStreamer decoded %d frames of %dx%d and %d audio buffers, DELETE %d; want 100+ frames of 320x240, audio, 200: %s",
 			frames, width, height, audio, deleted, client.Output())
 	}
-	waitFor(t, "the viewer to leave", 10*time.Second, func() bool { return te.rtc.Sessions() == 0 })
+	testkit.Eventually(t, 10*time.Second, "the viewer to leave", func() bool { return te.rtc.Sessions() == 0 })
 	t.Logf("GStreamer: %d frames %dx%d, %d audio buffers", frames, width, height, audio)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/internal/mediaprobe"
 	"github.com/svcplatform/svc/mediaengine/internal/peers"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // whipHarness is the page Chromium runs to publish: its fake camera and
@@ -78,7 +79,7 @@ func TestAcceptanceWHIPFromChromium(t *testing.T) {
 	if del := h.waitReport(t, "the session's DELETE", 30*time.Second, func(r browserReport) bool { return r.Deleted != 0 }); del.Deleted != http.StatusOK {
 		t.Fatalf("DELETE of the WHIP session answered %d, want 200", del.Deleted)
 	}
-	waitFor(t, "the stream to end", 10*time.Second, func() bool {
+	testkit.Eventually(t, 10*time.Second, "the stream to end", func() bool {
 		_, live := te.Hub().Stream(hubPath("live", "browser"))
 		return !live && te.rtc.Sessions() == 0
 	})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 func TestControlPlayersListAndKick(t *testing.T) {
@@ -17,7 +18,7 @@ func TestControlPlayersListAndKick(t *testing.T) {
 		t.Fatalf("statuses %d %d %d", a.status, b.status, c.status)
 	}
 	var list engineapi.PlayerList
-	waitFor(t, "three players with traffic", 5*time.Second, func() bool {
+	testkit.Eventually(t, 5*time.Second, "three players with traffic", func() bool {
 		te.control(t, "GET", engineapi.PathPlayers, nil, &list)
 		return len(list.Players) == 3 && list.Players[0].Bytes > 0 && list.Players[0].Frames > 0
 	})
@@ -55,7 +56,7 @@ func TestControlPlayersListAndKick(t *testing.T) {
 	if st := te.control(t, "POST", engineapi.PathPlayersKick, engineapi.KickRequest{}, &e); st != http.StatusBadRequest {
 		t.Fatalf("kick of nobody: %d", st)
 	}
-	waitFor(t, "the kicked players to leave the list", 3*time.Second, func() bool {
+	testkit.Eventually(t, 3*time.Second, "the kicked players to leave the list", func() bool {
 		te.control(t, "GET", engineapi.PathPlayers, nil, &list)
 		return len(list.Players) == 0
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 func TestControlProxies(t *testing.T) {
@@ -18,12 +19,12 @@ func TestControlProxies(t *testing.T) {
 		t.Fatalf("add: %d %+v", st, info)
 	}
 	var list engineapi.ProxyList
-	waitFor(t, "the proxy to go live", 5*time.Second, func() bool {
+	testkit.Eventually(t, 5*time.Second, "the proxy to go live", func() bool {
 		te.control(t, "GET", engineapi.PathProxies, nil, &list)
 		return len(list.Proxies) == 1 && list.Proxies[0].State == "live" && list.Proxies[0].LiveSince != nil
 	})
 	var streams engineapi.StreamList
-	waitFor(t, "the pulled stream", 5*time.Second, func() bool {
+	testkit.Eventually(t, 5*time.Second, "the pulled stream", func() bool {
 		te.control(t, "GET", engineapi.PathStreams+"?app=proxy", nil, &streams)
 		return len(streams.Streams) == 1 && streams.Streams[0].Origin == "pull"
 	})
@@ -62,7 +63,7 @@ func TestControlProxies(t *testing.T) {
 	bad := engineapi.AddProxyRequest{ID: "broken", URL: "file:///nonexistent/clip.ts", App: "proxy", Stream: "broken",
 		Retry: engineapi.RetryPolicy{MaxAttempts: 3, InitialBackoff: engineapi.Duration(20 * time.Millisecond)}}
 	te.control(t, "POST", engineapi.PathProxies, bad, &info)
-	waitFor(t, "the broken proxy to fail", 5*time.Second, func() bool {
+	testkit.Eventually(t, 5*time.Second, "the broken proxy to fail", func() bool {
 		te.control(t, "GET", engineapi.PathProxies, nil, &list)
 		return len(list.Proxies) == 2 && list.Proxies[0].State == "failed"
 	})
@@ -76,7 +77,7 @@ func TestControlProxies(t *testing.T) {
 	if st := te.control(t, "DELETE", "/api/v1/proxies/cam1", nil, nil); st != http.StatusNoContent {
 		t.Fatalf("remove: %d", st)
 	}
-	waitFor(t, "the removed proxy's stream to end", 3*time.Second, func() bool {
+	testkit.Eventually(t, 3*time.Second, "the removed proxy's stream to end", func() bool {
 		te.control(t, "GET", engineapi.PathStreams+"?stream=cam1", nil, &streams)
 		return len(streams.Streams) == 0
 	})

@@ -6,23 +6,13 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
-
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 func TestControlStreams(t *testing.T) {
 	te := startEngine(t, nil)
 	var list engineapi.StreamList
-	waitFor(t, "the demo stream's rates", 5*time.Second, func() bool {
+	testkit.Eventually(t, 5*time.Second, "the demo stream's rates", func() bool {
 		te.control(t, "GET", engineapi.PathStreams, nil, &list)
 		return len(list.Streams) == 1 && len(list.Streams[0].Tracks) == 2 && list.Streams[0].Tracks[0].FPS > 0
 	})
@@ -62,7 +52,7 @@ func TestControlStreams(t *testing.T) {
 		t.Fatalf("close: %d %+v", st, closed)
 	}
 	// The demo source publishes again: a new stream.
-	waitFor(t, "the demo stream to return", 5*time.Second, func() bool {
+	testkit.Eventually(t, 5*time.Second, "the demo stream to return", func() bool {
 		te.control(t, "GET", engineapi.PathStreams, nil, &list)
 		return len(list.Streams) == 1 && list.Streams[0].StartedAt.After(started)
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // hookReceiver is a real HTTP hook receiver for engine tests.
@@ -66,7 +67,7 @@ func TestHooksGatePlayersAndReportStreams(t *testing.T) {
 		c.Hooks.FlowReportInterval = engineapi.Duration(time.Hour)
 		c.NoReaderTimeout = engineapi.Duration(500 * time.Millisecond)
 	})
-	waitFor(t, "on_stream_changed for the demo stream", 5*time.Second, func() bool { return rc.count(engineapi.HookOnStreamChanged) > 0 })
+	testkit.Eventually(t, 5*time.Second, "on_stream_changed for the demo stream", func() bool { return rc.count(engineapi.HookOnStreamChanged) > 0 })
 	var changed engineapi.StreamChangedHook
 	rc.last(engineapi.HookOnStreamChanged, &changed)
 	if !changed.Registered || changed.Stream != "demo" || len(changed.Tracks) != 2 || changed.MediaServerID != "n1" || len(changed.Schemas) != 4 {
@@ -79,7 +80,7 @@ func TestHooksGatePlayersAndReportStreams(t *testing.T) {
 			t.Fatalf("on_stream_changed reports the video track at %v fps, want 25", tr.FPS)
 		}
 	}
-	waitFor(t, "on_stream_none_reader", 5*time.Second, func() bool { return rc.count(engineapi.HookOnStreamNoneReader) > 0 })
+	testkit.Eventually(t, 5*time.Second, "on_stream_none_reader", func() bool { return rc.count(engineapi.HookOnStreamNoneReader) > 0 })
 
 	for _, tc := range []struct {
 		ticket string
@@ -108,7 +109,7 @@ func TestHooksGatePlayersAndReportStreams(t *testing.T) {
 		t.Fatalf("cached play: status %d, %d new hook calls", c.status, rc.count(engineapi.HookOnPlay)-before)
 	}
 	var list engineapi.PlayerList
-	waitFor(t, "the player with its lease", 3*time.Second, func() bool {
+	testkit.Eventually(t, 3*time.Second, "the player with its lease", func() bool {
 		te.control(t, "GET", engineapi.PathPlayers+"?leaseId=lease-7", nil, &list)
 		return len(list.Players) >= 1
 	})
@@ -117,13 +118,13 @@ func TestHooksGatePlayersAndReportStreams(t *testing.T) {
 	if res.Kicked < 1 || !c.ended(3*time.Second) {
 		t.Fatalf("kick by lease: %+v", res)
 	}
-	waitFor(t, "the final flow report", 5*time.Second, func() bool { return rc.count(engineapi.HookOnFlowReport) > 0 })
+	testkit.Eventually(t, 5*time.Second, "the final flow report", func() bool { return rc.count(engineapi.HookOnFlowReport) > 0 })
 	var flow engineapi.FlowReportHook
 	rc.last(engineapi.HookOnFlowReport, &flow)
 	if len(flow.Players) == 0 || !flow.Players[0].Final || flow.Players[0].LeaseID != "lease-7" {
 		t.Fatalf("flow report %+v", flow)
 	}
-	waitFor(t, "on_server_keepalive", 12*time.Second, func() bool { return rc.count(engineapi.HookOnServerKeepalive) > 0 })
+	testkit.Eventually(t, 12*time.Second, "on_server_keepalive", func() bool { return rc.count(engineapi.HookOnServerKeepalive) > 0 })
 }
 
 // A track whose parameter sets declare no frame rate the engine reads (our
@@ -163,7 +164,7 @@ func TestStreamChangedReportsMeasuredFrameRate(t *testing.T) {
 		}
 		return -1
 	}
-	waitFor(t, "a second on_stream_changed with the measured frame rate", 10*time.Second, func() bool {
+	testkit.Eventually(t, 10*time.Second, "a second on_stream_changed with the measured frame rate", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(changes) >= 2

@@ -12,6 +12,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/internal/mediaprobe"
 	"github.com/svcplatform/svc/mediaengine/recordplay"
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestRecordedPlayback records the demo stream in 2 s files and plays one
@@ -24,7 +25,7 @@ func TestRecordedPlayback(t *testing.T) {
 	rc, url := startHookReceiver(t)
 	te := startEngine(t, func(c *engineapi.Config) { c.Hooks.URL = url })
 	te.control(t, "POST", engineapi.PathRecordings, engineapi.StartRecordingRequest{App: "live", Stream: "demo", SegmentSeconds: 2}, nil)
-	waitFor(t, "a finished file", 30*time.Second, func() bool { return rc.count(engineapi.HookOnRecordMP4) >= 1 })
+	testkit.Eventually(t, 30*time.Second, "a finished file", func() bool { return rc.count(engineapi.HookOnRecordMP4) >= 1 })
 	var h engineapi.RecordMP4Hook
 	rc.last(engineapi.HookOnRecordMP4, &h)
 	base := te.mediaURL("/record/" + h.FileID + ".mp4")

@@ -27,9 +27,12 @@ import (
 
 // Defines values for ActionResultAction.
 const (
-	ActionResultActionDeleted         ActionResultAction = "deleted"
-	ActionResultActionLoggedOut       ActionResultAction = "logged-out"
-	ActionResultActionPasswordChanged ActionResultAction = "password-changed"
+	ActionResultActionDeleted           ActionResultAction = "deleted"
+	ActionResultActionHeartbeatReceived ActionResultAction = "heartbeat-received"
+	ActionResultActionLeft              ActionResultAction = "left"
+	ActionResultActionLoggedOut         ActionResultAction = "logged-out"
+	ActionResultActionPasswordChanged   ActionResultAction = "password-changed"
+	ActionResultActionReleased          ActionResultAction = "released"
 )
 
 // Valid indicates whether the value is a known member of the ActionResultAction enum.
@@ -37,9 +40,15 @@ func (e ActionResultAction) Valid() bool {
 	switch e {
 	case ActionResultActionDeleted:
 		return true
+	case ActionResultActionHeartbeatReceived:
+		return true
+	case ActionResultActionLeft:
+		return true
 	case ActionResultActionLoggedOut:
 		return true
 	case ActionResultActionPasswordChanged:
+		return true
+	case ActionResultActionReleased:
 		return true
 	default:
 		return false
@@ -454,6 +463,24 @@ func (e CreateNodeLifecycleOperationRequestOperation) Valid() bool {
 	case CreateNodeLifecycleOperationRequestOperationEngineStart:
 		return true
 	case CreateNodeLifecycleOperationRequestOperationEngineStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateRtcPublicationRequestSource.
+const (
+	CreateRtcPublicationRequestSourceCamera CreateRtcPublicationRequestSource = "camera"
+	CreateRtcPublicationRequestSourceScreen CreateRtcPublicationRequestSource = "screen"
+)
+
+// Valid indicates whether the value is a known member of the CreateRtcPublicationRequestSource enum.
+func (e CreateRtcPublicationRequestSource) Valid() bool {
+	switch e {
+	case CreateRtcPublicationRequestSourceCamera:
+		return true
+	case CreateRtcPublicationRequestSourceScreen:
 		return true
 	default:
 		return false
@@ -890,6 +917,7 @@ const (
 	ErrorCodeInvalidCredentials         ErrorCode = "invalid_credentials"
 	ErrorCodeInvalidHeader              ErrorCode = "invalid_header"
 	ErrorCodeInvalidQuery               ErrorCode = "invalid_query"
+	ErrorCodeInvalidSdp                 ErrorCode = "invalid_sdp"
 	ErrorCodeMediaServerReferenced      ErrorCode = "media_server_referenced"
 	ErrorCodeMediaServerRequired        ErrorCode = "media_server_required"
 	ErrorCodeMethodNotAllowed           ErrorCode = "method_not_allowed"
@@ -904,10 +932,12 @@ const (
 	ErrorCodePlaybackLeaseConflict      ErrorCode = "playback_lease_conflict"
 	ErrorCodePtzNotSupported            ErrorCode = "ptz_not_supported"
 	ErrorCodePtzUnavailable             ErrorCode = "ptz_unavailable"
+	ErrorCodePublicationNotActive       ErrorCode = "publication_not_active"
 	ErrorCodeRangeNotSatisfiable        ErrorCode = "range_not_satisfiable"
 	ErrorCodeRateLimited                ErrorCode = "rate_limited"
 	ErrorCodeRecordingFileUnavailable   ErrorCode = "recording_file_unavailable"
 	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
+	ErrorCodeRecordingNotAllowed        ErrorCode = "recording_not_allowed"
 	ErrorCodeRefreshTokenReused         ErrorCode = "refresh_token_reused"
 	ErrorCodeRoomClosed                 ErrorCode = "room_closed"
 	ErrorCodeRoomTicketConsumed         ErrorCode = "room_ticket_consumed"
@@ -997,6 +1027,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeInvalidQuery:
 		return true
+	case ErrorCodeInvalidSdp:
+		return true
 	case ErrorCodeMediaServerReferenced:
 		return true
 	case ErrorCodeMediaServerRequired:
@@ -1025,6 +1057,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodePtzUnavailable:
 		return true
+	case ErrorCodePublicationNotActive:
+		return true
 	case ErrorCodeRangeNotSatisfiable:
 		return true
 	case ErrorCodeRateLimited:
@@ -1032,6 +1066,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRecordingFileUnavailable:
 		return true
 	case ErrorCodeRecordingNotActive:
+		return true
+	case ErrorCodeRecordingNotAllowed:
 		return true
 	case ErrorCodeRefreshTokenReused:
 		return true
@@ -1138,6 +1174,45 @@ func (e Gb28181DeviceTransport) Valid() bool {
 	case Gb28181DeviceTransportTcp:
 		return true
 	case Gb28181DeviceTransportUdp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Gb28181PlaybackSessionState.
+const (
+	Gb28181PlaybackSessionStateEnded   Gb28181PlaybackSessionState = "Ended"
+	Gb28181PlaybackSessionStatePlaying Gb28181PlaybackSessionState = "Playing"
+)
+
+// Valid indicates whether the value is a known member of the Gb28181PlaybackSessionState enum.
+func (e Gb28181PlaybackSessionState) Valid() bool {
+	switch e {
+	case Gb28181PlaybackSessionStateEnded:
+		return true
+	case Gb28181PlaybackSessionStatePlaying:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Gb28181RecordQueryState.
+const (
+	Gb28181RecordQueryStateIncomplete Gb28181RecordQueryState = "Incomplete"
+	Gb28181RecordQueryStateRunning    Gb28181RecordQueryState = "Running"
+	Gb28181RecordQueryStateSucceeded  Gb28181RecordQueryState = "Succeeded"
+)
+
+// Valid indicates whether the value is a known member of the Gb28181RecordQueryState enum.
+func (e Gb28181RecordQueryState) Valid() bool {
+	switch e {
+	case Gb28181RecordQueryStateIncomplete:
+		return true
+	case Gb28181RecordQueryStateRunning:
+		return true
+	case Gb28181RecordQueryStateSucceeded:
 		return true
 	default:
 		return false
@@ -1827,15 +1902,18 @@ func (e PermissionName) Valid() bool {
 
 // Defines values for PlaybackLeaseResourceKind.
 const (
-	PlaybackLeaseResourceKindCutMergeOutput PlaybackLeaseResourceKind = "cut-merge-output"
-	PlaybackLeaseResourceKindLive           PlaybackLeaseResourceKind = "live"
-	PlaybackLeaseResourceKindRecordingFile  PlaybackLeaseResourceKind = "recording-file"
+	PlaybackLeaseResourceKindCutMergeOutput  PlaybackLeaseResourceKind = "cut-merge-output"
+	PlaybackLeaseResourceKindGb28181Playback PlaybackLeaseResourceKind = "gb28181-playback"
+	PlaybackLeaseResourceKindLive            PlaybackLeaseResourceKind = "live"
+	PlaybackLeaseResourceKindRecordingFile   PlaybackLeaseResourceKind = "recording-file"
 )
 
 // Valid indicates whether the value is a known member of the PlaybackLeaseResourceKind enum.
 func (e PlaybackLeaseResourceKind) Valid() bool {
 	switch e {
 	case PlaybackLeaseResourceKindCutMergeOutput:
+		return true
+	case PlaybackLeaseResourceKindGb28181Playback:
 		return true
 	case PlaybackLeaseResourceKindLive:
 		return true
@@ -1987,6 +2065,207 @@ func (e RecordingSessionState) Valid() bool {
 	case RecordingSessionStateRequested:
 		return true
 	case RecordingSessionStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcCapability.
+const (
+	RtcCapabilityCameraPublish         RtcCapability = "camera.publish"
+	RtcCapabilityChatSend              RtcCapability = "chat.send"
+	RtcCapabilityMicrophonePublish     RtcCapability = "microphone.publish"
+	RtcCapabilityPublicationsSubscribe RtcCapability = "publications.subscribe"
+)
+
+// Valid indicates whether the value is a known member of the RtcCapability enum.
+func (e RtcCapability) Valid() bool {
+	switch e {
+	case RtcCapabilityCameraPublish:
+		return true
+	case RtcCapabilityChatSend:
+		return true
+	case RtcCapabilityMicrophonePublish:
+		return true
+	case RtcCapabilityPublicationsSubscribe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcJoinResultAdmissionStatus.
+const (
+	RtcJoinResultAdmissionStatusAdmitted RtcJoinResultAdmissionStatus = "Admitted"
+	RtcJoinResultAdmissionStatusWaiting  RtcJoinResultAdmissionStatus = "Waiting"
+)
+
+// Valid indicates whether the value is a known member of the RtcJoinResultAdmissionStatus enum.
+func (e RtcJoinResultAdmissionStatus) Valid() bool {
+	switch e {
+	case RtcJoinResultAdmissionStatusAdmitted:
+		return true
+	case RtcJoinResultAdmissionStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcMediaKind.
+const (
+	RtcMediaKindAudio RtcMediaKind = "audio"
+	RtcMediaKindVideo RtcMediaKind = "video"
+)
+
+// Valid indicates whether the value is a known member of the RtcMediaKind enum.
+func (e RtcMediaKind) Valid() bool {
+	switch e {
+	case RtcMediaKindAudio:
+		return true
+	case RtcMediaKindVideo:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcParticipantAdmissionStatus.
+const (
+	RtcParticipantAdmissionStatusAdmitted RtcParticipantAdmissionStatus = "Admitted"
+	RtcParticipantAdmissionStatusWaiting  RtcParticipantAdmissionStatus = "Waiting"
+)
+
+// Valid indicates whether the value is a known member of the RtcParticipantAdmissionStatus enum.
+func (e RtcParticipantAdmissionStatus) Valid() bool {
+	switch e {
+	case RtcParticipantAdmissionStatusAdmitted:
+		return true
+	case RtcParticipantAdmissionStatusWaiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcPlaybackTicketProtocol.
+const (
+	RtcPlaybackTicketProtocolHttpFlv RtcPlaybackTicketProtocol = "http-flv"
+)
+
+// Valid indicates whether the value is a known member of the RtcPlaybackTicketProtocol enum.
+func (e RtcPlaybackTicketProtocol) Valid() bool {
+	switch e {
+	case RtcPlaybackTicketProtocolHttpFlv:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcPublicationState.
+const (
+	RtcPublicationStateActive  RtcPublicationState = "Active"
+	RtcPublicationStateFailed  RtcPublicationState = "Failed"
+	RtcPublicationStatePending RtcPublicationState = "Pending"
+	RtcPublicationStateStopped RtcPublicationState = "Stopped"
+)
+
+// Valid indicates whether the value is a known member of the RtcPublicationState enum.
+func (e RtcPublicationState) Valid() bool {
+	switch e {
+	case RtcPublicationStateActive:
+		return true
+	case RtcPublicationStateFailed:
+		return true
+	case RtcPublicationStatePending:
+		return true
+	case RtcPublicationStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcRecordingState.
+const (
+	RtcRecordingStateRecording RtcRecordingState = "Recording"
+	RtcRecordingStateStarting  RtcRecordingState = "Starting"
+	RtcRecordingStateStopped   RtcRecordingState = "Stopped"
+	RtcRecordingStateStopping  RtcRecordingState = "Stopping"
+)
+
+// Valid indicates whether the value is a known member of the RtcRecordingState enum.
+func (e RtcRecordingState) Valid() bool {
+	switch e {
+	case RtcRecordingStateRecording:
+		return true
+	case RtcRecordingStateStarting:
+		return true
+	case RtcRecordingStateStopped:
+		return true
+	case RtcRecordingStateStopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcRole.
+const (
+	RtcRoleHost   RtcRole = "host"
+	RtcRoleMember RtcRole = "member"
+	RtcRoleViewer RtcRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the RtcRole enum.
+func (e RtcRole) Valid() bool {
+	switch e {
+	case RtcRoleHost:
+		return true
+	case RtcRoleMember:
+		return true
+	case RtcRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcRoomStatus.
+const (
+	RtcRoomStatusClosed RtcRoomStatus = "Closed"
+	RtcRoomStatusOpen   RtcRoomStatus = "Open"
+)
+
+// Valid indicates whether the value is a known member of the RtcRoomStatus enum.
+func (e RtcRoomStatus) Valid() bool {
+	switch e {
+	case RtcRoomStatusClosed:
+		return true
+	case RtcRoomStatusOpen:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcSubscriptionState.
+const (
+	RtcSubscriptionStateActive  RtcSubscriptionState = "Active"
+	RtcSubscriptionStateEnded   RtcSubscriptionState = "Ended"
+	RtcSubscriptionStatePending RtcSubscriptionState = "Pending"
+)
+
+// Valid indicates whether the value is a known member of the RtcSubscriptionState enum.
+func (e RtcSubscriptionState) Valid() bool {
+	switch e {
+	case RtcSubscriptionStateActive:
+		return true
+	case RtcSubscriptionStateEnded:
+		return true
+	case RtcSubscriptionStatePending:
 		return true
 	default:
 		return false
@@ -4159,6 +4438,78 @@ type CreateNodeLifecycleOperationRequest struct {
 // CreateNodeLifecycleOperationRequestOperation What to do.
 type CreateNodeLifecycleOperationRequestOperation string
 
+// CreateRtcAccessTicketRequest The user an access ticket admits.
+type CreateRtcAccessTicketRequest struct {
+	// BypassWaitingRoom Enter at once even when the room has a waiting room.
+	BypassWaitingRoom *bool `json:"bypassWaitingRoom,omitempty"`
+
+	// Capabilities What the participant may do (publish capabilities are dropped for viewers).
+	Capabilities *[]RtcCapability `json:"capabilities,omitempty"`
+
+	// DisplayName Name shown to the other participants.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// ExpiresInMinutes Lifetime of the ticket; 10 when absent.
+	ExpiresInMinutes *int32 `json:"expiresInMinutes,omitempty"`
+
+	// Role Role of a participant; a viewer never publishes.
+	Role *RtcRole `json:"role,omitempty"`
+
+	// SubjectId Stable business identity of the user.
+	SubjectId string `json:"subjectId"`
+
+	// SubjectIssuer The business system that identifies the user.
+	SubjectIssuer string `json:"subjectIssuer"`
+}
+
+// CreateRtcPlaybackTicketRequest The publication to play over HTTP-FLV.
+type CreateRtcPlaybackTicketRequest struct {
+	// PublicationId An Active publication of the room.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+}
+
+// CreateRtcPublicationRequest What a device wants to publish.
+type CreateRtcPublicationRequest struct {
+	// MediaKinds Media to send; audio and video when absent. Filtered by the participant's capabilities.
+	MediaKinds *[]RtcMediaKind `json:"mediaKinds,omitempty"`
+
+	// Source camera (the default) or screen.
+	Source *CreateRtcPublicationRequestSource `json:"source,omitempty"`
+}
+
+// CreateRtcPublicationRequestSource camera (the default) or screen.
+type CreateRtcPublicationRequestSource string
+
+// CreateRtcRoomRequest A meeting room to create (contract B's CreateRtcRoomRequest; its field names are ours).
+type CreateRtcRoomRequest struct {
+	// IdempotencyKey Makes a retried creation answer the room the first request created.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+
+	// MediaServerId Media server whose SFU carries the room; chosen among the enrolled media hosts when absent.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Name Name shown to participants.
+	Name string `json:"name"`
+
+	// RoomType Kind of room; `meeting` when absent.
+	RoomType *string `json:"roomType,omitempty"`
+
+	// ScheduledEndAtUtc Planned end, after the start; an empty room past it is closed.
+	ScheduledEndAtUtc *time.Time `json:"scheduledEndAtUtc,omitempty"`
+
+	// ScheduledStartAtUtc Planned start.
+	ScheduledStartAtUtc *time.Time `json:"scheduledStartAtUtc,omitempty"`
+
+	// WaitingRoom Hold joining participants in the waiting room until admitted (hosts and bypassing tickets enter at once).
+	WaitingRoom *bool `json:"waitingRoom,omitempty"`
+}
+
+// CreateRtcSubscriptionRequest The publication to subscribe to.
+type CreateRtcSubscriptionRequest struct {
+	// PublicationId An Active publication of the room.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+}
+
 // CreateUserRequest Request to create a user.
 type CreateUserRequest struct {
 	// DisplayName Name shown in the console; empty when absent.
@@ -5241,6 +5592,201 @@ type Gb28181DeviceList struct {
 	Total int64 `json:"total"`
 }
 
+// Gb28181LiveInviteRequest A live invitation of a device's channel.
+type Gb28181LiveInviteRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+
+	// MediaServerId Media server to receive on; default the channel's, or the least loaded online one.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// RtpWithTcp The device sends over TCP to the media server (TCP passive) instead of UDP.
+	RtpWithTcp *bool `json:"rtpWithTcp,omitempty"`
+
+	// TimeoutSeconds How long to wait for the device's answer (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
+// Gb28181LiveStopRequest The device's channel to stop.
+type Gb28181LiveStopRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+}
+
+// Gb28181PlaybackAction How to play an entry.
+type Gb28181PlaybackAction struct {
+	// Endpoint Path to call (/api/v2/gb28181/playback/invite).
+	Endpoint string `json:"endpoint"`
+
+	// Method HTTP method (POST).
+	Method string `json:"method"`
+
+	// Request A playback invitation.
+	Request Gb28181PlaybackInviteRequest `json:"request"`
+}
+
+// Gb28181PlaybackInviteRequest A playback invitation.
+type Gb28181PlaybackInviteRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+
+	// EndTime End of the recording to play.
+	EndTime time.Time `json:"endTime"`
+
+	// MediaServerId Media server to receive on; default the least loaded online one.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// RtpWithTcp The device sends over TCP to the media server (TCP passive) instead of UDP.
+	RtpWithTcp *bool `json:"rtpWithTcp,omitempty"`
+
+	// StartTime Start of the recording to play.
+	StartTime time.Time `json:"startTime"`
+
+	// TimeoutSeconds How long to wait for the device's answer (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
+// Gb28181PlaybackInviteResult The accepted invitation.
+type Gb28181PlaybackInviteResult struct {
+	// Session A history playback session.
+	Session Gb28181PlaybackSession `json:"session"`
+}
+
+// Gb28181PlaybackSession A history playback session.
+type Gb28181PlaybackSession struct {
+	// App The stream's app.
+	App string `json:"app"`
+
+	// ChannelId The channel's code.
+	ChannelId string `json:"channelId"`
+
+	// CreatedAt When the device accepted the INVITE.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeviceId The device's code.
+	DeviceId string `json:"deviceId"`
+
+	// EndReason Why it ended.
+	EndReason *string `json:"endReason,omitempty"`
+
+	// EndTime End of the recording.
+	EndTime time.Time `json:"endTime"`
+
+	// EndedAt When it ended.
+	EndedAt *time.Time `json:"endedAt,omitempty"`
+
+	// Id The session's id.
+	Id string `json:"id"`
+
+	// MediaServerId The media server receiving it.
+	MediaServerId string `json:"mediaServerId"`
+
+	// StartTime Start of the recording.
+	StartTime time.Time `json:"startTime"`
+
+	// State Playing until the device reports the end (MediaStatus 121), hangs up, or the session is stopped.
+	State Gb28181PlaybackSessionState `json:"state"`
+
+	// StreamId The stream's id (the session id).
+	StreamId string `json:"streamId"`
+
+	// Vhost The stream's virtual host.
+	Vhost string `json:"vhost"`
+}
+
+// Gb28181PlaybackSessionState Playing until the device reports the end (MediaStatus 121), hangs up, or the session is stopped.
+type Gb28181PlaybackSessionState string
+
+// Gb28181Record One recording the device holds.
+type Gb28181Record struct {
+	// EndTime End.
+	EndTime time.Time `json:"endTime"`
+
+	// FileSize Size in bytes, when the device reports it.
+	FileSize *int64 `json:"fileSize,omitempty"`
+
+	// Name The device's name for it.
+	Name *string `json:"name,omitempty"`
+
+	// Playback How to play an entry.
+	Playback Gb28181PlaybackAction `json:"playback"`
+
+	// RecordId Position of the entry in the query's list, from 1.
+	RecordId string `json:"recordId"`
+
+	// Secrecy 0 not secret, 1 secret.
+	Secrecy int32 `json:"secrecy"`
+
+	// StartTime Start.
+	StartTime time.Time `json:"startTime"`
+
+	// Type The device's record type (time, alarm, manual, all).
+	Type *string `json:"type,omitempty"`
+}
+
+// Gb28181RecordQuery A record query and what the device answered.
+type Gb28181RecordQuery struct {
+	// ChannelId The channel's code.
+	ChannelId string `json:"channelId"`
+
+	// CreatedAt When the query was sent.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeviceId The device's code.
+	DeviceId string `json:"deviceId"`
+
+	// EndTime End of the range.
+	EndTime time.Time `json:"endTime"`
+
+	// FinishedAt When it ended.
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+
+	// Records The entries that arrived, in the device's order.
+	Records []Gb28181Record `json:"records"`
+
+	// StartTime Start of the range.
+	StartTime time.Time `json:"startTime"`
+
+	// State Running while pages come; Succeeded when all `sumNum` entries arrived; Incomplete when the device went quiet first (or never answered).
+	State Gb28181RecordQueryState `json:"state"`
+
+	// SumNum How many entries the device announced (0 until its first page).
+	SumNum int32 `json:"sumNum"`
+
+	// TaskId The query's id.
+	TaskId string `json:"taskId"`
+}
+
+// Gb28181RecordQueryState Running while pages come; Succeeded when all `sumNum` entries arrived; Incomplete when the device went quiet first (or never answered).
+type Gb28181RecordQueryState string
+
+// Gb28181RecordQueryRequest A record query.
+type Gb28181RecordQueryRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+
+	// EndTime End of the range (after startTime, within 31 days of it).
+	EndTime time.Time `json:"endTime"`
+
+	// StartTime Start of the range.
+	StartTime time.Time `json:"startTime"`
+
+	// TimeoutSeconds How long to wait for the device's next page before the query ends Incomplete (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
 // HealthCheck Result of one health check.
 type HealthCheck struct {
 	// Message Explanation of the result; empty when the check is ok.
@@ -5436,6 +5982,27 @@ type InterfaceMetrics struct {
 
 	// SentBitsPerSecond Send rate in bits per second.
 	SentBitsPerSecond float64 `json:"sentBitsPerSecond"`
+}
+
+// JoinRtcRoomRequest A device's join.
+type JoinRtcRoomRequest struct {
+	// AccessTicket The access ticket the business backend issued.
+	AccessTicket string `json:"accessTicket"`
+
+	// CameraEnabled Whether the device joins with its camera on.
+	CameraEnabled *bool `json:"cameraEnabled,omitempty"`
+
+	// ClientVersion Version of the client software.
+	ClientVersion *string `json:"clientVersion,omitempty"`
+
+	// DisplayName Name to show instead of the ticket's.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// MicEnabled Whether the device joins with its microphone on.
+	MicEnabled *bool `json:"micEnabled,omitempty"`
+
+	// Platform Platform of the device (browser, ios, android, ...).
+	Platform *string `json:"platform,omitempty"`
 }
 
 // LocalRuntimeSnapshot A light snapshot of the answering control node process.
@@ -6640,7 +7207,7 @@ type PlaybackLease struct {
 	// RenewCount Renewals so far.
 	RenewCount int32 `json:"renewCount"`
 
-	// ResourceId Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`.
+	// ResourceId Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`; for gb28181-playback, the session id.
 	ResourceId string `json:"resourceId"`
 
 	// ResourceKind What the lease plays.
@@ -7239,6 +7806,264 @@ type Role struct {
 type RoleList struct {
 	// Rows The roles.
 	Rows []Role `json:"rows"`
+}
+
+// RtcAccessTicket An access ticket, shown once.
+type RtcAccessTicket struct {
+	// AccessTicket The single-use ticket for the join operation.
+	AccessTicket string `json:"accessTicket"`
+
+	// ExpiresAt When it stops admitting.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// RoomId The room it admits to.
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+// RtcCapability What a participant may do in a room.
+type RtcCapability string
+
+// RtcCurrentRecording The running recording, or null.
+type RtcCurrentRecording struct {
+	// Recording The running recording; null when none runs.
+	Recording *RtcRecording `json:"recording"`
+}
+
+// RtcJoinResult The answer of a join.
+type RtcJoinResult struct {
+	// AdmissionStatus Admitted, or Waiting while held in the waiting room.
+	AdmissionStatus RtcJoinResultAdmissionStatus `json:"admissionStatus"`
+
+	// ExpiresAt When the token ends at the latest: it lives while heartbeats arrive (30 seconds without one end it); this is the next such deadline.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Participant A participant (one device session) of a room.
+	Participant RtcParticipant `json:"participant"`
+
+	// ParticipantToken The participant token for `X-Svc-RTC-Token`, shown once; it binds this room and device only.
+	ParticipantToken string `json:"participantToken"`
+}
+
+// RtcJoinResultAdmissionStatus Admitted, or Waiting while held in the waiting room.
+type RtcJoinResultAdmissionStatus string
+
+// RtcMediaKind A kind of media.
+type RtcMediaKind string
+
+// RtcParticipant A participant (one device session) of a room.
+type RtcParticipant struct {
+	// AdmissionStatus Admitted, or Waiting while held in the waiting room.
+	AdmissionStatus RtcParticipantAdmissionStatus `json:"admissionStatus"`
+
+	// Capabilities Final capabilities after the role's filter.
+	Capabilities []RtcCapability `json:"capabilities"`
+
+	// DisplayName Name shown to the other participants.
+	DisplayName string `json:"displayName"`
+
+	// JoinedAt When the device joined.
+	JoinedAt time.Time `json:"joinedAt"`
+
+	// ParticipantId Identifier of the participant; a device session, not a hardware id.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// Role Role of a participant; a viewer never publishes.
+	Role RtcRole `json:"role"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// TokenVersion Rotation count of the participant token.
+	TokenVersion int32 `json:"tokenVersion"`
+}
+
+// RtcParticipantAdmissionStatus Admitted, or Waiting while held in the waiting room.
+type RtcParticipantAdmissionStatus string
+
+// RtcPlaybackTicket A short HTTP-FLV URL of one publication.
+type RtcPlaybackTicket struct {
+	// ExpiresAt When the URL stops admitting new players.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Protocol Always http-flv.
+	Protocol RtcPlaybackTicketProtocol `json:"protocol"`
+
+	// Url The HTTP-FLV URL with its `svc_ticket`.
+	Url string `json:"url"`
+}
+
+// RtcPlaybackTicketProtocol Always http-flv.
+type RtcPlaybackTicketProtocol string
+
+// RtcPublication A participant's publication into the room's SFU.
+type RtcPublication struct {
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// MediaKinds Media the participant may send on it.
+	MediaKinds []RtcMediaKind `json:"mediaKinds"`
+
+	// ParticipantId The publishing participant.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// PublicationId Identifier of the publication.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// Source camera or screen.
+	Source string `json:"source"`
+
+	// State State of a publication; only Active ones can be subscribed.
+	State RtcPublicationState `json:"state"`
+
+	// WhipUrl Where to POST the WHIP offer (a path on this API).
+	WhipUrl *string `json:"whipUrl,omitempty"`
+}
+
+// RtcPublicationList The room's Active publications.
+type RtcPublicationList struct {
+	// Items The publications.
+	Items []RtcPublication `json:"items"`
+}
+
+// RtcPublicationState State of a publication; only Active ones can be subscribed.
+type RtcPublicationState string
+
+// RtcRecording A continuous recording of a room.
+type RtcRecording struct {
+	// OriginAtUtc The time origin of every track's offsets (the start).
+	OriginAtUtc time.Time `json:"originAtUtc"`
+
+	// ParticipantCount Participants recorded so far.
+	ParticipantCount int32 `json:"participantCount"`
+
+	// PublicationCount Publications (device sessions' media) recorded so far.
+	PublicationCount int32 `json:"publicationCount"`
+
+	// RecordingId Identifier of the recording.
+	RecordingId openapi_types.UUID `json:"recordingId"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// State State of a continuous recording; while Stopping its tracks are still being sealed.
+	State RtcRecordingState `json:"state"`
+
+	// StoppedAtUtc When it stopped.
+	StoppedAtUtc *time.Time `json:"stoppedAtUtc,omitempty"`
+}
+
+// RtcRecordingList A page of a room's recordings (contract B's envelope).
+type RtcRecordingList struct {
+	// Items The recordings, newest first.
+	Items []RtcRecording `json:"items"`
+
+	// Page Page number, from 1.
+	Page int32 `json:"page"`
+
+	// PageSize Items per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Total Recordings of the room.
+	Total int64 `json:"total"`
+}
+
+// RtcRecordingPolicy A room's recording policy.
+type RtcRecordingPolicy struct {
+	// Enabled Whether the room may be recorded.
+	Enabled bool `json:"enabled"`
+}
+
+// RtcRecordingState State of a continuous recording; while Stopping its tracks are still being sealed.
+type RtcRecordingState string
+
+// RtcRole Role of a participant; a viewer never publishes.
+type RtcRole string
+
+// RtcRoom A meeting room.
+type RtcRoom struct {
+	// ClosedAt When the room closed.
+	ClosedAt *time.Time `json:"closedAt,omitempty"`
+
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// MediaServerId Media server of the room's SFU; empty until one is chosen.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Name Name of the room.
+	Name string `json:"name"`
+
+	// RoomId Identifier of the room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// RoomType Kind of room.
+	RoomType string `json:"roomType"`
+
+	// ScheduledEndAtUtc Planned end.
+	ScheduledEndAtUtc *time.Time `json:"scheduledEndAtUtc,omitempty"`
+
+	// ScheduledStartAtUtc Planned start.
+	ScheduledStartAtUtc *time.Time `json:"scheduledStartAtUtc,omitempty"`
+
+	// Status State of a room; a closed room admits nobody.
+	Status RtcRoomStatus `json:"status"`
+
+	// WaitingRoom Whether joining participants wait for admission.
+	WaitingRoom bool `json:"waitingRoom"`
+}
+
+// RtcRoomList One page of rooms.
+type RtcRoomList struct {
+	// Page Page number, from 1.
+	Page int32 `json:"page"`
+
+	// PageSize Rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The rooms of this page.
+	Rows []RtcRoom `json:"rows"`
+
+	// Total Rooms matching the filter.
+	Total int64 `json:"total"`
+}
+
+// RtcRoomStatus State of a room; a closed room admits nobody.
+type RtcRoomStatus string
+
+// RtcSubscription A device's subscription to a publication.
+type RtcSubscription struct {
+	// ParticipantId The viewing participant.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// PublicationId The publication it plays.
+	PublicationId openapi_types.UUID `json:"publicationId"`
+
+	// RoomId The room.
+	RoomId openapi_types.UUID `json:"roomId"`
+
+	// State Pending until its WHEP offer is answered, Active while playing, Ended once released.
+	State RtcSubscriptionState `json:"state"`
+
+	// SubscriptionId Identifier of the subscription.
+	SubscriptionId openapi_types.UUID `json:"subscriptionId"`
+
+	// WhepUrl Where to POST the WHEP offer (a path on this API).
+	WhepUrl string `json:"whepUrl"`
+}
+
+// RtcSubscriptionState Pending until its WHEP offer is answered, Active while playing, Ended once released.
+type RtcSubscriptionState string
+
+// RtcTokenRefresh A rotated participant token.
+type RtcTokenRefresh struct {
+	// ParticipantToken The new token; the old one no longer works.
+	ParticipantToken string `json:"participantToken"`
+
+	// TokenVersion The new rotation count.
+	TokenVersion int32 `json:"tokenVersion"`
 }
 
 // RtpPortLease One RTP port lease on a media host.
@@ -9619,6 +10444,27 @@ type ListRecordingSessionsParams struct {
 	RecordSource *RecordSource `form:"recordSource,omitempty" json:"recordSource,omitempty"`
 }
 
+// ListRtcRoomsParams defines parameters for ListRtcRooms.
+type ListRtcRoomsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Status Only rooms in this state.
+	Status *RtcRoomStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// ListRtcRecordingRunsParams defines parameters for ListRtcRecordingRuns.
+type ListRtcRecordingRunsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+}
+
 // ListApiTokensParams defines parameters for ListApiTokens.
 type ListApiTokensParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -10075,6 +10921,18 @@ type CreateChannelSnapshotAccessJSONRequestBody = SnapshotAccessRequest
 // SaveChannelSnapshotSettingsJSONRequestBody defines body for SaveChannelSnapshotSettings for application/json ContentType.
 type SaveChannelSnapshotSettingsJSONRequestBody = SnapshotSettingsRequest
 
+// InviteGb28181LiveJSONRequestBody defines body for InviteGb28181Live for application/json ContentType.
+type InviteGb28181LiveJSONRequestBody = Gb28181LiveInviteRequest
+
+// StopGb28181LiveJSONRequestBody defines body for StopGb28181Live for application/json ContentType.
+type StopGb28181LiveJSONRequestBody = Gb28181LiveStopRequest
+
+// InviteGb28181PlaybackJSONRequestBody defines body for InviteGb28181Playback for application/json ContentType.
+type InviteGb28181PlaybackJSONRequestBody = Gb28181PlaybackInviteRequest
+
+// CreateGb28181RecordQueryJSONRequestBody defines body for CreateGb28181RecordQuery for application/json ContentType.
+type CreateGb28181RecordQueryJSONRequestBody = Gb28181RecordQueryRequest
+
 // RetireMediaServerJSONRequestBody defines body for RetireMediaServer for application/json ContentType.
 type RetireMediaServerJSONRequestBody = RetireMediaServerRequest
 
@@ -10152,6 +11010,27 @@ type StartRecordingJSONRequestBody = StartRecordingRequest
 
 // StopRecordingJSONRequestBody defines body for StopRecording for application/json ContentType.
 type StopRecordingJSONRequestBody = StopRecordingRequest
+
+// CreateRtcRoomJSONRequestBody defines body for CreateRtcRoom for application/json ContentType.
+type CreateRtcRoomJSONRequestBody = CreateRtcRoomRequest
+
+// CreateRtcAccessTicketJSONRequestBody defines body for CreateRtcAccessTicket for application/json ContentType.
+type CreateRtcAccessTicketJSONRequestBody = CreateRtcAccessTicketRequest
+
+// SetRtcRecordingPolicyJSONRequestBody defines body for SetRtcRecordingPolicy for application/json ContentType.
+type SetRtcRecordingPolicyJSONRequestBody = RtcRecordingPolicy
+
+// JoinRtcRoomJSONRequestBody defines body for JoinRtcRoom for application/json ContentType.
+type JoinRtcRoomJSONRequestBody = JoinRtcRoomRequest
+
+// CreateRtcPlaybackTicketJSONRequestBody defines body for CreateRtcPlaybackTicket for application/json ContentType.
+type CreateRtcPlaybackTicketJSONRequestBody = CreateRtcPlaybackTicketRequest
+
+// CreateRtcPublicationJSONRequestBody defines body for CreateRtcPublication for application/json ContentType.
+type CreateRtcPublicationJSONRequestBody = CreateRtcPublicationRequest
+
+// CreateRtcSubscriptionJSONRequestBody defines body for CreateRtcSubscription for application/json ContentType.
+type CreateRtcSubscriptionJSONRequestBody = CreateRtcSubscriptionRequest
 
 // CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
 type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
@@ -10245,6 +11124,9 @@ type CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLe
 
 // CreateThirdPartyCutMergePlaybackLinkJSONRequestBody defines body for CreateThirdPartyCutMergePlaybackLink for application/json ContentType.
 type CreateThirdPartyCutMergePlaybackLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
+// CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody defines body for CreateThirdPartyGb28181PlaybackLease for application/json ContentType.
+type CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
 
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
@@ -10679,6 +11561,27 @@ type ServerInterface interface {
 	// GetGb28181Device One GB28181 device
 	// (GET /api/v2/gb28181/devices/{deviceId})
 	GetGb28181Device(c *gin.Context, deviceId string)
+	// InviteGb28181Live Start a GB28181 channel's live stream
+	// (POST /api/v2/gb28181/live/invite)
+	InviteGb28181Live(c *gin.Context)
+	// StopGb28181Live Stop a GB28181 channel's live stream
+	// (POST /api/v2/gb28181/live/stop)
+	StopGb28181Live(c *gin.Context)
+	// InviteGb28181Playback Play a device's recording
+	// (POST /api/v2/gb28181/playback/invite)
+	InviteGb28181Playback(c *gin.Context)
+	// GetGb28181PlaybackSession A playback session
+	// (GET /api/v2/gb28181/playback/sessions/{sessionId})
+	GetGb28181PlaybackSession(c *gin.Context, sessionId string)
+	// StopGb28181PlaybackSession Stop a playback session
+	// (POST /api/v2/gb28181/playback/sessions/{sessionId}/stop)
+	StopGb28181PlaybackSession(c *gin.Context, sessionId string)
+	// CreateGb28181RecordQuery Ask a device for a channel's recordings
+	// (POST /api/v2/gb28181/records/query)
+	CreateGb28181RecordQuery(c *gin.Context)
+	// GetGb28181RecordQuery A record query and the device's recordings
+	// (GET /api/v2/gb28181/records/query/{taskId})
+	GetGb28181RecordQuery(c *gin.Context, taskId string)
 	// ListMediaServers List media servers
 	// (GET /api/v2/media-servers)
 	ListMediaServers(c *gin.Context, params ListMediaServersParams)
@@ -10871,6 +11774,87 @@ type ServerInterface interface {
 	// StopRecording Stop recording a stream
 	// (POST /api/v2/recording/stop)
 	StopRecording(c *gin.Context)
+	// ListRtcRooms List the caller's meeting rooms
+	// (GET /api/v2/rtc/rooms)
+	ListRtcRooms(c *gin.Context, params ListRtcRoomsParams)
+	// CreateRtcRoom Create a meeting room
+	// (POST /api/v2/rtc/rooms)
+	CreateRtcRoom(c *gin.Context)
+	// GetRtcRoom Read a meeting room
+	// (GET /api/v2/rtc/rooms/{roomId})
+	GetRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcAccessTicket Issue a single-use access ticket
+	// (POST /api/v2/rtc/rooms/{roomId}/access-tickets)
+	CreateRtcAccessTicket(c *gin.Context, roomId openapi_types.UUID)
+	// CloseRtcRoom Close a meeting room
+	// (POST /api/v2/rtc/rooms/{roomId}/close)
+	CloseRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// SetRtcRecordingPolicy Allow or forbid recording a room
+	// (PUT /api/v2/rtc/rooms/{roomId}/recording-policy)
+	SetRtcRecordingPolicy(c *gin.Context, roomId openapi_types.UUID)
+	// GetRtcCurrentRecording Read the room's running recording
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecording(c *gin.Context, roomId openapi_types.UUID)
+	// ListRtcRecordingRuns List the room's recordings
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/runs)
+	ListRtcRecordingRuns(c *gin.Context, roomId openapi_types.UUID, params ListRtcRecordingRunsParams)
+	// StartRtcRecording Start the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecording(c *gin.Context, roomId openapi_types.UUID)
+	// StopRtcRecording Stop the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecording(c *gin.Context, roomId openapi_types.UUID, recordingId string)
+	// RtcHeartbeat Report that the device is alive
+	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
+	RtcHeartbeat(c *gin.Context, roomId openapi_types.UUID)
+	// JoinRtcRoom Join a room with an access ticket
+	// (POST /api/v2/rtc/session/rooms/{roomId}/join)
+	JoinRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// LeaveRtcRoom Leave the room
+	// (POST /api/v2/rtc/session/rooms/{roomId}/leave)
+	LeaveRtcRoom(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
+	CreateRtcPlaybackTicket(c *gin.Context, roomId openapi_types.UUID)
+	// ListRtcPublications List the publications one may subscribe to
+	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
+	ListRtcPublications(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcPublication Create a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications)
+	CreateRtcPublication(c *gin.Context, roomId openapi_types.UUID)
+	// PublishRtcWhip Publish media over WHIP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip)
+	PublishRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string)
+	// DeleteRtcWhip Stop publishing
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	DeleteRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string)
+	// TrickleRtcWhip Trickle ICE candidates to a WHIP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	TrickleRtcWhip(c *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string)
+	// GetRtcCurrentRecordingAsParticipant Read the running recording as a participant
+	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecordingAsParticipant(c *gin.Context, roomId openapi_types.UUID)
+	// StartRtcRecordingAsHost Start the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecordingAsHost(c *gin.Context, roomId openapi_types.UUID)
+	// StopRtcRecordingAsHost Stop the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecordingAsHost(c *gin.Context, roomId openapi_types.UUID, recordingId string)
+	// CreateRtcSubscription Subscribe to a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions)
+	CreateRtcSubscription(c *gin.Context, roomId openapi_types.UUID)
+	// SubscribeRtcWhep Play a subscription over WHEP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep)
+	SubscribeRtcWhep(c *gin.Context, roomId openapi_types.UUID, subscriptionId string)
+	// DeleteRtcWhep Release a WHEP session
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	DeleteRtcWhep(c *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string)
+	// TrickleRtcWhep Trickle ICE candidates to a WHEP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	TrickleRtcWhep(c *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string)
+	// RefreshRtcToken Rotate the participant token
+	// (POST /api/v2/rtc/session/rooms/{roomId}/token/refresh)
+	RefreshRtcToken(c *gin.Context, roomId openapi_types.UUID)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(c *gin.Context, params ListApiTokensParams)
@@ -11117,6 +12101,9 @@ type ServerInterface interface {
 	// CreateThirdPartyCutMergePlaybackLink Single-use playback link of a cut/merge output
 	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-link)
 	CreateThirdPartyCutMergePlaybackLink(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyGb28181PlaybackLease Lease a GB28181 playback session to a player
+	// (POST /api/v2/third-party/gb28181/playback-sessions/{sessionId}/playback-lease)
+	CreateThirdPartyGb28181PlaybackLease(c *gin.Context, sessionId string)
 	// ListThirdPartyMediaServers List the media servers
 	// (GET /api/v2/third-party/media-servers)
 	ListThirdPartyMediaServers(c *gin.Context, params ListThirdPartyMediaServersParams)
@@ -12778,6 +13765,133 @@ func (siw *ServerInterfaceWrapper) GetGb28181Device(c *gin.Context) {
 	}
 
 	siw.Handler.GetGb28181Device(c, deviceId)
+}
+
+// InviteGb28181Live operation middleware
+func (siw *ServerInterfaceWrapper) InviteGb28181Live(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.InviteGb28181Live(c)
+}
+
+// StopGb28181Live operation middleware
+func (siw *ServerInterfaceWrapper) StopGb28181Live(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopGb28181Live(c)
+}
+
+// InviteGb28181Playback operation middleware
+func (siw *ServerInterfaceWrapper) InviteGb28181Playback(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.InviteGb28181Playback(c)
+}
+
+// GetGb28181PlaybackSession operation middleware
+func (siw *ServerInterfaceWrapper) GetGb28181PlaybackSession(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetGb28181PlaybackSession(c, sessionId)
+}
+
+// StopGb28181PlaybackSession operation middleware
+func (siw *ServerInterfaceWrapper) StopGb28181PlaybackSession(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopGb28181PlaybackSession(c, sessionId)
+}
+
+// CreateGb28181RecordQuery operation middleware
+func (siw *ServerInterfaceWrapper) CreateGb28181RecordQuery(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateGb28181RecordQuery(c)
+}
+
+// GetGb28181RecordQuery operation middleware
+func (siw *ServerInterfaceWrapper) GetGb28181RecordQuery(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetGb28181RecordQuery(c, taskId)
 }
 
 // ListMediaServers operation middleware
@@ -14966,6 +16080,814 @@ func (siw *ServerInterfaceWrapper) StopRecording(c *gin.Context) {
 	}
 
 	siw.Handler.StopRecording(c)
+}
+
+// ListRtcRooms operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcRooms(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcRoomsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcRooms(c, params)
+}
+
+// CreateRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcRoom(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcRoom(c)
+}
+
+// GetRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcRoom(c, roomId)
+}
+
+// CreateRtcAccessTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcAccessTicket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcAccessTicket(c, roomId)
+}
+
+// CloseRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) CloseRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CloseRtcRoom(c, roomId)
+}
+
+// SetRtcRecordingPolicy operation middleware
+func (siw *ServerInterfaceWrapper) SetRtcRecordingPolicy(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SetRtcRecordingPolicy(c, roomId)
+}
+
+// GetRtcCurrentRecording operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcCurrentRecording(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcCurrentRecording(c, roomId)
+}
+
+// ListRtcRecordingRuns operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcRecordingRuns(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcRecordingRunsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcRecordingRuns(c, roomId, params)
+}
+
+// StartRtcRecording operation middleware
+func (siw *ServerInterfaceWrapper) StartRtcRecording(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartRtcRecording(c, roomId)
+}
+
+// StopRtcRecording operation middleware
+func (siw *ServerInterfaceWrapper) StopRtcRecording(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopRtcRecording(c, roomId, recordingId)
+}
+
+// RtcHeartbeat operation middleware
+func (siw *ServerInterfaceWrapper) RtcHeartbeat(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RtcHeartbeat(c, roomId)
+}
+
+// JoinRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) JoinRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.JoinRtcRoom(c, roomId)
+}
+
+// LeaveRtcRoom operation middleware
+func (siw *ServerInterfaceWrapper) LeaveRtcRoom(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.LeaveRtcRoom(c, roomId)
+}
+
+// CreateRtcPlaybackTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcPlaybackTicket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcPlaybackTicket(c, roomId)
+}
+
+// ListRtcPublications operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcPublications(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcPublications(c, roomId)
+}
+
+// CreateRtcPublication operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcPublication(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcPublication(c, roomId)
+}
+
+// PublishRtcWhip operation middleware
+func (siw *ServerInterfaceWrapper) PublishRtcWhip(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "publicationId" -------------
+	var publicationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "publicationId", c.Param("publicationId"), &publicationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter publicationId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.PublishRtcWhip(c, roomId, publicationId)
+}
+
+// DeleteRtcWhip operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRtcWhip(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "publicationId" -------------
+	var publicationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "publicationId", c.Param("publicationId"), &publicationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter publicationId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRtcWhip(c, roomId, publicationId, sessionId)
+}
+
+// TrickleRtcWhip operation middleware
+func (siw *ServerInterfaceWrapper) TrickleRtcWhip(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "publicationId" -------------
+	var publicationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "publicationId", c.Param("publicationId"), &publicationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter publicationId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TrickleRtcWhip(c, roomId, publicationId, sessionId)
+}
+
+// GetRtcCurrentRecordingAsParticipant operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcCurrentRecordingAsParticipant(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcCurrentRecordingAsParticipant(c, roomId)
+}
+
+// StartRtcRecordingAsHost operation middleware
+func (siw *ServerInterfaceWrapper) StartRtcRecordingAsHost(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartRtcRecordingAsHost(c, roomId)
+}
+
+// StopRtcRecordingAsHost operation middleware
+func (siw *ServerInterfaceWrapper) StopRtcRecordingAsHost(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopRtcRecordingAsHost(c, roomId, recordingId)
+}
+
+// CreateRtcSubscription operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcSubscription(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcSubscription(c, roomId)
+}
+
+// SubscribeRtcWhep operation middleware
+func (siw *ServerInterfaceWrapper) SubscribeRtcWhep(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", c.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter subscriptionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SubscribeRtcWhep(c, roomId, subscriptionId)
+}
+
+// DeleteRtcWhep operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRtcWhep(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", c.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter subscriptionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRtcWhep(c, roomId, subscriptionId, sessionId)
+}
+
+// TrickleRtcWhep operation middleware
+func (siw *ServerInterfaceWrapper) TrickleRtcWhep(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", c.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter subscriptionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TrickleRtcWhep(c, roomId, subscriptionId, sessionId)
+}
+
+// RefreshRtcToken operation middleware
+func (siw *ServerInterfaceWrapper) RefreshRtcToken(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RefreshRtcToken(c, roomId)
 }
 
 // ListApiTokens operation middleware
@@ -17222,6 +19144,31 @@ func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergePlaybackLink(c *gin.C
 	siw.Handler.CreateThirdPartyCutMergePlaybackLink(c, taskId)
 }
 
+// CreateThirdPartyGb28181PlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyGb28181PlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyGb28181PlaybackLease(c, sessionId)
+}
+
 // ListThirdPartyMediaServers operation middleware
 func (siw *ServerInterfaceWrapper) ListThirdPartyMediaServers(c *gin.Context) {
 
@@ -17815,6 +19762,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/engine/nodes/:nodeId/recording-status", wrapper.GetEngineRecordingStatus)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback", wrapper.CreateThirdPartyLivePlayback)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback-lease", wrapper.CreateThirdPartyLivePlaybackLease)
+	router.POST(options.BaseURL+"/api/v2/third-party/gb28181/playback-sessions/:sessionId/playback-lease", wrapper.CreateThirdPartyGb28181PlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/streams/playback-lease", wrapper.CreateThirdPartyStreamPlaybackLease)
 	router.DELETE(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.DeleteThirdPartyPlaybackLease)
 	router.GET(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.GetThirdPartyPlaybackLease)
@@ -17866,6 +19814,13 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/auth/me", wrapper.GetCurrentUser)
 	router.GET(options.BaseURL+"/api/v2/gb28181/devices", wrapper.ListGb28181Devices)
 	router.GET(options.BaseURL+"/api/v2/gb28181/devices/:deviceId", wrapper.GetGb28181Device)
+	router.POST(options.BaseURL+"/api/v2/gb28181/live/invite", wrapper.InviteGb28181Live)
+	router.POST(options.BaseURL+"/api/v2/gb28181/live/stop", wrapper.StopGb28181Live)
+	router.POST(options.BaseURL+"/api/v2/gb28181/records/query", wrapper.CreateGb28181RecordQuery)
+	router.GET(options.BaseURL+"/api/v2/gb28181/records/query/:taskId", wrapper.GetGb28181RecordQuery)
+	router.POST(options.BaseURL+"/api/v2/gb28181/playback/invite", wrapper.InviteGb28181Playback)
+	router.GET(options.BaseURL+"/api/v2/gb28181/playback/sessions/:sessionId", wrapper.GetGb28181PlaybackSession)
+	router.POST(options.BaseURL+"/api/v2/gb28181/playback/sessions/:sessionId/stop", wrapper.StopGb28181PlaybackSession)
 	router.POST(options.BaseURL+"/api/v2/recording/start", wrapper.StartRecording)
 	router.POST(options.BaseURL+"/api/v2/recording/stop", wrapper.StopRecording)
 	router.GET(options.BaseURL+"/api/v2/recording/sessions", wrapper.ListRecordingSessions)
@@ -17897,6 +19852,33 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/recording/plans/:planId/enabled", wrapper.SetRecordPlanEnabled)
 	router.GET(options.BaseURL+"/api/v2/recording/plans/:planId/evaluate", wrapper.EvaluateRecordPlan)
 	router.GET(options.BaseURL+"/api/v2/recording/plan-template", wrapper.GetRecordPlanTemplate)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms", wrapper.ListRtcRooms)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms", wrapper.CreateRtcRoom)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId", wrapper.GetRtcRoom)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/close", wrapper.CloseRtcRoom)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/access-tickets", wrapper.CreateRtcAccessTicket)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/join", wrapper.JoinRtcRoom)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/token/refresh", wrapper.RefreshRtcToken)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/heartbeat", wrapper.RtcHeartbeat)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/leave", wrapper.LeaveRtcRoom)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications", wrapper.ListRtcPublications)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications", wrapper.CreateRtcPublication)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications/:publicationId/whip", wrapper.PublishRtcWhip)
+	router.DELETE(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications/:publicationId/whip/:sessionId", wrapper.DeleteRtcWhip)
+	router.PATCH(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/publications/:publicationId/whip/:sessionId", wrapper.TrickleRtcWhip)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions", wrapper.CreateRtcSubscription)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep", wrapper.SubscribeRtcWhep)
+	router.DELETE(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep/:sessionId", wrapper.DeleteRtcWhep)
+	router.PATCH(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/subscriptions/:subscriptionId/whep/:sessionId", wrapper.TrickleRtcWhep)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback-ticket", wrapper.CreateRtcPlaybackTicket)
+	router.PUT(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording-policy", wrapper.SetRtcRecordingPolicy)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecording)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecording)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecording)
+	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/runs", wrapper.ListRtcRecordingRuns)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecordingAsHost)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecordingAsParticipant)
+	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecordingAsHost)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -23705,6 +25687,1017 @@ func (response GetGb28181Device429JSONResponse) VisitGetGb28181DeviceResponse(w 
 type GetGb28181Device500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response GetGb28181Device500JSONResponse) VisitGetGb28181DeviceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181LiveRequestObject struct {
+	Body *InviteGb28181LiveJSONRequestBody
+}
+
+type InviteGb28181LiveResponseObject interface {
+	VisitInviteGb28181LiveResponse(w http.ResponseWriter) error
+}
+
+type InviteGb28181Live200JSONResponse ChannelStartResult
+
+func (response InviteGb28181Live200JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response InviteGb28181Live400JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response InviteGb28181Live401JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response InviteGb28181Live403JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response InviteGb28181Live404JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live409JSONResponse struct{ ConflictJSONResponse }
+
+func (response InviteGb28181Live409JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response InviteGb28181Live413JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response InviteGb28181Live415JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response InviteGb28181Live429JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Live500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response InviteGb28181Live500JSONResponse) VisitInviteGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181LiveRequestObject struct {
+	Body *StopGb28181LiveJSONRequestBody
+}
+
+type StopGb28181LiveResponseObject interface {
+	VisitStopGb28181LiveResponse(w http.ResponseWriter) error
+}
+
+type StopGb28181Live200JSONResponse ChannelStopResult
+
+func (response StopGb28181Live200JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopGb28181Live400JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopGb28181Live401JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopGb28181Live403JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopGb28181Live404JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopGb28181Live409JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopGb28181Live413JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopGb28181Live415JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopGb28181Live429JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181Live500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopGb28181Live500JSONResponse) VisitStopGb28181LiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181PlaybackRequestObject struct {
+	Body *InviteGb28181PlaybackJSONRequestBody
+}
+
+type InviteGb28181PlaybackResponseObject interface {
+	VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error
+}
+
+type InviteGb28181Playback200JSONResponse Gb28181PlaybackInviteResult
+
+func (response InviteGb28181Playback200JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response InviteGb28181Playback400JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response InviteGb28181Playback401JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response InviteGb28181Playback403JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response InviteGb28181Playback404JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback409JSONResponse struct{ ConflictJSONResponse }
+
+func (response InviteGb28181Playback409JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response InviteGb28181Playback413JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response InviteGb28181Playback415JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response InviteGb28181Playback429JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response InviteGb28181Playback500JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response InviteGb28181Playback503JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSessionRequestObject struct {
+	SessionId string `json:"sessionId"`
+}
+
+type GetGb28181PlaybackSessionResponseObject interface {
+	VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error
+}
+
+type GetGb28181PlaybackSession200JSONResponse Gb28181PlaybackSession
+
+func (response GetGb28181PlaybackSession200JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetGb28181PlaybackSession400JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetGb28181PlaybackSession401JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetGb28181PlaybackSession403JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetGb28181PlaybackSession404JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetGb28181PlaybackSession429JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetGb28181PlaybackSession500JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSessionRequestObject struct {
+	SessionId string `json:"sessionId"`
+}
+
+type StopGb28181PlaybackSessionResponseObject interface {
+	VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error
+}
+
+type StopGb28181PlaybackSession200JSONResponse Gb28181PlaybackSession
+
+func (response StopGb28181PlaybackSession200JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopGb28181PlaybackSession400JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopGb28181PlaybackSession401JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopGb28181PlaybackSession403JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopGb28181PlaybackSession404JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopGb28181PlaybackSession409JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopGb28181PlaybackSession413JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopGb28181PlaybackSession415JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopGb28181PlaybackSession429JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopGb28181PlaybackSession500JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopGb28181PlaybackSession503JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQueryRequestObject struct {
+	Body *CreateGb28181RecordQueryJSONRequestBody
+}
+
+type CreateGb28181RecordQueryResponseObject interface {
+	VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error
+}
+
+type CreateGb28181RecordQuery200JSONResponse Gb28181RecordQuery
+
+func (response CreateGb28181RecordQuery200JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateGb28181RecordQuery400JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateGb28181RecordQuery401JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateGb28181RecordQuery403JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateGb28181RecordQuery404JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateGb28181RecordQuery409JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateGb28181RecordQuery413JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateGb28181RecordQuery415JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateGb28181RecordQuery429JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateGb28181RecordQuery500JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateGb28181RecordQuery503JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQueryRequestObject struct {
+	TaskId string `json:"taskId"`
+}
+
+type GetGb28181RecordQueryResponseObject interface {
+	VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error
+}
+
+type GetGb28181RecordQuery200JSONResponse Gb28181RecordQuery
+
+func (response GetGb28181RecordQuery200JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetGb28181RecordQuery400JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetGb28181RecordQuery401JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetGb28181RecordQuery403JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetGb28181RecordQuery404JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetGb28181RecordQuery429JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetGb28181RecordQuery500JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -31945,6 +34938,3398 @@ func (response StopRecording503JSONResponse) VisitStopRecordingResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRoomsRequestObject struct {
+	Params ListRtcRoomsParams
+}
+
+type ListRtcRoomsResponseObject interface {
+	VisitListRtcRoomsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcRooms200JSONResponse RtcRoomList
+
+func (response ListRtcRooms200JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcRooms400JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcRooms401JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcRooms403JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcRooms429JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRooms500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcRooms500JSONResponse) VisitListRtcRoomsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoomRequestObject struct {
+	Body *CreateRtcRoomJSONRequestBody
+}
+
+type CreateRtcRoomResponseObject interface {
+	VisitCreateRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcRoom200JSONResponse RtcRoom
+
+func (response CreateRtcRoom200JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcRoom400JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcRoom401JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcRoom403JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcRoom404JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcRoom409JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcRoom429JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcRoom500JSONResponse) VisitCreateRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcRoomResponseObject interface {
+	VisitGetRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type GetRtcRoom200JSONResponse RtcRoom
+
+func (response GetRtcRoom200JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcRoom400JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcRoom401JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRtcRoom403JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcRoom404JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcRoom429JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcRoom500JSONResponse) VisitGetRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicketRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcAccessTicketJSONRequestBody
+}
+
+type CreateRtcAccessTicketResponseObject interface {
+	VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcAccessTicket200JSONResponse RtcAccessTicket
+
+func (response CreateRtcAccessTicket200JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcAccessTicket400JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcAccessTicket401JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcAccessTicket403JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcAccessTicket404JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcAccessTicket409JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcAccessTicket429JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcAccessTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcAccessTicket500JSONResponse) VisitCreateRtcAccessTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type CloseRtcRoomResponseObject interface {
+	VisitCloseRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type CloseRtcRoom200JSONResponse RtcRoom
+
+func (response CloseRtcRoom200JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CloseRtcRoom400JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CloseRtcRoom401JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CloseRtcRoom403JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CloseRtcRoom404JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CloseRtcRoom409JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CloseRtcRoom429JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CloseRtcRoom500JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CloseRtcRoom503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CloseRtcRoom503JSONResponse) VisitCloseRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicyRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *SetRtcRecordingPolicyJSONRequestBody
+}
+
+type SetRtcRecordingPolicyResponseObject interface {
+	VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error
+}
+
+type SetRtcRecordingPolicy200JSONResponse RtcRoom
+
+func (response SetRtcRecordingPolicy200JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetRtcRecordingPolicy400JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetRtcRecordingPolicy401JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetRtcRecordingPolicy403JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetRtcRecordingPolicy404JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetRtcRecordingPolicy409JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetRtcRecordingPolicy429JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRtcRecordingPolicy500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetRtcRecordingPolicy500JSONResponse) VisitSetRtcRecordingPolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcCurrentRecordingResponseObject interface {
+	VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error
+}
+
+type GetRtcCurrentRecording200JSONResponse RtcCurrentRecording
+
+func (response GetRtcCurrentRecording200JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcCurrentRecording400JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcCurrentRecording401JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRtcCurrentRecording403JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcCurrentRecording404JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcCurrentRecording429JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcCurrentRecording500JSONResponse) VisitGetRtcCurrentRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Params ListRtcRecordingRunsParams
+}
+
+type ListRtcRecordingRunsResponseObject interface {
+	VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcRecordingRuns200JSONResponse RtcRecordingList
+
+func (response ListRtcRecordingRuns200JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcRecordingRuns400JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcRecordingRuns401JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcRecordingRuns403JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcRecordingRuns404JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcRecordingRuns429JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRuns500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcRecordingRuns500JSONResponse) VisitListRtcRecordingRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type StartRtcRecordingResponseObject interface {
+	VisitStartRtcRecordingResponse(w http.ResponseWriter) error
+}
+
+type StartRtcRecording200JSONResponse RtcRecording
+
+func (response StartRtcRecording200JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartRtcRecording400JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartRtcRecording401JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartRtcRecording403JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartRtcRecording404JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartRtcRecording409JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartRtcRecording429JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartRtcRecording500JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartRtcRecording503JSONResponse) VisitStartRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+}
+
+type StopRtcRecordingResponseObject interface {
+	VisitStopRtcRecordingResponse(w http.ResponseWriter) error
+}
+
+type StopRtcRecording200JSONResponse RtcRecording
+
+func (response StopRtcRecording200JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopRtcRecording400JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopRtcRecording401JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopRtcRecording403JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopRtcRecording404JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopRtcRecording409JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopRtcRecording429JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopRtcRecording500JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopRtcRecording503JSONResponse) VisitStopRtcRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeatRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type RtcHeartbeatResponseObject interface {
+	VisitRtcHeartbeatResponse(w http.ResponseWriter) error
+}
+
+type RtcHeartbeat200JSONResponse ActionResult
+
+func (response RtcHeartbeat200JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RtcHeartbeat400JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RtcHeartbeat401JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RtcHeartbeat404JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RtcHeartbeat429JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtcHeartbeat500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RtcHeartbeat500JSONResponse) VisitRtcHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *JoinRtcRoomJSONRequestBody
+}
+
+type JoinRtcRoomResponseObject interface {
+	VisitJoinRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type JoinRtcRoom200JSONResponse RtcJoinResult
+
+func (response JoinRtcRoom200JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response JoinRtcRoom400JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response JoinRtcRoom401JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response JoinRtcRoom404JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom409JSONResponse struct{ ConflictJSONResponse }
+
+func (response JoinRtcRoom409JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response JoinRtcRoom429JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type JoinRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response JoinRtcRoom500JSONResponse) VisitJoinRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoomRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type LeaveRtcRoomResponseObject interface {
+	VisitLeaveRtcRoomResponse(w http.ResponseWriter) error
+}
+
+type LeaveRtcRoom200JSONResponse ActionResult
+
+func (response LeaveRtcRoom200JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response LeaveRtcRoom400JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response LeaveRtcRoom401JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response LeaveRtcRoom404JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response LeaveRtcRoom429JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LeaveRtcRoom500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response LeaveRtcRoom500JSONResponse) VisitLeaveRtcRoomResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicketRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcPlaybackTicketJSONRequestBody
+}
+
+type CreateRtcPlaybackTicketResponseObject interface {
+	VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcPlaybackTicket200JSONResponse RtcPlaybackTicket
+
+func (response CreateRtcPlaybackTicket200JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcPlaybackTicket400JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcPlaybackTicket401JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcPlaybackTicket403JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcPlaybackTicket404JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcPlaybackTicket409JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcPlaybackTicket429JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcPlaybackTicket500JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPlaybackTicket503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateRtcPlaybackTicket503JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublicationsRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type ListRtcPublicationsResponseObject interface {
+	VisitListRtcPublicationsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcPublications200JSONResponse RtcPublicationList
+
+func (response ListRtcPublications200JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcPublications400JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcPublications401JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcPublications403JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcPublications404JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRtcPublications409JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcPublications429JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcPublications500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcPublications500JSONResponse) VisitListRtcPublicationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublicationRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcPublicationJSONRequestBody
+}
+
+type CreateRtcPublicationResponseObject interface {
+	VisitCreateRtcPublicationResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcPublication200JSONResponse RtcPublication
+
+func (response CreateRtcPublication200JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcPublication400JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcPublication401JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcPublication403JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcPublication404JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcPublication409JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcPublication429JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcPublication500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcPublication500JSONResponse) VisitCreateRtcPublicationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhipRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	PublicationId string             `json:"publicationId"`
+	Body          io.Reader
+}
+
+type PublishRtcWhipResponseObject interface {
+	VisitPublishRtcWhipResponse(w http.ResponseWriter) error
+}
+
+type PublishRtcWhip201ResponseHeaders struct {
+	Location *string
+	XSvcNote *string
+}
+
+type PublishRtcWhip201ApplicationsdpResponse struct {
+	Body          io.Reader
+	Headers       PublishRtcWhip201ResponseHeaders
+	ContentLength int64
+}
+
+func (response PublishRtcWhip201ApplicationsdpResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/sdp")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.XSvcNote != nil {
+		w.Header().Set("X-Svc-Note", fmt.Sprint(*response.Headers.XSvcNote))
+	}
+	w.WriteHeader(201)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type PublishRtcWhip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PublishRtcWhip400JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PublishRtcWhip401JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PublishRtcWhip403JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PublishRtcWhip404JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PublishRtcWhip409JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PublishRtcWhip413JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PublishRtcWhip415JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PublishRtcWhip429JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PublishRtcWhip500JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PublishRtcWhip503JSONResponse) VisitPublishRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhipRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	PublicationId string             `json:"publicationId"`
+	SessionId     string             `json:"sessionId"`
+}
+
+type DeleteRtcWhipResponseObject interface {
+	VisitDeleteRtcWhipResponse(w http.ResponseWriter) error
+}
+
+type DeleteRtcWhip200JSONResponse ActionResult
+
+func (response DeleteRtcWhip200JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRtcWhip400JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRtcWhip401JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRtcWhip403JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRtcWhip404JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteRtcWhip409JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRtcWhip429JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRtcWhip500JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteRtcWhip503JSONResponse) VisitDeleteRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhipRequestObject struct {
+	RoomId        openapi_types.UUID `json:"roomId"`
+	PublicationId string             `json:"publicationId"`
+	SessionId     string             `json:"sessionId"`
+	Body          io.Reader
+}
+
+type TrickleRtcWhipResponseObject interface {
+	VisitTrickleRtcWhipResponse(w http.ResponseWriter) error
+}
+
+type TrickleRtcWhip204Response struct {
+}
+
+func (response TrickleRtcWhip204Response) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type TrickleRtcWhip400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TrickleRtcWhip400JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TrickleRtcWhip401JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TrickleRtcWhip403JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TrickleRtcWhip404JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TrickleRtcWhip413JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TrickleRtcWhip415JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TrickleRtcWhip429JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TrickleRtcWhip500JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhip503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TrickleRtcWhip503JSONResponse) VisitTrickleRtcWhipResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipantRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcCurrentRecordingAsParticipantResponseObject interface {
+	VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error
+}
+
+type GetRtcCurrentRecordingAsParticipant200JSONResponse RtcCurrentRecording
+
+func (response GetRtcCurrentRecordingAsParticipant200JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant400JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant401JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant403JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant404JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant409JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant429JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcCurrentRecordingAsParticipant500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcCurrentRecordingAsParticipant500JSONResponse) VisitGetRtcCurrentRecordingAsParticipantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHostRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type StartRtcRecordingAsHostResponseObject interface {
+	VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error
+}
+
+type StartRtcRecordingAsHost200JSONResponse RtcRecording
+
+func (response StartRtcRecordingAsHost200JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartRtcRecordingAsHost400JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartRtcRecordingAsHost401JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartRtcRecordingAsHost403JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartRtcRecordingAsHost404JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartRtcRecordingAsHost409JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartRtcRecordingAsHost429JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartRtcRecordingAsHost500JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRtcRecordingAsHost503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartRtcRecordingAsHost503JSONResponse) VisitStartRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHostRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+}
+
+type StopRtcRecordingAsHostResponseObject interface {
+	VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error
+}
+
+type StopRtcRecordingAsHost200JSONResponse RtcRecording
+
+func (response StopRtcRecordingAsHost200JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopRtcRecordingAsHost400JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopRtcRecordingAsHost401JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopRtcRecordingAsHost403JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopRtcRecordingAsHost404JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopRtcRecordingAsHost409JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopRtcRecordingAsHost429JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopRtcRecordingAsHost500JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRtcRecordingAsHost503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopRtcRecordingAsHost503JSONResponse) VisitStopRtcRecordingAsHostResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscriptionRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Body   *CreateRtcSubscriptionJSONRequestBody
+}
+
+type CreateRtcSubscriptionResponseObject interface {
+	VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcSubscription200JSONResponse RtcSubscription
+
+func (response CreateRtcSubscription200JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcSubscription400JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcSubscription401JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcSubscription403JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcSubscription404JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcSubscription409JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcSubscription429JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcSubscription500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcSubscription500JSONResponse) VisitCreateRtcSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhepRequestObject struct {
+	RoomId         openapi_types.UUID `json:"roomId"`
+	SubscriptionId string             `json:"subscriptionId"`
+	Body           io.Reader
+}
+
+type SubscribeRtcWhepResponseObject interface {
+	VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error
+}
+
+type SubscribeRtcWhep201ResponseHeaders struct {
+	Location *string
+	XSvcNote *string
+}
+
+type SubscribeRtcWhep201ApplicationsdpResponse struct {
+	Body          io.Reader
+	Headers       SubscribeRtcWhep201ResponseHeaders
+	ContentLength int64
+}
+
+func (response SubscribeRtcWhep201ApplicationsdpResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/sdp")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.XSvcNote != nil {
+		w.Header().Set("X-Svc-Note", fmt.Sprint(*response.Headers.XSvcNote))
+	}
+	w.WriteHeader(201)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type SubscribeRtcWhep400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SubscribeRtcWhep400JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SubscribeRtcWhep401JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SubscribeRtcWhep403JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SubscribeRtcWhep404JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SubscribeRtcWhep409JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SubscribeRtcWhep413JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SubscribeRtcWhep415JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SubscribeRtcWhep429JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SubscribeRtcWhep500JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubscribeRtcWhep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SubscribeRtcWhep503JSONResponse) VisitSubscribeRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhepRequestObject struct {
+	RoomId         openapi_types.UUID `json:"roomId"`
+	SubscriptionId string             `json:"subscriptionId"`
+	SessionId      string             `json:"sessionId"`
+}
+
+type DeleteRtcWhepResponseObject interface {
+	VisitDeleteRtcWhepResponse(w http.ResponseWriter) error
+}
+
+type DeleteRtcWhep200JSONResponse ActionResult
+
+func (response DeleteRtcWhep200JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRtcWhep400JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRtcWhep401JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRtcWhep403JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRtcWhep404JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRtcWhep429JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRtcWhep500JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtcWhep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteRtcWhep503JSONResponse) VisitDeleteRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhepRequestObject struct {
+	RoomId         openapi_types.UUID `json:"roomId"`
+	SubscriptionId string             `json:"subscriptionId"`
+	SessionId      string             `json:"sessionId"`
+	Body           io.Reader
+}
+
+type TrickleRtcWhepResponseObject interface {
+	VisitTrickleRtcWhepResponse(w http.ResponseWriter) error
+}
+
+type TrickleRtcWhep204Response struct {
+}
+
+func (response TrickleRtcWhep204Response) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type TrickleRtcWhep400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TrickleRtcWhep400JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TrickleRtcWhep401JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TrickleRtcWhep403JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TrickleRtcWhep404JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TrickleRtcWhep413JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TrickleRtcWhep415JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TrickleRtcWhep429JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TrickleRtcWhep500JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TrickleRtcWhep503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TrickleRtcWhep503JSONResponse) VisitTrickleRtcWhepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcTokenRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type RefreshRtcTokenResponseObject interface {
+	VisitRefreshRtcTokenResponse(w http.ResponseWriter) error
+}
+
+type RefreshRtcToken200JSONResponse RtcTokenRefresh
+
+func (response RefreshRtcToken200JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RefreshRtcToken400JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RefreshRtcToken401JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RefreshRtcToken404JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RefreshRtcToken429JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshRtcToken500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RefreshRtcToken500JSONResponse) VisitRefreshRtcTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -41105,6 +47490,158 @@ func (response CreateThirdPartyCutMergePlaybackLink500JSONResponse) VisitCreateT
 	return err
 }
 
+type CreateThirdPartyGb28181PlaybackLeaseRequestObject struct {
+	SessionId string `json:"sessionId"`
+	Body      *CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyGb28181PlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyGb28181PlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyGb28181PlaybackLease200JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease400JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease401JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease403JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease404JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease409JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease413JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateThirdPartyGb28181PlaybackLease415JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease429JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease500JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListThirdPartyMediaServersRequestObject struct {
 	Params ListThirdPartyMediaServersParams
 }
@@ -42729,6 +49266,27 @@ type StrictServerInterface interface {
 	// GetGb28181Device One GB28181 device
 	// (GET /api/v2/gb28181/devices/{deviceId})
 	GetGb28181Device(ctx context.Context, request GetGb28181DeviceRequestObject) (GetGb28181DeviceResponseObject, error)
+	// InviteGb28181Live Start a GB28181 channel's live stream
+	// (POST /api/v2/gb28181/live/invite)
+	InviteGb28181Live(ctx context.Context, request InviteGb28181LiveRequestObject) (InviteGb28181LiveResponseObject, error)
+	// StopGb28181Live Stop a GB28181 channel's live stream
+	// (POST /api/v2/gb28181/live/stop)
+	StopGb28181Live(ctx context.Context, request StopGb28181LiveRequestObject) (StopGb28181LiveResponseObject, error)
+	// InviteGb28181Playback Play a device's recording
+	// (POST /api/v2/gb28181/playback/invite)
+	InviteGb28181Playback(ctx context.Context, request InviteGb28181PlaybackRequestObject) (InviteGb28181PlaybackResponseObject, error)
+	// GetGb28181PlaybackSession A playback session
+	// (GET /api/v2/gb28181/playback/sessions/{sessionId})
+	GetGb28181PlaybackSession(ctx context.Context, request GetGb28181PlaybackSessionRequestObject) (GetGb28181PlaybackSessionResponseObject, error)
+	// StopGb28181PlaybackSession Stop a playback session
+	// (POST /api/v2/gb28181/playback/sessions/{sessionId}/stop)
+	StopGb28181PlaybackSession(ctx context.Context, request StopGb28181PlaybackSessionRequestObject) (StopGb28181PlaybackSessionResponseObject, error)
+	// CreateGb28181RecordQuery Ask a device for a channel's recordings
+	// (POST /api/v2/gb28181/records/query)
+	CreateGb28181RecordQuery(ctx context.Context, request CreateGb28181RecordQueryRequestObject) (CreateGb28181RecordQueryResponseObject, error)
+	// GetGb28181RecordQuery A record query and the device's recordings
+	// (GET /api/v2/gb28181/records/query/{taskId})
+	GetGb28181RecordQuery(ctx context.Context, request GetGb28181RecordQueryRequestObject) (GetGb28181RecordQueryResponseObject, error)
 	// ListMediaServers List media servers
 	// (GET /api/v2/media-servers)
 	ListMediaServers(ctx context.Context, request ListMediaServersRequestObject) (ListMediaServersResponseObject, error)
@@ -42921,6 +49479,87 @@ type StrictServerInterface interface {
 	// StopRecording Stop recording a stream
 	// (POST /api/v2/recording/stop)
 	StopRecording(ctx context.Context, request StopRecordingRequestObject) (StopRecordingResponseObject, error)
+	// ListRtcRooms List the caller's meeting rooms
+	// (GET /api/v2/rtc/rooms)
+	ListRtcRooms(ctx context.Context, request ListRtcRoomsRequestObject) (ListRtcRoomsResponseObject, error)
+	// CreateRtcRoom Create a meeting room
+	// (POST /api/v2/rtc/rooms)
+	CreateRtcRoom(ctx context.Context, request CreateRtcRoomRequestObject) (CreateRtcRoomResponseObject, error)
+	// GetRtcRoom Read a meeting room
+	// (GET /api/v2/rtc/rooms/{roomId})
+	GetRtcRoom(ctx context.Context, request GetRtcRoomRequestObject) (GetRtcRoomResponseObject, error)
+	// CreateRtcAccessTicket Issue a single-use access ticket
+	// (POST /api/v2/rtc/rooms/{roomId}/access-tickets)
+	CreateRtcAccessTicket(ctx context.Context, request CreateRtcAccessTicketRequestObject) (CreateRtcAccessTicketResponseObject, error)
+	// CloseRtcRoom Close a meeting room
+	// (POST /api/v2/rtc/rooms/{roomId}/close)
+	CloseRtcRoom(ctx context.Context, request CloseRtcRoomRequestObject) (CloseRtcRoomResponseObject, error)
+	// SetRtcRecordingPolicy Allow or forbid recording a room
+	// (PUT /api/v2/rtc/rooms/{roomId}/recording-policy)
+	SetRtcRecordingPolicy(ctx context.Context, request SetRtcRecordingPolicyRequestObject) (SetRtcRecordingPolicyResponseObject, error)
+	// GetRtcCurrentRecording Read the room's running recording
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecording(ctx context.Context, request GetRtcCurrentRecordingRequestObject) (GetRtcCurrentRecordingResponseObject, error)
+	// ListRtcRecordingRuns List the room's recordings
+	// (GET /api/v2/rtc/rooms/{roomId}/recording/continuous/runs)
+	ListRtcRecordingRuns(ctx context.Context, request ListRtcRecordingRunsRequestObject) (ListRtcRecordingRunsResponseObject, error)
+	// StartRtcRecording Start the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecording(ctx context.Context, request StartRtcRecordingRequestObject) (StartRtcRecordingResponseObject, error)
+	// StopRtcRecording Stop the room's continuous recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecording(ctx context.Context, request StopRtcRecordingRequestObject) (StopRtcRecordingResponseObject, error)
+	// RtcHeartbeat Report that the device is alive
+	// (POST /api/v2/rtc/session/rooms/{roomId}/heartbeat)
+	RtcHeartbeat(ctx context.Context, request RtcHeartbeatRequestObject) (RtcHeartbeatResponseObject, error)
+	// JoinRtcRoom Join a room with an access ticket
+	// (POST /api/v2/rtc/session/rooms/{roomId}/join)
+	JoinRtcRoom(ctx context.Context, request JoinRtcRoomRequestObject) (JoinRtcRoomResponseObject, error)
+	// LeaveRtcRoom Leave the room
+	// (POST /api/v2/rtc/session/rooms/{roomId}/leave)
+	LeaveRtcRoom(ctx context.Context, request LeaveRtcRoomRequestObject) (LeaveRtcRoomResponseObject, error)
+	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
+	CreateRtcPlaybackTicket(ctx context.Context, request CreateRtcPlaybackTicketRequestObject) (CreateRtcPlaybackTicketResponseObject, error)
+	// ListRtcPublications List the publications one may subscribe to
+	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
+	ListRtcPublications(ctx context.Context, request ListRtcPublicationsRequestObject) (ListRtcPublicationsResponseObject, error)
+	// CreateRtcPublication Create a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications)
+	CreateRtcPublication(ctx context.Context, request CreateRtcPublicationRequestObject) (CreateRtcPublicationResponseObject, error)
+	// PublishRtcWhip Publish media over WHIP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip)
+	PublishRtcWhip(ctx context.Context, request PublishRtcWhipRequestObject) (PublishRtcWhipResponseObject, error)
+	// DeleteRtcWhip Stop publishing
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	DeleteRtcWhip(ctx context.Context, request DeleteRtcWhipRequestObject) (DeleteRtcWhipResponseObject, error)
+	// TrickleRtcWhip Trickle ICE candidates to a WHIP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId})
+	TrickleRtcWhip(ctx context.Context, request TrickleRtcWhipRequestObject) (TrickleRtcWhipResponseObject, error)
+	// GetRtcCurrentRecordingAsParticipant Read the running recording as a participant
+	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current)
+	GetRtcCurrentRecordingAsParticipant(ctx context.Context, request GetRtcCurrentRecordingAsParticipantRequestObject) (GetRtcCurrentRecordingAsParticipantResponseObject, error)
+	// StartRtcRecordingAsHost Start the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/start)
+	StartRtcRecordingAsHost(ctx context.Context, request StartRtcRecordingAsHostRequestObject) (StartRtcRecordingAsHostResponseObject, error)
+	// StopRtcRecordingAsHost Stop the recording as the room's host
+	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/{recordingId}/stop)
+	StopRtcRecordingAsHost(ctx context.Context, request StopRtcRecordingAsHostRequestObject) (StopRtcRecordingAsHostResponseObject, error)
+	// CreateRtcSubscription Subscribe to a publication
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions)
+	CreateRtcSubscription(ctx context.Context, request CreateRtcSubscriptionRequestObject) (CreateRtcSubscriptionResponseObject, error)
+	// SubscribeRtcWhep Play a subscription over WHEP
+	// (POST /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep)
+	SubscribeRtcWhep(ctx context.Context, request SubscribeRtcWhepRequestObject) (SubscribeRtcWhepResponseObject, error)
+	// DeleteRtcWhep Release a WHEP session
+	// (DELETE /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	DeleteRtcWhep(ctx context.Context, request DeleteRtcWhepRequestObject) (DeleteRtcWhepResponseObject, error)
+	// TrickleRtcWhep Trickle ICE candidates to a WHEP session
+	// (PATCH /api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId})
+	TrickleRtcWhep(ctx context.Context, request TrickleRtcWhepRequestObject) (TrickleRtcWhepResponseObject, error)
+	// RefreshRtcToken Rotate the participant token
+	// (POST /api/v2/rtc/session/rooms/{roomId}/token/refresh)
+	RefreshRtcToken(ctx context.Context, request RefreshRtcTokenRequestObject) (RefreshRtcTokenResponseObject, error)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(ctx context.Context, request ListApiTokensRequestObject) (ListApiTokensResponseObject, error)
@@ -43167,6 +49806,9 @@ type StrictServerInterface interface {
 	// CreateThirdPartyCutMergePlaybackLink Single-use playback link of a cut/merge output
 	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-link)
 	CreateThirdPartyCutMergePlaybackLink(ctx context.Context, request CreateThirdPartyCutMergePlaybackLinkRequestObject) (CreateThirdPartyCutMergePlaybackLinkResponseObject, error)
+	// CreateThirdPartyGb28181PlaybackLease Lease a GB28181 playback session to a player
+	// (POST /api/v2/third-party/gb28181/playback-sessions/{sessionId}/playback-lease)
+	CreateThirdPartyGb28181PlaybackLease(ctx context.Context, request CreateThirdPartyGb28181PlaybackLeaseRequestObject) (CreateThirdPartyGb28181PlaybackLeaseResponseObject, error)
 	// ListThirdPartyMediaServers List the media servers
 	// (GET /api/v2/third-party/media-servers)
 	ListThirdPartyMediaServers(ctx context.Context, request ListThirdPartyMediaServersRequestObject) (ListThirdPartyMediaServersResponseObject, error)
@@ -44831,6 +51473,252 @@ func (sh *strictHandler) GetGb28181Device(ctx *gin.Context, deviceId string) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetGb28181DeviceResponseObject); ok {
 		if err := validResponse.VisitGetGb28181DeviceResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// InviteGb28181Live operation middleware
+func (sh *strictHandler) InviteGb28181Live(ctx *gin.Context) {
+	var request InviteGb28181LiveRequestObject
+
+	var body InviteGb28181LiveJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.InviteGb28181Live(ctx, request.(InviteGb28181LiveRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "InviteGb28181Live")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(InviteGb28181LiveResponseObject); ok {
+		if err := validResponse.VisitInviteGb28181LiveResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopGb28181Live operation middleware
+func (sh *strictHandler) StopGb28181Live(ctx *gin.Context) {
+	var request StopGb28181LiveRequestObject
+
+	var body StopGb28181LiveJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopGb28181Live(ctx, request.(StopGb28181LiveRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopGb28181Live")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopGb28181LiveResponseObject); ok {
+		if err := validResponse.VisitStopGb28181LiveResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// InviteGb28181Playback operation middleware
+func (sh *strictHandler) InviteGb28181Playback(ctx *gin.Context) {
+	var request InviteGb28181PlaybackRequestObject
+
+	var body InviteGb28181PlaybackJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.InviteGb28181Playback(ctx, request.(InviteGb28181PlaybackRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "InviteGb28181Playback")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(InviteGb28181PlaybackResponseObject); ok {
+		if err := validResponse.VisitInviteGb28181PlaybackResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetGb28181PlaybackSession operation middleware
+func (sh *strictHandler) GetGb28181PlaybackSession(ctx *gin.Context, sessionId string) {
+	var request GetGb28181PlaybackSessionRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGb28181PlaybackSession(ctx, request.(GetGb28181PlaybackSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGb28181PlaybackSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetGb28181PlaybackSessionResponseObject); ok {
+		if err := validResponse.VisitGetGb28181PlaybackSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopGb28181PlaybackSession operation middleware
+func (sh *strictHandler) StopGb28181PlaybackSession(ctx *gin.Context, sessionId string) {
+	var request StopGb28181PlaybackSessionRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopGb28181PlaybackSession(ctx, request.(StopGb28181PlaybackSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopGb28181PlaybackSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopGb28181PlaybackSessionResponseObject); ok {
+		if err := validResponse.VisitStopGb28181PlaybackSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateGb28181RecordQuery operation middleware
+func (sh *strictHandler) CreateGb28181RecordQuery(ctx *gin.Context) {
+	var request CreateGb28181RecordQueryRequestObject
+
+	var body CreateGb28181RecordQueryJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateGb28181RecordQuery(ctx, request.(CreateGb28181RecordQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateGb28181RecordQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateGb28181RecordQueryResponseObject); ok {
+		if err := validResponse.VisitCreateGb28181RecordQueryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetGb28181RecordQuery operation middleware
+func (sh *strictHandler) GetGb28181RecordQuery(ctx *gin.Context, taskId string) {
+	var request GetGb28181RecordQueryRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGb28181RecordQuery(ctx, request.(GetGb28181RecordQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGb28181RecordQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetGb28181RecordQueryResponseObject); ok {
+		if err := validResponse.VisitGetGb28181RecordQueryResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -46968,6 +53856,856 @@ func (sh *strictHandler) StopRecording(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(StopRecordingResponseObject); ok {
 		if err := validResponse.VisitStopRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcRooms operation middleware
+func (sh *strictHandler) ListRtcRooms(ctx *gin.Context, params ListRtcRoomsParams) {
+	var request ListRtcRoomsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcRooms(ctx, request.(ListRtcRoomsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcRooms")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcRoomsResponseObject); ok {
+		if err := validResponse.VisitListRtcRoomsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcRoom operation middleware
+func (sh *strictHandler) CreateRtcRoom(ctx *gin.Context) {
+	var request CreateRtcRoomRequestObject
+
+	var body CreateRtcRoomJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcRoom(ctx, request.(CreateRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcRoomResponseObject); ok {
+		if err := validResponse.VisitCreateRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcRoom operation middleware
+func (sh *strictHandler) GetRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcRoom(ctx, request.(GetRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcRoomResponseObject); ok {
+		if err := validResponse.VisitGetRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcAccessTicket operation middleware
+func (sh *strictHandler) CreateRtcAccessTicket(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcAccessTicketRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcAccessTicketJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcAccessTicket(ctx, request.(CreateRtcAccessTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcAccessTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcAccessTicketResponseObject); ok {
+		if err := validResponse.VisitCreateRtcAccessTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CloseRtcRoom operation middleware
+func (sh *strictHandler) CloseRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CloseRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CloseRtcRoom(ctx, request.(CloseRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CloseRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CloseRtcRoomResponseObject); ok {
+		if err := validResponse.VisitCloseRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetRtcRecordingPolicy operation middleware
+func (sh *strictHandler) SetRtcRecordingPolicy(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request SetRtcRecordingPolicyRequestObject
+
+	request.RoomId = roomId
+
+	var body SetRtcRecordingPolicyJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetRtcRecordingPolicy(ctx, request.(SetRtcRecordingPolicyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetRtcRecordingPolicy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SetRtcRecordingPolicyResponseObject); ok {
+		if err := validResponse.VisitSetRtcRecordingPolicyResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcCurrentRecording operation middleware
+func (sh *strictHandler) GetRtcCurrentRecording(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcCurrentRecordingRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcCurrentRecording(ctx, request.(GetRtcCurrentRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcCurrentRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcCurrentRecordingResponseObject); ok {
+		if err := validResponse.VisitGetRtcCurrentRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcRecordingRuns operation middleware
+func (sh *strictHandler) ListRtcRecordingRuns(ctx *gin.Context, roomId openapi_types.UUID, params ListRtcRecordingRunsParams) {
+	var request ListRtcRecordingRunsRequestObject
+
+	request.RoomId = roomId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcRecordingRuns(ctx, request.(ListRtcRecordingRunsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcRecordingRuns")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcRecordingRunsResponseObject); ok {
+		if err := validResponse.VisitListRtcRecordingRunsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartRtcRecording operation middleware
+func (sh *strictHandler) StartRtcRecording(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request StartRtcRecordingRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartRtcRecording(ctx, request.(StartRtcRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartRtcRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartRtcRecordingResponseObject); ok {
+		if err := validResponse.VisitStartRtcRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopRtcRecording operation middleware
+func (sh *strictHandler) StopRtcRecording(ctx *gin.Context, roomId openapi_types.UUID, recordingId string) {
+	var request StopRtcRecordingRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopRtcRecording(ctx, request.(StopRtcRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopRtcRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopRtcRecordingResponseObject); ok {
+		if err := validResponse.VisitStopRtcRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RtcHeartbeat operation middleware
+func (sh *strictHandler) RtcHeartbeat(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request RtcHeartbeatRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RtcHeartbeat(ctx, request.(RtcHeartbeatRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RtcHeartbeat")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RtcHeartbeatResponseObject); ok {
+		if err := validResponse.VisitRtcHeartbeatResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// JoinRtcRoom operation middleware
+func (sh *strictHandler) JoinRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request JoinRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	var body JoinRtcRoomJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.JoinRtcRoom(ctx, request.(JoinRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "JoinRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(JoinRtcRoomResponseObject); ok {
+		if err := validResponse.VisitJoinRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// LeaveRtcRoom operation middleware
+func (sh *strictHandler) LeaveRtcRoom(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request LeaveRtcRoomRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.LeaveRtcRoom(ctx, request.(LeaveRtcRoomRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LeaveRtcRoom")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(LeaveRtcRoomResponseObject); ok {
+		if err := validResponse.VisitLeaveRtcRoomResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcPlaybackTicket operation middleware
+func (sh *strictHandler) CreateRtcPlaybackTicket(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcPlaybackTicketRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcPlaybackTicketJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcPlaybackTicket(ctx, request.(CreateRtcPlaybackTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcPlaybackTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcPlaybackTicketResponseObject); ok {
+		if err := validResponse.VisitCreateRtcPlaybackTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcPublications operation middleware
+func (sh *strictHandler) ListRtcPublications(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request ListRtcPublicationsRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcPublications(ctx, request.(ListRtcPublicationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcPublications")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcPublicationsResponseObject); ok {
+		if err := validResponse.VisitListRtcPublicationsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcPublication operation middleware
+func (sh *strictHandler) CreateRtcPublication(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcPublicationRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcPublicationJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcPublication(ctx, request.(CreateRtcPublicationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcPublication")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcPublicationResponseObject); ok {
+		if err := validResponse.VisitCreateRtcPublicationResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PublishRtcWhip operation middleware
+func (sh *strictHandler) PublishRtcWhip(ctx *gin.Context, roomId openapi_types.UUID, publicationId string) {
+	var request PublishRtcWhipRequestObject
+
+	request.RoomId = roomId
+	request.PublicationId = publicationId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PublishRtcWhip(ctx, request.(PublishRtcWhipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PublishRtcWhip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(PublishRtcWhipResponseObject); ok {
+		if err := validResponse.VisitPublishRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRtcWhip operation middleware
+func (sh *strictHandler) DeleteRtcWhip(ctx *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string) {
+	var request DeleteRtcWhipRequestObject
+
+	request.RoomId = roomId
+	request.PublicationId = publicationId
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRtcWhip(ctx, request.(DeleteRtcWhipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRtcWhip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRtcWhipResponseObject); ok {
+		if err := validResponse.VisitDeleteRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TrickleRtcWhip operation middleware
+func (sh *strictHandler) TrickleRtcWhip(ctx *gin.Context, roomId openapi_types.UUID, publicationId string, sessionId string) {
+	var request TrickleRtcWhipRequestObject
+
+	request.RoomId = roomId
+	request.PublicationId = publicationId
+	request.SessionId = sessionId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TrickleRtcWhip(ctx, request.(TrickleRtcWhipRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TrickleRtcWhip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TrickleRtcWhipResponseObject); ok {
+		if err := validResponse.VisitTrickleRtcWhipResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcCurrentRecordingAsParticipant operation middleware
+func (sh *strictHandler) GetRtcCurrentRecordingAsParticipant(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcCurrentRecordingAsParticipantRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcCurrentRecordingAsParticipant(ctx, request.(GetRtcCurrentRecordingAsParticipantRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcCurrentRecordingAsParticipant")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcCurrentRecordingAsParticipantResponseObject); ok {
+		if err := validResponse.VisitGetRtcCurrentRecordingAsParticipantResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartRtcRecordingAsHost operation middleware
+func (sh *strictHandler) StartRtcRecordingAsHost(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request StartRtcRecordingAsHostRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartRtcRecordingAsHost(ctx, request.(StartRtcRecordingAsHostRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartRtcRecordingAsHost")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartRtcRecordingAsHostResponseObject); ok {
+		if err := validResponse.VisitStartRtcRecordingAsHostResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopRtcRecordingAsHost operation middleware
+func (sh *strictHandler) StopRtcRecordingAsHost(ctx *gin.Context, roomId openapi_types.UUID, recordingId string) {
+	var request StopRtcRecordingAsHostRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopRtcRecordingAsHost(ctx, request.(StopRtcRecordingAsHostRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopRtcRecordingAsHost")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopRtcRecordingAsHostResponseObject); ok {
+		if err := validResponse.VisitStopRtcRecordingAsHostResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcSubscription operation middleware
+func (sh *strictHandler) CreateRtcSubscription(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request CreateRtcSubscriptionRequestObject
+
+	request.RoomId = roomId
+
+	var body CreateRtcSubscriptionJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcSubscription(ctx, request.(CreateRtcSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcSubscriptionResponseObject); ok {
+		if err := validResponse.VisitCreateRtcSubscriptionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SubscribeRtcWhep operation middleware
+func (sh *strictHandler) SubscribeRtcWhep(ctx *gin.Context, roomId openapi_types.UUID, subscriptionId string) {
+	var request SubscribeRtcWhepRequestObject
+
+	request.RoomId = roomId
+	request.SubscriptionId = subscriptionId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SubscribeRtcWhep(ctx, request.(SubscribeRtcWhepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SubscribeRtcWhep")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SubscribeRtcWhepResponseObject); ok {
+		if err := validResponse.VisitSubscribeRtcWhepResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRtcWhep operation middleware
+func (sh *strictHandler) DeleteRtcWhep(ctx *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string) {
+	var request DeleteRtcWhepRequestObject
+
+	request.RoomId = roomId
+	request.SubscriptionId = subscriptionId
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRtcWhep(ctx, request.(DeleteRtcWhepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRtcWhep")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRtcWhepResponseObject); ok {
+		if err := validResponse.VisitDeleteRtcWhepResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TrickleRtcWhep operation middleware
+func (sh *strictHandler) TrickleRtcWhep(ctx *gin.Context, roomId openapi_types.UUID, subscriptionId string, sessionId string) {
+	var request TrickleRtcWhepRequestObject
+
+	request.RoomId = roomId
+	request.SubscriptionId = subscriptionId
+	request.SessionId = sessionId
+
+	request.Body = ctx.Request.Body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TrickleRtcWhep(ctx, request.(TrickleRtcWhepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TrickleRtcWhep")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TrickleRtcWhepResponseObject); ok {
+		if err := validResponse.VisitTrickleRtcWhepResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RefreshRtcToken operation middleware
+func (sh *strictHandler) RefreshRtcToken(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request RefreshRtcTokenRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RefreshRtcToken(ctx, request.(RefreshRtcTokenRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RefreshRtcToken")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RefreshRtcTokenResponseObject); ok {
+		if err := validResponse.VisitRefreshRtcTokenResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -49604,6 +57342,50 @@ func (sh *strictHandler) CreateThirdPartyCutMergePlaybackLink(ctx *gin.Context, 
 	}
 }
 
+// CreateThirdPartyGb28181PlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyGb28181PlaybackLease(ctx *gin.Context, sessionId string) {
+	var request CreateThirdPartyGb28181PlaybackLeaseRequestObject
+
+	request.SessionId = sessionId
+
+	var body CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyGb28181PlaybackLease(ctx, request.(CreateThirdPartyGb28181PlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyGb28181PlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyGb28181PlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyGb28181PlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListThirdPartyMediaServers operation middleware
 func (sh *strictHandler) ListThirdPartyMediaServers(ctx *gin.Context, params ListThirdPartyMediaServersParams) {
 	var request ListThirdPartyMediaServersRequestObject
@@ -50108,1400 +57890,1557 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39ctw4li/4KgjtbJTUQfmrqjw9VtzYkWW77dv+0Epy19yZqSshSWQmWkyATYBKZ03UQ+0r7JPdwDkA",
-	"CDIBkpmS3TUz1X9UW0kSnwcH5/N3/uMgl6tKCia0OnjxHwdLRgtWwz8v7/JLTUtm/l0wlde80lyKgxcH",
-	"N7pu2A2RgrA7Vm8IFWrNaiLnhBIhC0b0kmqypIqUUmmSS6Fprsma6yXRS0byslGa1aSEzl7Ab7aNXK6Y",
-	"IvNarohecgXNfaeIXAuiNNXmvYKs6IaUNL8l+ZKKBVNkRaHTWjaLJZF6yWr4UBHFRc4ekdOZYkKT9ZKX",
-	"DHqDUXJFuNgeHY7q0UF2oPIlW1Ezfyaa1cGLfzswEz/4OTvQm4odvDhQuuZicfDrr79mBxWt6Yppu3hn",
-	"SyoEK09zze+oWbZLM/o3vNSs3l7QT6LcEGreZUTWRJo/KyYKLhYwR8FKZQbEzct/a1i9OcgOBF2ZMdBu",
-	"F51h/0PN5gcvDv6vx+0mP8an6nF8hAdmKu2jhpb4c3zIbmxmHWG7KHyCWzUwYN/s7oP1n4YDraqxAdrd",
-	"NUOsKmJGkhxeVXWGtaJf3jOx0MuDF89/2N75dhCNlhcsl3UxOpalVIzQRsvjGj4gas11voQTA2O8o2WT",
-	"HmDbUThOO7CZlCWjoj+yv/CCyR0GVjVlSQ6p+/Jo9yFij9NG+IopXrNiEqm1O1ngV8PUVoRN70hunWF1",
-	"hnvHc2b/eFfsMmLzoXtCeEEO//Ty2R+f/vGp/y03nEnW5NPHv7x7Q6paznnJjtKz644kQbhPn/1xgHJx",
-	"OuPzkPPOLA5xiPYvXphRu9m4icpibOz7Dvq1oLOSTTxrDF/ejYjtRxNJ+E+1bKo/s832gP7MNrh07cYv",
-	"zMsZoYrkZnyCrJdMEK7J2vxUM6pZ4YdVUb1sR7Vw/WQHNftbY+jz4IW5lvbhWW7Qg/fS1v7DEFKrFoxv",
-	"//Gso1z0jCp2zIViQnG4KjX7oslcNqLAC4jh0MitWfF6kMvf2k72or23VJ02BZ/IT5dUHVPz+m7kt3Sd",
-	"TKO/t1Sd61+mj+j86l93Ho/pYNpoYszkXcGE5nOOkmJwHOAg1Ew3tWBF7CiYzSy5Sh+KPGCAk07F8P6+",
-	"U5dLWju2Om1NlfmiIIe88+2O92b344lrfZ/zYvrNSPBZZuSjjChdM7rKWuauzB6099ZXOVbv5eJNLVeJ",
-	"9WZC15wpQrUZCp0bBQJWVPMVI4d4yfIV+0WK9J1jFIvO4OayXlFtbiOq2bH5/mB4hJ/qIsYpP7I1U9oP",
-	"cs5rpcmhWeKCzWlT6iMQ7MvCvAVPU0OU0EE4RtvCwYsDAb0cZF4f8T9gyzHVJBz8lZy0uDM2lzXbfXW1",
-	"vMfafmAFp5esvmP1uChCleILwy20xGGuzNdEweep4a06PexFoh/leUk3rH5ZM3o7jTHcMlaBOM3F4tis",
-	"o2z0cQWtKHIowgZ35Badbycyi4+ymCDp4cjDNSV1I5TR+L1Wnh5VsbdQd15LLXNZTpVEKvt+aizu+a6C",
-	"vx9HMLaLRhgSfi8Xf+aiGJSY3Glyw7zlIs0xuSh2HV53KOEgL2VT5+xzPfXSgtfJ54v3eMRlo82dCxc1",
-	"LdURGke4sNRo7o+M5L1rpdychB+5qwVIl9CaEb4QsmbJFVB+zAmaefbkhyGiuYS7aroShnfboHSIr+wl",
-	"wuJodlEKg/HgjaHMv6giN/jk5mh4mOnDNjjQvyyl0lMP2h2vwbBjvkmN5g4a3PHcoyVworiIL5+4K1Uh",
-	"92/tifa91gSJRsWk6Sz3ve846kZ/YPWCXVF1+644N6Lo1vCvzLga/XhlXiSaqtuE7KqhkXuqc8GALjXV",
-	"jUpsrOmstdYNGk5029Zk9rQ9DDM60/N5LWclW0XGdQGCP9o8uWYr5azHd4xQw+HNd0lhKWw6KjPNaalY",
-	"FrsRz+kiYmz62KxmLSlV1GyetNqJkYtprblYGEHpafLWMQ1HB/M0a4UiLvT3zw6ygxUXfGWkuad+lFxo",
-	"tmC1H+Ul/yUy0g/0i/mQCD/iWq4VqVgNwx4aHTQYHeGPT2JDxJ4MJ34yOmA0TXKxSFtlnR225DlYnvcw",
-	"xSZOpu98zDgHQ7Bs7jvHg5N8Yk/7mh/Na1FcGfF3ayyvReFIDQTtmooFI4cXb87I999//094S1BipO7M",
-	"6jxAgqa1oxMy5yVTLVFauZ3rtEkLx7GHlO7n8oaXbIjpoUmbFTC4BM+bQxv343mdAQ1ZjnGROjyPHL5i",
-	"JdOsALOCIktaF8eF/Qnez8h6yfMlyC/gUFpzxUjJ5prIRqf1Sz+WqTwzMo3O7KaoRd9EA/IjGlQhgqEY",
-	"ceDhNQU/jEt3DrZHAo+mnit/jKy/DU9Z+gz583evUzQiJoaCYdraMib/pZZQlmyaxFXLkt3fOlfL0dO+",
-	"PcjLZubHNm2wBSs5uKOrkor7j5rfkz9d3uVnUijThcgjboE3NVNLwZRCv3nNaPGI3JQyp+VNz3JkxVjn",
-	"FmeWiXlVHOwFcJ+y4oTclFwwWvNf6KxkN9YUlUsx5zUIV87DDa50/EqhI18vweEsVyuuzRJ5O5Dh6n9r",
-	"mNKE1jW/Y0UGH88pd5rMj0++JzeNoHeUl9iv0yepc6iT0zxnFSy9CxyQFatBAjgh65prpoDf0nJNN4qE",
-	"0/B7hPEJ7S79y/HlXX4cLnTccgbrGhjO3N9hJ3Hr2RWtF0yPsOEPoanErJefGaG5VkSKjHChNKNw3yPn",
-	"O4FAhhkj0q43kGmo0Jh9ZV9orssNkYJ9dR6Pc00x+A8tWz/EAIriKD5ZH4vBtaVQumBCf50JD18jz7+P",
-	"TlTesols5fT8HdHm9VGWklLwbF+78b/Paqpa3ChW35/dNcrSy/RB/mpeVpUUioFe95IWF8gmzF+5FJoJ",
-	"+Gcg6j/+qzLT+I+J0tHrupb1S1lssLttaRNoAWzWsthgRM8dLXlBDueyNqS0qkpGbuyv1/D6jXnf/2Q+",
-	"vDk6Ibmsa5ZrWFIuqkaHB7ZmVUk3hjtyTRqBcUfFowOje0sxL3n+DefseHFue1ZBZFVT10xoJ+XeuFdg",
-	"ypSsDDtXFcv5nOfonT+Bmye4VRzTr2G6dEG5gHm+kfWMFwUT326iOS1LVkOol/K3EIR8VKxecaUMy5E1",
-	"qZk1ZKpcVmba7ePrggnOipsjmMM7oZr5nOecCX2pZW0tAN9mNq1ZqmY5M7cozAkuvsxMYzs0LjMUPWOl",
-	"XAMnndeMHauK5mYlgCnCNVyzeaPC1lpFEFiA18gObxRO+nrelOVNZjhGvTFXH5CBNidJmGWELjh2WNix",
-	"IUOnog2vQz4jvbxqGLYRW5cSpW9oxq67ZrWgJazRt1txex8bMYUVpBHsS8VyzYpyQw5vuB3TDcy9MmMG",
-	"daGGuePZ/ij1G9mI4tsNmTv2XrRUXUhmblFN2BeuwEHH8e87rvisZN4Misfl8EZIfQ1uXkv253RTSlpc",
-	"SfneXPDfnlMBc2ZfcsYKPMiK/8JIyVdcm9OKw7vWUl6XZoB22BeGyX6U+pJqruYcRLRvPXQjBW+0UyBB",
-	"VJaNVrxAsdhojuTwBp5em2VX7VgNYd2c4WCPYS43ZMHvmPJffqdgIcyNHMTddj6JBN+a8Sjyh8f/3jx5",
-	"8n1uGoB/sZtHB4O3tdFJWH3Hc/a5ldO/zYKekoJVTBRGQCfgSFpVsqY1LzckUBrIYVeFGLqzDLOCa29G",
-	"81s5nwPFXEn5gYqNlULUN7+pkMRZYfQ5c5c6Cjd/XMMf5io6IWvKNZlblg8GCkMYgnBBbi7M1I5P55rV",
-	"Nz3KCB4NGa4Vy6UowDsCHdnbANaMi8WjQSEvbZ9+EjH3gqQqaKOXsua/sG/EKD9KgkJe63aEi64yt6LQ",
-	"cNOZMZlH2Pu1mzDKfrTi1yCWt78jy/ksVFOZu4AVoO1cwYT/LuzS8vibfn83cEr8MK9BRbo2OwNz+NVt",
-	"JlDMaW6+u2AKtOCYuTaI3ReBIgdyihVziZIrhrYBI24YHU3I9noCo6j3kbwglIAlFYOJSEWVWsu6sI2Z",
-	"n0q5kI1+RC6bPGdKmZm+vbo6J8+ePAncorAIh2bha5prcvqCqMj7jSjNTyC6FmCWrWozC81RJ6E5zrU/",
-	"9Z/M/AzNFFIAA3aGAWsFNg3ZkR/bZTjIDkq5WLDiWDaxSJvsYMWUijqVfkKPVlUxYeQpLohpGPySW41o",
-	"0METbfB20ETLF4H+V8uSdWO0sm5EZEZuOqaBx+Y7o/zd2M2/uLo8D06UF0kVQ0Eb7ZDbmmrLS/7NLbef",
-	"Rbsm7XrJ2V9Zrs1UTysOinjMCBoo3ka3NYIrK07MAghmhLqlLK0sge9AuEGG0ugczBBAwlae2liDbo84",
-	"ylKuWfGuirglz0qjJBBaFLUhsBoTTQ7P3r26OAq6tQYNkL/ntVydELaq9AZFYyo2vgGuiO0OFHBtfaHb",
-	"248/0LqmG/O31d9PY8fXXBztUEJt//Dz1Rmchil2ad/Jy4iZ8qxlscgTbA++34yEmjZozwWaNHMplKFK",
-	"R0DSshnUIPz2Rk9BwRdM6fOazfmXOONCu+bTZ2TJvtCC5XxFS0P9hluwWjnryOXb0+NnPz4n2KB3CiQ7",
-	"Zl8qXjOVXG+qrWeoXXj7CS76CRFNWXoTTCC7m5eSW2I+QnkML+StcZVU6c9qMiGY15EqtSTBXcjA1IzX",
-	"TGy85ls8YObj/YeLVqUtGYWu2PgWCKlfgsiSmCmYwfubgMFyvIjOyj+ET4GErdt5v9nJtWB1ykJnfifr",
-	"pSRyLdTIVFtDRYQFnbdGjkpyoUN2l9O65kztxkuqpq6kSt1PnbVEhiZrb7IFthadQ83uGPXKRL9hBoed",
-	"CsJEXm/A/J/LCsSbW1bpjCiJjAXtO6apQAzJqSBqKddhRBlapLZDOmAk8nbyEbFvpwjGHFr7yv6EUks9",
-	"kXvj5PzRtR+OnFH71v7jU3G/+VnHjBge2IwUDDxAeJS4tieLmzuPi0KurUnqTraxHU62wgzHA8dk0doM",
-	"K3wAp/56w/Q1NBcVr/R0o336xMGTSffK9l0Sue9u1F1+XVF9fTo7K25aaqakYrWyFFyzXC4EVy40Y1iG",
-	"av0FwETbY9vlO92p9G7MLmfJQkkn5K/hddc5yI4yQvkjFBPCsxZSeeeeGhL53vN48KENuZLzVj5Q24Jb",
-	"NRq6xRU0FInY2lJw+0pt1oZI7RNzNaF9802c+HDCPs7ax3E5Fj+kXnppOsL5tdS0HFwx7Bhod0W1vVrn",
-	"EOWsMiINt6FlCSNS/Wk+/+EgGgoWUrUNiguiz3BMdjWitNIUXJ8tWX4bixo0Kq0ZuVGFqHmT5ObVbWJJ",
-	"amWvv1QlFXjRuIAHaDYulYxKNL7/iEQT96h+lNaOCJ+Sms0Nt9HyhFDMWDesxroEjte8sC/GFUejr8YS",
-	"It0d3PaDb8bvUGUuFq4jmsClfYLC/ZzysqmZP21+8o7ZczGXB9nBmtbCDDA7YGD8/3mM/Tmmh7MJBjSi",
-	"SxoSSOdfMwLad3EMCqJieQNTQcJBB0nUeCAnOmHN1SYWgfrsFEGzg1RIsVnJRsHdqDZKsxWBxuM7CY+c",
-	"6amXTMoxYjDvqWXmoio6d23Fj+FQG76NitixVcTMfeBGZBYYxhO9cWF5JoYK+TXc1i5BlT5FRXhU0/bt",
-	"gZISLmO7cOZWi2tvd0zo+Mr1bDDhJe7I4RGKDYHL3D/Z8ihGu0+ymrfNiorjmtEC7NwsxnmS6ydzcOsO",
-	"S5G4Kn6Cu1oAZKNzGWNwLaNtezkhuAZkxahQKOs4TcVzMtAgUN5xNGkNeGZQyD2M2AItxeW9IUtYMGcj",
-	"D9OZbHR3V6nTZoqOUcbwQoYCPsEe4nJiTeM58VfWQdgj1IywvzXmNEoQim/+5RhePH5X3BAXJUHQlr8T",
-	"TfcNbPZEhqTe7l7IOjLPvvonsJ1ch7amGu1aRjsuxEUZrcoI5i22iZD/TcQ7O/+OfLe9GNOkveC+20fg",
-	"c0P5jUl8DtrknCqVclvA+Uexr4VQMfICKXjkFkf3fyJKWBkSkpWyYSTNCp7aZbGBA4eKsdASrr4DHR3c",
-	"OUdTacK0HRvFKaL+uKbRUrLgAm0BVN2iCc/O0hs/JnQJRyM6cdeXfQOlzE5iWosxM7kzWVXR+TVarqjm",
-	"eTtF++6klns05ebUdtgubeZ2epiyMPL69R0tG5ryDVmjVUBe4Io2lzZZU6HNnWejs31wDSj95nrF2Nj1",
-	"chMRKGMpMaetg8/dKW06yrZIlvDjgReZ4ax2v/7pAHjRVYvU8J3qUca2/pCnE2+ChlqEsHa6GeFzcJkc",
-	"hgtv1tKsOwY4b8xZcKR6lJDBBiN1zSD6UaXbqpTpMP4t84RjNovRfIlkARMyuosKoS0ms3PL9UoqAsqM",
-	"8PWaURU1Fv+03HQdi9PNwrjSmDoca1hamvcXuKEvs0dkzYXCm8KswVFH/2gADcD8HhXuLDdIJO5cear4",
-	"zsWvmUveeZLQLinkGmiGIyVZR+52T0vZlEWKukPtGO6QtXnb8duWOgnInOY/fMUSqnMyp+MyzOTYGuBd",
-	"PBP3L0HO7Shj6PHJfhC4y821GXVt3giFjN1whbIuwBgehZbwYsz1Jc1vF7VsRHFF1W1CImQ1lwXPIV4H",
-	"X/ZZsV0m2fk27amg6ha8a9ElheC+O1peYihMRIG1L5AZ02vGBOIbcOGCZyZee0YOeNWgs+JDpBv3zO0f",
-	"2vYbiPRZ8bLkie6i8hV252Moe8Ys83O/m47iwzVGULAiob2ary4aEVMzOxlVfhIx5wRGh+DzDepWezo8",
-	"QVf6JMrN8KEFQrDoFJA1gPxXAkBBowI4x+0TG7fpGSL28ADbLp1GnMlG6EHh2gwHsCeRr9Qyt1Eqtd4W",
-	"fBKbXTcCLGfjsy+lrIxGa7/YgumIJD9HLG5hJ53lb4eyfbBCqtk6DiHBBgs3zkLiiuXLLucwF8OCK81q",
-	"BnhGRiNwM+5ylJT5tW/F2l6y0JOXVur8KHq8TU2+/nscdOuS7u+YS3lJalIvpdRK17Q6LVZcBGkZtCi4",
-	"GTwtz4M1slnyfdMPxgkYkQtMYlZDrJXhJEYppqZxbvrRso5wcq6qkm4+pi3nainXwiGGWDNlN4QG7OCP",
-	"MAl9KHupjdeKONJdDJqzYoXDPkG+QYmipZGcl1QtzYvoBca4o17/z358DnGR7Xgiw3HhVdvDeS8XXACD",
-	"OUGW4JQuUjINOBY1KfiCaxB+2+xjDHnCd1SGr5j/l+a/jShYrXJZM5UZWUXxhUB783JTLa0XrZe0GEzh",
-	"e7N+pmEzwP/9b6fH/0qPf3ly/E8/t/98dP3Pxz//x7Ps+fe//sOoAOJnH+zLIJ2mYCtCZoek19k9ojQv",
-	"S9QkJJmxMBerS4wz19OFH+a2aa+xSQ1C9rqB0HtlbjTr42XENxjEK3Bl/hBmLIYpzwCkGIxvagIj3h5i",
-	"bMnOqMgRyOlMrlZUFPudbmzGITbn2NT2sqHcF7MLm99bhaBNQYJ2S+/8D2jux8hB+TU6w4rOeMn15oxq",
-	"tpD1Ji5T5vap5d51cVzRWm9I7r63ETI9JTyMfR9wlVGA7LJGZDx7tCxDs28vFUklNOLkHNzsLAxfaLwu",
-	"+R0DlDBDQplTJ4/VRuRoqrIqUVz8nSZCB8s3ZwlXlJvm+W6BSgLD4LUkjWKdznZRTXvHwy9kX1aJDTIL",
-	"9jl+iiqdL+nZkpYliyZanBLB1oaWzHtmB/DFbYKyr4xIGFoSxUQBwE7+i5sAdtzcCruGJP7kE2jd8Kw5",
-	"c8bAKG4zrqcbgviKLuL4YRfMnOk7RAtrATxtr/DduF7aLlXQVTjD6FZB/LW7xO8tyyimDddjax+bHtlS",
-	"DIA6T4oULkKq6okW5t47IbLCYZElq1lGZiyn5hxQ0btVaqaYRveFjYo133+n2mZ9/Kg5Udad1pdEtsMN",
-	"2Do9ckhFDCb/deSfvsAajCi1xVGo1VNyxwvmbX6PyI2Hi7uxQXA2FDLEoHtBbv7whz/8840Rr0ShzJ2O",
-	"OAYbABjASaGd9mZJFZq+2khndUMU3cBn7jqAD+PpBSF6/p6Y+1kHFH8PLPxOA4OMIkToR03eZXnsajJu",
-	"O7xIyAg/LTcd2GssuMB1t05AN1XbGxiYd69sd12Wcv2SKp6fNnr56Y7V5yXl4kKravhO7yBarqivXIEX",
-	"1IrV9DtFoGHSzR8KOJ0zd3JBbmqtqhePH984tCDD4JU3JcIB9j5/LQkVG6OkWhOFYHot61tSUb18RD7N",
-	"52S2cZgfL/BQvsKgda7sQBnaw6kdLBok8fbGD3DsAS6HYTndmcC6xiWVlHsCsQk7JkhyCCbFx7SqHjuc",
-	"GkUawf/WMK/PYeBSYg8HPA74O0jizAFqtJ18EiUXCROsa/WO1Ztzw3OLYfcOeqZq+wUBlywELhzONvhP",
-	"iALRsjoijdC8tDv3RaPmhrKYrjfp4SQqL5y6KgsnnSNi9UGqiJISMl+QD9viIGb3HZi9+TdXbvBOBLfp",
-	"kBbGyMZZqJ19NUmwbnL4+fO7V0fgeTdkTfNaqi76VFySHEhkObMB+RZs+JvkroTY47dcFC8SxvlBUfpN",
-	"zTyqdm3VQFmrjgXDXN4qEWRS9Ope7FyTItuqALE1xkkFJloMJdPa1vhtDqIF4olMI1lAYlKJiDAgBjkr",
-	"5KLhTZ8I9EqVf3jFFR4P79DOqTBzmLHQ/rp9GBY7FHD4zhZB6NvX0fid8EMtk1UDwivKJlU6oQYLB5gH",
-	"NioAfTU+gzg+l2WiGEBXv4UrxAy5ouJY81If/yLlKtnilpSUbt9NIkAFbuUucuhTQU5cHoNFrjmKd85H",
-	"8Pi7Ea5e1rCQ/MAWm8peIFVJtWEsCZZoRA9rVomzxW1KAGnFtm7NKD5+N0DQsnZTd2uYO2Uf/3UPaYpq",
-	"Yi6RjtPZUSVeWBaVAwuN7BDZ/AqNt2lHiBjGQv8zYxWxuOct0BMsFqKfk5LRO0Bm9DA7ENQBRhcjQjVl",
-	"mXDbDIVTOxuvQ4gPb6buyrhX4iEAART5TojhRvHRaO2ZAuUN75qPtKquaipUJWs99ePON79mAZT2tgev",
-	"hfq2guHGncfwmK4g4sjrT6g4UVBLUQqEeAwn3K5Bvb0xD/7HH/7wh977hpu7N311NLc/HrgJpWW9hHin",
-	"LmrT/2OaMQ3/e/PkybPnrjHoCtKTbx6n38Bf7JH4H0+hXN2/fLDXjjoK75zeFRm/cVQCZvyyCyee+C4V",
-	"ihKCf0Nwl7Xk++ocxBkBMXYcXy+50lwsIE0v2mlTFYN5Z6EnF/U/o3x4BABZ7yqF2Q5HpLDtbkflr52D",
-	"I07IzfW1VaMA4/z6+sbDBLAJ+Vch2m/UNRpWFQiw66NXZP9gx0MxujEZ/eAN7+0LKmZtF/4KCi+1lavC",
-	"QmydsI6gulC/jIQv9LNVjWZI784ihQh7tde6hf+27Qd9I0ZUnXPsNZ2Z1tJ+SJYDVqfTbSNO377dLcWI",
-	"0pfVcm2dxuN2+qSSsoTjuiV6nhAb7xlKp2HYlO3qILOBodHYqSn1Gb2Vv1WcC8nFAiwNRoEmh0IiqIe5",
-	"aFlxlJFLF0x9SK2gAjq9YUdrujnKrOpNDvFONWppXfM7LhZHGbmw8DKIXQpHnGptmKyNoz1pdWcjnOVL",
-	"VjTY77nVubkPuQUrh4sC7KrmRxl5Y+Nyu++veVkSu9yGRriVJ93S2nkfZAdungeATY+/ueEfZAee0t70",
-	"40m3tmC4cGHrafHCImRw2rBeSK/GdcacWV1vwDp9geEWGJpsflHkso2ZdfO58EEZ9uHQQKGyWsy8ivgg",
-	"ct65/HrGcHwyGvXSrQbK2jpxEwKpfkPWAa4fyCgw2QwwSfW0NQNtwcDZBuyoMGZZP6RYv4fo8NuQFXrX",
-	"eHAfRm/xDlU/4G0CJ208M6ZTCvK/U4ozTrgzhclhUh1mtk/Wi+0c8l2cnokpL98ow8VJbCsjDb7TbJUC",
-	"eoIXMJjPgTgF6E4u8HUa2BXSc0aQfjOibnlFDj2MLZSmA7cAObSouCdEMXOLGrmsc4liU/4sGMH1llcD",
-	"2b0jVuaOzQaiuGu8yJf0Ls6fbmN88k8typWsyZZromuziTfLRWSA/YUPlwKetYwkOvc67Rnrxnug/2jO",
-	"WVkox1bNUgAteFTjca5ny4ndAt/zaFx2GKMEuZ9v/VRYcsXMcG2UnTmrSSHzZmWj976S29R1MbGFKzu0",
-	"V+4zMPSwO87WHbh4DEnuKQEltWC3IGwCzq6ToDtw/ScEVslD68OzYClGgsD8lCbsVhrWD3JSENfN7s2h",
-	"nehRS1faFQ0AnL05r1dH0Zwl88qw1dUNGpPW8IuEzwnv1ggvgNpPHsBMWusmpmPM2NREu1S23zuLCw73",
-	"zAmik5kZt9Ywt192Uyf25++t7aueCSPQm4sT2QhohJbVOX9LQBe73IDB/RHDeQpJOr5lXOFWEftuElCJ",
-	"q+iVcqkRUhSfoyKM2XHmdi0YodoCCFoVyFJhVcuiySfHwJvLpUpTS4DEPmmzrACXbA4f70t8fenA7kLm",
-	"j1BL/e1Q2jl62nWkEKz/AC+YLGr+dxIytyuF7iFm7iVh+p4jMqb6tkJmuprqW4uo5pxhRtLLl/auQpvm",
-	"CUa33Fj3UhB2lZEbKe74HHANZOkAra2o5WvUoIUyIzeLGVjXb4wQAzVe2qcYTHP57jyUq2o0J0IfB9mB",
-	"/XzIuHGufzkLQn4jBryrf+0EBVt8Sm+VwdEkLR8jyaxReXIu81g4+xkVTryDNxIOz5oPfwscteaJzysq",
-	"4l9XNIGcB8jJWg0Rtn0l3L1bxio1OQF+XjO1jBsWfHSabRgzzBgiHJsHq11tDJrHJCOzBuZJfBF+kbHi",
-	"4+ablF98wHNg9sAOw7bsaMJub7vo3cUZOtD6F+ubdqWUIhY94aN+CZB9KrDfvZXcD4s06Fvb1fKWPjtn",
-	"PgncJx5AV+Ay1zIePoTvJQ6ibUR1RewJDh7XbBaux6Qt2FNXCjflhKzkHQO5OZdCc9Ew5XzTaPt1Ewug",
-	"4mUTUaiSq/OK1yxHLG5DhBlynQyYRxiG4JgvaLSFXGMK4BzQ/fhiidavY/tLUx27H82r7mf4t3tgejvm",
-	"wv1LNtodgGPBaO3/mMO/zXCOZQVoVfDvvETEQzO+eP54xRz5B6VLe0JqxTA1sGJ1bla5E+X0nUV1jjIw",
-	"X/L06VjJU3PIYVdc/q+r9frkydaAPrjttkH6YMRlpYvWw+KJRhcZyg3uju/5kyfdET55MipSOGoZpvNL",
-	"DE1PXKc2cL17lT7oDWoVNFa83JyGUfNxnteJq/efwmkDCLZ+3BnI9z663haA4YmbAb+5gJfGI6tsD/7+",
-	"Or/613izySC2D1RAePSa63x5ErIMDKRy8FrrJcbuzXe8nLbmE/qMk+s+jVz244tAUjBdVJNxDD6JrM/t",
-	"plLGmVXyH4YMxvarncSE/XCNDaxqWy2U0TpftmlxafqrWH3sbAwhbob53qalgM8ZIJ0LDgkfLJrZMJ4l",
-	"F7a/ogIxfqAjjlFdtCxTZiDT93DrPiJ6YOwpq0U6HUFInflotI110E+AXfOrEQx9il31wsWCRaK/vW/b",
-	"xWyHrPTEu7bRiW6DDp4RRQrZzCCqrqmIluRHsuIiQzvW////PXvyf5O/cm09Gr09tU1FfJa9vrgg1Kjk",
-	"AYiB2w8PUW2DAaxo4uYAVQhKRuvJRpmdQC26i5KEsYAPBzWNSIDCiIQ7jnnPvmjY78GOIQDCdcwVKRrm",
-	"gDRs0Kj1F9tqai5OYt9x9SnZ0cAQ0fZjEfv565Az414Iy4dgQgNgA2mIX/786tyWii1LBURiSPbq7JwA",
-	"kgSEgBYR3CCdG0G0Kaohvf/CyMor9l4uXgudShJGK2xP4a/xS1LKRQL2NQ6ElFMLaxn6oskhoji+ePTo",
-	"ka/q5E0rKOHFk2Am6EiW+GEWQ4rRAOyQUyJ8OxC5g4CZCLmVCLHX9WZabgi2Cpkhd/8ICfK8UEQZ4pht",
-	"QGs5SsO17gTV6gRGa0jNbCbZNWSSPbLW4MxrvT493dz9lmfgYY8bbeqYBeC8ZndcNrbKEI4HM9ewPzXo",
-	"UJwSx+vp+M/mox2AZGmey6ZVbGA9d8aQ/clnL+yHHasjKQ0f2Xq35doVb9XG7LTnMUnJW3IXknXWkYit",
-	"3xQJsl1/C6LaBUod4pzdnUzCN1PHgY5LucDj8wKF3gU59LRtfQQZsUWpMutFgSC41oeauTxKG2+J0XNB",
-	"hmXWjaXL3GV95A8KOewmMChI8MJEP5d4gn/CCpnHEAN4bBMRDjGW3ui23XABmFInODSsLeCNLz4MNmx1",
-	"Gusf93/0lzqKCvFf1hViZ3wvT0j/ot3HMeLG8ff3i1wKWqmljMnBp4GMoOxr4KRwPtIHs24Uci1KSYvJ",
-	"WAsl1ZALvDJUbfGCnj85RiMRcc0RzfNbpruyZAB5nchNS2q2PqPLrRkmcoVCaSRZjIERcPvygt9jE5rq",
-	"bB+D9bMPPKqfH/ZkXcSMaURxCPeBKqLpLRMjCz7tIrUe4wciCdPUnuSg+C/s5UbHXGnmrN1jB5HR26jr",
-	"KYl85iD2Ur+JkIl4hTUv9DLSrPl570EP2NFao9k2Ll5npkPcyNwmqVCe0JsD185JNBneQR/mDuIA4vJZ",
-	"OpZ7Bw944FoY+gJ1DesbSS1acOcProispi0I+i7uO0PRQmklswpbHQqkTkzO5dqCX6LPpuCqMpcbssXp",
-	"tbcmL6sPe1Phr8N5qphC0BHuxmXkfvv9NQpEuK3gx63tdEF3QfruTg6zlhGgNOkgVcFGtRVseGLEPeCw",
-	"Vir2xl1d07uYi2IUTcQ6dKLDQ8CNGCZIWO5zR6iNCFTfKH7G0CBPAzzttH16C65itMnK0P5Qg8Ohvz1g",
-	"CcwdtV5n9gUVnROoEkikD2OEG2xeMzYJE3Jaoka/qSfPfkiiHAwgLbyyiAa+Ai8EDltA0QlDTYEovArh",
-	"Eya31xHpBuJaX1s4kaF9TCeo+MDrKTTbRUAYGNNbqo4R+WBoVCmUA/P1sCtmVzwDsK18cRH5UP0/kjt9",
-	"6AGmbMFXVNX3wzS4RPCCoTnsgBQwiWKmJQyNN7MLLgDXS9k4RIBUONM9UvG/WVZ9ZlPnAd8vTJ4PKWTN",
-	"PApGH1LtyQ9/3D/pfOzgTUiinrC1iUJtbTZ0J6V5gkTwKoje30EkCOtI5FTTUi4aRiCa+Y7VikvBikgW",
-	"Amk3C7VYt2Gi2EIqMQeYi7xsihiUrIvxTFrt1a4Glr6M9Ctsxjts4dmTIKbDG1wcfxmL33Lv7WrVdW9t",
-	"CSnlmm4UFD595COLqVJMH7s1v5lCk5iKlXZ8tIlx+yykTxFrl/HH2CruFOGOS2mLB9OCUD0xjN2SZYS5",
-	"urwJ+8YJ2uisVdV0otp0EzXR2tg7p/b9dhR+7bOWkiecVp9CvJP0jqkPcVl9x9oPO8pr07Nqp5Drg1yO",
-	"Iymq0U1AED24zN9KpdVQSRvDyBU5BERnugBDvZeysR0y24Be1Cibjm9eLbnCFPSVFFzLGtIOHaa1Igt+",
-	"x2xgk6Y8lkcQSCIqZduBwZP1UiqPZcUBtZCLqcYjaTP4t+MERC1LI8Qug05gAcCFzktLbFP6mDB8bBmD",
-	"hRBn0Wa8Lxmt9YzZKjE2UnOKd8CiPqR6tUiODKZp40ULxOIR0g6nX2xjKBRbx/HPL/ABruLExhJ2/w8B",
-	"Pd4KuQZI9IAOM2JHQaQADKj2rt2Vvzmzv3RQDtIDPVQeTcPNOYvR6uC5W81YnYAft0dqBe9sn4oloyWa",
-	"IwcvrrCjt/iJUVC0rpIlU0+7tVJxAN8p8vbq6pycnr+Lx8VARY8xgFRw13CLJ2ZBjgdLqEysrcGCZdpO",
-	"k6VzPTpZ8PTOMbrT1nbRNZ3PeR63YbNyvstkBdZiptpjrSaqPDXzeR11FkbavpMarbDOIfoXqVl9kB18",
-	"lOIO/jleD9nX+ggWqUsfwaD8NtsFyBwVjtL4W0+tfaeN+d0G0HQoHlBKGZhjbM5PfA2j+aTvRMEiFfjf",
-	"U6VJKReEm+c+P9UKYC0JTSqWBN7KaEJQ65YMnMI9opixJbdRM+0BmFik6UwKTXMdKwn1IQjtDsLrEOcC",
-	"P2tB4Xea8C6FzlEGSED+03w5Xh/B0cDwYUlU9WiJqjtLd0zkLUQpL2paYLakiKH5BwpuSsB+yQWtN068",
-	"7nbYwWdphJ/3uH28XSI/xaxL2B3y69NEKIoPldp159NLZWkcerCLo5efQUypsAKCjXYFVTczk+c1WXKl",
-	"bSmG3tm0mxmFZpFC17KMnPET22UevoEFM4DU6Iq58SXqg8M0J8IQ48txHB0mjNA6kmNmMb+NFlc1mmi5",
-	"AKKerhnb5YtQNT6A2A2zCBmAd0BJDPht1uS3zJ5uBfFs0/Xbj7JgLSHYnmKBGHZ0L6GvpKPcu0SpowY3",
-	"urYG3gl54qvhuJfaorQWfHaCiGi/fR0LiHotvB/Ad8FFIddhWblJ/e8UqmubA9/rSLW7bzksQzRq/JA7",
-	"+tqTeMYLrfgD2T1TWcgg3Gh7i9nZ7gQ1tkdogOulCkKdeekPOW9XMumJJEFFt4eSQoImJ9zJD8bbcrla",
-	"cT00XnxDsyIYeaB67TZulHiS7vA2HLOrI/Qgz+yvRpqCkaQBj71pY5Kq5D+Az81dHiOUjrC6gyWxo/n9",
-	"uovN0B1U1bUd7kE3mtWrdPuBBsTq1T7Rc+ER93ttu90SZULaC6bfrn30GGM1P3eam9WKRmtgdXdpyREn",
-	"BbWWXmXAgUg8fH/zIUUMrcBvO7IiDGyTFeaCjjdT48W+5TEZnVq+TfGTzEE7mMDdDuxsBN8qUIyzyfo7",
-	"1yHHYfwTS2CyETp6T5jfvcRPuQC8CigpMJ2uaMWv5C0Tg+t+ev4Oy8RNreObdiC1jXbqHqnJKmBr3Bo+",
-	"BL1yHRPaTggnbaPwwsTGGjUyQnhhH8rClrNg54L17q2Qm9QAeV1iyfFoqLClHleV3Fazb3+GELFH5ArK",
-	"LkEFYMR5BbAHSzE2LAkj+Lggb7WuPpl/51LeQgUIUdgqCdxeIzNZbOJ4Dkq9nlArzo4FCxvak+DmgL0S",
-	"W5DtxA+2LWQgdoCAUPUc9iDieqZlw3yy1M2/HF/e5cdnqp4fwwc3hg8XNnAclEsI5oLU1gUXC58FEhQ3",
-	"YgUkG21N5oTMsCKvdM41u12iaAGkzKcOhSOupVZDFRBfz+cMgZ2rrVqIQWW43ery24EObOnpTMmy0Yyw",
-	"Vo2yX51YTAGufe9GLsTUzgXlO2yjbXGaDOtW95CWtk5q61s396GlN9oUHEVsKGMkyI3ZyccrdhPPFDPj",
-	"HxPcPqsIO2gHbxvp7mRIpNnWGYrswRCrSMk4n9ylieWOZffyWcoV81kZvUADvNBHJdaoqPWw2oe7ZKeM",
-	"A18eM8gAmjCQDA4YRAr/xa7hCmtaizhahROa3RsDtZowMh4DQAS7T6nSpAbtttSvaTD0KG1BMtipvcwe",
-	"qpA3Fa3QkoiIZcW7aHgGVDMm1DplAEEFmMrZu1cXREhtsbqXzF4wK7ohM2a9N7VcnSDYov0+KPINKLRm",
-	"LzrrHpaZjEnFPrwj8NqHMTIp1gnUR7UFXm2H628+ru21a3/p1yOfRpYiXfvcHju/B/3YgZGZC6lfwqWc",
-	"mBtYQPqz44pYfF9Ew6Qaswb2mlu1W03gdhQ2fv6EGM2LrBoFmP00vDvtxQFoLmBK3okouLBE8TQCjtnU",
-	"lVRDaP1+qZzHcUIZa9BVGA0QM4aipyEGEhz6thAWyWW16VAEVhm3I8K2gzrjORVwmQCGq7nNT2xgNCDP",
-	"giwJARu+fuQtq6aAz7qYvmBn00wpROPeFw0LSiyHEV+/lZigk2ih/bDOflBcP8gJjVfyHy6+//TB4o0G",
-	"G90n+ijc6AfY469ZQfc+aRzvmd4uEGsdRdRWVR0uAYsY0L7eFWp1cDECGsrRCZHzeZYq67pHksjfm0B3",
-	"SUC5X0HXXVNSfFGVtojqdvnUzOrikBLfKZ2aggDbvQ7oA+WVdCp1Zg5w59mTY9g5Ei3weehOOozIYqge",
-	"3TMRpVfNMz2UoLbnfUYyNYXl69X8NHf0Fyy2ZiNZtUSvcVhqUjxo8stYNdDxZJihUzKlBCiUhoLtMtxt",
-	"hwSWyR3fr0jnTiUyJSSbEIythlAepY9LSQEVxmXPBiUyjUyM/KMnFD9A/gw5fHr89NkfzfxrmiPzFtIH",
-	"TrQ/H+2lEGzl3YzKoBPqc/6ny8m5CPmN6Ywc2kua2B/Ui8ePj06QV4s7HoKCAtmY/3cK6uFS6yoj5r8K",
-	"SidQd3N9vngXFpG0nO0RCTLKsNw9OWwUq1842eCf8eoBi1ynmqavkanSRTJVky8hxQhrYz561Ct8+ejR",
-	"TVAYM/K4XxbzCMwdrSLSmptdUd4Hy1Q6wVCglsoJFot4tF2wxemEjUB8H9G3UO0mq0zIf4qWjdyNAzxA",
-	"fhSI2x9lwU4XTOjXPt77fnYfRL6UAlX5fhj5tkyudRph4z2fMx3UAYM7PowZsmtI/unJE3L4FMAJG83U",
-	"0TCM7R+f/9CBsX0eR7EdWLF7wjIbJUUEmf5JjOUrGMK2t9HiA2wqG/YF6yMVZle0vgmb+oBdhZD0ndK3",
-	"ENL/CEohm1/hm0dVLXOm1COMezmaInTwgq0qqZnIN1ExB2vriQUaEdq4Uziot0YGEu3fMGbkCiooae2g",
-	"EYI6zhSW05pQR+/NFf1ymkSmfMVKfsdA+rE+KI7ZFYrIRrfk9v0YjPMYinNFN0YqSBNOTFZ7J4ww6I+C",
-	"RfXmGuSaylwqFROFcstoeg3u05aMU5ClWBmVeBg7v0Fu0a33pHWp6JrycpLByqaoJE/6K0YLFI9603NL",
-	"/vzJk90OdXTd15TrUTwfLX3F+870tQTXl6UM1Ka5WLRjfDKGnh0MbzJwNrCAYf5t2GS+yUv2ydns9mVM",
-	"pWspMP9pSeoGHEk0yPzaZlmp5IwPnW9CJvJ9DDvQ9ZuymUpSyDB6G/nVsbIBgf5PWbV/1az3uGZw/LID",
-	"4H3B89zMZw4e3uOaCbbeqdJa/wRNOyy72NF8gka7TsPIwEAknxWrH8yb453LPcspqh4f0z4IdEh2o2E6",
-	"HrEd1B8nZMZqb3Fw/3pJN3CJn9iaakTREtCoqYK4ZI6pe9Fc+R+fd3coao6XJXsXYymt49OL2eZd1brJ",
-	"wd/ggtq7PokNWdRUaC+fmoseNemyZA/tqQiTJ6wmh+bSfjHTdoXbkNgw5MBj6/qPrcEkepLMV3FV9r1c",
-	"cOFEeXM6VcKaCNeSNOr+miuXCxAzV6rQXqky0L35QqjAdKmGxf3vDeGZhs0A//e/nR7/Kz3+5cnxP/3c",
-	"/vPR9T8f//wfz7Ln3//6D6OpHX72AUG31JQ+z4Vz0cYihQRblxtf285ooVLDP70T1qch4IoaCeKOlg1L",
-	"R6SNac5+PJCkGR3YlZHhmrK0Q4AOe4biG3WXX1dUX9+cuCPZsgxvwIYzDLi/GPnKdQ+jLQSLvWUTQ0m8",
-	"Z3R4x1yLbppt6Fd8uzAc4LOK5UJe2bMM1d7buBWQsrTCAwXxXMAo7MZYPGXwYRsBpQ0HRA/ekt4Z4Rm/",
-	"gQLgEeXCdzYxWGNrkBkWhfLMtSWtFkK9F7H2KFEx27Y4DGEbH0WH3VT82G2J7fnY9hwvFJsOF3sDGmxv",
-	"+DhjpFq4MVQ6kAyIkxIUMsDfik3lVHgnAG9xErvb+FXiwfDKABxxJuayzjHBAG8dG962W7wYXGMRCSh+",
-	"u/WjXiA+fTtKbYjFmJZjA9k7WKtHe1n3WPQjt3C+8TOuP7B6wc5KRsW+zumfIHaCCSCXRj9emRaJpuoW",
-	"9JGareRdhD/fMlZ9anTV6Dfc78ewc8w0hByPqlsrqqq21qxp0WbuSWiYzHnJ9rONQ2gpzsFlJax2xYmS",
-	"ZcHqqyUVb2VTdyf47Ics3aG7/9ALZ5Z1hTGlVASlj5amUUIXckS3/MfnT8aVt3HKiMNMgl5DwXUrmsru",
-	"dRGLTQBg7vhFYr/C2e92lFNVbK+Q+gCEEmqTWi+X7Qoty+tlN4Sqb8YqWLw2yiFoXtdBrm0GkIslz3Vm",
-	"erqey0YUGZZuELQ8SiQqJNKQO7D+ceGAqtsUmLJ5NkEYwBYynOZweu1gBJ/bWb8XQ3xmX92+xjrfc9Aj",
-	"0C78nWrr6gCf+avk4kVbvALjDBRUoCF5LZVyGOy3bHMELllaYQ4NNvgunoMfDSwojZbdyRI3LWQ+T8Xj",
-	"OZrbYsHv4oFr2xc7LcsZzW+j7ppTAc6VQ3UE0MaQZNLoXK7gSjr/dHnFwM5z+D8vP320BjDY5Az+H9ME",
-	"M2KNo+dY6Q1w2g2XvOS/MFck4pVFDv2gMix3D/D3FezzqT46IYuGgo2g5LeMrNlsKeWt4VR4cT8i7zTe",
-	"ktoKwT6Oetw9Mg0p3OLLbBPARHd5ccVXbDDJFinuEGPDQdQ3n4DitZJKk38kBd0oAEmujzJy8eaMfP/9",
-	"9//k9LxfdsKzHrmLTqEqDNaEMaxB0Bqg7y0wPIPZm5PRicppizeV3CjgRBmRiZaTlsjPeCTpF5bpvtN3",
-	"5y/pFOPFvY/WBM/W1mGGufR4BDl0FtO+F+xod89Xu8otUQ6xT3OrRRNsOlJXNHasc6xThk7LU4zkBJI+",
-	"QnW62GVYj/bIZWRBK0VsVW7DUUXOyGWT54wVkwuX78Zh44qYPRw+Li7qGNmE+oR53ZKUOTcQUO9IyWll",
-	"5x4TybYAl9yb/iW3K+tqq6o5//iSKpICmA/47kCiEojDKCnuWnzW2mR0yuVlhF++Yru2m2SxVgJgINnu",
-	"3Gq8+pmRySixpdlgLYZKF9nLLiLyI+Ur/gs4amcbzdSeVD2v6SqmYr6B350d2R61Q1qWRNc0v912/iba",
-	"NycvgjFszqNDig3vxrYve1onZryO3EtX/UBQtOJ4QBO8m1xFLRxBvOgSPHo1pCMECh0cVyt2xnU7fPky",
-	"fYf9RMvyOC+luVEDHz1+952yDlvYxV1pdEu+2u79ia1HajlMRp66Xy4aIewvT0YoL1U3AuJ9jEYN2UWx",
-	"A2gdPFZyaNfWyE9qcnmK5Nq2Jxyjw3ZcPxuHOMjvunKOq7OIuCI7dzcqe+ylgZ0Qn9fnqYp3N7FpeJFq",
-	"ugX1GAz6CuQC+8U+os4O2mIwthip91mGG0w3pMcVRtiSfbbJN7yhxiSjVIL7aYdevlNbRqqK2cJr25LT",
-	"BPtCe9fslnc+haPGuWVZMKV/olxzsRi/uR1vg68czzHqr2U2eGPuyuVSQJy4MGscnPW/T1ybGseTXuze",
-	"wecK4H65WEzsQDlemhw2aJWWHdrmNRP74TZ0z0GAsGmnGY5nkvHEjPEVIMuO6wBBhJJDcggYfJfG7Rtx",
-	"arSB1XhZcOEWx1whdYZ5aW1XFRVY5QmT6rgeMK+ZFt8lDYLBHZUsQDkKGuiKxePwe9c6gs77YVs37WFw",
-	"H87YggtFbGrZLdvghxQSMH2M1VSRTcsHHS+DGMLACxN8xkSxD8naHfGLO24KxPtgl1sqerN4vq9G6X+8",
-	"iGGPuf8GCxg+bNlCmGVGBFtDBKuhmOkITp2dmVyrEJnl37M+4bbcEzNTaWYxz7qs8fBPr6/IY1rxx3fP",
-	"Hns16TECZ6xkYXT0FTVzY+bTY/j02Hx69KKV2b2o7iV0wxbeeGFg24xw4Rn/ZcD4BwwKr6imF0wzYaZk",
-	"HTHnWPouMt9cVna+BdWU1O7D1jmDTgmnIIIGBcQtNnppb9FJBZ5Pzc8Bk3Zx9zi0hI1Gs4WMY8zamREF",
-	"MzAHAyZgP9lM97L6pbJfxkh6GtKCncr9kBamRtr11u/EIQH4HP+R9NQu8KAtw2s776x87CjFaOyiuT9+",
-	"AoZdskFavC/B1Y3wAazK46ZDuMBEd8sAUfpnED9ohm1UupK0H41jMoxHIvzdgjEH4i6TJBF3AePvzjn3",
-	"lfd7Z+ZijUoeutqwl/tzFrsWMYc0F1wt4+wldC8B0tJXZiip9ZoMZNcKpHhZyMnAbQNWnK7/aPd1iPlQ",
-	"LPMLFj/CCQM8xglMcUYVu4T9PzWnLkZZ/i9fMlXmEFtqFrGwbWwTPcZxRxq0X9g0lm49/xv1t5JrdhPd",
-	"UFj4muvN0Olsk2q+U+RvDc9vif+O5EuW32bkRt7aZK4A3nHbAAELFZO5YL2Ife46DVdi0nHDZj4llQ4n",
-	"KiYq7/p1BJWgY86fSr0wgL+ksNLtNB1Wep9Lh/OdYkqdMBMwe+8+k62K/gss99GdX0g//cUNh9dufPTM",
-	"AKNF6zIEdO0rQnTN05IsaV0co7nfAuFw8P1a6yOsO6YPMaHLCOAf6rWR5X16/PTJE1JA2npufQu8H5c+",
-	"kjjW4io9tWFWqTj1qLadWEuubj8wXfNcxZXdlWyEtotE1EZptorFXN3xPMJnXoLfA58mjCssRZHwsy8r",
-	"OsUTpuJ5gG/akfezvcJMiVihjQ9m8hgkmoic1rQcqsq9IzdoFCsGl4ML0ii2Q2vWYp4oZmnby8gTQ5/d",
-	"a1E2WEzBtisaxF7eUqn18sABVBz4TegsTTivcMu7I4xSp61KBjZmuBwNyadrtqEtGmXXGq8jzChnhJUM",
-	"0mvbsGtd0zySoHU7GGJtm+kUxghyjHy++AEuE1P6pSw28JeqpFAtT7T8aRPVx831nkrvcsY5NyOuevd3",
-	"aHRAun/MxVxiFjp2Ti7h93diLh/Zy+Vmt8jBSAGTqpazksUjJ+yzCCgZPiA2jlHWHufPra/526ggXCku",
-	"FtcWmjD4JWxwtHaPX9kMd7od2nBk4mu40c6g3PVpVZWbU0izSFmVnShk3QZhnnGnZLYHbBGdkuaSzGVZ",
-	"ynUbwdEWkIMoDkADsTJoWO4MUjIPeVsQ/SZIkEQgTynYp/nBi38bloy25usVkfG6Bjbz+tRWhT/49efY",
-	"Au53a18yrV0YHpRgNKKlTK5vRCb+UrFcs+JySZ/9+Dwmxs4bxdqFh4tPSFJKsWA1LD7YbRHIbUrG9zdU",
-	"vbMDZddnt6TpcFURfjfD6q0Q4YkWTSik32LK2g/whEQzqLfSiG1E+tMfs4k5xQHRmyMB9L6VWdx6hRJn",
-	"6PAmQpQ3R2F2PNfKHtoT8sQ2rRwU44PmK/v9GUxITZ2+AaVrjNMkC24M15QSbG3FVZA+qpLmzAfa2H6o",
-	"XVPrhtuOkpnR/LapjCAWg2loYRbBLikblfbGIXEmatQuWOEJc7IKGC41NhJTBC1VJcsKeKqDPADgvYXH",
-	"VVqwZHxYPBH4LNy49GLcI6x/Whp6hJVhstZIXXYki5odQzkCx0XjtGGzyi/8GUm1TO1aEsEY1OBt+8Hw",
-	"H3MN0FtGGGR6JXqDoqQvaX47PIUOJdrKCra+/Izl1NwQnZnOARTHHRiZws5TiUvHwg/aY2CvnPW4Rd4n",
-	"urf0GdCVrxpy0DmCfhjBfnZWZntTWlprj+AY37KHKV6ns3taY5o0K2ORUvg+AC/F6ZqtAcc+ImiWVAhW",
-	"2OREquBqS0W9JNpwuNXjbUym6pCNwmZB/AQmmmm4lwT7YuHPJqDF4roFcwiWZHtUY1sYVoPflnJjt4wz",
-	"zrcQGFj/qWXK2xaTqTzQQbYkudOKCrpgxRuzBipJPAoSfj36TyBjHHLIbNSbzOO/KZbXTGdkKeWtDzDl",
-	"dVid/uikZU0oiQKEpuUJnXsoTcxdFQ56e9TUZdzq0LubdsHe4w96HewnbL7G6hF29rMNUHmXim7Zhhzm",
-	"dMXKM6oYSqFGBHMc8n+dfngPNHEUlTxTbPby7enxsx+fh3z2BCAwzJmDrBeszh8oCJhXCiqB32UesGnH",
-	"yVaMCois3YFp9yO3AsbtOXQgL3bJe+zsGn4XU7fR3WyBNGMnGGd0YlRMCLowl18QntZLXcTpD9za1uVP",
-	"1pAcuSUOBZfj3022Q65+ed+7OTso+DxS4Piz4HMjDpqnYTPfXCjcWLwILgBqPrPYiWhQeUi+UOFdO7Ki",
-	"fjmRNJb0jt3vLn0QCRGWZvi+tuYdbhRkBO1PKVxj2O6OEwQnv0uN/bXM/IlzI42JZpYSd7/wDdO4v13G",
-	"nERaswAazcpNv1ULzd/HaEIOoXApJoqb7/yVCPmXEu5FazWJ3XMpy8LQJtfsMphrn8HU4Rj7ghyEey4s",
-	"LHh3x34bEsiUm6CdP8jEagdpIZ/Cf6de9dv3+7RdOzf0tOPR7O6rJ9YTIm1xUikYlG6NeDQXsjqj+ZJ9",
-	"oF/eDGea3bJKt2XnIU3GBzID0ItRjC2MsQ2BdqVODksKeJiYva00WbGVrDdHY/iR5n9jWIbLUr2xTWzV",
-	"hn5/SRRbrGxc84p23DrzVQVuNRV10CxLdYmfJoESw+YLRzYtLOvw5J5NmZgdQVS1wCcO6dSalkuAvynp",
-	"xvw8PIDvwwE8iw5A6+q0KOrUmX17dXWO/QsP3fz20+XVi/NPF1dTuHIpF+/ZHStj4U1wj5RyQUrzRrhv",
-	"BZs1C4g0mEtbyenA5XP+HGU8FwBHdDWCvels1C6olTpitvZoKa4x5+haSMGua2j0AcA4saH/t2ENGzmB",
-	"lKhS+jO2ohtI5icztuQtIGcplbliMG10xwP2x+j4dHUua/2BpoogX1ydk0rWI/T2/Mcfv/8xXIuwMkOk",
-	"Ox6DpIIkhofuTyWo/OLq8j70/eskfv+5KqjeE8wENR6Sh+z/BQqsVLMia4UnI3CwgjQV/CbS6t5/I+fZ",
-	"btIE3su/O70ewum1JaMNWR9bedWVeHFK4CqKv/u7QPO7QPO7QPO7QPO7QPMVBJqQ5/vTFHTZmW1npUO+",
-	"FmNGXfaQRdh4jLCShyE4i+mb6GMUlu9TYMBiRVg8IhJhYW7xobTBFhi6vfXDs9/mcmNdJPOP+dz+q2a6",
-	"Z9QL0XzAfxXf6PdSVujtsLvcidn3vq/T83dRm8skPmmbjjZg7tK3jNZ6xqgerosOYhDcvTUzZ4AVJwSs",
-	"ZgjSxe56LCnM5jDvYfFPtN7tCoZ2H7MVBIW0yL/pgIp7MZsH5yY7s4uhbVYJwreXnY2qb/EwHNE34lbI",
-	"tQDkDllVzGN49FEN8pqqZfv42iIbYLCDnM+jJ+MulWthh2Wf38e251BLwuPfdtw9nNnOjLJ/eoYZ2GnF",
-	"4zysLV2RPP3ksHScAtHEIeMx4jk/irA+B1g6LfTBFt1sRW3MCsJsoT3KP0IEFNekkEwl3GR6KSMHF5gX",
-	"PtwhUeCc6mVQRB4WcOhoYED8WCzZpmIKfHTABeeNyCExzgWZlWU34C5Bp3amWRur3/boR5IFGzZKUHFo",
-	"hNfb9ONpzLsTBq/LezPTJHRBO5AdfcfuCI1h03pmkEQSaNs7C2pMpXCORa8qlbD1XHredyquGjFyxJB6",
-	"TBO0qsoNBuXoRti4q4gfvo0YV5NItO2lbnorvIUdE3w4KbgFQmEixxTicXRoB7C2lPAIViUVbHA8gCfr",
-	"Sjf/PSNtptK4q12XRNb0L3gTEa8dL2K7kr8rEulJNop08JsXYr7+nd9e7u0G9U6So+Whu90d6GEGMsh/",
-	"zRDbigZtecYu54izSkC3Map2x+m6I7sc5ZUTWGQyIdY+UN0AJpREbEUQ5ETO8hZlBxEtLdnjx9YcmyYT",
-	"K9PRXI+N3OP+mPsxzEJLqXDnZtDTWg3tw27O7qaN4KaapfvLtJPRKU5h5fNECKbOl0ydBWOfcjuZe6Oz",
-	"VWbY36nIiu9Zc/grceMpEJJWX/EXFX7SUWOldm/tq8xO5VPdXc+6tB+nuW3ajm9zuBrp032OWt8piLLT",
-	"cujac+5URpr/J8id68z0YbLnek3u4xT8VOlt/tld18ht8aBOuK1T9LvPLFUbJU1JA5lg0/d176ymtsHf",
-	"QFKSneVkida8jAjuA0aqrnU2qEAcAW3nCsL8wPQ0CL2WAe5X8anRB9nBGRU5iwOyTcnyUT1s3En5y53Z",
-	"D7lVHeVE0zlaKQuNssraIfY2ftvwwoe3gc/54jxqsHkdi3yflGTyNS3redUkARvOzj+TRrEg2d5sUAZJ",
-	"mfiN26xc1mwSlsNeLs+kRR/ZU0IDtLkLlnGQQxAVMqK0rDIXnp3ZWnAZoY2WrtzsUbLD13GMfugP471l",
-	"7eyI4C59dPCVnADsC0LAD8qBqqlYfceV9OEC3KopFv2KAsBzUzMrG/pqnft7OPblqLEIeMs7CC/M1Tco",
-	"uA5gloIvV0XT88wDc0QEhBhNtRVYt9AEN5J7FfUvcDuEUjjX6E8iRQ89facVt1Srohc0brviImfBuKzY",
-	"PHXCSiUgYi6YggQ2G23S4xRTobH/kzukJjCrXZS2wEn1FbS236qPDOM+VKpSgUJ+WPxmrG8Jj1vFu6a5",
-	"EMDPn9PO5RVeLF2+Hhy8zj3dLlbL3Dqix33dfQGDG5Tr+nbaOJpXx0TcURYiAhyeoQgf6JwxZxsyulhr",
-	"fLZilDncdRIBoeA1S0gNXCD4e1DMxdE+PDpwtVeiBMwEFtOe4nvsyoD4pUpCWbgZRu9HXFVBVz1IRbPR",
-	"IIxoXR3Py7txUvfdhIuU+S1pZ5imiQuHN/1a6DpBD7YuVJgpB5VOd69PGN3f2RCWmQ0ybq/DqdUbiho5",
-	"XipsrDRqygyDxSCdCuPFgjpYh0860JNTgfWHCglgHDUDM0MbPR1N71RxjDrVGqXSS5JgsSNVoPZealvW",
-	"OaEveuDzLSN7WDLT1Yb2xppOCUuuB6uSTbmrLenO2IKKoNtu1ZnJJYFiE3VFRg6FxJBTS0cbpqEGe1sf",
-	"OGeggnFFqmZWwm4eEY8wbEUFx8hss8Dk7eOB63jXukETivOM86FYUZ0Dt05ZDxK3hMtx5oH+bAyeO68T",
-	"WFXKXAC2oyB+wC24TcTu56Sz/HYazbi4kwcroPlOq/GyOimtrK3JMwDA42qtpb13ljiRGTnb7I6OvN7l",
-	"MTn8oS+ZtXvRGXuaFH7CGq/vxEx+Gbi4wG9fSYgFn20IteuWFGVit5dZblpVxL66aa1R8pbMZLGxLKqq",
-	"mbI2qVF53nwbT99/6yINCBckp5qWcoGYFoefBJ5ki3MQt3jEVPJ3gEEy566cCAPw8U1G2N/MEXe4eHdM",
-	"6HfefG3XyBfTvWMJdNO9avLZPeEJ8qXr/xn1JFyF627kplyXGwKwSznjd6ywxYY1+5KwCLkXB49955Jq",
-	"2+Z6F2h0/OjthJ2m/RAViEk7bCPr86EdT7H9q1aQeTjS7R1o0Jw8MUdmvX3Ue1dEsB/tvk879+Old8Bd",
-	"ZwmYm09+g8V3hO/qYcvw2PoCexbiSXHZ6TV52iX0dXnskL5RTR5QzwFWd1uzMNxDzg1TqzeIwwCWX3vR",
-	"xzxgGOM/uGSmhTMb2VJAWbQBpIhILY4+cq6uqSv7Awh5UDh+TnOtCJ3JBoNWbDl01eRLx0cwIIGSnFY6",
-	"X1LD35Us75ivzuU83jUjtGYeSXdrBZM+urfNiop2TKwF+QU8IEA5AhfrzJzFWiUceTXT9WY4+LdmFaMe",
-	"sFIZbmkBk7HSOaT72LJ13flth58E6rmuaR6XrcyDIKTDdta7Km/+5RhePH5X3BAH2WzUxCIqyvVoGYgp",
-	"xGNxo0lS8Vk0xeRDnzaQhk3zzmQTEjW5Mqys5AogaZD04V2w/pZUg5ThfNVrrpeAWFZyMD6vOYRyEAm6",
-	"GBQgXxp+dWOncWPWpmKyKtkjcgbBZRSyw8oN9EVoUXTrUIER7tr6KluDI/6sMRHH/92INvDY3CH8Wstb",
-	"Jq7rFnqQNkZj1dbQED6xB+HaAhoFv4QvYTXs64IrNJm0Py1q2VTXuRTzkud664GQ+hpsW8ET81vrkXS/",
-	"2l+uaa75ncOXdg8DY6z9xd3+Qcd2tXLnFG5/MpyzrhuIBUHLovtG1fPrmv0V3CWAHKSvAXXmGi1jvbUt",
-	"bHVymEJ7QrODxezZH5/+8ek1grjDY0Dj3n7U+l17DxpRM5ovew1yccc1C4fYe9ISAy/YqpKQNBsuC19V",
-	"stZhC7AaAi4Iu+vXM0RYd38G0HzBr3iGgx/+1jBEETdizDWKsNc1m7OaiZwV208CKEy9lAWsEy1LuYYf",
-	"jQYUvmT/1v7PdlGRhGoEX7F/b5i+vuOK4wIKaaR6pHcFHbUZZ3BZbkpJi2st5XVJa7xATYNgZ7kumEDM",
-	"z6qkmxnNb69LRhUL17XSv0CzqqnQumx/61IMGG7xPaq5mnP/u2bXJV9x/NDrdddzXrJ+G/4hrJc5H/jz",
-	"vGZq6Q97oywIqVxd56UM/tI8v2WwAKpZbf3cnvxa57a18LfqGgIUrtmXJW0Ujtfao67Zl8rujlrpqmVU",
-	"SsuaLtj1vClLL9G2/Mwa6doneJ4oEKFqZp6TX9M6XxoR2NwEntJxjPjNHaNunbqrZu84c5BzucJf/F5d",
-	"I2FqLLRgxeBro3CEW+x+14ZAdI9a12ymJCxgUy1qGpLuz9mBNVsfvIhS1dZt/9pokK/FHStllYgqmXXk",
-	"MseJyKGLLCSnGfl3bIgw29K/HxydELvttSJallB8jjCQnwDoFCCpC6pppCQJ1XRnWEqhj1XFcnP2bAdZ",
-	"GzQGSqmRvbimJVed3Ck3j+8U6tNYnEyb3YwKYFYlj7jE4GtegFJirn6a11IZNRiLipn72f5kRDN1YgVD",
-	"zz3JLdtMqv0NQ4grsOZXb1AwrxltkudLolgJ5ZZAZFtSrALp1n+ymessiPENis3iwsmaL7jAIohG4qS9",
-	"SswJXVnmgDFXnOrPOp9Ypxo7hIpgGUi39nfMX9XaXP07mI6HKzmd0xry1O+6AduO2DOHkVduyNMTI+IF",
-	"B95/tGqUhpF68ZvMNmTRMCiEsVPd/oh+DSvfWZxQqrNXN3Jadzt2TNdZW/ZJNnpmbrtjy4WONVN6PNCt",
-	"Xy3KHZOQWvt77SeUtVZIOPwxoftPOIlXiXpFp6RmC640pCL+6SW8G5Qv2oY+FaxM4JWaJ75MF7TwncLM",
-	"RrUx8oUzAU7cNGwiZYbzHTx7clzwBdd+8Hkq/H/A9XrDBWzezYtg9H5l2rwir1vE8wvgdo2GqZiGrLu1",
-	"5HMGZ3IERyRS356KxujMTR2LIH9TyxXBbX4n5tKaw5wvPW7ulEUMmmOPlkSUq3Y2CsyD837TEFzSCM1L",
-	"9CrZ42/V+L2jva56iRVkKUvvIvND0jUVyvR44sJdzbVD82VIBXpZy2axTNp3/fEZNMN6kjKsAwCGc8Og",
-	"Dc/n2hUjB+VfqXlTkovXf3p3efX6YqcKliupWTxQqLMTl+98Fruzs7jlgbVSDCHZDzFI7+Pp1dFO2e7n",
-	"YILN2Qmx2lNQ6/KWseqYgkdxzUUh1wBGjXW+FC+ZjSn3lab68a8/J8dhXQnJXbjB126QJVkz9PTV9bQS",
-	"X1yzpv6VGBMxRG29Yz6iqahMT3k1fk14ZmiPWjdGwgcDtYPskENwTzgelbXMvEfD2+s5eq2MW6+7N4v6",
-	"b2S7tjPOjNhiSYJPd012b+97WayDpf8GFuu3EGdytmSxsiPdqsZ93IM+0O70cmwuTSXI3MOCNCy/JVwR",
-	"ebvD5RWqBH1MhnEe2C0N67/3fO0WzFOgiBY9XXg8OcIC5rtTP5QE8VYqnax2aR4SNLL4vIc4TkFeNWcy",
-	"Ktu0lFbKBc9pSc7OP0+VaHaI/l8vZYk5CsBHW9gMMI/d0XKXko6GfapYkv2H7dqf0xPIw8qikaMKA53T",
-	"PLqKTK9ljUWD8Z3Jvb5znwx0XUpaPI1y6OMVF41mxLxB6B2r+zwvvYTQ6I+xyK65Zkzcs+Vow3f3Ge+K",
-	"rZLE9gHjx3cvDgrNXg0URX0nlEYMmZXvY5cCqSu2+pyukdoZ9861Vysj7Iyi5bXB+3D6ZlJGQvenXCOd",
-	"GGLPUfor2JtyZ98cJTsS8UTYn4w74J1Tl+KPV4AMMlriMkARsTfNbzYdtzer+6bibjW3X/Fp9HVquY3K",
-	"guWl1I74OOulVHZbuMNALU5c/QAPjYKF40ejzL4h6O6dB3nd06H+iilzqOyyGdHSl+Elt2xzYv6j0HY2",
-	"M+vENbMooubBeGEFO8BB7No4jQ0l6XZ2HGnA+qT3rdTYHiv7PliL71iN5WfMOy1lJWF/3k2KMxOJ9GA1",
-	"VvQwgcTzis+t5w2UDbsSuEWTL/92E0xzUCo6cv1PPUVglmgV44mpKW3FvTBZF4c/TDh+zEOLM2N6zZwk",
-	"b6uquGqcRXgOnARr12/Hqk2eVqBoEatVC4Tsek3WOLQvTCqhN5Zsa6eUaOvCUwm0Fm3hlm2ixviWP+xd",
-	"97qb47FebrAcUMOCGkvxyOwpJYY6U4NaQ3ALYayQdPajzYQqQ2YJetvSW9mhqkLDROtXMm7xCJltyO88",
-	"g45hmmm2kPXgrrl3OvDWvGTHSyoKjEIXqENYk1J2wKu75/Es8f3ItaNXg5AirGOmZrRIEfMIYCEY1dtZ",
-	"oslW7UnXGZx/OSdz9QgWZ0W/ZEQw/QgSxJVc0S+5FCL4rV6x1XX3tXXnJ17d/fCIV9cgRVxjbAYWPvJP",
-	"dV5d6zW69Hs/z7lwIR+9Jyv65VptxPWM5relXPinzx/lUswf0bJ8ZMN3rs2vBFPNIK1VyGQpNCOnrFZM",
-	"FEkOAj+T4D04WigdGfIxArUa5/72hDnK3TpsWwPpEsPIERsr5BceLFsBLMXyB00WICbhBYjk3i/ZN8GG",
-	"8Z/sesdCZbvc722JtSl3+v711AIFobJbPWmfd9ER7Oz3VBL+s8jtwzuUSG37aeziGjERgkD/ubVjXiQ0",
-	"qp+WG7eXwRVihcjOHZNTAaqF2TldJ6Qd91JauAg6C3ryfj3aA2HZFu9SBJbQEbokh5/MWApb1y1u3OYQ",
-	"kkD77h78o5VaJic2+ZXNUnvbGX+M6LZsk1GRSfSNnyekptrsWNfSq4zYaUjSmXy3iRDMXxcsv0ul4PoE",
-	"GLRqzaTUE61l0PRl1HqITUO89s7NFrWs1Luo5cGOtKL5LdOK2KTCPbv41OiYiU/o+7cPodlDc8DgbbVv",
-	"y6mhF3u3G/f4eGpNw+PatYpT2LldyP1pzDYfpzLX/H50VrP87iXX6pzVaCRN7xbEHHJBZlyjIxTDVCba",
-	"w83wRjqCvbtPL3GHWHv4w9Mam3pslN3N7e5FQOMhUbanNzhkMT743kgXF40AE7WglVpKHYvFKvliqYmy",
-	"bwxDnIYoN1vOuh0xtQIbP4heslF+FPfE21rkZ5s8igBwJldVyczNtqD1jELdtrLEoIapLoyFTIYf/kmS",
-	"Gld8EMV2IWvZaC6icVsWEqd9Z6JOsGS0Oi1Lmb8cgoOQc0ytN2/bArlT520+udykYJHemgZn2MdMUy6M",
-	"luesWejVnMooJ8ZXxf3qzeqsamKQca2jmDSg47oCCwnkpsQyy4qJN3F4iU8Vs+h27ndZqxNy/HQro2pK",
-	"9MgwONhvA8ZqCm5ED9tpevTTTq5CaH0fB6EXPRHGKIRa6Lv3gmO7ddx6xyONY9TST8CnPN2G3CXO1Bd8",
-	"T1X3FKL8ZQn1z7gIQ6/7pkFI7hpyS+ZLWtMc9DO1lGvhXFT5kpYlEwtG+Aripkw/YkNKptGgiCh7gevq",
-	"6fOofgUjiOs/Pr7Fpme2fSIUgwObOCFum20oIOZCGraE+H+KHCrGyI3NNX3ke71xXWCuim3xaErtuYoq",
-	"tZZ17OjaJ67tRqFZNmjx2Y/PR9145rO4JAmkgRGvQRfk0Cz6MReKCcU1v2NHO/faOzF+CMF0Y7T6oc1c",
-	"H4LJwpSDFx28kNDL5gAdY2aYvzv4KQ44NYL3YUWtPubrNwab26fs4qH58fjN+79k8Ph4/uH8h4y8fX95",
-	"9HvBsZH6IQ8PwAlEmFxVjqZW+9qJi3EvmfI/3gNtcwytEgKQ7Zp0sOgeBLryfq0/AI5l9HAjpyDrpRH4",
-	"WqLmitgnzmHswJQagYllXDlEtBO3Nf6GMn+tesxpR5Y0iirZwUqp7yYrGHcPWsRiq3xWF+bEi2UJ0MkO",
-	"4w3RJ/tMaHcoyBjSZHv8Rm66eFh6yHIUOcTBq6M968f0IYEw0HuHCO/wZt67jEzQyHnUhx/G4q/2XIC/",
-	"e4j+wwbmd5ehO/4H3MJkiH6XDo1wXpbQ/bcK0Q+GfeFAAP5Uy6aKFrnH594HdMvRVNczv5cyvzUsZSDS",
-	"gyv4mMC7KuCz7oqcyzrvuEs6EVtNzKr1Vq7JiorNRKIw/SfiEQAOwXsF+7h2/hqomDg2bPHY5Y0ZpgiZ",
-	"/se1ro7NLXkMEATBg5aXeYHjuOVqkLqTy4LVx0YXLKlm8bLl4AWJWRE+VwCPA48NDRDu/VOqzZBwGzlQ",
-	"I67r15Ii+GxCzbh+oAAXGBrWIHSwHX3W0spU2ozZ0RpleJcK5gXxpRGUtoDOrJO/ierb4gJeHILx8Q2t",
-	"6IYsJKFLRgtfVBzIN069gLGiBo/XbOOP1q68p3eIv04xv2SU2GWzWtF64wO1sP6krL+KSJ9gqZfNCgJN",
-	"y7IlCAKUN02umioHOdZq9zMLyGY4iqyzW+b9KVGzAcG5uAhZ9x9FSRlwdc4ch4rbSMOwVvCRw0fOHtvt",
-	"YEqO8lcksU45HbMGeJDxl69UehLWe+Q6WwOab7kh1G1Q/PjXHU6266lWgeo5HEnZYX6uRiAaWwAibd2q",
-	"pm1gsyEcAOCByMuazRsFedgeXStq7E8FYCaPjlvRdirZNqV2lmriieI5u6DrsxDZfLDcT6QODlUAthmD",
-	"zBM66k17Yz6zT8nh/zr98P4oiYEdBx452xrGQ9aJUkv67MfnEUb59vT42Y/PQyyXOCRqykDvJ5T5xfG9",
-	"7bpN98gpOSWCrQd2VEsAAmcvAqPAjBqxs6nwlioBayDD11QGoayKYEEjUZBalqX9c90DUsYjEi8ElSQY",
-	"5/PE4W1TTmgLfv7s6Q8/xGEmQHi8TGzuBQysHS90JSQppViwGhKQgG0VfGFTL8Ys6d80Oeb30nix1Dl/",
-	"yAYycoYO2f5hmRPOmA2rbJe0lzHxX/hwJPYpuj18YRmeOR8XLA4m0U0cV9oQ7cp9iUcrgf8eq/YNJxGf",
-	"niDSRmH/RIkFY/lFXjYFO8fHQbDlJA0E+sBE/4jKYa1J08InYXZmhK0JKr3Bw+BT+NjDSMGezrgwGgq2",
-	"MNXSumACQNii5v4rvmJWTgbDuJEE/QeIszXdx47bkxbtrCAGYAb4bkrMVLxo4nEGKwkRha5ui3s1I6DK",
-	"oNxf1WzOv/RRFHoAu5NI4wKbT+qjaqc97F8zcDb20etamuxub7aNxhUlNr9VmTt4waJHT74UXEuzz+eS",
-	"x9PPqegDMSy5meCGzJr8lmlyCFcHhUuu4Oo26wWL+PIOhdV4jyIuWjBEXejqPZqmIvAHQXUyggYssmTl",
-	"VM8Y1VHXb+sywslMPxNDoWywaBBmbYPadkeA+KxYkWz/LV8smdIuXI6KTQgLMbEX3JazsWn0wvK67umd",
-	"ujpPeTthb629ccvvNHWD8ZuLZCSTW7M6HtE0MK+BIGDs07rcp9S3qqkgRVM7vK+W6LaZpfNdJfx0sGgq",
-	"4aybumgJ9A3YeNmF4HgQKAt3LOza74NoMQg50WsfwSceLgwZOqjDWGRIA6Bl2YNHmRKMnDKWe7ekhyyM",
-	"sKYBRMnxIGeYhvKRzvvOoXd30a4RvRPO1gHK6IFoONyMqbHQfe4Y4WRb3KB/VPunq8+isq0LKXZ5fowC",
-	"xn+yeUijXstkSb/T83fk88V7W18gMG9lSN0ueouOZYXFvUmuRXNf99vHBvFJUGe6bgRW9okHRtk2PBDp",
-	"z/cK+4E+OlE/BIEIUQixDrBWXTbvP2BcUIng5OPwDlyF+0vwOwujbBcUdZmjOIPfzSDd3/Cw0mOny33M",
-	"zfuEtIClH0EUZxuy9FzrJBikAkcULRUWqcD4OSzB5oON7h1dl4w4eYlaVatp2Y1rg8n2iUHxlkbrP2xD",
-	"T3w9yCDOxCHd983O/eOQ4i+ni+hV6pkMGpPAvGEOSRBU5KbtIwgjQZFJBecvXWRka5+E9XSrZs1WTNSy",
-	"LFepulU5FVeNYMPHCZvPqYjg7xzWUtoJUrCFQlD+YyOoPVYblThbgdPgNeJKxlgOPPIiIDi2dehvOMGR",
-	"KVIzwdaEaqLXhvtwqC+IVraSz+9REzzo7JLVPOo6hN8dCuThkn05So+YcKUaVngmuUjuC7KM85IKNpUK",
-	"Ojk+4LoOS/bdK+pVhdUrfSxvERHLv00cLFL1pErm7lV7BUWPxX7EYY6BSFQ1c2LAdkX13c7n9GsZbmTP",
-	"5hGN2NVvDymjW5bbMKO6DnIOuR7N8XjQ0F0bRXY0xak60Sk7Ctg1HITbpmN/tVDc1NV96mrc60a98Pfx",
-	"IcUSRWY8yD8yImSPvMmG6aPMXjCZv/of+C6fBpiMNjaI298PMtnejR8olFs6C3jhlIsKYnR9pSx3z1q8",
-	"6nhK5ATH9HhBdc8Psu7tHefmg7PscLjtZY8FyG5fVYlrdivs1skAYwGyXt557XlWLBVVCtzYgLUh/aLa",
-	"0opFmU07koj4LcoN3NjoQDHiO9hpi1TCCOzA5zpyJb+9ujq/dCpaSxceYDs8OQjRn5CN3lK1jET/t5Uf",
-	"nHJxdpqRG/Riv7jxMeNL9oUEDnMzucsGlvO8mZU8/zPbvBNzedK5JdA37PkjYkKcnTpwsYS0UCRA9P1m",
-	"5MD6uQaoHuWrhkIVZjNeWH6E02eOVBJ9gV8zESIBdV9u1F3eWWTy6NGjG+8pBcakIcnWoUSNsGyWlhGD",
-	"cqUFWPYrBVPs1/gY5DdjF0u7P2sOMkTLdqnaBRAHi96x4CxaIsv6RN0u9OBRjEeqf/RnTN0jOr09qRib",
-	"LlpldJITp9WP9g5PDxzpA0qWXakIo8DsyAjGElZV4kwRJcmc1lNhp3fBfQyGlTpFV5uKDeCbuRNTSKa6",
-	"CHq2MLETvGvmU2e3u8JyEWNJR/a1HTws+MFfOB0pW4SQl7ZoRaIYRsFVBffg6DhRzqUAQBaqUR35fn/R",
-	"rB3IxImF4+GayEYPaFsfE4zGJt+EdklQsg+h4ibG4L0rXoRl3StWwzvxuDGAmphyQO3pggqbI6z2FaNF",
-	"UJQDy1xxDXWilJv4NNpxGMZDmw0QcA+0q0HRrz/HwAD/zDadS3jFjDYPzIGSmh3bKmys8EcShEyZCmxf",
-	"0S+nyHvUIPOxVeacMphczDRHGo/v63ASO+x9kIwX/I4Jj+HYYxmRxsBjWEwR2J2ZAqEmjJjUOv+oIIzW",
-	"pWGrvhReEEhl7QhQjnVBuUgFNlgMvZebaL0zWwOzy6nGWPgU2ATqFDprJn8gck7pjz/5AnFuvwFd1RvC",
-	"8k1edrKVz70i+MrzvYPsoPXDXGJVYfj1jbPMXPEVKxDG5szVYI1afrFI52cjVSaPwYYUjq9gFiYVDvBc",
-	"QtVC/cJnSAi2VjbAHIiQK8d5zVMgALvC0pDYmqu9F3krPKsFKG5L4oQ8vXunB2phj/d0qdGfuswLK13u",
-	"Ed7fnTu3d2f2b64uCEbAb3vb0pVG/akdEcY8ynu0LJxFY9yGr6f2M6OM02745KzRg+j2J6QyikRI20Hx",
-	"LwplmSnRrF5xQcuUVf0BcbsDAPLdpDvza6yLPVIatCSFJMKGnu8R+z35bkhxHIf5qzowDcGMvgWnmXJW",
-	"E4dzKEMgoPdXgC4yroK0nh4uqkZnBKtLg4Ztw7J+11J+11J+11J+11JiDiXkENFKx/XG8Vi0pmdElgWD",
-	"Klw13kKTbTJ2Ma9qCmBCUkRrTv2uMY3fira4/G61s9+ZmyHCfRPk0d5Hv+tnO+lntc+Qnb43n/C67m7O",
-	"Sa/WLLOFd0c37HcN8XcN8b+shthyP3/U2htsRJx+7e79bYB36gkTA0Ey4O+4fbJGtmYpKqbexfxg0Fu6",
-	"uveU8jXjPh7r2pmoT4zXve1k12eGrjuX/RSAnXPTFMYl3RtJ5+JBEXTcvPYRW3YBynEVbMP+vgE+TjDa",
-	"S011FMG4Ad+cQ6lXrIR0oe62R1RFrFv5yuZRfkhF2YPLF25r4AcQXiltGgLcy97MEl2adFj8bHPW1QlT",
-	"9SymoMtvLwmQmDe5bCoWqVxhBtFGrX2F/q2cfchCqZsrUkF18o4q045pRb8M7cp7KSCqYXRj6NbWTMyP",
-	"QHXAXtenC/YhHl/kZBurPbi1FlKTDdPBZXlCnrRBYhPH8DXPoTt1fvP7xJhFTkd/X6LLNHKEAz0pyrE7",
-	"aplLCkg6pOOi4HSddMxYtDFSz4yVUiwU0XIy+ErSzLjJkAxS4ddpWdNCtzKhWS/+7GsLlZNMIutaaha3",
-	"9PRIrw0h1x0p7A6kqLEr34dppSB7oESsD9zcCtgkf22gtpG8dUFEci18rEzV53prWhesuJJDgHsSy9t0",
-	"MiF0ZxRGzrJZ35OJyAxpSl2ZoNz0vVDiDTMe1K1cSsoadB56O/2cpQJ4bJdZZ6HtzFP7/96pVZ8A2CrK",
-	"R06Fh706ntPc8EqvjdknEOgtOjkmmXVIFEHyT5L1DBiFPyYdHfxexlqqbrFK3G/X5JZkfJ8ancsVBNCC",
-	"lZLYNx8SZEemCQKM61yRwl6+jnOiQnkMmpvXL4+VllX7lzWzhz9YPQ205uB5EB96DDkUUX7qhznNoeBf",
-	"3zvIIPHhDjYioLx9LqvfhAMrXPDAmNCSS2AT6JoKOpaAwCDhb7COmj92c21zrrje+n6bVY2qrGnlsG1j",
-	"J/UwwmbvFXYYnypa4iP5oy9616lhpUGi3a5xlyrrtbe7mf9+02+RJ9JO3x7uRLy6H/KgsQGja8lWRsE6",
-	"g1isxka4L6aWENm6911NrbaESyfrZdMHlUiqvnuIN8MJvq566tdL1U0sRCIBaMPukQz1kBmsHzGU2zx8",
-	"gKyVqfmhEczxCPmNn5e3KS+efTB8XPZZx0pyoaMgt1j3DbMzEZYFoLUs1u+ePsQ+KM3kupB2nLEl/FQx",
-	"cVpxgISKF3ZHRCq0NEOQAVRsbkXjmtSyicX8TLHvBoWTZiVCtERERb2URTzbhODDYSkvtq3+siK8CFPG",
-	"G1HIvFkZ3bnAiamEB1LHMlSoXhIHBh3/jtUrrhJppa4m/s2XY3WXH7fv3nRSsuFHTLOI4J/CQkaLX5kH",
-	"ZC4bUWRm20RPxDV/G/6HrV/D5A+yg3BF/I/upWA67Y9+4a+xSLv9eSWLpmTjjMLut13jrCeVdXp0sx0W",
-	"qUIaT4G4nQEgHleOJJ0tgOa6Bcmr2YIrMKoEpLENlWc+mpxB7gDU7HfxinffDNEMoE4ELS/M9M7i0O2t",
-	"OWNrPczxYTW5eezaeXyT2UgQWjPCvgBsXVDaLvfLfr/a3Z8EI+YR2JG3mZPNcrPkovAYmZ/O3S+7Yuht",
-	"8c2Id8SPY3QhW9Hb1wIL6GGKAwnnMdoRzM2hBgRMd5JXaUeSqCDXLjgpO6O+9c5SH/utt76dIUZJubdO",
-	"Q+XRPzV6ZjjlT2y2lPL2jGpaysXruyTqhNJUFLQuCLuLgnvHE9ahQchYzwhVBBCcuTB7U1LxncLGEpV1",
-	"ZFPnLIWYfMdKWbHvFMHXbLF8xFvlqh3kNlB7zReLOM4L2KcgSxL8JnfTAIgxMdc168c9YdGdZT2+4NC/",
-	"F0jMemE+p/WOmxMNiDeY7JqM/oxVmfp0eaXIihphGMI/M3QYol/K2QtJzXQ9tX7FmOHODNyH8QQhRLvy",
-	"7//D3vswx21j+4JfBaV6W5Zm2fKfJJ6MVa/eKrKd+I1j60ny5O6dyXNDJLobV2yAIUC1O1Op2k+zH2w/",
-	"yRbOOQDBbpDNlmUnmcm9VRm5SeL/OTh/fwdMZgTsn5BL3eKKghlC/j/kli21seyrx0+iqoQRjoaTUbHe",
-	"n5dAMLrPNHneV/IJNqbPuIy7Jq2f7UATafjtN1GJvv5TLEdZzPyK9yJAUKzHbvwHd2R8MFEX8ALVQRLz",
-	"74i85BQka6s+yBAQhLuB4DAoDB/rqp30I8vdMq570NN6RhTH8okPOxeHsx+4tFLNLxyhRFFqhhWNh8OQ",
-	"ipwikDhgPi7waqe1Y4OxBHuHaa7D8PtOruMw2z6+RN3VYjylxygNhPWyF8Fv8FqswdqdS0uPMVllLfvb",
-	"Ol9+LbtWzXZeG1xm8zBsUs4ejH53dE64GIsQmfobLHulWnHoXsN32kkHKy/dgnvZEfqu2fEBPu1aLn2I",
-	"QXdDPkOwz8YsQJIiMS29el0JjeX4bgBS3j5HfcV/UGib8aUspTB3XXZopQdoeWN1aCBjV6GnJNgpDhns",
-	"YChXtuFP12uQolayLHJeJ9ai01RvRgp1IA3j172pDtB1eovw+47ce5el7UjriVOtegp7LJdaEZh2W8TY",
-	"jSg5Eb9Y6alMsZ3jP01plTWVtcJ/GZIm8Szu6iwtU8edRsMJSzzivFz2AiLNazF391FAIAuXluPA6Gdp",
-	"ad7jiXTRJ/vwrM9dC8nqrgAgxC0Bl7v/zRdyPG6vf72ng1N6jFMY2WY7ySE+GC2FVEzwfNGXChnckUPZ",
-	"Fm1VJwEql1tcWaMMAh7+nnXpiQ/zdRqGO0UjEjgrasbzG6VXpSjmlBPKnnz4MLI732bKhxX1R2YIkJ2l",
-	"Izw9r8eDTJOrd7ADwPDxkg6ZoBa8MSCl8zb2A+A4QZ9zi7AcOQLvmR4cAorAzALSZ15yuRy9a7H4PKoT",
-	"Kqcia0hNjWvU73sfR073di/jc7QxusjznnC3t+wnRMLXb9XVQpo0VHCcCdN+4TOCEoyGHYLSA6CiR32w",
-	"4U59KPZnPcDp6OuRLGPGlW7shbiVPWUSoEZITc+hspEmMykEcjge/QESt6+FUGzGlaJIfKvTvKvnBEn1",
-	"spTzhe2zcURU18/Bx6R2iQ8WDsIwuJ87lCN0wnT0617aIPrXwEhrk1ErFAIsl5uBuectGG9yqPc3RkBZ",
-	"G31IvL9gcHvGkHZ8BW+QxeYF2rn8Nha1u+k9lB2dwC2q2FyAMdJKpNqm5NuOiMK4B7LLWC0KDnLuIZoE",
-	"MfQ/r4VN1dwoS71y+nA/Y+KKLaytmFAF+FZB4sUEyTT38es6SB9btzsaA8KJgxQs2L2PANYdYYgM47ij",
-	"EZI+2zen0HWbzv4epXugfcb4sMdEijWc9OHbBhohGShhfe/cJ7j1aenfi1EPDHt38XpvPQi1ApPrSmRM",
-	"uUUvJVUPCvrQjqK+2cGCm0s44wPnmKgAQB+FZYe8XPE1usIINtJwLzAfnUR0w6Q1opy1VvZa2KZWfed/",
-	"nD229wQMJin7J2BnCSygzVOWhqFwMvYy22l37h0nrs27ESZAWkVHZW7hdU3I/treheKC8bPbGzIL13is",
-	"L3h/Pz6NmH4y6Ml1qRvbGwUG7mefHO69MUGLyHlZZk7MMPj9yC0YY0QFUu0YUPdcNOpkDJvqdDNwAlL2",
-	"2KSyHrhHy5cCR8iiG2hr/TdTUL2ptiX27VOYTFSFsNXYqNsuR+e62vNaTptwr2KjdxBgx8Zlwgd3jJka",
-	"kiDuHKc50OhdKzZuiS7+ZtQ1o53ZKalQ2c10D1Ahc1NuyeIyGSWUEtQldKuERcBarToWqYin730tZ6Tp",
-	"dL2NqYKj93d5nzgFkl+XINKTnxgAc1DHm81EbtEDZY7ZDyhihTHjpwD7LVbeZur1w58a0RDLkzYUbdaV",
-	"ULExCMqcHtpgqncyqSxLNtd4na4hsm4pAn6ENF7ZHAJuGC198Gujy8YK2HcQRtghHAEsJgkWGH+KjrKQ",
-	"zp8HBmgyN1PIx6xJL5rVfO6B8+MKn4++/Hpnrdg+qecFABiLEA5hXEdoQnV7iTqZVGx6/KdpFD6Eht4T",
-	"Voo5z9fMKH4j3ufcCOYIk1rCHUsKUdHwHz/ZPfol//AKP338CMvB+n8mSvfvLbNk7PHk8aMTcrGTpQpr",
-	"iFq95FbmZKMSqkADbMeE1UDhiL6YhFDH9nFcx/bx3QWgjDVK/tQIxpeayrZV/VYUmNuTr/vpfszymyDO",
-	"crV+Ozt49vdtHRDfydjjpwD/vdFf1P7TX7KtQ7is7DpjYJIpwOytynXGboSoTKdKLnayMYNHv/y4yXW/",
-	"+/70zIt6erY9poz5+8Z1iiz/JOqfK4q6cCLctXFdYyBP35DwVAC7whdRoISEMvZC5fUaYQAhoBff3hbf",
-	"Y5r+6uknkgmfTL54NCgVhgP7RXxgn+y0b5C8NSxhDUpVI678K2HsXa/69jKIsQxHxk5fiQ82ZB9ywwpu",
-	"+TG97amz7WDU3To6+MFqaPqkPbQI+ILhpjLHjkNUXoaW058aJ0Vris2yCyYLvOwQN8k/Qbc+RWrtrOA8",
-	"bn/6036jPfA3dxwMtOn7xCfpNDyfHNxy8bYiuVTx5CIgwvFBU69CeRWqYrrCGR53d3mfEKpTVPIT7aWV",
-	"2j2CY2RYh5DAPKwitcEp0Sr3BbHAdHqp88NAdCaZ1IWy9foEiMYNNZgFOZjCh2JK3Cf7QVrBaCamErmc",
-	"yZzNpCgLgxJW23HbCdXk4IZN/37x4vnp2dWL5z9Ok5AXvWcFAxNkAXEt12AtrDXWzUEMN5VyfTYN6Kn3",
-	"H4TXl1LTgQRYBWAscoXXci5VL3yazuHCK07tO5uPtOxjw/uaVIYrXZ/z2jiR9LYbzu8DbzN/L5fr0XFF",
-	"fQG9b2FFNiYzv37y9eOvH2estjmVp8yo3rZU84xgIDM8+I0qJkTmE0fmaVBIy+u5sJc7qP0lWAVb5pOh",
-	"8wTC69NMgOzXgE+KKlD79Hod2zqP9wb/2ir/nYx16x6asNJRii+Qd88S7GA4u4PWWp/ev1GsGm21r+SP",
-	"U9hMTR5vwvnQG8yzM0SNRkJ3cbsRnytG7QM4yYakEe0xD2aowMEmq3BppRMKhuJSXtk4QrLVyLxzM1gW",
-	"7jtecHfs9x1EAtlTZ/ic19KuB9O6cNU3q0ZV8CHmXiVSuBYivzF9iZD49MSDtOA/yZoCJhwFOU7n+Hjf",
-	"tCLo48y1mVpdGv84OIiQWdYWIErhTFe8FkW/F5qC4oIbmtsoUAFjwxbcLHyus29wZHzC50tsI5jcxEUu",
-	"6gk+ZAWAjbu9RcCx7V1FOPL9s8XwpH4P3RCkeWJ78Uj12zgxYhBOHB2/EeXz2jOzmT61tflhBJmngX6q",
-	"68wlJR05AqMF9YnXnvxwuRPm7Koq5dBhfI11XU03MoI+a0uapYAX+6DouOXX3IhX7ic35iEWMj2/OP32",
-	"+1P2UyPzm/ewRNNur500XXjhOXUAJnBemv1wbLapup1dCuElX6DoNGQlp8OeKFEb2Zd3SL8Ym4IvbYrA",
-	"6fXvk3kdB0lX+7sMzIXlCy4VGbQ6vbAWCR+OcjgUxwcfURB711L3pdm3GxCXut4UUTdPebwIqQOZpMGB",
-	"LPK3iP5OzxnGp4AEUOuSlECrb4SCKFOwJSVsHjm3Yp5EUzijJ2jZaDtq82K6tQjQzMB0zYzIGzeljwny",
-	"aPsD+2JPVXdSWgdZcmgJlIQeK2JYhu4Ah/ckrRGcluXWvuznBk19PO76aY/LnX2eG+uViL7aHF8no3Ub",
-	"0gAO4rzmgLRgdXQ6T89f0Ql9BpsOCIhx8+QgmnUypR8Yxhu7cAwzRxtA3ZTCZCT4y5rpuhD1MftGGEnA",
-	"e0ZkbPqnKdznvsB21FHGpq5JeL4QJcK9qXXcjxOweFkCQy3YFHOep2zJwXfapnWDX9BqxpVW66VuDH1m",
-	"TpiFKGW7qIUIbhNYFzDh4FajXZ8eltK4fhei7uA3kD3vVoqVYyr4r1yrmZynf1xyhSpN9+ear7YelXpu",
-	"NhqBn5LvFXqlCPiMfgYkts13LTc3m43ib+KDyBFnwjcbENI3xhB+32y8qeY1Lzbf97+GtwHjyb+E/wjP",
-	"8gVXSpThcfh325etBV+2c6B/bj2vSo4c5FbmbXf+n+F1/0OLReR/sby8gQuG7DuhjeiX0Ez0G3Uc/RLt",
-	"TfyrKAWut2fRSH9hZhs/tzP0D1CX2nwdaLrn1+02amuq7Zfdj9vvNkbU2y3jr+2CSuNWYLLiZRlWPf6t",
-	"XTObd/+RWOrur35pu7+G5U2FUp2XfH3N85vXghuRruClxAqpnl5FRpAQlcmt/6K/Hst3kOqmgvugdL3e",
-	"MZRzdxD1vnnqqrjoASQEMHqFYJM0aPh73wLFL9qpBx9pKcH8UetG7a1BwlDGCenw6igbO7zZ70d1dxKN",
-	"uRK11AXep9drOiol2XYKDReDArO8EqPBh+OC6j0gmlQOG65HMJsaEil5X5V/JVanM5uGkMBLEN7JMEeQ",
-	"/fnR/8GkIjfgnXYGmutBJrnw67RXIa9a4FzHbbd/+wTk3lLeCjSK04UBDhldUzwtnmgAlMXrgZU6hwCO",
-	"6T87G/LLw3/eunvzl4f/5FX1y8N/4uuvil+mfWVXYBR/TWLfBQka+3f8pYPxVmIoaGBlk5kEPSZv7GQp",
-	"6rmYYEW1JGOjg5E+wO8uXhvKW1lnrFE+jJKSlXBAD7AKyniJlvjjJVryE8aUnpDYUwyJxWB6aRkvltIa",
-	"GBwIY8hQMennQtzqG4Fy10wqXsYLduqjZ+mLg+yA3t+NcOVZycamdc5dOgu/WxEkUFqWuBA6dLHBadot",
-	"S4r6tLjntbY612VS2PcXVEUvoajuocLMAzZdWFtNZuXtNPN/L6svUeyfLkozxfiAqbvgpxnTTc28cxXO",
-	"xt9en8ELb/52wYye2ZXbhsOLq3MEY7k6O3dE9e75+Qm4399dvO6UiTSOF07Nbf7eyvxG2ABE1Za9J9ZG",
-	"Jlxu2fMXl2cXr7554YRx3cwXbUNuuhBSBupEVfIcLBEXV5fncazcEc1pJa5rm9OsfvjuxXm7XoeQ7sgV",
-	"u3x+zvRs5ngr8r53F68zSlmMx50YRDBCtxlBDwx7rUnv8dqMQG3Javb8xesXVy9OmDSmAUuZt2vyUDUU",
-	"dSqJvkF/yP0WHmQHYQfd36UB0cdUB9kBznVQ4Lns82wqwVZ87bkD433izrVTS0X9hgPN9Zq36DUkZwDD",
-	"pnBGzv4nv+WX8AnROjv87vWl28xLPuO1zNh3V1fnk9n351+6H88WtV7KZjm55nDhUsMnFC0F7758/Td3",
-	"At0Z6Mk5dIK8UDZdxhGvVxsVJcWd7FpPpreyEPrhByAkeOL3JHkJLJIxod/pVVhjilVdURlT8aESPahz",
-	"VUT+Y3hxYBe/ZAdNneIaPhbV0Wqwm7aUmLVVPGMCOIHiGFBxLsQKuQ3khkmz2zwXpoGj6u5KtnG0aAWT",
-	"XBExci902XOSqdomGDJCVBGlz5MXdCgpfthqC41KE+q6Kb06oYTXCZAzmU9qnyKGRE6rjC9+TBg39F/o",
-	"HjTMUeHZfgo+vFlGi/IA4BYBNncTwjwaKk7jrSrXI3qibOF2EXKtjFCmMYPLUSf31+06wbTF1Ema+qQq",
-	"uRIZq/nMTm61haNM8RZtXmTGjKwmRs4VL0sKpUZgeB+ruPsww+jiiMZoSbI2o2eXrfKCz+xzyedKGyvz",
-	"ZJ0kv1YB/2HoAKNJ+5UqxIeEwOx+7gBTQRhW8NsQVWNHS54v5Oi6N7leLqUd3S++bkWBIxjZifv0TCvL",
-	"c5us+yTLUpotLGzqED5rEURxu07Yo23KHDmS13o+er6lnu8900vFK7PQw4ua6xC+Ezoz9OHYvmDiA4jL",
-	"m8q7X7rIw6Y0/erYSn+dHNUsz0XS+btZmeVWQ4ANOYv38WHtJKEu43iNw9Y1ewmRoj0uPSvqZT8MfMvQ",
-	"3Ht3CWnxKgb0s3G+utSVdYk8dVaiPY3WfJN+kuxI8EIqYQxGPgy4YDGQnN5GMTgRGTNQD8zXpAqnC7zp",
-	"UrFlRMYjj/A+ANeInz3oreoPsQzz3A6HvBm+CeNggRNmbmRVtUErOVReCwWHejzB+M2YblYcs6rqRsW4",
-	"NUHF8OlU3eo2fYEL5IHTNwftILJ4b4dBn8OZGhca1B4qnueistzx8Z7zBT/viFmhJa652tvk2hN+9EoV",
-	"8lYWDS83KWC8I3CD0FLQWKMjEdqCXm6S7Zz7YhOK9a7IFi8Y7hnhgm1HwZzt/gwGslyAreulLMU3TkBL",
-	"o987wX4mSyegUpTe2OqnPyzWQA2HStv3hLoezGvvXZvv59pJjSADvm8Uv+USQl/9T1RI5j0WZE0H7bp2",
-	"+uLtQomavvoF7uPLMbiZF37cL8MXw8XruGUrd0Wtaq3mePVVQldlT0ExRJMd5jEzieqDavMq2gkGrK0d",
-	"Z4WWq+1yxMG4W54PNiIKGDcYQJ0gqNUJgoPJAitbgsoIylAhKqEKCBlP1JeDcSdW6PHk8aNHjrNaqXJL",
-	"i7RR4HU4m2afrMbkao5cxHT467mowdTsqcsgyue1+wZsbf7yQOf9drgEtGt6w2C2iGAkn9xmDTsjJ2gk",
-	"/YtxXvIkbM1KiBunwXsiC+gCm9cOuBNe9XmKvH+aQbkO15bZDzBkZHW5qLr9uBttt4UBkwbujNzSnfC2",
-	"DPMRiB7uwXBaFmQ9HL579+r5kVdOiD0NFgIxAnKoe31/7vCxEsjWZ5hFfuZxmonbkP/UKjH3V6dvTtFx",
-	"+zOUc6EMs1L3gM3vAuSQXYyM8WcDz376QBNdhFHtQbqO1C5LvbtGDu1vgOkISxYbWSLKCyPuQ0ceJv8X",
-	"t7xseksPelAeLFbMy9K0xQDG1bSF3Eb39X81xR0gUQo+sBUFB22/Fh8Jr9SaADNmNCUnsMUuIl5IO8gB",
-	"ovVyJ4Ydrvo7xvI3tsdsX+qcl06SH1jfbmbnzwieS8ZrPZsZAWbT/XjK1SC0kDvNwzYfmHa0Eh/NJa66",
-	"Mxxha/fUBAV73Y51bJVhXfGkRV0PU006oPKic1+ajPGyZFCsVYQUpjHJVpQO+/EpVVBDMFiU9sGY3YF9",
-	"w67XYHy+AxPcI2MKMTADoDfJ3HakdfLjk6U2OPe+afV0W6ykKrYyr8NNd8K4f4NyY5eyUHK+AAHErnR7",
-	"22zm/6YgWPna057rPfacLrWiI94Ig3+tRKH833bR1PTnrJb4h+G2qenPBr7+MR05lWCDvCwneanzGyac",
-	"nvndd8++/96X6rC8th5658mXzx49OsbaWlbU7tv//fdHkyc//v3R5C8/Pvv7o8lX+Od/64EZS1lSot6p",
-	"M+j/jt1sHCRakFBYtxg4O31+5h8Wuq2JDD7vkCe75KrhJTuMkVR0za55fiNUcZQB9go79KE87l/Y1xEA",
-	"1BC3DrsOrTn+11h9gJw+uYsdhTodChipj+zQQ+6Ign1//uXRMXsNGt/co++JD5U2glWLtZE5LwFowZyw",
-	"KWpobYAzxhTXYiZqofK0KycxnKoqKag6nUbm5aNBxYRiGyjqKVz3TgyIwI+0Eg/SMmheaiOGogYxAXsu",
-	"IdVIg1Zt2aG3GGbMyJ9FxmzN8xuTMWN1VYEMAgOaQJBhxmpRcXf2jnoS5gqR9yRcYsMPGL6zn+qFAbg7",
-	"VS+jZ3biDt6C18WEPtpDvBswjGM4gn/jjhZxoYq03BSxCBSfrCHXP2AZ7SmmDhm9yFgnC9LJMpa7Y6fc",
-	"Hep6pQPiT5yuhCJMP/dlr5ksnfQQdYjO4TbgxFFgv9EtKT+4X93CX6+tGLviH2nCm9V8mQrcewm/s0OI",
-	"PsHkg6aQmuqXmiO3dAtdFuOBqAvxoY89f+fuazzg8J4jQwhzOuTM182GZQaeiwTKDj2hbmwsXnqc5TU3",
-	"izQRUyeD6JK+VjB49v2wyHExNuN0MLr2ajMMDfQgWNO+6v+9tvlATAttbPDRJ4zw7gg8T3or312dsYI8",
-	"/XDZOjremmzakAFhZv1GaC+l+3i03TWUMDjxO53ybl21TB7OCHogwMdDDF+r99jp+2X15dFxryAzjlOR",
-	"7QUgCxiQy/7grBi3m0pxxKswbZ2/9YWvNwqIyto6kQVyanaKT8Hg3T2OkbcEuwH/7kE02IjtRTwrXrqW",
-	"3W+45Vqe1DlznX3tsoSYJvvFO2JeuwE3OsLTb7FA1P1CbcAsAz4qcoL9IDa64uh4lfEl+DYSKqP5rDpj",
-	"51brSSQGt8KGVG2EYN++uGIPeSUf3j55GHjVQ/AnTZa6EGUnIDYugHGpZ/a58P/yf+2U9t1wZE/Y1Wko",
-	"zegrAoE/x9FGQlS/FTWfi+cDQt0V5D3Si0G4GxtcNU6qxxFLCDAgjELQssqyJb9tLZbXpRTGXvYzYni0",
-	"UZwB/7W8i7xo+g0K/xyFFJA4+JWvW8gOw8HIWHQuMkZ/HCWBvNwlKIzdsYOMXmuF84C4ObZSjefCa9N/",
-	"8xsPTbavk2GINWiywHLVUVmY1ctrY7W6W7U43M+WPWxTQmptO8swyEwuRU9u/anXXnlXdpOG7AuQ3ORa",
-	"uSfNGlSBPrqG6YNWe78UvamnSzNWQ8eAhb72IWKE3unEKRok9Rp08uNBCk4dMi+dh+rGJGnuEfX4oq51",
-	"vdOqUIsZ5N/pmmFMRob+BiwvEHd7P9rAtj/kvpWBViXbLR60uVbBp/7NOm1so0q4II5zLH23rsQz2WNV",
-	"2ccXGux4ndum3aQHUFDBiWxjwzf79Rfv5G2PVHD0cjq0Xt10JxeMCYbgd9P+EpKfR1h68LU7lIAYJecR",
-	"h2sL4KIxbPeo4LVPr/vs9jf7yPS7uZ3vRbdqT862etWrVZmOYhT0n5ik4kPSrdHgLz68FsbcYWOVpUhB",
-	"/9dXmOKJ7qcfeclgvIpEX/w2tKQO2e9WlGKrzR2UpQt/pg+iITjFCblIWzRwUGeCUX2PaSHpk7yVObJv",
-	"6Vo/33CUb6Qq0sll2YFU0srUTl+FJJbQHhCDd8WPDPz2AVH463WPAoXl0tPXf1tKPRzuuxTzpWUV5MYe",
-	"OXw8RIBEwNHpdHr+CsCNe+2aVtRLqVJL2knqCku6hjCPfYLIu8V3Qn8pWtki65orA0qjSWI6AcY93j+G",
-	"jKdWDKz9rNbLvlXDmlXpNdJ9H4EEkv6mlvN5GoeBWwbx+T17sqlvuTHDGNpGd6/dmK3wxBQOdHfBh5kZ",
-	"MAbHdXZanmMGkbje/JP+KFJgCOGyZIctTgLxxyi2G+JZM9YiJ1hubo7ucNfEjG/X6oYppJdsqW9F4RN0",
-	"L4SRRSPOHMU01V3DmzEs12qGOj2rsZMACMBq7CYVTFGvLxrVKVqUQlB/q8o1JakADJhYm+Bgg05lZAXZ",
-	"DuPy1WMSkS6+rozVLHevU1A2lFC5Rv4NY/fFwIN/gRLelnLuTTEeQ7aNtt5RQmaoZkzd491Gr3drvqTo",
-	"Fuic2ZrLMlXpYXAkW1nStFhhEHc4SOkQ7zbRpl3XHD9xmnRRr1ndqCTAsbCi+KtYD2buwbEovL3NV1lf",
-	"6aYs3F56ixMo6lFfY0x+0TFN30rSYL3OuOF9DiJYXdxrQDd0KH2yqKzd3JAA9hFVYYW/rXVTpe6zes+C",
-	"s0hoWp10kjHDWxhQs8+6bsb34CJnne3OuudxoEIs4PtcLWRdnPParjsQWx/N2QBABeNvEbwjADt1T+ow",
-	"itMbsdpEcWoLItKyeiwtMl2guU1jsvJwdZynj+LyOE8fJRc8sWzRKdkasdsD1ijIUFWBCVoUDKUJQKlK",
-	"o226ZnqVUhtvxLoHlmmDfLEvCNiDvkYSKL6cHH/U0LbsDEEMab5yifm5yVGlgKEpIALRr4MSv0/wT5IR",
-	"H2Tt4qWPvRXKDfmsH6eVWCxUVvC5s1D5xIOa3gn1dRsEYeUU2wkVt0ErrtMHF9yEX9M+oFLO5XUpdh4R",
-	"oWyA9fEXB/J3lDlGnpYbISqAS+oHmH5BPa1qR3mKrHtw5lu46dodj2psnjt6rnpzRbv+Lb8khJDQLf9M",
-	"BcchjN2/R6ZPv29QM15piFwwli8r87El1PetT56cyAl71FMwfYC2dSnzJBw3nXyGb4Qcab8EUrFVj9V8",
-	"Exq9Bfel3jYPZbR9WwuSOlCjSLVPTnpONy1ot/dHrD1oy3DZjia9VKjhyAu+A6Ec9dqzVrIW37e21Ltd",
-	"4efuVIoVRou5Fjf8dYn8Sh0i04aqqOL4oJAFc3rIfMGuS53fAKikD6o1THyQxp6QDEcOL8TmybnKRdmX",
-	"a1/huMcpRr4qAjqK3LiWkHELjLHQJyS9QTM9UDd31jaiEnAgJrneR9SaS0sit4KXojit5JW+ESotJAfs",
-	"d6dCuA8gjjkARW9vqO1va+bYKTynZoPJGiRvgJ6quH0/7THE3Ag1LkM+DG2YDfkWqe00YfSiTtUaEsaB",
-	"1AusJT7bhgpH4Q3gcSHGMAGx1sjSvlLjIJzgZSbVCf41kYrwp3KulAYd2sM86jpmHgmMtP6k07YAiAYx",
-	"oy2KvHUxomcawCdCUDmHjNKNEd79PtwDJwtzWU/Ykq/dUkBS6B4m1HdYV1VF+amu2XQuWdjpdG2TrWNA",
-	"QwSgvT2D1N2HIxFR+4Y74Nfb3u3t4u4bWw6AIwIxHIcdgDt315HGztsQ6ScE6obRZnDyQFF3bMSbHBCN",
-	"+g5XJi10T+14T6ndzY+nsFduqu6LqDwty5ZmxhYpCB+MM1boUty9JMGFrc51bXvgtB1zvLg6Z3BLRqi7",
-	"bXBEQqQalwEPre2TdyFrkacZB1XFBU6FI+N1LW/JgdqGNWTMCFVEr0kLv3RAfKkxQERXabfaAGA2zJAr",
-	"1qha4Aw9/DZ+EzANYUVBJcpLLpf7rMRdQLRHh75834a96JXyrlY32jTrTMICXfmuC/bu+fnDq7Pz0MIY",
-	"T3ZTV9qIoQomtHhQDz9Wo6mi46SUt30ROyVatfozoKQdwEr3u7rrdIfdB/GZtjhwXqiQDziDd2e2xtSJ",
-	"2p2XlxdnhEfaVnNyy7WB+WYHoN6M5bZJsCbgEa1vzhNMAEz0cw4Qy2nq2RnOEnaYoIhHD70XITrE6cNx",
-	"jXlJe9poRbfiTBozCB8djsPm2drFbE8BqDZNO12Wm3kLRSf2ry2QvPL5NvAcYI/IhmHb1B8nlpMOsuLS",
-	"skMZ1pdNqc2rdSWm4GTTSlBp+MGbJ747fsmGX36jC3GG/ZwCOpgoDn75cWNRepLUO8sRSqENXUK72Vsv",
-	"O/uef0hVTTMWx+ClMycrjWVorlWpUjF59UazbmQPDByAfXpIyxKwpOaOFUM3NneHXzomMDfVdimzcbLH",
-	"3YwUyJI4m9UioppQe8zv9QPTruaGf2y3VAFFt1Sxp4yQvhhPWahlvXWYTryvglUSsNRxVn2lKFrnxVdf",
-	"ffFV5L54/OjJlx99rSYKyO/wye55H2108MWT+7gpNhp98tXTlPHBlr1uJjxPpZwJdw2fdFYlXONBdQJ0",
-	"PRPJesfsOdqK2BeIENC/a18//bLjdHr8KLVnjlV3BksGrcdfZVshcgieazXy91l8Z+Cd4G4MuA4oRoaw",
-	"0oPRZuCKOZwm2Pf0iEllrOBFC65kmtKesEfUNBQE0JQjP+R+ixbi0W5vZ+L2HmAvF/5avpsjE8V3rjYu",
-	"5RSK2qBMKVuhcNQx/WPre/2u1lSnjV2chZoRfYprp7AEw9jr2snh0pLNA3OFgcy5Matk0smCm3N6OAQ4",
-	"5RtwO+37iRt2yyTKGdjYoO9a2KZWfTa9HckOqaqmUeoDpp/ACtAvCMlqvKucFqUPaLRMxNc9l5BBBU+h",
-	"mU7zSukGDPcSI8vzBS9LoeaiTSnZ0e0Yu1a0nbEtU9do6KoFlBXZG7OLuk6lYrSnDI1WvV1K29VF3XAR",
-	"gZsDyrQu23IiGnaNq671PWlQ6zFvGlF3jJvtwmSsQdtnJeotj82wxrQZgB/692ci6xBDN66+XcMfRxFt",
-	"v8FssyIMLjzEfm8Gfo81qUWt7SEBb/GZjzCzYVtX4P3cFeNlhbFUv35jLRIpceVc19Iu+gk2vAGFz2I5",
-	"9vvnXx1kB5ffnU6efPU0Kcbyxi50LX+GyJrvAJq8Z4Epd5NNqdfj4+MpO40/ZwsEbEeHEbo/ZrVeUqC0",
-	"45gts3SH9+LlGXvy9PGfsZDUyzP256ePn54E2AzGobJxRux0k4knTF4qhZyB553BU9TBcJh0j2VMyOC7",
-	"cWrnXN4K5VXyWS3MwsnvhV72pivtBBhvWQxVxEfkS2MzPPqEPEQDy31YHi4hVKLhHnPbi6eE35y+W37S",
-	"iYCl/9XwUlqIBahqbVHEgiNzgjETEMXeGQjZD5RmP2HOoT9YCtEf3elJHqsxN0yKsZnWkxrul74y1e5y",
-	"3AGlSHdXLSa0XJ39N4H+/KUKCw9ALn6tRwXQ65uIgeIpzCK6xf1I01o0kz62crnUN8LxlY8AWr6kqoRW",
-	"M+Oam7jDt81rAttMJG1gCxkcW0gubKCyOAJx7sVzw4T8XDrwyk/2QlfGTscuXZovg4cYeTMkq8NMPwpX",
-	"+SoUMzB3XRkY6kfBKadWek+8QE8esCK7Ds/e2bsazhJcESfEfaEQkdiK7IyUqcdPvk7p/HIpdNOfHPsN",
-	"lMz0MIQLJ6q5vk987Ad7vEOd/6KjyydT/GuuTE8VBbeIUMCEhbdOEDQPI4fePT8HtoOgpBBFazW7Ojvv",
-	"2OERLs/mjpc0RZVkvMmaYrU11bOHD8FXYU1l3N9QSC+WwUisdyIhk2qmmZxFBU2ZEgIVqeWmdvvoy687",
-	"xqOvd0mhbowjTmyaWDEXzR9M9zadIrfDCempKaQ+04VI2K5OT88ydn72/Sn8951bnrdV4/P4o7kv3FXh",
-	"GjreFzDuO72C6N9w4TOr9U1Xb9HNdRkpLQiOCm7I/nx7ALDF5HpvrCr66hdUfdBlrKbcNdM40Ux7IQvx",
-	"zghzuK7l7abzsnfECyHni1QZZF1ALXb39H7q7vZgAXAVVnpvSY2zG7FG8CqaNYgicil6ir7YnroOohbt",
-	"fmOJ5sNcKyVym4WMxYwZYZsqo5KvumaFViKd+u/GcKXBmQAbt7PCViR1R/gwdP5IxaqNDRMeub0DLA4w",
-	"n/1jqrcsSokVsHCjDpsCcllsXqWnmeRdVzRwUUBFRJ/atKHvbcuHshB9dP/dk6dfuoF89+TpV8mPV7Jw",
-	"jCx9iuHhqEOcYHu+VI+l2ust60gyxEZdQk3+K25uPj5RowGthuInGWdY759ZbhL1e1JhlsketuIs4ahx",
-	"cxNFWcKHWGyQ7JdOWr7vgMuPTe8ayulqlCPCwXKA9A4r2pe8JzNdEXAulKh3WsTi5iCBItdlie6WPY1g",
-	"c/03zEnZ7u1bOB4wfMpbOU63sOQfqlqnpv83H3367dvvT//j/OLt2eVIVj/XtW5sOre0jStr3xp9gywp",
-	"8HtQ7MZpf48v71HcKSr0uH3NVEK9lKV4Ti3oHXX1KqEQxaxoPwilM7D8zQmbPG4Fk6rk1i0BVBulkE70",
-	"Y429X2s+szvXZqMCJmKg1DsRVCDrofNhnzs5JoH4gHaOWueEpBc37DZNzA90gJa/D8ejlxSwTYiIQTC6",
-	"BA3n57wx4kpbXr5JaYIAPzXn9TWfB9KFWFOs/EZlEhRXej8U4Xl+LupcpGIxv93uzfJ6LkC9dZ+4h4ff",
-	"vv327Kg9Vb7u3MjjsxC8Oi1LnX+TBt+Cn8EGXkLpfhD/eMVwG8ZO0n1yuTa7+oCWabP0teVSiaKVgRCy",
-	"HFLc4cIb2bdqlt/mQ1TrLaJFanvzdV6Oxic2vVPE43PtJ3q/c9wgyo0t3Vj9aJR+bbLN0x+fygHKO09K",
-	"kIAioBHiDP4XgibaHIrrNeNsqYumTCGyF0WdLI72jVQFo6c+zkzXbProGP5/GmAY3arUM55/TPFmHF1U",
-	"QqWndIo0VijX8HAdGIpL4LlteFmu2bVXcVPOxN1VNre9V9ducUDLTMOxwXQSqgZO02dLmDDabg+8kljt",
-	"mUr1ZRSlO1lYW2VgiYBqz+5PUAywSP4eYajuIFExkRBDN+uEXPG947hepEpHdKLDuA/nET81vISa8e4J",
-	"Jnkbqeal2CsaNqogv0H8QZ/y78TmoCE70KbbDzcyi8u8e4oJMZN+8p1iNOGk7qgj2hJ22uvnnpgOLWPU",
-	"NhYawvHtkJbvQy5L+w8v/LAqGCVXRcSA9jDgRtxtdDxdv0MRWwN8k5d8KVP1v04VZNlZNoMXIABCCOXD",
-	"sEiMmSCyyw/i+lLnNyJhuW1TJAbTY5QQRYDvhNA5IDjo+4HBofRp40Zelzuq9+dU8T3ylvnoDW6jbK00",
-	"B1zJssh53VfwoDNIcKwbSH7iPnHff7/biR56inNLDtpJ7tzNmi/FX2WKz0AhVbBAuRZC9ODYfdyRfUW6",
-	"A3YAcI2KvIuEphVF2fXkOfUqfaD0uzHTiFpwZm9f8nxrIcpSu3+7nQC/mVmrfDcTg6cjqvZHK/19363o",
-	"1vl/Xr59w6z44AHr913svKlNyjz7tuIQnKERn4kdTi9e/O3V5au3b45fvXn+4j+OL1/8r+kRXBvcGHcG",
-	"f2pEvWbYHlKXaZaC1VBxKcquD0u5LZ3ckiIwxJ9euJdeqFtR6koM3zxvFYNtyrwGimBFHtLi0Nzmx52F",
-	"Or59fNQXapS05rxVDDc+YyvCjyUs3VpEsJ6J9tzaFENDjkvaUZu5VlaqhkQVd8cQTotb8dztvpOk++xR",
-	"I5P7W9qqxazcQ8sx4qeEhV7XyKwycMtQybTDxxl7krEvMvb//T//bzCGznllThA4qIEE19SssQWp5kcn",
-	"IKvAagH5+40IUMPUWWNGJrP3cYeXgZWdUHcgnUFP4eqqiReHgUTul86JMPfIRdySZ56Ed6HnRBwl8INX",
-	"aqbT7h6rWajpPpaX8MatiCWQ6552F4I11bzmRVss3mkH7aeiiLm5AQ9RgzlpZtUDfwcXY+r6OHjRShYS",
-	"/P4LEadMAxYYOAUz6nXwJjdCtN7DfcSpWABKpNsCvEQpb0X/opGDyL1pmCxKqFujUE83jLuPYQaFsI5o",
-	"WQFRr6rnHiQx+Gpd9WFVtRe4yXCZeOqyMQteCZa4ru62QkGoSCxSxVPujHOOVXPdGoWzmbFalNyCcKcD",
-	"MuU1hEijxjDAltN7wFleSsTDci+ZAAddC9qI9tgSB+jH0zTu5CfDvK5iHsdqp6G6VRY/9VRTv+6//sJq",
-	"sOi1dh5Lvg4UeHgp8kl4f+JB345O4qNnBFwHkDsIkQ2zmajFCFETNq472GyTWWwcyWiJwrbEZBKRfIrZ",
-	"XfJb8XK2rMT8igoz3zF0BL2BuQZ0KGoKoAQhvJZqVJU8F+zQet8hvu0kHRjBUY87/xtpa27FX69Tnu0r",
-	"tHRiJa5radHJLRW7uZb2oTlhj1gpKExaKOwxX2htdgSyY9bNUCh7Nhhs8LaxVePHBdXvTliuqzXxJQgm",
-	"VlVj40vOPXcbznMwe0OmYpUv3/OSr+jPZYN/q26B2H0RGcIOJbODUjAl2YH4YGt+Ws9T4QVNDZeBX2Bd",
-	"EbM19OdDjBGFyGiTsVIuJVa8YBOAD7MZm9hGicz9W89kKZ7dZmxSiltRZmwyz9jkRqylsu+XUmVscj3L",
-	"2CSv3X+X/IPbcvdjM8NqhpNKfng/W7pGee3+kwPHmZj8vV3Uwniwj57wN6ct4LDdsY1Gnkii2r4vQmBb",
-	"lAIVODPcBhdJoGk6MLMQqeGObuKwDBzZJ492ndi+gA3qHB876qnkB1GavYfw5Re7x7Aj0uP7bpTH1ln1",
-	"Vt0ZCsz1eismfnf0GLX4ZifSCGXZArJ+riuxWb71dPKffPLzo8lffmz/PH4/+fGfj7KnX/zy33ojFcaw",
-	"NCwzeK8szf3fru0ZiqSgY4Ij24+pLZ6AKrF48vSrIfbVE4pBHcPTjzief3769X6paZ2T0lmbDvfvu1nb",
-	"6s13vVXrTj3vto5HwjUZFeQfqmRjWLeofIvRu4tsWtb2GM7Rdr3WXVeP7ElH7aS47uGEaWdywmzdUCAp",
-	"lkBJa/fp7Js3kUHIly/euRz7FGgJSXW+jtRJsjoLjv+Ru3baSYzPOX20XyX7V6dvTtsq4KFaPoKyyQ3/",
-	"0YvGHbaH34i6lHAvvrs6G3MfYgXy9Imk6uShuvieZdyhIvpGLPleweSUChVWKIy2l551+fEAuiQRc8R0",
-	"8iZAlI3RoyXKwjtH7lK5YQtyK4LbaI/VTnlvbxyu/fLLPw6kC4z54K4C71Jcg8OIvKmlXT+MetjCMo8s",
-	"G96C4bNH7wm4PH3W4ln3nrKtPLV7O3Nb+WeJ8wcB+T6J2PDlRuCtk6Qbn624d1bAcJrriS8OAv1zJ+ZY",
-	"AbXnCzmXaDeA6nkraQR5i/Adk+Er7n+1+y/gFJtce4ymxbpaCGVSnL27xyPFu8dP/pyW76re1GKfZ9nm",
-	"2pKBodRziMd3sz6hS5Ly54TK6zVmgfktycvGWIE46G5m28nHAxP8ejh5iwI/D8xtfpDdLV04kR0cpfgp",
-	"zX5qNIS31KyUSrDrWvCbPfflf//j4B//qP/xD/XjPx9nj598nd6JMdm2O7ciDDvXpVa44JqtFtIKZiqe",
-	"7+Z8nYE/+8c/zEM36qdfpgY9Pn83HLMkF4G78kyXzVKl9dscnmF4A96sFKqVcMQnlxAb7wfTVdq+acod",
-	"5WtoFNKwN2+v2Jt3r1/3YcDKJa/XfxXrse1VURw8fe0IJt182pvxXOQldzRIrbq3dpvwvEyBfge/Cp0p",
-	"9O/YW/x3csesk4UzrOuYMao4AwYKKVYJbQAGbfo2DmP1sFHfSIip8bUj8+hVhb/G2jeNYbzo1jmWCbt1",
-	"USTOy/PnrxGjzAnbKbR5qfKyKcTzooS8WqcGAOJF3Sh0kljNlvzD86I8W/A6bWYuivLKvz98xNxwVty0",
-	"ze+jZ+D+9hNNrVc78TZrvTIbywCb4XZyrAcSXk5bP67gRIAcgINty9JHEVDAO7vdjowgoCXwxBSimzjm",
-	"oMAhiyoqOZ1brHb7+bpk184vC4SwsclJIkQ0hwtxq2/E7qz+2r0Haf1lGcrnIV05Rr1Nk/TOi0rni56S",
-	"GIQnIdwrnn+5xlAsUE6OM74cClq/3ChyCvhz5z4MRBrTiIIKNnAFKPQ1tczrULh15JFxgxgn0IFwSOVy",
-	"/VioEoRb1xFuEOor6y5YcscUr8xC29M8T4aDnjJDb0CKtzHMyh6XbA9qmMdML/RKlZqnoxR2AYiCGVOi",
-	"h8nqyrCVrm82q7EO5nLg1z3pUhI9eRAv6t14vm4xsMIFwlP2ZHkk87AuvFvw3cXrti4xpJTJJQQ/87pe",
-	"ezzRdlV3uONxGplf7oyypNoF3L3LdzSl0fZrVCD3PABYqg/uRpi8VCXgz/pTEUCSnJICOAPcWp4vlqRs",
-	"ezYHzCw78J8lTaCDeGaEZBZCsGA927Tmp4/2KYzzeLcBlFZlaFcuySKZoj46hQ9MS4dOGEgHdY+rxH23",
-	"cG3fPRq3LL8RinBbo8ATadhb2Nj0nQ4h47e8f3c8cNe1sCshVNvpyNDgXQV+Yai0fHeq8btZhSIseBwE",
-	"vDnNMXt/N5o8owqRVjstZPcB6d3lK34joi3+lTe2BREYRW7biwtZ6M913jj2AVf7aVNIeyHSYfGdN0Oa",
-	"inLszkdI51rZmqe0OwJKeZV2hbZiJwj4MQrNmES/UQmPPpeUGxY+2DfVsceTe0YoMPD4BIXlqtbXpZsL",
-	"hmaocn3ufyH1YbQ+s71FbhmTETnYxU7hHleZrF/00cjFtrv1l6WuBXUB1ViYXXDldCOUaQ0kb63SKs0G",
-	"6+gm8nUO0cZs45FlA/gtl5bXNtT5vBtDQfO3Jj/LMzYNHG4Kyu2UV9UURKKpxyKdskOscALFyelhx+4y",
-	"dSel3uQnyomU7f2Wil2pEqBMp1VVUiQPGV888ikP1Tqwasn1moXRj/JHjbs+vWRO3fq1OgH/VMfQS541",
-	"SjHd7R3cD8AhyCxmQ2J9YO7F+/Y6ON7A8g/Ztm2FQXYIVeNZXrrFIJ9JFyOBwtakPfp8vrqdALkef/D+",
-	"Ts2Iov8n7P172qy/uX+/fz/gS0r18ksfueOszmv9YX1XB3nVlKXjlB/WgFfkWr0DKVrNqua6lGbBpLJ6",
-	"L5tu8Ay8P578+H/+t4OPpw0cTlkyX2H07kBJeFCGzlM0dX5X90j/zH9nKEkIAHSyDZQEagPA1bUuF3LR",
-	"6JqVej7fhgHeDZQ0kvyiomVDJyDhf09CkjhqCCcjfRXr6p5uYmN11YY9ZMSlOKxq8sb/3d6j3Zn+Jq/M",
-	"f6fbRVef4HJBUMz9juf+kRF7H4tPfEXsvhR+ZbY2hqHVw2A+kFQRAloE7h6kVjmdCaJEokTjTVfbsuK5",
-	"FUV/XVj/hDUVwLovZL5gvjowAF/7NsaWYeeWX3MjLuXPogdLwj0KBcvp9SAHA8TEyL76M+LOqPK56WTG",
-	"jWx2xcuRo1/V0ooJXwheuKt23/FDLWYxDMmDRY+Yf/UueF91WwR3+0SkdmxjCaKBps+wO96E25/0dCD2",
-	"W403EcKUt+ZX+PqYXXg4LW7YuVBFp2JAIYybDOWvoW3xJNZ7C2kqHCOzTY3oXk5eZrxbbcBXLIjZ1AOD",
-	"sBBDlvdhkKFo/qf4yfBtfUY3NUYG4Mja8NPtex9fGefkCimX2Ozhu3evnqczYkeWzws4Z3tavsaBRlqo",
-	"c6IbOB/Ab7Zr7kZJglRkamjMtVOr3TliM6l4iS76HYPfWQNtv9QAbj3EnI9KaJSVJcudZKZ6q+Sd9e/z",
-	"m07JDKgOQJDYEotftBTQl65Mxe7HVB7g5kYgrUgL8Yw3UhXPemA9YX33ohG40sa4FSC7AbZvu7joXT0L",
-	"YY2zjpchuP1wOt0F26dCZ4ob9GDHbtIqNzcmFXwYa5XASxFVLK1RdvpPY6AAwBGfY1piZwiJ4P0qiVvQ",
-	"3k8gfriXsrYyM7fs8VjQGT6HiydBU2iggrASgMOu+EdWKbtq2e1da5V177qEPd1qm6oSc+bLikNtCe+c",
-	"jspL7IuRVSFuZ1g+3/MAkEuCBvulzc3DmVGVHjd0gAGIGNIJu2zyHDBZMvaSGPuVY+xvGwyNPSOmDsYK",
-	"YMvxmabr/iA7eB6Y2AGkuxPiT2j+IDvA9g+yA9/BQXbgmx8giPOSr1MVJU4B9hZqHUAGMEZl7SpAP0a1",
-	"2hrI9RB4XMpO2ydh17qqRAGJ1n2IyobRW+xa5NzDANBUayeuWq2ZKfWqXI/sdjbc3x4T6C0re0VjBIsa",
-	"lsOSFn4xGC2UMTljXK2P78OWieHM8b6nEb9g0fpaDMZ3WUR5OusekIP+TO+FtdVkVt5mDP9aVl9mbFEa",
-	"hCfbAUpWi6W24rQo6v41RTkXM+fdld56DhASQdq+273eISS2K7inhDjC7JMGcdqtw4/IaPfbmm0FM8da",
-	"O9aabHPeo6X2FB1IY5M049XrZ8jImdI3dbt5BG6xKRoQJlUhC/T7BXyNseWKqPU9L0Dipon7r1Egf/Mk",
-	"yNb3u0bucc6zVvVD3J7O+DZiLwb1jO2V+Vi+sX9xKxxh6gTsLvHUXdGBU1TrD+teHfxqq+qeW3tKaSHF",
-	"HCHI9Id1IrzlXvD/P36dd6pJm/M8wbtOWgo29ZlY7p2Hscyb4tQf1uM0bjTDUr7WzhmYtOC1OfIHXvMJ",
-	"GEREISve3rU7OBxNYZvBdVfRj6n/cFH4cdq2A5xaq6hQ8r1KTSOdHnCg9YrKRuGoTshU7xExcahKh4+g",
-	"zKphhz77rGrMIvNkcHQvQkY3NqNnjno2K6USQ5csKMArN5m3+PK+l61Wo7oADDIMSdu7h1rO5QBmFC0D",
-	"lrQw7LBqypLEG1z4mSx76k7Q7ZPIXKObOd52EhjhBsGAuzbELtwhPUkB7UVGEd4jgT4x6yEXXSvcCeNO",
-	"zQTSgGAPRNl2IpMTmbci/+5kVCHiDEaVMc60qEY730F/tub5TV8pLmjwgWH4Uv9q757FlWshKVD024he",
-	"U1VMXdt9z+q9iJDtEdlmsdhBQpb09qUxViTa2tFWHJ/V8C9vxYknusch8/fYeLvNpc8T+dXtNh0yTxwG",
-	"4NhgCcb7hyoHnYT7wuN3BjYJtwlf8XVsi8GGDrID+mzApIIkmzyXooSkOA41C5DrdzROJNpQ1TAZbZ8K",
-	"20fMKno+8hTl/bV3Mqi8k7Ge+lsfV8UqQEvDjA8BoeXoHstXJZvsX4abJM4vAuY48chXFWsTQgqhPZhM",
-	"8hQYwN9IY0ZdIjaHxwf67md2CA2NHe3uwkd7TX+DCGEt/MlIktxt/p3gpV08F5bLMpmsqoxQpsEcfnQz",
-	"F/iylwGclJ1KC41gHZKwmZjYTeUT0jm0cGmL4hXkJKbvxTwMEB3ThfjA6DMfpIMKxpI7xiZG2u4goDqx",
-	"Hq9UIW9lAZcnrBxG5I/n0LjeEBef4s+ELTBOI/NABCE0IsoVTRJ1CTVQex1vrW0vp7gC/KADYKI0/ep2",
-	"9UbpVb+j76PR4/nM9lwE7bk0beBI1JYn79e+6utLMOvDn2dcFbJA8eRy0dhCr1RPUd1dcRcBi7gncOUu",
-	"V2eAqm/PQrwU0S5mXQLJOhEQeIAHqd4nESVuDTzbISVosFBA0TKPQdlkk9mQ/N+kEABvRc3LQGMRp4k3",
-	"F0q7FQIgegGdQfFbLssNE1KnhnF6O7+Ryt3hHm57o7sd0jFOoW09ueTA5V4suSzvXh02gpMxQhWMY4FB",
-	"pR09USimWFJdto3E56YH2OASH7TuWEA2dQqdDwyjTx21Q/htf2zgkwiTLFKsdCoaK5cVwH1EGLeBTmAO",
-	"uzNZ9biV3pVEbigIZ4/VHCpAillVkN7o90kqtoyKRY68gWgr0mEY8Gjy6nnQwwEmt4UzTmRrKDuMq3D5",
-	"/VULJuOrcUdnoqcmJ3yQOFdxa+SN8cnuu7RNyFmihjslG+NF6d/7NFL4N9zIHOrsupV3m8uvdWMDoVNE",
-	"CGYRJySROoUYcHb+jrkn0orcNrWAIJIg9JNk3NY3Sxv+PumNn+vlUqboHgvt4mNfm4hTLCSWwd9A6B9b",
-	"1tBqXeYLLlVgp8nWVxKLem61vtDGpsE7vtPGdnDPIpHuk8gfOnUzbRT+usuWV7UumhQ3PscHQ/gkZbJo",
-	"I7imu/ULAawtFMbaiqDdw0LY7xoNKaS+T3p3XzNVUwGu+q7sXyNVnuxvJEsdef+PcjnABrZNBkrrFlVM",
-	"ynLhhMMJy5C3xOu8uSB+3/t53oUuRU8hqM5p+AwFn5IH9LQsUVfons7RWhPNwk1zn1JPw4t2xU2PXQdY",
-	"1ESquGIv6KwhUu+usJDQUqF7EHtKbuyLtBMSfm5xQAyEXnYUM+lkNQog6m29Tx66bJYA0bWjgwWn4qeN",
-	"Ymth+7tpVIpfXMbVsX0fyCxOmGrKcqiju0W0orL0VpU7kMtgYwCeEso2k/miNS5AMz0Faxql+M5qW9BB",
-	"zhW7hjolbMkVVBnsb3NnwUJoUhpGLzOlVz1SWlNBqbXzuMb0mIFSUWpCP3Ty0pID4hLGqJoeODdubvrA",
-	"rcwNXuGgS8hQN80X1BzDfUPzXQUp2ojtGXcOQru88WntEEhMi8McpD+iJcVFzD5BK70NjPMFtExuVAjG",
-	"8DQvGrVbl+qUON+ofz5oN0hrwf/cUV0BjtPEVCJ3KhuUOykt1gswThTbEKPaaQ3F179QRVSabF9JptpN",
-	"YdKAGMzjhUmQbL/U1eGidxhjuCWG+YBrOXWhdPgK3BqJIS507a6jcKlAsRk37cLJH7qmWvXXAn5Ie2R3",
-	"c5G9eEUVWEEsaUVHIV6Zdm5ZOKf9BNKrD9GDjt4ZWZd2KJ2O/ovnSfvnN+4R+tk5iCTLShSMW+AZ9ODw",
-	"1eVb9vXTR48zhjfstFEghGER3kb5z+Ab8yn0xzv2iVg5O1eVVvL0/FXA10H6orHIZYUOOvMr6LFg/0XA",
-	"zd5u8PGm3XEr+zGek/hQpSrd9fiX7k3jifWc7u5Emk97XrtaUGIpUrQE9rr7h94Gsx73YAGb8Nt8zqVy",
-	"L1BslK8z5aR9AlzOF7wsBVU13jALlXNdS7vYQG/+/vlXfejN4Ytg0olb95ZtbODyu9PJk6+eJm3ZHwXz",
-	"jR23i9A1In1aeO6lsAtddNfr+YvLs4tX37zYWjTYEvyipQ7YoG5xBN9Axi5fXL07dxfM+evT/3tzNk87",
-	"k/liazI//vOL7PHT9LiVTlZBO/VLCs8hqQLYeXd8UN4BjMJQQZ4DiHe79SeMs1ktzILVXBV6SY3tNrmP",
-	"SQX/SVfd1eYNFDnrzuN/NbyUWEW2qrWlqvqbZ/TEjUwQ82acLdAT6JWDn3SVsRwHDzAdOZjHLl6esSdP",
-	"H/8Z4a0QoRzBUBH0u1NoUmEhCBhkGkpEpqXlDvm+u3iV+WAMQhavGkv5svE5Qgx0roIyMm1qOcUaEH76",
-	"i6D8bZVM2bH2YxDQ/RoHcvyVAM3dwibZ8kLWxTmv7fqMV/xaljJp8mhtHL4apbuXoWwXaJOFToTAcCsc",
-	"O0w1Fzpbs/a1rcqXbfuU/DO+3mXbwRm2n6x3+ZHCSChJuEMWGQCwBSOrk54BsyBeYJw8fZo0oxRaoB0F",
-	"X7q7GeUOxUK6o9yu7LHT8AwfjvSLxH2N0Aqo5ZQ0E8803pcsPq3DdPJa3opzyu9KGhhh2dm7i9eGYrah",
-	"JipBBNwJf6eNd/uI6PI7QyvDTAD14FqAL9X7D/fUTPetTAf9wpFjvCevC/SUnhqDRqp5KSaOc7y7eI1h",
-	"mxRoPd4yTfuMClHaf3KvgcrY3K681jj+sbNLAASOyOSJeMgf7xZDvPMEDuDe7hFR3E68S5h+k8dT5ccp",
-	"FSC/eCoG0g3ZnG6Ntym4JNTojoeLxDEoGpn2d0EsvTuZxkJqqHEsusWadl+6i6EU3Fj2Bf5jqY31tuuZ",
-	"nGOIJuCSH7YY1Y+O9sNK/CIJluhpZThfQeNpC9zuBND68cAsO7BDWJi2IExX84AlkkUxcrA0VNJcN4gd",
-	"d3QCf2LuKDv84bsX50dRKCKAZ+1N0n4S3RJnXyVsqQOnDnjWa6lukqpDy4BKqQBdz52kGO6eyjYDMkkt",
-	"8KSPx04PMhk07/1OnuhdX7vA0Mewf2iccusKt5dQEBqJxex7B/hJ9t1V/jnmIh9SnLoI2GkBAW7Sn2fj",
-	"2/hrMli4u2iYZRPtSGcJu71BiXs7WYp6LiYaSmamQ4rJO3HB1XyH28iR/0Ir3dSGfXd1dc7gm2h1jRA3",
-	"gOwHtaelmh+lbbVJCEaEilC21mUpCuwA6g3gxuoV+JU6poNDxF7kuOoVt4sjqI3hgVr2qUbQ2YfO1g8U",
-	"KNhcvh/H0d/Hs3we02vg+DGtugNzb9w/oqz75v4ZAWhei7WmbOugrD0wqCysP/6KGOaMns2+FtyI+9id",
-	"Wiixguo5XXCFBLu8NrpsrHg9sDNffgHxjBv0oi0vmd/QCM/4BLQss9A1hmdxhX1Ty+3mYLMRiOngHlCt",
-	"9u5vK6lM0PAwxQ7QXY5OsPWNS9VdjPlCy1xkrHPBkvnB3ZJg2nbn5Gh3eel4158+6gW+GHvaSwnhlwiD",
-	"UYla6qKzrtF536e0xtOPEFkc4cFwcn0ravNvJrG00AefhTrx1o4U4BbqVFrDSp1zq+vfMQ2nqPI+qGw/",
-	"s0DXHj116z29gzH5t0vaH5uxfuL3JgtFWDvvYw0CBNNpU393grv+wXHuwwpy/+i3mxnsMRbuHVB8BwBx",
-	"e4LVr2quTK4LUV9RjfuUhmjDW8yXwk+wwqaQ+htpa27FX69TiZtXvJ4Li9mP7FrakLF4cy3tQ6jjXwrr",
-	"c1exv3yhtRHDhBmcIAM1FaIy/dtWONCRaFyQp3jCcl2t2Y0QFdX7UlXTKeHlnjv9gOcH2YGuIPemypfv",
-	"eclX9Oeywb/Bl/Tj3TFB6bXxyuvIIFDayXQt/nQxcPHB1vy0TlX5etnUoC76jdPwANCv8M+HEBKF15LJ",
-	"WCmXkgDgJpC2aTM2sY0Smfu3dnrds9uMTUpxK8qMTeYZm9yItVT2/VKqjE2uZxmb5LX775J/cEfJ/djM",
-	"jPwZ2pAf3s+WrlFeu//kwJAmJn9vF7UwC112+cy2YRaHDWVR25GPKXbfsqAvnmzzIMCvSify0kGchQRn",
-	"RxKJQzhACk92VhfpS3emzinfWSpWyQ+iNHsPwckNu8awr4l946zG5Wex/OUmFs7OG9G3+GZneXu6DyDo",
-	"OtdYr3Rk+MHTL3pKUu+EYr1TXbfQ8A7Y2Tj0GbtII7/JQoxi6JjXfq8M3f3frkME3Q6zdBzZfix98QQS",
-	"NxZPnn41xLx7kuapY8yavzsR/fnp1zvmv+lMjM/ztj+jG6IcrVznZvSzCkwi5laJA5FtX/rxHdGH5Buf",
-	"03FCSU9487ZYMj6y2X8Qh+iOEjoTItOdI5vfwTqcVvLK3S0fHWSGxMy4ahXAoFBgMImBY+hOoaRrLRVO",
-	"BuXfXqUo/o1Y+UgWn1BZY/VGqdjZq+cXTnulMsS1qEqeexgXn8yvlXCahSIWXkoIR4OIHK7WcSpu2I1d",
-	"hTLCdRvdxuG6HXAduMnYrbiGTjzDeNabDrBxXcTxNSkZYowuobT9Rsx0LQZmAUFdm/OQxm2z3OMOGQyy",
-	"cJ1Vm4EWw1sN/kPIabkWjMdfR9gc24EZuzZdKtr0x4k6i01dadOzVvRwaEdSwu8vveRLBQa+rXVT3Y2E",
-	"XyJpgg1q7pppifkO9Dso/r+shROnPthkINnIU/1cGvAQer6512HeuZAfv4YBp/AjVhF4EuRrnzZ28fZW",
-	"1Ocll+rCmipVZtBuh7cShiRnmPUdwheZdk8r1xqbUvmx6TG7amqFgN9M+6rEcQEyXgsfPqyEQNfMEnPu",
-	"IXzYceApuq7e1eWUHX756BGbSgXk//5aF+sp005FW0kjetxzfda81E6PKGHEG6ux1EgSfUHXGFUK1suh",
-	"yryunb8BRFICpcrqSdWUZfrLcbSAsRSQ+6VrM44yCnErc39kU0rM2zd/e/WSkSrrtMhvv3ny9eOvH7eA",
-	"mJS+ulNXwa76+8Dn4Htue6EfR3fSW1X5uTSYvO2hwFjOldLAzqPM5+21B072V5HQRf4qIMTXCQEfpAFH",
-	"Pbzs9TrLb8iH69cKapbMQAmDN8eo4QtuAMNs2LVtKIeEHMcBmmt7Pgtuzu3Pw63lfClqDomjFVcTK0s7",
-	"+Vl3IAziitPmcsFrf4h2tEwrIQ0z7iM0VLKmanE4rbvge7Ih99K4o7qTJKV5Lc73EqlxO0/WJ7hDnECE",
-	"sNjf1ILfpE6YqGASoURr0HgJl78U/LYvdTRGjh8M3sU9ic3Pjp9fxdUuR3x/0fkmxAu+S8VKOAmGjuy7",
-	"i9fHDDwKoYTMkh1O//SnP/1f04xN3cL+9z/96U/To0j1pAskulcydt0EwLRQMN0NUGRoo+aqYAD7aSxH",
-	"J63hS/GMcR+kwZXG6vqUg+Bvp8711V5UUIMZIvgTV9TRMTuFdn00f9xGLZb6FjnDMllmc9+qdne71kbi",
-	"md6hYCHKQe+MqO9NF2SNEfVdpEikzzfDao1Z6JXySQu5VkaXItLucK4sLwWvR5eQrnUpXhU9yod7yGQI",
-	"vd6he3C/DLW41f5OcQsCBZwJbZRjUad70z764MSAdOGZ1z1wa/YdZKh5C8XqDjK3VXh3/zjukJkUVtJb",
-	"FTaQxiUtOZYRI9Fp5xU3ZuXEtoJbnsik6HdoBJAW13bs1tg3Mm/4XPafySVfO4kFzmUvYsRrPZdq9/Dh",
-	"HsFqv66frZyH8CKuX3jzIzIfaOHP0CI8DIPjN8mtcqeWl64ZeFqSWRrubRyvfx2RbmCfNus57jX4XoJu",
-	"UygCSSBCTFjAOyRs9JFfW6VymwTh+qPij+4XkHEJy3OY5BwHLoXtKYc0YOjfJoi7l13DDKpxSSruzeOD",
-	"vbLEgCo6Ziz3bsYa9JLwpVZziBXApZMqLxuIuaClAWa8Ow6T5tBJB4upPWtRDv2J6rcwx9ScIp8fexjj",
-	"bvhvmORvEPRbha7uF/4bN9Ujd/kmR5nK4aYZj//dLhb2CbgEgAUeA4FnaD9x580N5nMBg/8grhda3zwX",
-	"pbwV9Xp3SbeC3mSHIRPvNGP/wFcwhxDiKkC2M/84OOqp0obN4D/O9LJCbpMd/MClhYLpFvAhQqm2gfps",
-	"AJWYN7W0a0iEJ4AHwWtRnzYpd1abPUmUD0rG1Nzm7ytu3x8fHyOkwnVjpBIG6/MLVRgnxntxgucAtoXt",
-	"HMLHhj4+cmtwK0qDLJgubZJ6WK71jRQnpDsYxhmO1du2IQyqFjPMT3bq8JePHrMpr+R7eOO933MIMkOl",
-	"xml60Eh7ShbWVlEVijPoNY3266bTHR1z9ykh7pXAKAOIEDucvn//nTZ2AlPGz6Z44YKuVOBR/u7q6vzy",
-	"6AQxvSZwA3RyF7qo1RCSyHhpNGhamC78H5PL23xyZurZBFxJU58UDaUuQWGbYMkQNr0U+eSlsPlicimt",
-	"mDqpYPoWnk1BNbMLsQZr48bKfsGmualn72vxX1CBDBZVupXBlTjwqv5BNN12lXkl/yrWB7+4UyiT6JiO",
-	"26Bi5qZ/7k0Nl6JG+5Y7AOCDnJjwlptfLXgJN+Mk18tlo3zo4ZIrPod019Zu0daLhfMUoVx4VEvXIn5p",
-	"gskrQ8vuJGTZF8JkIYQ0a9M94E2BqSdaL42vIyZrSEpR0lg8GyfITn0MnZuctIZVzXUpc0yB8GwDYzyR",
-	"39mFoa0pOUgrhC4OR4hBbW/vl8P6t/5oFqIq9VrUx+wFMKX/efn2DYNSU95O3RgSvKYAOPUNGIzNgleC",
-	"Tf+Z60JkHoQ1gxIk4lXhJm7rtZOE/kfmEdn/xy9THDFGZlDrcWLG9D8mV66Byati6gTSSisjQha/GzZF",
-	"3IifGqf2T6m7acaMJrQaKoQF/iOPE7bEapZtOTParlLPzTE7506uAn9joFATCj35T4S6FaWGOeNl7e+I",
-	"jMEVkcHt+vcf3SQje8kSxB9VhT6CgElYVEtdNKXbN9vUCjYTT4VQFtYFS2ZNXePTY/aC54uIjyhA1nTn",
-	"wzO02I3maPqDYzGT9sdpAAqkjtuX8IdpW+KOVkmoma5zYZKN2YBUAK7G6zXU+kKlWxoGO+3PMu2SaDPQ",
-	"fU90EdSNk/HJilzUcmYZr3ht0ZoVzWz6pylbCq4MMw3IM+FRxsSHXFTgKol2E8+GY43uvK3DVICqnjGn",
-	"n+C+5QtKD2ZcabVe6saQKzKq/RePxPHgqaPShSiBB9Pp7rBmbOGYvW1HtOT1jSj8QFpj1jPGKzmxyKtp",
-	"KHAFhhvXEG9zPBiUbzSyRYAp4cZzLzoKTV59J/EC9Q+HLutJuKbiQeXdq68ztGjA4aJoB9Su4ftCKOlu",
-	"jXh5kNrjw2zYFLdrumsjkS0O7mLvzEud83Li5hYai6eLgCC+2KY75tqHopVaV5A34GTLesYJZGRrn/xa",
-	"eIYLqF7GzJoylF+kXDoM4zctuZyiJGDY4T8O6LP4ZdaokmBnrSj+cXB0QrHipe/bf0SqbjffBksVQDpE",
-	"LKtgYLlhjx89DoX7CT54gp/8IK4vdX4jLGsqQLs/Zm9DVo+h0PRuX+CzlKVQ9hmOsd0PPWsvv2+o3nEw",
-	"LgOLYIff+IVQmmZGwdG4u24t3FApaJ3sFEcn3YlhsTpU8N0W47WPzOyQ8NbFLfAtjn4PqEjn/nV+9Z9s",
-	"qW+F+zuuF3jk0dJgCFT7jKDlAuoAVhdZuRuaZicdawSbCmdPPnzw5wA5nP8ug/yP3Av6Xe1hLpSoeYnL",
-	"8/iIDrkiCLcVdwx/6v6HkiOmVFeeYLr5HATpzbHbzYKVh9M3bdHCUxpYYJz+Kp/S61frSkyPotqJ0IvH",
-	"TvXQdiSIqI3dgQEobReYozED2zXdkoccLQjA73lr10Ibifup1HPd2MR2cMWmWA8ecSGnTh/5qXGEWPGa",
-	"L4Uvz9SOJKCUFCIvORLDhgT8KGJs3msBjU7dFY3Oe7j9OHP8rBKlJa2VLGt+nNwwCeJBLRALAd0hbZLc",
-	"SSpJbrNPULx4gfGER8fsQvACaQ77EQXGBG3BuTlq9vdYFwWwFrmQ5GLxVILXsicZEtO8xqGVkcYKla+n",
-	"7LBd2unlbR4/OyKHoQGSQJQpjvVCKTToGZsCU55mcRZE1i4ZGsBP2LSUSvBa/uzEzikmHWKmab00HXz6",
-	"slWBkDQcOyvbGbsj6qv0wHWOpxCR5EDVgpCrDlATVfpCyptBBSI4HF89+mKzMo2H2RXcSaXuALbr7Lou",
-	"NQ7cOuIOhLgxeHTd4SKgUuj2GLbVzUivFO5n5t8Eag3ekMh5BnjGTo9wTayxYlB3jqU2dG+6y9J0Bfio",
-	"RnBXYKeTcGl5KfxleuifXd7m8GB69Cyuq7rka1a6S5QQfNmSw8rUupkviNWDkoX88pj9UEu4B7zC60sC",
-	"eS8h8kCxhi1pd6Ql16gqS2BkQOCkv4TtQYmk4JazQtYit7pePzCQZ06ivDQAVbeCDZjVQkxM5cSAWoAk",
-	"TUzDsBWOmQbz52gwxuqaz8X7WVOWU3YYVnT6SplmNpO5Ez8u8aXpUaRlYc057E5i5wWq7Lhy3hOL1bA8",
-	"W3XXkhuMFSoLegEcpIxNH2J1m6nXpAu044CDsD12+BC8wCTZo08SrLrSliL4VJOq++n5qwim/tnB4+NH",
-	"x4+OHz/9CxQ4qITilTx4dvCF+xHD6xdgmvIlhJ2Y/fBaa+vUZwhRqpIu2DOwBhsyFzrGgIpDpHsjfrlH",
-	"upPKWF6W7V204XI+Zm9jgZCCFsEtLq0R5QzZbbi7eRA0r9e9suYzv4aKAO6ABebax3DyVsj0yjwwDYn3",
-	"E3etGAtQHG5JfVHkw+lkQk8m7hcpjDs8flZONJ3pesXBUOGp93D6En+DC376H5Pwz8mf8IcLwcvJq3P3",
-	"j79JPg3aUSlvBMhaQTPBuODta/MLuhM7tZtBzIOFJEVwEWmJulEgCHCGJeCp7WP2UtfwkWmnBcm5JTML",
-	"UZYZRpsSmAQSdFUDGBhvwXLCQUJypOSOUs9Jo1d648BAlJIhO6TTpJHlfePbmZzpwrEVCd4lVUA0tBei",
-	"w15GG37I2arWcNcUIlxxsFK1qNAvqpUw7MsnfzlyZxC0jOSoOrfT9tr/5QQMESvNanSSB6ui+MBz61QG",
-	"JSCZ/xgS2UgaelUcPDsI8zt1/QJd0v1uDp79PYkV3l3ZIH3EG/IAljqjhGw6NPH53iayYGhc+EJqZGhM",
-	"7YO39HLw4++IwfgR/QLC2G90AZFqbqhUpihK/3z4XwYjCNumhxwf3ZXzsRxg+kw7WNx8slbCdaRQRAFS",
-	"wfrex9OOD2IHh+MyCDAD9wqw0iePHt3b9NCvk55NiuF2shh/yQ6+xLGkughjfvgNL8LCuU++2P3JS11f",
-	"y6IQCr/4y+4vzrSalRI9PF8+HtHFOV+XmhdXWr/m9Vzgd1/t/u6dIrwYUUCsnVOa4OMnI0Z5pfX3XK1p",
-	"OaBm3VdjlvCVsu5olVhBIHb/OPp1hz9gp9PVOXzK3GXP5wY84YSMunnF+SCA2NZ48OzgL3858L+1xp6D",
-	"Zwdo0Gmf4T/xAP+S9dz/k9bFPxfJUgAAzBMgOnv4OVsL21qUo2ARkNzNguwRLU8DkcZJDE5t8Ul04PKB",
-	"J1olxYpj9sq2podNOxW7FjlvjLt0rrUTy0PcgZfMQ//bDPpbYQOnuQy+8U9F9Ztd9TCAdr1wm45/U8f8",
-	"SmDIS4irxcPePR/GyrIEHc1qp8IR7+o9/vd6zHNe2XzBH/5TFr8MHHFVoItctHINfRllGgQQE0g7LNDn",
-	"df7mWyaXfO50HihTPZO3wvtT4Dx7QNCmhQeO7movk1Ji7EzOrBCKLaVqrDBklpFeqgXzre/eS3ioBbaY",
-	"KxG0M+xJNBb/MvpAOjjQIIqR1+mYJv+qAFNP+04J5gyYYhihBGOraaLFwWOAPSI/ABuX9N63IKJ9iToY",
-	"5ocVGWJjQ2BVVfIcY+G3qPQMB7dLhEpAysa47CACOd2oFYBksXXxx+JPiItoGngzKf4Msgs4KA8rLAKU",
-	"aBgLAiSaTvKGaOuWUOETXfgUdoZ2kjsLCF/u/uSNti91o4rfFEtCWg5kk4ez8pmZzcNawO3Vr16/Qvtj",
-	"ULGRvYRNzUIsIV6wZGwwphGO7yixcrwqi5nLaqG9/gfGwDiEl3iUOze6LBz/cJej0qzUag54R8HOecxO",
-	"FaMaH+5FZOBrjHXGnqNRgjIa3/Xc3Hg41dgeFvGEbaq+wMX6eMpGgzcwj7sR+XAezAgav7tIQLM/83Pp",
-	"o/vOBhzfUZ7/7dArbNYmwZLjoTvXz0TFYEWdePVxwD5G5tZOmHAryc5FMXETisLAGQcRAazFUs3ZlKjz",
-	"nL7uGlMpOAH8GsHGoVXHxNG6MSI72/QIxGSE99hyN6ftakPe62edJPiUTSrlmibWUAp+A8g0HtVfCYkW",
-	"LozTJ8M7BOiHVVS6ZrZuQ+RNMMpK6yQSXIut5WNg63KC5orXRRz674WlrtT1wJB0NKHD5z4H/wiwWshf",
-	"A7fh1B/gYz+i9zj8acZ0Y8HaOHVNNbWYHp2gVAMmdHBYRMpNwMvJgrmeZLIvn/yFTWtuxXtC85lGLpaV",
-	"VIVeUSqcMY5Je1YQFg1ExKWg7Nnwc6VLma+TGayGr51itz46Zqdl2QYkRIHJFCB1q2+cfNZGI8cQ/XAP",
-	"oakfg9fQbwaJKikZDgnn7Ur5jTv4NIYj7Md3ssNw5C9Kf1Lipf28BqHY1do32k5agg9zb+PEfFRlvJEr",
-	"qGoMG3l3sfDxGOOMY6O6lj+L4g9j0/1doa1xCRlnTIHE5aAab0tT6cuy5fQQbNph9Qejb1Roc+vuBB43",
-	"dGOK/MZE8iKNG7RiyIyMbba6grgtf5iR4xGzNJBDu9LsO2urt6pcZ+ySL8WltOK/X9pa5tazomeJIOgo",
-	"qHGhaztxam2RjKymGxBCedPxx66l6aW7HsS0DdvwE5QmEZwceAzpCH5U2Cf9GPrEtifdRxHg2zTeAXf1",
-	"v6ELFifCqwrzBananS7WuJJkIWsjSc8uL17SR6C0EytJxlFvh1EnVhkuJCOiQkx9kdXH7Af04MQQDXQt",
-	"PnqcFnKC08rwNSUmBzsUMDzUm7bsMk0tTPAndYwy2wJCj1kmus8xP5d7ubXjmJcGR0/P2ihCdui21v9M",
-	"k5uSdOglPWzkiE7YtmXGR8kk9B8FS/oarU9wgXMrwpmpWvein6Y7kO1SHDpRBLuFhIgJrCBmE+e1NmZi",
-	"pG39ZIcbQfDPopemaOxyWqCcqxAaf5QWIjci4inYzwtYMjjefaC2l8pQUHM7si1swCp8IgED2h7hkGLo",
-	"keqIZVwVpOL7Y5ERS0cFCLf/80oelJRxSZdBn1OKqHwFaJRCkeQhIcYTxT8IwzJYLwApHMZ6KeykLyHk",
-	"apt/9LFJx/ep1aPjjodyy27225Zz/q19ZG8rdzttqqefR8fHUMd+QeUiSh73MlaQqVUU6A9Krjv5JDxQ",
-	"9DIcV4rjhiJaK13foKpE12onqiIyk7VXh8EoWlX4jP9rbT0NYEYYon1t3cQdZR0jR8PgrWZCIb3OnQj1",
-	"5aO/sGlOovQ0yT3dQv3K2k7McUiFSbOcoHL+lpWVX0tveOFtIHSg743y0roAJj/3ONxsU6soM/1aLOTm",
-	"6IKoh/fijaRzK8nIxm3nHXcWxGwmMO98C1avvUx8Tvy6DRJDgbg1YpcY4YnyGNltNCtELiGmUeYLzJZ1",
-	"v5qFXuH3MBNpqKwriJhROgdFqt5CRBS8ClavtIcLbREQGfIpr/uomz6ryNZuBMLD3PfPSGi/Ft08h1W5",
-	"Fj3Hs7Mg901EO71IGKa+LSV5KBdwu8bW9M7tBGMHXRofptRkH4YRq8fu+uk25C44A3bPZwwQyJUl06BP",
-	"pzAhWrrWkGxDuRoemF1X0oeCg8VzEacHy4jxY+w6OwTdikYR8rScRgGainIXnShCC4cEHKIbm7UGzeB5",
-	"pswOIEyypx1FhvbHbEoNvadPpsfstbwR4Tp3Czbp3sWYG+ATLOLQwhbViVp9YO4t7bjXu3YZ+PxvSIGg",
-	"/eu70ONAgD0UicRZjiWzuyoS/5J8rt81B2Ta4S0t08AKkMg1Ys7wyeV3n0XeK1y8hnC0NtlclwWULJK1",
-	"sRjATTRLyUQeunYh62JS8ZpwlB33qkpK+EMc2Tam2spbjHIHEj/xaBpOoriWihjn6Zvnx+wywMsZlDcg",
-	"ehlB5p4xxJfzcc6Y9NcDUwqliXRrP5CYUkLpXSk3i1uIM79aWy711DlpX3l4zkHXHPUeoH6MeJcG81ex",
-	"BgP1+C8iTMCxn3zfgWgc/90bXYi9Pnju8UT3/aRFOx3/5d8ALG/8+6dVtcfbmHOy9wd7zeAFIaPuMYeA",
-	"V7vfN4SVu8/WxyiY47/7zkOj7vXJuf15jw9edcFN9zlrxkkriLCzxwLmtuHlvl9dBqjN8d98S8C2L4GF",
-	"7jdE4sIwTP/9J43QwZ4B1ioh28TAVv7++a27Wn8tpcqtoa8o0t5RXnQIP22LD4++SosPYcFvpVgByNdg",
-	"UluLax5HpHpVCVK/Q0nz6TE7i3M/u9DgcEdXpbRMz2YZEyqv15CzvpWFeiPWUYXBcHGzKWCgTh9OeVVN",
-	"H04Rj2caYP4bBW4Sj8FIjR2i6Q7H+B6/eR8seUcUt+tRjj0cH4IdTHmXdgCLY0owWVNIKscP3HQ6eNXk",
-	"FgoY4lPEXzMBHjhoZxyf+IJ8PhseFDksfn2UiAyB3fFc7hNFhcR97HDeUPiZe/OBIajgLNQYhBNhcU/N",
-	"Stp8gQBqn9Fh4++D3ghh3LT7SBn6I/TjNxD6gXlFvMs574lxIk7XQUrZesiNEXYCEHszUT8UHzwid1IF",
-	"e/EBc4bINkKnsFWiAusFEDJMZBaE4DcTdYtlcoih8YCRdxwG2h3MNPNNsMdHXYXLsWbC84ZuNzQrpS3D",
-	"mYjihNWNwswPNNsEBAvE1NvmVThJL4y4IX3ShCHq6Ipm/ZyWqI/0t9by38JUi3uCJ83ER+1+hYsRFCKX",
-	"nkLScsgPcI9WtXAtTiGVnQrBIlbHUQAcaMMeOsElFLvJLVvppiyizKqMEXZrxsyNrCqfUoNhFWhhXS3W",
-	"x2xjDACC3oFKAcmBMD14WU50PQmjUmjbdfPFuv4njLcfEm7MmlFwC5ME9rCZUc2muFJt2EfYtjkSoOvu",
-	"mAFCOOGXhjoXKElA1bEg6xRUI/d6zUCsesir6qEvCdsoHysJkKsou+EagSeXkE8grGYFFT+64/BRJ1Aa",
-	"Wi7FMXvTSgiGlbyNdapQmppExqJK63JYBAOdRiRMuK+WaWbzaYJmndQLHe4Qj7YZdoTThPtKOPWfXSTy",
-	"4x8Moi25Yod0/o8ckbTAU3jq/5CWfs/S0jnuLMMkCEfYTrMhzvzpZSa8hcbZqf2VJRVoiU4/alGCZB2V",
-	"OWqUNYO23m+x29+QwdebeNDq+xkMNNDhGCsNrvofNpoBG033gH5mGw0VspLWAFlsWES6JhB4N7aADFsX",
-	"4Ix8DhNDp5Rhz00EY38Ak8zaaPjovV/lDsUlGhryH5aFfznLQofeP9st+fCfvsDdL8gPSpGqCPAcfjdt",
-	"ZU8P/6daM/JJW5iRJRiE0vY91K2ZxiZSXz+HhHcyVdgWXGupQb6l1IoS/LVR2CYOmB2GirEK8QxBqkRk",
-	"Q0RfekbW32ttF9scCue3waH2u8c37txPe9+OCd5sGQVVMPnNM4p9sQ9+NxGgeLzaimKfktazg6oZSJrm",
-	"4c7z2TfRe6MqrHUpZ7t68D1Rzv1LB/2FjnsoiBYh1KH77QkDZHDy5UT/xej730oQwNP5KwgC2wazkSFe",
-	"gEcs1RyhUFpz2yFq+mj+LKTJ9a2oRXHUDQlL69LkC/23DZ/ajMr4jURV0Bn5I7pijOY+YIX+5N6QUMNn",
-	"YgSvc8BG4teyhEDTHqq+RI8GZvGGBpgRS66szBm25JHAwaI3b2qf0OprW1NptS5o4EXUGjRC6Kj0ligi",
-	"+MI4B2uhlTC2XLNpALx+hn6SaTpxw0cVUHeX0NtZO/dPT0b9ffemePg3/i1chL4MuD8wdCB0RSWMasFE",
-	"IS3U4PzUVPLPEGI0Uus1VoM/L45dmtWC6hlt+rtiBddjAl80Skk1z9gl1U3M2FtVSgUiOGR7k89x21Hn",
-	"9egam5ieYGqj9Bcpe2WNr3ICsJsQF9MJ/zFY9roWvAAEdp+GD/nbO9Thu8rzr4pfXweOA3H+0IJ/I1rw",
-	"Jw2iyYYzH7US3ZA6R78FxupSKSYof07lKHhj9cRdiVREooA0Aj2bIcRnW8PeUS5GvAzdT79VUhoXzvYv",
-	"Rzm/FiFcCF58IjIIDp5mB3DeXN4KRRaO3WYfdkkKgPuUIrviWFxIrsHaLUAXmDoTxX1ljAOZJKpTQHUE",
-	"qtazDLWggDi7b1FapXvtmP0QyhZ6cq4bZTAduSK9KwuRo5s3NHQzpRjbqQfvJGS8w+Ste/Rs49odNoV9",
-	"NKl/YvvX78H0tcvq9a/Kl/7wmI0ylH3uWNxIa3hIer3oDzS84jeddAco8DQbMg5A/P+ecf8pVcOne1Pu",
-	"waBOobR9T8NJaNaU6iN+3+KL36s/GMavrgL4A8X4pknxM9NvxRszQLznHIqfObJbcitz5nWAZ0xprGQG",
-	"UEH5QriRFXFRPvHBUgoORP/aen0MxVBB7vA0Sro/ikwkYpxE3CI2rUPlS9cq9nstcr0UhsEYE+oG/P4v",
-	"oXBQNHNHB6to1n9Q8K8U2wl1Xjp78rlJ1/7cT7jfO00iYz9D2XoogqIrDye2FDWPgOtdeycEGoo5clBR",
-	"HynZG/yA/CDk3Lgb/JhdXF2etx6wgJX5Fzat7M9wnQZxaXrC3r7526uXoGx8+82Trx9//bj/07i2Y8tO",
-	"ZM0KyFqHSs1zqvLa2tmTMM8IceadUPbn36Au0g6OCvTu0EfOr/7Tb9Ovooq0A/WVhHt5Fx2muIzyH+zq",
-	"30pDuQSov/jMfhyLRA5gjgm7cBSLbB1/UphRgHAw3Ogjiq8D5oNVU0URHAdekv498MPW/uqoOF6W37Z0",
-	"tDnaIdYYvfcHs/lV7bqb2/E5nZlbhL8bx+7U3HQo3SscW9yAz7lUvwt690WN/oVpvkVv+4P6fzvUj1ht",
-	"98sA7nT3G2GtVPNx9z728GCD5NcBdW3JVcNLMkwS3sbv796/9Evym6f/MNKB+95v8B/U/qvf9aY9WJ/c",
-	"gXspbCurdwgSyxq4y9sTGDEOtDgWmmF1QkgNP7/6T4RF7RSMfWB8ti4SV1tQGC0nC26gCtjvgPI7ns77",
-	"JP5PaQjxgxxhCWn3vLNlv5Zl5A+O9YcpZLhm1idglGPNxeA0GSiNhTUeMBjS6knVlKUP8mKHVMOZWyuW",
-	"FYHZR64YK5fiKGO1MM2S3EUT1gkXI29tHKei9MoDfKeQ2o7Zxaa31rF17y47DK5b+uV960WeYoWrQhr0",
-	"Ibfv+p+mR1EI/7beZOv178NxBEG040I/Pbw1rnWwIf8hN/1KDMHRG1ZEIyJDgHBHTkqvPj9zaGo1cXSP",
-	"1DTgEm5sKhIcIt+kosJYfeBDUTUZdxZp6oDmj77fGDNyTAQ4lKOlOA/PGrbfT7CIJNk3tfIwZ5oysH7f",
-	"nuMMuCxN/w9i//WUJHe0orCGLpncZ0rUaIrHPIlJqQfMI9FJekDViOGuL6USz0IGFNI3IZVlUQZk1htR",
-	"Hr3dF1mebaVuROkc4tatfsaUWIVEyoBsBuBFiGeGiZZTrI9T6jnTM8Z9BkSbgmP52oSkkEFwowtcttf6",
-	"45So7NdM4Gzn8Fepir1xr1/r+ctaL/f74krv9/5bt4efhYO2qzEmATQiGyaUrf8VLc2/atIojxhOlMv1",
-	"Wb1HRvHKLLQdZzeO8Jnpu6DiZSGdFCVvhG32UW9oeyq5dSxMLvn/z96/N7dxY/vC8FdBqc5blk61Lk4c",
-	"74lUp95SbCfxOXasY9mTp549s02wGyQxagK9AbRojivf/SmstYBGk90kZYuSbPOPmVhSXwA08Fv33xqL",
-	"RxbgFZFO/lsgVyYRBKJNo2fKW8TIL4tNyLjxyEmthBn2EnYyvxKO7T89IbpIe8CG/guj6JG2TT+eI1xD",
-	"w/yh0TPoQsQVNBeDUcLwYtUCdfhryhJWOZ0v42ouAWZ7UV/Cw0ay6YkS81SzPQktWrib7GV7ik9F81Vf",
-	"FkvunrSTzpR/fCXU2E32Th//8LdsbypV/Dlb6rNzFzZbXI++9kRhG3mZ6L/80Q4uVrVF4x1H8Au9K3hU",
-	"7VFV8vkN8OIYOxGtSMujZHg6nv0nkhTEATLjasMG4eQP4mlFYtuR/6Nz5SUe8wHbf3xy+PTkJAtMvuzp",
-	"yUHT1uz921fhdKXI00CJhGJe9KE3YAB/Bvo7pR2b6BKftoACoGbR3LB7ulblvDW7RxZfaKnCqZxTLg13",
-	"NLE1vHnh+JzjUn8tmHL7HvP2QqzxluPSwpqXciSAO/hOveQLn62P0Bf3TvBVvX/7akfm8zW7vX8zXDnS",
-	"TFAxib3aHhJsp3kCnQHHd6DtVcJIXci8GS7TyoNzcN9ZiktKA0E6c81LgOMfn540elhHzeajXuUQGzCO",
-	"DR9izfaVmI883DE3MboeY3+Xqf/W1BAaSQO5awbgB9aUpBLo/++LF78tA+0lv16E2f6Q4XcHtBsGJkMx",
-	"zEYkcncPwOuClJb7YxomsYPfrzsB23XCbPy8d+x0bBD3ky21+2sj+9pDVcAUfxfbHyCIDRAjp9o6ZkQO",
-	"/SK8anlwxF46qjmwHWoq0yaDrAnBoZW313ZB2UbtY4BOwrhWJLHGIMpQV23U2VPGg5IedRds5dVYzZIA",
-	"nadKfLjaQrMr53g+gS4pSR1rYm3jg+bJ45+cPNnE6P4aYDtb6k0CJLYw5zMWPrYXjYufWyvRM06/UVYO",
-	"Uah66rc9Pt1v+rXDOl/aE8HUGbX2hN9cDEgawpouO0tgyP9dY9UYjRmftrdqIdePEXOJFrcV24/N4Npj",
-	"OYvG6CMbjATsM28bGuODvhGH7dwaM5mde6fAUxbHPNS6FFxt5GOBT3/8r0qM2/INuzH5h0nFseBusU9y",
-	"l0gDBIFn7ny1t6XY90kWWOY71eIdX9Xn6JzEACWZnMaQFMahIh1ZOw6FmSzUq6ink2BoI+gPGwWLY1lQ",
-	"qpH7gzVGaIexcOWBQZXzU+KIaSv+bDYRih7AjZHXwh6xt6ISHAqhpWMzMh+4S7sa1moklaRO5o0IAvLw",
-	"mFITxtlKj2kSEaHheV/QvSOIjvQxS8k1HYaFX8BdSs0uyr5VbRc+Q2wEek+MCtbpqh+OLps67KBAtgHp",
-	"EvNqss5yf7ZvNQj2mKGXpMsojZP3ADDmUh1kEbkCTPhLvBJZSFtx520Alns4KlOo09UGSHfE3kBcy6u+",
-	"HmrayiMrNXVyIyLIDkDQ1deCB7paDQewZN/q6b+/w6yrhSbJ1Z1SLmCb4+OpVtJpQylx64PBtTFe3554",
-	"K8UPWqixF+pIFQznBJuSKl0ILFYAec/ZRFqnzZzNpCr0zB9ooKbLyGMU/syvheHQQFA5zYa1V93tEfuV",
-	"np/rqWAjo6dsIrhxQ8GbNqhYOYVvnuiygG5fUzHVZo6hXxWH1dYfgB1iHluWEqsdtSoxAg8YIJg2otsq",
-	"xdV83SzmjQ89PoGSZxbo2MFEChi0sJCk8Sg9A7tsKlXthD1jcqxgGrD8dA9KkLD0R+yEmmRDfxe6ps8W",
-	"oj+/xue3LKJotkjlfvxhL/NmnZx6+/PxycnfTsA+xp9PokUDRR7CdNl4b4U3d3LXmq3T4B/232/NCP/Q",
-	"hXhZ9JmZT3/cwMrEdepc7zUvhzu7F6fgTkAD3L0NRvBCFd3vP4thT7V2MC9UcQtD+QXOIJvJwk38DiM/",
-	"fzOQfKKtUIHcm7blxJvoDr0Zj384iSd59YjxXRTq3XCP/e3pk5N0jz3u2GNblaNLZ79Djj4j3Aw4CX08",
-	"w4HbidRbs9lD9/5GrKGlR2udylO8skuc/tgtTj32dKVYLUnSY5KSty9Rs+g0TdB6vTSi3fclQumhnaDd",
-	"qbnNU0Nru3x67ujAlDrn5SHlQ649NpyVcjxxzAgi5m4yykZJgwkot0iVwsroXFh7ysba6NpJJWzm9cgK",
-	"Srtk4Zcg6IvPLt5jBk8F9MmlsJ1H7ZUfOKXYbrP5RPqeGPtYk1/3XbSb8NsXghP+Cz+y4RvHRdjmBraO",
-	"u3rDJFo/E2Vry5wwU6+pF+KjCDn/GhyT19K/Nroa6CyCSAABMBXTYehaDG65ejTythIqE4KXbsK4ZVb4",
-	"HetNpLguR+wNbFxtLPM2pnTA+Ew9mzE3LeRiQPN3S/l03KuZ4cUlH1s2FBOpilVi5xJX5WHLGhpknwOU",
-	"1h4/8E7U3OpZbZa3ORQ27JlbP6uoTR3DX9f0O6NzGroekR4Gd2ZgfFZeNELgwitr3XU0L+CuP+B1W9zG",
-	"zWv6qjr8Pk6ncPTd9OVKZ51sKfx114568tk76viTAm/DX/6Pm+yvuGGiSxkf98iyUusKqkyDznJ+8RKZ",
-	"hsFnNfbaSW2FXbfvzv1I1qRF+OuYLJbGEPZ1R8aBCm6VzdMi7rL4oDX/VWei+QI7XL/VwiaVHjwkmQnb",
-	"+M5O4YZkmJUOZA0I56GRiM2aAxeCQ34T21heMNH6Co5ue7qd+lCzJVcT030/R3MTyrtvmuTu3mqJqDtr",
-	"xyntZrDb7jFNuleuNqEiayWNlsa+H7LDvRkEkvGAYWd4yq3xFg6+xGLCuLTUYR49aEEWo2lPBEu1X0B0",
-	"uPF8kiEBDBUqYfA6mGaEbFXJ4WimvTRhPWKeDA6naXyJJeIBTGZcuRgYj203pxU3PTR3eJKaDpQ9ltby",
-	"oWprrduBkKXAwZtYG5VgR18AgFfV3i29LWQcFX3vwgv6Y0T3hJCL33WlUp9uux3Z1l0Cq79rgxW4FOZa",
-	"5uJ9Q3a31CgV3C7N0WzwLUBXmyhnu5h8LYxd1RM81ZpomJBRA3YJ3YyaUTBYuFTUJXkBMNdoS3+nkXzH",
-	"ilJYgh4ICMu9049uM913UTW6jvtwSydwJobenjiUaqg/buA8QOOjMVvwMZZV2no9glSV1mFrU8hkoNk0",
-	"GlBdkaz835dv/mAcRIqQ16I4Yi/A5ezfyKRlV6KCWg6tBBvga49o9Ef/qE9Ofsx/1/rqDz4V8JMYIION",
-	"V9QE8IjMH1l/VqnGAf8oiwNShaRlpbSQ/2sneuYv0lZEFhxMCoTHAP2D9UMptRr7/zbP07Ub6o8gGP1Z",
-	"9HoY1gVKzBFS7oyVYszzObOKX4kPObe4qMzjg6UEIDPlpYRkxIFWH3CBPiCfTzGIXZkGb9Ql/OkZ/eVg",
-	"lV/mT1yrl/Chb+oZ/yyqnA7lKNquGBfgU8H2hYQ0x5E2094qiAl92t6Umiebqmc4AtquQ1LX0lzyviHA",
-	"NZdwyYNT29JvuxHFDp0xXI2HDuH3hch+OWtV4O44JGCGFUvxGADiBnhs59aJ6VGpx12oDE87RhjZAI7x",
-	"+qB/4G1tvA0wah1XBTdFAD7LZkY6J1TAbLw5pBxCTQNGBZ3hygZyA5uYotTDlmgtIHlapsatUNei1JVg",
-	"4iPPXTlnwOrsX10Ij6EGAA53Mmkbg4wNYIAvi/hPf+79DzqHHIHi3L13uf8FRt79v1Cp8v8quOODgyN2",
-	"YTwOQjcJPaJfA94kSZUFTcrjvr8KpBbPHTsHGPZiAGY8+M+3L56fP3v34vk/BxlMQoUZSGGP2PM4G6Kr",
-	"oiqPqYZq/JETZjGw04iHfZzkG1j9t+HXcfL4+9f84wt8dC/GNxffAbhvE9FwEjCfTaCMti0ehB2S9XXS",
-	"G7fpDFJtZSMw++HzwYxSao6lGuleSAtMQ4gvgQIOceZPMbzU+ZVwp9hym7tJxmw9bHpvT4W1MMV5Jbyy",
-	"5tdO5YKpejrEJByssbD11D+8BFZEVZDDDhdjxKeyDL2oco4VLklF80yWJbPCKyxegYXL50wJUVgimgzr",
-	"QjgzEUYcdNqZIYnGzy5O7qVfni2eq/6X9lh4YXlZ8qcviODeO4fVio0V57rRWXjcfRb8fFft/1m/j/l9",
-	"NTa8EMTZ0gwLRGvwJ7dYPcms6RD/B15CgTHlxEfHgMrEsv1B+v1f43kZHGRsBNyUQRfGnQ8Flc3cLJJO",
-	"IQMoUqNIywYTUZZ6cIb2HEqrAf05kFzxxaOIMxobb2AN57H7vq4dG/PKUoHUIK+N1WZwxM5BeHLwRikl",
-	"cpexituYtWq1aZi24uCidutlNz2Kko2cVLVgBlL3UDBL1ygsoPREzDjDugUYcUiAh2QmsPv8sIJXDW9G",
-	"bhgrVGHZwAg7V15LCY72vJQeZYzgRTvpFj9rCs7nFy/ZUIwwI6ucexzSKi1kpf5Y57WbeHDKY58K4LoW",
-	"3PiF1lcCiHNC6pcuRYwN5FpfSZGxfCLyK//t8W1oj8NWPGVPTh439AhEhNbAYcaenPwYFkgwbeRYKnS9",
-	"BT4z4okJdXPoF4dF8jefNDcvXJgeABpNnAd+cm+x8dIbjF1BijeVUJ1gt86b92x5QwXBErcUEHwxwU0p",
-	"MXvIb0rU496++PvLy5dv/jh6+cfzF//P0eWL/+vPl9NR7rR2XZ+ZiVNcZedW3Hm02zvd+6//PDn8+Z+f",
-	"HmePf/7rH/846v3pf+ytN0ofI6gvFKFA8w+gTw7haWxj23wh2pJeye5CmIA/I12WerZT0HqElN+zqwTU",
-	"rcql8RC64xxT254NzMzFRj9GjKVFsRHBsyq580cyY0AOjRIltNMpTqnGrjLCgjzYH2ioxUfmRT0awQ9n",
-	"QB0N9wDu1ip51YRbbImea1McZC1PY6y485sVX3X58gJt10obF/Q97DMkDcu546Uex3aj3mSkoQUR6604",
-	"uGOAQzqihTv6n4MgefHubpPsN7z6Oa3yfbncwjcDs1fa5gvAFuuPT1Jcd5nOBb+bnzJ+tC5il20aiK11",
-	"3cREDH3tdtjTHXhoH+4Eami/f0YLwSVbcAFzjj/hP14WqwiqvKqkIRYZMYBOInvpbJtUI1Qxh7gl4NIg",
-	"iK0BG9AIBo2/fxDGMGD74ANyEzGlG3978Y4tchD8/8P1/2vQbde1duYmORGxH+IPJ4eFHEvXdC5Li0zb",
-	"EcQwipUxxCUl4YeTjdSArR3UPiuTPuguinhLioRalNbbOc/oE0d1fhMNIo2wWLYfwoa2roS5hlDXcJ5k",
-	"GduDqFhIA3S6+TwvBSXpZwzzAIBqV/OiW/6+bgI2D7YUJBnjqoTh1urtzspt5gy3lnYb1R+tk3L8qRVG",
-	"/OvYiJEwXh3rP0TPdO1VTdBE4XJyE7UoafchkzDNGrYZe/vuAk4KKwW34BhFV1LmlfW5MDZDBdkLG8Oc",
-	"mFZA1XeAuYIc8hE0VW1BcuC/6mIswB3jpBFTrIU1XXUov4n0/L1tZrlGKr5OJ5Wkz7VF4GIs9osyBr+A",
-	"FaOhdsTsAVFAgc4Vlad1KtZ8WpWosHcy+j0+yVaTWayhsrgjtEq+aH/fcLpiB1i3CVjNui7DwH3gl0eC",
-	"fjKuP70UD91V9rEHOOz0A7KdI7BFRJnpuixYoYn/aiatoD/bDipu4ofzgz/FdOqmmZURCfdWU1UhjD+z",
-	"OXcibYGnVReJT+IZxYruxqOrKPlPWqb8nUwooxtusCP2S6nzK6nG6SfDt5Hbs5lyYAKk/lojbXIYnBWu",
-	"s4ueNCI5jF81qG6JUXxpkVZQil/Q/tSGPkqSxGAEt3fd7rg1aj+e1eRoVTP89r7a5WR/V1TkS9v49qVD",
-	"B4ub/8NxwNw1lmBLP213FowHLmThPLIUm+ypNoVirvDa+3KuxrmElMaOKpcFBVB9OTdY96sXagG73i1i",
-	"dvetjiC4lgNXwY1dyk0j2OeRNnMv2yPm4L1s77LOcyEK+O2v0Ch7L9t7J6eieFO7vWzvGYn5jUjGu5fP",
-	"39YblMOL4YR/cQZqfHMOPZeaLNQk2WTfmxCnsuhNiCWRKYpf5r25qE9PPntI2rAJV4X/V+1CakA3pU3f",
-	"CIFPxz/9ZszlGw6QOz/GkFsnsalf31BGRk9vgYWu5+sFDXHNIJze2hAooxEi1hNdm/4jKFUufvdXbEps",
-	"9x9/e3JT7sRn3IpDCbQa0slrgXkoNEZZZMQi5h+Uhdi/16tR0/KfVXjh1jeHKzGfafNwMrATObRJMCp8",
-	"vF00aoWN29ITErUF+TS+2KRtqSxI/LWBC7utvHwGUi4kZndqNUCy9bBUm4ct3XdH++s62qjpJKfikb3b",
-	"4+436lpn+/J5d5ABCfYIs6IUORx23PUskHSQ36CoI71Lh1882VWXMJY13pudobEzNHaGxs7Q2BkaO0Oj",
-	"JTf62ItAhO2UkG4lBAT83Wocn+hfq5PdkKg1NBiI3F8N1WqjasRtu0q3+Iy2hKG/SndbwjCJB8tdkU6+",
-	"92zsWsjcfo+6dMPe4WE6xuBuf/AZlTXLeMOkB8U8HAtNhNc7jti5IgYZXhrBizkzqA1SrbLTJWgBEGX2",
-	"AobnV0rPSlGMMXgbQtAGgnRJSPkMQ9uyeTJROIRKl1oV1F5zoRk/jPvrOMu3H7ldmv2aZtAhQvvXPUML",
-	"WQa7JnXfZfAVd+1tg+G6eGsLDgvhuCy/QMWQqqpd5i2xqnYJ6zupHohe6/SO5ziK71n7oCVYrYMgi4S/",
-	"cKeNbE0baRZ5S3oJ0WghtceaUpaEti5QgWDlLpTNNg49tkQtmmFTBeeQabGXuu4ZDuOmIYN3Hnodees2",
-	"CB3g9a9b+WJ3wHKEs3uu89rrXf3HK1nanRD+ClkpQ4+GrrOyBSa85XN87HfqfEVSq5GOklHDocRG02hH",
-	"DHl+ZVldhZiByIBrSVigR0IGAImXZWCMJJM1wqtDYDMgY4nTIe/VX19XTdl8vMMbG5ZKytvAcO7n8UCg",
-	"4fYNhXRiMNM1hkL4VjGD9z5yO5cGfQ7O7lV9sMfijGmTNV8+6cYQbNnYmNwrc+QCnXG/35bZ5DVV47P9",
-	"QaK0YOd0UQwyqKEcK2w1zoZzkEODJDQxONjh6rdu3NwaxbBHvi3CeZ+F1Ab0quRqRcdwIPwEZ40HaqIQ",
-	"aPACKxLwKFKIl7NCjkbBdokM7rOJADLLZL7IEMUBy7lxZ/64AqVGQ8G3DNwXJVffBW77iW4K20DhA9T0",
-	"9wfZfry9efgl3ymcO2DcEBhDtn7D+dw2ChFu7gogDZ99rvUK4LdownqtVnx0q1pI8Nm3aq7GV8m8mWaQ",
-	"eD3g4VdxBx7fmLUKX/VLjjDxa+JDjwyfxeOc7VV1v2kKEa+qFK5rQL22qi4LplU0V4OtCh3hwBzVZUk/",
-	"fqYV+hAO/e0rNKvO+yaGaVQfd0bpzijd6V73bZRuEbXXKmFrLNVnaP+sAfikmJJIRrUSNzU8vz+o3sAW",
-	"hdXd2aE7LPx+7NB7AEMjDoPTZ3OjNLqJdOwzTw0qptq6U6QMy9I+qyV3QuXzqHn9/u7dBSU/rIyxGnEZ",
-	"RvfNRlqTOa5xy+2Q5lswWk3zQW8rxNpjof6dl7Lgi/HTrG2Jdug04F4PYdQWXzoaHfttGndvuh62LFf8",
-	"AVWn9OkQ7O0g9Hxf+WE+qEO/PV98Mz2c9i6UurNad5rawwLtZ6Hf1rZwe41iVhmdC2vXJpgmA6RbusID",
-	"MbkNy8kCD3unBzEqXxc0hG9U76LpQQeFFW15/DU72LjPLNPlLb7lxDR6yzHmh/U7iH5fTCc79IoQHLa2",
-	"1tO0dqHEBLY/0Y7yzw6w4w/1x5N2Iav2LKnSZdiLFASqpJqawETnpSb06+lq0/IW3vRQjvW2NCua2Tms",
-	"5EaFLKBSTfQMu8s6Dau43eqWjqGuVqVwYzwKNU87nWqnU32lOhWi0FbwfDNt6pjgd0V2mtPUGQ0u7NKv",
-	"7gSu4e07vN7h9Q6vd3h9f3iNyuo9AvZauO4BabbPY2k5/UVaVoqRi42x70LvvtzB+A7GdzC+g/H7hPHL",
-	"+wdxXa1TuZeHhwAcmlZpwwot8KQFJ4p0rFZOlkQeAr9sOkLcAbjraoftO2zfYfsO2+8P23V1p9BuXHWM",
-	"Hc42YHFe6ImWdBSaaOsehZjURJeFBXZKURbQ/lu5cp4tcL4W0mD7724y57euutDGvcKxbULzSoNKeU4/",
-	"p0WvB5NrAcF4eGKxl+2JjxWE5TcmLqWxBNrS1ly7xhMv6BwSdVD3fxOqbxRfexQv/eCr+jni0u4g9StE",
-	"NyCxXgCRW+KWyXq00XN71YtTI20Yx7HoEYhtPzZDiQIclNCREYJp1BAw+k403FMNBHb7Q/8FiXAC8QJy",
-	"nCcivzqAX2N/s4So181kLthsIkvazB266DMgjU2PxDeljKYTW6OFwgqxGVcO1+nuUqTSQa7WP2GMO61z",
-	"p3V+rbgMZ4yriM1b495r1M3jT/Bf7IMJ/+x3KbwVpE/xcNT8bgfgHgo09wGnnSa4QJdBV9oEIM5KWF3H",
-	"tQeP6GHaoyltuQHkV4DsYaX7sf3PyZz8PEFubtepsDmaRzm+g/UdrH/l+RmLwI57eqvwDrVCx5/8f24C",
-	"7Y78eNdB5dOKlPOMabial+WcaW9dB99u4H8by2uhVjkU2sC/DvOjSlfA+3uwnuRkP9D3N2x4+tNPP/6U",
-	"dGx4vEnHBvArmPBJwyJ9iw6GnVTaSaWdVPrWpVLUpbHAYatmhzNc2VwXwhw6Ma1K7tb7u+MtbH80mlZi",
-	"fMDivRmjJtCHM1l4USXAp038dq1m8P68aZykVu0G/N2O73fxxe/iUDdxf8fBgV8r6XNGvev3sdzMj8Vf",
-	"gOzk6RW9bawWm9s/DM7w5XVa5TWOq7Pr7bOqwWCz6V2y+bbpoEVPpzftO15+5n9N/w72N1So+p0ZulXB",
-	"L2yuK5H0D8GT+OTk5z7f6vL22duO7nHJr8WvACDhRWs8nmHCd+vt7FiPteN74CJ/J8FX9dyAU9B97O5U",
-	"Dh9/Cv/8g0/FX4gQpXBiGSuew+97sCLgAxqDgAfLZx+f0Hn2V0pYP7TwgvR8dtiF6Wy+1BG4E/M3wCXc",
-	"NcXXg09fS2sQPDRbhooexou3oip53q8fgDGbKAP+LEZihaEu5mxaW8f42AjRR1PxdcDBP3fqybelntz0",
-	"+H9X6gmd+7vVT9b5BFCY+itPA9NO7LBs2T75BNhUTIfC2IOIQ03uiWWmVmw4Tzx2NouUg9KEBLnhnE0E",
-	"N24ouItEMdKwa2Fsd3N0P8I/YA5b7tO1ysrG1f1uzGVF6x02I22A22mPZY+tKEfHcRv0x1De8asQQOls",
-	"/v3IYuoSMBh4UeqYVjmyQkEyPNw8ZU4jkzF0YWjt7YxJZZ3ghRd6M45tHkaUVA+NPSthpC5k3mzb5S36",
-	"zsjxWJhLUY5+j7Pa8m6NL3oLqeF9GzeOmjl+JdR3sYX9tkEDImySuAhKz25hW/eh7PEnBVGiv2Irxv69",
-	"/X9rUYvFcg/K3FtO6aMqEawDkTbtjXiGKOs376XItSqobJCuFgWeieQOJhSmMbcrRyx0vZWFmFYaORCv",
-	"xJxN4QxyZoQzUhTU9d3/WBtFfU6MdWmnxi6v1A361r6Os+/RPHGRH2SX2sW5rlE5k0W7O43zO+6IvfOc",
-	"beQ523a3WiNybQqpxse8dvoQfzwW17ysuROH1hnBpys67SX9lErBC2EeWYAw6smEz0MXOjwq5Dm3/Enc",
-	"sQF3g1OkQZpwpUT5yLKBH9JbeMKA7c8mMp+wmVT2wAMm0OHyYSkK4FMOXZ9sqaFuUWVM8HwCf3vktWqY",
-	"kNQqS+gQbRbVZxzdI8usgDXz4umIvXTESmgDOfcyqL6gtTqPg73ERdsgA2QxUreJy+wWnX1/l8bVvETN",
-	"LYQ+8DPtF2LE69KxDx/oX3/3V3340Ovau/Z/3/ui8Zw3QNoeTt87eVXd7orgp2Oy6C/q8Rfc9ocAn4Kc",
-	"QnZpOHts/+2vz9iPP/74c9jb/9ZKHJz5nYlZGXxovT7StzbtjxEzhQp/rv3L9u7Wybp4Pl7EI9kn+ppD",
-	"uwuodouJgD0sAW9SXG0AoSAyItJ3iY2n3WIj3nMD2WFqdejV3H6h8TrakiApGtlBGi66QEZixixq0aeB",
-	"WSm+ka4JEoBkBh6UltiAGpsJsAqnYJsxi6xNtdNT7mQecB/q6ehxFu9WGuqSvZyyV7C60qHg8M8FKRPZ",
-	"/OADQGY4tivkKiQcBrky48pZts9HTpiE053q0w+OQBKiQ3ko6Ih7eUcpVpxNpaoxEqX07BSNK3LZUGJW",
-	"skxe/NkWqsCg0Pz2INCRx1ir5qi+8R9ynSCTjaMaPug3C1wX3Np+G//PCXfNIhSy2KFWj9+1VpCnlIIW",
-	"rFnbJbBNwMprdzgVZiyOhzy/KnV/a3j4qt4yt12qK6qsF0LBafOY8JYYhBy3VzYhPccjBwXD9hHLda1c",
-	"4r0FU96fYJccJl0Wwroj9g4eZcKqOcbhMih2bsAzo+vRCdDJ0fusdq/9pH+hOT84DXWbxzhM3q/mM1j+",
-	"Pr2DtsTu+HYf3/PWpnhkWV67YzhMYeVu7xAvea27jnBeCq7qalUBwFRfC8su6zwXohBYS/srl153wIOK",
-	"vjT8A9K5TLWBEl3FBv5gmXcTrn7XtbEDxsea7bcKBpbyLg9aERdsWgJ9EiyrVSmsZYMrIao38Idf/e8H",
-	"Z/5oT70p9tPJCauEYTkvy/axZvtGVIJjXbEf4cERO4cpsBnkY7Ts6pwrpVGPsFcC+CnnGOmRlpXSAp23",
-	"YoMRrMSgw2GIK5seHbulFLbwDnrlyvx5mU/oszmv7PiPe7d+u6XBrtQJZtzSKHcqQZ+/yy8kqys6ew2i",
-	"ONpyd6sU4Fv7VIJn7dFlTInZCsH7Slq3eIJuVmZ/gdkrG113Kf+N13bldcGZ0Wo5pev287XWjzZdk0vk",
-	"Slk9bqpDCsbePvqHoF4kN9raQ4K9KzHvT0DjUt18JqvGhIZ2M7wEVVa7rR6eWtQXdn+jvFEzRsXUz3sH",
-	"Yysi9lsDr9VJ7v9bS+rt8Yw6TxaNI8CG2pDg3uXhGGXgTK8qIrBG7+YBcZP4qVqRO/afA3BPeFN/kLGB",
-	"UAX888BfouHBry+esP2R4eOpUE4UB52OfvTGAHWTm4hpFrschAQcqcaY9kIaE/l9yLC+EvORhw/ILjBs",
-	"KEZeR0uGxmJINdpdYUhsP2hXnNxKNMlcXwtjmzmdsTGvbBxZsoTcCGavZFWJImNWJ+N8ZFkRGjfEkPA1",
-	"RHyB6sUesUELSgfILzji1PYKRgJ1p4obo2eWwrllYBl0EzFnpYSSVSuuheFla2mJYhw0QVo0skrPWKXL",
-	"siE+bJRgbYIOvG+FYL+9eMeWhSJYrH6bivIAYieK6aHj4Ioqpbo6Yn+C0y2nqbw35SCsTK6nUC/BS6vZ",
-	"xZvLdwKsXSMQu53f54qXaBUjHaMsS6/UDQW7FkaOpCi8letnINUYlF3kzun6PBBkt+zJyZMz2JKoEeMi",
-	"Yhin8Bstv7JpEQcZ0eSH28cVOegLnqdwuWVNeB11IqxDO351P1owrEVfpiS3V1nYirts6dsOD7dlzf3o",
-	"ycdEdNenLi+6kR5ZUp6q4BBj+7RBsuA+yxqYygik0FkWy5HJKg6JYnDeebTjV7q/EoVz5wHrSTrxf91p",
-	"eT2nz6/OQkCp5Qbbit630VH85P/zslhZ4RS8YRB8KsgDxvafnPxMhHGYsxac2tqEQ3lA+W0DfHLjuxqA",
-	"FzxxcjGndcYwxoV5G/4Cry6g+4n4OKzTFZtpc9WZWIElIQsC92aGc3rzy+KCu0mHiXnutRP0z6SqJ8zD",
-	"63NusfoppEaMeGkpSxuWkEIZYy1sFvU3crqh7gWeSlGwuuo1UBfXtmUo0pv3TuHVET2GWvsH3yF8rK2P",
-	"4vZql7L2FTInxDqsbWkWhEp/Zd3KQnBme5wBAjajx0ZYm0WLUP5bZIznkLgUjK6MCb8MgC05Wr8hmLZs",
-	"eUFsHeq5wsl9tHjCn5w8wYDdTFpxsFaZ2A4uvese3bejg6yyGXamwq0VOfFii8f5M3ST40I4LsuV9gKA",
-	"QLRtdW3yYMhLx/4Fnq59kK6yaHpc24pD3qDg+eQgI1JcDMBV3E1scFW08SDzj1yLCWsx4DlO6iEiwcM7",
-	"+bRYK84/RimdpY9vd3iwTTxo5C0t9z0DhJ6p0Ea3FyKi53U4d8Kmvmf2+uLJAYO+uiOjp8savJsYXY8n",
-	"aJoASqSVaMGRmDEORhJ3jucT/2iK6f/+7t0Fewvut/0fTp6esSePn7KK29Awh1wVuVaFxBwBRn5Ce8S8",
-	"mTXIa/cBZv4BZ/GhbhSyAdkK0axoZy2gUZXYWzNug9rdYUPRSqaHD22LW0Gq9XhxLQuhj6fVkzZQxKS+",
-	"oVQcsGsRijqRYTbRZfjyfrITyHyCVz/Ddx4+l7bSVuJNi/tm0HzLQRMiiDvJ4+dRCzCXRvVXtvfDydOt",
-	"TpL2CrimHfl5eyYLm7D7eAT3MBWeBRkZ5+r16PVz/RFxre/0RSbA4F63silwW9r9jyy75qUsuNNmZxw+",
-	"frr+Bvi+f2h3yZ20I4n22ldqWBIStWSPDlB0W8ZlEBw3FDggHe5b2khVSiW+PhmzoAhDAd03IF12SL9D",
-	"+h3SfwbSX5R8vlWUr0o+70F48BH0Anmax4T3iALdCjHLFpEbM/mWMktijgizohS5ayVpNNm3MW0Gszjw",
-	"fO4PtZuwrsqYM0zYCOksHtuP2O/cFIfBm46v4EaEpF1kKAdnhv/bpeNO/C903RaDI/ZrvB59ILwojLCU",
-	"7FBxNznF+ygPBQtiR8IIlYueTmlhheHRd5PAuObaOKQFeu8b3Lk5kXi85RlmTd3wrvOqutH1l6HK9CY3",
-	"/Rp2Ql8a5fJOpUyhkBH6/t0zVqzoaIdn5jmyI/VUaO1tmkCJozECy+4xDUfakIcz0fqK7Wv1Ad/5YVo9",
-	"6Q2Zoc/id62v+pxdT5/cbFRSFeIjJCtJy2Z8zvb9eDI/Wi772Q3htksYTd9Ifvzhc1Jlk41BgHSjnfEC",
-	"YWvLvfXSfbhJJiks9S7HYEUmaVtG3YlPDt503KQOdOeavjRGQM3psBSnFDtPUhYfkZWEKaDStDMV2X6w",
-	"iPCPyFCG9syVEBXV1MJhYkI5MwdHHHseYst6OrROe1PJakwsoM5NqqAcgzSxAC0aKLD14jVkCbpQrYlD",
-	"9cJyrJU4YuchbC/Lkg2Ff8LMSOcEpHZ6FZhoIHGAc+HYvtLuw8griAdnC3khlGO6UIhTCn4NsQwbZLvF",
-	"DM8ZJEfCiqT22kFfdsSSXN5GQmL6KnjPmsxE0qgeHz4+OWGFtE6q3DFZ2MDJgQ1nQY9BK3Om7rjtXpzL",
-	"L9zlk/76nTdYml2XwD4GM/OGerBzmD+eZodh3RiW6LBbg7KQTrACzOjk96PZLwbyh60euQWVe8jzq4gI",
-	"qDghXMA5naQ6enPE6X1oiY+4LCkbPY7rg3/cB0Cbji5CcPOdnOulU7A71btTvUEAEQXp8nG5o/RjPNXJ",
-	"6/tP9u+yECRiT6mEwkteVpV8DnUXDetpmpLIi6l0jvgz5uCcHdaptmAdny/oFUMEESC5bMEGL43gxby9",
-	"Xhb9rRa5QrzS0AITrcSNkeNSj9wdKgU78NiBx83B47I5BPepEljHnd+Eeb+v8Fejp00SL+r6vNSKEn5R",
-	"P4CuUrEeVUP/Vl6WB01pQ0bVOdy4Nq0H/oFfC8OpjAdIhqxLkhqDK1/V0yE2h0UPzXwRF+yCwzCaSGjY",
-	"QDq/KJKCCw9npRg5aBZO4/JI1hndWfIw0dJt1DEqqdh9ZIPN3+0+yaNv7aHkLPXNvAflaJ/vDn/P4Yd/",
-	"SSvuz7HxCd3eG6YYofxeSAJi+4OOXJNTtpRaEqx7SCsJ6Ygc/O8HWRIwTqoPsQx0piDNcbO4sdczwmRA",
-	"Lk2F3TSEfMTgjDb1wohq4XGnjKPWwrRp6ye4MLHe8mc2WFBR0lhzf1ZS63jdOKjQuvt+Y8adG+X2EpT8",
-	"4x90elIQIX6gtxbApll/YfgaPs0ueL0LXt84TaklpO4sR2lBTq3PTKJj0pOXhGSgaMYyv92Ecl4Xagrf",
-	"zy9estyIwv+Bl4GLPtfKemQj2sq18ipqyptKrUQ6ScsmWunaH34vqVDx9dIKQ9wtCDmlmf7PYw8MA5og",
-	"QggINy92vXDD9F0j2ODlCG8dZPDvP7QSh6+9kUdR/Zejw9e6ALKBw0uPDAOILHD2j/rk5Mcc4BP+KZgo",
-	"BegAVogr660+6XqEqF/y2xKg7FeY5Pu3r5jTbEL9lONnDVwIPPmOGaup/62bSFMcVty4eeP3KKW68oMC",
-	"r8d6pf/zcroemIBeEEzYehp3hu0oRCtn3s4awG4b7MTuTuzuxO7Wc8a2JHJXJIxVJVexT2ivnD1XTHzk",
-	"HuCx2cD+TIgr8MOc/O305OTwsf9/Lw7ev3t24LEZHT6cKTFDZ67R0xUwe1Fy1WoRvFV/hn/bd9fZ7iEX",
-	"by/Qq7bpu7s60m3PTQKE4b3n4O0CsfhwDkbpGZZOjmTp5b7/LWc5t+JQKiuUt3WvBbP1EEXHqgzDC3j9",
-	"GsfiReJMpf4ewTTucisq7Ir5kDyKfpqretzB6u6O4ANIvop7/a5o/M6Zly3lnPkd4x/qxQpX7OX5H+fI",
-	"Dv7vGISgrgn4bEqb0qO0i44lSpdwVBhkWGLThKDwIZc4JDVxB0/PgJgO7BvqqLM/42V5mJc6v4LrbSTA",
-	"m+jaWOD0YxxYOFnB56UcT9yh5dfQJhA76EBqVIiVlAL/BiWn/gXYjgHTraIWQEzJVk+FF6KitCGBCrsw",
-	"9JG0JWJuew1tm5esiX0SRFkBIWV7H2HNVRLfqyh+iDu4uXc2tzbk3FE6BaDb8Sf/nzXEUaE1fgCTs5R9",
-	"URJZJ9CM6ypQdvorVC5LYMjCLp7c2tXpjHRw1zKz4a7t7EuIs9mUBaUrPfyf93oog59odzAfRFP6bR3M",
-	"NWRIkC1Pm3yF5fidn5XdGXkAfCLbOiFRWa47zVFo4G5TSzCoWWcL4gd52UMbao5xghUC6X1V8IcnkHaq",
-	"7A4JHi4SwGl8GHrsMVm5Kzra10Y1yAE9fAzTo1FHZm0qbF/Qc+8bDrJVrXiDqd/fgkLEafSP4E7ZRXen",
-	"+2Gfbtz3/owU0sI/H8g5p8aWvT7rC1QRoK3mfnf9/UJjyoNQ4UfiLnrdsEcGpN/SYZNu0VXW9P1ipc55",
-	"iXcDdTnGjPw9M27Zv+piDNHc/pbSD0j7WNmyGKbS0/bza+nymSD8N9SY+NvFoyDusBcmm3h1fttmSCce",
-	"hcbBN2Ad8eMLt0EXz3Y3/NiIZw0Xx2V4846O4w7pODqKHGLvaElEGlBk0d9CfpFAY6MSBPraxPCxbiTB",
-	"FxsYLFZTenRwVqwfE910RxUYNP1NiCXCIuzqMDYKb9oGRu4ALf2+7DfKzqGpZ+xntEjM7kJvc69ENT3M",
-	"Hlm6HpuZhSZnWi2SMfhND4mvSxzQg+uJts7/g1cV5YWGbmiDgyOG2YJc5QLIlzD+irlzDYXSwopmbBC3",
-	"74DpkPtGubO5ViNppqKAyyi5bxBbcFjMl831dOoHM9bAp5GxAXbDoeqAQcmtg288aFrjxJby0OAKG4PR",
-	"kighCkZ16qW8pjhyq309hHIikyF4yGLfNZgDtgep6mEp7cQPHwphoed9QxwY/ozRaaVE7mxGrIPW6ary",
-	"AwM2G6DoCOPDtnNLgWAjHFjrENmujcEUXFjkDnPdPzUu/LYiwK2XrOxWy12zb+/DY9aAZ39u6cLO3am1",
-	"X2EOJWzJ5FuGQ3VHdnnSKHBlvQK2wMfsE8MVVkLZPuW4+R0R5ail7sAZsudIy4CSSCsmpxXm6aO3f3V+",
-	"OyhUr2HYd3IUm9f1VZFChe6U5xOpIkHWt62RPIdFGIpFOdpaiTvST/SKRvKXkKUUr25Jz5FUXuChkNKV",
-	"UEQNQP2vGlI5EJdK6VrlomD7TeXHEeTx56GQZHDASnklmLgWZo7taI7Y+aKkRGHekpZJI8y0rkRp94Hn",
-	"Tl53lWT6mW1fZibv2EBkQh5Jszpfh+jM2CWqN/0K3066fpXSNd2MdyNcrchrI93c/3zo9JVY4WXyRp2F",
-	"Yj68MLqhpcHfAO4UEigmKiNG8qOwGWtGYzOsv5FuzmZSFXpGnijuBAbT8THXvKzBQBHlCAAIivyI8koq",
-	"VpXeEhhpM4X78c+owIuCTYQRR+wFzydE7UfqQOJQh96814LDV8gi0M2S+Bb+nUUIYzlXzE70DMAXRwgW",
-	"yRF7K671FVBiwKoAiW4gvqD8Uqnysi5EuNKbc6buIcI9r+Q7/BD31sQfJ6JnKmFNra0wZ4yXJfze2DSc",
-	"0ef6gSvf28/p7N/RQLFEp0K62P00qel6P5wGh+HbbuJjag7azsu0wsvULFMClAHWunDyh26cDLcc0Zqv",
-	"zqHHhFqgY4gDoELhYW29LonUfkKhNpa6F0Z1WbKBvc4/VNx9GAS4I8cueXy0KueIieRYQt7Sf9VUf3z5",
-	"+/nhDz89JbjNWFXW1G81N/MK6AJ1NcdD2mBdRB72AlS+puSzWQvsVDYUUFUGlZR+rtpgV/2s6VpIOImc",
-	"VEm7cxALT05+pBJnXBsPnwjUY8OVY1NtoLibwqDCWK3YbKLZlBcCap5xielx6Tojr5ESsyB1PDhgD1R/",
-	"bSgzgD8+sqyUU+nsqcd98bGSRniNlpXcUSAEsA0jz0DPbPQ00pnHJ/olH/Cy1DNRvKzsgO1zxfRUOj/C",
-	"AT333A2YNu3rHL+i7DFYRi/YaWBnbCYL+NLEobS4fgfk96Jp4urVkDRmSTpSS374u2whtmA5h472ANyx",
-	"EgMHoRV+L9LmKRYdTgDjdSGdN51l2Vf/EIBsWw3qWy9ZkzKG5DctNYO+HxBOGZmj/e/XYFH/oBqvuJnu",
-	"uL09bvG4mH0Vk/B9k97jZ6lvGI5lo5Uk5qA33LzKosh3GkR5/KAPXbA83uCOCz4vNS/eaf2KmzGWJz/+",
-	"aZPh2bpCZniIJ77zesBDqNFIkO52Jdpm6v/xJ/jv2g7fXrOyEZwCJ4cGJz+eBw9lRjok0UYXQ4uoA/Gu",
-	"CQb4PT3VQH7RDn2Aiglqdh7BayQVL88Sb47/5ZWoHMIn+nWCsjgiypEU2FBtR/buyKDZ0i5DWZk/R5NI",
-	"802ej5iCQzLIol0Ri9Y8+oLQA7reCkWZ5SNRzrsoef1rE0y9md7/Dj/Y3p2oritBKoNEJ6na63+0a5PZ",
-	"mczqF+cOzntPavsz2t2uEaG1qbRdkqWozSQ6kTZdcjRAQeCKgdMTKjBBNJ1FjWkkhRdaXqclBwJccMT+",
-	"ELP07akuauO5EjfXRY/Y+eLhjmzaqFIVQRlcuPXnjA1FzmuL23kBgfqy+m/pLN++ZtUe3lpOXfhMThMU",
-	"rv+Ad6o+rYOk8GFJs/vuCV++J20K9/kD0qaO0Qrvj/w8F2C5h+QUcHaCDZ9gKxi2iSEQSHqjfe+PXLfD",
-	"gYwDUE+48wuDuKUNqCkQOhjXBpIv0FwIQG60Q8PVW+XniyMB9iUaTepU1Sb6VQl4sy50pR6ThWADeDDE",
-	"kJrnDBpPBfhjP9tsfQv3P2wVC8e43h5EhxGZrim47YI3X0gfPNEzWNS4wjw9XI2nDw7IfeOJdnxVZ4JW",
-	"6WIyoUZLS9ijMCfMi/OgsckiW/asELQ0TpWsBTbBldLl0URXlS4L+ivSccQOSg6DmVp1WIrkSCwFb6lv",
-	"ZFr5SRYNWImAZGEiyfCXtcAOROrADljph40dN3MlBfLo+LGS8NtLdIkqotTbQcvtWHuwh+5LH/GScU1c",
-	"d0GMUqZm5reIt6mgX2nGbJ1PIBkqdZBkBJIBHvA8JRGFfCLyK0vOai+f/Q7jVSVUcahVOYcDHnJDm6ai",
-	"gdRRm8hWkfR18wt5xN5bEdqaNt32c8jgLM4jh1fJYz4ys8KrLxrjbEBVGh46kV7tmhMY+rPRjMnI6554",
-	"7SUt3Dks8n3FbMNIYcLSehRVjrl5JTJwfwVywfa2OYoOZV6WcPVGcV14OKj4XxTVbQ2cvp6EjuC5ngoK",
-	"NuMPm4Wb8drWoISqp3DC6jwX1u5leyMuy9r4qwqhpCj8mbvZUJGTmDZZ2H0wdCf7SeLwuodVkgZ7FhOR",
-	"NglJr4CGXYx6RYy6z0y5JQkAT1xOOYzwn2hAa4QA6l4JcldaKtcKQys9s1mjQeTcibEHTag/BYPPocvQ",
-	"Nsam0SGxllJLSHuD1fSyIvj/p0fsXM0XWMTJ5Tflc6QIRzeg46Uee4s2eOdgZ6IYgkCuP3b4Um+iziaa",
-	"ImXd+bp+/hfJOm3x0DWv6Ttz52W59BG+jzTdeFyWpv9lZ8UvSPfhgL250bHwVzYbf2mA2UKG2bCWpWOS",
-	"mix5y3LK1RzC8cRmKB2qRJDYJC2zUy/xKFRvUKz4vevht+ip1NSh/9q2fBK6v9Wy36awfN/P1jS63U3o",
-	"S2Abl27DPCPcfYCTSzsPNhAmfvz24h1bhf/BnbYq3efzIixkpMMwb57sc478vsFjGOKxjm9spBMvpy7F",
-	"Nhk5dSk2ykZJfg8HOvWhJDknfrXuOOtcQ95xd6Y5AFzjXX7wIZNdBGQjzk/dYrr/csha5WqAK44/+f9s",
-	"yPVJmAFHX2lMVwPwOWK/eBF6KFWiQOK/qHW6rqlPCcnVrjS6nxs1NDzdylIoV85Zqa2wzMjxxNkzNtXX",
-	"fhjaChLSTiP80UvJzunhFdWf018MVmnLeRvgqO1vNto6+ORm2fn8bpncc1sncBPWwo0EEh1CSIGYQuW6",
-	"E+WcSUUNU+hZkfyBZBiek2BbMengsAW/HR4soEWcBw//0qFu8jDCbZBm1XmQuQXlAHWFto4w9BZoc1q3",
-	"p+f08jh+MQDcn8oiZpurLQ9LZQkpHjiqXYbHd5jhccf6jbPVIXgTNqQxf/vu8qLV/c6DLaghCvkuFhhE",
-	"GnWlKex8ZPEx5IMLibNwVanHUkUHmmJaeWsqeSFcVWjMY2XiIzkbYlcuArYn6IuAKX1RgQDpQ85W57Wb",
-	"PIsDWUcw9xKuG0lsQw3JwC1iFqxeCLMailJDN3zd529v8a9sSkwHgYupVPFnP2jnN+He6d5//ef54f/L",
-	"D/99cvjzP5t/Hn04/Oenk+zxD//x1//Y2yCU8L759qOFWfVNxW8X6jGzMb1e/yT+6/Qf/7DH//z0OHv6",
-	"pHPI962OJp95WSn9duD9vtVStYhNtwWizlaJhrrCr9qBj7bBPjz+iID2UYqAlnEgS4LI5nMsOAYcxHLj",
-	"ZbK7iLcIchW3dkY1A5Rp19TNxTByXtbWQeXdPOQGt0uNz7AfDlYZQ8xhodTYq5pQv3ALjt4lPN2sO366",
-	"siE2nC4PRlnT32wUal0E1y+NAqfDbCLB8bPhKOOPGw0xAc0H0phr6ROucqx3n4spd3ns2O2/+y7uusJb",
-	"v7iGtwlwm/ntP08D1CYktkFZ0Qz1usbkBSWOcu96tURMumnDIyYuQgnxrSJhMLfRhP983REM1i7NcWvW",
-	"8dLL1tjK7Q8Vv2LWrCTmQPFy2q3f3aHdvLyQ6xUuHvbBmd95+JVj3DxOclc4+vAc/Q1o3JFqt9I8PnbC",
-	"rmDh/KWWYU8RQJ3TN8f6KuwzTaUKLC+lUA72IRTQNwUS8dTNdF0WzArVVHuO5bVQbCrcROOpfP/2JfgQ",
-	"3/76jP3w9PF/wC/9D//x9PFTVoiR9Pqai7gaEhdxGDQk8ZHnrpwjI1wP9HprG/G1VaMNzQzhKaFIO+fG",
-	"SEEJK5xNuJ0klDbpiWvcAtKl6TM8mvAzWis+FYb73UC92/2a2M/0CWQhfwbqX6WNPlriGPAfeRnF34ku",
-	"fXVLKN79sjUoni6FhllEWQrfMfh/oThlwstSeLEGkSbIZb8XHIeZro7jwF9jZQgQg0Qhnh4pb1ZDfso3",
-	"Z1R/V8j/DvfofYE9RH/WpE7lWlldxkhRwxjmTeXaZkloFz2Z0Pv1rAH2gjvepXD6/X4l5nANWEWkbQez",
-	"j5EUKKT1QEhamtVLlW8jCWX9jOe5rpWLlSRXSs+aYpgj9pxS0HEmK1i+woXEteMHgpP1vyFnVpO2GB2u",
-	"SPCTEBp0sRZ0+gbew3e4r8zzGAO07cVPFx7KebzlQWnS4qNrTPqNrHn61LfgamjtRGLSry0OB/+9mX8B",
-	"r+1MNkcOzL1sjxrZFJBsDh9+o2zzhu6sSDfdGrYz2ncPh+3M78tN0sppcjtHRq8jo6YTfhuwjqu9adph",
-	"it+haLBl6nLHSsGtQ+oXXYoO1jJSby0v/V4GLTc0108flUK8BRfFUhAf8gkb/bPhL0Mxcpu5jErDY6A4",
-	"OlLzBCEBGY2VngkzqsuY2igN0zOIv0Ug7MxozEhUePEy9CuTHvPsJvmO/ohtlYPLv2CNMh3m6mclQadu",
-	"jJa29G1kPQnEJBXSP+Vu9WpYuxVz2qVCfnOpkDUel9uD0bXq8fGnGvhPV6ZCXuqROyxiPqS/43QltVUd",
-	"FckuLTGLijBmYmtWajUWxmvYsSBBQs1nUtadEPti9hXWSce8LVAvgvsFCipRzWG2roRhvJhKJa1DxbqT",
-	"RydNbKhK7pDBt5zxuSVBYfVUYDm6hqGHh0JRRV+qAWHgzbRfYqW991h3BJpd6uVWUi+3duI3YNVaMD1J",
-	"5IV04hgG2oAW61ng0goZeDaYt/RUQ3x84eA/sujVS1tdhKNM1dZFnTc5msBcG6yVqOV4ZYWJ0UjkbiEt",
-	"1DrBC5iCIwn+kWJMq5W2UPRgt52O+eWgsC3urQ00qgfOu7VScaKETFTnds7FbyC/8h6VpuNgSaxomCKg",
-	"LacHlmhMIhE3MdarBdXECGouHxPGCTAbl2MIjEAvM6chkoQgRZ3BtBJH7LwsO0A2yYxP9SgA3dlECyyi",
-	"FsgzpMuiFYIv9RgIL2oX9a4OJisrwOV3EdbmgcEcisAwug1yz1MnQMY0/JmX5TxbWvO7pRfcQH1r4o/c",
-	"tgoYEkEct8ZMmEVO1B02fpXYCGew7cCK6tx9QWXYZse4w/oR85UeBysTkAaq22cTvzmHXrfLjeA2RD7o",
-	"qUxUOp+EsPUUSO2xKj5cIK2tGzYU6ULtUDelFxL3hNwmHp8y5XM24deCDYVQzDpdCnXWNmfRiE04ClEP",
-	"5tM0PaWbYdkD32e3NL4Li5EGh6NdjTydqNJBDB/8a60PuWNkXsXIXJYtcX5HxxqaPdljase6Lq5Ktp9x",
-	"5E7VVWjkCmOmtrX2ETWRWmDrOcXM5ZB+Agcd+Mn2L4QCtzT2UW365IIxC2FWwybwFgkd1BbrNB5ZxsdC",
-	"uQwTaJ6Hu4qMva2VkmoculoAfzK7rPNciML/HdvOZuydnIriTe28UfqMq1yUojigph9pw1rpIIg6Fdly",
-	"tUjMjPSfGT/iCB6PqtuFLkvI9GlSHJM+v9yJjBrNclzkHuYvWJln4YPdW7umCSXm4PjDNuiLFuaxofmX",
-	"x1JhccB7QOnvuup9Lwd1auMO4K3FRVWsP3s87PwtdEdvjWN1a/Sl5Prbz57fqvBJZ7pRF3REhmbD7SK4",
-	"vRFcWqtSjkQ+z8uIYq2oLkJ1l1j5qUes4B0d3F8kTTAHsF+YxG7oWpVSiYVCkH1yMmqFZeTFQQw30IMZ",
-	"dd4OnkSm9OyUVUY7nesyY0ZMtROhd0DGhvPQmRfafWNvjyz8UBjsaxlyY5oXgX1lSz3L4i+BurEUHPVI",
-	"/xvLagXJlSASpcoFqJdH7HyxlDDNfiRtiRo9cTYCZSnXgCeRW0cqNqiV8WITeKlTH6iXLME5O5tgHX1I",
-	"E+yTGhf0YTap4bkDXOkGtPCRQ+FQgi29KF9VW3gxbud+QKc+mbf92vY263s9/LF/vZ8+uQ8Yx/3Vh+Lv",
-	"mhO8Q+11THRLSNeh9m4ZxoM5spFRALcsV1CiXW0E+lEyAPVgFHYWTV5PtHXHvKpoGKeJnT4UyMr6BsUG",
-	"aH9gyuNTkC/Xsv1WijzJQCPG6IyVWh3Am96MRvAYeEJic4w9RvMZnx+xly5aKw5ZhPMry/ZzXYjcixmr",
-	"y9pBc2SQJcyAEm+R9Nb/QBZEEE3pYpHw8BIAL9JGjqVi+1VdlhmrajvJoNU2PUPPvB0TVO5oa0Dm6irM",
-	"/2zXw61aCvchSBIQZ7LYOo5H631r9gB9yg3sgcSwpFHdrmG2fVFCc72BRdDMdCdb1lkEtgGFbQqQqb4S",
-	"h87PAGq0+r3Dv3O7UI+KKA4QrwNID1oIMYDmoxiiPgiCEstlqC5K1yYXGZtx6aIJAZ4odiXmiNgeRqeC",
-	"29oIqmVCIXLKrmUhNFsD9bwuZLyIRISyXthRyYs2V0lsxoN1EOQ4EHgYcdQL65hQRWz/OvCX69pdol0w",
-	"YPuUWM0en2SMOzbV1rEfTw7OyNHkJ4GV6uSoGwsvrGBhAs3S0Aso4eoqAwF0EMdmBLdaQQfcWP1NZbTv",
-	"376CqCLkQDQ5s1gNl8X4YVIosewKd7a69NvhnT9t2wkBtt6xJgKIeyPUYd19aVUyzj5/+58haw02xkjX",
-	"qjhj+opZUBuI7IEnWxl2brEjpPrWg4L+rg2m6HFS5uK94tdcQi+hxcZDEZ4XIPNWpMKKaMOiXDgecpdP",
-	"VjQVqpVldeVP6w8nDO6GQ2EzfywMgxJUD5YZcaO0q2WtVONSNA2IMRNVFaISqoAgP2ZPQF6GBYOD0MGf",
-	"QA+stnHc+B/hahhzq962jOYQlkRG/NSmaPilCPnWQOQvsCJ3gJPwoo3A0j4AtKTR9kHmGxXLUb1xGRQA",
-	"qfAT7AgEHlA2Q4I+1qsTvEwhyG4dgxw37rAy+uO8H3iaiqRWDJBIcbAVdUtp9bb7ApgyqZxecmtkTNfO",
-	"ykIAjXAw6vcxhwwWBf6llTjUoxEzwutq6GP26qxdcBn7+yK7ip8Tpbb78UD0EzqUeT1QqjHGH4c8v9Kj",
-	"UUZBV2wfYB34wo/YOVBdceyOVs5PWaXLVmQ2Wrt4O7pkjtg5qzgEN7lL2PIYj1PsyNE/Y8Ht3oqHGhfc",
-	"3R2ULf7P5HOET7glspaF12ymVGJTEmFAvazqYSnthCoJ7g42k1FTcK03GW5pa1OA1YXNtFMpdyrlhiol",
-	"JocgDiIQLTFNbR/ZdfUlwI49IltzgAMRECuRHGvw+IxyXBq3cvA5h1qo4Ob31nUhbfT2H7FLj8SQL0xj",
-	"CGTyVFWFbFzMYiaL7YJIXd0FQrbesgYgaSYa1vhrwkNd7eBwB4efAYe6ui80nFsnptDEt9B5fwzvrSik",
-	"ETmJ+6HRMytM8FFCbZWHOocxSOmXiQowC53XU6EcmtQVH5Mbk3I62n+GCBBX6IZtsbOcLZeAtmutyFp3",
-	"YozgZqO2qAlMIcWX5yvUxd+EO6/kc78OCxDz48kP/WsSlmHNtPeyPaQ5gie+0ohPy48FVwHmpARnwPLT",
-	"MjZY+IT+8x3WcnC0koh5MULz13cQ0Vj1nfyuaq1uetBgYZtzlpAYne7R7jwkA2dv+TA+7jmM8NSOaAh+",
-	"Rm9vjY3H3EPH7dUmUfVKGKkLmbPmXgb3UjQbWNNCtLEyOvc7K2U7yifCDzr6+KlXKe0+aahFba0g1D0R",
-	"ZQXWGpITsVLrqhGAlSj8lRCE1oFjg5KQuuPPv8RRv4MJb1G6t1+1KgFlaSlD2g0UCHxXOSbJJlpclRWH",
-	"5UvPAZ2v4zigXsHUtHfX117Sev16omfKC1HwFpAcmegpBoNPI2fsVEyHwtiJrLAPouClm2QMCowj+E65",
-	"VBDZQ+8m0O5R2deMG7/RiU+RbkPpxJvGoUB9Sf1CIRgWCpNDvgsz4lpaSlxbEknPcPyXtBDb7NPeflMf",
-	"PyGtZ1jt7+I0/EYlVYuT3+IJKLjjh0b4z+o/ZV4KrurquPKbRcxWHAi/qYhsPnbA1SMUe1QnD8x1WdP4",
-	"UygX05fiK1mlS5nPib7UCOhBFmVEWWAg2pk541CGL4osEtQVgZCDqzkQdB6xN0RsB4QA/pRCjQRUZAWB",
-	"wRnNkgHILB+HC7z1OXf8bRjmM7xlXbbqHxCOD8zPFPPhudMx5EIre8Yofm6DwoDl/ytqB7T5ssSgX40Q",
-	"h058dBReb8YZa0BocH2DwPv6RvHT4x/uNjmn6wPRt+uFFfrycaK79JwuIKJVRLOAO54c1zwehC+FpFyr",
-	"kRzfFJlMrQ61ysWaCC0Ql6XHvEXfERJwrCjRmCQIk8IC9zyEPsoy+TUm/SjgoDfErJylKfAzLgGK4qNJ",
-	"3y1QpU07C1k29kfe6Ho86RHdhH8UzEURHoATpbj/YY6lj7meEjkG7wrl1qoHybbhg+t61dtarWMjbtbZ",
-	"afxuC7lAfVygd+e0653Z5nzEC3JnFwB+OOXsNfaX6AY7/GC3B3n9LjL//iG34hB33SHs9g2sc8eHpccu",
-	"qQrx0f/DGTkegzdfFcxDbNu4fGRZqXNeEt6E16YGe67LeqqAn3gWrQ6gp1AhbySjS58/fwVGOy+BV6kB",
-	"q/hc9JlB9wuoTPq3CJX00dAnLncYHg7baVZIPlbaCjaV5HJjldHDUkxtpxnznF54Cct3Dqu3rusacsci",
-	"E//zV5gpPaVUHKrwh6cxPfyXyN06DtqivBn/7JKe9pp/lNN6ylTt7UY/Cj+sfMINz/0cYmYjKN84qLMQ",
-	"iomjRxPRmVrlSN/Yk+fOPz4vymcTbmz3sJ+cnJxkeyNtptzBLN2PP+xl/j4/yL3TxycncMVUKvzFSZwj",
-	"fHQgStq2Frj4yXvQOG5H+qBwunY6YB+BHKbokvPdg8XC+m3TLEU/81qHDFfs93evX2H6PbgHjVAFtK6G",
-	"0oPgjV9y9YOaB2g3wL39v+Z8Wg5Q4+Cz5s7gt2XSWVGOjtgv2k3gbEHMJHHAAAFHvDyhAMZWlZoJNdIm",
-	"F2lPWaKEFPPAAtm0typEVeq5KNi1MOC28QgrbWsqIfEFmnpMOeR3D+dssOhKPmULnuTBqV+6GO3o4pVj",
-	"g2acHwqhpCgG2Q0CIHYiwU8bjUsjsFZ1f+C/ta6E4pU8gmU/6AZzndv3ch1+n6OOjF/xjA0mzn/HZhv0",
-	"BDbwc5vEsZd+9j64JBzsRMo9/+a9LHKg04/+RV2c5zfDRHhKCxM7lE0+Y28qofxnXdq/R12dOfec+OiO",
-	"YaBrng2nrDvetBTt6YTejm9AGn3ruGFtRXokd/jck7M40bOHH2mSaqTXonhldFHnLoOOLEXGJjp0niEX",
-	"uoSBunmky9YFwT1ayDbNZs6Y02OsSADskc6yuoJyF/9MoZDiM8SosONx4jissZ4eVFI1kmZKmupQKm4o",
-	"zQZ+QaPw4O1VLV5eQQ287gSzS1iPl345tplZ0ryl4yD+wq3Mmf8k/nhB9vlQ1+47izn9JhwbrluJLeo2",
-	"kQHjGHiCNgm+wk7Dq1MTjdIbiK+H9AQKHgnj5AicSj0VuX/oQpzjALa4IeNbVsVBcWbfT8Az+Zy3sM/i",
-	"ftp4xx1/8iN4Wfx1LJTRZTmlz9ztT31pbQ3piVqJQ4DR3I+fWq55IBzY6xznw/CBA/pvk5OOkI5n62UR",
-	"QpkFdgemQCoQM2NXO+yXYYGSeYxdvLS5srGaxl+MaP6xkkbYpBzxJzaVqnbCHhyxc6/gSf9AWHJZ3KSz",
-	"RNy6L5pFWhf+obeAsm9CljrNPeqUFXeTRqXEFdm4sfmPPZrkttpfdKzCOmcu+ZfkSPjdAsd6+/iSfKQV",
-	"48LC2GfnrJKNhznmV2rw1e8aXXwLjS4ajGUNyMEeuFXI7XflNqAbwWWdqG+4sZpb2rSFCV/fQgOZNFEY",
-	"Cg+hG1Ht1YEVCsCr8MY3zRg3IWRqxocJMJFVw2Ndn/EckW5jZFv2jXooTV6eFnl3MhPJqewx139a6db8",
-	"qeXTfHzHPs3uT7NKhWrWZGcvr9C8uk7YFlSwbFVomneNgu0jSRBWdIAeVAHVAxSxAJ2BB+iMII3+kKV6",
-	"PjNCiRkvD9LE7qB3LRSX+P9h1mTSDPJwxHNvwVLPHT3qbDnTqAXLO3Rv25rI8ivXKCNx7HcbLO5ZnnWD",
-	"9F8qZOXsKju+uwh0JzLckboSA6xrYs7PkobgkI/hz4goQkgtPiYNZWglKCBDPgpvtkGdRyxrwkArhK8x",
-	"mA1h59DWVjrLrsT8EFq9+L8sh5sxc7CI9GYeImVRCxsCzdxAu1yiyGSVESP5cXFcTU2bnsXoDM50HpqO",
-	"Y24Usc9AhoAoWF11ev1eh+XoCUWvoTN7hv7Pl0UHn1mIWxPDG0xtpA2tJM2eprkmZn0Jj7C3HrdOhxbT",
-	"kCtIaNpkdHg70Ll1juzxusD0Gg2ud0nTpvcVt1YUZxiYgLVA5wSRadOl0AwZeFLXLPUFPK57Pmj232mD",
-	"2vb+xKzePinVpGBgDhZ+0W9OTN2XAIAvQPk4CYp6kAlQtkWn9AL8HxOcHgY4PQxjCImY/f5C7Dxns5ji",
-	"CJZok+I4M9KRIybBY/8jZFUugINIoIN63i5sRHQmJh3SOCs8AtYqtCUvzNyLV2nxAPc0QTfA/iGafHUY",
-	"HealjzXQScCIEtkHnyzS8eA4UdsOk+hsA4kCiUoZLb4nPjSUfQSRZJ0sSxBHHbo4pSHix7qgb/W22S5b",
-	"oezpfFscykp1fOnbOr2Y8/9Q8j3XTPPmWZ9NDQBtz52n8av2NEKWcl31a553kTCqNJn/0PhITLksj52w",
-	"blW7OOiQoojLbyqsxeSpJh8d31obUbDL1+8uQh5TUIZ1DJVDa3AKkideudag2MzjFxICotpOIfsnJz8j",
-	"JkIcaNC66YPS7kMzjAGqXzAYiWCbjNEjx08nPzbkyemgEX2hQ0fOlb8TVHieT4DZAjjyZWBQwuOKOQdW",
-	"qIJNgWFNYw+9VrU0lus8siyfaAnEXtgtz7JB17cbYOaUBa7OQ3BLiuKUmDroG1hkoYboFRZWxQwNuBt+",
-	"lbSQYvtPfviZDfwTP9ATB5TT9lY4Mz88HzlhBmwo5prsrI5EK78f3gnrXvi5bouZA1YE3rABH6YRuayk",
-	"l4HoqooN8ZitYwruHbJ1LA5+FfS3ztTMqwJAXtUoL8ne3OH/90rFIaCmHfZKCntM0Bncutig7Mt1vh5M",
-	"yae65yTkM1pIr21yPHXtxDIlQFN8mbDrB89N8uBQ2MnxQVl4Xvy9WmDOTO6FRcAeJNIkObZZcosEZmBc",
-	"xSMWvm54Cxoig2NJvz8egF0vPoLljnJGY7elWgEx0ktHXnQonkR2NVE06xJ0WjmtSpEwkHitXnR7jCCB",
-	"s5Kf5y96o8r5BdVHbLdPXzrM1W6DZjG+Iq/B/ToBXGvZxlyqZZYE3LNb9AhU3Eg3vwlCENEBNpsLatQI",
-	"YlfQNEiW0s2zkEdJ9i2l/AT/cbB6QfKTazmUPGL2eZ6+shLmMFZEYgO/CbcTlk+4VMjFG//MyzIOETqB",
-	"0POP2J+ghU5EfvU8FiwF93JN2eGX//eVdIINLt6e//b6nP13LfOrD3DPoGnwiY8HXCgEGvfk+CAD38pS",
-	"KFfOWSGvhRmLwt/oERJ079xvEGVrmxZRTYkxYt4JFxfwlW7fu3xOk0/n3hRxwbwXp32GQsEITk03sRNU",
-	"LBqBj4cudFvqWX8TiOQ7fKFLOq3t8lsFB+q/DRApS6Dxhx0xWFfWhbfc0ni+Hwdzsj9XiwmEm51reZuu",
-	"ZQ+PtM5D4WZCqEWSmi3KE48LUgm7gv4tYG28NOz+tHS1pTvGTKeY6V/UFO9nrYo/RKxKmJE2U8s4eqEP",
-	"gUKHuIaMrFZW5YPbWDpWGX0t6PA2iI12nsXnotteaYdHOfp2Q82BtIyX4A9JKNulZT+cnCAOIK6GUgUa",
-	"vD/ZNng7soXOz+R8HupinjWeEEUptuie5sV8RW3C2/iB1mSAXeAqftYifgHq96BXtlxVAp4BL/1LwS30",
-	"zW93d6RUG6x4WDGeF3DdzTD/n1t1SdMXWg2l4aPDBz/r30vFTgtfNu3v40PF04ndy/0Z9r9OznbAQzzl",
-	"GbXtpObO/vqjjnSSNpTyhkUd9sA2oV6XYl2uK+7KtAgL547GwZXSM8jcwDouJIQPWzhknEZp0L6MAmjl",
-	"nGFR3BF768cT6mNLoMc8xAoDI+ii0MBPwjjCw+kjNCiPN4cInvhYld44Y7PJPPlafi6k6IYhD2vHZFH6",
-	"17CRLks9g8aTnZ3yEIx1Kez2K8X8a1a2yEyL5L5jesL+ddjmMaqVk1NxTCQYTq6kzsVSyt/AasP+M1Mx",
-	"1WaepUqKCgxDGDuxvQWVR+wS3a1ebRyNkqJIW2nHxtro2kHjS0PvYWOjZ26SsZKPx5hGGvcmNbz3V0DP",
-	"B1Ab+MTrDaUed+okb3EWz5O5b1OyLr+t40TQVSz5IN/fmfhNuLDFehfiDg4F6P+b8NaCnQDhM7+bDVdj",
-	"cFBj9ChEZQJO4+g6DI4gYqLB4VX43NW8LOdomKsF/sGFMmJ/3NhIGjHjUBeH9UbAbhteGls8YYfdoewi",
-	"J/Qzo314AUuw/VPh37NSSPiF9WvwPQsIcteFPYOhYF0JdQdnwdV+821wGGYT6QT1c38lVf0R6wPwftYY",
-	"fS0eKMpHQrM719OpUIUoGOTiWmo176CDRTgksAzIX4JVV1yBsxWbC41hq6OJmNZpHbE3pIPFMUJmFMRg",
-	"MJTPIX7jxYcTivy2XAXjLin58pPFAWJtfmwF7ef7yDI9Uxk+jwAAR9AliH7X1r3DBV5jF79uKi5mE21F",
-	"uqCBr3eZ9xMUz5SFn4gxQnyNgv2PbHgymvaGLAeqbhNFM4Xbqb3apiHbrGnoH9wJLOnmpAbG3xELcPfR",
-	"vDU4yfaqujc9qMnGTI8jnSjauMlxIy3ScTMWDgYes+4hxkKBDIQQCg9MgejbP+xaGDmat3xhaafzVuGS",
-	"LNKcfMrCwQROMKsWC3qlP2h+DSB9BPYQ+xOpPNMJNAgVWn+NRcop0pXHSdGoQrABPORD3QT8B8tQcu4f",
-	"3wKTbWTaNC+A963JtKEPpmJldPOFcTUeWlLmwvSQ+6k38oyfsSsLp/n0Z0ybRYcp7okJpy6bUmFYn1oh",
-	"gyDlEtkPFzr06LAN9wd/6EJQd59zevsAe9+NlbRQ4jKcw/4c0O3v5pUYHOyygr7mrFDYli3oxiN1C7AN",
-	"pdX9KT1tZfC4Krla0XMsDaIj0NPRj1GFoPfBXIIu1YRekPr9SsxbXjrMlqeDl9pNEVw8kl7zUmL2DDbv",
-	"brRClHpnsbIsqTTHPHv0UYwcpkKOJNH3HLH/41XF0Meypet2dfI56WB9L7m6Q3j2r9scnSMQF8KC3Yof",
-	"5L7A1w++d9SksZRc7SiOHxAyBU73FJvo4G0fnLCvyWGLmu4GhaYYLGigYCkBcQJFNzRZ8jYmj0Pi4llM",
-	"87kI6vS5KtBz+o6PoWIpvixq3FnUATG2GlYbDV/MWqqMH5uDqE1BvKnFEfuNV8HyayqYSurJ1VlbOpIf",
-	"/VXYsIIn3cRsk17YHcKFBX6eru9tpBB25wWFGGK4qbVEwKEft2THKsEFMTaeElesCMV2f7Fbr1iVTkwb",
-	"VpGzpIEOtI3DCFIkVUa1caohSVT2E59M+UfMGrd9VCTrKZbvkY2kb2+tDm62GT93yZ83Sf5sr51/UCmc",
-	"UGn5CSHDFr2Lm3aGG9aydIdSQQ8rJxSEmOHmLFX/mvr52l+q0HWuTejFIoosajmYqtTRGe59dKqD5xyd",
-	"DvaK+YMWYDPn0Gc8pJ23KUD64q1b7wrXvGZlR7iwlvgNcBm/L0965xLcwjbHpVy52Y8/+f/8wafiL29O",
-	"rWkx4/WNKsj1MGjYjUhl2Gxty2Ze0Ef7qNAoOarQo8p6mdIo+fAQeriNDzli5/gX0BoghQySRkJtBfmN",
-	"uWPTGs9LaE6HWQtL2Q1UDwfZ2cl1WaezK2grMhhtmBk9k3nsNAfZD0j519GEpjkAGzXRii5Fe8W4pdxX",
-	"0J/aZ7aHVTF8yJW8ihV3fkPune7913/yw3+fHP78T/rv4T8/nWRPf/zrf+zdGd1ia4lWWIZ/BkjVcf9o",
-	"+BrZg/PWJfO5WaMc2Lvma+nStWNCuv1ePPHje5htBMGtyQHxUeS167RVqQRlo2agi7UsrcqdUMsiXVMA",
-	"ZhMdp6PspRVAZ88gumFja5zOpzcOu/AXULYmuiwyNhQ5ry3wYYpZKB/210z5PFqqaRUdV9B00YRCvZLn",
-	"V3ZF0vDfabG2jiLhRR348fewzgmd93eZltPVNmSLBsJMDCdaX9njnDte6k0SEKzjquAGy56cZWOj6wrl",
-	"+ohPZTknLw2oJPibR5YNiCfqfw7YTJZFzk2BRw2ewtC5RO5mr4uE3lfwFLgG2FtKrvzD8NUD5kLJvxVg",
-	"P1hsCYPPt2chSxymCF4cf1HBBvj7I5r90T/qk5Mf89+1Bn0DfuoK//0m3J94xwv//me0ZNss0azd0Iuc",
-	"rtf2SGFcT/qc38Wx8bMOm7C9OcMyJAcId84WDlAhSnktjBT2+JMs/jo2wmE36m7z4zUUoHD2K+aK0d3z",
-	"GFC/EKqAPEvIj/HQT+UZesTqKsTv6TyQm4l5XXhaOUtpOO1nS8yJ87eEGAy0avP/zSfyWhQNO54zUhRs",
-	"3xsNgzA04POAWUF03J+0ga2HcVIfwmMGTHvtdiat6OCqAFoL2s/P6dFr+7sBhcZIioZ+h+7sMR3k5mTs",
-	"T+42bWbhRMcV6PPA0d8zpvQsbIqjb0szvjcl1e9ESAQdtQ/hLcDFWvaGiBvab4iPN8AMjG0s4gadC3wa",
-	"od++n1slDJz5bNXJP1jEnSN2Hil+njSpFfhcKnehPAp6pRfdK/Gi6b4LTnqb4pK0NKHVeAGH5yNIwXWQ",
-	"0YhCWbB9VBheFoODxYVS7msFkY+wMqtN8mSJ43cPkgVICXZQcotQgidztHwyYdMnJ/NOAQabDKygf4C2",
-	"sHG4iBL7WFKVhaz6LIEKf9KTjTWch+5FYBaLsrStlJFC2go4gMnfSA5NzBL0GxF5sKRr/TkUNZPfU6ty",
-	"frBKI7/EWd6d5KYX9rZDGhsx5k58R0mv5+05+42/sKvaO+cutPJUQd0kENYecAaOlNC4Y7HS24iC50AB",
-	"Jx2zfN5se86syI0ASWmFC1lU4EaCQBgmbRQZ+eGx0ai/44idB2WclswIVoqR8/gRuFCJJiJeSbGH7thY",
-	"2K6thVjXj7O0mlHeVTqaNbwVYUAPp9p68cwmi7CyGgYnuwtx90b52ufk1k5yX9MN7B4BtMDpi09BsgpV",
-	"VFoq1xBI6Jliv78+f0aHKgtOplxXIoPwFjKRFWTqWjzaEIGWltVK/nctGJ9qCkGv0JzxzjgECe5XPrS6",
-	"rJ1gE+cqy96/fcX2/T+pQhlM+rLUs9+dqw4iM1pDFWkzBifM29gjw8dTSHIOL/HIY3V5jZ0qWal15bX3",
-	"jJVSXR1im2dtWF7qujicCsehIz5xXwq7nEs5ILj8gNmKoLjD+LwtT5gDIruYSiWtQ8ZluMKyyshrj/Z4",
-	"r2X74Wnn/u8X+Nd3+MfBwRF7JcY8nzOr+JX4kHOL3jny3tk6nzBulxx0Wn2wzgg+/UDIibRulnto6rj+",
-	"jbqEy5/R1fiVGlAWKjdzSCbn2IgFyT6oRKnpR9TVNqUDS7aUaboCvdaknfoNe5bMN9ZKTgTyd9xdAHHF",
-	"JFaNHlL+c1hwyuEiwTvRZYHdJCTS+UnXiGI2kqIs7C7//pvo/9bC+ru1mVJtCXwz4JWpO0OJVclzynzH",
-	"7YfsebCLG2J85JWAIuGwsyHp/VwxMa0cYD0fWpBTeG4bWsqQx49/OCN/cOikgoWbjQ4ZA2cwAi9yjtgz",
-	"Ss+nAimq/hIfXfAZ+5tiiq5q/Kt+fC0lMKFgJiwmP3G3L7jDaHtfFb0werNE1/Tml8XettI6Ph+H/Wdq",
-	"9kRQJR48ANfwhYqvogBgl7lxq+CLh/OBge8xwUm/a5xMTxtwd6QNG2tNtrnTFTRlExKUZpxCBppD9Iaq",
-	"gv3JpZNqjM681MMlcj0V7BlXuSiJRFhpN/H3QeY4mPnKhWytaZb6t+dsIq3TBioLrkTlsqi2UMqrf7pl",
-	"IyMEPAHRPQDFQgUqznNr4PlwMKgldHZu6tvx0OGaPrTTnbgEN/bQUTQbIlwQ3aIWu2jpLzTalSa6qEnb",
-	"AfrvDJ1xv797dxFa8WLZEexVURA3G60f2pAVAr0/vqIcQSgMrEZsgB7Mq1433PPU+/ll5zVbe8cFfIvN",
-	"roMWbcvlNZBHkAbqiLeNvNo9Td+AECLbEBsWIuGBTeIegvB9LsE3fpPxcerRlsLuqG1vCZWeL8rJ5Fzf",
-	"eYwAEWl1+52XygpgpIp9YoLfyd83CNF3ymkbaNpth3TVIVx1QB4z9EG17bWMDecVx14IEokWG/clNlTB",
-	"4HxMHMUrkvjKnMmC3JrxNw7C+IZfizKS9Jas4m7C9jE8mbG85HKaMSvHirvaNO7SLPhKD84CQYKMOQCU",
-	"h7So8Ryxc1YgUUJjPHrL0a9Al4ftnegMWHwlhuGavjjnSRec0F4GSVJiiw0XRdgZs605EL8F1PlnWB0i",
-	"/rvmJS6//4SyuFe7csO+OrhRZ9wGCqiztq4sIQLsfzXj853t+V3ZnmlPHdwnTt+mJNhcSV3Tfs2bbdym",
-	"yAdjjliWEHsD6iE7B7cLZzqceiAL3m/56A9O10gXOjBIM4hNCKK3bxWs7j0EJIxOfj/2EH3hy/C4A7Qd",
-	"oH1zgBZRAWsREgzYKsS5iTTFYcWNmx/nvMJWPqtM7rRGShZZ0o4LzWTxsZJN4mmo2D6/eMmcvhLE1wH9",
-	"DsPb5iznToyB0JjaucQnxtaLbcYhaelpGPZDCrqyxMZfscGyf7l/AjYADpXlunbEYDcSoMvapoa9tl21",
-	"5lNKnI+TsEQvjtxfmYdwIpAYztkAP0MTtj9lvJKHcOPgDKk/rC4Fs8JicdNSTe7jlICukh/g3g8B8rpL",
-	"UN75D3nhv+Oz9DNuERh73thH2ZZcs7g7YH7fRTLc81CYN0t5DtsnxG/EQienPjmjzdFv9tfe6V7cYHtL",
-	"yPC4Bxn8EvYjwYQrJcp+FAgkfEqUkBHmZzDShhpJ4flb7GMykiUSpqqCGT2zQVdKn7P6pHX70JJ9GIZ9",
-	"U8Pws1xi63pw4WD+j5jPtClucEfoS32DW0CuXUJd58ubvOoP5I7d/Ibn4lrmn3ML/XCjO/8+0aDnbHr9",
-	"eVXd4GpMBbrxDTeawQtMk77JHGqn/y4LoW94z1uR32yX/aEvSj4X5hcj+NUN7vud2/O6kPpmt1y4f9/g",
-	"hpf2csJN2DM32mvAoUfO4s0XEOjeb3oXkie9NzcZ4G9G19X/EfNfAQtvNkR5DbgHwwz3b9MdTm/exP0d",
-	"5MUuOXZFcmxYJLafiNqDbcv5+GmWHN5dAv/4Ux6A+q+1JoBWUXifhkhabJXvpTxyn+uZEsZOZHVT4d7W",
-	"agkMbtwKsxE8d3BYVhEWK1HugkO3VlnFvQkdVMev5EQdVyWfD3l+tSKIZG0tLLMTaNAj1bgUh94qff/2",
-	"lY20P/TER5aV8lowzIHOWKjrJE+eKJrTuO9NYbS6phgyGIS/2QE4o6bSOVEcHLEXPJ9AbjovphBl+shz",
-	"V86Dx3VOPb7BzheWGHsHpRwJJ6fiUuRaFXbA9qnCgz3+4SRrOvb9iD9MtY3NkLGDSoHh9QNIeMS/RaB4",
-	"ZMmtQNzzEFqXNtTfAKpw5f8rVVgOBmnnftlOwYc4GsEfw47hsY71ZzagJHKsTOXFfICpODGI77iJDOMS",
-	"/QpH7FdtaD1sws11JUQFv/YWETRIzrVSIncZpS1jKhLsAlgSwaSyTvDexPIGAl/Ja3ERdtCNa+MjBHVW",
-	"tcZNepPi1qlU4cfHd8am1b0eK9zKwZ5CyzNs1LAsfofcrUO554P2SA6txCGMFwe6cxR/R47i34Rrvn9E",
-	"jSgKGshLxMC2pR++xR754Xye8DsE2FvBYB+ruoxQYgb9FBYgs3f2oXoL9FPowIDpFnaQUeceWL2cGyCT",
-	"ZgN7nX9wMr8SboACCH3x0tKbkNMLUpv8888iZrQI7iMBo6Db/JAozwJ/YUtZYFX0AH7RyMmnJ4dPT04y",
-	"lsjLAy8BgeIIV6AMPVekZUUNrIwD+Mu5F74Dts+HunbsP07+f0wqiiUALcwB5oVA45eQ+wp3h1K0FyjF",
-	"z92A7cdfvlqQ5Yn4bmZYCSN10QjzJz/+4GeBqzIUc01kaMtC/AyvRTWk0TveqNCjBYogglsY3KFeKme4",
-	"GF6oFqIULlluavzSDI6UE+LNXHokeNyv9ZWAplOltsIGJQA39iBjwjpOtNyMRDjGOIxgee1Cy5CfmMVV",
-	"gpKIoGXEzbhKyTjDFEO/FNAAQWnqQM2uZSE048bgLjpfChlM+TzsT8tmogQNWLCZGIZLg27oddSD02Rp",
-	"INtnKEqtxjYGiem5GfvH3vJy/WOP8aEf1lTEesd4A+Ys4w6LfCBhmDCt/VKPKVHomgjSs6jOceyp6lUp",
-	"bu1Mm9Bi4uBm6tArgc2lv3udqLUgmyhFWes8Y8g91KkGXelu9aP2N+1Rixp09ihPIL9Tj74r9ehVALSW",
-	"BgBVdsHMc5rsLWHWKUZb1HzAgFxRpdL078Y0z2ByLwTI4DGnrNJlSZSLMCBWKydLUoZu6mO79M/82rxs",
-	"MOjVSTiNnU8I4W8J3bx2OHFvqS/wGe7bcbcuD6b7DOtqRe4f1JK5hY1X8dqrln7/8drpQyNyjbR9vSdc",
-	"V2dob3gVj49GInfImwianFcmF1SXG593XX19x11Xq0+7X7dv9nDf31nV1YM/qrU7nAozFmt6mjyr3TFc",
-	"F9qXUF0YepDXpZXU7rW/N3QSuYPcko5yKxg48qB5eEjaCvc2J2plhfTYLI9/+NuymbJBWDpZk8B5tnLc",
-	"oa9Xs5uAEGxYenNT/3/sXWtz2zaX/iuYfIm0QztOk3beWtPZSdq06W669dhu3w/ZjAWRkITXFMEBQDt6",
-	"Pf7vOzjn4EKJujW+patPTS2JBEHg3HCe5zHmgGjJLwUyunWrLclqxye5V/OUzME2p+Sp5Mv+iLzziLy9",
-	"Te/bymhompHVxGwgmvovJanl9UdSbELFdPyxR6ZRAtILNhPqT7yuSUkd24f6pLbi5sI49/5xCMHpuZyJ",
-	"YcaGoirgn32s5bkL/3bymvU845Mo+p4NMTUCeNXYD5sFAimreWVy5YZ67ElO68ZiSGz8YdulmI81IBis",
-	"GzV1wSZDi5XE0Nbnh8R6vgrIqRxGDwnhjonPNGATXpswsmQKgbfpUta1KDJUpPHjfG5Y0ZA6oKRwSSHG",
-	"QQN7ySEbtiwdnGdyNuZlifS1biRAsVVxDY2HyMlSiliymrNSuuyLGXElNEAN4tRSIRe1e3DSiB9ggMmY",
-	"tJSDnTV5LkSBdUXi4u0ZIdgv786Z91/hqYGDU7hlKsp+hpU5NbJcVowDaxfp4A9zepQ/dDn0MwPcAyAV",
-	"ZBQ7+f3sXBQkHt9DyFiqjA1UBFaWkBCPBOpySzzSdE8gq0n/kL3BCe18PZH2dwBLEovpOIme8MVqnl+a",
-	"tJ+ZNJmJb7+HM7JFaS+1rPcETfG32IBH0UHvNmbcD1sOa83FSj1Zc5kt8IDvA+A7Y5xqu6UH9Eq7Rb8o",
-	"ckadW3hG0tW8NUONgcoZc7drnVkDriY8xJJADecJUJRmpyhC1h8QLSBe+Xcwzj/LUgyRXBGdyhjOwZTK",
-	"qDGEzq2sAYNGR/CCu7QYkrZrpS9hzS6ahJ/gLitNwo75avLjX4sTbqerBFA1TE/qJuGJCKvVcrihwwUo",
-	"TI+jqBm+QDZRwmTB1zhDPPe1urwUvBIFa+qVse7iLD8d9tRtDBKOHhfXvtr2gAbM/WqLGXCxkszFHxW/",
-	"4rJ0Wdgy+4J4XNtHBuw2687oSTExkLvWWk20MCYL4a38t8gYh9buEEFmRN6C+CoI5V1c2S1t2O4/vWv7",
-	"8+kJxAz7UOGO+1Efa7Osb0VdESa8KNR1VSpeHDjfvOZ8aqERFTMq/2MTHN/zEAV0ukvOsNEm7bMJXtZH",
-	"2BzaLAbkNrWxLC+lqFwWWHIXUJxCQE4ZAVW7C2wiIec6FKGpJWO8mlP9HK/jU5P+IUuMH3FV5o29gIm6",
-	"wFFdNPErwz5dPrj5kOwR+QrEO0kodM2N94PbZzw/0ax+cG/kzszMfXYcwFmwG+6GTMqtMehKeYyego7h",
-	"rhvnPmR5tEOHaGm8gYE3Qsf6wb7iHnvIcIRGs7uV3bbv8U3S74jtLT0tsLPlv6WLV/wNDvDhoQzIk5rT",
-	"gg12RndqbX0wntWvwURNod1HXgrorXSPBtzYpXhuBmiqvLq6vwa2z2HXXKmAeSqZE/dkbAZii1ACa4DT",
-	"aXtjt6F76ylau237q7A3xQjrptQMAhIDD3apGjkTyy8Iy3f4/ql8OlJ22v9KerD2lvNxu6GWbSQ0/tYR",
-	"NvJQBnN9m9RmY/kXQlL34304epfhaLAD+3B0H47+/w5HIwTlKYSja60rGDpqqNiGPLl12LlIj9yYLFUJ",
-	"qgrmwmAgPRqmx5qtmw6h9z8j4vJRY2QljAE5UVERzxGvYttaxmQVJezfwsY0lonqSpSqFmx4U/OJyKCV",
-	"4gwKe1ZZXmZAJHM7ZD0Xy2o8cWyZeVkM2ND9Cs+vh/4CqBSkGu2eTWIRED1AofIG9PyfsyHJDf7aKVjR",
-	"bhJKKFh27xH60d/nfvib77PUmDw3Dmx9D0z7XH1ffrzD5pmlnXzf5qhShdhQemznvubFDfx34xHllSIB",
-	"f59juBguF8cggZCisUL5HyB5iYTZIXuXALjen5+fHPz84c8M/zX+7QTzrfcfzlqXa6G3SeJsWEhD3xl6",
-	"TUUwV3i0mRMGYb4OGRbgZpTXBa0cLa5QLm4V+s1liwR3kzaLR7Sh0Yf5GsFzkzDnuQjyFRvGP1wUopIL",
-	"IuzsjR8PCmo549lJT+dP86CdI6K/GC9VJTYf3X4hSKuN/VyB1aJ1tRapNVZ6xu2z42dNAyLOHV2P7bH8",
-	"czpPQYVVYTKQ6ogdUBGOCtlCU0i76kBXC26As7qzefGbb7/bYkBwRO3WGFEnRFRiCZjCsHZpgB7GuvKQ",
-	"OSztp3O8vFXpobWf9m7kzk6x3KwuMVR8MXIKuQazzYSicLvnxpMJtVLnFPGcdSGY/VdAunoY6lJN5fvT",
-	"PEowGttIuojtimQH48525tftLDC+7ooo1emtMPbU/XVbXOVwmVIZy6QFCn2d1gh4WZJOHA4n4ITFZ+fx",
-	"e6+PXu9gxuFBtrThrbPvr8WAf3oSFdHDvW1ZfUJ+L5Zl1+DzBdiJdWgu7IyGcNOUEjrhgFDBLeluAodB",
-	"Er1BHzFU/tskBwv0CJ02LCWwsKQVmNhBzGITU5gwUkDREmqaYEHnkXrVqEBVBCEuZvdJAIGCk3CXAmmL",
-	"Ev8KbeyqEiHK4BYxbYs48azNeODn/wKucpFTQWd4HKmQ3NMRhcO6CBiZH7pt8Abre8x4auLJ1CI71Cq7",
-	"3GtVIoCHGQsZ8MVqklx+4Ck6fFAvPlsBrxAnMH5zJ0NdietV8XbmheZSlg36xnPjotRla37qLviV2vO7",
-	"Lxavm40tlDtTvoQB9NGiUOvoXyLvkmcl//rEDu/8Gvt7RtB74oT1vtit44d1xrF2vYZXNGlJMCtqx8ct",
-	"9I4yvuYV8FRmNaCqd/rzj+zVq1ffUwGa/VtVop8xVRYRDMqG7uIEI0pQilqMhRZVLgZQqJZVoxoTp5AD",
-	"ipEGBrDvBTDbpgLyaZygp0BfHoazE3N3+NX2zOLhJzuTmIdfbkn8Hb6/C5N3+NHPshRbU0Qnt6KVuNOv",
-	"3uGSvd/KfevJtsGvwtre41fXlOB1uoefRO9v/N6LKdfFQay5r+Cf1dqlKEaOSnFMaJgEMPmcjeZWEAzd",
-	"5RDto8OenWrVTPzxIZ+4CexDwIpxEZDayaoQn5morAYCDM5+8mgRNRsZCzGuUQgaQqgQEndWl23QEMmy",
-	"amGs0iLkHtZLa+BQuRZs4mIw9sYDcWRZspGA9AzFmYDrVQXdQhzgXFjWq5S9GAOV3sDF/0uA21jK54YS",
-	"piui/EBXwEle5hqgmTAjaR9Hx7nie66LxRJ6yzncT0zsbuAswVtu8+mGMBgeLWMvD14eHbEC9D9yy2Rh",
-	"MnzDtVa5MMblkth6o64fWN5+6XlW0Yc4A6fhU+BOdk8Gpzs0yQwOlvdGr9vovY8m5XFsnwcJbbZ+ZCVW",
-	"W763GpDORo3tgT/wwi3s4rtgPTDmRNMCezoxq0XrZA/uh4x6Yy5LOqwMQ7pwl7uYdFZfT/HH+/2/3/9P",
-	"ev/TOm1vmkcxBBuQ0okhSMa62hi8B7ZeWObHxA/hHHuS7mHhTeoWmhlbP6FCiOXWjI2aNBiBsmw7bBmh",
-	"3QFm/pal8dXW1uQa7PI0jE+4rFxM0rI/qhI7G5szNbb7eGNvb74Ce3MWt8JTjzdusIq0A8hyBbKyBdSB",
-	"fKli3FqeT5F6J7RAwecVn4kBLLAZVK3gU+CZPkVaZaCycbeSZjWNkLquYtKHYGlQJHfJ2nLXvDTxe/B/",
-	"vmteWi8iAlJB0PF+nPTS+zU/klUBECLPRx2a7Knx1JO3Y8996LbvxQc7ZkYIlxRm+PCymvS36MYvljvy",
-	"I33NIXsHWr1+mFrkU5FfJjPT42idmdJtOwyfxiv1A6Agdhz0MA+94qUsiCDKNxMswKz8evAk6ZGDCuPT",
-	"ibCUHSNuYMHqt1ADh+xXS6eQiJaABNwryFRKY48BX2h39kPYjBwInuOLkKyt2tQeO7DHDvztoKwts/6U",
-	"cKxdPuyvQ1hVBba/7cTauNZwwwP3IViowOgOJjyY2y4cVxvmmmHgXTizhkRGCw4Q6NigeAgsa//bHB29",
-	"ykFvAf4pmCiF86sZG49ntZiwA2NAk2qs1Qy834ycKh4y/YBXoFZfvMZH959vvvOcI11f+TREnCfWLNlI",
-	"TGS1TMVHJHzS9rPQzvb+wxn78/ef4DkBI9Gblm6EYwZdzUYAI5/B8YYrWRX+nUEqQtx5/kjfC/SKQ3aK",
-	"/QyxU8RFC4fsbNnPebAwxrBbYIUzAgvHhrbtMcPBI+zUvHC+GECt6FbAhb6LzsOTVXbYI4/3ju5xkMdt",
-	"I/8UYcfrfdu2+VmEGS+4tUjRyn47eT1Y51989O3ifiEuDTS3kcvRgkM6NHDpDxuiN/lCb4PNFMRQC0+x",
-	"3ufgIZqc7TPGrzFjdIvrbrLFN8uxayteQK5dI5wXtoJNNK/sX3Hm+yRxnyTuAeaLAPPHShLXOlGSHdqA",
-	"KydXQ43Jq7v5kKcCvBu0dETudKDWDqmWFT+gwtGQ9bxpjDrIQ8+u3uLFoDFgH58WRLG9QofX2TpUCQI/",
-	"V86DiorzkeB+BulVRyJXM2G8CCU0+qNf9MJ9Gxr+zmgeH01Q4kF0JFbd2L+bYtVd/Ru9gxuGRSgrf3Nu",
-	"xeobc9um211nafEtnuEdqD/wXtv2Wjfcpm1vYSfuz5bWNPAlQnLmoZR01/bv0ZfuUDw3ik8BE1zbji5+",
-	"Fa12Kq/nNgkgU2Q08qXKuVWa9RaEGDI2vJoqA9BMXtfuP4mdJt3zlmDf8UKSwlkhrmQOCqHAWJ6rQmhW",
-	"N2YqDKr7tVmdTs/PTuBj9BzYFlAw+HN8YaafOfvflCWrtfo8R6GOZB6I6B9Sn3Gprp1PWKAnuaJPAhbc",
-	"W7TKzWIuFoS6jpHRJNXt67X4Uzre+n/62frh8PAwpIHRE/aDqHyo3GRsCggxqp9+/HTYgGiECsgdob2S",
-	"7oKM8LKOxozP2Uh4+Fqi7xr8Kjk/qvK2nEkUP3b+Oa34Qmf90M1gROmGL7j7wtPQmoLzqZrbacaGN63x",
-	"3b64gdV1++KG1/Xtixs/W7dD1sO2AOfN/zj9cOB+fyBMzmtR9AdUGU5EhalNy+di4ZW2dx0L3tzEeiwg",
-	"76BU6rtSoxZ03SABhYZADsB2BohzSuVCHbMsGP2mtfqpK5UmeZOasHsD8X10CpkEaY/FNx2vfeRenIuA",
-	"/LNCOJTw5BwnG8E3v3i5rqytGVKwX95+84+X/3gZnA+B1/hMmHQlJS8bquIlmGnr9hjsca8aJbc4gET/",
-	"uFglvt+csOOeG7JDf+IKyyRq8S7qa0ciur0m7z2llnuk2Bal3ZURgN+5Owjt3lXcFJPUqeClSwlu1jNM",
-	"cGZmvCwZfp2ZitdmqqwHBvOCjXjJq9wZQreKZ6qSVrnMAkToQz7qDGgSSyTq80TYIEHvc+o+zwHoCycs",
-	"gFM2c2PFDGI+3O1hFCDkJKu8bAoBwYYRlWmoRAydgoWw0NrntfQqVQgAoMoKa4JKB4RyELq3hDWGxiFV",
-	"zWeqMUxzqF/aKWjr/0vkVhTosOlAUhqGEv3elbl7gSe4RAH+ieYFPdi3R6+yJAoCvLl/qJEq5hkGDuh0",
-	"k/JiJ+nEe3yV95k/XeV4kzMa5Eqs7+pHdssBXGqoLB8m0huPM8xkZrFO4eY+YBjhxK+97jMILlxUDZIY",
-	"7uuHuP1F3mhp58+OP964jHokuBb6TeO22MdPLrlNO4CduYJ70OXT1ZmYAlz4HWjSoxXb/D/in10YlZOT",
-	"Wxzg4uiym2cUbPyo1KUUfsg0jiWqBxgWkxVi0UEiBB8kgwARqlUZMjuZjM24dO8WtLpR2BK3trFMNxU0",
-	"B0A6Ay+lh8/Ijl7CGaovL+BELJcq/jDQMKwV9LpGRd9sKXshy0GzgINjVnNZhngh55aXatLAeBIumlrJ",
-	"ypo4tG9aQ/Pzujy4U4ELWRSMSBHZTMxGQpuprElOxVsslJwLt3iV3oJ+3HGHP2UhVBJJ+phvolVT0yPX",
-	"qEp1wHMrrzA6rZUqs1Qi3cYQxL+SUk3icL5tDYdu1zGe/3GvkDSF4R2cMFjqCSTNKys6UypmdQmZdyA5",
-	"dKvCPQecgxXMeQ3Uw5Ma1wfC41ZMFJDrdQzrQ1Kh6DqOw5mSOgm5PfUHoujGIp/nZfpoIQ+W9Fyw3sxM",
-	"XQpm0bgtVOW6BnYeBkJyf2qMzdlxNjKv1JPDpspVNZYTr+2IdrXmI1lKKwVsNkzeE1BhMnFx3l6n84Y3",
-	"7xjfO8Ab0vpHxrYQnAB6fBJyO8/s5+vPibo2FIb9nV+2NnYa7HRPj7gCPojGjtTnDP/bVAW7FqOpUpcu",
-	"/ZRwfFiXvDI+I3V/kl5JjFb0Aa7zf4rRmYKzVb/tZYWXpFfgr+z+/DmdJDeQrpf4VilrrOa1r17gsSsv",
-	"ZrKS7gNL4klwM7BHdh4qHRyUJBNLFWbq++/TmSI+sMWb//L2xTnDfBGrPi5Hn0hnL9z+uRKanf164td3",
-	"rYURzg7jwgFzN/DMNrStkZORbAOmptQR5nMuNhnBHZPR0V86jSAlt8nm0m3SgogL8bWDjBXSO4pICRAW",
-	"73fpxITs+dntp9v/CwAA//8=",
+	"7L39ctw4ki/6KgjdvdHSBGXL7m6fWStO3FXL9lhn7LaOJM/s2d1ZCUWiqrBiARwCVLl6ox/qvsJ9shvI",
+	"BECQBZCsktrdszvzR49VJPGZyEzkxy//8yCXq0oKJrQ6eP2fB0tGC1bDP68f8mtNS2b+XTCV17zSXIqD",
+	"1wd3um7YHZGCsAdWbwgVas1qIueEEiELRvSSarKkipRSaZJLoWmuyZrrJdFLRvKyUZrVpITOXsNvto1c",
+	"rpgi81quiF5yBc19o4hcC6I01ea9gqzohpQ0vyf5kooFU2RFodNaNoslkXrJavhQEcVFzp6Rs5liQpP1",
+	"kpcMeoNRckW42B4djurZQXag8iVbUTN/JprVwet/PTATP/hLdqA3FTt4faB0zcXi4Oeff84OKlrTFdN2",
+	"8c6XVAhWnuWaP1CzbNdm9O94qVm9vaCfRLkh1LzLiKyJNH9WTBRcLGCOgpXKDIibl//asHpzkB0IujJj",
+	"oN0uOsP+h5rND14f/F/P201+jk/V8/gID8xU2kcNLfHn+JDd2Mw6wnZR+AS3amDAvtndB+s/DQdaVWMD",
+	"tLtrhlhVxIwkObyq6gxrRb98YGKhlwevX323vfPtIBotr1gu62J0LEupGKGNlsc1fEDUmut8CScGxvhA",
+	"yyY9wLajcJx2YDMpS0ZFf2R/4gWTOwysasqSHFL35dHuQ8Qep43wDVO8ZsUkUmt3ssCvhqmtCJvekdw6",
+	"w+oM94HnzP5xUewyYvOhe0J4QQ7/8MPL37/4/Qv/W244k6zJpx//dPGOVLWc85IdpWfXHUmCcF+8/P0A",
+	"5eJ0xuch551ZHOIQ7V+8MKN2s3ETlcXY2Pcd9FtBZyWbeNYYvrwbEduPJpLwH2rZVH9km+0B/ZFtcOna",
+	"jV+YlzNCFcnN+ARZL5kgXJO1+almVLPCD6uietmOauH6yQ5q9tfG0OfBayOW9uFZbtCDcmlr/2EIqVUL",
+	"xrf/eNZRLnpOFTvmQjGhOIhKzb5oMpeNKFAAMRwauTcrXg9y+XvbyV60956qs6bgE/npkqpjal7fjfyW",
+	"rpNp9Peeqkv90/QRXd78y87jMR1MG02MmVwUTGg+56gpBscBDkLNdFMLVsSOgtnMkqv0ocgDBjjpVAzv",
+	"74W6XtLasdVpa6rMFwU55J1vd5Sb3Y8nrvVjzovpNyPBZ5nRjzKidM3oKmuZuzJ70MqtX+RYfZCLd7Vc",
+	"JdabCV1zpgjVZih0bi4QsKKarxg5RCHLV+wnKdIyx1wsOoOby3pFtZFGVLNj8/3B8Ag/1UWMU/7I1kxp",
+	"P8g5r5Umh2aJCzanTamPQLEvC/MWPE0NUUIH4RhtCwevDwT0cpD5+4j/AVuOXU3Cwd/ISYs7Y3NZs91X",
+	"V8tHrO1HVnB6zeoHVo+rIlQpvjDcQksc5sp8TRR8nhreqtPDXiT6o7ws6YbVP9SM3k9jDPeMVaBOc7E4",
+	"NusoG31cQSuKHIqwwR25RefbicziR1lM0PRw5OGakroRytz4/a08Papib6XuspZa5rKcqolU9v3UWNzz",
+	"XRV/P45gbFeNMCT8QS7+yEUxqDG50+SGec9FmmNyUew6vO5QwkFey6bO2ed6qtCC18nnqw94xGWjjcwF",
+	"QU1LdYTGES4sNRr5kZG8J1bKzWn4kRMtQLqE1ozwhZA1S66A8mNO0MzLk++GiOYaZNX0SxjKtkHtEF/Z",
+	"S4XF0exyKQzGgxJDmX9RRe7wyd3R8DDTh21woH9aSqWnHrQHXoNhx3yTGs0DNLjjuUdL4ER1EV8+dSJV",
+	"Ifdv7Yn2vdYEiUbFpOks973vOOpGf2T1gt1QdX9RXBpVdGv4N2ZcjX6+Mi8STdV9QnfV0Mgjr3PBgK41",
+	"1Y1KbKzprLXWDRpOdNvWZPa0PQwzOtPzZS1nJVtFxnUFij/aPLlmK+Wsxw+MUMPhzXdJZSlsOqozzWmp",
+	"WBaTiJd0ETE2/disZi0pVdRsnrS3E6MX01pzsTCK0ouk1DENRwfzImuVIi70ty8PsoMVF3xltLkXfpRc",
+	"aLZgtR/lNf8pMtKP9Iv5kAg/4lquFalYDcMeGh00GB3h9yexIWJPhhOfjA4YTZNcLNJWWWeHLXkOluc9",
+	"TLGJk+k7HzPOwRAsm/vG8eAkn9jTvuZH81YUN0b93RrLW1E4UgNFu6Ziwcjh1btz8u233/4jSglKjNad",
+	"2TsPkKBp7eiUzHnJVEuUVm/nOm3SwnHsoaX7ubzjJRtiemjSZgUMLsHz5tDG43heZ0BDlmNcpA7PI4dv",
+	"WMk0K8CsoMiS1sVxYX+C9zOyXvJ8CfoLOJTWXDFSsrkmstHp+6Ufy1SeGZlGZ3ZTrkVf5QbkRzR4hQiG",
+	"YtSBp78p+GFcu3OwPRJ4NPVc+WNk/W14ytJnyJ+/R52iETUxVAzT1pYx/S+1hLJk0zSuWpbs8da5Wo6e",
+	"9u1BXjczP7Zpgy1YycEdXZVUPH7U/JH86fohP5dCmS5EHnELvKuZWgqmFPrNa0aLZ+SulDkt73qWI6vG",
+	"Orc4s0zMX8XBXgDylBWn5K7kgtGa/0RnJbuzpqhcijmvQblyHm5wpeNXCh35egkOZ7lacW2WyNuBDFf/",
+	"a8OUJrSu+QMrMvh4Trm7yXx/8i25awR9oLzEft19kjqHOjnLc1bB0rvAAVmxGjSAU7KuuWYK+C0t13Sj",
+	"SDgNv0cYn9Du0j8fXz/kx+FCxy1nsK6B4cz9HXYSt57d0HrB9Agb/hiaSsx6+ZkRmmtFpMgIF0ozCvIe",
+	"Od8pBDLMGJF2vYFMwwuN2Vf2hea63BAp2C/O43GuKQb/sWXrhxhAURzFJ+tjMbi2FEoXTOhfZsLDYuTV",
+	"t9GJyns2ka2cXV4QbV4fZSmpC57tazf+91lNvRY3itWPZ3eNsvQyfZA/m5dVJYVicK/7gRZXyCbMX7kU",
+	"mgn4Z6DqP/8PZabxnxO1o7d1LesfZLHB7ra1TaAFsFnLYoMRPQ+05AU5nMvakNKqKhm5s7/ewut35n3/",
+	"k/nw7uiU5LKuWa5hSbmoGh0e2JpVJd0Y7sg1aQTGHRXPDszdW4p5yfOvOGfHi3Pbswoiq5q6ZkI7LffO",
+	"vQJTpmRl2LmqWM7nPEfv/ClInkCqOKZfw3TpgnIB83wn6xkvCia+3kRzWpashlAv5aUQhHxUrF5xpQzL",
+	"kTWpmTVkqlxWZtrt49uCCc6KuyOYw4VQzXzOc86EvtaythaArzOb1ixVs5wZKQpzAsGXmWlsh8ZlhqJn",
+	"rJRr4KTzmrFjVdHcrAQwRRDDNZs3KmytvQgCC/A3ssM7hZO+nTdleZcZjlFvjOgDMtDmJAmzjNAFxw4L",
+	"OzZk6FS04XXIZ6TXVw3DNmrrUqL2Dc3YddesFrSENfp6K27lsVFTWEEawb5ULNesKDfk8I7bMd3B3Csz",
+	"Zrgu1DB3PNs/Sv1ONqL4ekPmjr0XLVUXkhkpqgn7whU46Dj+/cAVn5XMm0HxuBzeCalvwc1ryf6SbkpJ",
+	"ixspPxgB//U5FTBn9iVnrMCDrPhPjJR8xbU5rTi8Wy3lbWkGaId9ZZjsj1JfU83VnIOK9rWHbrTgjXYX",
+	"SFCVZaMVL1AtNjdHcngHT2/Nsqt2rIaw7s5xsMcwlzuy4A9M+S+/UbAQRiIHcbedTyLBt2Y8ivzu+b81",
+	"Jyff5qYB+Be7e3YwKK3NnYTVDzxnn1s9/ess6BkpWMVEYRR0Ao6kVSVrWvNyQ4JLAznsXiGGZJZhViD2",
+	"ZjS/l/M5UMyNlB+p2FgtRH11SYUkzgpznzOy1FG4+eMW/jCi6JSsKddkblk+GCgMYQjCBbm7MlM7Pptr",
+	"Vt/1KCN4NGS4ViyXogDvCHRkpQGsGReLZ4NKXto+fRIx94KmKmijl7LmP7GvxCh/lASVvNbtCIKuMlJR",
+	"aJB0ZkzmEfZ+6yaMuh+t+C2o5e3vyHI+C9VURhawAm47NzDhX4VdWh5/1+/vDk6JH+YtXJFuzc7AHH52",
+	"mwkUc5ab766YgltwzFwbxO6L4CIHeopVc4mSK4a2AaNumDuakK14AqOo95G8JpSAJRWDiUhFlVrLurCN",
+	"mZ9KuZCNfkaumzxnSpmZvr+5uSQvT04CtygswqFZ+Jrmmpy9JiryfiNK8xOorgWYZavazEJzvJPQHOfa",
+	"n/qfzfwMzRRSAAN2hgFrBTYN2ZEf22U4yA5KuViw4lg2Gg9mrWeM6mOnz5k32FzD+SoZVayImBSygxVT",
+	"Kup7+jM6vqqKCaN2cUFM/+C+3GpEw1U90QZv50a0fB1cE2tZsm4oV9YNnMzIXceC8Nx8Z+6Id5ZGrm6u",
+	"L4OD5zVXxVAfR3Pl9oW2ZTn/6nbFz6Jdk3a95Ow/WK7NVM8qDvf1mK00uJ+bK7DRb1lxahZAMKP7LWVp",
+	"VQ58B6ISMlRa52CtAEq3atfG2n17NFSWcs2KiyrivTwvzV2C0KKoDR3WmI9yeH7x5uoo6NbaPUBNn9dy",
+	"dUrYqtIb1KCp2PgGuCK2O7ina+sy3d5+/IHWNd2Yv+01/yx2yo18aYcSGgUOP9+cw6GZYr72nfwQsWae",
+	"t5wYWYftwfebkfBCDpfsAi2fuRTKUKUjIGm5EV40/PZGT0HBF0zpy5rN+Zc4f0Pz54uXZMm+0ILlfEVL",
+	"Q/2GqbBaOSPK9fuz45ffvyLYoPcdJDtmXypeM5Vcb6qtA6ldePsJLvopEU1ZektNoOKbl5JbYj5CtQ3l",
+	"9ta4Sqr0ZzWZEMzrSJVakkBkMrBIozSKjdd8iwfMfLz/cNH4tKXK0BUb3wIh9Q+g2SRmCtby/iZgTB0v",
+	"orPyD+FTIGHrnd5vdnItWJ0y5JnfyXopiVwLNTLV1p4RYUGXrS2kklzokN3ltK45U7vxkqqpK6lS8qmz",
+	"lsjQZO0tu8DWonOo2QOj/s7Rb5jBYaeCMJHXG/AS5LICLeieVTojSiJjQTOQaSrQVnIqiFrKdRh4hoar",
+	"7cgPGIm8n3xE7NspgjGH1r6yP6HUUk/k3jg5f3TthyNn1L61//hU3L1+3rE2hgc2IwUDRxEeJa7tyeJG",
+	"5nFRyLW1XD3INgTEqWCYCHngmCwapWGFD+DU326YvoXmouqVnm7bT584eDJJrmzLkoi8u1MP+W1F9e3Z",
+	"7Ly4a6mZkorVylJwzXK5EFy5CI5hHap1KwATbY9tl+90p9KTmF3OkoWaTshfQ3HXOciOMkL9I1QTwrMW",
+	"UnlHTg2pfB94PEbRRmbJeasfqG3FrRqN8OIKGooEdm3dg/t336yNpNonNGtC++abOPHhhH04tg/3cix+",
+	"6BbqtekI59dS03JwxbBjoN0V1Va0ziEYWmVEGm5DyxJGpPrTfPXdQTRiLKRqGzsXBKnhmOxqRGmlKbg+",
+	"X7L8PhZcaG6+ZuTmKkTNmyQ3r24TS/JW9vZLVVKBgsbFRUCzca1kVKPx/Uc0mrjj9UdpzY3wKanZ3HAb",
+	"LU8JxcR2w2qs5+B4zQv7YvziaK61sbxJJ4PbfvDNuAxVRrBwHbkJXNsnqNzPKS+bmvnT5ifvmD0Xc3mQ",
+	"HaxpLcwAswMGPoK/jLE/x/RwNsGARu6ShgTSadqMwO27OIYLomJ5A1NBwkE/StTGICf6ao1oE4vg+uwu",
+	"gmYHqZBis5KNAtmoNkqzFYHG4zsJj5yFqpdzyjGwMO9dy4ygKjqytuLHcKgN38aL2LG9iBl54EZkFhjG",
+	"E5W4sDwTI4r8Gm7fLuEqfYYX4dGbtm8PLinhMrYLZ6Ra/Pb2wISOr1zPBhMKcUcOz1BtCDzr/smW4zHa",
+	"fZLVvG9WVBzXjBZgDmcxzpNcP5mD93dYi8RV8RPc1QIgG53LGINrGW3byynBNSArRoVCXcfdVDwngxsE",
+	"6juOJq2dzwwKuYdRW6CluL43ZAkL5mz0YTqTje7uKnW3maJjlDG8kKGCT7CHuJ5Y03jq/I31I/YINSPs",
+	"r405jRKU4rt/PoYXjy+KO+KCKQia/Hei6b6BzZ7IkNTb3QtZR+bZV/8EtpPr0NZUo13LaMeVuCijVRnB",
+	"9MY2X/K/iXpn59/R77YXY5q2F8i7fRQ+N5TfmMbnEFAuqVIp7wacf1T7WqQVoy+QgkekOEYJJIKJlSEh",
+	"WSkbbdKs4KldFhtfcKgYCy3h6hu4o4PX52gqTZi2Y6M4Q3Ag1zRaShZcoC2Aqns04dlZeuPHhC7haEQn",
+	"7vqyb6CW2clfa6FoJncmqyo6v0bLFdU8b6do353Uco+m3JzaDtulzdxOD1MWBmi/faBlQ1MuJGu0CsgL",
+	"PNZGaJM1FdrIPBvE7WNw4NJvxCuG0K6Xm4hCGcucOWv9gE6mtFkr2ypZwt0HzmaGs9pd/NMBjKObFtDh",
+	"G9WjjO37Q57OzwkaaoHE2ulmhM/BZXIYLrxZS7PuGAe9MWfBkepRQgcbDOg1g+gHn25fpUyH8W+ZJxyz",
+	"WYzmSyQLmJC5u6gQAWMyO7dcr6QioMwIX68ZVVFj8Z+Xm65jcbpZGFcaM4xjDUtL816AG/oye0TWXCiU",
+	"FGYNjjr3jwZAA8zvUeXOcoNEfs+Np4pvXJibEfLOk4R2SSHXQDMcKcn6e7d7WsqmLFLUHd6OQYaszduO",
+	"37bUSUDnNP/hK5a4OidTP67DhI+tAT7EE3b/FKTmjjKGHp/sx4q7FF6beNeml1BI7A1XKOvikOFRaAkv",
+	"xlx/oPn9opaNKG6ouk9ohKzmsuA5hPXgyz55tsskO9+mPRVU3YN3LbqkEAP4QMtrjJiJXGDtC2TG9Jox",
+	"gTAIXLgYm4liz+gBbxp0VnyMdOOeuf1D234DAUErXpY80V1Uv8LufKhlz5hlfu5307n4cI2BFqxI3F7N",
+	"V1eNiF0zO4lXfhIx5wQGkeDzDd6t9nR4wl3pkyg3w4cWCMGCWEByAfJfCTgGjQpQH7dPbNymZ4jYowhs",
+	"u3QacS4boQeVazMcgKhEvlLL3Aaz1Hpb8Ulsdt0IsJyNz76UsjI3WvvFFppHJEc6YnELO+ksfzuU7YMV",
+	"Us3WcQgJNli4cRYSv1j+0OUcRjAsuNKsZgB7ZG4EbsZdjpIyv/atWNtLFnry0pc6P4oeb1OTxX+Pg24J",
+	"6f6OucyY5E3qBym10jWtzooVF0H2Bi0KbgZPy8tgjWwyfd/0g3ECRuUCk5i9IdbKcBJzKaamcW760bKO",
+	"cHKuqpJufkxbztVSroUDFrFmym4IDdjBn2Gu+lCSUxvWFXGku1A1Z8UKh32KfIMSRUujOS+pWpoX0QuM",
+	"cUe9/l9+/wrCJ9vxRIbjwqu2h/NBLrgABnOKLMFdukjJNMBd1KTgC65B+W2TlDHkCd9RGb5i/l+a/zai",
+	"YLXKZc1UZnQVxRcC7c3LTbW0XrRebmMwhW/N+pmGzQD//V/Pjv+FHv90cvyPf2n/+ez2n47/8p8vs1ff",
+	"/vwPowqIn32wL4N0mkK3CJkdkl5n94jSvCzxJiHJjIUpW11inLmervwwt017jc19ELLXDUToKyPRrI+X",
+	"Ed9gEK/AlflDmLEYpjwDLGMwvqkJjHh7iLElO6ciR7ync7laUVHsd7qxGQfsnGNT28uGel/MLmx+by8E",
+	"baYStFt6539Ac99HDsrP0RlWdMZLrjfnVLOFrDdxnTK3Ty33rovjitZ6Q3L3vY2Q6V3CwxD5AVcZBWQv",
+	"a0TGs0fLMjT79jKWVOJGnJyDm51F6wuN1yV/YAAmZkgoc9fJY7UROZqq7JUorv5OU6GD5ZuzhCvKTfNy",
+	"t0AlgdHyWpJGsU5nu1xNe8fDL2RfV4kNMgv2OX6KKp0v6fmSliWL5mOcEcHWhpbMe2YH8MVtgrKvjGgY",
+	"WhLFRAH4T/6LuwCd3EiFXUMS/+zzbN3wrDlzxsAobhOzpxuC+Iou4jBjV8yc6QcEFWtxPm2v8N34vbRd",
+	"qqCrcIbRrYIwbSfEH63LKKYN12NrH8Ie2VIMgLpMqhQuQqrqqRZG7p0SWeGwyJLVLCMzllNzDqjoSZWa",
+	"KabRfWGjYs3336i2WR8/ak6Udaf1NZHtcAO2To8cMhaDyf8y+k9fYQ1GlNriKCLrGXngBfM2v2fkzqPK",
+	"3dkgOBsKGULVvSZ3v/vd7/7pzqhXolBGpiPcwQZwCHBSaKe9W1KFpq820lndEUU38JkTB/BhPAshBNnf",
+	"E5o/62Dn7wGZ32lgkFGEQP54k3fJILuajNsOrxI6wp+Xmw46NtZl4LpbTqCb0e0NDMy7V7a7Lku5/oEq",
+	"np81evnpgdWXJeXiSqtqWKZ3gC9X1Be4QAG1YjX9RhFomHTTjAJO58ydXJC7Wqvq9fPndw5UyDB45U2J",
+	"cIC9z19LQsXGXFKtiUIwvZb1PamoXj4jn+ZzMts4aJDXeCjfYNA6V3agDO3h1A4WDZIovfEDHHsA32FY",
+	"TncmsK5xTSXlnkAIw44JkhyCSfE5rarnDs5GkUbwvzbM3+cwcCmxhwMeB/wdNHHmcDfaTj6JkouECda1",
+	"+sDqzaXhucWwewc9U7X9goBLFgIXDmcb/CdEgWhZHZFGaF7anfui8eaGupiuN+nhJAo0nLliDKedI2Lv",
+	"g1QRJSVkviAftjVEzO47zHvzb67c4J0KbrMmLdqRjbNQO/tqkpje5PDz54s3R+B5N2RN81qqLkhVXJMc",
+	"SGQ5twH5FpP4q+SuhBDl91wUrxPG+UFV+l3NPPh2ba+BslYdC4YR3ioRZFL0ymPsXLoi2yoUsTXGSXUo",
+	"Wqgl09rW+G2qosXriUwjWWdiUiWJMCAGOSvkoqGkTwR6papEvOEKj4d3aOdUmDnMWGh/3T4Mix3qPHxj",
+	"ayX07eto/E74oZbJ4gKhiLK5l06pwfoC5oGNCkBfjU80js9lmagZ0L3fgggxQ66oONa81Mc/SblKtril",
+	"JaXbd5MIwINbvYsc+lSQU5fHYAFujuKd8xHY/m6Eq9c1LHI/sMWmsgKkKqk2jCXBEo3qYc0qcba4TQmg",
+	"rdjWrRnFx+8GQFvWbuqkhpEp+/ive4BUVBMjRDpOZ0eVKLAseAfWI9khsvkNGm/TjhAxDJn+R8YqYuHR",
+	"WzwoWCwESSclow8A4OjReCCoA4wuRoVqyjLhthkKp3Y2XgckH0qm7sq4V+IhAAFi+U7A4ubio9HaMwXx",
+	"G941H2lV3dRUqErWeurHnW9+zgLE7W0PXosIbhXDjTuP4TFdQcSRvz/hxYnCtRS1QIjHcMrtGq63d+bB",
+	"//zd737Xe99wc/emL6Lm9sfjO6G2rJcQ79QFd/p/TDOm4X9rTk5evnKNQVeQnnz3PP0G/mKPxP98AVXt",
+	"/vmjFTvqKJQ5PREZlzgqgUZ+3UUdT3yXCkUJMcIhuMta8n0RD+KMgBg7jq+XXGkuFpCmF+20qYrBvLPQ",
+	"k4v3P3P58EABst5VC7Mdjmhh292O6l87B0eckrvbW3uNAij029s7jybAJuRfhaDAUddoWHwggLiPisj+",
+	"wY6HYnRjMvrBG97bFxTW2q4PFtRnagtchfXaOmEdQRGifrUJXw9oq2jN0L07i9Qr7JVo69YH3LYf9I0Y",
+	"0eucY6/pzLSW9kOyHLA6nW0bcfr27W7FRtS+7C3XlnM8bqdPKilLOK5bqucpsfGeoXYahk3Zrg4yGxga",
+	"jZ2aUsbRW/nbi3MhuViApcFcoMmhkIj9YQQtK44ycu2CqQ+pVVTgTm/Y0ZpujjJ79SaHKFPNtbSu+QMX",
+	"i6OMXFkUGoQ4hSNOtTZM1sbRnrZ3Z6Oc5UtWNNjvpb1zcx9yC1YOFwXYvZofZeSdjcvtvr/mZUnschsa",
+	"4VafdEtr532QHbh5HgCEPf7mhn+QHXhKe9ePJ93aguH6hq2nxSuLkMFpw3ohvRrXGXNmdb0B6/QVhltg",
+	"aLL5RZHrNmbWzefKB2XYh0MDhQJsMfMq4oPIeUf49Yzh+GQ06qVbNJS15eQmBFL9hqwDXD+RUWCyGWDS",
+	"1dOWFrR1BWcbsKPCmGX9lGr9HqrDb0NX6InxQB5GpXiHqp9QmsBJG8+M6VSM/O+U4owT7kxhcphUh5nt",
+	"k/ViO4d8F3fPxJSXr5Th4jS2ldEGLzRbpYCe4AUM5nMgTgG6kwt8nYaJhfScEaTfjKh7XpFDj3YLFezA",
+	"LUAOLXjuKVHMSFGjl3WEKDblz4JRXO95NZDdO2Jl7thsIIq7RkG+pA9x/nQf45N/aFGuZE22XBNdm028",
+	"WS4iA+wvfLgU8KxlJNG512nPWDfeA/1Hc87KQjm2apYCaMGDH49zPVt17B74nkfjssMYJcj9fOtnwpIr",
+	"ZoZrc9mZs5oUMm9WNnrvF3Kbui4mtnBjh/bGfQaGHvbA2bqDKo8hyb1LQEktJi4omwDH6zToDqr/KYFV",
+	"8gj88CxYipEgMD+lCbuVRv+DnBTEdbN7c2gnetTSlXa1BQCOb87r1VE0Z8m8Mmx1dYPGpDX8IuFzQtka",
+	"4QVQIsoDmElr3cR0jBmbmmiXyva7sPDhIGdOEZ3MzLi1hrn9sps6sT8vt7ZFPRNGoTeCE9kI3Agtq3P+",
+	"loAudpGAgfyI4TyFJB3fMq5wq4h9NwmoxFVUpFxrRB7F53gRxuw4I10LRqi2AIL2CmSpsKpl0eSTY+CN",
+	"cKnS1BIAtk/aLKvAJZvDx/sSX187sLuQ+SPUUn87lHaOnnYdKQTrP8ALJqua/52UzO2ConuomXtpmL7n",
+	"iI6pvq6SmS66+t4iqjlnmNH08qWVVWjTPMXoljvrXgrCrjJyJ8UDnwOugSwd7rVVtXwpG7RQZuRuMQPr",
+	"+p1RYqAUTPsUg2muLy5DvapGcyL0cZAd2M+HjBuX+qfzIOQ3YsC7+ZdOULDFp/RWGRxN0vIxkswa1Sfn",
+	"Mo+Fs59T4dQ7eCPh8Kz58LfAUWue+LyiIv51RRPIeQCwrNUQYdtXwt27Z6xSkxPg5zVTy7hhwUen2YYx",
+	"w4whELJ5sNrVxqB5TDMya2CexBfhJxmrUW6+SfnFBzwHZg/sMGzLjibs9raL3l2coQOtf7K+aVdxKWLR",
+	"Ez7qlwDZpwL73VvJ/bBIg761XS1v6bNz7pPAfeIBdAUucy3j4UP4XuIg2kZUV8We4OBxzWbhekzagj3v",
+	"SuGmnJKVfGCgN+dSaC4appxvGm2/bmIBorxsIheq5Oq84TXLEbLbEGGGXCcD5hGGITjmCzfaQq5FAHnN",
+	"F0u0fh3bX5rq2P1oXnU/w7/dA9PbMRfuX4isDZ0fC0Zr/8cc/m2GcywrQKuCf+clIh6a8cXzxyvmyD+o",
+	"cNpTUiuGqYEVq3Ozyp0op28sqnOUgfnKqC/GKqOaQw674vJ/XUnYk5OtAX10222D9MGIy0oXrYc1Fs1d",
+	"ZCg3uDu+Vycn3RGenIyqFI5ahun8GkPTE+LUBq53RemTSlB7QWPFD5uzMGo+zvM6cfX+UzhtAMHWjzsD",
+	"/d5H19s6MTwhGfCbK3hpPLLK9uDl1+XNv8SbTQaxfaQCwqPXXOfL05BlYCCVg9daLzF2b76jcNqaT+gz",
+	"Tq77NHLZjy8CScF08ZqMY/BJZH1uN5Uyzu0l/2nIYGy/2klM2A/X2MCqtkVFGa3zZZsWl6a/itXHzsYQ",
+	"4maY721aCvicAdK54JDwwaKZDeNZcmH7KyoQ4wc64hjVRcsyZQYyfQ+37iOiB8aeslqk0xGE1JmPRttY",
+	"B/0E2DW/GsHQp9hVr1wsWCT62/u2Xcx2yEpPvWsbneg26OAlUaSQzQyi6pqKaEm+JysuMrRj/X//78uT",
+	"/5v8B9fWo9HbU9tUxGfZ64sLQs2VPAAxcPvhIaptMIBVTdwcoApByWg92SizE6hFd1GSMBbw4eBNIxKg",
+	"MKLhjmPesy8a9nuwYwiAcB1zRYqGOSANGzRq/cW26JqLk9h3XH1KdjQwRLT9WMR+/jrkzLgXwvIhmNAA",
+	"2EAa4pc/v7m0FWXLUgGRGJK9Ob8kgCQBIaBFBDdI50YRbYpq6N5/ZXTlFfsgF2+FTiUJoxW2d+Gv8UtS",
+	"ykUC9jUOhJRTC2sZ+qLJIaI4vn727Jkv/uRNK6jhxZNgJtyRLPHDLIYuRgOwQ+4S4duByB0EzETIrUSI",
+	"va4303JDsFXIDHn4H5AgzwtFlCGO2QZuLUdpuNadoFqdwmgNqZnNJLuFTLJn1hqc+VuvT083st/yDDzs",
+	"caNNHbMAXNbsgcvGFiPC8WDmGvanBh2KU+J4PR3/0Xy0A5AszXPZtBcbWM+dMWT/7LMX9sOO1ZGUhh/Z",
+	"erfl2hVv1cbstOcxSclbeheSddbRiK3fFAmyXX8LotoFSh3inN2dTMI3U8eBjku5wOPzGpXeBTn0tG19",
+	"BBmxtasy60WBILjWh5q5PEobb4nRc0GGZdaNpcucsD7yB4UcdhMYFCR4YaKfSzzBP2GFzGOIATy2iQiH",
+	"GEtv7rbdcAGYUic4NKwt4I0vPgw2bHUa6x/3f/SXOooK8V/WFWJn/ChPSF/Q7uMYceP49f0i14JWailj",
+	"evBZoCMo+xo4KZyP9MmsG4Vci1LSYjLWQkk15AKvDFVbvKBXJ8doJCKuOaJ5fs90V5cMIK8TuWnJm63P",
+	"6HJrholcoVIaSRZjYATcFl7we2xCU53tY7B+9oFH9fPDnnwXMWMauTiE+0AV0fSeiZEFnyZIrcf4iUjC",
+	"NLUnOSj+E/tho2OuNHPWHrGDyOht1PWURD5zEHup30TIRLzCmhd6GWnW/Lz3oAfsaK3RbBsXrzPTIW5k",
+	"pEkqlCf05oDYOY0mwzvow9xBHEBcPkvHcu/gAQ9cC0Nf4F3D+kZSixbI/MEVkdW0BUHfxWNnKFoorWRW",
+	"YXuHAq0Tk3O5tuCX6LMpuKqMcEO2OL321uRl9WFvKvx1OE8VUwg6yt24jtxvv79GgQq3Ffy4tZ0u6C5I",
+	"393JYdYyAtQmHaQq2Ki2gg1PjboHHNZqxd64q2v6EHNRjKKJWIdOdHgIuBHDBAnLfe4ItRGB6hvFzxga",
+	"5FmAp522T2/BVYw2WRnaH2pwOPS3ByyBuaPW68y+4EXnFKoEEunDGEGCzWvGJmFCTkvU6Dd18vK7JMrB",
+	"ANLCG4to4CvwQuCwBRSdMNQUiMKbED5hcnsdlW4grvWthRMZ2sd0gooPvJ5Cs10EhIExvafqGJEPhkaV",
+	"QjkwXw+7YnbFMwDbyhcXka94wWK504ceYMoWfMWr+n6YBtcIXjA0hx2QAiZRzLSEofFmdsEF4HopG4cI",
+	"kApnekQq/lfLqs9s6jzg+4XJ8yGFrJlHwehDqp189/v9k87HDt6EJOoJW5so1NZmQ3dSmidoBG+C6P0d",
+	"VIKwjkRONS3lomEEopkfWK24FKyIZCGQdrPwFus2TBRbSCXmAHORl00Rg5J1MZ5Jq73a1cDS15F+hs24",
+	"wBZengQxHd7g4vjLWPyWe29Xq657a0tJKdd0o6Dw6TMfWUyVYvrYrfndFJrEVKy046NNjNtnIX2KWLuM",
+	"38dWcacId1xKWzyYFoTqiWHsliwjzNXlTdg3TtFGZ62qphPVppuoidbG3jm177ej8GuftZQ84bT6FOKd",
+	"tHdMfYjr6jvWfthRX5ueVTuFXJ9EOI6kqEY3AUH0QJi/l0qroZI2hpErcgiIznQBhnqvZWM7ZLaBe1Gj",
+	"bDq+ebXkClPQV1JwLWtIO3SY1oos+AOzgU2a8lgeQaCJqJRtBwZP1kupPJYVB9RCLqYaj6TN4N+OExC1",
+	"LI0Suww6gQUAFzovLbFN6WPC8LFlDBZCnEWb8b5ktNYzZqvE2EjNKd4Bi/qQ6tUiOTKYpo0XLRCLR0g7",
+	"nH6xjaFQbB3HP7/CB7iKExtL2P0/BvR4L+QaINEDOsyIHQWRAjCgWlm7K39zZn/poBykB3qoPJqGm3MW",
+	"o9XBc7easToBP26P1Are2T4VS0ZLNEcOCq6wo/f4ibmgaF0lS6aedWul4gC+UeT9zc0lObu8iMfFQEWP",
+	"MYBUcNdwiydmQY4HS6hMrK3BgmXaTpOlcz06WfD0zjG609Z20TWdz3ket2Gzcr7LZAXWYqbaY60mqjw1",
+	"83kddRZG2n6QGq2wziH6J6lZfZAd/CjFA/xzvB6yr/URLFKXPoJB+W22C5A5Khyl8feeWvtOG/O7DaDp",
+	"UDyglDIwx9icn/gaRvNJL0TBIhX4P1ClSSkXhJvnPj/VKmAtCU0qlgTeymhCUOuWDJzCPaKYsSW3UTPt",
+	"AZhYpOlcCk1zHSsJ9TEI7Q7C6xDnAj9rQeF3mvAuhc5RB0hA/tN8OV4fwdHA8GFJVPVoiao7S3dM5D1E",
+	"KS9qWmC2pIih+QcX3JSC/QMXtN449brbYQefpRF+3uP28XaJ/BSzLmF3yK9PE6EqPlRq151Pr5WlcejB",
+	"Lo5efgYxpcIqCDbaFa66mZk8r8mSK21LMfTOpt3MKDSLFLqWZeSMn9ou8/ANLJgBpEZXzI0vUR8cpjkR",
+	"hhhfjuPoMGGU1pEcM4v5bW5xVaOJlgsg6uk3Y7t8EarGBxC7YRYhA/AOKIkBv82a/J7Z060gnm36/fZH",
+	"WbCWEGxPsUAMO7ofoK+ko9y7RKmjBje6tgbeKTnx1XDcS21RWgs+O0FFtN++jQVEvRXeD+C74KKQ67Cs",
+	"3KT+dwrVtc2B73Wk2t3XHJYhGjV+yB197Uk844VW/IHsnqksZBButL3F7Gx3ghrbIzTA9VIFoc699oec",
+	"t6uZ9FSSoKLbU2khQZMTZPKT8bZcrlZcD40X39CsCEYeXL12GzdqPEl3eBuO2b0j9CDP7K9Gm4KRpAGP",
+	"vWlj0lXJfwCfG1keI5SOsrqDJbFz8/t5F5uhO6iqazvcg240q1fp9oMbEKtX+0TPhUfc77XtdkuVCWkv",
+	"mH679tFjjNX83GluVisarYHV3aUlR5wUvLX0KgMOROLh+5uPKWJoFX7bkVVhYJusMhd0vJkaL/Y1j8no",
+	"1PJtip9kDtrBBO52YGcj+FaBYpxN1t+5DjkO459YApON0FE5YX73Gj/lAvAqoKTAdLqiFb+R90wMrvvZ",
+	"5QWWiZtaxzftQGob7dQ9UpOvgK1xa/gQ9Mp1TGg7oZy0jcILExtr1MgI4YV9KAtbzoKdC9a7t0JuUgPk",
+	"dY0lx6OhwpZ6XFVyW82+/RlCxJ6RGyi7BBWAEecVwB4sxdiwJIzg44K817r6ZP6dS3kPFSBEYaskcCtG",
+	"ZrLYxPEclHo7oVacHQsWNrQnwc0BeyW2INupH2xbyEDsAAGh6jnsQcT1TMuG+WSpu38+vn7Ij89VPT+G",
+	"D+4MHy5s4DhcLiGYC1JbF1wsfBZIUNyIFZBstDWZUzLDirzSOdfsdomiBZAynzoUjvgttRqqgPh2PmcI",
+	"7Fxt1UIMKsPtVpffDnRgS89mSpaNZoS11yj71anFFODa9270QkztXFC+wzbaFqfpsG51D2lp66S2vnUj",
+	"Dy290abgqGJDGSNB7sxOPl+xu3immBn/mOL2WUXYQTt420h3J0MizbbOUGQPhlhFSsf55IQmljuWXeGz",
+	"lCvmszJ6gQYo0Ec11qiq9bS3Dydkp4wDXx4zyACaMJAMDhhUCv/FruEKa1qLOFqFU5rdGwO1mjAyHgNA",
+	"BHtMqdLkDdptqV/TYOhR2oJksDMrzJ6qkDcVrdKSiIhlxUU0PAOqGRNqnTKAoAJM5fzizRURUlus7iWz",
+	"AmZFN2TGrPemlqtTBFu03wdFvgGF1uxFZ93DMpMxrdiHdwRe+zBGJsU6gfqotsCr7XC95OPail37S78e",
+	"+TSyFOna5/bY+T3oxw6MzFxI/QMI5cTcwALSnx1XxOL7Ihom1Zg1sNfcqt1qArejsPHzp8TcvMiqUYDZ",
+	"T0PZaQUHoLmAKXknouDCEsWLCDhmU1dSDaH1+6VyHscJZazhrsJogJgxFD0NMZDg0LeFsEguq02HIrDK",
+	"uB0Rth3UGc+pAGECGK5Gmp/awGhAngVdEgI2fP3Ie1ZNAZ91MX3BzqaZUojGvS8aFpRYDiO+fisxQafR",
+	"Qvthnf2guH6QExqv5D9cfP/Fk8UbDTa6T/RRuNFPsMe/ZAXdx6RxfGB6u0CsdRRRW1V1uAQsYkD7eld4",
+	"qwPBCGgoR6dEzudZqqzrHkkivzaB7pKA8riCrrumpPiiKm0R1e3yqZm9i0NKfKd0agoCbPc6oE+UV9Kp",
+	"1Jk5wJ2XJ8ewcyRa4PPQnXQYkcVQPXpkIkqvmmd6KEFtz8eMZGoKyy9X89PI6C9YbM1GsmqJXuOw1KR4",
+	"0uSXsWqg48kwQ6dkSglQKA0F22W42w4JLJM7flyRzp1KZEpINiEYWw2hPEofl5ICKozLng1KZBqdGPlH",
+	"Tyl+gvwZcvji+MXL35v51zRH5i2kD5xofz7a60KwlXczqoNOqM/5N5eTcxXyG9MZObRCmtgf1Ovnz49O",
+	"kVeLBx6CggLZmP93F9TDpdZVRsx/FZROoE5yfb66CItIWs72jAQZZVjunhw2itWvnW7wTyh6wCLXqabp",
+	"a2SqdJFM1eRLSDHC2pjPnvUKXz57dhcUxow87pfFPAJzR3sRac3Nrijvk2UqnWIoUEvlBItFPNsu2OLu",
+	"hI1AfB/Rt1DtpqtMyH+Klo3cjQM8QX4UqNs/yoKdLZjQb3289+PsPoh8KQVe5fth5Ns6udZphI0PfM50",
+	"UAcMZHwYM2TXkPzjyQk5fAHghI1m6mgYxvb3r77rwNi+iqPYDqzYI2GZzSVFBJn+SYzlGxjCtrfR4gNs",
+	"Khv2BesjFWZXtL4Jm/qAXYWQ9J3StxDS/wxKIZtf4ZtnVS1zptQzjHs5mqJ08IKtKqmZyDdRNQdr64kF",
+	"GhHauFM4qPdGBxLt3zBm5AoqKGntoBGCOs4UltOaUEfl5op+OUsiU75hJX9goP1YHxTH7ApFZKNbcvt2",
+	"DMZ5DMW5ohujFaQJJ6arXQijDPqjYFG9uQa9pjJCpWKiUG4ZTa+BPG3JOAVZipVRiYex8xvkFt16T1qX",
+	"iq4pLycZrGyKSvKkv2G0QPWoNz235K9OTnY71NF1X1OuR/F8tPQV7zvT1xJcX5Yy8DbNxaId48kYenYw",
+	"vMnA2cAChvm3YZP5Ji/ZJ2ez25cxla6lwPynJakbcCTRIPNrm2WlkjM+dr4Jmci3MexA12/KZipJIcPo",
+	"beRXx8oGBPo/ZdX+VbPe45rB8csOgPcFz3Mznzl4eI9rJth6p0pr/RM07bDsYkfzCRrtOg0jAwORXOn8",
+	"DLyNN4DQtB913DjPLhXeqw/NAR66jmTqzTZGF/wz5YbrX0ULXrwVEEhpPQPsgYn2elCb2+ESUq3X2Ab8",
+	"lED/GKzJ4s3tFa01z3lFhQZnUSHJYdXMSq6WXQlpFNWihlK3wAgeOFu7u9KkyL4rnQcY2h3vUcR5VODF",
+	"7ce0BwfduTaxTSL+djsZNc3Ggd6lC/ER9aRxjctBer04SbpttsXfd9+NMuJalmzCCl6Z1yAPCig6jjsL",
+	"4XSzRnFhaJLDfUhv+qEQO15wXY9KNbE8NnMYfJeIyIseFO5c3Wr/3vtRBZ2hhIsxeOIvbS3/x555OB65",
+	"lwVgXwA75vubm8vjdx/+FMG3bD+5iJeNsZXJw7Yd5Ko94p6+moYXo0ky3R6H16V9db9FAWZC3R1+TcHf",
+	"KIllI4mE5T/yqM6BwlFLopjRdhCHhgKgXsFk58yRd4Bf2Wr3wfH/RnW41y5M6qMbXQ8HIhIiBGaQSMVX",
+	"tOx16lJCuZe8ZqxTcB7fNCQMj+L5iOmdMyJkX81mxZiXIEFswiGYw2iuyQ/fKBLrCTVsKJYKhgUUDbKx",
+	"sqC71WNXoI/03jTgSsbjKDA+DNw/Xuy1Nx4XfGaBeqddcnawWWKW+fW7z97w6wZx6o2UK2khVJnLfQ8h",
+	"AJ7GdNkVcmOibYR7m+HH784OFBkneGfJYsj68m3sPuNBSd+K4kx/1nkkKKGkQrDC3BkyX3OHOWRFKqw5",
+	"D7a7ogpKpHJFoBhRsUPAnBsJpMSMjAU63yXOaUB1ey/LgvyH5MIcq3C/nNobKm2u0lRhs0YOkXQMp0Mt",
+	"EUB6QVIpwkKl8GhqJMEg079uZn7sTyYKFTY6Y7aO2N+KEPysWP1kwV1exekFUkxUaLvB8Z0AuR1YirM5",
+	"x0rxcogG9YbvQC08tSWWiaIlFKehCtIU8SDGobO+f9VlPtHoHFmyi5i0b+MgVbvTZaAqYviRy3Hthiht",
+	"yKKGa4s1V0tha6XQsmRPHbgU5lJbxw5GT7CDLLHCbYZcqPj6Uhv+Y+s/jV6szVdx8fBBLrhwln3DxVQi",
+	"uAB4CtyP1ly51OBY9IIKwxdUBq44vhAqiGRQw9b/bw3hmYbNAP/9X8+O/4Ue/3Ry/I9/af/57Pafjv/y",
+	"ny+zV9/+/A+j59fPPiDolprS57lwEZuxxAHB1uXGl7qWNamlhn/6mEyflYwratSdB1o2LJ2gMqZW+vEA",
+	"Zkt0YIadzpuytEOADntxI3fqIb+tqL69O3VHsmUZPp4FzjCUAcFEOK57kM1h7Yh7NjGy3AdKDu+Ya9FN",
+	"s80EiW8XRgd/VqkrpTnLZv5BGDsYXbXCA0W8EcZujC2vAiGtc1kH2UF4HV3SB0aExG/kWsRYddvZxNjt",
+	"rUFmWCPWM9eWtNqKSr0Elnjkt29xuKJFfBQddlPxY7cltudj23OU8Qxkj7wDh1Zv+DhjpFqQGCqdVwLE",
+	"aXR+Gwjgmsqp8DFBvIVN727jL5IegiIDygoxMZd1jvnGKHXshWO39BEQYxGDaFy69YPgIV11O2ll8OZq",
+	"LUP9geydu9Gjvax7LPqJHDjf+BnXH1m9YOdGU903VvXPEErNBJBLo5+vTItEU3UPpoaareRDhD/fM1Z9",
+	"anTV6Hfc78dwrJxpCDkeVffWcq2sXiQKqLpsgTwkNEzmvGT7hcpAphnOwSUpr3aFjZVlweqbJRXvzQ28",
+	"M8GX32XpDp38w6A8s6wrTDGjIqiEujSNErqQI66m//HqZNyXM04ZcdR5a17K8S2710UsVBnq9MQFif0K",
+	"Z7/bUcaSVZFmkfoAk142ZUFs0JvtCgNN1stuRkXfq12weKnEQ3DE3AbQOxkgsJc815np6XYuG3ORhtoH",
+	"gpZHibzlBCpRp8pXXDmg6j5VW8U8m6AMYAsZTnMYbWcwocftrN+LIT6zr0EMkmmMQJC+3tI3qi2zCXzG",
+	"3O5ft7Xs0MSn0OCe11IpV5Lpnm2OIEKTVphSjw1exCG5onHG/SswtpD5tHUP726kxYI/xPNYtgU7LcsZ",
+	"ze+j0VtnAmKtDtURVDoBz0qjc7kCkXT56fqGgdv38H9df/rR+sNhkzP4f0QNyYiNlbjEws9QtslwyWv+",
+	"E3M1497YQgIfVUZYXcsaqmFVsM9n+uiULBoKLsOS3zOyZrOllPeGU6HgfkYuNEpJbZVgn1Y5Hi01rXCQ",
+	"NQRuE8DE6Nnihq/YIOYOUtwhmsJA1TefwMVrJZUm/4MUdKOgZkp9lJGrd+fk22+//Ud3z/tpp/I2I7Lo",
+	"DIpEYolIwxoEraESlq0TxWD25mSsurZSV8u15OYCTpRRmWg5aYn8jEcwgGCZHjt9d/6SMXK8ePTRmhDo",
+	"tnWYYS49HkEOXQBFPyjuaPdAuHaVW6IcYp9GqkXz7TtaVzSVpHOsk64d5ClGcwJNH5H7XSojrEd75DKy",
+	"oJUi6p5XFdTdA6/4dZPnjEUASxNwB7tx2PhFzB4OnyYTjZPahPcJ87olKXNuIL/WkZK7lV16iFTbAgi5",
+	"d30htyvraossu3DZJVUkVW8q4LsDuAWgDqOmuGNysFU1Y62fO3cPuNh3bDfJYq0GgK6GnVuNF0M2Ohkl",
+	"tlIzrMVQJVMr7CIqP1K+4j9B3OZso5nak6rnNV3Frpjv4HdnR7ZH7ZCWJdE1ze+3Y0ET7ZuTFyk5Ys6j",
+	"KxwRysa2L3taJwLgjMilm35eGFpxPL4hyiZXYBdHEK/BCo/eDN0RggsdHFerdsbvdvjydVqG/ZmW5XFe",
+	"SiNRgwAS/O4bZb2ZsIu70uiWfrXd+wlZL808LIfJMGDF/HLVCGF/ORmhvFQZOfB7mxs1gA3EDqCN97Ka",
+	"Q7u2Rn9Sk6vVJde2PeGYLLLj+tm0pEF+19VzXNl1hBncubtR3WOvG9gp8TAfnqp4McFNhk23GH+DOSCB",
+	"XmC/2EfV2eG2GIwtRup9luEG043wd3XStnSfbfINJdSYZpTCuzrr0Ms3astIVTFbh3lbc5pgX2hlzW4w",
+	"VFM4apxblgVT2kYqjktux9vgK8dzzPXXMhuUmLtyuRQuPy6M86ZjOO7EtalxPOnF7h18rqD6BxeLiR0o",
+	"x0uTw4ZbpWWHtnnNxH4wbt1zEADu22mG45lkPDFjfAOFJsbvAEHCggN2Cxh8l8btG3FqtHmWKCy4cItj",
+	"REidIUxF21VFBRZ9RYwNrgfMa6bFi6RBMJBRyXr0oxjibRyLaacn1rEGlR+2ddMeBvJwxhZcKGKDce/Z",
+	"Bj+kgMfiUy6mqmxaPul4GaQUBV6Y4DMmin1I1u6IX9xxUyDKg12kVFSyeL6vRul/vKZ5j7n/BuuZP20V",
+	"c5hlRgRbQ0KboZjpgK6dnZlcuhyZ5a9Zrnxb74mZqTSzEMhd1nj4h7c35Dmt+POHl8/9Nek54uitZGHu",
+	"6Ctq5sbMp8fw6bH59Oh1q7N7Vd1r6IYtvPPKwLYZ4coz/uuA8Q8YFN5QTa+YZsJMyTpiLrESdmS+uazs",
+	"fAuqIWoTP2ydM+iUcBdEuEEBcYuNXlopumU3it23z8zPAZN2abg4tISNRrOFjJecsDMjCmZgDgZMwH6y",
+	"me5l9Utlv4yR9DTgNTuVxwGvTU286a3fqQMG85BfI2g1XRxy2DLfeWflY0cpRmNXzePh1DALiw3S4mMJ",
+	"rm6Ez2dTvowShAtMdLcMEKV/BvGDZtjmSleS9qNxiLbxSIRfLTdrIA0rSRJxFzD+7pxzv/B+78xcrFHJ",
+	"V7Ix7OXxnMWuRcwhzQVXyzh7Cd1LALz6CzOU1HpNxrVuFVIUFnIyjvOAFafrP9p9HWI+FMv8gsWPcMIA",
+	"nn0CU5xRxa5h/8/MqYtRlv/LzaaUOcSWmkUsbBvbRI9pnZEG7Rc2qz0jYd77nfpryTW7i24oLHzN9Wbo",
+	"dLY59t8o8teG5/fEf0fyJcvvM3In7212QYD2vm2AgIWK6VywXsQ+d52GKzHpuGEzn5KXDqcq/rCJpgX6",
+	"dYQrQcecP5V6YQB/SpVOstN0pZP6XDqc7xRT6oSZgNl795n0joolvP78QvrpL244vHbjo2cGGC1alyGg",
+	"a18VomuelmRJ6+IYzf0WF5OD79daH2HdEU2ACV1G8L/xXhtZ3hfHL05OSAEoVrn1LfB+XPoIjkSbhPbC",
+	"hlml4tSjt+3EWnJ1/5HpmucqftldyUZou0g2ozMWc/XAYylwP4DfA58mjCssRZHwMzEvTPWEqXhq07t2",
+	"5H3whzBTIlZ376OZPAaJJiKnNS0T47/egxs0ihWDy8EFaRTboTVrMU/UtrftZeTE0GdXLMoGa6vZdkWD",
+	"pVi2rtR6eeDw6g78JnSWJpxXuOXdEUap0xYpBhszCEdD8ukSzjZpEHTXGsURAkwxwkoGaDtt2DXkN0aC",
+	"RQdDrG0znTp5AeSAh486wGViSv8giw38pSopVMsTLX/aRO/jRryn0B6ccc7NiKue/A6NDkj3z7mYSwSl",
+	"ws7JNfx+IebymRUud7tFDkbqGVa1nJUsHjlhn0VS8PABsXGMsvaw3259zd/mCsIhG+7WIpUHv4QNjpby",
+	"9Cub4U63QxuOTHwLEu1cijlfnFVVuTmDNIuUVdmpQtZtEMIO5dCGjZDx+I0h7pGRRXNZlnLdRnC09aQh",
+	"igPAAa0OGlY/BoSWQ6591updgJeCuP5SsE/zg9f/OqwZbc3XX0TGy5xZIKazPGeVZsXBz3+JLeB+Uvua",
+	"ae3C8KAiu1EtZXJ9Izrxl4rlmhXXS/ry+1cxNXbeKNYuPAg+IUkpxYLVsPhgt0Vc5ykAUF/x6p0dKLs+",
+	"u2EohauK1TggC4ISiPBEi2ZFdb5sS0zYD/CERAGVtlCFbET6i++ziRBDAdGbIwH0vgU01HqFEmfo8C5C",
+	"lHdHIVgW18oe2lNyYptWLtX2SeGL/P4M4tOkTt/ApWuM0yTr7w2XmBVsbdVV0D6qkubMB9rYfqhdU+uG",
+	"246SmdH8vqmMIhZDbWtR18EuKRuV9sYhccasaLaGjFvfyVfAcKmxkdhF0FJVssqYpzrIAwDeW3iY1QVL",
+	"xofFE4HPw41LL8YjwvqnoVJFWBkmaw3TjCWLmh1DdTLHReO0YUGmrvwZSbVM7VoSwVihELrf9oPhP0YM",
+	"0HtGGGR6JXoDnIYfaH4/PIUOJdpCa5j5TGYsp0ZCdGY6B4xMd2BkCkpbJYSORSO3x8CKnPW4Rd7jXrX0",
+	"GdCVLyJ40DmCfhjBfnZWZntTWlprj+AY37KHKV62v3taYzdpVsYipfB9wGGN0zVbQ1mrNNYDJidSBaIt",
+	"FfWSaMOVsRlvYzJVh2wUNgviJzDRTINcEuyLbhEqRiAfcN2COQRLsj2qsS1096q4lhuTMs443wKhYDnY",
+	"lilvW0ym8kCH4JjkTisq6IIV78waqCTxKEj49XBBgY5x6ECyMg8HrVheM52RpZT3PsCU10F6rTo6bVkT",
+	"aqKAqG95QkcOpYm5e4WD3p41dRm3OvRk0y6wNvxJxcF+yuZbLCZnZz/bAJV3qeiebchhTlesPKeKoRZq",
+	"VDDHIf/P2ccPQBNHUc0zxWav358dv/z+VchnTwECw5w5yHqhinQvCJhXClcCv8s8YNOOk60YFRBZuwPT",
+	"7kduBYzbc+hAX+yS99jZNfwudt1Gd7PF1Y+dYJzRqbliQtCFEX5BeFovdRGnPyC1rcufrCE5cksdCrEK",
+	"fy3dDrn69WNlc3ZQ8Pl8u4HPgs+NOmiehs18daVwY/EiuIDKU5mFUkeDylPyhQpl7ciK+uVE0ljSB/Y4",
+	"WfokGiIszbC8tuYdbi7IWMMrdeEaA2hynCA4+V1q7K9l5k+cG2lMNbOUuLvAN0zj8XYZcxJpzQKkZKs3",
+	"/VYtNL+O0YQciqYsbaK4+c6LRMi/lCAXHXJgRM6lLAtDm1yz62CufQZTh2PsK3IQ7rmwVYIiUI6/ugYy",
+	"RRK08wedWO2gLeRT+O9UUb8t36ft2qWhpx2PZndfPbGeEmlR56RgytwwIh7NhazOab5kH+mXd8OZZves",
+	"0hiM7WuY+EBmAHoxF2Nb1cSGQDt848OSAjYkZm8rTVZsJevN0RicvPnfGKLuslTvbBNbSH0frolii5WN",
+	"a17RjltnvqrAraaiDpplqa7x0yRueth84cimrdIwPLmXUyZmRxC9WuATV/jAmpZLgL8p6cb8PDyAb8MB",
+	"vIwOQOvqrCjq1Jl9f3Nzif0LX8nl/afrm9eXn65upnDlUi4+sAdWxsKbQI6UckFK80a4bwWbNQuINJhL",
+	"W9j1wOVz/iXKeK4AjuhmBIrf2ahdUCt1xGzt0VLcYs7RrZCC3dbQ6BNg82ND/7thDRs5gZSoUvoztqIb",
+	"SOYnM7bkLT5/KQFTEtNGdzxgv4+OT1eXstYf6ZcIOp3hAlc3l6SS9Qi9vfr++2+/D9ciLNQW6Y7HIKkg",
+	"ieGp+1MJKr+6uX4Mff88id9/rgqq9wQzwRsPyUP2/xoVVqpZkbXKk1E4WEGaCn4T6evefyPn2W7aBMrl",
+	"vzu9nsLptaWjDVkfW33VVXx0l8BVtBzH3xWavys0f1do/q7Q/F2h+QUUmpDn+9MUdNmZbWelQ74WY0Zd",
+	"9pBF2HiMsJKHITiLaUn0YxSW71NgwGJFWEsuEmFhpPhQ2mALDN1K/fDst7ncWCbV/GM+t/+qme4Z9UI0",
+	"H/BfxTf6g5QVejvsLndi9r3v6+zyImpzmcQnbdPRBowsfc9orWeM6kH4DVSDQPbWzJwBVpwSsJohSBd7",
+	"6LGkMJvDvEdnJXPWu0fVg9jRbAVBIS3ybzqg4lHM5sm5yc7sYmibVYLwrbCzUfUtHoYj+kbcC7kWgNwB",
+	"laYchkcf1SCvqVq2j28tsgEGO8j5PHoyHlK5FnZY9vljbHsOtSQ8/m3H3cOZ7cwo+6dnmIGdVTzOw9pK",
+	"dsnTTw5LxykQTRwyHiOe80jJFw9YOi30wdbgb1VtzArCbKE9qsFDBBTXpJBMJdxkeikjBxeYFz7cIVHg",
+	"kuqlC09wCzh0NDAgfiyWbFMxBT464ILzRuSQGOeCzMqyG3CXoFM706yN1W979CPJgg0bJag4NMLbbfrx",
+	"NObdCYPi8tHMNAld0A5kR9+xO0Jj2LSeGSSRBNr2zsdr8rWuS1ukVtjyjj3vOxU3jRg5Ykg9pglaVeUG",
+	"g3J0I2zcVcQP30aMq0kk2vZSN70V3sKOCT6cFNwCoTCxKjvSAvV4O4C1pYRHsCqpYIPjATxZQVfs1460",
+	"mUrjrpR1ElnTv+BNRLx2vIjtSv6uZny3ZONWbvlvXYn55WV+K9zbDeqdJEfLQ7LdHehhBjLIf80Q24oG",
+	"bbX2LueIs0pAtzFX7Y7TdUd2OcorJ7DIZEKsfaC6AUyoidiKIMiJnOUtyg4it7Rkjz+25tg0mVidjuZ6",
+	"bOQe98fIxzALLXWFuzSDntZqaB92c3aSNoKbapbuT9NORqc4hdXPEyGYOl8ydR6MfYp0MnKjs1Vm2N+o",
+	"yIpPr6vwNbjxFAhJe1/xggo/6VxjpXZv7XuZncqnuruedWk/TnPbtB3f5nA10qf7Em99Z6DKTsuha8+5",
+	"uzLS/G8gd64z06fJnus1uY9T8FOlt/lnd10j0uJJnXDReop/95n9PO3MjGeCTd/XvbOa2gZ/A0lJdpaT",
+	"NVrzMiK4DxiputZZuxAJ0HauIMwPTE+D0GsZ4H4Vnxp9kB2cU5GzOCDblCwf1cPGnZS/3Jn9kFvVUU40",
+	"naPVstAoq6wdYm/jtw0vfHob+JwvLqMGm7exyPdJSSa/pGU9r5okYMP55WfSKBYk25sNyiApE79xm5XL",
+	"mk3CctjL5Zm06CN7StwAbe6CZRzkEFSFjCgtq8yFZ2e2FlxGaKPlsf31KNnh2zhGP/SH8d6ydnZEcJc+",
+	"O/iFnADsi7Zlhgf0QNVUrH7gSvpwAW6vKRb9igLAc1Mzqxv6ap37ezj25aixCHjLOwgvjOgbVFwHMEvB",
+	"l6ui6XnmgTkiAkKMptoKrFtoghvJvYr3L3A7hFo41+hPIgUv9l9xS7UqKqBx2xUXOQvGZdXmqRNWKgER",
+	"c8UUJLDZaJMep5gKjf037pCawKx2ubQFTqpf4Nb2W/WRYdyHSlUqUMgPi9+M9S3hcat41zQXAvj5c9oR",
+	"XqFg6fL14OB15HS7WC1z66gej3X3BQxuUK/r22njaF4dE3HnshBR4PAMRfhA54w525C5i7XGZ6tGmcNd",
+	"JxEQCl6zhNbABYK/B8VcHO3DowNXeyVKwExgMe0pvseuDohfqiSUhZthVD7iqgq66kEqmo0GZUTr6nhe",
+	"PoyTuu8mXKTMb0k7wzRNXDm86bdC1wl6sHWhwkw5qHS6e33C6P7OhrDMbJBxKw6nVm8oauR4qbCx0lxT",
+	"ZhgsBulUGC8W1ME6POlAT04F1h8qJIBx1AzMDG30dDS9U8Ux6lRrlEovSYLFjlSB2nupbVnnxH3RA59v",
+	"GdnDkpmuNrQ31nRKWHI9WJVsiqy2pDtjCyqCbrtVZyaXBIpN1BUZORQSQ04tHW2YhhrsbX3gnMEVjCtS",
+	"NbMSdvOIeIRhqyo4RmabBSZvHw+I413rBk0ozjPOh2JFdQ7cOmU9SNwShOPMA/3ZGDx3XiewqpS5AGxH",
+	"QfyAW3CbiN3PSWf5/TSacXEnT1ZA80Kr8bI6qVtZW5NnAIDH1VpLe+8scSIzcrbZHR15PeExOfyhr5m1",
+	"e9EZe5oU/ow1Xi/ETH4ZEFzgt68kxILPNoTadUuqMjHpZZabVhWxr25aa5S8JzNZbCyLqmqmrE1qVJ83",
+	"38bT99+7SAPCBcmppqVcIKbF4SeBJ9niHMQtHrEr+QVgkMy5KyfCAHx8kxH2V3PEHS7eAxP6wpuv7Rr5",
+	"YroPLIFuuldNPrsnPEG+dP2/op6Em3Ddjd6U63JDAHYpZ/yBFbbYsGZfEhYh9+Lgse8IqbZtrneBRseP",
+	"3k/YadoPUYGYtMM2sj4f2vEU279pFZmnI93egYabkyfmyKy3j3pPRAT70e77tHM/XnoH3HWWgLn55DdY",
+	"fEf4rp62DI+tL7BnIZ4Ul51ek6ddQl+Xxw7pK9Xkges5wOpu3ywM95Bzw9TqDeIwgOXXCvqYBwxj/AeX",
+	"zLRwbiNbCiiLNoAUEanF0UfO1TV1ZX8AIQ8Kx89prhWhM9lg0Ioth66afOn4CAYkUJLTSudLavi7kuUD",
+	"89W5nMe7ZoTWzCPpbq1g0kf3vllR0Y6JtSC/gAcEKEfgYp2Zs1irhCOvZrreDAf/1qxi1ANWKsMtLWAy",
+	"VjqHdB9btq47v+3wk+B6rmuax3Ur8yAI6bCd9UTl3T8fw4vHF8UdcZDN5ppYRFW5Hi0DMYV4LG40SSo+",
+	"j6aYfOzTBtKwad6ZbEKiJjeGlZVcASQNkj68C9bfkmrQMpyves31EhDLSg7G5zWHUA4i4S4GBciXhl/d",
+	"2WncmbWpmKxK9oycQ3AZheywcgN9EVoU3TpUYIS7tb7K1uCIP2tMxPF/N6INPDYyhN9qec/Ebd1CD9LG",
+	"3Fi1NTSET+xBuLWARsEv4UtYDfu24ApNJu1Pi1o21W0uxbzkud56IKS+BdtW8MT81nok3a/2l1uaa/7g",
+	"8KXdw8AYa39x0j/o2K5W7pzC7U+Gc9Z1A7EgaFl036h6fluz/wB3CSAH6VtAnblFy1hvbQtbnRym0J7Q",
+	"7GAxe/n7F79/cYsg7vAY0Li3H7V+196DRtSM5steg1w8cM3CIfaetMTAC7aqJCTNhsvCV5WsddgCrIYA",
+	"AWF3/XaGCOvuzwCaL/gVz3Dww18bVoefqaJySs0tKrS3NZuzmomcFdtPAmBMvZQFrBotS7mGH819KHzJ",
+	"/q39n+0SI0HVCMVi/94wffvAFcflFNLo+Ej9Cjpq889AdG5KSYtbLeVtSWsUp6ZBsLrcFkwgAmhV0s2M",
+	"5ve3JaOKhatc6Z+gWdVUaGu2v3XpBwwa9gzCbA2tg25odFhsgGqu5tx+UFPNbku+4tiiv/7dznnJeo23",
+	"D7tNd3/261uzec3U0vOKRlkMU7m6zUsZ/KV5fs9gxVSz2vq5ZRy1zm1r4W/VLcQ33LIvS9oonIc1Z92y",
+	"L5XdTrXSVcvnlJY1XbDbeVOWXiFu2aG18bVP8DhSoGHVzLwguKV1vjQatBEk/qDgGPGbB0bd+nVX04pI",
+	"wwdyucJf/ObeIiVrrNNgtehbc18JacL9rg1F6d7yr9lMSVjAplrUNKT1v2QH1up98DpKhlvKwltzAX0r",
+	"Hlgpq0RQyqyj1jlGRg5dYCI5y8i/YUOE2Zb+7eDolNhtrxXRsoTadYSB+gU4qYBoXVBNIxVNqKY7o1oK",
+	"fawqlpvDajvI2pgzuNMa1Y1rWnLVSb1y8/hG4XUca5tps5tR/c3e6CMeNfiaF3CnMZoDzWupzC0aa5IZ",
+	"8W5/MpqdOrV6pWe+5J5tJpUOhyHE77/mV2+PMK+ZyyjPl0SxEqo1gca3pFhE0q3/ZCvZeRAiHNSqxYWT",
+	"NV9wgTUUjcJKe4WcE1dtmQNEXXGmP+t8Yplr7BAKimWgHNvfMf1Va6M57GB5Hi4EdUlrSHN/6MZ7O2LP",
+	"HMReuSEvTo2GGBx4/9GqURpG6rV3MtuQRcOgjsZOZf8j13NY+c7ihEqhlfzIaZ047Vi+s7ZqlGz0zIjH",
+	"Y8uFjjVTejxOrl9syh2TkFr7e+0nlLVGTDj8MZ39DziJN4lyR2ekZguuNGQy/uEHeDeofrSNnCpYmYA7",
+	"NU98lS9o4RuFiZFqYxQSZ0GcuGnYRMqK5zt4eXJc8AXXfvB5KntgwHN7xwVs3t3rYPR+Zdq0JH81iacn",
+	"gHSNRrmYhqy3tuRzBmdyBIYkUh6fisZcuZs6FoD+rpYrgtt8IebSWtOcKz5uLZVFDNljj5ZElKt2Ngqs",
+	"i/N+0xCb0gjNS3RK2eNvrQB7B4vd9PIyyFKW3sPmh6RrKpTp8dRFyxqxQ/NlSAV6WctmsUyah/3xGbTi",
+	"epIyrAPwiXPDoA3P59rVMgfbgVLzpiRXb/9wcX3z9mqnApgrqVk8zqizE9cXPgnemWnc8sBaKYaI7ocY",
+	"4/fj2c3RTsnyl2DBzdkpsZevoFTmPWPVMQWH5JqLQq4ByxrLhCleMhuS7gtV9cNn/5Ich/VEJHfhDl+7",
+	"Q5ZkrdjTV9fTSnxxzZr6V2JMxBC1da75gCi4vum8GhcTnhnao9YNsfCxRO0gO+QQyAnHo7KWmfdoeHs9",
+	"R8XKuPG7K1nUfyPTt51xZtQWSxJ8umezK70fZfAOlv4rGLztwD/wB3YBhpMg9aevgQA3APOKv2HQlltZ",
+	"Ok1qI0n2j49DFcGpBpVRdWvz4r//68nxP/7lP1+e/PwPUZVhRx1k5w52ieQGVH9wUBHZlvb2FXtgrj6/",
+	"rGSGy2GlFIJc1AnV0crfta7+zPXyJq+G5m3T1w1TIzfnl84c3bm7HJoHhsHzB9bJSfr85jJhDB9BAHsv",
+	"14DMuJVO5TcDjcbk0K3Pi5OjZ8mcphejtB9w3pbgRij+WssqSe8dyrFNgltEy+q/IpE/cj0vrQkwlaph",
+	"CEJLAFzDmEBdb2JVpQsoiZqAQdESsUkOXQ1Ke/V77gyQz9H6e7QvLgs5vPx0fZOKAvCUMkEUuPXoctUk",
+	"gIqfeNvPhMUeZdluXQK2/V+TQTNR3PDY3SYsV9/G7yEhPllo1lT+/7fK7UGVi69vtxD+/iv8tyFQwqVo",
+	"iW6HkxpPsIVwMV/pcOCoWgfBjjzo2n61jZ2Lv08Y/3Xb8RbODVda1puW19hmdwiVQ3eF2cOqStZmnMSi",
+	"klYle42fcvn3O2F+u/jxTxc3b6fT8UROl6exM4qrREq8rbLDRJGw7uzEBKdPCTpMLlw4omnt8cTiWLr5",
+	"RqXCjneNGkQ2bNgRH8DY2IWvPTrc25wnMyA0pXXsD5jujKb3ghyCTLG5zC9evjjKiLnoK0BSd9HuNvod",
+	"Ug4hELqTRY5dHWRm+xN5zHjwUovpjyUvyGGnw4SvIxEX3mnrYacgcfAQ7cCKI/BJkTBzn9kFlY08Zxjg",
+	"gxi0HDeedPMC7H4uZRnLdRk6otOJa87LhJnE/Eq4IBApn7U4JT0q43pilsZkg7GsU4fMyYUdhZa9SPjA",
+	"9BiRXkrFuziTut443wZEYXyD0UsZWrRfJAr95DXLIyF/J+DRcnUaX9h/TXVmjfCWHVSjTTW2B9Zebd4k",
+	"h6adjNCS1quMrKhoaGn+LI/Gj5tf6tTpcmsVbOvoqfnfEA4TdWnBqGGjwH+8XtKOUTbModjzzvIohQBH",
+	"toYyo0J/VSVgXJC71MepLAODQ55QjttMmcFQYozcp3XNH1iRbbkdZW2jH3exslpeHLGyTpbnu61dQpZb",
+	"PBYCtTnBCm22dMVOicdnQQZMy5LcqWb1Y7O68wtj1+SUXAgz1ZJptsWu10xo8teGMxuKTQ5lbZEE3NE4",
+	"CkV+HCGm7SCuA8DA4jeuFRWbYCuDgylkA87iwxPvFnTuMbMSRxO5pKbqPnVOHAOPaoM9xmXb2VFX8Llm",
+	"uAQtSe+kFQB/GzDChGzuv7H1BSqnWF+l347MoaR9+4IUdKMwk+hop7P5Sxz5x5sjoLY2+NUsWFgrUMBE",
+	"Exz7pMnixcuvarN4DznL50sWK2HfgoBJwbYwtPtFGxNJAG/bqP/2boWQZwEKJLpKWH5vbjbyfodIhjA+",
+	"rI/vPe4Qb6fY+d47ue+Bv0BUYtELjBwH2qKe4zRjgFrvpdIfma55HqU8SMxZNDXzGFpxzOu8as5lNNCl",
+	"dTuWcsFzWpLzy89Tw1t2QJJaL2WJeFdokfQQ7BBq/WD00pPjFycnEyGlCq5igM0fZSM0KzBPXm2UUSUm",
+	"6xRvuLp3ax3RKGCgc5pHV5HptazvSfvO5F4v3CcDXZeSFi+iN87jFReNZmBIJvSB1X0HeHoJodHvYygB",
+	"c82YeGTL0YYfHjPeFVslie0jYhFxYUhuN0pasdWN1LRMwB1dCKWxHsHK9wE36om35hVbfQbw+2jrnXHv",
+	"2nRTGdE0WnmpBYKC0zeTMgIDNSWmoINH4zlKfwV7U+7sm6NkRyKeCPuTcQe8c+pS/PEGUObPqqrcDEG9",
+	"Boj0VtL8ZqFde7N6LKzrVnP7QLrar8zybCH8kwcoobdjrYX1Uiq7LdzV0yu8l8zD7JfSSKVRxIKvWMDx",
+	"wRcM3DM58w1T5lDZZSOzDaloTVfM6MP3bHNq/qMwkHpm1olrZivSmQfjRbrtAAfrIMZpbAjwtbPjSAPW",
+	"QR3175R8DBopOFb2fTD9PLCazx0GbEtZyRISF5MwC0QCalb5cJwEfFSiqsMbPrd5WxB5ZlcCt2iy8G83",
+	"wTR3odkqJv6nniKIUW2jJCfCnLmt6gK/4vCHCcePeWhxZkyvmdPkbYV+aoGSivAcOA3Wrt/21XgxRk/Y",
+	"TAF9q7aopuu1m6cc0hG+AHVAI4qs/dwOcgS41U4p0daVpxJoLdrCPdtEMzNa/rAbInJw0eriha2XG0Lt",
+	"tLgiNiMt7s2BXLXBxa+7UzMtovcU886lCybexPagR5tmCXrb0lvZzFOEG9z4PQqJ1q9k3IMTMtuQ33kG",
+	"HauPo9lC1oO75t7plErlJTteUlEgopHAO4SNL84OePXwKo44vB+5du7VoKQIm6VTM1qkiHmk+BVkWLSz",
+	"xPh9tSddZ3D+5ZzM1TNYnBX9khHB9DMAG1ZyRb/kUojgt3rFVrfd19adn3j18N0zXt2CFnGLeb6GcIKn",
+	"Oq9u9RrzO3s/z7lw6cO9Jyv65VZtxO2M5velXPinr57lUsyf0bJ8ZlPBb82vBGELASJVSDO5JPDSagXG",
+	"98T2ws8keA+OFmpHhnyMQq3Gub89YY5ytw7b1kC6xDByxEoqojkGD5ytzf6GBwvPsUqx/EGTBahJKACR",
+	"3NeyKYtAmE+wYfyNiXe5qmi9k3x36zhNppu9e/QFobJbPWmfd7kj2NnveUn4W9Hbh3coAZP45zHBNWIi",
+	"BIX+c2vHHAo9snsZiBCrRHZkTE4FXC3Mzuk6oe24l9LKRdBZ0JNP8qI9QP9t9S5FYIk7Qpfk8JMZS9Vp",
+	"dIsbtzmEJNC+uwf/aLWWySB5fmWz1N52xh8jui3bZFRlEn3j5ympqQYPaMfSq4zaCSFY1uS7TYRg/rpi",
+	"+UMKztWDqaFVaybl1PAVaPo6aj3EpgH7Z+dmi1pW6iJqebAjrWh+z7QiFqByzy4+NTpm4hP68e0DzM/Q",
+	"HBAISO3bcmroxd7txj0+nlrTpRbtWsUp7NIu5P40ZpuPU5lrfj86q1n+8APX6pLVaCRN7xYAUHBBZlxj",
+	"VhzmLE+0h5vhjXQEe/eYXuIOsfbwh6c1NvXYKLub292LgMZDomxPb3DIYnzwf0kurnR+JeVqP93orHUG",
+	"/4fksXhoSCO+AbyYdFC4UgQhZYCpzhrFhfnN3EHMlnClGhRUgUHz5fevRg2aOV2xmr6dAmduoz7MLGyS",
+	"vdl/bICkaughCtjU8oIOM0zO9ZrW/ZSIV99FgQJUVdLNAFKIloA4FuY4mL5wOb9Rk/IuVjx/xBqteF7L",
+	"aglX3MQ6OayCaLAwAqzZcdsuDme1XCtWZ4RLlREqilryIiPPnj07Gl+33jHs0GDsGHwwSvZVI8BTI2il",
+	"ljKRHbpYaqLsG8NVI8PCIVs+6x3LFAWuLriByEb5UTyyhNEiP9/kUVD1cxu6UZAFrWd0YZotS0z0nurJ",
+	"W8jk2fiDJDWu+GBh0IWsZaMNO0gHp7XvTLwaLxmtzspS5j8MIezLOaYDm7cJEsvUeZtPrjepSjPvTYMz",
+	"7GOmKResaI266Nyfqi9MxJyIh5c0q/OqiVXhauMlSAOmHlezPlEMJ7HMsmLiXRyx/1PFbMEw97us1Sk5",
+	"frEFUjklo3643tJvozLQFCj+Xrmc6aFcO3nM1VZo9kQ/ub+BYWWYEL2+7+UOju3Wcesdj3RpmJZ+Aj7l",
+	"6TbkLnGmvuBiX60ml0LJkkHskAjhqPoWcsDLHPLO50ta0xzMFEZOC+epzZe0LJlYMMJXgCVh+hEbUjKN",
+	"dnW1lTP5KqrhwAjiZgCveFjE27ZPRLd3AbanxG2zhUdBeFnDlrCkmiKHijFyZ+F7n/le71wXiN9nWzya",
+	"otpUVKl1NOHk0j5xbTcKvRM7Kn/ms/iFCkgDkzqCLsihWfRjLhQTimv+wI527rV3YvwQgunGaPVjm9Az",
+	"VHkIc75ed0owhM5mVyMvZo381etJ4oBTI4DiaB5zif2q9bv2KOtIDs2Px+8+/CmDx8fzj5ffZeT9h+t0",
+	"Acb3jNZ6xqieUHyvDJenU0aNWSSf/Qqo/QaKgP8CNQ2BCIeyQNZQGgFeO3W4XyVT/sdHFDAcKwAIoEx2",
+	"TTrlvZ6kGuDjWn+C0oDRw21hADCJpCVqrhxAgIubcPVpGoFgm1y5IlOnbmu8hDJ/rXrMaUeWNFqor1N+",
+	"on6YfMGYWLOv41XYBmZPCJV+9qdXyxJ1/DqMNyzo12dCu1fXixXva4/fiKSLQ3WFLEeRQxy8OmptKI2K",
+	"BiukYa9C2YngVzugXoWSecxDkUSgChq5jIayhPhkqz0X4FeHLXtasLLuMnTH/4RbmIQt69Ihxww3SID7",
+	"SrBlwbCvHJL6H2rZVLELqn3uXaH3XEQySmelzO8NSxmw8nEFHxN4VwV81onIuazzjtewE7jYxKxaLs1u",
+	"IlGY/hNhOYApr2KQLx0xUDFxbNjiscPSNEwRUNGPa10dGyl5DDjuwYOWl3mF47jlagBnmMuC1cfmLlhS",
+	"3fFnBzIFYtAiRP25AlstPMYUdu+mVW2ikNvIDnUPuXelCD57ls6tTvAsWGu3ce3os5ZWptJmzI7mDPnt",
+	"vCDMOlL4KqAzG+vSRO/b4gpeHKqM4hta0Q1ZSEKXjGI4u2w0km+ceqFshRo8XrONP1q78p7eIY5woidQ",
+	"xpPBktfNakXrjY9XNKtKtax/EZU+wVKvGzDzG0bqCYIA5U3Tq6bqQY612v3MArIZDqbs7JZ5f0rweEBw",
+	"LjxI1v1HUVKGUiXnjkPFbaRhdDeEisBHzh7b7WAKbvMvSGLAoJe0qphghVkDPMj4yy9zdcT1HhFnayiQ",
+	"Wm4IdRsUP/51h5PteqpVcPUc9qJ1mB/ccrQztkDVqXV7NW3j+w3hQBUTCECu2bxRgK/mCxZFjf2pOOTk",
+	"0XEr2k4l26bUzlJNPFE8Z1d0fR4Wi06BKkTKSoOngCqoXxirQiZ01Jv2znxmn5LD/3P28cNRsqxw3MV6",
+	"vjWMnQj543DcnlrSl9+/ijDK92fHL79/Fda3iFeZTBno/YQyvzi+t1236RGpVWdEsPXAjmoJtZXZ68Ao",
+	"MKNG7WwqlFIl4K9n+JrKIKIb4wLg5NSyLO2f615tWjwiDgZoIsE4nycOb5tyQlvwq5cvvvsuDr0PyuN1",
+	"YnOvYGDteKErISHVntWQhwdsq+ALm4E0Zkn/qjlia8q7kAEQr3rw+sX3WcLr1IcPCAzWWtp8Qwcg0PrS",
+	"fZ2DRA7j4V0kLfCug/XIIeYJU+9PfAU3KIWcxy+ocSDFk/EMUn/IBhLThg7Z/tHJE86YjS5ul7SXOPRf",
+	"+HAk9im6PXxhGZ45H1csDrDfxU9Q2hDtyn2JRytRUjui4UFPCMKgTrH6QGH/RI0FU1pEXjYFu8THQczx",
+	"pBsI9IF4F5Erh7UmTYsihtmZEbYmqPQGDxfkwce+tA7s6YwLc0PBFqZaWhdMQGGqqLn/hq+Y1ZPBMG40",
+	"Qf8B1h6a7mPH7UmrdlYRA0wPfDelZipeNPE4g5WEwNpaaplLc0vCVzMCVxnU+6uazfmXPphIr2bpJNK4",
+	"wuaT91G10x72xQycjX3udS1Ndrc3265QFCU2v1WZO3jBokdPvhRcS7PPl3Fg7o+Mij4eiYOEnTUQt3gI",
+	"ooOCkCu4us96wSK+Yn5hb7xHsVhJzR/Yla4+oGkqggKiNLh1gJrRgEWWrJzqGaN6BEEIJzP9TAyFssGi",
+	"QbaBDWrbHQjls2JFsv33fLFkSrtwOSo2ITrKxF5wW87HptELy+u6p3fq6jLl7YS9tfbGLb/T1A3Gb66S",
+	"kUxuzep4RNPAvAZi4bFP63IfvPk61ZwKUjS1QxNtiW6bWTrfVcJPB4umEs66qYuWAKGBjZddJJonQXRx",
+	"x8Ku/T7ALoPIK732EYPl6aLxoYM6DMmHbBhalj2UoCkx+SljuXdL+jJuEdY0AEw6HusP01A+4H/fOfRD",
+	"jbtG9E44Wwcvpocl4+BjpqYE9LljhJNtcYP+Ue2frj6LyrYEUkx4/hitwf3JpuONei1tOEFEN768IJ+v",
+	"PtiS7YF5K0PqdtFbdCw5Mu5Nci0aed1vHxvEJ23jpG6E0b9oIjDKtuGLM/7lUWE/0Ecn6seiT6ISYh1g",
+	"7XXZvP+EcUEl1nseRznhKtxfgt/Z0rJ2QfEucxRn8LsZpPsb7rTguaw7e6j2MTfvE9ICln4sLDfbkKXn",
+	"WqfBIBU4omipsO4/xs+ZL4Ngo0dH1yUjTn7AW1V707Ib1waT7ROD4i2N1n/Yhp7Y89yJM3HFw/tm5/5x",
+	"SPGXs0VUlHomg8Ykn5ASBBW5afsIwkhQ5NT0HWufhPV0q2bNVkzUsixXcSMtWNBvGsGGjxM2n1MRgaE6",
+	"rKW0E6RgC4Wg/OdGUXuuNipxtgKnwVustRdjOfDIq4Dg2Nahv+EUR6ZIzQRbE6qJXhvuw+tCOStbyeds",
+	"f2YTdHbNah51HcLvrjLe4ZJ9OUqP2OaLeSa5SO4LsozLkgo2OYkrzPFB5OcAwftRUa9ApN605GJ5i4ha",
+	"/nXiYJGqR3IWkGzdq1YERY/FfsRhjkE8ivu9VwPacfS52rTzOV0sg0T2bB4rtELOPoA4tJTREcXSMCOE",
+	"wrYpGFyP5ng8aeiujSI7muJUneiUHcWtGw7CbVEJfrFQ3JToPsNYeXj62svjQwqY0DAe5B8ZEbJH3mTD",
+	"9FFmBUzmRf8Ty/JpRWTRxgZx+/uVkbWy8SPV+ZKp84AXThFUEKMLY6BtCp+r4RtPiZzgmPZ6RV9V8AqG",
+	"5wdZV3rHufngLDscbnvZYwGy26IqIWa3wm6dDjAWIOv1nbeeZ8VSUaXAjQ1YG9IvXltatSizaUcSqyCL",
+	"cgMSGx0otqxOtPwEBhHDDnyuy3hJwWt3RWvpwhcdDk8OZgsndKP3VC0j0f9c9C6P5PwsI3foxX5952PG",
+	"l+wLCRzmZnLXDSznZTMref5HtrkQ8/+fvX9RjtzG8gfhV0Eo/l+U1B9TdbFd7S7Fxn9VqipXjeuikVTt",
+	"3ml7KiESmYkWE6AJUKl0hyP2afbB9kk2cA4AgpkAyUzJ7p6Znolwl5IkrgcH5/o78qRzS6Bv2PNHhEY5",
+	"O3UYewlpoUjUKPGbkQPr5xoQqxRhdzTX5RrWHsYLy4+1BJgjlURf4NdMhEiYZslU3eadRSbHx8dT7ykF",
+	"xqQhydaBpQ2wbJaWET3DARIzsoaCKe5ULmroYmn3Z8VBhmjZLlW74EKZfQqn44ks2yTqdqF7j2I8Uv2j",
+	"P2PqHtHp7UnF2HTRKqOjnDitfrR3eHrgSO9RsuxKRRgFZkdGoMZYyW8ZQJEqSWa0Hou+vgv8aTCs1Cm6",
+	"ihYX8jB/7sQUkqkukCSy8GMneNfMp87uXGrHJh3Z13bwsOAHf+Y0Gpy0oYq4Qv6JMlUFVxXcg4PjRDmX",
+	"Ag5fqEZ15Pv9RbN2ICMnFo6HayIb3aNtfUwwGpt8E9olQck+ZD83tMQYvHfFC3DvOZ2L1fBOPG4MEFfG",
+	"HFB7ul7D+/2s9hWjBZovIM9pteD5wkzZLK1yE3/gekgPtKu8YMtKaiby9fcxTMzv2bpzCS+Z0eaBOVBS",
+	"s0mB/IIV/kiCkClTge1LeneKvEf1Mh9alnLFCqcMJhczzZGG4/s6nMQOex9A7zm/ZcJDmW6wjEhj4DEs",
+	"xgjszkyBUBMA3OKdf1QQRuvSsFW7CeswkMraEcyI6JxykQpssFCSLyN7f1YzYN207HKqIRY+BjaBOoXO",
+	"mskfiJxT+uMPEG0R7jeADHtDWL7Oy0628rlXBF95vneQJSpZvXGWmSu+ZAWiOZ3ZCNy45Zcrfl2yz0aq",
+	"TB6DNSkcX8EsTCoc7r8sC0W4fuEzJARbKRtgDkTIleO85ikQgF1haUhsxdXei7wVntXidHtxrsPTu3d6",
+	"oBZu8J4uNfpTl3lhpcs9wvu7c+du3JmbN1cXBCPgtxvb0pVG/akdEMZ8sYNowS0LSrpdxcHX9jX/7oZP",
+	"Xpvt7SnycEIqo0iEtO0qn1lbl2lSs3rJBS1TVvUHhK8PcPh3k+7Mr7Eu9khp0JIUEmpd7Rn7PfpuSHEc",
+	"B32tOjANwYx+D04z5qwmDmdfhkBA768AXWRYBWk9PVxUjc4MX6oaRN+3YVn/0lL+paX8S0v5l5YScygh",
+	"h4gsPMhJlseiNT0jsiyYsqVJd7LJ2MW8qqnAAs7R0mv/0piGb8WKrktJi3ReBG70JmauuRG2uW+CPNr7",
+	"6F/62U76We0zZMfvzSe8rrub451/VtxkAss9DG7YvzTEf2mI/201xJb7+aPW3mAD4vRrd+9v1zmgnjAx",
+	"ECQD/o7bJ2tka5aiYupdzA8GvaXLvY+p4jTs47GunZH6RNxtE2LtdLLrM0PXnct+DMDOuWkK45LujaRz",
+	"8aAIOm5e+4gtuwDlGGJHV3/b3++AjxOM9lJTHUUwbsA354o1KFZCulB32yOqIpZvfWXzKD+kouzB5Qu3",
+	"NfADCK+UNg0B7mVvZokuTTos/np91tUJU2VdxhRZ2F4SIDFvcllXLFLAxQyijVr7Dfq3cvYhC6VurkhV",
+	"M8VER5Vpx7Skd3278l4KiGoY3Bi6tTUj8yNQHbDX9emcfYjHFznZxmoPbq2F1GTNdHBZnpAnbZDYyDH8",
+	"lufQnTq/+ZvEmEVOx+a+RJdp4AgHelKUY3fUMpcUkHRIx0XB8TrpkLFobaSea1ZKMVdEy9HgK0kz4zpD",
+	"MkiFX6dlTQvdyoRmG/Fnv7VQOcoksqqlZnFLzwbptSHkuiOF3YIUNXTl+zCtFGQPVEr2gZtbAZvkbw2U",
+	"+JI3LohIroSPlak2ud6K1gUrrmQf4J7EKk+dTAjdGYWRs2zW92giMkMaU14pqLp+L5R4w4x7dSuXkrIC",
+	"nYfejD9nqQAe22XWWWg789T+v3dq1ScAtorykVPhYa8mM5obXum1MfsEAr1FJ8cksw6JIkj+SbKeHqPw",
+	"x6Sjg9/LWEvVDRZL/Oc1uSUZ36dG53IJAbRgpST2zYcE2ZFpggDjOleksJev45yoUE5Ac/P65URpWbV/",
+	"WTN7+IPV00BrDp4H8aETyKGI8lM/zHEOBf/63kEGiQ93sBEB5e1zWf1TOLDCBQ+MCS25BDaBrqmgYwkI",
+	"DBL+Buuo+UM31zbniuut77dZ1aDKmlYO2zZ2Ug8jbPZeYYfxqaIlPpI/+mLjOjWsNEi02zXuUmUb7e1u",
+	"5r/f9FvkibTTdwN3Il7kEnnQ0IDRtWQro2C5TSxWYyPc52NLiGzd+660XFvCpZP1st4ElUiqvnuIN/0J",
+	"vq6I8G+XqptYiEQC0JrdIxnqITNYP2Iot3n4AFkrY/NDI5jjEfIbPi9vU148+6D/uOyzjpXkQkdBbrH8",
+	"IWZnIiwLQGtZrN89fYiboDSjy6PaccaW8FPFxGnFARIKijYnEKnQ0gxBBlDVrRWNa1LLJhbzM8a+GxRO",
+	"ui4RoiUiKuqFLOLZJgQf9kt5sW31lxXhRZgy3ohC5s3S6M4FTkwlPJA6lqFC9YI4MOj4d6xecpVIK8Uy",
+	"9jMyvZuo23zSvjvtpGTDj5hmEcE/hYWMFr8yD8hMNqLIzLaJDRHX/G34H7b+BSZ/kB2EK+J/dC8F02l/",
+	"9Av/BYpCuZ+XsmhKNswo7H7bNc42pLJOj262/SJVSOMpELczAMTjypGkswXQXLcgeTWbcwVGlYA0tqHy",
+	"zEejM8gdgJr9Ll7x7ndDNAOoE0HLCzO9szh0e2vO2FoPc3xYTaaPXTuPp5mNBKE1I+wOYOuC0na5X/b7",
+	"lbD/JBgxj8COvM2cbJabJReFx8j8dO5+2RVDb4tvRrwjfhyDC9mK3r4WWEAPYxxIOI/BjmBuDjUgYLqj",
+	"vEo7kkQFuXbBSdkZ9W3jLG1iv22sb2eIUVLeWCe31VGe0ehrwyl/YNcLKW/OqKalnL++TaJOKE1FQeuC",
+	"sNsouHc8YR0ahIz1jFBFAMGZC7M3JRWPFDaWqKwjmzpnKcTkW1bKij1SBF/DMv4Wb5WrdpDbQO01n8/j",
+	"OC9gn4IsSfCb3I4DIMbEXNesH/eIRXeW9fiCQ/9eIDHrhfmc1jtuTjQg3mCyazL6M1Zl6tPllSJLaoRh",
+	"CP/M0GGIfilnLyQ10/XY+hVDhjusc2sdCUEI0a78G0xmFtg/IpeaxWUFURb5/5BqspRKk2+ePguqEgY4",
+	"GkZGxXp/TgLB6D7V5Hmq5BNsTMq4jLvGtZttTxM9FY4dOF2Sivkoi5lb8SQChI31GMZ/MCTjgom6gBeo",
+	"Dloxf0/kJaMgaV2lIENAEO4GgsOgMHysq3baH6GK9Zbi6eg3MaIwlo/dDS4OJT9QrrmYX5iDEkSpKVI0",
+	"Dg6DC+sUgcQBdb/Aq0FrxwZj8fYO1Vz74aco13CYbR9fpO5qMf6khygNFutlpwO/wWuxBmt3Lu15DI9V",
+	"1rK/Lfpya9m1arbz2uAym8SweXJ2YPTD0Tn+Yix8ZOo/Ydkr0YpDDxq+007aW3ntLbiTHSF1zY4P8GnX",
+	"culCDLob8jsE+2zMAiQpK6bFV68roZEc3/VAytt0lCr+g0LbjC55yZnad9mhlQTQ8sbq2IGMXYVESbBT",
+	"HDLYwVCubMOfrtcgRa14WeS0jqxFp6lkRortgCtCr5OpDtB1fIvw+47cu8/SdqT1CFWLRGGP5VIKC6bd",
+	"FjE2I4pOxC1WfCpTbOf4D1O7ytKWtcK/lJUmkRaHOovL1GGnwXD8Eo+gl8skINK8ZnNzH3kEMn9pGQ6M",
+	"fpb2zDs8kS76ZArP+ty0EK3uCgBCVFvgcvO/+YKPx+11ryc6OLWPcQoj22wn2ccHg6XggjCaL1KpkN4d",
+	"2Zdt0VZ1YqBymcXlNcog4OFPrEsiPszVaejvFI1I4KyoCc1vhFyVrJjbnFDy7O5uZHeuzZgPK+jPmiFA",
+	"dubm4Ml5PR5k2rp6ezsADB8n6VgT1II2CqR02sZ+ABwn6HNmEZYjR+A8071DQBGYaED6zEvKl6N3LRSf",
+	"R3Viy6nwGlJTwxr1u97HgdO93cuQjjZGF3jeI+72lv34SPj6k7hacBWHCg4zYdovXEZQhNGQQ1B6AFT0",
+	"KAUbbtSHYnfWA5zOfj2SZcyokI2+YLc8USYBaoTU9jlUNpLWTAqBHIZH30Hi9jVjgsyoEDYSX8s470pQ",
+	"EBdvSj5f6JSNIzh1aQ4+JrWL3WkghH5wP0OUI3TCePTrTtog+tfASKujUSs2BJgvNwNzz1sw3uhQH26M",
+	"gLI2mkicv6B3e8Yc7fAK3jgWmxdo5/LbWNTupidOdkCBW6dicwHGSCuBahuTbzsiCqEOyC4jNSsoyLmH",
+	"aBLE0P+8ZjpWc6Ms5crow2nGRAVZaF0RJgrwrYLEiwmSce7j1rX3fGzd7mgM8BQHKViwe/cA1h1hiPTj",
+	"2NMIaT/bNafQdBvP/h6le6B9Rrmwx0iKNVB6/20DjVgZKGJ979wnuPVx6d+JUY8U+Xzxfmc9CLUClcuK",
+	"ZUSYRS+5rR7k9aGBor7ZwYKqS6DxHjq2pwBAH5kmh7Rc0TW6wixspKJOYD46Cc4N4VqxctZa2Wumm1qk",
+	"6H+cPTZJAb1Jyu4J2Fk8C2jzlLkiKJyMvcwG7c7JceLafB5hArSraE6ZWXhZW2R/qfc5cd742e0NmYVp",
+	"PNQXnL8fnwZMPxr0ZLqUjU5GgYH72SWHO2+M1yJyWpaZETMUfj9yC8YYUeGodgyoOy6a7WQMm+p000MB",
+	"MXtsVFn33KPlS54jZMENtLX+mymozlTbHvZtKowmqkLYamjUbZejc13teC3HTbhXodHbC7Bj4zLhgz1j",
+	"pvokiL3jNHsa3bdi45bo4m5GWRO7M4OSii27Ge8BKmRuyi1ZWCajhFKCsoRuBdMIWCtFxyIV8PSdr+XM",
+	"ajpdb2Os4OjDXd4nRoGk1yWI9NZPDIA5qOPNZizX6IFSx+QHFLH8mPFTgP1mK2czdfrhzw1rLMvj2hdt",
+	"lhUToTEIypweam+qNzIpL0syl3idriGybsk8fgRXTtnsA24YLX3QayXLRjPYdxBGyCGQABaTBAuMo6Kj",
+	"zKfz554BqszMFPIxa6sXzWo6d8D5YYXPJ19/O1grNiX1vAYAY+bDIZTpCE2oZi9RJ+OCTI//MA3Ch9DQ",
+	"e0JKNqf5mihBb9iXnCpGzMG0LeGORYWoYPhPnw2Pfknv3uGnT59gOVj3Z6R0/84yS0aeTp4+ObEudmup",
+	"whqiWi6p5rm1UTFRoAG2Y8JqoHBEKibB17F9Gtaxfbq/AJSRRvCfG0boUtqybVXaigJze/Zt+tyPWX7l",
+	"xVkq1p9mBy/+uq0D4jsZefoc4L83+gvaf/5rtkWEy0qvMwImmQLM3qJcZ+SGsUp1quRiJxszePLrT5tc",
+	"9+2H0zMn6snZ9pgy4u4b0ymy/JOgfyps1IUR4a6V6RoDeVJDQqoAdoUvokAJCWXktcjrNcIAQkAvvr0t",
+	"vodn+pvnv5FM+Gzy1ZNeqdAT7FchwT4btG9YeatfwuqVqkZc+VdM6X2v+vYyCLEMR8ZOX7E77bMPqSIF",
+	"1fTYvu1OZ9vBqLt1dPCDltD0SUu0CPiC4aY8x459VF6GltOfGyNFSxubpReEF3jZIW6Se4JufRupNVjB",
+	"edz+pNN+gz1wN3cYDLTp+8Qn8TQ8lxzccvG2IjkX4eQCIMLxQVPvfHkVW8V0hTM87u7yLiFUp6jkR9qL",
+	"K7U7BMdwvw4+gblfRWqDU4JVTgWxwHSSp/OuJzrTmtSZ0PX6BA6NGao3C1IwhffFlJhPdoO0gtFMVMVy",
+	"PuM5mXFWFgolrLbjthNbk4MqMv3rxetXp2dXr1/9NI1CXiRpBQMTeAFxLddgLawl1s1BDDcRc302Deip",
+	"Dx+El0qp6UACrDwwlnWF13zORRI+TeZw4RWn+rPOR1r2seFdTSr9la7Paa2MSHrbDed3gbeZu5fL9ei4",
+	"olRA7ydYkY3JzK+fffv026cZqXVuy1Nmtt42F/PMwkBmSPiNKCb2mE/MMY+DQmpaz5m+HDjtb8Aq2DKf",
+	"DJ0nEF4fZwLWfg34pKgCtU+v16Gt83hn8K+t8t/RWLcu0fiVDlJ84XgnlmCA4QwHrbU+vf9BsWp2q10l",
+	"f5zCZmryeBPOXTKYZzBEzY7E3sXtRvxeMWp34CTrk0akwzyYoQIHmyz8pRVPKOiLS3mnwwjJViNzzk1v",
+	"WXjoeMHh2O89RAKeqDN8Tmuu171pXbjqm1WjKvgQc68iKVwLlt+oVCIkPj1xIC34p7WmgAlHQI7TOT7e",
+	"Na0I+jgzbcZW145/HByEzyxrCxDFcKYrWrMi7YW2QXHeDU11EKiAsWELqhYu19k1ODI+4fdLbLMwuZGL",
+	"nNUTfEgKABs3e4uAY9u7inDku2eLIaV+gG4spHlke5Gk0jZOjBgEirPkN6J8Xkszm+lTW5vvR5C5M5A+",
+	"dZ25xKQjc8DsgrrEa3f8cLkj5uyqKnkfMb7Huq6qGxlhP2tLmsWAF1NQdFTTa6rYO/OTGXMfC5meX5x+",
+	"9+GU/Nzw/OYLLNG022snTRdeeGU7ABM4LdVuODbbp7qdXQzhJV+g6NRnJbfEHilRG9iXB6RfjE3BlzZF",
+	"4Pj6p2Rew0Hi1f4uPXMh+YJyYQ1anV5Ii4QPpOyJ4vjgHgWxh5Y6lWbfbkBY6npTRN2k8nARYgQZPYM9",
+	"WeSfEP3dPicYnwISQC1LqwRqecMERJmCLSli88ipZvMomsKZfYKWjbajNi+mW4sAzQxE1kSxvDFTuk+Q",
+	"R9sf2BcTVd2t0trLkn1LoCQkrIh+GboD7N+TuEZwWpZb+7KbGzT28bjrpyWXvX2eG+sVib7aHF8no3Ub",
+	"0gAIcV5TQFrQMqDO0/N3lkJfwKYDAmLYvHUQzTqZ0o8UoY1eGIaZow2gbkqmMiv485rIumD1MXnJFLfA",
+	"e4plZPqHKdznrsB20FFGpqZJeL5gJcK9iXXYjxGwaFkCQy3IFHOep2RJwXfapnWDX1BLQoUU66VslP1M",
+	"nRANUcp6UTPm3SawLmDCwa1Gu759WHJl+l2wuoPfYO15t5ytDFPBv3IpZnwe/3FJBao03Z9rutp6VMq5",
+	"2mgEfoq+V8iVsMBn9mdAYtt8V1N1s9ko/sbuWI44E65Zj5C+MQb/+2bjTTWvabH5vvvVvw0YT+4l/MM/",
+	"yxdUCFb6x/7vti9dM7ps52D/3HpelRQ5yC3P2+7cn/5190OLReR+0bS8gQvG2nd8G8EvvpngN9tx8Euw",
+	"N+GvrGS43o5F4/nzM9v4uZ2he4C61ObrcKYTv263UWtVbb9sftx+t1Gs3m4Zf20XlCuzApMVLUu/6uFv",
+	"7ZrpvPtHZKm7v7ql7f7qlzcWSnVe0vU1zW/eM6pYvIKXYCs89fZVZAQRUdm69V+n67G8hVQ34d0Hpel1",
+	"z1DO4SDqXfPURXGRACQEMHqBYJN20PDvXQsUv26n7n2kJQfzRy0bsbMGCUMZJ6TDq6Ns7PBm2o9q7iQ7",
+	"5orVXBZ4n16vLamU1rZTSLgYBJjlBRsNPhwWVE+AaNpy2HA9gtlUWZGSpqr8C7Y6nek4hARegvBOhjmC",
+	"5I9P/n+EC+sG3GtnoLkEMsmFW6edCnnVDOc6brvd2ycg95b8lqFR3F4Y4JCRtY2nRYoGQFm8Hkgpcwjg",
+	"mP69syG/Pv77rbk3f338d1pVvz7+O77+rvh1ih1ZF8DE8YrMBpaijMSTxVlgrN9HEfK8nI2jNC13kOBK",
+	"DBj1DG8y46Dt5I2eLFk9ZxOsu3aQHWyOLsoRLUXFKf/zxXtlE17WGWmEi7+0WU44xkdYPmW8KGyHc4ku",
+	"gIgVJhFLe4qxtBiFzzWhxZJrBYMDKQ45MWYLXbBbecNQYJtxQctwDU9d2K394iA7sO8PQ2M5HrSxjx2C",
+	"jafvd0uJ+COaRW6SzoHaYFHtlkV1BLu457XUMpdlVEtwN1tlX0IZ32GMqUdkutC6mszK22nm/r2svkZ9",
+	"Yboo1RQDC6ZGMphmRDY1cV5ZoI0/vz+DFz7++YIoOdMrsw2HF1fniOJydXZuTuPnV+cn4Lf/fPG+U19S",
+	"GSY6Vbf5F83zG6Y9glVbL9/yRGv7pZq8en15dvHu5WsjxctmvmgbMtOFWDTQQ6qS5mDCuLi6PA+D7I7s",
+	"nFbsuta5ndUPb1+ft+t1CHmSVJDLV+dEzmaGKSPT/HzxPrO5juG4I4Pw1us2leiRIu+lVZicGmRZiJbk",
+	"1ev3r69enxCuVAMmNmcQpb7cKCpjHJ2KjsjdFh5kB34Hzb9LBTKTqg6yA5xrr6R0mXKJCkZWdO24A6Ep",
+	"Oena6LOs/kjhzCXtYvY1PM6Aom3jICn5N3pLL+ETe9bJ4dv3l2YzL+mM1jwjb6+uziezD+dfmx/PFrVc",
+	"8mY5uaZwU9uGT2yYFbz75v2fDQUaGkgkKxoNgAkdr/+I97IOqpniTnbNLtNbXjD5+A4OEjxxexK9FxbR",
+	"YNK3cuXX2Aa5rmz9U3ZXsQRcXRUc/zG82LOLX7ODpo5xDRfEas6qN7i2JzFry3+GB+AEqmpAqTofZGQ2",
+	"kCrC1bBdz08DR9XdlWyDtOwKRrkiguteyDJBybZMJ1hAfDiSzbu37tO+bPp+cy80ypUvCCfk6sRmyk7g",
+	"OFu7S+1yy/CQ21XGF+8T/w39FzIBozkqrttNwcVF82BRHgFOI+DtbmKfB0PFaXwS5XpETzbNuF2EXArF",
+	"hGpU73LU0f01u27x3cLTaVV8Ix0JlpGazvTkVmogZRuo0SZUZkTxaqL4XNCytDHYiCjvghyHiRlGF4ZC",
+	"BkuStalAQ0bOCzrTrzidC6k0z6MFltxaeeCIPgJGW/g7UbC7iKRtfu4gWkH8lnf42FONHS1pvuCjC+bk",
+	"crnkenS/+LpmBY5gZCfm0zMpNM11tGAUL0uutkC0bYfwWQs9itt1Qp5sn8yRI3kv56PnW8r5zjO9FLRS",
+	"C9m/qLn0cT++M2U/HNsXTLwHqnlT63dLF7jmhLS/GraSLrAjmuU5i3qNN0u63EqIzLFe5l2cX4NHqMs4",
+	"3uOwZU3eQIhpwheoWb1M48e3DM28t08sjFMxoJ8N+uqerqx7yGO0EuxpsOab5yfKjhgtuGBKYchEj+8W",
+	"I9Dt2ygGR0JqegqJuWJWnrrADc8FWQbHeCQJ74KMjcDbvW6udGymn+d2HOVN/00YRhmcEHXDq6qNdsmh",
+	"ZJuvVJRwIeM3Y7pZUUzHqhsRAt54FcPlYXXL4qQiHqzrTt4ctIPIwr3tR4v2NDUupqglKprnrNLU8PEE",
+	"fcHPA8EudolrKna21Sbilt6Jgt/yoqHl5gkY70HcOGgxTK3RIQxtJTAzyXbOqaCGYj0UEuMEwx1DY7Dt",
+	"IAq03Z/eCJgLMH+94SV7aQS0OGy+EexnvDQCqg3vG1s29YfFGk7DoZD6i4Vr9xa3L6bNL3NppEaQAb80",
+	"gt5SDjGz7idbgeYLVnKNR/uadlKBer62TcqKaD6+HAO4eeHG/cZ/0V/1jmqyMlfUqpZijldfxWRVJiqR",
+	"IQxtP4+ZcVQfRJuQ0U7Qg3QN0IpdrrbLEYSxX4IQNsIKGDcYQI0gKMUJoorxAktigsoIylDBKiYKiDWP",
+	"FKaDcUdW6Onk6ZMnhrNqLnJtF2mjMmx/Gs4u6ZDR1Ry5iPG42XNWg/XZnS6F8KDX5huwtbnLA73+23EW",
+	"0K5Kxs9sHYKRfHKbNQyGXNiRpBfjvKRRvJsVYzdGg3eHzMMSbF474Id4l3IxOcc2gTofpi21G9LIyLJ0",
+	"QVn8cTfasIUBsw32hnzpTnhbhrkHFIh50J/PBekSh58/v3t15JQTy556K4goBsnXSaehIT5SwrF1qWmB",
+	"g3qcZmI25D+kiMz93enHU/T4/gJ1YGxqWikTKPVDSB68C64xnjaQ9uMEbc+FH9UOR9cctctSDhfXsfvr",
+	"8T38koVGluDk+RGnYJX7j//rW1o2yZqFDs0HqxzTslRtFYFxxXAhKdJ8/bem2ANLpaA9W1FQ0PZrdk9c",
+	"ptYEmBElbVYDWQwd4gXXvRwgWC9DMeRwle4Y6+bohNm+lDktjSTfs77dlNBfEHXXGq/lbKYYmE134ylX",
+	"vZhEhpr7bT4w7WAl7s0lrrozHGFrd6cJKv2aHevYKv26IqUFXfefmngk5kXnvlQZoWVJoMor87lPY7K0",
+	"bB7t/XOxoPigtyjtAk47AJpDrtdgfN6DCe6QaoXgmR4J3MrceqR18v5ZVhuce9d8fHtbrLgotlK2/U13",
+	"Qqh7wybVLnkh+HwBAoheyfa22UwcjmG30rU7e6b30HO6lMKSeMMU/mvFCuH+rRdNbf85qzn+Q1Hd1Paf",
+	"DXz9UzzkKsIGaVlO8lLmN4QZPfPt2xcfPrgaH5rW2mH2PPv6xZMnx1iUS7PafPuff30yefbTX59M/vTT",
+	"i78+mXyD//xfCXyymCUl6N12Bv3v2c0GIdkF8RV5ix7aSfmZf1jItpgy+Lx9gu2SioaW5DCEYJE1uab5",
+	"DRPFUQagLeTQxQCZv7CvI0C2sdza7zq0Zvhfo+UBcvroLnYU6ngMYaA+kkOH1cMK8uH866Nj8h40vrmD",
+	"7WN3lVSMVIu14jktAaFBnZApamhtZDQGI9dsxmom8rgrJzKcqiptNHY8/8zJR72KiY1tsOFS/ro3YkCA",
+	"miQFexSXQfNSKtYXboiZ23MOOUoStGpNDp3FMCOK/8Iyomua36iMKC2rCmQQGNAEohMzUrOKGto7SmTa",
+	"FSxPZGpiw48IvrOb6oWRu4Oql5IzPTGEt6B1MbEf7SDe9RjGMRzBvbGnRZyJIi43BSwCxSetrOsfQJB2",
+	"FFP7jF7WWMcLq5NlJDdkJ8wdanq1BOIoTlZMWDBA82XSTBbPlgg6ROdwG3BiTmDa6BaVH8yvZuGv15qN",
+	"XfF7mvBmNV3GAvfewO/kEKJPMGuhKbi0hU/VkVm6hSyL8QjWBbtLsee35r5GAof3zDGEMKdDSlzBbVhm",
+	"4Ll4QMmhO6gbG4uXHiV5TdUifohtJ72wlK7IMHj23bCs42JsqmpvWO7VZhga6EGwpl3/yIj0Qn+YFlJp",
+	"76OPGOENCbyKeis/X52Rwnr64bI153hrsnFDBoSZpY3QTkr3Ia2DxZcwOPGtjHm3rlomDzSCHgjw8ViG",
+	"L8UX7PTLsvr66DgpyIzjVNb2AlgHBI7L7qiuGPAby43EqzBunb91FbM3Ko/yWhuRBZJxBsUnb/DukmPg",
+	"LcFuwL97EAw2YHsBzwqXrmX3G265lid1aK6zr12WEJ7JtHhnmdcwUkdHePpnrCz1sBgdMEsPrIqcYDds",
+	"jq44Ol5lfAO+jYjKqH5XnbFzqyUykMGtsCFVK8bId6+vyGNa8ce3zx57XvUY/EmTpSxY2QmIDStnXMqZ",
+	"fsXcX+5fg9K+GQ5PhF2d+pqOrpQQ+HPM2YiI6respnP2qkeou4KESfuiF+7GBleNk+pxxBwCDCy4IWhZ",
+	"Zdkev20tltYlZ0pfphkxPNqo6oB/LfeRF1XaoPD3URADEcKvXMFDcugJIyMBXWTE/uMoigBmLkGm9MAO",
+	"EvtaK5x7qM6xJW4cF16r9M2vHKbZrk6GPtYgrQWWio7KQrRcXistxX5l5nA/W/awfRJia9tZhl5mcskS",
+	"SfmnTnulXdmNK2tfgKwo08oDadagCqTONUwftNqHPdGbejpXYzV0DFhItQ8RI/adTpyiwqNeg05+3HuC",
+	"Y0TmpHNfFtlKmjtEPb6ua1kPWhVqNoPEPVkTjMnI0N+AdQnCbh9GG9j2hzy0MtCqZMPiQZtr5X3qL9dx",
+	"Y5stoQviOMWaeeuKveAJq8ouvlBvx+vcNu0mPYJKDEZkGxu+mdZfnJO3JSnv6KWWaJ26aSgXjAnK4vbG",
+	"/SVWfh5h6cHX9qgdMUrOsxyurZyLxrDhUcFrv73uM+xvdpHp+7mdH0S3ailnW71KalWqoxh5/Sc8UiGR",
+	"dIs7uIsPr4Uxd9hYZSlQ0P/7K0zhRHfTj5xkMF5Fsl/8c2hJnWM/rCiFVps9lKULR9MHwRCM4oRcpK02",
+	"2Kszwag+YFpInJK3Mkd2rXnr5utJ+YaLIp5clh1wwTWP7fSVT2Lx7cFhcK74kYHfLiAKf71OKFBYZz1+",
+	"/bc12D1x71MF2C4rs27skcNHIgIIA4pOp9Pzd4CKnLRralYvuYgtaSepyy/pGsI8dgki71bt8f3FzsrW",
+	"sa6pUKA0qigYFIDj4/2jrPFUs561n9VymVo1LHYVXyOZ+ggkkPg3NZ/P4wAOVBOIz0/syaa+ZcYMY2gb",
+	"HV67MVvhDpMn6O6C9zMzYAyG6wxankMGEbne3JN0FCkwBH9ZksMWOsHyxyC2G+JZM9KCKWiqbo72uGtC",
+	"xje0un4K8SVbyltWuATdC6Z40bAzc2Kaat/wZgzL1ZKgTk9q7MQDApAau4kFU9Tri0Z0qh3FoNc/iXJt",
+	"k1QAP4ytlXewQac8sIJsh3G5sjORSBdXkEZLkpvXbVA21F65Rv4NY3dVxL1/wSa8LfncmWIc+GwbbT1Q",
+	"e6av2Eyd8G6j17s1X9roFuic6JryMlYionckW1nSdrH8IPYgpHiId5to065rjp8YTbqo16RuRBQZmWlW",
+	"fM/WvZl7QBaFs7e58uwr2ZSF2UtncQJFPehrjMkvINP4rcQVFvoMG96FEMHqYl6Dc2OJ0iWL8trMDQ/A",
+	"LqIqrPB3tWyq2H1W71ipFg+aFCedZEz/FgbU7LKum/E9uMhZZ7uzLj32lJYFYKCrBa+Lc1rrdQeb696c",
+	"DQBUMP4WwTs8IlSXUvvhnz6y1Sb8U1tJ0S6rA+Gypgs0t0lMVu4vq/P8SVhX5/mT6IJHli2gkq0Rmz0g",
+	"jYAMVeGZoEbBkCuPsCok2qZrIlcxtfGGrRN4ThvHF/uCgD3oa+QBxZej4w8a2padIYghzlcuMT83OqoY",
+	"orQNiEDYbK/E7xL8E2XEB1m7eHGy10yYIZ+lAV4ti4WSDC53FkqmODTUveBit0EQVkaxndiqOGjFNfrg",
+	"gir/a9wHVPI5vy7ZIIkwoT2sj7s4kL+jzDGSWm4YqwAuKY1M/dr2tKrNyRPWugc03+JU14Y8qrF57ui5",
+	"SuaKdv1bbkksQkK3brStVA5h7O49a/p0+wbF5oWEyAWl6bJS9629vmth8+hETsiTRKX1nrMtS55Hcbwt",
+	"5RN8w+dIuyXggqwSVvNNTPUWFdj2tkmUwfZtLUiMoEYd1ZSc9MretKDdPtxhTcA0w2U7+ujFQg1HXvAd",
+	"7OWg18Ra8Zp9aG2p+13h54Yq2QqjxUyLG/66SH6l9JFpfeVXcXxQAYMYPWS+INelzG8AjdIF1SrC7rjS",
+	"J1aGsw4vxObJqchZmcq1r3Dc4xQjV04BHUVmXEvIuAXGWMgTK71BMwmom721jaB2HIhJpvcRReriksgt",
+	"oyUrTit+JW+YiAvJHjTeqBDmA4hj9gjT2xuq023NDDuF57ZZb7IGyRugpyqqv0wThpgbJsZlyPuh9bMh",
+	"16JtO34wkqhTtYSEcTjqBRYhn21jjKPwBri6EGMYgVhreKnfiXEQTvAy4eIE/zXhwuJP5VQICTq0g3mU",
+	"dcg8Ihhp6aTTtnKIBDGjraa8dTGiZxrAJ3xQOYWM0o0R7n8f7oCThbmsJ2RJ12YpICl0BxPqZyzIKoL8",
+	"VNNsPJfM73S8KMoWGdghAtDejkHq5sORUKqp4fb49bZ3e7sq/MaWA+AIQwzHfgfg4O6aozF4G+L58YG6",
+	"frQZUB4o6oaNOJMDwljvcWXahU4UnXcntbv54RR2yk2VqYjK07Jsz8zY6gb+g3HGClmy/WsZXOj8FFAc",
+	"rgAoMDIDAWguShGEEsxsdUYZT33pbQu8O1zMSzYBXBt4zcce/E1y0dYJ2BXj2rnYlZaVQkjarQCGfuhk",
+	"KZfJAGwplwHSLYZcDyBab+xAZ2V8b+GUEttzRit6zctoQR7reavM3ZvzigoN/LKQaKoznYTOxJwuWU2P",
+	"oTIDlFhZ8ryW1cJoFO2PWLgBizUc2+qj17YKgD5W3fSxwNmocwuq1fop44tp4ReDDDJZA1OKQVMETdGy",
+	"tJWue8+DztsBbNehjo5gSz+sG7TFdHneNlyF6yexd/8mueirdodopSiTGfKPHKjCcqdLTXUTc58VaOGC",
+	"RfyBcmv64iXDOh1W8FzZJ5sk4T4/yA7sx/GMyYGD50U1W5DdQmdDkaoXgGzAb5ny46K1vmZUG3m+5reM",
+	"HLYFsL13wmwDAwTQoxM0H9gEPMHuNFFNviAFo0W5iXTYe8iDkzLIV3V+Hrzd/bhHzA4PIy6JYXDTv0wu",
+	"b/PJxdXZBL6dhnz0BPI5uJk92kkMu6GiIFj0AkxlIxLHN4fXhboOp55t0VWCgEGNjAOkn3qHHqiFIVFB",
+	"ntNBdgCZTylmcd7dii1w7GAZD0GTx7WwvsIjq8hYcv6nPDS549w8HncpaEnCd7ypDEWARyrIHR8nCnRu",
+	"i1iKJFb86KlkjERp4UQx8jjYiXgQg+FcA6lgdvPwzb2O6zihOfjghNANmkERk0IUNSCh82JUZQoHZzt0",
+	"61hBbEiQGNUncI5k0bkLqdHXgZ7d7cm3evNgkFeaiyC6vhNUQtrJHIhuh8S3ucrGPAJSSfAb53tKSqOG",
+	"QGvdgocDDDba5QO5ZZsljLnATFsb4iOEodrCBjuQbRr0H3EyQvzxLZz4GCuJYoEbguosRBT6e/jiQEjv",
+	"zl3hJpDapnapB3j3IxXuS1jdRC4fKXL55nPEKPsbVdpZusssmbq9eYqMMK2gcJCLlRrLh9uLM1rdtJet",
+	"gRSB4jj4O9u3R7GOYL1HMs3uwRnBDx+AwaVKvKOOAi6wvGYJ9J9xgdodOvVh2qsFrz7X8UC52kixBKpL",
+	"mIX54e07V1/iELPRPQr96fm7oxEiWWcrAma6yWV9GfaARmPVS4bPY9wOcdUeOVu9paPlbR1BT+YJygw+",
+	"HHsiQp4xZK7ANocnOxyEG4z2BF3Opw7aH02t5JoRr+QWIUO2FcIPsrZOzbio21ABjXDHXArNRSObAI2u",
+	"T5qVNZ9zgQX702Ba+JYt8l6vEUnjkQPSUuTQhqPW+mgv+Sth2AukeNV6O3aqMBVsUaqTgOTIYVeoU49Q",
+	"/zjas3e/BWMLXNnXf0dOOZLZdYMeOxkpUdIJLWbV/nbflE2ky/AcKwuJOUJfEWpIcAE/24Th1edmUMf4",
+	"2qxMcugqpZKXjxRh4paVsmJHO/HBtrnMSIlM6V0TxjuGqpiUEEsYOTfTQoS0jMxquXyADBEIptw1NSSR",
+	"q3HRrrJ3ZMi9gPVdSsZ2skbv9eAHcO6jH3bCQNukFhsjEVEpxhVskUvnw3IMakTMvWt7aI7DF2Dstjmx",
+	"tg64zswUuYdeAg+70rwsyTXD3BVadu/FS+vqjWWkdJNTUrdjujwM3tldJf6WsxWrrZPKysWsU4vP5olh",
+	"yQmwO5kv0t3HsgdOyZKxjrVnQykBNKxe/RH2Gt/b34n2myo/IytcBgcXdTQHytsIzUtiA6gQE2rPcgxu",
+	"kUdfmTEH6cgL1LwYrx/2vUtJSI3G8OqiKVnxWqSu0fOSCgHlcO6x674fOFwDPYEUd4++vFF00KAll9aQ",
+	"Y/QmtHTGT49jeX+TXGzorArMqBjk7MxDYyoSOMlBOIOT3cTtPFHljE3hEEdoTea9EbmdUi5Hp3P+Frfz",
+	"xYPmbcJ0OvmmOwksZmnHJ25eQGf/QDjUDhH3JmtKuTSXjQU9RA8MenuFvJbFOrxvPlXgXTmDd1PXzCUq",
+	"lVXKSIZqzCPltM9K20KTtN+SOcJ4ZO6/38BytKH9G93Bl8X9nVWhzRgd0NTt9WT2DOqFouWGK+tmZUVG",
+	"OqVrzeDB/fwaCmxLkRsZDRIRhgwB8EW8jm+wm+PusfCLUauwWrDxFqzX97NgbUynx4S1aetyGp8bbeJ8",
+	"gqvygs1qphZREFepIVwt6txInowe/6xgK2zgxAVbg0DT5mGsZJ2owNPvlHGN1x3nzD19MM6T2+k6vpTV",
+	"uax1oqC+udAurs4JhLsGdbdblJOdzPAhnkV7XkYCqPKa5XGmWLOcmeNpZAUcGcQHWCSEFp8kQ6N8+xrX",
+	"8EtHKbCNGUpMhawMOYWoII1wHMEV4MdvfHFSWFHIbchLype7rMQ+ZfRHY9h8aPFr5Eq429eMNh4DGa3v",
+	"deW6LsjnV+ePr87OfQujDHt1JRXrifR0izeTGyV7Xcn0kt+moHdKTE9LQxlzTQCPuO/7Qer2uw9x8HaL",
+	"fbiQuUWwYOg9xHFVR2T9y8uLM1tYGK4mv1wbxRt1T81GlRB7gEe0SfY+asNdbm7O3imYuOmGcGn8Dtua",
+	"4qOHniz17gE3gVxDXtJSm13RLcAY0BDSdeA9OWzS1hCzPQXhIn52uiw3c6lGHRAvLckM6lfiuvjnUL/M",
+	"JiPpFsN3xfUiCE8hh9yvL5naNo2eNIXLXQo2KmQuuDt+zfpf/igLdob9nEKZP1Yc/PrTxqIkqk10lkM5",
+	"x33fJTTM3pLs7AONpDW+p0rjGJwVgYrRWhW0ykUslqfeaNaM7JECAtilh7jeBku6v5m5s7kDABPhATNT",
+	"bZeyV81qu9gv2whZEiWzmgWnxq5lSx+PVLuaG4nuw1KFrEFI2FFGiF+Mp0RVLOcznm8T04lLOiYVB4sq",
+	"ziqStreRhfzNN199E+QhP33y7Ot7X6sbGUXPv86GwBV2vI82Ovjq2UPcFBuNPvvmeUwa12UyXxzpqeQz",
+	"Zq7hk86q+Gvc50BAmUwVyHrH5BUmfZGvsNRHete+ff51J3v86ZPYnhlW3RmszUx7+k22hXWFYbBatnaz",
+	"jTvB3BhwHViwG6vf+uyrnivmcBph39MjwoXSjBZtlTTVlPqEPLFNQ0Svi/jvy6MPFuLJMGxB5PbuYS8X",
+	"7lreD5EAxXcqNi7lWMx5r0zJVcdIMEim/9r6JICCVtVpoxdnNQOFJ2ZBRMX18pzk/iWCIIq1kcO5tn4h",
+	"BP3H+C2lVlH02AVV5/ZhX+U414DZaddP2LBZJlbOIFkO+q6ZbmqRSs4bcLxs63odDFPEkYUVsL9gbWXl",
+	"MC/soqQqBpcRY/0rDlDI8BSa6TQvhGwgA5cjRGS+oGXJxJy12LAD3Y5JUAu2M0xKlDVmrNWsKmm+e/E9",
+	"23UMU7WlMsw+S3bJdVcXNcPFUvrgTVWy9MEn5mPzu+im0UYz4xJ5iorVnSzFdmEy0mASY8XqrdTrfo1p",
+	"00Pi+3c0kXUOQxcgs13Dn0Yd2nTm28bBtWl/4A7YRHAcmxsXtLaDBLzFZ+6RL4dtXQGMwRBYk2YKcTzF",
+	"5lpEkhbKuay5XqQPrH+DNBsW6g+vvjnIDi7fnk6effM8KsbSRi9kzX8By+RbRouUyppbEHYytb0eHx9P",
+	"yWn4OVnA9zbzG/OYwdeFIWaGY7bM0hDvxZsz8uz50z+C0cz88cfnT5+f+Po3EJKvFpllp5tMPGLyErHI",
+	"UaR3Ak9RB8Nh2nssI4z7sAyjds75LRNOJQf7s5HfC7lM4g7Haql0Svi3LAYrr9sStkpnSPo2g8kOLHf4",
+	"WriEZnEACcvezSie2kLs8bvlZxlBHvr3hpZcA6hHVUuNIhaQzAkmtwEcZWcg1n4gJPkZwcMdYQks42qo",
+	"J0pWY26YGGNTLSSCv1/iBVxYbS7HgSgbe3fVbGKXq7P/yp8/d6nCwkNFJrfWo5AwoeaKY6BIhVlwbnE/",
+	"4mctmEmKrVwu5Q0zfOUeFdMRCxlESGWamxji2ymsDSORVQZkCyjhTU0gy1TzXapnhhNyc+nUSX+2U5n0",
+	"vpCv7aWL82WAekDeDFUnYKb3KpCOcYDwcN+VgaHeqy56bKV3DHpzxwNWZIh4dobhl0BLcEVYn5so18CC",
+	"NyHaAmXq6bNvYzo/XzLZpFHuX8qmrYuwWhhRzfR94kBcyNMBdf6rji4fjXusqVBxqxAsYilXZtLurROs",
+	"fokQQJ9fnQPbwerCAIenJbk6O+9mTyJIbG54SVNU4xOCaq2qF48fg69Cq0qZf3++eJ91ZDAr1huRkHAx",
+	"k4RbNzRuvmAMFanlpnb75OtvO8ajb8fkFY2g2PhhxdR2R5jmbUtFZocj0lNTcHkmCxaxXZ2enmXk/OzD",
+	"Kfz3s1meT1XjCnIEc1+Yq8I0dLxr5ce3cgXuY3/hEy3lTVdvkc11GSgtGCUEbsh04QyoRI1VMpyxqkjA",
+	"/c+qVA1CUlsQatUY0Uw6IQsLF9ri4ZCIXYwc8YLx+SIWoSgLVhB8OtLivV9RDyr8Su8sqVFyw9ZYhc7O",
+	"GkQR3oH5CoQspaOhXjbYwu03uBohsFywXGceejwjiummyiDaBDxAhRQsXsPDjOFKgjMBNi5aYzSoKBpK",
+	"3UGhJ0t/VsWqlfYTHrm9PSwO8k3cY9yMgpX8lhnKwo06bAoApdV5FZ9mMpnRihwulVE2elPf25YPecFS",
+	"5/7ts+dfm4G8ffb8m+jHK17oRYqK4eE+0RuYTgmyIpJOh3VEGWIjLtdKs+UVVTf3R1xtQKuxQGiEEgVt",
+	"E03VTSRoJoKXFu1hCzANSI2qmwAuDT4E8Axi7ZdGWn5o5LT74jT3gTM3whzCV5zOhUwUmLPvkKJ9yXky",
+	"XaWg7hLPmWD1oEUsbA6QUHNZluhu2dEINpfJGKXvgDxg+BaA9jjewpLeVbWMTf/PDkbuu08fTv9yfvHp",
+	"7HIkq5/LWjY6DhLfAkS1b42+QZYWwbFX7MZpf8CX+4o/bRhkARMtUQBKVky84SV7ZVuQde/UzOtYjrBo",
+	"P/BZuLXMmVInZPK0FUyqkmqzBKSQzGGzoR9r7P1a09kw1Amd6ZDkMXWsHkw6A/jSzocpd3J4BEIC7ZBa",
+	"h0Lii+t3207MDbTnLH/w5JE8CtgmRMRgVcnIGc7PaaPYldS0/BjTBKGO3JzW13Tujy6AxlGEulpCWWpB",
+	"hdytHPg8P2d1zmJpkd9t96ZpPWeg3ppPzMPD7z59d3bUUlXBFaQWjSSfBaPVaVnK/GW8ih78DDZw8xIY",
+	"1M0nBLdh7CTNJ5drNdQHtGw3S15rygUrWhnIQoeJub3wRvYtmuV3ed+pdRbRIra9+TovRxcaV8kpIvlc",
+	"u4k+7Bw3DuXGlm6sfjBKtzbZJvWHVNlz8s6jEiTkVkisVQj/C0ETLRjq9ZpQspRFU8bw5YqiZipGI1wU",
+	"xD51cWayJtMnx/D/U19P1axKPaN5qqjqmKQ+HB2ASAt/mLYlnJIrzUQ0CzxszcUl0Fw3tCzX5NqpuDFn",
+	"olJRbeT1XVVSAULmtvfq2iwOaJnxuoownYiqgdN0sKfKj7bbA614Rgw3ztBJndko3clC6yoDS0RGFId/",
+	"gmKwYte1zncIQzWE5LNqnMG+E3JFd47jeh3DtOpEh1EXzsN+bmhpJGt4gtUaEMZwp2jYJCjMlden3Duh",
+	"OajPDrTp9sONDPrK/InxMZNu8i2th5TaktjAwY57/cwT1TnLGLUNHdlzMyAtP4RcFvcfXrhhVTBKKoqA",
+	"Ae1gwA242+h4urRDEVuDVKQ3dMnLdRSDk91CmU54AQIgGBMuDMuKMRMs0fQDu76U+Q2LWG5brNNenFvB",
+	"WOHr8ELoHBw46PuRwqGktHHFr0s24CWjZWlusMBb5qI3qA5gl+MccMXLIqd1wlTUHSQ41hWgGFNXgcN9",
+	"P+xE9z2FILEH7SQHd7OmSxbHzjN3IFqgTAs+enDsPg7AKFvdATuAuqvCehdtWbwgyi4BWJxU+kDpN2O2",
+	"I2qrrDv7kk/KZmUpzd9mJ8BvptYiH2ZiGpM8w/6HVvpD6lY06/xvl58+Es3utF2QXRc7b2oVM89+qigE",
+	"Z0gstEYOpxev//zu8t2nj8fvPr56/Zfjy9f/Pj2Ca4MqZWjw54bVa4Lt4elSzZKRms8XOiyT4ZdyWzq5",
+	"ZcPAla/NS68tpkX/zfNJENimzGmgWHXM1aY5VLf5cWehjm+fHqVCjaLWnE+C4MZnZGULQdui2DUL6vNG",
+	"2jNrU/QNeRU6gLFNC3ZgRRVzx9iCS2bFc7P7RpJO2aNGVuloz1bNZuUOWo5iP0cs9EaSugWxCZJNUe04",
+	"fJqRZxn5KiP/7//9/3hj6JxW6gQrgDWAVB+bNbbAxfzoBGQVWC04/m4jfM1w21mjRlalSHGHN56Vndju",
+	"QDqDnvzVVVte7AcSuF86FKEekIuYJc/cER4qgxVwFM8P3omZjLt7tCSg2e/CS2hjVkQnofOg3QUjTTWv",
+	"aeGLIYF20H7KipCbK/AQNZiTplaJOpZwMUZxSF+3kgUHv/+ChbUPoKgfOAUz22vvTa4Ya72Hu4hToQAU",
+	"STCHOjElv2XpRbMOIvOmIrwojZ4OzhiAjaLmYwuqq82hBfRggAFLFJuHO+VqXaWKzrUXuMpwmWjsslEL",
+	"WjESua72WyEvVEQRg2LujHPI+sVbz9NmRmpWUkiGtp6i0/N35BpCpFFj6GHL8T2gJC85FrYzLylf171m",
+	"diNasrUcIF0YVxnKj4Z5XYU8jtQNosYo9nO8neY6ff351SDBa+08lnTtT+DhJcsn/v2Jq954dBKSnmJw",
+	"HUDuIEQ2zGasZsUY6Ga9OOgONttkFhskGSyR35bwmARHPsbsLuktezNbVmx+xZZVSfWecfWn6A3MJZR5",
+	"s01BTVAIr8W0SQisRQS64G0j6cAIjhLu/Jdc11Sz769jnu0rtHTCi+Saa3Ryc0Furrl+rE7IE1IyGybN",
+	"BPaYL6RUA4HsmHXTF8qe9QYbfGp01bhxmW7zE5LLam35EgQTi6rRHVx+Wa3NhtMczN6QqVjlyy+0pCv7",
+	"z2WD/4aAvJ/2Lq3idyiaHRSrN5QdsDtd09N6HgsvaGq4DNwCy8oyW2X/+RhjRCEyWmWk5EuuUbWcQB1A",
+	"nZGJbgTLzN9yxkv24jYjk5LdsjIjk3lGJjdszYX+suQiI5PrWUYmeW3+u6R3ZsvNj81M8V+gDX73ZbY0",
+	"jdLa/CcHjjNR+Re9qJlyVXsS4W9GW8BhG7INRh5Jotq+L3xgW5AC5Tkz3AYXUfAKSzAzH6lhSDdCLD0k",
+	"++zJEMWmAjZs5/jYnJ6K37FS7TyEr78aHsMuCFQRWnVW3RkKzPV6KyZ+OHrMtvhxsGSQzbI10hXUfgQO",
+	"RbVmtXnzP/96OvkPOvnlyeRPP7X/PP4y+envT7LnX/36v5KRCmNYGrz4sCzN/N/Q9vRFUlgywZHtxtQW",
+	"z0CVWDx7/k0f+0qEYtiO4ek9yPOPz7/dLTWtQymdtelw/9TNirh45yUV+96qAfxgScUj5araRlyT+YIK",
+	"wcp3RSplAp+DWILNdm2dg8emZW1PgY62qgoMXj08kY7aSXHdwQnTzuSE6LqxgaT0WjGRqNM3jEhn1nkU",
+	"F1FsvmQiHYP6hpeMlNBEm1TnQDFPAhiTdldx/E/MtdNOYnzOafQ8G5XhP8xx27akn348RY/0L85Eokqp",
+	"EfuRb/iPXjeG2B6/ZHXJ4V78fHU25j5cMXYTs2UbisRn2OmONf3Nmbos5VYs+U7B5DYVyq+QH23yPMvy",
+	"/pWwrURMsTibMwGibIweLVYWzjmys9E3VjsvgNtoyWpQ3tu5oN5u+eX3q7YHxnxwV4F36bvXV+Qxrfjj",
+	"22ePFcubmuv146CHE1TMl42Cgoo0tGw4C4bLHu0yxf5J7Exr4ayTVLaVp/ZgNLeVfxahPwjId0nEii43",
+	"Am+NJN24bMWdswL601xPMIDV1u2nRszR5s2aFHzO0W4AxWhWXDHrLcJ3VIavmP+V5r9QcFzl0mE0LdbV",
+	"ggkV4+zdPR4p3j199se4fFclU4tdnmWba2sNDKWcQzy+mfWJvSRt/hwTeb3GLDC3JXnZKA0GrjXMbDv5",
+	"uGeC3/Ynb9nAzwN1mx9k+6ULR7KDgxQ/IcnPjYTwlpqUXDByXTN6s+O+/OePBz/+WP/4o/jp70+zp8++",
+	"je/EmGzbwa3ww85lKQUuuCSrBdeMqIrmw5yvM/AXP/6oHptRP/86Nujx+buezKJcBO7KM1k2SxHXb3N4",
+	"huENeLPaUK2IIz66hNh4uiq2kPpjU5YDLmBshCvy8dMV+fj5/ftUMWe+pPX6e7Ye214VxMHbr82BiTcf",
+	"92a8YnlJzRm0rZq3hk14TqZAv4Nbhc4U0jv2Cf+O7pg2snBGuCjYXUZ0zedzZI23nK0i2gAMWqU2DmP1",
+	"sFHXiI+pgT78xJVNbYdfQ+3bjmG86NYhy1hZsiJCL69evUeMMiNsnxAwFwmNuWOYCyPysinYq6KEvFqj",
+	"BgDiRd0IdJJoSZb07lVRni1oHTczF0V55d7vJzEznBVVbfO76Bm4v+lDU8vVYOHcWq7UxjLAZpidHOuB",
+	"hJfj1o8roAiQA3Cw16yUYq6IlkEEFPDObrcjIwjsErjD5KObKOagAJGZ1pC2LIj7sJ+ve+za+WX+IGxs",
+	"cvQQIprDBbuVN2w4q78270Faf1n6MiR4rgyj3j6T9p3XlcwjNo6PbOXxJJh5xfEv0xiKBcLIcYpZ+Qit",
+	"X2YUuQ34M3TvB8KValiBgpA5v7I0/8CWKTiyZzt4fM0gxgl0IBwiXokfCyQywHqNcYPYvrLugkV3TNBK",
+	"LaTG2sVRfC77Rrd6caxicVyjgtwZyNZaiVLSYq96xGDGxCrHWFhuJeubnaoS655Syq4gM8SLOjeetfYg",
+	"K1wgPGUiyyOah3Xh3IK2sl5bx5XwJQQ/07peOzzRdlUH3PGu7jF1gE+bReeGd3lPU5rdfokK5I4EoBZy",
+	"Za2MMHkuSsCfdVThQZKMkgI4A1Rrmi+WVtl2bA6YWXbgPouaQHvxzCySmQ/BgvVs05qfPxmCZxrCKNsq",
+	"V52MvHK7cmktktEaV0iFj1R7Dl2Jgx4DZq/9cr9wbdc9Grc0vWHC4rYGgSdckU/CFRLevtMhZPyWpnfH",
+	"AXddM71iTLSdjgwN7gFM8mzELV+nov9YPrKxue2Ch0HAm9Mcs/f7nckzGL1CsPsRBJLc5St6w4It/gdv",
+	"bAsiMOq4bS8uZKG/knlj2Adc7adNwfUFi4fFd970aSrCsDsXIe3qXMUOHQClvIu7QluxEwT8EIVmTKLf",
+	"qIRHl0tKFfEf7JrqmPDknlkUGHhs6/5VtbwuzVwwNEOU63P3i1UfRusz21tkljEakYNdDAr3uMrW+mU/",
+	"GluHa1h/Wcqa2S7YHVeQty2MboQyrYLkrdWowlTdRL4OEW3MNhxZX8kuqHjjC0ntx1DQ/C2tn+UFmXoO",
+	"NwXldkqragoi0dRhkU7JISz39HYhlbYPO3aXqaGUepOfYAlpf7/FYleqCCjTaVX5uhlofHHIpwgLZZo1",
+	"ugxYtf3oR/mjxl2fTjK33bq1OgH/VMfQaz1rNsV02Du4G4CDl1nUhsT6SD2I9+29d7yB5R+ybbkgDjHh",
+	"0PygsMyLKyrQxUiwYWtcH/1+vrpBgFyHP/hwVANkHwn057VuICND6RPy5YvdrD+bv7986fElxXr5NXXc",
+	"cVbntbxb7+sgr5qyNJzybg14Ra4k1o5HUUtXUQ5KU+9k0/WegS/Hk5/+///r4P5nA4dTlkSK+wIlIaH0",
+	"0VMwdbqveyQ98/9iKEkIAHSyDZQEagPA1bUuF+uikTUp5Xy+DQM8DJQ08vgBLITV8HooIOJ/j0KSmNPg",
+	"KSN+FcvqgW5ipWXVhj1klktRWNXojf9f9h7tzvSf8sr8n3S7yOo3uFwQFHM38tw9MmJnsviNr4jhS+Ef",
+	"zNbGMLS6H8zHlwC0GmlpE2yAx/taafFMZaMZ0lyz4iKZOuaekKYCWPcFzxdkwU3rawS+dm2MNMcXVNNr",
+	"qqACYgJLwjxyM3KvezkYICZG9pXOiDtr6poJbVfJvTey2RUtR45+VXPNJnTBaGGu2l3Hv6I6X7B+SB5q",
+	"CwLaV/fB+/LLlEUoIrZjG0sQDDROw4a8LW5/1NOB2G813kQIU96aX+HrY3Lh4LSoIq5coo8sKZgyk7H5",
+	"a2hbPAn13oKrCsdIdFMjupeRlwntVhtwFQtCNvVIISxEn+W9H2QomP8pftJ/W5/ZmxojA3Bkbfjp9r2P",
+	"r4ws1uhSLrHZw8+f372KZ8SOLJ/ncc52tHyNA43UUOdENkAfwG+oyFmZSLp1Rab6xlwbtdrQEZlxQUt0",
+	"0Q8MfrAG2m6pAVQ7iLluXeq+gtRt6YtYBx87JTOgOoCFxOZY/KI9Aal0ZRA0xlUeoOqG4VnhGuIZb7go",
+	"XiRgPX3J09FnBGvCj3ArQHYDbF/oU9iNEDc9C36Ns46Xwbv9XFXQcMG6ZdnaUQ9yw9O8JxqWbp5Vqm5U",
+	"LPgw1CqBlyKqWFyj7PQ/XDy6O4TRZaTb+8lXac6Qz9tamPevKv0BDVQQVvJw1aXdRPesVda968bXmbZf",
+	"REtNq9+p1nTkDPYVnO5SRmar9JihY83pliGdkMsmzwGTJSNvLGO/Moz9U4OhsWeWqYOxAthyvHzxK8/E",
+	"DiDd3SL++OYPsgNs/yA7cB0cZAeu+Z4DcV7SdayixCnA3kKtA8gAxqgsunX+dlettgZy3QceF7PTpiTs",
+	"WlYVKyDROoWorIh9i1yznDoYADvV2oirWkqiSrkq1yO7nfX3t8MEkmVlr+wYwaKG5bBcCW+MFsoInxEq",
+	"1scPYcvEcOZw3+OIX7BoqRa98Z0XQZ7OOgFykM70XmhdTWblbUbwX8vq64wsSoXwZAOgZDVbSs1Oi6JO",
+	"rynKuZg5b6701nOAkAhcp273ekBIbFdwRwlxhNknDuI0rMOPyGh325ptBTOHWjvWmmxz3oOldifaH43N",
+	"oxmuXpohI2eK39Tt5llwi03RwGJSFbxAv5/H1xhbrsi2vuMFaLlp5P5rBMjfNAqy9WFo5A7nPGtVP8Tt",
+	"6YxvI/aiV8/YXpn78o3di1vhCGMUMFziqbuiPVRUy7t1Uge/2qq6Z9beprRYxRwhyOTdOhLe8iD4//df",
+	"50E1aXOeJ3jXcW2DTV0mlnnncSjzxjj13Xqcxo1mWJuvNTgDFRe8Nkf+yGk+HoPInpAVbe/aAQ5np7DN",
+	"4Lqr6MaUJi4bfhy37QCnliIolPygUtNIpwcQtFzZslE4qhNrqneImDhUIf1HUGZVkUOXfVY1apG5Y3D0",
+	"IEJGNzYjMUc5m5VcsL5LFhTglZnMJ3x518tWilFdAAYZhqTt3EPN57wHM8ouA5a0UOSwasrSije48DNe",
+	"JupO2Nsnkrlmb+Zw263ACDcIBty1IXb+DkkkBbQXmY3wHgn0iVkPOeta4U4INWomHA0I9kCUbSMyGZF5",
+	"K/JvL6OKPZzeqDLGmRbUaKcD50/XNL9JleKCBh8pgi+lV3t4FlemhahAkbYRvbdVMWWtd6XVBxEhWxLZ",
+	"ZrHYQUSWdPalMVYku7WjrTguq+G/vRUnnOgORObusfF2m0uXJ/IPt9t0jnmEGIBjgyUY7x9bOejE3xcO",
+	"v9OzSbhN6IquQ1sMNnSQHdjPekwqeGSjdMlKSIqjULMAuX5H48RD66saRqPtY2H7iFlln4+kojxdeyeD",
+	"yjsZSdTful8VKw8tDTM+BISWowcsXxVtMr0MN1GcXwTMMeKRqyrWJoQUTDowmSgVKMDfiGNGXSI2h8MH",
+	"evsLOYSGxo52uPDRTtPfOISwFo4yokfuNn/LaKkXr5imvIwmqwrFhGowhx/dzAW+7GQAI2XH0kIDWIco",
+	"bCYmdtvyCfEcWri0WfEOchLj92LuB4iO6YLdEfuZC9JBBWNJDWNjI213EFAdWY93ouC3vIDLE1YOI/LH",
+	"c2hcb4iLj/Fniy0wTiNzQAQ+NCLIFY0e6hJqoCYdb61tL7dxBfhBB8BESPur2dUbIVdpR9+90ePpTCcu",
+	"gpYuVRs4ErTljvd7V/X1DZj14Z9nVBS8QPHkctHoQq5EoqjuUNyFxyJOBK7sc3V6qPqWFsKlCHYx6x6Q",
+	"rBMBgQTce+pdElHk1kDa9ilBvYUCipZ59Momm8zGyv9NDAHwltW09Gcs4DTh5kJpt4IBRC+gMwh6S3m5",
+	"YULq1DCOb+dLLswd7uC2N7obkI5xCm3r0SUHLvd6SXm5f3XYAE5GMVEQigUGhTTnyYZisqWty7aR+Nwk",
+	"gA0u8UHrjgVkU6PQucAw+6k57RB+m44NfBZgkgWKlYxFY+W8AriPAOPWnxOYw3Amqxy30kNJ5MoG4eyw",
+	"mn0FSDGrCtIb3T5xQZZBsciRN5DdingYBjyavHvl9XCAyW3hjCPZGkL34ypcfrhqwWRcNe6AJhI1OeGD",
+	"CF2FrVlvjEt2H9I2IWfJNtwp2RguSnrv40jhL6niOdTZNStvNpdey0b7g24jQjCLOCKJ1DHEgLPzz8Q8",
+	"4ZrluqkZBJF4od9Kxm19s7jh7ze98XO5XPLYucdCu/jY1SaiNhYSy+BvIPSPLWuopSzzBeXCs9No6yuO",
+	"RT23Wl9IpePgHW+l0h3cs0Ck+03kDxm7mTYKf+2z5VUtiybGjc/xQR8+SRkt2giu6W79QgBr84WxtiJo",
+	"d7AQpl2jPoXU9Wnf3dVM1VSAqz6U/au4yKP9jWSpI+//US4H2MC2SX/SukUVo7Kcp3CgsAx5S7jOmwvi",
+	"9j3N8y5kyRKFoDrU8DsUfIoS6GlZoq7Qpc7RWpOdhZnmLqWe+hftiqqEXQdY1ISLsGIv6Kw+Um9fWEho",
+	"qZAJxJ6SKv067oSEn1scEAWhlx3FjBtZzQYQJVtPyUOXzRIgugY6WFBb/LQRZM10uptGxPjFZVgd2/WB",
+	"zOKEiKYs+zraL6IVlaVPohxALoONAXhKKNtszRetcQGaSRSsaYSgg9W2oIOcCnINdUrIkgqoMphuc7Bg",
+	"ITTJFbEvEyFXCSmtqaDU2nlYY3rMQG1Raot+aOSlJQXEJYxRVQk4N6puUuBW6gavcNAluK+b5gpqjuG+",
+	"vvmughRsxPaMO4TQLm9IrZ0DEp7Ffg6SjmiJcRG1S9BKsoFxvoCWyY0Kweif5kUjhnWpTonzjfrnvXaD",
+	"uBb894HqCkBOE1Wx3KhsUO6k1FgvQBlRbEOMaqfVF1//WhRBabJdJZlq+IRxBWIwDRcmcmTTUleHi+4x",
+	"Rn9L9PMB03LsQunwFbg1IkNcyNpcR/5SgWIzZtqFkT9kbWvVXzP4Ie6RHeYiO/GKyrOCUNIKSCFcmXZu",
+	"mafT9AFJ6kP2QUfvDKxLA0qnOf/Fq6j986V5hH52CiLJsmIFoRp4hn1w+O7yE/n2+ZOnGcEbdtoIEMKw",
+	"CG8j3Gfwjfot9Mc9+0SsnMFVtSt5ev7O4+vg+bJj4csKHXTqH6DHgv0XATeT3eDjTbvjVvZjOCd2V8Uq",
+	"3SX8Sw+m8YR6Tnd3As2npdeuFhRZithZAnvdw0Nvg1mPOrCATfhtOqdcmBdsbJSrM2WkfQu4nC9oWTJb",
+	"1XjDLFTOZc31YgO9+cOrb1Lozf4Lb9IJW3eWbWzg8u3p5Nk3z6O27HvBfGPH7SJ0jUi/LTz3kumFLLrr",
+	"9er15dnFu5evtxYNtgS/aE8HbFC3OIJrICOXr68+n5sL5vz96f+1OZvnncl8tTWZn/7+Vfb0eXzcQkar",
+	"oJ26JYXnkFQB7Lw7PijvAEZhqCBPAcS73foTQsmsZmpBaioKubSNDZvcx6SC/yyr7mrTBoqcdefx7w0t",
+	"OVaRrWqpbVX9TRo9MSNjlnkTShboCXTKwc+yykiOgweYjhzMYxdvzsiz50//iPBWiFCOYKgI+t0pNCmw",
+	"EAQMMg4lwuPScuf4fr54l7lgDIssXjXa5suGdIQY6FR4ZWTa1HyKNSDc9Bde+dsqmTKw9mMQ0N0a++P4",
+	"DwI0NwsbZcsLXhfntNbrM1rRa17yqMmjtXG4apTmXoayXaBNFjISAkM1M+ww1pzvbE3a17YqX7bt2+Sf",
+	"8fUu2w7OsP1ovct7CiO+JOGALNIDYAtGViM9A2ZBuMA4eftp1IxSSIZ2FHxpfzPKHsVCuqPcruwxaHiG",
+	"D0f6RcK+RmgFtuWYNBPONNyXLKTW/nPynt+yc5vfFTUwwrKTzxfvlY3ZhpqoFiJgL/ydNt7tHtHle0Mr",
+	"w0wA9eCagS/V+Q931Ex3rUwH/QLJEZrI6wI9JVFjUHExL9nEcI7PF+8xbNMGWo+3TNt9RoUo7j950EBl",
+	"bG4orzWMf+zsEgCBIzJ5JB7yp/1iiAcpsAf3doeI4nbi3YPpNnn8qbyfUgHyizvFcHR9NqdZ4+0TXFrU",
+	"6I6Hy4pjUDQy7u+CWHpDmUpDaqgyLLrFmjZfmouhZFRp8hX+sZRKO9v1jM8xRBNwyQ9bjOonR7thJX4V",
+	"BUt0Z6U/X0EitXludwJo/Ugwyw7sEBamLSymq3pEIsmiGDlYKlvSXDaIHXd0Av/E3FFy+MPb1+dHQSgi",
+	"gGftfKTdJLolzr6J2FJ7qA541nsubqKqQ8uASi4AXc9QUgh3b8s2AzJJzZDSx2One5kMmnd+J3foTV9D",
+	"YOhj2D80bnPrCrOXUBAaD4va9Q5wk0zdVe455iIf2jh15rHTPALcJJ1n49r4Phos3F00zLIJdqSzhN3e",
+	"oMS9nixZPWcTCSUz4yHF1jtxQcV8wG1kjv9CCtnUiry9ujon8E2wuoqxG0D2g9rTXMyP4rbaKAQjQkUI",
+	"XcuyZAV2APUGcGPlCvxKHdPBIWIvUlz1iurFEdTGcEAtu1Qj6OxDZ+t7ChRsLt9P487f/Vk+Dc+r5/jh",
+	"WTUE82DcPzhZD839Mwugec3W0mZbe2XtkUJlYX3/K6KfMzo2+55RxR5id2om2Aqq53TBFSLs8lrJstHs",
+	"fc/OfP0VxDNunBepaUnchgZ4xiegZamFrDE8iwrs27bcbg42G4CY9u6BrdXe/W3FhfIaHqbYAbrL0Qm2",
+	"vnGpmosxX0ies4x0LlhrfjC3JJi2DZ0cDZeXDnf9+ZMk8MVYai85hF8iDEbFai6LzroG9L5LaY3n9xBZ",
+	"zMGD4eTyltXqf5jE0kIf/C6nE2/tQAFuoU65VqSUOdWy/i98hmOn8iFO2W5mga49emrWe7qHMfmf92jf",
+	"N2P9xO1N5ouwdt7HGgQIptOm/g6Cu/6L4zyEFeTh0W83M9hDLNw9UHx7AHETwepXNRUqlwWrr2yN+5iG",
+	"qP1bxJXCj7DCpuDyJdc11ez761ji5hWt50xj9iO55tpnLN5cc/0Y6viXTLvcVewvX0ipWP/B9E6QnpoK",
+	"QZn+bSsc6Eh2XJCneEJyWa3JDWOVrfclqqZTwss8N/oBzQ+yA1lB7k2VL7/Qkq7sP5cN/ht8ST/tjwlq",
+	"XxuvvI4MArU7Ga/FHy8Gzu50TU/rWJWvN00N6qLbOAkPAP0K//kYQqLwWlIZKfmSWwC4CaRt6oxMdCNY",
+	"Zv6WRq97cZuRScluWZmRyTwjkxu25kJ/WXKRkcn1LCOTvDb/XdI7Q0rmx2am+C/QBr/7MluaRmlt/pMD",
+	"Q5qo/Ite1EwtZNnlM9uGWRw2lEVtRz6m2H3Lgr56ts2DAL8qnshrCXHmE5zNkYgQYc9ReDZYXSSV7mw7",
+	"t/nOXJCK37FS7TwEIzcMjWFXE/sGrYblZ7H85SYWzuCN6Fr8OFje3t4HEHSdS6xXOjL84PlXiZLUg1Cs",
+	"e9V18w0PwM6Goc/YRRz5jRdsFEPHvPYHZejm/4aICLrtZ+k4st1Y+uIZJG4snj3/po95J5LmbceYNb//",
+	"Ifrj828H5r/pTAzpeduf0Q1RDlauczO6WXkmEXKrCEFk25d+eEekkHxDOh0nlCTCm7fFkvGRze6DMER3",
+	"lNAZEZn2jmz+DOtwWvErc7fcO8gMDzOholUAvUKBwSQKyNBQIbfXWiycDMq/vYud+I9s5SJZXEJljdUb",
+	"uSBn715dGO3VliGuWVXS3MG4uGR+KZjRLIRl4SWHcDSIyKFiHabi+t0YKpThr9vgNvbXbY/rwExGb8U1",
+	"dOIZxrPeeICN6SKMr4nJEGN0CSH1SzaTNeuZBQR1bc6DK7PNfIc7pDfIwnRWbQZa9G81+A8hp+WaERp+",
+	"HWBzbAdmDG06F3bTn0bqLDZ1JVVirezDvh2JCb+/Jo+vLTDwXS2bar8j/AaPJtig5qaZ9jDvcX57xf83",
+	"NTPi1J2OBpKNpOpXXIGH0PHNnYh5cCHvv4Yep/Aeqwg8CfK1Txu9+HTL6vOScnGhVRUrM6i3w1sthiQl",
+	"mPXtwxeJNE8r0xqZ2vJj02Ny1dQCAb+JdFWJwwJktGYufFgwhq6ZJebcQ/iw4cBTdF19rsspOfz6yRMy",
+	"5QKO/5drWaynRBoVbcUVS7jnUta82E6PKGFEGy2x1EgUfUHWGFUK1su+yrymnT8DRFIEpUrLSdWUZfzL",
+	"cWcBYykg90vWatzJKNgtzx3JxpSYTx///O4Nsaqs0SK/e/ns26ffPm0BMW366qCugl2l+8Dn4Htue7E/",
+	"ju4kWVX5FVeYvO2gwEhOhZDAzoPM5+21B072PYvoIt8zCPE1QsAdV+Coh5edXqfpjfXhurWCmiUzUMLg",
+	"zTFq+IIqwDDrd20rm0NiHccemmt7PguqzvUv/a3ldMlqComjFRUTzUs9+UV2IAzCitPqckFrR0QDLduV",
+	"4Ioo8xEaKklTtTic2lzwiWzInTTuoO6kldKcFud6CdS4Qcr6De4QIxAhLPbLmtGbGIWxCibhS7R6jdfi",
+	"8peM3qZSR0Pk+N7gXdyT0Pxs+PlVWO1yxPcXnW98vODnWKyEkWAsyX6+eH9MwKPgS8gsyeH0D3/4w/85",
+	"zcjULOz/8Yc//GF6FKie9gIJ7pWMXDceMM0XTDcDZBnaqKkoCMB+Kk3RSavokr0g1AVpUCGxur7NQXC3",
+	"U+f6ai8qqMEMEfyRK+romJxCuy6aP2yjZkt5i5xhGS2zuWtVu/2utZF4pnsULEQ56LNi9YPpgqRRrN5H",
+	"isTz+bFfrVELuRIuaSGXQsmSBdodzpXkJaP16BLStSzZuyKhfJiHhPvQ6wHdg7plqNmtdHeKWRAo4GzR",
+	"RikWdXow7SMFJwZHF5453QO3ZtdB+pq3UKzuIDNbhXf3T+OITMWwkj4Jv4F2XFxbxzJiJBrtvKJKrYzY",
+	"VlBNI5kUaYeGB2kxbYdujV0j8/rpMk2TS7o2EgvQZRIx4r2cczE8fLhHsNqv6Wcr58G/iOvn37xH5oNd",
+	"+DO0CPfD4LhNMqvcqeUlawKelmiWhnkbx+teR6Qb2KfNeo47DT55oNsUCn8kECHGL+AeCRup49dWqdw+",
+	"gnD92eKP5heQcS2WZ/+RMxy4ZDpRDqnH0L99IPYvu4YZVOOSVMybxwc7ZYnBqeiYscy7GWnQS0KXUswh",
+	"VgCXjou8bCDmwi4NMOPhOEw7h046WHjasxbl0FFU2sIcnubY8fkpwRiH4b9hkv+EoN/Cd/Ww8N+4qQ65",
+	"yzU5ylQON814/O92sbBPwCUALPAQCDxD+4mhNzOY3wsY/Ad2vZDy5hUr+S2r18Ml3Qr7Jjn0mXinGfkR",
+	"X8EcQoirANlO/XhwlKjShs3gH2dyWSG3yQ5+oFxDwXQN+BC+VFtPfTaASsybmus1JMJbgAdGa1afNjF3",
+	"Vps9aU8+KBlTdZt/qaj+cnx8jJAK143igimsz89EoYwY78QJmgPYFrZzCB8r+/GRWYNbVipkwfbStlIP",
+	"yaW84ezE6g6KUIJjdbZtCIOq2Qzzk406/PWTp2RKK/4F3vji9hyCzFCpMZoeNNJSyULrCnW3/CU+SgRu",
+	"MTi1lTm9Oa+o0HYg4dBafSVrM9CssfuHt+/OYeN/ePv6vAUbUkRJXyRIFLQu8E2bl0xWsr4ZOwFwJMX0",
+	"+9TYwWtgBvc3yQMApBNyzUWhIAqplnIJwzZ/oF0pI7XUNAAbrBmmjncQlDgUW3Pgx3i5HPxlcnmbTy6u",
+	"ziY41pY9VPx7FpYDOYPtj8MuG7rqkgkxgo0dTQk3lh8LOZx++fJWKj0B2sPPpij5gNJaIE95e3V1fnl0",
+	"guBqE7iKO0kkXfhwiA0ltFQSVF7M28bZnal6htObuux0qDkKmvMEa7eQ6SXLJ2+YzheTS67Z1Ihn00/w",
+	"bAo6sl6wNZh9N0j8KzLNVT37UrO/QSm4qV9rXIl2rYPpbq+zYQc8ClNqqB01ZDP9c2fzuWQ1GhoNuYMz",
+	"eKL8W2Z+NaMliCiTXC6XjXAxoEsq6BzyjlsDUlu4F05PADfi4EVNi/il8rbHDE3sEw93UDCV+VjerM27",
+	"gTeR5g35KlfQjdeQHSS40o7Q4V5zwYxmclwrUjXXJc8xF8Xxbwy2xYtHL5TdmpKC2Ghh3oGECBRZdw5S",
+	"LETsSLNgVSnXrD4mr+F2+LfLTx8J1PxyDoNGWQl4CshfL8Fyrxa0YmT691wWLHNouBnUgmHvCjNxXa+N",
+	"SPq/MweN/79/neKIMUTGth5myEz/MrkyDUzeFVOjGVRSKObhFMywbegT+7mhpSJT29008xyL2opk4Mhz",
+	"gG1LLCva1pWz21XKuTom59QIuOD4DVigq7jlPmHilpUS5oxSk7usMwJ3dQZizl9/MpMMDFdLkENF5fvw",
+	"kr4FBVvKoinNvummFrCZSBVMaFgXrF02NY1Pj8lrmgc8DWRgpA93s4T+THOm7wyLmbQ/Tj1io+24fQl/",
+	"mLa1Bu0qMTGTdc5UtDHtISPA53u9hqJraP3gisBOO1q2u8RaKADXk72R68YoW9acX9R8pgk1NwSaFYOZ",
+	"Tf8wJUtGzU3VgGDpH2WE3ZlLDoqStbuJtGFYo6G3tZ8KnKoXxCiKuG/5wt6ShAop1kvZKOsTDoowhiMx",
+	"PHhqTumClcCDLXV3WDO2cEw+tSNa0vqGFW4g7S39gtCKTzTyajsUkEW86KMsbzM8GKwgaO0MkGu86GFe",
+	"NCc0KoOchAuUHo6Vmib+mgoHlXevvs7QggH7i6IdULuGXwomuLk1wuXB0x4SsyJT3K7p0EYiW+zdxeTM",
+	"S5nTcmLm5hsLp2slIFv11JC5dDGBpZQVJHAYIb+eUYv2srVPbi1GUkOtc0cNmt7YzCSaFv4yJ7Ratjnd",
+	"kG+m5FDW2ZAECDAxUyODy5r/Ar+9ICiMkh+bJ0++yrc6hp/bUxQXHRUTxRFmXaB1RS7deM0ddtKJFcqM",
+	"gMLssabCy+2QRwl1a9qsGfujxnyEmBRe69yeAGvgnx6n1hs7mmCbU9gc5WVSN0F0CvpEse7gbIDmtSzW",
+	"7mIFGD2lZk3p653a5FXMm1EtWzxFiU+Rwx8P7Gfhy6QRpcV51qz48eDoxCZnlI7G3EfWttRNcMPaIJB/",
+	"FMqkbuWePnna7g/idU/wkx/Y9aWE6TUVlJc4Jp98Gp2yuSDdviBIgJdM6Bc4xpbk5awVcl7aAuPemwNX",
+	"ATl86RZCSDszm42Ap9ishRmqzRKxhsGjk+7EsDokWtTMUUbxDi+tQ1vggN3C/UTR0QglIM1f51f/QZby",
+	"lpl/hwU6jxw8IQzBFhu0WI5eycJyPisjidnZcXMFghGTkmd3d44O8CZz32WQcJU7zbqrrs+ZYDUtcXme",
+	"HmVeDdLYvSG6qfkfm42E2rCv2U7noLlujl1vVog9nH5sq4Se2oH5o+1Etql9/WpdselRUKwUenFgxQ5L",
+	"0gqc4qRf9bRr8uzJ03Zsl6/OffQKbPvXIN7WPL8xot67s9dGaMDyNcqDa/3pj8++cXIRkJvpc4M2oAsh",
+	"9QJTsmbgqrKy2CFFgyGyn9aMjSZR81Mp57LREWKggkxPIVUbYWCnx+SU/NwYNlDRmi6Zq8bWjsSDEhUs",
+	"L2mUiT0Jrk/npIRGp0YQxFgdkLEoMbdmxUptjVTWkO7GSRXhM8srAfoEvZ9tTuxJLCd2s0+ws9ACw4eP",
+	"jskFowWeeOyHFa0y30FvNLzESUtd0M+a5Yxbj6o7oyj8uQPbvdWM5s2VZiJfT8lhu7TTy9s8fHZk4wMU",
+	"HEi0DFAsD2wjAV+QKVz90yxMesraJUN/1wmZllwwai7F65JNMccYE8vrpeqUoyhbRRsPpmGmZTtjc0Bc",
+	"US4QGpEKETgSFHqIsOzgstnCfnjuZ1BwDIjjmydfbRaicqjajBrdxxBgu86m61LiwLVhLf6obQwePfW4",
+	"CGh6MHsM22pmJFcC9zNzbwKv8M7PwFcO8OVGWzVNrLFAWHeOpVRWOsMLt6MmBiXBu2qhpYRLTUvmRLZD",
+	"9+zyNocH06MXYRnlJV2T0kgNFrCbLCmsTC2b+cJeNKDKI7c+Jj/UHG4hZ1ZxFcBcUAByYLaGLWl3pD2u",
+	"QREmz0bhgFst2W8Pyr0F1ZQUvGa5lvX6kQJYCaswcgXIlCvYgFnN2ERVRtisGehrlmkossIx28H8MRiM",
+	"0rKmc/Zl1pTllBz6FZ2+E6qZzXhuZLVLfGl6FOjyWGISu+PYeYGGIVw5F3iBxe8cWzWXohmMBonOap9A",
+	"SBmZPsZiVlNnrynQbAvxAC3Z4UMI+rD6I4YggBOH65L5EIqogej0/F1QleLFwdPjJ8dPjp8+/xPUM6mY",
+	"oBU/eHHwlfkRs2kWYIl2FcONMvf4WkqtdE0hIrGKRlycgfNHWe+AYQyongYWHixX4IAtuVCalmV7F21E",
+	"mByTT6HaYYV2iILhWrFyhuzWSw7UaxLX66RG88KtobB4lsACc+lCtmmryjiTETANjvcTNa0oDcg7Zkld",
+	"DfTD6WRin0zML5wpQzxuVkYBmsl6RcEc5k7v4fQN/gbixfQvE//n5A/4wwWj5eTdufnjz5xOvQ5e8hsG",
+	"kp7XfzENYPva/MreiZ1S7SBkwkJac8MisEXIBpQauCKWUjuwzGPyRtbwkWqnBbn4JVELVpYZBpdb7Bg8",
+	"0FUN2H+0xcbyhITH0aoKpZxbu5GQGwQDQYnKuh24cCzvpWtnciYLw1a4NdhD8oMT4f1eBht+SMmqlnDX",
+	"FMxfcbBSNaswDEIKpsjXz/50ZGgQdNnoqDq30/ba/+kEzF0rSWqMifG2a3ZHc20UFsEAu+MY8latNPSu",
+	"OHhx4Od3avqFc2nvd3Xw4q/R0gDdlfXSR7ghj2CpM4u/YIkmpO/tQzbgOujug/OLUAjbGQi5+gndgEzp",
+	"l7KAwFQzVFuVLMj2fvw3hQHDbdN9fs7uyrnQLTCwx/2pZj5ZK+Gao1AE8ZDe2ZbiaccHoT/TcBnEk4J7",
+	"BVjpsydPHmx66MaNzybGcDtJy79mB1/jWGJd+DE/fkkLv3Dmk6+GP3kj62teFEzgF38a/uJMilnJ0aH7",
+	"9dMRXZzTdSlpcSXle1rPGX73zfB3n4WFh2IFhNYalQ0+fjZilFdSfqBibZcDSlR+M2YJ3wltSKvEgiGh",
+	"t9ecX0P8vlSCvTr7qcxc9nSuIPDFAiFvXnEu5ie0aB+8OPjTnw7cb61J8eDFAZoN22f4JxLwr1ni/p+0",
+	"ET1zFq38AThcHpE3wc/JmunWbxHEhoHkrhbWGtLyNBBpjMRg1BaXMwuORXgiRVSsOCbvdGv42LSGkmuW",
+	"00aZS+daGrHchxk5ydz3v82gv2Pac5pLHwrzW536za4SDKBdL9ym438qMr9iGOHmw+iR2Lv0oTQvS9DR",
+	"tDQqnOVdSfJ/UDLPaaXzBX38d1782kPiosCIGNbKNfbLILHIYxZBlnGBntXzj98RvqRzo/NAVfoZv2XO",
+	"awf07PB/mxYNPLirnUxq8+BnfKYZE2TJRYPWH3soUKoFJ4Hr3kl4qAW2EEsBkjvsSTAW9zJ62jqw7yCK",
+	"Wd/msZ38uwJMPe07JZgzYIp+hBxMvaoJFgfJAHtEfgAWNu58vF5E+xp1MEwHLTKEwoc4yqqkOaa+bJ3S",
+	"MxzckAgVQZAOyzCACGR0o1YA4sXWxR+KPz4Mqmngzaj408sugFAeV1jzK9Iw1v+INB3lDcHWLaGgL0bs",
+	"2ChTtJPsLSB8PfzJR6n/P/bevbmNG+sT/ioo1Vslcat1ceLkmUg1taXYzsTPJrFWkie7+8ysCXWDJEZN",
+	"oLeBFsNx5bu/hXMO0Giym6RskZLs/mMmstQXAI3zw7n+zk+6UtmTgiSU5SA2adgrOwabY0rZ6Tav36L/",
+	"MZjYCC/hoyYhdRgPWHI2GFMJhztKzBxWJTG4zCba23/gDIwz9gmj3L7Reebwwx2OSrNcqzHQmwU/5xE7",
+	"V4xa+rgLEcDnWNqAb45GCcZofNZzc+vZk2N/WIQJy1J9iYv1+ZKNDm8Aj08T8tVlbxvI+KerBDT7V34u",
+	"XXLf+ABHn6jPPx15hY+1KLAUeGjOdUdSDF7UQ28+rvCPkbu1URVQa7JjkR26CUVVH4yDigDeYqnGbEjS",
+	"eUF3N52plAIDcY3g49Cq4eKowxiRn204ADUZ2XyWkhra/WqrciROG3HsNp9UWwIEQUMu+C0QUfkmHkpI",
+	"9HBhWQ453qEeJ6yi0iWzZV0RY4JTVlqnkeBaLC0fA1+XUzRnvMziSh+vLDW1rn1D2tEhbT53O8RHAGqh",
+	"XBWClkO/gY/8iD7g8IcJ05UFb+PQPaoqxXBwhloNuNAhYBEZN4EeKwnuetLJXn7zAxuW3IoPRN41jEIs",
+	"M6kyPaPKV2McSHsoCIsGKuJUULF8+HWhc5nOWwvWDZ87w24+OGLneV6nvUR1CJSGd6dvnX5WFx/EHTng",
+	"HEJXP6ZIYtwM6tLadDgUnHcz5T/c3nYcR/ge/5I1jiN/UPqdEi/tbh1Ccai1a7SNKiRf1VJnI/rc3fhD",
+	"zqCJOXzIT1cLX2zinOGUaCOy3tn0cEdo7VxC4IwlkFAOmm/XMtV+WNZIDynNDajf2/hEhWcunZ2AcatO",
+	"TJHemkhfpHGDVQyF0LHPVheQHeg3MyIegaWBkvmZZj9bW7xT+TxhV3wqrqQVf72ypUyth6LTlpqHKHV2",
+	"okt76MzarLWQgk5ASBhvz3J3TxpeueNBDOukET9BaVpS4APG+LR+GhW+k34Z3onPPmz+KeJ3HMZfwB39",
+	"v9EBS9UTRYHlwdTcEnK4rumnRr7yq6vLn+gmMNoJSlqz9ZeT9VtWGQ4kI6K+a135+0fsd4zgxIwsdCye",
+	"vGhXckLQyvA58RAEPxQAHtpNS36ZqhQmxJMaTpllBaHDLROd51iOz73e2gjMS4Ojp7/VuarswH1a/2uf",
+	"wEfaodf08CED2mHLnhmfJdNi/yhY0l/Q+wQHOLci7JmiDi/6aboNWS/FgVNF8LVQ/3QIK4jkAWmpjTk0",
+	"0tZxsoOFUovT6KIhOrucFSjHKhRgDNqVyIW6C0o19AqWDIF3Xw7gtTJU1NwXWVY2YBW2pGDAszcISDGM",
+	"SDXUMq4yMvH9tkgI0tEAws+/W82DSn+u6DDoCkqRlM+AfFYo0jwkZBKj+gdpWAbbg6CEw1ivhD3sKju6",
+	"XsaPLph0uE9PHRw1IpRLfrOnred81TGyd4U7nRbN093Y+Jjq2K2oXEZcEV7HCjq1ispJwMh1O5+UB8qR",
+	"h+1K1QLQM2+my1s0lehYbWRVRG6y+ugwmMOrMk/wcaOtlwEsAEVyv6WTuGGsY95qGLzVTCiU17FToV6e",
+	"/MCGKanSw1b0dAv1yNZOjDhkwrRDTjA5n7Kx8lh2wxvvA6EN/WCS124LINdBR8DNVqWKiChuxEQuji6q",
+	"9HW/v5W0byU52bhtXOP2ghiNBNJMLLFo1oeJp8CY10liqBDXTuwcMzxRHyO/jWaZSCXkNMp0gsXx7rdm",
+	"omd4P8xEGuriDCpmVDREmap3kBEFl4LXqz3Chb4IyAzZ5nEfvabLK7L0NYLgIdXFDgXtseTmNazKjejY",
+	"no0FeWghWhtFwjT1ZS3JMzdB2DX2pjdOJxg72NL4xzYz2adhxOaxO36aD3IHnAG/5ymDhgPKkmvQF3OY",
+	"kC3ti9uxUsT3YdCF9Kng4PGcxEXoMgJ+zF1nB1gHhaMI1YDOogBLRbmDTmThCQfEE6Qrm9QOzRB5proS",
+	"EEzypw0iR/sLNqQHfaBbhkfsF3krwnHuFuyweRZjbYAvsIhTC2sSN3rqvnmw4vbO6NpVwPknZEDQ9+s6",
+	"0ONEgHsYEi17OdbMPtWQ+CJxrjs0B2LawJYaNLDhK6JGjAxb1989V0GncvELpKPVlAY6z6BDmSyNxQRu",
+	"klkqJvJM1RNZZocFL4k2HcpRcyo3RNroOqfayjvMcgcRP/PkOU6juJGKgPP8t9dH7CqwSRrUNyB7GTkl",
+	"TxnSSfo8Zyw57GAlhk5kuvYfSCwpofKutjCLW4hXfrWWQupt+6S+5PiCg6250XVA8rPBtTSY/yHm4KDe",
+	"/I6IAnTTW35tMLJuft9vOhP3uuG1pw++7y01ufHmd/4duDE3v/68KO5xNdac3PuGe83gDREh32MOgZ76",
+	"fvcQNfZ9Pn1Merv5fT97JuR73XJh/32PG942uYzvs9eM01aQUOseC5jaiuf3vesqMOtufs/fiMf6J4DQ",
+	"+w2RUBiG6e/faoYOvhlY7Fp0m5jHzp8/Tz3U+lhGlVtD30CoPqO86hB+taw+nHzXrj6EBb+TYgacfiuL",
+	"2uo2BnFGqjeVoPA89QA9PGKv4trPZicAOKOLXFqmR6OECZWWc6iYX6pCvRXzqKFoOLjZECiPh8dDXhTD",
+	"4yGyPg1DV49KQZjEU67Sww7QdYdj/ID3fAievAHl7XpSc8++iVQLQ96UHWB8GRIr3vAM2SncDW46DXp6",
+	"CguFlgFDpFs0gQ08WGcc/+L7b/pafDDksNf9oCUzBL6OR7ktZYXE71gTvKH0M3flviFm8CS0FIUdYfGb",
+	"mpm06QT5EncYsPHnQWeGMH60hygZ6lM/nkDqB9YV8SZyPhBwIhvcXpuxdcyNEfYQGDVHojwWf3gC/lYT",
+	"7M0fWDNEvhHahbURFaAXqO6wkFkQYedIlDWTygGmxgMl5lEYaHMww8Q/gr0YNA0uB81E3w+vXbCslLYM",
+	"ZyKyM1ZWCis/0G0TGCyQQnMZq3CSXhlxQ9pqwRC96Jpm/ZqWqEv0l9byq3DV4jfBnWbirfawysUGEiKn",
+	"XkLa9ZDf4RwtSuGeOIRSdur7jFwdg0A4UKc9NJJLKHeTWzbTVZ5FlVUJI6rmhJlbWRS+pAbTKtDDOpvM",
+	"j9jCGKDnQYMqBTQH4vTgeX6oy8MwKoW+XTdfniLVI69vJN6YOaPkFiaJ7GGxopoNcaXqtI/w2cYogO51",
+	"RwwaAhBdcWhrg5oENBkMuk5GLbFv5gzUqmNeFMe+A3SlfK4kMCyj7oZrBJFcYj6BtJoZNPhpjsNnnUAn",
+	"eDkVR+y3WkMwLOd1rlOB2tRh5CwqtM5Xq2Bg04gWF+7baTvYbCdp1mm98MI16tEyYEcsUfhdqS3FzlUi",
+	"P/6VSbQ5V+yA9v/ACUlNe4W7vteWnrO2dIFflmERhBNsZ9kQMm9fZ8JTaDM/tT+ypAIr0dlHNUuQLKOu",
+	"ZpWyZqWv92/42ifk8PUuHvT67sBBAy/cxEuDq977aFb4aJobdMc+GupbJ60BsVjwiDRdIHBt7AFZ7V2A",
+	"PbILF0Ojc2nHSQRj34dJJnU2fHTdo5yhuESrhtx7Fr44z0JD3nd2Sh5/9P0s/0Q8yEVbA5DX8HtTN/L1",
+	"9H+qdiOf1X1YWQtAKG0/QJuqYewi9e2ySHknV4WtybWmGvRbKq3IIV4bpW3igNlBaBCtkM8QtEpkNkT2",
+	"pVPy/t5oO1lGKJzfAkLd7xxfOHO3e95ukrxZAwU1LHryQHFf7oNnkwGK26tuILhNWU/2impF0TQPZ56v",
+	"vomu26ihYlNylpuFP5DkPLx20N3XvEOCaBFC28mnpwyQw8l3D/7C5PurUgRwdz6CIrDsMNswxQv4iKUa",
+	"IxVK7W47QEsf3Z+ZNKm+E6XIBs2UsHZbmmKhX2361GJWxhPJqqA90mdXbGK5r/BCbz0aEjpFHRrByxS4",
+	"kfiNzCHRtEOqrzCigVW84QHMiClXVqYMn+SZwMGjN65KX9DqW9lTJ8UmaeBl9DR4CLGj0lUii+gL4xqs",
+	"iVbC2HzOhoHw+hTjJMP2wg2fVUCvu4K3varnvn0x6n53Z4mHv+KrCBH6rv9+w9CG0AU1bCgFE5m00HJ3",
+	"21LyMaQYbWj1GqshnhfnLo1KQV2zFuNdsYHrOYEvK6WkGifsitqkJuydyqUCFRyqvSnmuByo83Z0iY8Y",
+	"nmFpo/QHKXtrje+xArSbkBfTSP8x2OW+FDwDBnZfhg/122vM4U/V599mj28Dx4k4vRX8RKzgrSbRJKsr",
+	"H7USzZQ6J78Z5upSwy9b8dy3o+CV1YfuSKQmEhmUEejRCCk+Tch5cZKLGS+rzqenKkqbpbN9cZLzWIJw",
+	"KXi2JTEIAZ5qDXHeWN4JRR6O9W4fdkUGgLuVMrviXFworsHeLSAXWDoT5X0ljIOYtHSngO4I1K2nbsgL",
+	"wtm8isoq3WVH7PfQHNOLc1kpg+XIBdldScgcXTyh4TVDyrEdevJOYsY7aD11B6cLx+5qV9hni/qW/V/P",
+	"wfW1zuv1peJSHzHbyFG261zcyGo4JrtedCcaXkNjx9qdBw2eRqucA5D/f8+8/zZTw5d7U+3BSptCafuB",
+	"htNiWVOpj3je6ov/Vj1gPLoJ4DcU44suxR3Lb8Ers0J4Lzg0P3NiN+VWpszbAKdMaexkBlRB6US4kWVx",
+	"Uz7xh6USHMj+teX8CFqxgt7hZZRsf1SZSMU4i9Aidq1D3033VHzvjUj1VBgGY2wxN+D3X4TBQdnMDRus",
+	"oFn3EvxIuZ3Q56XxTXYtuvbf3YL7q7MkEvZvraeGQRMUXXg6sakoeURc7553RqShWCPnLAiSZO/wA/GD",
+	"lHPjTvAjdnl9dVFHwAJX5g9sWNh/w3Ea1KXhGXv329/f/gTGxt9+/OYvL/7yovvWuLdjDSeyZBlUrUM/",
+	"8DF1ea397K00z0hx5oNQ9t9P0BapB0ftgdfYIxfX/8d/pkcxReqB+j7GndhFmylu4tzD1VdloVwB1V+8",
+	"Zz8PIhEBzBFxF24EkXXgTwqzESEcDDe6ifLrAHywa6rIQuDAa9LPAQ9r/6uT4nhZnrZ2tDjaVdAYXdeD",
+	"zaP6dRc/xy6DmUuCv57H7tzcNiTdGxxLaMDHXKpnIe++qdEXLPM1e1sv/U9H+pGr7WEB4JPOfiOslWq8",
+	"2bmPb9hfEPl5YF2bclXxnByTxLfx/M79K78kT17+w0hXnPf+A/fS/uhnvak31tYDuFfC1rp6QyCxrYE7",
+	"vL2AEXCgxzHTDLsTQmn4xfX/QVrURsPYfeOrdVG46obC6DmZcANdwJ6B5DcinQ8p/Nt0hPhBbuAJqb95",
+	"45M9lmekR6zeFbK6Z9YWgHJTdzEETVa0xsIeD5gMafVhUeW5T/JiB9TDmVsrpgWR2UehGCunYpCwUphq",
+	"SuGiQ9ZIF6NobZynovTME3y3MbUdscvFaK2DdR8uOwihW/rNhzqKPMQOV5k0GEOur/W/Gg6iFP5lu8mW",
+	"8+cROIIk2s1SPz29Na518CH3etMjAYKTN+yIRkKGBOFOnJSe7R4cqlIdOrlHaVoREq5sWyY4ZL5JRY2x",
+	"usiHom4ybi/S1IHNH2O/MWfkJhng0I6W8jw8NCxf3wIRrWJflcrTnGmqwHrekeMEUJam3wv74xlJbmtF",
+	"aQ1NMXnIkqiNJR7rJA5zvcI9Eu2kfepGDGd9LpU4DRVQKN/EVJZEFZBJZ0Z5dHVXZnmyVLoRlXOIO7f6",
+	"CVNiFgopA7MZkBchnxkWWg6xP06ux0yPGPcVEHUJjuVzE4pCVpIbXeKy/aI/z4hKHrOAs57D/5Aquzfv",
+	"9S96/FOpp/e741rf7/p37hvuBEHr1dikADQSGyaULb9ET/OjFo3yCHCiWq6dRo+M4oWZaLuZ3zjiZ6b7",
+	"gomXhHJS1LyRttlnvaHvKefWQZic8rHYNwCviHTy3wK5MokgEG0aPVPOIkZ+WWxCxkuHnNRKmGEvYSvT",
+	"W2HZwfcnRBdpBuzGfWE8eqRp0o+nCNfQMP+m1DPoQsQVNBeDUcLwQtUCdfiryxJWOZ2vwmouAWZzUd/C",
+	"w0ay7okS8lSTPQktWrid7CV7ik9F/VXfZkvunriTzpT/8YtQYzvZO33xzV+SvalU4d/JUp+dXdhsYT26",
+	"2hP5beTORPflj3q4WNUWjbeI4Gd6V1BUzVGR8/k98OIYOxGtSMujZHgSz26JJAVxiMy4umRDL/nDIK1I",
+	"bDtyf7Q2v0IxH7KDFyeH35+cJJ7Jl31/Mqjbmr2//MVLV4w8NZRIKOZFH3oNBvBnoL9T2rKJzvFpCygA",
+	"ahbNDbuna5XPG7PbN/hCQxVO+Zxyabilia3hzfPic45L/Vww5eE95s2FWOMtx6WFNc/lSAB38E695Auf",
+	"rYvQF/eO91W9v/ylJ/N5zm7vv5VcWdJMUDEJvdqeEmzHeQKtAcdr0PYKUUqdybQeLtPKgbN33xmKS8oS",
+	"gnTlHc8Bjr/9/qTWw1pqNvc7lUNswDgu+Q3WbN+K+cjBHbOTUldj7O8ydd+aGkIjaSC39QDcwOqSVAL9",
+	"/7x487dloL3id4sw2x0y/OqAdsPApC+G2YhEbvcAvC5IabgTUz+JHn6fdwK2bYXZ8Hl37HSsEfejybX9",
+	"cyP72kGVxxR3FzsYIogNESOn2lhWihT6RTjVcnDE3lqqOTAtairTZQJZE4JDK2+n7YKyjdrHEJ2EYa3o",
+	"xBrDUYa6aq3OnjLulfSgu2Arr9pqlgToPFbi/dUGml1Zy9MJdEmJ6lgjaxsfNI8e//Lk5SZG93OA7WSp",
+	"NwmQ2MKcz5j/2O5oXPzcWomOcbqNsnKIQlVTt+3x6W7Trx3W+dKe8KbOqLEn3OZiQNLg13TZWQJD/n8V",
+	"Vo3RmPFpe6sWcv0YMZdocVuxg9AMrjmWs2CM7htvJGCfeVPTGA+6Ruy3c2PMZHbunQJPWRjzjda54Goj",
+	"Hwt8+uN/FWLcPN+wG5N7mFQcC+4W+yS3HWmAIPDM3lf7UIp918kCy7xTLd7yVX2OzukYoCST0xCSwjhU",
+	"oCNrxqEwk4V6FXV0EvRtBJ2wUbA4lAXFGrkTrDFCO4yFKwcMKp+fEkdMU/Fns4lQ9ABelvJOmCN2KQrB",
+	"oRBaWjYj84HbuKthpUZSSepkXh9BQB4eUmr8OBvpMXUiIjQ87wq6twTRkT5mKbmmxbBwC9in1PRR9q1q",
+	"u/AZQiPQR2JUMFYX3XB0VddhewWyCUhXmFeTtJb7swOj4WAPGXpRuozSOHkHAGMu1SAJyOVhwl3ilMhM",
+	"moJbZwOw1MFRHkOdLjZAuiP2DuJaTvV1UNNUHlmuqZMbEUG2AIIungse6GI1HMCSfanS/3jCrIuFJsnF",
+	"TikXsM3x8VQraXVJKXHrg8FVWTp9e+KsFDdoocbuUEeqYJATbEqqdCawWAHOe84m0lhdztlMqkzPnEAD",
+	"NV1CHiP/Z34nSg4NBJXV7KZyqrs5Yj/R81M9FWxU6imbCF7aG8HrNqhYOYVvnug8g25fUzHV5RxDvyoM",
+	"q6k/ADvEPLQsJVY7alVSChQwQDBdinarFFfz13ox7y30+ARKnlmgYwcTyWPQwkKSxqP0DOyyqVSVFeaM",
+	"ybGCacDy0z14gvilP2In1CQb+rvQNV22EP35V3x+wyIKZotU9ttv9hJn1smpsz9fnJz85QTsY/z3SbBo",
+	"oMhDlG023qVw5k5qG7O1GvzD7vutGeFvOhNvsy4z8/tvN7AycZ1a13vNy+HO9sXJuBXQAHdvgxG8UVn7",
+	"+89C2FOtHcwblT3AUH4EGWQzmdmJ22Hk568Hkk60EcqTe9O2nDgT3aI348U3J0GSV48Y30Wh3g332F++",
+	"f3kS77EXLXtsq+fokuy3nKOvCDc9TkIfTy9w/ZH6YDa7795fH2to6dFax+cpXtl2nH7bfpw67GlLsVo6",
+	"SY/plHz4EzUJTtMIrdefRrT7PudQemoS1EvNQ0oNre2y9OxIYHKd8vyQ8iHXig1nuRxPLCsFEXPXGWWj",
+	"qMEElFvESmFR6lQYc8rGutSVlUqYxOmRBZR2ycwtgdcXX128xwyeAuiTc2FaRe0XN3BKsd1m84n4PSH2",
+	"sSa/7qtoN+G2LwQn3BfeN/4bh0XY5gY2lttqwyRaNxNlKsOsKKdOU8/EH8Ln/GtwTN5J99rgaiBZhCMB",
+	"DoCpmN74rsXglqtGI2croTIheG4njBtmhNuxzkQK63LE3sHG1aVhzsaUFhifqWcz5qb5XAxo/m4on447",
+	"NdO/OOdjw27ERKps1bFzhavytM8aGmSXA5TWHj9wf9Q8qKzWy1sLhfF75sFlFbWpY/jrmn5nJKe+6xHp",
+	"YXBnAsZn4Y5GCFw4Za29juYN3PUbvG6L27h+TVdVh9vH8RSOvpq+XPGsoy2Fv27bUS8/eUcdf1TgbfjT",
+	"/XGT/RU2THAp4+P2Dcu1LqDK1Oss5xdvkWkYfFZjp51URph1++7cjWRNWoS7jslsaQx+X7dkHCjvVtk8",
+	"LWKXxQeN+a+SifoL9Lj+oIVNKhY8JJnx23hnUrghGWahPVkDwrlvJGKSWuB8cMhtYhPKCyZa34LoNqfb",
+	"qg/VW3I1Md3XI5qbUN590SR3j1ZLRN1ZW6S0ncFuu2Iada9cbUIF1koaLY39wGeHOzMITsYBw87wlFvj",
+	"LBx8icGEcWmowzx60PxZjKY9ESxVbgHR4cbTSYIEMFSohMFrb5oRshU5B9GMe2nCeoQ8GRxO3fgSS8Q9",
+	"mMy4siEwHtpuTgtedtDcoSTVHSg7LK1loWpqrduBkKXAwbtQGxVhR1cAgBfF3gO9zWccZV3vwgu6Y0SP",
+	"hJCL33WlUh9vu55sa5fA6u7aYAWuRHknU/G+JrtbapQKbpdaNGt889DVJMrZLibfidKs6gkea000TMio",
+	"AbuEbkbNyBssXCrqkrwAmGu0pb/TSL5iRckvQQcE+OXu9aOHTPddVI3uwj7ckgTOxI2zJw6lutF/bOA8",
+	"QOOjNlvwMYYV2jg9glSVhrA1KWQS0GxqDagq6Kz8z6t3vzEOR4qQdyI7Ym/A5ezeyKRht6KAWg6tBBvi",
+	"a49o9Ef/qE5Ovk1/1vr2Nz4V8C8xRAYbp6gJ4BGZ7xsnq1TjgH+U2YBUIWlYLg3k/5qJnrmLtBGBBQeT",
+	"AuExQP9g3FByrcbuv/XzdGVv9B9wMDpZdHoY1gVKzBFS9ozlYszTOTOK34oPKTe4qMzhg6EEoHLKcwnJ",
+	"iEOtPuACfUA+n2wYujIN36kr+NMr+stglV/md1yrt/Ch7+sZ/ySqnBblKNiuGBfgU8EOhIQ0x5Eup51V",
+	"EBP6tJ0pNS83Vc9wBLRdb0hdi3PJu4YA11zBJU9ObYu/7UYUOyRjuBpPHcIfC5HdclYqw91xSMAMKxbj",
+	"MQDEPfDYzI0V06Ncj9tQGZ52jDCyARzj9V7/wNuaeOth1FiuMl5mHvgMm5XSWqE8ZuPNPuUQahowKmhL",
+	"rownNzCRKUo9bInWApKnZWzcCnUncl0IJv7gqc3nDFid3asz4TC0BIDDnUzaxjBhQxjg2yz86OTe/UOn",
+	"kCOQndv3NnW/wMi7+wmVKvdTxi0fDo7YRelwELpJ6BH9GvAmSqrMaFIO991VcGrx1LJzgGF3DMCMh/91",
+	"+eb1+avrN6//OUxgEsrPQApzxF6H2RBdFVV5TDVU44+sKBcDO/XxcICTfAerf+l/HSaPv/+V//EGH92J",
+	"8fXFOwD3bSIaTgLmswmU0bZFQeiRrKuT3rhJZxBrKxuB2TefDmaUUnMs1Uh3QppnGkJ88RRwiDO/i5sr",
+	"nd4Ke4ott7mdJMxUN3Xv7akwBqY4L4RT1tzaqVQwVU1vMAkHayxMNXUPz4EVUWXksMPFGPGpzH0vqpRj",
+	"hUtU0TyTec6McAqLU2Dh8jlTQmSGiCb9uhDOTEQpBq12pk+icbMLk3vrlmeLctX90g4Lzy8vi/70GRHc",
+	"R+ewWrGxwlw3koUX7bLg5rtq/8+6fczvi3HJM0GcLfWw4Gj1/uQGqyeZNS3H/8CdUGBMWfGHZUBlYtjB",
+	"MP7+v6K8DAcJGwE3pdeFcedDQWU9N4OkU8gAitQo0rDhROS5Hp6hPYen1ZD+7Emu+KIo4ozGpTOwbuah",
+	"+76uLBvzwlCB1DCtSqPL4RE7h8OTgzdKKZHahBXchKxVo8uaaSsMLmi37uymR1GykZWqEqyE1D08mKWt",
+	"FRZQegJmnGHdAozYJ8BDMhPYfW5Y3quGNyM3jBEqM2xYCjNXTkvxjvY0lw5lSsGzZtItftYYnM8v3rIb",
+	"McKMrHzucEiruJCV+mOdV3biwCkNfSqA61rw0i20vhVAnONTv3QuQmwg1fpWioSlE5Heum+Pb0N7HLbi",
+	"KXt58qKmRyAitBoOE/by5Fu/QILpUo6lQteb5zMjnhhfN4d+cVgkd/NJffPChbEA0GjCPPCTO4uN585g",
+	"bAtSvCuEagW7dd68V8sbyh8sYUsBwRcTvMwlZg+5TYl63OWbv7+9evvut6O3v71+87+Ort78TydfVodz",
+	"p7HrusxMnOIqO7fg1qHd3une//2vk8Mf/vnxRfLihz//8Y+jzn/9f3vrjdIXCOoLRSjQ/APok314GtvY",
+	"1l+ItqRTstsQxuPPSOe5nvUKWsch5fbsqgPqQc+l8Q10xzmmtj0bmJmLjX5KMZYGj40AnkXOrRPJhAE5",
+	"NJ4ovp1Odko1dkUpDJwHB0MNtfjIvKhHI/jHGVBHwz2Au5WKXjXhBluip7rMBknD0xgq7txmxVddvb1A",
+	"27XQpfX6HvYZkiVLueW5Hod2o85kpKH5I9ZZcXDHEId0RAt39N+G/uTFu9tNsr/h1a9plR/L5ea/GZi9",
+	"0tRfALZYd3yS4rrLdC743dyU8aO1Ebts00BsrOsmJqLva9djT3vgoSncEdTQfv+EFoJLtuAC5hx/xB/e",
+	"ZqsIqpyqpCEWGTCAJJG9taZJquGrmH3cEnBp6I+tIRvSCIa1v3/oxzBkB+ADshMxpRv/9uaaLXIQ/Hd/",
+	"/V+H7XZdY2dukhMR+iF+c3KYybG0deeyuMi0GUH0o1gZQ1xSEr452UgN2JqgdlmZ9EH7KOIDKRJq8bTe",
+	"rjzn8k4cS3UnrVjFyLHUmQrF1OvaQQ78nw/QFMUjeuosAGnBsB1evLtalsxltqIhy7Qw5Iye6Bl4jrw2",
+	"Ytjb3/7+9vpNdgr83+z61YX3gjd4Pg+GpS1+l3ZynRbEhEdRAAcXQpmBU17ev75I2IxLiB0OnfamK1tT",
+	"RfsS5Rcng5CTFeaLVWKLWo8bOppCSDXmjm45FWzEZR4c8BHnCEIWfZIP+DU+0ECGR2zYCF0NkTetrcGQ",
+	"78TYXITWtkBovUnrFFbDRG7EDP1dywxMhc7zdiZWbLyInEzLgPoW5kEg8ou8E3vb4R6N3oCvXEM+urRZ",
+	"ofZJz9wWwn1F5t3O+yNuwKuElI2CusX1SVtfF1cpoAZfbI+6byClgaTyQc6LthbSjSNjNYXTBa+MWGz9",
+	"0WRrQm8kedcUQBlEFw9CFO9Hh9iyzA4LXto5uP3ZdwNkhPvxf79BqANvXQOSa7I4h8Dot0BjljMlZiTi",
+	"CViAyODfQhYFzrlotNj+iBimQr9ZTO8lSWyjb9op+CEL072g75FQbh1bVARyuugx7ivDOCC1elyIK3I+",
+	"v+Hp7VrNGMEkRiBqChJ1aAqZ/Vg9gapgCakXB1evL9jQ/PWC3jdM2ND+dUjqITJ5ZINTB1GX1xcMOnJL",
+	"w3LBDfmyFxXepqqYeMe7u8Myt0OE97yFZFf3ZLpfF0KJrC49wHBDANU6GrKgADPu9GcHjYXTopaV6O9O",
+	"XnYquGcQHxpVhgNH33cn3yxdWop/idRChhyEsvxW2jdsSIM8ktmQcvCioZ/FXaUOhrwohsdDn7s/HIRU",
+	"vJhXtDG/KGhmiGuUHYBG3HAxRAfVMcX7/rt/zV+HuOIKv1uIWDVNofgJi9vwkGZjjj/ST85OCn+Fx1ID",
+	"Px8hgnNxYTrk7fT518F6q3foAWAA1g6wF9+8GCRswtXYsKoIW8m/AaokwP7ARYZRGHgu0QusMQn8pt/u",
+	"yejfspFp4NNMh35tj2hkQ2RD4N7uBW/rbk/PjvmsZF3ET5Uwd1Pf3fQrOEofqrDEbZjg1IgPsd0dvW2Y",
+	"113kx/x9jUOLW8EOhrT7MVL1RmXCHYyAUbPJ3MGxcL8bRM1TV3mHvQBe4Xs2cRO3jE1C6mR0dBEW44E3",
+	"6KLs9yuxaf1JW171P3cHUn6NVuNT7zx+IN15WQq26zxeKavrWJ6D5f7j/36TsDTX3mNQ66MJKwWpFZA4",
+	"qGul2CwoqGHieP0RO1co1kFfqbuC/MBIBfygtP0AjdGHK+33XuQfWuQTBjjcKyS9QrKZQkJuga3g2yp1",
+	"hMLRx5hesQbNOPv1/LerV68vGNZhv1UjjaYCmNRaNfsiRI4Ail6RnXYQZxO2Zsg4OGzkxwwoQ7qmi8P3",
+	"cgN5XRDzOWPLhmvrPI8/Wm5u32Z/klFJw/IIKhWkZlAqGb5HGja8qtJUCKdeMa1STEccmmr6WzUdhtIK",
+	"6SBc6UqlIiODmoj1h2+V2xu5sILCU0t+BMgdrZMaIUHkIKpXwVdQQcsUolmKUZrL4izgHPB+BvzbB5/G",
+	"hFxd8Bxs9hEvacNBQTdWqhQ8nbiNOzxi76qS8SyTbnOc1mUpP1JlIjV8BTdGldt9TInv6ulK+Io76n9S",
+	"ls8WDeboRSusZUwKSDr286NYxvEKdZw+8AET39GmP33602ez0+fc3NYh/k4H75ZTr9ohutMkroH70MjM",
+	"e/lCsRwnHxZ7w9MJFUbXaf/BAeZbaYNr2U40lvWprNBSWfezd5ANTiF1vv6FrzW80dkc0ovp/uh2Z5vH",
+	"PtAO9/tw4M5H90smbXwi7RumZ4rlOkVe0gNg4nFgahLfkaVkMjOJg+NSGCPMIPRowMOygyanFXXXav2w",
+	"pKDqd2jz+NGeuCq/KZD2dvuD2e2xW3k5yLJthMECabS5N0knj2NOhh14DglTFQ5IDUbba8pJMwhZ5rKE",
+	"3urpPM0FMbYmDIMS0Hdd86w9GfvXOq71ZHmBozGuYo9srF4vQw9JINlY2m1QATck5fhjI9r653EpRqIU",
+	"alVNxitdKWuwLAEup5rBZhgXaOViCkmT1AFg9HAlvq4wgZNRlCZBazDV7tCzYlpA39YBEsdxIKfRROEN",
+	"THH/qrKxgJCWlaWYYmOEso2U+G8ilr/LepZrjsRf40l1nomLxByfRR/3GS2S6j6/SCUjMmBrviWu8tYq",
+	"C+7sVajeaG3v+uIkWd3ZaE1fox2hVfRFOzCr3tk9YD0kYNXrugwDj4FfDgm6vVy/u1O8KIV7LKZ4004f",
+	"hNQCAraAKDNd5RnLNDVDnEkj6M/LqkRoFuoGf4rcmh7/sEYkNGKsKXZF6WQ25Rbywn1rVq3aOrpFZbLo",
+	"BaoTWhQxwUnDlLuTCVXqulHkEfsx1+mtVOP4k+HbyJVTT9m3ha1ULoxx9iImrRvRgq2XcGMkjM8aVP+5",
+	"HdfU0iKt8Exd0P7UJX2UiNGmFNwgf+juvFONUbvxrM7ZKOrhN/dV7636qvIgl7bxw58OLS093R+OPeau",
+	"sQQb+mmDs6oWOO/7hky63ILB02beAbO3f+1jVdqGuXh+uxbK4wUFUH1+o8j2Vy8Qw7e9WwSqzwcdga8z",
+	"9o1r7l1fTO2P95K916GH8l6yR073vWQvxIn2kr2fuMzhh2s5Fdm7yu4le6/omG8rTN5w+dxtnQwNeDFI",
+	"+GfTEYY3pxCsqSkJI+ahA2dCnMqskx2RjkyR/TjvJCb8/uSTh6RLNuGQC6Er63li2vubdY0Qmqu5p7fb",
+	"OSOeGxHGd6N1LrjafIDcujF6ojX3+eS0cyijUk8foCVpx9fzGuKaQVi9tSEQvR3Ql0x0VXaLoFSp+Nld",
+	"sWmX0//4y8v7NtJ9xY04lNBjSVp5J5CUiMYos4RaSroHJZ4IBhN3nKblPqtwh1vXHG7FfKbLp0PHGZ1D",
+	"mzAT+I/XUxOssHEbekKktmBzpc82aRsqC3aB3MCF3VRePgEpF1g6W7Ua6Lj4tFSbp32696L9vEQbNZ1I",
+	"KvbNbsXdbdS1zvZlebdAhwf2CDMiFykIO+565js2kd8gq0Kvrxa/eLSrrmAsa7w3vaHRGxq9odEbGr2h",
+	"0RsajXOjq5UdHGG9EtKuhMABv1uN4yP9tJr5DNOwtVpoBFn33a5VjbBtV+kW69SKOnZdN5iDGzvCQ2ES",
+	"T7aRUTz5TtmgKfYR6YfrYNTYsDsUpmMM7nYHn1FZM4zXbVWB2Zkj0QsUe0G+P7YT4zkUdjEivKLGFVbn",
+	"oAVAlNkdMDy9VXqWi2yMwVsfgsbU/CikfIahbVk/mfr5eKaZSmW6jQYLx/08ZPnhI7dLs19Tge8jtH8+",
+	"MrSQZfDFYkwffF2pV8Dnf2gwXBdvbcBhJiyX+WeoGFIVlU2cJVZUVDbrqayc6oHotU7veI2j+Jq1D1qC",
+	"1ToIthRyF/bayNa0kXqRt6SXUE9F7PO0htc4IhP1faGwjQPU1tQOPbbUZxpaUBlhLbbd7exj+gqHcd+Q",
+	"wbWDXkveug1CB3j9r418sR20vMPZvdZp5fSubvGKlrY/hJ9h6dzfhO2UlS20RV2W42O3U1eUbv9eShtI",
+	"w1AokWMS7Ygbnt4a4DXDmIFIoPEeVDIn1A5G4mUJGCPRZEvh1CEseYb2VVb7vFd3fVXUDF3hDqw2biPP",
+	"OnfzeCLQ8PCGQjwxmOkaQ8F/q5DB+xi5nUuDPgdndyeagc51xnSZ1F++rpMKtuxIKmkm1JyDXKAz7vbb",
+	"YiiLWU0Up+xgGCkt58SgOcQ6yLGSBhod3czhHBpGoYnhoMfVvg56w37zDvm2COddFlIT0IucqxVUHMCx",
+	"AM4aB9TUT6bGC6xIQFGkEC9nmRyNvO0CRcTYbUZAZ+NovtgukAOW89KeOXGF/kp1P9Zl4L7IufoqcNtN",
+	"dFPYhn5u04KX4vEg2423Mw8/573C2QPjpnyJlK0PPeZbjEKEm10BZMlnn2q9AvgtmrBOqxV/2BW26iWf",
+	"fanmaniVTOtp+hOvAzzcKvbg8YVZq/BVP0eEqdkyPvSo5LMgzsleUXWbphDxAl6slgF12qo6z5hWwVz1",
+	"tiqwp4E5qvOc/vmJVuhTEPqHV2hWyfsmhmlQH3ujtDdKe93rsY3SLaL2WiVsjaX6Cu2fNQAfFVNSx2mt",
+	"xH0Nz68PqjewRWF1ezu0x8Kvxw59BDAsxaF3+mxulAY3kWcs8gkLbKqNPUXKsKTuap6wnFuh0po87efr",
+	"6wtKflgZYy3FlR/dFxtpjea4xi3XI82XYLSW9Qd9qBBrh4X6d57LjC/GT5OmJdqi04B73YdRWUx3jUZH",
+	"Teps+BTMqOywYbniP1B1ip8Owd6W7s7vCzfMJyX02/PF19PDafeh1N5q7TW1pwXar1Cd2R5ur1HMilKn",
+	"wpi1CabRAOmWtvBASG7DcjJkgxNZqwcxKF8XNIQvVO+i6V1ZbkU32xdc08PGY2aZLm/xLSem0VuOMT+s",
+	"20H082I62aFThEDYmlpP3RKDEhPYwQQYzt3zqWcm8bhLs5BVexZV6TLshul7w2MDJWKic6cmNOBoY0y/",
+	"hDc9FbHelmZFMzuHldyokCX0ls+1GjsNw63idqtbWoa6WpXCjbHva556narXqZ6pToUotBU830ybOib4",
+	"XZGdBn3usdMkr3vxxoPdCVzD23u87vG6x+serx8Pr1FZfUTAXgvXHSDNDngoLae/QGP+EZnDTJpd6N1X",
+	"PYz3MN7DeA/jj9ub9dFBfGWnaVC5l4eHAOybVumSZVoY6gyH55K0rFJW5kQeAr+sO0LsANx10WN7j+09",
+	"tvfY/qh9t3cJ7aUtjrHD2QYszgs90aKOQhNt7L6PSU10nhlgpxR55sRDKJvPkwXO10yWIkWegTYy50tb",
+	"XOjS/oJj24TmlQYV85yKT6A5dWByJyAYD0/M9pI98UcBYfmNiUtpLJ62tDHXtvGEC1qH5JYQx2SE6hrF",
+	"c4/ixR98VT9HXNoeUp8hugGJ9QKIPBC3TNKhjZ6b206cws7SMBY9gmPbja2kRAEOSuioFIJp1BAw+k40",
+	"3FMNBHYHN+4LEuEE4gXkOE9EejuAX2N/s4io185kKthsInPazFlXL/pYJL4oZTSe2BotFFaIzbiyuE67",
+	"S5GKB7la/4Qx9lpnr3U+V1wGGeMqYPPWuPdqdfP4I/wX+2DCj90uhUtB+hT3ouZ2OwD3jUBzH3DaaoIL",
+	"dBm0pU0A4qyE1XVce/CIDqY9mtKWG0A+A2T3K92N7b9P5uTn8efmdp0Km6N5OMd7WO9h/ZnnZywCO+7p",
+	"rcI71Aodf3T/uQ+0W/Lj3XmVTytSzhOm4Wqe53OmnXXtfbue/20s74Ra5VBoAv86zA8qXQbv78B6Oie7",
+	"gb67YcP333337XdRx4YXm3RsAL9C6T+pX6Qv0cHQn0r9qdSfSl/6qRR0aSxw2KrZYUuuTKozUR5aMS1y",
+	"btf7u8Mt7GA0mhZiPGDh3oRRE+jDmczcUSXAp038do1m8E7eNE5Sq2YD/nbH93V48XUY6ibu7zA48GtF",
+	"fc6od/0Blpu5sbgLkJ08vqKzjdVic/unwRm+vE6rvMZhdfrePqsaDNab3kabb5sOWvR0OtO+5eVn7tf0",
+	"s7e/oULV7UzfrQp+YVJdiKh/CEriy5Mfunyry9tnbzu6xxW/Ez8BgPgXrfF4+gnv1tvZsh5rx/fEj/z+",
+	"BF/VcwOkoF3sdnoOH3/0P/7Gp+JPRIhcWLGMFa/h9x1Y4fEBjUHAg2XZxye0yv7KE9YNzb8gls8WuzCe",
+	"zec6Avtj/h64hLsmez749Fxag6DQbBkqOhgvLkWR87RbPwBjNlIGnCwGYoUbnc3ZtDKW8XEpRBdNxfOA",
+	"g3/26smXpZ7cV/y/KvWE5H63+sk6nwAepu7KU8+0EzosG3ZAPgE2FdMbUZpBwKE698SwslLsZh557EwS",
+	"KAdl6RPkbuZsInhpbwS3gShGluxOlKa9Obob4W8why336VplZePqfjXmsqL19puRNsDDtMcyx0bko+Ow",
+	"DbpjKNf81gdQWpt/7xtMXQIGA3eUWqZViqxQkAwPN0+Z1chkDF0YGns7YVIZK3jmDr0ZxzYPI0qqh8ae",
+	"hSilzmRab9vlLXpdyvFYlFciH/0cZrXl3RpedAmp4V0bN4yaWX4r1Fexhd22QQPCb5KwCErPHmBbd6Hs",
+	"8UcFUaI/QyvG7r39PytRicVyD8rcW07poyoRrAORJu6NeIYo6zbvlUi1yqhskK4WGcpEdAcTCtOYm5Uj",
+	"BrreykxMC40ciLdizqYgg5yVwpZSZNT13f2zKhX1OSmNjTs1tnml7tG39tcw+w7NExf5SXapXZzrGpUz",
+	"WrTdaZxfcUfs3nO2keds291qS5HqMpNqfMwrqw/xn8fijucVt+LQ2FLw6YpOe1E/pVzwTJT7BiCMejLh",
+	"89CFDo/yec4NfxK3bMjt8BRpkCZcKZHvGzZ0Q7qEJwzZwWwi0wmbSWUGDjCBDpff5CIDPmXf9cnkGuoW",
+	"VcIETyfwt32nVcOEpFZJRIdokqA+4+j2DTMC1swdT0fsrSVWQuPJuZdB9Q2t1XkY7BUu2gYZIIuRuk1c",
+	"Zg/o7Pu7LG3Fc9TcfOgDP9NBJka8yi378IF++ru76sOHTtfenfv73meN57wG0uZwut7Ji+JhVwQ/HZNZ",
+	"d1GPu+ChPwT4FOQUsku97LGDy59esW+//fYHv7f/rZUYnLmdiVkZ/MY4faRrbZofI2QKZU6u3cv2dutk",
+	"XZSPN0Eku46+Wmj7gGr7MeGxh0XgTYqr8SDkj4yA9G3Hxvftx0a45x5nR1mpQ6fmdh8avwZbEk6K+uwg",
+	"DRddICMxYwa16FPPrBTeSNf4E4DODBSUxrEBNTYTYBWOwTZhBlmbKqun3MrU4z7U09HjDN6tNNQlu3PK",
+	"3MLqSosHh3sunDKBzQ8+AGSGY7tCrnzCoT9XZlxZww74yIoy4nSn+vTBEZyE6FC+ESTi7ryjFCvOplJV",
+	"GIlSenaKxhW5bCgxK1omd/yZBqrAoND8diDQksdYqVpU37kPue4gk7WjGj7oFwtcF9yYbhv/9wm39SJk",
+	"MutRq8PvWinIU4pBC9as6RLYJmCllT2cinIsjm94epvr7tbw8FWdZW7aVFdUWS+EAmlzmHBJDEKWm1sT",
+	"kZ6jyEHBsNlnqa6Ujby3YMo7CbaRMOk8E8YesWt4VOlXzTIOl0Gxcw2eCV2PToBWjt5Xlf3VTfpHmvOT",
+	"01C3KcZ+8m41X8Hyd+kdtCV68W0X3/PGptg3LK3sMQiTX7mHE+Ilr3WbCKe54KoqVhUATPWdMOyqSlMh",
+	"MoG1tD9x6XQHFFT0peEfkM5lqkso0VVs6ASrvJ5w9bOuSjNkfKzZQaNgYCnvctCIuGDTEuiTYFilcmEM",
+	"G94KUbyDP/zkfj88c6I9dabYdycnrBAlS3meN8WaHZSiEBzrit0IB0fsHKbAZpCP0bCrU66URj3C3Arg",
+	"p5xjpEcalksDdN6KDUewEsMWhyGubCw6ZkspbP4d9MqV+fMyndBns07ZcR93t367pcGu1Alm3NAoe5Wg",
+	"y9/lFpJVBclejSiWttxulQJ8a5dK8Ko5uoQpMVtx8P4ijV2UoPuV2V9g9spG113Jf+O1bXldIDNaLad0",
+	"PXy+1vrRxmtyhVwpq8dNdUje2DtA/xDUi6SlNuaQYO9WzLsT0LhU95/JqjGhoV0PL0KV1W6rp6cWdYXd",
+	"3yln1IxRMXXz7mFsRcR+a+C1Osn9P7Wk3h6vqPNkVjsCjK8N8e5d7sUoAWd6URCBNXo3B8RN4qZqRGrZ",
+	"fw3BPeFM/WHChkJl8OPAXaLhwb9evGQHo5KPp0JZkQ1aHf3ojQHqJjsR0yR0OfAJOFKNMe2FNCby+5Bh",
+	"fSvmIwcfkF1QshsxcjpaNDQWQqrB7vJDYgdeu+LkVqJJpvpOlKae0xkb88KEkUVLyEvBzK0sCpElzOho",
+	"nPuGZb5xQwgJ30HEF6hezBEbNqB0iPyCI05tr2AkUHeqeFnqmaFwbu5ZBu1EzFkuoWTViDtR8ryxtEQx",
+	"DpogLRpZpWes0HleEx/WSrAuvQ58YIRgf3tzzZYPRbBY3TYV+QBiJ4rpG8vBFZVLdXvEfgenW0pTeV/m",
+	"Q78yqZ5CvQTPjWYX766uBVi7pUDstm6fK56jVYx0jDLPnVJ3I9idKOVIisxZuW4GUo1B2UXunLbPA0F2",
+	"w16evDyDLYkaMS4ihnEyt9HSWxMXcZARTX64A1yRQVfwPIbLLWvC66gTYR2a8avH0YJhLboyJbm5TfxW",
+	"7LOlHzo83DxrHkdPPiaiuy51edGNtG9IeSq8Q4wd0AZJvPssqWEqIZBCZ1koRyar2CeKgbzzYMevdH9F",
+	"CmfvAetIOnF/7bW8Dulzq7MQUGq4wbai920kih/df95mKyucvDcMgk8ZecDYwcuTH4gwDnPWvFNbl14o",
+	"B5TfNsQn176rIXjBIycXs1onDGNcmLfhLnDqArqfiI/DWF2wmS5vWxMrsCRk4cC9n+Ec3/w2u+B20mJi",
+	"njvtBP0zseoJ83D6nF2sfvKpESOeG8rShiWkUMZYC5ME/Y2cbqh7gadSZKwqOg3UxbVtGIr05r1TeHVA",
+	"jxut3YN3CB9r66O4ue1T1p4hc0Kow9qWZkGo9GfSrix4Z7bDGSBgK/W4FMYkwSKU/xYJ4ykkLnmjK2HC",
+	"LQNgS4rWrw+mLVteEFuHei4vufuLEv7y5CUG7GbSiMFaZWI7uHTdProvRwdZZTP0psKDFTnxbIvi/Am6",
+	"yXEmLJf5SnsBQCDYtroqU2/IS8v+BZ6uAzhdZVb3uDYFh7xBwdPJICFSXAzAFdxOjHdVNPEgcY9ciwlr",
+	"MeA1TuopIsHTk3xarBXyj1FKa+jjmx4PtokH9XlLy/3IAKFnyrfR7YSI4Hm9mVthYt8z+/Xi5YBBX91R",
+	"qafLGrydlLoaT9A0AZSIK9G8IzFhHIwkbi1PJ+7RFNP/+fr6gl2C++3gm5Pvz9jLF9+zghvfMIdcFalW",
+	"mcQcAUZ+QnPEnJk1TCv7AWb+AWfxoaoVsiHZCsGsaGYtoFEV2Vszbrza3WJD0UrGwoe2xYMg1Xq8uJOZ",
+	"0MfT4mUTKEJS341UHLBrEYpakWE20bn/8m6yE8h8gle/wncevpam0EbiTYv7Zlh/y2EdIgg7yeHnUQMw",
+	"l0b1Z7L3zcn3W50k7RVwTVvy83ZMFjZhu3h49zAVnvkzMszV6dHr5/ot4lqX9AUmQO9eN7IucFva/fuG",
+	"3fFcZtzqsjcOX3y//gb4vr9pe8WtNCOJ9tozNSwJiRpnj/ZQ9FDGpT847nngwOnw2KeNVLlU4vmdMQuK",
+	"MBTQfQGnS4/0PdL3SP8JSH+R8/lWUb7I+bwD4cFH0AnkcR4T3iMydCuELFtEbszkW8osCTkizIhcpLaR",
+	"pFFn34a0GcziQPk8uNF2wtoqY84wYcOnszhsP2I/8zI79N50fAUvhU/aRYZycGa4v11ZbsVf0XWbDY/Y",
+	"T+F69IHwLCuFoWSHgtvJKd5HeShYEDsSpVCp6OiU5lcYHr2bBMY114YhLdB73+POzYnEwy2vMGvqnned",
+	"F8W9rr/yVab3ueknvxO60iiXdyplCvmM0PfXr1i2oqMdysxrZEfqqNDa2zSBEkdTCiy7xzQcaXwezkTr",
+	"W3ag1Qd854dp8bIzZIY+i5+1vu1ydn3/8n6jkioTf0CykjRsxufswI0ncaPlspvdEG67gtF0jeTbbz4l",
+	"VTbaGARI99oZbxC2ttxbL96Hm2SSwlL3OQYrMkmbZ9ROfHLwpuM6daA91/RtWQqoOb3JxSnFzqOUxX2y",
+	"kjAFVJbNTEV24C0i/CMylKE9cytEQTW1IExMKFvOwRHHXvvYsp7eGKudqWQ0JhZQ5yaVUY5BnFiAFg0U",
+	"2Lrj1WcJWl+tiUN1h+VYK3HEzn3YXuY5uxHuCbNSWisgtdOpwEQDiQOcC8sOlLYfRk5BHJwt5IVQjulC",
+	"IU4u+B3EMow/2w1meM4gORJWJLbXBl3ZEUvn8jYSEuNXwXvWZCaSRvXi8MXJCcuksVKllsnMeE4ObDgL",
+	"egxamTO147Z7YS4/cptOuut33mFpdpUD+xjMzBnq3s5hTjzLHsPaMSzSYbcGZT6dYAWYkeR3o9mPJeQP",
+	"Gz2yCyr3DU9vAyKg4oRwAXI6iXX0WsTpfWiJj7jMKRs9jOuDe9wHQJuWLkJw807kekkKeqnupXqDACIe",
+	"pMvisqP0Y5Tq6PXdkv2zzAQdsadUQuFOXlbkfA51FzXraZySyLOptJb4M+bgnL2pYm3BWD5f0CtuEESA",
+	"5LIBGzwvBc/mzfUy6G81yBXilIYGmGgl7o0cV3pkd6gU9ODRg8f9weOqFoLHVAmM5dZtwrTbV/hTqad1",
+	"Ei/q+jzXihJ+UT+ArlKhHlVD/1ae54O6tCGh6hxe2iatB/6B34mSUxkPkAwZGyU1ele+qqY32BwWPTTz",
+	"RVwwCw7DYCKhYQPp/CKLCi4cnOViZKFZOI3LIVlrdGfJw0RLt1HHqKhid994m7/dfZIG39pTyVnqmnkH",
+	"ytE+74W/Q/jhJ2nE4zk2PqLbe8MUIzy/F5KA2MGwJdfklC2llnjrHtJKfDoiB//7IIkCxlH1IZaBzhSk",
+	"OW4WN3Z6hp8MnEtTYTYNIR8xkNG6XhhRzT/ulHHUWpgum/oJLkyot/yBDRdUlDjW3J2V1BCvewcVGnc/",
+	"bsy4daM8XIKSe/yTTk/yR4gb6IMFsGnWnxm+hk/TB6/74PW905Qah9TOcpQWzqn1mUkkJh15SUgGimYs",
+	"c9tNKOt0obrw/fziLUtLkbk/8Nxz0adaGYdsRFu59rwKmvKmp1Z0OknDJlrpygm/O6lQ8XWnFYa4GxBy",
+	"SjP9b8cOGIY0QYQQONzcsesON0zfLQUbvh3hrcMEfv5NK3H4qzPyKKr/dnT4q86AbODwyiHDECILnP2j",
+	"Ojn5NgX4hB8FE7kAHcAIcWuc1SdtxyHqlvyhDlD2E0zy/eUvzGo2oX7K4bN6LgQefceEVdT/1k5kmR0W",
+	"vLTz2u+RS3XrBgVej/VK/6fldD2xA3rhYMLW07gzTEshWj5zdtYQdtuwP3b7Y7c/dreeM7alI3dFwliR",
+	"cxX6hHaes+eKiT+4A3hsNnAwE+IW/DAnfzk9OTl84f7fHQfvr18NHDajw4czJWbozC31dAXMXuRcNVoE",
+	"b9Wf4d721XW2e8rF2wv0qk367raOdNtzkwBheKccXC4Qi9/MwSg9w9LJkczdue9+y1nKjTiUygjlbN07",
+	"wUx1g0fHqgzDC3j9GsfiReRMpf4e3jRucysq7Ir5lDyKbpqretzB6vYi+ASSr8Je3xWN3zlzZ0s+Z27H",
+	"uIe6Y4Ur9vb8t3NkB/93CEJQ1wR8NqVN6VHcRccQpYsXFQYZltg0wSt8yCUOSU3cwtMTIKYD+4Y66hzM",
+	"eJ4fprlOb+F6EwjwJroqDXD6MQ4snCzj81yOJ/bQ8DtoE4gddCA1ysdKcoF/g5JT9wJsx4DpVkELIKZk",
+	"o6fCHaIiNz6BCrswdJG0Rcfc9hra1i9ZE/skiDICQsrmMcKaq058p6K4IfZw8+hsbk3I2VE6BaDb8Uf3",
+	"nzXEUb41vgeTs5h9URJZJ9CM68JTdrorVCpzYMjCLp7cmNXpjCS4a5nZcNe29iXE2WzKgtKWHv7PRxVK",
+	"7yfqBfNJNKXflmCuIUOCbHna5Cssx69cVnoZeQJ8ItuSkKAsV63mKDRwN7El6NWss4XjB3nZfRtqjnGC",
+	"FQfS+yLjT+9A6lXZHgmeLhKAND4NPfaYrNwVHe2rUtXIAT18SqZHo5bM2viwfUPPfWw4SFa14vWmfncL",
+	"ChGm0T2CnbKL9tL9tKUb972TkUwa+PGJyDk1tuz0WV+gigBtNQ/a6+8XGlMOfIUfHXfB64Y9MiD9loRN",
+	"2kVXWd33i+U65TneDdTlGDNy98y4Yf+qsjFEc7tbSj8h7WNly2KYSkfbz+fS5TNC+C+oMfGXi0f+uMNe",
+	"mGzi1PltmyGteOQbB9+DdcSNz98GXTyb3fBDI541XBxX/s09HccO6ThaihxC72hJRBpQZNHdQn6RQGOj",
+	"EgT62sTwsW4k3hfrGSxWU3q0cFasHxPdtKMKDJr+JsQSfhH6OoyNwpumhpEdoKXbl91G2Tk09Qz9jBaJ",
+	"2a3vbe6UqLqH2b6h67GZmW9yptUiGYPb9JD4usQBPbybaGPdD7woKC/Ud0MbDo4YZgtylQogX8L4K+bO",
+	"1RRKCyuasGHYvkOmfe4b5c6mWo1kORUZXEbJfcPQgsNgvmyqp1M3mLEGPo2EDbEbDlUHDHNuLHzjYd0a",
+	"J7SUhwZX2BiMlkQJkTGqU8/lHcWRG+3rIZQTmAzBQxb6rsEcsD1IUd3k0kzc8KEQFnre18SB/s8YnVZK",
+	"pNYkxDporC4KNzBgswGKDj8+bDu3FAguhQVrHSLbVVliCi4scou57p4aFn5bEeDGS1Z2q+W23reP4TGr",
+	"wbM7t3Rh5/Zq7TPMoYQtGX1LL1Q7ssujRoEr6xWwBT5mn5RcYSWU6VKO698RUY5a6g6cIHuONAwoibRi",
+	"clpgnj56+1fnt4NC9SsMeyeiWL+uq4oUKnSnPJ1IFQiyvmyN5DUswo1YPEcbK7Ej/USvaCR/BVlK4erG",
+	"6TmSyh14eEjpQiiiBqD+VzWpHByXSulKpSJjB3XlxxHk8ae+kGQ4YLm8FUzciXKO7WiO2PniSYmHeeO0",
+	"jBphxnUlStsPPLXyrq0k081s+2dm9I4NjkzII6lX53kcnQm7QvWmW+HrT9dnebrGm3FHh6tNj0utp92+",
+	"pQs+pvA3XIe1NRya5cZFfdQVs9mpPmG6wBKcfF63h+a2MkfsXQWssVTa7p6a6bTCI9VM9Axeh491B64z",
+	"iTqcVTa9hBk8Vs97XJeNHTPQE3RDiMCp+db123WD4Ls28X7AhHvXxwrXhxcSyEmcCgEmaEm7NEizTVvk",
+	"+IcfOuTYpkGAuzK7Mc3TgE+ififTM1UX47bI7oF7trvyiKR44PtYyUxMC22FSuf/Q8yHCfi/bTn3tRHG",
+	"meyelsib0B4rqNavNBYEPyCEzwq/FXNWCuiQjeEcBRoIu9HZvFm5Gg3jQ0ooPzxjdqbdkefNdTcyKQyb",
+	"8lsBb4QpgW/C/bTo6SGfirsQnDbg2YEE8HSijVCMT7Ua0/Fa6jwXGT1goo01nZnhKEfb6twdv2Nd+26t",
+	"d9yu2899xYCwL3u9K6i4Gj5dxpr7bdCrMY+eMB4DyYNgV5vycfzR/YdywzvKwngG0TePK90qyFkAkvpv",
+	"+wbvjOyWpgbSbsAHUV4ZGX8LLxlJ5M8K6Hfw/v3b14OOcDnOd2W4PMSrq0pmuw5Vrxfkvl3ew6a37lbQ",
+	"jnmaCmMOrUxvhTUreLiNqUCjMFKNc3FYGcHwXob3AoI7JK8MCgBX6JtYEtXzi7fM6luhQgt9hike8BiJ",
+	"ar9Co/YA+k9Ia9iEG/Bt3IrCDhIkzjRM/MFT64wKJaBZJztwotfUB7CJJ6gW7jJ6T3yn58gcJEz8UcjS",
+	"TRTiC0P651v1q1SVFWbIDl4cvnj58iRhvjf3ixMkFJfGx0GcihW5UlgAlCN2zu6kmIE6SHELlvKC38hc",
+	"WkkcellJQYtzlubaPW8Bs35gQ/ebD/jX4QoN5By+0DXM+CnD1xYVpHgJVnqCNJUowu7A7YU66kTPdq4+",
+	"NT5cVwE9/DWJxKXXkx4LvAEeV6BjF5LXqsne6R4v5CEA494WgB7AohvfX7k/b6hZxYYiQNDgtI7E4o73",
+	"9MaB9NibXJQ04nCuFMAJlCV4My+tTGXBlTX7eD4Au1Joz9tYT8OURhrTEmWVcTWHpgpuIug2awNPaVml",
+	"iCQGjx2qbOa50XiHaZ5cSoMdOuGG3QihmFRw0r04YVM8EsBeRMZ2X0idwcDdLQU3wa6lJ3kqp5VaJ3yO",
+	"Xu/sQL7oy/aQ9ww93LC7d6/rBhf4YaFzmYKy0VrtdSVs7b7aN3GuJ9xIRGzRFXqmRIk+jQgvsSMLgaa0",
+	"A8oZqgpCLSWNLbnVJZvy+RlBGPqexm4IL09eMm68b4SAee4bQBghjth5nutZHZNzP2VaYLAOqYHayAuu",
+	"0Kj1t1zgcnxVCmLL/LuqQfCbPzkPWqD+9QPskfCReJScDDrZHsGEG7G7XUPbsdt+UlW6MsdkAK/gGvMN",
+	"qgQrK6WaMHLgc+YSVpMx6RKDzlKNB6D4DKMUBVXleZ0cWApMGlCiy6n2CscXJwN8hYrO0ip0yfziF0qY",
+	"HLkzo/fAPaQHLj72F1f8sQS5rFYUffwiTYe2Yhaj8COi3I2VliN2XqYTeSeCZQXdXLUFg6twmstc2O6Q",
+	"e8iyqdbTqT2SACdbSAHYtvXjl3WjOHyd2tFDwQNH75dk6rEwYE05wxX2142GXN8bHxnOlGg59p3dccCZ",
+	"EamGmjDM763j+N6Xbrm5HRyxN+DdPocUv9jtgw5T8n171m5q/evLDdw7TYLucp9GCI4ZXpbyTpiE8SqT",
+	"Gp4ExMZUIytLB1hMqFTjVGoy6twNYyr/OGOFKKXOTPhbaD48Z2NemCPmdZ6h126GoMVE1ROhqDasmi/M",
+	"1aUcS3Dio/4NPh9Uvkn1i03FDs5tyI10CqPIhitbeFL5yXcn35K/rU7ehLqMQVc9QoQeX6nraK0qVWd6",
+	"9jbTM60+WIN0jwXTH8Nv3SWb5Hg3oOaUap68kRWRajaAwgieEw2nLXl6u99IBLfOBLuqa5/oWdzXQ7Wg",
+	"VMMx3p6z/fRxJdlgHHGSd9so6s93HxKDqVSB6LfHux7vHjwf/BHgjoJ1i7A3Eby0N4KvUEZfCzcjwwzE",
+	"71i4g9QzmUIi+AHqiS9OSO00UOyZC2XnwOAbRQSZke73YMB+W18P/MDQWBA0pOiGI/en7IOu7CBZEZt0",
+	"f8FUFKGyllTOS5v+HKb79elSTsHXqrtB6Wtw7u0UUp64ASnSqpR2DtujtOk1RPNP/+uf7jM1+Ms0qDBE",
+	"XZuBvLjtz50ps1GyQGnT+yYL/K/Dq7v08PL61SGOa0OB/5eWakXigFbYCRDK1BsZYcRtRHncmc/Zcv+r",
+	"jChPGbeQtgJWqVQWM3BmXNYp6wdDd1Ogo6jMkP2Ofx/UVehw5YQb5omTokSeEAy7mRfcGAi9x37vGGRg",
+	"OeN8Gl9SB/nhkMpFXyqghGGW3wJx+nBhdYdnTqe6kYBTExkST4kowz9I5XNI9MJVzEL+UTAeX1CyF/7h",
+	"g7/Q2Y6KstWgi3MS0l3xmCBT3+egRVHJpWdKBe1wwByNkyY2yDT7Ty3VM0hTePjwYTTxNen34Ytmkazv",
+	"PJoI4+0E8usFSWicjU8c4Z96mDA6EpqngPskPq5PhS+fkDTmzoFGEu/m54HSamOtD7rZd58CbxDmmrto",
+	"SSnLxch25YoljUQx8A769LBNNLVf3Pi+3oSpXlPbjqYG2ypskSemmPkei17wu7mOSJvgCpphHv70y9+h",
+	"xSOV4i778UOk0CeB4qmVYN88+Ov3wQw7Ym+taSZOg15TvwukzJl/caQALqndW7UOLCOtzp+a8dhwuGfk",
+	"KYNI5bIaB3cqvZiBT0FNs6qli00vaGG/6sT55iKso+uuv8/OVZuFr9UxwveXv/Ter+fj/doMnv/mEMcZ",
+	"bKVdQjYeb8qnhtyR9rN5YscyThsqkKK/OMyD4Vno6BJfl3LFbrA1HvDftIUPKaXjIh7cVxlAjFZgVe+8",
+	"lu/RQ8zTVON8OkdDJpzuM+XzWiiY1TsDivXcDbHOQ8LVVMewgAUNpltwNNUt63jpu2TWlA+RkrRvFuoO",
+	"VcZKnQt2MEz5VJT8iMoTse055GEkbDiVaamLiTMmGn+HjI0zxqm6kSlox+6ZGc3gFGr7kR7CGYG+IMZO",
+	"IAaJ6RCR0+tbNqxX70MmlBTZ8IidN/Q80hMb/sKoCBNe8fLkW1yleDGlYRdCQfgTaSKdxvr7z28vmB6N",
+	"kBHC96pepSQ2TpevUkOsV2ADji3aDYCQOwLvjbTVHrCfIGAH3okd6HD2UzW344/Rv9wfZxO5It0DEAZa",
+	"F/zwH998N0Cyq6vXHnV8m+H6kZiiG1nGpcj5XGSMIiVtbDahWhIJgzGHz6PhNycvgkXdKMjcN2z4i8a3",
+	"Dgkwlyxqd1RimaSeCsYNG57T7uZI3vWj4KUo2T+qk5Nv06X74ddiGNEUzig7UGW8zBCA01wi85dQ2RE7",
+	"V3HUZb/hNYxPi7OF0zJmLPRI//LkBwiZ4GIvJdRQ0l1lBDtQmr199SYKmRjyVlTKVEWhge481ZlIzYC9",
+	"PDlhQ4qgfDAZMTov+iyM5fNw6qxM+8N4kq3z/mKw8pl/7FyFI4pmNOW3vj3Zkq9k+UFE2t5iBFwgTF/a",
+	"9He3m59tos+CR6KtVUksvA+c7LPJqWuyonmwxa/57rtvv19+dutpFiBkE8/Li/sMaOPX4148i0DE02ot",
+	"wkwpDJD5g5V+8PrNL2+u33hXv2HSJuzi/PrVz8yWMr3NhUFJ5CqTmVOLYU9NoGQbJuTf104AvOrlR3vJ",
+	"ipkmpLD/ptva0547ZBF+pzVEWaNSSu9kB5jLDDqvrizGMmaT+WD16//82pWSFxuM6YLPc82za61/4SXS",
+	"4b188d0mCxBQHDqIXLvF/0K8Ywn8Gw/iZa2KsJ12rHb71Z26T9g51qpiHX+kO9d0kb70sLKsVzWQ4azl",
+	"uNaFaTs1IX12ELSs4DkozX5NbgG6S8zvgIXhoODEEDTobE7dH76fePhuMLbGp8cvk3NjmRHjqVDWX4b+",
+	"ACcgby6YP2a6VjXsx+eRM/wEo8V9sGT3xwEkFpNbZkUO8TZcn9ymk1bAdmYSV6BUjkqOEgm2a1MP9Cbw",
+	"ClT/VAi+Rs2zx+Aegzc25chaOZSpODRZ4XbuZ5t25xtIAXiT/vKXlyeDTWy/l+1WUvS8mSiFE5kvsHNA",
+	"b1Fs4wghsGxBZ47SS1L5xEyMT6RLmWN6EwTXI/fmlM9ZuY47YlMSlHNzUT+6Z0TpGVG+nKBOza+yRDbE",
+	"TTOJ7zngxRpGhmvfF4GjA+KmMlIJY+pkxCVCFs+yMNHAip/PT0NRR4w3xA3XHiRfTwpwbn52A+6pAfpS",
+	"2a8qWTDiDYhxJ5K/CcrFk0ee+5AMPB0YalIIPGkU6okEenT86tDRsww8H3Ck8EsR8qjbIfBH6avTmvmT",
+	"YKaqtvIXPYLwjnvP2VJZmxIiM2zYSPsNgSDMUuzIRQlp2hEzVHTt6r6ZIe3uKpr1V5p5GC/BE65MaXyp",
+	"rh680TU9qj5Ju/Uqyg9/0mUlDTw8/hj/E2PnYmV64puLjpzE+EGfkJToU/4KiO4sxCYQXyldMdVTYe6T",
+	"qxgzNNCQboUoDPbBh/A/UD5sM6OxRdf1GwaCSOIZB5Ga6NQed2nssj6Prs+j6/Po+jy6LzuPLncHRwMc",
+	"fTbdm4vnpxN8Uj7dgk6wQerFm/tkv/WHZp970ee/PVMq9cdBZYInyDx4s/vMgwfMatsGtsZpbT249uDa",
+	"J7b1iW29iv+JiW1vnmpiG7zluBSjUphJt6/vUlucTptb7JQN4b9/F6UBF8RU3wnDtKq5VcF7VpTCCAWt",
+	"DQ2jClg2KqFLYaBQYG3dTS9xfJf+c3yVqSgwdVqJLp+QErNnwcH5NNPNYJO37/HHEFs/7OPQ53kd91Po",
+	"lG9CVxpZRvx2mRwLY50gjuQfwiSsHoshrj5p52wmVaZncIdxS3IWCfEdzyvBpDUiH0GYEphbjNWlk2vF",
+	"ipxjx2Pk4sM/B1aBiSjFEXvD0wkTypZzfL5hs4mAdBGk6CvFneAAyUkIh/orMOLs/h6R9KVcAQszBGFx",
+	"hHzMpTpil+JO30KwAVaFlyL4BFmlcmEcEqV5lQl/pTTMCX4729V5Ia/xQyxB0IN3DFvSHrGHLE5Ez5Tn",
+	"6ZHIjn3GeJ5jizaDVNf8xsFtwLv/V4lyXgMeXPneiBJQr1VBe/HNXzZQas9zo1kujXXfJVrsrhc317vx",
+	"7kyMuDOxT0c8NyK8+0brXHC1bSOfvu0mHdRqQXvq6uGjNkSrlynCz4DGy00nTr5pR0l/yxGt+Z0Usw0Y",
+	"sVQ9AOqJHJLZbnh665vF+75lDjxGVZ6zoblLPxTcfhh6uFMLKko+P6NwAwQfMIT4r8pYeMjVz+eH33z3",
+	"PcFtwoq8gtEIlZbzAslAijkKaY11AXmoWxoZXCKLUJpN3TtuBDVLE9gsWpdsovPMJMheOpOGKGiJQauF",
+	"5CphxmmmuDYOPhGoxyXUJ+gSWrFhSKUQpdGKzSaaTXmG4dFX1KPa01CHdQZW5loNwWgpkpm4ayXlt8Af",
+	"9w3L5VRaA02MkJoe+/Rz65lpHLbB4gCfCiiLPMtKYYwIT3RLPiROsLeFGbIDrpimuoshPffcYuO2+Dob",
+	"KFBgGaUa+4GdsZnM4EsLPDQW12+AESW/grh6VYFKP56OGETGv8sGYtd5RQ64g5aMg0C+sdDqTvq4FkoA",
+	"MKdZZksu866UHw9ke9tMqvEvWZNN4zB/Qc2g78dK4c6UFKn1oHnfgv5Bunuk0+4yHYe2eFjMLrZ++L4z",
+	"bnzf9kZ+AohlrZVEXEbQbx0aR4CmEo7y8EGf+sHypbsR/myjF4uQ7mFPtJaWSi3q//FH+O/asJvTrEwA",
+	"JzspdTWewJlRCpQHB2WltALOAeyr5KSm1DlTOvN4B23eyEIXbKrB/RZtbwnEWxbV7JoscSQVz8+i5FD3",
+	"y1tRkOsOdP6gLPpc8hjYUG3HdnOM56Xg2bypXTJsPWdqTkhV80GGjpx0Bhm0K2CuHn09wW0pCjzKDB+J",
+	"fN7me3CvjTD1fnr/NX6wvZ2oritBKmHKWUiquf5HfQyqtbO3W5wdyHuyV1RtKiztblsfoVVZaLN0lnom",
+	"1KAT6bLtHPVQ4NvcgvQ4sQlH01nQmEZSuEPL6bTkQIALjthvYha/PdZF62xpcX9dFBrkNoUbqe1uBKlU",
+	"mVcGF279IWE3IuWVwe28gEDLsvwenvZAsvzwmlVzeGs0K/pMVhMUrv+AO1Wf1kGS/7CP4a3s864eV5vC",
+	"ff6EtKljtMJXNagEy50ymdDZCTZ8hK1g2EaGAIJUZN87kWt3OJBxAOoJt8A6CrilgWfUaWYjOa5K4PlE",
+	"c8EDeaktGq7Qp25xJA5E/Whip6oug1+VgDdpQ1cYbOrUQQzwQL1J/Zxh7akAf+wnm62XcP/TVrFwjOvt",
+	"QXQYkekag1tfcfF5oHE10TNY1LDCPBau2tMHAvLYeAKhpBXxVFHkPCW1KZpQraUxDo4PZ7NhzyN3nHuN",
+	"TWbJsmeFoKV2qiQNsPGulDaPJrqqdJ7RX5HOcKZLtMGw6ybTqsVSJEdiLnhDfSPTyk0yq8FKeCTzE4mG",
+	"v6wFtiBSC3bASj9t7LifK8lN1a1N+FhR+O0tukTrxus9tDyEtYeB30fSR9zJuCauu3CM4ilrErdFnE01",
+	"kqWxCTNVOoEa3NhBkhBIenhAeYoiCulEpLeGnNXufIZ2FkUhVHaoVT4HAac3giscfd20A50qgX6oLPiZ",
+	"3G49v3h7xN4bwW7ESJeidsnoFNgCsvOQ2wb5buQnMsKpLxrjbDc8vQ0PnUindvkGcE426jGV8q4jXntF",
+	"C3cOi/xYMVs/UpiwNA5FlWV2XgikUhB/8GmR19oSbpuj4FDmeQ5XbxTXhYeDiv9ZUd3GwOnrSeidnuqp",
+	"oGAz/mOzcDNe2xiUUNUUJKyCfqR7yd6Iy7wq3VXIC+Fk7n5DBb3WbzK/+2DoVk5F1+jwur3WbB9nqxy6",
+	"m3fdotPtWWRY2CQkvQIa+hj1ihh1l5nyQCcAPJEC1m3wH2lAaw4B1L0i5C60VLYRhlZ6ZpJag0i5FWMH",
+	"mlj85gw+iy5DUxubpc6pnxOllpD2Bqvpzgrv/58eMWC0q+xEKEtBBHL5NRjtUm55rsfOovXeOdiZeAxB",
+	"INeJnaGWmxZCyxgpg9e0IvlFtE5bFLr6NV0yd57nSx/BHH1V4rI0/c+TFbcg7cIBe3MjsYBeZGHjLw0w",
+	"Wcgwu6lkbplUaCI5y3LK1RzC8Qa2YigCh8QmaZiZuhOPQvUlHitu7zr4zTpaI8Lot+mT0LlYtU1h+b6e",
+	"rVnSej8EbOPSbZhnhLsPcHJp58EGwsSPv725Zqvw37vTVqX7fFqEhYx0GOb9k33OAa6Dx9DHYy3f2Egn",
+	"Hhadiy3lpFzxO3j8Rtko0e/rDqjkQ4lyTtxq7ZgBRkMRQjuTFgBc7V1+8iGTPgKyQT4JfNYHhaxVrga4",
+	"4vij+8+aFBIsrA7QBqKvNKarAfgcsR/dEXooVaRA4k/GyjxnN7oClZL5c7Utje6HWg31TzcyF8rmc5Zr",
+	"Iwwr5XhizRmUlDA70UbQIW19q3Z8Kdk5HQXiuMj3M/4vYZX2HrWuuCH45GbpfX4PIoG4M7YpgR2pHQ3X",
+	"/0YHEgkhpEBMoWDUinzuK6hCXVZoJ0RnGMqJt62A4sXo4LdDwWJu7869h39JqOs8DH8bpFm1CjI3oByg",
+	"rtDUEW7mgQ8UDtWt6TldGR+fDwCPp7KI2eZqy9NSWXyKB46qz/D4CjM8dqzfWFMcgjdhA9XGycvl9dVF",
+	"1LYVwRbUEEAxJ2gLxHReXXF3CzWWSuwbfAz54HziLFyV67FUwYGmmFbOmopeCFdlGvNYmfiDnA2hVSsB",
+	"20v0RcCUPqtAwBPmmOK8spNXdfHivStqF/rRinhWNyLXaux0tC5/O9x9BTdvTlMAgYsmT0HBrduEe6d7",
+	"//e/zg//Dz/898nhD/+sfzz6cPjPjyfJi2/+48//bxP6iPf1tx8tzKprKm67wI+fTLYQT+L/nv7jH+b4",
+	"nx9fJN+/bB3yY6uj0WdeVkp78puHUkvVIjY9FIhaU0Qa6gq/ags+mhr7UPwRAc1+jICG8TQVhYXI5mss",
+	"OAYcxHLj5e7jAW8966YxM6oZoEy7um4uhJHTvDIWKu/mPje4WWp8xkRdZQwxh4VSY6dqQv3CAzh6l/DU",
+	"rANUiFnGK+tjw/HyYJQ1/s1GodZFcP3cKHA8zDoSHD4bjjL8c6MhRqC5+ei2y6+w+AlXOdbb5WLKLTHL",
+	"jmTuvnsfd13hrV9cw4cEuM389p+mAerSJ7ZBWdEM9bra5AUljnLvOrVETLppwiMmLkIJ8YMioTe30YT/",
+	"dN0RDNY2zXFr1vHSy9bYys0PFb5iUq8k5kDxfNqu3+2S7H1pIdcrXNzvgzO38/Arh7h5mGRfOPr0HP01",
+	"aOxItVtpHh9bYVY0Ivuxkn5PEUA1WM4Z0kBTqQJLc4m9f3LoARIVSASpm+kqz5gRqq72HMs7odhU2IlG",
+	"qXx/+RZ8iJc/vWLffP/iP+CX7h//8f2L71kmRtLpazbgqk9cxGHQkMQfPLX53DciaYVeZ20jvjZqtN31",
+	"+BRfpJ3yspSCElY4m3AziShtYomr3QLSxukzPJjwM1orPhUld7uhyPlclLAm5hN9AonPn4H6V2mCj5Y4",
+	"BtxHbqF1FG366pZQvP1la1A8XgoNswhnKXxH7/+F4pQJz3PhjjWINEEu+6PgOMx0dRwH/hoqQ4AYJBzi",
+	"sUg5sxryU3rmweeM/Ne4Rx8L7CH6syZ1KtXK6DxEimrGMGcqVyaJQrvoybRyKsxZDewZt7xN4XT7/VbM",
+	"4Rqwikjb9mYfo1Mgk8YBIWlpRi9Vvo0klPUznqa6IupPXVnIdKyLYY7Ya0pBx5msYPnyFxLXjhsITtb9",
+	"hpxZddpicLhSj5Ca0KCNtaDVN/AevsNjZZ6HGKBpLn688FDO4ywPSpMWf9japN/ImqdP/QCuhsZOBLPH",
+	"fRscDv68mX8Br21NNsd+WXvJXiaBWSiDZHP48Btlm9d0Z1m86dawndG+ezpsZ25fbpJWTpPrHRmdjoyK",
+	"JPwhYB1Xe9O0wxi/fdFgw9TlluWCQ1NODA63sJaRemt47vYyaLmkozQeFUO8ARfFUhAf8glr/bPmL8Nj",
+	"5CFzGZWGx0BxdKDm8YcEZDQWeibKUZWH1EZZMj2D+FsAwtaMxoSOCne83LiVicU8uU++oxOxrXJwuRes",
+	"Uab9XN2sJOjUtdHSPH3rs54OxCgV0j1lt3o1rN2KOfWpkF9cKmSF4vJwMLpWPT7+WAH/6cpUyCs9sodZ",
+	"yId0d5yupLaqgiLZpiUmQRHGTGzNcq3GonQadihIkFDzGZV1R8S+mH2FddIhbwvUC+9+gYJKVHOYqQpR",
+	"Mp5NpZLGomLdyqMTJzYUObfI4JvP+NzQQWH0VGA5uoah+4dCUUVXqgFh4P20X2KlffRYdwCaPvVyK6mX",
+	"W5P4DVi1FkxPOvJ8OnEIA21Ai/XKc2n5DDzjzVt6akl8fF7w9w169dw9tZSjKFO1dValdY4mMNd6ayVo",
+	"OU5ZYWI0EqldSAs1VvAMpmDpBP+DYkyrlTZf9GC2nY75+aCwLe6tDTSqJ867tVJxooRMVOd65+IXkF/5",
+	"iErTsbckuiNJV8IaIrIJxiQScRNjvVpQTUphhLXI54kJ4wSYtcvRB0aUwB7CY3lHIFWVJbRMUuKIned5",
+	"C8hGmfGxHgWgO5togUXUAnmGdJ41QvC5HgPhRWWD3tXCZGUEuPwu/No8MZjDI9CPboPc89gJkDANf+Z5",
+	"Pk+W1ny39IIbqG91/JGbRgFDdBCHrQENn5qcqD02PktsBBlsOrCCOvdYUOm32THusG7E/EWPvZUJSAPV",
+	"7bOJ25w3TrdLS8GNj3z4tnGi0OnEh62nQGqPVfH+AmlMVbOhSBu6L7VSeiFxj89tqrvTTfmcTfidYDdC",
+	"KGaszgV1Yw/mLBqxEUch6sF8GqentDMsO+C7EoHh4elZjDQ4HO1q5GlFlRZieO9fa3zInpF5FSNznjeO",
+	"8x2JtS0Fnxo36ilX2bq4Ktl+pSV3qi6Yv9ON2R1FSuRmn9Fzm2w9p5i57NNPQNCBn+zgQihwS1fKypze",
+	"4h4AxiyEWUs2gbdI61uDxjlx+4bxsVA2wQSa1/6uLGGXlVJSjX1XC+BPZldVmgqRub//xGXu/nstpyJ7",
+	"V1lnlL7iKhW5yAbU9ENnws/TDeBGpGBbL1WLhMxI95nxI47g8ai6Xeg8h0yfOsURF2yfFiJhfAQNQnCR",
+	"O5i/YGVe+Q/2aO2aJpSYg+P326ArWkhXPkjaNiwOeA8o/V0Xne/loE41XroSCuPFRVWsO3vc73xPOQnf",
+	"cFXgVnzaOK7g1j9XfYh4Gz589vxWD594ppvEbQkZ6g3XR3A7I7i0VrkciXSe5gHFGlFdhOq2Y+W7jmMF",
+	"72jh/qLTBHMAuw+Tc3OLZ4lWuVRioRDkgJyMWmEZeTYI4QZ6sFPqlEit9yQypWenrCi11anOE1aKqbbC",
+	"9w5I2M3cUgRwVEIhh4Gzgv6RlbooQInE3Jj6RWBfmVzPkvBLoG7E7trSwm8MqxQkV8KRKFUqQL08YueL",
+	"pYRx9iNpS9ToibMRKEupBjwJ3DpSsWGlSndsAi917AN1J4t3zs4mWEfv0wS7To0L+jCb1PDsAFfaAc1/",
+	"ZF84FGFLJ8oXxRZejNu5G9DdX7fw2uY263o9/LF7vb9/+RgwjvurC8WvawnuUXsdE90S0rWovVuGcW+O",
+	"bGQUwC3LFZRoV5cC/SgJgLo3CluLJu8m2thjXhQ0jNPITr8RyMr6Do8N0P7AlMenIF+uwWbzIUWezsBS",
+	"jNEZK7UawJvejUbwGHhCZHOMHUbzGZ8fsbc2WCsWWYTTW8MOUp2J1B0zRueVeyCdJawEJd4g6a37B1kQ",
+	"/miKF4sOD3cC4EW6lGOp2EFR5XnCispMEjaSuX+Gnjk7xqvcdQdqORVmFeZ/suvhQS2FxzhIIhBnMts6",
+	"jgfrfWv2AH3KDeyByLCkUT2sYbb9o4Tmeg+LoJ5pf7asswhMDQrbPECm+lYcWjcDqNHq9g7/zM1CPSqi",
+	"OEC89iA9bCDEEJqPYoh64A9KLJehuihdlalI2IxLG0wI8ESxWzFHxHYwOhXcVKWgWiY8RE7ZncyEZmug",
+	"nleZDBfREaGMO+yo5EWXt1FsxoG1P8hxIPAw4qgXxjKhstD+degu15W9QrtgyA4osZq9OEkYt2yqjWXf",
+	"ngzOyNHkJoGV6uSoGwt3WMHCeJqlG3dACVsVCRxAgzC2UnCjFXTADdXfVEb7/vIXiCpCDkSdM4vVcEmI",
+	"H0aFEsuucGuKK7cdrp20bScE2HjHmggg7g1fh7X70qponF3+9t991hpsjJGuVHbG9C0zoDYQ2QOPtjLs",
+	"3KwnpPrSg4Lurg2m6HBSpuK94ndcQi+hxcZDAZ4XIPNBToUV0YbFc+H4htt0sqKpUKUMqwonrd+cMLgb",
+	"hMIkTixKBiWoDiwT4kZpVssaqcb5/8/etza3bWRt/pUu1W5Zeguk5Etm30g1taXYju0dO9ZKTvIhkzWb",
+	"QJPsEdiNQTdEcVz+71t9zulGgwR4SURZjvkh5UgC0PfT5/o8oiYgxkxUlYlCqAyC/Jg9AXkZBgwOkg7u",
+	"BDrBamrHjfsRnoY+N+pt82AOYUlkkJ+6zGp8KZJ8a0TkDzAj9yAnoaGNhKV5ANKSetslMt+rUI7qjEuv",
+	"AEiFS7AHEHhA2QyR9DFOneB5LILMzmWQ5aXtFaW+nXcLnroiqREDJFAcpKJuKK3Odl8Qpkwqq5fcGgnT",
+	"lTUyEwAj7I36Q8whg0mB/9NK9PRoxErhdDX0MTt11iy4jN17AV3FjYlS211/IPoJDGVOD5RqjPHHIU+v",
+	"9WiUUNAV6QOMBV94n50D1BVHdrR8fsoKnTcis8HaxdfRJdNn56zgENzkNkLLYzwMsSVH/4x5t3sjHlpa",
+	"7+5ugWxxfyafIyzhjsBaFprZTKlEUhJRgnpZVMNcmglVEtyf2Ix6TcG1zmS4pa1NAVbrN9NepdyrlBuq",
+	"lJgcgnIQBdES0tTuJbsu/oxgR47IxhjgQHiJFd0ca+TxGeW41G5l73P2tVDeze+s60ya4O3vsysniSFf",
+	"mPrgweSpqgrRuJjBTBbTJiJ1cR8SstHKGgFJI9Ewx1+TPNTFXhzuxeEfEIe6+FLScG6smAKJb6bT7hje",
+	"pchkKVK67oelnhlReh8l1FY5UWcxBindNFEBZqbTaiqURZO64GNyY1JOR/PPEAHiCt2wDXSWs+US0Gat",
+	"FVnrVoxRuJmgLWoSppDiy9MV6uIrYc8L+cLNw4KIeXrypHtO/DSsGfZBcoAwR/DFtxrl0/JnwVWAOSne",
+	"GbD8tYQNFpbQLV+vkoP+SiDmxQjN528gorFqndyuasxufNBgYutzFoEYnR7Q7uyRgXOwfBgfdxxG+GpL",
+	"NASX0dlb49LJ3J7l5nqTqHohSqkzmbL6XQbvUjQbUNN8tLEodep2Vox2lE6E63Tw8RNXKe0+WRJFbaUg",
+	"1D0ReQHWGoITsVzror4AC5G5JyEIrT3GBiUhtceffwi9/gAD3uHt3mxqVQLK0lT6tBsoEPimckyiTbQ4",
+	"KysOy589B3S+jkOHOi+mmt5d37ib1unXEz1T7hIFbwHdIxM9xWDwacCMnYrpUJRmIgvkQRQ8t5OEQYFx",
+	"EL5TLhVE9tC7CbB7VPY146Xb6ISnSK/h7cRr4lCAviS+UAiG+cJkn+/CSnEjDSWuLV1Jz7H/VzQRu+Rp",
+	"b7bUhU9I8+ln+5s4Da+opGpx8Ds8ARm3vFcKt6xuKdNccFUVx4XbLGK24kC4TUVg84EBV4/w2qM6eUCu",
+	"S2riT6FsSF8KTbJC5zKdE3xpKYCDLNwReYaBaFvOGYcyfJElAaAu84AcXM0BoLPP3hOwHQACuFMKNRJQ",
+	"keUvDM5olAyEzPJxuMBXX3DLL303n+Mr67JVf4JwvEd+ppgPT60OIRea2TNG8XPjFQYs/19RO6DLP5cY",
+	"9GMpRM+KW0vh9bqfoQaEOtfVCXyvqxffPX5yv8k5bQtEa9cpVmjlw0D36TltgohmEc0Cbnl0XNNwEP6s",
+	"SEq1GsnxtpKprFRPq1SsidACcFl8zBvwHT4Bx4gcjUkSYVIYwJ6H0EeeR7/GpB8FGPQlISsncQr8jEsQ",
+	"ReHTpO9mqNLGzEKGjd2RL3U1nnRc3ST/KJiLV7gXnHiLux/mWPqY6imBY/C2UG6lOiTZLnxwbU1dVmod",
+	"GnE9z1bjui3kAnVhgd6f065zZJvjES/cO/sA8MMpZ6+QX6Jd2OGC3Z3I63aRufaH3Ige7roe7PYNrHPL",
+	"h7mTXVJl4tb9jy3leAzefJUxJ2KbxuUjw3Kd8pzkjW82NthTnVdTBfjEs2B1ADyF8nkjCT364sVbMNp5",
+	"DrhKtbAK30WfGbBfQGXSf4SvpA+GPmG5Q/ew21azTPKx0kawqSSXGytKPczF1LSaMS+owSuYvnOYvXWs",
+	"a4gdi0j8L95ipvSUUnGowh++xvTwXyK16zBos3w7/NklPe0dv5XTaspU5exG1wvXrXTCS566MYTMRlC+",
+	"sVNnPhQTeo8moi0rlSJ8Y0eeO799keXPJ7w07d1+dnJykhyMdDnlFkZpnz45SNx7rpMHp49PTuCJqVT4",
+	"i5MwRlh0AEratRa4uOQd0jhsR1pQOF17HbALQA5TdMn57oTFwvzt0ixFP/NahwxX7PWHd28x/R7cg6VQ",
+	"GVBXQ+mB98YvufpBzQNpN8C9/fc5n+YD1Dj4rH7T+22ZtEbkoz77QdsJnC2ImUQOGADgCI9HEMBIVamZ",
+	"UCNdpiLmlCVISDH3KJA1vVUmilzPRcZuRAluGydhpWkMxSe+AKnHlEN+93DOBouu5FO24EkenLqpC9GO",
+	"Nlw5Nqj7+TETSopskGwRADETCX7aYFyWAmtVDwdurXUhFC9kH6b9qF2Y69T8LNfJ73PUkXEVz9hgYt06",
+	"1tugI7CBy11Gjr142bvEJcnBVkl54Fo+SAIGOv3oGmrDPN9OJsJXGjKxRdnkM/a+EMot69L+7bcxcx5Y",
+	"cWuPoaNrvg2nrD3etBTtaRW9LWtAGn3juGFtRXwk9/K5I2dxomcPP9Ik1UivleJFqbMqtQkwsmQJm2jP",
+	"PEMudAkdtfMAl60zEvdoIZs4mzlhVo+xIgFkj7SGVQWUu7hvCoUQnz5GhYzHkeOwwnp6UEnVSJZT0lSH",
+	"UvGS0mzgF9QLJ7ydqsXza6iB163C7Arm442bjl1mltSttBzEH7iRKXNL4o4XZJ8PdWW/sZjTK2HZcN1M",
+	"7FC3CQgYx4ATtEnwFXYaPh2baJTeQHg9pCdQ8EiUVo7AqdRRkfuTzsQ5dmCHGzK0sioOiiP7dgKe0XLe",
+	"wT4L+2njHXf8yfXgTfb5WKhS5/mUlrndn/rGmArSE7USPRCjqes/Ua45QTgwNymOh+EHB/RvnZOOIh3P",
+	"1pvMhzIzZAemQCoAMyOrHfJlGIBkHiOLly6vTaimcQ+jNL8tZClMVI74HZtKVVlhjvrs3Cl40n0Qplxm",
+	"2zBLhK37sp6kdeEfagWU/dJnqdPYg05ZcDupVUqckY2JzZ92aJK7or9omYV1zlzyL8mRcLsFjvXu5Uu0",
+	"SCv6hYWxz89ZIWsPc8iv1OCr3xNd/BWILmoZy2ohB3vgTkVutyu3FrpBuKy76mtsrPqVJmxhhNe3QCAT",
+	"JwpD4SGwEVVOHVihALz1Lb6v+7gJIFPdP0yACagaTtZ1Gc9B0m0s2ZZ9o06URo3HRd6tyERyKjvM9e9W",
+	"ujW/a/g0H9+zT7N9aVapUPWc7O3lFZpX2wnbgQqWrApN87ZesEMECcKKDtCDCoB6gCIWgDNwAjohkUZ/",
+	"SGI9n5VCiRnPj+LEbq93LRSXuP8wazIig+yNeOosWOLc0aNWyplaLVjeoQe71kSWm1yjjIS+32+wuGN6",
+	"1nXSrZTPytlXdnxzEehWyXBP6koIsK6JOT+PCMEhH8OdEZH5kFr4TBzK0EpQQIZ8FM5sgzqPUNaEgVYI",
+	"X2MwG8LOntZWWsOuxbwHVC/uL8vhZswczAK8mRORMquE8YFmXgJdLkFksqIUI3m72K+6pk3PQnQGRzr3",
+	"pOOYG0XoM5AhIDJWFa1ev3d+OjpC0WvgzJ6j//NN1oJn5uPWhPAGQxvpkmaSRk/DXBOzvoJPmDuPW8dd",
+	"C2nIBSQ0bdI7fB3g3Fp79nhdYHqNBtc5pTHpfcGNEdkZBiZgLtA5QWDa9CiQIQNO6pqpvoDPtY8Hzf57",
+	"Jaht7k/M6u26peoUDMzBwhX9y11TX+oCgBWgfJxIijoh40XZDp3SC+L/mMRpz4vTnu+DT8Ts9hci85xJ",
+	"QoojWKJ1iuOslJYcMZE8dj9CVuWCcBCR6CDO24WNiM7EiCGNs8xJwEp5WvKsnLvrVRo8wB0k6CWgf4g6",
+	"Xx16h3npYw1wEtCj6O6DJQtwPNhP1Lb9IFppIPFColJGg+2Ej/qyD38lGSvzHK6jFl2c0hBxsS5orS7r",
+	"7bITyJ7W1kJXVqrjS2tr9WLO/0PJ91wzzO2zPusaANqee0/jV+1phCzlqujWPO8jYVRpMv+B+EhMucyP",
+	"rTB2FV0cMKQowvKbCmMwearOR8dWq1Jk7Ordhwufx+SVYR1C5UANTkHyyCvX6BSbOfmFgICotlPI/tnJ",
+	"9ygTIQ40aLz0UWn7se7GANUv6IxEYRv10UmO706e1uDJcadR+gJDR8qVexNUeJ5OANkCMPKlR1DC44o5",
+	"B0aojE0BYU0jh16jWhrLdR4Zlk60BGAvZMszbNC2dgPMnDKA1dkDt6TITgmpg9bAIAo1RK+wsCpkaMDb",
+	"8KuIQoodPnvyPRu4L36kLw4op+1S2HLeOx9ZUQ7YUMw12VktiVZuP3wQxr50Y90VMgfMCLSwAR5mKVJZ",
+	"SHcHoqsqEOIxU4UU3HtE61js/CrR3zhTM6cKAHhVrbxEe3Mv/79VKA4BNe2wV2KxxwSdwZ1fG5R9uc7X",
+	"gyn5VPcchXxGC+m1dY6nrqxYhgSoiy8jdH3vuYk+7As7OX4o8d8Lv1cLyJnRuzAJyEEiyyjHNolekYAM",
+	"jLPYZ351fStoiAyOJf3+eAB2vbgFyx3vGY1sS5UCYKQ3lrzoUDyJ6Goiq+fF67RyWuQiQiBxWr1o9xhB",
+	"Amch/5i/6L3K5xdUH7Fbnr64m6vdBvVkfEVegy/rBLCNaRtzqZZREnDP7tAjUPBS2vk2EoKADpBszqtR",
+	"I4hdAWmQzKWdJz6PkuxbSvnx/mNv9cLNT65lX/KI2edp3GQhyl6oiEQCvwk3E5ZOuFSIxRv+zPM8dBGY",
+	"QOj7ffYraKETkV6/CAVL3r1cUXb41f99K61gg4vL81fvztm/K5lef4R3BjXBJ34e5EIm0LgnxwcZ+Ebm",
+	"Qtl8zjJ5I8qxyNyLTkKC7p26DaJMZeIiqikhRsxbxcUFrNLde5fPafDx2OsiLhj34rDP8FIoBSfSTWSC",
+	"CkUjsHjoQje5nnWTQETr8Cdd0nFtl9sq2FG3NgCkLAHGH3bEYF1ZF75yR/35dhzM0f5cfU2guNm7lnfp",
+	"WnbikeZ5KOxMCLUIUrPD+8TJBamEWQH/5mVteNTv/rh0taE7hkynkOmfVRTvZ42KP5RYhShHupwaxtEL",
+	"3QMIHcIaKmWxsiof3MbSsqLUN4IOby2x0c4z+F102ytt8SgH366vOZCG8Rz8IRFkuzTsyckJygGUq75U",
+	"gTrvTrbx3o5kgfmZnM9Dnc2T2hOiKMUW3dM8m6+oTbgMC7QmA+wCZ/EPTeKfkPod0itZrioBz4C7/XPB",
+	"DfDmN9kdKdUGKx5W9OclPLedzP99py5pWqHVotQvOiz4WfdeyvZa+LJp/yUWKpxOZC93Z9j9OjrbXh7i",
+	"KU+ItpPInd3z/ZZ0kqYo5TWKOuyBXYp6nYt1ua64K+MiLBw7GgfXSs8gcwPruBAQ3m9hn3EaboPmYxRA",
+	"y+cMi+L67NL1x9fH5gCP2cMKg1LQQ57AT0I//MdpEWopjy/7CJ64LXJnnLHZZB6tlhsLKbq+y8PKMpnl",
+	"rhk20nmuZ0A82cqUh8JY58LsvlLMNbOSIjMukvuG4Qm752GXx6hSVk7FMYFgWLkSOhdLKV+B1Yb8M1Mx",
+	"1eU8iZUU5RGGMHZiOgsq++wK3a1ObRyNoqJIU2jLxrrUlQXiy5LaYeNSz+wkYTkfjzGNNOxNIrx3TwDn",
+	"A6gNfOL0hlyPW3WSSxzFi2jsu7xZl1trORH0FIsW5Ns7E6+E9VuscyLu4VCA/r8Jbi3YCRA+c7u55GoM",
+	"DmqMHvmojJfT2LsWg8NfMcHgcCp8aiue53M0zNUC/uBCGbE7bmwkSzHjUBeH9UaAbusbDRRPyLA7lG3g",
+	"hG5ktA8vYAp2fypcOysvCTexbg6+5QuC3HV+z2AoWBdC3cNZsJXbfBschtlEWkF87m+lqm6xPgDfZ7XR",
+	"18CBonwkNLtTPZ0KlYmMQS6uIap5CwwW/pDANCB+CVZdcQXOViQXGsNWRxMxrtPqs/ekg4U+QmYUxGAw",
+	"lM8hfuOuDysU+W258sZdVPLlBosdxNr8QAXtxvvIMD1TCX6PBAD2oO0ieq2N/YATvMYufldXXMwm2oh4",
+	"Qj1e7zLuJyieMQo/AWP4+BoF+x8Z/2U07UuyHKi6TWT1EO6m9mqXhmw9p54/uFWwxJuTCIy/IRTg9qN5",
+	"Z+IkOSiqzvSgOhszPo50omjjRseNtEjLy7Gw0PGQdQ8xFgpkoAih8MAUgL7dx25EKUfzhi8sZjpvFC7J",
+	"LM7JpywcTOAEs2qxoFe6g+bmANJHYA+xXxHKMx5ALaE89ddYxJgibXmcFI3KBBvARz5WdcB/sCxKzt3n",
+	"G8JkF5k2dQPQ3ppMG1owFSqj6xXG2XhoSZkLw0Psp87IMy5jWxZOvfRnTJeLDlPcExNOLJtSYVifqJDh",
+	"IuUS0Q8XGHq034aHg590Jojd55xaHyD33VhJAyUuwznszwG9/mFeiMHRPivoa84KhW3ZEN14pO5AbENp",
+	"dXdKT1MZPC5yrlZwjsVBdBT0dPRDVMHrfTAWr0vVoReEfr8W84aXDrPl6eDFdlMQLk6S3vBcYvYMknfX",
+	"WiHeemehsiyqNMc8e/RRjCymQo4kwff02T+cquh5LBu6bhuTz0kL6nvO1T2KZ9fc5tI5COJMGLBbcUG+",
+	"lPB1ne/sNWksOVd7iOMHJJk8pnssm+jg7V44Ia9JrwFNt0WhKQYLalGwlIA4gaIbGix5G6PPIXDxLKT5",
+	"XHh1+lxl6Dn9wMdQsRQaCxp3EnRAjK362UbDF7OWitL1zULUJiPc1KzPXvHCW351BVNOnFyttaUjeeue",
+	"QsIKHrGJmTq9sD2ECxP8Ip7fu0ghbM8L8jFE/1JjigBDP2zJllmCB0JsPAauWBGKbV+xO69YlVZMa1SR",
+	"s4hAB2jjMIIUQJVRbZxqSBKV3cAnU36LWeOmC4pkPcTyF0Qj6dpbq4ObTcTPffLnNsmfzblzH8qFFSou",
+	"PyHJsEPv4qbMcMNK5rYnFXBYWaEgxAwvJ7H6V9fPV+5Rha5zXXouFpElQcvBVKUWZrifg1MdPOfodDDX",
+	"zB00LzZTDjzjPu28CQHSFW/dOStc3cxKRjg/l7gGOI3flie9dQruYJvjVK7c7Mef3D8/8an47MypNRQz",
+	"Tt8o/L3uOw27EaEM661t2Mxd9ME+yjTeHIXnqDLuTqmVfPgIfdyEj/TZOf4FtAZIIYOkEV9bQX5jbtm0",
+	"wvPiyekwa2Epu4Hq4SA7O3ouaXV2eW1FeqMNM6NnMg1Mc5D9gJB/LSQ09QHYiEQruBTNNeOGcl9Bf2qe",
+	"2Q5URb+QK3EVC27dhjw4Pfh/v/Hef0563/9O//Z+/3SS/O3p5/9xcG9wi40pWmEZ/upFqg77R8NqJA/O",
+	"WxeNZzuiHNi75dfC0rVHQrp7Lp6w+E7M1hfBnd0D4laklW21VakEZSMy0MValkbljq9lkbYuADORjtNS",
+	"9tIIoLPnEN0wgRqn9eu1w87/BZStic6zhA1FyisDeJhi5suH3TNTPg+WalxFxxWQLpa+UC/n6bVZkTT8",
+	"C03WzqWIb6hFfvzi5zmC8/4m03LaaEN2aCDMxHCi9bU5Trnlud4kAcFYrjJeYtmTNWxc6qrAe33EpzKf",
+	"k5cGVBL8zSPDBoQT9V8DNpN5lvIyw6MGX2HoXCJ3s9NFPPcVfAWeAfSWnCv3MWx6wKwv+TcC7AeDlDD4",
+	"fXPms8RhiODFcQ9lbIC/79Po+/+sTk6epq+1Bn0DfmoL/70S9ld846Vr/zlN2S5LNCs7dFdOW7MdtzDO",
+	"Jy3nN3Fs3Kj9JmxuTj8N0QHCnbODA5SJXN6IUgpz/Elmn49LYZGNut38eAcFKJz9iLli9PY8BNQvhMog",
+	"zxLyY5zop/IMPWJV4eP3dB7IzcScLjwtrKE0nOa3JebEuVd8DAao2ty/6UTeiKxGx7OlFBk7dEbDwHcN",
+	"8DxgVBAddydtYKphGNRH/5kB0067nUkjWrAqANaC9vML+vRafjeA0BhJUcPv0JsdpoPcHIz92f2mzSyc",
+	"6DADXR44+nvClJ75TdH/a2nGX0xJdTsREkFHzUN4B+JiLXpDkBvabYjbLWQGxjYW5QadC/waSb9DN7ZC",
+	"lHDmk1Un/2hR7vTZeYD4eVanVuB3qdyF8iioSXd1r5QXNfsuOOlNLJekoQGtlhdweG7hFlwnMuqrUGbs",
+	"EBWGN9ngaHGilP1ahcgtzMxqkzya4rDu/mYBUIK9KLlDUYInc7R8MmHTRyfzXgUMkgysgH8AWtjQXZQS",
+	"h1hSlfis+iQSFe6kRxtrOPfsRWAWizw3jZSRTJoCMIDJ30gOTcwSdBsRcbCkbfzZFzWT31OrfH60SiO/",
+	"wlHe381NDXbSIY1LMeZWfENJr+fNMbuNv7CrmjvnPrTyWEHdJBDW7HACjhRP3LFY6V2KjKcAASctM3xe",
+	"b3vOjEhLATelEdZnUYEbCQJhmLSRJeSHR6JR90afnXtlnKasFCwXI+vkh8dCJZiI8CTFHtpjY367NiZi",
+	"HR9nbjSjvKu4N2twK3yHHk619eKZjSZhZTUMDnYf4u6M8jXPyZ2d5C7SDWSPAFjguOFTuFmFygotla0B",
+	"JPRMsdfvzp/ToUq8kynVhUggvIVIZBmZugaPNkSgpWGVkv+uBONTTSHoFZozvhm6IMH9yodG55UVbGJt",
+	"YdjPl2/ZoftfqlAGkz7P9ey1tcVRQEaroSJNwuCEORt7VPLxFJKcfSNO8hid3yBTJcu1Lpz2nrBcquse",
+	"0jzrkqW5rrLeVFgOjPiEfSnMci7lgMTlR8xWBMUd+udseZI5cGVnU6mksYi4DE8YVpTyxkl7fNewQ/+1",
+	"c/f3C/zrB/zj4KjP3ooxT+fMKH4tPqbcoHeOvHemSieMmyUHnVYfjS0Fn34kyYmwboY70dTy/Ht1BY8/",
+	"p6dxlWqhLFRaziGZnCMRC4J9UIlSzUfURpvSIkt2lGm6QnqtSTt1G/YsGm+olZwIxO+4vwDiikGs6j2k",
+	"/Kcw4ZTDRRfvROcZsklIhPOTtr6K2UiKPDP7/Pu/BP9bQ9bfr80Ua0vgmwGvTNUaSixynlLmO24/RM+D",
+	"XVwD4yOuBBQJ+50NSe/niolpYUHW86GBewrPbQ1L6fP48Q9n5A/2TCpYuFnrkCFwBj1wV06fPaf0fCqQ",
+	"ouovcWu9z9i9FFJ0Ve1fdf1rKIERBDPJYvITt/uCW4y2n4usU4xul+gav/wmO9hVWscfl8Numeo94VWJ",
+	"By+AK1ih7KsoANhnbtyp8MXD+cCE7zGJk27XOJmexsvdkS7ZWGuyza0ugJRNSFCacQgJaA7BG6oy9iuX",
+	"VqoxOvNiD5dI9VSw51ylIicQYaXtxL0HmeNg5ivrs7WmSezfnrOJNFaXUFlwLQqbBLWFUl7d1w0blULA",
+	"F1C6e0GxUIGK49yZ8Hw4Mqhx6ezd1HfjocM5fWinO3IJbuyho2g2RLggukUUu2jpLxDtyjK4qEnbAfjv",
+	"BJ1xrz98uPBUvFh2BHtVZITNRvOHNmSBgt4dX5GPIBQGViMSoHvzqtMN9yL2fv6585qsfeMC1mKz54Ci",
+	"bbm8BvII4kAd4baRV7uD9A0AIZINZcNCJNyjSXyBIHyXS/C922R8HHu0pTB7aNs7kkovFu/J6Fzfe4wA",
+	"JdJq+p03yghApAo8Md7v5N4b+Og75bQNNO22Hj3Vg6eOyGOGPqimvZaw4bzgyIUgEWixdl8ioQoG50Pi",
+	"KD4RxVfmTGbk1gy/sRDGL/mNyANIb84KbifsEMOTCUtzLqcJM3KsuK3K2l2aeF/p0ZkHSJAhB4DykBY1",
+	"nj47ZxkCJdTGo7Mc3Qy0edg+iNaAxVdiGK7hxTmPWHA8vQyCpASKDRuusDNmGmMgfAuo80+wOkT8u+I5",
+	"Tr9bQpl9UbtyQ14d3KgzbjwE1FlTV5YQAXa/mvH53vb8pmzPmFMH94nVd3kTbK6krqFfc2YbN7Hkgz4H",
+	"WRYBe4PUQ3QObhbOtD/1ABZ82PDRH52uuV3owCDMIJIQBG/fKrF68BAkYXDyu7776AtfFo97gbYXaH85",
+	"gRakAtYiRDJgpyLOTmSZ9Qpe2vlxyguk8lllcsc1UjJLIjouNJPFbSHrxFNfsX1+8YZZfS0IrwP4Dn1r",
+	"c5ZyK8YAaEx0LuGLgXqxiTgkDX0Nw34IQZfnSPwVCJZd4+4LSADsK8t1ZQnBbiRAlzV1DXtl2mrNp5Q4",
+	"HwZhCF4csb8SJ8IJQGI4ZwNchjpsf8p4IXvw4uAMoT+MzgUzwmBx01JN7uMYgK6QH+Hdj17ktZegfHAL",
+	"eeHW8Xm8jDsUjB0tdkG2Rc8s7g4Y3zeRDPfCF+bNYpzD5glxGzHT0amPzmh99Ov9dXB6EDbYwZJkeNwh",
+	"GdwUdkuCCVdK5N1SwIPwKZFDRpgbwUiXRCSF52+Rx2QkcwRMVRkr9cx4XSn+zuqT1u5Di/ah7/a2huEf",
+	"comt4+DCzvxDzGe6zLZ4w/NSb/EK3GtXUNf5ZpumfkLs2M1feCFuZPpHXqEftnrzl4kGPWfT58+LYoun",
+	"MRVo6xe2GsFLTJPeZgyV1b/ITOgt37kU6Xa77Cd9kfO5KH8oBb/e4r3X3JxXmdTbvXJh/7PFC2/M1YSX",
+	"fs9stdcAQ4+cxZtPIMC9b/sWgif9XG7TwVelrop/iPmPIAu366K8AbkH3fTv79IdTi1v4v7298U+OXZF",
+	"cqyfJHYYXbVHu77nw9IsObzbLvzjT6kX1J/XmgBahcv71EfSAlW+u+UR+1zPlCjNRBbbXu5NrZaEwdZU",
+	"mPXFcw+HZRVgsRL5Pjh0Z5VV3JnQXnX8Sk7UcZHz+ZCn1yuCSMZUwjAzAYIeqca56Dmr9OfLtybA/tAX",
+	"HxmWyxvBMAc6Yb6ukzx5IqtP46EzhdHqmmLIYOD/ZgbgjJpKa0V21GcveTqB3HSeTSHKdMtTm8+9x3VO",
+	"HN9g5wtDiL2DXI6ElVNxJVKtMjNgh1ThwR4/OUlqxr6n+MNUm0CGjAwqGYbXjyDhEf8WBMUjQ24Fwp6H",
+	"0Lo0vv4GpApX7l+p/HQwSDt303YKPsTRCP7odwwPdazfswElkWNlKs/mA0zFCUF8y8uAMC7Rr9BnP+qS",
+	"5sNE2FzXQhTwa2cRAUFyqpUSqU0obRlTkWAXwJQIJpWxgncmltci8K28ERd+B21dGx9EUGtVa9ik2xS3",
+	"TqXyPz6+NzSt9vlY4Vb29hRann6j+mlxO+R+HcodC9pxc2gletBf7OjeUfwNOYpfCVuvf5Aa4SqoRV50",
+	"Dez69sNWTN91549dfj0QeysQ7ENVVymUmAGfwoLI7By9r94C/RQYGDDdwgwSYu6B2Ut5CWDSbGBu0o9W",
+	"ptfCDvACQl+8NNQSYnpBapP7/lmQGQ2A+wDAKOg11yXKs8BfmFxmWBU9gF/U9+TfTnp/OzlJWHRfHrkb",
+	"ECCOcAZyz7kiDcsqQGUcwF/O3eU7YId8qCvL/tfJ/2RSUSwBYGGOMC8EiF987iu87UvRXuItfm4H7DD8",
+	"8u3CXR5d3/UIC1FKndWX+bOnT9wocFaGYq4JDG35Ej/DZ1ENqfWO98pztEARhHcLgzvU3coJToa7VDOR",
+	"CxtNNxG/1J0j5YRwM5c+CR73G30tgHQq10YYrwTgxh4kTBjLCZab0RWOMY5SsLSynjLkO2ZwlqAkwmsZ",
+	"YTOuUjLOMMXQTQUQIChNDNTsRmZCM16WuIvOl0IGUz73+9OwmchBAxZsJob+Ua8bOh316DSaGsj2GYpc",
+	"q7EJQWL6bsL+ebA8Xf88YHzoujUVod4xvIA5y7jDAh6I7yYM6zDXY0oUuiGA9CSocxw5VZ0qxY2Z6dJT",
+	"TBxtpw69FUgu/c3rRI0J2UQpShrnGUPuvk7V60r3qx8117RDLaqls5PyJOT36tE3pR699QKtoQFAlZ03",
+	"86wme0uU6xSjHWo+YECuqFKp+bsxzdOb3AsBMvjMKSt0nhPkInSIVcrKnJShbX1sV+6bX5uXDTq9Ogmn",
+	"tvNJQrhXPJvXXk58sdQXWIYv7bhblwfTfoZ1sSL3D2rJ7MLGK3jlVEu3/3hlda8UqUbYvs4TrosztDec",
+	"isdHI5FaxE0ETc4pkwuqy9bnXRdf33HXxerT7ubtL3u4v9xZ1cWDP6qV7U1FORZrOE2eV/YYnvP0JVQX",
+	"hh7kdWkllX3n3vVMIveQW9JSbgUdRxw0Jx4iWuFOcqJGVkiHzfL4yX8vmykbhKWjOfGYZyv77Xm96t0E",
+	"gGDD3Jmb2pgewZJfC0R0a2dbkmrLkexUPEVzsEmUPKZ82YfIW0PkzWO6aylTQtKMVGOzBmjq/2hJKa/P",
+	"ibEJGdPxZV+ZRgbIYZCZ4H/iRUFM6pg+dERsK24ujLvefxuAcvpBTsUgYQOhMvjfI/TluQ+/u3jGDj3i",
+	"k8iOPBpiLATwq3U+bBIApGzJlUm16+qpBzktKosqsfHBtmsxH5VQwWBdrykLNupa7UkMaX2+S+zQewE5",
+	"ucNokKDumHpMZ2zMCxN6Fk0h4DZdy6IQWYKMNL6fjwzLKmIHlKQuaaxxKAG9pM8GDUkH8UzORjzPEb7W",
+	"9QQgthQvIfEQMVlyUbus5iyXzvpiRtyIEkoN6qklRy5y9+CkET7AGRpj0pINdlWlqRAZ+hUJi/fQCMFe",
+	"vfzA/P0VRg0YnMJtU5EfJeiZ00PLpWIcULuIB3+Q0lB+LvOBnxnAHgCqIKPZxfurDyIj8vhDLBmLmbEB",
+	"isDKHAzioUBebokhTTcCqcZHfXaOE9q6PDXs7xlsSXSm4yR6wBdb8vTaxPnMxMlMePuHOCMbuPZiybqj",
+	"0hTfxJp6lDLw3dYW9/26wxpz0ckna66TBRzwvQJ8Z4hTzWvpHm+l7bRfJDmjzC2MkbQlb02RY0A5Ye5O",
+	"rRNrgNWEQSwJ0HAeAEWX7BJJyI7OCBYQv/wehPOPMhcDBFfES2UEcTCtE0oMobiVNSDQKAQvuDOLwWib",
+	"6fIa9uyiSHgBrXSKhC3t1ejlN9kFt5MuAtQSpie+JmFEVKvVuHBDhgtAmJ7WpGa4gGyshUnCXeME8dz7",
+	"6tJccCUyVhWduu7iLD8c9NRNBBL2HjfX3tt2jwLMvbXBDDhdSabiZ8VvuMydFbaMviC+rOwjAfY5abfo",
+	"iTExgLsWpR6XwpgkqLfyPyJhHFK7gwaZEHgL1leBKu/0ynZqw2b+6V3Ln98fgM6wVxXuOB/1Sx2W1amo",
+	"HWrCcaZnKtc867m7eUV8aiERFS0q/7IJF9+joAW0XpecYaJNnGcTblmvYXNIszija7M0lqW5FMpZgTl3",
+	"CsUlKORkEZC3O8MkErpcByIktSSMqzn5z/E73jQ56rNI+BFWZVrZjzBRH7FXH6v6kcERfT5c88HYI/AV",
+	"0HciVWjGjb8HN7d4XtCsvnUrcmdiZpcZBxALdt1dY0m5PQZZKV8ip6Clu6v6uVdZvljQoZY0XsDAilBY",
+	"P8hXPGP3qY5Qb7aXspvmPZ5H+Y6Y3nJYCsxs+Yd0+opvoIeDBzcgj3xOCzLYCd2JtUVvNC2egYiaQLqP",
+	"vBaQW+mGBtjYuXhkzlBUeXZ1/w1Mn8OsuVwD8lQ0J25kbApki+ACqwDTaXNhtyZ76yFKu03zqzA3xQjr",
+	"ptSchUoMDOySN3IqlhcI3Xe4/uQ+HWo7OfpKcrD2kvPLZkMty0hI/C3qspH7Epir06TWC8s/oJK6l/fq",
+	"6F2qo0EO7NXRvTr6baujdQnKQ1BHV0rX8fDJfz/+78e1MKWEfHP8if7vbutxglIZClMTX6KjsUTn1Q/Q",
+	"o4DlGt73pQKHA/q/vswGbnYHF++v6pjp4oiOpbqRVgyOTn0SSaiKwmxPiMQvVuVAZFKJmedngt8+MmwQ",
+	"69kQPh5Qgz3f4CDoOeHhN9mgUe0gsz47Dz9hgJQ6QtSoVK80F5YqU7jFIEyytlRkqbYCIvGHCH19I1N3",
+	"BxW6JDRsgYzQCOZKewZdpYgUg6jWj588TtiEq7FhVRFqZSJYKmN1UYjsCOM3GLVxN9wlFs9AoB4mFCJF",
+	"SjRH4afuI7z5MaXzPFh/+7zCyd+quIPAAxu76pEh+NOW4o5wEP40m+u+nGNfzrEv57g7A8bfFUt3xBbF",
+	"HPdS5Qr2BOUtbsJR0MgpWmQhqEwSk/GpjLlVBWzBQZw91Gh0ACV2dNmyYWWkEsYAa7e7ApBSUNXZ4QmT",
+	"irlTXfLUsh9A/zXuDroRuS4EG3wq+FgkkLF4BfEzqy3PE8Br+zxgh7rMIPNqOG9aUzI7YwP3Ft6TA/8B",
+	"JOTTVenGJi2tItxaOq2mbnc8YgNi9X3TygvVzMWNkM62T8V97tvZDU3CLiN60bixY6tTTZvpa/so3x3m",
+	"qC6d5F3LIqUzsSbC11TlzfEn+HdtJpDT4kykH0OeZCpOgWkoLnoOUXbQsiOm0D57GdVJv/7w4aL349tf",
+	"Evy/0bsLdGu+fnvV+FwDJIWYRAeZNPTMwFMXg7jCDKKUSv3mqwqwQ1U3uU8DJV0pbpCVtavIfMrnvqpc",
+	"2qTOhAr5tMxr/Y9MBFDLDp+dPGWD+hcfM6GkcBaMnYhyJo2AvErqD/JWOuHZigLrk2Yga7IusmY810qs",
+	"z5D6k7XQTZOuQ2umfbVSZx7pcsrtwelBVUn3ZEtxQbMvv07mce2+ykwCjFh1onGN+gBOuSqTtitvqhTc",
+	"ADVEqxL/5Lu/bdAhyARze4wQiuri/xzssbB3qYMeLaIzlyts7YeTxbWRWt44T/tr5M6SRdysLgFB/ekC",
+	"ZYT0Tdbjdnu/B2H2NTzUMbBI0gYU4h95ritla7dIpXwauLfeamFbYxtjVQDJwfpkO/HrThYIX/dFZMT2",
+	"UhhT1/+4LFYpfCbXxjJpgammjF3xPM+JjhW7E+A4xK278Q+fnTzbQozDQDaU4Y0Us69FgP/+ILwF/b1s",
+	"6U5E24lk2Vb5PAY5sapoGguQQN00uQQvJeAWgQO4FSfpLNLeoFwHAuxNLKEFFKJWGRbjRFmi5I3kIFqx",
+	"kSiMgJ8gNgihQ5Cg8xrh3OiACAgqLlr3kQKBvM7QSobogNH9Ch5Y8KKSlsEtlo4v+u+SzfyspzXioBsd",
+	"ISWt0oARYKldBq+RvqeMxyKeRC2CMHbJ5cOGJwLoDtCRAQ+qcfT5M4+E5ZV6cWsFLCFOYP3kVoIaYgHt",
+	"sjrxfK4xmFXtVxaqJYp66T74lcrzu/dir5qNDQiyYz/2GZSrIB/68F8ibWNBp/v1gTm2/R77a2rQe4f2",
+	"6rvY7eP7vYzrEPEK+O4o8890+I5PG0Wy2nifVyhbNt11y4eXPz5nT58+/Z4c0Ow/WomjhOk8qzEX2MB9",
+	"nKp1IzCAUoxEKVQqzsBRLVWlK1NPIQewAOoYoKss1IyvcyBf1hP0EFhCQne2IsgIb21O4BFe2ZorJLy5",
+	"Ib9GeH4bwozw0o8yFxszMURN0U7c6q2XuGV367lvjGwTmAjY23uYiBUu+DI+ww+ixKZ+7njCy6xX+9w7",
+	"YN7L0pkoRg5zcUpFpxEuwSM2nFtBaC/OhmiGDg/tpNTV2IcP+dhN4BEorKgXAXasVJm4ZULZEnCmOHvh",
+	"izL1dGgs6LhGN3I7VEZlunFtLrGfl8JYXdY5HtYzWGFXeSnY2Olg7NzXu8o8Z0MB5hlyIPo8GCK3ww7O",
+	"hWWHStuPI0CsPXP6/xKuRe3K54YMphtC1sKrgBOL2wwQEGBG4nTJlrjia15miy70xuWwG53YNeAkwQ/c",
+	"ppM1ajAMLWGPe49PTlgGNFupZTIzCa5wUepUGONsScxw1TN1vzrw0ni6ULqcgCvhr0BR4EYG0R2aZAaB",
+	"5b3Qaxd6r2uR8mVkn6/FXS/9SEp0S74fSgAUMXpkez7ghUfY6XdBeqDOiaIFznQkVrNGZA/aw0ynEZc5",
+	"BStDlz66z30ct3pfL/Hl/fnfn/8Hff5pnzYPzRcRBGsASSJBEPW1Wxi8BlB82OanBMPkLvbI3EPHmywb",
+	"oCFYYQEeQnS3JmxYxcoIuGWbassQ5Q4Q4DQkjfe2NibXYDGFYXzMpXI6SUP+aCW2FjZXemT3+sZe3nwF",
+	"8uaqPgoPXd/4hF6kLbAMOgAMGvWwYC8pxq3l6QQR7kIKFPxd8ak4gw02Ba8V/BXoHC6RvQDqC1xT0nSj",
+	"9emZqo0+xCThZSmh1mK5OE2a+jn4yRenSeu5uoCRDwrLTqOSNb/nh1JlUKnraR9CLRslnnqOFCxtC0Vt",
+	"h/XATpkRwhmFCQ5eqvHRBkVv2XLhW40S12cvgRLfd7MU6USk19HMHHKUzkyXTTkMf62/dBTq9uqMg0O0",
+	"Q294LjPCYfTJBAvVzH4/eC6SGuoR9dOxsGQdY3negtRvFOf12RtLUUgsSgQD3BO1KV1ijgFfqCryXVhf",
+	"IhFujj8FGNHwTe1L9PYlen85xIiGWH9IcBFtd9gfR4rQCmR/8xJrwkeEBnvujyChQqUNiPAgbtvKpZto",
+	"Egkq3pkTa4gXuHABAuopOA8BzPSf1cnJ0xRojeB/BRO5cPdqwkajaSHGrGcMUD+OSj2F229KlyoGmf6O",
+	"X6BUX/zGb+6fJ3/z0F5tj/w+wBI59FmyoRhLtYx4S1i30h4lIZ3t9dsr9sv7FzBOqJE4nOSuhyMGWc1G",
+	"APCtwf6GL1kd/j8BU4Qgan1I3/Pgiz67xHyGOlPEaQt9drV8z3lMDtRhN4DkSAiTo05o2xyaI9wIWxff",
+	"NfZeR7YCbvS/RMXdHuBjf9F9mfq4ppB/iOgeq++2Te2zGs1j4VqrkdDZu4tnZ6vuF699O71fiGsDyW10",
+	"5ZSCgzl05swfNsDb5E/eNphMQVXfMIrVdw4G0eR0bzF+jRaj21x3Yy2eL+uuDX0BIe2NcLewFWxccmX/",
+	"yGW+NxL3RuIex2URx+VLGYkrL1EqQV9TV05XjQd46czmQzgouN0gpaOmKAEGi2BqWfF3RCkZsEMvGgOq",
+	"i0cmeZM14KdqkBMgoCAmiw66e8BIARY4uOfyeSArc3ckXD9n8VeHItVTYTx2CiT6473o+XHXJPxd0Tx+",
+	"Md6me6Fr6mrYr03W1apf0TtoMGxCqXzj3IruhrltotqvkrS4ilfYAuUH7jRtr9HgJml7CydxH1takcAX",
+	"8bWa+4LyWJm/Rw/dKSaW53gEbKymHF18FKV2zGLrDglUpkRwVrlOudUlO1zgO0rY4GaiDZRm8qJw/0Ry",
+	"WipjBc8avLinC0YK9yBSCNolVKozUbKiMhNhEHelCZ54+eHqAv6MNwemBWQMfl0vmDlKnPyv8pwVpb6d",
+	"Ix9WNA/EpwOmzyjXM3cnLMCT3NBfQi24l2jKzWIqFvgwTxHRJKbHPWzgp7Ss+v/2s/X3fr8fzMD6JjxK",
+	"/GUWPDeAm5WxAflPf/u9XwE3kw6VO6L0hPULbP3LdFVTPmdD4cvXIqivcK/S5Ude3sZlsg7IzM3gCvAy",
+	"v6cgPlVwO0nY4FOjf5+PP8Hu+nz8iRfF5+NPfrY+D9ghpgW42/zny7c9935PmJQXIjs6I89wxN1PaVre",
+	"FgtL2jx1LNzmpvbHQuUduEp9VmoN7lZUCEBRgiIHxXYGgHNy7VSd2BGae0b9ePc30dnWIbG5FajXo5Uv",
+	"LDBoLa50/e0Tt3BOA/JjBXUowsk5jQ6CT37xrJhJk5orC5BJ/vKh4jU+FSbeSdFig1c8BzFt3RmDM+7J",
+	"GeUGAUi8Hxe9xLu1CVvaXGMd+ogrbJMaI63eEBFOGkzJHittR6blvlJsA9dupwbgT+4XhUCbCJ47k+DT",
+	"aoQJzsyU5znDx5lRvDATbX1hMM/YkOdcpU4Qul081Upa7SwLlnJV26NOgEa6RJ/96i9GAmyQQKs9cX9P",
+	"odAXIixQp2zmxoop6Hx42kMvgC9RqjSvMgHKhhHKVOQihkzBTFhI7fOUtUpnAgpQpUKfoC5DhTJ6DAGu",
+	"CGuNIXFIq/lUV4aVHPyXdsIVK8W/RGo98igFJKVhT05OoqvMtQU3wbVrJRPjkmc0sO9OniaRFgT15n5Q",
+	"Q53NE1Qc8NKN3IutoBOvcSl3aT/dpNjIFXWys9a3e8huO8CVGjzL/Yjh6st0M5pZ9FO4uQ81jBDxa+77",
+	"BJQLp1UD85R7vI/HX6RVKe384PS3T86iHgpeivK8ckfst9+dcRtnADtxBW3Q5+PdGYkC3Pgt1aQnHcf8",
+	"v+pfOzUqpUtusYOLvUs+eQTV51pfS+G7TP1YgnqAbjGpsBYdmLhwIAkoiOCtShDZySRsyqVbWyckiD8a",
+	"j7axrKwUJAeAOQOLcohjZCePIYbq3Qs4Ecuuip8NJAyXGnJda+L8ZMl6IclBs4CdY7bkMg/6Qsotz/W4",
+	"gv5EWDSFlsqaumtPGl3z87rcuUuBG1lkjEAR2VRMh6I0E1kQa5mXWMjsGpp4GjdBL7e08IvMhI40Sa/z",
+	"jUtdFTTkAskfezy18ga100LrvH4Ym/YqiF+SXI/r7nzX6A4119Kfn9wSEnU/rMEFg60elaR5AmMnSsW0",
+	"yMHyDiCHble4cUAcLGPu1kDaWVni/sDyuI6JAnC9lm69jTwUbeE4nClZRiq3h/7AKrqRSOdpHg8t2MGS",
+	"xgX7zUz1tWAWhduCV66tYx9CR4hVV48wObuejcQT4qVwqFKtRnLsKZRRrhZ8KHNppYDDhsZ7VFQYTVw9",
+	"b8/iecPGW/r3EuoNaf8jYltQTqB6fBxsO4/s5/3P9VlEx7Bv+XHjYMfKTvv0iBvAg6jsUN8m+G+lMjYT",
+	"w4nW1878lBA+LHKujLdI3a+kJ+ykHd3Dff6rGF5piK36Yy8VfpKWwH/Z/fo2niTXkbZF/EFra2zJC++9",
+	"wLArz6ZSSfcHSxyF0BjIIzsPng4OhM2RpAoz9f338UwRHthi469+OP7A0F5Er4+z0cfSyQt3fm5Eya7e",
+	"XPj9XZTCCCeHceOAuDvzyDZ0rBGTkWQDmqaUEeZtLkZ46lHv6DetQtBDlteHq2yCFtR1Id53kLBM+oui",
+	"hgQIm/dv8cQE67ml8XcCM64OLz88P2Kl1lNziv9gVDp1hyrg/7gNvhhsMWfsX1riBVfaoeA2wbKWBD0V",
+	"qKcYdvjr6zcXGIA21TD0Af7w8uIIvk0LtHxWaPC8tDKVBVfWB69bd0Jp04PPv3/+/wEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -140,7 +140,9 @@ export function refresh(): Promise<boolean> {
 useCredentials({
   csrf: () => session.csrf,
   may(permission, credential) {
-    if (credential === 'api-token') return false
+    // An operation restricted to another credential (API tokens, meeting
+    // participants' tokens and tickets) is never the console's to call.
+    if (credential && credential !== 'console-session') return false
     // Whether a session exists at all is the server's to say (401).
     if (permission === 'auth') return true
     return can(permission)

@@ -2,7 +2,6 @@ package account
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -25,8 +24,8 @@ func (s *Service) Role(ctx context.Context, id string) (*StoredRole, int64, erro
 	if kv == nil || strings.Contains(id, "/") {
 		return nil, 0, fmt.Errorf("%w: role %q", ErrNotFound, id)
 	}
-	var r StoredRole
-	return &r, kv.ModRevision, json.Unmarshal(kv.Value, &r)
+	r, err := store.Decode[StoredRole](kv)
+	return &r, kv.ModRevision, err
 }
 
 // Roles lists built-in roles then custom roles by name.
@@ -41,8 +40,7 @@ func (s *Service) Roles(ctx context.Context) ([]StoredRole, error) {
 	}
 	var custom []StoredRole
 	for _, kv := range resp.KVs {
-		var r StoredRole
-		if json.Unmarshal(kv.Value, &r) == nil {
+		if r, err := store.Decode[StoredRole](kv); err == nil {
 			custom = append(custom, r)
 		}
 	}

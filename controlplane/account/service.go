@@ -134,8 +134,8 @@ func (s *Service) User(ctx context.Context, id string) (*User, int64, error) {
 	if kv == nil || strings.Contains(id, "/") {
 		return nil, 0, fmt.Errorf("%w: user %q", ErrNotFound, id)
 	}
-	var u User
-	return &u, kv.ModRevision, json.Unmarshal(kv.Value, &u)
+	u, err := store.Decode[User](kv)
+	return &u, kv.ModRevision, err
 }
 
 // rolesGuard checks the roles exist and grant nothing beyond the actor, and

@@ -26,10 +26,11 @@ func (s *Service) changeUser(ctx context.Context, a Actor, id, event string, fn 
 		if kv == nil {
 			return nil, nil, nil, fmt.Errorf("%w: user %q", ErrNotFound, id)
 		}
-		u = &User{}
-		if err := json.Unmarshal(kv.Value, u); err != nil {
+		cur, err := store.Decode[User](kv)
+		if err != nil {
 			return nil, nil, nil, err
 		}
+		u = &cur
 		if u.Status == StatusDeleted {
 			return nil, nil, nil, fmt.Errorf("%w: user %q is deleted", ErrNotFound, id)
 		}

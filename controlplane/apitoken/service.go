@@ -238,8 +238,8 @@ func (s *Service) get(ctx context.Context, id string) (*Record, int64, error) {
 	if kv == nil || strings.Contains(id, "/") {
 		return nil, 0, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	var r Record
-	if err := json.Unmarshal(kv.Value, &r); err != nil {
+	r, err := store.Decode[Record](kv)
+	if err != nil {
 		return nil, 0, err
 	}
 	return &r, kv.ModRevision, nil
@@ -257,10 +257,11 @@ func (s *Service) change(ctx context.Context, actor Actor, id, event string, fn 
 		if kv == nil {
 			return nil, nil, nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 		}
-		r = &Record{}
-		if err := json.Unmarshal(kv.Value, r); err != nil {
+		cur, err := store.Decode[Record](kv)
+		if err != nil {
 			return nil, nil, nil, err
 		}
+		r = &cur
 		msg, err := fn(r)
 		if err != nil {
 			return nil, nil, nil, err

@@ -76,6 +76,18 @@ type StreamCommand struct {
 	UpdatedAt     time.Time     `json:"updatedAt"`
 	FinishedAt    *time.Time    `json:"finishedAt,omitempty"`
 	Error         string        `json:"error,omitempty"`
+	// GB is how a GB28181 channel's start INVITEs its device, when the
+	// request said (POST /api/v2/gb28181/live/invite).
+	GB *GBStart `json:"gb,omitempty"`
+}
+
+// GBStart is what a GB28181 live invite asks of a channel's start.
+type GBStart struct {
+	// TCP has the device send over TCP to the media server (the engine
+	// listens) instead of UDP.
+	TCP bool `json:"tcp,omitempty"`
+	// TimeoutSeconds bounds waiting for the device's answer (0: 10 s).
+	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
 }
 
 func newCommand(ch *Channel, action CommandAction, a Actor, now time.Time) (*StreamCommand, error) {
@@ -112,8 +124,8 @@ func (s *Service) getCommand(ctx context.Context, id CommandID) (*StreamCommand,
 	if kv == nil {
 		return nil, 0, fmt.Errorf("%w: %q", ErrCommandNotFound, id)
 	}
-	var c StreamCommand
-	if err := json.Unmarshal(kv.Value, &c); err != nil {
+	c, err := store.Decode[StreamCommand](kv)
+	if err != nil {
 		return nil, 0, err
 	}
 	return &c, kv.ModRevision, nil

@@ -53,9 +53,9 @@ func (s *Service) getGroup(ctx context.Context, k GroupKey) (*Group, int64, erro
 	if kv == nil {
 		return nil, 0, fmt.Errorf("%w: %q", ErrGroupNotFound, k)
 	}
-	var g Group
-	if err := json.Unmarshal(kv.Value, &g); err != nil {
-		return nil, 0, fmt.Errorf("stored group %s: %w", k, err)
+	g, err := store.Decode[Group](kv)
+	if err != nil {
+		return nil, 0, err
 	}
 	return &g, kv.ModRevision, nil
 }
@@ -115,9 +115,11 @@ func (s *Service) UpdateGroup(ctx context.Context, a Actor, k GroupKey, name, de
 		if kv == nil {
 			return nil, nil, nil, fmt.Errorf("%w: %q", ErrGroupNotFound, k)
 		}
-		if err := json.Unmarshal(kv.Value, &g); err != nil {
+		cur, err := store.Decode[Group](kv)
+		if err != nil {
 			return nil, nil, nil, err
 		}
+		g = cur
 		if name != nil {
 			g.Name = *name
 		}
@@ -208,9 +210,9 @@ func (s *Service) Groups(ctx context.Context, keyword string, page, size int) ([
 	kw := strings.ToLower(strings.TrimSpace(keyword))
 	var all []Group
 	for _, kv := range resp.KVs {
-		var g Group
-		if err := json.Unmarshal(kv.Value, &g); err != nil {
-			return nil, 0, fmt.Errorf("stored group %s: %w", kv.Key, err)
+		g, err := store.Decode[Group](kv)
+		if err != nil {
+			return nil, 0, err
 		}
 		g.ChannelCount = counts[g.GroupKey]
 		if kw == "" || strings.Contains(strings.ToLower(string(g.GroupKey)), kw) || strings.Contains(strings.ToLower(g.Name), kw) {

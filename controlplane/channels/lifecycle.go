@@ -55,6 +55,9 @@ func (c *change) command(ch *Channel, action CommandAction) (*StreamCommand, boo
 	if err != nil {
 		return nil, false, err
 	}
+	if action == ActionStart {
+		cmd.GB = c.gb
+	}
 	if err := c.add(putCommand(cmd)); err != nil {
 		return nil, false, err
 	}
@@ -147,11 +150,21 @@ func (s *Service) autoStart(ch *Channel, c *change) error {
 // resumed, a Pending start command. Repeating it while that command is
 // unfinished answers the same command.
 func (s *Service) Start(ctx context.Context, a Actor, id ChannelID) (*Channel, *StreamCommand, error) {
+	return s.StartGB(ctx, a, id, nil)
+}
+
+// StartGB is Start with how a GB28181 channel's device is INVITEd (nil:
+// over UDP, waiting 10 s); a non-GB28181 channel refuses options.
+func (s *Service) StartGB(ctx context.Context, a Actor, id ChannelID, gb *GBStart) (*Channel, *StreamCommand, error) {
 	var cmd *StreamCommand
 	ch, err := s.write(ctx, a, id, false, func(ch *Channel, c *change) error {
 		if err := startable(ch); err != nil {
 			return err
 		}
+		if gb != nil && ch.Protocol != ProtocolGB28181 {
+			return fmt.Errorf("%w: channel %s is not a GB28181 channel", ErrInvalid, ch.ChannelID)
+		}
+		c.gb = gb
 		var err error
 		cmd, err = c.start(ch, "start requested")
 		if err == nil && len(c.ops) == 0 {

@@ -221,10 +221,11 @@ func (s *Service) MarkCommand(ctx context.Context, a Actor, id CommandID, st Com
 		if kv == nil {
 			return nil, nil, nil, fmt.Errorf("%w: %q", ErrCommandNotFound, id)
 		}
-		cmd = StreamCommand{}
-		if err := json.Unmarshal(kv.Value, &cmd); err != nil {
+		cur, err := store.Decode[StreamCommand](kv)
+		if err != nil {
 			return nil, nil, nil, err
 		}
+		cmd = cur
 		if cmd.State == st && (nodeCommandID == "" || nodeCommandID == cmd.NodeCommandID) {
 			unchanged = true
 			return nil, nil, nil, errUnchanged

@@ -72,9 +72,9 @@ func (s *Service) Get(ctx context.Context, id ChannelID) (*Channel, error) {
 }
 
 func decodeChannel(kv *store.KeyValue) (*Channel, error) {
-	var c Channel
-	if err := json.Unmarshal(kv.Value, &c); err != nil {
-		return nil, fmt.Errorf("stored channel %s: %w", kv.Key, err)
+	c, err := store.Decode[Channel](kv)
+	if err != nil {
+		return nil, err
 	}
 	c.Revision = kv.ModRevision
 	return &c, nil
@@ -102,6 +102,8 @@ type change struct {
 	cmps   []store.Compare
 	ops    []store.Op
 	checks []func() error
+	// gb goes into a start command this change records.
+	gb *GBStart
 }
 
 func (c *change) add(op store.Op, err error) error {

@@ -3,7 +3,6 @@ package channels
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/store"
@@ -72,9 +71,9 @@ func (s *Service) readCatalogue(ctx context.Context) (*catalogue, error) {
 		cat.revision = v.Revision()
 		return forEachKV(v, []string{GroupPrefix, ChannelPrefix}, func(kv *store.KeyValue) error {
 			if len(kv.Key) > len(GroupPrefix) && kv.Key[:len(GroupPrefix)] == GroupPrefix {
-				var g Group
-				if err := json.Unmarshal(kv.Value, &g); err != nil {
-					return fmt.Errorf("stored group %s: %w", kv.Key, err)
+				g, err := store.Decode[Group](kv)
+				if err != nil {
+					return err
 				}
 				cat.groups[g.GroupKey], cat.groupRevs[g.GroupKey] = &g, kv.ModRevision
 				cat.groupKeys = append(cat.groupKeys, g.GroupKey)

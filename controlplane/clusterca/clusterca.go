@@ -77,8 +77,8 @@ func (a *Authority) CA(ctx context.Context) (*pki.CA, error) {
 	if kv == nil {
 		return nil, ErrNotReady
 	}
-	var rec Record
-	if err := json.Unmarshal(kv.Value, &rec); err != nil {
+	rec, err := store.Decode[Record](kv)
+	if err != nil {
 		return nil, fmt.Errorf("cluster CA record: %w", err)
 	}
 	keyPEM, err := a.Keys.Open(rec.KeySealed, []byte(Key))

@@ -346,6 +346,17 @@ func (c *Config) KeyFile() string {
 	return filepath.Join(c.DataDir, "cluster.key")
 }
 
+// Bound is the address to advertise for a listener configured with addr:
+// bound, the listener's own address, when addr left the port to the system
+// (port 0, as tests do to avoid racing other processes for free ports);
+// addr otherwise, so a wildcard host stays what the operator wrote.
+func Bound(addr, bound string) string {
+	if _, port, err := net.SplitHostPort(addr); err == nil && port == "0" {
+		return bound
+	}
+	return addr
+}
+
 // APIURL is the base URL of this node's API as others should use it.
 func (c *Config) APIURL() string {
 	if c.AdvertiseHTTP != "" {

@@ -22,6 +22,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/recording"
+	"github.com/svcplatform/svc/controlplane/rooms"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/streams"
@@ -37,8 +38,10 @@ type Deps struct {
 	RTSPAuth *rtspauth.Service
 	// Recording indexes the files on_record_mp4 reports.
 	Recording *recording.Service
-	Store     store.Store
-	Log       *zap.Logger
+	// Rooms decides the hooks of meeting-room streams (app rooms.App).
+	Rooms *rooms.Service
+	Store store.Store
+	Log   *zap.Logger
 }
 
 // Service implements agentport.HookInbox.
@@ -106,6 +109,9 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 		if err := json.Unmarshal(h.Body, &req); err != nil {
 			return answer(false, "malformed on_play body"), nil
 		}
+		if req.App == rooms.App {
+			return s.roomHook(ctx, false, req.StreamRef, req.Protocol, req.Params)
+		}
 		if user := req.Params[engineapi.RTSPUserParam]; user != "" {
 			// The engine checked this user's Digest answer against the
 			// password on_rtsp_auth gave it for this media server: an RTSP
@@ -124,6 +130,9 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 		if err := json.Unmarshal(h.Body, &req); err != nil {
 			return answer(false, "malformed on_publish body"), nil
 		}
+		if req.App == rooms.App {
+			return s.roomHook(ctx, true, req.StreamRef, req.Protocol, req.Params)
+		}
 		return s.allowPublish(ctx, req)
 	case "OnStreamChanged":
 		var req engineapi.StreamChangedHook
@@ -132,6 +141,11 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 		}
 		if _, err := s.Streams.Apply(ctx, streamChange(h, req)); err != nil {
 			return engineapi.HookAnswer{}, err
+		}
+		if req.App == rooms.App && !req.Registered && s.Rooms != nil {
+			if err := s.Rooms.StreamEnded(ctx, req.Stream); err != nil {
+				return engineapi.HookAnswer{}, err
+			}
 		}
 		return answer(true, ""), nil
 	case "OnRtspAuth":
@@ -186,10 +200,31 @@ func (s *Service) allowPublish(ctx context.Context, req engineapi.PublishHook) (
 		// can (an RTSP pusher's protocol is not gb28181).
 		return answer(true, ""), nil
 	}
+	if req.App == streams.PlaybackApp && req.Protocol != "gb28181" {
+		return answer(false, "app "+req.App+" holds GB28181 playback sessions, which only their devices publish"), nil
+	}
 	if ch != nil {
 		return answer(false, fmt.Sprintf("%s/%s is channel %s's stream, which the platform pulls", req.App, req.Stream, ch.ChannelID)), nil
 	}
 	return answer(true, ""), nil
+}
+
+// roomHook decides a meeting room stream's player or publisher by the
+// room's own ticket: no lease, channel or RTSP credential admits anyone
+// there. The answer is never cached by the engine (the ticket's
+// participant may leave at any moment).
+func (s *Service) roomHook(ctx context.Context, publish bool, ref engineapi.StreamRef, protocol string, params map[string]string) (engineapi.HookAnswer,
+	error) {
+	if s.Rooms == nil {
+		return answer(false, "meeting rooms are not served here"), nil
+	}
+	ok, reason, err := s.Rooms.AuthorizeEngine(ctx, rooms.EngineRequest{Publish: publish, Vhost: ref.Vhost, Stream: ref.Stream, Protocol: protocol,
+		Ticket: params[playback.TicketParam]})
+	if err != nil {
+		return engineapi.HookAnswer{}, err
+	}
+	zero := 0
+	return engineapi.HookAnswer{Allow: ok, Reason: reason, CacheSeconds: &zero}, nil
 }
 
 // noneReader keeps a channel's stream while its owner wants it running (or

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // rawSIP is a device speaking SIP over UDP by hand, for what SIPp cannot
@@ -127,7 +129,7 @@ func TestRegistrarRefusesReplaysBadIDsAndStorms(t *testing.T) {
 	if storm < 10 {
 		t.Fatalf("%d of 30 REGISTERs in a burst refused", storm)
 	}
-	eventually(t, 20*time.Second, "one registered and one auth_failed", func() bool {
+	testkit.Eventually(t, 20*time.Second, "one registered and one auth_failed", func() bool {
 		return strings.Join(eventNames(deviceEvents(t, st)), ",") == "registered,auth_failed"
 	})
 	if m := decodeData(t, deviceEvents(t, st)[1]); !strings.Contains(m["reason"].(string), "replayed") {

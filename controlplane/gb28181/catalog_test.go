@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 func TestSIPpCatalogOfAThousandChannelsBecomesChannelRecords(t *testing.T) {
@@ -25,7 +26,7 @@ func TestSIPpCatalogOfAThousandChannelsBecomesChannelRecords(t *testing.T) {
 	}
 	chans := s.channels.(*channels.Service)
 	var rows []channels.Channel
-	eventually(t, 60*time.Second, "1,000 channel records", func() bool {
+	testkit.Eventually(t, 60*time.Second, "1,000 channel records", func() bool {
 		var total int64
 		var err error
 		rows, total, err = chans.List(context.Background(), channels.Filter{DeviceID: testDeviceID, PageSize: 1000})
@@ -42,7 +43,7 @@ func TestSIPpCatalogOfAThousandChannelsBecomesChannelRecords(t *testing.T) {
 			t.Fatalf("channel %d: %+v", i, ch)
 		}
 	}
-	eventually(t, 20*time.Second, "the device's channel count", func() bool {
+	testkit.Eventually(t, 20*time.Second, "the device's channel count", func() bool {
 		d, err := GetDevice(context.Background(), s.store, testDeviceID)
 		return err == nil && d.Channels == sum
 	})
@@ -64,7 +65,7 @@ func TestCatalogSumNumLargerThanSentSyncsWhatCame(t *testing.T) {
 	dev.run(t, s, scenarioArgs{Register: true, Expires: 3600, Messages: []string{catalogBody(testDeviceID, 3, 50, 0, 10), catalogBody(testDeviceID, 3, 50, 1, 10)},
 		ExpectMessage: 200})
 	chans := s.channels.(*channels.Service)
-	eventually(t, 30*time.Second, "the 20 channels that came", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the 20 channels that came", func() bool {
 		_, total, err := chans.List(context.Background(), channels.Filter{DeviceID: testDeviceID})
 		return err == nil && total == 20
 	})

@@ -11,6 +11,9 @@ var (
 	ErrDeviceNotFound = fault.New(fault.NotFound, "gb28181_device_not_found", "no such GB28181 device")
 	// ErrDeviceOffline: 409 gb28181_device_offline.
 	ErrDeviceOffline = fault.New(fault.Conflict, "gb28181_device_offline", "the GB28181 device is not online")
+	// ErrDeviceUnreachable: a command the device did not accept; 502
+	// gb28181_device_unreachable.
+	ErrDeviceUnreachable = fault.NewRetryable(fault.BadGateway, "gb28181_device_unreachable", "the GB28181 device did not accept the command")
 	// ErrManscdp: a MANSCDP body that is malformed, too large, not UTF-8,
 	// GB2312 or GBK, or carries a DTD or entity declarations.
 	ErrManscdp = fault.New(fault.Invalid, "invalid_body", "invalid MANSCDP body")

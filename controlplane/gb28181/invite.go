@@ -237,6 +237,7 @@ func parseAnswer(sdp string) (ip string, port int, ssrc string) {
 // onBye takes a device's BYE (it ended the stream); the media session's
 // RTP server times out on its own.
 func (s *Service) onBye(req *sip.Request, tx sip.ServerTransaction) {
-	s.log.Info("GB28181 device hung up", zap.String("callId", req.CallID().Value()), zap.String("source", req.Source()))
+	s.log.Info("GB28181 device hung up", zap.String("callId", callID(req)), zap.String("source", req.Source()))
 	s.respond(tx, req, 200, "OK", nil)
+	s.mediaEnded(callID(req), "the device hung up (BYE)")
 }

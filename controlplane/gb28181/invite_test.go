@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 func TestSIPpInviteThenBye(t *testing.T) {
@@ -18,7 +20,7 @@ func TestSIPpInviteThenBye(t *testing.T) {
 			s, _ := testService(t, time.Minute, 3)
 			dev := device{ID: testDeviceID, Password: testPassword, Transport: tc.device, Port: freeUDPPort(t)}
 			done := dev.start(t, s, scenarioArgs{Register: true, Expires: 3600, PauseMs: 6000, OOC: "answer_invite.xml"})
-			eventually(t, 30*time.Second, "the device registered", func() bool { return s.registered(testDeviceID) })
+			testkit.Eventually(t, 30*time.Second, "the device registered", func() bool { return s.registered(testDeviceID) })
 			m, err := s.Invite(context.Background(), InviteRequest{DeviceID: testDeviceID, ChannelID: catalogChannelID(1),
 				MediaIP: "127.0.0.1", MediaPort: 30002, Transport: tc.media, Timeout: 20 * time.Second})
 			if err != nil {
@@ -50,7 +52,7 @@ func TestSIPpInviteRefusedOrUnanswerable(t *testing.T) {
 	s, _ := testService(t, time.Minute, 3)
 	dev := device{ID: testDeviceID, Password: testPassword, Transport: "udp", Port: freeUDPPort(t)}
 	done := dev.start(t, s, scenarioArgs{Register: true, Expires: 3600, PauseMs: 4000, OOC: "answer_invite_busy.xml"})
-	eventually(t, 30*time.Second, "the device registered", func() bool { return s.registered(testDeviceID) })
+	testkit.Eventually(t, 30*time.Second, "the device registered", func() bool { return s.registered(testDeviceID) })
 	_, err := s.Invite(context.Background(), InviteRequest{DeviceID: testDeviceID, ChannelID: catalogChannelID(1),
 		MediaIP: "127.0.0.1", MediaPort: 30002, Transport: MediaUDP, Timeout: 20 * time.Second})
 	if !errors.Is(err, ErrInviteRejected) || !strings.Contains(err.Error(), "486") {

@@ -45,7 +45,7 @@ func (s *Service) onMessage(req *sip.Request, tx sip.ServerTransaction) {
 			return
 		}
 		s.touch(id, now)
-		s.dispatch(id, m)
+		s.dispatch(id, m, callID(req))
 	}
 	s.respond(tx, req, 200, "OK", nil)
 }
@@ -69,10 +69,24 @@ func (s *Service) touch(id DeviceID, now time.Time) {
 
 // dispatch hands a query's response or a notification to whoever waits
 // for it.
-func (s *Service) dispatch(id DeviceID, m Manscdp) {
+func (s *Service) dispatch(id DeviceID, m Manscdp, callID string) {
 	s.log.Debug("GB28181 MANSCDP", zap.String("deviceId", string(id)), zap.String("cmdType", m.CmdType), zap.Int64("sn", m.SN))
 	switch {
 	case m.Root == "Response" && m.CmdType == "Catalog":
 		s.catalogPage(id, m)
+	case m.Root == "Response" && m.CmdType == "RecordInfo":
+		s.recordPage(id, m)
+	case m.Root == "Notify" && m.CmdType == "MediaStatus" && strings.TrimSpace(m.NotifyType) == "121":
+		// The end of a playback's file (GB/T 28181 A.2.5.4). Devices send
+		// it with the Call-ID of the playback's INVITE.
+		s.mediaEnded(callID, "the device reached the end of the recording (MediaStatus 121)")
 	}
+}
+
+// callID is a request's Call-ID, empty when it has none.
+func callID(req *sip.Request) string {
+	if h := req.CallID(); h != nil {
+		return h.Value()
+	}
+	return ""
 }

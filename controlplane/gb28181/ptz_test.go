@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 func TestPTZCmdBytesAndChecksum(t *testing.T) {
@@ -46,7 +48,7 @@ func TestSIPpDeviceReceivesPTZCmd(t *testing.T) {
 	s, _ := testService(t, time.Minute, 3)
 	dev := device{ID: testDeviceID, Password: testPassword, Transport: "udp", Port: freeUDPPort(t)}
 	done := dev.start(t, s, scenarioArgs{Register: true, Expires: 3600, PauseMs: 4000, OOC: "answer_control.xml"})
-	eventually(t, 30*time.Second, "the device registered", func() bool { return s.registered(testDeviceID) })
+	testkit.Eventually(t, 30*time.Second, "the device registered", func() bool { return s.registered(testDeviceID) })
 	cmd := PTZCmd(PTZ{Pan: -1, Tilt: 1, PanSpeed: 0x40, TiltSpeed: 0x40})
 	if err := s.DeviceControl(context.Background(), testDeviceID, catalogChannelID(1), cmd); err != nil {
 		t.Fatal(err)

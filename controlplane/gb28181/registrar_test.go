@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 func TestSIPpDeviceLifecycleEmitsOnlyTransitions(t *testing.T) {
@@ -21,7 +23,7 @@ func TestSIPpDeviceLifecycleEmitsOnlyTransitions(t *testing.T) {
 				t.Fatalf("device %+v, %v", d, err)
 			}
 			// Keep-alives stop: offline after the 3 s window.
-			eventually(t, 30*time.Second, "offline", func() bool { return slices.Contains(eventNames(deviceEvents(t, st)), "offline") })
+			testkit.Eventually(t, 30*time.Second, "offline", func() bool { return slices.Contains(eventNames(deviceEvents(t, st)), "offline") })
 			// A keep-alive from a new address (behind NAT) recovers it.
 			dev.Port = freeUDPPort(t)
 			dev.run(t, s, scenarioArgs{Messages: []string{keepaliveBody(testDeviceID, 99)}, ExpectMessage: 200})
@@ -35,7 +37,7 @@ func TestSIPpDeviceLifecycleEmitsOnlyTransitions(t *testing.T) {
 			bad.Password = "wrong"
 			bad.run(t, s, scenarioArgs{Register: true, Expires: 3600, WrongPassword: true})
 			const want = "registered,offline,recovered,unregistered,auth_failed"
-			eventually(t, 20*time.Second, "the auth_failed event", func() bool { return len(deviceEvents(t, st)) >= 5 })
+			testkit.Eventually(t, 20*time.Second, "the auth_failed event", func() bool { return len(deviceEvents(t, st)) >= 5 })
 			es := deviceEvents(t, st)
 			if got := strings.Join(eventNames(es), ","); got != want {
 				t.Fatalf("events %s, want %s", got, want)

@@ -41,8 +41,13 @@ type Service struct {
 	authFailed map[DeviceID]time.Time
 	// catalogs are the Catalog responses being collected.
 	catalogs map[DeviceID]*catalogRun
-	sn       int64
-	ssrcSeq  int
+	// records are the RecordInfo responses being collected, by SN.
+	records map[int64]*recordRun
+	// onMediaEnd is told the Call-ID of a media session the device ended
+	// (MediaStatus 121 at the end of a playback, or its BYE).
+	onMediaEnd func(callID string, why string)
+	sn         int64
+	ssrcSeq    int
 	// dialogs sends INVITEs and their BYEs.
 	dialogs *sipgo.DialogUA
 
@@ -80,7 +85,7 @@ func New(cfg Config, st store.Store, chans ChannelStore, nodeID string, log *zap
 		cfg.CatalogTimeout = 10 * time.Second
 	}
 	return &Service{cfg: cfg, store: st, channels: chans, nodeID: nodeID, log: log, now: time.Now, nonces: newNonces(cfg.NonceTTL),
-		live: map[DeviceID]*presence{}, authFailed: map[DeviceID]time.Time{}, catalogs: map[DeviceID]*catalogRun{}}, nil
+		live: map[DeviceID]*presence{}, authFailed: map[DeviceID]time.Time{}, catalogs: map[DeviceID]*catalogRun{}, records: map[int64]*recordRun{}}, nil
 }
 
 // Start listens on UDP and TCP and starts the presence loop.
@@ -147,6 +152,24 @@ func (s *Service) Start(ctx context.Context) error {
 	s.log.Info("GB28181 SIP server listening", zap.String("udp", s.udpAddr.String()), zap.String("tcp", s.tcpAddr.String()),
 		zap.String("id", s.cfg.ID), zap.String("realm", s.cfg.Domain))
 	return nil
+}
+
+// OnMediaEnd sets who is told that a device ended a media session: the
+// Call-ID of its INVITE and why. Set it before devices may answer.
+func (s *Service) OnMediaEnd(fn func(callID, why string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onMediaEnd = fn
+}
+
+// mediaEnded tells onMediaEnd, if set.
+func (s *Service) mediaEnded(callID, why string) {
+	s.mu.Lock()
+	fn := s.onMediaEnd
+	s.mu.Unlock()
+	if fn != nil && callID != "" {
+		fn(callID, why)
+	}
 }
 
 // UDPAddr and TCPAddr are the SIP listening addresses.

@@ -232,17 +232,6 @@ func eventNames(es []events.Entry) []string {
 	return out
 }
 
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("not within %s: %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func keepaliveBody(id string, sn int) string {
 	return fmt.Sprintf(`<?xml version="1.0" encoding="GB2312"?>
 <Notify>

@@ -6,13 +6,24 @@ import (
 	"net/http"
 
 	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/gb28181"
+	"github.com/svcplatform/svc/controlplane/nodes"
+	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/streams"
 )
 
 // gb28181Endpoints serves the GB28181 device registry.
 type gb28181Endpoints struct {
 	store store.Store
+	// gb is the node's SIP server and playback its history playback
+	// sessions, nil when it runs none.
+	gb       *gb28181.Service
+	playback *streams.GBPlayback
+	leases   *playback.Service
+	channels *channels.Service
+	nodes    *nodes.Service
 }
 
 // ListGb28181Devices answers GET /api/v2/gb28181/devices.

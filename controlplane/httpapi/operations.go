@@ -28,12 +28,28 @@ type Operation struct {
 	// LocalOnly operations accept only loopback clients (by socket address).
 	LocalOnly bool
 	JSONBody  bool
+	// BodyType is the one media type of the request body, when the
+	// operation takes one.
+	BodyType string
 	// BodyOptional operations may be called without a body at all.
 	BodyOptional bool
 	// query names the query parameters the contract declares, in order;
 	// any other is refused.
 	query []string
 	route *routers.Route
+}
+
+// Device credentials of meeting rooms (x-svc-credential): the operation
+// itself checks them against the room in its path.
+const (
+	CredentialRTCToken        = "rtc-token"
+	CredentialRTCAccessTicket = "rtc-access-ticket"
+)
+
+// DeviceCredential reports whether the operation takes a meeting device's
+// credential instead of an API token or a console session.
+func (o *Operation) DeviceCredential() bool {
+	return o.Credential == CredentialRTCToken || o.Credential == CredentialRTCAccessTicket
 }
 
 // Operations indexes the contract by "METHOD ginPath".
@@ -82,6 +98,11 @@ func LoadOperations() (*Operations, error) {
 			if op.RequestBody != nil && op.RequestBody.Value != nil && op.RequestBody.Value.Content.Get("application/json") != nil {
 				o.JSONBody = true
 				o.BodyOptional = !op.RequestBody.Value.Required
+			}
+			if op.RequestBody != nil && op.RequestBody.Value != nil && len(op.RequestBody.Value.Content) == 1 {
+				for mt := range op.RequestBody.Value.Content {
+					o.BodyType = mt
+				}
 			}
 			ops.byKey[method+" "+o.GinPath] = o
 			ops.all = append(ops.all, o)

@@ -19,6 +19,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/mediaserver"
 	"github.com/svcplatform/svc/controlplane/monitoring"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
@@ -26,6 +27,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/recording"
+	"github.com/svcplatform/svc/controlplane/rooms"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
@@ -62,9 +64,15 @@ type Deps struct {
 	Channels        *channels.Service
 	// GBPTZ sends PTZ commands to GB28181 channels (nil: no SIP server).
 	GBPTZ func(ctx context.Context, deviceID, channelID, command string, speed int) error
+	// GB28181 is the node's SIP server and GBPlayback its history playback
+	// sessions (nil: no SIP server).
+	GB28181    *gb28181.Service
+	GBPlayback *streams.GBPlayback
 	// Recording and its auto-record pass (issue 17).
 	Recording  *recording.Service
 	AutoRecord *recording.Reconciler
+	// Rooms are the meeting rooms (issue 19).
+	Rooms *rooms.Service
 	// LoginRatePerMinute bounds logins per client address and per user name.
 	LoginRatePerMinute int
 	Events             *events.Service
@@ -118,6 +126,7 @@ type endpoints struct {
 	*snapshotEndpoints
 	*gb28181Endpoints
 	*recordingEndpoints
+	*rtcEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -164,7 +173,8 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 			captchas:  ratelimit.New(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
 		channelEndpoints: &channelEndpoints{channels: d.Channels, gbPTZ: d.GBPTZ},
 		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
-		gb28181Endpoints: &gb28181Endpoints{store: d.Node},
+		gb28181Endpoints: &gb28181Endpoints{store: d.Node, gb: d.GB28181, playback: d.GBPlayback, leases: d.Playback, channels: d.Channels,
+			nodes: d.Nodes},
 		webhookEndpoints: &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},
 		lifecycleEndpoints: &lifecycleEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers, authority: d.Authority,
 			agentURL: d.AgentURL},
@@ -179,6 +189,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		streamEndpoints:     &streamEndpoints{channels: d.Channels, streams: d.Streams, servers: d.MediaServers, nodes: d.Nodes},
 		snapshotEndpoints:   &snapshotEndpoints{snaps: d.Snapshots},
 		recordingEndpoints:  &recordingEndpoints{recording: d.Recording, auto: d.AutoRecord},
+		rtcEndpoints:        &rtcEndpoints{rooms: d.Rooms},
 	}
 	// The third-party listing of media servers is the administrative one.
 	handlers.mediaServers = func(ctx context.Context, clusterID *string) (contract.MediaServerList, error) {

@@ -100,8 +100,8 @@ func (s *Service) Operations(ctx context.Context, nodeID string, limit int) ([]*
 	}
 	var out []*Operation
 	for i := len(resp.KVs) - 1; i >= 0 && len(out) < limit; i-- {
-		var op Operation
-		if err := json.Unmarshal(resp.KVs[i].Value, &op); err != nil {
+		op, err := store.Decode[Operation](resp.KVs[i])
+		if err != nil {
 			return nil, err
 		}
 		if nodeID != "" && op.NodeID != nodeID {

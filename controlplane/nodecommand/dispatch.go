@@ -34,9 +34,9 @@ func (s *Service) rows(ctx context.Context, q query.Query) ([]pendingRow, error)
 	err := s.Reader.View(ctx, func(v query.View) error {
 		rows, err := v.Find(q)
 		for _, row := range rows {
-			var r Record
-			if err := json.Unmarshal(row.Value, &r); err != nil {
-				return fmt.Errorf("node command %s: %w", row.Key, err)
+			r, err := query.JSON[Record](row)
+			if err != nil {
+				return err
 			}
 			out = append(out, pendingRow{key: row.Key, rev: row.ModRevision, rec: &r})
 		}

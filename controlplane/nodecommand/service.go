@@ -215,8 +215,8 @@ func (s *Service) Get(ctx context.Context, id string) (*Record, error) {
 }
 
 func decode(kv *store.KeyValue) (*Record, error) {
-	var r Record
-	if err := json.Unmarshal(kv.Value, &r); err != nil {
+	r, err := store.Decode[Record](kv)
+	if err != nil {
 		return nil, fmt.Errorf("node command %s: %w", kv.Key, err)
 	}
 	return &r, nil

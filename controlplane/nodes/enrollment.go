@@ -132,8 +132,8 @@ func (s *Service) Enroll(ctx context.Context, ca *pki.CA, req EnrollRequest) (*R
 	if ckv == nil {
 		return nil, nil, ErrCodeRefused
 	}
-	var code CodeRecord
-	if err := json.Unmarshal(ckv.Value, &code); err != nil {
+	code, err := store.Decode[CodeRecord](ckv)
+	if err != nil {
 		return nil, nil, fmt.Errorf("enrollment code record: %w", err)
 	}
 	now := s.now()
@@ -234,8 +234,7 @@ func (s *Service) PurgeExpiredCodes(ctx context.Context) (int, error) {
 	now := s.now()
 	var errs []error
 	for _, kv := range resp.KVs {
-		var c CodeRecord
-		if json.Unmarshal(kv.Value, &c) == nil && now.Before(c.ExpiresAt) {
+		if c, err := store.Decode[CodeRecord](kv); err == nil && now.Before(c.ExpiresAt) {
 			continue
 		}
 		r, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(kv.Key, kv.ModRevision)}, Then: []store.Op{store.Delete(kv.Key)}})

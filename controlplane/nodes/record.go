@@ -8,7 +8,6 @@ package nodes
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -134,8 +133,8 @@ func (s *Service) now() time.Time {
 func DecodeRecord(kv *store.KeyValue) (*Record, error) { return decode(kv) }
 
 func decode(kv *store.KeyValue) (*Record, error) {
-	var r Record
-	if err := json.Unmarshal(kv.Value, &r); err != nil {
+	r, err := store.Decode[Record](kv)
+	if err != nil {
 		return nil, fmt.Errorf("node record %s: %w", kv.Key, err)
 	}
 	return &r, nil

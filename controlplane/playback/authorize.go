@@ -82,10 +82,10 @@ func (s *Service) AuthorizePlay(ctx context.Context, r PlayRequest) (Decision, e
 		return deny("the lease does not cover protocol " + r.Protocol), nil
 	case r.MediaServerID != "" && l.MediaServerID != r.MediaServerID:
 		return deny("the lease is for another media server"), nil
-	case (l.ResourceKind == KindLive) == isRecorded(vhost):
+	case l.ResourceKind.recorded() != isRecorded(vhost):
 		return deny("the lease is for another kind of resource"), nil
 	}
-	if l.ResourceKind != KindLive && s.Resources != nil {
+	if l.ResourceKind.recorded() && s.Resources != nil {
 		ok, reason, err := s.Resources(ctx, l.ResourceKind, l.ResourceID)
 		if err != nil {
 			return Decision{}, err

@@ -48,7 +48,13 @@ const (
 	KindLive           ResourceKind = "live"
 	KindRecordingFile  ResourceKind = "recording-file"
 	KindCutMergeOutput ResourceKind = "cut-merge-output"
+	// KindGBPlayback is a GB28181 history playback session (a live stream
+	// while it lasts; the lease ends with the session).
+	KindGBPlayback ResourceKind = "gb28181-playback"
 )
+
+// recorded reports whether the kind plays from the recorded-playback route.
+func (k ResourceKind) recorded() bool { return k == KindRecordingFile || k == KindCutMergeOutput }
 
 // Protocol is a playback protocol of the contract.
 type Protocol string
@@ -184,8 +190,8 @@ func (s *Service) Get(ctx context.Context, id string) (*Lease, int64, error) {
 	if kv == nil {
 		return nil, 0, fmt.Errorf("%w: lease %q", ErrNotFound, id)
 	}
-	var l Lease
-	return &l, kv.ModRevision, json.Unmarshal(kv.Value, &l)
+	l, err := store.Decode[Lease](kv)
+	return &l, kv.ModRevision, err
 }
 
 // normalizeProtocols checks a requested list; empty means all of them.

@@ -98,8 +98,8 @@ func (s *Service) consumeOneTime(ctx context.Context, id string) (*OneTime, erro
 	if err != nil || kv == nil {
 		return nil, err
 	}
-	var g OneTime
-	if err := json.Unmarshal(kv.Value, &g); err != nil {
+	g, err := store.Decode[OneTime](kv)
+	if err != nil {
 		return nil, err
 	}
 	resp, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(kv.Key, kv.ModRevision)}, Then: []store.Op{store.Delete(kv.Key)}})

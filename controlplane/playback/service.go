@@ -162,6 +162,30 @@ func (s *Service) CreateStreamLease(ctx context.Context, c Caller, l StreamLocat
 	return s.createLease(ctx, c, "", req, func() (StreamLocation, error) { return s.Streams.LocateStream(ctx, l) }, KindLive)
 }
 
+// CreateSessionLease leases a stream that belongs to a session of its own
+// (a GB28181 playback session): resourceId is the session's id, and the
+// lease ends when the session does (EndResourceLeases).
+func (s *Service) CreateSessionLease(ctx context.Context, c Caller, kind ResourceKind, sessionID string, l StreamLocator, req LeaseRequest) (*Lease, []Source, error) {
+	return s.createLease(ctx, c, sessionID, req, func() (StreamLocation, error) { return s.Streams.LocateStream(ctx, l) }, kind)
+}
+
+// EndResourceLeases revokes the Active leases of one resource on a media
+// server (its session ended) and has their players cut.
+func (s *Service) EndResourceLeases(ctx context.Context, kind ResourceKind, resourceID, mediaServerID, reason string) error {
+	active, err := query.All(ctx, s.Reader, query.Query{Index: LeaseIndex.Name,
+		Where: []query.Cond{query.Eq("state", StateActive), query.Eq("media_server_id", mediaServerID)}}, query.JSON[Lease])
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, l := range active {
+		if l.ResourceKind == kind && l.ResourceID == resourceID {
+			errs = append(errs, s.end(ctx, l.LeaseID, StateRevoked, truncate(reason, 200)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // createLease checks the request, locates the Online stream and writes
 // the lease; resourceID empty means the stream's locator.
 func (s *Service) createLease(ctx context.Context, c Caller, resourceID string, req LeaseRequest, locate func() (StreamLocation, error),

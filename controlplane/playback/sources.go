@@ -2,7 +2,6 @@ package playback
 
 import (
 	"context"
-	"encoding/json"
 	"net/url"
 	"strings"
 
@@ -81,6 +80,6 @@ func decodeLease(kv *store.KeyValue) (*Lease, error) {
 	if kv == nil {
 		return nil, ErrNotFound
 	}
-	var l Lease
-	return &l, json.Unmarshal(kv.Value, &l)
+	l, err := store.Decode[Lease](kv)
+	return &l, err
 }

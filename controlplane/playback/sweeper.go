@@ -297,8 +297,7 @@ func (s *Service) prune(ctx context.Context) error {
 		return err
 	}
 	for _, kv := range resp.KVs {
-		var g OneTime
-		if json.Unmarshal(kv.Value, &g) == nil && now.After(g.ExpiresAt) {
+		if g, err := store.Decode[OneTime](kv); err == nil && now.After(g.ExpiresAt) {
 			ops = append(ops, store.Delete(kv.Key))
 		}
 	}

@@ -71,7 +71,7 @@ var FileIndex = query.Index{Name: "recording_files", Prefix: FilePrefix, Columns
 	{Name: "index_source", Type: "TEXT", Path: "$.indexSource", NoIndex: true},
 	{Name: "start_ms", Type: "INTEGER", Path: "$.startMs"},
 	{Name: "end_ms", Type: "INTEGER", Path: "$.endMs", NoIndex: true},
-}}
+}, Composite: [][]string{{"stream_id", "start_ms", "end_ms", "file_state"}, {"channel_id", "start_ms", "end_ms", "file_state"}}}
 
 // MaxFileDuration bounds a file's length (the engine's segment duration
 // is at most 24 h): the time query narrows the start_ms index to files

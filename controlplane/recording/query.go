@@ -37,10 +37,12 @@ func pageSize(n int) int {
 
 // Files lists one page of files, oldest media first, and the total.
 //
-// The time intersection is start_ms < end AND end_ms > start. Only
-// start_ms has a b-tree: bounding it below by start - MaxFileDuration
-// turns the query into one index range scan of the files that began in
-// [start - 25 h, end), whatever the table's size.
+// The time intersection is start_ms < end AND end_ms > start. Bounding
+// start_ms below by start - MaxFileDuration turns the query into one range
+// scan of the files that began in [start - 25 h, end); for one stream or
+// channel the composite trees (stream_id or channel_id, start_ms, end_ms,
+// file_state) hold every column the query tests, so it reads that
+// stream's index entries alone, whatever the table's size.
 func (s *Service) Files(ctx context.Context, f FileFilter) ([]File, int64, error) {
 	var where query.Where
 	eq := where.EqIfSet

@@ -22,3 +22,23 @@ var (
 	// request (409).
 	ErrIdempotencyConflict = fault.New(fault.Conflict, "idempotency_conflict", "rooms: the idempotencyKey was used for another request")
 )
+
+// Errors of publications, subscriptions and the media relay.
+var (
+	// ErrForbidden is a participant acting beyond its role, capabilities
+	// or admission, or on another device's publication or subscription
+	// (403).
+	ErrForbidden = fault.New(fault.Forbidden, "permission_denied", "rooms: the participant may not do this")
+	// ErrPublicationNotActive refuses a subscription to a publication that
+	// is not Active (409).
+	ErrPublicationNotActive = fault.New(fault.Conflict, "publication_not_active", "rooms: the publication is not active")
+	// ErrPublicationState refuses a WHIP offer to a publication that
+	// already carries media or has ended (409).
+	ErrPublicationState = fault.New(fault.Conflict, "conflict", "rooms: the publication is not waiting for media")
+	// ErrSDPRefused is an SDP offer or trickle fragment the media server
+	// cannot use (400).
+	ErrSDPRefused = fault.New(fault.Invalid, "invalid_sdp", "rooms: the media server refused the SDP")
+	// ErrMediaUnavailable is a media server that cannot be reached or has
+	// no room for another session (503).
+	ErrMediaUnavailable = fault.NewRetryable(fault.Unavailable, "unavailable", "rooms: the room's media server is not available")
+)

@@ -98,6 +98,7 @@ func (s *Service) admit(r *Room, t accessTicket, req JoinRequest, now time.Time)
 	if r.WaitingRoom && !t.BypassWaitingRoom && t.Role != RoleHost {
 		p.State = ParticipantWaiting
 	}
+	r.LastActiveAt = now
 	var ops []store.Op
 	if p.State == ParticipantAdmitted {
 		ev, err := s.roomEvent(r, events.RTCParticipantJoined, p.ParticipantID, now)
@@ -144,6 +145,11 @@ func (s *Service) verify(ctx context.Context, roomID RoomID, token string) (*Par
 	}
 	if !p.Active() || !sameHash(secret, p.TokenHash) {
 		return nil, nil, ErrTokenInvalid
+	}
+	if s.now().Sub(p.LastHeartbeatAt) >= s.heartbeatTimeout() {
+		// Timed out; the leader's sweep records it soon, but the token
+		// ends now.
+		return nil, nil, fmt.Errorf("%w: no heartbeat for %s", ErrTokenInvalid, s.heartbeatTimeout())
 	}
 	return &p, kv, nil
 }
@@ -213,7 +219,19 @@ func (s *Service) Leave(ctx context.Context, roomID RoomID, token string) error 
 	if errors.Is(err, errRetry) {
 		return ErrTokenInvalid // ended meanwhile
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.released(ctx, p)
+}
+
+// released stops the publications of a participant who ended.
+func (s *Service) released(ctx context.Context, p *Participant) error {
+	r, _, err := s.room(ctx, p.RoomID)
+	if err != nil {
+		return err
+	}
+	return s.releaseParticipant(ctx, r, p.ParticipantID)
 }
 
 // end moves an active participant to a final state with its event, in one
@@ -227,6 +245,7 @@ func (s *Service) end(ctx context.Context, p *Participant, kv *store.KeyValue, s
 		now := s.now()
 		wasAdmitted := p.State == ParticipantAdmitted
 		p.State = state
+		r.LastActiveAt = now
 		var ops []store.Op
 		if wasAdmitted {
 			ev, err := s.roomEvent(r, event, p.ParticipantID, now)
@@ -291,6 +310,9 @@ func (s *Service) SweepTimedOut(ctx context.Context) (int, error) {
 		switch err := s.end(ctx, &p, kv, ParticipantTimedOut, events.RTCParticipantTimedOut); {
 		case err == nil:
 			ended++
+			if err := s.released(ctx, &p); err != nil {
+				return ended, err
+			}
 		case errors.Is(err, errRetry):
 			// a heartbeat or a leave came meanwhile
 		default:

@@ -56,6 +56,16 @@ type Room struct {
 	CreatedAt   time.Time `json:"createdAt"`
 	// Sequence numbers the room's events.
 	Sequence int64 `json:"sequence"`
+	// LastActiveAt is the last time a participant joined or ended; the
+	// leader closes an open room nobody has been in for EmptyRoomTimeout
+	// since.
+	LastActiveAt time.Time  `json:"lastActiveAt"`
+	ClosedAt     *time.Time `json:"closedAt,omitempty"`
+	// RecordingEnabled is the recording policy: whether a recording may
+	// be started (allowing does not start one).
+	RecordingEnabled bool `json:"recordingEnabled"`
+	// CurrentRecordingID is the running continuous recording, if any.
+	CurrentRecordingID string `json:"currentRecordingId,omitempty"`
 }
 
 // CreateRequest is contract B's CreateRtcRoomRequest.
@@ -133,4 +143,57 @@ type JoinRequest struct {
 type Joined struct {
 	Participant Participant
 	Token       string
+}
+
+// Publication states: Pending until its WHIP offer is answered, Active
+// while it carries media, Stopped when released (by DELETE, leave, timeout
+// or the room closing) and Failed when the media server could not take it.
+const (
+	PublicationPending = "Pending"
+	PublicationActive  = "Active"
+	PublicationStopped = "Stopped"
+	PublicationFailed  = "Failed"
+)
+
+// Media kinds of a publication.
+const (
+	KindAudio = "audio"
+	KindVideo = "video"
+)
+
+// Publication is one participant's WHIP publication into the room's SFU.
+type Publication struct {
+	PublicationID string        `json:"publicationId"`
+	RoomID        RoomID        `json:"roomId"`
+	ParticipantID ParticipantID `json:"participantId"`
+	// Source is camera or screen.
+	Source string `json:"source"`
+	// MediaKinds are what the participant may send, after the role's
+	// capabilities filtered the request.
+	MediaKinds []string `json:"mediaKinds"`
+	State      string   `json:"state"`
+	// EngineSession is the media server's session id of the WHIP
+	// resource while Active.
+	EngineSession string    `json:"engineSession,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+}
+
+// Subscription states.
+const (
+	SubscriptionPending = "Pending"
+	SubscriptionActive  = "Active"
+	SubscriptionEnded   = "Ended"
+)
+
+// Subscription binds one viewing device to one publication; its WHEP
+// offer opens the media session.
+type Subscription struct {
+	SubscriptionID string        `json:"subscriptionId"`
+	RoomID         RoomID        `json:"roomId"`
+	ParticipantID  ParticipantID `json:"participantId"`
+	PublicationID  string        `json:"publicationId"`
+	State          string        `json:"state"`
+	EngineSession  string        `json:"engineSession,omitempty"`
+	CreatedAt      time.Time     `json:"createdAt"`
 }

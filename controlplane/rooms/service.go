@@ -17,14 +17,17 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Keys of the domain in the store.
 const (
-	roomsPrefix        = "/rtc/rooms/"
-	idempotencyPrefix  = "/rtc/idempotency/"
-	ticketsPrefix      = "/rtc/tickets/"
-	participantsPrefix = "/rtc/participants/"
+	roomsPrefix         = "/rtc/rooms/"
+	publicationsPrefix  = "/rtc/publications/"
+	subscriptionsPrefix = "/rtc/subscriptions/"
+	idempotencyPrefix   = "/rtc/idempotency/"
+	ticketsPrefix       = "/rtc/tickets/"
+	participantsPrefix  = "/rtc/participants/"
 )
 
 // Limits (contract B leaves the ticket lifetime's maximum to us).
@@ -47,11 +50,25 @@ type Service struct {
 	Now func() time.Time
 	// HeartbeatTimeout is DefaultHeartbeatTimeout when zero.
 	HeartbeatTimeout time.Duration
+	// EmptyRoomTimeout is DefaultEmptyRoomTimeout when zero.
+	EmptyRoomTimeout time.Duration
+	// MACKeys sign the tickets the engine gets for room streams (the
+	// first signs; all verify, so a rotation keeps tickets in flight).
+	MACKeys [][]byte
+	// Media relays signalling to the room's media server.
+	Media Media
+	// Reader answers the room listing's index queries.
+	Reader query.Reader
+	// Recorder records the publications of rooms whose recording runs.
+	Recorder Recorder
 }
 
 // Caller is the API token calling a management operation.
 type Caller struct {
 	TokenID string
+	// Super is a caller with super permission, who may set any room's
+	// recording policy.
+	Super bool
 }
 
 func (s *Service) now() time.Time {
@@ -93,9 +110,17 @@ func (s *Service) CreateRoom(ctx context.Context, c Caller, req CreateRequest) (
 		return nil, false, err
 	}
 	now := s.now()
-	r := &Room{RoomID: RoomID(id.String()), Name: req.Name, RoomType: req.RoomType, MediaServerID: req.MediaServerID, Status: RoomOpen,
+	ms := req.MediaServerID
+	if ms == "" && s.Media != nil {
+		// Chosen now when there is a media server, so rtc.room.created
+		// names it; otherwise at the first publication.
+		if picked, err := s.Media.PickMediaServer(ctx); err == nil {
+			ms = picked
+		}
+	}
+	r := &Room{RoomID: RoomID(id.String()), Name: req.Name, RoomType: req.RoomType, MediaServerID: ms, Status: RoomOpen,
 		WaitingRoom: req.WaitingRoom, ScheduledFrom: req.ScheduledFrom, ScheduledTo: req.ScheduledTo, OwnerTokenID: c.TokenID,
-		RequestHash: reqHash, CreatedAt: now}
+		RequestHash: reqHash, CreatedAt: now, LastActiveAt: now}
 	val, err := json.Marshal(r)
 	if err != nil {
 		return nil, false, err
@@ -284,3 +309,6 @@ func sameHash(secret, stored string) bool {
 
 // errRetry makes a read-modify-write try again after a concurrent change.
 var errRetry = errors.New("rooms: retry")
+
+// Timeout is how long a participant lives without a heartbeat.
+func (s *Service) Timeout() time.Duration { return s.heartbeatTimeout() }

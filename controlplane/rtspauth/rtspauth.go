@@ -107,8 +107,7 @@ func (s *Service) List(ctx context.Context, server, user string) ([]Credential, 
 	}
 	out := []Credential{}
 	for _, kv := range resp.KVs {
-		var c Credential
-		if json.Unmarshal(kv.Value, &c) == nil && (user == "" || c.Username == user) {
+		if c, err := store.Decode[Credential](kv); err == nil && (user == "" || c.Username == user) {
 			out = append(out, c)
 		}
 	}
@@ -156,8 +155,8 @@ func (s *Service) open(ctx context.Context, server, user string) (*Credential, [
 	if kv == nil {
 		return nil, nil, fmt.Errorf("%w: %s/%s", ErrNotFound, server, user)
 	}
-	var c Credential
-	if err := json.Unmarshal(kv.Value, &c); err != nil {
+	c, err := store.Decode[Credential](kv)
+	if err != nil {
 		return nil, nil, err
 	}
 	password, err := s.Keys.Open(c.Sealed, []byte(k))

@@ -22,7 +22,6 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
-	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/transcoder"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/hostmetrics"
@@ -50,6 +49,7 @@ type agentSide struct {
 	monitor   *monitoring.Monitor
 	ln        net.Listener
 	port      *agentport.Server
+	relay     *heartbeatRelay
 	// stopPolls ends the agents' long polls at shutdown.
 	pollCtx   context.Context
 	stopPolls context.CancelFunc
@@ -60,6 +60,7 @@ func newAgentSide(cfg config.Config, node *raftnode.Node, keys *keyring.Keyring,
 	if err != nil {
 		return nil, err
 	}
+	cfg.AgentAddr = config.Bound(cfg.AgentAddr, ln.Addr().String())
 	a := &agentSide{cfg: cfg, log: log.Named("agents"), node: node, keys: keys, ln: connguard.Limit(ln, cfg.MaxConnectionsPerClient, nil)}
 	a.authority = &clusterca.Authority{Store: node, Keys: keys}
 	a.nodes = &nodes.Service{Store: node, LocalNodeID: cfg.NodeID, Propagated: node.WaitMembersApplied,
@@ -71,6 +72,7 @@ func newAgentSide(cfg config.Config, node *raftnode.Node, keys *keyring.Keyring,
 	a.monitor = &monitoring.Monitor{NodeID: cfg.NodeID, Presence: a.presence, Sampler: hostmetrics.New(), Interval: heartbeatInterval(cfg),
 		StartedAt: time.Now().UTC(), Broadcast: a.broadcast, Log: a.log}
 	a.pollCtx, a.stopPolls = context.WithCancel(context.Background())
+	a.relay = &heartbeatRelay{send: a.broadcast, latest: map[string]relayed{}, wake: make(chan struct{}, 1)}
 	return a, nil
 }
 
@@ -88,64 +90,68 @@ func (a *agentSide) agentAddr() string { return a.ln.Addr().String() }
 func (a *agentSide) start() {
 	certs := &clusterca.ServerCertificates{Authority: a.authority, Hosts: a.cfg.AgentHosts()}
 	a.port = agentport.Start(agentport.Deps{Log: a.log, Authority: a.authority, Nodes: a.nodes, Commands: a.commands, Presence: a.presence,
-		ServerURLs: a.serverURLs, Broadcast: func(id string, hb agentapi.Heartbeat, at time.Time) {
-			go a.broadcast(context.Background(), id, hb, at)
-		}, BaseContext: a.pollCtx, BodyTimeout: a.cfg.RequestBodyTimeout}, a.ln, certs)
+		ServerURLs: a.serverURLs, Broadcast: a.relay.offer, BaseContext: a.pollCtx, BodyTimeout: a.cfg.RequestBodyTimeout}, a.ln, certs)
 }
 
-// background lists the loops a control node runs for the agent side.
-func (a *agentSide) background(bg context.Context, s *Server, system *system.Service) {
-	s.background(bg, a.commands.Run)
-	s.background(bg, a.monitor.Run)
-	s.background(bg, func(ctx context.Context) {
-		retryEverySecond(ctx, a.log, "registering the agent port", func(ctx context.Context) error {
-			_, err := a.node.Txn(ctx, store.TxnRequest{Then: []store.Op{store.Put(agentPortsPrefix+a.cfg.NodeID, []byte(a.cfg.AgentURL()))}})
-			return err
-		})
-	})
-	s.background(bg, func(ctx context.Context) {
-		a.node.Leadership().Run(ctx, func(ctx context.Context) {
-			var wg sync.WaitGroup
-			wg.Add(4)
+// purgeCodes deletes expired enrollment codes (a leader task).
+func (a *agentSide) purgeCodes(ctx context.Context) {
+	if n, err := a.nodes.PurgeExpiredCodes(ctx); err != nil {
+		a.log.Warn("purging expired enrollment codes failed", zap.Error(err))
+	} else if n > 0 {
+		a.log.Info("purged expired enrollment codes", zap.Int("count", n))
+	}
+}
+
+// heartbeatRelay passes the heartbeats agents send to this node on to the
+// other control nodes, so each sees every media host's presence. One loop
+// sends them: a burst or an unreachable peer delays the relay instead of
+// piling up goroutines, and only an agent's latest heartbeat waits.
+type heartbeatRelay struct {
+	send   func(ctx context.Context, nodeID string, hb agentapi.Heartbeat, at time.Time) int
+	mu     sync.Mutex
+	latest map[string]relayed
+	wake   chan struct{}
+}
+
+type relayed struct {
+	hb agentapi.Heartbeat
+	at time.Time
+}
+
+// offer queues an agent's heartbeat, replacing one of it not yet sent.
+func (r *heartbeatRelay) offer(nodeID string, hb agentapi.Heartbeat, at time.Time) {
+	r.mu.Lock()
+	r.latest[nodeID] = relayed{hb, at}
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run sends what was offered, the agents of one round in parallel, until
+// ctx ends.
+func (r *heartbeatRelay) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		}
+		r.mu.Lock()
+		round := r.latest
+		r.latest = map[string]relayed{}
+		r.mu.Unlock()
+		var wg sync.WaitGroup
+		for id, h := range round {
+			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				retryEverySecond(ctx, a.log, "scrubbing secrets of older node commands", func(ctx context.Context) error {
-					n, err := a.commands.ScrubSecrets(ctx)
-					if n > 0 {
-						a.log.Info("sealed the source credentials older node commands held in clear", zap.Int("commands", n))
-					}
-					return err
-				})
+				r.send(ctx, id, h.hb, h.at)
 			}()
-			go func() {
-				defer wg.Done()
-				retryEverySecond(ctx, a.log, "making the cluster CA", func(ctx context.Context) error {
-					id := system.ClusterID(ctx)
-					if id == "" {
-						return clusterca.ErrNotReady
-					}
-					return a.authority.Ensure(ctx, id)
-				})
-			}()
-			go func() { defer wg.Done(); a.commands.ReapLoop(ctx, a.log) }()
-			go func() { defer wg.Done(); a.nodes.WatchTTL(ctx, a.presence, a.cfg.NodeHeartbeatTTL, a.log) }()
-			t := time.NewTicker(time.Minute)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					wg.Wait()
-					return
-				case <-t.C:
-					if n, err := a.nodes.PurgeExpiredCodes(ctx); err != nil {
-						a.log.Warn("purging expired enrollment codes failed", zap.Error(err))
-					} else if n > 0 {
-						a.log.Info("purged expired enrollment codes", zap.Int("count", n))
-					}
-				}
-			}
-		})
-	})
+		}
+		wg.Wait()
+	}
 }
 
 // shutdown ends the long polls and stops the agent port.

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // channelJSON is the part of a channel answer the tests look at.
@@ -93,7 +96,7 @@ func TestChannelCRUDFiltersAndPaging(t *testing.T) {
 	// The auto-pull channel starts at once; the stream dispatcher fails its
 	// start (no GB28181 integration yet) and it retries with backoff. Wait
 	// for that, so the actual-state filter below sees a settled state.
-	waitFor(t, "the yard channel's start to be dispatched", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the yard channel's start to be dispatched", func() bool {
 		var ch channelJSON
 		a.call("GET", "/api/v2/channels/"+yard.ChannelID, nil).json(t, &ch)
 		return ch.ActualState == "Retrying"

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -61,6 +62,10 @@ func TestPermissionMatrix(t *testing.T) {
 			var body []byte
 			if op.JSONBody {
 				ct, body = "application/json", []byte(`{}`)
+			}
+			if op.DeviceCredential() {
+				deviceCredentialRefused(t, ts, op, super)
+				return
 			}
 			if op.Public {
 				// The guard lets anonymous callers through; an operation may
@@ -379,5 +384,47 @@ func TestThreeNodeClusterOverHTTP(t *testing.T) {
 	other := startServerExpectError(t, "intruder", first.url, cfgKey)
 	if other == nil || !strings.Contains(other.Error(), "401") {
 		t.Fatalf("join with a foreign key: %v", other)
+	}
+}
+
+// deviceCredentialRefused: an operation of a meeting device takes its own
+// credential only. Without one, and with a super API token (as the header
+// and, where bearer tokens are read, as a bearer), it is refused by the
+// operation's own check, never let through.
+func deviceCredentialRefused(t *testing.T, ts *testServer, op *httpapi.Operation, super string) {
+	t.Helper()
+	path := regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(op.Path, "0190f5a4-6a2b-7c3d-8e4f-5a6b7c8d9e0f")
+	ct, body := op.BodyType, []byte("v=0\r\n")
+	if op.JSONBody {
+		ct, body = "application/json", []byte(`{"publicationId":"0190f5a4-6a2b-7c3d-8e4f-5a6b7c8d9e0f"}`)
+		if op.BodyOptional {
+			body = []byte(`{}`)
+		}
+	}
+	want := "rtc_token_invalid"
+	if op.Credential == httpapi.CredentialRTCAccessTicket {
+		body, want = []byte(`{"accessTicket":"`+super+`"}`), "room_ticket_consumed"
+	}
+	send := func(header string) response {
+		req, err := http.NewRequest(op.Method, ts.url+path, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		if header != "" {
+			req.Header.Set(header, map[string]string{"Authorization": "Bearer " + super}[header]+map[string]string{httpapi.RTCTokenHeader: super}[header])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return response{status: resp.StatusCode, header: resp.Header, body: data}
+	}
+	for _, h := range []string{"", "Authorization", httpapi.RTCTokenHeader} {
+		checkErrorBody(t, send(h), http.StatusUnauthorized, want)
 	}
 }

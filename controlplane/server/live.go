@@ -49,32 +49,22 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 	s.Snapshots = &snapshots.Service{Store: node, Channels: s.Channels, Playback: s.Playback, MACKeys: keys.SubKeys("snapshot-ticket"),
 		Log: s.Log.Named("snapshots")}
 	s.startRecording(cfg)
+	s.startRooms(cfg, keys)
 	s.Hooks = enginehooks.New(enginehooks.Deps{Events: s.Events, Streams: s.Streams, Playback: s.Playback, Channels: s.Channels, RTSPAuth: rtspCreds,
-		Recording: s.Recording, Store: node, Log: s.Log.Named("hooks")})
+		Recording: s.Recording, Rooms: s.Rooms, Store: node, Log: s.Log.Named("hooks")})
 	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
 		Commands: s.agents.commands, Log: s.Log.Named("streams")}
 	if s.GB28181 != nil {
 		s.streamDispatcher.GB = s.GB28181
+		s.gbPlayback = &streams.GBPlayback{Store: node, Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands,
+			GB: s.GB28181, NodeID: cfg.NodeID, Log: s.Log.Named("gb28181"),
+			EndLeases: func(ctx context.Context, sessionID, mediaServerID, reason string) error {
+				return s.Playback.EndResourceLeases(ctx, playback.KindGBPlayback, sessionID, mediaServerID, reason)
+			}}
+		s.GB28181.OnMediaEnd(s.gbPlayback.MediaEnded)
 	}
 	s.streamReconciler = &streams.Reconciler{Store: node, Sessions: s.Streams, Channels: s.Channels, Nodes: s.agents.nodes,
 		Presence: s.agents.presence, Servers: s.agents.servers, Log: s.Log.Named("streams")}
-}
-
-// runLive starts the live path's background work: hook inbox writes on
-// every node; the stream dispatcher, the stream reconciler and the lease
-// sweeper on the leader.
-func (s *Server) runLive(bg context.Context) {
-	s.AgentPort().SetHooks(s.Hooks)
-	s.background(bg, s.Hooks.Run)
-	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamDispatcher.Run) })
-	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamReconciler.Run) })
-	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.Snapshots.Run) })
-	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.autoRecording.Run) })
-	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.cutMerge.Run) })
-	log := s.Log.Named("playback")
-	s.background(bg, func(ctx context.Context) {
-		s.Node.Leadership().Run(ctx, func(ctx context.Context) { s.Playback.RunSweeper(ctx, log) })
-	})
 }
 
 // tokenAreas hold what an API token's state depends on: the token, its

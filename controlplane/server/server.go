@@ -41,6 +41,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/recording"
+	"github.com/svcplatform/svc/controlplane/rooms"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
@@ -55,7 +56,7 @@ import (
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
 var IndexSpecs = append([]query.Index{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex,
-	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex}, append(channels.Indexes, recording.Indexes...)...)
+	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex, rooms.Index}, append(channels.Indexes, recording.Indexes...)...)
 
 // authContactWindow is how long a follower keeps deciding on credentials
 // after it last heard from the leader.
@@ -64,7 +65,7 @@ const authContactWindow = 10 * time.Second
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
 var OwnedPrefixes = append(append([]string{"/cluster/", "/security/", "/system/", "/nodes/", "/events/", "/webhooks/", streams.SessionsPrefix, "/playback/",
-	"/snapshots/"}, channels.OwnedPrefixes...), recording.OwnedPrefixes...)
+	"/snapshots/"}, channels.OwnedPrefixes...), append(recording.OwnedPrefixes, rooms.OwnedPrefixes...)...)
 
 // Server is a running control node.
 type Server struct {
@@ -93,8 +94,12 @@ type Server struct {
 	streamReconciler *streams.Reconciler
 	// GB28181 is the SIP registrar, nil unless configured.
 	GB28181 *gb28181.Service
+	// gbPlayback runs the GB28181 history playback sessions, nil without
+	// a SIP server.
+	gbPlayback *streams.GBPlayback
 	// Recording indexes files and drives the engines' recorders.
 	Recording     *recording.Service
+	Rooms         *rooms.Service
 	autoRecording *recording.Reconciler
 	cutMerge      *recording.CutMergeWorker
 	HTTPAddr      string // the bound address
@@ -107,6 +112,9 @@ type Server struct {
 	wg            sync.WaitGroup
 	denials       *httpapi.DenialAuditor
 	agents        *agentSide
+	// tasks and tokenUsage are run by loops (loops.go).
+	tasks      *system.Tasks
+	tokenUsage *apitoken.Usage
 	// bootstrapCode stands in for a loopback connection on the bootstrap
 	// until an administrator exists (printed in the log, see
 	// announceBootstrap).
@@ -147,6 +155,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	if err != nil {
 		return nil, unreadableHint(cfg, err)
 	}
+	cfg.RaftAddr = config.Bound(cfg.RaftAddr, node.RaftAddress())
 	s := &Server{Config: cfg, Log: log, Keys: keys, Node: node, done: make(chan struct{})}
 	ok := false
 	defer func() {
@@ -169,9 +178,14 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		}
 	}()
 	s.HTTPAddr = s.ln.Addr().String()
+	cfg.HTTPAddr = config.Bound(cfg.HTTPAddr, s.HTTPAddr)
 	if s.agents, err = newAgentSide(cfg, node, keys, log); err != nil {
 		return nil, fmt.Errorf("agent port: %w", err)
 	}
+	// From here on the configuration names the bound ports, which others
+	// are told (member records, the agent port URL, join requests).
+	cfg.AgentAddr = s.agents.cfg.AgentAddr
+	s.Config = cfg
 	defer func() {
 		if !ok {
 			s.agents.shutdown(context.Background())
@@ -263,8 +277,8 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,
-		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, GBPTZ: s.gbPTZ(),
-		Recording: s.Recording, AutoRecord: s.autoRecording,
+		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, GBPTZ: s.gbPTZ(), GB28181: s.GB28181, GBPlayback: s.gbPlayback,
+		Recording: s.Recording, AutoRecord: s.autoRecording, Rooms: s.Rooms,
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),
@@ -292,49 +306,13 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 			return nil, err
 		}
 	}
-	s.background(bg, func(ctx context.Context) {
-		node.Leadership().Run(ctx, func(ctx context.Context) { ensureIdentity(ctx, node, log) })
-	})
-	s.background(bg, func(ctx context.Context) {
-		registerSelf(ctx, node, raftnode.MemberRecord{NodeID: cfg.NodeID, RaftAddress: node.RaftAddress(), HTTPAddress: cfg.APIURL()}, log)
-	})
-	s.background(bg, tasks.Loop)
-	s.background(bg, s.announceBootstrap)
-	s.background(bg, func(ctx context.Context) {
-		usage.Run(ctx, cfg.TokenUsageInterval, func(err error) { log.Warn("writing API token use times failed", zap.Error(err)) })
-	})
-	s.background(bg, func(ctx context.Context) {
-		node.Leadership().Run(ctx, func(ctx context.Context) { sweepSessions(ctx, sessions, log.Named("session")) })
-	})
-	s.background(bg, func(ctx context.Context) {
-		node.Leadership().Run(ctx, func(ctx context.Context) {
-			clog := log.Named("channels")
-			s.Channels.PruneLoop(ctx, channels.DefaultRetention, time.Hour, func(removed int, err error) {
-				if err != nil && ctx.Err() == nil {
-					clog.Warn("pruning channel history failed", zap.Error(err))
-				} else if removed > 0 {
-					clog.Debug("pruned channel history", zap.Int("removed", removed))
-				}
-			})
-		})
-	})
-	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.Dispatcher.Run) })
-	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.migrateLegacyWebhook) })
 	s.agents.start()
-	s.agents.background(bg, s, s.System)
-	s.runLive(bg)
+	s.AgentPort().SetHooks(s.Hooks)
+	s.tasks, s.tokenUsage = tasks, usage
+	s.runLoops(bg)
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))
 	return s, nil
-}
-
-// background runs fn until the server shuts down; Shutdown waits for it.
-func (s *Server) background(ctx context.Context, fn func(context.Context)) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		fn(ctx)
-	}()
 }
 
 // Shutdown stops accepting requests, lets running ones finish within the

@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +20,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/test/testkit"
+	"github.com/svcplatform/svc/test/testkit/cluster"
 )
 
 // testServer is a real control node on loopback ports.
@@ -30,32 +28,6 @@ type testServer struct {
 	t   *testing.T
 	s   *Server
 	url string
-}
-
-// withFreePorts runs start, which takes its ports from freePort, again (up
-// to three times) when one of them was taken by another process between
-// freePort closing it and start binding it: the packages' tests run in
-// parallel on one machine.
-func withFreePorts(t *testing.T, start func() error) error {
-	t.Helper()
-	var err error
-	for range 3 {
-		if err = start(); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
-			return err
-		}
-		t.Logf("a port was taken meanwhile, trying others: %v", err)
-	}
-	return err
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // startServer starts a control node; join is the API URL of a member or "".
@@ -78,27 +50,16 @@ func startServerWith(t *testing.T, id, join, keyFile string, tune func(*config.C
 		enc := zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig())
 		log = zap.New(zapcore.NewTee(log.Core(), zapcore.NewCore(enc, logs, zapcore.DebugLevel))).Named(id)
 	}
-	var s *Server
-	err := withFreePorts(t, func() error {
-		cfg := config.Defaults()
-		cfg.NodeID = id
-		cfg.DataDir = t.TempDir()
-		cfg.HTTPAddr = freePort(t)
-		cfg.RaftAddr = freePort(t)
-		cfg.AgentAddr = freePort(t)
-		cfg.Join = join
-		cfg.ClusterKeyFile = keyFile
-		cfg.ShutdownGrace = 2 * time.Second
-		if tune != nil {
-			tune(&cfg)
-		}
-		if err := cfg.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		s, err = Start(ctx, cfg, log)
-		return err
-	})
+	cfg := cluster.NodeConfig(t, id)
+	cfg.Join, cfg.ClusterKeyFile = join, keyFile
+	cfg.NodeHeartbeatTTL, cfg.CommandVisibility = config.Defaults().NodeHeartbeatTTL, config.Defaults().CommandVisibility
+	if tune != nil {
+		tune(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(ctx, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +89,7 @@ func (ts *testServer) keyFile() string { return filepath.Join(ts.s.Config.DataDi
 // module will, and returns the token.
 func (ts *testServer) token(perms ...string) string {
 	ts.t.Helper()
-	tok, _ := testkit.WriteToken(ts.t, ts.s.Node, "test", perms...)
+	tok, _ := cluster.WriteToken(ts.t, ts.s.Node, "test", perms...)
 	return tok
 }
 
@@ -182,16 +143,13 @@ func startServerExpectError(t *testing.T, id, join, keyFile string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return withFreePorts(t, func() error {
-		cfg := config.Defaults()
-		cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.Join, cfg.ClusterKeyFile = id, t.TempDir(), freePort(t), freePort(t), join, keyFile
-		cfg.AgentAddr = freePort(t)
-		s, err := Start(ctx, cfg, zaptest.NewLogger(t).Named(id))
-		if err == nil {
-			s.Shutdown()
-		}
-		return err
-	})
+	cfg := cluster.NodeConfig(t, id)
+	cfg.Join, cfg.ClusterKeyFile = join, keyFile
+	s, err := Start(ctx, cfg, zaptest.NewLogger(t).Named(id))
+	if err == nil {
+		s.Shutdown()
+	}
+	return err
 }
 
 func bytesReader(s string) *bytes.Reader { return bytes.NewReader([]byte(s)) }

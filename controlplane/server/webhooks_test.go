@@ -19,6 +19,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/webhooks"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // verifyingReceiver is a webhook receiver that checks each delivery as
@@ -157,7 +158,7 @@ func TestWebhookPlansOverHTTP(t *testing.T) {
 	if r.status != 200 || tr.EventName != "system.webhook.test" {
 		t.Fatalf("test = %d %s", r.status, r.body)
 	}
-	waitFor(t, "the test event to arrive", func() bool { return rcv.count(tr.EventId) == 1 })
+	testkit.Eventually(t, 60*time.Second, "the test event to arrive", func() bool { return rcv.count(tr.EventId) == 1 })
 	rcv.secret = []byte(rotated)
 	if r := put(planBody("CRM", rcv.url, rotated, "")); r.status != 200 {
 		t.Fatalf("rotate = %d %s", r.status, r.body)
@@ -168,13 +169,13 @@ func TestWebhookPlansOverHTTP(t *testing.T) {
 	if _, err := ts.s.Node.Txn(t.Context(), store.TxnRequest{Then: []store.Op{op}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the event to arrive", func() bool { return rcv.count(ev.EventID) == 1 })
+	testkit.Eventually(t, 60*time.Second, "the event to arrive", func() bool { return rcv.count(ev.EventID) == 1 })
 
 	var deliveries struct {
 		Total int
 		Rows  []struct{ Id, EventName, State string }
 	}
-	waitFor(t, "both deliveries to be Completed", func() bool {
+	testkit.Eventually(t, 60*time.Second, "both deliveries to be Completed", func() bool {
 		r := ts.get("/api/v2/system/webhooks/subscriptions/"+plan.ID+"/deliveries?state=Completed", viewer)
 		bodies = append(bodies, string(r.body))
 		r.json(t, &deliveries)
@@ -242,7 +243,7 @@ func TestLegacyWebhookMigratesAtStart(t *testing.T) {
 			Events         []string
 		}
 	}
-	waitFor(t, "the migrated plan", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the migrated plan", func() bool {
 		r := ts.get("/api/v2/system/webhooks/subscriptions", viewer)
 		if strings.Contains(string(r.body), legacySecret) {
 			t.Fatalf("the legacy secret is in an answer: %s", r.body)
@@ -353,7 +354,7 @@ func TestDeliveryAcrossLeaderFailover(t *testing.T) {
 		}
 	}
 	emit(old, 30)
-	waitFor(t, "deliveries to be in flight", func() bool { return old.s.Dispatcher.Sent() >= 5 })
+	testkit.Eventually(t, 60*time.Second, "deliveries to be in flight", func() bool { return old.s.Dispatcher.Sent() >= 5 })
 	old.s.Node.Kill()
 	old.s.http.Close()
 	var survivor *testServer
@@ -362,9 +363,9 @@ func TestDeliveryAcrossLeaderFailover(t *testing.T) {
 			survivor = n
 		}
 	}
-	waitFor(t, "a new leader", func() bool { l := leader(); return l != nil && l != old })
+	testkit.Eventually(t, 60*time.Second, "a new leader", func() bool { l := leader(); return l != nil && l != old })
 	emit(survivor, 10)
-	waitFor(t, "every event to reach the receiver", func() bool {
+	testkit.Eventually(t, 60*time.Second, "every event to reach the receiver", func() bool {
 		for _, id := range ids {
 			if rcv.count(id) == 0 {
 				return false
@@ -373,16 +374,4 @@ func TestDeliveryAcrossLeaderFailover(t *testing.T) {
 		return true
 	})
 	t.Logf("%d events, %d verified deliveries (duplicates come from attempts whose answer was lost with the leader)", len(ids), rcv.total())
-}
-
-// waitFor polls cond for up to 60 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -70,8 +70,8 @@ func (s *Service) getCaptcha(ctx context.Context, id string) (*Captcha, int64, e
 	if err != nil || kv == nil {
 		return nil, 0, err
 	}
-	var c Captcha
-	return &c, kv.ModRevision, json.Unmarshal(kv.Value, &c)
+	c, err := store.Decode[Captcha](kv)
+	return &c, kv.ModRevision, err
 }
 
 func (s *Service) captchaOp(addr string, now time.Time) (string, store.Op, error) {

@@ -65,8 +65,8 @@ func (s *Service) readFailures(ctx context.Context, key string) (failures, int64
 	if err != nil || kv == nil {
 		return failures{}, 0, err
 	}
-	var f failures
-	return f, kv.ModRevision, json.Unmarshal(kv.Value, &f)
+	f, err := store.Decode[failures](kv)
+	return f, kv.ModRevision, err
 }
 
 // dummyHash is verified when the user does not exist, so an unknown user

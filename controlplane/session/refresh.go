@@ -104,9 +104,11 @@ func (s *Service) revoke(ctx context.Context, id, reason string, actor audit.Act
 		if kv == nil {
 			return nil, nil, nil, ErrSessionEnded
 		}
-		if err := json.Unmarshal(kv.Value, &sess); err != nil {
+		cur, err := store.Decode[Session](kv)
+		if err != nil {
 			return nil, nil, nil, err
 		}
+		sess = cur
 		if sess.RevokedAt == nil {
 			t := s.now()
 			sess.RevokedAt, sess.RevokedReason = &t, reason

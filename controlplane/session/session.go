@@ -187,8 +187,8 @@ func (s *Service) Get(ctx context.Context, id string) (*Session, int64, error) {
 	if err != nil || kv == nil {
 		return nil, 0, err
 	}
-	var sess Session
-	if err := json.Unmarshal(kv.Value, &sess); err != nil {
+	sess, err := store.Decode[Session](kv)
+	if err != nil {
 		return nil, 0, fmt.Errorf("session %s: %w", id, err)
 	}
 	return &sess, kv.ModRevision, nil

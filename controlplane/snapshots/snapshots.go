@@ -113,8 +113,7 @@ func (s *Service) Settings(ctx context.Context, channelID string) (Settings, err
 	if err != nil || kv == nil {
 		return Settings{ChannelID: channelID, IntervalSeconds: DefaultInterval}, err
 	}
-	var st Settings
-	return st, json.Unmarshal(kv.Value, &st)
+	return store.Decode[Settings](kv)
 }
 
 // SaveSettings changes a channel's schedule; a nil field keeps its value.
@@ -153,8 +152,8 @@ func (s *Service) Latest(ctx context.Context, channelID string) (*Image, error) 
 	if kv == nil {
 		return nil, fmt.Errorf("%w: channel %s has no snapshot yet", ErrNotFound, channelID)
 	}
-	var img Image
-	return &img, json.Unmarshal(kv.Value, &img)
+	img, err := store.Decode[Image](kv)
+	return &img, err
 }
 
 var b64 = base64.RawURLEncoding.Strict()
@@ -262,8 +261,8 @@ func (s *Service) due(ctx context.Context) error {
 	}
 	now := s.now()
 	for _, kv := range resp.KVs {
-		var st Settings
-		if json.Unmarshal(kv.Value, &st) != nil || !st.Enabled {
+		st, err := store.Decode[Settings](kv)
+		if err != nil || !st.Enabled {
 			continue
 		}
 		img, err := s.Latest(ctx, st.ChannelID)

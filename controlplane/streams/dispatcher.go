@@ -261,7 +261,20 @@ func (d *Dispatcher) place(ctx context.Context, ch *channels.Channel) (*nodes.Re
 		}
 		return rec, nil
 	}
-	all, err := d.Nodes.List(ctx)
+	best, err := leastLoaded(ctx, d.Nodes, d.Presence)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.Channels.AssignMediaServer(ctx, system, ch.ChannelID, best.MediaServerID, best.NodeID); err != nil {
+		return nil, err
+	}
+	return best, nil
+}
+
+// leastLoaded is the online media server with the fewest streams, then
+// the lowest CPU.
+func leastLoaded(ctx context.Context, ns *nodes.Service, presence *nodes.Presence) (*nodes.Record, error) {
+	all, err := ns.List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -276,13 +289,13 @@ func (d *Dispatcher) place(ctx context.Context, ch *channels.Channel) (*nodes.Re
 			continue
 		}
 		c := cand{rec: rec}
-		if hb, _, ok := d.Presence.Last(rec.NodeID); ok {
+		if hb, _, ok := presence.Last(rec.NodeID); ok {
 			c.streams, c.cpu = hb.Engine.Streams, hb.Host.CPUPercent
 		}
 		cands = append(cands, c)
 	}
 	if len(cands) == 0 {
-		return nil, errors.New("no media server is online to place the channel on")
+		return nil, errors.New("no media server is online to place the stream on")
 	}
 	sort.Slice(cands, func(i, j int) bool {
 		if cands[i].streams != cands[j].streams {
@@ -290,11 +303,7 @@ func (d *Dispatcher) place(ctx context.Context, ch *channels.Channel) (*nodes.Re
 		}
 		return cands[i].cpu < cands[j].cpu
 	})
-	best := cands[0].rec
-	if _, err := d.Channels.AssignMediaServer(ctx, system, ch.ChannelID, best.MediaServerID, best.NodeID); err != nil {
-		return nil, err
-	}
-	return best, nil
+	return cands[0].rec, nil
 }
 
 // reconcile starts again every channel that should run, is not paused and

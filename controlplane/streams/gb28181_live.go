@@ -70,7 +70,13 @@ func (d *Dispatcher) startGB(ctx context.Context, cmd channels.StreamCommand, ch
 		fail("leasing an RTP port: " + err.Error())
 		return
 	}
-	transport, ssrc := gb28181.MediaUDP, d.GB.NewSSRC(false)
+	transport, ssrc, timeout := gb28181.MediaUDP, d.GB.NewSSRC(false), 10*time.Second
+	if cmd.GB != nil && cmd.GB.TCP {
+		transport = gb28181.MediaTCPPassive
+	}
+	if cmd.GB != nil && cmd.GB.TimeoutSeconds > 0 {
+		timeout = time.Duration(cmd.GB.TimeoutSeconds) * time.Second
+	}
 	if err := d.step(ctx, cmd, rec, "open", agentapi.TypeEngineRTPServerOpen, engineapi.OpenRTPServerRequest{Vhost: ch.Vhost, App: ch.App,
 		Stream: ch.Stream, Port: live.lease.Port, Transport: transport, SSRC: ssrc, TimeoutSeconds: gbTimeoutSeconds}, &live.server); err != nil {
 		undo()
@@ -82,7 +88,7 @@ func (d *Dispatcher) startGB(ctx context.Context, cmd channels.StreamCommand, ch
 		host = "127.0.0.1"
 	}
 	session, err := d.GB.Invite(ctx, gb28181.InviteRequest{DeviceID: gb28181.DeviceID(ch.DeviceID), ChannelID: ch.DeviceChannelID,
-		MediaIP: host, MediaPort: live.lease.Port, Transport: transport, SSRC: ssrc, Timeout: 10 * time.Second})
+		MediaIP: host, MediaPort: live.lease.Port, Transport: transport, SSRC: ssrc, Timeout: timeout})
 	if err != nil {
 		undo()
 		fail(err.Error())
@@ -140,23 +146,28 @@ var errNodeCode = errors.New("node command failed")
 // step runs one node command of a stream command, with its own
 // idempotency key, and decodes its result into out.
 func (d *Dispatcher) step(ctx context.Context, cmd channels.StreamCommand, rec *nodes.Record, name, typ string, payload, out any) error {
+	return runStep(ctx, d.Commands, d.CommandWait, rec, "stream-command:"+string(cmd.CommandID)+":"+name,
+		"GB28181 channel "+string(cmd.ChannelID)+": "+name, typ, payload, out)
+}
+
+// runStep creates one node command for a media server's agent, waits up
+// to wait (default 30 s) for it and decodes its result into out.
+func runStep(ctx context.Context, cmds *nodecommand.Service, wait time.Duration, rec *nodes.Record, key, reason, typ string, payload, out any) error {
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		return err
 	}
-	wait := d.CommandWait
 	if wait <= 0 {
 		wait = 30 * time.Second
 	}
-	nc, _, err := d.Commands.Create(ctx, nodecommand.CreateRequest{NodeID: rec.NodeID, EngineNodeID: rec.NodeID, Type: typ, Payload: raw,
-		IdempotencyKey: "stream-command:" + string(cmd.CommandID) + ":" + name, Reason: "GB28181 channel " + string(cmd.ChannelID) + ": " + name,
-		Actor: system, Timeout: 2 * wait, Guards: nodes.ActiveGuards(rec.NodeID)})
+	nc, _, err := cmds.Create(ctx, nodecommand.CreateRequest{NodeID: rec.NodeID, EngineNodeID: rec.NodeID, Type: typ, Payload: raw,
+		IdempotencyKey: key, Reason: reason, Actor: system, Timeout: 2 * wait, Guards: nodes.ActiveGuards(rec.NodeID)})
 	if err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	done, err := d.Commands.Wait(wctx, nc.CommandID)
+	done, err := cmds.Wait(wctx, nc.CommandID)
 	if err != nil {
 		return fmt.Errorf("node command %s on %s: %w", nc.CommandID, rec.MediaServerID, err)
 	}

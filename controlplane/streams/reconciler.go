@@ -2,7 +2,6 @@ package streams
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -334,8 +333,8 @@ func (r *Reconciler) sessions(ctx context.Context, mediaServerID string) ([]keye
 	}
 	out := make([]keyedSession, 0, len(resp.KVs))
 	for _, kv := range resp.KVs {
-		var s Session
-		if err := json.Unmarshal(kv.Value, &s); err != nil {
+		s, err := store.Decode[Session](kv)
+		if err != nil {
 			return nil, fmt.Errorf("session %s: %w", kv.Key, err)
 		}
 		out = append(out, keyedSession{Session: s, rev: kv.ModRevision})

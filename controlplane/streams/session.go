@@ -159,9 +159,11 @@ func (s *Service) Apply(ctx context.Context, c Change) (*Session, error) {
 		}
 		sess := &Session{}
 		if kv != nil {
-			if err := json.Unmarshal(kv.Value, sess); err != nil {
+			cur, err := store.Decode[Session](kv)
+			if err != nil {
 				return nil, nil, nil, err
 			}
+			sess = &cur
 		}
 		state := StateOffline
 		if c.Online {
@@ -260,8 +262,8 @@ func (s *Service) Session(ctx context.Context, mediaServerID, vhost, app, stream
 	if err != nil || kv == nil {
 		return nil, err
 	}
-	var sess Session
-	return &sess, json.Unmarshal(kv.Value, &sess)
+	sess, err := store.Decode[Session](kv)
+	return &sess, err
 }
 
 // Locate implements playback.Streams: the channel's stream and whether it

@@ -9,7 +9,6 @@ package system
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -25,6 +24,7 @@ var (
 	ErrUnknownCluster     = fault.New(fault.NotFound, "not_found", "unknown cluster id")
 	ErrUnknownTask        = fault.New(fault.NotFound, "not_found", "unknown task")
 	ErrTaskRunning        = fault.New(fault.Conflict, "conflict", "task is already running")
+	ErrTaskOnLeader       = fault.NewRetryable(fault.Conflict, "conflict", "task runs on the leader only; this node does not lead now")
 	ErrNotResidue         = fault.New(fault.Conflict, "conflict", "prefix is not a residue prefix")
 	ErrInvalidTuning      = fault.New(fault.Invalid, "invalid_body", "invalid host tuning request")
 	ErrAgentUnavailable   = fault.New(fault.Conflict, "agent_unavailable", "no node agent can apply host tuning")
@@ -96,12 +96,8 @@ func (s *Service) NodeID() string { return s.d.NodeID }
 
 // ClusterID reads the cluster identity ("" before the first leader wrote it).
 func (s *Service) ClusterID(ctx context.Context) string {
-	kv, _, err := store.Get(ctx, s.d.Node, IdentityKey, store.Local)
-	if err != nil || kv == nil {
-		return ""
-	}
-	var id ClusterIdentity
-	if json.Unmarshal(kv.Value, &id) != nil {
+	id, _, err := store.GetRecord[ClusterIdentity](ctx, s.d.Node, IdentityKey, store.Local)
+	if err != nil {
 		return ""
 	}
 	return id.ClusterID

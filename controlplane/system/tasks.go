@@ -71,6 +71,13 @@ func (t *Tasks) RunNow(ctx context.Context, name string, preview bool) (contract
 		t.mu.Unlock()
 		return contract.SystemTaskRunResult{}, fmt.Errorf("%w: %q", ErrTaskRunning, name)
 	}
+	// The leader runs its own tasks on schedule: a run here, on a node
+	// that does not lead, could overlap one there. A preview changes
+	// nothing and may run anywhere.
+	if st.LeaderOnly && !preview && !t.leader() {
+		t.mu.Unlock()
+		return contract.SystemTaskRunResult{}, fmt.Errorf("%w: %q", ErrTaskOnLeader, name)
+	}
 	st.running = true
 	t.mu.Unlock()
 

@@ -126,8 +126,8 @@ func (s *Service) List(ctx context.Context, mediaServerID string) ([]Template, e
 	}
 	out := []Template{}
 	for _, kv := range resp.KVs {
-		var t Template
-		if err := json.Unmarshal(kv.Value, &t); err != nil {
+		t, err := store.Decode[Template](kv)
+		if err != nil {
 			return nil, fmt.Errorf("transcoder template %s: %w", kv.Key, err)
 		}
 		if mediaServerID == "" || t.MediaServerID == "" || t.MediaServerID == mediaServerID {
@@ -176,8 +176,7 @@ func (s *Service) Save(ctx context.Context, actor audit.Actor, t Template, creat
 		}
 		t.CreatedAt, t.UpdatedAt, t.UpdatedBy = now, now, actor.Type+":"+actor.ID
 		if kv != nil {
-			var old Template
-			if json.Unmarshal(kv.Value, &old) == nil {
+			if old, err := store.Decode[Template](kv); err == nil {
 				t.CreatedAt = old.CreatedAt
 			}
 		}
@@ -206,8 +205,8 @@ func (s *Service) Delete(ctx context.Context, actor audit.Actor, mediaServerID, 
 	if kv == nil {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
-	var t Template
-	if err := json.Unmarshal(kv.Value, &t); err != nil {
+	t, err := store.Decode[Template](kv)
+	if err != nil {
 		return nil, err
 	}
 	op, err := actor.Success("transcoder.template.deleted", "transcoder-template:"+strings.TrimPrefix(k, Prefix), "")

@@ -179,9 +179,8 @@ func queryDeliveries(ctx context.Context, r query.Reader, where []query.Cond, or
 	err := r.View(ctx, func(v query.View) error {
 		rows, err := v.Find(query.Query{Index: DeliveryIndex.Name, Where: where, Order: []query.Order{order}, Limit: limit})
 		for _, row := range rows {
-			d := storedDelivery{key: row.Key, modRev: row.ModRevision}
-			if json.Unmarshal(row.Value, &d.rec) == nil {
-				out = append(out, d)
+			if rec, err := query.JSON[Delivery](row); err == nil {
+				out = append(out, storedDelivery{key: row.Key, modRev: row.ModRevision, rec: rec})
 			}
 		}
 		return err

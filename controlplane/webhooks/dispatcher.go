@@ -335,8 +335,8 @@ func readCursor(ctx context.Context, st store.Store) (int64, int64, error) {
 	if err != nil || kv == nil {
 		return 0, 0, err
 	}
-	var c cursorValue
-	if err := json.Unmarshal(kv.Value, &c); err != nil {
+	c, err := store.Decode[cursorValue](kv)
+	if err != nil {
 		return 0, 0, err
 	}
 	return c.Revision, kv.ModRevision, nil
@@ -621,9 +621,8 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 			return err
 		}
 		for _, row := range rows {
-			d := storedDelivery{key: row.Key, modRev: row.ModRevision}
-			if json.Unmarshal(row.Value, &d.rec) == nil {
-				picked = append(picked, d)
+			if rec, err := query.JSON[Delivery](row); err == nil {
+				picked = append(picked, storedDelivery{key: row.Key, modRev: row.ModRevision, rec: rec})
 			}
 		}
 		return s.loadEvents(v, picked)

@@ -234,8 +234,8 @@ func getRecord[T any](ctx context.Context, st store.Store, prefix, id, what stri
 	if kv == nil {
 		return nil, 0, fmt.Errorf("%w: %s %q", ErrNotFound, what, id)
 	}
-	var v T
-	if err := json.Unmarshal(kv.Value, &v); err != nil {
+	v, err := store.Decode[T](kv)
+	if err != nil {
 		return nil, 0, err
 	}
 	return &v, kv.ModRevision, nil
@@ -404,8 +404,7 @@ func listPlans(ctx context.Context, st store.Store) ([]planAt, error) {
 	}
 	out := make([]planAt, 0, len(resp.KVs))
 	for _, kv := range resp.KVs {
-		var p Plan
-		if json.Unmarshal(kv.Value, &p) == nil {
+		if p, err := store.Decode[Plan](kv); err == nil {
 			out = append(out, planAt{Plan: p, rev: kv.ModRevision, created: kv.CreateRevision})
 		}
 	}

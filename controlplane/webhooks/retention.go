@@ -63,27 +63,47 @@ func (s *Service) PruneOutbox(ctx context.Context, r Retention, batch int) (int6
 			if err != nil || len(page) == 0 {
 				return err
 			}
+			// One query for the page's open deliveries and one for the
+			// deliveries of the entries that go, instead of two per entry.
+			var candidates []query.Row
+			var ids []string
 			for _, row := range page {
 				after = row.Key
 				if row.CreateRevision > cur && !targeted(row.Value) {
 					continue
 				}
-				eventID := row.Key[len(events.OutboxPrefix):]
-				open, err := v.Count(DeliveryIndex.Name, query.Eq("event_id", eventID), query.In("state", "Pending", "Delivering", "WaitingRetry"))
-				if err != nil {
-					return err
-				}
-				if open > 0 {
+				candidates, ids = append(candidates, row), append(ids, row.Key[len(events.OutboxPrefix):])
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			open, err := v.Distinct(DeliveryIndex.Name, []string{"event_id"}, query.In("event_id", ids...), query.In("state", "Pending", "Delivering", "WaitingRetry"))
+			if err != nil {
+				return err
+			}
+			busy := make(map[string]bool, len(open))
+			for _, t := range open {
+				busy[t[0]] = true
+			}
+			var settled []string
+			for i, row := range candidates {
+				if busy[ids[i]] {
 					continue
 				}
-				done, err := v.Keys(query.Query{Index: DeliveryIndex.Name, Where: []query.Cond{query.Eq("event_id", eventID)}})
+				keys, revs, settled = append(keys, row.Key), append(revs, row.ModRevision), append(settled, ids[i])
+				if len(keys) == batch {
+					break
+				}
+			}
+			if len(settled) > 0 {
+				done, err := v.Keys(query.Query{Index: DeliveryIndex.Name, Where: []query.Cond{query.In("event_id", settled...)}})
 				if err != nil {
 					return err
 				}
-				keys, revs, deliveries = append(keys, row.Key), append(revs, row.ModRevision), append(deliveries, done...)
-				if len(keys) == batch {
-					return nil
-				}
+				deliveries = append(deliveries, done...)
+			}
+			if len(keys) == batch {
+				return nil
 			}
 		}
 		return nil

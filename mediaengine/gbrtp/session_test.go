@@ -10,6 +10,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/test/peers/psrtp"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // frameSink collects what a session publishes.
@@ -49,17 +50,6 @@ func (k *frameSink) count() (map[media.Codec]int, bool) {
 	return n, firstKey
 }
 
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("not within %s: %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func TestSessionReceivesGStreamerPSOverEachTransport(t *testing.T) {
 	const ssrc = 100000001 // y=0100000001: GB/T 28181 SSRCs are ten decimal digits
 	for _, tc := range []struct {
@@ -83,7 +73,7 @@ func TestSessionReceivesGStreamerPSOverEachTransport(t *testing.T) {
 			sink := &frameSink{}
 			done := make(chan error, 1)
 			go func() { done <- s.Run(context.Background(), sink.publish) }()
-			eventually(t, 30*time.Second, "50 video and 20 audio frames", func() bool {
+			testkit.Eventually(t, 30*time.Second, "50 video and 20 audio frames", func() bool {
 				n, _ := sink.count()
 				return n[media.CodecH264] >= 50 && n[media.CodecAAC] >= 20
 			})
@@ -119,7 +109,7 @@ func TestSessionEndsWhenTheDeviceStopsSending(t *testing.T) {
 	sink := &frameSink{}
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background(), sink.publish) }()
-	eventually(t, 30*time.Second, "frames", func() bool { n, _ := sink.count(); return n[media.CodecH264] > 10 })
+	testkit.Eventually(t, 30*time.Second, "frames", func() bool { n, _ := sink.count(); return n[media.CodecH264] > 10 })
 	snd.Stop()
 	select {
 	case err := <-done:
@@ -140,13 +130,13 @@ func TestSessionDropsWrongSSRCAndWrongSource(t *testing.T) {
 	go s.Run(context.Background(), sink.publish)
 	t.Cleanup(s.Close)
 	psrtp.Start(t, psrtp.Config{Transport: psrtp.UDP, Addr: s.LocalAddr().String(), SSRC: 43})
-	eventually(t, 30*time.Second, "packets of the wrong SSRC counted", func() bool { return s.Stats().WrongSSRC > 50 })
+	testkit.Eventually(t, 30*time.Second, "packets of the wrong SSRC counted", func() bool { return s.Stats().WrongSSRC > 50 })
 	psrtp.Start(t, psrtp.Config{Transport: psrtp.UDP, Addr: s.LocalAddr().String(), SSRC: 42})
-	eventually(t, 30*time.Second, "frames of the right SSRC", func() bool { n, _ := sink.count(); return n[media.CodecH264] > 10 })
+	testkit.Eventually(t, 30*time.Second, "frames of the right SSRC", func() bool { n, _ := sink.count(); return n[media.CodecH264] > 10 })
 	// A second sender with the right SSRC from another port is not the
 	// device the first packet came from.
 	psrtp.Start(t, psrtp.Config{Transport: psrtp.UDP, Addr: s.LocalAddr().String(), SSRC: 42})
-	eventually(t, 30*time.Second, "packets from another source counted", func() bool { return s.Stats().WrongSource > 50 })
+	testkit.Eventually(t, 30*time.Second, "packets from another source counted", func() bool { return s.Stats().WrongSource > 50 })
 	if n, _ := sink.count(); n[media.CodecH264] == 0 || s.Stats().Packets == 0 {
 		t.Fatal("no frames")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/hub"
 	"github.com/svcplatform/svc/mediaengine/internal/mediatest"
 	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestCutMergeAcrossFilesAndAGap records 6 s (three 2 s files), then after
@@ -40,14 +41,14 @@ func TestCutMergeAcrossFilesAndAGap(t *testing.T) {
 		}
 		publish(t, pub, tracks, from, n, 25)
 		pub.Close()
-		waitFor(t, "the stream's last file", 10*time.Second, func() bool { l := r.List(); return len(l) == 1 && l[0].State == "waiting" })
+		testkit.Eventually(t, 10*time.Second, "the stream's last file", func() bool { l := r.List(); return len(l) == 1 && l[0].State == "waiting" })
 		if _, err := r.Stop(path); err != nil {
 			t.Fatal(err)
 		}
 	}
 	record(0, 150)
 	record(25*3600, 100) // an hour later on the stream clock
-	waitFor(t, "every report", 10*time.Second, func() bool { return len(c.got()) >= 5 })
+	testkit.Eventually(t, 10*time.Second, "every report", func() bool { return len(c.got()) >= 5 })
 	files := c.got()
 	firstF, lastF := files[0], files[len(files)-1]
 

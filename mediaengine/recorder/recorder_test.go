@@ -15,6 +15,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/internal/mediaprobe"
 	"github.com/svcplatform/svc/mediaengine/internal/mediatest"
 	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // collector is a Report function that keeps what it is given.
@@ -38,17 +39,6 @@ func (c *collector) got() []FileInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]FileInfo(nil), c.files...)
-}
-
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // publish writes n video frames (25 fps, a keyframe every gop) and the
@@ -117,7 +107,7 @@ func TestRecorderSegmentsAndReports(t *testing.T) {
 	}
 	published := publish(t, pub, tracks, 0, 250, 25)
 	pub.Close()
-	waitFor(t, "the last file", 10*time.Second, func() bool { l := r.List(); return len(l) == 1 && l[0].State == "waiting" })
+	testkit.Eventually(t, 10*time.Second, "the last file", func() bool { l := r.List(); return len(l) == 1 && l[0].State == "waiting" })
 	info, err := r.Stop(path)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +115,7 @@ func TestRecorderSegmentsAndReports(t *testing.T) {
 	if _, err := r.Stop(path); err == nil {
 		t.Fatal("a second stop succeeded")
 	}
-	waitFor(t, "every report", 10*time.Second, func() bool { return len(c.got()) == info.Files })
+	testkit.Eventually(t, 10*time.Second, "every report", func() bool { return len(c.got()) == info.Files })
 	var frames uint64
 	for _, f := range c.got() {
 		frames += f.Frames
@@ -136,7 +126,7 @@ func TestRecorderSegmentsAndReports(t *testing.T) {
 		if !x.Finished() || x.FileID() != f.FileID {
 			t.Fatalf("%s: sidecar %+v", f.Rel, x)
 		}
-		waitFor(t, "the reported mark", 5*time.Second, func() bool { x, _ := readIndex(filepath.Join(root, f.Rel) + ".idx"); return x.Reported })
+		testkit.Eventually(t, 5*time.Second, "the reported mark", func() bool { x, _ := readIndex(filepath.Join(root, f.Rel) + ".idx"); return x.Reported })
 		st, _ := os.Stat(filepath.Join(root, f.Rel))
 		if st.Size() != f.Size {
 			t.Fatalf("%s: %d bytes on disk, %d reported", f.Rel, st.Size(), f.Size)
@@ -196,7 +186,7 @@ func TestRepairOpenSegment(t *testing.T) {
 	}
 	publish(t, pub, tracks, 0, 100, 25)
 	var rel string
-	waitFor(t, "parts on disk", 10*time.Second, func() bool {
+	testkit.Eventually(t, 10*time.Second, "parts on disk", func() bool {
 		l := r.List()
 		if len(l) != 1 || l[0].FileID == "" || l[0].Frames < 100 {
 			return false
@@ -232,7 +222,7 @@ func TestRepairOpenSegment(t *testing.T) {
 	if err != nil || repaired != 1 || queued != 1 {
 		t.Fatalf("repair: %d repaired, %d queued, %v", repaired, queued, err)
 	}
-	waitFor(t, "the report", 5*time.Second, func() bool { return len(c.got()) == 1 })
+	testkit.Eventually(t, 5*time.Second, "the report", func() bool { return len(c.got()) == 1 })
 	f := c.got()[0]
 	st, _ := os.Stat(filepath.Join(crashed, rel))
 	if f.Reason != ReasonRepaired || f.FileID != before.FileID() || st.Size() != int64(whole) || f.Size != int64(whole) {
@@ -254,7 +244,7 @@ func TestRepairOpenSegment(t *testing.T) {
 	if uint64(len(p.Packets)) != f.Frames || f.Duration < 3*time.Second {
 		t.Fatalf("ffprobe reads %d packets; repaired file holds %d frames, %s", len(p.Packets), f.Frames, f.Duration)
 	}
-	waitFor(t, "the reported mark", 5*time.Second, func() bool { x, _ := readIndex(filepath.Join(crashed, rel) + ".idx"); return x.Reported })
+	testkit.Eventually(t, 5*time.Second, "the reported mark", func() bool { x, _ := readIndex(filepath.Join(crashed, rel) + ".idx"); return x.Reported })
 	r3 := newTestRecorder(t, h2, crashed, c)
 	if repaired, queued, err := r3.Repair(); repaired != 0 || queued != 0 || err != nil {
 		t.Fatalf("second start: %d repaired, %d queued, %v", repaired, queued, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // pullInto feeds a relay stream from a Puller, as the engine's pull proxy
@@ -46,7 +47,7 @@ func TestPullRelayPlayChain(t *testing.T) {
 	srv := startServer(t, rtsp.ServerConfig{}, r)
 	path := media.Path{Vhost: media.DefaultVhost, App: "proxy", Stream: "cam"}
 	pullInto(t, r, path, g.url("", "h264b"), rtsp.TransportUDP)
-	waitFor(t, 10*time.Second, "the pulled stream", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
+	testkit.Eventually(t, 10*time.Second, "the pulled stream", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
 	out := filepath.Join(t.TempDir(), "chain.mp4")
 	runPeer(t, 40*time.Second, "ffmpeg", readArgs("tcp", rtspURL(srv.Addr(), "proxy/cam"), out, 10)...)
 	checkRecording(t, out, "h264", "aac", 320, 240, 10, 25)

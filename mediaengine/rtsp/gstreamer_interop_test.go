@@ -11,6 +11,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // gstLaunch runs a gst-launch-1.0 pipeline for d, then interrupts it so
@@ -73,7 +74,7 @@ func TestServerWithGStreamerClients(t *testing.T) {
 	startProcess(t, "ffmpeg", publishArgs("h264-no-b", "tcp", ffPub, 20)...)
 	for _, stream := range []string{"gst", "ff"} {
 		path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: stream}
-		waitFor(t, 10*time.Second, "the "+stream+" stream", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
+		testkit.Eventually(t, 10*time.Second, "the "+stream+" stream", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
 	}
 	codecs := map[media.Codec]bool{}
 	tracks := r.Stream(media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "gst"}).Tracks

@@ -134,18 +134,6 @@ func checkMonotonic(t *testing.T, what string, ts []float64) {
 	}
 }
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func rtspURL(addr net.Addr, path string) string {
 	return fmt.Sprintf("rtsp://%s/%s", addr.String(), strings.TrimPrefix(path, "/"))
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // frameLog collects what a Puller delivers.
@@ -203,7 +204,7 @@ func TestPullerFromGStreamer(t *testing.T) {
 			}
 			runFor(5*time.Second, func(ctx context.Context) {
 				go func() {
-					waitFor(t, 4*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 0 })
+					testkit.Eventually(t, 4*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 0 })
 				}()
 				p.Run(ctx)
 			})
@@ -266,7 +267,7 @@ func TestPullerFallsBackToTCP(t *testing.T) {
 		p, _ := rtsp.NewPuller(log.config(g.url("", "tcponly"), rtsp.TransportAuto))
 		runFor(8*time.Second, func(ctx context.Context) {
 			go func() {
-				waitFor(t, 7*time.Second, "frames over TCP", func() bool { return log.count(media.KindVideo) > 25 })
+				testkit.Eventually(t, 7*time.Second, "frames over TCP", func() bool { return log.count(media.KindVideo) > 25 })
 				time.Sleep(100 * time.Millisecond)
 			}()
 			p.Run(ctx)
@@ -309,16 +310,16 @@ func TestPullerReconnects(t *testing.T) {
 	g := startGStreamer(t)
 	var log frameLog
 	p := runPuller(t, log.config(g.url("", "h264"), rtsp.TransportTCP))
-	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
+	testkit.Eventually(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
 	g.stop()
-	waitFor(t, 10*time.Second, "the Puller to notice", func() bool { return p.Status().State == rtsp.PullerWaiting })
+	testkit.Eventually(t, 10*time.Second, "the Puller to notice", func() bool { return p.Status().State == rtsp.PullerWaiting })
 	before := log.count(media.KindVideo)
 	time.Sleep(1500 * time.Millisecond) // a few failed attempts against a closed port
 	if st := p.Status(); st.Attempts < 3 {
 		t.Errorf("only %d attempts while the source was away", st.Attempts)
 	}
 	g.start()
-	waitFor(t, 15*time.Second, "frames after the source returned", func() bool { return log.count(media.KindVideo) > before+25 })
+	testkit.Eventually(t, 15*time.Second, "frames after the source returned", func() bool { return log.count(media.KindVideo) > before+25 })
 	log.mu.Lock()
 	sessions := len(log.tracks)
 	log.mu.Unlock()
@@ -467,7 +468,7 @@ func TestPullerVideoSurvivesSingleLosses(t *testing.T) {
 	addr := startFilteringProxy(t, u.Host, func(ch byte) bool { return ch != 0 || n.Add(1)%37 != 0 })
 	var log frameLog
 	runPuller(t, log.config("rtsp://"+addr+u.Path, rtsp.TransportTCP))
-	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
+	testkit.Eventually(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
 	log.videoEverySecond(t, 10, "")
 }
 
@@ -487,7 +488,7 @@ func TestPullerEndsSessionWhoseVideoStalls(t *testing.T) {
 	addr := startFilteringProxy(t, u.Host, func(ch byte) bool { return int32(ch) != cut.Load() })
 	var log frameLog
 	runPuller(t, log.config("rtsp://"+addr+u.Path, rtsp.TransportTCP))
-	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 && log.count(media.KindAudio) > 10 })
+	testkit.Eventually(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 && log.count(media.KindAudio) > 10 })
 	log.mu.Lock()
 	video := -1
 	for i, tr := range log.tracks[0] {
@@ -503,7 +504,7 @@ func TestPullerEndsSessionWhoseVideoStalls(t *testing.T) {
 	cut.Store(int32(2 * video))
 	audioAtCut := log.count(media.KindAudio)
 	var stalled error
-	waitFor(t, 10*time.Second, "the session to end", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the session to end", func() bool {
 		log.mu.Lock()
 		defer log.mu.Unlock()
 		for _, err := range log.lastErrs {
@@ -523,7 +524,7 @@ func TestPullerEndsSessionWhoseVideoStalls(t *testing.T) {
 	}
 	cut.Store(-1)
 	before := log.count(media.KindVideo)
-	waitFor(t, 15*time.Second, "video after the reconnection", func() bool { return log.count(media.KindVideo) > before+25 })
+	testkit.Eventually(t, 15*time.Second, "video after the reconnection", func() bool { return log.count(media.KindVideo) > before+25 })
 }
 
 // startUDPProxy forwards RTSP to GStreamer and puts itself in the UDP
@@ -584,7 +585,7 @@ func TestPullerVideoSurvivesSingleLossesOverUDP(t *testing.T) {
 	addr := startUDPProxy(t, g.Port, func(track int, n int64, _ []byte) bool { return track != 0 || n%37 != 0 })
 	var log frameLog
 	p := runPuller(t, log.config("rtsp://"+addr+"/h264", rtsp.TransportUDP))
-	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
+	testkit.Eventually(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
 	log.videoEverySecond(t, 10, "")
 	if st := p.Status(); st.Transport != rtsp.TransportUDP || st.Attempts != 1 {
 		t.Errorf("the session did not stay on UDP: %+v", st)
@@ -608,7 +609,7 @@ func TestPullerFollowsSequenceRestartedLower(t *testing.T) {
 	})
 	var log frameLog
 	p := runPuller(t, log.config("rtsp://"+addr+"/h264", rtsp.TransportUDP))
-	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 25 })
+	testkit.Eventually(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 25 })
 	restartAt.Store(1) // from the next packet on
 	log.videoEverySecond(t, 4, " after the restart")
 	if st := p.Status(); st.Attempts != 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 	"github.com/svcplatform/svc/shared/digestauth"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 func credentials(users map[string]string) func(string) (string, bool) {
@@ -69,7 +70,7 @@ func TestServerDigestAuth(t *testing.T) {
 		url := "rtsp://cam:p%40ss%20word@" + srv.Addr().String() + "/live/auth"
 		startProcess(t, "ffmpeg", publishArgs("h264", "tcp", url, 8)...)
 		path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "auth"}
-		waitFor(t, 10*time.Second, "the authenticated publisher", func() bool { s := r.Stream(path); return s != nil && s.Frames.Load() > 0 })
+		testkit.Eventually(t, 10*time.Second, "the authenticated publisher", func() bool { s := r.Stream(path); return s != nil && s.Frames.Load() > 0 })
 		publishes := r.Publishes()
 		user := publishes[len(publishes)-1].User
 		if user != "cam" {
@@ -129,7 +130,7 @@ func TestServerTicketPlayersSkipDigest(t *testing.T) {
 	srv := startServer(t, rtsp.ServerConfig{Credentials: credentials(map[string]string{"cam": "pw-cam"}), TicketParam: "svc_ticket"}, r)
 	startProcess(t, "ffmpeg", publishArgs("h264", "tcp", "rtsp://cam:pw-cam@"+srv.Addr().String()+"/live/tk", 12)...)
 	path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "tk"}
-	waitFor(t, 10*time.Second, "the publisher", func() bool { s := r.Stream(path); return s != nil && s.Frames.Load() > 0 })
+	testkit.Eventually(t, 10*time.Second, "the publisher", func() bool { s := r.Stream(path); return s != nil && s.Frames.Load() > 0 })
 
 	out := filepath.Join(t.TempDir(), "ticket.mp4")
 	runPeer(t, 30*time.Second, "ffmpeg", readArgs("tcp", rtspURL(srv.Addr(), "live/tk")+"?svc_ticket=T1", out, 2)...)

@@ -14,6 +14,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // A handler's refusal reaches the client with its status, and the
@@ -59,7 +60,7 @@ func TestServerKickAndTimeout(t *testing.T) {
 	// serves it to our own client.
 	path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "cam"}
 	pullInto(t, r, path, g.url("", "h264"), rtsp.TransportTCP)
-	waitFor(t, 10*time.Second, "frames from GStreamer", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
+	testkit.Eventually(t, 10*time.Second, "frames from GStreamer", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
 
 	// Our own client plays from the server.
 	var frames int
@@ -81,7 +82,7 @@ func TestServerKickAndTimeout(t *testing.T) {
 	}
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(context.Background()) }()
-	waitFor(t, 5*time.Second, "frames at the player", func() bool { <-mu; n := frames; mu <- struct{}{}; return n > 10 })
+	testkit.Eventually(t, 5*time.Second, "frames at the player", func() bool { <-mu; n := frames; mu <- struct{}{}; return n > 10 })
 	sessions := srv.Sessions()
 	if len(sessions) != 1 || sessions[0].Publishing || sessions[0].Transport != "udp" || sessions[0].Bytes == 0 {
 		t.Fatalf("sessions %+v", sessions)
@@ -103,7 +104,7 @@ func TestServerKickAndTimeout(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the kicked player kept running")
 	}
-	waitFor(t, 2*time.Second, "the session to go", func() bool { return len(srv.Sessions()) == 0 })
+	testkit.Eventually(t, 2*time.Second, "the session to go", func() bool { return len(srv.Sessions()) == 0 })
 	if srv.Kick(sessions[0].ID) {
 		t.Fatal("kicked twice")
 	}
@@ -118,8 +119,8 @@ func TestServerKickAndTimeout(t *testing.T) {
 	if err := idle.Setup(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Second, "the idle session", func() bool { return len(srv.Sessions()) == 1 })
-	waitFor(t, 5*time.Second, "the idle session to time out", func() bool { return len(srv.Sessions()) == 0 })
+	testkit.Eventually(t, time.Second, "the idle session", func() bool { return len(srv.Sessions()) == 1 })
+	testkit.Eventually(t, 5*time.Second, "the idle session to time out", func() bool { return len(srv.Sessions()) == 0 })
 }
 
 // rawSession drives the server with hand-written requests, for what our
@@ -179,7 +180,7 @@ func TestServerPauseAndResume(t *testing.T) {
 	srv := startServer(t, rtsp.ServerConfig{}, r)
 	path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "cam"}
 	pullInto(t, r, path, g.url("", "h264"), rtsp.TransportTCP)
-	waitFor(t, 10*time.Second, "the stream", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
+	testkit.Eventually(t, 10*time.Second, "the stream", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
 
 	conn, err := net.Dial("tcp", srv.Addr().String())
 	if err != nil {
@@ -217,7 +218,7 @@ func TestServerPauseAndResume(t *testing.T) {
 	if resp := s.do(rtsp.MethodTeardown, url); resp.StatusCode != 200 {
 		t.Fatalf("TEARDOWN: %+v", resp)
 	}
-	waitFor(t, 2*time.Second, "the session to go", func() bool {
+	testkit.Eventually(t, 2*time.Second, "the session to go", func() bool {
 		for _, si := range srv.Sessions() {
 			if !si.Publishing {
 				return false

@@ -14,6 +14,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 func startServer(t *testing.T, cfg rtsp.ServerConfig, h rtsp.Handler) *rtsp.Server {
@@ -84,7 +85,7 @@ func TestServerPublishAndPlayWithFFmpeg(t *testing.T) {
 			url := rtspURL(srv.Addr(), "live/"+tt.codec)
 			startProcess(t, "ffmpeg", publishArgs(tt.codec, tt.publish, url, 16)...)
 			path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: tt.codec}
-			waitFor(t, 10*time.Second, "the published stream", func() bool {
+			testkit.Eventually(t, 10*time.Second, "the published stream", func() bool {
 				s := r.Stream(path)
 				return s != nil && s.Keyframes.Load() > 0
 			})
@@ -168,7 +169,7 @@ func TestServerSurvivesBadClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	waitFor(t, 2*time.Second, "the first connection", func() bool {
+	testkit.Eventually(t, 2*time.Second, "the first connection", func() bool {
 		second, err := net.Dial("tcp", limited.Addr().String())
 		if err != nil {
 			return false

@@ -9,7 +9,6 @@ package adversarial
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,11 +21,12 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/server"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/test/testkit"
+	"github.com/svcplatform/svc/test/testkit/cluster"
+	"github.com/svcplatform/svc/test/testkit/controlnode"
 )
 
 // node is a real control node in this process with its log captured.
@@ -51,28 +51,13 @@ func startNode(t *testing.T, id, join, keyFile string, tune func(*config.Config)
 	logs := &logBuffer{}
 	enc := zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig())
 	log := zap.New(zapcore.NewTee(zaptest.NewLogger(t, zaptest.Level(zapcore.WarnLevel)).Core(), zapcore.NewCore(enc, logs, zapcore.DebugLevel))).Named(id)
-	cfg := testkit.NodeConfig(t, id)
+	cfg := cluster.NodeConfig(t, id)
 	cfg.Join, cfg.ClusterKeyFile = join, keyFile
 	if tune != nil {
 		tune(&cfg)
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := server.Start(ctx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown() })
+	s := controlnode.Start(t, cfg, log)
 	n := &node{t: t, s: s, api: "http://" + s.HTTPAddr, logs: logs, tokenIDs: map[string]string{}}
-	if join == "" {
-		ca := &clusterca.Authority{Store: s.Node, Keys: s.Keys}
-		if _, err := ca.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	return n
 }
 
@@ -87,7 +72,7 @@ func (n *node) token(perms ...string) string {
 // user's own session would create it.
 func (n *node) tokenOwnedBy(owner string, perms ...string) string {
 	n.t.Helper()
-	tok, id := testkit.WriteToken(n.t, n.s.Node, owner, perms...)
+	tok, id := cluster.WriteToken(n.t, n.s.Node, owner, perms...)
 	n.tokenIDs[tok] = id
 	return tok
 }
@@ -249,12 +234,6 @@ func (c *console) do(method, path string, body any) answer {
 		}
 	}
 	return send(c.t, c.base, request{method: method, path: path, body: body, header: h})
-}
-
-// eventually polls cond until it holds or the time is up.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testkit.Eventually(t, within, what, cond)
 }
 
 // auditRows lists the audit records of an event type through the API.

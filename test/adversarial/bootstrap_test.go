@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // startNginx runs Debian's nginx on a loopback port as a reverse proxy in
@@ -75,7 +76,7 @@ http {
 			<-done
 		}
 	})
-	eventually(t, 10*time.Second, "nginx listening", func() bool {
+	testkit.Eventually(t, 10*time.Second, "nginx listening", func() bool {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
@@ -90,7 +91,7 @@ http {
 func bootstrapCodeOf(t *testing.T, n *node) string {
 	t.Helper()
 	var code string
-	eventually(t, 10*time.Second, "the bootstrap code in the log", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the bootstrap code in the log", func() bool {
 		for _, line := range strings.Split(n.logs.String(), "\n") {
 			var rec struct{ BootstrapCode string }
 			if json.Unmarshal([]byte(line), &rec) == nil && rec.BootstrapCode != "" {

@@ -89,7 +89,7 @@ func TestAttack03CameraCredentialsToAHostOfTheCallersChoice(t *testing.T) {
 		t.Fatal("the stored credentials followed the URL")
 	}
 	h.startChannel(ch)
-	eventually(t, 30*time.Second, "the engine at the trap", func() bool { seen, _ := trapHost.requests(); return len(seen) > 0 })
+	testkit.Eventually(t, 30*time.Second, "the engine at the trap", func() bool { seen, _ := trapHost.requests(); return len(seen) > 0 })
 
 	// The camera's own address answering with Basic (a camera that offers
 	// only Basic, or someone on its network path): the engine sends
@@ -98,7 +98,7 @@ func TestAttack03CameraCredentialsToAHostOfTheCallersChoice(t *testing.T) {
 	const camPassword = "Basic-Only-Pa55"
 	second := h.createChannel("Yard", "yard", "rtsp://yard:"+camPassword+"@"+basicCam.addr+"/live")
 	h.startChannel(second)
-	eventually(t, 30*time.Second, "the engine's refusal", func() bool { return strings.Contains(h.proxyError(second), "Basic") })
+	testkit.Eventually(t, 30*time.Second, "the engine's refusal", func() bool { return strings.Contains(h.proxyError(second), "Basic") })
 	for _, tr := range []*trap{trapHost, basicCam} {
 		seen, raw := tr.requests()
 		for _, s := range seen {
@@ -115,14 +115,14 @@ func TestAttack03CameraCredentialsToAHostOfTheCallersChoice(t *testing.T) {
 	if a := h.call("POST", "/api/v2/channels/"+second+"/stop", h.super, nil); a.status >= 300 {
 		t.Fatalf("stop: %s", a)
 	}
-	eventually(t, 30*time.Second, "the channel stopped", func() bool { return h.channel(second).ActualState == "Offline" })
+	testkit.Eventually(t, 30*time.Second, "the channel stopped", func() bool { return h.channel(second).ActualState == "Offline" })
 	if a := h.call("PUT", "/api/v2/channels/"+second, h.super, map[string]any{"allowBasicAuthOverPlainRtsp": true,
 		"sourceUrl": "rtsp://yard:" + camPassword + "@" + basicCam.addr + "/live"}); a.status != 200 {
 		t.Fatalf("opting in: %s", a)
 	}
 	h.startChannel(second)
 	want := "auth=Basic " + base64.StdEncoding.EncodeToString([]byte("yard:"+camPassword))
-	eventually(t, 30*time.Second, "Basic after the opt-in", func() bool {
+	testkit.Eventually(t, 30*time.Second, "Basic after the opt-in", func() bool {
 		seen, _ := basicCam.requests()
 		for _, s := range seen {
 			if strings.HasSuffix(s, want) {
@@ -158,7 +158,7 @@ func TestAttack04CameraPasswordNeverLeaks(t *testing.T) {
 		a.decode(t, &ch)
 	}
 	call("POST", "/api/v2/channels/"+ch.ChannelID+"/start", nil)
-	eventually(t, 60*time.Second, "the channel Online (the agent fetched the URL)", func() bool { return h.channel(ch.ChannelID).ActualState == "Online" })
+	testkit.Eventually(t, 60*time.Second, "the channel Online (the agent fetched the URL)", func() bool { return h.channel(ch.ChannelID).ActualState == "Online" })
 	// The same credentials in the query and in the path (item 5's forms).
 	query := "rtsp://127.0.0.1:" + fmt.Sprint(cam.Port) + "/h264?user=cam&password=" + url.QueryEscape(cam.Password)
 	if a := call("POST", "/api/v2/channels", map[string]any{"name": "Q", "protocol": "rtsp", "sourceUrl": query, "app": "live", "stream": "q"}); a.status != 200 {
@@ -190,7 +190,7 @@ func TestAttack04CameraPasswordNeverLeaks(t *testing.T) {
 	var commandIDs []string
 	for _, c := range cmds.Rows {
 		commandIDs = append(commandIDs, c.CommandID)
-		eventually(t, 30*time.Second, "command "+c.CommandID+" finished", func() bool {
+		testkit.Eventually(t, 30*time.Second, "command "+c.CommandID+" finished", func() bool {
 			var d struct {
 				Status  string
 				Payload map[string]any

@@ -17,6 +17,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/test/svcbin"
 	"github.com/svcplatform/svc/test/testkit"
+	"github.com/svcplatform/svc/test/testkit/cluster"
 )
 
 // mediaHost is a control node with one enrolled media host: `svc agent
@@ -47,8 +48,8 @@ func startMediaHost(t *testing.T, id string) *mediaHost {
 	if out, err := enroll.CombinedOutput(); err != nil {
 		t.Fatalf("enroll: %v %s", err, out)
 	}
-	h.agent = testkit.StartProcess(t, bin, testkit.AgentArgs(t, h.agentDir)...)
-	eventually(t, 60*time.Second, "the media server online", func() bool {
+	h.agent = testkit.StartProcess(t, bin, cluster.AgentArgs(t, h.agentDir)...)
+	testkit.Eventually(t, 60*time.Second, "the media server online", func() bool {
 		var list struct {
 			Rows []struct{ MediaServerID, AgentStatus, EngineStatus string }
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // halfSent starts a request whose body never finishes.
@@ -108,7 +109,7 @@ func TestAttack09SlowClients(t *testing.T) {
 			c.Close()
 		}
 		held = nil
-		eventually(t, 5*time.Second, "the address served again", func() bool {
+		testkit.Eventually(t, 5*time.Second, "the address served again", func() bool {
 			resp, err := (&http.Client{Timeout: time.Second}).Get(n.api + "/health")
 			if err == nil {
 				resp.Body.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // fromAddress is a client whose connections come from a loopback address
@@ -176,7 +177,7 @@ func TestAttack11SmallerOnes(t *testing.T) {
 				ErrorSummary   string
 			}
 		}
-		eventually(t, 20*time.Second, "a failed attempt in the history", func() bool {
+		testkit.Eventually(t, 20*time.Second, "a failed attempt in the history", func() bool {
 			a := n.call("GET", "/api/v2/system/webhooks/subscriptions/"+plan.ID+"/deliveries", viewer, nil)
 			if strings.Contains(string(a.body), "hunter2") || strings.Contains(string(a.body), "10.9.8.7") {
 				t.Fatalf("the history shows the receiver's answer: %s", a)
@@ -204,7 +205,7 @@ func TestAttack11SmallerOnes(t *testing.T) {
 			t.Fatalf("300 uses of a token wrote %d times", writes)
 		}
 		super := n.token("*")
-		eventually(t, 5*time.Second, "lastUsedAt in the listing", func() bool {
+		testkit.Eventually(t, 5*time.Second, "lastUsedAt in the listing", func() bool {
 			var list struct {
 				Rows []struct {
 					TokenID    string

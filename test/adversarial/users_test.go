@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 const (
@@ -79,7 +81,7 @@ func TestAttack02TheLastSuperAdministrator(t *testing.T) {
 	secondID := a.createUser(super, "root2", otherPassword, "super-admin")
 	seenEverywhere := func(id string) {
 		for _, via := range []*node{b, c} {
-			eventually(t, 10*time.Second, "the user on "+via.s.Config.NodeID, func() bool {
+			testkit.Eventually(t, 10*time.Second, "the user on "+via.s.Config.NodeID, func() bool {
 				return strings.Contains(string(via.call("GET", "/api/v2/security/users?pageSize=200", super, nil).body), id)
 			})
 		}

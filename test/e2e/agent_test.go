@@ -27,6 +27,7 @@ import (
 	"github.com/svcplatform/svc/shared/pki"
 	"github.com/svcplatform/svc/test/svcbin"
 	"github.com/svcplatform/svc/test/testkit"
+	"github.com/svcplatform/svc/test/testkit/cluster"
 )
 
 type enrollment struct {
@@ -62,14 +63,14 @@ func (c *controlNode) startMediaHost(bin, nodeID string) {
 		c.t.Fatalf("enroll: %v %s", err, out)
 	}
 	startProcess(c.t, bin, agentArgs(c.t, dataDir)...)
-	eventually(c.t, 60*time.Second, "the media server online", func() bool {
+	testkit.Eventually(c.t, 60*time.Second, "the media server online", func() bool {
 		m := c.mediaServer(nodeID)
 		return m.AgentStatus == "online" && m.EngineStatus == "running"
 	})
 }
 
 // agentArgs runs an agent on loopback ports of its own.
-func agentArgs(t *testing.T, dataDir string) []string { return testkit.AgentArgs(t, dataDir) }
+func agentArgs(t *testing.T, dataDir string) []string { return cluster.AgentArgs(t, dataDir) }
 
 type mediaServer struct {
 	MediaServerID, NodeID, Status, AgentStatus, EngineStatus string
@@ -175,7 +176,7 @@ func TestAgentEndToEnd(t *testing.T) {
 	})
 
 	agent := startProcess(t, bin, agentArgs(t, dataDir)...)
-	eventually(t, 30*time.Second, "media server online", func() bool { return cp.mediaServer("media-1").Status == "online" })
+	testkit.Eventually(t, 30*time.Second, "media server online", func() bool { return cp.mediaServer("media-1").Status == "online" })
 	if started := cp.events("media.server.started"); len(started) != 1 {
 		t.Fatalf("started events: %d", len(started))
 	} else {
@@ -284,7 +285,7 @@ func TestAgentEndToEnd(t *testing.T) {
 		}
 		killed := time.Now()
 		syscall.Kill(proc.Pid, syscall.SIGKILL)
-		eventually(t, 10*time.Second, "recovered event", func() bool { return len(cp.events("media.server.recovered")) == 1 })
+		testkit.Eventually(t, 10*time.Second, "recovered event", func() bool { return len(cp.events("media.server.recovered")) == 1 })
 		crashed := cp.events("media.server.crashed")
 		if len(crashed) != 1 {
 			t.Fatalf("crashed events %d", len(crashed))
@@ -348,7 +349,7 @@ func TestAgentEndToEnd(t *testing.T) {
 		var ops struct {
 			Rows []struct{ OperationId, Status, Message string }
 		}
-		eventually(t, 15*time.Second, "renewal finished", func() bool {
+		testkit.Eventually(t, 15*time.Second, "renewal finished", func() bool {
 			cp.call("GET", "/api/v2/system/lifecycle/operations?nodeId=media-1", nil, &ops)
 			return len(ops.Rows) == 1 && ops.Rows[0].Status == "Succeeded"
 		})
@@ -426,7 +427,7 @@ func TestAgentEndToEnd(t *testing.T) {
 		var cmd nodeCommand
 		cp.call("POST", "/api/v2/nodes/media-1/commands", map[string]any{"commandType": agentapi.TypeRTPLease, "idempotencyKey": "once-1",
 			"payload": map[string]any{"direction": "receive", "purpose": "e2e-once", "ttlSeconds": 600}}, &cmd)
-		eventually(t, 10*time.Second, "command handed to the frozen agent", func() bool {
+		testkit.Eventually(t, 10*time.Second, "command handed to the frozen agent", func() bool {
 			cp.call("GET", "/api/v2/node/commands/"+cmd.CommandID, nil, &cmd)
 			return cmd.Status == "Dispatched"
 		})
@@ -435,7 +436,7 @@ func TestAgentEndToEnd(t *testing.T) {
 		// After its deadline the command is handed out again, to the
 		// restarted agent, and runs once.
 		agent = startProcess(whole, bin, agentArgs(t, dataDir)...)
-		eventually(t, 30*time.Second, "command finished", func() bool {
+		testkit.Eventually(t, 30*time.Second, "command finished", func() bool {
 			cp.call("GET", "/api/v2/node/commands/"+cmd.CommandID, nil, &cmd)
 			return cmd.Status == "Succeeded"
 		})
@@ -465,7 +466,7 @@ func TestAgentEndToEnd(t *testing.T) {
 	})
 
 	t.Run("a retired node is refused at once and its agent stops", func(t *testing.T) {
-		eventually(t, 20*time.Second, "media server online again", func() bool { return cp.mediaServer("media-1").Status == "online" })
+		testkit.Eventually(t, 20*time.Second, "media server online again", func() bool { return cp.mediaServer("media-1").Status == "online" })
 		var res struct {
 			Retired bool
 			Message string

@@ -16,6 +16,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // videoPackets lists a file's video packets as ffmpeg's framemd5 gives
@@ -100,10 +101,10 @@ func TestCutMergeEndToEnd(t *testing.T) {
 		}
 	}
 	push(6)
-	eventually(t, 60*time.Second, "the first push recorded", recorded(5500))
+	testkit.Eventually(t, 60*time.Second, "the first push recorded", recorded(5500))
 	time.Sleep(2 * time.Second) // the gap: two seconds without the stream
 	push(4)
-	eventually(t, 60*time.Second, "the second push recorded", recorded(9500))
+	testkit.Eventually(t, 60*time.Second, "the second push recorded", recorded(9500))
 	if files.Total < 5 {
 		t.Fatalf("%d files", files.Total)
 	}
@@ -149,7 +150,7 @@ func TestCutMergeEndToEnd(t *testing.T) {
 		task.TaskStatus != "Pending" || task.MediaServerID != "media-1" || task.SourceFileCount != files.Total || strings.Contains(string(body), rcv.URL) {
 		t.Fatalf("create: %d %s", st, body)
 	}
-	eventually(t, 60*time.Second, "the task to succeed", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the task to succeed", func() bool {
 		be.call("GET", "/api/v2/third-party/cut-merge/tasks/"+task.TaskID, nil, &task)
 		return task.TaskStatus == "Succeeded" || task.TaskStatus == "Failed"
 	})
@@ -160,11 +161,11 @@ func TestCutMergeEndToEnd(t *testing.T) {
 		task.ActualDurationMs >= last.EndTime.Sub(first.StartTime).Milliseconds()-1000 {
 		t.Fatalf("task: %+v", task)
 	}
-	eventually(t, 30*time.Second, "the callback", func() bool { mu.Lock(); defer mu.Unlock(); return len(callbacks) == 1 })
+	testkit.Eventually(t, 30*time.Second, "the callback", func() bool { mu.Lock(); defer mu.Unlock(); return len(callbacks) == 1 })
 	if cb := callbacks[0]; cb["taskId"] != task.TaskID || cb["taskStatus"] != "Succeeded" {
 		t.Fatalf("callback %v", cb)
 	}
-	eventually(t, 10*time.Second, "the callback recorded", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the callback recorded", func() bool {
 		be.call("GET", "/api/v2/third-party/cut-merge/tasks/"+task.TaskID, nil, &task)
 		return task.CallbackState == "Delivered"
 	})
@@ -286,7 +287,7 @@ func TestCutMergeEndToEnd(t *testing.T) {
 	}
 	// Once the engine's cached admission (5 s at most) is gone, on_play
 	// itself refuses it.
-	eventually(t, 30*time.Second, "the lease refused", func() bool { st, _, _ := get(t, ls.Sources[0].URL, ""); return st == 403 })
+	testkit.Eventually(t, 30*time.Second, "the lease refused", func() bool { st, _, _ := get(t, ls.Sources[0].URL, ""); return st == 403 })
 	if st, _ := be.call("GET", "/api/v2/third-party/cut-merge/tasks/"+task.TaskID, nil, nil); st != 404 {
 		t.Fatalf("the deleted task: %d", st)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestEngineCrashHeals kills the engine with SIGKILL while three channels
@@ -41,7 +42,7 @@ func TestEngineCrashHeals(t *testing.T) {
 		be.call("GET", "/api/v2/third-party/streams?streamId="+stream+"&state=Online", nil, &ss)
 		return ss.Total == 1
 	}
-	eventually(t, 60*time.Second, "three streams Online", func() bool {
+	testkit.Eventually(t, 60*time.Second, "three streams Online", func() bool {
 		return online("crash0") && online("crash1") && online("crash2")
 	})
 	offlineBefore := len(cp.events("media.stream.offline"))
@@ -116,7 +117,7 @@ func TestEngineCrashHeals(t *testing.T) {
 		t.Fatalf("engine stop: %d", st)
 	}
 	stopped := time.Now()
-	eventually(t, 5*time.Second, "every stream offline after the engine stopped", func() bool {
+	testkit.Eventually(t, 5*time.Second, "every stream offline after the engine stopped", func() bool {
 		for _, s := range names {
 			if _, st := sessionOf(s); st == "Online" {
 				return false
@@ -142,7 +143,7 @@ func TestEngineCrashHeals(t *testing.T) {
 		t.Fatalf("engine start: %d", st)
 	}
 	started := time.Now()
-	eventually(t, 10*time.Second, "every stream Online after the engine started", func() bool {
+	testkit.Eventually(t, 10*time.Second, "every stream Online after the engine started", func() bool {
 		for _, s := range names {
 			if _, st := sessionOf(s); st != "Online" {
 				return false
@@ -159,7 +160,7 @@ func TestEngineCrashHeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := time.Now()
-	eventually(t, 30*time.Second, "the lost stream Online again in the store", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the lost stream Online again in the store", func() bool {
 		_, st := sessionOf("crash0")
 		var ch struct{ ActualState string }
 		cp.call("GET", "/api/v2/channels/"+ids[0], nil, &ch)

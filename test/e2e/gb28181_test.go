@@ -15,6 +15,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/test/peers/psrtp"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestGB28181LiveEndToEnd: a SIPp camera registers with the control
@@ -64,7 +65,7 @@ func TestGB28181LiveEndToEnd(t *testing.T) {
 
 	// The catalog becomes a channel record.
 	var ch struct{ ChannelID, Name, Stream string }
-	eventually(t, 60*time.Second, "the camera's channel in the catalogue", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the camera's channel in the catalogue", func() bool {
 		var list struct {
 			Total int
 			Rows  []struct{ ChannelID, Name, Stream string }
@@ -105,7 +106,7 @@ func TestGB28181LiveEndToEnd(t *testing.T) {
 	// The INVITE reaches the camera, which writes the offered port and SSRC.
 	var port int
 	var ssrc uint64
-	eventually(t, 60*time.Second, "the INVITE at the camera", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the INVITE at the camera", func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "invite.txt"))
 		if err != nil {
 			return false
@@ -175,7 +176,7 @@ func TestGB28181LiveEndToEnd(t *testing.T) {
 	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/stop", nil, nil); st != 200 {
 		t.Fatalf("stop: %d %s", st, body)
 	}
-	eventually(t, 60*time.Second, "the BYE at the camera", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the BYE at the camera", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "bye.txt"))
 		return err == nil
 	})

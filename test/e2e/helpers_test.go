@@ -16,12 +16,13 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/audit"
-	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/server"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/test/testkit"
+	"github.com/svcplatform/svc/test/testkit/cluster"
+	"github.com/svcplatform/svc/test/testkit/controlnode"
 )
 
 func freeAddr(t *testing.T) string { return testkit.FreeAddr(t) }
@@ -36,33 +37,19 @@ type controlNode struct {
 
 func startControlNode(t *testing.T, tune func(*config.Config)) *controlNode {
 	t.Helper()
-	cfg := testkit.NodeConfig(t, "cp1")
+	cfg := cluster.NodeConfig(t, "cp1")
 	if tune != nil {
 		tune(&cfg)
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := server.Start(ctx, cfg, zaptest.NewLogger(t).Named("cp1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown() })
+	s := controlnode.Start(t, cfg, zaptest.NewLogger(t).Named("cp1"))
 	c := &controlNode{t: t, s: s, api: "http://" + s.HTTPAddr}
 	c.token = c.newToken("*")
-	// The first leader makes the cluster CA just after start.
-	ca := &clusterca.Authority{Store: s.Node, Keys: s.Keys}
-	if _, err := ca.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 
 // newToken writes an API token record the way the security module does.
 func (c *controlNode) newToken(perms ...string) string {
-	tok, _ := testkit.WriteToken(c.t, c.s.Node, "e2e", perms...)
+	tok, _ := cluster.WriteToken(c.t, c.s.Node, "e2e", perms...)
 	return tok
 }
 
@@ -117,12 +104,6 @@ func (c *controlNode) events(name string) []events.Envelope {
 		}
 	}
 	return out
-}
-
-// eventually polls cond until it holds or the time is up.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testkit.Eventually(t, within, what, cond)
 }
 
 // process is a child svc process with its output collected.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestEngineHooksSurviveTheirControlNode: in a 3-node cluster the engine's
@@ -34,7 +35,7 @@ func TestEngineHooksSurviveTheirControlNode(t *testing.T) {
 		return m
 	}
 	n2, n3 := join("n2"), join("n3")
-	eventually(t, 60*time.Second, "three voting members", func() bool {
+	testkit.Eventually(t, 60*time.Second, "three voting members", func() bool {
 		var st struct {
 			Members []struct{ NodeID, Suffrage string }
 		}
@@ -50,12 +51,12 @@ func TestEngineHooksSurviveTheirControlNode(t *testing.T) {
 		t.Fatalf("enroll through n2: %v %s", err, out)
 	}
 	startProcess(t, bin, agentArgs(t, dataDir)...)
-	eventually(t, 60*time.Second, "the media server online", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the media server online", func() bool {
 		m := cp.mediaServer("media-1")
 		return m.AgentStatus == "online" && m.EngineStatus == "running"
 	})
 	engineYAML := filepath.Join(dataDir, "engine", "engine.yaml")
-	eventually(t, 30*time.Second, "the engine's hooks going to n2 with n1 and n3 as fallbacks", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the engine's hooks going to n2 with n1 and n3 as fallbacks", func() bool {
 		b, _ := os.ReadFile(engineYAML)
 		s := string(b)
 		return strings.Contains(s, "url: https://"+n2.agentAddr) && strings.Contains(s, "fallbackUrls:") &&
@@ -71,7 +72,7 @@ func TestEngineHooksSurviveTheirControlNode(t *testing.T) {
 	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/start", nil, nil); st != 200 {
 		t.Fatalf("start: %d %s", st, body)
 	}
-	eventually(t, 60*time.Second, "the stream Online", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the stream Online", func() bool {
 		var ss struct{ Total int }
 		be.call("GET", "/api/v2/third-party/streams?streamId=door&state=Online", nil, &ss)
 		return ss.Total == 1

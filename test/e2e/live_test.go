@@ -216,7 +216,7 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 		Width, Height           int
 		PreviewUrl, DownloadUrl string
 	}
-	eventually(t, 60*time.Second, "a snapshot", func() bool {
+	testkit.Eventually(t, 60*time.Second, "a snapshot", func() bool {
 		be.call("GET", "/api/v2/channels/"+ch.ChannelID+"/snapshots", nil, &snaps)
 		return snaps.LatestAt != nil
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // pushStream has ffmpeg publish a lavfi test pattern (320x240 at 25 fps,
@@ -69,7 +70,7 @@ func TestPushedStreamLeaseEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 30*time.Second, "the pushed stream Online", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the pushed stream Online", func() bool {
 		be.call("GET", "/api/v2/third-party/streams?streamId=push-cam&state=Online", nil, &streams)
 		return streams.Total == 1
 	})
@@ -141,7 +142,7 @@ func TestPushedStreamLeaseEndToEnd(t *testing.T) {
 			go func() { done <- cmd.Wait() }()
 		}
 	}
-	eventually(t, 10*time.Second, "the RTSP player listed under its lease", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the RTSP player listed under its lease", func() bool {
 		cp.call("GET", "/api/v2/streams/players?mediaServerId=media-1", nil, &players)
 		for _, p := range players.Rows {
 			if p.Protocol == "rtsp" && p.LeaseID == l.LeaseID {

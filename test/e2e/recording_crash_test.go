@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestRecordingSurvivesEngineKill: kill -9 of the engine in the middle of
@@ -33,14 +34,14 @@ func TestRecordingSurvivesEngineKill(t *testing.T) {
 	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/start", nil, nil); st != 200 {
 		t.Fatalf("channel start: %d %s", st, body)
 	}
-	eventually(t, 60*time.Second, "the stream Online", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the stream Online", func() bool {
 		var ss struct{ Total int }
 		be.call("GET", "/api/v2/third-party/streams?streamId=dock&state=Online", nil, &ss)
 		return ss.Total == 1
 	})
 	online := time.Now()
 	// Six seconds of recording: several parts are on disk, one is open.
-	eventually(t, 30*time.Second, "six seconds of recording", func() bool { return time.Since(online) > 6*time.Second })
+	testkit.Eventually(t, 30*time.Second, "six seconds of recording", func() bool { return time.Since(online) > 6*time.Second })
 	var proc struct{ Pid int }
 	if st := cp.call("GET", "/api/v2/node/engine/process?nodeId=media-1", nil, &proc); st != 200 || proc.Pid == 0 {
 		t.Fatalf("engine process: %d %+v", st, proc)
@@ -53,7 +54,7 @@ func TestRecordingSurvivesEngineKill(t *testing.T) {
 		Total int
 		Rows  []recordingFile
 	}
-	eventually(t, 90*time.Second, "the repaired file indexed", func() bool {
+	testkit.Eventually(t, 90*time.Second, "the repaired file indexed", func() bool {
 		be.call("GET", "/api/v2/recording/files?channelId="+ch.ChannelID+"&indexSource=repair", nil, &files)
 		return files.Total == 1
 	})
@@ -64,7 +65,7 @@ func TestRecordingSurvivesEngineKill(t *testing.T) {
 		t.Fatalf("the repaired file ends %s before the kill and lasts %d ms", gap, f.DurationMs)
 	}
 	// The new engine records again (the reconciler resumed the session).
-	eventually(t, 60*time.Second, "recording resumed on the new engine", func() bool {
+	testkit.Eventually(t, 60*time.Second, "recording resumed on the new engine", func() bool {
 		var list struct {
 			Recordings []struct{ Stream, State string }
 		}

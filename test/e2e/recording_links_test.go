@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // fileProbe is what ffprobe decodes of a recorded file: frames counted per
@@ -127,7 +128,7 @@ func TestRecordedFileMediaAndLinksEndToEnd(t *testing.T) {
 		Total int
 		Rows  []recordingFile
 	}
-	eventually(t, 60*time.Second, "every file of the push indexed", func() bool {
+	testkit.Eventually(t, 60*time.Second, "every file of the push indexed", func() bool {
 		manager.call("GET", "/api/v2/recording/files?streamId=enc&pageSize=100", nil, &files)
 		var ms int64
 		for _, f := range files.Rows {

@@ -16,6 +16,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/webhooks"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // webhookReceiver collects the signed webhook POSTs of a delivery plan.
@@ -126,7 +127,7 @@ func TestRecordingEndToEnd(t *testing.T) {
 		Total int
 		Rows  []recordingFile
 	}
-	eventually(t, 90*time.Second, "three recorded files", func() bool {
+	testkit.Eventually(t, 90*time.Second, "three recorded files", func() bool {
 		viewer.call("GET", "/api/v2/recording/files?channelId="+ch.ChannelID, nil, &files)
 		return files.Total >= 3
 	})
@@ -144,7 +145,7 @@ func TestRecordingEndToEnd(t *testing.T) {
 		Rows  []recordingFile
 	}
 	var raw []byte
-	eventually(t, 30*time.Second, "the last file indexed", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the last file indexed", func() bool {
 		_, raw = viewer.call("GET", "/api/v2/recording/files?channelId="+ch.ChannelID+"&pageSize=100", nil, &all)
 		return all.Total > files.Total && len(cp.events("recording.file.completed")) == all.Total
 	})
@@ -187,7 +188,7 @@ func TestRecordingEndToEnd(t *testing.T) {
 		}
 	}
 	// The receiver gets each of them, signed.
-	eventually(t, 60*time.Second, "the webhooks", func() bool { return len(rcv.events("recording.file.completed")) >= len(evs) })
+	testkit.Eventually(t, 60*time.Second, "the webhooks", func() bool { return len(rcv.events("recording.file.completed")) >= len(evs) })
 	rcv.mu.Lock()
 	if len(rcv.bad) > 0 {
 		t.Fatalf("webhook signatures: %v", rcv.bad)
@@ -288,7 +289,7 @@ func TestRecordingEndToEnd(t *testing.T) {
 		!br.Results[0].Success || br.Results[0].FileState != "SoftDeleted" || br.Results[1].Code != "not_found" {
 		t.Fatalf("soft delete: %d %s", st, body)
 	}
-	eventually(t, 30*time.Second, "the soft-deleted file's lease refused", func() bool { st, _ := fetch(src, ""); return st == 403 })
+	testkit.Eventually(t, 30*time.Second, "the soft-deleted file's lease refused", func() bool { st, _ := fetch(src, ""); return st == 403 })
 	for _, bad := range []any{map[string]any{"fileIds": []string{}}, map[string]any{"fileIds": []string{second.FileID, second.FileID}}} {
 		if st, body := player.call("POST", "/api/v2/third-party/recordings/restore", bad, nil); st != 400 {
 			t.Fatalf("restore %v: %d %s", bad, st, body)
@@ -298,12 +299,12 @@ func TestRecordingEndToEnd(t *testing.T) {
 		br.Results[0].FileState != "Completed" {
 		t.Fatalf("restore: %d %s", st, body)
 	}
-	eventually(t, 30*time.Second, "the restored file playing again", func() bool { st, _ := fetch(src, ""); return st == 200 })
+	testkit.Eventually(t, 30*time.Second, "the restored file playing again", func() bool { st, _ := fetch(src, ""); return st == 200 })
 	if st, body := player.call("POST", "/api/v2/third-party/recordings/hard-delete", map[string]any{"fileIds": []string{second.FileID}}, &br); st != 200 ||
 		!br.Results[0].Success || br.Results[0].FileState != "Deleted" {
 		t.Fatalf("hard delete: %d %s", st, body)
 	}
-	eventually(t, 30*time.Second, "the hard-deleted file's lease refused", func() bool { st, _ := fetch(src, ""); return st == 403 })
+	testkit.Eventually(t, 30*time.Second, "the hard-deleted file's lease refused", func() bool { st, _ := fetch(src, ""); return st == 403 })
 	if st, body := player.call("POST", "/api/v2/third-party/recordings/restore", map[string]any{"fileIds": []string{second.FileID}}, &br); st != 200 ||
 		br.Results[0].Success || br.Results[0].Code != "recording_file_gone" {
 		t.Fatalf("restore after a hard delete: %d %s", st, body)
@@ -323,7 +324,7 @@ func TestRecordingEndToEnd(t *testing.T) {
 		Total int
 		Rows  []struct{ State, RecordSource, ChannelID string }
 	}
-	eventually(t, 60*time.Second, "an automatic session", func() bool {
+	testkit.Eventually(t, 60*time.Second, "an automatic session", func() bool {
 		viewer.call("GET", "/api/v2/recording/sessions?recordSource=auto&state=Recording", nil, &sessions)
 		return sessions.Total == 1 && sessions.Rows[0].ChannelID == ch.ChannelID
 	})
@@ -332,7 +333,7 @@ func TestRecordingEndToEnd(t *testing.T) {
 		MediaServerID string
 		Recordings    []struct{ Stream, State, SessionState string }
 	}
-	eventually(t, 30*time.Second, "the engine recording the automatic session", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the engine recording the automatic session", func() bool {
 		cp.call("GET", "/api/v2/engine/nodes/media-1/recording-status?streamId=yard", nil, &status)
 		return len(status.Recordings) == 1 && status.Recordings[0].State == "recording"
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestEngineThatCannotStart: an engine whose control port is taken fails
@@ -35,7 +36,7 @@ func TestEngineThatCannotStart(t *testing.T) {
 		}
 	}
 	agent := startProcess(t, bin, args...)
-	eventually(t, 20*time.Second, "start_failed event", func() bool { return len(cp.events("media.server.start_failed")) == 1 })
+	testkit.Eventually(t, 20*time.Second, "start_failed event", func() bool { return len(cp.events("media.server.start_failed")) == 1 })
 	var d map[string]any
 	json.Unmarshal(cp.events("media.server.start_failed")[0].Data, &d)
 	if d["NodeId"] != "media-f" || d["engineNodeId"] != "media-f" || d["reason"] != nodes.ReasonStartFailed || d["LastAction"] != "agent-start" {
@@ -54,7 +55,7 @@ func TestEngineThatCannotStart(t *testing.T) {
 		t.Fatalf("media server %+v", ms)
 	}
 	blocker.Close()
-	eventually(t, 20*time.Second, "media server online", func() bool { return cp.mediaServer("media-f").Status == "online" })
+	testkit.Eventually(t, 20*time.Second, "media server online", func() bool { return cp.mediaServer("media-f").Status == "online" })
 	if n := len(cp.events("media.server.started")); n != 1 {
 		t.Fatalf("started events %d (a server never online before starts, it does not recover)", n)
 	}

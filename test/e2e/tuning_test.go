@@ -119,7 +119,7 @@ func tuningInNamespace(t *testing.T, reportPath string) {
 	wg.Add(1)
 	go func() { defer wg.Done(); agent.Run(ctx, o, zaptest.NewLogger(t).Named("agent")) }()
 	defer func() { cancel(); wg.Wait() }()
-	eventually(t, 30*time.Second, "agent online", func() bool { return cp.mediaServer("media-1").AgentStatus == "online" })
+	testkit.Eventually(t, 30*time.Second, "agent online", func() bool { return cp.mediaServer("media-1").AgentStatus == "online" })
 
 	var rep tuningReport
 	var state struct {

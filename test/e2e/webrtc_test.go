@@ -9,19 +9,24 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // gstWHEP runs test/peers/gst_whep_client.py (GStreamer's webrtcbin) on a
 // WHEP URL for seconds and returns what it printed.
 func gstWHEP(t *testing.T, url string, seconds int) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "peers", "gst_whep_client.py")
-	out, err := runProcess("/usr/bin/python3", script, "--url", url, "--seconds", fmt.Sprint(seconds))
+	out, err := runProcess("/usr/bin/python3", gstWHEPScript(), "--url", url, "--seconds", fmt.Sprint(seconds))
 	if err != nil {
 		t.Fatalf("the GStreamer WHEP client: %v %s", err, out)
 	}
 	return out
+}
+
+// gstWHEPScript is test/peers/gst_whep_client.py.
+func gstWHEPScript() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "peers", "gst_whep_client.py")
 }
 
 // TestWebRTCLeaseEndToEnd: a business backend leases a camera channel's
@@ -45,7 +50,7 @@ func TestWebRTCLeaseEndToEnd(t *testing.T) {
 	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/start", nil, nil); st != 200 {
 		t.Fatalf("start: %d %s", st, body)
 	}
-	eventually(t, 60*time.Second, "the stream to be Online", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the stream to be Online", func() bool {
 		var ss struct{ Total int }
 		be.call("GET", "/api/v2/third-party/streams?streamId=door&state=Online", nil, &ss)
 		return ss.Total == 1

@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // writers creates channels through the given nodes until stop closes,
@@ -107,7 +108,7 @@ func TestDiskFullOnOneNode(t *testing.T) {
 			t.Fatalf("storage check on a fresh 20 MiB volume: %s %q", status, msg)
 		}
 		w := startWriters(c, c.nodes, 4, fmt.Sprintf("r%d", round))
-		eventually(t, 30*time.Second, "a few acknowledged writes", func() bool { return w.count() >= 20 })
+		testkit.Eventually(t, 30*time.Second, "a few acknowledged writes", func() bool { return w.count() >= 20 })
 
 		// Below the reserve: refused up front, retryable, nothing else breaks.
 		// 3 MiB: below the 4 MiB reserve, above what the raft log keeps
@@ -120,7 +121,7 @@ func TestDiskFullOnOneNode(t *testing.T) {
 				fillers = append(fillers, fill(t, vol, 3<<20))
 			}
 		}
-		eventually(t, 10*time.Second, "writes refused with 507 storage_full", func() bool {
+		testkit.Eventually(t, 10*time.Second, "writes refused with 507 storage_full", func() bool {
 			below()
 			st, _, body := c.createChannel(n, fmt.Sprintf("probe-%d-%d", round, time.Now().UnixNano()))
 			if st != 507 {
@@ -198,7 +199,7 @@ func TestApplyHaltsOnAFullDiskAndResumes(t *testing.T) {
 	go func() {
 		done <- s.ApplyBatch([]sqlitefsm.Entry{entry(2, "/a", 300000), entry(3, "/b", 300000)})
 	}()
-	eventually(t, 10*time.Second, "the apply reporting a full disk", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the apply reporting a full disk", func() bool {
 		_, err := s.Stalled()
 		return err != nil && sqlitefsm.IsDiskFull(err)
 	})
@@ -255,7 +256,7 @@ func TestDiskFullOnAFollowerOfThree(t *testing.T) {
 		w := startWriters(c, others, 3, fmt.Sprintf("f%d", round))
 		filler := fill(t, fullVol, 0)
 		start := w.count()
-		eventually(t, 30*time.Second, "writes through the other two going on", func() bool { return w.count() >= start+30 })
+		testkit.Eventually(t, 30*time.Second, "writes through the other two going on", func() bool { return w.count() >= start+30 })
 		st, _, body := c.createChannel(full, fmt.Sprintf("on-full-%d", round))
 		if st != 507 || decodeError(t, body).Code != "storage_full" {
 			t.Fatalf("a write through the full follower: %d %s", st, body)
@@ -271,12 +272,12 @@ func TestDiskFullOnAFollowerOfThree(t *testing.T) {
 		}
 		os.Remove(filler)
 		w.halt()
-		eventually(t, 60*time.Second, "writes through the follower resuming", func() bool {
+		testkit.Eventually(t, 60*time.Second, "writes through the follower resuming", func() bool {
 			st, _, _ := c.createChannel(full, fmt.Sprintf("after-full-%d-%d", round, time.Now().UnixNano()))
 			return st == 200
 		})
 		// The follower caught up with every write made while it was full.
-		eventually(t, 60*time.Second, "the follower catching up", func() bool {
+		testkit.Eventually(t, 60*time.Second, "the follower catching up", func() bool {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			for id := range w.acked {

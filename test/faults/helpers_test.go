@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // inNamespace marks the re-run of the test binary inside its own mount
@@ -445,27 +446,12 @@ func (c *cluster) leader() *node {
 	return nil
 }
 
-// eventually polls cond until it holds or the time is up.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, within)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// eventuallyOr is eventually that adds what explain says to the failure.
+// eventuallyOr is testkit.Eventually that adds what explain says to the
+// failure.
 func eventuallyOr(t *testing.T, within time.Duration, what string, cond func() bool, explain func() string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s: %s", what, within, explain())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testkit.Within(within, cond) {
+		t.Fatalf("%s did not happen within %s: %s", what, within, explain())
 	}
 }
 

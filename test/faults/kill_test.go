@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // verifyEverywhere reads every acknowledged channel on every node, after a
@@ -19,7 +20,7 @@ import (
 func (w *writers) verifyEverywhere(t *testing.T, c *cluster) {
 	t.Helper()
 	for _, n := range c.nodes {
-		eventually(t, 30*time.Second, n.id+" catching up", func() bool {
+		testkit.Eventually(t, 30*time.Second, n.id+" catching up", func() bool {
 			st, _, _ := do(n.url(), c.token, "GET", "/api/v2/channels?pageSize=1", nil, map[string]string{"X-Svc-Consistency": "linearizable"})
 			return st == 200
 		})
@@ -39,7 +40,7 @@ func TestLeaderKilledUnderWriteLoad(t *testing.T) {
 		before := w.count()
 		old.kill()
 		killed := time.Now()
-		eventually(t, 30*time.Second, "writes going on without the old leader", func() bool { return w.count() >= before+20 })
+		testkit.Eventually(t, 30*time.Second, "writes going on without the old leader", func() bool { return w.count() >= before+20 })
 		t.Logf("round %d: %s killed; writes went on after %s", round, old.id, time.Since(killed).Round(100*time.Millisecond))
 		old.start()
 		c.waitServing(old)
@@ -55,7 +56,7 @@ func TestAllNodesKilledLoseNoAcknowledgedWrite(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	for round := 0; round < rounds(1, 5); round++ {
 		w := startWriters(c, c.nodes, 3, fmt.Sprintf("all%d", round))
-		eventually(t, 30*time.Second, "writes", func() bool { return w.count() >= 60 })
+		testkit.Eventually(t, 30*time.Second, "writes", func() bool { return w.count() >= 60 })
 		for _, n := range c.nodes {
 			n.signal(syscall.SIGKILL)
 		}
@@ -108,14 +109,14 @@ func TestLeaderRestartsAfterItsLogSuffixWasCleared(t *testing.T) {
 		c.waitServing(n)
 	}
 	for i := 0; i < 10; i++ {
-		eventually(t, 30*time.Second, "a write to the new leader", func() bool {
+		testkit.Eventually(t, 30*time.Second, "a write to the new leader", func() bool {
 			st, _, _ := c.createChannel(followers[i%2], fmt.Sprintf("post-%d", i))
 			return st == 200
 		})
 	}
 	old.start()
 	c.waitServing(old)
-	eventually(t, 30*time.Second, "the old leader clearing its log suffix", func() bool { return strings.Contains(old.log(), "clearing log suffix") })
+	testkit.Eventually(t, 30*time.Second, "the old leader clearing its log suffix", func() bool { return strings.Contains(old.log(), "clearing log suffix") })
 	old.stop()
 	old.start()
 	c.waitServing(old)

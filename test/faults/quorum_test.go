@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // A node that lost its quorum goes on answering reads from its own state,
@@ -18,7 +20,7 @@ func TestQuorumLossKeepsLocalReads(t *testing.T) {
 	if st != 200 {
 		t.Fatalf("create: %d %s", st, body)
 	}
-	eventually(t, 10*time.Second, "the channel on n3", func() bool { st, _, _ := c.getChannel(n3, ch.ChannelID, nil); return st == 200 })
+	testkit.Eventually(t, 10*time.Second, "the channel on n3", func() bool { st, _, _ := c.getChannel(n3, ch.ChannelID, nil); return st == 200 })
 	st, _, body = do(c.nodes[0].url(), c.token, "POST", "/api/v2/security/api-tokens", map[string]any{"name": "never used on n3", "permissions": []string{"*"}}, nil)
 	if st != 200 {
 		t.Fatalf("second token: %d %s", st, body)
@@ -33,7 +35,7 @@ func TestQuorumLossKeepsLocalReads(t *testing.T) {
 		c.nodes[0].kill()
 		c.nodes[1].kill()
 		lost := time.Now()
-		eventually(t, 15*time.Second, "n3 marking its answers stale", func() bool {
+		testkit.Eventually(t, 15*time.Second, "n3 marking its answers stale", func() bool {
 			st, h, _ := c.getChannel(n3, ch.ChannelID, nil)
 			return st == 200 && h.Get("X-Svc-Stale") == "true"
 		})
@@ -70,7 +72,7 @@ func TestQuorumLossKeepsLocalReads(t *testing.T) {
 		c.nodes[1].start()
 		c.waitServing(c.nodes[0])
 		c.waitServing(c.nodes[1])
-		eventually(t, 30*time.Second, "writes through n3 working again", func() bool {
+		testkit.Eventually(t, 30*time.Second, "writes through n3 working again", func() bool {
 			st, _, _ := c.createChannel(n3, "after-loss-"+time.Now().Format("150405.000"))
 			return st == 200
 		})

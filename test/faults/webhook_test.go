@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // A webhook POST in flight when the dispatching leader is killed is sent
@@ -74,7 +76,7 @@ func TestWebhookSentAgainAfterFailoverCountsBothAttempts(t *testing.T) {
 			Attempts int    `json:"attempts"`
 		} `json:"rows"`
 	}
-	eventually(t, 60*time.Second, "the delivery completing on the next leader", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the delivery completing on the next leader", func() bool {
 		st, _, body := do(survivor.url(), c.token, "GET", "/api/v2/system/webhooks/subscriptions/"+plan.ID+"/deliveries", nil, nil)
 		json.Unmarshal(body, &d)
 		return st == 200 && len(d.Rows) == 1 && d.Rows[0].State == "Completed"

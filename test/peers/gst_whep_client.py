@@ -9,6 +9,10 @@ a second: "frames N width W height H audio A" (decoded video frames,
 picture size, decoded audio buffers). After --seconds it DELETEs the
 session, prints "deleted <status>" and exits.
 
+With --bearer, every request carries "Authorization: Bearer <value>", as
+standard WHIP/WHEP clients send their token (a meeting room's participant
+token on the control plane's WHEP URL).
+
 Run with Debian's own python3 (it has gi):
   /usr/bin/python3 gst_whep_client.py --url http://127.0.0.1:8088/live/cam/whep --seconds 10
 """
@@ -31,8 +35,9 @@ AUDIO_CAPS = "application/x-rtp,media=audio,encoding-name=PCMU,payload=0,clock-r
 
 
 class Client:
-    def __init__(self, url, seconds):
+    def __init__(self, url, seconds, bearer=None):
         self.url, self.seconds = url, seconds
+        self.auth = {"Authorization": "Bearer " + bearer} if bearer else {}
         self.session = None
         self.frames, self.audio, self.width, self.height = 0, 0, 0, 0
         self.pipe = Gst.Pipeline.new("whep")
@@ -65,7 +70,7 @@ class Client:
         if self.webrtc.get_property("ice-gathering-state") != GstWebRTC.WebRTCICEGatheringState.COMPLETE or self.session:
             return
         offer = self.webrtc.get_property("local-description").sdp.as_text()
-        req = urllib.request.Request(self.url, data=offer.encode(), method="POST", headers={"Content-Type": "application/sdp"})
+        req = urllib.request.Request(self.url, data=offer.encode(), method="POST", headers=dict(self.auth, **{"Content-Type": "application/sdp"}))
         try:
             with urllib.request.urlopen(req, timeout=10) as resp:
                 answer = resp.read().decode()
@@ -118,7 +123,7 @@ class Client:
         if self.seconds > 0:
             return True
         if self.session:
-            req = urllib.request.Request(self.session, method="DELETE")
+            req = urllib.request.Request(self.session, method="DELETE", headers=self.auth)
             try:
                 with urllib.request.urlopen(req, timeout=10) as resp:
                     print("deleted %d" % resp.status, flush=True)
@@ -132,9 +137,10 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--url", required=True)
     p.add_argument("--seconds", type=int, default=10)
+    p.add_argument("--bearer")
     a = p.parse_args()
     Gst.init(None)
-    Client(a.url, a.seconds).start()
+    Client(a.url, a.seconds, a.bearer).start()
     return 0
 
 

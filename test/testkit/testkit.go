@@ -1,15 +1,16 @@
-// Package testkit is what the cross-role test suites (test/e2e,
-// test/adversarial) share to run real peers on loopback: free ports and
-// RTP ranges, polling, the svc processes they start with their output, the
-// node agent's arguments, and GStreamer's RTSP server (test/peers) as a
-// camera. A missing peer fails the test; none is skipped.
+// Package testkit is what every test suite shares to run real peers on
+// loopback: ports (AnyPort for servers that report what they bound; free
+// ports and RTP ranges for child processes that cannot), one Eventually for
+// everything that happens asynchronously, the processes tests start with
+// their output, and GStreamer's RTSP server (test/peers) as a camera. It
+// depends on no role, so the engine's tests use it as the control plane's
+// do; what needs a control node is in testkit/cluster. A missing peer
+// fails the test; none is skipped.
 package testkit
 
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"fmt"
 	"io"
 	"net"
 	"os/exec"
@@ -21,13 +22,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/svcplatform/svc/agent/rtpport"
-	"github.com/svcplatform/svc/controlplane/apitoken"
-	"github.com/svcplatform/svc/controlplane/config"
-	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/raftnode"
 )
+
+// AnyPort is a loopback listen address whose port the system picks; a
+// server given it reports the port it got. Prefer it to FreeAddr wherever
+// the server under test reads its address back.
+const AnyPort = "127.0.0.1:0"
 
 // FreeAddr is a loopback address with a port nobody listens on now.
 func FreeAddr(t testing.TB) string {
@@ -40,16 +40,27 @@ func FreeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// Eventually polls cond until it holds or the time is up.
+// Eventually fails the test when cond does not hold within the time; it
+// is the one way tests wait for something asynchronous.
 func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	if !Within(within, cond) {
+		t.Fatalf("%s did not happen within %s", what, within)
+	}
+}
+
+// Within polls cond every 20 ms until it holds (true) or the time is up
+// (false): Eventually for callers that explain a failure themselves, and
+// for benchmarks, which have no testing.T.
+func Within(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, within)
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
+	return true
 }
 
 // Output collects what a process or a logger writes, safe for concurrent
@@ -127,7 +138,7 @@ func FreeRTPRange(t testing.TB) int {
 	for start := 26000; start < 32700; start += 100 {
 		ok := true
 		for p := start; p < start+100 && ok; p += 9 {
-			ok = rtpport.PortFree(p)
+			ok = portFree(p)
 		}
 		if ok {
 			return start
@@ -137,14 +148,19 @@ func FreeRTPRange(t testing.TB) int {
 	return 0
 }
 
-// AgentArgs are the arguments of `svc agent run` for an enrolled agent in
-// dataDir, on loopback ports of its own, with short intervals for tests.
-func AgentArgs(t testing.TB, dataDir string) []string {
-	rtp := FreeRTPRange(t)
-	return []string{"agent", "run", "--data-dir", dataDir, "--log-level", "debug",
-		"--engine-control-addr", FreeAddr(t), "--engine-http-addr", FreeAddr(t), "--engine-rtsp-addr", FreeAddr(t),
-		"--engine-webrtc-addr", FreeAddr(t), "--rtp-port-min", strconv.Itoa(rtp), "--rtp-port-max", strconv.Itoa(rtp + 99), "--sysctl-dir", filepath.Join(dataDir, "sysctl.d"),
-		"--heartbeat-interval", "500ms", "--poll-wait", "5s", "--engine-backoff-min", "500ms"}
+// portFree says whether nothing listens on port, UDP or TCP.
+func portFree(port int) bool {
+	u, err := net.ListenPacket("udp", ":"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	u.Close()
+	l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 // Camera is GStreamer's RTSP server of test/peers standing in for an IP
@@ -196,45 +212,4 @@ func StartCamera(t testing.TB, user, password, auth string) *Camera {
 // URL is a mount's URL with the camera's credentials.
 func (c *Camera) URL(mount string) string {
 	return "rtsp://" + c.User + ":" + c.Password + "@127.0.0.1:" + strconv.Itoa(c.Port) + "/" + mount
-}
-
-// NodeConfig is a control node's configuration for a test: id, a fresh
-// data directory, loopback ports of its own, and short heartbeat and
-// delivery deadlines.
-func NodeConfig(t testing.TB, id string) config.Config {
-	t.Helper()
-	cfg := config.Defaults()
-	cfg.NodeID, cfg.DataDir = id, t.TempDir()
-	cfg.HTTPAddr, cfg.RaftAddr, cfg.AgentAddr = FreeAddr(t), FreeAddr(t), FreeAddr(t)
-	cfg.ShutdownGrace = 2 * time.Second
-	cfg.NodeHeartbeatTTL, cfg.CommandVisibility = 3*time.Second, 2*time.Second
-	return cfg
-}
-
-// WriteToken writes an API token record through the store, as a test's
-// setup step rather than through the API, owned by owner (a user id, or a
-// name of no user), and waits until every member has it. It returns the
-// token and its id.
-func WriteToken(t testing.TB, node *raftnode.Node, owner string, perms ...string) (token, id string) {
-	t.Helper()
-	tok, err := apitoken.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	id = fmt.Sprintf("t-%d", time.Now().UnixNano())
-	op, err := apitoken.Put(apitoken.Record{TokenID: id, Name: "test", OwnerUserID: owner, Digest: apitoken.Digest(tok), TokenPrefix: tok[:12],
-		Permissions: perms, CreatedAt: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.WaitMembersApplied(ctx, resp.Header.Revision); err != nil {
-		t.Fatal(err)
-	}
-	return tok, id
 }

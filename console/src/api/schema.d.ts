@@ -2288,6 +2288,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/third-party/gb28181/playback-sessions/{sessionId}/playback-lease": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lease a GB28181 playback session to a player
+         * @description Creates a renewable playback lease, like a channel's, for an online GB28181 history playback session (`session.id` of `POST /api/v2/gb28181/playback/invite`): stable URLs for its stream while the lease is renewed. The lease's `resourceKind` is `gb28181-playback` and its `resourceId` the session id. A session whose stream is not Online yet, or that ended, answers 409 `stream_not_ready`; when the session ends (the device reports the end of the recording with MediaStatus 121, hangs up, or the session is stopped) its leases are Revoked, so renewing one answers 409 `playback_lease_conflict`.
+         */
+        post: operations["createThirdPartyGb28181PlaybackLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/third-party/streams/playback-lease": {
         parameters: {
             query?: never;
@@ -2512,6 +2532,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/third-party/recordings/{fileId}/playback-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Single-use playback link of a recorded file
+         * @description A URL that plays the recorded file (fragmented MP4; a <video> element plays and seeks it, ffmpeg reads it; add `&start=<seconds>[&duration=<seconds>]` for a stream that begins at the keyframe before that time). The URL is on the media server that owns the file and carries a ticket bound to this file and this action; it admits one client: the first request binds it to that client's address, whose later requests (HTTP Range: seeking, resuming) are admitted until `expiresAt`, and any other client is refused. Every request rechecks the file (a soft- or hard-deleted file is refused) and the API token (still valid and still holding recordings.play). Only Completed files get links (409 `recording_file_unavailable`). A download link of the same file is a separate grant.
+         */
+        post: operations["createThirdPartyRecordingPlaybackLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/recordings/{fileId}/download-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Single-use download link of a recorded file
+         * @description A URL that downloads the recorded file as an attachment (with its file name; resumable with HTTP Range). The URL is on the media server that owns the file and carries a ticket bound to this file and this action; it admits one client: the first request binds it to that client's address, whose later requests (HTTP Range: seeking, resuming) are admitted until `expiresAt`, and any other client is refused. Every request rechecks the file (a soft- or hard-deleted file is refused) and the API token (still valid and still holding recordings.download). Only Completed files get links (409 `recording_file_unavailable`). It never plays as a stream, nor does a playback link download.
+         */
+        post: operations["createThirdPartyRecordingDownloadLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/third-party/recordings/{fileId}/playback-lease": {
         parameters: {
             query?: never;
@@ -2526,6 +2586,114 @@ export interface paths {
          * @description A renewable lease on one recorded file (resourceKind recording-file). Its source is the file on its media server over http-fmp4: played as it is with HTTP Range (seeking in a <video> element, ffmpeg -ss), or from a time with `start=<seconds>[&duration=<seconds>]` (the answer begins at the keyframe before it). Renewals keep the URL. Soft- or hard-deleting the file, or the token losing recordings.play, makes the lease unusable.
          */
         post: operations["createThirdPartyRecordingPlaybackLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/cut-merge/tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List cut/merge tasks
+         * @description Cut/merge tasks, newest first.
+         */
+        get: operations["listThirdPartyCutMergeTasks"];
+        put?: never;
+        /**
+         * Create a cut/merge task
+         * @description Joins the Completed recordings of one stream (a channel, or app and streamId) that intersect [`startTime`, `endTime`) into one MP4 (fragmented) on the media server that holds them, without transcoding: the output starts at the keyframe at or before `startTime` and ends with the fragment (at most a second) that covers `endTime`; gaps without recordings are skipped, so the output's duration is the covered ranges. `mediaServerId` is a fallback that only narrows the files when they lie on several media servers. The task starts Pending; poll it until Succeeded or Failed (see GET /api/v2/recording/state-model), then obtain a link. With `callbackUrl` the outcome is also POSTed there (the terminal state is still to be verified by polling). A range without recordings answers 404; one whose files changed tracks is refused by the engine (Failed).
+         */
+        post: operations["createThirdPartyCutMergeTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/cut-merge/tasks/{taskId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a cut/merge task
+         * @description A task with its progress, output size, actual duration, error and completion time.
+         */
+        get: operations["getThirdPartyCutMergeTask"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a cut/merge task
+         * @description Removes an ended task (409 while it is Pending or Running); with `deleteOutputFile` its output file too, after which its links and leases stop working.
+         */
+        delete: operations["deleteThirdPartyCutMergeTask"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/cut-merge/tasks/{taskId}/playback-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Single-use playback link of a cut/merge output
+         * @description A single-use URL that plays the task's output on its media server (a ticket bound to the output and the action; the first client's later Range requests are admitted until `expiresAt`, any other client refused). Unavailable (409 `cut_merge_output_unavailable`) until the task Succeeded, and after its output was deleted.
+         */
+        post: operations["createThirdPartyCutMergePlaybackLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/cut-merge/tasks/{taskId}/download-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Single-use download link of a cut/merge output
+         * @description A single-use URL that downloads the task's output on its media server (a ticket bound to the output and the action; the first client's later Range requests are admitted until `expiresAt`, any other client refused). Unavailable (409 `cut_merge_output_unavailable`) until the task Succeeded, and after its output was deleted.
+         */
+        post: operations["createThirdPartyCutMergeDownloadLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/cut-merge/tasks/{taskId}/playback-lease": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lease a cut/merge output for playback
+         * @description A renewable lease (resourceKind cut-merge-output) on a Succeeded task's output over http-fmp4, like a recorded file's; deleting the output or the token losing recordings.play makes it unusable.
+         */
+        post: operations["createThirdPartyCutMergePlaybackLease"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3096,6 +3264,146 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/gb28181/live/invite": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a GB28181 channel's live stream
+         * @description Starts the channel record of the device's channel (the catalog made it) as `POST /api/v2/channels/{channelId}/start` does, with how its device is INVITEd: over TCP to the media server (`rtpWithTcp`, the engine listens) or UDP, waiting `timeoutSeconds` (default 10) for the device's answer; a device that does not answer in time fails the start command with `gb28181_invite_timeout`. `mediaServerId` places a stopped channel on that media server (409 `channel_running` when it runs elsewhere). Acceptance only: poll the channel's stream until Online.
+         */
+        post: operations["inviteGb28181Live"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/gb28181/live/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a GB28181 channel's live stream
+         * @description Pauses the channel's auto-recovery first and then stops it (contract B, third-party rule 5): the BYE that ends the device's stream is not followed by a new INVITE, even for an auto-pull channel. Auto-recovery stays paused until the next start.
+         */
+        post: operations["stopGb28181Live"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/gb28181/records/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask a device for a channel's recordings
+         * @description Sends a MANSCDP RecordInfo query for one channel and time range to the device (through the control node holding its SIP transport) and returns the query as `Running`; poll `GET /api/v2/gb28181/records/query/{taskId}`. The device answers in pages; the query is `Succeeded` once the `sumNum` entries it announced arrived, and `Incomplete` when `timeoutSeconds` pass without a page (with the entries that came). An offline device answers 409 `gb28181_device_offline`, one that refuses the query 502 `gb28181_device_unreachable`. Our addition: contract B shows only the result's path.
+         */
+        post: operations["createGb28181RecordQuery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/gb28181/records/query/{taskId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A record query and the device's recordings
+         * @description The device-side record list of a query. Each entry carries a `playback` action (`method`, `endpoint`, `request`): send `request` as the body of `method` `endpoint` (`POST /api/v2/gb28181/playback/invite`) to play it. The device's own locators (file paths, recorder ids, addresses) are not returned.
+         */
+        get: operations["getGb28181RecordQuery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/gb28181/playback/invite": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Play a device's recording
+         * @description INVITEs the device for a channel's recording over a time range (SDP `s=Playback`, `t=` start and end): an RTP port is leased on a media server (`mediaServerId`, or the least loaded), the engine's RTP server opened for the session's stream, and the device's answer awaited up to `timeoutSeconds` (504 `gb28181_invite_timeout`; a refusal is 502 `gb28181_invite_rejected`). The response's `session.id` names the session; its stream (`app`/`streamId`) becomes Online when the device's first frames arrive (poll `GET /api/v2/third-party/streams?streamId=`), then lease it with `POST /api/v2/third-party/gb28181/playback-sessions/{sessionId}/playback-lease`. The session ends when the device reports the end of the recording (MediaStatus 121), hangs up, or the session is stopped; its leases end with it.
+         */
+        post: operations["inviteGb28181Playback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/gb28181/playback/sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A playback session
+         * @description A playback session's state (`Playing` or `Ended`, with why it ended) and stream.
+         */
+        get: operations["getGb28181PlaybackSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/gb28181/playback/sessions/{sessionId}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a playback session
+         * @description Sends the BYE, closes the RTP server, releases its port and ends the session's playback leases. An ended session answers 409 `stream_not_ready`.
+         */
+        post: operations["stopGb28181PlaybackSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/recording/start": {
         parameters: {
             query?: never;
@@ -3165,7 +3473,7 @@ export interface paths {
         };
         /**
          * Describe the recording state machines
-         * @description The states and transitions of recording sessions and recording files, as this version implements them.
+         * @description The states and transitions of recording sessions, recording files and cut/merge tasks, as this version implements them.
          */
         get: operations["getRecordingStateModel"];
         put?: never;
@@ -3208,6 +3516,46 @@ export interface paths {
          * @description One page of recorded files, oldest media first. `startTime` and `endTime` select the files whose media intersects the range (both RFC 3339 with a zone; start before end). Hard-deleted files are listed only with `fileState=Deleted`. Files are never addressed by path: `fileId` is the reference.
          */
         get: operations["listRecordingFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/files/{fileId}/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Play a recorded file
+         * @description The file's bytes (fragmented MP4) for a player authenticated by the API credential or the console session, read from the engine that owns the file through whichever control node answers. HTTP Range is honoured (206, and 416 with `Content-Range: bytes *\/size` for a range past its end), as are `If-Range`, `If-None-Match` and `If-Modified-Since`, so a <video> element seeks in it. Only Completed files play: a soft- or hard-deleted file answers 409 `recording_file_unavailable`. For a URL to hand to a player without a credential, use the third-party playback link or lease.
+         */
+        get: operations["getRecordingFileMedia"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/files/{fileId}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a recorded file
+         * @description The file as an attachment (`Content-Disposition: attachment` with its file name, never a path), read from the engine that owns it through whichever control node answers. A download resumes with HTTP Range (206; 416 past the end). Only Completed files download: a soft- or hard-deleted file answers 409 `recording_file_unavailable`.
+         */
+        get: operations["downloadRecordingFile"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3270,6 +3618,114 @@ export interface paths {
          * @description Irreversible: removes the files' bytes on their media servers (through their agents) and keeps each index entry as a Deleted tombstone, so its leases and links stop working and a restore answers that the bytes are gone. A file still being written is not in the index yet (not_found); a media server that cannot be asked leaves its files as they were (agent_unavailable).
          */
         post: operations["deleteRecordingFiles"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/cut-merge/tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List cut/merge tasks
+         * @description Cut/merge tasks, newest first.
+         */
+        get: operations["listCutMergeTasks"];
+        put?: never;
+        /**
+         * Create a cut/merge task
+         * @description Joins the Completed recordings of one stream (a channel, or app and streamId) that intersect [`startTime`, `endTime`) into one MP4 (fragmented) on the media server that holds them, without transcoding: the output starts at the keyframe at or before `startTime` and ends with the fragment (at most a second) that covers `endTime`; gaps without recordings are skipped, so the output's duration is the covered ranges. `mediaServerId` is a fallback that only narrows the files when they lie on several media servers. The task starts Pending; poll it until Succeeded or Failed (see GET /api/v2/recording/state-model), then obtain a link. With `callbackUrl` the outcome is also POSTed there (the terminal state is still to be verified by polling). A range without recordings answers 404; one whose files changed tracks is refused by the engine (Failed).
+         */
+        post: operations["createCutMergeTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/cut-merge/tasks/{taskId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a cut/merge task
+         * @description A task with its progress, output size, actual duration, error and completion time. `mediaServerId` must name the task's media server (404 otherwise).
+         */
+        get: operations["getCutMergeTask"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a cut/merge task
+         * @description Removes an ended task (409 while it is Pending or Running); with `deleteOutputFile` its output file too, after which its links and leases stop working.
+         */
+        delete: operations["deleteCutMergeTask"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/cut-merge/tasks/{taskId}/detail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a cut/merge task with its sources
+         * @description The task and the source files it joins (file ids and the span of each), never their paths. With `mediaServerId`, it must name the task's media server.
+         */
+        get: operations["getCutMergeTaskDetail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/cut-merge/tasks/{taskId}/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Play a cut/merge output
+         * @description The output's bytes (fragmented MP4) read from its media server through whichever control node answers, inline, with HTTP Range (206; 416 past the end) and conditional requests. 409 `cut_merge_output_unavailable` until the task Succeeded and after its output was deleted.
+         */
+        get: operations["getCutMergeTaskMedia"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/cut-merge/tasks/{taskId}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a cut/merge output
+         * @description The output's bytes (fragmented MP4) read from its media server through whichever control node answers, as an attachment, with HTTP Range (206; 416 past the end) and conditional requests. 409 `cut_merge_output_unavailable` until the task Succeeded and after its output was deleted.
+         */
+        get: operations["downloadCutMergeTaskOutput"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3382,6 +3838,482 @@ export interface paths {
         get: operations["getRecordPlanTemplate"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/rooms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's meeting rooms
+         * @description Pages the rooms the calling credential created, newest first, optionally of one status. Our addition: the documents show room creation only.
+         */
+        get: operations["listRtcRooms"];
+        put?: never;
+        /**
+         * Create a meeting room
+         * @description Creates a meeting room owned by the calling credential (rtc.room.created). With `idempotencyKey`, a retry of the same request returns the room the first one created, and the key reused with another body answers 409 `idempotency_conflict`; two concurrent retries make one room. The room's media server is the one named, or else chosen among the enrolled media hosts.
+         */
+        post: operations["createRtcRoom"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/rooms/{roomId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a meeting room
+         * @description Reads a room the calling credential created; another credential's room answers 404. Our addition.
+         */
+        get: operations["getRtcRoom"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/rooms/{roomId}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close a meeting room
+         * @description Closes a room the calling credential created (rtc.room.closed): its publications stop and their media sessions are released, its participants' tokens end and its access tickets no longer admit anyone. Closing a closed room answers it unchanged. The leader also closes an open room nobody has been in for 10 minutes, or whose scheduled end has passed with nobody in it. Our addition.
+         */
+        post: operations["closeRtcRoom"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/rooms/{roomId}/access-tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a single-use access ticket
+         * @description Issues a single-use access ticket for one user of an open room the calling API token created. The ticket is shown once (only its hash is kept), admits exactly one join (of two concurrent joins with one ticket exactly one succeeds), expires after `expiresInMinutes` (1-1440, default 10) and is refused by every other operation. A viewer's publish capabilities are dropped. A closed room answers 409 `room_closed`.
+         */
+        post: operations["createRtcAccessTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/join": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Join a room with an access ticket
+         * @description Consumes the access ticket in the body and admits its user: at once, or into the waiting room (`admissionStatus` Waiting) when the room has one and the ticket does not bypass it. Answers the participant token, shown once, which the other device operations take in `X-Svc-RTC-Token`; it binds this room and this device only. A consumed ticket answers 401 `room_ticket_consumed`; an expired one, another room's, or any other credential 401 `room_ticket_invalid`; a closed room 409 `room_closed`.
+         */
+        post: operations["joinRtcRoom"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/token/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the participant token
+         * @description Rotates the participant token: `tokenVersion` moves on and the token presented is invalid from this answer on.
+         */
+        post: operations["refreshRtcToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report that the device is alive
+         * @description Devices send a heartbeat periodically (every 10 seconds is plenty); a participant silent for 30 seconds times out (rtc.participant.timed_out), its publications stop and its token ends.
+         */
+        post: operations["rtcHeartbeat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/leave": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Leave the room
+         * @description Ends the participant (rtc.participant.left): its publications stop, their media is released, and its token ends.
+         */
+        post: operations["leaveRtcRoom"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/publications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the publications one may subscribe to
+         * @description Lists the room's Active publications (only Active and permitted publications can be subscribed).
+         */
+        get: operations["listRtcPublications"];
+        put?: never;
+        /**
+         * Create a publication
+         * @description Creates a publication of the calling device. The media kinds asked for are filtered by the participant's capabilities and role (`camera.publish` for video, `microphone.publish` for audio; a viewer never publishes): a request left with nothing allowed answers 403 `permission_denied`. A participant in the waiting room is refused with 403. The publication is Pending until its WHIP offer is answered.
+         */
+        post: operations["createRtcPublication"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish media over WHIP
+         * @description WHIP (RFC 9725): the SDP offer of the publication's own device is relayed to the room's media server and its answer returned with 201 and the media session's `Location`. The participant token may also come as `Authorization: Bearer <participant token>`, which is what standard WHIP clients send. Another device's publication answers 403; a publication that is not Pending 409; an offer the media server cannot use (no ICE credentials, only unsupported codecs) 400 `invalid_sdp` and the publication stays Pending; a media server that cannot take it 503 (rtc.publication.failed). An answered offer makes the publication Active (rtc.publication.started).
+         */
+        post: operations["publishRtcWhip"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/publications/{publicationId}/whip/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Stop publishing
+         * @description Releases the publication's media session; the publication stops (rtc.publication.stopped) and its subscribers' sessions end. Our addition (the WHIP resource URL).
+         */
+        delete: operations["deleteRtcWhip"];
+        options?: never;
+        head?: never;
+        /**
+         * Trickle ICE candidates to a WHIP session
+         * @description Relays an SDP fragment with ICE candidates to the publication's media session. Our addition (the WHIP resource URL).
+         */
+        patch: operations["trickleRtcWhip"];
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Subscribe to a publication
+         * @description Binds the calling device to an Active publication of its room; the participant needs `publications.subscribe`. A publication that is not Active answers 409 `publication_not_active`.
+         */
+        post: operations["createRtcSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Play a subscription over WHEP
+         * @description WHEP: the SDP offer of the subscription's own device is relayed to the room's media server, which plays the publication; the answer comes with 201 and the media session's `Location`, which the device keeps to release it. The participant token may also come as `Authorization: Bearer <participant token>`.
+         */
+        post: operations["subscribeRtcWhep"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/subscriptions/{subscriptionId}/whep/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Release a WHEP session
+         * @description Releases the subscription's media session. Our addition (the WHEP resource URL).
+         */
+        delete: operations["deleteRtcWhep"];
+        options?: never;
+        head?: never;
+        /**
+         * Trickle ICE candidates to a WHEP session
+         * @description Relays an SDP fragment with ICE candidates to the subscription's media session. Our addition (the WHEP resource URL).
+         */
+        patch: operations["trickleRtcWhep"];
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/playback-ticket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get a short HTTP-FLV URL of a publication
+         * @description Answers an HTTP-FLV URL of one Active publication for the calling device, valid for 60 seconds. Its ticket admits only HTTP-FLV of that publication, only while the device is in the room and the publication Active; it is not a participant token and no other operation accepts it.
+         */
+        post: operations["createRtcPlaybackTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/rooms/{roomId}/recording-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Allow or forbid recording a room
+         * @description Sets the room's recording policy. Only the room's owner (the credential that created it) or a super administrator may; anyone else gets 404 as for a room they cannot see. Allowing recording does not start it.
+         */
+        put: operations["setRtcRecordingPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/rooms/{roomId}/recording/continuous/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start the room's continuous recording
+         * @description Starts the room's continuous recording, or answers the running one (a second start returns the current task). Every Active publication, and every one that starts while it runs, is recorded as it arrives, audio and video in their own encoding, without a live mix; periods without media stay gaps. Answers `Starting` or `Recording` with the recording's time origin. A room whose policy forbids recording answers 409 `recording_not_allowed`; a media server that cannot record 503 (rtc.recording.failed).
+         */
+        post: operations["startRtcRecording"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/rooms/{roomId}/recording/continuous/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the room's running recording
+         * @description Answers the running recording (Starting, Recording or Stopping), or `recording: null` when there is none.
+         */
+        get: operations["getRtcCurrentRecording"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop the room's continuous recording
+         * @description Stops the recording: it is Stopping while the media server seals each track's open file, then Stopped. Stopping a stopped recording answers it unchanged.
+         */
+        post: operations["stopRtcRecording"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/rooms/{roomId}/recording/continuous/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the room's recordings
+         * @description Lists the room's recordings, newest first, for the room's owner. Archive tickets are not accepted yet.
+         */
+        get: operations["listRtcRecordingRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/recording/continuous/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start the recording as the room's host
+         * @description The same as the business operation, for the room's current host only: another participant gets 403 `permission_denied`.
+         */
+        post: operations["startRtcRecordingAsHost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/recording/continuous/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the running recording as a participant
+         * @description Any admitted participant may read the room's running recording.
+         */
+        get: operations["getRtcCurrentRecordingAsParticipant"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/recording/continuous/{recordingId}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop the recording as the room's host
+         * @description The same as the business operation, for the room's current host only: another participant gets 403 `permission_denied`.
+         */
+        post: operations["stopRtcRecordingAsHost"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7237,6 +8169,39 @@ export interface components {
             /** @description How to play it and what to expect. */
             hint: string;
         };
+        /** @description Request for a single-use playback or download link. */
+        ThirdPartyMediaLinkRequest: {
+            /**
+             * Format: int32
+             * @description Seconds the link stays usable; default 120, at least 30, at most the configured bound (default 600), never beyond the API token's expiry.
+             * @default 120
+             */
+            lifetimeSeconds?: number;
+        };
+        /** @description A single-use link to play or download a recorded resource. */
+        ThirdPartyMediaLink: {
+            /**
+             * @description What the link plays or downloads.
+             * @enum {string}
+             */
+            resourceKind: "recording-file" | "cut-merge-output";
+            /** @description The resource's id (the file id of a recording-file). */
+            resourceId: string;
+            /**
+             * @description What the link does.
+             * @enum {string}
+             */
+            action: "play" | "download";
+            /** @description The controlled HTTP URL on the owning media server (never a file path); it carries the ticket. */
+            url: string;
+            /**
+             * Format: date-time
+             * @description When the link stops admitting requests (UTC).
+             */
+            expiresAt: string;
+            /** @description Whether the URL honours HTTP Range requests (seeking, resuming). */
+            supportsRange: boolean;
+        };
         /** @description A renewable playback grant. */
         PlaybackLease: {
             /**
@@ -7248,8 +8213,8 @@ export interface components {
              * @description What the lease plays.
              * @enum {string}
              */
-            resourceKind: "live" | "recording-file" | "cut-merge-output";
-            /** @description Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`. */
+            resourceKind: "live" | "recording-file" | "cut-merge-output" | "gb28181-playback";
+            /** @description Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`; for gb28181-playback, the session id. */
             resourceId: string;
             /**
              * @description Active while it admits players; Expired and Revoked are final.
@@ -7879,6 +8844,195 @@ export interface components {
             /** @description The devices, by device id. */
             rows: components["schemas"]["Gb28181Device"][];
         };
+        /** @description A record query. */
+        Gb28181RecordQueryRequest: {
+            /** @description The device's 20-digit code. */
+            deviceId: string;
+            /** @description The channel's 20-digit code. */
+            channelId: string;
+            /**
+             * Format: date-time
+             * @description Start of the range.
+             */
+            startTime: string;
+            /**
+             * Format: date-time
+             * @description End of the range (after startTime, within 31 days of it).
+             */
+            endTime: string;
+            /** @description How long to wait for the device's next page before the query ends Incomplete (default 10). */
+            timeoutSeconds?: number;
+        };
+        /** @description A record query and what the device answered. */
+        Gb28181RecordQuery: {
+            /** @description The query's id. */
+            taskId: string;
+            /** @description The device's code. */
+            deviceId: string;
+            /** @description The channel's code. */
+            channelId: string;
+            /**
+             * Format: date-time
+             * @description Start of the range.
+             */
+            startTime: string;
+            /**
+             * Format: date-time
+             * @description End of the range.
+             */
+            endTime: string;
+            /**
+             * @description Running while pages come; Succeeded when all `sumNum` entries arrived; Incomplete when the device went quiet first (or never answered).
+             * @enum {string}
+             */
+            state: "Running" | "Succeeded" | "Incomplete";
+            /**
+             * Format: int32
+             * @description How many entries the device announced (0 until its first page).
+             */
+            sumNum: number;
+            /** @description The entries that arrived, in the device's order. */
+            records: components["schemas"]["Gb28181Record"][];
+            /**
+             * Format: date-time
+             * @description When the query was sent.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it ended.
+             */
+            finishedAt?: string;
+        };
+        /** @description One recording the device holds. */
+        Gb28181Record: {
+            /** @description Position of the entry in the query's list, from 1. */
+            recordId: string;
+            /** @description The device's name for it. */
+            name?: string;
+            /**
+             * Format: date-time
+             * @description Start.
+             */
+            startTime: string;
+            /**
+             * Format: date-time
+             * @description End.
+             */
+            endTime: string;
+            /** @description The device's record type (time, alarm, manual, all). */
+            type?: string;
+            /**
+             * Format: int32
+             * @description 0 not secret, 1 secret.
+             */
+            secrecy: number;
+            /**
+             * Format: int64
+             * @description Size in bytes, when the device reports it.
+             */
+            fileSize?: number;
+            playback: components["schemas"]["Gb28181PlaybackAction"];
+        };
+        /** @description How to play an entry. */
+        Gb28181PlaybackAction: {
+            /** @description HTTP method (POST). */
+            method: string;
+            /** @description Path to call (/api/v2/gb28181/playback/invite). */
+            endpoint: string;
+            request: components["schemas"]["Gb28181PlaybackInviteRequest"];
+        };
+        /** @description A playback invitation. */
+        Gb28181PlaybackInviteRequest: {
+            /** @description The device's 20-digit code. */
+            deviceId: string;
+            /** @description The channel's 20-digit code. */
+            channelId: string;
+            /**
+             * Format: date-time
+             * @description Start of the recording to play.
+             */
+            startTime: string;
+            /**
+             * Format: date-time
+             * @description End of the recording to play.
+             */
+            endTime: string;
+            /** @description Media server to receive on; default the least loaded online one. */
+            mediaServerId?: string;
+            /** @description The device sends over TCP to the media server (TCP passive) instead of UDP. */
+            rtpWithTcp?: boolean;
+            /** @description How long to wait for the device's answer (default 10). */
+            timeoutSeconds?: number;
+        };
+        /** @description The accepted invitation. */
+        Gb28181PlaybackInviteResult: {
+            session: components["schemas"]["Gb28181PlaybackSession"];
+        };
+        /** @description A history playback session. */
+        Gb28181PlaybackSession: {
+            /** @description The session's id. */
+            id: string;
+            /** @description The device's code. */
+            deviceId: string;
+            /** @description The channel's code. */
+            channelId: string;
+            /**
+             * Format: date-time
+             * @description Start of the recording.
+             */
+            startTime: string;
+            /**
+             * Format: date-time
+             * @description End of the recording.
+             */
+            endTime: string;
+            /** @description The media server receiving it. */
+            mediaServerId: string;
+            /** @description The stream's virtual host. */
+            vhost: string;
+            /** @description The stream's app. */
+            app: string;
+            /** @description The stream's id (the session id). */
+            streamId: string;
+            /**
+             * @description Playing until the device reports the end (MediaStatus 121), hangs up, or the session is stopped.
+             * @enum {string}
+             */
+            state: "Playing" | "Ended";
+            /** @description Why it ended. */
+            endReason?: string;
+            /**
+             * Format: date-time
+             * @description When the device accepted the INVITE.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it ended.
+             */
+            endedAt?: string;
+        };
+        /** @description A live invitation of a device's channel. */
+        Gb28181LiveInviteRequest: {
+            /** @description The device's 20-digit code. */
+            deviceId: string;
+            /** @description The channel's 20-digit code. */
+            channelId: string;
+            /** @description Media server to receive on; default the channel's, or the least loaded online one. */
+            mediaServerId?: string;
+            /** @description The device sends over TCP to the media server (TCP passive) instead of UDP. */
+            rtpWithTcp?: boolean;
+            /** @description How long to wait for the device's answer (default 10). */
+            timeoutSeconds?: number;
+        };
+        /** @description The device's channel to stop. */
+        Gb28181LiveStopRequest: {
+            /** @description The device's 20-digit code. */
+            deviceId: string;
+            /** @description The channel's 20-digit code. */
+            channelId: string;
+        };
         /**
          * @description State of a recording session (see GET /api/v2/recording/state-model).
          * @enum {string}
@@ -8018,9 +9172,28 @@ export interface components {
              */
             failed: number;
         };
+        /** @description A cut/merge task with the sources it joins. */
+        CutMergeTaskDetail: {
+            task: components["schemas"]["CutMergeTask"];
+            /** @description The source files in output order, each with the span taken from it. */
+            sources: {
+                /** @description The recorded file. */
+                fileId: string;
+                /**
+                 * Format: int64
+                 * @description Milliseconds after the file's first frame where the span starts (the output begins at the keyframe at or before it).
+                 */
+                fromMs: number;
+                /**
+                 * Format: int64
+                 * @description Milliseconds after the file's first frame where the span ends; absent for the file's end.
+                 */
+                toMs?: number;
+            }[];
+        };
         /** @description The recording state machines. */
         RecordingStateModel: {
-            /** @description One per kind of record (recording-session, recording-file). */
+            /** @description One per kind of record (recording-session, recording-file, cut-merge-task). */
             machines: components["schemas"]["RecordingStateMachine"][];
         };
         /** @description One state machine. */
@@ -8165,11 +9338,399 @@ export interface components {
             slot?: number;
         };
         /**
+         * @description State of a room; a closed room admits nobody.
+         * @enum {string}
+         */
+        RtcRoomStatus: "Open" | "Closed";
+        /** @description A meeting room to create (contract B's CreateRtcRoomRequest; its field names are ours). */
+        CreateRtcRoomRequest: {
+            /** @description Name shown to participants. */
+            name: string;
+            /** @description Kind of room; `meeting` when absent. */
+            roomType?: string;
+            /** @description Media server whose SFU carries the room; chosen among the enrolled media hosts when absent. */
+            mediaServerId?: string;
+            /** @description Hold joining participants in the waiting room until admitted (hosts and bypassing tickets enter at once). */
+            waitingRoom?: boolean;
+            /**
+             * Format: date-time
+             * @description Planned start.
+             */
+            scheduledStartAtUtc?: string;
+            /**
+             * Format: date-time
+             * @description Planned end, after the start; an empty room past it is closed.
+             */
+            scheduledEndAtUtc?: string;
+            /** @description Makes a retried creation answer the room the first request created. */
+            idempotencyKey?: string;
+        };
+        /** @description A meeting room. */
+        RtcRoom: {
+            /**
+             * Format: uuid
+             * @description Identifier of the room.
+             */
+            roomId: string;
+            /** @description Name of the room. */
+            name: string;
+            /** @description Kind of room. */
+            roomType: string;
+            /** @description Media server of the room's SFU; empty until one is chosen. */
+            mediaServerId: string;
+            status: components["schemas"]["RtcRoomStatus"];
+            /** @description Whether joining participants wait for admission. */
+            waitingRoom: boolean;
+            /**
+             * Format: date-time
+             * @description Planned start.
+             */
+            scheduledStartAtUtc?: string | null;
+            /**
+             * Format: date-time
+             * @description Planned end.
+             */
+            scheduledEndAtUtc?: string | null;
+            /**
+             * Format: date-time
+             * @description Creation time (UTC).
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the room closed.
+             */
+            closedAt?: string | null;
+        };
+        /** @description One page of rooms. */
+        RtcRoomList: {
+            /**
+             * Format: int32
+             * @description Page number, from 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description Rows per page.
+             */
+            pageSize: number;
+            /**
+             * Format: int64
+             * @description Rooms matching the filter.
+             */
+            total: number;
+            /** @description The rooms of this page. */
+            rows: components["schemas"]["RtcRoom"][];
+        };
+        /**
+         * @description What a participant may do in a room.
+         * @enum {string}
+         */
+        RtcCapability: "camera.publish" | "microphone.publish" | "publications.subscribe" | "chat.send";
+        /**
+         * @description Role of a participant; a viewer never publishes.
+         * @enum {string}
+         */
+        RtcRole: "host" | "member" | "viewer";
+        /** @description The user an access ticket admits. */
+        CreateRtcAccessTicketRequest: {
+            /** @description The business system that identifies the user. */
+            subjectIssuer: string;
+            /** @description Stable business identity of the user. */
+            subjectId: string;
+            /** @description Name shown to the other participants. */
+            displayName?: string;
+            role?: components["schemas"]["RtcRole"];
+            /** @description What the participant may do (publish capabilities are dropped for viewers). */
+            capabilities?: components["schemas"]["RtcCapability"][];
+            /**
+             * Format: int32
+             * @description Lifetime of the ticket; 10 when absent.
+             */
+            expiresInMinutes?: number;
+            /** @description Enter at once even when the room has a waiting room. */
+            bypassWaitingRoom?: boolean;
+        };
+        /** @description An access ticket, shown once. */
+        RtcAccessTicket: {
+            /** @description The single-use ticket for the join operation. */
+            accessTicket: string;
+            /**
+             * Format: uuid
+             * @description The room it admits to.
+             */
+            roomId: string;
+            /**
+             * Format: date-time
+             * @description When it stops admitting.
+             */
+            expiresAt: string;
+        };
+        /** @description A device's join. */
+        JoinRtcRoomRequest: {
+            /** @description The access ticket the business backend issued. */
+            accessTicket: string;
+            /** @description Name to show instead of the ticket's. */
+            displayName?: string;
+            /** @description Platform of the device (browser, ios, android, ...). */
+            platform?: string;
+            /** @description Version of the client software. */
+            clientVersion?: string;
+            /** @description Whether the device joins with its microphone on. */
+            micEnabled?: boolean;
+            /** @description Whether the device joins with its camera on. */
+            cameraEnabled?: boolean;
+        };
+        /** @description A participant (one device session) of a room. */
+        RtcParticipant: {
+            /**
+             * Format: uuid
+             * @description Identifier of the participant; a device session, not a hardware id.
+             */
+            participantId: string;
+            /**
+             * Format: uuid
+             * @description The room.
+             */
+            roomId: string;
+            /** @description Name shown to the other participants. */
+            displayName: string;
+            role: components["schemas"]["RtcRole"];
+            /** @description Final capabilities after the role's filter. */
+            capabilities: components["schemas"]["RtcCapability"][];
+            /**
+             * @description Admitted, or Waiting while held in the waiting room.
+             * @enum {string}
+             */
+            admissionStatus: "Admitted" | "Waiting";
+            /**
+             * Format: int32
+             * @description Rotation count of the participant token.
+             */
+            tokenVersion: number;
+            /**
+             * Format: date-time
+             * @description When the device joined.
+             */
+            joinedAt: string;
+        };
+        /** @description The answer of a join. */
+        RtcJoinResult: {
+            /** @description The participant token for `X-Svc-RTC-Token`, shown once; it binds this room and device only. */
+            participantToken: string;
+            /**
+             * Format: date-time
+             * @description When the token ends at the latest: it lives while heartbeats arrive (30 seconds without one end it); this is the next such deadline.
+             */
+            expiresAt: string;
+            participant: components["schemas"]["RtcParticipant"];
+            /**
+             * @description Admitted, or Waiting while held in the waiting room.
+             * @enum {string}
+             */
+            admissionStatus: "Admitted" | "Waiting";
+        };
+        /** @description A rotated participant token. */
+        RtcTokenRefresh: {
+            /** @description The new token; the old one no longer works. */
+            participantToken: string;
+            /**
+             * Format: int32
+             * @description The new rotation count.
+             */
+            tokenVersion: number;
+        };
+        /**
+         * @description A kind of media.
+         * @enum {string}
+         */
+        RtcMediaKind: "audio" | "video";
+        /** @description What a device wants to publish. */
+        CreateRtcPublicationRequest: {
+            /**
+             * @description camera (the default) or screen.
+             * @enum {string}
+             */
+            source?: "camera" | "screen";
+            /** @description Media to send; audio and video when absent. Filtered by the participant's capabilities. */
+            mediaKinds?: components["schemas"]["RtcMediaKind"][];
+        };
+        /**
+         * @description State of a publication; only Active ones can be subscribed.
+         * @enum {string}
+         */
+        RtcPublicationState: "Pending" | "Active" | "Stopped" | "Failed";
+        /** @description A participant's publication into the room's SFU. */
+        RtcPublication: {
+            /**
+             * Format: uuid
+             * @description Identifier of the publication.
+             */
+            publicationId: string;
+            /**
+             * Format: uuid
+             * @description The room.
+             */
+            roomId: string;
+            /**
+             * Format: uuid
+             * @description The publishing participant.
+             */
+            participantId: string;
+            /** @description camera or screen. */
+            source: string;
+            /** @description Media the participant may send on it. */
+            mediaKinds: components["schemas"]["RtcMediaKind"][];
+            state: components["schemas"]["RtcPublicationState"];
+            /** @description Where to POST the WHIP offer (a path on this API). */
+            whipUrl?: string;
+            /**
+             * Format: date-time
+             * @description Creation time (UTC).
+             */
+            createdAt: string;
+        };
+        /** @description The room's Active publications. */
+        RtcPublicationList: {
+            /** @description The publications. */
+            items: components["schemas"]["RtcPublication"][];
+        };
+        /** @description The publication to subscribe to. */
+        CreateRtcSubscriptionRequest: {
+            /**
+             * Format: uuid
+             * @description An Active publication of the room.
+             */
+            publicationId: string;
+        };
+        /** @description A device's subscription to a publication. */
+        RtcSubscription: {
+            /**
+             * Format: uuid
+             * @description Identifier of the subscription.
+             */
+            subscriptionId: string;
+            /**
+             * Format: uuid
+             * @description The room.
+             */
+            roomId: string;
+            /**
+             * Format: uuid
+             * @description The viewing participant.
+             */
+            participantId: string;
+            /**
+             * Format: uuid
+             * @description The publication it plays.
+             */
+            publicationId: string;
+            /**
+             * @description Pending until its WHEP offer is answered, Active while playing, Ended once released.
+             * @enum {string}
+             */
+            state: "Pending" | "Active" | "Ended";
+            /** @description Where to POST the WHEP offer (a path on this API). */
+            whepUrl: string;
+        };
+        /** @description The publication to play over HTTP-FLV. */
+        CreateRtcPlaybackTicketRequest: {
+            /**
+             * Format: uuid
+             * @description An Active publication of the room.
+             */
+            publicationId: string;
+        };
+        /** @description A short HTTP-FLV URL of one publication. */
+        RtcPlaybackTicket: {
+            /** @description The HTTP-FLV URL with its `svc_ticket`. */
+            url: string;
+            /**
+             * @description Always http-flv.
+             * @enum {string}
+             */
+            protocol: "http-flv";
+            /**
+             * Format: date-time
+             * @description When the URL stops admitting new players.
+             */
+            expiresAt: string;
+        };
+        /** @description A room's recording policy. */
+        RtcRecordingPolicy: {
+            /** @description Whether the room may be recorded. */
+            enabled: boolean;
+        };
+        /**
+         * @description State of a continuous recording; while Stopping its tracks are still being sealed.
+         * @enum {string}
+         */
+        RtcRecordingState: "Starting" | "Recording" | "Stopping" | "Stopped";
+        /** @description A continuous recording of a room. */
+        RtcRecording: {
+            /**
+             * Format: uuid
+             * @description Identifier of the recording.
+             */
+            recordingId: string;
+            /**
+             * Format: uuid
+             * @description The room.
+             */
+            roomId: string;
+            state: components["schemas"]["RtcRecordingState"];
+            /**
+             * Format: date-time
+             * @description The time origin of every track's offsets (the start).
+             */
+            originAtUtc: string;
+            /**
+             * Format: date-time
+             * @description When it stopped.
+             */
+            stoppedAtUtc?: string | null;
+            /**
+             * Format: int32
+             * @description Participants recorded so far.
+             */
+            participantCount: number;
+            /**
+             * Format: int32
+             * @description Publications (device sessions' media) recorded so far.
+             */
+            publicationCount: number;
+        };
+        /** @description The running recording, or null. */
+        RtcCurrentRecording: {
+            /** @description The running recording; null when none runs. */
+            recording: components["schemas"]["RtcRecording"] | null;
+        };
+        /** @description A page of a room's recordings (contract B's envelope). */
+        RtcRecordingList: {
+            /**
+             * Format: int64
+             * @description Recordings of the room.
+             */
+            total: number;
+            /**
+             * Format: int32
+             * @description Page number, from 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description Items per page.
+             */
+            pageSize: number;
+            /** @description The recordings, newest first. */
+            items: components["schemas"]["RtcRecording"][];
+        };
+        /**
          * @description Machine-readable error code of an error answer. This list is every code the platform answers with; a client switches on it and shows `message` to people. Codes are only ever added.
          * @example permission_denied
          * @enum {string}
          */
-        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "delivery_not_retryable" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_not_supported" | "ptz_unavailable" | "rate_limited" | "recording_file_unavailable" | "recording_not_active" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
+        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "cut_merge_output_unavailable" | "delivery_not_retryable" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "invalid_sdp" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_not_supported" | "ptz_unavailable" | "publication_not_active" | "range_not_satisfiable" | "rate_limited" | "recording_file_unavailable" | "recording_not_active" | "recording_not_allowed" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
         /** @description Body of every JSON error answer. */
         ErrorBody: {
             code: components["schemas"]["ErrorCode"];
@@ -8261,7 +9822,7 @@ export interface components {
              * @description What was done.
              * @enum {string}
              */
-            action: "deleted" | "password-changed" | "logged-out";
+            action: "deleted" | "password-changed" | "logged-out" | "heartbeat-received" | "left" | "released";
             /** @description What it was done to: the user, role or channel id, the group key, `mediaServerId/username` of an RTSP credential, or the session id. */
             target: string;
             /** @description What happened, in words. */
@@ -8861,6 +10422,144 @@ export interface components {
              */
             deletedAt?: string;
         };
+        /**
+         * @description State of a cut/merge task (GET /api/v2/recording/state-model, machine cut-merge-task): Pending, Running, Succeeded or Failed.
+         * @enum {string}
+         */
+        CutMergeTaskStatus: "Pending" | "Running" | "Succeeded" | "Failed";
+        /** @description A range of one stream's recordings to join: a channel (the stable cross-server key), or app and streamId. */
+        CutMergeRequest: {
+            /**
+             * Format: date-time
+             * @description Start of the range, RFC 3339 with a zone.
+             */
+            startTime: string;
+            /**
+             * Format: date-time
+             * @description End of the range (after startTime, at most 7 days later), RFC 3339 with a zone.
+             */
+            endTime: string;
+            /** @description The channel whose recordings to join. */
+            channelId?: string;
+            /** @description Virtual host of the stream, with app and streamId (default __defaultVhost__). */
+            vhost?: string;
+            /** @description Application of the stream, when no channelId is given. */
+            app?: string;
+            /** @description Stream id, when no channelId is given. */
+            streamId?: string;
+            /** @description A fallback that narrows the files to one media server when they lie on several. */
+            mediaServerId?: string;
+            /** @description An http(s) URL the outcome is POSTed to (JSON with taskId, taskStatus, processPercentage, fileSize, actualDurationMs, error, completedAt); guarded like webhook endpoints. It is not shown again. */
+            callbackUrl?: string;
+        };
+        /** @description A cut/merge task. */
+        CutMergeTask: {
+            /**
+             * Format: uuid
+             * @description The task; also the output's id.
+             */
+            taskId: string;
+            taskStatus: components["schemas"]["CutMergeTaskStatus"];
+            /**
+             * Format: int32
+             * @description 0 while Pending, 10 while Running, 100 once Succeeded.
+             */
+            processPercentage: number;
+            /** @description The channel, when the stream has one. */
+            channelId?: string;
+            /** @description The media server that holds the files and the output. */
+            mediaServerId: string;
+            /** @description Virtual host of the stream. */
+            vhost: string;
+            /** @description Application of the stream. */
+            app: string;
+            /** @description Stream id. */
+            streamId: string;
+            /**
+             * Format: date-time
+             * @description Requested start (UTC).
+             */
+            startTime: string;
+            /**
+             * Format: date-time
+             * @description Requested end (UTC).
+             */
+            endTime: string;
+            /**
+             * Format: int32
+             * @description Recorded files the output joins.
+             */
+            sourceFileCount: number;
+            /**
+             * Format: int64
+             * @description Output size in bytes, once Succeeded.
+             */
+            fileSize?: number;
+            /**
+             * Format: int64
+             * @description Media the output covers (the ranges with recordings, gaps skipped), once Succeeded.
+             */
+            actualDurationMs?: number;
+            /**
+             * Format: int64
+             * @description Frames in the output (all tracks).
+             */
+            frames?: number;
+            /**
+             * Format: int32
+             * @description Gaps without recordings the output skipped.
+             */
+            gaps?: number;
+            /**
+             * Format: date-time
+             * @description Wall-clock time of the output's first frame (UTC).
+             */
+            outputStartTime?: string;
+            /** @description The output file was deleted. */
+            outputDeleted?: boolean;
+            /** @description Why a Failed task failed. */
+            error?: string;
+            /**
+             * Format: date-time
+             * @description Creation time (UTC).
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the media server was last asked (UTC).
+             */
+            startedAt?: string;
+            /**
+             * Format: date-time
+             * @description When the task ended (UTC).
+             */
+            completedAt?: string;
+            /**
+             * @description Delivery of the callback, when one was given.
+             * @enum {string}
+             */
+            callbackState?: "Pending" | "Delivered" | "Failed";
+        };
+        /** @description One page of cut/merge tasks. */
+        CutMergeTaskList: {
+            /**
+             * Format: int32
+             * @description Number of this page, starting at 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description Maximum rows per page.
+             */
+            pageSize: number;
+            /**
+             * Format: int64
+             * @description Tasks matching the filters.
+             */
+            total: number;
+            /** @description The tasks, newest first. */
+            rows: components["schemas"]["CutMergeTask"][];
+        };
         /** @description One page of recorded files. */
         RecordingFileList: {
             /**
@@ -8944,6 +10643,17 @@ export interface components {
         /** @description The request conflicts with the current state (`conflict` or a more specific code); read the state before trying again. */
         Conflict: {
             headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
+        /** @description The requested byte range lies outside the file (`range_not_satisfiable`); `Content-Range` gives the file's size. */
+        RangeNotSatisfiable: {
+            headers: {
+                /** @description `bytes *\/<size>`. */
+                "Content-Range"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -9092,6 +10802,12 @@ export interface components {
         RecordingMediaServerId: string;
         /** @description Only this media host node. */
         RecordingNodeId: string;
+        /** @description The cut/merge task. */
+        CutMergeTaskIdPath: string;
+        /** @description Only tasks in this state. */
+        CutMergeTaskStatus: components["schemas"]["CutMergeTaskStatus"];
+        /** @description The recorded file. */
+        RecordingFileIdPath: string;
         /** @description Only this channel's stream. */
         RecordingChannelId: string;
         /** @description Only this application. */
@@ -13422,6 +15138,43 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    createThirdPartyGb28181PlaybackLease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The playback session's id. */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        /** @description Protocols, lease period and absolute lifetime. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThirdPartyPlaybackLeaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The lease and its sources. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlaybackLease"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     createThirdPartyStreamPlaybackLease: {
         parameters: {
             query?: never;
@@ -13855,6 +15608,76 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    createThirdPartyRecordingPlaybackLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The recorded file. */
+                fileId: components["parameters"]["RecordingFileIdPath"];
+            };
+            cookie?: never;
+        };
+        /** @description The link's lifetime. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThirdPartyMediaLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description The link. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThirdPartyMediaLink"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createThirdPartyRecordingDownloadLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The recorded file. */
+                fileId: components["parameters"]["RecordingFileIdPath"];
+            };
+            cookie?: never;
+        };
+        /** @description The link's lifetime. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThirdPartyMediaLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description The link. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThirdPartyMediaLink"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     createThirdPartyRecordingPlaybackLease: {
         parameters: {
             query?: never;
@@ -13862,6 +15685,241 @@ export interface operations {
             path: {
                 /** @description The recorded file. */
                 fileId: string;
+            };
+            cookie?: never;
+        };
+        /** @description Lease settings; protocols may only name http-fmp4. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThirdPartyPlaybackLeaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The lease and its source. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlaybackLease"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listThirdPartyCutMergeTasks: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description Only tasks on this media server. */
+                mediaServerId?: string;
+                /** @description Only tasks in this state. */
+                taskStatus?: components["parameters"]["CutMergeTaskStatus"];
+                /** @description Only tasks of this channel (the stable cross-server key). */
+                mainId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of tasks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CutMergeTaskList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createThirdPartyCutMergeTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The range and the stream. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CutMergeRequest"];
+            };
+        };
+        responses: {
+            /** @description The task, Pending. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CutMergeTask"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getThirdPartyCutMergeTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cut/merge task. */
+                taskId: components["parameters"]["CutMergeTaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CutMergeTask"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteThirdPartyCutMergeTask: {
+        parameters: {
+            query?: {
+                /** @description Also remove the output file on its media server (default false: the task record goes, the file stays until cleaned up). */
+                deleteOutputFile?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The cut/merge task. */
+                taskId: components["parameters"]["CutMergeTaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deleted task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CutMergeTask"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createThirdPartyCutMergePlaybackLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cut/merge task. */
+                taskId: components["parameters"]["CutMergeTaskIdPath"];
+            };
+            cookie?: never;
+        };
+        /** @description The link's lifetime. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThirdPartyMediaLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description The link. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThirdPartyMediaLink"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createThirdPartyCutMergeDownloadLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cut/merge task. */
+                taskId: components["parameters"]["CutMergeTaskIdPath"];
+            };
+            cookie?: never;
+        };
+        /** @description The link's lifetime. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThirdPartyMediaLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description The link. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThirdPartyMediaLink"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createThirdPartyCutMergePlaybackLease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cut/merge task. */
+                taskId: components["parameters"]["CutMergeTaskIdPath"];
             };
             cookie?: never;
         };
@@ -14746,6 +16804,235 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    inviteGb28181Live: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The device's channel and how to INVITE it. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Gb28181LiveInviteRequest"];
+            };
+        };
+        responses: {
+            /** @description The accepted start. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelStartResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    stopGb28181Live: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The device's channel. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Gb28181LiveStopRequest"];
+            };
+        };
+        responses: {
+            /** @description The accepted stop. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelStopResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createGb28181RecordQuery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Device, channel and time range. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Gb28181RecordQueryRequest"];
+            };
+        };
+        responses: {
+            /** @description The query, Running. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gb28181RecordQuery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getGb28181RecordQuery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The query's id. */
+                taskId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The query. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gb28181RecordQuery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    inviteGb28181Playback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The entry's `playback.request` from a record query. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Gb28181PlaybackInviteRequest"];
+            };
+        };
+        responses: {
+            /** @description The session, Playing. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gb28181PlaybackInviteResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getGb28181PlaybackSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The playback session's id (`session.id` of the invite). */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gb28181PlaybackSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    stopGb28181PlaybackSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The playback session's id (`session.id` of the invite). */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session, Ended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gb28181PlaybackSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     startRecording: {
         parameters: {
             query?: never;
@@ -14960,6 +17247,110 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    getRecordingFileMedia: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The recorded file. */
+                fileId: components["parameters"]["RecordingFileIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole file. */
+            200: {
+                headers: {
+                    /** @description Always `bytes`. */
+                    "Accept-Ranges"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The requested byte range of the file. */
+            206: {
+                headers: {
+                    /** @description The range answered and the file's size. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The file has not changed since the conditional request's validator. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            416: components["responses"]["RangeNotSatisfiable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    downloadRecordingFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The recorded file. */
+                fileId: components["parameters"]["RecordingFileIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole file as an attachment. */
+            200: {
+                headers: {
+                    /** @description `attachment` with the file's name. */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The requested byte range of the file. */
+            206: {
+                headers: {
+                    /** @description The range answered and the file's size. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The file has not changed since the conditional request's validator. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            416: components["responses"]["RangeNotSatisfiable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     softDeleteRecordingFiles: {
         parameters: {
             query?: never;
@@ -15048,6 +17439,275 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    listCutMergeTasks: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description Only tasks on this media server. */
+                mediaServerId?: string;
+                /** @description Only tasks in this state. */
+                taskStatus?: components["parameters"]["CutMergeTaskStatus"];
+                /** @description Only tasks of this channel (the stable cross-server key). */
+                mainId?: string;
+                /** @description Only tasks of streams of this application. */
+                app?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of tasks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CutMergeTaskList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createCutMergeTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The range and the stream. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CutMergeRequest"];
+            };
+        };
+        responses: {
+            /** @description The task, Pending. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CutMergeTask"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getCutMergeTask: {
+        parameters: {
+            query: {
+                /** @description The task's media server. */
+                mediaServerId: string;
+            };
+            header?: never;
+            path: {
+                /** @description The cut/merge task. */
+                taskId: components["parameters"]["CutMergeTaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CutMergeTask"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteCutMergeTask: {
+        parameters: {
+            query?: {
+                /** @description Also remove the output file on its media server (default false: the task record goes, the file stays until cleaned up). */
+                deleteOutputFile?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The cut/merge task. */
+                taskId: components["parameters"]["CutMergeTaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deleted task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CutMergeTask"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCutMergeTaskDetail: {
+        parameters: {
+            query?: {
+                /** @description The task's media server. */
+                mediaServerId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The cut/merge task. */
+                taskId: components["parameters"]["CutMergeTaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task and its sources. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CutMergeTaskDetail"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getCutMergeTaskMedia: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cut/merge task. */
+                taskId: components["parameters"]["CutMergeTaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole output. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The requested byte range. */
+            206: {
+                headers: {
+                    /** @description The range answered and the output's size. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The output has not changed since the conditional request's validator. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            416: components["responses"]["RangeNotSatisfiable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    downloadCutMergeTaskOutput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The cut/merge task. */
+                taskId: components["parameters"]["CutMergeTaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole output. */
+            200: {
+                headers: {
+                    /** @description `attachment` with the output's name. */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The requested byte range. */
+            206: {
+                headers: {
+                    /** @description The range answered and the output's size. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The output has not changed since the conditional request's validator. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            416: components["responses"]["RangeNotSatisfiable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listRecordPlans: {
@@ -15298,6 +17958,910 @@ export interface operations {
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    listRtcRooms: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description Only rooms in this state. */
+                status?: components["schemas"]["RtcRoomStatus"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of rooms. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRoomList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createRtcRoom: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The room. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRtcRoomRequest"];
+            };
+        };
+        responses: {
+            /** @description The room (the first one for a retried idempotencyKey). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRoom"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getRtcRoom: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The room. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRoom"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    closeRtcRoom: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The closed room. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRoom"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createRtcAccessTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        /** @description Who the ticket admits, and how. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRtcAccessTicketRequest"];
+            };
+        };
+        responses: {
+            /** @description The ticket, shown once. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcAccessTicket"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    joinRtcRoom: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The ticket and the device. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JoinRtcRoomRequest"];
+            };
+        };
+        responses: {
+            /** @description The participant and its token. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcJoinResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    refreshRtcToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new token. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcTokenRefresh"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    rtcHeartbeat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    leaveRtcRoom: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listRtcPublications: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The Active publications. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcPublicationList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createRtcPublication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        /** @description What to publish. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateRtcPublicationRequest"];
+            };
+        };
+        responses: {
+            /** @description The publication. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcPublication"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    publishRtcWhip: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the publication. */
+                publicationId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The SDP offer. */
+        requestBody: {
+            content: {
+                "application/sdp": string;
+            };
+        };
+        responses: {
+            /** @description The SDP answer; `Location` is the media session's resource URL (DELETE releases it, PATCH trickles ICE candidates). */
+            201: {
+                headers: {
+                    /** @description The media session's resource URL. */
+                    Location?: string;
+                    /** @description A note of the media server on the session (audio left out, and why). */
+                    "X-Svc-Note"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/sdp": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteRtcWhip: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the publication. */
+                publicationId: string;
+                /** @description Identifier of the media session (the last segment of the WHIP or WHEP Location). */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    trickleRtcWhip: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the publication. */
+                publicationId: string;
+                /** @description Identifier of the media session (the last segment of the WHIP or WHEP Location). */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        /** @description An SDP fragment with ICE candidates (RFC 8840). */
+        requestBody: {
+            content: {
+                "application/trickle-ice-sdpfrag": string;
+            };
+        };
+        responses: {
+            /** @description The candidates were added. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createRtcSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The publication. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRtcSubscriptionRequest"];
+            };
+        };
+        responses: {
+            /** @description The subscription. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcSubscription"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    subscribeRtcWhep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the subscription. */
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The SDP offer. */
+        requestBody: {
+            content: {
+                "application/sdp": string;
+            };
+        };
+        responses: {
+            /** @description The SDP answer; `Location` is the media session's resource URL (DELETE releases it, PATCH trickles ICE candidates). */
+            201: {
+                headers: {
+                    /** @description The media session's resource URL. */
+                    Location?: string;
+                    /** @description A note of the media server on the session (audio left out, and why). */
+                    "X-Svc-Note"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/sdp": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteRtcWhep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the subscription. */
+                subscriptionId: string;
+                /** @description Identifier of the media session (the last segment of the WHIP or WHEP Location). */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    trickleRtcWhep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the subscription. */
+                subscriptionId: string;
+                /** @description Identifier of the media session (the last segment of the WHIP or WHEP Location). */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        /** @description An SDP fragment with ICE candidates (RFC 8840). */
+        requestBody: {
+            content: {
+                "application/trickle-ice-sdpfrag": string;
+            };
+        };
+        responses: {
+            /** @description The candidates were added. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createRtcPlaybackTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The publication. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRtcPlaybackTicketRequest"];
+            };
+        };
+        responses: {
+            /** @description The URL. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcPlaybackTicket"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setRtcRecordingPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The policy. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RtcRecordingPolicy"];
+            };
+        };
+        responses: {
+            /** @description The room with its policy. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRoom"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    startRtcRecording: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recording. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRecording"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getRtcCurrentRecording: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The running recording, if any. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcCurrentRecording"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    stopRtcRecording: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recording. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRecording"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRtcRecordingRuns: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of recordings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRecordingList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    startRtcRecordingAsHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recording. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRecording"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getRtcCurrentRecordingAsParticipant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The running recording, if any. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcCurrentRecording"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    stopRtcRecordingAsHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recording. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRecording"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

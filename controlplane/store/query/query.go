@@ -23,6 +23,13 @@ type Index struct {
 	Name    string
 	Prefix  string
 	Columns []Column
+	// Composite lists search trees over several columns, each the columns'
+	// names in order: the ones a query compares for equality first, then
+	// the one it ranges over or orders by. A query for one stream's files
+	// in a time range ordered by start, say, reads only its own rows
+	// through (stream_id, start_ms), where single-column trees make it
+	// scan every file of the range or every file of the stream.
+	Composite [][]string
 }
 
 // Type is a column's value type.
@@ -240,8 +247,10 @@ type Decode[T any] func(Row) (T, error)
 // JSON decodes a record stored as JSON.
 func JSON[T any](row Row) (T, error) {
 	var v T
-	err := json.Unmarshal(row.Value, &v)
-	return v, err
+	if err := json.Unmarshal(row.Value, &v); err != nil {
+		return v, fmt.Errorf("stored record %s: %w", row.Key, err)
+	}
+	return v, nil
 }
 
 // Page returns one page (1-based) of the records q selects, decoded by

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/svcplatform/svc/controlplane/store"
@@ -17,7 +18,7 @@ import (
 // typed column per query.Column, maintained in the same SQLite transaction
 // as the kv row, so a query on the index never sees a state the kv table
 // does not have. Each column has a b-tree index of its own unless it is
-// declared NoIndex.
+// declared NoIndex, and each Composite list a b-tree over its columns.
 //
 // What a put costs here: a new key inserts its row and one entry into each
 // column's b-tree, a page each; an update writes only the columns whose
@@ -60,6 +61,16 @@ func validate(s IndexSpec) error {
 			return fmt.Errorf("index %q: column %q has bad JSON path %q", s.Name, c.Name, c.Path)
 		}
 	}
+	for _, tree := range s.Composite {
+		if len(tree) < 2 {
+			return fmt.Errorf("index %q: composite %v needs two columns or more", s.Name, tree)
+		}
+		for _, name := range tree {
+			if !slices.ContainsFunc(s.Columns, func(c query.Column) bool { return c.Name == name }) {
+				return fmt.Errorf("index %q: composite %v names unknown column %q", s.Name, tree, name)
+			}
+		}
+	}
 	return nil
 }
 
@@ -74,6 +85,9 @@ func fingerprint(s IndexSpec) string {
 	for _, c := range s.Columns {
 		fmt.Fprintf(h, "|%s:%s:%s:%v", c.Name, c.Type, c.Path, c.NoIndex)
 	}
+	for _, tree := range s.Composite {
+		fmt.Fprintf(h, "|(%s)", strings.Join(tree, ","))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
@@ -87,6 +101,9 @@ func createDDL(s IndexSpec) []string {
 		if !c.NoIndex {
 			ddl = append(ddl, fmt.Sprintf("CREATE INDEX %s_%s ON %s (%s)", tableOf(s), c.Name, tableOf(s), c.Name))
 		}
+	}
+	for _, tree := range s.Composite {
+		ddl = append(ddl, fmt.Sprintf("CREATE INDEX %s_c_%s ON %s (%s)", tableOf(s), strings.Join(tree, "_"), tableOf(s), strings.Join(tree, ", ")))
 	}
 	return ddl
 }

@@ -2,10 +2,13 @@ package sqlitefsm
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/svcplatform/svc/controlplane/store"
@@ -230,5 +233,59 @@ func TestDeepPagesMatchTheForwardOrder(t *testing.T) {
 				t.Errorf("order %v size %d: pages give %q, want %q", order, size, got, want)
 			}
 		}
+	}
+}
+
+// TestCompositeTreesServeEqualityThenRange: an index with a composite
+// (stream, start_ms) answers "one stream, a time range, by start" from that
+// tree alone, with neither a scan nor a sort, and gives the same rows as
+// before; a composite naming an unknown column is refused at open.
+func TestCompositeTreesServeEqualityThenRange(t *testing.T) {
+	spec := query.Index{Name: "segs", Prefix: "/segs/", Columns: []query.Column{
+		{Name: "stream", Type: query.Text, Path: "$.name"},
+		{Name: "start_ms", Type: query.Integer, Path: "$.start"},
+	}, Composite: [][]string{{"stream", "start_ms"}}}
+	h := newHarness(t, spec)
+	for i := range 200 {
+		h.txn(store.TxnRequest{Then: []store.Op{store.Put(fmt.Sprintf("/segs/%03d", i), mustJSON(t, item{Name: fmt.Sprintf("cam%d", i%4), Start: 1000 - i}))}})
+	}
+	q := query.Query{Index: "segs", Where: []query.Cond{query.Eq("stream", "cam1"), query.Ge("start_ms", 900), query.Lt("start_ms", 950)},
+		Order: []query.Order{query.Asc("start_ms")}}
+	text, args, _, err := selectKeys(spec, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	err = h.s.ReadTx(context.Background(), func(tx *sql.Tx, _ int64) error {
+		rows, err := tx.Query("EXPLAIN QUERY PLAN "+text, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				return err
+			}
+			plan = append(plan, detail)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(plan, "; ")
+	if !strings.Contains(joined, "idx_segs_c_stream_start_ms") || strings.Contains(joined, "TEMP B-TREE") {
+		t.Fatalf("plan %q: want the composite tree and no sort", joined)
+	}
+	got, err := query.All(context.Background(), h.s, q, query.JSON[item])
+	if err != nil || len(got) != 12 || got[0].Start != 903 || got[11].Start != 947 {
+		t.Fatalf("%d rows %+v: %v", len(got), got, err)
+	}
+	bad := spec
+	bad.Composite = [][]string{{"stream", "end_ms"}}
+	if _, err := Open(filepath.Join(t.TempDir(), "state.db"), []IndexSpec{bad}); err == nil {
+		t.Fatal("a composite over an unknown column was accepted")
 	}
 }

@@ -42,7 +42,9 @@ func Node(ctx context.Context, name string, loopbackOnly bool, perms ...string) 
 		return nil, "", nil, err
 	}
 	cfg := config.Defaults()
-	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.LogLevel = "bench", dir, FreeAddr(), FreeAddr(), "error"
+	// Ports the system picks (the server reports them): nothing else on the
+	// machine can take one first, and two benchmarks can run side by side.
+	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.AgentAddr, cfg.LogLevel = "bench", dir, "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "error"
 	// The load comes from one address but stands for many hosts and clients.
 	cfg.MaxConnectionsPerClient = 1 << 20
 	if s, err = server.Start(ctx, cfg, zap.NewNop()); err != nil {

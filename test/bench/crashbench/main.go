@@ -35,6 +35,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/engineapi"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 func main() {
@@ -102,12 +103,8 @@ func (b *bench) stop() {
 }
 
 func waitFor(what string, within time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not happen within %s", what, within)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testkit.Within(within, cond) {
+		return fmt.Errorf("%s did not happen within %s", what, within)
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 func main() {
@@ -155,7 +156,7 @@ func runProfile(dir string, p profile, ns []int, dur time.Duration) ([]step, err
 	}
 	defer func() { pub.Process.Kill(); pub.Wait() }()
 	path := media.Path{Vhost: media.DefaultVhost, App: "bench", Stream: "stream"}
-	if !waitUntil(10*time.Second, func() bool { s := relay.Stream(path); return s != nil && s.Keyframes.Load() > 0 }) {
+	if !testkit.Within(10*time.Second, func() bool { s := relay.Stream(path); return s != nil && s.Keyframes.Load() > 0 }) {
 		return nil, errors.New("the publisher did not start")
 	}
 	var steps []step
@@ -192,7 +193,7 @@ func measure(srv *rtsp.Server, stream *rtsptest.Stream, url string, n int, dur t
 	st.bytes, st.cpu, st.drops = sessionBytes(srv)-bytes0, cpuSeconds()-cpu0, stream.Dropped.Load()-drops0
 	r := child.result()
 	st.connected, st.gaps = res.connected, r.Gaps
-	waitUntil(10*time.Second, func() bool { return len(srv.Sessions()) <= 1 })
+	testkit.Within(10*time.Second, func() bool { return len(srv.Sessions()) <= 1 })
 	return st, nil
 }
 
@@ -211,17 +212,6 @@ func cpuSeconds() float64 {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return tv(ru.Utime) + tv(ru.Stime)
-}
-
-func waitUntil(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
 }
 
 // playersChild is the load process.

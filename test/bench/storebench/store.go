@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // linkKey authenticates the loopback cluster's internal link.
@@ -132,12 +133,8 @@ func (t *storeTarget) close() error {
 }
 
 func waitFor(timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s", timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Within(timeout, cond) {
+		return fmt.Errorf("timed out after %s", timeout)
 	}
 	return nil
 }

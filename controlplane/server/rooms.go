@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/recording"
+	"github.com/svcplatform/svc/controlplane/rooms"
+	"github.com/svcplatform/svc/controlplane/streams"
+)
+
+// roomSweepInterval is how often the leader looks for silent participants
+// and empty rooms: a participant ends within this much past its
+// heartbeat timeout.
+const roomSweepInterval = 5 * time.Second
+
+// startRooms assembles meeting rooms: the domain, its engine tickets and
+// the relay of signalling to the rooms' media servers.
+func (s *Server) startRooms(cfg config.Config, keys *keyring.Keyring) {
+	urls := streams.MediaURLs{Nodes: s.agents.nodes}
+	s.Rooms = &rooms.Service{Store: s.Node, Reader: s.Node.State(), NodeID: cfg.NodeID, MACKeys: keys.SubKeys("rtc-engine-ticket"),
+		Media: rooms.EngineMedia{BaseURL: urls.BaseURL, Pick: func(ctx context.Context) (string, error) {
+			rec, err := s.agents.nodes.Resolve(ctx, "", "")
+			if err != nil {
+				return "", err
+			}
+			return rec.MediaServerID, nil
+		}}, Recorder: roomRecorder{s.Recording}}
+}
+
+// roomRecorder records room streams through the recording service, as
+// manual recordings of app rooms.App on the room's media server.
+type roomRecorder struct{ rec *recording.Service }
+
+var roomRecordingActor = audit.Actor{Type: "system", ID: "rtc-recording"}
+
+func (r roomRecorder) StartStream(ctx context.Context, mediaServerID, stream string) error {
+	sess, err := r.rec.Start(ctx, roomRecordingActor, recording.StartRequest{StreamRef: recording.StreamRef{MediaServerID: mediaServerID, App: rooms.App,
+		StreamID: stream}})
+	if err != nil {
+		return err
+	}
+	if sess.State == recording.SessionFailed {
+		return fmt.Errorf("recording %s: %s", stream, sess.LastError)
+	}
+	return nil
+}
+
+func (r roomRecorder) StopStream(ctx context.Context, mediaServerID, stream string) (bool, error) {
+	sess, err := r.rec.Stop(ctx, roomRecordingActor, recording.StreamRef{MediaServerID: mediaServerID, App: rooms.App, StreamID: stream})
+	if errors.Is(err, recording.ErrNoSession) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch sess.State {
+	case recording.SessionFailed:
+		return false, fmt.Errorf("stop recording %s: %s", stream, sess.LastError)
+	case recording.SessionStopped:
+		return true, nil
+	}
+	return false, nil // the engine has not answered yet
+}
