@@ -75,6 +75,19 @@ func TestRecordedPlayback(t *testing.T) {
 	if len(v) == 0 || !strings.Contains(v[0].Flags, "K") {
 		t.Fatalf("the time-addressed answer does not start at a keyframe: %+v", v)
 	}
+	// HLS VOD: a playlist of byte ranges of the same file with the same
+	// ticket; ffprobe reads every frame of the file through it.
+	st, hd, pl := get(te.mediaURL("/record/" + h.FileID + ".m3u8?svc_ticket=good"))
+	if st != 200 || hd.Get("Content-Type") != "application/vnd.apple.mpegurl" || !strings.Contains(string(pl), "#EXT-X-MAP:URI=\""+h.FileID+".mp4?svc_ticket=good\"") ||
+		!strings.Contains(string(pl), "#EXT-X-ENDLIST") {
+		t.Fatalf("playlist: %d %v\n%s", st, hd, pl)
+	}
+	if hp := mediaprobe.ProbeFile(t, te.mediaURL("/record/"+h.FileID+".m3u8?svc_ticket=good")); uint64(len(hp.Packets)) != h.Frames {
+		t.Fatalf("ffprobe reads %d packets through the playlist, the file holds %d frames", len(hp.Packets), h.Frames)
+	}
+	if st, _, _ := get(te.mediaURL("/record/" + h.FileID + ".m3u8")); st != 403 {
+		t.Fatalf("a playlist without a ticket: %d", st)
+	}
 	// A download asks on_play for the download app and answers an
 	// attachment, whole or by Range; it takes no time span.
 	st, hd, all := get(base + "?svc_ticket=good&download=1")

@@ -145,6 +145,24 @@ func (e AuditRecordOutcome) Valid() bool {
 	}
 }
 
+// Defines values for AutoRecordStreamEvaluationRecordSource.
+const (
+	AutoRecordStreamEvaluationRecordSourceAuto AutoRecordStreamEvaluationRecordSource = "auto"
+	AutoRecordStreamEvaluationRecordSourcePlan AutoRecordStreamEvaluationRecordSource = "plan"
+)
+
+// Valid indicates whether the value is a known member of the AutoRecordStreamEvaluationRecordSource enum.
+func (e AutoRecordStreamEvaluationRecordSource) Valid() bool {
+	switch e {
+	case AutoRecordStreamEvaluationRecordSourceAuto:
+		return true
+	case AutoRecordStreamEvaluationRecordSourcePlan:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChannelActivationState.
 const (
 	ChannelActivationStateActive  ChannelActivationState = "Active"
@@ -3442,6 +3460,48 @@ type AutoRecordPassResult struct {
 	Stopped int32 `json:"stopped"`
 }
 
+// AutoRecordStreamEvaluation Whether auto-record or a plan wants a stream recorded at a time, and why.
+type AutoRecordStreamEvaluation struct {
+	// App Application of the stream.
+	App string `json:"app"`
+
+	// At The time evaluated (UTC).
+	At time.Time `json:"at"`
+
+	// AutoRecord The channel's autoRecord.
+	AutoRecord bool `json:"autoRecord"`
+
+	// ChannelId The channel that has the stream, if any (auto-record and plans apply to channels).
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// MediaServerId The media server.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Plans The evaluation of each plan that names the channel.
+	Plans []RecordPlanEvaluation `json:"plans"`
+
+	// Reasons Why, in words.
+	Reasons []string `json:"reasons"`
+
+	// RecordSource Who wants it recorded (auto wins over plan).
+	RecordSource *AutoRecordStreamEvaluationRecordSource `json:"recordSource,omitempty"`
+
+	// SessionState The stream's recording session state now, if it has one.
+	SessionState *string `json:"sessionState,omitempty"`
+
+	// ShouldRecord Whether the pass would record the stream at that time.
+	ShouldRecord bool `json:"shouldRecord"`
+
+	// StreamId Stream id.
+	StreamId string `json:"streamId"`
+
+	// Vhost Virtual host of the stream.
+	Vhost string `json:"vhost"`
+}
+
+// AutoRecordStreamEvaluationRecordSource Who wants it recorded (auto wins over plan).
+type AutoRecordStreamEvaluationRecordSource string
+
 // BackgroundTask One periodic background task.
 type BackgroundTask struct {
 	// Description What the task does.
@@ -4603,6 +4663,36 @@ type CurrentUser struct {
 // CurrentUserCredentialKind Kind of the calling credential.
 type CurrentUserCredentialKind string
 
+// CutMergeCleanupRequest Which ended cut/merge tasks to remove.
+type CutMergeCleanupRequest struct {
+	// KeepOutputFiles Remove the task records only and keep their output files.
+	KeepOutputFiles *bool `json:"keepOutputFiles,omitempty"`
+
+	// MediaServerId Only tasks on this media server.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// OlderThanHours Only tasks created and ended more than this many hours ago.
+	OlderThanHours *int32 `json:"olderThanHours,omitempty"`
+}
+
+// CutMergeCleanupResult What a cleanup removed.
+type CutMergeCleanupResult struct {
+	// Deleted The removed tasks.
+	Deleted []string `json:"deleted"`
+
+	// Failed Tasks that could not be removed, and why.
+	Failed []struct {
+		// Code Why (agent_unavailable, conflict, not_found, internal).
+		Code string `json:"code"`
+
+		// Message What happened.
+		Message string `json:"message"`
+
+		// TaskId The task.
+		TaskId string `json:"taskId"`
+	} `json:"failed"`
+}
+
 // CutMergeRequest A range of one stream's recordings to join: a channel (the stable cross-server key), or app and streamId.
 type CutMergeRequest struct {
 	// App Application of the stream, when no channelId is given.
@@ -4701,6 +4791,27 @@ type CutMergeTask struct {
 
 // CutMergeTaskCallbackState Delivery of the callback, when one was given.
 type CutMergeTaskCallbackState string
+
+// CutMergeTaskCounts A media server's cut/merge tasks per state.
+type CutMergeTaskCounts struct {
+	// Failed Tasks that failed.
+	Failed int64 `json:"failed"`
+
+	// MediaServerId The media server.
+	MediaServerId string `json:"mediaServerId"`
+
+	// OldestWaitingAt Creation time of the oldest Pending or Running task (UTC).
+	OldestWaitingAt *time.Time `json:"oldestWaitingAt,omitempty"`
+
+	// Pending Tasks waiting to run.
+	Pending int64 `json:"pending"`
+
+	// Running Tasks the media server is writing.
+	Running int64 `json:"running"`
+
+	// Succeeded Tasks whose output is written.
+	Succeeded int64 `json:"succeeded"`
+}
 
 // CutMergeTaskDetail A cut/merge task with the sources it joins.
 type CutMergeTaskDetail struct {
@@ -7522,6 +7633,30 @@ type RecordingFileList struct {
 
 // RecordingFileState State of a recorded file (see GET /api/v2/recording/state-model).
 type RecordingFileState string
+
+// RecordingFileStatistics A summary of the file index.
+type RecordingFileStatistics struct {
+	// AverageDurationMs Their average duration.
+	AverageDurationMs int64 `json:"averageDurationMs"`
+
+	// ChannelId The channel summarised; absent for all files.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// EarliestStartTime Start of the oldest of them (UTC).
+	EarliestStartTime *time.Time `json:"earliestStartTime,omitempty"`
+
+	// Files Files per state (Completed, SoftDeleted, Deleted).
+	Files map[string]int64 `json:"files"`
+
+	// LongestDurationMs The longest duration among them.
+	LongestDurationMs int64 `json:"longestDurationMs"`
+
+	// RecordDays UTC dates with recordings.
+	RecordDays int32 `json:"recordDays"`
+
+	// Total Files other than hard-deleted tombstones.
+	Total int64 `json:"total"`
+}
 
 // RecordingSession A stream a media server is asked to record.
 type RecordingSession struct {
@@ -10384,10 +10519,34 @@ type DeleteTranscoderTemplateParams struct {
 	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
 }
 
+// EvaluateAutoRecordStreamParams defines parameters for EvaluateAutoRecordStream.
+type EvaluateAutoRecordStreamParams struct {
+	// MediaServerId The media server.
+	MediaServerId string `form:"mediaServerId" json:"mediaServerId"`
+
+	// Vhost Virtual host of the stream (default __defaultVhost__).
+	Vhost *string `form:"vhost,omitempty" json:"vhost,omitempty"`
+
+	// App Application of the stream.
+	App string `form:"app" json:"app"`
+
+	// StreamId Stream id.
+	StreamId string `form:"streamId" json:"streamId"`
+
+	// At The time to evaluate (RFC 3339 with a zone); now when absent.
+	At *time.Time `form:"at,omitempty" json:"at,omitempty"`
+}
+
 // RunAutoRecordOnceParams defines parameters for RunAutoRecordOnce.
 type RunAutoRecordOnceParams struct {
 	// At Time of the pass (RFC 3339 with a zone); now when absent.
 	At *time.Time `form:"at,omitempty" json:"at,omitempty"`
+}
+
+// GetCutMergeBacklogParams defines parameters for GetCutMergeBacklog.
+type GetCutMergeBacklogParams struct {
+	// MediaServerId The media server.
+	MediaServerId string `form:"mediaServerId" json:"mediaServerId"`
 }
 
 // ListCutMergeTasksParams defines parameters for ListCutMergeTasks.
@@ -10409,6 +10568,12 @@ type ListCutMergeTasksParams struct {
 
 	// App Only tasks of streams of this application.
 	App *string `form:"app,omitempty" json:"app,omitempty"`
+}
+
+// GetCutMergeTaskStatusParams defines parameters for GetCutMergeTaskStatus.
+type GetCutMergeTaskStatusParams struct {
+	// MediaServerId The media server.
+	MediaServerId string `form:"mediaServerId" json:"mediaServerId"`
 }
 
 // DeleteCutMergeTaskParams defines parameters for DeleteCutMergeTask.
@@ -10469,6 +10634,12 @@ type ListRecordingFilesParams struct {
 
 	// EndTime End of the time range (RFC 3339 with a zone, after startTime); files starting before it.
 	EndTime *RecordingEndTime `form:"endTime,omitempty" json:"endTime,omitempty"`
+}
+
+// GetRecordingFileStatisticsParams defines parameters for GetRecordingFileStatistics.
+type GetRecordingFileStatisticsParams struct {
+	// ChannelId Only this channel's files.
+	ChannelId *string `form:"channelId,omitempty" json:"channelId,omitempty"`
 }
 
 // ListRecordPlansParams defines parameters for ListRecordPlans.
@@ -11070,6 +11241,9 @@ type UpdateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
 
 // CreateNodeCommandJSONRequestBody defines body for CreateNodeCommand for application/json ContentType.
 type CreateNodeCommandJSONRequestBody = CreateNodeCommandRequest
+
+// CleanupCutMergeTasksJSONRequestBody defines body for CleanupCutMergeTasks for application/json ContentType.
+type CleanupCutMergeTasksJSONRequestBody = CutMergeCleanupRequest
 
 // CreateCutMergeTaskJSONRequestBody defines body for CreateCutMergeTask for application/json ContentType.
 type CreateCutMergeTaskJSONRequestBody = CutMergeRequest
@@ -11777,15 +11951,27 @@ type ServerInterface interface {
 	// CreateNodeCommand Create a node command
 	// (POST /api/v2/nodes/{nodeId}/commands)
 	CreateNodeCommand(c *gin.Context, nodeId string)
+	// EvaluateAutoRecordStream Evaluate auto-record for a stream
+	// (POST /api/v2/recording/auto-record/evaluate-stream)
+	EvaluateAutoRecordStream(c *gin.Context, params EvaluateAutoRecordStreamParams)
 	// RunAutoRecordOnce Run one auto-record pass now
 	// (POST /api/v2/recording/auto-record/run-once)
 	RunAutoRecordOnce(c *gin.Context, params RunAutoRecordOnceParams)
+	// GetCutMergeBacklog A media server's cut/merge backlog
+	// (GET /api/v2/recording/cut-merge/backlog)
+	GetCutMergeBacklog(c *gin.Context, params GetCutMergeBacklogParams)
+	// CleanupCutMergeTasks Clean up ended cut/merge tasks
+	// (POST /api/v2/recording/cut-merge/cleanup)
+	CleanupCutMergeTasks(c *gin.Context)
 	// ListCutMergeTasks List cut/merge tasks
 	// (GET /api/v2/recording/cut-merge/tasks)
 	ListCutMergeTasks(c *gin.Context, params ListCutMergeTasksParams)
 	// CreateCutMergeTask Create a cut/merge task
 	// (POST /api/v2/recording/cut-merge/tasks)
 	CreateCutMergeTask(c *gin.Context)
+	// GetCutMergeTaskStatus Count a media server's cut/merge tasks
+	// (GET /api/v2/recording/cut-merge/tasks/status)
+	GetCutMergeTaskStatus(c *gin.Context, params GetCutMergeTaskStatusParams)
 	// DeleteCutMergeTask Delete a cut/merge task
 	// (DELETE /api/v2/recording/cut-merge/tasks/{taskId})
 	DeleteCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params DeleteCutMergeTaskParams)
@@ -11813,6 +11999,9 @@ type ServerInterface interface {
 	// SoftDeleteRecordingFiles Soft-delete recorded files
 	// (POST /api/v2/recording/files/soft-delete)
 	SoftDeleteRecordingFiles(c *gin.Context)
+	// GetRecordingFileStatistics Summarise recorded files
+	// (GET /api/v2/recording/files/statistics)
+	GetRecordingFileStatistics(c *gin.Context, params GetRecordingFileStatisticsParams)
 	// DownloadRecordingFile Download a recorded file
 	// (GET /api/v2/recording/files/{fileId}/download)
 	DownloadRecordingFile(c *gin.Context, fileId RecordingFileIdPath)
@@ -15233,6 +15422,65 @@ func (siw *ServerInterfaceWrapper) CreateNodeCommand(c *gin.Context) {
 	siw.Handler.CreateNodeCommand(c, nodeId)
 }
 
+// EvaluateAutoRecordStream operation middleware
+func (siw *ServerInterfaceWrapper) EvaluateAutoRecordStream(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params EvaluateAutoRecordStreamParams
+
+	// ------------- Required query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "vhost" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vhost", c.Request.URL.Query(), &params.Vhost, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter vhost: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Required query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Required query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "at" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "at", c.Request.URL.Query(), &params.At, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter at: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.EvaluateAutoRecordStream(c, params)
+}
+
 // RunAutoRecordOnce operation middleware
 func (siw *ServerInterfaceWrapper) RunAutoRecordOnce(c *gin.Context) {
 
@@ -15258,6 +15506,46 @@ func (siw *ServerInterfaceWrapper) RunAutoRecordOnce(c *gin.Context) {
 	}
 
 	siw.Handler.RunAutoRecordOnce(c, params)
+}
+
+// GetCutMergeBacklog operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeBacklog(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCutMergeBacklogParams
+
+	// ------------- Required query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeBacklog(c, params)
+}
+
+// CleanupCutMergeTasks operation middleware
+func (siw *ServerInterfaceWrapper) CleanupCutMergeTasks(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CleanupCutMergeTasks(c)
 }
 
 // ListCutMergeTasks operation middleware
@@ -15338,6 +15626,33 @@ func (siw *ServerInterfaceWrapper) CreateCutMergeTask(c *gin.Context) {
 	}
 
 	siw.Handler.CreateCutMergeTask(c)
+}
+
+// GetCutMergeTaskStatus operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTaskStatus(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCutMergeTaskStatusParams
+
+	// ------------- Required query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTaskStatus(c, params)
 }
 
 // DeleteCutMergeTask operation middleware
@@ -15658,6 +15973,33 @@ func (siw *ServerInterfaceWrapper) SoftDeleteRecordingFiles(c *gin.Context) {
 	}
 
 	siw.Handler.SoftDeleteRecordingFiles(c)
+}
+
+// GetRecordingFileStatistics operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordingFileStatistics(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRecordingFileStatisticsParams
+
+	// ------------- Optional query parameter "channelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelId", c.Request.URL.Query(), &params.ChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordingFileStatistics(c, params)
 }
 
 // DownloadRecordingFile operation middleware
@@ -20075,15 +20417,20 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/recording/stop", wrapper.StopRecording)
 	router.GET(options.BaseURL+"/api/v2/recording/sessions", wrapper.ListRecordingSessions)
 	router.GET(options.BaseURL+"/api/v2/recording/state-model", wrapper.GetRecordingStateModel)
+	router.POST(options.BaseURL+"/api/v2/recording/auto-record/evaluate-stream", wrapper.EvaluateAutoRecordStream)
 	router.POST(options.BaseURL+"/api/v2/recording/auto-record/run-once", wrapper.RunAutoRecordOnce)
 	router.GET(options.BaseURL+"/api/v2/recording/files", wrapper.ListRecordingFiles)
 	router.GET(options.BaseURL+"/api/v2/recording/files/:fileId/media", wrapper.GetRecordingFileMedia)
 	router.GET(options.BaseURL+"/api/v2/recording/files/:fileId/download", wrapper.DownloadRecordingFile)
+	router.GET(options.BaseURL+"/api/v2/recording/files/statistics", wrapper.GetRecordingFileStatistics)
 	router.POST(options.BaseURL+"/api/v2/recording/files/soft-delete", wrapper.SoftDeleteRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/restore", wrapper.RestoreRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/delete", wrapper.DeleteRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/backlog", wrapper.GetCutMergeBacklog)
+	router.POST(options.BaseURL+"/api/v2/recording/cut-merge/cleanup", wrapper.CleanupCutMergeTasks)
 	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks", wrapper.ListCutMergeTasks)
 	router.POST(options.BaseURL+"/api/v2/recording/cut-merge/tasks", wrapper.CreateCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/status", wrapper.GetCutMergeTaskStatus)
 	router.DELETE(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId", wrapper.DeleteCutMergeTask)
 	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId", wrapper.GetCutMergeTask)
 	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/detail", wrapper.GetCutMergeTaskDetail)
@@ -31496,6 +31843,99 @@ func (response CreateNodeCommand500JSONResponse) VisitCreateNodeCommandResponse(
 	return err
 }
 
+type EvaluateAutoRecordStreamRequestObject struct {
+	Params EvaluateAutoRecordStreamParams
+}
+
+type EvaluateAutoRecordStreamResponseObject interface {
+	VisitEvaluateAutoRecordStreamResponse(w http.ResponseWriter) error
+}
+
+type EvaluateAutoRecordStream200JSONResponse AutoRecordStreamEvaluation
+
+func (response EvaluateAutoRecordStream200JSONResponse) VisitEvaluateAutoRecordStreamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateAutoRecordStream400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response EvaluateAutoRecordStream400JSONResponse) VisitEvaluateAutoRecordStreamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateAutoRecordStream401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response EvaluateAutoRecordStream401JSONResponse) VisitEvaluateAutoRecordStreamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateAutoRecordStream403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response EvaluateAutoRecordStream403JSONResponse) VisitEvaluateAutoRecordStreamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateAutoRecordStream429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response EvaluateAutoRecordStream429JSONResponse) VisitEvaluateAutoRecordStreamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateAutoRecordStream500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response EvaluateAutoRecordStream500JSONResponse) VisitEvaluateAutoRecordStreamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RunAutoRecordOnceRequestObject struct {
 	Params RunAutoRecordOnceParams
 }
@@ -31578,6 +32018,192 @@ func (response RunAutoRecordOnce429JSONResponse) VisitRunAutoRecordOnceResponse(
 type RunAutoRecordOnce500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response RunAutoRecordOnce500JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeBacklogRequestObject struct {
+	Params GetCutMergeBacklogParams
+}
+
+type GetCutMergeBacklogResponseObject interface {
+	VisitGetCutMergeBacklogResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeBacklog200JSONResponse CutMergeTaskCounts
+
+func (response GetCutMergeBacklog200JSONResponse) VisitGetCutMergeBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeBacklog400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeBacklog400JSONResponse) VisitGetCutMergeBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeBacklog401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeBacklog401JSONResponse) VisitGetCutMergeBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeBacklog403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeBacklog403JSONResponse) VisitGetCutMergeBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeBacklog429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeBacklog429JSONResponse) VisitGetCutMergeBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeBacklog500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeBacklog500JSONResponse) VisitGetCutMergeBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CleanupCutMergeTasksRequestObject struct {
+	Body *CleanupCutMergeTasksJSONRequestBody
+}
+
+type CleanupCutMergeTasksResponseObject interface {
+	VisitCleanupCutMergeTasksResponse(w http.ResponseWriter) error
+}
+
+type CleanupCutMergeTasks200JSONResponse CutMergeCleanupResult
+
+func (response CleanupCutMergeTasks200JSONResponse) VisitCleanupCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CleanupCutMergeTasks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CleanupCutMergeTasks400JSONResponse) VisitCleanupCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CleanupCutMergeTasks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CleanupCutMergeTasks401JSONResponse) VisitCleanupCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CleanupCutMergeTasks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CleanupCutMergeTasks403JSONResponse) VisitCleanupCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CleanupCutMergeTasks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CleanupCutMergeTasks429JSONResponse) VisitCleanupCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CleanupCutMergeTasks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CleanupCutMergeTasks500JSONResponse) VisitCleanupCutMergeTasksResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -31778,6 +32404,99 @@ func (response CreateCutMergeTask429JSONResponse) VisitCreateCutMergeTaskRespons
 type CreateCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response CreateCutMergeTask500JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskStatusRequestObject struct {
+	Params GetCutMergeTaskStatusParams
+}
+
+type GetCutMergeTaskStatusResponseObject interface {
+	VisitGetCutMergeTaskStatusResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTaskStatus200JSONResponse CutMergeTaskCounts
+
+func (response GetCutMergeTaskStatus200JSONResponse) VisitGetCutMergeTaskStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskStatus400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTaskStatus400JSONResponse) VisitGetCutMergeTaskStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskStatus401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTaskStatus401JSONResponse) VisitGetCutMergeTaskStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskStatus403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTaskStatus403JSONResponse) VisitGetCutMergeTaskStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskStatus429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTaskStatus429JSONResponse) VisitGetCutMergeTaskStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskStatus500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTaskStatus500JSONResponse) VisitGetCutMergeTaskStatusResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -32902,6 +33621,99 @@ func (response SoftDeleteRecordingFiles429JSONResponse) VisitSoftDeleteRecording
 type SoftDeleteRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SoftDeleteRecordingFiles500JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileStatisticsRequestObject struct {
+	Params GetRecordingFileStatisticsParams
+}
+
+type GetRecordingFileStatisticsResponseObject interface {
+	VisitGetRecordingFileStatisticsResponse(w http.ResponseWriter) error
+}
+
+type GetRecordingFileStatistics200JSONResponse RecordingFileStatistics
+
+func (response GetRecordingFileStatistics200JSONResponse) VisitGetRecordingFileStatisticsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileStatistics400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRecordingFileStatistics400JSONResponse) VisitGetRecordingFileStatisticsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileStatistics401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordingFileStatistics401JSONResponse) VisitGetRecordingFileStatisticsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileStatistics403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordingFileStatistics403JSONResponse) VisitGetRecordingFileStatisticsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileStatistics429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordingFileStatistics429JSONResponse) VisitGetRecordingFileStatisticsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileStatistics500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordingFileStatistics500JSONResponse) VisitGetRecordingFileStatisticsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -50413,15 +51225,27 @@ type StrictServerInterface interface {
 	// CreateNodeCommand Create a node command
 	// (POST /api/v2/nodes/{nodeId}/commands)
 	CreateNodeCommand(ctx context.Context, request CreateNodeCommandRequestObject) (CreateNodeCommandResponseObject, error)
+	// EvaluateAutoRecordStream Evaluate auto-record for a stream
+	// (POST /api/v2/recording/auto-record/evaluate-stream)
+	EvaluateAutoRecordStream(ctx context.Context, request EvaluateAutoRecordStreamRequestObject) (EvaluateAutoRecordStreamResponseObject, error)
 	// RunAutoRecordOnce Run one auto-record pass now
 	// (POST /api/v2/recording/auto-record/run-once)
 	RunAutoRecordOnce(ctx context.Context, request RunAutoRecordOnceRequestObject) (RunAutoRecordOnceResponseObject, error)
+	// GetCutMergeBacklog A media server's cut/merge backlog
+	// (GET /api/v2/recording/cut-merge/backlog)
+	GetCutMergeBacklog(ctx context.Context, request GetCutMergeBacklogRequestObject) (GetCutMergeBacklogResponseObject, error)
+	// CleanupCutMergeTasks Clean up ended cut/merge tasks
+	// (POST /api/v2/recording/cut-merge/cleanup)
+	CleanupCutMergeTasks(ctx context.Context, request CleanupCutMergeTasksRequestObject) (CleanupCutMergeTasksResponseObject, error)
 	// ListCutMergeTasks List cut/merge tasks
 	// (GET /api/v2/recording/cut-merge/tasks)
 	ListCutMergeTasks(ctx context.Context, request ListCutMergeTasksRequestObject) (ListCutMergeTasksResponseObject, error)
 	// CreateCutMergeTask Create a cut/merge task
 	// (POST /api/v2/recording/cut-merge/tasks)
 	CreateCutMergeTask(ctx context.Context, request CreateCutMergeTaskRequestObject) (CreateCutMergeTaskResponseObject, error)
+	// GetCutMergeTaskStatus Count a media server's cut/merge tasks
+	// (GET /api/v2/recording/cut-merge/tasks/status)
+	GetCutMergeTaskStatus(ctx context.Context, request GetCutMergeTaskStatusRequestObject) (GetCutMergeTaskStatusResponseObject, error)
 	// DeleteCutMergeTask Delete a cut/merge task
 	// (DELETE /api/v2/recording/cut-merge/tasks/{taskId})
 	DeleteCutMergeTask(ctx context.Context, request DeleteCutMergeTaskRequestObject) (DeleteCutMergeTaskResponseObject, error)
@@ -50449,6 +51273,9 @@ type StrictServerInterface interface {
 	// SoftDeleteRecordingFiles Soft-delete recorded files
 	// (POST /api/v2/recording/files/soft-delete)
 	SoftDeleteRecordingFiles(ctx context.Context, request SoftDeleteRecordingFilesRequestObject) (SoftDeleteRecordingFilesResponseObject, error)
+	// GetRecordingFileStatistics Summarise recorded files
+	// (GET /api/v2/recording/files/statistics)
+	GetRecordingFileStatistics(ctx context.Context, request GetRecordingFileStatisticsRequestObject) (GetRecordingFileStatisticsResponseObject, error)
 	// DownloadRecordingFile Download a recorded file
 	// (GET /api/v2/recording/files/{fileId}/download)
 	DownloadRecordingFile(ctx context.Context, request DownloadRecordingFileRequestObject) (DownloadRecordingFileResponseObject, error)
@@ -53952,6 +54779,32 @@ func (sh *strictHandler) CreateNodeCommand(ctx *gin.Context, nodeId string) {
 	}
 }
 
+// EvaluateAutoRecordStream operation middleware
+func (sh *strictHandler) EvaluateAutoRecordStream(ctx *gin.Context, params EvaluateAutoRecordStreamParams) {
+	var request EvaluateAutoRecordStreamRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EvaluateAutoRecordStream(ctx, request.(EvaluateAutoRecordStreamRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EvaluateAutoRecordStream")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(EvaluateAutoRecordStreamResponseObject); ok {
+		if err := validResponse.VisitEvaluateAutoRecordStreamResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // RunAutoRecordOnce operation middleware
 func (sh *strictHandler) RunAutoRecordOnce(ctx *gin.Context, params RunAutoRecordOnceParams) {
 	var request RunAutoRecordOnceRequestObject
@@ -53971,6 +54824,74 @@ func (sh *strictHandler) RunAutoRecordOnce(ctx *gin.Context, params RunAutoRecor
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(RunAutoRecordOnceResponseObject); ok {
 		if err := validResponse.VisitRunAutoRecordOnceResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeBacklog operation middleware
+func (sh *strictHandler) GetCutMergeBacklog(ctx *gin.Context, params GetCutMergeBacklogParams) {
+	var request GetCutMergeBacklogRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeBacklog(ctx, request.(GetCutMergeBacklogRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeBacklog")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeBacklogResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeBacklogResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CleanupCutMergeTasks operation middleware
+func (sh *strictHandler) CleanupCutMergeTasks(ctx *gin.Context) {
+	var request CleanupCutMergeTasksRequestObject
+
+	var body CleanupCutMergeTasksJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CleanupCutMergeTasks(ctx, request.(CleanupCutMergeTasksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CleanupCutMergeTasks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CleanupCutMergeTasksResponseObject); ok {
+		if err := validResponse.VisitCleanupCutMergeTasksResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -54039,6 +54960,32 @@ func (sh *strictHandler) CreateCutMergeTask(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(CreateCutMergeTaskResponseObject); ok {
 		if err := validResponse.VisitCreateCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTaskStatus operation middleware
+func (sh *strictHandler) GetCutMergeTaskStatus(ctx *gin.Context, params GetCutMergeTaskStatusParams) {
+	var request GetCutMergeTaskStatusRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTaskStatus(ctx, request.(GetCutMergeTaskStatusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTaskStatus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskStatusResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskStatusResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -54324,6 +55271,32 @@ func (sh *strictHandler) SoftDeleteRecordingFiles(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(SoftDeleteRecordingFilesResponseObject); ok {
 		if err := validResponse.VisitSoftDeleteRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordingFileStatistics operation middleware
+func (sh *strictHandler) GetRecordingFileStatistics(ctx *gin.Context, params GetRecordingFileStatisticsParams) {
+	var request GetRecordingFileStatisticsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordingFileStatistics(ctx, request.(GetRecordingFileStatisticsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordingFileStatistics")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordingFileStatisticsResponseObject); ok {
+		if err := validResponse.VisitGetRecordingFileStatisticsResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -59123,1584 +60096,1611 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39cuS4kS/6KgjdvTGSg1Kre2b6eFtx4q5G3e3W8fSMjqS29+yuV0KRqCqsWABNgKquccxD3Ve4T3YD",
-	"mQAIsgCSVdK0x2v7D0+rSOIzkZnIj1/+5SCXq0oKJrQ6ePOXgyWjBavhnzeP+Y2mJTP/LpjKa15pLsXB",
-	"m4N7XTfsnkhB2COrN4QKtWY1kXNCiZAFI3pJNVlSRUqpNMml0DTXZM31kuglI3nZKM1qUkJnb+A320Yu",
-	"V0yReS1XRC+5gua+UkSuBVGaavNeQVZ0Q0qaP5B8ScWCKbKi0Gktm8WSSL1kNXyoiOIiZyfkfKaY0GS9",
-	"5CWD3mCUXBEutkeHozo5yA5UvmQraubPRLM6ePPvB2biB3/KDvSmYgdvDpSuuVgc/Pzzz9lBRWu6Ytou",
-	"3sWSCsHK81zzR2qW7caM/j0vNau3F/RHUW4INe8yImsizZ8VEwUXC5ijYKUyA+Lm5T83rN4cZAeCrswY",
-	"aLeLzrD/qWbzgzcH/9eLdpNf4FP1Ij7CAzOV9lFDS/w5PmQ3NrOOsF0UPsGtGhiwb3b3wfpPw4FW1dgA",
-	"7e6aIVYVMSNJDq+qOsNa0c/fM7HQy4M3r7/Z3vl2EI2W1yyXdTE6lqVUjNBGy+MaPiBqzXW+hBMDY3yk",
-	"ZZMeYNtROE47sJmUJaOiP7I/8ILJHQZWNWVJDqn78mj3IWKP00b4liles2ISqbU7WeBXw9RWhE3vSG6d",
-	"YXWG+8hzZv+4LHYZsfnQPSG8IIe/++7Vb1/+9qX/LTecSdbkxx/+cPmeVLWc85IdpWfXHUmCcF+++u0A",
-	"5eJ0xuch551ZHOIQ7V+8MKN2s3ETlcXY2Pcd9DtBZyWbeNYYvrwbEduPJpLw72rZVL9nm+0B/Z5tcOna",
-	"jV+YlzNCFcnN+ARZL5kgXJO1+almVLPCD6uietmOauH6yQ5q9ufG0OfBGyOW9uFZbtCDcmlr/2EIqVUL",
-	"xrf/eNZRLnpBFTvmQjGhOIhKzT5rMpeNKFAAMRwaeTArXg9y+QfbyV6094Gq86bgE/npkqpjal7fjfyW",
-	"rpNp9PeBqiv90/QRXd3+287jMR1MG02MmVwWTGg+56gpBscBDkLNdFMLVsSOgtnMkqv0ocgDBjjpVAzv",
-	"76W6WdLasdVpa6rMFwU55J1vd5Sb3Y8nrvVTzovpNyPBZ5nRjzKidM3oKmuZuzJ70MqtX+RYfS8X72u5",
-	"Sqw3E7rmTBGqzVDo3FwgYEU1XzFyiEKWr9hPUqRljrlYdAY3l/WKaiONqGbH5vuD4RH+WBcxTvkDWzOl",
-	"/SDnvFaaHJolLticNqU+AsW+LMxb8DQ1RAkdhGO0LRy8ORDQy0Hm7yP+B2w5djUJB38rJy3ujM1lzXZf",
-	"XS2fsLYfWcHpDasfWT2uilCl+MJwCy1xmCvzNVHweWp4q04Pe5HoD/KqpBtWf1cz+jCNMTwwVoE6zcXi",
-	"2KyjbPRxBa0ocijCBnfkFp1vJzKLH2QxQdPDkYdrSupGKHPj97fy9KiKvZW6q1pqmctyqiZS2fdTY3HP",
-	"d1X8/TiCsV03wpDw93Lxey6KQY3JnSY3zAcu0hyTi2LX4XWHEg7yRjZ1zj7VU4UWvE4+XX+PR1w22shc",
-	"ENS0VEdoHOHCUqORHxnJe2Kl3JyFHznRAqRLaM0IXwhZs+QKKD/mBM28Ov1miGhuQFZNv4ShbBvUDvGV",
-	"vVRYHM0ul8JgPCgxlPkXVeQen9wfDQ8zfdgGB/qHpVR66kF75DUYdsw3qdE8QoM7nnu0BE5UF/HlMydS",
-	"FXL/1p5o32tNkGhUTJrOct/7jqNu9EdWL9gtVQ+XxZVRRbeGf2vG1egXK/Mi0VQ9JHRXDY088ToXDOhG",
-	"U92oxMaazlpr3aDhRLdtTWZP28MwozM9X9VyVrJVZFzXoPijzZNrtlLOevzICDUc3nyXVJbCpqM605yW",
-	"imUxiXhFFxFj0w/NataSUkXN5kl7OzF6Ma01FwujKL1MSh3TcHQwL7NWKeJCf/3qIDtYccFXRpt76UfJ",
-	"hWYLVvtR3vCfIiP9SD+bD4nwI67lWpGK1TDsodFBg9ERfnsaGyL2ZDjx6eiA0TTJxSJtlXV22JLnYHne",
-	"wxSbOJm+8zHjHAzBsrmvHA9O8ok97Wt+NO9EcWvU362xvBOFIzVQtGsqFowcXr+/IF9//fU/o5SgxGjd",
-	"mb3zAAma1o7OyJyXTLVEafV2rtMmLRzHHlq6n8t7XrIhpocmbVbA4BI8bw5tPI3ndQY0ZDnGRerwPHL4",
-	"lpVMswLMCoosaV0cF/YneD8j6yXPl6C/gENpzRUjJZtrIhudvl/6sUzlmZFpdGY35Vr0RW5AfkSDV4hg",
-	"KEYdeP6bgh/GjTsH2yOBR1PPlT9G1t+Gpyx9hvz5e9IpGlETQ8UwbW0Z0/9SSyhLNk3jqmXJnm6dq+Xo",
-	"ad8e5E0z82ObNtiClRzc0VVJxdNHzZ/In24e8wsplOlC5BG3wPuaqaVgSqHfvGa0OCH3pcxped+zHFk1",
-	"1rnFmWVi/ioO9gKQp6w4I/clF4zW/Cc6K9m9NUXlUsx5DcqV83CDKx2/UujI10twOMvVimuzRN4OZLj6",
-	"nxumNKF1zR9ZkcHHc8rdTebb06/JfSPoI+Ul9uvuk9Q51Ml5nrMKlt4FDsiK1aABnJF1zTVTwG9puaYb",
-	"RcJp+D3C+IR2l/71+OYxPw4XOm45g3UNDGfu77CTuPXsltYLpkfY8MfQVGLWy8+M0FwrIkVGuFCaUZD3",
-	"yPnOIJBhxoi06w1kGl5ozL6yzzTX5YZIwX5xHo9zTTH4jy1bP8QAiuIoPlkfi8G1pVC6YEL/MhMeFiOv",
-	"v45OVD6wiWzl/OqSaPP6KEtJXfBsX7vxv09q6rW4Uax+OrtrlKWX6YP82bysKikUg3vdd7S4RjZh/sql",
-	"0EzAPwNV/8V/KTONv0zUjt7Vtay/k8UGu9vWNoEWwGYtiw1G9DzSkhfkcC5rQ0qrqmTk3v56B6/fm/f9",
-	"T+bD+6Mzksu6ZrmGJeWianR4YGtWlXRjuCPXpBEYd1ScHJi7txTzkudfcM6OF+e2ZxVEVjV1zYR2Wu69",
-	"ewWmTMnKsHNVsZzPeY7e+TOQPIFUcUy/hunSBeUC5vle1jNeFEx8uYnmtCxZDaFeykshCPmoWL3iShmW",
-	"I2tSM2vIVLmszLTbx3cFE5wV90cwh0uhmvmc55wJfaNlbS0AX2Y2rVmqZjkzUhTmBIIvM9PYDo3LDEXP",
-	"WCnXwEnnNWPHqqK5WQlgiiCGazZvVNhaexEEFuBvZIf3Cid9N2/K8j4zHKPeGNEHZKDNSRJmGaELjh0W",
-	"dmzI0Klow+uQz0ivrxqGbdTWpUTtG5qx665ZLWgJa/TlVtzKY6OmsII0gn2uWK5ZUW7I4T23Y7qHuVdm",
-	"zHBdqGHueLZ/kPq9bETx5YbMHXsvWqouJDNSVBP2mStw0HH8+5ErPiuZN4PicTm8F1LfgZvXkv0V3ZSS",
-	"FrdSfm8E/JfnVMCc2eecsQIPsuI/MVLyFdfmtOLw7rSUd6UZoB32tWGyP0h9QzVXcw4q2pceutGCN9pd",
-	"IEFVlo1WvEC12NwcyeE9PL0zy67asRrCur/AwR7DXO7Jgj8y5b/8SsFCGIkcxN12PokE35rxKPKbF//R",
-	"nJ5+nZsG4F/s/uRgUFqbOwmrH3nOPrV6+pdZ0HNSsIqJwijoBBxJq0rWtOblhgSXBnLYvUIMySzDrEDs",
-	"zWj+IOdzoJhbKT9SsbFaiPrikgpJnBXmPmdkqaNw88cd/GFE0RlZU67J3LJ8MFAYwhCEC3J/baZ2fD7X",
-	"rL7vUUbwaMhwrVguRQHeEejISgNYMy4WJ4NKXto+fRox94KmKmijl7LmP7EvxCh/kASVvNbtCIKuMlJR",
-	"aJB0ZkzmEfZ+5yaMuh+t+B2o5e3vyHI+CdVURhawAm47tzDhvwq7tDz+vt/fPZwSP8w7uCLdmZ2BOfzs",
-	"NhMo5jw3310zBbfgmLk2iN0XwUUO9BSr5hIlVwxtA0bdMHc0IVvxBEZR7yN5QygBSyoGE5GKKrWWdWEb",
-	"Mz+VciEbfUJumjxnSpmZfri9vSKvTk8DtygswqFZ+Jrmmpy/ISryfiNK8xOorgWYZavazEJzvJPQHOfa",
-	"n/ofzfwMzRRSAAN2hgFrBTYN2ZEf22U4yA5KuViw4lg2Gg9mrWeM6mOnz5k32FzD+SoZVayImBSygxVT",
-	"Kup7+iM6vqqKCaN2cUFM/+C+3GpEw1U90QZv50a0fBNcE2tZsm4oV9YNnMzIfceC8MJ8Z+6I95ZGrm9v",
-	"roKD5zVXxVAfR3Pl9oW2ZTn/7nbFz6Jdk3a95Oy/WK7NVM8rDvf1mK00uJ+bK7DRb1lxZhZAMKP7LWVp",
-	"VQ58B6ISMlRa52CtAEq3atfG2n17NFSWcs2KyyrivbwozV2C0KKoDR3WmI9yeHH59voo6NbaPUBNn9dy",
-	"dUbYqtIb1KCp2PgGuCK2O7ina+sy3d5+/IHWNd2Yv+01/zx2yo18aYcSGgUOP91ewKGZYr72nXwXsWZe",
-	"tJwYWYftwfebkfBCDpfsAi2fuRTKUKUjIGm5EV40/PZGT0HBF0zpq5rN+ec4f0Pz58tXZMk+04LlfEVL",
-	"Q/2GqbBaOSPKzYfz41ffvibYoPcdJDtmnyteM5Vcb6qtA6ldePsJLvoZEU1ZektNoOKbl5JbYj5CtQ3l",
-	"9ta4Sqr0JzWZEMzrSJVakkBkMrBIozSKjdd8iwfMfLz/cNH4tKXK0BUb3wIh9Xeg2SRmCtby/iZgTB0v",
-	"orPyD+FTIGHrnd5vdnItWJ0y5JnfyXopiVwLNTLV1p4RYUFXrS2kklzokN3ltK45U7vxkqqpK6lS8qmz",
-	"lsjQZO0tu8DWonOo2SOj/s7Rb5jBYaeCMJHXG/AS5LICLeiBVTojSiJjQTOQaSrQVnIqiFrKdRh4hoar",
-	"7cgPGIl8mHxE7NspgjGH1r6yP6HUUk/k3jg5f3TthyNn1L61//hU3L1+0bE2hgc2IwUDRxEeJa7tyeJG",
-	"5nFRyLW1XD3KNgTEqWCYCHngmCwapWGFD+DU322YvoPmouqVnm7bT584eDJJrmzLkoi8u1eP+V1F9d35",
-	"7KK4b6mZkorVylJwzXK5EFy5CI5hHap1KwATbY9tl+90p9KTmF3OkoWaTshfQ3HXOciOMkL9I1QTwrMW",
-	"UnlHTg2pfN/zeIyijcyS81Y/UNuKWzUa4cUVNBQJ7Nq6B/fvvlkbSbVPaNaE9s03ceLDCftwbB/u5Vj8",
-	"0C3Ua9MRzq+lpuXgimHHQLsrqq1onUMwtMqINNyGliWMSPWn+fqbg2jEWEjVNnYuCFLDMdnViNJKU3B9",
-	"sWT5Qyy40Nx8zcjNVYiaN0luXt0mluSt7N3nqqQCBY2Li4Bm41rJqEbj+49oNHHH6w/SmhvhU1KzueE2",
-	"Wp4RionthtVYz8Hxmhf2xfjF0VxrY3mTTga3/eCbcRmqjGDhOnITuLFPULmfU142NfOnzU/eMXsu5vIg",
-	"O1jTWpgBZgcMfAR/GmN/junhbIIBjdwlDQmk07QZgdt3cQwXRMXyBqaChIN+lKiNQU701RrRJhbB9dld",
-	"BM0OUiHFZiUbBbJRbZRmKwKNx3cSHjkLVS/nlGNgYd67lhlBVXRkbcWP4VAbvo0XsWN7ETPywI3ILDCM",
-	"JypxYXkmRhT5Ndy+XcJV+hwvwqM3bd8eXFLCZWwXzki1+O3tkQkdX7meDSYU4o4cTlBtCDzr/smW4zHa",
-	"fZLVfGhWVBzXjBZgDmcxzpNcP5mD93dYi8RV8RPc1QIgG53LGINrGW3byxnBNSArRoVCXcfdVDwngxsE",
-	"6juOJq2dzwwKuYdRW6CluL43ZAkL5mz0YTqTje7uKnW3maJjlDG8kKGCT7CHuJ5Y03jq/K31I/YINSPs",
-	"z405jRKU4vt/PYYXjy+Le+KCKQia/Hei6b6BzZ7IkNTb3QtZR+bZV/8EtpPr0NZUo13LaMeVuCijVRnB",
-	"9MY2X/LvRL2z8+/od9uLMU3bC+TdPgqfG8qvTONzCChXVKmUdwPOP6p9LdKK0RdIwSNSHKMEEsHEypCQ",
-	"rJSNNmlW8NQui40vOFSMhZZw9RXc0cHrczSVJkzbsVGcIziQaxotJQsu0BZA1QOa8OwsvfFjQpdwNKIT",
-	"d33ZN1DL7OSvtVA0kzuTVRWdX6Plimqet1O0705quUdTbk5th+3SZm6nY5T1Hc0fFrVsRHFL1UOCabGa",
-	"y4Ln4HnGl31+V5ekOt+mjWlUPYABOCpgIEzlkZY36NSN6Fj2BTJjes2YwExdLpwbeOLOGFJ926A97WOk",
-	"G/fMyTM0PzXgs17xsuSJ7qIsALvz0UC9+5b5ud9NRzZzjb5AViQULPPVdSNimlAnN8BPImY/Qz8nPt+g",
-	"+N/TJg/i/EdRboZvXUAINs8a4l/xLiYh1bZRATDZ9n0sfu00ROwTXbetjo24kI3Qg/zfDAdQ1DAfrpa5",
-	"9bfWevtsJja7bgRc7sZnX0pZGaXLfrGVcB5J44tcCsNOOsvfDmX7YIVUs3UcQoINFm6chcR1n++6nEOR",
-	"mi24ub0zQOYwQsvNuMtRUhaC/kVre8lCY3Na7/Cj6PE2NVnh6HHQLZ2jv2MueDsp7L+TUitd0+q8WHER",
-	"BBjTouBm8LS8CtbI5nv2byfoytLSOiatElMrw0mM3kZN49z0o2Ud4eRcVSXd/JA27qilXAuX+25v0l0v",
-	"L5hqTjCdcigOv408iPh6XDSFu2iFwz5DvkGJoqWR10uqluZFdFSga7zX/6tvX0OETzueyHBcBMD2cL6X",
-	"Cy6AwZwhS3B6ASmZhozsmhR8wTVYNNo8OvTK4zsqw1fMf6X5/0YUrFa5rJnKjL6u+EKgSWS5qZbW0NtL",
-	"vwmm8LVZP9OwGeB//vv58b/R459Oj//5T+0/T+7+5fhPf3mVvf76538avUr52Qf7MkinqQTskNkh6XV2",
-	"jyjNyxKhPySZsTCroEuMM9fTtR/m9u2zseG5Qva6gSBSZSSadUMw4hsMXGpcmT+EGYthyjOA24T7oZrA",
-	"iLeHGFuyCypyhCS5kKsVFcV+pxubcdijOTa1vWw1oyqmiF3D722UdBtMD+2W3j8V0Ny3kYPyc3SGFZ3x",
-	"kuvNBdVsIetNXKfM7VPLveviuKK13pDcfW+duD3DYxjFOWDNpQA+Y+0cePbMlS2wTPSC6lVcyciTc3Cz",
-	"s4BSoX2l5I8M8G4MCWXuAnGsNiLH25TNiIyrv9NU6GD55ixhLXXTvNrNly4woFNL0ijW6WwXp3rvePiF",
-	"7OsqsUFmwT7HT1Gl8yW9WNKyZNGQ4XMi2NrQknnP7AC+uE1Q9pURDUNLopgoAKLEf3EfAOgaqbBr1Mwf",
-	"fSqYG569cc8Y2G1s7uB0UyVf0UUcCeeamTP9iLg3LRSd7RW+G7ewtUsVdBXOMLpVEEnohPiTdRnFtOF6",
-	"bO2jLCNbij76q6RK4Zz4VU+1MHLvjMgKh0WWrGYZmbGcmnNARU+q1EwxjRY2G7hlvv9Ktc36ECdzoqzF",
-	"t6+JbHvE2Do9ckiqCSb/y+g/fYU1GFFqi6OggefkkRdMOgZ4Qu498NG9jdOw0TohmtIbcv+b3/zmX+6N",
-	"eiUKZWQ6ZuRuIFUWJ4XZuPdLqhD/qQ3GU/dE0Q185sQBfBgPlA1xoPdEj8468M57oDp3GhhkFCHWNN7k",
-	"Xbzyjk6NoMPrhI7wx+WmA+CK0OFcdxGvu0mH3sDAvAVwu+uylOvvqOL5eaOXPz6y+qqkXFxrVQ3L9A42",
-	"24p6DHYUUCtW068UgYZJNxI+4HRgu61Mf+S+1qp68+LFvcO9MAxeWQgce4C9W0pLQsXGXFKtiUIwvZb1",
-	"A6moXp6QH+dzMtu47PU3eCjfYlwlV3agrMD0cztYNKSi9MYPcOxBhrlhOd2ZwLrGNRUaw545t8jfjsNZ",
-	"fIVDAK56QavqhUNcUKQR/M8N8/c59K0n9nAA+Bt/B02cudTwtpMfRckFS8zAtvrI6s2V4bkDLnvqjae1",
-	"/YKA1wB8a4ezDf4THJVaVkekEZqXduc+a7y5oS6m6016OAkM8XOHF37WOSL2PkgVUVJCcDbyYQtzb3bf",
-	"wTKbf3PlBu9UcJvYYwE5rCswpZnuATtLDj99unx7BM4hQ9Y0r6Xq4qjENcmBWOsLGzNqYTO/SHh1iKL7",
-	"wEXxhhe7q9Lva+bxYWt7DZS16lgwjPBWCT9o0UNw3xldPdvCMt8a4ySo9BYNxLS2NX6bTWMhJSLTSEKh",
-	"TwI7D322yFkhXQIlfSIWIQVk/pYrPB7e55JTYeYwY6H9dfswLHaAIv/Kwnn37eto/BbxVVom8a9DEWXT",
-	"g5xSgxDY5oF1XKmlbMrC58LF57JMwFp377cgQsyQKyqONS/18U9SrpItbmlJ6fbdJAJ8y1bvIoc+WvnM",
-	"hdpaDIajeOd8BFm6G4TldQ0LLg1ssamsAKlKqg1jSbBEo3pYs0qcLW5TAmgrtnVrRvEhZgEWjLWbOqlh",
-	"ZEoizGUXzBSqiREiKhyTo0oUWDa/HCHzdwi+e4vG27QjRAyj+v6esYpYBN8WsgQWC3F8ScnoI2CMecAI",
-	"8DuC0cWoUE1ZJtw2QxF/zsbrsI5DydRdGfdKPOAvANXdCfvWXHw0WnumgNLCu+YjrarbmgpVyVpP/bjz",
-	"zc9ZAAq77cFrQWutYrhx5zE8pitwivv7E16cKFxLUQs0WodXbtdwvb03D/7nb37zm977hpu7N32dH7c/",
-	"HoIEtWW9BJd8F3/k/zHNmIb/ozk9ffXaNQZdQQbd/Yv0G/iLPRL/8yUUXvrXj1bsqKNQ5vREZFziqARg",
-	"7k0XGDfx3WXiJh7C2EL8gbXke5x54oyAGN6Ir5dcaS4WkEkS7bSpisHUiNCTi/c/c/nwuayy3lULsx2O",
-	"aGHb3Y7qX49xwN0/BNC63ZvJGbm/u7PXKEDrvbu79wmvbEKKQIhbGXWNhvjYAQpzVET2D3bmAX8tTKfH",
-	"TG5R6fpYVN7bF9R+2S5hE5QQaWuwhCWFOhWQgjoZfUB0X7Jiq67C0L07i5TU6lUR6paw2rYf9I0Y0euc",
-	"Y6/p5ImW9kOyHLA6nW8bcfr27W5RMdS+7C3XVhw7bqdPKilLOK5bqucZsSFJoXYaRnHarg4yG7sUjd2c",
-	"UmnMW/nbi3MhuViApcFcoMmhkJiebgQtK44ycuPi/Q6pVVTgTm/Y0ZpujjJ79SaHKFPNtbSu+SMXi6OM",
-	"XFugBEThgyNOtTZM1oZ6nbV3Z6Oc5UtWNNjvlb1zcx8VBlYOF4DWvZofZeS9DR3rvr/mZUnschsa4Vaf",
-	"dEtr532QHbh5HgDKMv7mhn+QHXhKe98PedraguESXK2nxSuLkGRkI88gAxDXGdO6dL0B6/Q1hltg9Jz5",
-	"RZGbNqzLzefaB2XYh0MDhRpBMfMqprDLeUf49Yzh+GQ06qVb1461FY8mBFL9iqwDXD+TUWCyGWDS1dNW",
-	"v7Klr2YbsKPCmDu3wCer9XuoDr8OXaEnxgN5GJXiHap+RmkCJ208eLtT1OzvKQsPJ9yZwuQwqQ4z2ycw",
-	"23YOIdnunolR2V8oCNtpbCujDV5qtkphkcALGMzncEYCABIX+DoNtgXpOSNIvxlRD7wihx6QEYosgVuA",
-	"HFp8xzOimJGiRi/rCFFsyp8Fo7g+8GogAW3Eytyx2SwphIqvMaLnMc6fHmJ88nctEIusyZZromuziTfL",
-	"RWSA/YUPlwKetYwkOvc67Rnrxnug/2jOWVkox1bNUgAteHzOca5nC+M8AN/zgDF2GKMEuZ9v/VxYcsXk",
-	"RW0uO3NWk0LmzcpG7/1CblPXxcQWbu3Q3rrPwNDDHjlbd4CPMSS5dwkoqYVtBGUTECOdBt0Bnj4jsEoe",
-	"JBqeBUsxEgTmpzRht9IAVRWMFqCH7N4c2oketXSlHfw1IEbNeb2KYUHhK8NWVzdozKvALxI+J5StEV4A",
-	"VUw8xo601s01mLtnbGouSCoh5dIi3IKcOUMAHTPj1hrm9stu6sT+vNzaFvVMGIXeCE5kI3AjtKzO+VsC",
-	"uthFAgbyIwZFEpJ0fMu4wq0i9t0k5gdXUZFyoxEcD5/jRdiQnGkU6opTbTGu7BXIUmFVy6LJJ8fAG+FS",
-	"paklwBSetFlWgUs2h4/3Jb6+dmB3IfNHqKX+dijtHD3tOlII1n+AF0xWNf+elMztmnd7qJl7aZi+54iO",
-	"qb6skpmuC/jBgv44Z5jR9PKllVVo0zzD6JZ7614Kwq4yci/FI59D6q0sHTSrVbV8tQW0UGbkfjED6/q9",
-	"UWKgWkH7FINpbi6vQr2qRnMi9HGQHdjPh4wbV/qniyDkN2LAu/23TlCwhVDzVhkcTdLykTLeD+mTc5nH",
-	"wtkvqHDqHbyRcHjWfPhb4Kg1T3xeURH/uqIJcCfAANVqiLDtK+HuPTBWqck5mvOaqWXcsOCj02zDmGHG",
-	"EKvTPFjtamPQPKYZmTUwT+KL8JOMldE136T84gOeA7MHdhi2ZUcTdnvbRe8uztCB1j9Z37QrChKx6Akf",
-	"9UuA7FOB/e6t5H5YMCzf2q6Wt/TZsdOxST8wPugKXOZaxsOH8L3EQbSNqK6KPcHB45rNwvWYtAV73pXC",
-	"TTkjK/nIQG/OpdBcNEw53zTaft3EAtBj2UQuVMnVectrliOqrCHCDLlOBswjDENwzBdutIVciwCVlS+W",
-	"aP06tr801bH70bzqfoZ/uwemt2Mu3L8Q/BU6PxaM1v6POfzbDOdYVgCoAv/OSwTlMuOLsn5VMUf+QRG+",
-	"npJaMUwNrFidm1XuRDl9ZYFHowzMF+97OVa8zxxy2BWX/+uqFp6ebg3oo9tuG6QPRlxWzsPC3CtzFxnK",
-	"De6O7/XpaXeEp6ejKoWjlmE6v8HQ9IQ4tYHrXVH6rBLUXtBY8d3mPIyaj/O8Tly9/xROG6AE9ePOQL/3",
-	"0fW2lAFPSAb85hpeGo+ssj14+XV1+2/xZpNBbB+pgPBoqGt9FrIMDKRyCDDrJcbuzXcUTlvzCX3GyXWf",
-	"Ri778UUgKSzjDddkHINPIutzu6mUcWEv+c9DBmP71U5iwn64xgZWta17x2idL9u0uDT9Vaw+djYGnyRG",
-	"FHxv01LA5wyoowWHhA8WzWwYz5IL219RgTAU0BHHqC5alikzkOl7uHUfET0w9pTVIp2OIKTOfDTaxjro",
-	"JyAD+dUIhj7FrnrtYsEi0d/et+1itkNWeuZd2+hEt0EHr4gihWxmEFXXVERL8i1ZcZGhHev/+39fnf7f",
-	"5L+4th6N3p7apiI+y15fXBBqruQBiIHbD4+iaoMBrGri5gBA2SWj9WSjzE6gFt1FScJYwIeDN41IgMKI",
-	"hjsOy8w+a9jvwY4hAMJ1zBUpGuaANGzQqPUX27pALk5i33H1KdnRwBDR9mMR+/nrkDPjXggR7jGhgTZa",
-	"Eizm/+ntlS16WJYKiMSQ7O3FFQEkCQgB7ULrNVqaXc2NItoU1dC9v63o/07oVJIwWmF7F/4avySlXCSQ",
-	"CWM7KElOLfJa6Ismhwg09ubk5MTXJ/GmFdTw4kkwE+5IlvhhFkMXo8siGZroLhG+HYjcQUw3bvZukwix",
-	"1/VmWm4ItgqZIY//AxLkeaGIMsQx28Ct5SiNKLgTmqBTGK0hNbOZZHdYlN1agzN/6/Xp6Ub2W56Bhz1u",
-	"tKljFoCrmj1y2dh6GTgezFzD/tSgQ3FKHK+n49+bj3bAOqR5Lpv2YgPruTPM4R999sJ+8IY6ktLwA1vv",
-	"tly7QgLamJ32PCYpeUvvQrLOOhqx9ZsiQbbrb3H+ulh+Q5yzu5NJhFHqONBxKRd4fN6g0rsgh562rY8g",
-	"I7a8Sma9KBAE1/pQM5dHaeMtMXouyLDMurF0mRPWR/6gkMNuAoOCBC9M9HOJJ/gnrJB5DDGAxzYR4RBj",
-	"6c3dthsuAFPqBIeG8Nfe+OLDYMNWp7H+cf9Hf6mjqBD/bV0hdsZP8oT0Be0+jhE3jr++X+RG0EotZUwP",
-	"Pg90BGVfAyeF85E+m3WjkGtRSlpMxlooqYZc4JWhaosX9Pr0GI1ExDVHNM8fmO7qkgEqayI3LXmz9Rld",
-	"bs0wkStUSiPJYgyMgNvCC36PTWiqs30M1s8+8Kh+ftiT7yJmTCMXh3AfqCKaPjAxsuDTBKn1GD8TSZim",
-	"9iQHxX9i3210zJVmztoTdhAZvY26npLI95XaSv0mQibiFda80MtIs+bnvQc9YEdrjWbbuHidmQ5xIyNN",
-	"UqE8oTcHxM5ZNBneQR/mDuIAC86nY7l38IAHroWhL/CuYX0jqUULZP7gishq2oKg7+KpMxQtlFYyq7C9",
-	"Q4HWicm5XFvwS/TZFFxVRrghW5xeHmbysvqwNxX+OpyniikEHeVuXEfut99fo0CF2wp+3NpOF3QXpO/u",
-	"5DBrGQFqkw5SFWxUW8GGZ0bdAw5rtWJv3NU1fYy5KEbRRKxDJzo8BNyIYYKEFel2hNqIQPWN4mcMDfI8",
-	"gHJO26e34CpGm6wM7Q81OBz62wOWwNxR63Vmn/GicwaFrIj0YYwgweY1Y5MwIaclavSbOn31TRLlYABp",
-	"4a1FNPBFIiFw2AKKThhqCkThbQifMLm9jko3ENf6zsKJDO1jOkHFB15PodkuAsLAmD5QdYzIB0OjSqEc",
-	"mK+HXTG74hmAbeWzi8iHOtaR3OlDDzBlaxLiVX0/TIMbBC8YmsMOSAGTKGZawtB4M7vgAnC9lI1DBEiF",
-	"Mz0hFf+LZdVnNnUe8P3C5PmQQtbMo2D0IdVOv/nt/knnYwdvQhL1hK1N1BJqs6E7Kc0TNIK3QfT+DipB",
-	"cLUmOdW0lIuGEYhmfmS14lKwIpKFQNrNwlus2zBRbCGVmAPMRV42RQxK1sV4Jq32alcDS19H+hk24xJb",
-	"eHUaxHR4g4vjL2PxW+69Xa267q0tJaVc042C2nwnPrKYKsX0sVvz+yk0ialYacdHmxi3z0L6FLF2Gb+N",
-	"reJOEe64lLa+JS0I1RPD2C1ZRpiry5uwb5yhjc5aVU0nqk03UROtjb1zat9vR+HXPmspecJp9SnEO2nv",
-	"mPoQ19V3rP2wo742Pat2Crk+i3AcSVGNbgKC6IEw/yCVTlh58dpvGLkih4DoTBdgqPdaNrZDZhu4FzXK",
-	"puObV0uuMAV9JQXXsoa0Q4dprciCPzIb2KQpj+URBJqIStl2YPBkvZTKY1lxQC3kYqrxSNoM/u04AVHL",
-	"0iixy6ATWABwofPSEtuUPiYMH1vGYCHEWbQZ7764fRipOcU7YFEfUr1aJEcG07TxogVi8Qhph9MvtjEU",
-	"iq3j+OfX+ABXcWJjCbv/x4AeH4RcAyR6QIcZsaMgUgAGVCtrd+VvzuwvHZSD9EAPlUfTcHPOYrQ6eO5W",
-	"M1Yn4MftkVrBO9unYsloiebIQcEVdvQBPzEXFK2rZFW/8245PxzAV4p8uL29IudXl/G4GKjoMQaQCu4a",
-	"bvHELMjxYAmVibU1WLBM22mydK5HJ+uqZge1XXRN53Oex23YrJzvMlmB5UKp9liriRqezXxeR52FkbYf",
-	"pUYrrHOI/kFqVh9kBz9I8Qj/HC/Z6Wt9BIvUpY9gUH6b7QJkjgpHafyDp9a+08b8bgNoOhQPKKUMzDE2",
-	"5ye+htF80ktRsEiR6O+p0qSUC8LNc5+fahWwloQmFUsCb2U0Iah1SwZO4R5RzNiS26iZ9gBMLNJ0IYWm",
-	"uY6VhPoYhHYH4XWIc4GftaDwO014l1q8qAMkIP9pvhyvj+BoYPiwJKp6tETVnaU7JvIBopQXNS0wW1LE",
-	"0PyDC25Kwf6OC1pvnHrd7bCDz9IIP+9x+3i7RH6KWZewO+TXp4lQFR+qBunOp9fK0jj0YBdHLz+DmFJh",
-	"FQQb7QpX3cxMntdkyZW2pRh6Z9NuZhSaRQpdyzJyxs9sl3n4BhbMAFKjK+bGlyhhC9OcCEOML8dxdJgw",
-	"SutIjpnF/Da3uKrRRMsFEPX0m7FdvghV4wOI3TCLkAF4B5TEgN9mTf7A7OlWEM82/X77gyxYSwi2p1gg",
-	"hh3dd9BX0lHuXaLUUYMbXVsD74yc+mo47qW2bqIFn52gItpv38UCot4J7wfwXXBRyHVYVm5S/zuF6trm",
-	"wPc6Uu3uSw7LEI0aP+SOvvYknvFCK/5Ads9UFjIIN9reYna2O0GN7REa4HqpglAXXvtDztvVTHoqSVDR",
-	"7bm0kKDJCTL52XhbLlcrrofGi29oVgQjD65eu40bNZ6kO7wNx+zeEXqQZ/ZXo03BSNKAx960Memq5D+A",
-	"z40sj5Y+D5XVHSyJnZvfz7vYDN1BVV3b4R50o1m9Srcf3IBYvdonei484n6vbbdbqkxIe8H027WPHmOs",
-	"5udOc7Na0WgNrO4uLTnipOCtpVcZcCASD9/ffEwRQ6vw246sCgPbZJW5oOPN1HixL3lMRqeWb1P8JHPQ",
-	"DiZwtwM7G8F79Odmk/V3rkOOw/gnlsBkI3RUTpjfvcZPuQC8CigpMJ2uaMVv5QMTg+t+fnWJZeKm1vFN",
-	"O5DaRjt1j9TkK2Br3Bo+BL1yHRPaTignbaPwwsTGGjUyQnhhH8rClrNg54L17q2Qm9QAedl63tFQYUs9",
-	"tva20T1ColIMQsROyC2UXYIKwIjzCmAPlmJsWBJG8HFBPmhd/Wj+nUv5ABUgRGGrJHArRmay2MTxHJR6",
-	"N6FWnB0LFja0J8HNAXsltiDbmR9sW8hA7AABoeo57EHE9UzLhvlkqft/Pb55zI8vVD0/hg/uDR8ubOA4",
-	"XC4hmAtSWxdcLHwWSFDciBWQbLQ1mTMyw4q80jnX7HaJogWQMp86FI74LbUaqoD4bj5nCOxcbdVCDCrD",
-	"7VL8MDuwAx3Y0vOZkmWjGWHtNcp+dWYxBbj2vRu9EFM7twrdD26jbXGaDutW95CWtk5q61s38tDSG20K",
-	"jio2lDES5N7s5IsVu49nipnxjylun1SsqL0fvG2ku5MhkWZbZyiyB0OsIqXj/OiEJpY7ll3hs5Qr5rMy",
-	"eoEGKNBHNdaoqvW8tw8nZKeMA18eM8gAmjCQDA4YVAr/xa7hCmtaizhahVOa3RsDtZowMh4DQAR7SqnS",
-	"5A3abalf02DoUdqCZLBzK8yeq5A3Fa3SkoiIZcVlNDwDqhkTap0ygKACTOXi8u01EVJbrO4lswJmRTdk",
-	"xqz3pparMwRbtN8HRb4BhdbsRWfdwzKTMa3Yh3cEXvswRibFOoH6qLbAq+1wveTj2opd+0u/Hvk0shTp",
-	"2uf22Pk96McOjMxcSP0dCOXE3MAC0p8dV8Ti+yIaJtWYNbDX3KrdagK3o7Dx82fE3LzIqlGA2U9D2WkF",
-	"B6C5gCl5J6LgwhLFywg4ZlNXUg2h9fulch7HCWWs4a7CaICYMRQ9DTGQ4NC3hbBILqtNhyKwyrgdEbYd",
-	"1BnPqQBhAhiuRpqf2cBoQJ4FXRICNnz9yAdWTQGfdTF9wc6mmVKIxr0vGhaUWA4jvn4tMUFn0UL7YZ39",
-	"oLh+kBMar+Q/XHz/5bPFGw02uk/0UbjRz7DHv2QF3aekcXzP9HaBWOsooraq6nAJWMSA9vWu8FYHghHQ",
-	"UI7OiJzPs1RZ1z2SRP7aBLpLAsrTCrrumpLii6q0RVS3y6dm9i4OKfGd0qkpCLDd64A+U15Jp1Jn5gB3",
-	"Xp0ew86RaIHPQ3fSYUQWQ/XoiYkovWqe6aEEtT2fMpKpKSy/XM1PI6M/Y7E1G8mqJXqNw1KT4lmTX8aq",
-	"gY4nwwydkiklQKE0FGyX4W47JLBM7vhpRTp3KpEpIdmEYGw1hPIofVxKCqgwLns2KJFpdGLkHz2l+Bny",
-	"Z8jhy+OXr35r5l/THJm3kD5wov35aK8LwVbezagOOqE+599cTs51yG9MZ+TQCmlif1BvXrw4OkNeLR55",
-	"CAoKZGP+6y6oh0utq4yY/1dQOoE6yfXp+jIsImk52wkJMsqw3D05bBSr3zjd4F9Q9IBFrlNN09fIVOki",
-	"marJl5BihLUxT056hS9PTu6DwpiRx/2ymEdg7mgvIq252RXlfbZMpTMMBWqpnGCxiJPtgi3uTtgIxPcR",
-	"fQvVbrrKhPynaNnI3TjAM+RHgbr9gyzY+YIJ/c7Hez/N7oPIl1LgVb4fRr6tk2udRtj4ns+ZDuqAgYwP",
-	"Y4bsGpJ/Pj0lhy8BnLDRTB0Nw9j+9vU3HRjb13EU24EVeyIss7mkiCDTP4mxfAtD2PY2WnyATWXDvmB9",
-	"pMLsitY3YVMfsKsQkr5T+hZC+k+gFLL5Fb45qWqZM6VOMO7laIrSwQu2qqRmIt9E1RysrScWaERo407h",
-	"oD4YHUi0f8OYkSuooKS1g0YI6jhTWE5rQh2Vmyv6+TyJTPmWlfyRgfZjfVAcsysUkY1uye3rMRjnMRTn",
-	"im6MVpAmnJiudimMMuiPgkX15hr0msoIlYqJQrllNL0G8rQl4xRkKVZGJR7Gzm+QW3TrPWldKrqmvJxk",
-	"sLIpKsmT/pbRAtWj3vTckr8+Pd3tUEfXfU25HsXz0dJXvO9MX0twfVnKwNs0F4t2jKdj6NnB8CYDZwML",
-	"GObfhk3mm7xkPzqb3b6MqXQtBeY/LUndgCOJBplf2ywrlZzxsfNNyES+jmEHun5TNlNJChlGbyO/OlY2",
-	"IND/Kav2r5r1HtcMjl92ALwveJ6b+czBw3tcM8HWO1Va65+gaYdlFzuaT9Bo12kYGRiI5Frn5+BtvAWE",
-	"pv2o49Z5dqnwXn1oDvDQdSRTb7YxuuAfKTdc/zpa8OKdgEBK6xlgj0y014Pa3A6XkGq9xjbgpwT6x2BN",
-	"Fm9ur2itec4rKjQ4iwpJDqtmVnK17EpIo6gWNZS6BUbwyNna3ZUmRfZd6zzA0O54jyLOowIvbj+kPTjo",
-	"zrWJbRLxt9vJqGk2DvQuXYqPqCeNa1wO0uvladJtsy3+vvlmlBHXsmQTVvDavAZ5UEDRcdxZCKebNYoL",
-	"Q5Mc7kN60w+F2PGC63pUqonlsZnD4LtERF70oHDn6lb7996PKugMJVyMwRN/ZWv5P/XMw/HIvSwA+wLY",
-	"MT/c3l4dv//+DxF8y/aTy3jZGFuZPGzbQa7aI+7pq2l4MZok0+1xeF3aV/dbFGAm1N3h1xT8jZJYNpJI",
-	"WP49j+ocKBy1JIoZbQdxaCgA6hVMds4ceQ/4la12Hxz/r1SHe+3CpD660fVwICIhQmAGiVR8Rctepy4l",
-	"lHvJa8Y6BefxTUPC8Ciej5jeOSNC9tVsVox5CRLEJhyCOYzmmnz3lSKxnlDDhmKpYFhA0SAbKwu6Wz12",
-	"BfpIH0wDrmQ8jgLjw8D948Vee+NxwWcWqHfaJWcHmyVmmd+8/+QNv24QZ95IuZIWQpW53PcQAuB5TJdd",
-	"ITcm2ka4txl+/O7sQJFxgveWLIasL1/H7jMelPSdKM71J51HghJKKgQrzJ0h8zV3mENWpMKa82C7K6qg",
-	"RCpXBIoRFTsEzLmRQErMyFig813inAZUtw+yLMh/SS7MsQr3y6m9odLmKk0VNmvkEEnHcDrUEgGkFySV",
-	"IixUCo+mRhIMMv2bZubH/myiUGGjM2briP2tCMFbWj7YUONgLfocU9PywUdYmruvMppWVMKNQBP7Elgo",
-	"3mSjq0Z3XIjQJNWa1eab//z30+N//tNfXp3+/E8HO/kMTWddtyAAOe7YfjVaytKtClftqnQrSwwVkqx0",
-	"qo5yo5bHWh7Dyi8gdE63PIMcOjuDrJhIOMrG7CxmBiVw856Rw5UoMpqI7kyyqdqeX546S2DEpPFyQpVa",
-	"b572mxgCN6ZJ9pNi9bPFI3qtvBf7M/EO1s3n6MR07iAFnZskVj2aQwCz99UEN5kzWxWcKFpCPSWqILMW",
-	"ZUcc7e3b1115GQ0okyW7jBFMG7qrWuZUBrcbjJhzadndqLoNWdRw07YeFilseR9aluy5Y+3C9H/ri8SA",
-	"H3aQJVa4TeoM72q+Ooz/2Lr8o6fZfBXXaL6XCy6cM8qcYJWIhwExCFf6NVcumz0WcKPCiBuVgfeYL4QK",
-	"gm/UsMPq6y4fPD/+N3r8k+GG7T9P7v7l+E9/eZW9/jrGHiMJMM735Ai6pab0eS5ckHFM8gi2Lje+Orus",
-	"SS01/NOHEftEelxRo6E/0rJh6ZyqsZuQHw/ADEUHZlj0vClLOwTosBfqdK8e87uK6rv7M3ckW5bhQ7Dg",
-	"DEPlGszd5LqHMh6WO3lgE5MhfGzv8I65Ft002+Sl+HZhQPsnlbKCmLNs5h9kXoCfQCs8UMTbDe3G2IpA",
-	"EIVtpE+b0IYWlCV9ZERI/EauRYxVt51NTDfYGmSGZY09c21Jqy0C1su5iicr+BaHi7DER9FhNxU/dlti",
-	"ez62PUcZz0DC03vwwfaGjzNGqgWJodKpUECc5ppqY1dcUzkVPoyNt0j/3W38RTKaUGRAJSwm5rLOMUUe",
-	"pY69I++W8QRiLGLDj0u3ft4GZFhv51kNGlusMbM/kL3TjXq0l3WPRT/3COcbP+P6I6sXbF/bCuRlmI2S",
-	"vnTPV6qt2AjWMXNRfNOWRUNrkULbbV5LpVx1nwe2OYJgP1phdjY2eBlHd4qGrPZvU9hC5jOgvcJpdnHB",
-	"H+MpEdsHjpbljOYP0UCgcwFhO4fqCIpmgJG+0blcAalc/Xhzy8CDePi/bn78wbpWqXq4LDL4LwJQZMS6",
-	"3a+whjBUAJrzEorOuPJjby0m/UeVEVbXsobCShUUbTrXR2dk0VDwPpX8gZE1my2lfCBMFHigTsilRurV",
-	"Vjj5DL3xwJtpNWisTWmbACYGYha3fMUG4VuQ4g7RqgIi2HwCCtFKKk3+BynoRkH5jfooI9fvL8jXX3/9",
-	"z07/+mmnSikj1rRzqDeI1QaN/BK0hqJKtuQQg9mbk7Hqmt1cWdCSG8WYKMPKaDlpifyMR+BkYJmeOn13",
-	"/pLhVrx48tGaEDO1dZhhLj0e0d5U+/FVR7vHVLWr3BLlEPu8peohmrrd6Bcr8wKc9GhWQudYJ70EyFPA",
-	"dmIkMILAu6w4WI/2yGVkQStF1AOvKijhBg7WmybPGYtgXyYy53fjsHEFyR4On3ERDbnZhHLevG5Jypwb",
-	"SNV0pOS0pSuPtmlbAOg2LC0bV5cmsa62Xq+LvFxSRVKliwK+O5ACb3bd8N/d80ztFSjW+oXzHIC3dsd2",
-	"kyzWagBotd651Xhd3T8uN4QSW/QX1mKoKKYVdpF8AKR8xX+CEMDZRpsb8F5UPa/pKqb6vYffnX3HHrVD",
-	"am58Nc0ftsMKE+2bkxepXmHOo6tBEMrGti97WidiqYzIpdt+ihHerjxUHsomV6sVRxAv5wmP3mJZyHg/",
-	"dvymSTiutoZk3EaJL9+kZdgfaVke56U0EjWIRcDvvlLWMQa7uCuNbulX272f2kr3lsNkGPtgfrluhLC/",
-	"nI5QXqoiGbhQ33Obtx47gDZ0yGoO7doa/UlNLnyWXNv2hFuj8m7rZzNcBvldV89xFbwRsW7n7kZ1j7jZ",
-	"BFTrOK2aZ2fEI0Z4quLFBI8LNt3CxQ2mEwR6gf1iH1VngkkHZ9sZW4zU+yzDDaYbLO5Kbm3pPtvkG0qo",
-	"Mc3oLeC5j+tHQVyww08KiL+rOdk34vts05nwIHHhzpE5XnWG2eBtVxUVWFsRU9l515bQ7dW0mCKuOjy/",
-	"ybLPo1C9rbvYtNNjeVjqxQ/bmpYPA14xYwsulPMePbANfkgB9sBHNk8VZ1o+63gZRO4HlqPgMyaKfWCY",
-	"7I74xY3R4lYNWautTz3B0VPnz4Qapf/x0sHdc/BrLBv8vMWCYZYZEWwNeSOGYqbjJnZ2ZnKFYPP6X7cq",
-	"8LZMiF3hNbNIo13WePi7d7fkBa34i8dXL7wK+QLhqlayMPeXFTVzY+bTY/j02Hx69KbVZ7wa47UXwxbe",
-	"e6V8+4plvzjIDvwnw5ett1TTa6aZMFO6MIpfU11hwdnIfHNZ2fkWVENwFH4I2eyiqUgtGwCXtsozaJdA",
-	"3GKjzUZG79Sxu8i5+Tlg0i7bDYeWuL9qtpBxZHc7M6JgBuZgwATsJ5vplmG/VPbLGElPwzeyU3kavtHU",
-	"+Pbe+p05/B2PrDMCCtGF+7XF723nnZWPHaUYjV03T0ctwmQHNkiLTyW4uhE+bUT5aiXg4phoih4gSv8M",
-	"Yh7MsI26W5L2o3EkpHHvyV8tBWIg2yFJEvH6vvi7c1z8wvu9M3OxF25fMMKwl6dzFrsWkR2dcwFhTDH2",
-	"EpreAd/wF2YoqfWaDB/bKqQoLORkuNSBG27Xtr77OsTsy5b5BYsf4YQBCvIEpjijit3A/p+bUxejLP+X",
-	"L1Quc4iHMYtY2Da2iR6zpyIN2i9s8mhGwvTSe/Xnkmt2H91QWPia683Q6WxTWb9S5M8Nzx+I/47kS5Y/",
-	"ZORePtgg3gBUeduUBQsV07lgvYh97joNV2LSccNmfkxeOpyqmKh379cRrgQdU+dU6oUB/CFVocRO01Uo",
-	"6XPpcL5TzEwTZgImwd1n0jsqlvD68wvpp7+44fDajY+eGWC0aHl7z0um9lUhuqY7SZa0Lo7RFGrh5zj4",
-	"xaxlBtYdk3aZ0GUEZhfvtZHlfXn88vSUFAAWk1u7K+/H0o2ka7e5Hi9t4mwqti56206sJVcPH5muea7i",
-	"l92VbIS2i2QTp2IobI88lmnyHdiE8WnCuMJSFAk/+2LeU7wEKp5B8L4deT/HOozujJW3+mgmj4EtiWgv",
-	"TcvE+G/24AaNYsXgcnBBGsV2aM1aExMlpG17GTk19NkVi7LBEka2XdFgxYOtK7Ve+ujgA78JnaUJ5xVu",
-	"eXeEUeq0tUDBcwbC0ZB8ulKqzc0B3bVGcYQ4LoywkgGoRRsqBmlE27T8MBgWZpvplKMKMns9SssBLhNT",
-	"+jtZbOAvVUmhWp5o+dMmeh834j2VVO2Mc25GXPXkd2h0QLp/wcVcIvYLdk5u4PdLMZcnVrjcJwoLTC8b",
-	"VtVyVrK4V9k+i2S64AMyR5OBrD26rltf87e5gnBIOrmzgMDBL2GDoxXz/MpmuNPt0IbLbb0DiXYhxZwv",
-	"zquq3JxDaGjKquxUoXWNOTUBukcObdjoAQ+TFsKLGFk0l2Up1613uy3bCh5uwOCyOmhYZBRyBA659slh",
-	"9wEsAcJnS8F+nB+8+fdhzWhrvv4iMl5NyOKdnOc5qzQrDn7+U2wB95PaN0xrF6IEhY+NaimT6xvRiT9X",
-	"LNesuFnSV9++jqmx80axduFB8AkJWRishsUHuy3Cp07BWfmCV+/sQNn12Q2qJFxVBL3PsGY6RL+hRbOi",
-	"Ol+2SO72AzwhUdySLfAOG+X/8ttsIpJHQPTmSAC9b+F5tF6hxBk6vI8Q5f1RiEnDtbKH9oyc2qaVy2h7",
-	"VpQQvz+DMBCp0zdw6RrjNMkyV8OVHAVbW3UVtI+qpDnzQQi2H2rX1LrhtiMIZjR/aCqjiMXAkVpwY7BL",
-	"ykalvXFInInK8AtWeMKcfAUMlxobiV0ELVUli/l4qltSx3sLj2a4YMnYmXjy0kW4cenFSArnP2JcflUx",
-	"kYjbmQb+EmFlGGA+TDOWLGp2DEWAHBeN04bFcrn2ZyTVMrVrSQRjUPm+7QdDI4wYoA+MMIhOT/QG6dDf",
-	"0fxheAodSrT1jDBbi8xYTo2E6Mx0DlB07sDIFGKtSggdC/prj4EVOetxi7yHl2npM6ArX6vroHME/TCC",
-	"/eyszPamtLTWHsExvmUPU7w6dve0xm7SrIxFkeD7AHcYp2u2huox6ZRqTKigCkRb3OhUFok2XLWI8TYm",
-	"U3XIRmGzIH4CkwY1yCXBPus2EXwksxrXLZhDsCTboxrbQnevimu5MSnjjPMt3gBWXWyZ8rbFZCoPdEBp",
-	"Se60ooIuWPHerIFKEo+CJCWPyhHoGIcOiybzqKuK5TXTGVlK+eCD73gdpASpo7OWNaEmCsDVlid05FCa",
-	"mLtXOOjtpKnLuNWhJ5t2QY/gzyoO9lM232HNJjv72QaovEtFD2xDDnO6YuUFVQy1UKOCOQ75f84/fg80",
-	"cRTVPFNs9ubD+fGrb1+HfPYM0nbNmYOMAKpI94IAHka8Evhd5gGbdpxsxaiAqMMdmHY/uitg3J5DB/pi",
-	"l7zHzq7hd7HrNrqbLXx17ATjjM7MFROCLozwM8qljlWDsdMfkNrW5U/WsimLbXUohAT7a+l2yNVvniqb",
-	"s4OCz+fbDXwSfG7UQfM0bOaLK4Ubm+PKBRR4ySxiMRpUnpMvVChrR1bULyeSxpI+sqfJ0mfREGFphuW1",
-	"Ne9wc0HGUjmpC9cYDorjBMHJ71Jjfy0zf+LcSGOqmaXE3QW+YRpPt8uYk0hrFgCSWr3p12qh+esYTcgh",
-	"lAuv2Uo+AsqUF4mQmyZBLjqAroicS1kWhja5ZjfBXPsMpg7H2FfkINxzYYtxRBDT/uoayBRJ0M4fdGK1",
-	"g7aQT+G/U0X9tnyftmtXhp52PJrdffXEekakBXeSgkHB9IhHcyGrC5ov2Uf6+f1wFs4Dq7SrrG5LBfhA",
-	"ZkhONxdjWzzAhkA7GNHDkgIEG2a2Kk1WbCXrzdEYarP53xhw5bJU720TW9g6398QxRYrG9e8oh23znxV",
-	"gVtNRR00y1Ld4Kdp6J6g+cKRTQuGPjy5V1MmZkcQvVrgE4cvbk3LJaTsl3Rjfh4ewNfhAF5FB6B1dV4U",
-	"derMfri9vcL+hS+Y8OHHm9s3Vz9e307hyqVcfM8eWRkLbwI5UsoFKc0b4b4VbNYsINJgLm39xAOX6/an",
-	"KOO5BgiF2xEkJmejdkGt1BGztUdLcYf5GHdCCnZXQ6PPAIGNDf3vhjVs5ARSokrpz9iKbiDRmczYkrcw",
-	"2KUE6DZMqdvxgP02Oj5dXclaf6SfI4g6hgtc316RStYj9Pb622+//jZci7AeUqQ7HoPRgCSG5+5PJaj8",
-	"+vbmKfT98yR+/6kqqN4T6AFvPCQP2f8bVFipZkXWKk9G4WAFaSr4TaSve39HzrPdtAmUy/9wej2H02tL",
-	"RxuyPrb6qius5i6Bqyjq/T8Umn8oNP9QaP6h0PxDofkFFJqQ5/vTFHTZmW1npUO+FmNGXfaQRdh4jLCS",
-	"hyE4i2lJZARown1pTQGsCEs2RSIsjBQfShtswSxbqR+e/cqn9GE1QvOP+dz+q2a6Z9QLkU7AfxXf6O+l",
-	"rNDbYXe5E7PvfV/nV5dRm8skPmmbjjZgZOkHRms9Y1QPQhOgGgSyt2bmDLDijIDVDAGM2GOPJYXZHOY9",
-	"LLmN1rsnwa7vaLaCoJAWrTAdUPEkZvPs3GRndjG0zSpB+FbY2ah6AHXtBHw24kHItQBUAyjo4vAN8CTU",
-	"Prk1r6lato/vEKfGBjvI+Tx6Mh5TuRZ2WPb5U2x7DtEhPP5tx93Dme3MKPunZ5iBnVc8zsPaglHJ008O",
-	"S8cpEAEVMh4jnvNIZQX6SHlQ8H4s9MGWum5VbcwKwmyhPYouQwQU16SQTCXcZHopIwcXmBc+3CFR4Irq",
-	"pQtPcAs4dDQwIH4slmxTMQU+OuCC80bkkBjngszKshtwl6BTO9OsjdVve/QjyYINGyWoODTCu2368TTm",
-	"3QmD4vLJzDQJXdAOZEffsTtCP4/k2HhmkEQSaNu7GC991boubS1IYauo9bzvVNw2YuSIIfWYJmhVlRsM",
-	"ytGNsHFXET98GzGuJpFo20vd9FZ4Czsm+HBScAuEwsRw8eWDCjmIYtaWEh7BqqSCDY4HsDYFXbG/dqTN",
-	"VBp3kPxJ1EH/gjcR8drxIrYr+bvSzN3KaFu55b92JeaXl/mtcG83qHeSHC0PyXZ3oIcZyCD/NUNsUZjb",
-	"oshdzhFnlYBuY67aHafrjuxylFdOYJHJhFj7QHUDmFATsSjmyImc5S3KDiK3tGSPP7Tm2DSZWJ2O5nps",
-	"5B73x8jHMAstdYW7MoOe1mpoH3ZzdpI2gilplu4P005GB1Db6ueJEEydL5m6CMY+RToZudHZKjPsr1Rk",
-	"xfes9P8LceMp8Hr2vuIFFX7SucZK7d7a9zI7lU91dz3r0n6c5rZpO77N4WqkT/cV3vrOQZWdlkPXnnN3",
-	"ZaT530DuXGemz5M912tyH6fgj5Xe5p/ddY1Ii2d1wkXLlv3DZ/bztDMzngk2fV/3zmpqG/wVJCXZWU7W",
-	"aM3LiG49YKTqWmeDuv8RQGuuIMwPTE+D0GsZ4H4VPzb6IDu4oCJncUC2KVk+qocbOil/uTP7Ibeqo5xo",
-	"OkerZaFRVlk7xN7Gbxte+Pw28DlfXEUNNu9ike+Tkkx+Sct6XjVJwIaLq0+kUSxItjcblEFSJn7jNiuX",
-	"NZuE5bCXyzNp0Uf2lLgB2twFyzjIIagKGVFaVpkLz85s/ZqM0EZLV+T9KNnhuzh+OfSH8d6ydnZEcJee",
-	"HPxCTgD2WdtqngN6oGoqVj9yJX24ALfXFIt+RQFovamZ1Q19hbH9PRz7ctRYBLzlHYQXRvQNKq4DmKXg",
-	"y1XR9DzzwBwRASFGU20F1i00wY3kXsX7F7gdQi2ca/QnkYIX+6+4pVoVFdC47YqLnAXjsmrz1AkrlYCI",
-	"uWYKEthstEmPU0wEjflbd0hNYFa7XNoCJ9UvcGv7tfrIMO5DpVDcFfLD4ldjfUt43CreNc2FAH7+nHaE",
-	"VyhYunw9OHgdOd0uVsvcOqrHU919AYMb1Ov6dto4mlfHRNy5LEQUODxDET7QOWPONmTuYq3x2apR5nDX",
-	"SQSEgtcsoTVwgeDvQaELR/vw6MDVpYgSMBNYAHSK77GrA+KXKgllkS427PYA3AndfF6z0aCMaF0dz8vH",
-	"cVIPK+/6Rcr8lrQzTNPEtcObfid0naAHWzMnzJQzH6nda7dF93c2hGVmg4xbcSgmiqiiRo6XChsrzTVl",
-	"hsFikE6F8WJBjaDD0w705FRg/aFCAhhHzcDM0EZPR9M7VRyjTrVGqfSSJFjsSIWcvZfalqJM3Bc98PmW",
-	"kT0sJ+gLUztjTae8H9eDFZumyGpLujO2oCLotluRY3K5lNhEXWX8QyEx5NTS0YZpqBtrTw0G/5orGFdY",
-	"Jd7s5hHxCMNWVXCMzDYLTN4+HhDHu9ZUmVC4ZJwPxQqOHLh1ynqQuCUIx5kH+rMxeO68TmBVKXMB2I6C",
-	"+AG34DYRu5+TzvKHaTTj4k6erbjgpVadejo72bnaClADADyuDlXae2eJE5mRs83u6MjrCY/J4Q99zazd",
-	"i87Y06TwR6x/eSlm8vOA4AK/fSUhFny2IdSuW1KViUkvs9y0qto6x94aJR/ITBYby6Kqmrkq8aP6vPk2",
-	"nr7/wUUaEC5ITjUt5QIxLQ5/FHiSLc5B3OLBJxVOZmbJMsL+bI64w8V7ZEJfevO1XSNfaPSRJdBN96pX",
-	"ZveEJ8iXrv9X1JNwG6670ZtyXW4IwC7ljD+ywhZi1exzwiLkXhw89h0h1bbN9S7Q6PjRhwk7TfshKhCT",
-	"dthG1udDO55i+7etIvN8pNs70HBz8sQcmfX2Ue+JiGA/2n2fdu7HS++Au84SMDef/AqL7wjf1fOW4bH1",
-	"BfYsxJPistNr8rRL6Ovy2CF9oZo8cD0HWN3tm4XhHnJuy4wDxwDLrxX0MQ8YxvgPLplp4cJGthRQFm0A",
-	"KSJSi6OPnKtr6sr+AEIeFNWe01wrQmeywaAVWypaNfnS8REMSKAkp5XOl9TwdyXLR+arcwX1zmnNPJLu",
-	"1gomfXQfmhUV7ZhYC/ILeECAcgQu1pk5i7VKOPJqpuvNcPBvzSpGPWClMtzSAiZjFWhI91HoQuvObzv8",
-	"JLie65rmcd3KPAhCOmxnPVF5/6/H8OLxZXFPHGSzrbE/riwDMYV4LG40SSq+iKaYfOzTBtKwad6ZbEKi",
-	"JreGlZVcASQNkj68C9bfkmrQMpyves31EhDLSg7G5zWHUA4i4S4GxZmXhl/d22ncm7WpmKxKdkIuILiM",
-	"QnZYuYG+CC2Kbh0qMMLdWV9la3DEnzUm4vi/G9EGHhsZwu+0fGDirm6hB2mdL/kju9M8f2D6zqIXmQeN",
-	"ucpqa4EIP7EnJHjX/RK+hCWE7wqu0JbS/rSoZVPd5VLMS57rrQdC6jswegVPzG+tq9L9an+5o7nmjw54",
-	"2j0MrLT2F6cWBB3bZcydt7j9ybDUum4gSARNju4bVc/vavZf4EcBSCF9B3A0d2gy6y16YUs6wxTao5sd",
-	"LGavfvvyty/vEN0dHgNM9/aj1iHbe9CImtF82WuQi0euWTjE3pOWSnjBVpWEbNpwWfiqkrUOW4DVECA5",
-	"7K7fzRB63f0ZYPYFv+LhDn74c8Pq8DNVVE7buUNN965mc1YzkbNi+0mAmKmXsoBVo2Up1/CjuSiFL9m/",
-	"tf+zXWIkqBoxWuzfG6bvHrniuJxCGuUfqV9BR21iGsjUTSlpcaelvCtpjXLWNAjmmLuCCYQGrUq6mdH8",
-	"4a5kVLFwlSv9EzSrmgqN0Pa3Lv2ApcOeQZitoXVQGo1yiw1QzdWc2w9qqtldyVccW/T3wrs5L1mv8fZh",
-	"t+nuz359azavmVp6JtIoC24qV3d5KYO/LDfJpVDNauvnlnHUOrethb9VdxD4cMc+L2mjcB7WznXHPld2",
-	"O9VKVy0DVFrWdMHu5k1Zek255ZPW+Nc+weNIgYZVM/MS4s4yRKgg6w8KjhG/eWTUrV93Na3sNHwglyv8",
-	"xW/uHVKyxgIOVr2+MxeZkCbc79pQlO4t/5rNlIQFbKpFTUNa/1N2YM3hB2+iZLilRbwzN9N34pGVskpE",
-	"q8w6+p5jZOTQRSyS84z8BzZEmG3pPw6Ozojd9loRLUsoakcY6GUAoApQ1wXVNFLqhGq6M9yl0MeqYrk5",
-	"rLaDrA1Gg8uu0em4piVXnZwsN4+vFN7TseiZNrsZVezsVT/iaoOveQGXHaNS0LyWylyvsViZkfv2J6Py",
-	"qTOrcHrmSx7YZlK9ZRhC/GJsfvWGCvOauaXyfEkUK6GME6iCS4rVJd36TzafXQSxw0ERW1w4WfMFF1hc",
-	"0WiytGu74Ik7uMwBu6441590PlbVP5waVhrLQGu2v2NerNZGc9jBJD1cIeqK1pD//tgNBHfEnjnsvXJD",
-	"Xp4Z1TE48P6jVaM0jNSr9WS2IYuGQYGNnWqlR+7tsPKdxQm1RSv5kdM6cdoxiWdtOSnZ6JkRj8eWCx1r",
-	"pvR4AF2/CpU7JiG19vfaTyhrrZtw+GPK/O9wEm8TdZDOSc0WXGlIcfzdd/BuUBZpG1JVsDKBg2qe+PJf",
-	"0MJXtmC72hiFxJkWJ24aNpEy7/kOXp0eF3zBtR98nkorGHDp3nMBm3f/Jhi9X5k2X8nfWeJ5CyBdo+Ev",
-	"piHrxi35nMGZHMEn2V6RFRWNuYs3dSwy/X0tVwS3+VLMpTWzOR993Iwqixjkxx4tiShX7WwUmB3n/aYh",
-	"aKURmpforbLH35oH9o4iu+0lbJClLL3rzQ9J11Qo0+OZC6M1Yofmy5AK9LKWzWKZtBv74zNo3vUkZVgH",
-	"ABfbevfkkGtX5ByMCkrNm5Jcv/vd5c3tu+udKmOupGbxAKTOTtxc+ux4Z79xywNrpRhCvR9i8N8P57dH",
-	"O2XRX4FpN2dnxF6+ghqaD4xVxxQ8lWsuCrkGkGusH6Z4yWysuq9g1Y+r/VNyHNZFkdyFe3ztHlmSNW9P",
-	"X11PK/HFNWvqX4kxEUPU1uvmI6Xg+qbzalxMeGZoj1o39sIHGbWD7JBDICccj8paZt6j4e31HBUr41bx",
-	"rmRRf0c2cTvjzKgtliT4dJdnV3o/yRIeLP0XsITbgX/PH9klGE6CnKC+BgLcAMwr/oZBW25l6TSpjSTZ",
-	"Pz4OVQSnGlRG1a3Ni//576fH//ynv7w6/fmfoirDjjrIzh3sEuINcP/guSKyrfntS/nAXH3iWckMl8MS",
-	"KgS5qBOqoyXBa139kevlbV4NzdvmtRumRm4vrpydunN3OTQPDIPnj6yTrPTp7VXCSj4CDfZBrgGycSvP",
-	"ym8GWpPJoVufl6dHJ8lkp5ejtB9w3pbgRij+RssqSe8dyrFNgr9Ey+q/I5E/cT2vrAkwlcNhCEJLQGLD",
-	"YEFdb2LlpguolZrAR9ESQUsOXXFKe/V74QyQL9D6e7QvYAs5vPrx5jYVHuApZYIocOvR5apJZBU/8baf",
-	"CYs9yrLdugRs+78ng2aiuOWxu01Yx74N7ENCfLaYran8/2+V24MqF1/fboX8/Vf4b0OghEvREt0OJzWe",
-	"eQtxZL4E4sBRtQ6CHXnQjf1qG1QXf58w/pu24y0AHK60rDctr7HN7hBDh+4Ks4dVlSzaOIlFJa1K9ho/",
-	"5fLvd8L8dvnDHy5v302n44mcLk+DahTXiVx5W36HiSJh3dmJCU6fEnSYXLhwRNPa44nFsXTzlUrFI+8a",
-	"Tohs2LAjPgC+sQtfe3IcuDlPZkBoSuvYHzAPGk3vBTkEmWKTnF++enmUEXPRVwCx7sLgbVg85CJChHQn",
-	"vRy7OsjM9icSnPHgpRbTH0tekMNOhwlfRyJgvNPW407R4+Ah2oEVR3CVIvHnPuULSh55zjDABzGaOW48",
-	"6SYM2P1cyjKWBDN0RKcT15yXCTOJ+ZVwQSCEPmsBTHpUxvXE9I3JBmNZpw6Zkws7Ci17kfAR6zEivZKK",
-	"dwEodb1xvg2IwvgKw5oytGi/TFQAymuWR2IBT8Gj5Qo4vrT/murMGuEtO6hGm2psD6y92rxJDk07GaEl",
-	"rVcZWVHR0NL8WR6NHze/1KnT5dYq2NbRU/O/IRwm6tKCUcNGgf94vaQdo2yYXLHnneVJCgGObA31R4X+",
-	"okrAuCB3OZFTWQYGhzyjHLcpNIMxxhjST+uaP7Ii23I7ytqGRe5iZbW8OGJlnSzPd1u7hCy3QC0EinaC",
-	"Fdps6YqdEQ/cggyYliW5V83qh2Z17xfGrskZuRRmqiXTbItdr5nQ5M8NZzZGmxzK2kIMuKNxFIr8OHRM",
-	"20FcB4CBxW9cKyo2wVYGB1PIBpzFh6feLejcY2YljiZySU3VQ+qcOAYe1QZ7jMu2s6Ou4JPQcAlakt5J",
-	"KwD+NmCECdnc37H1BUqqWF+l347Mwad9/ZIUdKMwxehop7P5Sxz5p5sjoOg2+NUsilgrUMBEExz7pMni",
-	"5asvarP4AMnMF0sWq23fooNJwbbAtfvVHBPZAe/adID2boVYaAE8JLpKWP5gbjbyYYdIhjA+rA/8Pe4Q",
-	"b6fY+d47uR+Av0BUYtELjBxH4KKe4zRjSFsfpNIfma55HqU8yNhZNDXz4FpxMOy8ai5kNNCldTuWcsFz",
-	"WpKLq09Tw1t2gJhaL2WJQFhokfTY7BBq/Wj00tPjl6enE7GmCq5iSM4fZSM0KzCBXm2UUSUm6xRvuXpw",
-	"ax3RKGCgc5pHV5HptawfSPvO5F4v3ScDXZeSFi+jN87jFReNZmBIJvSR1X0HeHoJodFvY/ABc82YeGLL",
-	"0YYfnzLeFVslie0jghRxYUhuN0pasdWt1LRM4CBdCqWxUMHK9wE36om35hVbfQJU/GjrnXHv2nRTGdE0",
-	"WpKpRYiC0zeTMoIPNSWmoANU4zlKfwV7U+7sm6NkRyKeCPuTcQe8c+pS/PEW4OfPq6rcDGHABlD1VtL8",
-	"ajFfe7N6Kt7rVnP7YL3ar8zybEH/k0eorbdjEYb1Uiq7LdwV2iu8l8zj75fSSKVRKIMvWNnx0VcS3DNr",
-	"8y1T5lDZZSOzDaloTVfM6MMPbHNm/k9hIPXMrBPXzJaqMw/Gq3fbAQ4WSIzT2BASbGfHkQasgzrq3yn5",
-	"GGZScKzs+2D6eWQ1nztw2JaykrUlLieBGYgEBq3y4TgJXKlEuYe3fG7ztiDyzK4EbtFk4d9ugmnuUrNV",
-	"TPxPPUUQo9pGSU7EP3Nb1UWExeEPE44f89DizJheM6fJ29L91CIoFeE5cBqsXb/tq/FijJ6wmQL6Vm21",
-	"TddrN4E5pCN8AQqERhRZ+7kd5Aiiq51Soq1rTyXQWrSFB7aJZma0/GE3qOTgotUFElsvN4TaaXFFbEZa",
-	"3JsDuWqDi193p2ZaRO8pJqRLF0y8ie1BjzbNEvS2pbeymacIN7jxexQSrV/JuAcnZLYhv/MMOlY4R7OF",
-	"rAd3zb3TqaHKS3a8pKJAqCOBdwgbX5wd8OrxdRyKeD9y7dyrQUkRNkunZrRIEfNIVSzIsGhnifH7ak+6",
-	"zuD8yzmZqxNYnBX9nBHB9AmgECu5op9zKUTwW71iq7vua+vOT7x6/OaEV3egRdxhnq8hnOCpzqs7vcb8",
-	"zt7Pcy5c+nDvyYp+vlMbcTej+UMpF/7p65NcivkJLcsTmwp+Z34liGcI2KlCmsklEZlWKzC+J7YXfibB",
-	"e3C0UDsy5GMUajXO/e0Jc5S7ddi2BtIlhpEjVlIRzTF45Gxt9jc8WHiOVYrlD5osQE1CAYjkvpZNWQTC",
-	"fIIN429MvMtVReud5Ltbx2ky3ezdky8Ild3qSfu8yx3Bzn7PS8Lfit4+vEMJ/MQ/jgmuERMhKPSfWjvm",
-	"UOiR3ctAhFglsiNjcirgamF2TtcJbce9lFYugs6CnnySF+0h/W+rdykCS9wRuiSHn8xYqoCjW9y4zSEk",
-	"gfbdPfhHq7VMRs/zK5ul9rYz/hjRbdkmoyqT6Bs/z0hNNXhAO5ZeZdROCMGyJt9tIgTz1zXLH1M4rx5l",
-	"Da1aMymnhq9A0zdR6yE2DaBAOzdb1LJSl1HLgx1pRfMHphWxyJV7dvFjo2MmPqGf3j7g/wzNARGC1L4t",
-	"p4Ze7N1u3OPjqTVdg9GuVZzCruxC7k9jtvk4lbnm96OzmuWP33GtrliNRtL0bgEABRdkxjVmxWHO8kR7",
-	"uBneSEewd0/pJe4Qaw9/eFpjU4+Nsru53b0IaDwkyvb0Bocsxgf/l+TiWufXUq72043OW2fwf0kei4eG",
-	"NOJbwItJB4UrRRBSBpjqrFFcmN/MHcRsCVeqQUEVGDRffft61KCZ0xWr6bspOOc26sPMwibZm/3HBkiq",
-	"uB7Cg02tO+jAxORcr2ndT4l4/U0UKEBVJd0MIIVoCVBkYY6D6QuX8ys1Ke9ixfMnrNGK57WslnDFTayT",
-	"wyqIBgsj8podt+3icFbLtWJ1RrhUGaGiqCUvMnJycnI0vm69Y9ihwdgx+N4o2deNAE+NoJVaykR26GKp",
-	"ibJvDJeTDCuKbPmsd6xfFLi64AYiG+VH8cTaRov8YpNH0dYvbOhGQRa0ntGFabYsMdF7qidvIZNn43eS",
-	"1LjigxVDF7KWjTbsIB2c1r4z8Wq8ZLQ6L0uZfzcEvS/nmA5s3iZILFPnbT652aRK0HwwDc6wj5mmXLCi",
-	"Neqic3+qvjARcyIeXtKsLqomVp6rjZcgDZh6XDH7RJWcxDLLion3cSj/HytmK4m532Wtzsjxyy30yikZ",
-	"9cOFmH4dJYOmYPT36uhMD+XayWOutkKzJ/rJ/Q0MS8aEsPZ9L3dwbLeOW+94pGvGtPQT8ClPtyF3iTP1",
-	"BRf7ajW5FEqWDGKHRAhH1beQA17mkHc+X9Ka5mCmMHJaOE9tvqRlycSCEb4CLAnTj9iQkmm0q6utnMnX",
-	"UQ0HRhA3A3jFw0Lhtn0i7L0LsD0jbpstPArizhq2hLXWFDlUjJF7i+t74nu9d10gfp9t8WiKalNRpdbR",
-	"hJMr+8S13Sj0Tuyo/JnP4hcqIA1M6gi6IIdm0Y+5UEworvkjO9q5196J8UMIphuj1Y9tQs9QSSLM+XrT",
-	"qc0QOptd8byYNfKvXmgSB5waAVRN85hL7K9a2GuPeo/k0Px4/P77P2Tw+Hj+8eqbjHz4/iZdmfEDo7We",
-	"MaonVOUrw+Xp1FdjFslnv8pqv4Lq4L9AsUMgwqEskDXUTIDXzhzuV8mU//EJlQ3HKgMCKJNdk07dr2cp",
-	"E/i01p+hZmD0cFsYAEwiaYmaKwcQ4OImXOGaRiDYJleu+tSZ2xovocxfqx5z2pEljVbw69SlqB8nXzAm",
-	"FvPreBW2EdsTQqWf/enVskSBvw7jDSv99ZnQ7mX3YlX92uM3IuniUF0hy1HkEAevjlobSqOiwQpp2KtQ",
-	"diL41Q6oV6FkHvNQJBGogkauoqEsIT7Zas8F+KvDlj0vWFl3Gbrjf8YtTMKWdemQY4YbJMB9IdiyYNjX",
-	"Dkn9d7VsqtgF1T73rtAHLiIZpbNS5g+GpQxY+biCjwm8qwI+60TkXNZ5x2vYCVxsYlYtl2Y3kShM/4mw",
-	"HMCUVzHIl44YqJg4Nmzx2GFpGqYIqOjHta6OjZQ8Bhz34EHLy7zCcdxyNYAzzGXB6mNzFyyp7vizA5kC",
-	"MWgRov5Uga0WHmMKu3fTqjZRyG1kh7qH3LtSBJ+dpHOrEzwL1tptXDv6rKWVqbQZs6M5Q347LwizjlTE",
-	"CujMxro00fu2uIYXh0qm+IZWdEMWktAloxjOLhuN5BunXihboQaP12zjj9auvKd3iCOc6BmU8WSw5E2z",
-	"WtF64+MVzapSLetfRKVPsNSbBsz8hpF6giBAedP0qql6kGOtdj+zgGyGgyk7u2XenxI8HhCcCw+Sdf9R",
-	"lJShVMmF41BxG2kY3Q2hIvCRs8d2O5iC2/wLkhgw6CWtKiZYYdYADzL+8stcHXG9R8TZGiqnlhtC3QbF",
-	"j3/d4WS7nmoVXD2HvWgd5ge3HO2MLVCOat1eTdv4fkM4UMUEApBrNm8U4Kv5SkZRY38qDjl5dNyKtlPJ",
-	"tim1s1QTTxTP2TVdX4RVpFOgCpF60+ApoAoKG8bKkwkd9aa9N5/Zp+Tw/5x//P4oWW847mK92BrGToT8",
-	"cThuTy3pq29fRxjlh/PjV9++DutbxMtPpgz0fkKZXxzf267b9ITUqnMi2HpgR7WEosvsTWAUmFGjdjYV",
-	"SqkS8NczfE1lENGNcQFwcmpZlvbPda9oLR4RBwM0kWCczxOHt005oS349auX33wTh94H5fEmsbnXMLB2",
-	"vNCVkJBqz2rIwwO2VfCFzUAas6R/0RyxNeVdyACIVz148/LbLOF16sMHBAZrLW2+oQMQaH3pvs5BIofx",
-	"8D6SFnjfwXrkEPOEqfenvrQb1EjO4xfUOJDi6XgGqT9kA4lpQ4ds/+jkCWfMRhe3S9pLHPpvfDgS+xTd",
-	"Hr6wDM+cj2sWB9jv4icobYh25b7Eo5WotR3R8KAnBGFQZ1h9oLB/osaCKS0iL5uCXeHjIOZ40g0E+kC8",
-	"i8iVw1qTpkURw+zMCFsTVHqDhwvy4GNfWgf2dMaFuaFgC1MtrQsmoDBV1Nx/y1fM6slgGDeaoP8Aaw9N",
-	"97Hj9qRVO6uIAaYHvptSMxUvmnicwUpCYG0ttcyluSXhqxmBqwzq/VXN5vxzH0ykV8x0EmlcY/PJ+6ja",
-	"aQ/7YgbOxj73upYmu9ubbVcoihKb36rMHbxg0aMnXwqupdnnqzgw90dGRR+PxEHCzhqIWzwE0UFByBVc",
-	"PWS9YBFfSr+wN96jWKyk5o/sWlffo2kqggKiNLh1gJrRgEWWrJzqGaN6BEEIJzP9TAyFssGiQbaBDWrb",
-	"HQjlk2JFsv0PfLFkSrtwOSo2ITrKxF5wWy7GptELy+u6p3fq6irl7YS9tfbGLb/T1A3Gb66TkUxuzep4",
-	"RNPAvAZi4bFP63IfvPk61ZwKUjS1QxNtiW6bWTrfVcJPB4umEs66qYuWAKGBjZddJJpnQXRxx8Ku/T7A",
-	"LoPIK732EYPl+aLxoYM6DMmHbBhalj2UoCkx+SljuXdL+jJuEdY0AEw6HusP01A+4H/fOfRDjbtG9E44",
-	"Wwcvpocl4+BjpqYE9LljhJNtcYP+Ue2frj6LyrYEUkx4/hAtzv2jTccb9VracIKIbnx1ST5df29ruQfm",
-	"rQyp20Vv0bHkyLg3ybVo5HW/fWwQn7SNk7oRRv+iicAo24YvzvinJ4X9QB+dqB+LPolKiHWAtddl8/4z",
-	"xgWVWO95HOWEq3B/CX5nS8vaBcW7zFGcwe9mkO5vuNOC57Lu7KHax9y8T0gLWPqxsNxsQ5aea50Fg1Tg",
-	"iKKlklA5FOPnzJdBsNGTo+uSESff4a2qvWnZjWuDyfaJQfGWRus/bENP7HnuxJm44uF9s3P/OKT4y/ki",
-	"Kko9k0Fjkk9ICYKK3LR9BGEkKHJq+o61T8J6ulWzZismalmWq7iRFizot41gw8cJm8+piMBQHdZS2glS",
-	"sIVCUP4Lo6i9UBuVOFuB0+Ad1tqLsRx45FVAcGzr0N9whiNTpGaCrQnVRK8N9+F1oZyVreRztj+zCTq7",
-	"YTWPug7hd1cZ73DJPh+lR2zzxTyTXCT3BVnGVUkFm5zEFeb4IPJzgOD9pKhXIFJvWnKxvEVELf8ycbBI",
-	"1SM5C0i27lUrgqLHYj/iMMcgHsX9wasB7Tj6XG3a+ZwulkEiezaPFVohZx9AHFrK6IhiaZgRQmHbFAyu",
-	"R3M8njV010aRHU1xqk50yo7i1g0H4baoBL9YKG5KdJ9jrDw8fePl8SEFTGgYD/KPjAjZI2+yYfooswIm",
-	"86L/mWX5tCKyaGODuP39ysha2fiR6nzJ1EXAC6cIKojRhTHQNoXP1fCNp0ROcEx7vaKvKngFw/ODrCu9",
-	"49x8cJYdDre97LEA2W1RlRCzW2G3TgcYC5D1+s47z7NiqahS4MYGrA3pF68trVqU2bQjiVWQRbkBiY0O",
-	"FFtWJ1p+AoOIYQc+1WW8pOCNu6K1dOGLDocnB7OFE7rRB6qWkeh/LnqXR3JxnpF79GK/ufcx40v2mQQO",
-	"czO5mwaW86qZlTz/Pdtcirk860gJ9A17/ojQKBfnDmMvoS0UiRolfjNyYP1cA2KVIuwzzXW5gbWH8cLy",
-	"Yy0B5kgl0Rf4NRMhEqZZcq8e884ik5OTk3vvKQXGpCHJ1oGljbBsltYRPcMBEjO6hoIp7lQuakywtPuz",
-	"5qBDtGyXql1wocw+hdPxRJb1ibpd6MGjGI9U/8GfMfWE6PT2pGJsumgvo5OcOO39aO/w9MCRPnDJsisV",
-	"YRSYHRmBGmMlf2QARaokmdN6Kvr6LvCnwbBSp+g2WlzIw/y5E1NIprpAksjCT5ziXTOfOrtzqR2bdGRf",
-	"28HDgh/8gdNocFLvKuIK+SfKVBVcVSAHR8eJei4FHL7wGtXR7/dXzdqBTJxYOB6uiWz0wG3rhwSjsck3",
-	"oV0SLtmH7M8NLTEG77J4A+49d+diNbwTjxsDxJUpB9Sernfw/jCrfctogeYLyHNaL3m+NFM2S6vcxJ+5",
-	"HtIz7Sov2KqSmol88/sYJubv2aYjhFfM3OaBOVBSs+MC+QUr/JEEJVOmAttX9PM58h41yHxoWco1K9xl",
-	"MLmYaY40Ht/X4SR22PsAei/4IxMeyrTHMiKNgcewmKKw///s/Y9y3DiSP4i/CkLx/YWl+bFk2d3t6bHi",
-	"4nuyLI+1Y7e1kjw9t9O9LhSJqsKIRbAJUKXqiY64p7kHuye5QCYAgiyAZJXUPbO7sxvRI1exQPxJJDIT",
-	"mZ+PDVMg1AQAt7jLP1oQRqtcq1WzCBs/kcrEEXSP6ILyIpbYYKAk3wTW/rxioLpp3tZUQyp8DGwCtQ6d",
-	"CZM/kTjH/MfvIdvCX28AGXaBsHST5q1q5SvnCL51eu8giTBZvbORmVu+YhmiOZ2bDNxw5JdLPsvZZ21V",
-	"RrfBhmRWr2AVJi0s7r/IM0m4eu0qJAq2libBHISQS6t59bcgAGaGhRaxNZd7T/JWelaD0+3MuZZOb5/p",
-	"nlvY0T1taXS7LnHGSlt7+Od368ztnJndk6sNguHp286ytK1Rt2sHjDFHdhAk3DKgpNssDo7bV//dTp+c",
-	"6eXtIXk4JaV2JHzZtsxnJtalm1SsWvGC5rGo+hPC13s4/LtZd/rT0Cv2KGlQgmQCuK72zP0efTbENI6F",
-	"vpYtmAZvRL+FphmzVyObs69CwJP3t4AuMuyCNDc9vChrlWi9VNaIvm/Ssv7lpfzLS/mXl/IvLyV0oYQa",
-	"IjDxYCcZHYvR9ISIPGPSUJPuFJMxk3lb0QIJnIPUa//ymIZPxZJuckGzeF0ELnQXM1efCNvaNyIezXn0",
-	"L/9sJ/+schWy49fmEx7X7cVxl3/G3GQF0j0MLti/PMR/eYj/bT3ERvu5rdacYAPm9IU997d5DqgTTEwE",
-	"SUC/4/KJCtWakaiQexe6B4O3xenex7A4Dd/xmKudkf5E+NrGx9ppVdcnWq5bh/0YgJ0r3RTmJT0aSef6",
-	"SRF07Lj2MVt2AcrRwo5X/c37fgN8HK+3N4qqIIJxDXdzlqxBshzKhdrLHnAVkb71ramj/BjLsocrXzit",
-	"QR9AeqUwZQhwLrswS3Bq4mnxs8152yeM0bqMIVnYnhIQMRdy2ZQsQOCiO9Fkrf0K7zd29iHzrW4uSVkx",
-	"yYqWK9P0aUUf+lblgyggq2FwYejW0oysj0B3wBzXZwv2MZxfZG0b4z3YuS6EIhumvMPylJw0SWIj+/Br",
-	"7kO769zid4UxCeyO7roEp2lgC3t+UlBjt9wyWxQQvZAOm4LjfdKhYNFGWz0zlotiIYkSo8FXomHGTYJi",
-	"EEu/jtuaBrqVFYp18s9+baNyVEhkXQnFwpGejug1KeSqZYXdgxU1dOS7NK0YZA8wJbvEza2ETfK3Gii+",
-	"xJ1NIhLrwuXKlF2tt6ZVxrJb0Qe4J5DlqVUJoVq90HaWqfoeLUS6S2PolTzW9UehxGtl3Otb2ZKUNfg8",
-	"9G78Posl8JhXJq2JNiOPrf8H61Z9AmCroB45Kxzs1WROU60rnTdmvoFE76JVY5KYC4nMK/6Jqp6eoPB3",
-	"0YsO/qhgLZV3SJb4zxtyiyq+T7VKxQoSaCFKScyTTwmyI+ICAcF1LklmDl+rOdGhnIDn5vzLiVSibP5l",
-	"wuz+B8ZPA6/Z+97LD51ADUVQn7pujrtQcI/vnWQQ+eEOMSKQvH0Oq3+KCyx/wr1gQiMuXkygHSpoRQK8",
-	"gIQ7wVpu/tDJta25wn7rh21VNeiyxp3Dpo2d3MOAmn1U2mF4qBiJD9SPvu4cp1qVeoV2u+ZdyqTT3u5h",
-	"/scNv0GeiF/6dnAnwiSXqIOGOoxXS4YZBek2kazGZLgvxlKIbJ37llquoXBpVb1suqASUdd3D/Omv8DX",
-	"kgj/eqW6kYmIFABt2COKoZ6ygvU7TOXWXz5B1crY+tAA5nhA/Ib3y/vYLZ75on+77DOPpeCFCoLcIv0h",
-	"VmciLAtAaxms3z3vELugNKPpUU0/Q1P4qWTFWckBEgpImyOIVBhphiQDYHVrTOOKVKIO5fyMie96xEmz",
-	"HCFaAqaiWoosXG1C8Mt+Ky+0rO6wIjzzS8brIhNpvdK+c4YDk5EbSBWqUKFqSSwYdPh3rFpxGSkrRRr7",
-	"OZk+TOR9OmmenbZKsuFDLLMI4J/CRAbJr/QXZC7qIkv0shUdE1f/W+s/bP0LDP4gOfBnxH1oH/KG03zo",
-	"Jv4LkELZj1ciq3M2rCjMeps5TjpWWeuNdrT9JpUv4zEQt3MAxOPSiqSNBdBUNSB5FVtwCUEVTzS2ofL0",
-	"j0ZXkFsANfO7MOPdb4ZoBlAnBc2v9fDOw9DtTThjaz709mEVmT637TyfJiYThFaMsAeArfOo7VI37Y+j",
-	"sP9UMKK/gjjytnIyVW5GXCRuI/3Rlf1kVwy9Lb0ZuB1x/RicyMb0dlxgnjyMuUDCcQy+CMZmUQM8pTvq",
-	"VmlHkSih1s7bKTujvnX2Uhf7rTO/rS4GRbkzT3apgzqjVjOtKb9ns6UQd+dU0VwsLu6jqBNS0SKjVUbY",
-	"fRDcO1ywDg1CxXpCqCSA4MwLvTY5LZ5JbCzCrCPqKmUxxOR7louSPZMEH0Maf4O3ymXTyW2g9oovFmGc",
-	"F4hPQZUk3JvcjwMgxsJc26zr94hJt5H18ITD+51BoucL6znN7bje0YB4g8Wu0ezPEMvUp5tbSVZUG8OQ",
-	"/pnghSHeS9l4IamYqsbyVwwF7pDn1lwkeClEu+pvCJkZYP+AXaonl2VEGuT/Q6rISkhFvnnx0mMl9HA0",
-	"tI2KfH/WAsHsPlmnaYzyCRYmFlzGVePKjraniR6GYwtOF5ViPipiZmc8igBhcj2G8R+0yNhkojbgBbqD",
-	"xszfE3lJO0hKlTHIEDCE24ng0ClMH2u7neZDYLHecjyt/EZ65OfysYfByaHke8oVLxbXeqN4WWqSZLWF",
-	"w+CFuRSBwgH5uMSrwWhHR7G4eIesZ677McnVGmb7ji/Au5qN3+k+SoPBetlpw3d0LXKwtsfS7Ed/WyWN",
-	"+tuSLzuX7ahmM66OlukKQ3fn7KDoh7Nz3MGYuczUf0Laq6Ixh540facZtIvymlNwpzhC7Jgdn+DTzOXK",
-	"phi0F+Q3SPbpjAIsKWOmhWevbaGRFJ91QMrbchQj/0GjbU5XPOdM7jvt0EoEaLkzO6YjY2chQgl2hl2G",
-	"OBjalU3602wDVtSa51lKq8BctJqKVqSYF3BJ6Cxa6gCvDi8R/r5l9+4ztS1rPSDVRYTYY7UShQHTbkiM",
-	"dY+CA7GTFR7KFNs5/t3UzLIwtFb4L2msSZTFoZeFbWr/pV533BSPkJebKCDSomILfR45BDJ3aGkNjPcs",
-	"zZ63eCJt9MkYnvWVbiHI7goAQlQZ4HL9v+mSj8fttY9HXnBmvsYhjGyzGWSfHvSmgheE0XQZK4V015F9",
-	"1RYNqxMDl0tPLq/QBoEb/si8RPLDLE9D/0sxiASXFRWh6V0h1jnLFqYmlLx8eBj5Ottm6A7Le58JQ4Dt",
-	"zPXGE4tqPMi0uertfQFg+FhLx4SglrSWYKXTJvcD4DjBn9OTsBrZA3sz3dsFNIGJAqTPNKd8NXrVfPN5",
-	"1EsMnQqvoDTV56jf9Tz2Lt2btfTlqNM77+Y9cN3eqB+XCV99Km6XXIahgv1KmOYXtiIooGjIITg9ACp6",
-	"FIMN1+5DtrvqAU1nfj1SZcxpIWp1ze55hCYBOEIq8z0wGwkTJoVEDq2jH6Bwe8ZYQea0KEwmvhJh3RWR",
-	"IF68y/liqWIxDm/XxTX4mNIu9qBAEPrB/bRQjvAJw9mvO3mDeL8GQVoVzFoxKcB81U3MvWrAeINdfbo+",
-	"AsraaCGx9wW9yzNma/tHcGdbdA/Q1uHXmdT2okd2tieBW7uiOwFjrBXPtQ3Zty0ThVALZJeQimUU7NxD",
-	"DAli6n9aMRXi3Mhzsdb+cFwx0YIslSoJKzK4WwWLFwskw9rHzmvv/tg63TEY4CQOSrBg9R4BrDsiEOn6",
-	"sWcQ0vxs15pC/dpw9fco3wPjM9KmPQZKrEHS+08baMTYQIHoe+s8waUPW//WjHomyefrDzv7QegVyFSU",
-	"LCGFnvScG/Yg5w8NkPomB0sqb0DGe+TY7AIAfWSKHNJ8TTd4FWZgIyW1BvPRqbdvCFeS5fMmyl4xVVdF",
-	"TP7HxWOjEtBbpGy/gTiLUwFNnTKXBI2TsYfZYNw52k+cm88jQoBmFvUu0xMvKoPsL9Q+O84FP9tvQ2Wh",
-	"G/f9BXvfj996Sj+Y9KRfKWoVzQKD62dbHG5vY5wXkdI8T7SZIfH3I5dgTBAVtmorgLrjpJmXjFFTrdf0",
-	"SEAoHht01p32aPSS0wiJdwJtzX+3BNWGapvNvi2FwUJVSFv1g7rNdLSOqx2P5XAI99YPejsDdmxeJvxg",
-	"z5ypPgti7zzNnkb3ZWzcMl3sySgqYlZm0FIxtJvhNwBDZtduSXyajByoBEUOry2YQsBaUbQiUp5O3/lY",
-	"Toyn075tDBGOPt3hfaodSDrLwaQ398QAmIM+3nzOUoU3UPKYfI8mlusz/hRgv9naxkytf/hTzWqj8rhy",
-	"pM2iZIUfDAKa00PlQvXaJuV5ThYCj9MNZNatmMOP4NI6m33ADaOtDzqTIq8Vg3UHY4QcggggmSREYKwU",
-	"HSWunD91ClAmeqRQj1kZv2he0YUFzvcZPk++/naQKzZm9VwAgDFz6RBSvwhDqHot0SfjBZke/27qpQ9h",
-	"oPeU5GxB0w2RBb1jX1IqGdEb07SEKxY0orzuv3g53PsVfbjEn744QTpY+88Adf/ONktCXkxenJyaK3YT",
-	"qUIOUSVWVPHUxKhYkWEAthXCqoE4IpaT4HhsX/g8ti/2N4ASUhf8p5oRuhKGtq2MR1FgbC+/je/7MdMv",
-	"nTlLi82n+cHrv277gPhMQl68Avjvzvu89l/9kmwJ4apUm4RASCaDsHeRbxJyx1gpWyy5+JLOCE5++bGr",
-	"dd9/PDu3pp6Yb/cpIfa80S9FlX/qvZ8WJutCm3AzqV+NiTyxLqFUgLrCB9GghIIyclGk1QZhACGhF5/e",
-	"Nt/9Pf3Nq1/JJnw5+eqk1yp0AvuVL7AvB+Mbxt7qt7B6raoRR/4tk2rfo745DHwsw5G507fsQbnqQypJ",
-	"RhU9Nk/b3dm8YNTZOjr5QQlo+rQRWgR8wXRTnuKLXVZegpHTn2ptRQuTm6WWhGd42CFukv0Gr/VNptYg",
-	"g/O49YmX/XprYE9uPxmoe/eJ34TL8GxxcKPFG0ZyXviD84AIxydNXTp6FcNiusYRHrdXeZcUqjN08gPt",
-	"hZ3aHZJjuJsHV8Dc7yI1ySneLMeSWGA40d350JOdaULqrFDV5hQ2je6qCwtSCIX35ZTon+wGaQW9mciS",
-	"pXzOUzLnLM8kWljNi5uXGE4OKsn0r9cXb8/Oby/e/jgNQl5EZQUTE3gGeS0ziBZWAnlzEMOtCF191jX4",
-	"qU+fhBcrqWlBAqwdMJa5Cq/4ghdR+DSRwoGXnanPKh0Z2ceGdw2p9DNdX9FKapP0vp3ObxNvE3su55vR",
-	"eUWxhN5PMCOdwSxmL7998e2LhFQqNfSUieHb5sUiMTCQCQp+XWQTs80nepuHQSEVrRZM3Qzs9ncQFWyU",
-	"T4KXJ5BeH1YCJn4N+KToAjXfzjZ+rPN4Z/CvLfrvYK5bW2jcTHslvrC9I1MwoHCGk9aaO73/QblqZqkt",
-	"kz8OoVuaPD6E8xBN5hlMUTM9MWdxsxC/VY7aA1yS9VkjwmIezNGBg0Uu3KEVLijoy0u5VH6GZOOR2ctN",
-	"F1l46nzB4dzvPUwCHuEZvqIVV5vesi6c9S5rVAk/xNqrQAnXkqV3MlYIid+eWpAW/KeJpkAIp4Aapyv8",
-	"eteyInjHuW4zNLum/+PgIFxlWUNAFMKZLmnFsvgttEmKc9fQVHmJCpgbtqRyaWudbYMj8xN+u8I2A5Mb",
-	"OMhZNcEvSQZg43ptEXBse1URjnz3ajGU1I/wGgNpHlheFKl4jBMzBkHijPiNoM9rZKZbPrW1+K4Hid0D",
-	"8V3XGkvIOtIbzEyoLby22w+nOxDOLsuc9wnjB+R1le3MCPOzhtIsBLwYg6Kjis6oZJf6I93nPhUyvbo+",
-	"++PHM/JTzdO7LzBF0/ZbW2W68MBb8wIIgdNc7oZjs72rm9GFEF7SJZpOfVFyI+wBilovvjxg/WJuCj7U",
-	"NYHD8x+zebUGCbP93TjlQtIl5YUJaLXeQhokfBBlJxTHB48gxB6a6liZfbMAPtV110TtSrk/CSGBDO7B",
-	"niryT4j+br4nmJ8CFkAlcuMEKnHHCsgyhVhSIOaRUsUWQTSFc/MNRjaaFzV1MW0uAgwzEFERydJaD+kx",
-	"SR7N+yC+GGF1N05rr0p2LYGTEIkiumlod7B/TcIewVmeb63LbtegoR+PO34acdn7zrMzX4Hsq27/WhWt",
-	"25AGIIiLigLSghKedJ5dXRoJfQ2LDgiIfvPmgmjeqpR+Jgmt1VIrzBRjAFWdM5kYw59XRFQZq47JGya5",
-	"Ad6TLCHT303hPLcE296LEjLVTcL3S5Yj3Fux8d+jDSya56BQMzLFmucpWVG4O23KuuFeUAlCC1FsVqKW",
-	"5mfylCjIUlbLijF3bQLzAiEcXGqM65svcy71e5esauE3mHjePWdrrVTwX6ko5nwR/nBFC3Rp2h9XdL31",
-	"VS4WstMIfBR8LhPrwgCfmY8Bia37rKLyrtsofsYeWIo4E7ZZh5De6YP7vNt4XS4qmnWft5+6pwHjyT6E",
-	"/3DfpUtaFCx3X7t/N+9SFaOrZgzmn1vflzlFDXLP0+Z19p/ucftBg0VkP1E0v4MDxsR3XBveJ64Z7zPz",
-	"Yu8Tb238T1nOcL6tisb950bW+bgZof0Cfanu47CnI59ut1EpWW4/rD/cfraWrNpuGT9tJpRLPQOTNc1z",
-	"N+v+Z82cqbT9j8BUtz+1U9v+1E1vKJXqKqebGU3vPjAqWZjBq2Br3PXmUVQEAVPZXOtfxPlY3kOpW+Gu",
-	"D3L91j1TOYeTqHetUy+y6wggIYDRFwg2aToNf+9KUHzRDN3dkeYcwh+VqIudPUjoyjgjHR4dFWOHJ+P3",
-	"qPpMMn0uWcVFhufpbGNEJTexnUzAwVBAWL5go8GHfUL1CIimocOG4xHCptKYlDTG8l+w9dlchSEk8BCE",
-	"ZxKsESS/P/n/EV6Ya8C9VgaaiyCTXNt52onIq2I41nHLbZ8+Bbs35/cMg+LmwIALGVGZfFqUaACUxeOB",
-	"5CKFBI7p31sL8svzv9/rc/OX53+nZfnL87/j45fZL1N8kbkCmFhdkZjEUrSReJScBfr6pyBCnrOzsZe6",
-	"5RYSXI4Jo07hTeYcvJ20VpMVqxZsgrxrB8lBt3dBjWgkKiz5n68/SFPwsklIXdj8S1PlhH18hvQp401h",
-	"050bvAIIRGEiubRnmEuLWfhcEZqtuJLQObDiUBNjtdA1uxd3DA22OS9o7s/hmU27Nb84SA7M88PQWFYH",
-	"ddaxJbDh8v02lYjbokngJGltqI6KapYs6COYyb2qhBKpyINegj3ZSvMQ2vgWY0w+I9OlUuVknt9PE/v3",
-	"qvwa/YXpMpdTTCyYastgmhBRV8TeyoJs/PnDOTzw3Z+viRRztdbLcHh9e4UoLrfnV3o3fn57dQr39p+v",
-	"P7T4JaVWolN5n35RPL1jyiFYNXz5Riea2C9V5O3Fzfn15ZsLbcWLerFsGtLDhVw08EPKnKYQwri+vbny",
-	"k+yOzJjWbFap1Izq+/cXV818HUKdJC3IzdsrIuZzrZRRaX6+/pCYWke/34FOuOh1U0r0TJIPwjhM1g0y",
-	"KkQJ8vbiw8XtxSnhUtYQYrMBUeroRtEZ43ipaIXcLuFBcuBWUP+dS7CZZHmQHOBYey2lm9iVaMHImm6s",
-	"diA0ZifNtD/Lqu8o7LloXMw8htsZULRNHiQl/0bv6Q38xOx1cvj+w41ezBs6pxVPyPvb26vJ/OPV1/rD",
-	"82UlVrxeTWYUTmrT8KlJs4Jn3334s5ZALQORYkXtAbBChfkf8VxWHpsprmQ77DK95xkTzx9gI8E3dk2C",
-	"58IymEz6XqzdHJsk17XhP2UPJYvA1ZXe9h+ji526+CU5qKuQ1rBJrHqvuoBrsxOThv7T3wCnwKoBVHUu",
-	"yUgvIJWEy+G4nhsG9qq9KklHtMwMBrUiguteizwiyYamEyIgLh3J1N2b69O+avr+cC80yqUjhCvE+tRU",
-	"yk5gO5u4S2Vry3CTm1nGBx+T/w3vz0QERnNUXrcdgs2L5t6kPAOcRsDb7WKfe13FYXwq8s2IN5ky42YS",
-	"UlFIVsha9k5HFVxfveoG383fncbF19ZRwRJS0bma3AsFomwSNZqCyoRIXk4kXxQ0z00ONiLK2yTHYWGG",
-	"3vmpkN6UJE0p0FCQ85rO1VtOF4WQiqdBgiU7Vw44ok+AMRZ+WWTsIWBp649biFaQv+UufMyuxhetaLrk",
-	"owlzUrFacTX6vfi4Yhn2YORL9E/PRaFoqoKEUTzPudwC0TYvhJ810KO4XKfkZHtnjuzJB7EYPd5cLHYe",
-	"6U1BS7kU/ZOaCpf3414mzQ/HvgsG3gPV3PX67dR5V3OFMJ9qtRIn2Cnq1RUL3hp3KV3uBWTmmFvmXS6/",
-	"BrdQW3F8wG6LiryDFNPIXaBi1SqOH98oNP3cPrkw1sWA93Tkq727kvYmD8mKt6benHf3T1AdMZrxgkmJ",
-	"KRM9d7eYgW6eRjM4kFLTQyRmyaycdME1PC/IytvGI0V4F2RsBN7uveaK52a6cW7nUd71n4R+lsEpkXe8",
-	"LJtslxQo2xxTUeQKGX8z5jVriuVYVV34gDfOxbB1WG1anFjGg7m6E3cHTScSf2370aKdTI3LKWqEiqYp",
-	"KxXVejwiX/DxQLKLmeKKFjvHaiN5S5dFxu95VtO8uwPG3yB2NloIU2t0CkPDBKYH2Yw5ltSQbYZSYqxh",
-	"uGNqDLbtZYE269ObAXMN4a93PGdvtIEWhs3Xhv2c59pANel9Y2lTv19uYDccFkJ9MXDtLuL2Rbf5ZSG0",
-	"1Qg24Je6oPeUQ86s/cgw0HxBJtdwtq9uJ5ao57htYlFE/eObMYCb17bf79wv+lnvqCJrfUStK1Es8Ogr",
-	"mSjzCBMZwtD265g5R/ehaAoymgE6kK4BWTHT1bxyhGDsVyCEjbAM+g0BUG0IiuIUUcV4hpSY4DKCM5Sx",
-	"khUZ5JoHiOmg34EZejF5cXKiNaviRarMJHWYYfvLcHYphwzO5shJDOfNXrEKos92d0mEB53p30CszR4e",
-	"eOu/nWcB7cpo/szWJhipJ7dVw2DKhelJfDKuchrEu1kzdqc9eLvJHCxB99iBe4jL2BWTvdgmwPOh25K7",
-	"IY2MpKXzaPHHnWjDEQasNtgb8qU94G0b5hFQIPqL/nouKJc4/Pz58u2RdU6MeuplEJEMiq+jl4Za+EgO",
-	"29aWpnkX1OM8E70g/yGKwNgvz747wxvfn4EHxpSm5SKCUj+E5MHb4BrjZQNlPyzQZl+4Xu2wdfVWu8nF",
-	"MLmOWV+H7+GmzA+yeDvP9TgGq9y//S/uaV5HOQstmg+yHNM8lw2LwDgyXCiK1L/+W53tgaWS0Z6lyCh4",
-	"+xV7JC5TEwJMiBSmqoEshzbxkqteDeDNl5YYcriOvxh5c1QkbJ+LlObaku+Z33ZJ6M+IumuC12I+lwzC",
-	"prvplNteTCItzf0xHxi2NxOP1hK37RGOiLXb3QRMv3rFWrFKN68oad6r+3dNOBPzunVeyoTQPCfA8spc",
-	"7dOYKi1TR/v4WiwgH3QRpV3AaQdAc8hsA8HnPZTgDqVWCJ7pkMCNza1GRicfX2XV0dy71uOb02LNi2yr",
-	"ZNuddKeE2idMUe2KZwVfLMEAUWvRnDbdwuEQdivd2L2n3+7fnK5EYUS8ZhL/WrOssH+rZV2ZP+cVxz8k",
-	"VXVl/qzh1z+GU64CapDm+STNRXpHmPYz379//fGj5fhQtFIWs+fl169PTo6RlEuxSv/2P/96Mnn5419P",
-	"Jn/48fVfTybf4J//K4JPFoqkeG83L4P37/majiCZCXGMvFmP7MTumb9fioZMGe68XYHtihY1zcmhD8Ei",
-	"KjKj6R0rsqMEQFvIoc0B0v/Cdx0Bso3R1m7VoTWt/2olDlDTB1ex5VCHcwg995EcWqwelpGPV18fHZMP",
-	"4PEtLGwfeyiFZKRcbiRPaQ4IDfKUTNFDazKjMRm5YnNWsSINX+UEulOWucnGDtefWfuo1zExuQ0mXcod",
-	"99oM8FCTRMGehW3QNBeS9aUbYuX2gkONkgCvWpFDGzFMiOQ/s4SoiqZ3MiFSibIEGwQ6NIHsxIRUrKRa",
-	"9o4ilXYZSyOVmtjwM4LP7OZ6YebuoOslxVxNtOAtaZVNzI92MO96AuOYjmCf2DMizoosbDd5KgLNJyXN",
-	"1T+AIO1opvYFvUywjmfGJ0tIqsWu0GeofqsRECtxomSFAQPUv4yGycLVEt4L8XK4STjROzAedAvaD/pT",
-	"PfGzjWJjZ/yRIbx5RVehxL138Dk5hOwTrFqoMy4M8ak80lO3FHk2HsE6Yw8x9fxen9co4PCc3oaQ5nRI",
-	"iSXchmkGnYsblBzajdpZWDz0KEkrKpfhTWxe0gtLaUmG4WbfdstcXIwtVe1Ny73tpqGBHwRz2r4fGVFe",
-	"6DbTUkjl7ugDQXgtAm+Dt5Wfb89JZm764bDV+3hrsOFABqSZxYPQ1kp3Ka2D5EuYnPhehG63bhslDzKC",
-	"NxBwx2MUvii+4Eu/rMqvj46jhsw4TWViL4B1QGC77I7qigm/odpIPArD0fl7y5jdYR7lldImCxTjDJpP",
-	"LuDdFkfvtgRfA/e7B15nPbXn6Sx/6hp137mWa3RSS+Za69pWCf6ejJt3RnkNI3W0jKd/Rmapp8XogFE6",
-	"YFXUBLthc7TN0fEu4zu42wi4jPI39Rlbp1qkAhmuFTpWtWSM/PHiljynJX9+//K501XP4T5pshIZy1sJ",
-	"sT5zxo2Yq7fM/sv+1Wvt37BIte+ZNYtp+1Dg0jguUG6hW3kikx1sjKA48YrAtIO5PDYPaz8HgMuxpj/e",
-	"hMbah6to80wrAQp2L9QsK1FGrTEZE2x77Du+VXOE7ZBOdVFVohp0Vyo2h4ogURG87E0wkImA5/5rn8bM",
-	"2A60PrWV0dh6w3qnKeJwl3VvNmEv3nBzwjlPkYxrU7LXPOKu7XLJ4gIEpxaj01ao4CI9A4h3ZRjbx+SF",
-	"xQ0je3vUiJS7QaJGaK0dqyUXvBRpAEHDgVhzMI9wIfGxPUDpRx0gRsM1lJzoZQ/3Ch779Y2q4Yssm/K6",
-	"333WkxhtjeRs221Rc022LC5nWPlbyheSNmo8qkF7LPSetGaFx1phnuX/398S8we6m+FlLYPxtpf5xT+H",
-	"+dXa9sMWmO8O7mGFXVuZPvC6oC0y1CINjVm/MaZb/4j55lEy+HZK+q5kmna8TpTveJGFq1a0C8QVD630",
-	"rcuOd+3BZrB3fCMzSm2mBX46i5RyIIFz+PhvyJ2dcO9DL2qmlZn7sZHdRyGC2miK0eyzq0uAW40GTBSr",
-	"VrwITWmrWsRN6Qbuj3fJTm3Tgbj3hfbK1rauaCHheksGUWYAdRvPH2miMor1zP28EqvYrCGLTniOROxH",
-	"YIGEf1PxxSJcGU4VgcTfyJp0oxO6z9CHptHhuRuzFHYzOYFuT3i/MgPFoLXOYEjLVxCB481+E09PA4Xg",
-	"Dkty2NRkG/3oJY1ColxCmiptReXd0R5nja/4hmbXDSE8ZStxzzJb+XfNJM9qdq53TF3umzeJ+X5KELzf",
-	"IBW+xFUakwpfE7qlrTbXddGiUQlhOn8q8o3JfgdgIraRLnIPLzWn6SqcH2L5LAJX6JbpQgmS6sdNtieQ",
-	"OsxQf0PfLT2xC1yaSpoVX5gLGIdq2aRxDpBa9LFYVJFrM7xOa+Ii5tocXk5URXkewp7v7clW+aWZLNeJ",
-	"PQQpnDvaZPA385riT7QnnVUbUtVFEHKVKZb9iW16S4JALMyzgPwArvNa1Hmm19J8g466964xcIWemIZP",
-	"JS6RQdBveBdBhKiLfgz2jRFKW4XGKz023AC7mKowwxGqc726u1Fg4kYTxWmryss9hTf1u8xrN3EAJzlp",
-	"LXfSlscezkpAHLld8iq7opXatEB/Hq3ZAJkBE/sQFcBBzbQltR9X5ju27uLKNBRtZlotuo8JXWC4TWAV",
-	"ZD9fx6sTn7Dj1UlwwgPT5knJVo/1GpC6gNK3wilBhYYhlw66sRAkF8VCP7YOuY13bBMBiulsX3wXZAIh",
-	"j/u4DYoPB/vvNbRtO8PtaFiv3GDhX7BXIahac9OKeLzOid8lqyCoiA+SZvLCYq9Yobt8HkeONCoWsN5t",
-	"UR5wMViYxb1wKLerq9fasZ0Yug2M4mp/cEml+zSciprzBZ/lbFBEWKEcXog9OFC/o80xUlruGCsBhyUO",
-	"eXth3rSu9M4rTHQPZL4BwK20eJRjC2jxuidahNamQ7ZTYkqv24S0hgIZ8mPtcyb0adcNWKwLAVeiUtFV",
-	"KR9L6rwrY3JwIKfkJELh3LO3Rc7TIECwkXyCT7jiSzsFvCDrSNS8C9bcwI2at3WF0lu+rQkJCdSorRqz",
-	"k96akxa826fbrBH8VzhsR2+9UA7TyAO+BerqvTUyV7xiH5tY6n5H+JWWSrbGNBTdYue+LlC4JVzKSx+v",
-	"I/YPoPWJ9kMWSzLLRXoHMHc2W08S9sClOjU2nLnwQtCP1ND1Rw1FgD8c5RhZnHa8KNL9WkEpHyjGTJwa",
-	"6w2aiWBo7O1teKRUYCbpt49gvwpbIveM5iw7K/mtuGNF2Eh2aNTahdA/gARJB127vaAq3tZcq1P43jTr",
-	"QtZgeQOmTUnVl2kkEHPHinGlt65r/WrItmjaDm+MKJxNJaASFbZ6huzG823wYjTeALATkpcC2E01z9Vl",
-	"MQ4bBh4mvDjFvya8MMA2KS0KAT60xY8Tla88AuBL8Wq2hpJAgJnRoUj3D0a8mYaqdpetSqFUrdPD/c/D",
-	"HQB4sEjulKzoRk8FVJvtEEL9jEyPhVf4ppsNF6m4lQ6zLWyJgekiIHjtmP2qfzgSozHW3Z57ve3V3qab",
-	"7iw5IBkwBIfrvwAcXF29NQZPQ9w/LgPQ9TYByQNHXasRG3JAfNw9jkwz0RE2a7tT24vvD2GnojcRS9U6",
-	"y/Nmz4yFTXc/GBesEDnbHyT9WqVnUB5+CwhkgREUABMhJUGMssTQvolwTn1vW3C7w4tFziYAmAGPudyD",
-	"vwleNADku4Ln2it2qUQpEetyK4GhH5NViFU0s1OIlQehibmcA1C5nRVozYx7mz+k2PIgHy2u0n62nB6C",
-	"obW1k64EIiSGIdqCmhBawS9PCdiGhp3PAixCKsmxwTcstAGF0NKEZhn8YLxMe8O2xOdN6f5X22o153Om",
-	"FzYaQPpgHnB2BUzDKXnx8qTV+x3iRF+NjRN1BxO5QC26a9TwRdjbYAPsbdHZ+6C7m7f27ezWC4e2dkQu",
-	"7GVr092913iLnMtujiB1ot3yrFu18bh9jql7TQW6rZ0Yx0HZYzTbWdYKb3pWq6Wo+M+g7F6TN4xWrJra",
-	"YAQSmE8rlX4xa/QFGp6ONIV9DWMXrjOdEXVzTks643mQWMhc9Jfa1E95SQsF5lkm8GZAv9GX1pSuWEWP",
-	"gWECqGJWPK1EuRQF8z5EAgoknTg2LKozw2agjmW7DK4l3wYcrEmLCK+pgZH0KuFEBTZQCGLDa4rmuWHs",
-	"HhDjpgPbfNrBHmyFo6oapattYm3Dbtj3RNbu3wQv+lj7EHUVXUB92gY2eWaMoRtFVR26rc8woA6T+D3l",
-	"JtLOc4Z8I8bPXZtvuiJhf36QHJgfhys/B8555xkaYnkDAQ5kW68BoYHfM+n6RSs1Y1RJQqtKq7vDhsjb",
-	"XYbqZWCAZHp0itFKU0hYsAdFZJ0uScZolncRG3t1jbdTRqjDK+/p9o97vHp/M+KUgHr5y+TmPp1c355P",
-	"4LdTX7efQl0K16PHsKzWenBgA3kHROZHFMB3u9eG7PaHnmzJVUSAP9KCz5lU4VJRC1CFAgw1iD2IeF5J",
-	"X4Ru0gNgHVl+1l/5Y5Ltw+h1AJTQ36nvgVi4qRfEzKeEzCux8tJ3eLF4Jg3r8D6ekauTCfQpCc/fwHLd",
-	"6qUIrxesUoK5RrbTNCesSEVmzPNthLE0VguFPyJUErhCOnz/8tXXCflU1jIhV+cfPyfk+Pj4KBKt1bJ9",
-	"01/BZTaAyUd5Jol3OI06/SM59pdQVoV59qbWqgKEzwUtJZkxtWao1VYQ4cQbzkY3gTjsYli19lHAroIG",
-	"LaHCUFvu2bZOisJ6NI/s7iW1299eNb/rpkTZpfTGhNQfa7cUxeYkuRm2BxXUgB4kB1AVGjNArtrqfYs4",
-	"wFPNh3AZ0RKvIxOLNUfkP+VBnFprkIdLR/Re9p9xt30YxXgmPVyNscLrWaCh8nFkQ+pheceDzkAtI9it",
-	"txLhPExtDQ2UyZrFwyf3MgHGxf28H5wS2pEZjJJRKIoHlgiejdJLFup7yJI1saQhH2m8JxQl5LwWCtM1",
-	"MDlte/BN6H8wT31AiThPyJedxAKMt0R821LpjMMTlYi+8ZRCOCZoJ/GZtPj1XfFsqwK3b8IKADkOzDbv",
-	"tjR2z3VMz95YIrYZG71J84kGHfT2rFRDKwEECZhY0Tls27MwxiXQbXXif1BHZChvdti0cToYRFDymSm2",
-	"GERCijTIEqEloTURQVKIYVMcyR5a1rcdQGyZmqkeOLnaRpDPewUSfPPuc8CG+5U42NzZHwX16OqQFd1o",
-	"UxGolrnayYTyzZ5t3uthMwgDHJ1NOUpxevM98sjY0Up9EvUuIxAXGPWBHKa0YhFcuHGVdi05dXV26yUv",
-	"P1d5zH9SggDvkJ6Y799fWuahQ8QpcfwkZ1eXRyOc3NZSeEdJ94yRtgjNk9EQr9Xwfhw8NAyvVytuNvbQ",
-	"uF1u/3D0GeHpjMedEd1F7aui8np7ijmDZ5b0Be/KyYwRFzbMfIV8xQpTLeUYzMaVTfkhvYB2TEWheFGL",
-	"2sMp7bPl0euNBLEdzCI+BQlDABEOnvMzC7EoyaGpJ6rU0V7WZ+Rm1jv5ZRPH2Il70Fui2Es8kSOHbZNW",
-	"PkPv62jPt7slGEt9aB7/DTXlSGXXrlpplRT33n8MVRQPXNzHosxthWdVmS/MAfkKSENEC7jRRm7OXXEt",
-	"tYrPu5I5tBza5M0zSVhxz3JRsqOd9GDTXKKtRCbVrlAirdB/yEoIVfxe6WEhdqYJ7T2+xBcuRnet7Y0U",
-	"2143s+wyUcRelCu2pna72rb3eHAdsFGsOGgghkJX5rlTjA5rf4jdQ4q5UZ1yqV1lQH92UdNu1HFVCsmD",
-	"5aAfgSKHpKLkhu69eZqsaMa8oMeKYUXVIVzrbJhq16xtnySmIc8SiZdRjgttv7PRYnOgOM4pUZJDJYBU",
-	"wHGCVnUhj8Yi3uk5lTHlTiqm3SzIKcQnAUpSARelYjNBqyyxWGOJC2uUjKXLIwsBof97w36qGdxSwBza",
-	"VHE9mb1ziXoH3z1qOpdUfhQVu4gMy+bsrUTlRjQHBqMI8jp7ULbvkes3f3iOW4Q9qOCujeXC72BM7EJI",
-	"3HOI3u58bO5/4iGyZLyI1Dtwkk5sDLYm3pzc8SLbJ16OFxnD9Af+CRk+GIN71Q0v8RWO21ldkezI1JC6",
-	"vHLZ/juBCXcPV1MTEIjAjGM+FCubs2ntuRE15rbtoTEO+wsh4/zUKDyw/vUQucMwBf0iFc9zMmOI1UDz",
-	"thtxY1KbQwgMbTCGmDMR51lEF6cd8b3nbM0qk5RpwgislQZkcFGQuw0uKfQv4q8PVcufubMq7LQgrGxv",
-	"uA3WGp/bP2n0V40VjaSK9+wcDGlZdou6UDwnpmAIwVX35DWzkzzawwglBI/0N/SDYSLeP9kS/FhvtE7M",
-	"6pxlF0XM67jKaVEAr+QjVt29BzbXwJvA6X3Eu9wN2uDth1iZqP8vyYEJqYd3j1V5fxO86MbdIRiPRb32",
-	"LmEMtZd1tAp7O2EWcRsXSdqbCb+LI4JM+rkRWEZCrEbDF/0azsz1k+IUwXBa+Eo7+Xd6ascDFV3Dy/6B",
-	"vAItIe4FJxJipQ8bgx6OKUCY3VyImcg2/nnzqYT0nnN4NnbM3GAMrozdKaCx9kzaYF2pDGM77b/4GRFr",
-	"1+ffrxBo7wRLtb+kXRz5D4gcdWtSILBpjie9ZkC8j4FuLk2eH8sSGytF80d3HvIfL4oMqPFTbaNB4f1Q",
-	"3BR+EVx5fzXHnWP+L0bNwnrJxgf8Lx4X8O8Mpyfi370asH6A7W1kf0Ku3DWbV0wug4ENoaA8K3gTHt0Z",
-	"PQmCBVtjA6e2uBgMmgZ3YC2qCJVl/w2+bbxq3eQ/8sLephK2Xh2eyvJKVApAKsIH2vXtFYHyTpBwLQfU",
-	"Q/Xc6dbSx29s9stIJgJesUjef8VSprenthWwZ5CgapD/GjzOBO8wm8e4gk9aToFpTEtiLGd66A6dFqQu",
-	"rEYw02Z+41j+YUahlj/NKV/tMhPQ4Dgd4UBCRmO2fmzwWsW6sKev7m245i9IlHtrX52Rz2+vnt+eX7kW",
-	"Rt2DVKWQrKey0U7eXFRt/IfF7OW3L759Mcn5fQxqNkc4ljgnCFZCsKzv94PS7VYf6r7NErt8dQivwpnw",
-	"CHNcVgFb/+bm+lzLGksVHE1uujos6KqH/FxGzB7QEQ2onEvxs4ebHbPLoYicdEM4rG6FU72NmRzd9Y46",
-	"tPvEQ64HcfV1SSNtZka3AFLBQ/BrGP38EE8curI1pGzPwLgI7522yk1sNUsLtFoJE0bFeXHfAxGwAd9Q",
-	"DRnGmqull8tIDrmbXzI1bWo/aQqHuyjYqJoN7+z4Jel/+DuRsXN8zxnwZbPs4JcfO5MSoW1rTYe0eU59",
-	"h9Cweouqs480AOPzgUqFfbBRBFqM9qqgVV6EEj+rTrO6Z88kCMAubwj7bTCl+9/KtRZ3AFDR32B6qM1U",
-	"9rpZzSv2q8hElUTJvGLerjFz2cjHM9nMZqfMYdiqEBUYCTvaCOGD8YzIkqV8ztNtYTq1IFuk5BBRxVEF",
-	"YGo61ZTffPPVN1495YuTl18/+ljtIGi8+joZAhPc8TzqvOCrl09xUnQaffnNq5A1rvJ4eSvIk62CPW3N",
-	"ijvGXc0/8M1Lz9Y7Jm8R5IR8hZx58VX79tXXrSrYFyehNdOqutVZg8Ty4ptkC9sZ67CUaOJmnTNBnxhw",
-	"HBhwV+PfOrSRniPmcBpQ39MjwgupGM0aumFZ5+qUnJimoaTMlsH21QN7E3EyDNMXOL171Mu1PZb3Q+BD",
-	"850WnUM5VPTYa1Ny2QoSDIrpv5Y+Xgguy7NaLc8rBg5PKIKIjuvNFUndQwRJAypth3Nl7oWQPQvTXaVc",
-	"B9lSllRemS/7KJhtA3ql7Xv8hvU0sXwO4DDw7oqpuipiYDQDFy/bvl6LswOLr2EGzCcUlk5ajEczKREn",
-	"h+aBYP1bvtBmBHwLzbSaLwpRA+KUqVFLlzTPWbFgDRfKwGvHALJ4y+mD8IgKEVogeSLdncXavDrEIdJI",
-	"GaKtRF/JVdsX1d3lmbtNlSJvrtgFVg8XbdioIBJMBJdHsqqFytNMTEJqBO0pWbUFNdbvMXVvSNz7rUwk",
-	"rc3QJoRo5vDHUZs2jvTS2bgG5gauA7qMBWOxYLzWdrCAt/TMI/BhsK1bgO0bAidWTCJvRdGdi0CFW74Q",
-	"FVfL+IZ1T5C6E6H++Pabg+Tg5v3Z5OU3r4JmLPXhFd4zmsVc1tTQXJGpeevx8fGUtNAZyBJ+b5DOELfL",
-	"1eSixmyUpRbe63fn5OWrF7+HoJn+x+9fvXh16ogkoX5LLhOjTrtKPBDyCqYUobwT+BZ9MOymOccSwrhL",
-	"y9Bu54Lfs8K65BB/1vZ7JlZRnp0QKaGf7OEpNTApEc1JC0GCom9K6E3HUosnjVOIdUvSKHhrnqZLlt7F",
-	"zpafRABp999rmnMFIJZlJRSaWCAyJoUM6BdaHTHxg0KQn5AsywqWfh45jZdBsRpzwoQUm2wgAN35EmZC",
-	"ZJU+HAeybMzZVbGJma7W+ku3/+yhChMP1KZ2rkcxPwB5oVWgKIWJt29xPcJ7zRtJTK3crMQd03rljVaQ",
-	"+5m5yP0DJqTUzU208O2UBYyFGzIBsQVWrLoiAHOi+C409P6A7FhaqEUvT3qB63cooNieurBeBmhD1M1a",
-	"K+FIoRbfgCxjFXrII9A/iqZNw5f7zgx0dTjDDjswOP79pObMbg+YkSHh2Zl2ToAswRFh7tyKfAMquAtJ",
-	"7jlTL15+G/L5+YqJOs7q9kbUDQ/geqlNNQWZ0MbtIi8G3PmvWr58ME28ooUMR4VgEnOx1oO2T50ijTxC",
-	"3n5+ewVqZ07zXALTvJ6d2/Ordqk9kqKkWpfUWTm+frJSsnz9/DncVShZSv335+sPScsGM2a9NgkJL+aC",
-	"cHMNjYtfMIaO1Krr3Z58/W0rePTtmDLMERIb3qwWAwwFUz9tpEivcMB6qjMuzsNYGWdn5wCHcYagGHp6",
-	"ECLDBdzN2Jf6qNANHe9Kof5erOH62B34RAlx1/ZbRD3LPacFs4TgGjJOFMmVY4W0waosQm83L2Nk3qQy",
-	"pEuy1qaZsEYWMoCjZYJIQNnIHi8ZXyxDGYoiYxnBb0dGvPcjsaSFm+mdLTVK7tgG6ZzNqC0KSdjIkiqY",
-	"6mWSLex6w1Uj1OEULIVcbKzAS4hkqi4TyDaBG6BMFCyMyaL7cCvgMgEWLkjW7yVQ+1Y3baLQRv6Mi1VJ",
-	"5QY8cnl7VBxk1NuvcTEylvN7piULF+qwzoCERaVleJjR2m9jctjKb1Grrr+3bR/yjMX2/fuXr77WHXn/",
-	"8tU3wR+veaaWMSmGL/fJ3sDqc7AVUXRaqiOoEOviZiMVW91Sefd4hpEavBoD/E0okdA2UVQG8KFC+ODB",
-	"N2wBhIOoUXnnwYPDD6GIhpj4pbaWnxop/LG8RH1kRHWhN+FbTheFkIqngR1oniFZ85C9ybTMuO0pXrCC",
-	"VYMRMb85YP5IRZ7jdcuOQbCFiOYo/RHEA7pvCFeOwy2s6ENZidDw/2xh0//46ePZX66uP53fjFT1C1GJ",
-	"WoVJ0RpA5Oap0SfIyjAW9JrdOOyP+HAf2XEnIAsY4BHCY1Gy4h3P2VvTgqh6h6Yfx5q8rPmBAy2oRMqk",
-	"PCWTF41hUuZU6SkgmWAWixzvscaerxWdD2Pt0bnyRR4rbavBiiWg62j9MHad7G8BX0BbotaSkPDkutU2",
-	"A7Md7dnLH514RLcCtgkZMRwGEtjD6RWtJbsViubfhTxB4E1f0GpGF27rAkg6RWjnFdOarKCFMIf3yPq2",
-	"RXrFqpSFqsj/uP02RasFA/dW/0R/efjHT388P2qkKuMSSotGis+S0fIsz0X6JswaDx9DDFw/BAF1/ROC",
-	"yzB2kPonNxs59A5o2SyWmCnKC5Y1NpCByi4W5sAb+e6iXv0x7du1NiKahZY33aQ5GztMGR0iis/MDvRp",
-	"x9jZlJ0l7cy+10s7N0lX+n2p7Nl5V0ELEmorBHLzw/9C0kRD/jHbEEpWIqvzEOhyllVMhmSEF4CrXYEK",
-	"xTwzUZHpyTH8/xTrT/Kc6Fmp5jSNcOCOKurD3gFpUuE207aFk3OpWBEEzfBbs3kJNFU1zfMNmVkXN3SZ",
-	"KGXQG7l4KHNagJG5fXs105MDXmZwzDicgKuBw7Q0H9L1tv0GWvKEaG2c4CV1YrJ0J0ulygQiEQmRHP4E",
-	"x2DNZpVKd0hD1YLkqmpswL6VckV3zuO6CAEgtrLDqE3nYT/VNNeWNXyD7IQI279TNmwUQ+vW+VP2GT8c",
-	"1BcH6l774UJ670rcjnE5k3bwjaz7ktqI2MDGDt/66W9kay9j1ja8yOybAWv5Keyy8P3hte1WCb0EtH6n",
-	"gHYI4HrabXQ+XfxCEVuDUqR3dMXzTRCZHgEc5vAA4r2ywqZhGTNmgpTE37PZjUjvWCBy23B79PK6FIxl",
-	"loUJU+dgw8G7n0lT+x/xxiWf5WzglozmuT7BvNsym71BlUczFNaAa55nKa0ioaJ2J+FiXQJrD7WMk/b3",
-	"w5fo7k0+KcpBM8jB1azoioWBVgG5GSJQugWXPTh2HQdog4zvgC/gBhsYbhcNM4GXZRch6Ik6feD06z6b",
-	"HjmuPBdfckXZLM+FLeaHezO5KdJhJaawyNN//9BMf4ydinqe/+3m03dEsQdlJmTXyU7rSobCs59KCskZ",
-	"AonFyeH0+uLPlzeXn747vvzu7cVfjm8u/n16BMcGlVLLIJIYYHu4u2S9YqTii6XyaSHdVG5bJ/dsGDkd",
-	"0BIuDARQ/8nzqSCwTIn1QJFl23KxHsr79Lg1Ucf3L45iqUbBaM6nguDCJ2S93JhYJeR8VgyCltH6DD03",
-	"WV+X1/4FMLZpwA6MqaLPGEMwrGc81auvLelYPGokK2Wztyo2z3fwciT7KRCh15bUPZhNUGyKbsfhi4S8",
-	"TMhXCfl//+//xwVDF7SUp8h4XQMzW2jU2AIvFkenYKvAbMH2twuB3ADSmlQum2TEEMLa4Z1TZafmdWCd",
-	"wZvc0VUZXew64l2/tCRCPqEW0VOe2C08RPvsaRSnDy6LuQhf9yhBwLPfRZfQWs+IiiKNQrtLRupyUdHM",
-	"kf+Cd9D81GLcojaXcENUY02aXLOwjQ8HYxC0+qKxLDjc+y+Zz/UHJPZwKZiYt/ae5JKx5vZwF3PKN4AC",
-	"BebAi5rzexafNHNBpJ+UhGe59tPhMgZQ9qj+sWF1UHrTAn0FoCaGnSI8U243ZYxkvTnAZYLTREOHjVzS",
-	"kpHAcbXfDDmjIgiwFrrOuIKqXzz1nGwmpGI5hWJoc1N0dnVJZpAijR5Dj1oOrwElac6RyF0/ZLHPKYTy",
-	"YSEasTUaADKRwrVrvchRTseRqkbUGMl+CrdTz+LHn5sN4j3WjGNFN24HHt6wdOKen1yZh49OfdGTDI4D",
-	"qB2EzIb5nFUsG8MdopYH7c4mXWXREUlvityy+NvE2/IhZXdD79m7+apki1u2KnOq9syrP8PbwFQArblp",
-	"SosUptdi2SQk1iJgp/e0tnSgB0eR6/w3XFVUsT/NQjfbtxjphAfJjCu85OYFuZtx9VyekhOSM5MmDUQZ",
-	"wOgohBxIZMeqm75U9qQ32eBTrcra9gsIGU5JKsqN0UuQTFyUtWoRQ4lyoxecphD2hkrFMl19oTldmz9X",
-	"Nf4NCXk/7k0l6lYoWB0U4tdNDtiDquhZtQilF9QVHAZ2gkVplK00fz7HHFHIjJYJyfmKK3QtJ8B7rxIy",
-	"UXXBEv1vMec5e32fkEnO7lmekMkiIZM7tuGF+rLiRUIms3lCJmml/7uiD3rJ9Yf1XPKfoQ3+8GW+0o3S",
-	"Sv8nBY0zkekXtayYtCy1kfQ37S1gt7XYej0PFFFtnxcNHd/Lbc0Mp8F1ELzCCMzcZWpo0Q0IS4/IvjwZ",
-	"kthYwoZ5OX6td0/JH1gud+7C118N92EXBKqArNqo7hwN5mqzlRM/nD1mWvxukCLXVNlq60qmosQwFVWK",
-	"VfrJ//zr2eQ/6OTnk8kffmz+PP4y+fHvJ8mrr375X9FMhTEqDR58WpWm/29oefoyKYyYYM92U2rLl+BK",
-	"LF+++qZPfUVSMcyL4dtHiOfvX327W2laS1Jac9PS/rGTFXHxrnJa7HuqevCDOS2eSSIZ8DcEribTJS0K",
-	"ll9msZIJ/B7MEmy2Hesc3DaNansBcrSFwzp49PBIOWqrxHWHS5hmJKdEVTXrUpYG0EgHEen0PI/SIpIt",
-	"VqyI56C+4zkjOTTRFNVZDOFTD8akWVXs/4k+dsbwrnZrToP7WbsM/6G323Yk/ey7M7yR/tmGSGQuFGI/",
-	"8s790UWthe35G1blHM7Fz7fnY87DNWN3oVi2lkj8Dl863gtye+omF1u55Dslk5tSKDdDrrfR/Sxy9ui8",
-	"LGMRUyQjtyFAtI3xRovlmb0c2TnoG+KK9+A2GrEatPd2JpDfrb78cezyEMyH6yq4XfrjxS15Tkv+/P7l",
-	"c8nSuuJq89x7wyk65qtaKjLTc+9FNmwEw1aPtpVi/yB2ljV/1FEp26pTezKZ26o/C8gfJOTbImJJV53E",
-	"W21J17ZaceeqgP4y11PD7Yjvp9rMUfrJimR8wTFuAMxlay6ZuS3CZ2SCj+j/Ffq/dZGxSqbCYjQtN+XS",
-	"cBV3NXt7jUeady9e/j5s35XR0mJbZ9nU2poAQy4WkI+vR31qDklTP8eKtNpgFZhdkjSvpYIAF9KJbxcf",
-	"9wzw2/7iLZP4eSDv04Nkv3LhQHWwV+JXCPJTLSC9pSI5LxiZVYze7bgu//nDwQ8/VD/8UPz49xfJi5ff",
-	"hldiTLXt4FK4bqciN1jahUDsdiJLmg5rvlbHX//wg3yue/3q61Cnx9fvOjELahE4K89FXq+KsH+bwneY",
-	"3oAnq0nVClzEB6cQG3dKIFCcqb6r83zgChgb4ZJ89+mWfPf5w4ew1VZWfEWrzZ/YZmx7pZcHb36tN0y4",
-	"+fBtxluW5lTvQdOqfmo4hGdtCrx3sLPQGkJ8xT7hv8OMsdoWTggvMvaQEFXxxQJV4z1n6xBzg+60jC2c",
-	"NGTBwEtgGnE5NfAON3BpStvhU9/7Nn0Yb7q1xDJE5JAF5OXt2w+IUaaN7VMC4aJCYe0Y1sIUaV5n7G2W",
-	"Q12tdgMA8aKqC7wkUYKs6MPbLD9f0iocZs6y/NY+3y9iujtrKpvmd/EzcH3jm6YS6whTUJOGWIm17EwD",
-	"LIZeybE3kPBwOPpxCxIBdgB2dsZyUSwkUcLLgALd2X7tyAwCMwV2M7nsJoo1KCBkQAgAsmVA3Ifv+drb",
-	"rhlf4jZCZ5GDmxDRHK7Zvbhjw1X9lX4Oyvrz3LE24b7Sinp7T5pnLkqRBmIc37G1w5Ng+hGrv3RjaBYU",
-	"2o6TzNhHGP3SvUhNwp+We9cRLmXNMjSE9P4Vuf4DW6ZwkT3f4cZXd2KcQQfGIeKVuL5AIQPM15hrEPOu",
-	"pD1hwRUraCmXQp2laTAd9IxI8wSUeEtJkDwycNMQQQ2D2hmo1loXuaDhLIVRvPwcb5iAh3MtqrsuaUhv",
-	"LYeK8IbeupYTzBe113gm2oOqcInwlJEqj2Ad1rW9FjREpJgsACVlfAXJz7SqNhZPtJnVget4HEZipzvZ",
-	"4ugcXuU9Q2lm+QU6kDsKgFyKtYkywuB5kQP+rJUKB5KknRTAGaBK0XS5Ms62VXOgzJID+7NgCLQXz8wg",
-	"mbkULJjPpqz51ckQPNMQRllnwcys9K3KjYlIBomcUAqfyWYfWoqDngBmb/xyv3Rt+3oMbil6xwqD2+ol",
-	"nnBJPsHChs90SBm/p/HVscBdlrjevXRkanAPYJJTI3b6MHNHz8liPNZwZ3GbCfeTgLvDHLP2++3Jc+i9",
-	"RLD7EQISXeVbese8Jf4HL2wDIjBqu21PLlShvxVprdUHHO1ndcbVNQunxbeedGUqhVZ3NkPa0gKGNh0A",
-	"pVyGr0IbsxMMfB+FZkyh36iCR1tLSiVxP9i11DFyk3tuUGDga0OTWlZiluuxYGpGkW+u7CfGfRjtz2wv",
-	"kZ7GYEYOvmLQuMdZNtEv86OxtIXD/gtQtuEr2AOXULddaN8IbVoJxVvrUcRU7UK+lhB1Ruv3rI/hEBhv",
-	"HJHUfgoFw9/C3LO8JlOn4abg3E5pWU7BJJpaLNIpOYTpnt4vhVTmy1bcZaolperqk0KblM35FspdKQOg",
-	"TGdl6XgzMPhikU8RFko3q30ZiGq73o+6jxp3fFrL3LzWztUp3E+1Ar3mZs2UmA7fDu4G4OBsFtmxWJ/J",
-	"J7l9++Au3iDyD9W2vCAWMeFQfyCR5sWSCrQxEkzaGldHv91d3SBArsUffDqpAbEPJPrzStVQkSHVKfny",
-	"xSzWn/W/v3zpuUsKveWX2HbHUV1V4mGz7wV5Wee51pQPG8ArspRYO25FJSyjHDD57xTTdTcDX44nP/7/",
-	"/9fB4/cGdifPiSgeC5SEgtInT97Q6b7XI/GR/xdDSUIAoNNtoCRwGwCurrlyMVc0oiK5WCy2YYCHgZJG",
-	"bj+AhTAeXo8EBO7fg5Akejc4yQgfxaJ8opMY6HVd2kNitBSFWQ2e+P9lz9H2SP8pj8z/SaeLKH+FwwVB",
-	"MXcTz90zI3YWi1/5iBg+FP7Bam2MQqv6wXwcBaDxSHNTYAM63nGlhSuVtWdIU8Wy62jpmP2G1CXAui95",
-	"uiRLrlvfIPC1bWNkOD6jis6oBAbECJaE/sqOyD7u7GCAmBj5rnhF3HldVaxQZpbscyObXdN8ZO/XFVds",
-	"QpeMZvqo3bX/a6rSJeuH5KGGENA8ug/el5umJCARoRXrTIHX0bAMa/E2uP3Bmw7EfqvwJEKY8ib8Cr8+",
-	"JtcWTotKYukSXWZJxqQejKlfw9jiqe/3ZlyW2Eei6grRvbS9TGibbcAyFvhq6plEWIi+yHs/yJA3/jP8",
-	"Sf9pfW5OaswMwJ416afb5z4+MpKs0ZZcYrOHnz9fvg1XxI6kz3M4ZztGvsaBRirgORE1yAfoG1qkLI8U",
-	"3VqSqb4+V9qt1nJE5rygOV7RD3R+kANtt9IAqizEXJuXuo+QuqG+CL3guxZlBrADGEhsjuQXzQ6IlSuD",
-	"oTGOeYDKO4Z7hSvIZ7zjRfY6AuvpKE9H7xHkhB9xrQDVDbB8/p3CboLYvVlwc5y0bhnctZ9lBfUnrE3L",
-	"1vR6UBuepT3ZsLS7V6m8k6HkQ9+rBF2KqGJhj7L1/mHy6HYXRtNIN+eTY2lOUM8bLszHs0p/xAAVpJU8",
-	"Hbu0HeieXGXts248z7T5RZBqWv5GXNOBPdhHON2WjMSw9OiuI+d0o5BOyU2dpoDJkpB3RrHfasX+qcbU",
-	"2HOj1CFYAWo5TF/81imxAyh3N4g/rvmD5ADbP0gO7AsOkgPbfM+GuMrpJsQocQawt8B1ABXAmJVFt/bf",
-	"7q7VVkdmfeBxoThtzMKuRFmyDAqtY4jKkpinyIyl1MIAmKFW2lxVQhCZi3W+Gfnaef/7dhhAlFb21vQR",
-	"ImpIh2UpvDFbKCF8TmixOX6KWCamM/vrHkb8gkmLteiC7zzz6nQ2EZCDeKX3UqlyMs/vE4J/rcqvE7LM",
-	"JcKTDYCSVWwlFDvLsio+p2jnYuW8PtKbmwOEROAqdrpXA0ZiM4M7Wogjwj5hEKdhH35ERbtd1mQrmdn3",
-	"2pFrsql596ba7mi3Nbpb05+9uEJGzRQ+qZvFM+AWXdPAYFJlPMN7P4evMZauyLS+4wFotGng/KsLsL9p",
-	"EGTr41DPLc550rh+iNvT6l8n96LXz9iemcfqjd3JrbCHIQkYpnhqz2iPFFXiYRP1wW+3WPf03JuSFuOY",
-	"IwSZeNgE0lueBP//8fM86CZ1x3mKZx1XJtnUVmLpZ577Nm9IUz9sxnncGIY19VqDI5Bhw6vb82fW83EY",
-	"RGaHrGlz1g5oODOEbQXXnkXbp7hwmfTjcGwHNLUoPKLkJ7WaRl56gECLtaGNwl6dmlC9RcTErhbC/Qho",
-	"ViU5tNVnZS2Xid0GR09iZLRzMyJjFPN5zgvWd8iCA7zWg/mED+962Ipi1CsAgwxT0nZ+Q8UXvAczykwD",
-	"UlpIcljWeW7MG5z4Oc8jvBPm9AlUrpmT2V92YzDCCYIJd02KnTtDIkUBzUFmMrxHAn1i1UPK2lG4U0K1",
-	"mwlbA5I9EGVbm0zaZN7K/NsrqGI2pwuqjLlM8zja6cD+UxVN72JUXNDgM0nwofhsD4/iVrcQNCjiMaIP",
-	"hhVTVGpXWX0SE7IRkW0Viy8I2JI2vjQmimSWdnQUx1Y1/LeP4vgD3UHI7Dk2Pm5zY+tE/uFxm9Y2DwgD",
-	"aGyIBOP5Y5iDTt15YfE7nZqE04Su6caPxWBDB8mB+VlPSAW3bFAuWQ5FcRQ4C1DrtzxO3LSO1TCYbR9K",
-	"20fMKvP9SClK49w7CTDvJCTCv/U4FisHLQ0jPgSElqMnpK8KNhmfhrsgzi8C5mjzyLKKNQUhGRMWTCYo",
-	"BRLwN8KYUTeIzWHxgd7/TA6hobG9HSY+2mn4nU0Ic2ElI7jl7tP3jOZq+ZYpyvNgsWohWSFrrOHHa+YM",
-	"H7Y2gLayQ2WhHqxDEDYTC7sNfUK4hhYObZZdQk1i+FxMXQfxYjpjD8T8zCbpoIOxolqxsZGxO0ioDszH",
-	"ZZHxe57B4Qkzhxn54zU0zjfkxYf0s8EWGOeRWSAClxrh1YoGN3UOHKjRi7cmtpeavAL8QQvApBDmU72q",
-	"d4VYxy/6Ho0eT+cqchA0cimbxBGvLbu9P1jW13cQ1oc/z2mR8QzNk5tlrTKxLiKkukN5Fw6LOJK4ss/R",
-	"6aDqG1nwp8JbxaS9QZJWBgQKcO+ut0VEgVMDZduVBPUSBWSN8ui1TbrKxtj/dQgB8J5VNHd7zNM0/uIC",
-	"tVvGAKIX0BkKek953gkhtTiMw8v5hhf6DLdw253XDVjHOISm9eCUg5a7WFGe788O68HJSFZkhCLBYCH0",
-	"fjKpmGxleNk6hc91BNjgBr9ormMB2VQ7dDYxzPxU73ZIv43nBr70MMk8x0qEsrFSXgLch4dx6/YJjGG4",
-	"klWMm+mhInJpknB2mM0+AlKsqoLyRrtOvCArjyxy5AlkliKchgFfTS7fOj8cYHIbOONAtUah+nEVbj7e",
-	"NmAylo3bk4kIJyf8ICBXfmvmNsYWuw95m1CzZBpuUTb6kxJf+zBS+BsqeQo8u3rm9eLSmaiV2+gmIwSr",
-	"iAOWSBVCDDi/+kz0N1yxVNUVgyQSZ/Qby7jhNwsH/n7VEz8VqxUP7Xsk2sWvLTcRNbmQSIPfQegfS2uo",
-	"hMjTJeWFU6fB1tccST23Wl8KqcLgHe+FVC3cM8+k+1XsDxE6mTrEX/sseVmJrA5p4yv8og+fJA+SNsLV",
-	"dJu/EMDaHDHWVgbtDhHC+NWoKyG17zTP7hqmqkvAVR+q/pW8SIPvG6lSR57/o64cYAGbJt1Oa5MqBm05",
-	"J+EgYQnqFn+euxNi1z2u865FziJEUC1p+A0In4ICepbn6Cu0pXO012RGoYe5C9VT/6TdUhmJ64CKmvDC",
-	"Z+wFn9Vl6u0LCwktZSKC2JNTqS7Cl5DwcYMDIiH1suWYcW2rmQSiaOsxe+imXgFE18ALltSQn9YF2TAV",
-	"f01dhPTFjc+Obd+ByuKUFHWe971ov4xWdJY+FfkAchksDMBTAm2zCV80wQVoJkJYUxcFHWTbghektCAz",
-	"4CkhK1oAy2C8zUHCQmiSS2IeJoVYR6y0ugSqtSufY3pMRw0ptUE/1PbSigLiEuaoygicG5V3MXAreYdH",
-	"OPgS3PGmWULNMdrXNd92kLyF2B5xSxCa6fWltbVB/L3Yr0HiGS0hLSJ3SVqJNjDuLqBRcqNSMPqHeV0X",
-	"w75Ui+K8w3/eGzcIe8F/H2BXAHGayJKl2mUDupNcIV+A1KZYx4xqhtWXX39RZB412a6WTDm8w7gEM5j6",
-	"ExPYsnGrq6VF9+ijOyX69YBuOXSgtPQKnBqBLi5FpY8jd6gA2YwedqbtD1EZrvoZgw/CN7LDWmQnXVE6",
-	"VeBbWp4o+DPTjC1xchrfIFF/yHzR8ju96NKA06n3f/Y2GP98o7/Ce3YKJsmqZBmhCnSG+eLw8uYT+fbV",
-	"yYuE4Ak7rQswwpCEty7sz+A38tfwH/d8J2LlDM6qmcmzq0uHr4P7y/SFr0q8oJP/AD8W4r8IuBl9DX7d",
-	"jTtuVT/6Y2IPZYjpLnK/9GQej+/ntFfH83waeW17QYGpCO2lW5rfwdWnFx7tLMvx71+8aO7wunf/G4B0",
-	"C4V+2Kuv9ex+S+7e/0ywFbzWk9YGMVftzyTJ6ToBL2m2AZR4fLA14fqbrdjnSSD8uXUrvumgzrVHf6VU",
-	"dOyQxVrL5USJiaL5HVkE3ZAoRNenkhXkUFvJR1r/AvBKRg4h0nw0AnDINhzrezx5rkCu71S4zI2QqkOK",
-	"rkgxKt6IrymHyIsS+uCIQr5sbwNIYL4JhkCx5dmuxQkD6XoZu+cpeyYN/ZRA9pQ+AL3I9b1uDOU1p2tT",
-	"I6qbhhBzi6CxTFcUOarq4OXHUBmk17Zkyt8TpC7HGxfYRP+8BCeAZ705MFB60JOqGKnzsRW2DpDOZi1C",
-	"nmxVF/KUXDOowchM6sjbiw8Xtxfk+Pj4OTzsT/KNK+GxPwrOdUnTO6YiEnd9e0XMA7tIXLym4r1Y2yJW",
-	"JhUFKBm9tRezl9+++DbCE1uqXXRMiKUVx98rT63JxiJb/NWeVY28U6XghK1d5JgagiBPMnDA7ZXx9ULS",
-	"0UD+fglqPCbVr0ATAVdQ1ALbdKki6ILyQj9g8ngtJyItMmLIAdIlzXNmGPg7Vxj5QlRcLTtMAx/ffhNj",
-	"GnC/cNcPfut2T2ADN+/PJi+/eRXcDo+ipMAXN5PQvvD4dakkVkwtRdaer7cXN+fXl28utiYNlgR/0Vhy",
-	"sEBtIh/bQEJuLm4/X+nD+OrD2f/VHc2r1mC+2hrMj3//KnnxKtzvQgQZO8/slML3UAAIrke7f0BFBBeY",
-	"2oIH2lCaN0t/SiiZV0wuSUWLTKxMY8PXw2NgS34SZXu2aQ2EnO1x/HtNc46M51oZILPsloye6p4x42gQ",
-	"SpaYtWIDWT+JMiEpdh4gpVK4yrl+d05evnrxe4RiRDYNBO5GgorWmVsgaRF0Mgx7xcNKtrV9P19fJjZx",
-	"0LBglLUy2A6+HCFfBy1c4GxaV3yKfEV2+EsXqNyi9xqY+zFsHXaO3Xb8B5Fv6IkNquUlr7IrWqnNOS3p",
-	"jOc8GJ5v4vGWOVn7kEAxCZHPLOBeaIdMq8NQc+5lG9I8tsXS3LRvClXHczM3LzjH9oPczI90nB197oDf",
-	"3AO2DheCVBl8HX+CcfDmp8GQfyYYxvzxof1D/nsQW7V7uc1CNXhJCj8ceYfvv2tEBMu0HPK8/ZH665L4",
-	"0tq/Tz7we3ZlapGDl2Ew7eTz9Qdp6ouAv9vA2eyFFdfkZj+iEmpvGgAYCSD0zBjk/dhclx2jqLuyqMJ7",
-	"QeQIjdQgQ0wtwocrebHI2URrjs/XH7DEwBjC429RzTpj8C581/+kRTXY3BAGg5+r31olIK1AFo1A7v6P",
-	"+9W7DEpgD0b7DtUvzcDbG9Mu8vhd+TinAuwXu4th6zrkAT3H2zs4NwwHrWwMY44BwXE4NwPqvrRkSgUw",
-	"BlKr6IYXQf9SHwza/VPkK/zHSkhl71nnfIHlBMChcdjwKZwc7Ybr+9VJn/fcX1snUNqctjsFZhkUmFUL",
-	"Ig9J1DODPy6fkQCwAWa55zLRPy+IqBHn9OgU/kScA3L4/fuLqyMvbR6AHnfe0nYQbTrObwL3fj1SBzrr",
-	"Ay/ugq5Do4ByXgASrJYkn5oFfAWDolUxlPTxPB/OJoPmbY6EC2/ldDNE3DFG/UPjpg4802upzwBjX8td",
-	"zwA7yNhZZb9H3IxDU1PFHM6nQyudxGtCbRt/Cha2tCcNK0K9FWlNYftt2kio1WTFqgWbYIAyXP5ibtKv",
-	"abEYSHHQ238pClFXkry/vb0i8BtvdiVjd4BCWzFZr3ixOAoHl4JwwQhrVKhK5DnL8AXAjYMLK9aQA9EK",
-	"HRwiTjDFWS+pWh4Bj5MFFduFOae1Dq2l7yHT6U7fj+P23+NVPvX3q9P4/l7VAvNk2t/bWU+t/RMD9jxj",
-	"G2GQQZyz9kyis7B5/BHRrxmtmv3AqGRPsToVK9gamN7aQEABdTmTIq8V+9CzMl9/Bbn3nf0iFM2JXVAP",
-	"e/8UvCy5FBWmEtMC321abhYHm/UAt3vXAPVb57M1L6Tz8LAcHJDIjk6x9c6hqg/GdCl4yhLSOmBN+EGf",
-	"knANq+VkwDAwk+JW/dVJFKRprLTnHG4TELKpZBUXWWtePXnfhQbq1SNMFr3xoDupuGeV/B9msTQwPb/J",
-	"7sRT23OAG1huriTJRUqVqP4L7+HQrnyKXbZbWKAdj57q+Z7uEUz+593aj0VXObVrkzjC8NbzyJeDwG8N",
-	"TMUgEPm/NM5TREGeHqm9i7bi47bvgTjfA94eKay6rWghU5Gx6patyjwYzjlDEhF4iijzWEAV1hkXb7iq",
-	"qGJ/moVABm5ptWDKZE7MuHLV9Xczrp7LU3JCcqYszgK+L10KIVn/xnSXID38P/DS83AqxidM4sB+wRXz",
-	"KUlFuSF3jJWGm7Io6xbdpP5e+wc0PUgORAl1omW6+kJzujZ/rmr8G+6Sftwfv9o8tkumxqiCBbOSHnC3",
-	"J17fvHgZ9MNVRc+qECPlu7oCd9EunIAvAKkR/3wO6bt4LMmE5HzFDVjpBCAGVEImqi5Yov8ttF/3+j4h",
-	"k5zdszwhk0VCJndswwv1ZcWLhExm84RM0kr/d0UftCjpD+u55D9DG/zhy3ylG6WV/k8KCmki0y9qWTG5",
-	"FHlbz2wHZrHbQOHd9HyYQcFXQV+93NZBgLUYBp0wgjh3YBx6SwSEsGcrvBxkwopBc5iXG2wOXpCSP7Bc",
-	"7twFbTcM9WHXEHtHVn2qdKRq7uK2DZ6ItsVwHvLngv9UM3RNzHkABUKpQG7tkekHr74K3+IPw4bvxUHq",
-	"Gh6ASPfLdPAVYZRSnrFRCh0xWJ5UoWPOZb8QwWv7VTr2bDeVvnwJeVrLl6++6VPeEYAX82JEeNl/E/3+",
-	"1bcD4+9eJvryvH2f0S6n8WaudTLaUTkl4WurgEAk24e+f0bEUOd9OR1nlERKcbbNkvFVOPYHfjnJKKMz",
-	"YDLtXYXzGebhrOS3+mx5dJIZbmZCi8YBdA4FJpNIEEMthdwca6F0MqAqvQzt+O/Y2may2OL/CpmGeUHO",
-	"L99ea+/VUOZXrMxpaiHHLPCMKJj2LAqjwnMO6WiQkUOLjQ8b4VZjiNTJHbfeaeyO256rAz0YtZXX0Mpn",
-	"GK96wwk2+hV+fk3IhhjjSxRCvWFzUbGeUUBSV3ccXOpl5jucIb1JFvplZTfRon+p4f4Q6i9njFD/1x6O",
-	"1HZixtCi88Is+osAJ3BdlUJG5sp82bciIeP3l+j2NWQ4f6xEXe63hd/h1oQY1EI302zmPfZvr/n/rmLa",
-	"nHpQwUSykVL9lku4IbR6cydhHpzIx8+hw9R9xCyCTgJskbNaLT/ds+oqp7y4VrIMUeKq7fRWg3dMCSKU",
-	"uPRFIvS3pW6NTA1V5vSY3NZVgeQURFgGfZ8sk1bMpg8XjOHVzArxYSB9WGvgKV5dfa7yKTn8+uSETHkB",
-	"2//LTGSbKRHaRVvzSF1IPJoXWukRdHu0VgJpsYJIQaLCrFKIXvaxyOt2/gxwfoEqDyUmZZ3n4V+O2wuY",
-	"SwF1yqKS43YGZqifx1OaPn3358t3xLiy2ov84xvI2m/Amw3UwqCvEq+8wHeY4g6e+W8xH45+SbS86C2X",
-	"CDRiYStJSotCgDr3UDq25x402Z9YwBf5E4MUX20EPHAJF/XwsPXroATGp+FEfq05OGHw5Bg3fEkl1AD1",
-	"X21LU+9oLo5dCdr2eJZUXqmf+1tL6YpVFEAOSlpMFM/V5GfRgtvxWuTyZkkrK0QDLZuZ4JJI/SMMVJK6",
-	"bDCjlT7gI5X7O3ncHkeysdKsF2ff4rlxg5L1K5wh2iBCCoc3FaN3IQljJQzC0Yk7j9dwyOSM3sdgDvyK",
-	"nN7kXVwTP/ys9fmtz8w84vfXrd+4fMHPoVwJbcEYkf18/eGYwI2CoztbkcPp7373u/9zmpCpntj/43e/",
-	"+930yHM9zQHinSsJmdUO3NPWUkEHWYIxalpkBCCqpaJ4SSvpir0m1CZp0ALOFVeDYE+n1vHVHFSJVlOQ",
-	"wR84oo6OyRm0a7P5/TYqthL3qBlWQUroXRlY9zvWRmJv70Gui3bQZ8mqJ/MFSS1ZtY8Vifvzu363Ri7F",
-	"urBFC6kopMiZ593hWEmaM1pZhp5BfVGJnF1mEedDf0m4S70e8D2onYaK3Qt7pugJeSYdBLf2/kSRsifz",
-	"PmLQl7B14Tvre+DS7NpJx88OxKoHiV6qbgVvr5DJEK7fp8ItoOkXV+ZiGfF8tXdeUinX2mzLqKKBSor4",
-	"hYYDFNNt+9cau2bm9ctlXCZXdKMtFpDLKLrRB7HgxXD34RxBZnr9nq2aB/cgzp978hGVD2bizzEi3A/Z",
-	"ZhdJz3KLd1JUBG5aglUa+mnsr30cUdlgnbrcwzt1PrqhmxIKtyUQzcxN4B4FG7Ht1zAqb29BOP4MUbH+",
-	"BGxcgzvdv+W0Bs6ZipQL9wT6tzfE/hShWEE1rkhFP3l8sFOVGOyKVhhLP5uQGm9J6EoUC8gVwKnjRZrX",
-	"kHNhpgaU8XAephlDqxzM3+1Jg8hrJSoeYfZ3c2j7/BhRjMNUFTDIf0KCisK96mmpKnBRLcqkbXJUqBxO",
-	"mvFcFc1k4TsBQwd4K3zSigTjJ1redGd+KxKL79lsKcTdW5bze1ZthulHM/MkOXSVeGcJ+QEfwRpCyKsA",
-	"207+cHAUYRTFZvAf52JVorZJDr5HzIxrpgDLyNGK9nCJAqxvWldcbQC0xSB0MFqx6qwOXWc11ZNm54OT",
-	"MZX36ZeSqi/Hx8cI/zOrJS+YlGRG0ztWZFKb8dacoCkAQ2I7h/BjaX58pOfgnuUSVXAbsoWkQtxxdmp8",
-	"B0kowb7a2DakQVVsjvXJ2h3++uQFmdKSf4Envtg1hyQzdGq0pweNNFKyVKpE3y09q9Ilv2e3kDoemA78",
-	"2qSWY8QdEoXM52akDvKOHE71vIqK/wz/fk3e4AB+qE9OvkrPrs/fX/754svt5fmfLm7hMzZFyrcJzAeU",
-	"q2jLJaVVtfHqhn+qtWRNK5V+Me/GEU+Pxo4UOxJLUWOgn0qtp1Je0kKZKfcXofHMkqbWzoT1v39/eQUi",
-	"/v37i6tmPiSRwlH3FRmtMnzSVGCTtajuxg4ArsxCkYxY391q/U1wD5bwlMx4kUnIt6qEWEG39T8wgpaQ",
-	"SijqQQBXDIvkW7iGHChQLSUBHqMHf5nc3KeT69vzCfa1UYQl/xPzSbrOQdDDZAh6B7U3BMC4mN7kcDb7",
-	"Avfly3sh1QR2Gf5sijYeuOcZas/3t7dXN0enCHk6AaOjVS7TJvWALFhCcynAuccKdRzduazmOLyprcMH",
-	"JnCIEUyQUY1Mb1g6ecdUupzccMWm2hCdfoLvphANUEu2gQB3ZzN/RaaprOZfKvY3IGidurnGmWjm2hvu",
-	"9jxrxceD4OFa2jEWoId/ZaNbN6zCkKoWd7j2nkj3lB5fxWgOxtgkFatVXdhs1xUt6AIqrJtQWUOnD7vH",
-	"AwGzoN+6RfyldFHWBC8TJg7YIWMycVnLSVNhBE+izGvxlZZmlVdQB1Vwqaygwwlu0zb14LiSpKxnOU+x",
-	"6saeVJhWjEesWkqzNDkFA9mQr4AIkRmVzF0Fp0shWWFFM2NlLjasOiYXcA7+282n7wgwcdqrkVoaW38K",
-	"eJxv4I5CLmnJyPTvqchYYjHqE2BoY5eZHriqNtr4/t+JJaz5379MsceYDGRa92uBpn+Z3OoGJpfZVPtA",
-	"pSgkc8ARutsmyYv9VNNckql53TRxGosanlC4srQwqisk+27YXs1y5WIhj8kV1aY8XHF7KtDyYNqfsOKe",
-	"5QLGjPahNUsSAlZJAgbdX3/Ug/RCdCuwuIvSvcP5NAaqcyWyOtfrpuqqgMVEqWCFgnlBRtGpbnx6TC5o",
-	"6uk0sPZRPuwZ6t/c6j39oFXMpPlw6nCUzYubh/CDacMAbGaJFXNRpUwGG1MOHANut2cbOBcxzsMlgZW2",
-	"smxWiTWgB/ZN5kSuau1WmouLrOJzRag+ITCA6o1s+rspWTGqT6oaTGj3VULYgz7kgCq0WU2UDa0a8Yy2",
-	"Q4Fd9ZpolxjXLV2aU5LQQhSblailuf32qJH9nmgdPNW7dMly0MFGuluqGVs4Jp+aHq1odccy25HmlH5N",
-	"aMknaCbYroCV4Yw8aXSb1sEQ78G4rofR44ws/aDeoUFr69SfoHh3jH04cceU36m0ffS1uuZ12B0UTYea",
-	"OfySsYLrU8OfHtztvjBLMsXlmg4tJKrF3lWMjjwXKc3BrHON+cM1FpDhItdiLmz2Yy5ECaUqgLY3pwbX",
-	"Zmud7FyMlIZKpVYaFL0zNVg0bvwl1vg0anPasW+m5FBUyZAFCIA4vVbx1ouNYWx3Udh0lKzIjrC+BONI",
-	"YmX7q8+w01ZWVKINFGa2NS2ch4JmPVQKufog86HCyouQv6GtcNwB5ipjehybb3zRBNucwuJIZ5PaAeL1",
-	"pyuJa3fOpKLORLaxByuA20o5r3PHQm7KdLFCSDZq8QwtPkkOfzgwP/MfJnWRG/YFxbIfDo5OTRlKbmXM",
-	"/shE0dqlfMjYBZVWvk1qZ+7FyYtmfZBFY4I/+Z7NbgQMry6B9OmYfHIFg9JUvbTfBekQPGeFeo19bERe",
-	"zBsj5w2ZAz+Yu7eCo4AcvrETUQgzMlN3gbtYz4XuqqmHMSHQo9P2wJCzGWOHeiujeYeH1qGhHWL3cD5R",
-	"vFIFYmb9r6vb/yArcc/03z5t9pEFDYYuGApgg7DsnCwk2VtrS8yMjusjEMK1lLx8eLBygCeZ/V0CpWWp",
-	"jSG0AxMLVrCK5jg9L44S5wYpfL0Wuqn+H1N3hX6//hS6Txfgo3f7rrq87YfT7xru7jPTMbe1rck2NY/f",
-	"bko2PfIoxOEtlkLAIjwbg7M47Xc9zZy8PHnR9O3m7ZXL04Fl/xrM24qnd9rUuzy/0EYDkspJByP2h9+/",
-	"/MbaRSBu+p0d2YBXFEItsfhsDpdyxhY7pBgaRfXTBOwx+Ks/ysVC1CogDLQg0zMoSkdw9ukxOTPRgJJW",
-	"dMUsR2rTEwe/lLE0p0ElduIdn/Y6FhqdakMQs5LAxqJEn5oly5UJx5krA9tPKgmfG10JIC94z9tU/56G",
-	"qn+774SIEs0wUfromFwzmuGOx/ewrHHmW5jKWpdYa6kNxV2xlHFzd2z3KBp/dsO2TzXteXOpWJFupuSw",
-	"mdrpzX3qf3dkMiEkbEiMDFAk7Tc5j6/JFI7+aeKXdyXNlOHN3imZ5rxgVB+Ks5xNsZoaS+irlWyRROWN",
-	"o40bUyvTvBmx3iCWKhOMRpRChHMGhx5ySVsIdIZuF/f9HGhAQTi+OfmqSw9puS4Y1b6PFsBmnvWrc4Ed",
-	"V1q1uK3W6TzmJOAkYOhBrzEsqx6RWBe4nol9EnSFu+b1sgKAVER7q7qJDdJ2tseYC2msMzxwW26i62DX",
-	"LTSScKNozqzJdmi/u7lP4YvpER4/VuHSDcm11WBoNMiKwsxUol4szUEDrjxq62PyfcXhFLJhFcvLadMf",
-	"UAOzDSxJsyLNdvWoEZ0ahQ1uvGS3PGj3ZlRRkvGKpUpUm2cSADSMw8glYHCuYQHmFWMTWWpjs2Lgrxml",
-	"Icka+2w683uvM1KJii7Yl3md51Ny6GZ0elnIej7nqbbVbvCh6ZHnyyPxM76O48szDAzhzNkUE6SktWpV",
-	"H4q6MwosOuN9giAlZPocKSanNl6TYYAaMh8ascMvIb3F+I+YbAHXVVzlzCWLBANEZ1eXHlfU64MXxyfH",
-	"J8cvXv0BWMZKVtCSH7w++Ep/iHVDS4i5P6clf37/8rl25p7PhFBSVRRyL8tgbsk5XHNJcw+iFQO6p16E",
-	"B0mELIQnL6Sied6cRZ1cmmPyyXc7jNEO+T5cSZbPUd06y4E6T2K2iXo0r+0cFga5E1RgKmxyOm1cGRsy",
-	"AqXB8XyiuhWpAGNITylDc4kcTicT881Ef8KZ1MJjR6UdoLmo1hTCYXb3Hk7f4WdgXkz/MnH/nPwOP7hm",
-	"NJ9cXul//JnTqfPBc37HwNJz/i8WPGwfm1+ZMxG7aeYQjEyYSBNuWHqxCFGDUwNHxEooCwt6TN6JCn4k",
-	"m2EB6kBO5JLleYJp9AYlBzd0WQHKIW1QwJwg4XY0rkIuLEx2IToCA+mX0lyw8MKqvDe2ncm5yLRa4SZg",
-	"D2Ue1oR3a+kt+CEl60rAWZMxd8TBTFWsxIQPUTBJvn75hyMtg+DLBnvVOp225/4PpxDuWgtSYfaPi12z",
-	"B5oq7bAUDFBKjqFC11hDl9nB6wM3vjP9XtiX5nyXB6//GiTsac+ssz78BXkGU50YpAkjNL58b2+ygauD",
-	"9jrYexEKCUoDyWU/4oUnk+r/Y+/tm9vGsXzhr4Jy3arYt+iXpNO903ZN3XIn6W7vdide25m+d3dmI5iE",
-	"JIwpgA8BWtGk+rs/hXMOQFAiJTmxZDvhHzPt2HwBQJwfzuvv/KQzSMF1QyXa8qiu/fCfBlOj60cvi+g2",
-	"V84nqYGDvT1y7OaT1BquE4UsyvwMYcUuTDvYiSO3DmWQOQvOFYDSF0dH9zY9DFi3z6YNcBvl2X8mOy9x",
-	"LG2vCGM+/IlnYeHcLd+tvuVnXV7LLBMK7/hx9R2vtBrmEkPXL5+v8Ypz7GBxpfVvvBwJvO/71fe9V0SE",
-	"JTJIInYmG9z8Yo1RXmn9O1czWg5oHP39Okt4pqzbWjm28Yrj2k5+3eYPDYzo6Fy+y9xhz0cGUnyI8nn+",
-	"iPPZTbFHe+d458cfd/zvapfizvEOug3rv+E/cQP/mXSc//t17tJItPbjAsaxwD3cgedsJmwdt4iy4EBz",
-	"N2PyhtSYBiqN0xic2eKrgyGwCH/RqlWtOGBntnZ8zHtD2bVIeWXcoXOtnVoeEqq8Zh7evwjQvwgbkOYy",
-	"JP1sSurnX9UBAPV64Wc6eFTb/EpgLl8oGMDN3twfxso8BxsNO60QdnVu/3vd5ikvbDrmh59k9ueSLa4y",
-	"zP0RtV5Dd0YlVIGdCeqpM4ysnr/9hckJHzmbBxp+DOWt8FE72M+e6biqec+js9rrpFTxP5RDK4RiE6kq",
-	"9P6QUKBWC0EC/3qv4aEVWJNJRZz18E2isfiLMdLWILgHVYximwc0+bMMXD31NTm4M2CKYYQSXL2mihYH",
-	"twG+EfEAPGzSx3iDivYSbTAsfM0SJP2HjNEi5ykW+SxI6Ssc3CoVqoUrO244ASqQs41qBUhmCwd/rP6E",
-	"hK+qgitb1Z+lcAEb5bDATpwtD8auXC2PbsWG6NNNoM0+5iZRPi36ST5bQXi5+pa32v6sK5U9KkhCWQ5i",
-	"k4a9smWwOaSUnW7z+gz9j8HERngJHzUJSdJ4wJKzwZhKONxRYuqwKonBZTrW3v4DZ2Bcm0AY5faNzjOH",
-	"H+5wVJrlWo2AyC34OQ/YqWLUaM9diAA+wyIOfHM0SjBG47OemxvPEx37wyJMWJTqC1ysL5dsdHgDeHye",
-	"kC8v8FtDxj9fJaDZv/Jz6ZL7xgc4+Ex9/vHIK3yseYGlwENzrluSYvCi7nvzcYl/jNytjfqHWpMdiWzf",
-	"TSiqb6GeYOAtlmrEBiSd53R305lKKTAQ1wg+Dq0aLo46jBH52QZ7oCYjb9FCUkO7X21ZjsRxI47d5pNq",
-	"S4AgaMgFvwHKLd+uRAmJHi4sQCLHO1QehVVUumS2rGt/THDKSus0ElyLheVj4OtyiuaUl1lc0+SVpabW",
-	"9cyQdrRPm8/dDvERgFoozIWg5cBv4AM/og84/EHCdGXB2zhwj6pKMdg7Qa0GXOgQsIiMm0AElgR3Pelk",
-	"L1/8yAYlt+ID0ZQNohDLVKpMT6nG1xgH0h4KwqKBijgRRAsQfl3oXKaz1tJ8w2fOsJvtHbDTPK/TXqKK",
-	"C0rDu9U3Tj+ryyzi3iNwDqGrH1MkMW4GFXhtOhwKzrup8h9uZzOOI3yPf8kKx5E/KP1OiZd2uw6hONTa",
-	"NdpGvZWv36mzEX3ubvwhsWMefMjPVwufr+Oc4ZRoI7Le2XR/R2jtXELgjCWQUM4pbEUtU+2HZY30kNLc",
-	"gPqdtU9UeObC2QkYt+zEFOmNifRFGjdYxVDyHftsdQHZgaHNKyAegaUBcoCpZr9aW7xT+Sxhl3wiLqUV",
-	"f720pUyth6LjluqOKHV2rEu778zarLVkhE5ASBhvz3J3TxpcuuNBDOqkET9BaVpS4APG+LR+GhW+k34Z",
-	"3onP3m/+KWKyHMRfwB39b+mApeqJosBCaGo5DTlcV/RTI1/51eXFz3QTGO0EJa3Z+ovJ+i2rDAeSEVGH",
-	"ua78/QP2B0ZwYu4ZOhaPnrcrOSFoZfiMGBeCHwoAD+2mBb9MVQoT4kkNp8yigtDhlonOcyQe4F5vbQTm",
-	"pcHR09/qXFW26z6t/7VP4CPt0Gt6+JA92mGLnhmfJdNi/yhY0t/Q+wQHOLci7JmiDi/6aboNWS/FrlNF",
-	"8LVQ6bUPK4g0CWmpjdk30tZxst25Uovj6KIBOrucFShHKhRg7LUrkXN1F5Rq6BUsGQLvvhzAa2WoqLkv",
-	"sqhswCpsSMGAZ68RkGIYkWqoZVxlZOL7bZEQpKMBhJ9/u5oHlf745ttdQSmS8inQ7ApFmoeETGJU/yAN",
-	"y2AjFJRwGOulsPtdZUdXi/jRBZMO9+mpdekZbynUhgk8Yj3nm46RQQt5Pm+ebsfGx1THbkXlImLF8DpW",
-	"0KlVVE4CRq7b+aQ8UI48bFeqFoDugFNd3qCpRMdqI6sicpPVR4fBHF6VeSqTa229DGCpK9IYLpzEDWMd",
-	"81bD4K1mQqG8jpwK9fLoRzZISZUetKKnW6gHtnZixCETph1ygsn5mI2Vh7Ib3ngfCG3oe5O8dlsAWR06",
-	"Am62KlVEuXEtxnJ+dFGlr/v9jaR9K8nJxm3jGrcXxHAokFBjgS+0Pkw82cesThJDhbh2YueY4Yn6GPlt",
-	"NMtEKiGnUaZjpAFwvzVjPcX7YSbSUL9qUDGjoiHKVL2FjCi4FLxe7REu9EVAZsgmj/voNV1ekYWvEQQP",
-	"ST22KGgPJTevYVWuRcf2bCzIfQvRyigSpqkvakmeowrCrrE3vXE6wdjBlsY/tpnJPg0jNo/d8dN8kDvg",
-	"DPg9jxm0VlCWXIO+mMOEbGlf3I6VIr7jhC6kTwUHj+c4LkKXEfBj7jrbxTooHEWoBnQWBVgqyh10IgtP",
-	"2CVGJF3ZpHZohsgz1ZWAYJI/bS9ytD9nA3rQB7plcMB+kzciHOduwfabZzHWBvgCizi1sKaro6c+M/dW",
-	"3N4ZXbsMOP+IDAj6fl0HepwIcAdDomUvx5rZ5xoSXyXOdYfmQEwb2FKDBra2RdSIkWHj+rvnKuhULn6D",
-	"dLSa0kDnGfRik6WxmMBNMkvFRJ6TeyzLbL/gJRHEQzlqTuWGSJBd51RbeYtZ7iDiJ54myGkU11IRcJ6+",
-	"fX3ALgNvpkF9A7KXkT3zmCFxps9zxpLDDv5l6Lmma/+BxJISKu9qC7O4hXjlV2shpN62T+pLDs852Jpr",
-	"XQd0RmtcS4P5DzEDB/X6d0Rkp+ve8nuDe3b9+97qTNzphteeKPmut9Q0zuvf+TdgAV3/+tOiuMPVWHNy",
-	"5xvuNIM3RPl8hzkEIu673UMk4Hf59DG97/r3/eo5n+90y7n91x1uOGuyNt9lrxmnrSB12B0WMLUVz+96",
-	"12XgEF7/nl+IsftngNC7DZFQGIbp799ohg6+Gfj6WnSbmLHPnz+PPdT6UEaVW0PfKqk+o7zqEH61qD4c",
-	"fd+uPoQFv5ViCuyFS4va6oYNcUaqN5Wg8Dz1AD04YK/i2s9mzwM4o4tcWqaHw4QJlZYzqJhfqEK9EbOo",
-	"dWo4uNkAyJ0HhwNeFIPDAbI+DUL/kkpBmMSTy9LDdtF1h2P8gPd8CJ68Pcrb9fTtnmcUqRYGvCk7wPgy",
-	"IP6/wQmyU7gb3HQaRPwUFgrNEQZILGkC73mwzjj+xXca9bX4YMhhV/+9lswQ+Doe5TaUFRK/Y0XwhtLP",
-	"3JXPDHGgJ6F5KuwIi9/UTKVNx8gMucWAjT8POjOE8aPdR8lQn/rxCFI/sK6IN5HznoAT2eB22oytQ26M",
-	"sPvAHToU5aH46FsNtJpgbz5izRD5RmgX1kZUgF6gusNCZkHUpENR1kwqu5gaD+SfB2GgzcEMEv8I9nyv",
-	"aXA5aKZGBfDaOctKactwJiI7YWWlsPID3TaBwQLJQhexCifplRE3pI0WDNGLrmjWr2mJukR/YS2/CVct",
-	"fhPcaSbeaverXKwhIXLiJaRdD/kDztGiFO6JAyhlpw7XyNWxFwgH6rSHRnIJ5W5yy6a6yrOosiphREqd",
-	"MHMji8KX1GBaBXpYp+PZAZsbA3R3aFClgOZAnB48z/d1uR9GpdC36+bLU6R65PWNxBszY5TcwiSRPcxX",
-	"VLMBrlSd9hE+2wgF0L3ugEHrAyJmDg18UJOAdopB18mo+ff1jIFadciL4tD3uq6Uz5UELmnU3XCNIJJL",
-	"zCeQVjOFVkbNcfisE+h5LyfigL2tNQTDcl7nOhWoTe1HzqJC63y5CgY2jWhx4Z5N2sFmM0mzTuuFF65Q",
-	"jxYBO2KJwu9KDTi2rhL58S9Nos25Yru0//eckNS0V7jre23pKWtL5/hlGRZBOMF2lg0h8+Z1JjyF1vNT",
-	"+yNLKrASnX1UswTJMurfVilrlvp6f8HXPiKHr3fxoNd3Cw4aeOE6Xhpc9d5Hs8RH09ygW/bRUIc+aQ2I",
-	"xZxHpOkCgWtjD8hy7wLskW24GBo9WjtOIhj7M5hkUmfDR9c9yBmKS7RsyL1n4avzLDTkfWun5OEn37nz",
-	"T8SDXLS1OnkNvzd1y2JP/6dqN/JJ3XGWtQCE0vYDNOQaxC5S3xiMlHdyVdiaXGuiQb+l0ooc4rVR2iYO",
-	"mO2GVtgK+QxBq0RmQ2RfOibv77W240WEwvnNIdTdzvG5M3ez5+06yZs1UFBrpkcPFHflPngyGaC4vepW",
-	"iZuU9WSnqJYUTfNw5vnqm+i6tVpHNiVnsS36PUnO/WsH3R3cOySIFiE02Hx8ygA5nHyf5K9Mvr8pRQB3",
-	"5wMoAosOszVTvICPWKoRUqHU7rZdtPTR/ZlJk+pbUYpsr5kS1m5LUyz0m02fms/KeCRZFbRH+uyKdSz3",
-	"JV7ojUdDQqeofSN4mQI3Er+WOSSadkj1JUY0sIo3PIAZMeHKypThkzwTOHj0RlXpC1p9037qGdkkDbyI",
-	"ngYPIXZUukpkEX1hXIM11koYm8/YIBBeH2OcZNBeuOGzCuh1l/C2V/XcNy9G3e/uLPHwV3wTIcI/aIP5",
-	"DUMbQhfUsKEUTGTSQnPhTUvJp5BitKbVa6yGeF6cuzQsBXXNmo93xQau5wS+qJSSapSwS2oIm7B3KpcK",
-	"VHCo9qaY42KgztvRJT5icIKljdIfpOzMGt9jBWg3IS+mkf5jsJ9/KXgGDOy+DB/qt1eYw5+rz59lD28D",
-	"x4k4vRX8SKzgjSbRJMsrH7USzZQ6J78Z5upSwy9b8dy3o+CV1fvuSKQmEhmUEejhECk+Tch5cZKLGS/L",
-	"zqfHKkrrpbN9dZLzUIJwIXi2ITEIAZ5qBXHeSN4KRR6O1W4fdkkGgLuVMrviXFworsHeLSAXWDoT5X0l",
-	"jIOYtHSngO4I1K2nbsgLwtm8isoq3WUH7I/QHNOLc1kpg+XIBdldScgcnT+h4TUDyrEdePJOYsbbbT11",
-	"947njt3lrrAvFvUN+7+egutrldfra8WlPmK2lqNs27m4kdVwSHa96E40vILGjrU7Dxo8DZc5ByD//455",
-	"/22mhi/3ptqDpTaF0vYDDafFsqZSH/G01Rf/rXrAeHATwG8oxuddiluW34JXZonwnnNofubEbsKtTJm3",
-	"AY6Z0tjJDKiC0rFwI8vipnzio6USHMj+teXsAFqxgt7hZZRsf1SZSMU4idAidq1D3033VHzvtUj1RBgG",
-	"Y2wxN+D3X4XBQdnMDRusoFn3EvxAuZ3Q56XxTbYtuvZf3YL7u7MkEvYvrSeGQRMUXXg6sYkoeURc7553",
-	"QqShWCPnLAiSZO/wA/GDlHPjTvADdnF1eV5HwAJX5o9sUNh/wXEa1KXBCXv39m9nP4Ox8ctPL/7y/C/P",
-	"u2+NezvWcCJLlkHVOvQDH1GX19rP3krzjBRnPghl//UIbZF6cNQeeIU9cn71X/4zPYgpUg/U9zHuxC7a",
-	"THET5x6uvikL5RKo/uI9+2UQiQhgDoi7cC2IrAN/Upi1COFguNFNlF8H4INdU0UWAgdek34KeFj7X50U",
-	"x8vyuLWj+dEug8bouh5sHtSvO/85thnMXBD81Tx2p+amIene4FhAAz7iUj0JefdNjb5ima/Z23rpfzzS",
-	"j1xt9wsAn3X2G2GtVKP1zn18w7M5kZ8F1rUJVxXPyTFJfBtP79y/9Evy6OU/jHTJee8/cC/tD37Wm3pj",
-	"bTyAeylsras3BBLbGrjD2wsYAQd6HDPNsDshlIafX/0X0qI2GsY+M75aF4WrbiiMnpMxN9AF7AlIfiPS",
-	"eZ/Cv0lHiB/kGp6Q+ps3PtlDeUZ6xOpdIct7Zm0AKNd1F0PQZElrLOzxgMmQVu8XVZ77JC+2Sz2cubVi",
-	"UhCZfRSKsXIi9hJWClNNKFy0zxrpYhStjfNUlJ56gu82prYDdjEfrXWw7sNluyF0S7/5UEeRB9jhKpMG",
-	"Y8j1tf5Xg70ohX/RbrLl7GkEjiCJdr3UT09vjWsdfMi93vRAgODkDTuikZAhQbgTJ6Wn2weHqlT7Tu5R",
-	"mpaEhCvblgkOmW9SUWOsLvKhqJuM24s0dWDzx9hvzBm5TgY4tKOlPA8PDYvXt0BEq9hXpfI0Z5oqsJ52",
-	"5DgBlKXp98L+cEaS21pRWkNTTO6zJGpticc6if1cL3GPRDvpGXUjhrM+l0ochwoolG9iKkuiCsikM6M8",
-	"urorszxZKN2IyjnErVv9hCkxDYWUgdkMyIuQzwwLLQfYHyfXI6aHjPsKiLoEx/KZCUUhS8mNLnDZftNf",
-	"ZkQlD1nAWc/hP6TK7sx7/Zse/Vzqyd3uuNJ3u/6d+4ZbQdB6NdYpAI3Ehglly6/R0/ygRaM8Apyolmur",
-	"0SOjeGHG2q7nN474mem+YOIloZwUNW+kbfZZb+h7yrl1ECYnfCSeGYBXRDr5L4FcmUQQiDaNnipnESO/",
-	"LDYh46VDTmolzLCXsJXpjbBs94cjoos0e+zafWE8eqRp0o+nCNfQMP+61FPoQsQVNBeDUcLwQtUCdfir",
-	"yxKWOZ0vw2ouAGZzUc/gYUNZ90QJearJjoQWLdyOd5IdxSei/qpn2YK7J+6kM+EffxNqZMc7x89f/CXZ",
-	"mUgV/p0s9NnZhs0W1qOrPZHfRu5MdF/+oIeLZW3ReIsIfqF3BUXVHBQ5n90BLw6xE9GStDxKhifx7JZI",
-	"UhAHyIyrSzbwkj8I0orEtkP3R2vzSxTzAdt9frT/w9FR4pl82Q9He3Vbs/cXv3npipGnhhIJxbzoQ6/B",
-	"AP4M9HdKWzbWOT5tDgVAzaK5Yfd0rfJZY3bPDL7QUIVTPqNcGm5pYit487z4nOJSPxVMuX+PeXMhVnjL",
-	"cWlhzXM5FMAdvFUv+dxn6yL0xb3jfVXvL37ryXyestv7l5IrS5oJKiahV9tjgu04T6A14HgF2l4hSqkz",
-	"mdbDZVo5cPbuO0NxSVlCkK685TnA8Xc/HNV6WEvN5rNO5RAbMI5Kfo012zdiNnRwx+y41NUI+7tM3Lem",
-	"htBIGshtPQA3sLoklUD/38/f/LIItJf8dh5mu0OG3xzQrhmY9MUwa5HIbR+AVwUpDXdi6ifRw+/TTsC2",
-	"rTAbPu+WnY414n4yubZ/rmVfO6jymOLuYrsDBLEBYuREG8tKkUK/CKda7h2wM0s1B6ZFTWW6TCBrQnBo",
-	"5e20XVC2UfsYoJMwrBWdWCM4ylBXrdXZY8a9kh50F2zlVVvNkgCdx0q8v9pAsytreTqGLilRHWtkbeOD",
-	"ZtHjXx69XMfofgqwnSz0JgESW5jzCfMf2x2N859bK9ExTrdRlg5RqGritj0+3W36lcM6XdgT3tQZNvaE",
-	"21wMSBr8mi46S2DI/1+FVWM0ZnzazrKFXD1GzCWa31ZsNzSDa47lJBijz4w3ErDPvKlpjPe6Ruy3c2PM",
-	"ZHbuHANPWRjztda54GotHwt8+sN/FmLUPN+wG5N7mFQcC+7m+yS3HWmAIPDM3ld7X4p918kCy7xVLd7y",
-	"ZX2OTukYoCST4xCSwjhUoCNrxqEwk4V6FXV0EvRtBJ2wUbA4lAXFGrkTrBFCO4yFKwcMKp8dE0dMU/Fn",
-	"07FQ9ABelvJWmAN2IQrBoRBaWjYl84HbuKthpYZSSepkXh9BQB4eUmr8OBvpMXUiIjQ87wq6twTRkT5m",
-	"IbmmxbBwC9in1PRR9o1qu/AZQiPQB2JUMFYX3XB0WddhewWyCUiXmFeTtJb7s12j4WAPGXpRuozSOHkH",
-	"ACMu1V4SkMvDhLvEKZGZNAW3zgZgqYOjPIY6XayBdAfsHcS1nOrroKapPLJcUyc3IoJsAQRdPBU80MVy",
-	"OIAl+1ql/+GEWRdzTZKLrVIuYJvjw4lW0uqSUuJWB4OrsnT69thZKW7QQo3coY5UwSAn2JRU6UxgsQKc",
-	"95yNpbG6nLGpVJmeOoEGarqEPEb+z/xWlBwaCCqr2XXlVHdzwH6m56d6Itiw1BM2Fry014LXbVCxcgrf",
-	"PNZ5Bt2+JmKiyxmGflUYVlN/AHaIWWhZSqx21KqkFChggGC6FO1WKa7m7/Vi3lno8QmUPDNHxw4mkseg",
-	"uYUkjUfpKdhlE6kqK8wJkyMF04Dlp3vwBPFLf8COqEk29Heha7psIfrz7/j8hkUUzBap7HcvdhJn1smJ",
-	"sz+fHx395QjsY/z3UbBooMhDlG023oVw5k5qG7O1GvzD7vutGOFbnYmzrMvM/OG7NaxMXKfW9V7xcriz",
-	"fXEybgU0wN1ZYwRvVNb+/pMQ9lQrB/NGZfcwlJ9ABtlUZnbsdhj5+euBpGNthPLk3rQtx85Et+jNeP7i",
-	"KEjy8hHjuyjUu+Ye+8sPL4/iPfa8ZY9t9BxdkP2Wc/QV4abHSejj6QWuP1LvzWb33fvrYw0tPVrr+DzF",
-	"K9uO0+/aj1OHPW0pVgsn6SGdkvd/oibBaRqh9erTiHbflxxKj02Ceqm5T6mhtV2Uni0JTK5Tnu9TPuRK",
-	"seEsl6OxZaUgYu46o2wYNZiAcotYKSxKnQpjjtlIl7qyUgmTOD2ygNIumbkl8Priq/P3mMFTAH1yLkyr",
-	"qP3mBk4ptptsPhG/J8Q+VuTXfRPtJtz2heCE+8LPjP/GYRE2uYGN5bZaM4nWzUSZyjAryonT1DPxUfic",
-	"fw2OyVvpXhtcDSSLcCTAATARk2vftRjcctVw6GwlVCYEz+2YccOMcDvWmUhhXQ7YO9i4ujTM2ZjSAuMz",
-	"9WzG3DSfiwHN3w3l03GnZvoX53xk2LUYS5UtO3YucVUe91lDg+xygNLa4wfuj5p7ldV6eWuhMH7P3Lus",
-	"ojZ1CH9d0e+M5NR3PSI9DO5MwPgs3NEIgQunrLXX0byBu97C6za4jevXdFV1uH0cT+Hgm+nLFc862lL4",
-	"67Yd9fKzd9ThJwXehj/dH9fZX2HDBJcyPu6ZYbnWBVSZep3l9PwMmYbBZzVy2kllhFm1707dSFakRbjr",
-	"mMwWxuD3dUvGgfJulfXTIrZZfNCY/zKZqL9Aj+v3WtikYsFDkhm/jbcmhWuSYRbakzUgnPtGIiapBc4H",
-	"h9wmNqG8YKz1DYhuc7qt+lC9JZcT0307orkO5d1XTXL3YLVE1J21RUrbGew2K6ZR98rlJlRgraTR0th3",
-	"fXa4M4PgZNxj2BmecmuchYMvMZgwLg11mEcPmj+L0bQngqXKLSA63Hg6TpAAhgqVMHjtTTNCtiLnIJpx",
-	"L01Yj5Ang8OpG19iibgHkylXNgTGQ9vNScHLDpo7lKS6A2WHpbUoVE2tdTMQshA4eBdqoyLs6AoA8KLY",
-	"uae3+YyjrOtdeEF3jOiBEHL+uy5V6uNt15NtbRNY3V1rrMClKG9lKt7XZHcLjVLB7VKLZo1vHrqaRDmb",
-	"xeRbUZplPcFjrYmGCRk1YJfQzagZeYOFS0VdkucAc4W29DcayTesKPkl6IAAv9y9fnSf6b7zqtFt2Icb",
-	"ksCpuHb2xL5U1/rjGs4DND5qswUfY1ihjdMjSFVpCFuTQiYBzabWgKqCzsp/v3z3lnE4UoS8FdkBewMu",
-	"Z/dGJg27EQXUcmgl2ABfe0CjP/h7dXT0Xfqr1jdv+UTAv8QAGWycoiaAR2T2zDhZpRoH/KPM9kgVkobl",
-	"0kD+rxnrqbtIGxFYcDApEB4D9A/GDSXXauT+Wz9PV/Zaf4SD0cmi08OwLlBijpCyJywXI57OmFH8RnxI",
-	"ucFFZQ4fDCUAlROeS0hGHGj1ARfoA/L5ZIPQlWnwTl3Cn17RX/aW+WX+wLU6gw99V8/4Z1HltChHwXbF",
-	"uACfCLYrJKQ5DnU56ayCGNOn7UypebmueoYjoO16TepanEveNQS45hIueXRqW/xt16LYIRnD1XjsEP5Q",
-	"iOyWs1IZ7o59AmZYsRiPASDugMdmZqyYHOR61IbK8LRDhJE14Biv9/oH3tbEWw+jxnKV8TLzwGfYtJTW",
-	"CuUxG2/2KYdQ04BRQVtyZTy5gYlMUephS7QWkDwtY+NWqFuR60Iw8ZGnNp8xYHV2r86Ew9ASAA53Mmkb",
-	"g4QNYIBnWfjRyb37h04hRyA7te9t6n6BkXf3EypV7qeMWz7YO2DnpcNB6Cahh/RrwJsoqTKjSTncd1fB",
-	"qcVTy04Bht0xADMe/PfFm9enr67evP7HIIFJKD8DKcwBex1mQ3RVVOUx0VCNP7SinA/s1MfDLk7yHaz+",
-	"hf91mDz+/nf+8Q0+uhPj64u3AO6bRDScBMxnHSijbYuC0CNZVye9UZPOINZW1gKzF58PZpRScyjVUHdC",
-	"mmcaQnzxFHCIM3+I60ud3gh7jC23uR0nzFTXde/tiTAGpjgrhFPW3NqpVDBVTa4xCQdrLEw1cQ/PgRVR",
-	"ZeSww8UY8onMfS+qlGOFS1TRPJV5zoxwCotTYOHyGVNCZIaIJv26EM6MRSn2Wu1Mn0TjZhcmd+aWZ4Ny",
-	"1f3SDgvPLy+L/vQFEdwH57BasrHCXNeSheftsuDmu2z/T7t9zO+LUckzQZwt9bDgaPX+5AarJ5k1Lcf/",
-	"njuhwJiy4qNlQGVi2O4g/v6/o7wM9hI2BG5KrwvjzoeCynpuBkmnkAEUqVGkYYOxyHM9OEF7Dk+rAf3Z",
-	"k1zxeVHEGY1KZ2Bdz0L3fV1ZNuKFoQKpQVqVRpeDA3YKhycHb5RSIrUJK7gJWatGlzXTVhhc0G7d2U2P",
-	"omQjK1UlWAmpe3gwS1srLKD0BMw4wboFGLFPgIdkJrD73LC8Vw1vRm4YI1Rm2KAUZqacluId7WkuHcqU",
-	"gmfNpFv8rDE4n56fsWsxxIysfOZwSKu4kJX6Y51WduzAKQ19KoDrWvDSLbS+EUCc41O/dC5CbCDV+kaK",
-	"hKVjkd64b49vQ3sctuIxe3n0vKZHICK0Gg4T9vLoO79AgulSjqRC15vnMyOeGF83h35xWCR381F989yF",
-	"sQDQaMI88JM7i43nzmBsC1K8K4RqBbtV3rxXixvKHyxhSwHBFxO8zCVmD7lNiXrcxZu/nV2evXt7cPb2",
-	"9Zv/e3D55j+dfFkdzp3GrusyM3GKy+zcgluHdjvHO//z30f7P/7j0/Pk+Y9//v3vB53/+l87q43S5wjq",
-	"c0Uo0PwD6JN9eBrb2NZfiLakU7LbEMbjz1DnuZ72ClrHIeX27LID6l7PpdE1dMc5pLY9a5iZ841+SjGS",
-	"Bo+NAJ5Fzq0TyYQBOTSeKL6dTnZMNXZFKQycB7sDDbX4yLyoh0P4xwlQR8M9gLuVil415gZboqe6zPaS",
-	"hqcxVNy5zYqvujw7R9u10KX1+h72GZIlS7nluR6FdqPOZKSh+SPWWXFwxwCHdEALd/C/B/7kxbvbTbJf",
-	"8OrXtMoP5XLz3wzMXmnqLwBbrDs+SXHdRToX/G5uyvjR2ohdNmkgNtZ1HRPR97Xrsac98NAU7ghqaL9/",
-	"RgvBBVtwDnMOP+EPZ9kygiqnKmmIRQYMIElkZ9Y0STV8FbOPWwIuDfyxNWADGsGg9vcP/BgGbBd8QHYs",
-	"JnTjL2+u2DwHwf/x1/910G7XNXbmOjkRoR/ii6P9TI6krTuXxUWmzQiiH8XSGOKCkvDiaC01YGOC2mVl",
-	"0gfto4j3pEio+dN6s/Kcy1txKNWttGIZI8dCZyoUU69rBznwf95FUxSP6ImzAKQFw3Zw/u5yUTIX2YoG",
-	"LNPCkDN6rKfgOfLaiGFnb/92dvUmOwb+b3b16tx7wRs8n7uD0hZ/SDu+SgtiwqMogIMLocyeU17evz5P",
-	"2JRLiB0OnPamK1tTRfsS5edHeyEnK8wXq8TmtR43dDSFkGrMHd1yItiQyzw44CPOEYQs+iQf8Gt8oIEM",
-	"DtigEboaIG9aW4Mh34mxuQitbYHQepPWKayGidyIKfq7FhmYCp3n7Uys2HgROZkWAfUM5kEg8pu8FTub",
-	"4R6N3oCvXEE+urBZofZJT90Wwn1F5t3W+yOuwauElI2CusX1SVvfFlcpoAafb4/6zEBKA0nlvZwXbS2k",
-	"G0fGcgqnc14ZMd/6o8nWhN5I8q4pgDKILu6GKN5PDrFlme0XvLQzcPuz7/eQEe6n//cGoQ68dQ1Irsni",
-	"HAKj3wKNWc6UmJKIJ2ABIoN/C1kUOOei0WL7I2KYCv1mMb2XJLGNvmmr4IcsTHeCvgdCuVVsURHI6aLH",
-	"uG8M44DU6mEhrsj57JqnNys1YwSTGIGoKUjUoSlk9mP1BKqCJaRe7F6+PmcD89dzet8gYQP71wGph8jk",
-	"ke0dO4i6uDpn0JFbGpYLbsiXPa/wNlXFxDve3R2WuR0ivOctJLu6J9P9uhBKZHXpAYYbAqjW0ZA5BZhx",
-	"pz87aCycFrWoRH9/9LJTwT2B+NCwMhw4+r4/erFwaSn+KVILGXIQyvJb6ZlhAxrkgcwGlIMXDf0k7iq1",
-	"O+BFMTgc+Nz9wV5IxYt5RRvzi4JmhrhG2S5oxA0XQ3RQHVK87//41/x1gCuu8LuFiFXTFIqfML8N92k2",
-	"5vAT/eTspPBXeCw18PMRIjgX56ZD3k6ffx2st3qH7gIGYO0Ae/7i+V7CxlyNDKuKsJX8G6BKAuwPXGQY",
-	"hYHnEr3ACpPAb/rNnoz+LWuZBj7NdODX9oBGNkA2BO7tXvC2bvf07JjPUtZF/FQJczf13U2/gaP0vgpL",
-	"3IYJTo34ENve0duGed1Ffszf1zi0uBVsd0C7HyNVb1Qm3MEIGDUdzxwcC/e7vah56jLvsBfAS3zPOm7i",
-	"lrFJSJ2Mji7CYjzw9roo+/1KrFt/0pZX/Y/tgZRfo+X41DuP70l3XpSCzTqPl8rqKpbnYLn/9P/eJCzN",
-	"tfcY1PpowkpBagUkDupaKTZzCmqYOF5/wE4VinXQV+quID8yUgE/KG0/QGP0wVL7vRf5+xb5hAEO9wpJ",
-	"r5Csp5CQW2Aj+LZMHaFw9CGmV6xAM85+P317+er1OcM67DM11GgqgEmtVbMvQuQIoOgV2Wm7cTZha4aM",
-	"g8NGfsweZUjXdHH4Xm4grwtiPids0XBtnefhJ8vNzVn2JxmVNCyPoFJBagalkuF7pGGDyypNhXDqFdMq",
-	"xXTEgakmb6vJIJRWSAfhSlcqFRkZ1ESsPzhTbm/kwgoKTy34ESB3tE5qhASR3aheBV9BBS0TiGYpRmku",
-	"87OAc8D7GfBvH3waE3J1wXOw2Ue8pA0HBd1YqVLwdOw27uCAvatKxrNMus1xXJel/ESVidTwFdwYVW6f",
-	"YUp8V09XwlfcUf9JWT4bNJijFy2xljEpIOnYzw9iGccr1HH6wAdMfEeb/vTpT5/1Tp9Tc1OH+DsdvBtO",
-	"vWqH6E6TuAbufSMz7+ULxXKcfFjsDU/HVBhdp/0HB5hvpQ2uZTvWWNanskJLZd3P3kG2dwyp8/UvfK3h",
-	"tc5mkF5M90e3O9s89oF2uN8He+58dL9k0sYn0jPD9FSxXKfIS7oLTDwOTE3iO7KUTGYmcXBcCmOE2Qs9",
-	"GvCw7KDJaUXdlVo/LCmo+h3aPH60R67Krwukvd1+b3Z77FZeDLJsGmGwQBpt7nXSyeOYk2G7nkPCVIUD",
-	"UoPR9ppy0uyFLHNZQm/1dJbmghhbE4ZBCei7rnnWnoz9ex3XerS8wNEYl7FHNlavl6H7JJBsLO0mqIAb",
-	"knL4qRFt/fOwFENRCrWsJuOVrpQ1WJYAl1PNYDOMC7RyMYWkSeoAMHq4El9XmMDJKEqToDWYanfoWTEp",
-	"oG/rHhLHcSCn0UThDUxx/6yykYCQlpWlmGBjhLKNlPgXEcvfRT3LFUfi7/GkOs/EeWKOL6KP+4IWSXWf",
-	"X6SSERmwNd8QV3lrlQV39ipUb7S2d31+lCzvbLSir9GW0Cr6oh2YVe/sHrDuE7DqdV2EgYfAL4cE3V6u",
-	"P9wpXpTCPRZTvGmn74XUAgK2gChTXeUZyzQ1Q5xKI+jPi6pEaBbqBn+M3Joe/7BGJDRirCl2RelkNuUW",
-	"8sJ9a1at2jq6RWWy6AWqE1oUMcFJw5S7kwlV6rpR5AH7KdfpjVSj+JPh28iVU0/Zt4WtVC6McfYiJq0b",
-	"0YKtF3BjJIxPGlT/sRnX1MIiLfFMndP+1CV9lIjRphTcIH/o9rxTjVG78SzP2Sjq4Tf3Ve+t+qbyIBe2",
-	"8f2fDi0tPd0fDj3mrrAEG/ppg7OqFjjv+4ZMutyCwdNm3gGzt3/tQ1Xahrl4frsWyuM5BVB9eaPI9lfP",
-	"EcO3vVsEqs97HYGvM/aNa+5cX0ztj3eSndehh/JOskNO951kJ8SJdpKdn7nM4YcrORHZu8ruJDuv6Jhv",
-	"K0xec/ncbZ0MDXgxSPgX0xGGN6cQrKkpCSPmoV1nQhzLrJMdkY5Mkf006yQm/OHos4ekSzbmkAuhK+t5",
-	"Ytr7m3WNEJqruae32zlDnhsRxnetdS64Wn+A3LoxeqI19/nkpHMow1JP7qElacfX8xriikFYvbEhEL0d",
-	"0JeMdVV2i6BUqfjVXbFul9N/+8vLuzbSfcWN2JfQY0laeSuQlIjGKLOEWkq6ByWeCAYTd5ym5T6rcIdb",
-	"1xxuxGyqy8dDxxmdQ+swE/iP11MTLLFxG3pCpLZgc6UvNmkbKgt2gVzDhd1UXj4DKedYOlu1Gui4+LhU",
-	"m8d9uvei/bREGzWdSCqeme2Ku9uoK53ti/JugQ4P7BFmRC5SEHbc9cx3bCK/QVaFXl8tfvFoV13CWFZ4",
-	"b3pDozc0ekOjNzR6Q6M3NBrnRlcrOzjCeiWkXQmBA367Gscn+mk58xmmYWs11wiy7rtdqxph2y7TLVap",
-	"FXXsum4wBzd2hIfCJB5tI6N48p2yQVPsI9L318GosWG3KEyHGNztDj6jsmYYr9uqArMzR6IXKPaCfH9s",
-	"J8ZzKOxiRHhFjSuszkELgCizO2B4eqP0NBfZCIO3PgSNqflRSPkEQ9uyfjL18/FMM5XKdBsNFo77acjy",
-	"/UduF2a/ogLfR2j/fGBoIcvgq8WYPvi6VK+Az3/fYLgq3tqAw0xYLvMvUDGkKiqbOEusqKhs1lNZOdUD",
-	"0WuV3vEaR/Etax+0BMt1EGwp5C7stZGNaSP1Im9IL6GeitjnaQWvcUQm6vtCYRsHqK2pHXpsoc80tKAy",
-	"wlpsu9vZx/QVDuOuIYMrB72WvHVrhA7w+t8b+WJbaHmHs3ut08rpXd3iFS1tfwg/wdK5X4TtlJUNtEVd",
-	"lONDt1OXlG7/UUobSMNQKJFjEu2Ia57eGOA1w5iBSKDxHlQyJ9QORuJlCRgj0WRL4dQhLHmG9lVW+7xX",
-	"d31V1Axd4Q6sNm4jzzp183gk0HD/hkI8MZjpCkPBf6uQwfsQuZ0Lgz4FZ3cnmoHOdcJ0mdRfvq6TCrbs",
-	"UCppxtScg1ygU+7223woi1lNFKdsdxApLafEoDnAOsiRkgYaHV3P4BwaRKGJwV6Pq30d9Jr95h3ybRDO",
-	"uyykJqAXOVdLqDiAYwGcNQ6oqZ9MjRdYkYCiSCFezjI5HHrbBYqIsduMgM7G0XyxXSAHLOelPXHiCv2V",
-	"6n6si8B9nnP1TeC2m+i6sA393CYFL8XDQbYbb2cefs57hbMHxnX5EilbH3rMtxiFCDfbAsiSTz/XegXw",
-	"mzdhnVYrPtoltuoFn36t5mp4lUzrafoTrwM83Cr24PGVWavwVb9EhKnZMj70oOTTIM7JTlF1m6YQ8QJe",
-	"rJYBddqqOs+YVsFc9bYqsKeBOarznP75mVboYxD6+1dolsn7OoZpUB97o7Q3Snvd66GN0g2i9kolbIWl",
-	"+grtnxUAHxVTUsdprcRdDc9vD6rXsEVhdXs7tMfCb8cOfQAwLMW+d/qsb5QGN5FnLPIJC2yijT1GyrCk",
-	"7mqesJxbodKaPO3Xq6tzSn5YGmMtxaUf3VcbaY3muMIt1yPN12C0lvUHva8Qa4eF+jeey4zPx0+TpiXa",
-	"otOAe92HUVlMd41GR03qbPgEzKhsv2G54j9QdYqfDsHelu7O7ws3zEcl9JvzxdfTw2n3odTeau01tccF",
-	"2q9Qndkcbq9QzIpSp8KYlQmm0QDplrbwQEhuw3IyZIMTWasHMShf5zSEr1TvouldWm5FN9sXXNPDxkNm",
-	"mS5u8Q0nptFbDjE/rNtB9Ot8Otm+U4RA2JpaT90SgxIT2O4YGM7d86lnJvG4SzOXVXsSVeky7Ibpe8Nj",
-	"AyVionOnJjTgaGNMv4A3PRax3pRmRTM7hZVcq5Al9JbPtRo5DcOt4marW1qGulyVwo3xzNc89TpVr1M9",
-	"UZ0KUWgjeL6eNnVI8LskOw363GOnSV734o0HuxW4hrf3eN3jdY/XPV4/HF6jsvqAgL0SrjtAmu3yUFpO",
-	"f4HG/EMyh5k029C7L3sY72G8h/Eexh+2N+uDg/jSTtOgci8ODwHYN63SJcu0MNQZDs8laVmlrMyJPAR+",
-	"WXeE2AK466LH9h7be2zvsf1B+25vE9pLWxxih7M1WJzneqJFHYXG2thnPiY11nlmgJ1S5JkTD6FsPkvm",
-	"OF8zWYoUeQbayJwvbHGuS/sbjm0dmlcaVMxzKj6D5tSBya2AYDw8MdtJdsTHAsLyaxOX0lg8bWljrm3j",
-	"CRe0DsktIY7JCNU1iqcexYs/+LJ+jri0PaQ+QXQDEus5ELknbpmkQxs9NTedOIWdpWEsegjHthtbSYkC",
-	"HJTQYSkE06ghYPSdaLgnGgjsdq/dFyTCCcQLyHEei/RmD36N/c0iol47lalg07HMaTNnXb3oY5H4qpTR",
-	"eGIrtFBYITblyuI6bS9FKh7kcv0Txthrnb3W+VRxGWSMq4DNG+Peq9XNw0/wX+yDCT92uxQuBOlT3Iua",
-	"2+0A3NcCzX3AaasJLtBl0JY2AYizFFZXce3BIzqY9mhKG24A+QSQ3a90N7b/MZ6Rn8efm5t1KqyP5uEc",
-	"72G9h/Unnp8xD+y4pzcK71ArdPjJ/ecu0G7Jj3frVT6tSDlPmIareZ7PmHbWtfftev63kbwVaplDoQn8",
-	"qzA/qHQZvL8D6+mc7Ab67oYNP3z//XffRx0bnq/TsQH8CqX/pH6RvkYHQ38q9adSfyp97adS0KWxwGGj",
-	"ZoctuTKpzkS5b8WkyLld7e8Ot7Dd4XBSiNEeC/cmjJpA709l5o4qAT5t4rdrNIN38qZxklo1G/C3O76v",
-	"wouvwlDXcX+HwYFfK+pzRr3rd7HczI3FXYDs5PEVnW2s5pvbPw7O8MV1WuY1DqvT9/ZZ1mCw3vQ22nyb",
-	"dNCip9OZ9i0vP3G/pp+9/Q0Vqm5n+m5V8AuT6kJE/UNQEl8e/djlW13cPjub0T0u+a34GQDEv2iFx9NP",
-	"eLvezpb1WDm+R37k9yf4sp4bIAXtYrfVc/jwk//xLZ+IPxEhcmHFIla8ht93YIXHBzQGAQ8WZR+f0Cr7",
-	"S09YNzT/glg+W+zCeDZf6gjsj/k74BLumuzp4NNTaQ2CQrNhqOhgvLgQRc7Tbv0AjNlIGXCyGIgVrnU2",
-	"Y5PKWMZHpRBdNBVPAw7+0asnX5d6clfx/6bUE5L77eonq3wCeJi6K489007osGzYLvkE2ERMrkVp9gIO",
-	"1bknhpWVYtezyGNnkkA5KEufIHc9Y2PBS3stuA1EMbJkt6I07c3R3Qjfwhw23KdrmZWNq/vNmMuK1ttv",
-	"RtoA99MeyxwakQ8PwzbojqFc8RsfQGlt/v3MYOoSMBi4o9QyrVJkhYJkeLh5wqxGJmPowtDY2wmTyljB",
-	"M3foTTm2eRhSUj009ixEKXUm03rbLm7Rq1KORqK8FPnw1zCrDe/W8KILSA3v2rhh1MzyG6G+iS3stg0a",
-	"EH6ThEVQenoP27oLZQ8/KYgS/RlaMXbv7f+sRCXmyz0oc28xpY+qRLAORJq4N+IJoqzbvJci1SqjskG6",
-	"WmQoE9EdTChMY25WjhjoeiszMSk0ciDeiBmbgAxyVgpbSpFR13f3z6pU1OekNDbu1NjmlbpD39rfw+w7",
-	"NE9c5EfZpXZ+ritUzmjRtqdxfsMdsXvP2Vqes013qy1FqstMqtEhr6zex38elpXad1DVjZm/B33AAZYP",
-	"tDkFGlEK1dihmDKDSHjs2THCG+kaofg1tGUec6VEjhA6cKO5gCsHdVNw3nAyJcwg80Zl9YRbmTIjYL5Q",
-	"E0GPM3i30lBbJkrGzQ1Au7QJlp1xwwRPxzUjk3spZvdhyymufNIIPR8yhQ3b5UOnide8vFRjuHfABtwO",
-	"0ClwLRi/NkDxXfowOWcTqSr0Jio9PcYDktRuCq5Hy1TkXEFzJXHL8wq2hRsUqlBWTlp8DheVOg0L+M59",
-	"yFXpKLJ2NsAH3b34+RX77rvvfvTttP6lldg7cePFlACcVZefD5SuljSVjFux78a8s10PX70a59yYbj3t",
-	"jzG39SJkMutDeR22c6Ug1hyhBq5ZU60Lu7gNq35ox6pwzwrASiu7PxHlSBxabm667epXlT2E6xhclzAl",
-	"pgJMldLYdiP3VWV/d3dcwYPvWhVxjs7Gta67lP/Ca9vc8O7tWBgy54G/f/f66tHGa3KJpW3Lx01pYx7X",
-	"dyGOaiG9Jy21MfsUTbgRs+54AZfq7jNZNiZjS8En9fAiTOkEs6J4NKGK+Ct0eUneKYdfIwR0N+8exJY4",
-	"WNImPNwfeC3PSfh3LYmK9RU1CsnqM9/4VB7crWyXezFKnB7Bi4L4xtxfz7I9KiVzUzUitey/B6CJuFN9",
-	"kLCBUBn8uOcu0fDg389fst1hyUcToazI9nz9WSPOh4oXVNrasZgkgZTS+0ulGqGXEln5vYpHZ+iNmA0d",
-	"fIAzqGTXYqhLwaKhsWABB25wPyS2yy00BmCcNEiaZKqdolTP6YSNeGHCyKIl5KVg5kYWhcgSZnQ0zmeG",
-	"ZZ5nM1jwt2CgQ2WeOWCDBpQOkA5iyImlHEYCacKKl6WemtBl1ISEyRnLJWQYG6fn8ryxtMQI53acX7Rz",
-	"ody4T1ih87zmqbis0lQI4pf4mUunKu8aIdgvb67Y4qEIFclum4p8D9IwFdPXloPWmUt1c8D+AP06pam8",
-	"L/OBX5lUTyC9hedGs/N3l1cCXMKlQOy2bp8rnmPVM7JnyDx3mum1cOqrHEqRsesZzECq0d4BO6VSx7bP",
-	"Az4Rw14evTyBLTnFgDIsInKBZ26jpTcmzrm5nsW167u4Intdvo4YLjeUe+NfsYrpAtbBe+tRcrfrbGis",
-	"RVdgi5ubxG/FPrh939Z886x5GD358JP7z1m2NAvmQkz0LSScErkNINXuy6MfqagY/Zq0URw0XSBz2h75",
-	"QAf45HeAtz/LXAwgoZvOCWrTpBOGNvR0LNMxXOAwCoNRVLPhbHw21eUNbMj2XJs5Kb+bth7ffJadcztu",
-	"0WtPHSSWsCjxeYetVRWMvJkhk4khr3LrjgxDkTxYQjKVRlqYpG5NbSyfGQL8NBdciYxVRadWPL+2De2U",
-	"3rxzDK8O2um11u7BW1RPV+bQcHPTuzWfYHZ9yNXZFJwRKv2ZtBv0pyhKgDNQpFvqUSmMSYIaKv8lEsZT",
-	"W/E8aHoJE24ZAFuoN5/T/8CBtqDuge8Ocn685D6bl/CXRy8xjDmVRuy19kTYPC5dtY9uXf/AF0ZtHlhR",
-	"6fWTe0uE4dkGxXkh9WC1bnKYCctl3unTC8ZTUKh1VabeepCW/RPM6104XWVW90EyBVfOuBY8He8lRJyC",
-	"eS8Ft2Pj7aMmHiTukSsxYSUGvMZJPUYkeHyST4u1RP7ho7oDAD++6fFgk3hQn7e03A8MEHqqfKuVTogI",
-	"7p7rmRUmdnix389f7kETOjYs9WRRg/cN7MA0AZSIs5W89yKBhnWKcWt5OnaPpkw76FV5ATb/7oujH07Y",
-	"y+c/sIIbT6qa7ZEiojKJheeMnBPmgDkza5BW9gPM/APO4kNVK2QDshWCWVF7idxT0aiK7K0pN17tbrGh",
-	"aCVj4UPb4l6QajVe3MpM6MNJ8bIJFCFoeC0VB+yah6JWZJiOdS6iNqFjCEvDq1/hO/dfS1NoI/Gm+X0z",
-	"qL/loPZLhp3k8POgAZgLo/oz2Xlx9MNGJ0l7BfxhlpxLHZOFTdguHt4nRclJ/owMc3V69Oq5foe41iV9",
-	"oVrc+/SMrJOgFnb/M8NusQGlLnvj8PkPq2+A7/tW20tupRlKtNeeqGFJSNQ4e7SHovsyLv3BcccDB06H",
-	"hz5tpMqlEk/vjJlThCHJ6is4XXqk75G+R/rPaWqf89lGUb7I+awD4cFH0AnkcfIE3iMydCskTOeZMJaQ",
-	"G9OHFsLZITDNjMhFahuRYW18hD3E6jF0jPK5e63tmLVl3p1glNjH0B22H7BfeZnte286voKXguUS4AJZ",
-	"rMCZ4f4GPUv/iq7bbHDAfg7Xow+EZ1kpDEVYC27Hx3gfBb+xh/RQlEKlooNN268wPHo7WVMrrg1DmqOA",
-	"usOd65NNhVteYarGHe86LYo7XX9JyR93uulnvxO6crcWdyqlJ/g0tPdXr1i2hPUcZeY1VtB1ZIDurJu1",
-	"haMJrYch9i+ND/6Ptb5hu1p9wHd+mBQvO0Nm6LP4VeubLmfXDy/vNiqpMvERMiSkYVM+Y7tuPIkbLZfd",
-	"FfBw2yWMpmsk3734nPy8aGMQIN1pZ7xB2Now/3q8D9dJX4Ol7tPXlqSvNc+orfjk4E2HdepAe4LbWVkK",
-	"yGm/zsUxxc6jPKlnZCVh3pksm+lRbNdbRPhHrGJFe+ZGiIJy9kGYmFC2nIEjjr32sWU9uTZWO1PJaEws",
-	"IHZflVGOQZxYgBYNJPC749WnJlmfDY5DdYflSCtxwE592F7mObsW7gnTUlorIJ/MqcBEFYADnAnLdpW2",
-	"H4ZOQdw7mStkoMQ2rtyN14Jxc4McfLcC27DT2W4wrWwKGVmwIrG9tteVHbFwLm8iCyp+FbxnRToUaVTP",
-	"958fHbFMGitVapnMTIJflpqSgB6DVuZUbZmaPczlJ27TcXfNwDss/ahyqFCFmTlD3ds5zIln2WNYO4ZF",
-	"OuzGoMynEywBM5L8bjT7qYSkRaOHdk7lvubpTUAEVJwQLkBOx7GOXos4vQ8t8SGXOaXAhnF9cI/7AGjT",
-	"2upXl9uR6wUp6KW6l+o1Aoh4kC6Ky5ZyHlGqo9d3S/avMhN0xB5T3rY7eVmR8xkke9fMGHFKIs8m0lqq",
-	"z5uBc/a6irUFY/lsTq+4RhABIoQGbPC8FDybNdfLoL/VYC2iUxoaYKKVuDNyXOqh3aJS0INHDx53B4/L",
-	"WggeUiX4hN6vNTMNUIzncgHY7qAl5HzMFiLMXsmH6LLPSuLghttLorhRVPmAJShTBdlO64WPHNz4ycD2",
-	"hB6m60WSDhi4PupaJVR+/OOOGUfwgpZ8837JqNbjRzaYQ6o45NSdnNDAqzv7Fht3P2zoqHWj3F+egnv8",
-	"o85S8FXmbqD3FseiWX9hFAs+TR/D6mNYd85WaBxTW0tVmDunVicokJh0pCdQq0LQZpnbbkJZpyfVRXen",
-	"52csLQW0q+K5py1KtTIO2YgdY+V5Fape1j21otNJGjbWSldO+N1JhRwe7rTCSFcDQo5ppv/70AHDgCaI",
-	"EAKHmzt23eGGWXylYIOzId46SODnt1qJ/d+drkfBvbPh/u86g0LH/UuHDANwMHL29+ro6LsU4BN+FEzk",
-	"AnQAI8QNdIyVtuMQdUt+Xwco+xkm+f7iN2Y1dIR0/w2f1ddh8ug7JqyiVgl2LMtsv+ClndXmTy7VjRtU",
-	"6Em2kNnROF0/L7XjkR3QcwcTdinBnWFa6lHyKZ8ZNoDdNuiP3f7Y7Y/djaeObOjIXZI3UuRcBUr5znP2",
-	"VDHxkTuAB+ImtjsV4iZz+HD0l+Ojo/3n7v/dcfD+6tWew2ZM7OBMiSn6dEo9WQKz5zlXjW4SG/V1uLd9",
-	"cyTIj7mGsyEKp3MsYW3kxZsLAwMvWaccXMzxl13PwCg9wQqqoczdue9+y1nKjdiXygjlbN1bwUx1jUfH",
-	"skSjc3j9Cl6zc46Nt4HSK+cqMo3bkjMUEqg/jmKoeprL6JBhdXsRfAQ5GGGvb4tC6JS5syWfMbdj3EPd",
-	"scIVOzt9ewp1zZA6eByTM+KzKXuCGtIHpkRkdvCiwiDRCrkZvcLnHppgbgO38PQESHHAvuHM5Nqy3SnP",
-	"8/001+kNXG8C+c5YV6UBPiHGgQGMZXyWy9HY7ht+C4zSoP0ZyJDwvGG5wL9B5Zl7AbI+YtZF0AIqlQtj",
-	"mNET4Q5RkRufR4Fkj53t7+tjbnO9D+qXrAiBEEQZAZEl8xDRjWUnvlNR3BB7uHlwJpkm5GwpqgrodvjJ",
-	"/WcFf4zvouTB5CRmfpJEFObMPAilWkovTrVKZS5Kd0oD4Ts3ZnlWEwnuyla7uGvbe+zCbNYlQ2jLEv3H",
-	"gwql9xP1gvko+hdtSjBXcKJA0ixt8iWW4zcuK72MPAJagU1JSFCWl/b4sotq1snc8YOcsL5jCcc4wZID",
-	"CTt8PTYh61XZHgkeLxL4zluPQI89JCt3SfOjqlQ1cjCtmC6ZHg5bEuziw/YNPfeh4WChiumPscDmAZGp",
-	"301/LcI0ukewVZLBXroft3TjvncykkkDPz4SOaf+GZ0+63NUEaB7x257Ge5c/4u90BMUj7vgdUN+bj4D",
-	"PmgQNmnnXWV1Uz6W65TneLe7kWJG7p4pN+yfVTaCaO4i4LyhOT0i7aOdmsxNzWqcSkd3kafSTCRCeFx9",
-	"N80OJBLhih6PHgqP/HHHcReOnTq/aTOkFY98f6I7kA+48fnbEnbdbLMdNQFYUZJ/6d/cV+VvsSq/pXY8",
-	"tKiSVE8PZPqdVet2vo5+repq+tpU6L9qJN4X6wvZl1f2t5Surx4T3fTndorLafrr1Jf7RehrMdYKb5oa",
-	"RraAlm5fdhtlp+bGRL0U5vmZrW+h5pSoun/KM0PXYyMV32BFq/mabLfpIfF1gQp2cDvWxrofeFFQXqjv",
-	"xDLYO2CYLchVKoCD5TjqmlszqcytaMIGYfsO6i6hlDubajWU5URkcBkl9w0CE79pNi4daSirT9gAm2NQ",
-	"dcAg58bCNx6EHiV15zporoFNSWhJlBAZo3LVXN5SHLnRJQ9COYHQDDxkoecLzAG7BBTVdS7N2A0f6uGg",
-	"tV7NH+b/jNFppURqTULkY8bqonADA1ILqNT348OWNwuBYOyGinXzaVWWmIILi9xirrunhoXfVAS48ZIl",
-	"bjNsPuf37UN4zGrw7M4tndu5vVr7BHMoYUtG39IL1Zbs8qhJ0dJ6BbiOuLtLrrASynQpx/XviC9DZfPN",
-	"vRIk0Yi6bcpJgXn66O1fnt8OCtXvMOytiGL9ug5pxE5ME56OpfpGmuK/hkW4FvPnaGMltqSf6KJbPbmE",
-	"LKVwdeP0HErlDjw8pHQhFFUIUxucmlsKjkuldKVSkbHduvLjAPL4U19IMthjubwR1FEXulIcsNP5kxIP",
-	"88ZpGTXhiutKlLYfsOftoO3Q1MXmz8zoHWscmZBHUq/O0zg6E3aJ6k23wtefrk/ydI0345YOV5sellpP",
-	"un1L53xE4W+4DmtrODTqi4v6Usgwy5pdchOmCyzByWd1a0puK3PA3lVAHkml7e6pmU4rPFLNWE/hdfhY",
-	"d+A6k6jDWWXTC5jBQ/XbxXVZ2zFTmfW9IDg13zZ3s24QfNc63g+YcO/6WOL68EICOYkTIcAELWmXBmm2",
-	"aYsc//hjhxzbNAhwV2Y3pnliw/v6nUxPVV2M2yK7u+7Z7soDkuI9385GZmJSaCtUOvsPMRsk4P+25czX",
-	"Rhhnsnt2Em9Ce6ygWr/SWBD8gBA+K/xGzFgpoDsnhnOoN/21zmbNytVoGB9SQvnBCbNT7Y48b667kUlh",
-	"2ITfCHgjTAl8E+6neU8P+VTcheC0Ac8OJICnY22EYnyi1YiO11LnucjoAWNtrOnMDEc52lTX0Pgdq1qH",
-	"ar3lVqF+7ksGhD1h611BxdXw6TLW3G97vRrz4AnjMZDcC3a1KR+Hn9x/KDe8oyyMZxB987jSrYKcBCCp",
-	"//bM4J2R3dLUQNoN+CDKSyPjZ/CSoRSlh0Xc6O/fn73e6wiX43yXhstDvLqqZLbtUPVqQe67Zt1veut2",
-	"Be2Qp6kwZt/K9EZYs4SO15gKNAoj1SgX+5URDO9leC8guEPyyqAAcIW+iQVRPT0/Y1bfCOUllZqZ42Mk",
-	"qv0KjdpdoKGX1rAxN+DbuBGF3UuQP88w8ZGn1hkVSkDPPrbrRK+pD2AvP1At3GX0nvhOT5W3lzDxsZCl",
-	"myjEFwb0zzP1u1SVFWbAdp/vP3/58ihhvkXv8yPkFW42GY9cKSwAygE7ZbdSTEEdpLgFS3nBr2UurSSO",
-	"4KykoMUpS3PtnjeHWT+ygfvNB/zrYIkGcgpf6Apm/Jjha4MKUrwESz1BmkoUYXfg9kIddaynW1efGh+u",
-	"q4Ae/ppE4tLrSQ8F3gCPS9CxC8lr1WTneIcXch+AcWcDQA9g0Y3vr9yf19SsYkMRIGjvuI7E4o73LKeB",
-	"+9SbXJQ04nCuFMAJlCV4My+tTGXBlTXP8HwAdqXQpbOxnoYpzXKtRtB6ZCIt42oG3OpuIug2awNPaVml",
-	"iCQGjx2qbOa50XiHaZ5cSoMdOuaGXQuhmFRw0j0/YhM8EsBeROJmX0idwcDdLQU3wa6lJ3kqp6VaJ3yO",
-	"Xu/sQL7oy/aQ9wQ93LC7t6/rBhf4fqFzmYKy0VrtdSls7b56ZuJcT7iRiNiiK/RUiRJ9GhFeYmMGAk1p",
-	"9yhnqCoItZQ0tuRWl2zCZycEYeh7GrkhvDx6ybjxvhEC5pnngTdCHLDTPNfTOibnfsq0wGAdUgO1kRdc",
-	"olHrbznH5fimFMSW+XdVg+A3f3QetED96wfYI+ED8Sg5GXSyPYQJN2J324a2Q7f9pKp0ZQ7JAF7CNeb7",
-	"1AhWVko1YWTX58wlrCZj0iUGnaUa7YHiM4hSFFSV53VyYCkwaUCJLqfaKxxfnAzwDSo6C6vQJfPzXyhh",
-	"cujOjN4Dd58euPjYn1/xhxLkslpS9PGbNB3aipmPwg+JcjdWWg7YaZmO5a0IlhU0ddQWDK7CaS4zYbtD",
-	"7iHLplpNp/ZAApxsIAVg09aPX9a14vB1akcPBfccvV+QqYfCgBXlDJfYZjMacn1vfGQ4U6Ll2Hd2xy5n",
-	"RqQaasIwv7eO43tfuuXmZu+AvQHv9imk+MVuH3SYku/bs3ZTB1BfbuDeaRJ0l/s0QnDM8LKUt8IkjFeZ",
-	"1PAkIDamGllZOsBiQqUap1KTUeduGBP58YQVopQ6M+FvoQfpjI14YQ6Y13kGXrsZgBYTVU+Eotqwar4w",
-	"V5dyJMGJj/o3+HxQ+SbVLzYVOzi3ITfSKYwiGyzt5EflJ98ffUf+tjp5E+oy9rrqESL0+EZdRytVqTrT",
-	"s7eZnmj1wQqkeyiY/hR+6y5ZJ8e7ATXHVPPkjayIVLMBFEbwnGg4bcnTm2eNRHDrTLDLuvaJnsV9PVQL",
-	"SjUc4+05248fV5I1xhEnebeNov58dyExmEgViH57vOvx7t7zwR8R3BlKGlknWWSsS7vv1LOM8YaZyXYH",
-	"uRwKp1ddgtJpBuy7o/0fjuLMihdHe/M2a8QDimWpPIV444DSNG+lmCbQfQQUyNCvbNc/1F0Af3LXnLRc",
-	"ybMMLtrD+KB0cymhnJU4nMLyOUwBCMYxsN1BQ0/D6p9BwuZ/7d7Z8ms/gsFeSI1F1KRmhaJMOgMIeycO",
-	"wUlzHJVcWTaFsh3Lcp7emAP2xg20MqGTB32GUqRjkVIpNM0V1XHMi1XHkJZ5q2+gLfaNUDgGt/hZyacq",
-	"Xg+haI18FoXFtAR2God36THYpc5Y7m6iqOoSomWbkp/iW8xmqWePiSFLEllOUR6oUzlKGMD+RtNVGp/m",
-	"281XeeD0EzUPsnXk8P58GEurG23qWWrmj4+x4KW9FnyJD+O1cAehYQbSPli4g6x6mUL90C66F54fkbfC",
-	"AEdALpSdAfF7jDRGut/DMnxXXw+08kxXFg3r6IYD96fsg67sXrIkpcX9BUHMIV5Lh22b/hqm++2Z4AhB",
-	"3e1tX0NMaKui/8gFWaRVKe0Mtkdp0ytIAjv+73+4z9SgvdRg+RLjeQby4rY/dyrWWjlmpU3vmmP2f/cv",
-	"b9P9i6tX+ziuNQX+n1qqJflmWmEDWWA3aSQSEyUelf9kPtXX/a8yojz2agVoQ1JZTNyccllXOu0O3E2B",
-	"xagyA/YH/n2vJi+BK8fcMM+3F2kuIYfielZwYyBjKw6XLqgz8bHmK7GhrAgygOlLBZQwzPIb6LcxmFvd",
-	"AShy1xI1KRnqFYhfyT9I5TPID8ZVzILCFXyOzylHGP/wwV84OHGnBGY1Qw/wJFRJ4ClBHmKfuhwlsyw8",
-	"UyroogZezDjXbo0E5X/XUj2B7Lb7V+Siia+o2gpfNItkfetJKDDeTiC/mpOExtn4yBH+sWeXREdC8xRw",
-	"n8Sng1G95GfkGrtzoFH7sf55oLQS6x4CueC3S7KO33iDMd5FC0pZLoa2K8U4aeQXQ1DJZxWvo6n95sb3",
-	"7ebZ9praZjQ12FZhizwyxSzOtF8/q4RTsDe6maqwLDHNkAaGaSYOlPwfG8KNnbyML7Hx/G97qzLiKd/k",
-	"PB78NxndjFZgaWO/aKF6t//jRIm5JJOiubcfK2Ycfor+BTWkTpKXtD+IQheURgIAkEOyWQMdxiLPvP3X",
-	"MOikWlQLnIHpzvmQsIGwYtjgPB7fIOjQrYDkrr/i5UjY5l17zuBbyMf/rglTCGc1YQ00J40HDywwCViS",
-	"YA16SGtJ3jh1o2vK99MNs8bfqYMoPl7tJxNqjT9OB/C27bIegB8lAJ9i5WADD0Afmcefp4TGYwLhu4Hx",
-	"hN9A5SO6fVqRsoZYlbFrkeoJUQxNrkXpURuYgIwVxXFYSeh4A2wvupyIEp8RVcvDvyPX2O7Lo+9WqoO/",
-	"cpW9uxXlhU1/dRPtkfLpIaUSU/j4PTo+SnT81etNIKClzgXTt6J8bFiY89k1T2+8G6ub8J1841yxX6+u",
-	"zvd//u1v7P3Fb56PcDGZOaSe+Ep49MEmDNze8NcfQlDxgJ1Z02SPAC99/S6Qd26b6dJwSZ3jV0d0ZBSj",
-	"8N8hHhsO94QSNaBcoyXHwt2p9DwNCVV2mOXpFue0sN80e0hzEVb1LKy/z9Yd9XNfq2OE7y9+68H26aQA",
-	"rofTvzjEwVS7BWTj8aZ8pMgdZxY206cnXMmhMGtWsEblGv5GZnVLVgwmDlJy3kjeOqA0bHBKW5cjFe1P",
-	"gpeiZH+vjo6+S5tPgN+JAcaf4eXA7woZfR/o0g+wiINjiiqH8pEEgb4qwwkgMIWbFaKMITzxpwEtH9uN",
-	"PiWmCGLQ40aqrC4GB/L6Z0wPh0Z49yq4HuDtbJfDFWzCZ1Tmw9lET5wdcC2GuhRM2r2EwTY1EuhNmscP",
-	"E7fg6iCCLPjPpRMTlYoB26XkVEGLrMRHW/8VD7rBmJvfdSnewIPI0bIQb07iQLVPHSOKMay8oWzFHMwJ",
-	"a+JExEYcPHyQZti6k+ovtJfyu69Pdr+LXZEscjbaqlSdWwjZkmmPMFU5a7KzlV+829q7+kllf3i5A4OU",
-	"k2qyc3wUhiiVFSNRto3x1LKJBm+sBPSY+THuPt//vpGTfHTU2Whwwj/inu4c2Xcv3Mj4RxyZe3A9zufr",
-	"jBMcTA0swnDL+4vfTKN6LOVlOcMkuqx7PRfwaqfjs3///MXDlTUEQezQajza95HKJUZeM0W3Jbes2Vw9",
-	"OkTXzyfAV9w5oeALskrjfID1Y5mLtp4hpkn6C9QHuCGiEyy+LuWKXQtmqmtsJNJWh+ljlfHgvs1YZb0C",
-	"y2KVLd+jN1Med8iyIRNOJwOF0gsFs3prxsZqEvzYb0LC1XTpYKVPrU0bxs2NQBcPL4XTmK0oa+78SEt/",
-	"ZuYIXFWGrrLdQconouQHxPM6gKdBQXvCBhOZlroYayWaf4fS9xPGiSaWimR8izuzh9U4yLOfi6H1zIJ2",
-	"DMWcWFceqb/fsUG9eh8yoaTIBvP1OK0B19o/D6+A0Oeck8NddC4U1JFivz2nhv/x69m5Mz+QWh+H0lZT",
-	"WvtYGhbqN+llqldgjWZFtBs2XtQTf5d1PF49YD9CwA4E/lvwA9k7eX+iA+TwU/Qv98fpWC6pmweEgR7w",
-	"P/7bi+/30MVy+dqjjg+s1Y9ErqPIu16KnM+goDFWCxd6YwPtLHZeRTIUj4Yvjp4Ht0iD2faZYYPfNL51",
-	"QIC54JV3RyXyzeqJWOl6WrifvE9Rv7cp0ayojJcZAnCaS2yhJFR2wE5VXIfwrJFHG58WJ3OnZdz6zSP9",
-	"y6MfoYgAF3uBmYDsz8oItqs0O3v1JnLqGIp4VMpURaGhb3SqM5GaPfby6IgNyDnzwWTFoDXuYSyfhVNn",
-	"KX8KVljYmkAlBitPocJOVTiiaEYYCW+Ptyw+iLpftxgB5wjTFzb9w+3mpxugbkY12gLUsfDec4B6nVPX",
-	"ZEXzYItf8/333/2w+OzW0yxAyDrRm+d3GdDar8e9eBKBiO9PNA8zpTDQFR08/buv3/z25uqNT343TNqE",
-	"nZ9evfqV2VKmN7kwKIlcZTJzajHsKXQOwYT8+9ozRpa9/KDhM1rYYKSwv9VWtPjvHbKEkvSGKFPOSHB+",
-	"IykU6Ly6suiVno5ne8tf/+e3rpQ8X2NM53yWa55daf0bL7Gv2Mvn36+zAAHFf3ef7sot/lcSYUvg33gQ",
-	"L2pVhO20Y7Xbr+7UfWwBtlUq1uEnupNaLmUiF21ieuFhZVGvaiDDSctxrQvTdmoCD9Fe0LKC56A0z+ou",
-	"AaC7LObbgoITQ1DL6fsaptIfvvcWxVkcW+PT45fJubHMiBHEE+ky9Ac4AXlzzvwx07WqYT8+jTy3R1g/",
-	"1SdcbP84AIYmcsssIWPahOuT23TcCtjOTOIKlMphyVEiwXZt6oHeBF6C6p8LwVeoefYY3GPw2qYcWSv7",
-	"MhX7Jivczv1i0+50DSkAb9Jf/vISg/urbL+X7VZS9LypKIUTma+wBXtvUWziCCGwbEFnjtJLUvnITIzP",
-	"7Dsxa68wmfAZK1eR8K/bTeLUPP5Kur61RK+7fhYRlJeRha4tfK6k9ingxQpq+ytfVsbRAXFdGamEMXVB",
-	"w0Jni0Zpm1b57DiUtsV444t6W4Pkq9nVT80jLj3rOYd7+3dDBQcRAXuMO5H8jbV5EshzF7b2xwNDTS72",
-	"R41CPSN7j47fHDp6uvanA44UfilCHnU7BP4kPV9bM3+SyqxaSmj1EMI77j0nC0RvyKk+aKT9hkAQZil2",
-	"5KKENO2oxU50LTbZgWuWdce/jGb9jWYexkvwiKtbG1+qY3zxHu5R9VHarZdRfvijLk1t4OHhp/ifGDsX",
-	"S9MT35x35CTGD/qMpESf8ldAdGcuNoH4SumKSM5yh1zFmLOYhnQjRAEeSMoqAhLkTWY0tui6fsNAEEk8",
-	"4SBSE53a4y6NXdbn0fV5dH0eXZ9H93Xn0UH3pQY4+my6N+dPTyf4rHy6OZ1gjdSLN3fJfusPzT73os9/",
-	"e6JNnh4GlQmeIPPgzfYzD+4xq20T2BqntfXg2oNrn9jWJ7b1Kv5nJra9eayJbfCWw1IMS2HG3b6+C21x",
-	"Om1usWM2gP/+TZQGXBATfSsM06ruNgbes6IURigrMiT+JHpRJG4LFAqsjQX5Asd34T/HN5mKAlOnlVhG",
-	"NfwUulI9znQz2OTte/whxNYP2/0bn7uK++n0/AyHa0K3CFlGHLmZHAljnSAO5UdhkohL0BDfr7QzNpUq",
-	"09g9Gho7nERCfMvzSjBpjciHEKak9sa6FNDSosg5NjlGPl/8c2AVGItSUI9moWw5w+cbNh0LSBeRxJh+",
-	"KzhAchLCof4KjDi7v0dEvylX0JcQgrA4Qj7iUh2wi7ilswGWG+8TZJXKhXFIlOZVJvyV0jAn+O1sV6eF",
-	"vMIPsQBBbZuyvuTwHFqPJ2tddyn/hdc2v/E7lc/8RPRUeZ4eif0iTxjPc+yfbbD5I792cNvFiQdXvjei",
-	"BNRrVdCev/jLGkrtaW40y6Wxzf7ZpuvFzfVuvJvYB3eOhzw3Irz7WutccLVpI5++bReD1zvlcGEE7uda",
-	"0B67evhQrZqBQatepgg/Axov9mM+etGOkv6WA1pzpM5byYil6gFQi+iQzHbN0xtov6wyQifsvDqs8pwN",
-	"zG36oeD2w8DDnZpTUfLZCYUbIPiAIcR/VsTQevnr6f6L738guE1YkVcwGqHSclYgGUgxQyGtsS4gD3sD",
-	"nZ/J4BJZzPg6ce+4Fkin60wWN1ddsrHOM5Mgu+xUGmrKRgxaLSRXCTNOM8W1cfCJQI0t9Se6dA/gRGYq",
-	"SqMVm441m/AMw6O4xFlozBjWGWl/gxqC0VIkM3HXSspvgT8+MyyXE2nNscN95MA1TGmWc+uZaRy2weIA",
-	"nwooizzLSmGMCE90Sz4gTrCzwgzYLldMU93FgJ57aoHHuHGdDRQosIxSjfzATthUZvClBR4a8+u3hxEl",
-	"3mjyXxWo9OPpiEFk/LtsIHadV+SAO2jJOAjkG8OkKhG6RHkJAOY0y2zJZd6V8uOBbGeTSTX+JSuyaRzm",
-	"z6kZ9P1YKdyZErXxn9c/SHePdNptpuPQFg+L2dW/Fr7vlBv8fCJr5CeAWNZaScRlpLSlVsqgqYSjPHzQ",
-	"x36wfO1uhD/b6MUipLvfE23CFSiIy9X/w0/w35VhN6dZmQBOdlzqajSGM6MUKA8OykppBZwDAs4bJzWl",
-	"zpnSmcc7t3VranXiT4+2NzBaK4tqdk2WOJSK5ydRcqj75Y0oyHUHOn9QFn0ueQxsqLZDSqk7QkrBs1lT",
-	"u2TpmKsRNi9HTkhV80GGTnl0Bhm0K2CuHn09wW0pCjzKDB+KfNbme3CvjTD1bnr/FX6wna2orktBKmHK",
-	"WUiquf4HfQyqRd7xo29B3pOdompTYWl32/oIrcpCm4Wz1DOhBp1Il23nqIcCJxnO9AXpcWITjqaToDEN",
-	"pXCHltNpyYEAFxywt2Iavz3WRetsaXF3XfSAnc4LN1LbXQtSqTKvDM7d+mPCrkXKK4PbeQ6BFmX5PTzt",
-	"nmT5/jWr5vBWaFb0mawmKFz9AbeqPq2CJP9hH8Jb2eddPaw2hfv8EWlTh2iFd8c/Xguw3CmTCZ2dYMNH",
-	"2AqGbWQIIEhF9r0TuXaHAxkHoJ5wC6yjgFsaeEadZjaUowqa1pC54IG81BYNV2eVn86PBDpk0Ghip6ou",
-	"g1+VgDdpQ1cYbOrUQQzwQL1J/ZxB7akAf+xnm60XcP/jVrFwjKvtQXQYkekag1tfcfFloHE51lNY1LDC",
-	"PBau2tMHAvLQeAKhpCXxVFHkPCW1KZpQraUxDo4PbAMlcyxT8BqbzJJFzwpBS+1USRpg410pbR5NdFXp",
-	"PKO/Ip3hVJdog1mmVer0vBZLkRyJueAN9Y1MKzfJrAYr4ZHMTyQa/qIW2IJILdgBK/24seNuriTf4Sx8",
-	"rCj8doYuUYUqX9ZDy/1Yexj4fSB9xJ2MK+K6c8conrImcVvE2VRDWRqbMFOlY6jBjR0kCYGkhweUpyii",
-	"kI5FemPIWe3OZ2hnURRCZfta5TMQcHojuMLR10070KkS6IfKgp/J7dbT87MD9t4I320vuGR0CmwB2WnI",
-	"bYN8N/ITGeHUF41xtmue3oSHjqVTu3wTWScb9ZhKedsRr72khTuFRX6omK0fKUxYGuy5xuysEEilID7y",
-	"SZHX2hJum4PgUOZ5DlevFdeFh4OK/0VR3cbA6etJw3RlUz0RFGzGf6wXbsZrG4MSqpqAhFVpKozZSXaG",
-	"XOZV6a5CXggnc3cbKui1fpP53QdDt3IiukaH17X3s3O2yr67ecspP7BnkWFhnZD0EmjoY9RLYtRdZso9",
-	"nQDwxMVebwH+Iw1oxSGAuleE3IWWyjbC0EpPTVJrECm3YuRAE4vfnMFn0WVoamOz1Dn1c6LUEtLesDWq",
-	"CBl6YoINTN3XFspSEIFcfg1Gu5RbnuuRs2i9dw52Jh5DEMh1YmeobbeF0DJGyuA1rUh+Hq3TBoWufk2X",
-	"zJ3m+cJHMAfflLgsTP/LZMUtSLtwwN5cSyygF1nY+AsDTOYyzK4rmVsmFZpIzrKEZqiVEaWBrRiKwCGx",
-	"SRpmJu7Eo1B9iceK27sOfrOO1ogw+k36JHQulm1TWL5vZ2uWtN73Adu4dGvmGeHuA5xc2HmwgTDx45c3",
-	"V2wZ/nt32rJ0n8+LsJCRDsO8e7LPKcB18Bj6eKzlaxvpxMOic7GhnJRLfguPXysbJfp93QGVfChRzolb",
-	"rS0zwGgoQmhn0gKAq73Ljz5k0kdA1sgngc96r5C1zNUAVxx+cv9ZkUKChdUB2kD0lcZ0NQCfA/aTO0L3",
-	"pYoUSPzJWJnn7FpXoFIyf662pdH9WKuh/ulG5kLZfMZybYRhpRyNrTmBkhJmoR8+HtJWUyt9fCnZOR0F",
-	"4rjIdzP+L2CVdh60rrgh+ORm6X1+9yKBuDM2KYEdqR0N1/9aBxIJIaRATKBg1Ip85iuoQl1WaCdEZxjK",
-	"ibetgOLF6OC3Q8Fibu/OvId/QajrPAx/G6RZtQoyN6AcoK7Q1BGuZ4EPFA7Vjek5XRkfXw4AD6eyiOn6",
-	"asvjUll8igeOqs/w+AYzPLas31hT7IM3YQ3VxsnLxdXledS2FcEW1BBAMSdoc8R0Xl1xdws1kko8M/gY",
-	"8sH5xFm4KtcjqYIDTTGtnDUVvRCuyjTmsTLxkZwNoVUrAdtL9EXAlL6oQMAT5pjitLLjV3Xx4p0rauf6",
-	"0Yp4Vtci12rkdLQufzvcfQk3r09TAIGLJk9Bwa3bhDvHO//z36f7/8X3/3W0/+M/6h8PPuz/49NR8vzF",
-	"v/35v9ahj3hff/vh3Ky6puK2C/z42WQL8ST+5/jvfzeH//j0PPnhZeuQH1odjT7zolLak9/cl1qq5rHp",
-	"vkDUmiLSUJf4VVvw0dTYh+KPCGiexQhoGE9TUViIbL7GgmPAQSw3Xuw+HvDWs24aM6WaAcq0q+vmQhg5",
-	"zStjofJu5nODm6XGJ0zUVcYQc5grNXaqJtQv3IOjdwFPzSpAhZhlvLI+NhwvD0ZZ49+sFWqdB9cvjQLH",
-	"w6wjweGz4SjDP9caYgSa649us/wK859wmWO9XS4m3BKz7FDm7rv3cdcl3vr5NbxPgFvPb/95GqAufWIb",
-	"lBVNUa+rTV5Q4ij3rlNLxKSbJjxi4iKUEN8rEnpzG034z9cdwWBt0xw3Zh0vvGyFrdz8UOErJvVKYg4U",
-	"zyft+t02yd4XFnK1wsX9PjhxOw+/coibh0n2haOPz9Ffg8aWVLul5vGhFWZJI7KfKun3FAFUg+WcIQ00",
-	"lSqwNJfY+yeHHiBRgUSQuqmu8owZoepqz5G8FYpNhB1rlMr3F2fgQ7z4+RV78cPzf4Nfun/82w/Pf2CZ",
-	"GEqnr9mAqz5xEYdBQxIfeWrzmW9E0gq9ztpGfG3UaLvr8Sm+SDvlZSkFJaxwNuZmHFHaxBJXuwWkjdNn",
-	"eDDhp7RWfCJK7nZDkfOZKGFNzGf6BBKfPwP1r9IEHy1xDLiP3ELrKNr01Q2hePvLVqB4vBQaZhHOUviO",
-	"3v8LxSljnufCHWsQaYJc9gfBcZjp8jgO/DVUhgAxSDjEY5FyZjXkp/TMg08Z+a9wjz4U2EP0Z0XqVKqV",
-	"0XmIFNWMYc5UrkwShXbRk2nlRJiTGtgzbnmbwun2+42YwTVgFZG27c0+RqdAJo0DQtLSjF6ofBtKKOtn",
-	"PE11RdSfurKQ6VgXwxyw15SCjjNZwvLlLySuHTcQnKz7DTmz6rTF4HClHiE1oUEba0Grb+A9fIeHyjwP",
-	"MUDTXPx44aGcx1kelCYtPtrapF/LmqdPfQ+uhsZOBLPHfRscDv68nn8Br21NNsd+WTvJTiaBWSiDZHP4",
-	"8Gtlm9d0Z1m86VawndG+ezxsZ25frpNWTpPrHRmdjoyKJPw+YB1Xe920wxi/fdFgw9TlluWCQ1NODA63",
-	"sJaRemt47vYyaLmkozQeFUO8ARfFQhAf8glr/bPmL8Nj5D5zGZWGx0BxdKDm8YcEZDQWeirKYZWH1EZZ",
-	"Mj2F+FsAwtaMxoSOCne8XLuVicU8uUu+oxOxjXJwuResUKb9XN2sJOjUtdHSPH3rs54OxCgV0j1lu3o1",
-	"rN2SOfWpkF9dKmSF4nJ/MLpSPT78VAH/6dJUyEs9tPtZyId0dxwvpbaqgiLZpiUmQRHGTGzNcq1GonQa",
-	"dihIkFDzGZV1R8S+mH2FddIhbwvUC+9+gYJKVHOYqQpRMp5NpJLGomLdyqMTJzYUObfI4JtP+czQQWH0",
-	"RGA5uoah+4dCUUVXqgFh4N20X2KlffBYdwCaPvVyI6mXG5P4NVi15kxPOvJ8OnEIA61Bi/XKc2n5DDzj",
-	"zVt6akl8fF7wnxn06rl7ailHUaZq66xK6xxNYK711krQcpyywsRwKFI7lxZqrOAZTMHSCf6RYkzLlTZf",
-	"9GA2nY755aCwKe6tNTSqR867tVRxooRMVOd65+JXkF/5gErTobckuiNJl8IaIrIJxiQScRNjvZpTTUph",
-	"hLXI54kJ4wSYtcvRB0aUwB7CI3lLIFWVJbRMUuKAneZ5C8hGmfGxHgWgOx1rgUXUAnmGdJ41QvC5HgHh",
-	"RWWD3tXCZGUEuPzO/do8MpjDI9CPbo3c89gJkDANf+Z5PksW1ny79IJrqG91/JGbRgFDdBCHrQENn5qc",
-	"qD02PklsBBlsOrCCOvdQUOm32SHusG7E/E2PvJUJSAPV7dOx25zXTrdLS8GNj3z4tnGi0OnYh60nQGqP",
-	"VfH+AmlMVbOhSBu6L7VSeiFxj89tqrvTTfiMjfmtYNdCKGaszgV1Yw/mLBqxEUch6sF8EqentDMsO+C7",
-	"FIHh4fFZjDQ4HO1y5GlFlRZieO9fa3zInpF5GSNznjeO8y2JtS0Fnxg36glX2aq4Ktl+pSV3qi6Yv9ON",
-	"2R1FSuTmGaPnNtl6jjFz2aefgKADP9nuuVDglq6UlTm9xT0AjFkIs5ZsDG+R1rcGjXPinhnGR0LZBBNo",
-	"Xvu7soRdVEpJNfJdLYA/mV1WaSpE5v7+M5e5+++VnIjsXWWdUfqKq1TkItujph86E36ebgDXIgXbeqFa",
-	"JGRGus+MH3EIj0fV7VznOWT61CmOuGDPaCESxofQIAQXuYP5C1bmlf9gD9auaUyJOTh+vw26ooV05b2k",
-	"bcPigPeA0t910fleDupU46VLoTBeXFTFurPH/c73lJPwDZcFbsXnjeMSbv1z2YeIt+H9Z89v9PCJZ7pO",
-	"3JaQod5wfQS3M4JLa5XLoUhnaR5QrBHVRahuO1a+7zhW8I4W7i86TTAHsPswOTU3eJZolUsl5gpBdsnJ",
-	"qBWWkWd7IdxAD3ZKnRKp/f/Ze9fmNm5sbfSvoFznlKVdrYsvmb0j1dQpxXZsn3FiHctJPszkmGA3SGLU",
-	"BHoDaNEcl//7W1hrAY0mu3lJRFmO+WEqY7EvABp41v1ZwZPIlJ6dscpop3NdZsyIqXYi9A7I2HDuKAI4",
-	"MlDIYUFW0D8Ko6sKlEjMjWleBPaVLfUsi38E6kbsri0d/MWyWkFyJYhEqXIB6uUxu1gsJUyzH0lbokZP",
-	"nI1AWco14Enk1pGKDWplvNgEXurUB+olS3DOziZYRx/SBPukxiV9mE1qeO4AV7oBLXzkUDiUYEsvylfV",
-	"Dl6M27kf0P2vO3hte5v1vR5+7F/vvz39EjCO+6sPxd83J3iP2uuY6JaQrkPt3TGMB3NkI6MAblmuoES7",
-	"2gj0o2QA6sEo7CyavJlo6054VdEwzhI7fSiQlfUtig3Q/sCUx6cgX67FZvMxRZ5koBFjdMZKrQ7hTW9H",
-	"I3gMPCGxOcYeo/mMz4/ZaxetFYcswvm1ZQe5LkTuxYzVZe0fSLKEGVDiLZLe+n+QBRFEU7pYJDy8BMCL",
-	"tJFjqdhBVZdlxqraTjI2kmV4hp55Oyao3E0HajkVdhXm/2HXw61aCl9CkCQgzmSxcxyP1vvO7AH6lBvY",
-	"A4lhSaO6XcNs96KE5rqFRdDMdC9b1lkEtgGFXQqQqb4WR87PAGq0+r3Dr7hdqEdFFAeI1wGkBy2EGEDz",
-	"UQxRHwZBieUyVBela5OLjM24dNGEAE8UuxZzRGwPo1PBbW0E1TKhEDljN7IQmq2Bel4XMl5EIkJZL+yo",
-	"5EWb6yQ248E6CHIcCDyMOOqFdUyoIrZ/HfjLde2u0C4YsANKrGaPTjPGHZtq69iT08NzcjT5SWClOjnq",
-	"xsILK1iYQLM09AJKuLrKQAAdxrEZwa1W0AE3Vn9TGe0v795AVBFyIJqcWayGy2L8MCmUWHaFO1td+e3w",
-	"3p+23YQAW+9YEwHEvRHqsO6+tCoZZ5+//beQtQYbY6RrVZwzfc0sqA1E9sCTrQw7t9gTUv3Vg4L+rg2m",
-	"6HFS5uIXxW+4hF5Ci42HIjwvQOatSIUV0YZFuXAy5C6frGgqVCvL6sqf1senDO6GQ2EzfywMgxJUD5YZ",
-	"caO0q2WtVONSNA2IMRNVFaISqoAgP2ZPQF6GBYOD0MGfQA+stnHc+H/C1TDmVr1tGc0hLImM+KlN0fBL",
-	"EfKtgcgfYEXuACfhRRuBpb0HaEmj7YPMtyqWo3rjMigAUuEn2BMI3KNshgR9rFcneJlCkN05Bjlu3FFl",
-	"9Md5P/A0FUmtGCCR4mAr6pbS6m33BTBlUjm95NbImK6dlYUAGuFg1B9gDhksCvw/rcSRHo2YEV5XQx+z",
-	"V2ftgsvY3xfZVfycKLXdjwein9ChzOuBUo0x/jjk+bUejTIKumL7AOvAF37MLoDqimN3tHJ+xipdtiKz",
-	"0drF29Elc8wuWMUhuMldwpbHeJxiR47+OQtu91Y81Ljg7u6gbPE/k88RPuGOyFoWXrOZUolNSYQB9bKq",
-	"h6W0E6okuDvYTEZNwbXeZLilrU0BVhc2016l3KuUG6qUmByCOIhAtMQ0tXtk19WfAXbsEdmaAxyIgFiJ",
-	"5FiDx+eU49K4lYPPOdRCBTe/t64LaaO3/5hdeSSGfGEaQyCTp6oqZONiFjNZbBdE6uouELL1ljUASTPR",
-	"sMZfEx7qag+Hezj8A3Coqy+FhnPrxBSa+BY674/hvROFNCIncT80emaFCT5KqK3yUOcwBin9MlEBZqHz",
-	"eiqUQ5O64mNyY1JOR/tniABxhW7YFjvL+XIJaLvWiqx1J8YIbjZqi5rAFFJ8eb5CXXwp3EUln/t1WICY",
-	"J6eP+9ckLMOaaT/IHiDNETzxjUZ8Wn4suAowJyU4A5aflrHBwif0n++oloPjlUTMixGaz99ARGPVd/K7",
-	"qrW66UGDhW3OWUJidPaAducRGTgPlg/jo57DCE/tiIbgZ/T21th4zD1y3F5vElWvhJG6kDlr7mVwL0Wz",
-	"gTUtRBsro3O/s1K2o3wi/KCjj596ldLuk4Za1NYKQt0TUVZgrSE5ESu1rhoBWInCXwlBaB04NigJqTv+",
-	"/EMc9XuY8A6le/tVqxJQlpYypN1AgcA3lWOSbKLFVVlxWP7sOaDzdRIH1CuYmvbu+sZLWq9fT/RMeSEK",
-	"3gKSIxM9xWDwWeSMnYrpUBg7kRX2QRS8dJOMQYFxBN8plwoie+jdBNo9KvuaceM3OvEp0m0onXjTOBSo",
-	"L6lfKATDQmFyyHdhRtxIS4lrSyLpGY7/ihZil33a22/q4yek9Qyr/U2chpdUUrU4+R2egII7fmSE/6z+",
-	"U+al4KquTiq/WcRsxYHwm4rI5mMHXD1CsUd18sBclzWNP4VyMX0pvpJVupT5nOhLjYAeZFFGlAUGop2Z",
-	"Mw5l+KLIIkFdEQg5uJoDQecxe0vEdkAI4E8p1EhARVYQGJzRLBmAzPJxuMRbn3PH34VhPsNb1mWr/gzh",
-	"+MD8TDEfnjsdQy60sueM4uc2KAxY/r+idkCbP5cY9KMR4siJj47C6804Yw0IDa5vEHhf3yi+e/T4bpNz",
-	"uj4QfbteWKEvHye6T8/pAiJaRTQLuOPJcc3jQfizkJRrNZLjbZHJ1OpIq1ysidACcVl6zFv0HSEBx4oS",
-	"jUmCMCkscM9D6KMskz9j0o8CDnpDzMpZmgI/4xKgKD6a9N0CVdq0s5BlY3/kja7Hkx7RTfhHwVwU4QE4",
-	"UYr7f8yx9DHXUyLH4F2h3Fr1INkufHBdr3pXq3VsxM06O43fbSEXqI8L9O6cdr0z25yPeEHu7APA96ec",
-	"vcb+Et1ghx/s9iCv30Xm3z/kVhzhrjuC3b6Bde74sPTYJVUhPvr/44wcj8GbrwrmIbZtXD60rNQ5Lwlv",
-	"wmtTgz3XZT1VwE88i1YH0FOokDeS0aXPn78Bo52XwKvUgFV8LvrMoPsFVCb9R4RK+mjoE5c7DA+H7TQr",
-	"JB8rbQWbSnK5scroYSmmttOMeU4vvILlu4DVW9d1DbljkYn/+RvMlJ5SKg5V+MPTmB7+W+RuHQdtUW7H",
-	"P7ukp/3EP8ppPWWq9najH4UfVj7hhud+DjGzEZRvHNR5CMXE0aOJ6EytcqRv7Mlz5x+fF+WzCTe2e9hP",
-	"T09PswcjbabcwSzdk8cPMn+fH+SDs0enp3DFVCr8w2mcI3x0IEratRa4+Ml70DhuR/qgcLr2OmAfgRym",
-	"6JLz3YPFwvrt0ixFP/NahwxX7NX7n95g+j24B41QBbSuhtKD4I1fcvWDmgdoN8C9/fc5n5YD1Dj4rLkz",
-	"+G2ZdFaUo2P2g3YTOFsQM0kcMEDAES9PKICxVaVmQo20yUXaU5YoIcU8sEA27a0KUZV6Lgp2Iwy4bTzC",
-	"StuaSkh8gaYeUw753cM5Gyy6ks/Ygid5cOaXLkY7unjl2KAZ54dCKCmKQbZFAMROJPhpo3FpBNaqHgz8",
-	"t9aVULySx7Dsh91grnP7i1yH3xeoI+NXPGeDifPfsdkGPYEN/Nwmceyln70PLgkHO5HygX/zgyxyoNM/",
-	"/Yu6OM+3w0R4SgsTO5RNPmNvK6H8Z13av8ddnTkfOPHRncBA1zwbTll3vGkp2tMJvR3fgDT61nHD2or0",
-	"SO7xuSdncaJn9z/SJNVIr0Xxyuiizl0GHVmKjE106DxDLnQJA3XzSJetC4J7tJBtms2cMafHWJEA2COd",
-	"ZXUF5S7+mUIhxWeIUWHH48RxWGM9PaikaiTNlDTVoVTcUJoN/IFG4cHbq1q8vIYaeN0JZlewHq/9cuwy",
-	"s6R5S8dB/IFbmTP/Sfzxguzzoa7dNxZzeikcG65biR3qNpEB4wR4gjYJvsJOw6tTE43SG4ivh/QECh4J",
-	"4+QInEo9Fbk/60Jc4AB2uCHjW1bFQXFm307AM/mct7DP4n7aeMedfPIjeF18PhHK6LKc0mfu9qe+traG",
-	"9EStxBHAaO7HTy3XPBAO7E2O82H4wAH9t8lJR0jHs/W6CKHMArsDUyAViJmxqx32y7BAyTzGLl7aXNtY",
-	"TeMvRjT/WEkjbFKO+B2bSlU7YQ+P2YVX8KR/ICy5LLbpLBG37otmkdaFf+gtoOybkKVOc486ZcXdpFEp",
-	"cUU2bmz+pEeT3FX7i45VWOfMJf+SHAm/W+BY7x5fko+0YlxYGPvsglWy8TDH/EoNvvp9o4u/QqOLBmNZ",
-	"A3KwB24VcvtduQ3oRnBZJ+obbqzmljZtYcLXt9BAJk0UhsJD6EZUe3VghQLwJrzxbTPGTQiZmvFhAkxk",
-	"1fBY12c8R6TbGNmWfaMeSpOXp0XencxEcip7zPXvVro1v2v5NB/dsU+z+9OsUqGaNdnbyys0r64TtgMV",
-	"LFsVmuZdo2AHSBKEFR2gB1VA9QBFLEBn4AE6I0ijH7JUz2dGKDHj5WGa2B30roXiEv8/zJpMmkEejXju",
-	"LVjquaNHnS1nGrVgeYc+2LUmsvzKNcpIHPvdBot7lmfdIP2XClk5+8qOby4C3YkMd6SuxADrmpjzs6Qh",
-	"OORj+DMiihBSi49JQxlaCQrIkI/Cm21Q5xHLmjDQCuFrDGZD2Dm0tZXOsmsxP4JWL/6X5XAzZg4Wkd7M",
-	"Q6QsamFDoJkbaJdLFJmsMmIkPy6Oq6lp07MYncGZzkPTccyNIvYZyBAQBaurTq/fT2E5ekLRa+jMnqH/",
-	"83XRwWcW4tbE8AZTG2lDK0mzp2muiVlfwSPsrcet06HFNOQKEpo2GR3eDnRunSN7tC4wvUaD613StOl9",
-	"xa0VxTkGJmAt0DlBZNp0KTRDBp7UNUt9CY/rng+a/XfaoLa9PzGrt09KNSkYmIOFX/QvJ6a+lACAL0D5",
-	"OAmKepAJULZDp/QC/J8QnB4FOD0KYwiJmP3+Quw8Z7OY4giWaJPiODPSkSMmwWP/T8iqXAAHkUAH9bxd",
-	"2IjoTEw6pHFWeASsVWhLXpi5F6/S4gHuaYJugP1DNPnqMDrMSx9roJOAESWyDz5ZpOPBcaK2HSbR2QYS",
-	"BRKVMlp8T3xoKPsIIsk6WZYgjjp0cUpDxI91Sd/qXbNddkLZ0/m2OJSV6vjSt3V6Mef/vuR7rpnm9lmf",
-	"TQ0Abc+9p/Gr9jRClnJd9Wued5EwqjSZ/9D4SEy5LE+csG5VuzjokKKIy28qrMXkqSYfHd9aG1Gwq5/e",
-	"X4Y8pqAM6xgqh9bgFCRPvHKtQbGZxy8kBES1nUL2T0+/R0yEONCgddMHpd2HZhgDVL9gMBLBNhmjR47v",
-	"Tp805MnpoBF9oUNHzpW/E1R4nk+A2QI48mVgUMLjijkHVqiCTYFhTWMPvVa1NJbrPLQsn2gJxF7YLc+y",
-	"Qde3G2DmlAWuziNwS4rijJg66BtYZKGG6BUWVsUMDbgb/pS0kGIHTx9/zwb+iR/oiQPKaXsnnJkfXYyc",
-	"MAM2FHNNdlZHopXfD++FdS/8XHfFzAErAm/YgA/TiFxW0stAdFXFhnjM1jEF9w7ZOhYHvwr6W2dq5lUB",
-	"IK9qlJdkb+7x/1ul4hBQ0w57JYU9JugM7lxsUPblOl8PpuRT3XMS8hktpNc2OZ66dmKZEqApvkzY9YPn",
-	"JnlwKOzk+KAsPC/+XS0wZyb3wiJgDxJpkhzbLLlFAjMwruIxC183vAUNkcGJpL+fDMCuFx/Bckc5o7Hb",
-	"Uq2AGOm1Iy86FE8iu5oomnUJOq2cVqVIGEi8Vi+6PUaQwFnJP+YveqvK+SXVR+y2T186zNVug2YxviKv",
-	"wZd1ArjWso25VMssCbhnd+gRqLiRbr4NQhDRATabC2rUCGJX0DRIltLNs5BHSfYtpfwE/3GwekHyk2s5",
-	"lDxi9nmevrIS5ihWRGIDvwm3E5ZPuFTIxRt/5mUZhwidQOj5x+w30EInIr9+HguWgnu5puzwq//vjXSC",
-	"DS7fXbz86YL9by3z6w9wz6Bp8ImPB1woBBr35PggA9/KUihXzlkhb4QZi8Lf6BESdO/cbxBla5sWUU2J",
-	"MWLeCReX8JVu37t8QZNP594UccG8F6d9jkLBCE5NN7ETVCwagY+HLnRb6ll/E4jkO/xJl3Ra2+W3Cg7U",
-	"fxsgUpZA4w87YrCurAtvuaXxfDsO5mR/rhYTCDd71/IuXcseHmmdh8LNhFCLJDU7lCceF6QSdgX9W8Da",
-	"eGnY/Wnpakt3jJlOMdO/qCnez1oVf4hYlTAjbaaWcfRCHwGFDnENGVmtrMoHt7F0rDL6RtDhbRAb7TyL",
-	"z0W3vdIOj3L07YaaA2kZL8EfklC2S8sen54iDiCuhlIFGrw/2TZ4O7KFzs/kfB7qYp41nhBFKbbonubF",
-	"fEVtwrv4gdZkgF3iKv6hRfwTqN+DXtlyVQl4Brz0LwW30De/3d2RUm2w4mHFeF7Addth/u87dUnTF1oN",
-	"peGjwwc/799LxV4LXzbtv8SHiqcTu5f7M+z/nJztgId4yjNq20nNnf31xx3pJG0o5Q2LOuyBXUK9LsW6",
-	"XFfclWkRFs4djYNrpWeQuYF1XEgIH7ZwyDiN0qB9GQXQyjnDorhj9s6PJ9THlkCPeYQVBkbQRaGBn4Rx",
-	"hIfTR2hQHm8OETzxsSq9ccZmk3nytfxcSNENQx7Wjsmi9K9hI12WegaNJzs75SEY61LY3VeK+desbJGZ",
-	"Fsl9w/SE/euwy2NUKyen4oRIMJxcSZ2LpZQvwWrD/jNTMdVmnqVKigoMQxg7sb0FlcfsCt2tXm0cjZKi",
-	"SFtpx8ba6NpB40tD72Fjo2dukrGSj8eYRhr3JjW891dAzwdQG/jE6w2lHnfqJO9wFs+Tue9Ssi6/reNE",
-	"0FUs+SDf3pl4KVzYYr0LcQeHAvT/TXhrwU6A8JnfzYarMTioMXoUojIBp3F0HQZHEDHR4PAqfO5qXpZz",
-	"NMzVAv/gQhmxP25sJI2YcaiLw3ojYLcNL40tnrDD7lB2kRP6mdE+vIQl2P2p8O9ZKST8wvo1+JYFBLnr",
-	"wp7BULCuhLqDs+Bqv/k2OAyziXSC+rm/kar+iPUBeD9rjL4WDxTlI6HZnevpVKhCFAxycS21mnfQwSIc",
-	"ElgG5C/BqiuuwNmKzYXGsNXRREzrtI7ZW9LB4hghMwpiMBjK5xC/8eLDCUV+W66CcZeUfPnJ4gCxNj+2",
-	"gvbzfWiZnqkMn0cAgCPoEkSvtHXvcYHX2MU/NRUXs4m2Il3QwNe7zPsJimfKwk/EGCG+RsH+hzY8GU17",
-	"Q5YDVbeJopnC7dRe7dKQbdY09A/uBJZ0c1ID42+IBbj7aN4anGQPqro3PajJxkyPI50o2rjJcSMt0nEz",
-	"Fg4GHrPuIcZCgQyEEAoPTIHo2z/sRhg5mrd8YWmn81bhkizSnHzKwsEETjCrFgt6pT9ofg0gfQT2EPsN",
-	"qTzTCTQIFVp/jUXKKdKVx0nRqEKwATzkQ90E/AfLUHLhH98Ck11k2jQvgPetybShD6ZiZXTzhXE17ltS",
-	"5sL0kPupN/KMn7ErC6f59OdMm0WHKe6JCacum1JhWJ9aIYMg5RLZDxc69OiwDQ8GP+tCUHefC3r7AHvf",
-	"jZW0UOIynMP+HNDt7+eVGBzus4K+5qxQ2JYt6MYjdQuwDaXV/Sk9bWXwpCq5WtFzLA2iI9DT0Y9RhaD3",
-	"wVyCLtWEXpD6/VrMW146zJang5faTRFcPJLe8FJi9gw27260QpR657GyLKk0xzx79FGMHKZCjiTR9xyz",
-	"f3hVMfSxbOm6XZ18TjtY30uu7hCe/es2R+cIxIWwYLfiB/lS4OsH3ztq0lhKrvYUx/cImQKne4pNdPB2",
-	"D07Y1+SoRU23RaEpBgsaKFhKQJxA0Q1NlryNyeOQuHgW03wugzp9oQr0nL7nY6hYii+LGncWdUCMrYbV",
-	"RsMXs5Yq48fmIGpTEG9qccxe8ipYfk0FU0k9uTprS0fyo78KG1bwpJuYbdILu0O4sMDP0/W9jRTC7ryg",
-	"EEMMN7WWCDj045bsWCW4IMbGU+KKFaHY7i926xWr0olpwypynjTQgbZxGEGKpMqoNk41JInKfuKTKf+I",
-	"WeO2j4pkPcXyF2Qj6dtbq4ObbcbPffLnNsmf7bXzDyqFEyotPyFk2KF3cdPOcMNalu5IKuhh5YSCEDPc",
-	"nKXqX1M/X/tLFbrOtQm9WESRRS0HU5U6OsP9Ep3q4DlHp4O9Zv6gBdjMOfQZD2nnbQqQvnjrzrvCNa9Z",
-	"2REurCV+A1zGb8uT3rkEt7DNcSlXbvaTT/4/P/Op+OzNqTUtZry+UQW5HgYNuxGpDJutbdnMC/poHxUa",
-	"JUcVelRZL1MaJR8eQg+38SHH7AJ/Aa0BUsggaSTUVpDfmDs2rfG8hOZ0mLWwlN1A9XCQnZ1cl3U6u4K2",
-	"IoPRhpnRM5nHTnOQ/YCUfx1NaJoDsFETrehStNeMW8p9Bf2pfWZ7WBXDh1zJq1hx5zfkg7MH//8/+dF/",
-	"To++/53+e/T7p9Psb08+/18P7oxusbVEKyzD3wKk6rh/NHyN7N5565L5bNcoB/au+Vq6dO2ZkG6/F0/8",
-	"+B5mG0Fwa3JAfBR57TptVSpB2agZ6GItS6tyJ9SySNcUgNlEx+koe2kF0NkziG7Y2Bqn8+mNwy78AsrW",
-	"RJdFxoYi57UFPkwxC+XD/popn0dLNa2i4wqaLppQqFfy/NquSBr+lRZr5ygSXtSBH7+GdU7ovL/JtJyu",
-	"tiE7NBBmYjjR+tqe5NzxUm+SgGAdVwU3WPbkLBsbXVco10d8Kss5eWlAJcG/PLRsQDxR/zVgM1kWOTcF",
-	"HjV4CkPnErmbvS4Sel/BU+AaYG8pufIPw1cPmAsl/1aA/WCxJQw+356HLHGYInhx/EUFG+Dfj2n2x/+q",
-	"T0+f5K+0Bn0D/tUV/nsp3G94xwv//me0ZLss0azd0Iucrtf2SGFcT/qc38Sx8bMOm7C9OcMyJAcId84O",
-	"DlAhSnkjjBT25JMsPp8Y4bAbdbf58RMUoHD2I+aK0d3zGFC/FKqAPEvIj/HQT+UZesTqKsTv6TyQm4l5",
-	"XXhaOUtpOO1nS8yJ87eEGAy0avP/zSfyRhQNO54zUhTswBsNgzA04POAWUF03J+0ga2HcVIfwmMGTHvt",
-	"diat6OCqAFoL2s/P6dFr+7sBhcZIioZ+h+7sMR3k5mTsT+82bWbhRMcV6PPA0e8ZU3oWNsXxX0sz/mJK",
-	"qt+JkAg6ah/CW4CLtewNETe03xAft8AMjG0s4gadC3waod+Bn1slDJz5bNXJP1zEnWN2ESl+njapFfhc",
-	"KnehPAp6pRfdK/Gi6b4LTnqb4pK0NKHVeAGH5yNIwXWQ0YhCWbADVBheF4PDxYVS7msFkY+wMqtN8mSJ",
-	"43cPkgVICfZQcotQgidztHwyYdMnJ/NOAQabDKygf4C2sHG4iBIHWFKVhaz6LIEKf9KTjTWch+5FYBaL",
-	"srStlJFC2go4gMnfSA5NzBL0GxF5sKRr/RyKmsnvqVU5P1ylkV/hLO9OctMLe9shjY0Ycye+oaTXi/ac",
-	"/cZf2FXtnXMXWnmqoG4SCGsPOANHSmjcsVjpbUTBc6CAk45ZPm+2PWdW5EaApLTChSwqcCNBIAyTNoqM",
-	"/PDYaNTfccwugjJOS2YEK8XIefwIXKhEExGvpNhDd2wsbNfWQqzrx1lazSjvKh3NGt6KMKD7U229eGaT",
-	"RVhZDYOT3Ye4e6N87XNyaye5r+kGdo8AWuD0xWcgWYUqKi2Vawgk9EyxVz9dPKNDlQUnU64rkUF4C5nI",
-	"CjJ1LR5tiEBLy2ol/7cWjE81haBXaM54ZxyCBPcrH1pd1k6wiXOVZb+8e8MO/P+lCmUw6ctSz145Vx1G",
-	"ZrSGKtJmDE6Yt7FHho+nkOQcXuKRx+ryBjtVslLrymvvGSuluj7CNs/asLzUdXE0FY5DR3zivhR2OZdy",
-	"QHD5AbMVQXGH8XlbnjAHRHYxlUpah4zLcIVllZE3Hu3xXssOwtMu/O+X+Ot7/HFweMzeiDHP58wqfi0+",
-	"5Nyid468d7bOJ4zbJQedVh+sM4JPPxByIq2b5R6aOq5/q67g8md0NX6lBpSFys0cksk5NmJBsg8qUWr6",
-	"EXW1TenAkh1lmq5ArzVpp37DnifzjbWSE4H8HXcXQFwxiVWjh5T/HBaccrhI8E50WWA3CYl0ftI1opiN",
-	"pCgLu8+//0v0f2th/d3aTKm2BL4Z8MrUnaHEquQ5Zb7j9kP2PNjFDTE+8kpAkXDY2ZD0fqGYmFYOsJ4P",
-	"LcgpPLcNLWXI48cfzskfHDqpYOFmo0PGwBmMwIucY/aM0vOpQIqqv8RHF3zG/qaYoqsa/6ofX0sJTCiY",
-	"CYvJT9ztC+4w2n6pil4Y3S7RNb35dfFgV2kdfxyH/Wdq9kRQJe49ANfwhYqvogBgn7lxq+CLh/Oege8J",
-	"wUm/a5xMTxtwd6QNG2tNtrnTFTRlExKUZpxCBppD9Iaqgv3GpZNqjM681MMlcj0V7BlXuSiJRFhpN/H3",
-	"QeY4mPnKhWytaZb6t+dsIq3TBioLrkXlsqi2UMqrf7plIyMEPAHRPQDFQgUqznNn4Hl/MKgldPZu6tvx",
-	"0OGa3rfTnbgEN/bQUTQbIlwQ3aIWu2jpLzTalSa6qEnbAfrvDJ1xr96/vwyteLHsCPaqKIibjdYPbcgK",
-	"gd4fX1GOIBQGViM2QA/mVa8b7nnq/fxz5zVbe8clfIvNroMWbcvlNZBHkAbqiLeNvNo9Td+AECLbEBsW",
-	"IuGBTeILBOH7XIJv/Sbj49SjLYXdU9veEio9X5STybm+8xgBItLq9juvlRXASBX7xAS/k79vEKLvlNM2",
-	"0LTbjuiqI7jqkDxm6INq22sZG84rjr0QJBItNu5LbKiCwfmYOIpXJPGVOZMFuTXjXxyE8Q2/EWUk6S1Z",
-	"xd2EHWB4MmN5yeU0Y1aOFXe1adylWfCVHp4HggQZcwAoD2lR4zlmF6xAooTGePSWo1+BLg/be9EZsPhK",
-	"DMM1fXEuki44ob0MkqTEFhsuirBzZltzIH4LqPPPsDpE/G/NS1x+/wll8UXtyg376uBGnXEbKKDO27qy",
-	"hAiw/9OMz/e25zdle6Y9dXCfOH2bkmBzJXVN+zVvtnGbIh+MOWJZQuwNqIfsHNwunOlw6oEs+KDloz88",
-	"WyNd6MAgzSA2IYjevlWw+uA+IGF08vuxh+gLX4bHPaDtAe0vB2gRFbAWIcGAnUKc4+X1iRVwve3HthfW",
-	"cSSpgEg29NHK9ZTRnSEfvRA3MhcPLRQmaqZrV9WY1qJEecx+1IYNxsPH//Pofx4NwowddBywkZwOn8E4",
-	"+8FoXuR8sZMaZM1wCTFlUkKvRK5VYQdZoGBkj04PY5FkHNTrn399/f4FOtP8+LKoMEsXyC5RgX95/N+P",
-	"HsGYoBxzxk0RYt3YKjIZqB6NPOBm4ZOVHFRg+jM7GOS6EPng8JhdautoZTDAfvn26j3r/BInn+j/vS4+",
-	"n8Atg3NqRWYnR04f+asZZFUdDCrnBhkGaIbzsASHrBC5LBLuTumCR/KYva2Nn4v0K3rW1I79AA6LEDWC",
-	"ATy0mLff6hLXKU4wQPeel9dXeOuOhMrSe9aIlLChVBF34p0KkHRFeoZIa72XA9+WHPBww/xJppydAKAJ",
-	"4vtfO/D++++78R7vt8dwWy/Op+jS61t938IAorFFd+kSCGXAlpk3hXpe8bF9vLttiFibrw9vaUYii57E",
-	"/Din+5qf/w0DwRcLbSzunkDHjOG94JL+k6dtyZe4Rpb361m/YY8p1D9QVTj4H3b96j/ZgkwmreKMXRx5",
-	"hcPrNFU+5Rmb1ukf6kPqcS2iAleEp5wnGoFXXsDth/0lHp8yaKVV8fwaso8dm3rl5dEps1Bg7hWwzibV",
-	"2JH6jFWg69jwikpfC3V4zC4ajRF5tJfUGWlZXmrrFSpt6KrmowkD0GJEKbhFXqGm5fggJ1HSUaQLC+sP",
-	"4AV8gHsJO7evKsUJr1GRYKfttaK9VnRvrGOAPjKL714pOgHEQXguhRMdzj5IHmljcstqBHPDAxlmpVrt",
-	"kfQ8dA1cwDSZQlry0IQclmxYiMAgC5p1fN5VGAnP8ccLvudew9prWLutcYT9trSn7/S4Vm6FX/5tJZSl",
-	"0gcbuksv6h3H7BlpHSGFizSjs+CxwSww4IE1uqpCwpeY0QUNtdryobxCo+fSuW9J87h067z9Y0oX2asd",
-	"e7Xji6sdrhsZdgFkE2mKo4obNz/JeYX981fluaXEZLIAgn56DeamiY+VbNgeAk3qxeVr5rzhhSTZFbRT",
-	"obfNWc6dGEMXQeqhHp8IRJCisAs0/9LS07DWBvu+lOUxew3d48k37F/unwC5dpHOVdeO2saMBCSQ2IY4",
-	"trZdBK9TYquJk7DU0xMbbmTeuCTW5uGcDXD5m1q5M8YreQQ3Ds6Rb9vqslGslokwH6VdXyr5Ae79EJCp",
-	"m/fpvf+Ql/47Pks/4y7xq/uNfX1SkmsWdwfM75uoQH8e2PBmaXOh9gnxG7HQ6Vlvzmhz5Jv99eDsQdxg",
-	"D5YQ4VFPOM4vYT8SYHDCrvTI0kVQhu1nMNIGonHh/C02Dx/JEruUqYIZPbMhQSF9zuqT1p24muzDMOxt",
-	"s7H+UB7qmmtpMP8Q85k2xRZ3XBrtdK7LLW4BuXUFZIqvt3nVz9iwbfMbnoMc+QO30D+2uvPXiQY9ZtPr",
-	"L6pqi6ux/nbrG7aawQvkJtlmDrXTv8pC6C3veSfy7XbZz/qy5HNhfjCCX29x3ytu0W+51S2X7j9b3PDa",
-	"Xk24CXtmq70GjWsoQ3vzBYQeq9vehR0LfjHbDPCl0XX1DzH/EbBwuyHKG8A9GGa4f5ceDHrzJjnnQV7s",
-	"GSlWMFKERWIHiag93LWcj59mOTLUIfBPPuUBqD+vNQG0isL7LMZjSXiBlEcnjJ4pYexEVtsK97ZWS2Cw",
-	"rWhPBM8dHJZVXQIh22Pv6rslVx8vvClFquNXcqJOqpLPhzy/XlG5YW0tLLMT6Iov1bgUR94q/eXdGxvT",
-	"yOiJDy0r5Y1gSDySsUCmSE40UTSn8cCbwmh1TTFPfxB+swPIAJ1K50RxeMxe8HwChDC8mEJpx0eeu3Ie",
-	"0pznFFAAO19YapM3KOVIODkVIf+NHcT8t8enGeOOlYJbx57gPyCES3zi2La8wJq2Q2AZwN8iUDy05Fag",
-	"hq9QzyZtIL0CVOHK/1eqsBwMuF78sp1B4u5oBD+GHdMK1hJzC9JB8mI+wPrXWDnnuIltPSX6FTCDENfD",
-	"Jg0xroWo4M/eItIGWnEqJXKXEVcI1v/CLmDorpbKOsF72VwaCHwjb8Rl2EFbE9ImCWcdDty4Sbdx4E6l",
-	"Cv98dHfu3M71WOHdDfYUWp5ho4Zl8Tvkjv2+3R+0R3JoJY5gvDjQvSP4G3IEvxSu+f4RNaIoaCAvEQO7",
-	"ln74Fnvsh/PHhN8RwN6KtrGRSs0IJWbQxHgBMntnHyjTQD+FtsdY42gHGSXwwOrl3EAHRzawN/kHJ/Nr",
-	"4QYogDDSLy29CaPeUE/sn38eMaPVVTZ2PRJ0mx8SFTfiH2wJCdDDORvAHxo5+bfTo7+dnib54o9PD70E",
-	"hL4CuAJlaHQuLStqaIU0gF8uvPAdsAM+1LVj/336fzOpKFMBuNgPsRgTEtoD4QTcHfjfXqAUv3ADdhD/",
-	"+GZBlifiu5lhJYzURSPMnz557GeBq4KpVz1C/ByvRTWk0TvehnQEZB4KbmFwh3qpnOFieKGKmRDNYKjb",
-	"ejM4Uk6oWdXSI8HjfqOvReEvwFDsIN3Yg6yVpUYiHGMcRrC8dqFP93fM4ioBD1HQMuJmXKVknGNdv18K",
-	"6DqstPMK241gN7IQmnFjcBddLIUMpnwe9qdlM1GCBizYTAzDpUE39Drq4VmyNFBiOxSlVmMbK7PouRn7",
-	"14Pl5frXA8aHflhTEUkG4w1IFII7LJJwh2HCtA5KPabq3BvqSppFdY4z4+flVSlu7Uyb0Nf5cDt16A1A",
-	"yl4nmrcWZBOlKGudZ6xzC+SQQVe6W/2o/U171KIGnTGlCUB+rx59U+rRm5jtk2oAQG0XzDyoZEArbZ1i",
-	"tEPNBwzIFdRQ4AGDjqbIrRBM7oUAGTzmjFW6LKnPEQyI1crJkpShbX1sUPjxtXnZYNCrK18bO58QAgpc",
-	"cj2dclXsceLL1hl9acddV/Hp+jOsqxUF9zEHN914Fa9D0i2vnT4yItfYK6f3hOvqHO0Nr+Lx0Ujkjooe",
-	"oX2xsYuqy9bnXVdf33HX1erT7tftL3u4v9xZ1dW9P6q1O5oKMxZrGok/q90JXBd6hhMZG3qQ16WV1O4n",
-	"f29o330HuSUdHGcwcGw+IpviMXMjTB/L2bSVFdJjszx6/D/LZsoGYelkTUKjkZXjJsbfZDdBF45h6c1N",
-	"be0R9QK9FthGpXNCXKotZ7JTeErWYJMoedpnfR8i7wyRt4/prlHGQNKMVGO7prvD/6slpbw+09OqBE60",
-	"5uZAB0cGyEHETPA/8aoiRgdMHzqkFud+LawX7/8cgHL6Xk7FIGMDoQr4v4foy/MP/unyKTsIbRZEcRha",
-	"EKUggE9t8mGz2LXBGa5srv1Qz0Jnsap2kWICvXrXYj4yQBvk/KgpCzYZWuNJjGl9YUjsIHgBObnDaJKg",
-	"7thmTudszCsbR5YsITRLuJZVJYoM28CHcT60rKgRm6GPDAQNkVjIAGX4MRu0kA7imZyNeFlizzg/Eih2",
-	"UtyYwCkxkqVoXFZzVkpvfTErboQBfp9macmRiw3zcdGIlPccjTHpyAa7qvNciAL9itQA78AKwV6+aNg1",
-	"4qyh8ZXw21SUhxl65vTQcakYh1YZx+w3IOfIaSq/mHIQVgYIf6E/v9Xs8u3VewH+ViMQWp3f54qX1OkI",
-	"HNiyBIN4KNiNMHIkMaTpZyDVGCpiDTqzOz5P02vvHLYkOtNxEQPLujM8v7ZpPvMQPbrU5PYAV2QD116K",
-	"rLui7qBXrCkLwRVp2mn7M3y37rDWWvTxPHF7nS0039wrwLfW5qEtlu5QKm2n/Z588v+hzK2+atF3YoqN",
-	"fZUHc39qPaxBgwQMYmGZfGAd14a9q5XyAHFOVEH45LcAzj/KUgywoxEKlRHEwbTOKDGE4lbOAqBRCF5w",
-	"bxaD0TbT5hr27CIkPIe39ELClvZqcvPr4pK7SYe2Cj3FDCxPKiZhRkSQ1hK4McMF+oahaIXFxA/IxlrY",
-	"LMoaqJENvrq8FFyJgtVVr667uMr3p2XZJoCEo8fNtfe23SGA+bs2WAGvK8lc/KL4DZelt8KWKY/Fl8U+",
-	"ArDPWbdFf4FnLXZUq4weG2FtFtVb+R+RMQ6p3VGDzIgxHeurQJX3emUIcq3KP71t/Pn9HugMe1XhlvNR",
-	"v9RhWZ2K2qMmnBR6pkrNiyMvm1fEpxYSUdGiCjfbKPgeRi2gU1xyhok2aZ5NlLJBw+aQZnFOYtNYx/JS",
-	"CuWtwJJ7heIdKORkEZC3u8AkEhKuAxGTWjLG1Zz85/icYJocHrME/KhBVF67D7BQH3BUH+rmksEhPT6K",
-	"+WjsEeM56DuJKjTjNsjBzS2e57Sqb/wXuTWY2WXGAcSC/XDXWFJ+j0FWypfIKegY7qpx7lWWLxZ0aJAm",
-	"AAx8EQrrR3zFM3aX6giNZnuU3TTv8SLJd8T0lgMjMLPlH9LrK+EFRzh5cAPyxOe0gMEedCfOVUejafU0",
-	"Y6W8FpBT6acEjShL8dCeI0RRpXu8F9PmMFuu1NDmIVkLPyM25dcQ22S1qqGBwuYgtyZr6z6i3KZ5VZiT",
-	"YoXzS2rPYwUGBnTJCzkVzYf5SnKr9oj4ZbOclrEPeRWbcpC7AsLV6U/rQfAPqJr+5r2aeZtqZsSBvZq5",
-	"VzO/bTWzKS25D2rmSnSlfgUNmHYz0N1anU1UGmPBaRZKbzSW3rz8AUYUG6PF+0MJwMEgcJjJYuBXt91p",
-	"YHFGJ1LdSCcGh2chOSRWO2EWJ0TYF6ttIOKoxEwUScnNQ8sGqf4MYeHQ8uEovHAQ9Zx48eti0KpikMUy",
-	"WTANRGLVBtUhzYWjihPuMLiSrS0BWaqZgAj7QdLUwYhKG2otKVQR8v/inkEXKDLAYIvIR48fZWzC1diy",
-	"uoo1MAndlHXAGniIcRmMxngJ9w6LYiAADwsKESAl2rMIS/cB7vywgul4Ufq8xMXfqmiDOvG0dtVXy0S4",
-	"L9PYl2l8o2UaPMqKJRmxRZHGnVSvgj1B+YibNPxt5QottvStbRZa9QgKf2uOnIGDNCuo9dIBlM6RsGXD",
-	"2kolrGV+1bwIwBZHqsn6ho4/Tesc0H+tl0E3otSVYINPFR+LDDIRryAu5rTjZQY8bJ8H7ECbAjKqhvO2",
-	"NSWLczbwd6GcHIQHDEBe6KR1T2TI1nk99bvjIRvkZW0dpGQdrsuxTRjMtk+xfRbes5uew7uM1CXzxoGt",
-	"TiFtp6Xto3e3mHu6dJJ3jUVKF2JN5K6tytuTT/DftRk+XouziX4M+Y+5OAOK6LSYOUbPQcv2RzrwRrMX",
-	"Sf3zq/fvL49+fPNrhv9v9NPlU4CDV2+uWo9rkZ/UqvSYNSikpWtAAwdNzMMVZgblVMI3X1VYHau1cTo5",
-	"V17rHvrR3sgbP9q+4vEpn4dqcemyJsMp5smyoPU/tAnxLDt4evqEDZo/fCiEksJbMG4izExaAfmSNB5Q",
-	"cwE8O9ldQzIMZEM2xdOMl1qJ9ZlPf7LGuW3S9WjNtK9W6swjbabcPTh7UNfSX9lRNLDQQWYyT2vyVWEz",
-	"di0q1yQQN2wOjlp/uL58KCO4hSZNnUr84+/+tsGAIMPL7zFiHmqK+kuwx+LepQEGFojeHK24te9PdtZG",
-	"annrPO3FyK0lgfhVXSJ4+tOFx0jVm63n4w5+D+Lia3moU8KQrIsAJFzyTNfKNW6RWoX07mC9NWDbcBZj",
-	"tj/hYHOyPfz6kwXg658IAbCIwpiS/sexWOXwmFJbx6SDtu8mdcXzshQmGU6k2RAfvcQ/eHr6dAsYh4ls",
-	"iOGt1LGvBcB/vxfeguM9tvQnmO0EWbZVPk8AJ1YVQ1PvWq9u2lKClxL4iMAB3Ml/dJ5ob1CGAwH0NkfQ",
-	"ArtQJ4al/E/+iX4ICQ6iFZtAYULoBLFBCB0Cgs4b5nKrI9MfqLho3ScKBJD/4FsKZP1L5Ct4YMGLSloG",
-	"d1gSvui/yzbzs541TIJ+dsSAtEoDRuKkbgxeg75njKcQT1CL5Ip9uHzQ8kRAGwN0ZMCFapw8/jwwXAWl",
-	"Xnx0Aj4hLmBz5VZADbGAbqzGNUD7IZJUNX5loYquRlZKzL5SPL99L/aq1VgTnI37lfzY51CGMq3cnOnh",
-	"v0WO/JlU5FcbIxQQ4N1Dx3bYY39NDXrv0F4ti6HV1p0K4yZEvIKWO8nssz2+47NW8WvT0TSWI9v+euSD",
-	"dz8+Y0+ePPk+9Nj/j1biMGO6LBouBTbwD6cq3KTI34iRMELl4hwc1VLVurbNEnIgAaCBAWvKQi34Ogfy",
-	"u2aB7kP3jzicrRpfxLs2b8wRb9m6B0i8c8O+GfH6bRphxJt+lKXYuMNC8iraiVvd9QK37G49962ZbUL/",
-	"AHt7T/+wwgVv0jN8L0pnmutOJtwUR43PvYe+3Rhvolg5LMUZFZMmfAMP2XDuBLG4eBuiHTo8cBOj63EI",
-	"H/KxX8BDUFhRLwJOWKkK8ZEJ5QzwR3H2PBRb6unQOtBxrW7ldqiCym/TmltMIvBqv9OmyfFwoTMVDpUb",
-	"wcZeB2MXoY5VliUbCjDPjLfMVMiDkZjKggOcC8cOlHYfRsBEe+71/yW+isaVzy0ZTDfEmIWigFN3thkw",
-	"G8CKpOmSHXHFV9wUiy70lnDYjU7sX+CR4Afu8skaNRimlrFHR49OT1kB7bNyx2RhM/zCldG5sNbbkpjh",
-	"qmfqbnXgpfn0sW95gDPwK7Qe8DPLsIM7rACDwPIe9LpB71UDKV8G+0KN7Xr0I5ToR74fDBCFWD1yRyHg",
-	"hUfY63cRPVDnRGiBM53AatGK7MH7MNNpxGVJwco4pA/+cR/Gnd7Xd3jz/vzvz/+9Pv+0T9uH5osAwRqi",
-	"kQQIkrH2g8ErILuHbX5G9EpesCfmHjrepGmRgWCFBXgI0d2asWGdKiPglm2rLUPEHWhs00Ka4G1tLa7F",
-	"YgrL+JhL5XWSFv5oJbYGmys9cnt9Y483XwHeXDVH4b7rG5/Qi7QFR0EPMUGr3hXsJcW4czyfIHNdTIGC",
-	"3xWfinPYYFPwWsGv0KbhHXYlgPoC/ypp+1n49Ew1Rh9yjXBjJNRaLBenSdtcB/8KxWnShR5c0GkPCsvO",
-	"kpK1sOeHUhVQiRvaOcRaNko8Db1PsLQtFrUdNBM7Y1YIbxRmOHmpxocbFL0Vy4VvDfvbMXtxI8w8DtOI",
-	"fCLy62RlDjiiM9OmjcPwa/Okw1i312QcHKAdesNLWRC/YkgmWKhWDvsh9BhpKBxRPx0LR9YxluctoH6r",
-	"OO+YvXYUhcSiRDDAQwM2pQ3mGPCFqqIwhPUlElFy/CkiiJZval+ity/R+8sxQbRg/T7RQHTJsD/OAKEV",
-	"YH9biLVpIeILj/yPgFCh0iaEYHop7NocEWeodhce1JAFcEH8AZcpuA6BovRf9enpkxyaFcH/FUyUwkvV",
-	"jI1G00qM2ZG1h5D+MDJ6CsJvSjIVY0x/x0dQpi8+5J/+P4//Fhi7ui75fYAVcuiyZEMxlmqZyJYobKU7",
-	"PGbvMMugyd/wMvyYXS1Ln8CEgZrlBkQYGTFhNGlmmxNiRJzeuiSutSN6cghw+/0l6uD2tBp78bKbqrQ2",
-	"tN5HTo3VEmVTq6jh0FgQJg2vOPvp8un5KlwPOq/XtoW4tpBSRlBvBAcj5NwbHWyAIP4nQR5TGKjWGmax",
-	"GuoxdCWnezvta7TT/Oa6HRvtYlljjLmcYch+J3gp6wQbG67cHxHWe9Nsb5rt2VMW2VO+lGm2UohS4fea",
-	"am4SNYFWpTeHDkmYQLpBIkXT8AP6QUQLx4m/IzfIgB0EaGya9w9CS5AW6VNDLQLtHKgvRE/zeGAmgZ5q",
-	"IOfKeWz95WUkiJ/z9KlDkeupsIGxBNLrUS6GbrNr0uyuaB2/WBekO2l+1Pfi8G2KvreGL3oLL4ybUKrw",
-	"cu5E/4u5a3PEr0Ja/IpX+AbKyttpslzrhZskyy2cxH1EZ0XaXNL91N4VgcbKrDm66FaZqELHRGCkauPo",
-	"4qWI2mlPWH9IoB4kIZEqdc6dNuxgoXtQxgY3E22hIJJXlf9PgtNSWSd40eoye7ZgpPBA3YRUWULluhCG",
-	"VbWdCItsJ23Kwnfvry7hZ5QcGIwvGPy5+WD2MPP4X5clq4z+OMfuUsk6UHcaMH1GpZ55mbBACnJDv8QK",
-	"7IBoyq9iLha6S54hj0jabPagxVrS8dX/n7Bafz8+Po5mYCMJD7MgzKLHDNiqitir/5+/H9fQ6UjHehlh",
-	"Qvv3hd73y82fpnzOhiIUjSUEW1GukvAj32pLmKyjD/MruIIyLOwpiApV3E0yNvjUGt/nk0+wuz6ffOJV",
-	"9fnkU1itzwN2gMF4L81/effmyN9/JGzOK1EcnpNHNumET8lRwRaLn7R96liU5jaLA4d6N3CFhlzQhlKt",
-	"qpH2wYAiByVuFuhqSu1VndTRWYb+9Onub3OireM/81+g+R6d3bdiP6rFL908+9R/OK8BhbmCOpSw05wl",
-	"ByGknIQek1m70VURiYqC8KGSMT4VNt1JyccGZ3QJMO38GYMzHlodyg3CfigfF73Au7UJO965xjoMcU7Y",
-	"Jg0zWbMhEnYyWJI9Q9mOTMt9fdYGrt1eDSCc3C9KPDYRvPQmwafVvA6c2SkvS4aXM6t4ZSfahXJcXrAh",
-	"L7nKPRD6XTzVSjrtLQuWc9XYox5AE13imP0WBCPRJEhoUj3xv+dQXuufhtXBdm6dmILOh6c9jgK6D0qV",
-	"l3UhQNmwQtmaXMSQn1cIBwl1oQGs0oWAsk+p0CeoTawLRo8hkARhhS+k62g1n+raMsPBf+kmXDEj/i1y",
-	"F/g+KQ4oLXt8epqIMv8ukATX/i2FGBte0MS+O32SJVoQVHmHSQ11Mc9QcUChm7gXO6keXuGn3KX9dJPj",
-	"S65okL0Vtv1T9tsBRGr0LB8n/aK+zDCTlUU/hV/7WDkIEb32vs9AufBaNfRx8pcf4/EXeW2kmz84++cn",
-	"b1EPBTfCXNT+iP3zd2/cpnm3Hq7gHfT4dHcmUIAbv6OG87TnmP9X82evRuUk5BYHuDi67FPgLX2m9bUU",
-	"Ycg0jiWCBRgWkworwKGvFU4kAwURvFUZ8inZjE259N/WgwR1Y8ajbR0ztYKYPJgz8FEOcI7s9BHU1gT3",
-	"Ai7EsqviFwtpukZDhmnThj5bsl4IOWgVcHDMGS7LqC/k3PFSj2sYT8IAU2mpnG2G9rg1tLCuy4N7J3Aj",
-	"i4IRFSGbiulQGDuRFfUAC4iFfVLjK56kr6CbO97wqyyETjTJoPONja4rmnKFrRSPeO7kDWqnldZllnT9",
-	"B9ceqSDhk5R63Aznu9Zw6HUd4/nZf0JqhA/f4JLBVk8KwUI7YA+lYlqVYHlHakG/K/w8IA5WMC81sImr",
-	"NLg/sCitZ6GA0q5jWG8SD0VXOA5XSppE5Q6EG1i7NhL5PC/TqUU7WNK8YL/Zqb4WzCG4LXjlugb2Pg6E",
-	"etTqEaZEN6uRhfZyORyqXKuRHIeGxIirFR/KUjop4LCh8Z6U8iUL16zb03Td8OUd43sBVX60/5EnLSon",
-	"ULM9jrZd4NML/ufmLKJjOLz5Uetgp8pO9/KIG2BhqN1Qf8zwv7Uq2EwMJ1pfe/NTQviwKrmywSL1f5Kh",
-	"/SXt6CPc57+J4ZWG2Go49lLhI+kThCf7P39MF8kPpOsj/qC1s87wKngvMOzKi6lU0v/gqOMfvAzwyM2j",
-	"p4ND++MEqeJKff99ulLEwrX48pc/nLxnaC+i18fb6GPp8cKfnxth2NXry7C/KyOs8DiMGwfg7jzwydCx",
-	"RiZEwgY0TSkTK9hcjFjMk9HRXzpBMBCFN4fLtKkCmmqM4DvIWCGDoGgK8ePm/Vu6MNF67nj5TwIzqg7e",
-	"vX92yIzWU3uG/8GodO4PVWTd8Rt8Mdhiz9m/tUQBZ9xQcJdhMUmGngrUUyw7+O3V60sMQNt6GMcAP7y4",
-	"PIRn0wdaPis0eW6czGXFlQvB686dYFzeMVWwSHI9ZQeOl9eHjf+eOGhUwV4e//ejRyD5NNoeOKCHltlK",
-	"8GthzqPvYWg0L3JuHRORiDM0dn/786+vf8QkgfQk8/L6weffP/+fAAAA//8=",
+	"7L39ctw4ki/6KgjdvWFposqW3d0+s1acuCvL9lhn7LaOJE/v2dleCUWiqjBiARwCVLl6oh/qvsJ9shvI",
+	"BECQBZCsktrdszPzR49VJPGZyEzkxy//dpDJVSkFE1odvPrbwZLRnFXwz6v77ErTgpl/50xlFS81l+Lg",
+	"1cGtrmp2S6Qg7J5VG0KFWrOKyDmhRMicEb2kmiypIoVUmmRSaJppsuZ6SfSSkayolWYVKaCzV/CbbSOT",
+	"K6bIvJIropdcQXNPFJFrQZSm2ryXkxXdkIJmdyRbUrFgiqwodFrJerEkUi9ZBR8qorjI2FNyOlNMaLJe",
+	"8oJBbzBKrggX26PDUT09mByobMlW1MyfiXp18OrPB2biBz9ODvSmZAevDpSuuFgc/Pzzz5ODklZ0xbRd",
+	"vLMlFYIVp5nm99Qs25UZ/TteaFZtL+gnUWwINe8yIisizZ8lEzkXC5ijYIUyA+Lm5b/WrNocTA4EXZkx",
+	"0HYXrWH/S8XmB68O/q9nzSY/w6fqWXyEB2YqzaOaFvhzfMhubGYdYbsofIJb1TNg3+zug/WfhgMty6EB",
+	"2t01QyxLYkaSHF5Ztoa1ol8+MLHQy4NXL7/d3vlmELWWlyyTVT44lqVUjNBay2kFHxC15jpbwomBMd7T",
+	"ok4PsOkoHKcd2EzKglHRHdmfeM7kDgMr66Igh9R9ebT7ELHHcSN8wxSvWD6K1JqdzPGrfmrLw6Z3JLfW",
+	"sFrDvecZs3+c57uM2HzonhCek8M/vH7x++e/f+5/ywxnkhX59P2fzt+RspJzXrCj9OzaI0kQ7vMXv++h",
+	"XJzO8DzkvDWLQxyi/YvnZtRuNm6iMh8a+76DfivorGAjzxrDl3cjYvvRSBL+QyXr8o9ssz2gP7INLl2z",
+	"8Qvz8oRQRTIzPkHWSyYI12RtfqoY1Sz3wyqpXjajWrh+JgcV+2tt6PPglRFL+/AsN+heubS1/zCE1KoF",
+	"49t/POsoFz2jik25UEwoDqJSsy+azGUtchRADIdG7syKV71c/s52shftvafqtM75SH66pGpKzeu7kd/S",
+	"dTKO/t5TdaF/Gj+ii+v/2Hk8poNxo4kxk/OcCc3nHDXF4DjAQaiYrivB8thRMJtZcJU+FFnAAEediv79",
+	"PVdXS1o5tjpuTZX5IieHvPXtjnKz/fHItX7IeTH9Tkjw2cToRxOidMXoatIwd2X2oJFbv8ix+iAX7yq5",
+	"Sqw3E7riTBGqzVDo3FwgYEU1XzFyiEKWr9hPUqRljrlYtAY3l9WKaiONqGZT8/1B/wg/VXmMU37P1kxp",
+	"P8g5r5Qmh2aJczandaGPQLEvcvMWPE0NUUIH4RhtCwevDgT0cjDx9xH/A7Ycu5qEg7+WoxZ3xuayYruv",
+	"rpYPWNuPLOf0ilX3rBpWRahSfGG4hZY4zJX5mij4PDW8VauHvUj0e3lR0A2rXleM3o1jDHeMlaBOc7GY",
+	"mnWUtZ6W0IoihyJscEdu0fp2JLP4XuYjND0cebimpKqFMjd+fytPjyrfW6m7qKSWmSzGaiKlfT81Fvd8",
+	"V8XfjyMY22UtDAl/kIs/cpH3akzuNLlh3nGR5phc5LsOrz2UcJBXsq4y9rkaK7TgdfL58gMecVlrI3NB",
+	"UNNCHaFxhAtLjUZ+TEjWESvF5iT8yIkWIF1CK0b4QsiKJVdA+TEnaObF8bd9RHMFsmr8JQxlW692iK/s",
+	"pcLiaHa5FAbjQYmhzL+oIrf45Paof5jpw9Y70D8tpdJjD9o9r8CwY75JjeYeGtzx3KMlcKS6iC+fOJGq",
+	"kPs39kT7XmOCRKNi0nSW+d53HHWtP7Jqwa6pujvPL4wqujX8azOuWj9bmReJpuouobtqaOSB17lgQFea",
+	"6lolNtZ01ljreg0numlrNHvaHoYZnen5opKzgq0i47oExR9tnlyzlXLW43tGqOHw5rukshQ2HdWZ5rRQ",
+	"bBKTiBd0ETE2fV+vZg0pldRsnrS3E6MX00pzsTCK0vOk1DENRwfzfNIoRVzob14cTA5WXPCV0eae+1Fy",
+	"odmCVX6UV/ynyEg/0i/mQyL8iCu5VqRkFQy7b3TQYHSE3x3Hhog9GU58PDhgNE1ysUhbZZ0dtuAZWJ73",
+	"MMUmTqbvfMg4B0OwbO6J48FJPrGnfc2P5q3Ir436uzWWtyJ3pAaKdkXFgpHDy3dn5JtvvvlXlBKUGK17",
+	"Yu88QIKmtaMTMucFUw1RWr2d67RJC8exh5bu5/KOF6yP6aFJm+UwuATPm0MbD+N5rQH1WY5xkVo8jxy+",
+	"YQXTLAezgiJLWuXT3P4E70/IesmzJegv4FBac8VIweaayFqn75d+LGN5ZmQardmNuRZ9lRuQH1HvFSIY",
+	"ilEHHv+m4Idx5c7B9kjg0dhz5Y+R9bfhKUufIX/+HnSKBtTEUDFMW1uG9L/UEsqCjdO4Klmwh1vnKjl4",
+	"2rcHeVXP/NjGDTZnBQd3dFlQ8fBR8wfyp6v77EwKZboQWcQt8K5iaimYUug3rxjNn5LbQma0uO1Yjqwa",
+	"69zizDIxfxUHewHIU5afkNuCC0Yr/hOdFezWmqIyKea8AuXKebjBlY5fKXTk6yU4nOVqxbVZIm8HMlz9",
+	"rzVTmtCq4vcsn8DHc8rdTea742/IbS3oPeUF9uvuk9Q51MlplrESlt4FDsiSVaABnJB1xTVTwG9psaYb",
+	"RcJp+D3C+IRml/59enWfTcOFjlvOYF0Dw5n7O+wkbj27ptWC6QE2/DE0lZj18jMjNNOKSDEhXCjNKMh7",
+	"5HwnEMgwY0Ta9QYyDS80Zl/ZF5rpYkOkYL84j8e5phj8x4atH2IARX4Un6yPxeDaUihdMKF/mQn3i5GX",
+	"30QnKu/YSLZyenFOtHl9kKWkLni2r93432c19lpcK1Y9nN3VytLL+EH+bF5WpRSKwb3uNc0vkU2YvzIp",
+	"NBPwz0DVf/YXZabxt5Ha0duqktVrmW+wu21tE2gBbNYy32BEzz0teE4O57IypLQqC0Zu7a838Pqted//",
+	"ZD68PTohmawqlmlYUi7KWocHtmJlQTeGO3JNaoFxR/nTA3P3lmJe8Owrztnx4sz2rILIqrqqmNBOy711",
+	"r8CUKVkZdq5KlvE5z9A7fwKSJ5AqjulXMF26oFzAPN/JasbznImvN9GMFgWrINRLeSkEIR8lq1ZcKcNy",
+	"ZEUqZg2ZKpOlmXbz+CZngrP89gjmcC5UPZ/zjDOhr7SsrAXg68ymMUtVLGNGisKcQPBNzDS2Q+MmhqJn",
+	"rJBr4KTzirGpKmlmVgKYIojhis1rFbbWXASBBfgb2eGtwknfzOuiuJ0YjlFtjOgDMtDmJAmzjNAFxw5z",
+	"OzZk6FQ04XXIZ6TXVw3DNmrrUqL2Dc3YddesErSANfp6K27lsVFTWE5qwb6ULNMsLzbk8JbbMd3C3Esz",
+	"ZrguVDB3PNvfS/1O1iL/ekPmjr3nDVXnkhkpqgn7whU46Dj+fc8VnxXMm0HxuBzeCqlvwM1ryf6CbgpJ",
+	"82spPxgB//U5FTBn9iVjLMeDrPhPjBR8xbU5rTi8Gy3lTWEGaId9aZjs91JfUc3VnIOK9rWHbrTgjXYX",
+	"SFCVZa0Vz1EtNjdHcngLT2/MsqtmrIawbs9wsFOYyy1Z8Hum/JdPFCyEkchB3G3rk0jwrRmPIr979p/1",
+	"8fE3mWkA/sVunx70SmtzJ2HVPc/Y50ZP/zoLekpyVjKRGwWdgCNpVcqKVrzYkODSQA7bV4g+mWWYFYi9",
+	"Gc3u5HwOFHMt5UcqNlYLUV9dUiGJs9zc54wsdRRu/riBP4woOiFryjWZW5YPBgpDGIJwQW4vzdSmp3PN",
+	"qtsOZQSP+gzXimVS5OAdgY6sNIA142LxtFfJS9unjyPmXtBUBa31Ulb8J/aVGOX3kqCS17gdQdCVRioK",
+	"DZLOjMk8wt5v3IRR96MlvwG1vPkdWc5noerSyAKWw23nGib8q7BLy+Nvu/3dwinxw7yBK9KN2RmYw89u",
+	"M4FiTjPz3SVTcAuOmWuD2H0RXORAT7FqLlFyxdA2YNQNc0cTshFPYBT1PpJXhBKwpGIwESmpUmtZ5bYx",
+	"81MhF7LWT8lVnWVMKTPT99fXF+TF8XHgFoVFODQLX9FMk9NXREXer0VhfgLVNQezbFmZWWiOdxKa4Vy7",
+	"U//BzM/QTC4FMGBnGLBWYNOQHfnULsPB5KCQiwXLp7LWeDArPWNUT50+Z95gcw3nq2BUsTxiUpgcrJhS",
+	"Ud/TD+j4KksmjNrFBTH9g/tyqxENV/VEG7yZG9HyVXBNrGTB2qFck3bg5ITctiwIz8x35o54a2nk8vrq",
+	"Ijh4XnNVDPVxNFduX2gblvNntyt+Fs2aNOslZ39hmTZTPS053NdjttLgfm6uwEa/ZfmJWQDBjO63lIVV",
+	"OfAdiEqYoNI6B2sFULpVuzbW7tuhoaKQa5aflxHv5Vlh7hKE5nll6LDCfJTDs/M3l0dBt9buAWr6vJKr",
+	"E8JWpd6gBk3FxjfAFbHdwT1dW5fp9vbjD7Sq6Mb8ba/5p7FTbuRLM5TQKHD4+foMDs0Y87Xv5HXEmnnW",
+	"cGJkHbYH3++EhBdyuGTnaPnMpFCGKh0BScuN8KLhtzd6CnK+YEpfVGzOv8T5G5o/n78gS/aF5izjK1oY",
+	"6jdMhVXKGVGu3p9OX3z3kmCD3neQ7Jh9KXnFVHK9qbYOpGbh7Se46CdE1EXhLTWBim9eSm6J+QjVNpTb",
+	"W+MqqNKf1WhCMK8jVWpJApHJwCKN0ig2XvMtHjDz8f7DRePTlipDV2x4C4TUr0GzScwUrOXdTcCYOp5H",
+	"Z+UfwqdAwtY7vd/s5FqwKmXIM7+T9VISuRZqYKqNPSPCgi4aW0gpudAhu8toVXGmduMlZV2VUqXkU2st",
+	"kaHJylt2ga1F51Cxe0b9naPbMIPDTgVhIqs24CXIZAla0B0r9YQoiYwFzUCmqUBbyaggainXYeAZGq62",
+	"Iz9gJPJu9BGxb6cIxhxa+8r+hFJJPZJ74+T80bUfDpxR+9b+41Nx9/pZy9oYHtgJyRk4ivAocW1PFjcy",
+	"j4tcrq3l6l42ISBOBcNEyAPHZNEoDSt8AKf+ZsP0DTQXVa/0eNt++sTBk1FyZVuWROTdrbrPbkqqb05n",
+	"Z/ltQ82UlKxSloIrlsmF4MpFcPTrUI1bAZhoc2zbfKc9lY7EbHOWSajphPw1FHetg+woI9Q/QjUhPGsh",
+	"lbfkVJ/K94HHYxRtZJacN/qB2lbcysEIL66goUhg19Y9uHv3nTSRVPuEZo1o33wTJz6csA/H9uFejsX3",
+	"3UK9Nh3h/FpqWvSuGHYMtLui2orWOQRDqwmRhtvQooARqe40X357EI0YC6naxs4FQWo4JrsaUVqpc67P",
+	"liy7iwUXmpuvGbm5ClHzJsnMq9vEkryVvf1SFlSgoHFxEdBsXCsZ1Gh8/xGNJu54/V5acyN8Sio2N9xG",
+	"yxNCMbHdsBrrOZiueW5fjF8czbU2ljfpZHDTD74Zl6HKCBauIzeBK/sElfs55UVdMX/a/OQds+diLg8m",
+	"B2taCTPAyQEDH8GPQ+zPMT2cTTCggbukIYF0mjYjcPvOp3BBVCyrYSpIOOhHidoY5EhfrRFtYhFcn91F",
+	"0OwgFVJsVrJWIBvVRmm2ItB4fCfhkbNQdXJOOQYWZp1rmRFUeUvWlnwKh9rwbbyITe1FzMgDNyKzwDCe",
+	"qMSF5RkZUeTXcPt2CVfpU7wID960fXtwSQmXsVk4I9Xit7d7JnR85To2mFCIO3J4impD4Fn3T7Ycj9Hu",
+	"k6zmfb2iYloxmoM5nMU4T3L9ZAbe334tElfFT3BXC4CsdSZjDK5htE0vJwTXgKwYFQp1HXdT8ZwMbhCo",
+	"7ziatHY+MyjkHkZtgZbi+l6fJSyYs9GH6UzWur2r1N1m8pZRxvBChgo+wR7iemJF46nz19aP2CHUCWF/",
+	"rc1plKAU3/77FF6cnue3xAVTEDT570TTXQObPZEhqTe7F7KOiWdf3RPYTK5FW2ONdg2jHVbiooxWTQim",
+	"Nzb5kv8g6p2df0u/216McdpeIO/2UfjcUH5jGp9DQLmgSqW8G3D+Ue1rkFaMvkByHpHiGCWQCCZWhoRk",
+	"qWy0Sb2Cp3ZZbHzBoWIstISrJ3BHB6/P0ViaMG3HRnGK4ECuabSULLhAWwBVd2jCs7P0xo8RXcLRiE7c",
+	"9WXfQC2zlb/WQNGM7kyWZXR+tZYrqnnWTNG+O6rlDk25OTUdNks7cTvdT1kYoP32nhY1TbmQrNEqIC/w",
+	"WBuhTdZUaCPzbBC3j8GBS78RrxhCu15uIgplLHPmtPEDOpnSZK1sq2QJdx84mxnOanfxT3swjq4bQIcn",
+	"qkMZ2/eHLJ2fEzTUAIk1050QPgeXyWG48GYtzbpjHPTGnAVHqkcJHaw3oNcMoht8un2VMh3Gv2WecMxm",
+	"MZotkSxgQubuokIEjNHs3HK9goqAMiN8vWJURY3FPyw3bcfieLMwrjRmGMcalpbmvQA39GX2iKy5UCgp",
+	"zBocte4fNYAGmN+jyp3lBon8nmtPFU9cmJsR8s6ThHZJIddAMxwpyfp7t3tayrrIU9Qd3o5BhqzN247f",
+	"NtRJQOc0/+Erlrg6J1M/rsKEj60B3scTdv8UpOYOMoYOn+zGirsUXpt416SXUEjsDVdo0sYhw6PQEF6M",
+	"ub6m2d2ikrXIr6m6S2iErOIy5xmE9eDLPnm2zSRb36Y9FVTdgXctuqQQA3hPiyuMmIlcYO0LZMb0mjGB",
+	"MAhcuBibkWLP6AFvanRWfIx04565/UPbfg0BQSteFDzRXVS/wu58qGXHmGV+7nbTuvhwjYEWLE/cXs1X",
+	"l7WIXTNbiVd+EjHnBAaR4PMN3q32dHjCXemTKDb9hxYIwYJYQHIB8l8JOAa1ClAft09s3KZniNijCGy7",
+	"dGpxJmuhe5VrMxyAqES+UsnMBrNUelvxSWx2VQuwnA3PvpCyNDda+8UWmkckRzpicQs7aS1/M5TtgxVS",
+	"zdZxCAk2WLhhFhK/WL5ucw4jGBZcaVYxgD0yNwI34zZHSZlfu1as7SULPXnpS50fRYe3qdHiv8NBt4R0",
+	"d8dcZkzyJvVaSq10RcvTfMVFkL1B85ybwdPiIlgjm0zfNf1gnIBRucAkZm+IlTKcxFyKqWmcm360rCKc",
+	"nKuyoJvv05ZztZRr4YBFrJmyHUIDdvCnmKvel+TUhHVFHOkuVM1ZscJhnyDfoETRwmjOS6qW5kX0AmPc",
+	"Uaf/F9+9hPDJZjyR4bjwqu3hfJALLoDBnCBLcJcuUjANcBcVyfmCa1B+myRlDHnCd9QEXzH/L81/a5Gz",
+	"SmWyYmpidBXFFwLtzctNubRetE5uYzCFb8z6mYbNAP/rz6fT/6DTn46n//pj88+nN/82/fFvLyYvv/n5",
+	"XwYVED/7YF966TSFbhEyOyS91u4RpXlR4E1CkhkLU7baxDhzPV36YW6b9mqb+yBkpxuI0FdGolkfLyO+",
+	"wSBegSvzhzBjMUx5BljGYHxTIxjx9hBjS3ZGRYZ4T2dytaIi3+90YzMO2DnDpraXDfW+mF3Y/N5cCJpM",
+	"JWi38M7/gOa+ixyUn6MzLOmMF1xvzqhmC1lt4jplZp9a7l3l05JWekMy972NkOlcwsMQ+R5XGQVkL2tE",
+	"xrNHiyI0+3YyllTiRpycg5udResLjdcFv2cAJmZIaOKuk1O1ERmaquyVKK7+jlOhg+Wbs4Qryk3zYrdA",
+	"JYHR8lqSWrFWZ7tcTTvHwy9kV1eJDXIS7HP8FJU6W9KzJS0KFs3HOCWCrQ0tmffMDuCL2wRlXxnQMLQk",
+	"iokc8J/8F7cBOrmRCruGJP7g82zd8Kw5c8bAKG4Ts8cbgviKLuIwY5fMnOl7BBVrcD5tr/Dd8L20Waqg",
+	"q3CG0a2CMG0nxB+syyimDddjax/CHtlSDIC6SKoULkKq7KgWRu6dEFnisMiSVWxCZiyj5hxQ0ZEqFVNM",
+	"o/vCRsWa75+oplkfP2pOlHWndTWR7XADtk6PHDIWg8n/MvpPV2ENRpTa4igi6ym55znzNr+n5Najyt3a",
+	"IDgbChlC1b0it7/73e/+7daoVyJXRqYj3MEGcAhwUminvV1ShaavJtJZ3RJFN/CZEwfwYTwLIQTZ3xOa",
+	"f9LCzt8DMr/VQC+jCIH88SbvkkF2NRk3HV4mdIQflpsWOjbWZeC6XU6gndHtDQzMu1e2uy4KuX5NFc9O",
+	"a738dM+qi4JycalV2S/TW8CXK+oLXKCAWrGKPlEEGibtNKOA0zlzJxfkttKqfPXs2a0DFTIMXnlTIhxg",
+	"7/PXklCxMZdUa6IQTK9ldUdKqpdPyaf5nMw2DhrkFR7KNxi0zpUdKEN7OLWDRYMkSm/8AMcewHcYltOe",
+	"CaxrXFNJuScQwrBlgiSHYFJ8RsvymYOzUaQW/K818/c5DFxK7GGPxwF/B02cOdyNppNPouAiYYJ1rd6z",
+	"anNheG7e795Bz1RlvyDgkoXAhcPZBv8JUSBalkekFpoXdue+aLy5oS6mq016OIkCDaeuGMNJ64jY+yBV",
+	"REkJmS/Ih20NEbP7DvPe/JsrN3ingtusSYt2ZOMs1M6+miSmNzn8/Pn8zRF43g1Z06ySqg1SFdckexJZ",
+	"zmxAvsUk/iq5KyFE+R0X+auEcb5XlX5XMQ++XdlroKxUy4JhhLdKBJnknfIYO5eumGwVitga46g6FA3U",
+	"kmlta/w2VdHi9USmkawzMaqSRBgQg5wVctFQ0icCvVJVIt5whcfDO7QzKswcZiy0v24fhsUOdR6e2FoJ",
+	"Xfs6Gr8TfqhlsrhAKKJs7qVTarC+gHlgowLQV+MTjeNzWSZqBrTvtyBCzJBLKqaaF3r6k5SrZItbWlK6",
+	"fTeJADy40bvIoU8FOXF5DBbg5ijeOR+A7W9HuHpdwyL3A1usSytAyoJqw1gSLNGoHtasEmeL25QA2opt",
+	"3ZpRfPxuALRl7aZOahiZso//ugNIRTUxQqTldHZUiQLLgndgPZIdIpvfoPE27QgR/ZDpf2SsJBYevcGD",
+	"gsVCkHRSMHoPAI4ejQeCOsDoYlSouigSbpu+cGpn43VA8qFkaq+MeyUeAhAglu8ELG4uPhqtPWMQv+Fd",
+	"85FW5XVFhSplpcd+3Prm50mAuL3twWsQwa1iuHHnMTymK4g48vcnvDhRuJaiFgjxGE65XcP19tY8+J+/",
+	"+93vOu8bbu7e9EXU3P54fCfUlvUS4p3a4E7/j2nGNPyf9fHxi5euMegK0pNvn6XfwF/skfifz6Gq3b9/",
+	"tGJHHYUypyMi4xJHJdDIr9qo44nvUqEoIUY4BHdZS74v4kGcERBjx/H1givNxQLS9KKd1mXem3cWenLx",
+	"/mcuHx4oQFa7amG2wwEtbLvbQf1r5+CIE3J7c2OvUQCFfnNz69EE2Ij8qxAUOOoaDYsPBBD3URHZPdjx",
+	"UIx2TEY3eMN7+4LCWtv1wYL6TE2Bq7BeWyusIyhC1K024esBbRWt6bt3TyL1Cjsl2tr1AbftB10jRvQ6",
+	"59hrOjOtof2QLHusTqfbRpyufbtdsRG1L3vLteUcp830SSllAcd1S/U8ITbeM9ROw7Ap29XBxAaGRmOn",
+	"xpRx9Fb+5uKcSy4WYGkwF2hyKCRifxhBy/KjCblywdSH1CoqcKc37GhNN0cTe/UmhyhTzbW0qvg9F4uj",
+	"Cbm0KDQIcQpHnGptmKyNoz1p7s5GOcuWLK+x3wt75+Y+5BasHC4KsH01P5qQdzYut/3+mhcFscttaIRb",
+	"fdItrZ33weTAzfMAIOzxNzf8g8mBp7R33XjSrS3or2/YeFq8sggZnDasF9KrcZ0xZ1ZXG7BOX2K4BYYm",
+	"m18UuWpiZt18Ln1Qhn3YN1AowBYzryI+iJy3hF/HGI5PBqNe2kVDWVNObkQg1W/IOsD1IxkFRpsBRl09",
+	"bWlBW1dwtgE7KoxZVo+p1u+hOvw2dIWOGA/kYVSKt6j6EaUJnLThzJhWxch/pBRnnHBrCqPDpFrMbJ+s",
+	"F9s55Lu4eyamvHylDBensa2MNniu2SoF9AQvYDCfA3EK0J1c4Os4TCyk5wlB+p0QdcdLcujRbqGCHbgF",
+	"yKEFzz0hihkpavSylhDFpvxZMIrrHS97snsHrMwtmw1EcVcoyJf0Ps6f7mJ88g8NypWsyJZrom2ziTfL",
+	"RWSA3YUPlwKeNYwkOvcq7Rlrx3ug/2jOWZErx1bNUgAtePDjYa5nq47dAd/zaFx2GIMEuZ9v/VRYcsXM",
+	"cG0uO3NWkVxm9cpG7/1CblPXxcgWru3Q3rjPwNDD7jlbt1DlMSS5cwkoqMXEBWUT4HidBt1C9T8hsEoe",
+	"gR+eBUsxEATmpzRit9Lof5CTgrhudm8O7USPGrrSrrYAwPHNebU6iuYsmVf6ra5u0Ji0hl8kfE4oWyO8",
+	"AEpEeQAzaa2bmI4xY2MT7VLZfucWPhzkzAmik5kZN9Ywt192U0f25+XWtqhnwij0RnAiG4EboWV1zt8S",
+	"0MUuEjCQHzGcp5Ck41vGFW4Vse8mAZW4ioqUK43Io/gcL8KYHWeka84I1RZA0F6BLBWWlczrbHQMvBEu",
+	"ZZpaAsD2UZtlFbhkc/h4X+Lragd2Fyb+CDXU3wylmaOnXUcKwfr38ILRquY/kpK5XVB0DzVzLw3T9xzR",
+	"MdXXVTLTRVffW0Q15wwzml62tLIKbZonGN1ya91LQdjVhNxKcc/ngGsgC4d7bVUtX8oGLZQTcruYgXX9",
+	"1igxUAqmeYrBNFfnF6FeVaE5Efo4mBzYz/uMGxf6p7Mg5DdiwLv+j1ZQsMWn9FYZHE3S8jGQzBrVJ+cy",
+	"i4Wzn1Hh1Dt4I+HwrHj/t8BRK574vKQi/nVJE8h5ALCsVR9h21fC3btjrFSjE+DnFVPLuGHBR6fZhjHD",
+	"jCEQsnmw2tXGoHlMMzJrYJ7EF+EnGatRbr5J+cV7PAdmD+wwbMuOJuz2NoveXpy+A61/sr5pV3EpYtET",
+	"PuqXANmnAvvdW8n9sEiDvrVdLW/ps3Pmk8B94gF0BS5zLePhQ/he4iDaRlRbxR7h4HHNTsL1GLUFe96V",
+	"wk05ISt5z0BvzqTQXNRMOd802n7dxAJEeVlHLlTJ1XnDK5YhZLchwglynQkwjzAMwTFfuNHmci0CyGu+",
+	"WKL1a2p/qcup+9G86n6Gf7sHprcpF+5fiKwNnU8Fo5X/Yw7/NsOZyhLQquDfWYGIh2Z88fzxkjnyDyqc",
+	"dpTUkmFqYMmqzKxyK8rpiUV1jjIwXxn1+VBlVHPIYVdc/q8rCXt8vDWgj267bZA+GHFZ4aL1sMaiuYv0",
+	"5Qa3x/fy+Lg9wuPjQZXCUUs/nV9haHpCnNrA9bYofVQJai9oLH+9OQ2j5uM8rxVX7z+F0wYQbN24M9Dv",
+	"fXS9rRPDE5IBv7mEl4Yjq2wPXn5dXP9HvNlkENtHKiA8es11tjwJWQYGUjl4rfUSY/fmOwqnrfmEPuPk",
+	"uo8jl/34IpAUTBevyTgGn0TW5XZjKePMXvIfhwyG9quZxIj9cI31rGpTVJTRKls2aXFp+itZNXU2hhA3",
+	"w3xv01LA5wyQzjmHhA8WzWwYzpIL219RgRg/0BHHqC5aFCkzkOm7v3UfEd0z9pTVIp2OIKSe+Gi0jXXQ",
+	"j4Bd86sRDH2MXfXSxYJFor+9b9vFbIes9MS7ttGJboMOXhBFclnPIKquLomW5Duy4mKCdqz/7/99cfx/",
+	"k79wbT0anT21TUV8lp2+uCDUXMkDEAO3Hx6i2gYDWNXEzQGqEBSMVqONMjuBWrQXJQljAR/23jQiAQoD",
+	"Gu4w5j37omG/ezuGAAjXMVckr5kD0rBBo9ZfbIuuuTiJfcfVpWRHA31E241F7OavQ86MeyEsH4IJDYAN",
+	"pCF++fObC1tRtigUEIkh2euzCwJIEhACmkdwg3RmFNE6L/vu/ZdGV16xD3LxVuhUkjBaYTsX/gq/JIVc",
+	"JGBf40BIGbWwlqEvmhwiiuOrp0+f+uJP3rSCGl48CWbEHckSP8yi72LUAzvkLhG+HYjcQcBMhNxKhNjr",
+	"ajMuNwRbhcyQ+/8BCfI8V0QZ4pht4NZylIZr3Qmq1SmM1pA6sZlkN5BJ9tRagyf+1uvT043stzwDD3vc",
+	"aFPFLAAXFbvnsrbFiHA8mLmG/aleh+KYOF5Px380H+0AJEuzTNbNxQbWc2cM2R989sJ+2LE6ktLwPVvv",
+	"tly74q3amJ3mPCYpeUvvQrKetDRi6zdFgmzW34KotoFS+zhneyeT8M3UcaBpIRd4fF6h0rsgh562rY9g",
+	"Qmztqon1okAQXONDnbg8ShtvidFzQYblpB1LN3HC+sgfFHLYTmBQkOCFiX4u8QT/hBUyjyEGcGoTEQ4x",
+	"lt7cbdvhAjClVnBoWFvAG198GGzY6jjWP+z/6C51FBXiv60rxM74QZ6QrqDdxzHixvHr+0WuBC3VUsb0",
+	"4NNAR1D2NXBSOB/po1k3crkWhaT5aKyFgmrIBV4ZqrZ4QS+Pp2gkIq45onl2x3RblwwgrxO5acmbrc/o",
+	"cmuGiVyhUhpJFmNgBNwWXvB7bEJjne1DsH72gUf188MefRcxYxq4OIT7QBXR9I6JgQUfJ0itx/iRSMI0",
+	"tSc5KP4Te73RMVeaOWsP2EFk9DbqekwinzmIndRvImQiXmHNc72MNGt+3nvQPXa0xmi2jYvXmmkfNzLS",
+	"JBXKE3pzQOycRJPhHfRh5iAOIC6fpWO5d/CAB66Fvi/wrmF9I6lFC2R+74rIctyCoO/ioTMUDZRWMquw",
+	"uUOB1onJuVxb8Ev02eRclUa4IVscX3tr9LL6sDcV/tqfp4opBC3lblhH7rbfXaNAhdsKftzaThd0F6Tv",
+	"7uQwaxgBapMOUhVsVFvBhidG3QMOa7Vib9zVFb2PuSgG0USsQyc6PATciGGChOU+d4TaiED1DeJn9A3y",
+	"NMDTTtunt+AqBpssDe33Ndgf+tsBlsDcUet1Zl/wonMCVQKJ9GGMIMHmFWOjMCHHJWp0mzp+8W0S5aAH",
+	"aeGNRTTwFXghcNgCio4YagpE4U0InzC6vZZK1xPX+tbCifTtYzpBxQdej6HZNgJCz5jeUzVF5IO+UaVQ",
+	"DszX/a6YXfEMwLbyxUXkK56zWO70oQeYsgVf8aq+H6bBFYIX9M1hB6SAURQzLmFouJldcAG4XsraIQKk",
+	"wpkekIr/1bLqJzZ1HvD9wuT5kELWzKNgdCHVjr/9/f5J50MHb0QS9YitTRRqa7KhWynNIzSCN0H0/g4q",
+	"QVhHIqOaFnJRMwLRzPesUlwKlkeyEEizWXiLdRsm8i2kEnOAuciKOo9ByboYz6TVXu1qYOnqSD/DZpxj",
+	"Cy+Og5gOb3Bx/GUofsu9t6tV1721paQUa7pRUPj0qY8spkoxPXVrfjuGJjEVK+34aBLj9llInyLWLON3",
+	"sVXcKcIdl9IWD6Y5oXpkGLslywhzdXkT9o0TtNFZq6rpRDXpJmqktbFzTu37zSj82k8aSh5xWn0K8U7a",
+	"O6Y+xHX1HWs/7Kivjc+qHUOujyIcB1JUo5uAIHogzN9LpVVfSRvDyBU5BERnugBDvdeysR0y28C9qFY2",
+	"Hd+8WnCFKegrKbiWFaQdOkxrRRb8ntnAJk15LI8g0ERUyrYDgyfrpVQey4oDaiEXY41H0mbwb8cJiEoW",
+	"RoldBp3AAoALnReW2Mb0MWL42DIGCyHOos14XzJa6RmzVWJspOYY74BFfUj1apEcGUzTxovmiMUjpB1O",
+	"t9hGXyi2juOfX+IDXMWRjSXs/h8DerwTcg2Q6AEdTogdBZECMKAaWbsrf3Nmf+mgHKQHeig9moab8yRG",
+	"q73nbjVjVQJ+3B6pFbyzfSqWjBZojuwVXGFH7/ETc0HRukyWTD1t10rFATxR5P319QU5vTiPx8VARY8h",
+	"gFRw13CLJ2ZBjntLqIysrcGCZdpOk6VzPThZ8PTOMbrT1nbRFZ3PeRa3YbNivstkBdZiptpjrSaqPNXz",
+	"eRV1FkbavpcarbDOIfonqVl1MDn4Xop7+OdwPWRf6yNYpDZ9BIPy22wXYOKocJDG33tq7TptzO82gKZF",
+	"8YBSysAcY3N+4msYzSc9FzmLVOD/QJUmhVwQbp77/FSrgDUkNKpYEngrowlBjVsycAp3iGLGltxGzTQH",
+	"YGSRpjMpNM10rCTUxyC0OwivQ5wL/KwBhd9pwrsUOkcdIAH5T7PlcH0ERwP9hyVR1aMhqvYs3TGRdxCl",
+	"vKhojtmSIobmH1xwUwr2ay5otXHqdbvDFj5LLfy8h+3jzRL5KU7ahN0ivy5NhKp4X6lddz69VpbGoQe7",
+	"OHr5GcSUCqsg2GhXuOpOzOR5RZZcaVuKoXM27WZGoVmk0JUsImf8xHaZhW9gwQwgNbpibnyJ+uAwzZEw",
+	"xPhyHEeHCaO0DuSYWcxvc4sra020XABRj78Z2+WLUDU+gNgNswgTAO+Akhjw26zO7pg93Qri2cbfb7+X",
+	"OWsIwfYUC8Swo3sNfSUd5d4lSh01uNE1NfBOyLGvhuNeaorSWvDZESqi/fZtLCDqrfB+AN8FF7lch2Xl",
+	"RvW/U6iubQ58rwPV7r7msAzRqOFD7uhrT+IZLrTiD2T7TE1CBuFG21nM1nYnqLE5Qj1cL1UQ6sxrf8h5",
+	"25pJRyUJKro9lhYSNDlCJj8ab8vkasV133jxDc3yYOTB1Wu3caPGk3SHN+GY7TtCB/LM/mq0KRhJGvDY",
+	"mzZGXZX8B/C5keUxQmkpqztYEls3v593sRm6g6ratsM96EazapVuP7gBsWq1T/RceMT9Xttut1SZkPaC",
+	"6TdrHz3GWM3PneZ6taLRGljtXVpyxEnBW0unMmBPJB6+v/mYIoZG4bcdWRUGtskqc0HHm7HxYl/zmAxO",
+	"Ldum+FHmoB1M4G4HdjaCbxUoxtlMujvXIsd+/BNLYLIWOionzO9e46dcAF4FlBQYT1e05NfyjonedT+9",
+	"OMcycWPr+KYdSE2jrbpHavQVsDFu9R+CTrmOEW0nlJOmUXhhZGO1GhghvLAPZWHLk2DngvXurJCbVA95",
+	"XWHJ8WiosKUeV5XcVrNvfoYQsafkGsouQQVgxHkFsAdLMTYsCSP4uCDvtS4/mX9nUt5BBQiR2yoJ3IqR",
+	"mcw3cTwHpd6OqBVnx4KFDe1JcHPAXoktyHbiB9sUMhA7QECoag57EHE906JmPlnq9t+nV/fZ9ExV8yl8",
+	"cGv4cG4Dx+FyCcFckNq64GLhs0CC4kYsh2SjrcmckBlW5JXOuWa3S+QNgJT51KFwxG+pZV8FxLfzOUNg",
+	"53KrFmJQGW63uvx2oD1bejpTsqg1I6y5RtmvTiymANe+d6MXYmrngvIdttG2OE6Hdat7SAtbJ7XxrRt5",
+	"aOmN1jlHFRvKGAlya3by2YrdxjPFzPiHFLfPKsIOmsHbRto7GRLpZOsMRfagj1WkdJxPTmhiuWPZFj5L",
+	"uWI+K6MTaIACfVBjjapaj3v7cEJ2zDjw5SGDDKAJA8nggEGl8F/sGq6wppWIo1U4pdm90VOrCSPjMQBE",
+	"sIeUKk3eoN2W+jUNhh6lLUgGO7XC7LEKeVPRKC2JiFiWn0fDM6CaMaHWKQMIKsBUzs7fXBIhtcXqXjIr",
+	"YFZ0Q2bMem8quTpBsEX7fVDkG1BozV601j0sMxnTin14R+C1D2NkUqwTqI9qC7zaDNdLPq6t2LW/dOuR",
+	"jyNLka59bo+d34Nu7MDAzIXUr0EoJ+YGFpDu7LgiFt8X0TCpxqyBveZW7lYTuBmFjZ8/IebmRVa1Asx+",
+	"GspOKzgAzQVMyTsRBReWKJ5HwDHrqpSqD63fL5XzOI4oYw13FUYDxIy+6GmIgQSHvi2ERTJZbloUgVXG",
+	"7Yiw7aDOeEYFCBPAcDXS/MQGRgPyLOiSELDh60fesXIM+KyL6Qt2Ns2UQjTufdGwoMRyGPH1W4kJOokW",
+	"2g/r7AfF9YOc0Hgl//7i+88fLd6ot9F9oo/CjX6EPf4lK+g+JI3jA9PbBWKto4jaqqr9JWARA9rXu8Jb",
+	"HQhGQEM5OiFyPp+kyrrukSTyaxPoLgkoDyvoumtKii+q0hRR3S6fOrF3cUiJb5VOTUGA7V4H9JHySlqV",
+	"OicOcOfF8RR2jkQLfB66kw4jshiqRw9MROlU80wPJajt+ZCRjE1h+eVqfhoZ/QWLrdlIVi3RaxyWmhSP",
+	"mvwyVA10OBmm75SMKQEKpaFguwx32yGBZXTHDyvSuVOJTAnJJgRjqyGUR+lpISmgwrjs2aBEptGJkX90",
+	"lOJHyJ8hh8+nz1/83sy/ohkybyF94ETz89FeF4KtvJtBHXREfc6/u5ycy5DfmM7IoRXSxP6gXj17dnSC",
+	"vFrc8xAUFMjG/L+7oB4utS4nxPxXQekE6iTX58vzsIik5WxPSZBRhuXuyWGtWPXK6Qb/hqIHLHKtapq+",
+	"RqZKF8lUdbaEFCOsjfn0aafw5dOnt0FhzMjjblnMIzB3NBeRxtzsivI+WqbSCYYCNVROsFjE0+2CLe5O",
+	"WAvE9xFdC9VuusqI/Kdo2cjdOMAj5EeBuv29zNnpggn91sd7P8zug8iXUuBVvhtGvq2Ta51G2PjA50wH",
+	"dcBAxocxQ3YNyb8eH5PD5wBOWGumjvphbH//8tsWjO3LOIptz4o9EJbZXFJEkOmfxFi+hiFsexstPsCm",
+	"tGFfsD5SYXZF45uwqQ/YVQhJ3yp9CyH9T6EUsvkVvnlaVjJjSj3FuJejMUoHz9mqlJqJbBNVc7C2nlig",
+	"EaGJO4WDemd0INH8DWNGrqCCktYOGiGo40xhOa0JdVBuruiX0yQy5RtW8HsG2o/1QXHMrlBE1roht2+G",
+	"YJyHUJxLujFaQZpwYrrauTDKoD8KFtWba9BrSiNUSiZy5ZbR9BrI04aMU5ClWBmVeBg7v0Fu0a33pHGp",
+	"6IryYpTByqaoJE/6G0ZzVI8603NL/vL4eLdDHV33NeV6EM9HS1/xvjV9LcH1ZSkDb9NcLJoxHg+hZwfD",
+	"Gw2cDSygn38bNpltsoJ9cja7fRlT4VoKzH9akqoGRxINMr+2WVYqOeNj65uQiXwTww50/aZsppLkMoze",
+	"Rn41VTYg0P8py+avinUeVwyO3+QAeF/wPDPzmYOHd1oxwdY7VVrrnqBxh2UXO5pP0GjWqR8ZGIjkUmen",
+	"4G28BoSm/ajj2nl2qfBefWgO8NB1JFNvtjG64A+UG65/GS148VZAIKX1DLB7JprrQWVuh0tItV5jG/BT",
+	"Av2jtyaLN7eXtNI84yUVGpxFuSSHZT0ruFq2JaRRVPMKSt0CI7jnbO3uSqMi+y51FmBot7xHEedRjhe3",
+	"79MeHHTn2sQ2ifjbzWTUOBsHepfOxUfUk4Y1Lgfp9fw46bbZFn/ffjvIiCtZsBEreGlegzwooOg47iyE",
+	"081qxYWhSQ73Ib3phkLseMF1PSpVx/LYzGHwXSIiL3pQuHN1q/1770YVtIYSLkbvib+wtfwfeubheGRe",
+	"FoB9AeyY76+vL6bvPvwpgm/ZfHIeLxtjK5OHbTvIVXvEPX3VNc8Hk2TaPfavS/PqfosCzIS6O/yagr9R",
+	"EstGEgnLf+RRnQOFo5ZEMaPtIA4NBUC9nMnWmSPvAL+y0e6D4/9EtbjXLkzqoxtdBwciEiIEZpBIxVe0",
+	"7LXqUkK5l6xirFVwHt80JAyP4vmI6Z0zImRfzWbFmJcgQWzCIZjDaKbJ6yeKxHpCDRuKpYJhAUWDrK0s",
+	"aG/10BXoI70zDbiS8TgKjA8D948Xe82NxwWfWaDecZecHWyWmGV+9e6zN/y6QZx4I+VKWghV5nLfQwiA",
+	"xzFdtoXckGgb4N5m+PG7swNFxgneWrLos758E7vPeFDStyI/1Z91FglKKKgQLDd3homvucMcsiIV1pwH",
+	"211SBSVSuSJQjCjfIWDOjQRSYgbGAp3vEufUo7q9l0VO/iK5MMcq3C+n9oZKm6s0lduskUMkHcPpUEsE",
+	"kF6QVIqwUCk8GhtJ0Mv0r+qZH/ujiUKFjc6YrSP29yIEr2lxZ0ONg7XockxNizsfYWnuvspoWlEJNwBN",
+	"7EtgoXiTtS5r3XIhQpNUa1aZb/7rz8fTf/3xby+Of/6Xg518hqaztlsQgBx3bL8cLGXpVoWrZlXalSX6",
+	"CkmWOlVHuVbLqZZTWPkFhM7phmeQQ2dnkCUTCUfZkJ3FzKAAbt4xcrgSRUYT0a1J1mXT8/NjZwmMmDSe",
+	"j6hS683TfhND4MY0yX5WrHq0eESvlXdif0bewdr5HK2Yzh2koHOTxKpHcwhg9r6a4CZzYquCE0ULqKdE",
+	"FWTWouyIo71997ItL6MBZbJg5zGCaUJ3VcOciuB2gxFzLi27HVW3IYsKbtrWwyKFLe9Di4I9dqxdmP5v",
+	"fZEY8MMOJokVbpI6w7uarw7jP7Yu/+hpNl/FNZoPcsGFc0aZE6wS8TAgBuFKv+bKZbPHAm5UGHGjJuA9",
+	"5guhguAb1e+w+qbNB0+n/0GnPxlu2Pzz6c2/TX/824vJy29i7DGSAON8T46gG2pKn+fcBRnHJI9g62Lj",
+	"q7PLilRSwz99GLFPpMcVNRr6PS1qls6pGroJ+fEAzFB0YIZFz+uisEOADjuhTrfqPrspqb65PXFHsmEZ",
+	"PgQLzjBUrsHcTa47KONhuZM7NjIZwsf29u+Ya9FNs0leim8XBrR/VikriDnLZv5B5gX4CbTCA0W83dBu",
+	"jK0IBFHYRvo0CW1oQVnSe0aExG/kWsRYddPZyHSDrUFOsKyxZ64NaTVFwDo5V/FkBd9ifxGW+Cha7Kbk",
+	"U7cltuep7TnKeHoSnt6BD7YzfJwxUi1IDJVOhQLiNNdUG7vimsqo8GFsvEH6b2/jL5LRhCIDKmExMZdV",
+	"hinyKHXsHXm3jCcQYxEbfly6dfM2IMN6O8+q19hijZndgeydbtShvUn7WHRzj3C+8TOuP7Jqwc6MFrlv",
+	"ePUPEP3PBJBLrZ+tTItEU3UH1rGKreR9hD/fMVZ+ggvBO+73oz+80zSEHI+qO+tsUVYvEjkUCrfYM/am",
+	"MecF2y+6C5IjcQ4ur361K9KxLHJWXS+peC/rqj3BF99O0h06+YdxpGZZV5gVSUVQvHdpGiV0IQe8o//j",
+	"5fGw+3GYMuKFEqxFNMO37F7nseh6KC0VFyT2K5z9bkcZq6xFmkXqgzIKsi5yYuM0bVcYG7VetpOAuoEY",
+	"OYtX9zwE3+FNgBY1gaIBBc/0xPR0M5e1yCdYfFDQ4iiRap8A0moVposrB1Tdpa7B5tkIZQBbmOA0+wGi",
+	"enPQ3M76vejjM/vacCH/ywgE6UuEPVFNZVjgM3+RXLxqyi+iVVqhjyirpFKuitgd2xxBUDEtEQUCGzyP",
+	"o8hFQ+O7VhtsYeKRFvzF1kiLBb+Pp15tC3ZaFDOa3UUDDk8FhAceqiMozgPOwFpncgUi6eLT1TWDSIXD",
+	"/3X16XsbwgGbPIH/R6CbCbHhPRdYqxwqjRkuecV/Yq7M4Rtb++KjmhBWVbKCAm4l7POpPjohi5qCl7vg",
+	"d4ys2Wwp5Z3hVCi4n5JzjVJSWyXYZwIPB/iNq3VlbdfbBDAy4Du/5ivWCxOFFHeI1ltQ9c0ncPFaSaXJ",
+	"/yA53Sgo81MdTcjluzPyzTff/Ku75/20U0WmAVl0CnVNsaqpYQ2CVlC8zZY2YzB7czJWbfO+Kz9ccHMB",
+	"J8qoTLQYtUR+xgOwVbBMD52+O3/JsE6eP/hojYjN3DrMMJcOj2gsYt04zqPdYzebVW6Iso99GqkWhYho",
+	"aV3R7KfWsU56I5GngI3WaPpYbMJl38J6NEduQha0VETd8bKEUpEQyHFVZxljEYzdBELHbhw2fhGzh8Nn",
+	"dkVD+zbhfcK8bknKnBtICXek5G5lFx7V17YAQu5dV8jtyrqauuAuwntJFUmVSAv4bg/UBqjDqCnumM9u",
+	"Vc1Y62fOQwlRITu2m2SxVgNA79jOrcbrdxudjBJbXBzWoq/4rhV2EZUfKV/xnyDUeLbRTO1J1fOKrmJX",
+	"zHfwu7Mj26N2SIuC6Ipmd9vhy4n2zcmLVMkx59HVOgllY9OXPa0jMZsG5NJ1N5URrTgekhNlk6sJjSOI",
+	"lw2GR2/67gjBhQ6Oq1U743c7fPkqLcN+oEUxzQppJGoQ84TfPVHWAQ+7uCuNbulX270fk/XSzMNymAnG",
+	"WJlfLmsh7C/HA5SXqnwIoRrmRg34GLEDaEMUrebQrK3Rn9ToAovJtW1OuHVe7bZ+NpOul9+19RyqbJl9",
+	"QMbcubtB3WOvG9gJ8cg0nqp4PsKzi003sJS9aUuBXmC/2EfV2eG2GIwtRupdluEG005KcaX9tnSfbfIN",
+	"JdSQZpSCaDtt0csTtWWkKpktHb6tOY2wLzSyZjfktDEcNc4ti5wpbYNrhyW3423wleM55vprmQ1KzF25",
+	"XKqUBC6MCwDBCPKRa1PheNKL3Tn4XEHBGi4WIztQjpcmhw23SssObfOaif2QB9vnIKgRYacZjmeU8cSM",
+	"8Q3URhm+AwQ5Ng6LMGDwbRq3b8Sp0aYGo7Dgwi2OESHVBJFVmq5KKrBOMcLCcN1jXjMtnicNgoGMimtx",
+	"lVwNwt43oVemnY5Yx7JpftjWTXsYyMMZW3ChXCTGHdvghxQghHyW0FiVTctHHS+DLLjACxN8xkS+D8na",
+	"HfGLO2wKRHmwi5SKShbP99Ug/Q+X4e8w999gCf7HLbwPs5wQwdaQg2koZjwGcWtnRlfbR2b5a1bY39Z7",
+	"YmYqzSxqd5s1Hv7h7TV5Rkv+7P7FM39NeobQjyuZmzv6ipq5MfPpFD6dmk+PXjU6u1fVvYZu2MI7rwxs",
+	"mxEuPeO/Chh/j0HhDdX0kmkmzJSsI+YCi7dH5pvJ0s43pxoCjfHDxjmDTgl3QYQbFBC32OillaJbdqPY",
+	"ffvU/BwwaZc5jkNL2Gg0W8h4lRQ7M6JgBuZgwATsJ5vxXla/VPbLGEmPwwq0U3kYVuDYXLHO+p04LDuP",
+	"UjcAsNSGzoct8523Vj52lGI0dlk/HAEQEwdZLy0+lOCqWvgUTOUrf0G4wEh3Sw9R+mcQP2iGba50BWk+",
+	"GkYVHI5E+NXSCXsyB5MkEXcB4+/OOfcL7/fOzMUalXzxJcNeHs5Z7FrEHNJcQEhwjL2E7iXACv6FGUpq",
+	"vUZDsTcKKQoLORp6vMeK0/Yf7b4OMR+KZX7B4kc4YVBRYARTnFHFrmD/T82pi1GW/8vNppAZxJaaRcxt",
+	"G9tEj5nIkQbtFxaIYUJCqIZb9deCa3Yb3VBY+IrrTd/pbGAhnijy15pnd8R/R7Ily+4m5Fbe2YSYoEDB",
+	"tgECFiqmc8F6EfvcdRquxKjjhs18Sl46nKr4ehPNZPXrCFeCljl/LPXCAP6UqvZlp+mqfXW5dDjfMabU",
+	"ETMBs/fuM+kcFUt43fmF9NNd3HB4zcZHzwwwWrQuQ0DXvipE2zwtyZJW+RTN/RbKlYPv11ofYd0RAIMJ",
+	"XUQg6/FeG1ne59Pnx8ckB+C1zPoWeDcufQD6pMmbfG7DrFJx6tHbdmItubr7yHTFMxW/7K5kLbRdJJuE",
+	"HIu5uuexrM3X4PfApwnjCktRJPxMzAtjPWEqno33rhl5F68kzJSIlYr8aCaPQaKJyGlNi8T4r/bgBrVi",
+	"ee9ycEFqxXZozVrMI8Nb0orZ9ibk2NBnWyzKGssB2nZFjdWDtq7UeukzbQ78JrSWJpxXuOXtEUap09bV",
+	"BhszCEdD8umq4zbPFXTXCsURYqIxwgoGAFFN2DWk5EaCRXtDrG0zrdKOAUqGRzw7wGViSr+W+Qb+UqUU",
+	"quGJlj9tovdxI95TACXOOOdmxFVHfodGB6T7Z1zMJeKoYefkCn4/F3P51AqX290iByMlOMtKzgoWj5yw",
+	"zyJZo/iA2DhGWXmkere+5m9zBeGQwHljwfWDX8IGB6vP+pWd4E43Q+uPTHwLEu1MijlfnJZlsTmFNIuU",
+	"VdmpQtZtECJlZdCGjZDxkKMhVJeRRXNZFHLdRHA0JdAhigPwLK0OGhbshny7Q659ovVtAPGDpSikYJ/m",
+	"B6/+3K8Zbc3XX0SGK/NZ7LDTLGOlZvnBzz/GFnA/qX3FtHZheGZxDQ+z9/HY+kZ04i8lyzTLr5b0xXcv",
+	"Y2rsvFasWXgQfEJCRiOrYPHBbotQ5GMwy77i1XtyoOz67Ab7Fa4qFpCBLAhKIMITLZol1dmyqYpiP8AT",
+	"EsUA2wLCshHpz7+bjETFCojeHAmg9y1srMYrlDhDh7cRorw9CvHduFb20J6QY9u0ctnhj4q45fenF1Ip",
+	"dfp6Ll1DnCZZMrK/KrJga6uugvZRFjRjPtDG9kPtmlo33HaUzIxmd3VpFLEY0GBTKADskrJWaW8cEmfM",
+	"imbLHrn1HX0FDJcaG4ldBC1VJQvjeaqDPADgvblHBl6wZHxYPBH4LNy49GI8IKx/HJBahJVhslY/zViy",
+	"qNgUCuo5LhqnDYuLdunPSKplateSCMZyhdUmbD8Y/mPEAL1jhEGmV6I3gBZ5TbO7/im0KNHWBsTMZzJj",
+	"GTUSojXTOcC6ugMjU+jvKiF0LIC+PQZW5KyHLfIeqq2hz4CufN3Lg9YR9MMI9rO1Mtub0tBacwSH+JY9",
+	"TNFbZdY+rbGbNCtikVL4PkAHx+maraESWxqeBJMTqQLRlop6SbThKi8NtzGaqkM2CpsF8ROYaKZBLgn2",
+	"RTegKgMoJbhuwRyCJdke1dAWuntVXMuNSRlnnG+we7CCccOUty0mY3mgAx1NcqcVFXTB8ndmDVSSeBQk",
+	"/HqEq0DHOHS4bhOPYK5YVjE9IUsp73yAKa+C9Fp1dNKwJtREoQiE5QktOZQm5vYVDnp7WldF3OrQkU27",
+	"IDHxRxUH+ymbb7H+oZ39bANU3qaiO7YhhxldseKMKoZaqFHBHIf8P6cfPwBNHEU1zxSbvXp/On3x3cuQ",
+	"z54ABIY5c5D1QhVpXxAwrxSuBH6XecCmHSdbMSogsnYHpt2N3AoYt+fQgb7YJu+hs2v4Xey6je5mWwoi",
+	"doJxRifmiglBF0b4BeFp26g8i16pbV3+ZA3JkVvqUAiv+WvpdsjVrx4qmycHOZ/Ptxv4LPjcqIPmadjM",
+	"V1cKNxYvggsoljax6P9oUHlMvlCirB1YUb+cSBpLes8eJksfRUOEpemX19a8w80FGcvOpS5cQ5hijhME",
+	"J79Njd21nPgT50YaU80sJe4u8A3TeLhdxpxEWrEA3NvqTb9VC82vYzQhh6IuCpsobr7zIhHyLyXIRQd2",
+	"GZFzKctC3yZX7CqYa5fBVOEYu4ochHsubGGrCPror66BjJEEzfxBJ1Y7aAvZGP47VtRvy/dxu3Zh6GnH",
+	"o9neV0+sJ0RaoEQpmDI3jIhHcyHLM5ot2Uf65V1/ptkdKzUGY/uyOz6QGYBezMXYFuKxIdAOkvuwoABn",
+	"itnbSpMVW8lqczRUAcH8bwgEelmod7aJLZy6D1dEscXKxjWvaMutM1+V4FZTUQfNslBX+GkaBi9oPndk",
+	"0xQW6Z/cizETsyOIXi3wiavVYU3LBcDfFHRjfu4fwDfhAF5EB6B1eZrnVerMvr++vsD+hS8+9P7T1fWr",
+	"i0+X12O4ciEXH9g9K2LhTSBHCrkghXkj3LeczeoFRBrMpa1FfODyOX+MMp5LgCO6HkA1dDZqF9RKHTFb",
+	"e7QUN5hzdCOkYDcVNPoI5SSwof9ds5oNnEBKVCH9GVvRDSTzkxlb8qakRCEBBhXTRnc8YL+Pjk+XF7LS",
+	"H+mXCDqd4QKX1xeklNUAvb387rtvvgvXIqwtGOmOxyCpIInhsftTCSq/vL56CH3/PIrffy5zqvcEM8Eb",
+	"D8lC9v8KFVaqWT5plCejcLCc1CX8JtLXvX8g59lu2gTK5X86vR7D6bWlo/VZHxt91RUpdZfAVbSCzD8V",
+	"mn8qNP9UaP6p0PxTofkFFJqQ5/vTFHTZmm1rpUO+FmNGbfYwibDxGGElD0NwFtOS6PsoLN+nwIDF8rD8",
+	"YSTCwkjxvrTBBhi6kfrh2W9yubGyr/nHfG7/VTHdMeqFaD7gv4pv9AcpS/R22F1uxex739fpxXnU5jKK",
+	"T9qmow0YWfqe0UrPGNW98BuoBoHsrZg5Ayw/IWA1Q5Audt9hSWE2h3mPzgrmrHcPKmGyo9kKgkIa5N90",
+	"QMWDmM2jc5Od2UXfNqsE4VthZ6PqGzwMR/S1uBNyLQC5A4qjOQyPLqpBVlG1bB7fWGQDDHaQ83n0ZNyn",
+	"ci3ssOzzh9j2HGpJePybjtuHc7Izo+yenn4GdlryOA9rii8mTz85LBynQDRxyHiMeM4jVYo8YOm40Ae4",
+	"fNgIGjjumBWE2UJxR02r0WgEFNckl0wl3GR6KSMHF5gXPtwhUeCC6qULT3AL2Hc0MCB+KJZsUzIFPjrg",
+	"gvNaZJAY54LMiqIdcJegUzvTSROr3/ToRzIJNmyQoOLQCG+36cfTmHcn9IrLBzPTJHRBM5AdfcfuCA1h",
+	"03pmkEQSaNo7Gy4j2bgubV1lYSuSdrzvVFzXYuCIIfWYJmhZFhsMytG1sHFXET98EzGuRpFo00tVd1Z4",
+	"Czsm+HBUcAuEwsRqzEgL1OPtANaWEh7BsqCC9Y4H8GQFXbFfO9JmLI278jZJZE3/gjcR8crxIrYr+V/Y",
+	"xtpVRrdyy3/rSswvL/Mb4d5sUOckOVruk+3uQPczkF7+a4bYVDQoaqVjxS3irBLQbcxVu+V03ZFdDvLK",
+	"ESwymRBrH6h2ABNqIrYiCHIiZ3mLsoPILS3Z4/eNOTZNJlano5keGrnH/THyMcxCS13hLsygx7Ua2ofd",
+	"nJ2kjeCmmqX707iT0SpOYfXzRAimzpZMnQVjHyOdjNxobZUZ9hMVWfHxdRW+BjceAyFp7yteUOEnrWus",
+	"1O6tfS+zY/lUe9cnbdqP09w2bce3OVyN9Om+wFvfKaiy43LomnPurow0+zvInWvN9HGy5zpN7uMU/FTq",
+	"bf7ZXteItHhUJ1y0BOg/fWY/jzszw5lg4/d176ympsHfQFKSneVojda8jAjuPUaqtnXWLkQCtJ0rCPMD",
+	"01Mv9NoEcL/yT7U+mBycUZGxOCDbmCwf1cHGHZW/3Jp9n1vVUU40naPRstAoq6wdYm/jtw0vfHwb+Jwv",
+	"LqIGm7exyPdRSSa/pGU9K+skYMPZxWdSKxYk25sNmkBSJn7jNiuTFRuF5bCXyzNp0Uf2lLgB2twFyzjI",
+	"IagKE6K0LCcuPHtia8FNCK21nNpfj5Idvo1j9EN/GO8tK2dHBHfp04NfyAnAvmhbGbtHD1R1yap7rqQP",
+	"F+D2mmLRrygAPNcVs7qhr9a5v4djX44ai4C3vIPw3Ii+XsW1B7MUfLkqmp5nHpgjIiDEaKytwLqFRriR",
+	"3Kt4/wK3Q6iFc43+JJLzfP8Vt1SrogIat11xkbFgXFZtHjthpRIQMZdMQQKbjTbpcIqx0Nh/5w6pEcxq",
+	"l0tb4KT6BW5tv1UfGcZ9qFSlAoX8MP/NWN8SHreSt01zIYCfP6ct4RUKljZfDw5eS043i9Uwt5bq8VB3",
+	"X8DgevW6rp02jubVMhG3LgsRBQ7PUIQPtM6Ysw2Zu1hjfLZqlDncVRIBIecVS2gNXCD4e1DMxdE+PDpw",
+	"tVeiBMwEFtMe43ts64D4pUpCWaQL97s9AHdCO5/XbDQoI1qX03lxP0zqYRV7v0gTvyXNDNM0cenwpt8K",
+	"XSXowdaFCjPloNLp7vUJo/s768Mys0HGjTgcW70hr5DjpcLGCnNNmWGwGKRTYbxYUAfr8LgFPTkWWL+v",
+	"kADGUTMwMzTR09H0ThXHqFONUSq9JAkWO1AFau+ltmWdE/dFD3y+ZWQPS2a62tDeWNMqYcl1b1WyMbLa",
+	"ku6MLagIum1XnRldEig2UVdk5FBIDDm1dLRhGmqwN/WBMwZXMK5IWc8K2M0j4hGGrargGJltFpi8fdwj",
+	"jnetGzSiOM8wH4oV1Tlw6zTpQOIWIBxnHujPxuC58zqCVaXMBWA7CuIH3ILbROxuTjrL7sbRjIs7ebQC",
+	"mudaDZfVSd3Kmpo8PQA8rtZa2ntniROZkbPN7ujI6wiP0eEPXc2s2YvW2NOk8APWeD0XM/mlR3CB376U",
+	"EAs+2xBq1y2pysSkl1luWpbEvrpprFHyjsxkvrEsqqyYsjapQX3efBtP33/vIg0IFySjmhZygZgWh58E",
+	"nmSLcxC3eMSu5OeAQTLnrpwIA/DxzYSwv5oj7nDx7pnQ5958bdfIF9O9Zwl0071q8tk94Qnypev/FfUk",
+	"XIfrbvSmTBcbArBLGeP3LLfFhjX7krAIuRd7j31LSDVtc70LNDp+9H7ETtNuiArEpB02kfVZ346n2P51",
+	"o8g8Hul2DjTcnDwxR2a9fdQ7IiLYj2bfx5374dI74K6zBMzNJ7/B4jvCd/W4ZXhsfYE9C/GkuOz4mjzN",
+	"Evq6PHZIX6kmD1zPAVZ3+2ZhuIecG6ZWbRCHASy/VtDHPGAY49+7ZKaFMxvZkkNZtB6kiEgtji5yrq6o",
+	"K/sDCHlQOH5OM60Inckag1ZsOXRVZ0vHRzAggZKMljpbUsPflSzuma/O5TzeFSO0Yh5Jd2sFkz669/WK",
+	"imZMrAH5BTwgQDkCF+vMnMVKJRx5FdPVpj/4t2Ilox6wUhluaQGTsdI5pPvYsnXt+W2HnwTXc13RLK5b",
+	"mQdBSIftrCMqb/99Ci9Oz/Nb4iCbzTUxj6pyHVoGYgrxWNxoklR8Fk0x+dilDaRh07wz2YRETa4NKyu4",
+	"AkgaJH14F6y/BdWgZThf9ZrrJSCWFRyMz2sOoRxEwl0MCpAvDb+6tdO4NWtTMlkW7Ck5g+AyCtlhxQb6",
+	"IjTP23WowAh3Y32VjcERf9aYiOP/rkUTeGxkCL/R8o6Jm6qBHqRVtuT37Ebz7I7pG4teZB7U5iqrrQUi",
+	"/MSekOBd90v4EpbJvsm5QltK89OiknV5k0kxL3imtx4IqW/A6BU8Mb81rkr3q/3lhmaa3zvgafcwsNLa",
+	"X5xaEHRslzFz3uLmJ8NSq6qGIBE0ObpvVDW/qdhfwI8CkEL6BuBobtBk1ln03JYthyk0R3dysJi9+P3z",
+	"3z+/QXR3eAww3duPGods50EtKkazZadBLu65ZuEQO08aKuE5W5USsmnDZeGrUlY6bAFWQ4DksLt+M0Po",
+	"dfdngNkX/IqHO/jhrzWrws9UXjpt5wY13ZuKzVnFRMby7ScBYqZeyhxWjRaFXMOP5qIUvmT/1v7PZomR",
+	"oCrEaLF/b5i+ueeK43IKaZR/pH4FHTWJaSBTN4Wk+Y2W8qagFcpZ0yCYY25yJhAatCzoZkazu5uCUcXC",
+	"VS71T9Csqks0Qtvf2vQDlg57BmG2htZBaTTKLTZANVdzbj+oqGY3BV9xbNHfC2/mvGCdxpuH7abbP/v1",
+	"rdi8YmrpmUitLLipXN1khQz+stwkk0LVq62fG8ZR6cy2Fv5W3kDgww37sqS1wnlYO9cN+1La7VQrXTYM",
+	"UGlZ0QW7mddF4TXlhk9a41/zBI8jBRpW9cxLiBvLEKFKsj8oOEb85p5Rt37t1bSy0/CBTK7wF7+5N0jJ",
+	"Ggs4WPX6xlxkQppwv2tDUbqz/Gs2UxIWsC4XFQ1p/cfJgTWHH7yKkuGWFvHW3EzfintWyDIRrTJr6XuO",
+	"kZFDF7FITifkP7EhwmxL/3lwdELstleKaFlAUTvCQC8DAFWAus6pppFSJ1TTneEuhZ6qkmXmsNoOJk0w",
+	"Glx2jU7HNS24auVkuXk8UXhPx6Jn2uxmVLGzV/2Iqw2+5jlcdoxKQbNKKnO9xmJlRu7bn4zKp06swumZ",
+	"L7ljm1E1xWEI8Yux+dUbKsxr5pbKsyVRrIAyTqAKLilWl3TrP9p8dhbEDgdFbHHhZMUXXGBxRaPJ0k6F",
+	"58QdXGaAXZef6s86G1n/GjuESmMT0Jrt75gXq7XRHHYwSfdXiLqgFeS/37cDwR2xTxz2XrEhz0+M6hgc",
+	"eP/RqlYaRurVejLbkEXNoMDG2OpSUFg3cm+HlW8tTqgtWsmPnNaJ05ZJfNKUk5K1nhnxOLVcaKqZ0sMB",
+	"dN0qVO6YhNTa3Ws/oUlj3YTDH1Pm/4CTeJOog3RKKrbgSkOK4x9ew7tBWaRtSFXBigQOqnniy39BC08U",
+	"ZkyqjVFInGlx5KZhEynznu/gxfE05wuu/eCzVFpBj0v3lgvYvNtXwej9yjT5Sv7OEs9bAOkaDX8xDVk3",
+	"bsHnDM7kAD5JpG4+FbW5i9dVLDL9XSVXBLf5XMylNbM5H33cjCrzGOTHHi2JKFdtbRSYHefdpiFopRaa",
+	"F+itssffmgf2jiK77iRskKUsvOvND0lXVCjT44kLozVih2bLkAr0spL1Ypm0G/vj02ve9SRlWAcAF2eG",
+	"QRuez7Urcg5GBaXmdUEu3/7h/Or67eVOlTFXUrN4AFJrJ67OfXa8s9+45YG1Ugyh3g8x+O/70+ujnbLo",
+	"L8C0m7ETYi9fQQ3NO8bKKQVP5ZqLXK4B5BrrhyleMBur7itYdeNqf0yOw7ookrtwi6/dIkuy5u3xq+tp",
+	"Jb64Zk39KzEmYojaet18pBRc33RWDosJzwztUWvHXvggo2aQLXII5ITjUZOGmXdoeHs9B8XKsFW8LVnU",
+	"P5BN3M54YtQWSxJ8vMuzLb0fZAkPlv4rWMLtwD/we3YOhpMgJ6irgQA3APOKv2HQhltZOk1qI0n2j49D",
+	"FcGpBqVRdSvz4n/9+Xj6rz/+7cXxz/8SVRl21EF27mCXEG+A+wfPFZFNzW9fygfm6hPPCma4HJZQIchF",
+	"nVAdLAle6fIHrpfXWdk3b5vXbpgauT67cHbq1t3l0DwwDJ7fs1ay0uc3Fwkr+QA02Hu5BsjGrTwrvxlo",
+	"TSaHbn2eHx89TSY7PR+k/YDzNgQ3QPFXWpZJem9Rjm0S/CValv8difyB63lhTYCpHA5DEFoCEhsGC+pq",
+	"Eys3nUOt1AQ+ipYIWnLoilPaq98zZ4B8htbfo30BW8jhxaer61R4gKeUEaLArUebqyaRVfzEm35GLPYg",
+	"y3brErDt/54Mmon8msfuNmEd+yawDwnx0WK2xvL/v1duD6pcfH3bFfL3X+G/D4ESLkVDdDuc1HjmLcSR",
+	"+RKIPUfVOgh25EFX9qttUF38fcT4r5qOtwBwuNKy2jS8xja7QwwduivMHpZlsmjjKBaVtCrZa/yYy7/f",
+	"CfPb+fd/Or9+O56OR3K6LA2qkV8mcuVt+R0m8oR1ZycmOH5K0GFy4cIRjWuPJxbH0s0TlYpH3jWcENmw",
+	"YUe8B3xjF7724Dhwc57MgNCU1rI/YB40mt5zcggyxSY5P3/x/GhCzEVfAcS6C4O3YfGQiwgR0q30cuzq",
+	"YGK2P5HgjAcvtZj+WPKcHLY6TPg6EgHjrbbud4oeBw/RDqw4gqsUiT/3KV9Q8shzhh4+iNHMceNJO2HA",
+	"7udSFrEkmL4jOp645rxImEnMr4QLAiH0kwbApENlXI9M3xhtMJZV6pA5ubCj0LIXCR+xHiPSC6l4G4BS",
+	"Vxvn24AojCcY1jRBi/bzRAWgrGJZJBbwGDxaroDjc/uvsc6sAd6yg2q0KYf2wNqrzZvk0LQzIbSg1WpC",
+	"VlTUtDB/FkfDx80vdep0ubUKtnXw1PxvCIeJurRg1LBR4D9eL2nLKBsmV+x5Z3mQQoAjW0P9UaG/qhIw",
+	"LMhdTuRYloHBIY8ox20KTW+MMYb006ri9yyfbLkdZWXDInexslpeHLGyjpbnu61dQpZboBYCRTvBCm22",
+	"dMVOiAduQQZMi4Lcqnr1fb269Qtj1+SEnAsz1YJptsWu10xo8teaMxujTQ5lZSEG3NE4CkV+HDqm6SCu",
+	"A8DA4jeuFRWbYCuDgylkDc7iw2PvFnTuMbMSRyO5pKbqLnVOHAOPaoMdxmXb2VFX8ElouAQNSe+kFQB/",
+	"6zHChGzuH9j6AiVVrK/Sb8fEwad985zkdKMwxehop7P5Sxz5h5sjoOg2+NUsilgjUMBEExz7pMni+Yuv",
+	"arN4D8nMZ0sWq23foINJwbbAtbvVHBPZAW+bdIDmboVYaAE8JLpKWHZnbjbybodIhjA+rAv8PewQb6bY",
+	"+t47ue+Av0BUYt4JjBxG4KKe49RDSFvvpdIfma54FqU8yNhZ1BXz4FpxMOysrM9kNNClcTsWcsEzWpCz",
+	"i89jw1t2gJhaL2WBQFhokfTY7BBqfW/00uPp8+PjkVhTOVcxJOePshaa5ZhArzbKqBKjdYo3XN25tY5o",
+	"FDDQOc2iq8j0WlZ3pHlndK/n7pOergtJ8+fRG+d0xUWtGRiSCb1nVdcBnl5CaPS7GHzAXDMmHthytOH7",
+	"h4x3xVZJYvuIIEVcGJLbjZJWbHUtNS0SOEjnQmksVLDyfcCNeuStecVWnwEVP9p6a9y7Nl2XRjQNlmRq",
+	"EKLg9M2kjOBDjYkpaAHVeI7SXcHOlFv75ijZkYgnwu5k3AFvnboUf7wG+PnTsiw2fRiwAVS9lTS/WczX",
+	"zqweive61dw+WK/2K7M8W9D/5B5q6+1YhGG9lMpuC3eF9nLvJfP4+4U0UmkQyuArVna895UE98zafMOU",
+	"OVR22chsQ0pa0RUz+vAd25yY/ygMpJ6ZdeKa2VJ15sFw9W47wN4CiXEa60OCbe040oB1UEf9OwUfwkwK",
+	"jpV9H0w/96zicwcO21BWsrbE+SgwA5HAoFU+HCeBK5Uo9/CGz23eFkSe2ZXALRot/JtNMM2da7aKif+x",
+	"pwhiVJsoyZH4Z26r2oiwOPx+wvFj7lucGdNr5jR5W7qfWgSlPDwHToO167d9NV4M0RM2k0Pfqqm26Xpt",
+	"JzCHdIQvQIHQiCJrP7eDHEB0tVNKtHXpqQRai7ZwxzbRzIyGP+wGlRxctNpAYuvlhlA7La6IzUiLe3Mg",
+	"V6138av21EyL6D3FhHTpgok3sT3o0KZZgs62dFZ24inCDW74HoVE61cy7sEJmW3I7zyDjhXO0Wwhq95d",
+	"c++0aqjygk2XVOQIdSTwDmHjiycHvLx/GYci3o9cW/dqUFKEzdKpGM1TxDxQFQsyLJpZYvy+2pOuJ3D+",
+	"5ZzM1VNYnBX9MiGC6aeAQqzkin7JpBDBb9WKrW7ar61bP/Hy/tunvLwBLeIG83wN4QRPdVbe6DXmd3Z+",
+	"nnPh0oc7T1b0y43aiJsZze4KufBPXz7NpJg/pUXx1KaC35hfCeIZAnaqkGZySUSm1QqM74nthZ9J8B4c",
+	"LdSODPkYhVoNc397whzlbh22rYG0iWHgiBVURHMM7jlbm/0NDxaeY5Vi+b0mC1CTUAAiua9lXeSBMB9h",
+	"w/g7E+9yVdJqJ/nu1nGcTDd79+ALQmm3etQ+73JHsLPf85Lw96K39+9QAj/xhyHBNWAiBIX+c2PH7As9",
+	"snsZiBCrRLZkTEYFXC3Mzukqoe24l9LKRdBZ0JNP8qIdpP9t9S5FYIk7Qpvk8JMZSxVwdIsbtzmEJNC8",
+	"uwf/aLSW0eh5fmUnqb1tjT9GdFu2yajKJLrGzxNSUQ0e0JalVxm1E0KwrMl3mwjB/HXJsvsUzqtHWUOr",
+	"1kzKseEr0PRV1HqITQMo0M7N5pUs1XnU8mBHWtLsjmlFLHLlnl18qnXMxCf0w9sH/J++OSBCkNq35dTQ",
+	"873bjXt8PLWmazDatYpT2IVdyP1pzDYfpzLX/H50VrHs/jXX6oJVaCRN7xYAUHBBZlxjVhzmLI+0h5vh",
+	"DXQEe/eQXuIOsebwh6c1NvXYKNub296LgMZDomxOb3DIYnzwf0kuLnV2KeVqP93otHEG/0XyWDw0pBFf",
+	"A15MOihcKYKQMsBUZ7Xiwvxm7iBmS7hSNQqqwKD54ruXgwbNjK5YRd+OwTm3UR9mFjbJ3uw/NkBSxfUQ",
+	"Hmxs3UEHJibnek2rbkrEy2+jQAGqLOimBylES4AiC3McTF+4nE/UqLyLFc8esEYrnlWyXMIVN7FODqsg",
+	"GiyMyGt23LaLw1kl14pVE8KlmhAq8kryfEKePn16NLxunWPYosHYMfhglOzLWoCnRtBSLWUiO3Sx1ETZ",
+	"N/rLSYYVRbZ81jvWLwpcXXADkbXyo3hgbaNFdrbJomjrZzZ0IycLWs3owjRbFJjoPdaTt5DJs/EHSSpc",
+	"8d6KoQtZyVobdpAOTmveGXk1XjJanhaFzF73Qe/LOaYDm7cJEsvYeZtPrjapEjTvTYMz7GOmKRcsb4y6",
+	"6Nwfqy+MxJyIh5fUq7OyjpXnauIlSA2mHlfMPlElJ7HMsmTiXRzK/1PJbCUx97us1AmZPt9CrxyTUd9f",
+	"iOm3UTJoDEZ/p47O+FCunTzmais0e6Sf3N/AsGRMCGvf9XIHx3bruHWOR7pmTEM/AZ/ydBtylzhTX3Cx",
+	"r1aTSaFkwSB2SIRwVF0LOeBl9nnnsyWtaAZmCiOnhfPUZktaFEwsGOErwJIw/YgNKZhGu7raypl8GdVw",
+	"YARxM4BXPCwUbtMnwt67ANsT4rbZwqMg7qxhS1hrTZFDxRi5tbi+T32vt64LxO+zLR6NUW1KqtQ6mnBy",
+	"YZ+4tmuF3okdlT/zWfxCBaSBSR1BF+TQLPqUC8WE4prfs6Ode+2cGD+EYLoxWv3YJPT0lSTCnK9XrdoM",
+	"obPZFc+LWSN/9UKTOODUCKBqmsdcYr9qYa896j2SQ/Pj9N2HP03g8XT+8eLbCXn/4SpdmfE9o5WeMapH",
+	"VOUrwuVp1VdjFslnv8pqv4Hq4L9AsUMgwr4skDXUTIDXThzuV8GU//EBlQ2HKgMCKJNdk1bdr0cpE/iw",
+	"1h+hZmD0cFsYAEwiaYiaKwcQ4OImXOGaWiDYJleu+tSJ2xovocxfqw5z2pElDVbwa9WlqO5HXzBGFvNr",
+	"eRW2EdsTQqWb/enVskSBvxbjDSv9dZnQ7mX3YlX9muM3IOniUF0hy1HkEAevjhobSq2iwQpp2KtQdiL4",
+	"1Q6oV6FkHvJQJBGogkYuoqEsIT7Zas8F+NVhyx4XrKy9DO3xP+IWJmHL2nTIMcMNEuC+EmxZMOxLh6T+",
+	"h0rWZeyCap97V+gdF5GM0lkhszvDUnqsfFzBxwTeVQGfdSJyLqus5TVsBS7WMauWS7MbSRSm/0RYDmDK",
+	"qxjkS0sMlExMDVucOixNwxQBFX1a6XJqpOQUcNyDBw0v8wrHtOFqAGeYyZxVU3MXLKhu+bMDmQIxaBGi",
+	"/lyCrRYeYwq7d9OqJlHIbWSLuvvcu1IEnz1N51YneBastdu4ZvSThlbG0mbMjuYM+c28IMw6UhEroDMb",
+	"61JH79viEl7sK5niG1rRDVlIQpeMYji7rDWSb5x6oWyF6j1es40/Wrvyns4hjnCiR1DGk8GSV/VqRauN",
+	"j1c0q0q1rH4RlT7BUq9qMPMbRuoJggDljdOrxupBjrXa/ZwEZNMfTNnaLfP+mODxgOBceJCsuo+ipAyl",
+	"Ss4ch4rbSMPobggVgY+cPbbdwRjc5l+QxIBBL2lZMsFyswZ4kPGXX+bqiOs9IM7WUDm12BDqNih+/KsW",
+	"J9v1VKvg6tnvRWsxP7jlaGdsgXJU6+Zq2sT3G8KBKiYQgFyxea0AX81XMooa+1NxyMmj41a0mcpkm1Jb",
+	"SzXyRPGMXdL1WVhFOgWqEKk3DZ4CqqCwYaw8mdBRb9o785l9Sg7/z+nHD0fJesNxF+vZ1jB2IuSP/XF7",
+	"aklffPcywijfn05ffPcyrG8RLz+ZMtD7CU384vjedt2mB6RWnRLB1j07qiUUXWavAqPAjBq1sy5RShWA",
+	"vz7B19QEIroxLgBOTiWLwv657hStxSPiYIBGEozzeeLwtikntAW/fPH822/j0PugPF4lNvcSBtaMF7oS",
+	"ElLtWQV5eMC2cr6wGUhDlvSvmiO2prwNGQDxqgevnn83SXiduvABgcFaS5tv6AAEGl+6r3OQyGE8vI2k",
+	"Bd62sB45xDxh6v2xL+0GNZKz+AU1DqR4PJxB6g9ZT2Ja3yHbPzp5xBmz0cXNknYSh/4bH47EPkW3hy8s",
+	"wzPn45LFAfbb+AlKG6JduS/xaCVqbUc0POgJQRjUCVYfyO2fqLFgSovIijpnF/g4iDkedQOBPhDvInLl",
+	"sNakcVHEMDszwsYEld7g/oI8+NiX1oE9nXFhbijYwlhL64IJKEwVNfdf8xWzejIYxo0m6D/A2kPjfey4",
+	"PWnVzipigOmB76bUTMXzOh5nsJIQWFtJLTNpbkn46oTAVQb1/rJic/6lCybSKWY6ijQusfnkfVTttIdd",
+	"MQNnY597XUOT7e2dbFcoihKb36qJO3jBokdPvhRcS7PPF3Fg7o+Mii4eiYOEndUQt3gIooOCkMu5upt0",
+	"gkV8Kf3c3niPYrGSmt+zS11+QNNUBAVEaXDrADWjAYssWTHWM0b1AIIQTmb8megLZYNFg2wDG9S2OxDK",
+	"Z8XyZPvv+WLJlHbhclRsQnSUkb3gtpwNTaMTltd2T+/U1UXK2wl7a+2NW36nsRuM31wmI5ncmlXxiKae",
+	"efXEwmOf1uXee/N1qjkVJK8rhybaEN02s3S+q4SfDhZNJZx1YxctAUIDGy/bSDSPgujijoVd+32AXXqR",
+	"VzrtIwbL40XjQwdVGJIP2TC0KDooQWNi8lPGcu+W9GXcIqypB5h0ONYfpqF8wP++c+iGGreN6K1wthZe",
+	"TAdLxsHHjE0J6HLHCCfb4gbdo9o9XV0WNdkSSDHh+X20OPcnm4436LW04QQR3fjinHy+/GBruQfmrQlS",
+	"t4veokPJkXFvkmvRyOtu+9ggPmkaJ1UtjP5FE4FRtg1fnPHHB4X9QB+tqB+LPolKiHWANddl8/4jxgUV",
+	"WO95GOWEq3B/CX5nS8vaBcW7zFGcwe9mkO5uuNOC57Jq7aHax9y8T0gLWPqxsNxsQ5aea50Eg1TgiKKF",
+	"klA5FOPnzJdBsNGDo+uSESev8VbV3LTsxjXBZPvEoHhLo/UfNqEn9jy34kxc8fCu2bl7HFL85XQRFaWe",
+	"yaAxySekBEFFbto+gjASFDk2fcfaJ2E93apZsxUTlSyKVdxICxb061qw/uOEzWdURGCoDisp7QQp2EIh",
+	"KP+ZUdSeqY1KnK3AafAWa+3FWA488iogOLZ16G84wZEpUjHB1oRqoteG+/AqV87KVvA525/ZBJ1dsYpH",
+	"XYfwu6uMd7hkX47SI7b5Yp5JLpL7gizjoqCCjU7iCnN8EPk5QPB+UNQrEKk3LblY3jyiln+dOFik6oGc",
+	"BSRb96oVQdFjsR9xmGMQj+J+79WAZhxdrjbufI4XyyCRPZvHCq2Qsw8gDg1ltESxNMwIobBtCgbXgzke",
+	"jxq6a6PIjsY4VUc6ZQdx6/qDcBtUgl8sFDcluk8xVh6evvLy+JACJjSMB/nHhAjZIW+yYfpoYgXMxIv+",
+	"R5bl44rIoo0N4vb3KyP7/7P3N8qR28ieKP4qCMX+o6X5s+Tutt3jteLGXlmtnu7j/tBK6vG5Z8bbBZEo",
+	"FY5YAE2AKtVMOOI+zX2w+yQ3kAmAIAsgWSXZM7s750R41FUsEB+JRGYi8/ezZ+MHqvMlU2eBLpxyUEGO",
+	"LvSBtiV8jsM3XhI54WLa2xV9U8EbGF4fZN3TO67NB0fZ0XDb0x5LkN0+qhLH7FbarbMBxhJkvb1z7nVW",
+	"rBRVClzYQLWh/KLb0ppFmS07ksiCLMoNnNh4gWJpdaL0E5hEDCvwuS7jlIJXzkVr5cKTDoc7B6uFE7bR",
+	"W6qWkex/LnrOIzk7zcgcb7G/n/uc8SV7IMGFuRncVQPTedHclDz/kW3eiYU86ZwSeDfs9SNCo5ydOoy9",
+	"hLVQJDhK/GLkoPq5BsQqRdgDzXW5gbmH/sL0I5cAc6KSeBfcayZSJEyzZK7u884kk+Pj47m/KQXFpKHI",
+	"1oGljahslrYRvcIBETO2hoIh7kQXNXawtOuz5mBDtGqXql1wocw6hcPxQpb1hbqd6MGtGM9U/+j3mHpE",
+	"dnq7UzE3XbTO6KRLnNY/2js9PbhIH3Cy7ExFFAVWR0agxljJ7xlAkSpJFrSeir6+C/xp0K3ULrqOkgt5",
+	"mD+3YwrJVBdIElX4sTO8a+ZLZ3em2rFFR/axHW5Y8Ad/5jSanNRzRRyRf4KmquCqgnNwtJ9o51LA4Qvd",
+	"qI59v79p1nZk4sDC/nBNZKMHvK2PCUVji2/CuCQ42Yfsl4aWmIP3rvgervecz8VqeCaeNwaIK1M2qN1d",
+	"5/D8sKp9zWiB4Quoc1oveb40QzZTq9zAn5gP6YlWlRdsVUnNRL75MYaJ+SPbdA7hFTPePCgHSmo2K1Bf",
+	"sMJvSTAyZSqxfUUfTlH3qEHlQ8tSrlnhnMHkZKY10nh+X0eT2G7vA+h9y++Z8FCmPZURaQxuDIspBrsL",
+	"UyDUBAC3+Ms/KgijdWnUql2ETZhIZeMIpkf0lnKRSmywUJI/RNb+rGagumnZ1VRjKnwKbAJ1Dp0Nkz+R",
+	"OKf8x58g2yJcbwAZ9oGwfJOXnWrlC+8IvvZ67yBLMFm9cZGZa75iBaI5ndkM3Hjklyt+U7LPxqpMboMN",
+	"KZxewSpMKhzuvywLRbj+3ldICLZWNsEchJArp3nNtyAAdoalEbE1V3tP8lZ6VovT7c25jk7vnumBW9jT",
+	"PV1p9Lsu88ZKV3uE53fnzO2dmf2TqwuCEejb3rJ0rVG/a0eMMU92ECXcsqCk2ywOntvX/N1Nn7wxyztA",
+	"8nBCKuNIhLLtmM9srMs0qVm94oKWqaj6E8LXBzj8u1l35tPYK/YoadCSFBK4rvbM/Z58NqQ0joO+Vh2Y",
+	"hmBEv4emmbJXE5tzqEIgkPfXgC4y7oK0Nz1cVI3OjF6qGkTft2lZ//JS/uWl/MtL+ZeXErtQQg0RmXiw",
+	"k6yOxWh6RmRZMGWpSXeKydjJvK6pQALnKPXavzym8VOxoptS0iJdF4EL3cfMNSfCtvZNiEd7Hv3LP9vJ",
+	"P6t9hez0tfmEx3V3cfzlnzU3mUC6h9EF+5eH+C8P8X9ZD7HVfn6rtSfYiDl97s79bZ4D6gUTE0Ey0O+4",
+	"fLJGtWYlKubexe7B4G1puvcpLE7jdzz2ameiPxG/tgmxdjrV9ZmR685hPwVg58I0hXlJj0bSuXxSBB03",
+	"rn3Mll2Acoyw41V/+77fAR8n6O2VpjqKYNzA3Zwja1CshHKh7rJHXEWkb31t6yg/pLLs4coXTmvQB5Be",
+	"KW0ZApzLPswSnZp0WvzN5qzrE6ZoXaaQLGxPCYiYD7lsKhYhcDGdaLPWfoP3Wzv7kIVWN1ekqpliouPK",
+	"tH1a0YehVXkvBWQ1jC4M3VqaifUR6A7Y4/r0ln2I5xc528Z6D26uhdRkw3RwWJ6Q522S2MQ+/Jb70O06",
+	"v/h9Ycwiu6O/LtFpGtnCgZ8U1dgdt8wVBSQvpOOm4HSfdCxYtDFWzw0rpbhVRMvJ4CvJMOMmQzFIpV+n",
+	"bU0L3cqEZr38s9/aqJwUElnXUrN4pKcnem0Kue5YYfdgRY0d+T5NKwXZA0zJPnFzK2GT/GcDFF/yziUR",
+	"ybXwuTJVX+utaV2w4loOAe5JZHnqVELoTi+MnWWrvicLkenSFHqlgHX9USjxRhkP+lauJGUNPg+9m77P",
+	"Ugk89pVZZ6LtyFPr/965VZ8A2CqqR06Fh72aLWhudKX3xuw3kOgtOjUmmb2QKILin6TqGQgKf0xedPBH",
+	"BWupukOyxH/ekFtS8X1qdC5XkEALUUpin3xKkB2ZFggIrnNFCnv4Os2JDuUMPDfvX86UllX7LxtmDz+w",
+	"fhp4zcH3QX7oDGooovrUd3PahYJ/fO8kg8QPd4gRgeTtc1j9U1xghRMeBBNacQliAt1QQScSEAQk/AnW",
+	"cfPHTq5tzRX3W99vq6pRlzXtHLZt7OQeRtTso9IO40PFSHykfvT73nFqVGlQaLdr3qXKeu3tHuZ/3PBb",
+	"5In0pW8PdyJOcok6aKzDeLVkmVGQbhPJamyG++1UCpGtc99Ry7UULp2ql00fVCLp+u5h3gwX+DoS4d+u",
+	"VDcxEYkCoA17RDHUU1awfsRUbvPlE1StTK0PjWCOR8RvfL+8Td3i2S+Gt8s+81hJLnQU5BbpD7E6E2FZ",
+	"AFrLYv3ueYfYB6WZTI9q+xmbwk8VE6cVB0goIG1OIFJhpBmSDIDVrTWNa1LLJpbzMyW+GxAn3ZQI0RIx",
+	"FfVSFvFqE4JfDlt5sWX1hxXhRVgy3ohC5s3K+M4FDkwlbiB1rEKF6iVxYNDx37F6xVWirBRp7Bdk/jBT",
+	"9/msfXbeKcmGD7HMIoJ/ChMZJb8yX5CFbESRmWUTPRPX/NvoP2z9Cwz+IDsIZ8R/6B4KhtN+6Cf+C5BC",
+	"uY9XsmhKNq4o7HrbOc56VlnnjW60wyZVKOMpELczAMTjyomkiwXQXLcgeTW75QqCKoFobEPlmR9NriB3",
+	"AGr2d3HGu98N0QygTgQtL83wzuLQ7W04Y2s+zPZhNZl/5dr5ap7ZTBBaM8IeALYuoLbL/bQ/jsL+k2DE",
+	"fAVx5G3lZKvcrLgo3Ebmowv3ya4Yelt6M3I74vsxOpGt6e25wAJ5mHKBhOMYfRGMzaEGBEp30q3SjiJR",
+	"Qa1dsFN2Rn3r7aU+9ltvfjtdjIpyb57cUkd1RqNvjKb8id0spbw7o5qW8vb8Pok6oTQVBa0Lwu6j4N7x",
+	"gnVoECrWM0IVAQRnLszalFQ8U9hYgllHNnXOUojJ96yUFXumCD6GNP4Wb5WrtpPbQO01v72N47xAfAqq",
+	"JOHe5H4aADEW5rpmfb8nTLqLrMcnHN7vDRIzX1jPaW/HzY4GxBssdk1mf8ZYpj5dXSuyosYYhvTPDC8M",
+	"8V7KxQtJzXQ9lb9iLHCHPLf2IiFIIdpVf0PIzAL7R+xSM7msIMoi/x9STVZSafLti5cBK2GAo2FsVOT7",
+	"cxYIZvepJs9TlE+wMKngMq4a1260A00MMBw7cLqkFPNJETM340kECJvrMY7/YETGJRN1AS/QHbRm/p7I",
+	"S8ZB0rpKQYaAIdxNBIdOYfpY1+20HwKL9Zbj6eQ30aMwl489jE4OJT9Rrrm4vTQbJchSU6RoHBwGF/ZS",
+	"BAoH1OMSr0ajHT3F4uMdqrnx3U9JrtEw23d8Ed7VYvpOD1EaLNbLThu+p2uRg7U7lnY/htsqa9Xflny5",
+	"uexGNdtx9bRMXxj6O2cHRT+eneMPxsJnpv4T0l6J1hx60vSddtA+ymtPwZ3iCKljdnqCTzuXK5di0F2Q",
+	"3yHZpzcKsKSsmRafva6FRnJ81gMpb8tRivwHjbYFXfGSM7XvtEMrCaDl3uzYjkydhQQl2Cl2GeJgaFe2",
+	"6U83G7Ci1rwsclpH5qLTVLIixb6AK0JvkqUO8Or4EuHvO3bvPlPbsdYjUi0SxB6rlRQWTLslMTY9ig7E",
+	"TVZ8KHNs5/gPczvL0tJa4b+UtSZRFsdeFrepw5cG3fFTPEFerpKASLc1uzXnkUcg84eW0cB4z9LueYcn",
+	"0kWfTOFZX5gWouyuACBEtQUuN/+bL/l03F73eOIFp/ZrHMLENttBDunBYCq4IIzmy1QppL+OHKq2aFmd",
+	"GLhcZnJ5jTYI3PAn5iWRH+Z4GoZfikEkuKyoCc3vhFyXrLi1NaHk5cPDxNe5NmN3WMH7bBgCbGduNp68",
+	"raeDTNur3sEXAIaPs3RsCGpJGwVWOm1zPwCOE/w5MwmriT1wN9ODXUATmGhA+sxLyleTVy00nye9xNKp",
+	"8BpKU0OO+l3P4+DSvV3LUI56vQtu3iPX7a368Znw9SdxveQqDhUcVsK0v3AVQRFFQw7B6QFQ0aMUbLhx",
+	"H4rdVQ9oOvvriSpjQYVs9CW75wmaBOAIqe33wGwkbZgUEjmMjn6Awu0bxgRZUCFsJr6Wcd2VkCAu3pT8",
+	"dqlTMY5g16U1+JTSLvagQRCGwf2MUE7wCePZrzt5g3i/BkFaHc1asSnAfNVPzL1owXijXX26PgLK2mQh",
+	"cfcFg8szZWuHR3BvW/QP0M7h15vU7qIndnYggVu7oj8BU6yVwLWN2bcdE4VQB2SXkZoVFOzcQwwJYup/",
+	"XjMd49woS7k2/nBaMVFBllpXhIkC7lbB4sUCybj2cfM6uD+2TncMBniJgxIsWL1HAOtOCET6fuwZhLQ/",
+	"27Wm0Lw2Xv09yffA+IxyaY+REmuQ9OHTBhqxNlAk+t45T3Dp49a/M6OeKfL58v3OfhB6BSqXFcuIMJNe",
+	"csse5P2hEVLf7GBJ1RXI+IAc210AoI9Mk0NarukGr8IsbKSizmA+Ogn2DeFasXLRRtlrpptapOR/Wjw2",
+	"KQGDRcruG4izeBXQ1ilzRdA4mXqYjcadk/3Eufk8IQRoZ9HsMjPxsrbI/lLvs+N88LP7NlQWpvHQX3D3",
+	"/fhtoPSjSU/mlbLRySwwuH52xeHuNsZ7ETkty8yYGQp/P3EJpgRRYat2Aqg7Tpp9yRQ11XnNgATE4rFR",
+	"Z91rj1YveY2QBSfQ1vz3S1BdqLbd7NtSGC1UhbTVMKjbTkfnuNrxWI6HcK/DoLc3YKfmZcIP9syZGrIg",
+	"9s7THGh0X8bGLdPFnYyyJnZlRi0VS7sZfwMwZPbtliykySiBSlCW8FrBNALWStGJSAU6fedjObOeTve2",
+	"MUY4+nSH94lxIOlNCSa9vScGwBz08RYLlmu8gVLH5Cc0sXyf8acA+83WLmbq/MNfGtZYlce1J22WFRNh",
+	"MAhoTg+1D9Ubm5SXJbmVeJxuILNuxTx+BFfO2RwCbphsfdAbJctGM1h3MEbIIYgAkklCBMZJ0VHmy/lz",
+	"rwBVZkYK9Zi19YsWNb11wPkhw+fzb74b5YpNWT3nAGDMfDqEMi/CEKpZS/TJuCDz4z/Mg/QhDPSekJLd",
+	"0nxDlKB37EtOFSNmY9qWcMWiRlTQ/Rcvx3u/og/v8KcvniMdrPtnhLp/Z5slIy9mL56f2Ct2G6lCDlEt",
+	"V1Tz3MaomCgwANsJYTVAHJHKSfA8ti9CHtsX+xtAGWkE/6VhhK6kpW2r0lEUGNvL79L7fsr0K2/OUrH5",
+	"tDj4/i/bPiA+k5EXrwD+u/e+oP1Xv2ZbQriq9CYjEJIpIOwtyk1G7hirVIclF1/SG8HzX3/ua923H07P",
+	"nKknF9t9yog7b8xLUeWfBO+nwmZdGBPuRplXYyJPqksoFaCu8EE0KKGgjJyLvN4gDCAk9OLT2+Z7uKe/",
+	"ffUb2YQvZ18/H7QKvcB+HQrsy9H4hrW3hi2sQatqwpF/zZTe96hvD4MQy3Bi7vQ1e9C++pAqUlBNj+3T",
+	"bne2L5h0tk5OftASmj5phRYBXzDdlOf4Yp+Vl2Hk9JfGWNHS5mbpJeEFHnaIm+S+wWt9m6k1yuA8bX3S",
+	"Zb/BGriTO0wG6t994jfxMjxXHNxq8ZaRnItwcAEQ4fSkqXeeXsWymK5xhMfdVd4lheoUnfxIe3Gndofk",
+	"GO7nwRcwD7tIbXJKMMupJBYYTnJ3PgxkZ9qQOhO63pzApjFd9WFBCqHwoZwS85PdIK2gNzNVsZwveE4W",
+	"nJWFQgurfXH7EsvJQRWZ/+Xy/PXp2fX565/nUciLpKxgYgIvIK/lBqKFtUTeHMRwE7Grz6YBP/Xpk/BS",
+	"JTUdSIC1B8ayV+E1v+UiCZ8mczjwilP9WecTI/vY8K4hlWGm6wtaK2OS3nfT+V3ibebO5XIzOa8oldD7",
+	"CWakN5jbm5ffvfjuRUZqnVt6yszybXNxm1kYyAwFvxHFzG7zmdnmcVBITetbpq9GdvsbiAq2yifDyxNI",
+	"r48rARu/BnxSdIHab282YazzeGfwry3672iuW1do/EwHJb6wvRNTMKJwxpPW2ju9/41y1exSOyZ/HEK/",
+	"NHl6COchmcwzmqJme2LP4nYhfq8ctQe4JBuyRqTDPFigAweLLPyhFS8oGMpLeafDDMnWI3OXmz6y8NT5",
+	"guO533uYBDzBM3xBa643g2VdOOt91qgKfoi1V5ESriXL71SqEBK/PXEgLfhPG02BEI6AGqcL/HrXsiJ4",
+	"x5lpMza7tv/T4CB8ZVlLQBTDma5ozYr0LbRNivPX0FQHiQqYG7akaulqnV2DE/MTfr/CNguTGznIWT3D",
+	"L0kBYONmbRFwbHtVEY5892oxlNQP8BoLaR5ZXhSpdIwTMwZB4qz4TaDPa2WmXz61tfi+B5nbA+ld1xlL",
+	"zDoyG8xOqCu8dtsPpzsSzq6qkg8J43vkdVXdzAj7s5bSLAa8mIKio5reUMXemY9Mn4dUyPzi8vRPH07J",
+	"Lw3P777AFM27b+2U6cIDr+0LIAROS7Ubjs32rm5HF0N4yZdoOg1Fya2wRyhqg/jyiPWLuSn4UN8Ejs9/",
+	"yuY1GiTO9nfllQvJl5QLG9DqvIW0SPggyl4ojg8eQYg9NtWpMvt2AUKq676J2pfycBJiAhndgwNV5J8Q",
+	"/d1+TzA/BSyAWpbWCdTyjgnIMoVYUiTmkVPNbqNoCmf2G4xstC9q62K6XAQYZiCyJorljRnSY5I82vdB",
+	"fDHB6m6d1kGV7FsCJyERRfTT0O3g8JrEPYLTstxal92uQWM/nnb8tOKy951nb74i2Vf9/nUqWrchDUAQ",
+	"b2sKSAtaBtJ5evHOSuj3sOiAgBg2by+IFp1K6WeK0EYvjcLMMQZQNyVTmTX8eU1kXbD6mPzAFLfAe4pl",
+	"ZP6HOZznjmA7eFFG5qZJ+H7JSoR7E5vwPcbAomUJCrUgc6x5npMVhbvTtqwb7gW1JFRIsVnJRtmfqROi",
+	"IUtZL2vG/LUJzAuEcHCpMa5vvyy5Mu9dsrqD32DjefecrY1SwX/lUiz4bfzDFRXo0nQ/rul666tS3qpe",
+	"I/BR9LlCroUFPrMfAxJb/1lN1V2/UfyMPbAccSZcsx4hvdcH/3m/8aa6rWnRf9596p8GjCf3EP7Df5cv",
+	"qRCs9F/7f7fv0jWjq3YM9p9b31clRQ1yz/P2de6f/nH3QYtF5D7RtLyDA8bGd3wbwSe+meAz++Lgk2Bt",
+	"wk9ZyXC+nYrG/edH1vu4HaH7An2p/uOwpxOfbrdRa1VtP2w+3H62Uazebhk/bSeUKzMDszUtSz/r4Wft",
+	"nOm8+4/IVHc/dVPb/dRPbyyV6qKkmxua371nVLE4g5dga9z19lFUBBFT2V7rn6f5WN5CqZvw1weleeue",
+	"qZzjSdS71qmL4jIBSAhg9ALBJm2n4e9dCYrP26H7O9KSQ/ijlo3Y2YOErkwz0uHRSTF2eDJ9j2rOJNvn",
+	"itVcFnie3mysqJQ2tlNIOBgEhOUFmww+HBKqJ0A0LR02HI8QNlXWpKQpln/B1qcLHYeQwEMQnsmwRpD8",
+	"8fn/j3BhrwH3WhloLoFMcunmaScir5rhWKctt3v6BOzekt8zDIrbAwMuZGRt82lRogFQFo8HUsocEjjm",
+	"f+8syK9f/f3enJu/fvV3WlW/fvV3fPxd8escX2SvAGZOV2Q2sRRtJJ4kZ4G+/hhFyPN2NvbStNxBgisx",
+	"YdQrvNmCg7eTN3q2YvUtmyHv2kF20O9dVCNaiYpL/ufL98oWvGwy0giXf2mrnLCPz5A+ZbopbLtzhVcA",
+	"kShMIpf2FHNpMQufa0KLFdcKOgdWHGpirBa6ZPfyjqHBtuCCluEcnrq0W/uLg+zAPj8OjeV0UG8dOwIb",
+	"L9/vUon4LZpFTpLOhuqpqHbJoj6CndyLWmqZyzLqJbiTrbIPoY3vMMbUMzJfal3NFuX9PHN/r6pv0F+Y",
+	"L0s1x8SCubEM5hmRTU3crSzIxp/fn8EDH/98SZRc6LVZhsPL6wtEcbk+uzC78fPrixO4t/98+b7DL6mM",
+	"Ep2r+/yL5vkd0x7BquXLtzrRxn6pJq/Pr84u3/1wbqx42dwu24bMcCEXDfyQqqQ5hDAur68uwiS7Izum",
+	"NbupdW5H9dPb84t2vg6hTpIKcvX6gsjFwihlVJqfL99nttYx7HekEz563ZYSPVPkvbQOk3ODrArRkrw+",
+	"f39+fX5CuFINhNhcQJR6ulF0xjheKjohd0t4kB34FTR/lwpsJlUdZAc41kFL6Sp1JSoYWdON0w6Epuyk",
+	"G+PPsvojhT2XjIvZx3A7A4q2zYOk5N/oPb2Cn9i9Tg7fvr8yi3lFF7TmGXl7fX0xW3y4+MZ8eLas5Yo3",
+	"q9kNhZPaNnxi06zg2Tfv/2wk0MhAoljReABM6Dj/I57LOmAzxZXshl3m97xg8qsH2EjwjVuT6LmwjCaT",
+	"vpVrP8c2yXVt+U/ZQ8UScHVVsP2n6GKvLn7NDpo6pjVcEqvZqz7g2u7ErKX/DDfACbBqAFWdTzIyC0gV",
+	"4Wo8rueHgb3qrkrWEy07g1GtiOC6l7JMSLKl6YQIiE9HsnX39vp0qJp+ONwLjXLlCeGEXJ/YStkZbGcb",
+	"d6ldbRlucjvL+OBj8r/h/YVMwGhOyut2Q3B50TyYlGeA0wh4u33s86CrOIxPotxMeJMtM24nIZdCMaEa",
+	"NTgddXR9zapbfLdwd1oX31hHgmWkpgs9u5caRNkmarQFlRlRvJopfitoWdocbESUd0mO48IMvQtTIYMp",
+	"ydpSoLEg5yVd6Nec3gqpNM+jBEturjxwxJAAYyz8nSjYQ8TSNh93EK0gf8tf+NhdjS9a0XzJJxPm5HK1",
+	"4nrye/FxzQrswcSXmJ+eSaFprqOEUbwsudoC0bYvhJ+10KO4XCfk+fbOnNiT9/J28nhLebvzSK8ErdRS",
+	"Dk9qLn3ej3+Zsj+c+i4Y+ABUc9/rd1MXXM0JaT81aiVNsCOa1QWL3hr3KV3uJWTm2FvmXS6/RrdQV3G8",
+	"x27LmryBFNPEXaBm9SqNH98qNPPcPrkwzsWA9/Tkq7u7su4mj8lKsKbBnPf3T1QdMVpwwZTClImBu1vM",
+	"QLdPoxkcSakZIBJzZFZeuuAanguyCrbxRBHeBRkbgbcHr7nSuZl+nNt5lHfDJ2GYZXBC1B2vqjbbJQfK",
+	"Ns9UlLhCxt9Mec2aYjlW3YgQ8Ma7GK4Oq0uLk8p4sFd38u6g7UQWru0wWrSXqWk5Ra1Q0TxnlaZGjyfk",
+	"Cz4eSXaxU1xTsXOsNpG39E4U/J4XDS37O2D6DWJvo8UwtSanMLRMYGaQ7ZhTSQ3FZiwlxhmGO6bGYNtB",
+	"Fmi7PoMZMJcQ/nrDS/aDMdDisPnGsF/w0hioNr1vKm3qT8sN7IZDIfUXC9fuI25fTJtfbqWxGsEG/NII",
+	"ek855My6jywDzRdkco1n+5p2Uol6ntsmFUU0P76aArh56fr9xv9imPWOarI2R9S6luIWj76KyapMMJEh",
+	"DO2wjllwdB9EW5DRDtCDdI3Iip2u9pUTBGO/AiFshBXQbwiAGkNQihNEFeMFUmKCywjOUMEqJgrINY8Q",
+	"00G/IzP0Yvbi+XOjWTUXubaT1GOGHS7D2aUcMjqbEycxnjd7wWqIPrvdpRAe9Mb8BmJt7vDAW//tPAto",
+	"VyXzZ7Y2wUQ9ua0aRlMubE/Sk3FR0ijezZqxO+PBu03mYQn6xw7cQ7xLXTG5i20CPB+mLbUb0shEWrqA",
+	"Fn/aiTYeYcBqg70hX7oD3rZhHgEFYr4YrueCconDz5/fvT5yzolVT4MMIopB8XXy0tAIHylh27rStOCC",
+	"eppnYhbkP6SIjP3d6cdTvPH9G/DA2NK0UiZQ6seQPHgXXGO6bKDsxwXa7gvfqx22rtlqV6UcJ9ex6+vx",
+	"PfyUhUGWYOf5HqdglYe3//k9LZskZ6FD80GWY1qWqmURmEaGC0WR5tf/2RR7YKkUdGApCgrefs0eicvU",
+	"hgAzoqStaiDLsU285HpQAwTzZSSGHK7TL0beHJ0I25cyp6Wx5Afmt1sS+jdE3bXBa7lYKAZh0910yvUg",
+	"JpGR5uGYDww7mIlHa4nr7ggnxNrdbgKmX7NinViln1eUtODVw7smnol52TkvVUZoWRJgeWW+9mlKlZat",
+	"o318LRaQD/qI0i7gtCOgOeRmA8HnPZTgDqVWCJ7pkcCtza0nRicfX2XV09y71uPb02LNRbFVsu1PuhNC",
+	"3RO2qHbFC8Fvl2CA6LVsT5t+4XAMu5Vu3N4zbw9vTldSWBFvmMK/1qwQ7m+9bGr756Lm+Ieiuqntnw38",
+	"+ud4ylVEDdKynOWlzO8IM37m27fff/jgOD40rbXD7Hn5zffPnx8jKZdmtfnt//jL89nLn//yfPZff/7+",
+	"L89n3+Kf/yWBTxaLpARvty+D9+/5mp4g2QnxjLzFgOyk7pl/WsqWTBnuvH2B7YqKhpbkMIRgkTW5ofkd",
+	"E8VRBqAt5NDlAJl/4buOANnGamu/6tCa0X+Nlgeo6aOr2HGo4zmEgftIDh1WDyvIh4tvjo7Je/D4bh1s",
+	"H3uopGKkWm4Uz2kJCA3qhMzRQ2szozEZuWYLVjORx69yIt2pqtJmY8frz5x9NOiY2NwGmy7lj3tjBgSo",
+	"SVKwZ3EbNC+lYkPphli5fcuhRkmCV63JoYsYZkTxv7GM6JrmdyojSsuqAhsEOjSD7MSM1KyiRvaOEpV2",
+	"BcsTlZrY8DOCz+zmemHm7qjrpeRCz4zgLWldzOyPdjDvBgLjmI7gntgzIs5EEbebAhWB5pNW9uofQJB2",
+	"NFOHgl42WMcL65NlJDdiJ8wZat5qBcRJnKyYsGCA5pfJMFm8WiJ4IV4OtwknZgemg25R+8F8aib+ZqPZ",
+	"1Bl/ZAhvUdNVLHHvDXxODiH7BKsWmoJLS3yqjszULWVZTEewLthDSj2/Nec1Cjg8Z7YhpDkdUuIIt2Ga",
+	"QefiBiWHbqP2FhYPPUrymqplfBPblwzCUjqSYbjZd92yFxdTS1UH03Kv+2lo4AfBnHbvRyaUF/rNtJRK",
+	"+zv6SBDeiMDr6G3l5+szUtibfjhszT7eGmw8kAFpZukgtLPSfUrrKPkSJie+lbHbretWyYOM4A0E3PFY",
+	"hS/FF3zpl1X1zdFx0pCZpqls7AWwDghsl91RXTHhN1YbiUdhPDp/7xize8yjvNbGZIFinFHzyQe8u+IY",
+	"3Jbga+B+9yDobKD2Ap0VTl2r7nvXcq1O6shcZ127KiHck2nzziqvcaSOjvH0z8gs9bQYHTBKD6yKmmA3",
+	"bI6uOTrdZXwDdxsRl1H9rj5j51RLVCDDtULPqlaMkT+dX5OvaMW/un/5lddVX8F90mwlC1Z2EmJD5owr",
+	"udCvmfuX+2vU2jfd4Ym0q1PP6eiohOA+x+yNiKl+z2p6y14PGHXXUDBpH/TG3dTkqmlWPfaYQ4KBBTcE",
+	"L6ss2+237cXSuuRM6au0IoaveqwO+K/VPvaiSgcU/j4JYiAi+JUjPCSHXjAyEshFRuwfR1EEMHMIMqVH",
+	"VpDYx1rj3EN1TqW4cVp4o9Inv3KYZrteMgypBmkjsFR0XBai5epGaSn2o5nD9WzVw/ZOiM1tZxoGlckV",
+	"SxTlnzrvlXZtN65sfAGqokwrT+RZgyuQ2tcwfPBqn3ZH9/10rqZ66JiwkGofMkbsM508RYVbvQaf/Hhw",
+	"B8eEzFnnnhbZWpo7ZD2e17WsR6MKNVtA4Z6sCeZkZHjfgLwE4WufxhvYvg95amegdcnGzYO21srfqf+w",
+	"iQfbLIUumOMUOfM2FfueJ6Iqu9yF+jhe57RpF+kZMDEYk21q+mbaf3GXvK1I+YteaoXWuZtGciGYoCxu",
+	"b/y+xNrPEyI9+Nge3BGT7Dyr4VrmXAyGjfcKHvvtfZ/x+2aXmb7ftfOT+Fat5Gy7V0mvSnUcI+//hFsq",
+	"FJIuuYM7+PBYmHKGTXWWAgf9f32HKRzobv6Rswymu0j2F/8cXlJn2487SmHUZg9n6dLJ9EHQBeM4oRZp",
+	"2QYHfSbo1QcsC4lL8lblyK6ct268XpTvuCjixWXZARdc89hKX/siFt8ebAZ3FT8x8dslROGnNwkHCnnW",
+	"48d/y8HuhXsfFmA7rcxeY0/sPgoRQBhQvHQ6vXgHqMjJuKZm9YqL2JR2irr8lG4gzWOXJPIua49/X2yv",
+	"bG3rmgoFTqOKgkEBOD6eP8oGTzUbmPtFLVepWUOyq/gcydSPwAKJ/6bmt7dxAAeqCeTnJ9ak72+ZPkMf",
+	"2kbH527KUrjN5AW6O+HDygwUg9E6o5HnUEFEjjf3TTqLFBSCPyzJYQudYPVjkNsN+awZacEUNFV3R3uc",
+	"NaHiG5tdP4T4lK3kPStcge4lU7xo2JnZMU21b3ozpuVqSdCnJzW+xAMCkBpfE0umqDeXjeiwHcWg1z+J",
+	"cmOLVAA/jG2Uv2CDl/IgCrKdxuVoZyKZLo6QRkuSm8dtUjZwr9yg/oa+OxZxf79gC95W/NaFYhz4bJtt",
+	"PcI9M0Q2Uydut/HWuw1f2uwWeDnRNeVljCJisCdbVdJ2snwn9hCkeIp3W2jTzmuOPzGedFFvSN2IKDIy",
+	"06z4kW0GK/dALAoXb3P07GvZlIVZSxdxAkc9eNeUkF8gpvFTiSsk+gwb3kUQIepiHoN9Y4XSFYvy2owN",
+	"N8AupirM8J9q2VSx86zekakWN5oUJ51iTP8UJtTsMq/9/B6c5Kyz3FlXHgeoZQEY6HrJ6+KC1nrTweZ6",
+	"tGYDABXMv0XwDo8I1ZXUYfinj2zdh39qmRTttDoQLhu6wHCbxGLlYVqdV89DXp1Xz6MTHpm2QEq2emzW",
+	"gDQCKlSFV4IaDUOuPMKqkBibrolcx9zGO7ZJ4Dn1ti++CxL24F0TNyg+HO1/0NC27QxJDHG9coX1udFe",
+	"xRClbUIEwmZ7J36X5J+oIj7I2smLi71mwnT5LA3walUsUDK42lmgTHFoqHvBxW6DIKyNYzuzrDgYxTX+",
+	"4JIq/2n8Dqjkt/ymZKMiwoT2sD7u4ED9jjbHRGm5Y6wCuKQ0MvW5fdO6NjtP2OgeyHyLU10b8aim1rnj",
+	"zVWyVrR7v+WmxCIkdHmjLVM5pLG752zo060bkM0LCZkLStNVpR7Lvb4rsXl0ICfkeYJpfWBvy5LnURxv",
+	"K/kEn/A10m4KuCDrRNS8j6neogLbt/WFMli+rQmJCdSkrZqyk17bkxa826fbrAmYZjhsJ2+9WKrhxAO+",
+	"g70cvDUxV7xmH9pY6n5H+IWRSrbGbDHTYu++LlJfKX1m2hD9KvYPGDCI8UNul+SmlPkdoFG6pFpF2ANX",
+	"+sTacPbCC7F5cipyVqZq7Svs9zTHyNEp4EWR6dcKKm5BMRbyxFpv0EwC6mZvbyPgjgMzybx9Akld3BK5",
+	"Z7RkxWnFr+UdE3Ej2YPGGxfC/ADymD3C9PaC6nRbC6NO4XvbrA9Zg+UN0FMV1V/miUDMHRPTKuR914bV",
+	"kGvRth3fGEnUqVpCwThs9QJJyBfbGONovAGuLuQYRiDWGl7qd2IahBM8TLg4wb9mXFj8qZwKIcGHdjCP",
+	"sg6VRwQjLV102jKHSDAzWjblrYMRb6YBfMInlVOoKO31cP/zcAecLKxlPSErujFTAUWhO4RQPyMhqwjq",
+	"U02z8Voyv9JxUpQtMbBdBKC9HZPUzQ8nQqmmujtwr7e92tus8L0lB8ARhhiOwxeAo6trtsboaYj7xyfq",
+	"+t5mIHngqBs14kIOCGO9x5FpJzpBOu92anfxwyHsVJsqUxmVp2XZ7pmp7Ab+B9OCFbJk+3MZXOr8FFAc",
+	"rgEoMDICAWguShGEEswsO6OMl74MtgW3O1zclmwGuDbwmM89+E/JRcsTsCvGtbtiV1pWCiFptxIYhqGT",
+	"pVwlE7ClXAVIt5hyPYJo3VuBzsz4t4VDSi0P0kbjKu1ny5khWPZpN+laIpBpHEkxqgmhFfzyhIBtaEk0",
+	"HQ4qpJIcWxhSYQwoRIAntCjgB9NlOhi2tnfFLcLG19tqteQLZhY2GUB6bx/wdgVMwwl58fJ5p/c7xIm+",
+	"nhon6g8mcYEq+mvU0rq422CLv+9IFIYQ9tu3Du3szgvHtnZCLtxla9vdvdd4i0PPbY4ow6nb8qxfXPW4",
+	"fY6pe20OpytxmkYVO2A0u1k2Cm9+2uilrPnfQNl9T35gtGb13AUjfmlYvSHzWudf7Bp9gYbnE03hUMO4",
+	"hetNZ0LdnNGK3vAyyv9lL/orY+rnvKJCg3lWSLwZMG8MpTWnK1bTYyCCAUanFc9rWS2lYMGHyBOD3DDH",
+	"luz4xpKO6GPVrVbtyLfF8GvTIuJratFeg4JVWYMNFEPCCZqiZWmJ9UfEuO3ANu19tAdb4ai6Qenqmljb",
+	"6DjuPYm1+zfJxRC5JoIjowtoTtvIJi+sMXSlqW5it/UFBtRhEn+i3EbaecmQFsj6uWv7TV8k3M8PsgP7",
+	"43iB9sg57z1DLH10SP3Aifc9AKnwe6Z8v2itbxjVitC6NurusOXb95ehZhkYAA4fnWC00tb7CvagiWry",
+	"JSkYLco+sOqgrgl2ygR1eBE83f3xgFcfbkacElAv/z67us9nl9dnM/jtPNTtJ1A+xs3oMSxrtB4c2MCx",
+	"A5H5CTgV/e51kfXDoWdbcpUQ4A9U8AVTOl7R7XDkUIChVHgAuDKovE2wwu5WyjGMEhfUxMRBJgHPZLhT",
+	"PwH/d1vWi5lPGVnUchWk73Bx+0xZcvB9M//hYIj0KYvP38hyXZuliK8XrFKGuUau07QkTOSysOb5NhBg",
+	"nipZxB8RqghcIR2+ffnqm4x8qhqVkYuzD58zcnx8fJSI1hrZvhoutLQbwOajPFMkOJwmnf6JHPt3UP2I",
+	"efa2JLIGIN5bWilyw/SaoVZbQYQTbzhb3QTisIth1dlHEbsKGnS8J2Nt+We7OimJvtM+sruX1G1/e9XC",
+	"rlskAZ/SmxLScKz9UhSXk+Rn2B1UUKp9kB1A8XbKALnoqvctfo9ANR/CZURHvI5sLNYekf+UB3HurEEe",
+	"Lx0xezl8xt/2YRTjmQrgb6YKb2CBxlAekLTsYxqODg86i4iOxVPBSsTzMI01NFLNbhcPn9zLBJgW9wt+",
+	"cEJoT2YwSkahEAzIXHgxSS85RP4xS9bGksZ8pOmeUJI391JqTNfA5LTtwbeh/9E89REl4j2hUHYyxwPQ",
+	"EfFtS6U3jkBUEvomUArxmKCbxGfK0Uz0xbOrCvy+iSsApCKx27zf0tQ91zM9B2OJ2GZq9DbNJxl0MNuz",
+	"1i37C/CYYGJF77DtzsIUl8C01Yv/QR2RZabaYdOmWZsQ6CwkkNki+okp0iiZi5GEzkREuVvGTXHkZOlY",
+	"324AqWVqp3rk5OoaQSE9HUjw1ZvPERvuN6JK9Gd/Enunr0NWdGNMRWBE53onEyo0e7bp6cfNIAxw9Dbl",
+	"JMUZzPfEI2NHK/VJ1LtKINFg1AdymPKaJeAbp1XadeTU19mtl7z6XJcp/0lLAvRgZmJ+evvOEYQdIpyQ",
+	"pxE6vXh3NMHJ7SxFcJT0zxjlitACGY3Rz43vx9FDw9LvdeJmUw+N6+X2DyefEYHOeNwZ0V/UoSqqoLcn",
+	"mDN46riZ8K6c3DDiw4ZFqJAvmLDVUp5ocFrZVBjSi2jHXArNRSObAE54yJZHrzcRxPZoqPgUJAwBkj94",
+	"zs8cEqoih7aeqNZHe1mfiZvZ4ORXbRxjJ4rQYIlSLwlEjhx2TVr1DL2voz3f7pdgKkOpffx31JQTlV23",
+	"aqVTUjx4/zFWUTxycZ+KMncVnlNloTBH5CsiDQkt4EebuDn3xbXUKb7gSubQUd2TH54pwsQ9K2XFjnbS",
+	"g21zmbESmdK7Iv50Qv8xKyFW8XthhoUQtza09/gSX7gY3bW2N1Fse9nOss9EkXsxI7ma2u1q28HjwXfA",
+	"RbHS2J4YCl3Z504wOmz8IXYPKeZWdaqlcZUBpN1HTftRx1UlFY+Wg34AJiuSywoCHKIg7dNkRQsWBD1W",
+	"DCuqDuFaZ8N0t2Zt+ySxDUWhbbZCH5NC229ctNgeKJ4aTlbkUEvg/vDUvXUj1NFUYEozpyql3EnNjJsF",
+	"OYX4JCC+aqCM1exG0rrIHCRg5sMaFWP58shBQJj/XrFfGga3FDCHLlXcTObgXKLewXdPms4lVR9kzc4T",
+	"w3I5eytZ+xEtgGgsQZDAHrTre+L6LRyepwBiDzq6a1O58DsYE7vwhg8cotc7H5v7n3gIAJsuIg0OnKwX",
+	"G4OtiTcnd1wU+8TL8SJjnKUkPCHjB2N0r/rhZaHC8TurL5I9mRpTlxc+238nzO/+4WprAiIRmGkEpXLl",
+	"cjadPTehxty1PTbGcX8hZpyfWIUH1r8ZIvdQw6BflOZlSW4YYjXQsutGXNnU5hgCQxeMIeVMpOlQ0cXp",
+	"RnzvOVuz2iZl2jAC66QBWVwUpFiESwrzi/TrY9Xyp/6sijstiP48GG6Dtcbn9k8a/U1jRWmwqA8hUFRg",
+	"52BIy5HQNELzktiCIcRA3pN+0E3yZA8jlhA80d8wD8b5sn90Jfip3hidWDQlK85Fyuu4KKkQQP/6iFX3",
+	"74HNNfImcHof8S5/gzZ6+yFXNur/a3ZgQ+rx3eNU3n9KLvpxdwjGY1Gvu0uYwsDnHC3hbifsIm7jIil3",
+	"MxF2cUKQyTw3ActIytVk+KLfwpm5fFKcIhhOB19pJ//OTO10oKJLeNk/kP6jI8SD4ERSrsxhY0H+MQUI",
+	"s5uFvJHFJjxvPlWQ3nMGz6aOmSuMwVWpOwU01p4pF6yrULXLbowvJnijsXZz/v0GgfZesNT4S8bFUf+A",
+	"yFG/JgUCm/Z4Mmv209tzF+jmyub5sSJzsVI0f0znIf/xXBSsgFQwUjMovB+Lm8Ivoisfrua0cyz8xaRZ",
+	"WC/Z9ID/+eMC/r3hDET8+1cDzg9wvU3sT8iVu2SLmqllNLAhNZRnRW/CkztjIEFQsDU2cOKKi8GgaXEH",
+	"1rJOMM4O3+C7xuvOTf4jL+xdKmHn1fGprC5krQGkIn6gXV5fECjvBAk3ckADVM+dbi1D/MZ2v0wkDOE1",
+	"S+T91yxnZnsaWwF7BgmqFvmvxePM8A6zfYxr+KTjFNjGjCSmcqbH7tCpII1wGsFOm/0NONdG08CMQi1/",
+	"XlK+2mUmoMFpOsKDhEzGbP3Q4rXKtXCnr+ltvOYvymd97V5dkM+vL766PrvwLUy6B6krqdhAZaObvIWs",
+	"u/gPtzcvv3vx3YtZye9TULMlwrGkqXuwEoIVQ78flW6/+lD3bZfY56tDeBXOhEeY46qO2PpXV5dnRtZY",
+	"ruFo8tPlXDGbLK/JnZDr9KVyzOwBHdGCyvkUP3e4uTH7HIrESTeGw+pXODfbmKnJXe+pQ7dPAoIJENdQ",
+	"l7TSZmd0CyAVPISwhjHMDwnEoS9bY8r2FIyL+N7pqtzMVbN0QKu1tGFUnBf/PfB1W/AN3XLWrLleBrmM",
+	"5JD7+SVz26bxk+ZwuEvBJtVsBGfHr9nwwx9lwc7wPadAa8+Kg19/7k1Kgl2xMx3K5TkNHULj6i2pzj7Q",
+	"CIzPe6o09sFFEaiY7FVBq1zEEj/rXrOmZ88UCMAub4j7bTCl+9/KdRZ3BFAx3GBmqO1UDrpZ7Sv2q8hE",
+	"lUTJombBrrFz2crHM9XOZq/MYdyqkDUYCTvaCPGD8ZSoiuV8wfNtYTpxIFuk4hBRxVFFYGp61ZTffvv1",
+	"t0E95YvnL7959LHaQ9B49U02Bia443nUe8HXL5/ipOg1+vLbVzFrXJfp8laQJ1cFe9KZFX+M+5r/iiqj",
+	"jlpb75i8RpAT8jVSW6ZX7btX33SqYF88j62ZUdWdzloklhffZlvYzliHpWUbN+udCebEgOPAgrta/9aj",
+	"jQwcMYfziPqeHxEulGa0aFnBVVPqE/LcNg0lZa4MdqgeOJiI5+MwfZHTe0C9XLpjeT8EPjTfqegdyrGi",
+	"x0GbkqtOkGBUTP+19OlCcFWdNnp5VjNweGIRRHRcry5I7h8iSBpQGzuca3svhCR3mO6q1DrKlrKk6sJ+",
+	"OcSU7howK+3eEzZspomVCwCHgXfXTDe1SIHRjFy8bPt6Hc4OLL6GGbCfUFg65TAe7aQknBxaRoL1rzlQ",
+	"/8C30EyneSFkA4hTtkYtX9KyZOKWtVwoI6+dAsgSLGcIwiNrRGiB5Il8d7J5++oYh0grZYi2knwl111f",
+	"1HSXF/42VcmyvWKXWD0surBRUSSYBC6PYnUHlaedmIw0CNpTsXoLamzYY+rfkPj3O5nIOpuhSwjRzuHP",
+	"kzZtGumlt3EtzA1cB/QZC6ZiwQSt7WABb+mZR+DDYFvXANs3Bk6smULeCtGfi0iFW3kra66X6Q3rnyBN",
+	"L0L94fW3B9nB1dvT2ctvX0XNWBrCK7xltEi5rLklHSNz+9bj4+M56aAzkCX83iKdIW6Xr8lFjdkqSyO8",
+	"l2/OyMtXL/4IQTPzjz++evHqxPO9Qv2WWmZWnfaVeCTkFU0pQnkn8C36YNhNe45lhHGflmHczlt+z4Rz",
+	"ySH+bOz3Qq6SPDsx7tAw2SNQamBSIpqTEYIMRd+W0NuO5Q5PGqcQ65aUVfDOPM2XLL9LnS2/yAjS7n9v",
+	"aMk1gFhWtdRoYoHI2BQyoF/odMTGD4QkvyBZlhMs8zxSjy+jYjXlhIkpNtVCAPrzJU5YympzOI5k2diz",
+	"q2YzO12d9Vd+/7lDFSYeGIjdXE9ifgCOUadAUQqzYN/iesT3WjCSlFq5Wsk7ZvTKD0ZB7mfmIvcPmJDK",
+	"NDczwrdTFjAWbqgMxBZYsZqaAMyJtuy9k3WuH5AbSwe16OXzQeD6HQootqcurpcB2hB1M7AswkihFt+C",
+	"LGMVeswjMD9Kpk3Dl/vODHR1PMMOOzA6/v2k5tRtD5iRMeHZmXZOgizBEWHv3ES5ARXchyQPnKkXL7+L",
+	"+fx8xWSTZnX7QTYtD+B6aUw1DZnQ1u0iL0bc+a87vnw0TbymQsWjQjCJpVybQbunTghtzAyAgv38+gLU",
+	"zoKWpSIA/64luT676JbaIylKbnRJU1TT6ydrrarvv/oK7iq0qpT5+/Pl+6xjg1mz3piEhIuFJNxeQ+Pi",
+	"C8bQkVr1vdvn33zXCR59N6UMc4LExjerwwBDwTRPWykyKxyxnpqCy7M4Vsbp6RnAYZwiKIaZHoTI8AF3",
+	"O/alOSpMQ3HEjAFK1bdyDdfH/sAnWsq7rt8im5sycFowSwiuIdNEkVx7VkgXrCoS9HaLKsW5T2pLuqQa",
+	"Y5pJZ2QhUT9aJogEVEzs8ZLx22UsQ1EWrCD47cSI934kllT4md7ZUqPkjm2Qdd2O2qGQxI0spaOpXjbZ",
+	"wq03XDVCHY5gOeRiYwVeRhTTTZVBtgncABVSsDgmi+nDtYTLBFi4mKSFCdSh1R0QG1v5sy5WrbQf8MTl",
+	"HVBxkFHvvsbFKFjJ75mRLFyow6YAEhadV/FhJmu/rcnhKr9lo/v+3rZ9yAuW2vdvX776xnTk7ctX30Z/",
+	"vOaFXqakGL7cJ3sDq8/BVkTR6aiOqEJsxNVGaba6puru8QwjDXg1FvibUKKgbaKpiuBDxfDBo2/YAggH",
+	"UaPqLoAHhx9CEQ2x8UtjLT81UvhjeYmGyIgaYTbha05vhUwQqttnSNE+5G4yHTNud4pvmWD1aEQsbA6Y",
+	"P3JZlnjdsmMQ7FYmc5T+BOIB3beEK8fxFlb0oaplbPh/drDpf/r04fTfLy4/nV1NVPW3spaNjpOitYDI",
+	"7VOTT5CVZSwYNLtx2B/w4SGy415AFjDAE4THsmLiDS/Za9uCrAeHZh7Hmryi/YEHLahlzpQ6IbMXrWFS",
+	"lVSbKSCFZA6LHO+xpp6vNV2MY+3RhQ5FHitt69GKJaDr6PwwdZ0cboFQQDui1pGQ+OT61bYDcx0d2Msf",
+	"vHgktwK2CRkxHAYS2cP5BW0Uu5aalh9jniDwpt/S+obe+q0LIOkUoZ1XzGgyQYW0h/fE+rbb/ILVOYtV",
+	"kf9p+22a1rcM3FvzE/Pl4Z8+/ensqJWqgisoLZooPktGq9OylPkPcdZ4+Bhi4OYhCKibnxBchqmDND+5",
+	"2qixd0DLdrHkjaZcsKK1gSxUtri1B97Ed4tm9ad8aNe6iGgRW958k5ds6jBVcogoPjduoE87xt6m7C1p",
+	"b/aDXrq5yfrSH0rlwM67iFqQUFshkZsf/heSJlryj5sNoWQli6aMgS4XRc1UTEa4AFztGlQo5pnJmsyf",
+	"H8P/z7H+pCyJmZV6QfMEB+6koj7sHZAmCb+Zti2ckivNRBQ0I2zN5SXQXDe0LDfkxrm4sctEpaLeyPlD",
+	"VVIBRub27dWNmRzwMqNjxuFEXA0cpqP5UL633TfQimfEaOMML6kzm6U7W2pdZRCJyIji8Cc4Bmt2U+t8",
+	"hzRUI0i+qsYF7DspV3TnPK7zGABiJzuMunQe9ktDS2NZwzfIToiw/TtlwyYxtK69P+WeCcNBQ3Gg/rUf",
+	"LmTwrszvGJ8z6Qbfynooqa2IjWzs+K2f+UZ19jJmbcOL7L4ZsZafwi6L3x9eum5V0EtA6/cKaIcAbqDd",
+	"JufTpS8UsTUoRXpDV7zcRJHpEcBhAQ8g3isTLg3LmjEzpCT+id1cyfyORSK3LbfHIK+LYKxwLEyYOgcb",
+	"Dt79TNna/4Q3rvhNyUZuyWhZmhMsuC1z2RtUBzRDcQ245mWR0zoRKup2Ei7WFbD2UMc46X4/fonu3xSS",
+	"ohy0gxxdzZquWBxoFZCbIQJlWvDZg1PXcYQ2yPoO+AJusYHhdtEyEwRZdgmCnqTTB06/6bPtkefK8/El",
+	"X5TNylK6Yn64N1MbkY8rMY1FnuH7x2b6Q+pUNPP8b1efPhLNHrSdkF0nO29qFQvPfqooJGdIJBYnh/PL",
+	"8z+/u3r36ePxu4+vz//9+Or8v8+P4NigShkZRBIDbA93l2pWjNT8dqlDWkg/ldvWyT0bR04HtIRzCwE0",
+	"fPJ8EgSWKXMeKLJsOy7WQ3WfH3cm6vj+xVEq1SgazfkkCC58RtbLjY1VQs5nzSBomazPMHNTDHV5HV4A",
+	"Y5sW7MCaKuaMsQTDZsZzs/rGkk7FoyayUrZ7q2aLcgcvR7FfIhF6Y0ndg9kExabodhy+yMjLjHydkf/3",
+	"//5/fDD0llbqBBmvG2Bmi40aW+Di9ugEbBWYLdj+biGQG0A5k8pnk0wYQlw7vPGq7MS+DqwzeJM/umqr",
+	"i31HguuXjkSoJ9QiZsozt4XHaJ8DjeL1wTuxkPHrHi0JePa76BLamBnRSaRRaHfJSFPd1rTw5L/gHbQ/",
+	"dRi3qM0V3BA1WJOm1ixu48PBGAWtPm8tCw73/ksWcv0BiT1cCmb2rYMnuWKsvT3cxZwKDaBIgTnwopb8",
+	"nqUnzV4QmScV4UVp/HS4jAGUPWp+bFkdtNm0QF8BqIlxpwjPlOtNlSJZbw9wleE00dhho5a0YiRyXO03",
+	"Q96oiAKsxa4zLqDqF089L5sZqVlJoRja3hSdXrwjN5AijR7DgFqOrwElecmRyN085LDPKYTyYSFasbUa",
+	"ADKR4rVrg8hRXseRukHUGMV+ibfT3KSPPz8bJHisHceKbvwOPLxi+cw/P7uwDx+dhKKnGBwHUDsImQ2L",
+	"BatZMYU7RC8Pup3N+sqiJ5LBFPllCbdJsOVjyu6K3rM3i1XFbq/Zqiqp3jOv/hRvA3MJtOa2KSNSmF6L",
+	"ZZOQWIuAncHTxtKBHhwlrvN/4Lqmmv14E7vZvsZIJzxIbrjGS24uyN0N11+pE/KclMymSQNRBjA6SqlG",
+	"Etmx6mYolT0bTDb41Oiqcf0CQoYTkstqY/USJBOLqtEdYihZbcyC0xzC3lCpWOWrL7Ska/vnqsG/ISHv",
+	"572pRP0KRauDYvy62QF70DU9rW9j6QVNDYeBm2BZWWWr7J9fYY4oZEarjJR8xTW6ljPgvdcZmelGsMz8",
+	"Wy54yb6/z8isZPeszMjsNiOzO7bhQn9ZcZGR2c0iI7O8Nv9d0Qez5ObDZqH436AN/vBlsTKN0tr8JweN",
+	"M1P5F72smXIstYn0N+MtYLeN2AY9jxRRbZ8XLR3fy23NDKfBZRS8wgrMwmdqGNGNCMuAyL58PiaxqYQN",
+	"+3L82uyeij+wUu3chW++Hu/DLghUEVl1Ud0FGsz1Zisnfjx7zLb4cZQi11bZGutK5bLCMBXVmtXmyf/x",
+	"l9PZf9DZ357P/uvP7Z/HX2Y///159urrX/9LMlNhikqDB59WpZn/G1ueoUwKKybYs92U2vIluBLLl6++",
+	"HVJfiVQM+2L49hHi+cdX3+1WmtaRlM7cdLR/6mRFXLyLkop9T9UAfrCk4pkiigF/Q+RqMl9SIVj5rkiV",
+	"TOD3YJZgs91Y5+i2aVXbC5CjLRzW0aOHJ8pROyWuO1zCtCM5IbpuWJ+yNIJGOopIZ+Z5khZR7HbFRDoH",
+	"9Q0vGSmhibaozmEInwQwJu2qYv+fm2NnCu9qv+Y0up+Ny/AfZrttR9JPP57ijfTfXIhElVIj9iPv3R+d",
+	"N0bYvvqB1SWHc/Hz9dmU83DN2F0slm0kEr/Dl073gvyeuirlVi75TsnkthTKz5DvbXI/y5I9Oi/LWsQU",
+	"ychdCBBtY7zRYmXhLkd2DvrGuOIDuI1WrEbtvZ0J5HerL38cuzwE8+G6Cm6X/nR+Tb6iFf/q/uVXiuVN",
+	"zfXmq+ANJ+iYrxqlyY2Z+yCy4SIYrnq0qxSHB7GzrIWjTkrZVp3ak8ncVv1ZRP4gId8VESu66iXeGku6",
+	"cdWKO1cFDJe5nlhuR3w/NWaONk/WpOC3HOMGwFy25orZ2yJ8RmX4iPlfaf7biILVKpcOo2m5qZaWq7iv",
+	"2btrPNG8e/Hyj3H7rkqWFrs6y7bW1gYYSnkL+fhm1Cf2kLT1c0zk9QarwNyS5GWjNAS4kE58u/h4YIDf",
+	"DRdv2cTPA3WfH2T7lQtHqoODEj8hyS+NhPSWmpRcMHJTM3q347r8j78e/PWv9V//Kn7++4vsxcvv4isx",
+	"pdp2dCl8t3NZWixtIRG7naiK5uOar9Px7//6V/WV6fWrb2Kdnl6/68UsqkXgrDyTZbMScf82h+8wvQFP",
+	"VpuqFbmIj04hNu6VQKQ4U39synLkChgb4Yp8/HRNPn5+/z5utVU1X9F68yPbTG2vCvLg7a/Nhok3H7/N",
+	"eM3ykpo9aFs1T42H8JxNgfcObhY6Q0iv2Cf8d5wx1tjCGeGiYA8Z0TW/vUXVeM/ZOsbcYDqtUgunLFkw",
+	"8BLYRnxODbzDD1zZ0nb4NPS+bR+mm24dsYwRORQReXn9+j1ilBlj+4RAuEhorB3DWhiRl03BXhcl1NUa",
+	"NwAQL+pG4CWJlmRFH14X5dmS1vEwc1GU1+75YREz3VlT1Ta/i5+B65veNLVcJ5iC2jTEWq5VbxpgMcxK",
+	"Tr2BhIfj0Y9rkAiwA7CzN6yU4lYRLYMMKNCd3ddOzCCwU+A2k89uoliDAkIGhAAgWxbEffyer7vt2vFl",
+	"fiP0Fjm6CRHN4ZLdyzs2XtVfm+egrL8sPWsT7iujqLf3pH3mvJJ5JMbxka09ngQzjzj9ZRpDs0AYO04x",
+	"ax9h9Mv0IrcJf0bufUe4Ug0r0BAy+1eW5g9smcJF9mKHG1/TiWkGHRiHiFfi+wKFDDBfU65B7Luy7oRF",
+	"V0zQSi2lPs3zaDroKVH2CSjxVoogeWTkpiGBGga1M1CttRalpPEshUm8/BxvmICHcy3ruz5pyGAth07w",
+	"hl77ljPMF3XXeDbag6pwifCUiSqPaB3WpbsWtESkmCwAJWV8BcnPtK43Dk+0ndWR63gcRuamO9vi6Bxf",
+	"5T1DaXb5JTqQOwqAWsq1jTLC4LkoAX/WSYUHSTJOCuAMUK1pvlxZZ9upOVBm2YH7WTQEOohnZpHMfAoW",
+	"zGdb1vzq+Rg80xhGWW/B7KwMrcqVjUhGiZxQCp+pdh86ioOBAOZg/HK/dG33egxuaXrHhMVtDRJPuCKf",
+	"YGHjZzqkjN/T9Oo44C5HXO9fOjE1eAAwyasRN32YuWPm5HY61nBvcdsJD5OA+8Ocsvb77ckz6L1CsPsJ",
+	"ApJc5Wt6x4Il/gcvbAsiMGm7bU8uVKG/lnlj1Acc7adNwfUli6fFd570ZSrCqDuXIe1oAWObDoBS3sWv",
+	"QluzEwz8EIVmSqHfpIJHV0tKFfE/2LXUMXGTe2ZRYOBrS5Na1fKmNGPB1AxRbi7cJ9Z9mOzPbC+RmcZo",
+	"Rg6+YtS4x1m20S/7o6m0heP+C1C24SvYA1dQty2Mb4Q2rYLirfUkYqpuIV9HiHqjDXs2xHAIjDeeSGo/",
+	"hYLhb2nvWb4nc6/h5uDczmlVzcEkmjss0jk5hOme3y+l0vbLTtxlbiSl7usTYUzK9nyL5a5UEVCm06ry",
+	"vBkYfHHIpwgLZZo1vgxEtX3vJ91HTTs+nWVuX+vm6gTupzqBXnuzZktMx28HdwNw8DaL6lmsz9ST3L69",
+	"9xdvEPmHalsuiENMODQfKKR5caQCXYwEm7bG9dHvd1c3CpDr8AefTmpA7COJ/rzWDVRkKH1Cvnyxi/Vn",
+	"8+8vXwbukmJv+TW13XFUF7V82Ox7QV41ZWk05cMG8IocJdaOW1FLxygHTP47xXT9zcCX49nP////cvD4",
+	"vYHdKUsixWOBklBQhuQpGDrd93okPfL/yVCSEADoZBsoCdwGgKtrr1zsFY2sSSlvb7dhgMeBkiZuP4CF",
+	"sB7egARE7t+jkCRmN3jJiB/FsnqikxjodX3aQ2a1FIVZjZ74/9Oeo92R/lMemf87nS6y+g0OFwTF3E08",
+	"d8+M2FksfuMjYvxQ+AertSkKrR4G8/EUgNYjLW2BDeh4z5UWr1Q2niHNNSsuk6Vj7hvSVADrvuT5kiy5",
+	"aX2DwNeujYnh+IJqekMVMCAmsCTMV25E7nFvBwPExMR3pSvizpq6ZkLbWXLPTWx2TcuJvV/XXLMZXTJa",
+	"mKN21/6vqc6XbBiSh1pCQPvoPnhffpqyiETEVqw3BUFH4zJsxNvi9kdvOhD7rcaTCGHK2/Ar/PqYXDo4",
+	"LaqIo0v0mSUFU2Ywtn4NY4snod9bcFVhH4luakT3MvYyoV22AcdYEKqpZwphIYYi78MgQ8H4T/Enw6f1",
+	"mT2pMTMAe9amn26f+/jIRLJGV3KJzR5+/vzudbwidiJ9nsc52zHyNQ00UgPPiWxAPkDfUJGzMlF060im",
+	"hvpcG7fayBFZcEFLvKIf6fwoB9pupQFUO4i5Li/1ECF1S30Re8HHDmUGsANYSGyO5BftDkiVK4OhMY15",
+	"gKo7hnuFa8hnvOOi+D4B6+kpTyfvEeSEn3CtANUNsHzhncJugti/WfBznHVuGfy1n2MFDSesS8vW9npU",
+	"G57mA9mwtL9XqbpTseTD0KsEXYqoYnGPsvP+cfLobhcm00i355Nnac5Qz1suzMezSn/AABWklTwdu7Qb",
+	"6J5cZd2zbjrPtP1FlGpa/U5c05E9OEQ43ZWMzLL0mK4j53SrkE7IVZPngMmSkTdWsV8bxf6pwdTYM6vU",
+	"IVgBajlOX/zaK7EDKHe3iD+++YPsANs/yA7cCw6yA9f8wIa4KOkmxihxCrC3wHUAFcCYlUW39t/urtVW",
+	"R26GwONicdqUhV3LqmIFFFqnEJUVsU+RG5ZTBwNgh1obc1VLSVQp1+Vm4msXw+/bYQBJWtlr20eIqCEd",
+	"lqPwxmyhjPAFoWJz/BSxTExnDtc9jvgFk5Zq0QffeRHU6WwSIAfpSu+l1tVsUd5nBP9aVd9kZFkqhCcb",
+	"ASWr2UpqdloUdXpO0c7FynlzpLc3BwiJwHXqdK9HjMR2Bne0ECeEfeIgTuM+/ISKdres2VYyc+i1I9dk",
+	"W/MeTLXb0X5r9LdmOHtphYyaKX5St4tnwS36poHFpCp4gfd+Hl9jKl2RbX3HA9Bq08j51wiwv2kUZOvD",
+	"WM8dznnWun6I29PpXy/3YtDP2J6Zx+qN3cmtsIcxCRineOrO6IAU1fJhk/TBr7dY98zc25IW65gjBJl8",
+	"2ETSW54E///x8zzqJvXHeYJnHdc22dRVYplnvgpt3pimfthM87gxDGvrtUZHoOKGV7/nz5zn4zGI7A5Z",
+	"0/asHdFwdgjbCq47i65PaeGy6cfx2A5oaikCouQntZomXnqAQMu1pY3CXp3YUL1DxMSuCul/BDSrihy6",
+	"6rOqUcvMbYOjJzEyurkZiTHKxaLkgg0dsuAAr81gPuHDux62Ukx6BWCQYUrazm+o+S0fwIyy04CUFooc",
+	"Vk1ZWvMGJ37BywTvhD19IpVr9mQOl90ajHCCYMJdm2Lnz5BEUUB7kNkM74lAn1j1kLNuFO6EUONmwtaA",
+	"ZA9E2TYmkzGZtzL/9gqq2M3pgypTLtMCjnY6sv90TfO7FBUXNPhMEXwoPdvjo7g2LUQNinSM6L1lxZS1",
+	"3lVWn8SEbEVkW8XiCyK2pIsvTYki2aWdHMVxVQ3/y0dxwoHuIGTuHJset7lydSL/8LhNZ5tHhAE0NkSC",
+	"8fyxzEEn/rxw+J1eTcJpQtd0E8ZisKGD7MD+bCCkgls2KpeshKI4CpwFqPU7HiduWs9qGM22j6XtI2aV",
+	"/X6iFOVp7p0MmHcykuDfehyLlYeWhhEfAkLL0RPSV0WbTE/DXRTnFwFzjHnkWMXagpCCSQcmE5UCBfgb",
+	"ccyoK8TmcPhAb/9GDqGhqb0dJz7aafi9TQhz4SQjuuXu87eMlnr5mmnKy2ixqlBMqAZr+PGaucCHnQ1g",
+	"rOxYWWgA6xCFzcTCbkufEK+hhUObFe+gJjF+Lua+g3gxXbAHYn/mknTQwVhRo9jYxNgdJFRH5uOdKPg9",
+	"L+DwhJnDjPzpGhrnG/LiY/rZYgtM88gcEIFPjQhqRaObugQO1OTFWxvby21eAf6gA2AipP3UrOqdkOv0",
+	"Rd+j0ePpQicOglYuVZs4ErTltvd7x/r6BsL68OcZFQUv0Dy5Wja6kGuRINUdy7vwWMSJxJV9jk4PVd/K",
+	"QjgVwSpm3Q2SdTIgUIAHd70rIoqcGijbviRokCigaJXHoG3SVzbW/m9iCID3rKal32OBpgkXF6jdCgYQ",
+	"vYDOIOg95WUvhNThMI4v5w9cmDPcwW33XjdiHeMQ2tajUw5a7nxFebk/O2wAJ6OYKAhFgkEhzX6yqZhs",
+	"ZXnZeoXPTQLY4Aq/aK9jAdnUOHQuMcz+1Ox2SL9N5wa+DDDJAsdKxrKxcl4B3EeAcev3CYxhvJJVTpvp",
+	"sSJyZZNwdpjNIQJSrKqC8ka3TlyQVUAWOfEEsksRT8OAr2bvXns/HGByWzjjSLWG0MO4ClcfrlswGcfG",
+	"HchEgpMTfhCRq7A1exvjit3HvE2oWbINdygbw0lJr30cKfwHqngOPLtm5s3i0hvZaL/RbUYIVhFHLJE6",
+	"hhhwdvGZmG+4ZrluagZJJN7ot5Zxy28WD/z9pid+LlcrHtv3SLSLXztuImpzIZEGv4fQP5XWUEtZ5kvK",
+	"hVen0dbXHEk9t1pfSqXj4B1vpdId3LPApPtN7A8ZO5l6xF/7LHlVy6KJaeML/GIIn6SMkjbC1XSXvxDA",
+	"2jwx1lYG7Q4RwvTVqC8hde+0z+4apmoqwFUfq/5VXOTR901UqRPP/0lXDrCAbZN+p3VJFaO2nJdwkLAM",
+	"dUs4z/0Jceue1nmXsmQJIqiONPwOhE9RAT0tS/QVutI52WuyozDD3IXqaXjSrqlKxHVARc24CBl7wWf1",
+	"mXr7wkJCS4VMIPaUVOnz+CUkfNzigChIvew4ZtzYajaBKNl6yh66alYA0TXygiW15KeNIBum069pRExf",
+	"XIXs2O4dqCxOiGjKcuhF+2W0orP0SZQjyGWwMABPCbTNNnzRBhegmQRhTSMEHWXbghfkVJAb4CkhKyqA",
+	"ZTDd5ihhITTJFbEPEyHXCSutqYBq7SLkmJ7SUUtKbdEPjb20ooC4hDmqKgHnRtVdCtxK3eERDr4E97xp",
+	"jlBzivb1zXcdpGAhtkfcEYR2ekNp7WyQcC8Oa5B0RktMi6hdklaSDUy7C2iV3KQUjOFhXjZi3JfqUJz3",
+	"+M8H4wZxL/jvI+wKIE4zVbHcuGxAd1Jq5AtQxhTrmVHtsIby689FEVCT7WrJVOM7jCswg2k4MZEtm7a6",
+	"Olp0jz76U2JYD5iWYwdKR6/AqRHp4lLW5jjyhwqQzZhhF8b+kLXlqr9h8EH8RnZci+ykKyqvCkJLKxCF",
+	"cGbasWVeTtMbJOkP2S86fmcQXRpxOs3+L15H458/mK/wnp2CSbKqWEGoBp1hvzh8d/WJfPfq+YuM4Ak7",
+	"bwQYYUjC2wj3M/iN+i38xz3fiVg5o7NqZ/L04p3H18H9ZfvCVxVe0Kl/gB8L8V8E3Ey+Br/uxx23qh/D",
+	"MbGHKsZ0l7hfejKPJ/RzuqsTeD6tvHa9oMhUxPbSNS3v4OozCI/2luX4jy9etHd4/bv/DUC6xUI/7NU3",
+	"Zna/I3dv/0awFbzWU84GsVftzxQp6ToDL+lmAyjx+GBnws03W7HP55Hw59at+KaHOtcd/YXWybFDFmuj",
+	"ljMtZ5qWd+Q26oYkIbo+VUyQQ2MlHxn9C8ArBTmESPPRBMAh13Cq7+nkOYFc37n0mRsxVYcUXYliVLwR",
+	"X1MOkRctzcGRhHzZ3gaQwHwVDYFiyze7FieMpOsV7J7n7Jmy9FMS2VOGAPQS1/emMZTXkq5tjahpGkLM",
+	"HYLGKl9R5KhqopcfY2WQQduK6XBPkKaablxgE8PzEp0AXgzmwEDpwUCqYqLOx1XYekA6l7UIebJ1I9QJ",
+	"uWRQg1HY1JHX5+/Pr8/J8fHxV/BwOMlXvoTH/Sg61xXN75hOSNzl9QWxD+wicemairdy7YpYmdIUoGTM",
+	"1r69efndi+8SPLGV3kXHxFhacfyD8tSZbCyyxV/tWdXIe1UKXti6RY65JQgKJAMH3F2ZUC9kPQ0U7peo",
+	"xmNK/wY0EXAFRR2wTZ8qgt5SLswDNo/XcSJSURBLDpAvaVkyy8Dfu8Iob2XN9bLHNPDh9bcppgH/C3/9",
+	"ELbu9gQ2cPX2dPby21fR7fAoSgp8cTsJ3QuP35ZKYsX0Uhbd+Xp9fnV2+e6H861JgyXBX7SWHCxQl8jH",
+	"NZCRq/PrzxfmML54f/p/9UfzqjOYr7cG8/Pfv85evIr3W8goY+epm1L4HgoAwfXo9g+oiOAC01jwQBtK",
+	"y3bpTwgli5qpJampKOTKNjZ+PTwFtuQXWXVnmzZAyNkdx39vaMmR8dwoA2SW3ZLRE9MzZh0NQskSs1Zc",
+	"IOsXWWUkx84DpFQOVzmXb87Iy1cv/ohQjMimgcDdSFDROXMFkhZBJ+OwVzyuZDvb9/Plu8wlDloWjKrR",
+	"FtshlCPk66DCB87mTc3nyFfkhr/0gcoteq+RuZ/C1uHm2G/HfxD5hpnYqFpe8rq4oLXenNGK3vCSR8Pz",
+	"bTzeMScbHxIoJiHyWUTcC+OQGXUYa86/bEPax7ZYmtv2baHqdG7m9gVn2H6Um/mRjrOnzx3xmwfA1uFC",
+	"kGqLrxNOMA7e/jQa8i8kw5g/PrR/yH8PYqtuL7dZqEYvSeGHE+/ww3dNiGDZlmOedzjScF2yUFqH98l7",
+	"fs8ubC1y9DIMpp18vnyvbH0R8HdbOJu9sOLa3OxHVELtTQMAIwGEnhsGeT8u12XHKOquLKrwXhA5QhM1",
+	"yBBTS/DhKi5uSzYzmuPz5XssMbCG8PRbVLvOGLyL3/U/aVENNjeGwRDm6ndWCUgrkEUjkrv/8371LqMS",
+	"OIDRvkP1Szvw7sZ0izx9Vz7OqQD7xe1i2LoeecDM8fYOLi3DQScbw5pjQHAcz82Aui8jmUoDjIEyKrrl",
+	"RTC/NAeDcf80+Rr/sZJKu3vWBb/FcgLg0Dhs+RSeH+2G6/v18yHvebi2TqK0eW13AswyKDCrDkQekqgX",
+	"Fn9cPSMRYAPMci9VZn4uiGwQ5/ToBP5EnANy+NPb84ujIG0egB533tJuEF06zm8j934DUgc66z0Xd1HX",
+	"oVVAJReABGskKaRmAV/BomjVDCV9Os+Ht8mgeZcj4cNbJd2MEXdMUf/QuK0DL8xamjPA2tdq1zPADTJ1",
+	"VrnvETfj0NZUMY/z6dFKZ+maUNfGj9HClu6kYUVosCKdKey+zRgJjZ6tWH3LZhigjJe/2Jv0SypuR1Ic",
+	"zPZfSiGbWpG319cXBH4TzK5i7A5QaGummhUXt0fx4FIULhhhjYSuZVmyAl8A3Di4sHINORCd0MEh4gRT",
+	"nPWK6uUR8Dg5ULFdmHM669BZ+gEynf70/Txt/z1e5dNwv3qNH+5VIzBPpv2DnfXU2j+zYM83bCMtMoh3",
+	"1p4pdBY2jz8ihjWjU7PvGVXsKVanZoKtgemtCwQUUZc3SpaNZu8HVuabryH3vrdfpKYlcQsaYO+fgJel",
+	"lrLGVGIq8N225XZxsNkAcHtwDVC/9T5bc6G8h4fl4IBEdnSCrfcOVXMw5kvJc5aRzgFrww/mlIRrWCMn",
+	"I4aBnRS/6q+eJ0Gapkp7yeE2ASGbKlZzWXTmNZD3XWigXj3CZDEbD7qTy3tWq//NLJYWpud32Z14agcO",
+	"cAvLzbUipcyplvX/xHs4tiufYpftFhboxqPnZr7newST/3m39mPRVU7c2mSeMLzzPPLlIPBbC1MxCkT+",
+	"L43zFFGQp0dq76OthLjteyDOD4C3JwqrrmsqVC4LVl+zVVVGwzmnSCICTxFtH4uowqbg8geua6rZjzcx",
+	"kIFrWt8ybTMnbrj21fV3N1x/pU7Ic1Iy7XAW8H35UkrFhjemvwQZ4P+Bl57FUzE+YRIH9guumE9ILqsN",
+	"uWOsstyUomo6dJPme+Mf0PwgO5AV1IlW+eoLLena/rlq8G+4S/p5f/xq+9gumRqTChbsSgbA3YF4ffvi",
+	"ZdQP1zU9rWOMlG+aGtxFt3ASvgCkRvzzK0jfxWNJZaTkK27BSmcAMaAzMtONYJn5tzR+3ff3GZmV7J6V",
+	"GZndZmR2xzZc6C8rLjIyu1lkZJbX5r8r+mBEyXzYLBT/G7TBH74sVqZRWpv/5KCQZir/opc1U0tZdvXM",
+	"dmAWuw0U3m3PxxkUQhX09cttHQRYi3HQCSuICw/GYbZERAgHtsLLUSasFDSHfbnF5uCCVPyBlWrnLhi7",
+	"YawPu4bYe7IaUqUjVXMft230RHQtxvOQPwv+S8PQNbHnARQI5RK5tSemH7z6On6LPw4bvhcHqW94BCI9",
+	"LNPBV8RRSnnBJil0xGB5UoWOOZfDQgSvHVbp2LPdVPryJeRpLV+++nZIeScAXuyLEeFl/030x1ffjYy/",
+	"f5kYyvP2fUa3nCaYuc7J6EbllUSorSICkW0f+uEZkUKdD+V0mlGSKMXZNkumV+G4H4TlJJOMzojJtHcV",
+	"zmeYh9OKX5uz5dFJZriZCRWtA+gdCkwmUSCGRgq5PdZi6WRAVfoutuM/srXLZHHF/zUyDXNBzt69vjTe",
+	"q6XMr1lV0txBjjngGSmY8SyEVeElh3Q0yMihYhPCRvjVGCN18sdtcBr743bg6sAMRm/lNXTyGaar3niC",
+	"jXlFmF8TsyGm+BJC6h/YQtZsYBSQ1NUfB1dmmfkOZ8hgkoV5WdVPtBhearg/hPrLG0Zo+OsAR2o7MWNs",
+	"0bmwi/4iwgnc1JVUibmyXw6tSMz4/TW5fS0Zzp9q2VT7beE3uDUhBnVrmmk38x77d9D8f1MzY0496Ggi",
+	"2USpfs0V3BA6vbmTMI9O5OPn0GPqPmIWQScBtshpo5ef7ll9UVIuLrWqYpS4eju91eIdU4IIJT59kUjz",
+	"bWVaI3NLlTk/JtdNLZCcgkjHoB+SZdKaufRhwRhezawQHwbSh40GnuPV1ee6nJPDb54/J3MuYPt/uZHF",
+	"Zk6kcdHWPFEXko7mxVZ6At0ebbREWqwoUpCsMasUopdDLPKmnT8DnF+kykPLWdWUZfyX0/YC5lJAnbKs",
+	"1bSdgRnqZ+mUpk8f//zuDbGurPEi//QDZO234M0WamHUV0lXXuA7bHEHL8K32A8nvyRZXvSaKwQacbCV",
+	"JKdCSFDnAUrH9tyDJvuRRXyRHxmk+Boj4IEruKiHh51fByUwIQ0n8mstwAmDJ6e44UuqoAZo+Gpb2XpH",
+	"e3HsS9C2x7Ok6kL/bbi1nK5YTQHkoKJipnmpZ3+THbidoEWurpa0dkI00rKdCa6IMj/CQCVpqhYzWpsD",
+	"PlG5v5PHHXAkWyvNeXHuLYEbNypZv8EZYgwipHD4oWb0LiZhrIJBeDpx7/FaDpmS0fsUzEFYkTOYvItr",
+	"EoafjT6/DpmZJ/z+svMbny/4OZYrYSwYK7KfL98fE7hR8HRnK3I4/8Mf/vB/zjMyNxP7f/zhD3+YHwWu",
+	"pz1AgnMlIzeNB/d0tVTQQZZhjJqKggBEtdIUL2kVXbHvCXVJGlTAueJrENzp1Dm+2oMqM2oKMvgjR9TR",
+	"MTmFdl02f9hGzVbyHjXDKkoJvSsD637H2kTs7T3IddEO+qxY/WS+IGkUq/exInF/fhx2a9RSroUrWsil",
+	"ULJkgXeHYyV5yWjtGHpG9UUtS/auSDgf5kvCfer1iO9B3TTU7F66M8VMyDPlIbiN9ydFzp7M+0hBX8LW",
+	"he+c74FLs2snPT87EKseZGap+hW8g0KmYrh+n4RfQNsvru3FMuL5Gu+8okqtjdlWUE0jlRTpCw0PKGba",
+	"Dq81ds3MG5bLtEyu6MZYLCCXSXSj9/KWi/HuwzmCzPTmPVs1D/5BnD//5CMqH+zEn2FEeBiyzS2SmeUO",
+	"76SsCdy0RKs0zNPYX/c4orLBOvW5h3fqfHJDtyUUfksgmpmfwD0KNlLbr2VU3t6CcPxZomLzCdi4Fnd6",
+	"eMsZDVwynSgXHgj0b2+I/SlCsYJqWpGKefL4YKcqMdgVnTCWeTYjDd6S0JUUt5ArgFPHRV42kHNhpwaU",
+	"8Xgeph1Dpxws3O1Zi8jrJCodYQ53c2z7/JxQjONUFTDIf0KCCuFf9bRUFbioDmXSNTkpVA4nzXSuinay",
+	"8J2AoQO8FSFpRYbxEyNvpjO/F4nFT+xmKeXda1bye1ZvxulHC/skOfSVeKcZ+Ss+gjWEkFcBtp3668FR",
+	"glEUm8F/nMlVhdomO/gJMTMumQYsI08rOsAlCrC+eVNzvQHQFovQwWjN6tMmdp3VVk/anQ9Oxlzd518q",
+	"qr8cHx8j/M9No7hgSpEbmt8xUShjxjtzguYADIntHMKPlf3xkZmDe1YqVMFdyBaSS3nH2Yn1HRShBPvq",
+	"YtuQBlWzBdYnG3f4m+cvyJxW/As88cWtOSSZoVNjPD1opJWSpdYV+m75aZ0v+T27htTxyHTg1za1HCPu",
+	"kChkP7cj9ZB35HBu5lXW/G/w7+/JDziAvzbPn3+dn16evX335/Mv1+/Ofjy/hs/YHCnfZjAfUK5iLJec",
+	"1vUmqBv+pTGSNa91/sW+G0c8P5o6UuxIKkWNgX6qjJ7KeUWFtlMeLkLrmWVtrZ0N6//09t0FiPhPb88v",
+	"2vlQRElP3ScKWhf4pK3AJmtZ300dAFyZxSIZqb771fpPyQNYwhNyw0WhIN+qlnIF3Tb/wAhaRmqpaQAB",
+	"XDMsku/gGnKgQHWUBHiMHvz77Oo+n11en82wr60irPiPLCTpOgNBj5MhmB3U3RAA42J7U8LZHArcly9v",
+	"pdIz2GX4sznaeOCeF6g9315fX1wdnSDk6QyMjk65TJfUA7JgCS2VBOceK9RxdGeqXuDw5q4OH5jAIUYw",
+	"Q0Y1Mr9i+ewN0/lydsU1mxtDdP4JvptDNEAv2QYC3L3N/DWZ56pefKnZfwJB69zPNc5EO9fBcLfn2Sg+",
+	"HgUPN9KOsQAz/AsX3bpiNYZUjbjDtfdM+afM+GpGSzDGZrlcrRrhsl1XVNBbqLBuQ2UtnT7sngAEzIF+",
+	"mxbxl8pHWTO8TJh5YIeCqcxnLWdthRE8iTJvxFc5mlVeQx2U4Eo7QYcT3KVtmsFxrUjV3JQ8x6obd1Jh",
+	"WjEesXqp7NKUFAxkS74CIkRuqGL+KjhfSsWEE82CVaXcsPqYnMM5+G9Xnz4SYOJ0VyONsrb+HPA4f4A7",
+	"CrWkFSPzv+eyYJnDqM+AoY29K8zAdb0xxvd/yxxhzX/7dY49xmQg23pYCzT/99m1aWD2rpgbH6iSQjEP",
+	"HGG6bZO82C8NLRWZ29fNM6+xqOUJhStLB6O6QrLvlu3VLlcpb9UxuaDGlIcr7kAFOh5M9xMm7lkpYcxo",
+	"HzqzJCNglWRg0P3lZzPIIES3AotbVP4d3qexUJ0rWTSlWTfd1AIWE6WCCQ3zgoyic9P4/Jic0zzQaWDt",
+	"o3y4MzS8uTV7+sGomFn74dzjKNsXtw/hB/OWAdjOEhMLWedMRRvTHhwDbrdvNnAuYpyHKwIr7WTZrhJr",
+	"QQ/cm+yJXDfGrbQXF0XNF5pQc0JgADUY2fwPc7Ji1JxUDZjQ/quMsAdzyAFVaLuaKBtGNeIZ7YYCu+p7",
+	"YlxiXLd8aU9JQoUUm5VslL39DqiRw54YHTw3u3TJStDBVro7qhlbOCaf2h6taH3HCteR9pT+ntCKz9BM",
+	"cF0BK8MbecrqNqODId6Dcd0Ao8cbWeZBs0Oj1tZJOEHp7lj7cOaPqbBTeffo63Qt6LA/KNoOtXP4pWCC",
+	"m1MjnB7c7aEwKzLH5ZqPLSSqxcFVTI68lDktwazzjYXDtRaQ5SI3Yi5d9mMpZQWlKoC2t6AW12Zrndxc",
+	"TJSGWudOGjS9szVYNG38Zc74tGpz3rNv5uRQ1tmYBQiAOINW8daLrWHsdlHcdFRMFEdYX4JxJLly/TVn",
+	"2EknKyozBgqz25oK76GgWQ+VQr4+yH6osfIi5m8YKxx3gL3KmB+n5htfNMM257A4ytukboB4/elL4rqd",
+	"s6moN7LYuIMVwG2VWjSlZyG3ZbpYIaRatXiKFp8ih389sD8LHyaNKC37gmbFXw+OTmwZSulkzP3IRtG6",
+	"pXzI2AWVVqFN6mbuxfMX7fogi8YMf/ITu7mSMLymAtKnY/LJFwwqW/XSfRekQ/CSCf099rEVeblojZwf",
+	"yAL4wfy9FRwF5PAHNxFC2pHZugvcxWYuTFdtPYwNgR6ddAeGnM0YOzRbGc07PLQOLe0Qu4fzieKVKhAz",
+	"m39dXP8HWcl7Zv4OabOPHGgwdMFSAFuEZe9kIcne2lhidnTcHIEQrqXk5cODkwM8ydzvMigty10MoRuY",
+	"uGWC1bTE6XlxlHk3SOPrjdDNzf/Yuiv0+82n0H16Cz56v++6z9t+OP/Ycnef2o75re1Mtrl9/HpTsflR",
+	"QCEOb3EUAg7h2Rqc4mTY9bRz8vL5i7ZvV68vfJ4OLPs3YN7WPL8zpt67s3NjNCCpnPIwYv/1jy+/dXYR",
+	"iJt5Z0824BVC6iUWny3gUs7aYocUQ6OoftqAPQZ/zUelvJWNjggDFWR+CkXpCM4+PyanNhpQ0ZqumONI",
+	"bXvi4ZcKlpc0qsSeB8enu46FRufGEMSsJLCxKDGnZsVKbcNx9srA9ZMqwhdWVwLIC97zttW/J7Hq3/47",
+	"IaJEC0yUPjoml4wWuOPxPaxonfkOprLRJc5a6kJx1yxn3N4duz2Kxp/bsN1TzXjeXGkm8s2cHLZTO7+6",
+	"z8PvjmwmhIINiZEBiqT9NufxezKHo3+eheVdWTtleLN3QuYlF4yaQ/GmZHOspsYS+nqlOiRRZeto48Y0",
+	"yrRsR2w2iKPKBKMRpRDhnMGhh1zSDgKdpdvFfb8AGlAQjm+ff92nh3RcF4wa38cIYDvP5tWlxI5ro1r8",
+	"Vut1HnMScBIw9GDWGJbVjEiu/z/23v25jRvbE/9XUKqtkrjVeviR3LFUt7YU20l0N4m1ljLZ3ZlZN9QN",
+	"khg1gf42QNGMK//7t3DOARpNdpOULeph9w/3jiP2A0DjfHCen6Pweyb+SsCKEOaNsgKgqYizVt0j5ti2",
+	"sznHQhvSzvDAbZiJYYCLZiHthAvLC+FVtj3/28VNBj+kAzx+PODyOSuc1kBtNNiEw8pUejoa00EDpjyi",
+	"9QH7o5JwCnm3iu/L6dMfEIHFHD5J/UVqcY1aIwYYBQEnKzl8HtR7c245y2UlMqur+a4BAg0yGKUBDs4Z",
+	"fIBhJcS+KZ2yWQmw1wg0DJvhmGkw/xENxlhd8ZH4MJwWRcr2woqmZ8pMh0OZOV3tAi9KB5Etj42f8XUS",
+	"X56jYwhXzqeYYEtaD6vuUHSDsaDRkfUJGylh6SG2mEy9vyZHBzVkPtTbDn+E9BayHzHZAsJV0hYiJIu0",
+	"OohOz8+iXlHHO88Ojg6ODp59/wq6jJVC8VLuHO+8cH/EuqEx+NwPeSkPb54fOmPu8Epra2zFIfeybM0t",
+	"eQ1hLkNxEAcMaJ5GHh5sIuQpPKUylhdFfRYt5NIcsHex2UFKO+T7SGtEMUS4DZoDD5bE1bzTojn2a6iI",
+	"uRMgMNM+OZ3Xpox3GQFoSDyfuHuKscAx5JZUoLrE9tL9ffpl3/1FCuM2j5+VM4CGuppxcId56d1Lf8S/",
+	"gXqR/u/98J/7/x3/8F7wYv/s3P3H3yVPgw1eyGsBml6wf7HgYfnYfEFnIg6T1hCUTFhIcjeMI1+EnoJR",
+	"A0fERFtPC3rAftQV3GTqaQHrQMHMWBRFgmn0xJKDAl1WwHLIaxawsJFQHMlUKLSnyVZ6YcNA+qWhAItU",
+	"HvJ+8M/Zf61zByuSHPZQ5uFV+PAtow++x9ms0nDW5CIccbBSlSgx4UMrYdjL568Gbg+CLds6qsbptLz2",
+	"r07A3TXTrMLsn+C7Fh95Zp3BogSwlBxAhS5pQ2f5zvFOmN+pey/IJZ3vZuf4H60Ne5orG7SP+IPswlIn",
+	"xDRBmybe38tCtiZ00PwOPi7CIUFpTXLZvzDgKYz9QeeQguuGSrTlUV374b8NpkbXj14V0W2unE9SAwd7",
+	"e+TYzSepNVwnCnmU+RnCil2YdrATR24dyiBzFpwrAKXPj47ubHoYsG6fTRvgNsqz/0p2XuJY2l4Rxnz4",
+	"A8/DwrlbXqy/5UddXck8FwrveLX+jtdaDQuJoeuXzzZ4xTl2sLjU+hdejQTe9936+35XRIQlckgidiYb",
+	"3Px8g1Feav0rV3NaDmgc/d0mS3imrNtaBbbxiuPaTn7d5g8NjOjoXL3L3GHPRwZSfIjyefGI89lNsUd7",
+	"53jn1asd/7fapbhzvINuw/o3/E/cwH8lHef/fp27NBKt/biAcSxwD3fgOZsLW8ctoiw40NzNmLwhNaaB",
+	"SuM0Bme2+OpgCCzCL1q1qhUH7MzWjo9Fbyi7EhmfGnfoXGmnloeEKq+Zh/cvA/RPwgakuQhJP9uS+sVX",
+	"dQBAvV74mQ4e1Ta/FJjLFwoGcLM394exsijARsNOK4Rdndv/Trd5xkubjfnhJ5n/tWKLqxxzf0St19Cd",
+	"UQlVYGeCeuocI6vnv/3E5ISPnM0DDT+G8kb4qB3sZ890PK15z6Oz2uukVPE/lEMrhGITqabo/SGhQK0W",
+	"ggT+9V7DQyuwJpOKOOvhm0Rj8RdjpK1BcA+qGMU2D2jyZzm4euprCnBnwBTDCCW4es00WhzcBvhGxAPw",
+	"sEkf4w0q2ku0wbDwNU+Q9B8yRsuCZ1jksySlr3Fw61SoFq7suOEEqEDONqoVIJkvHfyx+hMSvqZTuLJV",
+	"/VkJF7BRDkvsxNnyYOzK1fLoVmyIPt0E2uxjbhLl06Kf5LMVhJfrb/lN2x/1VOWPCpJQloPYZGGv3DPY",
+	"HFLKTrd5fYb+x2BiI7yEj5qEJGk8YMnZYMxUONxRYuawKonBZTbW3v4DZ2Bcm0AY5faNLnKHH+5wVJoV",
+	"Wo2AyC34OQ/YqWLUaM9diAA+xyIOfHM0SjBG47Oem2vPEx37wyJMWJbq97hYXy7Z6PAG8Pg8IV9d4LeB",
+	"jH++SkCzf+3n0iX3jQ9w8Jn6/OORV/hYiwJLgYfmXO9JisGLuu/NxxX+MXK3Nuofak12JPJ9N6GovoV6",
+	"goG3WKoRS0k6z+nupjOVUmAgrhF8HFo1XBx1GCPys6UDUJORt2gpqaHdr7YqR+K4Ecdu80m1JUAQNBSC",
+	"XwPllm9XooREDxcWIJHjHSqPwioqXTFb1bU/JjhlpXUaCa7F0vIx8HU5RXPGqzyuafLKUlPr2jWkHe3T",
+	"5nO3Q3wEoBYKcyFomfoNfOBH9AGHnyZMTy14G1P3qGkl0sEJajXgQoeARWTcBCKwJLjrSSd7+fwVSytu",
+	"xQeiKUujEMtMqlzPqMbXGAfSHgrCooGKOBFECxD+XOpCZvPW0nzD586wmw8O2GlR1GkvUcUFpeHd6Gun",
+	"n9VlFnHvETiH0NWPKZIYN4MKvDYdDgXn3Uz5D7ezHccRvse/ZI3jyB+UfqfES3u/DqE41No12ka9la/f",
+	"qbMRfe5u/CGxYx58yM9XC59t4pzhlGgj8t7ZdHdHaO1cQuCMJZBQzilsZS1T7YdljfSQ0tyA+p2NT1R4",
+	"5tLZCRi36sQU2bWJ9EUaN1jFUPId+2x1CdmBoc0rIB6BpQFygJlmP1tbvlPFPGEXfCIupBX/eWErmVkP",
+	"Rcct1R1R6uxYV3bfmbV5a8kInYCQMN6e5e6elF6440GkddKIn6A0LSnwAWN8Wj+NCt9JfwzvxGfvN3+K",
+	"mCzT+Au4o/83OmCpeqIssRCaWk5DDtcl/auRr/z64v2PdBMY7QQlrdn6y8n6LasMB5IRUYe5rvz9A/YH",
+	"RnBi7hk6Fo+etSs5IWhl+JwYF4IfCgAP7aYlv8y0EibEkxpOmWUFocMtE53nSDzAvd7aCMxLg6On3+pc",
+	"VbbnPq3/s0/gI+3Qa3r4kAHtsGXPjM+SabF/FCzpL+h9ggOcWxH2TFmHF/003Yasl2LPqSL4Wqj02ocV",
+	"RJqErNLG7Btp6zjZ3kKpxXF0UYrOLmcFypEKBRiDdiVyoe6CUg29giVD4N2XA3itDBU190WWlQ1YhS0p",
+	"GPDsDQJSDCNSDbWMq5xMfL8tEoJ0NIDw89+v5kGlP775dldQiqR8BjS7QpHmISGTGNU/SMMy2AgFJRzG",
+	"eiHsflfZ0eUyfnTBpMN9empdesZbCrVhAo9Yz/mmY2TQQp4vmqf3Y+NjqmO3ovI+YsXwOlbQqVVUTgJG",
+	"rtv5pDxQjjxsV6oWgO6AM11do6lEx2ojqyJyk9VHh8EcXpV7KpMrbb0MYKkr0hguncQNYx3zVsPgrWZC",
+	"obyOnAr18ugVSzNSpdNW9HQL9cDWTow4ZMK0Q04wOR+zsfJQdsNb7wOhDX1nktduCyCrQ0fAzU4rFVFu",
+	"XImxXBxdVOnr/n4tad9KcrJx27jG7QUxHAok1FjiC60PE0/2Ma+TxFAhrp3YBWZ4oj5GfhvNcpFJyGmU",
+	"2RhpANxfzVjP8H6YiTTUrxpUzKhoiDJVbyAjCi4Fr1d7hAt9EZAZss3jPnpNl1dk6WsEwUNSj3sUtIeS",
+	"mzewKleiY3s2FuSuhWhtFAnT1Je1JM9RBWHX2JveOJ1g7GBL449tZrJPw4jNY3f8NB/kDjgDfs9jBq0V",
+	"lCXXoC/mMCFb2he3Y6WI7zihS+lTwcHjOY6L0GUE/Ji7zvawDgpHEaoBnUUBlopyB53IwxP2iBFJT21S",
+	"OzRD5JnqSkAwyZ82iBztz1hKD/pAt6QH7Bd5LcJx7hZsv3kWY22AL7CIUwtrujp66q65s+L2zujaRcD5",
+	"R2RA0PfrOtDjRIBbGBIteznWzD7XkPgqca47NAdi2sCWGjSwtS2iRowMW9ffPVdBp3LxC6Sj1ZQGusih",
+	"F5usjMUEbpJZKibynNxjWeX7Ja+IIB7KUQsqN0SC7Dqn2sobzHIHET/xNEFOo7iSioDz9Lc3B+wi8GYa",
+	"1DcgexnZM48ZEmf6PGcsOezgX4aea7r2H0gsKaHyrrYwi1uI1361lkLqbfukvuTwnIOtudF1QGe0wbU0",
+	"mP8p5uCg3vyOiOx001t+bXDPbn7fbzoXt7rhjSdKvu0tNY3z5nf+HVhAN7/+tCxvcTXWnNz6hlvN4C1R",
+	"Pt9iDoGI+3b3EAn4bT59TO+7+X0/e87nW91ybv+8xQ1nTdbm2+w147QVpA67xQJmdsqL2951ETiEN7/n",
+	"J2Ls/hEg9HZDJBSGYfr7t5qhg28Gvr4W3SZm7PPnz2MPtT6UUeXW0LdKqs8orzqEPy2rD0fftasPYcFv",
+	"pJgBe+HKora6YUOckepNJSg8zzxApwfsdVz72ex5AGd0WUjL9HCYMKGyag4V80tVqNdiHrVODQc3S4Hc",
+	"OT1MeVmmhymyPqWhf8lUQZjEk8vSw/bQdYdj/ID3fAievAHl7Xr6ds8zilQLKW/KDjC+pMT/l54gO4W7",
+	"wU2nQcRPYaHQHCFFYkkTeM+DdcbxF99p1NfigyGHXf0HLZkh8HU8ym0pKyR+x5rgDaWfuSt3DXGgJ6F5",
+	"KuwIi9/UzKTNxsgMeY8BG38edGYI40e7i5KhPvXjEaR+YF0RbyLnHQEnssHttBlbh9wYYfeBO3QoqkPx",
+	"0bcaaDXB3n7EmiHyjdAurI2oAL1AdYeFzIKoSYeiqplU9jA1Hsg/D8JAm4NJE/8I9mzQNLgcNFOjAnjt",
+	"gmWltGU4E5GfsGqqsPID3TaBwQLJQpexCifplRE3pK0WDNGLLmnWb2iJukR/aS2/CVctfhPcaSbeaner",
+	"XGwgIXLiJaRdD/kDztGyEu6JKZSyU4dr5OoYBMKBOu2hkVxCuZvcspmeFnlUWZUwIqVOmLmWZelLajCt",
+	"Aj2ss/H8gC2MAbo7NKhSQHMgTg9eFPu62g+jUujbdfPlGVI98vpG4o2ZM0puYZLIHhYrqlmKK1WnfYTP",
+	"NkIBdK87YND6gIiZQwMf1CSgnWLQdXJq/n01Z6BWHfKyPPS9rqfK50oClzTqbrhGEMkl5hNIq5lBK6Pm",
+	"OHzWCfS8lxNxwH6rNQTDCl7nOpWoTe1HzqJS62K1CgY2jWhx4Z5N2sFmO0mzTuuFF65Rj5YBO2KJwu9K",
+	"DTjuXSXy41+ZRFtwxfZo/w+ckNS0V7jre23pKWtL5/hlGRZBOMF2lg0h8/Z1JjyFNvNT+yNLKrASnX1U",
+	"swTJKurfNlXWrPT1/oSvfUQOX+/iQa/vPTho4IWbeGlw1XsfzQofTXOD3rOPhjr0SWtALBY8Ik0XCFwb",
+	"e0BWexdgj9yHi6HRo7XjJIKx78IkkzobPrruQc5QXKJVQ+49C1+dZ6Eh7/d2Sh5+8p07/0I8KERbq5M3",
+	"8HdTtyz29H+qdiOf1B1nWQtAKG0/QEOuNHaR+sZgpLyTq8LW5FoTDfotlVYUEK+N0jZxwGwvtMJWyGcI",
+	"WiUyGyL70jF5f6+0HS8jFM5vAaFud44vnLnbPW83Sd6sgYJaMz16oLgt98GTyQDF7VW3StymrCc75XRF",
+	"0TQPZ56vvomu26h1ZFNyltui35Hk3L120N3BvUOCaBFCg83HpwyQw8n3Sf7K5PubUgRwdz6AIrDsMNsw",
+	"xQv4iKUaIRVK7W7bQ0sf3Z+5NJm+EZXIB82UsHZbmmKh32z61GJWxiPJqqA90mdXbGK5r/BCbz0aEjpF",
+	"7RvBqwy4kfiVLCDRtEOqLzCigVW84QHMiAlXVmYMn+SZwMGjN5pWvqDVN+2nnpFN0sD30dPgIcSOSleJ",
+	"PKIvjGuwxloJY4s5SwPh9THGSdL2wg2fVUCvu4C3va7nvn0x6n53Z4mHv+KbCBH+QRvMbxjaELqkhg2V",
+	"YCKXFpoLb1tKPoUUow2tXmM1xPPi3KVhJahr1mK8KzZwPSfw+6lSUo0SdkENYRP2ThVSgQoO1d4Uc1wO",
+	"1Hk7usJHpCdY2ij9QcrOrPE9VoB2E/JiGuk/Bvv5V4LnwMDuy/ChfnuNOfy5+vxZ/vA2cJyI01vBj8QK",
+	"3moSTbK68lEr0Uypc/KbY64uNfyyU174dhR8avW+OxKpiUQOZQR6OESKTxNyXpzkYsbLqvPpsYrSZuls",
+	"X53kPJQgvBc835IYhADPdA1x3kjeCEUejvVuH3ZBBoC7lTK74lxcKK7B3i0gF1g6E+V9JYyDmLR0p4Du",
+	"CNStp27IC8LZvIrKKt1lB+yP0BzTi3M1VQbLkUuyu5KQObp4QsNrUsqxTT15JzHj7bWeuoPjhWN3tSvs",
+	"i0V9y/6vp+D6Wuf1+lpxqY+YbeQou+9c3MhqOCS7XnQnGl5CY8fanQcNnoarnAOQ/3/LvP82U8OXe1Pt",
+	"wUqbQmn7gYbTYllTqY942uqL/1Y9YDy4CeA3FOOLLsV7lt+ST80K4T3n0PzMid2EW5kxbwMcM6WxkxlQ",
+	"BWVj4UaWx035xEdLJTiQ/Wur+QG0YgW9w8so2f6oMpGKcRKhRexah76b7qn43iuR6YkwDMbYYm7A378K",
+	"g4OymRs2WEmz7iX4gXI7oc9L45vct+jaP7sF91dnSSTsT60nhkETFF16OrGJqHhEXO+ed0KkoVgj5ywI",
+	"kmTv8APxg5Rz407wA/b+8uK8joAFrsxXLC3tn3CcBnUpPWHvfvv72Y9gbPz0w/O/Pfvbs+5b496ONZzI",
+	"iuVQtQ79wEfU5bX2s7fSPCPFmQ9C2T8foS1SD47aA6+xR84v/6//TA9iitQD9X2MO7GLNlPcxLmHq2/K",
+	"QrkAqr94z34ZRCICmAPiLtwIIuvAnxRmI0I4GG50E+XXAfhg11SRh8CB16SfAh7W/lcnxfGyPG7taHG0",
+	"q6Axuq4Hmwf16y5+jvsMZi4J/noeu1Nz3ZB0b3AsoQEfcamehLz7pkZfsczX7G299D8e6UeutrsFgM86",
+	"+42wVqrRZuc+vmF3QeTngXVtwtWUF+SYJL6Np3fuX/glefTyH0a64rz3H7iX9gc/6029sbYewL0QttbV",
+	"GwKJbQ3c4e0FjIADPY65ZtidEErDzy//L9KiNhrG7hpfrYvCVTcURs/JmBvoAvYEJL8R6bxL4d+mI8QP",
+	"cgNPSP3NG5/soTwjPWL1rpDVPbO2AJSbuoshaLKiNRb2eMBkSKv3y2lR+CQvtkc9nLm1YlISmX0UirFy",
+	"IgYJq4SZTihctM8a6WIUrY3zVJSeeYLvNqa2A/Z+MVrrYN2Hy/ZC6Jb+8qGOIqfY4SqXBmPI9bX+T+kg",
+	"SuFftptsNX8agSNIot0s9dPTW+NaBx9yrzc9ECA4ecOOaCRkSBDuxEnp2f2Dw7RS+07uUZpWhISnti0T",
+	"HDLfpKLGWF3kQ1E3GbcXaerA5o+x35gzcpMMcGhHS3keHhqWr2+BiFaxn1bK05xpqsB62pHjBFCWpt8L",
+	"+8MZSW5rRWkNTTG5y5KojSUe6yT2C73CPRLtpF3qRgxnfSGVOA4VUCjfxFSWRBWQSWdGeXR1V2Z5slS6",
+	"EZVziBu3+glTYhYKKQOzGZAXIZ8ZFlqm2B+n0COmh4z7Coi6BMfyuQlFISvJjd7jsv2iv8yISh6ygLOe",
+	"w/+UKr817/UvevRjpSe3u+NS3+76d+4b3guC1quxSQFoJDZMKFt9jZ7mBy0a5RHgRLVc9xo9MoqXZqzt",
+	"Zn7jiJ+Z7gsmXhLKSVHzRtpmn/WGvqeCWwdhcsJHYtcAvCLSyT8FcmUSQSDaNHqmnEWM/LLYhIxXDjmp",
+	"lTDDXsJWZtfCsr3vj4gu0gzYlfvCePRI06QfzxCuoWH+VaVn0IWIK2guBqOE4YWqBerwV5clrHI6X4TV",
+	"XALM5qKewcOGsu6JEvJUkx0JLVq4He8kO4pPRP1Vz/Ild0/cSWfCP/4i1MiOd46fPf9bsjORKvx3stRn",
+	"5z5strAeXe2J/DZyZ6L78gc9XKxqi8ZbRPALvSsoquagLPj8FnhxiJ2IVqTlUTI8iWe3RJKCmCIzrq5Y",
+	"6iU/DdKKxLZD96O1xQWKecr2nh3tf390lHgmX/b90aBua/b7+1+8dMXIU0OJhGJe9KHXYAA/A/2d0paN",
+	"dYFPW0ABULNobtg9Xati3pjdrsEXGqpwKuaUS8MtTWwNb54Xn1Nc6qeCKXfvMW8uxBpvOS4trHkhhwK4",
+	"g+/VS77w2boIfXHveF/V7+9/6cl8nrLb+6eKK0uaCSomoVfbY4LtOE+gNeB4CdpeKSqpc5nVw2VaOXD2",
+	"7jtDcUlZQZCuuuEFwPGL749qPaylZnO3UznEBoyjil9hzfa1mA8d3DE7rvR0hP1dJu5bU0NoJA3kth6A",
+	"G1hdkkqg/1/nb39aBtoLfrMIs90hw28OaDcMTPpimI1I5O4fgNcFKQ13Yuon0cPv007Atq0wGz7vPTsd",
+	"a8T9ZApt/9rIvnZQ5THF3cX2UgSxFDFyoo1llcigX4RTLQcH7MxSzYFpUVOZrhLImhAcWnk7bReUbdQ+",
+	"UnQShrWiE2sERxnqqrU6e8y4V9KD7oKtvGqrWRKg81iJ91cbaHZlLc/G0CUlqmONrG180Dx6/Mujl5sY",
+	"3U8BtpOl3iRAYgtzPmH+Y7ujcfFzayU6xuk2ysohCjWduG2PT3ebfu2wTpf2hDd1ho094TYXA5IGv6bL",
+	"zhIY8v83xaoxGjM+bWfVQq4fI+YSLW4rtheawTXHchKM0V3jjQTsM29qGuNB14j9dm6MmczOnWPgKQtj",
+	"vtK6EFxt5GOBT3/471KMmucbdmNyD5OKY8HdYp/ktiMNEASe2ftq70qx7zpZYJnvVYu3fFWfo1M6BijJ",
+	"5DiEpDAOFejImnEozGShXkUdnQR9G0EnbBQsDmVBsUbuBGuE0A5j4coBgyrmx8QR01T82WwsFD2AV5W8",
+	"EeaAvRel4FAILS2bkfnAbdzVcKqGUknqZF4fQUAeHlJq/Dgb6TF1IiI0PO8KurcE0ZE+Zim5psWwcAvY",
+	"p9T0UfatarvwGUIj0AdiVDBWl91wdFHXYXsFsglIF5hXk7SW+7M9o+FgDxl6UbqM0jh5BwAjLtUgCcjl",
+	"YcJd4pTIXJqSW2cDsMzBURFDnS43QLoD9g7iWk71dVDTVB5ZoamTGxFBtgCCLp8KHuhyNRzAkn2t0v9w",
+	"wqzLhSbJ5b1SLmCb48OJVtLqilLi1geDp1Xl9O2xs1LcoIUauUMdqYJBTrApqdK5wGIFOO85G0tjdTVn",
+	"M6lyPXMCDdR0CXmM/M/8RlQcGggqq9nV1Knu5oD9SM/P9ESwYaUnbCx4Za8Er9ugYuUUvnmsixy6fU3E",
+	"RFdzDP2qMKym/gDsEPPQspRY7ahVSSVQwADBdCXarVJczV/rxby10OMTKHlmgY4dTCSPQQsLSRqP0jOw",
+	"yyZSTa0wJ0yOFEwDlp/uwRPEL/0BO6Im2dDfha7psoXo51/x+Q2LKJgtUtkXz3cSZ9bJibM/nx0d/e0I",
+	"7GP876Ng0UCRh6jabLz3wpk7mW3M1mrwD7vvt2aEv+lcnOVdZub3LzawMnGdWtd7zcvhzvbFybkV0AB3",
+	"Z4MRvFV5+/tPQthTrR3MW5XfwVB+ABlkM5nbsdth5OevB5KNtRHKk3vTthw7E92iN+PZ86MgyatHjO+i",
+	"UO+Ge+xv3788ivfYs5Y9ttVzdEn2W87R14SbHiehj6cXuP5IvTOb3Xfvr481tPRorePzFK9sO05ftB+n",
+	"DnvaUqyWTtJDOiXv/kRNgtM0Quv1pxHtvi85lB6bBPVSc5dSQ2u7LD33JDCFznixT/mQa8WGs0KOxpZV",
+	"goi564yyYdRgAsotYqWwrHQmjDlmI13pqZVKmMTpkSWUdsncLYHXF1+f/44ZPCXQJxfCtIraL27glGK7",
+	"zeYT8XtC7GNNft030W7CbV8ITrgvvGv8Nw6LsM0NbCy30w2TaN1MlJkaZkU1cZp6Lj4Kn/OvwTF5I91r",
+	"g6uBZBGOBDgAJmJy5bsWg1tuOhw6WwmVCcELO2bcMCPcjnUmUliXA/YONq6uDHM2prTA+Ew9mzE3zedi",
+	"QPN3Q/l03KmZ/sUFHxl2JcZS5auOnQtclcd91tAguxygtPb4gfuj5k5ltV7eWiiM3zN3LquoTR3Cr2v6",
+	"nZGc+q5HpIfBnQkYn6U7GiFw4ZS19jqat3DXb/C6LW7j+jVdVR1uH8dTOPhm+nLFs462FP65bUe9/Owd",
+	"dfhJgbfhL/fjJvsrbJjgUsbH7RpWaF1ClanXWU7Pz5BpGHxWI6edTI0w6/bdqRvJmrQIdx2T+dIY/L5u",
+	"yThQ3q2yeVrEfRYfNOa/SibqL9Dj+p0WNqlY8JBkxm/je5PCDckwS+3JGhDOfSMRk9QC54NDbhObUF4w",
+	"1voaRLc53VZ9qN6Sq4npvh3R3ITy7qsmuXuwWiLqztoipe0MdtsV06h75WoTKrBW0mhp7Hs+O9yZQXAy",
+	"Dhh2hqfcGmfh4EsMJoxLQx3m0YPmz2I07YlgaeoWEB1uPBsnSABDhUoYvPamGSFbWXAQzbiXJqxHyJPB",
+	"4dSNL7FE3IPJjCsbAuOh7eak5FUHzR1KUt2BssPSWhaqpta6HQhZChy8C7VREXZ0BQB4We7c0dt8xlHe",
+	"9S68oDtG9EAIufhdVyr18bbrybbuE1jdXRuswIWobmQmfq/J7pYapYLbpRbNGt88dDWJcraLyTeiMqt6",
+	"gsdaEw0TMmrALqGbUTPyBguXirokLwDmGm3p7zSSb1hR8kvQAQF+uXv96C7TfRdVo5uwD7ckgTNx5eyJ",
+	"famu9McNnAdofNRmCz7GsFIbp0eQqtIQtiaFTAKaTa0BTUs6K//r4t1vjMORIuSNyA/YW3A5uzcyadi1",
+	"KKGWQyvBUnztAY3+4J/To6MX2c9aX//GJwL+S6TIYOMUNQE8IvNd42SVahzwR5kPSBWShhXSQP6vGeuZ",
+	"u0gbEVhwMCkQHgP0D8YNpdBq5P63fp6e2iv9EQ5GJ4tOD8O6QIk5QsqesEKMeDZnRvFr8SHjBheVOXww",
+	"lABUTXghIRkx1eoDLtAH5PPJ09CVKX2nLuCn1/TLYJVf5g9cqzP40Lf1jH8WVU6LchRsV4wL8Ilge0JC",
+	"muNQV5POKogxfdrOlJqXm6pnOALarlekrsW55F1DgGsu4JJHp7bF33Yjih2SMVyNxw7hD4XIbjmnKsfd",
+	"sU/ADCsW4zEAxC3w2MyNFZODQo/aUBmedogwsgEc4/Ve/8DbmnjrYdRYrnJe5R74DJtV0lqhPGbjzT7l",
+	"EGoaMCpoK66MJzcwkSlKPWyJ1gKSp2Vs3Ap1IwpdCiY+8swWcwaszu7VuXAYWgHA4U4mbSNNWAoDPMvD",
+	"P53cu//QGeQI5Kf2d5u5P2Dk3f0LlSr3r5xbng4O2HnlcBC6Segh/RnwJkqqzGlSDvfdVXBq8cyyU4Bh",
+	"dwzAjNN/vH/75vT15ds3/0oTmITyM5DCHLA3YTZEV0VVHhMN1fhDK6rFwE59POzhJN/B6r/3fw6Tx7//",
+	"yj++xUd3Ynx98T2A+zYRDScB89kEymjboiD0SNbVSW/UpDOItZWNwOz554MZpdQcSjXUnZDmmYYQXzwF",
+	"HOLMH+LqQmfXwh5jy21uxwkz06u69/ZEGANTnJfCKWtu7VQmmJpOrjAJB2sszHTiHl4AK6LKyWGHizHk",
+	"E1n4XlQZxwqXqKJ5JouCGeEUFqfAwuVzpoTIDRFN+nUhnBmLSgxa7UyfRONmFyZ35pZni3LV/dIOC88v",
+	"L4t++oII7oNzWK3YWGGuG8nCs3ZZcPNdtf9n3T7m38tRxXNBnC31sOBo9f7kBqsnmTUtx//AnVBgTFnx",
+	"0TKgMjFsL42//68oL+kgYUPgpvS6MO58KKis52aQdAoZQJEaRRqWjkVR6PQE7Tk8rVL62ZNc8UVRxBmN",
+	"KmdgXc1D9309tWzES0MFUmk2rYyu0gN2CocnB2+UUiKzCSu5CVmrRlc101YYXNBu3dlNj6JkIyvVVLAK",
+	"UvfwYJa2VlhA6QmYcYJ1CzBinwAPyUxg97lhea8a3ozcMEao3LC0EmaunJbiHe1ZIR3KVILnzaRb/Kwx",
+	"OJ+en7ErMcSMrGLucEiruJCV+mOdTu3YgVMW+lQA17XglVtofS2AOMenfulChNhApvW1FAnLxiK7dt8e",
+	"34b2OGzFY/by6FlNj0BEaDUcJuzl0Qu/QILpSo6kQteb5zMjnhhfN4d+cVgkd/NRffPChbEA0GjCPPCT",
+	"O4uNF85gbAtSvCuFagW7dd6818sbyh8sYUsBwRcTvCokZg+5TYl63Pu3fz+7OHv328HZb2/e/u+Di7f/",
+	"y8mX1eHcaey6LjMTp7jKzi25dWi3c7zz//5xtP/qX5+eJc9e/fXPfx50/td/21lvlD5DUF8oQoHmH0Cf",
+	"7MPT2Ma2/kK0JZ2S3YYwHn+Guij0rFfQOg4pt2dXHVB3ei6NrqA7ziG17dnAzFxs9FOJkTR4bATwLAtu",
+	"nUgmDMih8UTx7XTyY6qxKyth4DzYSzXU4iPzoh4O4T9OgDoa7gHcnaroVWNusCV6pqt8kDQ8jaHizm1W",
+	"fNXF2TnarqWurNf3sM+QrFjGLS/0KLQbdSYjDc0fsc6KgztSHNIBLdzBf0/9yYt3t5tkP+HVb2iVH8rl",
+	"5r8ZmL3S1F8Atlh3fJLiust0Lvjd3JTxo7URu2zTQGys6yYmou9r12NPe+ChKdwR1NB+/4wWgku24ALm",
+	"HH7Cf5zlqwiqnKqkIRYZMIAkkZ1Z0yTV8FXMPm4JuJT6YytlKY0grf39qR9DyvbAB2THYkI3/vT2ki1y",
+	"EPwPf/1/pu12XWNnbpITEfohPj/az+VI2rpzWVxk2owg+lGsjCEuKQnPjzZSA7YmqF1WJn3QPop4R4qE",
+	"WjyttyvPhbwRh1LdSCtWMXIsdaZCMfW6dpAD//MemqJ4RE+cBSAtGLbp+buLZclcZitKWa6FIWf0WM/A",
+	"c+S1EcPOfvv72eXb/Bj4v9nl63PvBW/wfO6llS3/kHZ8mZXEhEdRAAcXQpmBU15+f3OesBmXEDtMnfam",
+	"p7amivYlys+OBiEnK8wXq8QWtR43dDSFkGrMHd1yItiQyyI44CPOEYQs+iQf8Gt8oIGkByxthK5S5E1r",
+	"azDkOzE2F6G1LRBab9I6hdUwURgxQ3/XMgNTqYuinYkVGy8iJ9MyoJ7BPAhEfpE3Ymc73KPRG/CVa8hH",
+	"lzYr1D7pmdtCuK/IvLv3/ogb8CohZaOgbnF90ta3xVUKqMEX26PuGkhpIKm8k/OirYV048hYTeF0zqdG",
+	"LLb+aLI1oTeSvGsKoAyii3shiveDQ2xZ5fslr+wc3P7suwEywv3wf94i1IG3rgHJNVmcQ2D0W6Axy5kS",
+	"MxLxBCxAZPBvIYsC51w0Wmx/RAxTod8spveSJLbRN90r+CEL062g74FQbh1bVARyuuwx7hvDOCC1eliI",
+	"Kws+v+LZ9VrNGMEkRiBqChJ1aAqZ/Vg9gapgBakXexdvzllq/vOc3pcmLLX/mZJ6iEwe+eDYQdT7y3MG",
+	"HbmlYYXghnzZiwpvU1VMvOPd3WGZ2yHCe95Csqt7Mt2vS6FEXpceYLghgGodDVlQgBl3+rODxtJpUctK",
+	"9HdHLzsV3BOIDw2nhgNH33dHz5curcS/RWYhQw5CWX4r7RqW0iAPZJ5SDl409JO4q9ReyssyPUx97n46",
+	"CKl4Ma9oY35R0MwQ1yjbA4244WKIDqpDivf9D/+a/0xxxRV+txCxappC8RMWt+E+zcYcfqJ/OTsp/AqP",
+	"pQZ+PkIE5+LCdMjb6fOvg/VW79A9wACsHWDPnj8bJGzM1ciwaRm2kn8DVEmA/YGLDKMw8FyiF1hjEvhN",
+	"v92T0b9lI9PAp5mmfm0PaGQpsiFwb/eCt/V+T8+O+axkXcRPlTB3U9/d9Bs4Su+qsMRtmODUiA+x+zt6",
+	"2zCvu8iP+fsahxa3gu2ltPsxUvVW5cIdjIBRs/HcwbFwfxtEzVNXeYe9AF7gezZxE7eMTULqZHR0ERbj",
+	"gTfoouz3K7Fp/UlbXvW/7g+k/BqtxqfeeXxHuvOyFGzXebxSVtexPAfL/Yf/8zZhWaG9x6DWRxNWCVIr",
+	"IHFQ10qxWVBQw8Tx+gN2qlCsg75SdwV5xUgF/KC0/QCN0dOV9nsv8nct8gkDHO4Vkl4h2UwhIbfAVvBt",
+	"lTpC4ehDTK9Yg2ac/Xr628XrN+cM67DP1FCjqQAmtVbNvgiRI4CiV2Sn7cXZhK0ZMg4OG/kxA8qQruni",
+	"8L3cQF4XxHxO2LLh2jrPw0+Wm+uz/C8yKmlYHkGlgtQMSiXD90jD0otplgnh1CumVYbpiKmZTn6bTtJQ",
+	"WiEdhCs9VZnIyaAmYv30TLm9UQgrKDy15EeA3NE6qRESRPaiehV8BRW0TCCapRiluSzOAs4B72fA3z74",
+	"NCbk6oLnYLOPeEkbDgq6caoqwbOx27jpAXs3rRjPc+k2x3FdlvIDVSZSw1dwY0wLu4sp8V09XQlfcUf9",
+	"L8ry2aLBHL1ohbWMSQFJx35+EMs4XqGO0wc+YOI72vSnT3/6bHb6nJrrOsTf6eDdcupVO0R3msQ1cO8b",
+	"mXsvXyiW4+TDYm95NqbC6DrtPzjAfCttcC3bscayPpWXWirr/u0dZINjSJ2v/+BrDa90Pof0Yro/ut3Z",
+	"5rEPtMP9ng7c+ej+yKSNT6Rdw/RMsUJnyEu6B0w8DkxN4juyVEzmJnFwXAljhBmEHg14WHbQ5LSi7lqt",
+	"H5YUVP0ObR4/2iNX5TcF0t5uvzO7PXYrLwdZto0wWCCNNvcm6eRxzMmwPc8hYaalA1KD0faactIMQpa5",
+	"rKC3ejbPCkGMrQnDoAT0Xdc8b0/G/rWOaz1aXuBojKvYIxur18vQXRJINpZ2G1TADUk5/NSItv51WImh",
+	"qIRaVZPxWk+VNViWAJdTzWAzjAu0cjGFpEnqADB6uBJfV5jAySgqk6A1mGl36FkxKaFv6wCJ4ziQ02ii",
+	"8AamuH9P85GAkJaVlZhgY4SqjZT4JxHL3/t6lmuOxF/jSXWeiYvEHF9EH/cFLZLqPr9IJSNyYGu+Jq7y",
+	"1ioL7uxVqN5obe/67ChZ3dloTV+je0Kr6It2YFa9s3vAukvAqtd1GQYeAr8cEnR7uf5wp3hZCfdYTPGm",
+	"nT4IqQUEbAFRZnpa5CzX1AxxJo2gn5dVidAs1A3+GLk1Pf5hjUhoxFhT7IrKyWzGLeSF+9asWrV1dIvK",
+	"ZNELVCe0KGKCk4YpdycTqtJ1o8gD9kOhs2upRvEnw7eRK6eesm8LO1WFMMbZi5i0bkQLtr6HGyNhfNKg",
+	"+q/tuKaWFmmFZ+qc9qeu6KNEjDaV4Ab5Q+/PO9UYtRvP6pyNsh5+c1/13qpvKg9yaRvf/enQ0tLT/XDo",
+	"MXeNJdjQTxucVbXAed83ZNIVFgyeNvMOmL39ax+q0jbMxfPbtVAeLyiA6ssbRba/eoEYvu3dIlB93ukI",
+	"fJ2xb1xz6/pian+8k+y8CT2Ud5IdcrrvJDshTrST7PzIZQH/uJQTkb+b2p1k5zUd822FyRsun7utk6EB",
+	"LwYJ/2I6wvDmDII1NSVhxDy050yIY5l3siPSkSnyH+adxITfH332kHTFxhxyIfTUep6Y9v5mXSOE5mru",
+	"6e12zpAXRoTxXWldCK42HyC3boyeaM19PjnpHMqw0pM7aEna8fW8hrhmEFZvbQhEbwf0JWM9rbpFUKpM",
+	"/Oyu2LTL6X/87eVtG+m+5kbsS+ixJK28EUhKRGOUeUItJd2DEk8Eg4k7TtNyn1W4w61rDtdiPtPV46Hj",
+	"jM6hTZgJ/MfrqQlW2LgNPSFSW7C50hebtA2VBbtAbuDCbiovn4GUCyydrVoNdFx8XKrN4z7de9F+WqKN",
+	"mk4kFbvmfsXdbdS1zvZlebdAhwf2CDOiEBkIO+565js2kd8gn4ZeXy1+8WhXXcBY1nhvekOjNzR6Q6M3",
+	"NHpDozc0GudGVys7OMJ6JaRdCYED/n41jk/0r9XMZ5iGrdVCI8i673ataoRtu0q3WKdW1LHrusEc3NgR",
+	"HgqTeLSNjOLJd8oGTbGPSN9dB6PGhr1HYTrE4G538BmVNcN43VYVmJ05Er1AsRfk+2M7MV5AYRcjwitq",
+	"XGF1AVoARJndAcOza6VnhchHGLz1IWhMzY9CyicY2pb1k6mfj2eamapct9Fg4bifhizffeR2afZrKvB9",
+	"hPavB4YWsgy+Wozpg68r9Qr4/HcNhuvirQ04zIXlsvgCFUOqcmoTZ4mVUyqb9VRWTvVA9Fqnd7zBUXzL",
+	"2gctwWodBFsKuQt7bWRr2ki9yFvSS6inIvZ5WsNrHJGJ+r5Q2MYBamtqhx5b6jMNLaiMsBbb7nb2MX2N",
+	"w7htyODSQa8lb90GoQO8/tdGvtg9tLzD2b3R2dTpXd3iFS1tfwg/wdK5n4TtlJUttEVdluNDt1NXlG7/",
+	"UUkbSMNQKJFjEu2IK55dG+A1w5iBSKDxHlQyJ9QORuJlCRgj0WQr4dQhLHmG9lVW+7xXd/20rBm6wh1Y",
+	"bdxGnnXq5vFIoOHuDYV4YjDTNYaC/1Yhg/chcjuXBn0Kzu5ONAOd64TpKqm/fF0nFWzZoVTSjKk5B7lA",
+	"Z9ztt8VQFrOaKE7ZXhopLafEoJliHeRISQONjq7mcA6lUWgiHfS42tdBb9hv3iHfFuG8y0JqAnpZcLWC",
+	"igM4FsBZ44Ca+snUeIEVCSiKFOLlLJfDobddoIgYu80I6GwczRfbBXLAcl7ZEyeu0F+p7se6DNznBVff",
+	"BG67iW4K29DPbVLySjwcZLvxdubhF7xXOHtg3JQvkbL1ocd8i1GIcHNfAFnx2edarwB+iyas02rFR7vC",
+	"Vn3PZ1+ruRpeJbN6mv7E6wAPt4o9eHxl1ip81S8RYWq2jA89qPgsiHOyU067TVOIeAEvVsuAOm1VXeRM",
+	"q2CuelsV2NPAHNVFQf/5mVboYxD6u1doVsn7JoZpUB97o7Q3Snvd66GN0i2i9lolbI2l+hrtnzUAHxVT",
+	"UsdprcRtDc9vD6o3sEVhdXs7tMfCb8cOfQAwrMS+d/psbpQGN5FnLPIJC2yijT1GyrCk7mqesIJbobKa",
+	"PO3ny8tzSn5YGWOtxIUf3VcbaY3muMYt1yPN12C0VvUHvasQa4eF+ndeyJwvxk+TpiXaotOAe92HUVlM",
+	"d41GR03qbPgEzKh8v2G54n+g6hQ/HYK9Ld2dfy/dMB+V0G/PF19PD6fdh1J7q7XX1B4XaL9GdWZ7uL1G",
+	"MSsrnQlj1iaYRgOkW9rCAyG5DcvJkA1O5K0exKB8ndMQvlK9i6Z3YbkV3WxfcE0PGw+ZZbq8xbecmEZv",
+	"OcT8sG4H0c+L6WT7ThECYWtqPXVLDEpMYHtjYDh3z6eemcTjLs1CVu1JVKXLsBum7w2PDZSIic6dmtCA",
+	"o40x/T286bGI9bY0K5rZKazkRoUsobd8odXIaRhuFbdb3dIy1NWqFG6MXV/z1OtUvU71RHUqRKGt4Plm",
+	"2tQhwe+K7DToc4+dJnndizce7L3ANby9x+ser3u87vH64fAaldUHBOy1cN0B0myPh9Jy+gUa8w/JHGbS",
+	"3IfefdHDeA/jPYz3MP6wvVkfHMRXdpoGlXt5eAjAvmmVrliuhaHOcHguScumysqCyEPgj3VHiHsAd132",
+	"2N5je4/tPbY/aN/t+4T2ypaH2OFsAxbnhZ5oUUehsTZ218ekxrrIDbBTiiJ34iGULebJAudrLiuRIc9A",
+	"G5nze1ue68r+gmPbhOaVBhXznIrPoDl1YHIjIBgPT8x3kh3xsYSw/MbEpTQWT1vamGvbeMIFrUNyS4hj",
+	"MkJ1jeKpR/HiD76qnyMubQ+pTxDdgMR6AUTuiFsm6dBGT811J05hZ2kYix7Cse3GVlGiAAcldFgJwTRq",
+	"CBh9JxruiQYCu70r9wWJcALxAnKcxyK7HsCfsb9ZRNRrZzITbDaWBW3mvKsXfSwSX5UyGk9sjRYKK8Rm",
+	"XFlcp/tLkYoHuVr/hDH2WmevdT5VXAYZ4ypg89a492p18/AT/C/2wYR/drsU3gvSp7gXNbfbAbivBJr7",
+	"gNNWE1ygy6AtbQIQZyWsruPag0d0MO3RlLbcAPIJILtf6W5s/2M8Jz+PPze361TYHM3DOd7Deg/rTzw/",
+	"YxHYcU9vFd6hVujwk/uf20C7JT/ejVf5tCLlPGEaruZFMWfaWdfet+v530byRqhVDoUm8K/D/KDS5fD+",
+	"Dqync7Ib6LsbNnz/3Xcvvos6NjzbpGMD+BUq/0n9In2NDob+VOpPpf5U+tpPpaBLY4HDVs0OW3FlMp2L",
+	"at+KSVlwu97fHW5he8PhpBSjAQv3JoyaQO/PZO6OKgE+beK3azSDd/KmcZJaNRvwtzu+L8OLL8NQN3F/",
+	"h8GBXyvqc0a96/ew3MyNxV2A7OTxFZ1trBab2z8OzvDldVrlNQ6r0/f2WdVgsN70Ntp823TQoqfTmfYt",
+	"Lz9xf6Z/e/sbKlTdzvTdquAPJtOliPqHoCS+PHrV5Vtd3j4729E9LviN+BEAxL9ojcfTT/h+vZ0t67F2",
+	"fI/8yO9P8FU9N0AK2sXuXs/hw0/+n7/xifgLEaIQVixjxRv4ewdWeHxAYxDwYFn28Qmtsr/yhHVD8y+I",
+	"5bPFLoxn86WOwP6YvwUu4a7Jnw4+PZXWICg0W4aKDsaL96IseNatH4AxGykDThYDscKVzudsMjWW8VEl",
+	"RBdNxdOAg3/16snXpZ7cVvy/KfWE5P5+9ZN1PgE8TN2Vx55pJ3RYNmyPfAJsIiZXojKDgEN17olh1VSx",
+	"q3nksTNJoByUlU+Qu5qzseCVvRLcBqIYWbEbUZn25uhuhL/BHLbcp2uVlY2r+82Yy4rW229G2gB30x7L",
+	"HBpRDA/DNuiOoVzyax9AaW3+vWswdQkYDNxRaplWGbJCQTI83DxhViOTMXRhaOzthEllrOC5O/RmHNs8",
+	"DCmpHhp7lqKSOpdZvW2Xt+hlJUcjUV2IYvhzmNWWd2t40XtIDe/auGHUzPJrob6JLey2DRoQfpOERVB6",
+	"dgfbugtlDz8piBL9FVoxdu/t/zUVU7FY7kGZe8spfVQlgnUg0sS9EU8QZd3mvRCZVjmVDdLVIkeZiO5g",
+	"QmEac7NyxEDXW5mLSamRA/FazNkEZJCzSthKipy6vrv/nFaK+pxUxsadGtu8UrfoW/trmH2H5omL/Ci7",
+	"1C7OdY3KGS3a/Wmc33BH7N5ztpHnbNvdaiuR6SqXanTIp1bv438eihteTLkV+8ZWgk9WdNqL+ikVguei",
+	"2jUAYdSTCZ+HLnR4lM9zbviTuGUpt+kx0iCNuVKi2DUsdUN6D09I2d5sLLMxm0llBg4wgQ6XXxUiBz5l",
+	"3/XJFBrqFlXCBM/G8Nuu06phQlKrJKJDNElQn3F0u4YZAWvmjqcDdmaJldB4cu5lUH1La3UaBnuBi7ZB",
+	"BshipG4Tl9kdOvv+Lis75QVqbj70gZ9pLxdDPi0s+/CB/vV3d9WHD52uvRv3+84Xjee0BtLmcLreycvy",
+	"blcEPx2TeXdRj7vgrj8E+BTkBLJLveyxvfc/vmYvXrx45ff2n1qJwYnbmZiVwa+M00e61qb5MUKmUO7k",
+	"2r1s536drIvy8TaIZNfRVwttH1BtPyY89rAIvElxNR6E/JERkL7t2Pi+/dgI99zi7Kimat+pud2Hxq/B",
+	"loSToj47SMNFF8hQzJhBLfrYMyuFN9I1/gSgMwMFpXFsQI3NGFiFY7BNmEHWpqnVE25l5nEf6unocQbv",
+	"Vhrqkt05Za5hdaXFg8M9F06ZwOYHHwAyw7FdIVc+4dCfKzOurGF7fGhFFXG6U3364ABOQnQoXwkScXfe",
+	"UYoVZxOpphiJUnp2jMYVuWwoMStaJnf8mQaqwKDQ/HYg0JLHOFW1qL5zH3LdQSZrRzV80K8WuM65Md02",
+	"/h9jbutFyGXeo1aH33WqIE8pBi1Ys6ZLYJuAlU3t/kRUI3F4xbPrQne3hoev6ixz06a6osp6LhRIm8OE",
+	"98QgZLm5NhHpOYocFAybXZbpqbKR9xZMeSfBNhImXeTC2AN2CY+q/KpZxuEyKHauwTOh69EJ0MrR+3pq",
+	"f3WT/oHm/Og01G2KsZ+8W83XsPxdegdtiV5828X3tLEpdg3LpvYQhMmv3N0J8ZLXuk2Es0JwNS1XFQBM",
+	"9I0w7GKaZULkAmtpf+TS6Q4oqOhLwx+QzmWiKyjRVSx1glVdjrn6WU8rkzI+0myvUTCwlHc5aERcsGkJ",
+	"9EkwbKoKYQxLr4Uo38EPP7q/pydOtCfOFPvu6IiVomIZL4qmWLO9SpSCY12xG+HggJ3CFNgM8jEadnXG",
+	"ldKoR5hrAfyUc4z0SMMKaYDOW7F0CCuRtjgMcWVj0TFbSmHz76BXrsyfl9mYPpt1yo77uPfrt1sa7Eqd",
+	"YMYNjbJXCbr8XW4h2bQk2asRxdKWu1+lAN/apRK8bo4uYUrMVhy8v0hjFyXodmX255i9stF1F/JPvLYt",
+	"rwtkRqvllK67z9daP9p4TS6QK2X1uKkOyRt7e+gfgnqRrNLG7BPsXYt5dwIal+r2M1k1JjS06+FFqLLa",
+	"bfX41KKusPs75YyaESqmbt49jK2I2G8NvFYnuf+XltTb4zV1nsxrR4DxtSHevcu9GCXgTC9LIrBG7+aA",
+	"uEncVI3ILPtHCu4JZ+qnCUuFyuGfA3eJhgf/ev6S7Q0rPpoIZUU+aHX0ozcGqJvsWEyS0OXAJ+BINcK0",
+	"F9KYyO9DhvW1mA8dfEB2QcWuxNDpaNHQWAipBrvLD4ntee2Kk1uJJpnpG1GZek4nbMRLE0YWLSGvBDPX",
+	"sixFnjCjo3HuGpb7xg0hJHwDEV+gejEHLG1AaYr8gkNOba9gJFB3qnhV6ZmhcG7hWQbtWMxZIaFk1Ygb",
+	"UfGisbREMQ6aIC0aWaUnrNRFURMf1kqwrrwOvGeEYD+9vWTLhyJYrG6bimIAsRPF9JXl4IoqpLo+YH+A",
+	"0y2jqfxeFalfmUxPoF6CF0az83cXlwKs3Uogdlu3zxUv0CpGOkZZFE6puxLsRlRyKEXurFw3A6lGoOwi",
+	"d07b54Egu2Evj16ewJZEjRgXEcM4udto2bWJizjIiCY/3B6uyKAreB7D5ZY14XXUibAOzfjVw2jBsBZd",
+	"mZLcXCd+K/bZ0ncdHm6eNQ+jJx8S0V2XurzoRto1pDyV3iHG9miDJN59ltQwlRBIobMslCOTVewTxUDe",
+	"ebDjV7q/IoWz94B1JJ24X3str0P63OosBJQabrCt6H0bieIn9z9n+coKJ+8Ng+BTTh4wtvfy6BURxmHO",
+	"mndq68oL5YDy21J8cu27SsELHjm5mNU6YRjjwrwNd4FTF9D9RHwcxuqSzXR13ZpYgSUhCwfu7Qzn+Oaz",
+	"/JzbcYuJeeq0E/TPxKonzMPpc3ax+smnRgx5YShLG5aQQhkjLUwS9DdyuqHuBZ5KkbNp2WmgLq5tw1Ck",
+	"N+8cw6sDelxp7R58j/Cxtj6Km+s+Ze0JMieEOqxtaRaESn8l7cqCd2Y7nAECtkqPKmFMEixC+adIGM8g",
+	"cckbXQkTbhkAWzK0fn0wbdnygtg61HN5yd1dlPCXRy8xYDeTRgzWKhPbwaXL9tF9PTrIKpuhNxXurMiJ",
+	"51sU58/QTQ5zYbksVtoLAALBttXTKvOGvLTs3+Dp2oPTVeZ1j2tTcsgbFDwbDxIixcUAXMnt2HhXRRMP",
+	"EvfItZiwFgPe4KQeIxI8PsmnxVoh/xiltIY+vunxYJt4UJ+3tNwPDBB6pnwb3U6ICJ7Xq7kVJvY9s1/P",
+	"Xw4Y9NUdVnqyrMHbcaWnozGaJoAScSWadyQmjIORxK3l2dg9mmL6P19enrP34H7be370/Ql7+ex7VnLj",
+	"G+aQqyLTKpeYI8DIT2gOmDOz0mxqP8DMP+AsPkxrhSwlWyGYFc2sBTSqIntrxo1Xu1tsKFrJWPjQtrgT",
+	"pFqPFzcyF/pwUr5sAkVI6ruSigN2LUJRKzLMxrrwX95NdgyZT/Dq1/jO/TfSlNpIvGlx36T1t0zrEEHY",
+	"SQ4/DxqAuTSqv5Kd50ffb3WStFfANW3Jz9sxWdiE7eLh3cNUeObPyDBXp0evn+sLxLUu6QtMgN69bmRd",
+	"4La0+3cNu+GFzLnVVW8cPvt+/Q3wfX/T9oJbaYYS7bUnalgSEjXOHu2h6K6MS39w3PLAgdPhoU8bqQqp",
+	"xNM7YxYUYSig+wpOlx7pe6Tvkf4zkP684POtonxZ8HkHwoOPoBPI4zwmvEfk6FYIWbaI3JjJt5RZEnJE",
+	"mBGFyGwjSaPOvg1pM5jFgfK5d6XtmLVVxpxgwoZPZ3HYfsB+5lW+773p+ApeCZ+0iwzl4Mxwv11YbsV/",
+	"ous2Tw/Yj+F69IHwPK+EoWSHktvxMd5HeShYEDsUlVCZ6OiU5lcYHn0/CYxrrg1DWqD3vsWdmxOJh1te",
+	"Y9bULe86LctbXX/hq0xvc9OPfid0pVEu71TKFPIZob9fvmb5io52KDNvkB2po0JrZ9MEShxNJbDsHtNw",
+	"pPF5OGOtr9meVh/wnR8m5cvOkBn6LH7W+rrL2fX9y9uNSqpcfIRkJWnYjM/ZnhtP4kbLZTe7Idx2AaPp",
+	"GsmL55+TKhttDAKkW+2MtwhbW+6tF+/DTTJJYan7HIMVmaTNM+pefHLwpsM6daA91/SsqgTUnF4V4phi",
+	"51HK4i5ZSZgCKqtmpiLb8xYR/ogMZWjPXAtRUk0tCBMTylZzcMSxNz62rCdXxmpnKhmNiQXUuUnllGMQ",
+	"JxagRQMFtu549VmC1ldr4lDdYTnSShywUx+2l0XBroR7wqyS1gpI7XQqMNFA4gDnwrI9pe2HoVMQBycL",
+	"eSGUY7pQiFMIfgOxDOPPdoMZnjNIjoQVie21QVd2xNK5vI2ExPhV8J41mYmkUT3bf3Z0xHJprFSZZTI3",
+	"npMDG86CHoNW5kzdc9u9MJcfuM3G3fU777A0e1oA+xjMzBnq3s5hTjyrHsPaMSzSYbcGZT6dYAWYkeR3",
+	"o9kPFeQPGz20Cyr3Fc+uAyKg4oRwAXI6jnX0WsTpfWiJD7ksKBs9jOuDe9wHQJuWLkJw873I9ZIU9FLd",
+	"S/UGAUQ8SJfF5Z7Sj1Gqo9d3S/bPMhd0xB5TCYU7eVlZ8DnUXdSsp3FKIs8n0lriz5iDc/ZqGmsLxvL5",
+	"gl5xhSACJJcN2OBFJXg+b66XQX+rQa4QpzQ0wEQrcWvkuNBDe49KQQ8ePXjcHjwuaiF4SJXAWG7dJsy6",
+	"fYU/VnpSJ/Girs8LrSjhF/UD6CoV6lE19G/lRTGoSxsSqs7hlW3SeuAP/EZUnMp4gGTI2Cip0bvy1XRy",
+	"hc1h0UMzX8QFs+AwDCYSGjaQzi/yqODCwVkhhhaahdO4HJK1RneWPEy0dBt1jIoqdneNt/nb3SdZ8K09",
+	"lpylrpl3oBzt8174O4Qf/iWNeDjHxid0e2+YYoTn90ISENtLW3JNjtlSaom37iGtxKcjcvC/D5IoYBxV",
+	"H2IZ6ExBmuNmcWOnZ/jJwLk0EWbTEPIBAxmt64UR1fzjjhlHrYXpqqmf4MKEestXLF1QUeJYc3dWUkO8",
+	"bh1UaNz9sDHj1o1ydwlK7vGPOj3JHyFuoHcWwKZZf2H4Gj5NH7zug9e3TlNqHFL3lqO0cE6tz0wiMenI",
+	"S0IyUDRjmdtuQlmnC9WF76fnZyyrRO5+4IXnos+0Mg7ZiLZy7XkVNOVNT63odJKGjbXSUyf87qRCxded",
+	"VhjibkDIMc30vx86YEhpggghcLi5Y9cdbpi+WwmWng3x1jSBf/+mldj/1Rl5FNU/G+7/qnMgG9i/cMiQ",
+	"QmSBs39Oj45eZACf8E/BRCFABzBCXBtn9UnbcYi6Jb+rA5T9CJP8/f0vzGo2pn7K4bN6LgQefceETan/",
+	"rR3LKt8veWXntd+jkOraDQq8HuuV/s/L6XpkB/TCwYStp3FnmJZCtGLm7KwUdlvaH7v9sdsfu1vPGdvS",
+	"kbsiYawsuAp9QjvP2VPFxEfuAB6bDezNhLgGP8zR346Pjvafuf/vjoPfL18PHDajw4czJWbozK30ZAXM",
+	"nhdcNVoEb9Wf4d72zXW2e8zF2wv0qk367raOdNtzkwBheKccvF8gFr+ag1F6gqWTQ1m4c9/9lbOMG7Ev",
+	"lRHK2bo3gpnpFR4dqzIMz+H1axyL55Ezlfp7eNO4za2osCvmY/Ioummu6nEHq9uL4CNIvgp7/b5o/E6Z",
+	"O1uKOXM7xj3UHStcsbPT306RHfzPEISgrgn4bEqb0sO4i44hShcvKgwyLLFpglf4kEsckpq4hacnQEwH",
+	"9g111Nmb8aLYzwqdXcP1JhDgjfW0MsDpxziwcLKczws5Gtt9w2+gTSB20IHUKB8rKQT+BiWn7gXYjgHT",
+	"rYIWQEzJRk+EO0RFYXwCFXZh6CJpi4657TW0rV+yJvZJEGUEhJTNQ4Q1V534TkVxQ+zh5sHZ3JqQc0/p",
+	"FIBuh5/c/6whjvKt8T2YnMTsi5LIOoFmXJeestNdoTJZAEMWdvHkxqxOZyTBXcvMhru2tS8hzmZTFpS2",
+	"9PB/PahQej9RL5iPoin9tgRzDRkSZMvTJl9hOX7jstLLyCPgE9mWhARledpqjkIDdxNbgl7NOlk4fpCX",
+	"3beh5hgnWHEg/V7m/PEdSL0q2yPB40UCkMbHoccekpW7oqP9tFI1ckAPn4rp4bAlszY+bN/Scx8aDpJV",
+	"rXi9qd/dgkKEaXSP4F7ZRXvpftzSjfveyUguDfzzkcg5Nbbs9Fmfo4oAbTX32uvvFxpTDnyFHx13weuG",
+	"PTIg/ZaETdpFV1nd94sVOuMF3g3U5RgzcvfMuGH/nuYjiOZ2t5R+RNrHypbFMJWOtp9PpctnhPBfUWPi",
+	"rxeP/HGHvTDZ2Knz2zZDWvHINw6+BeuIG5+/Dbp4Nrvhh0Y8a7g4LvybezqOe6TjaClyCL2jJRFpQJFF",
+	"dwv5RQKNjUoQ6GsTw8e6kXhfrGewWE3p0cJZsX5MdNM9VWDQ9DchlvCL0NdhbBTeNDWM3ANaun3ZbZSd",
+	"QlPP0M9okZjd+t7mTomqe5jtGroem5n5JmdaLZIxuE0Pia9LHNDpzVgb6/7By5LyQn03tHRwwDBbkKtM",
+	"APkSxl8xd66mUFpY0YSlYfumTPvcN8qdzbQaymoicriMkvvS0ILDYL5spicTN5iRBj6NhKXYDYeqA9KC",
+	"GwvfOK1b44SW8tDgChuD0ZIoIXJGdeqFvKE4cqN9PYRyApMheMhC3zWYA7YHKadXhTRjN3wohIWe9zVx",
+	"oP8Zo9NKicyahFgHjdVl6QYGbDZA0eHHh23nlgLBlbBgrUNke1pVmIILi9xirrunhoXfVgS48ZKV3Wq5",
+	"rfftQ3jMavDszi1d2Lm9WvsEcyhhS0bf0gvVPdnlUaPAlfUK2AIfs08qrrASynQpx/XfiChHLXUHTpA9",
+	"RxoGlERaMTkpMU8fvf2r89tBofoVhn0voli/rquKFCp0JzwbSxUIsr5ujeQNLMKVWDxHGytxT/qJXtFI",
+	"/gKylMLVjdNzKJU78PCQ0qVQRA1A/a9qUjk4LpXSU5WJnO3VlR8HkMef+UKSdMAKeS2YuBHVHNvRHLDT",
+	"xZMSD/PGaRk1wozrSpS2H3hm5U1bSaab2fbPzOgdGxyZkEdSr87TODoTdoHqTbfC15+uT/J0jTfjPR2u",
+	"NjustJ50+5bO+YjC33Ad1tZwaJYbF/VRV8xmp/qE6RJLcIp53R6a26k5YO+mwBpLpe3uqbnOpnikmrGe",
+	"wevwse7AdSZRh7PKZu9hBg/V8x7XZWPHDPQE3RAicGq+df123SD4rk28HzDh3vWxwvXhhQRyEidCgAla",
+	"0S4N0myzFjl+9apDjm0WBLgrsxvTPA34JOp3Mj1TdTFui+zuuWe7Kw9Iige+j5XMxaTUVqhs/j/FPE3A",
+	"/22rua+NMM5k97RE3oT2WEG1fpWxIPgBIXxW+LWYs0pAh2wM5yjQQNiVzufNytVoGB8yQvn0hNmZdkee",
+	"N9fdyKQwbMKvBbwRpgS+CfevRU8P+VTcheC0Ac8OJIBnY22EYnyi1YiO10oXhcjpAWNtrOnMDEc52lbn",
+	"7vgd69p3a33P7br93FcMCPuy17uCiqvh0+Wsud8GvRrz4AnjMZDcCXa1KR+Hn9z/UG54R1kYzyH65nGl",
+	"WwU5CUBS/7Zr8M7IbmlqIO0GfBDllZHxM3jJUCJ/VkC/vd9/P3sz6AiX43xXhstDvHo6lfl9h6rXC3Lf",
+	"Lu9u01vvV9AOeZYJY/atzK6FNSt4uI2ZgkZhpBoVYn9qBMN7Gd4LCO6QfGpQALhC38SSqJ6enzGrr4UK",
+	"LfQZpnjAYySq/QqN2j3oPyGtYWNuwLdxLUo7SJA40zDxkWfWGRVKQLNOtudEr6kPYBNPUC3cZfSe+E7P",
+	"kTlImPhYyspNFOILKf3nmfpVqqkVJmV7z/afvXx5lDDfm/vZERKKS+PjIE7FilwpLADKATtlN1LMQB2k",
+	"uAXLeMmvZCGtJA69vKKgxSnLCu2et4BZr1jq/vIBf01XaCCn8IUuYcaPGb62qCDFS7DSE6SpRBF2B24v",
+	"1FHHenbv6lPjw3UV0MOvSSQuvZ70UOAN8LgCHbuQvFZNdo53eCn3ARh3tgD0ABbd+P7a/byhZhUbigBB",
+	"g+M6Eos73tMbB9Jjb3JR0ojDuUoAJ1Ce4M28sjKTJVfW7OL5AOxKoT1vYz0NUxppTCuUVcbVHJoquImg",
+	"26wNPKVlU0UkMXjsUGUzL4zGO0zz5FIa7NAxN+xKCMWkgpPu2RGb4JEA9iIytvtC6hwG7m4puQl2LT3J",
+	"Uzmt1Drhc/R6ZwfyRV+2h7wn6OGG3X3/um5wge+XupAZKBut1V4Xwtbuq10T53rCjUTEFl2hZ0pU6NOI",
+	"8BI7shBoSjugnKFpSailpLEVt7piEz4/IQhD39PIDeHl0UvGjfeNEDDPfQMII8QBOy0KPatjcu5fuRYY",
+	"rENqoDbyggs0av0t57gc35SC2DL/rmoQ/OaPzoMWqH/9AHskfCAeJSeDTraHMOFG7O6+oe3QbT+ppnpq",
+	"DskAXsE15htUCVZNlWrCyJ7PmUtYTcakKww6SzUagOKTRikKaloUdXJgJTBpQIkup9prHF+cDPANKjpL",
+	"q9Al84tfKGFy6M6M3gN3lx64+NhfXPGHEuRquqLo4xdpOrQVsxiFHxLlbqy0HLDTKhvLGxEsK+jmqi0Y",
+	"XKXTXObCdofcQ5bNdD2d2gMJcLKFFIBtWz9+WTeKw9epHT0U3HH0fkmmHgoD1pQzXGB/3WjI9b3xkeFM",
+	"iZZj39kde5wZkWmoCcP83jqO733plpvrwQF7C97tU0jxi90+6DAl37dn7abWv77cwL3TJOgu92mE4Jjh",
+	"VSVvhEkYn+ZSw5OA2JhqZGXlAIsJlWmcSk1GXbhhTOTHE1aKSurchN9C8+E5G/HSHDCv86Reu0lBi4mq",
+	"J0JRbVg1X5irKzmS4MRH/Rt8Pqh8k+oXm4odnNuQG+kURpGnK1t4UvnJd0cvyN9WJ29CXcagqx4hQo9v",
+	"1HW0VpWqMz17m+mJVh+sQbqHgulP4a/ukk1yvBtQc0w1T97Iikg1G0BhBC+IhtNWPLvebSSCW2eCXdS1",
+	"T/Qs7uuhWlCq4Rhvz9l+/LiSbDCOOMm7bRT157sNicFEqkD02+Ndj3d3ng/+iODOUNLIJskiY13Zfaee",
+	"5Yw3zEy2lxZyKJxedQFKp0nZi6P974/izIrnR4NFmzXiAcWyVJ5BvDGlNM0bKWYJdB8BBTL0K9vzD3UX",
+	"wE/umpOWK3mew0UDjA9KN5cKylmJwyksn8MUgGAcA9tLG3oaVv+kCVv8s3tny5/9CNJBSI1F1KQupaJK",
+	"OgMIgxOH4KQ5jiquLJtB2Y5lBc+uzQF76wY6NaGTB32GSmRjkVEpNM0V1XHMi1XHkJZ5o6+h2eO1UDgG",
+	"t/h5xWcqXg+haI18FoXFtAR2God36THYpc5Y7m6iqOoKomWbkZ/iW8xmqWePiSErEllOUR6wzydJGMD+",
+	"VtNVGp/m281XeeD0E7UIsnXk8O58GCurG23mWWoWj4+x4JW9EnyFD+ONcAehYQbSPli4g6x6mUH90B66",
+	"F54dkbfCAEdAIZSdA/F7jDRGur/DMryorwdaeehHC4Z1dMOB+yn/oKd2kKxIaXG/IIg5xGtprW+zn8N0",
+	"vz0THCGou6/1G4gJ3avoP3JBFtm0knYO26Oy2SUkgR3/41/uMzVoLzVYvsR4noO8uO3PnYq1UY5ZZbPb",
+	"5pj97/2Lm2z//eXrfRzXhgL/by3VinwzrbCBLLCbNBKJiRKPyn9yn+rr/m9qRHXs1QrQhqSymLg547Ku",
+	"dNpL3U2BxWhqUvYH/j6oyUvgyjE3zPPtRZpLyKG4mpfcGMjYisOlS+pMfKz5SmwoK4IMYPpSASUMs/wa",
+	"+m2kC6ubgiJ3JVGTkqFegfiV/INUMYf8YFzFPChcwef4jHKE8YcP/sL0xJ0SmNUMzf+TUCWBpwR5iH3q",
+	"cpTMsvRMqaCLGngx41y7DRKU/0tL9QSy2+5ekYsmvqZqK3zRPJL1e09CgfF2AvnlgiQ0zsZHjvCPPbsk",
+	"OhKap4D7JD4djOolPyPX2J0DjdqPzc8DpZXY9BAoBL9ZkXX81huM8S5aUsoKMbRdKcZJI78Ygko+q3gT",
+	"Te0XN75vN8+219S2o6nBtgpb5JEpZnGm/eZZJZyCvdHNVIVliWmGNDBMM3Gg5H9sCDd28jK+xMbzvw3W",
+	"ZcRTvsl5PPhvMroZrcDKxn7RQvVu/8eJEgtJJmVzbz9WzDj8FP0X1JA6SV7R/iAKXVAaCQBAAclmDXQY",
+	"iyL39l/DoJNqWS1wBqY750PCBsKKYel5PL406NCtgOSuv+TVSNjmXQNn8C3l479owhTCWU1YA81J48ED",
+	"C0wCliRYgx7SWpI3Tt3omvL9dMOs8XfqIIqPV/vJhFrjj9MBvG27rAfgRwnAp1g52MAD0EcW8ecpofGY",
+	"QPh2YDzh11D5iG6fVqSsIVbl7EpkekIUQ5MrUXnUBiYgY0V5HFYSOt4A24uuJqLCZ0TV8vDfkWts7+XR",
+	"i7Xq4M9c5e9uRPXeZj+7ifZI+fSQUokZfPweHR8lOv7s9SYQ0EoXgukbUT02LCz4/Ipn196N1U34Tr5x",
+	"rtjPl5fn+z/+8nf2+/tfPB/hcjJzSD3xlfDog00YuL3h1+9DUPGAnVnTZI8AL339LpB3bpvp0nBJneNX",
+	"R3RkFKPw3yEeGw73hBI1oFyjJcfC3an0Ig0JVXaY1ekW57Sw3zR7SHMR1vUsrL/PvTvqF75Wxwh/f/9L",
+	"D7ZPJwVwM5z+ySEOptotIRuPN+UjRe44s7CZPj3hSg6F2bCCNSrX8Dcyq1uyYjBxkJLzRvLGAaVh6Slt",
+	"XY5UtD8IXomK/XN6dPQiaz4B/iZSjD/Dy4HfFTL6PtClH2AR02OKKofykQSBflqFE0BgCjcrRRVDeOJP",
+	"A1o+thd9SkwRxKDHtVR5XQwO5PW7TA+HRnj3Krge4O1sj8MVbMLnVObD2URPnB1wJYa6EkzaQcJgmxoJ",
+	"9CbN44eJG3B1EEEW/M+FExOViZTtUXKqoEVW4qOtf8WDLh1z86uuxFt4EDlaluLNSRyo9qljRDGGlTeU",
+	"rViAOWFNnIjYiIOHD9IMW3dS/YX2Un739cnut7ErkmXORjutVOcWQrZk2iNMTZ012dnKL95t7V39pLLf",
+	"v9yBQcrJdLJzfBSGKJUVI1G1jfHUsokGb6wE9Jj7Me492/+ukZN8dNTZaHDCP+Ke7hzZi+duZPwjjsw9",
+	"uB7ns03GCQ6mBhZhuOX397+YRvVYxqtqjkl0efd6LuHVTsdn/+7Z84crawiC2KHVeLTvI5UrjLxmim5L",
+	"blmzuXp0iG6eT4CvuHVCwRdklcb5AJvHMpdtPUNMk/QL1Ae4IaITLL4u44pdCWamV9hIpK0O08cq48F9",
+	"m7HKegVWxSpbvkdvpjzukGVDJpxOBgqlFwpm9b0ZG+tJ8GO/CQlX06WDlT61Nm0YN9cCXTy8Ek5jtqKq",
+	"ufMjLX3XLBC4qhxdZXtpxiei4gfE85rC06CgPWHpRGaVLsdaiebvUPp+wjjRxFKRjG9xZwZYjYM8+4UY",
+	"Ws8saMdQzIl15ZH6+4Kl9ep9yIWSIk8X63FaA661fx5eAaHPBSeHu+hcKKgjxX57Tg3/4+ezc2d+ILU+",
+	"DqWtprT2sTQs1G/Sy1SvwAbNimg3bL2oJ/4um3i8esB+hIAdCPzvwQ9kb+X9iQ6Qw0/Rf7kfZ2O5om4e",
+	"EAZ6wL/6j+ffDdDFcvHGo44PrNWPRK6jyLteiYLPoaAxVguXemMD7Sx2XkUyFI+Gz4+eBbdIg9l217D0",
+	"F41vTQkwl7zy7qhEvlk9EWtdT0v3k/cp6vc2I5oVlfMqRwDOCoktlITKD9ipiusQdht5tPFpcbJwWsat",
+	"3zzSvzx6BUUEuNhLzARkf06NYHtKs7PXbyOnjqGIx1SZaVlq6Bud6VxkZsBeHh2xlJwzH0xepq1xD2P5",
+	"PJw6K/lTsMLC1gQqMVh5ChV2qsIRRTPCSHh7vGX5QdT9usUIOEeYfm+zP9xufroB6mZUoy1AHQvvHQeo",
+	"Nzl1TV42D7b4Nd999+L75We3nmYBQjaJ3jy7zYA2fj3uxZMIRHx/okWYqYSBrujg6d978/aXt5dvffK7",
+	"YdIm7Pz08vXPzFYyuy6EQUnkKpe5U4thT6FzCCbk39eeMbLq5QcNn9HSBiOF/TdtRYv/3iFLKElviDLl",
+	"jATnN5JCgc6rpxa90rPxfLD69X9960rJsw3GdM7nheb5pda/8Ar7ir189t0mCxBQ/Ff36S7d4n8lEbYE",
+	"/hsP4mWtirCddqx2+9Wduo8twLZOxTr8RHdSy6VcFKJNTN97WFnWqxrIcNJyXOvStJ2awEM0CFpW8BxU",
+	"ZrfuEgC6y3K+LSg4MQS1nL5vYCr94XtnUZzlsTU+PX6ZghvLjBhBPJEuQ3+AE5C358wfM12rGvbj08hz",
+	"e4T1U33Cxf0fB8DQRG6ZFWRM23B9cpuNWwHbmUlcgVI5rDhKJNiuTT3Qm8ArUP1zIfgSNc8eg3sM3tiU",
+	"I2tlX2Zi3+Sl27lfbNqdbiAF4E36299eYnB/ne33st1Kip43E5VwIvMVtmDvLYptHCEEli3ozFF6SSof",
+	"mYnxmX0n5u0VJhM+Z9U6Ev5Nu0mcmsdfSde3luh1188igvIystS1hS+U1D4FvFhDbX/py8o4OiCupkYq",
+	"YUxd0LDU2aJR2qZVMT8OpW0x3vii3tYg+Xp29VPziEvPes7h3v7dUsFBRMAe404kf2NtngTy3Iat/fHA",
+	"UJOL/VGjUM/I3qPjN4eOnq796YAjhV/KkEfdDoE/SM/X1syfpDKrlhJaPYTwjnvPyRLRG3Kqp4203xAI",
+	"wizFjlyUkKYdtdiJrsUmO3DNqu74F9Gsv9HMw3gJHnF1a+NLdYwv3sM9qj5Ku/Uiyg9/1KWpDTw8/BT/",
+	"J8bOxcr0xLfnHTmJ8YM+IynRp/yVEN1ZiE0gvlK6IpKz3CJXMeYspiFdC1GCB5KyioAEeZsZjS26rt8w",
+	"EEQSTziI1ESn9rhLY5f1eXR9Hl2fR9fn0X3deXTQfakBjj6b7u3509MJPiufbkEn2CD14u1tst/6Q7PP",
+	"vejz355ok6eHQWWCJ8g8eHv/mQd3mNW2DWyN09p6cO3BtU9s6xPbehX/MxPb3j7WxDZ4y2ElhpUw425f",
+	"33ttcTptbrFjlsL//l1UBlwQE30jDNOq7jYG3rOyEkYoK3Ik/iR6USRuCxQKrI0F+T2O773/HN9kKgpM",
+	"nVZiFdXwU+hK9TjTzWCTt+/xhxBbP2z33/jcddxPp+dnOFwTukXIKuLIzeVIGOsEcSg/CpNEXIKG+H6l",
+	"nbOZVLnG7tHQ2OEkEuIbXkwFk9aIYghhSmpvrCsBLS3KgmOTY+TzxZ8Dq8BYVIJ6NAtlqzk+37DZWEC6",
+	"iCTG9BvBAZKTEA71V2DE2f0eEf1mXEFfQgjC4gj5iEt1wN7HLZ0NsNx4nyCbqkIYh0RZMc2Fv1Ia5gS/",
+	"ne3qtJSX+CGWIKhtU9aXHJ5D6/Fko+su5J94bfMbv1PF3E9Ez5Tn6ZHYL/KE8aLA/tkGmz/yKwe3XZx4",
+	"cOXvRlSAeq0K2rPnf9tAqT0tjGaFNLbZP9t0vbi53o13E/vgzvGQF0aEd19pXQiutm3k07ftYvB6pxwu",
+	"jMD9XAvaY1cPH6pVMzBo1csU4WdA4+V+zEfP21HS33JAa47UeWsZsVQ9AGoRHZLZrnh2De2XVU7ohJ1X",
+	"h9OiYKm5yT6U3H5IPdypBRWlmJ9QuAGCDxhC/PeUGFovfj7df/7d9wS3CSuLKYxGqKyal0gGUs5RSGus",
+	"C8jD3kLnZzK4RB4zvk7cO64E0uk6k8XNVVdsrIvcJMguO5OGmrIRg1YLyVXCjNNMcW0cfCJQY0v9ia7c",
+	"AziRmYrKaMVmY80mPMfwKC5xHhozhnVG2t+ghmC0FMlM3LWS8lvgx13DCjmR1hw73EcOXMOUZgW3npnG",
+	"YRssDvCpgLLI87wSxojwRLfkKXGCnZUmZXtcMU11Fyk999QCj3HjOhsoUGAZpRr5gZ2wmczhSws8NBbX",
+	"b4ARJd5o8j8tUenH0xGDyPi7bCB2nVfkgDtoyTgI5BvDpCoRukR5CQDmNMtsxWXRlfLjgWxnm0k1/iVr",
+	"smkc5i+oGfT9WCXcmRK18V/UP0h3j3Ta+0zHoS0eFrOrfy183xk3+PlE3shPALGstZKIy0hpS62UQVMJ",
+	"R3n4oI/9YPna3Qh/tdGLRUh3tyfahCtQEFer/4ef4H/Xht2cZmUCONlxpaejMZwZlUB5cFBWSSvgHBBw",
+	"3jipqXTBlM493rmtW1OrE396tL2B0VpZVLNrssShVLw4iZJD3R+vRUmuO9D5g7Loc8ljYEO1HVJK3RFS",
+	"CZ7Pm9oly8ZcjbB5OXJCqpoPMnTKozPIoF0Bc/Xo6wluK1HiUWb4UBTzNt+De22EqbfT+y/xg+3ci+q6",
+	"EqQSppyFpJrrf9DHoFrkHT/6Pch7slNO21RY2t22PkKnVanN0lnqmVCDTqSrtnPUQ4GTDGf6gvQ4sQlH",
+	"00nQmIZSuEPL6bTkQIALDthvYha/PdZF62xpcXtd9ICdLgo3UttdCVKpcq8MLtz6KmFXIuNTg9t5AYGW",
+	"Zfl3eNodyfLda1bN4a3RrOgzWU1QuP4D3qv6tA6S/Id9CG9ln3f1sNoU7vNHpE0dohXeHf94I8Byp0wm",
+	"dHaCDR9hKxi2kSGAIBXZ907k2h0OZByAesItsI4CbmngGXWa2VCOptC0hswFD+SVtmi4Oqv8dHEk0CGD",
+	"RhM7VXUV/KoEvEkbusJgM6cOYoAH6k3q56S1pwL8sZ9ttr6H+x+3ioVjXG8PosOITNcY3PqKiy8DjYux",
+	"nsGihhXmsXDVnj4QkIfGEwglrYinirLgGalN0YRqLY1xcHxgGyhZYJmC19hknix7VghaaqdK0gAb70pp",
+	"82iiq0oXOf2KdIYzXaENZplWmdPzWixFciQWgjfUNzKt3CTzGqyERzI/kWj4y1pgCyK1YAes9OPGjtu5",
+	"knyHs/CxovDbGbpEFap8eQ8td2PtYeD3gfQRdzKuiesuHKN4yprEbRFnUw1lZWzCzDQbQw1u7CBJCCQ9",
+	"PKA8RRGFbCyya0POanc+QzuLshQq39eqmIOA0xvBFY6+btqBTpVAP1Qe/Exut56enx2w343w3faCS0Zn",
+	"wBaQn4bcNsh3Iz+REU590Rhnu+LZdXjoWDq1yzeRdbJRj6mSNx3x2gtauFNY5IeK2fqRwoSlwZ5rzM5L",
+	"gVQK4iOflEWtLeG2OQgOZV4UcPVGcV14OKj4XxTVbQycvp40TE9tpieCgs34H5uFm/HaxqCEmk5AwqZZ",
+	"JozZSXaGXBbTyl2FvBBO5m43VNBr/Sbzuw+GbuVEdI0Or2vvZ+dslX138z2n/MCeRYaFTULSK6Chj1Gv",
+	"iFF3mSl3dALAE5d7vQX4jzSgNYcA6l4RcpdaKtsIQys9M0mtQWTcipEDTSx+cwafRZehqY3NShfUz4lS",
+	"S0h7w9aoImToiQk2MHVfWyhLQQRy+TUY7TJueaFHzqL13jnYmXgMQSDXiZ2htt0WQssYKYPXtCL5ebRO",
+	"WxS6+jVdMndaFEsfwRx8U+KyNP0vkxW3IO3CAXtzI7GAXmRh4y8NMFnIMLuaysIyqdBEcpYlNEOdGlEZ",
+	"2IqhCBwSm6RhZuJOPArVV3isuL3r4DfvaI0Io9+mT0IXYtU2heX7drZmRet9F7CNS7dhnhHuPsDJpZ0H",
+	"GwgTP356e8lW4b93p61K9/m8CAsZ6TDM2yf7nAJcB4+hj8davrGRTjwsuhBbykm54Dfw+I2yUaK/1x1Q",
+	"yYcS5Zy41bpnBhgNRQjtTFoAcLV3+dGHTPoIyAb5JPBZ7xSyVrka4IrDT+5/1qSQYGF1gDYQfaUxXQ3A",
+	"54D94I7QfakiBRL/ZawsCnalp6BSMn+utqXRvarVUP90IwuhbDFnhTbCsEqOxtacQEkJs9APHw9pq6mV",
+	"Pr6U7JyOAnFc5NsZ/+9hlXYetK64IfjkZul9fncigbgztimBHakdDdf/RgcSCSGkQEygYNSKYu4rqEJd",
+	"VmgnRGcYyom3rYDixejgt0PBYm7vzr2Hf0mo6zwMfxukWbUKMjegHKCu0NQRruaBDxQO1a3pOV0ZH18O",
+	"AA+nsojZ5mrL41JZfIoHjqrP8PgGMzzuWb+xptwHb8IGqo2Tl/eXF+dR21YEW1BDAMWcoC0Q03l1xd0t",
+	"1EgqsWvwMeSD84mzcFWhR1IFB5piWjlrKnohXJVrzGNl4iM5G0KrVgK2l+iLgCl9UYGAJ8wx5enUjl/X",
+	"xYu3rqhd6Ecr4lldiUKrkdPRuvztcPcF3Lw5TQEELpo8BSW3bhPuHO/8v3+c7v9fvv/n0f6rf9X/PPiw",
+	"/69PR8mz5//x13/bhD7i9/rbDxdm1TUVt13gn59NthBP4v8d//Of5vBfn54l379sHfJDq6PRZ15WSnvy",
+	"m7tSS9UiNt0ViFpTRhrqCr9qCz6aGvtQ/BEBzW6MgIbxLBOlhcjmGyw4BhzEcuPl7uMBbz3rpjEzqhmg",
+	"TLu6bi6EkbNiaixU3s19bnCz1PiEibrKGGIOC6XGTtWE+oU7cPQu4alZB6gQs4xX1seG4+XBKGv8l41C",
+	"rYvg+qVR4HiYdSQ4fDYcZfjPjYYYgebmo9suv8LiJ1zlWG+Xiwm3xCw7lIX77n3cdYW3fnEN7xLgNvPb",
+	"f54GqCuf2AZlRTPU62qTF5Q4yr3r1BIx6aYJj5i4CCXEd4qE3txGE/7zdUcwWNs0x61Zx0svW2MrNz9U",
+	"+IpJvZKYA8WLSbt+d59k70sLuV7h4n4fnLidh185xM3DJPvC0f+fvXdtbuPG+ge/Csq1W5aeal1sJ5mJ",
+	"VFNbiu3Y3nFireUkL2ayJtgNkhg1gX4AtCiOy9/9XzjnAI0mu0kqESU55ouUI6kvABr4nfvvPDxHfwMa",
+	"d6TarTSPj5ywKxqR/VDLsKcIoFos5wxpoKlUgeWlxN4/JfQASQok4qmb6bosmBWqqfYcyyuh2FS4icZT",
+	"+cv7N+BDfP/jc/b0uyd/g1/6H/723ZPvWCFG0utrLuJqSFzEYdCQxDXPXTkPjUg6oddb24ivrRptfz0+",
+	"JRRp59wYKShhhbMJt5OE0iY9cY1bQLo0fYZHE35Ga8WnwnC/G6qSz4WBNbF/0CeQhfwZqH+VNvpoiWPA",
+	"f+QOWkfRpa9uCcW7X7YGxdOl0DCLKEvhOwb/LxSnTHhZCi/WINIEuez3guMw09VxHPhrrAwBYpAoxNMj",
+	"5c1qyE/ZMQ9+ycj/AffofYE9RH/WpE7lWlldxkhRwxjmTeXaZkloFz2ZTk6FPW2AveCOdymcfr9fijlc",
+	"A1YRadvB7GMkBQppPRCSlmb1UuXbSEJZP+N5rmui/tS1g0zHphjmkL2gFHScyQqWr3Ahce34geBk/W/I",
+	"mdWkLUaHK/UIaQgNulgLOn0Dv8B3uK/M8xgDtO3FTxceynm85UFp0uLaNSb9RtY8fepbcDW0diKYPf7b",
+	"4HDw/zfzL+C1ncnm2C/rUfaokMAsVECyOXz4jbLNG7qzIt10a9jOaN89HLYzvy83SSunye0cGb2OjJpO",
+	"+G3AOq72pmmHKX6HosGWqcsdKwWHppwYHO5gLSP11vLS72XQcklHaT0qhXgLLoqlID7kEzb6Z8NfhmLk",
+	"NnMZlYbHQHF0pOYJQgIyGis9E2ZUlzG1URqmZxB/i0DYmdGYkajw4mXoVyY95tlN8h39EdsqB5d/wRpl",
+	"OszVz0qCTt0YLW3p28h6EohJKqR/yt3q1bB2K+a0S4X8y6VC1nhcbg9G16rHR59q4D9dmQp5oUfuoIj5",
+	"kP6Ok5XUVnVUJLu0xCwqwpiJrVmp1VgYr2HHggQJNZ9JWXdC7IvZV1gnHfO2QL0I7hcoqEQ1h9m6Eobx",
+	"YiqVtA4V604enTSxoSq5QwbfcsbnlgSF1VOB5egahh4eCkUVfakGhIE3036JlfbeY90RaHapl1tJvdza",
+	"id+AVWvB9CSRF9KJYxhoA1qs54FLK2Tg2WDe0lMN8fGFg//YolfP39OccjzKVG1d1HmTownMtcFaiVqO",
+	"V1aYGI1E7hbSQq0TvIApOJLg1xRjWq20haIHu+10zD8PCtvi3tpAo3rgvFsrFSdKyER1budc/AvkV96j",
+	"0nQULIn+SNKFcJaIbKIxiUTcxFivFlQTI6xwDvk8MWGcALNxOYbAiBLYQ3gsrwikamOgZZISh+ysLDtA",
+	"NsmMT/UoAN3ZRAssohbIM6TLohWCL/UYCC9qF/WuDiYrK8Dldx7W5oHBHIrAMLoNcs9TJ0DGNPyZl+U8",
+	"W1rzu6UX3EB9a+KP3LYKGBJBHLcGNHxqc6LusPGLxEY4g20HVlTn7gsqwzY7wh3Wj5hv9ThYmYA0UN0+",
+	"m/jNOfS6XW4EtyHyEdrGiUrnkxC2ngKpPVbFhwuktXXDhiJd7L7USemFxD0ht6npTjflczbhV4INhVDM",
+	"Ol0K6sYezVk0YhOOQtSD+TRNT+lmWPbAdyEiw8PDsxhpcDja1cjTiSodxPDBv9b6kDtG5lWMzGXZEud3",
+	"dKydEXxq/ainXBXr4qpk+xlH7lRdsXCnH7MXRUqU9jGj57bZek4wczmkn8BBB36yvXOhwC1dKydLeot/",
+	"ABizEGY1bAJvkS60Bk1z4h5bxsdCuQwTaF6Eu4qMva+VkmoculoAfzK7qPNciML//UcuS//vBzkVxbva",
+	"eaP0OVe5KEWxT00/dCHCPP0AhiIH23qpWiRmRvrPjB9xBI9H1e1clyVk+jQpjrhgj2khMsZH0CAEF7mH",
+	"+QtW5nn4YPfWrmlCiTk4/rAN+qKFdOWtpG3D4oD3gNLfddX7Xg7qVOulK6EwXVxUxfqzx8POD5ST8A1X",
+	"BW7FHxvHBdz6edWHSLfh7WfPb1X4pDPdJG5LyNBsuF0EtzeCS2tVypHI53kZUawV1UWo7hIr3/aIFbyj",
+	"g/uLpAnmAPYLkzN7ibJEq1IqsVAIskdORq2wjLzYj+EGerBX6pTIXfAkMqVnJ6wy2ulclxkzYqqdCL0D",
+	"MjacO4oAjgwUcliQFfRDYXRVgRKJuTHNi8C+sqWeZfGXQN2I3bWlg99YVitIrgSRKFUuQL08ZGeLpYRp",
+	"9iNpS9ToibMRKEu5BjyJ3DpSsUGtjBebwEud+kC9ZAnO2dkE6+hDmmCf1DinD7NJDc8d4Eo3oIWPHAqH",
+	"EmzpRfmq2sKLcTv3A7r/6xZe295mfa+HP/av93ff3AeM4/7qQ/EPzQneofY6JrolpOtQe7cM48Ec2cgo",
+	"gFuWKyjRrjYC/SgZgHowCjuLJq8m2rojXlU0jJPETh8KZGV9h2IDtD8w5fEpyJdrsdl8TJEnGWjEGJ2x",
+	"Uqt9eNO70QgeA09IbI6xx2g+4/ND9sZFa8Uhi3B+adlerguRezFjdVn7B5IsYQaUeIukt/4HsiCCaEoX",
+	"i4SHlwB4kTZyLBXbq+qyzFhV20nGRrIMz9Azb8cElbvpQC2nwq7C/D/serhVS+E+BEkC4kwWW8fxaL1v",
+	"zR6gT7mBPZAYljSq2zXMti9KaK43sAiame5kyzqLwDagsE0BMtWX4sD5GUCNVr93+DW3C/WoiOIA8TqA",
+	"9KCFEANoPooh6v0gKLFchuqidG1ykbEZly6aEOCJYpdijojtYXQquK2NoFomFCIn7EoWQrM1UM/rQsaL",
+	"SEQo64Udlbxoc5nEZjxYB0GOA4GHEUe9sI4JVcT2rwN/ua7dBdoFA7ZHidXsyXHGuGNTbR17drx/So4m",
+	"PwmsVCdH3Vh4YQULE2iWhl5ACVdXGQig/Tg2I7jVCjrgxupvKqP95f1biCpCDkSTM4vVcFmMHyaFEsuu",
+	"cGerC78dPvjTtp0QYOsdayKAuDdCHdbdl1Yl4+zzt/8WstZgY4x0rYpTpi+ZBbWByB54spVh5xY7Qqq/",
+	"elDQ37XBFD1Oylz8ovgVl9BLaLHxUITnBci8FamwItqwKBeOhtzlkxVNhWplWV350/r0mMHdcChs5o+F",
+	"YVCC6sEyI26UdrWslWpciqYBMWaiqkJUQhUQ5MfsCcjLsGBwEDr4E+iB1TaOG/8jXA1jbtXbltEcwpLI",
+	"iJ/aFA2/FCHfGoj8AVbkDnASXrQRWNoHgJY02j7IfKdiOao3LoMCIBV+gh2BwAPKZkjQx3p1gpcpBNmt",
+	"Y5Djxh1URl/P+4GnqUhqxQCJFAdbUbeUVm+7L4Apk8rpJbdGxnTtrCwE0AgHo34Pc8hgUeD/tBIHejRi",
+	"RnhdDX3MXp21Cy5jf19kV/FzotR2Px6IfkKHMq8HSjXG+OOQ55d6NMoo6IrtA6wDX/ghOwOqK47d0cr5",
+	"Cat02YrMRmsXb0eXzCE7YxWH4CZ3CVse43GKHTn6pyy43VvxUOOCu7uDssX/mXyO8Am3RNay8JrNlEps",
+	"SiIMqJdVPSylnVAlwd3BZjJqCq71JsMtbW0KsLqwmXYq5U6l3FClxOQQxEEEoiWmqe0ju67+DLBjj8jW",
+	"HOBABMRKJMcaPD6lHJfGrRx8zqEWKrj5vXVdSBu9/YfswiMx5AvTGAKZPFVVIRsXs5jJYrsgUld3gZCt",
+	"t6wBSJqJhjX+kvBQVzs43MHhH4BDXd0XGs6tE1No4lvovD+G914U0oicxP3Q6JkVJvgoobbKQ53DGKT0",
+	"y0QFmIXO66lQDk3qio/JjUk5He0/QwSIK3TDtthZTpdLQNu1VmStOzFGcLNRW9QEppDiy/MV6uIr4c4q",
+	"+cKvwwLEPDt+2r8mYRnWTPtR9ghpjuCJbzXi0/JjwVWAOSnBGbD8tIwNFj6h/3wHtRwcriRiXozQfP4K",
+	"IhqrvpPfVa3VTQ8aLGxzzhISo5NHtDsPyMB5tHwYn/QcRnhqRzQEP6O3t8bGY+6B4/Zyk6h6JYzUhcxZ",
+	"cy+DeymaDaxpIdpYGZ37nZWyHeUT4QcdffzUq5R2nzTUorZWEOqeiLICaw3JiVipddUIwEoU/koIQuvA",
+	"sUFJSN3x5x/iqD/AhLco3duvWpWAsrSUIe0GCgS+qhyTZBMtrsqKw/JnzwGdr6M4oF7B1LR311de0nr9",
+	"eqJnygtR8BaQHJnoKQaDTyJn7FRMh8LYiaywD6LgpZtkDAqMI/hOuVQQ2UPvJtDuUdnXjBu/0YlPkW5D",
+	"6cSbxqFAfUn9QiEYFgqTQ74LM+JKWkpcWxJJz3H8F7QQ2+zT3n5THz8hrWdY7a/iNLyikqrFyW/xBBTc",
+	"8QMj/Gf1nzIvBVd1dVT5zSJmKw6E31RENh874OoRij2qkwfmuqxp/CmUi+lL8ZWs0qXM50RfagT0IIsy",
+	"oiwwEO3MnHEowxdFFgnqikDIwdUcCDoP2TsitgNCAH9KoUYCKrKCwOCMZskAZJaPwzne+oI7/j4M8zne",
+	"si5b9WcIxwfmZ4r58NzpGHKhlT1lFD+3QWHA8v8VtQPa/LnEoB+NEAdOXDsKrzfjjDUgNLi+QeB9faP4",
+	"9snTu03O6fpA9O16YYW+fJzoLj2nC4hoFdEs4I4nxzWPB+HPQlKu1UiOb4pMplYHWuViTYQWiMvSY96i",
+	"7wgJOFaUaEwShElhgXseQh9lmfwak34UcNAbYlbO0hT4GZcARfHRpO8WqNKmnYUsG/sjb3Q9nvSIbsI/",
+	"CuaiCA/AiVLc/zDH0sdcT4kcg3eFcmvVg2Tb8MF1vep9rdaxETfr7DR+t4VcoD4u0Ltz2vXObHM+4gW5",
+	"swsAP5xy9hr7S3SDHX6w24O8fheZf/+QW3GAu+4AdvsG1rnjw9Jjl1SFuPb/44wcj8GbrwrmIbZtXD62",
+	"rNQ5LwlvwmtTgz3XZT1VwE88i1YH0FOokDeS0aUvXrwFo52XwKvUgFV8LvrMoPsFVCb9V4RK+mjoE5c7",
+	"DA+H7TQrJB8rbQWbSnK5scroYSmmttOMeUEvvIDlO4PVW9d1DbljkYn/xVvMlJ5SKg5V+MPTmB7+R+Ru",
+	"HQdtUd6Mf3ZJT/uJX8tpPWWq9najH4UfVj7hhud+DjGzEZRvHNRpCMXE0aOJ6EytcqRv7Mlz59cvivL5",
+	"hBvbPexvjo+Ps0cjbabcwSzds6ePMn+fH+SjkyfHx3DFVCr8xXGcI3x0IEratha4+Ml70DhuR/qgcLp2",
+	"OmAfgRym6JLz3YPFwvpt0yxFP/NahwxX7PWHn95i+j24B41QBbSuhtKD4I1fcvWDmgdoN8C9/Y85n5YD",
+	"1Dj4rLkz+G2ZdFaUo0P2g3YTOFsQM0kcMEDAES9PKICxVaVmQo20yUXaU5YoIcU8sEA27a0KUZV6Lgp2",
+	"JQy4bTzCStuaSkh8gaYeUw753cM5Gyy6kk/Ygid5cOKXLkY7unjl2KAZ58dCKCmKQXaDAIidSPDTRuPS",
+	"CKxV3Rv4b60roXglD2HZ97vBXOf2F7kOv89QR8aveMoGE+e/Y7MNegIb+LlN4thLP3sfXBIOdiLlI//m",
+	"R1nkQKcf/Yu6OM9vhonwlBYmdiibfMbeVUL5z7q0fw+7OnM+cuLaHcFA1zwbTll3vGkp2tMJvR3fgDT6",
+	"1nHD2or0SO7wuSdncaJnDz/SJNVIr0Xxyuiizl0GHVmKjE106DxDLnQJA3XzSJetC4J7tJBtms2cMafH",
+	"WJEA2COdZXUF5S7+mUIhxWeIUWHH48RxWGM9PaikaiTNlDTVoVTcUJoN/IJG4cHbq1q8vIQaeN0JZhew",
+	"Hm/8cmwzs6R5S8dB/IFbmTP/Sfzxguzzoa7dVxZzeiUcG65biS3qNpEB4wh4gjYJvsJOw6tTE43SG4iv",
+	"h/QECh4J4+QInEo9Fbk/60Kc4QC2uCHjW1bFQXFmX0/AM/mct7DP4n7aeMcdffIjeFN8PhLK6LKc0mfu",
+	"9qe+sbaG9EStxAHAaO7HTy3XPBAO7FWO82H4wAH92+SkI6Tj2XpThFBmgd2BKZAKxMzY1Q77ZVigZB5j",
+	"Fy9tLm2spvEXI5pfV9IIm5QjfsumUtVO2P1DduYVPOkfCEsui5t0lohb92WzSOvCP/QWUPZNyFKnuUed",
+	"suJu0qiUuCIbNzZ/1qNJbqv9RccqrHPmkn9JjoTfLXCst48vyUdaMS4sjH1+xirZeJhjfqUGX/2u0cVf",
+	"odFFg7GsATnYA7cKuf2u3AZ0I7isE/UNN1ZzS5u2MOHrW2ggkyYKQ+EhdCOqvTqwQgF4G974rhnjJoRM",
+	"zfgwASayanis6zOeI9JtjGzLvlEPpcnL0yLvTmYiOZU95vq3K92a37Z8mk/u2KfZ/WlWqVDNmuzs5RWa",
+	"V9cJ24IKlq0KTfOuUbA9JAnCig7QgyqgeoAiFqAz8ACdEaTRH7JUz2dGKDHj5X6a2B30roXiEv8fZk0m",
+	"zSAPRjz3Fiz13NGjzpYzjVqwvEMfbVsTWX7lGmUkjv1ug8U9y7NukP5LhaycXWXHVxeB7kSGO1JXYoB1",
+	"Tcz5edIQHPIx/BkRRQipxcekoQytBAVkyEfhzTao84hlTRhohfA1BrMh7Bza2kpn2aWYH0CrF/+X5XAz",
+	"Zg4Wkd7MQ6QsamFDoJkbaJdLFJmsMmIkrxfH1dS06VmMzuBM56HpOOZGEfsMZAiIgtVVp9fvp7AcPaHo",
+	"NXRmz9H/+abo4DMLcWtieIOpjbShlaTZ0zTXxKwv4BH21uPW6dBiGnIFCU2bjA5vBzq3zpE9WReYXqPB",
+	"9S5p2vS+4taK4hQDE7AW6JwgMm26FJohA0/qmqU+h8d1zwfN/jttUNven5jV2yelmhQMzMHCL/qXE1P3",
+	"JQDgC1A+ToKiHmQClG3RKb0A/0cEpwcBTg/CGEIiZr+/EDvP2SymOIIl2qQ4zox05IhJ8Nj/CFmVC+Ag",
+	"EuignrcLGxGdiUmHNM4Kj4C1Cm3JCzP34lVaPMA9TdANsH+IJl8dRod56WMNdBIwokT2wSeLdDw4TtS2",
+	"wyQ620CiQKJSRovviQ8NZR9BJFknyxLEUYcuTmmI+LHO6Vu9b7bLVih7Ot8Wh7JSHV/6tk4v5vw/lHzP",
+	"NdO8edZnUwNA23PnafyiPY2QpVxX/ZrnXSSMKk3mPzQ+ElMuyyMnrFvVLg46pCji8psKazF5qslHx7fW",
+	"RhTs4qcP5yGPKSjDOobKoTU4BckTr1xrUGzm8QsJAVFtp5D9N8ffIyZCHGjQuumj0u5jM4wBql8wGIlg",
+	"m4zRI8e3x88a8uR00Ii+0KEj58rfCSo8zyfAbAEc+TIwKOFxxZwDK1TBpsCwprGHXqtaGst1HluWT7QE",
+	"Yi/slmfZoOvbDTBzygJX5wG4JUVxQkwd9A0sslBD9AoLq2KGBtwNv0paSLG9b55+zwb+iR/piQPKaXsv",
+	"nJkfnI2cMAM2FHNNdlZHopXfDx+EdS/9XLfFzAErAm/YgA/TiFxW0stAdFXFhnjM1jEF9w7ZOhYHvwr6",
+	"W2dq5lUBIK9qlJdkb+7w/2ul4hBQ0w57JYU9JugMbl1sUPblOl8PpuRT3XMS8hktpNc2OZ66dmKZEqAp",
+	"vkzY9YPnJnlwKOzk+KAsPC/+Xi0wZyb3wiJgDxJpkhzbLLlFAjMwruIhC183vAUNkcGRpN8fDcCuF9dg",
+	"uaOc0dhtqVZAjPTGkRcdiieRXU0UzboEnVZOq1IkDCReqxfdHiNI4KzkH/MXvVPl/JzqI7bbpy8d5mq3",
+	"QbMYX5DX4H6dAK61bGMu1TJLAu7ZLXoEKm6km98EIYjoAJvNBTVqBLEraBokS+nmWcijJPuWUn6C/zhY",
+	"vSD5ybUcSh4x+zxPX1kJcxArIrGB34TbCcsnXCrk4o1/5mUZhwidQOj5h+w30EInIr98EQuWgnu5puzw",
+	"i//vrXSCDc7fn7366Yz9by3zy49wz6Bp8ImPB1woBBr35PggA9/KUihXzlkhr4QZi8Lf6BESdO/cbxBl",
+	"a5sWUU2JMWLeCRfn8JVu37t8RpNP594UccG8F6d9ikLBCE5NN7ETVCwagY+HLnRb6ll/E4jkO/xJl3Ra",
+	"2+W3Cg7UfxsgUpZA4w87YrCurAtvuaXxfD0O5mR/rhYTCDc71/I2XcseHmmdh8LNhFCLJDVblCceF6QS",
+	"dgX9W8DaeGnY/Wnpakt3jJlOMdO/qCnez1oVf4hYlTAjbaaWcfRCHwCFDnENGVmtrMoHt7F0rDL6StDh",
+	"bRAb7TyLz0W3vdIOj3L07YaaA2kZL8EfklC2S8ueHh8jDiCuhlIFGrw/2TZ4O7KFzs/kfB7qYp41nhBF",
+	"KbbonubFfEVtwvv4gdZkgJ3jKv6hRfwTqN+DXtlyVQl4Brz0LwW30De/3d2RUm2w4mHFeF7CdTfD/N+3",
+	"6pKmL7QaSsNHhw9+2r+Xip0Wvmza38eHiqcTu5f7M+x/nZztgId4yjNq20nNnf31hx3pJG0o5Q2LOuyB",
+	"bUK9LsW6XFfclWkRFs4djYNLpWeQuYF1XEgIH7ZwyDiN0qB9GQXQyjnDorhD9t6PJ9THlkCPeYAVBkbQ",
+	"RaGBn4RxhIfTR2hQHm8OETxxXZXeOGOzyTz5Wn4upOiGIQ9rx2RR+tewkS5LPYPGk52d8hCMdSns9ivF",
+	"/GtWtshMi+S+YnrC/nXY5jGqlZNTcUQkGE6upM7FUspXYLVh/5mpmGozz1IlRQWGIYyd2N6CykN2ge5W",
+	"rzaORklRpK20Y2NtdO2g8aWh97Cx0TM3yVjJx2NMI417kxre+yug5wOoDXzi9YZSjzt1kvc4ixfJ3Lcp",
+	"WZff1nEi6CqWfJCv70y8Ei5ssd6FuINDAfr/Jry1YCdA+MzvZsPVGBzUGD0KUZmA0zi6DoMjiJhocHgV",
+	"Pnc1L8s5GuZqgX9woYzYHzc2kkbMONTFYb0RsNuGl8YWT9hhdyi7yAn9zGgfnsMSbP9U+PesFBJ+Yf0a",
+	"fM0Cgtx1Yc9gKFhXQt3BWXC133wbHIbZRDpB/dzfSlVfY30A3s8ao6/FA0X5SGh253o6FaoQBYNcXEut",
+	"5h10sAiHBJYB+Uuw6oorcLZic6ExbHU0EdM6rUP2jnSwOEbIjIIYDIbyOcRvvPhwQpHflqtg3CUlX36y",
+	"OECszY+toP18H1umZyrD5xEA4Ai6BNFrbd0HXOA1dvFPTcXFbKKtSBc08PUu836C4pmy8BMxRoivUbD/",
+	"sQ1PRtPekOVA1W2iaKZwO7VX2zRkmzUN/YM7gSXdnNTA+CtiAe4+mrcGJ9mjqu5ND2qyMdPjSCeKNm5y",
+	"3EiLdNyMhYOBx6x7iLFQIAMhhMIDUyD69g+7EkaO5i1fWNrpvFW4JIs0J5+ycDCBE8yqxYJe6Q+aXwNI",
+	"H4E9xH5DKs90Ag1ChdZfY5FyinTlcVI0qhBsAA/5WDcB/8EylJz5x7fAZBuZNs0L4H1rMm3og6lYGd18",
+	"YVyNh5aUuTA95H7qjTzjZ+zKwmk+/SnTZtFhintiwqnLplQY1qdWyCBIuUT2w4UOPTpsw73Bz7oQ1N3n",
+	"jN4+wN53YyUtlLgM57A/B3T7h3klBvu7rKAvOSsUtmULuvFI3QJsQ2l1f0pPWxk8qkquVvQcS4PoCPR0",
+	"9GNUIeh9MJegSzWhF6R+vxTzlpcOs+Xp4KV2UwQXj6RXvJSYPYPNuxutEKXeaawsSyrNMc8efRQjh6mQ",
+	"I0n0PYfsn15VDH0sW7puVyef4w7W95KrO4Rn/7rN0TkCcSEs2K34Qe4LfP3ge0dNGkvJ1Y7i+AEhU+B0",
+	"T7GJDt72wQn7mhy0qOluUGiKwYIGCpYSECdQdEOTJW9j8jgkLp7FNJ/zoE6fqQI9px/4GCqW4suixp1F",
+	"HRBjq2G10fDFrKXK+LE5iNoUxJtaHLJXvAqWX1PBVFJPrs7a0pG89ldhwwqedBOzTXphdwgXFvhFur63",
+	"kULYnRcUYojhptYSAYd+3JIdqwQXxNh4SlyxIhTb/cVuvWJVOjFtWEVOkwY60DYOI0iRVBnVxqmGJFHZ",
+	"T3wy5deYNW77qEjWUyzfIxtJ395aHdxsM37ukj9vkvzZXjv/oFI4odLyE0KGLXoXN+0MN6xl6Q6kgh5W",
+	"TigIMcPNWar+NfXztb9Uoetcm9CLRRRZ1HIwVamjM9wv0akOnnN0OthL5g9agM2cQ5/xkHbepgDpi7du",
+	"vStc85qVHeHCWuI3wGX8ujzpnUtwC9scl3LlZj/65P/5mU/FZ29OrWkx4/WNKsj1MGjYjUhl2Gxty2Ze",
+	"0Ef7qNAoOarQo8p6mdIo+fAQeriNDzlkZ/gX0BoghQySRkJtBfmNuWPTGs9LaE6HWQtL2Q1UDwfZ2cl1",
+	"WaezK2grMhhtmBk9k3nsNAfZD0j519GEpjkAGzXRii5Fe8m4pdxX0J/aZ7aHVTF8yJW8ihV3fkM+Onn0",
+	"//+LH/z3+OD73+nfg98/HWffPfv8fz26M7rF1hKtsAx/C5Cq4/7R8DWyB+etS+Zzs0Y5sHfNl9Kla8eE",
+	"dPu9eOLH9zDbCIJbkwPiWuS167RVqQRlo2agi7UsrcqdUMsiXVMAZhMdp6PspRVAZ88humFja5zOpzcO",
+	"u/AXULYmuiwyNhQ5ry3wYYpZKB/210z5PFqqaRUdV9B00YRCvZLnl3ZF0vCvtFhbR5Hwog78+DWsc0Ln",
+	"/VWm5XS1DdmigTATw4nWl/Yo546XepMEBOu4KrjBsidn2djoukK5PuJTWc7JSwMqCf7msWUD4on6nwGb",
+	"ybLIuSnwqMFTGDqXyN3sdZHQ+wqeAtcAe0vJlX8YvnrAXCj5twLsB4stYfD59jRkicMUwYvjLyrYAH9/",
+	"SLM//Hd9fPwsf6016BvwU1f475Vwv+EdL/37n9OSbbNEs3ZDL3K6XtsjhXE96XN+FcfGzzpswvbmDMuQ",
+	"HCDcOVs4QIUo5ZUwUtijT7L4fGSEw27U3ebHT1CAwtmPmCtGd89jQP1cqALyLCE/xkM/lWfoEaurEL+n",
+	"80BuJuZ14WnlLKXhtJ8tMSfO3xJiMNCqzf+bT+SVKBp2PGekKNieNxoGYWjA5wGzgui4P2kDWw/jpD6G",
+	"xwyY9trtTFrRwVUBtBa0n1/Qo9f2dwMKjZEUDf0O3dljOsjNydi/udu0mYUTHVegzwNHf8+Y0rOwKQ7/",
+	"WprxvSmpfidCIuiofQhvAS7WsjdE3NB+Q1zfADMwtrGIG3Qu8GmEfnt+bpUwcOazVSd/fxF3DtlZpPj5",
+	"pkmtwOdSuQvlUdArveheiRdN911w0tsUl6SlCa3GCzg81yAF10FGIwplwfZQYXhTDPYXF0q5LxVErmFl",
+	"VpvkyRLH7x4kC5AS7KDkFqEET+Zo+WTCpk9O5p0CDDYZWEH/AG1h43ARJfawpCoLWfVZAhX+pCcbazgP",
+	"3YvALBZlaVspI4W0FXAAk7+RHJqYJeg3IvJgSdf6cyhqJr+nVuV8f5VGfoGzvDvJTS/sbYc0NmLMnfiK",
+	"kl7P2nP2G39hV7V3zl1o5amCukkgrD3gDBwpoXHHYqW3EQXPgQJOOmb5vNn2nFmRGwGS0goXsqjAjQSB",
+	"MEzaKDLyw2OjUX/HITsLyjgtmRGsFCPn8SNwoRJNRLySYg/dsbGwXVsLsa4fZ2k1o7yrdDRreCvCgB5O",
+	"tfXimU0WYWU1DE52F+LujfK1z8mtneS+phvYPQJogdMXn4BkFaqotFSuIZDQM8Ve/3T2nA5VFpxMua5E",
+	"BuEtZCIryNS1eLQhAi0tq5X831owPtUUgl6hOeOdcQgS3K98aHVZO8EmzlWW/fL+Ldvz/0sVymDSl6We",
+	"vXau2o/MaA1VpM0YnDBvY48MH08hyTm8xCOP1eUVdqpkpdaV194zVkp1eYBtnrVheanr4mAqHIeO+MR9",
+	"KexyLuWA4PIjZiuC4g7j87Y8YQ6I7GIqlbQOGZfhCssqI6882uO9lu2Fp535v5/jXz/gHwf7h+ytGPN8",
+	"zqzil+Jjzi1658h7Z+t8wrhdctBp9dE6I/j0IyEn0rpZ7qGp4/p36gIuf05X41dqQFmo3MwhmZxjIxYk",
+	"+6ASpaYfUVfblA4s2VKm6Qr0WpN26jfsaTLfWCs5EcjfcXcBxBWTWDV6SPnPYcEph4sE70SXBXaTkEjn",
+	"J10jitlIirKwu/z7v0T/txbW363NlGpL4JsBr0zdGUqsSp5T5jtuP2TPg13cEOMjrwQUCYedDUnvZ4qJ",
+	"aeUA6/nQgpzCc9vQUoY8fvzDKfmDQycVLNxsdMgYOIMReJFzyJ5Tej4VSFH1l7h2wWfsb4opuqrxr/rx",
+	"tZTAhIKZsJj8xN2+4A6j7Zeq6IXRmyW6pje/KR5tK63jj+Ow/0zNngiqxIMH4Bq+UPFFFADsMjduFXzx",
+	"cD4w8D0iOOl3jZPpaQPujrRhY63JNne6gqZsQoLSjFPIQHOI3lBVsN+4dFKN0ZmXerhErqeCPecqFyWR",
+	"CCvtJv4+yBwHM1+5kK01zVL/9pxNpHXaQGXBpahcFtUWSnn1T7dsZISAJyC6B6BYqEDFeW4NPB8OBrWE",
+	"zs5NfTseOlzTh3a6E5fgxh46imZDhAuiW9RiFy39hUa70kQXNWk7QP+doTPu9YcP56EVL5YdwV4VBXGz",
+	"0fqhDVkh0PvjK8oRhMLAasQG6MG86nXDvUi9n3/uvGZr7ziHb7HZddCibbm8BvII0kAd8baRV7un6RsQ",
+	"QmQbYsNCJDywSdxDEL7PJfjObzI+Tj3aUtgdte0todKLRTmZnOs7jxEgIq1uv/NGWQGMVLFPTPA7+fsG",
+	"IfpOOW0DTbvtgK46gKv2yWOGPqi2vZax4bzi2AtBItFi477EhioYnI+Jo3hFEl+ZM1mQWzP+xkEY3/Ar",
+	"UUaS3pJV3E3YHoYnM5aXXE4zZuVYcVebxl2aBV/p/mkgSJAxB4DykBY1nkN2xgokSmiMR285+hXo8rB9",
+	"EJ0Biy/EMFzTF+cs6YIT2ssgSUpsseGiCDtltjUH4reAOv8Mq0PE/9a8xOX3n1AW92pXbthXBzfqjNtA",
+	"AXXa1pUlRID9r2Z8vrM9vyrbM+2pg/vE6duUBJsrqWvar3mzjdsU+WDMEcsSYm9APWTn4HbhTIdTD2TB",
+	"ey0f/f7JGulCBwZpBrEJQfT2rYLVRw8BCaOT3489RF/4MjzuAG0HaH85QIuogLUICQZsFeIcLy+PrIDr",
+	"bT+2vbSOI0kFRLKhj1aup4zuDPnohbiSuXhsoTBRM127qsa0FiXKQ/ajNmwwHj79+5O/PxmEGTvoOGAj",
+	"OR0+g3H2g9G8yPliJzXImuESYsqkhF6IXKvCDrJAwcieHO/HIsk4qDc///rmw0t0pvnxZVFhli6QXaIC",
+	"/+rwb0+ewJigHHPGTRFi3dgqMhmoHo084Gbhk5UcVGD6Ndsb5LoQ+WD/kJ1r62hlMMB+/u7iA+v8Ekef",
+	"6P/eFJ+P4JbBKbUis5MDpw/81QyyqvYGlXODDAM0w3lYgn1WiFwWCXendMEjecje1cbPRfoVPWlqx34A",
+	"h0WIGsEAHlvM2291iesUJxig+8DLywu8dUtCZek9a0RK2FCqiDvxTgVIuiI9Q6S13smBr0sOeLhh/iRT",
+	"zk4A0ATx/V878P7777vxHu+3h3BbL86n6NLrW/3QwgCisUV36RIIZcCWmTeFel7xsX28u22IWJuvD29p",
+	"RiKLnsT8OKeHmp//FQPBvYU2FndPoGPG8F5wSf/J07bkS1wjy/v1rN+wxxTqH6gq7P2dXb7+b7Ygk0mr",
+	"OGFnB17h8DpNlU95xqZ1+ot6n3pci6jAFeEpp4lG4JUXcPthf4mnxwxaaVU8v4TsY8emXnl5cswsFJh7",
+	"BayzSTV2pD5hFeg6Nryi0pdC7R+ys0ZjRB7tJXVGWpaX2nqFShu6qvlowgC0GFEKbpFXqGk5PshJlHQU",
+	"6cLC+gN4Bh/gQcLO7atKccJrVCTYaTutaKcVPRjrGKCPzOK7V4qOAHEQnkvhRIezD5JH2pjcshrB3PBA",
+	"hlmpVnskPQ1dAxcwTaaQljw0IYclGxYiMMiCZh2fdxVGwnP88YLvudOwdhrWdmscYb8t7ek7Pa6VW+GX",
+	"f1cJZan0wYbu0ot6xyF7TlpHSOEizegkeGwwCwx4YI2uqpDwJWZ0QUOttnwoL9DoOXfua9I8zt06b/+Y",
+	"0kV2asdO7bh3tcN1I8M2gGwiTXFQcePmRzmvsH/+qjy3lJhMFkDQT6/B3DRxXcmG7SHQpJ6dv2HOG15I",
+	"kl1BOxV625zl3IkxdBGkHurxiUAEKQq7QPMvLT0Na22w70tZHrI30D2efMP+5f4JkGsX6Vx17ahtzEhA",
+	"AoltiGNr20XwOiW2mjgJSz09seFG5o1LYm0eztkAl7+plTthvJIHcOPgFPm2rS4bxWqZCPNJ2vWlkh/h",
+	"3o8Bmbp5nz74D3nuv+Pz9DNuE7+639jXJyW5ZnF3wPy+igr0F4ENb5Y2F2qfEL8RC52e9eaMNke+2V+P",
+	"Th7FDfZoCRGe9ITj/BL2IwEGJ+xKjyxdBGXYfgYjbSAaF87fYvPwkSyxS5kqmNEzGxIU0uesPmndiavJ",
+	"PgzDvmk21h/KQ11zLQ3mn2I+06a4wR3nRjud6/IGt4DcugAyxTc3edXP2LBt8xtegBz5A7fQDze689eJ",
+	"Bj1m0+vPquoGV2P97Y1vuNEMXiI3yU3mUDv9qyyEvuE970V+s132sz4v+VyYH4zglze47zW36Le80S3n",
+	"7r83uOGNvZhwE/bMjfYaNK6hDO3NFxB6rN70LuxY8Iu5yQBfGV1X/xTzHwELbzZEeQW4B8MM92/Tg0Fv",
+	"3iTnPMiLHSPFCkaKsEhsLxG1+9uW8/HTLEeGOgT+0ac8APXntSaAVlF4n8R4LAkvkPLohNEzJYydyOqm",
+	"wr2t1RIY3FS0J4LnDg7Lqi6BkO2xc/XdkquPF96UItXxCzlRR1XJ50OeX66o3LC2FpbZCXTFl2pcigNv",
+	"lf7y/q2NaWT0xMeWlfJKMCQeyVggUyQnmiia07jnTWG0uqaYpz8If7MDyACdSudEsX/IXvJ8AoQwvJhC",
+	"acc1z105D2nOcwoogJ0vLLXJG5RyJJycipD/xvZi/tvT44xxx0rBrWPP8AcI4RKfOLYtL7CmbR9YBvBv",
+	"ESgeW3IrUMNXqGeTNpBeAapw5f+VKiwHA64Xv2wnkLg7GsEfw45pBWuJuQXpIHkxH2D9a6ycc9zEtp4S",
+	"/QqYQYjrYZOGGJdCVPBrbxFpA604lRK5y4grBOt/YRcwdFdLZZ3gvWwuDQS+lVfiPOygGxPSJglnHQ7c",
+	"uElv4sCdShV+fHJ37tzO9Vjh3Q32FFqeYaOGZfE75I79vt0ftEdyaCUOYLw40J0j+CtyBL8Srvn+ETWi",
+	"KGggLxED25Z++BZ76Ifzx4TfAcDeiraxkUrNCCVm0MR4ATJ7Zx8o00A/hbbHWONoBxkl8MDq5dxAB0c2",
+	"sFf5RyfzS+EGKIAw0i8tvQmj3lBP7J9/GjGj1VU2dj0SdJsfEhU34i9sCQnQwzkbwC8aOfnd8cF3x8dJ",
+	"vvjT430vAaGvAK5AGRqdS8uKGlohDeAvZ174DtgeH+rasb8d/99MKspUAC72fSzGhIT2QDgBdwf+t5co",
+	"xc/cgO3FX75dkOWJ+G5mWAkjddEI82+ePfWzwFXB1KseIX6K16Ia0ugd70I6AjIPBbcwuEO9VM5wMbxQ",
+	"xUyIZjDUbb0ZHCkn1Kxq6ZHgcb/Sl6LwF2AodpBu7EHWylIjEY4xDiNYXrvQp/tbZnGVgIcoaBlxM65S",
+	"Mk6xrt8vBXQdVtp5he1KsCtZCM24MbiLzpZCBlM+D/vTspkoQQMWbCaG4dKgG3oddf8kWRoosR2KUqux",
+	"jZVZ9NyM/fvR8nL9+xHjQz+sqYgkg/EGJArBHRZJuMMwYVp7pR5Tde4VdSXNojrHmfHz8qoUt3amTejr",
+	"vH8zdegtQMpOJ5q3FmQTpShrnWescwvkkEFXulv9qP1Ne9SiBp0xpQlAfqcefVXq0duY7ZNqAEBtF8w8",
+	"qGRAK22dYrRFzQcMyBXUUOABg46myK0QTO6FABk85oRVuiypzxEMiNXKyZKUoZv62KDw40vzssGgV1e+",
+	"NnY+IQQUuOR6OuWq2OHE/dYZ3bfjrqv4dP0Z1tWKgvuYg5tuvIrXIemW104fGJFr7JXTe8J1dYr2hlfx",
+	"+GgkckdFj9C+2NhF1eXG511XX95x19Xq0+7X7S97uO/vrOrqwR/V2h1MhRmLNY3En9fuCK4LPcOJjA09",
+	"yOvSSmr3k783tO++g9ySDo4zGDg2H5FN8Zi5EqaP5WzaygrpsVmePP37spmyQVg6WZPQaGTluInxN9lN",
+	"0IVjWHpzU1t7QL1ALwW2UemcEJfqhjPZKjwla7BJlDzts74LkXeGyNvHdNsoYyBpRqqxXdPd4f/VklJe",
+	"n+tpVQInWnNzoIMjA2QvYib4n3hVEaMDpg/tU4tzvxbWi/d/DUA5/SCnYpCxgVAF/O8++vL8g386/4bt",
+	"hTYLotgPLYhSEMCnNvmwWeza4AxXNtd+qCehs1hVu0gxgV69SzEfGaANcn7UlAWbDK3xJMa0vjAkthe8",
+	"gJzcYTRJUHdsM6dTNuaVjSNLlhCaJVzKqhJFhm3gwzgfW1bUiM3QRwaChkgsZIAy/JANWkgH8UzORrws",
+	"sWecHwkUOyluTOCUGMlSNC6rOSult76YFVfCAL9Ps7TkyMWG+bhoRMp7isaYdGSDXdR5LkSBfkVqgLdn",
+	"hWCvXjbsGnHW0PhK+G0qyv0MPXN66LhUjEOrjEP2G5Bz5DSVX0w5CCsDhL/Qn99qdv7u4oMAf6sRCK3O",
+	"73PFS+p0BA5sWYJBPBTsShg5khjS9DOQagwVsQad2R2fp+m1dwpbEp3puIiBZd0Znl/aNJ95iB5danK7",
+	"hyuygWsvRdZtUXfQK9aUheCKNO20/Rm+W3dYay36eJ64vcwWmm/uFOBba/PQFkt3KJVupv0effL/UOZW",
+	"X7XoezHFxr7Kg7k/tR7WoEECBrGwTD6wjmvD3tdKeYA4JaogfPI7AOcfZSkG2NEIhcoI4mBaZ5QYQnEr",
+	"ZwHQKAQvuDeLwWibaXMJe3YREl7AW3oh4Yb2anLzm+Kcu0mHtgo9xQwsTyomYUZEkNYSuDHDBfqGoWiF",
+	"xcQPyMZa2CzKGqiRDb66vBRciYLVVa+uu7jKD6dl2SaAhKPHzbXztt0hgPm7NlgBryvJXPyi+BWXpbfC",
+	"limPxf1iHwHY56zboj/DsxY7qlVGj42wNovqrfyvyBiH1O6oQWbEmI71VaDKe70yBLlW5Z/eNv78/gB0",
+	"hp2qcMv5qPd1WFanovaoCUeFnqlS8+LAy+YV8amFRFS0qMLNNgq+x1EL6BSXnGGiTZpnE6Vs0LA5pFmc",
+	"ktg01rG8lEJ5K7DkXqF4Dwo5WQTk7S4wiYSE60DEpJaMcTUn/zk+J5gm+4csAT9qEJXX7iMs1Ecc1ce6",
+	"uWSwT4+PYj4ae8R4DvpOogrNuA1ycHOL5wWt6lv/RW4NZraZcQCxYD/cNZaU32OQlXIfOQUdw101zp3K",
+	"cm9BhwZpAsDAF6GwfsRXPGN3qY7QaG6OspvmPZ4l+Y6Y3rJnBGa2/FN6fSW84AAnD25AnvicFjDYg+7E",
+	"uepgNK2+AYiaQLqPvBSQW+mnBg0pS/HYniJUUcV7fAamz2HWXKmh3UOyJn5mbMovIcbJalVDI4XNwW5N",
+	"9tZDRLtN86swN8UK55fUnsZKDAzskjdyKpY/ELrv8PuT+3So3WT/C8nB2iHn/WZDLWMk8i82ZSN3BZir",
+	"06TWg+UfUEn9zTt19DbV0YgDO3V0p45+3epoU4LyENTRlehKfQ0aMO1mqru1epyoVMbC1CyU6Ggs0Xn1",
+	"A4woNlCL94dSgb1B4DqTxcCvbrsjweKMjqS6kk4M9k9CEkmsisJsT4jEL1blQGRSiZkoktKcx5YNUj0b",
+	"wsehNcRBeOEg6jnx4jfFoFXtIItlUmEaiMTqDqpXmgtHlSncYRAmW1sqslRbAZH4vaT5gxGVNtSCUqgi",
+	"5AnGPYOuUmSKwVaST54+ydiEq7FldRVrZRJaKuuAXXAf4zcYtfES7j0Wz0CgHhYUIkVKtGcRlu4j3Plx",
+	"BSPyovR5hYt/o+IO6tjT2lVfLGPhrpxjV87xlZZz8CgrlmTEDYo57qTKFewJylvcpDFwK6dosfVvbbPQ",
+	"0kdQmFxz5BYcpNlDrZcOoMSOhC0b1lYqYS3zq+ZFALZCUk12OHQGalrsgP5rvQy6EqWuBBt8qvhYZJCx",
+	"eAHxM6cdLzPga/s8YHvaFJB5NZy3rSlZnLKBvwvl5CA8YADyQictfiKTts7rqd8dj9kgL2vrIHVrf10u",
+	"bsJ0dvNU3OfhPdvpTbzNiF4ybxzY6lTTdvraLsp3izmqSyd521ikdCHWRPjaqrw9+gT/rs0E8lqcTfRj",
+	"yJPMxQlQSadFzzHKDlq2P9KBX5q9TOqkX3/4cH7w49tfM/y/0U/n6NZ8/fai9bgWSUqtSo9Zg0JaugY0",
+	"cNDEPFxhBlFOpX7zVQXYsaqb3Kdcea176Ed7Ja/8aPuKzKd8HqrKpcuaTKiYT8uC1v/YJgS1bO+b42ds",
+	"0PziYyGUFN6CcRNhZtIKyKuk8YCaC+DZyQIbkmYga7Ipsma81Eqsz5D6k7XQbZOuR2umfbVSZx5pM+Xu",
+	"0cmjupb+yo7igoVOM5N5WruvCpuxS1G5JtG4YX1w1CLE9eVNGcEtNHPqVOKffvvdBgOCTDC/x4ihqCn+",
+	"L8Eei3uXBhjYInpzueLWfjhZXBup5a3ztBMjt5Ys4ld1iQjqTxcoI6Vvtp63O/g9iLOv5aFOiUWyLqKQ",
+	"cMlzXSvXuEVqFdLAg/XWgG3DbYxVAYSDzcn28OtPFoCvfyIEyCIKY+r6H8dilcNjSm0dkw7aw5vUFc/L",
+	"UphkOJGOQ1x7ib/3zfE3N4BxmMiGGN5KMftSAPz3B+EtONxhS38i2laQ5abK5xHgxKqiaepx69VNW0rw",
+	"UgJvETiAO3mSThPtDcp1IMDe5hJaYCHqxLCUJ8o/0Q8hwUG0YhMoTIifIDYIoUNA0HnDcG51ZAQEFRet",
+	"+0SBAJIgfEuB7ICJfAUPLHhRScvgDkvHF/132WZ+1pOGcdDPjpiSVmnASLDUjcFr0PeE8RTiCWqRhLEP",
+	"l/danghod4CODLhQjZPHnwYmrKDUi2sn4BPiAjZX3gioIRbQjdW4Bmg/RDKrxq8sVNHV8EqJ2ReK57fv",
+	"xV61GmuCs3G/kh/7FMpVppWbMz38j8iRZ5OKAWtjhAKivAfo2A577K+pQe8c2qtlMbTkulNh3ISIV9B3",
+	"J5l/tsd3fNIqkm06n8ayZdtft7z3/sfn7NmzZ9+HXvz/1UrsZ0yXRcO5wAb+4VStm5ABGDESRqhcnIKj",
+	"Wqpa17ZZQg5kATQwYFdZqBlf50B+3yzQQ+gSEodzowYZ8a7NG3jEW27cKyTeuWF/jXj9TRpmxJt+lKXY",
+	"uBND8iraiTe66yVu2e167lsz24QmAvb2jiZihQvepGf4QZTYNNcdTbgpDhqfew/NuzHeRLFyWIoTKjpN",
+	"eAkes+HcCWJ78TZEO3S45yZG1+MQPuRjv4D7oLCiXgTcsVIV4poJ5QzwTHH2IhRl6unQOtBxrW7ldqiC",
+	"ynTT2lxMIvBqv9OmyfFwoYMVDpUbwcZeB2Nnod5VliUbCjDPjLfMVMiDkZjKggOcC8f2lHYfR8BYe+r1",
+	"/yVei8aVzy0ZTFfErIWigFMXtxkwIMCKpOmSHXHF19wUiy70lnDYjk7sX+CR4Afu8skaNRimlrEnB0+O",
+	"j1kBbbZyx2RhM/zCldG5sNbbkpjhqmfqbnXgpfn0sXR5gDPwV2hR4GeWYad3WAEGgeUd6HWD3usGUu4H",
+	"+0It7nr0I5ToR74fDBCKWD1yByHghUfY63cRPVDnRGiBM53AatGK7MH7MNNpxGVJwco4pI/+cR/Hnd7X",
+	"93jz7vzvzv+DPv+0T9uH5l6AYA0hSQIEyVj7weA1kOLDNj8hGiYv2BNzDx1v0rRIQ7DCAjyE6G7N2LBO",
+	"lRFwy7bVliHiDjTAaSFN8La2FtdiMYVlfMyl8jpJC3+0EjcGmws9cjt9Y4c3XwDeXDRH4aHrG5/Qi3QD",
+	"LoMeAoNWPSzYS4px53g+QYa7mAIFf1d8Kk5hg03BawV/hXYO77F7AdQX+FdJ28/Wp2eqMfqQk4QbI6HW",
+	"Yrk4TdrmOvgpFKdJF3p1QUc+KCw7SUrWwp4fSlVApW5o+xBr2SjxNPRIwdK2WNS210zshFkhvFGY4eSl",
+	"Gu9vUPRWLBe+NSxxh+zllTDzOEwj8onIL5OV2eOIzkybNg7DX5sn7ce6vSbjYA/t0CteyoJ4GEMywUI1",
+	"c9gPoRdJQ/WI+ulYOLKOsTxvAfVbxXmH7I2jKCQWJYIBHhq1KW0wx4AvVBWFIawvkYiS408RRrR8U7sS",
+	"vV2J3l+OMaIF6w+JLqJLhv1xpgitAPvbQqxNHxFfeOD/CAgVK20AwiPcdpVLt9kkMlS8Cw9ryBe4IACB",
+	"9RSch0Bm+u/6+PhZDm2N4H8FE6XwcjVjo9G0EmN2YC20fhwZPQXpNyWhikGmf+ATKNUXn/Ev/8/T7wK1",
+	"V9clvw+wRA59lmwoxlItM94S1610+1lMZ3v99oL9+u4FzBNqJPYmpR/hiEFWsxVAfGtxvPFJTsf/z8AU",
+	"IYraENIPffDFIXuP+QxNpojXFg7ZxbKcC5wcqMNuQMmRESdHk9C2OTVHlAg3Lr5r7b2ebAXc6H+Jirsd",
+	"wcdO0N1PfVwb5B8iu8dq2bapfdaweSyItYYJnf10/s3pKvkStG+v9wtxaSG5jUSOERzMoVNv/rABSpM/",
+	"KW0wmYKqvmEWq2UOBtHkdGcxfokWo99ct2Mtni3rri19ASntrfBS2Ak2Nly5PyLMd0bizkjc8bgs8rjc",
+	"l5G4UohSCfqaunISNYHgpTebD+mgQLpBSkfTogQ6WERTy4l/IEvJgO0FaIysLoGZ5E3Rop9qSE6gAQV1",
+	"suhpdw8cKdAFDuRcOY/NyryMBPFzmj51KHI9FTZwp0CiP8rF0B93TcLfBa3jvfVtupN2TX0vDt+m6Htr",
+	"+KK38MK4CaUKL+dO9L+Yuzar/Sqkxa94gW+g/MCtpu21XrhJ2t7CSdzFllYk8CX9Wu1dUXmszN+ji26V",
+	"Eyv0eARurDaOLl6KqJ12sfWHBCpTEjqrUufcacP2FvodZWxwNdEWSjN5Vfl/EpyWyjrBi1Zf3JMFI4UH",
+	"Eikk7RIq14UwrKrtRFjkXWmTJ77/cHEOf0bJgWkBBYNfNx/M7mce/+uyZJXR13Psh5WsA/XTAdNnVOqZ",
+	"lwkL9CRX9JdYCx4QTflVzMVCP8wTZDRJ2+PutfhTOr76/xNW6x+Hh4fRDGwk4X4WhFn03ABvVsEG5D/9",
+	"1++HNfRm0rFyR5jQsJ67ViXZcruqKZ+zoQjlawnVV5SrJPzIy9sSJuuIzPwKriAvC3sK4lMVd5OMDT61",
+	"xvf56BPsrs9Hn3hVfT76FFbr84DtYVqAl+a/vH974O8/EDbnlSj2T8kznPTupzStYIvFT9o+dSxKc9v4",
+	"Y6HyDlylISu1IXeraiSgMKDIQbGdBeKcUntVJ3WElqGjfrr72+xs65jY/Bdovkdnv7DYQWvxSzfPPvYf",
+	"zmtAYa6gDiU8OSfJQQjJL6ErZtZuzVVEyqQgfKh4jU+FTXdS8rHBK14CTDt/xuCMh+aMcoMAJMrHRS/x",
+	"dm3CjneusQ5DxBW2ScOR1myIhCcNlmTHlbYl03JXKbaBa7dXAwgn914p0CaCl94k+LSaYYIzO+VlyfBy",
+	"ZhWv7ES7UBjMCzbkJVe5B0K/i6daSae9ZcFyrhp71ANookscst+CYCTCBglttSf+7zkU+kKEBeqU7dw6",
+	"MQWdD097HAX0S5QqL+tCgLJhhbI1uYghU7AQDlL7QstapQsBBahSoU9Qm1ihjB5DoCvCWmNIHNJqPtW1",
+	"ZYaD/9JNuGJG/EfkLjCPUkBSWvb0+DgRZf5dIAku/VsKMTa8oIl9e/wsS7QgqDcPkxrqYp6h4oBCN3Ev",
+	"dpJOvMZPuU376SrHl1zQIHtrffun7LcDiNToWT5MOlzdzzCTlUU/hV/7WMMIEb/2vs9AufBaNXSe8pcf",
+	"4vEXeW2kmz86+dcnb1EPBTfCnNX+iP3rd2/cphnAHq7gHfT4dHcmUIAbv6Oa9LjnmP9P82uvRuUk5BYH",
+	"uDi67FNgUH2u9aUUYcg0jiWqBxgWkwpr0aETF04kAwURvFUZMjvZjE259N/WgwT1j8ajbR0ztYLkADBn",
+	"4KPs4RzZ8ROIoQb3Ai7EsqviFwsJw0ZDrmvTOD9bsl4IOWgVcHDMGS7LqC/k3PFSj2sYT8JFU2mpnG2G",
+	"9rQ1tLCuy4N7L3Aji4IRKSKbiulQGDuRFXUtC4iFnV3jK56lr6CbO97wqyyETjTJoPONja4rmnKFzR8P",
+	"eO7kFWqnldZlczG+Oqgg4ZOUetwM59vWcOh1HeP52X9Cat0P3+CcwVZPStJCA2MPpWJalWB5R5JDvyv8",
+	"PCAOVjAvNbDtrDS4P7A8rmehgFyvY1hvEw9FVzgOV0qaROUO1B9YRTcS+Twv06lFO1jSvGC/2am+FMwh",
+	"uC145boG9iEOhLrq6hEmZzerkYWGeDkcqlyrkRyHFsqIqxUfylI6KeCwofGeFBUmC9es2zfpuuHLO8b3",
+	"EuoNaf8jY1tUTqB6fBxtu8DsF/zPzVlEx3B485PWwU6Vne7lEVfAB1G7ob7O8N9aFWwmhhOtL735KSF8",
+	"WJVc2WCR+l/J0LCTdvQB7vPfxPBCQ2w1HHup8JH0CcKT/a+v00XyA+n6iD9o7awzvAreCwy78mIqlfR/",
+	"cNSjEF4GeOTm0dPBoWFzglRxpb7/Pl0p4gNbfPmrH44+MLQX0evjbfSx9Hjhz8+VMOzizXnY35URVngc",
+	"xo0DcHcamG3oWCMnI2EDmqaUERZsLkZ86sno6DedIBgoy5vDZdqkBU1dSPAdZKyQQVA0lABx836XLky0",
+	"njte/pPAjKu99x+e7zOj9dSe4D8Ylc79oYr8P36DLwZb7Cn7j5Yo4IwbCu4yLGvJ0FOBeople7+9fnOO",
+	"AWhbD+MY4A8vz/fh2fSBls8KTZ4bJ3NZceVC8LpzJxiXd0wVLJJcT9me4+XlfuO/JzYcVbBXh3978gQk",
+	"n0bbAwf02DJbCX4pzGn0PQyN5kXOrWMiUoKGVvTvfv71zY+YJJCeZF5ePvr8++f/EwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

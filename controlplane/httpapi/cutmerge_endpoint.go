@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/playback"
@@ -231,4 +232,46 @@ func (e *recordingEndpoints) CreateThirdPartyCutMergePlaybackLease(
 		return nil, err
 	}
 	return contract.CreateThirdPartyCutMergePlaybackLease200JSONResponse(toLease(l, srcs)), nil
+}
+
+func (e *recordingEndpoints) counts(ctx context.Context, mediaServerID string) (contract.CutMergeTaskCounts, error) {
+	c, err := e.recording.CountTasks(requestContext(ctx), mediaServerID)
+	if err != nil {
+		return contract.CutMergeTaskCounts{}, err
+	}
+	return convert[contract.CutMergeTaskCounts](c)
+}
+
+func (e *recordingEndpoints) GetCutMergeTaskStatus(
+	ctx context.Context, r contract.GetCutMergeTaskStatusRequestObject,
+) (contract.GetCutMergeTaskStatusResponseObject, error) {
+	out, err := e.counts(ctx, r.Params.MediaServerId)
+	if err != nil {
+		return nil, err
+	}
+	return contract.GetCutMergeTaskStatus200JSONResponse(out), nil
+}
+
+func (e *recordingEndpoints) GetCutMergeBacklog(ctx context.Context, r contract.GetCutMergeBacklogRequestObject) (contract.GetCutMergeBacklogResponseObject, error) {
+	out, err := e.counts(ctx, r.Params.MediaServerId)
+	if err != nil {
+		return nil, err
+	}
+	return contract.GetCutMergeBacklog200JSONResponse(out), nil
+}
+
+func (e *recordingEndpoints) CleanupCutMergeTasks(
+	ctx context.Context, r contract.CleanupCutMergeTasksRequestObject,
+) (contract.CleanupCutMergeTasksResponseObject, error) {
+	b := r.Body
+	res, err := e.recording.CleanupCutMerge(requestContext(ctx), actor(ctx).Actor, recording.CleanupRequest{MediaServerID: deref(b.MediaServerId, ""),
+		OlderThan: time.Duration(deref(b.OlderThanHours, 24)) * time.Hour, KeepOutputs: deref(b.KeepOutputFiles, false)})
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[contract.CutMergeCleanupResult](res)
+	if err != nil {
+		return nil, err
+	}
+	return contract.CleanupCutMergeTasks200JSONResponse(out), nil
 }

@@ -106,6 +106,26 @@ func (e *recordingEndpoints) RunAutoRecordOnce(ctx context.Context, r contract.R
 		Failed: int32(res.Failed)}, nil
 }
 
+func (e *recordingEndpoints) EvaluateAutoRecordStream(
+	ctx context.Context, r contract.EvaluateAutoRecordStreamRequestObject,
+) (contract.EvaluateAutoRecordStreamResponseObject, error) {
+	p := r.Params
+	at := time.Now()
+	if p.At != nil {
+		at = *p.At
+	}
+	ev, err := e.recording.EvaluateStream(requestContext(ctx), recording.StreamRef{MediaServerID: p.MediaServerId, Vhost: deref(p.Vhost, ""),
+		App: p.App, StreamID: p.StreamId}, at)
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[contract.AutoRecordStreamEvaluation](ev)
+	if err != nil {
+		return nil, err
+	}
+	return contract.EvaluateAutoRecordStream200JSONResponse(out), nil
+}
+
 func (e *recordingEndpoints) ListRecordingFiles(ctx context.Context, r contract.ListRecordingFilesRequestObject) (contract.ListRecordingFilesResponseObject, error) {
 	p := r.Params
 	f := recording.FileFilter{MediaServerID: deref(p.MediaServerId, ""), NodeID: deref(p.NodeId, ""), ChannelID: deref(p.ChannelId, ""),
@@ -168,4 +188,18 @@ func (e *recordingEndpoints) GetEngineRecordingStatus(
 		out.Recordings = append(out.Recordings, c)
 	}
 	return out, nil
+}
+
+func (e *recordingEndpoints) GetRecordingFileStatistics(
+	ctx context.Context, r contract.GetRecordingFileStatisticsRequestObject,
+) (contract.GetRecordingFileStatisticsResponseObject, error) {
+	st, err := e.recording.Statistics(requestContext(ctx), deref(r.Params.ChannelId, ""))
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[contract.RecordingFileStatistics](st)
+	if err != nil {
+		return nil, err
+	}
+	return contract.GetRecordingFileStatistics200JSONResponse(out), nil
 }

@@ -27,9 +27,12 @@ type RecordingLease struct {
 	MediaServerID string
 }
 
-// recordProtocols are what a recording lease can cover: the file (with
-// HTTP Range) and its time-addressed fMP4, both over http-fmp4.
-var recordProtocols = []Protocol{ProtoFMP4}
+// recordProtocols are what a recording lease covers: the file (with HTTP
+// Range, or time-addressed) over http-fmp4, and its HLS VOD playlist,
+// whose segments are byte ranges of the same file. The engine asks on_play
+// about both as http-fmp4 (the playlist's segments are requests of the
+// file), so a lease always covers both.
+var recordProtocols = []Protocol{ProtoFMP4, ProtoHLS}
 
 // CreateRecordingLease leases one recorded file to the calling token; it
 // needs recordings.play and follows the live lease's rules otherwise
@@ -37,8 +40,9 @@ var recordProtocols = []Protocol{ProtoFMP4}
 // each play, and ResourceCheck refuses a deleted file).
 func (s *Service) CreateRecordingLease(ctx context.Context, c Caller, r RecordingLease, req LeaseRequest) (*Lease, []Source, error) {
 	for _, p := range req.Protocols {
-		if Protocol(strings.ToLower(strings.TrimSpace(p))) != ProtoFMP4 {
-			return nil, nil, fmt.Errorf("%w: a recording plays over http-fmp4 only (the file with HTTP Range, or from a time with start=)", ErrInvalid)
+		if pr := Protocol(strings.ToLower(strings.TrimSpace(p))); pr != ProtoFMP4 && pr != ProtoHLS {
+			return nil, nil, fmt.Errorf("%w: a recording plays over http-fmp4 (the file with HTTP Range, or from a time with start=) and hls (VOD) only",
+				ErrInvalid)
 		}
 	}
 	req.Protocols = nil
@@ -63,9 +67,13 @@ func (s *Service) recordedSources(ctx context.Context, mediaServerID, fileID, ti
 	if err != nil {
 		return nil, err
 	}
-	u := strings.TrimRight(base, "/") + engineapi.RecordPlaybackPath + url.PathEscape(fileID) + ".mp4?" + url.Values{TicketParam: {ticket}}.Encode()
-	return []Source{{Protocol: ProtoFMP4, URL: u, ContentType: "video/mp4", BrowserNative: true,
+	u := strings.TrimRight(base, "/") + engineapi.RecordPlaybackPath + url.PathEscape(fileID)
+	q := "?" + url.Values{TicketParam: {ticket}}.Encode()
+	const same = " The URL stays the same while the lease is renewed; deleting the file makes it unusable."
+	return []Source{{Protocol: ProtoFMP4, URL: u + ".mp4" + q, ContentType: "video/mp4", BrowserNative: true,
 		Hint: "The recorded file as it is (fragmented MP4): browsers play and seek it in a <video> element with HTTP Range requests; " +
-			"add &start=<seconds>[&duration=<seconds>] for a stream that begins at the keyframe before that time. " +
-			"The URL stays the same while the lease is renewed; deleting the file makes it unusable."}}, nil
+			"add &start=<seconds>[&duration=<seconds>] for a stream that begins at the keyframe before that time." + same},
+		{Protocol: ProtoHLS, URL: u + ".m3u8" + q, ContentType: "application/vnd.apple.mpegurl", BrowserNative: true,
+			Hint: "HLS VOD of the same file (fMP4 segments from keyframe to keyframe, as byte ranges of the file): Safari and iOS play it " +
+				"natively, other browsers with hls.js." + same}}, nil
 }

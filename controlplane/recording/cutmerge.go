@@ -95,7 +95,7 @@ func (t *CutMergeTask) Terminal() bool {
 
 // TaskIndex serves the task listing and the worker.
 var TaskIndex = query.Index{Name: "recording_cutmerge_tasks", Prefix: TaskPrefix, Columns: []query.Column{
-	{Name: "media_server_id", Type: "TEXT", Path: "$.mediaServerId", NoIndex: true},
+	{Name: "media_server_id", Type: "TEXT", Path: "$.mediaServerId"},
 	{Name: "task_status", Type: "TEXT", Path: "$.taskStatus"},
 	{Name: "channel_id", Type: "TEXT", Path: "$.channelId", NoIndex: true},
 	{Name: "app", Type: "TEXT", Path: "$.app", NoIndex: true},

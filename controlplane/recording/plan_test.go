@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/svc/controlplane/channels"
 )
 
 // TestPlanEvaluateAcrossDST: slots are wall-clock times of the plan's
@@ -73,5 +75,51 @@ func TestPlanValidation(t *testing.T) {
 	}
 	if _, err := s.Plan(ctx, p.PlanID); !errors.Is(err, ErrPlanNotFound) {
 		t.Fatalf("after delete: %v", err)
+	}
+}
+
+// TestEvaluateStream: a channel's autoRecord wins; without it an enabled
+// plan's slot decides, by the plan's zone; another media server, or a
+// stream no channel has, is not recorded.
+func TestEvaluateStream(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	str := func(v string) *string { return &v }
+	proto := channels.Protocol("rtsp")
+	ch, err := s.Channels.Create(ctx, channels.Actor{}, channels.Input{Name: str("Gate"), Protocol: &proto, SourceURL: str("rtsp://10.0.0.1/s"),
+		App: str("live"), Stream: str("gate"), MediaServerID: str("media-1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	p, err := s.CreatePlan(ctx, PlanInput{Name: "nights", TimeZone: "Europe/Berlin", Enabled: &yes, ChannelIDs: []string{string(ch.ChannelID)},
+		Weekly: []Slot{{Day: "monday", Start: "22:00", End: "24:00"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := StreamRef{MediaServerID: "media-1", App: "live", StreamID: "gate"}
+	in := time.Date(2026, 3, 2, 21, 30, 0, 0, time.UTC) // Monday 22:30 in Berlin
+	out := in.Add(-2 * time.Hour)
+	for _, c := range []struct {
+		ref    StreamRef
+		at     time.Time
+		record bool
+		source string
+	}{
+		{ref, in, true, RecordPlan},
+		{ref, out, false, ""},
+		{StreamRef{MediaServerID: "media-2", App: "live", StreamID: "gate"}, in, false, ""},
+		{StreamRef{MediaServerID: "media-1", App: "live", StreamID: "nobody"}, in, false, ""},
+	} {
+		ev, err := s.EvaluateStream(ctx, c.ref, c.at)
+		if err != nil || ev.ShouldRecord != c.record || ev.RecordSource != c.source || len(ev.Reasons) == 0 {
+			t.Fatalf("%+v at %s: %+v %v", c.ref, c.at, ev, err)
+		}
+		if c.ref.StreamID == "gate" && (len(ev.Plans) != 1 || ev.Plans[0].PlanID != p.PlanID || ev.ChannelID != string(ch.ChannelID)) {
+			t.Fatalf("plans of %+v: %+v", c.ref, ev)
+		}
+	}
+	if _, err := s.EvaluateStream(ctx, StreamRef{MediaServerID: "media-1", App: "../x", StreamID: "gate"}, in); !errors.Is(err, ErrInvalidQuery) {
+		t.Fatalf("a bad app: %v", err)
 	}
 }

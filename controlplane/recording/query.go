@@ -87,3 +87,56 @@ func (s *Service) Sessions(ctx context.Context, f SessionFilter) ([]Session, int
 	return query.Page(ctx, s.Reader, query.Query{Index: SessionIndex.Name, Where: where, Order: []query.Order{query.Asc(query.Key)}},
 		max(f.Page, 1), pageSize(f.PageSize), query.JSON[Session])
 }
+
+// FileStatistics summarises the file index, of one channel or of all.
+type FileStatistics struct {
+	ChannelID string `json:"channelId,omitempty"`
+	// Files counts the files per state; Total all of them but the
+	// hard-deleted tombstones.
+	Files map[string]int64 `json:"files"`
+	Total int64            `json:"total"`
+	// EarliestStartTime is the start of the oldest listed file.
+	EarliestStartTime *time.Time `json:"earliestStartTime,omitempty"`
+	// AverageDurationMs and LongestDurationMs are over the listed files.
+	AverageDurationMs int64 `json:"averageDurationMs"`
+	LongestDurationMs int64 `json:"longestDurationMs"`
+	// RecordDays counts the UTC dates with recordings.
+	RecordDays int `json:"recordDays"`
+}
+
+// Statistics summarises the files of a channel (all when channelID is
+// empty) from the index alone: counts per state, the oldest start, the
+// durations and the days with recordings.
+func (s *Service) Statistics(ctx context.Context, channelID string) (*FileStatistics, error) {
+	out := &FileStatistics{ChannelID: channelID, Files: map[string]int64{}}
+	var scope query.Where
+	scope.EqIfSet("channel_id", channelID)
+	listed := append(append(query.Where{}, scope...), query.Ne("file_state", FileDeleted))
+	err := s.Reader.View(ctx, func(v query.View) error {
+		by, err := v.CountBy(FileIndex.Name, "file_state", scope...)
+		if err != nil {
+			return err
+		}
+		for state, n := range by {
+			out.Files[state] = n
+			if state != FileDeleted {
+				out.Total += n
+			}
+		}
+		if ms, ok, err := v.Min(FileIndex.Name, "start_ms", listed...); err != nil {
+			return err
+		} else if ok {
+			t := time.UnixMilli(ms).UTC()
+			out.EarliestStartTime = &t
+		}
+		avg, longest, err := v.Span(FileIndex.Name, "start_ms", "end_ms", listed...)
+		if err != nil {
+			return err
+		}
+		out.AverageDurationMs, out.LongestDurationMs = int64(avg), longest
+		days, err := v.Distinct(FileIndex.Name, []string{"record_date"}, listed...)
+		out.RecordDays = len(days)
+		return err
+	})
+	return out, err
+}

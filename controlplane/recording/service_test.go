@@ -136,3 +136,38 @@ func TestFilesIntersectTimeRange(t *testing.T) {
 		t.Fatalf("empty range: %v", err)
 	}
 }
+
+// TestStatistics: counts per state, the oldest start, durations and days
+// come from the index; a hard-deleted tombstone is counted only as such.
+func TestStatistics(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	day1 := time.Date(2026, 3, 1, 23, 59, 50, 0, time.UTC)
+	var ids []string
+	for _, c := range []struct {
+		at time.Time
+		d  time.Duration
+	}{{day1, 10 * time.Second}, {day1.Add(10 * time.Second), 20 * time.Second}, {day1.Add(time.Hour), 30 * time.Second}} {
+		f, _, err := s.FileCompleted(ctx, "media-1", "media-1", report(c.at, c.d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.FileID)
+	}
+	if _, err := s.SoftDelete(ctx, Actor{}, ids[1:2]); err != nil {
+		t.Fatal(err)
+	}
+	// A tombstone: what a hard delete leaves.
+	s.changeFile(ctx, ids[2], func(f *File) (*ItemResult, error) { f.FileState = FileDeleted; return nil, nil })
+	st, err := s.Statistics(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Total != 2 || st.Files[FileCompleted] != 1 || st.Files[FileSoftDeleted] != 1 || st.Files[FileDeleted] != 1 ||
+		!st.EarliestStartTime.Equal(day1) || st.AverageDurationMs != 15000 || st.LongestDurationMs != 20000 || st.RecordDays != 2 {
+		t.Fatalf("statistics %+v", st)
+	}
+	if st, err := s.Statistics(ctx, "no-such-channel"); err != nil || st.Total != 0 || st.EarliestStartTime != nil {
+		t.Fatalf("an empty channel: %+v %v", st, err)
+	}
+}

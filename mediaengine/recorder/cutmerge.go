@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/mediaengine/fmp4"
+	"github.com/svcplatform/svc/mediaengine/media"
 )
 
 // Cut/merge joins spans of finished files into one fragmented MP4 without
@@ -141,23 +142,45 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 		return res, err
 	}
 	size := int64(len(init))
-	var shift time.Duration // subtracted from every decode time
-	var next time.Duration  // where the output's media ends, in source time minus shift
-	var base time.Duration  // the output's first decode time
+	video := uint32(0) // the track a gap is measured on: video, else the first
+	for _, t := range head.Tracks {
+		if video == 0 || media.Codec(t.Codec).Kind() == media.KindVideo {
+			video = t.ID
+			if media.Codec(t.Codec).Kind() == media.KindVideo {
+				break
+			}
+		}
+	}
+	var shift time.Duration            // subtracted from every decode time
+	ends := map[uint32]time.Duration{} // each track's end in the output, in source time minus shift
+	var base time.Duration             // the output's first decode time
 	for i, c := range parts {
 		b, err := readAt(c.path, c.part.Offset, c.part.Size)
 		if err != nil {
 			return res, err
 		}
-		first, err := fragmentStart(b, scales)
+		times, err := fragmentTimes(b, scales)
 		if err != nil {
 			return res, fmt.Errorf("recorder: fragment at %d of %s: %w", c.part.Offset, filepath.Base(c.path), err)
 		}
+		first := earliest(times)
 		if i == 0 {
 			base = first
-		} else if d := first - shift - next; d > gapTolerance || d < -gapTolerance {
-			shift += d
-			res.Gaps++
+		} else {
+			ref, ok := times[video]
+			end, seen := ends[video]
+			if !ok || !seen {
+				for id, tt := range times { // a fragment without video: any track seen before
+					if e, ok := ends[id]; ok {
+						ref, end, seen = tt, e, true
+						break
+					}
+				}
+			}
+			if d := ref.start - shift - end; seen && (d > gapTolerance || d < -gapTolerance) {
+				shift += d
+				res.Gaps++
+			}
 		}
 		if err := retime(b, uint32(i+1), shift, scales); err != nil {
 			return res, err
@@ -165,14 +188,12 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 		if _, err := out.Write(b); err != nil {
 			return res, err
 		}
-		at := first - shift - base
-		// A part's duration runs to its longest track's end, which may
-		// pass the next part's start a little: the output ends where the
-		// furthest part does.
-		next = first - shift + c.part.Duration
-		res.Duration = max(res.Duration, next-base)
-		if err := appendLine(&idx, indexLine{T: linePart, Off: size, Size: int64(len(b)), At: at.Milliseconds(), Dur: c.part.Duration.Milliseconds(),
-			Key: c.part.Key, Frames: c.part.Frames}); err != nil {
+		for id, tt := range times {
+			ends[id] = tt.start - shift + tt.dur
+			res.Duration = max(res.Duration, ends[id]-base)
+		}
+		if err := appendLine(&idx, indexLine{T: linePart, Off: size, Size: int64(len(b)), At: (first - shift - base).Milliseconds(),
+			Dur: c.part.Duration.Milliseconds(), Key: c.part.Key, Frames: c.part.Frames}); err != nil {
 			return res, err
 		}
 		size += int64(len(b))
@@ -258,24 +279,47 @@ func trafs(frag []byte, scales map[uint32]uint32) (moof *fmp4.Box, out []fmp4.Bo
 	return moof, out, nil
 }
 
-// fragmentStart is the earliest decode time of a fragment's tracks.
-func fragmentStart(frag []byte, scales map[uint32]uint32) (time.Duration, error) {
+// trackTime is one track's decode time and duration in a fragment.
+type trackTime struct{ start, dur time.Duration }
+
+// fragmentTimes reads each track's decode time and duration in a
+// fragment.
+func fragmentTimes(frag []byte, scales map[uint32]uint32) (map[uint32]trackTime, error) {
 	_, ts, err := trafs(frag, scales)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	first := time.Duration(-1)
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("%w: a moof without tracks", fmp4.ErrBox)
+	}
+	out := map[uint32]trackTime{}
 	for _, t := range ts {
-		scale := scales[binary.BigEndian.Uint32(fmp4.Find(t.Children, "tfhd").Data[4:])]
-		d := ticks(binary.BigEndian.Uint64(fmp4.Find(t.Children, "tfdt").Data[4:]), scale)
-		if first < 0 || d < first {
-			first = d
+		id := binary.BigEndian.Uint32(fmp4.Find(t.Children, "tfhd").Data[4:])
+		scale := uint64(scales[id])
+		var total int64
+		if trun := fmp4.Find(t.Children, "trun"); trun != nil {
+			if _, total, _, err = parseTrun(trun.Data); err != nil {
+				return nil, err
+			}
 		}
+		d := time.Duration(uint64(total)/scale)*time.Second + time.Duration(uint64(total)%scale*uint64(time.Second)/scale)
+		out[id] = trackTime{start: ticks(binary.BigEndian.Uint64(fmp4.Find(t.Children, "tfdt").Data[4:]), uint32(scale)), dur: d}
 	}
-	if first < 0 {
-		return 0, fmt.Errorf("%w: a moof without tracks", fmp4.ErrBox)
+	return out, nil
+}
+
+// earliest is the first decode time of a fragment's tracks (stream times
+// start below zero, fmp4.TimeOrigin, so there is no sentinel).
+func earliest(times map[uint32]trackTime) time.Duration {
+	var first time.Duration
+	n := 0
+	for _, t := range times {
+		if n == 0 || t.start < first {
+			first = t.start
+		}
+		n++
 	}
-	return first, nil
+	return first
 }
 
 // retime rewrites a fragment in place: its sequence number, and every

@@ -3,6 +3,11 @@ package recorder
 import (
 	"bytes"
 	"testing"
+	"time"
+
+	"github.com/svcplatform/svc/mediaengine/fmp4"
+	"github.com/svcplatform/svc/mediaengine/internal/mediatest"
+	"github.com/svcplatform/svc/mediaengine/media"
 )
 
 // FuzzScanFragments feeds arbitrary bytes to the repair path's fragment
@@ -35,5 +40,28 @@ func FuzzParseIndex(f *testing.F) {
 	f.Add([]byte(`{"t":"part"}`))
 	f.Fuzz(func(_ *testing.T, b []byte) {
 		parseIndex(b)
+	})
+}
+
+// FuzzRetime feeds arbitrary fragments to cut/merge's readers and
+// rewriter (a source file may be damaged on disk): an error or a
+// rewrite within the fragment's own bytes, never a panic.
+func FuzzRetime(f *testing.F) {
+	tracks := mediatest.Tracks()
+	f.Add(fmp4.Fragment(7, []fmp4.Run{{Track: tracks[0], BaseTime: 90000 * 11, Samples: []fmp4.Sample{{Frame: &media.Frame{Track: tracks[0],
+		Keyframe: true, NALUs: [][]byte{{0x65, 1, 2}}}, Duration: 3600}}}}))
+	f.Add([]byte{0, 0, 0, 16, 'm', 'o', 'o', 'f', 0, 0, 0, 8, 't', 'r', 'a', 'f'})
+	scales := map[uint32]uint32{1: 90000, 2: 48000}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n := len(b)
+		if _, err := fragmentTimes(b, scales); err != nil {
+			return
+		}
+		if err := retime(b, 3, 1500*time.Millisecond, scales); err != nil {
+			return
+		}
+		if len(b) != n {
+			t.Fatalf("retime changed the length from %d to %d", n, len(b))
+		}
 	})
 }

@@ -311,6 +311,11 @@ func parseTrun(d []byte) (count, total int64, sync bool, err error) {
 	if n < 0 || int64(len(d)-p) < n*int64(per) {
 		return 0, 0, false, errShortTrun
 	}
+	if per == 0 {
+		// No per-sample fields: nothing to add up, and a count of two
+		// billion in a damaged file must not cost two billion turns.
+		return n, 0, sync, nil
+	}
 	for i := int64(0); i < n; i++ {
 		q := p
 		if flags&trunDuration != 0 {

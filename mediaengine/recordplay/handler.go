@@ -11,6 +11,11 @@
 // initialisation segment and the parts from the last keyframe at or
 // before S, found in the sidecar index without reading the media.
 //
+// GET /record/{fileId}.m3u8 is the same file as HLS VOD: an fMP4 playlist
+// whose init segment and media segments (a keyframe's part and the parts
+// up to the next keyframe) are byte ranges of <fileId>.mp4 with the same
+// ticket, so an HLS player reads the file itself, seeking by segment.
+//
 // With ?download=1 it answers the file as an attachment (whole, or by
 // Range to resume), asking on_play for the reserved app RecordDownloadApp
 // instead: a ticket is bound to one of the two purposes.
@@ -19,7 +24,9 @@ package recordplay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -64,8 +71,13 @@ type Handler struct {
 // maxSeconds bounds start and duration (a day).
 const maxSeconds = 86400
 
-// ServeHTTP answers GET /record/{file}, {file} being <fileId>.mp4.
+// ServeHTTP answers GET /record/{file}, {file} being <fileId>.mp4, or
+// <fileId>.m3u8 for its HLS playlist.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if id, ok := strings.CutSuffix(r.PathValue("file"), ".m3u8"); ok {
+		h.playlist(w, r, id)
+		return
+	}
 	id, ok := strings.CutSuffix(r.PathValue("file"), ".mp4")
 	if _, err := uuid.Parse(id); !ok || err != nil {
 		http.Error(w, "no such recording file", http.StatusNotFound)
@@ -172,4 +184,68 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, app, fileID stri
 		return false
 	}
 	return true
+}
+
+// playlist answers the HLS VOD playlist of a file.
+func (h *Handler) playlist(w http.ResponseWriter, r *http.Request, id string) {
+	q := r.URL.Query()
+	if _, err := uuid.Parse(id); err != nil {
+		http.Error(w, "no such recording file", http.StatusNotFound)
+		return
+	}
+	if q.Get("start") != "" || q.Get("duration") != "" || q.Get(engineapi.RecordDownloadParam) != "" {
+		http.Error(w, "a playlist is the whole file", http.StatusBadRequest)
+		return
+	}
+	if !h.admit(w, r, RecordApp, id) {
+		return
+	}
+	_, x, err := h.Files.Lookup(id)
+	if errors.Is(err, recorder.ErrFileNotFound) {
+		http.Error(w, "no such recording file on this media server", http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		h.Log.Warn("recorded file unreadable", zap.String("fileId", id), zap.Error(err))
+		http.Error(w, "the recording file cannot be read", http.StatusInternalServerError)
+		return
+	}
+	body := Playlist(x, id+".mp4?"+q.Encode())
+	w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
+	w.Header().Set("Cache-Control", "private, no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+}
+
+// Playlist is the HLS VOD playlist (version 7, fMP4) of a file whose bytes
+// are at uri: each segment runs from a part that starts with a keyframe
+// to the next such part.
+func Playlist(x *recorder.Index, uri string) []byte {
+	type seg struct {
+		off, size int64
+		dur       time.Duration
+	}
+	var segs []seg
+	for _, p := range x.Parts {
+		if p.Key || len(segs) == 0 {
+			segs = append(segs, seg{off: p.Offset})
+		}
+		s := &segs[len(segs)-1]
+		s.size = p.Offset + p.Size - s.off
+		s.dur += p.Duration
+	}
+	target := 1
+	for _, s := range segs {
+		target = max(target, int(math.Ceil(s.dur.Seconds())))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-TARGETDURATION:%d\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXT-X-INDEPENDENT-SEGMENTS\n", target)
+	fmt.Fprintf(&b, "#EXT-X-MAP:URI=\"%s\",BYTERANGE=\"%d@0\"\n", uri, x.InitSize())
+	for _, s := range segs {
+		fmt.Fprintf(&b, "#EXTINF:%.3f,\n#EXT-X-BYTERANGE:%d@%d\n%s\n", s.dur.Seconds(), s.size, s.off, uri)
+	}
+	b.WriteString("#EXT-X-ENDLIST\n")
+	return []byte(b.String())
 }

@@ -230,7 +230,7 @@ func TestRecordingEndToEnd(t *testing.T) {
 	player := backend{t: t, api: cp.api, token: cp.newToken("recordings.view", "recordings.play", "recordings.delete", "recordings.manage")}
 	var ls lease
 	if st, body := player.call("POST", "/api/v2/third-party/recordings/"+second.FileID+"/playback-lease", map[string]any{}, &ls); st != 200 ||
-		len(ls.Sources) != 1 || ls.State != "Active" {
+		len(ls.Sources) != 2 || ls.Sources[0].Protocol != "http-fmp4" || ls.Sources[1].Protocol != "hls" || ls.State != "Active" {
 		t.Fatalf("recording lease: %d %s", st, body)
 	}
 	src := ls.Sources[0].URL
@@ -268,6 +268,10 @@ func TestRecordingEndToEnd(t *testing.T) {
 	}
 	if pr, err := probe(t, src+"&start=1", 10); err != nil || pr.codec != "h264" || pr.packets == 0 {
 		t.Fatalf("ffprobe from 1 s: %+v %v", pr, err)
+	}
+	// The HLS source: the same frames through the VOD playlist.
+	if hp, err := probe(t, ls.Sources[1].URL, 10); err != nil || hp.codec != "h264" || hp.packets != pr.packets || !hp.audio {
+		t.Fatalf("ffprobe of the leased HLS playlist: %+v %v (the file: %+v)", hp, err, pr)
 	}
 	var renewed lease
 	if st, body := player.call("POST", "/api/v2/third-party/playback-leases/"+ls.LeaseID+"/renew", map[string]any{}, &renewed); st != 200 ||
