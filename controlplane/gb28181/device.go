@@ -2,7 +2,6 @@ package gb28181
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -72,9 +71,9 @@ func GetDevice(ctx context.Context, s store.Store, id DeviceID) (*Device, error)
 	if kv == nil {
 		return nil, fmt.Errorf("%w: %s", ErrDeviceNotFound, id)
 	}
-	var d Device
-	if err := json.Unmarshal(kv.Value, &d); err != nil {
-		return nil, fmt.Errorf("device %s: %w", id, err)
+	d, err := store.Decode[Device](kv)
+	if err != nil {
+		return nil, err
 	}
 	return &d, nil
 }
@@ -87,8 +86,8 @@ func ListDevices(ctx context.Context, s store.Store) ([]Device, error) {
 	}
 	out := make([]Device, 0, len(resp.KVs))
 	for _, kv := range resp.KVs {
-		var d Device
-		if err := json.Unmarshal(kv.Value, &d); err != nil {
+		d, err := store.Decode[Device](kv)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", kv.Key, err)
 		}
 		out = append(out, d)

@@ -16,9 +16,9 @@ func (s *Service) updateDevice(ctx context.Context, id DeviceID, fn func(d *Devi
 		if kv == nil {
 			return nil, nil, nil, fmt.Errorf("%w: %s", ErrDeviceNotFound, id)
 		}
-		var d Device
-		if err := json.Unmarshal(kv.Value, &d); err != nil {
-			return nil, nil, nil, fmt.Errorf("device %s: %w", id, err)
+		d, err := store.Decode[Device](kv)
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		if !fn(&d) {
 			return nil, nil, nil, errUnchanged

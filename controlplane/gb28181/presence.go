@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/events"
@@ -50,9 +49,11 @@ func (s *Service) register(id DeviceID, transport, addr string, expires int, now
 			d = Device{DeviceID: id, Direction: DirectionInbound, Status: StatusOnline, RegisteredAt: now.UTC(), StatusChangedAt: now.UTC()}
 			evName, reason = events.DeviceGB28181Registered, "first successful REGISTER"
 		} else {
-			if err := json.Unmarshal(kv.Value, &d); err != nil {
-				return nil, nil, nil, fmt.Errorf("device %s: %w", id, err)
+			cur, err := store.Decode[Device](kv)
+			if err != nil {
+				return nil, nil, nil, err
 			}
+			d = cur
 			if d.Status != StatusOnline {
 				prev := d.Status
 				previous = &prev
@@ -118,9 +119,9 @@ func (s *Service) markOffline(id DeviceID, now time.Time) error {
 		if kv == nil {
 			return nil, nil, nil, errUnchanged
 		}
-		var d Device
-		if err := json.Unmarshal(kv.Value, &d); err != nil {
-			return nil, nil, nil, fmt.Errorf("device %s: %w", id, err)
+		d, err := store.Decode[Device](kv)
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		if d.Status != StatusOnline || d.NodeID != s.nodeID {
 			return nil, nil, nil, errUnchanged // another node holds it now
@@ -164,9 +165,9 @@ func (s *Service) unregister(id DeviceID, now time.Time) error {
 		if kv == nil {
 			break // never registered, or already gone: nothing to emit
 		}
-		var d Device
-		if err := json.Unmarshal(kv.Value, &d); err != nil {
-			return fmt.Errorf("device %s: %w", id, err)
+		d, err := store.Decode[Device](kv)
+		if err != nil {
+			return err
 		}
 		prev := d.Status
 		op, err := s.eventOp(events.DeviceGB28181Unregistered, id, d.Name, StatusUnregistered, &prev, "REGISTER with Expires: 0", now)

@@ -214,9 +214,9 @@ func GetRecordQuery(ctx context.Context, st store.Store, taskID string) (*Record
 	if kv == nil {
 		return nil, fmt.Errorf("%w: %s", ErrRecordQueryNotFound, taskID)
 	}
-	var q RecordQuery
-	if err := json.Unmarshal(kv.Value, &q); err != nil {
-		return nil, fmt.Errorf("record query %s: %w", taskID, err)
+	q, err := store.Decode[RecordQuery](kv)
+	if err != nil {
+		return nil, err
 	}
 	return &q, nil
 }

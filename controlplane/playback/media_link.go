@@ -165,8 +165,8 @@ func (s *Service) readLink(ctx context.Context, id string) (*MediaLink, int64, e
 			return nil, 0, err
 		}
 		if kv != nil {
-			var l MediaLink
-			return &l, kv.ModRevision, json.Unmarshal(kv.Value, &l)
+			l, err := store.Decode[MediaLink](kv)
+			return &l, kv.ModRevision, err
 		}
 		if attempt > 0 || s.Catchup == nil {
 			return nil, 0, nil

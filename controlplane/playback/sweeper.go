@@ -306,8 +306,7 @@ func (s *Service) prune(ctx context.Context) error {
 		return err
 	}
 	for _, kv := range links.KVs {
-		var l MediaLink
-		if json.Unmarshal(kv.Value, &l) == nil && now.After(l.ExpiresAt) {
+		if l, err := store.Decode[MediaLink](kv); err == nil && now.After(l.ExpiresAt) {
 			ops = append(ops, store.Delete(kv.Key))
 		}
 	}

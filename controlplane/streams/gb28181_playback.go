@@ -268,9 +268,9 @@ func (p *GBPlayback) Get(ctx context.Context, sessionID string) (*PlaybackSessio
 	if kv == nil {
 		return nil, fmt.Errorf("%w: %s", ErrPlaybackNotFound, sessionID)
 	}
-	var s PlaybackSession
-	if err := json.Unmarshal(kv.Value, &s); err != nil {
-		return nil, fmt.Errorf("playback session %s: %w", sessionID, err)
+	s, err := store.Decode[PlaybackSession](kv)
+	if err != nil {
+		return nil, err
 	}
 	return &s, nil
 }

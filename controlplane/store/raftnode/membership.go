@@ -158,8 +158,7 @@ func (n *Node) Members(ctx context.Context) ([]Member, error) {
 	}
 	recs := map[string]MemberRecord{}
 	for _, kv := range resp.KVs {
-		var r MemberRecord
-		if json.Unmarshal(kv.Value, &r) == nil {
+		if r, err := store.Decode[MemberRecord](kv); err == nil {
 			recs[r.NodeID] = r
 		}
 	}
