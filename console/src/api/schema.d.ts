@@ -2583,7 +2583,7 @@ export interface paths {
         put?: never;
         /**
          * Lease a recorded file for playback
-         * @description A renewable lease on one recorded file (resourceKind recording-file). Its source is the file on its media server over http-fmp4: played as it is with HTTP Range (seeking in a <video> element, ffmpeg -ss), or from a time with `start=<seconds>[&duration=<seconds>]` (the answer begins at the keyframe before it). Renewals keep the URL. Soft- or hard-deleting the file, or the token losing recordings.play, makes the lease unusable.
+         * @description A renewable lease on one recorded file (resourceKind recording-file). Its sources are the file on its media server over http-fmp4, played as it is with HTTP Range (seeking in a <video> element, ffmpeg -ss) or from a time with `start=<seconds>[&duration=<seconds>]` (the answer begins at the keyframe before it), and its HLS VOD playlist (hls) of fMP4 segments from keyframe to keyframe, byte ranges of the same file. Renewals keep the URL. Soft- or hard-deleting the file, or the token losing recordings.play, makes the lease unusable.
          */
         post: operations["createThirdPartyRecordingPlaybackLease"];
         delete?: never;
@@ -2691,7 +2691,7 @@ export interface paths {
         put?: never;
         /**
          * Lease a cut/merge output for playback
-         * @description A renewable lease (resourceKind cut-merge-output) on a Succeeded task's output over http-fmp4, like a recorded file's; deleting the output or the token losing recordings.play makes it unusable.
+         * @description A renewable lease (resourceKind cut-merge-output) on a Succeeded task's output over http-fmp4 and hls, like a recorded file's; deleting the output or the token losing recordings.play makes it unusable.
          */
         post: operations["createThirdPartyCutMergePlaybackLease"];
         delete?: never;
@@ -3484,6 +3484,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/recording/auto-record/evaluate-stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Evaluate auto-record for a stream
+         * @description Whether the leader's pass would record the stream on the media server at `at`: its channel's `autoRecord` (which wins) or an enabled plan with a slot then, each plan's evaluation, the reasons, and the stream's session now. It changes nothing.
+         */
+        post: operations["evaluateAutoRecordStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/recording/auto-record/run-once": {
         parameters: {
             query?: never;
@@ -3564,6 +3584,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/recording/files/statistics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Summarise recorded files
+         * @description From the file index alone: the files of a channel (or of all) per state, the start of the oldest, the average and longest duration, and the number of UTC days with recordings. Hard-deleted tombstones are counted per state but left out of the rest.
+         */
+        get: operations["getRecordingFileStatistics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/recording/files/soft-delete": {
         parameters: {
             query?: never;
@@ -3624,6 +3664,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/recording/cut-merge/backlog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A media server's cut/merge backlog
+         * @description What waits on the media server: its Pending and Running tasks (with the other states' counts) and the creation time of the oldest. Tasks run one at a time, by the leader, oldest first.
+         */
+        get: operations["getCutMergeBacklog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/cut-merge/cleanup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Clean up ended cut/merge tasks
+         * @description Removes Succeeded and Failed tasks created and ended more than `olderThanHours` ago (optionally on one media server), with their output files unless `keepOutputFiles`; at most 500 per call, oldest first (repeat for more). A task whose media server cannot be asked stays and is listed in `failed`.
+         */
+        post: operations["cleanupCutMergeTasks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/recording/cut-merge/tasks": {
         parameters: {
             query?: never;
@@ -3642,6 +3722,26 @@ export interface paths {
          * @description Joins the Completed recordings of one stream (a channel, or app and streamId) that intersect [`startTime`, `endTime`) into one MP4 (fragmented) on the media server that holds them, without transcoding: the output starts at the keyframe at or before `startTime` and ends with the fragment (at most a second) that covers `endTime`; gaps without recordings are skipped, so the output's duration is the covered ranges. `mediaServerId` is a fallback that only narrows the files when they lie on several media servers. The task starts Pending; poll it until Succeeded or Failed (see GET /api/v2/recording/state-model), then obtain a link. With `callbackUrl` the outcome is also POSTed there (the terminal state is still to be verified by polling). A range without recordings answers 404; one whose files changed tracks is refused by the engine (Failed).
          */
         post: operations["createCutMergeTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/cut-merge/tasks/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count a media server's cut/merge tasks
+         * @description The media server's tasks per state (Pending, Running, Succeeded, Failed) and when the oldest waiting one was created.
+         */
+        get: operations["getCutMergeTaskStatus"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4314,6 +4414,206 @@ export interface paths {
          * @description The same as the business operation, for the room's current host only: another participant gets 403 `permission_denied`.
          */
         post: operations["stopRtcRecordingAsHost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/rooms/{roomId}/recordings/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue an archive ticket for a room's recordings
+         * @description Issues a short-lived archive ticket (`lifetimeSeconds` 30-600, default 120) for the room's recordings with `actions` among view, play and download (default view and play; play and download add view). The issuer needs the permission of each action (`rtc.recordings.view`, `rtc.recordings.play`, `rtc.recordings.download`) and the room (its owner, or a super administrator); it cannot grant what it lacks. Each use of the ticket rechecks the issuer as it is then: a revoked token or a withdrawn permission ends the ticket at once. A participant token never stands in for it.
+         */
+        post: operations["createRtcArchiveTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a recording's manifest
+         * @description Answers the recording's manifest to an archive ticket with `view`, given as `Authorization: Bearer <archive ticket>` or in the query `rtc_archive_token`: the time origin, the duration, one track per participant, device session (publication) and media kind with its files' offsets from the origin (a file may start a moment before it), composites, and the public events after `afterSequence` (continue with `nextSequence` while `hasMoreEvents`). Any other credential, an expired ticket, or one whose issuer lost its permission answers 401 `archive_ticket_invalid`.
+         */
+        get: operations["getRtcRecordingManifest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/participants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the room's participants
+         * @description Lists the room's active participants, admitted and waiting, for an admitted participant (the host admits from it). Our addition.
+         */
+        get: operations["listRtcParticipants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/participants/{participantId}/admit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Admit a participant from the waiting room
+         * @description The room's current host lets a participant held in the waiting room in (rtc.participant.joined, with the host as `ParticipantId` and the admitted participant as `TargetParticipantId`). Anyone else gets 403. Our addition (the documents name the waiting state, not the operation).
+         */
+        post: operations["admitRtcParticipant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/participants/{participantId}/host": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hand the host role over
+         * @description The room's current host makes another admitted participant the host and becomes a member in the same step: from then on the former host is refused host operations (403). Our addition.
+         */
+        post: operations["handOverRtcHost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/talk/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start talking to a device
+         * @description Establishes an intercom session with a device's audio output channel. For `gb28181` the platform sends the device a Broadcast notification and waits (`timeoutSeconds`, default 10) for the device's INVITE for audio, answers it and starts a G.711 sender towards the address the device offered, in the law it offered (`codec`). Post audio with `POST /api/v2/talk/sessions/{sessionId}/audio`; the push-to-talk gate (`ptt`, open by default) decides whether it is sent. Our addition: contract B shows the session's other operations only.
+         */
+        post: operations["createTalkSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/talk/sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A talk session's media sending state
+         * @description The session's media state, push-to-talk gate, codec and what was sent.
+         */
+        get: operations["getTalkSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/talk/sessions/{sessionId}/audio": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send audio to the device
+         * @description Writes G.711 audio (8 kHz, the session's `codec`: A-law for pcma, mu-law for pcmu) to an established session; it is sent in real time, 20 ms a packet. At most 10 s may wait (429 `rate_limited` beyond: post as it is spoken). A session whose push-to-talk gate is closed, or whose media sender was released, answers 409 `conflict`.
+         */
+        post: operations["writeTalkAudio"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/talk/sessions/{sessionId}/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Release the media sender
+         * @description Stops the session's G.711 sender and closes its socket; only the media sender is released, the session and the device's signalling stay.
+         */
+        delete: operations["releaseTalkMedia"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/talk/sessions/{sessionId}/ptt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set the push-to-talk gate
+         * @description Opens or closes the push-to-talk gate. Closed, nothing is sent: audio waiting is dropped and new audio is refused.
+         */
+        post: operations["setTalkPtt"];
         delete?: never;
         options?: never;
         head?: never;
@@ -9172,6 +9472,133 @@ export interface components {
              */
             failed: number;
         };
+        /** @description Whether auto-record or a plan wants a stream recorded at a time, and why. */
+        AutoRecordStreamEvaluation: {
+            /** @description The media server. */
+            mediaServerId: string;
+            /** @description Virtual host of the stream. */
+            vhost: string;
+            /** @description Application of the stream. */
+            app: string;
+            /** @description Stream id. */
+            streamId: string;
+            /**
+             * Format: date-time
+             * @description The time evaluated (UTC).
+             */
+            at: string;
+            /** @description The channel that has the stream, if any (auto-record and plans apply to channels). */
+            channelId?: string;
+            /** @description Whether the pass would record the stream at that time. */
+            shouldRecord: boolean;
+            /**
+             * @description Who wants it recorded (auto wins over plan).
+             * @enum {string}
+             */
+            recordSource?: "auto" | "plan";
+            /** @description The channel's autoRecord. */
+            autoRecord: boolean;
+            /** @description The evaluation of each plan that names the channel. */
+            plans: components["schemas"]["RecordPlanEvaluation"][];
+            /** @description Why, in words. */
+            reasons: string[];
+            /** @description The stream's recording session state now, if it has one. */
+            sessionState?: string;
+        };
+        /** @description A summary of the file index. */
+        RecordingFileStatistics: {
+            /** @description The channel summarised; absent for all files. */
+            channelId?: string;
+            /** @description Files per state (Completed, SoftDeleted, Deleted). */
+            files: {
+                [key: string]: number;
+            };
+            /**
+             * Format: int64
+             * @description Files other than hard-deleted tombstones.
+             */
+            total: number;
+            /**
+             * Format: date-time
+             * @description Start of the oldest of them (UTC).
+             */
+            earliestStartTime?: string;
+            /**
+             * Format: int64
+             * @description Their average duration.
+             */
+            averageDurationMs: number;
+            /**
+             * Format: int64
+             * @description The longest duration among them.
+             */
+            longestDurationMs: number;
+            /**
+             * Format: int32
+             * @description UTC dates with recordings.
+             */
+            recordDays: number;
+        };
+        /** @description A media server's cut/merge tasks per state. */
+        CutMergeTaskCounts: {
+            /** @description The media server. */
+            mediaServerId: string;
+            /**
+             * Format: int64
+             * @description Tasks waiting to run.
+             */
+            pending: number;
+            /**
+             * Format: int64
+             * @description Tasks the media server is writing.
+             */
+            running: number;
+            /**
+             * Format: int64
+             * @description Tasks whose output is written.
+             */
+            succeeded: number;
+            /**
+             * Format: int64
+             * @description Tasks that failed.
+             */
+            failed: number;
+            /**
+             * Format: date-time
+             * @description Creation time of the oldest Pending or Running task (UTC).
+             */
+            oldestWaitingAt?: string;
+        };
+        /** @description Which ended cut/merge tasks to remove. */
+        CutMergeCleanupRequest: {
+            /** @description Only tasks on this media server. */
+            mediaServerId?: string;
+            /**
+             * Format: int32
+             * @description Only tasks created and ended more than this many hours ago.
+             * @default 24
+             */
+            olderThanHours?: number;
+            /**
+             * @description Remove the task records only and keep their output files.
+             * @default false
+             */
+            keepOutputFiles?: boolean;
+        };
+        /** @description What a cleanup removed. */
+        CutMergeCleanupResult: {
+            /** @description The removed tasks. */
+            deleted: string[];
+            /** @description Tasks that could not be removed, and why. */
+            failed: {
+                /** @description The task. */
+                taskId: string;
+                /** @description Why (agent_unavailable, conflict, not_found, internal). */
+                code: string;
+                /** @description What happened. */
+                message: string;
+            }[];
+        };
         /** @description A cut/merge task with the sources it joins. */
         CutMergeTaskDetail: {
             task: components["schemas"]["CutMergeTask"];
@@ -9726,11 +10153,190 @@ export interface components {
             items: components["schemas"]["RtcRecording"][];
         };
         /**
+         * @description What an archive ticket allows.
+         * @enum {string}
+         */
+        RtcArchiveAction: "view" | "play" | "download";
+        /** @description The archive ticket to issue. */
+        RtcArchiveAccessRequest: {
+            /** @description The actions; view and play when absent. play and download add view. */
+            actions?: components["schemas"]["RtcArchiveAction"][];
+            /**
+             * Format: int32
+             * @description Lifetime of the ticket; 120 when absent.
+             */
+            lifetimeSeconds?: number;
+        };
+        /** @description An archive ticket, shown once. */
+        RtcArchiveTicket: {
+            /** @description The ticket, for `Authorization: Bearer` or the query `rtc_archive_token`. */
+            token: string;
+            /**
+             * Format: uuid
+             * @description The room whose recordings it opens.
+             */
+            roomId: string;
+            /** @description What it allows. */
+            actions: components["schemas"]["RtcArchiveAction"][];
+            /**
+             * Format: date-time
+             * @description When it ends.
+             */
+            expiresAtUtc: string;
+        };
+        /** @description One file of a track. */
+        RtcManifestFile: {
+            /** @description The recorded file. */
+            fileId: string;
+            /**
+             * Format: int64
+             * @description Where its media starts, from the recording's origin.
+             */
+            offsetMilliseconds: number;
+            /**
+             * Format: int64
+             * @description Its duration.
+             */
+            durationMilliseconds: number;
+        };
+        /** @description One track, in its original encoding. */
+        RtcManifestTrack: {
+            /**
+             * Format: uuid
+             * @description The participant.
+             */
+            participantId: string;
+            /**
+             * Format: uuid
+             * @description The device session's publication.
+             */
+            deviceSessionId: string;
+            mediaKind: components["schemas"]["RtcMediaKind"];
+            /** @description The encoding as sent (H264, Opus, PCMU, ...). */
+            codec: string;
+            /** @description Its files in time order; gaps between them are periods without media. */
+            files: components["schemas"]["RtcManifestFile"][];
+        };
+        /** @description A recording's manifest; file and event offsets share one origin. */
+        RtcRecordingManifest: {
+            /**
+             * Format: uuid
+             * @description The recording.
+             */
+            recordingId: string;
+            state: components["schemas"]["RtcRecordingState"];
+            /**
+             * Format: date-time
+             * @description The time origin.
+             */
+            originAtUtc: string;
+            /**
+             * Format: int64
+             * @description From the origin to the stop (to now while it runs).
+             */
+            durationMilliseconds: number;
+            /** @description One per participant, device session and media kind. */
+            tracks: components["schemas"]["RtcManifestTrack"][];
+            /** @description Member copies and composites made after the meeting (none yet). */
+            composites: Record<string, never>[];
+            /** @description Public replayable events (chat, whiteboard, control, device speech) after afterSequence; none are kept yet. */
+            events: Record<string, never>[];
+            /** @description Whether more events follow. */
+            hasMoreEvents: boolean;
+            /**
+             * Format: int64
+             * @description The afterSequence of the next page.
+             */
+            nextSequence: number;
+        };
+        /** @description The room's active participants. */
+        RtcParticipantList: {
+            /** @description Admitted and waiting participants. */
+            items: components["schemas"]["RtcParticipant"][];
+        };
+        /** @description A talk session to establish. */
+        CreateTalkSessionRequest: {
+            /**
+             * @description How the session is established.
+             * @enum {string}
+             */
+            protocol: "gb28181";
+            /** @description The GB28181 device's code. */
+            deviceId: string;
+            /** @description The device's audio output channel code. */
+            channelId: string;
+            /** @description The push-to-talk gate at the start (default open). */
+            ptt?: boolean;
+            /** @description How long to wait for the device to set the session up (default 10). */
+            timeoutSeconds?: number;
+        };
+        /** @description G.711 audio. */
+        TalkAudioRequest: {
+            /**
+             * Format: byte
+             * @description Base64 of 8 kHz G.711 samples in the session's law, one byte a sample.
+             */
+            payload: string;
+        };
+        /** @description The push-to-talk gate. */
+        TalkPttRequest: {
+            /** @description Open (true) or closed (false). */
+            enabled: boolean;
+        };
+        /** @description An intercom session. */
+        TalkSession: {
+            /** @description The session's id. */
+            id: string;
+            /** @description How it was established (gb28181). */
+            protocol: string;
+            /** @description The device. */
+            deviceId: string;
+            /** @description The device's audio output channel. */
+            channelId: string;
+            /**
+             * @description The G.711 law the device takes.
+             * @enum {string}
+             */
+            codec: "pcma" | "pcmu";
+            /**
+             * @description Sending while the media sender runs; Released after DELETE .../media.
+             * @enum {string}
+             */
+            mediaState: "Sending" | "Released";
+            /** @description The push-to-talk gate. */
+            ptt: boolean;
+            /**
+             * Format: int64
+             * @description RTP packets sent.
+             */
+            packetsSent: number;
+            /**
+             * Format: int64
+             * @description Audio bytes sent.
+             */
+            bytesSent: number;
+            /**
+             * Format: int32
+             * @description Audio waiting to be sent.
+             */
+            bufferedBytes: number;
+            /**
+             * Format: date-time
+             * @description When the device set the session up.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the media sender was released.
+             */
+            releasedAt?: string;
+        };
+        /**
          * @description Machine-readable error code of an error answer. This list is every code the platform answers with; a client switches on it and shows `message` to people. Codes are only ever added.
          * @example permission_denied
          * @enum {string}
          */
-        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "cut_merge_output_unavailable" | "delivery_not_retryable" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "invalid_sdp" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_not_supported" | "ptz_unavailable" | "publication_not_active" | "range_not_satisfiable" | "rate_limited" | "recording_file_unavailable" | "recording_not_active" | "recording_not_allowed" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
+        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "archive_ticket_invalid" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "cut_merge_output_unavailable" | "delivery_not_retryable" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "invalid_sdp" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_not_supported" | "ptz_unavailable" | "publication_not_active" | "range_not_satisfiable" | "rate_limited" | "recording_file_unavailable" | "recording_not_active" | "recording_not_allowed" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
         /** @description Body of every JSON error answer. */
         ErrorBody: {
             code: components["schemas"]["ErrorCode"];
@@ -15688,7 +16294,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description Lease settings; protocols may only name http-fmp4. */
+        /** @description Lease settings; protocols may only name http-fmp4 and hls (the lease covers both). */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ThirdPartyPlaybackLeaseRequest"];
@@ -15923,7 +16529,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description Lease settings; protocols may only name http-fmp4. */
+        /** @description Lease settings; protocols may only name http-fmp4 and hls (the lease covers both). */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ThirdPartyPlaybackLeaseRequest"];
@@ -17167,6 +17773,42 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    evaluateAutoRecordStream: {
+        parameters: {
+            query: {
+                /** @description The media server. */
+                mediaServerId: string;
+                /** @description Virtual host of the stream (default __defaultVhost__). */
+                vhost?: string;
+                /** @description Application of the stream. */
+                app: string;
+                /** @description Stream id. */
+                streamId: string;
+                /** @description The time to evaluate (RFC 3339 with a zone); now when absent. */
+                at?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The evaluation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutoRecordStreamEvaluation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     runAutoRecordOnce: {
         parameters: {
             query?: {
@@ -17351,6 +17993,34 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getRecordingFileStatistics: {
+        parameters: {
+            query?: {
+                /** @description Only this channel's files. */
+                channelId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The summary. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingFileStatistics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     softDeleteRecordingFiles: {
         parameters: {
             query?: never;
@@ -17441,6 +18111,64 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    getCutMergeBacklog: {
+        parameters: {
+            query: {
+                /** @description The media server. */
+                mediaServerId: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The backlog. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CutMergeTaskCounts"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    cleanupCutMergeTasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Which tasks to remove. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CutMergeCleanupRequest"];
+            };
+        };
+        responses: {
+            /** @description What was removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CutMergeCleanupResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     listCutMergeTasks: {
         parameters: {
             query?: {
@@ -17506,6 +18234,34 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getCutMergeTaskStatus: {
+        parameters: {
+            query: {
+                /** @description The media server. */
+                mediaServerId: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The counts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CutMergeTaskCounts"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -18862,6 +19618,337 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createRtcArchiveTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        /** @description Actions and lifetime. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RtcArchiveAccessRequest"];
+            };
+        };
+        responses: {
+            /** @description The ticket, shown once. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcArchiveTicket"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getRtcRecordingManifest: {
+        parameters: {
+            query?: {
+                /** @description Return the public events after this sequence number. */
+                afterSequence?: number;
+                /** @description At most this many events (1-500, default 100). */
+                maxEvents?: number;
+                /** @description The archive ticket, for URLs that cannot carry a header. */
+                rtc_archive_token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The manifest. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRecordingManifest"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listRtcParticipants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The participants. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcParticipantList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    admitRtcParticipant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the participant. */
+                participantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The admitted participant. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcParticipant"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    handOverRtcHost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the participant. */
+                participantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new host. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcParticipant"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createTalkSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The device and channel. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTalkSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TalkSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getTalkSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The talk session's id. */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TalkSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    writeTalkAudio: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The talk session's id. */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The audio. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TalkAudioRequest"];
+            };
+        };
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TalkSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    releaseTalkMedia: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The talk session's id. */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TalkSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    setTalkPtt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The talk session's id. */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The gate. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TalkPttRequest"];
+            };
+        };
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TalkSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
 }
