@@ -32,16 +32,7 @@ func TestGB28181HistoryPlaybackEndToEnd(t *testing.T) {
 		domain    = "3402000000"
 		platform  = "34020000002000000001"
 	)
-	bin := svcbin.Build(t)
-	pw := filepath.Join(t.TempDir(), "gb-password")
-	if err := os.WriteFile(pw, []byte("camera-pass"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sipAddr := freeUDPAddr(t)
-	cp := startControlNode(t, func(c *config.Config) {
-		c.GB28181PasswordFile, c.SIPAddr, c.GB28181Domain, c.GB28181ID = pw, sipAddr, domain, platform
-	})
-	cp.startMediaHost(bin, "media-1")
+	cp, sipAddr := startGBPlatform(t, domain, platform)
 	dir, sippLog := startSIPpCamera(t, sipAddr, "gb28181_history_answer.xml", deviceID, channelID, platform, domain)
 
 	// Registered: its catalog became a channel.
@@ -171,6 +162,24 @@ func TestGB28181HistoryPlaybackEndToEnd(t *testing.T) {
 	if st, _ := viewer.call("GET", "/api/v2/gb28181/records/query/01a2262f-0daa-7e97-be48-881943e5b435", nil, nil); st != 404 {
 		t.Fatalf("an unknown record query: %d", st)
 	}
+}
+
+// startGBPlatform starts a control node whose SIP server (on a free UDP
+// and TCP port, returned) takes devices of domain with the password
+// camera-pass as platform, and a media host media-1 for their streams.
+func startGBPlatform(t *testing.T, domain, platform string) (*controlNode, string) {
+	t.Helper()
+	bin := svcbin.Build(t)
+	pw := filepath.Join(t.TempDir(), "gb-password")
+	if err := os.WriteFile(pw, []byte("camera-pass"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sipAddr := freeUDPAddr(t)
+	cp := startControlNode(t, func(c *config.Config) {
+		c.GB28181PasswordFile, c.SIPAddr, c.GB28181Domain, c.GB28181ID = pw, sipAddr, domain, platform
+	})
+	cp.startMediaHost(bin, "media-1")
+	return cp, sipAddr
 }
 
 // startSIPpCamera runs gb28181_device.xml (register, catalog of one

@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/test/peers/psrtp"
-	"github.com/svcplatform/svc/test/svcbin"
 	"github.com/svcplatform/svc/test/testkit"
 )
 
@@ -29,16 +27,7 @@ func TestGB28181LiveInviteOverTCPAndStopWithoutReinvite(t *testing.T) {
 		domain    = "3402000000"
 		platform  = "34020000002000000001"
 	)
-	bin := svcbin.Build(t)
-	pw := filepath.Join(t.TempDir(), "gb-password")
-	if err := os.WriteFile(pw, []byte("camera-pass"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sipAddr := freeUDPAddr(t)
-	cp := startControlNode(t, func(c *config.Config) {
-		c.GB28181PasswordFile, c.SIPAddr, c.GB28181Domain, c.GB28181ID = pw, sipAddr, domain, platform
-	})
-	cp.startMediaHost(bin, "media-1")
+	cp, sipAddr := startGBPlatform(t, domain, platform)
 	dir, sippLog := startSIPpCamera(t, sipAddr, "gb28181_answer.xml", deviceID, channelID, platform, domain)
 	var ch struct{ ChannelID, Stream string }
 	testkit.Eventually(t, 60*time.Second, "the camera's channel in the catalogue", func() bool {
