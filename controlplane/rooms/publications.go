@@ -259,6 +259,10 @@ func (s *Service) setPublication(ctx context.Context, pub *Publication, kv *stor
 		}
 		if resp.Succeeded {
 			*pub = next
+			if state == PublicationStopped || state == PublicationFailed {
+				// The room sweep ends any left over should this fail.
+				return s.endPublicationSubscriptions(ctx, r, pub.PublicationID)
+			}
 			return nil
 		}
 		if err := s.Store.WaitForRevision(ctx, resp.Header.Revision); err != nil {
@@ -366,13 +370,16 @@ func (s *Service) Unpublish(ctx context.Context, roomID RoomID, token, publicati
 // publication Stopped, not Active (which would read as a failure).
 func (s *Service) stopPublication(ctx context.Context, r *Room, pub *Publication, kv *store.KeyValue) error {
 	session := pub.EngineSession
-	if err := s.setPublication(ctx, pub, kv, PublicationStopped, "", events.RTCPublicationStopped); err != nil {
+	err := s.setPublication(ctx, pub, kv, PublicationStopped, "", events.RTCPublicationStopped)
+	if pub.State != PublicationStopped {
 		return err
 	}
+	// Stopped (err is then only about ending its subscriptions): the
+	// engine session goes all the same.
 	if session == "" || s.Media == nil {
-		return nil
+		return err
 	}
-	return s.Media.Release(ctx, r.MediaServerID, "whip", streamName(r.RoomID, pub.PublicationID), session)
+	return errors.Join(err, s.Media.Release(ctx, r.MediaServerID, "whip", streamName(r.RoomID, pub.PublicationID), session))
 }
 
 // StreamEnded takes the engine's report that a room stream ended
