@@ -145,8 +145,12 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 		if _, err := s.Streams.Apply(ctx, streamChange(h, req)); err != nil {
 			return engineapi.HookAnswer{}, err
 		}
-		if req.App == rooms.App && !req.Registered && s.Rooms != nil {
-			if err := s.Rooms.StreamEnded(ctx, req.Stream); err != nil {
+		if req.App == rooms.App && s.Rooms != nil {
+			report := s.Rooms.StreamEnded
+			if req.Registered {
+				report = s.Rooms.StreamReady
+			}
+			if err := report(ctx, req.Stream); err != nil {
 				return engineapi.HookAnswer{}, err
 			}
 		}

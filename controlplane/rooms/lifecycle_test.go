@@ -9,8 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/store/storetest"
 )
 
 // signalling answers offers with numbered sessions and records releases:
@@ -60,10 +62,11 @@ type meeting struct {
 
 func newMeeting(t *testing.T) *meeting {
 	t.Helper()
-	s, clk := newService(t)
-	s.Reader = nil
+	node := storetest.SingleNode(t, Index)
+	clk := &clock{t: time.Now().UTC()}
 	m := &signalling{}
-	s.Media, s.MACKeys = m, [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
+	s := &Service{Store: node, Reader: node.State(), NodeID: "cp1", Now: clk.now, HeartbeatTimeout: time.Hour, Media: m,
+		MACKeys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}}
 	ctx := context.Background()
 	r := mustRoom(t, s, CreateRequest{Name: "Lifecycle"})
 	pj, err := s.Join(ctx, r.RoomID, JoinRequest{AccessTicket: mustTicket(t, s, r, TicketRequest{SubjectIssuer: "crm", SubjectID: "pub",
@@ -187,6 +190,75 @@ func TestSubscriptionsEndWithTheirPublication(t *testing.T) {
 	}
 	got := m.publicationEvents(t)
 	want := []string{events.RTCPublicationStarted, events.RTCPublicationFailed, events.RTCPublicationStarted, events.RTCPublicationStopped}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+}
+
+// TestSweepFailsPublicationsNeverReady: an Active publication whose stream
+// the engine never registered (its publisher's ICE failed before any
+// media, so no stream report comes) fails at the first sweep past the
+// ready timeout, with rtc.publication.failed, its WHIP session released
+// and its subscriptions ended; one whose stream registered (even before
+// the WHIP answer was written) stays Active.
+func TestSweepFailsPublicationsNeverReady(t *testing.T) {
+	m := newMeeting(t)
+	ctx := context.Background()
+	silent := m.publish(t)
+	sub := m.subscribe(t, silent)
+	ready := m.publish(t)
+	early, err := m.s.CreatePublication(ctx, m.room.RoomID, m.publisher.Token, PublicationRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The engine's report of early's stream overtakes its WHIP answer.
+	if err := m.s.StreamReady(ctx, streamName(m.room.RoomID, early.PublicationID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.s.Publish(ctx, m.room.RoomID, m.publisher.Token, early.PublicationID, []byte("v=0\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.s.StreamReady(ctx, streamName(m.room.RoomID, ready.PublicationID)); err != nil {
+		t.Fatal(err)
+	}
+	state := func(id string) string {
+		t.Helper()
+		pub, _, err := m.s.publication(ctx, m.room.RoomID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pub.State
+	}
+	m.clk.add(DefaultReadyTimeout - time.Second)
+	if _, _, err := m.s.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(silent.PublicationID); got != PublicationActive {
+		t.Fatalf("a publication within its ready timeout is %s", got)
+	}
+	m.clk.add(2 * time.Second)
+	if _, _, err := m.s.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(silent.PublicationID); got != PublicationFailed {
+		t.Fatalf("a publication never ready past the timeout is %s, want Failed", got)
+	}
+	if !m.media.wasReleased(silent.EngineSession) {
+		t.Fatal("the failed publication's WHIP session was not released")
+	}
+	if got := m.subscription(t, sub.SubscriptionID); got.State != SubscriptionEnded {
+		t.Fatalf("its subscription: %+v", got)
+	}
+	for _, id := range []string{ready.PublicationID, early.PublicationID} {
+		if got := state(id); got != PublicationActive {
+			t.Fatalf("a publication whose stream registered is %s", got)
+		}
+	}
+	if _, _, err := m.s.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := m.publicationEvents(t)
+	want := []string{events.RTCPublicationStarted, events.RTCPublicationStarted, events.RTCPublicationStarted, events.RTCPublicationFailed}
 	if !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
