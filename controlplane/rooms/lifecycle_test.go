@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/storetest"
 )
 
@@ -261,5 +263,52 @@ func TestSweepFailsPublicationsNeverReady(t *testing.T) {
 	want := []string{events.RTCPublicationStarted, events.RTCPublicationStarted, events.RTCPublicationStarted, events.RTCPublicationFailed}
 	if !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
+	}
+}
+
+// TestPlaybackTicketAdmitsOneClient: an HTTP-FLV playback ticket binds to
+// the first client that plays with it; that client may reconnect, another
+// address is refused, even within the ticket's minute; the binding goes
+// with the sweep once the ticket expired.
+func TestPlaybackTicketAdmitsOneClient(t *testing.T) {
+	m := newMeeting(t)
+	ctx := context.Background()
+	pub := m.publish(t)
+	link, _, err := m.s.PlaybackTicket(ctx, m.room.RoomID, m.viewer.Token, pub.PublicationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	play := func(addr string) (bool, string) {
+		t.Helper()
+		ok, reason, err := m.s.AuthorizeEngine(ctx, EngineRequest{Stream: streamName(m.room.RoomID, pub.PublicationID), Protocol: "http-flv",
+			Ticket: u.Query().Get("svc_ticket"), RemoteAddr: addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok, reason
+	}
+	if ok, reason := play("127.0.0.1:40000"); !ok {
+		t.Fatalf("first use refused: %s", reason)
+	}
+	if ok, reason := play("127.0.0.1:40002"); !ok {
+		t.Fatalf("the same client reconnecting refused: %s", reason)
+	}
+	if ok, _ := play("127.0.0.2:40000"); ok {
+		t.Fatal("a playback ticket admitted a second client")
+	}
+	if ok, _ := play(""); ok {
+		t.Fatal("a playback ticket admitted a client of unknown address")
+	}
+	m.clk.add(PlaybackTicketLifetime + time.Second)
+	if _, _, err := m.s.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := m.s.Store.Range(ctx, flvUsePrefix, store.RangeOptions{End: store.PrefixEnd(flvUsePrefix)})
+	if err != nil || len(resp.KVs) != 0 {
+		t.Fatalf("bindings of expired tickets left: %v %v", resp, err)
 	}
 }
