@@ -113,7 +113,7 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 			return answer(false, "malformed on_play body"), nil
 		}
 		if req.App == rooms.App {
-			return s.roomHook(ctx, false, req.StreamRef, req.Protocol, req.Params)
+			return s.roomHook(ctx, false, req.StreamRef, req.Protocol, req.RemoteAddr, req.Params)
 		}
 		if user := req.Params[engineapi.RTSPUserParam]; user != "" {
 			// The engine checked this user's Digest answer against the
@@ -134,7 +134,7 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 			return answer(false, "malformed on_publish body"), nil
 		}
 		if req.App == rooms.App {
-			return s.roomHook(ctx, true, req.StreamRef, req.Protocol, req.Params)
+			return s.roomHook(ctx, true, req.StreamRef, req.Protocol, req.RemoteAddr, req.Params)
 		}
 		return s.allowPublish(ctx, req)
 	case "OnStreamChanged":
@@ -145,8 +145,12 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 		if _, err := s.Streams.Apply(ctx, streamChange(h, req)); err != nil {
 			return engineapi.HookAnswer{}, err
 		}
-		if req.App == rooms.App && !req.Registered && s.Rooms != nil {
-			if err := s.Rooms.StreamEnded(ctx, req.Stream); err != nil {
+		if req.App == rooms.App && s.Rooms != nil {
+			report := s.Rooms.StreamEnded
+			if req.Registered {
+				report = s.Rooms.StreamReady
+			}
+			if err := report(ctx, req.Stream); err != nil {
 				return engineapi.HookAnswer{}, err
 			}
 		}
@@ -225,13 +229,13 @@ func (s *Service) allowPublish(ctx context.Context, req engineapi.PublishHook) (
 // room's own ticket: no lease, channel or RTSP credential admits anyone
 // there. The answer is never cached by the engine (the ticket's
 // participant may leave at any moment).
-func (s *Service) roomHook(ctx context.Context, publish bool, ref engineapi.StreamRef, protocol string, params map[string]string) (engineapi.HookAnswer,
-	error) {
+func (s *Service) roomHook(ctx context.Context, publish bool, ref engineapi.StreamRef, protocol, remoteAddr string,
+	params map[string]string) (engineapi.HookAnswer, error) {
 	if s.Rooms == nil {
 		return answer(false, "meeting rooms are not served here"), nil
 	}
 	ok, reason, err := s.Rooms.AuthorizeEngine(ctx, rooms.EngineRequest{Publish: publish, Vhost: ref.Vhost, Stream: ref.Stream, Protocol: protocol,
-		Ticket: params[playback.TicketParam]})
+		Ticket: params[playback.TicketParam], RemoteAddr: remoteAddr})
 	if err != nil {
 		return engineapi.HookAnswer{}, err
 	}

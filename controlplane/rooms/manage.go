@@ -175,10 +175,12 @@ func (s *Service) activeParticipants(ctx context.Context, id RoomID) (int, error
 }
 
 // Sweep is the leader's pass: participants silent past the heartbeat
-// timeout end (rtc.participant.timed_out) and release their media, open
-// rooms nobody has been in for EmptyRoomTimeout (or whose scheduled end
-// has passed with nobody in them) close (rtc.room.closed), and recordings
-// still Stopping are stopped again.
+// timeout end (rtc.participant.timed_out) and release their media,
+// Active publications whose stream never became ready within
+// ReadyTimeout fail (rtc.publication.failed), open rooms nobody has been in for EmptyRoomTimeout (or whose scheduled end
+// has passed with nobody in them) close (rtc.room.closed), recordings
+// still Stopping are stopped again, and the client bindings of expired
+// playback tickets go.
 func (s *Service) Sweep(ctx context.Context) (timedOut, closed int, err error) {
 	timedOut, err = s.SweepTimedOut(ctx)
 	if err != nil {
@@ -188,13 +190,18 @@ func (s *Service) Sweep(ctx context.Context) (timedOut, closed int, err error) {
 	if err != nil {
 		return timedOut, 0, err
 	}
+	errs := []error{s.sweepPlaybackUses(ctx)}
+	for _, r := range open {
+		if _, err := s.sweepPublications(ctx, &r); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	now := s.now()
 	due := func(r *Room) bool {
 		idle := now.Sub(r.LastActiveAt) >= s.emptyRoomTimeout()
 		ended := r.ScheduledTo != nil && now.After(*r.ScheduledTo) && now.Sub(r.LastActiveAt) >= s.heartbeatTimeout()
 		return idle || ended
 	}
-	var errs []error
 	for _, r := range open {
 		if !due(&r) {
 			continue

@@ -5,8 +5,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -112,6 +114,8 @@ type EngineRequest struct {
 	Publish                 bool
 	Vhost, Stream, Protocol string
 	Ticket                  string
+	// RemoteAddr is the client's address (host:port) as the engine saw it.
+	RemoteAddr string
 }
 
 // AuthorizeEngine decides on_publish and on_play of a room stream: only
@@ -156,7 +160,87 @@ func (s *Service) AuthorizeEngine(ctx context.Context, r EngineRequest) (bool, s
 	if err != nil {
 		return false, "", err
 	}
+	if kind == ticketFLV {
+		return s.bindPlayback(ctx, t, time.Unix(unix, 0), r.RemoteAddr)
+	}
 	return true, "", nil
+}
+
+// flvUsePrefix holds, per HTTP-FLV playback ticket used, the client it is
+// bound to, until the ticket expires.
+const flvUsePrefix = "/rtc/flv-use/"
+
+// flvUse is the client a playback ticket admits.
+type flvUse struct {
+	Client    string    `json:"client"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// bindPlayback makes a playback ticket single-use: its first request binds
+// it to the client's address and requests from anywhere else are refused.
+// An HTTP-FLV player reconnects with the same URL, so single use cannot
+// mean one request (as with the recordings' media links). Of two clients
+// racing for a fresh ticket one wins the compare.
+func (s *Service) bindPlayback(ctx context.Context, t parsedEngineTicket, exp time.Time, remoteAddr string) (bool, string, error) {
+	client := remoteAddr
+	if h, _, err := net.SplitHostPort(remoteAddr); err == nil {
+		client = h
+	}
+	if client == "" {
+		return false, "the engine did not say which client plays", nil
+	}
+	sum := sha256.Sum256(t.mac)
+	key := flvUsePrefix + hex.EncodeToString(sum[:16])
+	val, err := json.Marshal(flvUse{Client: client, ExpiresAt: exp})
+	if err != nil {
+		return false, "", err
+	}
+	resp, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.Absent(key)}, Then: []store.Op{store.Put(key, val)}})
+	if err != nil {
+		return false, "", err
+	}
+	if resp.Succeeded {
+		return true, "", nil
+	}
+	if err := s.Store.WaitForRevision(ctx, resp.Header.Revision); err != nil {
+		return false, "", err
+	}
+	kv, _, err := store.Get(ctx, s.Store, key, store.Local)
+	if err != nil || kv == nil {
+		return false, "the playback ticket is being used concurrently", err
+	}
+	var use flvUse
+	if err := json.Unmarshal(kv.Value, &use); err != nil {
+		return false, "", err
+	}
+	if use.Client != client {
+		return false, "the playback ticket was used by another client; it admits one", nil
+	}
+	return true, "", nil
+}
+
+// sweepPlaybackUses drops the bindings of playback tickets that expired.
+func (s *Service) sweepPlaybackUses(ctx context.Context) error {
+	resp, err := s.Store.Range(ctx, flvUsePrefix, store.RangeOptions{End: store.PrefixEnd(flvUsePrefix), Consistency: store.Local})
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	var ops []store.Op
+	for _, kv := range resp.KVs {
+		var use flvUse
+		if err := json.Unmarshal(kv.Value, &use); err != nil || now.After(use.ExpiresAt) {
+			ops = append(ops, store.Delete(kv.Key))
+		}
+	}
+	for len(ops) > 0 {
+		n := min(len(ops), 64)
+		if _, err := s.Store.Txn(ctx, store.TxnRequest{Then: ops[:n]}); err != nil {
+			return err
+		}
+		ops = ops[n:]
+	}
+	return nil
 }
 
 // participant reads one participant, nil when there is none.

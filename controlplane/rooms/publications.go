@@ -250,15 +250,23 @@ func (s *Service) setPublication(ctx context.Context, pub *Publication, kv *stor
 		if err != nil {
 			return err
 		}
+		ops := []store.Op{ev, store.Put(kv.Key, pval), store.Put(rkv.Key, rval)}
+		if state == PublicationStopped || state == PublicationFailed {
+			ops = append(ops, store.Delete(readyKey(pub.RoomID, pub.PublicationID)))
+		}
 		resp, err := s.Store.Txn(ctx, store.TxnRequest{
 			Compares: []store.Compare{store.ModRevisionIs(kv.Key, kv.ModRevision), store.ModRevisionIs(rkv.Key, rkv.ModRevision)},
-			Then:     []store.Op{ev, store.Put(kv.Key, pval), store.Put(rkv.Key, rval)},
+			Then:     ops,
 		})
 		if err != nil {
 			return err
 		}
 		if resp.Succeeded {
 			*pub = next
+			if state == PublicationStopped || state == PublicationFailed {
+				// The room sweep ends any left over should this fail.
+				return s.endPublicationSubscriptions(ctx, r, pub.PublicationID)
+			}
 			return nil
 		}
 		if err := s.Store.WaitForRevision(ctx, resp.Header.Revision); err != nil {
@@ -366,13 +374,16 @@ func (s *Service) Unpublish(ctx context.Context, roomID RoomID, token, publicati
 // publication Stopped, not Active (which would read as a failure).
 func (s *Service) stopPublication(ctx context.Context, r *Room, pub *Publication, kv *store.KeyValue) error {
 	session := pub.EngineSession
-	if err := s.setPublication(ctx, pub, kv, PublicationStopped, "", events.RTCPublicationStopped); err != nil {
+	err := s.setPublication(ctx, pub, kv, PublicationStopped, "", events.RTCPublicationStopped)
+	if pub.State != PublicationStopped {
 		return err
 	}
+	// Stopped (err is then only about ending its subscriptions): the
+	// engine session goes all the same.
 	if session == "" || s.Media == nil {
-		return nil
+		return err
 	}
-	return s.Media.Release(ctx, r.MediaServerID, "whip", streamName(r.RoomID, pub.PublicationID), session)
+	return errors.Join(err, s.Media.Release(ctx, r.MediaServerID, "whip", streamName(r.RoomID, pub.PublicationID), session))
 }
 
 // StreamEnded takes the engine's report that a room stream ended
@@ -396,6 +407,84 @@ func (s *Service) StreamEnded(ctx context.Context, stream string) error {
 		return nil // stopped meanwhile
 	}
 	return err
+}
+
+func readyKey(room RoomID, publication string) string {
+	return readyPrefix + string(room) + "/" + publication
+}
+
+// StreamReady takes the engine's report that a room stream registered
+// (on_stream_changed, registered): its publication carries media, and the
+// sweep's ready deadline no longer applies to it. Other streams are
+// ignored.
+func (s *Service) StreamReady(ctx context.Context, stream string) error {
+	roomID, pubID, ok := strings.Cut(stream, ".")
+	if !ok {
+		return nil
+	}
+	pub, _, err := s.publication(ctx, RoomID(roomID), pubID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil || (pub.State != PublicationActive && pub.State != PublicationPending) {
+		return err
+	}
+	// Pending: the report overtook the write of the WHIP answer.
+	_, err = s.Store.Txn(ctx, store.TxnRequest{Then: []store.Op{store.Put(readyKey(pub.RoomID, pub.PublicationID), []byte("1"))}})
+	return err
+}
+
+// sweepPublications fails the room's Active publications whose stream
+// never became ready within the ready timeout (the publisher's ICE or
+// DTLS failed before any media: the engine reports nothing then), with
+// rtc.publication.failed, and ends any subscription left on a publication
+// that ended (should ending it with the publication have failed).
+func (s *Service) sweepPublications(ctx context.Context, r *Room) (failed int, err error) {
+	kvs, err := s.roomPublications(ctx, r.RoomID)
+	if err != nil {
+		return 0, err
+	}
+	now := s.now()
+	ended := map[string]bool{}
+	var errs []error
+	for _, kv := range kvs {
+		var pub Publication
+		if err := json.Unmarshal(kv.Value, &pub); err != nil {
+			return failed, err
+		}
+		if pub.State == PublicationStopped || pub.State == PublicationFailed {
+			ended[pub.PublicationID] = true
+			continue
+		}
+		if pub.State != PublicationActive || now.Sub(pub.UpdatedAt) < s.readyTimeout() {
+			continue
+		}
+		ready, _, err := store.Get(ctx, s.Store, readyKey(r.RoomID, pub.PublicationID), store.Local)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ready != nil {
+			continue
+		}
+		session := pub.EngineSession
+		err = s.setPublication(ctx, &pub, kv, PublicationFailed, "", events.RTCPublicationFailed)
+		if pub.State != PublicationFailed {
+			if !errors.Is(err, ErrPublicationState) {
+				errs = append(errs, err) // else stopped or ready meanwhile
+			}
+			continue
+		}
+		failed++
+		errs = append(errs, err)
+		if session != "" && s.Media != nil {
+			errs = append(errs, s.Media.Release(ctx, r.MediaServerID, "whip", streamName(r.RoomID, pub.PublicationID), session))
+		}
+	}
+	if len(ended) > 0 {
+		errs = append(errs, s.endSubscriptions(ctx, r, func(sub *Subscription) bool { return ended[sub.PublicationID] }))
+	}
+	return failed, errors.Join(errs...)
 }
 
 // releaseParticipant stops the publications of a participant who ended

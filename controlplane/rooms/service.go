@@ -28,6 +28,10 @@ const (
 	idempotencyPrefix   = "/rtc/idempotency/"
 	ticketsPrefix       = "/rtc/tickets/"
 	participantsPrefix  = "/rtc/participants/"
+	// readyPrefix marks the publications whose stream the engine reported
+	// registered; a key apart from the publication so that the report
+	// racing the WHIP answer never fails the publication's own write.
+	readyPrefix = "/rtc/ready/"
 )
 
 // Limits (contract B leaves the ticket lifetime's maximum to us).
@@ -52,6 +56,8 @@ type Service struct {
 	HeartbeatTimeout time.Duration
 	// EmptyRoomTimeout is DefaultEmptyRoomTimeout when zero.
 	EmptyRoomTimeout time.Duration
+	// ReadyTimeout is DefaultReadyTimeout when zero.
+	ReadyTimeout time.Duration
 	// MACKeys sign the tickets the engine gets for room streams (the
 	// first signs; all verify, so a rotation keeps tickets in flight).
 	MACKeys [][]byte
@@ -80,6 +86,19 @@ func (s *Service) now() time.Time {
 		return s.Now().UTC()
 	}
 	return time.Now().UTC()
+}
+
+// DefaultReadyTimeout fails an Active publication whose stream the engine
+// has not registered this long after its WHIP answer: the engine gives a
+// publisher 20 s to complete ICE and DTLS and then drops it without any
+// stream report, so the leader's sweep is what notices.
+const DefaultReadyTimeout = 30 * time.Second
+
+func (s *Service) readyTimeout() time.Duration {
+	if s.ReadyTimeout > 0 {
+		return s.ReadyTimeout
+	}
+	return DefaultReadyTimeout
 }
 
 func (s *Service) heartbeatTimeout() time.Duration {

@@ -191,6 +191,19 @@ func (s *Service) PlaybackTicket(ctx context.Context, roomID RoomID, token, publ
 // releaseSubscriptions ends the media sessions of a participant who left
 // or timed out: its token no longer plays anything.
 func (s *Service) releaseSubscriptions(ctx context.Context, r *Room, participant ParticipantID) error {
+	return s.endSubscriptions(ctx, r, func(sub *Subscription) bool { return sub.ParticipantID == participant })
+}
+
+// endPublicationSubscriptions ends the subscriptions of a publication
+// that stopped or failed: they play nothing any more. Contract A has no
+// subscription event, so none is written.
+func (s *Service) endPublicationSubscriptions(ctx context.Context, r *Room, publicationID string) error {
+	return s.endSubscriptions(ctx, r, func(sub *Subscription) bool { return sub.PublicationID == publicationID })
+}
+
+// endSubscriptions moves the room's subscriptions that match and are not
+// yet Ended to Ended and releases their engine sessions.
+func (s *Service) endSubscriptions(ctx context.Context, r *Room, match func(*Subscription) bool) error {
 	prefix := subscriptionsPrefix + string(r.RoomID) + "/"
 	resp, err := s.Store.Range(ctx, prefix, store.RangeOptions{End: store.PrefixEnd(prefix), Consistency: store.Local})
 	if err != nil {
@@ -202,7 +215,7 @@ func (s *Service) releaseSubscriptions(ctx context.Context, r *Room, participant
 		if err := json.Unmarshal(kv.Value, &sub); err != nil {
 			return err
 		}
-		if sub.ParticipantID != participant || sub.State == SubscriptionEnded {
+		if sub.State == SubscriptionEnded || !match(&sub) {
 			continue
 		}
 		session := sub.EngineSession
