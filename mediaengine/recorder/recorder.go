@@ -30,6 +30,9 @@ type Config struct {
 	// (on_record_mp4); an error makes the reporter try again later. Nil
 	// leaves files unreported until a recorder with a Report runs.
 	Report func(ctx context.Context, f FileInfo) error
+	// Watermarks guard the root's volume: no new file below FullBytes,
+	// retention of the oldest below LowSpaceBytes.
+	Watermarks Watermarks
 }
 
 // Recorder records streams of a hub; one instance per recorded stream.
@@ -46,6 +49,13 @@ type Recorder struct {
 	// files maps the id of every finished file under the root to its path
 	// under the root: playback and deletion find files by id only.
 	files map[string]string
+	// pruned lists the files retention deleted, for the control plane;
+	// refused counts files not started on a Full volume.
+	pruned  []string
+	refused int64
+
+	// guardMu makes one volume check (and prune) run at a time.
+	guardMu sync.Mutex
 }
 
 // New makes a recorder and starts its reporter; Close ends both.
