@@ -118,16 +118,20 @@ func (r *Recorder) admit() error {
 // which is when each was finished) until free space is at the low
 // watermark again or none is left. Cut/merge outputs are left alone:
 // they belong to their tasks. The files being written are not in r.files,
-// so they are never pruned.
+// so they are never pruned; nor are files whose on_record_mp4 is still
+// pending, which the control plane would otherwise index after their
+// bytes were gone (with the control plane unreachable the volume can
+// then reach Full, and recording pauses rather than losing the index).
 func (r *Recorder) prune(freeNow func() (int64, error), free *int64) {
 	type cand struct {
 		id, rel string
 		mod     time.Time
 	}
+	unreported := r.reporter.pendingIDs()
 	r.mu.Lock()
 	cands := make([]cand, 0, len(r.files))
 	for id, rel := range r.files {
-		if strings.HasPrefix(filepath.ToSlash(rel), CutMergeDir+"/") {
+		if unreported[id] || strings.HasPrefix(filepath.ToSlash(rel), CutMergeDir+"/") {
 			continue
 		}
 		cands = append(cands, cand{id: id, rel: rel})
