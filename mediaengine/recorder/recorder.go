@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -56,6 +57,8 @@ type Recorder struct {
 
 	// guardMu makes one volume check (and prune) run at a time.
 	guardMu sync.Mutex
+	// wm are the watermarks in force (Config.Watermarks until set).
+	wm atomic.Pointer[Watermarks]
 }
 
 // New makes a recorder and starts its reporter; Close ends both.
@@ -64,6 +67,8 @@ func New(h *hub.Hub, cfg Config, log *zap.Logger) (*Recorder, error) {
 		return nil, fmt.Errorf("recorder: root: %w", err)
 	}
 	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{}}
+	wm := cfg.Watermarks
+	r.wm.Store(&wm)
 	r.reporter = newReporter(cfg.Root, cfg.Report, log)
 	return r, nil
 }

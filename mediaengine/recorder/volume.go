@@ -28,6 +28,10 @@ type Watermarks struct {
 	Retention bool
 }
 
+// SetWatermarks changes the watermarks of a running recorder (a reloaded
+// configuration); the next file or volume read uses them.
+func (r *Recorder) SetWatermarks(wm Watermarks) { r.wm.Store(&wm) }
+
 // statVolume reads the filesystem the root lies on. Free is what an
 // unprivileged writer may use (f_bavail), which is what the recorder can
 // actually fill.
@@ -75,7 +79,7 @@ func (r *Recorder) Volume() (engineapi.RecordingVolume, error) {
 
 // checkVolume reads the volume and prunes it when low; guardMu is held.
 func (r *Recorder) checkVolume() (engineapi.RecordingVolume, error) {
-	wm := r.cfg.Watermarks
+	wm := *r.wm.Load()
 	id, total, free, err := statVolume(r.root)
 	if err != nil {
 		return engineapi.RecordingVolume{}, fmt.Errorf("recorder: volume: %w", err)
@@ -95,7 +99,7 @@ func (r *Recorder) checkVolume() (engineapi.RecordingVolume, error) {
 // then waits and tries again at a later keyframe, so recording resumes by
 // itself once space is freed.
 func (r *Recorder) admit() error {
-	wm := r.cfg.Watermarks
+	wm := *r.wm.Load()
 	if wm.LowSpaceBytes == 0 && wm.FullBytes == 0 {
 		return nil
 	}
@@ -149,7 +153,7 @@ func (r *Recorder) prune(freeNow func() (int64, error), free *int64) {
 		return cands[i].rel < cands[j].rel
 	})
 	for _, c := range cands {
-		if *free >= r.cfg.Watermarks.LowSpaceBytes {
+		if *free >= r.wm.Load().LowSpaceBytes {
 			return
 		}
 		if err := r.Delete(c.id); err != nil && !errors.Is(err, ErrFileNotFound) && !errors.Is(err, fs.ErrNotExist) {
