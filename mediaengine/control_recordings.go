@@ -5,14 +5,24 @@ import (
 	"net/http"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/recorder"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
 
 // listRecordings answers GET /api/v1/recordings.
+// The volume is read (and pruned, with retention) on each call; a root
+// whose volume cannot be read is listed without it.
 func (e *Engine) listRecordings(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, engineapi.RecordingList{Recordings: e.records.List()})
+	out := engineapi.RecordingList{Recordings: e.records.List()}
+	if v, err := e.records.Volume(); err == nil {
+		out.Volume = &v
+	} else {
+		e.log.Warn("recording volume not read", zap.Error(err))
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // startRecording answers POST /api/v1/recordings.

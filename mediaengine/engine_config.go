@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"reflect"
 
+	"github.com/svcplatform/svc/mediaengine/recorder"
+
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/mediaengine/hooks"
@@ -48,6 +50,11 @@ func (e *Engine) apply(next engineapi.Config) (engineapi.ConfigResult, error) {
 		}
 		old := e.hooks.Swap(hc)
 		old.Close()
+	}
+	if rc := next.Recording; e.records != nil {
+		// The watermarks apply at once; the recorder's other settings at
+		// its next start.
+		e.records.SetWatermarks(recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention})
 	}
 	e.cfg.Store(&next)
 	e.log.Info("configuration applied", zap.Strings("restartRequired", res.RestartRequired))

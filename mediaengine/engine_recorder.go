@@ -22,7 +22,8 @@ func (e *Engine) startRecorder(cfg engineapi.Config) (*recorder.Recorder, error)
 		root = filepath.Join(cfg.DataDir, "record")
 	}
 	rec, err := recorder.New(e.hub, recorder.Config{Root: root, SegmentDuration: rc.SegmentDuration.D(), SegmentMaxBytes: rc.SegmentMaxBytes,
-		PartDuration: rc.PartDuration.D(), Report: e.reportRecordFile}, e.log.Named("recorder"))
+		PartDuration: rc.PartDuration.D(), Report: e.reportRecordFile,
+		Watermarks: recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention}}, e.log.Named("recorder"))
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}

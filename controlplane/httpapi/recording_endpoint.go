@@ -174,12 +174,19 @@ func (e *recordingEndpoints) files(ctx context.Context, f recording.FileFilter) 
 func (e *recordingEndpoints) GetEngineRecordingStatus(
 	ctx context.Context, r contract.GetEngineRecordingStatusRequestObject,
 ) (contract.GetEngineRecordingStatusResponseObject, error) {
-	ms, recs, err := e.recording.EngineStatus(requestContext(ctx), r.NodeId, deref(r.Params.App, ""), deref(r.Params.StreamId, ""))
+	ms, recs, vol, err := e.recording.EngineStatus(requestContext(ctx), r.NodeId, deref(r.Params.App, ""), deref(r.Params.StreamId, ""))
 	if err != nil {
 		return nil, err
 	}
 	out := contract.GetEngineRecordingStatus200JSONResponse{NodeId: r.NodeId, MediaServerId: ms, CheckedAt: time.Now().UTC(),
 		Recordings: []contract.EngineRecordingEntry{}}
+	if vol != nil {
+		v, err := convert[contract.RecordingVolume](vol)
+		if err != nil {
+			return nil, err
+		}
+		out.Volume = &v
+	}
 	for _, rec := range recs {
 		c, err := convert[contract.EngineRecordingEntry](rec)
 		if err != nil {
@@ -202,4 +209,22 @@ func (e *recordingEndpoints) GetRecordingFileStatistics(
 		return nil, err
 	}
 	return contract.GetRecordingFileStatistics200JSONResponse(out), nil
+}
+
+func (e *recordingEndpoints) ListRecordingDiskStates(
+	ctx context.Context, _ contract.ListRecordingDiskStatesRequestObject,
+) (contract.ListRecordingDiskStatesResponseObject, error) {
+	states, err := e.recording.DiskStates(requestContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.ListRecordingDiskStates200JSONResponse{CheckedAt: time.Now().UTC(), Items: []contract.RecordingDiskState{}}
+	for _, d := range states {
+		c, err := convert[contract.RecordingDiskState](d)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, c)
+	}
+	return out, nil
 }

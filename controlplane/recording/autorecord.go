@@ -203,12 +203,18 @@ type EngineRecording struct {
 
 // EngineStatus asks a media host's engine what it records now (the actual
 // state, next to the sessions' wanted state); app and stream filter.
-func (s *Service) EngineStatus(ctx context.Context, nodeID, app, stream string) (mediaServerID string, out []EngineRecording, err error) {
+// The engine's recording volume comes along (nil when it did not report
+// one), and the files its retention pruned are marked Deleted.
+func (s *Service) EngineStatus(ctx context.Context, nodeID, app, stream string) (mediaServerID string, out []EngineRecording,
+	volume *engineapi.RecordingVolume, err error) {
 	var list engineapi.RecordingList
 	o, err := s.Engines.Do(ctx, mediaserver.Call{Target: mediaserver.Target{NodeID: nodeID}, Type: agentapi.TypeEngineRecordList,
 		Reason: "recording status", Actor: autoActor, Read: true}, &list)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
+	}
+	if err := s.markPruned(ctx, list.Volume); err != nil {
+		return "", nil, nil, err
 	}
 	mediaServerID = o.Node.MediaServerID
 	out = []EngineRecording{}
@@ -222,5 +228,5 @@ func (s *Service) EngineStatus(ctx context.Context, nodeID, app, stream string) 
 		}
 		out = append(out, e)
 	}
-	return mediaServerID, out, nil
+	return mediaServerID, out, list.Volume, nil
 }

@@ -39,6 +39,8 @@ type Service struct {
 	Reader   query.Reader
 	Channels *channels.Service
 	Engines  engineCaller
+	// Nodes lists the media hosts for the disk states.
+	Nodes nodeLister
 	// Playback issues recording-file leases.
 	Playback *playback.Service
 	// NodeID is this control node's id, for the events it writes.

@@ -68,6 +68,8 @@ var Model = StateModel{Machines: []Machine{
 			{FileSoftDeleted, FileCompleted, "POST /api/v2/recording/files/restore"},
 			{FileCompleted, FileDeleted, "POST /api/v2/recording/files/delete (hard delete)"},
 			{FileSoftDeleted, FileDeleted, "POST /api/v2/recording/files/delete (hard delete)"},
+			{FileCompleted, FileDeleted, "retention on its media server's LowSpace volume pruned it (seen by GET /api/v2/recording/disk/states or the engine's recording-status)"},
+			{FileSoftDeleted, FileDeleted, "retention on its media server's LowSpace volume pruned it"},
 		},
 	},
 	{
@@ -88,6 +90,26 @@ var Model = StateModel{Machines: []Machine{
 			{TaskRunning, TaskFailed, "the media server refused (other tracks in the range, files gone) or failed"},
 			{TaskRunning, TaskPending, "the media server could not be asked; tried again on the next pass"},
 			{TaskRunning, TaskRunning, "a new leader runs it again (the output is rewritten, never duplicated)"},
+		},
+	},
+	{
+		Name: "disk-volume",
+		Description: "The filesystem a media server's recording root lies on, by the free-space watermarks of its engine's " +
+			"recording configuration (lowSpaceBytes, fullBytes). Read from the engine at each GET /api/v2/recording/disk/states.",
+		Initial: VolumeNormal,
+		States: []State{
+			{VolumeNormal, "free space at or above the low watermark", false},
+			{VolumeLowSpace, "free space below lowSpaceBytes; with retention the engine deletes the oldest finished recordings until it is not", false},
+			{VolumeFull, "free space below fullBytes: no new file is started (the open one closes); recording resumes when space is freed", false},
+			{VolumeUnknown, "the engine could not be asked (offline node, engine down); error says why", false},
+		},
+		Transitions: []Transition{
+			{VolumeNormal, VolumeLowSpace, "free space fell below lowSpaceBytes"},
+			{VolumeLowSpace, VolumeFull, "free space fell below fullBytes"},
+			{VolumeFull, VolumeLowSpace, "space was freed (retention, deletes, another writer)"},
+			{VolumeLowSpace, VolumeNormal, "space was freed above lowSpaceBytes"},
+			{VolumeNormal, VolumeUnknown, "the engine stopped answering"},
+			{VolumeUnknown, VolumeNormal, "the engine answers again (or LowSpace, Full)"},
 		},
 	},
 }}

@@ -16,7 +16,7 @@ func (s *Server) startRecording(cfg config.Config) {
 	// Cut/merge callbacks go out like webhooks: the same guard against
 	// private targets, at save and at every connection.
 	guard := &webhooks.TargetGuard{AllowPrivate: cfg.WebhookAllowPrivateTargets}
-	s.Recording = &recording.Service{Store: s.Node, Reader: s.Node.State(), Channels: s.Channels, Engines: s.agents.servers, Playback: s.Playback,
+	s.Recording = &recording.Service{Store: s.Node, Reader: s.Node.State(), Channels: s.Channels, Engines: s.agents.servers, Nodes: s.agents.nodes, Playback: s.Playback,
 		NodeID: cfg.NodeID, Callbacks: guard}
 	s.Playback.Resources = s.Recording.Playable
 	s.autoRecording = &recording.Reconciler{Recording: s.Recording, Log: s.Log.Named("recording")}

@@ -18,4 +18,7 @@ var (
 	ErrFileNotFound = errors.New("recorder: no finished recording file with this id")
 	// ErrIndex: a sidecar index cannot be read.
 	ErrIndex = errors.New("recorder: malformed sidecar index")
+	// ErrVolumeFull: the root's volume is below the full watermark, so
+	// no new file is started.
+	ErrVolumeFull = errors.New("recorder: the recording volume is full")
 )

@@ -37,6 +37,7 @@ type instance struct {
 func (in *instance) run(ctx context.Context) {
 	defer close(in.done)
 	log := in.rec.log.With(zap.String("stream", in.path.String()))
+	full := false // warn once per streak of a Full volume, not every second
 	for ctx.Err() == nil {
 		rd, err := in.rec.hub.SubscribeDrain(ctx, in.path, "recorder")
 		if err != nil {
@@ -47,6 +48,9 @@ func (in *instance) run(ctx context.Context) {
 		}
 		in.setState("recording", "")
 		err = in.record(ctx, rd, log)
+		if err == nil || !errors.Is(err, ErrVolumeFull) {
+			full = false
+		}
 		in.mu.Lock()
 		in.dropped += rd.Dropped()
 		in.info.Dropped = in.dropped
@@ -54,7 +58,14 @@ func (in *instance) run(ctx context.Context) {
 		rd.Close()
 		in.setState("waiting", "")
 		if err != nil && !errors.Is(err, hub.ErrStreamClosed) && ctx.Err() == nil {
-			log.Warn("recording stopped on an error; waiting to resume", zap.Error(err))
+			switch {
+			case errors.Is(err, ErrVolumeFull) && full:
+			case errors.Is(err, ErrVolumeFull):
+				full = true
+				log.Warn("the recording volume is full; no new file until space is freed", zap.Error(err))
+			default:
+				log.Warn("recording stopped on an error; waiting to resume", zap.Error(err))
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
@@ -67,6 +78,7 @@ func (in *instance) run(ctx context.Context) {
 // instance stops or a file cannot be written.
 func (in *instance) record(ctx context.Context, rd *hub.Reader, log *zap.Logger) error {
 	w := newStreamWriter(in.rec.root, in.path, rd.Tracks(), in.segDur, in.rec.cfg.SegmentMaxBytes, in.rec.cfg.PartDuration, in.fileDone)
+	w.admit = in.rec.admit
 	if !w.carries() {
 		log.Warn("the stream has no track a recording can carry")
 		<-rd.Stream().Done()

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -30,6 +31,9 @@ type Config struct {
 	// (on_record_mp4); an error makes the reporter try again later. Nil
 	// leaves files unreported until a recorder with a Report runs.
 	Report func(ctx context.Context, f FileInfo) error
+	// Watermarks guard the root's volume: no new file below FullBytes,
+	// retention of the oldest below LowSpaceBytes.
+	Watermarks Watermarks
 }
 
 // Recorder records streams of a hub; one instance per recorded stream.
@@ -46,6 +50,15 @@ type Recorder struct {
 	// files maps the id of every finished file under the root to its path
 	// under the root: playback and deletion find files by id only.
 	files map[string]string
+	// pruned lists the files retention deleted, for the control plane;
+	// refused counts files not started on a Full volume.
+	pruned  []string
+	refused int64
+
+	// guardMu makes one volume check (and prune) run at a time.
+	guardMu sync.Mutex
+	// wm are the watermarks in force (Config.Watermarks until set).
+	wm atomic.Pointer[Watermarks]
 }
 
 // New makes a recorder and starts its reporter; Close ends both.
@@ -54,6 +67,8 @@ func New(h *hub.Hub, cfg Config, log *zap.Logger) (*Recorder, error) {
 		return nil, fmt.Errorf("recorder: root: %w", err)
 	}
 	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{}}
+	wm := cfg.Watermarks
+	r.wm.Store(&wm)
 	r.reporter = newReporter(cfg.Root, cfg.Report, log)
 	return r, nil
 }

@@ -47,6 +47,17 @@ func (rp *reporter) add(f FileInfo) {
 	}
 }
 
+// pendingIDs are the ids of the files not yet reported.
+func (rp *reporter) pendingIDs() map[string]bool {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	out := make(map[string]bool, len(rp.pending))
+	for _, f := range rp.pending {
+		out[f.FileID] = true
+	}
+	return out
+}
+
 // Pending is the number of files not yet reported.
 func (rp *reporter) Pending() int {
 	rp.mu.Lock()

@@ -44,6 +44,8 @@ type streamWriter struct {
 	// onFile receives each finished file; onErr a write error (the
 	// instance stops the file and retries at the next keyframe).
 	onFile func(FileInfo, error)
+	// admit, when set, is asked before each new file (the volume guard).
+	admit func() error
 }
 
 func newStreamWriter(root string, p media.Path, tracks []*media.Track, segDur time.Duration, segMax int64, partDur time.Duration,
@@ -128,6 +130,11 @@ func (w *streamWriter) frame(f *media.Frame) error {
 }
 
 func (w *streamWriter) open(first time.Duration) error {
+	if w.admit != nil {
+		if err := w.admit(); err != nil {
+			return err
+		}
+	}
 	seg, err := createSegment(w.root, w.path, w.tracks, first, w.wall0.Add(first-w.dts0))
 	if err != nil {
 		return err

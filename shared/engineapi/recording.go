@@ -122,6 +122,17 @@ type RecordingConfig struct {
 	// before it is written: a crash loses at most the open part. A
 	// keyframe always starts a new part, so every keyframe is a seek point.
 	PartDuration Duration `yaml:"partDuration" json:"partDuration"`
+	// LowSpaceBytes: with less free space than this on the root's volume
+	// it is LowSpace, and with Retention the oldest finished recordings
+	// are deleted until it is not. Zero means no low watermark.
+	LowSpaceBytes int64 `yaml:"lowSpaceBytes,omitempty" json:"lowSpaceBytes,omitempty"`
+	// FullBytes: with less free space than this the volume is Full and no
+	// new file is started on it (the open one still closes). Zero means
+	// no full watermark.
+	FullBytes int64 `yaml:"fullBytes,omitempty" json:"fullBytes,omitempty"`
+	// Retention deletes the oldest finished recordings while the volume is
+	// below LowSpaceBytes; without it a low volume only reports so.
+	Retention bool `yaml:"retention,omitempty" json:"retention,omitempty"`
 }
 
 // Validate says which recording field is wrong.
@@ -134,6 +145,15 @@ func (c RecordingConfig) Validate() error {
 	}
 	if c.PartDuration.D() < 100*time.Millisecond || c.PartDuration.D() > 10*time.Second {
 		return fmt.Errorf("recording.partDuration: %s is not within [100ms, 10s]", c.PartDuration.D())
+	}
+	if c.LowSpaceBytes < 0 || c.FullBytes < 0 {
+		return errors.New("recording.lowSpaceBytes, fullBytes: negative")
+	}
+	if c.LowSpaceBytes > 0 && c.FullBytes > c.LowSpaceBytes {
+		return fmt.Errorf("recording.fullBytes: %d is above lowSpaceBytes %d", c.FullBytes, c.LowSpaceBytes)
+	}
+	if c.Retention && c.LowSpaceBytes == 0 {
+		return errors.New("recording.retention: needs lowSpaceBytes")
 	}
 	if c.PartDuration.D() > c.SegmentDuration.D() {
 		return errors.New("recording.partDuration: longer than segmentDuration")
@@ -202,7 +222,41 @@ type RecordingInfo struct {
 // RecordingList answers GET PathRecordings.
 type RecordingList struct {
 	Recordings []RecordingInfo `json:"recordings"`
+	// Volume is the state of the recording root's filesystem; absent when
+	// it could not be read.
+	Volume *RecordingVolume `json:"volume,omitempty"`
 }
+
+// Volume states of a recording root, by the free-space watermarks of
+// RecordingConfig.
+const (
+	VolumeNormal   = "Normal"
+	VolumeLowSpace = "LowSpace"
+	VolumeFull     = "Full"
+)
+
+// RecordingVolume is the filesystem a recording root lies on.
+type RecordingVolume struct {
+	// FilesystemID is the filesystem's identity (statfs f_fsid with the
+	// device number of the root): another disk mounted there changes it.
+	FilesystemID  string    `json:"filesystemId"`
+	TotalBytes    int64     `json:"totalBytes"`
+	FreeBytes     int64     `json:"freeBytes"`
+	State         string    `json:"state"`
+	LowSpaceBytes int64     `json:"lowSpaceBytes"`
+	FullBytes     int64     `json:"fullBytes"`
+	Retention     bool      `json:"retention"`
+	CheckedAt     time.Time `json:"checkedAt"`
+	// PrunedFileIDs are the latest finished files retention deleted
+	// (newest last, at most MaxPrunedReported): the control plane marks
+	// them Deleted when it reads them.
+	PrunedFileIDs []string `json:"prunedFileIds,omitempty"`
+	// Refused counts new files not started because the volume was Full.
+	Refused int64 `json:"refused"`
+}
+
+// MaxPrunedReported bounds RecordingVolume.PrunedFileIDs.
+const MaxPrunedReported = 1000
 
 // RecordMP4Hook reports a finished file (on_record_mp4). Field names
 // follow ZLMediaKit's where it has them; the path is relative to the

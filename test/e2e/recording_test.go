@@ -343,7 +343,8 @@ func TestRecordingEndToEnd(t *testing.T) {
 	var model struct {
 		Machines []struct{ Name string }
 	}
-	if st, _ := viewer.call("GET", "/api/v2/recording/state-model", nil, &model); st != 200 || len(model.Machines) != 3 || model.Machines[2].Name != "cut-merge-task" {
+	if st, _ := viewer.call("GET", "/api/v2/recording/state-model", nil, &model); st != 200 || len(model.Machines) != 4 ||
+		model.Machines[2].Name != "cut-merge-task" || model.Machines[3].Name != "disk-volume" {
 		t.Fatalf("state model: %d %+v", st, model)
 	}
 }

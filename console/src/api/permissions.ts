@@ -74,6 +74,7 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "GET /api/v2/recording/cut-merge/tasks/{taskId}/detail": { permission: "recordings.view" },
   "GET /api/v2/recording/cut-merge/tasks/{taskId}/download": { permission: "recordings.download" },
   "GET /api/v2/recording/cut-merge/tasks/{taskId}/media": { permission: "recordings.play" },
+  "GET /api/v2/recording/disk/states": { permission: "recordings.view" },
   "GET /api/v2/recording/files": { permission: "recordings.view" },
   "GET /api/v2/recording/files/statistics": { permission: "recordings.view" },
   "GET /api/v2/recording/files/{fileId}/download": { permission: "recordings.download" },

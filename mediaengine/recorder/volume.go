@@ -1,0 +1,176 @@
+package recorder
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// Watermarks are the free-space limits of the recording root's volume.
+type Watermarks struct {
+	// LowSpaceBytes: below this much free space the volume is LowSpace
+	// (zero: never).
+	LowSpaceBytes int64
+	// FullBytes: below this the volume is Full and no new file starts
+	// (zero: never).
+	FullBytes int64
+	// Retention deletes the oldest finished recordings while LowSpace.
+	Retention bool
+}
+
+// SetWatermarks changes the watermarks of a running recorder (a reloaded
+// configuration); the next file or volume read uses them.
+func (r *Recorder) SetWatermarks(wm Watermarks) { r.wm.Store(&wm) }
+
+// statVolume reads the filesystem the root lies on. Free is what an
+// unprivileged writer may use (f_bavail), which is what the recorder can
+// actually fill.
+func statVolume(root string) (id string, total, free int64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(root, &st); err != nil {
+		return "", 0, 0, err
+	}
+	var s unix.Stat_t
+	if err := unix.Stat(root, &s); err != nil {
+		return "", 0, 0, err
+	}
+	// f_fsid alone is zero on some filesystems; the device number tells
+	// mounts apart there.
+	id = fmt.Sprintf("%08x%08x-%x", uint32(st.Fsid.Val[0]), uint32(st.Fsid.Val[1]), s.Dev)
+	bs := int64(st.Bsize)
+	return id, int64(st.Blocks) * bs, int64(st.Bavail) * bs, nil
+}
+
+func (w Watermarks) state(free int64) string {
+	switch {
+	case w.FullBytes > 0 && free < w.FullBytes:
+		return engineapi.VolumeFull
+	case w.LowSpaceBytes > 0 && free < w.LowSpaceBytes:
+		return engineapi.VolumeLowSpace
+	}
+	return engineapi.VolumeNormal
+}
+
+// Volume reads the root's volume now; with retention configured a low
+// volume is pruned first, so the state is the one after pruning.
+func (r *Recorder) Volume() (engineapi.RecordingVolume, error) {
+	r.guardMu.Lock()
+	defer r.guardMu.Unlock()
+	st, err := r.checkVolume()
+	if err != nil {
+		return engineapi.RecordingVolume{}, err
+	}
+	r.mu.Lock()
+	st.PrunedFileIDs = append([]string(nil), r.pruned...)
+	st.Refused = r.refused
+	r.mu.Unlock()
+	return st, nil
+}
+
+// checkVolume reads the volume and prunes it when low; guardMu is held.
+func (r *Recorder) checkVolume() (engineapi.RecordingVolume, error) {
+	wm := *r.wm.Load()
+	id, total, free, err := statVolume(r.root)
+	if err != nil {
+		return engineapi.RecordingVolume{}, fmt.Errorf("recorder: volume: %w", err)
+	}
+	if wm.Retention && wm.state(free) != engineapi.VolumeNormal {
+		r.prune(func() (int64, error) {
+			_, _, f, err := statVolume(r.root)
+			return f, err
+		}, &free)
+	}
+	return engineapi.RecordingVolume{FilesystemID: id, TotalBytes: total, FreeBytes: free, State: wm.state(free),
+		LowSpaceBytes: wm.LowSpaceBytes, FullBytes: wm.FullBytes, Retention: wm.Retention, CheckedAt: time.Now().UTC()}, nil
+}
+
+// admit is asked before a new file is opened: it prunes a low volume when
+// retention allows and refuses a Full one (ErrVolumeFull). The instance
+// then waits and tries again at a later keyframe, so recording resumes by
+// itself once space is freed.
+func (r *Recorder) admit() error {
+	wm := *r.wm.Load()
+	if wm.LowSpaceBytes == 0 && wm.FullBytes == 0 {
+		return nil
+	}
+	r.guardMu.Lock()
+	v, err := r.checkVolume()
+	r.guardMu.Unlock()
+	if err != nil {
+		return nil // a volume that cannot be read is not known to be full; the write itself will tell
+	}
+	if v.State == engineapi.VolumeFull {
+		r.mu.Lock()
+		r.refused++
+		r.mu.Unlock()
+		return fmt.Errorf("%w: %d bytes free, full below %d", ErrVolumeFull, v.FreeBytes, wm.FullBytes)
+	}
+	return nil
+}
+
+// prune deletes the oldest finished recordings (by modification time,
+// which is when each was finished) until free space is at the low
+// watermark again or none is left. Cut/merge outputs are left alone:
+// they belong to their tasks. The files being written are not in r.files,
+// so they are never pruned; nor are files whose on_record_mp4 is still
+// pending, which the control plane would otherwise index after their
+// bytes were gone (with the control plane unreachable the volume can
+// then reach Full, and recording pauses rather than losing the index).
+func (r *Recorder) prune(freeNow func() (int64, error), free *int64) {
+	type cand struct {
+		id, rel string
+		mod     time.Time
+	}
+	unreported := r.reporter.pendingIDs()
+	r.mu.Lock()
+	cands := make([]cand, 0, len(r.files))
+	for id, rel := range r.files {
+		if unreported[id] || strings.HasPrefix(filepath.ToSlash(rel), CutMergeDir+"/") {
+			continue
+		}
+		cands = append(cands, cand{id: id, rel: rel})
+	}
+	r.mu.Unlock()
+	for i := range cands {
+		if fi, err := os.Stat(filepath.Join(r.root, cands[i].rel)); err == nil {
+			cands[i].mod = fi.ModTime()
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if !cands[i].mod.Equal(cands[j].mod) {
+			return cands[i].mod.Before(cands[j].mod)
+		}
+		return cands[i].rel < cands[j].rel
+	})
+	for _, c := range cands {
+		if *free >= r.wm.Load().LowSpaceBytes {
+			return
+		}
+		if err := r.Delete(c.id); err != nil && !errors.Is(err, ErrFileNotFound) && !errors.Is(err, fs.ErrNotExist) {
+			r.log.Warn("retention could not delete a recording", zap.String("file", c.rel), zap.Error(err))
+			continue
+		}
+		r.mu.Lock()
+		r.pruned = append(r.pruned, c.id)
+		if n := len(r.pruned) - engineapi.MaxPrunedReported; n > 0 {
+			r.pruned = append(r.pruned[:0], r.pruned[n:]...)
+		}
+		r.mu.Unlock()
+		r.log.Info("retention deleted the oldest recording", zap.String("file", c.rel), zap.String("fileId", c.id))
+		f, err := freeNow()
+		if err != nil {
+			return
+		}
+		*free = f
+	}
+}

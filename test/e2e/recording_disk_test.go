@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
+)
+
+type diskState struct {
+	NodeID, MediaServerID, State, FilesystemID, Error  string
+	TotalBytes, FreeBytes, LowSpaceBytes, RefusedFiles int64
+	Retention                                          bool
+	PrunedFiles                                        int
+}
+
+// TestRecordingDiskStatesAndRetention: a real media host reports its
+// recording volume (Normal with no watermarks, the filesystem's identity
+// and size) in GET /api/v2/recording/disk/states, behind recordings.view.
+// Recording an ffmpeg push in 2 s files, the engine's configuration gets
+// a low watermark above the disk's free space with retention (applied
+// through the agent, without a restart): the volume turns LowSpace, the
+// engine deletes its finished files as new ones start, never refusing
+// one, and the control plane marks the pruned files Deleted (a restore
+// answers that the bytes are gone) while recording goes on.
+func TestRecordingDiskStatesAndRetention(t *testing.T) {
+	bin := svcbin.Build(t)
+	cp := startControlNode(t, func(c *config.Config) {})
+	cp.startMediaHost(bin, "media-1")
+	var servers struct {
+		Rows []struct{ RtspAddr string }
+	}
+	if st := cp.call("GET", "/api/v2/third-party/media-servers", nil, &servers); st != 200 || len(servers.Rows) != 1 {
+		t.Fatalf("media servers: %d %+v", st, servers)
+	}
+	if st := cp.call("POST", "/api/v2/security/rtsp-auth", map[string]any{"mediaServerId": "media-1", "username": "encoder", "password": "encoder-Pa55word"}, nil); st != 200 {
+		t.Fatalf("RTSP credential: %d", st)
+	}
+	be := backend{t: t, api: cp.api, token: cp.newToken("recordings.view", "recordings.manage")}
+	other := backend{t: t, api: cp.api, token: cp.newToken("channels.view")}
+	var states struct {
+		Items []diskState
+	}
+	if st, body := other.call("GET", "/api/v2/recording/disk/states", nil, nil); st != 403 {
+		t.Fatalf("disk states without recordings.view: %d %s", st, body)
+	}
+	if st, body := be.call("GET", "/api/v2/recording/disk/states", nil, &states); st != 200 || len(states.Items) != 1 {
+		t.Fatalf("disk states: %d %s", st, body)
+	}
+	if d := states.Items[0]; d.NodeID != "media-1" || d.MediaServerID != "media-1" || d.State != "Normal" || d.FilesystemID == "" ||
+		d.TotalBytes <= 0 || d.FreeBytes <= 0 || d.FreeBytes > d.TotalBytes || d.Retention || d.Error != "" {
+		t.Fatalf("a volume without watermarks: %+v", d)
+	}
+
+	if st, body := be.call("POST", "/api/v2/recording/start", map[string]any{"mediaServerId": "media-1", "app": "live", "streamId": "disk",
+		"segmentSeconds": 2}, nil); st != 200 {
+		t.Fatalf("start recording: %d %s", st, body)
+	}
+	push := pushStream(t, "rtsp://encoder:encoder-Pa55word@"+servers.Rows[0].RtspAddr+"/live/disk", 16)
+	var files struct {
+		Total int
+		Rows  []recordingFile
+	}
+	testkit.Eventually(t, 30*time.Second, "two recorded files", func() bool {
+		be.call("GET", "/api/v2/recording/files?streamId=disk&fileState=Completed", nil, &files)
+		return files.Total >= 2
+	})
+	// A low watermark no disk reaches: every finished, reported file is
+	// pruned when the next one starts.
+	var applied struct{ Applied, Reloaded bool }
+	if st := cp.call("POST", "/api/v2/node/engine/config/apply", map[string]any{"settings": map[string]any{"recording": map[string]any{
+		"lowSpaceBytes": int64(1e15), "retention": true}}, "reason": "e2e retention"}, &applied); st != 200 || !applied.Applied || !applied.Reloaded {
+		t.Fatalf("apply watermarks: %d %+v", st, applied)
+	}
+	var deleted struct {
+		Total int
+		Rows  []recordingFile
+	}
+	testkit.Eventually(t, 30*time.Second, "pruned files marked Deleted", func() bool {
+		be.call("GET", "/api/v2/recording/disk/states", nil, &states)
+		be.call("GET", "/api/v2/recording/files?streamId=disk&fileState=Deleted", nil, &deleted)
+		return len(states.Items) == 1 && states.Items[0].State == "LowSpace" && states.Items[0].PrunedFiles >= 2 && deleted.Total >= 2
+	})
+	if d := states.Items[0]; !d.Retention || d.LowSpaceBytes != 1e15 || d.RefusedFiles != 0 {
+		t.Fatalf("a LowSpace volume with retention: %+v", d)
+	}
+	var restored struct {
+		Results []struct {
+			Success bool
+			Code    string
+		}
+	}
+	if st, body := be.call("POST", "/api/v2/recording/files/restore", map[string]any{"fileIds": []string{deleted.Rows[0].FileID}}, &restored); st != 200 ||
+		len(restored.Results) != 1 || restored.Results[0].Success {
+		t.Fatalf("restore of a pruned file: %d %s", st, body)
+	}
+	var status struct {
+		Recordings []struct{ Stream, State string }
+		Volume     *struct {
+			State         string
+			PrunedFileIds []string
+			Refused       int64
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, "the engine still recording", func() bool {
+		cp.call("GET", "/api/v2/engine/nodes/media-1/recording-status?streamId=disk", nil, &status)
+		return len(status.Recordings) == 1 && status.Recordings[0].State == "recording"
+	})
+	if status.Volume == nil || status.Volume.State != "LowSpace" || len(status.Volume.PrunedFileIds) < 2 || status.Volume.Refused != 0 {
+		t.Fatalf("recording status volume: %+v", status.Volume)
+	}
+	if err := push.Wait(); err != nil {
+		t.Fatalf("ffmpeg push: %v", err)
+	}
+}
