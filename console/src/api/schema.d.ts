@@ -3944,6 +3944,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/recording/disk/states": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Recording volume states
+         * @description Asks every enrolled media host's engine (through its agent, one after another) for the filesystem its recording root lies on: its identity, size, free space and state by the engine's watermarks (`recording.lowSpaceBytes`, `recording.fullBytes` of its configuration). Full means no new file is started there; LowSpace with `retention` means the engine deletes the oldest finished recordings, which this read marks Deleted in the file index. A host that cannot be asked is listed Unknown with the reason. See the disk-volume machine of GET /api/v2/recording/state-model.
+         */
+        get: operations["listRecordingDiskStates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/rtc/rooms": {
         parameters: {
             query?: never;
@@ -4251,7 +4271,7 @@ export interface paths {
         put?: never;
         /**
          * Get a short HTTP-FLV URL of a publication
-         * @description Answers an HTTP-FLV URL of one Active publication for the calling device, valid for 60 seconds. Its ticket admits only HTTP-FLV of that publication, only while the device is in the room and the publication Active; it is not a participant token and no other operation accepts it.
+         * @description Answers an HTTP-FLV URL of one Active publication for the calling device, valid for 60 seconds. Its ticket admits only HTTP-FLV of that publication, only while the device is in the room and the publication Active; it is not a participant token and no other operation accepts it. The ticket is single use: its first request binds it to that client's address (the same player may reconnect with the URL) and requests from any other address are refused.
          */
         post: operations["createRtcPlaybackTicket"];
         delete?: never;
@@ -8300,6 +8320,7 @@ export interface components {
             checkedAt: string;
             /** @description One per stream being recorded. */
             recordings: components["schemas"]["EngineRecordingEntry"][];
+            volume?: components["schemas"]["RecordingVolume"];
         };
         /** @description One stream an engine records. */
         EngineRecordingEntry: {
@@ -9620,7 +9641,7 @@ export interface components {
         };
         /** @description The recording state machines. */
         RecordingStateModel: {
-            /** @description One per kind of record (recording-session, recording-file, cut-merge-task). */
+            /** @description One per kind of record (recording-session, recording-file, cut-merge-task, disk-volume). */
             machines: components["schemas"]["RecordingStateMachine"][];
         };
         /** @description One state machine. */
@@ -9763,6 +9784,114 @@ export interface components {
              * @description Index of the slot it falls in.
              */
             slot?: number;
+        };
+        /**
+         * @description Normal (free space at or above the low watermark), LowSpace (below lowSpaceBytes), Full (below fullBytes: no new file starts), Unknown (the engine could not be asked).
+         * @enum {string}
+         */
+        DiskVolumeState: "Normal" | "LowSpace" | "Full" | "Unknown";
+        /** @description The filesystem an engine's recording root lies on, as the engine read it. */
+        RecordingVolume: {
+            /** @description Identity of the filesystem (changes when another disk is mounted at the root). */
+            filesystemId: string;
+            /**
+             * Format: int64
+             * @description Size of the filesystem.
+             */
+            totalBytes: number;
+            /**
+             * Format: int64
+             * @description Space the recorder may still use.
+             */
+            freeBytes: number;
+            /**
+             * @description Normal, LowSpace or Full.
+             * @enum {string}
+             */
+            state: "Normal" | "LowSpace" | "Full";
+            /**
+             * Format: int64
+             * @description The low watermark (0 when none).
+             */
+            lowSpaceBytes: number;
+            /**
+             * Format: int64
+             * @description The full watermark (0 when none).
+             */
+            fullBytes: number;
+            /** @description Whether the oldest finished recordings are deleted while LowSpace. */
+            retention: boolean;
+            /**
+             * Format: date-time
+             * @description When the engine read it.
+             */
+            checkedAt: string;
+            /** @description The latest files retention deleted (newest last, at most 1000). */
+            prunedFileIds?: string[];
+            /**
+             * Format: int64
+             * @description New files not started because the volume was Full, since the engine started.
+             */
+            refused: number;
+        };
+        /** @description One media host's recording volume. */
+        RecordingDiskState: {
+            /** @description The media host. */
+            nodeId: string;
+            /** @description Its media server. */
+            mediaServerId: string;
+            state: components["schemas"]["DiskVolumeState"];
+            /** @description Identity of the filesystem under the recording root. */
+            filesystemId?: string;
+            /**
+             * Format: int64
+             * @description Size of the filesystem (0 when Unknown).
+             */
+            totalBytes: number;
+            /**
+             * Format: int64
+             * @description Space the recorder may still use (0 when Unknown).
+             */
+            freeBytes: number;
+            /**
+             * Format: int64
+             * @description The low watermark (0 when none).
+             */
+            lowSpaceBytes: number;
+            /**
+             * Format: int64
+             * @description The full watermark (0 when none).
+             */
+            fullBytes: number;
+            /** @description Whether the oldest finished recordings are deleted while LowSpace. */
+            retention: boolean;
+            /**
+             * Format: int64
+             * @description New files not started because the volume was Full, since the engine started.
+             */
+            refusedFiles: number;
+            /**
+             * Format: int32
+             * @description Files retention deleted recently (those the engine still lists).
+             */
+            prunedFiles: number;
+            /**
+             * Format: date-time
+             * @description When the engine read the volume.
+             */
+            checkedAt?: string;
+            /** @description Why the state is Unknown. */
+            error?: string;
+        };
+        /** @description The recording volumes of the media hosts. */
+        RecordingDiskStateList: {
+            /**
+             * Format: date-time
+             * @description When the control plane asked.
+             */
+            checkedAt: string;
+            /** @description One per enrolled, unretired media host, by node id. */
+            items: components["schemas"]["RecordingDiskState"][];
         };
         /**
          * @description State of a room; a closed room admits nobody.
@@ -9983,7 +10112,7 @@ export interface components {
             mediaKinds?: components["schemas"]["RtcMediaKind"][];
         };
         /**
-         * @description State of a publication; only Active ones can be subscribed.
+         * @description State of a publication; only Active ones can be subscribed. An Active publication whose stream never starts within 30 seconds of its WHIP answer (ICE or DTLS failed) becomes Failed (rtc.publication.failed).
          * @enum {string}
          */
         RtcPublicationState: "Pending" | "Active" | "Stopped" | "Failed";
@@ -10053,7 +10182,7 @@ export interface components {
              */
             publicationId: string;
             /**
-             * @description Pending until its WHEP offer is answered, Active while playing, Ended once released.
+             * @description Pending until its WHEP offer is answered, Active while playing, Ended once released, once its participant leaves, or once its publication stops or fails.
              * @enum {string}
              */
             state: "Pending" | "Active" | "Ended";
@@ -18712,6 +18841,30 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listRecordingDiskStates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One entry per media host. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingDiskStateList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
