@@ -239,8 +239,8 @@ func (s *Service) CutMergeTaskByID(ctx context.Context, id string) (*CutMergeTas
 }
 
 func decodeTask(kv *store.KeyValue) (*CutMergeTask, error) {
-	var t CutMergeTask
-	if err := json.Unmarshal(kv.Value, &t); err != nil {
+	t, err := store.Decode[CutMergeTask](kv)
+	if err != nil {
 		return nil, fmt.Errorf("stored cut/merge task %s: %w", kv.Key, err)
 	}
 	t.Revision = kv.ModRevision

@@ -64,8 +64,8 @@ func (s *Service) changeFile(ctx context.Context, id string, fn func(f *File) (*
 		if kv == nil {
 			return nil, nil, nil, errNoFile
 		}
-		var f File
-		if err := json.Unmarshal(kv.Value, &f); err != nil {
+		f, err := store.Decode[File](kv)
+		if err != nil {
 			return nil, nil, nil, err
 		}
 		fail, err := fn(&f)

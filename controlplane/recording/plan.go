@@ -209,8 +209,8 @@ func (s *Service) Plan(ctx context.Context, id string) (*Plan, error) {
 	if kv == nil {
 		return nil, fmt.Errorf("%w: plan %q", ErrPlanNotFound, id)
 	}
-	var p Plan
-	if err := json.Unmarshal(kv.Value, &p); err != nil {
+	p, err := store.Decode[Plan](kv)
+	if err != nil {
 		return nil, err
 	}
 	p.Revision = kv.ModRevision
@@ -226,8 +226,8 @@ func (s *Service) Plans(ctx context.Context, name string) ([]Plan, error) {
 	}
 	out := []Plan{}
 	for _, kv := range resp.KVs {
-		var p Plan
-		if err := json.Unmarshal(kv.Value, &p); err != nil {
+		p, err := store.Decode[Plan](kv)
+		if err != nil {
 			return nil, err
 		}
 		if name != "" && !strings.Contains(strings.ToLower(p.Name), strings.ToLower(name)) {
@@ -258,16 +258,13 @@ func (s *Service) changePlan(ctx context.Context, id string, fn func(p *Plan)) (
 		return nil, err
 	}
 	var out Plan
-	resp, err := store.Update(ctx, s.Store, planKey(id), func(kv *store.KeyValue) ([]byte, []store.Op, []store.Compare, error) {
-		if kv == nil {
+	resp, err := store.UpdateRecord(ctx, s.Store, planKey(id), func(cur *Plan) (*Plan, []store.Op, []store.Compare, error) {
+		if cur == nil {
 			return nil, nil, nil, fmt.Errorf("%w: plan %q", ErrPlanNotFound, id)
 		}
-		if err := json.Unmarshal(kv.Value, &out); err != nil {
-			return nil, nil, nil, err
-		}
-		fn(&out)
-		b, err := json.Marshal(&out)
-		return b, nil, nil, err
+		fn(cur)
+		out = *cur
+		return cur, nil, nil, nil
 	})
 	if errors.Is(err, store.ErrContended) {
 		return nil, fmt.Errorf("%w: %w", ErrContended, err)

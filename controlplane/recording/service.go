@@ -257,9 +257,9 @@ func (s *Service) Session(ctx context.Context, r StreamRef) (*Session, error) {
 }
 
 func decodeSession(kv *store.KeyValue) (*Session, error) {
-	var sess Session
-	if err := json.Unmarshal(kv.Value, &sess); err != nil {
-		return nil, fmt.Errorf("stored recording session %s: %w", kv.Key, err)
+	sess, err := store.Decode[Session](kv)
+	if err != nil {
+		return nil, err
 	}
 	sess.Revision = kv.ModRevision
 	return &sess, nil
@@ -407,9 +407,9 @@ func (s *Service) File(ctx context.Context, id string) (*File, error) {
 	if kv == nil {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	var f File
-	if err := json.Unmarshal(kv.Value, &f); err != nil {
-		return nil, fmt.Errorf("stored recording file %s: %w", kv.Key, err)
+	f, err := store.Decode[File](kv)
+	if err != nil {
+		return nil, err
 	}
 	return &f, nil
 }

@@ -24,8 +24,8 @@ func (s *Service) Roster(ctx context.Context, roomID RoomID, token string) ([]Pa
 	}
 	out := []Participant{}
 	for _, kv := range resp.KVs {
-		var p Participant
-		if err := json.Unmarshal(kv.Value, &p); err != nil {
+		p, err := store.Decode[Participant](kv)
+		if err != nil {
 			return nil, err
 		}
 		if p.Active() {
@@ -47,8 +47,8 @@ func (s *Service) target(ctx context.Context, roomID RoomID, id string) (*Partic
 	if kv == nil {
 		return nil, nil, ErrNotFound
 	}
-	var p Participant
-	if err := json.Unmarshal(kv.Value, &p); err != nil {
+	p, err := store.Decode[Participant](kv)
+	if err != nil {
 		return nil, nil, err
 	}
 	if !p.Active() {

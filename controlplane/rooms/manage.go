@@ -132,8 +132,8 @@ func (s *Service) endParticipants(ctx context.Context, r *Room) error {
 		return err
 	}
 	for _, kv := range resp.KVs {
-		var p Participant
-		if err := json.Unmarshal(kv.Value, &p); err != nil {
+		p, err := store.Decode[Participant](kv)
+		if err != nil {
 			return err
 		}
 		if !p.Active() {
@@ -163,8 +163,8 @@ func (s *Service) activeParticipants(ctx context.Context, id RoomID) (int, error
 	}
 	n := 0
 	for _, kv := range resp.KVs {
-		var p Participant
-		if err := json.Unmarshal(kv.Value, &p); err != nil {
+		p, err := store.Decode[Participant](kv)
+		if err != nil {
 			return 0, err
 		}
 		if p.Active() {

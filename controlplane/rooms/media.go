@@ -209,8 +209,8 @@ func (s *Service) bindPlayback(ctx context.Context, t parsedEngineTicket, exp ti
 	if err != nil || kv == nil {
 		return false, "the playback ticket is being used concurrently", err
 	}
-	var use flvUse
-	if err := json.Unmarshal(kv.Value, &use); err != nil {
+	use, err := store.Decode[flvUse](kv)
+	if err != nil {
 		return false, "", err
 	}
 	if use.Client != client {
@@ -228,8 +228,7 @@ func (s *Service) sweepPlaybackUses(ctx context.Context) error {
 	now := s.now()
 	var ops []store.Op
 	for _, kv := range resp.KVs {
-		var use flvUse
-		if err := json.Unmarshal(kv.Value, &use); err != nil || now.After(use.ExpiresAt) {
+		if use, err := store.Decode[flvUse](kv); err != nil || now.After(use.ExpiresAt) {
 			ops = append(ops, store.Delete(kv.Key))
 		}
 	}
@@ -252,8 +251,8 @@ func (s *Service) participant(ctx context.Context, room RoomID, id ParticipantID
 	if err != nil || kv == nil {
 		return nil, err
 	}
-	var p Participant
-	if err := json.Unmarshal(kv.Value, &p); err != nil {
+	p, err := store.Decode[Participant](kv)
+	if err != nil {
 		return nil, err
 	}
 	return &p, nil

@@ -39,8 +39,8 @@ func (s *Service) Join(ctx context.Context, roomID RoomID, req JoinRequest) (*Jo
 		if tkv == nil {
 			return nil, ErrTicketConsumed
 		}
-		var t accessTicket
-		if err := json.Unmarshal(tkv.Value, &t); err != nil {
+		t, err := store.Decode[accessTicket](tkv)
+		if err != nil {
 			return nil, err
 		}
 		now := s.now()
@@ -139,8 +139,8 @@ func (s *Service) verify(ctx context.Context, roomID RoomID, token string) (*Par
 	if kv == nil {
 		return nil, nil, ErrTokenInvalid
 	}
-	var p Participant
-	if err := json.Unmarshal(kv.Value, &p); err != nil {
+	p, err := store.Decode[Participant](kv)
+	if err != nil {
 		return nil, nil, err
 	}
 	if !p.Active() || !sameHash(secret, p.TokenHash) {
@@ -287,8 +287,8 @@ func (s *Service) end(ctx context.Context, p *Participant, kv *store.KeyValue, s
 			return errRetry
 		}
 		if cur.ModRevision != kv.ModRevision {
-			var q Participant
-			if err := json.Unmarshal(cur.Value, &q); err != nil {
+			q, err := store.Decode[Participant](cur)
+			if err != nil {
 				return err
 			}
 			if state != ParticipantLeft || !q.Active() || q.TokenHash != p.TokenHash {
@@ -313,8 +313,8 @@ func (s *Service) SweepTimedOut(ctx context.Context) (int, error) {
 	now := s.now()
 	ended := 0
 	for _, kv := range resp.KVs {
-		var p Participant
-		if err := json.Unmarshal(kv.Value, &p); err != nil {
+		p, err := store.Decode[Participant](kv)
+		if err != nil {
 			return ended, err
 		}
 		if !p.Active() || now.Sub(p.LastHeartbeatAt) < s.heartbeatTimeout() {

@@ -128,8 +128,8 @@ func (s *Service) Publications(ctx context.Context, roomID RoomID, token string)
 	}
 	out := []Publication{}
 	for _, kv := range all {
-		var pub Publication
-		if err := json.Unmarshal(kv.Value, &pub); err != nil {
+		pub, err := store.Decode[Publication](kv)
+		if err != nil {
 			return nil, err
 		}
 		if pub.State == PublicationActive {
@@ -159,8 +159,8 @@ func (s *Service) publication(ctx context.Context, roomID RoomID, id string) (*P
 	if kv == nil {
 		return nil, nil, ErrNotFound
 	}
-	var pub Publication
-	if err := json.Unmarshal(kv.Value, &pub); err != nil {
+	pub, err := store.Decode[Publication](kv)
+	if err != nil {
 		return nil, nil, err
 	}
 	return &pub, kv, nil
@@ -448,8 +448,8 @@ func (s *Service) sweepPublications(ctx context.Context, r *Room) (failed int, e
 	ended := map[string]bool{}
 	var errs []error
 	for _, kv := range kvs {
-		var pub Publication
-		if err := json.Unmarshal(kv.Value, &pub); err != nil {
+		pub, err := store.Decode[Publication](kv)
+		if err != nil {
 			return failed, err
 		}
 		if pub.State == PublicationStopped || pub.State == PublicationFailed {
@@ -499,8 +499,8 @@ func (s *Service) releaseParticipant(ctx context.Context, r *Room, participant P
 		errs = append(errs, s.releaseSubscriptions(ctx, r, participant))
 	}
 	for _, kv := range kvs {
-		var pub Publication
-		if err := json.Unmarshal(kv.Value, &pub); err != nil {
+		pub, err := store.Decode[Publication](kv)
+		if err != nil {
 			return err
 		}
 		if (participant != "" && pub.ParticipantID != participant) || (pub.State != PublicationActive && pub.State != PublicationPending) {

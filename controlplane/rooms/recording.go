@@ -185,8 +185,8 @@ func (s *Service) startRecording(ctx context.Context, id RoomID, by string) (*Re
 	}
 	var errs []error
 	for _, kv := range kvs {
-		var pub Publication
-		if err := json.Unmarshal(kv.Value, &pub); err != nil {
+		pub, err := store.Decode[Publication](kv)
+		if err != nil {
 			return nil, err
 		}
 		if pub.State == PublicationActive {
@@ -290,8 +290,8 @@ func (s *Service) updateRecording(ctx context.Context, id RoomID, recordingID st
 		if kv == nil {
 			return nil, ErrRecordingNotFound
 		}
-		var rec Recording
-		if err := json.Unmarshal(kv.Value, &rec); err != nil {
+		rec, err := store.Decode[Recording](kv)
+		if err != nil {
 			return nil, err
 		}
 		if !change(&rec) {
@@ -327,8 +327,8 @@ func (s *Service) recording(ctx context.Context, id RoomID, recordingID string) 
 	if kv == nil {
 		return nil, ErrRecordingNotFound
 	}
-	var rec Recording
-	if err := json.Unmarshal(kv.Value, &rec); err != nil {
+	rec, err := store.Decode[Recording](kv)
+	if err != nil {
 		return nil, err
 	}
 	return &rec, nil
@@ -462,8 +462,8 @@ func (s *Service) Recordings(ctx context.Context, c Caller, id RoomID) ([]Record
 	}
 	out := make([]Recording, 0, len(resp.KVs))
 	for i := len(resp.KVs) - 1; i >= 0; i-- {
-		var rec Recording
-		if err := json.Unmarshal(resp.KVs[i].Value, &rec); err != nil {
+		rec, err := store.Decode[Recording](resp.KVs[i])
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, rec)

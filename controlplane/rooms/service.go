@@ -211,8 +211,8 @@ func (s *Service) room(ctx context.Context, id RoomID) (*Room, *store.KeyValue, 
 	if kv == nil {
 		return nil, nil, ErrNotFound
 	}
-	var r Room
-	if err := json.Unmarshal(kv.Value, &r); err != nil {
+	r, err := store.Decode[Room](kv)
+	if err != nil {
 		return nil, nil, err
 	}
 	return &r, kv, nil

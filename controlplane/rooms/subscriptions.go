@@ -76,8 +76,8 @@ func (s *Service) ownSubscription(ctx context.Context, roomID RoomID, token, sub
 	if kv == nil {
 		return nil, nil, ErrNotFound
 	}
-	var sub Subscription
-	if err := json.Unmarshal(kv.Value, &sub); err != nil {
+	sub, err := store.Decode[Subscription](kv)
+	if err != nil {
 		return nil, nil, err
 	}
 	if sub.ParticipantID != p.ParticipantID {
@@ -211,8 +211,8 @@ func (s *Service) endSubscriptions(ctx context.Context, r *Room, match func(*Sub
 	}
 	var errs []error
 	for _, kv := range resp.KVs {
-		var sub Subscription
-		if err := json.Unmarshal(kv.Value, &sub); err != nil {
+		sub, err := store.Decode[Subscription](kv)
+		if err != nil {
 			return err
 		}
 		if sub.State == SubscriptionEnded || !match(&sub) {
