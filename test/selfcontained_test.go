@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,10 @@ var pathToken = regexp.MustCompile(`[A-Za-z0-9_.~/\-]+`)
 // neighbours on a developer's machine, never anything a clone of this
 // repository can count on.
 var workspaceRoots = []string{"/work/", "/home/", "/root/", "/Users/"}
+
+// scratchDirs are shared scratch directories: a checkout placed in one
+// does not make the rest of it part of the developer's machine.
+var scratchDirs = []string{"/tmp", "/var/tmp"}
 
 // outsideRef is one reference from a tracked file to a path outside the
 // repository.
@@ -49,7 +54,14 @@ func outsideRefs(file string, text []byte, exists func(string) bool, parent stri
 				continue
 			}
 			if strings.HasPrefix(tok, "/") {
-				for _, root := range append(workspaceRoots, strings.TrimSuffix(parent, "/")+"/") {
+				roots := workspaceRoots
+				// The checkout's neighbours are outside it, unless the
+				// checkout sits in a shared scratch directory (a clone in
+				// /tmp), whose other files the README's commands may use.
+				if p := strings.TrimSuffix(parent, "/"); p != "" && !slices.Contains(scratchDirs, p) {
+					roots = append(roots, p+"/")
+				}
+				for _, root := range roots {
 					if root != "/" && strings.HasPrefix(tok+"/", root) {
 						out = append(out, outsideRef{i + 1, tok, "an absolute path on the developer's machine"})
 						break
@@ -94,6 +106,10 @@ func TestOutsideRefsFindsThem(t *testing.T) {
 		if got := outsideRefs(c.file, []byte(c.text), exists, "/srv/checkouts"); len(got) != c.want {
 			t.Errorf("%s: %q: found %v, want %d", c.file, c.text, got, c.want)
 		}
+	}
+	// A clone in /tmp: the README's scratch files there are not outside refs.
+	if got := outsideRefs("README.md", []byte("curl -c /tmp/svc-jar"), exists, "/tmp"); len(got) != 0 {
+		t.Errorf("a checkout in /tmp flags /tmp/svc-jar: %v", got)
 	}
 }
 
