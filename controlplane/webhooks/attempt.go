@@ -182,9 +182,21 @@ func (s *session) record(ctx context.Context, batch []result) {
 		s.d.Log.Warn("recording webhook outcomes: reading plans failed", zap.Error(err))
 		return
 	}
-	byID := map[PlanID]planAt{}
-	for _, p := range plans {
-		byID[p.ID] = p
+	byID := planIndex(plans)
+	// The cache follows a watch, which can lag: a plan created just before
+	// its first event may be missing from it, and a missing plan reads as
+	// archived (its delivery canceled). Read the plans again before
+	// concluding that.
+	for i := range batch {
+		if _, ok := byID[batch[i].rec.SubscriptionID]; !ok {
+			s.forgetPlans()
+			if plans, err = s.plans(ctx); err != nil {
+				s.d.Log.Warn("recording webhook outcomes: reading plans failed", zap.Error(err))
+				return
+			}
+			byID = planIndex(plans)
+			break
+		}
 	}
 	var req store.TxnRequest
 	for i := range batch {
@@ -211,6 +223,15 @@ func (s *session) record(ctx context.Context, batch []result) {
 	for i := range batch {
 		s.record(ctx, batch[i:i+1])
 	}
+}
+
+// planIndex maps plans by id.
+func planIndex(plans []planAt) map[PlanID]planAt {
+	byID := make(map[PlanID]planAt, len(plans))
+	for _, p := range plans {
+		byID[p.ID] = p
+	}
+	return byID
 }
 
 // outcome applies the transition table to one result and returns the put.
