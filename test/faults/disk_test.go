@@ -132,7 +132,12 @@ func TestDiskFullOnOneNode(t *testing.T) {
 		})
 		below()
 		st, h := c.health(n)
-		if status, msg := h.check("storage"); st != 200 || h.Status != "degraded" || status != "degraded" || !strings.Contains(msg, "storage_full") {
+		status, msg = h.check("storage")
+		// The node's own writes (a new raft segment among them) can take
+		// the last 2 MiB meanwhile; then it cannot append and rightly says
+		// unavailable (503), still naming the storage condition.
+		tight := st == 503 && h.Status == "unavailable" && freeBytes(t, vol) < 2<<20+512<<10
+		if (st != 200 || h.Status != "degraded") && !tight || status != "degraded" || !strings.Contains(msg, "storage_full") {
 			t.Fatalf("health below the reserve: %d %s, storage %s %q", st, h.Status, status, msg)
 		}
 		// Readiness answers, not ready (503), and says why.
