@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"go.uber.org/zap/zaptest"
@@ -31,31 +34,39 @@ func startEngine(t *testing.T, mutate func(*engineapi.Config)) *testEngine {
 	dir := t.TempDir()
 	secretFile := filepath.Join(dir, "secret")
 	os.WriteFile(secretFile, []byte(testSecret+"\n"), 0o600)
-	cfg := engineapi.Defaults()
-	cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.RTSPAddr, cfg.ControlSecretFile = "n1", freeAddr(t), freeAddr(t), freeAddr(t), secretFile
-	// The engine binds the first pair of its RTP range for RTSP over UDP;
-	// a random range keeps parallel test engines apart.
-	cfg.RTPPortMin = 20000 + 2*rand.IntN(3000)
-	cfg.RTPPortMax = cfg.RTPPortMin + 99
-	cfg.DataDir, cfg.LogLevel = dir, "debug"
-	cfg.WebRTC.UDPAddr, cfg.WebRTC.TCPAddr = "127.0.0.1:0", freeAddr(t)
-	cfg.DemoFile, cfg.DemoPath = "builtin", "live/demo"
-	if mutate != nil {
-		mutate(&cfg)
+	// The engine's listeners take ports chosen here (freeAddr), which a
+	// test of another package may bind first: try again with others.
+	for attempt := 1; ; attempt++ {
+		cfg := engineapi.Defaults()
+		cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.RTSPAddr, cfg.ControlSecretFile = "n1", freeAddr(t), freeAddr(t), freeAddr(t), secretFile
+		// The engine binds the first pair of its RTP range for RTSP over UDP;
+		// a random range keeps parallel test engines apart.
+		cfg.RTPPortMin = 20000 + 2*rand.IntN(3000)
+		cfg.RTPPortMax = cfg.RTPPortMin + 99
+		cfg.DataDir, cfg.LogLevel = dir, "debug"
+		cfg.WebRTC.UDPAddr, cfg.WebRTC.TCPAddr = "127.0.0.1:0", freeAddr(t)
+		cfg.DemoFile, cfg.DemoPath = "builtin", "live/demo"
+		if mutate != nil {
+			mutate(&cfg)
+		}
+		cfgFile := filepath.Join(dir, "engine.yaml")
+		b, _ := cfg.Marshal()
+		os.WriteFile(cfgFile, b, 0o600)
+		parsed, err := engineapi.Load(cfgFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := Start(context.Background(), cfgFile, parsed, zaptest.NewLogger(t))
+		if err != nil && attempt < 3 && (errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")) {
+			t.Logf("a port was taken meanwhile, trying others: %v", err)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return &testEngine{Engine: e, cfg: parsed, cfgFile: cfgFile}
 	}
-	cfgFile := filepath.Join(dir, "engine.yaml")
-	b, _ := cfg.Marshal()
-	os.WriteFile(cfgFile, b, 0o600)
-	parsed, err := engineapi.Load(cfgFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := Start(context.Background(), cfgFile, parsed, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return &testEngine{Engine: e, cfg: parsed, cfgFile: cfgFile}
 }
 
 func (te *testEngine) mediaURL(path string) string { return "http://" + te.MediaAddr().String() + path }
