@@ -71,32 +71,13 @@ func (r *Recording) Active() bool { return r.State != RecordingStopped }
 // owns (a super administrator may set any room's). Allowing does not
 // start a recording.
 func (s *Service) SetRecordingPolicy(ctx context.Context, c Caller, id RoomID, enabled bool) (*Room, error) {
-	for attempt := 0; attempt < 5; attempt++ {
-		r, kv, err := s.room(ctx, id)
-		if err != nil {
-			return nil, err
-		}
+	return s.changeRoom(ctx, id, func(r *Room) (bool, error) {
 		if r.OwnerTokenID != c.TokenID && !c.Super {
-			return nil, ErrNotFound
+			return false, ErrNotFound
 		}
 		r.RecordingEnabled = enabled
-		val, err := json.Marshal(r)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(kv.Key, kv.ModRevision)},
-			Then: []store.Op{store.Put(kv.Key, val)}})
-		if err != nil {
-			return nil, err
-		}
-		if resp.Succeeded {
-			return r, nil
-		}
-		if err := s.Store.WaitForRevision(ctx, resp.Header.Revision); err != nil {
-			return nil, err
-		}
-	}
-	return nil, fmt.Errorf("%w: room %s", store.ErrContended, id)
+		return true, nil
+	})
 }
 
 // StartRecording starts the room's continuous recording for a caller
@@ -421,32 +402,16 @@ func (s *Service) stopRecording(ctx context.Context, id RoomID, recordingID stri
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; attempt < 5; attempt++ {
-		room, kv, err := s.room(ctx, id)
-		if err != nil {
-			return nil, err
-		}
+	if _, err := s.changeRoom(ctx, id, func(room *Room) (bool, error) {
 		if room.CurrentRecordingID != recordingID {
-			return rec, nil
+			return false, nil
 		}
 		room.CurrentRecordingID = ""
-		val, err := json.Marshal(room)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(kv.Key, kv.ModRevision)},
-			Then: []store.Op{store.Put(kv.Key, val)}})
-		if err != nil {
-			return nil, err
-		}
-		if resp.Succeeded {
-			return rec, nil
-		}
-		if err := s.Store.WaitForRevision(ctx, resp.Header.Revision); err != nil {
-			return nil, err
-		}
+		return true, nil
+	}); err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("%w: room %s", store.ErrContended, id)
+	return rec, nil
 }
 
 // Recordings lists a room's recordings (its runs), newest first, for its

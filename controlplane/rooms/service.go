@@ -200,6 +200,37 @@ func (s *Service) Room(ctx context.Context, c Caller, id RoomID) (*Room, error) 
 	return r, nil
 }
 
+// changeRoom is store.UpdateRecord for one room: fn changes the room and
+// says whether to write it (false keeps it as it is); an absent room is
+// ErrNotFound. It answers the room as fn left it.
+func (s *Service) changeRoom(ctx context.Context, id RoomID, fn func(r *Room) (write bool, err error)) (*Room, error) {
+	if _, err := uuid.Parse(string(id)); err != nil {
+		return nil, ErrNotFound
+	}
+	var out *Room
+	_, err := store.UpdateRecord(ctx, s.Store, roomsPrefix+string(id), func(cur *Room) (*Room, []store.Op, []store.Compare, error) {
+		if cur == nil {
+			return nil, nil, nil, ErrNotFound
+		}
+		write, err := fn(cur)
+		out = cur
+		if err == nil && !write {
+			err = errRoomUnchanged
+		}
+		return cur, nil, nil, err
+	})
+	if errors.Is(err, errRoomUnchanged) {
+		err = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// errRoomUnchanged ends a changeRoom that has nothing to write.
+var errRoomUnchanged = errors.New("rooms: room unchanged")
+
 func (s *Service) room(ctx context.Context, id RoomID) (*Room, *store.KeyValue, error) {
 	if _, err := uuid.Parse(string(id)); err != nil {
 		return nil, nil, ErrNotFound
