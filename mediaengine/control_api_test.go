@@ -19,7 +19,7 @@ func TestControlAPIRefusesWithoutTheSecret(t *testing.T) {
 	}
 	for _, rt := range routes {
 		for _, secret := range []string{"", "Bearer wrong", "Basic " + testSecret} {
-			req, _ := http.NewRequest(rt[0], "http://"+te.cfg.ControlAddr+rt[1], nil)
+			req, _ := http.NewRequest(rt[0], "http://"+te.ControlAddr().String()+rt[1], nil)
 			if secret != "" {
 				req.Header.Set("Authorization", secret)
 			}

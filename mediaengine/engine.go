@@ -53,8 +53,9 @@ type Engine struct {
 	rtc        *rtc.Server // nil when WebRTC is off
 	records    *recorder.Recorder
 
-	mediaAddr net.Addr
-	control   *http.Server
+	mediaAddr   net.Addr
+	controlAddr net.Addr
+	control     *http.Server
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -95,7 +96,8 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 		ctrlLn.Close()
 		return nil, fmt.Errorf("engine: media HTTP: %w", err)
 	}
-	e := &Engine{path: path, log: log, secret: secret, startedAt: time.Now().UTC(), done: make(chan struct{}), mediaAddr: mediaLn.Addr()}
+	e := &Engine{path: path, log: log, secret: secret, startedAt: time.Now().UTC(), done: make(chan struct{}), mediaAddr: mediaLn.Addr(),
+		controlAddr: ctrlLn.Addr()}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.cfg.Store(&cfg)
 	e.hooks.Store(hc)
@@ -195,6 +197,10 @@ func (e *Engine) startRTSP(cfg engineapi.Config) error {
 	e.rtsp = srv
 	return nil
 }
+
+// ControlAddr is the address the loopback control API listens on: the
+// configured one, with the port the system chose when it was 0.
+func (e *Engine) ControlAddr() net.Addr { return e.controlAddr }
 
 // RTSPAddr is the address the RTSP server listens on.
 func (e *Engine) RTSPAddr() net.Addr { return e.rtsp.Addr() }

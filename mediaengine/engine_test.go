@@ -34,17 +34,17 @@ func startEngine(t *testing.T, mutate func(*engineapi.Config)) *testEngine {
 	dir := t.TempDir()
 	secretFile := filepath.Join(dir, "secret")
 	os.WriteFile(secretFile, []byte(testSecret+"\n"), 0o600)
-	// The engine's listeners take ports chosen here (freeAddr), which a
-	// test of another package may bind first: try again with others.
+	// The engine's TCP listeners bind port 0 and the tests ask the engine
+	// which ports it got. Its RTP range cannot: the first pair of a random
+	// range serves RTSP over UDP, and a test of another package may bind it
+	// first, so a start that finds it taken tries another range.
 	for attempt := 1; ; attempt++ {
 		cfg := engineapi.Defaults()
-		cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.RTSPAddr, cfg.ControlSecretFile = "n1", freeAddr(t), freeAddr(t), freeAddr(t), secretFile
-		// The engine binds the first pair of its RTP range for RTSP over UDP;
-		// a random range keeps parallel test engines apart.
+		cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.RTSPAddr, cfg.ControlSecretFile = "n1", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", secretFile
 		cfg.RTPPortMin = 20000 + 2*rand.IntN(3000)
 		cfg.RTPPortMax = cfg.RTPPortMin + 99
 		cfg.DataDir, cfg.LogLevel = dir, "debug"
-		cfg.WebRTC.UDPAddr, cfg.WebRTC.TCPAddr = "127.0.0.1:0", freeAddr(t)
+		cfg.WebRTC.UDPAddr, cfg.WebRTC.TCPAddr = "127.0.0.1:0", "127.0.0.1:0"
 		cfg.DemoFile, cfg.DemoPath = "builtin", "live/demo"
 		if mutate != nil {
 			mutate(&cfg)
@@ -58,7 +58,7 @@ func startEngine(t *testing.T, mutate func(*engineapi.Config)) *testEngine {
 		}
 		e, err := Start(context.Background(), cfgFile, parsed, zaptest.NewLogger(t))
 		if err != nil && attempt < 3 && (errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")) {
-			t.Logf("a port was taken meanwhile, trying others: %v", err)
+			t.Logf("the RTP range's first pair was taken meanwhile, trying another range: %v", err)
 			continue
 		}
 		if err != nil {
@@ -80,7 +80,7 @@ func (te *testEngine) control(t *testing.T, method, path string, body, out any) 
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, "http://"+te.cfg.ControlAddr+path, rd)
+	req, _ := http.NewRequest(method, "http://"+te.ControlAddr().String()+path, rd)
 	req.Header.Set("Authorization", "Bearer "+testSecret)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -1,23 +1,12 @@
 package mediaengine
 
 import (
-	"net"
 	"net/http"
 	"os"
 	"testing"
 
 	"github.com/svcplatform/svc/shared/engineapi"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 func TestControlAPIHealthAndReload(t *testing.T) {
 	te := startEngine(t, nil)
