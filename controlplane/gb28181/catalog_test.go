@@ -25,13 +25,17 @@ func TestSIPpCatalogOfAThousandChannelsBecomesChannelRecords(t *testing.T) {
 		dev.run(t, s, scenarioArgs{Messages: pages[p:min(p+5, len(pages))], ExpectMessage: 200})
 	}
 	chans := s.channels.(*channels.Service)
-	var rows []channels.Channel
-	testkit.Eventually(t, 60*time.Second, "1,000 channel records", func() bool {
-		var total int64
-		var err error
-		rows, total, err = chans.List(context.Background(), channels.Filter{DeviceID: testDeviceID, PageSize: 1000})
+	// The wait counts (a page of one) rather than reading 1,000 rows per
+	// poll, which competed with the sync's own writes; a loaded 2-core
+	// machine with -race takes tens of seconds for the five batches.
+	testkit.Eventually(t, 2*time.Minute, "1,000 channel records", func() bool {
+		_, total, err := chans.List(context.Background(), channels.Filter{DeviceID: testDeviceID, PageSize: 1})
 		return err == nil && total == sum
 	})
+	rows, _, err := chans.List(context.Background(), channels.Filter{DeviceID: testDeviceID, PageSize: 1000})
+	if err != nil || len(rows) != sum {
+		t.Fatalf("listing the %d channels: %d rows, %v", sum, len(rows), err)
+	}
 	byID := map[string]channels.Channel{}
 	for _, ch := range rows {
 		byID[ch.DeviceChannelID] = ch
