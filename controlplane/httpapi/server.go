@@ -36,6 +36,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/talk"
 	"github.com/svcplatform/svc/controlplane/transcoder"
+	"github.com/svcplatform/svc/controlplane/tuning"
 	"github.com/svcplatform/svc/controlplane/webhooks"
 )
 
@@ -90,6 +91,7 @@ type Deps struct {
 	Presence     *nodes.Presence
 	Commands     *nodecommand.Service
 	MediaServers *mediaserver.Service
+	Tuning       *tuning.Service
 	Templates    *transcoder.Service
 	Monitor      *monitoring.Monitor
 	Authority    *clusterca.Authority
@@ -189,7 +191,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		engineEndpoints:     &engineEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers},
 		rtpEndpoints:        &rtpEndpoints{servers: d.MediaServers},
 		transcoderEndpoints: &transcoderEndpoints{templates: d.Templates},
-		tuningEndpoints:     &tuningEndpoints{svc: d.System, servers: d.MediaServers},
+		tuningEndpoints:     &tuningEndpoints{tuning: d.Tuning},
 		playbackEndpoints:   &playbackEndpoints{playback: d.Playback},
 		streamEndpoints:     &streamEndpoints{channels: d.Channels, streams: d.Streams, servers: d.MediaServers, nodes: d.Nodes},
 		snapshotEndpoints:   &snapshotEndpoints{snaps: d.Snapshots},

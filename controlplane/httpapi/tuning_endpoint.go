@@ -2,100 +2,66 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 
 	"github.com/svcplatform/svc/api/contract"
-	"github.com/svcplatform/svc/controlplane/mediaserver"
-	"github.com/svcplatform/svc/controlplane/nodes"
-	"github.com/svcplatform/svc/controlplane/system"
-	"github.com/svcplatform/svc/shared/agentapi"
+	"github.com/svcplatform/svc/controlplane/tuning"
+	"github.com/svcplatform/svc/shared/hosttuning"
 )
 
-// tuningEndpoints serves host tuning: a media host's values are read,
-// compared and applied by its node agent; a cluster without media hosts
-// shows (and compares with) the answering control node's own host.
+// tuningEndpoints serves host tuning (controlplane/tuning decides which
+// host answers and asks its agent).
 type tuningEndpoints struct {
-	svc     *system.Service
-	servers *mediaserver.Service
-}
-
-// local reports whether a request falls back to this control node's host:
-// no node named (or this node named) and no media host to ask.
-func (e *tuningEndpoints) local(ctx context.Context, nodeID *string) (bool, error) {
-	id := deref(nodeID, "")
-	if id == e.svc.NodeID() {
-		return true, nil
-	}
-	_, err := e.servers.Online(ctx, mediaserver.Target{NodeID: id})
-	if id == "" && errors.Is(err, nodes.ErrNoMediaHosts) {
-		return true, nil
-	}
-	return false, err
+	tuning *tuning.Service
 }
 
 func (e *tuningEndpoints) GetHostTuning(ctx context.Context, r contract.GetHostTuningRequestObject) (contract.GetHostTuningResponseObject, error) {
 	ctx = requestContext(ctx)
-	if local, err := e.local(ctx, r.Params.NodeId); err != nil || local {
-		return contract.GetHostTuning200JSONResponse(e.svc.Tuning()), err
-	}
-	var st contract.HostTuningState
-	o, err := e.servers.Do(ctx, mediaserver.Call{Target: mediaserver.Target{NodeID: deref(r.Params.NodeId, "")}, Type: agentapi.TypeHostTuningGet,
-		Read: true, Actor: auditActor(ctx)}, &st)
+	st, err := e.tuning.Get(ctx, auditActor(ctx), deref(r.Params.NodeId, ""))
 	if err != nil {
 		return nil, err
 	}
-	st.NodeId = o.Node.NodeID
-	return contract.GetHostTuning200JSONResponse(st), nil
+	out := contract.HostTuningState{NodeId: st.NodeID, CanApply: st.CanApply, ApplyUnavailableReason: st.ApplyUnavailableReason,
+		Parameters: make([]contract.HostTuningParameter, 0, len(st.Parameters))}
+	for _, p := range st.Parameters {
+		out.Parameters = append(out.Parameters, contract.HostTuningParameter{Key: p.Key, Category: contract.HostTuningParameterCategory(p.Category),
+			CurrentValue: p.CurrentValue, RecommendedValue: p.RecommendedValue, Description: p.Description})
+	}
+	return contract.GetHostTuning200JSONResponse(out), nil
 }
 
 func (e *tuningEndpoints) PlanHostTuning(ctx context.Context, r contract.PlanHostTuningRequestObject) (contract.PlanHostTuningResponseObject, error) {
 	ctx = requestContext(ctx)
-	if err := system.CheckTuning(r.Body.Values); err != nil {
-		return nil, err
-	}
-	if local, err := e.local(ctx, r.Body.NodeId); err != nil || local {
-		if err != nil {
-			return nil, err
-		}
-		plan, err := e.svc.TuningPlan(r.Body.Values)
-		return contract.PlanHostTuning200JSONResponse(plan), err
-	}
-	var plan contract.HostTuningPlan
-	o, err := e.servers.Do(ctx, mediaserver.Call{Target: mediaserver.Target{NodeID: deref(r.Body.NodeId, "")}, Type: agentapi.TypeHostTuningPlan,
-		Payload: agentapi.TuningValues{Values: r.Body.Values}, Read: true, Actor: auditActor(ctx)}, &plan)
+	plan, err := e.tuning.Compare(ctx, auditActor(ctx), deref(r.Body.NodeId, ""), r.Body.Values)
 	if err != nil {
 		return nil, err
 	}
-	plan.NodeId = o.Node.NodeID
-	return contract.PlanHostTuning200JSONResponse(plan), nil
+	return contract.PlanHostTuning200JSONResponse(contract.HostTuningPlan{NodeId: plan.NodeID, Changes: int32(plan.Changes), Items: tuningItems(plan.Items)}), nil
 }
 
 func (e *tuningEndpoints) ApplyHostTuning(ctx context.Context, r contract.ApplyHostTuningRequestObject) (contract.ApplyHostTuningResponseObject, error) {
 	ctx = requestContext(ctx)
-	if err := system.CheckTuning(r.Body.Values); err != nil {
-		return nil, err
-	}
-	if local, err := e.local(ctx, r.Body.NodeId); err != nil || local {
-		if err == nil {
-			err = system.ErrNoTuningAgent
-		}
-		return nil, err
-	}
-	var res contract.HostTuningApplyResult
-	o, err := e.servers.Do(ctx, mediaserver.Call{Target: mediaserver.Target{NodeID: deref(r.Body.NodeId, "")}, Type: agentapi.TypeHostTuningApply,
-		Payload: agentapi.TuningValues{Values: r.Body.Values}, Reason: r.Body.Reason, Wait: mediaserver.ReadWait, Actor: auditActor(ctx)}, &res)
+	a, err := e.tuning.Apply(ctx, auditActor(ctx), deref(r.Body.NodeId, ""), r.Body.Values, r.Body.Reason)
 	if err != nil {
 		return nil, err
 	}
 	var out contract.HostTuningApplyAnswer
-	if !o.Done {
-		err = out.FromNodeCommandAccepted(accepted(o))
+	if !a.Outcome.Done {
+		err = out.FromNodeCommandAccepted(accepted(a.Outcome))
 	} else {
-		res.NodeId, res.CommandId = o.Node.NodeID, o.Command.CommandID
-		err = out.FromHostTuningApplyResult(res)
+		err = out.FromHostTuningApplyResult(contract.HostTuningApplyResult{Applied: a.Result.Applied, Items: tuningItems(a.Result.Items),
+			NodeId: a.Outcome.Node.NodeID, CommandId: a.Outcome.Command.CommandID})
 	}
 	if err != nil {
 		return nil, err
 	}
 	return contract.ApplyHostTuning200JSONResponse(out), nil
+}
+
+func tuningItems(items []hosttuning.Item) []contract.HostTuningDiffItem {
+	out := make([]contract.HostTuningDiffItem, 0, len(items))
+	for _, it := range items {
+		out = append(out, contract.HostTuningDiffItem{Key: it.Key, CurrentValue: it.CurrentValue, DesiredValue: it.DesiredValue,
+			Changed: it.Changed, Valid: it.Valid, Message: it.Message})
+	}
+	return out
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/enginehooks"
@@ -51,6 +52,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/talk"
+	"github.com/svcplatform/svc/controlplane/tuning"
 	"github.com/svcplatform/svc/controlplane/webhooks"
 )
 
@@ -59,9 +61,9 @@ import (
 var IndexSpecs = append([]query.Index{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex,
 	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex, rooms.Index}, append(channels.Indexes, recording.Indexes...)...)
 
-// authContactWindow is how long a follower keeps deciding on credentials
+// AuthContactWindow is how long a follower keeps deciding on credentials
 // after it last heard from the leader.
-const authContactWindow = 10 * time.Second
+const AuthContactWindow = 10 * time.Second
 
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
@@ -240,7 +242,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		}
 		return perms, active, err == nil, err
 	}
-	inContact := func() bool { return node.InContact(authContactWindow) }
+	inContact := func() bool { return node.InContact(AuthContactWindow) }
 	usage := &apitoken.Usage{Store: node}
 	fresh := func() bool { return node.InContact(httpapi.StaleAfter) }
 	sessions := &session.Service{Store: node, Accounts: accounts, MACKeys: keys.SubKeys("console-session"), Propagated: node.WaitMembersApplied,
@@ -284,6 +286,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Talk: s.talk, Recording: s.Recording, AutoRecord: s.autoRecording, Rooms: s.Rooms,
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
+		Tuning:    &tuning.Service{NodeID: cfg.NodeID, Servers: s.agents.servers},
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),
 		NodeTTL: cfg.NodeHeartbeatTTL, BootstrapCode: s.bootstrapCode, Console: web,
 	})
@@ -492,4 +495,24 @@ func sweepSessions(ctx context.Context, sessions *session.Service, log *zap.Logg
 			}
 		}
 	}
+}
+
+// StartupWritten reports whether the node's own start-up writes are in
+// its store: the cluster identity, its member record, its agent port and
+// (on the founding node) the cluster CA. Until then the store is still
+// changing under a caller that compares revisions.
+func (s *Server) StartupWritten(ctx context.Context) bool {
+	id := s.Config.NodeID
+	member, _, _ := store.Get(ctx, s.Node, raftnode.MembersPrefix+id, store.Local)
+	port, _, _ := store.Get(ctx, s.Node, agentPortsPrefix+id, store.Local)
+	ca, _, _ := store.Get(ctx, s.Node, clusterca.Key, store.Local)
+	return s.System.ClusterID(ctx) != "" && member != nil && port != nil && (ca != nil || s.Config.Join != "")
+}
+
+// Kill stops the node as a crash would, for fault tests that run nodes in
+// one process: the store stops without a clean shutdown and the API closes
+// its connections without draining them.
+func (s *Server) Kill() {
+	_ = s.Node.Kill()
+	_ = s.http.Close()
 }

@@ -26,8 +26,6 @@ var (
 	ErrTaskRunning        = fault.New(fault.Conflict, "conflict", "task is already running")
 	ErrTaskOnLeader       = fault.NewRetryable(fault.Conflict, "conflict", "task runs on the leader only; this node does not lead now")
 	ErrNotResidue         = fault.New(fault.Conflict, "conflict", "prefix is not a residue prefix")
-	ErrInvalidTuning      = fault.New(fault.Invalid, "invalid_body", "invalid host tuning request")
-	ErrAgentUnavailable   = fault.New(fault.Conflict, "agent_unavailable", "no node agent can apply host tuning")
 	ErrEmailNotConfigured = fault.New(fault.Conflict, "notifications_not_configured", "operations e-mail is not configured: set smtp-host and smtp-from to enable it")
 	ErrEmailFailed        = fault.NewRetryable(fault.Unavailable, "smtp_failed", "SMTP delivery failed")
 	ErrInvalidEmail       = fault.New(fault.Invalid, "invalid_body", "invalid e-mail request")

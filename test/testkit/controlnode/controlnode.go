@@ -1,7 +1,6 @@
 // Package controlnode starts a real control node inside a test process:
-// the one way the e2e and adversarial suites get one. (The server
-// package's own tests cannot import it, as it imports the server; they
-// build on the same testkit/cluster configuration.)
+// the one way the endpoint, e2e and adversarial tests get one (the server
+// package's tests too, from the external server_test package).
 package controlnode
 
 import (

@@ -1,4 +1,4 @@
-package server
+package httpapi_test
 
 import "github.com/svcplatform/svc/controlplane/channels"
 

@@ -1,8 +1,10 @@
-package server
+package httpapi_test
 
 import (
 	"fmt"
 	"testing"
+
+	"github.com/svcplatform/svc/test/testkit/controlnode"
 )
 
 // What one channel create costs the store, through the API on a real node,
@@ -11,13 +13,13 @@ import (
 // history row with the previous value, a hash row, a meta page, and every
 // one of idx_channels' 24 column b-trees on every write).
 func TestChannelCreateWritesFewPages(t *testing.T) {
-	ts := startServer(t, "wp", "", "")
-	a := caller{t, ts, ts.token("channels.view", "channels.manage")}
+	ts := controlnode.StartNode(t, "wp", "", "")
+	a := caller{t, ts, ts.Token("channels.view", "channels.manage")}
 	for i := 0; i < 50; i++ {
 		a.create(rtspChannel(fmt.Sprintf("warm%d", i)))
 	}
 	var created channelJSON
-	w, err := ts.s.Node.State().MeasureWAL(func() { created = a.create(rtspChannel("measured")) })
+	w, err := ts.S.Node.State().MeasureWAL(func() { created = a.create(rtspChannel("measured")) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,9 +27,9 @@ func TestChannelCreateWritesFewPages(t *testing.T) {
 	if w.Bytes > 96<<10 {
 		t.Errorf("one channel create wrote %d KiB to the WAL", w.Bytes>>10)
 	}
-	w, err = ts.s.Node.State().MeasureWAL(func() {
-		if r := a.call("PUT", "/api/v2/channels/"+created.ChannelID, map[string]any{"description": "changed"}); r.status != 200 {
-			t.Fatalf("update: %d %s", r.status, r.body)
+	w, err = ts.S.Node.State().MeasureWAL(func() {
+		if r := a.call("PUT", "/api/v2/channels/"+created.ChannelID, map[string]any{"description": "changed"}); r.Status != 200 {
+			t.Fatalf("update: %d %s", r.Status, r.Body)
 		}
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"bytes"
@@ -13,20 +13,22 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/server"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/test/testkit/controlnode"
 )
 
 func TestInternalRequestsCannotBeReplayedOrRetargeted(t *testing.T) {
-	a := startServer(t, "ra", "", "")
-	b := startServer(t, "rb", a.url, a.keyFile())
-	keys, err := keyring.LoadOrCreate(a.keyFile(), false)
+	a := controlnode.StartNode(t, "ra", "", "")
+	b := controlnode.StartNode(t, "rb", a.URL, a.KeyFile())
+	keys, err := keyring.LoadOrCreate(a.KeyFile(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Re-joining an existing member with its own address is a no-op, so the
 	// request is safe to send for real.
-	body, _ := json.Marshal(raftnode.JoinRequest{NodeID: "rb", RaftAddress: b.s.Node.RaftAddress(), HTTPAddress: b.url})
-	u, _ := url.Parse(a.url + httpapi.JoinPath)
+	body, _ := json.Marshal(raftnode.JoinRequest{NodeID: "rb", RaftAddress: b.S.Node.RaftAddress(), HTTPAddress: b.URL})
+	u, _ := url.Parse(a.URL + httpapi.JoinPath)
 	headers := httpapi.SignInternal(keys.LinkKeys()[0], "POST", u.Host, httpapi.JoinPath, body, time.Now())
 	send := func(target string) int {
 		req, _ := http.NewRequest("POST", target+httpapi.JoinPath, bytes.NewReader(body))
@@ -39,30 +41,30 @@ func TestInternalRequestsCannotBeReplayedOrRetargeted(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	if got := send(a.url); got != 200 {
+	if got := send(a.URL); got != 200 {
 		t.Fatalf("signed request: %d", got)
 	}
-	if got := send(a.url); got != 401 {
+	if got := send(a.URL); got != 401 {
 		t.Fatalf("replayed request: %d, want 401", got)
 	}
-	if got := send(b.url); got != 401 {
+	if got := send(b.URL); got != 401 {
 		t.Fatalf("request signed for another member: %d, want 401", got)
 	}
 }
 
 func TestRestartOnSameDataDirKeepsIdentityAndDoesNotRejoin(t *testing.T) {
-	a := startServer(t, "sa", "", "")
-	b := startServer(t, "sb", a.url, a.keyFile())
-	id := a.s.System.ClusterID(context.Background())
-	cfg := b.s.Config
-	if err := b.s.Shutdown(); err != nil {
+	a := controlnode.StartNode(t, "sa", "", "")
+	b := controlnode.StartNode(t, "sb", a.URL, a.KeyFile())
+	id := a.S.System.ClusterID(context.Background())
+	cfg := b.S.Config
+	if err := b.S.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
 	// The join URL now points nowhere: a restarting member must not need it.
 	cfg.Join = "http://127.0.0.1:1"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := Start(ctx, cfg, zaptest.NewLogger(t).Named("sb-again"))
+	s, err := server.Start(ctx, cfg, zaptest.NewLogger(t).Named("sb-again"))
 	if err != nil {
 		t.Fatalf("restart: %v", err)
 	}

@@ -1,4 +1,4 @@
-package server
+package httpapi_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/test/testkit/controlnode"
 )
 
 type wsFrame struct {
@@ -28,7 +29,7 @@ type wsFrame struct {
 }
 
 // dialRuntime opens the runtime-state WebSocket as a client would.
-func dialRuntime(t *testing.T, ts *testServer, token, origin, cursor string) (*websocket.Conn, *http.Response, error) {
+func dialRuntime(t *testing.T, ts *controlnode.Node, token, origin, cursor string) (*websocket.Conn, *http.Response, error) {
 	t.Helper()
 	h := http.Header{}
 	if token != "" {
@@ -37,7 +38,7 @@ func dialRuntime(t *testing.T, ts *testServer, token, origin, cursor string) (*w
 	if origin != "" {
 		h.Set("Origin", origin)
 	}
-	u := "ws" + strings.TrimPrefix(ts.url, "http") + "/api/v2/events/runtime/ws"
+	u := "ws" + strings.TrimPrefix(ts.URL, "http") + "/api/v2/events/runtime/ws"
 	if cursor != "" {
 		u += "?cursor=" + cursor
 	}
@@ -61,11 +62,11 @@ func readFrame(t *testing.T, c *websocket.Conn) wsFrame {
 	return f
 }
 
-func emitEvent(t *testing.T, ts *testServer, name string) string {
+func emitEvent(t *testing.T, ts *controlnode.Node, name string) string {
 	t.Helper()
-	ev, _ := events.New(name, events.SourceMedia, ts.s.Config.NodeID, map[string]any{"k": name})
+	ev, _ := events.New(name, events.SourceMedia, ts.S.Config.NodeID, map[string]any{"k": name})
 	op, _ := events.Op(ev)
-	if _, err := ts.s.Node.Txn(t.Context(), store.TxnRequest{Then: []store.Op{op}}); err != nil {
+	if _, err := ts.S.Node.Txn(t.Context(), store.TxnRequest{Then: []store.Op{op}}); err != nil {
 		t.Fatal(err)
 	}
 	return ev.EventID
@@ -75,11 +76,11 @@ func emitEvent(t *testing.T, ts *testServer, name string) string {
 // the upgrade; a stream shows only what the credential may see; a
 // reconnect with the last cursor resumes without a gap.
 func TestRuntimeWebSocket(t *testing.T) {
-	ts := startServer(t, "ws", "", "")
-	streams := ts.token("streams.view")
+	ts := controlnode.StartNode(t, "ws", "", "")
+	streams := ts.Token("streams.view")
 	for _, c := range []struct {
 		name, token, origin, cursor string
-		status                      int
+		Status                      int
 	}{
 		{"no credential", "", "", "", 401},
 		{"bad token", "svc_pat_nonsense", "", "", 401},
@@ -87,11 +88,11 @@ func TestRuntimeWebSocket(t *testing.T) {
 		{"malformed cursor", streams, "", "x.y", 400},
 	} {
 		_, resp, err := dialRuntime(t, ts, c.token, c.origin, c.cursor)
-		if err == nil || resp == nil || resp.StatusCode != c.status {
-			t.Fatalf("%s: err %v, response %v, want %d", c.name, err, resp, c.status)
+		if err == nil || resp == nil || resp.StatusCode != c.Status {
+			t.Fatalf("%s: err %v, controlnode.Response %v, want %d", c.name, err, resp, c.Status)
 		}
 	}
-	checkErrorBody(t, ts.get("/api/v2/events/runtime/ws", streams), 400, "websocket_upgrade_required")
+	checkErrorBody(t, ts.Get("/api/v2/events/runtime/ws", streams), 400, "websocket_upgrade_required")
 	var info struct {
 		Path, Subprotocol string
 		Families          []struct {
@@ -99,7 +100,7 @@ func TestRuntimeWebSocket(t *testing.T) {
 			Visible  bool
 		}
 	}
-	ts.get("/api/v2/events/runtime/info", streams).json(t, &info)
+	ts.Get("/api/v2/events/runtime/info", streams).JSON(t, &info)
 	visible := map[string]bool{}
 	for _, f := range info.Families {
 		visible[f.Wildcard] = f.Visible
@@ -108,7 +109,7 @@ func TestRuntimeWebSocket(t *testing.T) {
 		t.Fatalf("info = %+v", info)
 	}
 
-	conn, resp, err := dialRuntime(t, ts, streams, ts.url, "")
+	conn, resp, err := dialRuntime(t, ts, streams, ts.URL, "")
 	if err != nil {
 		t.Fatalf("dial: %v %v", err, resp)
 	}
@@ -152,7 +153,7 @@ func TestRuntimeWebSocket(t *testing.T) {
 		_, _, err := conn.Read(ctx)
 		readErr <- err
 	}()
-	ts.s.Shutdown()
+	ts.S.Shutdown()
 	err = <-readErr
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.StatusGoingAway {

@@ -1,4 +1,4 @@
-package server
+package httpapi_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/webhooks"
 	"github.com/svcplatform/svc/test/testkit"
+	"github.com/svcplatform/svc/test/testkit/controlnode"
 )
 
 // verifyingReceiver is a webhook receiver that checks each delivery as
@@ -27,7 +28,7 @@ import (
 type verifyingReceiver struct {
 	t      *testing.T
 	secret []byte
-	url    string
+	URL    string
 	delay  time.Duration
 	mu     sync.Mutex
 	events map[string]int // eventId -> verified deliveries
@@ -38,7 +39,7 @@ func newVerifyingReceiver(t *testing.T, secret string, delay time.Duration) *ver
 	r := &verifyingReceiver{t: t, secret: []byte(secret), delay: delay, events: map[string]int{}}
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
-	r.url = srv.URL + "/svc-events"
+	r.URL = srv.URL + "/svc-events"
 	return r
 }
 
@@ -90,83 +91,83 @@ func planBody(name, endpoint, secret string, extra string) string {
 // TestWebhookPlansOverHTTP walks the plan operations end to end and checks
 // that the secret never appears in any answer or log line.
 func TestWebhookPlansOverHTTP(t *testing.T) {
-	logs := &logBuffer{}
-	ts := startServerWith(t, "wh", "", "", allowPrivate, logs)
-	admin, viewer := ts.token("*"), ts.token("system.view")
+	logs := &testkit.Output{}
+	ts := controlnode.StartNodeWith(t, "wh", "", "", allowPrivate, logs)
+	admin, viewer := ts.Token("*"), ts.Token("system.view")
 	const secret = "plan-secret-that-must-never-leak-42"
 	const rotated = "rotated-secret-that-must-never-leak"
 	rcv := newVerifyingReceiver(t, secret, 0)
 	var bodies []string
-	post := func(path, tok, body string) response {
-		r := ts.do("POST", path, tok, "application/json", []byte(body))
-		bodies = append(bodies, string(r.body))
+	post := func(path, tok, body string) controlnode.Response {
+		r := ts.Do("POST", path, tok, "application/json", []byte(body))
+		bodies = append(bodies, string(r.Body))
 		return r
 	}
-	r := post("/api/v2/system/webhooks/subscriptions", admin, planBody("CRM", rcv.url, secret, ""))
-	if r.status != 200 {
-		t.Fatalf("create = %d %s", r.status, r.body)
+	r := post("/api/v2/system/webhooks/subscriptions", admin, planBody("CRM", rcv.URL, secret, ""))
+	if r.Status != 200 {
+		t.Fatalf("create = %d %s", r.Status, r.Body)
 	}
 	var plan struct {
 		ID, State string
 		HasSecret bool
 		Events    []string
 	}
-	r.json(t, &plan)
+	r.JSON(t, &plan)
 	if plan.ID == "" || !plan.HasSecret || plan.State != "active" || strings.Join(plan.Events, ",") != "media.*,engine.webhook.OnPlay" {
-		t.Fatalf("created plan = %s", r.body)
+		t.Fatalf("created plan = %s", r.Body)
 	}
 	// Rule violations answer with the contract's codes.
 	for _, c := range []struct {
-		body, code string
-		status     int
+		Body, code string
+		Status     int
 	}{
-		{planBody("CRM", rcv.url, secret, ""), "webhook_name_conflict", 409},
-		{planBody("x", rcv.url, "short", ""), "invalid_body", 400},
+		{planBody("CRM", rcv.URL, secret, ""), "webhook_name_conflict", 409},
+		{planBody("x", rcv.URL, "short", ""), "invalid_body", 400},
 		{planBody("x", "ftp://h/", secret, ""), "invalid_body", 400},
-		{planBody("x", rcv.url+"?a=1", secret, ""), "invalid_body", 400},
-		{planBody("x", rcv.url, secret, `,"description":"`+strings.Repeat("d", 513)+`"`), "invalid_body", 400},
-		{strings.Replace(planBody("x", rcv.url, secret, ""), `"maxAttempts":3`, `"maxAttempts":11`, 1), "invalid_body", 400},
-		{strings.Replace(planBody("x", rcv.url, secret, ""), `"timeoutSeconds":5`, `"timeoutSeconds":1`, 1), "invalid_body", 400},
-		{strings.Replace(planBody("x", rcv.url, secret, ""), `"media.*",`, `"no.such.event",`, 1), "invalid_body", 400},
-		{strings.Replace(planBody("x", rcv.url, secret, ""), `"allowHttp":true`, `"allowHttp":false`, 1), "invalid_body", 400},
+		{planBody("x", rcv.URL+"?a=1", secret, ""), "invalid_body", 400},
+		{planBody("x", rcv.URL, secret, `,"description":"`+strings.Repeat("d", 513)+`"`), "invalid_body", 400},
+		{strings.Replace(planBody("x", rcv.URL, secret, ""), `"maxAttempts":3`, `"maxAttempts":11`, 1), "invalid_body", 400},
+		{strings.Replace(planBody("x", rcv.URL, secret, ""), `"timeoutSeconds":5`, `"timeoutSeconds":1`, 1), "invalid_body", 400},
+		{strings.Replace(planBody("x", rcv.URL, secret, ""), `"media.*",`, `"no.such.event",`, 1), "invalid_body", 400},
+		{strings.Replace(planBody("x", rcv.URL, secret, ""), `"allowHttp":true`, `"allowHttp":false`, 1), "invalid_body", 400},
 	} {
-		checkErrorBody(t, post("/api/v2/system/webhooks/subscriptions", admin, c.body), c.status, c.code)
+		checkErrorBody(t, post("/api/v2/system/webhooks/subscriptions", admin, c.Body), c.Status, c.code)
 	}
-	checkErrorBody(t, post("/api/v2/system/webhooks/subscriptions", viewer, planBody("v", rcv.url, secret, "")), 403, "permission_denied")
+	checkErrorBody(t, post("/api/v2/system/webhooks/subscriptions", viewer, planBody("v", rcv.URL, secret, "")), 403, "permission_denied")
 	// An oversized secret is refused without being echoed.
-	checkErrorBody(t, post("/api/v2/system/webhooks/subscriptions", admin, planBody("big", rcv.url, secret+strings.Repeat("x", 250), "")), 400, "invalid_body")
+	checkErrorBody(t, post("/api/v2/system/webhooks/subscriptions", admin, planBody("big", rcv.URL, secret+strings.Repeat("x", 250), "")), 400, "invalid_body")
 
 	// Update without a secret keeps it; with one rotates it.
-	put := func(body string) response {
-		r := ts.do("PUT", "/api/v2/system/webhooks/subscriptions/"+plan.ID, admin, "application/json", []byte(body))
-		bodies = append(bodies, string(r.body))
+	put := func(body string) controlnode.Response {
+		r := ts.Do("PUT", "/api/v2/system/webhooks/subscriptions/"+plan.ID, admin, "application/json", []byte(body))
+		bodies = append(bodies, string(r.Body))
 		return r
 	}
-	if r := put(strings.Replace(planBody("CRM", rcv.url, "", ""), `"secret":"",`, ``, 1)); r.status != 200 {
-		t.Fatalf("update = %d %s", r.status, r.body)
+	if r := put(strings.Replace(planBody("CRM", rcv.URL, "", ""), `"secret":"",`, ``, 1)); r.Status != 200 {
+		t.Fatalf("update = %d %s", r.Status, r.Body)
 	}
 	// An empty secret keeps it too (contract A); a short one is refused by
 	// the schema's 16-character minimum.
-	if r := put(planBody("CRM", rcv.url, "", "")); r.status != 200 {
-		t.Fatalf("update with an empty secret = %d %s", r.status, r.body)
+	if r := put(planBody("CRM", rcv.URL, "", "")); r.Status != 200 {
+		t.Fatalf("update with an empty secret = %d %s", r.Status, r.Body)
 	}
-	checkErrorBody(t, put(planBody("CRM", rcv.url, "fifteen-chars!!", "")), 400, "invalid_body")
+	checkErrorBody(t, put(planBody("CRM", rcv.URL, "fifteen-chars!!", "")), 400, "invalid_body")
 	// A real test event through the real path, signed with the kept secret.
 	r = post("/api/v2/system/webhooks/subscriptions/"+plan.ID+"/test", admin, `{"message":"ping"}`)
 	var tr struct{ EventId, DeliveryId, EventName string }
-	r.json(t, &tr)
-	if r.status != 200 || tr.EventName != "system.webhook.test" {
-		t.Fatalf("test = %d %s", r.status, r.body)
+	r.JSON(t, &tr)
+	if r.Status != 200 || tr.EventName != "system.webhook.test" {
+		t.Fatalf("test = %d %s", r.Status, r.Body)
 	}
 	testkit.Eventually(t, 60*time.Second, "the test event to arrive", func() bool { return rcv.count(tr.EventId) == 1 })
 	rcv.secret = []byte(rotated)
-	if r := put(planBody("CRM", rcv.url, rotated, "")); r.status != 200 {
-		t.Fatalf("rotate = %d %s", r.status, r.body)
+	if r := put(planBody("CRM", rcv.URL, rotated, "")); r.Status != 200 {
+		t.Fatalf("rotate = %d %s", r.Status, r.Body)
 	}
 	// A standard event after the rotation is signed with the new secret.
 	ev, _ := events.New(events.MediaStreamOnline, events.SourceMedia, "wh", map[string]any{"App": "live", "streamId": "cam", "online": true})
 	op, _ := events.Op(ev)
-	if _, err := ts.s.Node.Txn(t.Context(), store.TxnRequest{Then: []store.Op{op}}); err != nil {
+	if _, err := ts.S.Node.Txn(t.Context(), store.TxnRequest{Then: []store.Op{op}}); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 60*time.Second, "the event to arrive", func() bool { return rcv.count(ev.EventID) == 1 })
@@ -176,9 +177,9 @@ func TestWebhookPlansOverHTTP(t *testing.T) {
 		Rows  []struct{ Id, EventName, State string }
 	}
 	testkit.Eventually(t, 60*time.Second, "both deliveries to be Completed", func() bool {
-		r := ts.get("/api/v2/system/webhooks/subscriptions/"+plan.ID+"/deliveries?state=Completed", viewer)
-		bodies = append(bodies, string(r.body))
-		r.json(t, &deliveries)
+		r := ts.Get("/api/v2/system/webhooks/subscriptions/"+plan.ID+"/deliveries?state=Completed", viewer)
+		bodies = append(bodies, string(r.Body))
+		r.JSON(t, &deliveries)
 		return deliveries.Total == 2
 	})
 	checkErrorBody(t, post("/api/v2/system/webhooks/deliveries/"+deliveries.Rows[0].Id+"/retry", admin, ""), 409, "delivery_not_retryable")
@@ -189,32 +190,32 @@ func TestWebhookPlansOverHTTP(t *testing.T) {
 
 	for _, path := range []string{"/api/v2/system/webhooks/subscriptions?includeArchived=true", "/api/v2/system/webhooks/status",
 		"/api/v2/system/webhooks/catalog", "/api/v2/events/outbox?pageSize=5"} {
-		r := ts.get(path, admin)
-		if r.status != 200 {
-			t.Fatalf("%s = %d %s", path, r.status, r.body)
+		r := ts.Get(path, admin)
+		if r.Status != 200 {
+			t.Fatalf("%s = %d %s", path, r.Status, r.Body)
 		}
-		bodies = append(bodies, string(r.body))
+		bodies = append(bodies, string(r.Body))
 	}
 	var st struct {
 		ActivePlans          int
 		DispatcherOnThisNode bool
 		Deliveries           map[string]int
 	}
-	ts.get("/api/v2/system/webhooks/status", viewer).json(t, &st)
+	ts.Get("/api/v2/system/webhooks/status", viewer).JSON(t, &st)
 	if st.ActivePlans != 1 || !st.DispatcherOnThisNode || st.Deliveries["Completed"] != 2 {
 		t.Fatalf("status = %+v", st)
 	}
-	if r := post("/api/v2/system/webhooks/subscriptions/"+plan.ID+"/archive", admin, ""); r.status != 200 || !strings.Contains(string(r.body), `"state":"archived"`) {
-		t.Fatalf("archive = %d %s", r.status, r.body)
+	if r := post("/api/v2/system/webhooks/subscriptions/"+plan.ID+"/archive", admin, ""); r.Status != 200 || !strings.Contains(string(r.Body), `"state":"archived"`) {
+		t.Fatalf("archive = %d %s", r.Status, r.Body)
 	}
 	checkErrorBody(t, post("/api/v2/system/webhooks/subscriptions/"+plan.ID+"/archive", admin, ""), 409, "subscription_archived")
-	r = ts.get("/api/v2/system/webhooks/subscriptions", viewer)
-	if !strings.Contains(string(r.body), `"rows":[]`) {
-		t.Fatalf("archived plan listed by default: %s", r.body)
+	r = ts.Get("/api/v2/system/webhooks/subscriptions", viewer)
+	if !strings.Contains(string(r.Body), `"rows":[]`) {
+		t.Fatalf("archived plan listed by default: %s", r.Body)
 	}
 	for _, b := range bodies {
 		if strings.Contains(b, secret) || strings.Contains(b, rotated) || strings.Contains(b, "sealed") {
-			t.Fatalf("a response holds the secret: %s", b)
+			t.Fatalf("a controlnode.Response holds the secret: %s", b)
 		}
 	}
 	if l := logs.String(); strings.Contains(l, secret) || strings.Contains(l, rotated) {
@@ -230,12 +231,12 @@ func TestLegacyWebhookMigratesAtStart(t *testing.T) {
 	if err := os.WriteFile(file, []byte(legacySecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
-	ts := startServerWith(t, "legacy", "", "", func(c *config.Config) {
+	logs := &testkit.Output{}
+	ts := controlnode.StartNodeWith(t, "legacy", "", "", func(c *config.Config) {
 		c.WebhookAllowPrivateTargets = true
 		c.WebhookLegacyEndpoint, c.WebhookLegacySecretFile = "http://127.0.0.1:9/legacy-hook", file
 	}, logs)
-	viewer := ts.token("system.view")
+	viewer := ts.Token("system.view")
 	var list struct {
 		Rows []struct {
 			Name, Endpoint string
@@ -244,11 +245,11 @@ func TestLegacyWebhookMigratesAtStart(t *testing.T) {
 		}
 	}
 	testkit.Eventually(t, 60*time.Second, "the migrated plan", func() bool {
-		r := ts.get("/api/v2/system/webhooks/subscriptions", viewer)
-		if strings.Contains(string(r.body), legacySecret) {
-			t.Fatalf("the legacy secret is in an answer: %s", r.body)
+		r := ts.Get("/api/v2/system/webhooks/subscriptions", viewer)
+		if strings.Contains(string(r.Body), legacySecret) {
+			t.Fatalf("the legacy secret is in an answer: %s", r.Body)
 		}
-		r.json(t, &list)
+		r.JSON(t, &list)
 		return len(list.Rows) == 1
 	})
 	if p := list.Rows[0]; p.Name != "Default delivery plan" || p.Endpoint != "http://127.0.0.1:9/legacy-hook" || !p.AllowHttp || len(p.Events) == 0 {
@@ -262,10 +263,10 @@ func TestLegacyWebhookMigratesAtStart(t *testing.T) {
 // TestPrivateTargetsRefusedByDefault: without the administrator's switch,
 // a plan cannot point at loopback or cloud metadata.
 func TestPrivateTargetsRefusedByDefault(t *testing.T) {
-	ts := startServer(t, "ssrf", "", "")
-	admin := ts.token("*")
+	ts := controlnode.StartNode(t, "ssrf", "", "")
+	admin := ts.Token("*")
 	for _, ep := range []string{"http://127.0.0.1:8080/", "http://localhost/", "http://169.254.169.254/latest/meta-data", "http://[::1]/"} {
-		r := ts.do("POST", "/api/v2/system/webhooks/subscriptions", admin, "application/json", []byte(planBody("p", ep, "0123456789abcdef", "")))
+		r := ts.Do("POST", "/api/v2/system/webhooks/subscriptions", admin, "application/json", []byte(planBody("p", ep, "0123456789abcdef", "")))
 		checkErrorBody(t, r, 400, "webhook_target_not_allowed")
 	}
 }
@@ -273,10 +274,10 @@ func TestPrivateTargetsRefusedByDefault(t *testing.T) {
 // TestEngineHooksBecomeEvents: a hook stored through the domain side the
 // agent's receiver calls shows in the inbox and as an engine.webhook event.
 func TestEngineHooksBecomeEvents(t *testing.T) {
-	ts := startServer(t, "hooks", "", "")
-	logsViewer := ts.token("system.logs.view")
+	ts := controlnode.StartNode(t, "hooks", "", "")
+	logsViewer := ts.Token("system.logs.view")
 	raw := `{"app":"live","stream":"cam9","ip":"10.1.1.1","params":"svc_ticket=abc"}`
-	in, err := ts.s.Events.ReceiveEngineHook(t.Context(), "on_play", "ms-7", []byte(raw))
+	in, err := ts.S.Events.ReceiveEngineHook(t.Context(), "on_play", "ms-7", []byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestEngineHooksBecomeEvents(t *testing.T) {
 		Total int
 		Rows  []struct{ Id, HookName, RawJson, MediaServerId string }
 	}
-	ts.get("/api/v2/engine/webhook-inbox?hookName=on_play&mediaServerId=ms-7", logsViewer).json(t, &inbox)
+	ts.Get("/api/v2/engine/webhook-inbox?hookName=on_play&mediaServerId=ms-7", logsViewer).JSON(t, &inbox)
 	if inbox.Total != 1 || inbox.Rows[0].Id != in.ID || inbox.Rows[0].HookName != "OnPlay" || inbox.Rows[0].RawJson != raw {
 		t.Fatalf("inbox = %+v", inbox)
 	}
@@ -294,30 +295,30 @@ func TestEngineHooksBecomeEvents(t *testing.T) {
 			Data                       map[string]any
 		}
 	}
-	ts.get("/api/v2/events/outbox", logsViewer).json(t, &outbox)
+	ts.Get("/api/v2/events/outbox", logsViewer).JSON(t, &outbox)
 	if len(outbox.Rows) != 1 || outbox.Rows[0].EventId != in.ID || outbox.Rows[0].EventName != "engine.webhook.OnPlay" ||
 		outbox.Rows[0].Source != "engine" || outbox.Rows[0].Data["RawJson"] != raw {
 		t.Fatalf("outbox = %+v", outbox)
 	}
-	checkErrorBody(t, ts.get("/api/v2/engine/webhook-inbox?hookName=bad-name", logsViewer), 400, "invalid_query")
+	checkErrorBody(t, ts.Get("/api/v2/engine/webhook-inbox?hookName=bad-name", logsViewer), 400, "invalid_query")
 }
 
 // TestDeliveryAcrossLeaderFailover kills the leader of a 3-node cluster
 // while deliveries are in flight: every event still reaches the receiver.
 func TestDeliveryAcrossLeaderFailover(t *testing.T) {
-	first := startServerWith(t, "f1", "", "", allowPrivate, nil)
-	second := startServerWith(t, "f2", first.url, first.keyFile(), allowPrivate, nil)
-	third := startServerWith(t, "f3", second.url, first.keyFile(), allowPrivate, nil)
-	nodes := []*testServer{first, second, third}
+	first := controlnode.StartNodeWith(t, "f1", "", "", allowPrivate, nil)
+	second := controlnode.StartNodeWith(t, "f2", first.URL, first.KeyFile(), allowPrivate, nil)
+	third := controlnode.StartNodeWith(t, "f3", second.URL, first.KeyFile(), allowPrivate, nil)
+	nodes := []*controlnode.Node{first, second, third}
 	const secret = "failover-secret-0123456789"
 	rcv := newVerifyingReceiver(t, secret, 300*time.Millisecond)
-	admin := first.token("*")
-	if r := first.do("POST", "/api/v2/system/webhooks/subscriptions", admin, "application/json", []byte(planBody("fo", rcv.url, secret, ""))); r.status != 200 {
-		t.Fatalf("create = %d %s", r.status, r.body)
+	admin := first.Token("*")
+	if r := first.Do("POST", "/api/v2/system/webhooks/subscriptions", admin, "application/json", []byte(planBody("fo", rcv.URL, secret, ""))); r.Status != 200 {
+		t.Fatalf("create = %d %s", r.Status, r.Body)
 	}
-	leader := func() *testServer {
+	leader := func() *controlnode.Node {
 		for _, n := range nodes {
-			if n.s.Node.Leadership().IsLeader() {
+			if n.S.Node.Leadership().IsLeader() {
 				return n
 			}
 		}
@@ -325,19 +326,19 @@ func TestDeliveryAcrossLeaderFailover(t *testing.T) {
 	}
 	old := leader()
 	var ids []string
-	emit := func(via *testServer, n int) {
+	emit := func(via *controlnode.Node, n int) {
 		for i := 0; i < n; i++ {
-			ev, _ := events.New(events.MediaServerStarted, events.SourceMedia, via.s.Config.NodeID, map[string]any{"NodeId": via.s.Config.NodeID, "i": i})
+			ev, _ := events.New(events.MediaServerStarted, events.SourceMedia, via.S.Config.NodeID, map[string]any{"NodeId": via.S.Config.NodeID, "i": i})
 			op, _ := events.Op(ev)
 			// A loaded machine may see a leader change mid-write: an
 			// unknown outcome is settled by reading the event back before
 			// writing it again, as any careful client would.
 			for attempt := 0; ; attempt++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				_, err := via.s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}})
+				_, err := via.S.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}})
 				if err != nil && attempt < 5 && (errors.Is(err, store.ErrUnknownOutcome) || errors.Is(err, store.ErrNoLeader)) {
 					time.Sleep(time.Second)
-					r, rerr := via.s.Node.Range(ctx, op.Key, store.RangeOptions{Consistency: store.Linearizable})
+					r, rerr := via.S.Node.Range(ctx, op.Key, store.RangeOptions{Consistency: store.Linearizable})
 					cancel()
 					if rerr == nil && len(r.KVs) == 1 {
 						break
@@ -354,10 +355,9 @@ func TestDeliveryAcrossLeaderFailover(t *testing.T) {
 		}
 	}
 	emit(old, 30)
-	testkit.Eventually(t, 60*time.Second, "deliveries to be in flight", func() bool { return old.s.Dispatcher.Sent() >= 5 })
-	old.s.Node.Kill()
-	old.s.http.Close()
-	var survivor *testServer
+	testkit.Eventually(t, 60*time.Second, "deliveries to be in flight", func() bool { return old.S.Dispatcher.Sent() >= 5 })
+	old.S.Kill()
+	var survivor *controlnode.Node
 	for _, n := range nodes {
 		if n != old {
 			survivor = n

@@ -1,4 +1,4 @@
-package server
+package httpapi_test
 
 import (
 	"bytes"
@@ -7,12 +7,15 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/test/testkit"
+	"github.com/svcplatform/svc/test/testkit/controlnode"
 )
 
 // console is a browser-like client of one control node: it keeps the
@@ -20,18 +23,18 @@ import (
 // the login answer gave it.
 type console struct {
 	t       *testing.T
-	ts      *testServer
+	ts      *controlnode.Node
 	cookies map[string]*http.Cookie
 	csrf    string
-	// header is added to every request (Sec-Fetch-Site, Origin, proxy headers).
-	header http.Header
+	// Header is added to every request (Sec-Fetch-Site, Origin, proxy headers).
+	Header http.Header
 }
 
-func newConsole(t *testing.T, ts *testServer) *console {
-	return &console{t: t, ts: ts, cookies: map[string]*http.Cookie{}, header: http.Header{}}
+func newConsole(t *testing.T, ts *controlnode.Node) *console {
+	return &console{t: t, ts: ts, cookies: map[string]*http.Cookie{}, Header: http.Header{}}
 }
 
-func (c *console) do(method, path string, body any) response {
+func (c *console) Do(method, path string, body any) controlnode.Response {
 	c.t.Helper()
 	if body == nil {
 		return c.doRaw(method, path, "", nil)
@@ -41,17 +44,17 @@ func (c *console) do(method, path string, body any) response {
 }
 
 // doRaw sends body as it is, with contentType when not empty.
-func (c *console) doRaw(method, path, contentType string, body []byte) response {
+func (c *console) doRaw(method, path, contentType string, body []byte) controlnode.Response {
 	c.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, _ := http.NewRequest(method, c.ts.url+path, rd)
+	req, _ := http.NewRequest(method, c.ts.URL+path, rd)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	for k, v := range c.header {
+	for k, v := range c.Header {
 		req.Header[k] = v
 	}
 	if c.csrf != "" {
@@ -75,7 +78,7 @@ func (c *console) doRaw(method, path, contentType string, body []byte) response 
 			c.cookies[ck.Name] = ck
 		}
 	}
-	return response{status: resp.StatusCode, header: resp.Header, body: data}
+	return controlnode.Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
 }
 
 var noRedirects = &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -86,12 +89,12 @@ type consoleSession struct {
 	AccessExpiresAt      time.Time
 }
 
-func (c *console) login(user, password string) response {
+func (c *console) login(user, password string) controlnode.Response {
 	c.t.Helper()
-	r := c.do("POST", "/api/v2/auth/login", map[string]string{"username": user, "password": password})
-	if r.status == 200 {
+	r := c.Do("POST", "/api/v2/auth/login", map[string]string{"username": user, "password": password})
+	if r.Status == 200 {
 		var s consoleSession
-		r.json(c.t, &s)
+		r.JSON(c.t, &s)
 		c.csrf = s.CsrfToken
 	}
 	return r
@@ -109,21 +112,28 @@ func (c *console) copyCookies() map[string]*http.Cookie {
 
 const adminPassword = "correct horse battery staple"
 
-func bootstrapAdmin(t *testing.T, ts *testServer) {
+func bootstrapAdmin(t *testing.T, ts *controlnode.Node) {
 	t.Helper()
-	r := ts.do("POST", "/api/v2/auth/bootstrap", "", "application/json", []byte(`{"username":"admin","password":"`+adminPassword+`"}`))
-	if r.status != 200 {
-		t.Fatalf("bootstrap: %d %s", r.status, r.body)
+	r := ts.Do("POST", "/api/v2/auth/bootstrap", "", "application/json", []byte(`{"username":"admin","password":"`+adminPassword+`"}`))
+	if r.Status != 200 {
+		t.Fatalf("bootstrap: %d %s", r.Status, r.Body)
 	}
 }
 
-// bootstrapAdminWithCode bootstraps with the node's one-time code, for a
-// node whose loopback peers are trusted proxies (and so not local).
-func bootstrapAdminWithCode(t *testing.T, ts *testServer) {
+// bootstrapAdminWithCode bootstraps with the node's one-time code, read
+// from its log as an operator would, for a node whose loopback peers are
+// trusted proxies (and so not local).
+func bootstrapAdminWithCode(t *testing.T, ts *controlnode.Node, logs *testkit.Output) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", ts.url+"/api/v2/auth/bootstrap", strings.NewReader(`{"username":"admin","password":"`+adminPassword+`"}`))
+	code := regexp.MustCompile(`"bootstrapCode":"([A-Z2-7]+)"`)
+	var m []string
+	testkit.Eventually(t, 30*time.Second, "the bootstrap code in the node's log", func() bool {
+		m = code.FindStringSubmatch(logs.String())
+		return m != nil
+	})
+	req, _ := http.NewRequest("POST", ts.URL+"/api/v2/auth/bootstrap", strings.NewReader(`{"username":"admin","password":"`+adminPassword+`"}`))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Svc-Bootstrap-Code", ts.s.bootstrapCode)
+	req.Header.Set("X-Svc-Bootstrap-Code", m[1])
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("bootstrap with the code: %v %v", resp, err)
@@ -133,9 +143,9 @@ func bootstrapAdminWithCode(t *testing.T, ts *testServer) {
 
 // sessionWith logs in a fresh user whose one custom role grants perms
 // ("*" uses the super administrator role).
-func (ts *testServer) sessionWith(t *testing.T, perms ...string) *console {
+func sessionWith(ts *controlnode.Node, t *testing.T, perms ...string) *console {
 	t.Helper()
-	admin := ts.token("*")
+	admin := ts.Token("*")
 	roleID := "super-admin"
 	switch {
 	case len(perms) == 1 && perms[0] == "auth":
@@ -143,36 +153,36 @@ func (ts *testServer) sessionWith(t *testing.T, perms ...string) *console {
 	case len(perms) != 1 || perms[0] != "*":
 		var role struct{ RoleID string }
 		body, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("role-%d", time.Now().UnixNano()), "permissions": perms})
-		ts.do("POST", "/api/v2/security/roles", admin, "application/json", body).json(t, &role)
+		ts.Do("POST", "/api/v2/security/roles", admin, "application/json", body).JSON(t, &role)
 		roleID = role.RoleID
 	}
 	name := fmt.Sprintf("user%d", time.Now().UnixNano())
 	body, _ := json.Marshal(map[string]any{"username": name, "password": "a session test password", "roleIds": []string{roleID}})
-	if r := ts.do("POST", "/api/v2/security/users", admin, "application/json", body); r.status != 200 {
-		t.Fatalf("create user: %d %s", r.status, r.body)
+	if r := ts.Do("POST", "/api/v2/security/users", admin, "application/json", body); r.Status != 200 {
+		t.Fatalf("create user: %d %s", r.Status, r.Body)
 	}
 	c := newConsole(t, ts)
-	if r := c.login(name, "a session test password"); r.status != 200 {
-		t.Fatalf("login: %d %s", r.status, r.body)
+	if r := c.login(name, "a session test password"); r.Status != 200 {
+		t.Fatalf("login: %d %s", r.Status, r.Body)
 	}
 	return c
 }
 
 func TestConsoleSessionCookiesAndCSRF(t *testing.T) {
-	logs := &logBuffer{}
-	ts := startServerWith(t, "sess", "", "", nil, logs)
+	logs := &testkit.Output{}
+	ts := controlnode.StartNodeWith(t, "sess", "", "", nil, logs)
 	bootstrapAdmin(t, ts)
 	c := newConsole(t, ts)
 	r := c.login("admin", adminPassword)
-	if r.status != 200 {
-		t.Fatalf("login: %d %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("login: %d %s", r.Status, r.Body)
 	}
-	if bytes.Contains(r.body, []byte("svc_sat_")) || bytes.Contains(r.body, []byte("svc_srt_")) {
-		t.Fatalf("the login body carries a token: %s", r.body)
+	if bytes.Contains(r.Body, []byte("svc_sat_")) || bytes.Contains(r.Body, []byte("svc_srt_")) {
+		t.Fatalf("the login body carries a token: %s", r.Body)
 	}
 	sess, refresh := c.cookies["svc_session"], c.cookies["svc_refresh"]
 	if sess == nil || refresh == nil {
-		t.Fatalf("cookies set: %v", r.header.Values("Set-Cookie"))
+		t.Fatalf("cookies set: %v", r.Header.Values("Set-Cookie"))
 	}
 	for _, ck := range []*http.Cookie{sess, refresh} {
 		if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Secure {
@@ -182,7 +192,7 @@ func TestConsoleSessionCookiesAndCSRF(t *testing.T) {
 	if sess.Path != "/" || refresh.Path != "/api/v2/auth" || !strings.HasPrefix(sess.Value, "svc_sat_") {
 		t.Fatalf("cookie paths %q %q", sess.Path, refresh.Path)
 	}
-	if r.header.Get("Cache-Control") != "no-store" {
+	if r.Header.Get("Cache-Control") != "no-store" {
 		t.Fatal("login answer may be cached")
 	}
 
@@ -192,7 +202,7 @@ func TestConsoleSessionCookiesAndCSRF(t *testing.T) {
 		CsrfToken                    *string
 		Permissions                  []string
 	}
-	c.do("GET", "/api/v2/auth/me", nil).json(t, &me)
+	c.Do("GET", "/api/v2/auth/me", nil).JSON(t, &me)
 	if me.CredentialKind != "console-session" || me.CsrfToken == nil || *me.CsrfToken != c.csrf || len(me.Permissions) != 1 || me.Permissions[0] != "*" {
 		t.Fatalf("auth/me: %+v", me)
 	}
@@ -201,33 +211,33 @@ func TestConsoleSessionCookiesAndCSRF(t *testing.T) {
 	role := map[string]any{"name": "viewers", "permissions": []string{"channels.view"}}
 	csrf := c.csrf
 	c.csrf = ""
-	checkErrorBody(t, c.do("POST", "/api/v2/security/roles", role), 403, "csrf_rejected")
+	checkErrorBody(t, c.Do("POST", "/api/v2/security/roles", role), 403, "csrf_rejected")
 	c.csrf = "d3Jvbmc"
-	checkErrorBody(t, c.do("POST", "/api/v2/security/roles", role), 403, "csrf_rejected")
+	checkErrorBody(t, c.Do("POST", "/api/v2/security/roles", role), 403, "csrf_rejected")
 	c.csrf = csrf
 	for _, h := range []http.Header{{"Sec-Fetch-Site": {"cross-site"}}, {"Sec-Fetch-Site": {"same-site"}}, {"Origin": {"https://evil.example"}}, {"Origin": {"null"}}} {
-		c.header = h
-		checkErrorBody(t, c.do("POST", "/api/v2/security/roles", role), 403, "csrf_rejected")
+		c.Header = h
+		checkErrorBody(t, c.Do("POST", "/api/v2/security/roles", role), 403, "csrf_rejected")
 	}
-	c.header = http.Header{"Sec-Fetch-Site": {"same-origin"}, "Origin": {"http://" + ts.s.HTTPAddr}}
-	if r := c.do("POST", "/api/v2/security/roles", role); r.status != 200 {
-		t.Fatalf("same-origin request with the CSRF header: %d %s", r.status, r.body)
+	c.Header = http.Header{"Sec-Fetch-Site": {"same-origin"}, "Origin": {"http://" + ts.S.HTTPAddr}}
+	if r := c.Do("POST", "/api/v2/security/roles", role); r.Status != 200 {
+		t.Fatalf("same-origin request with the CSRF header: %d %s", r.Status, r.Body)
 	}
 	// Reads need no CSRF header.
 	c.csrf = ""
-	if r := c.do("GET", "/api/v2/security/roles", nil); r.status != 200 {
-		t.Fatalf("read without CSRF header: %d", r.status)
+	if r := c.Do("GET", "/api/v2/security/roles", nil); r.Status != 200 {
+		t.Fatalf("read without CSRF header: %d", r.Status)
 	}
 	c.csrf = csrf
 	// A cross-site login is refused too (login CSRF).
-	c.header = http.Header{"Sec-Fetch-Site": {"cross-site"}}
-	checkErrorBody(t, c.do("POST", "/api/v2/auth/login", map[string]string{"username": "admin", "password": adminPassword}), 403, "csrf_rejected")
-	c.header = http.Header{}
+	c.Header = http.Header{"Sec-Fetch-Site": {"cross-site"}}
+	checkErrorBody(t, c.Do("POST", "/api/v2/auth/login", map[string]string{"username": "admin", "password": adminPassword}), 403, "csrf_rejected")
+	c.Header = http.Header{}
 
 	// The console access token is not an API token.
-	checkErrorBody(t, ts.get("/api/v2/auth/me", sess.Value), 401, "api_token_required")
+	checkErrorBody(t, ts.Get("/api/v2/auth/me", sess.Value), 401, "api_token_required")
 	// A bearer header wins over the cookie: a bad token is not rescued by it.
-	req, _ := http.NewRequest("GET", ts.url+"/api/v2/auth/me", nil)
+	req, _ := http.NewRequest("GET", ts.URL+"/api/v2/auth/me", nil)
 	req.Header.Set("Authorization", "Bearer svc_pat_nonsense")
 	req.AddCookie(&http.Cookie{Name: "svc_session", Value: sess.Value})
 	resp, err := http.DefaultClient.Do(req)
@@ -240,7 +250,7 @@ func TestConsoleSessionCookiesAndCSRF(t *testing.T) {
 	}
 
 	// A third-party operation refuses sessions.
-	checkErrorBody(t, c.do("GET", "/api/v2/third-party/capabilities", nil), 401, "api_token_required")
+	checkErrorBody(t, c.Do("GET", "/api/v2/third-party/capabilities", nil), 401, "api_token_required")
 
 	// Wrong passwords: one clear code that does not say whether the user exists.
 	checkErrorBody(t, newConsole(t, ts).login("admin", "not the password at all"), 401, "invalid_credentials")
@@ -248,15 +258,15 @@ func TestConsoleSessionCookiesAndCSRF(t *testing.T) {
 
 	// Logout revokes server-side: a replayed cookie is refused.
 	old := c.copyCookies()
-	if r := c.do("POST", "/api/v2/auth/logout", nil); r.status != 200 {
-		t.Fatalf("logout: %d %s", r.status, r.body)
+	if r := c.Do("POST", "/api/v2/auth/logout", nil); r.Status != 200 {
+		t.Fatalf("logout: %d %s", r.Status, r.Body)
 	}
 	if len(c.cookies) != 0 {
 		t.Fatalf("logout left cookies: %v", c.cookies)
 	}
 	c.cookies = old
-	checkErrorBody(t, c.do("GET", "/api/v2/auth/me", nil), 401, "session_expired")
-	checkErrorBody(t, c.do("POST", "/api/v2/auth/refresh", nil), 401, "session_expired")
+	checkErrorBody(t, c.Do("GET", "/api/v2/auth/me", nil), 401, "session_expired")
+	checkErrorBody(t, c.Do("POST", "/api/v2/auth/refresh", nil), 401, "session_expired")
 
 	for _, secret := range []string{adminPassword, sess.Value, refresh.Value, csrf} {
 		if strings.Contains(logs.String(), secret) {
@@ -264,11 +274,11 @@ func TestConsoleSessionCookiesAndCSRF(t *testing.T) {
 		}
 	}
 	// Every login outcome is audited.
-	admin := ts.token("*")
+	admin := ts.Token("*")
 	var audit struct {
 		Rows []struct{ EventType, Outcome, ClientAddress, TraceID string }
 	}
-	ts.get("/api/v2/security/audit?eventType=security.login&pageSize=50", admin).json(t, &audit)
+	ts.Get("/api/v2/security/audit?eventType=security.login&pageSize=50", admin).JSON(t, &audit)
 	ok, failed := 0, 0
 	for _, a := range audit.Rows {
 		switch a.Outcome {
@@ -287,39 +297,40 @@ func TestConsoleSessionCookiesAndCSRF(t *testing.T) {
 }
 
 func TestSessionCookiesBehindTLSProxy(t *testing.T) {
-	ts := startServerWith(t, "tls", "", "", func(c *config.Config) { c.TrustedProxies = []string{"127.0.0.1/32"} }, nil)
-	bootstrapAdminWithCode(t, ts)
+	logs := &testkit.Output{}
+	ts := controlnode.StartNodeWith(t, "tls", "", "", func(c *config.Config) { c.TrustedProxies = []string{"127.0.0.1/32"} }, logs)
+	bootstrapAdminWithCode(t, ts, logs)
 	c := newConsole(t, ts)
-	c.header = http.Header{"X-Forwarded-Proto": {"https"}}
-	if r := c.login("admin", adminPassword); r.status != 200 {
-		t.Fatalf("login: %d %s", r.status, r.body)
+	c.Header = http.Header{"X-Forwarded-Proto": {"https"}}
+	if r := c.login("admin", adminPassword); r.Status != 200 {
+		t.Fatalf("login: %d %s", r.Status, r.Body)
 	}
 	sess, refresh := c.cookies["__Host-svc_session"], c.cookies["__Secure-svc_refresh"]
 	if sess == nil || refresh == nil || !sess.Secure || !refresh.Secure || sess.Path != "/" || sess.Domain != "" {
 		t.Fatalf("TLS cookies: %v", c.cookies)
 	}
-	if r := c.do("GET", "/api/v2/auth/me", nil); r.status != 200 {
-		t.Fatalf("TLS session: %d", r.status)
+	if r := c.Do("GET", "/api/v2/auth/me", nil); r.Status != 200 {
+		t.Fatalf("TLS session: %d", r.Status)
 	}
 	// Over plain HTTP the unprefixed name is what counts, so a __Host-
 	// cookie is not accepted there and the secure one cannot be shadowed.
-	c.header = http.Header{}
-	checkErrorBody(t, c.do("GET", "/api/v2/auth/me", nil), 401, "authentication_required")
+	c.Header = http.Header{}
+	checkErrorBody(t, c.Do("GET", "/api/v2/auth/me", nil), 401, "authentication_required")
 }
 
 func TestRefreshRotatesAndReuseRevokesTheFamily(t *testing.T) {
-	ts := startServer(t, "rot", "", "")
+	ts := controlnode.StartNode(t, "rot", "", "")
 	bootstrapAdmin(t, ts)
 	c := newConsole(t, ts)
-	if r := c.login("admin", adminPassword); r.status != 200 {
-		t.Fatal(string(r.body))
+	if r := c.login("admin", adminPassword); r.Status != 200 {
+		t.Fatal(string(r.Body))
 	}
 	first := c.copyCookies()
 	var s consoleSession
-	r := c.do("POST", "/api/v2/auth/refresh", nil)
-	r.json(t, &s)
-	if r.status != 200 || s.CsrfToken != c.csrf {
-		t.Fatalf("refresh: %d %s", r.status, r.body)
+	r := c.Do("POST", "/api/v2/auth/refresh", nil)
+	r.JSON(t, &s)
+	if r.Status != 200 || s.CsrfToken != c.csrf {
+		t.Fatalf("refresh: %d %s", r.Status, r.Body)
 	}
 	if c.cookies["svc_refresh"].Value == first["svc_refresh"].Value || c.cookies["svc_session"].Value == first["svc_session"].Value {
 		t.Fatal("refresh did not rotate the tokens")
@@ -327,27 +338,27 @@ func TestRefreshRotatesAndReuseRevokesTheFamily(t *testing.T) {
 	// Refresh needs the CSRF header.
 	csrf := c.csrf
 	c.csrf = ""
-	checkErrorBody(t, c.do("POST", "/api/v2/auth/refresh", nil), 403, "csrf_rejected")
+	checkErrorBody(t, c.Do("POST", "/api/v2/auth/refresh", nil), 403, "csrf_rejected")
 	c.csrf = csrf
 	second := c.copyCookies()
-	if r := c.do("GET", "/api/v2/auth/me", nil); r.status != 200 {
-		t.Fatalf("after refresh: %d", r.status)
+	if r := c.Do("GET", "/api/v2/auth/me", nil); r.Status != 200 {
+		t.Fatalf("after refresh: %d", r.Status)
 	}
 	// The first refresh token is presented again: someone copied it. The
 	// whole family ends, including the tokens the legitimate refresh issued.
 	thief := newConsole(t, ts)
 	thief.cookies, thief.csrf = first, csrf
-	checkErrorBody(t, thief.do("POST", "/api/v2/auth/refresh", nil), 401, "refresh_token_reused")
+	checkErrorBody(t, thief.Do("POST", "/api/v2/auth/refresh", nil), 401, "refresh_token_reused")
 	c.cookies = second
-	checkErrorBody(t, c.do("GET", "/api/v2/auth/me", nil), 401, "session_expired")
+	checkErrorBody(t, c.Do("GET", "/api/v2/auth/me", nil), 401, "session_expired")
 	c.cookies = second
-	checkErrorBody(t, c.do("POST", "/api/v2/auth/refresh", nil), 401, "session_expired")
+	checkErrorBody(t, c.Do("POST", "/api/v2/auth/refresh", nil), 401, "session_expired")
 
 	// Two refreshes racing with one token: at most one wins, and the family
 	// does not survive the loser's reuse.
 	c2 := newConsole(t, ts)
-	if r := c2.login("admin", adminPassword); r.status != 200 {
-		t.Fatal(string(r.body))
+	if r := c2.login("admin", adminPassword); r.Status != 200 {
+		t.Fatal(string(r.Body))
 	}
 	snap := c2.copyCookies()
 	var wg sync.WaitGroup
@@ -358,7 +369,7 @@ func TestRefreshRotatesAndReuseRevokesTheFamily(t *testing.T) {
 			defer wg.Done()
 			cc := newConsole(t, ts)
 			cc.cookies, cc.csrf = map[string]*http.Cookie{"svc_refresh": snap["svc_refresh"]}, c2.csrf
-			codes[i] = cc.do("POST", "/api/v2/auth/refresh", nil).status
+			codes[i] = cc.Do("POST", "/api/v2/auth/refresh", nil).Status
 		}(i)
 	}
 	wg.Wait()
@@ -368,7 +379,7 @@ func TestRefreshRotatesAndReuseRevokesTheFamily(t *testing.T) {
 }
 
 func TestCaptchaAfterFailedLoginsAndRateLimit(t *testing.T) {
-	ts := startServerWith(t, "cap", "", "", func(c *config.Config) { c.LoginRatePerMinute = 12 }, nil)
+	ts := controlnode.StartNodeWith(t, "cap", "", "", func(c *config.Config) { c.LoginRatePerMinute = 12 }, nil)
 	bootstrapAdmin(t, ts)
 	c := newConsole(t, ts)
 	for i := 0; i < 4; i++ {
@@ -378,53 +389,53 @@ func TestCaptchaAfterFailedLoginsAndRateLimit(t *testing.T) {
 	r := c.login("admin", "wrong password 5")
 	checkErrorBody(t, r, 401, "invalid_credentials")
 	var e struct{ Details map[string]string }
-	r.json(t, &e)
+	r.JSON(t, &e)
 	first := e.Details["captchaId"]
 	if first == "" || e.Details["captchaRequired"] != "true" {
-		t.Fatalf("fifth failure names no captcha: %s", r.body)
+		t.Fatalf("fifth failure names no captcha: %s", r.Body)
 	}
 	// Even the right password needs the captcha now.
 	r = c.login("admin", adminPassword)
 	checkErrorBody(t, r, 401, "captcha_required")
-	r.json(t, &e)
+	r.JSON(t, &e)
 	if e.Details["captchaId"] == "" {
-		t.Fatalf("captcha_required without an id: %s", r.body)
+		t.Fatalf("captcha_required without an id: %s", r.Body)
 	}
 	// The image is a real PNG, never cached.
-	img := ts.get("/api/v2/auth/captcha/"+first, "")
-	if img.status != 200 || img.header.Get("Content-Type") != "image/png" || img.header.Get("Cache-Control") != "no-store" {
-		t.Fatalf("captcha image: %d %v", img.status, img.header)
+	img := ts.Get("/api/v2/auth/captcha/"+first, "")
+	if img.Status != 200 || img.Header.Get("Content-Type") != "image/png" || img.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("captcha image: %d %v", img.Status, img.Header)
 	}
-	if cfg, err := png.DecodeConfig(bytes.NewReader(img.body)); err != nil || cfg.Width < 100 || cfg.Height < 40 {
+	if cfg, err := png.DecodeConfig(bytes.NewReader(img.Body)); err != nil || cfg.Width < 100 || cfg.Height < 40 {
 		t.Fatalf("captcha is not a readable PNG: %v %+v", err, cfg)
 	}
 	// Refresh invalidates the old challenge and issues a new one.
 	var ch struct{ CaptchaID, ImageURL string }
-	ts.do("POST", "/api/v2/auth/captcha/"+first+"/refresh", "", "", nil).json(t, &ch)
+	ts.Do("POST", "/api/v2/auth/captcha/"+first+"/refresh", "", "", nil).JSON(t, &ch)
 	if ch.CaptchaID == "" || ch.CaptchaID == first || ch.ImageURL != "/api/v2/auth/captcha/"+ch.CaptchaID {
 		t.Fatalf("captcha refresh: %+v", ch)
 	}
-	checkErrorBody(t, ts.get("/api/v2/auth/captcha/"+first, ""), 404, "not_found")
-	if ts.get("/api/v2/auth/captcha/"+ch.CaptchaID, "").status != 200 {
+	checkErrorBody(t, ts.Get("/api/v2/auth/captcha/"+first, ""), 404, "not_found")
+	if ts.Get("/api/v2/auth/captcha/"+ch.CaptchaID, "").Status != 200 {
 		t.Fatal("the new challenge does not render")
 	}
 	// A wrong answer consumes the challenge and names the next one.
-	r = c.do("POST", "/api/v2/auth/login", map[string]string{"username": "admin", "password": adminPassword, "captchaId": ch.CaptchaID, "captchaAnswer": "XXXXXX"})
+	r = c.Do("POST", "/api/v2/auth/login", map[string]string{"username": "admin", "password": adminPassword, "captchaId": ch.CaptchaID, "captchaAnswer": "XXXXXX"})
 	checkErrorBody(t, r, 401, "captcha_invalid")
-	r.json(t, &e)
+	r.JSON(t, &e)
 	if e.Details["captchaId"] == "" || e.Details["captchaId"] == ch.CaptchaID {
-		t.Fatalf("no fresh captcha after a wrong answer: %s", r.body)
+		t.Fatalf("no fresh captcha after a wrong answer: %s", r.Body)
 	}
-	checkErrorBody(t, ts.get("/api/v2/auth/captcha/"+ch.CaptchaID, ""), 404, "not_found")
+	checkErrorBody(t, ts.Get("/api/v2/auth/captcha/"+ch.CaptchaID, ""), 404, "not_found")
 
 	// Rate limit: with 12 per minute the address runs out within a burst.
 	limited := false
 	for i := 0; i < 20 && !limited; i++ {
 		r := c.login(fmt.Sprintf("user%d", i), "whatever password")
-		if r.status == 429 {
+		if r.Status == 429 {
 			checkErrorBody(t, r, 429, "rate_limited")
-			if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
-				t.Fatalf("429 without Retry-After: %v", r.header)
+			if ra := r.Header.Get("Retry-After"); ra == "" || ra == "0" {
+				t.Fatalf("429 without Retry-After: %v", r.Header)
 			}
 			limited = true
 		}
@@ -435,44 +446,44 @@ func TestCaptchaAfterFailedLoginsAndRateLimit(t *testing.T) {
 }
 
 func TestSessionRevocationSeenOnEveryNode(t *testing.T) {
-	a := startServer(t, "sa", "", "")
-	b := startServer(t, "sb", a.url, a.keyFile())
-	cn := startServer(t, "sc", a.url, a.keyFile())
+	a := controlnode.StartNode(t, "sa", "", "")
+	b := controlnode.StartNode(t, "sb", a.URL, a.KeyFile())
+	cn := controlnode.StartNode(t, "sc", a.URL, a.KeyFile())
 	bootstrapAdmin(t, a)
-	admin := a.token("*")
+	admin := a.Token("*")
 	var user struct{ UserID string }
-	a.do("POST", "/api/v2/security/users", admin, "application/json",
-		[]byte(`{"username":"operator1","password":"operator password 123","roleIds":["operator"]}`)).json(t, &user)
+	a.Do("POST", "/api/v2/security/users", admin, "application/json",
+		[]byte(`{"username":"operator1","password":"operator password 123","roleIds":["operator"]}`)).JSON(t, &user)
 	if user.UserID == "" {
 		t.Fatal("user not created")
 	}
 	var role struct{ RoleID string }
-	a.do("POST", "/api/v2/security/roles", admin, "application/json", []byte(`{"name":"watchers","permissions":["channels.view"]}`)).json(t, &role)
+	a.Do("POST", "/api/v2/security/roles", admin, "application/json", []byte(`{"name":"watchers","permissions":["channels.view"]}`)).JSON(t, &role)
 
 	revocations := []struct {
 		name   string
 		revoke func(t *testing.T)
 	}{
 		{"session revoke", func(t *testing.T) {
-			if r := b.do("POST", "/api/v2/security/users/"+user.UserID+"/sessions/revoke", admin, "", nil); r.status != 200 {
-				t.Fatalf("revoke: %s", r.body)
+			if r := b.Do("POST", "/api/v2/security/users/"+user.UserID+"/sessions/revoke", admin, "", nil); r.Status != 200 {
+				t.Fatalf("revoke: %s", r.Body)
 			}
 		}},
 		{"role change", func(t *testing.T) {
-			if r := b.do("PUT", "/api/v2/security/users/"+user.UserID, admin, "application/json", []byte(`{"roleIds":["viewer"]}`)); r.status != 200 {
-				t.Fatalf("role change: %s", r.body)
+			if r := b.Do("PUT", "/api/v2/security/users/"+user.UserID, admin, "application/json", []byte(`{"roleIds":["viewer"]}`)); r.Status != 200 {
+				t.Fatalf("role change: %s", r.Body)
 			}
 		}},
 		{"role permissions change", func(t *testing.T) {
-			if r := b.do("PUT", "/api/v2/security/users/"+user.UserID, admin, "application/json", []byte(`{"roleIds":["`+role.RoleID+`"]}`)); r.status != 200 {
-				t.Fatalf("bind: %s", r.body)
+			if r := b.Do("PUT", "/api/v2/security/users/"+user.UserID, admin, "application/json", []byte(`{"roleIds":["`+role.RoleID+`"]}`)); r.Status != 200 {
+				t.Fatalf("bind: %s", r.Body)
 			}
 			// The bind itself ends the session; the subtest logs in again and
 			// then changes the role's permissions.
 		}},
 		{"admin password reset", func(t *testing.T) {
-			if r := b.do("POST", "/api/v2/security/users/"+user.UserID+"/password", admin, "application/json", []byte(`{"newPassword":"operator password 456"}`)); r.status != 200 {
-				t.Fatalf("reset: %s", r.body)
+			if r := b.Do("POST", "/api/v2/security/users/"+user.UserID+"/password", admin, "application/json", []byte(`{"newPassword":"operator password 456"}`)); r.Status != 200 {
+				t.Fatalf("reset: %s", r.Body)
 			}
 		}},
 	}
@@ -480,75 +491,75 @@ func TestSessionRevocationSeenOnEveryNode(t *testing.T) {
 	for _, rv := range revocations {
 		t.Run(rv.name, func(t *testing.T) {
 			c := newConsole(t, a)
-			if r := c.login("operator1", password); r.status != 200 {
-				t.Fatalf("login: %s", r.body)
+			if r := c.login("operator1", password); r.Status != 200 {
+				t.Fatalf("login: %s", r.Body)
 			}
-			for _, node := range []*testServer{a, b, cn} {
+			for _, node := range []*controlnode.Node{a, b, cn} {
 				c.ts = node
-				if r := c.do("GET", "/api/v2/auth/me", nil); r.status != 200 {
-					t.Fatalf("session on %s before revocation: %d", node.s.Config.NodeID, r.status)
+				if r := c.Do("GET", "/api/v2/auth/me", nil); r.Status != 200 {
+					t.Fatalf("session on %s before revocation: %d", node.S.Config.NodeID, r.Status)
 				}
 			}
 			rv.revoke(t)
 			if rv.name == "role permissions change" {
 				c = newConsole(t, a)
-				if r := c.login("operator1", password); r.status != 200 {
-					t.Fatalf("login: %s", r.body)
+				if r := c.login("operator1", password); r.Status != 200 {
+					t.Fatalf("login: %s", r.Body)
 				}
 				body := []byte(`{"name":"watchers","permissions":["channels.view","streams.view"]}`)
-				if r := b.do("PUT", "/api/v2/security/roles/"+role.RoleID, admin, "application/json", body); r.status != 200 {
-					t.Fatalf("role update: %s", r.body)
+				if r := b.Do("PUT", "/api/v2/security/roles/"+role.RoleID, admin, "application/json", body); r.Status != 200 {
+					t.Fatalf("role update: %s", r.Body)
 				}
 			}
 			if rv.name == "admin password reset" {
 				password = "operator password 456"
 			}
 			// The very next request on every node is refused.
-			for _, node := range []*testServer{cn, a, b} {
+			for _, node := range []*controlnode.Node{cn, a, b} {
 				c.ts = node
-				checkErrorBody(t, c.do("GET", "/api/v2/auth/me", nil), 401, "session_expired")
+				checkErrorBody(t, c.Do("GET", "/api/v2/auth/me", nil), 401, "session_expired")
 			}
 		})
 	}
 	// Soft delete ends sessions and revokes the user's API tokens.
 	c := newConsole(t, a)
-	if r := c.login("operator1", password); r.status != 200 {
-		t.Fatalf("login: %s", r.body)
+	if r := c.login("operator1", password); r.Status != 200 {
+		t.Fatalf("login: %s", r.Body)
 	}
-	tok := a.tokenOwnedBy(t, user.UserID, "channels.view")
-	if r := b.do("DELETE", "/api/v2/security/users/"+user.UserID, admin, "", nil); r.status != 200 {
-		t.Fatalf("delete: %d %s", r.status, r.body)
+	tok := tokenOwnedBy(a, t, user.UserID, "channels.view")
+	if r := b.Do("DELETE", "/api/v2/security/users/"+user.UserID, admin, "", nil); r.Status != 200 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	c.ts = cn
-	checkErrorBody(t, c.do("GET", "/api/v2/auth/me", nil), 401, "session_expired")
-	checkErrorBody(t, cn.get("/api/v2/auth/me", tok), 401, "api_token_required")
+	checkErrorBody(t, c.Do("GET", "/api/v2/auth/me", nil), 401, "session_expired")
+	checkErrorBody(t, cn.Get("/api/v2/auth/me", tok), 401, "api_token_required")
 }
 
 func TestChangeOwnPassword(t *testing.T) {
-	ts := startServer(t, "pw", "", "")
+	ts := controlnode.StartNode(t, "pw", "", "")
 	bootstrapAdmin(t, ts)
 	c := newConsole(t, ts)
-	if r := c.login("admin", adminPassword); r.status != 200 {
-		t.Fatal(string(r.body))
+	if r := c.login("admin", adminPassword); r.Status != 200 {
+		t.Fatal(string(r.Body))
 	}
 	other := newConsole(t, ts)
-	if r := other.login("admin", adminPassword); r.status != 200 {
-		t.Fatal(string(r.body))
+	if r := other.login("admin", adminPassword); r.Status != 200 {
+		t.Fatal(string(r.Body))
 	}
 	checkErrorBody(
 		t,
-		c.do("POST", "/api/v2/auth/change-password", map[string]string{"currentPassword": "wrong one", "newPassword": "a brand new passphrase"}),
+		c.Do("POST", "/api/v2/auth/change-password", map[string]string{"currentPassword": "wrong one", "newPassword": "a brand new passphrase"}),
 		403,
 		"invalid_credentials",
 	)
-	checkErrorBody(t, c.do("POST", "/api/v2/auth/change-password", map[string]string{"currentPassword": adminPassword, "newPassword": "short"}), 400, "invalid_body")
-	if r := c.do("POST", "/api/v2/auth/change-password", map[string]string{"currentPassword": adminPassword, "newPassword": "a brand new passphrase"}); r.status != 200 {
-		t.Fatalf("change: %d %s", r.status, r.body)
+	checkErrorBody(t, c.Do("POST", "/api/v2/auth/change-password", map[string]string{"currentPassword": adminPassword, "newPassword": "short"}), 400, "invalid_body")
+	if r := c.Do("POST", "/api/v2/auth/change-password", map[string]string{"currentPassword": adminPassword, "newPassword": "a brand new passphrase"}); r.Status != 200 {
+		t.Fatalf("change: %d %s", r.Status, r.Body)
 	}
 	// Every session of the user ended, this one included.
-	checkErrorBody(t, other.do("GET", "/api/v2/auth/me", nil), 401, "session_expired")
+	checkErrorBody(t, other.Do("GET", "/api/v2/auth/me", nil), 401, "session_expired")
 	checkErrorBody(t, newConsole(t, ts).login("admin", adminPassword), 401, "invalid_credentials")
-	if r := newConsole(t, ts).login("admin", "a brand new passphrase"); r.status != 200 {
-		t.Fatalf("login with the new password: %d", r.status)
+	if r := newConsole(t, ts).login("admin", "a brand new passphrase"); r.Status != 200 {
+		t.Fatalf("login with the new password: %d", r.Status)
 	}
 }

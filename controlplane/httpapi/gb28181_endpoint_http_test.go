@@ -1,4 +1,4 @@
-package server
+package httpapi_test
 
 import (
 	"net"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/test/testkit/controlnode"
 )
 
 // TestControlNodeServesGB28181WhenConfigured: with a device password file
@@ -19,13 +20,13 @@ func TestControlNodeServesGB28181WhenConfigured(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("devices-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ts := startServerWith(t, "cp1", "", "", func(c *config.Config) {
+	ts := controlnode.StartNodeWith(t, "cp1", "", "", func(c *config.Config) {
 		c.GB28181PasswordFile, c.SIPAddr, c.GB28181Domain = pw, "127.0.0.1:0", "4401000000"
 	}, nil)
-	if ts.s.GB28181 == nil {
+	if ts.S.GB28181 == nil {
 		t.Fatal("no SIP server")
 	}
-	c, err := net.Dial("udp", ts.s.GB28181.UDPAddr().String())
+	c, err := net.Dial("udp", ts.S.GB28181.UDPAddr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestControlNodeServesGB28181WhenConfigured(t *testing.T) {
 	if resp := string(buf[:n]); !strings.HasPrefix(resp, "SIP/2.0 401") || !strings.Contains(resp, `realm="4401000000"`) {
 		t.Fatalf("answer:\n%s", resp)
 	}
-	if plain := startServer(t, "cp2", "", ""); plain.s.GB28181 != nil {
+	if plain := controlnode.StartNode(t, "cp2", "", ""); plain.S.GB28181 != nil {
 		t.Fatal("a node without a device password runs a SIP server")
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package httpapi_test
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/test/testkit"
+	"github.com/svcplatform/svc/test/testkit/controlnode"
 )
 
 // channelJSON is the part of a channel answer the tests look at.
@@ -36,11 +37,11 @@ type channelPage struct {
 // caller is a token's view of a test server.
 type caller struct {
 	t   *testing.T
-	ts  *testServer
+	ts  *controlnode.Node
 	tok string
 }
 
-func (a caller) call(method, path string, body any) response {
+func (a caller) call(method, path string, body any) controlnode.Response {
 	a.t.Helper()
 	var raw []byte
 	ct := ""
@@ -53,17 +54,17 @@ func (a caller) call(method, path string, body any) response {
 		}
 		ct = "application/json"
 	}
-	return a.ts.do(method, path, a.tok, ct, raw)
+	return a.ts.Do(method, path, a.tok, ct, raw)
 }
 
 func (a caller) create(body map[string]any) channelJSON {
 	a.t.Helper()
 	r := a.call("POST", "/api/v2/channels", body)
-	if r.status != 200 {
-		a.t.Fatalf("create %v: %d %s", body, r.status, r.body)
+	if r.Status != 200 {
+		a.t.Fatalf("create %v: %d %s", body, r.Status, r.Body)
 	}
 	var ch channelJSON
-	r.json(a.t, &ch)
+	r.JSON(a.t, &ch)
 	return ch
 }
 
@@ -77,10 +78,10 @@ func rtspChannel(stream string, extra ...any) map[string]any {
 }
 
 func TestChannelCRUDFiltersAndPaging(t *testing.T) {
-	ts := startServer(t, "ch", "", "")
-	a := caller{t, ts, ts.token("channels.view", "channels.manage")}
-	if r := a.call("POST", "/api/v2/channels/groups", map[string]any{"groupKey": "gate", "name": "Gates"}); r.status != 200 {
-		t.Fatalf("group: %d %s", r.status, r.body)
+	ts := controlnode.StartNode(t, "ch", "", "")
+	a := caller{t, ts, ts.Token("channels.view", "channels.manage")}
+	if r := a.call("POST", "/api/v2/channels/groups", map[string]any{"groupKey": "gate", "name": "Gates"}); r.Status != 200 {
+		t.Fatalf("group: %d %s", r.Status, r.Body)
 	}
 	first := a.create(rtspChannel("cam1", "groupKey", "gate", "mediaServerId", "ms-1", "autoRecord", true))
 	if first.ChannelID == "" || first.SourceURL != "rtsp://***@192.0.2.10:554/Streaming/cam1" || !first.HasSourceCredentials ||
@@ -98,13 +99,13 @@ func TestChannelCRUDFiltersAndPaging(t *testing.T) {
 	// for that, so the actual-state filter below sees a settled state.
 	testkit.Eventually(t, 60*time.Second, "the yard channel's start to be dispatched", func() bool {
 		var ch channelJSON
-		a.call("GET", "/api/v2/channels/"+yard.ChannelID, nil).json(t, &ch)
+		a.call("GET", "/api/v2/channels/"+yard.ChannelID, nil).JSON(t, &ch)
 		return ch.ActualState == "Retrying"
 	})
 	a.create(rtspChannel("cam4", "activationState", "Pending"))
 
 	var got channelJSON
-	a.call("GET", "/api/v2/channels/"+first.ChannelID, nil).json(t, &got)
+	a.call("GET", "/api/v2/channels/"+first.ChannelID, nil).JSON(t, &got)
 	if got.ChannelID != first.ChannelID || got.GroupKey != "gate" {
 		t.Fatalf("get = %+v", got)
 	}
@@ -151,13 +152,13 @@ func TestChannelCRUDFiltersAndPaging(t *testing.T) {
 			for _, path := range []string{"/api/v2/channels?", "/api/v2/third-party/channels?"} {
 				var page channelPage
 				r := third.call("GET", path+tc.query, nil)
-				r.json(t, &page)
+				r.JSON(t, &page)
 				var streams []string
 				for _, c := range page.Rows {
 					streams = append(streams, c.Stream)
 				}
-				if r.status != 200 || strings.Join(streams, ",") != strings.Join(tc.want, ",") {
-					t.Fatalf("%s%s = %d %v, want %v", path, tc.query, r.status, streams, tc.want)
+				if r.Status != 200 || strings.Join(streams, ",") != strings.Join(tc.want, ",") {
+					t.Fatalf("%s%s = %d %v, want %v", path, tc.query, r.Status, streams, tc.want)
 				}
 				if !strings.Contains(tc.query, "page") && page.Total != int64(len(tc.want)) {
 					t.Fatalf("total %d, want %d", page.Total, len(tc.want))
@@ -166,58 +167,58 @@ func TestChannelCRUDFiltersAndPaging(t *testing.T) {
 		})
 	}
 	var pending channelPage
-	a.call("GET", "/api/v2/channels/pending-activation", nil).json(t, &pending)
+	a.call("GET", "/api/v2/channels/pending-activation", nil).JSON(t, &pending)
 	if pending.Total != 1 || pending.Rows[0].Stream != "cam4" {
 		t.Fatalf("pending = %+v", pending)
 	}
 	// Third-party operations accept only API tokens.
-	console := ts.sessionWith(t, "channels.view")
-	checkErrorBody(t, console.do("GET", "/api/v2/third-party/channels", nil), 401, "api_token_required")
-	if r := console.do("GET", "/api/v2/channels", nil); r.status != 200 {
-		t.Fatalf("console list: %d", r.status)
+	console := sessionWith(ts, t, "channels.view")
+	checkErrorBody(t, console.Do("GET", "/api/v2/third-party/channels", nil), 401, "api_token_required")
+	if r := console.Do("GET", "/api/v2/channels", nil); r.Status != 200 {
+		t.Fatalf("console list: %d", r.Status)
 	}
 
 	// Update: partial, masked URL keeps the credentials, rename frees the
 	// old name.
 	var upd channelJSON
 	r := a.call("PUT", "/api/v2/channels/"+first.ChannelID, map[string]any{"name": "Front gate", "sourceUrl": "rtsp://***@192.0.2.10:554/Streaming/cam1b", "stream": "front"})
-	r.json(t, &upd)
-	if r.status != 200 || upd.Name != "Front gate" || !upd.HasSourceCredentials || upd.SourceURL != "rtsp://***@192.0.2.10:554/Streaming/cam1b" || upd.Stream != "front" {
-		t.Fatalf("update = %d %s", r.status, r.body)
+	r.JSON(t, &upd)
+	if r.Status != 200 || upd.Name != "Front gate" || !upd.HasSourceCredentials || upd.SourceURL != "rtsp://***@192.0.2.10:554/Streaming/cam1b" || upd.Stream != "front" {
+		t.Fatalf("update = %d %s", r.Status, r.Body)
 	}
-	if full, err := ts.s.Channels.SourceURL(t.Context(), "x/y"); err == nil || full != "" {
+	if full, err := ts.S.Channels.SourceURL(t.Context(), "x/y"); err == nil || full != "" {
 		t.Fatal("a bad id reached the store")
 	}
-	if full, _ := ts.s.Channels.SourceURL(t.Context(), channelID(first.ChannelID)); full != "rtsp://viewer:Sup3rS3cret%21@192.0.2.10:554/Streaming/cam1b" {
+	if full, _ := ts.S.Channels.SourceURL(t.Context(), channelID(first.ChannelID)); full != "rtsp://viewer:Sup3rS3cret%21@192.0.2.10:554/Streaming/cam1b" {
 		t.Fatalf("source URL after masked update = %q", full)
 	}
 	a.create(rtspChannel("cam1"))
 	// Delete: the group count follows.
-	if r := a.call("DELETE", "/api/v2/channels/"+first.ChannelID, nil); r.status != 200 {
-		t.Fatalf("delete: %d %s", r.status, r.body)
+	if r := a.call("DELETE", "/api/v2/channels/"+first.ChannelID, nil); r.Status != 200 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	checkErrorBody(t, a.call("GET", "/api/v2/channels/"+first.ChannelID, nil), 404, "not_found")
 	var gone channelPage
-	a.call("GET", "/api/v2/channels?stream=front", nil).json(t, &gone)
+	a.call("GET", "/api/v2/channels?stream=front", nil).JSON(t, &gone)
 	if gone.Total != 0 {
 		t.Fatalf("a deleted channel is still listed: %+v", gone)
 	}
-	if r := a.call("DELETE", "/api/v2/channels/groups/gate", nil); r.status != 200 {
-		t.Fatalf("delete emptied group: %d %s", r.status, r.body)
+	if r := a.call("DELETE", "/api/v2/channels/groups/gate", nil); r.Status != 200 {
+		t.Fatalf("delete emptied group: %d %s", r.Status, r.Body)
 	}
 }
 
 func TestChannelBadInput(t *testing.T) {
-	ts := startServer(t, "chbad", "", "")
-	a := caller{t, ts, ts.token("channels.view", "channels.manage", "devices.control")}
+	ts := controlnode.StartNode(t, "chbad", "", "")
+	a := caller{t, ts, ts.Token("channels.view", "channels.manage", "devices.control")}
 	existing := a.create(rtspChannel("taken"))
-	rev := ts.s.Node.Revision()
+	rev := ts.S.Node.Revision()
 	cases := []struct {
 		name   string
 		method string
 		path   string
-		body   any
-		status int
+		Body   any
+		Status int
 		code   string
 		msg    string
 	}{
@@ -283,30 +284,30 @@ func TestChannelBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := a.call(tc.method, tc.path, tc.body)
-			checkErrorBody(t, r, tc.status, tc.code)
-			if !strings.Contains(string(r.body), tc.msg) {
-				t.Fatalf("message of %s lacks %q", r.body, tc.msg)
+			r := a.call(tc.method, tc.path, tc.Body)
+			checkErrorBody(t, r, tc.Status, tc.code)
+			if !strings.Contains(string(r.Body), tc.msg) {
+				t.Fatalf("message of %s lacks %q", r.Body, tc.msg)
 			}
-			if strings.Contains(string(r.body), "Sup3rS3cret") {
-				t.Fatalf("error repeats the password: %s", r.body)
+			if strings.Contains(string(r.Body), "Sup3rS3cret") {
+				t.Fatalf("error repeats the password: %s", r.Body)
 			}
 		})
 	}
-	if got := ts.s.Node.Revision(); got != rev {
+	if got := ts.S.Node.Revision(); got != rev {
 		t.Fatalf("bad input changed the store: revision %d -> %d", rev, got)
 	}
 }
 
 func TestChannelCredentialsNeverLeak(t *testing.T) {
-	logs := &logBuffer{}
-	ts := startServerWith(t, "chleak", "", "", nil, logs)
-	a := caller{t, ts, ts.token("*")}
+	logs := &testkit.Output{}
+	ts := controlnode.StartNodeWith(t, "chleak", "", "", nil, logs)
+	a := caller{t, ts, ts.Token("*")}
 	const secret = "Sup3rS3cret!"
 	ch := a.create(rtspChannel("leak"))
 	var bodies []string
-	record := func(r response) response {
-		bodies = append(bodies, string(r.body))
+	record := func(r controlnode.Response) controlnode.Response {
+		bodies = append(bodies, string(r.Body))
 		return r
 	}
 	id := ch.ChannelID
@@ -321,7 +322,7 @@ func TestChannelCredentialsNeverLeak(t *testing.T) {
 	record(a.call("GET", "/api/v2/channels/"+id+"/runtime-logs", nil))
 	exp := record(a.call("GET", "/api/v2/channels/asset-transfer/export", nil))
 	var doc map[string]any
-	exp.json(t, &doc)
+	exp.JSON(t, &doc)
 	record(a.call("POST", "/api/v2/channels/asset-transfer/import", map[string]any{"preview": true, "document": doc}))
 	// Bad input carrying the password is refused without repeating it.
 	record(a.call("POST", "/api/v2/channels", rtspChannel("leak2", "sourceUrl", "rtsp://viewer:"+secret+"@bad host/x")))
@@ -329,7 +330,7 @@ func TestChannelCredentialsNeverLeak(t *testing.T) {
 	record(a.call("PUT", "/api/v2/channels/"+id, map[string]any{"sourceUrl": "rtsp://viewer:" + secret + "@192.0.2.10/y"}))
 	for i, b := range bodies {
 		if strings.Contains(b, secret) || strings.Contains(b, url.QueryEscape(secret)) || strings.Contains(b, "Sup3rS3cret%21") {
-			t.Fatalf("response %d shows the password: %s", i, b)
+			t.Fatalf("controlnode.Response %d shows the password: %s", i, b)
 		}
 	}
 	if !strings.Contains(bodies[0], "rtsp://***@192.0.2.10:554/Streaming/leak") {
@@ -344,15 +345,15 @@ func TestChannelCredentialsNeverLeak(t *testing.T) {
 }
 
 func TestChannelStateOverHTTP(t *testing.T) {
-	ts := startServer(t, "chstate", "", "")
-	a := caller{t, ts, ts.token("channels.view", "channels.manage")}
+	ts := controlnode.StartNode(t, "chstate", "", "")
+	a := caller{t, ts, ts.Token("channels.view", "channels.manage")}
 	ch := a.create(rtspChannel("st", "activationState", "Pending"))
 	id := ch.ChannelID
 	checkErrorBody(t, a.call("POST", "/api/v2/channels/"+id+"/start", nil), 409, "channel_pending_activation")
 	checkErrorBody(t, a.call("POST", "/api/v2/channels/"+id+"/retry", nil), 409, "channel_pending_activation")
 	checkErrorBody(t, a.call("POST", "/api/v2/channels/"+id+"/return-to-pending", nil), 409, "channel_pending_activation")
-	if r := a.call("POST", "/api/v2/channels/"+id+"/activate", nil); r.status != 200 {
-		t.Fatalf("activate: %d %s", r.status, r.body)
+	if r := a.call("POST", "/api/v2/channels/"+id+"/activate", nil); r.Status != 200 {
+		t.Fatalf("activate: %d %s", r.Status, r.Body)
 	}
 	checkErrorBody(t, a.call("POST", "/api/v2/channels/"+id+"/activate", nil), 409, "channel_not_pending")
 	a.call("PUT", "/api/v2/channels/"+id, map[string]any{"enabled": false})
@@ -366,10 +367,10 @@ func TestChannelStateOverHTTP(t *testing.T) {
 		}
 	}
 	r := a.call("POST", "/api/v2/third-party/channels/"+id+"/start", nil)
-	r.json(t, &started)
-	if r.status != 200 || started.Channel.DesiredState != "Running" || started.Command.State != "Pending" || started.Command.Action != "start" ||
+	r.JSON(t, &started)
+	if r.Status != 200 || started.Channel.DesiredState != "Running" || started.Command.State != "Pending" || started.Command.Action != "start" ||
 		started.Command.ChannelID != id || !strings.HasPrefix(started.Command.RequestedBy, "api-token:") || started.Channel.LastCommandID != started.Command.CommandID {
-		t.Fatalf("start = %d %s", r.status, r.body)
+		t.Fatalf("start = %d %s", r.Status, r.Body)
 	}
 	// The stream dispatcher runs in this server and fails the start at once
 	// (there is no media server), so a repeated start may find the first
@@ -378,10 +379,10 @@ func TestChannelStateOverHTTP(t *testing.T) {
 	var again struct {
 		Command struct{ CommandID, Action string }
 	}
-	if r := a.call("POST", "/api/v2/channels/"+id+"/start", nil); r.status != 200 {
-		t.Fatalf("repeated start: %d %s", r.status, r.body)
+	if r := a.call("POST", "/api/v2/channels/"+id+"/start", nil); r.Status != 200 {
+		t.Fatalf("repeated start: %d %s", r.Status, r.Body)
 	} else {
-		r.json(t, &again)
+		r.JSON(t, &again)
 	}
 	if again.Command.Action != "start" {
 		t.Fatalf("a repeated start answered %+v", again.Command)
@@ -389,11 +390,11 @@ func TestChannelStateOverHTTP(t *testing.T) {
 	checkErrorBody(t, a.call("DELETE", "/api/v2/channels/"+id, nil), 409, "channel_running")
 	checkErrorBody(t, a.call("PUT", "/api/v2/channels/"+id, map[string]any{"stream": "moved"}), 409, "channel_running")
 	checkErrorBody(t, a.call("POST", "/api/v2/channels/"+id+"/return-to-pending", nil), 409, "channel_running")
-	if r := a.call("POST", "/api/v2/channels/"+id+"/pause", nil); r.status != 200 || !strings.Contains(string(r.body), `"autoRecoveryPaused":true`) {
-		t.Fatalf("pause: %d %s", r.status, r.body)
+	if r := a.call("POST", "/api/v2/channels/"+id+"/pause", nil); r.Status != 200 || !strings.Contains(string(r.Body), `"autoRecoveryPaused":true`) {
+		t.Fatalf("pause: %d %s", r.Status, r.Body)
 	}
 	// Retry clears the backoff and the pause and starts now.
-	ts.s.Channels.RecordFailedAttempt(t.Context(), systemActor, channelID(id), "connection refused")
+	ts.S.Channels.RecordFailedAttempt(t.Context(), systemActor, channelID(id), "connection refused")
 	var retried struct {
 		Channel struct {
 			AutoRecoveryPaused bool
@@ -402,31 +403,31 @@ func TestChannelStateOverHTTP(t *testing.T) {
 		Command struct{ CommandID, Action string }
 	}
 	r = a.call("POST", "/api/v2/channels/"+id+"/retry", nil)
-	r.json(t, &retried)
-	if r.status != 200 || retried.Channel.AutoRecoveryPaused || retried.Command.Action != "start" {
-		t.Fatalf("retry = %d %s", r.status, r.body)
+	r.JSON(t, &retried)
+	if r.Status != 200 || retried.Channel.AutoRecoveryPaused || retried.Command.Action != "start" {
+		t.Fatalf("retry = %d %s", r.Status, r.Body)
 	}
 	var stopped map[string]any
 	r = a.call("POST", "/api/v2/channels/"+id+"/stop", nil)
-	r.json(t, &stopped)
-	if r.status != 200 || stopped["streamCommandId"] == "" || stopped["nodeCommandId"] != nil || stopped["state"] != "Pending" {
-		t.Fatalf("stop = %d %s", r.status, r.body)
+	r.JSON(t, &stopped)
+	if r.Status != 200 || stopped["streamCommandId"] == "" || stopped["nodeCommandId"] != nil || stopped["state"] != "Pending" {
+		t.Fatalf("stop = %d %s", r.Status, r.Body)
 	}
 	// The first start is finished: canceled by the stop, or failed by the
 	// dispatcher before it (no media server to pull on).
-	cmd, err := ts.s.Channels.Command(t.Context(), commandID(started.Command.CommandID))
+	cmd, err := ts.S.Channels.Command(t.Context(), commandID(started.Command.CommandID))
 	if err != nil || (cmd.State != "Canceled" && cmd.State != "Failed") {
 		t.Fatalf("start command after stop: %+v %v", cmd, err)
 	}
 	// The dispatcher's report moves the stream on; then delete works.
-	if _, err := ts.s.Channels.SetActualState(t.Context(), systemActor, channelID(id), "Offline", "stop finished"); err != nil {
+	if _, err := ts.S.Channels.SetActualState(t.Context(), systemActor, channelID(id), "Offline", "stop finished"); err != nil {
 		t.Fatal(err)
 	}
 	var logs struct {
 		Total int64
 		Rows  []struct{ Kind, Event, Actor, TraceID string }
 	}
-	a.call("GET", "/api/v2/channels/"+id+"/runtime-logs?order=oldest&pageSize=100", nil).json(t, &logs)
+	a.call("GET", "/api/v2/channels/"+id+"/runtime-logs?order=oldest&pageSize=100", nil).JSON(t, &logs)
 	if logs.Total < 10 || logs.Rows[0].Event != "channel.created" || logs.Rows[len(logs.Rows)-1].Actor != "system:stream-dispatcher" {
 		t.Fatalf("runtime log = %+v", logs)
 	}
@@ -436,7 +437,7 @@ func TestChannelStateOverHTTP(t *testing.T) {
 		Total int64
 		Rows  []struct{ Event string }
 	}
-	a.call("GET", "/api/v2/channels/"+id+"/runtime-logs?kind=command&pageSize=100", nil).json(t, &cmds)
+	a.call("GET", "/api/v2/channels/"+id+"/runtime-logs?kind=command&pageSize=100", nil).JSON(t, &cmds)
 	recorded := 0
 	for _, e := range cmds.Rows {
 		if e.Event == "command.recorded" {
@@ -446,25 +447,25 @@ func TestChannelStateOverHTTP(t *testing.T) {
 	if recorded < 2 || cmds.Total < 3 {
 		t.Fatalf("command entries = %+v", cmds)
 	}
-	if r := a.call("DELETE", "/api/v2/channels/"+id, nil); r.status != 200 {
-		t.Fatalf("delete stopped: %d %s", r.status, r.body)
+	if r := a.call("DELETE", "/api/v2/channels/"+id, nil); r.Status != 200 {
+		t.Fatalf("delete stopped: %d %s", r.Status, r.Body)
 	}
 	// The log stays readable for the audit.
-	if r := a.call("GET", "/api/v2/channels/"+id+"/runtime-logs", nil); r.status != 200 || !strings.Contains(string(r.body), "channel.deleted") {
-		t.Fatalf("log after delete: %d %s", r.status, r.body)
+	if r := a.call("GET", "/api/v2/channels/"+id+"/runtime-logs", nil); r.Status != 200 || !strings.Contains(string(r.Body), "channel.deleted") {
+		t.Fatalf("log after delete: %d %s", r.Status, r.Body)
 	}
 }
 
 func TestChannelCreateRaceOverHTTP(t *testing.T) {
-	ts := startServer(t, "chrace", "", "")
-	a := caller{t, ts, ts.token("channels.manage")}
+	ts := controlnode.StartNode(t, "chrace", "", "")
+	a := caller{t, ts, ts.Token("channels.manage")}
 	var wg sync.WaitGroup
 	statuses := make([]int, 6)
 	for i := range statuses {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses[i] = a.call("POST", "/api/v2/channels", rtspChannel("one")).status
+			statuses[i] = a.call("POST", "/api/v2/channels", rtspChannel("one")).Status
 		}()
 	}
 	wg.Wait()
@@ -484,11 +485,11 @@ func TestChannelCreateRaceOverHTTP(t *testing.T) {
 }
 
 func TestChannelGroupsOverHTTP(t *testing.T) {
-	ts := startServer(t, "chgroups", "", "")
-	a := caller{t, ts, ts.token("channels.view", "channels.manage")}
+	ts := controlnode.StartNode(t, "chgroups", "", "")
+	a := caller{t, ts, ts.Token("channels.view", "channels.manage")}
 	for _, k := range []string{"b-site", "a-site"} {
-		if r := a.call("POST", "/api/v2/channels/groups", map[string]any{"groupKey": k, "name": "Site " + k}); r.status != 200 {
-			t.Fatalf("create %s: %d %s", k, r.status, r.body)
+		if r := a.call("POST", "/api/v2/channels/groups", map[string]any{"groupKey": k, "name": "Site " + k}); r.Status != 200 {
+			t.Fatalf("create %s: %d %s", k, r.Status, r.Body)
 		}
 	}
 	checkErrorBody(t, a.call("POST", "/api/v2/channels/groups", map[string]any{"groupKey": "a-site", "name": "again"}), 409, "channel_group_conflict")
@@ -501,30 +502,30 @@ func TestChannelGroupsOverHTTP(t *testing.T) {
 			ChannelCount int
 		}
 	}
-	a.call("GET", "/api/v2/channels/groups", nil).json(t, &list)
+	a.call("GET", "/api/v2/channels/groups", nil).JSON(t, &list)
 	if list.Total != 2 || list.Rows[0].GroupKey != "a-site" || list.Rows[0].ChannelCount != 1 || list.Rows[1].ChannelCount != 0 {
 		t.Fatalf("groups = %+v", list)
 	}
-	a.call("GET", "/api/v2/channels/groups?keyword=B-SITE", nil).json(t, &list)
+	a.call("GET", "/api/v2/channels/groups?keyword=B-SITE", nil).JSON(t, &list)
 	if list.Total != 1 || list.Rows[0].GroupKey != "b-site" {
 		t.Fatalf("keyword = %+v", list)
 	}
-	if r := a.call("PUT", "/api/v2/channels/groups/a-site", map[string]any{"name": "Site A"}); r.status != 200 || !strings.Contains(string(r.body), `"channelCount":1`) {
-		t.Fatalf("update: %d %s", r.status, r.body)
+	if r := a.call("PUT", "/api/v2/channels/groups/a-site", map[string]any{"name": "Site A"}); r.Status != 200 || !strings.Contains(string(r.Body), `"channelCount":1`) {
+		t.Fatalf("update: %d %s", r.Status, r.Body)
 	}
 	r := a.call("DELETE", "/api/v2/channels/groups/a-site", nil)
 	checkErrorBody(t, r, 409, "channel_group_not_empty")
 	// Moving the channel moves the count.
 	a.call("PUT", "/api/v2/channels/"+ch.ChannelID, map[string]any{"groupKey": "b-site"})
-	if r := a.call("DELETE", "/api/v2/channels/groups/a-site", nil); r.status != 200 {
-		t.Fatalf("delete emptied group: %d %s", r.status, r.body)
+	if r := a.call("DELETE", "/api/v2/channels/groups/a-site", nil); r.Status != 200 {
+		t.Fatalf("delete emptied group: %d %s", r.Status, r.Body)
 	}
 	checkErrorBody(t, a.call("DELETE", "/api/v2/channels/groups/b-site", nil), 409, "channel_group_not_empty")
 }
 
 func TestChannelPTZAndRecordingSearch(t *testing.T) {
-	ts := startServer(t, "chptz", "", "")
-	a := caller{t, ts, ts.token("channels.view", "channels.manage", "devices.control")}
+	ts := controlnode.StartNode(t, "chptz", "", "")
+	a := caller{t, ts, ts.Token("channels.view", "channels.manage", "devices.control")}
 	rtsp := a.create(rtspChannel("ptz"))
 	onvif := a.create(map[string]any{"name": "Dome", "protocol": "onvif", "app": "onvif", "stream": "dome", "deviceId": "dome-1", "hasPtz": true})
 	calls := []struct{ method, suffix string }{
@@ -542,8 +543,8 @@ func TestChannelPTZAndRecordingSearch(t *testing.T) {
 		}
 		r := a.call(c.method, "/api/v2/channels/"+rtsp.ChannelID+c.suffix, body)
 		checkErrorBody(t, r, 409, "ptz_not_supported")
-		if !strings.Contains(string(r.body), "not supported for this protocol") && !strings.Contains(string(r.body), "has no PTZ control") {
-			t.Fatalf("%s %s: %s", c.method, c.suffix, r.body)
+		if !strings.Contains(string(r.Body), "not supported for this protocol") && !strings.Contains(string(r.Body), "has no PTZ control") {
+			t.Fatalf("%s %s: %s", c.method, c.suffix, r.Body)
 		}
 		r = a.call(c.method, "/api/v2/channels/"+onvif.ChannelID+c.suffix, body)
 		checkErrorBody(t, r, 409, "ptz_unavailable")
@@ -553,25 +554,25 @@ func TestChannelPTZAndRecordingSearch(t *testing.T) {
 		Available, Editable bool
 		Reason              string
 	}
-	a.call("GET", "/api/v2/channels/recording-search/capability", nil).json(t, &capability)
+	a.call("GET", "/api/v2/channels/recording-search/capability", nil).JSON(t, &capability)
 	if capability.Available || capability.Editable || capability.Reason == "" {
 		t.Fatalf("recording search capability = %+v", capability)
 	}
 }
 
 func TestChannelAssetTransfer(t *testing.T) {
-	src := startServer(t, "export", "", "")
-	dst := startServer(t, "import", "", "")
-	a := caller{t, src, src.token("channels.view", "channels.manage")}
-	b := caller{t, dst, dst.token("channels.view", "channels.manage")}
+	src := controlnode.StartNode(t, "export", "", "")
+	dst := controlnode.StartNode(t, "import", "", "")
+	a := caller{t, src, src.Token("channels.view", "channels.manage")}
+	b := caller{t, dst, dst.Token("channels.view", "channels.manage")}
 	a.call("POST", "/api/v2/channels/groups", map[string]any{"groupKey": "yard", "name": "Yard"})
 	a.create(rtspChannel("t1", "groupKey", "yard"))
 	a.create(rtspChannel("t2", "sourceUrl", "rtsp://192.0.2.30/open"))
 	var doc map[string]any
 	r := a.call("GET", "/api/v2/channels/asset-transfer/export", nil)
-	r.json(t, &doc)
-	if doc["format"] != "svc.channels.asset-transfer" || doc["version"] != float64(1) || len(doc["channels"].([]any)) != 2 || strings.Contains(string(r.body), "Sup3rS3cret") {
-		t.Fatalf("export = %s", r.body)
+	r.JSON(t, &doc)
+	if doc["format"] != "svc.channels.asset-transfer" || doc["version"] != float64(1) || len(doc["channels"].([]any)) != 2 || strings.Contains(string(r.Body), "Sup3rS3cret") {
+		t.Fatalf("export = %s", r.Body)
 	}
 	type result struct {
 		Preview, Applied                  bool
@@ -579,40 +580,40 @@ func TestChannelAssetTransfer(t *testing.T) {
 		Items                             []struct{ Kind, Key, ChannelID, Action, Reason string }
 	}
 	// Preview writes nothing.
-	rev := dst.s.Node.Revision()
+	rev := dst.S.Node.Revision()
 	var plan result
-	b.call("POST", "/api/v2/channels/asset-transfer/import", map[string]any{"document": doc}).json(t, &plan)
+	b.call("POST", "/api/v2/channels/asset-transfer/import", map[string]any{"document": doc}).JSON(t, &plan)
 	if !plan.Preview || plan.Applied || plan.Created != 3 || plan.Failed != 0 {
 		t.Fatalf("preview = %+v", plan)
 	}
-	if got := dst.s.Node.Revision(); got != rev {
+	if got := dst.S.Node.Revision(); got != rev {
 		t.Fatalf("preview changed the store: %d -> %d", rev, got)
 	}
 	var done result
 	r = b.call("POST", "/api/v2/channels/asset-transfer/import", map[string]any{"preview": false, "document": doc})
-	r.json(t, &done)
-	if r.status != 200 || !done.Applied || done.Created != 3 {
-		t.Fatalf("confirm = %d %s", r.status, r.body)
+	r.JSON(t, &done)
+	if r.Status != 200 || !done.Applied || done.Created != 3 {
+		t.Fatalf("confirm = %d %s", r.Status, r.Body)
 	}
 	// Credentials do not travel: the note says so; new channels are pending.
-	if !strings.Contains(string(r.body), "source credentials are not exported") {
-		t.Fatalf("no credential note: %s", r.body)
+	if !strings.Contains(string(r.Body), "source credentials are not exported") {
+		t.Fatalf("no credential note: %s", r.Body)
 	}
 	var page channelPage
-	b.call("GET", "/api/v2/channels?activationState=Pending", nil).json(t, &page)
+	b.call("GET", "/api/v2/channels?activationState=Pending", nil).JSON(t, &page)
 	if page.Total != 2 || page.Rows[0].HasSourceCredentials || page.Rows[0].GroupKey != "yard" {
 		t.Fatalf("imported = %+v", page)
 	}
 	var orig channelPage
-	a.call("GET", "/api/v2/channels", nil).json(t, &orig)
+	a.call("GET", "/api/v2/channels", nil).JSON(t, &orig)
 	if page.Rows[0].ChannelID != orig.Rows[0].ChannelID {
 		t.Fatal("channel ids did not travel")
 	}
 	// Confirming again changes nothing.
-	rev = dst.s.Node.Revision()
-	b.call("POST", "/api/v2/channels/asset-transfer/import", map[string]any{"preview": false, "document": doc}).json(t, &done)
-	if done.Skipped != 3 || done.Created+done.Updated != 0 || dst.s.Node.Revision() != rev {
-		t.Fatalf("second confirm = %+v, revision %d -> %d", done, rev, dst.s.Node.Revision())
+	rev = dst.S.Node.Revision()
+	b.call("POST", "/api/v2/channels/asset-transfer/import", map[string]any{"preview": false, "document": doc}).JSON(t, &done)
+	if done.Skipped != 3 || done.Created+done.Updated != 0 || dst.S.Node.Revision() != rev {
+		t.Fatalf("second confirm = %+v, revision %d -> %d", done, rev, dst.S.Node.Revision())
 	}
 	// A changed name is an update; an invalid item rejects the whole
 	// document and applies nothing.
@@ -620,22 +621,22 @@ func TestChannelAssetTransfer(t *testing.T) {
 	chans[0].(map[string]any)["name"] = "Renamed"
 	chans = append(chans, map[string]any{"name": "bad", "protocol": "rtsp", "app": "a/b", "stream": "x", "sourceUrl": "rtsp://h/x"})
 	doc["channels"] = chans
-	b.call("POST", "/api/v2/channels/asset-transfer/import", map[string]any{"document": doc}).json(t, &plan)
+	b.call("POST", "/api/v2/channels/asset-transfer/import", map[string]any{"document": doc}).JSON(t, &plan)
 	if plan.Updated != 1 || plan.Failed != 1 || plan.Items[len(plan.Items)-1].Action != "error" || !strings.Contains(plan.Items[len(plan.Items)-1].Reason, "app must be") {
 		t.Fatalf("preview with an invalid item = %+v", plan)
 	}
-	rev = dst.s.Node.Revision()
+	rev = dst.S.Node.Revision()
 	r = b.call("POST", "/api/v2/channels/asset-transfer/import", map[string]any{"preview": false, "document": doc})
 	checkErrorBody(t, r, 409, "import_rejected")
-	if !strings.Contains(string(r.body), "app must be") || dst.s.Node.Revision() != rev {
-		t.Fatalf("rejected confirm = %s, revision %d -> %d", r.body, rev, dst.s.Node.Revision())
+	if !strings.Contains(string(r.Body), "app must be") || dst.S.Node.Revision() != rev {
+		t.Fatalf("rejected confirm = %s, revision %d -> %d", r.Body, rev, dst.S.Node.Revision())
 	}
 	doc["channels"] = chans[:len(chans)-1]
-	b.call("POST", "/api/v2/channels/asset-transfer/import", map[string]any{"preview": false, "document": doc}).json(t, &done)
+	b.call("POST", "/api/v2/channels/asset-transfer/import", map[string]any{"preview": false, "document": doc}).JSON(t, &done)
 	if done.Updated != 1 || !done.Applied {
 		t.Fatalf("update import = %+v", done)
 	}
-	b.call("GET", "/api/v2/channels?keyword=Renamed", nil).json(t, &page)
+	b.call("GET", "/api/v2/channels?keyword=Renamed", nil).JSON(t, &page)
 	if page.Total != 1 {
 		t.Fatalf("renamed channel not found: %+v", page)
 	}
