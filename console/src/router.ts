@@ -29,6 +29,12 @@ export const routes: RouteRecordRaw[] = [
   },
   { path: '/live', name: 'live', component: () => import('./views/LiveView.vue'), meta: { title: 'Live view', perms: ['streams.play'] } },
   {
+    path: '/recordings',
+    name: 'recordings',
+    component: () => import('./views/RecordingsView.vue'),
+    meta: { title: 'Recordings', perms: ['recordings.view'] },
+  },
+  {
     path: '/nodes',
     name: 'nodes',
     component: () => import('./views/NodesView.vue'),
