@@ -2,7 +2,8 @@
 // channel is recorded through the API (svc dev does not record on its own),
 // its files are listed on the Recordings page and one plays in the page's
 // player (time advancing, a frame that is not black), a cut/merge of the
-// range succeeds, the recording volumes show the dev media host. axe on each.
+// range succeeds, the recording volumes show the dev media host; the
+// GB28181 devices and meeting rooms pages render. axe on each.
 import { assert, axe, nav, shot, until, videoState } from './lib.mjs'
 import { env } from './lib.mjs'
 
@@ -75,4 +76,14 @@ export async function archivePages(page, demoChannelId, a11y) {
     data: { channelId: demoChannelId },
   })
   assert(stop.ok(), `stopping the demo recording: ${stop.status()}`)
+
+  await nav(page, 'GB28181 devices')
+  await page.locator('[data-test=devices], [data-test=no-devices]').first().waitFor()
+  a11y.push(...(await axe(page, 'devices')))
+  await shot(page, 'devices')
+
+  await nav(page, 'Meeting rooms')
+  await page.locator('[data-test=rooms], [data-test=no-rooms]').first().waitFor()
+  a11y.push(...(await axe(page, 'rooms')))
+  await shot(page, 'rooms')
 }

@@ -35,6 +35,18 @@ export const routes: RouteRecordRaw[] = [
     meta: { title: 'Recordings', perms: ['recordings.view'] },
   },
   {
+    path: '/devices',
+    name: 'devices',
+    component: () => import('./views/DevicesView.vue'),
+    meta: { title: 'GB28181 devices', perms: ['devices.view'] },
+  },
+  {
+    path: '/rooms',
+    name: 'rooms',
+    component: () => import('./views/RoomsView.vue'),
+    meta: { title: 'Meeting rooms', perms: ['rtc.manage'] },
+  },
+  {
     path: '/nodes',
     name: 'nodes',
     component: () => import('./views/NodesView.vue'),
