@@ -3,7 +3,8 @@
 // its files are listed on the Recordings page and one plays in the page's
 // player (time advancing, a frame that is not black), a cut/merge of the
 // range succeeds, the recording volumes show the dev media host; the
-// GB28181 devices and meeting rooms pages render. axe on each.
+// GB28181 devices page renders, a room made through the API is listed and
+// closed on the meeting rooms page. axe on each.
 import { assert, axe, nav, shot, until, videoState } from './lib.mjs'
 import { env } from './lib.mjs'
 
@@ -82,8 +83,19 @@ export async function archivePages(page, demoChannelId, a11y) {
   a11y.push(...(await axe(page, 'devices')))
   await shot(page, 'devices')
 
+  // A room made through the API is listed, shows it has no recordings, and
+  // closes from the page (after the confirmation).
+  const made = await page.request.post(`${env.base}/api/v2/rtc/rooms`, { headers: { 'X-Svc-Csrf-Token': await csrfOf(page) }, data: { name: 'Standup' } })
+  assert(made.ok(), `creating a room: ${made.status()} ${await made.text()}`)
   await nav(page, 'Meeting rooms')
-  await page.locator('[data-test=rooms], [data-test=no-rooms]').first().waitFor()
+  const room = page.locator('tr[data-room="Standup"]')
+  await room.waitFor()
+  assert((await room.textContent()).includes('Open'), `the new room is Open: ${await room.textContent()}`)
+  await room.getByRole('button', { name: 'Recordings of Standup' }).click()
+  await page.getByText('The room has not been recorded.').waitFor()
   a11y.push(...(await axe(page, 'rooms')))
   await shot(page, 'rooms')
+  page.once('dialog', (d) => void d.accept())
+  await room.getByRole('button', { name: 'Close Standup' }).click()
+  await until('the room Closed', async () => (await room.textContent()).includes('Closed'), 30_000, 500)
 }
