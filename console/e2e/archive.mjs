@@ -2,7 +2,8 @@
 // channel is recorded through the API (svc dev does not record on its own),
 // its files are listed on the Recordings page and one plays in the page's
 // player (time advancing, a frame that is not black), a cut/merge of the
-// range succeeds, the recording volumes show the dev media host; the
+// range succeeds, a file is soft-deleted and restored, the recording
+// volumes show the dev media host; the
 // GB28181 devices page renders, a room made through the API is listed and
 // closed on the meeting rooms page. axe on each.
 import { assert, axe, nav, shot, until, videoState } from './lib.mjs'
@@ -52,7 +53,6 @@ export async function archivePages(page, demoChannelId, a11y) {
   )
   assert(v.maxLuma > 150 && v.brightShare > 0.001, `the recording's frame is black (max luma ${v.maxLuma}, bright share ${v.brightShare})`)
   assert((await first.getByRole('link', { name: /^Download/ }).getAttribute('href'))?.endsWith('/download'), 'a download link')
-  a11y.push(...(await axe(page, 'recordings')))
   await shot(page, 'recordings')
 
   // One file out of the recording's files: the range's join on the media server.
@@ -66,11 +66,26 @@ export async function archivePages(page, demoChannelId, a11y) {
   assert((await page.getAttribute('[data-test=cut-task]', 'data-status')) === 'Succeeded', `cut/merge: ${await page.textContent('[data-test=cut-task]')}`)
   await page.locator('[data-test=cut-download]').waitFor()
 
+  // Soft-delete a file from the list, find it among the soft-deleted ones,
+  // restore it.
+  const fileId = await rows.last().getAttribute('data-file')
+  const row = page.locator(`[data-test=files] tr[data-file="${fileId}"]`)
+  page.once('dialog', (d) => void d.accept())
+  await row.getByRole('button', { name: /^Delete/ }).click()
+  await until('the deleted file left the list', async () => (await row.count()) === 0, 30_000, 500)
+  await page.selectOption('#rec-state', 'SoftDeleted')
+  await until('the file among the soft-deleted', async () => (await row.count()) === 1 && (await row.textContent()).includes('SoftDeleted'), 30_000, 500)
+  await row.getByRole('button', { name: /^Restore/ }).click()
+  await until('the restored file left the soft-deleted list', async () => (await row.count()) === 0, 30_000, 500)
+  await page.selectOption('#rec-state', 'Completed')
+  await until('the restored file listed again', async () => (await row.count()) === 1, 30_000, 500)
+
   // The dev media host's recording volume.
   await until('the recording volume', async () => (await page.locator('[data-test=disks] tr[data-disk="dev-media"]').count()) === 1, 60_000, 1000)
   const disk = await page.textContent('[data-test=disks] tr[data-disk="dev-media"]')
   assert(/Normal|LowSpace|Full/.test(disk) && disk.includes('free of'), `the volume's state and space: ${disk}`)
-  a11y.push(...(await axe(page, 'recordings with cut/merge and volumes')))
+  // One axe pass over the whole page: the player, the task and the volumes shown.
+  a11y.push(...(await axe(page, 'recordings')))
 
   const stop = await page.request.post(`${env.base}/api/v2/recording/stop`, {
     headers: { 'X-Svc-Csrf-Token': await csrfOf(page) },
