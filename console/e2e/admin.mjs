@@ -103,7 +103,10 @@ export async function adminRun(browser, results) {
   await expectPlaying(watcher, tile0, 'the other tab after the source came back')
   log.mediaOutage = watcherLog.mediaOutage = false
 
+  const archiveStarted = Date.now()
   await archivePages(page, demoChannelId, a11y)
+  // What the recordings, devices and rooms pages add to the run (its whole budget is 5 minutes).
+  results.figures.archivePagesSeconds = Math.round((Date.now() - archiveStarted) / 1000)
 
   // The channel's page: snapshots on a schedule, the runtime log.
   await nav(page, 'Channels')
