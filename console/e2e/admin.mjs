@@ -4,13 +4,15 @@
 // export and import with the preview, an API token shown once, a viewer
 // user, a delivery plan with a test delivery that reaches the test's
 // receiver, the outbox and the live feed, the node and system pages,
-// keyboard use, a tablet-wide screen, axe on every page, sign out.
+// the recordings, devices and rooms pages (archive.mjs), keyboard use, a
+// tablet-wide screen, axe on every page, sign out.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { assert, axe, env, expectPlaying, nav, shot, sleep, until, watch } from './lib.mjs'
 import { measureLogin, reloadTimed, signInTimed } from './measure.mjs'
 import { probeCookies, probeCSP, probeCSRF, probeHeaders } from './probes.mjs'
+import { archivePages, startDemoRecording } from './archive.mjs'
 
 export const viewer = { username: 'viewer1', password: 'viewer-Pa55word-1' }
 
@@ -38,6 +40,9 @@ export async function adminRun(browser, results) {
   await probeCSP(context)
 
   await keyboard(page)
+
+  // Recorded while the rest of the run goes on; the Recordings page reads it later.
+  const demoChannelId = await startDemoRecording(page)
 
   // A channel on the GStreamer camera, credentials typed in their own fields.
   await nav(page, 'Channels')
@@ -97,6 +102,11 @@ export async function adminRun(browser, results) {
   await expectPlaying(page, tile0, 'after the source came back')
   await expectPlaying(watcher, tile0, 'the other tab after the source came back')
   log.mediaOutage = watcherLog.mediaOutage = false
+
+  const archiveStarted = Date.now()
+  await archivePages(page, demoChannelId, a11y)
+  // What the recordings, devices and rooms pages add to the run (its whole budget is 5 minutes).
+  results.figures.archivePagesSeconds = Math.round((Date.now() - archiveStarted) / 1000)
 
   // The channel's page: snapshots on a schedule, the runtime log.
   await nav(page, 'Channels')

@@ -29,6 +29,24 @@ export const routes: RouteRecordRaw[] = [
   },
   { path: '/live', name: 'live', component: () => import('./views/LiveView.vue'), meta: { title: 'Live view', perms: ['streams.play'] } },
   {
+    path: '/recordings',
+    name: 'recordings',
+    component: () => import('./views/RecordingsView.vue'),
+    meta: { title: 'Recordings', perms: ['recordings.view'] },
+  },
+  {
+    path: '/devices',
+    name: 'devices',
+    component: () => import('./views/DevicesView.vue'),
+    meta: { title: 'GB28181 devices', perms: ['devices.view'] },
+  },
+  {
+    path: '/rooms',
+    name: 'rooms',
+    component: () => import('./views/RoomsView.vue'),
+    meta: { title: 'Meeting rooms', perms: ['rtc.manage'] },
+  },
+  {
     path: '/nodes',
     name: 'nodes',
     component: () => import('./views/NodesView.vue'),

@@ -17,7 +17,9 @@ import (
 // GStreamer camera started and watched (video time advancing, a frame that
 // is not black) in every protocol and a wall, an API token shown once, a
 // delivery plan whose test delivery reaches this test's receiver with a
-// valid signature, sign out; then a viewer who sees no control it may not
+// valid signature, the demo channel recorded and a file of it played on
+// the Recordings page with a cut/merge of the range, the devices and rooms
+// pages, sign out; then a viewer who sees no control it may not
 // use and gets no 403; axe on every page; CSRF, cookies and CSP checked
 // from the browser.
 func TestConsoleInABrowser(t *testing.T) {
