@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcplatform/svc/shared/digestauth"
 	"github.com/svcplatform/svc/test/testkit"
 )
 
@@ -82,10 +83,9 @@ var nonceRE = regexp.MustCompile(`nonce="([^"]+)"`)
 
 func digestFor(id, password, nonce string) string {
 	uri := "sip:" + testPlatformID + "@" + testDomain
-	ha1 := md5hex(id + ":" + testDomain + ":" + password)
-	ha2 := md5hex("REGISTER:" + uri)
+	response, _ := digestauth.Expected("MD5", id, testDomain, password, "REGISTER", uri, nonce, "", "", "")
 	return fmt.Sprintf(`Digest username="%s", realm="%s", nonce="%s", uri="%s", response="%s", algorithm=MD5`,
-		id, testDomain, nonce, uri, md5hex(ha1+":"+nonce+":"+ha2))
+		id, testDomain, nonce, uri, response)
 }
 
 func TestRegistrarRefusesReplaysBadIDsAndStorms(t *testing.T) {

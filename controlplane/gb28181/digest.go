@@ -1,12 +1,8 @@
 package gb28181
 
 import (
-	"crypto/md5"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
-	"fmt"
-	"strings"
 	"sync"
 	"time"
 )
@@ -91,86 +87,4 @@ func (n *nonces) use(nonce string, nc uint64, now time.Time) nonceVerdict {
 	}
 	st.used, st.lastNC = true, nc
 	return nonceOK
-}
-
-// credentials is a parsed Authorization header (RFC 2617 3.2.2).
-type credentials struct {
-	username, realm, nonce, uri, response, algorithm, qop, nc, cnonce string
-}
-
-// parseAuthorization reads a Digest Authorization header value.
-func parseAuthorization(v string) (credentials, error) {
-	v = strings.TrimSpace(v)
-	if len(v) < 7 || !strings.EqualFold(v[:7], "digest ") {
-		return credentials{}, fmt.Errorf("the Authorization is not Digest")
-	}
-	var c credentials
-	for _, part := range splitParams(v[7:]) {
-		k, val, ok := strings.Cut(part, "=")
-		if !ok {
-			continue
-		}
-		val = strings.Trim(strings.TrimSpace(val), `"`)
-		switch strings.ToLower(strings.TrimSpace(k)) {
-		case "username":
-			c.username = val
-		case "realm":
-			c.realm = val
-		case "nonce":
-			c.nonce = val
-		case "uri":
-			c.uri = val
-		case "response":
-			c.response = val
-		case "algorithm":
-			c.algorithm = val
-		case "qop":
-			c.qop = val
-		case "nc":
-			c.nc = val
-		case "cnonce":
-			c.cnonce = val
-		}
-	}
-	if c.username == "" || c.nonce == "" || c.uri == "" || c.response == "" {
-		return credentials{}, fmt.Errorf("the Authorization lacks username, nonce, uri or response")
-	}
-	if c.algorithm != "" && !strings.EqualFold(c.algorithm, "MD5") {
-		return credentials{}, fmt.Errorf("digest algorithm %q is not MD5", c.algorithm)
-	}
-	return c, nil
-}
-
-// splitParams splits at commas outside quotes.
-func splitParams(s string) []string {
-	var out []string
-	quoted, start := false, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '"':
-			quoted = !quoted
-		case ',':
-			if !quoted {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, s[start:])
-}
-
-func md5hex(s string) string {
-	h := md5.Sum([]byte(s))
-	return hex.EncodeToString(h[:])
-}
-
-// valid checks the response against the password (RFC 2617 3.2.2.1).
-func (c credentials) valid(method, password string) bool {
-	ha1 := md5hex(c.username + ":" + c.realm + ":" + password)
-	ha2 := md5hex(method + ":" + c.uri)
-	want := md5hex(ha1 + ":" + c.nonce + ":" + ha2)
-	if c.qop != "" {
-		want = md5hex(ha1 + ":" + c.nonce + ":" + c.nc + ":" + c.cnonce + ":" + c.qop + ":" + ha2)
-	}
-	return subtle.ConstantTimeCompare([]byte(want), []byte(strings.ToLower(c.response))) == 1
 }

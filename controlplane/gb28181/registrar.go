@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/emiago/sipgo/sip"
+	"github.com/svcplatform/svc/shared/digestauth"
 	"go.uber.org/zap"
 )
 
@@ -40,17 +41,17 @@ func (s *Service) onRegister(req *sip.Request, tx sip.ServerTransaction) {
 		s.challenge(tx, req, false)
 		return
 	}
-	cred, err := parseAuthorization(auth.Value())
+	cred, err := digestauth.Parse(auth.Value())
 	if err != nil {
 		s.authFailure(tx, req, id, err.Error(), now)
 		return
 	}
-	if cred.username != string(id) || cred.realm != s.cfg.Domain {
-		s.authFailure(tx, req, id, fmt.Sprintf("digest username %q or realm %q does not match device %s and realm %s", cred.username, cred.realm, id, s.cfg.Domain), now)
+	if cred.Username != string(id) || cred.Realm != s.cfg.Domain {
+		s.authFailure(tx, req, id, fmt.Sprintf("digest username %q or realm %q does not match device %s and realm %s", cred.Username, cred.Realm, id, s.cfg.Domain), now)
 		return
 	}
-	nc, _ := strconv.ParseUint(cred.nc, 16, 64)
-	switch s.nonces.use(cred.nonce, nc, now) {
+	nc, _ := strconv.ParseUint(cred.NC, 16, 64)
+	switch s.nonces.use(cred.Nonce, nc, now) {
 	case nonceStale:
 		s.challenge(tx, req, true)
 		return
@@ -58,7 +59,7 @@ func (s *Service) onRegister(req *sip.Request, tx sip.ServerTransaction) {
 		s.authFailure(tx, req, id, "replayed digest nonce", now)
 		return
 	}
-	if !cred.valid(string(sip.REGISTER), s.cfg.Password) {
+	if cred.Check(string(sip.REGISTER), s.cfg.Password) != nil {
 		s.authFailure(tx, req, id, "digest response does not match the password", now)
 		return
 	}

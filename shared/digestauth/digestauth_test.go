@@ -46,3 +46,20 @@ func FuzzVerify(f *testing.F) {
 		Verify(hdr, "DESCRIBE", "pw", "svc", "n") // must not panic
 	})
 }
+
+// A device that writes its nonce count in its own way (here "1") hashes
+// that text; the check uses it as sent.
+func TestNonceCountAsSent(t *testing.T) {
+	resp, _ := Expected("MD5", "34020000001320000001", "3402000000", "pw", "REGISTER", "sip:x@3402000000", "n", "1", "c", "auth")
+	hdr := `Digest username="34020000001320000001", realm="3402000000", nonce="n", uri="sip:x@3402000000", response="` + resp + `", qop=auth, nc=1, cnonce="c"`
+	c, err := Parse(hdr)
+	if err != nil || c.NC != "1" {
+		t.Fatalf("parse: %+v %v", c, err)
+	}
+	if err := c.Check("REGISTER", "pw"); err != nil {
+		t.Fatalf("check with the nonce count as sent: %v", err)
+	}
+	if _, err := Parse(`Digest username="a", nonce="n", uri="/", response="00", algorithm=SHA-512`); !errors.Is(err, ErrDenied) {
+		t.Fatalf("an unknown algorithm: %v", err)
+	}
+}
