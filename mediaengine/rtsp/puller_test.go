@@ -31,9 +31,12 @@ type frameLog struct {
 	tracks   [][]*media.Track
 	states   []rtsp.PullerState
 	lastErrs []error
+	// udp: the media may come over UDP (UDP or automatic transport).
+	udp bool
 }
 
 func (l *frameLog) config(url string, transport rtsp.TransportMode) rtsp.PullerConfig {
+	l.udp = transport != rtsp.TransportTCP
 	return rtsp.PullerConfig{
 		URL:        url,
 		Client:     rtsp.ClientConfig{Transport: transport, UDPTimeout: time.Second, ReadTimeout: 3 * time.Second},
@@ -115,8 +118,14 @@ func (l *frameLog) check(t *testing.T, video, audio media.Codec, seconds float64
 	if len(vframes) == 0 || vframes[0].Track.Codec != video || !vframes[0].Keyframe || !vframes[0].Track.Ready() {
 		t.Fatalf("%d video frames; first %+v", len(vframes), vframes[0])
 	}
-	want := seconds * 25
-	if n := float64(len(vframes)); n < want*0.85 || n > want*1.1 {
+	// Over UDP a starved receiver loses packets (a 2-core machine running
+	// the whole suite), and the puller rightly drops the frames they
+	// broke; TCP loses nothing.
+	want, least := seconds*25, 0.85
+	if l.udp {
+		least = 0.5
+	}
+	if n := float64(len(vframes)); n < want*least || n > want*1.1 {
 		t.Errorf("%d video frames in %.0f s, want about %.0f", len(vframes), seconds, want)
 	}
 	keys := 0

@@ -83,7 +83,10 @@ func TestServerPublishAndPlayWithFFmpeg(t *testing.T) {
 			// it records over UDP, so only its packets keep the session.
 			srv := startServer(t, rtsp.ServerConfig{SessionTimeout: 3 * time.Second}, r)
 			url := rtspURL(srv.Addr(), "live/"+tt.codec)
-			startProcess(t, "ffmpeg", publishArgs(tt.codec, tt.publish, url, 16)...)
+			// The publisher outlasts the readers (stopped when the test ends):
+			// on a loaded machine their start and 10 s of reading took more
+			// than 16 s, and the session was gone before it was checked.
+			startProcess(t, "ffmpeg", publishArgs(tt.codec, tt.publish, url, 60)...)
 			path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: tt.codec}
 			testkit.Eventually(t, 10*time.Second, "the published stream", func() bool {
 				s := r.Stream(path)
