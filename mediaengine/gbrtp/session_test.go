@@ -101,7 +101,9 @@ func TestSessionReceivesGStreamerPSOverEachTransport(t *testing.T) {
 }
 
 func TestSessionEndsWhenTheDeviceStopsSending(t *testing.T) {
-	s, err := Listen(Config{Transport: UDP, Listen: "127.0.0.1:0", Timeout: 2 * time.Second})
+	// The timeout also runs before the first packet: 5 s leaves the sender
+	// (ffmpeg started by the test) time to begin on a loaded machine.
+	s, err := Listen(Config{Transport: UDP, Listen: "127.0.0.1:0", Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
