@@ -11,8 +11,11 @@ package testkit
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -132,17 +135,35 @@ func Tail(s string, n int) string {
 
 // FreeRTPRange is the first port of 100 free ones for an engine's RTP
 // range, below the kernel's ephemeral ports (which other tests'
-// connections take).
+// connections take). Test binaries of several packages run at once and
+// their engines bind the range only later, so a range is claimed with a
+// lock file held until the test ends (the kernel drops it if the process
+// dies), and the ranges are tried from a random one on.
 func FreeRTPRange(t testing.TB) int {
 	t.Helper()
-	for start := 26000; start < 32700; start += 100 {
-		ok := true
-		for p := start; p < start+100 && ok; p += 9 {
+	const first, last, size = 26000, 32600, 100
+	n := (last-first)/size + 1
+	from := rand.IntN(n)
+	for i := 0; i < n; i++ {
+		start := first + ((from+i)%n)*size
+		lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("svc-test-rtp-range-%d.lock", start)), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			lock.Close() // another running test holds it
+			continue
+		}
+		ok := portFree(start) && portFree(start+1)
+		for p := start + 2; p < start+size && ok; p += 9 {
 			ok = portFree(p)
 		}
-		if ok {
-			return start
+		if !ok {
+			lock.Close()
+			continue
 		}
+		t.Cleanup(func() { lock.Close() })
+		return start
 	}
 	t.Fatal("no free RTP range")
 	return 0
