@@ -5,43 +5,43 @@ import (
 	"net/http"
 
 	"github.com/svcplatform/svc/api/contract"
-	"github.com/svcplatform/svc/controlplane/mediaserver"
+	"github.com/svcplatform/svc/controlplane/rtpports"
 	"github.com/svcplatform/svc/shared/agentapi"
 )
 
-// rtpEndpoints serves RTP port leases, which each media host's agent owns
-// for its range.
+// rtpEndpoints serves RTP port leases (controlplane/rtpports asks the
+// host's agent, which owns its range).
 type rtpEndpoints struct {
-	servers *mediaserver.Service
+	ports *rtpports.Service
 }
 
-// lease runs a lease change; acc is set when the agent had not finished.
-func (e *rtpEndpoints) lease(ctx context.Context, t mediaserver.Target, typ string, payload any, wait *int32) (*contract.RtpPortLease, *contract.NodeCommandAccepted, error) {
-	var l contract.RtpPortLease
-	o, err := e.servers.Do(ctx, mediaserver.Call{Target: t, Type: typ, Payload: payload, Actor: auditActor(ctx), Wait: waitFor(wait)}, &l)
-	if err != nil {
-		return nil, nil, err
+// leaseAnswer maps a lease change: the lease, or the command still running.
+func leaseAnswer(c rtpports.Change) (contract.RtpPortLeaseAnswer, error) {
+	var out contract.RtpPortLeaseAnswer
+	if !c.Outcome.Done {
+		return out, out.FromNodeCommandAccepted(accepted(c.Outcome))
 	}
-	if !o.Done {
-		a := accepted(o)
-		return nil, &a, nil
-	}
-	return &l, nil, nil
+	return out, out.FromRtpPortLease(rtpLease(c.Lease))
+}
+
+func rtpLease(l agentapi.Lease) contract.RtpPortLease {
+	return contract.RtpPortLease{LeaseId: l.LeaseID, NodeId: l.NodeID, Port: int32(l.Port), Direction: contract.RtpPortLeaseDirection(l.Direction),
+		Purpose: l.Purpose, Ssrc: l.SSRC, StreamId: l.StreamID, Status: contract.RtpPortLeaseStatus(l.Status), CreatedAt: l.CreatedAt,
+		ExpiresAt: l.ExpiresAt, ReleasedAt: l.ReleasedAt, ReleaseReason: l.ReleaseReason}
 }
 
 func (e *rtpEndpoints) ListRtpPortLeases(ctx context.Context, r contract.ListRtpPortLeasesRequestObject) (contract.ListRtpPortLeasesResponseObject, error) {
 	ctx = requestContext(ctx)
-	var list contract.RtpPortLeaseList
-	o, err := e.servers.Do(ctx, mediaserver.Call{Target: target(r.Params.NodeId, r.Params.MediaServerId), Type: agentapi.TypeRTPList, Read: true, Actor: auditActor(ctx),
-		Payload: agentapi.ListLeasesRequest{Status: deref(strPtr(r.Params.Status), ""), Direction: deref(strPtr(r.Params.Direction), "")}}, &list)
+	nodeID, list, err := e.ports.List(ctx, auditActor(ctx), target(r.Params.NodeId, r.Params.MediaServerId),
+		agentapi.ListLeasesRequest{Status: deref(strPtr(r.Params.Status), ""), Direction: deref(strPtr(r.Params.Direction), "")})
 	if err != nil {
 		return nil, err
 	}
-	list.NodeId = o.Node.NodeID
-	if list.Rows == nil {
-		list.Rows = []contract.RtpPortLease{}
+	out := contract.RtpPortLeaseList{NodeId: nodeID, PortMin: int32(list.PortMin), PortMax: int32(list.PortMax), Rows: make([]contract.RtpPortLease, 0, len(list.Leases))}
+	for _, l := range list.Leases {
+		out.Rows = append(out.Rows, rtpLease(l))
 	}
-	return contract.ListRtpPortLeases200JSONResponse(list), nil
+	return contract.ListRtpPortLeases200JSONResponse(out), nil
 }
 
 func (e *rtpEndpoints) CreateRtpPortLease(ctx context.Context, r contract.CreateRtpPortLeaseRequestObject) (contract.CreateRtpPortLeaseResponseObject, error) {
@@ -49,12 +49,12 @@ func (e *rtpEndpoints) CreateRtpPortLease(ctx context.Context, r contract.Create
 	b := r.Body
 	req := agentapi.LeaseRequest{Direction: string(b.Direction), Purpose: b.Purpose, SSRC: deref(b.Ssrc, ""), StreamID: deref(b.StreamId, ""),
 		TTLSeconds: int(deref(b.TtlSeconds, 300)), Port: int(deref(b.Port, 0))}
-	l, acc, err := e.lease(ctx, target(r.Params.NodeId, r.Params.MediaServerId), agentapi.TypeRTPLease, req, b.WaitSeconds)
+	c, err := e.ports.Lease(ctx, auditActor(ctx), target(r.Params.NodeId, r.Params.MediaServerId), req, waitFor(b.WaitSeconds))
 	if err != nil {
 		return nil, err
 	}
-	var out contract.RtpPortLeaseAnswer
-	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromRtpPortLease(*l) }); err != nil {
+	out, err := leaseAnswer(c)
+	if err != nil {
 		return nil, err
 	}
 	return contract.CreateRtpPortLease200JSONResponse(out), nil
@@ -70,12 +70,12 @@ func releaseBody(b *contract.RtpPortReleaseRequest) (string, *int32) {
 func (e *rtpEndpoints) ReleaseRtpPortLease(ctx context.Context, r contract.ReleaseRtpPortLeaseRequestObject) (contract.ReleaseRtpPortLeaseResponseObject, error) {
 	ctx = requestContext(ctx)
 	reason, wait := releaseBody(r.Body)
-	l, acc, err := e.lease(ctx, target(r.Params.NodeId, r.Params.MediaServerId), agentapi.TypeRTPRelease, agentapi.ReleaseRequest{LeaseID: r.LeaseId, Reason: reason}, wait)
+	c, err := e.ports.Release(ctx, auditActor(ctx), target(r.Params.NodeId, r.Params.MediaServerId), agentapi.ReleaseRequest{LeaseID: r.LeaseId, Reason: reason}, waitFor(wait))
 	if err != nil {
 		return nil, err
 	}
-	var out contract.RtpPortLeaseAnswer
-	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromRtpPortLease(*l) }); err != nil {
+	out, err := leaseAnswer(c)
+	if err != nil {
 		return nil, err
 	}
 	return contract.ReleaseRtpPortLease200JSONResponse(out), nil
@@ -88,12 +88,12 @@ func (e *rtpEndpoints) ReleaseRtpPort(ctx context.Context, r contract.ReleaseRtp
 	}
 	reason, wait := releaseBody(r.Body)
 	req := agentapi.ReleaseRequest{Port: int(r.Port), Direction: deref(strPtr(r.Params.Direction), ""), Reason: reason}
-	l, acc, err := e.lease(ctx, target(r.Params.NodeId, r.Params.MediaServerId), agentapi.TypeRTPRelease, req, wait)
+	c, err := e.ports.Release(ctx, auditActor(ctx), target(r.Params.NodeId, r.Params.MediaServerId), req, waitFor(wait))
 	if err != nil {
 		return nil, err
 	}
-	var out contract.RtpPortLeaseAnswer
-	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromRtpPortLease(*l) }); err != nil {
+	out, err := leaseAnswer(c)
+	if err != nil {
 		return nil, err
 	}
 	return contract.ReleaseRtpPort200JSONResponse(out), nil

@@ -28,6 +28,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/recording"
 	"github.com/svcplatform/svc/controlplane/rooms"
+	"github.com/svcplatform/svc/controlplane/rtpports"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
@@ -92,6 +93,7 @@ type Deps struct {
 	Commands     *nodecommand.Service
 	MediaServers *mediaserver.Service
 	Tuning       *tuning.Service
+	RTPPorts     *rtpports.Service
 	Templates    *transcoder.Service
 	Monitor      *monitoring.Monitor
 	Authority    *clusterca.Authority
@@ -189,7 +191,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		nodesEndpoints: &nodesEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers, monitor: d.Monitor, node: d.Node,
 			system: d.System, ttl: d.NodeTTL},
 		engineEndpoints:     &engineEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers},
-		rtpEndpoints:        &rtpEndpoints{servers: d.MediaServers},
+		rtpEndpoints:        &rtpEndpoints{ports: d.RTPPorts},
 		transcoderEndpoints: &transcoderEndpoints{templates: d.Templates},
 		tuningEndpoints:     &tuningEndpoints{tuning: d.Tuning},
 		playbackEndpoints:   &playbackEndpoints{playback: d.Playback},

@@ -43,6 +43,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/recording"
 	"github.com/svcplatform/svc/controlplane/rooms"
+	"github.com/svcplatform/svc/controlplane/rtpports"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
@@ -286,7 +287,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Talk: s.talk, Recording: s.Recording, AutoRecord: s.autoRecording, Rooms: s.Rooms,
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
-		Tuning:    &tuning.Service{NodeID: cfg.NodeID, Servers: s.agents.servers},
+		Tuning: &tuning.Service{NodeID: cfg.NodeID, Servers: s.agents.servers}, RTPPorts: &rtpports.Service{Servers: s.agents.servers},
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),
 		NodeTTL: cfg.NodeHeartbeatTTL, BootstrapCode: s.bootstrapCode, Console: web,
 	})
