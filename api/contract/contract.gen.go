@@ -978,6 +978,7 @@ const (
 	ErrorCodeRecordingFileUnavailable   ErrorCode = "recording_file_unavailable"
 	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
 	ErrorCodeRecordingNotAllowed        ErrorCode = "recording_not_allowed"
+	ErrorCodeRecordingNotReady          ErrorCode = "recording_not_ready"
 	ErrorCodeRefreshTokenReused         ErrorCode = "refresh_token_reused"
 	ErrorCodeRoomClosed                 ErrorCode = "room_closed"
 	ErrorCodeRoomTicketConsumed         ErrorCode = "room_ticket_consumed"
@@ -1110,6 +1111,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRecordingNotActive:
 		return true
 	case ErrorCodeRecordingNotAllowed:
+		return true
+	case ErrorCodeRecordingNotReady:
 		return true
 	case ErrorCodeRefreshTokenReused:
 		return true
@@ -8252,7 +8255,7 @@ type RtcRecording struct {
 	StoppedAtUtc *time.Time `json:"stoppedAtUtc,omitempty"`
 }
 
-// RtcRecordingList A page of a room's recordings (contract B's envelope).
+// RtcRecordingList A page of recordings (contract B's envelope).
 type RtcRecordingList struct {
 	// Items The recordings, newest first.
 	Items []RtcRecording `json:"items"`
@@ -8263,7 +8266,7 @@ type RtcRecordingList struct {
 	// PageSize Items per page.
 	PageSize int32 `json:"pageSize"`
 
-	// Total Recordings of the room.
+	// Total Recordings that match, before paging.
 	Total int64 `json:"total"`
 }
 
@@ -10828,6 +10831,39 @@ type ListRecordingSessionsParams struct {
 	RecordSource *RecordSource `form:"recordSource,omitempty" json:"recordSource,omitempty"`
 }
 
+// ListRtcRecordingsParams defines parameters for ListRtcRecordings.
+type ListRtcRecordingsParams struct {
+	// RoomId Only this room's recordings.
+	RoomId *openapi_types.UUID `form:"roomId,omitempty" json:"roomId,omitempty"`
+
+	// Search A part of the room's name or of the recording id.
+	Search *string `form:"search,omitempty" json:"search,omitempty"`
+
+	// State Only recordings in this state.
+	State *RtcRecordingState `form:"state,omitempty" json:"state,omitempty"`
+
+	// FromUtc Recordings started at or after this time.
+	FromUtc *time.Time `form:"fromUtc,omitempty" json:"fromUtc,omitempty"`
+
+	// ToUtc Recordings started before this time.
+	ToUtc *time.Time `form:"toUtc,omitempty" json:"toUtc,omitempty"`
+
+	// ParticipantId Only recordings that recorded this participant.
+	ParticipantId *openapi_types.UUID `form:"participantId,omitempty" json:"participantId,omitempty"`
+
+	// DeviceSessionId Only recordings that recorded this device session (publication).
+	DeviceSessionId *openapi_types.UUID `form:"deviceSessionId,omitempty" json:"deviceSessionId,omitempty"`
+
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
 // ListRtcRoomsParams defines parameters for ListRtcRooms.
 type ListRtcRoomsParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -10847,6 +10883,18 @@ type ListRtcRecordingRunsParams struct {
 
 	// PageSize Maximum number of rows per page.
 	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+}
+
+// DownloadRtcRecordingFileParams defines parameters for DownloadRtcRecordingFile.
+type DownloadRtcRecordingFileParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// GetRtcRecordingFileMediaParams defines parameters for GetRtcRecordingFileMedia.
+type GetRtcRecordingFileMediaParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
 }
 
 // GetRtcRecordingManifestParams defines parameters for GetRtcRecordingManifest.
@@ -12185,6 +12233,9 @@ type ServerInterface interface {
 	// StopRecording Stop recording a stream
 	// (POST /api/v2/recording/stop)
 	StopRecording(c *gin.Context)
+	// ListRtcRecordings List meeting recordings
+	// (GET /api/v2/rtc/recordings)
+	ListRtcRecordings(c *gin.Context, params ListRtcRecordingsParams)
 	// ListRtcRooms List the caller's meeting rooms
 	// (GET /api/v2/rtc/rooms)
 	ListRtcRooms(c *gin.Context, params ListRtcRoomsParams)
@@ -12239,6 +12290,12 @@ type ServerInterface interface {
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(c *gin.Context, roomId openapi_types.UUID)
+	// DownloadRtcRecordingFile Download a track's recorded file
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/download)
+	DownloadRtcRecordingFile(c *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params DownloadRtcRecordingFileParams)
+	// GetRtcRecordingFileMedia Play a track's recorded file
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/media)
+	GetRtcRecordingFileMedia(c *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params GetRtcRecordingFileMediaParams)
 	// GetRtcRecordingManifest Read a recording's manifest
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
 	GetRtcRecordingManifest(c *gin.Context, roomId openapi_types.UUID, recordingId string, params GetRtcRecordingManifestParams)
@@ -16536,6 +16593,105 @@ func (siw *ServerInterfaceWrapper) StopRecording(c *gin.Context) {
 	siw.Handler.StopRecording(c)
 }
 
+// ListRtcRecordings operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcRecordings(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcRecordingsParams
+
+	// ------------- Optional query parameter "roomId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "roomId", c.Request.URL.Query(), &params.RoomId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "search" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "search", c.Request.URL.Query(), &params.Search, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter search: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", c.Request.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter state: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "fromUtc" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "fromUtc", c.Request.URL.Query(), &params.FromUtc, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fromUtc: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "toUtc" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "toUtc", c.Request.URL.Query(), &params.ToUtc, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter toUtc: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "participantId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "participantId", c.Request.URL.Query(), &params.ParticipantId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter participantId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "deviceSessionId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deviceSessionId", c.Request.URL.Query(), &params.DeviceSessionId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deviceSessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcRecordings(c, params)
+}
+
 // ListRtcRooms operation middleware
 func (siw *ServerInterfaceWrapper) ListRtcRooms(c *gin.Context) {
 
@@ -17036,6 +17192,114 @@ func (siw *ServerInterfaceWrapper) CreateRtcPlaybackTicket(c *gin.Context) {
 	}
 
 	siw.Handler.CreateRtcPlaybackTicket(c, roomId)
+}
+
+// DownloadRtcRecordingFile operation middleware
+func (siw *ServerInterfaceWrapper) DownloadRtcRecordingFile(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DownloadRtcRecordingFileParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadRtcRecordingFile(c, roomId, recordingId, fileId, params)
+}
+
+// GetRtcRecordingFileMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcRecordingFileMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRtcRecordingFileMediaParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcRecordingFileMedia(c, roomId, recordingId, fileId, params)
 }
 
 // GetRtcRecordingManifest operation middleware
@@ -20628,6 +20892,9 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecordingAsHost)
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recordings/access", wrapper.CreateRtcArchiveTicket)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/manifest", wrapper.GetRtcRecordingManifest)
+	router.GET(options.BaseURL+"/api/v2/rtc/recordings", wrapper.ListRtcRecordings)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/files/:fileId/media", wrapper.GetRtcRecordingFileMedia)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/files/:fileId/download", wrapper.DownloadRtcRecordingFile)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants", wrapper.ListRtcParticipants)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants/:participantId/admit", wrapper.AdmitRtcParticipant)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants/:participantId/host", wrapper.HandOverRtcHost)
@@ -35777,6 +36044,99 @@ func (response StopRecording503JSONResponse) VisitStopRecordingResponse(w http.R
 	return err
 }
 
+type ListRtcRecordingsRequestObject struct {
+	Params ListRtcRecordingsParams
+}
+
+type ListRtcRecordingsResponseObject interface {
+	VisitListRtcRecordingsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcRecordings200JSONResponse RtcRecordingList
+
+func (response ListRtcRecordings200JSONResponse) VisitListRtcRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcRecordings400JSONResponse) VisitListRtcRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcRecordings401JSONResponse) VisitListRtcRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcRecordings403JSONResponse) VisitListRtcRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcRecordings429JSONResponse) VisitListRtcRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcRecordings500JSONResponse) VisitListRtcRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRtcRoomsRequestObject struct {
 	Params ListRtcRoomsParams
 }
@@ -37855,6 +38215,392 @@ func (response CreateRtcPlaybackTicket500JSONResponse) VisitCreateRtcPlaybackTic
 type CreateRtcPlaybackTicket503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response CreateRtcPlaybackTicket503JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFileRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	FileId      string             `json:"fileId"`
+	Params      DownloadRtcRecordingFileParams
+}
+
+type DownloadRtcRecordingFileResponseObject interface {
+	VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error
+}
+
+type DownloadRtcRecordingFile200ResponseHeaders struct {
+	AcceptRanges *string
+}
+
+type DownloadRtcRecordingFile200Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadRtcRecordingFile200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadRtcRecordingFile200Videomp4Response) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.AcceptRanges != nil {
+		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRtcRecordingFile206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type DownloadRtcRecordingFile206Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadRtcRecordingFile206ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadRtcRecordingFile206Videomp4Response) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRtcRecordingFile304Response struct {
+}
+
+func (response DownloadRtcRecordingFile304Response) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type DownloadRtcRecordingFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadRtcRecordingFile400JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadRtcRecordingFile401JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadRtcRecordingFile404JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadRtcRecordingFile409JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response DownloadRtcRecordingFile416JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadRtcRecordingFile429JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadRtcRecordingFile500JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadRtcRecordingFile503JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMediaRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	FileId      string             `json:"fileId"`
+	Params      GetRtcRecordingFileMediaParams
+}
+
+type GetRtcRecordingFileMediaResponseObject interface {
+	VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error
+}
+
+type GetRtcRecordingFileMedia200ResponseHeaders struct {
+	AcceptRanges *string
+}
+
+type GetRtcRecordingFileMedia200Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRtcRecordingFileMedia200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRtcRecordingFileMedia200Videomp4Response) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.AcceptRanges != nil {
+		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRtcRecordingFileMedia206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetRtcRecordingFileMedia206Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRtcRecordingFileMedia206ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRtcRecordingFileMedia206Videomp4Response) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRtcRecordingFileMedia304Response struct {
+}
+
+func (response GetRtcRecordingFileMedia304Response) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRtcRecordingFileMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcRecordingFileMedia400JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcRecordingFileMedia401JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcRecordingFileMedia404JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRtcRecordingFileMedia409JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response GetRtcRecordingFileMedia416JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcRecordingFileMedia429JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcRecordingFileMedia500JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRtcRecordingFileMedia503JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -51554,6 +52300,9 @@ type StrictServerInterface interface {
 	// StopRecording Stop recording a stream
 	// (POST /api/v2/recording/stop)
 	StopRecording(ctx context.Context, request StopRecordingRequestObject) (StopRecordingResponseObject, error)
+	// ListRtcRecordings List meeting recordings
+	// (GET /api/v2/rtc/recordings)
+	ListRtcRecordings(ctx context.Context, request ListRtcRecordingsRequestObject) (ListRtcRecordingsResponseObject, error)
 	// ListRtcRooms List the caller's meeting rooms
 	// (GET /api/v2/rtc/rooms)
 	ListRtcRooms(ctx context.Context, request ListRtcRoomsRequestObject) (ListRtcRoomsResponseObject, error)
@@ -51608,6 +52357,12 @@ type StrictServerInterface interface {
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(ctx context.Context, request CreateRtcPlaybackTicketRequestObject) (CreateRtcPlaybackTicketResponseObject, error)
+	// DownloadRtcRecordingFile Download a track's recorded file
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/download)
+	DownloadRtcRecordingFile(ctx context.Context, request DownloadRtcRecordingFileRequestObject) (DownloadRtcRecordingFileResponseObject, error)
+	// GetRtcRecordingFileMedia Play a track's recorded file
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/media)
+	GetRtcRecordingFileMedia(ctx context.Context, request GetRtcRecordingFileMediaRequestObject) (GetRtcRecordingFileMediaResponseObject, error)
 	// GetRtcRecordingManifest Read a recording's manifest
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
 	GetRtcRecordingManifest(ctx context.Context, request GetRtcRecordingManifestRequestObject) (GetRtcRecordingManifestResponseObject, error)
@@ -55992,6 +56747,32 @@ func (sh *strictHandler) StopRecording(ctx *gin.Context) {
 	}
 }
 
+// ListRtcRecordings operation middleware
+func (sh *strictHandler) ListRtcRecordings(ctx *gin.Context, params ListRtcRecordingsParams) {
+	var request ListRtcRecordingsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcRecordings(ctx, request.(ListRtcRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcRecordingsResponseObject); ok {
+		if err := validResponse.VisitListRtcRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListRtcRooms operation middleware
 func (sh *strictHandler) ListRtcRooms(ctx *gin.Context, params ListRtcRoomsParams) {
 	var request ListRtcRoomsRequestObject
@@ -56566,6 +57347,64 @@ func (sh *strictHandler) CreateRtcPlaybackTicket(ctx *gin.Context, roomId openap
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(CreateRtcPlaybackTicketResponseObject); ok {
 		if err := validResponse.VisitCreateRtcPlaybackTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadRtcRecordingFile operation middleware
+func (sh *strictHandler) DownloadRtcRecordingFile(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params DownloadRtcRecordingFileParams) {
+	var request DownloadRtcRecordingFileRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.FileId = fileId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadRtcRecordingFile(ctx, request.(DownloadRtcRecordingFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadRtcRecordingFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadRtcRecordingFileResponseObject); ok {
+		if err := validResponse.VisitDownloadRtcRecordingFileResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcRecordingFileMedia operation middleware
+func (sh *strictHandler) GetRtcRecordingFileMedia(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params GetRtcRecordingFileMediaParams) {
+	var request GetRtcRecordingFileMediaRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.FileId = fileId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcRecordingFileMedia(ctx, request.(GetRtcRecordingFileMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcRecordingFileMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcRecordingFileMediaResponseObject); ok {
+		if err := validResponse.VisitGetRtcRecordingFileMediaResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -60694,1291 +61533,1306 @@ var swaggerSpec = []string{
 	"iwD58BjwvbcftZ7c3oNG1Izmy16DXDxwzcIh9p60VMILtqokpOGGy8JXlax12AKshoCbw+767Qwx292f",
 	"Adhf8Cse7uCHPzesDj9TReWknVuUdG9rNmc1Ezkrtp8EUJt6KQtYNVqWcg0/GkUpfMn+rf2f7RIjQdUI",
 	"7mL/3jB9+8AVx+UU0gj/SP0KOmoz2uBO3ZSSFrdaytuS1njPmgbBjnNbMIGYolVJNzOa39+WjCoWrnKl",
-	"f4JmVVOh9dr+1qUfMJHYMwizNbQOQqMRbrEBqrmac/tBTTW7LfmKY4teL7yd85L1Gm8fdpvu/uzXt2bz",
-	"mqmlZyKNsqiocnWblzL4y3KTXArVrLZ+bhlHrXPbWvhbdQsRE7fsy5I2CudhDWS37Etlt1OtdNUyQKVl",
-	"TRfsdo4VE/xZt3zSWg3bJ3gcKdCwamb+hri1DBEKTfuDgmPEbx4YdevXXU17dxo+kMsV/uI39xYpWWMN",
-	"DCte3xpFJqQJ97s2FKV7y79mMyVhAZtqUdOQ1v+YHVg7+sHrKBluSRFvjWb6VjywUlaJMJdZR95zjIwc",
-	"ulBHcpaR/8SGCLMt/efB0Smx214romUJdQEJA7kMkFcBI7ugmkaqxVBNd8bJFPpYVSw3h9V2kLVRbKDs",
-	"GpmOa1py1UnmcvP4RqGejnXjtNnNqGBnVf2Ijw6+5gUoO0akoHktlVGvsd6bufftT0bkU6dW4PTMl9yz",
-	"zaSy7DCEuGJsfvWGCvOa0VJ5viSKlVAJC0TBJcUCnW79J9vdzoOg46AOMC6crPmCC6xPaSRZ2iuSndDB",
-	"ZQ6gd8WZ/qzziSXEsUMo1paB1Gx/x4RarY3ksIMte7jI1iWtIXH+oRtB7og9c6B95Ya8ODWiY3Dg/Uer",
-	"RmlX9QXFejLbkEXDoDLH1AJdUJs4orfDyncWJ5QW7c2PnNZdpx1betZW5JKNnpnr8dhyoWPNlB6PvOsX",
-	"8nLHJKTW/l77CWWtdRMOf0yY/x1O4k2ilNQZqdmCKw25kb/7Ad4NKkttY7EKViYAVM0TX0ENWvhGYaql",
-	"2hiBxJkWJ24aNpEy7/kOXp4cF3zBtR98nspHGPAF33EBm3f3Ohi9X5k20cnrLPGEB7hdo3EzpiHr/y35",
-	"nMGZHAE22V6RFRWN0cWbOhbS/q6WK4LbfCHm0prZnHM/bkaVRQwrZI+WRJSrdjYKzI7zftMQ7dIIzUt0",
-	"c9njb80De4ef3fQyPchSlt5n54ekayqU6fHUxd+aa4fmy5AK9LKWzWKZtBv74zNo3vUkZVgHIB7nhkEb",
-	"ns+1qxMPRgWl5k1Jrt7+7uL65u3VTsVFV1KzeORSZyeuL3xavbPfuOWBtVIMMeIPMWrwx7Obo53S7y/B",
-	"tJuzU2KVr6AM6T1j1TEFF+eai0KuAR0bS7ApXjIb5O5LX/UDcv+YHId1USR34Q5fu0OWZM3b01fX00p8",
-	"cc2a+ldiTMQQtXXX+RArUN90Xo1fE54Z2qPWDdrw0UntIDvkENwTjkdlLTPv0fD2eo5eK+NW8e7Nov6O",
-	"bOJ2xpkRWyxJ8Om+0u7t/ShLeLD0X8ESbgf+gT+wCzCcBMlEfQkEuAGYV7yGQVtuZek0KY0k2T8+DkUE",
-	"JxpURtStzYv/9R8nx//8x7+8PPn5n6Iiw44yyM4d7BIbDnUCwHNFZFs23dcAgrn6jLWSGS6HtVcIclF3",
-	"qY5WVa919Qeulzd5NTRvmxBvmBq5Ob90duqO7nJoHhgGzx9YJ8vp85vLhJV8BFPsPZSWNBd5L0HLbwZa",
-	"k8mhW58XJ0fPkllSL0ZpP+C8LcGNUPy1llWS3juUY5sEf4mW1X9HIn/kel5aE2Aq+cMQhJYA4YZRhrre",
-	"xCp2F1BuNgGsoiWinRy6qpZW9XvuDJDP0fp7tC/SCzm8/HR9kwoP8JQy4Spw69HlqklIFj/xtp8Jiz3K",
-	"st26BGz7vyeDZqK44THd5q0IHHY+IhAJ8cmCvaby/79Vbg+iXHx9rzG/6tEr/LdxoYRL0RLdDic1nrIL",
-	"cWS+duLAUbUOgh150LX9ahuNF3+fMP7rtuMt5ByutKw3La+xze4QQ4fuCrOHVZWs9jiJRSWtSlaNn6L8",
-	"+50wv138+PuLm7fT6Xgip8vTaBzFVSLJ3tbtYaJIWHd2YoLTpwQdJhcuHNG09nhicSzdfKNSgcy7hhMi",
-	"GzbsiA+gduzC1x4dQG7OkxkQmtI69gdMoEbTe0EO4U6x2dEvXr44yohR9BVgs7v4eRtPD0mMEFrdyUvH",
-	"rg4ys/2JzGg8eKnF9MeSF1jj3XeY8HUkIs07bT3sFHYOHqIdWHEEkCkSuO5zxaBWkucMA3wQw5fjxpNu",
-	"poHdz6UsY9kzQ0d0OnHNeZkwk5hfCRcEYu+zFvmkR2VcT8z7mGwwlnXqkLl7YcdLyyoSPtQ9RqSXUvEu",
-	"cqWuN863AVEY32BYU4YW7ReJ0kF5zfJILOAJeLRc5ccX9l9TnVkjvGUH0WhTje2BtVebN8mhaScjtKT1",
-	"KiMrKhpamj/Lo/Hj5pc6dbrcWgXbOnpq/jeEw0RdWjBq2CjwH6+XtGOUDbMy9tRZHiUQ4MjWULhU6K8q",
-	"BIxf5C6ZcirLwOCQJ7zHbe7NYIwxhvTTuuYPrMi23I6ytmGRu1hZLS+OWFkn3+e7rV3iLrcILwSqfYIV",
-	"2mzpip0Sj/iCDJiWJblTzerHZnXnF8auySm5EGaqJdNsi12vmdDkzw1nNkabHMraYhO4o3EUXvlxzJm2",
-	"g7gMAAOLa1wrKjbBVgYHU8gGnMWHJ94t6NxjZiWOJnJJTdV96pw4Bh6VBnuMy7azo6zgs9dwCVqS3kkq",
-	"AP42YIQJ2dzfsfUFarFYX6Xfjszhrn37ghR0ozDF6Gins/lLHPnHmyOgWjf41Sz8WHuhgIkmOPZJk8WL",
-	"l1/VZvEesqDPlyxWFL+FFZOCbaFy98tAJrID3rbpAK1uhSBqAa4kukpYfm80G3m/QyRDGB/WRwwfd4i3",
-	"U+x8753c98BfICqx6AVGjkN3Uc9xmjGIrvdS6Y9M1zyPUh5k7CyamnlUrjiKdl415zIa6NK6HUu54Dkt",
-	"yfnl56nhLTtgU62XskQELbRIelB3CLV+MHLpyfGLk5OJIFUFVzEI6I+yEZoVmHmvNsqIEpNlijdc3bu1",
-	"jkgUMNA5zaOryPRa1vekfWdyrxfuk4GuS0mLF1GN83jFRaMZGJIJfWB13wGeXkJo9PsY7sBcMyYe2XK0",
-	"4YfHjHfFVkli+4joRlwYktuNklZsdSM1LRMAShdCaaxwsPJ9gEY9UWtesdVngNOPtt4Z965NN5W5mkZr",
-	"ObXQUnD6ZlJGgKWmxBR0EG48R+mvYG/KnX1zlOxIxBNhfzLugHdOXYo/3gBu/VlVlZsh8NgA497eNL9a",
-	"sNjerB4LFLvV3D4gsfYrszxbNQPIAxTl27F6w3opld0W7ir0Fd5L5oH7S2lupVEMhK9YEvLBlyDcM2vz",
-	"DVPmUNllI7MNqWhNV8zIw/dsc2r+ozCQembWiWtma9yZB+Nlv+0ABysrxmlsCEK2s+NIA9ZBHfXvlHwM",
-	"bCk4VvZ9MP08sJrPHapsS1nJohQXk8AMRAK8VvlwnAQgVaJOxBs+t3lbEHlmVwK3aPLl326Cae5Cs1Xs",
-	"+p96iiBGtY2SnAic5raqCyWLwx8mHD/mocWZMb1mTpK3Nf+phV4qwnPgJFi7ftuq8WKMnrCZAvpWbZlO",
-	"12s3gTmkI3wBKotGBFn7uR3kCBSsnVKirStPJdBatIV7tolmZrT8YTeM5UDR6iKQrZcbQu20uCI2Iy3u",
-	"zYFctcHFr7tTMy2i9xQT0qULJt7E9qBHm2YJetvSW9nMU4Qb3LgehUTrVzLuwQmZbcjvPIOOVdzRbCHr",
-	"wV1z73SKr/KSHS+pKBAjSaAOYeOLswNePbyKYxjvR64dvRqEFGGzdGpGixQxj5TTggyLdpYYv6/2pOsM",
-	"zr+ck7l6Bouzol8yIph+BvDFSq7ol1wKEfxWr9jqtvvauvMTrx6+e8arW5AibjHP1xBO8FTn1a1eY35n",
-	"7+c5Fy59uPdkRb/cqo24ndH8vpQL//TVs1yK+TNals9sKvit+ZUgECKArgppJpeEclqtwPie2F74mQTv",
-	"wdFC6ciQjxGo1Tj3tyfMUe7WYdsaSJcYRo5YSUU0x+CBs7XZ3/Bg4TlWKZY/aLIAMQkvQCT3tWzKIrjM",
-	"J9gw/saud7mqaL3T/e7Wcdqdbvbu0QpCZbd60j7voiPY2e+pJPytyO3DO5QAXvzD2MU1YiIEgf5za8cc",
-	"Cj2yexlcIVaI7NwxORWgWpid03VC2nEvpYWLoLOgJ5/kRXslArbFuxSBJXSELsnhJzOWqvzoFjducwhJ",
-	"oH13D/7RSi2Tqw76lc1Se9sZf4zotmyTUZFJ9I2fp6SmGjygHUuvMmInhGBZk+82EYL564rlDymAWI+y",
-	"hlatmZRTw1eg6euo9RCbBlCgnZstalmpi6jlwY60ovk904pYyMs9u/jU6JiJT+jHtw/4P0NzQIQgtW/L",
-	"qaEXe7cb9/h4ak0Xb7RrFaewS7uQ+9OYbT5OZa75/eisZvnDD1yrS1ajkTS9WwBAwQWZcY1ZcZizPNEe",
-	"boY30hHs3WN6iTvE2sMfntbY1GOj7G5udy8CGg+Jsj29wSGL8cH/Jbm40vmVlKv9ZKOz1hn8J8lj8dCQ",
-	"RnwDeDHpoHClCELKAFOdNYoL85vRQcyWcKUavKgCg+bL71+NGjRzumI1fTsFIN1GfZhZ2CR7s//YAElV",
-	"5UN4sKkFCx2YmJzrNa37KRGvvosCBaiqpJsBpBAtAYoszHEwfeFyfqMm5V2seP6INVrxvJbVElTcxDo5",
-	"rIJosDAir9lx2y4OZ7VcK1ZnhEuVESqKWvIiI8+ePTsaX7feMezQYOwYfDBC9lUjwFMjaKWWMpEdulhq",
-	"ouwbw3Uow1IkWz7rHQsfBa4u0EBko/woHlkUaZGfb/IoTPu5Dd0oyILWM7owzZYlJnpP9eQtZPJs/E6S",
-	"Gld8sNToQtay0YYdpIPT2ncmqsZLRquzspT5D0OY/XKO6cDmbYLEMnXe5pPrTap2zXvT4Az7mGnKBSta",
-	"oy4696fKCxMxJ+LhJc3qvGpidb3aeAnSgKnHVcFPlNdJLLOsmHgXrwHwqWK2BJn7XdbqlBy/2EKvnJJR",
-	"P1zB6ddRa2gKuH+vAM/0UK6dPOZqKzR7op/ca2BYaybEw+97uYNju3XcescjXWympZ+AT3m6DblLnKkv",
-	"uNhXqsmlULJkEDskQjiqvoUc8DKHvPP5ktY0BzOFuaeF89TmS1qWTCwY4SvAkjD9iA0pmUa7utrKmXwV",
-	"lXBgBHEzgBc8LBRu2yfi5bsA21PittnCoyDurGFLWKRNkUPFGLmzuL7PfK93rgvE77MtHk0RbSqq1Dqa",
-	"cHJpn7i2G4XeiR2FP/NZXKEC0sCkjqALcmgW/ZgLxYTimj+wo5177Z0YP4RgujFa/dgm9AzVMsKcr9ed",
-	"og6hs9lV3YtZI//qFSpxwKkRQLk1j7nE/qoVwfYoFEkOzY/H7z78PoPHx/OPl99l5P2H63RJx/eM1nrG",
-	"qJ5Qzq8Ml6dTmI1ZJJ/9SrL9CsqK/wJVEoEIh7JA1lAzAV47dbhfJVP+x0eURBwrKQigTHZNOgXDnqS+",
-	"4ONaf4Jig9HDbWEAMImkJWquHECAi5twFW8agWCbXLmyVadua/wNZf5a9ZjTjixptPRfpy5F/TBZwZhY",
-	"BbDjVdhGbE9cKv3sTy+WJSoDdhhvWCKwz4R2r9cXKwfYHr+Rmy4O1RWyHEUOcfDqqLWhNCoarJCGvQrv",
-	"TgS/2gH1KryZxzwUSQSqoJHLaChLiE+22nMB/uqwZU8LVtZdhu74n3ALk7BlXTrkmOEGCXBfCbYsGPaV",
-	"Q1L/XS2bKqag2ufeFXrPRSSjdFbK/N6wlAErH1fwMYF3VcBn3RU5l3Xe8Rp2AhebmFXLpdlNJArTfyIs",
-	"BzDlVQzypXMNVEwcG7Z47LA0DVMEVPTjWlfH5pY8Bhz34EHLy7zAcdxyNYAzzGXB6mOjC5ZUd/zZwZ0C",
-	"MWgRov5cga0WHmMKu3fTqjZRyG1kh7qH3LtSBJ89S+dWJ3gWrLXbuHb0WUsrU2kzZkdzhvx2XhBmHamI",
-	"FdCZjXVpovq2uIIXh0qm+IZWdEMWktAloxjOLhuN5BunXihboQaP12zjj9auvKd3iCOc6AmE8WSw5HWz",
-	"WtF64+MVzapSLetfRKRPsNTrBsz8hpF6giBAedPkqqlykGOtdj+zgGyGgyk7u2XenxI8HhCcCw+Sdf9R",
-	"lJShVMm541BxG2kY3Q2hIvCRs8d2O5iC2/wLkhgw6CWtKiZYYdYADzL+8suojrjeI9fZGkqulhtC3QbF",
-	"j3/d4WS7nmoVqJ7DXrQO8wMtRztjC5SjWreqaRvfbwgHqphAAHLN5o0CfDVfyShq7E/FISePjlvRdirZ",
-	"NqV2lmriieI5u6Lr87D8dApUIVKoGjwFVEFhw1h5MqGj3rR35jP7lBz+n7OPH46ShYrjLtbzrWHsRMgf",
-	"h+P21JK+/P5VhFG+Pzt++f2rsL5FvPxkykDvJ5T5xfG97bpNj0itOiOCrQd2VEuo1sxeB0aBGTViZ1Ph",
-	"LVUC/nqGr6kMIroxLgBOTi3L0v657lW7xSPiYIAmEozzeeLwtikntAW/evniu+/i0PsgPF4nNvcKBtaO",
-	"F7oSElLtWQ15eMC2Cr6wGUhjlvSvmiO2prwLGQDxqgevX3yfJbxOffiAwGCtpc03dAACrS/d1zlI5DAe",
-	"3kXSAu86WI8cYp4w9f7El3aD4sp5XEGNAymejGeQ+kM2kJg2dMj2j06ecMZsdHG7pL3Eof/GhyOxT9Ht",
-	"4QvL8Mz5uGJxgP0ufoLShmhX7ks8Woki3REJD3pCEAZ1itUHCvsnSiyY0iLysinYJT4OYo4naSDQB+Jd",
-	"RFQOa02aFkUMszMjbE1Q6Q0eLsiDj31pHdjTGRdGQ8EWplpaF0xAYaqouf+Gr5iVk8EwbiRB/wHWHpru",
-	"Y8ftSYt2VhADTA98NyVmKl408TiDlYTA2lpqmUujJeGrGQFVBuX+qmZz/qUPJtIrZjqJNK6w+aQ+qnba",
-	"w/41A2djH72upcnu9mbbFYqixOa3KnMHL1j06MmXgmtp9vkyDsz9kVHRxyNxkLCzBuIWD+HqoHDJFVzd",
-	"Z71gEV+Dv7Aa71EsVlLzB3alqw9omoqggCgNbh2gZjRgkSUrp3rGqB5BEMLJTD8TQ6FssGiQbWCD2nYH",
-	"QvmsWJFs/z1fLJnSLlyOik2IjjKxF9yW87Fp9MLyuu7pnbq6THk7YW+tvXHL7zR1g/Gbq2Qkk1uzOh7R",
-	"NDCvgVh47NO63Ac1XyeaU0GKpnZooi3RbTNL57tK+Olg0VTCWTd10RIgNLDxsotE8ySILu5Y2LXfB9hl",
-	"EHml1z5isDxdND50UIch+ZANQ8uyhxI0JSY/ZSz3bklfxi3CmgaAScdj/WEaygf87zuHfqhx14jeCWfr",
-	"4MX0sGQcfMzUlIA+d4xwsi1u0D+q/dPVZ1HZ1oUUuzx/jBbn/mTT8Ua9ljacICIbX16Qz1cfbC33wLyV",
-	"IXW76C06lhwZ9ya5Fs193W8fG8QnbeOkboSRv2giMMq24Ysz/vFRYT/QRyfqx6JPohBiHWCtumzef8K4",
-	"oBLrPY+jnHAV7i/B72xpWbugqMscxRn8bgbp/oY7KXgu684eqn3MzfuEtIClHwvLzTZk6bnWaTBIBY4o",
-	"WioJlUMxfs58GQQbPTq6Lhlx8gNqVa2mZTeuDSbbJwbFWxqt/7ANPbHnuRNn4oqH983O/eOQ4i9ni+hV",
-	"6pkMGpN8QkoQVOSm7SMII0GRU9N3rH0S1tOtmjVbMVHLslzFjbRgQb9pBBs+Tth8TkUEhuqwltJOkIIt",
-	"FILynxtB7bnaqMTZCpwGb7HWXozlwCMvAoJjW4f+hlMcmSI1E2xNqCZ6bbgPrwvlrGwln7P9mU3Q2TWr",
-	"edR1CL+7yniHS/blKD1imy/mmeT/z97fKEduI3ui+KsgFPuPlubPUn/Y7vFacWOvrJan+0x/aCX1+Nyd",
-	"8XZBJEqFIxZAE6BK5QlH3Ke5D3af5AYyARBkASSrJHtm98w5ER51FQvERyKRmcj8/W6T64Iq46Kkgk0u",
-	"4gprfBD5OUDwflTWKwipDy25XN4iYpb/PnmwKNUjNQsotu5RewRFt8V+wmG2QTyL+603A9p+9LXatP05",
-	"/ViGE9mreWRohZp9AHFoJaNzFEujjBAK25ZgcD1a4/Gkqbs2i+xoyqXqxEvZUdy64STcFpXgN0vFTR3d",
-	"p5grD99+58/jQwqY0NAf1B8ZEbIn3mTD9FFmD5jMH/1PfJZPI5HFGBvk7e9HI2vPxg9U50umzgJdOOWg",
-	"ghxd6ANtS/gch2+8JHLCxbS3K/qmgjcwvD7Iuqd3XJsPjrKj4banPZYgu31UJY7ZrbRbZwOMJch6e+fc",
-	"66xYKaoUuLCBakP5RbelNYsyW3YkkQVZlBs4sfECxdLqROknMIkYVuBzXcYpBa+ci9bKhScdDncOVgsn",
-	"bKO3VC0j2f9c9JxHcnaakTneYn839znjS/ZAggtzM7irBqbzorkpef5ntnknFvKkc0rg3bDXjwiNcnbq",
-	"MPYS1kKR4Cjxi5GD6ucaEKsUYQ801+UG5h76C9OPXALMiUriXXCvmUiRMM2SubrPO5NMjo+P5/6mFBST",
-	"hiJbB5Y2orJZ2kb0CgdEzNgaCoa4E13U2MHSrs+agw3Rql2qdsGFMusUDscLWdYX6naiB7diPFP9o99j",
-	"6hHZ6e1Oxdx00Tqjky5xWv9o7/T04CJ9wMmyMxVRFFgdGYEaYyW/ZwBFqiRZ0Hoq+vou8KdBt1K76DpK",
-	"LuRh/tyOKSRTXSBJVOHHzvCumS+d3ZlqxxYd2cd2uGHBH/yF02hyUs8VcUT+CZqqgqsKzsHRfqKdSwGH",
-	"L3SjOvb9/qZZ25GJAwv7wzWRjR7wtj4mFI0tvgnjkuBkH7KfG1piDt674ju43nM+F6vhmXjeGCCuTNmg",
-	"dnedw/PDqvYNowWGL6DOab3k+dIM2UytcgN/Yj6kJ1pVXrBVJTUT+ebPMUzMP7NN5xBeMePNg3KgpGaz",
-	"AvUFK/yWBCNTphLbV/ThFHWPGlQ+tCzlmhXOGUxOZlojjef3dTSJ7fY+gN63/J4JD2XaUxmRxuDGsJhi",
-	"sLswBUJNAHCLv/yjgjBal0at2kXYhIlUNo5gekRvKRepxAYLJfl9ZO3Pagaqm5ZdTTWmwqfAJlDn0Nkw",
-	"+ROJc8p//BGyLcL1BpBhHwjLN3nZqVa+8I7gG6/3DrIEk9UPLjJzzVesQDSnM5uBG4/8csVvSvbZWJXJ",
-	"bbAhhdMrWIVJhcP9l2WhCNff+QoJwdbKJpiDEHLlNK/5FgTAzrA0Irbmau9J3krPanG6vTnX0endMz1w",
-	"C3u6pyuNftdl3ljpao/w/O6cub0zs39ydUEwAn3bW5auNep37Ygx5skOooRbFpR0m8XBc/uav7vpkzdm",
-	"eQdIHk5IZRyJULYd85mNdZkmNatXXNAyFVV/Qvj6AId/N+vOfBp7xR4lDVqSQgLX1Z6535PPhpTGcdDX",
-	"qgPTEIzo99A0U/ZqYnMOVQgE8v4G0EXGXZD2poeLqtGZ0UtVg+j7Ni3rX17Kv7yUf3kp//JSYhdKqCEi",
-	"Ew92ktWxGE3PiCwLpiw16U4xGTuZ1zUVSOAcpV77l8c0fipWdFNKWqTrInCh+5i55kTY1r4J8WjPo3/5",
-	"Zzv5Z7WvkJ2+Np/wuO4ujr/8s+YmE0j3MLpg//IQ/+Uh/m/rIbbaz2+19gQbMafP3bm/zXNAvWBiIkgG",
-	"+h2XT9ao1qxExdy72D0YvC1N9z6FxWn8jsde7Uz0J+LXNiHWTqe6PjNy3TnspwDsXJimMC/p0Ug6l0+K",
-	"oOPGtY/ZsgtQjhF2vOpv3/c74OMEvb3SVEcRjBu4m3NkDYqVUC7UXfaIq4j0rW9sHeWHVJY9XPnCaQ36",
-	"ANIrpS1DgHPZh1miU5NOi7/ZnHV9whStyxSShe0pARHzIZdNxSIELqYTbdbab/B+a2cfstDq5opUNVNM",
-	"dFyZtk8r+jC0Ku+lgKyG0YWhW0szsT4C3QF7XJ/esg/x/CJn21jvwc21kJpsmA4OyxPyok0Sm9iH33If",
-	"ul3nF78vjFlkd/TXJTpNI1s48JOiGrvjlrmigOSFdNwUnO6TjgWLNsbquWGlFLeKaDkZfCUZZtxkKAap",
-	"9Ou0rWmhW5nQrJd/9lsblZNCIutaahaP9PREr00h1x0r7B6sqLEj36dppSB7gCnZJ25uJWyS/2iA4kve",
-	"uSQiuRY+V6bqa701rQtWXMshwD2JLE+dSgjd6YWxs2zV92QhMl2aQq8UsK4/CiXeKONB38qVpKzB56F3",
-	"0/dZKoHHvjLrTLQdeWr93zu36hMAW0X1yKnwsFezBc2NrvTemP0GEr1Fp8YksxcSRVD8k1Q9A0Hhj8mL",
-	"Dv6oYC1Vd0iW+M8bcksqvk+NzuUKEmghSknsk08JsiPTAgHBda5IYQ9fpznRoZyB5+b9y5nSsmr/ZcPs",
-	"4QfWTwOvOfg+yA+dQQ1FVJ/6bk67UPCP751kkPjhDjEikLx9Dqt/iguscMKDYEIrLkFMoBsq6EQCgoCE",
-	"P8E6bv7YybWtueJ+6/ttVTXqsqadw7aNndzDiJp9VNphfKgYiY/Uj37XO06NKg0K7XbNu1RZr73dw/yP",
-	"G36LPJG+9O3hTsRJLlEHjXUYr5YsMwrSbSJZjc1wv51KIbJ17jtquZbCpVP1sumDSiRd3z3Mm+ECX0ci",
-	"/NuV6iYmIlEAtGGPKIZ6ygrWj5jKbb58gqqVqfWhEczxiPiN75e3qVs8+8XwdtlnHivJhY6C3CL9IVZn",
-	"IiwLQGtZrN897xD7oDST6VFtP2NT+Kli4rTiAAkFpM0JRCqMNEOSAbC6taZxTWrZxHJ+psR3A+KkmxIh",
-	"WiKmol7KIl5tQvDLYSsvtqz+sCK8CEvGG1HIvFkZ37nAganEDaSOVahQvSQODDr+O1avuEqUlSKN/YLM",
-	"H2bqPp+1z847JdnwIZZZRPBPYSKj5FfmC7KQjSgys2yiZ+Kafxv9h61/gcEfZAfhjPgP3UPBcNoP/cR/",
-	"AVIo9/FKFk3JxhWFXW87x1nPKuu80Y122KQKZTwF4nYGgHhcOZF0sQCa6xYkr2a3XEFQJRCNbag886PJ",
-	"FeQOQM3+Ls5497shmgHUiaDlpRneWRy6vQ1nbM2H2T6sJvPnrp3n88xmgtCaEfYAsHUBtV3up/1xFPaf",
-	"BCPmK4gjbysnW+VmxUXhNjIfXbhPdsXQ29KbkdsR34/RiWxNb88FFsjDlAskHMfoi2BsDjUgULqTbpV2",
-	"FIkKau2CnbIz6ltvL/Wx33rz2+liVJR78+SWOqozGn1jNOWP7GYp5d0Z1bSUt+f3SdQJpakoaF0Qdh8F",
-	"944XrEODULGeEaoIIDhzYdampOKZwsYSzDqyqXOWQky+Z6Ws2DNF8DGk8bd4q1y1ndwGaq/57W0c5wXi",
-	"U1AlCfcm99MAiLEw1zXr+z1h0l1kPT7h8H5vkJj5wnpOeztudjQg3mCxazL7M8Yy9enqWpEVNcYwpH9m",
-	"eGGI91IuXkhqpuup/BVjgTvkubUXCUEK0a76G0JmFtg/YpeayWUFURb5/5BqspJKk29evgpYCQMcDWOj",
-	"It+fs0Awu081eZ6ifIKFSQWXcdW4dqMdaGKA4diB0yWlmE+KmLkZTyJA2FyPcfwHIzIumagLeIHuoDXz",
-	"90ReMg6S1lUKMgQM4W4iOHQK08e6bqf9EFistxxPJ7+JHoW5fOxhdHIo+ZFyzcXtpdkoQZaaIkXj4DC4",
-	"sJciUDigHpd4NRrt6CkWH+9QzY3vfkpyjYbZvuOL8K4W03d6iNJgsV522vA9XYscrN2xtPsx3FZZq/62",
-	"5MvNZTeq2Y6rp2X6wtDfOTso+vHsHH8wFj4z9Z+Q9kq05tCTpu+0g/ZRXnsK7hRHSB2z0xN82rlcuRSD",
-	"7oL8Dsk+vVGAJWXNtPjsdS00kuOzHkh5W45S5D9otC3oipecqX2nHVpJAC33Zsd2ZOosJCjBTrHLEAdD",
-	"u7JNf7rZgBW15mWR0zoyF52mkhUp9gVcEXqTLHWAV8eXCH/fsXv3mdqOtR6RapEg9litpLBg2i2JselR",
-	"dCBusuJDmWM7x3+Y21mWltYK/6WsNYmyOPayuE0dvjTojp/iCfJylQREuq3ZrTmPPAKZP7SMBsZ7lnbP",
-	"OzyRLvpkCs/6wrQQZXcFACGqLXC5+d98yafj9rrHEy84tV/jECa22Q5ySA8GU8EFYTRfpkoh/XXkULVF",
-	"y+rEwOUyk8trtEHghj8xL4n8MMfTMPxSDCLBZUVNaH4n5Lpkxa2tCSWvHh4mvs61GbvDCt5nwxBgO3Oz",
-	"8eRtPR1k2l71Dr4AMHycpWNDUEvaKLDSaZv7AXCc4M+ZSVhN7IG7mR7sAprARAPSZ15Svpq8aqH5POkl",
-	"lk6F11CaGnLU73oeB5fu7VqGctTrXXDzHrlub9WPz4SvP4nrJVdxqOCwEqb9hasIiigacghOD4CKHqVg",
-	"w437UOyuekDT2V9PVBkLKmSjL9k9T9AkAEdIbb8HZiNpw6SQyGF09AMUbt8wJsiCCmEz8bWM666EBHHx",
-	"Q8lvlzoV4wh2XVqDTyntYg8aBGEY3M8I5QSfMJ79upM3iPdrEKTV0awVmwLMV/3E3IsWjDfa1afrI6Cs",
-	"TRYSd18wuDxTtnZ4BPe2Rf8A7Rx+vUntLnpiZwcSuLUr+hMwxVoJXNuYfdsxUQh1QHYZqVlBwc49xJAg",
-	"pv7nNdMxzo2ylGvjD6cVExVkqXVFmCjgbhUsXiyQjGsfN6+D+2PrdMdggJc4KMGC1XsEsO6EQKTvx55B",
-	"SPuzXWsKzWvj1d+TfA+MzyiX9hgpsQZJHz5toBFrA0Wi753zBJc+bv07M+qZIp8v3+/sB6FXoHJZsYwI",
-	"M+klt+xB3h8aIfXNDpZUXYGMD8ix3QUA+sg0OaTlmm7wKszCRirqDOajk2DfEK4VKxdtlL1muqlFSv6n",
-	"xWOTEjBYpOy+gTiLVwFtnTJXBI2TqYfZaNw52U+cm88TQoB2Fs0uMxMva4vsL/U+O84HP7tvQ2VhGg/9",
-	"BXffj98GSj+a9GReKRudzAKD62dXHO5uY7wXkdOyzIyZofD3E5dgShAVtmongLrjpNmXTFFTndcMSEAs",
-	"Hht11r32aPWS1whZcAJtzX+/BNWFatvNvi2F0UJVSFsNg7rtdHSOqx2P5XgI9zoMensDdmpeJvxgz5yp",
-	"IQti7zzNgUb3ZWzcMl3cyShrYldm1FKxtJvxNwBDZt9uyUKajBKoBGUJrxVMI2CtFJ2IVKDTdz6WM+vp",
-	"dG8bY4SjT3d4nxgHkt6UYNLbe2IAzEEfb7FgucYbKHVMfkQTy/cZfwqw32ztYqbOP/y5YY1VeVx70mZZ",
-	"MREGg4Dm9FD7UL2xSXlZkluJx+kGMutWzONHcOWczSHghsnWB71Rsmw0g3UHY4QcggggmSREYJwUHWW+",
-	"nD/3ClBlZqRQj1lbv2hR01sHnB8yfL74+ttRrtiU1XMOAMbMp0Mo8yIMoZq1RJ+MCzI//sM8SB/CQO8J",
-	"KdktzTdECXrHvuRUMWI2pm0JVyxqRAXdf/lqvPcr+vAOf/ryBdLBun9GqPt3tlky8nL28sWJvWK3kSrk",
-	"ENVyRTXPbYyKiQIDsJ0QVgPEEamcBM9j+zLksX25vwGUkUbwnxtG6Epa2rYqHUWBsb36Nr3vp0y/8uYs",
-	"FZtPi4Pv/rrtA+IzGXn5GuC/e+8L2n/9a7YlhKtKbzICIZkCwt6i3GTkjrFKdVhy8SW9Ebz49ae+1n37",
-	"4fTMmXpysd2njLjzxrwUVf5J8H4qbNaFMeFulHk1JvKkuoRSAeoKH0SDEgrKyLnI6w3CAEJCLz69bb6H",
-	"e/qb17+RTfhq9tWLQavQC+xXocC+Go1vWHtr2MIatKomHPnXTOl9j/r2MAixDCfmTl+zB+2rD6kiBdX0",
-	"2D7tdmf7gkln6+TkBy2h6ZNWaBHwBdNNeY4v9ll5GUZOf26MFS1tbpZeEl7gYYe4Se4bvNa3mVqjDM7T",
-	"1idd9husgTu5w2Sg/t0nfhMvw3PFwa0WbxnJuQgHFwARTk+aeufpVSyL6RpHeNxd5V1SqE7RyY+0F3dq",
-	"d0iO4X4efAHzsIvUJqcEs5xKYoHhJHfnw0B2pg2pM6HrzQlsGtNVHxakEAofyikxP9kN0gp6M1MVy/mC",
-	"52TBWVkotLDaF7cvsZwcVJH5Xy/P35yeXZ+/+WkehbxIygomJvAC8lpuIFpYS+TNQQw3Ebv6bBrwU58+",
-	"CS9VUtOBBFh7YCx7FV7zWy6S8GkyhwOvONWfdT4xso8N7xpSGWa6vqC1MibpfTed3yXeZu5cLjeT84pS",
-	"Cb2fYEZ6g7m9efXty29fZqTWuaWnzCzfNhe3mYWBzFDwG1HM7DafmW0eB4XUtL5l+mpkt/8AUcFW+WR4",
-	"eQLp9XElYOPXgE+KLlD77c0mjHUe7wz+tUX/Hc116wqNn+mgxBe2d2IKRhTOeNJae6f3nyhXzS61Y/LH",
-	"IfRLk6eHcB6SyTyjKWq2J/Ysbhfi98pRe4BLsiFrRDrMgwU6cLDIwh9a8YKCobyUdzrMkGw9Mne56SML",
-	"T50vOJ77vYdJwBM8wxe05nozWNaFs95njargh1h7FSnhWrL8TqUKIfHbEwfSgv+00RQI4QiocbrAr3ct",
-	"K4J3nJk2Y7Nr+z8NDsJXlrUERDGc6YrWrEjfQtukOH8NTXWQqIC5YUuqlq7W2TU4MT/h9ytsszC5kYOc",
-	"1TP8khQANm7WFgHHtlcV4ch3rxZDSf0Ar7GQ5pHlRZFKxzgxYxAkzorfBPq8Vmb65VNbi+97kLk9kN51",
-	"nbHErCOzweyEusJrt/1wuiPh7Koq+ZAwvkdeV9XNjLA/aynNYsCLKSg6qukNVeyd+cj0eUiFzC8uT//0",
-	"4ZT83PD87gtM0bz71k6ZLjzwxr4AQuC0VLvh2Gzv6nZ0MYSXfImm01CU3Ap7hKI2iC+PWL+Ym4IP9U3g",
-	"+PynbF6jQeJsf1deuZB8SbmwAa3OW0iLhA+i7IXi+OARhNhjU50qs28XIKS67puofSkPJyEmkNE9OFBF",
-	"/gnR3+33BPNTwAKoZWmdQC3vmIAsU4glRWIeOdXsNoqmcGa/wchG+6K2LqbLRYBhBiJroljemCE9Jsmj",
-	"fR/EFxOs7tZpHVTJviVwEhJRRD8N3Q4Or0ncIzgty6112e0aNPbjacdPKy5733n25iuSfdXvX6eidRvS",
-	"AATxtqaAtKBlIJ2nF++shH4Hiw4IiGHz9oJo0amUfqYIbfTSKMwcYwB1UzKVWcOf10TWBauPyfdMcQu8",
-	"p1hG5n+Yw3nuCLaDF2VkbpqE75esRLg3sQnfYwwsWpagUAsyx5rnOVlRuDtty7rhXlBLQoUUm5VslP2Z",
-	"OiEaspT1smbMX5vAvEAIB5ca4/r2y5Ir894lqzv4DTaed8/Z2igV/FcuxYLfxj9cUYEuTffjmq63virl",
-	"reo1Ah9FnyvkWljgM/sxILH1n9VU3fUbxc/YA8sRZ8I16xHSe33wn/cbb6rbmhb9592n/mnAeHIP4T/8",
-	"d/mSCsFK/7X/d/suXTO6asdg/7n1fVVS1CD3PG9f5/7pH3cftFhE7hNNyzs4YGx8x7cRfOKbCT6zLw4+",
-	"CdYm/JSVDOfbqWjcf35kvY/bEbov0JfqPw57OvHpdhu1VtX2w+bD7WcbxertlvHTdkK5MjMwW9Oy9LMe",
-	"ftbOmc67/4hMdfdTN7XdT/30xlKpLkq6uaH53XtGFYszeAm2xl1vH0VFEDGV7bX+eZqP5S2Uugl/fVCa",
-	"t+6ZyjmeRL1rnbooLhOAhABGLxBs0nYa/t6VoPi8Hbq/Iy05hD9q2YidPUjoyjQjHR6dFGOHJ9P3qOZM",
-	"sn2uWM1lgefpzcaKSmljO4WEg0FAWF6wyeDDIaF6AkTT0mHD8QhhU2VNSppi+RdsfbrQcQgJPAThmQxr",
-	"BMkfX/z/CBf2GnCvlYHmEsgkl26ediLyqhmOddpyu6dPwO4t+T3DoLg9MOBCRtY2nxYlGgBl8Xggpcwh",
-	"gWP+986C/Pr87/fm3Pz1+d9pVf36/O/4+Lvi1zm+yF4BzJyuyGxiKdpIPEnOAn39cxQhz9vZ2EvTcgcJ",
-	"rsSEUa/wZgsO3k7e6NmK1bdshrxrB9lBv3dRjWglKi75ny/fK1vwsslII1z+pa1ywj4+Q/qU6aaw7c4V",
-	"XgFEojCJXNpTzKXFLHyuCS1WXCvoHFhxqImxWuiS3cs7hgbbggtahnN46tJu7S8OsgP7/Dg0ltNBvXXs",
-	"CGy8fL9LJeK3aBY5STobqqei2iWL+gh2ci9qqWUuy6iX4E62yj6ENr7DGFPPyHypdTVblPfzzP29qr5G",
-	"f2G+LNUcEwvmxjKYZ0Q2NXG3siAbf3l/Bg98/MslUXKh12YZDi+vLxDF5frswuzGz28uTuDe/vPl+w6/",
-	"pDJKdK7u8y+a53dMewSrli/f6kQb+6WavDm/Ort89/25seJlc7tsGzLDhVw08EOqkuYQwri8vroIk+yO",
-	"7JjW7KbWuR3Vj2/PL9r5OoQ6SSrI1ZsLIhcLo5RRaX6+fJ/ZWsew35FO+Oh1W0r0TJH30jpMzg2yKkRL",
-	"8ub8/fn1+QnhSjUQYnMBUerpRtEZ43ip6ITcLeFBduBX0PxdKrCZVHWQHeBYBy2lq9SVqGBkTTdOOxCa",
-	"spNujD/L6o8U9lwyLmYfw+0MKNo2D5KSf6P39Ap+Yvc6OXz7/sos5hVd0Jpn5O319cVs8eHia/Ph2bKW",
-	"K96sZjcUTmrb8IlNs4Jnf3j/FyOBRgYSxYrGA2BCx/kf8VzWAZsprmQ37DK/5wWTzx9gI8E3bk2i58Iy",
-	"mkz6Vq79HNsk17XlP2UPFUvA1VXB9p+ii726+DU7aOqY1nBJrGav+oBruxOzlv4z3AAnwKoBVHU+ycgs",
-	"IFWEq/G4nh8G9qq7KllPtOwMRrUiguteyjIhyZamEyIgPh3J1t3b69OhavrhcC80ypUnhBNyfWIrZWew",
-	"nW3cpXa1ZbjJ7Szjg4/J/4b3FzIBozkpr9sNweVF82BSngFOI+Dt9rHPg67iMD6JcjPhTbbMuJ2EXArF",
-	"hGrU4HTU0fU1q27x3cLdaV18Yx0JlpGaLvTsXmoQZZuo0RZUZkTxaqb4raBlaXOwEVHeJTmOCzP0LkyF",
-	"DKYka0uBxoKcl3Sh33B6K6TSPI8SLLm58sARQwKMsfB3omAPEUvbfNxBtIL8LX/hY3c1vmhF8yWfTJiT",
-	"y9WK68nvxcc1K7AHE19ifnomhaa5jhJG8bLkagtE274QftZCj+JynZAX2ztzYk/ey9vJ4y3l7c4jvRK0",
-	"Uks5PKm59Hk//mXK/nDqu2DgA1DNfa/fTV1wNSek/dSolTTBjmhWFyx6a9yndLmXkJljb5l3ufwa3UJd",
-	"xfEeuy1r8gOkmCbuAjWrV2n8+Fahmef2yYVxLga8pydf3d2VdTd5TFaCNQ3mvL9/ouqI0YILphSmTAzc",
-	"3WIGun0azeBISs0AkZgjs/LSBdfwXJBVsI0nivAuyNgIvD14zZXOzfTj3M6jvBs+CcMsgxOi7nhVtdku",
-	"OVC2eaaixBUy/mbKa9YUy7HqRoSAN97FcHVYXVqcVMaDvbqTdwdtJ7JwbYfRor1MTcspaoWK5jmrNDV6",
-	"PCFf8PFIsoud4pqKnWO1ibyld6Lg97xoaNnfAdNvEHsbLYapNTmFoWUCM4Nsx5xKaig2YykxzjDcMTUG",
-	"2w6yQNv1GcyAuYTw1w+8ZN8bAy0Om28M+wUvjYFq0/um0qb+uNzAbjgUUn+xcO0+4vbFtPnlVhqrEWzA",
-	"L42g95RDzqz7yDLQfEEm13i2r2knlajnuW1SUUTz46spgJuXrt8/+F8Ms95RTdbmiFrXUtzi0VcxWZUJ",
-	"JjKEoR3WMQuO7oNoCzLaAXqQrhFZsdPVvnKCYOxXIISNsAL6DQFQYwhKcYKoYrxASkxwGcEZKljFRAG5",
-	"5hFiOuh3ZIZezl6+eGE0q+Yi13aSesyww2U4u5RDRmdz4iTG82YvWA3RZ7e7FMKD3pjfQKzNHR5467+d",
-	"ZwHtqmT+zNYmmKgnt1XDaMqF7Ul6Mi5KGsW7WTN2Zzx4t8k8LEH/2IF7iHepKyZ3sU2A58O0pXZDGplI",
-	"SxfQ4k870cYjDFhtsDfkS3fA2zbMI6BAzBfD9VxQLnH4+fO7N0fOObHqaZBBRDEovk5eGhrhIyVsW1ea",
-	"FlxQT/NMzIL8DykiY393+vEUb3x/AR4YW5pWygRK/RiSB++Ca0yXDZT9uEDbfeF7tcPWNVvtqpTj5Dp2",
-	"fT2+h5+yMMgS7Dzf4xSs8vD2P7+nZZPkLHRoPshyTMtStSwC08hwoSjS/Po/mmIPLJWCDixFQcHbr9kj",
-	"cZnaEGBGlLRVDWQ5tomXXA9qgGC+jMSQw3X6xciboxNh+1LmtDSW/MD8dktCf0HUXRu8louFYhA23U2n",
-	"XA9iEhlpHo75wLCDmXi0lrjujnBCrN3tJmD6NSvWiVX6eUVJC149vGvimZiXnfNSZYSWJQGWV+Zrn6ZU",
-	"adk62sfXYgH5oI8o7QJOOwKaQ242EHzeQwnuUGqF4JkeCdza3HpidPLxVVY9zb1rPb49LdZcFFsl2/6k",
-	"OyHUPWGLale8EPx2CQaIXsv2tOkXDsewW+nG7T3z9vDmdCWFFfGGKfxrzQrh/tbLprZ/LmqOfyiqm9r+",
-	"2cCvf4qnXEXUIC3LWV7K/I4w42e+ffvdhw+O40PTWjvMnldff/fixTGScmlWm9/+z7++mL366a8vZv/1",
-	"p+/++mL2Df75XxL4ZLFISvB2+zJ4/56v6QmSnRDPyFsMyE7qnvnHpWzJlOHO2xfYrqhoaEkOQwgWWZMb",
-	"mt8xURxlANpCDl0OkPkXvusIkG2stvarDq0Z/ddoeYCaPrqKXne94eruKh5ANh5MS4H6LLD/yL0sm2gk",
-	"Ih2Z8oBrWFIMMST4d9vWDtw08XBHe43DFfks0hF58Ikhlzcda9J+b7VPW2Iyi3BtJ6OWMh5YXdSMfb/R",
-	"scSkq4rmLGiHIXY0gjo1ipHDF3jFYEdxNDEkvGjKMvFKAMYHBFCqWb2i9Z1/iZCCTX1DKdfQ+YG3lHL9",
-	"yJeMpBS+06pzcb9TMdT1MhTrROZBIxi43wnHCLAQjJBIgHtgwPLIcizUP3SZ+F7WcVlLrrQ6mpw6uGhU",
-	"sg8f2drGdYTUjjCoE/PGXQX+8g9NWWbBzaDvFPxq4or48Q4b2B5cD2mqA5cRUgPcXGH623srSonA/5TA",
-	"oFFff4Gh+qggnPOpbcd/YZFdvddmS5VvdWW3TaML+hWqhv6OCvdwOO09kegKafpIClV8GlSxr9lVW7w2",
-	"QIE9Rds7smTIUGh53SfSSKZZGitWEyYQbjAjjbD8wUGHM7BaW9rdHQzXzrk45sGH0f40EWAngh1P2g/i",
-	"teTQgeOxgny4+PromLyHEOutw8llD5VRMtVyo3hOS4BEUidkjiHRthQJq39qtmA1E3k8dyLSnaoqbflT",
-	"vODbBSQGI4E2mdDmJ3v/2ixYAFMoBXsWD/rkpVRsKL8/0GbwLCRpHborOqPzfmEZ0TXN71RGlJZVBU4/",
-	"dGgG5QAZqVlFzVoeJUrbC5YnoBGw4WcEn9kt1mk14VisU8mFnhlLb0nrYmZ/tEM8ZeAmGvP/3BN7XkEz",
-	"UcQDFYFNjvEKf2QD6uCOcaGhWyZ7O8YLGwTNSG7ETpjtb95qBcRJnKyYsOi75pdJ8zBenhi8ELOx2gxP",
-	"swPTt1xRhx2OI256qtnUGX/kndmipquoVQOfk0NI98Qywabg0jKNqyMzdUtZFtMpIwr2kPKH3hoHGQUc",
-	"njPbEPKKD2lrOpiBgpODG5Qcuo3aW1j0MinJa6qW8U1sX7LDQWV/YTMFpmJDDBqt1/28bwg8wpx2ExIm",
-	"1PP7zWQOOp8UF7n1NiLwJurdfb4+I4VNrQNT0OzjrcHGbw4grzt96+tsCV9DMsp2iNUAb2UsneS6VfIg",
-	"I3jlD0kVVuFL8QVf+mVVfR2XAD/CcU1lLzsAXIjAdtkdRh0rbGJgBHgUxq/DoU4nQvXNa93QMuWupG6Y",
-	"+3aoN1DxNZBQdRB0NlB7gc4Kp65V9708mFYndWSus65dlRDuyVFzaRwaq2M8/TNSOT4tKBaM0iOZoybY",
-	"DQyra45Oj9Gi8xuJ0arfNUjbOdUSkB9wj9+zqhVj5E/n1+Q5rfjz+1fPva56Dl7abCULVnYqUEKqqiu5",
-	"0G+Y+5f7azC85nrJE3nOp55EOfBK8fSJmOr3rKa37M2AUXcNCAX2QW/cTc1mnmbVY485ZPRZNGEIa5Zl",
-	"u/22o3a0LjlT+iqtiOGrHo0S/mu1j72o0hH8v0/C9IkIfuUYhsmhF4yMBHKREfvHURRy0xyCTOmRFST2",
-	"sdY499jYq8nhGtTCG5U++ZUDEd31Vn9INUgbCqKi47IQLVc3SkuxH6/rwsY8nHrY3gmxue1Mw6AyuWIJ",
-	"FJxT573Sru3GlQ3oQxmyaeWJPOubZFiV1wSGD17t0+7ovp/O1VQPHTMEU+1D9MU+0ykMULjVa/DJjwd3",
-	"cEzInHWOJbxAOqTUdD1nunA+fIvgLykg5AZl15AEmeEFPxIBha99Gm9gOwHhqZ2B1iUbNw/a4mafxPb9",
-	"Jn675ULQxhynSFK7qdh3PBFV2SX5yF+cdU6bdpGeAfWRMdmm1kuk/ReXVdWKlM+solZonbtpJBeCCcoC",
-	"5ccTFKz9PCHSEwnHTyNrmmTnWQ3XUtVjMGy8V/DYb+/7jCd4uVKw/fK8nsS3aiVn271KelWq4xh5/yfc",
-	"UqGQdNmU3MGHx8KUM2yqsxQ46P/7O0zhQHfzj5xlMN1Fsr/45/CSOtt+3FEKozZ7OEuXTqYPgi4Yxwm1",
-	"SEvvO+gzQa8+YB1mXJK3SjV3JZl34/WifMdFEa/mzg644JrHVvrapxv49mAzuNy3iZVWLgMZP71JOFDw",
-	"osRFBH7XEe59aPfttDKbNzax+yhEgBlE8dLp9OId0BAk45qa1SsuYlPaqaL2U7qBvMpdqra6NHn+fbG9",
-	"srWtayoUOI0qir4IbDR4/igbPNVsYO4XtVylZg3ZJeNzJFM/Agsk/pua397GEZOoJpAckFiTvr9l+gx9",
-	"aBsdn7spS+E2kxfo7oQPKzNQDEbrjEaeQwUROd7cN+m7ZVAI/rAkhy1WkdWPQTEVFJBkpEUv0lTdZaTg",
-	"6m6G9+lHexw8oRYcm2o/nsH5w0SJgZAiZkMAapq1rLtZTqTkRuZF5nZ6mMuVxEDfIR9sl+uWvXO4Dt3m",
-	"RQQagSELs1rG2V3JRlhuK4RykAmei0dkd/3nSuZqE1WSpUMlInIvEqlVh5bwwZj+mVmZlfF0X7548eJo",
-	"t1t368//J0+o6sMd1CtaZv7HAArQlB2wMXzmIDtwDxlTrinLONXvzglYe4cE3fYfyK5y7tfULKswnceJ",
-	"S1yrruQ9Kxzo0CVTvGjYmZnsptq3ZBNLDbW060pqfIkHOSM1viaWIF5vLhvRYXCN0Ul9EuXGFt4DJjLb",
-	"KJ/DAC/lQaB5W4YclWYke9+RbGpJcvO4LTQFPskbNJGh75aOs73CtSAeK37rot2OUKOtIB3h0xwi0KwT",
-	"CUSYWNTeENmMfXg50TXlZYz2brAnW8hPdrJ8J/YQpHjZagse0M5rjj8x+7eoN6RuRJTtxeiLP7PNIBoJ",
-	"iEXhrjSkjU6uZVMapei1DsRCg3dNuVUJxDSu87gCJdtpeBdBhMC2eQz2jRVKB4DDazM23AC7RANghv9U",
-	"y6aKHyspqomrLseE1Xy40aQ46QDM+KewSGCXee3XLOAkZ53lzrryaHscl0jB1tdLXhcXtNabDt7wozUb",
-	"gEJiTSECEnqU266kDkPamvO6B2nbssPbaXXAwjY6jIaLRACmYarQ1y9CrtDXL6ITHpm2QEq2emzWwJYP",
-	"QIEYKkGNvjdXnjVCSLz+q4lcxyJzd2yTwKjtbd+2VAHfNdlaMw9H+x80tB2egDyxuF65QsyhaK9iLDk2",
-	"5wypgHycdBdLL6qID7J28uJib62AszRphVWxQDPn8ICABtIxPOxFgbEN7LamOl/OLNMnXpQZX2hJlf80",
-	"fs1e8lt+U7JREWFCe6hSd3CgfkebY6K03DFWAQRsmm3n3L5pXZudJ+wFCsh8y71TG/GopmJ3oVGcxL/p",
-	"phC4KbGob5BJYLkEvSsDpbnuOXu75NaNLAFWCJLDlKarSiV91BHSQdfxyx2Pi+hATkjgik3d27LkeZSb",
-	"yHlc+ITHfXJTwAVZJy4m+9nwLdOJfVtfKIPl25qQmEBN2qopO+mNPWkhgPh0mzVBPQOH7eStF8vmnnjA",
-	"d/hkgrcm5orX7EN7XbXfEX5hpJKtMSHXtNhLiYhgxkif/GsdkoRtAK0xYHFeAuzxTSnzOwg6uboFRdgD",
-	"V/rE2nA2pwB94JyKnJUp/LAK+z3NMXIUcXgXb/q1AhQhUIyFPLHWGzSTgO/c29sI+LDBTDJvn0C8HbdE",
-	"7hktWXFa8Wt5x0TcSPZEWMaFMD+AUhHPmrO9oDrdFsSi4HvbrL8VBMsb4HQrqr/ME7HuOyamoX75rg2r",
-	"IdeibTu+MZJIurUEECzY6oWxH6Gevs+bhMYbcIVAGncENrrhpX4npsHSwsOEixP8a8aFxdTNqRASfGgH",
-	"XW88vFZ5RHCf00A6LRuiLFkIp7N9MGLyDwDq+bodCig5vR7ufx7ugP2L+DwnEEi9YQh0s8Mt1WfBf27s",
-	"NZWD3JOJ8o92peNEj1tiYLsI4OE71gGZH06kh0h1dyB1Ynu1w+yJ6JIDiCJDXPrhHIvR1TVbY/Q0xP3j",
-	"ayF8bzOQPHDUjRpxIQek5tnjyLQTncWvpdxO7S5+OISd8HZkKmn9tCzbPTOVsc3/YFqwQpZsf362S52f",
-	"AjLdNYCfR0YgAKFSKYLw6JllnJfx6sLBtuACnYvbks0gzA6P+fSu/5BctNxnu/L2uCwmpWWlkGZjK0ds",
-	"mA5GylWyxkXKVcDegVUtIyw9vRXozIx/Wzik1PLU+ZLfM1yl/Ww5MwSKzbhJ1xLJGeLo8FFNCK3glycE",
-	"bEMqCgT5x5s1yNY7ttQKwhhQyGpFaFHAD6bLdDBsbdNxWtTAr7bVaskXzCxsMoD03j7g7QqYhhPy8tWL",
-	"Tu93iBN9NTVO1B9MIkdF9Neopap09zKWU8wRww2xhrVvHdrZnReObe2EXLh8lra7e6/xFi+42xyfdZ7e",
-	"8qxfv/q4fY7Z0cHFm60iVZOouQaMZjfLRuHNTxu9lDX/BZTdd+R7RmtWz10w4ueG1Rsyr3X+xa7RF2h4",
-	"PtEUDjWMW7jedCbUzRmt6A0vo5zGNpeqMqZ+zisqNJhnhcSbAfPGUFpzumI1PQZyS2CpXfG8ltVSChZ8",
-	"iNyXyHd5rJobTIpCFDx9rLoIPB35trjkbeZZfE0tg0UAwiNrsIFi6J5BU7QsPy0OvvvrqBi3Hfj1p2xK",
-	"D7bCUXWD0tU1sbYRP917Emv3b5KLVGTk2hO+oAtoTtvIJi+sMXSlqW5iCVEFBtRhEn+k3EbaecmQ6tT6",
-	"uWv7TV8k3M8PsgP74zjo1Mg57z1DrC537GOQVfAdgEPye0j4wH7RWt8wqhWhdW3U3eFXL9zdgb8MNcvA",
-	"gETl6ASjlRZSQbAHTVSTL0nBaFH2ySIGdU2wUyaow4vg6e6PB7z6cDPilIB6+ffZ1X0+u7w+m8Fv56Fu",
-	"P4EKXW5Gj2FZo/XgwAbeUIjMT8De63evyxYWDj3bkquEAH+ggi+Y0nHQDIeNjQIMaAwDYPwBuEE8i3LH",
-	"arlh5Oug7DAOnA8YjcOd+nHJ6hA5AZNLM7Ko5aqLQfVMEVnzWy72zaSAgyHSpyw+fyPLdW2WIr5esEoZ",
-	"pnO6TtOSMJHLwprn2+DmeaoqHH9EqCJwhXT49tXrrzPyqWpURi7OPnzOyPHx8VEiWmtk+2q4lt1uAJvy",
-	"90yR4HCadPonypjeQYE5ljLZqvMayEVuaaXIDdNrhlptBRFOvOFsdROIwy6GVWcfRewqaNBxOY615Z/t",
-	"6qQkomj7yO5eUrf97VULu27BWnzVREpIw7H2q/1c2qefYXdQARrGQXYA+BgpA+Siq963OAsD1XwIlxEd",
-	"8TqysVh7RP5THsS5swZ5vDrP7OXwGX/bh1GMZyqA9JwqvIEFGgPSQSLmj2mIbTzoLMsTJnsGKxFPdTfW",
-	"0Ejeql08fHIvE2Ba3C/4wQmhPZnBKBmFWlsgqOTFJL3kWMbGLFkbSxrzkaZ7Qn/BNIcYw5nGdA1MTtse",
-	"fBv6Hy0FGlEi3hMKZSdz3GYdEd+2VHrjCEQloW8CpTAAwCbl6ply1Hl98eyqggQqmtvBSK9ot3m/pal7",
-	"rmd6DsYSB0DPdO6Sh5JBB7M9a90yWgI3IyZW9A7b7ixMcQlMW734H5RqWrbdHTZtmokWwZtDUswt8tKY",
-	"Io0SVBpJ6ExElI9y3BRHnsmO9e0GkFqmdqpHTq6uERRSboMEX/3wOWLD/Ub07/7sT8Kb9XUIpOEDm72r",
-	"J5psQoVmT/8QmmIGYYCjtyknKc5gviceGTtaqU+i3lUC7AujPpDDlNcsAUk/rZi5I6e+lHm95NXnukz5",
-	"T1oSoDw2E/Pj23eO9PgQEds8NerpxbujCU5uZymCo6R/xihX5xvIaIxSe3w/jh4allK8EzebemhcL7d/",
-	"OPmMCHTG486I/qIOFaoGvT3BnMFTxzeLd+XkhhEfNiyOyamIzFAX8gLvO23tptG5XJAgJGQRwUB4bMjs",
-	"8N3ZuRHpN9fvryw0xBG5YcggZNEhDmudH4dbMeDRcmfEBRO2RtbzuU8rlg2jjBGFnUuhuWhkE5ZwDbgX",
-	"6Ign4uqedAKfghwmIEwDZ/6ZI5xQ5NBWkdb6aC+DOHFZHBgjqg2tKEkWtJ5acN4uQ+olwS4gh10rWz1D",
-	"h/Boz7f7JZh40+8e/x2V90T92y1P7ABJDF7JjOFIjOQSpALfXR3stGsozBH5ikhDQjH50SYu8z2kAnW6",
-	"OLglOgRESZpr8v0zRZi4Z6WssGhusmpum8uIrYHbEeetcxsRM1xiOA8XZljIJGKjjY8HdoC72l0RHRIQ",
-	"C5ftLPvkGLlXFZlDUtjGWBg8sXwHXGAtjeiM0dmVfe4EA9bGRWP3kPVuVadaGu8duLB8ILcfCF1VUvFo",
-	"Wd0HIAwmuawg5iIK0j5NVrRgQRxmxbDI6xBumjZMd2sot08S21AU0GwrGjMp2v6DC2DbA8UzcMuKHGoJ",
-	"FIsYuuLA5qqmlprCnKqUcic1M54fpDnik1ALrDPzMs1uJK2LzAHBZj7SUjGWL48c8I/57xX7uWFwcQJz",
-	"6LLXzWQOziXqHXz3pOlcUvVB1uw8MSyXRriStR/RAvicEzx07EG7viduBMPheaZV9qCjuzaVnr+DMbHD",
-	"Pf3QIXq987G5/4mHsN9p6IDgwMl64TrYmniZc8dFsU8IH+9WxskgwxMyfjBG96ofXhYqHL+z+iLZk6kx",
-	"dXnhCxB2olbqH662TCESFJpCAgfXmzaN1NlzE5BFXNtjYxx3YWLG+YlVeGD9myFyDzAP+gWxA24YIvRQ",
-	"m+7u3Igrm20dw93pQvCknIloLrT51Hpd3SD0PWfGC0K/yUY2WCczyaJhIZM93JuYX6RfH8NIOfVnVdxp",
-	"Qcz/wQggrDU+t38e628avkpDBH4I4QEDOwejbI7rsxGal8TWMCHy/Z4s726SJ3sYsRzlif6GefAaPtyq",
-	"M3TAK6neGJ1YNCUrzkXK67goqRCsIEw8YtX9e2BzjbwJnN5HvMtf6o1eyMiVvYj4NTuwUf747nEq7z8k",
-	"F/2rALgfwDpjd70xhejcOVrCXZjYRYyT3sBlSdjFCXEv89wEBDspV5NB634LZ+bySdHpYDgdVL2d/Dsz",
-	"tdPh6S7hZf9AlsWOEA9C0km5MoeNpXbBrCRMuBbyRhab8Lz5VEHG0Rk8mzpmrjAsWKWuOdBYe6Zc/LBC",
-	"1S67YceY4I2G/8359xvE/nvxW+MvGRdH/QMiR/0yGQhs2uMJw6fnLvbOlY2jsiJzwVk0f0znISXzXBSs",
-	"gOw0UjPAAigy/KdpK7zSKRm9BzT8Ovg+mBK8ALQIvmok+AqvjYpPKBLTDsPwF5Omcr1k0y8yzh93kdEb",
-	"zsBNRv/KwzkTrreJTQ45gJdsUTO1jEZHpIays+gNf3J7DSQ+CrbGBk5c0TRYRS2ewlrWd+p498wE13jd",
-	"yVB4ZCKCS5HsvDo+ldWFrDWAb8RPxcvrCwJlq7BNjBzQHsHh5NvYEPoXN90OXFO8Zol6hprlzOxxY3Bg",
-	"zyDx1oLGthBaGd7Nto9xDZ90dq1tzEhiKhd8LDeACmCMwxHaabO/AQ8dVIiZUcAoyEvKV7vMBDQ4TUd4",
-	"8JPJcN8fWqhvuRbuCDe9jdcyyjpxe2hH//nNxfPrswvfwqTLlLqSig1UbLrJW8i6i2txe/Pq25ffvpyV",
-	"/D6FUl4izEya9Q0rPFgx9PtR6farD/Xsdol9Hj7EaOFMeIRNr+qIw3B1dXlmZI3lGs43P13On7NFAJqk",
-	"2WtVwnYCHdHikfrURXe4uTH73JDESTcG4e1XODfbmKnJXe+pQ7dPAm4iENdQl7TSZmd0C1sb3IywNjPM",
-	"ewnEoS9bY8r2FCyU+N7pqtzMVel0+A60tLFYnBf/Pb1lQltQkQDYz147uxxNcsj9/JK5bdM4W3M43KVg",
-	"k2pRgrPj12z44Y+yYGf4ntM8Z5VmxcGvP/UmJcGE35kO5fK3hg6hcfWWVGcfaASe6D1VGvvgQhFUTHbN",
-	"oFUuYgmtda9ZS4VtRrzLG+LOH0zp/ld7ncUdweINN5gZajuVg75a+4r9Kk1RJVGyqFmwa7bIZZ+pdjZ7",
-	"5RvjVoWswUjY0UaIH4ynRFUs5wuebwvTiQMPIxWHsCyOKgK/06sS/eabr74J6kRfvnj19aOP1R4yyOuv",
-	"szGQxB3Po94Lvnr1FCdFr9FX37yOWeO6TJftgjy56t6Tzqz4Y9xjGVRUGXXU2nrH5A2Ct5CvXrwYXrVv",
-	"X3/dqe59+SK2ZkZVdzprEWZefpNt0QJgMpGWbfCtdyaYEwOOA4sLbp1kj6IycMQcziPqe35EuFCa0cKl",
-	"MNVQDHhCXtimoVTOlfcO1TkHE/FiHH4wcnoPqJdLdyzvhyyI5jsVvUM5Vsw5aFPy1iicJKb/Wvp0gbuq",
-	"Thu9PKsZODyxMCQ6rlcXJPcPEeSbqY0dzrW9XEJ+VEzjVWodJdpaUnVhv0yHwalvwKy0e0/YsJkmVi4A",
-	"9AbeXTPd1CIFsjNye7Pt63XonjD/EGbAfkJh6ZTDrrSTknByaBmJ+L/hwBoH30IzneaFkA0gadnau3xJ",
-	"y5KJW9bSaI28dgrQTLCcIbiQrBF5BjIwcgc9M92ltq+O0U+1UoYoMslXct31RU13eeGvZJUs23t6iVXR",
-	"oguHFUW4SeANKVZ30IbaiclIg2BEFau3INSGPab+NYt/v5OJrLMZulxC7Rz+NGnTphFsehvXwvfAnUKf",
-	"7GYqxk3Q2g4W8JaeeQTuDbZ1DXCEY6DLmimkPBL9uYhU7pW3suZ6md6w/gnSqO69/oc33xxkB1dvT2ev",
-	"vnkdNWNpCBvxltEi5bLmlq+SzO1bj4+P56SDOkGW8HuL4IZ4ZL7WGDVmqyyN8F7+cEZevX75RwiamX/8",
-	"8fXL1yeeKhzq0tQys+q0r8QjIa9oXhLKO4Fv0QfDbtpzLCOMt3D5gpFbfs+Ec8kh/mzs90KukhRtMdrp",
-	"MGMkUGpgUiJKlRGCDEXfQgPYjuUOJxunEOuxlFXwzjy1OPPxs+VnGUEQ/u8NLS2jRVVLjSYWiIzNQwPm",
-	"nk5HbPxASPIz8iw6wTLPH6D0RMVqygkTU2yqhTb050uc65rV5nAcSdWxZ1fNZna6Ouuv/P5zhypMPJDX",
-	"u7meRBoE9NROgaIUZsG+xfWI77VgJCm1crWSd8zole+NgtzPzEXaODAhlWluZoRvp1RiLEhRGYgtECo2",
-	"NQH4Fm2J3yfrXD8gN5YOGtOrF4OA/DsUhmxPXVwvA2Qj6mYg6IWRAsaABY/G6vqYR2B+lMy9hi/3nRno",
-	"6niaHnZgdPz7Sc2p2x4wI2PCszNjqSTI2lLLlb1zE+UGVHAfaj1wpl6++jbm8/MVk02aEPR72bQUsuul",
-	"MdU0pFNbt4u8HHHnv+r48tFc85oKFY8KwSSWcm0G7Z46IbQxMwAK9vObC1A7C1qWigCsvZbk+uyiCyGA",
-	"fFq50SVNUU2vC621qr57/hzuKrSqlPn78+X7rGODWbPemISEi4Uk3F5D4+ILxtCRWvW92xdff9sJHn07",
-	"pbx0gsTGN6vDNkPBNE9bKTIrHLGemoLLszgGyOnpGcB8nCLYh5kehP7wAXc79qU5KkxDcSSQATbut3IN",
-	"18f+wCdayruu3yKbmzJwWjDVCK4h0xzDXHtCYResKhLMqIsqmkFvXIva8vWpxphm0hlZC/OlNcoR4aiY",
-	"2OMl47fLWJqjLFhB8NuJEe/9+I+p8DO9s6VGyR3bwNjdqB26SpIP6ZYlky3cesNVIxTzCJZDQjdWFmZE",
-	"Md1UGaSswA1Q4TixotrtWsJlAixcTNLCLOzQ6g448a38WRerVtoPeOLyDqg4SMt3X+NiFKzk98xIFi7U",
-	"YVMAuYzOq/gwkzXt1uRwFe2y0X1/b9s+5AVL7fu3r15/bTry9tXrb6I/XvNCL1NSDF/uk72BVfVgK6Lo",
-	"dFRHVCE24gooqq6puns8c0oDXo0FNCeUWD47TVUE9yqGex59wxbwOYgaVXcB7Dn8ECpxiI1fGmv5qRHQ",
-	"H8u3NESy1AizCd9weiuk0jyP7ED7DCnah9xNpiNV707xLROsHo2Ihc0Bo0kuyxKvW3YMgt3KZI7Sn0A8",
-	"oPuWSOY43sKKPlS1jA3/Lw4O/k+fPpz++8Xlp7Oriar+Vtay0XE+zRbouX1q8gmyskwMg2Y3DvsDPjzE",
-	"k98LyAK2eYIrX1ZM/MBL9sa2IOvBoZnHsbCvaH/gwRhqmTOlTsjsZWuYVCXVZgpIIZnDWMd7rKnna00X",
-	"4xiCdKFDkcdy3Xq07AloSDo/TF0nh1sgFNCOqHUkJD65frXtwFxHB/byBy8eya2AbUJGDIeBRPZwfkEb",
-	"xa6lpuXHmCdoviC3tL6ht37rAvg7MkOa13BBBBXSHt4Ti+Ru8wtW5yxWiv6n7bdpWt8ycG/NT8yXh3/6",
-	"9Kezo1aqCq6gPmmi+CwZrU7LUuYJokb4GGLg5iEIqJufEFyGqYM0P7naqLF3QMt2seSNplyworWBLAS4",
-	"uCU7sEVmxuz5Uz60a11EtIgtb77JSzZ1mCo5RBSfGzfQpx1jb1P2lrQ3+0Ev3dxkfekPpXJg511ELUgo",
-	"0ICciRr/F5ImWlKTmw2hZCWLpoyBSRdFzVRMRrgAvPAaVCjmmcmazF8cw//PsYilLImZlXpB8wR9+qTK",
-	"QOwdkEEJv5m2LZySK81EFHkjbM3lJdBcN7QsN+TGubixy0Slot7I+UNVUgFG5vbt1Y2ZHPAyo2PG4URc",
-	"DRymoy9RvrfdN9CKZ8Ro4wwvqTObpTtbal1lEInIiOLwJzgGa3ZT63yHNFQjSL40xwXsOylXdOc8rvMY",
-	"sGMnO4y6dB72c0NLY1nDN8i6iHQEO2XDJrHBrr0/5Z4Jw0FDcaD+tR8uZPCuzO8YnzPpBt/KeiiprYiN",
-	"bOz4rZ/5RnX2MmZtw4vsvhmxlp/CLovfH166blXQS2Ah8ApohwBuoN0m59OlLxSxNahn+oGueLmJIu4j",
-	"CsQCHkAcWyZcGpY1Y2bIZv8ju7mS+R2LRG5bzpJBvhrBWOHYpTB1DjYcvPuZsgACCW9c8ZuSjdyS0bI0",
-	"J1hwW+ayN6gO6JPiGnDNyyKndSJU1O0kXKwrYCOijknT/X78Et2/KSR7OWgHObqaNV2xOIAsIFJDBMq0",
-	"4LMHp67jCB2S9R3wBdxiHsPtomVcCLLsEsRDSacPnH7TZ9ujljjfxZd8ZTcrS+kQAeDeTG1EPq7ENFaK",
-	"hu8fm+kPqVPRzPO/XX36SDR70HZCdp3svKlVLDz7qaKQnCEVxGjI4fzy/C/vrt59+nj87uOb838/vjr/",
-	"7/MjODaoUkYGkZwB28PdpZoVIzW/XeqQ7tJP5bZ1cs/GEeEBcuHc4ggNnzyfBIFlypwHiuzhjmP2UN3n",
-	"x52JOr5/eZRKNYpGcz4JggufkfVyY2OVkPNZs4AIP9KemZtiqMvr8AIY27SICdZUMWeMJU42M56b1TeW",
-	"dCoeNZFts91bNVuUO3g5iv0cidAbS+oezCaoWEW34/BlRl5l5KuM/L//9//jg6G3tFInyOTdAONcbNTY",
-	"Ahe3Rydgq8BswfZ3C4GcB8qZVD6bZMIQ4trhB6/KTuzrwDqDN/mjq7a62HckuH7pSIR6Qi1ipjxzW3iM",
-	"zjrQKF4fvBMLGb/u0ZKAZ7+LLqGNmRGdRFCFdpeMNNVtTQtPagzeQftTh92L2lzBDVGDNWlqzeI2PhyM",
-	"UTDu89ay4HDvv2QhhyGQ88OlYGbfOniSK8ba28NdzKnQAIpUqQPfa8nvWXrS7AWReVIRXpTGT4fLGIDq",
-	"o+bHlq1Cm00LtByABhl3ivBMud5UKfL49gBXGU4TjR02akkrRiLH1X4z5I2KKEpb7DrjAqp+8dTzspmR",
-	"mpUUKqrtTdHpxTtyAynS6DEMqOX4GlCSlxwJ6s1DDtOdQigfFqIVW6sBIBMpXrs2CD/ldRypG4SeUezn",
-	"eDvNTfr487NBgsfacazoxu/AwyuWz/zzswv78NFJKHqKwXEAtYOQ2bBYsJoVUzhR9PKg29msryx6IhlM",
-	"kV+WcJsEWz6m7K7oPfthsarY7TVbVSXVe+bVn+JtYC6Brt02ZUQK02uxbBISaxH1M3jaWDrQg6PEdf73",
-	"XNdUsz/fxG62rzHSCQ+SG67xkpsLcnfD9XN1Ql6Qktk0aSAAAaZKKdVIIjtW3QylsmeDyQafGl01rl9A",
-	"NHFCclltrF6CZGJRNbpDeCWrjVlwmkPYGyoVq3z1hZZ0bf9cNfg3JOT9tDdFql+haHVQjDc4O2APuqan",
-	"9W0svaCp4TBwEywrq2yV/fM55ohCZrTKSMlXXKNrOQM+f52RmW4Ey8y/5YKX7Lv7jMxKds/KjMxuMzK7",
-	"Yxsu9JcVFxmZ3SwyMstr898VfTBLbj5sFor/Am3why+LlWmU1uY/OWicmcq/6GXNlGPfTaS/GW8Bu23E",
-	"Nuh5pIhq+7xoaQZfbWtmOA0uowgYVmAWPlPDiG5EWAZE9tWLMYlNJWzYl+PXZvdU/IGVaucufP3VeB92",
-	"gbGKyKqL6i7QYK43Wznx49ljtsWPo9S/tsrWWFcqlxWGqajWrDZP/s+/ns7+B5398mL2X39q/zz+Mvvp",
-	"7y+y11/9+l+SmQpTVBo8+LQqzfzf2PIMZVJYMcGe7abUlq/AlVi+ev3NkPpKpGLYF8O3jxDPP77+drfS",
-	"tI6kdOamo/1TJyuC612UVOx7qgYYhiUVzxRRDHgpIleT+ZIKwcp3RapkAr8HswSb7cY6R7dNq9peghxt",
-	"gbmOHj08UY7aKXHd4RKmHckJ0XXD+lSsEUjTUVg7M8+TtIhitysm0jmoP/CSkRKaaIvqHBDxSQBj0q4q",
-	"9v+FOXam8Mn2a06j+9m4DP/DbLftSPrpx1O8kf7FhUhUKTUCSPLe/dF5Y4Tt+fesLjmci5+vz6ach2vG",
-	"7mKxbCOR+B2+dLoX5PfUVSm3csl3Sia3pVB+hnxvk/tZluzReVnWIqZIsu5CgGgb440WKwt3ObJz0DfG",
-	"gR/AbbRiNWrv7UyMv1t9+eNY8yGYD9dVcLv0p/Nr8pxW/Pn9q+eK5U3N9eZ58IYTdMxXjdLkxsx9ENlw",
-	"EQxXPdpVisOD2FnWwlEnpWyrTu3JZG6r/iwif5CQ74qIFV31Em+NJd24asWdqwKGy1xPQlINQo2Zo82T",
-	"NSn4Lce4ATCyrbli9rYIn1EZPmL+V5r/NqJgtcqlw2habqql5WDua/buGk80716++mPcvquSpcWuzrKt",
-	"tbUBhlLeQj6+GfWJPSRt/RwTeb3BKjC3JHnZKA0BLqRJ3y4+Hhjgt8PFWzbx80Dd5wfZfuXCkergoMRP",
-	"SPJzIyG9pSYlF4zc1Ize7bgu//NvB3/7W/23v4mf/v4ye/nq2/hKTKm2HV0K3+1clhaQW0gEgCeqovm4",
-	"5ut0/Lu//U09N71+/XWs09Prd72YRbUInJVnsmxWIu7f5vAdpjfgyWpTtSIX8dEpxMa9EogUZ+qPTVmO",
-	"XAFjI1yRj5+uycfP79/Hrbaq5itab/7MNlPbq4I8ePtrs2HizcdvM96wvKRmD9pWzVPjITxnU+C9g5uF",
-	"zhDSK/YJ/x1nwjW2cEa4KNhDRnTNb29RNd5zto7RP5hOq9TCKUuCDOQGthGfUwPv8ANXtrQdPg29b9uH",
-	"6aZbRyxjbBBFRF7evHmPGGXG2D4hEC4SGmvHsBZG5GVTsDdFCXW1xg0AxIu6EXhJoiVZ0Yc3RXm2pHU8",
-	"zFwU5bV7fljETHfWVLXN7+Jn4PqmN00t1wm6oTYNsZZr1ZsGWAyzklNvIOHhePTjGiQC7ADs7A0rpbhV",
-	"RMsgAwp0Z/e1EzMI7BS4zeSzmyjWoICQAasAyJZFgh+/5+tuu3Z8md8IvUWObkJEc7hk9/KOjVf11+Y5",
-	"KOsvS0/9hPvKKOrtPWmfOa9kHolxfGRrjyfBzCNOf5nG0CwQxo5TzNpHGP0yvchtwp+Re98RrlTDCjSE",
-	"zP6VpfkDW6Zwkb3Y4cbXdGKaQQfGoeVLc32BQgaYrynXIPZdWXfCoismaKWWUp/meTQd9JQo+wSUeCtF",
-	"kBQzctOQQA2D2hmo1lqLUtJ4lsIUclF8sYUXXsv6rs88MljLoRN8qNe+5QzzRd01no32oCpcIjxlosoj",
-	"Wod16a4FLcEqJgtASRlfQfIzreuNwxNtZ3XkOh6Hkbnpzra4R8dXec9Qml1+iQ7kjgKglnJto4wweC5K",
-	"wJ91UuFBkoyTAjgDVGuaL1fW2XZqDpRZduB+Fg2BDuKZWSQzn4IF89mWNb9+MQbPNIZR1lswOytDq3Jl",
-	"I5JRNiiUwmeq3YeOJ2EggDkYv9wvXdu9HoNbmt4xYXFbg8QTrsgnWNj4mQ4p4/c0vToOuMsR8vuXTkwN",
-	"HgBM8mrETR9m7pg5uZ2ONdxb3HbCwyTg/jCnrP1+e/IMeq8QMX+CgCRX+ZresWCJ/8EL24IITNpu25ML",
-	"VehvZN4Y9QFH+2lTcH3J4mnxnSd9mYow6s5lSDtuwdimA6CUd/Gr0NbsBAM/RKGZUug3qeDR1ZJSRfwP",
-	"di11TNzknlkUGPja0r9WtbwpzVgwNUOUmwv3iXUfJvsz20tkpjGakYOvGDXucZZt9Mv+aCr34bj/Arxv",
-	"+Ar2wBXUbQvjG6FNq6B4az2J3apbyNcRot5ow54N0SQCbY5no9pPoWD4W9p7lu/I3Gu4OTi3c1pVczCJ",
-	"5g6LdE4OYbrn90uptP2yE3eZG0mp+/pEGJOyPd9iuStVBJTptKo80wQGXxzyKcJCmWaNLwNRbd/7SfdR",
-	"047PLpOxn6sTuJ/qBHrtzZotMR2/HdwNwMHbLKpnsT5TT3L79t5fvEHkH6ptufAczYfmA4VcMY5UoIuR",
-	"YNPWuD76/e7qRgFyHf7g00kNiH0k0Z/XuoGKDKVPyJcvdrH+Yv795cvAXVLsLb+mtjuO6qKWD5t9L8ir",
-	"piyNpnzYAF6R49XacStq6WjpCBda7hTT9TcDX45nP/3//8vB4/cGdqcsiRSPBUpCQRmSp2DodN/rkfTI",
-	"/xdDSUIAoJNtoCRwGwCurr1ysVc0sialvL3dhgEeB0qauP0AFsJ6eAMSELl/j0KSmN3gJSN+FMvqiU5i",
-	"4Oj1aQ+Z1VIUZjV64v8ve452R/pPeWT+ZzpdZPUbHC4IirmbeO6eGbGzWPzGR8T4ofAPVmtTFFo9DObj",
-	"eQStR1raAhvQ8Z4rLV6pbDxDmmtWXCZLx9w3pKkA1n3J8yVZctP6BoGvXRsTw/EF1fSGKqBRTGBJmK/c",
-	"iNzj3g4GiImJ70pXxJ01dc2EtrPknpvY7JqWE3u/rrlmM7pktDBH7a79X1OdL9kwJA+1rIL20X3wvvw0",
-	"ZRGJiK1YbwqCjsZl2Ii3xe2P3nQg9luNJxHClLfhV/j1Mbl0cFpUEce56DNLCqbMYGz9GsYWT0K/t+Cq",
-	"wj4S3dSI7mXsZUK7bAOOsSBUU88UwkIMRd6HQYaC8Z/iT4ZP6zN7UmNmAPasTT/dPvfxkYlkja7kEps9",
-	"/Pz53Zt4RexE+jyPc7Zj5GsaaKQGnhPZgHyAvqEiZ2Wi6NaRTA31uTZutZEjsuCClnhFP9L5UQ603UoD",
-	"qHYQc11y6yFW65b6IvaCjx3KDGAHsJDYHMkv2h2QKlcGQ2Ma8wBVdwz3CteQz3jHRfFdAtbT86ZO3iNI",
-	"LD/hWgGqG2D5wjuF3QSxf7Pg5zjr3DL4az/HChpOWJeWre31qDY8zQeyYWl/r1J1p2LJh6FXCboUUcXi",
-	"HmXn/eMM1N0uTOaibs8nT/WcoZ63XJiPp6b+gAEqSCt5OopqN9A9ucq6Z910smr7iyhftfqdCKsje3CI",
-	"tborGZll6TFdR+LqViGdkKsmzwGTJSM/WMV+bRT7pwZTY8+sUodgBajlOH3xG6/EDqDc3SL++OYPsgNs",
-	"/yA7cC84yA5c8wMb4qKkmxijxCnA3gLXAVQAY1YW3dp/u7tWWx25GQKPi8VpUxZ2LauKFVBonUJUVsQ+",
-	"RW5YTh0MgB1qbcxVLSVRpVyXm4mvXQy/b4cBJGllr20fIaKGdFiOBxyzhTLCF4SKzfFTxDIxnTlc9zji",
-	"F0xaqkUffOdFUKezSYAcpCu9l1pXs0V5nxH8a1V9nZFlqRCebASUrGYrqdlpUdTpOUU7FyvnzZHe3hwg",
-	"JALXqdO9HjES2xnc0UKcEPaJgziN+/ATKtrdsmZbycyh145ck23NezDVbkf7rdHfmuHspRUyaqb4Sd0u",
-	"ngW36JsGFpOq4AXe+3l8jal0Rbb1HQ9Aq00j518jwP6mUZCtD2M9dzjnWev6IW5Pp3+93ItBP2N7Zh6r",
-	"N3Ynt8IexiRgnOKpO6MDUlTLh03SB7/eYt0zc29LWqxjjhBk8mETSW95Evz/x8/zqJvUH+cJnnVc22RT",
-	"V4llnnke2rwxTf2wmeZxYxjW1muNjkDFDa9+z585z8djENkdsqbtWTui4ewQthVcdxZdn9LCZdOP47Ed",
-	"0NRSBETJT2o1Tbz0AIGWa0sbhb06saF6h4iJXRXS/whoVhU5dNVnVaOWmdsGR09iZHRzMxJjlItFyQUb",
-	"OmTBAV6bwXzCh3c9bKWY9ArAIMOUtJ3fUPNbPoAZZacBKS0UOayasrTmDU78gpcJ3gl7+kQq1+zJHC67",
-	"NRjhBMGEuzbFzp8hiaKA9iCzGd4TgT6x6iFn3SjcCaHGzYStAckeiLJtTCZjMm9l/u0VVLGb0wdVplym",
-	"BRztdGT/6ZrmdykqLmjwmSL4UHq2x0dxbVqIGhTpGNF7y4opa72rrD6JCdmKyLaKxRdEbEkXX5oSRbJL",
-	"OzmK46oa/reP4oQD3UHI3Dk2PW5z5epE/uFxm842jwgDaGyIBOP5Y5mDTvx54fA7vZqE04Su6SaMxWBD",
-	"B9mB/dlASAW3bFQuWQlFcRQ4C1DrdzxO3LSe1TCabR9L20fMKvv9RCnK09w7GTDvZCTBv/U4FisPLQ0j",
-	"PgSElqMnpK+KNpmehrsozi8C5hjzyLGKtQUhBZMOTCYqBQrwN+KYUVeIzeHwgd7+Qg6hoam9HSc+2mn4",
-	"vU0Ic+EkI7rl7vO3jJZ6+YZpystosapQTKgGa/jxmrnAh50NYKzsWFloAOsQhc3Ewm5LnxCvoYVDmxXv",
-	"oCYxfi7mvoN4MV2wB2J/5pJ00MFYUaPY2MTYHSRUR+bjnSj4PS/g8ISZw4z86Roa5xvy4mP62WILTPPI",
-	"HBCBT40IakWjm7oEDtTkxVsb28ttXgH+oANgIqT91KzqnZDr9EXfo9Hj6UInDoJWLlWbOBK05bb3e8f6",
-	"+gOE9eHPMyoKXqB5crVsdCHXIkGqO5Z34bGIE4kr+xydHqq+lYVwKoJVzLobJOtkQKAAD+56V0QUOTVQ",
-	"tn1J0CBRQNEqj0HbpK9srP3fxBAA71lNS7/HAk0TLi5QuxUMIHoBnUHQe8rLXgipw2EcX87vuTBnuIPb",
-	"7r1uxDrGIbStR6cctNz5ivJyf3bYAE5GMVEQigSDQpr9ZFMx2crysvUKn5sEsMEVftFexwKyqXHoXGKY",
-	"/anZ7ZB+m84NfBVgkgWOlYxlY+W8AriPAOPW7xMYw3glq5w202NF5Mom4ewwm0MEpFhVBeWNbp24IKuA",
-	"LHLiCWSXIp6GAV/N3r3xfjjA5LZwxpFqDaGHcRWuPly3YDKOjTuQiQQnJ/wgIldha/Y2xhW7j3mbULNk",
-	"G+5QNoaTkl77OFL491TxHHh2zcybxaU3stF+o9uMEKwijlgidQwx4OziMzHfcM1y3dQMkki80W8t45bf",
-	"LB74+01P/FyuVjy275FoF7923ETU5kIiDX4PoX8qraGWssyXlAuvTqOtrzmSem61vpRKx8E73kqlO7hn",
-	"gUn3m9gfMnYy9Yi/9lnyqpZFE9PGF/jFED5JGSVthKvpLn8hgLV5YqytDNodIoTpq1FfQureaZ/dNUzV",
-	"VICrPlb9q7jIo++bqFInnv+TrhxgAdsm/U7rkipGbTkv4SBhGeqWcJ77E+LWPa3zLmXJEkRQHWn4HQif",
-	"ogJ6WpboK3Slc7LXZEdhhrkL1dPwpF1TlYjrgIqacREy9oLP6jP19oWFhJYKmUDsKanS5/FLSPi4xQFR",
-	"kHrZccy4sdVsAlGy9ZQ9dNWsAKJr5AVLaslPG0E2TKdf04iYvrgK2bHdO1BZnBDRlOXQi/bLaEVn6ZMo",
-	"R5DLYGEAnhJom234og0uQDMJwppGCDrKtgUvyKkgN8BTQlZUAMtgus1RwkJokitiHyZCrhNWWlMB1dpF",
-	"yDE9paOWlNqiHxp7aUUBcQlzVFUCzo2quxS4lbrDIxx8Ce550xyh5hTt65vvOkjBQmyPuCMI7fSG0trZ",
-	"IOFeHNYg6YyWmBZRuyStJBuYdhfQKrlJKRjDw7xsxLgv1aE47/GfD8YN4l7w30fYFUCcZqpiuXHZgO6k",
-	"1MgXoIwp1jOj2mEN5defiyKgJtvVkqnGdxhXYAbTcGIiWzZtdXW06B599KfEsB4wLccOlI5egVMj0sWl",
-	"rM1x5A8VIJsxwy6M/SFry1V/w+CD+I3suBbZSVdUXhWEllYgCuHMtGPLvJymN0jSH7JfdPzOILo04nSa",
-	"/V+8icY/vzdf4T07BZNkVbGCUA06w35x+O7qE/n29YuXGcETdt4IMMKQhLcR7mfwG/Vb+I97vhOxckZn",
-	"1c7k6cU7j6+D+8v2ha8qvKBT/wA/FuK/CLiZfA1+3Y87blU/hmNiD1WM6S5xv/RkHk/o53RXJ/B8Wnnt",
-	"ekGRqYjtpWta3sHVZxAe7S3L8R9fvmzv8Pp3/xuAdIuFftjrr83sfkvu3v5CsBW81lPOBrFX7c8UKek6",
-	"Ay/pZgMo8fhgZ8LNN1uxzxeR8OfWrfimhzrXHf2F1smxQxZro5YzLWealnfkNuqGJCG6PlVMkENjJR8Z",
-	"/QvAKwU5hEjz0QTAIddwqu/p5DmBXN+59JkbMVWHFF2JYlS8EV9TDpEXLc3BkYR82d4GkMB8FQ2BYss3",
-	"uxYnjKTrFeye5+yZsvRTEtlThgD0Etf3pjGU15KubY2oaRpCzB2CxipfUeSoaqKXH2NlkEHbiulwT5Cm",
-	"mm5cYBPD8xKdAF4M5sBA6cFAqmKizsdV2HpAOpe1CHmydSPUCblkUINR2NSRN+fvz6/PyfHx8XN4OJzk",
-	"K1/C434UneuK5ndMJyTu8vqC2Ad2kbh0TcVbuXZFrExpClAyZmvf3rz69uW3CZ7YSu+iY2IsrTj+QXnq",
-	"TDYW2eKv9qxq5L0qBS9s3SLH3BIEBZKBA+6uTKgXsp4GCvdLVOMxpX8Dmgi4gqIO2KZPFUFvKRfmAZvH",
-	"6zgRqSiIJQfIl7QsmWXg711hlLey5nrZYxr48OabFNOA/4W/fghbd3sCG7h6ezp79c3r6HZ4FCUFvrid",
-	"hO6Fx29LJbFieimL7ny9Ob86u3z3/fnWpMGS4C9aSw4WqEvk4xrIyNX59ecLcxhfvD/9v/qjed0ZzFdb",
-	"g/np719lL1/H+y1klLHz1E0pfA8FgOB6dPsHVERwgWkseKANpWW79CeEkkXN1JLUVBRyZRsbvx6eAlvy",
-	"s6y6s00bIOTsjuO/N7TkyHhulAEyy27J6InpGbOOBqFkiVkrLpD1s6wykmPnAVIqh6ucyx/OyKvXL/+I",
-	"UIzIpoHA3UhQ0TlzBZIWQSfjsFc8rmQ72/fz5bvMJQ5aFoyq0RbbIZQj5OugwgfO5k3N58hX5Ia/9IHK",
-	"LXqvkbmfwtbh5thvx38Q+YaZ2KhaXvK6uKC13pzRit7wkkfD82083jEnGx8SKCYh8llE3AvjkBl1GGvO",
-	"v2xD2se2WJrb9m2h6nRu5vYFZ9h+lJv5kY6zp88d8ZsHwNbhQpBqi68TTjAO3v40GvIvJMOYPz60f8h/",
-	"D2Krbi+3WahGL0nhhxPv8MN3TYhg2ZZjnnc40nBdslBah/fJe37PLmwtcvQyDKadfL58r2x9EfB3Wzib",
-	"vbDi2tzsR1RC7U0DACMBhJ4bBnk/Ltdlxyjqriyq8F4QOUITNcgQU0vw4Soubks2M5rj8+V7LDGwhvD0",
-	"W1S7zhi8i9/1P2lRDTY3hsEQ5up3VglIK5BFI5K7/9N+9S6jEjiA0b5D9Us78O7GdIs8fVc+zqkA+8Xt",
-	"Yti6HnnAzPH2Di4tw0EnG8OaY0BwHM/NgLovI5lKA4yBMiq65UUwvzQHg3H/NPkK/7GSSrt71gW/xXIC",
-	"4NA4bPkUXhzthuv71Ysh73m4tk6itHltdwLMMigwqw5EHpKoFxZ/XD0jEWADzHIvVWZ+LohsEOf06AT+",
-	"RJwDcvjj2/OLoyBtHoAed97SbhBdOs5vIvd+A1IHOus9F3dR16FVQCUXgARrJCmkZgFfwaJo1QwlfTrP",
-	"h7fJoHmXI+HDWyXdjBF3TFH/0LitAy/MWpozwNrXatczwA0ydVa57xE349DWVDGP8+nRSmfpmlDXxp+j",
-	"hS3dScOK0GBFOlPYfZsxEho9W7H6ls0wQBkvf7E36ZdU3I6kOJjtv5RCNrUib6+vLwj8JphdxdgdoNDW",
-	"TDUrLm6P4sGlKFwwwhoJXcuyZAW+ALhxcGHlGnIgOqGDQ8QJpjjrFdXLI+BxcqBiuzDndNahs/QDZDr9",
-	"6ftp2v57vMqn4X71Gj/cq0Zgnkz7BzvrqbV/ZsGeb9hGWmQQ76w9U+gsbB5/RAxrRqdm3zOq2FOsTs0E",
-	"WwPTWxcIKKIub5QsG83eD6zM119B7n1vv0hNS+IWNMDePwEvSy1ljanEVOC7bcvt4mCzAeD24Bqgfut9",
-	"tuZCeQ8Py8EBiezoBFvvHarmYMyXkucsI50D1oYfzCkJ17BGTkYMAzspftVfv0iCNE2V9pLDbQJCNlWs",
-	"5rLozGsg77vQQL1+hMliNh50J5f3rFb/ySyWFqbnd9mdeGoHDnALy821IqXMqZb1/8J7OLYrn2KX7RYW",
-	"6Maj52a+53sEk/95t/Zj0VVO3NpknjC88zzy5SDwWwtTMQpE/i+N8xRRkKdHau+jrYS47Xsgzg+AtycK",
-	"q65rKlQuC1Zfs1VVRsM5p0giAk8RbR+LqMKm4PJ7rmuq2Z9vYiAD17S+ZdpmTtxw7avr7264fq5OyAtS",
-	"Mu1wFvB9+VJKxYY3pr8EGeD/gZeexVMxPmESB/YLrphPSC6rDbljrLLclKJqOnST5nvjH9D8IDuQFdSJ",
-	"VvnqCy3p2v65avBvuEv6aX/8avvYLpkakwoW7EoGwN2BeH3z8lXUD9c1Pa1jjJQ/NDW4i27hJHwBSI34",
-	"53NI38VjSWWk5CtuwUpnADGgMzLTjWCZ+bc0ft139xmZleyelRmZ3WZkdsc2XOgvKy4yMrtZZGSW1+a/",
-	"K/pgRMl82CwU/wXa4A9fFivTKK3Nf3JQSDOVf9HLmqmlLLt6Zjswi90GCu+25+MMCqEK+urVtg4CrMU4",
-	"6IQVxIUH4zBbIiKEA1vh1SgTVgqaw77cYnNwQSr+wEq1cxeM3TDWh11D7D1ZDanSkaq5j9s2eiK6FuN5",
-	"yJ8F/7lh6JrY8wAKhHKJ3NoT0w9efxW/xR+HDd+Lg9Q3PAKRHpbp4CviKKW8YJMUOmKwPKlCx5zLYSGC",
-	"1w6rdOzZbip9+QrytJavXn8zpLwTAC/2xYjwsv8m+uPrb0fG379MDOV5+z6jW04TzFznZHSj8koi1FYR",
-	"gci2D/3wjEihzodyOs0oSZTibJsl06tw3A/CcpJJRmfEZNq7CuczzMNpxa/N2fLoJDPczISK1gH0DgUm",
-	"kygQQyOF3B5rsXQyoCp9F9vxH9naZbK44v8amYa5IGfv3lwa79VS5tesKmnuIMcc8IwUzHgWwqrwkkM6",
-	"GmTkULEJYSP8aoyROvnjNjiN/XE7cHVgBqO38ho6+QzTVW88wca8IsyvidkQU3wJIfX3bCFrNjAKSOrq",
-	"j4Mrs8x8hzNkMMnCvKzqJ1oMLzXcH0L95Q0jNPx1gCO1nZgxtuhc2EV/GeEEbupKqsRc2S+HViRm/P6a",
-	"3L6WDOdPtWyq/bbwD7g1IQZ1a5ppN/Me+3fQ/P+hZsacetDRRLKJUv2GK7ghdHpzJ2EencjHz6HH1H3E",
-	"LIJOAmyR00YvP92z+qKkXFxqVcUocfV2eqvFO6YEEUp8+iKR5tvKtEbmlipzfkyum1ogOQWRjkE/JMuk",
-	"NXPpw4IxvJpZIT4MpA8bDTzHq6vPdTknh1+/eEHmXMD2/3Iji82cSOOirXmiLiQdzYut9AS6PdpoibRY",
-	"UaQgWWNWKUQvh1jkTTt/ATi/SJWHlrOqKcv4L6ftBcylgDplWatpOwMz1M/SKU2fPv7l3Q/EurLGi/zT",
-	"95C134I3W6iFUV8lXXmB77DFHbwI32I/nPySZHnRG64QaMTBVpKcCiFBnQcoHdtzD5rszyzii/yZQYqv",
-	"MQIeuIKLenjY+XVQAhPScCK/1gKcMHhyihu+pApqgIavtpWtd7QXx74EbXs8S6ou9C/DreV0xWoKIAcV",
-	"FTPNSz37RXbgdoIWubpa0toJ0UjLdia4Isr8CAOVpKlazGhtDvhE5f5OHnfAkWytNOfFubcEbtyoZP0G",
-	"Z4gxiJDC4fua0buYhLEKBuHpxL3HazlkSkbvUzAHYUXOYPIurkkYfjb6/DpkZp7w+8vOb3y+4OdYroSx",
-	"YKzIfr58f0zgRsHTna3I4fwPf/jD/znPyNxM7P/xhz/8YX4UuJ72AAnOlYzcNB7c09VSQQdZhjFqKgoC",
-	"ENVKU7ykVXTFviPUJWlQAeeKr0Fwp1Pn+GoPqsyoKcjgjxxRR8fkFNp12fxhGzVbyXvUDKsoJfSuDKz7",
-	"HWsTsbf3INdFO+izYvWT+YKkUazex4rE/flx2K1RS7kWrmghl0LJkgXeHY6V5CWjtWPoGdUXtSzZuyLh",
-	"fJgvCfep1yO+B3XTULN76c4UMyHPlIfgNt6fFDl7Mu8jBX0JWxe+c74HLs2unfT87ECsepCZpepX8A4K",
-	"mYrh+n0SfgFtv7i2F8uI52u884oqtTZmW0E1jVRSpC80PKCYaTu81tg1M29YLtMyuaIbY7GAXCbRjd7L",
-	"Wy7Guw/nCDLTm/ds1Tz4B3H+/JOPqHywE3+GEeFhyDa3SGaWO7yTsiZw0xKt0jBPY3/d44jKBuvU5x7e",
-	"qfPJDd2WUPgtgWhmfgL3KNhIbb+WUXl7C8LxZ4mKzSdg41rc6eEtZzRwyXSiXHgg0L+9IfanCMUKqmlF",
-	"KubJ44OdqsRgV3TCWObZjDR4S0JXUtxCrgBOHRd52UDOhZ0aUMbjeZh2DJ1ysHC3Zy0ir5OodIQ53M2x",
-	"7fNTQjGOU1XAIP8JCSqEf9XTUlXgojqUSdfkpFA5nDTTuSraycJ3AoYO8FaEpBUZxk+MvJnO/F4kFj+y",
-	"m6WUd29Yye9ZvRmnHy3sk+TQV+KdZuRv+AjWEEJeBdh26m8HRwlGUWwG/3EmVxVqm+zgR8TMuGQasIw8",
-	"regAlyjA+uZNzfUGQFssQgejNatPm9h1Vls9aXc+OBlzdZ9/qaj+cnx8jPA/N43igilFbmh+x0ShjBnv",
-	"zAmaAzAktnMIP1b2x0dmDu5ZqVAFdyFbSC7lHWcn1ndQhBLsq4ttQxpUzRZYn2zc4a9fvCRzWvEv8MQX",
-	"t+aQZIZOjfH0oJFWSpZaV+i75ad1vuT37BpSxyPTgV/b1HKMuEOikP3cjtRD3pHDuZlXWfNf4N/fke9x",
-	"AH9rXrz4Kj+9PHv77i/nX67fnf35/Bo+Y3OkfJvBfEC5irFcclrXm6Bu+OfGSNa81vkX+24c8fxo6kix",
-	"I6kUNQb6qTJ6KucVFdpOebgIrWeWtbV2Nqz/49t3FyDiP749v2jnQxElPXWfKGhd4JO2ApusZX03dQBw",
-	"ZRaLZKT67lfrPyQPYAlPyA0XhYJ8q1rKFXTb/AMjaBmppaYBBHDNsEi+g2vIgQLVURLgMXrw77Or+3x2",
-	"eX02w762irDif2YhSdcZCHqcDMHsoO6GABgX25sSzuZQ4L58eSuVnsEuw5/N0cYD97xA7fn2+vri6ugE",
-	"IU9nYHR0ymW6pB6QBUtoqSQ491ihjqM7U/UChzd3dfjABA4xghkyqpH5FctnPzCdL2dXXLO5MUTnn+C7",
-	"OUQD9JJtIMDd28xfkXmu6sWXmv0HELTO/VzjTLRzHQx3e56N4uNR8HAj7RgLMMO/cNGtK1ZjSNWIO1x7",
-	"z5R/yoyvZrQEY2yWy9WqES7bdUUFvYUK6zZU1tLpw+4JQMAc6LdpEX+pfJQ1w8uEmQd2KJjKfNZy1lYY",
-	"wZMo80Z8laNZ5TXUQQmutBN0OMFd2qYZHNeKVM1NyXOsunEnFaYV4xGrl8ouTUnBQLbkKyBC5IYq5q+C",
-	"86VUTDjRLFhVyg2rj8k5nIP/dvXpIwEmTnc10ihr688Bj/N7uKNQS1oxMv97LguWOYz6DBja2LvCDFzX",
-	"G2N8/7fMEdb8t1/n2GNMBrKth7VA83+fXZsGZu+KufGBKikU88ARpts2yYv93NBSkbl93TzzGotanlC4",
-	"snQwqisk+27ZXu1ylfJWHZMLakx5uOIOVKDjwXQ/YeKelRLGjPahM0syAlZJBgbdX38ygwxCdCuwuEXl",
-	"3+F9GgvVuZJFU5p1000tYDFRKpjQMC/IKDo3jc+PyTnNA50G1j7KhztDw5tbs6cfjIqZtR/OPY6yfXH7",
-	"EH4wbxmA7SwxsZB1zlS0Me3BMeB2+2YD5yLGebgisNJOlu0qsRb0wL3Jnsh1Y9xKe3FR1HyhCTUnBAZQ",
-	"g5HN/zAnK0bNSdWACe2/ygh7MIccUIW2q4myYVQjntFuKLCrviPGJcZ1y5f2lCRUSLFZyUbZ2++AGjns",
-	"idHBc7NLl6wEHWylu6OasYVj8qnt0YrWd6xwHWlP6e8IrfgMzQTXFbAyvJGnrG4zOhjiPRjXDTB6vJFl",
-	"HjQ7NGptnYQTlO6OtQ9n/pgKO5V3j75O14IO+4Oi7VA7h18KJrg5NcLpwd0eCrMic1yu+dhColocXMXk",
-	"yEuZ0xLMOt9YOFxrAVkuciPm0mU/llJWUKoCaHsLanFtttbJzcVEaah17qRB0ztbg0XTxl/mjE+rNuc9",
-	"+2ZODmWdjVmAAIgzaBVvvdgaxm4XxU1HxURxhPUlGEeSK9dfc4addLKiMmOgMLutqfAeCpr1UCnk64Ps",
-	"hxorL2L+hrHCcQfYq4z5cWq+8UUzbPP/Y+/dn9s2svzRf6VLdatEbkEPP5KdSDX1LcV2Eu06sdaSJ/vd",
-	"nblGC2iKPQK7cdEN0RxX/vdbfc7pRoMESMoR9bD5w0ws4tWv8z7nc1LYHBN0Uj9BDH+Gkrj24CgV9VLn",
-	"My9YAdzWmFFdhC7kVKaLFUKmYYsnqPEZNvj7Dj0W38xqVVD3BSvyv+8Mj6kMpfBnzD9EXrR2KR927IJK",
-	"q1gn9Sv37PBZsz/YRWMPH/ldXJ5rmF5dQtOnffYuFAwaqnppfwvSIWQhlD3CMTZHXo8aJedHNoL+YCFu",
-	"BaKADX70C6E0zYzqLpCK3Vq4oVI9DLlAh8ftiWHPZvQdOlJG9Q6F1oDaDokbkE8cQ6rQmNn9dXbxP2yi",
-	"b4T7d9w2e+hBg2EI1AKYEJaDkYVN9qZOE6PZSScCwV3L2fNPn/w5QEnmn0ugtCzzPoS2Y+JKKFHxApfn",
-	"2TAJZpDFz7tDl7r/UN0V2v3uVxg+vwIbfX7sdr5v+yD9rendfUIDC6TtVbaUbr+YlSIdRi3E4Su+hYBH",
-	"eCaFUx0vNz1pTZ4fPmvGdv76LOTpwLa/BPW2ktm1U/VOX71xSgM2lTMBRuyHf3/+ndeL4Li5b86dDfiE",
-	"0naMxWcjCMqRLjbg6BpF9tM47NH5634q9JWubcdh4IqlJ1CUjuDs6T47IW9AySs+Eb5HajOSAL+Ui6zg",
-	"nUzsMBKfPhwLL02dIohZSaBjceakZikKS+44Chn4cXLD5Ih4JYC8YJy3qf497qr+nf8meJR4jonSw332",
-	"XvAcKR6/I/LGmG9hKjte4rWlNhR3JTIhKXbsaRSVP0+wbanmLG9prFDZLGWDZmnT85ssvjakTAgDBIme",
-	"AY5N+ynn8YilIPrTJC7vSpolw8jeMUsLqQR3QvGyEClWU2MJfTUxrSZRRWNoI2E6Zlo0M3YE4ltlgtKI",
-	"pxDhnMGgh1zSFgIdtdtFuh9BG1A4HN8dvphvD+l7XQjubB93AJt1dp8uNA7cOtYSSG1u8JiTgIuArge3",
-	"x7CtbkZ6qnA/E38n8IoQ5o2yAqCpiLNW3Stm2LazPcdCG9LOUOC2zMQwwHmzkE7CueWF8CrbwF87v8ng",
-	"QjpE8eMZLp+xwmkN1EaDTTisTKXrqzEJGjDlkVvvs98rCVLIu1V8X06f/oAcWMxgS5odacg1ao0Y2CgQ",
-	"OFnJYXtQ78255SyXlcisrma7BgA0yGCUBjA4p7ABo0qIPVM6ZbMSYK8R0zBsimOmwfx7NBhjdcWvxMdR",
-	"XRQpG4QVTU+VqUcjmTld7RxvSoeRLY+Nn/FzEj+eo2MIV86nmGBLWs9WnVB0g7Gg0ZH1CQcpYekBtphM",
-	"vb8mRwc1ZD40xw4vQnoL2Y+YbAHhKmkLEZJFOh1EJ2enUa+oo51n+4f7h/vPvv8BuoyVQvFS7hztvHA/",
-	"Yt3QGHzuB7yUBzfPD5wxd3CptTW24pB7WXbmlryCMJehOIhjDGieRh4ebCLkITylMpYXRSOL5nJp9tm7",
-	"2OwgpR3yfaQ1ohghuw2aAw+WxOWs16I58muoCLkTWGCmfXI6b0wZ7zICpiFRPnH3FmMBY8gtqUB1iQ3S",
-	"vT26sud+kcK4w+Nn5Qygka6mHNxhnnoH6U/4G6gX6X/vhT/3/g1/eC94sXd65v74m+RpsMELeS1A0wv2",
-	"LxY8LIrNFyQTcZi0hqBkwkKSu2Ec+SJ0DUYNiIiJth4WdJ/9pCt4yDTTAtSBgpmxKIoE0+gJJQcJuqwA",
-	"5ZA3KGDhICE5kqlQaA+TrfTcgYH0S0MBFqk8y/vRv2fvlc4dW5HksIcyD6/Ch72MNnzA2bTSIGtyEUQc",
-	"rFQlSkz40EoY9vL5D0N3BsGW7RxVSzotrv0Px+DummpWYfZP8F2LTzyzzmBRAlBK9qFCl7Sh03znaCfM",
-	"78R9F+iS5LvZOfrfzoY97ZUN2ke8Ibuw1AkhTdChic/3IpGtCB2098HHRTgkKK1ILvsHBjyFsT/qHFJw",
-	"3VAJtjyqaz/4p8HU6ObVyyK67ZXzSWrgYO+OHLv5JI2G60ghjzI/Q1ixj6ft78SRW8dlEDkL5Aqw0ueH",
-	"h3c2PQxYd8+mi+G2yrP/SHZe4li6PhHGfPAjz8PCuUderH7kJ11dyjwXCp/4YfUTr7QaFRJD1y+frfGJ",
-	"M+xgcaH1W15dCXzuu9XPfVAEhCVySCJ2Jhs8/HyNUV5o/StXM1oOaBz93TpLeKqsO1oFtvGK49qOft3h",
-	"Dw2MSHQuP2VO2PMrAyk+BPk8L+J8dlPs0d452vnhhx3/W+NS3DnaQbdhcw3/xAP8R9Ij//ea3KUr0dmP",
-	"CxDHAvZwDz9nM2GbuEWUBQeauxmTN6ThaaDSOI3BmS2+OhgCi3BFq061Yp+d2sbxMe8NZZci47VxQudS",
-	"O7U8JFR5zTx8f5FB/yxs4DTnIelnU1Q//6keBtCsF27T/qM65hcCc/lCwQAe9vb5MFYWBdho2GmFeFfv",
-	"8b/TY57x0mZjfvBZ5n8sOeIqx9wf0eg19GRUQhXQmaCeOsfI6tlvPzM54VfO5oGGHyN5I3zUDs6zRzqu",
-	"G9zzSFZ7nZQq/kdyZIVQbCJVjd4fIgrUaiFI4D/vNTy0AhswqQizHvYkGou/GSNtLYB7UMUotrlPkz/N",
-	"wdXT3FOAOwOmGEYowdVr6mhx8BjgF5EfgIdN+hhvUNFeog2Gha95gqD/kDFaFjzDIp8FKn2Fg1ulQnVg",
-	"ZccNJ0AFcrZRowDJfEHwx+pPSPiqa7izU/1Zyi7goByU2Imz48XYlavj1Z28Idq6CbTZx9wkyqdFP8kX",
-	"KwgvVz/ym7Y/6Vrlj4olIS0HssnCWblnZnNAKTv95vUp+h+DiY3sJWxqEpKkUcCSs8GYWji+o8TU8aok",
-	"Zi7Tsfb2HzgD49oE4lHu3Ogid/zDCUelWaHVFQC5BT/nPjtRjBrtuRuRgc+wiAO/HI0SjNFY1nNz7XGi",
-	"Y39YxBMWqfo9Ltafp2x0eAPz+DIiX17gtwaNf7lKQLN/5efSR/etDdj/Qn3+8dArbNY8wVLgoT3Xe6Ji",
-	"8KLuefNxiX+M3K2t+odGk70S+Z6bUFTfQj3BwFss1RVLiTrP6Om2M5VSYCCuEXwcWrVcHE0YI/KzpUNQ",
-	"kxG3aCGpoduvtixH4qgVx+7ySXUlQBBrKAS/Bsgt365ECYkeLixAIsc7VB6FVVS6YrZqan9McMpK6zQS",
-	"XIuF5WPg63KK5pRXeVzT5JWltta1a0g72qPD5x6H+AiwWijMhaBl6g/wvh/RRxx+mjBdW/A2pu5VdSXS",
-	"4TFqNeBCh4BFZNwEILAkuOtJJ3v5/AeWVtyKjwRTlkYhlqlUuZ5Sja8xjkl7VhAWDVTEiSBYgPBzqQuZ",
-	"zTpL8w2fOcNuNtxnJ0XRpL1EFReUhnejr51+1pRZxL1HQA6hqx9TJDFuBhV4XTocEs67qfIbt7MZxxF+",
-	"x39khePIC0p/UuKlvV+HUBxq7Rttq97K1+802Yg+dzfeSOyYBxv55Wrhs3WcM5wSbUS+dTbdnQhtnEvI",
-	"OGMKJC7nFLayoaluYdlwekhpbrH6nbUlKrxzQXYCj1smMUV2bSJ9kcYNVjGUfMc+W11CdmBo8wocj5il",
-	"AXCAqWa/WFu+U8UsYed8Is6lFX89t5XMrGdFRx3VHVHq7FhXds+ZtXlnyQhJQEgY785yd29Kz514EGmT",
-	"NOInKE1HCnzgMT6tn0aF36Qfwzfx3XvtSxGSZRrvgBP9v5GApeqJssRCaGo5DTlcF/SvVr7yq/P3P9FD",
-	"YLQTK+nM1l9M1u9YZRBIRkQd5vry9/fZ7xjBibFnSCwePutWckLQyvAZIS4EPxQwPLSbFvwydSVMiCe1",
-	"nDKLCkKPWyaS5wg8wL3e2grMS4Ojp2tNriobuK31P/sEPtIOvaaHLxnSCVv0zPgsmQ77R8GSvkXvEwhw",
-	"bkU4M2UTXvTTdAeyWYqBU0Xws1DptQcriDAJWaWN2TPSNnGywVypxVF0U4rOLmcFyisVCjCG3UrkXN0F",
-	"pRp6BUuGwLsvB/BaGSpqbkcWlQ1YhQ0pGPDuNQJSDCNSLbWMq5xMfH8sEmLpaADh9t+v5kGlP775dl9Q",
-	"iqh8CjC7QpHmISGTGNU/SMMy2AgFKRzGei7sXl/Z0cUi/+hjk47v01ub0jPeUagNE3jEes43HSODFvJ8",
-	"3jy9HxsfUx37FZX3ESqG17GCTq2ichIwct3JJ+WBcuThuFK1AHQHnOrqGk0lEqutrIrITdaIDoM5vCr3",
-	"UCaX2noawFJXhDFckMQtYx3zVsPgrWZCIb1eORXq5eEPLM1IlU47uadbqAe2dmKOQyZMN8sJJudjNlYe",
-	"ym54430gdKDvjPK6bQFEdegJuNm6UhHkxqUYy/nRRZW+7vdrSedWkpON29Y97iyI0UggoMYCXmgjTDzY",
-	"x6xJEkOFuHFiF5jhifoY+W00y0UmIadRZmOEAXC/mrGe4vMwE2moXzWomFHREGWq3kBGFNwKXq/uCBf6",
-	"IiAzZJPiPvpMn1dkYTcC4SGoxz0S2kPRzWtYlUvRczxbC3LXRLQyioRp6otakseogrBr7E1vSScYO9jS",
-	"eLHLTPZpGLF57MRP+0VOwBnwex4xaK2gLLkGfTGHCdnSvrgdK0V8xwldSp8KDh7PcVyELiPGj7nrbIB1",
-	"UDiKUA3oLAqwVJQTdCIPbxgQIpKubdI4NEPkmepKgDDJnzaMHO3PWEov+kiPpPvsrbwWQZy7Bdtry2Ks",
-	"DfAFFnFqYQNXR2/dNXdW3N4bXTsPfP4RGRC0f30CPU4EuIUh0XGWY83sSw2Jr5LP9YfmgExbvKVhGtja",
-	"FrlGzBk2rr97rIJe5eItpKM1kAa6yKEXm6yMxQRuolkqJvKY3GNZ5XslrwggHspRCyo3RIDsJqfayhvM",
-	"cgcSP/YwQU6juJSKGOfJb6/32XnAzTSob0D2MqJnHjEEzvR5zlhy2IO/DD3XdOM/kFhSQuVdXWEWtxCv",
-	"/GothNS7zklzy8EZB1tzrfsAzmiNe2kw/ylm4KBe/4kI7HTdR35tYc+u/9xvOhe3euC1B0q+7SMNjPP6",
-	"T/4NUEDXv/+kLG9xN9ac3PqBW83gDUE+32IOAYj7ds8QCPhttj6G913/uV885vOtHjmz/7rFA6dt1Obb",
-	"nDXjtBWEDrvFAma25sVtnzoPGMLrP/MzIXb/BCz0dkMkLgzD9M9vNEMHvwx4fR26TYzY5+XPYw+1PpRR",
-	"5dbQt0pqZJRXHcJPi+rD4Xfd6kNY8BsppoBeuLSorWnYEGekelMJCs8zz6DTffYqrv1s9zwAGV0W0jI9",
-	"GiVMqKyaQcX8QhXqtZhFrVOD4GYpgDunBykvy/QgRdSnNPQvqRWESTy4LL1sgK47HONHfOZj8OQNKW/X",
-	"w7d7nFGEWkh5m3YA8SUl/L/0GNEp3ANuOi0gfgoLheYIKQJLmoB7Hqwzjld8p1Ffiw+GHHb1H3ZkhsDu",
-	"eC63oayQ+BsrgjeUfubu3DWEgZ6E5qlwIizuqZlKm40RGfIeAzZeHvRmCOOm3UXJ0Db14xGkfmBdEW9z",
-	"zjtinIgGt9NlbB1wY4TdA+zQkagOxCffaqDTBHvzCWuGyDdCp7AxogLrBag7LGQWBE06ElWDpDLA1HgA",
-	"/9wPA20PJk38K9izYdvgcqyZGhXAZ+csK6Utw5mI/JhVtcLKD3TbBAQLBAtd5FU4Sa+MuCFttGCIPnRB",
-	"s35NS9RH+gtr+U24anFP8KSZ+KjdrXKxBoXIiaeQbj3kd5CjZSXcG1MoZacO14jVMQyAA03aQyu5hHI3",
-	"uWVTXRd5VFmVMAKlTpi5lmXpS2owrQI9rNPxbJ/NjQG6O7SgUkBzIEwPXhR7utoLo1Lo23Xz5RlCPfLm",
-	"QcKNmTFKbmGSwB7mK6pZiivVpH2EbbtCAnSf22fQ+oCAmUMDH9QkoJ1i0HVyav59OWOgVh3wsjzwva5r",
-	"5XMlAUsadTdcI4jkEvIJpNVMoZVRexw+6wR63suJ2Ge/NRqCYQVvcp1K1Kb2ImdRqXWxXAUDm0Z0uHBP",
-	"J93MZjNJs07rhQ+uUI8WGXaEEoX7Sg047l0l8uNfmkRbcMUGdP6Hjkga2Cs89Vtt6SlrS2e4swyLIBxh",
-	"O8uGOPPmdSaUQuv5qb3IkgqsRGcfNShBsor6t9XKmqW+3p/xs4/I4etdPOj1vQcHDXxwHS8NrvrWR7PE",
-	"R9M+oPfso6EOfdIaIIs5j0jbBQL3xh6Q5d4FOCP34WJo9WjtkUQw9l2YZNJkw0f3PYgMxSVaNuStZ+Gr",
-	"8yy06P3epOTBZ9+58w/kB4XoanXyGn43TctiD/+nGjfycdNxlnUwCKXtR2jIlcYuUt8YjJR3clXYBlxr",
-	"okG/pdKKAuK1UdomDpgNQitshXiGoFUisiGiLx2R9/dS2/Eih8L5zXGo28nxOZm7WXm7TvJmwyioNdOj",
-	"ZxS3xT54MhmgeLyaVombpPVkp6yXFE3zIPN89U1031qtI9uUs9gW/Y4o5+61g/4O7j0URIsQGmw+PmWA",
-	"HE6+T/JXRt/flCKAp/MBFIFFh9maKV6ARyzVFUKhNO62AVr66P7Mpcn0jahEPmynhHXb0hQL/WbTp+az",
-	"Mh5JVgWdkW12xTqW+xIv9MajIaFT1J4RvMoAG4lfygISTXuo+hwjGljFG17AjJhwZWXG8E0eCRw8eld1",
-	"5QtafdN+6hnZBg18H70NXkLoqHSXyCP4wrgGa6yVMLaYsTQAXh9hnCTtLtzwWQX0uXP42qtm7psno/5v",
-	"95Z4+Du+iRDh73TA/IGhA6FLathQCSZyaaG58Kap5HNIMVrT6jVWQzwvzl0aVYK6Zs3Hu2ID12MCv6+V",
-	"kuoqYefUEDZh71QhFajgUO1NMcfFQJ23oyt8RXqMpY3SC1J2ao3vsQKwm5AX00r/MdjPvxI8BwR2X4YP",
-	"9dsrzOEv1edP84e3geNEnK0V/Eis4I0m0STLKx+1Eu2UOke/OebqUsMvW/PCt6PgtdV7TiRSE4kcygj0",
-	"aIQQnybkvDjKxYyXZfLpsZLSeulsXx3lPBQhvBc83xAZhABPvQI470reCEUejtVuH3ZOBoB7lDK74lxc",
-	"KK7B3i1AF1g6E+V9JYwDmXR0p4DuCNStp2nIC8TZvovKKt1t++z30BzTk3NVK4PlyCXZXUnIHJ2X0PCZ",
-	"lHJsUw/eSch4g06pOzyaE7vLXWF/mtQ37P96Cq6vVV6vr5UvbSNmaznK7jsXN7IaDsiuF/2JhhfQ2LFx",
-	"50GDp9Ey5wDk/98y77/L1PDl3lR7sNSmUNp+pOF0WNZU6iOetvri92rLMB7cBPAHivF5l+I902/Ja7OE",
-	"eM84ND9zZDfhVmbM2wBHTGnsZAZQQdlYuJHlcVM+8clSCQ5k/9pqtg+tWEHv8DRKtj+qTKRiHEfcInat",
-	"Q99N91b87qXI9EQYBmPsMDfg96/C4KBs5pYNVtKstxT8QLmd0OeltSf3Tbr2X/2E+6uzJBL2L60nhkET",
-	"FF16OLGJqHgEXO/ed0ygoVgj5ywIomTv8APyg5Rz4yT4Pnt/cX7WRMACVuYPLC3tv0CcBnUpPWbvfvvb",
-	"6U9gbPz84/O/PPvLs/5H496ODTuRFcuhah36gV9Rl9fGz94J84wQZz4IZf/1CG2RZnDUHniFPXJ28T9+",
-	"mx7EFGkG6vsY9/IuOkxxE+ctu/qmLJRzgPqLz+yfY5HIAcw+YReuxSKbwJ8UZi1AOBhu9BDl1wHzwa6p",
-	"Ig+BA69JPwV+2PhfHRXHy/K4taP50S5jjdF9W2bzoH7d+e24z2DmAuGvxrE7MdctSvcGxwI34FdcqidB",
-	"776p0VdM8w1625b6Hw/1I1bb3TKAL5L9Rlgr1dV6ch+/sDtH8rOAujbhquYFOSYJb+Ppyf1zvySPnv7D",
-	"SJfIe7/BW2p/cFlvmoO18QDuubCNrt4iSGxr4IS3JzBiHOhxzDXD7oRQGn528T8Ii9pqGLtrfLUuElfT",
-	"UBg9J2NuoAvYE6D8VqTzLol/k44QP8g1PCHNnre27KE8I1uOtXWFLO+ZtQFGua67GIImS1pjYY8HTIa0",
-	"eq+si8InebEB9XDm1opJSWD2USjGyokYJqwSpp5QuGiPtdLFKFob56koPfUA311Ibfvs/Xy01rF1Hy4b",
-	"hNAt/fKxiSKn2OEqlwZjyM29/qd0GKXwL9pNtpo9jcARJNGul/rp4a1xrYMPeas3PRBDcPSGHdGIyBAg",
-	"3JGT0tP7Zw51pfYc3SM1LQkJ17YrExwy36Sixlh94ENRNxl3FmnqgOaPsd8YM3KdDHBoR0t5Hp41LN7f",
-	"wSI6yb6ulIc501SB9bQjxwlwWZr+ltgfzkhyRytKa2iTyV2WRK1N8VgnsVfoJe6R6CTtUjdikPWFVOIo",
-	"VEAhfRNSWRJVQCa9GeXR3X2Z5clC6UZUziFu3OonTIlpKKQMyGYAXoR4ZlhomWJ/nEJfMT1i3FdANCU4",
-	"ls9MKApZCm70Hpftrf5zRlTykAWczRz+U6r81rjXb/XVT5We3O6JC327+9+5PbwXDtqsxjoFoBHZMKFs",
-	"9TV6mh+0aJRHDCeq5brX6JFRvDRjbdfzG0f4zPRcMPGSUE6KmjfCNvusN/Q9Fdw6FiYn/ErsGmCvyOnk",
-	"vwRiZRJAINo0eqqcRYz4stiEjFeOc1IrYYa9hK3MroVlg+8PCS7SDNml22EUPdK04cczZNfQMP+y0lPo",
-	"QsQVNBeDUcLwQtUCdfhryhKWOZ3Pw2ouMMz2op7Cy0ay6YkS8lSTHQktWrgd7yQ7ik9Es6un+YK7J+6k",
-	"M+Gf3gp1Zcc7R8+e/yXZmUgV/k4W+uzch80W1qOvPZE/Rk4mup3f37KLZW3ReAcJ/knvCpKq2S8LPrsF",
-	"vzjATkRL0vIoGZ7Is58iSUFMERlXVyz1lJ8GakVg25G7aG1xjmSessGzw73vDw8Tj+TLvj8cNm3NPrx/",
-	"66kr5jwNK5FQzIs+9IYZwGWAv1PasrEu8G1zXADULJobdk/Xqpi1Zrdr8IOGKpyKGeXScEsTW4Gb58nn",
-	"BJf6qfCUu/eYtxdihbcclxbWvJAjAdjB9+oln9u2PkBfPDveV/Xh/dstmM9Tdnv/XHFlSTNBxST0antM",
-	"bDvOE+gMOF6AtleKSupcZs1wmVaOOXv3naG4pKwgSFfd8ALY8YvvDxs9rKNmc7dXOcQGjFcVv8Sa7Wsx",
-	"Gzl2x+y40vUV9neZuL2mhtAIGshtMwA3sKYklZj+f5y9+XmR0Z7zm3k22x8y/OYY7ZqBSV8MsxaI3P0z",
-	"4FVBSsMdmfpJbNnv007Atp1sNmzvPTsdG4772RTa/rGWfe1Ylecp7ik2SJGJpcgjJ9pYVokM+kU41XK4",
-	"z04t1RyYDjWV6SqBrAnBoZW303ZB2UbtI0UnYVgrklhXIMpQV23U2SPGvZIedBds5dVYzZIYOo+VeH+3",
-	"gWZX1vJsDF1SojrWyNrGF82i1788fLmO0f0U2Hay0JsEQGxhzsfMb7YTjfPbrZXoGac7KEuHKFQ9ccce",
-	"3+4O/cphnSycCW/qjFpnwh0uBiANfk0XnSUw5P+vxqoxGjO+bWfZQq4eI+YSzR8rNgjN4NpjOQ7G6K7x",
-	"RgL2mTcNjPGwb8T+OLfGTGbnzhHglIUxX2pdCK7W8rHA1h/8sxRXbfmG3Zjcy6TiWHA33ye5S6QBB4F3",
-	"bn21d6XY90kWWOZ71eItX9bn6ITEACWZHIWQFMahAhxZOw6FmSzUq6ink6BvI+iIjYLFoSwo1sgdYV0h",
-	"a4excOUYgypmR4QR01b82XQsFL2AV5W8EWafvRel4FAILS2bkvnAbdzVsFYjqSR1Mm9EEICHh5QaP85W",
-	"ekyTiAgNz/uC7h1BdISPWUiu6TAs3AJuU2q2UfaNaruwDaER6AMhKhiry352dN7UYXsFss2QzjGvJuks",
-	"92cDo0Gwhwy9KF1GaZy8YwBXXKphEjiXZxPuFqdE5tKU3DobgGWOHRUxq9PlGpxun72DuJZTfR2raSuP",
-	"rNDUyY2AIDsYgi6fCj/Q5XJ2AEv2tVL/wxGzLueaJJf3CrmAbY4PJlpJqytKiVsdDK6ryunbY2eluEEL",
-	"deWEOkIFA51gU1Klc4HFCiDvORtLY3U1Y1Opcj11BA3QdAl5jPxlfiMqDg0EldXssnaqu9lnP9H7Mz0R",
-	"bFTpCRsLXtlLwZs2qFg5hV8e6yKHbl8TMdHVDEO/KgyrrT8AOsQstCwlVDtqVVIJJDDgYLoS3VYpruav",
-	"zWLemujxDZQ8MwfHDiaS50FzC0kaj9JTsMsmUtVWmGMmrxRMA5afnkEJ4pd+nx1Sk2zo70L39NlCdPlX",
-	"fH/LIgpmi1T2xfOdxJl1cuLsz2eHh385BPsY/z4MFg0UeYiqy8Z7L5y5k9nWbK0G/7DbvxUj/E3n4jTv",
-	"MzO/f7GGlYnr1LneKz4OT3YvTs6tgAa4O2uM4I3Ku79/HMKeauVg3qj8DobyI9Agm8rcjt0JIz9/M5Bs",
-	"rI1QHtybjuXYmegWvRnPnh8GSl4+YvwWhXrXPGN/+f7lYXzGnnWcsY3K0QXa75Cjr4hvej4JfTw9wW1F",
-	"6p3Z7L57fyPW0NKjtY7lKd7ZJU5fdItTx3u6UqwWJOkBScm7l6hJcJpG3Hq1NKLT92eE0mOjoC3V3CXV",
-	"0NouUs89EUyhM17sUT7kSrLhrJBXY8sqQcDcTUbZKGowAeUWsVJYVjoTxhyxK13p2kolTOL0yBJKu2Tu",
-	"lsDri6/OPmAGTwnwyYUwnaT21g2cUmw32Xwi/k6IfazIr/sm2k244wvBCbfDu8bvcViETR5gY7mt10yi",
-	"dTNRpjbMimriNPVcfBI+51+DY/JGus8GVwPRIogEEAATMbn0XYvBLVePRs5WQmVC8MKOGTfMCHdinYkU",
-	"1mWfvYODqyvDnI0pLSA+U89mzE3zuRjQ/N1QPh13aqb/cMGvDLsUY6nyZWLnHFflccsaGmSfA5TWHjd4",
-	"K2rulFab5W2Iwvgzc+e0itrUAVxd0e+M6NR3PSI9DJ5MwPgsnWiEwIVT1rrraN7AU7/B5zZ4jJvP9FV1",
-	"uHMcT2H/m+nLFc86OlL4c9eJevnFJ+rgswJvwx/u4jrnKxyY4FLG1+0aVmhdQpWp11lOzk4RaRh8VldO",
-	"O6mNMKvO3YkbyYq0CHcfk/nCGPy57sg4UN6tsn5axH0WH7Tmv4wmmh3Y8vU7LWxSMeEhyIw/xvdGhWuC",
-	"YZbagzUgO/eNREzSEJwPDrlDbEJ5wVjrayDd9nQ79aHmSC4Hpvt2SHMdyLuvGuTuwWqJqDtrB5V2I9ht",
-	"lkyj7pXLTaiAWkmjpbEPfHa4M4NAMg4Zdoan3Bpn4eBHDCaMS0Md5tGD5mUxmvYEsFS7BUSHG8/GCQLA",
-	"UKESBq+9aUacrSw4kGbcSxPWI+TJ4HCaxpdYIu6ZyZQrGwLjoe3mpORVD8wdUlLTgbLH0lokqrbWuhkW",
-	"shA4eBdqoyLe0RcA4GW5c0df8xlHed+38Ib+GNEDccj5fV2q1MfHbgu2dZ+M1T21xgqci+pGZuJDA3a3",
-	"0CgV3C4NaTb8zbOuNlDOZnnyjajMsp7gsdZEw4SMGrBL6GHUjLzBwqWiLslzDHOFtvQ3Gsk3rCj5Jehh",
-	"AX65t/rRXab7zqtGN+EcbogCp+LS2RN7Ul3qT2s4D9D4aMwWfI1hpTZOjyBVpUVsbQiZBDSbRgOqS5KV",
-	"/3H+7jfGQaQIeSPyffYGXM7ui0wadi1KqOXQSrAUP7tPo9//e314+CL7Revr3/hEwF8iRQQbp6gJwBGZ",
-	"7RpHq1TjgBdlPiRVSBpWSAP5v2asp+4mbURAwcGkQHgNwD8YN5RCqyv33+Z9uraX+hMIRkeLTg/DukCJ",
-	"OULKHrNCXPFsxozi1+Jjxg0uKnP8wVACUDXhhYRkxFSrj7hAHxHPJ09DV6b0nTqHS6/oynCZX+Z3XKtT",
-	"2Ojbesa/CCqnQzkKtivGBfhEsIGQkOY40tWktwpiTFvbm1Lzcl31DEdAx/WS1LU4l7xvCHDPOdzy6NS2",
-	"eG/XgtghGsPVeOws/KE4slvOWuV4OvaIMcOKxfwYGMQt+LGZGSsm+4W+6uLK8LYDZCNrsGO83+sf+Fib",
-	"33o2aixXOa9yz/gMm1bSWqE8z8aHfcoh1DRgVNBWXBkPbmAiU5R62BKsBSRPy9i4FepGFLoUTHzimS1m",
-	"DFCd3adz4XhoBQwOTzJpG2nCUhjgaR7+6eje/aEzyBHIT+wHm7kfMPLu/oVKlftXzi1Ph/vsrHJ8ELpJ",
-	"6BH9DPwmSqrMaVKO77u7QGrxzLITYMNODMCM0/99/+b1yauLN6//kSYwCeVnIIXZZ6/DbAiuiqo8Jhqq",
-	"8UdWVPOBnUY8DHCS72D13/ufw+Tx91/5pzf46l4e39x8D8x9kxwNJwHzWYeV0bFFQthysr5OeldtOINY",
-	"W1mLmT3/cmZGKTUHUo10L0vzSEPIXzwEHPKZ38Xluc6uhT3CltvcjhNm6sum9/ZEGANTnJXCKWtu7VQm",
-	"mKonl5iEgzUWpp64lxeAiqhyctjhYoz4RBa+F1XGscIlqmieyqJgRjiFxSmwcPuMKSFyQ0CTfl2Iz4xF",
-	"JYaddqZPonGzC5M7dcuzQbrq/2iPheeXl0WX/kQE98ExrJYcrDDXtWjhWTctuPkuO//Tfh/zh/Kq4rkg",
-	"zJZmWCBavT+5hepJZk2H+B86CQXGlBWfLAMoE8MGabz/vyK9pMOEjQCb0uvCePKhoLKZm0HQKUQARWgU",
-	"aVg6FkWh02O051BapXTZg1zxeVLEGV1VzsC6nIXu+7q27IqXhgqk0qyujK7SfXYCwpODN0opkdmEldyE",
-	"rFWjqwZpKwwuaLdOdtOrKNnISlULVkHqHgpmaRuFBZSewDOOsW4BRuwT4CGZCew+NyzvVcOHERvGCJUb",
-	"llbCzJTTUryjPSuk4zKV4Hk76Ra3NWbOJ2en7FKMMCOrmDk+pFVcyEr9sU5qO3bMKQt9KgDrWvDKLbS+",
-	"FgCc41O/dCFCbCDT+lqKhGVjkV27vcevoT0OR/GIvTx81sAjEBBaww4T9vLwhV8gwXQlr6RC15vHMyOc",
-	"GF83h35xWCT38GHz8NyNMQHQaMI8cMudxcYLZzB2BSnelUJ1MrtV3rxXiwfKC5ZwpADgiwleFRKzh9yh",
-	"RD3u/Zu/nZ6fvvtt//S312/+e//8zX85+rI6yJ3WqeszM3GKy+zcklvH7XaOdv7f/z3c++Efn58lz374",
-	"4+9/3+/96//ZWW2UPkOmPleEAs0/AD7Zh6exjW2zQ3QknZLdxWE8/xnpotDTrYLWI6TcmV0moO5ULl1d",
-	"QnecA2rbs4aZOd/opxJX0qDYCMyzLLh1JJkwAIdGieLb6eRHVGNXVsKAPBikGmrxEXlRj0bwxzFAR8Mz",
-	"wHdrFX1qzA22RM90lQ+TlqcxVNy5w4qfOj89Q9u11JX1+h72GZIVy7jlhb4K7UadyUhD8yLWWXHwRIpD",
-	"2qeF2/+31EtefLrbJPsZ735Nq/xQLje/Z2D2StPsAByx/vgkxXUX4Vxw39yUcdO6gF02aSC21nUdE9H3",
-	"tdvynu7AQ5u4I1ZD5/0LWggu2IJzPOfgM/7jNF8GUOVUJQ2xyMADiBLZqTVtUA1fxezjlsCXUi+2UpbS",
-	"CNLG35/6MaRsAD4gOxYTevDnNxdsHoPg//j7/5p223Wtk7lOTkToh/j8cC+XV9I2ncviItN2BNGPYmkM",
-	"cUFJeH64lhqwMULtszJpQ7dRxDtSJNS8tN4sPRfyRhxIdSOtWIbIsdCZCsnU69qBDvzlAZqiKKInzgKQ",
-	"Fgzb9Ozd+SJlLqIVpSzXwpAzeqyn4Dny2ohhp7/97fTiTX4E+N/s4tWZ94K3cD4HaWXL36UdX2QlIeFR",
-	"FMCxC6HM0CkvH16fJWzKJcQOU6e96do2UNG+RPnZ4TDkZIX5YpXYvNbjho6mEEKNOdEtJ4KNuCyCAz7C",
-	"HEGWRVvyEXfjIw0k3WdpK3SVIm5aV4Mh34mxvQidbYHQepPWKayGicKIKfq7FhGYSl0U3Uis2HgRMZkW",
-	"GeopzIOYyFt5I3Y2gz0afQE/uQJ8dOGwQu2TnrojhOeKzLt774+4Bq4SQjYK6ha3Tdr6trBKgWvw+fao",
-	"uwZSGogq70RedLWQbomM5RBOZ7w2Yr71RxutCb2R5F1TwMogujgIUbwfHceWVb5X8srOwO3PvhsiItyP",
-	"//cNsjrw1rVYcgMW5zgw+i3QmOVMiSmReAIWICL4d4BFgXMuGi22PyKEqdBvFtN7iRK74JvulfkhCtOt",
-	"WN8DcblVaFERk9Pllsd9YzwOQK0elsWVBZ9d8ux6pWaMzCTmQNQUJOrQFDL7sXoCVcEKUi8G56/PWGr+",
-	"ekbfSxOW2r+mpB4ikkc+PHIs6v3FGYOO3NKwQnBDvux5hbetKibe8e6esMydEOE9byHZ1b2ZntelUCJv",
-	"Sg8w3BCYahMNmVOAGXf6s2ONpdOiFpXo7w5f9iq4xxAfGtWGA0bfd4fPF26txD9FZiFDDkJZ/ijtGpbS",
-	"IPdlnlIOXjT047ir1CDlZZkepD53Px2GVLwYV7Q1vyhoZghrlA1AI265GCJBdUDxvv/jP/PXFFdc4b6F",
-	"iFXbFIrfMH8M92g25uAz/cvZSeEqvJYa+PkIEcjFuemQt9PnXwfrrTmhA+ABWDvAnj1/NkzYmKsrw+oy",
-	"HCX/BaiSAPsDFxlGYeC9BC+wwiTwh36zktF/ZS3TwKeZpn5t92lkKaIhcG/3grf1fqVnz3yWoi7iViXM",
-	"PbTtbvoNiNK7KixxByY4NWIhdn+it4vn9Rf5Mf9cS2hxK9ggpdOPkao3KhdOMAKPmo5njh0L99swap66",
-	"zDvsCfAcv7OOm7hjbBJSJyPRRbwYBd6wD7Lfr8S69SddedX/uD8m5ddoOX/aOo/vSHdepILNOo+X0uoq",
-	"lOdguf/4f98kLCu09xg0+mjCKkFqBSQO6kYpNnMKapg43r/PThSSddBXmq4gPzBSAT8qbT9CY/R0qf2+",
-	"Jfm7JvmEAR/eKiRbhWQ9hYTcAhvhb8vUEQpHH2B6xQpuxtmvJ7+dv3p9xrAO+1SNNJoKYFJr1e6LEDkC",
-	"KHpFdtogzibszJBx7LCVHzOkDOkGLg6/yw3kdUHM55gtGq6d8zz4bLm5Ps3/IKOShuU5qFSQmkGpZPgd",
-	"aVh6XmeZEE69YlplmI6YmnryWz1JQ2mFdCxc6VplIieDmoD101PlzkYhrKDw1IIfAXJHm6RGSBAZRPUq",
-	"+AkqaJlANEsxSnOZnwXIAe9nwGsffRoTYnXBe7DZR7ykLQcFPVirSvBs7A5uus/e1RXjeS7d4ThqylJ+",
-	"pMpEavgKboy6sLuYEt/X05X4K56o/6Isnw0azNGHlljLmBSQ9JznB7GM4xXqkT6wgYnvaLOVPlvps570",
-	"OTHXTYi/18G74dSrbhbdaxI3jHvPyNx7+UKxHCcfFnvDszEVRjdp/8EB5ltpg2vZjjWW9am81FJZ92/v",
-	"IBseQep884OvNbzU+QzSi+n56HFnm8c+0B73ezp08tH9yKSNJdKuYXqqWKEzxCUdABKPY6Ym8R1ZKiZz",
-	"kzh2XAljhBmGHg0oLHtgcjq57kqtH5YUVP0ebR437ZGr8usy0q3dfmd2e+xWXgyybJrDYIE02tzrpJPH",
-	"MSfDBh5DwtSlY6QGo+0N5KQZhixzWUFv9WyWFYIQWxOGQQnou6553p2M/WsT13q0uMDRGJehR7ZWb0tD",
-	"dwkg2VraTUABtyjl4HMr2vrHQSVGohJqWU3GK10ra7AsAW6nmsF2GBdg5WIISZM0AWD0cCW+rjABySgq",
-	"k6A1mGkn9KyYlNC3dYjAcRzAaTRBeANS3D/r/EpASMvKSkywMULVBUr8s4jp730zyxUi8dd4Ur0ycR6Y",
-	"40/Bx/2JFklNn1+EkhE5oDVfE1Z5Z5UFd/YqVG90tnd9dpgs72y0oq/RPXGraEd7eFZzsrcM6y4ZVrOu",
-	"i2zgIfiX4wT9Xq7fnRQvK+FeiynedNKHIbWAGFvgKFNdFznLNTVDnEoj6PKiKhGahbrBHyG2pud/WCMS",
-	"GjE2ELuicjSbcQt54b41q1ZdHd2iMln0AjUJLYqQ4KRhyj3JhKp00yhyn/1Y6Oxaqqt4y/Br5Mpppuzb",
-	"wtaqEMY4exGT1o3o4K3v4cGIGJ80U/3HZlxTC4u0xDN1RudTV7QpEaJNJbhB/ND78061Ru3Gszxno2yG",
-	"3z5XW2/VN5UHuXCM7146dLT0dBcOPM9dYQm29NMWZlVDcN73DZl0hQWDp8u8A2Rv/9mHqrQNc/H4dh2Q",
-	"x3MKoPrzjSK7Pz0HDN/1bRGgPu90BL7O2DeuuXV9MbU/3kl2XoceyjvJDjndd5KdECfaSXZ+4rKAf1zI",
-	"icjf1XYn2XlFYr6rMHnN5XOP9SI04M1A4X8ajjB8OYNgTQNJGCEPDZwJcSTzXnREEpki/3HWC0z4/eEX",
-	"D0lXbMwhF0LX1uPEdPc36xshNFdzb++2c0a8MCKM71LrQnC1/gC5dWP0QGtu++SkdyijSk/uoCVpz+55",
-	"DXHFIKze2BAI3g7gS8a6rvpJUKpM/OLuWLfL6b//5eVtG+m+4kbsSeixJK28EQhKRGOUeUItJd2LEg8E",
-	"g4k7TtNy2yqccOubw7WYTXX1eOA4Izm0DjKB37wtNMESG7elJ0RqCzZX+tMmbUtlwS6Qa7iw28rLF3DK",
-	"OZTOTq0GOi4+LtXmcUv3LWk/LdJGTSeiil1zv+TuDupKZ/sivVuAwwN7hBlRiAyIHU898x2byG+Q16HX",
-	"V4dfPDpV5zCWFd6braGxNTS2hsbW0NgaGltDoyU3+lrZgQjbKiHdSggI+PvVOD7Tv5Yjn2EatlZzjSCb",
-	"vtuNqhGO7TLdYpVa0cSumwZz8GBPeChM4tE2Moon30sbNMVtRPruOhi1Duw9EtMBBnf7g8+orBnGm7aq",
-	"gOzMEegFir0g3x/bifECCrsYAV5R4wqrC9ACIMrsBAzPrpWeFiK/wuCtD0Fjan4UUj7G0LZs3kz9fDzS",
-	"TK1y3QWDheN+GrR895HbhdmvqMD3Edo/Hpi1kGXw1fKYbfB1qV4B23/XzHBVvLXFDnNhuSz+hIohVVnb",
-	"xFliZU1lsx7KyqkeyL1W6R2vcRTfsvZBS7BcB8GWQu7GrTayMW2kWeQN6SXUUxH7PK3ANY7ARH1fKGzj",
-	"ALU1jUOPLfSZhhZURliLbXd7+5i+wmHcNmRw4VivJW/dGqEDvP/XVr7YPbS8w9m91lnt9K5+8oqWdiuE",
-	"n2Dp3M/C9tLKBtqiLtLxgTupS0q3f6+kDaBhSJSIMYl2xCXPrg3gmmHMQCTQeA8qmRNqByPxtgSMkWiy",
-	"lXDqEJY8Q/sqq33eq7u/LhuErvAEVht3gWeduHk8EtZw94ZCPDGY6QpDwe9VyOB9iNzOhUGfgLO7l5uB",
-	"znXMdJU0O9/USQVbdiSVNGNqzkEu0Cl3520+lMWsJohTNkgjpeWEEDRTrIO8UtJAo6PLGcihNApNpMMt",
-	"X93WQa/Zb95xvg2y8z4Lqc3Qy4KrJVAcgLEAzhrHqKmfTMMvsCIBSZFCvJzlcjTytgsUEWO3GQGdjaP5",
-	"YrtADrycV/bYkSv0V2r6sS4y7rOCq2+Cb7uJrsu2oZ/bpOSVeDiW7cbbm4df8K3CuWWM6+IlUrY+9Jjv",
-	"MAqR3dwXg6z49EutV2B+8yas02rFJ7vEVn3Pp1+ruRo+JbNmml7i9TAPt4pb5vGVWauwq3+GhKnZMr50",
-	"v+LTQM7JTln3m6YQ8QJcrI4B9dqqusiZVsFc9bYqoKeBOaqLgv78Qiv0MRD93Ss0y+h9HcM0qI9bo3Rr",
-	"lG51r4c2SjfItVcqYSss1Vdo/6xg8FExJXWc1krc1vD89lj1GrYorO7WDt3ywm/HDn0AZliJPe/0Wd8o",
-	"DW4ij1jkExbYRBt7hJBhSdPVPGEFt0JlDXjaLxcXZ5T8sDTGWolzP7qvNtIazXGFW27Lab4Go7VqNvSu",
-	"Qqw9FurfeCFzPh8/TdqWaIdOA+51H0ZlMdw1Gh0NqLPhEzCj8r2W5Yp/oOoUvx2CvR3dnT+UbpiPiug3",
-	"54tvpofT3oZSt1brVlN7XEz7Faozm+PbKxSzstKZMGZlgmk0QHqkKzwQktuwnAzR4ETe6UEMytcZDeEr",
-	"1btoeueWW9GP9gX3bNnGQ2aZLh7xDSem0VcOMD+s30H0y3w62Z5ThIDY2lpP0xKDEhPYYAwI5+791DOT",
-	"cNylmcuqPY6qdBl2w/S94bGBEiHROakJDTi6ENPfw5ceC1lvSrOimZ3ASq5VyBJ6yxdaXTkNw63iZqtb",
-	"Ooa6XJXCg7Hra562OtVWp3qiOhVyoY3w8/W0qQNiv0uy06DPPXaa5E0v3niw98Ku4etbfr3l11t+veXX",
-	"D8evUVl9QIa9kl33MGk24KG0nK5AY/4RmcNMmvvQu8+3bHzLxrdsfMvGH7Y364Mz8aWdpkHlXhweMmDf",
-	"tEpXLNfCUGc4lEvSslpZWRB4CPzYdIS4B+auyy1v3/L2LW/f8vYH7bt9n6y9suUBdjhbA8V5rida1FFo",
-	"rI3d9TGpsS5yA+iUosgdeQhli1kyh/may0pkiDPQBeb83pZnurJvcWzrwLzSoGKcU/EFMKeOmdwICMbD",
-	"G/OdZEd8KiEsvzZwKY3Fw5a25to1nnBD55DcEuKYjFB9o3jqUbx4w5f1c8Sl3bLUJ8jdAMR6joncEbZM",
-	"0qONnpjrXj6FnaVhLHoEYtuNraJEAQ5K6KgSgmnUEDD6TjDcEw0AdoNLt4MEOIH8AnKcxyK7HsLP2N8s",
-	"Auq1U5kJNh3Lgg5z3teLPiaJr0oZjSe2QguFFWJTriyu0/2lSMWDXK5/whi3WudW63yqfBlojKvAmzeG",
-	"vdeomwef4b/YBxP+2e9SeC9In+Ke1NxpB8Z9KdDcBz5tNbELdBl0pU0Ax1nKVldh7cErepD2aEobbgD5",
-	"BDi7X+l+3v77eEZ+Hi83N+tUWJ+bBzm+Zetbtv7E8zPmGTue6Y2yd6gVOvjs/nMb1m7Jj3fjVT6tSDlP",
-	"mIa7eVHMmHbWtfftevy3K3kj1DKHQpvxr+L5QaXL4fs9vJ7kZD+j72/Y8P133734LurY8Gydjg3gV6j8",
-	"lvpF+hodDFuptJVKW6n0tUuloEtjgcNGzQ5bcWUynYtqz4pJWXC72t8dHmGD0WhSiqshC88mjJpA701l",
-	"7kSVAJ824du1msE7etM4Sa3aDfi7Hd8X4cMXYajruL/D4MCvFfU5o971Ayw3c2NxNyA6eXxHbxur+eb2",
-	"jwMzfHGdlnmNw+pse/ssazDYHHobHb5NOmjR0+lM+46PH7uf6d/e/oYKVXcyfbcq+MFkuhRR/xCkxJeH",
-	"P/T5VhePz85mdI9zfiN+AgbiP7TC4+knfL/ezo71WDm+Ry7ytxJ8Wc8NoIJusrtXOXzw2f/zNz4RfyCH",
-	"KIQVi7ziNfzewys8f0BjEPjBIu3jGzppf6mEdUPzH4jps8MujGfzZx2BWzF/C76EpyZ/OvzpqbQGQaLZ",
-	"MKvoQbx4L8qCZ/36ARizkTLgaDEAK1zqfMYmtbGMX1VC9MFUPA128I+tevJ1qSe3Jf9vSj0hur9f/WSV",
-	"TwCFqbvzyCPthA7Lhg3IJ8AmYnIpKjMMfKjJPTGsqhW7nEUeO5MEyEFZ+QS5yxkbC17ZS8FtAIqRFbsR",
-	"leluju5G+BvMYcN9upZZ2bi634y5rGi9/WGkA3A37bHMgRHF6CAcg/4YygW/9gGUzubfuwZTlwDBwIlS",
-	"y7TKEBUKkuHh4QmzGpGMoQtD62wnTCpjBc+d0JtybPMwoqR6aOxZikrqXGbNsV08oheVvLoS1bkoRr+E",
-	"WW34tIYPvYfU8L6DG0bNLL8W6ps4wu7YoAHhD0lYBKWnd3Cs+7jswWcFUaI/QivG/rP9X7WoxXy5B2Xu",
-	"Lab0UZUI1oFIE/dGPEYu6w7vuci0yqlskO4WOdJE9AQTCtOY25UjBrreylxMSo0YiNdixiZAg5xVwlZS",
-	"5NT13f1ZV4r6nFTGxp0au7xSt+hb+2uYfY/miYv8KLvUzs91hcoZLdr9aZzfcEfsredsLc/ZprvVViLT",
-	"VS7V1QGvrd7DPw/EDS9qbsWesZXgkyWd9qJ+SoXguah2DbAw6smE70MXOrzK5zm3/EncspTb9AhhkMZc",
-	"KVHsGpa6Ib2HN6RsMB3LbMymUpmhY5gAh8svC5EDnrLv+mQKDXWLKmGCZ2O4tuu0apiQ1CqJ4BBNEtRn",
-	"HN2uYUbAmjnxtM9OLaESGg/OvchU39BanYTBnuOirZEBMh+pW8dldofOvr/Jyta8QM3Nhz5wmwa5GPG6",
-	"sOzjR/rX39xdHz/2uvZu3PWdPzWek4aRtofT901elne7Irh1TOb9RT3uhrveCPApyAlkl3raY4P3P71i",
-	"L168+MGf7X9pJYbH7mRiVga/NE4f6Vub9maETKHc0bX72M79Olnn6eNNIMk+0dcQ7Tag2i0mPO9hEfMm",
-	"xdV4JuRFRuD0XWLj+26xEZ65heyoarXn1Nx+ofFrsCVBUjSygzRcdIGMxJQZ1KKPPLJS+CLd4yUAyQwk",
-	"lJbYgBqbMaAKx8w2YQZRm2qrJ9zKzPN9qKej1xl8WmmoS3ZyylzD6kqLgsO9F6RMQPODDYDMcGxXyJVP",
-	"OPRyZcqVNWzAR1ZUEaY71acP90ESokP5UhCJO3lHKVacTaSqMRKl9PQIjSty2VBiVrRMTvyZFleBQaH5",
-	"7ZhARx5jrRpSfec2cpUgk42jGjb0q2VcZ9yYfhv/9zG3zSLkMt9yrR6/a60gTylmWrBmbZfAJhlWVtu9",
-	"iaiuxMElz64L3d8aHnbVWeamS3VFlfVMKKA2xxPeE4KQ5ebaRKDnSHJQMGx2WaZrZSPvLZjyjoJtREy6",
-	"yIWx++wCXlX5VbOMw21Q7Nwwz4TuRydAJ0bvq9r+6ib9I8350WmomyRjP3m3mq9g+fv0DjoSW/LtJt+T",
-	"1qHYNSyr7QEQk1+5uyPiBa91FwlnheCqLpcVAEz0jTDsvM4yIXKBtbQ/cel0ByRU9KXhBYRzmegKSnQV",
-	"Sx1hVRdjrn7RdWVSxq80G7QKBhbyLoetiAs2LYE+CYbVqhDGsPRaiPIdXPjJ/Z4eO9KeOFPsu8NDVoqK",
-	"Zbwo2mTNBpUoBce6YjfC4T47gSmwKeRjtOzqjCulUY8w1wLwKWcY6ZGGFdIAnLdi6QhWIu1wGOLKxqRj",
-	"NpTC5r9Bn1yaPy+zMW2bdcqO29z79dstDHapTjDlhka5VQn6/F1uIVldEu01HMXSkbtfpQC/2qcSvGqP",
-	"LmFKTJcI3rfS2HkKul2Z/Rlmr6x137n8F97bldcFNKPVYkrX3edrrR5tvCbniJWyfNxUh+SNvQH6h6Be",
-	"JKu0MXvE9q7FrD8BjUt1+5ksGxMa2s3wIq6y3G31+NSivrD7O+WMmitUTN28t2xsScR+Y8xreZL7f2hJ",
-	"vT1eUefJvHEEGF8b4t273JNRAs70siQAa/RuDgmbxE3ViMyy/03BPeFM/TRhqVA5/HPobtHw4l/PXrLB",
-	"qOJXE6GsyIedjn70xgB0kx2LSRK6HPgEHKmuMO2FNCby+5BhfS1mI8c+ILugYpdi5HS0aGgshFSD3eWH",
-	"xAZeu+LkVqJJZvpGVKaZ0zG74qUJI4uWkFeCmWtZliJPmNHROHcNy33jhhASvoGIL0C9mH2WtlhpiviC",
-	"I05tr2AkUHeqeFXpqaFwbuFRBu1YzFghoWTViBtR8aK1tAQxDpogLRpZpces1EXRAB82SrCuvA48MEKw",
-	"n99csEWhCBarO6aiGELsRDF9aTm4ogqprvfZ7+B0y2gqH6oi9SuT6QnUS/DCaHb27vxCgLVbCeTd1p1z",
-	"xQu0ihGOURaFU+ouBbsRlRxJkTsr181AqitQdhE7p2t7IMhu2MvDl8dwJFEjxkXEME7uDlp2beIiDjKi",
-	"yQ83wBUZ9gXPY3a5YU14FXQirEM7fvUwWjCsRV+mJDfXiT+K22zpuw4Pt2XNw+jJBwR016cuz7uRdg0p",
-	"T6V3iLEBHZDEu8+Shk0lxKTQWRbKkckq9oliQO882PFL3V+Rwrn1gPUknbirWy2vh/rc6swFlFpusI3o",
-	"fWuR4mf3n9N8aYWT94ZB8CknDxgbvDz8gQDjMGfNO7V15YlySPltKb658V2l4AWPnFzMap0wjHFh3oa7",
-	"wakL6H4iPA5jdcmmurruTKzAkpA5gXs7wzl++DQ/43bcYWKeOO0E/TOx6gnzcPqcna9+8qkRI14YytKG",
-	"JaRQxpUWJgn6GzndUPcCT6XIWV32Gqjza9syFOnLO0fw6cA9LrV2L75H9rGyPoqb623K2hNETgh1WJvS",
-	"LIgr/ZF0Kwveme34DACwVfqqEsYkwSKU/xIJ4xkkLnmjK2HCLQPwlgytXx9MW7S8ILYO9VyecnfnKfzl",
-	"4UsM2E2lEcOVysRm+NJF9+i+Hh1kmc2wNRXurMiJ5xsk5y/QTQ5yYbksltoLwASCbavrKvOGvLTsn+Dp",
-	"GoB0lXnT49qUHPIGBc/Gw4RAcTEAV3I7Nt5V0eYHiXvlSp6wkge8xkk9Rk7w+CifFmsJ/WOU0hrafLPl",
-	"B5vkB428peV+YAahp8q30e1lEcHzejmzwsS+Z/br2cshg766o0pPFjV4O650fTVG0wS4RFyJ5h2JCeNg",
-	"JHFreTZ2r6aY/i8XF2fsPbjfBs8Pvz9mL599z0pufMMcclVkWuUScwQY+QnNPnNmVprV9iPM/CPO4mPd",
-	"KGQp2QrBrGhnLaBRFdlbU2682t1hQ9FKxsSHtsWdcKrV/OJG5kIfTMqXbUYRkvoupeLAu+ZZUSdnmI51",
-	"4XfeTXYMmU/w6Vf4zb3X0pTaSHxo/tykzV6mTYggnCTHP/dbDHNhVH8kO88Pv9/oJOmsgGvakp+3Z7Jw",
-	"CLvJw7uHqfDMy8gwV6dHr57rC+RrfdQXkAC9e93IpsBt4fTvGnbDC5lzq6utcfjs+9UPwP7+pu05t9KM",
-	"JNprT9SwJE7Ukj3as6K7Mi694LilwAHp8NDSRqpCKvH0ZMycIgwFdF+BdNly+i2n33L6L+D0ZwWfbZTL",
-	"lwWf9XD4XJprTFnoj0dCux5fP1TpohB5u8zfpwJ4xu0YIZT+J5iAT6U74CAcBogKcE/MjBUoApoanEpr",
-	"ywopDNMK6wUkNHyws4S8mdBYwpSc8DIwJtrKS9g1bMqtqCa8ujZskIa37xd6eu6e/NHJpTRh0aVRXRT4",
-	"s+89lGkFAB3AvIf77Ke6KNhEcAVlQ0pMMWQRNcaEdI1j9pa+QgGgSjimJLVK6ekogyInAL0oSBtwoptN",
-	"TCguBClzIDxxaq8pgCBVE0GRKhef9tkJ1qli0s5cZnOTz/xBXSs9VY12j6W+++xcILtyR2TvRhf1RLAJ",
-	"z8ZuzHq0Ovulp4Wcv/W1xKDyZsFxFj+3LGdPKFvNIMw+iYAcvoUKo0B8tNHGzsHMbs6rAXygl/nEqZT4",
-	"jMiRdYREf9wrTCZeSG4LaWrMiEJktpUn1hQAhMw9pENUEQaX2o5ZV3HeMdK7z6hz6uU++4VX+Z4P6OEn",
-	"eCU8nWGTBOAG7hqcxb8S9ab77KdwP7pheZ5XwlC+Vcnt+Aifo1Q4JNSRqITKxApKg1ffTw71invDkOY6",
-	"DNziyfV7GYRHXmHi5i2fOinLW91/7gvdb/PQT/4k9GVyL55USlb0SekfLl6xfElTTaSZ1wjQ1lMkurNu",
-	"DjeOphKI/IESVwb5P9b6mg20+ojf/DgpX/ZG7dFt+ovW133+9u9f3m5UIPRAAEsn+2ds4MaTuNFy2Q+w",
-	"Co+dw2j6RvLi+Zdk60cHgxjSrU7GG2RbG27vGZ/DdZLZYam3aU5LktnbMur+BOhBk73Une5+WlUCyt4v",
-	"C3FE6TtR1vQuOWowC11W7WTpRrfHiwiSiC6VayFKKusHYiItCiAEvHZq9eTSWK0E5IFDbhM1j1M5pTnF",
-	"uU3oVIEafydefaKy9QXjOFQnLK+0Ek7TpcwhWRTsUrg3TCtprYDscqf4knqMA5wJywZK248jZ6MOj+dS",
-	"07o15kLwGwinGi/bDSaZTyE/G1YkdhkN+xK0FuTyJnKi40/Bd1YkR5NG9Wzv2eGh0/itVJllMjceFgh7",
-	"XoMeg46uqbrnzp9hLj9ym437SwjfITpEXQAAIswscftPy8wceVZbHtbNwyIddmOszGc0LWFmRPn93OzH",
-	"CkoYjB7ZOZX7kmfXgSOg4oTsAuh0HOvoDYnT99AZOOKyoIKYMK6P7nUfgdt0NDKDh++FrheoYEvVW6pe",
-	"w7xHQbpILvdUAYFUHX2+n7J/kbkgEXtEVVxO8rKy4DMo/WqAl+OsaJ5PpLUE4TOD+NBlHWsLxvLZnF5x",
-	"iUwEcHZbbIMXleD5rL1eBkM+BuGKnNLQYiZaiVtzjnM9sveoFGyZx5Z53J55nDdE8JAqgbHcukOY9fsK",
-	"f6r0ZM4LznihFdUcoH4Aje1CSbyGFtK8KIZNdVVCBYK8sm1kIbzAb0TFqZIQcM6MjfKqfTRR1ZNL7E+N",
-	"HprZPF8wcw7DYCKhYQMVRSKPar4cOyvEyDJdh3E5TtYZYF7wMNHSrdW0LgIN2DXe5u92n2TBt/ZY0ib7",
-	"Zt7D5eicb4m/h/jhX9KIh3NsfEa395pZjii/5/IQ2SDtSHc7YgvZbd66h8w2nxHNwf8+TKKclSh8h5Xo",
-	"UwWZ1uulrjg9w08G5NJEmHWzWPYZ0GgDWYBczb/uiHHUWpiu2voJLkwo+f4hCnyiihKnu/QnRrbI69ZB",
-	"hdbTD5u20nlQ7i5H0r3+UWdIehHiBnpnOTQ06z+ZQQNbs82f2ebP3DpTsiWk7i1Nck5OrU6OJDLpSY1E",
-	"PGI0Y5k7bkJZpws12BsnZ6csqwRkxfDCt8PItDKOsxFy7kp5FTTldaVWJJ2kYWOtdO2I30kqVHydtMIQ",
-	"d4uFHNFM/+3AMYaUJogsBISbE7tOuGEFQSVYejrCR9ME/v2bVmLvV2fkUVT/dLT3q84B72Tv3HGGFCIL",
-	"nP29Pjx8kQH7hH8KJgoBOoAR4to4q0/aHiHqlvyuBCj7CSb54f1bZjUbU0v3sK0ejoVH+5iwmlpw27Gs",
-	"8r2SV3bW+D0Kqa7doMDrsVrp/7K00kcmoOcEE3a/x5NhOhLViqmzs1I4belW7G7F7lbsbjxtdUMid0nO",
-	"allwFVoV92etKiY+ccfgsd/JYCrENfhhDv9ydHi498z9vxMHHy5eDR1vRocPh6xOcOZWerKEzZ4VXLW6",
-	"lG/Un+G+9s0113zM+BFzCM/tDgJdTTE35yaBngW9dPB+rrfB5QyM0mOs3h7Jwsl99ytnGTdiTyojlLN1",
-	"bwQz9SWKjmUZhmfw+RWOxbPImUothrxp3OVWVNiY9zF5FN00l7XZhNXdkuAjSL4KZ/2+kERPmJMtxYy5",
-	"E+Ne6sQKV+z05LcTbFDwrxCEoMYt+G5Km/LFBr6LCqJKeVJhkGGJfVu8woftDCCpiVt4ewLYmGDfUFOv",
-	"wZQXxV5W6Owa7jcBg3Os68oArCjjAATMcj4r5NXY7hl+A51KsYkXpEb5WEkh8BpUvbsPYEcYTLcKWgCB",
-	"tRs9EU6IisL4BCpsBNOHExmJuc311G4+siL2SSzKCAgpm4cIay6T+E5FcUPcspsHB5Rss5x7SqcA7nbw",
-	"2f1nBXbd66i4yN1+HAPAShvKljCHwlJQMdMqkwWA9GEjYW7M8nRGItyV4JB4ajtbo+Js1gVi6koP/8eD",
-	"EqX3E20J8yEJM+CxbYowV+CxQbY8HfIlluM3TitbGnkEkEabopCgLNed5mhZ8CySSJGadTwnfrA1hO+E",
-	"zzFOsEQgfShz/vgE0laV3XKCx8sJgBofhx57QFZuf27wRV2phnNAG7GK6dGoI7M2FrZv6L0PzQ6SZd3A",
-	"vanf3wVHhGn0j+BeAY631P24qRvPvaORXBr45yOhc+qt2+uzPkMVATr7Drrr7+d64w59hR+Ju+B1Q4AQ",
-	"SL8lYpN23lXWtB5khc54gU9D9wSMGblnptywf9b5FURz+7vaPyLtY2nXdJhKT+fhp9JoOOLwX1Fv9K+X",
-	"H3lxh+142RhwgjZshnTyI9+7/BaoI258/jFoJNyqGG56ga3A4jj3X97CcdwjHEdHkUNoXy8JSAOKLHrh",
-	"Kuw8gMZaJQi024TwsWokDYQUIlgsh/TowKxYPSZ66J4qMGj66wBL+EXY1mGsFd40DRu5B27pzmW/UQbw",
-	"cE1LtfneENBxGPq8SBu1Udw1dD/2U/R9FrWaB2Nwhx4SXxdg6NObsTbW/YOXJeWF+oaM6XCfYbYgV5kA",
-	"8CWMv2LuXAOhNLeiCUvD8U2Z9rlvlDsLcHDVRORwGyX3paELkMF82UxPJm4wVxrwNBKWYkMuqg5IC24s",
-	"7HHadOeiD1CPPexNSEuihMgZ1akX8obiyOEBjCM7pdaDqYKHLLR+hDlgh6KyviwAVw6zdaGONcIu9Zcx",
-	"Oq2UyKxJCPjUWF2WbmCAZgMQHX582PlyIRBcCQvWOkS266rCFFxY5A5z3b01LPymIsCtjyxtmM1tc24f",
-	"wmPWMM/+3NK5k7tVa59gDiUcyWgvPVHdk10eoTUurVdANEDMPqm4wkoo06ccN78RUI5aaFCeIHqONAwg",
-	"ibRiclJinj56+5fnt4NC9SsM+15IsflcXxUpVOgSOqb5JiAjX8MiXIp5OdpaiXvST3TZr56cQ5ZSuLsl",
-	"PQlnFYWULoUiaABqwdeAyoG4VErXKhN5C04W8vgzX0iSDlkhrwWh5QLg7T47mZeUKMxb0jLqxRvXlSht",
-	"P/LMypuukkw3s83LzOgba4hMyCNpVudpiM6EnaN606/wbaXrk5Su8WG8J+Fqs4NK60m/b+mMX1H4G+7D",
-	"2hoO/brjoj5qzJswJaaICV0ZmzBdYglOMWs61HNbm332rgbUWCptB+RmndUoUs1YT+Fz+FoncJ1J1OOs",
-	"stl7mMG9+Kg6PCK4Lms7ZqAt8ZosAqdGzYw37AbBb63j/YAJb10fS1wfnkggJ3EihCWg+ElLxbBZBx3/",
-	"8EMPHdssEHBfZjemeRrwSTTfZHqqmmLcDtoduHe7O/eJioe+lZ7MxaTUVqhs9p9ilibg/7bVzNdGGGey",
-	"e1gib0J7XkG1fpWxQPiBQ/is8GsxY5WAJv0YzkHIfXap81m7cjUaxseMuHx6zOxUO5HnzXU3MikMm/Br",
-	"AV+EKYFvwv1r3tNDPhV3IzhtwLMDCeDZWBuhGJ9odUXidaGPgOnNDEc62pCC0/rGilQamP79qjQ09yUD",
-	"YoP2qaDiati6nLXP23Crxjx4wnjMSO6Ed3UpHwef3X8oN7ynLIznEH3zfKVfBTkOjKS5tmvwychuaWsg",
-	"3QZ8IOWlkfFT+MhIIn5W4H6DDx9OXw97wuU436Xh8hCvrmuZ33eoejUhbzt23m166/0S2gHPMmHMnpXZ",
-	"tbBmCQ63MTVoFEaqq0Ls1UYwfJbhs8DBHSevDRIAV+ibWCDVk7NTZvW1UJ5SUTbTaySq/QqN2gH0n5DW",
-	"sDE34Nu4FqUdJgicaZj4xDPrjAoloF8wGzjSa+sD2EcYVAt3G30nftJjZA4TJj6VsnIThfhCSn+eql+l",
-	"qqHFzuDZ3rOXLw8TRk362bNDBBSHBjcQB3EqVuRKYYGh7LMTdiPFFNRBiluwjJf8UhbSSsLQyysKWpyw",
-	"rNDufXM86weWul8+4tV0iQZyAjt0ATN+zOxrgwpSvARLPUGaShThdODxQh11rKf3rj61Nq6vgB6uJhG5",
-	"bPWkh2LewB6XcMc+Tt6oJjtHO7yUe8AYdzbA6IFZ9PP3V+7ymppVbCgCCxoeNZFYPPEe3jiAHnuTi5JG",
-	"HJ+rBGAC5Qk+zCsrM1lyZc0uygdAVwodwlvrCY3MAMa0QlplXM2gqYKbCLrNupintKxWBBKDYocqm3lh",
-	"ND5h2pJLabBDx9ywSyEUkwok3bNDNkGRAPYiIrb7QuocBu4eKbkJdi29yUM5LdU6YTu2emcP54t2dsvy",
-	"nqCHG073/eu6wQW+V+pCZqBsdFZ7nQvbuK924yaP+CABsUV36KkSFfo0In6JHVmIaUo7pJyhuiSupaSx",
-	"Fbe6YhM+OyYWhr6nKzeEl4cvGTfeN0KMeeYbQBgh9tlJUehpE5Nz/8q1wGAdQgN1gReco1HrHznD5fim",
-	"FMSO+fdVg+CePzoPWoD+9QPccsIHwlFyNOhoewQTbsXu7pu1HbjjJ1Wta3NABvASrDHfoEqwqlaqzUYG",
-	"PmcuYQ0Yk64w6CzV1RAUnzRKUVB1UTTJgZXApAEl+pxqr3B8cTLAN6joLKxCH83P71DC5MjJjK0H7i49",
-	"cLHYn1/xhyLkql5S9PFWmh5txcxH4X0P61hp2WcnVTaWNyJYVtDNVVswuEqnucyE7Q+5hyybejWc2gMR",
-	"cLKBFIBNWz9+WdeKwzepHVtWcMfR+wWaeigesKKc4Rz760ZDbp6NRYYzJTrEvrM7BpwZkWnsTF+14/je",
-	"l265uR7uszfg3T6BFL/Y7YMOU/J9e9Ruav3ryw3cN02C7nKfRgiOGV5V8kaYhPE6lxreBMDGVCMrK8ew",
-	"mFCZxqk0YNSFG8ZEfjpmpaikzk24FpoPz9gVL80+8zpP6rWbFLSYqHoi6ihPv/nCXF3JKwlOfNS/weeD",
-	"yjepfrGp2IO5DbmRTmEUebq0hSeVn3x3+IL8bU3yJtRlDPvqESLu8Y26jlaqUk2m59ZmeqLVBys43UOx",
-	"6c/hV3fLOjneLVZzRDVP3siKQDVbjMIIXhAMp614dr3bSgS3zgQ7b2qf6F3c10N1cKmWY7w7Z/vx85Vk",
-	"jXHESd5do2i27zYgBhOpAtDvlt9t+d2d54M/InZnKGlknWSRsa7snlPPcsZbZiYbpIUcCadXnYPSaVL2",
-	"4nDv+8M4s+L54XDeZo1wQLEslWcQb0wpTfNGimkC3UdAgQz9ygb+pe4GuOTuOe64k+c53DTE+KB0c6mg",
-	"nJUwnMLyOZ4CLBjHwAZpS0/D6p80YfM/u292/OxHkA5DaixyTepSKqqkN4AwPHYcnDTHq4ory6ZQtmNZ",
-	"wbNrs8/euIHWJnTyoG2oRDYWGZVC01xRHce8WHUEaZk3+hqaPV4LhWNwi59XfKri9RCK1shnUVhMS2An",
-	"cXiXXoNd6ozl7iGKqi4BWrYZ+Sm+xWyWZvaYGLIkkeUE6QH7fBKFAdvfaLpKa2u+3XyVB04/UfNMtokc",
-	"3p0PY2l1o808Ss28+BgLXtlLwZf4MF4LJwgNM5D2wcITZNXLDOqHBuheeHZI3goDGAGFUHYGwO8xpzHS",
-	"/Q7L8KK5H2DloR8tGNbRA/vuUv5R13aYLElpcVeQiTmO19Fa32a/hOl+eyY4sqD+vtavISZ0r6T/yAlZ",
-	"ZHUl7QyOR2WzC0gCO/rff7htasFearB8CfE8B3pxx587FWutHLPKZrfNMfvvvfObbO/9xas9HNeaBP9P",
-	"LdWSfDOtsIEsoJu0EokJEo/Kf3Kf6uv+VxtRHXm1ArQhqSwmbk65bCqdBql7KKAY1SZlv+P1YQNeAneO",
-	"uWEeby/SXEIOxeWs5MZAxlYcLl1QZ2Kx5iuxoawIMoBppwKXMMzya+i3kc6tbgqK3KVETUqGegXCV/Iv",
-	"UsUM8oNxFfOgcAWf4zPKEcYLH/2N6bGTEpjVDM3/k1AlgVKCPMQ+dTlKZll4p1TQRQ28mHGu3RoJyv+h",
-	"pXoC2W13r8hFE19RtRV2NI9o/d6TUGC8vYz8Yo4SWrLxkXP4x55dEomEthRwW+LTwahe8gtyjZ0caNV+",
-	"rC8PlFZiXSFQCH6zJOv4jTcY41O0oJQVYmT7UoyTVn4xBJV8VvE6mtpbN75vN892q6ltRlODYxWOyCNT",
-	"zOJM+/WzSjgFe6OHqQrLEtIMaWCYZuKYkr/YIm7s5GV8iY3HfxuuyoinfJOzePDfZHQzWoGljf2ihdq6",
-	"/R8nl5hLMinbZ/ux8oyDz9FfUEPqKHlJ+4ModEFpJMAACkg2a3GHsShyb/+1DDqpFtUCZ2A6OR8SNpCt",
-	"GJaexeNLgw7dyZDc/Re8uhK2/dTQGXwL+fgv2mwK2VkDWAPNSePBAwpMApYkWIOepXUkb5y40bXp++mG",
-	"WeN96gGKj1f7yYRa483pYbxdp2zLgB8lAz7BysEWPwB9ZJ7/PCVuPCYmfDtmPOHXUPmIbp9OTtmwWJWz",
-	"S5HpCUEMTS5F5bk2IAEZK8qjsJLQ8QbQXnQ1ERW+I6qWh78j19jg5eGLlergL1zl725E9d5mv7iJbjnl",
-	"0+OUSkxh87fc8VFyx1+83gQEWulCMH0jqsfGCws+u+TZtXdj9QO+k2+cK/bLxcXZ3k9v/8Y+vH/r8QgX",
-	"k5lD6omvhEcfbMLA7Q1Xvw9BxX12ak0bPQK89M23gN65badLwy1Njl8T0ZFRjMLvQzw2HO4xJWpAuUZH",
-	"joV7Uul5GBKq7MCoxhz0CuAXsNoI9LchQJdHdsOwhATIVExVLqRQdtc4Rl0JY1AfBhng9kVAYWuDy96o",
-	"6h/ev8UsF3o1+QGawIN/IQIFILx8f2rIGR2CbxrppL0Iq/orNmfp3oMKc7vVM8IP799uBcPTSVdcT6b8",
-	"7LgjpgUucGEeH8pHKmXiLMh2qveEKzkSZs1q26i0xD/omOpiBg8mOVIi4ZW8cUzdsPSEji5H2NwfBa9E",
-	"xf5eHx6+yNpvgN9EirFy+Dhg0UL24Ue69SMsYnpEEfBQ6pKgUKqrIK0EppuzUlSxuEm85KLlY4NoK5HR",
-	"Y4DmWqq8KVwHoP1dpkcjI7wIADcJfJ0NONwBMgRLkjib6ImzWS7FSFeCSTtMGBxTIwGKpS0qmbgBtwyB",
-	"ecF/zh2ZqEykbECJtIIWWYlPtrmKQjkdc/OrrsQbeBE5hRZi40kcVPdpbgSHhlVClFlZgOljTZw02YrZ",
-	"hw1ph9h7YQlDKyx/+raJ+bexgZJFfElbV6r3CCGyM50Rpmpn+fa2HYxPW3cHQqns9y93YJByUk92jg7D",
-	"EKWy4kpUXWM8sWyiwXMsgXvM/BgHz/a+a+VPHx72NkWc8E94pntH9uK5Gxn/hCNzL27G+WydcYIzrMWL",
-	"MDT04f1b06p0y3hVzTDhL+9fzwV+tdOz7d89e/5wJRiBEHu0Gs/tt1HVJQZpO524Iw+u3Qg+EqLr5z7g",
-	"J26d/PAnMmDj3IX1466LdqkhVEy6ArUMbojosIvvy7hil4KZ+hKbnnTVjPq4ajy4bzOu2qzAsrhqx35s",
-	"zZTHHV5t0YTTyUCh9ETBrL43Y2M1YH/s4yHiaruf0GPTaNOGcXMt0B3FK+E0ZiuqBuc/0tJ3zRzYrMrR",
-	"rTdIMz4RFd8nTNoU3gbF9wlLJzKrdDnWSrSvQ5n+MeMEaUsFPb4dnxli5RB6jgoxsh4F0Y6h8BRr4CP1",
-	"9wVLm9X7mAslRZ7O1w51BoebWAJ8AsK0c04Od9OZUFDzir0BnRr++y+nZ878wDYAOJTljqaWhfpNepma",
-	"FVijsRKdho0XIMX7so7Ha8uwHyHDDs0G7sEPZG/l/YkEyMHn6C93cTqWS2r8gcNAv/of/v35d0N0sZy/",
-	"9lzHBwGbVyIuUxQJqETBZ1B8GauFC328ASIXu8QicIvnhs8PnwW3SAuFd9ew9K3Gr6bEMBciCE5UIjau",
-	"noiVrqeF58n7FPWmmxIkjMp5lSMDxigC1n3tsxMV10zstnJ+Y2lxPCct4zZ1ntO/PPwBCh5wsRdQFMj+",
-	"rI1gA6XZ6as3kVPHUHSmVqYuSw09rjOdi8wM2cvDQ5aSc+ajycu0M0ZjLJ8FqbMU6wWrQWwD9hIzKw/3",
-	"wk5UEFE0I4zad8eGFl9Enbo7jIAzZNPvbfa7O81PN5jejmp0BdNj4r3jYPo6UtfkZVuwxZ/57rsX3y++",
-	"u1OaBRayTvTm2W0GtPbn8SweR0zE91KaZzOVMNDBHTz9g9dv3r65eOMT9Q2TNmFnJxevfmG2ktl1IQxS",
-	"Ile5zJ1aDGcKnUMwIf+97uyWZR/fb/mMFg4YKey/aSs6/PeOs4Ty+RYpU35LcH4jgBXovLq26JWejmfD",
-	"5Z//41tXSp6tMaYzPis0zy+0fssr7IH28tl36yxA4OK/uq27cIv/lUTYEvgbBfGiVkW8nU6sdufVSd3H",
-	"FmBbpWIdfKYnqT1ULgrRRabvPVtZ1KtanOG4Q1zr0nRJTcBMGgYtK3gOKrPbdDQA3WUxNxgUnJgFdUjf",
-	"1zCVrfC9syjO4thaW487U3BjmRFXEE+k29Af4AjkzRnzYqZvVcN5fBo5eY+w1mubcHH/4gDQpMgtswQ4",
-	"ahOuT26zcSfDdmYSV6BUjiqOFAm2a1sP9CbwEq7+pSz4AjXPLQ/e8uC1TTmyVvZkJvZMXrqT+6dNu5M1",
-	"qAC8SX/5y0sM7q+y/V52W0nR+6aiEo5kvsJ28VuLYhMihJhlB3fmSL1ElY/MxPjCHhmz7moYTGxe0TBg",
-	"3c4XJ+bxV/1t22BsddcvAq3yNLLQYYbPlf8+BX6xAob/wpc/cHRAXNZGKmFMU3yx0IWjVYanVTE7CmV4",
-	"Mb/xBcidQfLVSPAn5hGXyW3xkbf274YKDiKw+JjvRPQ31uZJcJ7bIMs/HjbUxo1/1Fxoix6/5Y7fHHf0",
-	"0PJPhzlS+KUMedTdLPBH6bHl2vmTVGbVUe6rRxDecd85XgClQ/z3tJX2GwJBmKXYk4sS0rSjdkDRvdgQ",
-	"CO5Z1sn/PJr1N5p5GC/BI65ube1Uz/jiM7zlqo/Sbj2P8sMfdWlqix8efI7/xNi5WJqe+OasJycxftEX",
-	"JCX6lL8SojtzsQnkr5SuiEAyt8hVjPGVaUjXQpTggaSsogBtsKmMxg5d1x8YCCKJJxxEanOn7rhL65Rt",
-	"8+i2eXTbPLptHt3XnUcHnaJazNFn0705e3o6wRfl083pBGukXry5TfbbVmhucy+2+W9PtCHVw3BlYk+Q",
-	"efDm/jMP7jCrbRO8NU5r2zLXLXPdJrZtE9u2Kv4XJra9eayJbfCVg0qMKmHG/b6+99ridLrcYkcshf/+",
-	"TVQGXBATfSMM06rpjAbes7ISRigrcgQpJShUBG4LEAqsC7H5PY7vvd+ObzIVBaZOK7EMFvkpdNB6nOlm",
-	"cMi7z/hDkK0ftvsb37sK++nk7BSHawJcrqwiPN9cXgljHSGO5CdhkghL0BA2sbQzNpUq19jpGppQHEdE",
-	"fMOLWjBpjShGEKakVsy6EtB+oyw4NmRG7GG8HFAFxqIS1E9aKFvN8P2GTccC0kUkobvfCA4sOQnhUH8H",
-	"Rpzd9QiUOOMKeihCEBZHyK+4VPvsfdx+GiGBvU+Q1aoQxnGirKhz4e+UhjnC70a7OinlBW7EAgvqOpTN",
-	"LQdn0CY9Weu+c/kvvLe9x+9UMfMT0VPlcXok9rY8ZrwosNe3wUaV/NKx2z5MPLjzgxEVcL1OBe3Z87+s",
-	"odSeFEazQgLWc7zYfR9ur3fr24Q+uHM04oUR4duXWheCq00b+bS3fQhe75TjC1fgfm4I7bGrhw/VVhoQ",
-	"tJplivhn4MaLvaMPn3dzSf/IPq05QuetRMRSzQConXVIZrvk2TW0igYcccedsEvsqC4Klpqb7GPJ7cfU",
-	"szs1p6IUs2MKN0DwAUOI/6wJofX8l5O95999T+w2YWVRw2iEyqpZiWAg5QyJtOF1gfOwN9ClmgwukceI",
-	"rxP3jUuBcLrOZHFz1RUb6yI3CaLLTqWhBnKEoNUBcpUw4zRTXBvHPpFRY/v/ia7cCziBmYrKaMWmY80m",
-	"PMfwKC5xHppIhnVG2N+ghmC0FMFM3L2S8lvg4q5hhZxIa44c30cMXMOUZgW3HpnG8TZYHMBTQaB3hHcX",
-	"4Y1uyVPCBDstTcoGXDFNdRcpvffEAo5x6z4bIFBgGaW68gM7ZlOZw06LFo58WL8hRpT8CuLq1SUq/Sgd",
-	"CR8frssWx27yihzjDloyDgLxxjCpSoSOVp4CADnNMltxWfSl/HhGtrPJpBr/kRXZNI7nz6kZHp6/Ek6m",
-	"ZAit59ZgXv8g3T3Sae8zHYeOeFjMvl67sL9TbnD7RN7KTwCybLSSCMtIaUttn0FTCaI8bOhjFyxfuxvh",
-	"jy54sYjT3a1Em3AFCuJy9f/gM/x3ZdjNaVYmMCc7rnR9NQaZUQmkB8fKKmkFyAEB8sZRTaULpnTu+R00",
-	"7AjQ6oSfHh1vQLRWFtXsBixxJBUvjqPkUPfjtSjJdQc6f1AWfS55zNhQbYeUUidCKsHzWVu7ZNmYqyts",
-	"tI6YkKrBgwytQkgGGbQrYK6e+3qA20qUKMoMH4li1uV7cJ+NeOrt9P4L3LCde1FdlzKphClnIan2+u9v",
-	"Y1Ad9I6bfg/0nuyUdZcKS6fbNiK0rkptFmSpR0INOpGuuuSoZwWOMpzpC9TjyCaIpuOgMY2kcELL6bTk",
-	"QIAb9tlvYhp/PdZFm2xpcXtddJ+dzBM3QttdClKpcq8Mzj36Q8IuRcZrg8d5jgMt0vIHeNsd0fLda1bt",
-	"4a3QrGibrCZWuHoD71V9WsWS/MY+hLdym3f1sNoUnvNHpE0doBXeH/94LcByp0wmdHaCDR/xVjBsI0MA",
-	"mVRk3zuS63Y4kHFgqDWaM1+Bb2nAGXWa2Uhe1dC0hswFz8grbdFwdVb5yfxIoEMGjSZ2quoq+FWJ8SZd",
-	"3BUGmzl1EAM8UG/SvCdtPBXgj/1is/U9PP+4VSwc42p7EB1GZLrGzG1bcfHnmMb5WE9hUcMK85i4Gk8f",
-	"EMhD8xMIJS2Jp4qy4BmpTdGEGi2NcXB8YBsoWWCZgtfYZJ4selaItTROlaTFbLwrpcujia4qXeR0FeEM",
-	"p7pCG8wyrTKn53VYiuRILARvqW9kWrlJ5g2zEp6T+YlEw1/UAjs4UgfvgJV+3Lzjdq4k3+EsbFYUfjtF",
-	"l6hClS/fspa7sfYw8PtA+oiTjCviunNiFKWsSdwRcTYVdFpNmKmzMdTgxg6ShJikZw9IT1FEIRuL7NqQ",
-	"s9rJZ2hnUZZC5XtaFTMgcPoiuMLR100n0KkS6IfKg5/JndaTs9N99sEI320vuGR0BmgB+UnIbYN8N/IT",
-	"GeHUF41xtkueXYeXjqVTu3zDW0cbzZgqedMTrz2nhTuBRX6omK0fKUxYGuy5xuysFAilID7xSVk02hIe",
-	"m/3gUOZFAXevFdeFl4OK/6eiuq2B0+5Jw3RtMz0RFGzGP9YLN+O9rUEJVU+AwuosE8bsJDsjLou6cnch",
-	"LoSjudsNFfRaf8j86YOhWzkRfaP7/9l79+c2bmx/8F9Bub5blm61HnaczI1UU1uK7djecWKt5SRVO5Nr",
-	"gt0giVET6AugRXNc/t+3cM4BGk12k5QtSnLMH1KOpH6g8fic9+fgdd397LytcuBvvuWUH9izyLCwSUh6",
-	"BTTsYtQrYtR9ZsoNSQB44nKvtwj/iQa0Rgig7pUgd6Wlcq0wtNIzmzUaRM6dGHvQxOI3b/A5dBnaxtg0",
-	"uqR+TpRaQtobtkYVMUNPTLGBqV9toRwFEcjl12K0y7njpR57izZ452BnohiCQK4/dpZajDsILWOkDF7T",
-	"ieTnyTxt8dA1r+k7c2dlubQI9vCbOi5Ln/9lZ8VPSPfhgL250bGAXmRx4y8NMFvIMBvWsnRMKjSRvGUJ",
-	"zVBrK4yFrRiLwCGxSVpmp17iUajeoFjxe9fDb9HTGhFGv02fhC7Fqm0K0/ftbE1D830TsI1Tt2GeEe4+",
-	"wMmlnQcbCBM/Xjx/x1bhf3CnrUr3+bwICxnpMMzrJ/ucAVxHj2GIxzq+sZFOPCy6FFvKSbngV/D4jbJR",
-	"kt83HVDJh5LknPjZumUGGA1FCN1MWgBwjXf53odMdhGQDfJJYFlvFLJWuRrgiqOP/p81KSRYWB2hDY6+",
-	"0piuBuBzyH7yIvRAqkSBxP+zTpYlG+oaVEoW5GpXGt2PjRoanm5lKZQr56zUVlhm5Hji7CmUlDAH/fBR",
-	"SDtNrfTxpWTn9BSI4yRfz/h/C7P04E7rilsHn9wsO5/fjZxA3BnbPIE9qR0t1/9GAokOIaRATKFg1Ily",
-	"HiqoYl1WbCdEMgzPSbCtgOLF6ui3w4PF/N6dBw//0qFu8jDCbZBm1XmQuQXlAHWFto4wnEc+UBCqW9Nz",
-	"+jI+vhwA7k5lEbPN1Zb7pbKEFA8c1S7D4xvM8Lhl/cbZ6gC8CRuoNv68vH13cZ60bUWwBTUEUMwftAVi",
-	"uqCu+LuFGkslHlp8DPngQuIsXFXqsVTRgaaYVt6aSl4IVxUa81iZ+EDOhtiqlYDtCfoi4JO+qEAgEObY",
-	"6qx2k6dN8eK1K2oX+tGK9KuGotRq7HW0Pn873H0BN29OUwCBizZPQcWd34QPTh78zz/PDv4/fvCf44Mf",
-	"/2z+9/D9wZ8fj7NHj//26f9sQh/xW7P2o4Wv6vsUv13gfz+bbCH9iP85+de/7NGfHx9lPzzpHPJdq6PJ",
-	"Mi8rpTvym5tSS9UiNt0UiDpbJRrqCr9qBz7aBvvw+CMC2ocpAlrG81xUDiKbz7DgGHAQy42Xu49HvA2s",
-	"m9bOqGaAMu2aurkYRs7L2jqovJuH3OB2qfEpE02VMcQcFkqNvaoJ9Qs34OhdwlO7DlAhZpnObIgNp9OD",
-	"Udb0NxuFWhfB9UujwOkwm0hwXDYcZfxxoyEmoLn56LbLr7C4hKsc693nYsodMcuOZOnXfRd3XeGtX5zD",
-	"mwS4zfz2n6cBahMS26CsaIZ6XWPyghJHuXe9WiIm3bThERMXoYT4RpEwmNtown++7ggGa5fmuDXreOll",
-	"a2zl9kLFVcyamcQcKF5Ou/W72yR7X5rI9QoXD/vg1O88XOUYN48fuSscvX+O/gY0bkm1W2keHzlhVzQi",
-	"+6mWYU8RQLVYzhnSQFOpAstLib1/SugBkhRIxFM303VZMCtUU+05lldCsalwE42n8re3r8CH+Pbnp+zx",
-	"D4/+Br/0P/zth0c/sEKMpNfXXMTVkLiIw6AhiQ88d+U8NCLphF5vbSO+tmq0/fX4lFCknXNjpKCEFc4m",
-	"3E4SSpv0xDVuAenS9BkeTfgZzRWfCsP9bqhKPhcG5sR+pk8gC/kzUP8qbfTREseAX+QOWkfRpa9uCcW7",
-	"X7YGxdOp0PAVUZbCOgb/LxSnTHhZCi/WINIEuex3guPwpavjOPDXWBkCxCBRiKdHypvVkJ+yYx78mpH/",
-	"He7RuwJ7iP6sSZ3KtbK6jJGihjHMm8q1zZLQLnoynZwKe9oAe8Ed71I4/X6/FHO4Bqwi0raD2cdIChTS",
-	"eiAkLc3qpcq3kYSyfsbzXNdE/alrB5mOTTHMIXtGKej4JStYvsKFxLXjB4If639DzqwmbTE6XKlHSENo",
-	"0MVa0Okb+A3W4a4yz2MM0LYnP514KOfxlgelSYsPrjHpN7LmaalvwNXQ2olg9vi1weHg/2/mX8BrO5PN",
-	"sV/Wg+xBIYFZqIBkc1j4jbLNG7qzIt10a9jOaN/dH7Yzvy83SSunj9s5MnodGTWd8JuAdZztTdMOU/wO",
-	"RYMtU5c7VgoOTTkxONzBWkbqreWl38ug5ZKO0npUCvEWXBRLQXzIJ2z0z4a/DMXITeYyKg2PgeLoSM0T",
-	"hARkNFZ6JsyoLmNqozRMzyD+FoGwM6MxI1HhxcvQz0x6zLPr5Dv6I7ZVDi7/gjXKdPhW/1USdOrGaGlL",
-	"30bWk0BMUiH9U25Xr4a5W/FNu1TIv1wqZI3H5eZgdK16fPSxBv7TlamQF3rkDoqYD+nvOFlJbVVHRbJL",
-	"S8yiIoyZ2JqVWo2F8Rp2LEiQUPOZlHUnxL6YfYV10jFvC9SL4H6BgkpUc5itK2EYL6ZSSetQse7k0UkT",
-	"G6qSO2TwLWd8bklQWD0VWI6uYejhoVBU0ZdqQBh4Pe2XWGnvPNYdgWaXermV1MutnfgNWLUWTE8SeSGd",
-	"OIaBNqDFehq4tEIGng3mLT3VEB9fOPgPLXr1/D3NKcejTNXWRZ03OZrAXBuslajleGWFidFI5G4hLdQ6",
-	"wQv4BEcS/APFmFYrbaHowW47HfPLQWFb3FsbaFT3nHdrpeJECZmozu2ci3+B/Mo7VJqOgiXRH0m6EM4S",
-	"kU00JpGImxjr1YJqYoQVziGfJyaME2A2LscQGFECewiP5RWBVG0MtExS4pCdlWUHyCaZ8akeBaA7m2iB",
-	"RdQCeYZ0WbRC8KUeA+FF7aLe1cFkZQW4/M7D3NwzmEMRGEa3Qe556gTImIY/87KcZ0tzfrv0ghuob038",
-	"kdtWAUMiiOPWgIZPbU7UHTZ+ldgIZ7DtwIrq3F1BZdhmR7jD+hHztR4HKxOQBqrbZxO/OYdet8uN4DZE",
-	"PkLbOFHpfBLC1lMgtceq+HCBtLZu2FCki92XOim9kLgn5DY13emmfM4m/EqwoRCKWadLQd3YozmLRmzC",
-	"UYh6MJ+m6SndDMse+C5EZHi4fxYjDQ5Huxp5OlGlgxg++NdaC7ljZF7FyFyWLXF+S8faGcGn1o96ylWx",
-	"Lq5Ktp9x5E7VFQt3+jF7UaREaR8yem6brecEM5dD+gkcdOAn2zsXCtzStXKypLf4B4AxC2FWwybwFulC",
-	"a9A0J+6hZXwslMswgeZZuKvI2NtaKanGoasF8CezizrPhSj833/msvT/vpNTUbypnTdKn3KVi1IU+9T0",
-	"QxcifKcfwFDkYFsvVYvEzEi/zLiII3g8qm7nuiwh06dJccQJe0gTkTE+ggYhOMk9zF8wM0/Dgt1Zu6YJ",
-	"Jebg+MM26IsW0pU3krYNkwPeA0p/11XvezmoU62XroTCdHJRFevPHg87P1BOwhquCtyKzxvHBdz6adVC",
-	"pNvw5rPntyp80i/dJG5LyNBsuF0EtzeCS3NVypHI53kZUawV1UWo7hIr3/eIFbyjg/uLpAnmAPYLkzN7",
-	"ibJEq1IqsVAIskdORq2wjLzYj+EGerBX6pTIXfAkMqVnJ6wy2ulclxkzYqqdCL0DMjacO4oAjgwUcliQ",
-	"FfRDYXRVgRKJuTHNi8C+sqWeZfGXQN2I3bWlg99YVitIrgSRKFUuQL08ZGeLpYRp9iNpS9ToibMRKEu5",
-	"BjyJ3DpSsUGtjBebwEud+kC9ZAnO2dkE6+hDmmCf1DinhdmkhucWcKUb0MIih8KhBFt6Ub6qtvBi3M79",
-	"gO7/uoXXtrdZ3+vhj/3z/cOTu4Bx3F99KP6uOcE71F7HRLeEdB1q75ZhPJgjGxkFcMtyBSXa1UagHyUD",
-	"UA9GYWfR5NVEW3fEq4qGcZLY6UOBrKxvUGyA9gemPD4F+XItNpuPKfIkA40YozNWarUPb3ozGsFj4AmJ",
-	"zTH2GM1nfH7IXrlorThkEc4vLdvLdSFyL2asLmv/QJIlzIASb5H01v9AFkQQTelkkfDwEgAv0kaOpWJ7",
-	"VV2WGatqO8nYSJbhGXrm7ZigcjcdqOVU2FWY/9muhxu1FO5CkCQgzmSxdRyP1vvW7AFayg3sgcSwpFHd",
-	"rGG2fVFC33oNi6D50p1sWWcR2AYUtilApvpSHDj/BVCj1e8dfsntQj0qojhAvA4gPWghxACaj2KIej8I",
-	"SiyXobooXZtcZGzGpYsmBHii2KWYI2J7GJ0KbmsjqJYJhcgJu5KF0GwN1PO6kPEiEhHKemFHJS/aXCax",
-	"GQ/WQZDjQOBhxFEvrGNCFbH968Bfrmt3gXbBgO1RYjV7dJwx7thUW8e+O94/JUeT/wisVCdH3Vh4YQUT",
-	"E2iWhl5ACVdXGQig/Tg2I7jVCjrgxupvKqP97e1riCpCDkSTM4vVcFmMHyaFEsuucGerC78d3vnTtp0Q",
-	"YOsdayKAuDdCHdbtl1Yl4+zzt/8RstZgY4x0rYpTpi+ZBbWByB54spVh5xY7Qqq/elDQ37XBJ3qclLn4",
-	"TfErLqGX0GLjoQjPC5B5I1JhRbRhUS4cDbnLJyuaCtXKsrryp/XxMYO74VDYzB8Lw6AE1YNlRtwo7WpZ",
-	"K9W4FE0DYsxEVYWohCogyI/ZE5CXYcHgIHTwJ9ADq20cN/5HuBrG3Kq3LaM5hCWRET+1KRp+KUK+NRD5",
-	"E8zILeAkvGgjsLT3AC1ptH2Q+UbFclRvXAYFQCpcgh2BwD3KZkjQx3p1gpcpBNmtY5Djxh1URn+Y9wNP",
-	"U5HUigESKQ62om4prd52XwBTJpXTS26NjOnaWVkIoBEORv0e5pDBpMD/aSUO9GjEjPC6GvqYvTprF1zG",
-	"/r7IruK/iVLb/Xgg+gkdyrweKNUY449Dnl/q0SijoCu2D7AOfOGH7Ayorjh2RyvnJ6zSZSsyG61dvB1d",
-	"MofsjFUcgpvcJWx5jMdP7MjRP2XB7d6KhxoX3N0dlC3+z+RzhCXcElnLwms2UyqxKYkwoF5W9bCUdkKV",
-	"BLcHm8moKbjWmwy3tLUpwOrCZtqplDuVckOVEpNDEAcRiJaYpraP7Lr6EmDHHpGtb4ADERArkRxr8PiU",
-	"clwat3LwOYdaqODm99Z1IW309h+yC4/EkC9MYwhk8lRVhWxczGImi+2CSF3dBkK23rIGIOlLNMzx14SH",
-	"utrB4Q4OPwMOdXVXaDi3TkyhiW+h8/4Y3ltRSCNyEvdDo2dWmOCjhNoqD3UOY5DSTxMVYBY6r6dCOTSp",
-	"Kz4mNybldLT/DBEgrtAN22JnOV0uAW3XWpG17sQYwc1GbVETmEKKL89XqIsvhDur5DM/DwsQ893x4/45",
-	"CdOw5rMfZA+Q5gie+FojPi0/FlwFmJMSnAHLT8vYYGEJ/fId1HJwuJKIeTFC8+kbiGisWie/q1qzmx40",
-	"mNjmnCUkRicPaHcekIHzYPkwPuo5jPDUjmgILqO3t8bGY+6B4/Zyk6h6JYzUhcxZcy+DeymaDaxpIdpY",
-	"GZ37nZWyHeUT4QcdffzUq5R2nzTUorZWEOqeiLICaw3JiVipddUIwEoU/koIQuvAsUFJSN3x55/iqN/B",
-	"B29RurdftSoBZWkqQ9oNFAh8UzkmySZanJUVh+VLzwGdr6M4oF7B1LR311de0nr9eqJnygtR8BaQHJno",
-	"KQaDTyJn7FRMh8LYiaywD6LgpZtkDAqMI/hOuVQQ2UPvJtDuUdnXjBu/0YlPkW5D6cSbxqFAfUn9QiEY",
-	"FgqTQ74LM+JKWkpcWxJJT3H8FzQR2+zT3n5THz8hzWeY7W/iNLygkqrFj9/iCSi44wdG+GX1S5mXgqu6",
-	"Oqr8ZhGzFQfCbyoim48dcPUIxR7VyQNzXdY0/hTKxfSl+EpW6VLmc6IvNQJ6kEUZURYYiHZmzjiU4Ysi",
-	"iwR1RSDk4GoOBJ2H7A0R2wEhgD+lUCMBFVlBYHBGX8kAZJaPwzne+ow7/jYM8ynesi5b9VcIxwfmZ4r5",
-	"8NzpGHKhmT1lFD+3QWHA8v8VtQPafFli0M9GiAMnPjgKrzfjjDUgNLi+QeB9faP4/tHj203O6VogWrte",
-	"WKGVjx+6S8/pAiKaRTQLuOPJcc3jQfhSSMq1GsnxdZHJ1OpAq1ysidACcVl6zFv0HSEBx4oSjUmCMCks",
-	"cM9D6KMsk19j0o8CDnpDzMpZmgI/4xKgKD6a9N0CVdq0s5BlY3/kja7Hkx7RTfhHwVwU4QE4UYr7H+ZY",
-	"+pjrKZFj8K5Qbq16kGwbPriuV72t1To24maencZ1W8gF6uMCvT2nXe+Xbc5HvCB3dgHg+1POXmN/iW6w",
-	"wwW7Ocjrd5H59w+5FQe46w5gt29gnTs+LD12SVWID/5/nJHjMXjzVcE8xLaNy4eWlTrnJeFNeG1qsOe6",
-	"rKcK+Iln0eoAegoV8kYyuvTZs9dgtPMSeJUasIrPRZ8ZdL+AyqT/iFBJHw194nKH4eGwnWaF5GOlrWBT",
-	"SS43Vhk9LMXUdpoxz+iFFzB9ZzB767quIXcsMvE/e42Z0lNKxaEKf3ga08N/i9yt46Atyuvxzy7pab/w",
-	"D3JaT5mqvd3oR+GHlU+44bn/hpjZCMo3Duo0hGLi6NFEdKZWOdI39uS58w/PivLphBvbPewnx8fH2YOR",
-	"NlPu4Cvdd48fZP4+P8gHJ4+Oj+GKqVT4i+P4jbDoQJS0bS1wccl70DhuR1pQOF07HbCPQA5TdMn57sFi",
-	"Yf62aZain3mtQ4Yr9vLdL68x/R7cg0aoAlpXQ+lB8MYvufpBzQO0G+De/vucT8sBahx81twZ/LZMOivK",
-	"0SH7SbsJnC2ImSQOGCDgiJcnFMDYqlIzoUba5CLtKUuUkGIeWCCb9laFqEo9FwW7EgbcNh5hpW19Skh8",
-	"gaYeUw753cM5Gyy6kk/Ygid5cOKnLkY7unjl2KAZ5/tCKCmKQXaNAIidSPDTRuPSCKxV3Rv4tdaVULyS",
-	"hzDt+91grnP7m1yH32eoI+MqnrLBxPl1bLZBT2ADl9skjr102fvgknCwEykf+Dc/yCIHOv3oX9TFeX49",
-	"TISntDCxQ9nkM/amEsov69L+PezqzPnAiQ/uCAa65tlwyrrjTUvRnk7o7VgD0uhbxw1rK9IjucPnnpzF",
-	"iZ7d/0iTVCO9FsUro4s6dxl0ZCkyNtGh8wy50CUM1M0jXbYuCO7RQrZpNnPGnB5jRQJgj3SW1RWUu/hn",
-	"CoUUnyFGhR2PE8dhjfX0oJKqkTRT0lSHUnFDaTbwCxqFB2+vavHyEmrgdSeYXcB8vPLTsc3MkuYtHQfx",
-	"J25lzvyS+OMF2edDXbtvLOb0Qjg2XDcTW9RtIgPGEfAEbRJ8hZ2GV6cmGqU3EF8P6QkUPBLGyRE4lXoq",
-	"cn/VhTjDAWxxQ8a3rIqD4pd9OwHPZDlvYJ/F/bTxjjv66Efwqvh0JJTRZTmlZe72p76ytob0RK3EAcBo",
-	"7sdPLdc8EA7sVY7fw/CBA/q3yUlHSMez9aoIocwCuwNTIBWImbGrHfbLsEDJPMYuXtpc2lhN4y9GNP9Q",
-	"SSNsUo74PZtKVTth9w/ZmVfwpH8gTLksrtNZIm7d580krQv/0FtA2TchS52+PeqUFXeTRqXEGdm4sfl3",
-	"PZrkttpfdMzCOmcu+ZfkSPjdAsd6+/iSLNKKcWFh7NMzVsnGwxzzKzX46neNLv4KjS4ajGUNyMEeuFHI",
-	"7XflNqAbwWWdqG+4sZpb2rSFCV/fQgOZNFEYCg+hG1Ht1YEVCsDr8MY3zRg3IWRqxocJMJFVw2Ndn/Ec",
-	"kW5jZFv2jXooTV6eFnl3MhPJqewx179f6db8vuXTfHTLPs3upVmlQjVzsrOXV2heXSdsCypYtio0zbtG",
-	"wfaQJAgrOkAPqoDqAYpYgM7AA3RGkEZ/yFI9nxmhxIyX+2lid9C7FopL/H+YNZk0gzwY8dxbsNRzR486",
-	"W840asHyDn2wbU1k+ZVrlJE49tsNFvdMz7pB+pUKWTm7yo5vLgLdiQy3pK7EAOuamPPTpCE45GP4MyKK",
-	"EFKLj0lDGVoJCsiQj8KbbVDnEcuaMNAK4WsMZkPYObS1lc6ySzE/gFYv/i/L4WbMHCwivZmHSFnUwoZA",
-	"MzfQLpcoMlllxEh+WBxXU9OmZzE6g186D03HMTeK2GcgQ0AUrK46vX6/hOnoCUWvoTN7iv7PV0UHn1mI",
-	"WxPDG3zaSBuaSfp6+sw1MesLeIS98bh1OrSYhlxBQtMmo8Pbgc6tc2SP1gWm12hwvVOaNr2vuLWiOMXA",
-	"BMwFOieITJsuhWbIwJO6ZqrP4XHd34Nm/602qG3vT8zq7ZNSTQoG5mDhiv7lxNRdCQBYAcrHSVDUg0yA",
-	"si06pRfg/4jg9CDA6UEYQ0jE7PcXYuc5m8UUR7BEmxTHmZGOHDEJHvsfIatyARxEAh3U83ZhI6IzMemQ",
-	"xlnhEbBWoS15YeZevEqLB7inCboB9g/R5KvD6DAvfayBTgJGlMg+WLJIx4PjRG07fERnG0gUSFTKaPE9",
-	"8aGh7COIJOtkWYI46tDFKQ0RF+uc1upts122QtnT+bY4lJXq+NLaOr2Y839f8j3XfOb1sz6bGgDanjtP",
-	"41ftaYQs5brq1zxvI2FUaTL/ofGRmHJZHjlh3ap2cdAhRRGX31RYi8lTTT46vrU2omAXv7w7D3lMQRnW",
-	"MVQOrcEpSJ545VqDYjOPX0gIiGo7heyfHP+ImAhxoEHrpvdKu/fNMAaofsFgJIJtMkaPHN8ff9eQJ6eD",
-	"RvSFDh05V/5OUOF5PgFmC+DIl4FBCY8r5hxYoQo2BYY1jT30WtXSWK7z0LJ8oiUQe2G3PMsGXWs3wMwp",
-	"C1ydB+CWFMUJMXXQGlhkoYboFRZWxQwNuBt+lbSQYntPHv/IBv6J7+mJA8ppeyucmR+cjZwwAzYUc012",
-	"Vkeild8P74R1z/23bouZA2YE3rABH6YRuaykl4HoqooN8ZitYwruLbJ1LA5+FfS3ztTMqwJAXtUoL8ne",
-	"3OH/t0rFIaCmHfZKCntM0Bncutig7Mt1vh5Myae65yTkM1pIr21yPHXtxDIlQFN8mbDrB89N8uBQ2Mnx",
-	"QVl4Xvy9WmDOTO6FScAeJNIkObZZcosEZmCcxUMWVje8BQ2RwZGk3x8NwK4XH8ByRzmjsdtSrYAY6ZUj",
-	"LzoUTyK7miiaeQk6rZxWpUgYSLxWL7o9RpDAWcnP8xe9UeX8nOojttunLx3mardBMxlfkdfgbp0ArjVt",
-	"Yy7VMksC7tktegQqbqSbXwchiOgAm80FNWoEsStoGiRL6eZZyKMk+5ZSfoL/OFi9IPnJtRxKHjH7PE9f",
-	"WQlzECsisYHfhNsJyydcKuTijX/mZRmHCJ1A6PmH7A/QQiciv3wWC5aCe7mm7PCL//e1dIINzt+evfjl",
-	"jP1vLfPL93DPoGnwiY8HXCgEGvfk+CAD38pSKFfOWSGvhBmLwt/oERJ079xvEGVrmxZRTYkxYt4JF+ew",
-	"SjfvXT6jj0+/vSnigu9e/OxTFApGcGq6iZ2gYtEILB660G2pZ/1NIJJ1+EKXdFrb5bcKDtSvDRApS6Dx",
-	"hx0xWFfWhbfc0Hi+HQdzsj9XiwmEm51reZuuZQ+PNM9D4WZCqEWSmi3KE48LUgm7gv4tYG28NOz+tHS1",
-	"pTvGTKeY6V/UFO9nrYo/RKxKmJE2U8s4eqEPgEKHuIaMrFZW5YPbWDpWGX0l6PA2iI12nsXnotteaYdH",
-	"Ofp2Q82BtIyX4A9JKNulZY+PjxEHEFdDqQIN3p9sG7wd2ULnZ3I+D3UxzxpPiKIUW3RP82K+ojbhbVyg",
-	"NRlg5ziLnzWJX4D6PeiVLVeVgGfAS/9ScAt989vdHSnVBiseVoznOVx3Pcz/c6suaVqh1VAaFh0W/LR/",
-	"LxU7LXzZtL+LhYqnE7uX+zPsf52c7YCHeMozattJzZ399Ycd6SRtKOUNizrsgW1CvS7FulxX3JVpERZ+",
-	"OxoHl0rPIHMD67iQED5s4ZBxGqVB+zIKoJVzhkVxh+ytH0+ojy2BHvMAKwyMoItCAz8J4wgPp0VoUB5v",
-	"DhE88aEqvXHGZpN5slr+W0jRDUMe1o7JovSvYSNdlnoGjSc7O+UhGOtS2O1XivnXrGyRmRbJfcP0hP3z",
-	"sM1jVCsnp+KISDCcXEmdi6WUL8Bqw/4zUzHVZp6lSooKDEMYO7G9BZWH7ALdrV5tHI2SokhbacfG2uja",
-	"QeNLQ+9hY6NnbpKxko/HmEYa9yY1vPdXQM8HUBv4xOsNpR536iRv8SueJd++Tcm6/LaOE0FXsWRBvr0z",
-	"8UK4sMV6J+IWDgXo/5vw1oKdAOEzv5sNV2NwUGP0KERlAk7j6DoMjiBiosHhVfjc1bws52iYqwX+wYUy",
-	"Yn/c2EgaMeNQF4f1RsBuG14aWzxhh92h7CIn9F9G+/AcpmD7p8K/Z6WQ8BPr5+BbFhDkrgt7BkPBuhLq",
-	"Fs6Cq/3m2+AwzCbSCern/lqq+gPWB+D9rDH6WjxQlI+EZneup1OhClEwyMW11GreQQeLcEhgGpC/BKuu",
-	"uAJnKzYXGsNWRxMxrdM6ZG9IB4tjhMwoiMFgKJ9D/MaLDycU+W25CsZdUvLlPxYHiLX5sRW0/96HlumZ",
-	"yvB5BAA4gi5B9FJb9w4neI1d/EtTcTGbaCvSCQ18vcu8n6B4piz8RIwR4msU7H9ow5PRtDdkOVB1myia",
-	"T7iZ2qttGrLNnIb+wZ3Akm5OamD8DbEAdx/NG4OT7EFV96YHNdmY6XGkE0UbNzlupEU6bsbCwcBj1j3E",
-	"WCiQgRBC4YEpEH37h10JI0fzli8s7XTeKlySRZqTT1k4mMAJZtViQa/0B83PAaSPwB5ifyCVZ/oBDUKF",
-	"1l9jkXKKdOVxUjSqEGwAD3lfNwH/wTKUnPnHt8BkG5k2zQvgfWsybWjBVKyMblYYZ+O+JWUufB5yP/VG",
-	"nnEZu7JwmqU/ZdosOkxxT0w4ddmUCsP61AoZBCmXyH640KFHh224N/hVF4K6+5zR2wfY+26spIUSl+Ec",
-	"9ueAbn83r8Rgf5cV9DVnhcK2bEE3HqkbgG0ore5P6Wkrg0dVydWKnmNpEB2Bno5+jCoEvQ++JehSTegF",
-	"qd8vxbzlpcNseTp4qd0UwcUj6RUvJWbPYPPuRitEqXcaK8uSSnPMs0cfxchhKuRIEn3PIfuHVxVDH8uW",
-	"rtvVyee4g/W95OoW4dm/bnN0jkBcCAt2Ky7IXYGvH3zvqEljKbnaURzfI2QKnO4pNtHB2z44YV+TgxY1",
-	"3TUKTTFY0EDBUgLiBIpu6GPJ25g8DomLZzHN5zyo02eqQM/pOz6GiqX4sqhxZ1EHxNhqmG00fDFrqTJ+",
-	"bA6iNgXxphaH7AWvguXXVDCV1JOrs7Z0JD/4q7BhBU+6idkmvbA7hAsT/Cyd35tIIezOCwoxxHBTa4qA",
-	"Qz9uyY5ZggtibDwlrlgRiu1esRuvWJVOTBtWkdOkgQ60jcMIUiRVRrVxqiFJVPYTn0z5B8wat31UJOsp",
-	"lu+QjaRvb60ObrYZP3fJn9dJ/mzPnX9QKZxQafkJIcMWvYubdoYb1rJ0B1JBDysnFISY4eYsVf+a+vna",
-	"X6rQda5N6MUiiixqOZiq1NEZ7rfoVAfPOTod7CXzBy3AZs6hz3hIO29TgPTFW7feFa55zcqOcGEucQ1w",
-	"Gr8tT3rnFNzANsepXLnZjz76f37lU/HJm1NrWsx4faMKcj0MGnYjUhk2W9uymRf00T4qNEqOKvSosl6m",
-	"NEo+PIQebuNDDtkZ/gW0Bkghg6SRUFtBfmPu2LTG8xKa02HWwlJ2A9XDQXZ2cl3W6ewK2ooMRhtmRs9k",
-	"HjvNQfYDUv51NKFpDsBGTbSiS9FeMm4p9xX0p/aZ7WFVDAu5klex4s5vyAcnD/7nn/zgP8cHP/5J/x78",
-	"+fE4++G7T//nwa3RLbamaIVl+EeAVB33j4bVyO6dty75nus1yoG9a76WLl07JqSb78UTF9/DbCMIbkwO",
-	"iA8ir12nrUolKBs1A12sZWlV7oRaFumaAjCb6DgdZS+tADp7CtENG1vjdD69cdiFv4CyNdFlkbGhyHlt",
-	"gQ9TzEL5sL9myufRUk2r6LiCposmFOqVPL+0K5KGf6fJ2jqKhBd14MfvYZ4TOu9vMi2nq23IFg2EmRhO",
-	"tL60Rzl3vNSbJCBYx1XBDZY9OcvGRtcVyvURn8pyTl4aUEnwNw8tGxBP1H8N2EyWRc5NgUcNnsLQuUTu",
-	"Zq+LhN5X8BS4BthbSq78w/DVA+ZCyb8VYD9YbAmDz7enIUscPhG8OP6igg3w94f09Yf/qo+Pv8tfag36",
-	"BvzUFf57IdwfeMdz//6nNGXbLNGs3dCLnK7X9khhnE9azm/i2PivDpuwvTnDNCQHCHfOFg5QIUp5JYwU",
-	"9uijLD4dGeGwG3W3+fELFKBw9jPmitHd8xhQPxeqgDxLyI/x0E/lGXrE6irE7+k8kJuJeV14WjlLaTjt",
-	"Z0vMifO3hBgMtGrz/+YTeSWKhh3PGSkKtueNhkEYGvB5wFdBdNyftIGth/Gj3ofHDJj22u1MWtHBVQG0",
-	"FrSfn9Gj1/Z3AwqNkRQN/Q7d2WM6yM3J2J/cbtrMwomOM9DngaO/Z0zpWdgUh38tzfjOlFS/EyERdNQ+",
-	"hDcAF2vZGyJuaL8hPlwDMzC2sYgbdC7waYR+e/7bKmHgzGerTv7+Iu4csrNI8fOkSa3A51K5C+VR0Cu9",
-	"6F6JF033XXDS2xSXpKUPWo0XcHg+gBRcBxmNKJQF20OF4VUx2F+cKOW+VhD5ADOz2iRPpjiue5AsQEqw",
-	"g5IbhBI8maPlkwmbPjmZtwow2GRgBf0DtIWNw0WU2MOSqixk1WcJVPiTnmys4Tx0LwKzWJSlbaWMFNJW",
-	"wAFM/kZyaGKWoN+IyIMlXevPoaiZ/J5alfP9VRr5BX7l7UluemFvO6SxEWPuxDeU9HrW/ma/8Rd2VXvn",
-	"3IZWniqomwTC2gPOwJESGncsVnobUfAcKOCkY5bPm23PmRW5ESAprXAhiwrcSBAIw6SNIiM/PDYa9Xcc",
-	"srOgjNOUGcFKMXIePwIXKtFExCsp9tAdGwvbtTUR6/pxllYzyrtKR7OGtyIM6P5UWy+e2WQSVlbD4Mfu",
-	"Qty9Ub72Obmxk9zXdAO7RwAtcPriE5CsQhWVlso1BBJ6ptjLX86e0qHKgpMp15XIILyFTGQFmboWjzZE",
-	"oKVltZL/WwvGp5pC0Cs0Z7wzDkGC+5UPrS5rJ9jEucqy396+Znv+f6lCGUz6stSzl85V+5EZraGKtBmD",
-	"E+Zt7JHh4ykkOYeXeOSxurzCTpWs1Lry2nvGSqkuD7DNszYsL3VdHEyF49ARn7gvhV3OpRwQXL7HbEVQ",
-	"3GF83pYnzAGRXUylktYh4zJcYVll5JVHe7zXsr3wtDP/93P86zv842D/kL0WY57PmVX8UrzPuUXvHHnv",
-	"bJ1PGLdLDjqt3ltnBJ++J+REWjfLPTR1XP9GXcDlT+lqXKUGlIXKzRySyTk2YkGyDypRavoRdbVN6cCS",
-	"LWWarkCvNWmnfsOeJt8bayUnAvk7bi+AuOIjVo0eUv5zmHDK4SLBO9Flgd0kJNL5SdeIYjaSoizsLv/+",
-	"L9H/rYX1t2szpdoS+GbAK1N3hhKrkueU+Y7bD9nzYBc3xPjIKwFFwmFnQ9L7mWJiWjnAej60IKfw3Da0",
-	"lCGPH/9wSv7g0EkFCzcbHTIGzmAEXuQcsqeUnk8FUlT9JT644DP2N8UUXdX4V/34WkpgQsFMWEx+4m5f",
-	"cIfR9ltV9MLo9RJd05tfFQ+2ldbx+Tjsl6nZE0GVuPcAXMMKFV9FAcAuc+NGwRcP5z0D3yOCk37XOJme",
-	"NuDuSBs21ppsc6craMomJCjN+AkZaA7RG6oK9geXTqoxOvNSD5fI9VSwp1zloiQSYaXdxN8HmeNg5isX",
-	"srWmWerfnrOJtE4bqCy4FJXLotpCKa/+6ZaNjBDwBET3ABQLFaj4nVsDz/uDQS2hs3NT34yHDuf0vp3u",
-	"xCW4sYeOotkQ4YLoFrXYRUt/odGuNNFFTdoO0H9n6Ix7+e7deWjFi2VHsFdFQdxsNH9oQ1YI9P74inIE",
-	"oTCwGrEBejCvet1wz1Lv55ed12ztHeewFptdBy3alstrII8gDdQRbxt5tXuavgEhRLYhNixEwgObxB0E",
-	"4ftcgm/8JuPj1KMthd1R294QKj1blJPJub71GAEi0ur2O6+UFcBIFfvEBL+Tv28Qou+U0zbQtNsO6KoD",
-	"uGqfPGbog2rbaxkbziuOvRAkEi027ktsqILB+Zg4ilck8ZU5kwW5NeNvHITxDb8SZSTpLVnF3YTtYXgy",
-	"Y3nJ5TRjVo4Vd7Vp3KVZ8JXunwaCBBlzACgPaVHjOWRnrECihMZ49Jajn4EuD9s70Rmw+EoMwzV9cc6S",
-	"LjihvQySpMQWGy6KsFNmW99A/BZQ559hdYj435qXOP1+CWVxp3blhn11cKPOuA0UUKdtXVlCBNj/asbn",
-	"O9vzm7I90546uE+cvklJsLmSuqb9mjfbuE2RD8YcsSwh9gbUQ3YObhfOdDj1QBa81/LR75+skS50YJBm",
-	"EJsQRG/fKlh9cB+QMDr5/dhD9IUvw+MO0HaA9pcDtIgKWIuQYMBWIc7x8vLICrje9mPbc+s4klRAJBv6",
-	"aOV6yujOkI9eiCuZi4cWChM107WrakxrUaI8ZD9rwwbj4eP/fvTfjwbhix10HLCRnA6fwTj7yWhe5Hyx",
-	"kxpkzXAJMWVSQi9ErlVhB1mgYGSPjvdjkWQc1Ktff3/17jk60/z4sqgwSxfILlGBf3H4t0ePYExQjjnj",
-	"pgixbmwVmQxUj0YecLOwZCUHFZh+zfYGuS5EPtg/ZOfaOpoZDLCfv7l4xzpX4ugj/d+r4tMR3DI4pVZk",
-	"dnLg9IG/mkFW1d6gcm6QYYBmOA9TsM8Kkcsi4e6ULngkD9mb2vhvkX5GT5rasZ/AYRGiRjCAhxbz9ltd",
-	"4jrFCQbo3vHy8gJv3ZJQWXrPGpESNpQq4k68VQGSzkjPEGmud3Lg25IDHm6YP8mUsxMANEF8/9cOvP/x",
-	"x268x/vtIdzWi/MpuvT6Vt+1MIBobNFdugRCGbBl5k2hnld8bB/vbhsi1ubrw1uakciiJzE/ftN9zc//",
-	"hoHgzkIbi7sn0DFjeC+4pL/wtC35EtfI8n496w/sMYX6B6oKe//NLl/+J1uQyaRVnLCzA69weJ2myqc8",
-	"Y9M6/UW9Tz2uRVTgivCU00Qj8MoLuP2wv8TjYwattCqeX0L2sWNTr7w8OmYWCsy9AtbZpBo7Up+wCnQd",
-	"G15R6Uuh9g/ZWaMxIo/2kjojLctLbb1CpQ1d1SyaMAAtRpSCW+QValqOD3ISJR1FujCx/gCewQLcS9i5",
-	"eVUpfvAaFQl22k4r2mlF98Y6Bugjs/j2laIjQByE51I40eHsg+SRNia3rEYwNzyQYVaq1R5JT0PXwAVM",
-	"kymkJQ9NyGHJhoUIDLKgWcfnXYWR8Bx/vGA9dxrWTsPabo0j7LelPX2rx7VyK/zybyqhLJU+2NBdelHv",
-	"OGRPSesIKVykGZ0Ejw1mgQEPrNFVFRK+xIwuaKjVlg/lBRo95859S5rHuVvn7R9TushO7dipHXeudrhu",
-	"ZNgGkE2kKQ4qbtz8KOcV9s9fleeWEpPJAgj66TWYmyY+VLJhewg0qWfnr5jzhheSZFfQToXeNmc5d2IM",
-	"XQSph3p8IhBBisIu0PxLS0/DWhvs+1KWh+wVdI8n37B/uX8C5NpFOlddO2obMxKQQGIb4tjadhG8Tomt",
-	"Jn6EpZ6e2HAj88YlsTYP52yA09/Uyp0wXskDuHFwinzbVpeNYrVMhPko7fpSyfdw7/uATN28T+/8Qp77",
-	"dXyaLuM28av7jX19UpJrFncHfN83UYH+LLDhzdLmQu0T4jdiodOz3pzR5sg3++vByYO4wR4sIcKjnnCc",
-	"n8J+JMDghF3pkaWLoAzbf8FIG4jGhfO32Dx8JEvsUqYKZvTMhgSF9DmrT1p34mqyD8Owr5uN9Vl5qGuu",
-	"pcH8Q8xn2hTXuOPcaKdzXV7jFpBbF0Cm+Oo6r/oVG7ZtfsMzkCOfcQv9cK07f59o0GM2vf6sqq5xNdbf",
-	"XvuGa33Bc+Qmuc431E7/Lguhr3nPW5Ffb5f9qs9LPhfmJyP45TXue8kt+i2vdcu5+881bnhlLybchD1z",
-	"rb0GjWsoQ3vzCYQeq9e9CzsW/GauM8AXRtfVP8T8Z8DC6w1RXgHuwTDD/dv0YNCbN8k5D/Jix0ixgpEi",
-	"TBLbS0Tt/rblfFya5chQh8A/+pgHoP601gTQKgrvkxiPJeEFUh6dMHqmhLETWV1XuLe1WgKD64r2RPDc",
-	"wmFZ1SUQsj12rr4bcvXxwptSpDp+JSfqqCr5fMjzyxWVG9bWwjI7ga74Uo1LceCt0t/evrYxjYye+NCy",
-	"Ul4JhsQjGQtkiuREE0VzGve8KYxW1xTz9Afhb3YAGaBT6Zwo9g/Zc55PgBCGF1Mo7fjAc1fOQ5rznAIK",
-	"YOcLS23yBqUcCSenIuS/sb2Y//b4OGPcsVJw69h3+AOEcIlPHNuWF1jTtg8sA/i3CBQPLbkVqOEr1LNJ",
-	"G0ivAFW48v9KFaaDAdeLn7YTSNwdjeCPYce0grXE3IJ0kLyYD7D+NVbOOW5iW0+JfgXMIMT5sElDjEsh",
-	"Kvi1t4i0gVacSoncZcQVgvW/sAsYuqulsk7wXjaXBgJfyytxHnbQtQlpk4SzDgdu3KTXceBOpQo/Pro9",
-	"d27nfKzw7gZ7Ci3PsFHDtPgdcst+3+4F7ZEcWokDGC8OdOcI/oYcwS+Ea9Y/okYUBQ3kJWJg29IP32IP",
-	"/XA+T/gdAOytaBsbqdSMUGIGTYwXILP36wNlGuin0PYYaxztIKMEHpi9nBvo4MgG9ip/72R+KdwABRBG",
-	"+qWlN2HUG+qJ/fNPI2a0usrGrkeCbvNDouJG/IUtIQF6OGcD+EUjJ384Pvjh+DjJF398vO8lIPQVwBko",
-	"Q6NzaVlRQyukAfzlzAvfAdvjQ1079rfj/4tJRZkKwMW+j8WYkNAeCCfg7sD/9hyl+JkbsL34y9cLsjwR",
-	"380XVsJIXTTC/Ml3j/1X4Kxg6lWPED/Fa1ENafSONyEdAZmHglsY3KFeKmc4GV6oYiZEMxjqtt4MjpQT",
-	"ala19EjwuF/pS1H4CzAUO0g39iBrZamRCMcYhxEsr13o0/09szhLwEMUtIy4GVcpGadY1++nAroOK+28",
-	"wnYl2JUshGbcGNxFZ0shgymfh/1p2UyUoAELNhPDcGnQDb2Oun+STA2U2A5FqdXYxsosem7G/vVgebr+",
-	"9YDxoR/WVESSwXgDEoXgDosk3GGY8Fl7pR5Tde4VdSXNojrHmfHf5VUpbu1Mm9DXef966tBrgJSdTjRv",
-	"TcgmSlHWOs9Y5xbIIYOudLv6UXtNe9SiBp0xpQlAfqcefVPq0euY7ZNqAEBtF8w8qGRAK22dYrRFzQcM",
-	"yBXUUOABg46myK0QTO6FABk85oRVuiypzxEMiNXKyZKUoev62KDw42vzssGgV1e+NnY+IQQUuOR6OuWq",
-	"2OHE3dYZ3bXjrqv4dP0Z1tWKgvuYg5tuvIrXIemW104fGJFr7JXTe8J1dYr2hlfx+GgkckdFj9C+2NhF",
-	"1eXa511XX99x19Xq0+7n7S97uO/urOrq3h/V2h1MhRmLNY3En9buCK4LPcOJjA09yOvSSmr3i783tO++",
-	"hdySDo4zGDg2H5FN8Zi5EqaP5WzaygrpsVkePf7vZTNlg7B0Mieh0cjKcRPjb7KboAvHsPTmprb2gHqB",
-	"Xgpso9L5QVyqa37JVuEpmYNNouRpn/VdiLwzRN4+pttGGQNJM1KN7ZruDv+PlpTy+lRPqxI40ZqbAx0c",
-	"GSB7ETPB/8SrihgdMH1on1qc+7mwXrz/cwDK6Ts5FYOMDYQq4H/30ZfnH/zL+RO2F9osiGI/tCBKQQCf",
-	"2uTDZrFrgzNc2Vz7oZ6EzmJV7SLFBHr1LsV8ZIA2yPlRUxZsMrTGkxjT+sKQ2F7wAnJyh9FHgrpjm286",
-	"ZWNe2TiyZAqhWcKlrCpRZNgGPozzoWVFjdgMfWQgaIjEQgYoww/ZoIV0EM/kbMTLEnvG+ZFAsZPixgRO",
-	"iZEsReOymrNSeuuLWXElDPD7NFNLjlxsmI+TRqS8p2iMSUc22EWd50IU6FekBnh7Vgj24nnDrhG/Ghpf",
-	"Cb9NRbmfoWdODx2XinFolXHI/gByjpw+5TdTDsLMAOEv9Oe3mp2/uXgnwN9qBEKr8/tc8ZI6HYEDW5Zg",
-	"EA8FuxJGjiSGNP0XSDWGiliDzuyO5Wl67Z3ClkRnOk5iYFl3hueXNs1nHqJHl5rc7uGMbODaS5F1W9Qd",
-	"9Io1ZSE4I007bX+Gb9cd1pqLPp4nbi+zheabOwX4xto8tMXSLUql62m/Rx/9P5S51Vct+lZMsbGv8mDu",
-	"T62HNWiQgEEsLJMPrOPasLe1Uh4gTokqCJ/8BsD5Z1mKAXY0QqEygjiY1hklhlDcylkANArBC+7NYjDa",
-	"Ztpcwp5dhIRn8JZeSLimvZrc/Ko4527Soa1CTzED05OKSfgiIkhrCdyY4QJ9w1C0wmTiArKxFjaLsgZq",
-	"ZIOvLi8FV6JgddWr6y7O8v1pWbYJIOHocXPtvG23CGD+rg1mwOtKMhe/KX7FZemtsGXKY3G32EcA9inr",
-	"tujP8KzFjmqV0WMjrM2ieiv/IzLGIbU7apAZMaZjfRWo8l6vDEGuVfmnN40/f94DnWGnKtxwPupdHZbV",
-	"qag9asJRoWeq1Lw48LJ5RXxqIREVLapws42C72HUAjrFJWeYaJPm2UQpGzRsDmkWpyQ2jXUsL6VQ3gos",
-	"uVco3oJCThYBebsLTCIh4ToQMaklY1zNyX+Ozwmmyf4hS8CPGkTltXsPE/UeR/W+bi4Z7NPjo5iPxh4x",
-	"noO+k6hCM26DHNzc4nlGs/rar8iNwcw2Mw4gFuyHu8aS8nsMslLuIqegY7irxrlTWe4s6NAgTQAYWBEK",
-	"60d8xTN2m+oIjeb6KLtp3uNZku+I6S17RmBmyz+k11fCCw7w48ENyBOf0wIGe9CdOFcdjKbVE4CoCaT7",
-	"yEsBuZX+06AhZSke2lOEKqp4j8/A9DnMmis1tHtI5sR/GZvyS4hxslrV0Ehhc7Bbk711H9Fu0/wqzE2x",
-	"wvkptaexEgMDu+SNnIrlBUL3Ha4/uU+H2k32v5IcrB1y3m021DJGIv9iUzZyW4C5Ok1qPVh+hkrqb96p",
-	"ozepjkYc2KmjO3X021ZHmxKU+6COrkRX6mvQgGk3U92N1eNEpTIWpmahREdjic6Ln2BEsYFavD+UCuwN",
-	"AteZLAZ+dtsdCRa/6EiqK+nEYP8kJJHEqijM9oRI/GJVDkQmlZiJIinNeWjZINWzIXwcWkMchBcOop4T",
-	"L35VDFrVDrJYJhWmgUis7qB6pblwVJnCHQZhsrWlIku1FRCJ30uaPxhRaUMtKIUqQp5g3DPoKkWmGGwl",
-	"+ejxo4xNuBpbVlexViahpbIO2AX3MX6DURsv4d5i8QwE6mFCIVKkRPsrwtS9hzvfr2BEXpQ+L3Dyr1Xc",
-	"QR17Wrvqq2Us3JVz7Mo5vtFyDh5lxZKMuEYxx61UuYI9QXmLmzQGbuUULbb+rW0WWvoICpNrjtyCgzR7",
-	"qPXSAZTYkbBlw9pKJaxlfta8CMBWSKrJDofOQE2LHdB/rZdBV6LUlWCDjxUfiwwyFi8gfua042UGfG2f",
-	"BmxPmwIyr4bztjUli1M28HehnByEBwxAXuikxU9k0tZ5PfW74yEb5GVtHaRu7a/LxU2Yzq6fivs0vGc7",
-	"vYm3GdFLvhsHtjrVtJ2+tovy3WCO6tJJ3jYWKV2INRG+tipvjz7Cv2szgbwWZxP9GPIkc3ECVNJp0XOM",
-	"soOW7Y904Jdmz5M66Zfv3p0f/Pz69wz/b/TLObo1X76+aD2uRZJSq9Jj1qCQlq4BDRw0MQ9XmEGUU6nf",
-	"fFUBdqzqJvcpV17rHvrRXskrP9q+IvMpn4eqcumyJhMq5tOyoPU/tAlBLdt7cvwdGzS/eF8IJYW3YNxE",
-	"mJm0AvIqaTyg5gJ4drLAhqQZyJpsiqwZL7US6zOkvrAWum3S9WjNtK9W6swjbabcPTh5UNfSX9lRXLDQ",
-	"aWYyT2v3VWEzdikq1yQaN6wPjlqEuL68KSO4hWZOnUr84+9/2GBAkAnm9xgxFDXF/yXYY3Hv0gADW0Rv",
-	"Llfc2vcni2sjtbx1nnZi5MaSRfysLhFBfXGBMlL6Zut5u4Pfgzj7Wh7qlFgk6yIKCZc81bVyjVukViEN",
-	"PFhvDdg23MZYFUA42JxsD7/+ZAH4+idCgCyiMKaufz4WqxweU2rrmHTQHt6krnhelsIkw4l0HOKDl/h7",
-	"T46fXAPG4UM2xPBWitnXAuB/3gtvweEOW/oT0baCLNdVPo8AJ1YVTVOPW69u2lKClxJ4i8AB3MmTdJpo",
-	"b1CuAwH2NpfQAgtRJ4alPFH+iX4ICQ6iFZtAYUL8BLFBCB0Cgs4bhnOrIyMgqLho3ScKBJAE4VsKZAdM",
-	"5Ct4YMGLSloGd1g6vui/yzbzs540jIP+64gpaZUGjARL3Ri8Bn1PGE8hnqAWSRj7cHmv5YmAdgfoyIAL",
-	"1Th5/GlgwgpKvfjgBCwhTmBz5bWAGmIB3ViNc4D2QySzavzKQhVdDa+UmH2leH7zXuxVs7EmOBv3K/mx",
-	"T6FcZVq5OdPDf4sceTapGLA2RiggyruHju2wx/6aGvTOob1aFkNLrlsVxk2IeAV9d5L5Z3t8xyetItmm",
-	"82ksW7b9dct7b39+yr777rsfQy/+/2gl9jOmy6LhXGAD/3Cq1k3IAIwYCSNULk7BUS1VrWvbTCEHsgAa",
-	"GLCrLNSMr3Mgv20m6D50CYnDuVaDjHjX5g084i3X7hUS79ywv0a8/joNM+JNP8tSbNyJIXkV7cRr3fUc",
-	"t+x2PfetL9uEJgL29o4mYoUL3qRn+F6U2DTXHU24KQ4an3sPzbsx3kSxcliKEyo6TXgJHrLh3Alie/E2",
-	"RDt0uOcmRtfjED7kYz+B+6Cwol4E3LFSFeIDE8oZ4Jni7FkoytTToXWg41rdyu1QBZXpprW5mETg1X6n",
-	"TZPj4UIHKxwqN4KNvQ7GzkK9qyxLNhRgnhlvmamQByMxlQUHOBeO7Snt3o+AsfbU6/9LvBaNK59bMpiu",
-	"iFkLRQGnLm4zYECAGUnTJTviii+5KRZd6C3hsB2d2L/AI8FP3OWTNWowfFrGHh08Oj5mBbTZyh2Thc1w",
-	"hSujc2GttyUxw1XP1O3qwEvf08fS5QHOwF+hRYH/sgw7vcMMMAgs70CvG/ReNpByN9gXanHXox+hRD/y",
-	"/WSAUMTqkTsIAS88wl6/i+iBOidCC5zpBFaLVmQP3oeZTiMuSwpWxiG99497P+70vr7Fm3fnf3f+7/X5",
-	"p33aPjR3AgRrCEkSIEjG2g8GL4EUH7b5CdEwecGemHvoeJOmRRqCFRbgIUR3a8aGdaqMgFu2rbYMEXeg",
-	"AU4LaYK3tTW5FospLONjLpXXSVr4o5W4Nthc6JHb6Rs7vPkK8OaiOQr3Xd/4iF6ka3AZ9BAYtOphwV5S",
-	"jDvH8wky3MUUKPi74lNxChtsCl4r+Cu0c3iL3QugvsC/Stp+tj49U43Rh5wk3BgJtRbLxWnSNtfBT6E4",
-	"TbrQqws68kFh2UlSshb2/FCqAip1Q9uHWMtGiaehRwqWtsWitr3mw06YFcIbhRl+vFTj/Q2K3orlwreG",
-	"Je6QPb8SZh6HaUQ+EfllMjN7HNGZadPGYfhr86T9WLfXZBzsoR16xUtZEA9jSCZYqGYO+yH0ImmoHlE/",
-	"HQtH1jGW5y2gfqs475C9chSFxKJEMMBDozalDeYY8IWqojCE9SUSUXJ8EWFEyze1K9Hblej95RgjWrB+",
-	"n+giumTY5zNFaAXY3xZibfqI+MID/0dAqFhpAxAe4barXLrNJpGh4l14WEO+wAUBCKyn4DwEMtN/1cfH",
-	"3+XQ1gj+VzBRCi9XMzYaTSsxZgfWQuvHkdFTkH5TEqoYZPo7PoFSffEZ//T/PP4hUHt1XfLnAEvk0GfJ",
-	"hmIs1TLjLXHdSrefxXS2l68v2O9vnsF3Qo3E3qT0IxwxyGq2AohvLY43Psnp+P8ZmCJEURtC+qEPvjhk",
-	"bzGfockU8drCIbtYlnOBkwN12A0oOTLi5GgS2jan5ogS4drFd62915OtgBv9L1FxtyP42Am6u6mPa4P8",
-	"fWT3WC3bNrXPGjaPBbHWMKGzX86fnK6SL0H79nq/EJcWkttI5BjBwRw69eYPG6A0+UJpg8kUVPUNX7Fa",
-	"5mAQTU53FuPXaDH6zXUz1uLZsu7a0heQ0t4KL4WdYGPDlfscYb4zEndG4o7HZZHH5a6MxJVClErQ19SV",
-	"k6gJBC+92XxIBwXSDVI6mhYl0MEimlpO/B1ZSgZsL0BjZHUJzCSvihb9VENyAg0oqJNFT7t74EiBLnAg",
-	"58p5bFbmZSSIn9P0qUOR66mwgTsFEv1RLob+uGsS/i5oHu+sb9OttGvqe3FYm6LvrWFFb+CFcRNKFV7O",
-	"neh/MXdtVvtVSIureIFvoPzArabttV64SdrewkncxZZWJPAl/VrtbVF5rMzfo4tulBMr9HgEbqw2ji5e",
-	"iqiddrH1hwQqUxI6q1Ln3GnD9hb6HWVscDXRFkozeVX5fxKclso6wYtWX9yTBSOFBxIpJO0SKteFMKyq",
-	"7URY5F1pkye+fXdxDn9GyYFpAQWDXzcLZvczj/91WbLK6A9z7IeVzAP10wHTZ1TqmZcJC/QkV/SXWAse",
-	"EE35WczFQj/ME2Q0Sdvj7rX4UzpW/f8Os/X3w8PDaAY2knA/C8Isem6AN6tgA/Kf/vPPwxp6M+lYuSNM",
-	"aFi/0K1/uV3VlM/ZUITytYTqK8pVEn7k5W0Jk3VEZn4GV5CXhT0F8amKu0nGBh9b4/t09BF216ejj7yq",
-	"Ph19DLP1acD2MC3AS/Pf3r4+8PcfCJvzShT7p+QZTnr3U5pWsMXikrZPHYvS3Db+WKi8A1dpyEptyN2q",
-	"GgkoDChyUGxngTin1F7VSR2hZeion+7+NjvbOiY2vwLNenT2C4sdtBZXunn2sV84rwGFbwV1KOHJOUkO",
-	"Qkh+CV0xs3ZrriJSJgXhQ8VrfCpsupOSxQaveAkw7fwZgzMemjPKDQKQKB8XvcTbtQk73rnGOgwRV9gm",
-	"DUdasyESnjSYkh1X2pZMy12l2Aau3V4NIJzcO6VAmwheepPg42qGCc7slJclw8uZVbyyE+1CYTAv2JCX",
-	"XOUeCP0unmolnfaWBcu5auxRD6CJLnHI/giCkQgbJLTVnvi/51DoCxEWqFO2c+vEFHQ+PO1xFNAvUaq8",
-	"rAsByoYVytbkIoZMwUI4SO0LLWuVLgQUoEqFPkFtYoUyegyBrghrjSFxSKv5VNeWGQ7+Szfhihnxb5G7",
-	"wDxKAUlp2ePj40SU+XeBJLj0bynE2PCCPuz74++yRAuCevPwUUNdzDNUHFDoJu7FTtKJl7iU27SfrnJ8",
-	"yQUNsrfWt/+T/XYAkRo9y4dJh6u7GWYys+in8HMfaxgh4tfe9xkoF16rhs5T/vJDPP4ir4108wcn//zo",
-	"Leqh4EaYs9ofsX/+6Y3bNAPYwxW8gx6f7s4ECnDjd1STHvcc8/9qfu3VqJyE3OIAF0eXfQwMqk+1vpQi",
-	"DJnGsUT1AMNiUmEtOnTiwg/JQEEEb1WGzE42Y1Mu/dp6kKD+0Xi0rWOmVpAcAOYMLMoefiM7fgQx1OBe",
-	"wIlYdlX8ZiFh2GjIdW0a52dL1gshB80CDo45w2UZ9YWcO17qcQ3jSbhoKi2Vs83QHreGFuZ1eXBvBW5k",
-	"UTAiRWRTMR0KYyeyoq5lAbGws2t8xXfpK+jmjjf8LguhE00y6Hxjo+uKPrnC5o8HPHfyCrXTSuuyuRhf",
-	"HVSQsCSlHjfD+b41HHpdx3h+9UtIrfthDc4ZbPWkJC00MPZQKqZVCZZ3JDn0u8J/B8TBCualBradlQb3",
-	"B5bH9UwUkOt1DOt14qHoCsfhTEmTqNyB+gOr6EYin+dl+mnRDpb0XbDf7FRfCuYQ3Ba8cl0DexcHQl11",
-	"9QiTs5vZyEJDvBwOVa7VSI5DC2XE1YoPZSmdFHDY0HhPigqTiWvm7Uk6b/jyjvE9h3pD2v/I2BaVE6ge",
-	"H0fbLjD7Bf9zcxbRMRze/Kh1sFNlp3t6xBXwQdRuqD9k+G+tCjYTw4nWl978lBA+rEqubLBI/a9kaNhJ",
-	"O/oA9/kfYnihIbYajr1U+EhagvBk/+sP6ST5gXQt4k9aO+sMr4L3AsOuvJhKJf0fHPUohJcBHrl59HRw",
-	"aNicIFWcqR9/TGeK+MAWX/7ip6N3DO1F9Pp4G30sPV7483MlDLt4dR72d2WEFR6HceMA3J0GZhs61sjJ",
-	"SNiApillhAWbixGfejI6+k0nCAbK8uZwmTZpQVMXEnwHGStkEBQNJUDcvD+kExOt546X/yIw42rv7bun",
-	"+8xoPbUn+A9GpXN/qCL/j9/gi8EWe8r+rSUKOOOGgrsMy1oy9FSgnmLZ3h8vX51jANrWwzgG+MPz8314",
-	"Ni3Q8lmhj+fGyVxWXLkQvO7cCcblHZ8KFkmup2zP8fJyv/HfExuOKtiLw789egSST6PtgQN6aJmtBL8U",
-	"5jT6HoZG8yLn1jERKUFDK/o3v/7+6mdMEkhPMi8vH3z689P/HwAA//8=",
+	"f4JmVVOh9dr+1qUfMJHYMwizNbQOQqMRbrEBqrmac/tBTTW7LfmKY4teL7yd85L1Gm8fdpvu/uzXt/u7",
+	"YaCI2j+vmVp61tIoi5UqV7d5KYO/LI/JpVDNauvnlp3UOrethb9VtxBHccu+LGmjcHbWbHbLvlR2k9VK",
+	"Vy1bVFrWdMFu51hHwXMAyz2tLbF9Es5LNTN/b9xaNgnlp/3xwTHiNw+MulXtrrG9UQ13yOUKf/Fbfov0",
+	"rbEyhhW6b416E1KK+10bOtO9TVmzmZKwgE21qGl4Av6YHVjr+sHrKHFuyRZvjb76VjywUlaJ4JdZRwp0",
+	"7I0cugBIcpaR/8SGCLMt/efB0Smx214romUJ1QIJA2kN8FgBObugmkZqyFBNd0bPFPpYVSw3R9h2kLWx",
+	"baACG0mPa1py1UnxcvP4RqH2jtXktNnNqLhnDQARzx18zQtQgYygQfNaKqN0YxU4Iw3Yn4wgqE6tGOpZ",
+	"Mrlnm0nF2mEIcXXZ/OrNF+Y1o7vyfEkUK6E+FgiIS4plO936T7bGnQehyEF1YFw4WfMFF1i10si3tFc6",
+	"O6GZyxyg8Ioz/VnnEwuLY4dQwi0DWdr+jmm2Wht5YgcL93DprUtaQzr9Qzeu3BF75qD8yg15cWoEyuDA",
+	"+49WjdKuFgwK+2S2IYuGQb2OqWW7oGJxRJuHle8sTihDWnkAOa27ZDsW9qyt0yUbPTOX5rHlQseaKT0e",
+	"j9cv7+WOSUit/b32E8pamycc/piI/zucxJtEgakzUrMFVxoyJn/3A7wb1JvaRmgVrEzAqponvq4atPCN",
+	"wgRMtTFiijM4Ttw0bCJl9PMdvDw5LviCaz/4PJWlMOAhvuMCNu/udTB6vzJt+pPXZOJpEHC7RqNpTEPW",
+	"K1zyOYMzOQJ3sr0iKyoao6E3dSzQ/V0tVwS3+ULMpTW+OZd/3LgqixiCyB4tiShX7WwUGCPn/aYhBqYR",
+	"mpfo/LLH3xoN9g5Ku+nlf5ClLL0nzw9J11Qo0+Opi8o11w7NlyEV6GUtm8UyaU32x2fQ6OtJyrAOwEHO",
+	"DYM2PJ9rVz0eTA1KzZuSXL393cX1zdurnUqOrqRm8Ximzk5cX/hke2fVccsDa6UYIscfYizhj2c3Rzsl",
+	"5V+CwTdnp8SqZEFx0nvGqmMKjs81F4VcA2Y2FmZTvGQ29N0XxOqH6f4xOQ7ruEjuwh2+docsyRq9p6+u",
+	"p5X44po19a/EmIghauvE84FXoNTpvBq/JjwztEetG8rhY5baQXbIIbgnHI/KWmbeo+Ht9Ry9VsZt5d2b",
+	"Rf0dWcrtjDMjtliS4NM9qN3b+1H28WDpv4J93A78A39gF2BOCVKM+hIIcAMwungNg7bcytJpUhpJsn98",
+	"HIoITjSojKhbmxf/6z9Ojv/5j395efLzP0VFhh1lkJ072CViHKoHgD+LyLaYuq8MBHP1eWwlM1wOK7IQ",
+	"5KLuUh2ttV7r6g9cL2/yamjeNk3eMDVyc37prNcd3eXQPDAMnj+wTu7T5zeXCdv5CNLYeyg4aS7yXtqW",
+	"3wy0MZNDtz4vTo6eJXOnXozSfsB5W4IbofhrLaskvXcoxzYJXhQtq/+ORP7I9by0hsFUSoghCC0B2A1j",
+	"D3W9idXxLqAIbQJuRUvEQDl0tS6t6vfcmSWfo034aF/8F3J4+en6JhU04CllwlXg1qPLVZNALX7ibT8T",
+	"FnuUZbt1Cdj2f08GzURxw2O6zVsRuPF8nCAS4pOFgE3l/3+r3B5Eufj6XmPW1aNX+G/jQgmXoiW6HU5q",
+	"PJEXost8RcWBo2odBDvyoGv71TZGL/4+YfzXbcdbeDpcaVlvWl5jm90hsg7dFWYPqypZA3ISi0palawa",
+	"P0X59zthfrv48fcXN2+n0/FETpenMTqKq0Tqva3mw0SRsO7sxASnTwk6TC5cOKJp7fHE4li6+Ualwpt3",
+	"DTJENmzYER/A8tiFrz06rNycJzMgNKV17A+YVo2m94Icwp1ic6ZfvHxxlBGj6CtAbHdR9TbKHlIbIeC6",
+	"k62OXR1kZvsT+dJ48FKL6Y8lL7Dyu+8w4etIxJ932nrYKRgdPEQ7sOIITFMknN1nkEEFJc8ZBvggBjXH",
+	"jSfd/AO7n0tZxnJqho7odOKa8zJhJjG/Ei4IRORnLR5Kj8q4npgNMtlgLOvUIXP3wo6XllUkfAB8jEgv",
+	"peJdPEtdb5xvA2IzvsFgpwwt2i8SBYXymuWRCMET8Gi5epAv7L+mOrNGeMsOotGmGtsDa682b5JD005G",
+	"aEnrVUZWVDS0NH+WR+PHzS916nS5tQq2dfTU/G8Ikom6tGDUsFHgP14vaccoG+Zq7KmzPEogwJGtoZyp",
+	"0F9VCBi/yF2K5VSWgcEhT3iP24ycwchjDPSndc0fWJFtuR1lbYMld7GyWl4csbJOvs93W7vEXW5xXwjU",
+	"AAUrtNnSFTslHgcGGTAtS3KnmtWPzerOL4xdk1NyIcxUS6bZFrteM6HJnxvObOQ2OZS1RSxwR+MovPLj",
+	"SDRtB3EZAAYW17hWVGyCrQwOppANOIsPT7xb0LnHzEocTeSSmqr71DlxDDwqDfYYl21nR1nB57ThErQk",
+	"vZNUAPxtwAgTsrm/Y+sLVGixvkq/HZlDY/v2BSnoRmHi0dFOZ/OXOPKPN0dADW/wq1lQsvZCARNNcOyT",
+	"JosXL7+qzeI95EafL1msVH4LNiYF28Lq7heHTOQMvG2TBFrdCqHVArRJdJWw/N5oNvJ+h0iGMD6sjyM+",
+	"7hBvp9j53ju574G/QFRi0QuMHAf0op7jNGPAXe+l0h+ZrnkepTzI41k0NfNYXXFs7bxqzmU00KV1O5Zy",
+	"wXNakvPLz1PDW3ZArFovZYm4WmiR9FDvEID9YOTSk+MXJycToasKrmLA0B9lIzQrMB9fbZQRJSbLFG+4",
+	"undrHZEoYKBzmkdXkem1rO9J+87kXi/cJwNdl5IWL6Ia5/GKi0YzMCQT+sDqvgM8vYTQ6PcxNIK5Zkw8",
+	"suVoww+PGe+KrZLE9hExj7gwJLcbJa3Y6kZqWiZglS6E0lj3YOX7AI16ota8YqvPALIfbb0z7l2bbipz",
+	"NY1WeGoBp+D0zaSMwE1NiSno4N54jtJfwd6UO/vmKNmRiCfC/mTcAe+cuhR/vAE0+7OqKjdDkLIB8r29",
+	"aX61ELK9WT0WPnaruX2gY+1XZnm2KgmQByjVt2NNh/VSKrst3NXtK7yXzMP5l9LcSqPICF+xUOSDL0y4",
+	"Zy7nG6bMobLLRmYbUtGarpiRh+/Z5tT8R2Eg9cysE9fMVr4zD8aLgdsBDtZbjNPYELBsZ8eRBqyDOurf",
+	"KfkYBFNwrOz7YPp5YDWfO6zZlrKSpSouJkEciASkrfLhOAmYqkT1iDd8brO5IPLMrgRu0eTLv90E09yF",
+	"ZqvY9T/1FEGMahslORFOzW1VF2AWhz9MOH7MQ4szY3rNnCSP6QOEWkCmIjwHToK167etGi/G6AmbKaBv",
+	"1RbvdL1205pDOsIXoN5oRJC1n9tBjgDE2ikl2rryVAKtRVu4Z5toZkbLH3ZDXg4UrS4u2Xq5IdROiyti",
+	"M9Li3hzIVRtc/Lo7NdMiek8xTV26YOJNbA96tGmWoLctvZXNPEW4wY3rUUi0fiXjHpyQ2Yb8zjPoWB0e",
+	"zRayHtw1906nJCsv2fGSigKRkwTqEDa+ODvg1cOrOLLxfuTa0atBSBE2S6dmtEgR80iRLciwaGeJ8ftq",
+	"T7rO4PzLOZmrZ7A4K/olI4LpZwBqrOSKfsmlEMFv9YqtbruvrTs/8erhu2e8ugUp4hazfw3hBE91Xt3q",
+	"NeZ39n6ec+GSintPVvTLrdqI2xnN70u58E9fPculmD+jZfnMJojfml8JwiMCFKuQZnJJgKfVCozvie2F",
+	"n0nwHhwtlI4M+RiBWo1zf3vCHOVuHbatgXSJYeSIlVREcwweOFub/Q0PFp5jlWL5gyYLEJPwAkRyX8um",
+	"LILLfIIN42/seperitY73e9uHafd6WbvHq0gVHarJ+3zLjqCnf2eSsLfitw+vEMJOMY/jF1cIyZCEOg/",
+	"t3bModAju5fBFWKFyM4dk1MBqoXZOV0npB33Ulq4CDoLevJJXrRXOGBbvEsRWEJH6JIcfjJjqXqQbnHj",
+	"NoeQBNp39+AfrdQyuRahX9kstbed8ceIbss2GRWZRN/4eUpqqsED2rH0KiN2QgiWNfluEyGYv65Y/pCC",
+	"jfXYa2jVmkk5NXwFmr6OWg+xaYAK2rnZopaVuohaHuxIK5rfM62IBcLcs4tPjY6Z+IR+fPuACjQ0B8QN",
+	"Uvu2nBp6sXe7cY+Pp9Z0SUe7VnEKu7QLuT+N2ebjVOaa34/OapY//MC1umQ1GknTuwUAFFyQGdeYFYc5",
+	"yxPt4WZ4Ix3B3j2ml7hDrD384WmNTT02yu7mdvcioPGQKNvTGxyyGB/8X5KLK51fSbnaTzY6a53Bf5I8",
+	"Fg8NacQ3gBeTDgpXiiCkDDDVWaO4ML8ZHcRsCVeqwYsqMGi+/P7VqEEzpytW07dTYNNt1IeZhU2yN/uP",
+	"DZBUrT4EDZtaxtBBjMm5XtO6nxLx6rsoUICqSroZQArREgDKwhwH0xcu5zdqUt7FiuePWKMVz2tZLUHF",
+	"TayTwyqIBgsjHpsdt+3icFbLtWJ1RrhUGaGiqCUvMvLs2bOj8XXrHcMODcaOwQcjZF81Ajw1glZqKRPZ",
+	"oYulJsq+MVydMixQsuWz3rEcUuDqAg1ENsqP4pGlkhb5+SaPgref29CNgixoPaML02xZYqL3VE/eQibP",
+	"xu8kqXHFBwuQLmQtG23YQTo4rX1nomq8ZLQ6K0uZ/zCE5C/nmA5s3iZILFPnbT653qQq2rw3Dc6wj5mm",
+	"XLCiNeqic3+qvDARcyIeXtKszqsmVu2rjZcgDZh6XG38RNGdxDLLiol38coAnypmC5O532WtTsnxiy1M",
+	"yykZ9cN1nX4dFYimQP73yvJMD+XayWOutkKzJ/rJvQaGFWhClPy+lzs4tlvHrXc80iVoWvoJ+JSn25C7",
+	"xJn6got9pZpcCiVLBrFDIoSj6lvIAUVzyDufL2lNczBTmHtaOE9tvqRlycSCEb4CLAnTj9iQkmm0q6ut",
+	"nMlXUQkHRhA3A3jBwwLktn0iir4LsD0lbpstPAqi0Rq2hKXbFDlUjJE7i/b7zPd657pA/D7b4tEU0aai",
+	"Sq2jCSeX9olru1HondhR+DOfxRUqIA1M6gi6IIdm0Y+5UEworvkDO9q5196J8UMIphuj1Y9tQs9QhSPM",
+	"+XrdKfUQOptdLb6YNfKvXrcSB5waARRh85hL7K9aJ2yP8pHk0Px4/O7D7zN4fDz/ePldRt5/uE4XenzP",
+	"aK1njOoJRf7KcHk65dqYRfLZr1Dbr6DY+C9QOxGIcCgLZA2VFOC1U4f7VTLlf3xEocSxQoMAymTXpFNG",
+	"7EmqDj6u9ScoQRg93BYGAJNIWqLmygEEuLgJVwenEQi2yZUrZnXqtsbfUOavVY857ciSRgsCdqpV1A+T",
+	"FYyJtQE7XoVtHPfEpdLP/vRiWaJeYIfxhoUD+0xo9yp+sSKB7fEbueniUF0hy1HkEAevjlobSqOiwQpp",
+	"2Kvw7kTwqx1Qr8KbecxDkUSgChq5jIayhPhkqz0X4K8OW/a0YGXdZeiO/wm3MAlb1qVDjhlukAD3lWDL",
+	"gmFfOXz139WyqWIKqn3uXaH3XEQySmelzO8NSxmw8nEFHxN4VwV81l2Rc1nnHa9hJ3CxiVm1XJrdRKIw",
+	"/SfCcgBpXsUgXzrXQMXEsWGLxw5L0zBFwEo/rnV1bG7JY0B3Dx60vMwLHMctVwM4w1wWrD42umBJdcef",
+	"HdwpEIMWIerPFdhq4TGmsHs3rWoThdxGdqh7yL0rRfDZs3RudYJnwVq7jWtHn7W0MpU2Y3Y0Z8hv5wVh",
+	"1pE6WQGd2ViXJqpviyt4caiQim9oRTdkIQldMorh7LLRSL5x6oViFmrweM02/mjtynt6hzjCiZ5AGE8G",
+	"S143qxWtNz5e0awq1bL+RUT6BEu9bsDMbxipJwgClDdNrpoqBznWavczC8hmOJiys1vm/SnB4wHBufAg",
+	"WfcfRUkZCpicOw4Vt5GG0d0QKgIfOXtst4MpuM2/IIkBg17SqmKCFWYN8CDjL7+M6ojrPXKdraEQa7kh",
+	"1G1Q/PjXHU6266lWgeo57EXrMD/QcrQztkCRqnWrmrbx/YZwoLYJBCDXbN4owFfz9Y2ixv5UHHLy6LgV",
+	"baeSbVNqZ6kmniiesyu6Pg+LUqdAFSLlq8FTQBWUO4wVLRM66k17Zz6zT8nh/zn7+OEoWb447mI93xrG",
+	"ToT8cThuTy3py+9fRRjl+7Pjl9+/CutbxItSpgz0fkKZXxzf267b9IjUqjMi2HpgR7WEGs7sdWAUmFEj",
+	"djYV3lIl4K9n+JrKIKIb4wLg5NSyLO2f614NXDwiDgZoIsE4nycOb5tyQlvwq5cvvvsuDr0PwuN1YnOv",
+	"YGDteKErISHVntWQhwdsq+ALm4E0Zkn/qjlia8q7kAEQr3rw+sX3WcLr1IcPCAzWWtp8Qwcg0PrSfZ2D",
+	"RA7j4V0kLfCug/XIIeYJU+9PfME3KLmcxxXUOJDiyXgGqT9kA4lpQ4ds/+jkCWfMRhe3S9pLHPpvfDgS",
+	"+xTdHr6wDM+cjysWB9jv4icobYh25b7Eo5Uo3R2R8KAnBGFQp1h9oLB/osSCKS0iL5uCXeLjIOZ4kgYC",
+	"fSDeRUTlsNakaVHEMDszwtYEld7g4YI8+NiX1oE9nXFhNBRsYaqldcEEFKaKmvtv+IpZORkM40YS9B9g",
+	"7aHpPnbcnrRoZwUxwPTAd1NipuJFE48zWEkIrK2llrk0WhK+mhFQZVDur2o251/6YCK9EqeTSOMKm0/q",
+	"o2qnPexfM3A29tHrWprsbm+2XaEoSmx+qzJ38IJFj558KbiWZp8v48DcHxkVfTwSBwk7ayBu8RCuDgqX",
+	"XMHVfdYLFvGV+Qur8R7FYiU1f2BXuvqApqkICojS4NYBakYDFlmycqpnjOoRBCGczPQzMRTKBosG2QY2",
+	"qG13IJTPihXJ9t/zxZIp7cLlqNiE6CgTe8FtOR+bRi8sr+ue3qmry5S3E/bW2hu3/E5TNxi/uUpGMrk1",
+	"q+MRTQPzGoiFxz6ty31Q83WiORWkaGqHJtoS3TazdL6rhJ8OFk0lnHVTFy0BQgMbL7tINE+C6OKOhV37",
+	"fYBdBpFXeu0jBsvTReNDB3UYkg/ZMLQseyhBU2LyU8Zy75b0ZdwirGkAmHQ81h+moXzA/75z6Icad43o",
+	"nXC2Dl5MD0vGwcdMTQnoc8cIJ9viBv2j2j9dfRaVbV1Iscvzx2jJ7k82HW/Ua2nDCSKy8eUF+Xz1wVZ4",
+	"D8xbGVK3i96iY8mRcW+Sa9Hc1/32sUF80jZO6kYY+YsmAqNsG7444x8fFfYDfXSifiz6JAoh1gHWqsvm",
+	"/SeMCyqxCvQ4yglX4f4S/M6WlrULirrMUZzB72aQ7m+4k4Lnsu7sodrH3LxPSAtY+rGw3GxDlp5rnQaD",
+	"VOCIoqWSUDkU4+fMl0Gw0aOj65IRJz+gVtVqWnbj2mCyfWJQvKXR+g/b0BN7njtxJq6keN/s3D8OKf5y",
+	"tohepZ7JoDHJJ6QEQUVu2j6CMBIUOTV9x9onYT3dqlmzFRO1LMtV3EgLFvSbRrDh44TN51REYKgOaynt",
+	"BCnYQiEo/7kR1J6rjUqcrcBp8BZr7cVYDjzyIiA4tnXobzjFkSlSM8HWhGqi14b78LpQzspW8jnbn9kE",
+	"nV2zmkddh/C7q4x3uGRfjtIjtvlinkn+/+z9jXLkNrInir8KQrH/aGn+LPWH7R6vFTf2ymp5us/0h1ZS",
+	"j8/dGW8XRKJUOGIBNAGqVJ5wxH2a+2D3SW4gEwBBFkCySrJnds+cE+FRV7FAfCQSmYnM3+82uS6oMi5K",
+	"KtjkIq6wxgeRnwME70dlvYKQ+tCSy+UtImb575MHi1I9UrOAYusetUdQdFvsJxxmG8SzuN96M6DtR1+r",
+	"Tduf049lOJG9mkeGVqjZBxCHVjI6R7E0ygihsG0JBtejNR5Pmrprs8iOplyqTryUHcWtG07CbVEJfrNU",
+	"3NTRfYq58vDtd/48PqSACQ39Qf2RESF74k02TB9l9oDJ/NH/xGf5NBJZjLFB3v5+NLL2bPxAdb5k6izQ",
+	"hVMOKsjRhT7QtoTPcfjGSyInXEx7u6JvKngDw+uDrHt6x7X54Cg7Gm572mMJsttHVeKY3Uq7dTbAWIKs",
+	"t3fOvc6KlaJKgQsbqDaUX3RbWrMos2VHElmQRbmBExsvUCytTpR+ApOIYQU+12WcUvDKuWitXHjS4XDn",
+	"YLVwwjZ6S9Uykv3PRc95JGenGZnjLfZ3c58zvmQPJLgwN4O7amA6L5qbkud/Zpt3YiFPOqcE3g17/YjQ",
+	"KGenDmMvYS0UCY4Svxg5qH6uAbFKEfZAc11uYO6hvzD9yCXAnKgk3gX3mokUCdMsmav7vDPJ5Pj4eO5v",
+	"SkExaSiydWBpIyqbpW1Er3BAxIytoWCIO9FFjR0s7fqsOdgQrdqlahdcKLNO4XC8kGV9oW4nenArxjPV",
+	"P/o9ph6Rnd7uVMxNF60zOukSp/WP9k5PDy7SB5wsO1MRRYHVkRGoMVbyewZQpEqSBa2noq/vAn8adCu1",
+	"i66j5EIe5s/tmEIy1QWSRBV+7AzvmvnS2Z2pdmzRkX1shxsW/MFfOI0mJ/VcEUfkn6CpKriq4Bwc7Sfa",
+	"uRRw+EI3qmPf72+atR2ZOLCwP1wT2egBb+tjQtHY4pswLglO9iH7uaEl5uC9K76D6z3nc7EanonnjQHi",
+	"ypQNanfXOTw/rGrfMFpg+ALqnNZLni/NkM3UKjfwJ+ZDeqJV5QVbVVIzkW/+HMPE/DPbdA7hFTPePCgH",
+	"Smo2K1BfsMJvSTAyZSqxfUUfTlH3qEHlQ8tSrlnhnMHkZKY10nh+X0eT2G7vA+h9y++Z8FCmPZURaQxu",
+	"DIspBrsLUyDUBAC3+Ms/KgijdWnUql2ETZhIZeMIpkf0lnKRSmywUJLfR9b+rGagumnZ1VRjKnwKbAJ1",
+	"Dp0Nkz+ROKf8xx8h2yJcbwAZ9oGwfJOXnWrlC+8IvvF67yBLMFn94CIz13zFCkRzOrMZuPHIL1f8pmSf",
+	"jVWZ3AYbUji9glWYVDjcf1kWinD9na+QEGytbII5CCFXTvOab0EA7AxLI2Jrrvae5K30rBan25tzHZ3e",
+	"PdMDt7Cne7rS6Hdd5o2VrvYIz+/Omds7M/snVxcEI9C3vWXpWqN+144YY57sIEq4ZUFJt1kcPLev+bub",
+	"PnljlneA5OGEVMaRCGXbMZ/ZWJdpUrN6xQUtU1H1J4SvD3D4d7PuzKexV+xR0qAlKSRwXe2Z+z35bEhp",
+	"HAd9rTowDcGIfg9NM2WvJjbnUIVAIO9vAF1k3AVpb3q4qBqdGb1UNYi+b9Oy/uWl/MtL+ZeX8i8vJXah",
+	"hBoiMvFgJ1kdi9H0jMiyYMpSk+4Uk7GTeV1TgQTOUeq1f3lM46diRTelpEW6LgIXuo+Za06Ebe2bEI/2",
+	"PPqXf7aTf1b7Ctnpa/MJj+vu4vjLP2tuMoF0D6ML9i8P8V8e4v+2HmKr/fxWa0+wEXP63J372zwH1Asm",
+	"JoJkoN9x+WSNas1KVMy9i92DwdvSdO9TWJzG73js1c5EfyJ+bRNi7XSq6zMj153DfgrAzoVpCvOSHo2k",
+	"c/mkCDpuXPuYLbsA5Rhhx6v+9n2/Az5O0NsrTXUUwbiBuzlH1qBYCeVC3WWPuIpI3/rG1lF+SGXZw5Uv",
+	"nNagDyC9UtoyBDiXfZglOjXptPibzVnXJ0zRukwhWdieEhAxH3LZVCxC4GI60Wat/Qbvt3b2IQutbq5I",
+	"VTPFRMeVafu0og9Dq/JeCshqGF0YurU0E+sj0B2wx/XpLfsQzy9yto31HtxcC6nJhungsDwhL9oksYl9",
+	"+C33odt1fvH7wphFdkd/XaLTNLKFAz8pqrE7bpkrCkheSMdNwek+6ViwaGOsnhtWSnGriJaTwVeSYcZN",
+	"hmKQSr9O25oWupUJzXr5Z7+1UTkpJLKupWbxSE9P9NoUct2xwu7Biho78n2aVgqyB5iSfeLmVsIm+Y8G",
+	"KL7knUsikmvhc2WqvtZb07pgxbUcAtyTyPLUqYTQnV4YO8tWfU8WItOlKfRKAev6o1DijTIe9K1cScoa",
+	"fB56N32fpRJ47CuzzkTbkafW/71zqz4BsFVUj5wKD3s1W9Dc6ErvjdlvINFbdGpMMnshUQTFP0nVMxAU",
+	"/pi86OCPCtZSdYdkif+8Ibek4vvU6FyuIIEWopTEPvmUIDsyLRAQXOeKFPbwdZoTHcoZeG7ev5wpLav2",
+	"XzbMHn5g/TTwmoPvg/zQGdRQRPWp7+a0CwX/+N5JBokf7hAjAsnb57D6p7jACic8CCa04hLEBLqhgk4k",
+	"IAhI+BOs4+aPnVzbmivut77fVlWjLmvaOWzb2Mk9jKjZR6UdxoeKkfhI/eh3vePUqNKg0G7XvEuV9drb",
+	"Pcz/uOG3yBPpS98e7kSc5BJ10FiH8WrJMqMg3SaS1dgM99upFCJb576jlmspXDpVL5s+qETS9d3DvBku",
+	"8HUkwr9dqW5iIhIFQBv2iGKop6xg/Yip3ObLJ6hamVofGsEcj4jf+H55m7rFs18Mb5d95rGSXOgoyC3S",
+	"H2J1JsKyALSWxfrd8w6xD0ozmR7V9jM2hZ8qJk4rDpBQQNqcQKTCSDMkGQCrW2sa16SWTSznZ0p8NyBO",
+	"uikRoiViKuqlLOLVJgS/HLbyYsvqDyvCi7BkvBGFzJuV8Z0LHJhK3EDqWIUK1UviwKDjv2P1iqtEWSnS",
+	"2C/I/GGm7vNZ++y8U5INH2KZRQT/FCYySn5lviAL2YgiM8smeiau+bfRf9j6Fxj8QXYQzoj/0D0UDKf9",
+	"0E/8FyCFch+vZNGUbFxR2PW2c5z1rLLOG91oh02qUMZTIG5nAIjHlRNJFwuguW5B8mp2yxUEVQLR2IbK",
+	"Mz+aXEHuANTs7+KMd78bohlAnQhaXprhncWh29twxtZ8mO3DajJ/7tp5Ps9sJgitGWEPAFsXUNvlftof",
+	"R2H/STBivoI48rZyslVuVlwUbiPz0YX7ZFcMvS29Gbkd8f0YncjW9PZcYIE8TLlAwnGMvgjG5lADAqU7",
+	"6VZpR5GooNYu2Ck7o7719lIf+603v50uRkW5N09uqaM6o9E3RlP+yG6WUt6dUU1LeXt+n0SdUJqKgtYF",
+	"YfdRcO94wTo0CBXrGaGKAIIzF2ZtSiqeKWwswawjmzpnKcTke1bKij1TBB9DGn+Lt8pV28ltoPaa397G",
+	"cV4gPgVVknBvcj8NgBgLc12zvt8TJt1F1uMTDu/3BomZL6zntLfjZkcD4g0WuyazP2MsU5+urhVZUWMM",
+	"Q/pnhheGeC/l4oWkZrqeyl8xFrhDnlt7kRCkEO2qvyFkZoH9I3apmVxWEGWR/w+pJiupNPnm5auAlTDA",
+	"0TA2KvL9OQsEs/tUk+cpyidYmFRwGVeNazfagSYGGI4dOF1SivmkiJmb8SQChM31GMd/MCLjkom6gBfo",
+	"Dlozf0/kJeMgaV2lIEPAEO4mgkOnMH2s63baD4HFesvxdPKb6FGYy8ceRieHkh8p11zcXpqNEmSpKVI0",
+	"Dg6DC3spAoUD6nGJV6PRjp5i8fEO1dz47qck12iY7Tu+CO9qMX2nhygNFutlpw3f07XIwdodS7sfw22V",
+	"tepvS77cXHajmu24elqmLwz9nbODoh/PzvEHY+EzU/8Jaa9Eaw49afpOO2gf5bWn4E5xhNQxOz3Bp53L",
+	"lUsx6C7I75Ds0xsFWFLWTIvPXtdCIzk+64GUt+UoRf6DRtuCrnjJmdp32qGVBNByb3ZsR6bOQoIS7BS7",
+	"DHEwtCvb9KebDVhRa14WOa0jc9FpKlmRYl/AFaE3yVIHeHV8ifD3Hbt3n6ntWOsRqRYJYo/VSgoLpt2S",
+	"GJseRQfiJis+lDm2c/yHuZ1laWmt8F/KWpMoi2Mvi9vU4UuD7vgpniAvV0lApNua3ZrzyCOQ+UPLaGC8",
+	"Z2n3vMMT6aJPpvCsL0wLUXZXABCi2gKXm//Nl3w6bq97PPGCU/s1DmFim+0gh/RgMBVcEEbzZaoU0l9H",
+	"DlVbtKxODFwuM7m8RhsEbvgT85LID3M8DcMvxSASXFbUhOZ3Qq5LVtzamlDy6uFh4utcm7E7rOB9NgwB",
+	"tjM3G0/e1tNBpu1V7+ALAMPHWTo2BLWkjQIrnba5HwDHCf6cmYTVxB64m+nBLqAJTDQgfeYl5avJqxaa",
+	"z5NeYulUeA2lqSFH/a7ncXDp3q5lKEe93gU375Hr9lb9+Ez4+pO4XnIVhwoOK2HaX7iKoIiiIYfg9ACo",
+	"6FEKNty4D8Xuqgc0nf31RJWxoEI2+pLd8wRNAnCE1PZ7YDaSNkwKiRxGRz9A4fYNY4IsqBA2E1/LuO5K",
+	"SBAXP5T8dqlTMY5g16U1+JTSLvagQRCGwf2MUE7wCePZrzt5g3i/BkFaHc1asSnAfNVPzL1owXijXX26",
+	"PgLK2mQhcfcFg8szZWuHR3BvW/QP0M7h15vU7qIndnYggVu7oj8BU6yVwLWN2bcdE4VQB2SXkZoVFOzc",
+	"QwwJYup/XjMd49woS7k2/nBaMVFBllpXhIkC7lbB4sUCybj2cfM6uD+2TncMBniJgxIsWL1HAOtOCET6",
+	"fuwZhLQ/27Wm0Lw2Xv09yffA+IxyaY+REmuQ9OHTBhqxNlAk+t45T3Dp49a/M6OeKfL58v3OfhB6BSqX",
+	"FcuIMJNecsse5P2hEVLf7GBJ1RXI+IAc210AoI9Mk0NarukGr8IsbKSizmA+Ogn2DeFasXLRRtlrppta",
+	"pOR/Wjw2KQGDRcruG4izeBXQ1ilzRdA4mXqYjcadk/3Eufk8IQRoZ9HsMjPxsrbI/lLvs+N88LP7NlQW",
+	"pvHQX3D3/fhtoPSjSU/mlbLRySwwuH52xeHuNsZ7ETkty8yYGQp/P3EJpgRRYat2Aqg7Tpp9yRQ11XnN",
+	"gATE4rFRZ91rj1YveY2QBSfQ1vz3S1BdqLbd7NtSGC1UhbTVMKjbTkfnuNrxWI6HcK/DoLc3YKfmZcIP",
+	"9syZGrIg9s7THGh0X8bGLdPFnYyyJnZlRi0VS7sZfwMwZPbtliykySiBSlCW8FrBNALWStGJSAU6fedj",
+	"ObOeTve2MUY4+nSH94lxIOlNCSa9vScGwBz08RYLlmu8gVLH5Ec0sXyf8acA+83WLmbq/MOfG9ZYlce1",
+	"J22WFRNhMAhoTg+1D9Ubm5SXJbmVeJxuILNuxTx+BFfO2RwCbphsfdAbJctGM1h3MEbIIYgAkklCBMZJ",
+	"0VHmy/lzrwBVZkYK9Zi19YsWNb11wPkhw+eLr78d5YpNWT3nAGDMfDqEMi/CEKpZS/TJuCDz4z/Mg/Qh",
+	"DPSekJLd0nxDlKB37EtOFSNmY9qWcMWiRlTQ/Zevxnu/og/v8KcvXyAdrPtnhLp/Z5slIy9nL1+c2Ct2",
+	"G6lCDlEtV1Tz3MaomCgwANsJYTVAHJHKSfA8ti9DHtuX+xtAGWkE/7lhhK6kpW2r0lEUGNurb9P7fsr0",
+	"K2/OUrH5tDj47q/bPiA+k5GXrwH+u/e+oP3Xv2ZbQriq9CYjEJIpIOwtyk1G7hirVIclF1/SG8GLX3/q",
+	"a923H07PnKknF9t9yog7b8xLUeWfBO+nwmZdGBPuRplXYyJPqksoFaCu8EE0KKGgjJyLvN4gDCAk9OLT",
+	"2+Z7uKe/ef0b2YSvZl+9GLQKvcB+FQrsq9H4hrW3hi2sQatqwpF/zZTe96hvD4MQy3Bi7vQ1e9C++pAq",
+	"UlBNj+3Tbne2L5h0tk5OftASmj5phRYBXzDdlOf4Yp+Vl2Hk9OfGWNHS5mbpJeEFHnaIm+S+wWt9m6k1",
+	"yuA8bX3SZb/BGriTO0wG6t994jfxMjxXHNxq8ZaRnItwcAEQ4fSkqXeeXsWymK5xhMfdVd4lheoUnfxI",
+	"e3GndofkGO7nwRcwD7tIbXJKMMupJBYYTnJ3PgxkZ9qQOhO63pzApjFd9WFBCqHwoZwS85PdIK2gNzNV",
+	"sZwveE4WnJWFQgurfXH7EsvJQRWZ//Xy/M3p2fX5m5/mUciLpKxgYgIvIK/lBqKFtUTeHMRwE7Grz6YB",
+	"P/Xpk/BSJTUdSIC1B8ayV+E1v+UiCZ8mczjwilP9WecTI/vY8K4hlWGm6wtaK2OS3nfT+V3ibebO5XIz",
+	"Oa8oldD7CWakN5jbm1ffvvz2ZUZqnVt6yszybXNxm1kYyAwFvxHFzG7zmdnmcVBITetbpq9GdvsPEBVs",
+	"lU+GlyeQXh9XAjZ+Dfik6AK1395swljn8c7gX1v039Fct67Q+JkOSnxheyemYEThjCettXd6/4ly1exS",
+	"OyZ/HEK/NHl6COchmcwzmqJme2LP4nYhfq8ctQe4JBuyRqTDPFigAweLLPyhFS8oGMpLeafDDMnWI3OX",
+	"mz6y8NT5guO533uYBDzBM3xBa643g2VdOOt91qgKfoi1V5ESriXL71SqEBK/PXEgLfhPG02BEI6AGqcL",
+	"/HrXsiJ4x5lpMza7tv/T4CB8ZVlLQBTDma5ozYr0LbRNivPX0FQHiQqYG7akaulqnV2DE/MTfr/CNguT",
+	"GznIWT3DL0kBYONmbRFwbHtVEY5892oxlNQP8BoLaR5ZXhSpdIwTMwZB4qz4TaDPa2WmXz61tfi+B5nb",
+	"A+ld1xlLzDoyG8xOqCu8dtsPpzsSzq6qkg8J43vkdVXdzAj7s5bSLAa8mIKio5reUMXemY9Mn4dUyPzi",
+	"8vRPH07Jzw3P777AFM27b+2U6cIDb+wLIAROS7Ubjs32rm5HF0N4yZdoOg1Fya2wRyhqg/jyiPWLuSn4",
+	"UN8Ejs9/yuY1GiTO9nfllQvJl5QLG9DqvIW0SPggyl4ojg8eQYg9NtWpMvt2AUKq676J2pfycBJiAhnd",
+	"gwNV5J8Q/d1+TzA/BSyAWpbWCdTyjgnIMoVYUiTmkVPNbqNoCmf2G4xstC9q62K6XAQYZiCyJorljRnS",
+	"Y5I82vdBfDHB6m6d1kGV7FsCJyERRfTT0O3g8JrEPYLTstxal92uQWM/nnb8tOKy951nb74i2Vf9/nUq",
+	"WrchDUAQb2sKSAtaBtJ5evHOSuh3sOiAgBg2by+IFp1K6WeK0EYvjcLMMQZQNyVTmTX8eU1kXbD6mHzP",
+	"FLfAe4plZP6HOZznjmA7eFFG5qZJ+H7JSoR7E5vwPcbAomUJCrUgc6x5npMVhbvTtqwb7gW1JFRIsVnJ",
+	"RtmfqROiIUtZL2vG/LUJzAuEcHCpMa5vvyy5Mu9dsrqD32DjefecrY1SwX/lUiz4bfzDFRXo0nQ/rul6",
+	"66tS3qpeI/BR9LlCroUFPrMfAxJb/1lN1V2/UfyMPbAccSZcsx4hvdcH/3m/8aa6rWnRf9596p8GjCf3",
+	"EP7Df5cvqRCs9F/7f7fv0jWjq3YM9p9b31clRQ1yz/P2de6f/nH3QYtF5D7RtLyDA8bGd3wbwSe+meAz",
+	"++Lgk2Btwk9ZyXC+nYrG/edH1vu4HaH7An2p/uOwpxOfbrdRa1VtP2w+3H62Uazebhk/bSeUKzMDszUt",
+	"Sz/r4WftnOm8+4/IVHc/dVPb/dRPbyyV6qKkmxua371nVLE4g5dga9z19lFUBBFT2V7rn6f5WN5CqZvw",
+	"1weleeueqZzjSdS71qmL4jIBSAhg9ALBJm2n4e9dCYrP26H7O9KSQ/ijlo3Y2YOErkwz0uHRSTF2eDJ9",
+	"j2rOJNvnitVcFnie3mysqJQ2tlNIOBgEhOUFmww+HBKqJ0A0LR02HI8QNlXWpKQpln/B1qcLHYeQwEMQ",
+	"nsmwRpD88cX/j3BhrwH3WhloLoFMcunmaScir5rhWKctt3v6BOzekt8zDIrbAwMuZGRt82lRogFQFo8H",
+	"UsocEjjmf+8syK/P/35vzs1fn/+dVtWvz/+Oj78rfp3ji+wVwMzpiswmlqKNxJPkLNDXP0cR8rydjb00",
+	"LXeQ4EpMGPUKb7bg4O3kjZ6tWH3LZsi7dpAd9HsX1YhWouKS//nyvbIFL5uMNMLlX9oqJ+zjM6RPmW4K",
+	"2+5c4RVAJAqTyKU9xVxazMLnmtBixbWCzoEVh5oYq4Uu2b28Y2iwLbigZTiHpy7t1v7iIDuwz49DYzkd",
+	"1FvHjsDGy/e7VCJ+i2aRk6SzoXoqql2yqI9gJ/eillrmsox6Ce5kq+xDaOM7jDH1jMyXWlezRXk/z9zf",
+	"q+pr9Bfmy1LNMbFgbiyDeUZkUxN3Kwuy8Zf3Z/DAx79cEiUXem2W4fDy+gJRXK7PLsxu/Pzm4gTu7T9f",
+	"vu/wSyqjROfqPv+ieX7HtEewavnyrU60sV+qyZvzq7PLd9+fGyteNrfLtiEzXMhFAz+kKmkOIYzL66uL",
+	"MMnuyI5pzW5qndtR/fj2/KKdr0Ook6SCXL25IHKxMEoZlebny/eZrXUM+x3phI9et6VEzxR5L63D5Nwg",
+	"q0K0JG/O359fn58QrlQDITYXEKWebhSdMY6Xik7I3RIeZAd+Bc3fpQKbSVUH2QGOddBSukpdiQpG1nTj",
+	"tAOhKTvpxvizrP5IYc8l42L2MdzOgKJt8yAp+Td6T6/gJ3avk8O376/MYl7RBa15Rt5eX1/MFh8uvjYf",
+	"ni1rueLNanZD4aS2DZ/YNCt49of3fzESaGQgUaxoPAAmdJz/Ec9lHbCZ4kp2wy7ze14w+fwBNhJ849Yk",
+	"ei4so8mkb+Xaz7FNcl1b/lP2ULEEXF0VbP8putiri1+zg6aOaQ2XxGr2qg+4tjsxa+k/ww1wAqwaQFXn",
+	"k4zMAlJFuBqP6/lhYK+6q5L1RMvOYFQrIrjupSwTkmxpOiEC4tORbN29vT4dqqYfDvdCo1x5Qjgh1ye2",
+	"UnYG29nGXWpXW4ab3M4yPviY/G94fyETMJqT8rrdEFxeNA8m5RngNALebh/7POgqDuOTKDcT3mTLjNtJ",
+	"yKVQTKhGDU5HHV1fs+oW3y3cndbFN9aRYBmp6ULP7qUGUbaJGm1BZUYUr2aK3wpaljYHGxHlXZLjuDBD",
+	"78JUyGBKsrYUaCzIeUkX+g2nt0IqzfMowZKbKw8cMSTAGAt/Jwr2ELG0zccdRCvI3/IXPnZX44tWNF/y",
+	"yYQ5uVytuJ78XnxcswJ7MPEl5qdnUmia6yhhFC9LrrZAtO0L4Wct9Cgu1wl5sb0zJ/bkvbydPN5S3u48",
+	"0itBK7WUw5OaS5/341+m7A+nvgsGPgDV3Pf63dQFV3NC2k+NWkkT7IhmdcGit8Z9Spd7CZk59pZ5l8uv",
+	"0S3UVRzvsduyJj9AimniLlCzepXGj28Vmnlun1wY52LAe3ry1d1dWXeTx2QlWNNgzvv7J6qOGC24YEph",
+	"ysTA3S1moNun0QyOpNQMEIk5MisvXXANzwVZBdt4ogjvgoyNwNuD11zp3Ew/zu08yrvhkzDMMjgh6o5X",
+	"VZvtkgNlm2cqSlwh42+mvGZNsRyrbkQIeONdDFeH1aXFSWU82Ks7eXfQdiIL13YYLdrL1LScolaoaJ6z",
+	"SlOjxxPyBR+PJLvYKa6p2DlWm8hbeicKfs+Lhpb9HTD9BrG30WKYWpNTGFomMDPIdsyppIZiM5YS4wzD",
+	"HVNjsO0gC7Rdn8EMmEsIf/3AS/a9MdDisPnGsF/w0hioNr1vKm3qj8sN7IZDIfUXC9fuI25fTJtfbqWx",
+	"GsEG/NIIek855My6jywDzRdkco1n+5p2Uol6ntsmFUU0P76aArh56fr9g//FMOsd1WRtjqh1LcUtHn0V",
+	"k1WZYCJDGNphHbPg6D6ItiCjHaAH6RqRFTtd7SsnCMZ+BULYCCug3xAANYagFCeIKsYLpMQElxGcoYJV",
+	"TBSQax4hpoN+R2bo5ezlixdGs2oucm0nqccMO1yGs0s5ZHQ2J05iPG/2gtUQfXa7SyE86I35DcTa3OGB",
+	"t/7beRbQrkrmz2xtgol6cls1jKZc2J6kJ+OipFG8mzVjd8aDd5vMwxL0jx24h3iXumJyF9sEeD5MW2o3",
+	"pJGJtHQBLf60E208woDVBntDvnQHvG3DPAIKxHwxXM8F5RKHnz+/e3PknBOrngYZRBSD4uvkpaERPlLC",
+	"tnWlacEF9TTPxCzI/5AiMvZ3px9P8cb3F+CBsaVppUyg1I8hefAuuMZ02UDZjwu03Re+VztsXbPVrko5",
+	"Tq5j19fje/gpC4Mswc7zPU7BKg9v//N7WjZJzkKH5oMsx7QsVcsiMI0MF4oiza//oyn2wFIp6MBSFBS8",
+	"/Zo9EpepDQFmRElb1UCWY5t4yfWgBgjmy0gMOVynX4y8OToRti9lTktjyQ/Mb7ck9BdE3bXBa7lYKAZh",
+	"0910yvUgJpGR5uGYDww7mIlHa4nr7ggnxNrdbgKmX7NinViln1eUtODVw7smnol52TkvVUZoWRJgeWW+",
+	"9mlKlZato318LRaQD/qI0i7gtCOgOeRmA8HnPZTgDqVWCJ7pkcCtza0nRicfX2XV09y71uPb02LNRbFV",
+	"su1PuhNC3RO2qHbFC8Fvl2CA6LVsT5t+4XAMu5Vu3N4zbw9vTldSWBFvmMK/1qwQ7m+9bGr756Lm+Iei",
+	"uqntnw38+qd4ylVEDdKynOWlzO8IM37m27ffffjgOD40rbXD7Hn19XcvXhwjKZdmtfnt//zri9mrn/76",
+	"YvZff/rury9m3+Cf/yWBTxaLpARvty+D9+/5mp4g2QnxjLzFgOyk7pl/XMqWTBnuvH2B7YqKhpbkMIRg",
+	"kTW5ofkdE8VRBqAt5NDlAJl/4buOANnGamu/6tCa0X+Nlgeo6aOr6HXXG67uruIBZOPBtBSozwL7j9zL",
+	"solGItKRKQ+4hiXFEEOCf7dt7cBNEw93tNc4XJHPIh2RB58YcnnTsSbt91b7tCUmswjXdjJqKeOB1UXN",
+	"2PcbHUtMuqpozoJ2GGJHI6hToxg5fIFXDHYURxNDwoumLBOvBGB8QAClmtUrWt/5lwgp2NQ3lHINnR94",
+	"SynXj3zJSErhO606F/c7FUNdL0OxTmQeNIKB+51wjAALwQiJBLgHBiyPLMdC/UOXie9lHZe15Eqro8mp",
+	"g4tGJfvwka1tXEdI7QiDOjFv3FXgL//QlGUW3Az6TsGvJq6IH++wge3B9ZCmOnAZITXAzRWmv723opQI",
+	"/E8JDBr19RcYqo8Kwjmf2nb8FxbZ1XtttlT5Vld22zS6oF+haujvqHAPh9PeE4mukKaPpFDFp0EV+5pd",
+	"tcVrAxTYU7S9I0uGDIWW130ijWSapbFiNWEC4QYz0gjLHxx0OAOrtaXd3cFw7ZyLYx58GO1PEwF2Itjx",
+	"pP0gXksOHTgeK8iHi6+Pjsl7CLHeOpxc9lAZJVMtN4rntARIJHVC5hgSbUuRsPqnZgtWM5HHcyci3amq",
+	"0pY/xQu+XUBiMBJokwltfrL3r82CBTCFUrBn8aBPXkrFhvL7A20Gz0KS1qG7ojM67xeWEV3T/E5lRGlZ",
+	"VeD0Q4dmUA6QkZpV1KzlUaK0vWB5AhoBG35G8JndYp1WE47FOpVc6Jmx9Ja0Lmb2RzvEUwZuojH/zz2x",
+	"5xU0E0U8UBHY5Biv8Ec2oA7uGBcaumWyt2O8sEHQjORG7ITZ/uatVkCcxMmKCYu+a36ZNA/j5YnBCzEb",
+	"q83wNDswfcsVddjhOOKmp5pNnfFH3pktarqKWjXwOTmEdE8sE2wKLi3TuDoyU7eUZTGdMqJgDyl/6K1x",
+	"kFHA4TmzDSGv+JC2poMZKDg5uEHJoduovYVFL5OSvKZqGd/E9iU7HFT2FzZTYCo2xKDRet3P+4bAI8xp",
+	"NyFhQj2/30zmoPNJcZFbbyMCb6Le3efrM1LY1DowBc0+3hps/OYA8rrTt77OlvA1JKNsh1gN8FbG0kmu",
+	"WyUPMoJX/pBUYRW+FF/wpV9W1ddxCfAjHNdU9rIDwIUIbJfdYdSxwiYGRoBHYfw6HOp0IlTfvNYNLVPu",
+	"SuqGuW+HegMVXwMJVQdBZwO1F+iscOpadd/Lg2l1UkfmOuvaVQnhnhw1l8ahsTrG0z8jlePTgmLBKD2S",
+	"OWqC3cCwuubo9BgtOr+RGK36XYO0nVMtAfkB9/g9q1oxRv50fk2e04o/v3/13Ouq5+ClzVayYGWnAiWk",
+	"qrqSC/2GuX+5vwbDa66XPJHnfOpJlAOvFE+fiKl+z2p6y94MGHXXgFBgH/TG3dRs5mlWPfaYQ0afRROG",
+	"sGZZtttvO2pH65Izpa/Sihi+6tEo4b9W+9iLKh3B//skTJ+I4FeOYZgcesHISCAXGbF/HEUhN80hyJQe",
+	"WUFiH2uNc4+NvZocrkEtvFHpk185ENFdb/WHVIO0oSAqOi4L0XJ1o7QU+/G6LmzMw6mH7Z0Qm9vONAwq",
+	"kyuWQME5dd4r7dpuXNmAPpQhm1aeyLO+SYZVeU1g+ODVPu2O7vvpXE310DFDMNU+RF/sM53CAIVbvQaf",
+	"/HhwB8eEzFnnWMILpENKTddzpgvnw7cI/pICQm5Qdg1JkBle8CMRUPjap/EGthMQntoZaF2ycfOgLW72",
+	"SWzfb+K3Wy4EbcxxiiS1m4p9xxNRlV2Sj/zFWee0aRfpGVAfGZNtar1E2n9xWVWtSPnMKmqF1rmbRnIh",
+	"mKAsUH48QcHazxMiPZFw/DSypkl2ntVwLVU9BsPGewWP/fa+z3iClysF2y/P60l8q1Zytt2rpFelOo6R",
+	"93/CLRUKSZdNyR18eCxMOcOmOkuBg/6/v8MUDnQ3/8hZBtNdJPuLfw4vqbPtxx2lMGqzh7N06WT6IOiC",
+	"cZxQi7T0voM+E/TqA9ZhxiV5q1RzV5J5N14vyndcFPFq7uyAC655bKWvfbqBbw82g8t9m1hp5TKQ8dOb",
+	"hAMFL0pcROB3HeHeh3bfTiuzeWMTu49CBJhBFC+dTi/eAQ1BMq6pWb3iIjalnSpqP6UbyKvcpWqrS5Pn",
+	"3xfbK1vbuqZCgdOoouiLwEaD54+ywVPNBuZ+UctVataQXTI+RzL1I7BA4r+p+e1tHDGJagLJAYk16ftb",
+	"ps/Qh7bR8bmbshRuM3mB7k74sDIDxWC0zmjkOVQQkePNfZO+WwaF4A9LcthiFVn9GBRTQQFJRlr0Ik3V",
+	"XUYKru5meJ9+tMfBE2rBsan24xmcP0yUGAgpYjYEoKZZy7qb5URKbmReZG6nh7lcSQz0HfLBdrlu2TuH",
+	"69BtXkSgERiyMKtlnN2VbITltkIoB5nguXhEdtd/rmSuNlElWTpUIiL3IpFadWgJH4zpn5mVWRlP9+WL",
+	"Fy+Odrt1t/78f/KEqj7cQb2iZeZ/DKAATdkBG8NnDrID95Ax5ZqyjFP97pyAtXdI0G3/gewq535NzbIK",
+	"03mcuMS16kres8KBDl0yxYuGnZnJbqp9Szax1FBLu66kxpd4kDNS42tiCeL15rIRHQbXGJ3UJ1FubOE9",
+	"YCKzjfI5DPBSHgSat2XIUWlGsvcdyaaWJDeP20JT4JO8QRMZ+m7pONsrXAviseK3LtrtCDXaCtIRPs0h",
+	"As06kUCEiUXtDZHN2IeXE11TXsZo7wZ7soX8ZCfLd2IPQYqXrbbgAe285vgTs3+LekPqRkTZXoy++DPb",
+	"DKKRgFgU7kpD2ujkWjalUYpe60AsNHjXlFuVQEzjOo8rULKdhncRRAhsm8dg31ihdAA4vDZjww2wSzQA",
+	"ZvhPtWyq+LGSopq46nJMWM2HG02Kkw7AjH8KiwR2mdd+zQJOctZZ7qwrj7bHcYkUbH295HVxQWu96eAN",
+	"P1qzASgk1hQiIKFHue1K6jCkrTmve5C2LTu8nVYHLGyjw2i4SARgGqYKff0i5Ap9/SI64ZFpC6Rkq8dm",
+	"DWz5ABSIoRLU6Htz5VkjhMTrv5rIdSwyd8c2CYza3vZtSxXwXZOtNfNwtP9BQ9vhCcgTi+uVK8QcivYq",
+	"xpJjc86QCsjHSXex9KKK+CBrJy8u9tYKOEuTVlgVCzRzDg8IaCAdw8NeFBjbwG5rqvPlzDJ94kWZ8YWW",
+	"VPlP49fsJb/lNyUbFREmtIcqdQcH6ne0OSZKyx1jFUDAptl2zu2b1rXZecJeoIDMt9w7tRGPaip2FxrF",
+	"SfybbgqBmxKL+gaZBJZL0LsyUJrrnrO3S27dyBJghSA5TGm6qlTSRx0hHXQdv9zxuIgO5IQErtjUvS1L",
+	"nke5iZzHhU943Cc3BVyQdeJisp8N3zKd2Lf1hTJYvq0JiQnUpK2aspPe2JMWAohPt1kT1DNw2E7eerFs",
+	"7okHfIdPJnhrYq54zT6011X7HeEXRirZGhNyTYu9lIgIZoz0yb/WIUnYBtAaAxbnJcAe35Qyv4Ogk6tb",
+	"UIQ9cKVPrA1ncwrQB86pyFmZwg+rsN/THCNHEYd38aZfK0ARAsVYyBNrvUEzCfjOvb2NgA8bzCTz9gnE",
+	"23FL5J7RkhWnFb+Wd0zEjWRPhGVcCPMDKBXxrDnbC6rTbUEsCr63zfpbQbC8AU63ovrLPBHrvmNiGuqX",
+	"79qwGnIt2rbjGyOJpFtLAMGCrV4Y+xHq6fu8SWi8AVcIpHFHYKMbXup3YhosLTxMuDjBv2ZcWEzdnAoh",
+	"wYd20PXGw2uVRwT3OQ2k07IhypKFcDrbByMm/wCgnq/boYCS0+vh/ufhDti/iM9zAoHUG4ZANzvcUn0W",
+	"/OfGXlM5yD2ZKP9oVzpO9LglBraLAB6+Yx2Q+eFEeohUdwdSJ7ZXO8yeiC45gCgyxKUfzrEYXV2zNUZP",
+	"Q9w/vhbC9zYDyQNH3agRF3JAap49jkw70Vn8Wsrt1O7ih0PYCW9HppLWT8uy3TNTGdv8D6YFK2TJ9udn",
+	"u9T5KSDTXQP4eWQEAhAqlSIIj55ZxnkZry4cbAsu0Lm4LdkMwuzwmE/v+g/JRct9titvj8tiUlpWCmk2",
+	"tnLEhulgpFwla1ykXAXsHVjVMsLS01uBzsz4t4VDSi1PnS/5PcNV2s+WM0Og2IybdC2RnCGODh/VhNAK",
+	"fnlCwDakokCQf7xZg2y9Y0utIIwBhaxWhBYF/GC6TAfD1jYdp0UN/GpbrZZ8wczCJgNI7+0D3q6AaTgh",
+	"L1+96PR+hzjRV1PjRP3BJHJURH+NWqpKdy9jOcUcMdwQa1j71qGd3Xnh2NZOyIXLZ2m7u/cab/GCu83x",
+	"WefpLc/69auP2+eYHR1cvNkqUjWJmmvAaHazbBTe/LTRS1nzX0DZfUe+Z7Rm9dwFI35uWL0h81rnX+wa",
+	"fYGG5xNN4VDDuIXrTWdC3ZzRit7wMsppbHOpKmPq57yiQoN5Vki8GTBvDKU1pytW02MgtwSW2hXPa1kt",
+	"pWDBh8h9iXyXx6q5waQoRMHTx6qLwNORb4tL3maexdfUMlgEIDyyBhsohu4ZNEXL8tPi4Lu/jopx24Ff",
+	"f8qm9GArHFU3KF1dE2sb8dO9J7F2/ya5SEVGrj3hC7qA5rSNbPLCGkNXmuomlhBVYEAdJvFHym2knZcM",
+	"qU6tn7u23/RFwv38IDuwP46DTo2c894zxOpyxz4GWQXfATgkv4eED+wXrfUNo1oRWtdG3R1+9cLdHfjL",
+	"ULMMDEhUjk4wWmkhFQR70EQ1+ZIUjBZlnyxiUNcEO2WCOrwInu7+eMCrDzcjTgmol3+fXd3ns8vrsxn8",
+	"dh7q9hOo0OVm9BiWNVoPDmzgDYXI/ATsvX73umxh4dCzLblKCPAHKviCKR0HzXDY2CjAgMYwAMYfgBvE",
+	"syh3rJYbRr4Oyg7jwPmA0TjcqR+XrA6REzC5NCOLWq66GFTPFJE1v+Vi30wKOBgifcri8zeyXNdmKeLr",
+	"BauUYTqn6zQtCRO5LKx5vg1unqeqwvFHhCoCV0iHb1+9/jojn6pGZeTi7MPnjBwfHx8lorVGtq+Ga9nt",
+	"BrApf88UCQ6nSad/oozpHRSYYymTrTqvgVzkllaK3DC9ZqjVVhDhxBvOVjeBOOxiWHX2UcSuggYdl+NY",
+	"W/7Zrk5KIoq2j+zuJXXb3161sOsWrMVXTaSENBxrv9rPpX36GXYHFaBhHGQHgI+RMkAuuup9i7MwUM2H",
+	"cBnREa8jG4u1R+Q/5UGcO2uQx6vzzF4On/G3fRjFeKYCSM+pwhtYoDEgHSRi/piG2MaDzrI8YbJnsBLx",
+	"VHdjDY3krdrFwyf3MgGmxf2CH5wQ2pMZjJJRqLUFgkpeTNJLjmVszJK1saQxH2m6J/QXTHOIMZxpTNfA",
+	"5LTtwbeh/9FSoBEl4j2hUHYyx23WEfFtS6U3jkBUEvomUAoDAGxSrp4pR53XF8+uKkigorkdjPSKdpv3",
+	"W5q653qm52AscQD0TOcueSgZdDDbs9YtoyVwM2JiRe+w7c7CFJfAtNWL/0GppmXb3WHTpploEbw5JMXc",
+	"Ii+NKdIoQaWRhM5ERPkox01x5JnsWN9uAKllaqd65OTqGkEh5TZI8NUPnyM23G9E/+7P/iS8WV+HQBo+",
+	"sNm7eqLJJlRo9vQPoSlmEAY4eptykuIM5nvikbGjlfok6l0lwL4w6gM5THnNEpD004qZO3LqS5nXS159",
+	"rsuU/6QlAcpjMzE/vn3nSI8PEbHNU6OeXrw7muDkdpYiOEr6Z4xydb6BjMYotcf34+ihYSnFO3GzqYfG",
+	"9XL7h5PPiEBnPO6M6C/qUKFq0NsTzBk8dXyzeFdObhjxYcPimJyKyAx1IS/wvtPWbhqdywUJQkIWEQyE",
+	"x4bMDt+dnRuRfnP9/spCQxyRG4YMQhYd4rDW+XG4FQMeLXdGXDBha2Q9n/u0YtkwyhhR2LkUmotGNmEJ",
+	"14B7gY54Iq7uSSfwKchhAsI0cOafOcIJRQ5tFWmtj/YyiBOXxYExotrQipJkQeupBeftMqReEuwCcti1",
+	"stUzdAiP9ny7X4KJN/3u8d9ReU/Uv93yxA6QxOCVzBiOxEguQSrw3dXBTruGwhyRr4g0JBSTH23iMn8b",
+	"UkGRQwCSpLkm3z9ThIl7VsoKa+Uma+S2uYzY0rcd4d06lxAxeyUG73BhRoMEIjbI+Hg8B7ii3RXIIYGs",
+	"cNnOMuSLrJCkDYuoTfsRDJgpAVAHp7ANtDB4bPnuuOhaGtYZQ7Qr+9wJRq2Nn8buIfXd6k+1NC48EGL5",
+	"aG4/GrqqpOLR2roPwBpMcllB4EUUpH2arGjBgmDMimGl1yFcN22Y7hZSbh8ntqEoqtlWSGZSyP0HF8W2",
+	"p4qn4ZYVOdQSeBYxfsWB0lVNrTeFOVUpDU9qZtw/yHXEJ6EgWGfmZZrdSFoXmUODzXy4pWIsXx459B/z",
+	"3yv2c8Pg9gTm0KWwm8kcnEtUPvjuSdO5pOqDrNl5Ylgul3Alaz+iBZA6J8jo2IN2fU9cC4bD83Sr7EFH",
+	"93AqR38Hi2KHy/qhk/R657Nz/2MPsb/T+AHBqZP1YnawNfFG546LYp84Pl6wjDNChsdk/HSM7lU/vCxU",
+	"OH5n9UWyJ1Nj6vLCVyHsxK9kvZ2ApRLaiUSGpjDBwR2nzSV1Rt0EeBHX9tgYx/2YmIV+YhUeuABmiNyj",
+	"zIN+QQCBG4YwPdTmvDtf4sqmXMfAd7o4PCmPIpoQbT61rlc3En3PmXGF0Hmy4Q3WSU+ykFhIZw+XJ+YX",
+	"6dfHgFJO/VkV91wQ+H8wDAhrjc/tn8z6m8aw0jiBH0KMQJ8J7EJtjvCzEZqXxBYyIfz9nlTvbpInuxmx",
+	"ROWJTod58Bo+3Co2dOgrqd4YnVg0JSvORcr1uCipEKwgTDxi1f17YHONvAk830e8y9/sjd7KyJW9jfg1",
+	"O7Ch/vjucSrvPyQX/fsAuCTAYmN3xzGF7dx5W8LdmthFjDPfwI1J2MUJwS/z3AQYOylXk5HrfgvX5vJJ",
+	"IepgOB1ovZ28PTO10zHqLuFl/0CqxY4QD+LSSbkyh43ld8HUJMy6FvJGFpvwvPlUQdrRGTybOmauMDZY",
+	"pe460Fh7plwQsULVLruxx5jgjd4BmPPvN7gA6AVxjb9kXBz1Dwgf9WtlILppjyeMoZ67ADxXNpjKisxF",
+	"aNH8MZ2HvMxzUbACUtRIzQAQoMjwn6at8F6nZPQeIPHr4PtgSvAW0ML4qpEILLw2Kj6hSEw7DMNfTJrK",
+	"9ZJNv804f9xtRm84A9cZ/XsP50y43iY2OSQCXrJFzdQyGh2RGmrPotf8ye01kP0o2BobOHGV02AVtaAK",
+	"a1nfqePd0xNc43UnTeGR2QguT7Lz6vhUVhey1oDAET8VL68vCNSuwjYxckB7LIeTr2RD/F/cdDsQTvGa",
+	"JYoaapYzs8eNwYE9g+xbixzb4mhleEHbPsY1fNLZtbYxI4mphPCxBAEqgDYOR2inzf4GPHRQIWZGAagg",
+	"Lylf7TIT0OA0HeERUCZjfn9o8b7lWrgj3PQ2XtAo68QVoh395zcXz6/PLnwLk25U6koqNlC26SZvIesu",
+	"uMXtzatvX377clby+xRUeYlYM2nqNyzzYMXQ70el268+FLXbJfbJ+BCjhTPhETa9qiMOw9XV5ZmRNZZr",
+	"ON/8dDl/zlYCaJKmsFUJ2wl0RAtK6vMX3eHmxuwTRBIn3RiOt1/h3GxjpiZ3vacO3T4JCIpAXENd0kqb",
+	"ndEtgG1wM8ICzTD5JRCHvmyNKdtTsFDie6ercjNXqtMhPdDSxmJxXvz39JYJbZFFAnQ/e/fsEjXJIffz",
+	"S+a2TeNszeFwl4JNKkgJzo5fs+GHP8qCneF7TvOcVZoVB7/+1JuUBB1+ZzqUS+IaOoTG1VtSnX2gEYyi",
+	"91Rp7IMLRVAx2TWDVrmIZbXWvWYtH7YZ8S5viDt/MKX7X/R1FncEkDfcYGao7VQO+mrtK/YrN0WVRMmi",
+	"ZsGu2WKYfaba2ezVcIxbFbIGI2FHGyF+MJ4SVbGcL3i+LUwnDkGMVBzCsjiqCAZPr1T0m2+++iYoFn35",
+	"4tXXjz5We/Agr7/OxpASdzyPei/46tVTnBS9Rl998zpmjesyXbsL8uRKfE86s+KPcQ9oUFFl1FFr6x2T",
+	"N4jgQr568WJ41b59/XWnxPfli9iaGVXd6ayFmXn5TbbFDYAZRVq2wbfemWBODDgO3L02OskeSmXgiDmc",
+	"R9T3/IhwoTSjhctjqqEi8IS8sE1DvZyr8R0qdg4m4sU4BmHk9B5QL5fuWN4PXhDNdyp6h3KsonPQpuSt",
+	"UThJTP+19Okqd1WdNnp5VjNweGJhSHRcry5I7h8iSDpTGzuca3u5hCSpmMur1DrKtrWk6sJ+mQ6DU9+A",
+	"WWn3nrBhM02sXADyDby7ZrqpRQppZ+T2ZtvX63A+YRIizID9hMLSKQdgaScl4eTQMhLxf8OBOg6+hWY6",
+	"zQshG4DTsgV4+ZKWJRO3rOXSGnntFLSZYDlDhCFZI/wMZGDkDn9mukttXx3joGqlDFODkq/kuuuLmu7y",
+	"wl/JKlm29/QSS6NFFxMrCnOTAB1SrO5ADrUTk5EGEYkqVm/hqA17TP1rFv9+JxNZZzN0CYXaOfxp0qZN",
+	"w9j0Nm6Yk9VnvJkKdBO0toMFvKVnHgF+g21dAybhGPKyZgp5j0R/LiLle+WtrLlepjesf4I0qnuv/+HN",
+	"NwfZwdXb09mrb15HzVgaYke8ZbRIuay5Ja0kc/vW4+PjOelAT5Al/N7CuCEomS84Ro3ZKksjvJc/nJFX",
+	"r1/+EYJm5h9/fP3y9YnnC4fiNLXMrDrtK/FIyCual4TyTuBb9MGwm/YcywjjLWa+YOSW3zPhXHKIPxv7",
+	"vZCrJE9bjHs6zBgJlBqYlAhVZYQgQ9G3+AC2Y7kDy8YpxKIsZRW8M08t2Hz8bPlZRmCE/3tDS0trUdVS",
+	"o4kFImPz0IC+p9MRGz8QkvyMZItOsMzzByg9UbGacsLEFJtq8Q39+RInvGa1ORxHUnXs2VWzmZ2uzvor",
+	"v//coQoTDwz2bq4nMQcBR7VToCiFWbBvcT3iey0YSUqtXK3kHTN65XujIPczc5E7DkxIZZqbGeHbKbEY",
+	"q1JUBmILrIpNTQDDRVv298k61w/IjaUDyfTqxSAq/w7VIdtTF9fLgNuIuhlYemGkADRgEaSxxD7mEZgf",
+	"JTOx4ct9Zwa6Op6mhx0YHf9+UnPqtgfMyJjw7ExbKglSt9RyZe/cRLkBFdzHWw+cqZevvo35/HzFZJNm",
+	"Bf1eNi2P7HppTDUN6dTW7SIvR9z5rzq+fDTzvKZCxaNCMImlXJtBu6dOCG3MDICC/fzmAtTOgpalIoBt",
+	"ryW5Prvo4gggqVZudElTVNOLQ2utqu+eP4e7Cq0qZf7+fPk+69hg1qw3JiHhYiEJt9fQuPiCMXSkVn3v",
+	"9sXX33aCR99OqTGdILHxzeoAzlAwzdNWiswKR6ynpuDyLA4Ecnp6Blgfp4j4YaYH8T98wN2OfWmOCtNQ",
+	"HA5kgJL7rVzD9bE/8ImW8q7rt8jmpgycFkw1gmvINNEw155V2AWrigQ96qKKZtAb16K2pH2qMaaZdEbW",
+	"wnxpjXKEOSom9njJ+O0yluYoC1YQ/HZixHs/EmQq/EzvbKlRcsc2MHY3agexkiRFumXJZAu33nDVCKU9",
+	"guWQ0I3lhRlRTDdVBikrcANUOGKsqHa7lnCZAAsXk7QwCzu0ugNifCt/1sWqlfYDnri8AyoO0vLd17gY",
+	"BSv5PTOShQt12BTAMKPzKj7MZGG7NTlcWbtsdN/f27YPecFS+/7tq9dfm468ffX6m+iP17zQy5QUw5f7",
+	"ZG9gaT3Yiig6HdURVYiNuAKeqmuq7h5Pn9KAV2NRzQklltROUxUBv4qBn0ffsIV+DqJG1V2AfQ4/hEoc",
+	"YuOXxlp+ahj0x5IuDTEtNcJswjec3gqpNM8jO9A+Q4r2IXeT6ZjVu1N8ywSrRyNiYXNAa5LLssTrlh2D",
+	"YLcymaP0JxAP6L5lkzmOt7CiD1UtY8P/i8OE/9OnD6f/fnH56exqoqq/lbVsdJxUs0V7bp+afIKsLB3D",
+	"oNmNw/6ADw+R5fcCsgBwniDMlxUTP/CSvbEtyHpwaOZxLOwr2h94RIZa5kypEzJ72RomVUm1mQJSSOaA",
+	"1vEea+r5WtPFOJAgXehQ5LFmtx4tewIuks4PU9fJ4RYIBbQjah0JiU+uX207MNfRgb38wYtHcitgm5AR",
+	"w2EgkT2cX9BGsWupafkx5gmaL8gtrW/ord+6gACP9JDmNVwQQYW0h/fEIrnb/ILVOYvVo/9p+22a1rcM",
+	"3FvzE/Pl4Z8+/ensqJWqgiuoT5ooPktGq9OylHmCrRE+hhi4eQgC6uYnBJdh6iDNT642auwd0LJdLHmj",
+	"KResaG0giwMubskOlJGZMXv+lA/tWhcRLWLLm2/ykk0dpkoOEcXnxg30acfY25S9Je3NftBLNzdZX/pD",
+	"qRzYeRdRCxIKNCBnosb/haSJltnkZkMoWcmiKWOI0kVRMxWTES4ANLwGFYp5ZrIm8xfH8P9zLGIpS2Jm",
+	"pV7QPMGhPqkyEHsHjFDCb6ZtC6fkSjMRhd8IW3N5CTTXDS3LDblxLm7sMlGpqDdy/lCVVICRuX17dWMm",
+	"B7zM6JhxOBFXA4fpOEyU7233DbTiGTHaOMNL6sxm6c6WWlcZRCIyojj8CY7Bmt3UOt8hDdUIki/NcQH7",
+	"TsoV3TmP6zyG7tjJDqMunYf93NDSWNbwDVIvIifBTtmwSYCwa+9PuWfCcNBQHKh/7YcLGbwr8zvG50y6",
+	"wbeyHkpqK2IjGzt+62e+UZ29jFnb8CK7b0as5aewy+L3h5euWxX0EqgIvALaIYAbaLfJ+XTpC0VsDeqZ",
+	"fqArXm6isPuIArGABxDMlgmXhmXNmBlS2v/Ibq5kfscikduWuGSQtEYwVjiKKUydgw0H736mLIBAwhtX",
+	"/KZkI7dktCzNCRbclrnsDaoDDqW4BlzzsshpnQgVdTsJF+sKKImoo9N0vx+/RPdvChlfDtpBjq5mTVcs",
+	"jiILsNQQgTIt+OzBqes4wolkfQd8AbfAx3C7aGkXgiy7BPtQ0ukDp9/02faoZc938SVf2c3KUjpEALg3",
+	"UxuRjysxjZWi4fvHZvpD6lQ08/xvV58+Es0etJ2QXSc7b2oVC89+qigkZ0gFMRpyOL88/8u7q3efPh6/",
+	"+/jm/N+Pr87/+/wIjg2qlJFBZGjA9nB3qWbFSM1vlzrkvPRTuW2d3LNxWHiAXDi3qELDJ88nQWCZMueB",
+	"IoW4I5o9VPf5cWeiju9fHqVSjaLRnE+C4MJnZL3c2Fgl5HzWLGDDj7Rn5qYY6vI6vADGNi1igjVVzBlj",
+	"2ZPNjOdm9Y0lnYpHTaTcbPdWzRblDl6OYj9HIvTGkroHswkqVtHtOHyZkVcZ+Soj/+///f/4YOgtrdQJ",
+	"0nk3QDsXGzW2wMXt0QnYKjBbsP3dQiDxgXImlc8mmTCEuHb4wauyE/s6sM7gTf7oqq0u9h0Jrl86EqGe",
+	"UIuYKc/cFh7jtA40itcH78RCxq97tCTg2e+iS2hjZkQnYVSh3SUjTXVb08IzG4N30P7UAfiiNldwQ9Rg",
+	"TZpas7iNDwdjFJH7vLUsONz7L1lIZAgM/XApmNm3Dp7kirH29nAXcyo0gCJV6kD6WvJ7lp40e0FknlSE",
+	"F6Xx0+EyBvD6qPmxpazQZtMCNwdAQsadIjxTrjdVikG+PcBVhtNEY4eNWtKKkchxtd8MeaMiitkWu864",
+	"gKpfPPW8bGakZiWFimp7U3R68Y7cQIo0egwDajm+BpTkJUeWevOQA3anEMqHhWjF1moAyESK164Nwk95",
+	"HUfqBqFnFPs53k5zkz7+/GyQ4LF2HCu68Tvw8IrlM//87MI+fHQSip5icBxA7SBkNiwWrGbFFGIUvTzo",
+	"djbrK4ueSAZT5Jcl3CbBlo8puyt6z35YrCp2e81WVUn1nnn1p3gbmEvgbLdNGZHC9Fosm4TEWoT+DJ42",
+	"lg704Chxnf891zXV7M83sZvta4x0woPkhmu85OaC3N1w/VydkBekZDZNGlhAgK5SSjWSyI5VN0Op7Nlg",
+	"ssGnRleN6xewTZyQXFYbq5cgmVhUje6wXslqYxac5hD2hkrFKl99oSVd2z9XDf4NCXk/7c2T6lcoWh0U",
+	"Iw/ODtiDrulpfRtLL2hqOAzcBMvKKltl/3yOOaKQGa0yUvIV1+hazoDUX2dkphvBMvNvueAl++4+I7OS",
+	"3bMyI7PbjMzu2IYL/WXFRUZmN4uMzPLa/HdFH8ySmw+bheK/QBv84ctiZRqltflPDhpnpvIvelkz5Sh4",
+	"E+lvxlvAbhuxDXoeKaLaPi9arsFX25oZToPLKAKGFZiFz9QwohsRlgGRffViTGJTCRv25fi12T0Vf2Cl",
+	"2rkLX3813oddYKwisuqiugs0mOvNVk78ePaYbfHjKP+vrbI11pXKZYVhKqo1q82T//Ovp7P/QWe/vJj9",
+	"15/aP4+/zH76+4vs9Ve//pdkpsIUlQYPPq1KM/83tjxDmRRWTLBnuym15StwJZavXn8zpL4SqRj2xfDt",
+	"I8Tzj6+/3a00rSMpnbnpaP/UyYrgehclFfueqgGGYUnFM0UUA3KKyNVkvqRCsPJdkSqZwO/BLMFmu7HO",
+	"0W3TqraXIEdbYK6jRw9PlKN2Slx3uIRpR3JCdN2wPh9rBNJ0FNbOzPMkLaLY7YqJdA7qD7xkpIQm2qI6",
+	"B0t8EsCYtKuK/X9hjp0ppLL9mtPofjYuw/8w2207kn768RRvpH9xIRJVSo0Akrx3f3TeGGF7/j2rSw7n",
+	"4ufrsynn4Zqxu1gs20gkfocvne4F+T11VcqtXPKdksltKZSfId/b5H6WJXt0Xpa1iCkyrbsQINrGeKPF",
+	"ysJdjuwc9I0R4QdwG61Yjdp7O7Pj71Zf/jjqfAjmw3UV3C796fyaPKcVf37/6rlieVNzvXkevOEEHfNV",
+	"ozS5MXMfRDZcBMNVj3aV4vAgdpa1cNRJKduqU3symduqP4vIHyTkuyJiRVe9xFtjSTeuWnHnqoDhMteT",
+	"kFmDUGPmaPNkTQp+yzFuALRsa66YvS3CZ1SGj5j/lea/jShYrXLpMJqWm2ppiZj7mr27xhPNu5ev/hi3",
+	"76pkabGrs2xrbW2AoZS3kI9vRn1iD0lbP8dEXm+wCswtSV42SkOAC7nSt4uPBwb47XDxlk38PFD3+UG2",
+	"X7lwpDo4KPETkvzcSEhvqUnJBSM3NaN3O67L//zbwd/+Vv/tb+Knv7/MXr76Nr4SU6ptR5fCdzuXpQXk",
+	"FhIB4ImqaD6u+Tod/+5vf1PPTa9ffx3r9PT6XS9mUS0CZ+WZLJuViPu3OXyH6Q14stpUrchFfHQKsXGv",
+	"BCLFmfpjU5YjV8DYCFfk46dr8vHz+/dxq62q+YrWmz+zzdT2qiAP3v7abJh48/HbjDcsL6nZg7ZV89R4",
+	"CM/ZFHjv4GahM4T0in3Cf8fpcI0tnBEuCvaQEV3z21tUjfecrWP0D6bTKrVwyjIhA7mBbcTn1MA7/MCV",
+	"LW2HT0Pv2/ZhuunWEcsYG0QRkZc3b94jRpkxtk8IhIuExtoxrIURedkU7E1RQl2tcQMA8aJuBF6SaElW",
+	"9OFNUZ4taR0PMxdFee2eHxYx0501VW3zu/gZuL7pTVPLdYJzqE1DrOVa9aYBFsOs5NQbSHg4Hv24BokA",
+	"OwA7e8NKCTwqMsiAAt3Zfe3EDAI7BW4z+ewmijUoIGTAKgCyZZHgx+/5utuuHV/mN0JvkaObENEcLtm9",
+	"vGPjVf21eQ7K+svS8z/hvjKKentP2mfOK5lHYhwf2drjSTDziNNfpjE0C4Sx4xSz9hFGv0wvcpvwZ+Te",
+	"d4Qr1bACDSGzf2Vp/sCWKVxkL3a48TWdmGbQgXFoSdNcX6CQAeZryjWIfVfWnbDoiglaqaXUp3keTQc9",
+	"Jco+ASXeShFkxozcNCRQw6B2Bqq11qKUNJ6lMIVhFF9s4YXXsr7rM48M1nLoBCnqtW85w3xRd41noz2o",
+	"CpcIT5mo8ojWYV26a0HLsorJAlBSxleQ/EzreuPwRNtZHbmOx2FkbrqzLQLS8VXeM5Rml1+iA7mjAKil",
+	"XNsoIwyeixLwZ51UeJAk46QAzgDVmubLlXW2nZoDZZYduJ9FQ6CDeGYWycynYMF8tmXNr1+MwTONYZT1",
+	"FszOytCqXNmIZJQNCqXwmWr3oeNJGAhgDsYv90vXdq/H4Jamd0xY3NYg8YQr8gkWNn6mQ8r4PU2vjgPu",
+	"cqz8/qUTU4MHAJO8GnHTh5k7Zk5up2MN9xa3nfAwCbg/zClrv9+ePIPeK0TMnyAgyVW+pncsWOJ/8MK2",
+	"IAKTttv25EIV+huZN0Z9wNF+2hRcX7J4WnznSV+mIoy6cxnSjmkwtukAKOVd/Cq0NTvBwA9RaKYU+k0q",
+	"eHS1pFQR/4NdSx0TN7lnFgUGvrYcsFUtb0ozFkzNEOXmwn1i3YfJ/sz2EplpjGbk4CtGjXucZRv9sj+a",
+	"yoQ47r8A7xu+gj1wBXXbwvhGaNMqKN5aT2K36hbydYSoN9qwZ0M0iUCb49mo9lMoGP6W9p7lOzL3Gm4O",
+	"zu2cVtUcTKK5wyKdk0OY7vn9Uiptv+zEXeZGUuq+PhHGpGzPt1juShUBZTqtKs80gcEXh3yKsFCmWePL",
+	"QFTb937SfdS047NLZ+zn6gTupzqBXnuzZktMx28HdwNw8DaL6lmsz9ST3L699xdvEPmHalsuPFHzoflA",
+	"IVeMIxXoYiTYtDWuj36/u7pRgFyHP/h0UgNiH0n057VuoCJD6RPy5YtdrL+Yf3/5MnCXFHvLr6ntjqO6",
+	"qOXDZt8L8qopS6MpHzaAV+R4tXbcilo6WjrChZY7xXT9zcCX49lP////cvD4vYHdKUsixWOBklBQhuQp",
+	"GDrd93okPfL/xVCSEADoZBsoCdwGgKtrr1zsFY2sSSlvb7dhgMeBkiZuP4CFsB7egARE7t+jkCRmN3jJ",
+	"iB/Fsnqikxg4en3aQ2a1FIVZjZ74/8ueo92R/lMemf+ZThdZ/QaHC4Ji7iaeu2dG7CwWv/ERMX4o/IPV",
+	"2hSFVg+D+XgeQeuRlrbABnS850qLVyobz5DmmhWXydIx9w1pKoB1X/J8SZbctL5B4GvXxsRwfEE1vaEK",
+	"aBQTWBLmKzci97i3gwFiYuK70hVxZ01dM6HtLLnnJja7puXE3q9rrtmMLhktzFG7a//XVOdLNgzJQy2r",
+	"oH10H7wvP01ZRCJiK9abgqCjcRk24m1x+6M3HYj9VuNJhDDlbfgVfn1MLh2cFlXEcS76zJKCKTMYW7+G",
+	"scWT0O8tuKqwj0Q3NaJ7GXuZ0C7bgGMsCNXUM4WwEEOR92GQoWD8p/iT4dP6zJ7UmBmAPWvTT7fPfXxk",
+	"IlmjK7nEZg8/f373Jl4RO5E+z+Oc7Rj5mgYaqYHnRDYgH6BvqMhZmSi6dSRTQ32ujVtt5IgsuKAlXtGP",
+	"dH6UA2230gCqHcRcl9x6iNW6pb6IveBjhzID2AEsJDZH8ot2B6TKlcHQmMY8QNUdw73CNeQz3nFRfJeA",
+	"9fS8qZP3CBLLT7hWgOoGWL7wTmE3QezfLPg5zjq3DP7az7GChhPWpWVrez2qDU/zgWxY2t+rVN2pWPJh",
+	"6FWCLkVUsbhH2Xn/OAN1twuTuajb88lTPWeo5y0X5uOpqT9ggArSSp6OotoNdE+usu5ZN52s2v4iylet",
+	"fifC6sgeHGKt7kpGZll6TNeRuLpVSCfkqslzwGTJyA9WsV8bxf6pwdTYM6vUIVgBajlOX/zGK7EDKHe3",
+	"iD+++YPsANs/yA7cCw6yA9f8wIa4KOkmxihxCrC3wHUAFcCYlUW39t/urtVWR26GwONicdqUhV3LqmIF",
+	"FFqnEJUVsU+RG5ZTBwNgh1obc1VLSVQp1+Vm4msXw+/bYQBJWtlr20eIqCEdluMBx2yhjPAFoWJz/BSx",
+	"TExnDtc9jvgFk5Zq0QffeRHU6WwSIAfpSu+l1tVsUd5nBP9aVV9nZFkqhCcbASWr2UpqdloUdXpO0c7F",
+	"ynlzpLc3BwiJwHXqdK9HjMR2Bne0ECeEfeIgTuM+/ISKdres2VYyc+i1I9dkW/MeTLXb0X5r9LdmOHtp",
+	"hYyaKX5St4tnwS36poHFpCp4gfd+Hl9jKl2RbX3HA9Bq08j51wiwv2kUZOvDWM8dznnWun6I29PpXy/3",
+	"YtDP2J6Zx+qN3cmtsIcxCRineOrO6IAU1fJhk/TBr7dY98zc25IW65gjBJl82ETSW54E///x8zzqJvXH",
+	"eYJnHdc22dRVYplnnoc2b0xTP2ymedwYhrX1WqMjUHHDq9/zZ87z8RhEdoesaXvWjmg4O4RtBdedRden",
+	"tHDZ9ON4bAc0tRQBUfKTWk0TLz1AoOXa0kZhr05sqN4hYmJXhfQ/AppVRQ5d9VnVqGXmtsHRkxgZ3dyM",
+	"xBjlYlFywYYOWXCA12Ywn/DhXQ9bKSa9AjDIMCVt5zfU/JYPYEbZaUBKC0UOq6YsrXmDE7/gZYJ3wp4+",
+	"kco1ezKHy24NRjhBMOGuTbHzZ0iiKKA9yGyG90SgT6x6yFk3CndCqHEzYWtAsgeibBuTyZjMW5l/ewVV",
+	"7Ob0QZUpl2kBRzsd2X+6pvldiooLGnymCD6Unu3xUVybFqIGRTpG9N6yYspa7yqrT2JCtiKyrWLxBRFb",
+	"0sWXpkSR7NJOjuK4qob/7aM44UB3EDJ3jk2P21y5OpF/eNyms80jwgAaGyLBeP5Y5qATf144/E6vJuE0",
+	"oWu6CWMx2NBBdmB/NhBSwS0blUtWQlEcBc4C1PodjxM3rWc1jGbbx9L2EbPKfj9RivI0904GzDsZSfBv",
+	"PY7FykNLw4gPAaHl6Anpq6JNpqfhLorzi4A5xjxyrGJtQUjBpAOTiUqBAvyNOGbUFWJzOHygt7+QQ2ho",
+	"am/HiY92Gn5vE8JcOMmIbrn7/C2jpV6+YZryMlqsKhQTqsEafrxmLvBhZwMYKztWFhrAOkRhM7Gw29In",
+	"xGto4dBmxTuoSYyfi7nvIF5MF+yB2J+5JB10MFbUKDY2MXYHCdWR+XgnCn7PCzg8YeYwI3+6hsb5hrz4",
+	"mH622ALTPDIHROBTI4Ja0eimLoEDNXnx1sb2cptXgD/oAJgIaT81q3on5Dp90fdo9Hi60ImDoJVL1SaO",
+	"BG257f3esb7+AGF9+POMioIXaJ5cLRtdyLVIkOqO5V14LOJE4so+R6eHqm9lIZyKYBWz7gbJOhkQKMCD",
+	"u94VEUVODZRtXxI0SBRQtMpj0DbpKxtr/zcxBMB7VtPS77FA04SLC9RuBQOIXkBnEPSe8rIXQupwGMeX",
+	"83suzBnu4LZ7rxuxjnEIbevRKQctd76ivNyfHTaAk1FMFIQiwaCQZj/ZVEy2srxsvcLnJgFscIVftNex",
+	"gGxqHDqXGGZ/anY7pN+mcwNfBZhkgWMlY9lYOa8A7iPAuPX7BMYwXskqp830WBG5skk4O8zmEAEpVlVB",
+	"eaNbJy7IKiCLnHgC2aWIp2HAV7N3b7wfDjC5LZxxpFpD6GFchasP1y2YjGPjDmQiwckJP4jIVdiavY1x",
+	"xe5j3ibULNmGO5SN4aSk1z6OFP49VTwHnl0z82Zx6Y1stN/oNiMEq4gjlkgdQww4u/hMzDdcs1w3NYMk",
+	"Em/0W8u45TeLB/5+0xM/l6sVj+17JNrFrx03EbW5kEiD30Pon0prqKUs8yXlwqvTaOtrjqSeW60vpdJx",
+	"8I63UukO7llg0v0m9oeMnUw94q99lryqZdHEtPEFfjGET1JGSRvharrLXwhgbZ4YayuDdocIYfpq1JeQ",
+	"unfaZ3cNUzUV4KqPVf8qLvLo+yaq1Inn/6QrB1jAtkm/07qkilFbzks4SFiGuiWc5/6EuHVP67xLWbIE",
+	"EVRHGn4HwqeogJ6WJfoKXemc7DXZUZhh7kL1NDxp11Ql4jqgomZchIy94LP6TL19YSGhpUImEHtKqvR5",
+	"/BISPm5xQBSkXnYcM25sNZtAlGw9ZQ9dNSuA6Bp5wZJa8tNGkA3T6dc0IqYvrkJ2bPcOVBYnRDRlOfSi",
+	"/TJa0Vn6JMoR5DJYGICnBNpmG75ogwvQTIKwphGCjrJtwQtyKsgN8JSQFRXAMphuc5SwEJrkitiHiZDr",
+	"hJXWVEC1dhFyTE/pqCWltuiHxl5aUUBcwhxVlYBzo+ouBW6l7vAIB1+Ce940R6g5Rfv65rsOUrAQ2yPu",
+	"CEI7vaG0djZIuBeHNUg6oyWmRdQuSSvJBqbdBbRKblIKxvAwLxsx7kt1KM57/OeDcYO4F/z3EXYFEKeZ",
+	"qlhuXDagOyk18gUoY4r1zKh2WEP59eeiCKjJdrVkqvEdxhWYwTScmMiWTVtdHS26Rx/9KTGsB0zLsQOl",
+	"o1fg1Ih0cSlrcxz5QwXIZsywC2N/yNpy1d8w+CB+IzuuRXbSFZVXBaGlFYhCODPt2DIvp+kNkvSH7Bcd",
+	"vzOILo04nWb/F2+i8c/vzVd4z07BJFlVrCBUg86wXxy+u/pEvn394mVG8ISdNwKMMCThbYT7GfxG/Rb+",
+	"457vRKyc0Vm1M3l68c7j6+D+sn3hqwov6NQ/wI+F+C8CbiZfg1/3445b1Y/hmNhDFWO6S9wvPZnHE/o5",
+	"3dUJPJ9WXrteUGQqYnvpmpZ3cPUZhEd7y3L8x5cv2zu8/t3/BiDdYqEf9vprM7vfkru3vxBsBa/1lLNB",
+	"7FX7M0VKus7AS7rZAEo8PtiZcPPNVuzzRST8uXUrvumhznVHf6F1cuyQxdqo5UzLmablHbmNuiFJiK5P",
+	"FRPk0FjJR0b/AvBKQQ4h0nw0AXDINZzqezp5TiDXdy595kZM1SFFV6IYFW/E15RD5EVLc3AkIV+2twEk",
+	"MF9FQ6DY8s2uxQkj6XoFu+c5e6Ys/ZRE9pQhAL3E9b1pDOW1pGtbI2qahhBzh6CxylcUOaqa6OXHWBlk",
+	"0LZiOtwTpKmmGxfYxPC8RCeAF4M5MFB6MJCqmKjzcRW2HpDOZS1CnmzdCHVCLhnUYBQ2deTN+fvz63Ny",
+	"fHz8HB4OJ/nKl/C4H0XnuqL5HdMJibu8viD2gV0kLl1T8VauXRErU5oClIzZ2rc3r759+W2CJ7bSu+iY",
+	"GEsrjn9QnjqTjUW2+Ks9qxp5r0rBC1u3yDG3BEGBZOCAuysT6oWsp4HC/RLVeEzp34AmAq6gqAO26VNF",
+	"0FvKhXnA5vE6TkQqCmLJAfIlLUtmGfh7Vxjlray5XvaYBj68+SbFNOB/4a8fwtbdnsAGrt6ezl598zq6",
+	"HR5FSYEvbiehe+Hx21JJrJheyqI7X2/Or84u331/vjVpsCT4i9aSgwXqEvm4BjJydX79+cIcxhfvT/+v",
+	"/mhedwbz1dZgfvr7V9nL1/F+Cxll7Dx1UwrfQwEguB7d/gEVEVxgGgseaENp2S79CaFkUTO1JDUVhVzZ",
+	"xsavh6fAlvwsq+5s0wYIObvj+O8NLTkynhtlgMyyWzJ6YnrGrKNBKFli1ooLZP0sq4zk2HmAlMrhKufy",
+	"hzPy6vXLPyIUI7JpIHA3ElR0zlyBpEXQyTjsFY8r2c72/Xz5LnOJg5YFo2q0xXYI5Qj5OqjwgbN5U/M5",
+	"8hW54S99oHKL3mtk7qewdbg59tvxH0S+YSY2qpaXvC4uaK03Z7SiN7zk0fB8G493zMnGhwSKSYh8FhH3",
+	"wjhkRh3GmvMv25D2sS2W5rZ9W6g6nZu5fcEZth/lZn6k4+zpc0f85gGwdbgQpNri64QTjIO3P42G/AvJ",
+	"MOaPD+0f8t+D2Krby20WqtFLUvjhxDv88F0TIli25ZjnHY40XJcslNbhffKe37MLW4scvQyDaSefL98r",
+	"W18E/N0WzmYvrLg2N/sRlVB70wDASACh54ZB3o/Lddkxiroriyq8F0SO0EQNMsTUEny4iovbks2M5vh8",
+	"+R5LDKwhPP0W1a4zBu/id/1PWlSDzY1hMIS5+p1VAtIKZNGI5O7/tF+9y6gEDmC071D90g68uzHdIk/f",
+	"lY9zKsB+cbsYtq5HHjBzvL2DS8tw0MnGsOYYEBzHczOg7stIptIAY6CMim55EcwvzcFg3D9NvsJ/rKTS",
+	"7p51wW+xnAA4NA5bPoUXR7vh+n71Ysh7Hq6tkyhtXtudALMMCsyqA5GHJOqFxR9Xz0gE2ACz3EuVmZ8L",
+	"IhvEOT06gT8R54Ac/vj2/OIoSJsHoMedt7QbRJeO85vIvd+A1IHOes/FXdR1aBVQyQUgwRpJCqlZwFew",
+	"KFo1Q0mfzvPhbTJo3uVI+PBWSTdjxB1T1D80buvAC7OW5gyw9rXa9Qxwg0ydVe57xM04tDVVzON8erTS",
+	"Wbom1LXx52hhS3fSsCI0WJHOFHbfZoyERs9WrL5lMwxQxstf7E36JRW3IykOZvsvpZBNrcjb6+sLAr8J",
+	"ZlcxdgcotDVTzYqL26N4cCkKF4ywRkLXsixZgS8AbhxcWLmGHIhO6OAQcYIpznpF9fIIeJwcqNguzDmd",
+	"degs/QCZTn/6fpq2/x6v8mm4X73GD/eqEZgn0/7Bznpq7Z9ZsOcbtpEWGcQ7a88UOgubxx8Rw5rRqdn3",
+	"jCr2FKtTM8HWwPTWBQKKqMsbJctGs/cDK/P1V5B739svUtOSuAUNsPdPwMtSS1ljKjEV+G7bcrs42GwA",
+	"uD24Bqjfep+tuVDew8NycEAiOzrB1nuHqjkY86XkOctI54C14QdzSsI1rJGTEcPATopf9dcvkiBNU6W9",
+	"5HCbgJBNFau5LDrzGsj7LjRQrx9hspiNB93J5T2r1X8yi6WF6flddiee2oED3MJyc61IKXOqZf2/8B6O",
+	"7cqn2GW7hQW68ei5me/5HsHkf96t/Vh0lRO3NpknDO88j3w5CPzWwlSMApH/S+M8RRTk6ZHa+2grIW77",
+	"HojzA+DticKq65oKlcuC1ddsVZXRcM4pkojAU0TbxyKqsCm4/J7rmmr255sYyMA1rW+ZtpkTN1z76vq7",
+	"G66fqxPygpRMO5wFfF++lFKx4Y3pL0EG+H/gpWfxVIxPmMSB/YIr5hOSy2pD7hirLDelqJoO3aT53vgH",
+	"ND/IDmQFdaJVvvpCS7q2f64a/Bvukn7aH7/aPrZLpsakggW7kgFwdyBe37x8FfXDdU1P6xgj5Q9NDe6i",
+	"WzgJXwBSI/75HNJ38VhSGSn5iluw0hlADOiMzHQjWGb+LY1f9919RmYlu2dlRma3GZndsQ0X+suKi4zM",
+	"bhYZmeW1+e+KPhhRMh82C8V/gTb4w5fFyjRKa/OfHBTSTOVf9LJmainLrp7ZDsxit4HCu+35OINCqIK+",
+	"erWtgwBrMQ46YQVx4cE4zJaICOHAVng1yoSVguawL7fYHFyQij+wUu3cBWM3jPVh1xB7T1ZDqnSkau7j",
+	"to2eiK7FeB7yZ8F/bhi6JvY8gAKhXCK39sT0g9dfxW/xx2HD9+Ig9Q2PQKSHZTr4ijhKKS/YJIWOGCxP",
+	"qtAx53JYiOC1wyode7abSl++gjyt5avX3wwp7wTAi30xIrzsv4n++PrbkfH3LxNDed6+z+iW0wQz1zkZ",
+	"3ai8kgi1VUQgsu1DPzwjUqjzoZxOM0oSpTjbZsn0Khz3g7CcZJLRGTGZ9q7C+QzzcFrxa3O2PDrJDDcz",
+	"oaJ1AL1DgckkCsTQSCG3x1osnQyoSt/FdvxHtnaZLK74v0amYS7I2bs3l8Z7tZT5NatKmjvIMQc8IwUz",
+	"noWwKrzkkI4GGTlUbELYCL8aY6RO/rgNTmN/3A5cHZjB6K28hk4+w3TVG0+wMa8I82tiNsQUX0JI/T1b",
+	"yJoNjAKSuvrj4MosM9/hDBlMsjAvq/qJFsNLDfeHUH95wwgNfx3gSG0nZowtOhd20V9GOIGbupIqMVf2",
+	"y6EViRm/vya3ryXD+VMtm2q/LfwDbk2IQd2aZtrNvMf+HTT/f6iZMacedDSRbKJUv+EKbgid3txJmEcn",
+	"8vFz6DF1HzGLoJMAW+S00ctP96y+KCkXl1pVMUpcvZ3eavGOKUGEEp++SKT5tjKtkbmlypwfk+umFkhO",
+	"QaRj0A/JMmnNXPqwYAyvZlaIDwPpw0YDz/Hq6nNdzsnh1y9ekDkXsP2/3MhiMyfSuGhrnqgLSUfzYis9",
+	"gW6PNloiLVYUKUjWmFUK0cshFnnTzl8Azi9S5aHlrGrKMv7LaXsBcymgTlnWatrOwAz1s3RK06ePf3n3",
+	"A7GurPEi//Q9ZO234M0WamHUV0lXXuA7bHEHL8K32A8nvyRZXvSGKwQacbCVJKdCSFDnAUrH9tyDJvsz",
+	"i/gif2aQ4muMgAeu4KIeHnZ+HZTAhDScyK+1ACcMnpzihi+pghqg4attZesd7cWxL0HbHs+Sqgv9y3Br",
+	"OV2xmgLIQUXFTPNSz36RHbidoEWurpa0dkI00rKdCa6IMj/CQCVpqhYzWpsDPlG5v5PHHXAkWyvNeXHu",
+	"LYEbNypZv8EZYgwipHD4vmb0LiZhrIJBeDpx7/FaDpmS0fsUzEFYkTOYvItrEoafjT6/DpmZJ/z+svMb",
+	"ny/4OZYrYSwYK7KfL98fE7hR8HRnK3I4/8Mf/vB/zjMyNxP7f/zhD3+YHwWupz1AgnMlIzeNB/d0tVTQ",
+	"QZZhjJqKggBEtdIUL2kVXbHvCHVJGlTAueJrENzp1Dm+2oMqM2oKMvgjR9TRMTmFdl02f9hGzVbyHjXD",
+	"KkoJvSsD637H2kTs7T3IddEO+qxY/WS+IGkUq/exInF/fhx2a9RSroUrWsilULJkgXeHYyV5yWjtGHpG",
+	"9UUtS/auSDgf5kvCfer1iO9B3TTU7F66M8VMyDPlIbiN9ydFzp7M+0hBX8LWhe+c74FLs2snPT87EKse",
+	"ZGap+hW8g0KmYrh+n4RfQNsvru3FMuL5Gu+8okqtjdlWUE0jlRTpCw0PKGbaDq81ds3MG5bLtEyu6MZY",
+	"LCCXSXSj9/KWi/HuwzmCzPTmPVs1D/5BnD//5CMqH+zEn2FEeBiyzS2SmeUO76SsCdy0RKs0zNPYX/c4",
+	"orLBOvW5h3fqfHJDtyUUfksgmpmfwD0KNlLbr2VU3t6CcPxZomLzCdi4Fnd6eMsZDVwynSgXHgj0b2+I",
+	"/SlCsYJqWpGKefL4YKcqMdgVnTCWeTYjDd6S0JUUt5ArgFPHRV42kHNhpwaU8Xgeph1Dpxws3O1Zi8jr",
+	"JCodYQ53c2z7/JRQjONUFTDIf0KCCuFf9bRUFbioDmXSNTkpVA4nzXSuinay8J2AoQO8FSFpRYbxEyNv",
+	"pjO/F4nFj+xmKeXdG1bye1ZvxulHC/skOfSVeKcZ+Rs+gjWEkFcBtp3628FRglEUm8F/nMlVhdomO/gR",
+	"MTMumQYsI08rOsAlCrC+eVNzvQHQFovQwWjN6tMmdp3VVk/anQ9Oxlzd518qqr8cHx8j/M9No7hgSpEb",
+	"mt8xUShjxjtzguYADIntHMKPlf3xkZmDe1YqVMFdyBaSS3nH2Yn1HRShBPvqYtuQBlWzBdYnG3f46xcv",
+	"yZxW/As88cWtOSSZoVNjPD1opJWSpdYV+m75aZ0v+T27htTxyHTg1za1HCPukChkP7cj9ZB35HBu5lXW",
+	"/Bf493fkexzA35oXL77KTy/P3r77y/mX63dnfz6/hs/YHCnfZjAfUK5iLJec1vUmqBv+uTGSNa91/sW+",
+	"G0c8P5o6UuxIKkWNgX6qjJ7KeUWFtlMeLkLrmWVtrZ0N6//49t0FiPiPb88v2vlQRElP3ScKWhf4pK3A",
+	"JmtZ300dAFyZxSIZqb771foPyQNYwhNyw0WhIN+qlnIF3Tb/wAhaRmqpaQABXDMsku/gGnKgQHWUBHiM",
+	"Hvz77Oo+n11en82wr60irPifWUjSdQaCHidDMDuouyEAxsX2poSzORS4L1/eSqVnsMvwZ3O08cA9L1B7",
+	"vr2+vrg6OkHI0xkYHZ1ymS6pB2TBEloqCc49Vqjj6M5UvcDhzV0dPjCBQ4xghoxqZH7F8tkPTOfL2RXX",
+	"bG4M0fkn+G4O0QC9ZBsIcPc281dknqt68aVm/wEErXM/1zgT7VwHw92eZ6P4eBQ83Eg7xgLM8C9cdOuK",
+	"1RhSNeIO194z5Z8y46sZLcEYm+VytWqEy3ZdUUFvocK6DZW1dPqwewIQMAf6bVrEXyofZc3wMmHmgR0K",
+	"pjKftZy1FUbwJMq8EV/laFZ5DXVQgivtBB1OcJe2aQbHtSJVc1PyHKtu3EmFacV4xOqlsktTUjCQLfkK",
+	"iBC5oYr5q+B8KRUTTjQLVpVyw+pjcg7n4L9dffpIgInTXY00ytr6c8Dj/B7uKNSSVozM/57LgmUOoz4D",
+	"hjb2rjAD1/XGGN//LXOENf/t1zn2GJOBbOthLdD832fXpoHZu2JufKBKCsU8cITptk3yYj83tFRkbl83",
+	"z7zGopYnFK4sHYzqCsm+W7ZXu1ylvFXH5IIaUx6uuAMV6Hgw3U+YuGelhDGjfejMkoyAVZKBQffXn8wg",
+	"gxDdCixuUfl3eJ/GQnWuZNGUZt10UwtYTJQKJjTMCzKKzk3j82NyTvNAp4G1j/LhztDw5tbs6QejYmbt",
+	"h3OPo2xf3D6EH8xbBmA7S0wsZJ0zFW1Me3AMuN2+2cC5iHEergistJNlu0qsBT1wb7Inct0Yt9JeXBQ1",
+	"X2hCzQmBAdRgZPM/zMmKUXNSNWBC+68ywh7MIQdUoe1qomwY1YhntBsK7KrviHGJcd3ypT0lCRVSbFay",
+	"Ufb2O6BGDntidPDc7NIlK0EHW+nuqGZs4Zh8anu0ovUdK1xH2lP6O0IrPkMzwXUFrAxv5Cmr24wOhngP",
+	"xnUDjB5vZJkHzQ6NWlsn4QSlu2Ptw5k/psJO5d2jr9O1oMP+oGg71M7hl4IJbk6NcHpwt4fCrMgcl2s+",
+	"tpCoFgdXMTnyUua0BLPONxYO11pAlovciLl02Y+llBWUqgDa3oJaXJutdXJzMVEaap07adD0ztZg0bTx",
+	"lznj06rNec++mZNDWWdjFiAA4gxaxVsvtoax20Vx01ExURxhfQnGkeTK9decYSedrKjMGCjMbmsqvIeC",
+	"Zj1UCvn6IPuhxsqLmL9hrHDcAfYqY36cmm980QzbnP9/7L17c+M2ti/6VVCuW2XplPzoR7Indk2dcro7",
+	"iffppH1sZ3LO3jO3CZOQhTEF8BKgFaUr3/0W1loAQYmU5I7lRzf/mIlbfOG13mv9FmyOCTqpnyCGP0NJ",
+	"XHNwlIp6pbO5F6wAbmvMuMpDF3Iq08UKIVOzxRPU+Awb/HOHHotvZpXKqfuCFdk/d4bHVIaS+zPmHyIv",
+	"WrOUDzt2QaVVrJP6lXtx+KLeH+yisYeP/CauLjRMryqg6dM++xAKBg1VvTS/BekQMhfKHuEY6yOvx7WS",
+	"8z0bQ3+wELcCUcAG3/uFUJpmRnUXSMVuLdxQqR6GXKDD4+bEsGcz+g4dKaN6h0JrQG2HxC3IJ44hVWjM",
+	"7P51dvlfbKpvhfs7bps99KDBMARqAUwIy8HIwiZ7M6eJ0eykE4HgruXs5e+/+3OAksw/N4LSstT7EJqO",
+	"iWuhRMlzXJ4Xw1Ewgyx+3h26xP2H6q7Q7ne/wvD5Ndjoi2O3i33bB8kvde/uExpYIG2vsiV0++W8EMkw",
+	"aiEOX/EtBDzCMymc6ni16Ulr8vLwRT22i7dnIU8Htv01qLelTG+cqnf65p1TGrCpnAkwYt/9x8tvvF4E",
+	"x819c+FswCeUthMsPhtDUI50sQFH1yiyn9phj85f91Our3VlWw4DVyw5gaJ0BGdP9tkJeQMKXvKp8D1S",
+	"65EE+KVMpDlvZWKHkfj04Vh4aeIUQcxKAh2LMyc1C5FbcsdRyMCPkxsmx8QrAeQF47x19e9xW/Xv4jfB",
+	"o8QzTJQe7rNzwTOkePyOyGpjvoGp7HiJ15aaUNylSIWk2LGnUVT+PME2pZqzvKWxQqXzhA3qpU0ubtP4",
+	"2pAyIQwQJHoGODbtp5zHI5aA6E9GcXnXqF4yjOwdsySXSnAnFK9ykWA1NZbQl1PTaBKV14Y2EqZjpnk9",
+	"Y0cgvlUmKI14ChHOGQx6yCVtINBRu12k+zG0AYXD8c3hq8X2kL7XheDO9nEHsF5n9+lc48CtYy2B1BYG",
+	"jzkJuAjoenB7DNvqZqRnCvdz5O8EXhHCvFFWADQVcdaqe8Uc23Y255hrQ9oZCtyGmRgGuGgW0km4sDwX",
+	"XmUb+GsXtylcSIYofjzD5XOWO62B2miwKYeVKXV1PSFBA6Y8cut99lspQQp5t4rvy+nTH5ADizlsSb0j",
+	"NblGrREDGwUCJys5bA/qvRm3nGWyFKnV5XzXAIAGGYzSAAbnDDZgXAqxZwqnbJYC7DViGobNcMw0mP+I",
+	"BmOsLvm1+Diu8jxhg7Ciyaky1XgsU6erXeBNyTCy5bHxM35O4sczdAzhyvkUE2xJ69mqE4puMBY0OrI+",
+	"4SCNWHKALSYT76/J0EENmQ/1scOLkN5C9iMmW0C4StpchGSRVgfRydlp1CvqaOfF/uH+4f6Lb7+DLmOF",
+	"ULyQO0c7r9yPWDc0AZ/7AS/kwe3LA2fMHVxpbY0tOeReFq25JW8gzGUoDuIYA5qnkYcHmwh5CE+pjOV5",
+	"XsuihVyaffYhNjtIaYd8H2mNyMfIboPmwIMlcTXvtGiO/BoqQu4EFphqn5zOa1PGu4yAaUiUT9y9xVjA",
+	"GHJLKlBdYoNkb4+u7LlfpDDu8PhZOQNorMsZB3eYp95B8gP+BupF8n/2wj/3/gf+cC54vnd65v7xD8mT",
+	"YIPn8kaAphfsXyx4WBabr0gm4jBpDUHJhIUkd8Mk8kXoCowaEBFTbT0s6D77QZfwkKmnBagDOTMTkecj",
+	"TKMnlBwk6KIElENeo4CFg4TkSKZCrj1MttILBwbSLw0FWKTyLO97/569NzpzbEWSwx7KPLwKH/Yy2vAB",
+	"Z7NSg6zJRBBxsFKlKDDhQyth2OuX3w3dGQRbtnVUDem0vPbfHYO7a6ZZidk/wXctfuepdQaLEoBSsg8V",
+	"uqQNnWY7Rzthfifuu0CXJN/NztF/tzbsaa5s0D7iDdmFpR4R0gQdmvh8LxPZmtBBcx98XIRDgtKa5LJ/",
+	"YcBTGPu9ziAF1w2VYMujuvaDfxtMja5fvSqi21w5n6QGDvb2yLGbz6jWcB0pZFHmZwgrdvG0/Z04cuu4",
+	"DCJngVwBVvry8PDepocB6/bZtDHcRnn2n6Od1ziWtk+EMR98z7OwcO6RV+sf+UGXVzLLhMInvlv/xBut",
+	"xrnE0PXrFxt84gw7WFxq/Z6X1wKf+2b9c78qAsISGSQRO5MNHn65wSgvtf6ZqzktBzSO/maTJTxV1h2t",
+	"HNt4xXFtR7/u8IcGRiQ6V58yJ+z5tYEUH4J8XhRxPrsp9mjvHO18992O/612Ke4c7aDbsL6G/8QD/Oeo",
+	"Q/7v1blL16K1HxcgjgXs4Q5+zubC1nGLKAsONHczIW9IzdNApXEagzNbfHUwBBbhilatasU+O7W142PR",
+	"G8quRMor44TOlXZqeUio8pp5+P4yg/5R2MBpLkLSz7aofvFTHQygXi/cpv0ndcwvBebyhYIBPOzN82Gs",
+	"zHOw0bDTCvGuzuN/r8c85YVNJ/zgk8z+XHHEVYa5P6LWa+jJqIQqoDNBPXWGkdWzX35kcsqvnc0DDT/G",
+	"8lb4qB2cZ490XNW455Gs9jopVfyP5dgKodhUqgq9P0QUqNVCkMB/3mt4aAXWYFIRZj3sSTQWfzNG2hoA",
+	"96CKUWxznyZ/moGrp74nB3cGTDGMUIKr11TR4uAxwC8iPwAPm/Qx3qCivUYbDAtfsxGC/kPGaJHzFIt8",
+	"lqj0DQ5unQrVgpUdN5wAFcjZRrUCJLMlwR+rPyHhq6rgzlb1ZyW7gINyUGAnzpYXY1eulle38oZo66bQ",
+	"Zh9zkyifFv0kn60gvF7/yC/a/qArlT0ploS0HMgmDWflgZnNAaXsdJvXp+h/DCY2spewqaOQJI0ClpwN",
+	"xlTC8R0lZo5XjWLmMptob/+BMzCuTSAe5c6NzjPHP5xwVJrlWl0DkFvwc+6zE8Wo0Z67ERn4HIs48MvR",
+	"KMEYjWU9NzceJzr2h0U8YZmqz3Gx/jplo8MbmMfnEfnqAr8NaPzzVQKa/Rs/ly66b2zA/mfq80+HXmGz",
+	"FgmWAg/NuT4QFYMXdc+bjyv8Y+RubdQ/1Jrstcj23ISi+hbqCQbeYqmuWULUeUZPN52plAIDcY3g49Cq",
+	"4eKowxiRny0ZgpqMuEVLSQ3tfrVVORJHjTh2m0+qLQGCWEMu+A1Abvl2JUpI9HBhARI53qHyKKyi0iWz",
+	"ZV37Y4JTVlqnkeBaLC0fA1+XUzRnvMzimiavLDW1rl1D2tEeHT73OMRHgNVCYS4ELRN/gPf9iD7i8JMR",
+	"05UFb2PiXlWVIhkeo1YDLnQIWETGTQACGwV3Pelkr19+x5KSW/GRYMqSKMQykyrTM6rxNcYxac8KwqKB",
+	"ijgVBAsQfi50LtN5a2m+4XNn2M2H++wkz+u0l6jigtLwbvWN08/qMou49wjIIXT1Y4okxs2gAq9Nh0PC",
+	"+TBTfuN2tuM4wu/4j6xxHHlB6U9KvLQP6xCKQ61do23UW/n6nTob0efuxhuJHfNgIz9fLXyxiXOGU6KN",
+	"yHpn0/2J0Nq5hIwzpkDick5hK2qaaheWNaeHlOYGq9/ZWKLCO5dkJ/C4VRJTpDcm0hdp3GAVQ8l37LPV",
+	"BWQHhjavwPGIWRoAB5hp9pO1xQeVz0fsgk/FhbTi7xe2lKn1rOiopbojSp2d6NLuObM2ay0ZIQkICePt",
+	"We7uTcmFEw8iqZNG/ASlaUmBDzzGp/XTqPCb9GP4Jr57r3kpQrJM4h1wov8XErBUPVEUWAhNLachh+uS",
+	"/mrkK7+5OP+BHgKjnVhJa7b+crJ+yyqDQDIi6jDXlb+/z37DCE6MPUNi8fBFu5ITglaGzwlxIfihgOGh",
+	"3bTkl6lKYUI8qeGUWVYQOtwykTxH4AHu9dZGYF4aHD1dq3NV2cBtrf/ZJ/CRdug1PXzJkE7YsmfGZ8m0",
+	"2D8KlvQ9ep9AgHMrwpkp6vCin6Y7kPVSDJwqgp+FSq89WEGESUhLbcyekbaOkw0WSi2OopsSdHY5K1Be",
+	"q1CAMWxXIhfqLijV0CtYMgTefTmA18pQUXM7sqxswCpsScGAd28QkGIYkWqoZVxlZOL7YzEilo4GEG7/",
+	"w2oeVPrjm293BaWIymcAsysUaR4SMolR/YM0LIONUJDCYawXwu51lR1dLvOPLjbp+D69tS494y2F2jCB",
+	"J6znfNUxMmghzxfN04ex8THVsVtROY9QMbyOFXRqFZWTgJHrTj4pD5QjD8eVqgWgO+BMlzdoKpFYbWRV",
+	"RG6yWnQYzOFVmYcyudLW0wCWuiKM4ZIkbhjrmLcaBm81Ewrp9dqpUK8Pv2NJSqp00so93UI9srUTcxwy",
+	"YdpZTjA5n7Kx8lh2wzvvA6EDfW+U124LIKpDR8DNVqWKIDeuxEQuji6q9HW/30g6t5KcbNw27nFnQYzH",
+	"AgE1lvBCa2HiwT7mdZIYKsS1EzvHDE/Ux8hvo1kmUgk5jTKdIAyA+9VM9Ayfh5lIQ/2qQcWMioYoU/UW",
+	"MqLgVvB6tUe40BcBmSHbFPfRZ7q8Iku7EQgPQT0ekNAei27ewqpciY7j2ViQ+yaitVEkTFNf1pI8RhWE",
+	"XWNvekM6wdjBlsaLbWayT8OIzWMnfpovcgLOgN/ziEFrBWXJNeiLOUzIlvbF7Vgp4jtO6EL6VHDweE7i",
+	"InQZMX7MXWcDrIPCUYRqQGdRgKWinKATWXjDgBCRdGVHtUMzRJ6prgQIk/xpw8jR/oIl9KKP9Eiyz97L",
+	"GxHEuVuwvaYsxtoAX2ARpxbWcHX01l1zb8XtndG1i8Dnn5ABQfvXJdDjRIA7GBItZznWzD7XkPgi+Vx3",
+	"aA7ItMFbaqaBrW2Ra8ScYev6u8cq6FQu3kM6Wg1poPMMerHJ0lhM4CaapWIij8k9kWW2V/CSAOKhHDWn",
+	"ckMEyK5zqq28xSx3IPFjDxPkNIorqYhxnvzydp9dBNxMg/oGZC8jeuYRQ+BMn+eMJYcd+MvQc03X/gOJ",
+	"JSVU3tUWZnEL8cav1lJIve2c1LccnHGwNTe6D+CMNriXBvO/xBwc1Js/EYGdbvrIzw3s2c2f+0Vn4k4P",
+	"vPVAyXd9pIZx3vzJfwAK6Ob3nxTFHe7GmpM7P3CnGbwjyOc7zCEAcd/tGQIBv8vWx/C+mz/3k8d8vtMj",
+	"Z/aPOzxw2kRtvstZM05bQeiwOyxgaiue3/Wpi4AhvPkzPxJi9w/AQu82ROLCMEz//FYzdPDLgNfXotvE",
+	"iH1e/jz1UOtjGVVuDX2rpFpGedUh/LSsPhx+064+hAW/lWIG6IUri9rqhg1xRqo3laDwPPUMOtlnb+La",
+	"z2bPA5DRRS4t0+PxiAmVlnOomF+qQr0R86h1ahDcLAFw5+Qg4UWRHCSI+pSE/iWVgjCJB5ellw3QdYdj",
+	"/IjPfAyevCHl7Xr4do8zilALCW/SDiC+JIT/lxwjOoV7wE2nAcRPYaHQHCFBYEkTcM+Ddcbxiu806mvx",
+	"wZDDrv7DlswQ2B3P5baUFRJ/Y03whtLP3J27hjDQR6F5KpwIi3tqZtKmE0SGfMCAjZcHnRnCuGn3UTLU",
+	"p348gdQPrCviTc55T4wT0eB22oytA26MsHuAHToW5YH43bcaaDXB3v2ONUPkG6FTWBtRgfUC1B0WMguC",
+	"Jh2LskZSGWBqPIB/7oeBNgeTjPwr2Ith0+ByrJkaFcBnFywrpS3DmYjsmJWVwsoPdNsEBAsEC13mVThJ",
+	"r4y4IW21YIg+dEmzfktL1EX6S2v5VbhqcU/wpJn4qN2vcrEBhcipp5B2PeQ3kKNFKdwbEyhlpw7XiNUx",
+	"DIADddpDI7mEcje5ZTNd5VlUWTViBEo9YuZGFoUvqcG0CvSwzibzfbYwBuju0IBKAc2BMD14nu/pci+M",
+	"SqFv182Xpwj1yOsHCTdmzii5hUkCe1isqGYJrlSd9hG27RoJ0H1un0HrAwJmDg18UJOAdopB18mo+ffV",
+	"nIFadcCL4sD3uq6Uz5UELGnU3XCNIJJLyCeQVjODVkbNcfisE+h5L6din/1SawiG5bzOdSpQm9qLnEWF",
+	"1vlqFQxsGtHiwj2dtjOb7STNOq0XPrhGPVpm2BFKFO4rNeB4cJXIj39lEm3OFRvQ+R86Iqlhr/DU99rS",
+	"c9aWznBnGRZBOMJ2lg1x5u3rTCiFNvNTe5ElFViJzj6qUYJkGfVvq5Q1K329P+Jnn5DD17t40Ov7AA4a",
+	"+OAmXhpc9d5Hs8JH0zygD+yjoQ590hogiwWPSNMFAvfGHpDV3gU4Iw/hYmj0aO2QRDD2XZjkqM6Gj+57",
+	"FBmKS7RqyL1n4YvzLDTo/cGk5MEn37nzT+QHuWhrdfIWfjd1y2IP/6dqN/Jx3XGWtTAIpe1HaMiVxC5S",
+	"3xiMlHdyVdgaXGuqQb+l0ooc4rVR2iYOmA1CK2yFeIagVSKyIaIvHZH390rbyTKHwvktcKi7yfEFmbtd",
+	"ebtJ8mbNKKg105NnFHfFPng2GaB4vOpWiduk9dFOUa0omuZB5vnqm+i+jVpHNilnuS36PVHO/WsH3R3c",
+	"OyiIFiE02Hx6ygA5nHyf5C+Mvr8qRQBP5yMoAssOsw1TvACPWKprhEKp3W0DtPTR/ZlJk+pbUYps2EwJ",
+	"a7elKRb61aZPLWZlPJGsCjojfXbFJpb7Ci/01qMhoVPUnhG8TAEbiV/JHBJNO6j6AiMaWMUbXsCMmHJl",
+	"ZcrwTR4JHDx611XpC1p9037qGdkEDTyP3gYvIXRUuktkEXxhXIM10UoYm89ZEgCvjzBOkrQXbvisAvrc",
+	"BXztTT337ZNR97c7Szz8HV9FiPA3OmD+wNCB0AU1bCgFE5m00Fx421TyKaQYbWj1GqshnhfnLo1LQV2z",
+	"FuNdsYHrMYHPK6Wkuh6xC2oIO2IfVC4VqOBQ7U0xx+VAnbejS3xFcoyljdILUnZqje+xArCbkBfTSP8x",
+	"2M+/FDwDBHZfhg/122vM4c/V50+zx7eB40Sc3gp+IlbwVpNoRqsrH7USzZQ6R78Z5upSwy9b8dy3o+CV",
+	"1XtOJFITiQzKCPR4jBCfJuS8OMrFjJdV8umpktJm6WxfHOU8FiGcC55tiQxCgKdaA5x3LW+FIg/HercP",
+	"uyADwD1KmV1xLi4U12DvFqALLJ2J8r5GjAOZtHSngO4I1K2nbsgLxNm8i8oq3W377LfQHNOTc1kpg+XI",
+	"Bdldo5A5uiih4TMJ5dgmHryTkPEGrVJ3eLQgdle7wv4yqW/Z//UcXF/rvF5fKl/qI2YbOcoeOhc3shoO",
+	"yK4X3YmGl9DYsXbnQYOn8SrnAOT/3zHvv83U8OXeVHuw0qZQ2n6k4bRY1lTqI563+uL3qmcYj24C+APF",
+	"+KJL8YHpt+CVWUG8Zxyanzmym3IrU+ZtgCOmNHYyA6igdCLcyLK4KZ/43VIJDmT/2nK+D61YQe/wNEq2",
+	"P6pMpGIcR9widq1D3033VvzulUj1VBgGY2wxN+D3L8LgoGzmhg1W0Kx7Cn6k3E7o89LYk4cmXftHN+H+",
+	"7CyJEftD66lh0ARFFx5ObCpKHgHXu/cdE2go1sg5C4Io2Tv8gPwg5dw4Cb7Pzi8vzuoIWMDK/I4lhf0D",
+	"xGlQl5Jj9uGXf5z+AMbGj9+//NuLv73ofjTu7VizE1myDKrWoR/4NXV5rf3srTDPCHHmg1D2jydoi9SD",
+	"o/bAa+yRs8v/8tv0KKZIPVDfx7iTd9Fhips49+zqq7JQLgDqLz6zf41FIgcw+4RduBGLrAN/UpiNAOFg",
+	"uNFDlF8HzAe7poosBA68Jv0c+GHtf3VUHC/L09aOFke7ijVG9/XM5lH9uovb8ZDBzCXCX49jd2JuGpTu",
+	"DY4lbsCvuVTPgt59U6MvmOZr9Lae+p8O9SNW2/0ygM+S/UZYK9X1ZnIfv7C7QPLzgLo25ariOTkmCW/j",
+	"+cn9C78kT57+w0hXyHu/wT21P7qsN/XB2noA90LYWldvECS2NXDC2xMYMQ70OGaaYXdCKA0/u/wvhEVt",
+	"NIzdNb5aF4mrbiiMnpMJN9AF7BlQfiPSeZ/Ev01HiB/kBp6Qes8bW/ZYnpGeY/WukNU9s7bAKDd1F0PQ",
+	"ZEVrLOzxgMmQVu8VVZ77JC82oB7O3FoxLQjMPgrFWDkVwxErhammFC7aY410MYrWxnkqSs88wHcbUts+",
+	"O1+M1jq27sNlgxC6pV8+1lHkBDtcZdJgDLm+1/+UDKMU/mW7yZbz5xE4giTazVI/Pbw1rnXwIfd60yMx",
+	"BEdv2BGNiAwBwh05KT17eOZQlWrP0T1S04qQcGXbMsEh800qaozVBT4UdZNxZ5GmDmj+GPuNMSM3yQCH",
+	"drSU5+FZw/L9LSyileyrUnmYM00VWM87cjwCLkvT74n98Ywkd7SitIYmmdxnSdTGFI91Enu5XuEeiU7S",
+	"LnUjBlmfSyWOQgUU0jchlY2iCshRZ0Z5dHdXZvloqXQjKucQt271R0yJWSikDMhmAF6EeGZYaJlgf5xc",
+	"XzM9ZtxXQNQlOJbPTSgKWQludI7L9l7/NSNq9JgFnPUc/pdU2Z1xr9/r6x9KPb3bE5f6bvd/cHv4IBy0",
+	"Xo1NCkAjsmFC2fJL9DQ/atEojxhOVMv1oNEjo3hhJtpu5jeO8JnpuWDijUI5KWreCNvss97Q95Rz61iY",
+	"nPJrsWuAvSKnk38IxMokgEC0afRMOYsY8WWxCRkvHeekVsIMewlbmd4IywbfHhJcpBmyK7fDKHqkacKP",
+	"p8iuoWH+Valn0IWIK2guBqOE4YWqBerwV5clrHI6X4TVXGKYzUU9hZeNZd0TJeSpjnYktGjhdrIz2lF8",
+	"KupdPc2W3D1xJ50p//29UNd2snP04uXfRjtTqcK/R0t9dh7CZgvr0dWeyB8jJxPdzu/37GJVWzTeQoJ/",
+	"0buCpGr2i5zP78AvDrAT0Yq0PEqGJ/LspkhSEBNExtUlSzzlJ4FaEdh27C5am18gmSds8OJw79vDw5FH",
+	"8mXfHg7rtma/nr/31BVznpqVSCjmRR96zQzgMsDfKW3ZROf4tgUuAGoWzQ27p2uVzxuz2zX4QUMVTvmc",
+	"cmm4pYmtwc3z5HOCS/1ceMr9e8ybC7HGW45LC2uey7EA7OAH9ZIvbFsXoC+eHe+r+vX8fQ/m85zd3j+W",
+	"XFnSTFAxCb3anhLbjvMEWgOOl6DtFaKUOpNpPVymlWPO3n1nKC4pSwjSlbc8B3b86tvDWg9rqdnc7VQO",
+	"sQHjdcmvsGb7RszHjt0xOyl1dY39XaZur6khNIIGclsPwA2sLkklpv+fZ+9+XGa0F/x2kc12hwy/Oka7",
+	"YWDSF8NsBCL38Ax4XZDScEemfhI9+33eCdi2lc2G7X1gp2PNcT+ZXNs/N7KvHavyPMU9xQYJMrEEeeRU",
+	"G8tKkUK/CKdaDvfZqaWaA9OipjJdjiBrQnBo5e20XVC2UftI0EkY1ook1jWIMtRVa3X2iHGvpAfdBVt5",
+	"1VazJIbOYyXe322g2ZW1PJ1Al5SojjWytvFF8+j1rw9fb2J0Pwe2PVrqTQIgtjDnY+Y324nGxe3WSnSM",
+	"0x2UlUMUqpq6Y49vd4d+7bBOls6EN3XGjTPhDhcDkAa/psvOEhjy/1dh1RiNGd+2s2oh148Rc4kWjxUb",
+	"hGZwzbEcB2N013gjAfvMmxrGeNg1Yn+cG2Mms3PnCHDKwpivtM4FVxv5WGDrD/5diOumfMNuTO5lUnEs",
+	"uFvsk9wm0oCDwDt7X+19KfZdkgWW+UG1eMtX9Tk6ITFASSZHISSFcagAR9aMQ2EmC/Uq6ugk6NsIOmKj",
+	"YHEoC4o1ckdY18jaYSxcOcag8vkRYcQ0FX82mwhFL+BlKW+F2WfnohAcCqGlZTMyH7iNuxpWaiyVpE7m",
+	"tQgC8PCQUuPH2UiPqRMRoeF5V9C9JYiO8DFLyTUthoVbwD6lpo+yb1XbhW0IjUAfCVHBWF10s6OLug7b",
+	"K5BNhnSBeTWj1nJ/NjAaBHvI0IvSZZTGyTsGcM2lGo4C5/Jswt3ilMhMmoJbZwOw1LGjPGZ1utiA0+2z",
+	"DxDXcqqvYzVN5ZHlmjq5ERBkC0PQxXPhB7pYzQ5gyb5U6n88YtbFQpPk4kEhF7DN8cFUK2l1SSlx64PB",
+	"VVk6fXvirBQ3aKGunVBHqGCgE2xKqnQmsFgB5D1nE2msLudsJlWmZ46gAZpuRB4jf5nfipJDA0FlNbuq",
+	"nOpu9tkP9P5UTwUbl3rKJoKX9krwug0qVk7hlyc6z6Db11RMdTnH0K8Kw2rqD4AOMQ8tSwnVjlqVlAIJ",
+	"DDiYLkW7VYqr+XO9mHcmenwDJc8swLGDieR50MJCksaj9AzssqlUlRXmmMlrBdOA5adnUIL4pd9nh9Qk",
+	"G/q70D1dthBd/hnf37CIgtkilX31cmfkzDo5dfbni8PDvx2CfYz/PgwWDRR5iLLNxjsXztxJbWO2VoN/",
+	"2O3fmhH+ojNxmnWZmd++2sDKxHVqXe81H4cn2xcn41ZAA9ydDUbwTmXt3z8OYU+1djDvVHYPQ/keaJDN",
+	"ZGYn7oSRn78eSDrRRigP7k3HcuJMdIvejBcvDwMlrx4xfotCvRuesb99+/owPmMvWs7YVuXoEu23yNE3",
+	"xDc9n4Q+np7gepF6bza7795fizW09GitY3mKd7aJ01ft4tTxnrYUqyVJekBS8v4l6ig4TSNuvV4a0en7",
+	"K0LpqVFQTzX3STW0tsvU80AEk+uU53uUD7mWbDjL5fXEslIQMHedUTaOGkxAuUWsFBalToUxR+xal7qy",
+	"UgkzcnpkAaVdMnNL4PXFN2e/YgZPAfDJuTCtpPbeDZxSbLfZfCL+Toh9rMmv+yraTbjjC8EJt8O7xu9x",
+	"WIRtHmBjua02TKJ1M1GmMsyKcuo09Uz8LnzOvwbH5K10nw2uBqJFEAkgAKZieuW7FoNbrhqPna2EyoTg",
+	"uZ0wbpgR7sQ6Eymsyz77AAdXl4Y5G1NaQHymns2Ym+ZzMaD5u6F8Ou7UTP/hnF8bdiUmUmWrxM4FrsrT",
+	"ljU0yC4HKK09bnAvau6VVuvlrYnC+DNz77SK2tQBXF3T74zo1Hc9Ij0MnhyB8Vk40QiBC6estdfRvIOn",
+	"foHPbfEY15/pqupw5ziewv5X05crnnV0pPDnthP1+rNP1MEnBd6GP93FTc5XODDBpYyv2zUs17qAKlOv",
+	"s5ycnSLSMPisrp12Uhlh1p27EzeSNWkR7j4ms6Ux+HPdknGgvFtl87SIhyw+aMx/FU3UO9Dz9XstbFIx",
+	"4SHIjD/GD0aFG4JhFtqDNSA7941EzKgmOB8ccofYhPKCidY3QLrN6bbqQ/WRXA1M9/WQ5iaQd180yN2j",
+	"1RJRd9YWKm1HsNsumUbdK1ebUAG1kkZLYx/47HBnBoFkHDLsDE+5Nc7CwY8YTBiXhjrMowfNy2I07Qlg",
+	"qXILiA43nk5GCABDhUoYvPamGXG2IudAmnEvTViPkCeDw6kbX2KJuGcmM65sCIyHtpvTgpcdMHdISXUH",
+	"yg5La5momlrrdljIUuDgQ6iNinhHVwCAF8XOPX3NZxxlXd/CG7pjRI/EIRf3daVSHx+7HmzrIRmre2qD",
+	"FbgQ5a1Mxa812N1So1Rwu9SkWfM3z7qaQDnb5cm3ojSreoLHWhMNEzJqwC6hh1Ez8gYLl4q6JC8wzDXa",
+	"0j9oJF+xouSXoIMF+OXu9aP7TPddVI1uwzncEgXOxJWzJ/akutK/b+A8QOOjNlvwNYYV2jg9glSVBrE1",
+	"IWRGoNnUGlBVkKz8z4sPvzAOIkXIW5Hts3fgcnZfZNKwG1FALYdWgiX42X0a/f4/q8PDV+lPWt/8wqcC",
+	"/iUSRLBxipoAHJH5rnG0SjUOeFFmQ1KFpGG5NJD/ayZ65m7SRgQUHEwKhNcA/INxQ8m1unb/rd+nK3ul",
+	"fwfB6GjR6WFYFygxR0jZY5aLa57OmVH8RnxMucFFZY4/GEoAKqc8l5CMmGj1ERfoI+L5ZEnoypR8UBdw",
+	"6Q1dGa7yy/yGa3UKG31Xz/hnQeW0KEfBdsW4AJ8KNhAS0hzHupx2VkFMaGs7U2peb6qe4QjouF6Ruhbn",
+	"kncNAe65gFuenNoW7+1GEDtEY7gaT52FPxZHdstZqQxPxx4xZlixmB8Dg7gDPzZzY8V0P9fXbVwZ3naA",
+	"bGQDdoz3e/0DH2vyW89GjeUq42XmGZ9hs1JaK5Tn2fiwTzmEmgaMCtqSK+PBDUxkilIPW4K1gORpGRu3",
+	"Qt2KXBeCid95avM5A1Rn9+lMOB5aAoPDk0zaRjJiCQzwNAt/Orp3/9Ap5AhkJ/ZXm7ofMPLu/kKlyv2V",
+	"ccuT4T47Kx0fhG4Sekw/A7+JkiozmpTj++4ukFo8tewE2LATAzDj5L/P3709eXP57u2/khFMQvkZSGH2",
+	"2dswG4KroiqPqYZq/LEV5WJgpxYPA5zkB1j9c/9zmDz+/jP//R2+upPH1zc/AHPfJkfDScB8NmFldGyR",
+	"EHpO1tVJ77oJZxBrKxsxs5efz8wopeZAqrHuZGkeaQj5i4eAQz7zm7i60OmNsEfYcpvbyYiZ6qruvT0V",
+	"xsAU54VwyppbO5UKpqrpFSbhYI2Fqabu5TmgIqqMHHa4GGM+lbnvRZVyrHCJKppnMs+ZEU5hcQos3D5n",
+	"SojMENCkXxfiMxNRimGrnemTaNzswuRO3fJska66P9ph4fnlZdGlvxDBfXQMqxUHK8x1I1p40U4Lbr6r",
+	"zv+s28f8a3Fd8kwQZks9LBCt3p/cQPUks6ZF/A+dhAJjyorfLQMoE8MGSbz/PyO9JMMRGwM2pdeF8eRD",
+	"QWU9N4OgU4gAitAo0rBkIvJcJ8doz6G0SuiyB7nii6SIM7ounYF1NQ/d93Vl2TUvDBVIJWlVGl0m++wE",
+	"hCcHb5RSIrUjVnATslaNLmukrTC4oN062U2vomQjK1UlWAmpeyiYpa0VFlB6As84xroFGLFPgIdkJrD7",
+	"3LC8Vw0fRmwYI1RmWFIKM1dOS/GO9jSXjsuUgmfNpFvc1pg5n5ydsisxxoysfO74kFZxISv1xzqp7MQx",
+	"pzT0qQCsa8FLt9D6RgBwjk/90rkIsYFU6xspRiydiPTG7T1+De1xOIpH7PXhixoegYDQanY4Yq8PX/kF",
+	"EkyX8loqdL15PDPCifF1c+gXh0VyDx/WDy/cGBMAjSbMA7fcWWw8dwZjW5DiQyFUK7Nb5817s3ygvGAJ",
+	"RwoAvpjgZS4xe8gdStTjzt/94/Ti9MMv+6e/vH33f/Yv3v1vR19WB7nTOHVdZiZOcZWdW3DruN3O0c7/",
+	"+9+He9/969OL0Yvv/vznP/c7//X/7Kw3Sl8gU18oQoHmHwCf7MPT2Ma23iE6kk7JbuMwnv+MdZ7rWa+g",
+	"dQgpd2ZXCah7lUvXV9Ad54Da9mxgZi42+inFtTQoNgLzLHJuHUmOGIBDo0Tx7XSyI6qxK0phQB4MEg21",
+	"+Ii8qMdj+McxQEfDM8B3KxV9asINtkRPdZkNRw1PY6i4c4cVP3Vxeoa2a6FL6/U97DMkS5Zyy3N9HdqN",
+	"OpORhuZFrLPi4IkEh7RPC7f/PxIvefHpdpPsR7z7La3yY7nc/J6B2StNvQNwxLrjkxTXXYZzwX1zU8ZN",
+	"awN22aaB2FjXTUxE39eu5z3tgYcmcUeshs77Z7QQXLIFF3jOwSf84zRbBVDlVCUNscjAA4gS2ak1TVAN",
+	"X8Xs45bAlxIvthKW0AiS2t+f+DEkbAA+IDsRU3rwx3eXbBGD4H/6+/+etNt1jZO5SU5E6If48nAvk9fS",
+	"1p3L4iLTZgTRj2JlDHFJSXh5uJEasDVC7bIyaUP7KOI9KRJqUVpvl55zeSsOpLqVVqxC5FjqTIVk6nXt",
+	"QAf+8gBNURTRU2cBSAuGbXL24WKZMpfRihKWaWHIGT3RM/AceW3EsNNf/nF6+S47AvxvdvnmzHvBGzif",
+	"g6S0xW/STi7TgpDwKArg2IVQZuiUl1/fno3YjEuIHSZOe9OVraGifYnyi8NhyMkK88UqsUWtxw0dTSGE",
+	"GnOiW04FG3OZBwd8hDmCLIu25CPuxkcaSLLPkkboKkHctLYGQ74TY3MRWtsCofUmrVNYDRO5ETP0dy0j",
+	"MBU6z9uRWLHxImIyLTPUU5gHMZH38lbsbAd7NPoCfnIN+OjSYYXaJz1zRwjPFZl3D94fcQNcJYRsFNQt",
+	"rk/a+rqwSoFr8MX2qLsGUhqIKu9FXrS1kG6IjNUQTme8MmKx9UcTrQm9keRdU8DKILo4CFG87x3HlmW2",
+	"V/DSzsHtz74ZIiLc9//3HbI68NY1WHINFuc4MPot0JjlTIkZkfgILEBE8G8BiwLnXDRabH9ECFOh3yym",
+	"9xIltsE3PSjzQxSmO7G+R+Jy69CiIiani57HfWU8DkCtHpfFFTmfX/H0Zq1mjMwk5kDUFCTq0BQy+7F6",
+	"AlXBElIvBhdvz1hi/n5G30tGLLF/T0g9RCSPbHjkWNT55RmDjtzSsFxwQ77sRYW3qSqOvOPdPWGZOyHC",
+	"e95Csqt7Mz2vC6FEVpceYLghMNU6GrKgADPu9GfHGgunRS0r0d8cvu5UcI8hPjSuDAeMvm8OXy7dWop/",
+	"i9RChhyEsvxR2jUsoUHuyyyhHLxo6MdxV6lBwosiOUh87n4yDKl4Ma5oY35R0MwQ1igbgEbccDFEguqA",
+	"4n3/03/m7wmuuMJ9CxGrpikUv2HxGO7RbMzBJ/rL2UnhKryWGvj5CBHIxYXpkLfT518H660+oQPgAVg7",
+	"wF68fDEcsQlX14ZVRThK/gtQJQH2By4yjMLAewleYI1J4A/9diWj/8pGpoFPM0382u7TyBJEQ+De7gVv",
+	"68NKz475rERdxK0aMfdQ3930KxCl91VY4g5McGrEQuzhRG8bz+su8mP+uYbQ4lawQUKnHyNV71QmnGAE",
+	"HjWbzB07Fu63YdQ8dZV32BPgBX5nEzdxy9gkpE5Goot4MQq8YRdkv1+JTetP2vKq//VwTMqv0Wr+1DuP",
+	"70l3XqaC7TqPV9LqOpTnYLl//3/fjViaa+8xqPXRESsFqRWQOKhrpdgsKKhh4nj/PjtRSNZBX6m7gnzH",
+	"SAX8qLT9CI3Rk5X2e0/y903yIwZ8uFdIeoVkM4WE3AJb4W+r1BEKRx9gesUabsbZzye/XLx5e8awDvtU",
+	"jTWaCmBSa9XsixA5Aih6RXbaIM4mbM2QceywkR8zpAzpGi4Ov8sN5HVBzOeYLRuurfM8+GS5uTnN/iSj",
+	"koblOahUkJpBqWT4HWlYclGlqRBOvWJapZiOmJhq+ks1TUJphXQsXOlKpSIjg5qA9ZNT5c5GLqyg8NSS",
+	"HwFyR+ukRkgQGUT1KvgJKmiZQjRLMUpzWZwFyAHvZ8BrH30aE2J1wXuw2Ue8pA0HBT1YqVLwdOIObrLP",
+	"PlQl41km3eE4qstSvqfKRGr4Cm6MKre7mBLf1dOV+CueqP9NWT5bNJijD62wljEpYNRxnh/FMo5XqEP6",
+	"wAaOfEebXvr00mcz6XNibuoQf6eDd8upV+0sutMkrhn3npGZ9/KFYjlOPiz2jqcTKoyu0/6DA8y30gbX",
+	"sp1oLOtTWaGlsu5v7yAbHkHqfP2DrzW80tkc0ovp+ehxZ5vHPtAO93sydPLR/cikjSXSrmF6pliuU8Ql",
+	"HQASj2OmZuQ7spRMZmbk2HEpjBFmGHo0oLDsgMlp5bprtX5YUlD1O7R53LQnrspvykh7u/3e7PbYrbwc",
+	"ZNk2h8ECabS5N0knj2NOhg08hoSpCsdIDUbba8hJMwxZ5rKE3urpPM0FIbaOGAYloO+65ll7MvbPdVzr",
+	"yeICR2NchR7ZWL2ehu4TQLKxtNuAAm5QysGnRrT1z4NSjEUp1KqajDe6UtZgWQLcTjWDzTAuwMrFEJJm",
+	"VAeA0cM18nWFI5CMojQjtAZT7YSeFdMC+rYOETiOAziNJghvQIr7d5VdCwhpWVmKKTZGKNtAiX8UMf2d",
+	"17NcIxJ/jifVKRMXgTn+EnzcX2iRVPf5RSgZkQFa8w1hlbdWWXBnr0L1Rmt71xeHo9Wdjdb0NXogbhXt",
+	"aAfPqk92z7Duk2HV67rMBh6DfzlO0O3l+s1J8aIU7rWY4k0nfRhSC4ixBY4y01WesUxTM8SZNIIuL6sS",
+	"oVmoG/wRYmt6/oc1IqERYw2xK0pHsym3kBfuW7Nq1dbRLSqTRS9QndCiCAlOGqbck0yoUteNIvfZ97lO",
+	"b6S6jrcMv0aunHrKvi1spXJhjLMXMWndiBbeeg4PRsT4rJnqv7bjmlpapBWeqTM6n7qkTYkQbUrBDeKH",
+	"Ppx3qjFqN57VORtFPfzmueq9VV9VHuTSMb5/6dDS0tNdOPA8d40l2NBPG5hVNcF53zdk0uUWDJ428w6Q",
+	"vf1nH6vSNszF49u1QB4vKIDqrzeKbP/0AjB827dFgPq81xH4OmPfuObO9cXU/nhntPM29FDeGe2Q031n",
+	"tBPiRDujnR+4zOGPSzkV2YfK7ox23pCYbytM3nD53GOdCA14M1D4X4YjDF9OIVhTQxJGyEMDZ0IcyawT",
+	"HZFEpsi+n3cCE357+NlD0iWbcMiF0JX1ODHt/c26RgjN1dzb2+2cMc+NCOO70joXXG0+QG7dGD3Qmts+",
+	"Oe0cyrjU03toSdqxe15DXDMIq7c2BIK3A/iSia7KbhKUKhU/uTs27XL6H397fddGum+4EXsSeixJK28F",
+	"ghLRGGU2opaS7kUjDwSDiTtO03LbKpxw65rDjZjPdPl04DgjObQJMoHfvB6aYIWN29ATIrUFmyv9ZZO2",
+	"obJgF8gNXNhN5eUzOOUCSmerVgMdF5+WavO0pXtP2s+LtFHTiahi1zwsubuDutbZvkzvFuDwwB5hRuQi",
+	"BWLHU898xybyG2RV6PXV4hePTtUFjGWN96Y3NHpDozc0ekOjNzR6Q6MhN7pa2YEI65WQdiUEBPzDahyf",
+	"6K/VyGeYhq3VQiPIuu92rWqEY7tKt1inVtSx67rBHDzYER4Kk3iyjYziyXfSBk2xj0jfXwejxoF9QGI6",
+	"wOBud/AZlTXDeN1WFZCdOQK9QLEX5PtjOzGeQ2EXI8AralxhdQ5aAESZnYDh6Y3Ss1xk1xi89SFoTM2P",
+	"QsrHGNqW9Zupn49HmqlUpttgsHDcz4OW7z9yuzT7NRX4PkL75yOzFrIMvlge0wdfV+oVsP33zQzXxVsb",
+	"7DATlsv8L6gYUhWVHTlLrKiobNZDWTnVA7nXOr3jLY7ia9Y+aAlW6yDYUsjd2GsjW9NG6kXekl5CPRWx",
+	"z9MaXOMITNT3hcI2DlBbUzv02FKfaWhBZYS12Ha3s4/pGxzGXUMGl471WvLWbRA6wPt/buSLPUDLO5zd",
+	"W51WTu/qJq9oaXsh/AxL534UtpNWttAWdZmOD9xJXVG6/VspbQANQ6JEjEm0I654emMA1wxjBmIEjfeg",
+	"knlE7WAk3jYCYySabCmcOoQlz9C+ymqf9+rur4oaoSs8gdXGbeBZJ24eT4Q13L+hEE8MZrrGUPB7FTJ4",
+	"HyO3c2nQJ+Ds7uRmoHMdM12O6p2v66SCLTuWSpoJNecgF+iMu/O2GMpiVhPEKRskkdJyQgiaCdZBXitp",
+	"oNHR1RzkUBKFJpJhz1f7OugN+807zrdFdt5lITUZepFztQKKAzAWwFnjGDX1k6n5BVYkIClSiJezTI7H",
+	"3naBImLsNiOgs3E0X2wXyIGX89IeO3KF/kp1P9Zlxn2Wc/VV8G030U3ZNvRzmxa8FI/Hst14O/Pwc94r",
+	"nD1j3BQvkbL1ocd8i1GI7OahGGTJZ59rvQLzWzRhnVYrfrcrbNVzPvtSzdXwKZnW0/QSr4N5uFXsmccX",
+	"Zq3Crv4VEqZmy/jS/ZLPAjmPdoqq2zSFiBfgYrUMqNNW1XnGtArmqrdVAT0NzFGd5/TPz7RCnwLR379C",
+	"s4reNzFMg/rYG6W9UdrrXo9tlG6Ra69VwtZYqm/Q/lnD4KNiSuo4rZW4q+H59bHqDWxRWN3eDu154ddj",
+	"hz4CMyzFnnf6bG6UBjeRRyzyCQtsqo09QsiwUd3VfMRyboVKa/C0ny4vzyj5YWWMtRQXfnRfbKQ1muMa",
+	"t1zPab4Eo7WsN/S+QqwdFuo/eC4zvhg/HTUt0RadBtzrPozKYrhrNDpqUGfDp2BGZXsNyxX/gapT/HYI",
+	"9rZ0d/61cMN8UkS/PV98PT2cdh9K7a3WXlN7Wkz7Daoz2+PbaxSzotSpMGZtgmk0QHqkLTwQktuwnAzR",
+	"4ETW6kEMytcZDeEL1btoeheWW9GN9gX39GzjMbNMl4/4lhPT6CsHmB/W7SD6aTGdbM8pQkBsTa2nbolB",
+	"iQlsMAGEc/d+6plJOO7SLGTVHkdVugy7Yfre8NhAiZDonNSEBhxtiOnn8KWnQtbb0qxoZiewkhsVsoTe",
+	"8rlW107DcKu43eqWlqGuVqXwYOz6mqdep+p1qmeqUyEX2go/30ybOiD2uyI7DfrcY6dJXvfijQf7IOwa",
+	"vt7z655f9/y659ePx69RWX1Ehr2WXXcwaTbgobScrkBj/jGZw0yah9C7L3o23rPxno33bPxxe7M+OhNf",
+	"2WkaVO7l4SED9k2rdMkyLQx1hkO5JC2rlJU5gYfAj3VHiAdg7rroeXvP23ve3vP2R+27/ZCsvbTFAXY4",
+	"2wDFeaEnWtRRaKKN3fUxqYnOMwPolCLPHHkIZfP5aAHzNZOlSBFnoA3M+dwWZ7q073Fsm8C80qBinFPx",
+	"GTCnjpncCgjGwxuzndGO+L2AsPzGwKU0Fg9b2phr23jCDa1DckuIYzJCdY3iuUfx4g1f1c8Rl7Znqc+Q",
+	"uwGI9QITuSdsmVGHNnpibjr5FHaWhrHoMYhtN7aSEgU4KKHjUgimUUPA6DvBcE81ANgNrtwOEuAE8gvI",
+	"cZ6I9GYIP2N/swio185kKthsInM6zFlXL/qYJL4oZTSe2BotFFaIzbiyuE4PlyIVD3K1/glj7LXOXut8",
+	"rnwZaIyrwJu3hr1Xq5sHn+C/2AcT/ux2KZwL0qe4JzV32oFxXwk094FPW03sAl0GbWkTwHFWstV1WHvw",
+	"ig6kPZrSlhtAPgPO7le6m7f/NpmTn8fLze06FTbn5kGO92y9Z+vPPD9jkbHjmd4qe4daoYNP7j93Ye2W",
+	"/Hi3XuXTipTzEdNwN8/zOdPOuva+XY//di1vhVrlUGgy/nU8P6h0GXy/g9eTnOxm9N0NG7795ptX30Qd",
+	"G15s0rEB/Aql31K/SF+ig6GXSr1U6qXSly6Vgi6NBQ5bNTtsyZVJdSbKPSumRc7ten93eIQNxuNpIa6H",
+	"LDw7YtQEem8mMyeqBPi0Cd+u0Qze0ZvGSWrVbMDf7vi+DB++DEPdxP0dBgd+rajPGfWuH2C5mRuLuwHR",
+	"yeM7OttYLTa3fxqY4cvrtMprHFan7+2zqsFgfehtdPi26aBFT6cz7Vs+fux+pr+9/Q0Vqu5k+m5V8INJ",
+	"dSGi/iFIia8Pv+vyrS4fn53t6B4X/Fb8AAzEf2iNx9NP+GG9nS3rsXZ8T1zk9xJ8Vc8NoIJ2sntQOXzw",
+	"yf/5C5+KP5FD5MKKZV7xFn7v4BWeP6AxCPxgmfbxDa20v1LCuqH5D8T02WIXxrP5q47AXszfgS/hqcme",
+	"D396Lq1BkGi2zCo6EC/ORZHztFs/AGM2UgYcLQZghSudzdm0Mpbx61KILpiK58EO/tWrJ1+WenJX8v+q",
+	"1BOi+4fVT9b5BFCYujuPPNJO6LBs2IB8AmwqpleiNMPAh+rcE8PKSrGreeSxM6MAOShLnyB3NWcTwUt7",
+	"JbgNQDGyZLeiNO3N0d0If4E5bLlP1yorG1f3qzGXFa23P4x0AO6nPZY5MCIfH4Rj0B1DueQ3PoDS2vx7",
+	"12DqEiAYOFFqmVYpokJBMjw8PGVWI5IxdGFonO0Rk8pYwTMn9GYc2zyMKakeGnsWopQ6k2l9bJeP6GUp",
+	"r69FeSHy8U9hVls+reFD55Aa3nVww6iZ5TdCfRVH2B0bNCD8IQmLoPTsHo51F5c9+KQgSvRnaMXYfbb/",
+	"dyUqsVjuQZl7yyl9VCWCdSDSxL0Rj5HLusN7IVKtMiobpLtFhjQRPcGEwjTmZuWIga63MhPTQiMG4o2Y",
+	"synQIGelsKUUGXV9d/+sSkV9Tkpj406NbV6pO/St/TnMvkPzxEV+kl1qF+e6RuWMFu3hNM6vuCN27znb",
+	"yHO27W61pUh1mUl1fcArq/fwnwfilucVt2LP2FLw6YpOe1E/pVzwTJS7BlgY9WTC96ELHV7l85wb/iRu",
+	"WcJtcoQwSBOulMh3DUvckM7hDQkbzCYynbCZVGboGCbA4fKrXGSAp+y7PplcQ92iGjHB0wlc23VaNUxI",
+	"ajWK4BDNKKjPOLpdw4yANXPiaZ+dWkIlNB6ce5mpvqO1OgmDvcBF2yADZDFSt4nL7B6dff+Qpa14jpqb",
+	"D33gNg0yMeZVbtnHj/TXP9xdHz92uvZu3fWdvzSek5qRNofT9U1eFPe7Irh1TGbdRT3uhvveCPApyClk",
+	"l3raY4PzH96wV69efefP9h9aieGxO5mYlcGvjNNHutamuRkhUyhzdO0+tvOwTtZF+ngXSLJL9NVE2wdU",
+	"28WE5z0sYt6kuBrPhLzICJy+TWx82y42wjN3kB1lpfacmtstNH4OtiRIilp2kIaLLpCxmDGDWvSRR1YK",
+	"X6R7vAQgmYGE0hAbUGMzAVThmNmOmEHUpsrqKbcy9Xwf6unodQafVhrqkp2cMjewutKi4HDvBSkT0Pxg",
+	"AyAzHNsVcuUTDr1cmXFlDRvwsRVlhOlO9enDfZCE6FC+EkTiTt5RihVnU6kqjEQpPTtC44pcNpSYFS2T",
+	"E3+mwVVgUGh+OybQksdYqZpUP7iNXCfIZO2ohg39YhnXGTem28b/bcJtvQiZzHqu1eF3rRTkKcVMC9as",
+	"6RLYJsNKK7s3FeW1OLji6U2uu1vDw646y9y0qa6osp4JBdTmeMI5IQhZbm5MBHqOJAcFw2aXpbpSNvLe",
+	"ginvKNhGxKTzTBi7zy7hVaVfNcs43AbFzjXzHNH96ARoxeh9U9mf3aS/pzk/OQ11m2TsJ+9W8w0sf5fe",
+	"QUeiJ9928j1pHIpdw9LKHgAx+ZW7PyJe8lq3kXCaC66qYlUBwFTfCsMuqjQVIhNYS/sDl053QEJFXxpe",
+	"QDiXqS6hRFexxBFWeTnh6iddlSZh/FqzQaNgYCnvctiIuGDTEuiTYFilcmEMS26EKD7AhR/c78mxI+2p",
+	"M8W+OTxkhShZyvO8SdZsUIpCcKwrdiMc7rMTmAKbQT5Gw65OuVIa9QhzIwCfco6RHmlYLg3AeSuWjGEl",
+	"khaHIa5sTDpmSyls/hv0yZX58zKd0LZZp+y4zX1Yv93SYFfqBDNuaJS9StDl73ILyaqCaK/mKJaO3MMq",
+	"BfjVLpXgTXN0I6bEbIXgfS+NXaSgu5XZn2H2ykb3Xcg/8N62vC6gGa2WU7ruP19r/WjjNblArJTV46Y6",
+	"JG/sDdA/BPUiaamN2SO2dyPm3QloXKq7z2TVmNDQrocXcZXVbqunpxZ1hd0/KGfUXKNi6ubds7EVEfut",
+	"Ma/VSe7/qSX19nhDnSez2hFgfG2Id+9yT0YjcKYXBQFYo3dzSNgkbqpGpJb9dwLuCWfqJyOWCJXBn0N3",
+	"i4YX/3z2mg3GJb+eCmVFNmx19KM3BqCb7ERMR6HLgU/Akeoa015IYyK/DxnWN2I+duwDsgtKdiXGTkeL",
+	"hsZCSDXYXX5IbOC1K05uJZpkqm9Faeo5HbNrXpgwsmgJeSmYuZFFIbIRMzoa565hmW/cEELCtxDxBagX",
+	"s8+SBitNEF9wzKntFYwE6k4VL0s9MxTOzT3KoJ2IOcsllKwacStKnjeWliDGQROkRSOr9JgVOs9r4MNa",
+	"Cdal14EHRgj247tLtiwUwWJ1x1TkQ4idKKavLAdXVC7VzT77DZxuKU3l1zJP/Mqkegr1Ejw3mp19uLgU",
+	"YO2WAnm3dedc8RytYoRjlHnulLorwW5FKcdSZM7KdTOQ6hqUXcTOadseCLIb9vrw9TEcSdSIcRExjJO5",
+	"g5bemLiIg4xo8sMNcEWGXcHzmF1uWRNeB50I69CMXz2OFgxr0ZUpyc3NyB/FPlv6vsPDTVnzOHryAQHd",
+	"danLi26kXUPKU+EdYmxAB2Tk3Wejmk2NiEmhsyyUI5NV7BPFgN55sONXur8ihbP3gHUknbirvZbXQX1u",
+	"dRYCSg032Fb0vo1I8ZP7z2m2ssLJe8Mg+JSRB4wNXh9+R4BxmLPmndq69EQ5pPy2BN9c+64S8IJHTi5m",
+	"tR4xjHFh3oa7wakL6H4iPA5jdcFmurxpTazAkpAFgXs3wzl++DQ743bSYmKeOO0E/TOx6gnzcPqcXax+",
+	"8qkRY54bytKGJaRQxrUWZhT0N3K6oe4FnkqRsaroNFAX17ZhKNKXd47g04F7XGntXvyA7GNtfRQ3N33K",
+	"2jNETgh1WNvSLIgr/TlqVxa8M9vxGQBgK/V1KYwZBYtQ/iFGjKeQuOSNrhETbhmAt6Ro/fpg2rLlBbF1",
+	"qOfylLu7SOGvD19jwG4mjRiuVSa2w5cu20f35eggq2yG3lS4tyInnm2RnD9DNznIhOUyX2kvABMItq2u",
+	"ytQb8tKyf4OnawDSVWZ1j2tTcMgbFDydDEcEiosBuILbifGuiiY/GLlXruUJa3nAW5zUU+QET4/yabFW",
+	"0D9GKa2hzTc9P9gmP6jlLS33IzMIPVO+jW4niwie16u5FSb2PbOfz14PGfTVHZd6uqzB20mpq+sJmibA",
+	"JeJKNO9IHDEORhK3lqcT92qK6f90eXnGzsH9Nnh5+O0xe/3iW1Zw4xvmkKsi1SqTmCPAyE9o9pkzs5K0",
+	"sh9h5h9xFh+rWiFLyFYIZkUzawGNqsjemnHj1e4WG4pWMiY+tC3uhVOt5xe3MhP6YFq8bjKKkNR3JRUH",
+	"3rXIilo5w2yic7/zbrITyHyCT7/Bb+69labQRuJDi+cmqfcyqUME4SQ5/rnfYJhLo/pztPPy8NutTpLO",
+	"CrimLfl5OyYLh7CdPLx7mArPvIwMc3V69Pq5vkK+1kV9AQnQu9eNrAvclk7/rmG3PJcZt7rsjcMX365/",
+	"APb3F20vuJVmLNFee6aGJXGihuzRnhXdl3HpBccdBQ5Ih8eWNlLlUonnJ2MWFGEooPsCpEvP6XtO33P6",
+	"z+D0Zzmfb5XLFzmfd3D4TJobTFnojkdCux5fP1TqPBdZs8zfpwJ4xu0YIZT+jzABn0p3wEE4DBAV4J6Y",
+	"GytQBNQ1OKXWluVSGKYV1gtIaPhg5yPyZkJjCVNwwsvAmGgjL2HXsBm3opzy8sawQRLevp/r2YV78nsn",
+	"l5IRiy6NqzzHn33voVQrAOgA5j3cZz9Uec6mgisoG1JihiGLqDEmpGscs/f0FQoAlcIxJalVQk9HGRQZ",
+	"AehFQdqAE11v4ojiQpAyB8ITp/aWAghS1REUqTLx+z47wTpVTNpZyGyu85l/VTdKz1St3WOp7z67EMiu",
+	"3BHZu9V5NRVsytOJG7Mer89+6Wgh5299KzGovF1wnOXPrcrZE8qWcwizTyMgh6+hwigQH220sQsws9vz",
+	"agAf6GQ+cSolPiMyZB0h0R/3CpOJl5LbQpoaMyIXqW3kidUFACFzD+kQVYTBlbYT1lacd4z07jPqnHq5",
+	"z37iZbbnA3r4CV4KT2fYJAG4gbsGZ/HvRL3JPvsh3I9uWJ5lpTCUb1VwOznC5ygVDgl1LEqhUrGG0uDV",
+	"D5NDvebeMKSFDgN3eHLzXgbhkTeYuHnHp06K4k73X/hC97s89IM/CV2Z3MsnlZIVfVL6r5dvWLaiqSbS",
+	"zFsEaOsoEt3ZNIcbR1MKRP5AiSuD/J9ofcMGWn3Eb36cFq87o/boNv1J65suf/u3r+82KhB6IIClk/1z",
+	"NnDjGbnRctkNsAqPXcBoukby6uXnZOtHB4MY0p1OxjtkW1tu7xmfw02S2WGp+zSnFcnsTRn1cAL0oM5e",
+	"ak93Py1LAWXvV7k4ovSdKGt6lxw1mIUuy2aydK3b40UESUSXyo0QBZX1AzGRFgUQAl47tXp6ZaxWAvLA",
+	"IbeJmsepjNKc4twmdKpAjb8Trz5R2fqCcRyqE5bXWgmn6VLmkMxzdiXcG2altFZAdrlTfEk9xgHOhWUD",
+	"pe3HsbNRh8cLqWntGnMu+C2EU42X7QaTzGeQnw0rEruMhl0JWktyeRs50fGn4DtrkqNJo3qx9+Lw0Gn8",
+	"VqrUMpkZDwuEPa9Bj0FH10w9cOfPMJfvuU0n3SWEHxAdosoBABFmNnL7T8vMHHmWPQ9r52GRDrs1VuYz",
+	"mlYwM6L8bm72fQklDEaP7YLKfcXTm8ARUHFCdgF0Ool19JrE6XvoDBxzmVNBTBjXR/e6j8BtWhqZwcMP",
+	"QtdLVNBTdU/VG5j3KEiXyeWBKiCQqqPPd1P2TzITJGKPqIrLSV5W5HwOpV818HKcFc2zqbSWIHzmEB+6",
+	"qmJtwVg+X9ArrpCJAM5ug23wvBQ8mzfXy2DIxyBckVMaGsxEK3FnznGhx/YBlYKeefTM4+7M46ImgsdU",
+	"CYzl1h3CtNtX+EOppwtecMZzrajmAPUDaGwXSuI1tJDmeT6sq6tGVCDIS9tEFsIL/FaUnCoJAefM2Civ",
+	"2kcTVTW9wv7U6KGZL/IFs+AwDCYSGjZQUSSyqObLsbNcjC3TVRiX42StAeYlDxMt3UZN6yLQgF3jbf52",
+	"90kafGtPJW2ya+YdXI7OeU/8HcQPf0kjHs+x8Qnd3htmOaL8XshDZIOkJd3tiC1lt3nrHjLbfEY0B//7",
+	"cBTlrEThO6xEnynItN4sdcXpGX4yIJemwmyaxbLPgEZryALkav51R4yj1sJ02dRPcGFCyfd3UeATVZQ4",
+	"3aU7MbJBXncOKjSefty0ldaDcn85ku71TzpD0osQN9B7y6GhWf/FDBrYmj5/ps+fuXOmZENIPVia5IKc",
+	"Wp8cSWTSkRqJeMRoxjJ33ISyTheqsTdOzk5ZWgrIiuG5b4eRamUcZyPk3LXyKmjKm0qtSDpJwyZa6coR",
+	"v5NUqPg6aYUh7gYLOaKZ/o8DxxgSmiCyEBBuTuw64YYVBKVgyekYH01G8PcvWom9n52RR1H90/HezzoD",
+	"vJO9C8cZEogscPbP6vDwVQrsE/4UTOQCdAAjxI1xVp+0HULULfl9CVD2A0zy1/P3zGo2oZbuYVs9HAuP",
+	"9nHEKmrBbSeyzPYKXtp57ffIpbpxgwKvx3ql//PSSp+YgF4QTNj9Hk+GaUlUy2fOzkrgtCW92O3Fbi92",
+	"t562uiWRuyJntci5Cq2Ku7NWFRO/c8fgsd/JYCbEDfhhDv92dHi498L9vxMHv16+GTrejA4fDlmd4Mwt",
+	"9XQFmz3LuWp0Kd+qP8N97atrrvmU8SMWEJ6bHQTammJuz00CPQs66eB8obfB1RyM0mOs3h7L3Ml99ytn",
+	"KTdiTyojlLN1bwUz1RWKjlUZhmfw+TWOxbPImUothrxp3OZWVNiY9yl5FN00V7XZhNXtSfAJJF+Fs/5Q",
+	"SKInzMmWfM7ciXEvdWKFK3Z68ssJNij4IwQhqHELvpvSpnyxge+igqhSnlQYZFhi3xav8GE7A0hq4hbe",
+	"PgJsTLBvqKnXYMbzfC/NdXoD95uAwTnRVWkAVpRxAAJmGZ/n8npi9wy/hU6l2MQLUqN8rCQXeA2q3t0H",
+	"sCMMplsFLYDA2o2eCidERW58AhU2gunCiYzE3PZ6atcfWRP7JBZlBISUzWOENVdJfKeiuCH27ObRASWb",
+	"LOeB0imAux18cv9Zg133NioucrcfxwCw0oayJcyhsBRUTLVKZQ4gfdhImBuzOp2RCHctOCSe2tbWqDib",
+	"TYGY2tLD//WoROn9RD1hPiZhBjy2bRHmGjw2yJanQ77CcvzKaaWnkScAabQtCgnKctVqjhY5TyOJFKlZ",
+	"xwviB1tD+E74HOMEKwTSr0XGn55A6lXZnhM8XU4A1Pg09NgDsnK7c4Mvq1LVnAPaiJVMj8ctmbWxsH1H",
+	"731sdjBa1Q3cm/rdXXBEmEb3CB4U4Lin7qdN3XjuHY1k0sCfT4TOqbdup8/6DFUE6Ow7aK+/X+iNO/QV",
+	"fiTugtcNAUIg/ZaITdpFV1ndepDlOuU5Pg3dEzBm5J6ZccP+XWXXEM3t7mr/hLSPlV3TYSodnYefS6Ph",
+	"iMN/Qb3Rv1x+5MUdtuNlE8AJ2rIZ0sqPfO/yO6COuPH5x6CRcKNiuO4FtgaL48J/uYfjeEA4jpYih9C+",
+	"XhKQBhRZdMJV2EUAjY1KEGi3CeFj3UhqCClEsFgN6dGCWbF+TPTQA1Vg0PQ3AZbwi9DXYWwU3jQ1G3kA",
+	"bunOZbdRBvBwdUu1xd4Q0HEY+rxIG7VR3DV0P/ZT9H0WtVoEY3CHHhJfl2Dok9uJNtb9wYuC8kJ9Q8Zk",
+	"uM8wW5CrVAD4EsZfMXeuhlBaWNERS8LxTZj2uW+UOwtwcOVUZHAbJfcloQuQwXzZVE+nbjDXGvA0RizB",
+	"hlxUHZDk3FjY46TuzkUfoB572JuQlkQJkTGqU8/lLcWRwwMYR3ZKrQdTBQ9ZaP0Ic8AORUV1lQOuHGbr",
+	"Qh1rhF3qL2N0WimRWjMi4FNjdVG4gQGaDUB0+PFh58ulQHApLFjrENmuyhJTcGGRW8x199aw8NuKADc+",
+	"srJhNrf1uX0Mj1nNPLtzSxdObq/WPsMcSjiS0V56onoguzxCa1xZr4BogJh9UnKFlVCmSzmufyOgHLXU",
+	"oHyE6DnSMIAk0orJaYF5+ujtX53fDgrVzzDsByHF+nNdVaRQoUvomOargIx8C4twJRblaGMlHkg/0UW3",
+	"enIBWUrh7ob0JJxVFFK6EIqgAagFXw0qB+JSKV2pVGQNOFnI4099IUkyZLm8EYSWC4C3++xkUVKiMG9I",
+	"y6gXb1xXorT9yFMrb9tKMt3Mti8zo29sIDIhj6RenechOkfsAtWbboWvl67PUrrGh/GBhKtNa9bU7WA6",
+	"49cC4KWtVJWuTAPpWYkZokADou0Ju6qMY6aGpTzPRckGJ2enzOobAfGvhbI/jzht0/0F9pkMmRFiwfAx",
+	"AUpC6ynYEVAbOODMVAXg0E4dk7Qlt7okvuZu3YXkUMV4mU7krWBWpjfC0sfha2yQnNCx5lhu/73gpSgT",
+	"X68Ibg0Y6Ud6y0eYlB8nYcrQ58CG22eNV8YFUJDG7pjH3KPyWt+YN9xW8GvHlVhihPtiwqbcphO/JPgZ",
+	"SIunEdZnR2bHLHEW1q82JVPTavj7ypFU8+5d8uWMWJprI7I9J1qOWVI40ymVBVf2NKO3ZMKdYeJY7tcb",
+	"IYrFLQLBEWRFu34Ebkabntdnb2OsD5p5dFy6PE9aTxegPkIQoKpktgmQ7AkrolqAhUUPsCb1une65GAL",
+	"O4sEDg83hY+NEyK34AuMtqTTD1hvWnACcgt+ETDOYUzQm7NjSHQw7x6d2WQkgZrWDALo4R6GsLgpi4df",
+	"GhYRUtdoGrT2107sBgNCKg4seACulJS6BnQ2Lm5Q/l3HuI14wbKu1GTvI0ji//X8vWlgpKa8LOeMM6xl",
+	"7WQei3y+i3a/efHygeOIEY1u4qyOGWXvro6MQ5FWpbRzEDZXIOyduN45+u9/udNV2vQE9/8SThP8/q8l",
+	"L/dUCFvbRiTJgsJm01pVq0vnd452vJK0p8u90qZ7dNT28OTuLKl3333Xod4tK07LCp7TldbodrVOBXoI",
+	"z3MorKlRG1IoIcia6t6I6QJrrPO5O2paoXOhMvvsQwVtAQi7CFpz6LRCn4mZ6Bl8Dl/rmBDoS51qAszg",
+	"QYKQbcwUdc1NpW1l7iRutZ5e4FPbZxtaTzfiGG7CPbNYEdvyRAJFJ4EF0Cltpf6NKNlbaF2le1jHYyDo",
+	"VH/TmR012koL7Q6AS2g93ScqHvpeyTIT00JbodL5/xLzZAQJDrace9XWOE3X4076GInnFWTLlMYC4QcO",
+	"4e2XG+EUkcqIjPJ1sKcSu9LZvAlNEg3jY0pmfHLM7Ew7e9HHY9zIpDBsym8EfBGmBMEnUswboTgKmrkb",
+	"ISoHoTuo8Esn2gjF+FSra/KfLDWKMp2lf0hHW/JgNb6xJlcapv+wPiua+4oBsUHzVBB6Dmxdxprnbdj7",
+	"qR69IjBmJPfCu9qUj4NPaIv/uaLun2eQXuX5SrcKchwYSX1tF90CsWO6qYG0R2gCKa90PZzCR8ZSlLEf",
+	"gA1+/fX07bAjHzL4HrrzIddZTf96XELuW7Lfb/3SwxLaAU9TZ16gPWFWNFoxpgKNwkh1nYu9ygiGz3on",
+	"qePgjpNXBgmAKww+LZFq7eclSkXZTK+RqPYrjFoMoMGYtIZNuIHg1Y0o7HCEyOiGid95ap1RoQT7t5aK",
+	"DRzpNfUB9zshkbrb6Dvxkx4EfThi4vdClm6i4KNK6J+n6mepKuihOHix9+L168MRy8SYV7llLw6xYwx0",
+	"MIREF6diRbEyFhjKPjthzvQCdZASU1jKC34lc2klgSRnJWWlnJCndZFnfccS98tHvJqs0EBOYIcuvbH4",
+	"ZNnXFhWkeAlWhvo0YVDA6cDjhTrqRM8eXH1qbFwXQhJ5r2py6fWkx2LewB5XcMeNnD28kHveh3jvjB6Y",
+	"RTd/f+Mub6hZxYYisKDhUZ1qhyfe968IXS28yUVZwY7PlQJAH7MRPly7ts0uygeAz0Teak1zPaFTLeDU",
+	"YzDPMq7m0DXLTQTjom3MU1pWKUIBRLFD0DU8NxqfME3JpTTYoRNu2JUQikkFku7FIZuiSAB7EVvyeKSc",
+	"DAbuHim4CXYtvcljda7UOmE7er2zg/NFO9uzvGeYwgCn++F13eAA3yt0LlNQNlrL+S+EbUTPo2IeeJCQ",
+	"dqM79EyJEn0aEb/EcBIxTWmHlBTekoIw5fNjYmHoe7p2Q3h9+Jpx430jxJjnPkBlhNhnJ3muZ43AAsu0",
+	"wGwsxH5sQ6e6EI2o+hkux1elILbMv6vcF/f8yXnQQm8HP8CeEz4SUKajQUfbY5hwIznroVnbQZ19dUAG",
+	"8AowWd+BVLCyUqrJRga+KGLEarRNXWJWoVTXQ1B8kigHVVV5Xld/lAKzQpXocqq9wfHF2Z5foaKztApd",
+	"NL+4QyMmx05m9B64+/TAxWJ/ccUfi5DLakVV73tpOrQVsxiFH/sMwEhp2WcnjWwYatevLRhchdNc5sKu",
+	"z8w7r9bj5T4SAW8jr6jP3PmiWUGI3i/R1GPxgDX1qiCsG2ygLQ0by1JbxL6zOwacGZFqKPrHAq46ju99",
+	"6Zabm+E+ewfe7ROo4YjdPugwJd+3b8ticGi+ntR904zQXe7rRMAxw8tS3gozYrzKpIY3QecKAkGRJeRN",
+	"C5VqnErdbSR3w5jK349ZIUqpMxOukdvJ8jm75oXZZ17nSbx2A4nbcXlsQE2JM58B2kGX8lqCEx/1b/D5",
+	"oPJNql9sKnY0VYHiF6cwiixZ2aOd6ou/OXxF/ra6OgcKb4ddBacR9/hKXUdrVam6lKe3mZ5peekaTvdY",
+	"bPpT+NXdskkRX4PVHFFRuzeyItT0BqMwgueEs25Lnt7sNir9rDPBLuridnoX9wXvLVyq4RhvL8p7+nxl",
+	"tME44iq+tlHU23cXlKqpVKFIo+d3Pb+794K/J8TuDCWNbJIsMtGl3XPqWbZYUzdIcjkWTq+6AKXTJOzV",
+	"4d63h3FmxcvD4aLNGlWsYFUeTyHemFCa5q0UsxG0lwMFMjSkHfiXuhvgkrvnuOVOnmVw0xDjg9LNpQS8",
+	"EgLpDMvneAqwYBwDG7TWJ46WyhbdN1t+9iNIhiE1FrkmlQyKctQZQBgeOw5OmuN1yZVlM6jLtizn6Y3Z",
+	"Z+/cQCsTWrXRNpQinYiUsG5orqiOY16sOoK0zFt9A928qTqTw+JnJZ+peD2EojXyWRQW0xLYSRzepddg",
+	"G2JjuXuIoqorOmkslll8bcEKmj0mhqxIZDlBesBG7kRhwPa3mq7S2JqvN1/lkdNPlgqX68jh/fkw1pUR",
+	"UY7HoviYCF7aK8FX+DDeQu2gYQbSPlh4gqx6mUL90ADdCy8OyVthAAQqF8rOobNPzGmMdL/DMryq74e+",
+	"QUxXFg3ruO7SXco+6soORytSWtwVZGKO4y2zrHOb/hSm+/WZ4MiCzoWp8lZm8BZiQg9K+k+ckOMSw9Km",
+	"l5AEtlRIeC4KDZYvtbSh+lxpGHcq1kY5ZqVN75pj9n/2Lm7TvfPLN3s4rg0J/t9aqhX5ZlqZakoVhc1E",
+	"YsI8pvKfzKf6uv9VRpRHXq0AbUgqi4mbMy7rSqdB4h4KMJWVSdhveH1Yo9PBnRNumAdUjjSXkENxNS+4",
+	"MZCxFYdLl9SZWKx5qB0oK4IMYNqpwCUMs/wGGqolC6ubgCJ3JVGTkqFeoVmSTagRgJJRTZ1mRgpX8Dm+",
+	"oBxhvPDR35gAvAVmNWcMOqz5KgmUEuQh9qnLUTLL0julgja54MWMc+02SFD+Ty3VM8huu39FLpr4mqqt",
+	"sKNZROsPnoQC4+1k5JcLlNCQjU+cwz/17JJIJDSlgNsSnw5G9ZKfkWsMxeRx7cfm8kBpJTYVArngtyuy",
+	"jt95gzE+RUtKWS7GtivFeNTIL4agks8q3kRTe+/G9/Xm2faa2nY0NThW4Yg8McUszrTfPKuEU7A3epiq",
+	"sCxBCZIGhmkmjin5iw3ixlatxpfYeIDf4bqMeMo3OYsH/1VGN6MVWNm5OVqo3u3/NLnEQpJJ0TzbT5Vn",
+	"HHxqwFD9eQCUvKK/VRS6oDQSYAA5JJs1uMNE5Jm3/xoGnVTLaoEzMJ2cDwkbyFYMS86WIenAzGxjSO7+",
+	"S15eC9t8augMvqV8/FdNNoXsrAasAcS3ePCAAjMCSxKsQc/SWpI3TtzomvT9fMOsbVhmC52AFqDMnkeo",
+	"Nd6cDsbbdsp6BvwkGfAJVg42+AHoI4v85zlx4wkx4bsx4ym/gcpHdPu0csqaxaqMXYlUTwliaHolSs+1",
+	"AQnIWFEchZWEloaA9qLLqSjxHVG1PPw7co0NXh++WqsO/sRV9uFWlOc2/clNtOeUz49TKjGDze+545Pk",
+	"jj95vQkItNS5YPpWlE+NF+Z8fsXTG+/G6u7oQ75xrthPl5dnez+8/wf79fy9xyNcTmYOqSe+Eh59sCMG",
+	"bm+4+m0IKu6zU2ua6BHgpa+/BfTObTNdGm6pc/zqiI6MYhQB6DkaGw73mBI1oFyjJcfCPan0IgwJVXZg",
+	"VGMBegXwC1hlBPrbEKDLI7thWEICJj6mKudSKLtrHKMuhTGoD4MMcPsioLC1brxTq+q/nr/HLBd6NfkB",
+	"6sCDfyECBWD/oO7UkDM6BF810klzEdY10K7P0oMHFRZ2q2OEv56/7wXD80lX3Eym/Oi4I6YFLnFhHh/K",
+	"Jypl4izIZqo3dAU6+OT+4/7pk/lWdiByNzMOIolby9PJ1Onjg+QNEtreW2kKbQgat74jGQYXa1ufgpBH",
+	"eMx4ndZYCoy3wz1u6dk5V9cCBQAMZFoZaMfmpOFitvSuwTxz6KEAd8vM3eRkxJQrORbGDo8jSRaB3UfZ",
+	"7ChSchEVGeY5JLOTDxkf5dmq6hl3fZ7ss5N42rqy0cxHS1FuNyks2KEkx9wpNZ0pmN1h8EaIPSB/NyPi",
+	"y5LqLb04ztb+QeaiT6S/k83S0ncBDiPpcJ2ntmOMSKxbHN4zA5uHcruDafG6Kc7DabmSisN4Fl/dKsBn",
+	"E2cyQCupndEOzgw+jC0s94D/mBZFPZ/xuWHJ1dwKA7RUD2Xpw3+Odl4efrvVeZS+JyZzI2KlG7Y/ai2z",
+	"88wbptfhgIFXICeJGJ972a7Twf8Q62f9CpWPDqEy4WgUUEWP0+tT3ztGoU+F535muwZNGm51+aVlbbz4",
+	"dv0DsFO/aHvBrTRjiTrNc1a+1jQkeBtKHULxWCjFHaNQ2jCB5H66EQRdaVvKGCSHrNXEdg0QuGGDn89e",
+	"ewM8VNdB7S/PQ/3xah0MSjz2Iz3LqUETrXTlCH7w8vDbY/b6xbes4BQCFCobjpjRjLN/VoeHr1LgYfCn",
+	"YAKbSDIjxI3xAHJfkN5GBTGfp7PRw/err/3YBMhyqhq0k+/1tV5f6/W1Xl/r9bVeX3swfe0MalSfhq7m",
+	"pO396WleBdkMoi4SE/5BZvXqfp0jdi1vhYI0n9bGnaRuNd+AeleCBSar23oeUdlIwIcZYSSnKkOIh7RI",
+	"VogyjtGMVjbYAy6DWc03UmU12iPoYbtMj8dG+LgJ5BbB14OeN+VzwvHhbKpBfaSeh9IORwyOq5GAX9yM",
+	"LzFxC7lMhIAP/7lw5KJSkbABVZ8LWmQlfrf1VdQjkwk3P+tSvIMXUSbVkmbW0Pe8sKUeAstaHyR/15XG",
+	"96LV/exPX6/U/SWt6RyAojqPELZDozPCVDW96taYGqetvXmkVPbb1zswSDmtpjtHdU9Uqay4FmWr4mnZ",
+	"VIOtJYF7zP0YBy/2vmmADhwedja3nPLf8Ux3juzVSzcy/juOzL24HueLTcb5VbanDITYodF5bt+XIqzI",
+	"4lijRFB7mTYh+tA6xF3KxuOCn82LFZaTOQy1kqErAADihohZbvF9KVfsSjBTXblPXLUCrflihHhwX2cx",
+	"Qr0Cq4oRWvajj+0/7ZqEBk04nQwUSk8UzOoHi9Cv73IZJ0YRcTVzttBbWmvThnFzIzCHi5e+037dHDPS",
+	"0nfNQocmlWEu3CBJ+VSUfJ8aOSXwNnBljFgylWmpi4lWonkdsC2PGac+UISCQ7cIM0S4HUy3ysXY+tYh",
+	"dgJobQgcGam/r1hSr97HTCgpsmQRcKe1oqJOwIVPQG3DQmaQu+lMKHAHV8rKHNTw3346PXPmB/bO9F6R",
+	"VdlZjbSOrzI1q16BlT2oOBi0dBq2jtoT78smaWI9w36CDDt06HyA5Cl7p5SpSIAcfIr+5S7OJnIFMCZw",
+	"mMH5D2/Yd//x8pshulgu3nqu4zPn61cimHmUPluKnM8BsSxWCxsQmqGvFDAwQjv23PDl4YvgFmm0rto1",
+	"LHmv8asJMcyltFsnKrGhlJ6Kta6npefJ++RhRKRBLDeASuNlhgwYU28RLGmfnagYaGS3USgfS4vjBWkJ",
+	"FiUlEHtO//rwO0AJwcVegh4l+7Mygg2UZqdv3kVOHUMpzZUyVVHo0mnXqc5Eaobs9eEhS8g589FkRdKa",
+	"2GwsnwepsxIgGSFUbI2QHDMrj5HMTlTtuMcZYalLe0L18ovAh9ZqBJwhmz636W/uND/fCpRmKnBbBUpM",
+	"vPdcgbKJ1DVZ0RRs8We++ebVtxtGhgIL2STl+cVdBrTx5/EsHkdMxDcgX2QzpTC6KlNIhGaDt+/ev7t8",
+	"59EtDJN2xM5OLt/8xGwp05tcGKRErjKZObV4uBDm8t9rD0Kt+vjq2NaIFPZftG2Jnp04zhKibw1SpqKw",
+	"4PxG1HfQeXVl0Ss9m8yH60NrX7VS8mKDMZ3xea55dqn1e15eY7DsxTebLEDg4pD9cOkW/wtJSx/Bv1EQ",
+	"t4TcqDkvnljtzquTuk8tK32dinXwiZ6knuqZyEUbmZ57trKsVzU4w3GLuNaFaZOaADQ+DFpW8ByUZrdu",
+	"Awq6y3JBPSg4MQtqkb5vYSq98L23KM7y2BpbjzuTc2OZEdcQT6Tb0B/gCOTdGfNipmtVw3l8HoWsTxAg",
+	"qa9SenhxABDs5JZZgba+Ddcnt+mklWE7M4krUCrHJUeKBNu1qQd6E3gFV/9cFnyJmmfPg3sevLEpR9bK",
+	"nkzFnskKd3L/sml3sgEVgDfpb397jcH9dbZfR6pe9L6ZKIUjGZF9cey/tyi2IUKIWbZwZ47US1T5xEyM",
+	"z2wsO2+HkEE0gDVdNjdtF3tinj5UVt87ttddPwvp3dPIUltmvoCZ9xz4xZrelZceM4SjA+KqMlIJY2rE",
+	"kqXWtQ3sKq3y+VHAror5jUftaw2Sr2+feGKeMLZU31Sst3+3hNIRdViM+U5EfxNtngXnuUs7xqfDhprN",
+	"Fp80F+pbLvbc8avjjr4f4/NhjhR+KUIedTsL/F76hgzN/Ekqs2rByKNacved46VODtg0MWmk/YZAEGYp",
+	"duSihDTtqJo8uhe7aMM9yYrEw4to1l9p5mG8BE8YEq6xUx3ji89wz1WfpN16EeWHP2k8twY/PPgU/xNj",
+	"52JleuK7s46cxPhFn5GU6FP+CojuLMQmkL9SuiKiL98hVzFuSkZDuhGiAA8kZRUFWJFtZTS26Lr+wEAQ",
+	"STzjIFKTO7XHXRqnrM+j6/Po+jy6Po/uy86jQ+iKmPP5bLp3Z89PJ/isfLoFnWCD1It3d8l+64Vmn3vR",
+	"57890y7uj8OViT1B5sG7h888uMestm3w1jitrWeuPXPtE9v6xLZexf/MxLZ3TzWxDb5yUIpxKcyk29d3",
+	"ri1Op80tdsQS+O8/RGnABTHVt8IwrYI/Dr1nRSmMUFZk2NmH+gchcFuAUGBtbc7OcXznfju+ylQUmDqt",
+	"xKpeYs+h7fzTTDeDQ95+xh+DbP2w3b/xveuwn07OTnG4JvSYkmXUBCuT18JYR4hj+bswowhL0FBDL2nn",
+	"bCZVpmfwBHRuPY6I+JbnlWDSGpGPIUwJyC3G6lJAz9oi5xJ6hmHDLrwcUAUmohT77B1PJ0woW87x/YbN",
+	"JgLSRSS1RLwVHFjyKIRD/R0YcXbXo05eKVfMTPQMgrA4Qn7Npdpn5+JW30CwAVaFlyL4BFmlcmEcJ0rz",
+	"KhP+TmmYI/x2tKuTQl7iRiyxoLZDWd9ycMZBjG5034X8A+9t7vEHlc/9RPRMeZweaVhlRHkMYOTu9xJW",
+	"SzF+5dhtFyYe3PmrESVwvVYF7cXLv20CZp0bzXIJDdLixe76cHO9G98m9MGdozHPjQjfvtI6F1xt28in",
+	"ve1C8PqgHF9AEOWa0J66evjAnLaJoFUvU8Q/Azf+1xKXPHzZziX9I/u05gidtxYRS9UDQNSpOpntiqc3",
+	"QmXUfM9xJ4OwslWes8Tcph8Lbj8mnt2pBRUlnx9TuAGCDxhC/HdFCK0XP53svfzmW2K3I1bkFYxGqLSc",
+	"FwgGUsyRSGteFzgPe3crynkE4B0hvsZdDiBBxc1Vl2yi88yMEF12Jo3vYoAIWi0gV9RkAdfGsU9k1Ncl",
+	"1Cfo0r2AE5ipKI1WbDbRbMozDI/iEtPr4nVG2N+ghmC0FMFM3L2S8lvg4q5huZxKa44c30cMXMOUZjm3",
+	"HpnG8TZYHMBTwe6I2BNRhDe6JU8IE+y0MAkbcMU01V0k9N4TCzjGjftsgECBZZTq2g/smM1kBjstGs0X",
+	"w/oNMaLkVxBXrypQ6UfpSE0l4bpscOw6r8gx7qAl4yAQbyygW/uGwkQBgJxmmS25zLtSfjwj+//Ze/fm",
+	"Nm5tX/CroFR3ytKt1sPOY59IdWpKsRPbc5xYY9lJ1eyda4LdIImjJtAHQIvmdvm7T2GtBTSa7CYpW5Tk",
+	"mH+kHEn9QOPxW+/f2ttmUk14yZpsGo/5C2pG6GlphJcpOVLr+TlY1D9Id0902rtMx6EtHiez5wNxfWfc",
+	"4vKJopWfAMey0UoSLiOlHagsCjWVKMrjgj50wfJ3dyN86qIXS5DudiXalCtQEFer/8cf4d+1YTevWdkI",
+	"Tm5idD2egMwwAs+DhzIjnQA5IEDe+FNjdMmULgLeQZfbSK1O/OnJ9gZGa+VQzW7IEkdS8fIsSQ71v7wS",
+	"FbnuQOePymLIJU+BDdV2SCn1IgRa5rS1S2oRYRtOSNXwQcb+uiSDLNoV8K0BfQPBrREVijLLR6Kcd/ke",
+	"/GsTTL2Z3v8WF2zvTlTXlSCVMeUtJNWe/6NdDKrjvOOi38F5z/aqukuFpd3tGhFam0rbJVkamFCjTqRN",
+	"lxwNUBB6TcHpCS2tQDSdRY1pJIUXWl6nJQcCXHDEfhez9O2pLtpkS4ub66JH7HzxcCO13VCQSlUEZXDh",
+	"1p8yNhQ5ry1u5wUEWj7L7+Bpt3SWb1+zag9vjWZFy+Q0QeH6BbxT9WkdJIWFvQ9v5S7v6n61KdznD0ib",
+	"OkYrvD/+8UyA5U6ZTOjsBBs+wVYwbBNDAEEqse/9ket2OJBxAOoJd8A6CrilgWfUa2YjOa6haQ2ZCwHI",
+	"jXZouHqr/HxxJNAhg0aTOlW1iX5VAt6sC11hsLlXBzHAQ/0Lw3MGjacC/LGfbba+gfsftoqFY1xvD6LD",
+	"iEzXFNx2FRdfBhqXEz2DSY0zzNPD1Xj64IDcN55AKGlFPFVUJc9JbUo+qNHSGAfHB7aBkiWWKQSNTRbZ",
+	"smeFoKVxqmQtsAmulC6PJrqqdFnQX5HOcKYN2mCOaZV7Pa/DUiRHYil4S30j08p/ZNGAlQhIFj4kGf6y",
+	"FtiBSB3YATP9sLHjZq6k0OEsLlYSfnuJLlFFDRJ30HI71h4Gfu9JH/GScU1cd0GMopS1md8i3qYaSWNd",
+	"xmydT6AGN3WQZASSAR7wPCURhXwi8itLzmovn6GdRVUJVRxqVc7hgNMbse8x+LpDi05tGPqhiuhn8rv1",
+	"/OLlEXtnRei2F10yOge2gOI85rZBvhv5iazw6ovGONuQ51fxoRPp1a45gaE/G82YjLzuidde0sSdwyTf",
+	"V8w2jBQ+WFrsucbcvBJIpSA+8GlVNtoSbpuj6FDmZQlXbxTXhYeDiv9FUd3WwGn1pGW6drmeCgo24w+b",
+	"hZvx2taghKqncMLqPBfW7mV7Iy7L2virkBfCn7mbDRX02rDJwu6DoTs5FX2jw+u6+9l5W+XQ33zHKT+w",
+	"Z5FhYZOQ9Apo2MWoV8So+8yUW5IA8MTlXm8R/hMNaI0QQN0rQe5KS+VaYWilZzZrNIicOzH2oInFb97g",
+	"c+gytI2xaXRJ/ZwotYS0N2yNKmKGnphiA1O/2kI5CiKQy6/FaJdzx0s99hZt8M7BzkQxBIFcf+zwpd5E",
+	"nU00RcrgNZ1IfpHM0xYPXfOavjN3XpZLi2CPvqnjsvT5X3ZW/IR0Hw7YmxsdC+hFFjf+0gCzhQyzYS1L",
+	"x6RCE8lbltAMtbbCWNiKsQgcEpukZXbqJR6F6g2KFb93PfwWPa0RYfTb9EnoUqzapjB9387WNDTftwHb",
+	"OHUb5hnh7gOcXNp5sIEw8eP5L2/ZKvwP7rRV6T6fF2EhIx2GefNkn3OA6+gxDPFYxzc20omHRUOj9m1E",
+	"Ti75NTx+o2yU5PdNB1TyoSQ5J3627pgBRkMRQjeTFgBc411+8CGTXQRkg3wSWNZbhaxVrga44vij/2dN",
+	"CgkWVkdog6OvNKarAfgcsZ+9CD2UKlEg8f+sk2XJhroGlZIFudqVRvdTo4aGp1tZCuXKOSu1FZYZOZ44",
+	"ewYlJcxBP3wU0k5TK318Kdk5PQXiOMk3M/7fwCzt3Wtdcevgk5tl5/O7lROIO2ObJ7AntaPl+t9IINEh",
+	"hBSIKRSMOlHOQwVVrMuK7YRIhuE5CbYVULxYHf12eLCY37vz4OFfOtRNHka4DdKsOg8yt6AcoK7Q1hGG",
+	"88gHCkJ1a3pOX8bHlwPA/aksYra52vKwVJaQ4oGj2mV4fIMZHnes3zhbHYI3YQPVxp+XN28vL5K2rQi2",
+	"oIYAivmDtkBMF9QVf7dQY6nEI4uPIR9cSJyFq0o9lio60BTTyltTyQvhqkJjHisTH8jZEFu1ErB9j74I",
+	"+KQvKhAIhDm2Oq/d5GlTvHjjitqFfrQi/aqhKLUaex2tz98Od1/CzZvTFEDgos1TUHHnN+He6d7/+ef5",
+	"4f/HD/99cvjTX83/Hr0//OvjSfb4yT8+/a9N6CPeNWs/Wviqvk/x2wX+97PJFtKP+D+n//qXPf7r4+Ps",
+	"x+87h3zf6miyzMtK6Y785rbUUrWITbcFos5WiYa6wq/agY+2wT48/oiA9lGKgJbxPBeVg8jmMyw4BhzE",
+	"cuPl7uMRbwPrprUzqhmgTLumbi6GkfOytg4q7+YhN7hdanzGRFNlDDGHhVJjr2pC/cItOHqX8NSuA1SI",
+	"WaYzG2LD6fRglDX9zUah1kVw/dIocDrMJhIclw1HGX/caIgJaG4+uu3yKywu4SrHeve5mHJHzLIjWfp1",
+	"38VdV3jrF+fwNgFuM7/952mA2oTENigrmqFe15i8oMRR7l2vlohJN214xMRFKCG+VSQM5jaa8J+vO4LB",
+	"2qU5bs06XnrZGlu5vVBxFbNmJjEHipfTbv3uLsnelyZyvcLFwz448zsPVznGzeNH7gpHH56jvwGNO1Lt",
+	"VprHx07YFY3Ifq5l2FMEUC2Wc4Y00FSqwPJSYu+fEnqAJAUS8dTNdF0WzArVVHuO5bVQbCrcROOpfPfm",
+	"JfgQ3/z6lD358fE/4Jf+h3/8+PhHVoiR9Pqai7gaEhdxGDQk8YHnrpyHRiSd0OutbcTXVo22vx6fEoq0",
+	"c26MFJSwwtmE20lCaZOeuMYtIF2aPsOjCT+jueJTYbjfDVXJ58LAnNjP9AlkIX8G6l+ljT5a4hjwi9xB",
+	"6yi69NUtoXj3y9ageDoVGr4iylJYx+D/heKUCS9L4cUaRJogl/1ecBy+dHUcB/4aK0OAGCQK8fRIebMa",
+	"8lN2zINfM/K/xT16X2AP0Z81qVO5VlaXMVLUMIZ5U7m2WRLaRU+mk1NhzxpgL7jjXQqn3+9XYg7XgFVE",
+	"2nYw+xhJgUJaD4SkpVm9VPk2klDWz3ie65qoP3XtINOxKYY5Ys8oBR2/ZAXLV7iQuHb8QPBj/W/ImdWk",
+	"LUaHK/UIaQgNulgLOn0D72Ad7ivzPMYAbXvy04mHch5veVCatPjgGpN+I2uelvoWXA2tnQhmj18bHA7+",
+	"/2b+Bby2M9kc+2XtZXuFBGahApLNYeE3yjZv6M6KdNOtYTujffdw2M78vtwkrZw+bufI6HVk1HTCbwPW",
+	"cbY3TTtM8TsUDbZMXe5YKTg05cTgcAdrGam3lpd+L4OWSzpK61EpxFtwUSwF8SGfsNE/G/4yFCO3mcuo",
+	"NDwGiqMjNU8QEpDRWOmZMKO6jKmN0jA9g/hbBMLOjMaMRIUXL0M/M+kxz26S7+iP2FY5uPwL1ijT4Vv9",
+	"V0nQqRujpS19G1lPAjFJhfRPuVu9GuZuxTftUiH/dqmQNR6X24PRterx8cca+E9XpkJe6pE7LGI+pL/j",
+	"dCW1VR0VyS4tMYuKMGZia1ZqNRbGa9ixIEFCzWdS1p0Q+2L2FdZJx7wtUC+C+wUKKlHNYbauhGG8mEol",
+	"rUPFupNHJ01sqErukMG3nPG5JUFh9VRgObqGoYeHQlFFX6oBYeDNtF9ipb33WHcEml3q5VZSL7d24jdg",
+	"1VowPUnkhXTiGAbagBbraeDSChl4Npi39FRDfHzh4D+y6NXz9zSnHI8yVVsXdd7kaAJzbbBWopbjlRUm",
+	"RiORu4W0UOsEL+ATHEnwDxRjWq20haIHu+10zC8HhW1xb22gUT1w3q2VihMlZKI6t3Mu/g3yK+9RaToO",
+	"lkR/JOlSOEtENtGYRCJuYqxXC6qJEVY4h3yemDBOgNm4HENgRAnsITyW1wRStTHQMkmJI3Zelh0gm2TG",
+	"p3oUgO5sogUWUQvkGdJl0QrBl3oMhBe1i3pXB5OVFeDyuwhz88BgDkVgGN0GueepEyBjGv7My3KeLc35",
+	"3dILbqC+NfFHblsFDIkgjlsDGj61OVF32PhVYiOcwbYDK6pz9wWVYZsd4w7rR8xXehysTEAaqG6fTfzm",
+	"HHrdLjeC2xD5CG3jRKXzSQhbT4HUHqviwwXS2rphQ5Eudl/qpPRC4p6Q29R0p5vyOZvwa8GGQihmnS4F",
+	"dWOP5iwasQlHIerBfJqmp3QzLHvguxSR4eHhWYw0OBztauTpRJUOYvjgX2st5I6ReRUjc1m2xPkdHWtn",
+	"BJ9aP+opV8W6uCrZfsaRO1VXLNzpx+xFkRKlfcTouW22nlPMXA7pJ3DQgZ9s/0IocEvXysmS3uIfAMYs",
+	"hFkNm8BbpAutQdOcuEeW8bFQLsMEmmfhriJjb2qlpBqHrhbAn8wu6zwXovB//5XL0v/7Vk5F8bp23ih9",
+	"ylUuSlEcUNMPXYjwnX4AQ5GDbb1ULRIzI/0y4yKO4PGoul3osoRMnybFESfsEU1ExvgIGoTgJPcwf8HM",
+	"PA0Ldm/tmiaUmIPjD9ugL1pIV95K2jZMDngPKP1dV73v5aBOtV66EgrTyUVVrD97POz8QDkJa7gqcCs+",
+	"bxyXcOunVQuRbsPbz57fqvBJv3STuC0hQ7PhdhHc3gguzVUpRyKf52VEsVZUF6G6S6z80CNW8I4O7i+S",
+	"JpgD2C9Mzu0VyhKtSqnEQiHIPjkZtcIy8uIghhvowV6pUyJ3wZPIlJ6dsspop3NdZsyIqXYi9A7I2HDu",
+	"KAI4MlDIYUFW0A+F0VUFSiTmxjQvAvvKlnqWxV8CdSN215YOfmNZrSC5EkSiVLkA9fKInS+WEqbZj6Qt",
+	"UaMnzkagLOUa8CRy60jFBrUyXmwCL3XqA/WSJThnZxOsow9pgn1S44IWZpManjvAlW5AC4scCocSbOlF",
+	"+arawotxO/cDuv/rFl7b3mZ9r4c/9s/3j9/fB4zj/upD8bfNCd6h9jomuiWk61B7twzjwRzZyCiAW5Yr",
+	"KNGuNgL9KBmAejAKO4smryfaumNeVTSM08ROHwpkZX2NYgO0PzDl8SnIl2ux2XxMkScZaMQYnbFSqwN4",
+	"0+vRCB4DT0hsjrHHaD7j8yP20kVrxSGLcH5l2X6uC5F7MWN1WfsHkixhBpR4i6S3/geyIIJoSieLhIeX",
+	"AHiRNnIsFduv6rLMWFXbScZGsgzP0DNvxwSVu+lALafCrsL8z3Y93KqlcB+CJAFxJout43i03rdmD9BS",
+	"bmAPJIYljep2DbPtixL61htYBM2X7mTLOovANqCwTQEy1Vfi0PkvgBqtfu/wC24X6lERxQHidQDpQQsh",
+	"BtB8FEPUB0FQYrkM1UXp2uQiYzMuXTQhwBPFrsQcEdvD6FRwWxtBtUwoRE7ZtSyEZmugnteFjBeRiFDW",
+	"CzsqedHmKonNeLAOghwHAg8jjnphHROqiO1fB/5yXbtLtAsGbJ8Sq9njk4xxx6baOvbdycEZOZr8R2Cl",
+	"OjnqxsILK5iYQLM09AJKuLrKQAAdxLEZwa1W0AE3Vn9TGe27N68gqgg5EE3OLFbDZTF+mBRKLLvCna0u",
+	"/XZ460/bdkKArXesiQDi3gh1WHdfWpWMs8/f/mfIWoONMdK1Ks6YvmIW1AYie+DJVoadW+wIqf7uQUF/",
+	"1waf6HFS5uKd4tdcQi+hxcZDEZ4XIPNWpMKKaMOiXDgecpdPVjQVqpVldeVP65MTBnfDobCZPxaGQQmq",
+	"B8uMuFHa1bJWqnEpmgbEmImqClEJVUCQH7MnIC/DgsFB6OBPoAdW2zhu/I9wNYy5VW9bRnMISyIjfmpT",
+	"NPxShHxrIPJnmJE7wEl40UZgaR8AWtJo+yDztYrlqN64DAqAVLgEOwKBB5TNkKCP9eoEL1MIslvHIMeN",
+	"O6yM/jDvB56mIqkVAyRSHGxF3VJave2+AKZMKqeX3BoZ07WzshBAIxyM+n3MIYNJgf/TShzq0YgZ4XU1",
+	"9DF7ddYuuIz9fZFdxX8Tpbb78UD0EzqUeT1QqjHGH4c8v9KjUUZBV2wfYB34wo/YOVBdceyOVs5PWaXL",
+	"VmQ2Wrt4O7pkjtg5qzgEN7lL2PIYj5/YkaN/xoLbvRUPNS64uzsoW/yfyecIS7glspaF12ymVGJTEmFA",
+	"vazqYSnthCoJ7g42k1FTcK03GW5pa1OA1YXNtFMpdyrlhiolJocgDiIQLTFNbR/ZdfUlwI49IlvfAAci",
+	"IFYiOdbg8RnluDRu5eBzDrVQwc3vretC2ujtP2KXHokhX5jGEMjkqaoK2biYxUwW2wWRuroLhGy9ZQ1A",
+	"0pdomOOvCQ91tYPDHRx+Bhzq6r7QcG6dmEIT30Ln/TG8N6KQRuQk7odGz6wwwUcJtVUe6hzGIKWfJirA",
+	"LHReT4VyaFJXfExuTMrpaP8ZIkBcoRu2xc5ytlwC2q61ImvdiTGCm43aoiYwhRRfnq9QF58Ld17JZ34e",
+	"FiDmu5Mn/XMSpmHNZ+9le0hzBE98pRGflh8LrgLMSQnOgOWnZWywsIR++Q5rOThaScS8GKH59A1ENFat",
+	"k99VrdlNDxpMbHPOEhKj0z3anYdk4OwtH8bHPYcRntoRDcFl9PbW2HjMPXTcXm0SVa+EkbqQOWvuZXAv",
+	"RbOBNS1EGyujc7+zUrajfCL8oKOPn3qV0u6ThlrU1gpC3RNRVmCtITkRK7WuGgFYicJfCUFoHTg2KAmp",
+	"O/78cxz1W/jgLUr39qtWJaAsTWVIu4ECgW8qxyTZRIuzsuKwfOk5oPN1HAfUK5ia9u762ktar19P9Ex5",
+	"IQreApIjEz3FYPBp5IydiulQGDuRFfZBFLx0k4xBgXEE3ymXCiJ76N0E2j0q+5px4zc68SnSbSideNM4",
+	"FKgvqV8oBMNCYXLId2FGXEtLiWtLIukpjv+SJmKbfdrbb+rjJ6T5DLP9TZyG51RStfjxWzwBBXf80Ai/",
+	"rH4p81JwVVfHld8sYrbiQPhNRWTzsQOuHqHYozp5YK7LmsafQrmYvhRfySpdynxO9KVGQA+yKCPKAgPR",
+	"zswZhzJ8UWSRoK4IhBxczYGg84i9JmI7IATwpxRqJKAiKwgMzugrGYDM8nG4wFufccffhGE+xVvWZav+",
+	"DuH4wPxMMR+eOx1DLjSzZ4zi5zYoDFj+v6J2QJsvSwz61Qhx6MQHR+H1ZpyxBoQG1zcIvK9vFD88fnK3",
+	"yTldC0Rr1wsrtPLxQ3fpOV1ARLOIZgF3PDmueTwIXwpJuVYjOb4pMplaHWqVizURWiAuS495i74jJOBY",
+	"UaIxSRAmhQXueQh9lGXya0z6UcBBb4hZOUtT4GdcAhTFR5O+W6BKm3YWsmzsj7zR9XjSI7oJ/yiYiyI8",
+	"ACdKcf/DHEsfcz0lcgzeFcqtVQ+SbcMH1/WqN7Vax0bczLPTuG4LuUB9XKB357Tr/bLN+YgX5M4uAPxw",
+	"ytlr7C/RDXa4YLcHef0uMv/+IbfiEHfdIez2Daxzx4elxy6pCvHB/48zcjwGb74qmIfYtnH5yLJS57wk",
+	"vAmvTQ32XJf1VAE/8SxaHUBPoULeSEaXPnv2Cox2XgKvUgNW8bnoM4PuF1CZ9G8RKumjoU9c7jA8HLbT",
+	"rJB8rLQVbCrJ5cYqo4elmNpOM+YZvfASpu8cZm9d1zXkjkUm/mevMFN6Sqk4VOEPT2N6+N8id+s4aIvy",
+	"ZvyzS3rab/yDnNZTpmpvN/pR+GHlE2547r8hZjaC8o2DOguhmDh6NBGdqVWO9I09ee78w7OifDrhxnYP",
+	"+/uTk5Nsb6TNlDv4Svfdk73M3+cHuXf6+OQErphKhb84id8Iiw5ESdvWAheXvAeN43akBYXTtdMB+wjk",
+	"MEWXnO8eLBbmb5tmKfqZ1zpkuGIv3v72CtPvwT1ohCqgdTWUHgRv/JKrH9Q8QLsB7u3/nPNpOUCNg8+a",
+	"O4PflklnRTk6Yj9rN4GzBTGTxAEDBBzx8oQCGFtVaibUSJtcpD1liRJSzAMLZNPeqhBVqeeiYNfCgNvG",
+	"I6y0rU8JiS/Q1GPKIb97OGeDRVfyKVvwJA9O/dTFaEcXrxwbNON8XwglRTHIbhAAsRMJftpoXBqBtar7",
+	"A7/WuhKKV/IIpv2gG8x1bt/Jdfh9jjoyruIZG0ycX8dmG/QENnC5TeLYS5e9Dy4JBzuRcs+/eS+LHOj0",
+	"o39RF+f5zTARntLCxA5lk8/Y60oov6xL+/eoqzPnnhMf3DEMdM2z4ZR1x5uWoj2d0NuxBqTRt44b1lak",
+	"R3KHzz05ixM9e/iRJqlGei2KV0YXde4y6MhSZGyiQ+cZcqFLGKibR7psXRDco4Vs02zmjDk9xooEwB7p",
+	"LKsrKHfxzxQKKT5DjAo7HieOwxrr6UElVSNppqSpDqXihtJs4Bc0Cg/eXtXi5RXUwOtOMLuE+Xjpp2Ob",
+	"mSXNWzoO4s/cypz5JfHHC7LPh7p231jM6blwbLhuJrao20QGjGPgCdok+Ao7Da9OTTRKbyC+HtITKHgk",
+	"jJMjcCr1VOT+rgtxjgPY4oaMb1kVB8Uv+3YCnsly3sI+i/tp4x13/NGP4GXx6Vgoo8tySsvc7U99aW0N",
+	"6YlaiUOA0dyPn1queSAc2Oscv4fhAwf0b5OTjpCOZ+tlEUKZBXYHpkAqEDNjVzvsl2GBknmMXby0ubKx",
+	"msZfjGj+oZJG2KQc8Qc2lap2wh4csXOv4En/QJhyWdyks0Tcur80k7Qu/ENvAWXfhCx1+vaoU1bcTRqV",
+	"Emdk48bm3/Vokttqf9ExC+ucueRfkiPhdwsc6+3jS7JIK8aFhbFPz1klGw9zzK/U4KvfNbr4OzS6aDCW",
+	"NSAHe+BWIbfflduAbgSXdaK+4cZqbmnTFiZ8fQsNZNJEYSg8hG5EtVcHVigAr8IbXzdj3ISQqRkfJsBE",
+	"Vg2PdX3Gc0S6jZFt2TfqoTR5eVrk3clMJKeyx1z/YaVb84eWT/PxHfs0u5dmlQrVzMnOXl6heXWdsC2o",
+	"YNmq0DTvGgXbR5IgrOgAPagCqgcoYgE6Aw/QGUEa/SFL9XxmhBIzXh6kid1B71ooLvH/YdZk0gzycMRz",
+	"b8FSzx096mw506gFyzt0b9uayPIr1ygjcex3GyzumZ51g/QrFbJydpUd31wEuhMZ7khdiQHWNTHnp0lD",
+	"cMjH8GdEFCGkFh+ThjK0EhSQIR+FN9ugziOWNWGgFcLXGMyGsHNoayudZVdifgitXvxflsPNmDlYRHoz",
+	"D5GyqIUNgWZuoF0uUWSyyoiR/LA4rqamTc9idAa/dB6ajmNuFLHPQIaAKFhddXr9fgvT0ROKXkNn9hT9",
+	"ny+LDj6zELcmhjf4tJE2NJP09fSZa2LWl/AIe+tx63RoMQ25goSmTUaHtwOdW+fIHq8LTK/R4HqnNG16",
+	"X3FrRXGGgQmYC3ROEJk2XQrNkIEndc1UX8Djur8Hzf47bVDb3p+Y1dsnpZoUDMzBwhX924mp+xIAsAKU",
+	"j5OgqAeZAGVbdEovwP8xwelhgNPDMIaQiNnvL8TOczaLKY5giTYpjjMjHTliEjz2P0JW5QI4iAQ6qOft",
+	"wkZEZ2LSIY2zwiNgrUJb8sLMvXiVFg9wTxN0A+wfoslXh9FhXvpYA50EjCiRfbBkkY4Hx4nadviIzjaQ",
+	"KJColNHie+JDQ9lHEEnWybIEcdShi1MaIi7WBa3Vm2a7bIWyp/NtcSgr1fGltXV6Mef/oeR7rvnMm2d9",
+	"NjUAtD13nsav2tMIWcp11a953kXCqNJk/kPjIzHlsjx2wrpV7eKgQ4oiLr+psBaTp5p8dHxrbUTBLn97",
+	"exHymIIyrGOoHFqDU5A88cq1BsVmHr+QEBDVdgrZf3/yE2IixIEGrZveK+3eN8MYoPoFg5EItskYPXL8",
+	"cPJdQ56cDhrRFzp05Fz5O0GF5/kEmC2AI18GBiU8rphzYIUq2BQY1jT20GtVS2O5ziPL8omWQOyF3fIs",
+	"G3St3QAzpyxwdR6CW1IUp8TUQWtgkYUaoldYWBUzNOBu+FXSQortf//kJzbwT3xPTxxQTtsb4cz88Hzk",
+	"hBmwoZhrsrM6Eq38fngrrPvFf+u2mDlgRuANG/BhGpHLSnoZiK6q2BCP2Tqm4N4hW8fi4FdBf+tMzbwq",
+	"AORVjfKS7M0d/n+rVBwCatphr6SwxwSdwa2LDcq+XOfrwZR8qntOQj6jhfTaJsdT104sUwI0xZcJu37w",
+	"3CQPDoWdHB+UhefF36sF5szkXpgE7EEiTZJjmyW3SGAGxlk8YmF1w1vQEBkcS/r98QDsevEBLHeUMxq7",
+	"LdUKiJFeOvKiQ/EksquJopmXoNPKaVWKhIHEa/Wi22MECZyV/Dx/0WtVzi+oPmK7ffrSYa52GzST8RV5",
+	"De7XCeBa0zbmUi2zJOCe3aJHoOJGuvlNEIKIDrDZXFCjRhC7gqZBspRunoU8SrJvKeUn+I+D1QuSn1zL",
+	"oeQRs8/z9JWVMIexIhIb+E24nbB8wqVCLt74Z16WcYjQCYSef8T+BC10IvKrZ7FgKbiXa8oOv/x/X0kn",
+	"2ODizfnz387Z/9Qyv3oP9wyaBp/4eMCFQqBxT44PMvCtLIVy5ZwV8lqYsSj8jR4hQffO/QZRtrZpEdWU",
+	"GCPmnXBxAat0+97lc/r49NubIi747sXPPkOhYASnppvYCSoWjcDioQvdlnrW3wQiWYcvdEmntV1+q+BA",
+	"/doAkbIEGn/YEYN1ZV14yy2N59txMCf7c7WYQLjZuZa36Vr28EjzPBRuJoRaJKnZojzxuCCVsCvo3wLW",
+	"xkvD7k9LV1u6Y8x0ipn+RU3xftaq+EPEqoQZaTO1jKMX+hAodIhryMhqZVU+uI2lY5XR14IOb4PYaOdZ",
+	"fC667ZV2eJSjbzfUHEjLeAn+kISyXVr25OQEcQBxNZQq0OD9ybbB25EtdH4m5/NQF/Os8YQoSrFF9zQv",
+	"5itqE97EBVqTAXaBs/hZk/gFqN+DXtlyVQl4Brz0LwW30De/3d2RUm2w4mHFeH6B626G+X9t1SVNK7Qa",
+	"SsOiw4Kf9e+lYqeFL5v297FQ8XRi93J/hv2vk7Md8BBPeUZtO6m5s7/+qCOdpA2lvGFRhz2wTajXpViX",
+	"64q7Mi3Cwm9H4+BK6RlkbmAdFxLChy0cMk6jNGhfRgG0cs6wKO6IvfHjCfWxJdBjHmKFgRF0UWjgJ2Ec",
+	"4eG0CA3K480hgic+VKU3zthsMk9Wy38LKbphyMPaMVmU/jVspMtSz6DxZGenPARjXQq7/Uox/5qVLTLT",
+	"IrlvmJ6wfx62eYxq5eRUHBMJhpMrqXOxlPI5WG3Yf2YqptrMs1RJUYFhCGMntreg8ohdorvVq42jUVIU",
+	"aSvt2FgbXTtofGnoPWxs9MxNMlby8RjTSOPepIb3/gro+QBqA594vaHU406d5A1+xbPk27cpWZff1nEi",
+	"6CqWLMi3dyaeCxe2WO9E3MGhAP1/E95asBMgfOZ3s+FqDA5qjB6FqEzAaRxdh8ERREw0OLwKn7ual+Uc",
+	"DXO1wD+4UEbsjxsbSSNmHOrisN4I2G3DS2OLJ+ywO5Rd5IT+y2gfXsAUbP9U+PesFBJ+Yv0cfMsCgtx1",
+	"Yc9gKFhXQt3BWXC133wbHIbZRDpB/dxfSVV/wPoAvJ81Rl+LB4rykdDszvV0KlQhCga5uJZazTvoYBEO",
+	"CUwD8pdg1RVX4GzF5kJj2OpoIqZ1WkfsNelgcYyQGQUxGAzlc4jfePHhhCK/LVfBuEtKvvzH4gCxNj+2",
+	"gvbf+8gyPVMZPo8AAEfQJYheaOve4gSvsYt/ayouZhNtRTqhga93mfcTFM+UhZ+IMUJ8jYL9j2x4Mpr2",
+	"hiwHqm4TRfMJt1N7tU1DtpnT0D+4E1jSzUkNjL8hFuDuo3lrcJLtVXVvelCTjZkeRzpRtHGT40ZapONm",
+	"LBwMPGbdQ4yFAhkIIRQemALRt3/YtTByNG/5wtJO563CJVmkOfmUhYMJnGBWLRb0Sn/Q/BxA+gjsIfYn",
+	"UnmmH9AgVGj9NRYpp0hXHidFowrBBvCQ93UT8B8sQ8m5f3wLTLaRadO8AN63JtOGFkzFyuhmhXE2HlpS",
+	"5sLnIfdTb+QZl7ErC6dZ+jOmzaLDFPfEhFOXTakwrE+tkEGQconshwsdenTYhvuD33UhqLvPOb19gL3v",
+	"xkpaKHEZzmF/Duj2t/NKDA52WUFfc1YobMsWdOORugXYhtLq/pSetjJ4XJVcreg5lgbREejp6MeoQtD7",
+	"4FuCLtWEXpD6/UrMW146zJang5faTRFcPJJe81Ji9gw27260QpR6Z7GyLKk0xzx79FGMHKZCjiTR9xyx",
+	"//KqYuhj2dJ1uzr5nHSwvpdc3SE8+9dtjs4RiAthwW7FBbkv8PWD7x01aSwlVzuK4weETIHTPcUmOnjb",
+	"Byfsa3LYoqa7QaEpBgsaKFhKQJxA0Q19LHkbk8chcfEspvlcBHX6XBXoOX3Lx1CxFF8WNe4s6oAYWw2z",
+	"jYYvZi1Vxo/NQdSmIN7U4og951Ww/JoKppJ6cnXWlo7kB38VNqzgSTcx26QXdodwYYKfpfN7GymE3XlB",
+	"IYYYbmpNEXDoxy3ZMUtwQYyNp8QVK0Kx3St26xWr0olpwypyljTQgbZxGEGKpMqoNk41JInKfuKTKf+A",
+	"WeO2j4pkPcXyPbKR9O2t1cHNNuPnLvnzJsmf7bnzDyqFEyotPyFk2KJ3cdPOcMNalu5QKuhh5YSCEDPc",
+	"nKXqX1M/X/tLFbrOtQm9WESRRS0HU5U6OsO9i0518Jyj08FeMX/QAmzmHPqMh7TzNgVIX7x1613hmtes",
+	"7AgX5hLXAKfx2/Kkd07BLWxznMqVm/34o//ndz4Vn7w5tabFjNc3qiDXw6BhNyKVYbO1LZt5QR/to0Kj",
+	"5KhCjyrrZUqj5MND6OE2PuSIneNfQGuAFDJIGgm1FeQ35o5NazwvoTkdZi0sZTdQPRxkZyfXZZ3OrqCt",
+	"yGC0YWb0TOax0xxkPyDlX0cTmuYAbNREK7oU7RXjlnJfQX9qn9keVsWwkCt5FSvu/IbcO937P//kh/8+",
+	"OfzpL/r38K+PJ9mP3336X3t3RrfYmqIVluGfAVJ13D8aViN7cN665Htu1igH9q75Wrp07ZiQbr8XT1x8",
+	"D7ONILg1OSA+iLx2nbYqlaBs1Ax0sZalVbkTalmkawrAbKLjdJS9tALo7ClEN2xsjdP59MZhF/4CytZE",
+	"l0XGhiLntQU+TDEL5cP+mimfR0s1raLjCpoumlCoV/L8yq5IGv6DJmvrKBJe1IEff4R5Tui8v8m0nK62",
+	"IVs0EGZiONH6yh7n3PFSb5KAYB1XBTdY9uQsGxtdVyjXR3wqyzl5aUAlwd88smxAPFH/e8Bmsixybgo8",
+	"avAUhs4lcjd7XST0voKnwDXA3lJy5R+Grx4wF0r+rQD7wWJLGHy+PQtZ4vCJ4MXxFxVsgL8/oq8/+ld9",
+	"cvJd/kJr0Dfgp67w33Ph/sQ7fvHvf0pTts0SzdoNvcjpem2PFMb5pOX8Jo6N/+qwCdubM0xDcoBw52zh",
+	"ABWilNfCSGGPP8ri07ERDrtRd5sfv0EBCme/Yq4Y3T2PAfULoQrIs4T8GA/9VJ6hR6yuQvyezgO5mZjX",
+	"haeVs5SG0362xJw4f0uIwUCrNv9vPpHXomjY8ZyRomD73mgYhKEBnwd8FUTH/Ukb2HoYP+p9eMyAaa/d",
+	"zqQVHVwVQGtB+/kZPXptfzeg0BhJ0dDv0J09poPcnIz9+7tNm1k40XEG+jxw9PeMKT0Lm+Lo76UZ35uS",
+	"6nciJIKO2ofwFuBiLXtDxA3tN8SHG2AGxjYWcYPOBT6N0G/ff1slDJz5bNXJP1jEnSN2Hil+vm9SK/C5",
+	"VO5CeRT0Si+6V+JF030XnPQ2xSVp6YNW4wUcng8gBddBRiMKZcH2UWF4WQwOFidKua8VRD7AzKw2yZMp",
+	"juseJAuQEuyg5BahBE/maPlkwqZPTuadAgw2GVhB/wBtYeNwESX2saQqC1n1WQIV/qQnG2s4D92LwCwW",
+	"ZWlbKSOFtBVwAJO/kRyamCXoNyLyYEnX+nMoaia/p1bl/GCVRn6JX3l3kpte2NsOaWzEmDvxDSW9nre/",
+	"2W/8hV3V3jl3oZWnCuomgbD2gDNwpITGHYuV3kYUPAcKOOmY5fNm23NmRW4ESEorXMiiAjcSBMIwaaPI",
+	"yA+PjUb9HUfsPCjjNGVGsFKMnMePwIVKNBHxSoo9dMfGwnZtTcS6fpyl1YzyrtLRrOGtCAN6ONXWi2c2",
+	"mYSV1TD4sbsQd2+Ur31Obu0k9zXdwO4RQAucvvgUJKtQRaWlcg2BhJ4p9uK386d0qLLgZMp1JTIIbyET",
+	"WUGmrsWjDRFoaVmt5P/UgvGpphD0Cs0Z74xDkOB+5UOry9oJNnGusuzdm1ds3/8vVSiDSV+WevbCueog",
+	"MqM1VJE2Y3DCvI09Mnw8hSTn8BKPPFaX19ipkpVaV157z1gp1dUhtnnWhuWlrovDqXAcOuIT96Wwy7mU",
+	"A4LL95itCIo7jM/b8oQ5ILKLqVTSOmRchissq4y89miP91q2H5527v9+gX99i38cHByxV2LM8zmzil+J",
+	"9zm36J0j752t8wnjdslBp9V764zg0/eEnEjrZrmHpo7rX6tLuPwpXY2r1ICyULmZQzI5x0YsSPZBJUpN",
+	"P6KutikdWLKlTNMV6LUm7dRv2LPke2Ot5EQgf8fdBRBXfMSq0UPKfw4TTjlcJHgnuiywm4REOj/pGlHM",
+	"RlKUhd3l3/8t+r+1sP5ubaZUWwLfDHhl6s5QYlXynDLfcfshex7s4oYYH3kloEg47GxIej9XTEwrB1jP",
+	"hxbkFJ7bhpYy5PHjH87IHxw6qWDhZqNDxsAZjMCLnCP2lNLzqUCKqr/EBxd8xv6mmKKrGv+qH19LCUwo",
+	"mAmLyU/c7QvuMNreVUUvjN4s0TW9+WWxt620js/HYb9MzZ4IqsSDB+AaVqj4KgoAdpkbtwq+eDgfGPge",
+	"E5z0u8bJ9LQBd0fasLHWZJs7XUFTNiFBacZPyEBziN5QVbA/uXRSjdGZl3q4RK6ngj3lKhclkQgr7Sb+",
+	"PsgcBzNfuZCtNc1S//acTaR12kBlwZWoXBbVFkp59U+3bGSEgCcgugegWKhAxe/cGng+HAxqCZ2dm/p2",
+	"PHQ4pw/tdCcuwY09dBTNhggXRLeoxS5a+guNdqWJLmrSdoD+O0Nn3Iu3by9CK14sO4K9KgriZqP5Qxuy",
+	"QqD3x1eUIwiFgdWIDdCDedXrhnuWej+/7Lxma++4gLXY7Dpo0bZcXgN5BGmgjnjbyKvd0/QNCCGyDbFh",
+	"IRIe2CTuIQjf5xJ87TcZH6cebSnsjtr2llDp2aKcTM71nccIEJFWt995qawARqrYJyb4nfx9gxB9p5y2",
+	"gabddkhXHcJVB+QxQx9U217L2HBeceyFIJFosXFfYkMVDM7HxFG8IomvzJksyK0Zf+MgjG/4tSgjSW/J",
+	"Ku4mbB/DkxnLSy6nGbNyrLirTeMuzYKv9OAsECTImANAeUiLGs8RO2cFEiU0xqO3HP0MdHnY3orOgMVX",
+	"Yhiu6YtznnTBCe1lkCQltthwUYSdMdv6BuK3gDr/DKtDxP/UvMTp90soi3u1Kzfsq4MbdcZtoIA6a+vK",
+	"EiLA/lczPt/Znt+U7Zn21MF94vRtSoLNldQ17de82cZtinww5ohlCbE3oB6yc3C7cKbDqQey4P2Wj/7g",
+	"dI10oQODNIPYhCB6+1bB6t5DQMLo5PdjD9EXvgyPO0DbAdrfDtAiKmAtQoIBW4U4x8urYyvgetuPbb9Y",
+	"x5GkAiLZ0Ecr11NGd4Z89EJcy1w8slCYqJmuXVVjWosS5RH7VRs2GA+f/Mfj/3g8CF/soOOAjeR0+AzG",
+	"2c9G8yLni53UIGuGS4gpkxJ6KXKtCjvIAgUje3xyEIsk46Be/v7Hy7e/oDPNjy+LCrN0gewSFfjnR/94",
+	"/BjGBOWYM26KEOvGVpHJQPVo5AE3C0tWclCB6ddsf5DrQuSDgyN2oa2jmcEA+8Xry7escyWOP9L/vSw+",
+	"HcMtgzNqRWYnh04f+qsZZFXtDyrnBhkGaIbzMAUHrBC5LBLuTumCR/KIva6N/xbpZ/S0qR37GRwWIWoE",
+	"A3hkMW+/1SWuU5xggO4tL68u8dYtCZWl96wRKWFDqSLuxDsVIOmM9AyR5nonB74tOeDhhvmTTDk7AUAT",
+	"xPd/7cD7n37qxnu83x7Bbb04n6JLr2/1bQsDiMYW3aVLIJQBW2beFOp5xcf28e62IWJtvj68pRmJLHoS",
+	"8+M3PdT8/G8YCO4ttLG4ewIdM4b3gkv6C0/bki9xjSzv17P+xB5TqH+gqrD/H+zqxb+zBZlMWsUpOz/0",
+	"CofXaap8yjM2rdNf1AfU41pEBa4ITzlLNAKvvIDbD/tLPDlh0Eqr4vkVZB87NvXKy+MTZqHA3CtgnU2q",
+	"sSP1KatA17HhFZW+EurgiJ03GiPyaC+pM9KyvNTWK1Ta0FXNogkD0GJEKbhFXqGm5fggJ1HSUaQLE+sP",
+	"4DkswIOEndtXleIHr1GRYKfttKKdVvRgrGOAPjKL714pOgbEQXguhRMdzj5IHmljcstqBHPDAxlmpVrt",
+	"kfQsdA1cwDSZQlry0IQclmxYiMAgC5p1fN5VGAnP8ccL1nOnYe00rO3WOMJ+W9rTd3pcK7fCL/+6EspS",
+	"6YMN3aUX9Y4j9pS0jpDCRZrRafDYYBYY8MAaXVUh4UvM6IKGWm35UF6i0XPh3LekeVy4dd7+MaWL7NSO",
+	"ndpx72qH60aGbQDZRJrisOLGzY9zXmH//FV5bikxmSyAoJ9eg7lp4kMlG7aHQJN6fvGSOW94IUl2Be1U",
+	"6G1zlnMnxtBFkHqoxycCEaQo7ALNv7T0NKy1wb4vZXnEXkL3ePIN+5f7J0CuXaRz1bWjtjEjAQkktiGO",
+	"rW0XweuU2GriR1jq6YkNNzJvXBJr83DOBjj9Ta3cKeOVPIQbB2fIt2112ShWy0SYj9OuL5V8D/e+D8jU",
+	"zfv01i/khV/Hp+kybhO/ut/Y1ycluWZxd8D3fRMV6M8CG94sbS7UPiF+IxY6PevNGW2OfLO/9k734gbb",
+	"W0KExz3hOD+F/UiAwQm70iNLF0EZtv+CkTYQjQvnb7F5+EiW2KVMFczomQ0JCulzVp+07sTVZB+GYd80",
+	"G+uz8lDXXEuD+S8xn2lT3OCOC6OdznV5g1tAbl0CmeLLm7zqd2zYtvkNz0COfMYt9MON7vxjokGP2fT6",
+	"86q6wdVYf3vjG270Bb8gN8lNvqF2+g9ZCH3De96I/Ga77Hd9UfK5MD8bwa9ucN8LbtFveaNbLty/b3DD",
+	"S3s54SbsmRvtNWhcQxnam08g9Fi96V3YseCduckAnxtdV/8l5r8CFt5siPIacA+GGe7fpgeD3rxJznmQ",
+	"FztGihWMFGGS2H4iag+2Lefj0ixHhjoE/vHHPAD1p7UmgFZReJ/GeCwJL5Dy6ITRMyWMncjqpsK9rdUS",
+	"GNxUtCeC5w4Oy6ougZDtsXP13ZKrjxfelCLV8Ss5UcdVyedDnl+tqNywthaW2Ql0xZdqXIpDb5W+e/PK",
+	"xjQyeuIjy0p5LRgSj2QskCmSE00UzWnc96YwWl1TzNMfhL/ZAWSATqVzojg4Yr/wfAKEMLyYQmnHB567",
+	"ch7SnOcUUAA7X1hqkzco5Ug4ORUh/43tx/y3JycZ446VglvHvsMfIIRLfOLYtrzAmrYDYBnAv0WgeGTJ",
+	"rUANX6GeTdpAegWowpX/V6owHQy4Xvy0nULi7mgEfww7phWsJeYWpIPkxXyA9a+xcs5xE9t6SvQrYAYh",
+	"zodNGmJcCVHBr71FpA204lRK5C4jrhCs/4VdwNBdLZV1gveyuTQQ+Epei4uwg25MSJsknHU4cOMmvYkD",
+	"dypV+PHx3blzO+djhXc32FNoeYaNGqbF75A79vt2L2iP5NBKHMJ4caA7R/A35Ah+Llyz/hE1oihoIC8R",
+	"A9uWfvgWe+SH83nC7xBgb0Xb2EilZoQSM2hivACZvV8fKNNAP4W2x1jjaAcZJfDA7OXcQAdHNrDX+Xsn",
+	"8yvhBiiAMNIvLb0Jo95QT+yffxYxo9VVNnY9EnSbHxIVN+IvbAkJ0MM5G8AvGjn548nhjycnSb74k5MD",
+	"LwGhrwDOQBkanUvLihpaIQ3gL+de+A7YPh/q2rF/nPxfTCrKVAAu9gMsxoSE9kA4AXcH/rdfUIqfuwHb",
+	"j798tSDLE/HdfGEljNRFI8y//+6J/wqcFUy96hHiZ3gtqiGN3vE6pCMg81BwC4M71EvlDCfDC1XMhGgG",
+	"Q93Wm8GRckLNqpYeCR73a30lCn8BhmIH6cYeZK0sNRLhGOMwguW1C326f2AWZwl4iIKWETfjKiXjDOv6",
+	"/VRA12GlnVfYrgW7loXQjBuDu+h8KWQw5fOwPy2biRI0YMFmYhguDbqh11EPTpOpgRLboSi1GttYmUXP",
+	"zdi/9pan6197jA/9sKYikgzGG5AoBHdYJOEOw4TP2i/1mKpzr6kraRbVOc6M/y6vSnFrZ9qEvs4HN1OH",
+	"XgGk7HSieWtCNlGKstZ5xjq3QA4ZdKW71Y/aa9qjFjXojClNAPI79eibUo9exWyfVAMAartg5kElA1pp",
+	"6xSjLWo+YECuoIYCDxh0NEVuhWByLwTI4DGnrNJlSX2OYECsVk6WpAzd1McGhR9fm5cNBr268rWx8wkh",
+	"oMAl19MpV8UOJ+63zui+HXddxafrz7CuVhTcxxzcdONVvA5Jt7x2+tCIXGOvnN4TrqsztDe8isdHI5E7",
+	"KnqE9sXGLqouNz7vuvr6jruuVp92P29/28N9f2dVVw/+qNbucCrMWKxpJP60dsdwXegZTmRs6EFel1ZS",
+	"u9/8vaF99x3klnRwnMHAsfmIbIrHzLUwfSxn01ZWSI/N8vjJfyybKRuEpZM5CY1GVo6bGH+T3QRdOIal",
+	"Nze1tYfUC/RKYBuVzg/iUt3wS7YKT8kcbBIlT/us70LknSHy9jHdNsoYSJqRamzXdHf4f7SklNenelqV",
+	"wInW3Bzo4MgA2Y+YCf4nXlXE6IDpQwfU4tzPhfXi/Z8DUE7fyqkYZGwgVAH/e4C+PP/g3y6+Z/uhzYIo",
+	"DkILohQE8KlNPmwWuzY4w5XNtR/qaegsVtUuUkygV+9KzEcGaIOcHzVlwSZDazyJMa0vDIntBy8gJ3cY",
+	"fSSoO7b5pjM25pWNI0umEJolXMmqEkWGbeDDOB9ZVtSIzdBHBoKGSCxkgDL8iA1aSAfxTM5GvCyxZ5wf",
+	"CRQ7KW5M4JQYyVI0Lqs5K6W3vpgV18IAv08zteTIxYb5OGlEynuGxph0ZINd1nkuRIF+RWqAt2+FYM9/",
+	"adg14ldD4yvht6koDzL0zOmh41IxDq0yjtifQM6R06e8M+UgzAwQ/kJ/fqvZxevLtwL8rUYgtDq/zxUv",
+	"qdMROLBlCQbxULBrYeRIYkjTf4FUY6iINejM7lieptfeGWxJdKbjJAaWdWd4fmXTfOYhenSpye0+zsgG",
+	"rr0UWbdF3UGvWFMWgjPStNP2Z/hu3WGtuejjeeL2KltovrlTgG+tzUNbLN2hVLqZ9nv80f9DmVt91aJv",
+	"xBQb+yoP5v7UeliDBgkYxMIy+cA6rg17UyvlAeKMqILwya8BnH+VpRhgRyMUKiOIg2mdUWIIxa2cBUCj",
+	"ELzg3iwGo22mzRXs2UVIeAZv6YWEG9qryc0viwvuJh3aKvQUMzA9qZiELyKCtJbAjRku0DcMRStMJi4g",
+	"G2thsyhroEY2+OryUnAlClZXvbru4iw/nJZlmwASjh43187bdocA5u/aYAa8riRz8U7xay5Lb4UtUx6L",
+	"+8U+ArBPWbdFf45nLXZUq4weG2FtFtVb+W+RMQ6p3VGDzIgxHeurQJX3emUIcq3KP71t/PnrAegMO1Xh",
+	"lvNR7+uwrE5F7VETjgs9U6XmxaGXzSviUwuJqGhRhZttFHyPohbQKS45w0SbNM8mStmgYXNIszgjsWms",
+	"Y3kphfJWYMm9QvEGFHKyCMjbXWASCQnXgYhJLRnjak7+c3xOME0OjlgCftQgKq/de5io9ziq93VzyeCA",
+	"Hh/FfDT2iPEc9J1EFZpxG+Tg5hbPM5rVV35Fbg1mtplxALFgP9w1lpTfY5CVch85BR3DXTXOncpyb0GH",
+	"BmkCwMCKUFg/4iuesbtUR2g0N0fZTfMez5N8R0xv2TcCM1v+S3p9JbzgED8e3IA88TktYLAH3Ylz1eFo",
+	"Wn0PEDWBdB95JSC30n8aNKQsxSN7hlBFFe/xGZg+h1lzpYZ2D8mc+C9jU34FMU5WqxoaKWwOdmuytx4i",
+	"2m2aX4W5KVY4P6X2LFZiYGCXvJFTsbxA6L7D9Sf36VC7ycFXkoO1Q877zYZaxkjkX2zKRu4KMFenSa0H",
+	"y89QSf3NO3X0NtXRiAM7dXSnjn7b6mhTgvIQ1NGV6Ep9DRow7Waqu7V6nKhUxsLULJToaCzRef4zjCg2",
+	"UIv3h1KB/UHgOpPFwM9uuyPB4hcdS3UtnRgcnIYkklgVhdmeEIlfrMqByKQSM1EkpTmPLBukejaEj0Nr",
+	"iMPwwkHUc+LFL4tBq9pBFsukwjQQidUdVK80F44qU7jDIEy2tlRkqbYCIvH7SfMHIyptqAWlUEXIE4x7",
+	"Bl2lyBSDrSQfP3mcsQlXY8vqKtbKJLRU1gG74AHGbzBq4yXcGyyegUA9TChEipRof0WYuvdw5/sVjMiL",
+	"0uc5Tv6NijuoY09rV321jIW7co5dOcc3Ws7Bo6xYkhE3KOa4kypXsCcob3GTxsCtnKLF1r+1zUJLH0Fh",
+	"cs2RW3CQZg+1XjqAEjsStmxYW6mEtczPmhcB2ApJNdnh0BmoabED+q/1MuhalLoSbPCx4mORQcbiJcTP",
+	"nHa8zICv7dOA7WtTQObVcN62pmRxxgb+LpSTg/CAAcgLnbT4iUzaOq+nfnc8YoO8rK2D1K2Ddbm4CdPZ",
+	"zVNxn4b3bKc38TYjesl348BWp5q209d2Ub5bzFFdOsnbxiKlC7EmwtdW5e3xR/h3bSaQ1+Jsoh9DnmQu",
+	"ToFKOi16jlF20LL9kQ780uyXpE76xdu3F4e/vvojw/8b/XaBbs0Xry5bj2uRpNSq9Jg1KKSla0ADB03M",
+	"wxVmEOVU6jdfVYAdq7rJfcqV17qHfrTX8tqPtq/IfMrnoapcuqzJhIr5tCxo/Y9sQlDL9r8/+Y4Nml+8",
+	"L4SSwlswbiLMTFoBeZU0HlBzATw7WWBD0gxkTTZF1oyXWon1GVJfWAvdNul6tGbaVyt15pE2U+72Tvfq",
+	"WvorO4oLFjrNTOZp7b4qbMauROWaROOG9cFRixDXlzdlBLfQzKlTiX/yw48bDAgywfweI4aipvi/BHss",
+	"7l0aYGCL6M3lilv74WRxbaSWt87TTozcWrKIn9UlIqgvLlBGSt9sPW938HsQZ1/LQ50Si2RdRCHhkqe6",
+	"Vq5xi9QqpIEH660B24bbGKsCCAebk+3h158sAF//RAiQRRTG1PXPx2KVw2NKbR2TDtrDm9QVz8tSmGQ4",
+	"kY5DfPASf//7k+9vAOPwIRtieCvF7GsB8L8ehLfgaIct/YloW0GWmyqfx4ATq4qmqcetVzdtKcFLCbxF",
+	"4ADu5Ek6S7Q3KNeBAHubS2iBhagTw1KeKP9EP4QEB9GKTaAwIX6C2CCEDgFB5w3DudWRERBUXLTuEwUC",
+	"SILwLQWyAybyFTyw4EUlLYM7LB1f9N9lm/lZTxvGQf91xJS0SgNGgqVuDF6DvqeMpxBPUIskjH24vN/y",
+	"REC7A3RkwIVqnDz+LDBhBaVefHAClhAnsLnyRkANsYBurMY5QPshklk1fmWhiq6GV0rMvlI8v30v9qrZ",
+	"WBOcjfuV/NhnUK4yrdyc6eF/ixx5NqkYsDZGKCDKe4CO7bDH/p4a9M6hvVoWQ0uuOxXGTYh4BX13kvln",
+	"e3zHp60i2abzaSxbtv11y/tvfn3Kvvvuu59CL/5/ayUOMqbLouFcYAP/cKrWTcgAjBgJI1QuzsBRLVWt",
+	"a9tMIQeyABoYsKss1IyvcyC/aSboIXQJicO5UYOMeNfmDTziLTfuFRLv3LC/Rrz+Jg0z4k2/ylJs3Ikh",
+	"eRXtxBvd9Qtu2e167ltftglNBOztHU3EChe8Sc/wgyixaa47nnBTHDY+9x6ad2O8iWLlsBSnVHSa8BI8",
+	"YsO5E8T24m2Iduhw302MrschfMjHfgIPQGFFvQi4Y6UqxAcmlDPAM8XZs1CUqadD60DHtbqV26EKKtNN",
+	"a3MxicCr/U6bJsfDhQ5WOFRuBBt7HYydh3pXWZZsKMA8M94yUyEPRmIqCw5wLhzbV9q9HwFj7ZnX/5d4",
+	"LRpXPrdkMF0TsxaKAk5d3GbAgAAzkqZLdsQVX3BTLLrQW8JhOzqxf4FHgp+5yydr1GD4tIw9Pnx8csIK",
+	"aLOVOyYLm+EKV0bnwlpvS2KGq56pu9WBl76nj6XLA5yBv0KLAv9lGXZ6hxlgEFjegV436L1oIOV+sC/U",
+	"4q5HP0KJfuT72QChiNUjdxgCXniEvX4X0QN1ToQWONMJrBatyB68DzOdRlyWFKyMQ3rvH/d+3Ol9fYM3",
+	"787/7vw/6PNP+7R9aO4FCNYQkiRAkIy1HwxeACk+bPNTomHygj0x99DxJk2LNAQrLMBDiO7WjA3rVBkB",
+	"t2xbbRki7kADnBbSBG9ra3ItFlNYxsdcKq+TtPBHK3FjsLnUI7fTN3Z48xXgzWVzFB66vvERvUg34DLo",
+	"ITBo1cOCvaQYd47nE2S4iylQ8HfFp+IMNtgUvFbwV2jn8Aa7F0B9gX+VtP1sfXqmGqMPOUm4MRJqLZaL",
+	"06RtroOfQnGadKFXF3Tkg8Ky06RkLez5oVQFVOqGtg+xlo0ST0OPFCxti0Vt+82HnTIrhDcKM/x4qcYH",
+	"GxS9FcuFbw1L3BH75VqYeRymEflE5FfJzOxzRGemTRuH4a/Nkw5i3V6TcbCPdug1L2VBPIwhmWChmjns",
+	"h9CLpKF6RP10LBxZx1iet4D6reK8I/bSURQSixLBAA+N2pQ2mGPAF6qKwhDWl0hEyfFFhBEt39SuRG9X",
+	"ove3Y4xowfpDoovokmGfzxShFWB/W4i16SPiCw/9HwGhYqUNQHiE265y6TabRIaKd+FhDfkCFwQgsJ6C",
+	"8xDITP9Vn5x8l0NbI/hfwUQpvFzN2Gg0rcSYHVoLrR9HRk9B+k1JqGKQ6T/xCZTqi8/4p//nyY+B2qvr",
+	"kr8GWCKHPks2FGOplhlvietWuoMsprO9eHXJ/nj9DL4TaiT2J6Uf4YhBVrMVQHxrcbzxSU7H/8/AFCGK",
+	"2hDSD33wxRF7g/kMTaaI1xaO2OWynAucHKjDbkDJkREnR5PQtjk1R5QINy6+a+29nmwF3Oh/i4q7HcHH",
+	"TtDdT31cG+QfIrvHatm2qX3WsHksiLWGCZ39dvH92Sr5ErRvr/cLcWUhuY1EjhEczKEzb/6wAUqTL5Q2",
+	"mExBVd/wFatlDgbR5HRnMX6NFqPfXLdjLZ4v664tfQEp7a3wUtgJNjZcuc8R5jsjcWck7nhcFnlc7stI",
+	"XClEqQR9TV05iZpA8NKbzYd0UCDdIKWjaVECHSyiqeXEfyJLyYDtB2iMrC6BmeRl0aKfakhOoAEFdbLo",
+	"aXcPHCnQBQ7kXDmPzcq8jATxc5Y+dShyPRU2cKdAoj/KxdAfd03C3yXN4731bbqTdk19Lw5rU/S9Nazo",
+	"LbwwbkKpwsu5E/0v5q7Nar8KaXEVL/ENlB+41bS91gs3SdtbOIm72NKKBL6kX6u9KyqPlfl7dNGtcmKF",
+	"Ho/AjdXG0cVLEbXTLrb+kEBlSkJnVeqcO23Y/kK/o4wNrifaQmkmryr/T4LTUlkneNHqi3u6YKTwQCKF",
+	"pF1C5boQhlW1nQiLvCtt8sQ3by8v4M8oOTAtoGDw62bB7EHm8b8uS1YZ/WGO/bCSeaB+OmD6jEo98zJh",
+	"gZ7kmv4Sa8EDoik/i7lY6Id5iowmaXvc/RZ/Sseq/99htv7z6OgomoGNJDzIgjCLnhvgzSrYgPyn//zr",
+	"qIbeTDpW7ggTGtYvdOtfblc15XM2FKF8LaH6inKVhB95eVvCZB2RmZ/BFeRlYU9BfKribpKxwcfW+D4d",
+	"f4Td9en4I6+qT8cfw2x9GrB9TAvw0vzdm1eH/v5DYXNeieLgjDzDSe9+StMKtlhc0vapY1Ga28YfC5V3",
+	"4CoNWakNuVtVIwGFAUUOiu0sEOeU2qs6qSO0DB31093fZmdbx8TmV6BZj85+YbGD1uJKN88+8QvnNaDw",
+	"raAOJTw5p8lBCMkvoStm1m7NVUTKpCB8qHiNT4VNd1Ky2OAVLwGmnT9jcMZDc0a5QQAS5eOil3i7NmHH",
+	"O9dYhyHiCtuk4UhrNkTCkwZTsuNK25JpuasU28C126sBhJN7rxRoE8FLbxJ8XM0wwZmd8rJkeDmzild2",
+	"ol0oDOYFG/KSq9wDod/FU62k096yYDlXjT3qATTRJY7Yn0EwEmGDhLbaE//3HAp9IcICdcp2bp2Ygs6H",
+	"pz2OAvolSpWXdSFA2bBC2ZpcxJApWAgHqX2hZa3ShYACVKnQJ6hNrFBGjyHQFWGtMSQOaTWf6toyw8F/",
+	"6SZcMSP+W+QuMI9SQFJa9uTkJBFl/l0gCa78WwoxNrygD/vh5Lss0YKg3jx81FAX8wwVBxS6iXuxk3Ti",
+	"BS7lNu2n6xxfckmD7K317f9kvx1ApEbP8lHS4ep+hpnMLPop/NzHGkaI+LX3fQbKhdeqofOUv/wIj7/I",
+	"ayPdfO/0nx+9RT0U3AhzXvsj9s+/vHGbZgB7uIJ30OPT3ZlAAW78jmrSk55j/r+bX3s1KichtzjAxdFl",
+	"HwOD6lOtr6QIQ6ZxLFE9wLCYVFiLDp248EMyUBDBW5Uhs5PN2JRLv7YeJKh/NB5t65ipFSQHgDkDi7KP",
+	"38hOHkMMNbgXcCKWXRXvLCQMGw25rk3j/GzJeiHkoFnAwTFnuCyjvpBzx0s9rmE8CRdNpaVythnak9bQ",
+	"wrwuD+6NwI0sCkakiGwqpkNh7ERW1LUsIBZ2do2v+C59Bd3c8YY/ZCF0okkGnW9sdF3RJ1fY/PGQ505e",
+	"o3ZaaV02F+OrgwoSlqTU42Y4P7SGQ6/rGM/vfgmpdT+swQWDrZ6UpIUGxh5KxbQqwfKOJId+V/jvgDhY",
+	"wbzUwLaz0uD+wPK4nokCcr2OYb1KPBRd4TicKWkSlTtQf2AV3Ujk87xMPy3awZK+C/abneorwRyC24JX",
+	"rmtgb+NAqKuuHmFydjMbWWiIl8OhyrUayXFooYy4WvGhLKWTAg4bGu9JUWEycc28fZ/OG768Y3y/QL0h",
+	"7X9kbIvKCVSPj6NtF5j9gv+5OYvoGA5vftw62Kmy0z094hr4IGo31B8y/LdWBZuJ4UTrK29+SggfViVX",
+	"Nlik/lcyNOykHX2I+/xPMbzUEFsNx14qfCQtQXiy//WHdJL8QLoW8WetnXWGV8F7gWFXXkylkv4PjnoU",
+	"wssAj9w8ejo4NGxOkCrO1E8/pTNFfGCLL3/+8/FbhvYien28jT6WHi/8+bkWhl2+vAj7uzLCCo/DuHEA",
+	"7s4Csw0da+RkJGxA05QywoLNxYhPPRkd/aYTBANleXO4TJu0oKkLCb6DjBUyCIqGEiBu3h/TiYnWc8fL",
+	"fxOYcbX/5u3TA2a0ntpT/Aej0rk/VJH/x2/wxWCLPWP/rSUKOOOGgrsMy1oy9FSgnmLZ/p8vXl5gANrW",
+	"wzgG+MMvFwfwbFqg5bNCH8+Nk7msuHIheN25E4zLOz4VLJJcT9m+4+XVQeO/JzYcVbDnR/94/Bgkn0bb",
+	"Awf0yDJbCX4lzFn0PQyN5kXOrWMiUoKGVvSvf//j5a+YJJCeZF5e7X3669P/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

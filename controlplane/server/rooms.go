@@ -64,6 +64,11 @@ func (a roomArchive) StreamFiles(ctx context.Context, mediaServerID, stream stri
 	}
 }
 
+func (a roomArchive) FileURL(ctx context.Context, fileID, action string) (string, error) {
+	_, u, err := a.rec.FileURL(ctx, fileID, action)
+	return u, err
+}
+
 // roomRecorder records room streams through the recording service, as
 // manual recordings of app rooms.App on the room's media server.
 type roomRecorder struct{ rec *recording.Service }

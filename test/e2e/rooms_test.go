@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -350,7 +352,10 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 		DurationMilliseconds int64
 		Tracks               []struct {
 			ParticipantID, DeviceSessionID, MediaKind, Codec string
-			Files                                            []struct{ OffsetMilliseconds, DurationMilliseconds int64 }
+			Files                                            []struct {
+				FileID                                   string
+				OffsetMilliseconds, DurationMilliseconds int64
+			}
 		}
 	}
 	if st, body := doJSON(t, cp.api, archive.Token, "GET", manifestPath, nil); st != 200 {
@@ -374,6 +379,7 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 	if st, body := device(t, cp.api, alice, "GET", manifestPath, nil, nil); st != 401 || !strings.Contains(string(body), "archive_ticket_invalid") {
 		t.Fatalf("a participant token on the archive: %d %s", st, body)
 	}
+	checkTrackFiles(t, cp, be, room.RoomID, recd.RecordingID, archive.Token, manifest.Tracks[0].Files[0].FileID)
 
 	h.mu.Lock()
 	h.stop = true
@@ -412,6 +418,55 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 	}
 	if st, body := device(t, cp.api, alice, "POST", dev+"/leave", nil, nil); st != 200 {
 		t.Fatalf("leave: %d %s", st, body)
+	}
+}
+
+// checkTrackFiles: a track's file plays with a play ticket (Range
+// honoured) as Alice's H.264 and Opus; its download needs a download
+// ticket (one from a super administrator, as the backend lacks
+// download); the recording lists for the backend and for the ticket.
+func checkTrackFiles(t *testing.T, cp *controlNode, be backend, roomID, recordingID, playTicket, fileID string) {
+	t.Helper()
+	files := cp.api + "/api/v2/rtc/session/rooms/" + roomID + "/playback/recordings/" + recordingID + "/files/" + fileID
+	if st, hdr, body := get(t, files+"/media", playTicket, "Range", "bytes=0-99"); st != 206 || len(body) != 100 ||
+		!strings.HasPrefix(hdr.Get("Content-Range"), "bytes 0-99/") {
+		t.Fatalf("a range of the track's media: %d %v", st, hdr)
+	}
+	st, _, body := get(t, files+"/media?rtc_archive_token="+url.QueryEscape(playTicket), "")
+	if st != 200 {
+		t.Fatalf("the track's media: %d %s", st, tail(string(body), 300))
+	}
+	path := filepath.Join(t.TempDir(), "track.mp4")
+	if err := os.WriteFile(path, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := probeFile(t, path)
+	if p.videoCodec != "h264" || p.audioCodec != "opus" || p.videoFrames < 25 || p.audioFrames < 50 {
+		t.Fatalf("the track's media: %+v", p)
+	}
+	t.Logf("track file: %d bytes, %d video and %d audio frames, %.1f s", len(body), p.videoFrames, p.audioFrames, p.duration)
+	if st, _, body := get(t, files+"/download", playTicket); st != 401 || !strings.Contains(string(body), "archive_ticket_invalid") {
+		t.Fatalf("a download with a play ticket: %d %s", st, body)
+	}
+	var dl struct{ Token string }
+	if st := cp.call("POST", "/api/v2/rtc/rooms/"+roomID+"/recordings/access", map[string]any{"actions": []string{"download"}}, &dl); st != 200 {
+		t.Fatalf("a download ticket: %d", st)
+	}
+	if st, hdr, got := get(t, files+"/download", dl.Token); st != 200 || len(got) != len(body) ||
+		!strings.HasPrefix(hdr.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("the download: %d %d bytes %v", st, len(got), hdr)
+	}
+	var list struct {
+		Total int
+		Items []struct{ RecordingID, State string }
+	}
+	if st, body := be.call("GET", "/api/v2/rtc/recordings?state=Stopped&roomId="+roomID, nil, &list); st != 200 || list.Total != 1 ||
+		list.Items[0].RecordingID != recordingID {
+		t.Fatalf("the backend's recordings: %d %s", st, body)
+	}
+	if st, body := doJSON(t, cp.api, playTicket, "GET", "/api/v2/rtc/recordings?pageSize=5", nil); st != 200 ||
+		json.Unmarshal(body, &list) != nil || list.Total != 1 {
+		t.Fatalf("the ticket's recordings: %d %s", st, body)
 	}
 }
 
