@@ -945,6 +945,8 @@ const (
 	ErrorCodeCsrfRejected               ErrorCode = "csrf_rejected"
 	ErrorCodeCutMergeOutputUnavailable  ErrorCode = "cut_merge_output_unavailable"
 	ErrorCodeDeliveryNotRetryable       ErrorCode = "delivery_not_retryable"
+	ErrorCodeExportNoMedia              ErrorCode = "export_no_media"
+	ErrorCodeExportNotAvailable         ErrorCode = "export_not_available"
 	ErrorCodeGb28181DeviceNotFound      ErrorCode = "gb28181_device_not_found"
 	ErrorCodeGb28181DeviceOffline       ErrorCode = "gb28181_device_offline"
 	ErrorCodeGb28181DeviceUnreachable   ErrorCode = "gb28181_device_unreachable"
@@ -1045,6 +1047,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeCutMergeOutputUnavailable:
 		return true
 	case ErrorCodeDeliveryNotRetryable:
+		return true
+	case ErrorCodeExportNoMedia:
+		return true
+	case ErrorCodeExportNotAvailable:
 		return true
 	case ErrorCodeGb28181DeviceNotFound:
 		return true
@@ -2176,6 +2182,30 @@ func (e RtcCapability) Valid() bool {
 	case RtcCapabilityMicrophonePublish:
 		return true
 	case RtcCapabilityPublicationsSubscribe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcExportState.
+const (
+	RtcExportStateAvailable RtcExportState = "Available"
+	RtcExportStateFailed    RtcExportState = "Failed"
+	RtcExportStatePending   RtcExportState = "Pending"
+	RtcExportStateRunning   RtcExportState = "Running"
+)
+
+// Valid indicates whether the value is a known member of the RtcExportState enum.
+func (e RtcExportState) Valid() bool {
+	switch e {
+	case RtcExportStateAvailable:
+		return true
+	case RtcExportStateFailed:
+		return true
+	case RtcExportStatePending:
+		return true
+	case RtcExportStateRunning:
 		return true
 	default:
 		return false
@@ -8093,6 +8123,66 @@ type RtcCurrentRecording struct {
 	Recording *RtcRecording `json:"recording"`
 }
 
+// RtcExportState State of a full export.
+type RtcExportState string
+
+// RtcFullExport A full export of a recording's range.
+type RtcFullExport struct {
+	// Attempts Times it was started (1, plus one per retry).
+	Attempts int32 `json:"attempts"`
+
+	// CreatedAtUtc When it was requested.
+	CreatedAtUtc time.Time `json:"createdAtUtc"`
+
+	// EndMilliseconds End of the range.
+	EndMilliseconds int64 `json:"endMilliseconds"`
+
+	// ExportId The export task's id.
+	ExportId openapi_types.UUID `json:"exportId"`
+
+	// Files One per publication with media in the range.
+	Files []RtcFullExportFile `json:"files"`
+
+	// RecordingId The recording.
+	RecordingId openapi_types.UUID `json:"recordingId"`
+
+	// StartMilliseconds Start of the range from the recording's origin.
+	StartMilliseconds int64 `json:"startMilliseconds"`
+
+	// State State of a full export.
+	State RtcExportState `json:"state"`
+}
+
+// RtcFullExportFile One file of an export, one publication's audio and video over the range.
+type RtcFullExportFile struct {
+	// DeviceSessionId The device session's publication.
+	DeviceSessionId openapi_types.UUID `json:"deviceSessionId"`
+
+	// FileId The file.
+	FileId openapi_types.UUID `json:"fileId"`
+
+	// ParticipantId The participant.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// State Pending, Running, Succeeded or Failed.
+	State string `json:"state"`
+}
+
+// RtcFullExportList A recording's exports.
+type RtcFullExportList struct {
+	// Items Oldest first.
+	Items []RtcFullExport `json:"items"`
+}
+
+// RtcFullExportRequest The range to export, from the recording's origin.
+type RtcFullExportRequest struct {
+	// EndMilliseconds End of the range (excluded).
+	EndMilliseconds int64 `json:"endMilliseconds"`
+
+	// StartMilliseconds Start of the range.
+	StartMilliseconds int64 `json:"startMilliseconds"`
+}
+
 // RtcJoinResult The answer of a join.
 type RtcJoinResult struct {
 	// AdmissionStatus Admitted, or Waiting while held in the waiting room.
@@ -10897,6 +10987,27 @@ type GetRtcRecordingFileMediaParams struct {
 	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
 }
 
+// ListRtcFullExportsParams defines parameters for ListRtcFullExports.
+type ListRtcFullExportsParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// DownloadRtcFullExportParams defines parameters for DownloadRtcFullExport.
+type DownloadRtcFullExportParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// GetRtcFullExportMediaParams defines parameters for GetRtcFullExportMedia.
+type GetRtcFullExportMediaParams struct {
+	// FileId The export's file to play; the first when absent.
+	FileId *openapi_types.UUID `form:"fileId,omitempty" json:"fileId,omitempty"`
+
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
 // GetRtcRecordingManifestParams defines parameters for GetRtcRecordingManifest.
 type GetRtcRecordingManifestParams struct {
 	// AfterSequence Return the public events after this sequence number.
@@ -11463,6 +11574,9 @@ type CreateRtcAccessTicketJSONRequestBody = CreateRtcAccessTicketRequest
 
 // SetRtcRecordingPolicyJSONRequestBody defines body for SetRtcRecordingPolicy for application/json ContentType.
 type SetRtcRecordingPolicyJSONRequestBody = RtcRecordingPolicy
+
+// CreateRtcFullExportJSONRequestBody defines body for CreateRtcFullExport for application/json ContentType.
+type CreateRtcFullExportJSONRequestBody = RtcFullExportRequest
 
 // CreateRtcArchiveTicketJSONRequestBody defines body for CreateRtcArchiveTicket for application/json ContentType.
 type CreateRtcArchiveTicketJSONRequestBody = RtcArchiveAccessRequest
@@ -12263,6 +12377,12 @@ type ServerInterface interface {
 	// StartRtcRecording Start the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
 	StartRtcRecording(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcFullExport Export a range of a recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports)
+	CreateRtcFullExport(c *gin.Context, roomId openapi_types.UUID, recordingId string)
+	// RetryRtcFullExport Retry a failed export
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports/{exportId}/retry)
+	RetryRtcFullExport(c *gin.Context, roomId openapi_types.UUID, recordingId string, exportId openapi_types.UUID)
 	// StopRtcRecording Stop the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
 	StopRtcRecording(c *gin.Context, roomId openapi_types.UUID, recordingId string)
@@ -12296,6 +12416,15 @@ type ServerInterface interface {
 	// GetRtcRecordingFileMedia Play a track's recorded file
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/media)
 	GetRtcRecordingFileMedia(c *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params GetRtcRecordingFileMediaParams)
+	// ListRtcFullExports List a recording's exports
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports)
+	ListRtcFullExports(c *gin.Context, roomId openapi_types.UUID, recordingId string, params ListRtcFullExportsParams)
+	// DownloadRtcFullExport Download an export
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports/{exportId}/download)
+	DownloadRtcFullExport(c *gin.Context, roomId openapi_types.UUID, recordingId string, exportId openapi_types.UUID, params DownloadRtcFullExportParams)
+	// GetRtcFullExportMedia Play an export's file
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports/{exportId}/media)
+	GetRtcFullExportMedia(c *gin.Context, roomId openapi_types.UUID, recordingId string, exportId openapi_types.UUID, params GetRtcFullExportMediaParams)
 	// GetRtcRecordingManifest Read a recording's manifest
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
 	GetRtcRecordingManifest(c *gin.Context, roomId openapi_types.UUID, recordingId string, params GetRtcRecordingManifestParams)
@@ -16942,6 +17071,83 @@ func (siw *ServerInterfaceWrapper) StartRtcRecording(c *gin.Context) {
 	siw.Handler.StartRtcRecording(c, roomId)
 }
 
+// CreateRtcFullExport operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcFullExport(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcFullExport(c, roomId, recordingId)
+}
+
+// RetryRtcFullExport operation middleware
+func (siw *ServerInterfaceWrapper) RetryRtcFullExport(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "exportId" -------------
+	var exportId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "exportId", c.Param("exportId"), &exportId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter exportId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RetryRtcFullExport(c, roomId, recordingId, exportId)
+}
+
 // StopRtcRecording operation middleware
 func (siw *ServerInterfaceWrapper) StopRtcRecording(c *gin.Context) {
 
@@ -17300,6 +17506,167 @@ func (siw *ServerInterfaceWrapper) GetRtcRecordingFileMedia(c *gin.Context) {
 	}
 
 	siw.Handler.GetRtcRecordingFileMedia(c, roomId, recordingId, fileId, params)
+}
+
+// ListRtcFullExports operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcFullExports(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcFullExportsParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcFullExports(c, roomId, recordingId, params)
+}
+
+// DownloadRtcFullExport operation middleware
+func (siw *ServerInterfaceWrapper) DownloadRtcFullExport(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "exportId" -------------
+	var exportId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "exportId", c.Param("exportId"), &exportId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter exportId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DownloadRtcFullExportParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadRtcFullExport(c, roomId, recordingId, exportId, params)
+}
+
+// GetRtcFullExportMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcFullExportMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "exportId" -------------
+	var exportId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "exportId", c.Param("exportId"), &exportId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter exportId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRtcFullExportMediaParams
+
+	// ------------- Optional query parameter "fileId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "fileId", c.Request.URL.Query(), &params.FileId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcFullExportMedia(c, roomId, recordingId, exportId, params)
 }
 
 // GetRtcRecordingManifest operation middleware
@@ -20895,6 +21262,11 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/rtc/recordings", wrapper.ListRtcRecordings)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/files/:fileId/media", wrapper.GetRtcRecordingFileMedia)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/files/:fileId/download", wrapper.DownloadRtcRecordingFile)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/full-exports", wrapper.CreateRtcFullExport)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/full-exports/:exportId/retry", wrapper.RetryRtcFullExport)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/full-exports", wrapper.ListRtcFullExports)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/full-exports/:exportId/media", wrapper.GetRtcFullExportMedia)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/full-exports/:exportId/download", wrapper.DownloadRtcFullExport)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants", wrapper.ListRtcParticipants)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants/:participantId/admit", wrapper.AdmitRtcParticipant)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants/:participantId/host", wrapper.HandOverRtcHost)
@@ -37187,6 +37559,280 @@ func (response StartRtcRecording503JSONResponse) VisitStartRtcRecordingResponse(
 	return err
 }
 
+type CreateRtcFullExportRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	Body        *CreateRtcFullExportJSONRequestBody
+}
+
+type CreateRtcFullExportResponseObject interface {
+	VisitCreateRtcFullExportResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcFullExport200JSONResponse RtcFullExport
+
+func (response CreateRtcFullExport200JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcFullExport400JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcFullExport401JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcFullExport403JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcFullExport404JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcFullExport409JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcFullExport429JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcFullExport500JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateRtcFullExport503JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExportRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	ExportId    openapi_types.UUID `json:"exportId"`
+}
+
+type RetryRtcFullExportResponseObject interface {
+	VisitRetryRtcFullExportResponse(w http.ResponseWriter) error
+}
+
+type RetryRtcFullExport200JSONResponse RtcFullExport
+
+func (response RetryRtcFullExport200JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RetryRtcFullExport400JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RetryRtcFullExport401JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RetryRtcFullExport403JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RetryRtcFullExport404JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RetryRtcFullExport409JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RetryRtcFullExport429JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RetryRtcFullExport500JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RetryRtcFullExport503JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StopRtcRecordingRequestObject struct {
 	RoomId      openapi_types.UUID `json:"roomId"`
 	RecordingId string             `json:"recordingId"`
@@ -38601,6 +39247,438 @@ func (response GetRtcRecordingFileMedia500JSONResponse) VisitGetRtcRecordingFile
 type GetRtcRecordingFileMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response GetRtcRecordingFileMedia503JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExportsRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	Params      ListRtcFullExportsParams
+}
+
+type ListRtcFullExportsResponseObject interface {
+	VisitListRtcFullExportsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcFullExports200JSONResponse RtcFullExportList
+
+func (response ListRtcFullExports200JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExports400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcFullExports400JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExports401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcFullExports401JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExports404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcFullExports404JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExports429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcFullExports429JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExports500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcFullExports500JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExports503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRtcFullExports503JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExportRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	ExportId    openapi_types.UUID `json:"exportId"`
+	Params      DownloadRtcFullExportParams
+}
+
+type DownloadRtcFullExportResponseObject interface {
+	VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error
+}
+
+type DownloadRtcFullExport200ApplicationzipResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response DownloadRtcFullExport200ApplicationzipResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/zip")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRtcFullExport400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadRtcFullExport400JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadRtcFullExport401JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExport404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadRtcFullExport404JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExport409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadRtcFullExport409JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExport429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadRtcFullExport429JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExport500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadRtcFullExport500JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExport503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadRtcFullExport503JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMediaRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	ExportId    openapi_types.UUID `json:"exportId"`
+	Params      GetRtcFullExportMediaParams
+}
+
+type GetRtcFullExportMediaResponseObject interface {
+	VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error
+}
+
+type GetRtcFullExportMedia200ResponseHeaders struct {
+	AcceptRanges *string
+}
+
+type GetRtcFullExportMedia200Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRtcFullExportMedia200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRtcFullExportMedia200Videomp4Response) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.AcceptRanges != nil {
+		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRtcFullExportMedia206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetRtcFullExportMedia206Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRtcFullExportMedia206ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRtcFullExportMedia206Videomp4Response) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRtcFullExportMedia304Response struct {
+}
+
+func (response GetRtcFullExportMedia304Response) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRtcFullExportMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcFullExportMedia400JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcFullExportMedia401JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcFullExportMedia404JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRtcFullExportMedia409JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response GetRtcFullExportMedia416JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcFullExportMedia429JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcFullExportMedia500JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRtcFullExportMedia503JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -52330,6 +53408,12 @@ type StrictServerInterface interface {
 	// StartRtcRecording Start the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
 	StartRtcRecording(ctx context.Context, request StartRtcRecordingRequestObject) (StartRtcRecordingResponseObject, error)
+	// CreateRtcFullExport Export a range of a recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports)
+	CreateRtcFullExport(ctx context.Context, request CreateRtcFullExportRequestObject) (CreateRtcFullExportResponseObject, error)
+	// RetryRtcFullExport Retry a failed export
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports/{exportId}/retry)
+	RetryRtcFullExport(ctx context.Context, request RetryRtcFullExportRequestObject) (RetryRtcFullExportResponseObject, error)
 	// StopRtcRecording Stop the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
 	StopRtcRecording(ctx context.Context, request StopRtcRecordingRequestObject) (StopRtcRecordingResponseObject, error)
@@ -52363,6 +53447,15 @@ type StrictServerInterface interface {
 	// GetRtcRecordingFileMedia Play a track's recorded file
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/media)
 	GetRtcRecordingFileMedia(ctx context.Context, request GetRtcRecordingFileMediaRequestObject) (GetRtcRecordingFileMediaResponseObject, error)
+	// ListRtcFullExports List a recording's exports
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports)
+	ListRtcFullExports(ctx context.Context, request ListRtcFullExportsRequestObject) (ListRtcFullExportsResponseObject, error)
+	// DownloadRtcFullExport Download an export
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports/{exportId}/download)
+	DownloadRtcFullExport(ctx context.Context, request DownloadRtcFullExportRequestObject) (DownloadRtcFullExportResponseObject, error)
+	// GetRtcFullExportMedia Play an export's file
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports/{exportId}/media)
+	GetRtcFullExportMedia(ctx context.Context, request GetRtcFullExportMediaRequestObject) (GetRtcFullExportMediaResponseObject, error)
 	// GetRtcRecordingManifest Read a recording's manifest
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
 	GetRtcRecordingManifest(ctx context.Context, request GetRtcRecordingManifestRequestObject) (GetRtcRecordingManifestResponseObject, error)
@@ -57060,6 +58153,79 @@ func (sh *strictHandler) StartRtcRecording(ctx *gin.Context, roomId openapi_type
 	}
 }
 
+// CreateRtcFullExport operation middleware
+func (sh *strictHandler) CreateRtcFullExport(ctx *gin.Context, roomId openapi_types.UUID, recordingId string) {
+	var request CreateRtcFullExportRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+
+	var body CreateRtcFullExportJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcFullExport(ctx, request.(CreateRtcFullExportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcFullExport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcFullExportResponseObject); ok {
+		if err := validResponse.VisitCreateRtcFullExportResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RetryRtcFullExport operation middleware
+func (sh *strictHandler) RetryRtcFullExport(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, exportId openapi_types.UUID) {
+	var request RetryRtcFullExportRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.ExportId = exportId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RetryRtcFullExport(ctx, request.(RetryRtcFullExportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetryRtcFullExport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RetryRtcFullExportResponseObject); ok {
+		if err := validResponse.VisitRetryRtcFullExportResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // StopRtcRecording operation middleware
 func (sh *strictHandler) StopRtcRecording(ctx *gin.Context, roomId openapi_types.UUID, recordingId string) {
 	var request StopRtcRecordingRequestObject
@@ -57405,6 +58571,92 @@ func (sh *strictHandler) GetRtcRecordingFileMedia(ctx *gin.Context, roomId opena
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetRtcRecordingFileMediaResponseObject); ok {
 		if err := validResponse.VisitGetRtcRecordingFileMediaResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcFullExports operation middleware
+func (sh *strictHandler) ListRtcFullExports(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, params ListRtcFullExportsParams) {
+	var request ListRtcFullExportsRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcFullExports(ctx, request.(ListRtcFullExportsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcFullExports")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcFullExportsResponseObject); ok {
+		if err := validResponse.VisitListRtcFullExportsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadRtcFullExport operation middleware
+func (sh *strictHandler) DownloadRtcFullExport(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, exportId openapi_types.UUID, params DownloadRtcFullExportParams) {
+	var request DownloadRtcFullExportRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.ExportId = exportId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadRtcFullExport(ctx, request.(DownloadRtcFullExportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadRtcFullExport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadRtcFullExportResponseObject); ok {
+		if err := validResponse.VisitDownloadRtcFullExportResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcFullExportMedia operation middleware
+func (sh *strictHandler) GetRtcFullExportMedia(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, exportId openapi_types.UUID, params GetRtcFullExportMediaParams) {
+	var request GetRtcFullExportMediaRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.ExportId = exportId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcFullExportMedia(ctx, request.(GetRtcFullExportMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcFullExportMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcFullExportMediaResponseObject); ok {
+		if err := validResponse.VisitGetRtcFullExportMediaResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -61195,1644 +62447,1663 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39dty4lS/6Kli6c1dLWZQtu7t9MtY6645atmOdsds6kpzMmZmMhCJRVYhYAEOAKldn9UPdV7hPdhf2",
-	"BkCQBZCsktrpTJI/OlaRxOfGxv787b8c5HJVScGEVgev/3KwZLRgNfzz+iG/1rRk5t8FU3nNK82lOHh9",
-	"cKfrht0RKQh7YPWGUKHWrCZyTigRsmBEL6kmS6pIKZUmuRSa5pqsuV4SvWQkLxulWU1K6Ow1/GbbyOWK",
-	"KTKv5YroJVfQ3DeKyLUgSlNt3ivIim5ISfN7ki+pWDBFVhQ6rWWzWBKpl6yGDxVRXOTsGTmbKSY0WS95",
-	"yaA3GCVXhIvt0eGonh1kBypfshU182eiWR28/o8DM/GDP2YHelOxg9cHStdcLA5+/vnn7KCiNV0xbRfv",
-	"fEmFYOVZrvkDNct2bUb/jpea1dsL+kmUG0LNu4zImkjzZ8VEwcUC5ihYqcyAuHn5zw2rNwfZgaArMwba",
-	"7aIz7H+q2fzg9cH/9bzd5Of4VD2Pj/DATKV91NASf44P2Y3NrCNsF4VPcKsGBuyb3X2w/tNwoFU1NkC7",
-	"u2aIVUXMSJLDq6rOsFb0ywcmFnp58PrVd9s73w6i0fKK5bIuRseylIoR2mh5XMMHRK25zpdwYmCMD7Rs",
-	"0gNsOwrHaQc2k7JkVPRH9nteMLnDwKqmLMkhdV8e7T5E7HHaCN8wxWtWTCK1dicL/GqY2oqw6R3JrTOs",
-	"znAfeM7sHxfFLiM2H7onhBfk8Hc/vPzti9++8L/lhjPJmnz68fcX70hVyzkv2VF6dt2RJAj3xcvfDlAu",
-	"Tmd8HnLemcUhDtH+xQszajcbN1FZjI1930G/FXRWsolnjeHLuxGx/WgiCf+ulk31r2yzPaB/ZRtcunbj",
-	"F+bljFBFcjM+QdZLJgjXZG1+qhnVrPDDqqhetqNauH6yg5r9uTH0efDaXEv78Cw36MF7aWv/YQipVQvG",
-	"t/941lEuek4VO+ZCMaE4XJWafdFkLhtR4AXEcGjk3qx4Pcjl720ne9Hee6rOmoJP5KdLqo6peX038lu6",
-	"TqbR33uqLvVP00d0efPvO4/HdDBtNDFmclEwofmco6QYHAc4CDXTTS1YETsKZjNLrtKHIg8Y4KRTMby/",
-	"F+p6SWvHVqetqTJfFOSQd77d8d7sfjxxrR9zXky/GQk+y4x8lBGla0ZXWcvcldmD9t76RY7VB7l4V8tV",
-	"Yr2Z0DVnilBthkLnRoGAFdV8xcghXrJ8xX6SIn3nGMWiM7i5rFdUm9uIanZsvj8YHuGnuohxyh/Zmint",
-	"BznntdLk0Cxxwea0KfURCPZlYd6Cp6khSuggHKNt4eD1gYBeDjKvj/gfsOWYahIO/kZOWtwZm8ua7b66",
-	"Wj5ibT+ygtNrVj+welwUoUrxheEWWuIwV+ZrouDz1PBWnR72ItEf5WVJN6z+oWb0fhpjuGesAnGai8Wx",
-	"WUfZ6OMKWlHkUIQN7sgtOt9OZBY/ymKCpIcjD9eU1I1QRuP3Wnl6VMXeQt1lLbXMZTlVEqns+6mxuOe7",
-	"Cv5+HMHYrhphSPiDXPwrF8WgxOROkxvmPRdpjslFsevwukMJB3ktmzpnn+uplxa8Tj5ffcAjLhtt7ly4",
-	"qGmpjtA4woWlRnN/ZCTvXSvl5jT8yF0tQLqE1ozwhZA1S66A8mNO0MzLk++GiOYa7qrpShjebYPSIb6y",
-	"lwiLo9lFKQzGgzeGMv+iitzhk7uj4WGmD9vgQH+/lEpPPWgPvAbDjvkmNZoHaHDHc4+WwIniIr586q5U",
-	"hdy/tSfa91oTJBoVk6az3Pe+46gb/ZHVC3ZD1f1FcWlE0a3h35hxNfr5yrxINFX3CdlVQyOPVOeCAV1r",
-	"qhuV2FjTWWutGzSc6LatyexpexhmdKbny1rOSraKjOsKBH+0eXLNVspZjx8YoYbDm++SwlLYdFRmmtNS",
-	"sSx2I17SRcTY9GOzmrWkVFGzedJqJ0YuprXmYmEEpRfJW8c0HB3Mi6wVirjQ3748yA5WXPCVkeZe+FFy",
-	"odmC1X6U1/ynyEg/0i/mQyL8iGu5VqRiNQx7aHTQYHSE35/Ehog9GU58MjpgNE1ysUhbZZ0dtuQ5WJ73",
-	"MMUmTqbvfMw4B0OwbO4bx4OTfGJP+5ofzVtR3Bjxd2ssb0XhSA0E7ZqKBSOHV+/OybfffvvPeEtQYqTu",
-	"zOo8QIKmtaNTMuclUy1RWrmd67RJC8exh5Tu5/KOl2yI6aFJmxUwuATPm0Mbj+N5nQENWY5xkTo8jxy+",
-	"YSXTrACzgiJLWhfHhf0J3s/IesnzJcgv4FBac8VIyeaayEan9Us/lqk8MzKNzuymqEVfRQPyIxpUIYKh",
-	"GHHg6TUFP4xrdw62RwKPpp4rf4ysvw1PWfoM+fP3qFM0IiaGgmHa2jIm/6WWUJZsmsRVy5I93jpXy9HT",
-	"vj3I62bmxzZtsAUrObijq5KKx4+aP5I/XT/k51Io04XII26BdzVTS8GUQr95zWjxjNyVMqflXc9yZMVY",
-	"5xZnlol5VRzsBXCfsuKU3JVcMFrzn+isZHfWFJVLMec1CFfOww2udPxKoSNfL8HhLFcrrs0SeTuQ4ep/",
-	"bpjShNY1f2BFBh/PKXeazPcn35K7RtAHykvs1+mT1DnUyVmeswqW3gUOyIrVIAGcknXNNVPAb2m5phtF",
-	"wmn4PcL4hHaX/u34+iE/Dhc6bjmDdQ0MZ+7vsJO49eyG1gumR9jwx9BUYtbLz4zQXCsiRUa4UJpRuO+R",
-	"851CIMOMEWnXG8g0VGjMvrIvNNflhkjBfnEej3NNMfiPLVs/xACK4ig+WR+LwbWlULpgQv8yEx6+Rl59",
-	"G52ovGcT2crZ5QXR5vVRlpJS8Gxfu/G/z2qqWtwoVj+e3TXK0sv0Qf5sXlaVFIqBXvcDLa6QTZi/cik0",
-	"E/DPQNR//idlpvGXidLR27qW9Q+y2GB329Im0ALYrGWxwYieB1ryghzOZW1IaVWVjNzZX2/h9Tvzvv/J",
-	"fHh3dEpyWdcs17CkXFSNDg9szaqSbgx35Jo0AuOOimcHRveWYl7y/CvO2fHi3Pasgsiqpq6Z0E7KvXOv",
-	"wJQpWRl2riqW8znP0Tt/CjdPcKs4pl/DdOmCcgHzfCfrGS8KJr7eRHNalqyGUC/lbyEI+ahYveJKGZYj",
-	"a1Iza8hUuazMtNvHtwUTnBV3RzCHC6Ga+ZznnAl9rWVtLQBfZzatWapmOTO3KMwJLr7MTGM7NC4zFD1j",
-	"pVwDJ53XjB2riuZmJYApwjVcs3mjwtZaRRBYgNfIDu8UTvp23pTlXWY4Rr0xVx+QgTYnSZhlhC44dljY",
-	"sSFDp6INr0M+I728ahi2EVuXEqVvaMauu2a1oCWs0ddbcXsfGzGFFaQR7EvFcs2KckMO77gd0x3MvTJj",
-	"BnWhhrnj2f5R6neyEcXXGzJ37L1oqbqQzNyimrAvXIGDjuPfD1zxWcm8GRSPy+GdkPoW3LyW7C/pppS0",
-	"uJHyg7ngvz6nAubMvuSMFXiQFf+JkZKvuDanFYd3q6W8Lc0A7bCvDJP9UeprqrmacxDRvvbQjRS80U6B",
-	"BFFZNlrxAsViozmSwzt4emuWXbVjNYR1d46DPYa53JEFf2DKf/mNgoUwN3IQd9v5JBJ8a8ajyG+e/2dz",
-	"cvJtbhqAf7G7ZweDt7XRSVj9wHP2uZXTv86CnpGCVUwURkAn4EhaVbKmNS83JFAayGFXhRi6swyzgmtv",
-	"RvN7OZ8DxdxI+ZGKjZVC1Fe/qZDEWWH0OXOXOgo3f9zCH+YqOiVryjWZW5YPBgpDGIJwQe6uzNSOz+aa",
-	"1Xc9yggeDRmuFculKMA7Ah3Z2wDWjIvFs0EhL22fPomYe0FSFbTRS1nzn9hXYpQ/SoJCXut2hIuuMrei",
-	"0HDTmTGZR9j7rZswyn604rcglre/I8v5LFRTmbuAFaDt3MCE/yrs0vL4u35/d3BK/DBvQUW6NTsDc/jZ",
-	"bSZQzFluvrtiCrTgmLk2iN0XgSIHcooVc4mSK4a2ASNuGB1NyPZ6AqOo95G8JpSAJRWDiUhFlVrLurCN",
-	"mZ9KuZCNfkaumzxnSpmZvr+5uSQvT04CtygswqFZ+Jrmmpy9JiryfiNK8xOIrgWYZavazEJz1ElojnPt",
-	"T/0PZn6GZgopgAE7w4C1ApuG7MiP7TIcZAelXCxYcSwbjQez1jNG9bGT58wbbK7hfJWMKlZETArZwYop",
-	"FfU9/QEdX1XFhBG7uCCmf3BfbjWiQVVPtMHbuREtXwdqYi1L1g3lyrqBkxm561gQnpvvjI54Z2nk6ub6",
-	"Mjh4XnJVDOVxNFduK7Qty/kPtyt+Fu2atOslZ39iuTZTPas46OsxW2mgnxsV2Mi3rDg1CyCYkf2WsrQi",
-	"B74DUQkZCq1zsFYApVuxa2Ptvj0aKku5ZsVFFfFenpdGlyC0KGpDhzXmoxyeX7y5Ogq6tXYPENPntVyd",
-	"Eraq9AYlaCo2vgGuiO0O9HRtXabb248/0LqmG/O3VfPPYqfc3C/tUEKjwOHnm3M4NFPM176THyLWzPOW",
-	"EyPrsD34fjMSKuSgZBdo+cylUIYqHQFJy41Q0fDbGz0FBV8wpS9rNudf4vwNzZ8vXpIl+0ILlvMVLQ31",
-	"G6bCauWMKNfvz45ffv+KYIPed5DsmH2peM1Ucr2ptg6kduHtJ7jop0Q0ZektNYGIb15Kbon5CMU2vLe3",
-	"xlVSpT+ryYRgXkeq1JIEVyYDizTeRrHxmm/xgJmP9x8uGp+2RBm6YuNbIKT+ASSbxEzBWt7fBIyp40V0",
-	"Vv4hfAokbL3T+81OrgWrU4Y88ztZLyWRa6FGptraMyIs6LK1hVSSCx2yu5zWNWdqN15SNXUlVep+6qwl",
-	"MjRZe8susLXoHGr2wKjXOfoNMzjsVBAm8noDXoJcViAF3bNKZ0RJZCxoBjJNBdJKTgVRS7kOA8/QcLUd",
-	"+QEjkfeTj4h9O0Uw5tDaV/YnlFrqidwbJ+ePrv1w5Izat/Yfn4q718871sbwwGakYOAowqPEtT1Z3Nx5",
-	"XBRybS1XD7INAXEiGCZCHjgmi0ZpWOEDOPW3G6ZvobmoeKWn2/bTJw6eTLpXtu+SyH13px7y24rq27PZ",
-	"eXHXUjMlFauVpeCa5XIhuHIRHMMyVOtWACbaHtsu3+lOpXdjdjlLFko6IX8Nr7vOQXaUEcofoZgQnrWQ",
-	"yjv31JDI94HHYxRtZJact/KB2hbcqtEIL66goUhg15Ye3Nd9szaSap/QrAntm2/ixIcT9uHYPtzLsfgh",
-	"LdRL0xHOr6Wm5eCKYcdAuyuq7dU6h2BolRFpuA0tSxiR6k/z1XcH0YixkKpt7FwQpIZjsqsRpZWm4Pp8",
-	"yfL7WHCh0XzNyI0qRM2bJDevbhNLUit7+6UqqcCLxsVFQLNxqWRUovH9RySauOP1R2nNjfApqdnccBst",
-	"TwnFxHbDaqzn4HjNC/tiXHE0am0sb9LdwW0/+Gb8DlXmYuE6oglc2yco3M8pL5ua+dPmJ++YPRdzeZAd",
-	"rGktzACzAwY+gj+OsT/H9HA2wYBGdElDAuk0bUZA+y6OQUFULG9gKkg46EeJ2hjkRF+tudrEIlCfnSJo",
-	"dpAKKTYr2Si4G9VGabYi0Hh8J+GRs1D1ck45BhbmPbXMXFRF566t+DEcasO3URE7toqYuQ/ciMwCw3ii",
-	"Ny4sz8SIIr+G29olqNJnqAiPatq+PVBSwmVsF87canHt7YEJHV+5ng0mvMQdOTxDsSHwrPsnW47HaPdJ",
-	"VvO+WVFxXDNagDmcxThPcv1kDt7fYSkSV8VPcFcLgGx0LmMMrmW0bS+nBNeArBgVCmUdp6l4TgYaBMo7",
-	"jiatnc8MCrmHEVugpbi8N2QJC+Zs5GE6k43u7ip12kzRMcoYXshQwCfYQ1xOrGk8df7G+hF7hJoR9ufG",
-	"nEYJQvHdvx3Di8cXxR1xwRQETf470XTfwGZPZEjq7e6FrCPz7Kt/AtvJdWhrqtGuZbTjQlyU0aqMYHpj",
-	"my/5dyLe2fl35LvtxZgm7QX33T4CnxvKr0zicwgol1SplHcDzj+KfS3SipEXSMEjtzhGCSSCiZUhIVkp",
-	"G23SrOCpXRYbX3CoGAst4eob0NHB63M0lSZM27FRnCE4kGsaLSULLtAWQNU9mvDsLL3xY0KXcDSiE3d9",
-	"2TdQyuzkr7VQNJM7k1UVnV+j5YpqnrdTtO9OarlHU25ObYft0mZup4cpCwO03z7QsqEpF5I1WgXkBR5r",
-	"c2mTNRXa3Hk2iNvH4IDSb65XDKFdLzcRgTKWOXPW+gHdndJmrWyLZAl3HzibGc5q9+ufDmAc3bSADt+o",
-	"HmVs6w95Oj8naKgFEmunmxE+B5fJYbjwZi3NumMc9MacBUeqRwkZbDCg1wyiH3y6rUqZDuPfMk84ZrMY",
-	"zZdIFjAho7uoEAFjMju3XK+kIqDMCF+vGVVRY/EflpuuY3G6WRhXGjOMYw1LS/P+Ajf0ZfaIrLlQeFOY",
-	"NTjq6B8NgAaY36PCneUGifyeG08V37gwN3PJO08S2iWFXAPNcKQk6+/d7mkpm7JIUXeoHcMdsjZvO37b",
-	"UicBmdP8h69YQnVOpn5chwkfWwN8iCfs/j5IzR1lDD0+2Y8Vdym8NvGuTS+hkNgbrlDWxSHDo9ASXoy5",
-	"/kDz+0UtG1HcUHWfkAhZzWXBcwjrwZd98myXSXa+TXsqqLoH71p0SSEG8IGW1xgxE1Fg7QtkxvSaMYEw",
-	"CFy4GJuJ156RA9406Kz4GOnGPXP7h7b9BgKCVrwseaK7qHyF3flQy54xy/zc76aj+HCNgRasSGiv5qur",
-	"RsTUzE7ilZ9EzDmBQST4fIO61Z4OT9CVPolyM3xogRAsiAUkFyD/lYBj0KgA9XH7xMZteoaIPYrAtkun",
-	"EeeyEXpQuDbDAYhK5Cu1zG0wS623BZ/EZteNAMvZ+OxLKSuj0dovttA8IjnSEYtb2Eln+duhbB+skGq2",
-	"jkNIsMHCjbOQuGL5Q5dzmIthwZVmNQPYI6MRuBl3OUrK/Nq3Ym0vWejJSyt1fhQ93qYmX/89Drp1Sfd3",
-	"zGXGJDWpH6TUSte0OitWXATZG7QouBk8LS+DNbLJ9H3TD8YJGJELTGJWQ6yV4SRGKaamcW760bKOcHKu",
-	"qpJufkxbztVSroUDFrFmym4IDdjBn2Gu+lCSUxvWFXGku1A1Z8UKh32KfIMSRUsjOS+pWpoX0QuMcUe9",
-	"/l9+/wrCJ9vxRIbjwqu2h/NBLrgABnOKLMEpXaRkGuAualLwBdcg/LZJyhjyhO+oDF8x/y/NfxtRsFrl",
-	"smYqM7KK4guB9ublplpaL1ovtzGYwrdm/UzDZoD/9R9nx/9Oj386Of7nP7b/fHb7L8d//MvL7NW3P//T",
-	"qADiZx/syyCdptAtQmaHpNfZPaI0L0vUJCSZsTBlq0uMM9fTlR/mtmmvsbkPQva6gQh9ZW406+NlxDcY",
-	"xCtwZf4QZiyGKc8AyxiMb2oCI94eYmzJzqnIEe/pXK5WVBT7nW5sxgE759jU9rKh3BezC5vfW4WgzVSC",
-	"dkvv/A9o7vvIQfk5OsOKznjJ9eacaraQ9SYuU+b2qeXedXFc0VpvSO6+txEyPSU8DJEfcJVRQPayRmQ8",
-	"e7QsQ7NvL2NJJTTi5Bzc7CxaX2i8LvkDAzAxQ0KZUyeP1UbkaKqyKlFc/J0mQgfLN2cJV5Sb5uVugUoC",
-	"o+W1JI1inc52UU17x8MvZF9WiQ0yC/Y5fooqnS/p+ZKWJYvmY5wRwdaGlsx7ZgfwxW2Csq+MSBhaEsVE",
-	"AfhP/ou7AJ3c3Aq7hiT+wefZuuFZc+aMgVHcJmZPNwTxFV3EYcaumDnTDwgq1uJ82l7hu3G9tF2qoKtw",
-	"htGtgjBtd4k/WpZRTBuux9Y+hD2ypRgAdZkUKVyEVNUTLcy9d0pkhcMiS1azjMxYTs05oKJ3q9RMMY3u",
-	"CxsVa77/RrXN+vhRc6KsO60viWyHG7B1euSQsRhM/peRf/oCazCi1BZHEVnPyAMvmLf5PSN3HlXuzgbB",
-	"2VDIEKruNbn7zW9+8y93RrwShTJ3OsIdbACHACeFdtq7JVVo+mojndUdUXQDn7nrAD6MZyGEIPt7QvNn",
-	"Hez8PSDzOw0MMooQyB81eZcMsqvJuO3wKiEj/GG56aBjY10GrrvlBLoZ3d7AwLx7ZbvrspTrH6ji+Vmj",
-	"l58eWH1ZUi6utKqG7/QO8OWK+gIXeEGtWE2/UQQaJt00o4DTOXMnF+Su1qp6/fz5nQMVMgxeeVMiHGDv",
-	"89eSULExSqo1UQim17K+JxXVy2fk03xOZhsHDfIaD+UbDFrnyg6UoT2c2sGiQRJvb/wAxx7AdxiW050J",
-	"rGtcUkm5JxDCsGOCJIdgUnxOq+q5g7NRpBH8zw3z+hwGLiX2cMDjgL+DJM4c7kbbySdRcpEwwbpWH1i9",
-	"uTQ8txh276BnqrZfEHDJQuDC4WyD/4QoEC2rI9IIzUu7c180am4oi+l6kx5OokDDmSvGcNo5IlYfpIoo",
-	"KSHzBfmwrSFidt9h3pt/c+UG70RwmzVp0Y5snIXa2VeTxPQmh58/X7w5As+7IWua11J1QarikuRAIsu5",
-	"Dci3mMRfJXclhCi/56J4nTDOD4rS72rmwbdrqwbKWnUsGObyVokgk6JXHmPn0hXZVqGIrTFOqkPRQi2Z",
-	"1rbGb1MVLV5PZBrJOhOTKkmEATHIWSEXDW/6RKBXqkrEG67weHiHdk6FmcOMhfbX7cOw2KHOwze2VkLf",
-	"vo7G74QfapksLhBeUTb30gk1WF/APLBRAeir8YnG8bksEzUDuvotXCFmyBUVx5qX+vgnKVfJFrekpHT7",
-	"bhIBeHArd5FDnwpy6vIYLMDNUbxzPgLb341w9bKGRe4HtthU9gKpSqoNY0mwRCN6WLNKnC1uUwJIK7Z1",
-	"a0bx8bsB0Ja1m7pbw9wp+/ive4BUVBNziXSczo4q8cKy4B1Yj2SHyOY3aLxNO0LEMGT6vzJWEQuP3uJB",
-	"wWIhSDopGX0AAEePxgNBHWB0MSJUU5YJt81QOLWz8Tog+fBm6q6MeyUeAhAglu8ELG4UH43WnimI3/Cu",
-	"+Uir6qamQlWy1lM/7nzzcxYgbm978FpEcCsYbtx5DI/pCiKOvP6EihMFtRSlQIjHcMLtGtTbO/Pgf/7m",
-	"N7/pvW+4uXvTF1Fz++PxnVBa1kuId+qCO/0/phnT8H82JycvX7nGoCtIT757nn4Df7FH4n++gKp2//bR",
-	"XjvqKLxzeldk/MZRCTTy6y7qeOK7VChKiBEOwV3Wku+LeBBnBMTYcXy95EpzsYA0vWinTVUM5p2FnlzU",
-	"/4zy4YECZL2rFGY7HJHCtrsdlb92Do44JXe3t1aNAij029s7jybAJuRfhaDAUddoWHwggLiPXpH9gx0P",
-	"xejGZPSDN7y3LyistV0fLKjP1Ba4Cuu1dcI6giJE/WoTvh7QVtGaIb07i9Qr7JVo69YH3LYf9I0YUXXO",
-	"sdd0ZlpL+yFZDlidzraNOH37drdiI0pfVsu15RyP2+mTSsoSjuuW6HlKbLxnKJ2GYVO2q4PMBoZGY6em",
-	"lHH0Vv5WcS4kFwuwNBgFmhwKidgf5qJlxVFGrl0w9SG1ggro9IYdrenmKLOqNznEO9WopXXNH7hYHGXk",
-	"yqLQIMQpHHGqtWGyNo72tNWdjXCWL1nRYL+XVufmPuQWrBwuCrCrmh9l5J2Ny+2+v+ZlSexyGxrhVp50",
-	"S2vnfZAduHkeAIQ9/uaGf5AdeEp7148n3dqC4fqGrafFC4uQwWnDeiG9GtcZc2Z1vQHr9BWGW2BosvlF",
-	"kes2ZtbN58oHZdiHQwOFAmwx8yrig8h55/LrGcPxyWjUS7doKGvLyU0IpPoVWQe4fiKjwGQzwCTV05YW",
-	"tHUFZxuwo8KYZf2UYv0eosOvQ1boXePBfRi9xTtU/YS3CZy08cyYTsXIv6cUZ5xwZwqTw6Q6zGyfrBfb",
-	"OeS7OD0TU16+UoaLk9hWRhq80GyVAnqCFzCYz4E4BehOLvB1GiYW0nNGkH4zou55RQ492i1UsAO3ADm0",
-	"4LmnRDFzixq5rHOJYlP+LBjB9Z5XA9m9I1bmjs0GorhrvMiX9CHOn+5jfPJ3LcqVrMmWa6Jrs4k3y0Vk",
-	"gP2FD5cCnrWMJDr3Ou0Z68Z7oP9ozllZKMdWzVIALXjw43GuZ6uO3QPf82hcdhijBLmfb/1MWHLFzHBt",
-	"lJ05q0kh82Zlo/d+Ibep62JiCzd2aG/cZ2DoYQ+crTuo8hiS3FMCSmoxcUHYBDheJ0F3UP1PCaySR+CH",
-	"Z8FSjASB+SlN2K00+h/kpCCum92bQzvRo5autKstAHB8c16vjqI5S+aVYaurGzQmreEXCZ8T3q0RXgAl",
-	"ojyAmbTWTUzHmLGpiXapbL8LCx8O98wpopOZGbfWMLdfdlMn9ufvre2rngkj0JuLE9kIaISW1Tl/S0AX",
-	"u9yAwf0Rw3kKSTq+ZVzhVhH7bhJQiavolXKtEXkUn6MijNlx5nYtGKHaAghaFchSYVXLosknx8Cby6VK",
-	"U0sA2D5ps6wAl2wOH+9LfH3pwO5C5o9QS/3tUNo5etp1pBCs/wAvmCxq/j0JmdsFRfcQM/eSMH3PERlT",
-	"fV0hM1109b1FVHPOMCPp5Ut7V6FN8xSjW+6seykIu8rInRQPfA64BrJ0uNdW1PKlbNBCmZG7xQys63dG",
-	"iIFSMO1TDKa5vrgM5aoazYnQx0F2YD8fMm5c6p/Og5DfiAHv5t87QcEWn9JbZXA0ScvHSDJrVJ6cyzwW",
-	"zn5OhRPv4I2Ew7Pmw98CR6154vOKivjXFU0g5wHAslZDhG1fCXfvnrFKTU6An9dMLeOGBR+dZhvGDDOG",
-	"QMjmwWpXG4PmMcnIrIF5El+En2SsRrn5JuUXH/AcmD2ww7AtO5qw29suendxhg60/sn6pl3FpYhFT/io",
-	"XwJknwrsd28l98MiDfrWdrW8pc/OuU8C94kH0BW4zLWMhw/he4mDaBtRXRF7goPHNZuF6zFpC/bUlcJN",
-	"OSUr+cBAbs6l0Fw0TDnfNNp+3cQCRHnZRBSq5Oq84TXLEbLbEGGGXCcD5hGGITjmCxptIdcigLzmiyVa",
-	"v47tL0117H40r7qf4d/ugentmAv3L0TWhs6PBaO1/2MO/zbDOZYVoFXBv/MSEQ/N+OL54xVz5B9UOO0J",
-	"qRXD1MCK1blZ5U6U0zcW1TnKwHxl1BdjlVHNIYddcfm/riTsycnWgD667bZB+mDEZaWL1sMai0YXGcoN",
-	"7o7v1clJd4QnJ6MihaOWYTq/xtD0xHVqA9e7V+mT3qBWQWPFD5uzMGo+zvM6cfX+UzhtAMHWjzsD+d5H",
-	"19s6MTxxM+A3V/DSeGSV7cHfX5c3/x5vNhnE9pEKCI9ec50vT0OWgYFUDl5rvcTYvfmOl9PWfEKfcXLd",
-	"p5HLfnwRSAqmi2oyjsEnkfW53VTKOLdK/tOQwdh+tZOYsB+usYFVbYuKMlrnyzYtLk1/FauPnY0hxM0w",
-	"39u0FPA5A6RzwSHhg0UzG8az5ML2V1Qgxg90xDGqi5Zlygxk+h5u3UdED4w9ZbVIpyMIqTMfjbaxDvoJ",
-	"sGt+NYKhT7GrXrlYsEj0t/dtu5jtkJWeetc2OtFt0MFLokghmxlE1TUV0ZJ8T1ZcZGjH+v/+35cn/zf5",
-	"E9fWo9HbU9tUxGfZ64sLQo1KHoAYuP3wENU2GMCKJm4OUIWgZLSebJTZCdSiuyhJGAv4cFDTiAQojEi4",
-	"45j37IuG/R7sGAIgXMdckaJhDkjDBo1af7EtuubiJPYdV5+SHQ0MEW0/FrGfvw45M+6FsHwIJjQANpCG",
-	"+OXPby5tRdmyVEAkhmRvzi8JIElACGgRwQ3SuRFEm6Ia0vuvjKy8Yh/k4q3QqSRhtML2FP4avySlXCRg",
-	"X+NASDm1sJahL5ocIorj62fPnvniT960ghJePAlmgo5kiR9mMaQYDcAOOSXCtwOROwiYiZBbiRB7XW+m",
-	"5YZgq5AZ8vA/IEGeF4ooQxyzDWgtR2m41p2gWp3AaA2pmc0ku4VMsmfWGpx5rdenp5u73/IMPOxxo00d",
-	"swBc1uyBy8YWI8LxYOYa9qcGHYpT4ng9Hf+r+WgHIFma57JpFRtYz50xZP/gsxf2w47VkZSGH9l6t+Xa",
-	"FW/Vxuy05zFJyVtyF5J11pGIrd8UCbJdfwui2gVKHeKc3Z1MwjdTx4GOS7nA4/Mahd4FOfS0bX0EGbG1",
-	"qzLrRYEguNaHmrk8ShtvidFzQYZl1o2ly9xlfeQPCjnsJjAoSPDCRD+XeIJ/wgqZxxADeGwTEQ4xlt7o",
-	"tt1wAZhSJzg0rC3gjS8+DDZsdRrrH/d/9Jc6igrx39YVYmf8KE9I/6LdxzHixvHX94tcC1qppYzJwWeB",
-	"jKDsa+CkcD7SJ7NuFHItSkmLyVgLJdWQC7wyVG3xgl6dHKORiLjmiOb5PdNdWTKAvE7kpiU1W5/R5dYM",
-	"E7lCoTSSLMbACLh9ecHvsQlNdbaPwfrZBx7Vzw97si5ixjSiOIT7QBXR9J6JkQWfdpFaj/ETkYRpak9y",
-	"UPwn9sNGx1xp5qw9YgeR0duo6ymJfOYg9lK/iZCJeIU1L/Qy0qz5ee9BD9jRWqPZNi5eZ6ZD3MjcJqlQ",
-	"ntCbA9fOaTQZ3kEf5g7iAOLyWTqWewcPeOBaGPoCdQ3rG0ktWnDnD66IrKYtCPouHjtD0UJpJbMKWx0K",
-	"pE5MzuXagl+iz6bgqjKXG7LF6bW3Ji+rD3tT4a/DeaqYQtAR7sZl5H77/TUKRLit4Met7XRBd0H67k4O",
-	"s5YRoDTpIFXBRrUVbHhqxD3gsFYq9sZdXdOHmItiFE3EOnSiw0PAjRgmSFjuc0eojQhU3yh+xtAgzwI8",
-	"7bR9eguuYrTJytD+UIPDob89YAnMHbVeZ/YFFZ1TqBJIpA9jhBtsXjM2CRNyWqJGv6mTl98lUQ4GkBbe",
-	"WEQDX4EXAoctoOiEoaZAFN6E8AmT2+uIdANxrW8tnMjQPqYTVHzg9RSa7SIgDIzpPVXHiHwwNKoUyoH5",
-	"etgVsyueAdhWvriIfMULFsudPvQAU7bgK6rq+2EaXCN4wdAcdkAKmEQx0xKGxpvZBReA66VsHCJAKpzp",
-	"Ean4Xy2rPrOp84DvFybPhxSyZh4Fow+pdvLdb/dPOh87eBOSqCdsbaJQW5sN3UlpniARvAmi93cQCcI6",
-	"EjnVtJSLhhGIZn5gteJSsCKShUDazUIt1m2YKLaQSswB5iIvmyIGJetiPJNWe7WrgaUvI/0Mm3GBLbw8",
-	"CWI6vMHF8Zex+C333q5WXffWlpBSrulGQeHTZz6ymCrF9LFb87spNImpWGnHR5sYt89C+hSxdhm/j63i",
-	"ThHuuJS2eDAtCNUTw9gtWUaYq8ubsG+coo3OWlVNJ6pNN1ETrY29c2rfb0fh1z5rKXnCafUpxDtJ75j6",
-	"EJfVd6z9sKO8Nj2rdgq5PsnlOJKiGt0EBNGDy/y9VFoNlbQxjFyRQ0B0pgsw1HspG9shsw3oRY2y6fjm",
-	"1ZIrTEFfScG1rCHt0GFaK7LgD8wGNmnKY3kEgSSiUrYdGDxZL6XyWFYcUAu5mGo8kjaDfztOQNSyNELs",
-	"MugEFgBc6Ly0xDaljwnDx5YxWAhxFm3G+5LRWs+YrRJjIzWneAcs6kOqV4vkyGCaNl60QCweIe1w+sU2",
-	"hkKxdRz//Aof4CpObCxh9/8Y0OO9kGuARA/oMCN2FEQKwIBq79pd+Zsz+0sH5SA90EPl0TTcnLMYrQ6e",
-	"u9WM1Qn4cXukVvDO9qlYMlqiOXLw4go7eo+fGAVF6ypZMvWsWysVB/CNIu9vbi7J2eVFPC4GKnqMAaSC",
-	"u4ZbPDELcjxYQmVibQ0WLNN2miyd69HJgqd3jtGdtraLrul8zvO4DZuV810mK7AWM9UeazVR5amZz+uo",
-	"szDS9oPUaIV1DtHfS83qg+zgRyke4J/j9ZB9rY9gkbr0EQzKb7NdgMxR4SiNv/fU2nfamN9tAE2H4gGl",
-	"lIE5xub8xNcwmk96IQoWqcD/gSpNSrkg3Dz3+alWAGtJaFKxJPBWRhOCWrdk4BTuEcWMLbmNmmkPwMQi",
-	"TedSaJrrWEmoj0FodxBehzgX+FkLCr/ThHcpdI4yQALyn+bL8foIjgaGD0uiqkdLVN1ZumMi7yFKeVHT",
-	"ArMlRQzNP1BwUwL2D1zQeuPE626HHXyWRvh5j9vH2yXyU8y6hN0hvz5NhKL4UKlddz69VJbGoQe7OHr5",
-	"GcSUCisg2GhXUHUzM3lekyVX2pZi6J1Nu5lRaBYpdC3LyBk/tV3m4RtYMANIja6YG1+iPjhMcyIMMb4c",
-	"x9FhwgitIzlmFvPbaHFVo4mWCyDq6ZqxXb4IVeMDiN0wi5ABeAeUxIDfZk1+z+zpVhDPNl2//VEWrCUE",
-	"21MsEMOO7gfoK+ko9y5R6qjBja6tgXdKTnw1HPdSW5TWgs9OEBHtt29jAVFvhfcD+C64KOQ6LCs3qf+d",
-	"QnVtc+B7Hal29zWHZYhGjR9yR197Es94oRV/ILtnKgsZhBttbzE7252gxvYIDXC9VEGocy/9IeftSiY9",
-	"kSSo6PZUUkjQ5IQ7+cl4Wy5XK66HxotvaFYEIw9Ur93GjRJP0h3ehmN2dYQe5Jn91UhTMJI04LE3bUxS",
-	"lfwH8Lm5y2OE0hFWd7AkdjS/n3exGbqDqrq2wz3oRrN6lW4/0IBYvdonei484n6vbbdbokxIe8H027WP",
-	"HmOs5udOc7Na0WgNrO4uLTnipKDW0qsMOBCJh+9vPqaIoRX4bUdWhIFtssJc0PFmarzY1zwmo1PLtyl+",
-	"kjloBxO424GdjeBbBYpxNll/5zrkOIx/YglMNkJH7wnzu5f4KReAVwElBabTFa34jbxnYnDdzy4vsEzc",
-	"1Dq+aQdS22in7pGarAK2xq3hQ9Ar1zGh7YRw0jYKL0xsrFEjI4QX9qEsbDkLdi5Y794KuUkNkNc1lhyP",
-	"hgpb6nFVyW01+/ZnCBF7Rm6g7BJUAEacVwB7sBRjw5Iwgo8L8l7r6pP5dy7lPVSAEIWtksDtNTKTxSaO",
-	"56DU2wm14uxYsLChPQluDtgrsQXZTv1g20IGYgcICFXPYQ8irmdaNswnS9392/H1Q358rur5MXxwZ/hw",
-	"YQPHQbmEYC5IbV1wsfBZIEFxI1ZAstHWZE7JDCvySudcs9slihZAynzqUDjiWmo1VAHx7XzOENi52qqF",
-	"GFSG260uvx3owJaezZQsG80Ia9Uo+9WpxRTg2vdu5EJM7VxQvsM22hanybBudQ9paeuktr51cx9aeqNN",
-	"wVHEhjJGgtyZnXy+YnfxTDEz/jHB7bOKsIN28LaR7k6GRJptnaHIHgyxipSM88ldmljuWHYvn6VcMZ+V",
-	"0Qs0wAt9VGKNilpPq324S3bKOPDlMYMMoAkDyeCAQaTwX+warrCmtYijVTih2b0xUKsJI+MxAESwx5Qq",
-	"TWrQbkv9mgZDj9IWJIOd2cvsqQp5U9EKLYmIWFZcRMMzoJoxodYpAwgqwFTOL95cESG1xepeMnvBrOiG",
-	"zJj13tRydYpgi/b7oMg3oNCaveise1hmMiYV+/COwGsfxsikWCdQH9UWeLUdrr/5uLbXrv2lX498GlmK",
-	"dO1ze+z8HvRjB0ZmLqT+AS7lxNzAAtKfHVfE4vsiGibVmDWw19yq3WoCt6Ow8fOnxGheZNUowOyn4d1p",
-	"Lw5AcwFT8k5EwYUlihcRcMymrqQaQuv3S+U8jhPKWIOuwmiAmDEUPQ0xkODQt4WwSC6rTYcisMq4HRG2",
-	"HdQZz6mAywQwXM1tfmoDowF5FmRJCNjw9SPvWTUFfNbF9AU7m2ZKIRr3vmhYUGI5jPj6tcQEnUYL7Yd1",
-	"9oPi+kFOaLyS/3Dx/RdPFm802Og+0UfhRj/BHv+SFXQfk8bxgentArHWUURtVdXhErCIAe3rXaFWBxcj",
-	"oKEcnRI5n2epsq57JIn8tQl0lwSUxxV03TUlxRdVaYuobpdPzawuDinxndKpKQiw3euAPlFeSadSZ+YA",
-	"d16eHMPOkWiBz0N30mFEFkP16JGJKL1qnumhBLU9HzOSqSksv1zNT3NHf8FiazaSVUv0GoelJsWTJr+M",
-	"VQMdT4YZOiVTSoBCaSjYLsPddkhgmdzx44p07lQiU0KyCcHYagjlUfq4lBRQYVz2bFAi08jEyD96QvET",
-	"5M+QwxfHL17+1sy/pjkybyF94ET789FeCsFW3s2oDDqhPuffXE7OVchvTGfk0F7SxP6gXj9/fnSKvFo8",
-	"8BAUFMjG/L9TUA+XWlcZMf9VUDqBupvr89VFWETScrZnJMgow3L35LBRrH7tZIN/wasHLHKdapq+RqZK",
-	"F8lUTb6EFCOsjfnsWa/w5bNnd0FhzMjjflnMIzB3tIpIa252RXmfLFPpFEOBWionWCzi2XbBFqcTNgLx",
-	"fUTfQrWbrDIh/ylaNnI3DvAE+VEgbv8oC3a2YEK/9fHej7P7IPKlFKjK98PIt2VyrdMIGx/4nOmgDhjc",
-	"8WHMkF1D8s8nJ+TwBYATNpqpo2EY29+++q4DY/sqjmI7sGKPhGU2SooIMv2TGMs3MIRtb6PFB9hUNuwL",
-	"1kcqzK5ofRM29QG7CiHpO6VvIaT/GZRCNr/CN8+qWuZMqWcY93I0RejgBVtVUjORb6JiDtbWEws0IrRx",
-	"p3BQ740MJNq/YczIFVRQ0tpBIwR1nCkspzWhjt6bK/rlLIlM+YaV/IGB9GN9UByzKxSRjW7J7dsxGOcx",
-	"FOeKboxUkCacmKx2IYww6I+CRfXmGuSaylwqFROFcstoeg3u05aMU5ClWBmVeBg7v0Fu0a33pHWp6Jry",
-	"cpLByqaoJE/6G0YLFI9603NL/urkZLdDHV33NeV6FM9HS1/xvjN9LcH1ZSkDtWkuFu0YT8bQs4PhTQbO",
-	"BhYwzL8Nm8w3eck+OZvdvoypdC0F5j8tSd2AI4kGmV/bLCuVnPGx803IRL6NYQe6flM2U0kKGUZvI786",
-	"VjYg0P8pq/avmvUe1wyOX3YAvC94npv5zMHDe1wzwdY7VVrrn6Bph2UXO5pP0GjXaRgZGIjkSudn4G28",
-	"AYSm/ajjxnl2qfBefWgO8NB1JFNvtjGy4B8oN1z/Klrw4q2AQErrGWAPTLTqQW20wyWkWq+xDfgpgf4x",
-	"WJPFm9srWmue84oKDc6iQpLDqpmVXC27N6QRVIsaSt0CI3jgbO10pUmRfVc6DzC0O96jiPOoQMXtx7QH",
-	"B925NrFNIv52Oxk1zcaB3qUL8RHlpHGJy0F6vThJum22r7/vvhtlxLUs2YQVvDKvQR4UUHQcdxbC6WaN",
-	"4sLQJAd9SG/6oRA7KriuR6WaWB6bOQy+S0TkRQ8Kd65utX/v/aiCzlDCxRg88Ze2lv9jzzwcj9zfBWBf",
-	"ADvm+5uby+N3H34fwbdsP7mIl42xlcnDth3kqj3inr6ahhejSTLdHofXpX11v0UBZkKdDr+m4G+UxLKR",
-	"RMLyv/KozIGXo5ZEMSPtIA4NBUC9gsnOmSPvAL+yle6D4/+N6nCvXZjURze6Hg5EJEQIzCCRiq9o2evU",
-	"pYRyL3nNWKfgPL5pSBgexfMR0ztnrpB9JZsVY/4GCWITDsEcRnNNfvhGkVhPKGFDsVQwLODVIBt7F3S3",
-	"ekwF+kjvTQOuZDyOAuPDwP3jr71W43HBZxaod5qSs4PNErPMr9999oZfN4hTb6RcSQuhylzuewgB8DSm",
-	"y+4lN3a1jXBvM/y47uxAkXGCd5Yshqwv38b0GQ9K+lYUZ/qzziNBCSUVghVGZ8h8zR3mkBWpsOY82O6K",
-	"KiiRyhWBYkTFDgFzbiSQEjMyFuh8lzinAdHtvSwL8ifJhTlW4X45sTcU2lylqcJmjRwi6RhOh1IigPTC",
-	"TaUIC4XCo6mRBINM/7qZ+bE/2VWosNEZs3XE/lYuwRta3ttQ42At+hxT0/LeR1ga3VcZSSt6w41AE/sS",
-	"WHi9yUZXje64EKFJqjWrzTf/9R8nx//8x7+8PPn5nw528hmazrpuQQBy3LH9arSUpVsVrtpV6VaWGCok",
-	"WelUHeVGLY+1PIaVX0DonG55Bjl0dgZZMZFwlI3ZWcwMSuDmPSOHK1FkJBHdmWRTtT2/OHGWwIhJ48WE",
-	"KrXePO03MQRuTJPsZ8XqJ4tH9FJ5L/Znog7WzefoxHTucAs6N0msejSHAGbvqwk0mVNbFZwoWkI9Jaog",
-	"sxbvjjja2/evuvdlNKBMluwiRjBt6K5qmVMZaDcYMefSsrtRdRuyqEHTth4WKWx5H1qW7Klj7cL0f+uL",
-	"xIAfdpAlVrhN6gx1NV8dxn9sXf7R02y+iks0H+SCC+eMMidYJeJh4BoElX7NlctmjwXcqDDiRmXgPeYL",
-	"oYLgGzXssPq2ywfPjv+dHv9kuGH7z2e3/3L8x7+8zF59G2OPkQQY53tyBN1SU/o8Fy7IOHbzCLYuN746",
-	"u6xJLTX804cR+0R6XFEjoT/QsmHpnKoxTciPB2CGogMzLHrelKUdAnTYC3W6Uw/5bUX17d2pO5Ity/Ah",
-	"WHCGoXIN5m5y3UMZD8ud3LOJyRA+tnd4x1yLbppt8lJ8uzCg/bNKWUHMWTbzDzIvwE+gFR4o4u2GdmNs",
-	"RSCIwja3T5vQhhaUJX1gREj8Rq5FjFW3nU1MN9gaZIZljT1zbUmrLQLWy7mKJyv4FoeLsMRH0WE3FT92",
-	"W2J7PrY9RxnPQMLTO/DB9oaPM0aqhRtDpVOhgDiNmmpjV1xTORU+jI23SP/dbfxFMprwyoBKWEzMZZ1j",
-	"ijzeOlZH3i3jCa6xiA0/frv18zYgw3o7z2rQ2GKNmf2B7J1u1KO9rHss+rlHON/4GdcfWb1g50aK3De8",
-	"+g8Q/c8EkEujn69Mi0RTdQ/WsZqt5EOEP98zVn0CheAd9/sxHN5pGkKOR9W9dbYoKxeJAgqFW+wZq2nM",
-	"ecn2i+6C5Eicg8urX+2KdCzLgtU3Syrey6buTvDld1m6Q3f/YRypWdYVZkVSERTvXZpGCV3IEe/o/3h1",
-	"Mu5+HKeMeKEEaxHN8S2710Usuh5KS8UvEvsVzn63o4xV1iLNIvVBGQXZlAWxcZq2K4yNWi+7SUD9QIyC",
-	"xat7HoLv8DZAi8qgaEDJc52Znm7nshFFhsUHBS2PEqn2CSCtTmG6uHBA1X1KDTbPJggD2EKG0xwGiBrM",
-	"QXM76/diiM/sa8OF/C9zIUhfIuwb1VaGBT7zJ8nF67b8IlqlFfqI8loq5aqI3bPNEQQV0wpRILDBiziK",
-	"XDQ0vm+1wRYyj7TgFVtzWyz4Qzz1avtip2U5o/l9NODwTEB44KE6guI84AxsdC5XcCVdfrq+YRCpcPi/",
-	"rj/9aEM4YJMz+H8EusmIDe+5xFrlUGnMcMlr/hNzZQ7f2NoXH1VGWF3LGgq4VbDPZ/rolCwaCl7ukt8z",
-	"smazpZT3hlPhxf2MXGi8JbUVgn0m8HiA37RaV9Z2vU0AEwO+ixu+YoMwUUhxh2i9BVHffAKK10oqTf4H",
-	"KehGQZmf+igjV+/OybfffvvPTs/7aaeKTCN30RnUNcWqpoY1CFpD8TZb2ozB7M3JWHXN+678cMmNAk6U",
-	"EZloOWmJ/IxHYKtgmR47fXf+kmGdvHj00ZoQm7l1mGEuPR7RWsT6cZxHu8dutqvcEuUQ+zS3WhQioiN1",
-	"RbOfOsc66Y1EngI2WiPpY7EJl30L69EeuYwsaKWIuudVBaUiIZDjuslzxiIYuwmEjt04bFwRs4fDZ3ZF",
-	"Q/s2oT5hXrckZc4NpIQ7UnJa2aVH9bUtwCX3rn/J7cq62rrgLsJ7SRVJlUgL+O4A1AaIwygp7pjPbkXN",
-	"WOvnzkMJUSE7tptksVYCQO/Yzq3G63cbmYwSW1wc1mKo+K697CIiP1K+4j9BqPFso5nak6rnNV3FVMx3",
-	"8LuzI9ujdkjLkuia5vfb4cuJ9s3Ji1TJMefR1ToJ78a2L3taJ2I2jdxLN/1URrTieEhOvJtcTWgcQbxs",
-	"MDx6M6QjBAodHFcrdsZ1O3z5On2H/YGW5XFeSnOjBjFP+N03yjrgYRd3pdEt+Wq79xOyXpp5WA6TYYyV",
-	"+eWqEcL+cjJCeanKhxCqYTRqwMeIHUAbomglh3ZtjfykJhdYTK5te8Kt82q39bOZdIP8rivnUGXL7AMy",
-	"5s7djcoee2lgp8Qj03iq4sUEzy423cJSDqYtBXKB/WIfUWcHbTEYW4zU+yzDDaablOJK+23JPtvkG95Q",
-	"Y5JRCqLtrEMv36gtI1XFbOnwbclpgn2hvWt2Q06bwlHj3LIsmNI2uHb85na8Db5yPMeov5bZ4I25K5dL",
-	"lZLAhXEBIBhBPnFtahxPerF7B58rKFjDxWJiB8rx0uSwQau07NA2r5nYD3mwew6CGhF2muF4JhlPzBjf",
-	"QG2UcR0gyLFxWIQBg+/SuH0jTo02NRgvCy7c4pgrpM4QWaXtqqIC6xQjLAzXA+Y10+JF0iAY3FFxKa6W",
-	"q1HY+zb0yrTTu9axbJoftnXTHgb34YwtuFAuEuOebfBDChBCPktoqsim5ZOOl0EWXOCFCT5jotiHZO2O",
-	"+MUdNwXifbDLLRW9WTzfV6P0P16Gv8fcf4Ul+J+28D7MMiOCrSEH01DMdAzizs5MrraPzPKvWWF/W+6J",
-	"mak0s6jdXdZ4+Lu3N+Q5rfjzh5fPvZr0HKEfV7IwOvqKmrkx8+kxfHpsPj163crsXlT3ErphC++8MLBt",
-	"RrjyjP86YPwDBoU3VNMrppkwU7KOmEss3h6Zby4rO9+Cagg0xg9b5ww6JZyCCBoUELfY6KW9RbfsRjF9",
-	"+8z8HDBplzmOQ0vYaDRbyHiVFDszomAG5mDABOwnm+leVr9U9ssYSU/DCrRTeRxW4NRcsd76nTosO49S",
-	"NwKw1IXOhy3znXdWPnaUYjR21TweARATB9kgLT6W4OpG+BRM5St/QbjARHfLAFH6ZxA/aIZtVLqStB+N",
-	"owqORyL81dIJBzIHkyQRdwHj78459wvv987MxRqVfPElw14ez1nsWsQc0lxASHCMvYTuJcAK/oUZSmq9",
-	"JkOxtwIpXhZyMvT4gBWn6z/afR1iPhTL/ILFj3DCoKLABKY4o4pdw/6fmVMXoyz/l5tNKXOILTWLWNg2",
-	"tokeM5EjDdovLBBDRkKohjv155JrdhfdUFj4muvN0OlsYSG+UeTPDc/vif+O5EuW32fkTt7bhJigQMG2",
-	"AQIWKiZzwXoR+9x1Gq7EpOOGzXxKKh1OVPxhE81k9esIKkHHnD+VemEAv09V+7LTdNW++lw6nO8UU+qE",
-	"mYDZe/eZ9I6KJbz+/EL66S9uOLx246NnBhgtWpchoGtfEaJrnpZkSeviGM39FsqVg+/XWh9h3REAgwld",
-	"RiDrUa+NLO+L4xcnJ6QA4LXc+hZ4Py59BPqkzZt8YcOsUnHqUW07sZZc3X9kuua5iiu7K9kIbRfJJiHH",
-	"Yq4eeCxr8wfwe+DThHGFpSgSfibmhameMBXPxnvXjryPVxJmSsRKRX40k8cg0UTktKZlYvzXe3CDRrFi",
-	"cDm4II1iO7RmLeaR4S1pzWx7GTkx9Nm9FmWD5QBtu6LB6kFbKrVe+kybA78JnaUJ5xVueXeEKer8vSyb",
-	"FUt43H80wy3JoWmUqIrmzmhGZy6As5RGudKsXtH6/igjH+T6Gl48nLESMpXwbxjTUUbeNWXpns2bEufw",
-	"mggJEEB4DMCCd5SRzwLrUR0GQEidIEBwFB2FSjqO+CA7cOMwinlTml9sa3EF3VYYB2s7iAnm8Kfrr9uM",
-	"X5Dia7yYER2OEVYygMpqA9AhOTkSNjsYbG6b6RS5DPBCPPbbARIMU/oHWWzgL1VJodrbwXLqTXTiRtBJ",
-	"QbU4M6WbEVc9SSY0vyAHeM7FXCKiHHZOruH3CzGXz+w1e7dbDGWkGGlVy1nJ4jEk9lkkfxYfEBvRKWuP",
-	"2e/W1/xtlDEOqay3tsxA8EvY4GgdXr+yGe50O7ThGM23QOfnUsz54qyqys0ZJJyk7OtOKLQOFNI5KgIq",
-	"AMIwPPhqCFpmbuW5LOEMO5dsWwwe4lkA2dNK42Hpcsg8POTap5zfBWBHWJRDCvZpfvD6P4ZlxK35epVs",
-	"vEahRVE7y3NWaVYc/PzH2ALuJ79cM61dQKJZXMPNrWUitr4R7eBLxXLNiuslffn9q5hAP28UaxceeJ+Q",
-	"kNvJalh8sGAjKPsU9LavaITIDpRdn90A0MJVxVI6kA9CCcS6om23ojpftvVh7Ad4QqJoaFuQYDY2/8X3",
-	"2UR8sIDozZEAet9CCWv9Y4kzdHgXIcq7oxDpjmtlD+0pObFNK5cn/6TYY35/BsGlUqdvQP0c4zTJ4pnD",
-	"9aH99c9BDqtKkDZsyJHth9o1tQ7J7XihGc3vm8qIpDHIxbZkAlhoZaPSfkkkzpg90RaAcus7WRkOlxob",
-	"ianElqqSJQI91UFGBPDewmMkL1gyUi6eEn0eblx6MR6R4DANUi7CyjBtbZhmLFnU7BhKCzouGqcNixB3",
-	"5c9IqmVq15IIxgqFdTdsPxgIZa4Bes8Ig5y3RG8AsvIDze+Hp9ChRFslEXPAyYzl1NwQnZnOAeDWHRiZ",
-	"wsFXiUvHlhKwx8BeOetx34QHrWvpM6ArXwH0oHME/TCC/eyszPamtLTWHsExvmUPU1S/zrunNWZTYGUs",
-	"ZgzfBxDlOF2zNdSkSwO1YJomVXC1peJ/Em24GlTjbUym6pCNwmZBJAmm3Gm4lwT7olt4mRG8Fly3YA7B",
-	"kmyPamwLnV4Vl3Jjt4xzU7QoRljLuWXK27ajqTzQwa8mudOKCrpgxTuzBipJPApSnz3WVyBjHDqEu8xj",
-	"uSuW10xnZCnlvQ+15XWQaKyOTlvWhJIolMOwPKFzD6WJuavCQW/PmrqM2196d9MumFT8Sa+D/YTNt1gJ",
-	"0s5+tgEq71LRPduQw5yuWHlOFUMp1IhgjkP+n7OPH4AmjqKSZ4rNXr8/O375/auQz54CGIg5c5D/QxXp",
-	"KgiYYQsqgd9lHrBpx8lWjAqIMd6Bafdj2ALG7Tl0IC92yXvs7Bp+F1O30fFui2LETjDO6NSomBB+Yi6/",
-	"IFBvG59oMXhr2+AHsgYL0ZY4FAKN/rVkO+Tq14+9m7ODgs/n2w18FnxuxEHzNGzmqwuFG4ucwQWUjcts",
-	"HQQ0qDwlX6jwrh1ZUb+cSBpL+sAed5c+iYQISzN8X1vzDjcKMhbgSylcY+hqjhMEJ79Ljf21zPyJcyON",
-	"iWaWEne/8A3TeLxdxpxEWrMA5tzKTb9WC81fx2hCDkVTljZl3nznr0TIRJVwLzrYz8g9l7IsDG1yza6D",
-	"ufYZTB2OsS/IQeDrwpb4iuCw/tUlkCk3QTt/kInVDtJCPoX/Tr3qt+/3abt2aehpx6PZ3VdPrKdEWshI",
-	"KZgyGkbEt7uQ1TnNl+wj/fJuOOfunlUaw9J9ASIf0g2QN0YxtiWJbDC4Ayc/LCkAu2Ieu9JkxVay3hyN",
-	"1YIw/xuDw16W6p1tYgux78M1UWyxshHeK9px68xXFTgYVdRBsyzVNX6aBgQMmi8c2bQlVoYn93LKxOwI",
-	"oqoFPnFVS6xpuQQgoJJuzM/DA/g2HMDL6AC0rs6Kok6d2fc3N5fYv/BlmN5/ur55ffnp6mYKVy7l4gN7",
-	"YGUs0AvukVIuSGneCPetYLNmATEXc2mrMh+4zNY/RhnPFQAz3YzgOzobtQvvpY6YrT1ailvMvroVUrDb",
-	"Ghp9gsIa2ND/bljDRk4gJaqU/oyt6AZgDciMLXlbXKOUAAiLCbQ7HrDfRsenq0tZ64/0SwSnz3CBq5tL",
-	"Usl6hN5eff/9t9+HaxFWWYx0x2PgXJDO8dT9qQSVX91cP4a+f57E7z9XBdV7wrqgxkPykP2/RoGValZk",
-	"rfBkBA5WkKaC30Ra3fs7cp7tJk3gvfwPp9dTOL22ZLQh62Mrr7pyrU4JXEVr6fxDoPmHQPMPgeYfAs0/",
-	"BJpfQKAJeb4/TUGXndl2VjrkazFm1GUPWYSNxwgreRiCs5i+iX6MAhR+CgxYrAgLQUYiLMwtPpRA2UJk",
-	"t7d+ePbbrHascWz+MZ/bf9VM94x6Ia4R+K/iG/1Bygq9HXaXO9kL3vd1dnkRtblM4pO26WgD5i59z2it",
-	"Z4zqQSASFIPg7q2ZOQOsOCVgNUO4MvbQY0lhXot5j85K5qx3jyrmsqPZCoJCWgzkdEDFo5jNk3OTndnF",
-	"0DarBOHby87mF7TIII7oGxsRbFqAMnEOzaSP75DXVC3bx7cW4wGDHeR8Hj0ZD6msEzss+/wxtj2H3xIe",
-	"/7bj7uHMdmaU/dMzzMDOKh7nYW0ZyuTpJ4el4xSIqw65nxHPeaRek4dunRb6AMqHjaCB4475UZg3FXfU",
-	"dBqNRkBxTQrJVMJNppcycnCBeeHDHVImLqleuvAEt4BDRwNTA8ZiyTYVU+CjAy44b0QOKYIuyKwsuwF3",
-	"CTq1M83arIW2Rz+SLNiwUYKKg0S83aYfT2PenTB4XT6amSZBHNqB7Og7dkdoDKXXM4MkpkLb3vl4Qc3W",
-	"dWkrTAtbm7XnfafiphEjRwypxzRBq6rcYFCOboSNu4r44duIcTWJRNte6qa3wlsoOsGHk4JbIBQmVm1H",
-	"WsgibwewtpTwCFYlFWxwPICsK+iK/bUjbabSuCv0k8QY9S94ExGvHS9iu5L/pW2sW291K8v+1y7E/PJ3",
-	"fnu5txvUO0mOlofudneghxnIIP81Q2xrO5SN0rEyH3FWCTg/RtXuOF13ZJejvHICi0ymBtsHqhvAhJKI",
-	"rY2CnMhZ3qLsIKKlJXv8sTXHpsnEynQ012Mj9whI5n4Ms9BSKtylGfS0VkP7sJuzu2kjCLJm6X4/7WR0",
-	"ynRY+TwRgqnzJVPnwdin3E7m3uhslRn2Nyqy4tMrTHwNbjwFTNPqK/6iwk86aqzU7q19ldmpfKq761mX",
-	"9uM0t03b8W0OVyN9ui9R6zsDUXZaDl17zp3KSPO/gdy5zkyfJnuu1+Q+TsFPld7mn911jdwWT+qEixZD",
-	"/YfP7OdpZ2Y8E2z6vu6d1dQ2+CtISrKznCzRmpcxs37ASNW1ztqFSMDXcwVhfmB6GgShywABrfjU6IPs",
-	"4JyKnMWh6aZk+ageSvCk/OXO7Ifcqo5youkcrZSFRlll7RB7G79teOHT28DnfHEZNdi8jUW+T0oy+SUt",
-	"63nVJKErzi8/k0axINnebFAGSZn4jdusXNZsEqrFXi7PpEUf2VNCA7S5C5ZxkEMQFTKitKwyF56d2ap4",
-	"GaGNlsf216Nkh2/j1QqgP4z3lrWzI4K79NnBL+QEYF+0rRE+IAeqpmL1A1fShwtwq6ZYHDAKUNdNzaxs",
-	"6OuW7u/h2JejxiLgLe8gvDBX36DgOoDeCr5cFU3PMw/MEREQYjTVVmDdQhPcSO5V1L/A7RBK4VyjP4kU",
-	"vNh/xS3VqugFjduuuMhZMC4rNk+dsFIJsJwrpiCBzUab9DjFVJDwv3GH1ARmtYvSFjipfgGt7dfqI8O4",
-	"D5Wq2aCQHxa/GutbwuNW8a5pLoQy9Oe0c3mFF0uXrwcHr3NPt4vVMreO6PFYd1/A4Ablur6dNo5r1jER",
-	"d5SFiACHZyjCBzpnzNmGjC7WGp+tGGUOd51EQCh4zRJSAxcIgx+UtXG0D48OXBWaKAEzgWXFp/geuzIg",
-	"fqmSUBa+0H7sfsRVFXTVA5c0Gw3CiNbV8bx8GCf1sJ6/X6TMb0k7wzRNXDnk7bdC1wl6sBWywkw5qPm6",
-	"e6XG6P7OhlDdbJBxex1OrWNR1MjxUmFjpVFTZhgsBulUGC8WVAQ7POmAcE4tMTBUUgHjqBmYGdro6Wh6",
-	"p4qj9anWKJVekgSLHamHtfdS2wLXCX3RQ8BvGdnD4qGuSrY31nSKeXI9WJ9tyl1tSXfGFlQE3Xbr70wu",
-	"jhSbqCu3cigkhpxaOtowDdXo20rJOQMVjCtSNbMSdvOIeKxlKyo4RmabBSZvHw9cx7tWUJpQpmicD8XK",
-	"Cx24dcp64MAlXI4zD3loY/DceZ3AqlLmArAdBfEDbsFtInY/J53l99NoxsWdPFkp0QutxgsMpbSytjrR",
-	"AACPqzqX9t5Z4kRm5GyzOzryepdHxOn7AAiV48jeth0EtJwu0rWb2Jl0mob+gGVyL8RMfhm48cDhX0kI",
-	"Ip9tCLULnpSBYtee2SdaVcS+umnNWPKezGSxsbytqpmyxqxRRcB8G8/7f+9CFAgXJKealnKBYBiHnwSy",
-	"AAuQEDeVxHT5CwAvmXNXkYUBfvsmI+zPhjc4QL0HJvSFt3vbNfL1iB9YAiB2r7KGdk94gu7p+n9FXRA3",
-	"4bobgSvX5YYAXlPO+AMrbL1mzb4kTEnuxUF+0bnd2ra53gVdHj96P2GnaT+2BYLZDtuQ/Hxox1P3xU0r",
-	"AT0d6fYONKhcnpgjs94+6r27JdiPdt+nnfvx6kXg57MEzM0nv8L6RcJ39bSVjGyJhj1rGaW47PSyRu0S",
-	"+tJGdkhfqawR6PWAx7utkhjuIeeGqdUbBHAAk7GVEGKus2L08oP+zm1ITAGV5QYgJiLlTPqQu7qmrnIS",
-	"QOtB7f05zbUidCYbjHaxFeVVky8dH8FIBkpyWul8SQ1/V7J8YL7AmXOV14zQmnkI3q0VTDr33jcrKtox",
-	"sRYdGICEAB4JfLMzcxZrlfAA1kzXm+Go4ZpVjHqkS2W4pUVaxmLxkCdkK/9157cdtxLo9bqmeVwoMw+C",
-	"WBDbWe+qvPu3Y3jx+KK4Iw7r2eiXRVQG7NEyEFMI5OJGk6Ti82huysc+bSANm+adrSckanJjWFnJFWDZ",
-	"IOnDu2A2LqkGKcM5uddcLwHqrORgtV5ziAEhEpQ4qOG+NPzqzk7jzqxNxWRVsmfkHKLSKKSVlRvoi9Ci",
-	"6JbyAuvdrXVytpZK/FljBo//uxFtxLK5Q/itlvdM3NYtZiGt8yV/YLea5/dM31rYI/OgMTqwtqaL8BN7",
-	"QoJ33S/hS1hp/LbgCo0w7U+LWjbVbS7FvOS53nogpL4Fa1nwxPzW+jjdr/aXW5pr/uAQq93DwLxrf3Fi",
-	"QdCxXcbcuZnbnwxLresGokvQVum+UfX8tmZ/AgcMYBHpW8CxuUVbW2/RC1v5HabQHt3sYDF7+dsXv31x",
-	"iwD58BjwvbcftZ7c3oNG1Izmy16DXDxwzcIh9p60VMILtqokpOGGy8JXlax12AKshoCbw+767Qwx292f",
-	"Adhf8Cse7uCHPzesDj9TReWknVuUdG9rNmc1Ezkrtp8EUJt6KQtYNVqWcg0/GkUpfMn+rf2f7RIjQdUI",
-	"7mL/3jB9+8AVx+UU0gj/SP0KOmoz2uBO3ZSSFrdaytuS1njPmgbBjnNbMIGYolVJNzOa39+WjCoWrnKl",
-	"f4JmVVOh9dr+1qUfMJHYMwizNbQOQqMRbrEBqrmac/tBTTW7LfmKY4teL7yd85L1Gm8fdpvu/uzXt/u7",
-	"YaCI2j+vmVp61tIoi5UqV7d5KYO/LI/JpVDNauvnlp3UOrethb9VtxBHccu+LGmjcHbWbHbLvlR2k9VK",
-	"Vy1bVFrWdMFu51hHwXMAyz2tLbF9Es5LNTN/b9xaNgnlp/3xwTHiNw+MulXtrrG9UQ13yOUKf/Fbfov0",
-	"rbEyhhW6b416E1KK+10bOtO9TVmzmZKwgE21qGl4Av6YHVjr+sHrKHFuyRZvjb76VjywUlaJ4JdZRwp0",
-	"7I0cugBIcpaR/8SGCLMt/efB0Smx214romUJ1QIJA2kN8FgBObugmkZqyFBNd0bPFPpYVSw3R9h2kLWx",
-	"baACG0mPa1py1UnxcvP4RqH2jtXktNnNqLhnDQARzx18zQtQgYygQfNaKqN0YxU4Iw3Yn4wgqE6tGOpZ",
-	"Mrlnm0nF2mEIcXXZ/OrNF+Y1o7vyfEkUK6E+FgiIS4plO936T7bGnQehyEF1YFw4WfMFF1i10si3tFc6",
-	"O6GZyxyg8Ioz/VnnEwuLY4dQwi0DWdr+jmm2Wht5YgcL93DprUtaQzr9Qzeu3BF75qD8yg15cWoEyuDA",
-	"+49WjdKuFgwK+2S2IYuGQb2OqWW7oGJxRJuHle8sTihDWnkAOa27ZDsW9qyt0yUbPTOX5rHlQseaKT0e",
-	"j9cv7+WOSUit/b32E8pamycc/piI/zucxJtEgakzUrMFVxoyJn/3A7wb1JvaRmgVrEzAqponvq4atPCN",
-	"wgRMtTFiijM4Ttw0bCJl9PMdvDw5LviCaz/4PJWlMOAhvuMCNu/udTB6vzJt+pPXZOJpEHC7RqNpTEPW",
-	"K1zyOYMzOQJ3sr0iKyoao6E3dSzQ/V0tVwS3+ULMpTW+OZd/3LgqixiCyB4tiShX7WwUGCPn/aYhBqYR",
-	"mpfo/LLH3xoN9g5Ku+nlf5ClLL0nzw9J11Qo0+Opi8o11w7NlyEV6GUtm8UyaU32x2fQ6OtJyrAOwEHO",
-	"DYM2PJ9rVz0eTA1KzZuSXL393cX1zdurnUqOrqRm8Ximzk5cX/hke2fVccsDa6UYIscfYizhj2c3Rzsl",
-	"5V+CwTdnp8SqZEFx0nvGqmMKjs81F4VcA2Y2FmZTvGQ29N0XxOqH6f4xOQ7ruEjuwh2+docsyRq9p6+u",
-	"p5X44po19a/EmIghauvE84FXoNTpvBq/JjwztEetG8rhY5baQXbIIbgnHI/KWmbeo+Ht9Ry9VsZt5d2b",
-	"Rf0dWcrtjDMjtliS4NM9qN3b+1H28WDpv4J93A78A39gF2BOCVKM+hIIcAMwungNg7bcytJpUhpJsn98",
-	"HIoITjSojKhbmxf/6z9Ojv/5j395efLzP0VFhh1lkJ072CViHKoHgD+LyLaYuq8MBHP1eWwlM1wOK7IQ",
-	"5KLuUh2ttV7r6g9cL2/yamjeNk3eMDVyc37prNcd3eXQPDAMnj+wTu7T5zeXCdv5CNLYeyg4aS7yXtqW",
-	"3wy0MZNDtz4vTo6eJXOnXozSfsB5W4IbofhrLaskvXcoxzYJXhQtq/+ORP7I9by0hsFUSoghCC0B2A1j",
-	"D3W9idXxLqAIbQJuRUvEQDl0tS6t6vfcmSWfo034aF/8F3J4+en6JhU04CllwlXg1qPLVZNALX7ibT8T",
-	"FnuUZbt1Cdj2f08GzURxw2O6zVsRuPF8nCAS4pOFgE3l/3+r3B5Eufj6XmPW1aNX+G/jQgmXoiW6HU5q",
-	"PJEXost8RcWBo2odBDvyoGv71TZGL/4+YfzXbcdbeDpcaVlvWl5jm90hsg7dFWYPqypZA3ISi0palawa",
-	"P0X59zthfrv48fcXN2+n0/FETpenMTqKq0Tqva3mw0SRsO7sxASnTwk6TC5cOKJp7fHE4li6+Ualwpt3",
-	"DTJENmzYER/A8tiFrz06rNycJzMgNKV17A+YVo2m94Icwp1ic6ZfvHxxlBGj6CtAbHdR9TbKHlIbIeC6",
-	"k62OXR1kZvsT+dJ48FKL6Y8lL7Dyu+8w4etIxJ932nrYKRgdPEQ7sOIITFMknN1nkEEFJc8ZBvggBjXH",
-	"jSfd/AO7n0tZxnJqho7odOKa8zJhJjG/Ei4IRORnLR5Kj8q4npgNMtlgLOvUIXP3wo6XllUkfAB8jEgv",
-	"peJdPEtdb5xvA2IzvsFgpwwt2i8SBYXymuWRCMET8Gi5epAv7L+mOrNGeMsOotGmGtsDa682b5JD005G",
-	"aEnrVUZWVDS0NH+WR+PHzS916nS5tQq2dfTU/G8Ikom6tGDUsFHgP14vaccoG+Zq7KmzPEogwJGtoZyp",
-	"0F9VCBi/yF2K5VSWgcEhT3iP24ycwchjDPSndc0fWJFtuR1lbYMld7GyWl4csbJOvs93W7vEXW5xXwjU",
-	"AAUrtNnSFTslHgcGGTAtS3KnmtWPzerOL4xdk1NyIcxUS6bZFrteM6HJnxvObOQ2OZS1RSxwR+MovPLj",
-	"SDRtB3EZAAYW17hWVGyCrQwOppANOIsPT7xb0LnHzEocTeSSmqr71DlxDDwqDfYYl21nR1nB57ThErQk",
-	"vZNUAPxtwAgTsrm/Y+sLVGixvkq/HZlDY/v2BSnoRmHi0dFOZ/OXOPKPN0dADW/wq1lQsvZCARNNcOyT",
-	"JosXL7+qzeI95EafL1msVH4LNiYF28Lq7heHTOQMvG2TBFrdCqHVArRJdJWw/N5oNvJ+h0iGMD6sjyM+",
-	"7hBvp9j53ju574G/QFRi0QuMHAf0op7jNGPAXe+l0h+ZrnkepTzI41k0NfNYXXFs7bxqzmU00KV1O5Zy",
-	"wXNakvPLz1PDW3ZArFovZYm4WmiR9FDvEID9YOTSk+MXJycToasKrmLA0B9lIzQrMB9fbZQRJSbLFG+4",
-	"undrHZEoYKBzmkdXkem1rO9J+87kXi/cJwNdl5IWL6Ia5/GKi0YzMCQT+sDqvgM8vYTQ6PcxNIK5Zkw8",
-	"suVoww+PGe+KrZLE9hExj7gwJLcbJa3Y6kZqWiZglS6E0lj3YOX7AI16ota8YqvPALIfbb0z7l2bbipz",
-	"NY1WeGoBp+D0zaSMwE1NiSno4N54jtJfwd6UO/vmKNmRiCfC/mTcAe+cuhR/vAE0+7OqKjdDkLIB8r29",
-	"aX61ELK9WT0WPnaruX2gY+1XZnm2KgmQByjVt2NNh/VSKrst3NXtK7yXzMP5l9LcSqPICF+xUOSDL0y4",
-	"Zy7nG6bMobLLRmYbUtGarpiRh+/Z5tT8R2Eg9cysE9fMVr4zD8aLgdsBDtZbjNPYELBsZ8eRBqyDOurf",
-	"KfkYBFNwrOz7YPp5YDWfO6zZlrKSpSouJkEciASkrfLhOAmYqkT1iDd8brO5IPLMrgRu0eTLv90E09yF",
-	"ZqvY9T/1FEGMahslORFOzW1VF2AWhz9MOH7MQ4szY3rNnCSP6QOEWkCmIjwHToK167etGi/G6AmbKaBv",
-	"1RbvdL1205pDOsIXoN5oRJC1n9tBjgDE2ikl2rryVAKtRVu4Z5toZkbLH3ZDXg4UrS4u2Xq5IdROiyti",
-	"M9Li3hzIVRtc/Lo7NdMiek8xTV26YOJNbA96tGmWoLctvZXNPEW4wY3rUUi0fiXjHpyQ2Yb8zjPoWB0e",
-	"zRayHtw1906nJCsv2fGSigKRkwTqEDa+ODvg1cOrOLLxfuTa0atBSBE2S6dmtEgR80iRLciwaGeJ8ftq",
-	"T7rO4PzLOZmrZ7A4K/olI4LpZwBqrOSKfsmlEMFv9YqtbruvrTs/8erhu2e8ugUp4hazfw3hBE91Xt3q",
-	"NeZ39n6ec+GSintPVvTLrdqI2xnN70u58E9fPculmD+jZfnMJojfml8JwiMCFKuQZnJJgKfVCozvie2F",
-	"n0nwHhwtlI4M+RiBWo1zf3vCHOVuHbatgXSJYeSIlVREcwweOFub/Q0PFp5jlWL5gyYLEJPwAkRyX8um",
-	"LILLfIIN42/seperitY73e9uHafd6WbvHq0gVHarJ+3zLjqCnf2eSsLfitw+vEMJOMY/jF1cIyZCEOg/",
-	"t3bModAju5fBFWKFyM4dk1MBqoXZOV0npB33Ulq4CDoLevJJXrRXOGBbvEsRWEJH6JIcfjJjqXqQbnHj",
-	"NoeQBNp39+AfrdQyuRahX9kstbed8ceIbss2GRWZRN/4eUpqqsED2rH0KiN2QgiWNfluEyGYv65Y/pCC",
-	"jfXYa2jVmkk5NXwFmr6OWg+xaYAK2rnZopaVuohaHuxIK5rfM62IBcLcs4tPjY6Z+IR+fPuACjQ0B8QN",
-	"Uvu2nBp6sXe7cY+Pp9Z0SUe7VnEKu7QLuT+N2ebjVOaa34/OapY//MC1umQ1GknTuwUAFFyQGdeYFYc5",
-	"yxPt4WZ4Ix3B3j2ml7hDrD384WmNTT02yu7mdvcioPGQKNvTGxyyGB/8X5KLK51fSbnaTzY6a53Bf5I8",
-	"Fg8NacQ3gBeTDgpXiiCkDDDVWaO4ML8ZHcRsCVeqwYsqMGi+/P7VqEEzpytW07dTYNNt1IeZhU2yN/uP",
-	"DZBUrT4EDZtaxtBBjMm5XtO6nxLx6rsoUICqSroZQArREgDKwhwH0xcu5zdqUt7FiuePWKMVz2tZLUHF",
-	"TayTwyqIBgsjHpsdt+3icFbLtWJ1RrhUGaGiqCUvMvLs2bOj8XXrHcMODcaOwQcjZF81Ajw1glZqKRPZ",
-	"oYulJsq+MVydMixQsuWz3rEcUuDqAg1ENsqP4pGlkhb5+SaPgref29CNgixoPaML02xZYqL3VE/eQibP",
-	"xu8kqXHFBwuQLmQtG23YQTo4rX1nomq8ZLQ6K0uZ/zCE5C/nmA5s3iZILFPnbT653qQq2rw3Dc6wj5mm",
-	"XLCiNeqic3+qvDARcyIeXtKszqsmVu2rjZcgDZh6XG38RNGdxDLLiol38coAnypmC5O532WtTsnxiy1M",
-	"yykZ9cN1nX4dFYimQP73yvJMD+XayWOutkKzJ/rJvQaGFWhClPy+lzs4tlvHrXc80iVoWvoJ+JSn25C7",
-	"xJn6got9pZpcCiVLBrFDIoSj6lvIAUVzyDufL2lNczBTmHtaOE9tvqRlycSCEb4CLAnTj9iQkmm0q6ut",
-	"nMlXUQkHRhA3A3jBwwLktn0iir4LsD0lbpstPAqi0Rq2hKXbFDlUjJE7i/b7zPd657pA/D7b4tEU0aai",
-	"Sq2jCSeX9olru1HondhR+DOfxRUqIA1M6gi6IIdm0Y+5UEworvkDO9q5196J8UMIphuj1Y9tQs9QhSPM",
-	"+XrdKfUQOptdLb6YNfKvXrcSB5waARRh85hL7K9aJ2yP8pHk0Px4/O7D7zN4fDz/ePldRt5/uE4XenzP",
-	"aK1njOoJRf7KcHk65dqYRfLZr1Dbr6DY+C9QOxGIcCgLZA2VFOC1U4f7VTLlf3xEocSxQoMAymTXpFNG",
-	"7EmqDj6u9ScoQRg93BYGAJNIWqLmygEEuLgJVwenEQi2yZUrZnXqtsbfUOavVY857ciSRgsCdqpV1A+T",
-	"FYyJtQE7XoVtHPfEpdLP/vRiWaJeYIfxhoUD+0xo9yp+sSKB7fEbueniUF0hy1HkEAevjlobSqOiwQpp",
-	"2Kvw7kTwqx1Qr8KbecxDkUSgChq5jIayhPhkqz0X4K8OW/a0YGXdZeiO/wm3MAlb1qVDjhlukAD3lWDL",
-	"gmFfOXz139WyqWIKqn3uXaH3XEQySmelzO8NSxmw8nEFHxN4VwV81l2Rc1nnHa9hJ3CxiVm1XJrdRKIw",
-	"/SfCcgBpXsUgXzrXQMXEsWGLxw5L0zBFwEo/rnV1bG7JY0B3Dx60vMwLHMctVwM4w1wWrD42umBJdcef",
-	"HdwpEIMWIerPFdhq4TGmsHs3rWoThdxGdqh7yL0rRfDZs3RudYJnwVq7jWtHn7W0MpU2Y3Y0Z8hv5wVh",
-	"1pE6WQGd2ViXJqpviyt4caiQim9oRTdkIQldMorh7LLRSL5x6oViFmrweM02/mjtynt6hzjCiZ5AGE8G",
-	"S143qxWtNz5e0awq1bL+RUT6BEu9bsDMbxipJwgClDdNrpoqBznWavczC8hmOJiys1vm/SnB4wHBufAg",
-	"WfcfRUkZCpicOw4Vt5GG0d0QKgIfOXtst4MpuM2/IIkBg17SqmKCFWYN8CDjL7+M6ojrPXKdraEQa7kh",
-	"1G1Q/PjXHU6266lWgeo57EXrMD/QcrQztkCRqnWrmrbx/YZwoLYJBCDXbN4owFfz9Y2ixv5UHHLy6LgV",
-	"baeSbVNqZ6kmniiesyu6Pg+LUqdAFSLlq8FTQBWUO4wVLRM66k17Zz6zT8nh/zn7+OEoWb447mI93xrG",
-	"ToT8cThuTy3py+9fRRjl+7Pjl9+/CutbxItSpgz0fkKZXxzf267b9IjUqjMi2HpgR7WEGs7sdWAUmFEj",
-	"djYV3lIl4K9n+JrKIKIb4wLg5NSyLO2f614NXDwiDgZoIsE4nycOb5tyQlvwq5cvvvsuDr0PwuN1YnOv",
-	"YGDteKErISHVntWQhwdsq+ALm4E0Zkn/qjlia8q7kAEQr3rw+sX3WcLr1IcPCAzWWtp8Qwcg0PrSfZ2D",
-	"RA7j4V0kLfCug/XIIeYJU+9PfME3KLmcxxXUOJDiyXgGqT9kA4lpQ4ds/+jkCWfMRhe3S9pLHPpvfDgS",
-	"+xTdHr6wDM+cjysWB9jv4icobYh25b7Eo5Uo3R2R8KAnBGFQp1h9oLB/osSCKS0iL5uCXeLjIOZ4kgYC",
-	"fSDeRUTlsNakaVHEMDszwtYEld7g4YI8+NiX1oE9nXFhNBRsYaqldcEEFKaKmvtv+IpZORkM40YS9B9g",
-	"7aHpPnbcnrRoZwUxwPTAd1NipuJFE48zWEkIrK2llrk0WhK+mhFQZVDur2o251/6YCK9EqeTSOMKm0/q",
-	"o2qnPexfM3A29tHrWprsbm+2XaEoSmx+qzJ38IJFj558KbiWZp8v48DcHxkVfTwSBwk7ayBu8RCuDgqX",
-	"XMHVfdYLFvGV+Qur8R7FYiU1f2BXuvqApqkICojS4NYBakYDFlmycqpnjOoRBCGczPQzMRTKBosG2QY2",
-	"qG13IJTPihXJ9t/zxZIp7cLlqNiE6CgTe8FtOR+bRi8sr+ue3qmry5S3E/bW2hu3/E5TNxi/uUpGMrk1",
-	"q+MRTQPzGoiFxz6ty31Q83WiORWkaGqHJtoS3TazdL6rhJ8OFk0lnHVTFy0BQgMbL7tINE+C6OKOhV37",
-	"fYBdBpFXeu0jBsvTReNDB3UYkg/ZMLQseyhBU2LyU8Zy75b0ZdwirGkAmHQ81h+moXzA/75z6Icad43o",
-	"nXC2Dl5MD0vGwcdMTQnoc8cIJ9viBv2j2j9dfRaVbV1Iscvzx2jJ7k82HW/Ua2nDCSKy8eUF+Xz1wVZ4",
-	"D8xbGVK3i96iY8mRcW+Sa9Hc1/32sUF80jZO6kYY+YsmAqNsG7444x8fFfYDfXSifiz6JAoh1gHWqsvm",
-	"/SeMCyqxCvQ4yglX4f4S/M6WlrULirrMUZzB72aQ7m+4k4Lnsu7sodrH3LxPSAtY+rGw3GxDlp5rnQaD",
-	"VOCIoqWSUDkU4+fMl0Gw0aOj65IRJz+gVtVqWnbj2mCyfWJQvKXR+g/b0BN7njtxJq6keN/s3D8OKf5y",
-	"tohepZ7JoDHJJ6QEQUVu2j6CMBIUOTV9x9onYT3dqlmzFRO1LMtV3EgLFvSbRrDh44TN51REYKgOaynt",
-	"BCnYQiEo/7kR1J6rjUqcrcBp8BZr7cVYDjzyIiA4tnXobzjFkSlSM8HWhGqi14b78LpQzspW8jnbn9kE",
-	"nV2zmkddh/C7q4x3uGRfjtIjtvlinkn+/+z9jXLkNrInir8KQrH/aGn+LPWH7R6vFTf2ymp5us/0h1ZS",
-	"j8/dGW8XRKJUOGIBNAGqVJ5wxH2a+2D3SW4gEwBBFkCySrJnds+cE+FRV7FAfCQSmYnM3+82uS6oMi5K",
-	"KtjkIq6wxgeRnwME70dlvYKQ+tCSy+UtImb575MHi1I9UrOAYusetUdQdFvsJxxmG8SzuN96M6DtR1+r",
-	"Tduf049lOJG9mkeGVqjZBxCHVjI6R7E0ygihsG0JBtejNR5Pmrprs8iOplyqTryUHcWtG07CbVEJfrNU",
-	"3NTRfYq58vDtd/48PqSACQ39Qf2RESF74k02TB9l9oDJ/NH/xGf5NBJZjLFB3v5+NLL2bPxAdb5k6izQ",
-	"hVMOKsjRhT7QtoTPcfjGSyInXEx7u6JvKngDw+uDrHt6x7X54Cg7Gm572mMJsttHVeKY3Uq7dTbAWIKs",
-	"t3fOvc6KlaJKgQsbqDaUX3RbWrMos2VHElmQRbmBExsvUCytTpR+ApOIYQU+12WcUvDKuWitXHjS4XDn",
-	"YLVwwjZ6S9Uykv3PRc95JGenGZnjLfZ3c58zvmQPJLgwN4O7amA6L5qbkud/Zpt3YiFPOqcE3g17/YjQ",
-	"KGenDmMvYS0UCY4Svxg5qH6uAbFKEfZAc11uYO6hvzD9yCXAnKgk3gX3mokUCdMsmav7vDPJ5Pj4eO5v",
-	"SkExaSiydWBpIyqbpW1Er3BAxIytoWCIO9FFjR0s7fqsOdgQrdqlahdcKLNO4XC8kGV9oW4nenArxjPV",
-	"P/o9ph6Rnd7uVMxNF60zOukSp/WP9k5PDy7SB5wsO1MRRYHVkRGoMVbyewZQpEqSBa2noq/vAn8adCu1",
-	"i66j5EIe5s/tmEIy1QWSRBV+7AzvmvnS2Z2pdmzRkX1shxsW/MFfOI0mJ/VcEUfkn6CpKriq4Bwc7Sfa",
-	"uRRw+EI3qmPf72+atR2ZOLCwP1wT2egBb+tjQtHY4pswLglO9iH7uaEl5uC9K76D6z3nc7EanonnjQHi",
-	"ypQNanfXOTw/rGrfMFpg+ALqnNZLni/NkM3UKjfwJ+ZDeqJV5QVbVVIzkW/+HMPE/DPbdA7hFTPePCgH",
-	"Smo2K1BfsMJvSTAyZSqxfUUfTlH3qEHlQ8tSrlnhnMHkZKY10nh+X0eT2G7vA+h9y++Z8FCmPZURaQxu",
-	"DIspBrsLUyDUBAC3+Ms/KgijdWnUql2ETZhIZeMIpkf0lnKRSmywUJLfR9b+rGagumnZ1VRjKnwKbAJ1",
-	"Dp0Nkz+ROKf8xx8h2yJcbwAZ9oGwfJOXnWrlC+8IvvF67yBLMFn94CIz13zFCkRzOrMZuPHIL1f8pmSf",
-	"jVWZ3AYbUji9glWYVDjcf1kWinD9na+QEGytbII5CCFXTvOab0EA7AxLI2Jrrvae5K30rBan25tzHZ3e",
-	"PdMDt7Cne7rS6Hdd5o2VrvYIz+/Omds7M/snVxcEI9C3vWXpWqN+144YY57sIEq4ZUFJt1kcPLev+bub",
-	"PnljlneA5OGEVMaRCGXbMZ/ZWJdpUrN6xQUtU1H1J4SvD3D4d7PuzKexV+xR0qAlKSRwXe2Z+z35bEhp",
-	"HAd9rTowDcGIfg9NM2WvJjbnUIVAIO9vAF1k3AVpb3q4qBqdGb1UNYi+b9Oy/uWl/MtL+ZeX8i8vJXah",
-	"hBoiMvFgJ1kdi9H0jMiyYMpSk+4Uk7GTeV1TgQTOUeq1f3lM46diRTelpEW6LgIXuo+Za06Ebe2bEI/2",
-	"PPqXf7aTf1b7Ctnpa/MJj+vu4vjLP2tuMoF0D6ML9i8P8V8e4v+2HmKr/fxWa0+wEXP63J372zwH1Asm",
-	"JoJkoN9x+WSNas1KVMy9i92DwdvSdO9TWJzG73js1c5EfyJ+bRNi7XSq6zMj153DfgrAzoVpCvOSHo2k",
-	"c/mkCDpuXPuYLbsA5Rhhx6v+9n2/Az5O0NsrTXUUwbiBuzlH1qBYCeVC3WWPuIpI3/rG1lF+SGXZw5Uv",
-	"nNagDyC9UtoyBDiXfZglOjXptPibzVnXJ0zRukwhWdieEhAxH3LZVCxC4GI60Wat/Qbvt3b2IQutbq5I",
-	"VTPFRMeVafu0og9Dq/JeCshqGF0YurU0E+sj0B2wx/XpLfsQzy9yto31HtxcC6nJhungsDwhL9oksYl9",
-	"+C33odt1fvH7wphFdkd/XaLTNLKFAz8pqrE7bpkrCkheSMdNwek+6ViwaGOsnhtWSnGriJaTwVeSYcZN",
-	"hmKQSr9O25oWupUJzXr5Z7+1UTkpJLKupWbxSE9P9NoUct2xwu7Biho78n2aVgqyB5iSfeLmVsIm+Y8G",
-	"KL7knUsikmvhc2WqvtZb07pgxbUcAtyTyPLUqYTQnV4YO8tWfU8WItOlKfRKAev6o1DijTIe9K1cScoa",
-	"fB56N32fpRJ47CuzzkTbkafW/71zqz4BsFVUj5wKD3s1W9Dc6ErvjdlvINFbdGpMMnshUQTFP0nVMxAU",
-	"/pi86OCPCtZSdYdkif+8Ibek4vvU6FyuIIEWopTEPvmUIDsyLRAQXOeKFPbwdZoTHcoZeG7ev5wpLav2",
-	"XzbMHn5g/TTwmoPvg/zQGdRQRPWp7+a0CwX/+N5JBokf7hAjAsnb57D6p7jACic8CCa04hLEBLqhgk4k",
-	"IAhI+BOs4+aPnVzbmivut77fVlWjLmvaOWzb2Mk9jKjZR6UdxoeKkfhI/eh3vePUqNKg0G7XvEuV9drb",
-	"Pcz/uOG3yBPpS98e7kSc5BJ10FiH8WrJMqMg3SaS1dgM99upFCJb576jlmspXDpVL5s+qETS9d3DvBku",
-	"8HUkwr9dqW5iIhIFQBv2iGKop6xg/Yip3ObLJ6hamVofGsEcj4jf+H55m7rFs18Mb5d95rGSXOgoyC3S",
-	"H2J1JsKyALSWxfrd8w6xD0ozmR7V9jM2hZ8qJk4rDpBQQNqcQKTCSDMkGQCrW2sa16SWTSznZ0p8NyBO",
-	"uikRoiViKuqlLOLVJgS/HLbyYsvqDyvCi7BkvBGFzJuV8Z0LHJhK3EDqWIUK1UviwKDjv2P1iqtEWSnS",
-	"2C/I/GGm7vNZ++y8U5INH2KZRQT/FCYySn5lviAL2YgiM8smeiau+bfRf9j6Fxj8QXYQzoj/0D0UDKf9",
-	"0E/8FyCFch+vZNGUbFxR2PW2c5z1rLLOG91oh02qUMZTIG5nAIjHlRNJFwuguW5B8mp2yxUEVQLR2IbK",
-	"Mz+aXEHuANTs7+KMd78bohlAnQhaXprhncWh29twxtZ8mO3DajJ/7tp5Ps9sJgitGWEPAFsXUNvlftof",
-	"R2H/STBivoI48rZyslVuVlwUbiPz0YX7ZFcMvS29Gbkd8f0YncjW9PZcYIE8TLlAwnGMvgjG5lADAqU7",
-	"6VZpR5GooNYu2Ck7o7719lIf+603v50uRkW5N09uqaM6o9E3RlP+yG6WUt6dUU1LeXt+n0SdUJqKgtYF",
-	"YfdRcO94wTo0CBXrGaGKAIIzF2ZtSiqeKWwswawjmzpnKcTke1bKij1TBB9DGn+Lt8pV28ltoPaa397G",
-	"cV4gPgVVknBvcj8NgBgLc12zvt8TJt1F1uMTDu/3BomZL6zntLfjZkcD4g0WuyazP2MsU5+urhVZUWMM",
-	"Q/pnhheGeC/l4oWkZrqeyl8xFrhDnlt7kRCkEO2qvyFkZoH9I3apmVxWEGWR/w+pJiupNPnm5auAlTDA",
-	"0TA2KvL9OQsEs/tUk+cpyidYmFRwGVeNazfagSYGGI4dOF1SivmkiJmb8SQChM31GMd/MCLjkom6gBfo",
-	"Dlozf0/kJeMgaV2lIEPAEO4mgkOnMH2s63baD4HFesvxdPKb6FGYy8ceRieHkh8p11zcXpqNEmSpKVI0",
-	"Dg6DC3spAoUD6nGJV6PRjp5i8fEO1dz47qck12iY7Tu+CO9qMX2nhygNFutlpw3f07XIwdodS7sfw22V",
-	"tepvS77cXHajmu24elqmLwz9nbODoh/PzvEHY+EzU/8Jaa9Eaw49afpOO2gf5bWn4E5xhNQxOz3Bp53L",
-	"lUsx6C7I75Ds0xsFWFLWTIvPXtdCIzk+64GUt+UoRf6DRtuCrnjJmdp32qGVBNByb3ZsR6bOQoIS7BS7",
-	"DHEwtCvb9KebDVhRa14WOa0jc9FpKlmRYl/AFaE3yVIHeHV8ifD3Hbt3n6ntWOsRqRYJYo/VSgoLpt2S",
-	"GJseRQfiJis+lDm2c/yHuZ1laWmt8F/KWpMoi2Mvi9vU4UuD7vgpniAvV0lApNua3ZrzyCOQ+UPLaGC8",
-	"Z2n3vMMT6aJPpvCsL0wLUXZXABCi2gKXm//Nl3w6bq97PPGCU/s1DmFim+0gh/RgMBVcEEbzZaoU0l9H",
-	"DlVbtKxODFwuM7m8RhsEbvgT85LID3M8DcMvxSASXFbUhOZ3Qq5LVtzamlDy6uFh4utcm7E7rOB9NgwB",
-	"tjM3G0/e1tNBpu1V7+ALAMPHWTo2BLWkjQIrnba5HwDHCf6cmYTVxB64m+nBLqAJTDQgfeYl5avJqxaa",
-	"z5NeYulUeA2lqSFH/a7ncXDp3q5lKEe93gU375Hr9lb9+Ez4+pO4XnIVhwoOK2HaX7iKoIiiIYfg9ACo",
-	"6FEKNty4D8Xuqgc0nf31RJWxoEI2+pLd8wRNAnCE1PZ7YDaSNkwKiRxGRz9A4fYNY4IsqBA2E1/LuO5K",
-	"SBAXP5T8dqlTMY5g16U1+JTSLvagQRCGwf2MUE7wCePZrzt5g3i/BkFaHc1asSnAfNVPzL1owXijXX26",
-	"PgLK2mQhcfcFg8szZWuHR3BvW/QP0M7h15vU7qIndnYggVu7oj8BU6yVwLWN2bcdE4VQB2SXkZoVFOzc",
-	"QwwJYup/XjMd49woS7k2/nBaMVFBllpXhIkC7lbB4sUCybj2cfM6uD+2TncMBniJgxIsWL1HAOtOCET6",
-	"fuwZhLQ/27Wm0Lw2Xv09yffA+IxyaY+REmuQ9OHTBhqxNlAk+t45T3Dp49a/M6OeKfL58v3OfhB6BSqX",
-	"FcuIMJNecsse5P2hEVLf7GBJ1RXI+IAc210AoI9Mk0NarukGr8IsbKSizmA+Ogn2DeFasXLRRtlrppta",
-	"pOR/Wjw2KQGDRcruG4izeBXQ1ilzRdA4mXqYjcadk/3Eufk8IQRoZ9HsMjPxsrbI/lLvs+N88LP7NlQW",
-	"pvHQX3D3/fhtoPSjSU/mlbLRySwwuH52xeHuNsZ7ETkty8yYGQp/P3EJpgRRYat2Aqg7Tpp9yRQ11XnN",
-	"gATE4rFRZ91rj1YveY2QBSfQ1vz3S1BdqLbd7NtSGC1UhbTVMKjbTkfnuNrxWI6HcK/DoLc3YKfmZcIP",
-	"9syZGrIg9s7THGh0X8bGLdPFnYyyJnZlRi0VS7sZfwMwZPbtliykySiBSlCW8FrBNALWStGJSAU6fedj",
-	"ObOeTve2MUY4+nSH94lxIOlNCSa9vScGwBz08RYLlmu8gVLH5Ec0sXyf8acA+83WLmbq/MOfG9ZYlce1",
-	"J22WFRNhMAhoTg+1D9Ubm5SXJbmVeJxuILNuxTx+BFfO2RwCbphsfdAbJctGM1h3MEbIIYgAkklCBMZJ",
-	"0VHmy/lzrwBVZkYK9Zi19YsWNb11wPkhw+eLr78d5YpNWT3nAGDMfDqEMi/CEKpZS/TJuCDz4z/Mg/Qh",
-	"DPSekJLd0nxDlKB37EtOFSNmY9qWcMWiRlTQ/Zevxnu/og/v8KcvXyAdrPtnhLp/Z5slIy9nL1+c2Ct2",
-	"G6lCDlEtV1Tz3MaomCgwANsJYTVAHJHKSfA8ti9DHtuX+xtAGWkE/7lhhK6kpW2r0lEUGNurb9P7fsr0",
-	"K2/OUrH5tDj47q/bPiA+k5GXrwH+u/e+oP3Xv2ZbQriq9CYjEJIpIOwtyk1G7hirVIclF1/SG8GLX3/q",
-	"a923H07PnKknF9t9yog7b8xLUeWfBO+nwmZdGBPuRplXYyJPqksoFaCu8EE0KKGgjJyLvN4gDCAk9OLT",
-	"2+Z7uKe/ef0b2YSvZl+9GLQKvcB+FQrsq9H4hrW3hi2sQatqwpF/zZTe96hvD4MQy3Bi7vQ1e9C++pAq",
-	"UlBNj+3Tbne2L5h0tk5OftASmj5phRYBXzDdlOf4Yp+Vl2Hk9OfGWNHS5mbpJeEFHnaIm+S+wWt9m6k1",
-	"yuA8bX3SZb/BGriTO0wG6t994jfxMjxXHNxq8ZaRnItwcAEQ4fSkqXeeXsWymK5xhMfdVd4lheoUnfxI",
-	"e3GndofkGO7nwRcwD7tIbXJKMMupJBYYTnJ3PgxkZ9qQOhO63pzApjFd9WFBCqHwoZwS85PdIK2gNzNV",
-	"sZwveE4WnJWFQgurfXH7EsvJQRWZ//Xy/M3p2fX5m5/mUciLpKxgYgIvIK/lBqKFtUTeHMRwE7Grz6YB",
-	"P/Xpk/BSJTUdSIC1B8ayV+E1v+UiCZ8mczjwilP9WecTI/vY8K4hlWGm6wtaK2OS3nfT+V3ibebO5XIz",
-	"Oa8oldD7CWakN5jbm1ffvvz2ZUZqnVt6yszybXNxm1kYyAwFvxHFzG7zmdnmcVBITetbpq9GdvsPEBVs",
-	"lU+GlyeQXh9XAjZ+Dfik6AK1395swljn8c7gX1v039Fct67Q+JkOSnxheyemYEThjCettXd6/4ly1exS",
-	"OyZ/HEK/NHl6COchmcwzmqJme2LP4nYhfq8ctQe4JBuyRqTDPFigAweLLPyhFS8oGMpLeafDDMnWI3OX",
-	"mz6y8NT5guO533uYBDzBM3xBa643g2VdOOt91qgKfoi1V5ESriXL71SqEBK/PXEgLfhPG02BEI6AGqcL",
-	"/HrXsiJ4x5lpMza7tv/T4CB8ZVlLQBTDma5ozYr0LbRNivPX0FQHiQqYG7akaulqnV2DE/MTfr/CNguT",
-	"GznIWT3DL0kBYONmbRFwbHtVEY5892oxlNQP8BoLaR5ZXhSpdIwTMwZB4qz4TaDPa2WmXz61tfi+B5nb",
-	"A+ld1xlLzDoyG8xOqCu8dtsPpzsSzq6qkg8J43vkdVXdzAj7s5bSLAa8mIKio5reUMXemY9Mn4dUyPzi",
-	"8vRPH07Jzw3P777AFM27b+2U6cIDb+wLIAROS7Ubjs32rm5HF0N4yZdoOg1Fya2wRyhqg/jyiPWLuSn4",
-	"UN8Ejs9/yuY1GiTO9nfllQvJl5QLG9DqvIW0SPggyl4ojg8eQYg9NtWpMvt2AUKq676J2pfycBJiAhnd",
-	"gwNV5J8Q/d1+TzA/BSyAWpbWCdTyjgnIMoVYUiTmkVPNbqNoCmf2G4xstC9q62K6XAQYZiCyJorljRnS",
-	"Y5I82vdBfDHB6m6d1kGV7FsCJyERRfTT0O3g8JrEPYLTstxal92uQWM/nnb8tOKy951nb74i2Vf9/nUq",
-	"WrchDUAQb2sKSAtaBtJ5evHOSuh3sOiAgBg2by+IFp1K6WeK0EYvjcLMMQZQNyVTmTX8eU1kXbD6mHzP",
-	"FLfAe4plZP6HOZznjmA7eFFG5qZJ+H7JSoR7E5vwPcbAomUJCrUgc6x5npMVhbvTtqwb7gW1JFRIsVnJ",
-	"RtmfqROiIUtZL2vG/LUJzAuEcHCpMa5vvyy5Mu9dsrqD32DjefecrY1SwX/lUiz4bfzDFRXo0nQ/rul6",
-	"66tS3qpeI/BR9LlCroUFPrMfAxJb/1lN1V2/UfyMPbAccSZcsx4hvdcH/3m/8aa6rWnRf9596p8GjCf3",
-	"EP7Df5cvqRCs9F/7f7fv0jWjq3YM9p9b31clRQ1yz/P2de6f/nH3QYtF5D7RtLyDA8bGd3wbwSe+meAz",
-	"++Lgk2Btwk9ZyXC+nYrG/edH1vu4HaH7An2p/uOwpxOfbrdRa1VtP2w+3H62Uazebhk/bSeUKzMDszUt",
-	"Sz/r4WftnOm8+4/IVHc/dVPb/dRPbyyV6qKkmxua371nVLE4g5dga9z19lFUBBFT2V7rn6f5WN5CqZvw",
-	"1weleeueqZzjSdS71qmL4jIBSAhg9ALBJm2n4e9dCYrP26H7O9KSQ/ijlo3Y2YOErkwz0uHRSTF2eDJ9",
-	"j2rOJNvnitVcFnie3mysqJQ2tlNIOBgEhOUFmww+HBKqJ0A0LR02HI8QNlXWpKQpln/B1qcLHYeQwEMQ",
-	"nsmwRpD88cX/j3BhrwH3WhloLoFMcunmaScir5rhWKctt3v6BOzekt8zDIrbAwMuZGRt82lRogFQFo8H",
-	"UsocEjjmf+8syK/P/35vzs1fn/+dVtWvz/+Oj78rfp3ji+wVwMzpiswmlqKNxJPkLNDXP0cR8rydjb00",
-	"LXeQ4EpMGPUKb7bg4O3kjZ6tWH3LZsi7dpAd9HsX1YhWouKS//nyvbIFL5uMNMLlX9oqJ+zjM6RPmW4K",
-	"2+5c4RVAJAqTyKU9xVxazMLnmtBixbWCzoEVh5oYq4Uu2b28Y2iwLbigZTiHpy7t1v7iIDuwz49DYzkd",
-	"1FvHjsDGy/e7VCJ+i2aRk6SzoXoqql2yqI9gJ/eillrmsox6Ce5kq+xDaOM7jDH1jMyXWlezRXk/z9zf",
-	"q+pr9Bfmy1LNMbFgbiyDeUZkUxN3Kwuy8Zf3Z/DAx79cEiUXem2W4fDy+gJRXK7PLsxu/Pzm4gTu7T9f",
-	"vu/wSyqjROfqPv+ieX7HtEewavnyrU60sV+qyZvzq7PLd9+fGyteNrfLtiEzXMhFAz+kKmkOIYzL66uL",
-	"MMnuyI5pzW5qndtR/fj2/KKdr0Ook6SCXL25IHKxMEoZlebny/eZrXUM+x3phI9et6VEzxR5L63D5Nwg",
-	"q0K0JG/O359fn58QrlQDITYXEKWebhSdMY6Xik7I3RIeZAd+Bc3fpQKbSVUH2QGOddBSukpdiQpG1nTj",
-	"tAOhKTvpxvizrP5IYc8l42L2MdzOgKJt8yAp+Td6T6/gJ3avk8O376/MYl7RBa15Rt5eX1/MFh8uvjYf",
-	"ni1rueLNanZD4aS2DZ/YNCt49of3fzESaGQgUaxoPAAmdJz/Ec9lHbCZ4kp2wy7ze14w+fwBNhJ849Yk",
-	"ei4so8mkb+Xaz7FNcl1b/lP2ULEEXF0VbP8putiri1+zg6aOaQ2XxGr2qg+4tjsxa+k/ww1wAqwaQFXn",
-	"k4zMAlJFuBqP6/lhYK+6q5L1RMvOYFQrIrjupSwTkmxpOiEC4tORbN29vT4dqqYfDvdCo1x5Qjgh1ye2",
-	"UnYG29nGXWpXW4ab3M4yPviY/G94fyETMJqT8rrdEFxeNA8m5RngNALebh/7POgqDuOTKDcT3mTLjNtJ",
-	"yKVQTKhGDU5HHV1fs+oW3y3cndbFN9aRYBmp6ULP7qUGUbaJGm1BZUYUr2aK3wpaljYHGxHlXZLjuDBD",
-	"78JUyGBKsrYUaCzIeUkX+g2nt0IqzfMowZKbKw8cMSTAGAt/Jwr2ELG0zccdRCvI3/IXPnZX44tWNF/y",
-	"yYQ5uVytuJ78XnxcswJ7MPEl5qdnUmia6yhhFC9LrrZAtO0L4Wct9Cgu1wl5sb0zJ/bkvbydPN5S3u48",
-	"0itBK7WUw5OaS5/341+m7A+nvgsGPgDV3Pf63dQFV3NC2k+NWkkT7IhmdcGit8Z9Spd7CZk59pZ5l8uv",
-	"0S3UVRzvsduyJj9AimniLlCzepXGj28Vmnlun1wY52LAe3ry1d1dWXeTx2QlWNNgzvv7J6qOGC24YEph",
-	"ysTA3S1moNun0QyOpNQMEIk5MisvXXANzwVZBdt4ogjvgoyNwNuD11zp3Ew/zu08yrvhkzDMMjgh6o5X",
-	"VZvtkgNlm2cqSlwh42+mvGZNsRyrbkQIeONdDFeH1aXFSWU82Ks7eXfQdiIL13YYLdrL1LScolaoaJ6z",
-	"SlOjxxPyBR+PJLvYKa6p2DlWm8hbeicKfs+Lhpb9HTD9BrG30WKYWpNTGFomMDPIdsyppIZiM5YS4wzD",
-	"HVNjsO0gC7Rdn8EMmEsIf/3AS/a9MdDisPnGsF/w0hioNr1vKm3qj8sN7IZDIfUXC9fuI25fTJtfbqWx",
-	"GsEG/NIIek855My6jywDzRdkco1n+5p2Uol6ntsmFUU0P76aArh56fr9g//FMOsd1WRtjqh1LcUtHn0V",
-	"k1WZYCJDGNphHbPg6D6ItiCjHaAH6RqRFTtd7SsnCMZ+BULYCCug3xAANYagFCeIKsYLpMQElxGcoYJV",
-	"TBSQax4hpoN+R2bo5ezlixdGs2oucm0nqccMO1yGs0s5ZHQ2J05iPG/2gtUQfXa7SyE86I35DcTa3OGB",
-	"t/7beRbQrkrmz2xtgol6cls1jKZc2J6kJ+OipFG8mzVjd8aDd5vMwxL0jx24h3iXumJyF9sEeD5MW2o3",
-	"pJGJtHQBLf60E208woDVBntDvnQHvG3DPAIKxHwxXM8F5RKHnz+/e3PknBOrngYZRBSD4uvkpaERPlLC",
-	"tnWlacEF9TTPxCzI/5AiMvZ3px9P8cb3F+CBsaVppUyg1I8hefAuuMZ02UDZjwu03Re+VztsXbPVrko5",
-	"Tq5j19fje/gpC4Mswc7zPU7BKg9v//N7WjZJzkKH5oMsx7QsVcsiMI0MF4oiza//oyn2wFIp6MBSFBS8",
-	"/Zo9EpepDQFmRElb1UCWY5t4yfWgBgjmy0gMOVynX4y8OToRti9lTktjyQ/Mb7ck9BdE3bXBa7lYKAZh",
-	"0910yvUgJpGR5uGYDww7mIlHa4nr7ggnxNrdbgKmX7NinViln1eUtODVw7smnol52TkvVUZoWRJgeWW+",
-	"9mlKlZato318LRaQD/qI0i7gtCOgOeRmA8HnPZTgDqVWCJ7pkcCtza0nRicfX2XV09y71uPb02LNRbFV",
-	"su1PuhNC3RO2qHbFC8Fvl2CA6LVsT5t+4XAMu5Vu3N4zbw9vTldSWBFvmMK/1qwQ7m+9bGr756Lm+Iei",
-	"uqntnw38+qd4ylVEDdKynOWlzO8IM37m27ffffjgOD40rbXD7Hn19XcvXhwjKZdmtfnt//zri9mrn/76",
-	"YvZff/rury9m3+Cf/yWBTxaLpARvty+D9+/5mp4g2QnxjLzFgOyk7pl/XMqWTBnuvH2B7YqKhpbkMIRg",
-	"kTW5ofkdE8VRBqAt5NDlAJl/4buOANnGamu/6tCa0X+Nlgeo6aOr6HXXG67uruIBZOPBtBSozwL7j9zL",
-	"solGItKRKQ+4hiXFEEOCf7dt7cBNEw93tNc4XJHPIh2RB58YcnnTsSbt91b7tCUmswjXdjJqKeOB1UXN",
-	"2PcbHUtMuqpozoJ2GGJHI6hToxg5fIFXDHYURxNDwoumLBOvBGB8QAClmtUrWt/5lwgp2NQ3lHINnR94",
-	"SynXj3zJSErhO606F/c7FUNdL0OxTmQeNIKB+51wjAALwQiJBLgHBiyPLMdC/UOXie9lHZe15Eqro8mp",
-	"g4tGJfvwka1tXEdI7QiDOjFv3FXgL//QlGUW3Az6TsGvJq6IH++wge3B9ZCmOnAZITXAzRWmv723opQI",
-	"/E8JDBr19RcYqo8Kwjmf2nb8FxbZ1XtttlT5Vld22zS6oF+haujvqHAPh9PeE4mukKaPpFDFp0EV+5pd",
-	"tcVrAxTYU7S9I0uGDIWW130ijWSapbFiNWEC4QYz0gjLHxx0OAOrtaXd3cFw7ZyLYx58GO1PEwF2Itjx",
-	"pP0gXksOHTgeK8iHi6+Pjsl7CLHeOpxc9lAZJVMtN4rntARIJHVC5hgSbUuRsPqnZgtWM5HHcyci3amq",
-	"0pY/xQu+XUBiMBJokwltfrL3r82CBTCFUrBn8aBPXkrFhvL7A20Gz0KS1qG7ojM67xeWEV3T/E5lRGlZ",
-	"VeD0Q4dmUA6QkZpV1KzlUaK0vWB5AhoBG35G8JndYp1WE47FOpVc6Jmx9Ja0Lmb2RzvEUwZuojH/zz2x",
-	"5xU0E0U8UBHY5Biv8Ec2oA7uGBcaumWyt2O8sEHQjORG7ITZ/uatVkCcxMmKCYu+a36ZNA/j5YnBCzEb",
-	"q83wNDswfcsVddjhOOKmp5pNnfFH3pktarqKWjXwOTmEdE8sE2wKLi3TuDoyU7eUZTGdMqJgDyl/6K1x",
-	"kFHA4TmzDSGv+JC2poMZKDg5uEHJoduovYVFL5OSvKZqGd/E9iU7HFT2FzZTYCo2xKDRet3P+4bAI8xp",
-	"NyFhQj2/30zmoPNJcZFbbyMCb6Le3efrM1LY1DowBc0+3hps/OYA8rrTt77OlvA1JKNsh1gN8FbG0kmu",
-	"WyUPMoJX/pBUYRW+FF/wpV9W1ddxCfAjHNdU9rIDwIUIbJfdYdSxwiYGRoBHYfw6HOp0IlTfvNYNLVPu",
-	"SuqGuW+HegMVXwMJVQdBZwO1F+iscOpadd/Lg2l1UkfmOuvaVQnhnhw1l8ahsTrG0z8jlePTgmLBKD2S",
-	"OWqC3cCwuubo9BgtOr+RGK36XYO0nVMtAfkB9/g9q1oxRv50fk2e04o/v3/13Ouq5+ClzVayYGWnAiWk",
-	"qrqSC/2GuX+5vwbDa66XPJHnfOpJlAOvFE+fiKl+z2p6y94MGHXXgFBgH/TG3dRs5mlWPfaYQ0afRROG",
-	"sGZZtttvO2pH65Izpa/Sihi+6tEo4b9W+9iLKh3B//skTJ+I4FeOYZgcesHISCAXGbF/HEUhN80hyJQe",
-	"WUFiH2uNc4+NvZocrkEtvFHpk185ENFdb/WHVIO0oSAqOi4L0XJ1o7QU+/G6LmzMw6mH7Z0Qm9vONAwq",
-	"kyuWQME5dd4r7dpuXNmAPpQhm1aeyLO+SYZVeU1g+ODVPu2O7vvpXE310DFDMNU+RF/sM53CAIVbvQaf",
-	"/HhwB8eEzFnnWMILpENKTddzpgvnw7cI/pICQm5Qdg1JkBle8CMRUPjap/EGthMQntoZaF2ycfOgLW72",
-	"SWzfb+K3Wy4EbcxxiiS1m4p9xxNRlV2Sj/zFWee0aRfpGVAfGZNtar1E2n9xWVWtSPnMKmqF1rmbRnIh",
-	"mKAsUH48QcHazxMiPZFw/DSypkl2ntVwLVU9BsPGewWP/fa+z3iClysF2y/P60l8q1Zytt2rpFelOo6R",
-	"93/CLRUKSZdNyR18eCxMOcOmOkuBg/6/v8MUDnQ3/8hZBtNdJPuLfw4vqbPtxx2lMGqzh7N06WT6IOiC",
-	"cZxQi7T0voM+E/TqA9ZhxiV5q1RzV5J5N14vyndcFPFq7uyAC655bKWvfbqBbw82g8t9m1hp5TKQ8dOb",
-	"hAMFL0pcROB3HeHeh3bfTiuzeWMTu49CBJhBFC+dTi/eAQ1BMq6pWb3iIjalnSpqP6UbyKvcpWqrS5Pn",
-	"3xfbK1vbuqZCgdOoouiLwEaD54+ywVPNBuZ+UctVataQXTI+RzL1I7BA4r+p+e1tHDGJagLJAYk16ftb",
-	"ps/Qh7bR8bmbshRuM3mB7k74sDIDxWC0zmjkOVQQkePNfZO+WwaF4A9LcthiFVn9GBRTQQFJRlr0Ik3V",
-	"XUYKru5meJ9+tMfBE2rBsan24xmcP0yUGAgpYjYEoKZZy7qb5URKbmReZG6nh7lcSQz0HfLBdrlu2TuH",
-	"69BtXkSgERiyMKtlnN2VbITltkIoB5nguXhEdtd/rmSuNlElWTpUIiL3IpFadWgJH4zpn5mVWRlP9+WL",
-	"Fy+Odrt1t/78f/KEqj7cQb2iZeZ/DKAATdkBG8NnDrID95Ax5ZqyjFP97pyAtXdI0G3/gewq535NzbIK",
-	"03mcuMS16kres8KBDl0yxYuGnZnJbqp9Szax1FBLu66kxpd4kDNS42tiCeL15rIRHQbXGJ3UJ1FubOE9",
-	"YCKzjfI5DPBSHgSat2XIUWlGsvcdyaaWJDeP20JT4JO8QRMZ+m7pONsrXAviseK3LtrtCDXaCtIRPs0h",
-	"As06kUCEiUXtDZHN2IeXE11TXsZo7wZ7soX8ZCfLd2IPQYqXrbbgAe285vgTs3+LekPqRkTZXoy++DPb",
-	"DKKRgFgU7kpD2ujkWjalUYpe60AsNHjXlFuVQEzjOo8rULKdhncRRAhsm8dg31ihdAA4vDZjww2wSzQA",
-	"ZvhPtWyq+LGSopq46nJMWM2HG02Kkw7AjH8KiwR2mdd+zQJOctZZ7qwrj7bHcYkUbH295HVxQWu96eAN",
-	"P1qzASgk1hQiIKFHue1K6jCkrTmve5C2LTu8nVYHLGyjw2i4SARgGqYKff0i5Ap9/SI64ZFpC6Rkq8dm",
-	"DWz5ABSIoRLU6Htz5VkjhMTrv5rIdSwyd8c2CYza3vZtSxXwXZOtNfNwtP9BQ9vhCcgTi+uVK8QcivYq",
-	"xpJjc86QCsjHSXex9KKK+CBrJy8u9tYKOEuTVlgVCzRzDg8IaCAdw8NeFBjbwG5rqvPlzDJ94kWZ8YWW",
-	"VPlP49fsJb/lNyUbFREmtIcqdQcH6ne0OSZKyx1jFUDAptl2zu2b1rXZecJeoIDMt9w7tRGPaip2FxrF",
-	"SfybbgqBmxKL+gaZBJZL0LsyUJrrnrO3S27dyBJghSA5TGm6qlTSRx0hHXQdv9zxuIgO5IQErtjUvS1L",
-	"nke5iZzHhU943Cc3BVyQdeJisp8N3zKd2Lf1hTJYvq0JiQnUpK2aspPe2JMWAohPt1kT1DNw2E7eerFs",
-	"7okHfIdPJnhrYq54zT6011X7HeEXRirZGhNyTYu9lIgIZoz0yb/WIUnYBtAaAxbnJcAe35Qyv4Ogk6tb",
-	"UIQ9cKVPrA1ncwrQB86pyFmZwg+rsN/THCNHEYd38aZfK0ARAsVYyBNrvUEzCfjOvb2NgA8bzCTz9gnE",
-	"23FL5J7RkhWnFb+Wd0zEjWRPhGVcCPMDKBXxrDnbC6rTbUEsCr63zfpbQbC8AU63ovrLPBHrvmNiGuqX",
-	"79qwGnIt2rbjGyOJpFtLAMGCrV4Y+xHq6fu8SWi8AVcIpHFHYKMbXup3YhosLTxMuDjBv2ZcWEzdnAoh",
-	"wYd20PXGw2uVRwT3OQ2k07IhypKFcDrbByMm/wCgnq/boYCS0+vh/ufhDti/iM9zAoHUG4ZANzvcUn0W",
-	"/OfGXlM5yD2ZKP9oVzpO9LglBraLAB6+Yx2Q+eFEeohUdwdSJ7ZXO8yeiC45gCgyxKUfzrEYXV2zNUZP",
-	"Q9w/vhbC9zYDyQNH3agRF3JAap49jkw70Vn8Wsrt1O7ih0PYCW9HppLWT8uy3TNTGdv8D6YFK2TJ9udn",
-	"u9T5KSDTXQP4eWQEAhAqlSIIj55ZxnkZry4cbAsu0Lm4LdkMwuzwmE/v+g/JRct9titvj8tiUlpWCmk2",
-	"tnLEhulgpFwla1ykXAXsHVjVMsLS01uBzsz4t4VDSi1PnS/5PcNV2s+WM0Og2IybdC2RnCGODh/VhNAK",
-	"fnlCwDakokCQf7xZg2y9Y0utIIwBhaxWhBYF/GC6TAfD1jYdp0UN/GpbrZZ8wczCJgNI7+0D3q6AaTgh",
-	"L1+96PR+hzjRV1PjRP3BJHJURH+NWqpKdy9jOcUcMdwQa1j71qGd3Xnh2NZOyIXLZ2m7u/cab/GCu83x",
-	"WefpLc/69auP2+eYHR1cvNkqUjWJmmvAaHazbBTe/LTRS1nzX0DZfUe+Z7Rm9dwFI35uWL0h81rnX+wa",
-	"fYGG5xNN4VDDuIXrTWdC3ZzRit7wMsppbHOpKmPq57yiQoN5Vki8GTBvDKU1pytW02MgtwSW2hXPa1kt",
-	"pWDBh8h9iXyXx6q5waQoRMHTx6qLwNORb4tL3maexdfUMlgEIDyyBhsohu4ZNEXL8tPi4Lu/jopx24Ff",
-	"f8qm9GArHFU3KF1dE2sb8dO9J7F2/ya5SEVGrj3hC7qA5rSNbPLCGkNXmuomlhBVYEAdJvFHym2knZcM",
-	"qU6tn7u23/RFwv38IDuwP46DTo2c894zxOpyxz4GWQXfATgkv4eED+wXrfUNo1oRWtdG3R1+9cLdHfjL",
-	"ULMMDEhUjk4wWmkhFQR70EQ1+ZIUjBZlnyxiUNcEO2WCOrwInu7+eMCrDzcjTgmol3+fXd3ns8vrsxn8",
-	"dh7q9hOo0OVm9BiWNVoPDmzgDYXI/ATsvX73umxh4dCzLblKCPAHKviCKR0HzXDY2CjAgMYwAMYfgBvE",
-	"syh3rJYbRr4Oyg7jwPmA0TjcqR+XrA6REzC5NCOLWq66GFTPFJE1v+Vi30wKOBgifcri8zeyXNdmKeLr",
-	"BauUYTqn6zQtCRO5LKx5vg1unqeqwvFHhCoCV0iHb1+9/jojn6pGZeTi7MPnjBwfHx8lorVGtq+Ga9nt",
-	"BrApf88UCQ6nSad/oozpHRSYYymTrTqvgVzkllaK3DC9ZqjVVhDhxBvOVjeBOOxiWHX2UcSuggYdl+NY",
-	"W/7Zrk5KIoq2j+zuJXXb3161sOsWrMVXTaSENBxrv9rPpX36GXYHFaBhHGQHgI+RMkAuuup9i7MwUM2H",
-	"cBnREa8jG4u1R+Q/5UGcO2uQx6vzzF4On/G3fRjFeKYCSM+pwhtYoDEgHSRi/piG2MaDzrI8YbJnsBLx",
-	"VHdjDY3krdrFwyf3MgGmxf2CH5wQ2pMZjJJRqLUFgkpeTNJLjmVszJK1saQxH2m6J/QXTHOIMZxpTNfA",
-	"5LTtwbeh/9FSoBEl4j2hUHYyx23WEfFtS6U3jkBUEvomUAoDAGxSrp4pR53XF8+uKkigorkdjPSKdpv3",
-	"W5q653qm52AscQD0TOcueSgZdDDbs9YtoyVwM2JiRe+w7c7CFJfAtNWL/0GppmXb3WHTpploEbw5JMXc",
-	"Ii+NKdIoQaWRhM5ERPkox01x5JnsWN9uAKllaqd65OTqGkEh5TZI8NUPnyM23G9E/+7P/iS8WV+HQBo+",
-	"sNm7eqLJJlRo9vQPoSlmEAY4eptykuIM5nvikbGjlfok6l0lwL4w6gM5THnNEpD004qZO3LqS5nXS159",
-	"rsuU/6QlAcpjMzE/vn3nSI8PEbHNU6OeXrw7muDkdpYiOEr6Z4xydb6BjMYotcf34+ihYSnFO3GzqYfG",
-	"9XL7h5PPiEBnPO6M6C/qUKFq0NsTzBk8dXyzeFdObhjxYcPimJyKyAx1IS/wvtPWbhqdywUJQkIWEQyE",
-	"x4bMDt+dnRuRfnP9/spCQxyRG4YMQhYd4rDW+XG4FQMeLXdGXDBha2Q9n/u0YtkwyhhR2LkUmotGNmEJ",
-	"14B7gY54Iq7uSSfwKchhAsI0cOafOcIJRQ5tFWmtj/YyiBOXxYExotrQipJkQeupBeftMqReEuwCcti1",
-	"stUzdAiP9ny7X4KJN/3u8d9ReU/Uv93yxA6QxOCVzBiOxEguQSrw3dXBTruGwhyRr4g0JBSTH23iMn8b",
-	"UkGRQwCSpLkm3z9ThIl7VsoKa+Uma+S2uYzY0rcd4d06lxAxeyUG73BhRoMEIjbI+Hg8B7ii3RXIIYGs",
-	"cNnOMuSLrJCkDYuoTfsRDJgpAVAHp7ANtDB4bPnuuOhaGtYZQ7Qr+9wJRq2Nn8buIfXd6k+1NC48EGL5",
-	"aG4/GrqqpOLR2roPwBpMcllB4EUUpH2arGjBgmDMimGl1yFcN22Y7hZSbh8ntqEoqtlWSGZSyP0HF8W2",
-	"p4qn4ZYVOdQSeBYxfsWB0lVNrTeFOVUpDU9qZtw/yHXEJ6EgWGfmZZrdSFoXmUODzXy4pWIsXx459B/z",
-	"3yv2c8Pg9gTm0KWwm8kcnEtUPvjuSdO5pOqDrNl5Ylgul3Alaz+iBZA6J8jo2IN2fU9cC4bD83Sr7EFH",
-	"93AqR38Hi2KHy/qhk/R657Nz/2MPsb/T+AHBqZP1YnawNfFG546LYp84Pl6wjDNChsdk/HSM7lU/vCxU",
-	"OH5n9UWyJ1Nj6vLCVyHsxK9kvZ2ApRLaiUSGpjDBwR2nzSV1Rt0EeBHX9tgYx/2YmIV+YhUeuABmiNyj",
-	"zIN+QQCBG4YwPdTmvDtf4sqmXMfAd7o4PCmPIpoQbT61rlc3En3PmXGF0Hmy4Q3WSU+ykFhIZw+XJ+YX",
-	"6dfHgFJO/VkV91wQ+H8wDAhrjc/tn8z6m8aw0jiBH0KMQJ8J7EJtjvCzEZqXxBYyIfz9nlTvbpInuxmx",
-	"ROWJTod58Bo+3Co2dOgrqd4YnVg0JSvORcr1uCipEKwgTDxi1f17YHONvAk830e8y9/sjd7KyJW9jfg1",
-	"O7Ch/vjucSrvPyQX/fsAuCTAYmN3xzGF7dx5W8LdmthFjDPfwI1J2MUJwS/z3AQYOylXk5HrfgvX5vJJ",
-	"IepgOB1ovZ28PTO10zHqLuFl/0CqxY4QD+LSSbkyh43ld8HUJMy6FvJGFpvwvPlUQdrRGTybOmauMDZY",
-	"pe460Fh7plwQsULVLruxx5jgjd4BmPPvN7gA6AVxjb9kXBz1Dwgf9WtlILppjyeMoZ67ADxXNpjKisxF",
-	"aNH8MZ2HvMxzUbACUtRIzQAQoMjwn6at8F6nZPQeIPHr4PtgSvAW0ML4qpEILLw2Kj6hSEw7DMNfTJrK",
-	"9ZJNv804f9xtRm84A9cZ/XsP50y43iY2OSQCXrJFzdQyGh2RGmrPotf8ye01kP0o2BobOHGV02AVtaAK",
-	"a1nfqePd0xNc43UnTeGR2QguT7Lz6vhUVhey1oDAET8VL68vCNSuwjYxckB7LIeTr2RD/F/cdDsQTvGa",
-	"JYoaapYzs8eNwYE9g+xbixzb4mhleEHbPsY1fNLZtbYxI4mphPCxBAEqgDYOR2inzf4GPHRQIWZGAagg",
-	"Lylf7TIT0OA0HeERUCZjfn9o8b7lWrgj3PQ2XtAo68QVoh395zcXz6/PLnwLk25U6koqNlC26SZvIesu",
-	"uMXtzatvX377clby+xRUeYlYM2nqNyzzYMXQ70el268+FLXbJfbJ+BCjhTPhETa9qiMOw9XV5ZmRNZZr",
-	"ON/8dDl/zlYCaJKmsFUJ2wl0RAtK6vMX3eHmxuwTRBIn3RiOt1/h3GxjpiZ3vacO3T4JCIpAXENd0kqb",
-	"ndEtgG1wM8ICzTD5JRCHvmyNKdtTsFDie6ercjNXqtMhPdDSxmJxXvz39JYJbZFFAnQ/e/fsEjXJIffz",
-	"S+a2TeNszeFwl4JNKkgJzo5fs+GHP8qCneF7TvOcVZoVB7/+1JuUBB1+ZzqUS+IaOoTG1VtSnX2gEYyi",
-	"91Rp7IMLRVAx2TWDVrmIZbXWvWYtH7YZ8S5viDt/MKX7X/R1FncEkDfcYGao7VQO+mrtK/YrN0WVRMmi",
-	"ZsGu2WKYfaba2ezVcIxbFbIGI2FHGyF+MJ4SVbGcL3i+LUwnDkGMVBzCsjiqCAZPr1T0m2+++iYoFn35",
-	"4tXXjz5We/Agr7/OxpASdzyPei/46tVTnBS9Rl998zpmjesyXbsL8uRKfE86s+KPcQ9oUFFl1FFr6x2T",
-	"N4jgQr568WJ41b59/XWnxPfli9iaGVXd6ayFmXn5TbbFDYAZRVq2wbfemWBODDgO3L02OskeSmXgiDmc",
-	"R9T3/IhwoTSjhctjqqEi8IS8sE1DvZyr8R0qdg4m4sU4BmHk9B5QL5fuWN4PXhDNdyp6h3KsonPQpuSt",
-	"UThJTP+19Okqd1WdNnp5VjNweGJhSHRcry5I7h8iSDpTGzuca3u5hCSpmMur1DrKtrWk6sJ+mQ6DU9+A",
-	"WWn3nrBhM02sXADyDby7ZrqpRQppZ+T2ZtvX63A+YRIizID9hMLSKQdgaScl4eTQMhLxf8OBOg6+hWY6",
-	"zQshG4DTsgV4+ZKWJRO3rOXSGnntFLSZYDlDhCFZI/wMZGDkDn9mukttXx3joGqlDFODkq/kuuuLmu7y",
-	"wl/JKlm29/QSS6NFFxMrCnOTAB1SrO5ADrUTk5EGEYkqVm/hqA17TP1rFv9+JxNZZzN0CYXaOfxp0qZN",
-	"w9j0Nm6Yk9VnvJkKdBO0toMFvKVnHgF+g21dAybhGPKyZgp5j0R/LiLle+WtrLlepjesf4I0qnuv/+HN",
-	"NwfZwdXb09mrb15HzVgaYke8ZbRIuay5Ja0kc/vW4+PjOelAT5Al/N7CuCEomS84Ro3ZKksjvJc/nJFX",
-	"r1/+EYJm5h9/fP3y9YnnC4fiNLXMrDrtK/FIyCual4TyTuBb9MGwm/YcywjjLWa+YOSW3zPhXHKIPxv7",
-	"vZCrJE9bjHs6zBgJlBqYlAhVZYQgQ9G3+AC2Y7kDy8YpxKIsZRW8M08t2Hz8bPlZRmCE/3tDS0trUdVS",
-	"o4kFImPz0IC+p9MRGz8QkvyMZItOsMzzByg9UbGacsLEFJtq8Q39+RInvGa1ORxHUnXs2VWzmZ2uzvor",
-	"v//coQoTDwz2bq4nMQcBR7VToCiFWbBvcT3iey0YSUqtXK3kHTN65XujIPczc5E7DkxIZZqbGeHbKbEY",
-	"q1JUBmILrIpNTQDDRVv298k61w/IjaUDyfTqxSAq/w7VIdtTF9fLgNuIuhlYemGkADRgEaSxxD7mEZgf",
-	"JTOx4ct9Zwa6Op6mhx0YHf9+UnPqtgfMyJjw7ExbKglSt9RyZe/cRLkBFdzHWw+cqZevvo35/HzFZJNm",
-	"Bf1eNi2P7HppTDUN6dTW7SIvR9z5rzq+fDTzvKZCxaNCMImlXJtBu6dOCG3MDICC/fzmAtTOgpalIoBt",
-	"ryW5Prvo4gggqVZudElTVNOLQ2utqu+eP4e7Cq0qZf7+fPk+69hg1qw3JiHhYiEJt9fQuPiCMXSkVn3v",
-	"9sXX33aCR99OqTGdILHxzeoAzlAwzdNWiswKR6ynpuDyLA4Ecnp6Blgfp4j4YaYH8T98wN2OfWmOCtNQ",
-	"HA5kgJL7rVzD9bE/8ImW8q7rt8jmpgycFkw1gmvINNEw155V2AWrigQ96qKKZtAb16K2pH2qMaaZdEbW",
-	"wnxpjXKEOSom9njJ+O0yluYoC1YQ/HZixHs/EmQq/EzvbKlRcsc2MHY3agexkiRFumXJZAu33nDVCKU9",
-	"guWQ0I3lhRlRTDdVBikrcANUOGKsqHa7lnCZAAsXk7QwCzu0ugNifCt/1sWqlfYDnri8AyoO0vLd17gY",
-	"BSv5PTOShQt12BTAMKPzKj7MZGG7NTlcWbtsdN/f27YPecFS+/7tq9dfm468ffX6m+iP17zQy5QUw5f7",
-	"ZG9gaT3Yiig6HdURVYiNuAKeqmuq7h5Pn9KAV2NRzQklltROUxUBv4qBn0ffsIV+DqJG1V2AfQ4/hEoc",
-	"YuOXxlp+ahj0x5IuDTEtNcJswjec3gqpNM8jO9A+Q4r2IXeT6ZjVu1N8ywSrRyNiYXNAa5LLssTrlh2D",
-	"YLcymaP0JxAP6L5lkzmOt7CiD1UtY8P/i8OE/9OnD6f/fnH56exqoqq/lbVsdJxUs0V7bp+afIKsLB3D",
-	"oNmNw/6ADw+R5fcCsgBwniDMlxUTP/CSvbEtyHpwaOZxLOwr2h94RIZa5kypEzJ72RomVUm1mQJSSOaA",
-	"1vEea+r5WtPFOJAgXehQ5LFmtx4tewIuks4PU9fJ4RYIBbQjah0JiU+uX207MNfRgb38wYtHcitgm5AR",
-	"w2EgkT2cX9BGsWupafkx5gmaL8gtrW/ord+6gACP9JDmNVwQQYW0h/fEIrnb/ILVOYvVo/9p+22a1rcM",
-	"3FvzE/Pl4Z8+/ensqJWqgiuoT5ooPktGq9OylHmCrRE+hhi4eQgC6uYnBJdh6iDNT642auwd0LJdLHmj",
-	"KResaG0giwMubskOlJGZMXv+lA/tWhcRLWLLm2/ykk0dpkoOEcXnxg30acfY25S9Je3NftBLNzdZX/pD",
-	"qRzYeRdRCxIKNCBnosb/haSJltnkZkMoWcmiKWOI0kVRMxWTES4ANLwGFYp5ZrIm8xfH8P9zLGIpS2Jm",
-	"pV7QPMGhPqkyEHsHjFDCb6ZtC6fkSjMRhd8IW3N5CTTXDS3LDblxLm7sMlGpqDdy/lCVVICRuX17dWMm",
-	"B7zM6JhxOBFXA4fpOEyU7233DbTiGTHaOMNL6sxm6c6WWlcZRCIyojj8CY7Bmt3UOt8hDdUIki/NcQH7",
-	"TsoV3TmP6zyG7tjJDqMunYf93NDSWNbwDVIvIifBTtmwSYCwa+9PuWfCcNBQHKh/7YcLGbwr8zvG50y6",
-	"wbeyHkpqK2IjGzt+62e+UZ29jFnb8CK7b0as5aewy+L3h5euWxX0EqgIvALaIYAbaLfJ+XTpC0VsDeqZ",
-	"fqArXm6isPuIArGABxDMlgmXhmXNmBlS2v/Ibq5kfscikduWuGSQtEYwVjiKKUydgw0H736mLIBAwhtX",
-	"/KZkI7dktCzNCRbclrnsDaoDDqW4BlzzsshpnQgVdTsJF+sKKImoo9N0vx+/RPdvChlfDtpBjq5mTVcs",
-	"jiILsNQQgTIt+OzBqes4wolkfQd8AbfAx3C7aGkXgiy7BPtQ0ukDp9/02faoZc938SVf2c3KUjpEALg3",
-	"UxuRjysxjZWi4fvHZvpD6lQ08/xvV58+Es0etJ2QXSc7b2oVC89+qigkZ0gFMRpyOL88/8u7q3efPh6/",
-	"+/jm/N+Pr87/+/wIjg2qlJFBZGjA9nB3qWbFSM1vlzrkvPRTuW2d3LNxWHiAXDi3qELDJ88nQWCZMueB",
-	"IoW4I5o9VPf5cWeiju9fHqVSjaLRnE+C4MJnZL3c2Fgl5HzWLGDDj7Rn5qYY6vI6vADGNi1igjVVzBlj",
-	"2ZPNjOdm9Y0lnYpHTaTcbPdWzRblDl6OYj9HIvTGkroHswkqVtHtOHyZkVcZ+Soj/+///f/4YOgtrdQJ",
-	"0nk3QDsXGzW2wMXt0QnYKjBbsP3dQiDxgXImlc8mmTCEuHb4wauyE/s6sM7gTf7oqq0u9h0Jrl86EqGe",
-	"UIuYKc/cFh7jtA40itcH78RCxq97tCTg2e+iS2hjZkQnYVSh3SUjTXVb08IzG4N30P7UAfiiNldwQ9Rg",
-	"TZpas7iNDwdjFJH7vLUsONz7L1lIZAgM/XApmNm3Dp7kirH29nAXcyo0gCJV6kD6WvJ7lp40e0FknlSE",
-	"F6Xx0+EyBvD6qPmxpazQZtMCNwdAQsadIjxTrjdVikG+PcBVhtNEY4eNWtKKkchxtd8MeaMiitkWu864",
-	"gKpfPPW8bGakZiWFimp7U3R68Y7cQIo0egwDajm+BpTkJUeWevOQA3anEMqHhWjF1moAyESK164Nwk95",
-	"HUfqBqFnFPs53k5zkz7+/GyQ4LF2HCu68Tvw8IrlM//87MI+fHQSip5icBxA7SBkNiwWrGbFFGIUvTzo",
-	"djbrK4ueSAZT5Jcl3CbBlo8puyt6z35YrCp2e81WVUn1nnn1p3gbmEvgbLdNGZHC9Fosm4TEWoT+DJ42",
-	"lg704Chxnf891zXV7M83sZvta4x0woPkhmu85OaC3N1w/VydkBekZDZNGlhAgK5SSjWSyI5VN0Op7Nlg",
-	"ssGnRleN6xewTZyQXFYbq5cgmVhUje6wXslqYxac5hD2hkrFKl99oSVd2z9XDf4NCXk/7c2T6lcoWh0U",
-	"Iw/ODtiDrulpfRtLL2hqOAzcBMvKKltl/3yOOaKQGa0yUvIV1+hazoDUX2dkphvBMvNvueAl++4+I7OS",
-	"3bMyI7PbjMzu2IYL/WXFRUZmN4uMzPLa/HdFH8ySmw+bheK/QBv84ctiZRqltflPDhpnpvIvelkz5Sh4",
-	"E+lvxlvAbhuxDXoeKaLaPi9arsFX25oZToPLKAKGFZiFz9QwohsRlgGRffViTGJTCRv25fi12T0Vf2Cl",
-	"2rkLX3813oddYKwisuqiugs0mOvNVk78ePaYbfHjKP+vrbI11pXKZYVhKqo1q82T//Ovp7P/QWe/vJj9",
-	"15/aP4+/zH76+4vs9Ve//pdkpsIUlQYPPq1KM/83tjxDmRRWTLBnuym15StwJZavXn8zpL4SqRj2xfDt",
-	"I8Tzj6+/3a00rSMpnbnpaP/UyYrgehclFfueqgGGYUnFM0UUA3KKyNVkvqRCsPJdkSqZwO/BLMFmu7HO",
-	"0W3TqraXIEdbYK6jRw9PlKN2Slx3uIRpR3JCdN2wPh9rBNJ0FNbOzPMkLaLY7YqJdA7qD7xkpIQm2qI6",
-	"B0t8EsCYtKuK/X9hjp0ppLL9mtPofjYuw/8w2207kn768RRvpH9xIRJVSo0Akrx3f3TeGGF7/j2rSw7n",
-	"4ufrsynn4Zqxu1gs20gkfocvne4F+T11VcqtXPKdksltKZSfId/b5H6WJXt0Xpa1iCkyrbsQINrGeKPF",
-	"ysJdjuwc9I0R4QdwG61Yjdp7O7Pj71Zf/jjqfAjmw3UV3C796fyaPKcVf37/6rlieVNzvXkevOEEHfNV",
-	"ozS5MXMfRDZcBMNVj3aV4vAgdpa1cNRJKduqU3symduqP4vIHyTkuyJiRVe9xFtjSTeuWnHnqoDhMteT",
-	"kFmDUGPmaPNkTQp+yzFuALRsa66YvS3CZ1SGj5j/lea/jShYrXLpMJqWm2ppiZj7mr27xhPNu5ev/hi3",
-	"76pkabGrs2xrbW2AoZS3kI9vRn1iD0lbP8dEXm+wCswtSV42SkOAC7nSt4uPBwb47XDxlk38PFD3+UG2",
-	"X7lwpDo4KPETkvzcSEhvqUnJBSM3NaN3O67L//zbwd/+Vv/tb+Knv7/MXr76Nr4SU6ptR5fCdzuXpQXk",
-	"FhIB4ImqaD6u+Tod/+5vf1PPTa9ffx3r9PT6XS9mUS0CZ+WZLJuViPu3OXyH6Q14stpUrchFfHQKsXGv",
-	"BCLFmfpjU5YjV8DYCFfk46dr8vHz+/dxq62q+YrWmz+zzdT2qiAP3v7abJh48/HbjDcsL6nZg7ZV89R4",
-	"CM/ZFHjv4GahM4T0in3Cf8fpcI0tnBEuCvaQEV3z21tUjfecrWP0D6bTKrVwyjIhA7mBbcTn1MA7/MCV",
-	"LW2HT0Pv2/ZhuunWEcsYG0QRkZc3b94jRpkxtk8IhIuExtoxrIURedkU7E1RQl2tcQMA8aJuBF6SaElW",
-	"9OFNUZ4taR0PMxdFee2eHxYx0501VW3zu/gZuL7pTVPLdYJzqE1DrOVa9aYBFsOs5NQbSHg4Hv24BokA",
-	"OwA7e8NKCTwqMsiAAt3Zfe3EDAI7BW4z+ewmijUoIGTAKgCyZZHgx+/5utuuHV/mN0JvkaObENEcLtm9",
-	"vGPjVf21eQ7K+svS8z/hvjKKentP2mfOK5lHYhwf2drjSTDziNNfpjE0C4Sx4xSz9hFGv0wvcpvwZ+Te",
-	"d4Qr1bACDSGzf2Vp/sCWKVxkL3a48TWdmGbQgXFoSdNcX6CQAeZryjWIfVfWnbDoiglaqaXUp3keTQc9",
-	"Jco+ASXeShFkxozcNCRQw6B2Bqq11qKUNJ6lMIVhFF9s4YXXsr7rM48M1nLoBCnqtW85w3xRd41noz2o",
-	"CpcIT5mo8ojWYV26a0HLsorJAlBSxleQ/EzreuPwRNtZHbmOx2FkbrqzLQLS8VXeM5Rml1+iA7mjAKil",
-	"XNsoIwyeixLwZ51UeJAk46QAzgDVmubLlXW2nZoDZZYduJ9FQ6CDeGYWycynYMF8tmXNr1+MwTONYZT1",
-	"FszOytCqXNmIZJQNCqXwmWr3oeNJGAhgDsYv90vXdq/H4Jamd0xY3NYg8YQr8gkWNn6mQ8r4PU2vjgPu",
-	"cqz8/qUTU4MHAJO8GnHTh5k7Zk5up2MN9xa3nfAwCbg/zClrv9+ePIPeK0TMnyAgyVW+pncsWOJ/8MK2",
-	"IAKTttv25EIV+huZN0Z9wNF+2hRcX7J4WnznSV+mIoy6cxnSjmkwtukAKOVd/Cq0NTvBwA9RaKYU+k0q",
-	"eHS1pFQR/4NdSx0TN7lnFgUGvrYcsFUtb0ozFkzNEOXmwn1i3YfJ/sz2EplpjGbk4CtGjXucZRv9sj+a",
-	"yoQ47r8A7xu+gj1wBXXbwvhGaNMqKN5aT2K36hbydYSoN9qwZ0M0iUCb49mo9lMoGP6W9p7lOzL3Gm4O",
-	"zu2cVtUcTKK5wyKdk0OY7vn9Uiptv+zEXeZGUuq+PhHGpGzPt1juShUBZTqtKs80gcEXh3yKsFCmWePL",
-	"QFTb937SfdS047NLZ+zn6gTupzqBXnuzZktMx28HdwNw8DaL6lmsz9ST3L699xdvEPmHalsuPFHzoflA",
-	"IVeMIxXoYiTYtDWuj36/u7pRgFyHP/h0UgNiH0n057VuoCJD6RPy5YtdrL+Yf3/5MnCXFHvLr6ntjqO6",
-	"qOXDZt8L8qopS6MpHzaAV+R4tXbcilo6WjrChZY7xXT9zcCX49lP////cvD4vYHdKUsixWOBklBQhuQp",
-	"GDrd93okPfL/xVCSEADoZBsoCdwGgKtrr1zsFY2sSSlvb7dhgMeBkiZuP4CFsB7egARE7t+jkCRmN3jJ",
-	"iB/Fsnqikxg4en3aQ2a1FIVZjZ74/8ueo92R/lMemf+ZThdZ/QaHC4Ji7iaeu2dG7CwWv/ERMX4o/IPV",
-	"2hSFVg+D+XgeQeuRlrbABnS850qLVyobz5DmmhWXydIx9w1pKoB1X/J8SZbctL5B4GvXxsRwfEE1vaEK",
-	"aBQTWBLmKzci97i3gwFiYuK70hVxZ01dM6HtLLnnJja7puXE3q9rrtmMLhktzFG7a//XVOdLNgzJQy2r",
-	"oH10H7wvP01ZRCJiK9abgqCjcRk24m1x+6M3HYj9VuNJhDDlbfgVfn1MLh2cFlXEcS76zJKCKTMYW7+G",
-	"scWT0O8tuKqwj0Q3NaJ7GXuZ0C7bgGMsCNXUM4WwEEOR92GQoWD8p/iT4dP6zJ7UmBmAPWvTT7fPfXxk",
-	"IlmjK7nEZg8/f373Jl4RO5E+z+Oc7Rj5mgYaqYHnRDYgH6BvqMhZmSi6dSRTQ32ujVtt5IgsuKAlXtGP",
-	"dH6UA2230gCqHcRcl9x6iNW6pb6IveBjhzID2AEsJDZH8ot2B6TKlcHQmMY8QNUdw73CNeQz3nFRfJeA",
-	"9fS8qZP3CBLLT7hWgOoGWL7wTmE3QezfLPg5zjq3DP7az7GChhPWpWVrez2qDU/zgWxY2t+rVN2pWPJh",
-	"6FWCLkVUsbhH2Xn/OAN1twuTuajb88lTPWeo5y0X5uOpqT9ggArSSp6OotoNdE+usu5ZN52s2v4iylet",
-	"fifC6sgeHGKt7kpGZll6TNeRuLpVSCfkqslzwGTJyA9WsV8bxf6pwdTYM6vUIVgBajlOX/zGK7EDKHe3",
-	"iD+++YPsANs/yA7cCw6yA9f8wIa4KOkmxihxCrC3wHUAFcCYlUW39t/urtVWR26GwONicdqUhV3LqmIF",
-	"FFqnEJUVsU+RG5ZTBwNgh1obc1VLSVQp1+Vm4msXw+/bYQBJWtlr20eIqCEdluMBx2yhjPAFoWJz/BSx",
-	"TExnDtc9jvgFk5Zq0QffeRHU6WwSIAfpSu+l1tVsUd5nBP9aVV9nZFkqhCcbASWr2UpqdloUdXpO0c7F",
-	"ynlzpLc3BwiJwHXqdK9HjMR2Bne0ECeEfeIgTuM+/ISKdres2VYyc+i1I9dkW/MeTLXb0X5r9LdmOHtp",
-	"hYyaKX5St4tnwS36poHFpCp4gfd+Hl9jKl2RbX3HA9Bq08j51wiwv2kUZOvDWM8dznnWun6I29PpXy/3",
-	"YtDP2J6Zx+qN3cmtsIcxCRineOrO6IAU1fJhk/TBr7dY98zc25IW65gjBJl82ETSW54E///x8zzqJvXH",
-	"eYJnHdc22dRVYplnnoc2b0xTP2ymedwYhrX1WqMjUHHDq9/zZ87z8RhEdoesaXvWjmg4O4RtBdedRden",
-	"tHDZ9ON4bAc0tRQBUfKTWk0TLz1AoOXa0kZhr05sqN4hYmJXhfQ/AppVRQ5d9VnVqGXmtsHRkxgZ3dyM",
-	"xBjlYlFywYYOWXCA12Ywn/DhXQ9bKSa9AjDIMCVt5zfU/JYPYEbZaUBKC0UOq6YsrXmDE7/gZYJ3wp4+",
-	"kco1ezKHy24NRjhBMOGuTbHzZ0iiKKA9yGyG90SgT6x6yFk3CndCqHEzYWtAsgeibBuTyZjMW5l/ewVV",
-	"7Ob0QZUpl2kBRzsd2X+6pvldiooLGnymCD6Unu3xUVybFqIGRTpG9N6yYspa7yqrT2JCtiKyrWLxBRFb",
-	"0sWXpkSR7NJOjuK4qob/7aM44UB3EDJ3jk2P21y5OpF/eNyms80jwgAaGyLBeP5Y5qATf144/E6vJuE0",
-	"oWu6CWMx2NBBdmB/NhBSwS0blUtWQlEcBc4C1PodjxM3rWc1jGbbx9L2EbPKfj9RivI0904GzDsZSfBv",
-	"PY7FykNLw4gPAaHl6Anpq6JNpqfhLorzi4A5xjxyrGJtQUjBpAOTiUqBAvyNOGbUFWJzOHygt7+QQ2ho",
-	"am/HiY92Gn5vE8JcOMmIbrn7/C2jpV6+YZryMlqsKhQTqsEafrxmLvBhZwMYKztWFhrAOkRhM7Gw29In",
-	"xGto4dBmxTuoSYyfi7nvIF5MF+yB2J+5JB10MFbUKDY2MXYHCdWR+XgnCn7PCzg8YeYwI3+6hsb5hrz4",
-	"mH622ALTPDIHROBTI4Ja0eimLoEDNXnx1sb2cptXgD/oAJgIaT81q3on5Dp90fdo9Hi60ImDoJVL1SaO",
-	"BG257f3esb7+AGF9+POMioIXaJ5cLRtdyLVIkOqO5V14LOJE4so+R6eHqm9lIZyKYBWz7gbJOhkQKMCD",
-	"u94VEUVODZRtXxI0SBRQtMpj0DbpKxtr/zcxBMB7VtPS77FA04SLC9RuBQOIXkBnEPSe8rIXQupwGMeX",
-	"83suzBnu4LZ7rxuxjnEIbevRKQctd76ivNyfHTaAk1FMFIQiwaCQZj/ZVEy2srxsvcLnJgFscIVftNex",
-	"gGxqHDqXGGZ/anY7pN+mcwNfBZhkgWMlY9lYOa8A7iPAuPX7BMYwXskqp830WBG5skk4O8zmEAEpVlVB",
-	"eaNbJy7IKiCLnHgC2aWIp2HAV7N3b7wfDjC5LZxxpFpD6GFchasP1y2YjGPjDmQiwckJP4jIVdiavY1x",
-	"xe5j3ibULNmGO5SN4aSk1z6OFP49VTwHnl0z82Zx6Y1stN/oNiMEq4gjlkgdQww4u/hMzDdcs1w3NYMk",
-	"Em/0W8u45TeLB/5+0xM/l6sVj+17JNrFrx03EbW5kEiD30Pon0prqKUs8yXlwqvTaOtrjqSeW60vpdJx",
-	"8I63UukO7llg0v0m9oeMnUw94q99lryqZdHEtPEFfjGET1JGSRvharrLXwhgbZ4YayuDdocIYfpq1JeQ",
-	"unfaZ3cNUzUV4KqPVf8qLvLo+yaq1Inn/6QrB1jAtkm/07qkilFbzks4SFiGuiWc5/6EuHVP67xLWbIE",
-	"EVRHGn4HwqeogJ6WJfoKXemc7DXZUZhh7kL1NDxp11Ql4jqgomZchIy94LP6TL19YSGhpUImEHtKqvR5",
-	"/BISPm5xQBSkXnYcM25sNZtAlGw9ZQ9dNSuA6Bp5wZJa8tNGkA3T6dc0IqYvrkJ2bPcOVBYnRDRlOfSi",
-	"/TJa0Vn6JMoR5DJYGICnBNpmG75ogwvQTIKwphGCjrJtwQtyKsgN8JSQFRXAMphuc5SwEJrkitiHiZDr",
-	"hJXWVEC1dhFyTE/pqCWltuiHxl5aUUBcwhxVlYBzo+ouBW6l7vAIB1+Ce940R6g5Rfv65rsOUrAQ2yPu",
-	"CEI7vaG0djZIuBeHNUg6oyWmRdQuSSvJBqbdBbRKblIKxvAwLxsx7kt1KM57/OeDcYO4F/z3EXYFEKeZ",
-	"qlhuXDagOyk18gUoY4r1zKh2WEP59eeiCKjJdrVkqvEdxhWYwTScmMiWTVtdHS26Rx/9KTGsB0zLsQOl",
-	"o1fg1Ih0cSlrcxz5QwXIZsywC2N/yNpy1d8w+CB+IzuuRXbSFZVXBaGlFYhCODPt2DIvp+kNkvSH7Bcd",
-	"vzOILo04nWb/F2+i8c/vzVd4z07BJFlVrCBUg86wXxy+u/pEvn394mVG8ISdNwKMMCThbYT7GfxG/Rb+",
-	"457vRKyc0Vm1M3l68c7j6+D+sn3hqwov6NQ/wI+F+C8CbiZfg1/3445b1Y/hmNhDFWO6S9wvPZnHE/o5",
-	"3dUJPJ9WXrteUGQqYnvpmpZ3cPUZhEd7y3L8x5cv2zu8/t3/BiDdYqEf9vprM7vfkru3vxBsBa/1lLNB",
-	"7FX7M0VKus7AS7rZAEo8PtiZcPPNVuzzRST8uXUrvumhznVHf6F1cuyQxdqo5UzLmablHbmNuiFJiK5P",
-	"FRPk0FjJR0b/AvBKQQ4h0nw0AXDINZzqezp5TiDXdy595kZM1SFFV6IYFW/E15RD5EVLc3AkIV+2twEk",
-	"MF9FQ6DY8s2uxQkj6XoFu+c5e6Ys/ZRE9pQhAL3E9b1pDOW1pGtbI2qahhBzh6CxylcUOaqa6OXHWBlk",
-	"0LZiOtwTpKmmGxfYxPC8RCeAF4M5MFB6MJCqmKjzcRW2HpDOZS1CnmzdCHVCLhnUYBQ2deTN+fvz63Ny",
-	"fHz8HB4OJ/nKl/C4H0XnuqL5HdMJibu8viD2gV0kLl1T8VauXRErU5oClIzZ2rc3r759+W2CJ7bSu+iY",
-	"GEsrjn9QnjqTjUW2+Ks9qxp5r0rBC1u3yDG3BEGBZOCAuysT6oWsp4HC/RLVeEzp34AmAq6gqAO26VNF",
-	"0FvKhXnA5vE6TkQqCmLJAfIlLUtmGfh7Vxjlray5XvaYBj68+SbFNOB/4a8fwtbdnsAGrt6ezl598zq6",
-	"HR5FSYEvbiehe+Hx21JJrJheyqI7X2/Or84u331/vjVpsCT4i9aSgwXqEvm4BjJydX79+cIcxhfvT/+v",
-	"/mhedwbz1dZgfvr7V9nL1/F+Cxll7Dx1UwrfQwEguB7d/gEVEVxgGgseaENp2S79CaFkUTO1JDUVhVzZ",
-	"xsavh6fAlvwsq+5s0wYIObvj+O8NLTkynhtlgMyyWzJ6YnrGrKNBKFli1ooLZP0sq4zk2HmAlMrhKufy",
-	"hzPy6vXLPyIUI7JpIHA3ElR0zlyBpEXQyTjsFY8r2c72/Xz5LnOJg5YFo2q0xXYI5Qj5OqjwgbN5U/M5",
-	"8hW54S99oHKL3mtk7qewdbg59tvxH0S+YSY2qpaXvC4uaK03Z7SiN7zk0fB8G493zMnGhwSKSYh8FhH3",
-	"wjhkRh3GmvMv25D2sS2W5rZ9W6g6nZu5fcEZth/lZn6k4+zpc0f85gGwdbgQpNri64QTjIO3P42G/AvJ",
-	"MOaPD+0f8t+D2Krby20WqtFLUvjhxDv88F0TIli25ZjnHY40XJcslNbhffKe37MLW4scvQyDaSefL98r",
-	"W18E/N0WzmYvrLg2N/sRlVB70wDASACh54ZB3o/Lddkxiroriyq8F0SO0EQNMsTUEny4iovbks2M5vh8",
-	"+R5LDKwhPP0W1a4zBu/id/1PWlSDzY1hMIS5+p1VAtIKZNGI5O7/tF+9y6gEDmC071D90g68uzHdIk/f",
-	"lY9zKsB+cbsYtq5HHjBzvL2DS8tw0MnGsOYYEBzHczOg7stIptIAY6CMim55EcwvzcFg3D9NvsJ/rKTS",
-	"7p51wW+xnAA4NA5bPoUXR7vh+n71Ysh7Hq6tkyhtXtudALMMCsyqA5GHJOqFxR9Xz0gE2ACz3EuVmZ8L",
-	"IhvEOT06gT8R54Ac/vj2/OIoSJsHoMedt7QbRJeO85vIvd+A1IHOes/FXdR1aBVQyQUgwRpJCqlZwFew",
-	"KFo1Q0mfzvPhbTJo3uVI+PBWSTdjxB1T1D80buvAC7OW5gyw9rXa9Qxwg0ydVe57xM04tDVVzON8erTS",
-	"Wbom1LXx52hhS3fSsCI0WJHOFHbfZoyERs9WrL5lMwxQxstf7E36JRW3IykOZvsvpZBNrcjb6+sLAr8J",
-	"ZlcxdgcotDVTzYqL26N4cCkKF4ywRkLXsixZgS8AbhxcWLmGHIhO6OAQcYIpznpF9fIIeJwcqNguzDmd",
-	"degs/QCZTn/6fpq2/x6v8mm4X73GD/eqEZgn0/7Bznpq7Z9ZsOcbtpEWGcQ7a88UOgubxx8Rw5rRqdn3",
-	"jCr2FKtTM8HWwPTWBQKKqMsbJctGs/cDK/P1V5B739svUtOSuAUNsPdPwMtSS1ljKjEV+G7bcrs42GwA",
-	"uD24Bqjfep+tuVDew8NycEAiOzrB1nuHqjkY86XkOctI54C14QdzSsI1rJGTEcPATopf9dcvkiBNU6W9",
-	"5HCbgJBNFau5LDrzGsj7LjRQrx9hspiNB93J5T2r1X8yi6WF6flddiee2oED3MJyc61IKXOqZf2/8B6O",
-	"7cqn2GW7hQW68ei5me/5HsHkf96t/Vh0lRO3NpknDO88j3w5CPzWwlSMApH/S+M8RRTk6ZHa+2grIW77",
-	"HojzA+DticKq65oKlcuC1ddsVZXRcM4pkojAU0TbxyKqsCm4/J7rmmr255sYyMA1rW+ZtpkTN1z76vq7",
-	"G66fqxPygpRMO5wFfF++lFKx4Y3pL0EG+H/gpWfxVIxPmMSB/YIr5hOSy2pD7hirLDelqJoO3aT53vgH",
-	"ND/IDmQFdaJVvvpCS7q2f64a/Bvukn7aH7/aPrZLpsakggW7kgFwdyBe37x8FfXDdU1P6xgj5Q9NDe6i",
-	"WzgJXwBSI/75HNJ38VhSGSn5iluw0hlADOiMzHQjWGb+LY1f9919RmYlu2dlRma3GZndsQ0X+suKi4zM",
-	"bhYZmeW1+e+KPhhRMh82C8V/gTb4w5fFyjRKa/OfHBTSTOVf9LJmainLrp7ZDsxit4HCu+35OINCqIK+",
-	"erWtgwBrMQ46YQVx4cE4zJaICOHAVng1yoSVguawL7fYHFyQij+wUu3cBWM3jPVh1xB7T1ZDqnSkau7j",
-	"to2eiK7FeB7yZ8F/bhi6JvY8gAKhXCK39sT0g9dfxW/xx2HD9+Ig9Q2PQKSHZTr4ijhKKS/YJIWOGCxP",
-	"qtAx53JYiOC1wyode7abSl++gjyt5avX3wwp7wTAi30xIrzsv4n++PrbkfH3LxNDed6+z+iW0wQz1zkZ",
-	"3ai8kgi1VUQgsu1DPzwjUqjzoZxOM0oSpTjbZsn0Khz3g7CcZJLRGTGZ9q7C+QzzcFrxa3O2PDrJDDcz",
-	"oaJ1AL1DgckkCsTQSCG3x1osnQyoSt/FdvxHtnaZLK74v0amYS7I2bs3l8Z7tZT5NatKmjvIMQc8IwUz",
-	"noWwKrzkkI4GGTlUbELYCL8aY6RO/rgNTmN/3A5cHZjB6K28hk4+w3TVG0+wMa8I82tiNsQUX0JI/T1b",
-	"yJoNjAKSuvrj4MosM9/hDBlMsjAvq/qJFsNLDfeHUH95wwgNfx3gSG0nZowtOhd20V9GOIGbupIqMVf2",
-	"y6EViRm/vya3ryXD+VMtm2q/LfwDbk2IQd2aZtrNvMf+HTT/f6iZMacedDSRbKJUv+EKbgid3txJmEcn",
-	"8vFz6DF1HzGLoJMAW+S00ctP96y+KCkXl1pVMUpcvZ3eavGOKUGEEp++SKT5tjKtkbmlypwfk+umFkhO",
-	"QaRj0A/JMmnNXPqwYAyvZlaIDwPpw0YDz/Hq6nNdzsnh1y9ekDkXsP2/3MhiMyfSuGhrnqgLSUfzYis9",
-	"gW6PNloiLVYUKUjWmFUK0cshFnnTzl8Azi9S5aHlrGrKMv7LaXsBcymgTlnWatrOwAz1s3RK06ePf3n3",
-	"A7GurPEi//Q9ZO234M0WamHUV0lXXuA7bHEHL8K32A8nvyRZXvSGKwQacbCVJKdCSFDnAUrH9tyDJvsz",
-	"i/gif2aQ4muMgAeu4KIeHnZ+HZTAhDScyK+1ACcMnpzihi+pghqg4attZesd7cWxL0HbHs+Sqgv9y3Br",
-	"OV2xmgLIQUXFTPNSz36RHbidoEWurpa0dkI00rKdCa6IMj/CQCVpqhYzWpsDPlG5v5PHHXAkWyvNeXHu",
-	"LYEbNypZv8EZYgwipHD4vmb0LiZhrIJBeDpx7/FaDpmS0fsUzEFYkTOYvItrEoafjT6/DpmZJ/z+svMb",
-	"ny/4OZYrYSwYK7KfL98fE7hR8HRnK3I4/8Mf/vB/zjMyNxP7f/zhD3+YHwWupz1AgnMlIzeNB/d0tVTQ",
-	"QZZhjJqKggBEtdIUL2kVXbHvCHVJGlTAueJrENzp1Dm+2oMqM2oKMvgjR9TRMTmFdl02f9hGzVbyHjXD",
-	"KkoJvSsD637H2kTs7T3IddEO+qxY/WS+IGkUq/exInF/fhx2a9RSroUrWsilULJkgXeHYyV5yWjtGHpG",
-	"9UUtS/auSDgf5kvCfer1iO9B3TTU7F66M8VMyDPlIbiN9ydFzp7M+0hBX8LWhe+c74FLs2snPT87EKse",
-	"ZGap+hW8g0KmYrh+n4RfQNsvru3FMuL5Gu+8okqtjdlWUE0jlRTpCw0PKGbaDq81ds3MG5bLtEyu6MZY",
-	"LCCXSXSj9/KWi/HuwzmCzPTmPVs1D/5BnD//5CMqH+zEn2FEeBiyzS2SmeUO76SsCdy0RKs0zNPYX/c4",
-	"orLBOvW5h3fqfHJDtyUUfksgmpmfwD0KNlLbr2VU3t6CcPxZomLzCdi4Fnd6eMsZDVwynSgXHgj0b2+I",
-	"/SlCsYJqWpGKefL4YKcqMdgVnTCWeTYjDd6S0JUUt5ArgFPHRV42kHNhpwaU8Xgeph1Dpxws3O1Zi8jr",
-	"JCodYQ53c2z7/JRQjONUFTDIf0KCCuFf9bRUFbioDmXSNTkpVA4nzXSuinay8J2AoQO8FSFpRYbxEyNv",
-	"pjO/F4nFj+xmKeXdG1bye1ZvxulHC/skOfSVeKcZ+Rs+gjWEkFcBtp3628FRglEUm8F/nMlVhdomO/gR",
-	"MTMumQYsI08rOsAlCrC+eVNzvQHQFovQwWjN6tMmdp3VVk/anQ9Oxlzd518qqr8cHx8j/M9No7hgSpEb",
-	"mt8xUShjxjtzguYADIntHMKPlf3xkZmDe1YqVMFdyBaSS3nH2Yn1HRShBPvqYtuQBlWzBdYnG3f46xcv",
-	"yZxW/As88cWtOSSZoVNjPD1opJWSpdYV+m75aZ0v+T27htTxyHTg1za1HCPukChkP7cj9ZB35HBu5lXW",
-	"/Bf493fkexzA35oXL77KTy/P3r77y/mX63dnfz6/hs/YHCnfZjAfUK5iLJec1vUmqBv+uTGSNa91/sW+",
-	"G0c8P5o6UuxIKkWNgX6qjJ7KeUWFtlMeLkLrmWVtrZ0N6//49t0FiPiPb88v2vlQRElP3ScKWhf4pK3A",
-	"JmtZ300dAFyZxSIZqb771foPyQNYwhNyw0WhIN+qlnIF3Tb/wAhaRmqpaQABXDMsku/gGnKgQHWUBHiM",
-	"Hvz77Oo+n11en82wr60irPifWUjSdQaCHidDMDuouyEAxsX2poSzORS4L1/eSqVnsMvwZ3O08cA9L1B7",
-	"vr2+vrg6OkHI0xkYHZ1ymS6pB2TBEloqCc49Vqjj6M5UvcDhzV0dPjCBQ4xghoxqZH7F8tkPTOfL2RXX",
-	"bG4M0fkn+G4O0QC9ZBsIcPc281dknqt68aVm/wEErXM/1zgT7VwHw92eZ6P4eBQ83Eg7xgLM8C9cdOuK",
-	"1RhSNeIO194z5Z8y46sZLcEYm+VytWqEy3ZdUUFvocK6DZW1dPqwewIQMAf6bVrEXyofZc3wMmHmgR0K",
-	"pjKftZy1FUbwJMq8EV/laFZ5DXVQgivtBB1OcJe2aQbHtSJVc1PyHKtu3EmFacV4xOqlsktTUjCQLfkK",
-	"iBC5oYr5q+B8KRUTTjQLVpVyw+pjcg7n4L9dffpIgInTXY00ytr6c8Dj/B7uKNSSVozM/57LgmUOoz4D",
-	"hjb2rjAD1/XGGN//LXOENf/t1zn2GJOBbOthLdD832fXpoHZu2JufKBKCsU8cITptk3yYj83tFRkbl83",
-	"z7zGopYnFK4sHYzqCsm+W7ZXu1ylvFXH5IIaUx6uuAMV6Hgw3U+YuGelhDGjfejMkoyAVZKBQffXn8wg",
-	"gxDdCixuUfl3eJ/GQnWuZNGUZt10UwtYTJQKJjTMCzKKzk3j82NyTvNAp4G1j/LhztDw5tbs6QejYmbt",
-	"h3OPo2xf3D6EH8xbBmA7S0wsZJ0zFW1Me3AMuN2+2cC5iHEergistJNlu0qsBT1wb7Inct0Yt9JeXBQ1",
-	"X2hCzQmBAdRgZPM/zMmKUXNSNWBC+68ywh7MIQdUoe1qomwY1YhntBsK7KrviHGJcd3ypT0lCRVSbFay",
-	"Ufb2O6BGDntidPDc7NIlK0EHW+nuqGZs4Zh8anu0ovUdK1xH2lP6O0IrPkMzwXUFrAxv5Cmr24wOhngP",
-	"xnUDjB5vZJkHzQ6NWlsn4QSlu2Ptw5k/psJO5d2jr9O1oMP+oGg71M7hl4IJbk6NcHpwt4fCrMgcl2s+",
-	"tpCoFgdXMTnyUua0BLPONxYO11pAlovciLl02Y+llBWUqgDa3oJaXJutdXJzMVEaap07adD0ztZg0bTx",
-	"lznj06rNec++mZNDWWdjFiAA4gxaxVsvtoax20Vx01ExURxhfQnGkeTK9decYSedrKjMGCjMbmsqvIeC",
-	"Zj1UCvn6IPuhxsqLmL9hrHDcAfYqY36cmm980QzbnP9/7L17c+M2ti/6VVCuW2XplPzoR7Indk2dcro7",
-	"iffppH1sZ3LO3jO3CZOQhTEF8BKgFaUr3/0W1loAQYmU5I7lRzf/mIlbfOG13mv9FmyOCTqpnyCGP0NJ",
-	"XHNwlIp6pbO5F6wAbmvMuMpDF3Iq08UKIVOzxRPU+Awb/HOHHotvZpXKqfuCFdk/d4bHVIaS+zPmHyIv",
-	"WrOUDzt2QaVVrJP6lXtx+KLeH+yisYeP/CauLjRMryqg6dM++xAKBg1VvTS/BekQMhfKHuEY6yOvx7WS",
-	"8z0bQ3+wELcCUcAG3/uFUJpmRnUXSMVuLdxQqR6GXKDD4+bEsGcz+g4dKaN6h0JrQG2HxC3IJ44hVWjM",
-	"7P51dvlfbKpvhfs7bps99KDBMARqAUwIy8HIwiZ7M6eJ0eykE4HgruXs5e+/+3OAksw/N4LSstT7EJqO",
-	"iWuhRMlzXJ4Xw1Ewgyx+3h26xP2H6q7Q7ne/wvD5Ndjoi2O3i33bB8kvde/uExpYIG2vsiV0++W8EMkw",
-	"aiEOX/EtBDzCMymc6ni16Ulr8vLwRT22i7dnIU8Htv01qLelTG+cqnf65p1TGrCpnAkwYt/9x8tvvF4E",
-	"x819c+FswCeUthMsPhtDUI50sQFH1yiyn9phj85f91Our3VlWw4DVyw5gaJ0BGdP9tkJeQMKXvKp8D1S",
-	"65EE+KVMpDlvZWKHkfj04Vh4aeIUQcxKAh2LMyc1C5FbcsdRyMCPkxsmx8QrAeQF47x19e9xW/Xv4jfB",
-	"o8QzTJQe7rNzwTOkePyOyGpjvoGp7HiJ15aaUNylSIWk2LGnUVT+PME2pZqzvKWxQqXzhA3qpU0ubtP4",
-	"2pAyIQwQJHoGODbtp5zHI5aA6E9GcXnXqF4yjOwdsySXSnAnFK9ykWA1NZbQl1PTaBKV14Y2EqZjpnk9",
-	"Y0cgvlUmKI14ChHOGQx6yCVtINBRu12k+zG0AYXD8c3hq8X2kL7XheDO9nEHsF5n9+lc48CtYy2B1BYG",
-	"jzkJuAjoenB7DNvqZqRnCvdz5O8EXhHCvFFWADQVcdaqe8Uc23Y255hrQ9oZCtyGmRgGuGgW0km4sDwX",
-	"XmUb+GsXtylcSIYofjzD5XOWO62B2miwKYeVKXV1PSFBA6Y8cut99lspQQp5t4rvy+nTH5ADizlsSb0j",
-	"NblGrREDGwUCJys5bA/qvRm3nGWyFKnV5XzXAIAGGYzSAAbnDDZgXAqxZwqnbJYC7DViGobNcMw0mP+I",
-	"BmOsLvm1+Diu8jxhg7Ciyaky1XgsU6erXeBNyTCy5bHxM35O4sczdAzhyvkUE2xJ69mqE4puMBY0OrI+",
-	"4SCNWHKALSYT76/J0EENmQ/1scOLkN5C9iMmW0C4StpchGSRVgfRydlp1CvqaOfF/uH+4f6Lb7+DLmOF",
-	"ULyQO0c7r9yPWDc0AZ/7AS/kwe3LA2fMHVxpbY0tOeReFq25JW8gzGUoDuIYA5qnkYcHmwh5CE+pjOV5",
-	"XsuihVyaffYhNjtIaYd8H2mNyMfIboPmwIMlcTXvtGiO/BoqQu4EFphqn5zOa1PGu4yAaUiUT9y9xVjA",
-	"GHJLKlBdYoNkb4+u7LlfpDDu8PhZOQNorMsZB3eYp95B8gP+BupF8n/2wj/3/gf+cC54vnd65v7xD8mT",
-	"YIPn8kaAphfsXyx4WBabr0gm4jBpDUHJhIUkd8Mk8kXoCowaEBFTbT0s6D77QZfwkKmnBagDOTMTkecj",
-	"TKMnlBwk6KIElENeo4CFg4TkSKZCrj1MttILBwbSLw0FWKTyLO97/569NzpzbEWSwx7KPLwKH/Yy2vAB",
-	"Z7NSg6zJRBBxsFKlKDDhQyth2OuX3w3dGQRbtnVUDem0vPbfHYO7a6ZZidk/wXctfuepdQaLEoBSsg8V",
-	"uqQNnWY7Rzthfifuu0CXJN/NztF/tzbsaa5s0D7iDdmFpR4R0gQdmvh8LxPZmtBBcx98XIRDgtKa5LJ/",
-	"YcBTGPu9ziAF1w2VYMujuvaDfxtMja5fvSqi21w5n6QGDvb2yLGbz6jWcB0pZFHmZwgrdvG0/Z04cuu4",
-	"DCJngVwBVvry8PDepocB6/bZtDHcRnn2n6Od1ziWtk+EMR98z7OwcO6RV+sf+UGXVzLLhMInvlv/xBut",
-	"xrnE0PXrFxt84gw7WFxq/Z6X1wKf+2b9c78qAsISGSQRO5MNHn65wSgvtf6ZqzktBzSO/maTJTxV1h2t",
-	"HNt4xXFtR7/u8IcGRiQ6V58yJ+z5tYEUH4J8XhRxPrsp9mjvHO18992O/612Ke4c7aDbsL6G/8QD/Oeo",
-	"Q/7v1blL16K1HxcgjgXs4Q5+zubC1nGLKAsONHczIW9IzdNApXEagzNbfHUwBBbhilatasU+O7W142PR",
-	"G8quRMor44TOlXZqeUio8pp5+P4yg/5R2MBpLkLSz7aofvFTHQygXi/cpv0ndcwvBebyhYIBPOzN82Gs",
-	"zHOw0bDTCvGuzuN/r8c85YVNJ/zgk8z+XHHEVYa5P6LWa+jJqIQqoDNBPXWGkdWzX35kcsqvnc0DDT/G",
-	"8lb4qB2cZ490XNW455Gs9jopVfyP5dgKodhUqgq9P0QUqNVCkMB/3mt4aAXWYFIRZj3sSTQWfzNG2hoA",
-	"96CKUWxznyZ/moGrp74nB3cGTDGMUIKr11TR4uAxwC8iPwAPm/Qx3qCivUYbDAtfsxGC/kPGaJHzFIt8",
-	"lqj0DQ5unQrVgpUdN5wAFcjZRrUCJLMlwR+rPyHhq6rgzlb1ZyW7gINyUGAnzpYXY1eulle38oZo66bQ",
-	"Zh9zkyifFv0kn60gvF7/yC/a/qArlT0ploS0HMgmDWflgZnNAaXsdJvXp+h/DCY2spewqaOQJI0ClpwN",
-	"xlTC8R0lZo5XjWLmMptob/+BMzCuTSAe5c6NzjPHP5xwVJrlWl0DkFvwc+6zE8Wo0Z67ERn4HIs48MvR",
-	"KMEYjWU9NzceJzr2h0U8YZmqz3Gx/jplo8MbmMfnEfnqAr8NaPzzVQKa/Rs/ly66b2zA/mfq80+HXmGz",
-	"FgmWAg/NuT4QFYMXdc+bjyv8Y+RubdQ/1Jrstcj23ISi+hbqCQbeYqmuWULUeUZPN52plAIDcY3g49Cq",
-	"4eKowxiRny0ZgpqMuEVLSQ3tfrVVORJHjTh2m0+qLQGCWEMu+A1Abvl2JUpI9HBhARI53qHyKKyi0iWz",
-	"ZV37Y4JTVlqnkeBaLC0fA1+XUzRnvMzimiavLDW1rl1D2tEeHT73OMRHgNVCYS4ELRN/gPf9iD7i8JMR",
-	"05UFb2PiXlWVIhkeo1YDLnQIWETGTQACGwV3Pelkr19+x5KSW/GRYMqSKMQykyrTM6rxNcYxac8KwqKB",
-	"ijgVBAsQfi50LtN5a2m+4XNn2M2H++wkz+u0l6jigtLwbvWN08/qMou49wjIIXT1Y4okxs2gAq9Nh0PC",
-	"+TBTfuN2tuM4wu/4j6xxHHlB6U9KvLQP6xCKQ61do23UW/n6nTob0efuxhuJHfNgIz9fLXyxiXOGU6KN",
-	"yHpn0/2J0Nq5hIwzpkDick5hK2qaaheWNaeHlOYGq9/ZWKLCO5dkJ/C4VRJTpDcm0hdp3GAVQ8l37LPV",
-	"BWQHhjavwPGIWRoAB5hp9pO1xQeVz0fsgk/FhbTi7xe2lKn1rOiopbojSp2d6NLuObM2ay0ZIQkICePt",
-	"We7uTcmFEw8iqZNG/ASlaUmBDzzGp/XTqPCb9GP4Jr57r3kpQrJM4h1wov8XErBUPVEUWAhNLachh+uS",
-	"/mrkK7+5OP+BHgKjnVhJa7b+crJ+yyqDQDIi6jDXlb+/z37DCE6MPUNi8fBFu5ITglaGzwlxIfihgOGh",
-	"3bTkl6lKYUI8qeGUWVYQOtwykTxH4AHu9dZGYF4aHD1dq3NV2cBtrf/ZJ/CRdug1PXzJkE7YsmfGZ8m0",
-	"2D8KlvQ9ep9AgHMrwpkp6vCin6Y7kPVSDJwqgp+FSq89WEGESUhLbcyekbaOkw0WSi2OopsSdHY5K1Be",
-	"q1CAMWxXIhfqLijV0CtYMgTefTmA18pQUXM7sqxswCpsScGAd28QkGIYkWqoZVxlZOL7YzEilo4GEG7/",
-	"w2oeVPrjm293BaWIymcAsysUaR4SMolR/YM0LIONUJDCYawXwu51lR1dLvOPLjbp+D69tS494y2F2jCB",
-	"J6znfNUxMmghzxfN04ex8THVsVtROY9QMbyOFXRqFZWTgJHrTj4pD5QjD8eVqgWgO+BMlzdoKpFYbWRV",
-	"RG6yWnQYzOFVmYcyudLW0wCWuiKM4ZIkbhjrmLcaBm81Ewrp9dqpUK8Pv2NJSqp00so93UI9srUTcxwy",
-	"YdpZTjA5n7Kx8lh2wzvvA6EDfW+U124LIKpDR8DNVqWKIDeuxEQuji6q9HW/30g6t5KcbNw27nFnQYzH",
-	"AgE1lvBCa2HiwT7mdZIYKsS1EzvHDE/Ux8hvo1kmUgk5jTKdIAyA+9VM9Ayfh5lIQ/2qQcWMioYoU/UW",
-	"MqLgVvB6tUe40BcBmSHbFPfRZ7q8Iku7EQgPQT0ekNAei27ewqpciY7j2ViQ+yaitVEkTFNf1pI8RhWE",
-	"XWNvekM6wdjBlsaLbWayT8OIzWMnfpovcgLOgN/ziEFrBWXJNeiLOUzIlvbF7Vgp4jtO6EL6VHDweE7i",
-	"InQZMX7MXWcDrIPCUYRqQGdRgKWinKATWXjDgBCRdGVHtUMzRJ6prgQIk/xpw8jR/oIl9KKP9Eiyz97L",
-	"GxHEuVuwvaYsxtoAX2ARpxbWcHX01l1zb8XtndG1i8Dnn5ABQfvXJdDjRIA7GBItZznWzD7XkPgi+Vx3",
-	"aA7ItMFbaqaBrW2Ra8ScYev6u8cq6FQu3kM6Wg1poPMMerHJ0lhM4CaapWIij8k9kWW2V/CSAOKhHDWn",
-	"ckMEyK5zqq28xSx3IPFjDxPkNIorqYhxnvzydp9dBNxMg/oGZC8jeuYRQ+BMn+eMJYcd+MvQc03X/gOJ",
-	"JSVU3tUWZnEL8cav1lJIve2c1LccnHGwNTe6D+CMNriXBvO/xBwc1Js/EYGdbvrIzw3s2c2f+0Vn4k4P",
-	"vPVAyXd9pIZx3vzJfwAK6Ob3nxTFHe7GmpM7P3CnGbwjyOc7zCEAcd/tGQIBv8vWx/C+mz/3k8d8vtMj",
-	"Z/aPOzxw2kRtvstZM05bQeiwOyxgaiue3/Wpi4AhvPkzPxJi9w/AQu82ROLCMEz//FYzdPDLgNfXotvE",
-	"iH1e/jz1UOtjGVVuDX2rpFpGedUh/LSsPhx+064+hAW/lWIG6IUri9rqhg1xRqo3laDwPPUMOtlnb+La",
-	"z2bPA5DRRS4t0+PxiAmVlnOomF+qQr0R86h1ahDcLAFw5+Qg4UWRHCSI+pSE/iWVgjCJB5ellw3QdYdj",
-	"/IjPfAyevCHl7Xr4do8zilALCW/SDiC+JIT/lxwjOoV7wE2nAcRPYaHQHCFBYEkTcM+Ddcbxiu806mvx",
-	"wZDDrv7DlswQ2B3P5baUFRJ/Y03whtLP3J27hjDQR6F5KpwIi3tqZtKmE0SGfMCAjZcHnRnCuGn3UTLU",
-	"p348gdQPrCviTc55T4wT0eB22oytA26MsHuAHToW5YH43bcaaDXB3v2ONUPkG6FTWBtRgfUC1B0WMguC",
-	"Jh2LskZSGWBqPIB/7oeBNgeTjPwr2Ith0+ByrJkaFcBnFywrpS3DmYjsmJWVwsoPdNsEBAsEC13mVThJ",
-	"r4y4IW21YIg+dEmzfktL1EX6S2v5VbhqcU/wpJn4qN2vcrEBhcipp5B2PeQ3kKNFKdwbEyhlpw7XiNUx",
-	"DIADddpDI7mEcje5ZTNd5VlUWTViBEo9YuZGFoUvqcG0CvSwzibzfbYwBuju0IBKAc2BMD14nu/pci+M",
-	"SqFv182Xpwj1yOsHCTdmzii5hUkCe1isqGYJrlSd9hG27RoJ0H1un0HrAwJmDg18UJOAdopB18mo+ffV",
-	"nIFadcCL4sD3uq6Uz5UELGnU3XCNIJJLyCeQVjODVkbNcfisE+h5L6din/1SawiG5bzOdSpQm9qLnEWF",
-	"1vlqFQxsGtHiwj2dtjOb7STNOq0XPrhGPVpm2BFKFO4rNeB4cJXIj39lEm3OFRvQ+R86Iqlhr/DU99rS",
-	"c9aWznBnGRZBOMJ2lg1x5u3rTCiFNvNTe5ElFViJzj6qUYJkGfVvq5Q1K329P+Jnn5DD17t40Ov7AA4a",
-	"+OAmXhpc9d5Hs8JH0zygD+yjoQ590hogiwWPSNMFAvfGHpDV3gU4Iw/hYmj0aO2QRDD2XZjkqM6Gj+57",
-	"FBmKS7RqyL1n4YvzLDTo/cGk5MEn37nzT+QHuWhrdfIWfjd1y2IP/6dqN/Jx3XGWtTAIpe1HaMiVxC5S",
-	"3xiMlHdyVdgaXGuqQb+l0ooc4rVR2iYOmA1CK2yFeIagVSKyIaIvHZH390rbyTKHwvktcKi7yfEFmbtd",
-	"ebtJ8mbNKKg105NnFHfFPng2GaB4vOpWiduk9dFOUa0omuZB5vnqm+i+jVpHNilnuS36PVHO/WsH3R3c",
-	"OyiIFiE02Hx6ygA5nHyf5C+Mvr8qRQBP5yMoAssOsw1TvACPWKprhEKp3W0DtPTR/ZlJk+pbUYps2EwJ",
-	"a7elKRb61aZPLWZlPJGsCjojfXbFJpb7Ci/01qMhoVPUnhG8TAEbiV/JHBJNO6j6AiMaWMUbXsCMmHJl",
-	"ZcrwTR4JHDx611XpC1p9037qGdkEDTyP3gYvIXRUuktkEXxhXIM10UoYm89ZEgCvjzBOkrQXbvisAvrc",
-	"BXztTT337ZNR97c7Szz8HV9FiPA3OmD+wNCB0AU1bCgFE5m00Fx421TyKaQYbWj1GqshnhfnLo1LQV2z",
-	"FuNdsYHrMYHPK6Wkuh6xC2oIO2IfVC4VqOBQ7U0xx+VAnbejS3xFcoyljdILUnZqje+xArCbkBfTSP8x",
-	"2M+/FDwDBHZfhg/122vM4c/V50+zx7eB40Sc3gp+IlbwVpNoRqsrH7USzZQ6R78Z5upSwy9b8dy3o+CV",
-	"1XtOJFITiQzKCPR4jBCfJuS8OMrFjJdV8umpktJm6WxfHOU8FiGcC55tiQxCgKdaA5x3LW+FIg/HercP",
-	"uyADwD1KmV1xLi4U12DvFqALLJ2J8r5GjAOZtHSngO4I1K2nbsgLxNm8i8oq3W377LfQHNOTc1kpg+XI",
-	"Bdldo5A5uiih4TMJ5dgmHryTkPEGrVJ3eLQgdle7wv4yqW/Z//UcXF/rvF5fKl/qI2YbOcoeOhc3shoO",
-	"yK4X3YmGl9DYsXbnQYOn8SrnAOT/3zHvv83U8OXeVHuw0qZQ2n6k4bRY1lTqI563+uL3qmcYj24C+APF",
-	"+KJL8YHpt+CVWUG8Zxyanzmym3IrU+ZtgCOmNHYyA6igdCLcyLK4KZ/43VIJDmT/2nK+D61YQe/wNEq2",
-	"P6pMpGIcR9widq1D3033VvzulUj1VBgGY2wxN+D3L8LgoGzmhg1W0Kx7Cn6k3E7o89LYk4cmXftHN+H+",
-	"7CyJEftD66lh0ARFFx5ObCpKHgHXu/cdE2go1sg5C4Io2Tv8gPwg5dw4Cb7Pzi8vzuoIWMDK/I4lhf0D",
-	"xGlQl5Jj9uGXf5z+AMbGj9+//NuLv73ofjTu7VizE1myDKrWoR/4NXV5rf3srTDPCHHmg1D2jydoi9SD",
-	"o/bAa+yRs8v/8tv0KKZIPVDfx7iTd9Fhips49+zqq7JQLgDqLz6zf41FIgcw+4RduBGLrAN/UpiNAOFg",
-	"uNFDlF8HzAe7poosBA68Jv0c+GHtf3VUHC/L09aOFke7ijVG9/XM5lH9uovb8ZDBzCXCX49jd2JuGpTu",
-	"DY4lbsCvuVTPgt59U6MvmOZr9Lae+p8O9SNW2/0ygM+S/UZYK9X1ZnIfv7C7QPLzgLo25ariOTkmCW/j",
-	"+cn9C78kT57+w0hXyHu/wT21P7qsN/XB2noA90LYWldvECS2NXDC2xMYMQ70OGaaYXdCKA0/u/wvhEVt",
-	"NIzdNb5aF4mrbiiMnpMJN9AF7BlQfiPSeZ/Ev01HiB/kBp6Qes8bW/ZYnpGeY/WukNU9s7bAKDd1F0PQ",
-	"ZEVrLOzxgMmQVu8VVZ77JC82oB7O3FoxLQjMPgrFWDkVwxErhammFC7aY410MYrWxnkqSs88wHcbUts+",
-	"O1+M1jq27sNlgxC6pV8+1lHkBDtcZdJgDLm+1/+UDKMU/mW7yZbz5xE4giTazVI/Pbw1rnXwIfd60yMx",
-	"BEdv2BGNiAwBwh05KT17eOZQlWrP0T1S04qQcGXbMsEh800qaozVBT4UdZNxZ5GmDmj+GPuNMSM3yQCH",
-	"drSU5+FZw/L9LSyileyrUnmYM00VWM87cjwCLkvT74n98Ywkd7SitIYmmdxnSdTGFI91Enu5XuEeiU7S",
-	"LnUjBlmfSyWOQgUU0jchlY2iCshRZ0Z5dHdXZvloqXQjKucQt271R0yJWSikDMhmAF6EeGZYaJlgf5xc",
-	"XzM9ZtxXQNQlOJbPTSgKWQludI7L9l7/NSNq9JgFnPUc/pdU2Z1xr9/r6x9KPb3bE5f6bvd/cHv4IBy0",
-	"Xo1NCkAjsmFC2fJL9DQ/atEojxhOVMv1oNEjo3hhJtpu5jeO8JnpuWDijUI5KWreCNvss97Q95Rz61iY",
-	"nPJrsWuAvSKnk38IxMokgEC0afRMOYsY8WWxCRkvHeekVsIMewlbmd4IywbfHhJcpBmyK7fDKHqkacKP",
-	"p8iuoWH+Valn0IWIK2guBqOE4YWqBerwV5clrHI6X4TVXGKYzUU9hZeNZd0TJeSpjnYktGjhdrIz2lF8",
-	"KupdPc2W3D1xJ50p//29UNd2snP04uXfRjtTqcK/R0t9dh7CZgvr0dWeyB8jJxPdzu/37GJVWzTeQoJ/",
-	"0buCpGr2i5zP78AvDrAT0Yq0PEqGJ/LspkhSEBNExtUlSzzlJ4FaEdh27C5am18gmSds8OJw79vDw5FH",
-	"8mXfHg7rtma/nr/31BVznpqVSCjmRR96zQzgMsDfKW3ZROf4tgUuAGoWzQ27p2uVzxuz2zX4QUMVTvmc",
-	"cmm4pYmtwc3z5HOCS/1ceMr9e8ybC7HGW45LC2uey7EA7OAH9ZIvbFsXoC+eHe+r+vX8fQ/m85zd3j+W",
-	"XFnSTFAxCb3anhLbjvMEWgOOl6DtFaKUOpNpPVymlWPO3n1nKC4pSwjSlbc8B3b86tvDWg9rqdnc7VQO",
-	"sQHjdcmvsGb7RszHjt0xOyl1dY39XaZur6khNIIGclsPwA2sLkklpv+fZ+9+XGa0F/x2kc12hwy/Oka7",
-	"YWDSF8NsBCL38Ax4XZDScEemfhI9+33eCdi2lc2G7X1gp2PNcT+ZXNs/N7KvHavyPMU9xQYJMrEEeeRU",
-	"G8tKkUK/CKdaDvfZqaWaA9OipjJdjiBrQnBo5e20XVC2UftI0EkY1ook1jWIMtRVa3X2iHGvpAfdBVt5",
-	"1VazJIbOYyXe322g2ZW1PJ1Al5SojjWytvFF8+j1rw9fb2J0Pwe2PVrqTQIgtjDnY+Y324nGxe3WSnSM",
-	"0x2UlUMUqpq6Y49vd4d+7bBOls6EN3XGjTPhDhcDkAa/psvOEhjy/1dh1RiNGd+2s2oh148Rc4kWjxUb",
-	"hGZwzbEcB2N013gjAfvMmxrGeNg1Yn+cG2Mms3PnCHDKwpivtM4FVxv5WGDrD/5diOumfMNuTO5lUnEs",
-	"uFvsk9wm0oCDwDt7X+19KfZdkgWW+UG1eMtX9Tk6ITFASSZHISSFcagAR9aMQ2EmC/Uq6ugk6NsIOmKj",
-	"YHEoC4o1ckdY18jaYSxcOcag8vkRYcQ0FX82mwhFL+BlKW+F2WfnohAcCqGlZTMyH7iNuxpWaiyVpE7m",
-	"tQgC8PCQUuPH2UiPqRMRoeF5V9C9JYiO8DFLyTUthoVbwD6lpo+yb1XbhW0IjUAfCVHBWF10s6OLug7b",
-	"K5BNhnSBeTWj1nJ/NjAaBHvI0IvSZZTGyTsGcM2lGo4C5/Jswt3ilMhMmoJbZwOw1LGjPGZ1utiA0+2z",
-	"DxDXcqqvYzVN5ZHlmjq5ERBkC0PQxXPhB7pYzQ5gyb5U6n88YtbFQpPk4kEhF7DN8cFUK2l1SSlx64PB",
-	"VVk6fXvirBQ3aKGunVBHqGCgE2xKqnQmsFgB5D1nE2msLudsJlWmZ46gAZpuRB4jf5nfipJDA0FlNbuq",
-	"nOpu9tkP9P5UTwUbl3rKJoKX9krwug0qVk7hlyc6z6Db11RMdTnH0K8Kw2rqD4AOMQ8tSwnVjlqVlAIJ",
-	"DDiYLkW7VYqr+XO9mHcmenwDJc8swLGDieR50MJCksaj9AzssqlUlRXmmMlrBdOA5adnUIL4pd9nh9Qk",
-	"G/q70D1dthBd/hnf37CIgtkilX31cmfkzDo5dfbni8PDvx2CfYz/PgwWDRR5iLLNxjsXztxJbWO2VoN/",
-	"2O3fmhH+ojNxmnWZmd++2sDKxHVqXe81H4cn2xcn41ZAA9ydDUbwTmXt3z8OYU+1djDvVHYPQ/keaJDN",
-	"ZGYn7oSRn78eSDrRRigP7k3HcuJMdIvejBcvDwMlrx4xfotCvRuesb99+/owPmMvWs7YVuXoEu23yNE3",
-	"xDc9n4Q+np7gepF6bza7795fizW09GitY3mKd7aJ01ft4tTxnrYUqyVJekBS8v4l6ig4TSNuvV4a0en7",
-	"K0LpqVFQTzX3STW0tsvU80AEk+uU53uUD7mWbDjL5fXEslIQMHedUTaOGkxAuUWsFBalToUxR+xal7qy",
-	"UgkzcnpkAaVdMnNL4PXFN2e/YgZPAfDJuTCtpPbeDZxSbLfZfCL+Toh9rMmv+yraTbjjC8EJt8O7xu9x",
-	"WIRtHmBjua02TKJ1M1GmMsyKcuo09Uz8LnzOvwbH5K10nw2uBqJFEAkgAKZieuW7FoNbrhqPna2EyoTg",
-	"uZ0wbpgR7sQ6Eymsyz77AAdXl4Y5G1NaQHymns2Ym+ZzMaD5u6F8Ou7UTP/hnF8bdiUmUmWrxM4FrsrT",
-	"ljU0yC4HKK09bnAvau6VVuvlrYnC+DNz77SK2tQBXF3T74zo1Hc9Ij0MnhyB8Vk40QiBC6estdfRvIOn",
-	"foHPbfEY15/pqupw5ziewv5X05crnnV0pPDnthP1+rNP1MEnBd6GP93FTc5XODDBpYyv2zUs17qAKlOv",
-	"s5ycnSLSMPisrp12Uhlh1p27EzeSNWkR7j4ms6Ux+HPdknGgvFtl87SIhyw+aMx/FU3UO9Dz9XstbFIx",
-	"4SHIjD/GD0aFG4JhFtqDNSA7941EzKgmOB8ccofYhPKCidY3QLrN6bbqQ/WRXA1M9/WQ5iaQd180yN2j",
-	"1RJRd9YWKm1HsNsumUbdK1ebUAG1kkZLYx/47HBnBoFkHDLsDE+5Nc7CwY8YTBiXhjrMowfNy2I07Qlg",
-	"qXILiA43nk5GCABDhUoYvPamGXG2IudAmnEvTViPkCeDw6kbX2KJuGcmM65sCIyHtpvTgpcdMHdISXUH",
-	"yg5La5momlrrdljIUuDgQ6iNinhHVwCAF8XOPX3NZxxlXd/CG7pjRI/EIRf3daVSHx+7HmzrIRmre2qD",
-	"FbgQ5a1Mxa812N1So1Rwu9SkWfM3z7qaQDnb5cm3ojSreoLHWhMNEzJqwC6hh1Ez8gYLl4q6JC8wzDXa",
-	"0j9oJF+xouSXoIMF+OXu9aP7TPddVI1uwzncEgXOxJWzJ/akutK/b+A8QOOjNlvwNYYV2jg9glSVBrE1",
-	"IWRGoNnUGlBVkKz8z4sPvzAOIkXIW5Hts3fgcnZfZNKwG1FALYdWgiX42X0a/f4/q8PDV+lPWt/8wqcC",
-	"/iUSRLBxipoAHJH5rnG0SjUOeFFmQ1KFpGG5NJD/ayZ65m7SRgQUHEwKhNcA/INxQ8m1unb/rd+nK3ul",
-	"fwfB6GjR6WFYFygxR0jZY5aLa57OmVH8RnxMucFFZY4/GEoAKqc8l5CMmGj1ERfoI+L5ZEnoypR8UBdw",
-	"6Q1dGa7yy/yGa3UKG31Xz/hnQeW0KEfBdsW4AJ8KNhAS0hzHupx2VkFMaGs7U2peb6qe4QjouF6Ruhbn",
-	"kncNAe65gFuenNoW7+1GEDtEY7gaT52FPxZHdstZqQxPxx4xZlixmB8Dg7gDPzZzY8V0P9fXbVwZ3naA",
-	"bGQDdoz3e/0DH2vyW89GjeUq42XmGZ9hs1JaK5Tn2fiwTzmEmgaMCtqSK+PBDUxkilIPW4K1gORpGRu3",
-	"Qt2KXBeCid95avM5A1Rn9+lMOB5aAoPDk0zaRjJiCQzwNAt/Orp3/9Ap5AhkJ/ZXm7ofMPLu/kKlyv2V",
-	"ccuT4T47Kx0fhG4Sekw/A7+JkiozmpTj++4ukFo8tewE2LATAzDj5L/P3709eXP57u2/khFMQvkZSGH2",
-	"2dswG4KroiqPqYZq/LEV5WJgpxYPA5zkB1j9c/9zmDz+/jP//R2+upPH1zc/AHPfJkfDScB8NmFldGyR",
-	"EHpO1tVJ77oJZxBrKxsxs5efz8wopeZAqrHuZGkeaQj5i4eAQz7zm7i60OmNsEfYcpvbyYiZ6qruvT0V",
-	"xsAU54VwyppbO5UKpqrpFSbhYI2Fqabu5TmgIqqMHHa4GGM+lbnvRZVyrHCJKppnMs+ZEU5hcQos3D5n",
-	"SojMENCkXxfiMxNRimGrnemTaNzswuRO3fJska66P9ph4fnlZdGlvxDBfXQMqxUHK8x1I1p40U4Lbr6r",
-	"zv+s28f8a3Fd8kwQZks9LBCt3p/cQPUks6ZF/A+dhAJjyorfLQMoE8MGSbz/PyO9JMMRGwM2pdeF8eRD",
-	"QWU9N4OgU4gAitAo0rBkIvJcJ8doz6G0SuiyB7nii6SIM7ounYF1NQ/d93Vl2TUvDBVIJWlVGl0m++wE",
-	"hCcHb5RSIrUjVnATslaNLmukrTC4oN062U2vomQjK1UlWAmpeyiYpa0VFlB6As84xroFGLFPgIdkJrD7",
-	"3LC8Vw0fRmwYI1RmWFIKM1dOS/GO9jSXjsuUgmfNpFvc1pg5n5ydsisxxoysfO74kFZxISv1xzqp7MQx",
-	"pzT0qQCsa8FLt9D6RgBwjk/90rkIsYFU6xspRiydiPTG7T1+De1xOIpH7PXhixoegYDQanY4Yq8PX/kF",
-	"EkyX8loqdL15PDPCifF1c+gXh0VyDx/WDy/cGBMAjSbMA7fcWWw8dwZjW5DiQyFUK7Nb5817s3ygvGAJ",
-	"RwoAvpjgZS4xe8gdStTjzt/94/Ti9MMv+6e/vH33f/Yv3v1vR19WB7nTOHVdZiZOcZWdW3DruN3O0c7/",
-	"+9+He9/969OL0Yvv/vznP/c7//X/7Kw3Sl8gU18oQoHmHwCf7MPT2Ma23iE6kk7JbuMwnv+MdZ7rWa+g",
-	"dQgpd2ZXCah7lUvXV9Ad54Da9mxgZi42+inFtTQoNgLzLHJuHUmOGIBDo0Tx7XSyI6qxK0phQB4MEg21",
-	"+Ii8qMdj+McxQEfDM8B3KxV9asINtkRPdZkNRw1PY6i4c4cVP3Vxeoa2a6FL6/U97DMkS5Zyy3N9HdqN",
-	"OpORhuZFrLPi4IkEh7RPC7f/PxIvefHpdpPsR7z7La3yY7nc/J6B2StNvQNwxLrjkxTXXYZzwX1zU8ZN",
-	"awN22aaB2FjXTUxE39eu5z3tgYcmcUeshs77Z7QQXLIFF3jOwSf84zRbBVDlVCUNscjAA4gS2ak1TVAN",
-	"X8Xs45bAlxIvthKW0AiS2t+f+DEkbAA+IDsRU3rwx3eXbBGD4H/6+/+etNt1jZO5SU5E6If48nAvk9fS",
-	"1p3L4iLTZgTRj2JlDHFJSXh5uJEasDVC7bIyaUP7KOI9KRJqUVpvl55zeSsOpLqVVqxC5FjqTIVk6nXt",
-	"QAf+8gBNURTRU2cBSAuGbXL24WKZMpfRihKWaWHIGT3RM/AceW3EsNNf/nF6+S47AvxvdvnmzHvBGzif",
-	"g6S0xW/STi7TgpDwKArg2IVQZuiUl1/fno3YjEuIHSZOe9OVraGifYnyi8NhyMkK88UqsUWtxw0dTSGE",
-	"GnOiW04FG3OZBwd8hDmCLIu25CPuxkcaSLLPkkboKkHctLYGQ74TY3MRWtsCofUmrVNYDRO5ETP0dy0j",
-	"MBU6z9uRWLHxImIyLTPUU5gHMZH38lbsbAd7NPoCfnIN+OjSYYXaJz1zRwjPFZl3D94fcQNcJYRsFNQt",
-	"rk/a+rqwSoFr8MX2qLsGUhqIKu9FXrS1kG6IjNUQTme8MmKx9UcTrQm9keRdU8DKILo4CFG87x3HlmW2",
-	"V/DSzsHtz74ZIiLc9//3HbI68NY1WHINFuc4MPot0JjlTIkZkfgILEBE8G8BiwLnXDRabH9ECFOh3yym",
-	"9xIltsE3PSjzQxSmO7G+R+Jy69CiIiani57HfWU8DkCtHpfFFTmfX/H0Zq1mjMwk5kDUFCTq0BQy+7F6",
-	"AlXBElIvBhdvz1hi/n5G30tGLLF/T0g9RCSPbHjkWNT55RmDjtzSsFxwQ77sRYW3qSqOvOPdPWGZOyHC",
-	"e95Csqt7Mz2vC6FEVpceYLghMNU6GrKgADPu9GfHGgunRS0r0d8cvu5UcI8hPjSuDAeMvm8OXy7dWop/",
-	"i9RChhyEsvxR2jUsoUHuyyyhHLxo6MdxV6lBwosiOUh87n4yDKl4Ma5oY35R0MwQ1igbgEbccDFEguqA",
-	"4n3/03/m7wmuuMJ9CxGrpikUv2HxGO7RbMzBJ/rL2UnhKryWGvj5CBHIxYXpkLfT518H660+oQPgAVg7",
-	"wF68fDEcsQlX14ZVRThK/gtQJQH2By4yjMLAewleYI1J4A/9diWj/8pGpoFPM0382u7TyBJEQ+De7gVv",
-	"68NKz475rERdxK0aMfdQ3930KxCl91VY4g5McGrEQuzhRG8bz+su8mP+uYbQ4lawQUKnHyNV71QmnGAE",
-	"HjWbzB07Fu63YdQ8dZV32BPgBX5nEzdxy9gkpE5Goot4MQq8YRdkv1+JTetP2vKq//VwTMqv0Wr+1DuP",
-	"70l3XqaC7TqPV9LqOpTnYLl//3/fjViaa+8xqPXRESsFqRWQOKhrpdgsKKhh4nj/PjtRSNZBX6m7gnzH",
-	"SAX8qLT9CI3Rk5X2e0/y903yIwZ8uFdIeoVkM4WE3AJb4W+r1BEKRx9gesUabsbZzye/XLx5e8awDvtU",
-	"jTWaCmBSa9XsixA5Aih6RXbaIM4mbM2QceywkR8zpAzpGi4Ov8sN5HVBzOeYLRuurfM8+GS5uTnN/iSj",
-	"koblOahUkJpBqWT4HWlYclGlqRBOvWJapZiOmJhq+ks1TUJphXQsXOlKpSIjg5qA9ZNT5c5GLqyg8NSS",
-	"HwFyR+ukRkgQGUT1KvgJKmiZQjRLMUpzWZwFyAHvZ8BrH30aE2J1wXuw2Ue8pA0HBT1YqVLwdOIObrLP",
-	"PlQl41km3eE4qstSvqfKRGr4Cm6MKre7mBLf1dOV+CueqP9NWT5bNJijD62wljEpYNRxnh/FMo5XqEP6",
-	"wAaOfEebXvr00mcz6XNibuoQf6eDd8upV+0sutMkrhn3npGZ9/KFYjlOPiz2jqcTKoyu0/6DA8y30gbX",
-	"sp1oLOtTWaGlsu5v7yAbHkHqfP2DrzW80tkc0ovp+ehxZ5vHPtAO93sydPLR/cikjSXSrmF6pliuU8Ql",
-	"HQASj2OmZuQ7spRMZmbk2HEpjBFmGHo0oLDsgMlp5bprtX5YUlD1O7R53LQnrspvykh7u/3e7PbYrbwc",
-	"ZNk2h8ECabS5N0knj2NOhg08hoSpCsdIDUbba8hJMwxZ5rKE3urpPM0FIbaOGAYloO+65ll7MvbPdVzr",
-	"yeICR2NchR7ZWL2ehu4TQLKxtNuAAm5QysGnRrT1z4NSjEUp1KqajDe6UtZgWQLcTjWDzTAuwMrFEJJm",
-	"VAeA0cM18nWFI5CMojQjtAZT7YSeFdMC+rYOETiOAziNJghvQIr7d5VdCwhpWVmKKTZGKNtAiX8UMf2d",
-	"17NcIxJ/jifVKRMXgTn+EnzcX2iRVPf5RSgZkQFa8w1hlbdWWXBnr0L1Rmt71xeHo9Wdjdb0NXogbhXt",
-	"aAfPqk92z7Duk2HV67rMBh6DfzlO0O3l+s1J8aIU7rWY4k0nfRhSC4ixBY4y01WesUxTM8SZNIIuL6sS",
-	"oVmoG/wRYmt6/oc1IqERYw2xK0pHsym3kBfuW7Nq1dbRLSqTRS9QndCiCAlOGqbck0yoUteNIvfZ97lO",
-	"b6S6jrcMv0aunHrKvi1spXJhjLMXMWndiBbeeg4PRsT4rJnqv7bjmlpapBWeqTM6n7qkTYkQbUrBDeKH",
-	"Ppx3qjFqN57VORtFPfzmueq9VV9VHuTSMb5/6dDS0tNdOPA8d40l2NBPG5hVNcF53zdk0uUWDJ428w6Q",
-	"vf1nH6vSNszF49u1QB4vKIDqrzeKbP/0AjB827dFgPq81xH4OmPfuObO9cXU/nhntPM29FDeGe2Q031n",
-	"tBPiRDujnR+4zOGPSzkV2YfK7ox23pCYbytM3nD53GOdCA14M1D4X4YjDF9OIVhTQxJGyEMDZ0IcyawT",
-	"HZFEpsi+n3cCE357+NlD0iWbcMiF0JX1ODHt/c26RgjN1dzb2+2cMc+NCOO70joXXG0+QG7dGD3Qmts+",
-	"Oe0cyrjU03toSdqxe15DXDMIq7c2BIK3A/iSia7KbhKUKhU/uTs27XL6H397fddGum+4EXsSeixJK28F",
-	"ghLRGGU2opaS7kUjDwSDiTtO03LbKpxw65rDjZjPdPl04DgjObQJMoHfvB6aYIWN29ATIrUFmyv9ZZO2",
-	"obJgF8gNXNhN5eUzOOUCSmerVgMdF5+WavO0pXtP2s+LtFHTiahi1zwsubuDutbZvkzvFuDwwB5hRuQi",
-	"BWLHU898xybyG2RV6PXV4hePTtUFjGWN96Y3NHpDozc0ekOjNzR6Q6MhN7pa2YEI65WQdiUEBPzDahyf",
-	"6K/VyGeYhq3VQiPIuu92rWqEY7tKt1inVtSx67rBHDzYER4Kk3iyjYziyXfSBk2xj0jfXwejxoF9QGI6",
-	"wOBud/AZlTXDeN1WFZCdOQK9QLEX5PtjOzGeQ2EXI8AralxhdQ5aAESZnYDh6Y3Ss1xk1xi89SFoTM2P",
-	"QsrHGNqW9Zupn49HmqlUpttgsHDcz4OW7z9yuzT7NRX4PkL75yOzFrIMvlge0wdfV+oVsP33zQzXxVsb",
-	"7DATlsv8L6gYUhWVHTlLrKiobNZDWTnVA7nXOr3jLY7ia9Y+aAlW6yDYUsjd2GsjW9NG6kXekl5CPRWx",
-	"z9MaXOMITNT3hcI2DlBbUzv02FKfaWhBZYS12Ha3s4/pGxzGXUMGl471WvLWbRA6wPt/buSLPUDLO5zd",
-	"W51WTu/qJq9oaXsh/AxL534UtpNWttAWdZmOD9xJXVG6/VspbQANQ6JEjEm0I654emMA1wxjBmIEjfeg",
-	"knlE7WAk3jYCYySabCmcOoQlz9C+ymqf9+rur4oaoSs8gdXGbeBZJ24eT4Q13L+hEE8MZrrGUPB7FTJ4",
-	"HyO3c2nQJ+Ds7uRmoHMdM12O6p2v66SCLTuWSpoJNecgF+iMu/O2GMpiVhPEKRskkdJyQgiaCdZBXitp",
-	"oNHR1RzkUBKFJpJhz1f7OugN+807zrdFdt5lITUZepFztQKKAzAWwFnjGDX1k6n5BVYkIClSiJezTI7H",
-	"3naBImLsNiOgs3E0X2wXyIGX89IeO3KF/kp1P9Zlxn2Wc/VV8G030U3ZNvRzmxa8FI/Hst14O/Pwc94r",
-	"nD1j3BQvkbL1ocd8i1GI7OahGGTJZ59rvQLzWzRhnVYrfrcrbNVzPvtSzdXwKZnW0/QSr4N5uFXsmccX",
-	"Zq3Crv4VEqZmy/jS/ZLPAjmPdoqq2zSFiBfgYrUMqNNW1XnGtArmqrdVAT0NzFGd5/TPz7RCnwLR379C",
-	"s4reNzFMg/rYG6W9UdrrXo9tlG6Ra69VwtZYqm/Q/lnD4KNiSuo4rZW4q+H59bHqDWxRWN3eDu154ddj",
-	"hz4CMyzFnnf6bG6UBjeRRyzyCQtsqo09QsiwUd3VfMRyboVKa/C0ny4vzyj5YWWMtRQXfnRfbKQ1muMa",
-	"t1zPab4Eo7WsN/S+QqwdFuo/eC4zvhg/HTUt0RadBtzrPozKYrhrNDpqUGfDp2BGZXsNyxX/gapT/HYI",
-	"9rZ0d/61cMN8UkS/PV98PT2cdh9K7a3WXlN7Wkz7Daoz2+PbaxSzotSpMGZtgmk0QHqkLTwQktuwnAzR",
-	"4ETW6kEMytcZDeEL1btoeheWW9GN9gX39GzjMbNMl4/4lhPT6CsHmB/W7SD6aTGdbM8pQkBsTa2nbolB",
-	"iQlsMAGEc/d+6plJOO7SLGTVHkdVugy7Yfre8NhAiZDonNSEBhxtiOnn8KWnQtbb0qxoZiewkhsVsoTe",
-	"8rlW107DcKu43eqWlqGuVqXwYOz6mqdep+p1qmeqUyEX2go/30ybOiD2uyI7DfrcY6dJXvfijQf7IOwa",
-	"vt7z655f9/y659ePx69RWX1Ehr2WXXcwaTbgobScrkBj/jGZw0yah9C7L3o23rPxno33bPxxe7M+OhNf",
-	"2WkaVO7l4SED9k2rdMkyLQx1hkO5JC2rlJU5gYfAj3VHiAdg7rroeXvP23ve3vP2R+27/ZCsvbTFAXY4",
-	"2wDFeaEnWtRRaKKN3fUxqYnOMwPolCLPHHkIZfP5aAHzNZOlSBFnoA3M+dwWZ7q073Fsm8C80qBinFPx",
-	"GTCnjpncCgjGwxuzndGO+L2AsPzGwKU0Fg9b2phr23jCDa1DckuIYzJCdY3iuUfx4g1f1c8Rl7Znqc+Q",
-	"uwGI9QITuSdsmVGHNnpibjr5FHaWhrHoMYhtN7aSEgU4KKHjUgimUUPA6DvBcE81ANgNrtwOEuAE8gvI",
-	"cZ6I9GYIP2N/swio185kKthsInM6zFlXL/qYJL4oZTSe2BotFFaIzbiyuE4PlyIVD3K1/glj7LXOXut8",
-	"rnwZaIyrwJu3hr1Xq5sHn+C/2AcT/ux2KZwL0qe4JzV32oFxXwk094FPW03sAl0GbWkTwHFWstV1WHvw",
-	"ig6kPZrSlhtAPgPO7le6m7f/NpmTn8fLze06FTbn5kGO92y9Z+vPPD9jkbHjmd4qe4daoYNP7j93Ye2W",
-	"/Hi3XuXTipTzEdNwN8/zOdPOuva+XY//di1vhVrlUGgy/nU8P6h0GXy/g9eTnOxm9N0NG7795ptX30Qd",
-	"G15s0rEB/Aql31K/SF+ig6GXSr1U6qXSly6Vgi6NBQ5bNTtsyZVJdSbKPSumRc7ten93eIQNxuNpIa6H",
-	"LDw7YtQEem8mMyeqBPi0Cd+u0Qze0ZvGSWrVbMDf7vi+DB++DEPdxP0dBgd+rajPGfWuH2C5mRuLuwHR",
-	"yeM7OttYLTa3fxqY4cvrtMprHFan7+2zqsFgfehtdPi26aBFT6cz7Vs+fux+pr+9/Q0Vqu5k+m5V8INJ",
-	"dSGi/iFIia8Pv+vyrS4fn53t6B4X/Fb8AAzEf2iNx9NP+GG9nS3rsXZ8T1zk9xJ8Vc8NoIJ2sntQOXzw",
-	"yf/5C5+KP5FD5MKKZV7xFn7v4BWeP6AxCPxgmfbxDa20v1LCuqH5D8T02WIXxrP5q47AXszfgS/hqcme",
-	"D396Lq1BkGi2zCo6EC/ORZHztFs/AGM2UgYcLQZghSudzdm0Mpbx61KILpiK58EO/tWrJ1+WenJX8v+q",
-	"1BOi+4fVT9b5BFCYujuPPNJO6LBs2IB8AmwqpleiNMPAh+rcE8PKSrGreeSxM6MAOShLnyB3NWcTwUt7",
-	"JbgNQDGyZLeiNO3N0d0If4E5bLlP1yorG1f3qzGXFa23P4x0AO6nPZY5MCIfH4Rj0B1DueQ3PoDS2vx7",
-	"12DqEiAYOFFqmVYpokJBMjw8PGVWI5IxdGFonO0Rk8pYwTMn9GYc2zyMKakeGnsWopQ6k2l9bJeP6GUp",
-	"r69FeSHy8U9hVls+reFD55Aa3nVww6iZ5TdCfRVH2B0bNCD8IQmLoPTsHo51F5c9+KQgSvRnaMXYfbb/",
-	"dyUqsVjuQZl7yyl9VCWCdSDSxL0Rj5HLusN7IVKtMiobpLtFhjQRPcGEwjTmZuWIga63MhPTQiMG4o2Y",
-	"synQIGelsKUUGXV9d/+sSkV9Tkpj406NbV6pO/St/TnMvkPzxEV+kl1qF+e6RuWMFu3hNM6vuCN27znb",
-	"yHO27W61pUh1mUl1fcArq/fwnwfilucVt2LP2FLw6YpOe1E/pVzwTJS7BlgY9WTC96ELHV7l85wb/iRu",
-	"WcJtcoQwSBOulMh3DUvckM7hDQkbzCYynbCZVGboGCbA4fKrXGSAp+y7PplcQ92iGjHB0wlc23VaNUxI",
-	"ajWK4BDNKKjPOLpdw4yANXPiaZ+dWkIlNB6ce5mpvqO1OgmDvcBF2yADZDFSt4nL7B6dff+Qpa14jpqb",
-	"D33gNg0yMeZVbtnHj/TXP9xdHz92uvZu3fWdvzSek5qRNofT9U1eFPe7Irh1TGbdRT3uhvveCPApyClk",
-	"l3raY4PzH96wV69efefP9h9aieGxO5mYlcGvjNNHutamuRkhUyhzdO0+tvOwTtZF+ngXSLJL9NVE2wdU",
-	"28WE5z0sYt6kuBrPhLzICJy+TWx82y42wjN3kB1lpfacmtstNH4OtiRIilp2kIaLLpCxmDGDWvSRR1YK",
-	"X6R7vAQgmYGE0hAbUGMzAVThmNmOmEHUpsrqKbcy9Xwf6unodQafVhrqkp2cMjewutKi4HDvBSkT0Pxg",
-	"AyAzHNsVcuUTDr1cmXFlDRvwsRVlhOlO9enDfZCE6FC+EkTiTt5RihVnU6kqjEQpPTtC44pcNpSYFS2T",
-	"E3+mwVVgUGh+OybQksdYqZpUP7iNXCfIZO2ohg39YhnXGTem28b/bcJtvQiZzHqu1eF3rRTkKcVMC9as",
-	"6RLYJsNKK7s3FeW1OLji6U2uu1vDw646y9y0qa6osp4JBdTmeMI5IQhZbm5MBHqOJAcFw2aXpbpSNvLe",
-	"ginvKNhGxKTzTBi7zy7hVaVfNcs43AbFzjXzHNH96ARoxeh9U9mf3aS/pzk/OQ11m2TsJ+9W8w0sf5fe",
-	"QUeiJ9928j1pHIpdw9LKHgAx+ZW7PyJe8lq3kXCaC66qYlUBwFTfCsMuqjQVIhNYS/sDl053QEJFXxpe",
-	"QDiXqS6hRFexxBFWeTnh6iddlSZh/FqzQaNgYCnvctiIuGDTEuiTYFilcmEMS26EKD7AhR/c78mxI+2p",
-	"M8W+OTxkhShZyvO8SdZsUIpCcKwrdiMc7rMTmAKbQT5Gw65OuVIa9QhzIwCfco6RHmlYLg3AeSuWjGEl",
-	"khaHIa5sTDpmSyls/hv0yZX58zKd0LZZp+y4zX1Yv93SYFfqBDNuaJS9StDl73ILyaqCaK/mKJaO3MMq",
-	"BfjVLpXgTXN0I6bEbIXgfS+NXaSgu5XZn2H2ykb3Xcg/8N62vC6gGa2WU7ruP19r/WjjNblArJTV46Y6",
-	"JG/sDdA/BPUiaamN2SO2dyPm3QloXKq7z2TVmNDQrocXcZXVbqunpxZ1hd0/KGfUXKNi6ubds7EVEfut",
-	"Ma/VSe7/qSX19nhDnSez2hFgfG2Id+9yT0YjcKYXBQFYo3dzSNgkbqpGpJb9dwLuCWfqJyOWCJXBn0N3",
-	"i4YX/3z2mg3GJb+eCmVFNmx19KM3BqCb7ERMR6HLgU/Akeoa015IYyK/DxnWN2I+duwDsgtKdiXGTkeL",
-	"hsZCSDXYXX5IbOC1K05uJZpkqm9Faeo5HbNrXpgwsmgJeSmYuZFFIbIRMzoa565hmW/cEELCtxDxBagX",
-	"s8+SBitNEF9wzKntFYwE6k4VL0s9MxTOzT3KoJ2IOcsllKwacStKnjeWliDGQROkRSOr9JgVOs9r4MNa",
-	"Cdal14EHRgj247tLtiwUwWJ1x1TkQ4idKKavLAdXVC7VzT77DZxuKU3l1zJP/Mqkegr1Ejw3mp19uLgU",
-	"YO2WAnm3dedc8RytYoRjlHnulLorwW5FKcdSZM7KdTOQ6hqUXcTOadseCLIb9vrw9TEcSdSIcRExjJO5",
-	"g5bemLiIg4xo8sMNcEWGXcHzmF1uWRNeB50I69CMXz2OFgxr0ZUpyc3NyB/FPlv6vsPDTVnzOHryAQHd",
-	"danLi26kXUPKU+EdYmxAB2Tk3Wejmk2NiEmhsyyUI5NV7BPFgN55sONXur8ihbP3gHUknbirvZbXQX1u",
-	"dRYCSg032Fb0vo1I8ZP7z2m2ssLJe8Mg+JSRB4wNXh9+R4BxmLPmndq69EQ5pPy2BN9c+64S8IJHTi5m",
-	"tR4xjHFh3oa7wakL6H4iPA5jdcFmurxpTazAkpAFgXs3wzl++DQ743bSYmKeOO0E/TOx6gnzcPqcXax+",
-	"8qkRY54bytKGJaRQxrUWZhT0N3K6oe4FnkqRsaroNFAX17ZhKNKXd47g04F7XGntXvyA7GNtfRQ3N33K",
-	"2jNETgh1WNvSLIgr/TlqVxa8M9vxGQBgK/V1KYwZBYtQ/iFGjKeQuOSNrhETbhmAt6Ro/fpg2rLlBbF1",
-	"qOfylLu7SOGvD19jwG4mjRiuVSa2w5cu20f35eggq2yG3lS4tyInnm2RnD9DNznIhOUyX2kvABMItq2u",
-	"ytQb8tKyf4OnawDSVWZ1j2tTcMgbFDydDEcEiosBuILbifGuiiY/GLlXruUJa3nAW5zUU+QET4/yabFW",
-	"0D9GKa2hzTc9P9gmP6jlLS33IzMIPVO+jW4niwie16u5FSb2PbOfz14PGfTVHZd6uqzB20mpq+sJmibA",
-	"JeJKNO9IHDEORhK3lqcT92qK6f90eXnGzsH9Nnh5+O0xe/3iW1Zw4xvmkKsi1SqTmCPAyE9o9pkzs5K0",
-	"sh9h5h9xFh+rWiFLyFYIZkUzawGNqsjemnHj1e4WG4pWMiY+tC3uhVOt5xe3MhP6YFq8bjKKkNR3JRUH",
-	"3rXIilo5w2yic7/zbrITyHyCT7/Bb+69labQRuJDi+cmqfcyqUME4SQ5/rnfYJhLo/pztPPy8NutTpLO",
-	"CrimLfl5OyYLh7CdPLx7mArPvIwMc3V69Pq5vkK+1kV9AQnQu9eNrAvclk7/rmG3PJcZt7rsjcMX365/",
-	"APb3F20vuJVmLNFee6aGJXGihuzRnhXdl3HpBccdBQ5Ih8eWNlLlUonnJ2MWFGEooPsCpEvP6XtO33P6",
-	"z+D0Zzmfb5XLFzmfd3D4TJobTFnojkdCux5fP1TqPBdZs8zfpwJ4xu0YIZT+jzABn0p3wEE4DBAV4J6Y",
-	"GytQBNQ1OKXWluVSGKYV1gtIaPhg5yPyZkJjCVNwwsvAmGgjL2HXsBm3opzy8sawQRLevp/r2YV78nsn",
-	"l5IRiy6NqzzHn33voVQrAOgA5j3cZz9Uec6mgisoG1JihiGLqDEmpGscs/f0FQoAlcIxJalVQk9HGRQZ",
-	"AehFQdqAE11v4ojiQpAyB8ITp/aWAghS1REUqTLx+z47wTpVTNpZyGyu85l/VTdKz1St3WOp7z67EMiu",
-	"3BHZu9V5NRVsytOJG7Mer89+6Wgh5299KzGovF1wnOXPrcrZE8qWcwizTyMgh6+hwigQH220sQsws9vz",
-	"agAf6GQ+cSolPiMyZB0h0R/3CpOJl5LbQpoaMyIXqW3kidUFACFzD+kQVYTBlbYT1lacd4z07jPqnHq5",
-	"z37iZbbnA3r4CV4KT2fYJAG4gbsGZ/HvRL3JPvsh3I9uWJ5lpTCUb1VwOznC5ygVDgl1LEqhUrGG0uDV",
-	"D5NDvebeMKSFDgN3eHLzXgbhkTeYuHnHp06K4k73X/hC97s89IM/CV2Z3MsnlZIVfVL6r5dvWLaiqSbS",
-	"zFsEaOsoEt3ZNIcbR1MKRP5AiSuD/J9ofcMGWn3Eb36cFq87o/boNv1J65suf/u3r+82KhB6IIClk/1z",
-	"NnDjGbnRctkNsAqPXcBoukby6uXnZOtHB4MY0p1OxjtkW1tu7xmfw02S2WGp+zSnFcnsTRn1cAL0oM5e",
-	"ak93Py1LAWXvV7k4ovSdKGt6lxw1mIUuy2aydK3b40UESUSXyo0QBZX1AzGRFgUQAl47tXp6ZaxWAvLA",
-	"IbeJmsepjNKc4twmdKpAjb8Trz5R2fqCcRyqE5bXWgmn6VLmkMxzdiXcG2altFZAdrlTfEk9xgHOhWUD",
-	"pe3HsbNRh8cLqWntGnMu+C2EU42X7QaTzGeQnw0rEruMhl0JWktyeRs50fGn4DtrkqNJo3qx9+Lw0Gn8",
-	"VqrUMpkZDwuEPa9Bj0FH10w9cOfPMJfvuU0n3SWEHxAdosoBABFmNnL7T8vMHHmWPQ9r52GRDrs1VuYz",
-	"mlYwM6L8bm72fQklDEaP7YLKfcXTm8ARUHFCdgF0Ool19JrE6XvoDBxzmVNBTBjXR/e6j8BtWhqZwcMP",
-	"QtdLVNBTdU/VG5j3KEiXyeWBKiCQqqPPd1P2TzITJGKPqIrLSV5W5HwOpV818HKcFc2zqbSWIHzmEB+6",
-	"qmJtwVg+X9ArrpCJAM5ug23wvBQ8mzfXy2DIxyBckVMaGsxEK3FnznGhx/YBlYKeefTM4+7M46ImgsdU",
-	"CYzl1h3CtNtX+EOppwtecMZzrajmAPUDaGwXSuI1tJDmeT6sq6tGVCDIS9tEFsIL/FaUnCoJAefM2Civ",
-	"2kcTVTW9wv7U6KGZL/IFs+AwDCYSGjZQUSSyqObLsbNcjC3TVRiX42StAeYlDxMt3UZN6yLQgF3jbf52",
-	"90kafGtPJW2ya+YdXI7OeU/8HcQPf0kjHs+x8Qnd3htmOaL8XshDZIOkJd3tiC1lt3nrHjLbfEY0B//7",
-	"cBTlrEThO6xEnynItN4sdcXpGX4yIJemwmyaxbLPgEZryALkav51R4yj1sJ02dRPcGFCyfd3UeATVZQ4",
-	"3aU7MbJBXncOKjSefty0ldaDcn85ku71TzpD0osQN9B7y6GhWf/FDBrYmj5/ps+fuXOmZENIPVia5IKc",
-	"Wp8cSWTSkRqJeMRoxjJ33ISyTheqsTdOzk5ZWgrIiuG5b4eRamUcZyPk3LXyKmjKm0qtSDpJwyZa6coR",
-	"v5NUqPg6aYUh7gYLOaKZ/o8DxxgSmiCyEBBuTuw64YYVBKVgyekYH01G8PcvWom9n52RR1H90/HezzoD",
-	"vJO9C8cZEogscPbP6vDwVQrsE/4UTOQCdAAjxI1xVp+0HULULfl9CVD2A0zy1/P3zGo2oZbuYVs9HAuP",
-	"9nHEKmrBbSeyzPYKXtp57ffIpbpxgwKvx3ql//PSSp+YgF4QTNj9Hk+GaUlUy2fOzkrgtCW92O3Fbi92",
-	"t562uiWRuyJntci5Cq2Ku7NWFRO/c8fgsd/JYCbEDfhhDv92dHi498L9vxMHv16+GTrejA4fDlmd4Mwt",
-	"9XQFmz3LuWp0Kd+qP8N97atrrvmU8SMWEJ6bHQTammJuz00CPQs66eB8obfB1RyM0mOs3h7L3Ml99ytn",
-	"KTdiTyojlLN1bwUz1RWKjlUZhmfw+TWOxbPImUothrxp3OZWVNiY9yl5FN00V7XZhNXtSfAJJF+Fs/5Q",
-	"SKInzMmWfM7ciXEvdWKFK3Z68ssJNij4IwQhqHELvpvSpnyxge+igqhSnlQYZFhi3xav8GE7A0hq4hbe",
-	"PgJsTLBvqKnXYMbzfC/NdXoD95uAwTnRVWkAVpRxAAJmGZ/n8npi9wy/hU6l2MQLUqN8rCQXeA2q3t0H",
-	"sCMMplsFLYDA2o2eCidERW58AhU2gunCiYzE3PZ6atcfWRP7JBZlBISUzWOENVdJfKeiuCH27ObRASWb",
-	"LOeB0imAux18cv9Zg133NioucrcfxwCw0oayJcyhsBRUTLVKZQ4gfdhImBuzOp2RCHctOCSe2tbWqDib",
-	"TYGY2tLD//WoROn9RD1hPiZhBjy2bRHmGjw2yJanQ77CcvzKaaWnkScAabQtCgnKctVqjhY5TyOJFKlZ",
-	"xwviB1tD+E74HOMEKwTSr0XGn55A6lXZnhM8XU4A1Pg09NgDsnK7c4Mvq1LVnAPaiJVMj8ctmbWxsH1H",
-	"731sdjBa1Q3cm/rdXXBEmEb3CB4U4Lin7qdN3XjuHY1k0sCfT4TOqbdup8/6DFUE6Ow7aK+/X+iNO/QV",
-	"fiTugtcNAUIg/ZaITdpFV1ndepDlOuU5Pg3dEzBm5J6ZccP+XWXXEM3t7mr/hLSPlV3TYSodnYefS6Ph",
-	"iMN/Qb3Rv1x+5MUdtuNlE8AJ2rIZ0sqPfO/yO6COuPH5x6CRcKNiuO4FtgaL48J/uYfjeEA4jpYih9C+",
-	"XhKQBhRZdMJV2EUAjY1KEGi3CeFj3UhqCClEsFgN6dGCWbF+TPTQA1Vg0PQ3AZbwi9DXYWwU3jQ1G3kA",
-	"bunOZbdRBvBwdUu1xd4Q0HEY+rxIG7VR3DV0P/ZT9H0WtVoEY3CHHhJfl2Dok9uJNtb9wYuC8kJ9Q8Zk",
-	"uM8wW5CrVAD4EsZfMXeuhlBaWNERS8LxTZj2uW+UOwtwcOVUZHAbJfcloQuQwXzZVE+nbjDXGvA0RizB",
-	"hlxUHZDk3FjY46TuzkUfoB572JuQlkQJkTGqU8/lLcWRwwMYR3ZKrQdTBQ9ZaP0Ic8AORUV1lQOuHGbr",
-	"Qh1rhF3qL2N0WimRWjMi4FNjdVG4gQGaDUB0+PFh58ulQHApLFjrENmuyhJTcGGRW8x199aw8NuKADc+",
-	"srJhNrf1uX0Mj1nNPLtzSxdObq/WPsMcSjiS0V56onoguzxCa1xZr4BogJh9UnKFlVCmSzmufyOgHLXU",
-	"oHyE6DnSMIAk0orJaYF5+ujtX53fDgrVzzDsByHF+nNdVaRQoUvomOargIx8C4twJRblaGMlHkg/0UW3",
-	"enIBWUrh7ob0JJxVFFK6EIqgAagFXw0qB+JSKV2pVGQNOFnI4099IUkyZLm8EYSWC4C3++xkUVKiMG9I",
-	"y6gXb1xXorT9yFMrb9tKMt3Mti8zo29sIDIhj6RenechOkfsAtWbboWvl67PUrrGh/GBhKtNa9bU7WA6",
-	"49cC4KWtVJWuTAPpWYkZokADou0Ju6qMY6aGpTzPRckGJ2enzOobAfGvhbI/jzht0/0F9pkMmRFiwfAx",
-	"AUpC6ynYEVAbOODMVAXg0E4dk7Qlt7okvuZu3YXkUMV4mU7krWBWpjfC0sfha2yQnNCx5lhu/73gpSgT",
-	"X68Ibg0Y6Ud6y0eYlB8nYcrQ58CG22eNV8YFUJDG7pjH3KPyWt+YN9xW8GvHlVhihPtiwqbcphO/JPgZ",
-	"SIunEdZnR2bHLHEW1q82JVPTavj7ypFU8+5d8uWMWJprI7I9J1qOWVI40ymVBVf2NKO3ZMKdYeJY7tcb",
-	"IYrFLQLBEWRFu34Ebkabntdnb2OsD5p5dFy6PE9aTxegPkIQoKpktgmQ7AkrolqAhUUPsCb1une65GAL",
-	"O4sEDg83hY+NEyK34AuMtqTTD1hvWnACcgt+ETDOYUzQm7NjSHQw7x6d2WQkgZrWDALo4R6GsLgpi4df",
-	"GhYRUtdoGrT2107sBgNCKg4seACulJS6BnQ2Lm5Q/l3HuI14wbKu1GTvI0ji//X8vWlgpKa8LOeMM6xl",
-	"7WQei3y+i3a/efHygeOIEY1u4qyOGWXvro6MQ5FWpbRzEDZXIOyduN45+u9/udNV2vQE9/8SThP8/q8l",
-	"L/dUCFvbRiTJgsJm01pVq0vnd452vJK0p8u90qZ7dNT28OTuLKl3333Xod4tK07LCp7TldbodrVOBXoI",
-	"z3MorKlRG1IoIcia6t6I6QJrrPO5O2paoXOhMvvsQwVtAQi7CFpz6LRCn4mZ6Bl8Dl/rmBDoS51qAszg",
-	"QYKQbcwUdc1NpW1l7iRutZ5e4FPbZxtaTzfiGG7CPbNYEdvyRAJFJ4EF0Cltpf6NKNlbaF2le1jHYyDo",
-	"VH/TmR012koL7Q6AS2g93ScqHvpeyTIT00JbodL5/xLzZAQJDrace9XWOE3X4076GInnFWTLlMYC4QcO",
-	"4e2XG+EUkcqIjPJ1sKcSu9LZvAlNEg3jY0pmfHLM7Ew7e9HHY9zIpDBsym8EfBGmBMEnUswboTgKmrkb",
-	"ISoHoTuo8Esn2gjF+FSra/KfLDWKMp2lf0hHW/JgNb6xJlcapv+wPiua+4oBsUHzVBB6Dmxdxprnbdj7",
-	"qR69IjBmJPfCu9qUj4NPaIv/uaLun2eQXuX5SrcKchwYSX1tF90CsWO6qYG0R2gCKa90PZzCR8ZSlLEf",
-	"gA1+/fX07bAjHzL4HrrzIddZTf96XELuW7Lfb/3SwxLaAU9TZ16gPWFWNFoxpgKNwkh1nYu9ygiGz3on",
-	"qePgjpNXBgmAKww+LZFq7eclSkXZTK+RqPYrjFoMoMGYtIZNuIHg1Y0o7HCEyOiGid95ap1RoQT7t5aK",
-	"DRzpNfUB9zshkbrb6Dvxkx4EfThi4vdClm6i4KNK6J+n6mepKuihOHix9+L168MRy8SYV7llLw6xYwx0",
-	"MIREF6diRbEyFhjKPjthzvQCdZASU1jKC34lc2klgSRnJWWlnJCndZFnfccS98tHvJqs0EBOYIcuvbH4",
-	"ZNnXFhWkeAlWhvo0YVDA6cDjhTrqRM8eXH1qbFwXQhJ5r2py6fWkx2LewB5XcMeNnD28kHveh3jvjB6Y",
-	"RTd/f+Mub6hZxYYisKDhUZ1qhyfe968IXS28yUVZwY7PlQJAH7MRPly7ts0uygeAz0Teak1zPaFTLeDU",
-	"YzDPMq7m0DXLTQTjom3MU1pWKUIBRLFD0DU8NxqfME3JpTTYoRNu2JUQikkFku7FIZuiSAB7EVvyeKSc",
-	"DAbuHim4CXYtvcljda7UOmE7er2zg/NFO9uzvGeYwgCn++F13eAA3yt0LlNQNlrL+S+EbUTPo2IeeJCQ",
-	"dqM79EyJEn0aEb/EcBIxTWmHlBTekoIw5fNjYmHoe7p2Q3h9+Jpx430jxJjnPkBlhNhnJ3muZ43AAsu0",
-	"wGwsxH5sQ6e6EI2o+hkux1elILbMv6vcF/f8yXnQQm8HP8CeEz4SUKajQUfbY5hwIznroVnbQZ19dUAG",
-	"8AowWd+BVLCyUqrJRga+KGLEarRNXWJWoVTXQ1B8kigHVVV5Xld/lAKzQpXocqq9wfHF2Z5foaKztApd",
-	"NL+4QyMmx05m9B64+/TAxWJ/ccUfi5DLakVV73tpOrQVsxiFH/sMwEhp2WcnjWwYatevLRhchdNc5sKu",
-	"z8w7r9bj5T4SAW8jr6jP3PmiWUGI3i/R1GPxgDX1qiCsG2ygLQ0by1JbxL6zOwacGZFqKPrHAq46ju99",
-	"6Zabm+E+ewfe7ROo4YjdPugwJd+3b8ticGi+ntR904zQXe7rRMAxw8tS3gozYrzKpIY3QecKAkGRJeRN",
-	"C5VqnErdbSR3w5jK349ZIUqpMxOukdvJ8jm75oXZZ17nSbx2A4nbcXlsQE2JM58B2kGX8lqCEx/1b/D5",
-	"oPJNql9sKnY0VYHiF6cwiixZ2aOd6ou/OXxF/ra6OgcKb4ddBacR9/hKXUdrVam6lKe3mZ5peekaTvdY",
-	"bPpT+NXdskkRX4PVHFFRuzeyItT0BqMwgueEs25Lnt7sNir9rDPBLuridnoX9wXvLVyq4RhvL8p7+nxl",
-	"tME44iq+tlHU23cXlKqpVKFIo+d3Pb+794K/J8TuDCWNbJIsMtGl3XPqWbZYUzdIcjkWTq+6AKXTJOzV",
-	"4d63h3FmxcvD4aLNGlWsYFUeTyHemFCa5q0UsxG0lwMFMjSkHfiXuhvgkrvnuOVOnmVw0xDjg9LNpQS8",
-	"EgLpDMvneAqwYBwDG7TWJ46WyhbdN1t+9iNIhiE1FrkmlQyKctQZQBgeOw5OmuN1yZVlM6jLtizn6Y3Z",
-	"Z+/cQCsTWrXRNpQinYiUsG5orqiOY16sOoK0zFt9A928qTqTw+JnJZ+peD2EojXyWRQW0xLYSRzepddg",
-	"G2JjuXuIoqorOmkslll8bcEKmj0mhqxIZDlBesBG7kRhwPa3mq7S2JqvN1/lkdNPlgqX68jh/fkw1pUR",
-	"UY7HoviYCF7aK8FX+DDeQu2gYQbSPlh4gqx6mUL90ADdCy8OyVthAAQqF8rOobNPzGmMdL/DMryq74e+",
-	"QUxXFg3ruO7SXco+6soORytSWtwVZGKO4y2zrHOb/hSm+/WZ4MiCzoWp8lZm8BZiQg9K+k+ckOMSw9Km",
-	"l5AEtlRIeC4KDZYvtbSh+lxpGHcq1kY5ZqVN75pj9n/2Lm7TvfPLN3s4rg0J/t9aqhX5ZlqZakoVhc1E",
-	"YsI8pvKfzKf6uv9VRpRHXq0AbUgqi4mbMy7rSqdB4h4KMJWVSdhveH1Yo9PBnRNumAdUjjSXkENxNS+4",
-	"MZCxFYdLl9SZWKx5qB0oK4IMYNqpwCUMs/wGGqolC6ubgCJ3JVGTkqFeoVmSTagRgJJRTZ1mRgpX8Dm+",
-	"oBxhvPDR35gAvAVmNWcMOqz5KgmUEuQh9qnLUTLL0julgja54MWMc+02SFD+Ty3VM8huu39FLpr4mqqt",
-	"sKNZROsPnoQC4+1k5JcLlNCQjU+cwz/17JJIJDSlgNsSnw5G9ZKfkWsMxeRx7cfm8kBpJTYVArngtyuy",
-	"jt95gzE+RUtKWS7GtivFeNTIL4agks8q3kRTe+/G9/Xm2faa2nY0NThW4Yg8McUszrTfPKuEU7A3epiq",
-	"sCxBCZIGhmkmjin5iw3ixlatxpfYeIDf4bqMeMo3OYsH/1VGN6MVWNm5OVqo3u3/NLnEQpJJ0TzbT5Vn",
-	"HHxqwFD9eQCUvKK/VRS6oDQSYAA5JJs1uMNE5Jm3/xoGnVTLaoEzMJ2cDwkbyFYMS86WIenAzGxjSO7+",
-	"S15eC9t8augMvqV8/FdNNoXsrAasAcS3ePCAAjMCSxKsQc/SWpI3TtzomvT9fMOsbVhmC52AFqDMnkeo",
-	"Nd6cDsbbdsp6BvwkGfAJVg42+AHoI4v85zlx4wkx4bsx4ym/gcpHdPu0csqaxaqMXYlUTwliaHolSs+1",
-	"AQnIWFEchZWEloaA9qLLqSjxHVG1PPw7co0NXh++WqsO/sRV9uFWlOc2/clNtOeUz49TKjGDze+545Pk",
-	"jj95vQkItNS5YPpWlE+NF+Z8fsXTG+/G6u7oQ75xrthPl5dnez+8/wf79fy9xyNcTmYOqSe+Eh59sCMG",
-	"bm+4+m0IKu6zU2ua6BHgpa+/BfTObTNdGm6pc/zqiI6MYhQB6DkaGw73mBI1oFyjJcfCPan0IgwJVXZg",
-	"VGMBegXwC1hlBPrbEKDLI7thWEICJj6mKudSKLtrHKMuhTGoD4MMcPsioLC1brxTq+q/nr/HLBd6NfkB",
-	"6sCDfyECBWD/oO7UkDM6BF810klzEdY10K7P0oMHFRZ2q2OEv56/7wXD80lX3Eym/Oi4I6YFLnFhHh/K",
-	"Jypl4izIZqo3dAU6+OT+4/7pk/lWdiByNzMOIolby9PJ1Onjg+QNEtreW2kKbQgat74jGQYXa1ufgpBH",
-	"eMx4ndZYCoy3wz1u6dk5V9cCBQAMZFoZaMfmpOFitvSuwTxz6KEAd8vM3eRkxJQrORbGDo8jSRaB3UfZ",
-	"7ChSchEVGeY5JLOTDxkf5dmq6hl3fZ7ss5N42rqy0cxHS1FuNyks2KEkx9wpNZ0pmN1h8EaIPSB/NyPi",
-	"y5LqLb04ztb+QeaiT6S/k83S0ncBDiPpcJ2ntmOMSKxbHN4zA5uHcruDafG6Kc7DabmSisN4Fl/dKsBn",
-	"E2cyQCupndEOzgw+jC0s94D/mBZFPZ/xuWHJ1dwKA7RUD2Xpw3+Odl4efrvVeZS+JyZzI2KlG7Y/ai2z",
-	"88wbptfhgIFXICeJGJ972a7Twf8Q62f9CpWPDqEy4WgUUEWP0+tT3ztGoU+F535muwZNGm51+aVlbbz4",
-	"dv0DsFO/aHvBrTRjiTrNc1a+1jQkeBtKHULxWCjFHaNQ2jCB5H66EQRdaVvKGCSHrNXEdg0QuGGDn89e",
-	"ewM8VNdB7S/PQ/3xah0MSjz2Iz3LqUETrXTlCH7w8vDbY/b6xbes4BQCFCobjpjRjLN/VoeHr1LgYfCn",
-	"YAKbSDIjxI3xAHJfkN5GBTGfp7PRw/err/3YBMhyqhq0k+/1tV5f6/W1Xl/r9bVeX3swfe0MalSfhq7m",
-	"pO396WleBdkMoi4SE/5BZvXqfp0jdi1vhYI0n9bGnaRuNd+AeleCBSar23oeUdlIwIcZYSSnKkOIh7RI",
-	"VogyjtGMVjbYAy6DWc03UmU12iPoYbtMj8dG+LgJ5BbB14OeN+VzwvHhbKpBfaSeh9IORwyOq5GAX9yM",
-	"LzFxC7lMhIAP/7lw5KJSkbABVZ8LWmQlfrf1VdQjkwk3P+tSvIMXUSbVkmbW0Pe8sKUeAstaHyR/15XG",
-	"96LV/exPX6/U/SWt6RyAojqPELZDozPCVDW96taYGqetvXmkVPbb1zswSDmtpjtHdU9Uqay4FmWr4mnZ",
-	"VIOtJYF7zP0YBy/2vmmADhwedja3nPLf8Ux3juzVSzcy/juOzL24HueLTcb5VbanDITYodF5bt+XIqzI",
-	"4lijRFB7mTYh+tA6xF3KxuOCn82LFZaTOQy1kqErAADihohZbvF9KVfsSjBTXblPXLUCrflihHhwX2cx",
-	"Qr0Cq4oRWvajj+0/7ZqEBk04nQwUSk8UzOoHi9Cv73IZJ0YRcTVzttBbWmvThnFzIzCHi5e+037dHDPS",
-	"0nfNQocmlWEu3CBJ+VSUfJ8aOSXwNnBljFgylWmpi4lWonkdsC2PGac+UISCQ7cIM0S4HUy3ysXY+tYh",
-	"dgJobQgcGam/r1hSr97HTCgpsmQRcKe1oqJOwIVPQG3DQmaQu+lMKHAHV8rKHNTw3346PXPmB/bO9F6R",
-	"VdlZjbSOrzI1q16BlT2oOBi0dBq2jtoT78smaWI9w36CDDt06HyA5Cl7p5SpSIAcfIr+5S7OJnIFMCZw",
-	"mMH5D2/Yd//x8pshulgu3nqu4zPn61cimHmUPluKnM8BsSxWCxsQmqGvFDAwQjv23PDl4YvgFmm0rto1",
-	"LHmv8asJMcyltFsnKrGhlJ6Kta6npefJ++RhRKRBLDeASuNlhgwYU28RLGmfnagYaGS3USgfS4vjBWkJ",
-	"FiUlEHtO//rwO0AJwcVegh4l+7Mygg2UZqdv3kVOHUMpzZUyVVHo0mnXqc5Eaobs9eEhS8g589FkRdKa",
-	"2GwsnwepsxIgGSFUbI2QHDMrj5HMTlTtuMcZYalLe0L18ovAh9ZqBJwhmz636W/uND/fCpRmKnBbBUpM",
-	"vPdcgbKJ1DVZ0RRs8We++ebVtxtGhgIL2STl+cVdBrTx5/EsHkdMxDcgX2QzpTC6KlNIhGaDt+/ev7t8",
-	"59EtDJN2xM5OLt/8xGwp05tcGKRErjKZObV4uBDm8t9rD0Kt+vjq2NaIFPZftG2Jnp04zhKibw1SpqKw",
-	"4PxG1HfQeXVl0Ss9m8yH60NrX7VS8mKDMZ3xea55dqn1e15eY7DsxTebLEDg4pD9cOkW/wtJSx/Bv1EQ",
-	"t4TcqDkvnljtzquTuk8tK32dinXwiZ6knuqZyEUbmZ57trKsVzU4w3GLuNaFaZOaADQ+DFpW8ByUZrdu",
-	"Awq6y3JBPSg4MQtqkb5vYSq98L23KM7y2BpbjzuTc2OZEdcQT6Tb0B/gCOTdGfNipmtVw3l8HoWsTxAg",
-	"qa9SenhxABDs5JZZgba+Ddcnt+mklWE7M4krUCrHJUeKBNu1qQd6E3gFV/9cFnyJmmfPg3sevLEpR9bK",
-	"nkzFnskKd3L/sml3sgEVgDfpb397jcH9dbZfR6pe9L6ZKIUjGZF9cey/tyi2IUKIWbZwZ47US1T5xEyM",
-	"z2wsO2+HkEE0gDVdNjdtF3tinj5UVt87ttddPwvp3dPIUltmvoCZ9xz4xZrelZceM4SjA+KqMlIJY2rE",
-	"kqXWtQ3sKq3y+VHAror5jUftaw2Sr2+feGKeMLZU31Sst3+3hNIRdViM+U5EfxNtngXnuUs7xqfDhprN",
-	"Fp80F+pbLvbc8avjjr4f4/NhjhR+KUIedTsL/F76hgzN/Ekqs2rByKNacved46VODtg0MWmk/YZAEGYp",
-	"duSihDTtqJo8uhe7aMM9yYrEw4to1l9p5mG8BE8YEq6xUx3ji89wz1WfpN16EeWHP2k8twY/PPgU/xNj",
-	"52JleuK7s46cxPhFn5GU6FP+CojuLMQmkL9SuiKiL98hVzFuSkZDuhGiAA8kZRUFWJFtZTS26Lr+wEAQ",
-	"STzjIFKTO7XHXRqnrM+j6/Po+jy6Po/uy86jQ+iKmPP5bLp3Z89PJ/isfLoFnWCD1It3d8l+64Vmn3vR",
-	"57890y7uj8OViT1B5sG7h888uMestm3w1jitrWeuPXPtE9v6xLZexf/MxLZ3TzWxDb5yUIpxKcyk29d3",
-	"ri1Op80tdsQS+O8/RGnABTHVt8IwrYI/Dr1nRSmMUFZk2NmH+gchcFuAUGBtbc7OcXznfju+ylQUmDqt",
-	"xKpeYs+h7fzTTDeDQ95+xh+DbP2w3b/xveuwn07OTnG4JvSYkmXUBCuT18JYR4hj+bswowhL0FBDL2nn",
-	"bCZVpmfwBHRuPY6I+JbnlWDSGpGPIUwJyC3G6lJAz9oi5xJ6hmHDLrwcUAUmohT77B1PJ0woW87x/YbN",
-	"JgLSRSS1RLwVHFjyKIRD/R0YcXbXo05eKVfMTPQMgrA4Qn7Npdpn5+JW30CwAVaFlyL4BFmlcmEcJ0rz",
-	"KhP+TmmYI/x2tKuTQl7iRiyxoLZDWd9ycMZBjG5034X8A+9t7vEHlc/9RPRMeZweaVhlRHkMYOTu9xJW",
-	"SzF+5dhtFyYe3PmrESVwvVYF7cXLv20CZp0bzXIJDdLixe76cHO9G98m9MGdozHPjQjfvtI6F1xt28in",
-	"ve1C8PqgHF9AEOWa0J66evjAnLaJoFUvU8Q/Azf+1xKXPHzZziX9I/u05gidtxYRS9UDQNSpOpntiqc3",
-	"QmXUfM9xJ4OwslWes8Tcph8Lbj8mnt2pBRUlnx9TuAGCDxhC/HdFCK0XP53svfzmW2K3I1bkFYxGqLSc",
-	"FwgGUsyRSGteFzgPe3crynkE4B0hvsZdDiBBxc1Vl2yi88yMEF12Jo3vYoAIWi0gV9RkAdfGsU9k1Ncl",
-	"1Cfo0r2AE5ipKI1WbDbRbMozDI/iEtPr4nVG2N+ghmC0FMFM3L2S8lvg4q5huZxKa44c30cMXMOUZjm3",
-	"HpnG8TZYHMBTwe6I2BNRhDe6JU8IE+y0MAkbcMU01V0k9N4TCzjGjftsgECBZZTq2g/smM1kBjstGs0X",
-	"w/oNMaLkVxBXrypQ6UfpSE0l4bpscOw6r8gx7qAl4yAQbyygW/uGwkQBgJxmmS25zLtSfjwj+//Ze/fm",
-	"Nm5tX/CroFR3ytKt1sPOY59IdWpKsRPbc5xYY9lJ1eyda4LdIImjJtAHQIvmdvm7T2GtBTSa7CYpW5Tk",
-	"mH+kHEn9QOPxW+/f2ttmUk14yZpsGo/5C2pG6GlphJcpOVLr+TlY1D9Id0902rtMx6EtHiez5wNxfWfc",
-	"4vKJopWfAMey0UoSLiOlHagsCjWVKMrjgj50wfJ3dyN86qIXS5DudiXalCtQEFer/8cf4d+1YTevWdkI",
-	"Tm5idD2egMwwAs+DhzIjnQA5IEDe+FNjdMmULgLeQZfbSK1O/OnJ9gZGa+VQzW7IEkdS8fIsSQ71v7wS",
-	"FbnuQOePymLIJU+BDdV2SCn1IgRa5rS1S2oRYRtOSNXwQcb+uiSDLNoV8K0BfQPBrREVijLLR6Kcd/ke",
-	"/GsTTL2Z3v8WF2zvTlTXlSCVMeUtJNWe/6NdDKrjvOOi38F5z/aqukuFpd3tGhFam0rbJVkamFCjTqRN",
-	"lxwNUBB6TcHpCS2tQDSdRY1pJIUXWl6nJQcCXHDEfhez9O2pLtpkS4ub66JH7HzxcCO13VCQSlUEZXDh",
-	"1p8yNhQ5ry1u5wUEWj7L7+Bpt3SWb1+zag9vjWZFy+Q0QeH6BbxT9WkdJIWFvQ9v5S7v6n61KdznD0ib",
-	"OkYrvD/+8UyA5U6ZTOjsBBs+wVYwbBNDAEEqse/9ket2OJBxAOoJd8A6CrilgWfUa2YjOa6haQ2ZCwHI",
-	"jXZouHqr/HxxJNAhg0aTOlW1iX5VAt6sC11hsLlXBzHAQ/0Lw3MGjacC/LGfbba+gfsftoqFY1xvD6LD",
-	"iEzXFNx2FRdfBhqXEz2DSY0zzNPD1Xj64IDcN55AKGlFPFVUJc9JbUo+qNHSGAfHB7aBkiWWKQSNTRbZ",
-	"smeFoKVxqmQtsAmulC6PJrqqdFnQX5HOcKYN2mCOaZV7Pa/DUiRHYil4S30j08p/ZNGAlQhIFj4kGf6y",
-	"FtiBSB3YATP9sLHjZq6k0OEsLlYSfnuJLlFFDRJ30HI71h4Gfu9JH/GScU1cd0GMopS1md8i3qYaSWNd",
-	"xmydT6AGN3WQZASSAR7wPCURhXwi8itLzmovn6GdRVUJVRxqVc7hgNMbse8x+LpDi05tGPqhiuhn8rv1",
-	"/OLlEXtnRei2F10yOge2gOI85rZBvhv5iazw6ovGONuQ51fxoRPp1a45gaE/G82YjLzuidde0sSdwyTf",
-	"V8w2jBQ+WFrsucbcvBJIpSA+8GlVNtoSbpuj6FDmZQlXbxTXhYeDiv9FUd3WwGn1pGW6drmeCgo24w+b",
-	"hZvx2taghKqncMLqPBfW7mV7Iy7L2virkBfCn7mbDRX02rDJwu6DoTs5FX2jw+u6+9l5W+XQ33zHKT+w",
-	"Z5FhYZOQ9Apo2MWoV8So+8yUW5IA8MTlXm8R/hMNaI0QQN0rQe5KS+VaYWilZzZrNIicOzH2oInFb97g",
-	"c+gytI2xaXRJ/ZwotYS0N2yNKmKGnphiA1O/2kI5CiKQy6/FaJdzx0s99hZt8M7BzkQxBIFcf+zwpd5E",
-	"nU00RcrgNZ1IfpHM0xYPXfOavjN3XpZLi2CPvqnjsvT5X3ZW/IR0Hw7YmxsdC+hFFjf+0gCzhQyzYS1L",
-	"x6RCE8lbltAMtbbCWNiKsQgcEpukZXbqJR6F6g2KFb93PfwWPa0RYfTb9EnoUqzapjB9387WNDTftwHb",
-	"OHUb5hnh7gOcXNp5sIEw8eP5L2/ZKvwP7rRV6T6fF2EhIx2GefNkn3OA6+gxDPFYxzc20omHRUOj9m1E",
-	"Ti75NTx+o2yU5PdNB1TyoSQ5J3627pgBRkMRQjeTFgBc411+8CGTXQRkg3wSWNZbhaxVrga44vij/2dN",
-	"CgkWVkdog6OvNKarAfgcsZ+9CD2UKlEg8f+sk2XJhroGlZIFudqVRvdTo4aGp1tZCuXKOSu1FZYZOZ44",
-	"ewYlJcxBP3wU0k5TK318Kdk5PQXiOMk3M/7fwCzt3Wtdcevgk5tl5/O7lROIO2ObJ7AntaPl+t9IINEh",
-	"hBSIKRSMOlHOQwVVrMuK7YRIhuE5CbYVULxYHf12eLCY37vz4OFfOtRNHka4DdKsOg8yt6AcoK7Q1hGG",
-	"88gHCkJ1a3pOX8bHlwPA/aksYra52vKwVJaQ4oGj2mV4fIMZHnes3zhbHYI3YQPVxp+XN28vL5K2rQi2",
-	"oIYAivmDtkBMF9QVf7dQY6nEI4uPIR9cSJyFq0o9lio60BTTyltTyQvhqkJjHisTH8jZEFu1ErB9j74I",
-	"+KQvKhAIhDm2Oq/d5GlTvHjjitqFfrQi/aqhKLUaex2tz98Od1/CzZvTFEDgos1TUHHnN+He6d7/+ef5",
-	"4f/HD/99cvjTX83/Hr0//OvjSfb4yT8+/a9N6CPeNWs/Wviqvk/x2wX+97PJFtKP+D+n//qXPf7r4+Ps",
-	"x+87h3zf6miyzMtK6Y785rbUUrWITbcFos5WiYa6wq/agY+2wT48/oiA9lGKgJbxPBeVg8jmMyw4BhzE",
-	"cuPl7uMRbwPrprUzqhmgTLumbi6GkfOytg4q7+YhN7hdanzGRFNlDDGHhVJjr2pC/cItOHqX8NSuA1SI",
-	"WaYzG2LD6fRglDX9zUah1kVw/dIocDrMJhIclw1HGX/caIgJaG4+uu3yKywu4SrHeve5mHJHzLIjWfp1",
-	"38VdV3jrF+fwNgFuM7/952mA2oTENigrmqFe15i8oMRR7l2vlohJN214xMRFKCG+VSQM5jaa8J+vO4LB",
-	"2qU5bs06XnrZGlu5vVBxFbNmJjEHipfTbv3uLsnelyZyvcLFwz448zsPVznGzeNH7gpHH56jvwGNO1Lt",
-	"VprHx07YFY3Ifq5l2FMEUC2Wc4Y00FSqwPJSYu+fEnqAJAUS8dTNdF0WzArVVHuO5bVQbCrcROOpfPfm",
-	"JfgQ3/z6lD358fE/4Jf+h3/8+PhHVoiR9Pqai7gaEhdxGDQk8YHnrpyHRiSd0OutbcTXVo22vx6fEoq0",
-	"c26MFJSwwtmE20lCaZOeuMYtIF2aPsOjCT+jueJTYbjfDVXJ58LAnNjP9AlkIX8G6l+ljT5a4hjwi9xB",
-	"6yi69NUtoXj3y9ageDoVGr4iylJYx+D/heKUCS9L4cUaRJogl/1ecBy+dHUcB/4aK0OAGCQK8fRIebMa",
-	"8lN2zINfM/K/xT16X2AP0Z81qVO5VlaXMVLUMIZ5U7m2WRLaRU+mk1NhzxpgL7jjXQqn3+9XYg7XgFVE",
-	"2nYw+xhJgUJaD4SkpVm9VPk2klDWz3ie65qoP3XtINOxKYY5Ys8oBR2/ZAXLV7iQuHb8QPBj/W/ImdWk",
-	"LUaHK/UIaQgNulgLOn0D72Ad7ivzPMYAbXvy04mHch5veVCatPjgGpN+I2uelvoWXA2tnQhmj18bHA7+",
-	"/2b+Bby2M9kc+2XtZXuFBGahApLNYeE3yjZv6M6KdNOtYTujffdw2M78vtwkrZw+bufI6HVk1HTCbwPW",
-	"cbY3TTtM8TsUDbZMXe5YKTg05cTgcAdrGam3lpd+L4OWSzpK61EpxFtwUSwF8SGfsNE/G/4yFCO3mcuo",
-	"NDwGiqMjNU8QEpDRWOmZMKO6jKmN0jA9g/hbBMLOjMaMRIUXL0M/M+kxz26S7+iP2FY5uPwL1ijT4Vv9",
-	"V0nQqRujpS19G1lPAjFJhfRPuVu9GuZuxTftUiH/dqmQNR6X24PRterx8cca+E9XpkJe6pE7LGI+pL/j",
-	"dCW1VR0VyS4tMYuKMGZia1ZqNRbGa9ixIEFCzWdS1p0Q+2L2FdZJx7wtUC+C+wUKKlHNYbauhGG8mEol",
-	"rUPFupNHJ01sqErukMG3nPG5JUFh9VRgObqGoYeHQlFFX6oBYeDNtF9ipb33WHcEml3q5VZSL7d24jdg",
-	"1VowPUnkhXTiGAbagBbraeDSChl4Npi39FRDfHzh4D+y6NXz9zSnHI8yVVsXdd7kaAJzbbBWopbjlRUm",
-	"RiORu4W0UOsEL+ATHEnwDxRjWq20haIHu+10zC8HhW1xb22gUT1w3q2VihMlZKI6t3Mu/g3yK+9RaToO",
-	"lkR/JOlSOEtENtGYRCJuYqxXC6qJEVY4h3yemDBOgNm4HENgRAnsITyW1wRStTHQMkmJI3Zelh0gm2TG",
-	"p3oUgO5sogUWUQvkGdJl0QrBl3oMhBe1i3pXB5OVFeDyuwhz88BgDkVgGN0GueepEyBjGv7My3KeLc35",
-	"3dILbqC+NfFHblsFDIkgjlsDGj61OVF32PhVYiOcwbYDK6pz9wWVYZsd4w7rR8xXehysTEAaqG6fTfzm",
-	"HHrdLjeC2xD5CG3jRKXzSQhbT4HUHqviwwXS2rphQ5Eudl/qpPRC4p6Q29R0p5vyOZvwa8GGQihmnS4F",
-	"dWOP5iwasQlHIerBfJqmp3QzLHvguxSR4eHhWYw0OBztauTpRJUOYvjgX2st5I6ReRUjc1m2xPkdHWtn",
-	"BJ9aP+opV8W6uCrZfsaRO1VXLNzpx+xFkRKlfcTouW22nlPMXA7pJ3DQgZ9s/0IocEvXysmS3uIfAMYs",
-	"hFkNm8BbpAutQdOcuEeW8bFQLsMEmmfhriJjb2qlpBqHrhbAn8wu6zwXovB//5XL0v/7Vk5F8bp23ih9",
-	"ylUuSlEcUNMPXYjwnX4AQ5GDbb1ULRIzI/0y4yKO4PGoul3osoRMnybFESfsEU1ExvgIGoTgJPcwf8HM",
-	"PA0Ldm/tmiaUmIPjD9ugL1pIV95K2jZMDngPKP1dV73v5aBOtV66EgrTyUVVrD97POz8QDkJa7gqcCs+",
-	"bxyXcOunVQuRbsPbz57fqvBJv3STuC0hQ7PhdhHc3gguzVUpRyKf52VEsVZUF6G6S6z80CNW8I4O7i+S",
-	"JpgD2C9Mzu0VyhKtSqnEQiHIPjkZtcIy8uIghhvowV6pUyJ3wZPIlJ6dsspop3NdZsyIqXYi9A7I2HDu",
-	"KAI4MlDIYUFW0A+F0VUFSiTmxjQvAvvKlnqWxV8CdSN215YOfmNZrSC5EkSiVLkA9fKInS+WEqbZj6Qt",
-	"UaMnzkagLOUa8CRy60jFBrUyXmwCL3XqA/WSJThnZxOsow9pgn1S44IWZpManjvAlW5AC4scCocSbOlF",
-	"+arawotxO/cDuv/rFl7b3mZ9r4c/9s/3j9/fB4zj/upD8bfNCd6h9jomuiWk61B7twzjwRzZyCiAW5Yr",
-	"KNGuNgL9KBmAejAKO4smryfaumNeVTSM08ROHwpkZX2NYgO0PzDl8SnIl2ux2XxMkScZaMQYnbFSqwN4",
-	"0+vRCB4DT0hsjrHHaD7j8yP20kVrxSGLcH5l2X6uC5F7MWN1WfsHkixhBpR4i6S3/geyIIJoSieLhIeX",
-	"AHiRNnIsFduv6rLMWFXbScZGsgzP0DNvxwSVu+lALafCrsL8z3Y93KqlcB+CJAFxJout43i03rdmD9BS",
-	"bmAPJIYljep2DbPtixL61htYBM2X7mTLOovANqCwTQEy1Vfi0PkvgBqtfu/wC24X6lERxQHidQDpQQsh",
-	"BtB8FEPUB0FQYrkM1UXp2uQiYzMuXTQhwBPFrsQcEdvD6FRwWxtBtUwoRE7ZtSyEZmugnteFjBeRiFDW",
-	"CzsqedHmKonNeLAOghwHAg8jjnphHROqiO1fB/5yXbtLtAsGbJ8Sq9njk4xxx6baOvbdycEZOZr8R2Cl",
-	"OjnqxsILK5iYQLM09AJKuLrKQAAdxLEZwa1W0AE3Vn9TGe27N68gqgg5EE3OLFbDZTF+mBRKLLvCna0u",
-	"/XZ460/bdkKArXesiQDi3gh1WHdfWpWMs8/f/mfIWoONMdK1Ks6YvmIW1AYie+DJVoadW+wIqf7uQUF/",
-	"1waf6HFS5uKd4tdcQi+hxcZDEZ4XIPNWpMKKaMOiXDgecpdPVjQVqpVldeVP65MTBnfDobCZPxaGQQmq",
-	"B8uMuFHa1bJWqnEpmgbEmImqClEJVUCQH7MnIC/DgsFB6OBPoAdW2zhu/I9wNYy5VW9bRnMISyIjfmpT",
-	"NPxShHxrIPJnmJE7wEl40UZgaR8AWtJo+yDztYrlqN64DAqAVLgEOwKBB5TNkKCP9eoEL1MIslvHIMeN",
-	"O6yM/jDvB56mIqkVAyRSHGxF3VJave2+AKZMKqeX3BoZ07WzshBAIxyM+n3MIYNJgf/TShzq0YgZ4XU1",
-	"9DF7ddYuuIz9fZFdxX8Tpbb78UD0EzqUeT1QqjHGH4c8v9KjUUZBV2wfYB34wo/YOVBdceyOVs5PWaXL",
-	"VmQ2Wrt4O7pkjtg5qzgEN7lL2PIYj5/YkaN/xoLbvRUPNS64uzsoW/yfyecIS7glspaF12ymVGJTEmFA",
-	"vazqYSnthCoJ7g42k1FTcK03GW5pa1OA1YXNtFMpdyrlhiolJocgDiIQLTFNbR/ZdfUlwI49IlvfAAci",
-	"IFYiOdbg8RnluDRu5eBzDrVQwc3vretC2ujtP2KXHokhX5jGEMjkqaoK2biYxUwW2wWRuroLhGy9ZQ1A",
-	"0pdomOOvCQ91tYPDHRx+Bhzq6r7QcG6dmEIT30Ln/TG8N6KQRuQk7odGz6wwwUcJtVUe6hzGIKWfJirA",
-	"LHReT4VyaFJXfExuTMrpaP8ZIkBcoRu2xc5ytlwC2q61ImvdiTGCm43aoiYwhRRfnq9QF58Ld17JZ34e",
-	"FiDmu5Mn/XMSpmHNZ+9le0hzBE98pRGflh8LrgLMSQnOgOWnZWywsIR++Q5rOThaScS8GKH59A1ENFat",
-	"k99VrdlNDxpMbHPOEhKj0z3anYdk4OwtH8bHPYcRntoRDcFl9PbW2HjMPXTcXm0SVa+EkbqQOWvuZXAv",
-	"RbOBNS1EGyujc7+zUrajfCL8oKOPn3qV0u6ThlrU1gpC3RNRVmCtITkRK7WuGgFYicJfCUFoHTg2KAmp",
-	"O/78cxz1W/jgLUr39qtWJaAsTWVIu4ECgW8qxyTZRIuzsuKwfOk5oPN1HAfUK5ia9u762ktar19P9Ex5",
-	"IQreApIjEz3FYPBp5IydiulQGDuRFfZBFLx0k4xBgXEE3ymXCiJ76N0E2j0q+5px4zc68SnSbSideNM4",
-	"FKgvqV8oBMNCYXLId2FGXEtLiWtLIukpjv+SJmKbfdrbb+rjJ6T5DLP9TZyG51RStfjxWzwBBXf80Ai/",
-	"rH4p81JwVVfHld8sYrbiQPhNRWTzsQOuHqHYozp5YK7LmsafQrmYvhRfySpdynxO9KVGQA+yKCPKAgPR",
-	"zswZhzJ8UWSRoK4IhBxczYGg84i9JmI7IATwpxRqJKAiKwgMzugrGYDM8nG4wFufccffhGE+xVvWZav+",
-	"DuH4wPxMMR+eOx1DLjSzZ4zi5zYoDFj+v6J2QJsvSwz61Qhx6MQHR+H1ZpyxBoQG1zcIvK9vFD88fnK3",
-	"yTldC0Rr1wsrtPLxQ3fpOV1ARLOIZgF3PDmueTwIXwpJuVYjOb4pMplaHWqVizURWiAuS495i74jJOBY",
-	"UaIxSRAmhQXueQh9lGXya0z6UcBBb4hZOUtT4GdcAhTFR5O+W6BKm3YWsmzsj7zR9XjSI7oJ/yiYiyI8",
-	"ACdKcf/DHEsfcz0lcgzeFcqtVQ+SbcMH1/WqN7Vax0bczLPTuG4LuUB9XKB357Tr/bLN+YgX5M4uAPxw",
-	"ytlr7C/RDXa4YLcHef0uMv/+IbfiEHfdIez2Daxzx4elxy6pCvHB/48zcjwGb74qmIfYtnH5yLJS57wk",
-	"vAmvTQ32XJf1VAE/8SxaHUBPoULeSEaXPnv2Cox2XgKvUgNW8bnoM4PuF1CZ9G8RKumjoU9c7jA8HLbT",
-	"rJB8rLQVbCrJ5cYqo4elmNpOM+YZvfASpu8cZm9d1zXkjkUm/mevMFN6Sqk4VOEPT2N6+N8id+s4aIvy",
-	"ZvyzS3rab/yDnNZTpmpvN/pR+GHlE2547r8hZjaC8o2DOguhmDh6NBGdqVWO9I09ee78w7OifDrhxnYP",
-	"+/uTk5Nsb6TNlDv4Svfdk73M3+cHuXf6+OQErphKhb84id8Iiw5ESdvWAheXvAeN43akBYXTtdMB+wjk",
-	"MEWXnO8eLBbmb5tmKfqZ1zpkuGIv3v72CtPvwT1ohCqgdTWUHgRv/JKrH9Q8QLsB7u3/nPNpOUCNg8+a",
-	"O4PflklnRTk6Yj9rN4GzBTGTxAEDBBzx8oQCGFtVaibUSJtcpD1liRJSzAMLZNPeqhBVqeeiYNfCgNvG",
-	"I6y0rU8JiS/Q1GPKIb97OGeDRVfyKVvwJA9O/dTFaEcXrxwbNON8XwglRTHIbhAAsRMJftpoXBqBtar7",
-	"A7/WuhKKV/IIpv2gG8x1bt/Jdfh9jjoyruIZG0ycX8dmG/QENnC5TeLYS5e9Dy4JBzuRcs+/eS+LHOj0",
-	"o39RF+f5zTARntLCxA5lk8/Y60oov6xL+/eoqzPnnhMf3DEMdM2z4ZR1x5uWoj2d0NuxBqTRt44b1lak",
-	"R3KHzz05ixM9e/iRJqlGei2KV0YXde4y6MhSZGyiQ+cZcqFLGKibR7psXRDco4Vs02zmjDk9xooEwB7p",
-	"LKsrKHfxzxQKKT5DjAo7HieOwxrr6UElVSNppqSpDqXihtJs4Bc0Cg/eXtXi5RXUwOtOMLuE+Xjpp2Ob",
-	"mSXNWzoO4s/cypz5JfHHC7LPh7p231jM6blwbLhuJrao20QGjGPgCdok+Ao7Da9OTTRKbyC+HtITKHgk",
-	"jJMjcCr1VOT+rgtxjgPY4oaMb1kVB8Uv+3YCnsly3sI+i/tp4x13/NGP4GXx6Vgoo8tySsvc7U99aW0N",
-	"6YlaiUOA0dyPn1queSAc2Oscv4fhAwf0b5OTjpCOZ+tlEUKZBXYHpkAqEDNjVzvsl2GBknmMXby0ubKx",
-	"msZfjGj+oZJG2KQc8Qc2lap2wh4csXOv4En/QJhyWdyks0Tcur80k7Qu/ENvAWXfhCx1+vaoU1bcTRqV",
-	"Emdk48bm3/Vokttqf9ExC+ucueRfkiPhdwsc6+3jS7JIK8aFhbFPz1klGw9zzK/U4KvfNbr4OzS6aDCW",
-	"NSAHe+BWIbfflduAbgSXdaK+4cZqbmnTFiZ8fQsNZNJEYSg8hG5EtVcHVigAr8IbXzdj3ISQqRkfJsBE",
-	"Vg2PdX3Gc0S6jZFt2TfqoTR5eVrk3clMJKeyx1z/YaVb84eWT/PxHfs0u5dmlQrVzMnOXl6heXWdsC2o",
-	"YNmq0DTvGgXbR5IgrOgAPagCqgcoYgE6Aw/QGUEa/SFL9XxmhBIzXh6kid1B71ooLvH/YdZk0gzycMRz",
-	"b8FSzx096mw506gFyzt0b9uayPIr1ygjcex3GyzumZ51g/QrFbJydpUd31wEuhMZ7khdiQHWNTHnp0lD",
-	"cMjH8GdEFCGkFh+ThjK0EhSQIR+FN9ugziOWNWGgFcLXGMyGsHNoayudZVdifgitXvxflsPNmDlYRHoz",
-	"D5GyqIUNgWZuoF0uUWSyyoiR/LA4rqamTc9idAa/dB6ajmNuFLHPQIaAKFhddXr9fgvT0ROKXkNn9hT9",
-	"ny+LDj6zELcmhjf4tJE2NJP09fSZa2LWl/AIe+tx63RoMQ25goSmTUaHtwOdW+fIHq8LTK/R4HqnNG16",
-	"X3FrRXGGgQmYC3ROEJk2XQrNkIEndc1UX8Djur8Hzf47bVDb3p+Y1dsnpZoUDMzBwhX924mp+xIAsAKU",
-	"j5OgqAeZAGVbdEovwP8xwelhgNPDMIaQiNnvL8TOczaLKY5giTYpjjMjHTliEjz2P0JW5QI4iAQ6qOft",
-	"wkZEZ2LSIY2zwiNgrUJb8sLMvXiVFg9wTxN0A+wfoslXh9FhXvpYA50EjCiRfbBkkY4Hx4nadviIzjaQ",
-	"KJColNHie+JDQ9lHEEnWybIEcdShi1MaIi7WBa3Vm2a7bIWyp/NtcSgr1fGltXV6Mef/oeR7rvnMm2d9",
-	"NjUAtD13nsav2tMIWcp11a953kXCqNJk/kPjIzHlsjx2wrpV7eKgQ4oiLr+psBaTp5p8dHxrbUTBLn97",
-	"exHymIIyrGOoHFqDU5A88cq1BsVmHr+QEBDVdgrZf3/yE2IixIEGrZveK+3eN8MYoPoFg5EItskYPXL8",
-	"cPJdQ56cDhrRFzp05Fz5O0GF5/kEmC2AI18GBiU8rphzYIUq2BQY1jT20GtVS2O5ziPL8omWQOyF3fIs",
-	"G3St3QAzpyxwdR6CW1IUp8TUQWtgkYUaoldYWBUzNOBu+FXSQortf//kJzbwT3xPTxxQTtsb4cz88Hzk",
-	"hBmwoZhrsrM6Eq38fngrrPvFf+u2mDlgRuANG/BhGpHLSnoZiK6q2BCP2Tqm4N4hW8fi4FdBf+tMzbwq",
-	"AORVjfKS7M0d/n+rVBwCatphr6SwxwSdwa2LDcq+XOfrwZR8qntOQj6jhfTaJsdT104sUwI0xZcJu37w",
-	"3CQPDoWdHB+UhefF36sF5szkXpgE7EEiTZJjmyW3SGAGxlk8YmF1w1vQEBkcS/r98QDsevEBLHeUMxq7",
-	"LdUKiJFeOvKiQ/EksquJopmXoNPKaVWKhIHEa/Wi22MECZyV/Dx/0WtVzi+oPmK7ffrSYa52GzST8RV5",
-	"De7XCeBa0zbmUi2zJOCe3aJHoOJGuvlNEIKIDrDZXFCjRhC7gqZBspRunoU8SrJvKeUn+I+D1QuSn1zL",
-	"oeQRs8/z9JWVMIexIhIb+E24nbB8wqVCLt74Z16WcYjQCYSef8T+BC10IvKrZ7FgKbiXa8oOv/x/X0kn",
-	"2ODizfnz387Z/9Qyv3oP9wyaBp/4eMCFQqBxT44PMvCtLIVy5ZwV8lqYsSj8jR4hQffO/QZRtrZpEdWU",
-	"GCPmnXBxAat0+97lc/r49NubIi747sXPPkOhYASnppvYCSoWjcDioQvdlnrW3wQiWYcvdEmntV1+q+BA",
-	"/doAkbIEGn/YEYN1ZV14yy2N59txMCf7c7WYQLjZuZa36Vr28EjzPBRuJoRaJKnZojzxuCCVsCvo3wLW",
-	"xkvD7k9LV1u6Y8x0ipn+RU3xftaq+EPEqoQZaTO1jKMX+hAodIhryMhqZVU+uI2lY5XR14IOb4PYaOdZ",
-	"fC667ZV2eJSjbzfUHEjLeAn+kISyXVr25OQEcQBxNZQq0OD9ybbB25EtdH4m5/NQF/Os8YQoSrFF9zQv",
-	"5itqE97EBVqTAXaBs/hZk/gFqN+DXtlyVQl4Brz0LwW30De/3d2RUm2w4mHFeH6B626G+X9t1SVNK7Qa",
-	"SsOiw4Kf9e+lYqeFL5v297FQ8XRi93J/hv2vk7Md8BBPeUZtO6m5s7/+qCOdpA2lvGFRhz2wTajXpViX",
-	"64q7Mi3Cwm9H4+BK6RlkbmAdFxLChy0cMk6jNGhfRgG0cs6wKO6IvfHjCfWxJdBjHmKFgRF0UWjgJ2Ec",
-	"4eG0CA3K480hgic+VKU3zthsMk9Wy38LKbphyMPaMVmU/jVspMtSz6DxZGenPARjXQq7/Uox/5qVLTLT",
-	"IrlvmJ6wfx62eYxq5eRUHBMJhpMrqXOxlPI5WG3Yf2YqptrMs1RJUYFhCGMntreg8ohdorvVq42jUVIU",
-	"aSvt2FgbXTtofGnoPWxs9MxNMlby8RjTSOPepIb3/gro+QBqA594vaHU406d5A1+xbPk27cpWZff1nEi",
-	"6CqWLMi3dyaeCxe2WO9E3MGhAP1/E95asBMgfOZ3s+FqDA5qjB6FqEzAaRxdh8ERREw0OLwKn7ual+Uc",
-	"DXO1wD+4UEbsjxsbSSNmHOrisN4I2G3DS2OLJ+ywO5Rd5IT+y2gfXsAUbP9U+PesFBJ+Yv0cfMsCgtx1",
-	"Yc9gKFhXQt3BWXC133wbHIbZRDpB/dxfSVV/wPoAvJ81Rl+LB4rykdDszvV0KlQhCga5uJZazTvoYBEO",
-	"CUwD8pdg1RVX4GzF5kJj2OpoIqZ1WkfsNelgcYyQGQUxGAzlc4jfePHhhCK/LVfBuEtKvvzH4gCxNj+2",
-	"gvbf+8gyPVMZPo8AAEfQJYheaOve4gSvsYt/ayouZhNtRTqhga93mfcTFM+UhZ+IMUJ8jYL9j2x4Mpr2",
-	"hiwHqm4TRfMJt1N7tU1DtpnT0D+4E1jSzUkNjL8hFuDuo3lrcJLtVXVvelCTjZkeRzpRtHGT40ZapONm",
-	"LBwMPGbdQ4yFAhkIIRQemALRt3/YtTByNG/5wtJO563CJVmkOfmUhYMJnGBWLRb0Sn/Q/BxA+gjsIfYn",
-	"UnmmH9AgVGj9NRYpp0hXHidFowrBBvCQ93UT8B8sQ8m5f3wLTLaRadO8AN63JtOGFkzFyuhmhXE2HlpS",
-	"5sLnIfdTb+QZl7ErC6dZ+jOmzaLDFPfEhFOXTakwrE+tkEGQconshwsdenTYhvuD33UhqLvPOb19gL3v",
-	"xkpaKHEZzmF/Duj2t/NKDA52WUFfc1YobMsWdOORugXYhtLq/pSetjJ4XJVcreg5lgbREejp6MeoQtD7",
-	"4FuCLtWEXpD6/UrMW146zJang5faTRFcPJJe81Ji9gw27260QpR6Z7GyLKk0xzx79FGMHKZCjiTR9xyx",
-	"//KqYuhj2dJ1uzr5nHSwvpdc3SE8+9dtjs4RiAthwW7FBbkv8PWD7x01aSwlVzuK4weETIHTPcUmOnjb",
-	"Byfsa3LYoqa7QaEpBgsaKFhKQJxA0Q19LHkbk8chcfEspvlcBHX6XBXoOX3Lx1CxFF8WNe4s6oAYWw2z",
-	"jYYvZi1Vxo/NQdSmIN7U4og951Ww/JoKppJ6cnXWlo7kB38VNqzgSTcx26QXdodwYYKfpfN7GymE3XlB",
-	"IYYYbmpNEXDoxy3ZMUtwQYyNp8QVK0Kx3St26xWr0olpwypyljTQgbZxGEGKpMqoNk41JInKfuKTKf+A",
-	"WeO2j4pkPcXyPbKR9O2t1cHNNuPnLvnzJsmf7bnzDyqFEyotPyFk2KJ3cdPOcMNalu5QKuhh5YSCEDPc",
-	"nKXqX1M/X/tLFbrOtQm9WESRRS0HU5U6OsO9i0518Jyj08FeMX/QAmzmHPqMh7TzNgVIX7x1613hmtes",
-	"7AgX5hLXAKfx2/Kkd07BLWxznMqVm/34o//ndz4Vn7w5tabFjNc3qiDXw6BhNyKVYbO1LZt5QR/to0Kj",
-	"5KhCjyrrZUqj5MND6OE2PuSIneNfQGuAFDJIGgm1FeQ35o5NazwvoTkdZi0sZTdQPRxkZyfXZZ3OrqCt",
-	"yGC0YWb0TOax0xxkPyDlX0cTmuYAbNREK7oU7RXjlnJfQX9qn9keVsWwkCt5FSvu/IbcO937P//kh/8+",
-	"OfzpL/r38K+PJ9mP3336X3t3RrfYmqIVluGfAVJ13D8aViN7cN665Htu1igH9q75Wrp07ZiQbr8XT1x8",
-	"D7ONILg1OSA+iLx2nbYqlaBs1Ax0sZalVbkTalmkawrAbKLjdJS9tALo7ClEN2xsjdP59MZhF/4CytZE",
-	"l0XGhiLntQU+TDEL5cP+mimfR0s1raLjCpoumlCoV/L8yq5IGv6DJmvrKBJe1IEff4R5Tui8v8m0nK62",
-	"IVs0EGZiONH6yh7n3PFSb5KAYB1XBTdY9uQsGxtdVyjXR3wqyzl5aUAlwd88smxAPFH/e8Bmsixybgo8",
-	"avAUhs4lcjd7XST0voKnwDXA3lJy5R+Grx4wF0r+rQD7wWJLGHy+PQtZ4vCJ4MXxFxVsgL8/oq8/+ld9",
-	"cvJd/kJr0Dfgp67w33Ph/sQ7fvHvf0pTts0SzdoNvcjpem2PFMb5pOX8Jo6N/+qwCdubM0xDcoBw52zh",
-	"ABWilNfCSGGPP8ri07ERDrtRd5sfv0EBCme/Yq4Y3T2PAfULoQrIs4T8GA/9VJ6hR6yuQvyezgO5mZjX",
-	"haeVs5SG0362xJw4f0uIwUCrNv9vPpHXomjY8ZyRomD73mgYhKEBnwd8FUTH/Ukb2HoYP+p9eMyAaa/d",
-	"zqQVHVwVQGtB+/kZPXptfzeg0BhJ0dDv0J09poPcnIz9+7tNm1k40XEG+jxw9PeMKT0Lm+Lo76UZ35uS",
-	"6nciJIKO2ofwFuBiLXtDxA3tN8SHG2AGxjYWcYPOBT6N0G/ff1slDJz5bNXJP1jEnSN2Hil+vm9SK/C5",
-	"VO5CeRT0Si+6V+JF030XnPQ2xSVp6YNW4wUcng8gBddBRiMKZcH2UWF4WQwOFidKua8VRD7AzKw2yZMp",
-	"juseJAuQEuyg5BahBE/maPlkwqZPTuadAgw2GVhB/wBtYeNwESX2saQqC1n1WQIV/qQnG2s4D92LwCwW",
-	"ZWlbKSOFtBVwAJO/kRyamCXoNyLyYEnX+nMoaia/p1bl/GCVRn6JX3l3kpte2NsOaWzEmDvxDSW9nre/",
-	"2W/8hV3V3jl3oZWnCuomgbD2gDNwpITGHYuV3kYUPAcKOOmY5fNm23NmRW4ESEorXMiiAjcSBMIwaaPI",
-	"yA+PjUb9HUfsPCjjNGVGsFKMnMePwIVKNBHxSoo9dMfGwnZtTcS6fpyl1YzyrtLRrOGtCAN6ONXWi2c2",
-	"mYSV1TD4sbsQd2+Ur31Obu0k9zXdwO4RQAucvvgUJKtQRaWlcg2BhJ4p9uK386d0qLLgZMp1JTIIbyET",
-	"WUGmrsWjDRFoaVmt5P/UgvGpphD0Cs0Z74xDkOB+5UOry9oJNnGusuzdm1ds3/8vVSiDSV+WevbCueog",
-	"MqM1VJE2Y3DCvI09Mnw8hSTn8BKPPFaX19ipkpVaV157z1gp1dUhtnnWhuWlrovDqXAcOuIT96Wwy7mU",
-	"A4LL95itCIo7jM/b8oQ5ILKLqVTSOmRchissq4y89miP91q2H5527v9+gX99i38cHByxV2LM8zmzil+J",
-	"9zm36J0j752t8wnjdslBp9V764zg0/eEnEjrZrmHpo7rX6tLuPwpXY2r1ICyULmZQzI5x0YsSPZBJUpN",
-	"P6KutikdWLKlTNMV6LUm7dRv2LPke2Ot5EQgf8fdBRBXfMSq0UPKfw4TTjlcJHgnuiywm4REOj/pGlHM",
-	"RlKUhd3l3/8t+r+1sP5ubaZUWwLfDHhl6s5QYlXynDLfcfshex7s4oYYH3kloEg47GxIej9XTEwrB1jP",
-	"hxbkFJ7bhpYy5PHjH87IHxw6qWDhZqNDxsAZjMCLnCP2lNLzqUCKqr/EBxd8xv6mmKKrGv+qH19LCUwo",
-	"mAmLyU/c7QvuMNreVUUvjN4s0TW9+WWxt620js/HYb9MzZ4IqsSDB+AaVqj4KgoAdpkbtwq+eDgfGPge",
-	"E5z0u8bJ9LQBd0fasLHWZJs7XUFTNiFBacZPyEBziN5QVbA/uXRSjdGZl3q4RK6ngj3lKhclkQgr7Sb+",
-	"PsgcBzNfuZCtNc1S//acTaR12kBlwZWoXBbVFkp59U+3bGSEgCcgugegWKhAxe/cGng+HAxqCZ2dm/p2",
-	"PHQ4pw/tdCcuwY09dBTNhggXRLeoxS5a+guNdqWJLmrSdoD+O0Nn3Iu3by9CK14sO4K9KgriZqP5Qxuy",
-	"QqD3x1eUIwiFgdWIDdCDedXrhnuWej+/7Lxma++4gLXY7Dpo0bZcXgN5BGmgjnjbyKvd0/QNCCGyDbFh",
-	"IRIe2CTuIQjf5xJ87TcZH6cebSnsjtr2llDp2aKcTM71nccIEJFWt995qawARqrYJyb4nfx9gxB9p5y2",
-	"gabddkhXHcJVB+QxQx9U217L2HBeceyFIJFosXFfYkMVDM7HxFG8IomvzJksyK0Zf+MgjG/4tSgjSW/J",
-	"Ku4mbB/DkxnLSy6nGbNyrLirTeMuzYKv9OAsECTImANAeUiLGs8RO2cFEiU0xqO3HP0MdHnY3orOgMVX",
-	"Yhiu6YtznnTBCe1lkCQltthwUYSdMdv6BuK3gDr/DKtDxP/UvMTp90soi3u1Kzfsq4MbdcZtoIA6a+vK",
-	"EiLA/lczPt/Znt+U7Zn21MF94vRtSoLNldQ17de82cZtinww5ohlCbE3oB6yc3C7cKbDqQey4P2Wj/7g",
-	"dI10oQODNIPYhCB6+1bB6t5DQMLo5PdjD9EXvgyPO0DbAdrfDtAiKmAtQoIBW4U4x8urYyvgetuPbb9Y",
-	"x5GkAiLZ0Ecr11NGd4Z89EJcy1w8slCYqJmuXVVjWosS5RH7VRs2GA+f/Mfj/3g8CF/soOOAjeR0+AzG",
-	"2c9G8yLni53UIGuGS4gpkxJ6KXKtCjvIAgUje3xyEIsk46Be/v7Hy7e/oDPNjy+LCrN0gewSFfjnR/94",
-	"/BjGBOWYM26KEOvGVpHJQPVo5AE3C0tWclCB6ddsf5DrQuSDgyN2oa2jmcEA+8Xry7escyWOP9L/vSw+",
-	"HcMtgzNqRWYnh04f+qsZZFXtDyrnBhkGaIbzMAUHrBC5LBLuTumCR/KIva6N/xbpZ/S0qR37GRwWIWoE",
-	"A3hkMW+/1SWuU5xggO4tL68u8dYtCZWl96wRKWFDqSLuxDsVIOmM9AyR5nonB74tOeDhhvmTTDk7AUAT",
-	"xPd/7cD7n37qxnu83x7Bbb04n6JLr2/1bQsDiMYW3aVLIJQBW2beFOp5xcf28e62IWJtvj68pRmJLHoS",
-	"8+M3PdT8/G8YCO4ttLG4ewIdM4b3gkv6C0/bki9xjSzv17P+xB5TqH+gqrD/H+zqxb+zBZlMWsUpOz/0",
-	"CofXaap8yjM2rdNf1AfU41pEBa4ITzlLNAKvvIDbD/tLPDlh0Eqr4vkVZB87NvXKy+MTZqHA3CtgnU2q",
-	"sSP1KatA17HhFZW+EurgiJ03GiPyaC+pM9KyvNTWK1Ta0FXNogkD0GJEKbhFXqGm5fggJ1HSUaQLE+sP",
-	"4DkswIOEndtXleIHr1GRYKfttKKdVvRgrGOAPjKL714pOgbEQXguhRMdzj5IHmljcstqBHPDAxlmpVrt",
-	"kfQsdA1cwDSZQlry0IQclmxYiMAgC5p1fN5VGAnP8ccL1nOnYe00rO3WOMJ+W9rTd3pcK7fCL/+6EspS",
-	"6YMN3aUX9Y4j9pS0jpDCRZrRafDYYBYY8MAaXVUh4UvM6IKGWm35UF6i0XPh3LekeVy4dd7+MaWL7NSO",
-	"ndpx72qH60aGbQDZRJrisOLGzY9zXmH//FV5bikxmSyAoJ9eg7lp4kMlG7aHQJN6fvGSOW94IUl2Be1U",
-	"6G1zlnMnxtBFkHqoxycCEaQo7ALNv7T0NKy1wb4vZXnEXkL3ePIN+5f7J0CuXaRz1bWjtjEjAQkktiGO",
-	"rW0XweuU2GriR1jq6YkNNzJvXBJr83DOBjj9Ta3cKeOVPIQbB2fIt2112ShWy0SYj9OuL5V8D/e+D8jU",
-	"zfv01i/khV/Hp+kybhO/ut/Y1ycluWZxd8D3fRMV6M8CG94sbS7UPiF+IxY6PevNGW2OfLO/9k734gbb",
-	"W0KExz3hOD+F/UiAwQm70iNLF0EZtv+CkTYQjQvnb7F5+EiW2KVMFczomQ0JCulzVp+07sTVZB+GYd80",
-	"G+uz8lDXXEuD+S8xn2lT3OCOC6OdznV5g1tAbl0CmeLLm7zqd2zYtvkNz0COfMYt9MON7vxjokGP2fT6",
-	"86q6wdVYf3vjG270Bb8gN8lNvqF2+g9ZCH3De96I/Ga77Hd9UfK5MD8bwa9ucN8LbtFveaNbLty/b3DD",
-	"S3s54SbsmRvtNWhcQxnam08g9Fi96V3YseCduckAnxtdV/8l5r8CFt5siPIacA+GGe7fpgeD3rxJznmQ",
-	"FztGihWMFGGS2H4iag+2Lefj0ixHhjoE/vHHPAD1p7UmgFZReJ/GeCwJL5Dy6ITRMyWMncjqpsK9rdUS",
-	"GNxUtCeC5w4Oy6ougZDtsXP13ZKrjxfelCLV8Ss5UcdVyedDnl+tqNywthaW2Ql0xZdqXIpDb5W+e/PK",
-	"xjQyeuIjy0p5LRgSj2QskCmSE00UzWnc96YwWl1TzNMfhL/ZAWSATqVzojg4Yr/wfAKEMLyYQmnHB567",
-	"ch7SnOcUUAA7X1hqkzco5Ug4ORUh/43tx/y3JycZ446VglvHvsMfIIRLfOLYtrzAmrYDYBnAv0WgeGTJ",
-	"rUANX6GeTdpAegWowpX/V6owHQy4Xvy0nULi7mgEfww7phWsJeYWpIPkxXyA9a+xcs5xE9t6SvQrYAYh",
-	"zodNGmJcCVHBr71FpA204lRK5C4jrhCs/4VdwNBdLZV1gveyuTQQ+Epei4uwg25MSJsknHU4cOMmvYkD",
-	"dypV+PHx3blzO+djhXc32FNoeYaNGqbF75A79vt2L2iP5NBKHMJ4caA7R/A35Ah+Llyz/hE1oihoIC8R",
-	"A9uWfvgWe+SH83nC7xBgb0Xb2EilZoQSM2hivACZvV8fKNNAP4W2x1jjaAcZJfDA7OXcQAdHNrDX+Xsn",
-	"8yvhBiiAMNIvLb0Jo95QT+yffxYxo9VVNnY9EnSbHxIVN+IvbAkJ0MM5G8AvGjn548nhjycnSb74k5MD",
-	"LwGhrwDOQBkanUvLihpaIQ3gL+de+A7YPh/q2rF/nPxfTCrKVAAu9gMsxoSE9kA4AXcH/rdfUIqfuwHb",
-	"j798tSDLE/HdfGEljNRFI8y//+6J/wqcFUy96hHiZ3gtqiGN3vE6pCMg81BwC4M71EvlDCfDC1XMhGgG",
-	"Q93Wm8GRckLNqpYeCR73a30lCn8BhmIH6cYeZK0sNRLhGOMwguW1C326f2AWZwl4iIKWETfjKiXjDOv6",
-	"/VRA12GlnVfYrgW7loXQjBuDu+h8KWQw5fOwPy2biRI0YMFmYhguDbqh11EPTpOpgRLboSi1GttYmUXP",
-	"zdi/9pan6197jA/9sKYikgzGG5AoBHdYJOEOw4TP2i/1mKpzr6kraRbVOc6M/y6vSnFrZ9qEvs4HN1OH",
-	"XgGk7HSieWtCNlGKstZ5xjq3QA4ZdKW71Y/aa9qjFjXojClNAPI79eibUo9exWyfVAMAartg5kElA1pp",
-	"6xSjLWo+YECuoIYCDxh0NEVuhWByLwTI4DGnrNJlSX2OYECsVk6WpAzd1McGhR9fm5cNBr268rWx8wkh",
-	"oMAl19MpV8UOJ+63zui+HXddxafrz7CuVhTcxxzcdONVvA5Jt7x2+tCIXGOvnN4TrqsztDe8isdHI5E7",
-	"KnqE9sXGLqouNz7vuvr6jruuVp92P29/28N9f2dVVw/+qNbucCrMWKxpJP60dsdwXegZTmRs6EFel1ZS",
-	"u9/8vaF99x3klnRwnMHAsfmIbIrHzLUwfSxn01ZWSI/N8vjJfyybKRuEpZM5CY1GVo6bGH+T3QRdOIal",
-	"Nze1tYfUC/RKYBuVzg/iUt3wS7YKT8kcbBIlT/us70LknSHy9jHdNsoYSJqRamzXdHf4f7SklNenelqV",
-	"wInW3Bzo4MgA2Y+YCf4nXlXE6IDpQwfU4tzPhfXi/Z8DUE7fyqkYZGwgVAH/e4C+PP/g3y6+Z/uhzYIo",
-	"DkILohQE8KlNPmwWuzY4w5XNtR/qaegsVtUuUkygV+9KzEcGaIOcHzVlwSZDazyJMa0vDIntBy8gJ3cY",
-	"fSSoO7b5pjM25pWNI0umEJolXMmqEkWGbeDDOB9ZVtSIzdBHBoKGSCxkgDL8iA1aSAfxTM5GvCyxZ5wf",
-	"CRQ7KW5M4JQYyVI0Lqs5K6W3vpgV18IAv08zteTIxYb5OGlEynuGxph0ZINd1nkuRIF+RWqAt2+FYM9/",
-	"adg14ldD4yvht6koDzL0zOmh41IxDq0yjtifQM6R06e8M+UgzAwQ/kJ/fqvZxevLtwL8rUYgtDq/zxUv",
-	"qdMROLBlCQbxULBrYeRIYkjTf4FUY6iINejM7lieptfeGWxJdKbjJAaWdWd4fmXTfOYhenSpye0+zsgG",
-	"rr0UWbdF3UGvWFMWgjPStNP2Z/hu3WGtuejjeeL2KltovrlTgG+tzUNbLN2hVLqZ9nv80f9DmVt91aJv",
-	"xBQb+yoP5v7UeliDBgkYxMIy+cA6rg17UyvlAeKMqILwya8BnH+VpRhgRyMUKiOIg2mdUWIIxa2cBUCj",
-	"ELzg3iwGo22mzRXs2UVIeAZv6YWEG9qryc0viwvuJh3aKvQUMzA9qZiELyKCtJbAjRku0DcMRStMJi4g",
-	"G2thsyhroEY2+OryUnAlClZXvbru4iw/nJZlmwASjh43187bdocA5u/aYAa8riRz8U7xay5Lb4UtUx6L",
-	"+8U+ArBPWbdFf45nLXZUq4weG2FtFtVb+W+RMQ6p3VGDzIgxHeurQJX3emUIcq3KP71t/PnrAegMO1Xh",
-	"lvNR7+uwrE5F7VETjgs9U6XmxaGXzSviUwuJqGhRhZttFHyPohbQKS45w0SbNM8mStmgYXNIszgjsWms",
-	"Y3kphfJWYMm9QvEGFHKyCMjbXWASCQnXgYhJLRnjak7+c3xOME0OjlgCftQgKq/de5io9ziq93VzyeCA",
-	"Hh/FfDT2iPEc9J1EFZpxG+Tg5hbPM5rVV35Fbg1mtplxALFgP9w1lpTfY5CVch85BR3DXTXOncpyb0GH",
-	"BmkCwMCKUFg/4iuesbtUR2g0N0fZTfMez5N8R0xv2TcCM1v+S3p9JbzgED8e3IA88TktYLAH3Ylz1eFo",
-	"Wn0PEDWBdB95JSC30n8aNKQsxSN7hlBFFe/xGZg+h1lzpYZ2D8mc+C9jU34FMU5WqxoaKWwOdmuytx4i",
-	"2m2aX4W5KVY4P6X2LFZiYGCXvJFTsbxA6L7D9Sf36VC7ycFXkoO1Q877zYZaxkjkX2zKRu4KMFenSa0H",
-	"y89QSf3NO3X0NtXRiAM7dXSnjn7b6mhTgvIQ1NGV6Ep9DRow7Waqu7V6nKhUxsLULJToaCzRef4zjCg2",
-	"UIv3h1KB/UHgOpPFwM9uuyPB4hcdS3UtnRgcnIYkklgVhdmeEIlfrMqByKQSM1EkpTmPLBukejaEj0Nr",
-	"iMPwwkHUc+LFL4tBq9pBFsukwjQQidUdVK80F44qU7jDIEy2tlRkqbYCIvH7SfMHIyptqAWlUEXIE4x7",
-	"Bl2lyBSDrSQfP3mcsQlXY8vqKtbKJLRU1gG74AHGbzBq4yXcGyyegUA9TChEipRof0WYuvdw5/sVjMiL",
-	"0uc5Tv6NijuoY09rV321jIW7co5dOcc3Ws7Bo6xYkhE3KOa4kypXsCcob3GTxsCtnKLF1r+1zUJLH0Fh",
-	"cs2RW3CQZg+1XjqAEjsStmxYW6mEtczPmhcB2ApJNdnh0BmoabED+q/1MuhalLoSbPCx4mORQcbiJcTP",
-	"nHa8zICv7dOA7WtTQObVcN62pmRxxgb+LpSTg/CAAcgLnbT4iUzaOq+nfnc8YoO8rK2D1K2Ddbm4CdPZ",
-	"zVNxn4b3bKc38TYjesl348BWp5q209d2Ub5bzFFdOsnbxiKlC7EmwtdW5e3xR/h3bSaQ1+Jsoh9DnmQu",
-	"ToFKOi16jlF20LL9kQ780uyXpE76xdu3F4e/vvojw/8b/XaBbs0Xry5bj2uRpNSq9Jg1KKSla0ADB03M",
-	"wxVmEOVU6jdfVYAdq7rJfcqV17qHfrTX8tqPtq/IfMrnoapcuqzJhIr5tCxo/Y9sQlDL9r8/+Y4Nml+8",
-	"L4SSwlswbiLMTFoBeZU0HlBzATw7WWBD0gxkTTZF1oyXWon1GVJfWAvdNul6tGbaVyt15pE2U+72Tvfq",
-	"WvorO4oLFjrNTOZp7b4qbMauROWaROOG9cFRixDXlzdlBLfQzKlTiX/yw48bDAgywfweI4aipvi/BHss",
-	"7l0aYGCL6M3lilv74WRxbaSWt87TTozcWrKIn9UlIqgvLlBGSt9sPW938HsQZ1/LQ50Si2RdRCHhkqe6",
-	"Vq5xi9QqpIEH660B24bbGKsCCAebk+3h158sAF//RAiQRRTG1PXPx2KVw2NKbR2TDtrDm9QVz8tSmGQ4",
-	"kY5DfPASf//7k+9vAOPwIRtieCvF7GsB8L8ehLfgaIct/YloW0GWmyqfx4ATq4qmqcetVzdtKcFLCbxF",
-	"4ADu5Ek6S7Q3KNeBAHubS2iBhagTw1KeKP9EP4QEB9GKTaAwIX6C2CCEDgFB5w3DudWRERBUXLTuEwUC",
-	"SILwLQWyAybyFTyw4EUlLYM7LB1f9N9lm/lZTxvGQf91xJS0SgNGgqVuDF6DvqeMpxBPUIskjH24vN/y",
-	"REC7A3RkwIVqnDz+LDBhBaVefHAClhAnsLnyRkANsYBurMY5QPshklk1fmWhiq6GV0rMvlI8v30v9qrZ",
-	"WBOcjfuV/NhnUK4yrdyc6eF/ixx5NqkYsDZGKCDKe4CO7bDH/p4a9M6hvVoWQ0uuOxXGTYh4BX13kvln",
-	"e3zHp60i2abzaSxbtv11y/tvfn3Kvvvuu59CL/5/ayUOMqbLouFcYAP/cKrWTcgAjBgJI1QuzsBRLVWt",
-	"a9tMIQeyABoYsKss1IyvcyC/aSboIXQJicO5UYOMeNfmDTziLTfuFRLv3LC/Rrz+Jg0z4k2/ylJs3Ikh",
-	"eRXtxBvd9Qtu2e167ltftglNBOztHU3EChe8Sc/wgyixaa47nnBTHDY+9x6ad2O8iWLlsBSnVHSa8BI8",
-	"YsO5E8T24m2Iduhw302MrschfMjHfgIPQGFFvQi4Y6UqxAcmlDPAM8XZs1CUqadD60DHtbqV26EKKtNN",
-	"a3MxicCr/U6bJsfDhQ5WOFRuBBt7HYydh3pXWZZsKMA8M94yUyEPRmIqCw5wLhzbV9q9HwFj7ZnX/5d4",
-	"LRpXPrdkMF0TsxaKAk5d3GbAgAAzkqZLdsQVX3BTLLrQW8JhOzqxf4FHgp+5yydr1GD4tIw9Pnx8csIK",
-	"aLOVOyYLm+EKV0bnwlpvS2KGq56pu9WBl76nj6XLA5yBv0KLAv9lGXZ6hxlgEFjegV436L1oIOV+sC/U",
-	"4q5HP0KJfuT72QChiNUjdxgCXniEvX4X0QN1ToQWONMJrBatyB68DzOdRlyWFKyMQ3rvH/d+3Ol9fYM3",
-	"787/7vw/6PNP+7R9aO4FCNYQkiRAkIy1HwxeACk+bPNTomHygj0x99DxJk2LNAQrLMBDiO7WjA3rVBkB",
-	"t2xbbRki7kADnBbSBG9ra3ItFlNYxsdcKq+TtPBHK3FjsLnUI7fTN3Z48xXgzWVzFB66vvERvUg34DLo",
-	"ITBo1cOCvaQYd47nE2S4iylQ8HfFp+IMNtgUvFbwV2jn8Aa7F0B9gX+VtP1sfXqmGqMPOUm4MRJqLZaL",
-	"06RtroOfQnGadKFXF3Tkg8Ky06RkLez5oVQFVOqGtg+xlo0ST0OPFCxti0Vt+82HnTIrhDcKM/x4qcYH",
-	"GxS9FcuFbw1L3BH75VqYeRymEflE5FfJzOxzRGemTRuH4a/Nkw5i3V6TcbCPdug1L2VBPIwhmWChmjns",
-	"h9CLpKF6RP10LBxZx1iet4D6reK8I/bSURQSixLBAA+N2pQ2mGPAF6qKwhDWl0hEyfFFhBEt39SuRG9X",
-	"ove3Y4xowfpDoovokmGfzxShFWB/W4i16SPiCw/9HwGhYqUNQHiE265y6TabRIaKd+FhDfkCFwQgsJ6C",
-	"8xDITP9Vn5x8l0NbI/hfwUQpvFzN2Gg0rcSYHVoLrR9HRk9B+k1JqGKQ6T/xCZTqi8/4p//nyY+B2qvr",
-	"kr8GWCKHPks2FGOplhlvietWuoMsprO9eHXJ/nj9DL4TaiT2J6Uf4YhBVrMVQHxrcbzxSU7H/8/AFCGK",
-	"2hDSD33wxRF7g/kMTaaI1xaO2OWynAucHKjDbkDJkREnR5PQtjk1R5QINy6+a+29nmwF3Oh/i4q7HcHH",
-	"TtDdT31cG+QfIrvHatm2qX3WsHksiLWGCZ39dvH92Sr5ErRvr/cLcWUhuY1EjhEczKEzb/6wAUqTL5Q2",
-	"mExBVd/wFatlDgbR5HRnMX6NFqPfXLdjLZ4v664tfQEp7a3wUtgJNjZcuc8R5jsjcWck7nhcFnlc7stI",
-	"XClEqQR9TV05iZpA8NKbzYd0UCDdIKWjaVECHSyiqeXEfyJLyYDtB2iMrC6BmeRl0aKfakhOoAEFdbLo",
-	"aXcPHCnQBQ7kXDmPzcq8jATxc5Y+dShyPRU2cKdAoj/KxdAfd03C3yXN4731bbqTdk19Lw5rU/S9Nazo",
-	"LbwwbkKpwsu5E/0v5q7Nar8KaXEVL/ENlB+41bS91gs3SdtbOIm72NKKBL6kX6u9KyqPlfl7dNGtcmKF",
-	"Ho/AjdXG0cVLEbXTLrb+kEBlSkJnVeqcO23Y/kK/o4wNrifaQmkmryr/T4LTUlkneNHqi3u6YKTwQCKF",
-	"pF1C5boQhlW1nQiLvCtt8sQ3by8v4M8oOTAtoGDw62bB7EHm8b8uS1YZ/WGO/bCSeaB+OmD6jEo98zJh",
-	"gZ7kmv4Sa8EDoik/i7lY6Id5iowmaXvc/RZ/Sseq/99htv7z6OgomoGNJDzIgjCLnhvgzSrYgPyn//zr",
-	"qIbeTDpW7ggTGtYvdOtfblc15XM2FKF8LaH6inKVhB95eVvCZB2RmZ/BFeRlYU9BfKribpKxwcfW+D4d",
-	"f4Td9en4I6+qT8cfw2x9GrB9TAvw0vzdm1eH/v5DYXNeieLgjDzDSe9+StMKtlhc0vapY1Ga28YfC5V3",
-	"4CoNWakNuVtVIwGFAUUOiu0sEOeU2qs6qSO0DB31093fZmdbx8TmV6BZj85+YbGD1uJKN88+8QvnNaDw",
-	"raAOJTw5p8lBCMkvoStm1m7NVUTKpCB8qHiNT4VNd1Ky2OAVLwGmnT9jcMZDc0a5QQAS5eOil3i7NmHH",
-	"O9dYhyHiCtuk4UhrNkTCkwZTsuNK25JpuasU28C126sBhJN7rxRoE8FLbxJ8XM0wwZmd8rJkeDmzild2",
-	"ol0oDOYFG/KSq9wDod/FU62k096yYDlXjT3qATTRJY7Yn0EwEmGDhLbaE//3HAp9IcICdcp2bp2Ygs6H",
-	"pz2OAvolSpWXdSFA2bBC2ZpcxJApWAgHqX2hZa3ShYACVKnQJ6hNrFBGjyHQFWGtMSQOaTWf6toyw8F/",
-	"6SZcMSP+W+QuMI9SQFJa9uTkJBFl/l0gCa78WwoxNrygD/vh5Lss0YKg3jx81FAX8wwVBxS6iXuxk3Ti",
-	"BS7lNu2n6xxfckmD7K317f9kvx1ApEbP8lHS4ep+hpnMLPop/NzHGkaI+LX3fQbKhdeqofOUv/wIj7/I",
-	"ayPdfO/0nx+9RT0U3AhzXvsj9s+/vHGbZgB7uIJ30OPT3ZlAAW78jmrSk55j/r+bX3s1KichtzjAxdFl",
-	"HwOD6lOtr6QIQ6ZxLFE9wLCYVFiLDp248EMyUBDBW5Uhs5PN2JRLv7YeJKh/NB5t65ipFSQHgDkDi7KP",
-	"38hOHkMMNbgXcCKWXRXvLCQMGw25rk3j/GzJeiHkoFnAwTFnuCyjvpBzx0s9rmE8CRdNpaVythnak9bQ",
-	"wrwuD+6NwI0sCkakiGwqpkNh7ERW1LUsIBZ2do2v+C59Bd3c8YY/ZCF0okkGnW9sdF3RJ1fY/PGQ505e",
-	"o3ZaaV02F+OrgwoSlqTU42Y4P7SGQ6/rGM/vfgmpdT+swQWDrZ6UpIUGxh5KxbQqwfKOJId+V/jvgDhY",
-	"wbzUwLaz0uD+wPK4nokCcr2OYb1KPBRd4TicKWkSlTtQf2AV3Ujk87xMPy3awZK+C/abneorwRyC24JX",
-	"rmtgb+NAqKuuHmFydjMbWWiIl8OhyrUayXFooYy4WvGhLKWTAg4bGu9JUWEycc28fZ/OG768Y3y/QL0h",
-	"7X9kbIvKCVSPj6NtF5j9gv+5OYvoGA5vftw62Kmy0z094hr4IGo31B8y/LdWBZuJ4UTrK29+SggfViVX",
-	"Nlik/lcyNOykHX2I+/xPMbzUEFsNx14qfCQtQXiy//WHdJL8QLoW8WetnXWGV8F7gWFXXkylkv4PjnoU",
-	"wssAj9w8ejo4NGxOkCrO1E8/pTNFfGCLL3/+8/FbhvYien28jT6WHi/8+bkWhl2+vAj7uzLCCo/DuHEA",
-	"7s4Csw0da+RkJGxA05QywoLNxYhPPRkd/aYTBANleXO4TJu0oKkLCb6DjBUyCIqGEiBu3h/TiYnWc8fL",
-	"fxOYcbX/5u3TA2a0ntpT/Aej0rk/VJH/x2/wxWCLPWP/rSUKOOOGgrsMy1oy9FSgnmLZ/p8vXl5gANrW",
-	"wzgG+MMvFwfwbFqg5bNCH8+Nk7msuHIheN25E4zLOz4VLJJcT9m+4+XVQeO/JzYcVbDnR/94/Bgkn0bb",
-	"Awf0yDJbCX4lzFn0PQyN5kXOrWMiUoKGVvSvf//j5a+YJJCeZF5e7X3669P/HwAA//8=",
+	"7L39dty4lS/6Kli6c1dLWVW27O72yVjrrDuybMc68YeOJKfnTKZHQpGoKkQsgCFAlauz+qHuK9wnuwt7",
+	"AyDIAkhWSe3uTJI/OlaRxOfGxv787b8dZHJVSsGEVgcv/3awZDRnFfzz6j670rRg5t85U1nFS82lOHh5",
+	"cKurmt0SKQi7Z9WGUKHWrCJyTigRMmdEL6kmS6pIIZUmmRSaZpqsuV4SvWQkK2qlWUUK6Owl/GbbyOSK",
+	"KTKv5IroJVfQ3DeKyLUgSlNt3svJim5IQbM7ki2pWDBFVhQ6rWS9WBKpl6yCDxVRXGTsCTmdKSY0WS95",
+	"waA3GCVXhIvt0eGonhxMDlS2ZCtq5s9EvTp4+ecDM/GDHycHelOyg5cHSldcLA5+/vnnyUFJK7pi2i7e",
+	"2ZIKwYrTTPN7apbtyoz+LS80q7YX9JMoNoSadxmRFZHmz5KJnIsFzFGwQpkBcfPyX2tWbQ4mB4KuzBho",
+	"u4vWsP+lYvODlwf/19Nmk5/iU/U0PsIDM5XmUU0L/Dk+ZDc2s46wXRQ+wa3qGbBvdvfB+k/DgZbl0ADt",
+	"7pohliUxI0kOryxbw1rRL++ZWOjlwcsX323vfDOIWstLlskqHxzLUipGaK3ltIIPiFpznS3hxMAY72lR",
+	"pwfYdBSO0w5sJmXBqOiO7E88Z3KHgZV1UZBD6r482n2I2OO4Eb5milcsH0VqzU7m+FU/teVh0zuSW2tY",
+	"reHe84zZP87zXUZsPnRPCM/J4R9ePf/9s98/879lhjPJinz6+Kfzt6Ss5JwX7Cg9u/ZIEoT77PnveygX",
+	"pzM8DzlvzeIQh2j/4rkZtZuNm6jMh8a+76DfCDor2MizxvDl3YjYfjSShP9Qybr8I9tsD+iPbINL12z8",
+	"wrw8IVSRzIxPkPWSCcI1WZufKkY1y/2wSqqXzagWrp/JQcX+Whv6PHhprqV9eJYbdO+9tLX/MITUqgXj",
+	"23886ygXPaOKTblQTCgOV6VmXzSZy1rkeAExHBq5Myte9XL5O9vJXrT3jqrTOucj+emSqik1r+9GfkvX",
+	"yTj6e0fVhf5p/Igurv9j5/GYDsaNJsZMznMmNJ9zlBSD4wAHoWK6rgTLY0fBbGbBVfpQZAEDHHUq+vf3",
+	"XF0taeXY6rg1VeaLnBzy1rc73pvtj0eu9UPOi+l3QoLPJkY+mhClK0ZXk4a5K7MHzb31ixyr93LxtpKr",
+	"xHozoSvOFKHaDIXOjQIBK6r5ipFDvGT5iv0kRfrOMYpFa3BzWa2oNrcR1Wxqvj/oH+GnKo9xyo9szZT2",
+	"g5zzSmlyaJY4Z3NaF/oIBPsiN2/B09QQJXQQjtG2cPDyQEAvBxOvj/gfsOWYahIO/lqOWtwZm8uK7b66",
+	"Wj5gbT+wnNMrVt2zalgUoUrxheEWWuIwV+ZrouDz1PBWrR72ItGP8qKgG1a9qhi9G8cY7hgrQZzmYjE1",
+	"6yhrPS2hFUUORdjgjtyi9e1IZvFR5iMkPRx5uKakqoUyGr/XytOjyvcW6i4qqWUmi7GSSGnfT43FPd9V",
+	"8PfjCMZ2WQtDwu/l4o9c5L0SkztNbph3XKQ5Jhf5rsNrDyUc5JWsq4x9rsZeWvA6+Xz5Ho+4rLW5c+Gi",
+	"poU6QuMIF5Yazf0xIVnnWik2J+FH7moB0iW0YoQvhKxYcgWUH3OCZp4ff9dHNFdwV41XwvBu65UO8ZW9",
+	"RFgczS5KYTAevDGU+RdV5Baf3B71DzN92HoH+qelVHrsQbvnFRh2zDep0dxDgzuee7QEjhQX8eUTd6Uq",
+	"5P6NPdG+15gg0aiYNJ1lvvcdR13rD6xasGuq7s7zCyOKbg3/2oyr1k9X5kWiqbpLyK4aGnmgOhcM6EpT",
+	"XavExprOGmtdr+FEN22NZk/bwzCjMz1fVHJWsFVkXJcg+KPNk2u2Us56fM8INRzefJcUlsKmozLTnBaK",
+	"TWI34gVdRIxNH+vVrCGlkprNk1Y7MXIxrTQXCyMoPUveOqbh6GCeTRqhiAv97fODycGKC74y0twzP0ou",
+	"NFuwyo/yiv8UGekH+sV8SIQfcSXXipSsgmH3jQ4ajI7w++PYELEnw4mPBweMpkkuFmmrrLPDFjwDy/Me",
+	"ptjEyfSdDxnnYAiWzX3jeHCST+xpX/OjeSPyayP+bo3ljcgdqYGgXVGxYOTw8u0Z+fbbb/8VbwlKjNQ9",
+	"sToPkKBp7eiEzHnBVEOUVm7nOm3SwnHsIaX7ubzlBetjemjSZjkMLsHz5tDGw3hea0B9lmNcpBbPI4ev",
+	"WcE0y8GsoMiSVvk0tz/B+xOyXvJsCfILOJTWXDFSsLkmstZp/dKPZSzPjEyjNbsxatFX0YD8iHpViGAo",
+	"Rhx4fE3BD+PKnYPtkcCjsefKHyPrb8NTlj5D/vw96BQNiImhYJi2tgzJf6kllAUbJ3FVsmAPt85VcvC0",
+	"bw/yqp75sY0bbM4KDu7osqDi4aPmD+RPV/fZmRTKdCGyiFvgbcXUUjCl0G9eMZo/IbeFzGhx27EcWTHW",
+	"ucWZZWJeFQd7AdynLD8htwUXjFb8Jzor2K01RWVSzHkFwpXzcIMrHb9S6MjXS3A4y9WKa7NE3g5kuPpf",
+	"a6Y0oVXF71k+gY/nlDtN5vvjb8ltLeg95QX26/RJ6hzq5DTLWAlL7wIHZMkqkABOyLrimingt7RY040i",
+	"4TT8HmF8QrNL/z69us+m4ULHLWewroHhzP0ddhK3nl3TasH0ABv+EJpKzHr5mRGaaUWkmBAulGYU7nvk",
+	"fCcQyDBjRNr1BjINFRqzr+wLzXSxIVKwX5zH41xTDP5Dw9YPMYAiP4pP1sdicG0plC6Y0L/MhPuvkRff",
+	"Ricq79hItnJ6cU60eX2QpaQUPNvXbvzvsxqrFteKVQ9nd7Wy9DJ+kD+bl1UphWKg172i+SWyCfNXJoVm",
+	"Av4ZiPpP/6LMNP42Ujp6U1WyeiXzDXa3LW0CLYDNWuYbjOi5pwXPyeFcVoaUVmXByK399QZevzXv+5/M",
+	"h7dHJySTVcUyDUvKRVnr8MBWrCzoxnBHrkktMO4of3JgdG8p5gXPvuKcHS/ObM8qiKyqq4oJ7aTcW/cK",
+	"TJmSlWHnqmQZn/MMvfMncPMEt4pj+hVMly4oFzDPt7Ka8Txn4utNNKNFwSoI9VL+FoKQj5JVK66UYTmy",
+	"IhWzhkyVydJMu3l8kzPBWX57BHM4F6qez3nGmdBXWlbWAvB1ZtOYpSqWMXOLwpzg4puYaWyHxk0MRc9Y",
+	"IdfASecVY1NV0sysBDBFuIYrNq9V2FqjCAIL8BrZ4a3CSd/M66K4nRiOUW3M1QdkoM1JEmYZoQuOHeZ2",
+	"bMjQqWjC65DPSC+vGoZtxNalROkbmrHrrlklaAFr9PVW3N7HRkxhOakF+1KyTLO82JDDW27HdAtzL82Y",
+	"QV2oYO54tj9K/VbWIv96Q+aOvecNVeeSmVtUE/aFK3DQcfz7nis+K5g3g+JxObwVUt+Am9eS/QXdFJLm",
+	"11K+Nxf81+dUwJzZl4yxHA+y4j8xUvAV1+a04vButJQ3hRmgHfalYbIfpb6imqs5BxHtaw/dSMEb7RRI",
+	"EJVlrRXPUSw2miM5vIWnN2bZVTNWQ1i3ZzjYKczlliz4PVP+y28ULIS5kYO429YnkeBbMx5Ffvf0P+vj",
+	"428z0wD8i90+Oei9rY1Owqp7nrHPjZz+dRb0lOSsZCI3AjoBR9KqlBWteLEhgdJADtsqRN+dZZgVXHsz",
+	"mt3J+Rwo5lrKD1RsrBSivvpNhSTOcqPPmbvUUbj54wb+MFfRCVlTrsncsnwwUBjCEIQLcntppjY9nWtW",
+	"3XYoI3jUZ7hWLJMiB+8IdGRvA1gzLhZPeoW8tH36OGLuBUlV0FovZcV/Yl+JUX6UBIW8xu0IF11pbkWh",
+	"4aYzYzKPsPcbN2GU/WjJb0Asb35HlvNZqLo0dwHLQdu5hgn/KuzS8vjbbn+3cEr8MG9ARboxOwNz+Nlt",
+	"JlDMaWa+u2QKtOCYuTaI3ReBIgdyihVziZIrhrYBI24YHU3I5noCo6j3kbwklIAlFYOJSEmVWssqt42Z",
+	"nwq5kLV+Qq7qLGNKmZm+u76+IM+PjwO3KCzCoVn4imaanL4kKvJ+LQrzE4iuOZhly8rMQnPUSWiGc+1O",
+	"/QczP0MzuRTAgJ1hwFqBTUN25FO7DAeTg0IuFiyfylrjwaz0jFE9dfKceYPNNZyvglHF8ohJYXKwYkpF",
+	"fU8/oOOrLJkwYhcXxPQP7sutRjSo6ok2eDM3ouXLQE2sZMHaoVyTduDkhNy2LAhPzXdGR7y1NHJ5fXUR",
+	"HDwvuSqG8jiaK7cV2obl/Nntip9FsybNesnZX1imzVRPSw76esxWGujnRgU28i3LT8wCCGZkv6UsrMiB",
+	"70BUwgSF1jlYK4DSrdi1sXbfDg0VhVyz/LyMeC/PCqNLEJrnlaHDCvNRDs/OX18eBd1auweI6fNKrk4I",
+	"W5V6gxI0FRvfAFfEdgd6urYu0+3txx9oVdGN+duq+aexU27ul2YooVHg8PP1GRyaMeZr38mriDXzrOHE",
+	"yDpsD77fCQkVclCyc7R8ZlIoQ5WOgKTlRqho+O2NnoKcL5jSFxWb8y9x/obmz2fPyZJ9oTnL+IoWhvoN",
+	"U2GVckaUq3en0+ffvyDYoPcdJDtmX0peMZVcb6qtA6lZePsJLvoJEXVReEtNIOKbl5JbYj5CsQ3v7a1x",
+	"FVTpz2o0IZjXkSq1JMGVycAijbdRbLzmWzxg5uP9h4vGpy1Rhq7Y8BYIqV+BZJOYKVjLu5uAMXU8j87K",
+	"P4RPgYStd3q/2cm1YFXKkGd+J+ulJHIt1MBUG3tGhAVdNLaQUnKhQ3aX0ariTO3GS8q6KqVK3U+ttUSG",
+	"Jitv2QW2Fp1Dxe4Z9TpHt2EGh50KwkRWbcBLkMkSpKA7VuoJURIZC5qBTFOBtJJRQdRSrsPAMzRcbUd+",
+	"wEjk3egjYt9OEYw5tPaV/Qmlknok98bJ+aNrPxw4o/at/cen4u71s5a1MTywE5IzcBThUeLanixu7jwu",
+	"crm2lqt72YSAOBEMEyEPHJNFozSs8AGc+psN0zfQXFS80uNt++kTB09G3Svbd0nkvrtV99lNSfXN6ews",
+	"v22omZKSVcpScMUyuRBcuQiOfhmqcSsAE22ObZvvtKfSuTHbnGUSSjohfw2vu9ZBdpQRyh+hmBCetZDK",
+	"W/dUn8j3nsdjFG1klpw38oHaFtzKwQgvrqChSGDXlh7c1X0nTSTVPqFZI9o338SJDyfsw7F9uJdj8X1a",
+	"qJemI5xfS02L3hXDjoF2V1Tbq3UOwdBqQqThNrQoYESqO80X3x1EI8ZCqraxc0GQGo7JrkaUVuqc67Ml",
+	"y+5iwYVG8zUjN6oQNW+SzLy6TSxJrezNl7KgAi8aFxcBzcalkkGJxvcfkWjijteP0pob4VNSsbnhNlqe",
+	"EIqJ7YbVWM/BdM1z+2JccTRqbSxv0t3BTT/4ZvwOVeZi4TqiCVzZJyjczykv6or50+Yn75g9F3N5MDlY",
+	"00qYAU4OGPgIfhxif47p4WyCAQ3okoYE0mnajID2nU9BQVQsq2EqSDjoR4naGORIX6252sQiUJ+dImh2",
+	"kAopNitZK7gb1UZptiLQeHwn4ZGzUHVyTjkGFmYdtcxcVHnrri35FA614duoiE2tImbuAzcis8AwnuiN",
+	"C8szMqLIr+G2dgmq9CkqwoOatm8PlJRwGZuFM7daXHu7Z0LHV65jgwkvcUcOT1BsCDzr/smW4zHafZLV",
+	"vKtXVEwrRnMwh7MY50mun8zA+9svReKq+AnuagGQtc5kjME1jLbp5YTgGpAVo0KhrOM0Fc/JQINAecfR",
+	"pLXzmUEh9zBiC7QUl/f6LGHBnI08TGey1u1dpU6byVtGGcMLGQr4BHuIy4kVjafOX1s/YodQJ4T9tTan",
+	"UYJQfPvvU3hxep7fEhdMQdDkvxNNdw1s9kSGpN7sXsg6Jp59dU9gM7kWbY012jWMdliIizJaNSGY3tjk",
+	"S/6DiHd2/i35bnsxxkl7wX23j8DnhvIbk/gcAsoFVSrl3YDzj2Jfg7Ri5AWS88gtjlECiWBiZUhIlspG",
+	"m9QreGqXxcYXHCrGQku4+gZ0dPD6HI2lCdN2bBSnCA7kmkZLyYILtAVQdYcmPDtLb/wY0SUcjejEXV/2",
+	"DZQyW/lrDRTN6M5kWUbnV2u5oppnzRTtu6Na7tCUm1PTYbO0E7fT/ZSFAdpv7mlR05QLyRqtAvICj7W5",
+	"tMmaCm3uPBvE7WNwQOk31yuG0K6Xm4hAGcucOW38gO5OabJWtkWyhLsPnM0MZ7X79U97MI6uG0CHb1SH",
+	"Mrb1hyydnxM01ACJNdOdED4Hl8lhuPBmLc26Yxz0xpwFR6pHCRmsN6DXDKIbfLqtSpkO498yTzhmsxjN",
+	"lkgWMCGju6gQAWM0O7dcr6AioMwIX68YVVFj8Q/LTduxON4sjCuNGcaxhqWleX+BG/oye0TWXCi8Kcwa",
+	"HLX0jxpAA8zvUeHOcoNEfs+1p4pvXJibueSdJwntkkKugWY4UpL19273tJR1kaeoO9SO4Q5Zm7cdv22o",
+	"k4DMaf7DVyyhOidTP67ChI+tAd7HE3b/FKTmDjKGDp/sxoq7FF6beNekl1BI7A1XaNLGIcOj0BBejLm+",
+	"otndopK1yK+puktIhKziMucZhPXgyz55ts0kW9+mPRVU3YF3LbqkEAN4T4srjJiJKLD2BTJjes2YQBgE",
+	"LlyMzchrz8gBr2t0VnyIdOOeuf1D234NAUErXhQ80V1UvsLufKhlx5hlfu5201J8uMZAC5YntFfz1WUt",
+	"YmpmK/HKTyLmnMAgEny+Qd1qT4cn6EqfRLHpP7RACBbEApILkP9KwDGoVYD6uH1i4zY9Q8QeRWDbpVOL",
+	"M1kL3Stcm+EARCXylUpmNpil0tuCT2Kzq1qA5Wx49oWUpdFo7RdbaB6RHOmIxS3spLX8zVC2D1ZINVvH",
+	"ISTYYOGGWUhcsXzV5hzmYlhwpVnFAPbIaARuxm2OkjK/dq1Y20sWevLSSp0fRYe3qdHXf4eDbl3S3R1z",
+	"mTFJTeqVlFrpipan+YqLIHuD5jk3g6fFRbBGNpm+a/rBOAEjcoFJzGqIlTKcxCjF1DTOTT9aVhFOzlVZ",
+	"0M3HtOVcLeVaOGARa6Zsh9CAHfwJ5qr3JTk1YV0RR7oLVXNWrHDYJ8g3KFG0MJLzkqqleRG9wBh31On/",
+	"+fcvIHyyGU9kOC68ans47+WCC2AwJ8gSnNJFCqYB7qIiOV9wDcJvk6SMIU/4jprgK+b/pflvLXJWqUxW",
+	"TE2MrKL4QqC9ebkpl9aL1sltDKbwrVk/07AZ4H/9+XT6H3T60/H0X39s/vnk5t+mP/7t+eTFtz//y6AA",
+	"4mcf7EsvnabQLUJmh6TX2j2iNC8K1CQkmbEwZatNjDPX06Uf5rZpr7a5D0J2uoEIfWVuNOvjZcQ3GMQr",
+	"cGX+EGYshinPAMsYjG9qBCPeHmJsyc6oyBDv6UyuVlTk+51ubMYBO2fY1PayodwXswub3xuFoMlUgnYL",
+	"7/wPaO77yEH5OTrDks54wfXmjGq2kNUmLlNm9qnl3lU+LWmlNyRz39sImY4SHobI97jKKCB7WSMynj1a",
+	"FKHZt5OxpBIacXIObnYWrS80Xhf8ngGYmCGhiVMnp2ojMjRVWZUoLv6OE6GD5ZuzhCvKTfNit0AlgdHy",
+	"WpJasVZnu6imnePhF7Irq8QGOQn2OX6KSp0t6dmSFgWL5mOcEsHWhpbMe2YH8MVtgrKvDEgYWhLFRA74",
+	"T/6L2wCd3NwKu4Yk/uDzbN3wrDlzxsAobhOzxxuC+Iou4jBjl8yc6XsEFWtwPm2v8N2wXtosVdBVOMPo",
+	"VkGYtrvEHyzLKKYN12NrH8Ie2VIMgLpIihQuQqrsiBbm3jshssRhkSWr2ITMWEbNOaCic6tUTDGN7gsb",
+	"FWu+/0Y1zfr4UXOirDutK4lshxuwdXrkkLEYTP6XkX+6AmswotQWRxFZT8k9z5m3+T0htx5V7tYGwdlQ",
+	"yBCq7iW5/d3vfvdvt0a8ErkydzrCHWwAhwAnhXba2yVVaPpqIp3VLVF0A5+56wA+jGchhCD7e0LzT1rY",
+	"+XtA5rca6GUUIZA/avIuGWRXk3HT4WVCRvhhuWmhY2NdBq7b5QTaGd3ewMC8e2W766KQ61dU8ey01stP",
+	"96y6KCgXl1qV/Xd6C/hyRX2BC7ygVqyi3ygCDZN2mlHA6Zy5kwtyW2lVvnz69NaBChkGr7wpEQ6w9/lr",
+	"SajYGCXVmigE02tZ3ZGS6uUT8mk+J7ONgwZ5iYfyNQatc2UHytAeTu1g0SCJtzd+gGMP4DsMy2nPBNY1",
+	"Lqmk3BMIYdgyQZJDMCk+pWX51MHZKFIL/teaeX0OA5cSe9jjccDfQRJnDnej6eSTKLhImGBdq/es2lwY",
+	"npv3u3fQM1XZLwi4ZCFw4XC2wX9CFIiW5RGpheaF3bkvGjU3lMV0tUkPJ1Gg4dQVYzhpHRGrD1JFlJSQ",
+	"+YJ82NYQMbvvMO/Nv7lyg3ciuM2atGhHNs5C7eyrSWJ6k8PPn89fH4Hn3ZA1zSqp2iBVcUmyJ5HlzAbk",
+	"W0zir5K7EkKU33GRv0wY53tF6bcV8+DblVUDZaVaFgxzeatEkEneKY+xc+mKyVahiK0xjqpD0UAtmda2",
+	"xm9TFS1eT2QayToToypJhAExyFkhFw1v+kSgV6pKxGuu8Hh4h3ZGhZnDjIX21+3DsNihzsM3tlZC176O",
+	"xu+EH2qZLC4QXlE299IJNVhfwDywUQHoq/GJxvG5LBM1A9r6LVwhZsglFVPNCz39ScpVssUtKSndvptE",
+	"AB7cyF3k0KeCnLg8BgtwcxTvnA/A9rcjXL2sYZH7gS3Wpb1AyoJqw1gSLNGIHtasEmeL25QA0opt3ZpR",
+	"fPxuALRl7abu1jB3yj7+6w4gFdXEXCItp7OjSrywLHgH1iPZIbL5NRpv044Q0Q+Z/kfGSmLh0Rs8KFgs",
+	"BEknBaP3AODo0XggqAOMLkaEqosi4bbpC6d2Nl4HJB/eTO2Vca/EQwACxPKdgMWN4qPR2jMG8RveNR9p",
+	"VV5XVKhSVnrsx61vfp4EiNvbHrwGEdwKhht3HsNjuoKII68/oeJEQS1FKRDiMZxwuwb19tY8+J+/+93v",
+	"Ou8bbu7e9EXU3P54fCeUlvUS4p3a4E7/j2nGNPyf9fHx8xeuMegK0pNvn6bfwF/skfifz6Cq3b9/sNeO",
+	"OgrvnM4VGb9xVAKN/KqNOp74LhWKEmKEQ3CXteT7Ih7EGQExdhxfL7jSXCwgTS/aaV3mvXlnoScX9T+j",
+	"fHigAFntKoXZDgeksO1uB+WvnYMjTsjtzY1VowAK/ebm1qMJsBH5VyEocNQ1GhYfCCDuo1dk92DHQzHa",
+	"MRnd4A3v7QsKa23XBwvqMzUFrsJ6ba2wjqAIUbfahK8HtFW0pk/vnkTqFXZKtLXrA27bD7pGjKg659hr",
+	"OjOtof2QLHusTqfbRpyufbtdsRGlL6vl2nKO02b6pJSygOO6JXqeEBvvGUqnYdiU7epgYgNDo7FTY8o4",
+	"eit/ozjnkosFWBqMAk0OhUTsD3PRsvxoQq5cMPUhtYIK6PSGHa3p5mhiVW9yiHeqUUurit9zsTiakEuL",
+	"QoMQp3DEqdaGydo42pNGdzbCWbZkeY39Xlidm/uQW7ByuCjAtmp+NCFvbVxu+/01Lwpil9vQCLfypFta",
+	"O++DyYGb5wFA2ONvbvgHkwNPaW+78aRbW9Bf37DxtHhhETI4bVgvpFfjOmPOrK42YJ2+xHALDE02vyhy",
+	"1cTMuvlc+qAM+7BvoFCALWZeRXwQOW9dfh1jOD4ZjHppFw1lTTm5EYFUvyHrANePZBQYbQYYpXra0oK2",
+	"ruBsA3ZUGLOsHlOs30N0+G3ICp1rPLgPo7d4i6of8TaBkzacGdOqGPmPlOKME25NYXSYVIuZ7ZP1YjuH",
+	"fBenZ2LKy1fKcHES28pIg+earVJAT/ACBvM5EKcA3ckFvo7DxEJ6nhCk3wlRd7wkhx7tFirYgVuAHFrw",
+	"3BOimLlFjVzWukSxKX8WjOB6x8ue7N4BK3PLZgNR3BVe5Et6H+dPdzE++YcG5UpWZMs10bbZxJvlIjLA",
+	"7sKHSwHPGkYSnXuV9oy14z3QfzTnrMiVY6tmKYAWPPjxMNezVcfugO95NC47jEGC3M+3fiosuWJmuDbK",
+	"zpxVJJdZvbLRe7+Q29R1MbKFazu01+4zMPSwe87WLVR5DEnuKAEFtZi4IGwCHK+ToFuo/icEVskj8MOz",
+	"YCkGgsD8lEbsVhr9D3JSENfN7s2hnehRQ1fa1RYAOL45r1ZH0Zwl80q/1dUNGpPW8IuEzwnv1ggvgBJR",
+	"HsBMWusmpmPM2NhEu1S237mFD4d75gTRycyMG2uY2y+7qSP78/fW9lXPhBHozcWJbAQ0QsvqnL8loItd",
+	"bsDg/ojhPIUkHd8yrnCriH03CajEVfRKudKIPIrPURHG7Dhzu+aMUG0BBK0KZKmwrGReZ6Nj4M3lUqap",
+	"JQBsH7VZVoBLNoeP9yW+rnRgd2Hij1BD/c1Qmjl62nWkEKx/Dy8YLWr+IwmZ2wVF9xAz95Iwfc8RGVN9",
+	"XSEzXXT1nUVUc84wI+llS3tXoU3zBKNbbq17KQi7mpBbKe75HHANZOFwr62o5UvZoIVyQm4XM7Cu3xoh",
+	"BkrBNE8xmObq/CKUqyo0J0IfB5MD+3mfceNC/3QWhPxGDHjX/9EKCrb4lN4qg6NJWj4Gklmj8uRcZrFw",
+	"9jMqnHgHbyQcnhXv/xY4asUTn5dUxL8uaQI5DwCWteojbPtKuHt3jJVqdAL8vGJqGTcs+Og02zBmmDEE",
+	"QjYPVrvaGDSPSUZmDcyT+CL8JGM1ys03Kb94j+fA7IEdhm3Z0YTd3mbR24vTd6D1T9Y37SouRSx6wkf9",
+	"EiD7VGC/eyu5HxZp0Le2q+UtfXbOfBK4TzyArsBlrmU8fAjfSxxE24hqi9gjHDyu2Um4HqO2YE9dKdyU",
+	"E7KS9wzk5kwKzUXNlPNNo+3XTSxAlJd1RKFKrs5rXrEMIbsNEU6Q60yAeYRhCI75gkaby7UIIK/5YonW",
+	"r6n9pS6n7kfzqvsZ/u0emN6mXLh/IbI2dD4VjFb+jzn82wxnKktAq4J/ZwUiHprxxfPHS+bIP6hw2hFS",
+	"S4apgSWrMrPKrSinbyyqc5SB+cqoz4Yqo5pDDrvi8n9dSdjj460BfXDbbYP0wYjLChethzUWjS7Slxvc",
+	"Ht+L4+P2CI+PB0UKRy39dH6FoemJ69QGrrev0ke9Qa2CxvJXm9Mwaj7O81px9f5TOG0AwdaNOwP53kfX",
+	"2zoxPHEz4DeX8NJwZJXtwd9fF9f/EW82GcT2gQoIj15znS1PQpaBgVQOXmu9xNi9+Y6X09Z8Qp9xct3H",
+	"kct+fBFICqaLajKOwSeRdbndWMo4s0r+45DB0H41kxixH66xnlVtiooyWmXLJi0uTX8lq6bOxhDiZpjv",
+	"bVoK+JwB0jnnkPDBopkNw1lyYfsrKhDjBzriGNVFiyJlBjJ997fuI6J7xp6yWqTTEYTUEx+NtrEO+hGw",
+	"a341gqGPsateuliwSPS39227mO2QlZ541zY60W3QwXOiSC7rGUTV1SXRknxPVlxM0I71//2/z4//b/IX",
+	"rq1Ho7OntqmIz7LTFxeEGpU8ADFw++Ehqm0wgBVN3BygCkHBaDXaKLMTqEV7UZIwFvBhr6YRCVAYkHCH",
+	"Me/ZFw373dsxBEC4jrkiec0ckIYNGrX+Ylt0zcVJ7DuuLiU7Gugj2m4sYjd/HXJm3Ath+RBMaABsIA3x",
+	"y59fX9iKskWhgEgMyV6fXRBAkoAQ0DyCG6QzI4jWedmn918aWXnF3svFG6FTScJohe0o/BV+SQq5SMC+",
+	"xoGQMmphLUNfNDlEFMeXT5488cWfvGkFJbx4EswIHckSP8yiTzHqgR1ySoRvByJ3EDATIbcSIfa62ozL",
+	"DcFWITPk/n9AgjzPFVGGOGYb0FqO0nCtO0G1OoHRGlInNpPsBjLJnlhr8MRrvT493dz9lmfgYY8bbaqY",
+	"BeCiYvdc1rYYEY4HM9ewP9XrUBwTx+vp+I/mox2AZGmWybpRbGA9d8aQ/cFnL+yHHasjKQ0f2Xq35doV",
+	"b9XG7DTnMUnJW3IXkvWkJRFbvykSZLP+FkS1DZTaxznbO5mEb6aOA00LucDj8xKF3gU59LRtfQQTYmtX",
+	"TawXBYLgGh/qxOVR2nhLjJ4LMiwn7Vi6ibusj/xBIYftBAYFCV6Y6OcST/BPWCHzGGIApzYR4RBj6Y1u",
+	"2w4XgCm1gkPD2gLe+OLDYMNWx7H+Yf9Hd6mjqBD/bV0hdsYP8oR0L9p9HCNuHL++X+RK0FItZUwOPg1k",
+	"BGVfAyeF85E+mnUjl2tRSJqPxlooqIZc4JWhaosX9OJ4ikYi4pojmmd3TLdlyQDyOpGbltRsfUaXWzNM",
+	"5AqF0kiyGAMj4PblBb/HJjTW2T4E62cfeFQ/P+zRuogZ04DiEO4DVUTTOyYGFnzcRWo9xo9EEqapPclB",
+	"8Z/Yq42OudLMWXvADiKjt1HXYxL5zEHspH4TIRPxCmue62WkWfPz3oPusaM1RrNtXLzWTPu4kblNUqE8",
+	"oTcHrp2TaDK8gz7MHMQBxOWzdCz3Dh7wwLXQ9wXqGtY3klq04M7vXRFZjlsQ9F08dIaigdJKZhU2OhRI",
+	"nZicy7UFv0SfTc5VaS43ZIvja2+NXlYf9qbCX/vzVDGFoCXcDcvI3fa7axSIcFvBj1vb6YLugvTdnRxm",
+	"DSNAadJBqoKNaivY8MSIe8BhrVTsjbu6ovcxF8Ugmoh16ESHh4AbMUyQsNznjlAbEai+QfyMvkGeBnja",
+	"afv0FlzFYJOlof2+BvtDfzvAEpg7ar3O7AsqOidQJZBIH8YIN9i8YmwUJuS4RI1uU8fPv0uiHPQgLby2",
+	"iAa+Ai8EDltA0RFDTYEovA7hE0a31xLpeuJa31g4kb59TCeo+MDrMTTbRkDoGdM7qqaIfNA3qhTKgfm6",
+	"3xWzK54B2Fa+uIh8xXMWy50+9ABTtuArqur7YRpcIXhB3xx2QAoYRTHjEoaGm9kFF4DrpawdIkAqnOkB",
+	"qfhfLat+YlPnAd8vTJ4PKWTNPApGF1Lt+Lvf7590PnTwRiRRj9jaRKG2Jhu6ldI8QiJ4HUTv7yAShHUk",
+	"MqppIRc1IxDNfM8qxaVgeSQLgTSbhVqs2zCRbyGVmAPMRVbUeQxK1sV4Jq32alcDS1dG+hk24xxbeH4c",
+	"xHR4g4vjL0PxW+69Xa267q0tIaVY042CwqdPfGQxVYrpqVvz2zE0ialYacdHkxi3z0L6FLFmGb+PreJO",
+	"Ee64lLZ4MM0J1SPD2C1ZRpiry5uwb5ygjc5aVU0nqkk3USOtjZ1zat9vRuHXftJQ8ojT6lOId5LeMfUh",
+	"LqvvWPthR3ltfFbtGHJ9lMtxIEU1ugkIogeX+TuptOoraWMYuSKHgOhMF2Co91I2tkNmG9CLamXT8c2r",
+	"BVeYgr6SgmtZQdqhw7RWZMHvmQ1s0pTH8ggCSUSlbDsweLJeSuWxrDigFnIx1ngkbQb/dpyAqGRhhNhl",
+	"0AksALjQeWGJbUwfI4aPLWOwEOIs2oz3JaOVnjFbJcZGao7xDljUh1SvFsmRwTRtvGiOWDxC2uF0i230",
+	"hWLrOP75JT7AVRzZWMLu/yGgxzsh1wCJHtDhhNhRECkAA6q5a3flb87sLx2Ug/RAD6VH03BznsRotffc",
+	"rWasSsCP2yO1gne2T8WS0QLNkb0XV9jRO/zEKChal8mSqaftWqk4gG8UeXd9fUFOL87jcTFQ0WMIIBXc",
+	"NdziiVmQ494SKiNra7BgmbbTZOlcD04WPL1zjO60tV10RedznsVt2KyY7zJZgbWYqfZYq4kqT/V8XkWd",
+	"hZG276VGK6xziP5JalYdTA4+SnEP/xyuh+xrfQSL1KaPYFB+m+0CTBwVDtL4O0+tXaeN+d0G0LQoHlBK",
+	"GZhjbM5PfA2j+aTnImeRCvzvqdKkkAvCzXOfn2oFsIaERhVLAm9lNCGocUsGTuEOUczYktuomeYAjCzS",
+	"dCaFppmOlYT6EIR2B+F1iHOBnzWg8DtNeJdC5ygDJCD/abYcro/gaKD/sCSqejRE1Z6lOybyDqKUFxXN",
+	"MVtSxND8AwU3JWC/4oJWGydetzts4bPUws972D7eLJGf4qRN2C3y69JEKIr3ldp159NLZWkcerCLo5ef",
+	"QUypsAKCjXYFVXdiJs8rsuRK21IMnbNpNzMKzSKFrmQROeMntsssfAMLZgCp0RVz40vUB4dpjoQhxpfj",
+	"ODpMGKF1IMfMYn4bLa6sNdFyAUQ9XjO2yxehanwAsRtmESYA3gElMeC3WZ3dMXu6FcSzjddvP8qcNYRg",
+	"e4oFYtjRvYK+ko5y7xKljhrc6JoaeCfk2FfDcS81RWkt+OwIEdF++yYWEPVGeD+A74KLXK7DsnKj+t8p",
+	"VNc2B77XgWp3X3NYhmjU8CF39LUn8QwXWvEHsn2mJiGDcKPtLGZruxPU2ByhHq6XKgh15qU/5LxtyaQj",
+	"kgQV3R5LCgmaHHEnPxpvy+RqxXXfePENzfJg5IHqtdu4UeJJusObcMy2jtCBPLO/GmkKRpIGPPamjVGq",
+	"kv8APjd3eYxQWsLqDpbElub38y42Q3dQVdt2uAfdaFat0u0HGhCrVvtEz4VH3O+17XZLlAlpL5h+s/bR",
+	"Y4zV/NxprlcrGq2B1d6lJUecFNRaOpUBeyLx8P3NhxQxNAK/7ciKMLBNVpgLOt6MjRf7msdkcGrZNsWP",
+	"MgftYAJ3O7CzEXyrQDHOZtLduRY59uOfWAKTtdDRe8L87iV+ygXgVUBJgfF0RUt+Le+Y6F3304tzLBM3",
+	"to5v2oHUNNqqe6RGq4CNcav/EHTKdYxoOyGcNI3CCyMbq9XACOGFfSgLW54EOxesd2eF3KR6yOsKS45H",
+	"Q4Ut9biq5LaaffMzhIg9IddQdgkqACPOK4A9WIqxYUkYwccFead1+cn8O5PyDipAiNxWSeD2GpnJfBPH",
+	"c1DqzYhacXYsWNjQngQ3B+yV2IJsJ36wTSEDsQMEhKrmsAcR1zMtauaTpW7/fXp1n03PVDWfwge3hg/n",
+	"NnAclEsI5oLU1gUXC58FEhQ3YjkkG21N5oTMsCKvdM41u10ibwCkzKcOhSOupZZ9FRDfzOcMgZ3LrVqI",
+	"QWW43ery24H2bOnpTMmi1oywRo2yX51YTAGufe9GLsTUzgXlO2yjbXGcDOtW95AWtk5q41s396GlN1rn",
+	"HEVsKGMkyK3ZyacrdhvPFDPjHxLcPqsIO2gGbxtp72RIpJOtMxTZgz5WkZJxPrlLE8sdy/bls5Qr5rMy",
+	"OoEGeKEPSqxRUetxtQ93yY4ZB748ZJABNGEgGRwwiBT+i13DFda0EnG0Cic0uzd6ajVhZDwGgAj2kFKl",
+	"SQ3abalf02DoUdqCZLBTe5k9ViFvKhqhJRERy/LzaHgGVDMm1DplAEEFmMrZ+etLIqS2WN1LZi+YFd2Q",
+	"GbPem0quThBs0X4fFPkGFFqzF611D8tMxqRiH94ReO3DGJkU6wTqo9oCrzbD9Tcf1/batb9065GPI0uR",
+	"rn1uj53fg27swMDMhdSv4FJOzA0sIN3ZcUUsvi+iYVKNWQN7za3crSZwMwobP39CjOZFVrUCzH4a3p32",
+	"4gA0FzAl70QUXFiieBYBx6yrUqo+tH6/VM7jOKKMNegqjAaIGX3R0xADCQ59WwiLZLLctCgCq4zbEWHb",
+	"QZ3xjAq4TADD1dzmJzYwGpBnQZaEgA1fP/KOlWPAZ11MX7CzaaYUonHvi4YFJZbDiK/fSkzQSbTQflhn",
+	"PyiuH+SExiv59xfff/Zo8Ua9je4TfRRu9CPs8S9ZQfchaRzvmd4uEGsdRdRWVe0vAYsY0L7eFWp1cDEC",
+	"GsrRCZHz+SRV1nWPJJFfm0B3SUB5WEHXXVNSfFGVpojqdvnUidXFISW+VTo1BQG2ex3QR8oraVXqnDjA",
+	"nefHU9g5Ei3weehOOozIYqgePTARpVPNMz2UoLbnQ0YyNoXll6v5ae7oL1hszUayaole47DUpHjU5Jeh",
+	"aqDDyTB9p2RMCVAoDQXbZbjbDgksozt+WJHOnUpkSkg2IRhbDaE8Sk8LSQEVxmXPBiUyjUyM/KMjFD9C",
+	"/gw5fDZ99vz3Zv4VzZB5C+kDJ5qfj/ZSCLbybgZl0BH1Of/ucnIuQ35jOiOH9pIm9gf18unToxPk1eKe",
+	"h6CgQDbm/52CerjUupwQ818FpROou7k+X56HRSQtZ3tCgowyLHdPDmvFqpdONvg3vHrAIteqpulrZKp0",
+	"kUxVZ0tIMcLamE+edApfPnlyGxTGjDzulsU8AnNHo4g05mZXlPfRMpVOMBSooXKCxSKebBdscTphLRDf",
+	"R3QtVLvJKiPyn6JlI3fjAI+QHwXi9keZs9MFE/qNj/d+mN0HkS+lQFW+G0a+LZNrnUbYeM/nTAd1wOCO",
+	"D2OG7BqSfz0+JofPAJyw1kwd9cPY/v7Fdy0Y2xdxFNueFXsgLLNRUkSQ6Z/EWL6GIWx7Gy0+wKa0YV+w",
+	"PlJhdkXjm7CpD9hVCEnfKn0LIf1PoBSy+RW+eVJWMmNKPcG4l6MxQgfP2aqUmolsExVzsLaeWKARoYk7",
+	"hYN6Z2Qg0fwNY0auoIKS1g4aIajjTGE5rQl18N5c0S+nSWTK16zg9wykH+uD4phdoYisdUNu3w7BOA+h",
+	"OJd0Y6SCNOHEZLVzYYRBfxQsqjfXINeU5lIpmciVW0bTa3CfNmScgizFyqjEw9j5DXKLbr0njUtFV5QX",
+	"owxWNkUledJfM5qjeNSZnlvyF8fHux3q6LqvKdeDeD5a+or3relrCa4vSxmoTXOxaMZ4PISeHQxvNHA2",
+	"sIB+/m3YZLbJCvbJ2ez2ZUyFaykw/2lJqhocSTTI/NpmWankjA+tb0Im8m0MO9D1m7KZSpLLMHob+dVU",
+	"2YBA/6csm78q1nlcMTh+kwPgfcHzzMxnDh7eacUEW+9Uaa17gsYdll3saD5Bo1mnfmRgIJJLnZ2Ct/Ea",
+	"EJr2o45r59mlwnv1oTnAQ9eRTL3ZxsiCP1BuuP5ltODFGwGBlNYzwO6ZaNSDymiHS0i1XmMb8FMC/aO3",
+	"Jos3t5e00jzjJRUanEW5JIdlPSu4WrZvSCOo5hWUugVGcM/Z2ulKoyL7LnUWYGi3vEcR51GOitvHtAcH",
+	"3bk2sU0i/nYzGTXOxoHepXPxAeWkYYnLQXo9O066bbavv+++G2TElSzYiBW8NK9BHhRQdBx3FsLpZrXi",
+	"wtAkB31Ib7qhEDsquK5HpepYHps5DL5LRORFDwp3rm61f+/dqILWUMLF6D3xF7aW/0PPPByPzN8FYF8A",
+	"O+a76+uL6dv3f4rgWzafnMfLxtjK5GHbDnLVHnFPX3XN88EkmXaP/evSvLrfogAzoU6HX1PwN0pi2Ugi",
+	"YfmPPCpz4OWoJVHMSDuIQ0MBUC9nsnXmyFvAr2yk++D4f6Na3GsXJvXBja6DAxEJEQIzSKTiK1r2WnUp",
+	"odxLVjHWKjiPbxoShkfxfMT0zpkrZF/JZsWYv0GC2IRDMIfRTJNX3ygS6wklbCiWCoYFvBpkbe+C9lYP",
+	"qUAf6J1pwJWMx1FgfBi4f/y112g8LvjMAvWOU3J2sFlilvnV28/e8OsGceKNlCtpIVSZy30PIQAex3TZ",
+	"vuSGrrYB7m2GH9edHSgyTvDWkkWf9eXbmD7jQUnfiPxUf9ZZJCihoEKw3OgME19zhzlkRSqsOQ+2u6QK",
+	"SqRyRaAYUb5DwJwbCaTEDIwFOt8lzqlHdHsni5z8RXJhjlW4X07sDYU2V2kqt1kjh0g6htOhlAggvXBT",
+	"KcJCofBobCRBL9O/qmd+7I92FSpsdMZsHbG/l0vwmhZ3NtQ4WIsux9S0uPMRlkb3VUbSit5wA9DEvgQW",
+	"Xm+y1mWtWy5EaJJqzSrzzX/9+Xj6rz/+7fnxz/9ysJPP0HTWdgsCkOOO7ZeDpSzdqnDVrEq7skRfIclS",
+	"p+oo12o51XIKK7+A0Dnd8Axy6OwMsmQi4SgbsrOYGRTAzTtGDleiyEgiujXJumx6fnbsLIERk8azEVVq",
+	"vXnab2II3Jgm2c+KVY8Wj+il8k7sz0gdrJ3P0Yrp3OEWdG6SWPVoDgHM3lcTaDIntio4UbSAekpUQWYt",
+	"3h1xtLfvX7Tvy2hAmSzYeYxgmtBd1TCnItBuMGLOpWW3o+o2ZFGBpm09LFLY8j60KNhjx9qF6f/WF4kB",
+	"P+xgkljhJqkz1NV8dRj/sXX5R0+z+Sou0byXCy6cM8qcYJWIh4FrEFT6NVcumz0WcKPCiBs1Ae8xXwgV",
+	"BN+ofofVt20+eDr9Dzr9yXDD5p9Pbv5t+uPfnk9efBtjj5EEGOd7cgTdUFP6POcuyDh28wi2Lja+Orus",
+	"SCU1/NOHEftEelxRI6Hf06Jm6ZyqIU3IjwdghqIDMyx6XheFHQJ02Al1ulX32U1J9c3tiTuSDcvwIVhw",
+	"hqFyDeZuct1BGQ/LndyxkckQPra3f8dci26aTfJSfLswoP2zSllBzFk28w8yL8BPoBUeKOLthnZjbEUg",
+	"iMI2t0+T0IYWlCW9Z0RI/EauRYxVN52NTDfYGuQEyxp75tqQVlMErJNzFU9W8C32F2GJj6LFbko+dVti",
+	"e57anqOMpyfh6S34YDvDxxkj1cKNodKpUECcRk21sSuuqYwKH8bGG6T/9jb+IhlNeGVAJSwm5rLKMEUe",
+	"bx2rI++W8QTXWMSGH7/dunkbkGG9nWfVa2yxxszuQPZON+rQ3qR9LLq5Rzjf+BnXH1i1YGdGitw3vPoH",
+	"iP5nAsil1k9XpkWiqboD61jFVvI+wp/vGCs/gULwlvv96A/vNA0hx6PqzjpblJWLRA6Fwi32jNU05rxg",
+	"+0V3QXIkzsHl1a92RTqWRc6q6yUV72RdtSf4/LtJukN3/2EcqVnWFWZFUhEU712aRgldyAHv6P94cTzs",
+	"fhymjHihBGsRzfAtu9d5LLoeSkvFLxL7Fc5+t6OMVdYizSL1QRkFWRc5sXGatiuMjVov20lA3UCMnMWr",
+	"ex6C7/AmQIuaQNGAgmd6Ynq6mcta5BMsPihocZRItU8AabUK08WFA6ruUmqweTZCGMAWJjjNfoCo3hw0",
+	"t7N+L/r4zL42XMj/MheC9CXCvlFNZVjgM3+RXLxsyi+iVVqhjyirpFKuitgd2xxBUDEtEQUCGzyPo8hF",
+	"Q+O7VhtsYeKRFrxia26LBb+Pp15tX+y0KGY0u4sGHJ4KCA88VEdQnAecgbXO5AqupItPV9cMIhUO/9fV",
+	"p482hAM2eQL/j0A3E2LDey6wVjlUGjNc8or/xFyZw9e29sUHNSGsqmQFBdxK2OdTfXRCFjUFL3fB7xhZ",
+	"s9lSyjvDqfDifkLONd6S2grBPhN4OMBvXK0ra7veJoCRAd/5NV+xXpgopLhDtN6CqG8+AcVrJZUm/4Pk",
+	"dKOgzE91NCGXb8/It99++69Oz/tpp4pMA3fRKdQ1xaqmhjUIWkHxNlvajMHszclYtc37rvxwwY0CTpQR",
+	"mWgxaon8jAdgq2CZHjp9d/6SYZ08f/DRGhGbuXWYYS4dHtFYxLpxnEe7x242q9wQZR/7NLdaFCKiJXVF",
+	"s59axzrpjUSeAjZaI+ljsQmXfQvr0Ry5CVnQUhF1x8sSSkVCIMdVnWWMRTB2Ewgdu3HYuCJmD4fP7IqG",
+	"9m1CfcK8bknKnBtICXek5LSyC4/qa1uAS+5t95LblXU1dcFdhPeSKpIqkRbw3R6oDRCHUVLcMZ/dipqx",
+	"1s+chxKiQnZsN8lirQSA3rGdW43X7zYyGSW2uDisRV/xXXvZRUR+pHzFf4JQ49lGM7UnVc8ruoqpmG/h",
+	"d2dHtkftkBYF0RXN7rbDlxPtm5MXqZJjzqOrdRLejU1f9rSOxGwauJeuu6mMaMXxkJx4N7ma0DiCeNlg",
+	"ePS6T0cIFDo4rlbsjOt2+PJV+g77gRbFNCukuVGDmCf87htlHfCwi7vS6JZ8td37MVkvzTwsh5lgjJX5",
+	"5bIWwv5yPEB5qcqHEKphNGrAx4gdQBuiaCWHZm2N/KRGF1hMrm1zwq3zarf1s5l0vfyuLedQZcvsAzLm",
+	"zt0Nyh57aWAnxCPTeKri+QjPLjbdwFL2pi0FcoH9Yh9RZwdtMRhbjNS7LMMNpp2U4kr7bck+2+Qb3lBD",
+	"klEKou20RS/fqC0jVcls6fBtyWmEfaG5a3ZDThvDUePcssiZ0ja4dvjmdrwNvnI8x6i/ltngjbkrl0uV",
+	"ksCFcQEgGEE+cm0qHE96sTsHnysoWMPFYmQHyvHS5LBBq7Ts0DavmdgPebB9DoIaEXaa4XhGGU/MGF9D",
+	"bZRhHSDIsXFYhAGDb9O4fSNOjTY1GC8LLtzimCukmiCyStNVSQXWKUZYGK57zGumxfOkQTC4o+JSXCVX",
+	"g7D3TeiVaadzrWPZND9s66Y9DO7DGVtwoVwkxh3b4IcUIIR8ltBYkU3LRx0vgyy4wAsTfMZEvg/J2h3x",
+	"iztsCsT7YJdbKnqzeL6vBul/uAx/h7n/BkvwP27hfZjlhAi2hhxMQzHjMYhbOzO62j4yy1+zwv623BMz",
+	"U2lmUbvbrPHwD2+uyVNa8qf3z596NekpQj+uZG509BU1c2Pm0yl8OjWfHr1sZHYvqnsJ3bCFt14Y2DYj",
+	"XHrGfxUw/h6Dwmuq6SXTTJgpWUfMBRZvj8w3k6Wdb041BBrjh41zBp0STkEEDQqIW2z00t6iW3ajmL59",
+	"an4OmLTLHMehJWw0mi1kvEqKnRlRMANzMGAC9pPNeC+rXyr7ZYykx2EF2qk8DCtwbK5YZ/1OHJadR6kb",
+	"AFhqQ+fDlvnOWysfO0oxGrusH44AiImDrJcWH0pwVS18Cqbylb8gXGCku6WHKP0ziB80wzYqXUGaj4ZR",
+	"BYcjEX61dMKezMEkScRdwPi7c879wvu9M3OxRiVffMmwl4dzFrsWMYc0FxASHGMvoXsJsIJ/YYaSWq/R",
+	"UOyNQIqXhRwNPd5jxWn7j3Zfh5gPxTK/YPEjnDCoKDCCKc6oYlew/6fm1MUoy//lZlPIDGJLzSLmto1t",
+	"osdM5EiD9gsLxDAhIVTDrfprwTW7jW4oLHzF9abvdDawEN8o8teaZ3fEf0eyJcvuJuRW3tmEmKBAwbYB",
+	"AhYqJnPBehH73HUarsSo44bNfEoqHU5UfLWJZrL6dQSVoGXOH0u9MIA/pap92Wm6al9dLh3Od4wpdcRM",
+	"wOy9+0w6R8USXnd+If10FzccXrPx0TMDjBatyxDQta8I0TZPS7KkVT5Fc7+FcuXg+7XWR1h3BMBgQhcR",
+	"yHrUayPL+2z67PiY5AC8llnfAu/GpQ9AnzR5k89smFUqTj2qbSfWkqu7D0xXPFNxZXcla6HtItkk5FjM",
+	"1T2PZW2+Ar8HPk0YV1iKIuFnYl4Y6wlT8Wy8t83Iu3glYaZErFTkBzN5DBJNRE5rWiTGf7UHN6gVy3uX",
+	"gwtSK7ZDa9ZiHhneklbMtjchx4Y+29eirLEcoG1X1Fg9aEul1kufaXPgN6G1NOG8wi1vjzBFnX+SRb1i",
+	"CY/7RzPcghyaRokqaeaMZnTmAjgLaZQrzaoVre6OJuS9XF/Bi4czVkCmEv4NYzqakLd1Ubhn87rAObwk",
+	"QgIEEB4DsOAdTchngfWoDgMgpFYQIDiKjkIlHUd8MDlw4zCKeV2YX2xrcQXdVhgHazuICebwp+uv24xf",
+	"kOIrvJgRHY4RVjCAymoC0CE5ORI22xtsbptpFbkM8EI89tsBEgxT+pXMN/CXKqVQze1gOfUmOnEj6KSg",
+	"WpyZ0s2Iq44kE5pfkAM85WIuEVEOOydX8Pu5mMsn9pq93S2GMlKMtKzkrGDxGBL7LJI/iw+IjeiUlcfs",
+	"d+tr/jbKGIdU1htbZiD4JWxwsA6vX9kJ7nQztP4YzTdA52dSzPnitCyLzSkknKTs604otA4U0joqAioA",
+	"wjA8+GoIWmZu5bks4Aw7l2xTDB7iWQDZ00rjYelyyDw85NqnnN8GYEdYlEMK9ml+8PLP/TLi1ny9SjZc",
+	"o9CiqJ1mGSs1yw9+/jG2gPvJL1dMaxeQaBbXcHNrmYitb0Q7+FKyTLP8akmff/8iJtDPa8WahQfeJyTk",
+	"drIKFh8s2AjKPga97SsaISYHyq7PbgBo4apiKR3IB6EEYl3RtltSnS2b+jD2AzwhUTS0LUgwG5v/7PvJ",
+	"SHywgOjNkQB630IJa/xjiTN0eBshytujEOmOa2UP7Qk5tk0rlyf/qNhjfn96waVSp69H/RziNMnimf31",
+	"of31z0EOKwuQNmzIke2H2jW1DsnteKEZze7q0oikMcjFpmQCWGhlrdJ+SSTOmD3RFoBy6ztaGQ6XGhuJ",
+	"qcSWqpIlAj3VQUYE8N7cYyQvWDJSLp4SfRZuXHoxHpDgMA5SLsLKMG2tn2YsWVRsCqUFHReN04ZFiLv0",
+	"ZyTVMrVrSQRjucK6G7YfDIQy1wC9Y4RBzluiNwBZeUWzu/4ptCjRVknEHHAyYxk1N0RrpnMAuHUHRqZw",
+	"8FXi0rGlBOwxsFfOetg34UHrGvoM6MpXAD1oHUE/jGA/WyuzvSkNrTVHcIhv2cMU1a+z9mmN2RRYEYsZ",
+	"w/cBRDlO12wNNenSQC2YpkkVXG2p+J9EG64G1XAbo6k6ZKOwWRBJgil3Gu4lwb7oBl5mAK8F1y2YQ7Ak",
+	"26Ma2kKnV8Wl3Ngt49wUDYoR1nJumPK27WgsD3Twq0nutKKCLlj+1qyBShKPgtRnj/UVyBiHDuFu4rHc",
+	"FcsqpidkKeWdD7XlVZBorI5OGtaEkiiUw7A8oXUPpYm5rcJBb0/qqojbXzp30y6YVPxRr4P9hM03WAnS",
+	"zn62ASpvU9Ed25DDjK5YcUYVQynUiGCOQ/6f0w/vgSaOopJnis1evTudPv/+RchnTwAMxJw5yP+hirQV",
+	"BMywBZXA7zIP2LTjZCtGBcQY78C0uzFsAeP2HDqQF9vkPXR2Db+LqdvoeLdFMWInGGd0YlRMCD8xl18Q",
+	"qLeNT7TovbVt8ANZg4VoSxwKgUZ/LdkOufrVQ+/myUHO5/PtBj4LPjfioHkaNvPVhcKNRc7gAsrGTWwd",
+	"BDSoPCZfKPGuHVhRv5xIGkt6zx52lz6KhAhL039fW/MONwoyFuBLKVxD6GqOEwQnv02N3bWc+BPnRhoT",
+	"zSwl7n7hG6bxcLuMOYm0YgHMuZWbfqsWml/HaEIORV0UNmXefOevRMhElXAvOtjPyD2Xsiz0bXLFroK5",
+	"dhlMFY6xK8hB4OvClviK4LD+6hLImJugmT/IxGoHaSEbw3/HXvXb9/u4Xbsw9LTj0WzvqyfWEyItZKQU",
+	"TBkNI+LbXcjyjGZL9oF+edufc3fHSo1h6b4AkQ/pBsgboxjbkkQ2GNyBkx8WFIBdMY9dabJiK1ltjoZq",
+	"QZj/DcFhLwv11jaxhdj3/oootljZCO8Vbbl15qsSHIwq6qBZFuoKP00DAgbN545smhIr/ZN7PmZidgRR",
+	"1QKfuKol1rRcABBQQTfm5/4BfBsO4Hl0AFqXp3lepc7su+vrC+xf+DJM7z5dXb+8+HR5PYYrF3Lxnt2z",
+	"IhboBfdIIRekMG+E+5azWb2AmIu5tFWZD1xm649RxnMJwEzXA/iOzkbtwnupI2Zrj5biBrOvboQU7KaC",
+	"Rh+hsAY29L9rVrOBE0iJKqQ/Yyu6AVgDMmNL3hTXKCQAwmIC7Y4H7PfR8enyQlb6A/0SwekzXODy+oKU",
+	"shqgtxfff//t9+FahFUWI93xGDgXpHM8dn8qQeWX11cPoe+fR/H7z2VO9Z6wLqjxkCxk/y9RYKWa5ZNG",
+	"eDICB8tJXcJvIq3u/QM5z3aTJvBe/qfT6zGcXlsyWp/1sZFXXblWpwSuorV0/inQ/FOg+adA80+B5p8C",
+	"zS8g0IQ835+moMvWbFsrHfK1GDNqs4dJhI3HCCt5GIKzmL6JPkYBCj8FBiyWh4UgIxEW5hbvS6BsILKb",
+	"Wz88+01WO9Y4Nv+Yz+2/KqY7Rr0Q1wj8V/GNfi9lid4Ou8ut7AXv+zq9OI/aXEbxSdt0tAFzl75jtNIz",
+	"RnUvEAmKQXD3VsycAZafELCaIVwZu++wpDCvxbxHZwVz1rsHFXPZ0WwFQSENBnI6oOJBzObRucnO7KJv",
+	"m1WC8O1lZ/MLGmQQR/S1jQg2LUCZOIdm0sV3yCqqls3jG4vxgMEOcj6Pnoz7VNaJHZZ9/hDbnsNvCY9/",
+	"03H7cE52ZpTd09PPwE5LHudhTRnK5Oknh4XjFIirDrmfEc95pF6Th24dF/oAyoeNoIHjjvlRmDcVd9S0",
+	"Go1GQHFNcslUwk2mlzJycIF54cMdUiYuqF668AS3gH1HA1MDhmLJNiVT4KMDLjivRQYpgi7IrCjaAXcJ",
+	"OrUznTRZC02PfiSTYMMGCSoOEvFmm348jXl3Qu91+WBmmgRxaAayo+/YHaEhlF7PDJKYCk17Z8MFNRvX",
+	"pa0wLWxt1o73nYrrWgwcMaQe0wQty2KDQTm6FjbuKuKHbyLG1SgSbXqp6s4Kb6HoBB+OCm6BUJhYtR1p",
+	"IYu8HcDaUsIjWBZUsN7xALKuoCv2a0fajKVxV+gniTHqX/AmIl45XsR2Jf8L21i73upWlv1vXYj55e/8",
+	"5nJvNqhzkhwt993t7kD3M5Be/muG2NR2KGqlY2U+4qwScH6Mqt1yuu7ILgd55QgWmUwNtg9UO4AJJRFb",
+	"GwU5kbO8RdlBREtL9vixMcemycTKdDTTQyP3CEjmfgyz0FIq3IUZ9LhWQ/uwm7O7aSMIsmbp/jTuZLTK",
+	"dFj5PBGCqbMlU2fB2MfcTubeaG2VGfY3KrLi4ytMfA1uPAZM0+or/qLCT1pqrNTurX2V2bF8qr3rkzbt",
+	"x2lum7bj2xyuRvp0X6DWdwqi7LgcuuacO5WRZn8HuXOtmT5O9lynyX2cgp9Kvc0/2+sauS0e1QkXLYb6",
+	"T5/Zz+POzHAm2Ph93TurqWnwN5CUZGc5WqI1L2NmfY+Rqm2dtQuRgK/nCsL8wPTUC0I3AQS0/FOtDyYH",
+	"Z1RkLA5NNybLR3VQgkflL7dm3+dWdZQTTedopCw0yiprh9jb+G3DCx/fBj7ni4uoweZNLPJ9VJLJL2lZ",
+	"z8o6CV1xdvGZ1IoFyfZmgyaQlInfuM3KZMVGoVrs5fJMWvSRPSU0QJu7YBkHOQRRYUKUluXEhWdPbFW8",
+	"CaG1llP761GywzfxagXQH8Z7y8rZEcFd+uTgF3ICsC/a1gjvkQNVXbLqnivpwwW4VVMsDhgFqOu6YlY2",
+	"9HVL9/dw7MtRYxHwlncQnpurr1dw7UFvBV+uiqbnmQfmiAgIMRprK7BuoRFuJPcq6l/gdgilcK7Rn0Ry",
+	"nu+/4pZqVfSCxm1XXGQsGJcVm8dOWKkEWM4lU5DAZqNNOpxiLEj437lDagSz2kVpC5xUv4DW9lv1kWHc",
+	"h0rVbFDID/PfjPUt4XEreds0F0IZ+nPaurzCi6XN14OD17qnm8VqmFtL9Hiouy9gcL1yXddOG8c1a5mI",
+	"W8pCRIDDMxThA60z5mxDRhdrjM9WjDKHu0oiIOS8YgmpgQuEwQ/K2jjah0cHrgpNlICZwLLiY3yPbRkQ",
+	"v1RJKAtfaD92P+KqCrrqgEuajQZhROtyOi/uh0k9rOfvF2nit6SZYZomLh3y9huhqwQ92ApZYaYc1Hzd",
+	"vVJjdH9nfahuNsi4uQ7H1rHIK+R4qbCxwqgpMwwWg3QqjBcLKoIdHrdAOMeWGOgrqYBx1AzMDE30dDS9",
+	"U8XR+lRjlEovSYLFDtTD2nupbYHrhL7oIeC3jOxh8VBXJdsba1rFPLnurc825q62pDtjCyqCbtv1d0YX",
+	"R4pN1JVbORQSQ04tHW2Yhmr0TaXkjIEKxhUp61kBu3lEPNayFRUcI7PNApO3j3uu410rKI0oUzTMh2Ll",
+	"hQ7cOk064MAFXI4zD3loY/DceR3BqlLmArAdBfEDbsFtInY3J51ld+NoxsWdPFop0XOthgsMpbSypjpR",
+	"DwCPqzqX9t5Z4kRm5GyzOzryOpdHxOl7DwiVw8jeth0EtBwv0jWb2Jp0moZ+wDK552Imv/TceODwLyUE",
+	"kc82hNoFT8pAsWvP7BMtS2Jf3TRmLHlHZjLfWN5WVkxZY9agImC+jef9v3MhCoQLklFNC7lAMIzDTwJZ",
+	"gAVIiJtKYrr8OYCXzLmryMIAv30zIeyvhjc4QL17JvS5t3vbNfL1iO9ZAiB2r7KGdk94gu7p+n9FXRDX",
+	"4bobgSvTxYYAXlPG+D3Lbb1mzb4kTEnuxV5+0brdmra53gVdHj96N2KnaTe2BYLZDpuQ/Kxvx1P3xXUj",
+	"AT0e6XYONKhcnpgjs94+6p27JdiPZt/Hnfvh6kXg57MEzM0nv8H6RcJ39biVjGyJhj1rGaW47PiyRs0S",
+	"+tJGdkhfqawR6PWAx7utkhjuIeeGqVUbBHAAk7GVEGKus3zw8oP+zmxITA6V5XogJiLlTLqQu7qirnIS",
+	"QOtB7f05zbQidCZrjHaxFeVVnS0dH8FIBkoyWupsSQ1/V7K4Z77AmXOVV4zQinkI3q0VTDr33tUrKpox",
+	"sQYdGICEAB4JfLMzcxYrlfAAVkxXm/6o4YqVjHqkS2W4pUVaxmLxkCdkK/+157cdtxLo9bqiWVwoMw+C",
+	"WBDbWeeqvP33Kbw4Pc9vicN6NvplHpUBO7QMxBQCubjRJKn4LJqb8qFLG0jDpnln6wmJmlwbVlZwBVg2",
+	"SPrwLpiNC6pBynBO7jXXS4A6KzhYrdccYkCIBCUOargvDb+6tdO4NWtTMlkW7Ak5g6g0CmllxQb6IjTP",
+	"26W8wHp3Y52cjaUSf9aYweP/rkUTsWzuEH6j5R0TN1WDWUirbMnv2Y3m2R3TNxb2yDyojQ6sreki/MSe",
+	"kOBd90v4ElYav8m5QiNM89OiknV5k0kxL3imtx4IqW/AWhY8Mb81Pk73q/3lhmaa3zvEavcwMO/aX5xY",
+	"EHRslzFzbubmJ8NSq6qG6BK0VbpvVDW/qdhfwAEDWET6BnBsbtDW1ln03FZ+hyk0R3dywL6UstI3Qt7A",
+	"XR/+om/CFhaz579/9vtnN4ikD48BCHz7UePy7TyoRcVotuw0yMU91yycS+dJQ048Z6tSQr5uuH58BSMO",
+	"WoBlE3DFWPK4mSG4u/szQAUMfkUuEPzw15pV4WcqL51YdIMi8U3F5qxiImP59pMAk1MvZY6LWhRyDT8a",
+	"jSp8yf6t/Z/NEiPlVYgCY//eMH1zzxXH5RTSaAl4TBR01KS+weW7KSTNb7SUNwWt8EI2DYLB5yZnAsFH",
+	"y4JuZjS7uykYVSxc5VL/BM2qukQzt/2tTWhgS7GHFWZrDgVIl0YKxgao5mrO7QcV1eym4CuOLXoF8mbO",
+	"C9ZpvHnYbrr9s1/f9u+G0yK8/7xiaul5UK0sqKpc3WSFDP6yzCiTQtWrrZ8bvlPpzLYW/lbeQMDFDfuy",
+	"pLXC2Vn72g37UtpNVitdNvxTaVnRBbuZY8EFzyosm7VGx+ZJOC9Vz/wFc2P5KdSp9scHx4jf3DPqVrW9",
+	"xvbqNWwkkyv8xW85MokbjSU0rHR+Y/SgkFLc79rQme5syprNlIQFrMtFRcMT8KNhPmCGP3gZJc4tIeSN",
+	"UWzfiHtWyDIRJTNriYuOD5JDFylJTifkP7EhwmxL/3lwdELstleKaFlAWUHCQKwD4FaA2M6pppFiM1TT",
+	"nWE2hZ6qkmXmCNsOJk0QHOjKRiTkmhZctXLB3Dy+UajmY9k5bXYzKhdaS0HExQdf8xx0JSOR0KySymjn",
+	"WC7OiA32JyMxqhMrr3qWTO7YZlRVdxhCXK82v3o7h3nNKLk8WxLFCiikBZLkkmJ9T7f+o812Z0HMclBG",
+	"GBdOVnzBBZa3NIIw7dTYTqjwMgPMvPxUf9bZyArk2CHUepuA0G1/x3xcrY3gsYMpvL9G1wWtIO/+vh2A",
+	"7oh94jD/ig15dmIkz+DA+49WtdKuaAxqBWS2IYuaQWGPsfW9oLRxRO2HlW8tTihsWnkAOa27ZFum+ElT",
+	"0EvWemYuzanlQlPNlB4O3OvWAXPHJKTW7l77CU0a4ygc/pgu8AecxOtEJapTUrEFVxpSK//wCt4NClNt",
+	"Q7kKViTwV80TX4ANWvhGYaam2hgxxVkmR24aNpGyDvoOnh9Pc77g2g8+S6Uz9LiSb7mAzbt9GYzer0yT",
+	"J+VVnni+BNyu0bAb05B1Hxd8zuBMDuCibK/IioraqPJ1FYuIf1vJFcFtPhdzaa10LjYgboWVeQxqZI+W",
+	"RJSrtjYKrJbzbtMQLFMLzQv0ktnjb60Le0evXXcSRchSFt7l54ekKyqU6fHEhe+aa4dmy5AK9LKS9WKZ",
+	"NDv749NrHfYkZVgHACZnhkEbns+1KzMPNgml5nVBLt/84fzq+s3lTrVJV1KzeOBTayeuzn1WvjP/uOWB",
+	"tVIMIeYPMejw4+n10U7Z+xdgGc7YCbEqWVDF9I6xckrBQ7rmIpdrANfGCm6KF8zGyPvKWd143h+T47Ae",
+	"juQu3OJrt8iSrHV8/Op6WokvrllT/0qMiRiitt4+H6EFSp3OyuFrwjNDe9TaMR8+uKkZZIscgnvC8ahJ",
+	"w8w7NLy9noPXyrBRvX2zqH8gk7qd8cSILZYk+HhXa/v2fpAhPVj6r2BItwN/z+/ZOZhTglykrgQC3ACM",
+	"Ll7DoA23snSalEaS7B8fhyKCEw1KI+pW5sX/+vPx9F9//Nvz45//JSoy7CiD7NzBLqHlUGYAHF9ENlXX",
+	"fQkhmKtPeCuY4XJYuoUgF3WX6mBR9kqXP3C9vM7KvnnbfHrD1Mj12YUzc7d0l0PzwDB4fs9aSVKfX18k",
+	"jOwDkGTvoDKlucg7+V1+M9AYTQ7d+jw7PnqSTLJ6Nkj7AedtCG6A4q+0LJP03qIc2yS4W7Qs/zsS+QPX",
+	"88IaBlO5I4YgtAQEOAxS1NUmVvA7h2q1CVwWLREs5dAVxbSq31NnlnyKNuGjfYFiyOHFp6vrVHSBp5QR",
+	"V4FbjzZXTSK6+Ik3/YxY7EGW7dYlYNv/PRk0E/k1j+k2b0Tg7/MBhUiIjxYrNpb//71yexDl4ut7helZ",
+	"D17hv48LJVyKhuh2OKnxjF8IQ/OlF3uOqnUQ7MiDruxX22C++PuI8V81HW8B73ClZbVpeI1tdocQPHRX",
+	"mD0sy2SxyFEsKmlVsmr8GOXf74T57fzjn86v34yn45GcLkuDeeSXiRx9W/aHiTxh3dmJCY6fEnSYXLhw",
+	"ROPa44nFsXTzjUrFQe8ajYhs2LAj3gP6sQtfe3D8uTlPZkBoSmvZHzD/Gk3vOTmEO8UmVz97/uxoQoyi",
+	"rwDa3YXf23B8yIGEyOxWWjt2dTAx259IrMaDl1pMfyx5jiXifYcJX0ciUL3V1v1OUevgIdqBFUfwnCJx",
+	"7z7VDEotec7Qwwcx+jluPGknKtj9XMoilnzTd0THE9ecFwkzifmVcEEgdH/SAKd0qIzrkWkjow3Gskod",
+	"Mncv7HhpWUXCR8rHiPRCKt4GvtTVxvk2IDbjG4yKmqBF+1mi8lBWsSwSSngMHi1XOPKZ/ddYZ9YAb9lB",
+	"NNqUQ3tg7dXmTXJo2pkQWtBqNSErKmpamD+Lo+Hj5pc6dbrcWgXbOnhq/jcEyURdWjBq2CjwH6+XtGWU",
+	"DZM69tRZHiQQ4MjWUPdU6K8qBAxf5C4XcyzLwOCQR7zHbepOb4gyZgTQquL3LJ9suR1lZaMqd7GyWl4c",
+	"sbKOvs93W7vEXW4BYggUCwUrtNnSFTshHjAGGTAtCnKr6tXHenXrF8auyQk5F2aqBdNsi12vmdDkrzVn",
+	"NsSbHMrKQhu4o3EUXvlxyJqmg7gMAAOLa1wrKjbBVgYHU8ganMWHx94t6NxjZiWORnJJTdVd6pw4Bh6V",
+	"BjuMy7azo6zgk99wCRqS3kkqAP7WY4QJ2dw/sPUFSrlYX6XfjomDbfv2GcnpRmGG0tFOZ/OXOPIPN0dA",
+	"sW/wq1n0suZCARNNcOyTJotnz7+qzeIdJFGfLVmspn6DSiYF2wL17laRTCQXvGmyCRrdCjHYAlhKdJWw",
+	"7M5oNvJuh0iGMD6sCzg+7BBvptj63ju574C/QFRi3gmMHEb+op7j1EMIX++k0h+YrngWpTxI+FnUFfOg",
+	"XnEQ7qysz2Q00KVxOxZywTNakLOLz2PDW3aAtlovZYEAXGiR9JjwEIB9b+TS4+mz4+ORGFc5VzEE6Q+y",
+	"FprlmLivNsqIEqNlitdc3bm1jkgUMNA5zaKryPRaVnekeWd0r+fuk56uC0nzZ1GNc7riotYMDMmE3rOq",
+	"6wBPLyE0+n0MtmCuGRMPbDna8P1DxrtiqySxfUBwJC4Mye1GSSu2upaaFgn8pXOhNBZIWPk+QKMeqTWv",
+	"2OozoPFHW2+Ne9em69JcTYOloBpkKjh9MykjuFRjYgpaADmeo3RXsDPl1r45SnYk4omwOxl3wFunLsUf",
+	"rwH2/rQsi00f9mwAkW9vmt8s1mxnVg/Fmd1qbh+MWfuVWZ6tkgPkHmr67Vj8Yb2Uym4LdwX+cu8l87j/",
+	"hTS30iCEwlesKHnvKxjumfT5milzqOyykdmGlLSiK2bk4Tu2OTH/URhIPTPrxDWzJfLMg+Gq4XaAvYUZ",
+	"4zTWh0Db2nGkAeugjvp3Cj6E1RQcK/s+mH7uWcXnDpS2oaxkTYvzUVgIIoF9q3w4TgLPKlFm4jWf22wu",
+	"iDyzK4FbNPrybzbBNHeu2Sp2/Y89RRCj2kRJjsRdc1vVRqLF4fcTjh9z3+LMmF4zJ8lj+gChFrkpD8+B",
+	"k2Dt+m2rxoshesJmcuhbNVU+Xa/t/OeQjvAFKEwaEWTt53aQA0iydkqJti49lUBr0Rbu2CaamdHwh90g",
+	"mgNFqw1gtl5uCLXT4orYjLS4Nwdy1XoXv2pPzbSI3lPMZ5cumHgT24MObZol6GxLZ2UnniLc4Ib1KCRa",
+	"v5JxD07IbEN+5xl0rGCPZgtZ9e6ae6dVu5UXbLqkIkeIJYE6hI0vnhzw8v5FHAJ5P3Jt6dUgpAibpVMx",
+	"mqeIeaAaF2RYNLPE+H21J11P4PzLOZmrJ7A4K/plQgTTTwD9WMkV/ZJJIYLfqhVb3bRfW7d+4uX9d094",
+	"eQNSxA1m/xrCCZ7qrLzRa8zv7Pw858IlFXeerOiXG7URNzOa3RVy4Z++eJJJMX9Ci+KJzSS/Mb8SxFEE",
+	"zFYhzeSSSFCrFRjfE9sLP5PgPThaKB0Z8jECtRrm/vaEOcrdOmxbA2kTw8ARK6iI5hjcc7Y2+xseLDzH",
+	"KsXye00WICbhBYjkvpZ1kQeX+Qgbxt/Z9S5XJa12ut/dOo67083ePVhBKO1Wj9rnXXQEO/s9lYS/F7m9",
+	"f4cSuI0/DF1cAyZCEOg/N3bMvtAju5fBFWKFyNYdk1EBqoXZOV0lpB33Ulq4CDoLevJJXrRTYWBbvEsR",
+	"WEJHaJMcfjJjqcKRbnHjNoeQBJp39+AfjdQyumihX9lJam9b448R3ZZtMioyia7x84RUVIMHtGXpVUbs",
+	"hBAsa/LdJkIwf12y7D6FL+tB2tCqNZNybPgKNH0VtR5i04AptHOzeSVLdR61PNiRljS7Y1oRi5i5Zxef",
+	"ah0z8Qn98PYBPqhvDggwpPZtOTX0fO924x4fT63p2o92reIUdmEXcn8as83Hqcw1vx+dVSy7f8W1umAV",
+	"GknTuwUAFFyQGdeYFYc5yyPt4WZ4Ax3B3j2kl7hDrDn84WmNTT02yvbmtvcioPGQKJvTGxyyGB/8X5KL",
+	"S51dSrnaTzY6bZzBf5E8Fg8NacTXgBeTDgpXiiCkDDDVWa24ML8ZHcRsCVeqxosqMGg+//7FoEEzoytW",
+	"0Tdj8NVt1IeZhU2yN/uPDZBUUT9EFxtb79Bhkcm5XtOqmxLx4rsoUIAqC7rpQQrREpDMwhwH0xcu5zdq",
+	"VN7FimcPWKMVzypZLkHFTayTwyqIBgsjcJsdt+3icFbJtWLVhHCpJoSKvJI8n5AnT54cDa9b5xi2aDB2",
+	"DN4bIfuyFuCpEbRUS5nIDl0sNVH2jf4ylmElky2f9Y51kwJXF2ggslZ+FA+sqbTIzjZZFOX9zIZu5GRB",
+	"qxldmGaLAhO9x3ryFjJ5Nv4gSYUr3lupdCErWWvDDtLBac07I1XjJaPlaVHI7FUf5L+cYzqweZsgsYyd",
+	"t/nkapMqffPONDjDPmaacsHyxqiLzv2x8sJIzIl4eEm9OivrWFmwJl6C1GDqcUX0E9V5EsssSybexksI",
+	"fCqZrWDmfpeVOiHTZ1vgl2My6vsLQP02ShWNqQ3Qqd8zPpRrJ4+52grNHukn9xoYlqoJ4fS7Xu7g2G4d",
+	"t87xSNeqaegn4FOebkPuEmfqCy72lWoyKZQsGMQOiRCOqmshB7jNPu98tqQVzcBMYe5p4Ty12ZIWBRML",
+	"RvgKsCRMP2JDCqbRrq62ciZfRCUcGEHcDOAFD4uk2/SJcPsuwPaEuG228CgIW2vYEtZ4U+RQMUZuLSzw",
+	"E9/rresC8ftsi0djRJuSKrWOJpxc2Ceu7Vqhd2JH4c98FleogDQwqSPoghyaRZ9yoZhQXPN7drRzr50T",
+	"44cQTDdGqx+ahJ6+UkiY8/WyVRMidDa7on0xa+SvXuASB5waAVRr85hL7FctKLZHnUlyaH6cvn3/pwk8",
+	"ns4/XHw3Ie/eX6UrQr5jtNIzRvWIaoBFuDytum7MIvnsV9HtN1CV/BcosghE2JcFsoaSC/DaicP9Kpjy",
+	"Pz6gouJQRUIAZbJr0qo39ijlCR/W+iPUKowebgsDgEkkDVFz5QACXNyEK5hTCwTb5MpVvTpxW+NvKPPX",
+	"qsOcdmRJg5UDW2UtqvvRCsbIIoItr8I24HviUulmf3qxLFFYsMV4wwqDXSa0e7m/WDXB5vgN3HRxqK6Q",
+	"5ShyiINXR40NpVbRYIU07FV4dyL41Q6oV+HNPOShSCJQBY1cRENZQnyy1Z4L8KvDlj0uWFl7Gdrjf8Qt",
+	"TMKWtemQY4YbJMB9JdiyYNiXDl/9D5Wsy5iCap97V+gdF5GM0lkhszvDUnqsfFzBxwTeVQGfdVfkXFZZ",
+	"y2vYClysY1Ytl2Y3kihM/4mwHECaVzHIl9Y1UDIxNWxx6rA0DVMErPRppcupuSWngO4ePGh4mRc4pg1X",
+	"AzjDTOasmhpdsKC65c8O7hSIQYsQ9ecSbLXwGFPYvZtWNYlCbiNb1N3n3pUi+OxJOrc6wbNgrd3GNaOf",
+	"NLQyljZjdjRnyG/mBWHWkYJaAZ3ZWJc6qm+LS3ixr+KKb2hFN2QhCV0yiuHsstZIvnHqhaoXqvd4zTb+",
+	"aO3KezqHOMKJHkEYTwZLXtWrFa02Pl7RrCrVsvpFRPoES72qwcxvGKknCAKUN06uGisHOdZq93MSkE1/",
+	"MGVrt8z7Y4LHA4Jz4UGy6j6KkjJUOjlzHCpuIw2juyFUBD5y9th2B2Nwm39BEgMGvaRlyQTLzRrgQcZf",
+	"fhnVEdd74DpbQ8XWYkOo26D48a9anGzXU60C1bPfi9ZifqDlaGdsgWpW60Y1beL7DeFAbRMIQK7YvFaA",
+	"r+YLIUWN/ak45OTRcSvaTGWyTamtpRp5onjGLun6LKxenQJViNS5Bk8BVVAXMVbdTOioN+2t+cw+JYf/",
+	"5/TD+6NkneO4i/Vsaxg7EfKH/rg9taTPv38RYZTvTqfPv38R1reIV69MGej9hCZ+cXxvu27TA1KrTolg",
+	"654d1RKKPbOXgVFgRo3YWZd4SxWAvz7B19QEIroxLgBOTiWLwv657hTLxSPiYIBGEozzeeLwtikntAW/",
+	"eP7su+/i0PsgPF4lNvcSBtaMF7oSElLtWQV5eMC2cr6wGUhDlvSvmiO2prwNGQDxqgcvn30/SXiduvAB",
+	"gcFaS5tv6AAEGl+6r3OQyGE8vI2kBd62sB45xDxh6v2xrwwHtZmzuIIaB1I8Hs4g9YesJzGt75DtH508",
+	"4ozZ6OJmSTuJQ/+ND0din6LbwxeW4ZnzccniAPtt/ASlDdGu3Jd4tBI1viMSHvSEIAzqBKsP5PZPlFgw",
+	"pUVkRZ2zC3wcxByP0kCgD8S7iKgc1po0LooYZmdG2Jig0hvcX5AHH/vSOrCnMy6MhoItjLW0LpiAwlRR",
+	"c/81XzErJ4Nh3EiC/gOsPTTex47bkxbtrCAGmB74bkrMVDyv43EGKwmBtZXUMpNGS8JXJwRUGZT7y4rN",
+	"+ZcumEinFuoo0rjE5pP6qNppD7vXDJyNffS6hibb2zvZrlAUJTa/VRN38IJFj558KbiWZp8v4sDcHxgV",
+	"XTwSBwk7qyFu8RCuDgqXXM7V3aQTLOLctSK3Gu9RLFZS83t2qcv3aJqKoIAoDW4doGY0YJElK8Z6xqge",
+	"QBDCyYw/E32hbLBokG1gg9p2B0L5rFiebP8dXyyZ0i5cjopNiI4yshfclrOhaXTC8tru6Z26ukh5O2Fv",
+	"rb1xy+80doPxm8tkJJNbsyoe0dQzr55YeOzTutx7NV8nmlNB8rpyaKIN0W0zS+e7SvjpYNFUwlk3dtES",
+	"IDSw8bKNRPMoiC7uWNi13wfYpRd5pdM+YrA8XjQ+dFCFIfmQDUOLooMSNCYmP2Us925JX8Ytwpp6gEmH",
+	"Y/1hGsoH/O87h26ocduI3gpna+HFdLBkHHzM2JSALneMcLItbtA9qt3T1WVRk60LKXZ5fozW9v5k0/EG",
+	"vZY2nCAiG1+ck8+X720p+MC8NUHqdtFbdCg5Mu5Nci2a+7rbPjaIT5rGSVULI3/RRGCUbcMXZ/zxQWE/",
+	"0Ecr6seiT6IQYh1gjbps3n/EuKACq0APo5xwFe4vwe9saVm7oKjLHMUZ/G4G6e6GOyl4LqvWHqp9zM37",
+	"hLSApR8Ly802ZOm51kkwSAWOKFooCZVDMX7OfBkEGz04ui4ZcfIKtapG07Ib1wST7ROD4i2N1n/YhJ7Y",
+	"89yKM3Elxbtm5+5xSPGX00X0KvVMBo1JPiElCCpy0/YRhJGgyLHpO9Y+CevpVs2arZioZFGs4kZasKBf",
+	"14L1HydsPqMiAkN1WElpJ0jBFgpB+U+NoPZUbVTibAVOgzdYay/GcuCRFwHBsa1Df8MJjkyRigm2JlQT",
+	"vTbch1e5cla2gs/Z/swm6OyKVfz/Z+9vlCO3kX1B/FUQivuPlubPUqvbdo+vFRt3ZbV6uo/7Q1dSj8/e",
+	"Gd8WRKJUGLEAmgBVKk84Yp9mH2yfZAOZAAiyAJJVkj1zzplzIjzqKhaIj0QiM5H5+0WvDuFzx4y3v2AP",
+	"B+ke23oxryRvk+uCKuO8pIJNLuIKa3wQ+TlA8H5U1isIqQ8tuVzeImKW/z55sCjVIzULKLbuUXsERbfF",
+	"bsJhtkE8i/utNwPafvS12rT9Of1YhhPZq3lkaIWafQBxaCWjcxRLo4wQCtuWYHA9WuPxpKm7NovsYMql",
+	"6sRL2VHcuuEk3BaV4DdLxU0d3SeYKw/ffufP430KmNDQH9QfGRGyJ95kzfRBZg+YzB/9T3yWTyORxRgb",
+	"5O3vRiNrz8YPVOcLpk4DXTjloIIcXegDbUv4HIdvvCRywsW0tyv6poI3MLw+yLqnd1ybD46yo+E2pz2W",
+	"ILt5VCWO2Y20W2cDjCXIenvnzOusWCmqFLiwgWpD+UW3pTWLMlt2JJEFWZRrOLHxAsXS6kTpJzCJGFbg",
+	"c13GKQUvnYvWyoUnHQ53DlYLJ2yjt1QtItn/XPScR3J6kpFrvMX+7trnjC/YAwkuzM3gLhuYzvPmpuT5",
+	"D2z9TszlceeUwLthrx8RGuX0xGHsJayFIsFR4hcjB9XPNSBWKcIeaK7LNcw99BemH7kEmBOVxLvgXjOR",
+	"ImGaJdfqPu9MMjk8PLz2N6WgmDQU2TqwtBGVzdI2olc4IGLG1lAwxK3oosYOlnZ9VhxsiFbtUrUNLpRZ",
+	"p3A4XsiyvlC3Ez24FeOZ6h/9HlOPyE5vdyrmpovWGZ10idP6RzunpwcX6QNOlp2piKLA6sgI1Bgr+T0D",
+	"KFIlyZzWU9HXt4E/DbqV2kVXUXIhD/PndkwhmeoCSaIKP3SGd8186ezWVDu26Mg+tsUNC/7gz5xGk5N6",
+	"rogj8k/QVBVcVXAOjvYT7VwKOHyhG9Wx73c3zdqOTBxY2B+uiWz0gLf1MaFobPFNGJcEJ3uf/dzQEnPw",
+	"3hXfwfWe87lYDc/E88YAcWXKBrW76wyeH1a1rxktMHwBdU6rBc8XZshmapUb+BPzIT3RqvKCLSupmcjX",
+	"P8QwMX9g684hvGTGmwflQEnNZgXqC1b4LQlGpkwlti/pwwnqHjWofGhZyhUrnDOYnMy0RhrP7+toEtvt",
+	"XQC9b/k9Ex7KtKcyIo3BjWExxWB3YQqEmgDgFn/5RwVhtC6NWrWLsA4TqWwcwfSI3lIuUokNFkry+8ja",
+	"n9YMVDctu5pqTIVPgU2gzqGzYfInEueU//gjZFuE6w0gwz4Qlq/zslOtfO4dwdde7+1lCSarNy4yc8WX",
+	"rEA0p1ObgRuP/HLFb0r22ViVyW2wJoXTK1iFSYXD/ZdloQjX3/kKCcFWyiaYgxBy5TSv+RYEwM6wNCK2",
+	"4mrnSd5Iz2pxur0519Hp3TM9cAt7uqcrjX7XZd5Y6WqP8PzunLm9M7N/cnVBMAJ921uWrjXqd+2IMebJ",
+	"DqKEWxaUdJPFwXP7mr+76ZM3ZnkHSB6OSWUciVC2HfOZjXWZJjWrl1zQMhVVf0L4+gCHfzvrznwae8UO",
+	"JQ1akkIC19WOud+Tz4aUxnHQ16oD0xCM6PfQNFP2amJzDlUIBPL+GtBFxl2Q9qaHi6rRmdFLVYPo+zYt",
+	"619eyr+8lH95Kf/yUmIXSqghIhMPdpLVsRhNz4gsC6YsNelWMRk7mVc1FUjgHKVe+5fHNH4qVnRdSlqk",
+	"6yJwofuYueZE2NS+CfFoz6N/+Wdb+We1r5Cdvjaf8LjuLo6//LPmJhNI9zC6YP/yEP/lIf6n9RBb7ee3",
+	"WnuCjZjTZ+7c3+Q5oF4wMREkA/2OyydrVGtWomLuXeweDN6WpnufwuI0fsdjr3Ym+hPxa5sQa6dTXZ8Z",
+	"ue4c9lMAds5NU5iX9GgknYsnRdBx49rFbNkGKMcIO171t+/7HfBxgt5eaqqjCMYN3M05sgbFSigX6i57",
+	"xFVE+tbXto7yQyrLHq584bQGfQDpldKWIcC57MMs0alJp8XfrE+7PmGK1mUKycLmlICI+ZDLumIRAhfT",
+	"iTZr7Td4v7Wz91lodXNFqpopJjquTNunJX0YWpX3UkBWw+jC0I2lmVgfge6APa5PbtmHeH6Rs22s9+Dm",
+	"WkhN1kwHh+UxOWqTxCb24bfch27X+cXvC2MW2R39dYlO08gWDvykqMbuuGWuKCB5IR03Baf7pGPBorWx",
+	"em5YKcWtIlpOBl9JhhnXGYpBKv06bWta6FYmNOvln/3WRuWkkMiqlprFIz090WtTyHXHCrsHK2rsyPdp",
+	"WinIHmBK9ombGwmb5G8NUHzJO5dEJFfC58pUfa23onXBiis5BLgnkeWpUwmhO70wdpat+p4sRKZLU+iV",
+	"Atb1R6HEG2U86Fu5kpQV+Dz0bvo+SyXw2FdmnYm2I0+t/3vnVn0CYKuoHjkRHvZqNqe50ZXeG7PfQKK3",
+	"6NSYZPZCogiKf5KqZyAo/DF50cEfFayl6g7JEv95Q25Jxfep0blcQgItRCmJffIpQXZkWiAguM4VKezh",
+	"6zQnOpQz8Ny8fzlTWlbtv2yYPfzA+mngNQffB/mhM6ihiOpT381pFwr+8Z2TDBI/3CJGBJK3y2H1T3GB",
+	"FU54EExoxSWICXRDBZ1IQBCQ8CdYx80fO7k2NVfcb32/qapGXda0c9i2sZV7GFGzj0o7jA8VI/GR+tHv",
+	"esepUaVBod22eZcq67W3fZj/ccNvkSfSl7493Ik4ySXqoLEO49WSZUZBuk0kq7EZ7rdTKUQ2zn1HLddS",
+	"uHSqXtZ9UImk67uDeTNc4OtIhH+7Ut3ERCQKgNbsEcVQT1nB+hFTuc2XT1C1MrU+NII5HhG/8f3yNnWL",
+	"Z78Y3i67zGMludBRkFukP8TqTIRlAWgti/W74x1iH5RmMj2q7WdsCj9VTJxUHCChgLQ5gUiFkWZIMgBW",
+	"t9Y0rkktm1jOz5T4bkCcdFMiREvEVNQLWcSrTQh+OWzlxZbVH1aEF2HJeCMKmTdL4zsXODCVuIHUsQoV",
+	"qhfEgUHHf8fqJVeJslKksZ+T64eZus9n7bPXnZJs+BDLLCL4pzCRUfIr8wWZy0YUmVk20TNxzb+N/sPW",
+	"v8Dg97K9cEb8h+6hYDjth37ivwAplPt4KYumZOOKwq63neOsZ5V13uhGO2xShTKeAnE7BUA8rpxIulgA",
+	"zXULklezW64gqBKIxiZUnvnR5ApyB6BmfxdnvPvdEM0A6kTQ8sIM7zQO3d6GMzbmw2wfVpPr566d59eZ",
+	"zQShNSPsAWDrAmq73E/74yjsPwlGzFcQR95UTrbKzYqLwm1kPjp3n2yLobehNyO3I74foxPZmt6eCyyQ",
+	"hykXSDiO0RfB2BxqQKB0J90qbSkSFdTaBTtla9S33l7qY7/15rfTxago9+bJLXVUZzT6xmjKH9nNQsq7",
+	"U6ppKW/P7pOoE0pTUdC6IOw+Cu4dL1iHBqFiPSNUEUBw5sKsTUnFM4WNJZh1ZFPnLIWYfM9KWbFniuBj",
+	"SONv8Va5aju5CdRe89vbOM4LxKegShLuTe6nARBjYa5r1vd7wqS7yHp8wuH93iAx84X1nPZ23OxoQLzB",
+	"Ytdk9meMZerT5ZUiS2qMYUj/zPDCEO+lXLyQ1EzXU/krxgJ3yHNrLxKCFKJt9TeEzCywf8QuNZPLCqIs",
+	"8v8+1WQplSbfvHgZsBIGOBrGRkW+P2eBYHafavI8RfkEC5MKLuOqce1GO9DEAMOxA6dLSjGfFDFzM55E",
+	"gLC5HuP4D0ZkXDJRF/AC3UFr5u+IvGQcJK2rFGQIGMLdRHDoFKaPdd1O+yGwWG84nk5+Ez0Kc/nYw+jk",
+	"UPIj5ZqL2wuzUYIsNUWKxsFhcGEvRaBwQD0u8Wo02tFTLD7eoZob3/2U5BoNs3nHF+FdLabv9BClwWK9",
+	"bLXhe7oWOVi7Y2n3Y7itslb9bciXm8tuVLMdV0/L9IWhv3O2UPTj2Tn+YCx8Zuo/Ie2VaM2hJ03faQft",
+	"o7z2FNwqjpA6Zqcn+LRzuXQpBt0F+R2SfXqjAEvKmmnx2etaaCTHZz2Q8qYcpch/0Gib0yUvOVO7Tju0",
+	"kgBa7s2O7cjUWUhQgp1glyEOhnZlm/50swYrasXLIqd1ZC46TSUrUuwLuCL0JlnqAK+OLxH+vmP37jK1",
+	"HWs9ItUiQeyxXEphwbRbEmPTo+hA3GTFh3KN7Rz+4drOsrS0VvgvZa1JlMWxl8Vt6vClQXf8FE+Ql8sk",
+	"INJtzW7NeeQRyPyhZTQw3rO0e97hiXTRJ1N41uemhSi7KwAIUW2By83/5gs+HbfXPZ54wYn9Gocwsc12",
+	"kEN6MJgKLgij+SJVCumvI4eqLVpWJwYul5lcXqMNAjf8iXlJ5Ic5nobhl2IQCS4rakLzOyFXJStubU0o",
+	"efnwMPF1rs3YHVbwPhuGANuZm40nb+vpINP2qnfwBYDh4ywdG4Ja0EaBlU7b3A+A4wR/zkzCcmIP3M30",
+	"YBfQBCYakD7zkvLl5FULzedJL7F0KryG0tSQo37b8zi4dG/XMpSjXu+Cm/fIdXurfnwmfP1JXC24ikMF",
+	"h5Uw7S9cRVBE0ZB9cHoAVPQgBRtu3Idie9UDms7+eqLKmFMhG33B7nmCJgE4Qmr7PTAbSRsmhUQOo6Mf",
+	"oHD7hjFB5lQIm4mvZVx3JSSIizclv13oVIwj2HVpDT6ltIs9aBCEYXA/I5QTfMJ49utW3iDer0GQVkez",
+	"VmwKMF/2E3PPWzDeaFefro+AsjZZSNx9weDyTNna4RHc2xb9A7Rz+PUmtbvoiZ0dSODGruhPwBRrJXBt",
+	"Y/Ztx0Qh1AHZZaRmBQU7dx9Dgpj6n9dMxzg3ylKujD+cVkxUkIXWFWGigLtVsHixQDKufdy8Du6PjdMd",
+	"gwFe4qAEC1bvEcC6EwKRvh87BiHtz7atKTSvjVd/T/I9MD6jXNpjpMQaJH34tIFGrA0Uib53zhNc+rj1",
+	"78yoZ4p8vni/tR+EXoHKZcUyIsykl9yyB3l/aITUN9tbUHUJMj4gx3YXAOgj02Sfliu6xqswCxupqDOY",
+	"D46DfUO4Vqyct1H2mummFin5nxaPTUrAYJGy+wbiLF4FtHXKXBE0TqYeZqNx52Q/cW4+TwgB2lk0u8xM",
+	"vKwtsr/Uu+w4H/zsvg2VhWk89BfcfT9+Gyj9aNKTeaVsdDILDK6fXXG4u43xXkROyzIzZobC309cgilB",
+	"VNiqnQDqlpNmXzJFTXVeMyABsXhs1Fn32qPVS14jZMEJtDH//RJUF6ptN/umFEYLVSFtNQzqttPROa62",
+	"PJbjIdyrMOjtDdipeZnwgx1zpoYsiJ3zNAca3ZWxccN0cSejrIldmVFLxdJuxt8ADJl9uyULaTJKoBKU",
+	"JbxWMI2AtVJ0IlKBTt/6WM6sp9O9bYwRjj7d4X1sHEh6U4JJb++JATAHfbz5nOUab6DUIfkRTSzfZ/wp",
+	"wH6zlYuZOv/w54Y1VuVx7UmbZcVEGAwCmtN97UP1xiblZUluJR6na8isWzKPH8GVczaHgBsmWx/0Rsmy",
+	"0QzWHYwRsg8igGSSEIFxUnSQ+XL+3CtAlZmRQj1mbf2ieU1vHXB+yPB59PW3o1yxKavnDACMmU+HUOZF",
+	"GEI1a4k+GRfk+vAP10H6EAZ6j0nJbmm+JkrQO/Ylp4oRszFtS7hiUSMq6P6Ll+O9X9KHd/jTF0dIB+v+",
+	"GaHu39pmyciL2YujY3vFbiNVyCGq5ZJqntsYFRMFBmA7IawGiCNSOQmex/ZFyGP7YncDKCON4D83jNCl",
+	"tLRtVTqKAmN7+W1630+ZfuXNWSrWn+Z73/1l0wfEZzLy4hXAf/feF7T/6tdsQwiXlV5nBEIyBYS9RbnO",
+	"yB1jleqw5OJLeiM4+vWnvtZ9++Hk1Jl6cr7Zp4y488a8FFX+cfB+KmzWhTHhbpR5NSbypLqEUgHqCh9E",
+	"gxIKysiZyOs1wgBCQi8+vWm+h3v6m1e/kU34cvbV0aBV6AX2q1BgX47GN6y9NWxhDVpVE478K6b0rkd9",
+	"exiEWIYTc6ev2IP21YdUkYJqemifdruzfcGks3Vy8oOW0PRxK7QI+ILppjzHF/usvAwjpz83xoqWNjdL",
+	"Lwgv8LBD3CT3DV7r20ytUQbnaeuTLvsN1sCd3GEyUP/uE7+Jl+G54uBWi7eM5FyEgwuACKcnTb3z9CqW",
+	"xXSFIzzsrvI2KVQn6ORH2os7tVskx3A/D76AedhFapNTgllOJbHAcJK782EgO9OG1JnQ9foYNo3pqg8L",
+	"UgiFD+WUmJ9sB2kFvZmpiuV8znMy56wsFFpY7Yvbl1hODqrI9V8uzl6fnF6dvf7pOgp5kZQVTEzgBeS1",
+	"3EC0sJbIm4MYbiJ29dk04Kc+fRJeqqSmAwmw8sBY9iq85rdcJOHTZA4HXnGiP+t8YmQfG942pDLMdH1O",
+	"a2VM0vtuOr9LvM3cuVyuJ+cVpRJ6P8GM9AZze/Py2xffvshIrXNLT5lZvm0ubjMLA5mh4DeimNltPjPb",
+	"PA4KqWl9y/TlyG5/A1HBVvlkeHkC6fVxJWDj14BPii5Q++3NOox1Hm4N/rVB/x3NdesKjZ/poMQXtndi",
+	"CkYUznjSWnun918oV80utWPyxyH0S5Onh3Aeksk8oylqtif2LG4X4vfKUXuAS7Iha0Q6zIM5OnCwyMIf",
+	"WvGCgqG8lHc6zJBsPTJ3uekjC0+dLzie+72DScATPMPntOZ6PVjWhbPeZ42q4IdYexUp4Vqw/E6lCiHx",
+	"22MH0oL/tNEUCOEIqHE6x6+3LSuCd5yaNmOza/s/DQ7CV5a1BEQxnOmK1qxI30LbpDh/DU11kKiAuWEL",
+	"qhau1tk1ODE/4fcrbLMwuZGDnNUz/JIUADZu1hYBxzZXFeHIt68WQ0n9AK+xkOaR5UWRSsc4MWMQJM6K",
+	"3wT6vFZm+uVTG4vve5C5PZDedZ2xxKwjs8HshLrCa7f9cLoj4eyqKvmQML5HXlfVzYywP2spzWLAiyko",
+	"OqrpDVXsnfnI9HlIhVyfX5z86cMJ+bnh+d0XmKLr7ls7ZbrwwGv7AgiB01Jth2Ozuavb0cUQXvIFmk5D",
+	"UXIr7BGK2iC+PGL9Ym4KPtQ3gePzn7J5jQaJs/1deuVC8gXlwga0Om8hLRI+iLIXisO9RxBij011qsy+",
+	"XYCQ6rpvovalPJyEmEBG9+BAFfknRH+33xPMTwELoJaldQK1vGMCskwhlhSJeeRUs9somsKp/QYjG+2L",
+	"2rqYLhcBhhmIrIlieWOG9Jgkj/Z9EF9MsLpbp3VQJfuWwElIRBH9NHQ7OLwmcY/gpCw31mW7a9DYj6cd",
+	"P6247Hzn2ZuvSPZVv3+ditZNSAMQxNuaAtKCloF0npy/sxL6HSw6ICCGzdsLonmnUvqZIrTRC6Mwc4wB",
+	"1E3JVGYNf14TWResPiTfM8Ut8J5iGbn+wzWc545gO3hRRq5Nk/D9gpUI9ybW4XuMgUXLEhRqQa6x5vma",
+	"LCncnbZl3XAvqCWhQor1UjbK/kwdEw1ZynpRM+avTWBeIISDS41xfftlyZV574LVHfwGG8+752xllAr+",
+	"K5dizm/jHy6pQJem+3FNVxtflfJW9RqBj6LPFXIlLPCZ/RiQ2PrPaqru+o3iZ+yB5Ygz4Zr1COm9PvjP",
+	"+4031W1Ni/7z7lP/NGA8uYfwH/67fEGFYKX/2v+7fZeuGV22Y7D/3Pi+KilqkHuet69z//SPuw9aLCL3",
+	"iablHRwwNr7j2wg+8c0En9kXB58EaxN+ykqG8+1UNO4/P7Lex+0I3RfoS/Ufhz2d+HSzjVqravNh8+Hm",
+	"s41i9WbL+Gk7oVyZGZitaFn6WQ8/a+dM591/RKa6+6mb2u6nfnpjqVTnJV3f0PzuPaOKxRm8BFvhrreP",
+	"oiKImMr2Wv8szcfyFkrdhL8+KM1bd0zlHE+i3rZOXRQXCUBCAKMXCDZpOw1/b0tQfNYO3d+RlhzCH7Vs",
+	"xNYeJHRlmpEOj06KscOT6XtUcybZPles5rLA8/RmbUWltLGdQsLBICAsL9hk8OGQUD0BomnpsOF4hLCp",
+	"siYlTbH8C7Y6mes4hAQegvBMhjWC5I9H/z/Chb0G3GlloLkEMsmFm6etiLxqhmOdttzu6WOwe0t+zzAo",
+	"bg8MuJCRtc2nRYkGQFk8Hkgpc0jguP57Z0F+ff73e3Nu/vr877Sqfn3+d3z8XfHrNb7IXgHMnK7IbGIp",
+	"2kg8Sc4Cff0hipDn7WzspWm5gwRXYsKoV3izOQdvJ2/0bMnqWzZD3rW9bK/fu6hGtBIVl/zPF++VLXhZ",
+	"Z6QRLv/SVjlhH58hfcp0U9h25xKvACJRmEQu7Qnm0mIWPteEFkuuFXQOrDjUxFgtdMHu5R1Dg23OBS3D",
+	"OTxxabf2F3vZnn1+HBrL6aDeOnYENl6+36US8Vs0i5wknQ3VU1HtkkV9BDu557XUMpdl1EtwJ1tlH0Ib",
+	"32GMqWfkeqF1NZuX99eZ+3tZfY3+wvWiVNeYWHBtLIPrjMimJu5WFmTjz+9P4YGPf74gSs71yizD/sXV",
+	"OaK4XJ2em934+fX5Mdzbf7543+GXVEaJXqv7/Ivm+R3THsGq5cu3OtHGfqkmr88uTy/efX9mrHjZ3C7a",
+	"hsxwIRcN/JCqpDmEMC6uLs/DJLsDO6YVu6l1bkf149uz83a+9qFOkgpy+fqcyPncKGVUmp8v3me21jHs",
+	"d6QTPnrdlhI9U+S9tA6Tc4OsCtGSvD57f3Z1dky4Ug2E2FxAlHq6UXTGOF4qOiF3S7iX7fkVNH+XCmwm",
+	"Ve1lezjWQUvpMnUlKhhZ0bXTDoSm7KQb48+y+iOFPZeMi9nHcDsDirbNg6Tk3+g9vYSf2L1O9t++vzSL",
+	"eUnntOYZeXt1dT6bfzj/2nx4uqjlkjfL2Q2Fk9o2fGzTrODZN+//bCTQyECiWNF4AEzoOP8jnss6YDPF",
+	"leyGXa7vecHk8wfYSPCNW5PoubCIJpO+lSs/xzbJdWX5T9lDxRJwdVWw/afoYq8ufs32mjqmNVwSq9mr",
+	"PuDa7sSspf8MN8AxsGoAVZ1PMjILSBXhajyu54eBvequStYTLTuDUa2I4LoXskxIsqXphAiIT0eydff2",
+	"+nSomn443AuNcuUJ4YRcHdtK2RlsZxt3qV1tGW5yO8v44GPyv+H9hUzAaE7K63ZDcHnRPJiUZ4DTCHi7",
+	"fezzoKs4jE+iXE94ky0zbichl0IxoRo1OB11dH3Nqlt8t3B3WhffWEeCZaSmcz27lxpE2SZqtAWVGVG8",
+	"mil+K2hZ2hxsRJR3SY7jwgy9C1MhgynJ2lKgsSDnBZ3r15zeCqk0z6MES26uPHDEkABjLPydKNhDxNI2",
+	"H3cQrSB/y1/42F2NL1rSfMEnE+bkcrnkevJ78XHNCuzBxJeYn55KoWmuo4RRvCy52gDRti+En7XQo7hc",
+	"x+Roc2dO7Ml7eTt5vKW83Xqkl4JWaiGHJzWXPu/Hv0zZH059Fwx8AKq57/W7qQuu5oS0nxq1kibYEc3y",
+	"nEVvjfuULvcSMnPsLfM2l1+jW6irON5jt2VN3kCKaeIuULN6mcaPbxWaeW6XXBjnYsB7evLV3V1Zd5PH",
+	"ZCVY02DO+/snqo4YLbhgSmHKxMDdLWag26fRDI6k1AwQiTkyKy9dcA3PBVkG23iiCG+DjI3A24PXXOnc",
+	"TD/OzTzKu+GTMMwyOCbqjldVm+2SA2WbZypKXCHjb6a8ZkWxHKtuRAh4410MV4fVpcVJZTzYqzt5t9d2",
+	"IgvXdhgt2svUtJyiVqhonrNKU6PHE/IFH48ku9gprqnYOlabyFt6Jwp+z4uGlv0dMP0GsbfRYphak1MY",
+	"WiYwM8h2zKmkhmI9lhLjDMMtU2Ow7SALtF2fwQyYCwh/veEl+94YaHHYfGPYz3lpDFSb3jeVNvXHxRp2",
+	"w76Q+ouFa/cRty+mzS+30liNYAN+aQS9pxxyZt1HloHmCzK5xrN9TTupRD3PbZOKIpofX04B3Lxw/X7j",
+	"fzHMekc1WZkjalVLcYtHX8VkVSaYyBCGdljHzDm6D6ItyGgH6EG6RmTFTlf7ygmCsVuBEDbCCug3BECN",
+	"ISjFMaKK8QIpMcFlBGeoYBUTBeSaR4jpoN+RGXoxe3F0ZDSr5iLXdpJ6zLDDZTjblENGZ3PiJMbzZs9Z",
+	"DdFnt7sUwoPemN9ArM0dHnjrv5lnAe2qZP7MxiaYqCc3VcNoyoXtSXoyzksaxbtZMXZnPHi3yTwsQf/Y",
+	"gXuId6krJnexTYDnw7SltkMamUhLF9DiTzvRxiMMWG2wM+RLd8CbNswjoEDMF8P1XFAusf/587vXB845",
+	"seppkEFEMSi+Tl4aGuEjJWxbV5oWXFBP80zMgvwvKSJjf3fy8QRvfH8BHhhbmlbKBEr9GJIH74JrTJcN",
+	"lP24QNt94Xu1xdY1W+2ylOPkOnZ9Pb6Hn7IwyBLsPN/jFKzy8PY/u6dlk+QsdGg+yHJMy1K1LALTyHCh",
+	"KNL8+m9NsQOWSkEHlqKg4O3X7JG4TG0IMCNK2qoGshjbxAuuBzVAMF9GYsj+Kv1i5M3RibB9KXNaGkt+",
+	"YH67JaG/IOquDV7L+VwxCJtup1OuBjGJjDQPx3xg2MFMPFpLXHVHOCHW7nYTMP2aFevEKv28oqQFrx7e",
+	"NfFMzIvOeakyQsuSAMsr87VPU6q0bB3t42uxgHzQR5S2AacdAc0hN2sIPu+gBLcotULwTI8Ebm1uPTE6",
+	"+fgqq57m3rYe354WKy6KjZJtf9IdE+qesEW1S14IfrsAA0SvZHva9AuHY9itdO32nnl7eHO6lMKKeMMU",
+	"/rVihXB/60VT2z/nNcc/FNVNbf9s4Nc/xVOuImqQluUsL2V+R5jxM9++/e7DB8fxoWmtHWbPy6+/Ozo6",
+	"RFIuzWrz2//9l6PZy5/+cjT77z9995ej2Tf4539L4JPFIinB2+3L4P07vqYnSHZCPCNvMSA7qXvmHxey",
+	"JVOGO29fYLukoqEl2Q8hWGRNbmh+x0RxkAFoC9l3OUDmX/iuA0C2sdrarzq0ZvRfo+UeavroKnrd9Zqr",
+	"u8t4ANl4MC0F6rPA/iP3smyikYh0ZMoDrmFJMcSQ4N9tW1tw08TDHe01Dlfks0hH5MEnhlzedKxJ+73V",
+	"Pm2JySzCtZ2MWsp4YHVeM/b9WscSky4rmrOgHYbY0Qjq1ChG9o/wisGO4mBiSHjelGXilQCMDwigVLN6",
+	"Ses7/xIhBZv6hlKuoPMDbynl6pEvGUkpfKdV5+J+q2Koq0Uo1onMg0YwcL8TjhFgIRghkQD3wIDlkeVY",
+	"qL/vMvG9rOOyllxpdTA5dXDeqGQfPrKVjesIqR1hUCfmjbsK/OU3TVlmwc2g7xT8auKK+PEOG9geXA9p",
+	"qgOXEVID3Fxh+tt7K0qJwP+UwKBRX3+GofqoIJzzqW3Hf2GRXb3TZkuVb3Vlt02jC/oVqob+jgr3cDjt",
+	"PZHoCmn6SApVfBpUsa/ZVVu8NkCBPUXbO7JkyFBoed0n0kimWRorVhMmEG4wI42w/MFBhzOwWlva3S0M",
+	"1865OObBh9H+NBFgJ4IdT9oP4rVk34HjsYJ8OP/64JC8hxDrrcPJZQ+VUTLVYq14TkuARFLH5BpDom0p",
+	"Elb/1GzOaibyeO5EpDtVVdryp3jBtwtIDEYCbTKhzU/2/rVZsACmUAr2LB70yUup2FB+f6DN4FlI0tp3",
+	"V3RG5/3CMqJrmt+pjCgtqwqcfujQDMoBMlKzipq1PEiUthcsT0AjYMPPCD6zXazTasKxWKeScz0zlt6C",
+	"1sXM/miLeMrATTTm/7kndryCZqKIByoCmxzjFf7IBtTBLeNCQ7dM9naMFzYImpHciJ0w29+81QqIkzhZ",
+	"MWHRd80vk+ZhvDwxeCFmY7UZnmYHpm+5og47HEfc9FSzqTP+yDuzeU2XUasGPif7kO6JZYJNwaVlGlcH",
+	"ZuoWsiymU0YU7CHlD701DjIKODxntiHkFe/T1nQwAwUnBzco2Xcbtbew6GVSktdULeKb2L5ki4PK/sJm",
+	"CkzFhhg0Wq/6ed8QeIQ57SYkTKjn95vJHHQ+KS5y621E4HXUu/t8dUoKm1oHpqDZxxuDjd8cQF53+tbX",
+	"2RK+hmSU7RCrAd7KWDrJVavkQUbwyh+SKqzCl+ILvvTLsvo6LgF+hOOayl52ALgQge2yPYw6VtjEwAjw",
+	"KIxfh0OdToTqm9e6oWXKXUndMPftUG+g4msgoWov6Gyg9gKdFU5dq+57eTCtTurIXGdduyoh3JOj5tI4",
+	"NFbHePpnpHJ8WlAsGKVHMkdNsB0YVtccnR6jRec3EqNVv2uQtnOqJSA/4B6/Z1Urxsifzq7Ic1rx5/cv",
+	"n3td9Ry8tNlSFqzsVKCEVFWXcq5fM/cv99dgeM31kifynE88iXLgleLpEzHV71lNb9nrAaPuChAK7IPe",
+	"uJuazTzNqscec8jos2jCENYsy3b7bUbtaF1ypvRlWhHDVz0aJfzXchd7UaUj+H+fhOkTEfzKMQyTfS8Y",
+	"GQnkIiP2j4Mo5KY5BJnSIytI7GOtce6xsZeTwzWohdcqffIrByK67a3+kGqQNhRERcdlIVoub5SWYjde",
+	"17mNeTj1sLkTYnPbmYZBZXLJEig4J857pV3bjSsb0IcyZNPKE3nWN8mwKq8JDB+82qfd0X0/naupHjpm",
+	"CKbah+iLfaZTGKBwq9fgkx8O7uCYkDnrHEt4gXRIqel6znThbPgWwV9SQMgNyq4hCTLDC34kAgpf+zTe",
+	"wGYCwlM7A61LNm4etMXNPont+3X8dsuFoI05TpGkdl2x73giqrJN8pG/OOucNu0iPQPqI2OyTa2XSPsv",
+	"LquqFSmfWUWt0Dp300guBBOUBcqPJyhY+3lCpCcSjp9G1jTJzrMarqWqx2DYeK/gsd/e9xlP8HKlYLvl",
+	"eT2Jb9VKzqZ7lfSqVMcx8v5PuKVCIemyKbmDD4+FKWfYVGcpcND/8ztM4UC384+cZTDdRbK/+Ofwkjrb",
+	"ftxRCqM2OzhLF06m94IuGMcJtUhL7zvoM0GvPmAdZlySN0o1tyWZd+P1onzHRRGv5s72uOCax1b6yqcb",
+	"+PZgM7jct4mVVi4DGT+9SThQ8KLERQR+1xHuXWj37bQymzc2sfsoRIAZRPHS6eT8HdAQJOOamtVLLmJT",
+	"2qmi9lO6hrzKbaq2ujR5/n2xvbKxrWsqFDiNKoq+CGw0eP4oGzzVbGDu57VcpmYN2SXjcyRTPwILJP6b",
+	"mt/exhGTqCaQHJBYk76/ZfoMfWgbHZ+7KUvhNpMX6O6EDyszUAxG64xGnkMFETne3Dfpu2VQCP6wJPst",
+	"VpHVj0ExFRSQZKRFL9JU3WWk4OpuhvfpBzscPKEWHJtqP57B+cNEiYGQImZDAGqatay7WU6k5EbmReZ2",
+	"epjLlcRA3yIfbJvrlp1zuPbd5kUEGoEhC7NaxtldykZYbiuEcpAJnotHZHf910rmahNVkqVDJSJyzxOp",
+	"VfuW8MGY/plZmaXxdF8cHR0dbHfrbv35/+IJVX24g3pJy8z/GEABmrIDNobP7GV77iFjyjVlGaf63ToB",
+	"a+eQoNv+A9lVzv2ammUVpvM4cYlr1aW8Z4UDHbpgihcNOzWT3VS7lmxiqaGWdl1JjS/xIGekxtfEEsTr",
+	"9UUjOgyuMTqpT6Jc28J7wERma+VzGOClPAg0b8qQo9KMZO87kk0tSW4et4WmwCd5gyYy9N3ScbZXuBbE",
+	"Y8lvXbTbEWq0FaQjfJpDBJp1IoEIE4vaGyKbsQ8vJ7qmvIzR3g32ZAP5yU6W78QOghQvW23BA9p5zfEn",
+	"Zv8W9ZrUjYiyvRh98QNbD6KRgFgU7kpD2ujkSjalUYpe60AsNHjXlFuVQEzjOo8rULKdhrcRRAhsm8dg",
+	"31ihdAA4vDZjww2wTTQAZvhPtWyq+LGSopq47HJMWM2HG02K4w7AjH8KiwS2mdd+zQJOctZZ7qwrj7bH",
+	"cYkUbHW14HVxTmu97uANP1qzASgk1hQiIKFHue1K6jCkrTmve5C2LTu8nVYHLGyjw2i4SARgGqYKfXUU",
+	"coW+OopOeGTaAinZ6LFZA1s+AAViqAQ1+t5cedYIIfH6ryZyFYvM3bF1AqO2t33bUgV812RrzTwc7X/Q",
+	"0GZ4AvLE4nrlEjGHor2KseTYnDOkAvJx0m0svagi3svayYuLvbUCTtOkFVbFAs2cwwMCGkjH8LATBcYm",
+	"sNuK6nwxs0yfeFFmfKEFVf7T+DV7yW/5TclGRYQJ7aFK3cGB+h1tjonScsdYBRCwabadM/umVW12nrAX",
+	"KCDzLfdObcSjmordhUZxEv+mm0LgpsSivkEmgeUS9K4MlOa65+ztkls3sgBYIUgOU5ouK5X0UUdIB13H",
+	"L7Y8LqIDOSaBKzZ1b8uS51FuIudx4RMe98lNARdklbiY7GfDt0wn9m19oQyWb2NCYgI1aaum7KTX9qSF",
+	"AOLTbdYE9QwctpO3Xiybe+IB3+GTCd6amCtesw/tddVuR/i5kUq2woRc02IvJSKCGSN98q91SBK2AbTG",
+	"gMV5AbDHN6XM7yDo5OoWFGEPXOlja8PZnAL0gXMqclam8MMq7Pc0x8hRxOFdvOnXElCEQDEW8thab9BM",
+	"Ar5zZ28j4MMGM8m8fQLxdtwSuWe0ZMVJxa/kHRNxI9kTYRkXwvwASkU8a87mgup0WxCLgu9ts/5WECxv",
+	"gNOtqP5ynYh13zExDfXLd21YDbkWbdvxjZFE0q0lgGDBVi+M/Qj19H3eJDTegCsE0rgjsNENL/U7MQ2W",
+	"Fh4mXBzjXzMuLKZuToWQ4EM76Hrj4bXKI4L7nAbSadkQZclCOJ3NgxGTfwBQz9ftUEDJ6fVw9/NwC+xf",
+	"xOc5hkDqDUOgmy1uqT4L/nNjr6kc5J5MlH+0Kx0netwQA9tFAA/fsg7I/HAiPUSquwOpE5urHWZPRJcc",
+	"QBQZ4tIP51iMrq7ZGqOnIe4fXwvhe5uB5IGjbtSICzkgNc8OR6ad6Cx+LeV2anfxwyFshbcjU0nrJ2XZ",
+	"7pmpjG3+B9OCFbJku/OzXej8BJDprgD8PDICAQiVShGER88s47yMVxcOtgUX6FzclmwGYXZ4zKd3/U1y",
+	"0XKfbcvb47KYlJaVQpqNjRyxYToYKZfJGhcplwF7B1a1jLD09FagMzP+beGQUstT5wt+z3CVdrPlzBAo",
+	"NuMmXUskZ4ijw0c1IbSCXx4TsA2pKBDkH2/WIFvv0FIrCGNAIasVoUUBP5gu08GwtU3HaVEDv9pUqyWf",
+	"M7OwyQDSe/uAtytgGo7Ji5dHnd5vESf6amqcqD+YRI6K6K9RS1Xp7mUsp5gjhhtiDWvfOrSzOy8c29oJ",
+	"uXD5LG13d17jDV5wtzk+6zy95Vm/fvVx+xyzo4OLN1tFqiZRcw0YzW6WjcK7Pmn0Qtb8F1B235HvGa1Z",
+	"fe2CET83rF6T61rnX+wafYGGryeawqGGcQvXm86EujmlFb3hZZTT2OZSVcbUz3lFhQbzrJB4M2DeGEpr",
+	"TpespodAbgkstUue17JaSMGCD5H7EvkuD1Vzg0lRiIKnD1UXgacj3xaXvM08i6+pZbAIQHhkDTZQDN0z",
+	"aIqW5af53nd/GRXjtgO//pRN6cFGOKpuULq6JtYm4qd7T2Ltzh6MOzue/AfeG4OHw/WyNP972d4F9rhN",
+	"4Mv2ThxacGo13jRliR2IlVUEr+wlID4D1OoYfBrV2pj9Km7nql4mNdl/kZGqbBTG2wGKVdfrqQAs3tob",
+	"VDXmfZ0I9WTewpC2YZB10E/GlHJ8mNCUNrPTram6g4L5SforUYjh8qSC3YquPsaEHECy6/vUE6AVmlRh",
+	"opeT0frjScMDYRlei05dGoyIzGu57KJAPVNE1vyWT70HnZa9393C/f3vV7s7K7FBbYpcmxnht1VP6N3a",
+	"J5RLb6mSyOWwvYUVvgw3Yys0QLdccIQcQPAB6YgiE2oA2Wwvh6vQ8SGXzPxMhe+cLPdDkBOTGglOxiTg",
+	"ZvvIVIGNaXOrqzNiVXVGLps8Z6zAcBGq7S2qx7s9zzYm3XVkVDgSfnBn56BsRHziFACQS4raquS5cySN",
+	"OcgDSD5hO7v7X6hIkAENNsaITulOzNYHCNlnD3nZFLYydUNDeS/mRUJbba8lh99zNIUcZlSLJRbo3yQX",
+	"qSuhK890h4bH32Rsgo1n70snmlgmeIGZBGA9/ki5TTEwCg843u0JuLLf9G1h9/O9bM/+OI62ORLg8CFx",
+	"hNVxtKuQTvkdoGLze8h0xX7RWt8wqhWhdW38vP2vjlzShM8CMwqaAXvcwTFe01osKcEeNFFNviAFo0XZ",
+	"Z8kaNHgCdTJhn54HT3d/PHCdEXohOCXgV/377PI+n11cnc7gt9ehU3sM0CTcjB7vo427B5EKPD2kKNcT",
+	"QIf73evSpIZDzzbkKiHAH6jgc6amHK0IQzXAQjS4bd9ptS1MwDDlR4C3EGcMAnDq4U79uGB1CBmFVTXZ",
+	"o82u1GEX6VMWn7+R5boySxFfL1ilDOtYXKdpSZjIpTNWN1ld8hQcDv6IGG+HCU3237589XVGPlWNysj5",
+	"6YfPGTk8PDxIXFP/XuZTQtzmtobbwu3UwKp2SytFbpheMdRqS7jaxdSuVjeBOGxz4nf2UcSbgAYdifVY",
+	"W/7Z38KySyuVhP3Vdt2i1I0Z7B/CsfbNMVfv4mfYHVRgne9le2Cbp3z986563yBrDlTzPmRhdMTrwEYA",
+	"7BH5T3kQ5y4MxuOwBGYvh8/4NCe8vnmmAizzqcIbhN5iCIJcVSVdf0xzi+BBZ+ktscolWIl4jZ+xhkYK",
+	"duzi4ZM7mQDTLjyDHxwT2pMZvB6kADICzNwTwxmOXnUshGcv0caCw9NDwH/G/M4YtavG8Alm5W8Ovs15",
+	"GA1bjSgRHwIOZSdzpK4dEd+0VHrjCEQloW8CpTCAPCvl8plynMF98ZzkDbodjLzSdpv3W5q653qm5+4+",
+	"osuaTt62mO1Z65bKG0ip5/34SMT1m+ASmLZ6F5+AUYHM1VtcjlRpCn5krQjZwDdY22OKNMrMbSShMxFR",
+	"Iu5xUxwJtjvWtxtAapnaqR45ubpGEOHCKlYrwZdvPkdsuHQizqlLTwcraEt8K3/2J3Fd+zoE6g+NWydd",
+	"IfVkEyo0e/qH0BQzCG92eptyWvisne+JR8aWVuqTqHeVQDnF6y5I3s5rluDimRoHDuTUY7isFrz6XJcp",
+	"/0lLcv7p8gom5se3786JnM9ZTfYRqtZzwp+cvzuY4OR2liI4SvpnjHIAJ4GMtrHmdkOM78fRQ+PEHhrh",
+	"heHUQ+NqsfnDyWdEoDMed0b0F3Xoki7o7TEWS5w4on1MEiQ3jPj70uKQnIjIDHWxvjDRy4JWGJ3LBQlC",
+	"QhYKFYTHhsz2352eGZF+ffX+0mJiHZAbhtSJFhZrv9b5YbgVAwLRzbvFE0caPw0lJLxejSjsXArNRSOb",
+	"sHZ9wL1ARzxxy+fZtvApSN4Gplhw5p85pi1F9i18Rq0PdjKIE1lygTGi2tCKkmRO66lIO+0ypF4S7AKy",
+	"37Wy1TN0CA92fPvgZV0kxXGrq7unUd4T9W8Xl6GDoDV4QTwGoDWSRJm68e/qYKddQ2GOyFdEGhKKyY82",
+	"dXuzgSWlyD4gaNNck++fKcLEPStlhSABkzVy21xGbM3/1pc8QfZFzF6J4Vqdm9Egc5oNMj4eyApy07ZF",
+	"sEpASl20swyJsktkp0X0GNN+BPxuSgDU4UhtIkwNHlu+Oy66Nna/t7TPHWPU2vhp7B5q/qz+VAvjwgMT",
+	"aOLCC9Za8SiowAcGycS5rCDwIgrSPk2WtGBBMGbJsMR9H/Js1kx3ESQ2jxPbUBTOdSMkMynk/sZFse2p",
+	"Yv0IABTc1xIIpjF+xYHLXk0F2oA5VSkNT2pm3D8o8sAnAQlFZ+Zlmt1IWheZg8HPfLilYixfHDjYQ/Pf",
+	"S/Zzw+D2BObQ1e6ZyRycS1Q++O5J07mg6oOs2VliWK6IYilrP6K5LEu5SrDwsgft+p64FgyH53nm2YOO",
+	"7uFUceIWFsUWWYpPnvay47GHpCcDCUHtqZP1YnawNfFG546LYpc4Pl6wjFNh97JhIqdjdK/64WWhwvE7",
+	"qy+SPZkaU5fnvvxyK2JJ6+0E9NzQTiwpYAIFLtxx2iIaZ9RNwFVzbY+NcdyPiVnox1bhgQtghsg9vQ7o",
+	"F0ROumGIT0htKovzJS5trVkMdbALQJjyKKKVYOZT63p1I9H3nBlXCJ0nG95gnbxsiwW6hIMJLk/ML9Kv",
+	"jyHEnfizKu65IOPRYBgQ1hqf272K5zeNYaUBkj+E4Mi+BMqF2hzTeSM0L4mt4Ebeny2Kwj52qsHk8nAb",
+	"NyNWoTXR6TAPXsGHGygLDnYu1RujE4umZMWZSLke5yUVghWEiUesun8PbK6RN4Hn+4h3+Zu90VsZubS3",
+	"Eb9mezbUH989TuX9TXLRvw+ASwJEWXF3HBM0oPe2hLs1sYsYp/yDG5OwixOCX+a5Cfi9Ui4nQ/b+Fq7N",
+	"xZNi88JwOpjCW3l7Zmqng/NewMv+gRzTHSEeBOSVcmkOG0tsh6lJWG4m5I0s1uF586mCtKNTeDZ1zFxi",
+	"bLBK3XWgsfZMuSBihapddmOPMcEbvQMw599vcAHQC+Iaf8m4OOofED6KZuPa4wljqGcuAM+VDaayInMR",
+	"WjR/TOchd/dMQN6u8UJqBkhIRYb/NG2F9zolo/fABVQH3wdTgreAlr9AjURg4bVR8QlFYtphGP5i0lSu",
+	"Fmz6bcbZ424zesMZuM7o33s4Z8L1NrHJIRHwgs1rphbR6IjUUHQfveZPbq+B7EfBVtjAsYOMAauoRZNa",
+	"yfpOHW6fnuAarztpCo/MRnB5kp1Xx6eyOpe1Buix+Kl4cXVOoKwFtomRA9qjd558JRsW9eCm24Jpk9cs",
+	"Uc1Zs5yZPW4MDuwZZN9ayPwWQDTDC9r2Ma7hk86utY0ZSUxVwo0lCFABfLk4Qjtt9jfgoYMKMTMKCE15",
+	"Sflym5mABqfpCA/9Npns5ENLdCJXwh3hrnBt8/yIVp9duVcX5PPr8+dXp+e+hUk3KnUlFRvAq3CTN5d1",
+	"F9Xr9ublty++fTEr+X2Ko6VEkL005y3Wt7Ji6Pej0u1XH9B87BL7KkSI0cKZ8AibXtURh+Hy8uLUyBrL",
+	"NZxvfrqcP2dLIDVJc/erhO0EOqJFY/f5i+5wc2P2CSKJk26MwMSvcG62MVOTu95Th26fBMyMIK6hLmml",
+	"zc7oBrNIo3rIFGHySyAOfdkaU7YnYKHE905X5WauRrnD9qSljcXivPjv6S0T2kKqBbDG9u7ZJWqSfe7n",
+	"l1zbNo2zdQ2HuxRsUiVucHb8mg0//FEW7BTfc5LnrNKs2Pv1p96kxH2z7nQol8Q1dAiNq7ekOvtAI+CM",
+	"76nSxNXSJgtwUgrNtMpFLKu17jVrevZMgQBs84a48wdTuvtFX2dxR5gIwg1mhtpO5aCv1r5itzovVEmU",
+	"zGsW7JoNav10xfMEq0LWYCRsaSOkyrJVxXI+5/mmMB076FRScQjL4qgi4IM9jIxvvvnqm7C+7Ojl148+",
+	"Vnu4aK++zsYgorc8j3ov+OrlU5wUvUZffvMqZo3rMg1aAvLksE2OO7Pij3GP5FRRZdRRa+sdktcIXUe+",
+	"OjoaXrVvX33dwTZ5cRRbM6OqO521+Hovvsk2SJEwo0jLNvjWOxPMiQHHgbvXRifZY8gNHDH71xH1fX1A",
+	"uFCa0cLlMdVQEXhMjmzTUC/nwE2GUF62KluMnd4D6uXCHcu74Sqj+U5F71COQVkM2pS8NQoniem/lj4N",
+	"76Oqk0YvTmsGDk8sDImO6+U5yf1DBNn2amOHc20vl5AdHnN5lVpFaUYXVJ3bL9NhcOobMCvt3hM2bKaJ",
+	"lXOA/IN310w3tUhBDI7c3mz6eh2yS0xChBmwn1BYOuWQu+2kJJwcWkYi/q85cObCt9BMp3khZAM4orYA",
+	"L1/QsmSA5eBIREdeOwVmL1jOEFpR1oi7BxkYuQPem+5S21fHyDdbKcPUoOQrue76oqa7vPBXskqW7T29",
+	"rC1oQwcMNIrvl0BbVKzuYC22E5ORBqEYK1ZvAMgOe0z9axb/ficTWWczdJkU2zn8adKmTeP39TZumJPV",
+	"p/qbivAXtLaFBbyhZx6B+odtXQEY8xjlhGYKCR9Ffy4i5Xvlray5XqQ3rH+CNKp7r//h9Td72d7l25PZ",
+	"y29eRc1YGoJmvWW0SLmsuWXrJtf2rYeHh9ekg7lFFvB7i1+LaKy+4Bg1ZqssjfBevDklL1+9+CMEzcw/",
+	"/vjqxStQ3qi2qXFzF5lVp30lHgl5RfOSUN4JfIs+GHbTnmMZYbwlCxKM3PJ7JpxLDvFnY78XcpkkqJV3",
+	"wxkjgVIDkxIxOo0QZCj6Fh/Adix3LCE4hViUpayCd+apZdmJny0/ywh/wv9saGn5vKpaajSxQGRsHhrw",
+	"FnY6YuMHQpKfkWXaCZZ5fg+lJypWU06YmGJTLbCzP1+iU37PanM4jqTq2LOrZjM7XZ31V37/uUMVJt7M",
+	"t5/rSZSJ8i5QoCiFWbBvcT3iey0YSUqtXC7lHTN65XujIHczc5E0F0xIZZqbGeHbKrEYq1JUBmILdNJN",
+	"TQC8zpy5W+lcPyA3lg4W5cujQTqiLapDNqcurpcBsBp1s9FKOFIAGrDAZFhiH/MIzI+Smdjw5a4zA10d",
+	"T9PDDoyOfzepOXHbA2ZkTHi25muXBDnrarm0d26iXIMK7hPNBM7Ui5ffxnx+vmSySdOhfy+bFs5ntTCm",
+	"moZ0aut2kRcj7vxXR2MIP0DCGY8KwSSWcmUG7Z46JrQxMwAK9vPrc1A7c1qWigCpj5bk6vS8iyOAbKK5",
+	"0SVNUU0vDq21qr57/hzuKrSqlPn788X7rGODWbPemISEi7kk3F5D4+ILxtCRWva926Ovv+0Ej76dUmM6",
+	"QWLjm9Uhu6JgmqetFJkVjlhPTcHlaRwI5OTkFLA+ThDxw0wP4n/4gLsd+4JajLU4HIjLg43I3Vu5gutj",
+	"f+ATLeVd12+RzU0ZOC2YagTXkHUt62S8AUvCMh+sKhK88PMqmkFvXIvashWrxphmHjVubr60RjnCHBUT",
+	"e7xg/HYRS3OUBSsIfjsx4r21NgHGCSr8TG9tqVFyx9YwdjdqB7GSZIO8ZclkC7fecNUIpT2C5ZDQjeWF",
+	"GVFMN1UGKStwA1Q4RtCodruScJkACxeTtDALO7S6A0wxK3/WxaqV9gOeuLwDKg7S8t3XuBgFK/k9M5KF",
+	"C7XfFECtp/MqPsxkYbs1OVxZu2x039/btA95wVL7/u3LV1+bjrx9+eqb6I9XvNCLlBTDl7tkb2BpPdiK",
+	"KDod1RFViI24BILOK6ruHs8b14BXY+lcCCWWzVdTFQG/irG+RN+wQfsCokbVXUD6Aj+EShxi45fGWn5q",
+	"/pfHsk0OUUw2wmzC15zeCqk0zyM70D5DivYhd5MpZBEJKN8ywerRiFjYHPC55bIs8bplyyDYrUzmKP0J",
+	"xAO6b2n0DuMtLOlDVcvY8P/syHD+9OnDyb+fX3w6vZyo6m9lLRsdZxNvaS7apyafIEvLQzVoduOwP+DD",
+	"A4kz/YAsMLsUiYBAxcQbXrLXtgVZDw7NPI6FfUX7A4/IUMucKXVMZi9aw6QqqTZTQArJHMMM3mNNPV9r",
+	"Oh8HEqRzHYo81uzWo2VPQMLW+WHqOjncAqGAdkStIyHxyfWrbQfmOjqwlz948UhuBWwTMmI4DCSyh/Nz",
+	"2ih2JTUtP8Y8QfMFuaX1Db31Wxeob5AX27yGCyKokPbwnlgkd5ufszpnsXr0P22+TdP6loF7a35ivtz/",
+	"06c/nR60UlVwBfVJE8VnwWh1UpYyT9BUw8cQAzcPQUDd/ITgMkwdpPnJ5VqNvQNatoslbzTlghWtDWQJ",
+	"UMQt2YIrOzNmz5/yoV3rIqJFbHnzdV6yqcNUySGi+Ny4gT7tGHubsrekvdkPeunmJutLfyiVAzvvPGpB",
+	"QoEG5EzU+L+Iuusp3W7WhJKlLJoyBmxfFDVTMRnhAthSalChmGcma3J9dAj/f41FLGVJzKzUc5qzuD05",
+	"qTIQewdUmMJvpk0Lp+RKMxGF3whbc3kJNNcNLcs1uXEubuwyUamoN3L2UJVUgJG5eXt1YyYHvMzomHE4",
+	"EVcDh+nI25TvbfcNtOIZMdo4w0vqzGbpzhZaVxlEIjKiOPwJjsGK3dQ63yIN1QiSL81xAftOyhXdOo/r",
+	"LIbu2MkOoy6dh/3c0NJY1vANck4jGdNW2bBJgLAr70+5Z8Jw0FAcqH/thwsZvCvzO8bnTLrBt7IeSmor",
+	"YiMbO37rZ75Rnb2MWdvwIrtvRqzlp7DL4veHF65bgKGOHExeAW0RwA202+R8uvSFIrYG9Uxv6JKX6yjf",
+	"EKJAzOEBBLNlwqVhWTNmBhm95Ed2cynzOxaJ3LaMbYNsfQLB8IFbE1PnYMPBu58pCyCQ8MYVvynZyC0Z",
+	"LUtzggW3ZS57g+qAPDKuAVe8LHJap/gGOp2Ei3UFXIzU8Yi7349fovs3hVR3e+0gR1ezpksWR5EFWGqI",
+	"QJkWfPbg1HUcIYO0vgO+gFvgY7hdtHxTQZZdgnYx6fSB02/6bHvkGZB9fMlXdrOylA4RAO7N1Frk40pM",
+	"Y6Vo+P6xmf6QOhXNPP/b5aePRLMHbSdk28nOm1rFwrOfKgrJGVJBjIbsX1+c/fnd5btPHw/ffXx99u+H",
+	"l2f/8/oAjg2qlJFBpKbC9nB3qWbJSM1vFzok+/ZTuWmd3LNxWHiAXDizqELDJ88nQWCZMueBwnOeYX9f",
+	"3eeHnYk6vH9xkEo1ikZzPgmCC5+R1WJtY5WQ81kzSz+UaM/MTTHU5VV4AYxtWsQEa6qYMwYUDs54blbf",
+	"WNKpeNRErvF2b9VsXm7h5Sj2cyRCbyypezCboGIV3Y79Fxl5mZGvMvL//t//jw+G3tJKHQMDFExOfNTY",
+	"Ahe3B8dgq8BswfZ3C4HEB8qZVD6bZMIQ4trhjVdlx/Z1YJ3Bm/zRVVtd7DsSXL90JEI9oRYxU565LRys",
+	"8ZhG8frgnZjL+HWPlgQ8+210CW3MjOgkjCq0u2CkqW5rWjB/L228g/anDsAXtbmCG6IGa9LUisVtfDgY",
+	"o4jcZ61lweHef8FCBmdG8wVeCmb2rYMnuWKsvT3cxpwKDaBIlTqw3Zf8nqUnzV4QmScV4UVp/HS4jAG8",
+	"Pmp+bCkrtNm0wM0BkJBxpwjPlKt1xRIX/+0BrjKcJho7bNSCVoxEjqvdZsgbFVHMtth1xjlU/eKp52Uz",
+	"IzUrKVRU25uik/N35AZSpNFjGFDL8TWgJC+5kSV8yAG7I2EdLEQrtlYDQCZSvHZtEH7K6zhSNwg9o9jP",
+	"8Xaam/Tx52eDBI+141jStd+B+5csn/nnZ+f24YPjUPQUg+MAagchs2E+Z/UUMilYuG5ns76y6IlkMEV+",
+	"WcJtEmz5mLK7pPfszXxZsdsrtqxKqnfMqz/B28BcFkYn2KaMSGF6LZZNQmItQn8GTxtLB3pwkLjO/57r",
+	"mmr2w03sZvsKI51IiXbDNV5yc0Hubrh+ro7JESmZTZMGFhDg6ZZSjSSyY9XNUCp7Nphs8KnRVeP6BWwT",
+	"xySX1drqJUgmFlXToY8035sFpzmEvaFSscqXX2hJV/bPZYN/Q0LeTzsTxPsVilYHwU1apEpa1/Skvo2l",
+	"FzQ1HAZugmVlla2yfz7HHFHIjFYZKfmSa3QtZ1XNlNFDM90Ilpl/yzkv2Xf3GZmV7J6VGZndZmR2x9Zc",
+	"6C9LLjIyu5lnZJbX5r9L+mCW3HzYzBX/BdrgD1/mS9Morc1/ctA4M5V/0YuaKeNmDgDvGW8Bu23ENuh5",
+	"pIhq87xoSZZfbmpmOA0uoggYVmDmPlPDiG5EWAZE9uXRmMSmEjbsy/Frs3sq/sBKtXUXvv5qvA/bwFhF",
+	"ZNVFdedoMNfrjZz48ewx22KcCeQzZttDMr6tsjXWlcplhWEqqjWrzZP/+y8ns/9FZ78czf77T+2fh19m",
+	"P/39KHv11a//LZmpMEWlIbfjk6o0839jyzOUSWHFBHu2nVJbvARXYvHy1TdD6iuRimFfDN8+Qjz/+Orb",
+	"7UrTOpLSmZuO9k+drAiud15SseupGmAYllQ8U0QxIKeIXE3mCyoEK98VqZIJ/B7MEmy2G+sc3TatansB",
+	"crQB5jp69PBEOWqnxHWLS5h2JMdE1w3rE9FHIE1HYe3MPE/SIordLplI56C+4SUjJTTRFtU5WOLjAMak",
+	"XVXs/5E5dqaw6fdrTqP72bgM/8tst81I+snHE7yR/sWFSFQpNQJI8t790VljhO3596wuOZyLn69Op5yH",
+	"K8buYrFsI5H4Hb50uhfk99RlKTdyybdKJrelUH6GfG+T+1mW7NF5WdYipkBzRVwIEG1jvNFiZeEuR7YO",
+	"+loDD9ruHpi9vTFq74nR09GjOOIV7Xb15W1sQQ3eQlSSC3vYwaBuayo0BvPhugpul/50dkWe04o/v3/5",
+	"XLG8qblePw/ecIyO+bJRmtyYuQ8iGy6C4apHu0pxeBBby1o46qSUbdSpPZnMbdSfReQPEvJdEbGiy17i",
+	"rbGkG1etuHVVwHCZ63HIrEGoMXO0ebImBb/lGDcAWrYVV8zeFuEzKsNHzP9K899GFKxWuXQYTYt1tWBC",
+	"xTR7d40nmncvXv4xbt9VydJiV2fZ1traAEMpbyEf34z62B6Stn6OibxeYxWYW5K8bJSGANcaRrZZfDww",
+	"wG+Hi7ds4ueeus/3st3KhSPVwUGJn5Dk50ZCektNSi4YuakZvdtyXf73X/f++tf6r38VP/39Rfbi5bfx",
+	"lZhSbTu6FL7buSwtILeQCABPVEXzcc3X6fh3f/2rem56/errWKen1+96MYtqETgrT2XZLEXcv83hO0xv",
+	"wJPVpmpFLuKjU4iNeyUQKc7UH5uyHLkCxka4Ih8/XZGPn9+/j1ttVc2XtF7/wNZT26uCPHj7a7Nh4s3H",
+	"bzNes7ykZg/aVs1T4yE8Z1PgvYObhc4Q0iv2Cf8dp8M1tnBGuCjYQ0Z0zW9vUTXec7aK0T+YTqvUwinL",
+	"hAzkBrYRn1MD7/ADV7a0HT4NvW/bh+mmW0csY2wQRUReXr9+jxhlxtg+JhAuEhprx7AWRgBN++uihLpa",
+	"4wYA4kXdCLwk0ZIs6cProjxd0DoeZi6K8so9Pyxipjsrqtrmt/EzcH3Tm6aWqwTnUJuGWMuV6k0DLIZZ",
+	"yak3kPBwPPpxBRIBdgB29oaVEnhUZJABBbqz+9qJGQR2Ctxm8tlNFGtQQMiAVQBkyyLBj9/zdbddO77M",
+	"b4TeIkc3IaI5XLB7ecfGq/pr8xyU9Zel53/CfWUU9eaetM+cVTKPxDg+spXHk2DmEae/TGNoFghjxylm",
+	"7SOMfple5Dbhz8i97whXqmEFGkJm/8rS/IEtU7jInm9x42s6Mc2gA+PQkqa5vkAhA8zXlGsQ+66sO2HR",
+	"FRO0UgupT/I8mg56QpR9Akq8lSLIjBm5aUighkHtDFRrrUQpaTxLYQrDKL7YwguvZH3XZx4ZrOXQCVLU",
+	"K99yhvmi7hrPRntQFS4QnjJR5RGtw7pw14KWZRWTBaCkjC8h+ZnW9drhibazOnIdj8PI3HRnGwSk46u8",
+	"YyjNLr9EB3JLAVALubJRRhg8FyXgzzqp8CBJxkkBnAGqNc0XS+tsOzUHyizbcz+LhkAH8cwskplPwYL5",
+	"bMuaXx2NwTONYZT1FszOytCqXNqIZJQNCqXwmWr3oeNJGAhgDsYvd0vXdq/H4Jamd0xY3NYg8YQr8gkW",
+	"Nn6mQ8r4PU2vjgPucqz8/qUTU4MHAJO8GnHTh5k7Zk5up2MN9xa3nfAwCbg/zClrv9uePIXeK0TMnyAg",
+	"yVW+oncsWOJ/8MK2IAKTttvm5EIV+muZN0Z9wNF+0hRcX7B4WnznSV+mIoy6cxnSjmkwtukAKOVd/Cq0",
+	"NTvBwA9RaKYU+k0qeHS1pFQR/4NtSx0TN7mnFgUGvrYcsFUtb0ozFkzNEOX63H1i3YfJ/szmEplpjGbk",
+	"4CtGjXucZRv9sj+ayoQ47r8A7xu+gj1wBXXbwvhGaNMqKN5aTWK36hbydYSoN9qwZ0M0iUCb49modlMo",
+	"GP6W9p7lO3LtNdw1OLfXtKquwSS6dlik12Qfpvv6fiGVtl924i7XRlLqvj4RxqRsz7dY7koVAWU6qSrP",
+	"NIHBF4d8irBQplnjy0BU2/d+0n3UtOOzS2fs5+oY7qc6gV57s2ZLTMdvB7cDcPA2i+pZrM/Uk9y+vfcX",
+	"bxD5h2pbLjxR8775QCFXjCMV6GIk2LQ1rg9+v7u6UYBchz/4dFIDYh9J9Oe1bqAiQ+lj8uWLXaw/m39/",
+	"+TJwlxR7y6+p7Y6jOq/lw3rXC/KqKUujKR/WgFfkeLW23IpaOlo6woWWW8V0/c3Al8PZT////7b3+L2B",
+	"3SlLIsVjgZJQUIbkKRg63fV6JD3y/2AoSQgAdLwJlARuA8DVtVcu9opG1qSUt7ebMMDjQEkTtx/AQlgP",
+	"b0ACIvfvUUgSsxu8ZMSPYlk90UkMHL0+7SGzWorCrEZP/P+w52h3pP+UR+Z/pdNFVr/B4YKgmNuJ5/aZ",
+	"EVuLxW98RIwfCv9gtTZFodXDYD6eR9B6pKUtsAEd77nS4pXKxjOkuWbFRbJ0zH1Dmgpg3Rc8X5AFN62v",
+	"EfjatTExHF9QTW+oAhrFBJaE+cqNyD3u7WCAmJj4rnRF3GlT10xoO0vuuYnNrmg5sfermms2owtGC3PU",
+	"btv/FdX5gg1D8lDLKmgf3QXvy09TFpGI2Ir1piDoaFyGjXhb3P7oTQdiv9V4EiFMeRt+hV8fkgsHp0UV",
+	"cZyLPrOkYMoMxtavYWzxOPR7C64q7CPRTY3oXsZeJrTLNuAYC0I19UwhLMRQ5H0YZCgY/wn+ZPi0PrUn",
+	"NWYGYM/a9NPNcx8fmUjW6Eousdn9z5/fvY5XxE6kz/M4Z1tGvqaBRmrgOZENyAfoGypyViaKbh3J1FCf",
+	"a+NWGzkicy5oiVf0I50f5UDbrjSAagcx1yW3HmK1bqkvYi/42KHMAHYAC4nNkfyi3QGpcmUwNKYxD1B1",
+	"x3CvcA35jHdcFN8lYD09b+rkPYLE8hOuFaC6AZYvvFPYThD7Nwt+jrPOLYO/9nOsoOGEdWnZ2l6PasOT",
+	"fCAblvb3KlV3KpZ8GHqVoEsRVSzuUXbeP85A3e3CZC7q9nzyVM8Z6nnLhfl4auoPGKCCtJKno6h2A92R",
+	"q6x71k0nq7a/iPJVq9+JsDqyB4dYq7uSkVmWHtN1JK5uFdIxuWzyHDBZMvLGKvYro9g/NZgae2qVOgQr",
+	"QC3H6YtfeyW2B+XuFvHHN7+X7WH7e9mee8FetueaH9gQ5yVdxxglTgD2FrgOoAIYs7Loxv7b3rXa6MjN",
+	"EHhcLE6bsrBrWVWsgELrFKKyIvYpcsNy6mAA7FBrY65qKYkq5apcT3ztfPh9WwwgSSt7ZfsIETWkw3I8",
+	"4JgtlBE+J1SsD58ilonpzOG6xxG/YNJSLfrgOy+COp11AuQgXem90Lqazcv7jOBfy+rrjCxKhfBkI6Bk",
+	"NVtKzU6Kok7PKdq5WDlvjvT25gAhEbhOne71iJHYzuCWFuKEsE8cxGnch59Q0e6WNdtIZg69duSabGve",
+	"g6l2O9pvjf7WDGcvrZBRM8VP6nbxLLhF3zSwmFQFL/Dez+NrTKUrsq1veQBabRo5/xoB9jeNgmx9GOu5",
+	"wznPWtcPcXs6/evlXgz6GZsz81i9sT25FfYwJgHjFE/dGR2Qolo+rJM++NUG656Ze1vSYh1zhCCTD+tI",
+	"esuT4P8/fp5H3aT+OI/xrOPaJpu6SizzzPPQ5o1p6of1NI8bw7C2Xmt0BCpuePV7/sx5Ph6DyO6QFW3P",
+	"2hENZ4ewqeC6s+j6lBYum34cj+2AppYiIEp+Uqtp4qUHCLRcWdoo7NWxDdU7REzsqpD+R0Czqsi+qz6r",
+	"GrXI3DY4eBIjo5ubkRijnM9LLtjQIQsO8MoM5hM+vO1hK8WkVwAGGaakbf2Gmt/yAcwoOw1IaaHIftWU",
+	"pTVvcOLnvEzwTtjTJ1K5Zk/mcNmtwQgnCCbctSl2/gxJFAW0B5nN8J4I9IlVDznrRuGOCTVuJmwNSPZA",
+	"lG1jMhmTeSPzb6egit2cPqgy5TIt4GinI/tP1zS/S1FxQYPPFMGH0rM9Poor00LUoEjHiN5bVkxZ621l",
+	"9UlMyFZENlUsviBiS7r40pQokl3ayVEcV9Xwnz6KEw50CyFz59j0uM2lqxP5h8dtOts8IgygsSESjOeP",
+	"ZQ469ueFw+/0ahJOE7qi6zAWgw3tZXv2ZwMhFdyyUblkJRTFUeAsQK3f8Thx03pWw2i2fSxtHzGr7PcT",
+	"pShPc+9kwLyTkQT/1uNYrDy0NIx4HxBaDp6QviraZHoa7qI4vwiYY8wjxyrWFoQUTDowmagUKMDfiGNG",
+	"XSI2h8MHevsL2YeGpvZ2nPhoq+H3NiHMhZOM6Ja7z98yWurFa6YpL6PFqkIxoRqs4cdr5gIfdjaAsbJj",
+	"ZaEBrEMUNhMLuy19QryGFg5tVryDmsT4uZj7DuLFdMEeiP2ZS9JBB2NJjWJjE2N3kFAdmY93ouD3vIDD",
+	"E2YOM/Kna2icb8iLj+lniy0wzSNzQAQ+NSKoFY1u6hI4UJMXb21sL7d5BfiDDoCJkPZTs6p3Qq7SF32P",
+	"Ro+nc504CFq5VG3iSNCW297vHevrGwjrw5+nVBS8QPPkctHoQq5EglR3LO/CYxEnEld2OTo9VH0rC+FU",
+	"BKuYdTdI1smAQAEe3PWuiChyaqBs+5KgQaKAolUeg7ZJX9lY+7+JIQDes5qWfo8FmiZcXKB2KxhA9AI6",
+	"g6D3lJe9EFKHwzi+nN9zYc5wB7fde92IdYxDaFuPTjloubMl5eXu7LABnIxioiAUCQaFNPvJpmKypeVl",
+	"6xU+Nwlgg0v8or2OBWRT49C5xDD7U7PbIf02nRv4MsAkCxwrGcvGynkFcB8Bxq3fJzCG8UpWOW2mx4rI",
+	"lU3C2WI2hwhIsaoKyhvdOnFBlgFZ5MQTyC5FPA0Dvpq9e+39cIDJbeGMI9UaQg/jKlx+uGrBZBwbdyAT",
+	"CU5O+EFErsLW7G2MK3Yf8zahZsk23KFsDCclvfZxpPDvqeI58OyamTeLS29ko/1GtxkhWEUcsUTqGGLA",
+	"6flnYr7hmuW6qRkkkXij31rGLb9ZPPD3m574uVwueWzfI9Eufu24iajNhUQa/B5C/1RaQy1lmS8oF16d",
+	"RltfcST13Gh9IZWOg3e8lUp3cM8Ck+43sT9k7GTqEX/tsuRVLYsmpo3P8YshfJIyStoIV9Nd/kIAa/PE",
+	"WBsZtFtECNNXo76E1L3TPrttmKqpAFd9rPpXcZFH3zdRpU48/yddOcACtk36ndYlVYzacl7CQcIy1C3h",
+	"PPcnxK17WuddyJIliKA60vA7ED5FBfSkLNFX6ErnZK/JjsIMcxuqp+FJu6IqEdcBFTXjImTsBZ/VZ+rt",
+	"CgsJLRUygdhTUqXP4peQ8HGLA6Ig9bLjmHFjq9kEomTrKXvoslkCRNfICxbUkp82gqyZTr+mETF9cRmy",
+	"Y7t3oLI4JqIpy6EX7ZbRis7SJ1GOIJfBwgA8JdA22/BFG1yAZhKENY0QdJRtC16QU0FugKeELKkAlsF0",
+	"m6OEhdAkV8Q+TIRcJay0pgKqtfOQY3pKRy0ptUU/NPbSkgLiEuaoqgScG1V3KXArdYdHOPgS3POmOULN",
+	"KdrXN991kIKF2BxxRxDa6Q2ltbNBwr04rEHSGS0xLaK2SVpJNjDtLqBVcpNSMIaHedGIcV+qQ3He4z8f",
+	"jBvEveC/j7ArgDjNVMVy47IB3UmpkS9AGVOsZ0a1wxrKrz8TRUBNtq0lU43vMK7ADKbhxES2bNrq6mjR",
+	"HfroT4lhPWBajh0oHb0Cp0akiwtZm+PIHypANmOGXRj7Q9aWq/6GwQfxG9lxLbKVrqi8KggtrUAUwplp",
+	"x5Z5OU1vkKQ/ZL/o+J1BdGnE6TT7v3gdjX9+b77Ce3YKJsmyYgWhGnSG/WL/3eUn8u2roxcZwRP2uhFg",
+	"hCEJbyPcz+A36rfwH3d8J2LljM6qncmT83ceXwf3l+0LX1Z4Qaf+AX4sxH8RcDP5Gvy6H3fcqH4Mx8Qe",
+	"qhjTXeJ+6ck8ntDP6a5O4Pm08tr1giJTEdtLV7S8g6vPIDzaW5bDP7540d7h9e/+1wDpFgv9sFdfm9n9",
+	"lty9/YVgK3itp5wNYq/anylS0lUGXtLNGlDi8cHOhJtvNmKfR5Hw58at+LqHOtcd/bnWybFDFmujFjMt",
+	"Z5qWd+Q26oYkIbo+VUyQfWMlHxj9C8ArBdmHSPPBBMAh13Cq7+nkOYFc37n0mRsxVYcUXYliVLwRX1EO",
+	"kRctzcGRhHzZ3AaQwHwZDYFiyzfbFieMpOsV7J7n7Jmy9FMS2VOGAPQS1/emMZTXkq5sjahpGkLMHYLG",
+	"Kl9S5KhqopcfY2WQQduK6XBPkKaablxgE8PzEp0AXgzmwEDpwUCqYqLOx1XYekA6l7UIebJ1I9QxuWBQ",
+	"g1HY1JHXZ+/Prs7I4eHhc3g4nORLX8LjfhSd64rmd0wnJO7i6pzYB7aRuHRNxVu5ckWsTGkKUDJma9/e",
+	"vPz2xbcJnthKb6NjYiytOP5BeepMNhbZ4q92rGrkvSoFL2zdIsfcEgQFkoED7q5MqBeyngYK90tU4zGl",
+	"fwOaCLiCog7Ypk8VQW8pF+YBm8frOBGpKIglB8gXtCyZZeDvXWGUt7LmetFjGvjw+psU04D/hb9+CFt3",
+	"ewIbuHx7Mnv5zavodngUJQW+uJ2E7oXHb0slsWR6IYvufL0+uzy9ePf92cakwZLgL1pLDhaoS+TjGsjI",
+	"5dnV53NzGJ+/P/m/+qN51RnMVxuD+envX2UvXsX7LWSUsfPETSl8DwWA4Hp0+wdURHCBaSx4oA2lZbv0",
+	"x4SSec3UgtRUFHJpGxu/Hp4CW/KzrLqzTRsg5OyO4382tOTIeG6UATLLbsjosekZs44GoWSBWSsukPWz",
+	"rDKSY+cBUiqHq5yLN6fk5asXf0QoRmTTQOBuJKjonLkCSYugk3HYKx5Xsp3t+/niXeYSBy0LRtVoi+0Q",
+	"yhHydVDhA2fXTc2vka/IDX/hA5Ub9F4jcz+FrcPNsd+O/yDyDTOxUbW84HVxTmu9PqUVveElj4bn23i8",
+	"Y042PiRQTELks4i4F8YhM+ow1px/2Zq0j22wNLft20LV6dzM7QtOsf0oN/MjHWdPnzviNw+ArcOFINUW",
+	"XyecYBy8/Wk05F9IhjF/fGj3kP8OxFbdXm6yUI1eksIPJ97hh++aEMGyLcc873Ck4bpkobQO75P3/J6d",
+	"21rk6GUYTDv5fPFe2foi4O+2cDY7YcW1udmPqITamQYARgIIPTcM8n5crsuWUdRtWVThvSByhCZqkCGm",
+	"luDDVVzclmxmNMfni/dYYmAN4em3qHadMXgXv+t/0qIabG4MgyHM1e+sEpBWIItGJHf/p93qXUYlcACj",
+	"fYvql3bg3Y3pFnn6rnycUwH2i9vFsHU98oCZ480dXFqGg042hjXHgOA4npsBdV9GMpUGGANlVHTLi2B+",
+	"aQ4G4/5p8hX+YymVdvesc36L5QTAobHf8ikcHWyH6/vV0ZD3PFxbJ1HavLY7BmYZFJhlByIPSdQLiz+u",
+	"npEIsAFmuZcqMz8XRDaIc3pwDH8izgHZ//Ht2flBkDYPQI9bb2k3iC4d5zeRe78BqQOd9Z6Lu6jr0Cqg",
+	"kgtAgjWSFFKzgK9gUbRqhpI+nefD22TQvMuR8OGtkq7HiDumqH9o3NaBF2YtzRlg7Wu17RngBpk6q9z3",
+	"iJuxb2uqmMf59Gils3RNqGvjh2hhS3fSsCI0WJHOFHbfZoyERs+WrL5lMwxQxstf7E36BRW3IykOZvsv",
+	"pJBNrcjbq6tzAr8JZlcxdgcotDVTzZKL24N4cCkKF4ywRkLXsixZgS8AbhxcWLmCHIhO6GAfcYIpznpF",
+	"9eIAeJwcqNg2zDmddegs/QCZTn/6fpq2/x6v8mm4X73GD/eqEZgn0/7Bznpq7Z9ZsOcbtpYWGcQ7a88U",
+	"Ogvrxx8Rw5rRqdn3jCr2FKtTM8FWwPTWBQKKqMsbJctGs/cDK/P1V5B739svUtOSuAUNsPePwctSC1lj",
+	"KjEV+G7bcrs42GwAuD24Bqjfep+tuFDew8NycEAiOzjG1nuHqjkY84XkOctI54C14QdzSsI1rJGTEcPA",
+	"Topf9VdHSZCmqdJecrhNQMimitVcFp15DeR9GxqoV48wWczGg+7k8p7V6r+YxdLC9PwuuxNP7cABbmG5",
+	"uVaklDnVsv4PvIdju/Ipdtl2YYFuPPrazPf1DsHkf96t/Vh0lWO3NpknDO88j3w5CPzWwlSMApH/S+M8",
+	"RRTk6ZHa+2grIW77DojzA+DticKqq5oKlcuC1VdsWZXRcM4JkojAU0TbxyKqsCm4/J7rmmr2w00MZOCK",
+	"1rdM28yJG659df3dDdfP1TE5IiXTDmcB35cvpFRseGP6S5AB/h946Wk8FeMTJnFgv+CK+ZjkslqTO8Yq",
+	"y00pqqZDN2m+N/4BzfeyPVlBnWiVL7/Qkq7sn8sG/4a7pJ92x6+2j22TqTGpYMGuZADcHYjXNy9eRv1w",
+	"XdOTOsZI+aapwV10CyfhC0BqxD+fQ/ouHksqIyVfcgtWOgOIAZ2RmW4Ey8y/pfHrvrvPyKxk96zMyOw2",
+	"I7M7tuZCf1lykZHZzTwjs7w2/13SByNK5sNmrvgv0AZ/+DJfmkZpbf6Tg0KaqfyLXtRMLWTZ1TObgVns",
+	"NlB4tz0fZ1AIVdBXLzd1EGAtxkEnrCDOPRiH2RIRIRzYCi9HmbBS0Bz25RabgwtS8QdWqq27YOyGsT5s",
+	"G2LvyWpIlY5UzX3cttET0bUYz0P+LPjPDUPXxJ4HUCCUS+TWnph+8Oqr+C3+OGz4ThykvuERiPSwTAdf",
+	"EUcp5QWbpNARg+VJFTrmXA4LEbx2WKVjz7ZT6YuXkKe1ePnqmyHlnQB4sS9GhJfdN9EfX307Mv7+ZWIo",
+	"z5v3Gd1ymmDmOiejG5VXEqG2ighEtnnoh2dECnU+lNNpRkmiFGfTLJleheN+EJaTTDI6IybTzlU4n2Ee",
+	"Tip+Zc6WRyeZ4WYmVLQOoHcoMJlEgRgaKeT2WIulkwFV6bvYjv/IVi6TxRX/18g0zAU5fff6wnivljK/",
+	"ZlVJcwc55oBnpGDGsxBWhZcc0tEgI4eKdQgb4VdjjNTJH7fBaeyP24GrAzMYvZHX0MlnmK564wk25hVh",
+	"fk3MhpjiSwipv2dzWbOBUUBSV38cXJll5lucIYNJFuZlVT/RYnip4f4Q6i9vGKHhrwMcqc3EjLFF58Iu",
+	"+osIJ3BTV1Il5sp+ObQiMeP31+T2tWQ4f6plU+22hd/g1oQY1K1ppt3MO+zfQfP/Tc2MOfWgo4lkE6X6",
+	"NVdwQ+j05lbCPDqRj59Dj6n7iFkEnQTYIieNXny6Z/V5Sbm40KqKUeLqzfRWi3dMCSKU+PRFIs23lWmN",
+	"XFuqzOtDctXUAskpiHQM+iFZJq2ZSx8WjOHVzBLxYSB92Gjga7y6+lyX12T/66Mjcs0FbP8vN7JYXxNp",
+	"XLQVT9SFpKN5sZWeQLdHGy2RFiuKFCRrzCqF6OUQi7xp588A5xep8tByVjVlGf/ltL2AuRRQpyxrNW1n",
+	"YIb6aTql6dPHP797Q6wra7zIP30PWfsteLOFWhj1VdKVF/gOW9zBi/At9sPJL0mWF73mCoFGHGwlyakQ",
+	"EtR5gNKxOfegyX5gEV/kBwYpvsYIeOAKLurhYefXQQlMSMOJ/FpzcMLgySlu+IIqqAEavtpWtt7RXhz7",
+	"ErTN8SyoOte/DLeW0yWrKYAcVFTMNC/17BfZgdsJWuTqckFrJ0QjLduZ4Ioo8yMMVJKmajGjtTngE5X7",
+	"W3ncAUeytdKcF+feErhxo5L1G5whxiBCCofva0bvYhLGKhiEpxP3Hq/lkCkZvU/BHIQVOYPJu7gmYfjZ",
+	"6POrkJl5wu8vOr/x+YKfY7kSxoKxIvv54v0hgRsFT3e2JPvXf/jDH/7P64xcm4n9P/7whz9cHwSupz1A",
+	"gnMlIzeNB/d0tVTQQZZhjJqKggBEtdIUL2kVXbLvCHVJGlTAueJrENzp1Dm+2oMqM2oKMvgjR9TBITmB",
+	"dl02f9hGzZbyHjXDMkoJvS0D627H2kTs7R3IddEO+qxY/WS+IGkUq3exInF/fhx2a9RCroQrWsilULJk",
+	"gXeHYyV5yWjtGHpG9UUtS/auSDgf5kvCfer1iO9B3TTU7F66M8VMyDPlIbiN9ydFzp7M+0hBX8LWhe+c",
+	"74FLs20nPT87EKvuZWap+hW8g0KmYrh+n4RfQNsvru3FMuL5Gu+8okqtjNlWUE0jlRTpCw0PKGbaDq81",
+	"ts3MG5bLtEwu6dpYLCCXSXSj9/KWi/HuwzmCzPTmPRs1D/5BnD//5CMqH+zEn2JEeBiyzS2SmeUO76Ss",
+	"Cdy0RKs0zNPYX/c4orLBOvW5h7fqfHJDtyUUfksgmpmfwB0KNlLbr2VU3tyCcPxZomLzCdi4Fnd6eMsZ",
+	"DVwynSgXHgj0b26I3SlCsYJqWpGKefJwb6sqMdgVnTCWeTYjDd6S0KUUt5ArgFPHRV42kHNhpwaU8Xge",
+	"ph1Dpxws3O1Zi8jrJCodYQ53c2z7/JRQjONUFTDIf0KCCuFf9bRUFbioDmXSNTkpVA4nzXSuinay8J2A",
+	"oQO8FSFpRYbxEyNvpjO/F4nFj+xmIeXda1bye1avx+lHC/sk2feVeCcZ+Ss+gjWEkFcBtp36695BglEU",
+	"m8F/nMplhdom2/sRMTMumAYsI08rOsAlCrC+eVNzvQbQFovQwWjN6pMmdp3VVk/anQ9OxrW6z79UVH85",
+	"PDxE+J+bRnHBlCI3NL9jolDGjHfmBM0BGBLb2YcfK/vjAzMH96xUqIK7kC0kl/KOs2PrOyhCCfbVxbYh",
+	"Dapmc6xPNu7w10cvyDWt+Bd44otbc0gyQ6fGeHrQSCslC60r9N3ykzpf8Ht2BanjkenAr21qOUbcIVHI",
+	"fm5H6iHvyP61mVdZ81/g39+R73EAf22Ojr7KTy5O377789mXq3enP5xdwWfsGinfZjAfUK5iLJec1vU6",
+	"qBv+uTGSdV3r/It9N474+mDqSLEjqRQ1BvqpMnoq5xUV2k55uAitZ5a1tXY2rP/j23fnIOI/vj07b+dD",
+	"ESU9dZ8oaF3gk7YCm6xkfTd1AHBlFotkpPruV+tvkgewhMfkhotCQb5VLeUSum3+gRG0jNRS0wACuGZY",
+	"JN/BNeRAgeooCfAY3fv32eV9Pru4Op1hX1tFWPEfWEjSdQqCHidDMDuouyEAxsX2poSzORS4L1/eSqVn",
+	"sMvwZ9do44F7XqD2fHt1dX55cIyQpzMwOjrlMl1SD8iCJbRUEpx7rFDH0Z2qeo7Du3Z1+MAEDjGCGTKq",
+	"ketLls/eMJ0vZpdcs2tjiF5/gu+uIRqgF2wNAe7eZv6KXOeqnn+p2d+AoPXazzXORDvXwXA359koPh4F",
+	"DzfSjrEAM/xzF926ZDWGVI24w7X3TPmnzPhqRkswxma5XC4b4bJdl1TQW6iwbkNlLZ0+7J4ABMyBfpsW",
+	"8ZfKR1kzvEyYeWCHgqnMZy1nbYURPIkyb8RXOZpVXkMdlOBKO0GHE9ylbZrBca1I1dyUPMeqG3dSYVox",
+	"HrF6oezSlBQMZEu+AiJEbqhi/io4X0jFhBPNglWlXLP6kJzBOfhvl58+EmDidFcjjbK2/jXgcX4PdxRq",
+	"QStGrv+ey4JlDqM+A4Y29q4wA9f12hjf/yNzhDX/49dr7DEmA9nWw1qg63+fXZkGZu+Ka+MDVVIo5oEj",
+	"TLdtkhf7uaGlItf2ddeZ11jU8oTClaWDUV0i2XfL9mqXq5S36pCcU2PKwxV3oAIdD6b7CRP3rJQwZrQP",
+	"nVmSEbBKMjDo/vKTGWQQoluCxS0q/w7v01iozqUsmtKsm25qAYuJUsGEhnlBRtFr0/j1ITmjeaDTwNpH",
+	"+XBnaHhza/b0g1Exs/bDa4+jbF/cPoQfXLcMwHaWmJjLOmcq2pj24Bhwu32zhnMR4zxcEVhpJ8t2lVgL",
+	"euDeZE/kujFupb24KGo+14T+f+y9e3MbR5Iv+lUqGDeCwEYTJCXZOyZj4wQtyTb3SBYPSY/37M5cdbG7",
+	"QNSwUYXbVU0IVvi736jMrOpqoBsAZYIPCX/MmEK/6pXvzF86CYEO1Ghm6b+lbCy4k1QVqNDhUsLEJyfk",
+	"oFVovZt4NhxrRBntpwJUdcScSYz7lo1ISjKutJqNdWUo+h21Ro5H4nhw6qh0JArgwXS6G6wZ3zBgH+oR",
+	"jXl5I3I/kFpKHzE+kXuoJvihgJYRlDxDvM3xYPD3oF83wugJSpa70VFoq7Z1HC9Q93BIP9wLYioeVNYU",
+	"fY2hRQMOgqIeUL2GH3OhpJMa8fIgtceH2bAUtytdtZHIFpfuYufMC53xAtS68LJ4uqQBUS9yd8y1z34s",
+	"tJ5AqQqg7Q054dos7JNfizVPQ2kzfxosv6EaLN6t/CVe+SS2mc7pNynr6TJZpQECIM5SrXjhw6QYeypq",
+	"Vx2NUHkf60vQj6THfrxOhh03sqISp6AIImuugoWCaj1UCoX6IPrRYuVFm73htHCkAAplpIOu9cYP7eE7",
+	"U9gcE3RSP0EMf4aSuObgKBX1SuczL1gB3NaYYVWELuRUposVQqZmiyeo8RnW+8cOPRbfzCpVUPcFK/J/",
+	"7PSPqQyl8GfMP0RetGYpH3bsgkqrWCf1K3d4cFjvD3bR2MNHfhdXFxqmV02g6dOAfQgFg4aqXprfgnQI",
+	"WQhlj3CM9ZHXw1rJ+ZENoT9YiFuBKGC9H/1CKE0zo7oLpGK3Fm6oVA9DLtD+cXNi2LMZfYeOlFG9Q6HV",
+	"o7ZD4hbkE8eQKjRmdv86u/xvNta3wv0dt83ue9BgGAK1ACaE5WBkYZO9qdPEaHbSiUBw13L24tMnfw5Q",
+	"kvnnEigty7wPoemYuBZKlLzA5TnsJ8EMsvh5d+hS9x+qu0K73/0Kw+fXYKPPj93O923vpb/WvbtPaGCB",
+	"tL3KltLtl7OJSPtRC3H4im8h4BGeSeFUx8tNT1qTFweH9dgu3pyFPB3Y9leg3pYyu3Gq3unrt05pwKZy",
+	"JsCI/fDvL77zehEcN/fNubMBn1DajrD4bAhBOdLFehxdo8h+aoc9On/dT4W+1pVtOQxcsfQEitIRnD0d",
+	"sBPyBkx4ycfC90itRxLgl3KRFbyViR1E4tOHY+GlqVMEMSsJdCzOnNSciMKSO45CBn6c3DA5JF4JIC8Y",
+	"562rf4/bqn/nvwkeJZ5jonR/wM4Fz5Hi8Tsir435Bqay4yVeW2pCcZciE5Jix55GUfnzBNuUas7ylsYK",
+	"lc1S1quXNr24zeJrfcqEMECQ6Bng2LSfch6PWAqiP03i8q6kXjKM7B2ztJBKcCcUrwqRYjU1ltCXY9No",
+	"ElXUhjYSpmOmRT1jRyC+VSYojXgKEc4ZDHrIJW0g0FG7XaT7IbQBhcPx3cHL+faQvteF4M72cQewXmf3",
+	"6ULjwK1jLYHU5gaPOQm4COh6cHsM2+pmpKcK9zPxdwKvCGHeKCsAmoo4a9W9YoZtO5tzLLQh7QwFbsNM",
+	"DAOcNwvpJFxYXgivsvX8tYvbDC6kfRQ/nuHyGSuc1kBtNNiYw8qUuroekaABUx659YD9XkqQQt6t4vty",
+	"+vQH5MBiBltS70hNrlFrxMBGgcDJSg7bg3pvzi1nuSxFZnU52zUAoEEGozSAwTmFDRiWQuyZiVM2SwH2",
+	"GjENw6Y4ZhrMv0eDMVaX/Fp8HFZFkbJeWNH0VJlqOJSZ09Uu8Ka0H9ny2PgZPyfx4zk6hnDlfIoJtqT1",
+	"bNUJRTcYCxodWZ9wkBKW7mOLydT7a3J0UEPmQ33s8CKkt5D9iMkWEK6SthAhWaTVQXRydhr1ijraORwc",
+	"DA4Gh9//AF3GJkLxidw52nnpfsS6oRH43Pf5RO7fvth3xtz+ldbW2JJD7uWkNbfkNYS5DMVBHGNA8zTy",
+	"8GATIQ/hKZWxvChqWTSXSzNgH2Kzg5R2yPeR1ohiiOw2aA48WBJXs06L5sivoSLkTmCBmfbJ6bw2ZbzL",
+	"CJiGRPnE3VuMBYwht6QC1SXWS/f26Mqe+0UK4w6Pn5UzgIa6nHJwh3nq7aU/4W+gXqT/tRf+ufdv+MO5",
+	"4MXe6Zn7x98lT4MNXsgbAZpesH+x4GFRbL4kmYjDpDUEJRMWktwNo8gXoSswakBEjLX1sKAD9pMu4SFT",
+	"TwtQBwpmRqIoEkyjJ5QcJOhJCSiHvEYBCwcJyZFMhUJ7mGyl5w4MpF8aCrBI5Vnej/49e6917tiKJIc9",
+	"lHl4FT7sZbThPc6mpQZZk4sg4mClSjHBhA+thGGvXvzQd2cQbNnWUTWk0+La/3AM7q6pZiVm/wTftfjE",
+	"M+sMFiUApWQAFbqkDZ3mO0c7YX4n7rtAlyTfzc7R/7Q27GmubNA+4g3ZhaVOCGmCDk18vheJbEXooLkP",
+	"Pi7CIUFpRXLZPzHgKYz9UeeQguuGSrDlUV37/r8MpkbXr14W0W2unE9SAwd7e+TYzSepNVxHCnmU+RnC",
+	"il08bbATR24dl0HkLJArwEpfHBzc2/QwYN0+mzaG2yjP/jPZeYVjaftEGPP+jzwPC+ceebn6kZ90eSXz",
+	"XCh84ofVT7zWalhIDF2/OlzjE2fYweJS63e8vBb43Hern/tNERCWyCGJ2Jls8PCLNUZ5qfV7rma0HNA4",
+	"+rt1lvBUWXe0CmzjFce1Hf26wx8aGJHoXH7KnLDn1wZSfAjyeV7E+eym2KO9c7Tzww87/rfapbhztINu",
+	"w/oa/hMP8J9Jh/zfq3OXrkVrPy5AHAvYwx38nM2EreMWURYcaO5mRN6QmqeBSuM0Bme2+OpgCCzCFa1a",
+	"1YoBO7W142PeG8quRMYr44TOlXZqeUio8pp5+P4ig/5Z2MBpLkLSz6aofv5THQygXi/cpsGTOuaXAnP5",
+	"QsEAHvbm+TBWFgXYaNhphXhX5/G/12Oe8YnNRnz/s8z/XHLEVY65P6LWa+jJqIQqoDNBPXWOkdWzX39m",
+	"csyvnc0DDT+G8lb4qB2cZ490XNW455Gs9jopVfwP5dAKodhYqgq9P0QUqNVCkMB/3mt4aAXWYFIRZj3s",
+	"STQWfzNG2hoA96CKUWxzQJM/zcHVU99TgDsDphhGKMHVa6pocfAY4BeRH4CHTfoYb1DRXqENhoWveYKg",
+	"/5AxOil4hkU+C1T6Gge3SoVqwcqOG06ACuRso1oBkvmC4I/Vn5DwVVVwZ6v6s5RdwEHZn2AnzpYXY1eu",
+	"lle38oZo68bQZh9zkyifFv0kX6wgvFr9yK/a/qQrlT8ploS0HMgmC2flgZnNPqXsdJvXp+h/DCY2spew",
+	"qUlIkkYBS84GYyrh+I4SU8erkpi5TEfa23/gDIxrE4hHuXOji9zxDycclWaFVtcA5Bb8nAN2ohg12nM3",
+	"IgOfYREHfjkaJRijsazn5sbjRMf+sIgnLFL1OS7WX6dsdHgD8/gyIl9e4LcGjX+5SkCzf+3n0kX3jQ0Y",
+	"fKE+/3ToFTZrnmAp8NCc6wNRMXhR97z5uMQ/Ru7WRv1Drclei3zPTSiqb6GeYOAtluqapUSdZ/R005lK",
+	"KTAQ1wg+Dq0aLo46jBH52dI+qMmIW7SQ1NDuV1uWI3HUiGO3+aTaEiCINRSC3wDklm9XooREDxcWIJHj",
+	"HSqPwioqXTJb1rU/JjhlpXUaCa7FwvIx8HU5RXPKyzyuafLKUlPr2jWkHe3R4XOPQ3wEWC0U5kLQMvUH",
+	"eOBH9BGHnyZMVxa8jal7VVWKtH+MWg240CFgERk3AQgsCe560slevfiBpSW34iPBlKVRiGUqVa6nVONr",
+	"jGPSnhWERQMVcSwIFiD8PNGFzGatpfmGz5xhN+sP2ElR1GkvUcUFpeHd6hunn9VlFnHvEZBD6OrHFEmM",
+	"m0EFXpsOh4TzYar8xu1sxnGE3/EfWeE48oLSn5R4aR/WIRSHWrtG26i38vU7dTaiz92NNxI75sFGfrla",
+	"eLiOc4ZToo3It86m+xOhtXMJGWdMgcTlnMI2qWmqXVjWnB5SmhusfmdtiQrvXJCdwOOWSUyR3ZhIX6Rx",
+	"g1UMJd+xz1ZPIDswtHkFjkfM0gA4wFSzX6ydfFDFLGEXfCwupBX/cWFLmVnPio5aqjui1NmRLu2eM2vz",
+	"1pIRkoCQMN6e5e7elF448SDSOmnET1CalhT4wGN8Wj+NCr9JP4Zv4rv3mpciJMs03gEn+n8lAUvVE5MJ",
+	"FkJTy2nI4bqkvxr5yq8vzn+ih8BoJ1bSmq2/mKzfssogkIyIOsx15e8P2O8YwYmxZ0gsHhy2KzkhaGX4",
+	"jBAXgh8KGB7aTQt+maoUJsSTGk6ZRQWhwy0TyXMEHuBeb20E5qXB0dO1OleV9dzW+p99Ah9ph17Tw5f0",
+	"6YQtemZ8lkyL/aNgSd+h9wkEOLcinJlJHV7003QHsl6KnlNF8LNQ6bUHK4gwCVmpjdkz0tZxst5cqcVR",
+	"dFOKzi5nBcprFQow+u1K5FzdBaUaegVLhsC7LwfwWhkqam5HFpUNWIUNKRjw7jUCUgwjUg21jKucTHx/",
+	"LBJi6WgA4fY/rOZBpT+++XZXUIqofAowu0KR5iEhkxjVP0jDMtgIBSkcxnoh7F5X2dHlIv/oYpOO79Nb",
+	"69Iz3lKoDRN4wnrONx0jgxbyfN48fRgbH1MduxWV8wgVw+tYQadWUTkJGLnu5JPyQDnycFypWgC6A051",
+	"eYOmEonVRlZF5CarRYfBHF6VeyiTK209DWCpK8IYLkjihrGOeath8FYzoZBer50K9ergB5ZmpEqnrdzT",
+	"LdQjWzsxxyETpp3lBJPzKRsrj2U3vPU+EDrQ90Z57bYAojp0BNxsVaoIcuNKjOT86KJKX/f7jaRzK8nJ",
+	"xm3jHncWxHAoEFBjAS+0FiYe7GNWJ4mhQlw7sQvM8ER9jPw2muUik5DTKLMRwgC4X81IT/F5mIk01K8a",
+	"VMyoaIgyVW8hIwpuBa9Xe4QLfRGQGbJJcR99pssrsrAbgfAQ1OMBCe2x6OYNrMqV6DiejQW5byJaGUXC",
+	"NPVFLcljVEHYNfamN6QTjB1sabzYZib7NIzYPHbip/kiJ+AM+D2PGLRWUJZcg76Yw4RsaV/cjpUivuOE",
+	"nkifCg4ez1FchC4jxo+566yHdVA4ilAN6CwKsFSUE3QiD2/oESKSrmxSOzRD5JnqSoAwyZ/Wjxzthyyl",
+	"F32kR9IBeydvRBDnbsH2mrIYawN8gUWcWljD1dFbd829Fbd3RtcuAp9/QgYE7V+XQI8TAe5gSLSc5Vgz",
+	"+1JD4qvkc92hOSDTBm+pmQa2tkWuEXOGjevvHqugU7l4B+loNaSBLnLoxSZLYzGBm2iWiok8JvdIlvne",
+	"hJcEEA/lqAWVGyJAdp1TbeUtZrkDiR97mCCnUVxJRYzz5Nc3A3YRcDMN6huQvYzomUcMgTN9njOWHHbg",
+	"L0PPNV37DySWlFB5V1uYxS3Ea79aCyH1tnNS37J/xsHWXOs+gDNa414azP8WM3BQr/9EBHa67iPvG9iz",
+	"6z/3q87FnR5444GS7/pIDeO8/pN/BxTQ9e8/mUzucDfWnNz5gTvN4C1BPt9hDgGI+27PEAj4XbY+hvdd",
+	"/7lfPObznR45s3/c4YHTJmrzXc6acdoKQofdYQEzW/Hirk9dBAzh9Z/5mRC7fwIWerchEheGYfrnN5qh",
+	"g18GvL4W3SZG7PPy56mHWh/LqHJr6Fsl1TLKqw7hp0X14eC7dvUhLPitFFNAL1xa1FY3bIgzUr2pBIXn",
+	"mWfQ6YC9jms/mz0PQEZPCmmZHg4TJlRWzqBifqEK9UbMotapQXCzFMCd0/2UTybpfoqoT2noX1IpCJN4",
+	"cFl6WQ9ddzjGj/jMx+DJ61Perodv9zijCLWQ8ibtAOJLSvh/6TGiU7gH3HQaQPwUFgrNEVIEljQB9zxY",
+	"Zxyv+E6jvhYfDDns6t9vyQyB3fFcbkNZIfE3VgRvKP3M3blrCAM9Cc1T4URY3FMzlTYbITLkAwZsvDzo",
+	"zBDGTbuPkqFt6scTSP3AuiLe5Jz3xDgRDW6nzdja58YIuwfYoUNR7otPvtVAqwn29hPWDJFvhE5hbUQF",
+	"1gtQd1jILAiadCjKGkmlh6nxAP45CANtDiZN/CvYYb9pcDnWTI0K4LNzlpXSluFMRH7Mykph5Qe6bQKC",
+	"BYKFLvIqnKRXRtyQNlowRB+6pFm/oSXqIv2FtfwmXLW4J3jSTHzU7le5WINC5NhTSLse8jvI0Ukp3BtT",
+	"KGWnDteI1dEPgAN12kMjuYRyN7llU10VeVRZlTACpU6YuZGTiS+pwbQK9LBOR7MBmxsDdHdoQKWA5kCY",
+	"Hrwo9nS5F0al0Lfr5sszhHrk9YOEGzNjlNzCJIE9zFdUsxRXqk77CNt2jQToPjdg0PqAgJlDAx/UJKCd",
+	"YtB1cmr+fTVjoFbt88lk3/e6rpTPlQQsadTdcI0gkkvIJ5BWM4VWRs1x+KwT6Hkvx2LAfq01BMMKXuc6",
+	"TVCb2oucRROti+UqGNg0osWFezpuZzabSZp1Wi98cIV6tMiwI5Qo3FdqwPHgKpEf/9Ik2oIr1qPz33dE",
+	"UsNe4anfakvPWVs6w51lWAThCNtZNsSZN68zoRRaz0/tRZZUYCU6+6hGCZJl1L+tUtYs9fX+jJ99Qg5f",
+	"7+JBr+8DOGjgg+t4aXDVtz6aJT6a5gF9YB8NdeiT1gBZzHlEmi4QuDf2gCz3LsAZeQgXQ6NHa4ckgrHv",
+	"wiSTOhs+uu9RZCgu0bIhbz0LX51noUHvDyYl9z/7zp1/Ij8oRFurkzfwu6lbFnv4P1W7kY/rjrOshUEo",
+	"bT9CQ640dpH6xmCkvJOrwtbgWmMN+i2VVhQQr43SNnHArBdaYSvEMwStEpENEX3piLy/V9qOFjkUzm+O",
+	"Q91Njs/J3M3K23WSN2tGQa2ZnjyjuCv2wbPJAMXjVbdK3CStJzuTaknRNA8yz1ffRPet1TqySTmLbdHv",
+	"iXLuXzvo7uDeQUG0CKHB5tNTBsjh5Pskf2X0/U0pAng6H0ERWHSYrZniBXjEUl0jFErtbuuhpY/uz1ya",
+	"TN+KUuT9ZkpYuy1NsdBvNn1qPivjiWRV0BnZZlesY7kv8UJvPBoSOkXtGcHLDLCR+JUsING0g6ovMKKB",
+	"VbzhBcyIMVdWZgzf5JHAwaN3XZW+oNU37aeekU3QwPPobfASQkelu0QewRfGNVgjrYSxxYylAfD6COMk",
+	"aXvhhs8qoM9dwNde13PfPBl1f7uzxMPf8U2ECH+nA+YPDB0IPaGGDaVgIpcWmgtvmko+hxSjNa1eYzXE",
+	"8+LcpWEpqGvWfLwrNnA9JvB5pZRU1wm7oIawCfugCqlABYdqb4o5LgbqvB1d4ivSYyxtlF6QslNrfI8V",
+	"gN2EvJhG+o/Bfv6l4DkgsPsyfKjfXmEOf6k+f5o/vg0cJ+JsreAnYgVvNIkmWV75qJVoptQ5+s0xV5ca",
+	"ftmKF74dBa+s3nMikZpI5FBGoIdDhPg0IefFUS5mvCyTT0+VlNZLZ/vqKOexCOFc8HxDZBACPNUK4Lxr",
+	"eSsUeThWu33YBRkA7lHK7IpzcaG4Bnu3AF1g6UyU95UwDmTS0p0CuiNQt566IS8QZ/MuKqt0tw3Y76E5",
+	"pifnslIGy5EnZHclIXN0XkLDZ1LKsU09eCch4/VapW7/aE7sLneF/WVS37D/6zm4vlZ5vb5WvrSNmK3l",
+	"KHvoXNzIatgnu150JxpeQmPH2p0HDZ6Gy5wDkP9/x7z/NlPDl3tT7cFSm0Jp+5GG02JZU6mPeN7qi9+r",
+	"LcN4dBPAHyjG512KD0y/E16ZJcR7xqH5mSO7MbcyY94GOGJKYyczgArKRsKNLI+b8olPlkpwIPvXlrMB",
+	"tGIFvcPTKNn+qDKRinEccYvYtQ59N91b8btXItNjYRiMscXcgN+/CoODspkbNtiEZr2l4EfK7YQ+L409",
+	"eWjStX90E+57Z0kk7A+tx4ZBExQ98XBiY1HyCLjeve+YQEOxRs5ZEETJ3uEH5Acp58ZJ8AE7v7w4qyNg",
+	"ASvzB5ZO7B8gToO6lB6zD7/+/fQnMDZ+/vHF3w7/dtj9aNzbsWYnsmQ5VK1DP/Br6vJa+9lbYZ4R4swH",
+	"oewfT9AWqQdH7YFX2CNnl//tt+lRTJF6oL6PcSfvosMUN3HesqtvykK5AKi/+Mz+NRaJHMAMCLtwLRZZ",
+	"B/6kMGsBwsFwo4covw6YD3ZNFXkIHHhN+jnww9r/6qg4XpanrR3Nj3YZa4zu2zKbR/Xrzm/HQwYzFwh/",
+	"NY7diblpULo3OBa4Ab/mUj0LevdNjb5imq/R27bU/3SoH7Ha7pcBfJHsN8Jaqa7Xk/v4hd05kp8F1LUx",
+	"VxUvyDFJeBvPT+5f+CV58vQfRrpE3vsN3lL7o8t6Ux+sjQdwL4StdfUGQWJbAye8PYER40CPY64ZdieE",
+	"0vCzy/9GWNRGw9hd46t1kbjqhsLoORlxA13AngHlNyKd90n8m3SE+EGu4Qmp97yxZY/lGdlyrK0rZHnP",
+	"rA0wynXdxRA0WdIaC3s8YDKk1XuTqih8khfrUQ9nbq0YTwjMPgrFWDkW/YSVwlRjChftsUa6GEVr4zwV",
+	"pace4LsNqW3AzuejtY6t+3BZL4Ru6ZePdRQ5xQ5XuTQYQ67v9T+l/SiFf9FusuXseQSOIIl2vdRPD2+N",
+	"ax18yFu96ZEYgqM37IhGRIYA4Y6clJ4+PHOoSrXn6B6paUlIuLJtmeCQ+SYVNcbqAh+Kusm4s0hTBzR/",
+	"jP3GmJHrZIBDO1rK8/CsYfH+FhbRSvZVqTzMmaYKrOcdOU6Ay9L0t8T+eEaSO1pRWkOTTO6zJGptisc6",
+	"ib1CL3GPRCdpl7oRg6wvpBJHoQIK6ZuQypKoAjLpzCiP7u7KLE8WSjeicg5x61Y/YUpMQyFlQDYD8CLE",
+	"M8NCyxT74xT6mukh474Coi7BsXxmQlHIUnCjc1y2d/qvGVHJYxZw1nP431Lld8a9fqevfyr1+G5PXOq7",
+	"3f/B7eGDcNB6NdYpAI3Ihglly6/R0/yoRaM8YjhRLdeDRo+M4hMz0nY9v3GEz0zPBRMvCeWkqHkjbLPP",
+	"ekPfU8GtY2FyzK/FrgH2ipxO/iEQK5MAAtGm0VPlLGLEl8UmZLx0nJNaCTPsJWxldiMs631/QHCRps+u",
+	"3A6j6JGmCT+eIbuGhvlXpZ5CFyKuoLkYjBKGF6oWqMNfXZawzOl8EVZzgWE2F/UUXjaUdU+UkKea7Eho",
+	"0cLtaCfZUXws6l09zRfcPXEnnTH/9E6oazvaOTp88bdkZyxV+Hey0GfnIWy2sB5d7Yn8MXIy0e38YMsu",
+	"lrVF4y0k+Be9K0iqZjAp+OwO/GIfOxEtScujZHgiz26KJAUxRWRcXbLUU34aqBWBbYfuorXFBZJ5ynqH",
+	"B3vfHxwkHsmXfX/Qr9ua/Xb+zlNXzHlqViKhmBd96DUzgMsAf6e0ZSNd4NvmuACoWTQ37J6uVTFrzG7X",
+	"4AcNVTgVM8ql4ZYmtgI3z5PPCS71c+Ep9+8xby7ECm85Li2seSGHArCDH9RLPrdtXYC+eHa8r+q383db",
+	"MJ/n7Pb+ueTKkmaCikno1faU2HacJ9AacLwEbW8iSqlzmdXDZVo55uzdd4bikrKEIF15ywtgxy+/P6j1",
+	"sJaazd1O5RAbMF6X/Aprtm/EbOjYHbOjUlfX2N9l7PaaGkIjaCC39QDcwOqSVGL6/3n29udFRnvBb+fZ",
+	"bHfI8JtjtGsGJn0xzFogcg/PgFcFKQ13ZOonsWW/zzsB27ay2bC9D+x0rDnuZ1No++da9rVjVZ6nuKdY",
+	"L0UmliKPHGtjWSky6BfhVMv+gJ1aqjkwLWoq02UCWROCQytvp+2Cso3aR4pOwrBWJLGuQZShrlqrs0eM",
+	"eyU96C7Yyqu2miUxdB4r8f5uA82urOXZCLqkRHWskbWNL5pFr3918Godo/s5sO1koTcJgNjCnI+Z32wn",
+	"Gue3WyvRMU53UJYOUahq7I49vt0d+pXDOlk4E97UGTbOhDtcDEAa/JouOktgyP9fhVVjNGZ8286yhVw9",
+	"Rswlmj9WrBeawTXHchyM0V3jjQTsM29qGON+14j9cW6MmczOnSPAKQtjvtK6EFyt5WOBrd//10RcN+Ub",
+	"dmNyL5OKY8HdfJ/kNpEGHATeufXV3pdi3yVZYJkfVIu3fFmfoxMSA5RkchRCUhiHCnBkzTgUZrJQr6KO",
+	"ToK+jaAjNgoWh7KgWCN3hHWNrB3GwpVjDKqYHRFGTFPxZ9ORUPQCXpbyVpgBOxcTwaEQWlo2JfOB27ir",
+	"YaWGUknqZF6LIAAPDyk1fpyN9Jg6EREanncF3VuC6Agfs5Bc02JYuAXcptRso+wb1XZhG0Ij0EdCVDBW",
+	"T7rZ0UVdh+0VyCZDusC8mqS13J/1jAbBHjL0onQZpXHyjgFcc6n6SeBcnk24W5wSmUsz4dbZACxz7KiI",
+	"WZ2erMHpBuwDxLWc6utYTVN5ZIWmTm4EBNnCEPTkufADPVnODmDJvlbqfzxi1pO5JsmTB4VcwDbH+2Ot",
+	"pNUlpcStDgZXZen07ZGzUtyghbp2Qh2hgoFOsCmp0rnAYgWQ95yNpLG6nLGpVLmeOoIGaLqEPEb+Mr8V",
+	"JYcGgspqdlU51d0M2E/0/kyPBRuWesxGgpf2SvC6DSpWTuGXR7rIodvXWIx1OcPQrwrDauoPgA4xCy1L",
+	"CdWOWpWUAgkMOJguRbtViqv5vl7MOxM9voGSZ+bg2MFE8jxobiFJ41F6CnbZWKrKCnPM5LWCacDy0zMo",
+	"QfzSD9gBNcmG/i50T5ctRJff4/sbFlEwW6SyL1/sJM6sk2Nnfx4eHPztAOxj/PdBsGigyEOUbTbeuXDm",
+	"TmYbs7Ua/MNu/1aM8Fedi9O8y8z8/uUaViauU+t6r/g4PNm+ODm3Ahrg7qwxgrcqb//+cQh7qpWDeavy",
+	"exjKj0CDbCpzO3InjPz89UCykTZCeXBvOpYjZ6Jb9GYcvjgIlLx8xPgtCvWuecb+9v2rg/iMHbacsY3K",
+	"0QXab5Gjr4lvej4JfTw9wW1F6r3Z7L57fy3W0NKjtY7lKd7ZJk5ftotTx3vaUqwWJOk+Scn7l6hJcJpG",
+	"3Hq1NKLT91eE0lOjoC3V3CfV0NouUs8DEUyhM17sUT7kSrLhrJDXI8tKQcDcdUbZMGowAeUWsVI4KXUm",
+	"jDli17rUlZVKmMTpkRMo7ZK5WwKvL74++w0zeCYAn1wI00pq79zAKcV2k80n4u+E2MeK/Lpvot2EO74Q",
+	"nHA7vGv8HodF2OQBNpbbas0kWjcTZSrDrCjHTlPPxSfhc/41OCZvpftscDUQLYJIAAEwFuMr37UY3HLV",
+	"cOhsJVQmBC/siHHDjHAn1plIYV0G7AMcXF0a5mxMaQHxmXo2Y26az8WA5u+G8um4UzP9hwt+bdiVGEmV",
+	"LxM7F7gqT1vW0CC7HKC09rjBW1Fzr7RaL29NFMafmXunVdSm9uHqin5nRKe+6xHpYfBkAsbnxIlGCFw4",
+	"Za29juYtPPUrfG6Dx7j+TFdVhzvH8RQG30xfrnjW0ZHCn9tO1KsvPlH7nxV4G/50F9c5X+HABJcyvm7X",
+	"sELrCVSZep3l5OwUkYbBZ3XttJPKCLPq3J24kaxIi3D3MZkvjMGf65aMA+XdKuunRTxk8UFj/stoot6B",
+	"LV+/18ImFRMegsz4Y/xgVLgmGOZEe7AGZOe+kYhJaoLzwSF3iE0oLxhpfQOk25xuqz5UH8nlwHTfDmmu",
+	"A3n3VYPcPVotEXVnbaHSdgS7zZJp1L1yuQkVUCtptDT2ns8Od2YQSMY+w87wlFvjLBz8iMGEcWmowzx6",
+	"0LwsRtOeAJYqt4DocOPZKEEAGCpUwuC1N82Is00KDqQZ99KE9Qh5MjicuvElloh7ZjLlyobAeGi7OZ7w",
+	"sgPmDimp7kDZYWktElVTa90MC1kIHHwItVER7+gKAPDJZOeevuYzjvKub+EN3TGiR+KQ8/u6VKmPj90W",
+	"bOshGat7ao0VuBDlrczEbzXY3UKjVHC71KRZ8zfPuppAOZvlybeiNMt6gsdaEw0TMmrALqGHUTPyBguX",
+	"irokzzHMFdrS32kk37Ci5JeggwX45d7qR/eZ7juvGt2Gc7ghCpyKK2dP7El1pT+t4TxA46M2W/A1hk20",
+	"cXoEqSoNYmtCyCSg2dQaUDUhWfmfFx9+ZRxEipC3Ih+wt+Bydl9k0rAbMYFaDq0ES/GzAxr94B/VwcHL",
+	"7Betb37lYwH/Eiki2DhFTQCOyGzXOFqlGge8KPM+qULSsEIayP81Iz11N2kjAgoOJgXCawD+wbihFFpd",
+	"u//W79OVvdKfQDA6WnR6GNYFSswRUvaYFeKaZzNmFL8RHzNucFGZ4w+GEoDKMS8kJCOmWn3EBfqIeD55",
+	"GroypR/UBVx6TVf6y/wyv+NancJG39Uz/kVQOS3KUbBdMS7Ax4L1hIQ0x6Eux51VECPa2s6Umlfrqmc4",
+	"AjquV6SuxbnkXUOAey7glientsV7uxbEDtEYrsZTZ+GPxZHdclYqx9OxR4wZVizmx8Ag7sCPzcxYMR4U",
+	"+rqNK8Pb9pGNrMGO8X6vf+BjTX7r2aixXOW8zD3jM2xaSmuF8jwbH/Yph1DTgFFBW3JlPLiBiUxR6mFL",
+	"sBaQPC1j41aoW1HoiWDiE89sMWOA6uw+nQvHQ0tgcHiSSdtIE5bCAE/z8Keje/cPnUGOQH5if7OZ+wEj",
+	"7+4vVKrcXzm3PO0P2Fnp+CB0k9BD+hn4TZRUmdOkHN93d4HU4pllJ8CGnRiAGaf/c/72zcnry7dv/pkm",
+	"MAnlZyCFGbA3YTYEV0VVHmMN1fhDK8r5wE4tHno4yQ+w+uf+5zB5/P09//QWX93J4+ubH4C5b5Kj4SRg",
+	"PuuwMjq2SAhbTtbVSe+6CWcQaytrMbMXX87MKKVmX6qh7mRpHmkI+YuHgEM+87u4utDZjbBH2HKb21HC",
+	"THVV994eC2NgirOJcMqaWzuVCaaq8RUm4WCNhanG7uUFoCKqnBx2uBhDPpaF70WVcaxwiSqap7IomBFO",
+	"YXEKLNw+Y0qI3BDQpF8X4jMjUYp+q53pk2jc7MLkTt3ybJCuuj/aYeH55WXRpb8QwX10DKslByvMdS1a",
+	"OGynBTffZed/2u1j/m1yXfJcEGZLPSwQrd6f3ED1JLOmRfz3nYQCY8qKT5YBlIlhvTTe//dIL2k/YUPA",
+	"pvS6MJ58KKis52YQdAoRQBEaRRqWjkRR6PQY7TmUVild9iBXfJ4UcUbXpTOwrmah+76uLLvmE0MFUmlW",
+	"lUaX6YCdgPDk4I1SSmQ2YRNuQtaq0WWNtBUGF7RbJ7vpVZRsZKWqBCshdQ8Fs7S1wgJKT+AZx1i3ACP2",
+	"CfCQzAR2nxuW96rhw4gNY4TKDUtLYWbKaSne0Z4V0nGZUvC8mXSL2xoz55OzU3YlhpiRVcwcH9IqLmSl",
+	"/lgnlR055pSFPhWAdS146RZa3wgAzvGpX7oQITaQaX0jRcKykchu3N7j19Aeh6N4xF4dHNbwCASEVrPD",
+	"hL06eOkXSDBdymup0PXm8cwIJ8bXzaFfHBbJPXxQPzx3Y0wANJowD9xyZ7HxwhmMbUGKDxOhWpndKm/e",
+	"68UD5QVLOFIA8MUELwuJ2UPuUKIed/7276cXpx9+HZz++ubtfw0u3v4fR19WB7nTOHVdZiZOcZmdO+HW",
+	"cbudo53/938O9n745+fD5PCHP//xj0Hnv/6fndVG6SEy9bkiFGj+AfDJPjyNbWzrHaIj6ZTsNg7j+c9Q",
+	"F4WebhW0DiHlzuwyAXWvcun6Crrj7FPbnjXMzPlGP6W4lgbFRmCek4JbR5IJA3BolCi+nU5+RDV2k1IY",
+	"kAe9VEMtPiIv6uEQ/nEM0NHwDPDdSkWfGnGDLdEzXeb9pOFpDBV37rDipy5Oz9B2nejSen0P+wzJkmXc",
+	"8kJfh3ajzmSkoXkR66w4eCLFIQ1o4Qb/lnrJi0+3m2Q/491vaJUfy+Xm9wzMXmnqHYAj1h2fpLjuIpwL",
+	"7pubMm5aG7DLJg3ExrquYyL6vnZb3tMeeGgSd8Rq6Lx/QQvBBVtwjufsf8Y/TvNlAFVOVdIQiww8gCiR",
+	"nVrTBNXwVcw+bgl8KfViK2UpjSCt/f2pH0PKeuADsiMxpgd/fnvJ5jEI/pe//z/SdruucTLXyYkI/RBf",
+	"HOzl8lraunNZXGTajCD6USyNIS4oCS8O1lIDNkaoXVYmbeg2inhPioSal9abpedC3op9qW6lFcsQORY6",
+	"UyGZel070IG/3ENTFEX02FkA0oJhm559uFikzEW0opTlWhhyRo/0FDxHXhsx7PTXv59evs2PAP+bXb4+",
+	"817wBs5nLy3t5HdpR5fZhJDwKArg2IVQpu+Ul9/enCVsyiXEDlOnvenK1lDRvkT58KAfcrLCfLFKbF7r",
+	"cUNHUwihxpzolmPBhlwWwQEfYY4gy6It+Yi78ZEGkg5Y2ghdpYib1tZgyHdibC5Ca1sgtN6kdQqrYaIw",
+	"Yor+rkUEpokuinYkVmy8iJhMiwz1FOZBTOSdvBU7m8Eejb6An1wBPrpwWKH2SU/dEcJzRebdg/dHXANX",
+	"CSEbBXWL2yZtfVtYpcA1+Hx71F0DKQ1ElfciL9paSDdExnIIpzNeGTHf+qOJ1oTeSPKuKWBlEF3shSje",
+	"j45jyzLfm/DSzsDtz77rIyLcj//3LbI68NY1WHINFuc4MPot0JjlTIkpkXgCFiAi+LeARYFzLhottj8i",
+	"hKnQbxbTe4kS2+CbHpT5IQrTnVjfI3G5VWhREZPTky2P+8Z4HIBaPS6LmxR8dsWzm5WaMTKTmANRU5Co",
+	"Q1PI7MfqCVQFS0i96F28OWOp+Y8z+l6asNT+R0rqISJ55P0jx6LOL88YdOSWhhWCG/Jlzyu8TVUx8Y53",
+	"94Rl7oQI73kLya7uzfS8nggl8rr0AMMNganW0ZA5BZhxpz871jhxWtSiEv3dwatOBfcY4kPDynDA6Pvu",
+	"4MXCraX4l8gsZMhBKMsfpV3DUhrkQOYp5eBFQz+Ou0r1Uj6ZpPupz91P+yEVL8YVbcwvCpoZwhplPdCI",
+	"Gy6GSFDtU7zvf/nP/EeKK65w30LEqmkKxW+YP4Z7NBuz/5n+cnZSuAqvpQZ+PkIEcnFuOuTt9PnXwXqr",
+	"T2gPeADWDrDDF4f9hI24ujasmoSj5L8AVRJgf+AiwygMvJfgBVaYBP7Qb1Yy+q+sZRr4NNPUr+2ARpYi",
+	"GgL3di94Wx9WenbMZynqIm5VwtxD2+6m34Aova/CEndgglMjFmIPJ3rbeF53kR/zzzWEFreC9VI6/Rip",
+	"eqty4QQj8KjpaObYsXC/9aPmqcu8w54AL/A767iJW8YmIXUyEl3Ei1Hg9bsg+/1KrFt/0pZX/c+HY1J+",
+	"jZbzp63z+J5050Uq2KzzeCmtrkJ5Dpb7j//3bcKyQnuPQa2PJqwUpFZA4qCulWIzp6CGieP9A3aikKyD",
+	"vlJ3BfmBkQr4UWn7ERqjp0vt9y3J3zfJJwz48FYh2Sok6ykk5BbYCH9bpo5QOHof0ytWcDPO3p/8evH6",
+	"zRnDOuxTNdRoKoBJrVWzL0LkCKDoFdlpvTibsDVDxrHDRn5MnzKka7g4/C43kNcFMZ9jtmi4ts5z/7Pl",
+	"5uY0/5OMShqW56BSQWoGpZLhd6Rh6UWVZUI49YpplWE6Ymqq8a/VOA2lFdKxcKUrlYmcDGoC1k9PlTsb",
+	"hbCCwlMLfgTIHa2TGiFBpBfVq+AnqKBlDNEsxSjNZX4WIAe8nwGvffRpTIjVBe/BZh/xkjYcFPRgpUrB",
+	"s5E7uOmAfahKxvNcusNxVJel/EiVidTwFdwYVWF3MSW+q6cr8Vc8Uf+Hsnw2aDBHH1piLWNSQNJxnh/F",
+	"Mo5XqEP6wAYmvqPNVvpspc960ufE3NQh/k4H74ZTr9pZdKdJXDPuPSNz7+ULxXKcfFjsLc9GVBhdp/0H",
+	"B5hvpQ2uZTvSWNan8omWyrq/vYOsfwSp8/UPvtbwSuczSC+m56PHnW0e+0A73O9p38lH9yOTNpZIu4bp",
+	"qWKFzhCXtAdIPI6ZmsR3ZCmZzE3i2HEpjBGmH3o0oLDsgMlp5bortX5YUlD1O7R53LQnrsqvy0i3dvu9",
+	"2e2xW3kxyLJpDoMF0mhzr5NOHsecDOt5DAlTTRwjNRhtryEnTT9kmcsSeqtns6wQhNiaMAxKQN91zfP2",
+	"ZOz3dVzryeICR2Nchh7ZWL0tDd0ngGRjaTcBBdyglP3PjWjrn/ulGIpSqGU1Ga91pazBsgS4nWoGm2Fc",
+	"gJWLISRNUgeA0cOV+LrCBCSjKE2C1mCmndCzYjyBvq19BI7jAE6jCcIbkOL+VeXXAkJaVpZijI0RyjZQ",
+	"4p9FTH/n9SxXiMT38aQ6ZeI8MMdfgo/7Cy2S6j6/CCUjckBrviGs8tYqC+7sVajeaG3veniQLO9stKKv",
+	"0QNxq2hHO3hWfbK3DOs+GVa9rots4DH4l+ME3V6u350Un5TCvRZTvOmk90NqATG2wFGmuipylmtqhjiV",
+	"RtDlRVUiNAt1gz9CbE3P/7BGJDRirCF2ReloNuMW8sJ9a1at2jq6RWWy6AWqE1oUIcFJw5R7kglV6rpR",
+	"5ID9WOjsRqrreMvwa+TKqafs28JWqhDGOHsRk9aNaOGt5/BgRIzPmqn+czOuqYVFWuKZOqPzqUvalAjR",
+	"phTcIH7ow3mnGqN241meszGph988V1tv1TeVB7lwjO9fOrS09HQX9j3PXWEJNvTTBmZVTXDe9w2ZdIUF",
+	"g6fNvANkb//Zx6q0DXPx+HYtkMdzCqD6640i2z89Bwzf9m0RoD7vdQS+ztg3rrlzfTG1P95Jdt6EHso7",
+	"yQ453XeSnRAn2kl2fuKygD8u5VjkHyq7k+y8JjHfVpi85vK5xzoRGvBmoPC/DEcYvpxBsKaGJIyQh3rO",
+	"hDiSeSc6IolMkf846wQm/P7gi4ekSzbikAuhK+txYtr7m3WNEJqrube32zlDXhgRxneldSG4Wn+A3Lox",
+	"eqA1t31y3DmUYanH99CStGP3vIa4YhBWb2wIBG8H8CUjXZXdJChVJn5xd6zb5fTf//bqro10X3Mj9iT0",
+	"WJJW3goEJaIxyjyhlpLuRYkHgsHEHadpuW0VTrh1zeFGzKa6fDpwnJEcWgeZwG/eFppgiY3b0BMitQWb",
+	"K/1lk7ahsmAXyDVc2E3l5Qs45RxKZ6tWAx0Xn5Zq87Sl+5a0nxdpo6YTUcWueVhydwd1pbN9kd4twOGB",
+	"PcKMKEQGxI6nnvmOTeQ3yKvQ66vFLx6dqgsYywrvzdbQ2BoaW0Nja2hsDY2todGQG12t7ECEbZWQdiUE",
+	"BPzDahyf6a/lyGeYhq3VXCPIuu92rWqEY7tMt1ilVtSx67rBHDzYER4Kk3iyjYziyXfSBk1xG5G+vw5G",
+	"jQP7gMS0j8Hd7uAzKmuG8bqtKiA7cwR6gWIvyPfHdmK8gMIuRoBX1LjC6gK0AIgyOwHDsxulp4XIrzF4",
+	"60PQmJofhZSPMbQt6zdTPx+PNFOpXLfBYOG4nwct33/kdmH2KyrwfYT2z0dmLWQZfLU8Zht8XapXwPbf",
+	"NzNcFW9tsMNcWC6Lv6BiSDWpbOIssUlFZbMeysqpHsi9Vukdb3AU37L2QUuwXAfBlkLuxq02sjFtpF7k",
+	"Dekl1FMR+zytwDWOwER9Xyhs4wC1NbVDjy30mYYWVEZYi213O/uYvsZh3DVkcOlYryVv3RqhA7z/fSNf",
+	"7AFa3uHs3uiscnpXN3lFS7sVws+wdO5nYTtpZQNtURfpeN+d1CWl27+X0gbQMCRKxJhEO+KKZzcGcM0w",
+	"ZiASaLwHlcwJtYOReFsCxkg02VI4dQhLnqF9ldU+79XdX01qhK7wBFYbt4Fnnbh5PBHWcP+GQjwxmOkK",
+	"Q8HvVcjgfYzczoVBn4Czu5Obgc51zHSZ1Dtf10kFW3YolTQjas5BLtApd+dtPpTFrCaIU9ZLI6XlhBA0",
+	"U6yDvFbSQKOjqxnIoTQKTaT9LV/d1kGv2W/ecb4NsvMuC6nJ0CcFV0ugOABjAZw1jlFTP5maX2BFApIi",
+	"hXg5y+Vw6G0XKCLGbjMCOhtH88V2gRx4OS/tsSNX6K9U92NdZNxnBVffBN92E12XbUM/t/GEl+LxWLYb",
+	"b2cefsG3CueWMa6Ll0jZ+tBjvsUoRHbzUAyy5NMvtV6B+c2bsE6rFZ/sElv1nE+/VnM1fEpm9TS9xOtg",
+	"Hm4Vt8zjK7NWYVf/CglTs2V86aDk00DOyc6k6jZNIeIFuFgtA+q0VXWRM62CueptVUBPA3NUFwX98wut",
+	"0KdA9Pev0Cyj93UM06A+bo3SrVG61b0e2yjdINdeqYStsFRfo/2zgsFHxZTUcVorcVfD89tj1WvYorC6",
+	"Wzt0ywu/HTv0EZhhKfa802d9ozS4iTxikU9YYGNt7BFChiV1V/OEFdwKldXgab9cXp5R8sPSGGspLvzo",
+	"vtpIazTHFW65Laf5GozWst7Q+wqxdliof+eFzPl8/DRpWqItOg24130YlcVw12h01KDOho/BjMr3GpYr",
+	"/gNVp/jtEOxt6e7828QN80kR/eZ88fX0cNrbUOrWat1qak+Lab9GdWZzfHuFYjYpdSaMWZlgGg2QHmkL",
+	"D4TkNiwnQzQ4kbd6EIPydUZD+Er1LpreheVWdKN9wT1btvGYWaaLR3zDiWn0lX3MD+t2EP0yn0625xQh",
+	"ILam1lO3xKDEBNYbAcK5ez/1zCQcd2nmsmqPoypdht0wfW94bKBESHROakIDjjbE9HP40lMh601pVjSz",
+	"E1jJtQpZQm/5Qqtrp2G4VdxsdUvLUJerUngwdn3N01an2upUz1SnQi60EX6+nja1T+x3SXYa9LnHTpO8",
+	"7sUbD/ZB2DV8fcuvt/x6y6+3/Prx+DUqq4/IsFey6w4mzXo8lJbTFWjMPyRzmEnzEHr3xZaNb9n4lo1v",
+	"2fjj9mZ9dCa+tNM0qNyLw0MG7JtW6ZLlWhjqDIdySVpWKSsLAg+BH+uOEA/A3PVky9u3vH3L27e8/VH7",
+	"bj8kay/tZB87nK2B4jzXEy3qKDTSxu76mNRIF7kBdEpR5I48hLLFLJnDfM1lKTLEGWgDcz63kzNd2nc4",
+	"tnVgXmlQMc6p+AKYU8dMbgUE4+GN+U6yIz5NICy/NnApjcXDljbm2jaecEPrkNwS4piMUF2jeO5RvHjD",
+	"l/VzxKXdstRnyN0AxHqOidwTtkzSoY2emJtOPoWdpWEseghi242tpEQBDkrosBSCadQQMPpOMNxjDQB2",
+	"vSu3gwQ4gfwCcpxHIrvpw8/Y3ywC6rVTmQk2HcmCDnPe1Ys+JomvShmNJ7ZCC4UVYlOuLK7Tw6VIxYNc",
+	"rn/CGLda51brfK58GWiMq8CbN4a9V6ub+5/hv9gHE/7sdimcC9KnuCc1d9qBcV8JNPeBT1tN7AJdBm1p",
+	"E8BxlrLVVVh78IoOpD2a0oYbQD4Dzu5Xupu3/z6akZ/Hy83NOhXW5+ZBjm/Z+patP/P8jHnGjmd6o+wd",
+	"aoX2P7v/3IW1W/Lj3XqVTytSzhOm4W5eFDOmnXXtfbse/+1a3gq1zKHQZPyreH5Q6XL4fgevJznZzei7",
+	"GzZ8/913L7+LOjYcrtOxAfwKpd9Sv0hfo4NhK5W2Umkrlb52qRR0aSxw2KjZYUuuTKZzUe5ZMZ4U3K72",
+	"d4dHWG84HE/EdZ+FZxNGTaD3pjJ3okqAT5vw7RrN4B29aZykVs0G/O2O78vw4csw1HXc32Fw4NeK+pxR",
+	"7/oelpu5sbgbEJ08vqOzjdV8c/ungRm+uE7LvMZhdba9fZY1GKwPvY0O3yYdtOjpdKZ9y8eP3c/0t7e/",
+	"oULVnUzfrQp+MJmeiKh/CFLiq4Mfunyri8dnZzO6xwW/FT8BA/EfWuHx9BN+WG9ny3qsHN8TF/lbCb6s",
+	"5wZQQTvZPagc3v/s//yVj8WfyCEKYcUir3gDv3fwCs8f0BgEfrBI+/iGVtpfKmHd0PwHYvpssQvj2fxV",
+	"R+BWzN+BL+GpyZ8Pf3ourUGQaDbMKjoQL87FpOBZt34AxmykDDhaDMAKVzqfsXFlLOPXpRBdMBXPgx38",
+	"c6uefF3qyV3J/5tST4juH1Y/WeUTQGHq7jzySDuhw7JhPfIJsLEYX4nS9AMfqnNPDCsrxa5mkcfOJAFy",
+	"UJY+Qe5qxkaCl/ZKcBuAYmTJbkVp2pujuxH+CnPYcJ+uZVY2ru43Yy4rWm9/GOkA3E97LLNvRDHcD8eg",
+	"O4ZyyW98AKW1+feuwdQlQDBwotQyrTJEhYJkeHh4zKxGJGPowtA42wmTyljBcyf0phzbPAwpqR4ae05E",
+	"KXUus/rYLh7Ry1JeX4vyQhTDX8KsNnxaw4fOITW86+CGUTPLb4T6Jo6wOzZoQPhDEhZB6ek9HOsuLrv/",
+	"WUGU6M/QirH7bP+fSlRivtyDMvcWU/qoSgTrQKSJeyMeI5d1h/dCZFrlVDZId4scaSJ6ggmFaczNyhED",
+	"XW9lLsYTjRiIN2LGxkCDnJXCllLk1PXd/bMqFfU5KY2NOzW2eaXu0Lf2fZh9h+aJi/wku9TOz3WFyhkt",
+	"2sNpnN9wR+yt52wtz9mmu9WWItNlLtX1Pq+s3sN/7otbXlTcij1jS8HHSzrtRf2UCsFzUe4aYGHUkwnf",
+	"hy50eJXPc274k7hlKbfpEcIgjbhSotg1LHVDOoc3pKw3HclsxKZSmb5jmACHy68KkQOesu/6ZAoNdYsq",
+	"YYJnI7i267RqmJDUKongEE0S1Gcc3a5hRsCaOfE0YKeWUAmNB+deZKpvaa1OwmAvcNHWyACZj9St4zK7",
+	"R2ff32VpK16g5uZDH7hNvVwMeVVY9vEj/fV3d9fHj52uvVt3fecvjeekZqTN4XR9k08m97siuHVM5t1F",
+	"Pe6G+94I8CnIMWSXetpjvfOfXrOXL1/+4M/2H1qJ/rE7mZiVwa+M00e61qa5GSFTKHd07T6287BO1nn6",
+	"eBtIskv01US7Dai2iwnPe1jEvElxNZ4JeZEROH2b2Pi+XWyEZ+4gO8pK7Tk1t1tovA+2JEiKWnaQhosu",
+	"kKGYMoNa9JFHVgpfpHu8BCCZgYTSEBtQYzMCVOGY2SbMIGpTZfWYW5l5vg/1dPQ6g08rDXXJTk6ZG1hd",
+	"aVFwuPeClAlofrABkBmO7Qq58gmHXq5MubKG9fjQijLCdKf69P4AJCE6lK8EkbiTd5RixdlYqgojUUpP",
+	"j9C4IpcNJWZFy+TEn2lwFRgUmt+OCbTkMVaqJtUPbiNXCTJZO6phQ79axnXGjem28X8fcVsvQi7zLdfq",
+	"8LtWCvKUYqYFa9Z0CWySYWWV3RuL8lrsX/HsptDdreFhV51lbtpUV1RZz4QCanM84ZwQhCw3NyYCPUeS",
+	"g4Jhs8syXSkbeW/BlHcUbCNi0kUujB2wS3hV6VfNMg63QbFzzTwTuh+dAK0Yva8r+95N+kea85PTUDdJ",
+	"xn7ybjVfw/J36R10JLbk206+J41DsWtYVtl9ICa/cvdHxAte6zYSzgrBVTVZVgAw1rfCsIsqy4TIBdbS",
+	"/sSl0x2QUNGXhhcQzmWsSyjRVSx1hFVejrj6RVelSRm/1qzXKBhYyLvsNyIu2LQE+iQYVqlCGMPSGyEm",
+	"H+DCT+739NiR9tiZYt8dHLCJKFnGi6JJ1qxXiongWFfsRtgfsBOYAptCPkbDrs64Uhr1CHMjAJ9yhpEe",
+	"aVghDcB5K5YOYSXSFochrmxMOmZDKWz+G/TJpfnzMhvRtlmn7LjNfVi/3cJgl+oEU25olFuVoMvf5RaS",
+	"VROivZqjWDpyD6sU4Fe7VILXzdElTInpEsH7Tho7T0F3K7M/w+yVte67kH/gvW15XUAzWi2mdN1/vtbq",
+	"0cZrcoFYKcvHTXVI3tjroX8I6kWyUhuzR2zvRsy6E9C4VHefybIxoaFdDy/iKsvdVk9PLeoKu39Qzqi5",
+	"RsXUzXvLxpZE7DfGvJYnuf+nltTb4zV1nsxrR4DxtSHevcs9GSXgTJ9MCMAavZt9wiZxUzUis+x/UnBP",
+	"OFM/TVgqVA5/9t0tGl78/uwV6w1Lfj0Wyoq83+roR28MQDfZkRgnocuBT8CR6hrTXkhjIr8PGdY3YjZ0",
+	"7AOyC0p2JYZOR4uGxkJINdhdfkis57UrTm4lmmSmb0Vp6jkds2s+MWFk0RLyUjBzIycTkSfM6Gicu4bl",
+	"vnFDCAnfQsQXoF7MgKUNVpoivuCQU9srGAnUnSpelnpqKJxbeJRBOxIzVkgoWTXiVpS8aCwtQYyDJkiL",
+	"RlbpMZvooqiBD2slWJdeB+4ZIdjPby/ZolAEi9UdU1H0IXaimL6yHFxRhVQ3A/Y7ON0ymspvZZH6lcn0",
+	"GOoleGE0O/twcSnA2i0F8m7rzrniBVrFCMcoi8IpdVeC3YpSDqXInZXrZiDVNSi7iJ3Ttj0QZDfs1cGr",
+	"YziSqBHjImIYJ3cHLbsxcREHGdHkh+vhivS7gucxu9ywJrwKOhHWoRm/ehwtGNaiK1OSm5vEH8VttvR9",
+	"h4ebsuZx9OR9ArrrUpfn3Ui7hpSniXeIsR4dkMS7z5KaTSXEpNBZFsqRySr2iWJA7zzY8UvdX5HCufWA",
+	"dSSduKtbLa+D+tzqzAWUGm6wjeh9a5HiZ/ef03xphZP3hkHwKScPGOu9OviBAOMwZ807tXXpibJP+W0p",
+	"vrn2XaXgBY+cXMxqnTCMcWHehrvBqQvofiI8DmP1hE11edOaWIElIXMC926Gc/zwaX7G7ajFxDxx2gn6",
+	"Z2LVE+bh9Dk7X/3kUyOGvDCUpQ1LSKGMay1MEvQ3crqh7gWeSpGzatJpoM6vbcNQpC/vHMGnA/e40tq9",
+	"+AHZx8r6KG5utilrzxA5IdRhbUqzIK70Z9KuLHhntuMzAMBW6utSGJMEi1D+IRLGM0hc8kZXwoRbBuAt",
+	"GVq/Ppi2aHlBbB3quTzl7s5T+KuDVxiwm0oj+iuVic3wpcv20X09Osgym2FrKtxbkRPPN0jOX6Cb7OfC",
+	"clkstReACQTbVldl5g15adm/wNPVA+kq87rHtZlwyBsUPBv1EwLFxQDchNuR8a6KJj9I3CtX8oSVPOAN",
+	"TuopcoKnR/m0WEvoH6OU1tDmmy0/2CQ/qOUtLfcjMwg9Vb6NbieLCJ7Xq5kVJvY9s/dnr/oM+uoOSz1e",
+	"1ODtqNTV9QhNE+AScSWadyQmjIORxK3l2ci9mmL6v1xenrFzcL/1Xhx8f8xeHX7PJtz4hjnkqsi0yiXm",
+	"CDDyE5oBc2ZWmlX2I8z8I87iY1UrZCnZCsGsaGYtoFEV2VtTbrza3WJD0UrGxIe2xb1wqtX84lbmQu+P",
+	"J6+ajCIk9V1JxYF3zbOiVs4wHenC77yb7Agyn+DTr/Gbe2+kmWgj8aH5c5PWe5nWIYJwkhz/HDQY5sKo",
+	"/kx2Xhx8v9FJ0lkB17QlP2/HZOEQtpOHdw9T4ZmXkWGuTo9ePdeXyNe6qC8gAXr3upF1gdvC6d817JYX",
+	"MudWl1vj8PD71Q/A/v6q7QW30gwl2mvP1LAkTtSQPdqzovsyLr3guKPAAenw2NJGqkIq8fxkzJwiDAV0",
+	"X4F02XL6Laffcvov4PRnBZ9tlMtPCj7r4PC5NDeYstAdj4R2Pb5+qNRFIfJmmb9PBfCM2zFCKP1PMAGf",
+	"SnfAQdgPEBXgnpgZK1AE1DU4pdaWFVIYphXWC0ho+GBnCXkzobGEmXDCy8CYaCMvYdewKbeiHPPyxrBe",
+	"Gt4+KPT0wj35o5NLacKiS8OqKPBn33so0woAOoB59wfsp6oo2FhwBWVDSkwxZBE1xoR0jWP2jr5CAaBS",
+	"OKYktUrp6SiDIicAvShIG3Ci601MKC4EKXMgPHFqbyiAIFUdQZEqF58G7ATrVDFpZy6zuc5n/k3dKD1V",
+	"tXaPpb4DdiGQXbkjsneri2os2JhnIzdmPVyd/dLRQs7f+kZiUHmz4DiLn1uWsyeULWcQZh9HQA7fQoVR",
+	"ID7aaGPnYGY359UAPtDJfOJUSnxG5Mg6QqI/7hUmEy8kt4U0NWZEITLbyBOrCwBC5h7SIaoIvSttR6yt",
+	"OO8Y6d1n1Dn1csB+4WW+5wN6+AleCk9n2CQBuIG7BmfxP4h60wH7KdyPblie56UwlG814XZ0hM9RKhwS",
+	"6lCUQmViBaXBqx8mh3rFvWFIcx0G7vDk+r0MwiOvMXHzjk+dTCZ3uv/CF7rf5aGf/EnoyuRePKmUrOiT",
+	"0n+7fM3yJU01kWbeIEBbR5Hozro53DiaUiDyB0pcGeT/SOsb1tPqI37z43jyqjNqj27TX7S+6fK3f//q",
+	"bqMCoQcCWDrZP2M9N57EjZbLboBVeOwCRtM1kpcvviRbPzoYxJDudDLeItvacHvP+Byuk8wOS71Nc1qS",
+	"zN6UUQ8nQPfr7KX2dPfTshRQ9n5ViCNK34mypnfJUYNZ6LJsJkvXuj1eRJBEdKncCDGhsn4gJtKiAELA",
+	"a6dWj6+M1UpAHjjkNlHzOJVTmlOc24ROFajxd+LVJypbXzCOQ3XC8lor4TRdyhySRcGuhHvDtJTWCsgu",
+	"d4ovqcc4wJmwrKe0/Th0Nmr/eC41rV1jLgS/hXCq8bLdYJL5FPKzYUVil1G/K0FrQS5vIic6/hR8Z0Vy",
+	"NGlUh3uHBwdO47dSZZbJ3HhYIOx5DXoMOrqm6oE7f4a5/MhtNuouIfyA6BBVAQCIMLPE7T8tM3PkWW55",
+	"WDsPi3TYjbEyn9G0hJkR5Xdzsx9LKGEwemjnVO4rnt0EjoCKE7ILoNNRrKPXJE7fQ2fgkMuCCmLCuD66",
+	"130EbtPSyAwefhC6XqCCLVVvqXoN8x4F6SK5PFAFBFJ19Pluyv5F5oJE7BFVcTnJyyYFn0HpVw28HGdF",
+	"83wsrSUInxnEh66qWFswls/m9IorZCKAs9tgG7woBc9nzfUyGPIxCFfklIYGM9FK3JlzXOihfUClYMs8",
+	"tszj7szjoiaCx1QJjOXWHcKs21f4U6nHc15wxgutqOYA9QNobBdK4jW0kOZF0a+rqxIqEOSlbSIL4QV+",
+	"K0pOlYSAc2ZslFfto4mqGl9hf2r00Mzm+YKZcxgGEwkNG6goEnlU8+XYWSGGlukqjMtxstYA84KHiZZu",
+	"raZ1EWjArvE2f7v7JAu+taeSNtk18w4uR+d8S/wdxA9/SSMez7HxGd3ea2Y5ovyey0NkvbQl3e2ILWS3",
+	"eeseMtt8RjQH/3s/iXJWovAdVqJPFWRar5e64vQMPxmQS2Nh1s1iGTCg0RqyALmaf90R46i1MF029RNc",
+	"mFDy/UMU+EQVJU536U6MbJDXnYMKjacfN22l9aDcX46ke/2TzpD0IsQN9N5yaGjWfzGDBrZmmz+zzZ+5",
+	"c6ZkQ0g9WJrknJxanRxJZNKRGol4xGjGMnfchLJOF6qxN07OTllWCsiK4YVvh5FpZRxnI+TclfIqaMrr",
+	"Sq1IOknDRlrpyhG/k1So+DpphSHuBgs5opn+275jDClNEFkICDcndp1wwwqCUrD0dIiPpgn8/atWYu+9",
+	"M/Ioqn863Huvc8A72btwnCGFyAJn/6gODl5mwD7hT8FEIUAHMELcGGf1SdshRN2S35cAZT/BJH87f8es",
+	"ZiNq6R621cOx8GgfE1ZRC247kmW+N+GlndV+j0KqGzco8HqsVvq/LK30iQnoOcGE3e/xZJiWRLVi6uys",
+	"FE5buhW7W7G7FbsbT1vdkMhdkrM6KbgKrYq7s1YVE5+4Y/DY76Q3FeIG/DAHfzs6ONg7dP/vxMFvl6/7",
+	"jjejw4dDVic4c0s9XsJmzwquGl3KN+rPcF/75pprPmX8iDmE52YHgbammJtzk0DPgk46OJ/rbXA1A6P0",
+	"GKu3h7Jwct/9ylnGjdiTygjlbN1bwUx1haJjWYbhGXx+hWPxLHKmUoshbxq3uRUVNuZ9Sh5FN81lbTZh",
+	"dbck+ASSr8JZfygk0RPmZEsxY+7EuJc6scIVOz359QQbFPwRghDUuAXfTWlTvtjAd1FBVClPKgwyLLFv",
+	"i1f4sJ0BJDVxC29PABsT7Btq6tWb8qLYywqd3cD9JmBwjnRVGoAVZRyAgFnOZ4W8Htk9w2+hUyk28YLU",
+	"KB8rKQReg6p39wHsCIPpVkELILB2o8fCCVFRGJ9AhY1gunAiIzG3uZ7a9UdWxD6JRRkBIWXzGGHNZRLf",
+	"qShuiFt28+iAkk2W80DpFMDd9j+7/6zArnsTFRe5249jAFhpQ9kS5lBYCipmWmWyAJA+bCTMjVmezkiE",
+	"uxIcEk9ta2tUnM26QExt6eH/fFSi9H6iLWE+JmEGPLZNEeYKPDbIlqdDvsRy/MZpZUsjTwDSaFMUEpTl",
+	"qtUcnRQ8iyRSpGYdz4kfbA3hO+FzjBMsEUi/TXL+9ATSVpXdcoKnywmAGp+GHrtPVm53bvBlVaqac0Ab",
+	"sZLp4bAlszYWtm/pvY/NDpJl3cC9qd/dBUeEaXSP4EEBjrfU/bSpG8+9o5FcGvjzidA59dbt9FmfoYoA",
+	"nX177fX3c71x+77Cj8Rd8LohQAik3xKxSTvvKqtbD7JCZ7zAp6F7AsaM3DNTbti/qvwaorndXe2fkPax",
+	"tGs6TKWj8/BzaTQccfivqDf618uPvLjDdrxsBDhBGzZDWvmR711+B9QRNz7/GDQSblQM173AVmBxXPgv",
+	"b+E4HhCOo6XIIbSvlwSkAUUWnXAVdh5AY60SBNptQvhYNZIaQgoRLJZDerRgVqweEz30QBUYNP11gCX8",
+	"ImzrMNYKb5qajTwAt3TnstsoA3i4uqXafG8I6DgMfV6kjdoo7hq6H/sp+j6LWs2DMbhDD4mvCzD06e1I",
+	"G+v+4JMJ5YX6hoxpf8AwW5CrTAD4EsZfMXeuhlCaW9GEpeH4pkz73DfKnQU4uHIscriNkvvS0AXIYL5s",
+	"psdjN5hrDXgaCUuxIRdVB6QFNxb2OK27c9EHqMce9iakJVFC5Izq1At5S3Hk8ADGkZ1S68FUwUMWWj/C",
+	"HLBD0aS6KgBXDrN1oY41wi71lzE6rZTIrEkI+NRYPZm4gQGaDUB0+PFh58uFQHApLFjrENmuyhJTcGGR",
+	"W8x199aw8JuKADc+srRhNrf1uX0Mj1nNPLtzS+dO7latfYY5lHAko730RPVAdnmE1ri0XgHRADH7pOQK",
+	"K6FMl3Jc/0ZAOWqhQXmC6DnSMIAk0orJ8QTz9NHbvzy/HRSq9zDsByHF+nNdVaRQoUvomOabgIx8A4tw",
+	"JeblaGMlHkg/0ZNu9eQCspTC3Q3pSTirKKT0RCiCBqAWfDWoHIhLpXSlMpE34GQhjz/zhSRpnxXyRhBa",
+	"LgDeDtjJvKREYd6QllEv3riuRGn7kWdW3raVZLqZbV5mRt9YQ2RCHkm9Os9DdCbsAtWbboVvK12fpXSN",
+	"D+MDCVeb1ayp28F0xq8FwEtbqSpdmQbSsxJTRIEGRNsTdlUZx0wNy3hRiJL1Ts5OmdU3AuJfc2V/HnHa",
+	"ZoM59pn2mRFizvAxAUpC6zHYEVAb2OPMVBPAoR07JmlLbnVJfM3dugvJoYrxMhvJW8GszG6EpY/D11gv",
+	"PaFjzbHc/kfBS1Gmvl4R3Bow0o/0lo8wKT9OwpShz4ENN2CNV8YFUJDG7pjHzKPyWt+YN9w24deOK7HU",
+	"CPfFlI25zUZ+SfAzkBZPI6zPjsyPWeosrN9sRqam1fD3lSOp5t275MtJWFZoI/I9J1qOWTpxplMmJ1zZ",
+	"05zekgt3holjuV9vhJjMbxEIjiAr2vUjcDPa7Lw+e2tjfdDMo+PS5XnSejwH9RGCAFUl83WAZE/YJKoF",
+	"mFv0AGtSr3unSw62sLNI4OBgXfjYOCFyA77AaEs6/YD1pgUnILfgFwHjHMYEvTk7hkQH8+7RmXVGEqhp",
+	"xSCAHu5hCPObMn/4pWERIXWNpkFrf+3ErjEgpOLAgnvgSsmoa0Bn4+IG5d91jJuIFyzqSk32nkAS/2/n",
+	"70wDIzXjZTljnGEtayfzmOfzXbT73eGLB44jRjS6jrM6ZpRbd3VkHIqsKqWdgbC5AmHvxPXO0f/8052u",
+	"0mYnuP+XcJrg938ueLnHQtjaNiJJFhQ2m9WqWl06v3O045WkPV3ulTbbo6O2hyd3Z0G9++GHDvVuUXFa",
+	"VPCcrrRCt6t1KtBDeFFAYU2N2pBBCUHeVPcSpidYY13M3FHTCp0LlRmwDxW0BSDsImjNobMKfSZmpKfw",
+	"OXytY0KgL3WqCTCDBwlCtjFT1DXXlbaVuZO41Xp8gU9tnm1oPV6LY7gJb5nFktiWJxIoOgksgE5pK/Wv",
+	"RcneQusq3cM6HgNBp/qbzuyo0VZaaLcHXELr8YCouO97JctcjCfaCpXN/reYpQkkONhy5lVb4zRdjzvp",
+	"YySeV5AtUxoLhB84hLdfboRTRCojcsrXwZ5K7ErnsyY0STSMjxmZ8ekxs1Pt7EUfj3Ejk8KwMb8R8EWY",
+	"EgSfSDFvhOIoaOZuhKgchO6gwi8baSMU42Otrsl/stAoynSW/iEdbciD1fjGilxpmP7D+qxo7ksGxHrN",
+	"U0HoObB1OWuet/7WT/XoFYExI7kX3tWmfOx/Rlv8zyV1/zyH9CrPV7pVkOPASOpru+gWiB3TTQ2kPUIT",
+	"SHmp6+EUPjKUooz9AKz322+nb/od+ZDB99CdD7nKavrn4xLytiX7/dYvPSyh7fMsc+YF2hNmSaMVYyrQ",
+	"KIxU14XYq4xg+Kx3kjoO7jh5ZZAAuMLg0wKp1n5eolSUzfQaiWq/wqhFDxqMSWvYiBsIXt2Iie0niIxu",
+	"mPjEM+uMCiXYv7RUrOdIr6kPuN8JidTdRt+Jn/Qg6P2EiU8TWbqJgo8qpX+eqvdSVdBDsXe4d/jq1UHC",
+	"cjHkVWHZ4QF2jIEOhpDo4lSsKFbGAkMZsBPmTC9QBykxhWV8wq9kIa0kkOS8pKyUE/K0zvOsH1jqfvmI",
+	"V9MlGsgJ7NClNxafLPvaoIIUL8HSUJ8mDAo4HXi8UEcd6emDq0+NjetCSCLvVU0uWz3psZg3sMcl3HEt",
+	"Zw+fyD3vQ7x3Rg/Mopu/v3aX19SsYkMRWFD/qE61wxPv+1eErhbe5KKsYMfnSgGgj3mCD9eubbOL8gHg",
+	"M5G3WtNcT+hUCzj1GMyzjKsZdM1yE8G4aBvzlJZVilAAUewQdA0vjMYnTFNyKQ126IgbdiWEYlKBpDs8",
+	"YGMUCWAvYksej5STw8DdIxNugl1Lb/JYnUu1TtiOrd7Zwfmind2yvGeYwgCn++F13eAA35voQmagbLSW",
+	"818I24ieR8U88CAh7UZ36KkSJfo0In6J4SRimtL2KSm8JQVhzGfHxMLQ93TthvDq4BXjxvtGiDHPfIDK",
+	"CDFgJ0Whp43AAsu1wGwsxH5sQ6e6EI2o+hkuxzelILbMv6vcF/f8yXnQQm8HP8AtJ3wkoExHg462hzDh",
+	"RnLWQ7O2/Tr7ap8M4CVgsr4DqWBlpVSTjfR8UUTCarRNXWJWoVTXfVB80igHVVVFUVd/lAKzQpXocqq9",
+	"xvHF2Z7foKKzsApdND+/QwmTQyczth64+/TAxWJ/fsUfi5DLaklV7ztpOrQVMx+FH/oMwEhpGbCTRjYM",
+	"tevXFgyuidNcZsKuzsw7r1bj5T4SAW8ir2ibufNVs4IQvV+gqcfiASvqVUFYN9hAWxo2lqW2iH1nd/Q4",
+	"MyLTUPSPBVx1HN/70i03N/0Bewve7ROo4YjdPugwJd+3b8ticGi+ntR90yToLvd1IuCY4WUpb4VJGK9y",
+	"qeFN0LmCQFBkCXnTQmUap1J3GyncMMby0zGbiFLq3IRr5HayfMau+cQMmNd5Uq/dQOJ2XB4bUFPizGeA",
+	"dtClvJbgxEf9G3w+qHyT6hebih1NVaD4xSmMIk+X9min+uLvDl6Sv62uzoHC235XwWnEPb5R19FKVaou",
+	"5dnaTM+0vHQFp3ssNv05/OpuGVZFsSc+TXS5LLZKvJszdzvD2wM9Qm+c/0mBib6XRSGRR5s0YalQeeOn",
+	"PvaB9XVfkS2nh0PjdLtQTo+87JhYPWXDC5UjW5XY+9g3gO13aI5veTaquXgkB5CJImsjCCucyJXI9BgA",
+	"BAR7f/bKg8Q7xt7N9WGovAis37Ce0o7fJ0xprN3FC/2EZZVlWsVjjRksYnHSCkvD0jOhgOsnLD1HUZhG",
+	"yAY9ju2DMl0VAa1gzHNxjOlv4NBLT6L+WCeNolFZFMFcXiYPoC83ZtXBKlG4wO1DVE0JD+LYPyr9Eea1",
+	"LPj7U1UUb+H2p6uXrxxHXHTZNoqa2u4CKjaWKtTUPKTHsd6SVTl77hw8uMsxOjFdgGNIOk4N3MrOZyg7",
+	"cXcDowFxsVJmPlyQ+o4idf8z/oGP2nK2JL5dgYQNrB0f3DUMlWkP6gDgMaG5ZGwBBClkS57dGNbDcvpx",
+	"ZSxxevFJGttv97JAcIfSgRBMoCEOAle3H5e1Kz53c9xy9i/n7GuMC7eiY1D+uD1l62fLxL92Jg5swJkL",
+	"yLqE5wRPwOBZB7WkQf1HhOIV1OS6TVTDM2IEL6ixFDDg3Qa0iR0J5c2eQaRye4SvFrdMIxOoHYXk6TtS",
+	"nrQGvXXwbPnblyOcPCH/jqEs+XWy40e6tHuFvBX5PIhILy3kUFg5FhfkrmEvD/a+P4hTyV8cLLhaohJ9",
+	"hCHhGSRYplSXdivFNIF+2uA78U3dWc+/1N0Al9w9xy138jyHm/qYECndXEoAaKSuBGH5HE8BFoxjYL1W",
+	"QJZkAafFfbPlZz+CtB9qAZFrkktIlElnxlT/2HFwcpVfl1xZNgUgKssKp5+Tc6oyoTc1bUMpspHICNyT",
+	"5orxBywEVEdgEt3qG5HXcDQcFj8v+VTF6yEUrZFPG7eYh81O4nxWeo2CJvTGcvcQpZEuaR04X1f+rWVn",
+	"0ewxE36Ju+QE6QGOkKcwYPsbzc9vbM23m6D/yPn2C0hNdark/QVtV+EmUFL7vPgYCV7aK8GXBG3fAFiK",
+	"YQby3Fl4gsKYMgPAhB7GUw8PKDxrAPW2EMrOoJVpzGmMdL/DMrys74dGqUxXFiOJMdCMu5R/1JXtJ0ty",
+	"+N0VZGKO47U4Jmz2S5jutxdzRBZ0LkxVtDKDN5AE96Ck/8QJOcZUKW12CQ7FBeSUc4GOihH18CRAImkY",
+	"dyrWWv7K0mZ39Vf+197FbbZ3fvl6D8e1JsH/S0u1xAGplanGBKHSrJykCBnhHeS+ttH9rzKiPPJqBWhD",
+	"UlmsVJtyWUM79FL3UMDlr0zKfsfr/RqOG+4ccYy+1U2XYQwhafxqNuHGQIlKnB+6oM7EYs1jiwKOAvg4",
+	"aacClzDM8hvoIJ3OrW4KityVRE1KhgLtJgYVweQBLGA1dpoZKVzBi3pIRZF44aO/MQU8PyzjzBm0lPZl",
+	"4SglKCXGO2ej7P2Fd0p1ywuJaRtxcdEaFZn/qaV6BuU896/IRRNfEfIKO5pHtP7gITAYbycjv5yjhIZs",
+	"fOIc/qmn00cioSkF3Jb4+hcCiPmC4kpAz4qL3deXB0orsa4QKAS/XVJm+dYbjPEpWlDKCjG0XTWVSaOg",
+	"ErLofBnlOpraOze+b7ewcKupbUZTg2MVjsgTU8zi0uL10+g5ZbdGDxPshCXsdNLAMOLrmJK/2CBu98qR",
+	"Nh5TwKdg9VeVAFOC/Vk8+G8ynTNaga5s+Dm5bLZu/6fJJeay6ifNs/1Uecb+5wbu7p/7QMlLGvpGoQvK",
+	"mwcGUEB1TYM7jESRe/uvYdBJtagWOANT5FFfT2QrhqVnixjcYGa2MSR3/yUvr4VtPtV3Bt9CAfLLJptC",
+	"dlYjdALEdTx4SG5JwJIEa9CztJZs9RM3uiZ9P98waxt481zr0zns5ucRao03p4Pxtp2yLQN+kgz4BKFS",
+	"GvwgZLvF/Oc5ceMRMeG7MeMxvwGoF3T7tHLKmsWqPGSuczYW4ytReq4N0KfGislRWEnlM9AdXxElviOC",
+	"B4N/R66x3quDlyvVwV+4yj/civLcZr+4iW455fPjlEpMYfO33PFJcsdfvN4EBFrqQjB9K8qnxgsLPrvi",
+	"2Y13Y3W3MCXfOFfsl8vLs72f3v2d/Xb+zgOwL1ZvhtQTD/2FPtiEgdsbrn4fgooDdmpNEy4PvPT1t4De",
+	"uW3Wh8ItdY5fHdGRUYwidLaJxobDPaZEDahPb8mxcE8qPY+7SKXsGNWYw5oEwDZWGYH+NkQk9lDWGJaQ",
+	"0AQMazMLKZTdNY5Rl8IY1IdBBrh9EYDkU3carVX1387fYZYLvZr8AHXgwb8QkdGwYWp3asgZHYJvGtqx",
+	"uQgrwgvRWXrwoMLcbnWM8Lfzd1vB8HzSFdeTKT877ohpgQtcmMeH8olKmTgLcq4QRxbC7H92/3H/9Ml8",
+	"S1uuQjUlB5HEreXZaOz08V76Gglt7400E22oF0h9R9oPLta2xmwhj/CY8TqtsRQYb4d73NKzcyiqY2Eg",
+	"ULtzhdD/89nSuyYU+lARqMx9teqYKzkUxvaPI0kWdfeKstlRpBQiQlUpCkhmJx8yPsrz1eWhA3YST1tX",
+	"Npp5shDldpNChAJKciycUtOZgtkdBm+E2EOro2ZEfFFSvaEXx9naP8lCbBPp/1rB0gkeRtLhOk9txxiR",
+	"WDc4vGfWXQsqzffHk1dNcR5Oy5VUHMYz/+pWAT4dOZMBeufuJDs4M/gw9uzfA/5jWhT1YspnhqVXMysM",
+	"0FI9lIUP/5nsvDj4fqPzIKUNgMytqEtFqSfl/Ow884bpdThg4BXISSLG516263TwP8TqWb9E5aNDqIw4",
+	"GgVU0eP0+sw3y1ToU+GFn9muQZOGW11+bVkbh9+vfgB26ldtL7iVZihRp3nOyteKDmxvQqlDKB4LqApD",
+	"FEprJpDcT/u1oCttShmD5JCVmtiuAQI3rPf+7JU3wEN13TzqxnIdDEo8BpGe5dSgkVa6cgTfe3Hw/TF7",
+	"dfg9m3AKAQqV9xNmNOPsH9XBwcsMeBj8KZjArvnMCHFjPGL2V6S3UUHMl+ls9PD96ms/NxGBnar2Hg7R",
+	"Vl/b6mtbfW2rr231ta2+9lD62hnUqD4NXc1J23vU0+YA4Tr1s1hERLBwJmG6yCNIXx9gkCUSbRLgZQjT",
+	"JlmqtkHBbmfuYQ0lYrZ6wDclaO8JgWZZviYd6G229aOwWEjF5A02IwKlPyiDvUtN7d0YbAwPtjI8caJi",
+	"JEePkUTFcv99ehaFIxyPLQUfB+RiyO3hOcBSWjGe6JKXM2C//SOWerNz4AgpxYhxgB8jpt2ONoZoyjwb",
+	"ec1rvvaIwue0Whhg9tCaE1ESOs5asZMBO1EBGQqQFFBBC2vyRYhlURhgC1r2nEHLviaB9oec3Ivd9d+n",
+	"Z9uav+fmAVYr8NKekc+3Q9Qtd/5+UCK4pHirzOul6HZKk6hzPxSR8ysjlF3DEXzc4QjejJBB32UtX7aO",
+	"y69JyNRIreCy14Rj1Xo0u6RL8KN+OwJv6yrdukq3rtJvxFWqmlzyeftIvb28Xt/CyGj2DzohsdThmbBr",
+	"eeuEhmHpCZ1ijkmHPwpeipJC0s03YGw6RRAe+DiwdIjPNll5ekTQOqFpEKpSvp8GRnrBvQ1memTWJ3M2",
+	"PetFOaJo4CPyw41Ued0CFFy9u6zR5gPqL9GP4GPhYz6jjh+cjTWE2Kn1h7T9hME5NRKaWjdz8Jm4hXpP",
+	"PrSiZCn858LRicpEynqE0EmdK1IlPtn6Ksba0xE373Up3sKLqNp0IXrdiIl7KavLjsg4AGTUaIz3Evl+",
+	"70/fVn/8S/rjOXQP6zxCAO5k6IwwVY2vulWlxmlrV+Kkst+/2oFBynE13jk6CEOUyoprUbYG5y0ba8hH",
+	"kcA9Zn6MvcO97xrArAcH/a7RjfknPNOdI3v5wo2Mf8KRuRfX4zxcZ5zfUvBgkRA7VLngVt0GELor3VZo",
+	"D9DxlLcK0ScdBohAkdYHdFkseDOsB/VodAVAkt0QsRI4vi/jil0JZqor94mr1u57HrAlHty3CdhSr8Cy",
+	"AGDLfmzrn542bkuDJpxOBgqlJwpm9YNVMSVdMJtQHGiatVWeuJp1rZhRWmvThnFzI7DOlZdgfFuw6a9m",
+	"84Xru44jTPiVLKSVArGnoV64l2Z8LEo+gK+bUQpvAx9GwtKxzEo9GWklmteh9d0x4wDDDtjrt84qwFuE",
+	"6SMkOZakFmJomw3iqJtopP6+ZGm9eh9zoaSAAF8jftiKOlODFMAnAP9lrnrS3URt81ilrCxADf/9l9Mz",
+	"Z36IEuBZyR2yrIK1Ufr2TZav1iuwpHb1dwC/1f40bBzZPN6XdUpptwz7CTJsPGMPU2Bq71RWGgmQ/c/R",
+	"v9zF6UguaR4EHKZ3/tNr9sO/v/iujy6Wizee63h0kfqV2HstghgoRcFn0NWhqz9ogNBEBkYtsD03fHFw",
+	"GNwi/imY5a5h6TuNX02JYS5AEzhRyQujWabHYqXraeF58j55qGVpsN8FtJPgZY4MGOEJEFB+wE5UDMa8",
+	"2wATjaXF8Zy0jCNzntO/OvgBkJRxsRfaM5H9WRkBSTCnr99GTh1DsA+VMtVkokunXWc6F5nps1cHBywl",
+	"58xHk0/SVvAHY/ksSJ2lXbMRZtrWbbNjZuUbZ7MTVXvscUYIB9QOOrH4IvChtRoBZ8imz232uzvNzxel",
+	"pwmX0IbSExPvIzRfNflcFkf8me++e/n9miGhwELWgYU4vMuA1v48nsXjiIlQM5oFNlMKo6syA7AI1nvz",
+	"9t3by7ceAdgwaRN2dnL5+hdmS5ndFMIgJXKVy9ypxf25+Jb/Xnv0adnHlwe1ElLYf9W2JWx24jhLCLs1",
+	"SJmAs4LzG5tCg86rK4te6elo1l8dU/umlZLDNcZ0xmeF5vml1u94eY1RssPv1lmAwMUh0eLSLf5XAt2R",
+	"wL9RELfE2pC304nV7rw6qfvUkDtWqVj7n+nJ0/xPJM5CtJHpuWcri3pVgzMct4hrPTFtUhOaMfaDlhU8",
+	"B6XZ9W8zDHSXRdBRUHBiFtQifd/AVLbCd4NZQI2tx50puLHMiGuIJ9Jt6A9wBPL2jHkx07Wq4Tw+D7C/",
+	"Jwgiv0VyenhxAG0qyS2zbvf0e3J9cpuNWhm2M5O4AqVyWHKkSLBdm3qgN4GXcPUvZcGXqHluefCWB69t",
+	"ypG1siczsWfyiTu5f9m0O1mDCsCb9Le/vcLg/irbryNHL3rfVJTCkYzIvzr2v7UoNiFCiFm2cGeO1EtU",
+	"+cRMjNZG8ISuvSRrb9YOs42IqTxvdD2ulIKoVJzL1Ja39Rq/GrJGTszTbyew4fD7/JJ05kLPr3HC5JBx",
+	"Ndvqrk+0G6ankfmNA0jNmKaeA78AH/py3H7AVebogLiqjFTCmBrVOZlvld7A99eqmB0FfP+Y3/jOJq1B",
+	"8gU2c+GGGeelnZgnjL//UMl53fUV/z977/7cxo3tD/4rKNV3y9Kt1sPOYyZS3dpSbCfxjhNrJSep2plc",
+	"E+wGSYyaQF8ALZrjyv++hXMO0Giym6RsUZJj/pByJPUDjcfnvD8n4vUOQ/5aTMZwEBYo03grwW6i7WeB",
+	"PO1yA+t09TnAkK4+GxR6rEnqO3TcoePW0FFXnxs4UvilinnU3RD4vQxNa9v5k1Rm1dFHhPg2/XvOlrrd",
+	"KiEKywattN8YCMIsxZ5clJimnZSIJ9dinThcM1iReHiVfPUXmnmYTsEjbpvRWqme8aV7eIeqj9JuvUry",
+	"wx91z4sWHh5/SH/E2LlYmZ748qInJzF90EckJYaUvwqiOwuxCcRXSlfEDnW3yFUMj05aMV0LUYEHkrKK",
+	"IvXytjIaO3TdsGEgiCQ+4yBSG5264y6tXbbLo9vl0e3y6HZ5dH/tPDqk902RL2TTvbz4/HSCj8qnW9AJ",
+	"Nki9eHmb7Led0NzlXuzy3+5SdvzlUZngCTIPXt5/5sEdZrVtA1vTtLYduO7AdZfYtkts26n4H5nY9vKx",
+	"JrbBW46NGBlhJ/2+vkvt8HO63GKnbAD//iaMBRfEVN8Iy7SK/jj0nlVGWKGcKLD7OfVYR+K2SKHAEKXb",
+	"sugSx3cZluOLTEWBT6eZ6PMJKTHDyd5xRH1Euhls8u49/hDHNgzb/4zPXcf9dH7xCodr0zY5ePqge4Ic",
+	"C+v8QRzJ98JmCZegzZBGVbo5m0lV6BncAb11zpJDfMPLWjDprChHEKYE5hbrtPHnWrGq5FIxf1Tgfvxz",
+	"ZBWYCCOO2EueT5hQzszx+ZbNJgLSRUJriRvBAZKzGA4NV2DE2f+9SUgBsio70TMIwuII+ZhLdcQuxY2+",
+	"hmADzAo3IvoEWa1KYT0S5WVdiHCltMwf/G62q/NKvsWFWIKgrk3ZXHJ8wUGMbnTdlfwPXrtIZF7Ow4fo",
+	"mQo8PdKy2gpzBg0b/e+N3YQhGq781QqzQBOdKGhPn/19k4Z/pdWslNb5dUkmu+/F7fluvZvYB/dOR7y0",
+	"Ir57qHUpuNq2kU9r28fg9UZ5XED25OagPXb18J6Rts2g1UxTgp8Rjf9YQsmTZ90oGW45ojlH6ry1jFiq",
+	"GQCyTjXJbEOeXwuF7NWIThZpZeuyZAN7k7+ruHs3CHCnFlSUkvjYKfiAIcR/18TQevXT+eGzb74luM1Y",
+	"VdYwGqFyM6+QDKSa4yFtsC4iD3t5I8w8Ye5OGF/TTrCQoOK/VRs20WVhM2SXnUkbOr0ig1YHyRU1osW5",
+	"8fCJQD02UJ+gjX8AJzJTYaxWbDbRbMoLDI/iFNPj0nlG2t+ohmC0FMlM/LWS8lvgj08sK+VUOnvqcR85",
+	"cC1TmpXcBWYaj20wOcCnAsoiLwojrBXxiX7KB8QJ9qqyA7bPFdNUdzGg55474DFuXeciBQpMo1TjMLAz",
+	"NpMFrDQ1xF2cvwOMKIUZxNmrK1T6UTpiEBn/LluI3eQVeeCOWjIOAvnGYgdAGeJaeAKAOc0xZ7gs+1J+",
+	"ApDtbTOpJrxkTTaNx/wFNYPWjxnhZUqO1Hp+Dhb1D9LdE532PtNxaIvHyez5QFzfGbe4fKJo5SfAsWy0",
+	"koTLSGkHKotCTSWK8rigj12w/NXdCH920YslSHe3Em3KFSiIq9X/4w/w79qwm9esbAQnNzG6Hk9AZhiB",
+	"58FDmZFOgBwQIG/8qTG6ZEoXAe+g11ukVif+9GR7A6O1cqhmN2SJI6l4eZYkh/pfXouKXHfYrzMoiyGX",
+	"PAU2VNshpdSLEGgr3tYuqTeEbTghVcMHGWyfIIOoZR18a0DfQHBrRIWizPKRKOddvgf/2gRTb6f3v8UF",
+	"27sX1XUlSGVMeQtJtef/aBeD6jjvuOj3cN6zvaruUmFpd7tGhNam0nZJlgYm1KgTadMlRwMUhH78cHpC",
+	"238QTWdRYxpJ4YWW12nJgQAXHLFfxCx9e6qLNtnS4va66BE7XzzcSG03FKRSFUEZXLj1u4wNRc5ri9t5",
+	"AYGWz/Kv8LQ7Ost3r1m1h7dGs6JlcpqgcP0C3qv6tA6SwsI+hLdyl3f1sNoU7vNHpE0doxXeH/94IcBy",
+	"p0wmdHaCDZ9gKxi2iSGAIJXY9/7IdTscyDgA9YQ7YB0F3NLAM+o1s5Ec19C0hsyFAORGOzRcvVV+vjgS",
+	"6JBBo0mdqtpEvyoBb9aFrjDY3KuDGOCBepPmOYPGUwH+2I82Wy/h/setYuEY19uD6DAi0zUFt13FxaeB",
+	"xtVEz2BS4wzz9HA1nj44IA+NJxBKWhFPFVXJc1Kbkg9qtDTGwfGBbaBkiWUKQWOTRbbsWSFoaZwqWQts",
+	"giuly6OJripdFvRXpDOcaYM2mGNa5V7P67AUyZFYCt5S38i08h9ZNGAlApKFD0mGv6wFdiBSB3bATD9u",
+	"7LidKyl0OIuLlYTfXqFLVFFnxB203I21h4HfB9JHvGRcE9ddEKMoZW3mt4i3qaArbMZsnU+gBjd1kGQE",
+	"kgEe8DwlEYV8IvJrS85qL5+hnUVVCVUcalXO4YDTG8EVjr7u0JtTG4Z+qCL6mfxuPb94dcR+tSJ024su",
+	"GZ0DW0BxHnPbIN+N/ERWePVFY5xtyPPr+NCJ9GrXnMDQn41mTEbe9MRrr2jizmGSHypmG0YKHywt9lxj",
+	"bl4JpFIQ7/m0KhttCbfNUXQo87KEqzeK68LDQcX/pKhua+C0etIyXbtcTwUFm/GHzcLNeG1rUELVUzhh",
+	"dZ4La/eyvRGXZW38VcgL4c/c7YYKem3YZGH3wdCdnIq+0eF13f3svK1y6G++55Qf2LPIsLBJSHoFNOxi",
+	"1Cti1H1myh1JAHjicq+3CP+JBrRGCKDulSB3paVyrTC00jObNRpEzp0Ye9DE4jdv8Dl0GdrG2DS6pH5O",
+	"lFpC2hu2RhUxQ09MsYGpX22hHAURyOXXYrTLueOlHnuLNnjnYGeiGIJArj92+FJvos4mmiJl8JpOJL9I",
+	"5mmLh655Td+ZOy/LpUWwR1/UcVn6/E87K35Cug8H7M2NjgX0Iosbf2mA2UKG2bCWpWNSoYnkLUtohlpb",
+	"YSxsxVgEDolN0jI79RKPQvUGxYrfux5+i57WiDD6bfokdClWbVOYvi9naxqa77uAbZy6DfOMcPcBTi7t",
+	"PNhAmPjx48u3bBX+B3faqnSfj4uwkJEOw7x9ss85wHX0GIZ4rOMbG+nEw6KhUfs2IidX/AYev1E2SvL7",
+	"pgMq+VCSnBM/W/fMAKOhCKGbSQsArvEuP/qQyS4CskE+CSzrnULWKlcDXHH8wf+zJoUEC6sjtMHRVxrT",
+	"1QB8jtj3XoQeSpUokPh/1smyZENdg0rJglztSqP7rlFDw9OtLIVy5ZyV2grLjBxPnD2DkhLmoB8+Cmmn",
+	"qZU+vpTsnJ4CcZzk2xn/lzBLew9aV9w6+ORm2fn87uQE4s7Y5gnsSe1ouf43Ekh0CCEFYgoFo06U81BB",
+	"FeuyYjshkmF4ToJtBRQvVke/HR4s5vfuPHj4lw51k4cRboM0q86DzC0oB6grtHWE4TzygYJQ3Zqe05fx",
+	"8ekA8HAqi5htrrY8LpUlpHjgqHYZHl9ghsc96zfOVofgTdhAtfHn5fLt1UXSthXBFtQQQDF/0BaI6YK6",
+	"4u8WaiyVeGLxMeSDC4mzcFWpx1JFB5piWnlrKnkhXFVozGNl4j05G2KrVgK2r9EXAZ/0SQUCgTDHVue1",
+	"mzxvihdvXVG70I9WpF81FKVWY6+j9fnb4e4ruHlzmgIIXLR5Ciru/CbcO937n3+eH/5//PA/J4ff/dH8",
+	"79G7wz8+nGRPn/3tz/+zCX3Er83ajxa+qu9T/HaB//1osoX0I/7n9F//ssd/fHiafft155AfWh1NlnlZ",
+	"Kd2R39yVWqoWsemuQNTZKtFQV/hVO/DRNtiHxx8R0D5JEdAynueichDZfIEFx4CDWG683H084m1g3bR2",
+	"RjUDlGnX1M3FMHJe1tZB5d085Aa3S43PmGiqjCHmsFBq7FVNqF+4A0fvEp7adYAKMct0ZkNsOJ0ejLKm",
+	"v9ko1LoIrp8aBU6H2USC47LhKOOPGw0xAc3NR7ddfoXFJVzlWO8+F1PuiFl2JEu/7ru46wpv/eIc3iXA",
+	"bea3/zgNUJuQ2AZlRTPU6xqTF5Q4yr3r1RIx6aYNj5i4CCXEd4qEwdxGE/7jdUcwWLs0x61Zx0svW2Mr",
+	"txcqrmLWzCTmQPFy2q3f3SfZ+9JErle4eNgHZ37n4SrHuHn8yF3h6ONz9DegcU+q3Urz+NgJu6IR2fe1",
+	"DHuKAKrFcs6QBppKFVheSuz9U0IPkKRAIp66ma7LglmhmmrPsbwRik2Fm2g8lb9evgIf4uUPz9mzb5/+",
+	"DX7pf/jbt0+/ZYUYSa+vuYirIXERh0FDEu957sp5aETSCb3e2kZ8bdVo++vxKaFIO+fGSEEJK5xNuJ0k",
+	"lDbpiWvcAtKl6TM8mvAzmis+FYb73VCVfC4MzIn9SJ9AFvJnoP5V2uijJY4Bv8gdtI6iS1/dEop3v2wN",
+	"iqdToeEroiyFdQz+XyhOmfCyFF6sQaQJctkfBMfhS1fHceCvsTIEiEGiEE+PlDerIT9lxzz4OSP/W9yj",
+	"DwX2EP1ZkzqVa2V1GSNFDWOYN5VrmyWhXfRkOjkV9qwB9oI73qVw+v1+LeZwDVhFpG0Hs4+RFCik9UBI",
+	"WprVS5VvIwll/Yznua6J+lPXDjIdm2KYI/aCUtDxS1awfIULiWvHDwQ/1v+GnFlN2mJ0uFKPkIbQoIu1",
+	"oNM38Cusw0NlnscYoG1PfjrxUM7jLQ9KkxbvXWPSb2TN01LfgauhtRPB7PFrg8PB/9/Mv4DXdiabY7+s",
+	"vWyvkMAsVECyOSz8RtnmDd1ZkW66NWxntO8eD9uZ35ebpJXTx+0cGb2OjJpO+F3AOs72pmmHKX6HosGW",
+	"qcsdKwWHppwYHO5gLSP11vLS72XQcklHaT0qhXgLLoqlID7kEzb6Z8NfhmLkLnMZlYbHQHF0pOYJQgIy",
+	"Gis9E2ZUlzG1URqmZxB/i0DYmdGYkajw4mXoZyY95tlt8h39EdsqB5d/wRplOnyr/yoJOnVjtLSlbyPr",
+	"SSAmqZD+KferV8PcrfimXSrkXy4VssbjcncwulY9Pv5QA//pylTIKz1yh0XMh/R3nK6ktqqjItmlJWZR",
+	"EcZMbM1KrcbCeA07FiRIqPlMyroTYl/MvsI66Zi3BepFcL9AQSWqOczWlTCMF1OppHWoWHfy6KSJDVXJ",
+	"HTL4ljM+tyQorJ4KLEfXMPTwUCiq6Es1IAy8nfZLrLQPHuuOQLNLvdxK6uXWTvwGrFoLpieJvJBOHMNA",
+	"G9BiPQ9cWiEDzwbzlp5qiI8vHPwnFr16/p7mlONRpmrros6bHE1grg3WStRyvLLCxGgkcreQFmqd4AV8",
+	"giMJ/p5iTKuVtlD0YLedjvnpoLAt7q0NNKpHzru1UnGihExU53bOxb9AfuUDKk3HwZLojyRdCWeJyCYa",
+	"k0jETYz1akE1McIK55DPExPGCTAbl2MIjCiBPYTH8oZAqjYGWiYpccTOy7IDZJPM+FSPAtCdTbTAImqB",
+	"PEO6LFoh+FKPgfCidlHv6mCysgJcfhdhbh4ZzKEIDKPbIPc8dQJkTMOfeVnOs6U5v196wQ3Utyb+yG2r",
+	"gCERxHFrQMOnNifqDhs/S2yEM9h2YEV17qGgMmyzY9xh/Yj5Wo+DlQlIA9Xts4nfnEOv2+VGcBsiH6Ft",
+	"nKh0Pglh6ymQ2mNVfLhAWls3bCjSxe5LnZReSNwTcpua7nRTPmcTfiPYUAjFrNOloG7s0ZxFIzbhKEQ9",
+	"mE/T9JRuhmUPfFciMjw8PouRBoejXY08najSQQwf/GuthdwxMq9iZC7Llji/p2PtjOBT60c95apYF1cl",
+	"2884cqfqioU7/Zi9KFKitE8YPbfN1nOKmcsh/QQOOvCT7V8IBW7pWjlZ0lv8A8CYhTCrYRN4i3ShNWia",
+	"E/fEMj4WymWYQPMi3FVk7LJWSqpx6GoB/Mnsqs5zIQr/9x+4LP2/b+VUFG9q543S51zlohTFATX90IUI",
+	"3+kHMBQ52NZL1SIxM9IvMy7iCB6PqtuFLkvI9GlSHHHCntBEZIyPoEEITnIP8xfMzPOwYA/WrmlCiTk4",
+	"/rAN+qKFdOWdpG3D5ID3gNLfddX7Xg7qVOulK6EwnVxUxfqzx8POD5STsIarArfi48ZxBbf+uWoh0m14",
+	"99nzWxU+6ZduErclZGg23C6C2xvBpbkq5Ujk87yMKNaK6iJUd4mVb3rECt7Rwf1F0gRzAPuFybm9Rlmi",
+	"VSmVWCgE2Scno1ZYRl4cxHADPdgrdUrkLngSmdKzU1YZ7XSuy4wZMdVOhN4BGRvOHUUARwYKOSzICvqh",
+	"MLqqQInE3JjmRWBf2VLPsvhLoG7E7trSwW8sqxUkV4JIlCoXoF4esfPFUsI0+5G0JWr0xNkIlKVcA55E",
+	"bh2p2KBWxotN4KVOfaBesgTn7GyCdfQhTbBPalzQwmxSw3MPuNINaGGRQ+FQgi29KF9VW3gxbud+QPd/",
+	"3cJr29us7/Xwx/75/vbrh4Bx3F99KP62OcE71F7HRLeEdB1q75ZhPJgjGxkFcMtyBSXa1UagHyUDUA9G",
+	"YWfR5M1EW3fMq4qGcZrY6UOBrKxvUGyA9gemPD4F+XItNpuPKfIkA40YozNWanUAb3ozGsFj4AmJzTH2",
+	"GM1nfH7EXrlorThkEc6vLdvPdSFyL2asLmv/QJIlzIASb5H01v9AFkQQTelkkfDwEgAv0kaOpWL7VV2W",
+	"GatqO8nYSJbhGXrm7ZigcjcdqOVU2FWY/9Guhzu1FB5CkCQgzmSxdRyP1vvW7AFayg3sgcSwpFHdrWG2",
+	"fVFC33oLi6D50p1sWWcR2AYUtilApvpaHDr/BVCj1e8d/onbhXpURHGAeB1AetBCiAE0H8UQ9UEQlFgu",
+	"Q3VRuja5yNiMSxdNCPBEsWsxR8T2MDoV3NZGUC0TCpFTdiMLodkaqOd1IeNFJCKU9cKOSl60uU5iMx6s",
+	"gyDHgcDDiKNeWMeEKmL714G/XNfuCu2CAdunxGr29CRj3LGpto59dXJwRo4m/xFYqU6OurHwwgomJtAs",
+	"Db2AEq6uMhBAB3FsRnCrFXTAjdXfVEb76+VriCpCDkSTM4vVcFmMHyaFEsuucGerK78d3vrTtp0QYOsd",
+	"ayKAuDdCHdb9l1Yl4+zzt/8estZgY4x0rYozpq+ZBbWByB54spVh5xY7Qqq/elDQ37XBJ3qclLn4VfEb",
+	"LqGX0GLjoQjPC5B5J1JhRbRhUS4cD7nLJyuaCtXKsrryp/XZCYO74VDYzB8Lw6AE1YNlRtwo7WpZK9W4",
+	"FE0DYsxEVYWohCogyI/ZE5CXYcHgIHTwJ9ADq20cN/5HuBrG3Kq3LaM5hCWRET+1KRp+KUK+NRD5PczI",
+	"PeAkvGgjsLSPAC1ptH2Q+UbFclRvXAYFQCpcgh2BwCPKZkjQx3p1gpcpBNmtY5Djxh1WRr+f9wNPU5HU",
+	"igESKQ62om4prd52XwBTJpXTS26NjOnaWVkIoBEORv0+5pDBpMD/aSUO9WjEjPC6GvqYvTprF1zG/r7I",
+	"ruK/iVLb/Xgg+gkdyrweKNUY449Dnl/r0SijoCu2D7AOfOFH7Byorjh2Ryvnp6zSZSsyG61dvB1dMkfs",
+	"nFUcgpvcJWx5jMdP7MjRP2PB7d6KhxoX3N0dlC3+z+RzhCXcElnLwms2UyqxKYkwoF5W9bCUdkKVBPcH",
+	"m8moKbjWmwy3tLUpwOrCZtqplDuVckOVEpNDEAcRiJaYpraP7Lr6FGDHHpGtb4ADERArkRxr8PiMclwa",
+	"t3LwOYdaqODm99Z1IW309h+xK4/EkC9MYwhk8lRVhWxczGImi+2CSF3dB0K23rIGIOlLNMzx54SHutrB",
+	"4Q4OPwIOdfVQaDi3TkyhiW+h8/4Y3qUopBE5ifuh0TMrTPBRQm2VhzqHMUjpp4kKMAud11OhHJrUFR+T",
+	"G5NyOtp/hggQV+iGbbGznC2XgLZrrchad2KM4GajtqgJTCHFl+cr1MUfhTuv5As/DwsQ89XJs/45CdOw",
+	"5rP3sj2kOYInvtaIT8uPBVcB5qQEZ8Dy0zI2WFhCv3yHtRwcrSRiXozQ/PkFRDRWrZPfVa3ZTQ8aTGxz",
+	"zhISo9M92p2HZODsLR/Gpz2HEZ7aEQ3BZfT21th4zD103F5vElWvhJG6kDlr7mVwL0WzgTUtRBsro3O/",
+	"s1K2o3wi/KCjj596ldLuk4Za1NYKQt0TUVZgrSE5ESu1rhoBWInCXwlBaB04NigJqTv+/H0c9Vv44C1K",
+	"9/arViWgLE1lSLuBAoEvKsck2USLs7LisHzqOaDzdRwH1CuYmvbu+sZLWq9fT/RMeSEK3gKSIxM9xWDw",
+	"aeSMnYrpUBg7kRX2QRS8dJOMQYFxBN8plwoie+jdBNo9KvuaceM3OvEp0m0onXjTOBSoL6lfKATDQmFy",
+	"yHdhRtxIS4lrSyLpOY7/iiZim33a22/q4yek+Qyz/UWchh+ppGrx47d4Agru+KERfln9Uual4Kqujiu/",
+	"WcRsxYHwm4rI5mMHXD1CsUd18sBclzWNP4VyMX0pvpJVupT5nOhLjYAeZFFGlAUGop2ZMw5l+KLIIkFd",
+	"EQg5uJoDQecRe0PEdkAI4E8p1EhARVYQGJzRVzIAmeXjcIG3vuCOX4ZhPsdb1mWr/gLh+MD8TDEfnjsd",
+	"Qy40s2eM4uc2KAxY/r+idkCbT0sM+sEIcejEe0fh9WacsQaEBtc3CLyvbxTfPH12v8k5XQtEa9cLK7Ty",
+	"8UN36TldQESziGYBdzw5rnk8CJ8KSblWIzm+LTKZWh1qlYs1EVogLkuPeYu+IyTgWFGiMUkQJoUF7nkI",
+	"fZRl8mtM+lHAQW+IWTlLU+BnXAIUxUeTvlugSpt2FrJs7I+80fV40iO6Cf8omIsiPAAnSnH/wxxLH3M9",
+	"JXIM3hXKrVUPkm3DB9f1qstarWMjbubZaVy3hVygPi7Q+3Pa9X7Z5nzEC3JnFwB+POXsNfaX6AY7XLC7",
+	"g7x+F5l//5BbcYi77hB2+wbWuePD0mOXVIV47//HGTkegzdfFcxDbNu4fGJZqXNeEt6E16YGe67LeqqA",
+	"n3gWrQ6gp1AhbySjS1+8eA1GOy+BV6kBq/hc9JlB9wuoTPqPCJX00dAnLncYHg7baVZIPlbaCjaV5HJj",
+	"ldHDUkxtpxnzgl54BdN3DrO3rusacsciE/+L15gpPaVUHKrwh6cxPfy3yN06DtqivB3/7JKe9jN/L6f1",
+	"lKna241+FH5Y+YQbnvtviJmNoHzjoM5CKCaOHk1EZ2qVI31jT547f/+iKJ9PuLHdw/765OQk2xtpM+UO",
+	"vtJ99Wwv8/f5Qe6dPj05gSumUuEvTuI3wqIDUdK2tcDFJe9B47gdaUHhdO10wD4COUzRJee7B4uF+dum",
+	"WYp+5rUOGa7YT29/fo3p9+AeNEIV0LoaSg+CN37J1Q9qHqDdAPf2f8/5tBygxsFnzZ3Bb8uks6IcHbHv",
+	"tZvA2YKYSeKAAQKOeHlCAYytKjUTaqRNLtKeskQJKeaBBbJpb1WIqtRzUbAbYcBt4xFW2tanhMQXaOox",
+	"5ZDfPZyzwaIr+ZQteJIHp37qYrSji1eODZpxviuEkqIYZLcIgNiJBD9tNC6NwFrV/YFfa10JxSt5BNN+",
+	"0A3mOre/ynX4fY46Mq7iGRtMnF/HZhv0BDZwuU3i2EuXvQ8uCQc7kXLPv3kvixzo9KN/URfn+e0wEZ7S",
+	"wsQOZZPP2JtKKL+sS/v3qKsz554T790xDHTNs+GUdceblqI9ndDbsQak0beOG9ZWpEdyh889OYsTPXv8",
+	"kSapRnotildGF3XuMujIUmRsokPnGXKhSxiom0e6bF0Q3KOFbNNs5ow5PcaKBMAe6SyrKyh38c8UCik+",
+	"Q4wKOx4njsMa6+lBJVUjaaakqQ6l4obSbOAXNAoP3l7V4uU11MDrTjC7gvl45adjm5klzVs6DuL33Mqc",
+	"+SXxxwuyz4e6dl9YzOlH4dhw3UxsUbeJDBjHwBO0SfAVdhpenZpolN5AfD2kJ1DwSBgnR+BU6qnI/UUX",
+	"4hwHsMUNGd+yKg6KX/blBDyT5byDfRb308Y77viDH8Gr4s9joYwuyyktc7c/9ZW1NaQnaiUOAUZzP35q",
+	"ueaBcGBvcvwehg8c0L9NTjpCOp6tV0UIZRbYHZgCqUDMjF3tsF+GBUrmMXbx0ubaxmoafzGi+ftKGmGT",
+	"csRv2FSq2gl7cMTOvYIn/QNhymVxm84Sceu+bCZpXfiH3gLKvglZ6vTtUaesuJs0KiXOyMaNzb/q0SS3",
+	"1f6iYxbWOXPJvyRHwu8WONbbx5dkkVaMCwtjn5+zSjYe5phfqcFXv2t08VdodNFgLGtADvbAnUJuvyu3",
+	"Ad0ILutEfcON1dzSpi1M+PoWGsikicJQeAjdiGqvDqxQAF6HN75pxrgJIVMzPkyAiawaHuv6jOeIdBsj",
+	"27Jv1ENp8vK0yLuTmUhOZY+5/s1Kt+Y3LZ/m03v2aXYvzSoVqpmTnb28QvPqOmFbUMGyVaFp3jUKto8k",
+	"QVjRAXpQBVQPUMQCdAYeoDOCNPpDlur5zAglZrw8SBO7g961UFzi/8OsyaQZ5OGI596CpZ47etTZcqZR",
+	"C5Z36N62NZHlV65RRuLY7zdY3DM96wbpVypk5ewqO764CHQnMtyTuhIDrGtizs+ThuCQj+HPiChCSC0+",
+	"Jg1laCUoIEM+Cm+2QZ1HLGvCQCuErzGYDWHn0NZWOsuuxfwQWr34vyyHmzFzsIj0Zh4iZVELGwLN3EC7",
+	"XKLIZJURI/l+cVxNTZuexegMfuk8NB3H3Chin4EMAVGwuur0+v0cpqMnFL2Gzuw5+j9fFR18ZiFuTQxv",
+	"8GkjbWgm6evpM9fErK/gEfbO49bp0GIacgUJTZuMDm8HOrfOkT1dF5heo8H1Tmna9L7i1oriDAMTMBfo",
+	"nCAybboUmiEDT+qaqb6Ax3V/D5r999qgtr0/Mau3T0o1KRiYg4Ur+pcTUw8lAGAFKB8nQVEPMgHKtuiU",
+	"XoD/Y4LTwwCnh2EMIRGz31+InedsFlMcwRJtUhxnRjpyxCR47H+ErMoFcBAJdFDP24WNiM7EpEMaZ4VH",
+	"wFqFtuSFmXvxKi0e4J4m6AbYP0STrw6jw7z0sQY6CRhRIvtgySIdD44Tte3wEZ1tIFEgUSmjxffEh4ay",
+	"jyCSrJNlCeKoQxenNERcrAtaq8tmu2yFsqfzbXEoK9XxpbV1ejHn/7Hke675zNtnfTY1ALQ9d57Gz9rT",
+	"CFnKddWved5HwqjSZP5D4yMx5bI8dsK6Ve3ioEOKIi6/qbAWk6eafHR8a21Ewa5+fnsR8piCMqxjqBxa",
+	"g1OQPPHKtQbFZh6/kBAQ1XYK2X998h1iIsSBBq2b3int3jXDGKD6BYORCLbJGD1yfHPyVUOenA4a0Rc6",
+	"dORc+TtBhef5BJgtgCNfBgYlPK6Yc2CFKtgUGNY09tBrVUtjuc4Ty/KJlkDshd3yLBt0rd0AM6cscHUe",
+	"gltSFKfE1EFrYJGFGqJXWFgVMzTgbvhV0kKK7X/97Ds28E98R08cUE7bpXBmfng+csIM2FDMNdlZHYlW",
+	"fj+8Fda99N+6LWYOmBF4wwZ8mEbkspJeBqKrKjbEY7aOKbj3yNaxOPhV0N86UzOvCgB5VaO8JHtzh/9f",
+	"KhWHgJp22Csp7DFBZ3DrYoOyL9f5ejAln+qek5DPaCG9tsnx1LUTy5QATfFlwq4fPDfJg0NhJ8cHZeF5",
+	"8fdqgTkzuRcmAXuQSJPk2GbJLRKYgXEWj1hY3fAWNEQGx5J+fzwAu168B8sd5YzGbku1AmKkV4686FA8",
+	"iexqomjmJei0clqVImEg8Vq96PYYQQJnJT/OX/RGlfMLqo/Ybp++dJir3QbNZHxGXoOHdQK41rSNuVTL",
+	"LAm4Z7foEai4kW5+G4QgogNsNhfUqBHErqBpkCylm2chj5LsW0r5Cf7jYPWC5CfXcih5xOzzPH1lJcxh",
+	"rIjEBn4Tbicsn3CpkIs3/pmXZRwidAKh5x+x30ELnYj8+kUsWAru5Zqyw6/+39fSCTa4uDz/8edz9r+1",
+	"zK/fwT2DpsEnPh5woRBo3JPjgwx8K0uhXDlnhbwRZiwKf6NHSNC9c79BlK1tWkQ1JcaIeSdcXMAq3b13",
+	"+Zw+Pv32pogLvnvxs89QKBjBqekmdoKKRSOweOhCt6We9TeBSNbhE13SaW2X3yo4UL82QKQsgcYfdsRg",
+	"XVkX3nJH4/lyHMzJ/lwtJhBudq7lbbqWPTzSPA+FmwmhFklqtihPPC5IJewK+reAtfHSsPvT0tWW7hgz",
+	"nWKmf1FTvJ+1Kv4QsSphRtpMLePohT4ECh3iGjKyWlmVD25j6Vhl9I2gw9sgNtp5Fp+LbnulHR7l6NsN",
+	"NQfSMl6CPyShbJeWPTs5QRxAXA2lCjR4f7Jt8HZkC52fyfk81MU8azwhilJs0T3Ni/mK2oTLuEBrMsAu",
+	"cBY/ahI/AfV70CtbrioBz4CX/qXgFvrmt7s7UqoNVjysGM9LuO52mP/HVl3StEKroTQsOiz4Wf9eKnZa",
+	"+LJp/xALFU8ndi/3Z9j/OjnbAQ/xlGfUtpOaO/vrjzrSSdpQyhsWddgD24R6XYp1ua64K9MiLPx2NA6u",
+	"lZ5B5gbWcSEhfNjCIeM0SoP2ZRRAK+cMi+KO2KUfT6iPLYEe8xArDIygi0IDPwnjCA+nRWhQHm8OETzx",
+	"viq9ccZmk3myWv5bSNENQx7Wjsmi9K9hI12WegaNJzs75SEY61LY7VeK+desbJGZFsl9wfSE/fOwzWNU",
+	"Kyen4phIMJxcSZ2LpZQ/gtWG/WemYqrNPEuVFBUYhjB2YnsLKo/YFbpbvdo4GiVFkbbSjo210bWDxpeG",
+	"3sPGRs/cJGMlH48xjTTuTWp476+Ang+gNvCJ1xtKPe7USS7xK14k375Nybr8to4TQVexZEG+vDPxo3Bh",
+	"i/VOxD0cCtD/N+GtBTsBwmd+NxuuxuCgxuhRiMoEnMbRdRgcQcREg8Or8LmreVnO0TBXC/yDC2XE/rix",
+	"kTRixqEuDuuNgN02vDS2eMIOu0PZRU7ov4z24QVMwfZPhX/PSiHhJ9bPwZcsIMhdF/YMhoJ1JdQ9nAVX",
+	"+823wWGYTaQT1M/9tVT1e6wPwPtZY/S1eKAoHwnN7lxPp0IVomCQi2up1byDDhbhkMA0IH8JVl1xBc5W",
+	"bC40hq2OJmJap3XE3pAOFscImVEQg8FQPof4jRcfTijy23IVjLuk5Mt/LA4Qa/NjK2j/vU8s0zOV4fMI",
+	"AHAEXYLoJ23dW5zgNXbxz03FxWyirUgnNPD1LvN+guKZsvATMUaIr1Gw/4kNT0bT3pDlQNVtomg+4W5q",
+	"r7ZpyDZzGvoHdwJLujmpgfEXxALcfTTvDE6yvaruTQ9qsjHT40gnijZuctxIi3TcjIWDgcese4ixUCAD",
+	"IYTCA1Mg+vYPuxFGjuYtX1ja6bxVuCSLNCefsnAwgRPMqsWCXukPmp8DSB+BPcR+RyrP9AMahAqtv8Yi",
+	"5RTpyuOkaFQh2AAe8q5uAv6DZSg5949vgck2Mm2aF8D71mTa0IKpWBndrDDOxmNLylz4POR+6o084zJ2",
+	"ZeE0S3/GtFl0mOKemHDqsikVhvWpFTIIUi6R/XChQ48O23B/8IsuBHX3Oae3D7D33VhJCyUuwznszwHd",
+	"/nZeicHBLivoc84KhW3Zgm48UncA21Ba3Z/S01YGj6uSqxU9x9IgOgI9Hf0YVQh6H3xL0KWa0AtSv1+L",
+	"ectLh9nydPBSuymCi0fSG15KzJ7B5t2NVohS7yxWliWV5phnjz6KkcNUyJEk+p4j9g+vKoY+li1dt6uT",
+	"z0kH63vJ1T3Cs3/d5ugcgbgQFuxWXJCHAl8/+N5Rk8ZScrWjOH5EyBQ43VNsooO3fXDCviaHLWq6WxSa",
+	"YrCggYKlBMQJFN3Qx5K3MXkcEhfPYprPRVCnz1WBntO3fAwVS/FlUePOog6IsdUw22j4YtZSZfzYHERt",
+	"CuJNLY7Yj7wKll9TwVRST67O2tKRfO+vwoYVPOkmZpv0wu4QLkzwi3R+7yKFsDsvKMQQw02tKQIO/bgl",
+	"O2YJLoix8ZS4YkUotnvF7rxiVToxbVhFzpIGOtA2DiNIkVQZ1caphiRR2U98MuXvMWvc9lGRrKdYfkA2",
+	"kr69tTq42Wb83CV/3ib5sz13/kGlcEKl5SeEDFv0Lm7aGW5Yy9IdSgU9rJxQEGKGm7NU/Wvq52t/qULX",
+	"uTahF4sosqjlYKpSR2e4X6NTHTzn6HSw18wftACbOYc+4yHtvE0B0hdv3XpXuOY1KzvChbnENcBp/LI8",
+	"6Z1TcAfbHKdy5WY//uD/+YVPxZ/enFrTYsbrG1WQ62HQsBuRyrDZ2pbNvKCP9lGhUXJUoUeV9TKlUfLh",
+	"IfRwGx9yxM7xL6A1QAoZJI2E2gryG3PHpjWel9CcDrMWlrIbqB4OsrOT67JOZ1fQVmQw2jAzeibz2GkO",
+	"sh+Q8q+jCU1zADZqohVdivaacUu5r6A/tc9sD6tiWMiVvIoVd35D7p3u/c8/+eF/Tg6/+4P+Pfzjw0n2",
+	"7Vd//p+9e6NbbE3RCsvw9wCpOu4fDauRPTpvXfI9t2uUA3vXfC5dunZMSHffiycuvofZRhDcmRwQ70Ve",
+	"u05blUpQNmoGuljL0qrcCbUs0jUFYDbRcTrKXloBdPYcohs2tsbpfHrjsAt/AWVrossiY0OR89oCH6aY",
+	"hfJhf82Uz6OlmlbRcQVNF00o1Ct5fm1XJA3/RpO1dRQJL+rAj9/CPCd03l9kWk5X25AtGggzMZxofW2P",
+	"c+54qTdJQLCOq4IbLHtylo2NriuU6yM+leWcvDSgkuBvnlg2IJ6o/xqwmSyLnJsCjxo8haFzidzNXhcJ",
+	"va/gKXANsLeUXPmH4asHzIWSfyvAfrDYEgafb89Cljh8Inhx/EUFG+Dvj+jrj/5Vn5x8lf+kNegb8FNX",
+	"+O9H4X7HO1769z+nKdtmiWbthl7kdL22RwrjfNJyfhHHxn912ITtzRmmITlAuHO2cIAKUcobYaSwxx9k",
+	"8eexEQ67UXebHz9DAQpnP2CuGN09jwH1C6EKyLOE/BgP/VSeoUesrkL8ns4DuZmY14WnlbOUhtN+tsSc",
+	"OH9LiMFAqzb/bz6RN6Jo2PGckaJg+95oGIShAZ8HfBVEx/1JG9h6GD/qXXjMgGmv3c6kFR1cFUBrQfv5",
+	"BT16bX83oNAYSdHQ79CdPaaD3JyM/ev7TZtZONFxBvo8cPT3jCk9C5vi6K+lGT+Ykup3IiSCjtqH8A7g",
+	"Yi17Q8QN7TfE+1tgBsY2FnGDzgU+jdBv339bJQyc+WzVyT9YxJ0jdh4pfr5uUivwuVTuQnkU9Eovulfi",
+	"RdN9F5z0NsUlaemDVuMFHJ73IAXXQUYjCmXB9lFheFUMDhYnSrnPFUTew8ysNsmTKY7rHiQLkBLsoOQO",
+	"oQRP5mj5ZMKmT07mvQIMNhlYQf8AbWHjcBEl9rGkKgtZ9VkCFf6kJxtrOA/di8AsFmVpWykjhbQVcACT",
+	"v5Ecmpgl6Dci8mBJ1/pzKGomv6dW5fxglUZ+hV95f5KbXtjbDmlsxJg78QUlvZ63v9lv/IVd1d4596GV",
+	"pwrqJoGw9oAzcKSExh2Lld5GFDwHCjjpmOXzZttzZkVuBEhKK1zIogI3EgTCMGmjyMgPj41G/R1H7Dwo",
+	"4zRlRrBSjJzHj8CFSjQR8UqKPXTHxsJ2bU3Eun6cpdWM8q7S0azhrQgDejzV1otnNpmEldUw+LG7EHdv",
+	"lK99Tu7sJPc13cDuEUALnL74FCSrUEWlpXINgYSeKfbTz+fP6VBlwcmU60pkEN5CJrKCTF2LRxsi0NKy",
+	"Wsn/rQXjU00h6BWaM94ZhyDB/cqHVpe1E2ziXGXZr5ev2b7/X6pQBpO+LPXsJ+eqg8iM1lBF2ozBCfM2",
+	"9sjw8RSSnMNLPPJYXd5gp0pWal157T1jpVTXh9jmWRuWl7ouDqfCceiIT9yXwi7nUg4ILt9htiIo7jA+",
+	"b8sT5oDILqZSSeuQcRmusKwy8sajPd5r2X542rn/+wX+9S3+cXBwxF6LMc/nzCp+Ld7l3KJ3jrx3ts4n",
+	"jNslB51W76wzgk/fEXIirZvlHpo6rn+jruDy53Q1rlIDykLlZg7J5BwbsSDZB5UoNf2IutqmdGDJljJN",
+	"V6DXmrRTv2HPku+NtZITgfwd9xdAXPERq0YPKf85TDjlcJHgneiywG4SEun8pGtEMRtJURZ2l3//l+j/",
+	"1sL6+7WZUm0JfDPglak7Q4lVyXPKfMfth+x5sIsbYnzklYAi4bCzIen9XDExrRxgPR9akFN4bhtaypDH",
+	"j384I39w6KSChZuNDhkDZzACL3KO2HNKz6cCKar+Eu9d8Bn7m2KKrmr8q358LSUwoWAmLCY/cbcvuMNo",
+	"+7UqemH0domu6c2vir1tpXV8PA77ZWr2RFAlHj0A17BCxWdRALDL3LhT8MXD+cjA95jgpN81TqanDbg7",
+	"0oaNtSbb3OkKmrIJCUozfkIGmkP0hqqC/c6lk2qMzrzUwyVyPRXsOVe5KIlEWGk38fdB5jiY+cqFbK1p",
+	"lvq352wirdMGKguuReWyqLZQyqt/umUjIwQ8AdE9AMVCBSp+59bA8/FgUEvo7NzUd+Ohwzl9bKc7cQlu",
+	"7KGjaDZEuCC6RS120dJfaLQrTXRRk7YD9N8ZOuN+evv2IrTixbIj2KuiIG42mj+0ISsEen98RTmCUBhY",
+	"jdgAPZhXvW64F6n389POa7b2jgtYi82ugxZty+U1kEeQBuqIt4282j1N34AQItsQGxYi4YFN4gGC8H0u",
+	"wTd+k/Fx6tGWwu6obe8IlV4sysnkXN97jAARaXX7nVfKCmCkin1igt/J3zcI0XfKaRto2m2HdNUhXHVA",
+	"HjP0QbXttYwN5xXHXggSiRYb9yU2VMHgfEwcxSuS+MqcyYLcmvE3DsL4ht+IMpL0lqzibsL2MTyZsbzk",
+	"cpoxK8eKu9o07tIs+EoPzgJBgow5AJSHtKjxHLFzViBRQmM8esvRz0CXh+2t6AxYfCaG4Zq+OOdJF5zQ",
+	"XgZJUmKLDRdF2BmzrW8gfguo88+wOkT8b81LnH6/hLJ4ULtyw746uFFn3AYKqLO2riwhAux/NePzne35",
+	"RdmeaU8d3CdO36Uk2FxJXdN+zZtt3KbIB2OOWJYQewPqITsHtwtnOpx6IAveb/noD07XSBc6MEgziE0I",
+	"ordvFazuPQYkjE5+P/YQfeHL8LgDtB2g/eUALaIC1iIkGLBViHO8vD62Aq63/dj20jqOJBUQyYY+Wrme",
+	"Mroz5KMX4kbm4omFwkTNdO2qGtNalCiP2A/asMF4+OzvT//+dBC+2EHHARvJ6fAZjLPvjeZFzhc7qUHW",
+	"DJcQUyYl9ErkWhV2kAUKRvb05CAWScZBvfrlt1dvX6IzzY8viwqzdIHsEhX4H4/+9vQpjAnKMWfcFCHW",
+	"ja0ik4Hq0cgDbhaWrOSgAtOv2f4g14XIBwdH7EJbRzODAfaLN1dvWedKHH+g/3tV/HkMtwzOqBWZnRw6",
+	"feivZpBVtT+onBtkGKAZzsMUHLBC5LJIuDulCx7JI/amNv5bpJ/R06Z27HtwWISoEQzgicW8/VaXuE5x",
+	"ggG6t7y8vsJbtyRUlt6zRqSEDaWKuBPvVYCkM9IzRJrrnRz4suSAhxvmTzLl7AQATRDf/7UD77/7rhvv",
+	"8X57BLf14nyKLr2+1bctDCAaW3SXLoFQBmyZeVOo5xUf28e724aItfn68JZmJLLoScyP3/RY8/O/YCB4",
+	"sNDG4u4JdMwY3gsu6U88bUu+xDWyvF/P+h17TKH+garC/t/Z9U//yRZkMmkVp+z80CscXqep8inP2LRO",
+	"f1EfUI9rERW4IjzlLNEIvPICbj/sL/HshEErrYrn15B97NjUKy9PT5iFAnOvgHU2qcaO1KesAl3HhldU",
+	"+lqogyN23miMyKO9pM5Iy/JSW69QaUNXNYsmDECLEaXgFnmFmpbjg5xESUeRLkysP4DnsACPEnbuXlWK",
+	"H7xGRYKdttOKdlrRo7GOAfrILL5/pegYEAfhuRROdDj7IHmkjcktqxHMDQ9kmJVqtUfSs9A1cAHTZApp",
+	"yUMTcliyYSECgyxo1vF5V2EkPMcfL1jPnYa107C2W+MI+21pT9/rca3cCr/8m0ooS6UPNnSXXtQ7jthz",
+	"0jpCChdpRqfBY4NZYMADa3RVhYQvMaMLGmq15UN5hUbPhXNfkuZx4dZ5+8eULrJTO3Zqx4OrHa4bGbYB",
+	"ZBNpisOKGzc/znmF/fNX5bmlxGSyAIJ+eg3mpon3lWzYHgJN6vnFK+a84YUk2RW0U6G3zVnOnRhDF0Hq",
+	"oR6fCESQorALNP/S0tOw1gb7vpTlEXsF3ePJN+xf7p8AuXaRzlXXjtrGjAQkkNiGOLa2XQSvU2KriR9h",
+	"qacnNtzIvHFJrM3DORvg9De1cqeMV/IQbhycId+21WWjWC0TYT5Nu75U8h3c+y4gUzfv01u/kBd+HZ+n",
+	"y7hN/Op+Y1+flOSaxd0B3/dFVKC/CGx4s7S5UPuE+I1Y6PSsN2e0OfLN/to73YsbbG8JEZ72hOP8FPYj",
+	"AQYn7EqPLF0EZdj+C0baQDQunL/F5uEjWWKXMlUwo2c2JCikz1l90roTV5N9GIZ922ysj8pDXXMtDeYf",
+	"Yj7TprjFHRdGO53r8ha3gNy6AjLFV7d51S/YsG3zG16AHPmIW+iHW93520SDHrPp9edVdYursf721jfc",
+	"6gteIjfJbb6hdvo3WQh9y3suRX67XfaLvij5XJjvjeDXt7jvJ27Rb3mrWy7cf25xwyt7NeEm7Jlb7TVo",
+	"XEMZ2ptPIPRYve1d2LHgV3ObAf5odF39Q8x/ACy83RDlDeAeDDPcv00PBr15k5zzIC92jBQrGCnCJLH9",
+	"RNQebFvOx6VZjgx1CPzjD3kA6j/XmgBaReF9GuOxJLxAyqMTRs+UMHYiq9sK97ZWS2BwW9GeCJ57OCyr",
+	"ugRCtsfO1XdHrj5eeFOKVMfP5EQdVyWfD3l+vaJyw9paWGYn0BVfqnEpDr1V+uvlaxvTyOiJTywr5Y1g",
+	"SDySsUCmSE40UTSncd+bwmh1TTFPfxD+ZgeQATqVzoni4Ii95PkECGF4MYXSjvc8d+U8pDnPKaAAdr6w",
+	"1CZvUMqRcHIqQv4b24/5b89OMsYdKwW3jn2FP0AIl/jEsW15gTVtB8AygH+LQPHEkluBGr5CPZu0gfQK",
+	"UIUr/69UYToYcL34aTuFxN3RCP4YdkwrWEvMLUgHyYv5AOtfY+Wc4ya29ZToV8AMQpwPmzTEuBaigl97",
+	"i0gbaMWplMhdRlwhWP8Lu4Chu1oq6wTvZXNpIPC1vBEXYQfdmpA2STjrcODGTXobB+5UqvDj0/tz53bO",
+	"xwrvbrCn0PIMGzVMi98h9+z37V7QHsmhlTiE8eJAd47gL8gR/KNwzfpH1IiioIG8RAxsW/rhW+yRH87H",
+	"Cb9DgL0VbWMjlZoRSsygifECZPZ+faBMA/0U2h5jjaMdZJTAA7OXcwMdHNnA3uTvnMyvhRugAMJIv7T0",
+	"Jox6Qz2xf/5ZxIxWV9nY9UjQbX5IVNyIv7AlJEAP52wAv2jk5Lcnh9+enCT54s9ODrwEhL4COANlaHQu",
+	"LStqaIU0gL+ce+E7YPt8qGvH/nbyfzGpKFMBuNgPsBgTEtoD4QTcHfjfXqIUP3cDth9/+XpBlifiu/nC",
+	"Shipi0aYf/3VM/8VOCuYetUjxM/wWlRDGr3jTUhHQOah4BYGd6iXyhlOhheqmAnRDIa6rTeDI+WEmlUt",
+	"PRI87jf6WhT+AgzFDtKNPchaWWokwjHGYQTLaxf6dH/DLM4S8BAFLSNuxlVKxhnW9fupgK7DSjuvsN0I",
+	"diMLoRk3BnfR+VLIYMrnYX9aNhMlaMCCzcQwXBp0Q6+jHpwmUwMltkNRajW2sTKLnpuxf+0tT9e/9hgf",
+	"+mFNRSQZjDcgUQjusEjCHYYJn7Vf6jFV595QV9IsqnOcGf9dXpXi1s60CX2dD26nDr0GSNnpRPPWhGyi",
+	"FGWt84x1boEcMuhK96sftde0Ry1q0BlTmgDkd+rRF6UevY7ZPqkGANR2wcyDSga00tYpRlvUfMCAXEEN",
+	"BR4w6GiK3ArB5F4IkMFjTlmly5L6HMGAWK2cLEkZuq2PDQo/PjcvGwx6deVrY+cTQkCBS66nU66KHU48",
+	"bJ3RQzvuuopP159hXa0ouI85uOnGq3gdkm557fShEbnGXjm9J1xXZ2hveBWPj0Yid1T0CO2LjV1UXW59",
+	"3nX1+R13Xa0+7X7e/rKH++HOqq4e/VGt3eFUmLFY00j8ee2O4brQM5zI2NCDvC6tpHY/+3tD++57yC3p",
+	"4DiDgWPzEdkUj5kbYfpYzqatrJAem+Xps78vmykbhKWTOQmNRlaOmxh/k90EXTiGpTc3tbWH1Av0WmAb",
+	"lc4P4lLd8ku2Ck/JHGwSJU/7rO9C5J0h8vYx3TbKGEiakWps13R3+H+0pJTX53palcCJ1twc6ODIANmP",
+	"mAn+J15VxOiA6UMH1OLcz4X14v2fA1BO38qpGGRsIFQB/3uAvjz/4J8vvmb7oc2CKA5CC6IUBPCpTT5s",
+	"Frs2OMOVzbUf6mnoLFbVLlJMoFfvWsxHBmiDnB81ZcEmQ2s8iTGtLwyJ7QcvICd3GH0kqDu2+aYzNuaV",
+	"jSNLphCaJVzLqhJFhm3gwzifWFbUiM3QRwaChkgsZIAy/IgNWkgH8UzORrwssWecHwkUOyluTOCUGMlS",
+	"NC6rOSult76YFTfCAL9PM7XkyMWG+ThpRMp7hsaYdGSDXdV5LkSBfkVqgLdvhWA/vmzYNeJXQ+Mr4bep",
+	"KA8y9MzpoeNSMQ6tMo7Y70DOkdOn/GrKQZgZIPyF/vxWs4s3V28F+FuNQGh1fp8rXlKnI3BgyxIM4qFg",
+	"N8LIkcSQpv8CqcZQEWvQmd2xPE2vvTPYkuhMx0kMLOvO8PzapvnMQ/ToUpPbfZyRDVx7KbJui7qDXrGm",
+	"LARnpGmn7c/w/brDWnPRx/PE7XW20HxzpwDfWZuHtli6R6l0O+33+IP/hzK3+qpFL8UUG/sqD+b+1HpY",
+	"gwYJGMTCMvnAOq4Nu6yV8gBxRlRB+OQ3AM4/yFIMsKMRCpURxMG0zigxhOJWzgKgUQhecG8Wg9E20+Ya",
+	"9uwiJLyAt/RCwi3t1eTmV8UFd5MObRV6ihmYnlRMwhcRQVpL4MYMF+gbhqIVJhMXkI21sFmUNVAjG3x1",
+	"eSm4EgWrq15dd3GWH0/Lsk0ACUePm2vnbbtHAPN3bTADXleSufhV8RsuS2+FLVMei4fFPgKwP7Nui/4c",
+	"z1rsqFYZPTbC2iyqt/I/ImMcUrujBpkRYzrWV4Eq7/XKEORalX961/jzxyPQGXaqwh3noz7UYVmditqj",
+	"JhwXeqZKzYtDL5tXxKcWElHRogo32yj4nkQtoFNccoaJNmmeTZSyQcPmkGZxRmLTWMfyUgrlrcCSe4Xi",
+	"EhRysgjI211gEgkJ14GISS0Z42pO/nN8TjBNDo5YAn7UICqv3TuYqHc4qnd1c8nggB4fxXw09ojxHPSd",
+	"RBWacRvk4OYWzwua1dd+Re4MZraZcQCxYD/cNZaU32OQlfIQOQUdw101zp3K8mBBhwZpAsDAilBYP+Ir",
+	"nrH7VEdoNLdH2U3zHs+TfEdMb9k3AjNb/iG9vhJecIgfD25AnvicFjDYg+7EuepwNK2+BoiaQLqPvBaQ",
+	"W+k/DRpSluKJPUOooor3+AxMn8OsuVJDu4dkTvyXsSm/hhgnq1UNjRQ2B7s12VuPEe02za/C3BQrnJ9S",
+	"exYrMTCwS97IqVheIHTf4fqT+3So3eTgM8nB2iHnw2ZDLWMk8i82ZSP3BZir06TWg+VHqKT+5p06epfq",
+	"aMSBnTq6U0e/bHW0KUF5DOroSnSlvgYNmHYz1d1ZPU5UKmNhahZKdDSW6Pz4PYwoNlCL94dSgf1B4DqT",
+	"xcDPbrsjweIXHUt1I50YHJyGJJJYFYXZnhCJX6zKgcikEjNRJKU5TywbpHo2hI9Da4jD8MJB1HPixa+K",
+	"QavaQRbLpMI0EInVHVSvNBeOKlO4wyBMtrZUZKm2AiLx+0nzByMqbagFpVBFyBOMewZdpcgUg60knz57",
+	"mrEJV2PL6irWyiS0VNYBu+ABxm8wauMl3CUWz0CgHiYUIkVKtL8iTN07uPPdCkbkRenzI07+rYo7qGNP",
+	"a1d9toyFu3KOXTnHF1rOwaOsWJIRtyjmuJcqV7AnKG9xk8bArZyixda/tc1CSx9BYXLNkVtwkGYPtV46",
+	"gBI7ErZsWFuphLXMz5oXAdgKSTXZ4dAZqGmxA/qv9TLoRpS6EmzwoeJjkUHG4hXEz5x2vMyAr+3PAdvX",
+	"poDMq+G8bU3J4owN/F0oJwfhAQOQFzpp8ROZtHVeT/3ueMIGeVlbB6lbB+tycROms9un4j4P79lOb+Jt",
+	"RvSS78aBrU41baev7aJ8d5ijunSSt41FShdiTYSvrcrb4w/w79pMIK/F2UQ/hjzJXJwClXRa9Byj7KBl",
+	"+yMd+KXZy6RO+qe3by8Of3j9W4b/N/r5At2aP72+aj2uRZJSq9Jj1qCQlq4BDRw0MQ9XmEGUU6nffFUB",
+	"dqzqJvcpV17rHvrR3sgbP9q+IvMpn4eqcumyJhMq5tOyoPU/sQlBLdv/+uQrNmh+8a4QSgpvwbiJMDNp",
+	"BeRV0nhAzQXw7GSBDUkzkDXZFFkzXmol1mdIfWItdNuk69GaaV+t1JlH2ky52zvdq2vpr+woLljoNDOZ",
+	"p7X7qrAZuxaVaxKNG9YHRy1CXF/elBHcQjOnTiX+2TffbjAgyATze4wYipri/xLssbh3aYCBLaI3lytu",
+	"7ceTxbWRWt46TzsxcmfJIn5Wl4igPrlAGSl9s/W83cHvQZx9LQ91SiySdRGFhEue61q5xi1Sq5AGHqy3",
+	"BmwbbmOsCiAcbE62h19/sgB8/RMhQBZRGFPXPx6LVQ6PKbV1TDpoD29SVzwvS2GS4UQ6DvHeS/z9r0++",
+	"vgWMw4dsiOGtFLPPBcD/eBTegqMdtvQnom0FWW6rfB4DTqwqmqYet17dtKUELyXwFoEDuJMn6SzR3qBc",
+	"BwLsbS6hBRaiTgxLeaL8E/0QEhxEKzaBwoT4CWKDEDoEBJ03DOdWR0ZAUHHRuk8UCCAJwrcUyA6YyFfw",
+	"wIIXlbQM7rB0fNF/l23mZz1tGAf91xFT0ioNGAmWujF4DfqeMp5CPEEtkjD24fJ+yxMB7Q7QkQEXqnHy",
+	"+LPAhBWUevHeCVhCnMDmylsBNcQCurEa5wDth0hm1fiVhSq6Gl4pMftM8fzuvdirZmNNcDbuV/Jjn0G5",
+	"yrRyc6aH/xY58mxSMWBtjFBAlPcIHdthj/01NeidQ3u1LIaWXPcqjJsQ8Qr67iTzz/b4jk9bRbJN59NY",
+	"tmz765b3L394zr766qvvQi/+/2glDjKmy6LhXGAD/3Cq1k3IAIwYCSNULs7AUS1VrWvbTCEHsgAaGLCr",
+	"LNSMr3MgXzYT9Bi6hMTh3KpBRrxr8wYe8ZZb9wqJd27YXyNef5uGGfGmH2QpNu7EkLyKduKt7nqJW3a7",
+	"nvvWl21CEwF7e0cTscIFb9Iz/ChKbJrrjifcFIeNz72H5t0Yb6JYOSzFKRWdJrwET9hw7gSxvXgboh06",
+	"3HcTo+txCB/ysZ/AA1BYUS8C7lipCvGeCeUM8Exx9iIUZerp0DrQca1u5Xaogsp009pcTCLwar/Tpsnx",
+	"cKGDFQ6VG8HGXgdj56HeVZYlGwowz4y3zFTIg5GYyoIDnAvH9pV270bAWHvm9f8lXovGlc8tGUw3xKyF",
+	"ooBTF7cZMCDAjKTpkh1xxZ+4KRZd6C3hsB2d2L/AI8H33OWTNWowfFrGnh4+PTlhBbTZyh2Thc1whSuj",
+	"c2GttyUxw1XP1P3qwEvf08fS5QHOwF+hRYH/sgw7vcMMMAgs70CvG/R+aiDlYbAv1OKuRz9CiX7k+94A",
+	"oYjVI3cYAl54hL1+F9EDdU6EFjjTCawWrcgevA8znUZclhSsjEN65x/3btzpfb3Em3fnf3f+H/X5p33a",
+	"PjQPAgRrCEkSIEjG2g8GPwEpPmzzU6Jh8oI9MffQ8SZNizQEKyzAQ4ju1owN61QZAbdsW20ZIu5AA5wW",
+	"0gRva2tyLRZTWMbHXCqvk7TwRytxa7C50iO30zd2ePMZ4M1VcxQeu77xAb1It+Ay6CEwaNXDgr2kGHeO",
+	"5xNkuIspUPB3xafiDDbYFLxW8Fdo53CJ3QugvsC/Stp+tj49U43Rh5wk3BgJtRbLxWnSNtfBT6E4TbrQ",
+	"qws68kFh2WlSshb2/FCqAip1Q9uHWMtGiaehRwqWtsWitv3mw06ZFcIbhRl+vFTjgw2K3orlwreGJe6I",
+	"vbwRZh6HaUQ+Efl1MjP7HNGZadPGYfhr86SDWLfXZBzsox16w0tZEA9jSCZYqGYO+yH0ImmoHlE/HQtH",
+	"1jGW5y2gfqs474i9chSFxKJEMMBDozalDeYY8IWqojCE9SUSUXJ8EmFEyze1K9Hblej95RgjWrD+mOgi",
+	"umTYxzNFaAXY3xZibfqI+MJD/0dAqFhpAxAe4barXLrNJpGh4l14WEO+wAUBCKyn4DwEMtN/1ScnX+XQ",
+	"1gj+VzBRCi9XMzYaTSsxZofWQuvHkdFTkH5TEqoYZPpvfAKl+uIz/un/efZtoPbquuSPAZbIoc+SDcVY",
+	"qmXGW+K6le4gi+lsP72+Yr+9eQHfCTUS+5PSj3DEIKvZCiC+tTje+CSn4/9nYIoQRW0I6Yc++OKIXWI+",
+	"Q5Mp4rWFI3a1LOcCJwfqsBtQcmTEydEktG1OzRElwq2L71p7rydbATf6X6LibkfwsRN0D1Mf1wb5x8ju",
+	"sVq2bWqfNWweC2KtYUJnP198fbZKvgTt2+v9QlxbSG4jkWMEB3PozJs/bIDS5BOlDSZTUNU3fMVqmYNB",
+	"NDndWYyfo8XoN9fdWIvny7prS19ASnsrvBR2go0NV+5jhPnOSNwZiTsel0Uel4cyElcKUSpBX1NXTqIm",
+	"ELz0ZvMhHRRIN0jpaFqUQAeLaGo58d/IUjJg+wEaI6tLYCZ5VbTopxqSE2hAQZ0setrdA0cKdIEDOVfO",
+	"Y7MyLyNB/JylTx2KXE+FDdwpkOiPcjH0x12T8HdF8/hgfZvupV1T34vD2hR9bw0regcvjJtQqvBy7kT/",
+	"i7lrs9qvQlpcxSt8A+UHbjVtr/XCTdL2Fk7iLra0IoEv6ddq74vKY2X+Hl10p5xYoccjcGO1cXTxUkTt",
+	"tIutPyRQmZLQWZU6504btr/Q7yhjg5uJtlCayavK/5PgtFTWCV60+uKeLhgpPJBIIWmXULkuhGFVbSfC",
+	"Iu9Kmzzx8u3VBfwZJQemBRQMft0smD3IPP7XZckqo9/PsR9WMg/UTwdMn1GpZ14mLNCT3NBfYi14QDTl",
+	"ZzEXC/0wT5HRJG2Pu9/iT+lY9f87zNZ/Hx0dRTOwkYQHWRBm0XMDvFkFG5D/9J9/HNXQm0nHyh1hQsP6",
+	"hW79y+2qpnzOhiKUryVUX1GukvAjL29LmKwjMvMzuIK8LOwpiE9V3E0yNvjQGt+fxx9gd/15/IFX1Z/H",
+	"H8Js/Tlg+5gW4KX5r5evD/39h8LmvBLFwRl5hpPe/ZSmFWyxuKTtU8eiNLeNPxYq78BVGrJSG3K3qkYC",
+	"CgOKHBTbWSDOKbVXdVJHaBk66qe7v83Oto6Jza9Asx6d/cJiB63FlW6efeIXzmtA4VtBHUp4ck6TgxCS",
+	"X0JXzKzdmquIlElB+FDxGp8Km+6kZLHBK14CTDt/xuCMh+aMcoMAJMrHRS/xdm3CjneusQ5DxBW2ScOR",
+	"1myIhCcNpmTHlbYl03JXKbaBa7dXAwgn90Ep0CaCl94k+LCaYYIzO+VlyfByZhWv7ES7UBjMCzbkJVe5",
+	"B0K/i6daSae9ZcFyrhp71ANookscsd+DYCTCBglttSf+7zkU+kKEBeqU7dw6MQWdD097HAX0S5QqL+tC",
+	"gLJhhbI1uYghU7AQDlL7QstapQsBBahSoU9Qm1ihjB5DoCvCWmNIHNJqPtW1ZYaD/9JNuGJG/FvkLjCP",
+	"UkBSWvbs5CQRZf5dIAmu/VsKMTa8oA/75uSrLNGCoN48fNRQF/MMFQcUuol7sZN04idcym3aTzc5vuSK",
+	"Btlb69v/yX47gEiNnuWjpMPVwwwzmVn0U/i5jzWMEPFr7/sMlAuvVUPnKX/5ER5/kddGuvne6T8/eIt6",
+	"KLgR5rz2R+yff3jjNs0A9nAF76DHp7szgQLc+B3VpCc9x/y/ml97NSonIbc4wMXRZR8Cg+pzra+lCEOm",
+	"cSxRPcCwmFRYiw6duPBDMlAQwVuVIbOTzdiUS7+2HiSofzQebeuYqRUkB4A5A4uyj9/ITp5CDDW4F3Ai",
+	"ll0Vv1pIGDYacl2bxvnZkvVCyEGzgINjznBZRn0h546XelzDeBIumkpL5WwztGetoYV5XR7cpcCNLApG",
+	"pIhsKqZDYexEVtS1LCAWdnaNr/gqfQXd3PGG32QhdKJJBp1vbHRd0SdX2PzxkOdO3qB2WmldNhfjq4MK",
+	"Epak1ONmON+0hkOv6xjPL34JqXU/rMEFg62elKSFBsYeSsW0KsHyjiSHflf474A4WMG81MC2s9Lg/sDy",
+	"uJ6JAnK9jmG9TjwUXeE4nClpEpU7UH9gFd1I5PO8TD8t2sGSvgv2m53qa8EcgtuCV65rYG/jQKirrh5h",
+	"cnYzG1loiJfDocq1GslxaKGMuFrxoSylkwIOGxrvSVFhMnHNvH2dzhu+vGN8L6HekPY/MrZF5QSqx8fR",
+	"tgvMfsH/3JxFdAyHNz9tHexU2emeHnEDfBC1G+r3Gf5bq4LNxHCi9bU3PyWED6uSKxssUv8rGRp20o4+",
+	"xH3+uxheaYithmMvFT6SliA82f/6fTpJfiBdi/i91s46w6vgvcCwKy+mUkn/B0c9CuFlgEduHj0dHBo2",
+	"J0gVZ+q779KZIj6wxZf/+P3xW4b2Inp9vI0+lh4v/Pm5EYZdvboI+7sywgqPw7hxAO7OArMNHWvkZCRs",
+	"QNOUMsKCzcWITz0ZHf2mEwQDZXlzuEybtKCpCwm+g4wVMgiKhhIgbt5v04mJ1nPHy38WmHG1f/n2+QEz",
+	"Wk/tKf6DUencH6rI/+M3+GKwxZ6xf2uJAs64oeAuw7KWDD0VqKdYtv/7T68uMABt62EcA/zh5cUBPJsW",
+	"aPms0Mdz42QuK65cCF537gTj8o5PBYsk11O273h5fdD474kNRxXsx6O/PX0Kkk+j7YEDemKZrQS/FuYs",
+	"+h6GRvMi59YxESlBQyv6N7/89uoHTBJITzIvr/f+/OPP/z8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

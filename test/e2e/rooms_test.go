@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -380,6 +381,7 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 		t.Fatalf("a participant token on the archive: %d %s", st, body)
 	}
 	checkTrackFiles(t, cp, be, room.RoomID, recd.RecordingID, archive.Token, manifest.Tracks[0].Files[0].FileID)
+	checkFullExport(t, cp, be, room.RoomID, recd.RecordingID, archive.Token, pub.PublicationID)
 
 	h.mu.Lock()
 	h.stop = true
@@ -467,6 +469,64 @@ func checkTrackFiles(t *testing.T, cp *controlNode, be backend, roomID, recordin
 	if st, body := doJSON(t, cp.api, playTicket, "GET", "/api/v2/rtc/recordings?pageSize=5", nil); st != 200 ||
 		json.Unmarshal(body, &list) != nil || list.Total != 1 {
 		t.Fatalf("the ticket's recordings: %d %s", st, body)
+	}
+}
+
+// checkFullExport: an export of 1-4 s of the recording becomes Available
+// (the engine's cut/merge), its file plays as H.264 and Opus of about
+// 3 s, and its download is a ZIP of the manifest and that file.
+func checkFullExport(t *testing.T, cp *controlNode, be backend, roomID, recordingID, playTicket, publicationID string) {
+	t.Helper()
+	var x struct{ ExportID, State string }
+	if st, body := be.call("POST", "/api/v2/rtc/rooms/"+roomID+"/recording/continuous/"+recordingID+"/full-exports",
+		map[string]any{"startMilliseconds": 1000, "endMilliseconds": 4000}, &x); st != 200 || (x.State != "Pending" && x.State != "Running") {
+		t.Fatalf("full export: %d %s", st, body)
+	}
+	exports := cp.api + "/api/v2/rtc/session/rooms/" + roomID + "/playback/recordings/" + recordingID + "/full-exports"
+	testkit.Eventually(t, 60*time.Second, "the export Available", func() bool {
+		var list struct {
+			Items []struct{ ExportID, State string }
+		}
+		st, _, body := get(t, exports, playTicket)
+		return st == 200 && json.Unmarshal(body, &list) == nil && len(list.Items) == 1 && list.Items[0].State == "Available"
+	})
+	st, _, body := get(t, exports+"/"+x.ExportID+"/media", playTicket)
+	if st != 200 {
+		t.Fatalf("the export's media: %d %s", st, tail(string(body), 300))
+	}
+	path := filepath.Join(t.TempDir(), "export.mp4")
+	if err := os.WriteFile(path, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := probeFile(t, path)
+	if p.videoCodec != "h264" || p.audioCodec != "opus" || p.duration < 2 || p.duration > 6 {
+		t.Fatalf("the export's file: %+v", p)
+	}
+	t.Logf("full export of 3 s: %.2f s, %d video and %d audio frames", p.duration, p.videoFrames, p.audioFrames)
+	if st, _, body := get(t, exports+"/"+x.ExportID+"/download", playTicket); st != 401 {
+		t.Fatalf("an export download with a play ticket: %d %s", st, body)
+	}
+	var dl struct{ Token string }
+	if st := cp.call("POST", "/api/v2/rtc/rooms/"+roomID+"/recordings/access", map[string]any{"actions": []string{"download"}}, &dl); st != 200 {
+		t.Fatalf("a download ticket: %d", st)
+	}
+	st, hdr, zipped := get(t, exports+"/"+x.ExportID+"/download", dl.Token)
+	if st != 200 || hdr.Get("Content-Type") != "application/zip" {
+		t.Fatalf("the export's download: %d %v", st, hdr)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
+	if err != nil {
+		t.Fatalf("the export's ZIP: %v", err)
+	}
+	var names []string
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+		if f.Name == publicationID+".mp4" && f.UncompressedSize64 != uint64(len(body)) {
+			t.Fatalf("the ZIP's MP4 has %d bytes, the media %d", f.UncompressedSize64, len(body))
+		}
+	}
+	if strings.Join(names, ",") != "manifest.json,"+publicationID+".mp4" {
+		t.Fatalf("the export's ZIP holds %v", names)
 	}
 }
 
