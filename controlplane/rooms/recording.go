@@ -68,6 +68,9 @@ type Recording struct {
 	OwnerTokenID string `json:"ownerTokenId,omitempty"`
 	RoomName     string `json:"roomName,omitempty"`
 	OriginMs     int64  `json:"originMs,omitempty"`
+	// TrackRetries counts the tracks the sweep started again after their
+	// recorder failed.
+	TrackRetries int `json:"trackRetries,omitempty"`
 }
 
 // Active reports whether the recording still runs (a second start

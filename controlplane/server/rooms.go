@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/permission"
@@ -116,6 +117,16 @@ func (r roomRecorder) StartStream(ctx context.Context, mediaServerID, stream str
 		return fmt.Errorf("recording %s: %s", stream, sess.LastError)
 	}
 	return nil
+}
+
+// Failed reports whether the stream's recording session failed on its
+// media server (the sweep then starts it again).
+func (r roomRecorder) Failed(ctx context.Context, mediaServerID, stream string) (bool, error) {
+	sess, err := r.rec.Session(ctx, recording.StreamRef{MediaServerID: mediaServerID, Vhost: channels.DefaultVhost, App: rooms.App, StreamID: stream})
+	if err != nil || sess == nil {
+		return false, err
+	}
+	return sess.State == recording.SessionFailed, nil
 }
 
 func (r roomRecorder) StopStream(ctx context.Context, mediaServerID, stream string) (bool, error) {
