@@ -40,8 +40,10 @@ type Config struct {
 // their codes.
 type Host interface {
 	// Play admits a player of path and subscribes it to the stream's raw
-	// frames; leave ends it.
-	Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (rd *hub.Reader, leave func(), err error)
+	// frames; sent counts the bytes sent to it (the flow reports' bytes),
+	// leave ends it.
+	Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (rd *hub.Reader, sent func(n int), leave func(),
+		err error)
 	// Publish admits a publisher of path with these tracks.
 	Publish(ctx context.Context, path media.Path, origin hub.Origin, params map[string]string, tracks []*media.Track) (*hub.Publisher, error)
 }
