@@ -292,3 +292,57 @@ func TestAcceptanceWHEPPlaysInGStreamer(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "the viewer to leave", func() bool { return te.rtc.Sessions() == 0 })
 	t.Logf("GStreamer: %d frames %dx%d, %d audio buffers", frames, width, height, audio)
 }
+
+// TestAcceptanceWHEPBytesInFlowReports: a WHEP viewer (GStreamer) is a
+// player of the flow reports like any other: while it plays, the periodic
+// report counts its bytes under protocol webrtc, and when it leaves the
+// final one has them all, about what the demo stream's bitrate sent.
+func TestAcceptanceWHEPBytesInFlowReports(t *testing.T) {
+	rc, hooks := startHookReceiver(t)
+	te := startEngine(t, func(c *engineapi.Config) {
+		c.Hooks.URL = hooks
+		c.Hooks.FlowReportInterval = engineapi.Duration(time.Second)
+	})
+	waitStreamReady(t, te, "live", "demo", 30*time.Second)
+	client := peers.GstWHEPClient(t, te.mediaURL("/live/demo/whep?svc_ticket=good"), 6)
+	flows := func(final bool) []engineapi.PlayerFlow {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		var out []engineapi.PlayerFlow
+		for _, raw := range rc.got[engineapi.HookOnFlowReport] {
+			var f engineapi.FlowReportHook
+			json.Unmarshal(raw, &f)
+			for _, p := range f.Players {
+				if p.Protocol == "webrtc" && p.Final == final {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	}
+	testkit.Eventually(t, 30*time.Second, "a flow report of the playing WHEP viewer with bytes", func() bool {
+		for _, p := range flows(false) {
+			if p.Bytes > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	select {
+	case <-client.Done():
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the GStreamer client did not finish: %s", client.Output())
+	}
+	var final []engineapi.PlayerFlow
+	testkit.Eventually(t, 15*time.Second, "the WHEP viewer's final flow report", func() bool {
+		final = flows(true)
+		return len(final) == 1
+	})
+	// The demo clip runs at some hundreds of kbit/s: 6 s of it is well
+	// over 50 kB, and no flood of a whole megabyte per second.
+	f := final[0]
+	if f.Bytes < 50_000 || float64(f.Bytes) > f.DurationSec*1_000_000 || f.App != "live" || f.Stream != "demo" {
+		t.Fatalf("final flow of the WHEP viewer: %+v", f)
+	}
+	t.Logf("WHEP viewer: %d bytes in %.1f s (%.0f kbit/s) in its final flow report", f.Bytes, f.DurationSec, float64(f.Bytes)*8/f.DurationSec/1000)
+}

@@ -269,24 +269,32 @@ func (e *Engine) Publish(ctx context.Context, path media.Path, origin hub.Origin
 // calls it. The player ends when the reader is closed (by the caller, a
 // kick or the stream's end); the caller must call leave when it stops.
 func (e *Engine) Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (rd *hub.Reader, leave func(), err error) {
+	rd, _, leave, err = e.play(ctx, path, protocol, remoteAddr, params)
+	return rd, leave, err
+}
+
+// play is Play that also answers the registered player, for outputs that
+// count the bytes they send to it themselves.
+func (e *Engine) play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (*hub.Reader, *player.Player, func(),
+	error) {
 	path = hub.Key(path)
 	ans, err := e.hooks.Load().AllowPlay(ctx, engineapi.PlayHook{StreamRef: streamRef(path), Protocol: protocol, RemoteAddr: remoteAddr, Params: params})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errOnPlay, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", errOnPlay, err)
 	}
 	if !ans.Allow {
-		return nil, nil, fmt.Errorf("%w: %s", ErrPlayDenied, ans.Reason)
+		return nil, nil, nil, fmt.Errorf("%w: %s", ErrPlayDenied, ans.Reason)
 	}
 	wctx, cancel := context.WithTimeout(ctx, waitStream)
 	defer cancel()
-	rd, err = e.hub.Subscribe(wctx, path, nil, protocol+" "+remoteAddr)
+	rd, err := e.hub.Subscribe(wctx, path, nil, protocol+" "+remoteAddr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	p := &player.Player{Path: path, Protocol: protocol, RemoteAddr: remoteAddr, Params: params, LeaseID: ans.LeaseID,
 		StartedAt: time.Now(), Counters: func() (uint64, uint64) { return rd.Frames(), rd.Dropped() }, Kick: rd.Close}
 	e.players.Add(p)
-	return rd, func() { rd.Close(); e.players.Remove(p) }, nil
+	return rd, p, func() { rd.Close(); e.players.Remove(p) }, nil
 }
 
 // errOnPlay and errOnPublish mark a hook that gave no answer (a timeout,

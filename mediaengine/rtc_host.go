@@ -45,9 +45,13 @@ func (e *Engine) WebRTCAddr() net.Addr {
 // with the refusals the WebRTC server answers with.
 type rtcHost struct{ e *Engine }
 
-func (h rtcHost) Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (*hub.Reader, func(), error) {
-	rd, leave, err := h.e.Play(ctx, path, protocol, remoteAddr, params)
-	return rd, leave, rtcRefusal(err)
+func (h rtcHost) Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (*hub.Reader, func(int), func(),
+	error) {
+	rd, p, leave, err := h.e.play(ctx, path, protocol, remoteAddr, params)
+	if err != nil {
+		return nil, nil, nil, rtcRefusal(err)
+	}
+	return rd, p.AddBytes, leave, nil
 }
 
 func (h rtcHost) Publish(ctx context.Context, path media.Path, origin hub.Origin, params map[string]string, tracks []*media.Track) (*hub.Publisher, error) {

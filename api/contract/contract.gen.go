@@ -945,6 +945,8 @@ const (
 	ErrorCodeCsrfRejected               ErrorCode = "csrf_rejected"
 	ErrorCodeCutMergeOutputUnavailable  ErrorCode = "cut_merge_output_unavailable"
 	ErrorCodeDeliveryNotRetryable       ErrorCode = "delivery_not_retryable"
+	ErrorCodeExportNoMedia              ErrorCode = "export_no_media"
+	ErrorCodeExportNotAvailable         ErrorCode = "export_not_available"
 	ErrorCodeGb28181DeviceNotFound      ErrorCode = "gb28181_device_not_found"
 	ErrorCodeGb28181DeviceOffline       ErrorCode = "gb28181_device_offline"
 	ErrorCodeGb28181DeviceUnreachable   ErrorCode = "gb28181_device_unreachable"
@@ -978,6 +980,7 @@ const (
 	ErrorCodeRecordingFileUnavailable   ErrorCode = "recording_file_unavailable"
 	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
 	ErrorCodeRecordingNotAllowed        ErrorCode = "recording_not_allowed"
+	ErrorCodeRecordingNotReady          ErrorCode = "recording_not_ready"
 	ErrorCodeRefreshTokenReused         ErrorCode = "refresh_token_reused"
 	ErrorCodeRoomClosed                 ErrorCode = "room_closed"
 	ErrorCodeRoomTicketConsumed         ErrorCode = "room_ticket_consumed"
@@ -1045,6 +1048,10 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeDeliveryNotRetryable:
 		return true
+	case ErrorCodeExportNoMedia:
+		return true
+	case ErrorCodeExportNotAvailable:
+		return true
 	case ErrorCodeGb28181DeviceNotFound:
 		return true
 	case ErrorCodeGb28181DeviceOffline:
@@ -1110,6 +1117,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRecordingNotActive:
 		return true
 	case ErrorCodeRecordingNotAllowed:
+		return true
+	case ErrorCodeRecordingNotReady:
 		return true
 	case ErrorCodeRefreshTokenReused:
 		return true
@@ -2173,6 +2182,30 @@ func (e RtcCapability) Valid() bool {
 	case RtcCapabilityMicrophonePublish:
 		return true
 	case RtcCapabilityPublicationsSubscribe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcExportState.
+const (
+	RtcExportStateAvailable RtcExportState = "Available"
+	RtcExportStateFailed    RtcExportState = "Failed"
+	RtcExportStatePending   RtcExportState = "Pending"
+	RtcExportStateRunning   RtcExportState = "Running"
+)
+
+// Valid indicates whether the value is a known member of the RtcExportState enum.
+func (e RtcExportState) Valid() bool {
+	switch e {
+	case RtcExportStateAvailable:
+		return true
+	case RtcExportStateFailed:
+		return true
+	case RtcExportStatePending:
+		return true
+	case RtcExportStateRunning:
 		return true
 	default:
 		return false
@@ -8090,6 +8123,66 @@ type RtcCurrentRecording struct {
 	Recording *RtcRecording `json:"recording"`
 }
 
+// RtcExportState State of a full export.
+type RtcExportState string
+
+// RtcFullExport A full export of a recording's range.
+type RtcFullExport struct {
+	// Attempts Times it was started (1, plus one per retry).
+	Attempts int32 `json:"attempts"`
+
+	// CreatedAtUtc When it was requested.
+	CreatedAtUtc time.Time `json:"createdAtUtc"`
+
+	// EndMilliseconds End of the range.
+	EndMilliseconds int64 `json:"endMilliseconds"`
+
+	// ExportId The export task's id.
+	ExportId openapi_types.UUID `json:"exportId"`
+
+	// Files One per publication with media in the range.
+	Files []RtcFullExportFile `json:"files"`
+
+	// RecordingId The recording.
+	RecordingId openapi_types.UUID `json:"recordingId"`
+
+	// StartMilliseconds Start of the range from the recording's origin.
+	StartMilliseconds int64 `json:"startMilliseconds"`
+
+	// State State of a full export.
+	State RtcExportState `json:"state"`
+}
+
+// RtcFullExportFile One file of an export, one publication's audio and video over the range.
+type RtcFullExportFile struct {
+	// DeviceSessionId The device session's publication.
+	DeviceSessionId openapi_types.UUID `json:"deviceSessionId"`
+
+	// FileId The file.
+	FileId openapi_types.UUID `json:"fileId"`
+
+	// ParticipantId The participant.
+	ParticipantId openapi_types.UUID `json:"participantId"`
+
+	// State Pending, Running, Succeeded or Failed.
+	State string `json:"state"`
+}
+
+// RtcFullExportList A recording's exports.
+type RtcFullExportList struct {
+	// Items Oldest first.
+	Items []RtcFullExport `json:"items"`
+}
+
+// RtcFullExportRequest The range to export, from the recording's origin.
+type RtcFullExportRequest struct {
+	// EndMilliseconds End of the range (excluded).
+	EndMilliseconds int64 `json:"endMilliseconds"`
+
+	// StartMilliseconds Start of the range.
+	StartMilliseconds int64 `json:"startMilliseconds"`
+}
+
 // RtcJoinResult The answer of a join.
 type RtcJoinResult struct {
 	// AdmissionStatus Admitted, or Waiting while held in the waiting room.
@@ -8252,7 +8345,7 @@ type RtcRecording struct {
 	StoppedAtUtc *time.Time `json:"stoppedAtUtc,omitempty"`
 }
 
-// RtcRecordingList A page of a room's recordings (contract B's envelope).
+// RtcRecordingList A page of recordings (contract B's envelope).
 type RtcRecordingList struct {
 	// Items The recordings, newest first.
 	Items []RtcRecording `json:"items"`
@@ -8263,7 +8356,7 @@ type RtcRecordingList struct {
 	// PageSize Items per page.
 	PageSize int32 `json:"pageSize"`
 
-	// Total Recordings of the room.
+	// Total Recordings that match, before paging.
 	Total int64 `json:"total"`
 }
 
@@ -10828,6 +10921,39 @@ type ListRecordingSessionsParams struct {
 	RecordSource *RecordSource `form:"recordSource,omitempty" json:"recordSource,omitempty"`
 }
 
+// ListRtcRecordingsParams defines parameters for ListRtcRecordings.
+type ListRtcRecordingsParams struct {
+	// RoomId Only this room's recordings.
+	RoomId *openapi_types.UUID `form:"roomId,omitempty" json:"roomId,omitempty"`
+
+	// Search A part of the room's name or of the recording id.
+	Search *string `form:"search,omitempty" json:"search,omitempty"`
+
+	// State Only recordings in this state.
+	State *RtcRecordingState `form:"state,omitempty" json:"state,omitempty"`
+
+	// FromUtc Recordings started at or after this time.
+	FromUtc *time.Time `form:"fromUtc,omitempty" json:"fromUtc,omitempty"`
+
+	// ToUtc Recordings started before this time.
+	ToUtc *time.Time `form:"toUtc,omitempty" json:"toUtc,omitempty"`
+
+	// ParticipantId Only recordings that recorded this participant.
+	ParticipantId *openapi_types.UUID `form:"participantId,omitempty" json:"participantId,omitempty"`
+
+	// DeviceSessionId Only recordings that recorded this device session (publication).
+	DeviceSessionId *openapi_types.UUID `form:"deviceSessionId,omitempty" json:"deviceSessionId,omitempty"`
+
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
 // ListRtcRoomsParams defines parameters for ListRtcRooms.
 type ListRtcRoomsParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -10847,6 +10973,39 @@ type ListRtcRecordingRunsParams struct {
 
 	// PageSize Maximum number of rows per page.
 	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+}
+
+// DownloadRtcRecordingFileParams defines parameters for DownloadRtcRecordingFile.
+type DownloadRtcRecordingFileParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// GetRtcRecordingFileMediaParams defines parameters for GetRtcRecordingFileMedia.
+type GetRtcRecordingFileMediaParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// ListRtcFullExportsParams defines parameters for ListRtcFullExports.
+type ListRtcFullExportsParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// DownloadRtcFullExportParams defines parameters for DownloadRtcFullExport.
+type DownloadRtcFullExportParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// GetRtcFullExportMediaParams defines parameters for GetRtcFullExportMedia.
+type GetRtcFullExportMediaParams struct {
+	// FileId The export's file to play; the first when absent.
+	FileId *openapi_types.UUID `form:"fileId,omitempty" json:"fileId,omitempty"`
+
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
 }
 
 // GetRtcRecordingManifestParams defines parameters for GetRtcRecordingManifest.
@@ -11415,6 +11574,9 @@ type CreateRtcAccessTicketJSONRequestBody = CreateRtcAccessTicketRequest
 
 // SetRtcRecordingPolicyJSONRequestBody defines body for SetRtcRecordingPolicy for application/json ContentType.
 type SetRtcRecordingPolicyJSONRequestBody = RtcRecordingPolicy
+
+// CreateRtcFullExportJSONRequestBody defines body for CreateRtcFullExport for application/json ContentType.
+type CreateRtcFullExportJSONRequestBody = RtcFullExportRequest
 
 // CreateRtcArchiveTicketJSONRequestBody defines body for CreateRtcArchiveTicket for application/json ContentType.
 type CreateRtcArchiveTicketJSONRequestBody = RtcArchiveAccessRequest
@@ -12185,6 +12347,9 @@ type ServerInterface interface {
 	// StopRecording Stop recording a stream
 	// (POST /api/v2/recording/stop)
 	StopRecording(c *gin.Context)
+	// ListRtcRecordings List meeting recordings
+	// (GET /api/v2/rtc/recordings)
+	ListRtcRecordings(c *gin.Context, params ListRtcRecordingsParams)
 	// ListRtcRooms List the caller's meeting rooms
 	// (GET /api/v2/rtc/rooms)
 	ListRtcRooms(c *gin.Context, params ListRtcRoomsParams)
@@ -12212,6 +12377,12 @@ type ServerInterface interface {
 	// StartRtcRecording Start the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
 	StartRtcRecording(c *gin.Context, roomId openapi_types.UUID)
+	// CreateRtcFullExport Export a range of a recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports)
+	CreateRtcFullExport(c *gin.Context, roomId openapi_types.UUID, recordingId string)
+	// RetryRtcFullExport Retry a failed export
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports/{exportId}/retry)
+	RetryRtcFullExport(c *gin.Context, roomId openapi_types.UUID, recordingId string, exportId openapi_types.UUID)
 	// StopRtcRecording Stop the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
 	StopRtcRecording(c *gin.Context, roomId openapi_types.UUID, recordingId string)
@@ -12239,6 +12410,21 @@ type ServerInterface interface {
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(c *gin.Context, roomId openapi_types.UUID)
+	// DownloadRtcRecordingFile Download a track's recorded file
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/download)
+	DownloadRtcRecordingFile(c *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params DownloadRtcRecordingFileParams)
+	// GetRtcRecordingFileMedia Play a track's recorded file
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/media)
+	GetRtcRecordingFileMedia(c *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params GetRtcRecordingFileMediaParams)
+	// ListRtcFullExports List a recording's exports
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports)
+	ListRtcFullExports(c *gin.Context, roomId openapi_types.UUID, recordingId string, params ListRtcFullExportsParams)
+	// DownloadRtcFullExport Download an export
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports/{exportId}/download)
+	DownloadRtcFullExport(c *gin.Context, roomId openapi_types.UUID, recordingId string, exportId openapi_types.UUID, params DownloadRtcFullExportParams)
+	// GetRtcFullExportMedia Play an export's file
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports/{exportId}/media)
+	GetRtcFullExportMedia(c *gin.Context, roomId openapi_types.UUID, recordingId string, exportId openapi_types.UUID, params GetRtcFullExportMediaParams)
 	// GetRtcRecordingManifest Read a recording's manifest
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
 	GetRtcRecordingManifest(c *gin.Context, roomId openapi_types.UUID, recordingId string, params GetRtcRecordingManifestParams)
@@ -16536,6 +16722,105 @@ func (siw *ServerInterfaceWrapper) StopRecording(c *gin.Context) {
 	siw.Handler.StopRecording(c)
 }
 
+// ListRtcRecordings operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcRecordings(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcRecordingsParams
+
+	// ------------- Optional query parameter "roomId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "roomId", c.Request.URL.Query(), &params.RoomId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "search" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "search", c.Request.URL.Query(), &params.Search, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter search: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", c.Request.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter state: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "fromUtc" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "fromUtc", c.Request.URL.Query(), &params.FromUtc, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fromUtc: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "toUtc" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "toUtc", c.Request.URL.Query(), &params.ToUtc, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter toUtc: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "participantId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "participantId", c.Request.URL.Query(), &params.ParticipantId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter participantId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "deviceSessionId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deviceSessionId", c.Request.URL.Query(), &params.DeviceSessionId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deviceSessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcRecordings(c, params)
+}
+
 // ListRtcRooms operation middleware
 func (siw *ServerInterfaceWrapper) ListRtcRooms(c *gin.Context) {
 
@@ -16784,6 +17069,83 @@ func (siw *ServerInterfaceWrapper) StartRtcRecording(c *gin.Context) {
 	}
 
 	siw.Handler.StartRtcRecording(c, roomId)
+}
+
+// CreateRtcFullExport operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtcFullExport(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtcFullExport(c, roomId, recordingId)
+}
+
+// RetryRtcFullExport operation middleware
+func (siw *ServerInterfaceWrapper) RetryRtcFullExport(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "exportId" -------------
+	var exportId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "exportId", c.Param("exportId"), &exportId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter exportId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RetryRtcFullExport(c, roomId, recordingId, exportId)
 }
 
 // StopRtcRecording operation middleware
@@ -17036,6 +17398,275 @@ func (siw *ServerInterfaceWrapper) CreateRtcPlaybackTicket(c *gin.Context) {
 	}
 
 	siw.Handler.CreateRtcPlaybackTicket(c, roomId)
+}
+
+// DownloadRtcRecordingFile operation middleware
+func (siw *ServerInterfaceWrapper) DownloadRtcRecordingFile(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DownloadRtcRecordingFileParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadRtcRecordingFile(c, roomId, recordingId, fileId, params)
+}
+
+// GetRtcRecordingFileMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcRecordingFileMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRtcRecordingFileMediaParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcRecordingFileMedia(c, roomId, recordingId, fileId, params)
+}
+
+// ListRtcFullExports operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcFullExports(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcFullExportsParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcFullExports(c, roomId, recordingId, params)
+}
+
+// DownloadRtcFullExport operation middleware
+func (siw *ServerInterfaceWrapper) DownloadRtcFullExport(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "exportId" -------------
+	var exportId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "exportId", c.Param("exportId"), &exportId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter exportId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DownloadRtcFullExportParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadRtcFullExport(c, roomId, recordingId, exportId, params)
+}
+
+// GetRtcFullExportMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcFullExportMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "exportId" -------------
+	var exportId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "exportId", c.Param("exportId"), &exportId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter exportId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRtcFullExportMediaParams
+
+	// ------------- Optional query parameter "fileId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "fileId", c.Request.URL.Query(), &params.FileId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcFullExportMedia(c, roomId, recordingId, exportId, params)
 }
 
 // GetRtcRecordingManifest operation middleware
@@ -20628,6 +21259,14 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecordingAsHost)
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recordings/access", wrapper.CreateRtcArchiveTicket)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/manifest", wrapper.GetRtcRecordingManifest)
+	router.GET(options.BaseURL+"/api/v2/rtc/recordings", wrapper.ListRtcRecordings)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/files/:fileId/media", wrapper.GetRtcRecordingFileMedia)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/files/:fileId/download", wrapper.DownloadRtcRecordingFile)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/full-exports", wrapper.CreateRtcFullExport)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/full-exports/:exportId/retry", wrapper.RetryRtcFullExport)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/full-exports", wrapper.ListRtcFullExports)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/full-exports/:exportId/media", wrapper.GetRtcFullExportMedia)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/full-exports/:exportId/download", wrapper.DownloadRtcFullExport)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants", wrapper.ListRtcParticipants)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants/:participantId/admit", wrapper.AdmitRtcParticipant)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/participants/:participantId/host", wrapper.HandOverRtcHost)
@@ -35777,6 +36416,99 @@ func (response StopRecording503JSONResponse) VisitStopRecordingResponse(w http.R
 	return err
 }
 
+type ListRtcRecordingsRequestObject struct {
+	Params ListRtcRecordingsParams
+}
+
+type ListRtcRecordingsResponseObject interface {
+	VisitListRtcRecordingsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcRecordings200JSONResponse RtcRecordingList
+
+func (response ListRtcRecordings200JSONResponse) VisitListRtcRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcRecordings400JSONResponse) VisitListRtcRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcRecordings401JSONResponse) VisitListRtcRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtcRecordings403JSONResponse) VisitListRtcRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcRecordings429JSONResponse) VisitListRtcRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcRecordings500JSONResponse) VisitListRtcRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRtcRoomsRequestObject struct {
 	Params ListRtcRoomsParams
 }
@@ -36827,6 +37559,280 @@ func (response StartRtcRecording503JSONResponse) VisitStartRtcRecordingResponse(
 	return err
 }
 
+type CreateRtcFullExportRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	Body        *CreateRtcFullExportJSONRequestBody
+}
+
+type CreateRtcFullExportResponseObject interface {
+	VisitCreateRtcFullExportResponse(w http.ResponseWriter) error
+}
+
+type CreateRtcFullExport200JSONResponse RtcFullExport
+
+func (response CreateRtcFullExport200JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtcFullExport400JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtcFullExport401JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtcFullExport403JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtcFullExport404JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtcFullExport409JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtcFullExport429JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtcFullExport500JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtcFullExport503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateRtcFullExport503JSONResponse) VisitCreateRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExportRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	ExportId    openapi_types.UUID `json:"exportId"`
+}
+
+type RetryRtcFullExportResponseObject interface {
+	VisitRetryRtcFullExportResponse(w http.ResponseWriter) error
+}
+
+type RetryRtcFullExport200JSONResponse RtcFullExport
+
+func (response RetryRtcFullExport200JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RetryRtcFullExport400JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RetryRtcFullExport401JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RetryRtcFullExport403JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RetryRtcFullExport404JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RetryRtcFullExport409JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RetryRtcFullExport429JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RetryRtcFullExport500JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcFullExport503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RetryRtcFullExport503JSONResponse) VisitRetryRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StopRtcRecordingRequestObject struct {
 	RoomId      openapi_types.UUID `json:"roomId"`
 	RecordingId string             `json:"recordingId"`
@@ -37855,6 +38861,824 @@ func (response CreateRtcPlaybackTicket500JSONResponse) VisitCreateRtcPlaybackTic
 type CreateRtcPlaybackTicket503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response CreateRtcPlaybackTicket503JSONResponse) VisitCreateRtcPlaybackTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFileRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	FileId      string             `json:"fileId"`
+	Params      DownloadRtcRecordingFileParams
+}
+
+type DownloadRtcRecordingFileResponseObject interface {
+	VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error
+}
+
+type DownloadRtcRecordingFile200ResponseHeaders struct {
+	AcceptRanges *string
+}
+
+type DownloadRtcRecordingFile200Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadRtcRecordingFile200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadRtcRecordingFile200Videomp4Response) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.AcceptRanges != nil {
+		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRtcRecordingFile206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type DownloadRtcRecordingFile206Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadRtcRecordingFile206ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadRtcRecordingFile206Videomp4Response) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRtcRecordingFile304Response struct {
+}
+
+func (response DownloadRtcRecordingFile304Response) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type DownloadRtcRecordingFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadRtcRecordingFile400JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadRtcRecordingFile401JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadRtcRecordingFile404JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadRtcRecordingFile409JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response DownloadRtcRecordingFile416JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadRtcRecordingFile429JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadRtcRecordingFile500JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadRtcRecordingFile503JSONResponse) VisitDownloadRtcRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMediaRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	FileId      string             `json:"fileId"`
+	Params      GetRtcRecordingFileMediaParams
+}
+
+type GetRtcRecordingFileMediaResponseObject interface {
+	VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error
+}
+
+type GetRtcRecordingFileMedia200ResponseHeaders struct {
+	AcceptRanges *string
+}
+
+type GetRtcRecordingFileMedia200Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRtcRecordingFileMedia200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRtcRecordingFileMedia200Videomp4Response) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.AcceptRanges != nil {
+		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRtcRecordingFileMedia206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetRtcRecordingFileMedia206Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRtcRecordingFileMedia206ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRtcRecordingFileMedia206Videomp4Response) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRtcRecordingFileMedia304Response struct {
+}
+
+func (response GetRtcRecordingFileMedia304Response) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRtcRecordingFileMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcRecordingFileMedia400JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcRecordingFileMedia401JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcRecordingFileMedia404JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRtcRecordingFileMedia409JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response GetRtcRecordingFileMedia416JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcRecordingFileMedia429JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcRecordingFileMedia500JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingFileMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRtcRecordingFileMedia503JSONResponse) VisitGetRtcRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExportsRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	Params      ListRtcFullExportsParams
+}
+
+type ListRtcFullExportsResponseObject interface {
+	VisitListRtcFullExportsResponse(w http.ResponseWriter) error
+}
+
+type ListRtcFullExports200JSONResponse RtcFullExportList
+
+func (response ListRtcFullExports200JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExports400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcFullExports400JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExports401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcFullExports401JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExports404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcFullExports404JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExports429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcFullExports429JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExports500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcFullExports500JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcFullExports503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRtcFullExports503JSONResponse) VisitListRtcFullExportsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExportRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	ExportId    openapi_types.UUID `json:"exportId"`
+	Params      DownloadRtcFullExportParams
+}
+
+type DownloadRtcFullExportResponseObject interface {
+	VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error
+}
+
+type DownloadRtcFullExport200ApplicationzipResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response DownloadRtcFullExport200ApplicationzipResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/zip")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRtcFullExport400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadRtcFullExport400JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadRtcFullExport401JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExport404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadRtcFullExport404JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExport409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadRtcFullExport409JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExport429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadRtcFullExport429JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExport500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadRtcFullExport500JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcFullExport503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadRtcFullExport503JSONResponse) VisitDownloadRtcFullExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMediaRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	ExportId    openapi_types.UUID `json:"exportId"`
+	Params      GetRtcFullExportMediaParams
+}
+
+type GetRtcFullExportMediaResponseObject interface {
+	VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error
+}
+
+type GetRtcFullExportMedia200ResponseHeaders struct {
+	AcceptRanges *string
+}
+
+type GetRtcFullExportMedia200Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRtcFullExportMedia200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRtcFullExportMedia200Videomp4Response) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.AcceptRanges != nil {
+		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRtcFullExportMedia206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetRtcFullExportMedia206Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRtcFullExportMedia206ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRtcFullExportMedia206Videomp4Response) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRtcFullExportMedia304Response struct {
+}
+
+func (response GetRtcFullExportMedia304Response) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRtcFullExportMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcFullExportMedia400JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcFullExportMedia401JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcFullExportMedia404JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRtcFullExportMedia409JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response GetRtcFullExportMedia416JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcFullExportMedia429JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcFullExportMedia500JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcFullExportMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRtcFullExportMedia503JSONResponse) VisitGetRtcFullExportMediaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -51554,6 +53378,9 @@ type StrictServerInterface interface {
 	// StopRecording Stop recording a stream
 	// (POST /api/v2/recording/stop)
 	StopRecording(ctx context.Context, request StopRecordingRequestObject) (StopRecordingResponseObject, error)
+	// ListRtcRecordings List meeting recordings
+	// (GET /api/v2/rtc/recordings)
+	ListRtcRecordings(ctx context.Context, request ListRtcRecordingsRequestObject) (ListRtcRecordingsResponseObject, error)
 	// ListRtcRooms List the caller's meeting rooms
 	// (GET /api/v2/rtc/rooms)
 	ListRtcRooms(ctx context.Context, request ListRtcRoomsRequestObject) (ListRtcRoomsResponseObject, error)
@@ -51581,6 +53408,12 @@ type StrictServerInterface interface {
 	// StartRtcRecording Start the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
 	StartRtcRecording(ctx context.Context, request StartRtcRecordingRequestObject) (StartRtcRecordingResponseObject, error)
+	// CreateRtcFullExport Export a range of a recording
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports)
+	CreateRtcFullExport(ctx context.Context, request CreateRtcFullExportRequestObject) (CreateRtcFullExportResponseObject, error)
+	// RetryRtcFullExport Retry a failed export
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports/{exportId}/retry)
+	RetryRtcFullExport(ctx context.Context, request RetryRtcFullExportRequestObject) (RetryRtcFullExportResponseObject, error)
 	// StopRtcRecording Stop the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop)
 	StopRtcRecording(ctx context.Context, request StopRtcRecordingRequestObject) (StopRtcRecordingResponseObject, error)
@@ -51608,6 +53441,21 @@ type StrictServerInterface interface {
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(ctx context.Context, request CreateRtcPlaybackTicketRequestObject) (CreateRtcPlaybackTicketResponseObject, error)
+	// DownloadRtcRecordingFile Download a track's recorded file
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/download)
+	DownloadRtcRecordingFile(ctx context.Context, request DownloadRtcRecordingFileRequestObject) (DownloadRtcRecordingFileResponseObject, error)
+	// GetRtcRecordingFileMedia Play a track's recorded file
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/media)
+	GetRtcRecordingFileMedia(ctx context.Context, request GetRtcRecordingFileMediaRequestObject) (GetRtcRecordingFileMediaResponseObject, error)
+	// ListRtcFullExports List a recording's exports
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports)
+	ListRtcFullExports(ctx context.Context, request ListRtcFullExportsRequestObject) (ListRtcFullExportsResponseObject, error)
+	// DownloadRtcFullExport Download an export
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports/{exportId}/download)
+	DownloadRtcFullExport(ctx context.Context, request DownloadRtcFullExportRequestObject) (DownloadRtcFullExportResponseObject, error)
+	// GetRtcFullExportMedia Play an export's file
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports/{exportId}/media)
+	GetRtcFullExportMedia(ctx context.Context, request GetRtcFullExportMediaRequestObject) (GetRtcFullExportMediaResponseObject, error)
 	// GetRtcRecordingManifest Read a recording's manifest
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
 	GetRtcRecordingManifest(ctx context.Context, request GetRtcRecordingManifestRequestObject) (GetRtcRecordingManifestResponseObject, error)
@@ -55992,6 +57840,32 @@ func (sh *strictHandler) StopRecording(ctx *gin.Context) {
 	}
 }
 
+// ListRtcRecordings operation middleware
+func (sh *strictHandler) ListRtcRecordings(ctx *gin.Context, params ListRtcRecordingsParams) {
+	var request ListRtcRecordingsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcRecordings(ctx, request.(ListRtcRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcRecordingsResponseObject); ok {
+		if err := validResponse.VisitListRtcRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListRtcRooms operation middleware
 func (sh *strictHandler) ListRtcRooms(ctx *gin.Context, params ListRtcRoomsParams) {
 	var request ListRtcRoomsRequestObject
@@ -56272,6 +58146,79 @@ func (sh *strictHandler) StartRtcRecording(ctx *gin.Context, roomId openapi_type
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(StartRtcRecordingResponseObject); ok {
 		if err := validResponse.VisitStartRtcRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtcFullExport operation middleware
+func (sh *strictHandler) CreateRtcFullExport(ctx *gin.Context, roomId openapi_types.UUID, recordingId string) {
+	var request CreateRtcFullExportRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+
+	var body CreateRtcFullExportJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtcFullExport(ctx, request.(CreateRtcFullExportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtcFullExport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtcFullExportResponseObject); ok {
+		if err := validResponse.VisitCreateRtcFullExportResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RetryRtcFullExport operation middleware
+func (sh *strictHandler) RetryRtcFullExport(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, exportId openapi_types.UUID) {
+	var request RetryRtcFullExportRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.ExportId = exportId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RetryRtcFullExport(ctx, request.(RetryRtcFullExportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetryRtcFullExport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RetryRtcFullExportResponseObject); ok {
+		if err := validResponse.VisitRetryRtcFullExportResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -56566,6 +58513,150 @@ func (sh *strictHandler) CreateRtcPlaybackTicket(ctx *gin.Context, roomId openap
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(CreateRtcPlaybackTicketResponseObject); ok {
 		if err := validResponse.VisitCreateRtcPlaybackTicketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadRtcRecordingFile operation middleware
+func (sh *strictHandler) DownloadRtcRecordingFile(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params DownloadRtcRecordingFileParams) {
+	var request DownloadRtcRecordingFileRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.FileId = fileId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadRtcRecordingFile(ctx, request.(DownloadRtcRecordingFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadRtcRecordingFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadRtcRecordingFileResponseObject); ok {
+		if err := validResponse.VisitDownloadRtcRecordingFileResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcRecordingFileMedia operation middleware
+func (sh *strictHandler) GetRtcRecordingFileMedia(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params GetRtcRecordingFileMediaParams) {
+	var request GetRtcRecordingFileMediaRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.FileId = fileId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcRecordingFileMedia(ctx, request.(GetRtcRecordingFileMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcRecordingFileMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcRecordingFileMediaResponseObject); ok {
+		if err := validResponse.VisitGetRtcRecordingFileMediaResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcFullExports operation middleware
+func (sh *strictHandler) ListRtcFullExports(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, params ListRtcFullExportsParams) {
+	var request ListRtcFullExportsRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcFullExports(ctx, request.(ListRtcFullExportsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcFullExports")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcFullExportsResponseObject); ok {
+		if err := validResponse.VisitListRtcFullExportsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadRtcFullExport operation middleware
+func (sh *strictHandler) DownloadRtcFullExport(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, exportId openapi_types.UUID, params DownloadRtcFullExportParams) {
+	var request DownloadRtcFullExportRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.ExportId = exportId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadRtcFullExport(ctx, request.(DownloadRtcFullExportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadRtcFullExport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadRtcFullExportResponseObject); ok {
+		if err := validResponse.VisitDownloadRtcFullExportResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcFullExportMedia operation middleware
+func (sh *strictHandler) GetRtcFullExportMedia(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, exportId openapi_types.UUID, params GetRtcFullExportMediaParams) {
+	var request GetRtcFullExportMediaRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.ExportId = exportId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcFullExportMedia(ctx, request.(GetRtcFullExportMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcFullExportMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcFullExportMediaResponseObject); ok {
+		if err := validResponse.VisitGetRtcFullExportMediaResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -60356,1629 +62447,1663 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39dty4lS/6Kli6c1dLWZQtu7t9MtY6645atmOdsds6kpzMmZmMhCJRVYhYAEOAKldn9UPdV7hPdhf2",
-	"BkCQBZCsktrpTJI/OlaRxOfGxv787b8c5HJVScGEVgev/3KwZLRgNfzz+iG/1rRk5t8FU3nNK82lOHh9",
-	"cKfrht0RKQh7YPWGUKHWrCZyTigRsmBEL6kmS6pIKZUmuRSa5pqsuV4SvWQkLxulWU1K6Ow1/GbbyOWK",
-	"KTKv5YroJVfQ3DeKyLUgSlNt3ivIim5ISfN7ki+pWDBFVhQ6rWWzWBKpl6yGDxVRXOTsGTmbKSY0WS95",
-	"yaA3GCVXhIvt0eGonh1kBypfshU182eiWR28/o8DM/GDP2YHelOxg9cHStdcLA5+/vnn7KCiNV0xbRfv",
-	"fEmFYOVZrvkDNct2bUb/jpea1dsL+kmUG0LNu4zImkjzZ8VEwcUC5ihYqcyAuHn5zw2rNwfZgaArMwba",
-	"7aIz7H+q2fzg9cH/9bzd5Of4VD2Pj/DATKV91NASf44P2Y3NrCNsF4VPcKsGBuyb3X2w/tNwoFU1NkC7",
-	"u2aIVUXMSJLDq6rOsFb0ywcmFnp58PrVd9s73w6i0fKK5bIuRseylIoR2mh5XMMHRK25zpdwYmCMD7Rs",
-	"0gNsOwrHaQc2k7JkVPRH9nteMLnDwKqmLMkhdV8e7T5E7HHaCN8wxWtWTCK1dicL/GqY2oqw6R3JrTOs",
-	"znAfeM7sHxfFLiM2H7onhBfk8Hc/vPzti9++8L/lhjPJmnz68fcX70hVyzkv2VF6dt2RJAj3xcvfDlAu",
-	"Tmd8HnLemcUhDtH+xQszajcbN1FZjI1930G/FXRWsolnjeHLuxGx/WgiCf+ulk31r2yzPaB/ZRtcunbj",
-	"F+bljFBFcjM+QdZLJgjXZG1+qhnVrPDDqqhetqNauH6yg5r9uTH0efDaXEv78Cw36MF7aWv/YQipVQvG",
-	"t/941lEuek4VO+ZCMaE4XJWafdFkLhtR4AXEcGjk3qx4Pcjl720ne9Hee6rOmoJP5KdLqo6peX038lu6",
-	"TqbR33uqLvVP00d0efPvO4/HdDBtNDFmclEwofmco6QYHAc4CDXTTS1YETsKZjNLrtKHIg8Y4KRTMby/",
-	"F+p6SWvHVqetqTJfFOSQd77d8d7sfjxxrR9zXky/GQk+y4x8lBGla0ZXWcvcldmD9t76RY7VB7l4V8tV",
-	"Yr2Z0DVnilBthkLnRoGAFdV8xcghXrJ8xX6SIn3nGMWiM7i5rFdUm9uIanZsvj8YHuGnuohxyh/Zmint",
-	"BznntdLk0Cxxwea0KfURCPZlYd6Cp6khSuggHKNt4eD1gYBeDjKvj/gfsOWYahIO/kZOWtwZm8ua7b66",
-	"Wj5ibT+ygtNrVj+welwUoUrxheEWWuIwV+ZrouDz1PBWnR72ItEf5WVJN6z+oWb0fhpjuGesAnGai8Wx",
-	"WUfZ6OMKWlHkUIQN7sgtOt9OZBY/ymKCpIcjD9eU1I1QRuP3Wnl6VMXeQt1lLbXMZTlVEqns+6mxuOe7",
-	"Cv5+HMHYrhphSPiDXPwrF8WgxOROkxvmPRdpjslFsevwukMJB3ktmzpnn+uplxa8Tj5ffcAjLhtt7ly4",
-	"qGmpjtA4woWlRnN/ZCTvXSvl5jT8yF0tQLqE1ozwhZA1S66A8mNO0MzLk++GiOYa7qrpShjebYPSIb6y",
-	"lwiLo9lFKQzGgzeGMv+iitzhk7uj4WGmD9vgQH+/lEpPPWgPvAbDjvkmNZoHaHDHc4+WwIniIr586q5U",
-	"hdy/tSfa91oTJBoVk6az3Pe+46gb/ZHVC3ZD1f1FcWlE0a3h35hxNfr5yrxINFX3CdlVQyOPVOeCAV1r",
-	"qhuV2FjTWWutGzSc6LatyexpexhmdKbny1rOSraKjOsKBH+0eXLNVspZjx8YoYbDm++SwlLYdFRmmtNS",
-	"sSx2I17SRcTY9GOzmrWkVFGzedJqJ0YuprXmYmEEpRfJW8c0HB3Mi6wVirjQ3748yA5WXPCVkeZe+FFy",
-	"odmC1X6U1/ynyEg/0i/mQyL8iGu5VqRiNQx7aHTQYHSE35/Ehog9GU58MjpgNE1ysUhbZZ0dtuQ5WJ73",
-	"MMUmTqbvfMw4B0OwbO4bx4OTfGJP+5ofzVtR3Bjxd2ssb0XhSA0E7ZqKBSOHV+/OybfffvvPeEtQYqTu",
-	"zOo8QIKmtaNTMuclUy1RWrmd67RJC8exh5Tu5/KOl2yI6aFJmxUwuATPm0Mbj+N5nQENWY5xkTo8jxy+",
-	"YSXTrACzgiJLWhfHhf0J3s/IesnzJcgv4FBac8VIyeaayEan9Us/lqk8MzKNzuymqEVfRQPyIxpUIYKh",
-	"GHHg6TUFP4xrdw62RwKPpp4rf4ysvw1PWfoM+fP3qFM0IiaGgmHa2jIm/6WWUJZsmsRVy5I93jpXy9HT",
-	"vj3I62bmxzZtsAUrObijq5KKx4+aP5I/XT/k51Io04XII26BdzVTS8GUQr95zWjxjNyVMqflXc9yZMVY",
-	"5xZnlol5VRzsBXCfsuKU3JVcMFrzn+isZHfWFJVLMec1CFfOww2udPxKoSNfL8HhLFcrrs0SeTuQ4ep/",
-	"bpjShNY1f2BFBh/PKXeazPcn35K7RtAHykvs1+mT1DnUyVmeswqW3gUOyIrVIAGcknXNNVPAb2m5phtF",
-	"wmn4PcL4hHaX/u34+iE/Dhc6bjmDdQ0MZ+7vsJO49eyG1gumR9jwx9BUYtbLz4zQXCsiRUa4UJpRuO+R",
-	"851CIMOMEWnXG8g0VGjMvrIvNNflhkjBfnEej3NNMfiPLVs/xACK4ig+WR+LwbWlULpgQv8yEx6+Rl59",
-	"G52ovGcT2crZ5QXR5vVRlpJS8Gxfu/G/z2qqWtwoVj+e3TXK0sv0Qf5sXlaVFIqBXvcDLa6QTZi/cik0",
-	"E/DPQNR//idlpvGXidLR27qW9Q+y2GB329Im0ALYrGWxwYieB1ryghzOZW1IaVWVjNzZX2/h9Tvzvv/J",
-	"fHh3dEpyWdcs17CkXFSNDg9szaqSbgx35Jo0AuOOimcHRveWYl7y/CvO2fHi3Pasgsiqpq6Z0E7KvXOv",
-	"wJQpWRl2riqW8znP0Tt/CjdPcKs4pl/DdOmCcgHzfCfrGS8KJr7eRHNalqyGUC/lbyEI+ahYveJKGZYj",
-	"a1Iza8hUuazMtNvHtwUTnBV3RzCHC6Ga+ZznnAl9rWVtLQBfZzatWapmOTO3KMwJLr7MTGM7NC4zFD1j",
-	"pVwDJ53XjB2riuZmJYApwjVcs3mjwtZaRRBYgNfIDu8UTvp23pTlXWY4Rr0xVx+QgTYnSZhlhC44dljY",
-	"sSFDp6INr0M+I728ahi2EVuXEqVvaMauu2a1oCWs0ddbcXsfGzGFFaQR7EvFcs2KckMO77gd0x3MvTJj",
-	"BnWhhrnj2f5R6neyEcXXGzJ37L1oqbqQzNyimrAvXIGDjuPfD1zxWcm8GRSPy+GdkPoW3LyW7C/pppS0",
-	"uJHyg7ngvz6nAubMvuSMFXiQFf+JkZKvuDanFYd3q6W8Lc0A7bCvDJP9UeprqrmacxDRvvbQjRS80U6B",
-	"BFFZNlrxAsViozmSwzt4emuWXbVjNYR1d46DPYa53JEFf2DKf/mNgoUwN3IQd9v5JBJ8a8ajyG+e/2dz",
-	"cvJtbhqAf7G7ZweDt7XRSVj9wHP2uZXTv86CnpGCVUwURkAn4EhaVbKmNS83JFAayGFXhRi6swyzgmtv",
-	"RvN7OZ8DxdxI+ZGKjZVC1Fe/qZDEWWH0OXOXOgo3f9zCH+YqOiVryjWZW5YPBgpDGIJwQe6uzNSOz+aa",
-	"1Xc9yggeDRmuFculKMA7Ah3Z2wDWjIvFs0EhL22fPomYe0FSFbTRS1nzn9hXYpQ/SoJCXut2hIuuMrei",
-	"0HDTmTGZR9j7rZswyn604rcglre/I8v5LFRTmbuAFaDt3MCE/yrs0vL4u35/d3BK/DBvQUW6NTsDc/jZ",
-	"bSZQzFluvrtiCrTgmLk2iN0XgSIHcooVc4mSK4a2ASNuGB1NyPZ6AqOo95G8JpSAJRWDiUhFlVrLurCN",
-	"mZ9KuZCNfkaumzxnSpmZvr+5uSQvT04CtygswqFZ+Jrmmpy9JiryfiNK8xOIrgWYZavazEJz1ElojnPt",
-	"T/0PZn6GZgopgAE7w4C1ApuG7MiP7TIcZAelXCxYcSwbjQez1jNG9bGT58wbbK7hfJWMKlZETArZwYop",
-	"FfU9/QEdX1XFhBG7uCCmf3BfbjWiQVVPtMHbuREtXwdqYi1L1g3lyrqBkxm561gQnpvvjI54Z2nk6ub6",
-	"Mjh4XnJVDOVxNFduK7Qty/kPtyt+Fu2atOslZ39iuTZTPas46OsxW2mgnxsV2Mi3rDg1CyCYkf2WsrQi",
-	"B74DUQkZCq1zsFYApVuxa2Ptvj0aKku5ZsVFFfFenpdGlyC0KGpDhzXmoxyeX7y5Ogq6tXYPENPntVyd",
-	"Eraq9AYlaCo2vgGuiO0O9HRtXabb248/0LqmG/O3VfPPYqfc3C/tUEKjwOHnm3M4NFPM176THyLWzPOW",
-	"EyPrsD34fjMSKuSgZBdo+cylUIYqHQFJy41Q0fDbGz0FBV8wpS9rNudf4vwNzZ8vXpIl+0ILlvMVLQ31",
-	"G6bCauWMKNfvz45ffv+KYIPed5DsmH2peM1Ucr2ptg6kduHtJ7jop0Q0ZektNYGIb15Kbon5CMU2vLe3",
-	"xlVSpT+ryYRgXkeq1JIEVyYDizTeRrHxmm/xgJmP9x8uGp+2RBm6YuNbIKT+ASSbxEzBWt7fBIyp40V0",
-	"Vv4hfAokbL3T+81OrgWrU4Y88ztZLyWRa6FGptraMyIs6LK1hVSSCx2yu5zWNWdqN15SNXUlVep+6qwl",
-	"MjRZe8susLXoHGr2wKjXOfoNMzjsVBAm8noDXoJcViAF3bNKZ0RJZCxoBjJNBdJKTgVRS7kOA8/QcLUd",
-	"+QEjkfeTj4h9O0Uw5tDaV/YnlFrqidwbJ+ePrv1w5Izat/Yfn4q718871sbwwGakYOAowqPEtT1Z3Nx5",
-	"XBRybS1XD7INAXEiGCZCHjgmi0ZpWOEDOPW3G6ZvobmoeKWn2/bTJw6eTLpXtu+SyH13px7y24rq27PZ",
-	"eXHXUjMlFauVpeCa5XIhuHIRHMMyVOtWACbaHtsu3+lOpXdjdjlLFko6IX8Nr7vOQXaUEcofoZgQnrWQ",
-	"yjv31JDI94HHYxRtZJact/KB2hbcqtEIL66goUhg15Ye3Nd9szaSap/QrAntm2/ixIcT9uHYPtzLsfgh",
-	"LdRL0xHOr6Wm5eCKYcdAuyuq7dU6h2BolRFpuA0tSxiR6k/z1XcH0YixkKpt7FwQpIZjsqsRpZWm4Pp8",
-	"yfL7WHCh0XzNyI0qRM2bJDevbhNLUit7+6UqqcCLxsVFQLNxqWRUovH9RySauOP1R2nNjfApqdnccBst",
-	"TwnFxHbDaqzn4HjNC/tiXHE0am0sb9LdwW0/+Gb8DlXmYuE6oglc2yco3M8pL5ua+dPmJ++YPRdzeZAd",
-	"rGktzACzAwY+gj+OsT/H9HA2wYBGdElDAuk0bUZA+y6OQUFULG9gKkg46EeJ2hjkRF+tudrEIlCfnSJo",
-	"dpAKKTYr2Si4G9VGabYi0Hh8J+GRs1D1ck45BhbmPbXMXFRF566t+DEcasO3URE7toqYuQ/ciMwCw3ii",
-	"Ny4sz8SIIr+G29olqNJnqAiPatq+PVBSwmVsF87canHt7YEJHV+5ng0mvMQdOTxDsSHwrPsnW47HaPdJ",
-	"VvO+WVFxXDNagDmcxThPcv1kDt7fYSkSV8VPcFcLgGx0LmMMrmW0bS+nBNeArBgVCmUdp6l4TgYaBMo7",
-	"jiatnc8MCrmHEVugpbi8N2QJC+Zs5GE6k43u7ip12kzRMcoYXshQwCfYQ1xOrGk8df7G+hF7hJoR9ufG",
-	"nEYJQvHdvx3Di8cXxR1xwRQETf470XTfwGZPZEjq7e6FrCPz7Kt/AtvJdWhrqtGuZbTjQlyU0aqMYHpj",
-	"my/5dyLe2fl35LvtxZgm7QX33T4CnxvKr0zicwgol1SplHcDzj+KfS3SipEXSMEjtzhGCSSCiZUhIVkp",
-	"G23SrOCpXRYbX3CoGAst4eob0NHB63M0lSZM27FRnCE4kGsaLSULLtAWQNU9mvDsLL3xY0KXcDSiE3d9",
-	"2TdQyuzkr7VQNJM7k1UVnV+j5YpqnrdTtO9OarlHU25ObYft0mZup4cpCwO03z7QsqEpF5I1WgXkBR5r",
-	"c2mTNRXa3Hk2iNvH4IDSb65XDKFdLzcRgTKWOXPW+gHdndJmrWyLZAl3HzibGc5q9+ufDmAc3bSADt+o",
-	"HmVs6w95Oj8naKgFEmunmxE+B5fJYbjwZi3NumMc9MacBUeqRwkZbDCg1wyiH3y6rUqZDuPfMk84ZrMY",
-	"zZdIFjAho7uoEAFjMju3XK+kIqDMCF+vGVVRY/EflpuuY3G6WRhXGjOMYw1LS/P+Ajf0ZfaIrLlQeFOY",
-	"NTjq6B8NgAaY36PCneUGifyeG08V37gwN3PJO08S2iWFXAPNcKQk6+/d7mkpm7JIUXeoHcMdsjZvO37b",
-	"UicBmdP8h69YQnVOpn5chwkfWwN8iCfs/j5IzR1lDD0+2Y8Vdym8NvGuTS+hkNgbrlDWxSHDo9ASXoy5",
-	"/kDz+0UtG1HcUHWfkAhZzWXBcwjrwZd98myXSXa+TXsqqLoH71p0SSEG8IGW1xgxE1Fg7QtkxvSaMYEw",
-	"CFy4GJuJ156RA9406Kz4GOnGPXP7h7b9BgKCVrwseaK7qHyF3flQy54xy/zc76aj+HCNgRasSGiv5qur",
-	"RsTUzE7ilZ9EzDmBQST4fIO61Z4OT9CVPolyM3xogRAsiAUkFyD/lYBj0KgA9XH7xMZteoaIPYrAtkun",
-	"EeeyEXpQuDbDAYhK5Cu1zG0wS623BZ/EZteNAMvZ+OxLKSuj0dovttA8IjnSEYtb2Eln+duhbB+skGq2",
-	"jkNIsMHCjbOQuGL5Q5dzmIthwZVmNQPYI6MRuBl3OUrK/Nq3Ym0vWejJSyt1fhQ93qYmX/89Drp1Sfd3",
-	"zGXGJDWpH6TUSte0OitWXATZG7QouBk8LS+DNbLJ9H3TD8YJGJELTGJWQ6yV4SRGKaamcW760bKOcHKu",
-	"qpJufkxbztVSroUDFrFmym4IDdjBn2Gu+lCSUxvWFXGku1A1Z8UKh32KfIMSRUsjOS+pWpoX0QuMcUe9",
-	"/l9+/wrCJ9vxRIbjwqu2h/NBLrgABnOKLMEpXaRkGuAualLwBdcg/LZJyhjyhO+oDF8x/y/NfxtRsFrl",
-	"smYqM7KK4guB9ublplpaL1ovtzGYwrdm/UzDZoD/9R9nx/9Oj386Of7nP7b/fHb7L8d//MvL7NW3P//T",
-	"qADiZx/syyCdptAtQmaHpNfZPaI0L0vUJCSZsTBlq0uMM9fTlR/mtmmvsbkPQva6gQh9ZW406+NlxDcY",
-	"xCtwZf4QZiyGKc8AyxiMb2oCI94eYmzJzqnIEe/pXK5WVBT7nW5sxgE759jU9rKh3BezC5vfW4WgzVSC",
-	"dkvv/A9o7vvIQfk5OsOKznjJ9eacaraQ9SYuU+b2qeXedXFc0VpvSO6+txEyPSU8DJEfcJVRQPayRmQ8",
-	"e7QsQ7NvL2NJJTTi5Bzc7CxaX2i8LvkDAzAxQ0KZUyeP1UbkaKqyKlFc/J0mQgfLN2cJV5Sb5uVugUoC",
-	"o+W1JI1inc52UU17x8MvZF9WiQ0yC/Y5fooqnS/p+ZKWJYvmY5wRwdaGlsx7ZgfwxW2Csq+MSBhaEsVE",
-	"AfhP/ou7AJ3c3Aq7hiT+wefZuuFZc+aMgVHcJmZPNwTxFV3EYcaumDnTDwgq1uJ82l7hu3G9tF2qoKtw",
-	"htGtgjBtd4k/WpZRTBuux9Y+hD2ypRgAdZkUKVyEVNUTLcy9d0pkhcMiS1azjMxYTs05oKJ3q9RMMY3u",
-	"CxsVa77/RrXN+vhRc6KsO60viWyHG7B1euSQsRhM/peRf/oCazCi1BZHEVnPyAMvmLf5PSN3HlXuzgbB",
-	"2VDIEKruNbn7zW9+8y93RrwShTJ3OsIdbACHACeFdtq7JVVo+mojndUdUXQDn7nrAD6MZyGEIPt7QvNn",
-	"Hez8PSDzOw0MMooQyB81eZcMsqvJuO3wKiEj/GG56aBjY10GrrvlBLoZ3d7AwLx7ZbvrspTrH6ji+Vmj",
-	"l58eWH1ZUi6utKqG7/QO8OWK+gIXeEGtWE2/UQQaJt00o4DTOXMnF+Su1qp6/fz5nQMVMgxeeVMiHGDv",
-	"89eSULExSqo1UQim17K+JxXVy2fk03xOZhsHDfIaD+UbDFrnyg6UoT2c2sGiQRJvb/wAxx7AdxiW050J",
-	"rGtcUkm5JxDCsGOCJIdgUnxOq+q5g7NRpBH8zw3z+hwGLiX2cMDjgL+DJM4c7kbbySdRcpEwwbpWH1i9",
-	"uTQ8txh276BnqrZfEHDJQuDC4WyD/4QoEC2rI9IIzUu7c180am4oi+l6kx5OokDDmSvGcNo5IlYfpIoo",
-	"KSHzBfmwrSFidt9h3pt/c+UG70RwmzVp0Y5snIXa2VeTxPQmh58/X7w5As+7IWua11J1QarikuRAIsu5",
-	"Dci3mMRfJXclhCi/56J4nTDOD4rS72rmwbdrqwbKWnUsGObyVokgk6JXHmPn0hXZVqGIrTFOqkPRQi2Z",
-	"1rbGb1MVLV5PZBrJOhOTKkmEATHIWSEXDW/6RKBXqkrEG67weHiHdk6FmcOMhfbX7cOw2KHOwze2VkLf",
-	"vo7G74QfapksLhBeUTb30gk1WF/APLBRAeir8YnG8bksEzUDuvotXCFmyBUVx5qX+vgnKVfJFrekpHT7",
-	"bhIBeHArd5FDnwpy6vIYLMDNUbxzPgLb341w9bKGRe4HtthU9gKpSqoNY0mwRCN6WLNKnC1uUwJIK7Z1",
-	"a0bx8bsB0Ja1m7pbw9wp+/ive4BUVBNziXSczo4q8cKy4B1Yj2SHyOY3aLxNO0LEMGT6vzJWEQuP3uJB",
-	"wWIhSDopGX0AAEePxgNBHWB0MSJUU5YJt81QOLWz8Tog+fBm6q6MeyUeAhAglu8ELG4UH43WnimI3/Cu",
-	"+Uir6qamQlWy1lM/7nzzcxYgbm978FpEcCsYbtx5DI/pCiKOvP6EihMFtRSlQIjHcMLtGtTbO/Pgf/7m",
-	"N7/pvW+4uXvTF1Fz++PxnVBa1kuId+qCO/0/phnT8H82JycvX7nGoCtIT757nn4Df7FH4n++gKp2//bR",
-	"XjvqKLxzeldk/MZRCTTy6y7qeOK7VChKiBEOwV3Wku+LeBBnBMTYcXy95EpzsYA0vWinTVUM5p2FnlzU",
-	"/4zy4YECZL2rFGY7HJHCtrsdlb92Do44JXe3t1aNAij029s7jybAJuRfhaDAUddoWHwggLiPXpH9gx0P",
-	"xejGZPSDN7y3LyistV0fLKjP1Ba4Cuu1dcI6giJE/WoTvh7QVtGaIb07i9Qr7JVo69YH3LYf9I0YUXXO",
-	"sdd0ZlpL+yFZDlidzraNOH37drdiI0pfVsu15RyP2+mTSsoSjuuW6HlKbLxnKJ2GYVO2q4PMBoZGY6em",
-	"lHH0Vv5WcS4kFwuwNBgFmhwKidgf5qJlxVFGrl0w9SG1ggro9IYdrenmKLOqNznEO9WopXXNH7hYHGXk",
-	"yqLQIMQpHHGqtWGyNo72tNWdjXCWL1nRYL+XVufmPuQWrBwuCrCrmh9l5J2Ny+2+v+ZlSexyGxrhVp50",
-	"S2vnfZAduHkeAIQ9/uaGf5AdeEp7148n3dqC4fqGrafFC4uQwWnDeiG9GtcZc2Z1vQHr9BWGW2BosvlF",
-	"kes2ZtbN58oHZdiHQwOFAmwx8yrig8h55/LrGcPxyWjUS7doKGvLyU0IpPoVWQe4fiKjwGQzwCTV05YW",
-	"tHUFZxuwo8KYZf2UYv0eosOvQ1boXePBfRi9xTtU/YS3CZy08cyYTsXIv6cUZ5xwZwqTw6Q6zGyfrBfb",
-	"OeS7OD0TU16+UoaLk9hWRhq80GyVAnqCFzCYz4E4BehOLvB1GiYW0nNGkH4zou55RQ492i1UsAO3ADm0",
-	"4LmnRDFzixq5rHOJYlP+LBjB9Z5XA9m9I1bmjs0GorhrvMiX9CHOn+5jfPJ3LcqVrMmWa6Jrs4k3y0Vk",
-	"gP2FD5cCnrWMJDr3Ou0Z68Z7oP9ozllZKMdWzVIALXjw43GuZ6uO3QPf82hcdhijBLmfb/1MWHLFzHBt",
-	"lJ05q0kh82Zlo/d+Ibep62JiCzd2aG/cZ2DoYQ+crTuo8hiS3FMCSmoxcUHYBDheJ0F3UP1PCaySR+CH",
-	"Z8FSjASB+SlN2K00+h/kpCCum92bQzvRo5autKstAHB8c16vjqI5S+aVYaurGzQmreEXCZ8T3q0RXgAl",
-	"ojyAmbTWTUzHmLGpiXapbL8LCx8O98wpopOZGbfWMLdfdlMn9ufvre2rngkj0JuLE9kIaISW1Tl/S0AX",
-	"u9yAwf0Rw3kKSTq+ZVzhVhH7bhJQiavolXKtEXkUn6MijNlx5nYtGKHaAghaFchSYVXLosknx8Cby6VK",
-	"U0sA2D5ps6wAl2wOH+9LfH3pwO5C5o9QS/3tUNo5etp1pBCs/wAvmCxq/j0JmdsFRfcQM/eSMH3PERlT",
-	"fV0hM1109b1FVHPOMCPp5Ut7V6FN8xSjW+6seykIu8rInRQPfA64BrJ0uNdW1PKlbNBCmZG7xQys63dG",
-	"iIFSMO1TDKa5vrgM5aoazYnQx0F2YD8fMm5c6p/Og5DfiAHv5t87QcEWn9JbZXA0ScvHSDJrVJ6cyzwW",
-	"zn5OhRPv4I2Ew7Pmw98CR6154vOKivjXFU0g5wHAslZDhG1fCXfvnrFKTU6An9dMLeOGBR+dZhvGDDOG",
-	"QMjmwWpXG4PmMcnIrIF5El+En2SsRrn5JuUXH/AcmD2ww7AtO5qw29suendxhg60/sn6pl3FpYhFT/io",
-	"XwJknwrsd28l98MiDfrWdrW8pc/OuU8C94kH0BW4zLWMhw/he4mDaBtRXRF7goPHNZuF6zFpC/bUlcJN",
-	"OSUr+cBAbs6l0Fw0TDnfNNp+3cQCRHnZRBSq5Oq84TXLEbLbEGGGXCcD5hGGITjmCxptIdcigLzmiyVa",
-	"v47tL0117H40r7qf4d/ugentmAv3L0TWhs6PBaO1/2MO/zbDOZYVoFXBv/MSEQ/N+OL54xVz5B9UOO0J",
-	"qRXD1MCK1blZ5U6U0zcW1TnKwHxl1BdjlVHNIYddcfm/riTsycnWgD667bZB+mDEZaWL1sMai0YXGcoN",
-	"7o7v1clJd4QnJ6MihaOWYTq/xtD0xHVqA9e7V+mT3qBWQWPFD5uzMGo+zvM6cfX+UzhtAMHWjzsD+d5H",
-	"19s6MTxxM+A3V/DSeGSV7cHfX5c3/x5vNhnE9pEKCI9ec50vT0OWgYFUDl5rvcTYvfmOl9PWfEKfcXLd",
-	"p5HLfnwRSAqmi2oyjsEnkfW53VTKOLdK/tOQwdh+tZOYsB+usYFVbYuKMlrnyzYtLk1/FauPnY0hxM0w",
-	"39u0FPA5A6RzwSHhg0UzG8az5ML2V1Qgxg90xDGqi5Zlygxk+h5u3UdED4w9ZbVIpyMIqTMfjbaxDvoJ",
-	"sGt+NYKhT7GrXrlYsEj0t/dtu5jtkJWeetc2OtFt0MFLokghmxlE1TUV0ZJ8T1ZcZGjH+v/+35cn/zf5",
-	"E9fWo9HbU9tUxGfZ64sLQo1KHoAYuP3wENU2GMCKJm4OUIWgZLSebJTZCdSiuyhJGAv4cFDTiAQojEi4",
-	"45j37IuG/R7sGAIgXMdckaJhDkjDBo1af7EtuubiJPYdV5+SHQ0MEW0/FrGfvw45M+6FsHwIJjQANpCG",
-	"+OXPby5tRdmyVEAkhmRvzi8JIElACGgRwQ3SuRFEm6Ia0vuvjKy8Yh/k4q3QqSRhtML2FP4avySlXCRg",
-	"X+NASDm1sJahL5ocIorj62fPnvniT960ghJePAlmgo5kiR9mMaQYDcAOOSXCtwOROwiYiZBbiRB7XW+m",
-	"5YZgq5AZ8vA/IEGeF4ooQxyzDWgtR2m41p2gWp3AaA2pmc0ku4VMsmfWGpx5rdenp5u73/IMPOxxo00d",
-	"swBc1uyBy8YWI8LxYOYa9qcGHYpT4ng9Hf+r+WgHIFma57JpFRtYz50xZP/gsxf2w47VkZSGH9l6t+Xa",
-	"FW/Vxuy05zFJyVtyF5J11pGIrd8UCbJdfwui2gVKHeKc3Z1MwjdTx4GOS7nA4/Mahd4FOfS0bX0EGbG1",
-	"qzLrRYEguNaHmrk8ShtvidFzQYZl1o2ly9xlfeQPCjnsJjAoSPDCRD+XeIJ/wgqZxxADeGwTEQ4xlt7o",
-	"tt1wAZhSJzg0rC3gjS8+DDZsdRrrH/d/9Jc6igrx39YVYmf8KE9I/6LdxzHixvHX94tcC1qppYzJwWeB",
-	"jKDsa+CkcD7SJ7NuFHItSkmLyVgLJdWQC7wyVG3xgl6dHKORiLjmiOb5PdNdWTKAvE7kpiU1W5/R5dYM",
-	"E7lCoTSSLMbACLh9ecHvsQlNdbaPwfrZBx7Vzw97si5ixjSiOIT7QBXR9J6JkQWfdpFaj/ETkYRpak9y",
-	"UPwn9sNGx1xp5qw9YgeR0duo6ymJfOYg9lK/iZCJeIU1L/Qy0qz5ee9BD9jRWqPZNi5eZ6ZD3MjcJqlQ",
-	"ntCbA9fOaTQZ3kEf5g7iAOLyWTqWewcPeOBaGPoCdQ3rG0ktWnDnD66IrKYtCPouHjtD0UJpJbMKWx0K",
-	"pE5MzuXagl+iz6bgqjKXG7LF6bW3Ji+rD3tT4a/DeaqYQtAR7sZl5H77/TUKRLit4Met7XRBd0H67k4O",
-	"s5YRoDTpIFXBRrUVbHhqxD3gsFYq9sZdXdOHmItiFE3EOnSiw0PAjRgmSFjuc0eojQhU3yh+xtAgzwI8",
-	"7bR9eguuYrTJytD+UIPDob89YAnMHbVeZ/YFFZ1TqBJIpA9jhBtsXjM2CRNyWqJGv6mTl98lUQ4GkBbe",
-	"WEQDX4EXAoctoOiEoaZAFN6E8AmT2+uIdANxrW8tnMjQPqYTVHzg9RSa7SIgDIzpPVXHiHwwNKoUyoH5",
-	"etgVsyueAdhWvriIfMULFsudPvQAU7bgK6rq+2EaXCN4wdAcdkAKmEQx0xKGxpvZBReA66VsHCJAKpzp",
-	"Ean4Xy2rPrOp84DvFybPhxSyZh4Fow+pdvLdb/dPOh87eBOSqCdsbaJQW5sN3UlpniARvAmi93cQCcI6",
-	"EjnVtJSLhhGIZn5gteJSsCKShUDazUIt1m2YKLaQSswB5iIvmyIGJetiPJNWe7WrgaUvI/0Mm3GBLbw8",
-	"CWI6vMHF8Zex+C333q5WXffWlpBSrulGQeHTZz6ymCrF9LFb87spNImpWGnHR5sYt89C+hSxdhm/j63i",
-	"ThHuuJS2eDAtCNUTw9gtWUaYq8ubsG+coo3OWlVNJ6pNN1ETrY29c2rfb0fh1z5rKXnCafUpxDtJ75j6",
-	"EJfVd6z9sKO8Nj2rdgq5PsnlOJKiGt0EBNGDy/y9VFoNlbQxjFyRQ0B0pgsw1HspG9shsw3oRY2y6fjm",
-	"1ZIrTEFfScG1rCHt0GFaK7LgD8wGNmnKY3kEgSSiUrYdGDxZL6XyWFYcUAu5mGo8kjaDfztOQNSyNELs",
-	"MugEFgBc6Ly0xDaljwnDx5YxWAhxFm3G+5LRWs+YrRJjIzWneAcs6kOqV4vkyGCaNl60QCweIe1w+sU2",
-	"hkKxdRz//Aof4CpObCxh9/8Y0OO9kGuARA/oMCN2FEQKwIBq79pd+Zsz+0sH5SA90EPl0TTcnLMYrQ6e",
-	"u9WM1Qn4cXukVvDO9qlYMlqiOXLw4go7eo+fGAVF6ypZMvWsWysVB/CNIu9vbi7J2eVFPC4GKnqMAaSC",
-	"u4ZbPDELcjxYQmVibQ0WLNN2miyd69HJgqd3jtGdtraLrul8zvO4DZuV810mK7AWM9UeazVR5amZz+uo",
-	"szDS9oPUaIV1DtHfS83qg+zgRyke4J/j9ZB9rY9gkbr0EQzKb7NdgMxR4SiNv/fU2nfamN9tAE2H4gGl",
-	"lIE5xub8xNcwmk96IQoWqcD/gSpNSrkg3Dz3+alWAGtJaFKxJPBWRhOCWrdk4BTuEcWMLbmNmmkPwMQi",
-	"TedSaJrrWEmoj0FodxBehzgX+FkLCr/ThHcpdI4yQALyn+bL8foIjgaGD0uiqkdLVN1ZumMi7yFKeVHT",
-	"ArMlRQzNP1BwUwL2D1zQeuPE626HHXyWRvh5j9vH2yXyU8y6hN0hvz5NhKL4UKlddz69VJbGoQe7OHr5",
-	"GcSUCisg2GhXUHUzM3lekyVX2pZi6J1Nu5lRaBYpdC3LyBk/tV3m4RtYMANIja6YG1+iPjhMcyIMMb4c",
-	"x9FhwgitIzlmFvPbaHFVo4mWCyDq6ZqxXb4IVeMDiN0wi5ABeAeUxIDfZk1+z+zpVhDPNl2//VEWrCUE",
-	"21MsEMOO7gfoK+ko9y5R6qjBja6tgXdKTnw1HPdSW5TWgs9OEBHtt29jAVFvhfcD+C64KOQ6LCs3qf+d",
-	"QnVtc+B7Hal29zWHZYhGjR9yR197Es94oRV/ILtnKgsZhBttbzE7252gxvYIDXC9VEGocy/9IeftSiY9",
-	"kSSo6PZUUkjQ5IQ7+cl4Wy5XK66HxotvaFYEIw9Ur93GjRJP0h3ehmN2dYQe5Jn91UhTMJI04LE3bUxS",
-	"lfwH8Lm5y2OE0hFWd7AkdjS/n3exGbqDqrq2wz3oRrN6lW4/0IBYvdonei484n6vbbdbokxIe8H027WP",
-	"HmOs5udOc7Na0WgNrO4uLTnipKDW0qsMOBCJh+9vPqaIoRX4bUdWhIFtssJc0PFmarzY1zwmo1PLtyl+",
-	"kjloBxO424GdjeBbBYpxNll/5zrkOIx/YglMNkJH7wnzu5f4KReAVwElBabTFa34jbxnYnDdzy4vsEzc",
-	"1Dq+aQdS22in7pGarAK2xq3hQ9Ar1zGh7YRw0jYKL0xsrFEjI4QX9qEsbDkLdi5Y794KuUkNkNc1lhyP",
-	"hgpb6nFVyW01+/ZnCBF7Rm6g7BJUAEacVwB7sBRjw5Iwgo8L8l7r6pP5dy7lPVSAEIWtksDtNTKTxSaO",
-	"56DU2wm14uxYsLChPQluDtgrsQXZTv1g20IGYgcICFXPYQ8irmdaNswnS9392/H1Q358rur5MXxwZ/hw",
-	"YQPHQbmEYC5IbV1wsfBZIEFxI1ZAstHWZE7JDCvySudcs9slihZAynzqUDjiWmo1VAHx7XzOENi52qqF",
-	"GFSG260uvx3owJaezZQsG80Ia9Uo+9WpxRTg2vdu5EJM7VxQvsM22hanybBudQ9paeuktr51cx9aeqNN",
-	"wVHEhjJGgtyZnXy+YnfxTDEz/jHB7bOKsIN28LaR7k6GRJptnaHIHgyxipSM88ldmljuWHYvn6VcMZ+V",
-	"0Qs0wAt9VGKNilpPq324S3bKOPDlMYMMoAkDyeCAQaTwX+warrCmtYijVTih2b0xUKsJI+MxAESwx5Qq",
-	"TWrQbkv9mgZDj9IWJIOd2cvsqQp5U9EKLYmIWFZcRMMzoJoxodYpAwgqwFTOL95cESG1xepeMnvBrOiG",
-	"zJj13tRydYpgi/b7oMg3oNCaveise1hmMiYV+/COwGsfxsikWCdQH9UWeLUdrr/5uLbXrv2lX498GlmK",
-	"dO1ze+z8HvRjB0ZmLqT+AS7lxNzAAtKfHVfE4vsiGibVmDWw19yq3WoCt6Ow8fOnxGheZNUowOyn4d1p",
-	"Lw5AcwFT8k5EwYUlihcRcMymrqQaQuv3S+U8jhPKWIOuwmiAmDEUPQ0xkODQt4WwSC6rTYcisMq4HRG2",
-	"HdQZz6mAywQwXM1tfmoDowF5FmRJCNjw9SPvWTUFfNbF9AU7m2ZKIRr3vmhYUGI5jPj6tcQEnUYL7Yd1",
-	"9oPi+kFOaLyS/3Dx/RdPFm802Og+0UfhRj/BHv+SFXQfk8bxgentArHWUURtVdXhErCIAe3rXaFWBxcj",
-	"oKEcnRI5n2epsq57JIn8tQl0lwSUxxV03TUlxRdVaYuobpdPzawuDinxndKpKQiw3euAPlFeSadSZ+YA",
-	"d16eHMPOkWiBz0N30mFEFkP16JGJKL1qnumhBLU9HzOSqSksv1zNT3NHf8FiazaSVUv0GoelJsWTJr+M",
-	"VQMdT4YZOiVTSoBCaSjYLsPddkhgmdzx44p07lQiU0KyCcHYagjlUfq4lBRQYVz2bFAi08jEyD96QvET",
-	"5M+QwxfHL17+1sy/pjkybyF94ET789FeCsFW3s2oDDqhPuffXE7OVchvTGfk0F7SxP6gXj9/fnSKvFo8",
-	"8BAUFMjG/L9TUA+XWlcZMf9VUDqBupvr89VFWETScrZnJMgow3L35LBRrH7tZIN/wasHLHKdapq+RqZK",
-	"F8lUTb6EFCOsjfnsWa/w5bNnd0FhzMjjflnMIzB3tIpIa252RXmfLFPpFEOBWionWCzi2XbBFqcTNgLx",
-	"fUTfQrWbrDIh/ylaNnI3DvAE+VEgbv8oC3a2YEK/9fHej7P7IPKlFKjK98PIt2VyrdMIGx/4nOmgDhjc",
-	"8WHMkF1D8s8nJ+TwBYATNpqpo2EY29+++q4DY/sqjmI7sGKPhGU2SooIMv2TGMs3MIRtb6PFB9hUNuwL",
-	"1kcqzK5ofRM29QG7CiHpO6VvIaT/GZRCNr/CN8+qWuZMqWcY93I0RejgBVtVUjORb6JiDtbWEws0IrRx",
-	"p3BQ740MJNq/YczIFVRQ0tpBIwR1nCkspzWhjt6bK/rlLIlM+YaV/IGB9GN9UByzKxSRjW7J7dsxGOcx",
-	"FOeKboxUkCacmKx2IYww6I+CRfXmGuSaylwqFROFcstoeg3u05aMU5ClWBmVeBg7v0Fu0a33pHWp6Jry",
-	"cpLByqaoJE/6G0YLFI9603NL/urkZLdDHV33NeV6FM9HS1/xvjN9LcH1ZSkDtWkuFu0YT8bQs4PhTQbO",
-	"BhYwzL8Nm8w3eck+OZvdvoypdC0F5j8tSd2AI4kGmV/bLCuVnPGx803IRL6NYQe6flM2U0kKGUZvI786",
-	"VjYg0P8pq/avmvUe1wyOX3YAvC94npv5zMHDe1wzwdY7VVrrn6Bph2UXO5pP0GjXaRgZGIjkSudn4G28",
-	"AYSm/ajjxnl2qfBefWgO8NB1JFNvtjGy4B8oN1z/Klrw4q2AQErrGWAPTLTqQW20wyWkWq+xDfgpgf4x",
-	"WJPFm9srWmue84oKDc6iQpLDqpmVXC27N6QRVIsaSt0CI3jgbO10pUmRfVc6DzC0O96jiPOoQMXtx7QH",
-	"B925NrFNIv52Oxk1zcaB3qUL8RHlpHGJy0F6vThJum22r7/vvhtlxLUs2YQVvDKvQR4UUHQcdxbC6WaN",
-	"4sLQJAd9SG/6oRA7KriuR6WaWB6bOQy+S0TkRQ8Kd65utX/v/aiCzlDCxRg88Ze2lv9jzzwcj9zfBWBf",
-	"ADvm+5uby+N3H34fwbdsP7mIl42xlcnDth3kqj3inr6ahhejSTLdHofXpX11v0UBZkKdDr+m4G+UxLKR",
-	"RMLyv/KozIGXo5ZEMSPtIA4NBUC9gsnOmSPvAL+yle6D4/+N6nCvXZjURze6Hg5EJEQIzCCRiq9o2evU",
-	"pYRyL3nNWKfgPL5pSBgexfMR0ztnrpB9JZsVY/4GCWITDsEcRnNNfvhGkVhPKGFDsVQwLODVIBt7F3S3",
-	"ekwF+kjvTQOuZDyOAuPDwP3jr71W43HBZxaod5qSs4PNErPMr9999oZfN4hTb6RcSQuhylzuewgB8DSm",
-	"y+4lN3a1jXBvM/y47uxAkXGCd5Yshqwv38b0GQ9K+lYUZ/qzziNBCSUVghVGZ8h8zR3mkBWpsOY82O6K",
-	"KiiRyhWBYkTFDgFzbiSQEjMyFuh8lzinAdHtvSwL8ifJhTlW4X45sTcU2lylqcJmjRwi6RhOh1IigPTC",
-	"TaUIC4XCo6mRBINM/7qZ+bE/2VWosNEZs3XE/lYuwRta3ttQ42At+hxT0/LeR1ga3VcZSSt6w41AE/sS",
-	"WHi9yUZXje64EKFJqjWrzTf/9R8nx//8x7+8PPn5nw528hmazrpuQQBy3LH9arSUpVsVrtpV6VaWGCok",
-	"WelUHeVGLY+1PIaVX0DonG55Bjl0dgZZMZFwlI3ZWcwMSuDmPSOHK1FkJBHdmWRTtT2/OHGWwIhJ48WE",
-	"KrXePO03MQRuTJPsZ8XqJ4tH9FJ5L/Znog7WzefoxHTucAs6N0msejSHAGbvqwk0mVNbFZwoWkI9Jaog",
-	"sxbvjjja2/evuvdlNKBMluwiRjBt6K5qmVMZaDcYMefSsrtRdRuyqEHTth4WKWx5H1qW7Klj7cL0f+uL",
-	"xIAfdpAlVrhN6gx1NV8dxn9sXf7R02y+iks0H+SCC+eMMidYJeJh4BoElX7NlctmjwXcqDDiRmXgPeYL",
-	"oYLgGzXssPq2ywfPjv+dHv9kuGH7z2e3/3L8x7+8zF59G2OPkQQY53tyBN1SU/o8Fy7IOHbzCLYuN746",
-	"u6xJLTX804cR+0R6XFEjoT/QsmHpnKoxTciPB2CGogMzLHrelKUdAnTYC3W6Uw/5bUX17d2pO5Ity/Ah",
-	"WHCGoXIN5m5y3UMZD8ud3LOJyRA+tnd4x1yLbppt8lJ8uzCg/bNKWUHMWTbzDzIvwE+gFR4o4u2GdmNs",
-	"RSCIwja3T5vQhhaUJX1gREj8Rq5FjFW3nU1MN9gaZIZljT1zbUmrLQLWy7mKJyv4FoeLsMRH0WE3FT92",
-	"W2J7PrY9RxnPQMLTO/DB9oaPM0aqhRtDpVOhgDiNmmpjV1xTORU+jI23SP/dbfxFMprwyoBKWEzMZZ1j",
-	"ijzeOlZH3i3jCa6xiA0/frv18zYgw3o7z2rQ2GKNmf2B7J1u1KO9rHss+rlHON/4GdcfWb1g50aK3De8",
-	"+g8Q/c8EkEujn69Mi0RTdQ/WsZqt5EOEP98zVn0CheAd9/sxHN5pGkKOR9W9dbYoKxeJAgqFW+wZq2nM",
-	"ecn2i+6C5Eicg8urX+2KdCzLgtU3Syrey6buTvDld1m6Q3f/YRypWdYVZkVSERTvXZpGCV3IEe/o/3h1",
-	"Mu5+HKeMeKEEaxHN8S2710Usuh5KS8UvEvsVzn63o4xV1iLNIvVBGQXZlAWxcZq2K4yNWi+7SUD9QIyC",
-	"xat7HoLv8DZAi8qgaEDJc52Znm7nshFFhsUHBS2PEqn2CSCtTmG6uHBA1X1KDTbPJggD2EKG0xwGiBrM",
-	"QXM76/diiM/sa8OF/C9zIUhfIuwb1VaGBT7zJ8nF67b8IlqlFfqI8loq5aqI3bPNEQQV0wpRILDBiziK",
-	"XDQ0vm+1wRYyj7TgFVtzWyz4Qzz1avtip2U5o/l9NODwTEB44KE6guI84AxsdC5XcCVdfrq+YRCpcPi/",
-	"rj/9aEM4YJMz+H8EusmIDe+5xFrlUGnMcMlr/hNzZQ7f2NoXH1VGWF3LGgq4VbDPZ/rolCwaCl7ukt8z",
-	"smazpZT3hlPhxf2MXGi8JbUVgn0m8HiA37RaV9Z2vU0AEwO+ixu+YoMwUUhxh2i9BVHffAKK10oqTf4H",
-	"KehGQZmf+igjV+/OybfffvvPTs/7aaeKTCN30RnUNcWqpoY1CFpD8TZb2ozB7M3JWHXN+678cMmNAk6U",
-	"EZloOWmJ/IxHYKtgmR47fXf+kmGdvHj00ZoQm7l1mGEuPR7RWsT6cZxHu8dutqvcEuUQ+zS3WhQioiN1",
-	"RbOfOsc66Y1EngI2WiPpY7EJl30L69EeuYwsaKWIuudVBaUiIZDjuslzxiIYuwmEjt04bFwRs4fDZ3ZF",
-	"Q/s2oT5hXrckZc4NpIQ7UnJa2aVH9bUtwCX3rn/J7cq62rrgLsJ7SRVJlUgL+O4A1AaIwygp7pjPbkXN",
-	"WOvnzkMJUSE7tptksVYCQO/Yzq3G63cbmYwSW1wc1mKo+K697CIiP1K+4j9BqPFso5nak6rnNV3FVMx3",
-	"8LuzI9ujdkjLkuia5vfb4cuJ9s3Ji1TJMefR1ToJ78a2L3taJ2I2jdxLN/1URrTieEhOvJtcTWgcQbxs",
-	"MDx6M6QjBAodHFcrdsZ1O3z5On2H/YGW5XFeSnOjBjFP+N03yjrgYRd3pdEt+Wq79xOyXpp5WA6TYYyV",
-	"+eWqEcL+cjJCeanKhxCqYTRqwMeIHUAbomglh3ZtjfykJhdYTK5te8Kt82q39bOZdIP8rivnUGXL7AMy",
-	"5s7djcoee2lgp8Qj03iq4sUEzy423cJSDqYtBXKB/WIfUWcHbTEYW4zU+yzDDaablOJK+23JPtvkG95Q",
-	"Y5JRCqLtrEMv36gtI1XFbOnwbclpgn2hvWt2Q06bwlHj3LIsmNI2uHb85na8Db5yPMeov5bZ4I25K5dL",
-	"lZLAhXEBIBhBPnFtahxPerF7B58rKFjDxWJiB8rx0uSwQau07NA2r5nYD3mwew6CGhF2muF4JhlPzBjf",
-	"QG2UcR0gyLFxWIQBg+/SuH0jTo02NRgvCy7c4pgrpM4QWaXtqqIC6xQjLAzXA+Y10+JF0iAY3FFxKa6W",
-	"q1HY+zb0yrTTu9axbJoftnXTHgb34YwtuFAuEuOebfBDChBCPktoqsim5ZOOl0EWXOCFCT5jotiHZO2O",
-	"+MUdNwXifbDLLRW9WTzfV6P0P16Gv8fcf4Ul+J+28D7MMiOCrSEH01DMdAzizs5MrraPzPKvWWF/W+6J",
-	"mak0s6jdXdZ4+Lu3N+Q5rfjzh5fPvZr0HKEfV7IwOvqKmrkx8+kxfHpsPj163crsXlT3ErphC++8MLBt",
-	"RrjyjP86YPwDBoU3VNMrppkwU7KOmEss3h6Zby4rO9+Cagg0xg9b5ww6JZyCCBoUELfY6KW9RbfsRjF9",
-	"+8z8HDBplzmOQ0vYaDRbyHiVFDszomAG5mDABOwnm+leVr9U9ssYSU/DCrRTeRxW4NRcsd76nTosO49S",
-	"NwKw1IXOhy3znXdWPnaUYjR21TweARATB9kgLT6W4OpG+BRM5St/QbjARHfLAFH6ZxA/aIZtVLqStB+N",
-	"owqORyL81dIJBzIHkyQRdwHj78459wvv987MxRqVfPElw14ez1nsWsQc0lxASHCMvYTuJcAK/oUZSmq9",
-	"JkOxtwIpXhZyMvT4gBWn6z/afR1iPhTL/ILFj3DCoKLABKY4o4pdw/6fmVMXoyz/l5tNKXOILTWLWNg2",
-	"tokeM5EjDdovLBBDRkKohjv155JrdhfdUFj4muvN0OlsYSG+UeTPDc/vif+O5EuW32fkTt7bhJigQMG2",
-	"AQIWKiZzwXoR+9x1Gq7EpOOGzXxKKh1OVPxhE81k9esIKkHHnD+VemEAv09V+7LTdNW++lw6nO8UU+qE",
-	"mYDZe/eZ9I6KJbz+/EL66S9uOLx246NnBhgtWpchoGtfEaJrnpZkSeviGM39FsqVg+/XWh9h3REAgwld",
-	"RiDrUa+NLO+L4xcnJ6QA4LXc+hZ4Py59BPqkzZt8YcOsUnHqUW07sZZc3X9kuua5iiu7K9kIbRfJJiHH",
-	"Yq4eeCxr8wfwe+DThHGFpSgSfibmhameMBXPxnvXjryPVxJmSsRKRX40k8cg0UTktKZlYvzXe3CDRrFi",
-	"cDm4II1iO7RmLeaR4S1pzWx7GTkx9Nm9FmWD5QBtu6LB6kFbKrVe+kybA78JnaUJ5xVueXeEKer8vSyb",
-	"FUt43H80wy3JoWmUqIrmzmhGZy6As5RGudKsXtH6/igjH+T6Gl48nLESMpXwbxjTUUbeNWXpns2bEufw",
-	"mggJEEB4DMCCd5SRzwLrUR0GQEidIEBwFB2FSjqO+CA7cOMwinlTml9sa3EF3VYYB2s7iAnm8Kfrr9uM",
-	"X5Dia7yYER2OEVYygMpqA9AhOTkSNjsYbG6b6RS5DPBCPPbbARIMU/oHWWzgL1VJodrbwXLqTXTiRtBJ",
-	"QbU4M6WbEVc9SSY0vyAHeM7FXCKiHHZOruH3CzGXz+w1e7dbDGWkGGlVy1nJ4jEk9lkkfxYfEBvRKWuP",
-	"2e/W1/xtlDEOqay3tsxA8EvY4GgdXr+yGe50O7ThGM23QOfnUsz54qyqys0ZJJyk7OtOKLQOFNI5KgIq",
-	"AMIwPPhqCFpmbuW5LOEMO5dsWwwe4lkA2dNK42Hpcsg8POTap5zfBWBHWJRDCvZpfvD6P4ZlxK35epVs",
-	"vEahRVE7y3NWaVYc/PzH2ALuJ79cM61dQKJZXMPNrWUitr4R7eBLxXLNiuslffn9q5hAP28UaxceeJ+Q",
-	"kNvJalh8sGAjKPsU9LavaITIDpRdn90A0MJVxVI6kA9CCcS6om23ojpftvVh7Ad4QqJoaFuQYDY2/8X3",
-	"2UR8sIDozZEAet9CCWv9Y4kzdHgXIcq7oxDpjmtlD+0pObFNK5cn/6TYY35/BsGlUqdvQP0c4zTJ4pnD",
-	"9aH99c9BDqtKkDZsyJHth9o1tQ7J7XihGc3vm8qIpDHIxbZkAlhoZaPSfkkkzpg90RaAcus7WRkOlxob",
-	"ianElqqSJQI91UFGBPDewmMkL1gyUi6eEn0eblx6MR6R4DANUi7CyjBtbZhmLFnU7BhKCzouGqcNixB3",
-	"5c9IqmVq15IIxgqFdTdsPxgIZa4Bes8Ig5y3RG8AsvIDze+Hp9ChRFslEXPAyYzl1NwQnZnOAeDWHRiZ",
-	"wsFXiUvHlhKwx8BeOetx34QHrWvpM6ArXwH0oHME/TCC/eyszPamtLTWHsExvmUPU1S/zrunNWZTYGUs",
-	"ZgzfBxDlOF2zNdSkSwO1YJomVXC1peJ/Em24GlTjbUym6pCNwmZBJAmm3Gm4lwT7olt4mRG8Fly3YA7B",
-	"kmyPamwLnV4Vl3Jjt4xzU7QoRljLuWXK27ajqTzQwa8mudOKCrpgxTuzBipJPApSnz3WVyBjHDqEu8xj",
-	"uSuW10xnZCnlvQ+15XWQaKyOTlvWhJIolMOwPKFzD6WJuavCQW/PmrqM2196d9MumFT8Sa+D/YTNt1gJ",
-	"0s5+tgEq71LRPduQw5yuWHlOFUMp1IhgjkP+n7OPH4AmjqKSZ4rNXr8/O375/auQz54CGIg5c5D/QxXp",
-	"KgiYYQsqgd9lHrBpx8lWjAqIMd6Bafdj2ALG7Tl0IC92yXvs7Bp+F1O30fFui2LETjDO6NSomBB+Yi6/",
-	"IFBvG59oMXhr2+AHsgYL0ZY4FAKN/rVkO+Tq14+9m7ODgs/n2w18FnxuxEHzNGzmqwuFG4ucwQWUjcts",
-	"HQQ0qDwlX6jwrh1ZUb+cSBpL+sAed5c+iYQISzN8X1vzDjcKMhbgSylcY+hqjhMEJ79Ljf21zPyJcyON",
-	"iWaWEne/8A3TeLxdxpxEWrMA5tzKTb9WC81fx2hCDkVTljZl3nznr0TIRJVwLzrYz8g9l7IsDG1yza6D",
-	"ufYZTB2OsS/IQeDrwpb4iuCw/tUlkCk3QTt/kInVDtJCPoX/Tr3qt+/3abt2aehpx6PZ3VdPrKdEWshI",
-	"KZgyGkbEt7uQ1TnNl+wj/fJuOOfunlUaw9J9ASIf0g2QN0YxtiWJbDC4Ayc/LCkAu2Ieu9JkxVay3hyN",
-	"1YIw/xuDw16W6p1tYgux78M1UWyxshHeK9px68xXFTgYVdRBsyzVNX6aBgQMmi8c2bQlVoYn93LKxOwI",
-	"oqoFPnFVS6xpuQQgoJJuzM/DA/g2HMDL6AC0rs6Kok6d2fc3N5fYv/BlmN5/ur55ffnp6mYKVy7l4gN7",
-	"YGUs0AvukVIuSGneCPetYLNmATEXc2mrMh+4zNY/RhnPFQAz3YzgOzobtQvvpY6YrT1ailvMvroVUrDb",
-	"Ghp9gsIa2ND/bljDRk4gJaqU/oyt6AZgDciMLXlbXKOUAAiLCbQ7HrDfRsenq0tZ64/0SwSnz3CBq5tL",
-	"Usl6hN5eff/9t9+HaxFWWYx0x2PgXJDO8dT9qQSVX91cP4a+f57E7z9XBdV7wrqgxkPykP2/RoGValZk",
-	"rfBkBA5WkKaC30Ra3fs7cp7tJk3gvfwPp9dTOL22ZLQh62Mrr7pyrU4JXEVr6fxDoPmHQPMPgeYfAs0/",
-	"BJpfQKAJeb4/TUGXndl2VjrkazFm1GUPWYSNxwgreRiCs5i+iX6MAhR+CgxYrAgLQUYiLMwtPpRA2UJk",
-	"t7d+ePbbrHascWz+MZ/bf9VM94x6Ia4R+K/iG/1Bygq9HXaXO9kL3vd1dnkRtblM4pO26WgD5i59z2it",
-	"Z4zqQSASFIPg7q2ZOQOsOCVgNUO4MvbQY0lhXot5j85K5qx3jyrmsqPZCoJCWgzkdEDFo5jNk3OTndnF",
-	"0DarBOHby87mF7TIII7oGxsRbFqAMnEOzaSP75DXVC3bx7cW4wGDHeR8Hj0ZD6msEzss+/wxtj2H3xIe",
-	"/7bj7uHMdmaU/dMzzMDOKh7nYW0ZyuTpJ4el4xSIqw65nxHPeaRek4dunRb6AMqHjaCB4475UZg3FXfU",
-	"dBqNRkBxTQrJVMJNppcycnCBeeHDHVImLqleuvAEt4BDRwNTA8ZiyTYVU+CjAy44b0QOKYIuyKwsuwF3",
-	"CTq1M83arIW2Rz+SLNiwUYKKg0S83aYfT2PenTB4XT6amSZBHNqB7Og7dkdoDKXXM4MkpkLb3vl4Qc3W",
-	"dWkrTAtbm7XnfafiphEjRwypxzRBq6rcYFCOboSNu4r44duIcTWJRNte6qa3wlsoOsGHk4JbIBQmVm1H",
-	"WsgibwewtpTwCFYlFWxwPICsK+iK/bUjbabSuCv0k8QY9S94ExGvHS9iu5L/pW2sW291K8v+1y7E/PJ3",
-	"fnu5txvUO0mOlofudneghxnIIP81Q2xrO5SN0rEyH3FWCTg/RtXuOF13ZJejvHICi0ymBtsHqhvAhJKI",
-	"rY2CnMhZ3qLsIKKlJXv8sTXHpsnEynQ012Mj9whI5n4Ms9BSKtylGfS0VkP7sJuzu2kjCLJm6X4/7WR0",
-	"ynRY+TwRgqnzJVPnwdin3E7m3uhslRn2Nyqy4tMrTHwNbjwFTNPqK/6iwk86aqzU7q19ldmpfKq761mX",
-	"9uM0t03b8W0OVyN9ui9R6zsDUXZaDl17zp3KSPO/gdy5zkyfJnuu1+Q+TsFPld7mn911jdwWT+qEixZD",
-	"/YfP7OdpZ2Y8E2z6vu6d1dQ2+CtISrKznCzRmpcxs37ASNW1ztqFSMDXcwVhfmB6GgShywABrfjU6IPs",
-	"4JyKnMWh6aZk+ageSvCk/OXO7Ifcqo5youkcrZSFRlll7RB7G79teOHT28DnfHEZNdi8jUW+T0oy+SUt",
-	"63nVJKErzi8/k0axINnebFAGSZn4jdusXNZsEqrFXi7PpEUf2VNCA7S5C5ZxkEMQFTKitKwyF56d2ap4",
-	"GaGNlsf216Nkh2/j1QqgP4z3lrWzI4K79NnBL+QEYF+0rRE+IAeqpmL1A1fShwtwq6ZYHDAKUNdNzaxs",
-	"6OuW7u/h2JejxiLgLe8gvDBX36DgOoDeCr5cFU3PMw/MEREQYjTVVmDdQhPcSO5V1L/A7RBK4VyjP4kU",
-	"vNh/xS3VqugFjduuuMhZMC4rNk+dsFIJsJwrpiCBzUab9DjFVJDwv3GH1ARmtYvSFjipfgGt7dfqI8O4",
-	"D5Wq2aCQHxa/GutbwuNW8a5pLoQy9Oe0c3mFF0uXrwcHr3NPt4vVMreO6PFYd1/A4Ablur6dNo5r1jER",
-	"d5SFiACHZyjCBzpnzNmGjC7WGp+tGGUOd51EQCh4zRJSAxcIgx+UtXG0D48OXBWaKAEzgWXFp/geuzIg",
-	"fqmSUBa+0H7sfsRVFXTVA5c0Gw3CiNbV8bx8GCf1sJ6/X6TMb0k7wzRNXDnk7bdC1wl6sBWywkw5qPm6",
-	"e6XG6P7OhlDdbJBxex1OrWNR1MjxUmFjpVFTZhgsBulUGC8WVAQ7POmAcE4tMTBUUgHjqBmYGdro6Wh6",
-	"p4qj9anWKJVekgSLHamHtfdS2wLXCX3RQ8BvGdnD4qGuSrY31nSKeXI9WJ9tyl1tSXfGFlQE3Xbr70wu",
-	"jhSbqCu3cigkhpxaOtowDdXo20rJOQMVjCtSNbMSdvOIeKxlKyo4RmabBSZvHw9cx7tWUJpQpmicD8XK",
-	"Cx24dcp64MAlXI4zD3loY/DceZ3AqlLmArAdBfEDbsFtInY/J53l99NoxsWdPFkp0QutxgsMpbSytjrR",
-	"AACPqzqX9t5Z4kRm5GyzOzryepdHxOn7AAiV48jeth0EtJwu0rWb2Jl0mob+gGVyL8RMfhm48cDhX0kI",
-	"Ip9tCLULnpSBYtee2SdaVcS+umnNWPKezGSxsbytqpmyxqxRRcB8G8/7f+9CFAgXJKealnKBYBiHnwSy",
-	"AAuQEDeVxHT5CwAvmXNXkYUBfvsmI+zPhjc4QL0HJvSFt3vbNfL1iB9YAiB2r7KGdk94gu7p+n9FXRA3",
-	"4bobgSvX5YYAXlPO+AMrbL1mzb4kTEnuxUF+0bnd2ra53gVdHj96P2GnaT+2BYLZDtuQ/Hxox1P3xU0r",
-	"AT0d6fYONKhcnpgjs94+6r27JdiPdt+nnfvx6kXg57MEzM0nv8L6RcJ39bSVjGyJhj1rGaW47PSyRu0S",
-	"+tJGdkhfqawR6PWAx7utkhjuIeeGqdUbBHAAk7GVEGKus2L08oP+zm1ITAGV5QYgJiLlTPqQu7qmrnIS",
-	"QOtB7f05zbUidCYbjHaxFeVVky8dH8FIBkpyWul8SQ1/V7J8YL7AmXOV14zQmnkI3q0VTDr33jcrKtox",
-	"sRYdGICEAB4JfLMzcxZrlfAA1kzXm+Go4ZpVjHqkS2W4pUVaxmLxkCdkK/9157cdtxLo9bqmeVwoMw+C",
-	"WBDbWe+qvPu3Y3jx+KK4Iw7r2eiXRVQG7NEyEFMI5OJGk6Ti82huysc+bSANm+adrSckanJjWFnJFWDZ",
-	"IOnDu2A2LqkGKcM5uddcLwHqrORgtV5ziAEhEpQ4qOG+NPzqzk7jzqxNxWRVsmfkHKLSKKSVlRvoi9Ci",
-	"6JbyAuvdrXVytpZK/FljBo//uxFtxLK5Q/itlvdM3NYtZiGt8yV/YLea5/dM31rYI/OgMTqwtqaL8BN7",
-	"QoJ33S/hS1hp/LbgCo0w7U+LWjbVbS7FvOS53nogpL4Fa1nwxPzW+jjdr/aXW5pr/uAQq93DwLxrf3Fi",
-	"QdCxXcbcuZnbnwxLresGokvQVum+UfX8tmZ/AgcMYBHpW8CxuUVbW2/RC1v5HabQHt3sYDF7+dsXv31x",
-	"iwD58BjwvbcftZ7c3oNG1Izmy16DXDxwzcIh9p60VMILtqokpOGGy8JXlax12AKshoCbw+767Qwx292f",
-	"Adhf8Cse7uCHPzesDj9TReWknVuUdG9rNmc1Ezkrtp8EUJt6KQtYNVqWcg0/GkUpfMn+rf2f7RIjQdUI",
-	"7mL/3jB9+8AVx+UU0gj/SP0KOmoz2uBO3ZSSFrdaytuS1njPmgbBjnNbMIGYolVJNzOa39+WjCoWrnKl",
-	"f4JmVVOh9dr+1qUfMJHYMwizNbQOQqMRbrEBqrmac/tBTTW7LfmKY4teL7yd85L1Gm8fdpvu/uzXt2bz",
-	"mqmlZyKNsqiocnWblzL4y3KTXArVrLZ+bhlHrXPbWvhbdQsRE7fsy5I2CudhDWS37Etlt1OtdNUyQKVl",
-	"TRfsdo4VE/xZt3zSWg3bJ3gcKdCwamb+hri1DBEKTfuDgmPEbx4YdevXXU17dxo+kMsV/uI39xYpWWMN",
-	"DCte3xpFJqQJ97s2FKV7y79mMyVhAZtqUdOQ1v+YHVg7+sHrKBluSRFvjWb6VjywUlaJMJdZR95zjIwc",
-	"ulBHcpaR/8SGCLMt/efB0Smx214romUJdQEJA7kMkFcBI7ugmkaqxVBNd8bJFPpYVSw3h9V2kLVRbKDs",
-	"GpmOa1py1UnmcvP4RqGejnXjtNnNqGBnVf2Ijw6+5gUoO0akoHktlVGvsd6bufftT0bkU6dW4PTMl9yz",
-	"zaSy7DCEuGJsfvWGCvOa0VJ5viSKlVAJC0TBJcUCnW79J9vdzoOg46AOMC6crPmCC6xPaSRZ2iuSndDB",
-	"ZQ6gd8WZ/qzziSXEsUMo1paB1Gx/x4RarY3ksIMte7jI1iWtIXH+oRtB7og9c6B95Ya8ODWiY3Dg/Uer",
-	"RmlX9QXFejLbkEXDoDLH1AJdUJs4orfDyncWJ5QW7c2PnNZdpx1betZW5JKNnpnr8dhyoWPNlB6PvOsX",
-	"8nLHJKTW/l77CWWtdRMOf0yY/x1O4k2ilNQZqdmCKw25kb/7Ad4NKkttY7EKViYAVM0TX0ENWvhGYaql",
-	"2hiBxJkWJ24aNpEy7/kOXp4cF3zBtR98nspHGPAF33EBm3f3Ohi9X5k20cnrLPGEB7hdo3EzpiHr/y35",
-	"nMGZHAE22V6RFRWN0cWbOhbS/q6WK4LbfCHm0prZnHM/bkaVRQwrZI+WRJSrdjYKzI7zftMQ7dIIzUt0",
-	"c9njb80De4ef3fQyPchSlt5n54ekayqU6fHUxd+aa4fmy5AK9LKWzWKZtBv74zNo3vUkZVgHIB7nhkEb",
-	"ns+1qxMPRgWl5k1Jrt7+7uL65u3VTsVFV1KzeORSZyeuL3xavbPfuOWBtVIMMeIPMWrwx7Obo53S7y/B",
-	"tJuzU2KVr6AM6T1j1TEFF+eai0KuAR0bS7ApXjIb5O5LX/UDcv+YHId1USR34Q5fu0OWZM3b01fX00p8",
-	"cc2a+ldiTMQQtXXX+RArUN90Xo1fE54Z2qPWDdrw0UntIDvkENwTjkdlLTPv0fD2eo5eK+NW8e7Nov6O",
-	"bOJ2xpkRWyxJ8Om+0u7t/ShLeLD0X8ESbgf+gT+wCzCcBMlEfQkEuAGYV7yGQVtuZek0KY0k2T8+DkUE",
-	"JxpURtStzYv/9R8nx//8x7+8PPn5n6Iiw44yyM4d7BIbDnUCwHNFZFs23dcAgrn6jLWSGS6HtVcIclF3",
-	"qY5WVa919Qeulzd5NTRvmxBvmBq5Ob90duqO7nJoHhgGzx9YJ8vp85vLhJV8BFPsPZSWNBd5L0HLbwZa",
-	"k8mhW58XJ0fPkllSL0ZpP+C8LcGNUPy1llWS3juUY5sEf4mW1X9HIn/kel5aE2Aq+cMQhJYA4YZRhrre",
-	"xCp2F1BuNgGsoiWinRy6qpZW9XvuDJDP0fp7tC/SCzm8/HR9kwoP8JQy4Spw69HlqklIFj/xtp8Jiz3K",
-	"st26BGz7vyeDZqK44THd5q0IHHY+IhAJ8cmCvaby/79Vbg+iXHx9rzG/6tEr/LdxoYRL0RLdDic1nrIL",
-	"cWS+duLAUbUOgh150LX9ahuNF3+fMP7rtuMt5ByutKw3La+xze4QQ4fuCrOHVZWs9jiJRSWtSlaNn6L8",
-	"+50wv138+PuLm7fT6Xgip8vTaBzFVSLJ3tbtYaJIWHd2YoLTpwQdJhcuHNG09nhicSzdfKNSgcy7hhMi",
-	"GzbsiA+gduzC1x4dQG7OkxkQmtI69gdMoEbTe0EO4U6x2dEvXr44yohR9BVgs7v4eRtPD0mMEFrdyUvH",
-	"rg4ys/2JzGg8eKnF9MeSF1jj3XeY8HUkIs07bT3sFHYOHqIdWHEEkCkSuO5zxaBWkucMA3wQw5fjxpNu",
-	"poHdz6UsY9kzQ0d0OnHNeZkwk5hfCRcEYu+zFvmkR2VcT8z7mGwwlnXqkLl7YcdLyyoSPtQ9RqSXUvEu",
-	"cqWuN863AVEY32BYU4YW7ReJ0kF5zfJILOAJeLRc5ccX9l9TnVkjvGUH0WhTje2BtVebN8mhaScjtKT1",
-	"KiMrKhpamj/Lo/Hj5pc6dbrcWgXbOnpq/jeEw0RdWjBq2CjwH6+XtGOUDbMy9tRZHiUQ4MjWULhU6K8q",
-	"BIxf5C6ZcirLwOCQJ7zHbe7NYIwxhvTTuuYPrMi23I6ytmGRu1hZLS+OWFkn3+e7rV3iLrcILwSqfYIV",
-	"2mzpip0Sj/iCDJiWJblTzerHZnXnF8auySm5EGaqJdNsi12vmdDkzw1nNkabHMraYhO4o3EUXvlxzJm2",
-	"g7gMAAOLa1wrKjbBVgYHU8gGnMWHJ94t6NxjZiWOJnJJTdV96pw4Bh6VBnuMy7azo6zgs9dwCVqS3kkq",
-	"AP42YIQJ2dzfsfUFarFYX6Xfjszhrn37ghR0ozDF6Gins/lLHPnHmyOgWjf41Sz8WHuhgIkmOPZJk8WL",
-	"l1/VZvEesqDPlyxWFL+FFZOCbaFy98tAJrID3rbpAK1uhSBqAa4kukpYfm80G3m/QyRDGB/WRwwfd4i3",
-	"U+x8753c98BfICqx6AVGjkN3Uc9xmjGIrvdS6Y9M1zyPUh5k7CyamnlUrjiKdl415zIa6NK6HUu54Dkt",
-	"yfnl56nhLTtgU62XskQELbRIelB3CLV+MHLpyfGLk5OJIFUFVzEI6I+yEZoVmHmvNsqIEpNlijdc3bu1",
-	"jkgUMNA5zaOryPRa1vekfWdyrxfuk4GuS0mLF1GN83jFRaMZGJIJfWB13wGeXkJo9PsY7sBcMyYe2XK0",
-	"4YfHjHfFVkli+4joRlwYktuNklZsdSM1LRMAShdCaaxwsPJ9gEY9UWtesdVngNOPtt4Z965NN5W5mkZr",
-	"ObXQUnD6ZlJGgKWmxBR0EG48R+mvYG/KnX1zlOxIxBNhfzLugHdOXYo/3gBu/VlVlZsh8NgA497eNL9a",
-	"sNjerB4LFLvV3D4gsfYrszxbNQPIAxTl27F6w3opld0W7ir0Fd5L5oH7S2lupVEMhK9YEvLBlyDcM2vz",
-	"DVPmUNllI7MNqWhNV8zIw/dsc2r+ozCQembWiWtma9yZB+Nlv+0ABysrxmlsCEK2s+NIA9ZBHfXvlHwM",
-	"bCk4VvZ9MP08sJrPHapsS1nJohQXk8AMRAK8VvlwnAQgVaJOxBs+t3lbEHlmVwK3aPLl326Cae5Cs1Xs",
-	"+p96iiBGtY2SnAic5raqCyWLwx8mHD/mocWZMb1mTpK3Nf+phV4qwnPgJFi7ftuq8WKMnrCZAvpWbZlO",
-	"12s3gTmkI3wBKotGBFn7uR3kCBSsnVKirStPJdBatIV7tolmZrT8YTeM5UDR6iKQrZcbQu20uCI2Iy3u",
-	"zYFctcHFr7tTMy2i9xQT0qULJt7E9qBHm2YJetvSW9nMU4Qb3LgehUTrVzLuwQmZbcjvPIOOVdzRbCHr",
-	"wV1z73SKr/KSHS+pKBAjSaAOYeOLswNePbyKYxjvR64dvRqEFGGzdGpGixQxj5TTggyLdpYYv6/2pOsM",
-	"zr+ck7l6Bouzol8yIph+BvDFSq7ol1wKEfxWr9jqtvvauvMTrx6+e8arW5AibjHP1xBO8FTn1a1eY35n",
-	"7+c5Fy59uPdkRb/cqo24ndH8vpQL//TVs1yK+TNals9sKvit+ZUgECKArgppJpeEclqtwPie2F74mQTv",
-	"wdFC6ciQjxGo1Tj3tyfMUe7WYdsaSJcYRo5YSUU0x+CBs7XZ3/Bg4TlWKZY/aLIAMQkvQCT3tWzKIrjM",
-	"J9gw/saud7mqaL3T/e7Wcdqdbvbu0QpCZbd60j7voiPY2e+pJPytyO3DO5QAXvzD2MU1YiIEgf5za8cc",
-	"Cj2yexlcIVaI7NwxORWgWpid03VC2nEvpYWLoLOgJ5/kRXslArbFuxSBJXSELsnhJzOWqvzoFjducwhJ",
-	"oH13D/7RSi2Tqw76lc1Se9sZf4zotmyTUZFJ9I2fp6SmGjygHUuvMmInhGBZk+82EYL564rlDymAWI+y",
-	"hlatmZRTw1eg6euo9RCbBlCgnZstalmpi6jlwY60ovk904pYyMs9u/jU6JiJT+jHtw/4P0NzQIQgtW/L",
-	"qaEXe7cb9/h4ak0Xb7RrFaewS7uQ+9OYbT5OZa75/eisZvnDD1yrS1ajkTS9WwBAwQWZcY1ZcZizPNEe",
-	"boY30hHs3WN6iTvE2sMfntbY1GOj7G5udy8CGg+Jsj29wSGL8cH/Jbm40vmVlKv9ZKOz1hn8J8lj8dCQ",
-	"RnwDeDHpoHClCELKAFOdNYoL85vRQcyWcKUavKgCg+bL71+NGjRzumI1fTsFIN1GfZhZ2CR7s//YAElV",
-	"5UN4sKkFCx2YmJzrNa37KRGvvosCBaiqpJsBpBAtAYoszHEwfeFyfqMm5V2seP6INVrxvJbVElTcxDo5",
-	"rIJosDAir9lx2y4OZ7VcK1ZnhEuVESqKWvIiI8+ePTsaX7feMezQYOwYfDBC9lUjwFMjaKWWMpEdulhq",
-	"ouwbw3Uow1IkWz7rHQsfBa4u0EBko/woHlkUaZGfb/IoTPu5Dd0oyILWM7owzZYlJnpP9eQtZPJs/E6S",
-	"Gld8sNToQtay0YYdpIPT2ncmqsZLRquzspT5D0OY/XKO6cDmbYLEMnXe5pPrTap2zXvT4Az7mGnKBSta",
-	"oy4696fKCxMxJ+LhJc3qvGpidb3aeAnSgKnHVcFPlNdJLLOsmHgXrwHwqWK2BJn7XdbqlBy/2EKvnJJR",
-	"P1zB6ddRa2gKuH+vAM/0UK6dPOZqKzR7op/ca2BYaybEw+97uYNju3XcescjXWympZ+AT3m6DblLnKkv",
-	"uNhXqsmlULJkEDskQjiqvoUc8DKHvPP5ktY0BzOFuaeF89TmS1qWTCwY4SvAkjD9iA0pmUa7utrKmXwV",
-	"lXBgBHEzgBc8LBRu2yfi5bsA21PittnCoyDurGFLWKRNkUPFGLmzuL7PfK93rgvE77MtHk0RbSqq1Dqa",
-	"cHJpn7i2G4XeiR2FP/NZXKEC0sCkjqALcmgW/ZgLxYTimj+wo5177Z0YP4RgujFa/dgm9AzVMsKcr9ed",
-	"og6hs9lV3YtZI//qFSpxwKkRQLk1j7nE/qoVwfYoFEkOzY/H7z78PoPHx/OPl99l5P2H63RJx/eM1nrG",
-	"qJ5Qzq8Ml6dTmI1ZJJ/9SrL9CsqK/wJVEoEIh7JA1lAzAV47dbhfJVP+x0eURBwrKQigTHZNOgXDnqS+",
-	"4ONaf4Jig9HDbWEAMImkJWquHECAi5twFW8agWCbXLmyVadua/wNZf5a9ZjTjixptPRfpy5F/TBZwZhY",
-	"BbDjVdhGbE9cKv3sTy+WJSoDdhhvWCKwz4R2r9cXKwfYHr+Rmy4O1RWyHEUOcfDqqLWhNCoarJCGvQrv",
-	"TgS/2gH1KryZxzwUSQSqoJHLaChLiE+22nMB/uqwZU8LVtZdhu74n3ALk7BlXTrkmOEGCXBfCbYsGPaV",
-	"Q1L/XS2bKqag2ufeFXrPRSSjdFbK/N6wlAErH1fwMYF3VcBn3RU5l3Xe8Rp2AhebmFXLpdlNJArTfyIs",
-	"BzDlVQzypXMNVEwcG7Z47LA0DVMEVPTjWlfH5pY8Bhz34EHLy7zAcdxyNYAzzGXB6mOjC5ZUd/zZwZ0C",
-	"MWgRov5cga0WHmMKu3fTqjZRyG1kh7qH3LtSBJ89S+dWJ3gWrLXbuHb0WUsrU2kzZkdzhvx2XhBmHamI",
-	"FdCZjXVpovq2uIIXh0qm+IZWdEMWktAloxjOLhuN5BunXihboQaP12zjj9auvKd3iCOc6AmE8WSw5HWz",
-	"WtF64+MVzapSLetfRKRPsNTrBsz8hpF6giBAedPkqqlykGOtdj+zgGyGgyk7u2XenxI8HhCcCw+Sdf9R",
-	"lJShVMm541BxG2kY3Q2hIvCRs8d2O5iC2/wLkhgw6CWtKiZYYdYADzL+8suojrjeI9fZGkqulhtC3QbF",
-	"j3/d4WS7nmoVqJ7DXrQO8wMtRztjC5SjWreqaRvfbwgHqphAAHLN5o0CfDVfyShq7E/FISePjlvRdirZ",
-	"NqV2lmriieI5u6Lr87D8dApUIVKoGjwFVEFhw1h5MqGj3rR35jP7lBz+n7OPH46ShYrjLtbzrWHsRMgf",
-	"h+P21JK+/P5VhFG+Pzt++f2rsL5FvPxkykDvJ5T5xfG97bpNj0itOiOCrQd2VEuo1sxeB0aBGTViZ1Ph",
-	"LVUC/nqGr6kMIroxLgBOTi3L0v657lW7xSPiYIAmEozzeeLwtikntAW/evniu+/i0PsgPF4nNvcKBtaO",
-	"F7oSElLtWQ15eMC2Cr6wGUhjlvSvmiO2prwLGQDxqgevX3yfJbxOffiAwGCtpc03dAACrS/d1zlI5DAe",
-	"3kXSAu86WI8cYp4w9f7El3aD4sp5XEGNAymejGeQ+kM2kJg2dMj2j06ecMZsdHG7pL3Eof/GhyOxT9Ht",
-	"4QvL8Mz5uGJxgP0ufoLShmhX7ks8Woki3REJD3pCEAZ1itUHCvsnSiyY0iLysinYJT4OYo4naSDQB+Jd",
-	"RFQOa02aFkUMszMjbE1Q6Q0eLsiDj31pHdjTGRdGQ8EWplpaF0xAYaqouf+Gr5iVk8EwbiRB/wHWHpru",
-	"Y8ftSYt2VhADTA98NyVmKl408TiDlYTA2lpqmUujJeGrGQFVBuX+qmZz/qUPJtIrZjqJNK6w+aQ+qnba",
-	"w/41A2djH72upcnu9mbbFYqixOa3KnMHL1j06MmXgmtp9vkyDsz9kVHRxyNxkLCzBuIWD+HqoHDJFVzd",
-	"Z71gEV+Dv7Aa71EsVlLzB3alqw9omoqggCgNbh2gZjRgkSUrp3rGqB5BEMLJTD8TQ6FssGiQbWCD2nYH",
-	"QvmsWJFs/z1fLJnSLlyOik2IjjKxF9yW87Fp9MLyuu7pnbq6THk7YW+tvXHL7zR1g/Gbq2Qkk1uzOh7R",
-	"NDCvgVh47NO63Ac1XyeaU0GKpnZooi3RbTNL57tK+Olg0VTCWTd10RIgNLDxsotE8ySILu5Y2LXfB9hl",
-	"EHml1z5isDxdND50UIch+ZANQ8uyhxI0JSY/ZSz3bklfxi3CmgaAScdj/WEaygf87zuHfqhx14jeCWfr",
-	"4MX0sGQcfMzUlIA+d4xwsi1u0D+q/dPVZ1HZ1oUUuzx/jBbn/mTT8Ua9ljacICIbX16Qz1cfbC33wLyV",
-	"IXW76C06lhwZ9ya5Fs193W8fG8QnbeOkboSRv2giMMq24Ysz/vFRYT/QRyfqx6JPohBiHWCtumzef8K4",
-	"oBLrPY+jnHAV7i/B72xpWbugqMscxRn8bgbp/oY7KXgu684eqn3MzfuEtIClHwvLzTZk6bnWaTBIBY4o",
-	"WioJlUMxfs58GQQbPTq6Lhlx8gNqVa2mZTeuDSbbJwbFWxqt/7ANPbHnuRNn4oqH983O/eOQ4i9ni+hV",
-	"6pkMGpN8QkoQVOSm7SMII0GRU9N3rH0S1tOtmjVbMVHLslzFjbRgQb9pBBs+Tth8TkUEhuqwltJOkIIt",
-	"FILynxtB7bnaqMTZCpwGb7HWXozlwCMvAoJjW4f+hlMcmSI1E2xNqCZ6bbgPrwvlrGwln7P9mU3Q2TWr",
-	"edR1CL+7yniHS/blKD1imy/mmeT/z97fKEduI3ui+KsgFPuPlubPUn/Y7vFacWOvrJan+0x/aCX1+Nyd",
-	"8XZBJEqFIxZAE6BK5QlH3Ke5D3af5AYyARBkASSrJHtm98w5ER51FQvERyKRmcj8/W6T64Iq46Kkgk0u",
-	"4gprfBD5OUDwflTWKwipDy25XN4iYpb/PnmwKNUjNQsotu5RewRFt8V+wmG2QTyL+603A9p+9LXatP05",
-	"/ViGE9mreWRohZp9AHFoJaNzFEujjBAK25ZgcD1a4/Gkqbs2i+xoyqXqxEvZUdy64STcFpXgN0vFTR3d",
-	"p5grD99+58/jQwqY0NAf1B8ZEbIn3mTD9FFmD5jMH/1PfJZPI5HFGBvk7e9HI2vPxg9U50umzgJdOOWg",
-	"ghxd6ANtS/gch2+8JHLCxbS3K/qmgjcwvD7Iuqd3XJsPjrKj4banPZYgu31UJY7ZrbRbZwOMJch6e+fc",
-	"66xYKaoUuLCBakP5RbelNYsyW3YkkQVZlBs4sfECxdLqROknMIkYVuBzXcYpBa+ci9bKhScdDncOVgsn",
-	"bKO3VC0j2f9c9JxHcnaakTneYn839znjS/ZAggtzM7irBqbzorkpef5ntnknFvKkc0rg3bDXjwiNcnbq",
-	"MPYS1kKR4Cjxi5GD6ucaEKsUYQ801+UG5h76C9OPXALMiUriXXCvmUiRMM2SubrPO5NMjo+P5/6mFBST",
-	"hiJbB5Y2orJZ2kb0CgdEzNgaCoa4E13U2MHSrs+agw3Rql2qdsGFMusUDscLWdYX6naiB7diPFP9o99j",
-	"6hHZ6e1Oxdx00Tqjky5xWv9o7/T04CJ9wMmyMxVRFFgdGYEaYyW/ZwBFqiRZ0Hoq+vou8KdBt1K76DpK",
-	"LuRh/tyOKSRTXSBJVOHHzvCumS+d3ZlqxxYd2cd2uGHBH/yF02hyUs8VcUT+CZqqgqsKzsHRfqKdSwGH",
-	"L3SjOvb9/qZZ25GJAwv7wzWRjR7wtj4mFI0tvgnjkuBkH7KfG1piDt674ju43nM+F6vhmXjeGCCuTNmg",
-	"dnedw/PDqvYNowWGL6DOab3k+dIM2UytcgN/Yj6kJ1pVXrBVJTUT+ebPMUzMP7NN5xBeMePNg3KgpGaz",
-	"AvUFK/yWBCNTphLbV/ThFHWPGlQ+tCzlmhXOGUxOZlojjef3dTSJ7fY+gN63/J4JD2XaUxmRxuDGsJhi",
-	"sLswBUJNAHCLv/yjgjBal0at2kXYhIlUNo5gekRvKRepxAYLJfl9ZO3Pagaqm5ZdTTWmwqfAJlDn0Nkw",
-	"+ROJc8p//BGyLcL1BpBhHwjLN3nZqVa+8I7gG6/3DrIEk9UPLjJzzVesQDSnM5uBG4/8csVvSvbZWJXJ",
-	"bbAhhdMrWIVJhcP9l2WhCNff+QoJwdbKJpiDEHLlNK/5FgTAzrA0Irbmau9J3krPanG6vTnX0endMz1w",
-	"C3u6pyuNftdl3ljpao/w/O6cub0zs39ydUEwAn3bW5auNep37Ygx5skOooRbFpR0m8XBc/uav7vpkzdm",
-	"eQdIHk5IZRyJULYd85mNdZkmNatXXNAyFVV/Qvj6AId/N+vOfBp7xR4lDVqSQgLX1Z6535PPhpTGcdDX",
-	"qgPTEIzo99A0U/ZqYnMOVQgE8v4G0EXGXZD2poeLqtGZ0UtVg+j7Ni3rX17Kv7yUf3kp//JSYhdKqCEi",
-	"Ew92ktWxGE3PiCwLpiw16U4xGTuZ1zUVSOAcpV77l8c0fipWdFNKWqTrInCh+5i55kTY1r4J8WjPo3/5",
-	"Zzv5Z7WvkJ2+Np/wuO4ujr/8s+YmE0j3MLpg//IQ/+Uh/m/rIbbaz2+19gQbMafP3bm/zXNAvWBiIkgG",
-	"+h2XT9ao1qxExdy72D0YvC1N9z6FxWn8jsde7Uz0J+LXNiHWTqe6PjNy3TnspwDsXJimMC/p0Ug6l0+K",
-	"oOPGtY/ZsgtQjhF2vOpv3/c74OMEvb3SVEcRjBu4m3NkDYqVUC7UXfaIq4j0rW9sHeWHVJY9XPnCaQ36",
-	"ANIrpS1DgHPZh1miU5NOi7/ZnHV9whStyxSShe0pARHzIZdNxSIELqYTbdbab/B+a2cfstDq5opUNVNM",
-	"dFyZtk8r+jC0Ku+lgKyG0YWhW0szsT4C3QF7XJ/esg/x/CJn21jvwc21kJpsmA4OyxPyok0Sm9iH33If",
-	"ul3nF78vjFlkd/TXJTpNI1s48JOiGrvjlrmigOSFdNwUnO6TjgWLNsbquWGlFLeKaDkZfCUZZtxkKAap",
-	"9Ou0rWmhW5nQrJd/9lsblZNCIutaahaP9PREr00h1x0r7B6sqLEj36dppSB7gCnZJ25uJWyS/2iA4kve",
-	"uSQiuRY+V6bqa701rQtWXMshwD2JLE+dSgjd6YWxs2zV92QhMl2aQq8UsK4/CiXeKONB38qVpKzB56F3",
-	"0/dZKoHHvjLrTLQdeWr93zu36hMAW0X1yKnwsFezBc2NrvTemP0GEr1Fp8YksxcSRVD8k1Q9A0Hhj8mL",
-	"Dv6oYC1Vd0iW+M8bcksqvk+NzuUKEmghSknsk08JsiPTAgHBda5IYQ9fpznRoZyB5+b9y5nSsmr/ZcPs",
-	"4QfWTwOvOfg+yA+dQQ1FVJ/6bk67UPCP751kkPjhDjEikLx9Dqt/iguscMKDYEIrLkFMoBsq6EQCgoCE",
-	"P8E6bv7YybWtueJ+6/ttVTXqsqadw7aNndzDiJp9VNphfKgYiY/Uj37XO06NKg0K7XbNu1RZr73dw/yP",
-	"G36LPJG+9O3hTsRJLlEHjXUYr5YsMwrSbSJZjc1wv51KIbJ17jtquZbCpVP1sumDSiRd3z3Mm+ECX0ci",
-	"/NuV6iYmIlEAtGGPKIZ6ygrWj5jKbb58gqqVqfWhEczxiPiN75e3qVs8+8XwdtlnHivJhY6C3CL9IVZn",
-	"IiwLQGtZrN897xD7oDST6VFtP2NT+Kli4rTiAAkFpM0JRCqMNEOSAbC6taZxTWrZxHJ+psR3A+KkmxIh",
-	"WiKmol7KIl5tQvDLYSsvtqz+sCK8CEvGG1HIvFkZ37nAganEDaSOVahQvSQODDr+O1avuEqUlSKN/YLM",
-	"H2bqPp+1z847JdnwIZZZRPBPYSKj5FfmC7KQjSgys2yiZ+Kafxv9h61/gcEfZAfhjPgP3UPBcNoP/cR/",
-	"AVIo9/FKFk3JxhWFXW87x1nPKuu80Y122KQKZTwF4nYGgHhcOZF0sQCa6xYkr2a3XEFQJRCNbag886PJ",
-	"FeQOQM3+Ls5497shmgHUiaDlpRneWRy6vQ1nbM2H2T6sJvPnrp3n88xmgtCaEfYAsHUBtV3up/1xFPaf",
-	"BCPmK4gjbysnW+VmxUXhNjIfXbhPdsXQ29KbkdsR34/RiWxNb88FFsjDlAskHMfoi2BsDjUgULqTbpV2",
-	"FIkKau2CnbIz6ltvL/Wx33rz2+liVJR78+SWOqozGn1jNOWP7GYp5d0Z1bSUt+f3SdQJpakoaF0Qdh8F",
-	"944XrEODULGeEaoIIDhzYdampOKZwsYSzDqyqXOWQky+Z6Ws2DNF8DGk8bd4q1y1ndwGaq/57W0c5wXi",
-	"U1AlCfcm99MAiLEw1zXr+z1h0l1kPT7h8H5vkJj5wnpOeztudjQg3mCxazL7M8Yy9enqWpEVNcYwpH9m",
-	"eGGI91IuXkhqpuup/BVjgTvkubUXCUEK0a76G0JmFtg/YpeayWUFURb5/5BqspJKk29evgpYCQMcDWOj",
-	"It+fs0Awu081eZ6ifIKFSQWXcdW4dqMdaGKA4diB0yWlmE+KmLkZTyJA2FyPcfwHIzIumagLeIHuoDXz",
-	"90ReMg6S1lUKMgQM4W4iOHQK08e6bqf9EFistxxPJ7+JHoW5fOxhdHIo+ZFyzcXtpdkoQZaaIkXj4DC4",
-	"sJciUDigHpd4NRrt6CkWH+9QzY3vfkpyjYbZvuOL8K4W03d6iNJgsV522vA9XYscrN2xtPsx3FZZq/62",
-	"5MvNZTeq2Y6rp2X6wtDfOTso+vHsHH8wFj4z9Z+Q9kq05tCTpu+0g/ZRXnsK7hRHSB2z0xN82rlcuRSD",
-	"7oL8Dsk+vVGAJWXNtPjsdS00kuOzHkh5W45S5D9otC3oipecqX2nHVpJAC33Zsd2ZOosJCjBTrHLEAdD",
-	"u7JNf7rZgBW15mWR0zoyF52mkhUp9gVcEXqTLHWAV8eXCH/fsXv3mdqOtR6RapEg9litpLBg2i2JselR",
-	"dCBusuJDmWM7x3+Y21mWltYK/6WsNYmyOPayuE0dvjTojp/iCfJylQREuq3ZrTmPPAKZP7SMBsZ7lnbP",
-	"OzyRLvpkCs/6wrQQZXcFACGqLXC5+d98yafj9rrHEy84tV/jECa22Q5ySA8GU8EFYTRfpkoh/XXkULVF",
-	"y+rEwOUyk8trtEHghj8xL4n8MMfTMPxSDCLBZUVNaH4n5Lpkxa2tCSWvHh4mvs61GbvDCt5nwxBgO3Oz",
-	"8eRtPR1k2l71Dr4AMHycpWNDUEvaKLDSaZv7AXCc4M+ZSVhN7IG7mR7sAprARAPSZ15Svpq8aqH5POkl",
-	"lk6F11CaGnLU73oeB5fu7VqGctTrXXDzHrlub9WPz4SvP4nrJVdxqOCwEqb9hasIiigacghOD4CKHqVg",
-	"w437UOyuekDT2V9PVBkLKmSjL9k9T9AkAEdIbb8HZiNpw6SQyGF09AMUbt8wJsiCCmEz8bWM666EBHHx",
-	"Q8lvlzoV4wh2XVqDTyntYg8aBGEY3M8I5QSfMJ79upM3iPdrEKTV0awVmwLMV/3E3IsWjDfa1afrI6Cs",
-	"TRYSd18wuDxTtnZ4BPe2Rf8A7Rx+vUntLnpiZwcSuLUr+hMwxVoJXNuYfdsxUQh1QHYZqVlBwc49xJAg",
-	"pv7nNdMxzo2ylGvjD6cVExVkqXVFmCjgbhUsXiyQjGsfN6+D+2PrdMdggJc4KMGC1XsEsO6EQKTvx55B",
-	"SPuzXWsKzWvj1d+TfA+MzyiX9hgpsQZJHz5toBFrA0Wi753zBJc+bv07M+qZIp8v3+/sB6FXoHJZsYwI",
-	"M+klt+xB3h8aIfXNDpZUXYGMD8ix3QUA+sg0OaTlmm7wKszCRirqDOajk2DfEK4VKxdtlL1muqlFSv6n",
-	"xWOTEjBYpOy+gTiLVwFtnTJXBI2TqYfZaNw52U+cm88TQoB2Fs0uMxMva4vsL/U+O84HP7tvQ2VhGg/9",
-	"BXffj98GSj+a9GReKRudzAKD62dXHO5uY7wXkdOyzIyZofD3E5dgShAVtmongLrjpNmXTFFTndcMSEAs",
-	"Hht11r32aPWS1whZcAJtzX+/BNWFatvNvi2F0UJVSFsNg7rtdHSOqx2P5XgI9zoMensDdmpeJvxgz5yp",
-	"IQti7zzNgUb3ZWzcMl3cyShrYldm1FKxtJvxNwBDZt9uyUKajBKoBGUJrxVMI2CtFJ2IVKDTdz6WM+vp",
-	"dG8bY4SjT3d4nxgHkt6UYNLbe2IAzEEfb7FgucYbKHVMfkQTy/cZfwqw32ztYqbOP/y5YY1VeVx70mZZ",
-	"MREGg4Dm9FD7UL2xSXlZkluJx+kGMutWzONHcOWczSHghsnWB71Rsmw0g3UHY4QcggggmSREYJwUHWW+",
-	"nD/3ClBlZqRQj1lbv2hR01sHnB8yfL74+ttRrtiU1XMOAMbMp0Mo8yIMoZq1RJ+MCzI//sM8SB/CQO8J",
-	"KdktzTdECXrHvuRUMWI2pm0JVyxqRAXdf/lqvPcr+vAOf/ryBdLBun9GqPt3tlky8nL28sWJvWK3kSrk",
-	"ENVyRTXPbYyKiQIDsJ0QVgPEEamcBM9j+zLksX25vwGUkUbwnxtG6Epa2rYqHUWBsb36Nr3vp0y/8uYs",
-	"FZtPi4Pv/rrtA+IzGXn5GuC/e+8L2n/9a7YlhKtKbzICIZkCwt6i3GTkjrFKdVhy8SW9Ebz49ae+1n37",
-	"4fTMmXpysd2njLjzxrwUVf5J8H4qbNaFMeFulHk1JvKkuoRSAeoKH0SDEgrKyLnI6w3CAEJCLz69bb6H",
-	"e/qb17+RTfhq9tWLQavQC+xXocC+Go1vWHtr2MIatKomHPnXTOl9j/r2MAixDCfmTl+zB+2rD6kiBdX0",
-	"2D7tdmf7gkln6+TkBy2h6ZNWaBHwBdNNeY4v9ll5GUZOf26MFS1tbpZeEl7gYYe4Se4bvNa3mVqjDM7T",
-	"1idd9husgTu5w2Sg/t0nfhMvw3PFwa0WbxnJuQgHFwARTk+aeufpVSyL6RpHeNxd5V1SqE7RyY+0F3dq",
-	"d0iO4X4efAHzsIvUJqcEs5xKYoHhJHfnw0B2pg2pM6HrzQlsGtNVHxakEAofyikxP9kN0gp6M1MVy/mC",
-	"52TBWVkotLDaF7cvsZwcVJH5Xy/P35yeXZ+/+WkehbxIygomJvAC8lpuIFpYS+TNQQw3Ebv6bBrwU58+",
-	"CS9VUtOBBFh7YCx7FV7zWy6S8GkyhwOvONWfdT4xso8N7xpSGWa6vqC1MibpfTed3yXeZu5cLjeT84pS",
-	"Cb2fYEZ6g7m9efXty29fZqTWuaWnzCzfNhe3mYWBzFDwG1HM7DafmW0eB4XUtL5l+mpkt/8AUcFW+WR4",
-	"eQLp9XElYOPXgE+KLlD77c0mjHUe7wz+tUX/Hc116wqNn+mgxBe2d2IKRhTOeNJae6f3nyhXzS61Y/LH",
-	"IfRLk6eHcB6SyTyjKWq2J/Ysbhfi98pRe4BLsiFrRDrMgwU6cLDIwh9a8YKCobyUdzrMkGw9Mne56SML",
-	"T50vOJ77vYdJwBM8wxe05nozWNaFs95njargh1h7FSnhWrL8TqUKIfHbEwfSgv+00RQI4QiocbrAr3ct",
-	"K4J3nJk2Y7Nr+z8NDsJXlrUERDGc6YrWrEjfQtukOH8NTXWQqIC5YUuqlq7W2TU4MT/h9ytsszC5kYOc",
-	"1TP8khQANm7WFgHHtlcV4ch3rxZDSf0Ar7GQ5pHlRZFKxzgxYxAkzorfBPq8Vmb65VNbi+97kLk9kN51",
-	"nbHErCOzweyEusJrt/1wuiPh7Koq+ZAwvkdeV9XNjLA/aynNYsCLKSg6qukNVeyd+cj0eUiFzC8uT//0",
-	"4ZT83PD87gtM0bz71k6ZLjzwxr4AQuC0VLvh2Gzv6nZ0MYSXfImm01CU3Ap7hKI2iC+PWL+Ym4IP9U3g",
-	"+PynbF6jQeJsf1deuZB8SbmwAa3OW0iLhA+i7IXi+OARhNhjU50qs28XIKS67puofSkPJyEmkNE9OFBF",
-	"/gnR3+33BPNTwAKoZWmdQC3vmIAsU4glRWIeOdXsNoqmcGa/wchG+6K2LqbLRYBhBiJroljemCE9Jsmj",
-	"fR/EFxOs7tZpHVTJviVwEhJRRD8N3Q4Or0ncIzgty6112e0aNPbjacdPKy5733n25iuSfdXvX6eidRvS",
-	"AATxtqaAtKBlIJ2nF++shH4Hiw4IiGHz9oJo0amUfqYIbfTSKMwcYwB1UzKVWcOf10TWBauPyfdMcQu8",
-	"p1hG5n+Yw3nuCLaDF2VkbpqE75esRLg3sQnfYwwsWpagUAsyx5rnOVlRuDtty7rhXlBLQoUUm5VslP2Z",
-	"OiEaspT1smbMX5vAvEAIB5ca4/r2y5Ir894lqzv4DTaed8/Z2igV/FcuxYLfxj9cUYEuTffjmq63virl",
-	"reo1Ah9FnyvkWljgM/sxILH1n9VU3fUbxc/YA8sRZ8I16xHSe33wn/cbb6rbmhb9592n/mnAeHIP4T/8",
-	"d/mSCsFK/7X/d/suXTO6asdg/7n1fVVS1CD3PG9f5/7pH3cftFhE7hNNyzs4YGx8x7cRfOKbCT6zLw4+",
-	"CdYm/JSVDOfbqWjcf35kvY/bEbov0JfqPw57OvHpdhu1VtX2w+bD7WcbxertlvHTdkK5MjMwW9Oy9LMe",
-	"ftbOmc67/4hMdfdTN7XdT/30xlKpLkq6uaH53XtGFYszeAm2xl1vH0VFEDGV7bX+eZqP5S2Uugl/fVCa",
-	"t+6ZyjmeRL1rnbooLhOAhABGLxBs0nYa/t6VoPi8Hbq/Iy05hD9q2YidPUjoyjQjHR6dFGOHJ9P3qOZM",
-	"sn2uWM1lgefpzcaKSmljO4WEg0FAWF6wyeDDIaF6AkTT0mHD8QhhU2VNSppi+RdsfbrQcQgJPAThmQxr",
-	"BMkfX/z/CBf2GnCvlYHmEsgkl26ediLyqhmOddpyu6dPwO4t+T3DoLg9MOBCRtY2nxYlGgBl8Xggpcwh",
-	"gWP+986C/Pr87/fm3Pz1+d9pVf36/O/4+Lvi1zm+yF4BzJyuyGxiKdpIPEnOAn39cxQhz9vZ2EvTcgcJ",
-	"rsSEUa/wZgsO3k7e6NmK1bdshrxrB9lBv3dRjWglKi75ny/fK1vwsslII1z+pa1ywj4+Q/qU6aaw7c4V",
-	"XgFEojCJXNpTzKXFLHyuCS1WXCvoHFhxqImxWuiS3cs7hgbbggtahnN46tJu7S8OsgP7/Dg0ltNBvXXs",
-	"CGy8fL9LJeK3aBY5STobqqei2iWL+gh2ci9qqWUuy6iX4E62yj6ENr7DGFPPyHypdTVblPfzzP29qr5G",
-	"f2G+LNUcEwvmxjKYZ0Q2NXG3siAbf3l/Bg98/MslUXKh12YZDi+vLxDF5frswuzGz28uTuDe/vPl+w6/",
-	"pDJKdK7u8y+a53dMewSrli/f6kQb+6WavDm/Ort89/25seJlc7tsGzLDhVw08EOqkuYQwri8vroIk+yO",
-	"7JjW7KbWuR3Vj2/PL9r5OoQ6SSrI1ZsLIhcLo5RRaX6+fJ/ZWsew35FO+Oh1W0r0TJH30jpMzg2yKkRL",
-	"8ub8/fn1+QnhSjUQYnMBUerpRtEZ43ip6ITcLeFBduBX0PxdKrCZVHWQHeBYBy2lq9SVqGBkTTdOOxCa",
-	"spNujD/L6o8U9lwyLmYfw+0MKNo2D5KSf6P39Ap+Yvc6OXz7/sos5hVd0Jpn5O319cVs8eHia/Ph2bKW",
-	"K96sZjcUTmrb8IlNs4Jnf3j/FyOBRgYSxYrGA2BCx/kf8VzWAZsprmQ37DK/5wWTzx9gI8E3bk2i58Iy",
-	"mkz6Vq79HNsk17XlP2UPFUvA1VXB9p+ii726+DU7aOqY1nBJrGav+oBruxOzlv4z3AAnwKoBVHU+ycgs",
-	"IFWEq/G4nh8G9qq7KllPtOwMRrUiguteyjIhyZamEyIgPh3J1t3b69OhavrhcC80ypUnhBNyfWIrZWew",
-	"nW3cpXa1ZbjJ7Szjg4/J/4b3FzIBozkpr9sNweVF82BSngFOI+Dt9rHPg67iMD6JcjPhTbbMuJ2EXArF",
-	"hGrU4HTU0fU1q27x3cLdaV18Yx0JlpGaLvTsXmoQZZuo0RZUZkTxaqb4raBlaXOwEVHeJTmOCzP0LkyF",
-	"DKYka0uBxoKcl3Sh33B6K6TSPI8SLLm58sARQwKMsfB3omAPEUvbfNxBtIL8LX/hY3c1vmhF8yWfTJiT",
-	"y9WK68nvxcc1K7AHE19ifnomhaa5jhJG8bLkagtE274QftZCj+JynZAX2ztzYk/ey9vJ4y3l7c4jvRK0",
-	"Uks5PKm59Hk//mXK/nDqu2DgA1DNfa/fTV1wNSek/dSolTTBjmhWFyx6a9yndLmXkJljb5l3ufwa3UJd",
-	"xfEeuy1r8gOkmCbuAjWrV2n8+Fahmef2yYVxLga8pydf3d2VdTd5TFaCNQ3mvL9/ouqI0YILphSmTAzc",
-	"3WIGun0azeBISs0AkZgjs/LSBdfwXJBVsI0nivAuyNgIvD14zZXOzfTj3M6jvBs+CcMsgxOi7nhVtdku",
-	"OVC2eaaixBUy/mbKa9YUy7HqRoSAN97FcHVYXVqcVMaDvbqTdwdtJ7JwbYfRor1MTcspaoWK5jmrNDV6",
-	"PCFf8PFIsoud4pqKnWO1ibyld6Lg97xoaNnfAdNvEHsbLYapNTmFoWUCM4Nsx5xKaig2YykxzjDcMTUG",
-	"2w6yQNv1GcyAuYTw1w+8ZN8bAy0Om28M+wUvjYFq0/um0qb+uNzAbjgUUn+xcO0+4vbFtPnlVhqrEWzA",
-	"L42g95RDzqz7yDLQfEEm13i2r2knlajnuW1SUUTz46spgJuXrt8/+F8Ms95RTdbmiFrXUtzi0VcxWZUJ",
-	"JjKEoR3WMQuO7oNoCzLaAXqQrhFZsdPVvnKCYOxXIISNsAL6DQFQYwhKcYKoYrxASkxwGcEZKljFRAG5",
-	"5hFiOuh3ZIZezl6+eGE0q+Yi13aSesyww2U4u5RDRmdz4iTG82YvWA3RZ7e7FMKD3pjfQKzNHR5467+d",
-	"ZwHtqmT+zNYmmKgnt1XDaMqF7Ul6Mi5KGsW7WTN2Zzx4t8k8LEH/2IF7iHepKyZ3sU2A58O0pXZDGplI",
-	"SxfQ4k870cYjDFhtsDfkS3fA2zbMI6BAzBfD9VxQLnH4+fO7N0fOObHqaZBBRDEovk5eGhrhIyVsW1ea",
-	"FlxQT/NMzIL8DykiY393+vEUb3x/AR4YW5pWygRK/RiSB++Ca0yXDZT9uEDbfeF7tcPWNVvtqpTj5Dp2",
-	"fT2+h5+yMMgS7Dzf4xSs8vD2P7+nZZPkLHRoPshyTMtStSwC08hwoSjS/Po/mmIPLJWCDixFQcHbr9kj",
-	"cZnaEGBGlLRVDWQ5tomXXA9qgGC+jMSQw3X6xciboxNh+1LmtDSW/MD8dktCf0HUXRu8louFYhA23U2n",
-	"XA9iEhlpHo75wLCDmXi0lrjujnBCrN3tJmD6NSvWiVX6eUVJC149vGvimZiXnfNSZYSWJQGWV+Zrn6ZU",
-	"adk62sfXYgH5oI8o7QJOOwKaQ242EHzeQwnuUGqF4JkeCdza3HpidPLxVVY9zb1rPb49LdZcFFsl2/6k",
-	"OyHUPWGLale8EPx2CQaIXsv2tOkXDsewW+nG7T3z9vDmdCWFFfGGKfxrzQrh/tbLprZ/LmqOfyiqm9r+",
-	"2cCvf4qnXEXUIC3LWV7K/I4w42e+ffvdhw+O40PTWjvMnldff/fixTGScmlWm9/+z7++mL366a8vZv/1",
-	"p+/++mL2Df75XxL4ZLFISvB2+zJ4/56v6QmSnRDPyFsMyE7qnvnHpWzJlOHO2xfYrqhoaEkOQwgWWZMb",
-	"mt8xURxlANpCDl0OkPkXvusIkG2stvarDq0Z/ddoeYCaPrqKXne94eruKh5ANh5MS4H6LLD/yL0sm2gk",
-	"Ih2Z8oBrWFIMMST4d9vWDtw08XBHe43DFfks0hF58Ikhlzcda9J+b7VPW2Iyi3BtJ6OWMh5YXdSMfb/R",
-	"scSkq4rmLGiHIXY0gjo1ipHDF3jFYEdxNDEkvGjKMvFKAMYHBFCqWb2i9Z1/iZCCTX1DKdfQ+YG3lHL9",
-	"yJeMpBS+06pzcb9TMdT1MhTrROZBIxi43wnHCLAQjJBIgHtgwPLIcizUP3SZ+F7WcVlLrrQ6mpw6uGhU",
-	"sg8f2drGdYTUjjCoE/PGXQX+8g9NWWbBzaDvFPxq4or48Q4b2B5cD2mqA5cRUgPcXGH623srSonA/5TA",
-	"oFFff4Gh+qggnPOpbcd/YZFdvddmS5VvdWW3TaML+hWqhv6OCvdwOO09kegKafpIClV8GlSxr9lVW7w2",
-	"QIE9Rds7smTIUGh53SfSSKZZGitWEyYQbjAjjbD8wUGHM7BaW9rdHQzXzrk45sGH0f40EWAngh1P2g/i",
-	"teTQgeOxgny4+PromLyHEOutw8llD5VRMtVyo3hOS4BEUidkjiHRthQJq39qtmA1E3k8dyLSnaoqbflT",
-	"vODbBSQGI4E2mdDmJ3v/2ixYAFMoBXsWD/rkpVRsKL8/0GbwLCRpHborOqPzfmEZ0TXN71RGlJZVBU4/",
-	"dGgG5QAZqVlFzVoeJUrbC5YnoBGw4WcEn9kt1mk14VisU8mFnhlLb0nrYmZ/tEM8ZeAmGvP/3BN7XkEz",
-	"UcQDFYFNjvEKf2QD6uCOcaGhWyZ7O8YLGwTNSG7ETpjtb95qBcRJnKyYsOi75pdJ8zBenhi8ELOx2gxP",
-	"swPTt1xRhx2OI256qtnUGX/kndmipquoVQOfk0NI98Qywabg0jKNqyMzdUtZFtMpIwr2kPKH3hoHGQUc",
-	"njPbEPKKD2lrOpiBgpODG5Qcuo3aW1j0MinJa6qW8U1sX7LDQWV/YTMFpmJDDBqt1/28bwg8wpx2ExIm",
-	"1PP7zWQOOp8UF7n1NiLwJurdfb4+I4VNrQNT0OzjrcHGbw4grzt96+tsCV9DMsp2iNUAb2UsneS6VfIg",
-	"I3jlD0kVVuFL8QVf+mVVfR2XAD/CcU1lLzsAXIjAdtkdRh0rbGJgBHgUxq/DoU4nQvXNa93QMuWupG6Y",
-	"+3aoN1DxNZBQdRB0NlB7gc4Kp65V9708mFYndWSus65dlRDuyVFzaRwaq2M8/TNSOT4tKBaM0iOZoybY",
-	"DQyra45Oj9Gi8xuJ0arfNUjbOdUSkB9wj9+zqhVj5E/n1+Q5rfjz+1fPva56Dl7abCULVnYqUEKqqiu5",
-	"0G+Y+5f7azC85nrJE3nOp55EOfBK8fSJmOr3rKa37M2AUXcNCAX2QW/cTc1mnmbVY485ZPRZNGEIa5Zl",
-	"u/22o3a0LjlT+iqtiOGrHo0S/mu1j72o0hH8v0/C9IkIfuUYhsmhF4yMBHKREfvHURRy0xyCTOmRFST2",
-	"sdY499jYq8nhGtTCG5U++ZUDEd31Vn9INUgbCqKi47IQLVc3SkuxH6/rwsY8nHrY3gmxue1Mw6AyuWIJ",
-	"FJxT573Sru3GlQ3oQxmyaeWJPOubZFiV1wSGD17t0+7ovp/O1VQPHTMEU+1D9MU+0ykMULjVa/DJjwd3",
-	"cEzInHWOJbxAOqTUdD1nunA+fIvgLykg5AZl15AEmeEFPxIBha99Gm9gOwHhqZ2B1iUbNw/a4mafxPb9",
-	"Jn675ULQxhynSFK7qdh3PBFV2SX5yF+cdU6bdpGeAfWRMdmm1kuk/ReXVdWKlM+solZonbtpJBeCCcoC",
-	"5ccTFKz9PCHSEwnHTyNrmmTnWQ3XUtVjMGy8V/DYb+/7jCd4uVKw/fK8nsS3aiVn271KelWq4xh5/yfc",
-	"UqGQdNmU3MGHx8KUM2yqsxQ46P/7O0zhQHfzj5xlMN1Fsr/45/CSOtt+3FEKozZ7OEuXTqYPgi4Yxwm1",
-	"SEvvO+gzQa8+YB1mXJK3SjV3JZl34/WifMdFEa/mzg644JrHVvrapxv49mAzuNy3iZVWLgMZP71JOFDw",
-	"osRFBH7XEe59aPfttDKbNzax+yhEgBlE8dLp9OId0BAk45qa1SsuYlPaqaL2U7qBvMpdqra6NHn+fbG9",
-	"srWtayoUOI0qir4IbDR4/igbPNVsYO4XtVylZg3ZJeNzJFM/Agsk/pua397GEZOoJpAckFiTvr9l+gx9",
-	"aBsdn7spS+E2kxfo7oQPKzNQDEbrjEaeQwUROd7cN+m7ZVAI/rAkhy1WkdWPQTEVFJBkpEUv0lTdZaTg",
-	"6m6G9+lHexw8oRYcm2o/nsH5w0SJgZAiZkMAapq1rLtZTqTkRuZF5nZ6mMuVxEDfIR9sl+uWvXO4Dt3m",
-	"RQQagSELs1rG2V3JRlhuK4RykAmei0dkd/3nSuZqE1WSpUMlInIvEqlVh5bwwZj+mVmZlfF0X7548eJo",
-	"t1t368//J0+o6sMd1CtaZv7HAArQlB2wMXzmIDtwDxlTrinLONXvzglYe4cE3fYfyK5y7tfULKswnceJ",
-	"S1yrruQ9Kxzo0CVTvGjYmZnsptq3ZBNLDbW060pqfIkHOSM1viaWIF5vLhvRYXCN0Ul9EuXGFt4DJjLb",
-	"KJ/DAC/lQaB5W4YclWYke9+RbGpJcvO4LTQFPskbNJGh75aOs73CtSAeK37rot2OUKOtIB3h0xwi0KwT",
-	"CUSYWNTeENmMfXg50TXlZYz2brAnW8hPdrJ8J/YQpHjZagse0M5rjj8x+7eoN6RuRJTtxeiLP7PNIBoJ",
-	"iEXhrjSkjU6uZVMapei1DsRCg3dNuVUJxDSu87gCJdtpeBdBhMC2eQz2jRVKB4DDazM23AC7RANghv9U",
-	"y6aKHyspqomrLseE1Xy40aQ46QDM+KewSGCXee3XLOAkZ53lzrryaHscl0jB1tdLXhcXtNabDt7wozUb",
-	"gEJiTSECEnqU266kDkPamvO6B2nbssPbaXXAwjY6jIaLRACmYarQ1y9CrtDXL6ITHpm2QEq2emzWwJYP",
-	"QIEYKkGNvjdXnjVCSLz+q4lcxyJzd2yTwKjtbd+2VAHfNdlaMw9H+x80tB2egDyxuF65QsyhaK9iLDk2",
-	"5wypgHycdBdLL6qID7J28uJib62AszRphVWxQDPn8ICABtIxPOxFgbEN7LamOl/OLNMnXpQZX2hJlf80",
-	"fs1e8lt+U7JREWFCe6hSd3CgfkebY6K03DFWAQRsmm3n3L5pXZudJ+wFCsh8y71TG/GopmJ3oVGcxL/p",
-	"phC4KbGob5BJYLkEvSsDpbnuOXu75NaNLAFWCJLDlKarSiV91BHSQdfxyx2Pi+hATkjgik3d27LkeZSb",
-	"yHlc+ITHfXJTwAVZJy4m+9nwLdOJfVtfKIPl25qQmEBN2qopO+mNPWkhgPh0mzVBPQOH7eStF8vmnnjA",
-	"d/hkgrcm5orX7EN7XbXfEX5hpJKtMSHXtNhLiYhgxkif/GsdkoRtAK0xYHFeAuzxTSnzOwg6uboFRdgD",
-	"V/rE2nA2pwB94JyKnJUp/LAK+z3NMXIUcXgXb/q1AhQhUIyFPLHWGzSTgO/c29sI+LDBTDJvn0C8HbdE",
-	"7hktWXFa8Wt5x0TcSPZEWMaFMD+AUhHPmrO9oDrdFsSi4HvbrL8VBMsb4HQrqr/ME7HuOyamoX75rg2r",
-	"IdeibTu+MZJIurUEECzY6oWxH6Gevs+bhMYbcIVAGncENrrhpX4npsHSwsOEixP8a8aFxdTNqRASfGgH",
-	"XW88vFZ5RHCf00A6LRuiLFkIp7N9MGLyDwDq+bodCig5vR7ufx7ugP2L+DwnEEi9YQh0s8Mt1WfBf27s",
-	"NZWD3JOJ8o92peNEj1tiYLsI4OE71gGZH06kh0h1dyB1Ynu1w+yJ6JIDiCJDXPrhHIvR1TVbY/Q0xP3j",
-	"ayF8bzOQPHDUjRpxIQek5tnjyLQTncWvpdxO7S5+OISd8HZkKmn9tCzbPTOVsc3/YFqwQpZsf362S52f",
-	"AjLdNYCfR0YgAKFSKYLw6JllnJfx6sLBtuACnYvbks0gzA6P+fSu/5BctNxnu/L2uCwmpWWlkGZjK0ds",
-	"mA5GylWyxkXKVcDegVUtIyw9vRXozIx/Wzik1PLU+ZLfM1yl/Ww5MwSKzbhJ1xLJGeLo8FFNCK3glycE",
-	"bEMqCgT5x5s1yNY7ttQKwhhQyGpFaFHAD6bLdDBsbdNxWtTAr7bVaskXzCxsMoD03j7g7QqYhhPy8tWL",
-	"Tu93iBN9NTVO1B9MIkdF9Neopap09zKWU8wRww2xhrVvHdrZnReObe2EXLh8lra7e6/xFi+42xyfdZ7e",
-	"8qxfv/q4fY7Z0cHFm60iVZOouQaMZjfLRuHNTxu9lDX/BZTdd+R7RmtWz10w4ueG1Rsyr3X+xa7RF2h4",
-	"PtEUDjWMW7jedCbUzRmt6A0vo5zGNpeqMqZ+zisqNJhnhcSbAfPGUFpzumI1PQZyS2CpXfG8ltVSChZ8",
-	"iNyXyHd5rJobTIpCFDx9rLoIPB35trjkbeZZfE0tg0UAwiNrsIFi6J5BU7QsPy0OvvvrqBi3Hfj1p2xK",
-	"D7bCUXWD0tU1sbYRP917Emv3b5KLVGTk2hO+oAtoTtvIJi+sMXSlqW5iCVEFBtRhEn+k3EbaecmQ6tT6",
-	"uWv7TV8k3M8PsgP74zjo1Mg57z1DrC537GOQVfAdgEPye0j4wH7RWt8wqhWhdW3U3eFXL9zdgb8MNcvA",
-	"gETl6ASjlRZSQbAHTVSTL0nBaFH2ySIGdU2wUyaow4vg6e6PB7z6cDPilIB6+ffZ1X0+u7w+m8Fv56Fu",
-	"P4EKXW5Gj2FZo/XgwAbeUIjMT8De63evyxYWDj3bkquEAH+ggi+Y0nHQDIeNjQIMaAwDYPwBuEE8i3LH",
-	"arlh5Oug7DAOnA8YjcOd+nHJ6hA5AZNLM7Ko5aqLQfVMEVnzWy72zaSAgyHSpyw+fyPLdW2WIr5esEoZ",
-	"pnO6TtOSMJHLwprn2+DmeaoqHH9EqCJwhXT49tXrrzPyqWpURi7OPnzOyPHx8VEiWmtk+2q4lt1uAJvy",
-	"90yR4HCadPonypjeQYE5ljLZqvMayEVuaaXIDdNrhlptBRFOvOFsdROIwy6GVWcfRewqaNBxOY615Z/t",
-	"6qQkomj7yO5eUrf97VULu27BWnzVREpIw7H2q/1c2qefYXdQARrGQXYA+BgpA+Siq963OAsD1XwIlxEd",
-	"8TqysVh7RP5THsS5swZ5vDrP7OXwGX/bh1GMZyqA9JwqvIEFGgPSQSLmj2mIbTzoLMsTJnsGKxFPdTfW",
-	"0Ejeql08fHIvE2Ba3C/4wQmhPZnBKBmFWlsgqOTFJL3kWMbGLFkbSxrzkaZ7Qn/BNIcYw5nGdA1MTtse",
-	"fBv6Hy0FGlEi3hMKZSdz3GYdEd+2VHrjCEQloW8CpTAAwCbl6ply1Hl98eyqggQqmtvBSK9ot3m/pal7",
-	"rmd6DsYSB0DPdO6Sh5JBB7M9a90yWgI3IyZW9A7b7ixMcQlMW734H5RqWrbdHTZtmokWwZtDUswt8tKY",
-	"Io0SVBpJ6ExElI9y3BRHnsmO9e0GkFqmdqpHTq6uERRSboMEX/3wOWLD/Ub07/7sT8Kb9XUIpOEDm72r",
-	"J5psQoVmT/8QmmIGYYCjtyknKc5gviceGTtaqU+i3lUC7AujPpDDlNcsAUk/rZi5I6e+lHm95NXnukz5",
-	"T1oSoDw2E/Pj23eO9PgQEds8NerpxbujCU5uZymCo6R/xihX5xvIaIxSe3w/jh4allK8EzebemhcL7d/",
-	"OPmMCHTG486I/qIOFaoGvT3BnMFTxzeLd+XkhhEfNiyOyamIzFAX8gLvO23tptG5XJAgJGQRwUB4bMjs",
-	"8N3ZuRHpN9fvryw0xBG5YcggZNEhDmudH4dbMeDRcmfEBRO2RtbzuU8rlg2jjBGFnUuhuWhkE5ZwDbgX",
-	"6Ign4uqedAKfghwmIEwDZ/6ZI5xQ5NBWkdb6aC+DOHFZHBgjqg2tKEkWtJ5acN4uQ+olwS4gh10rWz1D",
-	"h/Boz7f7JZh40+8e/x2V90T92y1P7ABJDF7JjOFIjOQSpALfXR3stGsozBH5ikhDQjH50SYu8z2kAnW6",
-	"OLglOgRESZpr8v0zRZi4Z6WssGhusmpum8uIrYHbEeetcxsRM1xiOA8XZljIJGKjjY8HdoC72l0RHRIQ",
-	"C5ftLPvkGLlXFZlDUtjGWBg8sXwHXGAtjeiM0dmVfe4EA9bGRWP3kPVuVadaGu8duLB8ILcfCF1VUvFo",
-	"Wd0HIAwmuawg5iIK0j5NVrRgQRxmxbDI6xBumjZMd2sot08S21AU0GwrGjMp2v6DC2DbA8UzcMuKHGoJ",
-	"FIsYuuLA5qqmlprCnKqUcic1M54fpDnik1ALrDPzMs1uJK2LzAHBZj7SUjGWL48c8I/57xX7uWFwcQJz",
-	"6LLXzWQOziXqHXz3pOlcUvVB1uw8MSyXRriStR/RAvicEzx07EG7viduBMPheaZV9qCjuzaVnr+DMbHD",
-	"Pf3QIXq987G5/4mHsN9p6IDgwMl64TrYmniZc8dFsU8IH+9WxskgwxMyfjBG96ofXhYqHL+z+iLZk6kx",
-	"dXnhCxB2olbqH662TCESFJpCAgfXmzaN1NlzE5BFXNtjYxx3YWLG+YlVeGD9myFyDzAP+gWxA24YIvRQ",
-	"m+7u3Igrm20dw93pQvCknIloLrT51Hpd3SD0PWfGC0K/yUY2WCczyaJhIZM93JuYX6RfH8NIOfVnVdxp",
-	"Qcz/wQggrDU+t38e628avkpDBH4I4QEDOwejbI7rsxGal8TWMCHy/Z4s726SJ3sYsRzlif6GefAaPtyq",
-	"M3TAK6neGJ1YNCUrzkXK67goqRCsIEw8YtX9e2BzjbwJnN5HvMtf6o1eyMiVvYj4NTuwUf747nEq7z8k",
-	"F/2rALgfwDpjd70xhejcOVrCXZjYRYyT3sBlSdjFCXEv89wEBDspV5NB634LZ+bySdHpYDgdVL2d/Dsz",
-	"tdPh6S7hZf9AlsWOEA9C0km5MoeNpXbBrCRMuBbyRhab8Lz5VEHG0Rk8mzpmrjAsWKWuOdBYe6Zc/LBC",
-	"1S67YceY4I2G/8359xvE/nvxW+MvGRdH/QMiR/0yGQhs2uMJw6fnLvbOlY2jsiJzwVk0f0znISXzXBSs",
-	"gOw0UjPAAigy/KdpK7zSKRm9BzT8Ovg+mBK8ALQIvmok+AqvjYpPKBLTDsPwF5Omcr1k0y8yzh93kdEb",
-	"zsBNRv/KwzkTrreJTQ45gJdsUTO1jEZHpIays+gNf3J7DSQ+CrbGBk5c0TRYRS2ewlrWd+p498wE13jd",
-	"yVB4ZCKCS5HsvDo+ldWFrDWAb8RPxcvrCwJlq7BNjBzQHsHh5NvYEPoXN90OXFO8Zol6hprlzOxxY3Bg",
-	"zyDx1oLGthBaGd7Nto9xDZ90dq1tzEhiKhd8LDeACmCMwxHaabO/AQ8dVIiZUcAoyEvKV7vMBDQ4TUd4",
-	"8JPJcN8fWqhvuRbuCDe9jdcyyjpxe2hH//nNxfPrswvfwqTLlLqSig1UbLrJW8i6i2txe/Pq25ffvpyV",
-	"/D6FUl4izEya9Q0rPFgx9PtR6farD/Xsdol9Hj7EaOFMeIRNr+qIw3B1dXlmZI3lGs43P13On7NFAJqk",
-	"2WtVwnYCHdHikfrURXe4uTH73JDESTcG4e1XODfbmKnJXe+pQ7dPAm4iENdQl7TSZmd0C1sb3IywNjPM",
-	"ewnEoS9bY8r2FCyU+N7pqtzMVel0+A60tLFYnBf/Pb1lQltQkQDYz147uxxNcsj9/JK5bdM4W3M43KVg",
-	"k2pRgrPj12z44Y+yYGf4ntM8Z5VmxcGvP/UmJcGE35kO5fK3hg6hcfWWVGcfaASe6D1VGvvgQhFUTHbN",
-	"oFUuYgmtda9ZS4VtRrzLG+LOH0zp/ld7ncUdweINN5gZajuVg75a+4r9Kk1RJVGyqFmwa7bIZZ+pdjZ7",
-	"5RvjVoWswUjY0UaIH4ynRFUs5wuebwvTiQMPIxWHsCyOKgK/06sS/eabr74J6kRfvnj19aOP1R4yyOuv",
-	"szGQxB3Po94Lvnr1FCdFr9FX37yOWeO6TJftgjy56t6Tzqz4Y9xjGVRUGXXU2nrH5A2Ct5CvXrwYXrVv",
-	"X3/dqe59+SK2ZkZVdzprEWZefpNt0QJgMpGWbfCtdyaYEwOOA4sLbp1kj6IycMQcziPqe35EuFCa0cKl",
-	"MNVQDHhCXtimoVTOlfcO1TkHE/FiHH4wcnoPqJdLdyzvhyyI5jsVvUM5Vsw5aFPy1iicJKb/Wvp0gbuq",
-	"Thu9PKsZODyxMCQ6rlcXJPcPEeSbqY0dzrW9XEJ+VEzjVWodJdpaUnVhv0yHwalvwKy0e0/YsJkmVi4A",
-	"9AbeXTPd1CIFsjNye7Pt63XonjD/EGbAfkJh6ZTDrrSTknByaBmJ+L/hwBoH30IzneaFkA0gadnau3xJ",
-	"y5KJW9bSaI28dgrQTLCcIbiQrBF5BjIwcgc9M92ltq+O0U+1UoYoMslXct31RU13eeGvZJUs23t6iVXR",
-	"oguHFUW4SeANKVZ30IbaiclIg2BEFau3INSGPab+NYt/v5OJrLMZulxC7Rz+NGnTphFsehvXwvfAnUKf",
-	"7GYqxk3Q2g4W8JaeeQTuDbZ1DXCEY6DLmimkPBL9uYhU7pW3suZ6md6w/gnSqO69/oc33xxkB1dvT2ev",
-	"vnkdNWNpCBvxltEi5bLmlq+SzO1bj4+P56SDOkGW8HuL4IZ4ZL7WGDVmqyyN8F7+cEZevX75RwiamX/8",
-	"8fXL1yeeKhzq0tQys+q0r8QjIa9oXhLKO4Fv0QfDbtpzLCOMt3D5gpFbfs+Ec8kh/mzs90KukhRtMdrp",
-	"MGMkUGpgUiJKlRGCDEXfQgPYjuUOJxunEOuxlFXwzjy1OPPxs+VnGUEQ/u8NLS2jRVVLjSYWiIzNQwPm",
-	"nk5HbPxASPIz8iw6wTLPH6D0RMVqygkTU2yqhTb050uc65rV5nAcSdWxZ1fNZna6Ouuv/P5zhypMPJDX",
-	"u7meRBoE9NROgaIUZsG+xfWI77VgJCm1crWSd8zole+NgtzPzEXaODAhlWluZoRvp1RiLEhRGYgtECo2",
-	"NQH4Fm2J3yfrXD8gN5YOGtOrF4OA/DsUhmxPXVwvA2Qj6mYg6IWRAsaABY/G6vqYR2B+lMy9hi/3nRno",
-	"6niaHnZgdPz7Sc2p2x4wI2PCszNjqSTI2lLLlb1zE+UGVHAfaj1wpl6++jbm8/MVk02aEPR72bQUsuul",
-	"MdU0pFNbt4u8HHHnv+r48tFc85oKFY8KwSSWcm0G7Z46IbQxMwAK9vObC1A7C1qWigCsvZbk+uyiCyGA",
-	"fFq50SVNUU2vC621qr57/hzuKrSqlPn78+X7rGODWbPemISEi4Uk3F5D4+ILxtCRWvW92xdff9sJHn07",
-	"pbx0gsTGN6vDNkPBNE9bKTIrHLGemoLLszgGyOnpGcB8nCLYh5kehP7wAXc79qU5KkxDcSSQATbut3IN",
-	"18f+wCdayruu3yKbmzJwWjDVCK4h0xzDXHtCYResKhLMqIsqmkFvXIva8vWpxphm0hlZC/OlNcoR4aiY",
-	"2OMl47fLWJqjLFhB8NuJEe/9+I+p8DO9s6VGyR3bwNjdqB26SpIP6ZYlky3cesNVIxTzCJZDQjdWFmZE",
-	"Md1UGaSswA1Q4TixotrtWsJlAixcTNLCLOzQ6g448a38WRerVtoPeOLyDqg4SMt3X+NiFKzk98xIFi7U",
-	"YVMAuYzOq/gwkzXt1uRwFe2y0X1/b9s+5AVL7fu3r15/bTry9tXrb6I/XvNCL1NSDF/uk72BVfVgK6Lo",
-	"dFRHVCE24gooqq6puns8c0oDXo0FNCeUWD47TVUE9yqGex59wxbwOYgaVXcB7Dn8ECpxiI1fGmv5qRHQ",
-	"H8u3NESy1AizCd9weiuk0jyP7ED7DCnah9xNpiNV707xLROsHo2Ihc0Bo0kuyxKvW3YMgt3KZI7Sn0A8",
-	"oPuWSOY43sKKPlS1jA3/Lw4O/k+fPpz++8Xlp7Oriar+Vtay0XE+zRbouX1q8gmyskwMg2Y3DvsDPjzE",
-	"k98LyAK2eYIrX1ZM/MBL9sa2IOvBoZnHsbCvaH/gwRhqmTOlTsjsZWuYVCXVZgpIIZnDWMd7rKnna00X",
-	"4xiCdKFDkcdy3Xq07AloSDo/TF0nh1sgFNCOqHUkJD65frXtwFxHB/byBy8eya2AbUJGDIeBRPZwfkEb",
-	"xa6lpuXHmCdoviC3tL6ht37rAvg7MkOa13BBBBXSHt4Ti+Ru8wtW5yxWiv6n7bdpWt8ycG/NT8yXh3/6",
-	"9Kezo1aqCq6gPmmi+CwZrU7LUuYJokb4GGLg5iEIqJufEFyGqYM0P7naqLF3QMt2seSNplyworWBLAS4",
-	"uCU7sEVmxuz5Uz60a11EtIgtb77JSzZ1mCo5RBSfGzfQpx1jb1P2lrQ3+0Ev3dxkfekPpXJg511ELUgo",
-	"0ICciRr/F5ImWlKTmw2hZCWLpoyBSRdFzVRMRrgAvPAaVCjmmcmazF8cw//PsYilLImZlXpB8wR9+qTK",
-	"QOwdkEEJv5m2LZySK81EFHkjbM3lJdBcN7QsN+TGubixy0Slot7I+UNVUgFG5vbt1Y2ZHPAyo2PG4URc",
-	"DRymoy9RvrfdN9CKZ8Ro4wwvqTObpTtbal1lEInIiOLwJzgGa3ZT63yHNFQjSL40xwXsOylXdOc8rvMY",
-	"sGMnO4y6dB72c0NLY1nDN8i6iHQEO2XDJrHBrr0/5Z4Jw0FDcaD+tR8uZPCuzO8YnzPpBt/KeiiprYiN",
-	"bOz4rZ/5RnX2MmZtw4vsvhmxlp/CLovfH166blXQS2Ah8ApohwBuoN0m59OlLxSxNahn+oGueLmJIu4j",
-	"CsQCHkAcWyZcGpY1Y2bIZv8ju7mS+R2LRG5bzpJBvhrBWOHYpTB1DjYcvPuZsgACCW9c8ZuSjdyS0bI0",
-	"J1hwW+ayN6gO6JPiGnDNyyKndSJU1O0kXKwrYCOijknT/X78Et2/KSR7OWgHObqaNV2xOIAsIFJDBMq0",
-	"4LMHp67jCB2S9R3wBdxiHsPtomVcCLLsEsRDSacPnH7TZ9ujljjfxZd8ZTcrS+kQAeDeTG1EPq7ENFaK",
-	"hu8fm+kPqVPRzPO/XX36SDR70HZCdp3svKlVLDz7qaKQnCEVxGjI4fzy/C/vrt59+nj87uOb838/vjr/",
-	"7/MjODaoUkYGkZwB28PdpZoVIzW/XeqQ7tJP5bZ1cs/GEeEBcuHc4ggNnzyfBIFlypwHiuzhjmP2UN3n",
-	"x52JOr5/eZRKNYpGcz4JggufkfVyY2OVkPNZs4AIP9KemZtiqMvr8AIY27SICdZUMWeMJU42M56b1TeW",
-	"dCoeNZFts91bNVuUO3g5iv0cidAbS+oezCaoWEW34/BlRl5l5KuM/L//9//jg6G3tFInyOTdAONcbNTY",
-	"Ahe3Rydgq8BswfZ3C4GcB8qZVD6bZMIQ4trhB6/KTuzrwDqDN/mjq7a62HckuH7pSIR6Qi1ipjxzW3iM",
-	"zjrQKF4fvBMLGb/u0ZKAZ7+LLqGNmRGdRFCFdpeMNNVtTQtPagzeQftTh92L2lzBDVGDNWlqzeI2PhyM",
-	"UTDu89ay4HDvv2QhhyGQ88OlYGbfOniSK8ba28NdzKnQAIpUqQPfa8nvWXrS7AWReVIRXpTGT4fLGIDq",
-	"o+bHlq1Cm00LtByABhl3ivBMud5UKfL49gBXGU4TjR02akkrRiLH1X4z5I2KKEpb7DrjAqp+8dTzspmR",
-	"mpUUKqrtTdHpxTtyAynS6DEMqOX4GlCSlxwJ6s1DDtOdQigfFqIVW6sBIBMpXrs2CD/ldRypG4SeUezn",
-	"eDvNTfr487NBgsfacazoxu/AwyuWz/zzswv78NFJKHqKwXEAtYOQ2bBYsJoVUzhR9PKg29msryx6IhlM",
-	"kV+WcJsEWz6m7K7oPfthsarY7TVbVSXVe+bVn+JtYC6Brt02ZUQK02uxbBISaxH1M3jaWDrQg6PEdf73",
-	"XNdUsz/fxG62rzHSCQ+SG67xkpsLcnfD9XN1Ql6Qktk0aSAAAaZKKdVIIjtW3QylsmeDyQafGl01rl9A",
-	"NHFCclltrF6CZGJRNbpDeCWrjVlwmkPYGyoVq3z1hZZ0bf9cNfg3JOT9tDdFql+haHVQjDc4O2APuqan",
-	"9W0svaCp4TBwEywrq2yV/fM55ohCZrTKSMlXXKNrOQM+f52RmW4Ey8y/5YKX7Lv7jMxKds/KjMxuMzK7",
-	"Yxsu9JcVFxmZ3SwyMstr898VfTBLbj5sFor/Am3why+LlWmU1uY/OWicmcq/6GXNlGPfTaS/GW8Bu23E",
-	"Nuh5pIhq+7xoaQZfbWtmOA0uowgYVmAWPlPDiG5EWAZE9tWLMYlNJWzYl+PXZvdU/IGVaucufP3VeB92",
-	"gbGKyKqL6i7QYK43Wznx49ljtsWPo9S/tsrWWFcqlxWGqajWrDZP/s+/ns7+B5398mL2X39q/zz+Mvvp",
-	"7y+y11/9+l+SmQpTVBo8+LQqzfzf2PIMZVJYMcGe7abUlq/AlVi+ev3NkPpKpGLYF8O3jxDPP77+drfS",
-	"tI6kdOamo/1TJyuC612UVOx7qgYYhiUVzxRRDHgpIleT+ZIKwcp3RapkAr8HswSb7cY6R7dNq9peghxt",
-	"gbmOHj08UY7aKXHd4RKmHckJ0XXD+lSsEUjTUVg7M8+TtIhitysm0jmoP/CSkRKaaIvqHBDxSQBj0q4q",
-	"9v+FOXam8Mn2a06j+9m4DP/DbLftSPrpx1O8kf7FhUhUKTUCSPLe/dF5Y4Tt+fesLjmci5+vz6ach2vG",
-	"7mKxbCOR+B2+dLoX5PfUVSm3csl3Sia3pVB+hnxvk/tZluzReVnWIqZIsu5CgGgb440WKwt3ObJz0DfG",
-	"gR/AbbRiNWrv7UyMv1t9+eNY8yGYD9dVcLv0p/Nr8pxW/Pn9q+eK5U3N9eZ58IYTdMxXjdLkxsx9ENlw",
-	"EQxXPdpVisOD2FnWwlEnpWyrTu3JZG6r/iwif5CQ74qIFV31Em+NJd24asWdqwKGy1xPQlINQo2Zo82T",
-	"NSn4Lce4ATCyrbli9rYIn1EZPmL+V5r/NqJgtcqlw2habqql5WDua/buGk80716++mPcvquSpcWuzrKt",
-	"tbUBhlLeQj6+GfWJPSRt/RwTeb3BKjC3JHnZKA0BLqRJ3y4+Hhjgt8PFWzbx80Dd5wfZfuXCkergoMRP",
-	"SPJzIyG9pSYlF4zc1Ize7bgu//NvB3/7W/23v4mf/v4ye/nq2/hKTKm2HV0K3+1clhaQW0gEgCeqovm4",
-	"5ut0/Lu//U09N71+/XWs09Prd72YRbUInJVnsmxWIu7f5vAdpjfgyWpTtSIX8dEpxMa9EogUZ+qPTVmO",
-	"XAFjI1yRj5+uycfP79/Hrbaq5itab/7MNlPbq4I8ePtrs2HizcdvM96wvKRmD9pWzVPjITxnU+C9g5uF",
-	"zhDSK/YJ/x1nwjW2cEa4KNhDRnTNb29RNd5zto7RP5hOq9TCKUuCDOQGthGfUwPv8ANXtrQdPg29b9uH",
-	"6aZbRyxjbBBFRF7evHmPGGXG2D4hEC4SGmvHsBZG5GVTsDdFCXW1xg0AxIu6EXhJoiVZ0Yc3RXm2pHU8",
-	"zFwU5bV7fljETHfWVLXN7+Jn4PqmN00t1wm6oTYNsZZr1ZsGWAyzklNvIOHhePTjGiQC7ADs7A0rpbhV",
-	"RMsgAwp0Z/e1EzMI7BS4zeSzmyjWoICQAasAyJZFgh+/5+tuu3Z8md8IvUWObkJEc7hk9/KOjVf11+Y5",
-	"KOsvS0/9hPvKKOrtPWmfOa9kHolxfGRrjyfBzCNOf5nG0CwQxo5TzNpHGP0yvchtwp+Re98RrlTDCjSE",
-	"zP6VpfkDW6Zwkb3Y4cbXdGKaQQfGoeVLc32BQgaYrynXIPZdWXfCoismaKWWUp/meTQd9JQo+wSUeCtF",
-	"kBQzctOQQA2D2hmo1lqLUtJ4lsIUclF8sYUXXsv6rs88MljLoRN8qNe+5QzzRd01no32oCpcIjxlosoj",
-	"Wod16a4FLcEqJgtASRlfQfIzreuNwxNtZ3XkOh6Hkbnpzra4R8dXec9Qml1+iQ7kjgKglnJto4wweC5K",
-	"wJ91UuFBkoyTAjgDVGuaL1fW2XZqDpRZduB+Fg2BDuKZWSQzn4IF89mWNb9+MQbPNIZR1lswOytDq3Jl",
-	"I5JRNiiUwmeq3YeOJ2EggDkYv9wvXdu9HoNbmt4xYXFbg8QTrsgnWNj4mQ4p4/c0vToOuMsR8vuXTkwN",
-	"HgBM8mrETR9m7pg5uZ2ONdxb3HbCwyTg/jCnrP1+e/IMeq8QMX+CgCRX+ZresWCJ/8EL24IITNpu25ML",
-	"VehvZN4Y9QFH+2lTcH3J4mnxnSd9mYow6s5lSDtuwdimA6CUd/Gr0NbsBAM/RKGZUug3qeDR1ZJSRfwP",
-	"di11TNzknlkUGPja0r9WtbwpzVgwNUOUmwv3iXUfJvsz20tkpjGakYOvGDXucZZt9Mv+aCr34bj/Arxv",
-	"+Ar2wBXUbQvjG6FNq6B4az2J3apbyNcRot5ow54N0SQCbY5no9pPoWD4W9p7lu/I3Gu4OTi3c1pVczCJ",
-	"5g6LdE4OYbrn90uptP2yE3eZG0mp+/pEGJOyPd9iuStVBJTptKo80wQGXxzyKcJCmWaNLwNRbd/7SfdR",
-	"047PLpOxn6sTuJ/qBHrtzZotMR2/HdwNwMHbLKpnsT5TT3L79t5fvEHkH6ptufAczYfmA4VcMY5UoIuR",
-	"YNPWuD76/e7qRgFyHf7g00kNiH0k0Z/XuoGKDKVPyJcvdrH+Yv795cvAXVLsLb+mtjuO6qKWD5t9L8ir",
-	"piyNpnzYAF6R49XacStq6WjpCBda7hTT9TcDX45nP/3//8vB4/cGdqcsiRSPBUpCQRmSp2DodN/rkfTI",
-	"/xdDSUIAoJNtoCRwGwCurr1ysVc0sialvL3dhgEeB0qauP0AFsJ6eAMSELl/j0KSmN3gJSN+FMvqiU5i",
-	"4Oj1aQ+Z1VIUZjV64v8ve452R/pPeWT+ZzpdZPUbHC4IirmbeO6eGbGzWPzGR8T4ofAPVmtTFFo9DObj",
-	"eQStR1raAhvQ8Z4rLV6pbDxDmmtWXCZLx9w3pKkA1n3J8yVZctP6BoGvXRsTw/EF1fSGKqBRTGBJmK/c",
-	"iNzj3g4GiImJ70pXxJ01dc2EtrPknpvY7JqWE3u/rrlmM7pktDBH7a79X1OdL9kwJA+1rIL20X3wvvw0",
-	"ZRGJiK1YbwqCjsZl2Ii3xe2P3nQg9luNJxHClLfhV/j1Mbl0cFpUEce56DNLCqbMYGz9GsYWT0K/t+Cq",
-	"wj4S3dSI7mXsZUK7bAOOsSBUU88UwkIMRd6HQYaC8Z/iT4ZP6zN7UmNmAPasTT/dPvfxkYlkja7kEps9",
-	"/Pz53Zt4RexE+jyPc7Zj5GsaaKQGnhPZgHyAvqEiZ2Wi6NaRTA31uTZutZEjsuCClnhFP9L5UQ603UoD",
-	"qHYQc11y6yFW65b6IvaCjx3KDGAHsJDYHMkv2h2QKlcGQ2Ma8wBVdwz3CteQz3jHRfFdAtbT86ZO3iNI",
-	"LD/hWgGqG2D5wjuF3QSxf7Pg5zjr3DL4az/HChpOWJeWre31qDY8zQeyYWl/r1J1p2LJh6FXCboUUcXi",
-	"HmXn/eMM1N0uTOaibs8nT/WcoZ63XJiPp6b+gAEqSCt5OopqN9A9ucq6Z910smr7iyhftfqdCKsje3CI",
-	"tborGZll6TFdR+LqViGdkKsmzwGTJSM/WMV+bRT7pwZTY8+sUodgBajlOH3xG6/EDqDc3SL++OYPsgNs",
-	"/yA7cC84yA5c8wMb4qKkmxijxCnA3gLXAVQAY1YW3dp/u7tWWx25GQKPi8VpUxZ2LauKFVBonUJUVsQ+",
-	"RW5YTh0MgB1qbcxVLSVRpVyXm4mvXQy/b4cBJGllr20fIaKGdFiOBxyzhTLCF4SKzfFTxDIxnTlc9zji",
-	"F0xaqkUffOdFUKezSYAcpCu9l1pXs0V5nxH8a1V9nZFlqRCebASUrGYrqdlpUdTpOUU7FyvnzZHe3hwg",
-	"JALXqdO9HjES2xnc0UKcEPaJgziN+/ATKtrdsmZbycyh145ck23NezDVbkf7rdHfmuHspRUyaqb4Sd0u",
-	"ngW36JsGFpOq4AXe+3l8jal0Rbb1HQ9Aq00j518jwP6mUZCtD2M9dzjnWev6IW5Pp3+93ItBP2N7Zh6r",
-	"N3Ynt8IexiRgnOKpO6MDUlTLh03SB7/eYt0zc29LWqxjjhBk8mETSW95Evz/x8/zqJvUH+cJnnVc22RT",
-	"V4llnnke2rwxTf2wmeZxYxjW1muNjkDFDa9+z585z8djENkdsqbtWTui4ewQthVcdxZdn9LCZdOP47Ed",
-	"0NRSBETJT2o1Tbz0AIGWa0sbhb06saF6h4iJXRXS/whoVhU5dNVnVaOWmdsGR09iZHRzMxJjlItFyQUb",
-	"OmTBAV6bwXzCh3c9bKWY9ArAIMOUtJ3fUPNbPoAZZacBKS0UOayasrTmDU78gpcJ3gl7+kQq1+zJHC67",
-	"NRjhBMGEuzbFzp8hiaKA9iCzGd4TgT6x6iFn3SjcCaHGzYStAckeiLJtTCZjMm9l/u0VVLGb0wdVplym",
-	"BRztdGT/6ZrmdykqLmjwmSL4UHq2x0dxbVqIGhTpGNF7y4opa72rrD6JCdmKyLaKxRdEbEkXX5oSRbJL",
-	"OzmK46oa/reP4oQD3UHI3Dk2PW5z5epE/uFxm842jwgDaGyIBOP5Y5mDTvx54fA7vZqE04Su6SaMxWBD",
-	"B9mB/dlASAW3bFQuWQlFcRQ4C1DrdzxO3LSe1TCabR9L20fMKvv9RCnK09w7GTDvZCTBv/U4FisPLQ0j",
-	"PgSElqMnpK+KNpmehrsozi8C5hjzyLGKtQUhBZMOTCYqBQrwN+KYUVeIzeHwgd7+Qg6hoam9HSc+2mn4",
-	"vU0Ic+EkI7rl7vO3jJZ6+YZpystosapQTKgGa/jxmrnAh50NYKzsWFloAOsQhc3Ewm5LnxCvoYVDmxXv",
-	"oCYxfi7mvoN4MV2wB2J/5pJ00MFYUaPY2MTYHSRUR+bjnSj4PS/g8ISZw4z86Roa5xvy4mP62WILTPPI",
-	"HBCBT40IakWjm7oEDtTkxVsb28ttXgH+oANgIqT91KzqnZDr9EXfo9Hj6UInDoJWLlWbOBK05bb3e8f6",
-	"+gOE9eHPMyoKXqB5crVsdCHXIkGqO5Z34bGIE4kr+xydHqq+lYVwKoJVzLobJOtkQKAAD+56V0QUOTVQ",
-	"tn1J0CBRQNEqj0HbpK9srP3fxBAA71lNS7/HAk0TLi5QuxUMIHoBnUHQe8rLXgipw2EcX87vuTBnuIPb",
-	"7r1uxDrGIbStR6cctNz5ivJyf3bYAE5GMVEQigSDQpr9ZFMx2crysvUKn5sEsMEVftFexwKyqXHoXGKY",
-	"/anZ7ZB+m84NfBVgkgWOlYxlY+W8AriPAOPW7xMYw3glq5w202NF5Mom4ewwm0MEpFhVBeWNbp24IKuA",
-	"LHLiCWSXIp6GAV/N3r3xfjjA5LZwxpFqDaGHcRWuPly3YDKOjTuQiQQnJ/wgIldha/Y2xhW7j3mbULNk",
-	"G+5QNoaTkl77OFL491TxHHh2zcybxaU3stF+o9uMEKwijlgidQwx4OziMzHfcM1y3dQMkki80W8t45bf",
-	"LB74+01P/FyuVjy275FoF7923ETU5kIiDX4PoX8qraGWssyXlAuvTqOtrzmSem61vpRKx8E73kqlO7hn",
-	"gUn3m9gfMnYy9Yi/9lnyqpZFE9PGF/jFED5JGSVthKvpLn8hgLV5YqytDNodIoTpq1FfQureaZ/dNUzV",
-	"VICrPlb9q7jIo++bqFInnv+TrhxgAdsm/U7rkipGbTkv4SBhGeqWcJ77E+LWPa3zLmXJEkRQHWn4HQif",
-	"ogJ6WpboK3Slc7LXZEdhhrkL1dPwpF1TlYjrgIqacREy9oLP6jP19oWFhJYKmUDsKanS5/FLSPi4xQFR",
-	"kHrZccy4sdVsAlGy9ZQ9dNWsAKJr5AVLaslPG0E2TKdf04iYvrgK2bHdO1BZnBDRlOXQi/bLaEVn6ZMo",
-	"R5DLYGEAnhJom234og0uQDMJwppGCDrKtgUvyKkgN8BTQlZUAMtgus1RwkJokitiHyZCrhNWWlMB1dpF",
-	"yDE9paOWlNqiHxp7aUUBcQlzVFUCzo2quxS4lbrDIxx8Ce550xyh5hTt65vvOkjBQmyPuCMI7fSG0trZ",
-	"IOFeHNYg6YyWmBZRuyStJBuYdhfQKrlJKRjDw7xsxLgv1aE47/GfD8YN4l7w30fYFUCcZqpiuXHZgO6k",
-	"1MgXoIwp1jOj2mEN5defiyKgJtvVkqnGdxhXYAbTcGIiWzZtdXW06B599KfEsB4wLccOlI5egVMj0sWl",
-	"rM1x5A8VIJsxwy6M/SFry1V/w+CD+I3suBbZSVdUXhWEllYgCuHMtGPLvJymN0jSH7JfdPzOILo04nSa",
-	"/V+8icY/vzdf4T07BZNkVbGCUA06w35x+O7qE/n29YuXGcETdt4IMMKQhLcR7mfwG/Vb+I97vhOxckZn",
-	"1c7k6cU7j6+D+8v2ha8qvKBT/wA/FuK/CLiZfA1+3Y87blU/hmNiD1WM6S5xv/RkHk/o53RXJ/B8Wnnt",
-	"ekGRqYjtpWta3sHVZxAe7S3L8R9fvmzv8Pp3/xuAdIuFftjrr83sfkvu3v5CsBW81lPOBrFX7c8UKek6",
-	"Ay/pZgMo8fhgZ8LNN1uxzxeR8OfWrfimhzrXHf2F1smxQxZro5YzLWealnfkNuqGJCG6PlVMkENjJR8Z",
-	"/QvAKwU5hEjz0QTAIddwqu/p5DmBXN+59JkbMVWHFF2JYlS8EV9TDpEXLc3BkYR82d4GkMB8FQ2BYss3",
-	"uxYnjKTrFeye5+yZsvRTEtlThgD0Etf3pjGU15KubY2oaRpCzB2CxipfUeSoaqKXH2NlkEHbiulwT5Cm",
-	"mm5cYBPD8xKdAF4M5sBA6cFAqmKizsdV2HpAOpe1CHmydSPUCblkUINR2NSRN+fvz6/PyfHx8XN4OJzk",
-	"K1/C434UneuK5ndMJyTu8vqC2Ad2kbh0TcVbuXZFrExpClAyZmvf3rz69uW3CZ7YSu+iY2IsrTj+QXnq",
-	"TDYW2eKv9qxq5L0qBS9s3SLH3BIEBZKBA+6uTKgXsp4GCvdLVOMxpX8Dmgi4gqIO2KZPFUFvKRfmAZvH",
-	"6zgRqSiIJQfIl7QsmWXg711hlLey5nrZYxr48OabFNOA/4W/fghbd3sCG7h6ezp79c3r6HZ4FCUFvrid",
-	"hO6Fx29LJbFieimL7ny9Ob86u3z3/fnWpMGS4C9aSw4WqEvk4xrIyNX59ecLcxhfvD/9v/qjed0ZzFdb",
-	"g/np719lL1/H+y1klLHz1E0pfA8FgOB6dPsHVERwgWkseKANpWW79CeEkkXN1JLUVBRyZRsbvx6eAlvy",
-	"s6y6s00bIOTsjuO/N7TkyHhulAEyy27J6InpGbOOBqFkiVkrLpD1s6wykmPnAVIqh6ucyx/OyKvXL/+I",
-	"UIzIpoHA3UhQ0TlzBZIWQSfjsFc8rmQ72/fz5bvMJQ5aFoyq0RbbIZQj5OugwgfO5k3N58hX5Ia/9IHK",
-	"LXqvkbmfwtbh5thvx38Q+YaZ2KhaXvK6uKC13pzRit7wkkfD82083jEnGx8SKCYh8llE3AvjkBl1GGvO",
-	"v2xD2se2WJrb9m2h6nRu5vYFZ9h+lJv5kY6zp88d8ZsHwNbhQpBqi68TTjAO3v40GvIvJMOYPz60f8h/",
-	"D2Krbi+3WahGL0nhhxPv8MN3TYhg2ZZjnnc40nBdslBah/fJe37PLmwtcvQyDKadfL58r2x9EfB3Wzib",
-	"vbDi2tzsR1RC7U0DACMBhJ4bBnk/Ltdlxyjqriyq8F4QOUITNcgQU0vw4Soubks2M5rj8+V7LDGwhvD0",
-	"W1S7zhi8i9/1P2lRDTY3hsEQ5up3VglIK5BFI5K7/9N+9S6jEjiA0b5D9Us78O7GdIs8fVc+zqkA+8Xt",
-	"Yti6HnnAzPH2Di4tw0EnG8OaY0BwHM/NgLovI5lKA4yBMiq65UUwvzQHg3H/NPkK/7GSSrt71gW/xXIC",
-	"4NA4bPkUXhzthuv71Ysh73m4tk6itHltdwLMMigwqw5EHpKoFxZ/XD0jEWADzHIvVWZ+LohsEOf06AT+",
-	"RJwDcvjj2/OLoyBtHoAed97SbhBdOs5vIvd+A1IHOus9F3dR16FVQCUXgARrJCmkZgFfwaJo1QwlfTrP",
-	"h7fJoHmXI+HDWyXdjBF3TFH/0LitAy/MWpozwNrXatczwA0ydVa57xE349DWVDGP8+nRSmfpmlDXxp+j",
-	"hS3dScOK0GBFOlPYfZsxEho9W7H6ls0wQBkvf7E36ZdU3I6kOJjtv5RCNrUib6+vLwj8JphdxdgdoNDW",
-	"TDUrLm6P4sGlKFwwwhoJXcuyZAW+ALhxcGHlGnIgOqGDQ8QJpjjrFdXLI+BxcqBiuzDndNahs/QDZDr9",
-	"6ftp2v57vMqn4X71Gj/cq0Zgnkz7BzvrqbV/ZsGeb9hGWmQQ76w9U+gsbB5/RAxrRqdm3zOq2FOsTs0E",
-	"WwPTWxcIKKIub5QsG83eD6zM119B7n1vv0hNS+IWNMDePwEvSy1ljanEVOC7bcvt4mCzAeD24Bqgfut9",
-	"tuZCeQ8Py8EBiezoBFvvHarmYMyXkucsI50D1oYfzCkJ17BGTkYMAzspftVfv0iCNE2V9pLDbQJCNlWs",
-	"5rLozGsg77vQQL1+hMliNh50J5f3rFb/ySyWFqbnd9mdeGoHDnALy821IqXMqZb1/8J7OLYrn2KX7RYW",
-	"6Maj52a+53sEk/95t/Zj0VVO3NpknjC88zzy5SDwWwtTMQpE/i+N8xRRkKdHau+jrYS47Xsgzg+AtycK",
-	"q65rKlQuC1Zfs1VVRsM5p0giAk8RbR+LqMKm4PJ7rmuq2Z9vYiAD17S+ZdpmTtxw7avr7264fq5OyAtS",
-	"Mu1wFvB9+VJKxYY3pr8EGeD/gZeexVMxPmESB/YLrphPSC6rDbljrLLclKJqOnST5nvjH9D8IDuQFdSJ",
-	"VvnqCy3p2v65avBvuEv6aX/8avvYLpkakwoW7EoGwN2BeH3z8lXUD9c1Pa1jjJQ/NDW4i27hJHwBSI34",
-	"53NI38VjSWWk5CtuwUpnADGgMzLTjWCZ+bc0ft139xmZleyelRmZ3WZkdsc2XOgvKy4yMrtZZGSW1+a/",
-	"K/pgRMl82CwU/wXa4A9fFivTKK3Nf3JQSDOVf9HLmqmlLLt6Zjswi90GCu+25+MMCqEK+urVtg4CrMU4",
-	"6IQVxIUH4zBbIiKEA1vh1SgTVgqaw77cYnNwQSr+wEq1cxeM3TDWh11D7D1ZDanSkaq5j9s2eiK6FuN5",
-	"yJ8F/7lh6JrY8wAKhHKJ3NoT0w9efxW/xR+HDd+Lg9Q3PAKRHpbp4CviKKW8YJMUOmKwPKlCx5zLYSGC",
-	"1w6rdOzZbip9+QrytJavXn8zpLwTAC/2xYjwsv8m+uPrb0fG379MDOV5+z6jW04TzFznZHSj8koi1FYR",
-	"gci2D/3wjEihzodyOs0oSZTibJsl06tw3A/CcpJJRmfEZNq7CuczzMNpxa/N2fLoJDPczISK1gH0DgUm",
-	"kygQQyOF3B5rsXQyoCp9F9vxH9naZbK44v8amYa5IGfv3lwa79VS5tesKmnuIMcc8IwUzHgWwqrwkkM6",
-	"GmTkULEJYSP8aoyROvnjNjiN/XE7cHVgBqO38ho6+QzTVW88wca8IsyvidkQU3wJIfX3bCFrNjAKSOrq",
-	"j4Mrs8x8hzNkMMnCvKzqJ1oMLzXcH0L95Q0jNPx1gCO1nZgxtuhc2EV/GeEEbupKqsRc2S+HViRm/P6a",
-	"3L6WDOdPtWyq/bbwD7g1IQZ1a5ppN/Me+3fQ/P+hZsacetDRRLKJUv2GK7ghdHpzJ2EencjHz6HH1H3E",
-	"LIJOAmyR00YvP92z+qKkXFxqVcUocfV2eqvFO6YEEUp8+iKR5tvKtEbmlipzfkyum1ogOQWRjkE/JMuk",
-	"NXPpw4IxvJpZIT4MpA8bDTzHq6vPdTknh1+/eEHmXMD2/3Iji82cSOOirXmiLiQdzYut9AS6PdpoibRY",
-	"UaQgWWNWKUQvh1jkTTt/ATi/SJWHlrOqKcv4L6ftBcylgDplWatpOwMz1M/SKU2fPv7l3Q/EurLGi/zT",
-	"95C134I3W6iFUV8lXXmB77DFHbwI32I/nPySZHnRG64QaMTBVpKcCiFBnQcoHdtzD5rszyzii/yZQYqv",
-	"MQIeuIKLenjY+XVQAhPScCK/1gKcMHhyihu+pApqgIavtpWtd7QXx74EbXs8S6ou9C/DreV0xWoKIAcV",
-	"FTPNSz37RXbgdoIWubpa0toJ0UjLdia4Isr8CAOVpKlazGhtDvhE5f5OHnfAkWytNOfFubcEbtyoZP0G",
-	"Z4gxiJDC4fua0buYhLEKBuHpxL3HazlkSkbvUzAHYUXOYPIurkkYfjb6/DpkZp7w+8vOb3y+4OdYroSx",
-	"YKzIfr58f0zgRsHTna3I4fwPf/jD/znPyNxM7P/xhz/8YX4UuJ72AAnOlYzcNB7c09VSQQdZhjFqKgoC",
-	"ENVKU7ykVXTFviPUJWlQAeeKr0Fwp1Pn+GoPqsyoKcjgjxxRR8fkFNp12fxhGzVbyXvUDKsoJfSuDKz7",
-	"HWsTsbf3INdFO+izYvWT+YKkUazex4rE/flx2K1RS7kWrmghl0LJkgXeHY6V5CWjtWPoGdUXtSzZuyLh",
-	"fJgvCfep1yO+B3XTULN76c4UMyHPlIfgNt6fFDl7Mu8jBX0JWxe+c74HLs2unfT87ECsepCZpepX8A4K",
-	"mYrh+n0SfgFtv7i2F8uI52u884oqtTZmW0E1jVRSpC80PKCYaTu81tg1M29YLtMyuaIbY7GAXCbRjd7L",
-	"Wy7Guw/nCDLTm/ds1Tz4B3H+/JOPqHywE3+GEeFhyDa3SGaWO7yTsiZw0xKt0jBPY3/d44jKBuvU5x7e",
-	"qfPJDd2WUPgtgWhmfgL3KNhIbb+WUXl7C8LxZ4mKzSdg41rc6eEtZzRwyXSiXHgg0L+9IfanCMUKqmlF",
-	"KubJ44OdqsRgV3TCWObZjDR4S0JXUtxCrgBOHRd52UDOhZ0aUMbjeZh2DJ1ysHC3Zy0ir5OodIQ53M2x",
-	"7fNTQjGOU1XAIP8JCSqEf9XTUlXgojqUSdfkpFA5nDTTuSraycJ3AoYO8FaEpBUZxk+MvJnO/F4kFj+y",
-	"m6WUd29Yye9ZvRmnHy3sk+TQV+KdZuRv+AjWEEJeBdh26m8HRwlGUWwG/3EmVxVqm+zgR8TMuGQasIw8",
-	"regAlyjA+uZNzfUGQFssQgejNatPm9h1Vls9aXc+OBlzdZ9/qaj+cnx8jPA/N43igilFbmh+x0ShjBnv",
-	"zAmaAzAktnMIP1b2x0dmDu5ZqVAFdyFbSC7lHWcn1ndQhBLsq4ttQxpUzRZYn2zc4a9fvCRzWvEv8MQX",
-	"t+aQZIZOjfH0oJFWSpZaV+i75ad1vuT37BpSxyPTgV/b1HKMuEOikP3cjtRD3pHDuZlXWfNf4N/fke9x",
-	"AH9rXrz4Kj+9PHv77i/nX67fnf35/Bo+Y3OkfJvBfEC5irFcclrXm6Bu+OfGSNa81vkX+24c8fxo6kix",
-	"I6kUNQb6qTJ6KucVFdpOebgIrWeWtbV2Nqz/49t3FyDiP749v2jnQxElPXWfKGhd4JO2ApusZX03dQBw",
-	"ZRaLZKT67lfrPyQPYAlPyA0XhYJ8q1rKFXTb/AMjaBmppaYBBHDNsEi+g2vIgQLVURLgMXrw77Or+3x2",
-	"eX02w762irDif2YhSdcZCHqcDMHsoO6GABgX25sSzuZQ4L58eSuVnsEuw5/N0cYD97xA7fn2+vri6ugE",
-	"IU9nYHR0ymW6pB6QBUtoqSQ491ihjqM7U/UChzd3dfjABA4xghkyqpH5FctnPzCdL2dXXLO5MUTnn+C7",
-	"OUQD9JJtIMDd28xfkXmu6sWXmv0HELTO/VzjTLRzHQx3e56N4uNR8HAj7RgLMMO/cNGtK1ZjSNWIO1x7",
-	"z5R/yoyvZrQEY2yWy9WqES7bdUUFvYUK6zZU1tLpw+4JQMAc6LdpEX+pfJQ1w8uEmQd2KJjKfNZy1lYY",
-	"wZMo80Z8laNZ5TXUQQmutBN0OMFd2qYZHNeKVM1NyXOsunEnFaYV4xGrl8ouTUnBQLbkKyBC5IYq5q+C",
-	"86VUTDjRLFhVyg2rj8k5nIP/dvXpIwEmTnc10ihr688Bj/N7uKNQS1oxMv97LguWOYz6DBja2LvCDFzX",
-	"G2N8/7fMEdb8t1/n2GNMBrKth7VA83+fXZsGZu+KufGBKikU88ARpts2yYv93NBSkbl93TzzGotanlC4",
-	"snQwqisk+27ZXu1ylfJWHZMLakx5uOIOVKDjwXQ/YeKelRLGjPahM0syAlZJBgbdX38ygwxCdCuwuEXl",
-	"3+F9GgvVuZJFU5p1000tYDFRKpjQMC/IKDo3jc+PyTnNA50G1j7KhztDw5tbs6cfjIqZtR/OPY6yfXH7",
-	"EH4wbxmA7SwxsZB1zlS0Me3BMeB2+2YD5yLGebgisNJOlu0qsRb0wL3Jnsh1Y9xKe3FR1HyhCTUnBAZQ",
-	"g5HN/zAnK0bNSdWACe2/ygh7MIccUIW2q4myYVQjntFuKLCrviPGJcZ1y5f2lCRUSLFZyUbZ2++AGjns",
-	"idHBc7NLl6wEHWylu6OasYVj8qnt0YrWd6xwHWlP6e8IrfgMzQTXFbAyvJGnrG4zOhjiPRjXDTB6vJFl",
-	"HjQ7NGptnYQTlO6OtQ9n/pgKO5V3j75O14IO+4Oi7VA7h18KJrg5NcLpwd0eCrMic1yu+dhColocXMXk",
-	"yEuZ0xLMOt9YOFxrAVkuciPm0mU/llJWUKoCaHsLanFtttbJzcVEaah17qRB0ztbg0XTxl/mjE+rNuc9",
-	"+2ZODmWdjVmAAIgzaBVvvdgaxm4XxU1HxURxhPUlGEeSK9dfc4addLKiMmOgMLutqfAeCpr1UCnk64Ps",
-	"hxorL2L+hrHCcQfYq4z5cWq+8UUzbPP/Y+/dn9s2svzRf6VLdatEbkEPP5KdSDX1LcV2Eu06sdaSJ/vd",
-	"nblGC2iKPQK7cdEN0RxX/vdbfc7pRoMESMoR9bD5w0ws4tWv8z7nc1LYHBN0Uj9BDH+Gkrj24CgV9VLn",
-	"My9YAdzWmFFdhC7kVKaLFUKmYYsnqPEZNvj7Dj0W38xqVVD3BSvyv+8Mj6kMpfBnzD9EXrR2KR927IJK",
-	"q1gn9Sv37PBZsz/YRWMPH/ldXJ5rmF5dQtOnffYuFAwaqnppfwvSIWQhlD3CMTZHXo8aJedHNoL+YCFu",
-	"BaKADX70C6E0zYzqLpCK3Vq4oVI9DLlAh8ftiWHPZvQdOlJG9Q6F1oDaDokbkE8cQ6rQmNn9dXbxP2yi",
-	"b4T7d9w2e+hBg2EI1AKYEJaDkYVN9qZOE6PZSScCwV3L2fNPn/w5QEnmn0ugtCzzPoS2Y+JKKFHxApfn",
-	"2TAJZpDFz7tDl7r/UN0V2v3uVxg+vwIbfX7sdr5v+yD9rendfUIDC6TtVbaUbr+YlSIdRi3E4Su+hYBH",
-	"eCaFUx0vNz1pTZ4fPmvGdv76LOTpwLa/BPW2ktm1U/VOX71xSgM2lTMBRuyHf3/+ndeL4Li5b86dDfiE",
-	"0naMxWcjCMqRLjbg6BpF9tM47NH5634q9JWubcdh4IqlJ1CUjuDs6T47IW9AySs+Eb5HajOSAL+Ui6zg",
-	"nUzsMBKfPhwLL02dIohZSaBjceakZikKS+44Chn4cXLD5Ih4JYC8YJy3qf497qr+nf8meJR4jonSw332",
-	"XvAcKR6/I/LGmG9hKjte4rWlNhR3JTIhKXbsaRSVP0+wbanmLG9prFDZLGWDZmnT85ssvjakTAgDBIme",
-	"AY5N+ynn8YilIPrTJC7vSpolw8jeMUsLqQR3QvGyEClWU2MJfTUxrSZRRWNoI2E6Zlo0M3YE4ltlgtKI",
-	"pxDhnMGgh1zSFgIdtdtFuh9BG1A4HN8dvphvD+l7XQjubB93AJt1dp8uNA7cOtYSSG1u8JiTgIuArge3",
-	"x7CtbkZ6qnA/E38n8IoQ5o2yAqCpiLNW3Stm2LazPcdCG9LOUOC2zMQwwHmzkE7CueWF8CrbwF87v8ng",
-	"QjpE8eMZLp+xwmkN1EaDTTisTKXrqzEJGjDlkVvvs98rCVLIu1V8X06f/oAcWMxgS5odacg1ao0Y2CgQ",
-	"OFnJYXtQ78255SyXlcisrma7BgA0yGCUBjA4p7ABo0qIPVM6ZbMSYK8R0zBsimOmwfx7NBhjdcWvxMdR",
-	"XRQpG4QVTU+VqUcjmTld7RxvSoeRLY+Nn/FzEj+eo2MIV86nmGBLWs9WnVB0g7Gg0ZH1CQcpYekBtphM",
-	"vb8mRwc1ZD40xw4vQnoL2Y+YbAHhKmkLEZJFOh1EJ2enUa+oo51n+4f7h/vPvv8BuoyVQvFS7hztvHA/",
-	"Yt3QGHzuB7yUBzfPD5wxd3CptTW24pB7WXbmlryCMJehOIhjDGieRh4ebCLkITylMpYXRSOL5nJp9tm7",
-	"2OwgpR3yfaQ1ohghuw2aAw+WxOWs16I58muoCLkTWGCmfXI6b0wZ7zICpiFRPnH3FmMBY8gtqUB1iQ3S",
-	"vT26sud+kcK4w+Nn5Qygka6mHNxhnnoH6U/4G6gX6X/vhT/3/g1/eC94sXd65v74m+RpsMELeS1A0wv2",
-	"LxY8LIrNFyQTcZi0hqBkwkKSu2Ec+SJ0DUYNiIiJth4WdJ/9pCt4yDTTAtSBgpmxKIoE0+gJJQcJuqwA",
-	"5ZA3KGDhICE5kqlQaA+TrfTcgYH0S0MBFqk8y/vRv2fvlc4dW5HksIcyD6/Ch72MNnzA2bTSIGtyEUQc",
-	"rFQlSkz40EoY9vL5D0N3BsGW7RxVSzotrv0Px+DummpWYfZP8F2LTzyzzmBRAlBK9qFCl7Sh03znaCfM",
-	"78R9F+iS5LvZOfrfzoY97ZUN2ke8Ibuw1AkhTdChic/3IpGtCB2098HHRTgkKK1ILvsHBjyFsT/qHFJw",
-	"3VAJtjyqaz/4p8HU6ObVyyK67ZXzSWrgYO+OHLv5JI2G60ghjzI/Q1ixj6ft78SRW8dlEDkL5Aqw0ueH",
-	"h3c2PQxYd8+mi+G2yrP/SHZe4li6PhHGfPAjz8PCuUderH7kJ11dyjwXCp/4YfUTr7QaFRJD1y+frfGJ",
-	"M+xgcaH1W15dCXzuu9XPfVAEhCVySCJ2Jhs8/HyNUV5o/StXM1oOaBz93TpLeKqsO1oFtvGK49qOft3h",
-	"Dw2MSHQuP2VO2PMrAyk+BPk8L+J8dlPs0d452vnhhx3/W+NS3DnaQbdhcw3/xAP8R9Ij//ea3KUr0dmP",
-	"CxDHAvZwDz9nM2GbuEWUBQeauxmTN6ThaaDSOI3BmS2+OhgCi3BFq061Yp+d2sbxMe8NZZci47VxQudS",
-	"O7U8JFR5zTx8f5FB/yxs4DTnIelnU1Q//6keBtCsF27T/qM65hcCc/lCwQAe9vb5MFYWBdho2GmFeFfv",
-	"8b/TY57x0mZjfvBZ5n8sOeIqx9wf0eg19GRUQhXQmaCeOsfI6tlvPzM54VfO5oGGHyN5I3zUDs6zRzqu",
-	"G9zzSFZ7nZQq/kdyZIVQbCJVjd4fIgrUaiFI4D/vNTy0AhswqQizHvYkGou/GSNtLYB7UMUotrlPkz/N",
-	"wdXT3FOAOwOmGEYowdVr6mhx8BjgF5EfgIdN+hhvUNFeog2Gha95gqD/kDFaFjzDIp8FKn2Fg1ulQnVg",
-	"ZccNJ0AFcrZRowDJfEHwx+pPSPiqa7izU/1Zyi7goByU2Imz48XYlavj1Z28Idq6CbTZx9wkyqdFP8kX",
-	"KwgvVz/ym7Y/6Vrlj4olIS0HssnCWblnZnNAKTv95vUp+h+DiY3sJWxqEpKkUcCSs8GYWji+o8TU8aok",
-	"Zi7Tsfb2HzgD49oE4lHu3Ogid/zDCUelWaHVFQC5BT/nPjtRjBrtuRuRgc+wiAO/HI0SjNFY1nNz7XGi",
-	"Y39YxBMWqfo9Ltafp2x0eAPz+DIiX17gtwaNf7lKQLN/5efSR/etDdj/Qn3+8dArbNY8wVLgoT3Xe6Ji",
-	"8KLuefNxiX+M3K2t+odGk70S+Z6bUFTfQj3BwFss1RVLiTrP6Om2M5VSYCCuEXwcWrVcHE0YI/KzpUNQ",
-	"kxG3aCGpoduvtixH4qgVx+7ySXUlQBBrKAS/Bsgt365ECYkeLixAIsc7VB6FVVS6YrZqan9McMpK6zQS",
-	"XIuF5WPg63KK5pRXeVzT5JWltta1a0g72qPD5x6H+AiwWijMhaBl6g/wvh/RRxx+mjBdW/A2pu5VdSXS",
-	"4TFqNeBCh4BFZNwEILAkuOtJJ3v5/AeWVtyKjwRTlkYhlqlUuZ5Sja8xjkl7VhAWDVTEiSBYgPBzqQuZ",
-	"zTpL8w2fOcNuNtxnJ0XRpL1EFReUhnejr51+1pRZxL1HQA6hqx9TJDFuBhV4XTocEs67qfIbt7MZxxF+",
-	"x39khePIC0p/UuKlvV+HUBxq7Rttq97K1+802Yg+dzfeSOyYBxv55Wrhs3WcM5wSbUS+dTbdnQhtnEvI",
-	"OGMKJC7nFLayoaluYdlwekhpbrH6nbUlKrxzQXYCj1smMUV2bSJ9kcYNVjGUfMc+W11CdmBo8wocj5il",
-	"AXCAqWa/WFu+U8UsYed8Is6lFX89t5XMrGdFRx3VHVHq7FhXds+ZtXlnyQhJQEgY785yd29Kz514EGmT",
-	"NOInKE1HCnzgMT6tn0aF36Qfwzfx3XvtSxGSZRrvgBP9v5GApeqJssRCaGo5DTlcF/SvVr7yq/P3P9FD",
-	"YLQTK+nM1l9M1u9YZRBIRkQd5vry9/fZ7xjBibFnSCwePutWckLQyvAZIS4EPxQwPLSbFvwydSVMiCe1",
-	"nDKLCkKPWyaS5wg8wL3e2grMS4Ojp2tNriobuK31P/sEPtIOvaaHLxnSCVv0zPgsmQ77R8GSvkXvEwhw",
-	"bkU4M2UTXvTTdAeyWYqBU0Xws1DptQcriDAJWaWN2TPSNnGywVypxVF0U4rOLmcFyisVCjCG3UrkXN0F",
-	"pRp6BUuGwLsvB/BaGSpqbkcWlQ1YhQ0pGPDuNQJSDCNSLbWMq5xMfH8sEmLpaADh9t+v5kGlP775dl9Q",
-	"iqh8CjC7QpHmISGTGNU/SMMy2AgFKRzGei7sXl/Z0cUi/+hjk47v01ub0jPeUagNE3jEes43HSODFvJ8",
-	"3jy9HxsfUx37FZX3ESqG17GCTq2ichIwct3JJ+WBcuThuFK1AHQHnOrqGk0lEqutrIrITdaIDoM5vCr3",
-	"UCaX2noawFJXhDFckMQtYx3zVsPgrWZCIb1eORXq5eEPLM1IlU47uadbqAe2dmKOQyZMN8sJJudjNlYe",
-	"ym54430gdKDvjPK6bQFEdegJuNm6UhHkxqUYy/nRRZW+7vdrSedWkpON29Y97iyI0UggoMYCXmgjTDzY",
-	"x6xJEkOFuHFiF5jhifoY+W00y0UmIadRZmOEAXC/mrGe4vMwE2moXzWomFHREGWq3kBGFNwKXq/uCBf6",
-	"IiAzZJPiPvpMn1dkYTcC4SGoxz0S2kPRzWtYlUvRczxbC3LXRLQyioRp6otakseogrBr7E1vSScYO9jS",
-	"eLHLTPZpGLF57MRP+0VOwBnwex4xaK2gLLkGfTGHCdnSvrgdK0V8xwldSp8KDh7PcVyELiPGj7nrbIB1",
-	"UDiKUA3oLAqwVJQTdCIPbxgQIpKubdI4NEPkmepKgDDJnzaMHO3PWEov+kiPpPvsrbwWQZy7Bdtry2Ks",
-	"DfAFFnFqYQNXR2/dNXdW3N4bXTsPfP4RGRC0f30CPU4EuIUh0XGWY83sSw2Jr5LP9YfmgExbvKVhGtja",
-	"FrlGzBk2rr97rIJe5eItpKM1kAa6yKEXm6yMxQRuolkqJvKY3GNZ5XslrwggHspRCyo3RIDsJqfayhvM",
-	"cgcSP/YwQU6juJSKGOfJb6/32XnAzTSob0D2MqJnHjEEzvR5zlhy2IO/DD3XdOM/kFhSQuVdXWEWtxCv",
-	"/GothNS7zklzy8EZB1tzrfsAzmiNe2kw/ylm4KBe/4kI7HTdR35tYc+u/9xvOhe3euC1B0q+7SMNjPP6",
-	"T/4NUEDXv/+kLG9xN9ac3PqBW83gDUE+32IOAYj7ds8QCPhttj6G913/uV885vOtHjmz/7rFA6dt1Obb",
-	"nDXjtBWEDrvFAma25sVtnzoPGMLrP/MzIXb/BCz0dkMkLgzD9M9vNEMHvwx4fR26TYzY5+XPYw+1PpRR",
-	"5dbQt0pqZJRXHcJPi+rD4Xfd6kNY8BsppoBeuLSorWnYEGekelMJCs8zz6DTffYqrv1s9zwAGV0W0jI9",
-	"GiVMqKyaQcX8QhXqtZhFrVOD4GYpgDunBykvy/QgRdSnNPQvqRWESTy4LL1sgK47HONHfOZj8OQNKW/X",
-	"w7d7nFGEWkh5m3YA8SUl/L/0GNEp3ANuOi0gfgoLheYIKQJLmoB7Hqwzjld8p1Ffiw+GHHb1H3ZkhsDu",
-	"eC63oayQ+BsrgjeUfubu3DWEgZ6E5qlwIizuqZlKm40RGfIeAzZeHvRmCOOm3UXJ0Db14xGkfmBdEW9z",
-	"zjtinIgGt9NlbB1wY4TdA+zQkagOxCffaqDTBHvzCWuGyDdCp7AxogLrBag7LGQWBE06ElWDpDLA1HgA",
-	"/9wPA20PJk38K9izYdvgcqyZGhXAZ+csK6Utw5mI/JhVtcLKD3TbBAQLBAtd5FU4Sa+MuCFttGCIPnRB",
-	"s35NS9RH+gtr+U24anFP8KSZ+KjdrXKxBoXIiaeQbj3kd5CjZSXcG1MoZacO14jVMQyAA03aQyu5hHI3",
-	"uWVTXRd5VFmVMAKlTpi5lmXpS2owrQI9rNPxbJ/NjQG6O7SgUkBzIEwPXhR7utoLo1Lo23Xz5RlCPfLm",
-	"QcKNmTFKbmGSwB7mK6pZiivVpH2EbbtCAnSf22fQ+oCAmUMDH9QkoJ1i0HVyav59OWOgVh3wsjzwva5r",
-	"5XMlAUsadTdcI4jkEvIJpNVMoZVRexw+6wR63suJ2Ge/NRqCYQVvcp1K1Kb2ImdRqXWxXAUDm0Z0uHBP",
-	"J93MZjNJs07rhQ+uUI8WGXaEEoX7Sg047l0l8uNfmkRbcMUGdP6Hjkga2Cs89Vtt6SlrS2e4swyLIBxh",
-	"O8uGOPPmdSaUQuv5qb3IkgqsRGcfNShBsor6t9XKmqW+3p/xs4/I4etdPOj1vQcHDXxwHS8NrvrWR7PE",
-	"R9M+oPfso6EOfdIaIIs5j0jbBQL3xh6Q5d4FOCP34WJo9WjtkUQw9l2YZNJkw0f3PYgMxSVaNuStZ+Gr",
-	"8yy06P3epOTBZ9+58w/kB4XoanXyGn43TctiD/+nGjfycdNxlnUwCKXtR2jIlcYuUt8YjJR3clXYBlxr",
-	"okG/pdKKAuK1UdomDpgNQitshXiGoFUisiGiLx2R9/dS2/Eih8L5zXGo28nxOZm7WXm7TvJmwyioNdOj",
-	"ZxS3xT54MhmgeLyaVombpPVkp6yXFE3zIPN89U1031qtI9uUs9gW/Y4o5+61g/4O7j0URIsQGmw+PmWA",
-	"HE6+T/JXRt/flCKAp/MBFIFFh9maKV6ARyzVFUKhNO62AVr66P7Mpcn0jahEPmynhHXb0hQL/WbTp+az",
-	"Mh5JVgWdkW12xTqW+xIv9MajIaFT1J4RvMoAG4lfygISTXuo+hwjGljFG17AjJhwZWXG8E0eCRw8eld1",
-	"5QtafdN+6hnZBg18H70NXkLoqHSXyCP4wrgGa6yVMLaYsTQAXh9hnCTtLtzwWQX0uXP42qtm7psno/5v",
-	"95Z4+Du+iRDh73TA/IGhA6FLathQCSZyaaG58Kap5HNIMVrT6jVWQzwvzl0aVYK6Zs3Hu2ID12MCv6+V",
-	"kuoqYefUEDZh71QhFajgUO1NMcfFQJ23oyt8RXqMpY3SC1J2ao3vsQKwm5AX00r/MdjPvxI8BwR2X4YP",
-	"9dsrzOEv1edP84e3geNEnK0V/Eis4I0m0STLKx+1Eu2UOke/OebqUsMvW/PCt6PgtdV7TiRSE4kcygj0",
-	"aIQQnybkvDjKxYyXZfLpsZLSeulsXx3lPBQhvBc83xAZhABPvQI470reCEUejtVuH3ZOBoB7lDK74lxc",
-	"KK7B3i1AF1g6E+V9JYwDmXR0p4DuCNStp2nIC8TZvovKKt1t++z30BzTk3NVK4PlyCXZXUnIHJ2X0PCZ",
-	"lHJsUw/eSch4g06pOzyaE7vLXWF/mtQ37P96Cq6vVV6vr5UvbSNmaznK7jsXN7IaDsiuF/2JhhfQ2LFx",
-	"50GDp9Ey5wDk/98y77/L1PDl3lR7sNSmUNp+pOF0WNZU6iOetvri92rLMB7cBPAHivF5l+I902/Ja7OE",
-	"eM84ND9zZDfhVmbM2wBHTGnsZAZQQdlYuJHlcVM+8clSCQ5k/9pqtg+tWEHv8DRKtj+qTKRiHEfcInat",
-	"Q99N91b87qXI9EQYBmPsMDfg96/C4KBs5pYNVtKstxT8QLmd0OeltSf3Tbr2X/2E+6uzJBL2L60nhkET",
-	"FF16OLGJqHgEXO/ed0ygoVgj5ywIomTv8APyg5Rz4yT4Pnt/cX7WRMACVuYPLC3tv0CcBnUpPWbvfvvb",
-	"6U9gbPz84/O/PPvLs/5H496ODTuRFcuhah36gV9Rl9fGz94J84wQZz4IZf/1CG2RZnDUHniFPXJ28T9+",
-	"mx7EFGkG6vsY9/IuOkxxE+ctu/qmLJRzgPqLz+yfY5HIAcw+YReuxSKbwJ8UZi1AOBhu9BDl1wHzwa6p",
-	"Ig+BA69JPwV+2PhfHRXHy/K4taP50S5jjdF9W2bzoH7d+e24z2DmAuGvxrE7MdctSvcGxwI34FdcqidB",
-	"776p0VdM8w1625b6Hw/1I1bb3TKAL5L9Rlgr1dV6ch+/sDtH8rOAujbhquYFOSYJb+Ppyf1zvySPnv7D",
-	"SJfIe7/BW2p/cFlvmoO18QDuubCNrt4iSGxr4IS3JzBiHOhxzDXD7oRQGn528T8Ii9pqGLtrfLUuElfT",
-	"UBg9J2NuoAvYE6D8VqTzLol/k44QP8g1PCHNnre27KE8I1uOtXWFLO+ZtQFGua67GIImS1pjYY8HTIa0",
-	"eq+si8InebEB9XDm1opJSWD2USjGyokYJqwSpp5QuGiPtdLFKFob56koPfUA311Ibfvs/Xy01rF1Hy4b",
-	"hNAt/fKxiSKn2OEqlwZjyM29/qd0GKXwL9pNtpo9jcARJNGul/rp4a1xrYMPeas3PRBDcPSGHdGIyBAg",
-	"3JGT0tP7Zw51pfYc3SM1LQkJ17YrExwy36Sixlh94ENRNxl3FmnqgOaPsd8YM3KdDHBoR0t5Hp41LN7f",
-	"wSI6yb6ulIc501SB9bQjxwlwWZr+ltgfzkhyRytKa2iTyV2WRK1N8VgnsVfoJe6R6CTtUjdikPWFVOIo",
-	"VEAhfRNSWRJVQCa9GeXR3X2Z5clC6UZUziFu3OonTIlpKKQMyGYAXoR4ZlhomWJ/nEJfMT1i3FdANCU4",
-	"ls9MKApZCm70Hpftrf5zRlTykAWczRz+U6r81rjXb/XVT5We3O6JC327+9+5PbwXDtqsxjoFoBHZMKFs",
-	"9TV6mh+0aJRHDCeq5brX6JFRvDRjbdfzG0f4zPRcMPGSUE6KmjfCNvusN/Q9Fdw6FiYn/ErsGmCvyOnk",
-	"vwRiZRJAINo0eqqcRYz4stiEjFeOc1IrYYa9hK3MroVlg+8PCS7SDNml22EUPdK04cczZNfQMP+y0lPo",
-	"QsQVNBeDUcLwQtUCdfhryhKWOZ3Pw2ouMMz2op7Cy0ay6YkS8lSTHQktWrgd7yQ7ik9Es6un+YK7J+6k",
-	"M+Gf3gp1Zcc7R8+e/yXZmUgV/k4W+uzch80W1qOvPZE/Rk4mup3f37KLZW3ReAcJ/knvCpKq2S8LPrsF",
-	"vzjATkRL0vIoGZ7Is58iSUFMERlXVyz1lJ8GakVg25G7aG1xjmSessGzw73vDw8Tj+TLvj8cNm3NPrx/",
-	"66kr5jwNK5FQzIs+9IYZwGWAv1PasrEu8G1zXADULJobdk/Xqpi1Zrdr8IOGKpyKGeXScEsTW4Gb58nn",
-	"BJf6qfCUu/eYtxdihbcclxbWvJAjAdjB9+oln9u2PkBfPDveV/Xh/dstmM9Tdnv/XHFlSTNBxST0antM",
-	"bDvOE+gMOF6AtleKSupcZs1wmVaOOXv3naG4pKwgSFfd8ALY8YvvDxs9rKNmc7dXOcQGjFcVv8Sa7Wsx",
-	"Gzl2x+y40vUV9neZuL2mhtAIGshtMwA3sKYklZj+f5y9+XmR0Z7zm3k22x8y/OYY7ZqBSV8MsxaI3P0z",
-	"4FVBSsMdmfpJbNnv007Atp1sNmzvPTsdG4772RTa/rGWfe1Ylecp7ik2SJGJpcgjJ9pYVokM+kU41XK4",
-	"z04t1RyYDjWV6SqBrAnBoZW303ZB2UbtI0UnYVgrklhXIMpQV23U2SPGvZIedBds5dVYzZIYOo+VeH+3",
-	"gWZX1vJsDF1SojrWyNrGF82i1788fLmO0f0U2Hay0JsEQGxhzsfMb7YTjfPbrZXoGac7KEuHKFQ9ccce",
-	"3+4O/cphnSycCW/qjFpnwh0uBiANfk0XnSUw5P+vxqoxGjO+bWfZQq4eI+YSzR8rNgjN4NpjOQ7G6K7x",
-	"RgL2mTcNjPGwb8T+OLfGTGbnzhHglIUxX2pdCK7W8rHA1h/8sxRXbfmG3Zjcy6TiWHA33ye5S6QBB4F3",
-	"bn21d6XY90kWWOZ71eItX9bn6ITEACWZHIWQFMahAhxZOw6FmSzUq6ink6BvI+iIjYLFoSwo1sgdYV0h",
-	"a4excOUYgypmR4QR01b82XQsFL2AV5W8EWafvRel4FAILS2bkvnAbdzVsFYjqSR1Mm9EEICHh5QaP85W",
-	"ekyTiAgNz/uC7h1BdISPWUiu6TAs3AJuU2q2UfaNaruwDaER6AMhKhiry352dN7UYXsFss2QzjGvJuks",
-	"92cDo0Gwhwy9KF1GaZy8YwBXXKphEjiXZxPuFqdE5tKU3DobgGWOHRUxq9PlGpxun72DuJZTfR2raSuP",
-	"rNDUyY2AIDsYgi6fCj/Q5XJ2AEv2tVL/wxGzLueaJJf3CrmAbY4PJlpJqytKiVsdDK6ryunbY2eluEEL",
-	"deWEOkIFA51gU1Klc4HFCiDvORtLY3U1Y1Opcj11BA3QdAl5jPxlfiMqDg0EldXssnaqu9lnP9H7Mz0R",
-	"bFTpCRsLXtlLwZs2qFg5hV8e6yKHbl8TMdHVDEO/KgyrrT8AOsQstCwlVDtqVVIJJDDgYLoS3VYpruav",
-	"zWLemujxDZQ8MwfHDiaS50FzC0kaj9JTsMsmUtVWmGMmrxRMA5afnkEJ4pd+nx1Sk2zo70L39NlCdPlX",
-	"fH/LIgpmi1T2xfOdxJl1cuLsz2eHh385BPsY/z4MFg0UeYiqy8Z7L5y5k9nWbK0G/7DbvxUj/E3n4jTv",
-	"MzO/f7GGlYnr1LneKz4OT3YvTs6tgAa4O2uM4I3Ku79/HMKeauVg3qj8DobyI9Agm8rcjt0JIz9/M5Bs",
-	"rI1QHtybjuXYmegWvRnPnh8GSl4+YvwWhXrXPGN/+f7lYXzGnnWcsY3K0QXa75Cjr4hvej4JfTw9wW1F",
-	"6p3Z7L57fyPW0NKjtY7lKd7ZJU5fdItTx3u6UqwWJOkBScm7l6hJcJpG3Hq1NKLT92eE0mOjoC3V3CXV",
-	"0NouUs89EUyhM17sUT7kSrLhrJBXY8sqQcDcTUbZKGowAeUWsVJYVjoTxhyxK13p2kolTOL0yBJKu2Tu",
-	"lsDri6/OPmAGTwnwyYUwnaT21g2cUmw32Xwi/k6IfazIr/sm2k244wvBCbfDu8bvcViETR5gY7mt10yi",
-	"dTNRpjbMimriNPVcfBI+51+DY/JGus8GVwPRIogEEAATMbn0XYvBLVePRs5WQmVC8MKOGTfMCHdinYkU",
-	"1mWfvYODqyvDnI0pLSA+U89mzE3zuRjQ/N1QPh13aqb/cMGvDLsUY6nyZWLnHFflccsaGmSfA5TWHjd4",
-	"K2rulFab5W2Iwvgzc+e0itrUAVxd0e+M6NR3PSI9DJ5MwPgsnWiEwIVT1rrraN7AU7/B5zZ4jJvP9FV1",
-	"uHMcT2H/m+nLFc86OlL4c9eJevnFJ+rgswJvwx/u4jrnKxyY4FLG1+0aVmhdQpWp11lOzk4RaRh8VldO",
-	"O6mNMKvO3YkbyYq0CHcfk/nCGPy57sg4UN6tsn5axH0WH7Tmv4wmmh3Y8vU7LWxSMeEhyIw/xvdGhWuC",
-	"YZbagzUgO/eNREzSEJwPDrlDbEJ5wVjrayDd9nQ79aHmSC4Hpvt2SHMdyLuvGuTuwWqJqDtrB5V2I9ht",
-	"lkyj7pXLTaiAWkmjpbEPfHa4M4NAMg4Zdoan3Bpn4eBHDCaMS0Md5tGD5mUxmvYEsFS7BUSHG8/GCQLA",
-	"UKESBq+9aUacrSw4kGbcSxPWI+TJ4HCaxpdYIu6ZyZQrGwLjoe3mpORVD8wdUlLTgbLH0lokqrbWuhkW",
-	"shA4eBdqoyLe0RcA4GW5c0df8xlHed+38Ib+GNEDccj5fV2q1MfHbgu2dZ+M1T21xgqci+pGZuJDA3a3",
-	"0CgV3C4NaTb8zbOuNlDOZnnyjajMsp7gsdZEw4SMGrBL6GHUjLzBwqWiLslzDHOFtvQ3Gsk3rCj5Jehh",
-	"AX65t/rRXab7zqtGN+EcbogCp+LS2RN7Ul3qT2s4D9D4aMwWfI1hpTZOjyBVpUVsbQiZBDSbRgOqS5KV",
-	"/3H+7jfGQaQIeSPyffYGXM7ui0wadi1KqOXQSrAUP7tPo9//e314+CL7Revr3/hEwF8iRQQbp6gJwBGZ",
-	"7RpHq1TjgBdlPiRVSBpWSAP5v2asp+4mbURAwcGkQHgNwD8YN5RCqyv33+Z9uraX+hMIRkeLTg/DukCJ",
-	"OULKHrNCXPFsxozi1+Jjxg0uKnP8wVACUDXhhYRkxFSrj7hAHxHPJ09DV6b0nTqHS6/oynCZX+Z3XKtT",
-	"2Ojbesa/CCqnQzkKtivGBfhEsIGQkOY40tWktwpiTFvbm1Lzcl31DEdAx/WS1LU4l7xvCHDPOdzy6NS2",
-	"eG/XgtghGsPVeOws/KE4slvOWuV4OvaIMcOKxfwYGMQt+LGZGSsm+4W+6uLK8LYDZCNrsGO83+sf+Fib",
-	"33o2aixXOa9yz/gMm1bSWqE8z8aHfcoh1DRgVNBWXBkPbmAiU5R62BKsBSRPy9i4FepGFLoUTHzimS1m",
-	"DFCd3adz4XhoBQwOTzJpG2nCUhjgaR7+6eje/aEzyBHIT+wHm7kfMPLu/oVKlftXzi1Ph/vsrHJ8ELpJ",
-	"6BH9DPwmSqrMaVKO77u7QGrxzLITYMNODMCM0/99/+b1yauLN6//kSYwCeVnIIXZZ6/DbAiuiqo8Jhqq",
-	"8UdWVPOBnUY8DHCS72D13/ufw+Tx91/5pzf46l4e39x8D8x9kxwNJwHzWYeV0bFFQthysr5OeldtOINY",
-	"W1mLmT3/cmZGKTUHUo10L0vzSEPIXzwEHPKZ38Xluc6uhT3CltvcjhNm6sum9/ZEGANTnJXCKWtu7VQm",
-	"mKonl5iEgzUWpp64lxeAiqhyctjhYoz4RBa+F1XGscIlqmieyqJgRjiFxSmwcPuMKSFyQ0CTfl2Iz4xF",
-	"JYaddqZPonGzC5M7dcuzQbrq/2iPheeXl0WX/kQE98ExrJYcrDDXtWjhWTctuPkuO//Tfh/zh/Kq4rkg",
-	"zJZmWCBavT+5hepJZk2H+B86CQXGlBWfLAMoE8MGabz/vyK9pMOEjQCb0uvCePKhoLKZm0HQKUQARWgU",
-	"aVg6FkWh02O051BapXTZg1zxeVLEGV1VzsC6nIXu+7q27IqXhgqk0qyujK7SfXYCwpODN0opkdmEldyE",
-	"rFWjqwZpKwwuaLdOdtOrKNnISlULVkHqHgpmaRuFBZSewDOOsW4BRuwT4CGZCew+NyzvVcOHERvGCJUb",
-	"llbCzJTTUryjPSuk4zKV4Hk76Ra3NWbOJ2en7FKMMCOrmDk+pFVcyEr9sU5qO3bMKQt9KgDrWvDKLbS+",
-	"FgCc41O/dCFCbCDT+lqKhGVjkV27vcevoT0OR/GIvTx81sAjEBBaww4T9vLwhV8gwXQlr6RC15vHMyOc",
-	"GF83h35xWCT38GHz8NyNMQHQaMI8cMudxcYLZzB2BSnelUJ1MrtV3rxXiwfKC5ZwpADgiwleFRKzh9yh",
-	"RD3u/Zu/nZ6fvvtt//S312/+e//8zX85+rI6yJ3WqeszM3GKy+zcklvH7XaOdv7f/z3c++Efn58lz374",
-	"4+9/3+/96//ZWW2UPkOmPleEAs0/AD7Zh6exjW2zQ3QknZLdxWE8/xnpotDTrYLWI6TcmV0moO5ULl1d",
-	"QnecA2rbs4aZOd/opxJX0qDYCMyzLLh1JJkwAIdGieLb6eRHVGNXVsKAPBikGmrxEXlRj0bwxzFAR8Mz",
-	"wHdrFX1qzA22RM90lQ+TlqcxVNy5w4qfOj89Q9u11JX1+h72GZIVy7jlhb4K7UadyUhD8yLWWXHwRIpD",
-	"2qeF2/+31EtefLrbJPsZ735Nq/xQLje/Z2D2StPsAByx/vgkxXUX4Vxw39yUcdO6gF02aSC21nUdE9H3",
-	"tdvynu7AQ5u4I1ZD5/0LWggu2IJzPOfgM/7jNF8GUOVUJQ2xyMADiBLZqTVtUA1fxezjlsCXUi+2UpbS",
-	"CNLG35/6MaRsAD4gOxYTevDnNxdsHoPg//j7/5p223Wtk7lOTkToh/j8cC+XV9I2ncviItN2BNGPYmkM",
-	"cUFJeH64lhqwMULtszJpQ7dRxDtSJNS8tN4sPRfyRhxIdSOtWIbIsdCZCsnU69qBDvzlAZqiKKInzgKQ",
-	"Fgzb9Ozd+SJlLqIVpSzXwpAzeqyn4Dny2ohhp7/97fTiTX4E+N/s4tWZ94K3cD4HaWXL36UdX2QlIeFR",
-	"FMCxC6HM0CkvH16fJWzKJcQOU6e96do2UNG+RPnZ4TDkZIX5YpXYvNbjho6mEEKNOdEtJ4KNuCyCAz7C",
-	"HEGWRVvyEXfjIw0k3WdpK3SVIm5aV4Mh34mxvQidbYHQepPWKayGicKIKfq7FhGYSl0U3Uis2HgRMZkW",
-	"GeopzIOYyFt5I3Y2gz0afQE/uQJ8dOGwQu2TnrojhOeKzLt774+4Bq4SQjYK6ha3Tdr6trBKgWvw+fao",
-	"uwZSGogq70RedLWQbomM5RBOZ7w2Yr71RxutCb2R5F1TwMogujgIUbwfHceWVb5X8srOwO3PvhsiItyP",
-	"//cNsjrw1rVYcgMW5zgw+i3QmOVMiSmReAIWICL4d4BFgXMuGi22PyKEqdBvFtN7iRK74JvulfkhCtOt",
-	"WN8DcblVaFERk9Pllsd9YzwOQK0elsWVBZ9d8ux6pWaMzCTmQNQUJOrQFDL7sXoCVcEKUi8G56/PWGr+",
-	"ekbfSxOW2r+mpB4ikkc+PHIs6v3FGYOO3NKwQnBDvux5hbetKibe8e6esMydEOE9byHZ1b2ZntelUCJv",
-	"Sg8w3BCYahMNmVOAGXf6s2ONpdOiFpXo7w5f9iq4xxAfGtWGA0bfd4fPF26txD9FZiFDDkJZ/ijtGpbS",
-	"IPdlnlIOXjT047ir1CDlZZkepD53Px2GVLwYV7Q1vyhoZghrlA1AI265GCJBdUDxvv/jP/PXFFdc4b6F",
-	"iFXbFIrfMH8M92g25uAz/cvZSeEqvJYa+PkIEcjFuemQt9PnXwfrrTmhA+ABWDvAnj1/NkzYmKsrw+oy",
-	"HCX/BaiSAPsDFxlGYeC9BC+wwiTwh36zktF/ZS3TwKeZpn5t92lkKaIhcG/3grf1fqVnz3yWoi7iViXM",
-	"PbTtbvoNiNK7KixxByY4NWIhdn+it4vn9Rf5Mf9cS2hxK9ggpdOPkao3KhdOMAKPmo5njh0L99swap66",
-	"zDvsCfAcv7OOm7hjbBJSJyPRRbwYBd6wD7Lfr8S69SddedX/uD8m5ddoOX/aOo/vSHdepILNOo+X0uoq",
-	"lOdguf/4f98kLCu09xg0+mjCKkFqBSQO6kYpNnMKapg43r/PThSSddBXmq4gPzBSAT8qbT9CY/R0qf2+",
-	"Jfm7JvmEAR/eKiRbhWQ9hYTcAhvhb8vUEQpHH2B6xQpuxtmvJ7+dv3p9xrAO+1SNNJoKYFJr1e6LEDkC",
-	"KHpFdtogzibszJBx7LCVHzOkDOkGLg6/yw3kdUHM55gtGq6d8zz4bLm5Ps3/IKOShuU5qFSQmkGpZPgd",
-	"aVh6XmeZEE69YlplmI6YmnryWz1JQ2mFdCxc6VplIieDmoD101PlzkYhrKDw1IIfAXJHm6RGSBAZRPUq",
-	"+AkqaJlANEsxSnOZnwXIAe9nwGsffRoTYnXBe7DZR7ykLQcFPVirSvBs7A5uus/e1RXjeS7d4ThqylJ+",
-	"pMpEavgKboy6sLuYEt/X05X4K56o/6Isnw0azNGHlljLmBSQ9JznB7GM4xXqkT6wgYnvaLOVPlvps570",
-	"OTHXTYi/18G74dSrbhbdaxI3jHvPyNx7+UKxHCcfFnvDszEVRjdp/8EB5ltpg2vZjjWW9am81FJZ92/v",
-	"IBseQep884OvNbzU+QzSi+n56HFnm8c+0B73ezp08tH9yKSNJdKuYXqqWKEzxCUdABKPY6Ym8R1ZKiZz",
-	"kzh2XAljhBmGHg0oLHtgcjq57kqtH5YUVP0ebR437ZGr8usy0q3dfmd2e+xWXgyybJrDYIE02tzrpJPH",
-	"MSfDBh5DwtSlY6QGo+0N5KQZhixzWUFv9WyWFYIQWxOGQQnou6553p2M/WsT13q0uMDRGJehR7ZWb0tD",
-	"dwkg2VraTUABtyjl4HMr2vrHQSVGohJqWU3GK10ra7AsAW6nmsF2GBdg5WIISZM0AWD0cCW+rjABySgq",
-	"k6A1mGkn9KyYlNC3dYjAcRzAaTRBeANS3D/r/EpASMvKSkywMULVBUr8s4jp730zyxUi8dd4Ur0ycR6Y",
-	"40/Bx/2JFklNn1+EkhE5oDVfE1Z5Z5UFd/YqVG90tnd9dpgs72y0oq/RPXGraEd7eFZzsrcM6y4ZVrOu",
-	"i2zgIfiX4wT9Xq7fnRQvK+FeiynedNKHIbWAGFvgKFNdFznLNTVDnEoj6PKiKhGahbrBHyG2pud/WCMS",
-	"GjE2ELuicjSbcQt54b41q1ZdHd2iMln0AjUJLYqQ4KRhyj3JhKp00yhyn/1Y6Oxaqqt4y/Br5Mpppuzb",
-	"wtaqEMY4exGT1o3o4K3v4cGIGJ80U/3HZlxTC4u0xDN1RudTV7QpEaJNJbhB/ND78061Ru3Gszxno2yG",
-	"3z5XW2/VN5UHuXCM7146dLT0dBcOPM9dYQm29NMWZlVDcN73DZl0hQWDp8u8A2Rv/9mHqrQNc/H4dh2Q",
-	"x3MKoPrzjSK7Pz0HDN/1bRGgPu90BL7O2DeuuXV9MbU/3kl2XoceyjvJDjndd5KdECfaSXZ+4rKAf1zI",
-	"icjf1XYn2XlFYr6rMHnN5XOP9SI04M1A4X8ajjB8OYNgTQNJGCEPDZwJcSTzXnREEpki/3HWC0z4/eEX",
-	"D0lXbMwhF0LX1uPEdPc36xshNFdzb++2c0a8MCKM71LrQnC1/gC5dWP0QGtu++SkdyijSk/uoCVpz+55",
-	"DXHFIKze2BAI3g7gS8a6rvpJUKpM/OLuWLfL6b//5eVtG+m+4kbsSeixJK28EQhKRGOUeUItJd2LEg8E",
-	"g4k7TtNy2yqccOubw7WYTXX1eOA4Izm0DjKB37wtNMESG7elJ0RqCzZX+tMmbUtlwS6Qa7iw28rLF3DK",
-	"OZTOTq0GOi4+LtXmcUv3LWk/LdJGTSeiil1zv+TuDupKZ/sivVuAwwN7hBlRiAyIHU898x2byG+Q16HX",
-	"V4dfPDpV5zCWFd6braGxNTS2hsbW0NgaGltDoyU3+lrZgQjbKiHdSggI+PvVOD7Tv5Yjn2EatlZzjSCb",
-	"vtuNqhGO7TLdYpVa0cSumwZz8GBPeChM4tE2Moon30sbNMVtRPruOhi1Duw9EtMBBnf7g8+orBnGm7aq",
-	"gOzMEegFir0g3x/bifECCrsYAV5R4wqrC9ACIMrsBAzPrpWeFiK/wuCtD0Fjan4UUj7G0LZs3kz9fDzS",
-	"TK1y3QWDheN+GrR895HbhdmvqMD3Edo/Hpi1kGXw1fKYbfB1qV4B23/XzHBVvLXFDnNhuSz+hIohVVnb",
-	"xFliZU1lsx7KyqkeyL1W6R2vcRTfsvZBS7BcB8GWQu7GrTayMW2kWeQN6SXUUxH7PK3ANY7ARH1fKGzj",
-	"ALU1jUOPLfSZhhZURliLbXd7+5i+wmHcNmRw4VivJW/dGqEDvP/XVr7YPbS8w9m91lnt9K5+8oqWdiuE",
-	"n2Dp3M/C9tLKBtqiLtLxgTupS0q3f6+kDaBhSJSIMYl2xCXPrg3gmmHMQCTQeA8qmRNqByPxtgSMkWiy",
-	"lXDqEJY8Q/sqq33eq7u/LhuErvAEVht3gWeduHk8EtZw94ZCPDGY6QpDwe9VyOB9iNzOhUGfgLO7l5uB",
-	"znXMdJU0O9/USQVbdiSVNGNqzkEu0Cl3520+lMWsJohTNkgjpeWEEDRTrIO8UtJAo6PLGcihNApNpMMt",
-	"X93WQa/Zb95xvg2y8z4Lqc3Qy4KrJVAcgLEAzhrHqKmfTMMvsCIBSZFCvJzlcjTytgsUEWO3GQGdjaP5",
-	"YrtADrycV/bYkSv0V2r6sS4y7rOCq2+Cb7uJrsu2oZ/bpOSVeDiW7cbbm4df8K3CuWWM6+IlUrY+9Jjv",
-	"MAqR3dwXg6z49EutV2B+8yas02rFJ7vEVn3Pp1+ruRo+JbNmml7i9TAPt4pb5vGVWauwq3+GhKnZMr50",
-	"v+LTQM7JTln3m6YQ8QJcrI4B9dqqusiZVsFc9bYqoKeBOaqLgv78Qiv0MRD93Ss0y+h9HcM0qI9bo3Rr",
-	"lG51r4c2SjfItVcqYSss1Vdo/6xg8FExJXWc1krc1vD89lj1GrYorO7WDt3ywm/HDn0AZliJPe/0Wd8o",
-	"DW4ij1jkExbYRBt7hJBhSdPVPGEFt0JlDXjaLxcXZ5T8sDTGWolzP7qvNtIazXGFW27Lab4Go7VqNvSu",
-	"Qqw9FurfeCFzPh8/TdqWaIdOA+51H0ZlMdw1Gh0NqLPhEzCj8r2W5Yp/oOoUvx2CvR3dnT+UbpiPiug3",
-	"54tvpofT3oZSt1brVlN7XEz7Faozm+PbKxSzstKZMGZlgmk0QHqkKzwQktuwnAzR4ETe6UEMytcZDeEr",
-	"1btoeueWW9GP9gX3bNnGQ2aZLh7xDSem0VcOMD+s30H0y3w62Z5ThIDY2lpP0xKDEhPYYAwI5+791DOT",
-	"cNylmcuqPY6qdBl2w/S94bGBEiHROakJDTi6ENPfw5ceC1lvSrOimZ3ASq5VyBJ6yxdaXTkNw63iZqtb",
-	"Ooa6XJXCg7Hra562OtVWp3qiOhVyoY3w8/W0qQNiv0uy06DPPXaa5E0v3niw98Ku4etbfr3l11t+veXX",
-	"D8evUVl9QIa9kl33MGk24KG0nK5AY/4RmcNMmvvQu8+3bHzLxrdsfMvGH7Y364Mz8aWdpkHlXhweMmDf",
-	"tEpXLNfCUGc4lEvSslpZWRB4CPzYdIS4B+auyy1v3/L2LW/f8vYH7bt9n6y9suUBdjhbA8V5rida1FFo",
-	"rI3d9TGpsS5yA+iUosgdeQhli1kyh/may0pkiDPQBeb83pZnurJvcWzrwLzSoGKcU/EFMKeOmdwICMbD",
-	"G/OdZEd8KiEsvzZwKY3Fw5a25to1nnBD55DcEuKYjFB9o3jqUbx4w5f1c8Sl3bLUJ8jdAMR6joncEbZM",
-	"0qONnpjrXj6FnaVhLHoEYtuNraJEAQ5K6KgSgmnUEDD6TjDcEw0AdoNLt4MEOIH8AnKcxyK7HsLP2N8s",
-	"Auq1U5kJNh3Lgg5z3teLPiaJr0oZjSe2QguFFWJTriyu0/2lSMWDXK5/whi3WudW63yqfBlojKvAmzeG",
-	"vdeomwef4b/YBxP+2e9SeC9In+Ke1NxpB8Z9KdDcBz5tNbELdBl0pU0Ax1nKVldh7cErepD2aEobbgD5",
-	"BDi7X+l+3v77eEZ+Hi83N+tUWJ+bBzm+Zetbtv7E8zPmGTue6Y2yd6gVOvjs/nMb1m7Jj3fjVT6tSDlP",
-	"mIa7eVHMmHbWtfftevy3K3kj1DKHQpvxr+L5QaXL4fs9vJ7kZD+j72/Y8P133734LurY8Gydjg3gV6j8",
-	"lvpF+hodDFuptJVKW6n0tUuloEtjgcNGzQ5bcWUynYtqz4pJWXC72t8dHmGD0WhSiqshC88mjJpA701l",
-	"7kSVAJ824du1msE7etM4Sa3aDfi7Hd8X4cMXYajruL/D4MCvFfU5o971Ayw3c2NxNyA6eXxHbxur+eb2",
-	"jwMzfHGdlnmNw+pse/ssazDYHHobHb5NOmjR0+lM+46PH7uf6d/e/oYKVXcyfbcq+MFkuhRR/xCkxJeH",
-	"P/T5VhePz85mdI9zfiN+AgbiP7TC4+knfL/ezo71WDm+Ry7ytxJ8Wc8NoIJusrtXOXzw2f/zNz4RfyCH",
-	"KIQVi7ziNfzewys8f0BjEPjBIu3jGzppf6mEdUPzH4jps8MujGfzZx2BWzF/C76EpyZ/OvzpqbQGQaLZ",
-	"MKvoQbx4L8qCZ/36ARizkTLgaDEAK1zqfMYmtbGMX1VC9MFUPA128I+tevJ1qSe3Jf9vSj0hur9f/WSV",
-	"TwCFqbvzyCPthA7Lhg3IJ8AmYnIpKjMMfKjJPTGsqhW7nEUeO5MEyEFZ+QS5yxkbC17ZS8FtAIqRFbsR",
-	"leluju5G+BvMYcN9upZZ2bi634y5rGi9/WGkA3A37bHMgRHF6CAcg/4YygW/9gGUzubfuwZTlwDBwIlS",
-	"y7TKEBUKkuHh4QmzGpGMoQtD62wnTCpjBc+d0JtybPMwoqR6aOxZikrqXGbNsV08oheVvLoS1bkoRr+E",
-	"WW34tIYPvYfU8L6DG0bNLL8W6ps4wu7YoAHhD0lYBKWnd3Cs+7jswWcFUaI/QivG/rP9X7WoxXy5B2Xu",
-	"Lab0UZUI1oFIE/dGPEYu6w7vuci0yqlskO4WOdJE9AQTCtOY25UjBrreylxMSo0YiNdixiZAg5xVwlZS",
-	"5NT13f1ZV4r6nFTGxp0au7xSt+hb+2uYfY/miYv8KLvUzs91hcoZLdr9aZzfcEfsredsLc/ZprvVViLT",
-	"VS7V1QGvrd7DPw/EDS9qbsWesZXgkyWd9qJ+SoXguah2DbAw6smE70MXOrzK5zm3/EncspTb9AhhkMZc",
-	"KVHsGpa6Ib2HN6RsMB3LbMymUpmhY5gAh8svC5EDnrLv+mQKDXWLKmGCZ2O4tuu0apiQ1CqJ4BBNEtRn",
-	"HN2uYUbAmjnxtM9OLaESGg/OvchU39BanYTBnuOirZEBMh+pW8dldofOvr/Jyta8QM3Nhz5wmwa5GPG6",
-	"sOzjR/rX39xdHz/2uvZu3PWdPzWek4aRtofT901elne7Irh1TOb9RT3uhrveCPApyAlkl3raY4P3P71i",
-	"L168+MGf7X9pJYbH7mRiVga/NE4f6Vub9maETKHc0bX72M79Olnn6eNNIMk+0dcQ7Tag2i0mPO9hEfMm",
-	"xdV4JuRFRuD0XWLj+26xEZ65heyoarXn1Nx+ofFrsCVBUjSygzRcdIGMxJQZ1KKPPLJS+CLd4yUAyQwk",
-	"lJbYgBqbMaAKx8w2YQZRm2qrJ9zKzPN9qKej1xl8WmmoS3ZyylzD6kqLgsO9F6RMQPODDYDMcGxXyJVP",
-	"OPRyZcqVNWzAR1ZUEaY71acP90ESokP5UhCJO3lHKVacTaSqMRKl9PQIjSty2VBiVrRMTvyZFleBQaH5",
-	"7ZhARx5jrRpSfec2cpUgk42jGjb0q2VcZ9yYfhv/9zG3zSLkMt9yrR6/a60gTylmWrBmbZfAJhlWVtu9",
-	"iaiuxMElz64L3d8aHnbVWeamS3VFlfVMKKA2xxPeE4KQ5ebaRKDnSHJQMGx2WaZrZSPvLZjyjoJtREy6",
-	"yIWx++wCXlX5VbOMw21Q7Nwwz4TuRydAJ0bvq9r+6ib9I8350WmomyRjP3m3mq9g+fv0DjoSW/LtJt+T",
-	"1qHYNSyr7QEQk1+5uyPiBa91FwlnheCqLpcVAEz0jTDsvM4yIXKBtbQ/cel0ByRU9KXhBYRzmegKSnQV",
-	"Sx1hVRdjrn7RdWVSxq80G7QKBhbyLoetiAs2LYE+CYbVqhDGsPRaiPIdXPjJ/Z4eO9KeOFPsu8NDVoqK",
-	"Zbwo2mTNBpUoBce6YjfC4T47gSmwKeRjtOzqjCulUY8w1wLwKWcY6ZGGFdIAnLdi6QhWIu1wGOLKxqRj",
-	"NpTC5r9Bn1yaPy+zMW2bdcqO29z79dstDHapTjDlhka5VQn6/F1uIVldEu01HMXSkbtfpQC/2qcSvGqP",
-	"LmFKTJcI3rfS2HkKul2Z/Rlmr6x137n8F97bldcFNKPVYkrX3edrrR5tvCbniJWyfNxUh+SNvQH6h6Be",
-	"JKu0MXvE9q7FrD8BjUt1+5ksGxMa2s3wIq6y3G31+NSivrD7O+WMmitUTN28t2xsScR+Y8xreZL7f2hJ",
-	"vT1eUefJvHEEGF8b4t273JNRAs70siQAa/RuDgmbxE3ViMyy/03BPeFM/TRhqVA5/HPobtHw4l/PXrLB",
-	"qOJXE6GsyIedjn70xgB0kx2LSRK6HPgEHKmuMO2FNCby+5BhfS1mI8c+ILugYpdi5HS0aGgshFSD3eWH",
-	"xAZeu+LkVqJJZvpGVKaZ0zG74qUJI4uWkFeCmWtZliJPmNHROHcNy33jhhASvoGIL0C9mH2WtlhpiviC",
-	"I05tr2AkUHeqeFXpqaFwbuFRBu1YzFghoWTViBtR8aK1tAQxDpogLRpZpces1EXRAB82SrCuvA48MEKw",
-	"n99csEWhCBarO6aiGELsRDF9aTm4ogqprvfZ7+B0y2gqH6oi9SuT6QnUS/DCaHb27vxCgLVbCeTd1p1z",
-	"xQu0ihGOURaFU+ouBbsRlRxJkTsr181AqitQdhE7p2t7IMhu2MvDl8dwJFEjxkXEME7uDlp2beIiDjKi",
-	"yQ83wBUZ9gXPY3a5YU14FXQirEM7fvUwWjCsRV+mJDfXiT+K22zpuw4Pt2XNw+jJBwR016cuz7uRdg0p",
-	"T6V3iLEBHZDEu8+Shk0lxKTQWRbKkckq9oliQO882PFL3V+Rwrn1gPUknbirWy2vh/rc6swFlFpusI3o",
-	"fWuR4mf3n9N8aYWT94ZB8CknDxgbvDz8gQDjMGfNO7V15YlySPltKb658V2l4AWPnFzMap0wjHFh3oa7",
-	"wakL6H4iPA5jdcmmurruTKzAkpA5gXs7wzl++DQ/43bcYWKeOO0E/TOx6gnzcPqcna9+8qkRI14YytKG",
-	"JaRQxpUWJgn6GzndUPcCT6XIWV32Gqjza9syFOnLO0fw6cA9LrV2L75H9rGyPoqb623K2hNETgh1WJvS",
-	"LIgr/ZF0Kwveme34DACwVfqqEsYkwSKU/xIJ4xkkLnmjK2HCLQPwlgytXx9MW7S8ILYO9VyecnfnKfzl",
-	"4UsM2E2lEcOVysRm+NJF9+i+Hh1kmc2wNRXurMiJ5xsk5y/QTQ5yYbksltoLwASCbavrKvOGvLTsn+Dp",
-	"GoB0lXnT49qUHPIGBc/Gw4RAcTEAV3I7Nt5V0eYHiXvlSp6wkge8xkk9Rk7w+CifFmsJ/WOU0hrafLPl",
-	"B5vkB428peV+YAahp8q30e1lEcHzejmzwsS+Z/br2cshg766o0pPFjV4O650fTVG0wS4RFyJ5h2JCeNg",
-	"JHFreTZ2r6aY/i8XF2fsPbjfBs8Pvz9mL599z0pufMMcclVkWuUScwQY+QnNPnNmVprV9iPM/CPO4mPd",
-	"KGQp2QrBrGhnLaBRFdlbU2682t1hQ9FKxsSHtsWdcKrV/OJG5kIfTMqXbUYRkvoupeLAu+ZZUSdnmI51",
-	"4XfeTXYMmU/w6Vf4zb3X0pTaSHxo/tykzV6mTYggnCTHP/dbDHNhVH8kO88Pv9/oJOmsgGvakp+3Z7Jw",
-	"CLvJw7uHqfDMy8gwV6dHr57rC+RrfdQXkAC9e93IpsBt4fTvGnbDC5lzq6utcfjs+9UPwP7+pu05t9KM",
-	"JNprT9SwJE7Ukj3as6K7Mi694LilwAHp8NDSRqpCKvH0ZMycIgwFdF+BdNly+i2n33L6L+D0ZwWfbZTL",
-	"lwWf9XD4XJprTFnoj0dCux5fP1TpohB5u8zfpwJ4xu0YIZT+J5iAT6U74CAcBogKcE/MjBUoApoanEpr",
-	"ywopDNMK6wUkNHyws4S8mdBYwpSc8DIwJtrKS9g1bMqtqCa8ujZskIa37xd6eu6e/NHJpTRh0aVRXRT4",
-	"s+89lGkFAB3AvIf77Ke6KNhEcAVlQ0pMMWQRNcaEdI1j9pa+QgGgSjimJLVK6ekogyInAL0oSBtwoptN",
-	"TCguBClzIDxxaq8pgCBVE0GRKhef9tkJ1qli0s5cZnOTz/xBXSs9VY12j6W+++xcILtyR2TvRhf1RLAJ",
-	"z8ZuzHq0Ovulp4Wcv/W1xKDyZsFxFj+3LGdPKFvNIMw+iYAcvoUKo0B8tNHGzsHMbs6rAXygl/nEqZT4",
-	"jMiRdYREf9wrTCZeSG4LaWrMiEJktpUn1hQAhMw9pENUEQaX2o5ZV3HeMdK7z6hz6uU++4VX+Z4P6OEn",
-	"eCU8nWGTBOAG7hqcxb8S9ab77KdwP7pheZ5XwlC+Vcnt+Aifo1Q4JNSRqITKxApKg1ffTw71invDkOY6",
-	"DNziyfV7GYRHXmHi5i2fOinLW91/7gvdb/PQT/4k9GVyL55USlb0SekfLl6xfElTTaSZ1wjQ1lMkurNu",
-	"DjeOphKI/IESVwb5P9b6mg20+ojf/DgpX/ZG7dFt+ovW133+9u9f3m5UIPRAAEsn+2ds4MaTuNFy2Q+w",
-	"Co+dw2j6RvLi+Zdk60cHgxjSrU7GG2RbG27vGZ/DdZLZYam3aU5LktnbMur+BOhBk73Une5+WlUCyt4v",
-	"C3FE6TtR1vQuOWowC11W7WTpRrfHiwiSiC6VayFKKusHYiItCiAEvHZq9eTSWK0E5IFDbhM1j1M5pTnF",
-	"uU3oVIEafydefaKy9QXjOFQnLK+0Ek7TpcwhWRTsUrg3TCtprYDscqf4knqMA5wJywZK248jZ6MOj+dS",
-	"07o15kLwGwinGi/bDSaZTyE/G1YkdhkN+xK0FuTyJnKi40/Bd1YkR5NG9Wzv2eGh0/itVJllMjceFgh7",
-	"XoMeg46uqbrnzp9hLj9ym437SwjfITpEXQAAIswscftPy8wceVZbHtbNwyIddmOszGc0LWFmRPn93OzH",
-	"CkoYjB7ZOZX7kmfXgSOg4oTsAuh0HOvoDYnT99AZOOKyoIKYMK6P7nUfgdt0NDKDh++FrheoYEvVW6pe",
-	"w7xHQbpILvdUAYFUHX2+n7J/kbkgEXtEVVxO8rKy4DMo/WqAl+OsaJ5PpLUE4TOD+NBlHWsLxvLZnF5x",
-	"iUwEcHZbbIMXleD5rL1eBkM+BuGKnNLQYiZaiVtzjnM9sveoFGyZx5Z53J55nDdE8JAqgbHcukOY9fsK",
-	"f6r0ZM4LznihFdUcoH4Aje1CSbyGFtK8KIZNdVVCBYK8sm1kIbzAb0TFqZIQcM6MjfKqfTRR1ZNL7E+N",
-	"HprZPF8wcw7DYCKhYQMVRSKPar4cOyvEyDJdh3E5TtYZYF7wMNHSrdW0LgIN2DXe5u92n2TBt/ZY0ib7",
-	"Zt7D5eicb4m/h/jhX9KIh3NsfEa395pZjii/5/IQ2SDtSHc7YgvZbd66h8w2nxHNwf8+TKKclSh8h5Xo",
-	"UwWZ1uulrjg9w08G5NJEmHWzWPYZ0GgDWYBczb/uiHHUWpiu2voJLkwo+f4hCnyiihKnu/QnRrbI69ZB",
-	"hdbTD5u20nlQ7i5H0r3+UWdIehHiBnpnOTQ06z+ZQQNbs82f2ebP3DpTsiWk7i1Nck5OrU6OJDLpSY1E",
-	"PGI0Y5k7bkJZpws12BsnZ6csqwRkxfDCt8PItDKOsxFy7kp5FTTldaVWJJ2kYWOtdO2I30kqVHydtMIQ",
-	"d4uFHNFM/+3AMYaUJogsBISbE7tOuGEFQSVYejrCR9ME/v2bVmLvV2fkUVT/dLT3q84B72Tv3HGGFCIL",
-	"nP29Pjx8kQH7hH8KJgoBOoAR4to4q0/aHiHqlvyuBCj7CSb54f1bZjUbU0v3sK0ejoVH+5iwmlpw27Gs",
-	"8r2SV3bW+D0Kqa7doMDrsVrp/7K00kcmoOcEE3a/x5NhOhLViqmzs1I4belW7G7F7lbsbjxtdUMid0nO",
-	"allwFVoV92etKiY+ccfgsd/JYCrENfhhDv9ydHi498z9vxMHHy5eDR1vRocPh6xOcOZWerKEzZ4VXLW6",
-	"lG/Un+G+9s0113zM+BFzCM/tDgJdTTE35yaBngW9dPB+rrfB5QyM0mOs3h7Jwsl99ytnGTdiTyojlLN1",
-	"bwQz9SWKjmUZhmfw+RWOxbPImUothrxp3OVWVNiY9zF5FN00l7XZhNXdkuAjSL4KZ/2+kERPmJMtxYy5",
-	"E+Ne6sQKV+z05LcTbFDwrxCEoMYt+G5Km/LFBr6LCqJKeVJhkGGJfVu8woftDCCpiVt4ewLYmGDfUFOv",
-	"wZQXxV5W6Owa7jcBg3Os68oArCjjAATMcj4r5NXY7hl+A51KsYkXpEb5WEkh8BpUvbsPYEcYTLcKWgCB",
-	"tRs9EU6IisL4BCpsBNOHExmJuc311G4+siL2SSzKCAgpm4cIay6T+E5FcUPcspsHB5Rss5x7SqcA7nbw",
-	"2f1nBXbd66i4yN1+HAPAShvKljCHwlJQMdMqkwWA9GEjYW7M8nRGItyV4JB4ajtbo+Js1gVi6koP/8eD",
-	"EqX3E20J8yEJM+CxbYowV+CxQbY8HfIlluM3TitbGnkEkEabopCgLNed5mhZ8CySSJGadTwnfrA1hO+E",
-	"zzFOsEQgfShz/vgE0laV3XKCx8sJgBofhx57QFZuf27wRV2phnNAG7GK6dGoI7M2FrZv6L0PzQ6SZd3A",
-	"vanf3wVHhGn0j+BeAY631P24qRvPvaORXBr45yOhc+qt2+uzPkMVATr7Drrr7+d64w59hR+Ju+B1Q4AQ",
-	"SL8lYpN23lXWtB5khc54gU9D9wSMGblnptywf9b5FURz+7vaPyLtY2nXdJhKT+fhp9JoOOLwX1Fv9K+X",
-	"H3lxh+142RhwgjZshnTyI9+7/BaoI258/jFoJNyqGG56ga3A4jj3X97CcdwjHEdHkUNoXy8JSAOKLHrh",
-	"Kuw8gMZaJQi024TwsWokDYQUIlgsh/TowKxYPSZ66J4qMGj66wBL+EXY1mGsFd40DRu5B27pzmW/UQbw",
-	"cE1LtfneENBxGPq8SBu1Udw1dD/2U/R9FrWaB2Nwhx4SXxdg6NObsTbW/YOXJeWF+oaM6XCfYbYgV5kA",
-	"8CWMv2LuXAOhNLeiCUvD8U2Z9rlvlDsLcHDVRORwGyX3paELkMF82UxPJm4wVxrwNBKWYkMuqg5IC24s",
-	"7HHadOeiD1CPPexNSEuihMgZ1akX8obiyOEBjCM7pdaDqYKHLLR+hDlgh6KyviwAVw6zdaGONcIu9Zcx",
-	"Oq2UyKxJCPjUWF2WbmCAZgMQHX582PlyIRBcCQvWOkS266rCFFxY5A5z3b01LPymIsCtjyxtmM1tc24f",
-	"wmPWMM/+3NK5k7tVa59gDiUcyWgvPVHdk10eoTUurVdANEDMPqm4wkoo06ccN78RUI5aaFCeIHqONAwg",
-	"ibRiclJinj56+5fnt4NC9SsM+15IsflcXxUpVOgSOqb5JiAjX8MiXIp5OdpaiXvST3TZr56cQ5ZSuLsl",
-	"PQlnFYWULoUiaABqwdeAyoG4VErXKhN5C04W8vgzX0iSDlkhrwWh5QLg7T47mZeUKMxb0jLqxRvXlSht",
-	"P/LMypuukkw3s83LzOgba4hMyCNpVudpiM6EnaN606/wbaXrk5Su8WG8J+Fqs4NK60m/b+mMX1H4G+7D",
-	"2hoO/brjoj5qzJswJaaICV0ZmzBdYglOMWs61HNbm332rgbUWCptB+RmndUoUs1YT+Fz+FoncJ1J1OOs",
-	"stl7mMG9+Kg6PCK4Lms7ZqAt8ZosAqdGzYw37AbBb63j/YAJb10fS1wfnkggJ3EihCWg+ElLxbBZBx3/",
-	"8EMPHdssEHBfZjemeRrwSTTfZHqqmmLcDtoduHe7O/eJioe+lZ7MxaTUVqhs9p9ilibg/7bVzNdGGGey",
-	"e1gib0J7XkG1fpWxQPiBQ/is8GsxY5WAJv0YzkHIfXap81m7cjUaxseMuHx6zOxUO5HnzXU3MikMm/Br",
-	"AV+EKYFvwv1r3tNDPhV3IzhtwLMDCeDZWBuhGJ9odUXidaGPgOnNDEc62pCC0/rGilQamP79qjQ09yUD",
-	"YoP2qaDiati6nLXP23Crxjx4wnjMSO6Ed3UpHwef3X8oN7ynLIznEH3zfKVfBTkOjKS5tmvwychuaWsg",
-	"3QZ8IOWlkfFT+MhIIn5W4H6DDx9OXw97wuU436Xh8hCvrmuZ33eoejUhbzt23m166/0S2gHPMmHMnpXZ",
-	"tbBmCQ63MTVoFEaqq0Ls1UYwfJbhs8DBHSevDRIAV+ibWCDVk7NTZvW1UJ5SUTbTaySq/QqN2gH0n5DW",
-	"sDE34Nu4FqUdJgicaZj4xDPrjAoloF8wGzjSa+sD2EcYVAt3G30nftJjZA4TJj6VsnIThfhCSn+eql+l",
-	"qqHFzuDZ3rOXLw8TRk362bNDBBSHBjcQB3EqVuRKYYGh7LMTdiPFFNRBiluwjJf8UhbSSsLQyysKWpyw",
-	"rNDufXM86weWul8+4tV0iQZyAjt0ATN+zOxrgwpSvARLPUGaShThdODxQh11rKf3rj61Nq6vgB6uJhG5",
-	"bPWkh2LewB6XcMc+Tt6oJjtHO7yUe8AYdzbA6IFZ9PP3V+7ymppVbCgCCxoeNZFYPPEe3jiAHnuTi5JG",
-	"HJ+rBGAC5Qk+zCsrM1lyZc0uygdAVwodwlvrCY3MAMa0QlplXM2gqYKbCLrNupintKxWBBKDYocqm3lh",
-	"ND5h2pJLabBDx9ywSyEUkwok3bNDNkGRAPYiIrb7QuocBu4eKbkJdi29yUM5LdU6YTu2emcP54t2dsvy",
-	"nqCHG073/eu6wQW+V+pCZqBsdFZ7nQvbuK924yaP+CABsUV36KkSFfo0In6JHVmIaUo7pJyhuiSupaSx",
-	"Fbe6YhM+OyYWhr6nKzeEl4cvGTfeN0KMeeYbQBgh9tlJUehpE5Nz/8q1wGAdQgN1gReco1HrHznD5fim",
-	"FMSO+fdVg+CePzoPWoD+9QPccsIHwlFyNOhoewQTbsXu7pu1HbjjJ1Wta3NABvASrDHfoEqwqlaqzUYG",
-	"PmcuYQ0Yk64w6CzV1RAUnzRKUVB1UTTJgZXApAEl+pxqr3B8cTLAN6joLKxCH83P71DC5MjJjK0H7i49",
-	"cLHYn1/xhyLkql5S9PFWmh5txcxH4X0P61hp2WcnVTaWNyJYVtDNVVswuEqnucyE7Q+5hyybejWc2gMR",
-	"cLKBFIBNWz9+WdeKwzepHVtWcMfR+wWaeigesKKc4Rz760ZDbp6NRYYzJTrEvrM7BpwZkWnsTF+14/je",
-	"l265uR7uszfg3T6BFL/Y7YMOU/J9e9Ruav3ryw3cN02C7nKfRgiOGV5V8kaYhPE6lxreBMDGVCMrK8ew",
-	"mFCZxqk0YNSFG8ZEfjpmpaikzk24FpoPz9gVL80+8zpP6rWbFLSYqHoi6ihPv/nCXF3JKwlOfNS/weeD",
-	"yjepfrGp2IO5DbmRTmEUebq0hSeVn3x3+IL8bU3yJtRlDPvqESLu8Y26jlaqUk2m59ZmeqLVBys43UOx",
-	"6c/hV3fLOjneLVZzRDVP3siKQDVbjMIIXhAMp614dr3bSgS3zgQ7b2qf6F3c10N1cKmWY7w7Z/vx85Vk",
-	"jXHESd5do2i27zYgBhOpAtDvlt9t+d2d54M/InZnKGlknWSRsa7snlPPcsZbZiYbpIUcCadXnYPSaVL2",
-	"4nDv+8M4s+L54XDeZo1wQLEslWcQb0wpTfNGimkC3UdAgQz9ygb+pe4GuOTuOe64k+c53DTE+KB0c6mg",
-	"nJUwnMLyOZ4CLBjHwAZpS0/D6p80YfM/u292/OxHkA5DaixyTepSKqqkN4AwPHYcnDTHq4ory6ZQtmNZ",
-	"wbNrs8/euIHWJnTyoG2oRDYWGZVC01xRHce8WHUEaZk3+hqaPV4LhWNwi59XfKri9RCK1shnUVhMS2An",
-	"cXiXXoNd6ozl7iGKqi4BWrYZ+Sm+xWyWZvaYGLIkkeUE6QH7fBKFAdvfaLpKa2u+3XyVB04/UfNMtokc",
-	"3p0PY2l1o808Ss28+BgLXtlLwZf4MF4LJwgNM5D2wcITZNXLDOqHBuheeHZI3goDGAGFUHYGwO8xpzHS",
-	"/Q7L8KK5H2DloR8tGNbRA/vuUv5R13aYLElpcVeQiTmO19Fa32a/hOl+eyY4sqD+vtavISZ0r6T/yAlZ",
-	"ZHUl7QyOR2WzC0gCO/rff7htasFearB8CfE8B3pxx587FWutHLPKZrfNMfvvvfObbO/9xas9HNeaBP9P",
-	"LdWSfDOtsIEsoJu0EokJEo/Kf3Kf6uv+VxtRHXm1ArQhqSwmbk65bCqdBql7KKAY1SZlv+P1YQNeAneO",
-	"uWEeby/SXEIOxeWs5MZAxlYcLl1QZ2Kx5iuxoawIMoBppwKXMMzya+i3kc6tbgqK3KVETUqGegXCV/Iv",
-	"UsUM8oNxFfOgcAWf4zPKEcYLH/2N6bGTEpjVDM3/k1AlgVKCPMQ+dTlKZll4p1TQRQ28mHGu3RoJyv+h",
-	"pXoC2W13r8hFE19RtRV2NI9o/d6TUGC8vYz8Yo4SWrLxkXP4x55dEomEthRwW+LTwahe8gtyjZ0caNV+",
-	"rC8PlFZiXSFQCH6zJOv4jTcY41O0oJQVYmT7UoyTVn4xBJV8VvE6mtpbN75vN892q6ltRlODYxWOyCNT",
-	"zOJM+/WzSjgFe6OHqQrLEtIMaWCYZuKYkr/YIm7s5GV8iY3HfxuuyoinfJOzePDfZHQzWoGljf2ihdq6",
-	"/R8nl5hLMinbZ/ux8oyDz9FfUEPqKHlJ+4ModEFpJMAACkg2a3GHsShyb/+1DDqpFtUCZ2A6OR8SNpCt",
-	"GJaexeNLgw7dyZDc/Re8uhK2/dTQGXwL+fgv2mwK2VkDWAPNSePBAwpMApYkWIOepXUkb5y40bXp++mG",
-	"WeN96gGKj1f7yYRa483pYbxdp2zLgB8lAz7BysEWPwB9ZJ7/PCVuPCYmfDtmPOHXUPmIbp9OTtmwWJWz",
-	"S5HpCUEMTS5F5bk2IAEZK8qjsJLQ8QbQXnQ1ERW+I6qWh78j19jg5eGLlergL1zl725E9d5mv7iJbjnl",
-	"0+OUSkxh87fc8VFyx1+83gQEWulCMH0jqsfGCws+u+TZtXdj9QO+k2+cK/bLxcXZ3k9v/8Y+vH/r8QgX",
-	"k5lD6omvhEcfbMLA7Q1Xvw9BxX12ak0bPQK89M23gN65badLwy1Njl8T0ZFRjMLvQzw2HO4xJWpAuUZH",
-	"joV7Uul5GBKq7MCoxhz0CuAXsNoI9LchQJdHdsOwhATIVExVLqRQdtc4Rl0JY1AfBhng9kVAYWuDy96o",
-	"6h/ev8UsF3o1+QGawIN/IQIFILx8f2rIGR2CbxrppL0Iq/orNmfp3oMKc7vVM8IP799uBcPTSVdcT6b8",
-	"7LgjpgUucGEeH8pHKmXiLMh2qveEKzkSZs1q26i0xD/omOpiBg8mOVIi4ZW8cUzdsPSEji5H2NwfBa9E",
-	"xf5eHx6+yNpvgN9EirFy+Dhg0UL24Ue69SMsYnpEEfBQ6pKgUKqrIK0EppuzUlSxuEm85KLlY4NoK5HR",
-	"Y4DmWqq8KVwHoP1dpkcjI7wIADcJfJ0NONwBMgRLkjib6ImzWS7FSFeCSTtMGBxTIwGKpS0qmbgBtwyB",
-	"ecF/zh2ZqEykbECJtIIWWYlPtrmKQjkdc/OrrsQbeBE5hRZi40kcVPdpbgSHhlVClFlZgOljTZw02YrZ",
-	"hw1ph9h7YQlDKyx/+raJ+bexgZJFfElbV6r3CCGyM50Rpmpn+fa2HYxPW3cHQqns9y93YJByUk92jg7D",
-	"EKWy4kpUXWM8sWyiwXMsgXvM/BgHz/a+a+VPHx72NkWc8E94pntH9uK5Gxn/hCNzL27G+WydcYIzrMWL",
-	"MDT04f1b06p0y3hVzTDhL+9fzwV+tdOz7d89e/5wJRiBEHu0Gs/tt1HVJQZpO524Iw+u3Qg+EqLr5z7g",
-	"J26d/PAnMmDj3IX1466LdqkhVEy6ArUMbojosIvvy7hil4KZ+hKbnnTVjPq4ajy4bzOu2qzAsrhqx35s",
-	"zZTHHV5t0YTTyUCh9ETBrL43Y2M1YH/s4yHiaruf0GPTaNOGcXMt0B3FK+E0ZiuqBuc/0tJ3zRzYrMrR",
-	"rTdIMz4RFd8nTNoU3gbF9wlLJzKrdDnWSrSvQ5n+MeMEaUsFPb4dnxli5RB6jgoxsh4F0Y6h8BRr4CP1",
-	"9wVLm9X7mAslRZ7O1w51BoebWAJ8AsK0c04Od9OZUFDzir0BnRr++y+nZ878wDYAOJTljqaWhfpNepma",
-	"FVijsRKdho0XIMX7so7Ha8uwHyHDDs0G7sEPZG/l/YkEyMHn6C93cTqWS2r8gcNAv/of/v35d0N0sZy/",
-	"9lzHBwGbVyIuUxQJqETBZ1B8GauFC328ASIXu8QicIvnhs8PnwW3SAuFd9ew9K3Gr6bEMBciCE5UIjau",
-	"noiVrqeF58n7FPWmmxIkjMp5lSMDxigC1n3tsxMV10zstnJ+Y2lxPCct4zZ1ntO/PPwBCh5wsRdQFMj+",
-	"rI1gA6XZ6as3kVPHUHSmVqYuSw09rjOdi8wM2cvDQ5aSc+ajycu0M0ZjLJ8FqbMU6wWrQWwD9hIzKw/3",
-	"wk5UEFE0I4zad8eGFl9Enbo7jIAzZNPvbfa7O81PN5jejmp0BdNj4r3jYPo6UtfkZVuwxZ/57rsX3y++",
-	"u1OaBRayTvTm2W0GtPbn8SweR0zE91KaZzOVMNDBHTz9g9dv3r65eOMT9Q2TNmFnJxevfmG2ktl1IQxS",
-	"Ile5zJ1aDGcKnUMwIf+97uyWZR/fb/mMFg4YKey/aSs6/PeOs4Ty+RYpU35LcH4jgBXovLq26JWejmfD",
-	"5Z//41tXSp6tMaYzPis0zy+0fssr7IH28tl36yxA4OK/uq27cIv/lUTYEvgbBfGiVkW8nU6sdufVSd3H",
-	"FmBbpWIdfKYnqT1ULgrRRabvPVtZ1KtanOG4Q1zr0nRJTcBMGgYtK3gOKrPbdDQA3WUxNxgUnJgFdUjf",
-	"1zCVrfC9syjO4thaW487U3BjmRFXEE+k29Af4AjkzRnzYqZvVcN5fBo5eY+w1mubcHH/4gDQpMgtswQ4",
-	"ahOuT26zcSfDdmYSV6BUjiqOFAm2a1sP9CbwEq7+pSz4AjXPLQ/e8uC1TTmyVvZkJvZMXrqT+6dNu5M1",
-	"qAC8SX/5y0sM7q+y/V52W0nR+6aiEo5kvsJ28VuLYhMihJhlB3fmSL1ElY/MxPjCHhmz7moYTGxe0TBg",
-	"3c4XJ+bxV/1t22BsddcvAq3yNLLQYYbPlf8+BX6xAob/wpc/cHRAXNZGKmFMU3yx0IWjVYanVTE7CmV4",
-	"Mb/xBcidQfLVSPAn5hGXyW3xkbf274YKDiKw+JjvRPQ31uZJcJ7bIMs/HjbUxo1/1Fxoix6/5Y7fHHf0",
-	"0PJPhzlS+KUMedTdLPBH6bHl2vmTVGbVUe6rRxDecd85XgClQ/z3tJX2GwJBmKXYk4sS0rSjdkDRvdgQ",
-	"CO5Z1sn/PJr1N5p5GC/BI65ube1Uz/jiM7zlqo/Sbj2P8sMfdWlqix8efI7/xNi5WJqe+OasJycxftEX",
-	"JCX6lL8SojtzsQnkr5SuiEAyt8hVjPGVaUjXQpTggaSsogBtsKmMxg5d1x8YCCKJJxxEanOn7rhL65Rt",
-	"8+i2eXTbPLptHt3XnUcHnaJazNFn0705e3o6wRfl083pBGukXry5TfbbVmhucy+2+W9PtCHVw3BlYk+Q",
-	"efDm/jMP7jCrbRO8NU5r2zLXLXPdJrZtE9u2Kv4XJra9eayJbfCVg0qMKmHG/b6+99ridLrcYkcshf/+",
-	"TVQGXBATfSMM06rpjAbes7ISRigrcgQpJShUBG4LEAqsC7H5PY7vvd+ObzIVBaZOK7EMFvkpdNB6nOlm",
-	"cMi7z/hDkK0ftvsb37sK++nk7BSHawJcrqwiPN9cXgljHSGO5CdhkghL0BA2sbQzNpUq19jpGppQHEdE",
-	"fMOLWjBpjShGEKakVsy6EtB+oyw4NmRG7GG8HFAFxqIS1E9aKFvN8P2GTccC0kUkobvfCA4sOQnhUH8H",
-	"Rpzd9QiUOOMKeihCEBZHyK+4VPvsfdx+GiGBvU+Q1aoQxnGirKhz4e+UhjnC70a7OinlBW7EAgvqOpTN",
-	"LQdn0CY9Weu+c/kvvLe9x+9UMfMT0VPlcXok9rY8ZrwosNe3wUaV/NKx2z5MPLjzgxEVcL1OBe3Z87+s",
-	"odSeFEazQgLWc7zYfR9ur3fr24Q+uHM04oUR4duXWheCq00b+bS3fQhe75TjC1fgfm4I7bGrhw/VVhoQ",
-	"tJplivhn4MaLvaMPn3dzSf/IPq05QuetRMRSzQConXVIZrvk2TW0igYcccedsEvsqC4Klpqb7GPJ7cfU",
-	"szs1p6IUs2MKN0DwAUOI/6wJofX8l5O95999T+w2YWVRw2iEyqpZiWAg5QyJtOF1gfOwN9ClmgwukceI",
-	"rxP3jUuBcLrOZHFz1RUb6yI3CaLLTqWhBnKEoNUBcpUw4zRTXBvHPpFRY/v/ia7cCziBmYrKaMWmY80m",
-	"PMfwKC5xHppIhnVG2N+ghmC0FMFM3L2S8lvg4q5hhZxIa44c30cMXMOUZgW3HpnG8TZYHMBTQaB3hHcX",
-	"4Y1uyVPCBDstTcoGXDFNdRcpvffEAo5x6z4bIFBgGaW68gM7ZlOZw06LFo58WL8hRpT8CuLq1SUq/Sgd",
-	"CR8frssWx27yihzjDloyDgLxxjCpSoSOVp4CADnNMltxWfSl/HhGtrPJpBr/kRXZNI7nz6kZHp6/Ek6m",
-	"ZAit59ZgXv8g3T3Sae8zHYeOeFjMvl67sL9TbnD7RN7KTwCybLSSCMtIaUttn0FTCaI8bOhjFyxfuxvh",
-	"jy54sYjT3a1Em3AFCuJy9f/gM/x3ZdjNaVYmMCc7rnR9NQaZUQmkB8fKKmkFyAEB8sZRTaULpnTu+R00",
-	"7AjQ6oSfHh1vQLRWFtXsBixxJBUvjqPkUPfjtSjJdQc6f1AWfS55zNhQbYeUUidCKsHzWVu7ZNmYqyts",
-	"tI6YkKrBgwytQkgGGbQrYK6e+3qA20qUKMoMH4li1uV7cJ+NeOrt9P4L3LCde1FdlzKphClnIan2+u9v",
-	"Y1Ad9I6bfg/0nuyUdZcKS6fbNiK0rkptFmSpR0INOpGuuuSoZwWOMpzpC9TjyCaIpuOgMY2kcELL6bTk",
-	"QIAb9tlvYhp/PdZFm2xpcXtddJ+dzBM3QttdClKpcq8Mzj36Q8IuRcZrg8d5jgMt0vIHeNsd0fLda1bt",
-	"4a3QrGibrCZWuHoD71V9WsWS/MY+hLdym3f1sNoUnvNHpE0doBXeH/94LcByp0wmdHaCDR/xVjBsI0MA",
-	"mVRk3zuS63Y4kHFgqDWaM1+Bb2nAGXWa2Uhe1dC0hswFz8grbdFwdVb5yfxIoEMGjSZ2quoq+FWJ8SZd",
-	"3BUGmzl1EAM8UG/SvCdtPBXgj/1is/U9PP+4VSwc42p7EB1GZLrGzG1bcfHnmMb5WE9hUcMK85i4Gk8f",
-	"EMhD8xMIJS2Jp4qy4BmpTdGEGi2NcXB8YBsoWWCZgtfYZJ4selaItTROlaTFbLwrpcujia4qXeR0FeEM",
-	"p7pCG8wyrTKn53VYiuRILARvqW9kWrlJ5g2zEp6T+YlEw1/UAjs4UgfvgJV+3Lzjdq4k3+EsbFYUfjtF",
-	"l6hClS/fspa7sfYw8PtA+oiTjCviunNiFKWsSdwRcTYVdFpNmKmzMdTgxg6ShJikZw9IT1FEIRuL7NqQ",
-	"s9rJZ2hnUZZC5XtaFTMgcPoiuMLR100n0KkS6IfKg5/JndaTs9N99sEI320vuGR0BmgB+UnIbYN8N/IT",
-	"GeHUF41xtkueXYeXjqVTu3zDW0cbzZgqedMTrz2nhTuBRX6omK0fKUxYGuy5xuysFAilID7xSVk02hIe",
-	"m/3gUOZFAXevFdeFl4OK/6eiuq2B0+5Jw3RtMz0RFGzGP9YLN+O9rUEJVU+AwuosE8bsJDsjLou6cnch",
-	"LoSjudsNFfRaf8j86YOhWzkRfaP7/9l79+c2bmx/8F9Bub5blm61HnaczI1UU1uK7djecWKt5SRVO5Nr",
-	"gt0giVET6AugRXNc/t+3cM4BGk12k5QtSnLMH1KOpH6g8fic9+fgdd397LytcuBvvuWUH9izyLCwSUh6",
-	"BTTsYtQrYtR9ZsoNSQB44nKvtwj/iQa0Rgig7pUgd6Wlcq0wtNIzmzUaRM6dGHvQxOI3b/A5dBnaxtg0",
-	"uqR+TpRaQtobtkYVMUNPTLGBqV9toRwFEcjl12K0y7njpR57izZ452BnohiCQK4/dpZajDsILWOkDF7T",
-	"ieTnyTxt8dA1r+k7c2dlubQI9vCbOi5Ln/9lZ8VPSPfhgL250bGAXmRx4y8NMFvIMBvWsnRMKjSRvGUJ",
-	"zVBrK4yFrRiLwCGxSVpmp17iUajeoFjxe9fDb9HTGhFGv02fhC7Fqm0K0/ftbE1D830TsI1Tt2GeEe4+",
-	"wMmlnQcbCBM/Xjx/x1bhf3CnrUr3+bwICxnpMMzrJ/ucAVxHj2GIxzq+sZFOPCy6FFvKSbngV/D4jbJR",
-	"kt83HVDJh5LknPjZumUGGA1FCN1MWgBwjXf53odMdhGQDfJJYFlvFLJWuRrgiqOP/p81KSRYWB2hDY6+",
-	"0piuBuBzyH7yIvRAqkSBxP+zTpYlG+oaVEoW5GpXGt2PjRoanm5lKZQr56zUVlhm5Hji7CmUlDAH/fBR",
-	"SDtNrfTxpWTn9BSI4yRfz/h/C7P04E7rilsHn9wsO5/fjZxA3BnbPIE9qR0t1/9GAokOIaRATKFg1Ily",
-	"HiqoYl1WbCdEMgzPSbCtgOLF6ui3w4PF/N6dBw//0qFu8jDCbZBm1XmQuQXlAHWFto4wnEc+UBCqW9Nz",
-	"+jI+vhwA7k5lEbPN1Zb7pbKEFA8c1S7D4xvM8Lhl/cbZ6gC8CRuoNv68vH13cZ60bUWwBTUEUMwftAVi",
-	"uqCu+LuFGkslHlp8DPngQuIsXFXqsVTRgaaYVt6aSl4IVxUa81iZ+EDOhtiqlYDtCfoi4JO+qEAgEObY",
-	"6qx2k6dN8eK1K2oX+tGK9KuGotRq7HW0Pn873H0BN29OUwCBizZPQcWd34QPTh78zz/PDv4/fvCf44Mf",
-	"/2z+9/D9wZ8fj7NHj//26f9sQh/xW7P2o4Wv6vsUv13gfz+bbCH9iP85+de/7NGfHx9lPzzpHPJdq6PJ",
-	"Mi8rpTvym5tSS9UiNt0UiDpbJRrqCr9qBz7aBvvw+CMC2ocpAlrG81xUDiKbz7DgGHAQy42Xu49HvA2s",
-	"m9bOqGaAMu2aurkYRs7L2jqovJuH3OB2qfEpE02VMcQcFkqNvaoJ9Qs34OhdwlO7DlAhZpnObIgNp9OD",
-	"Udb0NxuFWhfB9UujwOkwm0hwXDYcZfxxoyEmoLn56LbLr7C4hKsc693nYsodMcuOZOnXfRd3XeGtX5zD",
-	"mwS4zfz2n6cBahMS26CsaIZ6XWPyghJHuXe9WiIm3bThERMXoYT4RpEwmNtown++7ggGa5fmuDXreOll",
-	"a2zl9kLFVcyamcQcKF5Ou/W72yR7X5rI9QoXD/vg1O88XOUYN48fuSscvX+O/gY0bkm1W2keHzlhVzQi",
-	"+6mWYU8RQLVYzhnSQFOpAstLib1/SugBkhRIxFM303VZMCtUU+05lldCsalwE42n8re3r8CH+Pbnp+zx",
-	"D4/+Br/0P/zth0c/sEKMpNfXXMTVkLiIw6AhiQ88d+U8NCLphF5vbSO+tmq0/fX4lFCknXNjpKCEFc4m",
-	"3E4SSpv0xDVuAenS9BkeTfgZzRWfCsP9bqhKPhcG5sR+pk8gC/kzUP8qbfTREseAX+QOWkfRpa9uCcW7",
-	"X7YGxdOp0PAVUZbCOgb/LxSnTHhZCi/WINIEuex3guPwpavjOPDXWBkCxCBRiKdHypvVkJ+yYx78mpH/",
-	"He7RuwJ7iP6sSZ3KtbK6jJGihjHMm8q1zZLQLnoynZwKe9oAe8Ed71I4/X6/FHO4Bqwi0raD2cdIChTS",
-	"eiAkLc3qpcq3kYSyfsbzXNdE/alrB5mOTTHMIXtGKej4JStYvsKFxLXjB4If639DzqwmbTE6XKlHSENo",
-	"0MVa0Okb+A3W4a4yz2MM0LYnP514KOfxlgelSYsPrjHpN7LmaalvwNXQ2olg9vi1weHg/2/mX8BrO5PN",
-	"sV/Wg+xBIYFZqIBkc1j4jbLNG7qzIt10a9jOaN/dH7Yzvy83SSunj9s5MnodGTWd8JuAdZztTdMOU/wO",
-	"RYMtU5c7VgoOTTkxONzBWkbqreWl38ug5ZKO0npUCvEWXBRLQXzIJ2z0z4a/DMXITeYyKg2PgeLoSM0T",
-	"hARkNFZ6JsyoLmNqozRMzyD+FoGwM6MxI1HhxcvQz0x6zLPr5Dv6I7ZVDi7/gjXKdPhW/1USdOrGaGlL",
-	"30bWk0BMUiH9U25Xr4a5W/FNu1TIv1wqZI3H5eZgdK16fPSxBv7TlamQF3rkDoqYD+nvOFlJbVVHRbJL",
-	"S8yiIoyZ2JqVWo2F8Rp2LEiQUPOZlHUnxL6YfYV10jFvC9SL4H6BgkpUc5itK2EYL6ZSSetQse7k0UkT",
-	"G6qSO2TwLWd8bklQWD0VWI6uYejhoVBU0ZdqQBh4Pe2XWGnvPNYdgWaXermV1MutnfgNWLUWTE8SeSGd",
-	"OIaBNqDFehq4tEIGng3mLT3VEB9fOPgPLXr1/D3NKcejTNXWRZ03OZrAXBuslajleGWFidFI5G4hLdQ6",
-	"wQv4BEcS/APFmFYrbaHowW47HfPLQWFb3FsbaFT3nHdrpeJECZmozu2ci3+B/Mo7VJqOgiXRH0m6EM4S",
-	"kU00JpGImxjr1YJqYoQVziGfJyaME2A2LscQGFECewiP5RWBVG0MtExS4pCdlWUHyCaZ8akeBaA7m2iB",
-	"RdQCeYZ0WbRC8KUeA+FF7aLe1cFkZQW4/M7D3NwzmEMRGEa3Qe556gTImIY/87KcZ0tzfrv0ghuob038",
-	"kdtWAUMiiOPWgIZPbU7UHTZ+ldgIZ7DtwIrq3F1BZdhmR7jD+hHztR4HKxOQBqrbZxO/OYdet8uN4DZE",
-	"PkLbOFHpfBLC1lMgtceq+HCBtLZu2FCki92XOim9kLgn5DY13emmfM4m/EqwoRCKWadLQd3YozmLRmzC",
-	"UYh6MJ+m6SndDMse+C5EZHi4fxYjDQ5Huxp5OlGlgxg++NdaC7ljZF7FyFyWLXF+S8faGcGn1o96ylWx",
-	"Lq5Ktp9x5E7VFQt3+jF7UaREaR8yem6brecEM5dD+gkcdOAn2zsXCtzStXKypLf4B4AxC2FWwybwFulC",
-	"a9A0J+6hZXwslMswgeZZuKvI2NtaKanGoasF8CezizrPhSj833/msvT/vpNTUbypnTdKn3KVi1IU+9T0",
-	"QxcifKcfwFDkYFsvVYvEzEi/zLiII3g8qm7nuiwh06dJccQJe0gTkTE+ggYhOMk9zF8wM0/Dgt1Zu6YJ",
-	"Jebg+MM26IsW0pU3krYNkwPeA0p/11XvezmoU62XroTCdHJRFevPHg87P1BOwhquCtyKzxvHBdz6adVC",
-	"pNvw5rPntyp80i/dJG5LyNBsuF0EtzeCS3NVypHI53kZUawV1UWo7hIr3/eIFbyjg/uLpAnmAPYLkzN7",
-	"ibJEq1IqsVAIskdORq2wjLzYj+EGerBX6pTIXfAkMqVnJ6wy2ulclxkzYqqdCL0DMjacO4oAjgwUcliQ",
-	"FfRDYXRVgRKJuTHNi8C+sqWeZfGXQN2I3bWlg99YVitIrgSRKFUuQL08ZGeLpYRp9iNpS9ToibMRKEu5",
-	"BjyJ3DpSsUGtjBebwEud+kC9ZAnO2dkE6+hDmmCf1DinhdmkhucWcKUb0MIih8KhBFt6Ub6qtvBi3M79",
-	"gO7/uoXXtrdZ3+vhj/3z/cOTu4Bx3F99KP6uOcE71F7HRLeEdB1q75ZhPJgjGxkFcMtyBSXa1UagHyUD",
-	"UA9GYWfR5NVEW3fEq4qGcZLY6UOBrKxvUGyA9gemPD4F+XItNpuPKfIkA40YozNWarUPb3ozGsFj4AmJ",
-	"zTH2GM1nfH7IXrlorThkEc4vLdvLdSFyL2asLmv/QJIlzIASb5H01v9AFkQQTelkkfDwEgAv0kaOpWJ7",
-	"VV2WGatqO8nYSJbhGXrm7ZigcjcdqOVU2FWY/9muhxu1FO5CkCQgzmSxdRyP1vvW7AFayg3sgcSwpFHd",
-	"rGG2fVFC33oNi6D50p1sWWcR2AYUtilApvpSHDj/BVCj1e8dfsntQj0qojhAvA4gPWghxACaj2KIej8I",
-	"SiyXobooXZtcZGzGpYsmBHii2KWYI2J7GJ0KbmsjqJYJhcgJu5KF0GwN1PO6kPEiEhHKemFHJS/aXCax",
-	"GQ/WQZDjQOBhxFEvrGNCFbH968Bfrmt3gXbBgO1RYjV7dJwx7thUW8e+O94/JUeT/wisVCdH3Vh4YQUT",
-	"E2iWhl5ACVdXGQig/Tg2I7jVCjrgxupvKqP97e1riCpCDkSTM4vVcFmMHyaFEsuucGerC78d3vnTtp0Q",
-	"YOsdayKAuDdCHdbtl1Yl4+zzt/8RstZgY4x0rYpTpi+ZBbWByB54spVh5xY7Qqq/elDQ37XBJ3qclLn4",
-	"TfErLqGX0GLjoQjPC5B5I1JhRbRhUS4cDbnLJyuaCtXKsrryp/XxMYO74VDYzB8Lw6AE1YNlRtwo7WpZ",
-	"K9W4FE0DYsxEVYWohCogyI/ZE5CXYcHgIHTwJ9ADq20cN/5HuBrG3Kq3LaM5hCWRET+1KRp+KUK+NRD5",
-	"E8zILeAkvGgjsLT3AC1ptH2Q+UbFclRvXAYFQCpcgh2BwD3KZkjQx3p1gpcpBNmtY5Djxh1URn+Y9wNP",
-	"U5HUigESKQ62om4prd52XwBTJpXTS26NjOnaWVkIoBEORv0e5pDBpMD/aSUO9GjEjPC6GvqYvTprF1zG",
-	"/r7IruK/iVLb/Xgg+gkdyrweKNUY449Dnl/q0SijoCu2D7AOfOGH7Ayorjh2RyvnJ6zSZSsyG61dvB1d",
-	"MofsjFUcgpvcJWx5jMdP7MjRP2XB7d6KhxoX3N0dlC3+z+RzhCXcElnLwms2UyqxKYkwoF5W9bCUdkKV",
-	"BLcHm8moKbjWmwy3tLUpwOrCZtqplDuVckOVEpNDEAcRiJaYpraP7Lr6EmDHHpGtb4ADERArkRxr8PiU",
-	"clwat3LwOYdaqODm99Z1IW309h+yC4/EkC9MYwhk8lRVhWxczGImi+2CSF3dBkK23rIGIOlLNMzx14SH",
-	"utrB4Q4OPwMOdXVXaDi3TkyhiW+h8/4Y3ltRSCNyEvdDo2dWmOCjhNoqD3UOY5DSTxMVYBY6r6dCOTSp",
-	"Kz4mNybldLT/DBEgrtAN22JnOV0uAW3XWpG17sQYwc1GbVETmEKKL89XqIsvhDur5DM/DwsQ893x4/45",
-	"CdOw5rMfZA+Q5gie+FojPi0/FlwFmJMSnAHLT8vYYGEJ/fId1HJwuJKIeTFC8+kbiGisWie/q1qzmx40",
-	"mNjmnCUkRicPaHcekIHzYPkwPuo5jPDUjmgILqO3t8bGY+6B4/Zyk6h6JYzUhcxZcy+DeymaDaxpIdpY",
-	"GZ37nZWyHeUT4QcdffzUq5R2nzTUorZWEOqeiLICaw3JiVipddUIwEoU/koIQuvAsUFJSN3x55/iqN/B",
-	"B29RurdftSoBZWkqQ9oNFAh8UzkmySZanJUVh+VLzwGdr6M4oF7B1LR311de0nr9eqJnygtR8BaQHJno",
-	"KQaDTyJn7FRMh8LYiaywD6LgpZtkDAqMI/hOuVQQ2UPvJtDuUdnXjBu/0YlPkW5D6cSbxqFAfUn9QiEY",
-	"FgqTQ74LM+JKWkpcWxJJT3H8FzQR2+zT3n5THz8hzWeY7W/iNLygkqrFj9/iCSi44wdG+GX1S5mXgqu6",
-	"Oqr8ZhGzFQfCbyoim48dcPUIxR7VyQNzXdY0/hTKxfSl+EpW6VLmc6IvNQJ6kEUZURYYiHZmzjiU4Ysi",
-	"iwR1RSDk4GoOBJ2H7A0R2wEhgD+lUCMBFVlBYHBGX8kAZJaPwzne+ow7/jYM8ynesi5b9VcIxwfmZ4r5",
-	"8NzpGHKhmT1lFD+3QWHA8v8VtQPafFli0M9GiAMnPjgKrzfjjDUgNLi+QeB9faP4/tHj203O6VogWrte",
-	"WKGVjx+6S8/pAiKaRTQLuOPJcc3jQfhSSMq1GsnxdZHJ1OpAq1ysidACcVl6zFv0HSEBx4oSjUmCMCks",
-	"cM9D6KMsk19j0o8CDnpDzMpZmgI/4xKgKD6a9N0CVdq0s5BlY3/kja7Hkx7RTfhHwVwU4QE4UYr7H+ZY",
-	"+pjrKZFj8K5Qbq16kGwbPriuV72t1To24maencZ1W8gF6uMCvT2nXe+Xbc5HvCB3dgHg+1POXmN/iW6w",
-	"wwW7Ocjrd5H59w+5FQe46w5gt29gnTs+LD12SVWID/5/nJHjMXjzVcE8xLaNy4eWlTrnJeFNeG1qsOe6",
-	"rKcK+Iln0eoAegoV8kYyuvTZs9dgtPMSeJUasIrPRZ8ZdL+AyqT/iFBJHw194nKH4eGwnWaF5GOlrWBT",
-	"SS43Vhk9LMXUdpoxz+iFFzB9ZzB767quIXcsMvE/e42Z0lNKxaEKf3ga08N/i9yt46Atyuvxzy7pab/w",
-	"D3JaT5mqvd3oR+GHlU+44bn/hpjZCMo3Duo0hGLi6NFEdKZWOdI39uS58w/PivLphBvbPewnx8fH2YOR",
-	"NlPu4Cvdd48fZP4+P8gHJ4+Oj+GKqVT4i+P4jbDoQJS0bS1wccl70DhuR1pQOF07HbCPQA5TdMn57sFi",
-	"Yf62aZain3mtQ4Yr9vLdL68x/R7cg0aoAlpXQ+lB8MYvufpBzQO0G+De/vucT8sBahx81twZ/LZMOivK",
-	"0SH7SbsJnC2ImSQOGCDgiJcnFMDYqlIzoUba5CLtKUuUkGIeWCCb9laFqEo9FwW7EgbcNh5hpW19Skh8",
-	"gaYeUw753cM5Gyy6kk/Ygid5cOKnLkY7unjl2KAZ5/tCKCmKQXaNAIidSPDTRuPSCKxV3Rv4tdaVULyS",
-	"hzDt+91grnP7m1yH32eoI+MqnrLBxPl1bLZBT2ADl9skjr102fvgknCwEykf+Dc/yCIHOv3oX9TFeX49",
-	"TISntDCxQ9nkM/amEsov69L+PezqzPnAiQ/uCAa65tlwyrrjTUvRnk7o7VgD0uhbxw1rK9IjucPnnpzF",
-	"iZ7d/0iTVCO9FsUro4s6dxl0ZCkyNtGh8wy50CUM1M0jXbYuCO7RQrZpNnPGnB5jRQJgj3SW1RWUu/hn",
-	"CoUUnyFGhR2PE8dhjfX0oJKqkTRT0lSHUnFDaTbwCxqFB2+vavHyEmrgdSeYXcB8vPLTsc3MkuYtHQfx",
-	"J25lzvyS+OMF2edDXbtvLOb0Qjg2XDcTW9RtIgPGEfAEbRJ8hZ2GV6cmGqU3EF8P6QkUPBLGyRE4lXoq",
-	"cn/VhTjDAWxxQ8a3rIqD4pd9OwHPZDlvYJ/F/bTxjjv66Efwqvh0JJTRZTmlZe72p76ytob0RK3EAcBo",
-	"7sdPLdc8EA7sVY7fw/CBA/q3yUlHSMez9aoIocwCuwNTIBWImbGrHfbLsEDJPMYuXtpc2lhN4y9GNP9Q",
-	"SSNsUo74PZtKVTth9w/ZmVfwpH8gTLksrtNZIm7d580krQv/0FtA2TchS52+PeqUFXeTRqXEGdm4sfl3",
-	"PZrkttpfdMzCOmcu+ZfkSPjdAsd6+/iSLNKKcWFh7NMzVsnGwxzzKzX46neNLv4KjS4ajGUNyMEeuFHI",
-	"7XflNqAbwWWdqG+4sZpb2rSFCV/fQgOZNFEYCg+hG1Ht1YEVCsDr8MY3zRg3IWRqxocJMJFVw2Ndn/Ec",
-	"kW5jZFv2jXooTV6eFnl3MhPJqewx179f6db8vuXTfHTLPs3upVmlQjVzsrOXV2heXSdsCypYtio0zbtG",
-	"wfaQJAgrOkAPqoDqAYpYgM7AA3RGkEZ/yFI9nxmhxIyX+2lid9C7FopL/H+YNZk0gzwY8dxbsNRzR486",
-	"W840asHyDn2wbU1k+ZVrlJE49tsNFvdMz7pB+pUKWTm7yo5vLgLdiQy3pK7EAOuamPPTpCE45GP4MyKK",
-	"EFKLj0lDGVoJCsiQj8KbbVDnEcuaMNAK4WsMZkPYObS1lc6ySzE/gFYv/i/L4WbMHCwivZmHSFnUwoZA",
-	"MzfQLpcoMlllxEh+WBxXU9OmZzE6g186D03HMTeK2GcgQ0AUrK46vX6/hOnoCUWvoTN7iv7PV0UHn1mI",
-	"WxPDG3zaSBuaSfp6+sw1MesLeIS98bh1OrSYhlxBQtMmo8Pbgc6tc2SP1gWm12hwvVOaNr2vuLWiOMXA",
-	"BMwFOieITJsuhWbIwJO6ZqrP4XHd34Nm/602qG3vT8zq7ZNSTQoG5mDhiv7lxNRdCQBYAcrHSVDUg0yA",
-	"si06pRfg/4jg9CDA6UEYQ0jE7PcXYuc5m8UUR7BEmxTHmZGOHDEJHvsfIatyARxEAh3U83ZhI6IzMemQ",
-	"xlnhEbBWoS15YeZevEqLB7inCboB9g/R5KvD6DAvfayBTgJGlMg+WLJIx4PjRG07fERnG0gUSFTKaPE9",
-	"8aGh7COIJOtkWYI46tDFKQ0RF+uc1upts122QtnT+bY4lJXq+NLaOr2Y839f8j3XfOb1sz6bGgDanjtP",
-	"41ftaYQs5brq1zxvI2FUaTL/ofGRmHJZHjlh3ap2cdAhRRGX31RYi8lTTT46vrU2omAXv7w7D3lMQRnW",
-	"MVQOrcEpSJ545VqDYjOPX0gIiGo7heyfHP+ImAhxoEHrpvdKu/fNMAaofsFgJIJtMkaPHN8ff9eQJ6eD",
-	"RvSFDh05V/5OUOF5PgFmC+DIl4FBCY8r5hxYoQo2BYY1jT30WtXSWK7z0LJ8oiUQe2G3PMsGXWs3wMwp",
-	"C1ydB+CWFMUJMXXQGlhkoYboFRZWxQwNuBt+lbSQYntPHv/IBv6J7+mJA8ppeyucmR+cjZwwAzYUc012",
-	"Vkeild8P74R1z/23bouZA2YE3rABH6YRuaykl4HoqooN8ZitYwruLbJ1LA5+FfS3ztTMqwJAXtUoL8ne",
-	"3OH/t0rFIaCmHfZKCntM0Bncutig7Mt1vh5Myae65yTkM1pIr21yPHXtxDIlQFN8mbDrB89N8uBQ2Mnx",
-	"QVl4Xvy9WmDOTO6FScAeJNIkObZZcosEZmCcxUMWVje8BQ2RwZGk3x8NwK4XH8ByRzmjsdtSrYAY6ZUj",
-	"LzoUTyK7miiaeQk6rZxWpUgYSLxWL7o9RpDAWcnP8xe9UeX8nOojttunLx3mardBMxlfkdfgbp0ArjVt",
-	"Yy7VMksC7tktegQqbqSbXwchiOgAm80FNWoEsStoGiRL6eZZyKMk+5ZSfoL/OFi9IPnJtRxKHjH7PE9f",
-	"WQlzECsisYHfhNsJyydcKuTijX/mZRmHCJ1A6PmH7A/QQiciv3wWC5aCe7mm7PCL//e1dIINzt+evfjl",
-	"jP1vLfPL93DPoGnwiY8HXCgEGvfk+CAD38pSKFfOWSGvhBmLwt/oERJ079xvEGVrmxZRTYkxYt4JF+ew",
-	"SjfvXT6jj0+/vSnigu9e/OxTFApGcGq6iZ2gYtEILB660G2pZ/1NIJJ1+EKXdFrb5bcKDtSvDRApS6Dx",
-	"hx0xWFfWhbfc0Hi+HQdzsj9XiwmEm51reZuuZQ+PNM9D4WZCqEWSmi3KE48LUgm7gv4tYG28NOz+tHS1",
-	"pTvGTKeY6V/UFO9nrYo/RKxKmJE2U8s4eqEPgEKHuIaMrFZW5YPbWDpWGX0l6PA2iI12nsXnotteaYdH",
-	"Ofp2Q82BtIyX4A9JKNulZY+PjxEHEFdDqQIN3p9sG7wd2ULnZ3I+D3UxzxpPiKIUW3RP82K+ojbhbVyg",
-	"NRlg5ziLnzWJX4D6PeiVLVeVgGfAS/9ScAt989vdHSnVBiseVoznOVx3Pcz/c6suaVqh1VAaFh0W/LR/",
-	"LxU7LXzZtL+LhYqnE7uX+zPsf52c7YCHeMozattJzZ399Ycd6SRtKOUNizrsgW1CvS7FulxX3JVpERZ+",
-	"OxoHl0rPIHMD67iQED5s4ZBxGqVB+zIKoJVzhkVxh+ytH0+ojy2BHvMAKwyMoItCAz8J4wgPp0VoUB5v",
-	"DhE88aEqvXHGZpN5slr+W0jRDUMe1o7JovSvYSNdlnoGjSc7O+UhGOtS2O1XivnXrGyRmRbJfcP0hP3z",
-	"sM1jVCsnp+KISDCcXEmdi6WUL8Bqw/4zUzHVZp6lSooKDEMYO7G9BZWH7ALdrV5tHI2SokhbacfG2uja",
-	"QeNLQ+9hY6NnbpKxko/HmEYa9yY1vPdXQM8HUBv4xOsNpR536iRv8SueJd++Tcm6/LaOE0FXsWRBvr0z",
-	"8UK4sMV6J+IWDgXo/5vw1oKdAOEzv5sNV2NwUGP0KERlAk7j6DoMjiBiosHhVfjc1bws52iYqwX+wYUy",
-	"Yn/c2EgaMeNQF4f1RsBuG14aWzxhh92h7CIn9F9G+/AcpmD7p8K/Z6WQ8BPr5+BbFhDkrgt7BkPBuhLq",
-	"Fs6Cq/3m2+AwzCbSCern/lqq+gPWB+D9rDH6WjxQlI+EZneup1OhClEwyMW11GreQQeLcEhgGpC/BKuu",
-	"uAJnKzYXGsNWRxMxrdM6ZG9IB4tjhMwoiMFgKJ9D/MaLDycU+W25CsZdUvLlPxYHiLX5sRW0/96HlumZ",
-	"yvB5BAA4gi5B9FJb9w4neI1d/EtTcTGbaCvSCQ18vcu8n6B4piz8RIwR4msU7H9ow5PRtDdkOVB1myia",
-	"T7iZ2qttGrLNnIb+wZ3Akm5OamD8DbEAdx/NG4OT7EFV96YHNdmY6XGkE0UbNzlupEU6bsbCwcBj1j3E",
-	"WCiQgRBC4YEpEH37h10JI0fzli8s7XTeKlySRZqTT1k4mMAJZtViQa/0B83PAaSPwB5ifyCVZ/oBDUKF",
-	"1l9jkXKKdOVxUjSqEGwAD3lfNwH/wTKUnPnHt8BkG5k2zQvgfWsybWjBVKyMblYYZ+O+JWUufB5yP/VG",
-	"nnEZu7JwmqU/ZdosOkxxT0w4ddmUCsP61AoZBCmXyH640KFHh224N/hVF4K6+5zR2wfY+26spIUSl+Ec",
-	"9ueAbn83r8Rgf5cV9DVnhcK2bEE3HqkbgG0ore5P6Wkrg0dVydWKnmNpEB2Bno5+jCoEvQ++JehSTegF",
-	"qd8vxbzlpcNseTp4qd0UwcUj6RUvJWbPYPPuRitEqXcaK8uSSnPMs0cfxchhKuRIEn3PIfuHVxVDH8uW",
-	"rtvVyee4g/W95OoW4dm/bnN0jkBcCAt2Ky7IXYGvH3zvqEljKbnaURzfI2QKnO4pNtHB2z44YV+TgxY1",
-	"3TUKTTFY0EDBUgLiBIpu6GPJ25g8DomLZzHN5zyo02eqQM/pOz6GiqX4sqhxZ1EHxNhqmG00fDFrqTJ+",
-	"bA6iNgXxphaH7AWvguXXVDCV1JOrs7Z0JD/4q7BhBU+6idkmvbA7hAsT/Cyd35tIIezOCwoxxHBTa4qA",
-	"Qz9uyY5ZggtibDwlrlgRiu1esRuvWJVOTBtWkdOkgQ60jcMIUiRVRrVxqiFJVPYTn0z5B8wat31UJOsp",
-	"lu+QjaRvb60ObrYZP3fJn9dJ/mzPnX9QKZxQafkJIcMWvYubdoYb1rJ0B1JBDysnFISY4eYsVf+a+vna",
-	"X6rQda5N6MUiiixqOZiq1NEZ7rfoVAfPOTod7CXzBy3AZs6hz3hIO29TgPTFW7feFa55zcqOcGEucQ1w",
-	"Gr8tT3rnFNzANsepXLnZjz76f37lU/HJm1NrWsx4faMKcj0MGnYjUhk2W9uymRf00T4qNEqOKvSosl6m",
-	"NEo+PIQebuNDDtkZ/gW0Bkghg6SRUFtBfmPu2LTG8xKa02HWwlJ2A9XDQXZ2cl3W6ewK2ooMRhtmRs9k",
-	"HjvNQfYDUv51NKFpDsBGTbSiS9FeMm4p9xX0p/aZ7WFVDAu5klex4s5vyAcnD/7nn/zgP8cHP/5J/x78",
-	"+fE4++G7T//nwa3RLbamaIVl+EeAVB33j4bVyO6dty75nus1yoG9a76WLl07JqSb78UTF9/DbCMIbkwO",
-	"iA8ir12nrUolKBs1A12sZWlV7oRaFumaAjCb6DgdZS+tADp7CtENG1vjdD69cdiFv4CyNdFlkbGhyHlt",
-	"gQ9TzEL5sL9myufRUk2r6LiCposmFOqVPL+0K5KGf6fJ2jqKhBd14MfvYZ4TOu9vMi2nq23IFg2EmRhO",
-	"tL60Rzl3vNSbJCBYx1XBDZY9OcvGRtcVyvURn8pyTl4aUEnwNw8tGxBP1H8N2EyWRc5NgUcNnsLQuUTu",
-	"Zq+LhN5X8BS4BthbSq78w/DVA+ZCyb8VYD9YbAmDz7enIUscPhG8OP6igg3w94f09Yf/qo+Pv8tfag36",
-	"BvzUFf57IdwfeMdz//6nNGXbLNGs3dCLnK7X9khhnE9azm/i2PivDpuwvTnDNCQHCHfOFg5QIUp5JYwU",
-	"9uijLD4dGeGwG3W3+fELFKBw9jPmitHd8xhQPxeqgDxLyI/x0E/lGXrE6irE7+k8kJuJeV14WjlLaTjt",
-	"Z0vMifO3hBgMtGrz/+YTeSWKhh3PGSkKtueNhkEYGvB5wFdBdNyftIGth/Gj3ofHDJj22u1MWtHBVQG0",
-	"FrSfn9Gj1/Z3AwqNkRQN/Q7d2WM6yM3J2J/cbtrMwomOM9DngaO/Z0zpWdgUh38tzfjOlFS/EyERdNQ+",
-	"hDcAF2vZGyJuaL8hPlwDMzC2sYgbdC7waYR+e/7bKmHgzGerTv7+Iu4csrNI8fOkSa3A51K5C+VR0Cu9",
-	"6F6JF033XXDS2xSXpKUPWo0XcHg+gBRcBxmNKJQF20OF4VUx2F+cKOW+VhD5ADOz2iRPpjiue5AsQEqw",
-	"g5IbhBI8maPlkwmbPjmZtwow2GRgBf0DtIWNw0WU2MOSqixk1WcJVPiTnmys4Tx0LwKzWJSlbaWMFNJW",
-	"wAFM/kZyaGKWoN+IyIMlXevPoaiZ/J5alfP9VRr5BX7l7UluemFvO6SxEWPuxDeU9HrW/ma/8Rd2VXvn",
-	"3IZWniqomwTC2gPOwJESGncsVnobUfAcKOCkY5bPm23PmRW5ESAprXAhiwrcSBAIw6SNIiM/PDYa9Xcc",
-	"srOgjNOUGcFKMXIePwIXKtFExCsp9tAdGwvbtTUR6/pxllYzyrtKR7OGtyIM6P5UWy+e2WQSVlbD4Mfu",
-	"Qty9Ub72Obmxk9zXdAO7RwAtcPriE5CsQhWVlso1BBJ6ptjLX86e0qHKgpMp15XIILyFTGQFmboWjzZE",
-	"oKVltZL/WwvGp5pC0Cs0Z7wzDkGC+5UPrS5rJ9jEucqy396+Znv+f6lCGUz6stSzl85V+5EZraGKtBmD",
-	"E+Zt7JHh4ykkOYeXeOSxurzCTpWs1Lry2nvGSqkuD7DNszYsL3VdHEyF49ARn7gvhV3OpRwQXL7HbEVQ",
-	"3GF83pYnzAGRXUylktYh4zJcYVll5JVHe7zXsr3wtDP/93P86zv842D/kL0WY57PmVX8UrzPuUXvHHnv",
-	"bJ1PGLdLDjqt3ltnBJ++J+REWjfLPTR1XP9GXcDlT+lqXKUGlIXKzRySyTk2YkGyDypRavoRdbVN6cCS",
-	"LWWarkCvNWmnfsOeJt8bayUnAvk7bi+AuOIjVo0eUv5zmHDK4SLBO9Flgd0kJNL5SdeIYjaSoizsLv/+",
-	"L9H/rYX1t2szpdoS+GbAK1N3hhKrkueU+Y7bD9nzYBc3xPjIKwFFwmFnQ9L7mWJiWjnAej60IKfw3Da0",
-	"lCGPH/9wSv7g0EkFCzcbHTIGzmAEXuQcsqeUnk8FUlT9JT644DP2N8UUXdX4V/34WkpgQsFMWEx+4m5f",
-	"cIfR9ltV9MLo9RJd05tfFQ+2ldbx+Tjsl6nZE0GVuPcAXMMKFV9FAcAuc+NGwRcP5z0D3yOCk37XOJme",
-	"NuDuSBs21ppsc6craMomJCjN+AkZaA7RG6oK9geXTqoxOvNSD5fI9VSwp1zloiQSYaXdxN8HmeNg5isX",
-	"srWmWerfnrOJtE4bqCy4FJXLotpCKa/+6ZaNjBDwBET3ABQLFaj4nVsDz/uDQS2hs3NT34yHDuf0vp3u",
-	"xCW4sYeOotkQ4YLoFrXYRUt/odGuNNFFTdoO0H9n6Ix7+e7deWjFi2VHsFdFQdxsNH9oQ1YI9P74inIE",
-	"oTCwGrEBejCvet1wz1Lv55ed12ztHeewFptdBy3alstrII8gDdQRbxt5tXuavgEhRLYhNixEwgObxB0E",
-	"4ftcgm/8JuPj1KMthd1R294QKj1blJPJub71GAEi0ur2O6+UFcBIFfvEBL+Tv28Qou+U0zbQtNsO6KoD",
-	"uGqfPGbog2rbaxkbziuOvRAkEi027ktsqILB+Zg4ilck8ZU5kwW5NeNvHITxDb8SZSTpLVnF3YTtYXgy",
-	"Y3nJ5TRjVo4Vd7Vp3KVZ8JXunwaCBBlzACgPaVHjOWRnrECihMZ49Jajn4EuD9s70Rmw+EoMwzV9cc6S",
-	"LjihvQySpMQWGy6KsFNmW99A/BZQ559hdYj435qXOP1+CWVxp3blhn11cKPOuA0UUKdtXVlCBNj/asbn",
-	"O9vzm7I90546uE+cvklJsLmSuqb9mjfbuE2RD8YcsSwh9gbUQ3YObhfOdDj1QBa81/LR75+skS50YJBm",
-	"EJsQRG/fKlh9cB+QMDr5/dhD9IUvw+MO0HaA9pcDtIgKWIuQYMBWIc7x8vLICrje9mPbc+s4klRAJBv6",
-	"aOV6yujOkI9eiCuZi4cWChM107WrakxrUaI8ZD9rwwbj4eP/fvTfjwbhix10HLCRnA6fwTj7yWhe5Hyx",
-	"kxpkzXAJMWVSQi9ErlVhB1mgYGSPjvdjkWQc1Ktff3/17jk60/z4sqgwSxfILlGBf3H4t0ePYExQjjnj",
-	"pgixbmwVmQxUj0YecLOwZCUHFZh+zfYGuS5EPtg/ZOfaOpoZDLCfv7l4xzpX4ugj/d+r4tMR3DI4pVZk",
-	"dnLg9IG/mkFW1d6gcm6QYYBmOA9TsM8Kkcsi4e6ULngkD9mb2vhvkX5GT5rasZ/AYRGiRjCAhxbz9ltd",
-	"4jrFCQbo3vHy8gJv3ZJQWXrPGpESNpQq4k68VQGSzkjPEGmud3Lg25IDHm6YP8mUsxMANEF8/9cOvP/x",
-	"x268x/vtIdzWi/MpuvT6Vt+1MIBobNFdugRCGbBl5k2hnld8bB/vbhsi1ubrw1uakciiJzE/ftN9zc//",
-	"hoHgzkIbi7sn0DFjeC+4pL/wtC35EtfI8n496w/sMYX6B6oKe//NLl/+J1uQyaRVnLCzA69weJ2myqc8",
-	"Y9M6/UW9Tz2uRVTgivCU00Qj8MoLuP2wv8TjYwattCqeX0L2sWNTr7w8OmYWCsy9AtbZpBo7Up+wCnQd",
-	"G15R6Uuh9g/ZWaMxIo/2kjojLctLbb1CpQ1d1SyaMAAtRpSCW+QValqOD3ISJR1FujCx/gCewQLcS9i5",
-	"eVUpfvAaFQl22k4r2mlF98Y6Bugjs/j2laIjQByE51I40eHsg+SRNia3rEYwNzyQYVaq1R5JT0PXwAVM",
-	"kymkJQ9NyGHJhoUIDLKgWcfnXYWR8Bx/vGA9dxrWTsPabo0j7LelPX2rx7VyK/zybyqhLJU+2NBdelHv",
-	"OGRPSesIKVykGZ0Ejw1mgQEPrNFVFRK+xIwuaKjVlg/lBRo95859S5rHuVvn7R9TushO7dipHXeudrhu",
-	"ZNgGkE2kKQ4qbtz8KOcV9s9fleeWEpPJAgj66TWYmyY+VLJhewg0qWfnr5jzhheSZFfQToXeNmc5d2IM",
-	"XQSph3p8IhBBisIu0PxLS0/DWhvs+1KWh+wVdI8n37B/uX8C5NpFOlddO2obMxKQQGIb4tjadhG8Tomt",
-	"Jn6EpZ6e2HAj88YlsTYP52yA09/Uyp0wXskDuHFwinzbVpeNYrVMhPko7fpSyfdw7/uATN28T+/8Qp77",
-	"dXyaLuM28av7jX19UpJrFncHfN83UYH+LLDhzdLmQu0T4jdiodOz3pzR5sg3++vByYO4wR4sIcKjnnCc",
-	"n8J+JMDghF3pkaWLoAzbf8FIG4jGhfO32Dx8JEvsUqYKZvTMhgSF9DmrT1p34mqyD8Owr5uN9Vl5qGuu",
-	"pcH8Q8xn2hTXuOPcaKdzXV7jFpBbF0Cm+Oo6r/oVG7ZtfsMzkCOfcQv9cK07f59o0GM2vf6sqq5xNdbf",
-	"XvuGa33Bc+Qmuc431E7/Lguhr3nPW5Ffb5f9qs9LPhfmJyP45TXue8kt+i2vdcu5+881bnhlLybchD1z",
-	"rb0GjWsoQ3vzCYQeq9e9CzsW/GauM8AXRtfVP8T8Z8DC6w1RXgHuwTDD/dv0YNCbN8k5D/Jix0ixgpEi",
-	"TBLbS0Tt/rblfFya5chQh8A/+pgHoP601gTQKgrvkxiPJeEFUh6dMHqmhLETWV1XuLe1WgKD64r2RPDc",
-	"wmFZ1SUQsj12rr4bcvXxwptSpDp+JSfqqCr5fMjzyxWVG9bWwjI7ga74Uo1LceCt0t/evrYxjYye+NCy",
-	"Ul4JhsQjGQtkiuREE0VzGve8KYxW1xTz9Afhb3YAGaBT6Zwo9g/Zc55PgBCGF1Mo7fjAc1fOQ5rznAIK",
-	"YOcLS23yBqUcCSenIuS/sb2Y//b4OGPcsVJw69h3+AOEcIlPHNuWF1jTtg8sA/i3CBQPLbkVqOEr1LNJ",
-	"G0ivAFW48v9KFaaDAdeLn7YTSNwdjeCPYce0grXE3IJ0kLyYD7D+NVbOOW5iW0+JfgXMIMT5sElDjEsh",
-	"Kvi1t4i0gVacSoncZcQVgvW/sAsYuqulsk7wXjaXBgJfyytxHnbQtQlpk4SzDgdu3KTXceBOpQo/Pro9",
-	"d27nfKzw7gZ7Ci3PsFHDtPgdcst+3+4F7ZEcWokDGC8OdOcI/oYcwS+Ea9Y/okYUBQ3kJWJg29IP32IP",
-	"/XA+T/gdAOytaBsbqdSMUGIGTYwXILP36wNlGuin0PYYaxztIKMEHpi9nBvo4MgG9ip/72R+KdwABRBG",
-	"+qWlN2HUG+qJ/fNPI2a0usrGrkeCbvNDouJG/IUtIQF6OGcD+EUjJ384Pvjh+DjJF398vO8lIPQVwBko",
-	"Q6NzaVlRQyukAfzlzAvfAdvjQ1079rfj/4tJRZkKwMW+j8WYkNAeCCfg7sD/9hyl+JkbsL34y9cLsjwR",
-	"380XVsJIXTTC/Ml3j/1X4Kxg6lWPED/Fa1ENafSONyEdAZmHglsY3KFeKmc4GV6oYiZEMxjqtt4MjpQT",
-	"ala19EjwuF/pS1H4CzAUO0g39iBrZamRCMcYhxEsr13o0/09szhLwEMUtIy4GVcpGadY1++nAroOK+28",
-	"wnYl2JUshGbcGNxFZ0shgymfh/1p2UyUoAELNhPDcGnQDb2Oun+STA2U2A5FqdXYxsosem7G/vVgebr+",
-	"9YDxoR/WVESSwXgDEoXgDosk3GGY8Fl7pR5Tde4VdSXNojrHmfHf5VUpbu1Mm9DXef966tBrgJSdTjRv",
-	"TcgmSlHWOs9Y5xbIIYOudLv6UXtNe9SiBp0xpQlAfqcefVPq0euY7ZNqAEBtF8w8qGRAK22dYrRFzQcM",
-	"yBXUUOABg46myK0QTO6FABk85oRVuiypzxEMiNXKyZKUoev62KDw42vzssGgV1e+NnY+IQQUuOR6OuWq",
-	"2OHE3dYZ3bXjrqv4dP0Z1tWKgvuYg5tuvIrXIemW104fGJFr7JXTe8J1dYr2hlfx+GgkckdFj9C+2NhF",
-	"1eXa511XX99x19Xq0+7n7S97uO/urOrq3h/V2h1MhRmLNY3En9buCK4LPcOJjA09yOvSSmr3i783tO++",
-	"hdySDo4zGDg2H5FN8Zi5EqaP5WzaygrpsVkePf7vZTNlg7B0Mieh0cjKcRPjb7KboAvHsPTmprb2gHqB",
-	"Xgpso9L5QVyqa37JVuEpmYNNouRpn/VdiLwzRN4+pttGGQNJM1KN7ZruDv+PlpTy+lRPqxI40ZqbAx0c",
-	"GSB7ETPB/8SrihgdMH1on1qc+7mwXrz/cwDK6Ts5FYOMDYQq4H/30ZfnH/zL+RO2F9osiGI/tCBKQQCf",
-	"2uTDZrFrgzNc2Vz7oZ6EzmJV7SLFBHr1LsV8ZIA2yPlRUxZsMrTGkxjT+sKQ2F7wAnJyh9FHgrpjm286",
-	"ZWNe2TiyZAqhWcKlrCpRZNgGPozzoWVFjdgMfWQgaIjEQgYoww/ZoIV0EM/kbMTLEnvG+ZFAsZPixgRO",
-	"iZEsReOymrNSeuuLWXElDPD7NFNLjlxsmI+TRqS8p2iMSUc22EWd50IU6FekBnh7Vgj24nnDrhG/Ghpf",
-	"Cb9NRbmfoWdODx2XinFolXHI/gByjpw+5TdTDsLMAOEv9Oe3mp2/uXgnwN9qBEKr8/tc8ZI6HYEDW5Zg",
-	"EA8FuxJGjiSGNP0XSDWGiliDzuyO5Wl67Z3ClkRnOk5iYFl3hueXNs1nHqJHl5rc7uGMbODaS5F1W9Qd",
-	"9Io1ZSE4I007bX+Gb9cd1pqLPp4nbi+zheabOwX4xto8tMXSLUql62m/Rx/9P5S51Vct+lZMsbGv8mDu",
-	"T62HNWiQgEEsLJMPrOPasLe1Uh4gTokqCJ/8BsD5Z1mKAXY0QqEygjiY1hklhlDcylkANArBC+7NYjDa",
-	"Ztpcwp5dhIRn8JZeSLimvZrc/Ko4527Soa1CTzED05OKSfgiIkhrCdyY4QJ9w1C0wmTiArKxFjaLsgZq",
-	"ZIOvLi8FV6JgddWr6y7O8v1pWbYJIOHocXPtvG23CGD+rg1mwOtKMhe/KX7FZemtsGXKY3G32EcA9inr",
-	"tujP8KzFjmqV0WMjrM2ieiv/IzLGIbU7apAZMaZjfRWo8l6vDEGuVfmnN40/f94DnWGnKtxwPupdHZbV",
-	"qag9asJRoWeq1Lw48LJ5RXxqIREVLapws42C72HUAjrFJWeYaJPm2UQpGzRsDmkWpyQ2jXUsL6VQ3gos",
-	"uVco3oJCThYBebsLTCIh4ToQMaklY1zNyX+Ozwmmyf4hS8CPGkTltXsPE/UeR/W+bi4Z7NPjo5iPxh4x",
-	"noO+k6hCM26DHNzc4nlGs/rar8iNwcw2Mw4gFuyHu8aS8nsMslLuIqegY7irxrlTWe4s6NAgTQAYWBEK",
-	"60d8xTN2m+oIjeb6KLtp3uNZku+I6S17RmBmyz+k11fCCw7w48ENyBOf0wIGe9CdOFcdjKbVE4CoCaT7",
-	"yEsBuZX+06AhZSke2lOEKqp4j8/A9DnMmis1tHtI5sR/GZvyS4hxslrV0Ehhc7Bbk711H9Fu0/wqzE2x",
-	"wvkptaexEgMDu+SNnIrlBUL3Ha4/uU+H2k32v5IcrB1y3m021DJGIv9iUzZyW4C5Ok1qPVh+hkrqb96p",
-	"ozepjkYc2KmjO3X021ZHmxKU+6COrkRX6mvQgGk3U92N1eNEpTIWpmahREdjic6Ln2BEsYFavD+UCuwN",
-	"AteZLAZ+dtsdCRa/6EiqK+nEYP8kJJHEqijM9oRI/GJVDkQmlZiJIinNeWjZINWzIXwcWkMchBcOop4T",
-	"L35VDFrVDrJYJhWmgUis7qB6pblwVJnCHQZhsrWlIku1FRCJ30uaPxhRaUMtKIUqQp5g3DPoKkWmGGwl",
-	"+ejxo4xNuBpbVlexViahpbIO2AX3MX6DURsv4d5i8QwE6mFCIVKkRPsrwtS9hzvfr2BEXpQ+L3Dyr1Xc",
-	"QR17Wrvqq2Us3JVz7Mo5vtFyDh5lxZKMuEYxx61UuYI9QXmLmzQGbuUULbb+rW0WWvoICpNrjtyCgzR7",
-	"qPXSAZTYkbBlw9pKJaxlfta8CMBWSKrJDofOQE2LHdB/rZdBV6LUlWCDjxUfiwwyFi8gfua042UGfG2f",
-	"BmxPmwIyr4bztjUli1M28HehnByEBwxAXuikxU9k0tZ5PfW74yEb5GVtHaRu7a/LxU2Yzq6fivs0vGc7",
-	"vYm3GdFLvhsHtjrVtJ2+tovy3WCO6tJJ3jYWKV2INRG+tipvjz7Cv2szgbwWZxP9GPIkc3ECVNJp0XOM",
-	"soOW7Y904Jdmz5M66Zfv3p0f/Pz69wz/b/TLObo1X76+aD2uRZJSq9Jj1qCQlq4BDRw0MQ9XmEGUU6nf",
-	"fFUBdqzqJvcpV17rHvrRXskrP9q+IvMpn4eqcumyJhMq5tOyoPU/tAlBLdt7cvwdGzS/eF8IJYW3YNxE",
-	"mJm0AvIqaTyg5gJ4drLAhqQZyJpsiqwZL7US6zOkvrAWum3S9WjNtK9W6swjbabcPTh5UNfSX9lRXLDQ",
-	"aWYyT2v3VWEzdikq1yQaN6wPjlqEuL68KSO4hWZOnUr84+9/2GBAkAnm9xgxFDXF/yXYY3Hv0gADW0Rv",
-	"Llfc2vcni2sjtbx1nnZi5MaSRfysLhFBfXGBMlL6Zut5u4Pfgzj7Wh7qlFgk6yIKCZc81bVyjVukViEN",
-	"PFhvDdg23MZYFUA42JxsD7/+ZAH4+idCgCyiMKaufz4WqxweU2rrmHTQHt6krnhelsIkw4l0HOKDl/h7",
-	"T46fXAPG4UM2xPBWitnXAuB/3gtvweEOW/oT0baCLNdVPo8AJ1YVTVOPW69u2lKClxJ4i8AB3MmTdJpo",
-	"b1CuAwH2NpfQAgtRJ4alPFH+iX4ICQ6iFZtAYUL8BLFBCB0Cgs4bhnOrIyMgqLho3ScKBJAE4VsKZAdM",
-	"5Ct4YMGLSloGd1g6vui/yzbzs540jIP+64gpaZUGjARL3Ri8Bn1PGE8hnqAWSRj7cHmv5YmAdgfoyIAL",
-	"1Th5/GlgwgpKvfjgBCwhTmBz5bWAGmIB3ViNc4D2QySzavzKQhVdDa+UmH2leH7zXuxVs7EmOBv3K/mx",
-	"T6FcZVq5OdPDf4sceTapGLA2RiggyruHju2wx/6aGvTOob1aFkNLrlsVxk2IeAV9d5L5Z3t8xyetItmm",
-	"82ksW7b9dct7b39+yr777rsfQy/+/2gl9jOmy6LhXGAD/3Cq1k3IAIwYCSNULk7BUS1VrWvbTCEHsgAa",
-	"GLCrLNSMr3Mgv20m6D50CYnDuVaDjHjX5g084i3X7hUS79ywv0a8/joNM+JNP8tSbNyJIXkV7cRr3fUc",
-	"t+x2PfetL9uEJgL29o4mYoUL3qRn+F6U2DTXHU24KQ4an3sPzbsx3kSxcliKEyo6TXgJHrLh3Alie/E2",
-	"RDt0uOcmRtfjED7kYz+B+6Cwol4E3LFSFeIDE8oZ4Jni7FkoytTToXWg41rdyu1QBZXpprW5mETg1X6n",
-	"TZPj4UIHKxwqN4KNvQ7GzkK9qyxLNhRgnhlvmamQByMxlQUHOBeO7Snt3o+AsfbU6/9LvBaNK59bMpiu",
-	"iFkLRQGnLm4zYECAGUnTJTviii+5KRZd6C3hsB2d2L/AI8FP3OWTNWowfFrGHh08Oj5mBbTZyh2Thc1w",
-	"hSujc2GttyUxw1XP1O3qwEvf08fS5QHOwF+hRYH/sgw7vcMMMAgs70CvG/ReNpByN9gXanHXox+hRD/y",
-	"/WSAUMTqkTsIAS88wl6/i+iBOidCC5zpBFaLVmQP3oeZTiMuSwpWxiG99497P+70vr7Fm3fnf3f+7/X5",
-	"p33aPjR3AgRrCEkSIEjG2g8GL4EUH7b5CdEwecGemHvoeJOmRRqCFRbgIUR3a8aGdaqMgFu2rbYMEXeg",
-	"AU4LaYK3tTW5FospLONjLpXXSVr4o5W4Nthc6JHb6Rs7vPkK8OaiOQr3Xd/4iF6ka3AZ9BAYtOphwV5S",
-	"jDvH8wky3MUUKPi74lNxChtsCl4r+Cu0c3iL3QugvsC/Stp+tj49U43Rh5wk3BgJtRbLxWnSNtfBT6E4",
-	"TbrQqws68kFh2UlSshb2/FCqAip1Q9uHWMtGiaehRwqWtsWitr3mw06YFcIbhRl+vFTj/Q2K3orlwreG",
-	"Je6QPb8SZh6HaUQ+EfllMjN7HNGZadPGYfhr86T9WLfXZBzsoR16xUtZEA9jSCZYqGYO+yH0ImmoHlE/",
-	"HQtH1jGW5y2gfqs475C9chSFxKJEMMBDozalDeYY8IWqojCE9SUSUXJ8EWFEyze1K9Hblej95RgjWrB+",
-	"n+giumTY5zNFaAXY3xZibfqI+MID/0dAqFhpAxAe4barXLrNJpGh4l14WEO+wAUBCKyn4DwEMtN/1cfH",
-	"3+XQ1gj+VzBRCi9XMzYaTSsxZgfWQuvHkdFTkH5TEqoYZPo7PoFSffEZ//T/PP4hUHt1XfLnAEvk0GfJ",
-	"hmIs1TLjLXHdSrefxXS2l68v2O9vnsF3Qo3E3qT0IxwxyGq2AohvLY43Psnp+P8ZmCJEURtC+qEPvjhk",
-	"bzGfockU8drCIbtYlnOBkwN12A0oOTLi5GgS2jan5ogS4drFd62915OtgBv9L1FxtyP42Am6u6mPa4P8",
-	"fWT3WC3bNrXPGjaPBbHWMKGzX86fnK6SL0H79nq/EJcWkttI5BjBwRw69eYPG6A0+UJpg8kUVPUNX7Fa",
-	"5mAQTU53FuPXaDH6zXUz1uLZsu7a0heQ0t4KL4WdYGPDlfscYb4zEndG4o7HZZHH5a6MxJVClErQ19SV",
-	"k6gJBC+92XxIBwXSDVI6mhYl0MEimlpO/B1ZSgZsL0BjZHUJzCSvihb9VENyAg0oqJNFT7t74EiBLnAg",
-	"58p5bFbmZSSIn9P0qUOR66mwgTsFEv1RLob+uGsS/i5oHu+sb9OttGvqe3FYm6LvrWFFb+CFcRNKFV7O",
-	"neh/MXdtVvtVSIureIFvoPzArabttV64SdrewkncxZZWJPAl/VrtbVF5rMzfo4tulBMr9HgEbqw2ji5e",
-	"iqiddrH1hwQqUxI6q1Ln3GnD9hb6HWVscDXRFkozeVX5fxKclso6wYtWX9yTBSOFBxIpJO0SKteFMKyq",
-	"7URY5F1pkye+fXdxDn9GyYFpAQWDXzcLZvczj/91WbLK6A9z7IeVzAP10wHTZ1TqmZcJC/QkV/SXWAse",
-	"EE35WczFQj/ME2Q0Sdvj7rX4UzpW/f8Os/X3w8PDaAY2knA/C8Isem6AN6tgA/Kf/vPPwxp6M+lYuSNM",
-	"aFi/0K1/uV3VlM/ZUITytYTqK8pVEn7k5W0Jk3VEZn4GV5CXhT0F8amKu0nGBh9b4/t09BF216ejj7yq",
-	"Ph19DLP1acD2MC3AS/Pf3r4+8PcfCJvzShT7p+QZTnr3U5pWsMXikrZPHYvS3Db+WKi8A1dpyEptyN2q",
-	"GgkoDChyUGxngTin1F7VSR2hZeion+7+NjvbOiY2vwLNenT2C4sdtBZXunn2sV84rwGFbwV1KOHJOUkO",
-	"Qkh+CV0xs3ZrriJSJgXhQ8VrfCpsupOSxQaveAkw7fwZgzMemjPKDQKQKB8XvcTbtQk73rnGOgwRV9gm",
-	"DUdasyESnjSYkh1X2pZMy12l2Aau3V4NIJzcO6VAmwheepPg42qGCc7slJclw8uZVbyyE+1CYTAv2JCX",
-	"XOUeCP0unmolnfaWBcu5auxRD6CJLnHI/giCkQgbJLTVnvi/51DoCxEWqFO2c+vEFHQ+PO1xFNAvUaq8",
-	"rAsByoYVytbkIoZMwUI4SO0LLWuVLgQUoEqFPkFtYoUyegyBrghrjSFxSKv5VNeWGQ7+Szfhihnxb5G7",
-	"wDxKAUlp2ePj40SU+XeBJLj0bynE2PCCPuz74++yRAuCevPwUUNdzDNUHFDoJu7FTtKJl7iU27SfrnJ8",
-	"yQUNsrfWt/+T/XYAkRo9y4dJh6u7GWYys+in8HMfaxgh4tfe9xkoF16rhs5T/vJDPP4ir4108wcn//zo",
-	"Leqh4EaYs9ofsX/+6Y3bNAPYwxW8gx6f7s4ECnDjd1STHvcc8/9qfu3VqJyE3OIAF0eXfQwMqk+1vpQi",
-	"DJnGsUT1AMNiUmEtOnTiwg/JQEEEb1WGzE42Y1Mu/dp6kKD+0Xi0rWOmVpAcAOYMLMoefiM7fgQx1OBe",
-	"wIlYdlX8ZiFh2GjIdW0a52dL1gshB80CDo45w2UZ9YWcO17qcQ3jSbhoKi2Vs83QHreGFuZ1eXBvBW5k",
-	"UTAiRWRTMR0KYyeyoq5lAbGws2t8xXfpK+jmjjf8LguhE00y6Hxjo+uKPrnC5o8HPHfyCrXTSuuyuRhf",
-	"HVSQsCSlHjfD+b41HHpdx3h+9UtIrfthDc4ZbPWkJC00MPZQKqZVCZZ3JDn0u8J/B8TBCualBradlQb3",
-	"B5bH9UwUkOt1DOt14qHoCsfhTEmTqNyB+gOr6EYin+dl+mnRDpb0XbDf7FRfCuYQ3Ba8cl0DexcHQl11",
-	"9QiTs5vZyEJDvBwOVa7VSI5DC2XE1YoPZSmdFHDY0HhPigqTiWvm7Uk6b/jyjvE9h3pD2v/I2BaVE6ge",
-	"H0fbLjD7Bf9zcxbRMRze/Kh1sFNlp3t6xBXwQdRuqD9k+G+tCjYTw4nWl978lBA+rEqubLBI/a9kaNhJ",
-	"O/oA9/kfYnihIbYajr1U+EhagvBk/+sP6ST5gXQt4k9aO+sMr4L3AsOuvJhKJf0fHPUohJcBHrl59HRw",
-	"aNicIFWcqR9/TGeK+MAWX/7ip6N3DO1F9Pp4G30sPV7483MlDLt4dR72d2WEFR6HceMA3J0GZhs61sjJ",
-	"SNiApillhAWbixGfejI6+k0nCAbK8uZwmTZpQVMXEnwHGStkEBQNJUDcvD+kExOt546X/yIw42rv7bun",
-	"+8xoPbUn+A9GpXN/qCL/j9/gi8EWe8r+rSUKOOOGgrsMy1oy9FSgnmLZ3h8vX51jANrWwzgG+MPz8314",
-	"Ni3Q8lmhj+fGyVxWXLkQvO7cCcblHZ8KFkmup2zP8fJyv/HfExuOKtiLw789egSST6PtgQN6aJmtBL8U",
-	"5jT6HoZG8yLn1jERKUFDK/o3v/7+6mdMEkhPMi8vH3z689P/HwAA//8=",
+	"7L39dty4lS/6Kli6c1dLWVW27O72yVjrrDuybMc68YeOJKfnTKZHQpGoKkQsgCFAlauz+qHuK9wnuwt7",
+	"AyDIAkhWSe3uTJI/OlaRxOfGxv787b8dZHJVSsGEVgcv/3awZDRnFfzz6j670rRg5t85U1nFS82lOHh5",
+	"cKurmt0SKQi7Z9WGUKHWrCJyTigRMmdEL6kmS6pIIZUmmRSaZpqsuV4SvWQkK2qlWUUK6Owl/GbbyOSK",
+	"KTKv5IroJVfQ3DeKyLUgSlNt3svJim5IQbM7ki2pWDBFVhQ6rWS9WBKpl6yCDxVRXGTsCTmdKSY0WS95",
+	"waA3GCVXhIvt0eGonhxMDlS2ZCtq5s9EvTp4+ecDM/GDHycHelOyg5cHSldcLA5+/vnnyUFJK7pi2i7e",
+	"2ZIKwYrTTPN7apbtyoz+LS80q7YX9JMoNoSadxmRFZHmz5KJnIsFzFGwQpkBcfPyX2tWbQ4mB4KuzBho",
+	"u4vWsP+lYvODlwf/19Nmk5/iU/U0PsIDM5XmUU0L/Dk+ZDc2s46wXRQ+wa3qGbBvdvfB+k/DgZbl0ADt",
+	"7pohliUxI0kOryxbw1rRL++ZWOjlwcsX323vfDOIWstLlskqHxzLUipGaK3ltIIPiFpznS3hxMAY72lR",
+	"pwfYdBSO0w5sJmXBqOiO7E88Z3KHgZV1UZBD6r482n2I2OO4Eb5milcsH0VqzU7m+FU/teVh0zuSW2tY",
+	"reHe84zZP87zXUZsPnRPCM/J4R9ePf/9s98/879lhjPJinz6+Kfzt6Ss5JwX7Cg9u/ZIEoT77PnveygX",
+	"pzM8DzlvzeIQh2j/4rkZtZuNm6jMh8a+76DfCDor2MizxvDl3YjYfjSShP9Qybr8I9tsD+iPbINL12z8",
+	"wrw8IVSRzIxPkPWSCcI1WZufKkY1y/2wSqqXzagWrp/JQcX+Whv6PHhprqV9eJYbdO+9tLX/MITUqgXj",
+	"23886ygXPaOKTblQTCgOV6VmXzSZy1rkeAExHBq5Myte9XL5O9vJXrT3jqrTOucj+emSqik1r+9GfkvX",
+	"yTj6e0fVhf5p/Igurv9j5/GYDsaNJsZMznMmNJ9zlBSD4wAHoWK6rgTLY0fBbGbBVfpQZAEDHHUq+vf3",
+	"XF0taeXY6rg1VeaLnBzy1rc73pvtj0eu9UPOi+l3QoLPJkY+mhClK0ZXk4a5K7MHzb31ixyr93LxtpKr",
+	"xHozoSvOFKHaDIXOjQIBK6r5ipFDvGT5iv0kRfrOMYpFa3BzWa2oNrcR1Wxqvj/oH+GnKo9xyo9szZT2",
+	"g5zzSmlyaJY4Z3NaF/oIBPsiN2/B09QQJXQQjtG2cPDyQEAvBxOvj/gfsOWYahIO/lqOWtwZm8uK7b66",
+	"Wj5gbT+wnNMrVt2zalgUoUrxheEWWuIwV+ZrouDz1PBWrR72ItGP8qKgG1a9qhi9G8cY7hgrQZzmYjE1",
+	"6yhrPS2hFUUORdjgjtyi9e1IZvFR5iMkPRx5uKakqoUyGr/XytOjyvcW6i4qqWUmi7GSSGnfT43FPd9V",
+	"8PfjCMZ2WQtDwu/l4o9c5L0SkztNbph3XKQ5Jhf5rsNrDyUc5JWsq4x9rsZeWvA6+Xz5Ho+4rLW5c+Gi",
+	"poU6QuMIF5Yazf0xIVnnWik2J+FH7moB0iW0YoQvhKxYcgWUH3OCZp4ff9dHNFdwV41XwvBu65UO8ZW9",
+	"RFgczS5KYTAevDGU+RdV5Baf3B71DzN92HoH+qelVHrsQbvnFRh2zDep0dxDgzuee7QEjhQX8eUTd6Uq",
+	"5P6NPdG+15gg0aiYNJ1lvvcdR13rD6xasGuq7s7zCyOKbg3/2oyr1k9X5kWiqbpLyK4aGnmgOhcM6EpT",
+	"XavExprOGmtdr+FEN22NZk/bwzCjMz1fVHJWsFVkXJcg+KPNk2u2Us56fM8INRzefJcUlsKmozLTnBaK",
+	"TWI34gVdRIxNH+vVrCGlkprNk1Y7MXIxrTQXCyMoPUveOqbh6GCeTRqhiAv97fODycGKC74y0twzP0ou",
+	"NFuwyo/yiv8UGekH+sV8SIQfcSXXipSsgmH3jQ4ajI7w++PYELEnw4mPBweMpkkuFmmrrLPDFjwDy/Me",
+	"ptjEyfSdDxnnYAiWzX3jeHCST+xpX/OjeSPyayP+bo3ljcgdqYGgXVGxYOTw8u0Z+fbbb/8VbwlKjNQ9",
+	"sToPkKBp7eiEzHnBVEOUVm7nOm3SwnHsIaX7ubzlBetjemjSZjkMLsHz5tDGw3hea0B9lmNcpBbPI4ev",
+	"WcE0y8GsoMiSVvk0tz/B+xOyXvJsCfILOJTWXDFSsLkmstZp/dKPZSzPjEyjNbsxatFX0YD8iHpViGAo",
+	"Rhx4fE3BD+PKnYPtkcCjsefKHyPrb8NTlj5D/vw96BQNiImhYJi2tgzJf6kllAUbJ3FVsmAPt85VcvC0",
+	"bw/yqp75sY0bbM4KDu7osqDi4aPmD+RPV/fZmRTKdCGyiFvgbcXUUjCl0G9eMZo/IbeFzGhx27EcWTHW",
+	"ucWZZWJeFQd7AdynLD8htwUXjFb8Jzor2K01RWVSzHkFwpXzcIMrHb9S6MjXS3A4y9WKa7NE3g5kuPpf",
+	"a6Y0oVXF71k+gY/nlDtN5vvjb8ltLeg95QX26/RJ6hzq5DTLWAlL7wIHZMkqkABOyLrimingt7RY040i",
+	"4TT8HmF8QrNL/z69us+m4ULHLWewroHhzP0ddhK3nl3TasH0ABv+EJpKzHr5mRGaaUWkmBAulGYU7nvk",
+	"fCcQyDBjRNr1BjINFRqzr+wLzXSxIVKwX5zH41xTDP5Dw9YPMYAiP4pP1sdicG0plC6Y0L/MhPuvkRff",
+	"Ricq79hItnJ6cU60eX2QpaQUPNvXbvzvsxqrFteKVQ9nd7Wy9DJ+kD+bl1UphWKg172i+SWyCfNXJoVm",
+	"Av4ZiPpP/6LMNP42Ujp6U1WyeiXzDXa3LW0CLYDNWuYbjOi5pwXPyeFcVoaUVmXByK399QZevzXv+5/M",
+	"h7dHJySTVcUyDUvKRVnr8MBWrCzoxnBHrkktMO4of3JgdG8p5gXPvuKcHS/ObM8qiKyqq4oJ7aTcW/cK",
+	"TJmSlWHnqmQZn/MMvfMncPMEt4pj+hVMly4oFzDPt7Ka8Txn4utNNKNFwSoI9VL+FoKQj5JVK66UYTmy",
+	"IhWzhkyVydJMu3l8kzPBWX57BHM4F6qez3nGmdBXWlbWAvB1ZtOYpSqWMXOLwpzg4puYaWyHxk0MRc9Y",
+	"IdfASecVY1NV0sysBDBFuIYrNq9V2FqjCAIL8BrZ4a3CSd/M66K4nRiOUW3M1QdkoM1JEmYZoQuOHeZ2",
+	"bMjQqWjC65DPSC+vGoZtxNalROkbmrHrrlklaAFr9PVW3N7HRkxhOakF+1KyTLO82JDDW27HdAtzL82Y",
+	"QV2oYO54tj9K/VbWIv96Q+aOvecNVeeSmVtUE/aFK3DQcfz7nis+K5g3g+JxObwVUt+Am9eS/QXdFJLm",
+	"11K+Nxf81+dUwJzZl4yxHA+y4j8xUvAV1+a04vButJQ3hRmgHfalYbIfpb6imqs5BxHtaw/dSMEb7RRI",
+	"EJVlrRXPUSw2miM5vIWnN2bZVTNWQ1i3ZzjYKczlliz4PVP+y28ULIS5kYO429YnkeBbMx5Ffvf0P+vj",
+	"428z0wD8i90+Oei9rY1Owqp7nrHPjZz+dRb0lOSsZCI3AjoBR9KqlBWteLEhgdJADtsqRN+dZZgVXHsz",
+	"mt3J+Rwo5lrKD1RsrBSivvpNhSTOcqPPmbvUUbj54wb+MFfRCVlTrsncsnwwUBjCEIQLcntppjY9nWtW",
+	"3XYoI3jUZ7hWLJMiB+8IdGRvA1gzLhZPeoW8tH36OGLuBUlV0FovZcV/Yl+JUX6UBIW8xu0IF11pbkWh",
+	"4aYzYzKPsPcbN2GU/WjJb0Asb35HlvNZqLo0dwHLQdu5hgn/KuzS8vjbbn+3cEr8MG9ARboxOwNz+Nlt",
+	"JlDMaWa+u2QKtOCYuTaI3ReBIgdyihVziZIrhrYBI24YHU3I5noCo6j3kbwklIAlFYOJSEmVWssqt42Z",
+	"nwq5kLV+Qq7qLGNKmZm+u76+IM+PjwO3KCzCoVn4imaanL4kKvJ+LQrzE4iuOZhly8rMQnPUSWiGc+1O",
+	"/QczP0MzuRTAgJ1hwFqBTUN25FO7DAeTg0IuFiyfylrjwaz0jFE9dfKceYPNNZyvglHF8ohJYXKwYkpF",
+	"fU8/oOOrLJkwYhcXxPQP7sutRjSo6ok2eDM3ouXLQE2sZMHaoVyTduDkhNy2LAhPzXdGR7y1NHJ5fXUR",
+	"HDwvuSqG8jiaK7cV2obl/Nntip9FsybNesnZX1imzVRPSw76esxWGujnRgU28i3LT8wCCGZkv6UsrMiB",
+	"70BUwgSF1jlYK4DSrdi1sXbfDg0VhVyz/LyMeC/PCqNLEJrnlaHDCvNRDs/OX18eBd1auweI6fNKrk4I",
+	"W5V6gxI0FRvfAFfEdgd6urYu0+3txx9oVdGN+duq+aexU27ul2YooVHg8PP1GRyaMeZr38mriDXzrOHE",
+	"yDpsD77fCQkVclCyc7R8ZlIoQ5WOgKTlRqho+O2NnoKcL5jSFxWb8y9x/obmz2fPyZJ9oTnL+IoWhvoN",
+	"U2GVckaUq3en0+ffvyDYoPcdJDtmX0peMZVcb6qtA6lZePsJLvoJEXVReEtNIOKbl5JbYj5CsQ3v7a1x",
+	"FVTpz2o0IZjXkSq1JMGVycAijbdRbLzmWzxg5uP9h4vGpy1Rhq7Y8BYIqV+BZJOYKVjLu5uAMXU8j87K",
+	"P4RPgYStd3q/2cm1YFXKkGd+J+ulJHIt1MBUG3tGhAVdNLaQUnKhQ3aX0ariTO3GS8q6KqVK3U+ttUSG",
+	"Jitv2QW2Fp1Dxe4Z9TpHt2EGh50KwkRWbcBLkMkSpKA7VuoJURIZC5qBTFOBtJJRQdRSrsPAMzRcbUd+",
+	"wEjk3egjYt9OEYw5tPaV/Qmlknok98bJ+aNrPxw4o/at/cen4u71s5a1MTywE5IzcBThUeLanixu7jwu",
+	"crm2lqt72YSAOBEMEyEPHJNFozSs8AGc+psN0zfQXFS80uNt++kTB09G3Svbd0nkvrtV99lNSfXN6ews",
+	"v22omZKSVcpScMUyuRBcuQiOfhmqcSsAE22ObZvvtKfSuTHbnGUSSjohfw2vu9ZBdpQRyh+hmBCetZDK",
+	"W/dUn8j3nsdjFG1klpw38oHaFtzKwQgvrqChSGDXlh7c1X0nTSTVPqFZI9o338SJDyfsw7F9uJdj8X1a",
+	"qJemI5xfS02L3hXDjoF2V1Tbq3UOwdBqQqThNrQoYESqO80X3x1EI8ZCqraxc0GQGo7JrkaUVuqc67Ml",
+	"y+5iwYVG8zUjN6oQNW+SzLy6TSxJrezNl7KgAi8aFxcBzcalkkGJxvcfkWjijteP0pob4VNSsbnhNlqe",
+	"EIqJ7YbVWM/BdM1z+2JccTRqbSxv0t3BTT/4ZvwOVeZi4TqiCVzZJyjczykv6or50+Yn75g9F3N5MDlY",
+	"00qYAU4OGPgIfhxif47p4WyCAQ3okoYE0mnajID2nU9BQVQsq2EqSDjoR4naGORIX6252sQiUJ+dImh2",
+	"kAopNitZK7gb1UZptiLQeHwn4ZGzUHVyTjkGFmYdtcxcVHnrri35FA614duoiE2tImbuAzcis8AwnuiN",
+	"C8szMqLIr+G2dgmq9CkqwoOatm8PlJRwGZuFM7daXHu7Z0LHV65jgwkvcUcOT1BsCDzr/smW4zHafZLV",
+	"vKtXVEwrRnMwh7MY50mun8zA+9svReKq+AnuagGQtc5kjME1jLbp5YTgGpAVo0KhrOM0Fc/JQINAecfR",
+	"pLXzmUEh9zBiC7QUl/f6LGHBnI08TGey1u1dpU6byVtGGcMLGQr4BHuIy4kVjafOX1s/YodQJ4T9tTan",
+	"UYJQfPvvU3hxep7fEhdMQdDkvxNNdw1s9kSGpN7sXsg6Jp59dU9gM7kWbY012jWMdliIizJaNSGY3tjk",
+	"S/6DiHd2/i35bnsxxkl7wX23j8DnhvIbk/gcAsoFVSrl3YDzj2Jfg7Ri5AWS88gtjlECiWBiZUhIlspG",
+	"m9QreGqXxcYXHCrGQku4+gZ0dPD6HI2lCdN2bBSnCA7kmkZLyYILtAVQdYcmPDtLb/wY0SUcjejEXV/2",
+	"DZQyW/lrDRTN6M5kWUbnV2u5oppnzRTtu6Na7tCUm1PTYbO0E7fT/ZSFAdpv7mlR05QLyRqtAvICj7W5",
+	"tMmaCm3uPBvE7WNwQOk31yuG0K6Xm4hAGcucOW38gO5OabJWtkWyhLsPnM0MZ7X79U97MI6uG0CHb1SH",
+	"Mrb1hyydnxM01ACJNdOdED4Hl8lhuPBmLc26Yxz0xpwFR6pHCRmsN6DXDKIbfLqtSpkO498yTzhmsxjN",
+	"lkgWMCGju6gQAWM0O7dcr6AioMwIX68YVVFj8Q/LTduxON4sjCuNGcaxhqWleX+BG/oye0TWXCi8Kcwa",
+	"HLX0jxpAA8zvUeHOcoNEfs+1p4pvXJibueSdJwntkkKugWY4UpL19273tJR1kaeoO9SO4Q5Zm7cdv22o",
+	"k4DMaf7DVyyhOidTP67ChI+tAd7HE3b/FKTmDjKGDp/sxoq7FF6beNekl1BI7A1XaNLGIcOj0BBejLm+",
+	"otndopK1yK+puktIhKziMucZhPXgyz55ts0kW9+mPRVU3YF3LbqkEAN4T4srjJiJKLD2BTJjes2YQBgE",
+	"LlyMzchrz8gBr2t0VnyIdOOeuf1D234NAUErXhQ80V1UvsLufKhlx5hlfu5201J8uMZAC5YntFfz1WUt",
+	"YmpmK/HKTyLmnMAgEny+Qd1qT4cn6EqfRLHpP7RACBbEApILkP9KwDGoVYD6uH1i4zY9Q8QeRWDbpVOL",
+	"M1kL3Stcm+EARCXylUpmNpil0tuCT2Kzq1qA5Wx49oWUpdFo7RdbaB6RHOmIxS3spLX8zVC2D1ZINVvH",
+	"ISTYYOGGWUhcsXzV5hzmYlhwpVnFAPbIaARuxm2OkjK/dq1Y20sWevLSSp0fRYe3qdHXf4eDbl3S3R1z",
+	"mTFJTeqVlFrpipan+YqLIHuD5jk3g6fFRbBGNpm+a/rBOAEjcoFJzGqIlTKcxCjF1DTOTT9aVhFOzlVZ",
+	"0M3HtOVcLeVaOGARa6Zsh9CAHfwJ5qr3JTk1YV0RR7oLVXNWrHDYJ8g3KFG0MJLzkqqleRG9wBh31On/",
+	"+fcvIHyyGU9kOC68ans47+WCC2AwJ8gSnNJFCqYB7qIiOV9wDcJvk6SMIU/4jprgK+b/pflvLXJWqUxW",
+	"TE2MrKL4QqC9ebkpl9aL1sltDKbwrVk/07AZ4H/9+XT6H3T60/H0X39s/vnk5t+mP/7t+eTFtz//y6AA",
+	"4mcf7EsvnabQLUJmh6TX2j2iNC8K1CQkmbEwZatNjDPX06Uf5rZpr7a5D0J2uoEIfWVuNOvjZcQ3GMQr",
+	"cGX+EGYshinPAMsYjG9qBCPeHmJsyc6oyBDv6UyuVlTk+51ubMYBO2fY1PayodwXswub3xuFoMlUgnYL",
+	"7/wPaO77yEH5OTrDks54wfXmjGq2kNUmLlNm9qnl3lU+LWmlNyRz39sImY4SHobI97jKKCB7WSMynj1a",
+	"FKHZt5OxpBIacXIObnYWrS80Xhf8ngGYmCGhiVMnp2ojMjRVWZUoLv6OE6GD5ZuzhCvKTfNit0AlgdHy",
+	"WpJasVZnu6imnePhF7Irq8QGOQn2OX6KSp0t6dmSFgWL5mOcEsHWhpbMe2YH8MVtgrKvDEgYWhLFRA74",
+	"T/6L2wCd3NwKu4Yk/uDzbN3wrDlzxsAobhOzxxuC+Iou4jBjl8yc6XsEFWtwPm2v8N2wXtosVdBVOMPo",
+	"VkGYtrvEHyzLKKYN12NrH8Ie2VIMgLpIihQuQqrsiBbm3jshssRhkSWr2ITMWEbNOaCic6tUTDGN7gsb",
+	"FWu+/0Y1zfr4UXOirDutK4lshxuwdXrkkLEYTP6XkX+6AmswotQWRxFZT8k9z5m3+T0htx5V7tYGwdlQ",
+	"yBCq7iW5/d3vfvdvt0a8ErkydzrCHWwAhwAnhXba2yVVaPpqIp3VLVF0A5+56wA+jGchhCD7e0LzT1rY",
+	"+XtA5rca6GUUIZA/avIuGWRXk3HT4WVCRvhhuWmhY2NdBq7b5QTaGd3ewMC8e2W766KQ61dU8ey01stP",
+	"96y6KCgXl1qV/Xd6C/hyRX2BC7ygVqyi3ygCDZN2mlHA6Zy5kwtyW2lVvnz69NaBChkGr7wpEQ6w9/lr",
+	"SajYGCXVmigE02tZ3ZGS6uUT8mk+J7ONgwZ5iYfyNQatc2UHytAeTu1g0SCJtzd+gGMP4DsMy2nPBNY1",
+	"Lqmk3BMIYdgyQZJDMCk+pWX51MHZKFIL/teaeX0OA5cSe9jjccDfQRJnDnej6eSTKLhImGBdq/es2lwY",
+	"npv3u3fQM1XZLwi4ZCFw4XC2wX9CFIiW5RGpheaF3bkvGjU3lMV0tUkPJ1Gg4dQVYzhpHRGrD1JFlJSQ",
+	"+YJ82NYQMbvvMO/Nv7lyg3ciuM2atGhHNs5C7eyrSWJ6k8PPn89fH4Hn3ZA1zSqp2iBVcUmyJ5HlzAbk",
+	"W0zir5K7EkKU33GRv0wY53tF6bcV8+DblVUDZaVaFgxzeatEkEneKY+xc+mKyVahiK0xjqpD0UAtmda2",
+	"xm9TFS1eT2QayToToypJhAExyFkhFw1v+kSgV6pKxGuu8Hh4h3ZGhZnDjIX21+3DsNihzsM3tlZC176O",
+	"xu+EH2qZLC4QXlE299IJNVhfwDywUQHoq/GJxvG5LBM1A9r6LVwhZsglFVPNCz39ScpVssUtKSndvptE",
+	"AB7cyF3k0KeCnLg8BgtwcxTvnA/A9rcjXL2sYZH7gS3Wpb1AyoJqw1gSLNGIHtasEmeL25QA0opt3ZpR",
+	"fPxuALRl7abu1jB3yj7+6w4gFdXEXCItp7OjSrywLHgH1iPZIbL5NRpv044Q0Q+Z/kfGSmLh0Rs8KFgs",
+	"BEknBaP3AODo0XggqAOMLkaEqosi4bbpC6d2Nl4HJB/eTO2Vca/EQwACxPKdgMWN4qPR2jMG8RveNR9p",
+	"VV5XVKhSVnrsx61vfp4EiNvbHrwGEdwKhht3HsNjuoKII68/oeJEQS1FKRDiMZxwuwb19tY8+J+/+93v",
+	"Ou8bbu7e9EXU3P54fCeUlvUS4p3a4E7/j2nGNPyf9fHx8xeuMegK0pNvn6bfwF/skfifz6Cq3b9/sNeO",
+	"OgrvnM4VGb9xVAKN/KqNOp74LhWKEmKEQ3CXteT7Ih7EGQExdhxfL7jSXCwgTS/aaV3mvXlnoScX9T+j",
+	"fHigAFntKoXZDgeksO1uB+WvnYMjTsjtzY1VowAK/ebm1qMJsBH5VyEocNQ1GhYfCCDuo1dk92DHQzHa",
+	"MRnd4A3v7QsKa23XBwvqMzUFrsJ6ba2wjqAIUbfahK8HtFW0pk/vnkTqFXZKtLXrA27bD7pGjKg659hr",
+	"OjOtof2QLHusTqfbRpyufbtdsRGlL6vl2nKO02b6pJSygOO6JXqeEBvvGUqnYdiU7epgYgNDo7FTY8o4",
+	"eit/ozjnkosFWBqMAk0OhUTsD3PRsvxoQq5cMPUhtYIK6PSGHa3p5mhiVW9yiHeqUUurit9zsTiakEuL",
+	"QoMQp3DEqdaGydo42pNGdzbCWbZkeY39Xlidm/uQW7ByuCjAtmp+NCFvbVxu+/01Lwpil9vQCLfypFta",
+	"O++DyYGb5wFA2ONvbvgHkwNPaW+78aRbW9Bf37DxtHhhETI4bVgvpFfjOmPOrK42YJ2+xHALDE02vyhy",
+	"1cTMuvlc+qAM+7BvoFCALWZeRXwQOW9dfh1jOD4ZjHppFw1lTTm5EYFUvyHrANePZBQYbQYYpXra0oK2",
+	"ruBsA3ZUGLOsHlOs30N0+G3ICp1rPLgPo7d4i6of8TaBkzacGdOqGPmPlOKME25NYXSYVIuZ7ZP1YjuH",
+	"fBenZ2LKy1fKcHES28pIg+earVJAT/ACBvM5EKcA3ckFvo7DxEJ6nhCk3wlRd7wkhx7tFirYgVuAHFrw",
+	"3BOimLlFjVzWukSxKX8WjOB6x8ue7N4BK3PLZgNR3BVe5Et6H+dPdzE++YcG5UpWZMs10bbZxJvlIjLA",
+	"7sKHSwHPGkYSnXuV9oy14z3QfzTnrMiVY6tmKYAWPPjxMNezVcfugO95NC47jEGC3M+3fiosuWJmuDbK",
+	"zpxVJJdZvbLRe7+Q29R1MbKFazu01+4zMPSwe87WLVR5DEnuKAEFtZi4IGwCHK+ToFuo/icEVskj8MOz",
+	"YCkGgsD8lEbsVhr9D3JSENfN7s2hnehRQ1fa1RYAOL45r1ZH0Zwl80q/1dUNGpPW8IuEzwnv1ggvgBJR",
+	"HsBMWusmpmPM2NhEu1S237mFD4d75gTRycyMG2uY2y+7qSP78/fW9lXPhBHozcWJbAQ0QsvqnL8loItd",
+	"bsDg/ojhPIUkHd8yrnCriH03CajEVfRKudKIPIrPURHG7Dhzu+aMUG0BBK0KZKmwrGReZ6Nj4M3lUqap",
+	"JQBsH7VZVoBLNoeP9yW+rnRgd2Hij1BD/c1Qmjl62nWkEKx/Dy8YLWr+IwmZ2wVF9xAz95Iwfc8RGVN9",
+	"XSEzXXT1nUVUc84wI+llS3tXoU3zBKNbbq17KQi7mpBbKe75HHANZOFwr62o5UvZoIVyQm4XM7Cu3xoh",
+	"BkrBNE8xmObq/CKUqyo0J0IfB5MD+3mfceNC/3QWhPxGDHjX/9EKCrb4lN4qg6NJWj4Gklmj8uRcZrFw",
+	"9jMqnHgHbyQcnhXv/xY4asUTn5dUxL8uaQI5DwCWteojbPtKuHt3jJVqdAL8vGJqGTcs+Og02zBmmDEE",
+	"QjYPVrvaGDSPSUZmDcyT+CL8JGM1ys03Kb94j+fA7IEdhm3Z0YTd3mbR24vTd6D1T9Y37SouRSx6wkf9",
+	"EiD7VGC/eyu5HxZp0Le2q+UtfXbOfBK4TzyArsBlrmU8fAjfSxxE24hqi9gjHDyu2Um4HqO2YE9dKdyU",
+	"E7KS9wzk5kwKzUXNlPNNo+3XTSxAlJd1RKFKrs5rXrEMIbsNEU6Q60yAeYRhCI75gkaby7UIIK/5YonW",
+	"r6n9pS6n7kfzqvsZ/u0emN6mXLh/IbI2dD4VjFb+jzn82wxnKktAq4J/ZwUiHprxxfPHS+bIP6hw2hFS",
+	"S4apgSWrMrPKrSinbyyqc5SB+cqoz4Yqo5pDDrvi8n9dSdjj460BfXDbbYP0wYjLChethzUWjS7Slxvc",
+	"Ht+L4+P2CI+PB0UKRy39dH6FoemJ69QGrrev0ke9Qa2CxvJXm9Mwaj7O81px9f5TOG0AwdaNOwP53kfX",
+	"2zoxPHEz4DeX8NJwZJXtwd9fF9f/EW82GcT2gQoIj15znS1PQpaBgVQOXmu9xNi9+Y6X09Z8Qp9xct3H",
+	"kct+fBFICqaLajKOwSeRdbndWMo4s0r+45DB0H41kxixH66xnlVtiooyWmXLJi0uTX8lq6bOxhDiZpjv",
+	"bVoK+JwB0jnnkPDBopkNw1lyYfsrKhDjBzriGNVFiyJlBjJ997fuI6J7xp6yWqTTEYTUEx+NtrEO+hGw",
+	"a341gqGPsateuliwSPS39227mO2QlZ541zY60W3QwXOiSC7rGUTV1SXRknxPVlxM0I71//2/z4//b/IX",
+	"rq1Ho7OntqmIz7LTFxeEGpU8ADFw++Ehqm0wgBVN3BygCkHBaDXaKLMTqEV7UZIwFvBhr6YRCVAYkHCH",
+	"Me/ZFw373dsxBEC4jrkiec0ckIYNGrX+Ylt0zcVJ7DuuLiU7Gugj2m4sYjd/HXJm3Ath+RBMaABsIA3x",
+	"y59fX9iKskWhgEgMyV6fXRBAkoAQ0DyCG6QzI4jWedmn918aWXnF3svFG6FTScJohe0o/BV+SQq5SMC+",
+	"xoGQMmphLUNfNDlEFMeXT5488cWfvGkFJbx4EswIHckSP8yiTzHqgR1ySoRvByJ3EDATIbcSIfa62ozL",
+	"DcFWITPk/n9AgjzPFVGGOGYb0FqO0nCtO0G1OoHRGlInNpPsBjLJnlhr8MRrvT493dz9lmfgYY8bbaqY",
+	"BeCiYvdc1rYYEY4HM9ewP9XrUBwTx+vp+I/mox2AZGmWybpRbGA9d8aQ/cFnL+yHHasjKQ0f2Xq35doV",
+	"b9XG7DTnMUnJW3IXkvWkJRFbvykSZLP+FkS1DZTaxznbO5mEb6aOA00LucDj8xKF3gU59LRtfQQTYmtX",
+	"TawXBYLgGh/qxOVR2nhLjJ4LMiwn7Vi6ibusj/xBIYftBAYFCV6Y6OcST/BPWCHzGGIApzYR4RBj6Y1u",
+	"2w4XgCm1gkPD2gLe+OLDYMNWx7H+Yf9Hd6mjqBD/bV0hdsYP8oR0L9p9HCNuHL++X+RK0FItZUwOPg1k",
+	"BGVfAyeF85E+mnUjl2tRSJqPxlooqIZc4JWhaosX9OJ4ikYi4pojmmd3TLdlyQDyOpGbltRsfUaXWzNM",
+	"5AqF0kiyGAMj4PblBb/HJjTW2T4E62cfeFQ/P+zRuogZ04DiEO4DVUTTOyYGFnzcRWo9xo9EEqapPclB",
+	"8Z/Yq42OudLMWXvADiKjt1HXYxL5zEHspH4TIRPxCmue62WkWfPz3oPusaM1RrNtXLzWTPu4kblNUqE8",
+	"oTcHrp2TaDK8gz7MHMQBxOWzdCz3Dh7wwLXQ9wXqGtY3klq04M7vXRFZjlsQ9F08dIaigdJKZhU2OhRI",
+	"nZicy7UFv0SfTc5VaS43ZIvja2+NXlYf9qbCX/vzVDGFoCXcDcvI3fa7axSIcFvBj1vb6YLugvTdnRxm",
+	"DSNAadJBqoKNaivY8MSIe8BhrVTsjbu6ovcxF8Ugmoh16ESHh4AbMUyQsNznjlAbEai+QfyMvkGeBnja",
+	"afv0FlzFYJOlof2+BvtDfzvAEpg7ar3O7AsqOidQJZBIH8YIN9i8YmwUJuS4RI1uU8fPv0uiHPQgLby2",
+	"iAa+Ai8EDltA0RFDTYEovA7hE0a31xLpeuJa31g4kb59TCeo+MDrMTTbRkDoGdM7qqaIfNA3qhTKgfm6",
+	"3xWzK54B2Fa+uIh8xXMWy50+9ABTtuArqur7YRpcIXhB3xx2QAoYRTHjEoaGm9kFF4DrpawdIkAqnOkB",
+	"qfhfLat+YlPnAd8vTJ4PKWTNPApGF1Lt+Lvf7590PnTwRiRRj9jaRKG2Jhu6ldI8QiJ4HUTv7yAShHUk",
+	"MqppIRc1IxDNfM8qxaVgeSQLgTSbhVqs2zCRbyGVmAPMRVbUeQxK1sV4Jq32alcDS1dG+hk24xxbeH4c",
+	"xHR4g4vjL0PxW+69Xa267q0tIaVY042CwqdPfGQxVYrpqVvz2zE0ialYacdHkxi3z0L6FLFmGb+PreJO",
+	"Ee64lLZ4MM0J1SPD2C1ZRpiry5uwb5ygjc5aVU0nqkk3USOtjZ1zat9vRuHXftJQ8ojT6lOId5LeMfUh",
+	"LqvvWPthR3ltfFbtGHJ9lMtxIEU1ugkIogeX+TuptOoraWMYuSKHgOhMF2Co91I2tkNmG9CLamXT8c2r",
+	"BVeYgr6SgmtZQdqhw7RWZMHvmQ1s0pTH8ggCSUSlbDsweLJeSuWxrDigFnIx1ngkbQb/dpyAqGRhhNhl",
+	"0AksALjQeWGJbUwfI4aPLWOwEOIs2oz3JaOVnjFbJcZGao7xDljUh1SvFsmRwTRtvGiOWDxC2uF0i230",
+	"hWLrOP75JT7AVRzZWMLu/yGgxzsh1wCJHtDhhNhRECkAA6q5a3flb87sLx2Ug/RAD6VH03BznsRotffc",
+	"rWasSsCP2yO1gne2T8WS0QLNkb0XV9jRO/zEKChal8mSqaftWqk4gG8UeXd9fUFOL87jcTFQ0WMIIBXc",
+	"NdziiVmQ494SKiNra7BgmbbTZOlcD04WPL1zjO60tV10RedznsVt2KyY7zJZgbWYqfZYq4kqT/V8XkWd",
+	"hZG276VGK6xziP5JalYdTA4+SnEP/xyuh+xrfQSL1KaPYFB+m+0CTBwVDtL4O0+tXaeN+d0G0LQoHlBK",
+	"GZhjbM5PfA2j+aTnImeRCvzvqdKkkAvCzXOfn2oFsIaERhVLAm9lNCGocUsGTuEOUczYktuomeYAjCzS",
+	"dCaFppmOlYT6EIR2B+F1iHOBnzWg8DtNeJdC5ygDJCD/abYcro/gaKD/sCSqejRE1Z6lOybyDqKUFxXN",
+	"MVtSxND8AwU3JWC/4oJWGydetzts4bPUws972D7eLJGf4qRN2C3y69JEKIr3ldp159NLZWkcerCLo5ef",
+	"QUypsAKCjXYFVXdiJs8rsuRK21IMnbNpNzMKzSKFrmQROeMntsssfAMLZgCp0RVz40vUB4dpjoQhxpfj",
+	"ODpMGKF1IMfMYn4bLa6sNdFyAUQ9XjO2yxehanwAsRtmESYA3gElMeC3WZ3dMXu6FcSzjddvP8qcNYRg",
+	"e4oFYtjRvYK+ko5y7xKljhrc6JoaeCfk2FfDcS81RWkt+OwIEdF++yYWEPVGeD+A74KLXK7DsnKj+t8p",
+	"VNc2B77XgWp3X3NYhmjU8CF39LUn8QwXWvEHsn2mJiGDcKPtLGZruxPU2ByhHq6XKgh15qU/5LxtyaQj",
+	"kgQV3R5LCgmaHHEnPxpvy+RqxXXfePENzfJg5IHqtdu4UeJJusObcMy2jtCBPLO/GmkKRpIGPPamjVGq",
+	"kv8APjd3eYxQWsLqDpbElub38y42Q3dQVdt2uAfdaFat0u0HGhCrVvtEz4VH3O+17XZLlAlpL5h+s/bR",
+	"Y4zV/NxprlcrGq2B1d6lJUecFNRaOpUBeyLx8P3NhxQxNAK/7ciKMLBNVpgLOt6MjRf7msdkcGrZNsWP",
+	"MgftYAJ3O7CzEXyrQDHOZtLduRY59uOfWAKTtdDRe8L87iV+ygXgVUBJgfF0RUt+Le+Y6F3304tzLBM3",
+	"to5v2oHUNNqqe6RGq4CNcav/EHTKdYxoOyGcNI3CCyMbq9XACOGFfSgLW54EOxesd2eF3KR6yOsKS45H",
+	"Q4Ut9biq5LaaffMzhIg9IddQdgkqACPOK4A9WIqxYUkYwccFead1+cn8O5PyDipAiNxWSeD2GpnJfBPH",
+	"c1DqzYhacXYsWNjQngQ3B+yV2IJsJ36wTSEDsQMEhKrmsAcR1zMtauaTpW7/fXp1n03PVDWfwge3hg/n",
+	"NnAclEsI5oLU1gUXC58FEhQ3YjkkG21N5oTMsCKvdM41u10ibwCkzKcOhSOupZZ9FRDfzOcMgZ3LrVqI",
+	"QWW43ery24H2bOnpTMmi1oywRo2yX51YTAGufe9GLsTUzgXlO2yjbXGcDOtW95AWtk5q41s396GlN1rn",
+	"HEVsKGMkyK3ZyacrdhvPFDPjHxLcPqsIO2gGbxtp72RIpJOtMxTZgz5WkZJxPrlLE8sdy/bls5Qr5rMy",
+	"OoEGeKEPSqxRUetxtQ93yY4ZB748ZJABNGEgGRwwiBT+i13DFda0EnG0Cic0uzd6ajVhZDwGgAj2kFKl",
+	"SQ3abalf02DoUdqCZLBTe5k9ViFvKhqhJRERy/LzaHgGVDMm1DplAEEFmMrZ+etLIqS2WN1LZi+YFd2Q",
+	"GbPem0quThBs0X4fFPkGFFqzF611D8tMxqRiH94ReO3DGJkU6wTqo9oCrzbD9Tcf1/batb9065GPI0uR",
+	"rn1uj53fg27swMDMhdSv4FJOzA0sIN3ZcUUsvi+iYVKNWQN7za3crSZwMwobP39CjOZFVrUCzH4a3p32",
+	"4gA0FzAl70QUXFiieBYBx6yrUqo+tH6/VM7jOKKMNegqjAaIGX3R0xADCQ59WwiLZLLctCgCq4zbEWHb",
+	"QZ3xjAq4TADD1dzmJzYwGpBnQZaEgA1fP/KOlWPAZ11MX7CzaaYUonHvi4YFJZbDiK/fSkzQSbTQflhn",
+	"PyiuH+SExiv59xfff/Zo8Ua9je4TfRRu9CPs8S9ZQfchaRzvmd4uEGsdRdRWVe0vAYsY0L7eFWp1cDEC",
+	"GsrRCZHz+SRV1nWPJJFfm0B3SUB5WEHXXVNSfFGVpojqdvnUidXFISW+VTo1BQG2ex3QR8oraVXqnDjA",
+	"nefHU9g5Ei3weehOOozIYqgePTARpVPNMz2UoLbnQ0YyNoXll6v5ae7oL1hszUayaole47DUpHjU5Jeh",
+	"aqDDyTB9p2RMCVAoDQXbZbjbDgksozt+WJHOnUpkSkg2IRhbDaE8Sk8LSQEVxmXPBiUyjUyM/KMjFD9C",
+	"/gw5fDZ99vz3Zv4VzZB5C+kDJ5qfj/ZSCLbybgZl0BH1Of/ucnIuQ35jOiOH9pIm9gf18unToxPk1eKe",
+	"h6CgQDbm/52CerjUupwQ818FpROou7k+X56HRSQtZ3tCgowyLHdPDmvFqpdONvg3vHrAIteqpulrZKp0",
+	"kUxVZ0tIMcLamE+edApfPnlyGxTGjDzulsU8AnNHo4g05mZXlPfRMpVOMBSooXKCxSKebBdscTphLRDf",
+	"R3QtVLvJKiPyn6JlI3fjAI+QHwXi9keZs9MFE/qNj/d+mN0HkS+lQFW+G0a+LZNrnUbYeM/nTAd1wOCO",
+	"D2OG7BqSfz0+JofPAJyw1kwd9cPY/v7Fdy0Y2xdxFNueFXsgLLNRUkSQ6Z/EWL6GIWx7Gy0+wKa0YV+w",
+	"PlJhdkXjm7CpD9hVCEnfKn0LIf1PoBSy+RW+eVJWMmNKPcG4l6MxQgfP2aqUmolsExVzsLaeWKARoYk7",
+	"hYN6Z2Qg0fwNY0auoIKS1g4aIajjTGE5rQl18N5c0S+nSWTK16zg9wykH+uD4phdoYisdUNu3w7BOA+h",
+	"OJd0Y6SCNOHEZLVzYYRBfxQsqjfXINeU5lIpmciVW0bTa3CfNmScgizFyqjEw9j5DXKLbr0njUtFV5QX",
+	"owxWNkUledJfM5qjeNSZnlvyF8fHux3q6LqvKdeDeD5a+or3relrCa4vSxmoTXOxaMZ4PISeHQxvNHA2",
+	"sIB+/m3YZLbJCvbJ2ez2ZUyFaykw/2lJqhocSTTI/NpmWankjA+tb0Im8m0MO9D1m7KZSpLLMHob+dVU",
+	"2YBA/6csm78q1nlcMTh+kwPgfcHzzMxnDh7eacUEW+9Uaa17gsYdll3saD5Bo1mnfmRgIJJLnZ2Ct/Ea",
+	"EJr2o45r59mlwnv1oTnAQ9eRTL3ZxsiCP1BuuP5ltODFGwGBlNYzwO6ZaNSDymiHS0i1XmMb8FMC/aO3",
+	"Jos3t5e00jzjJRUanEW5JIdlPSu4WrZvSCOo5hWUugVGcM/Z2ulKoyL7LnUWYGi3vEcR51GOitvHtAcH",
+	"3bk2sU0i/nYzGTXOxoHepXPxAeWkYYnLQXo9O066bbavv+++G2TElSzYiBW8NK9BHhRQdBx3FsLpZrXi",
+	"wtAkB31Ib7qhEDsquK5HpepYHps5DL5LRORFDwp3rm61f+/dqILWUMLF6D3xF7aW/0PPPByPzN8FYF8A",
+	"O+a76+uL6dv3f4rgWzafnMfLxtjK5GHbDnLVHnFPX3XN88EkmXaP/evSvLrfogAzoU6HX1PwN0pi2Ugi",
+	"YfmPPCpz4OWoJVHMSDuIQ0MBUC9nsnXmyFvAr2yk++D4f6Na3GsXJvXBja6DAxEJEQIzSKTiK1r2WnUp",
+	"odxLVjHWKjiPbxoShkfxfMT0zpkrZF/JZsWYv0GC2IRDMIfRTJNX3ygS6wklbCiWCoYFvBpkbe+C9lYP",
+	"qUAf6J1pwJWMx1FgfBi4f/y112g8LvjMAvWOU3J2sFlilvnV28/e8OsGceKNlCtpIVSZy30PIQAex3TZ",
+	"vuSGrrYB7m2GH9edHSgyTvDWkkWf9eXbmD7jQUnfiPxUf9ZZJCihoEKw3OgME19zhzlkRSqsOQ+2u6QK",
+	"SqRyRaAYUb5DwJwbCaTEDIwFOt8lzqlHdHsni5z8RXJhjlW4X07sDYU2V2kqt1kjh0g6htOhlAggvXBT",
+	"KcJCofBobCRBL9O/qmd+7I92FSpsdMZsHbG/l0vwmhZ3NtQ4WIsux9S0uPMRlkb3VUbSit5wA9DEvgQW",
+	"Xm+y1mWtWy5EaJJqzSrzzX/9+Xj6rz/+7fnxz/9ysJPP0HTWdgsCkOOO7ZeDpSzdqnDVrEq7skRfIclS",
+	"p+oo12o51XIKK7+A0Dnd8Axy6OwMsmQi4SgbsrOYGRTAzTtGDleiyEgiujXJumx6fnbsLIERk8azEVVq",
+	"vXnab2II3Jgm2c+KVY8Wj+il8k7sz0gdrJ3P0Yrp3OEWdG6SWPVoDgHM3lcTaDIntio4UbSAekpUQWYt",
+	"3h1xtLfvX7Tvy2hAmSzYeYxgmtBd1TCnItBuMGLOpWW3o+o2ZFGBpm09LFLY8j60KNhjx9qF6f/WF4kB",
+	"P+xgkljhJqkz1NV8dRj/sXX5R0+z+Sou0byXCy6cM8qcYJWIh4FrEFT6NVcumz0WcKPCiBs1Ae8xXwgV",
+	"BN+ofofVt20+eDr9Dzr9yXDD5p9Pbv5t+uPfnk9efBtjj5EEGOd7cgTdUFP6POcuyDh28wi2Lja+Orus",
+	"SCU1/NOHEftEelxRI6Hf06Jm6ZyqIU3IjwdghqIDMyx6XheFHQJ02Al1ulX32U1J9c3tiTuSDcvwIVhw",
+	"hqFyDeZuct1BGQ/LndyxkckQPra3f8dci26aTfJSfLswoP2zSllBzFk28w8yL8BPoBUeKOLthnZjbEUg",
+	"iMI2t0+T0IYWlCW9Z0RI/EauRYxVN52NTDfYGuQEyxp75tqQVlMErJNzFU9W8C32F2GJj6LFbko+dVti",
+	"e57anqOMpyfh6S34YDvDxxkj1cKNodKpUECcRk21sSuuqYwKH8bGG6T/9jb+IhlNeGVAJSwm5rLKMEUe",
+	"bx2rI++W8QTXWMSGH7/dunkbkGG9nWfVa2yxxszuQPZON+rQ3qR9LLq5Rzjf+BnXH1i1YGdGitw3vPoH",
+	"iP5nAsil1k9XpkWiqboD61jFVvI+wp/vGCs/gULwlvv96A/vNA0hx6PqzjpblJWLRA6Fwi32jNU05rxg",
+	"+0V3QXIkzsHl1a92RTqWRc6q6yUV72RdtSf4/LtJukN3/2EcqVnWFWZFUhEU712aRgldyAHv6P94cTzs",
+	"fhymjHihBGsRzfAtu9d5LLoeSkvFLxL7Fc5+t6OMVdYizSL1QRkFWRc5sXGatiuMjVov20lA3UCMnMWr",
+	"ex6C7/AmQIuaQNGAgmd6Ynq6mcta5BMsPihocZRItU8AabUK08WFA6ruUmqweTZCGMAWJjjNfoCo3hw0",
+	"t7N+L/r4zL42XMj/MheC9CXCvlFNZVjgM3+RXLxsyi+iVVqhjyirpFKuitgd2xxBUDEtEQUCGzyPo8hF",
+	"Q+O7VhtsYeKRFrxia26LBb+Pp15tX+y0KGY0u4sGHJ4KCA88VEdQnAecgbXO5AqupItPV9cMIhUO/9fV",
+	"p482hAM2eQL/j0A3E2LDey6wVjlUGjNc8or/xFyZw9e29sUHNSGsqmQFBdxK2OdTfXRCFjUFL3fB7xhZ",
+	"s9lSyjvDqfDifkLONd6S2grBPhN4OMBvXK0ra7veJoCRAd/5NV+xXpgopLhDtN6CqG8+AcVrJZUm/4Pk",
+	"dKOgzE91NCGXb8/It99++69Oz/tpp4pMA3fRKdQ1xaqmhjUIWkHxNlvajMHszclYtc37rvxwwY0CTpQR",
+	"mWgxaon8jAdgq2CZHjp9d/6SYZ08f/DRGhGbuXWYYS4dHtFYxLpxnEe7x242q9wQZR/7NLdaFCKiJXVF",
+	"s59axzrpjUSeAjZaI+ljsQmXfQvr0Ry5CVnQUhF1x8sSSkVCIMdVnWWMRTB2Ewgdu3HYuCJmD4fP7IqG",
+	"9m1CfcK8bknKnBtICXek5LSyC4/qa1uAS+5t95LblXU1dcFdhPeSKpIqkRbw3R6oDRCHUVLcMZ/dipqx",
+	"1s+chxKiQnZsN8lirQSA3rGdW43X7zYyGSW2uDisRV/xXXvZRUR+pHzFf4JQ49lGM7UnVc8ruoqpmG/h",
+	"d2dHtkftkBYF0RXN7rbDlxPtm5MXqZJjzqOrdRLejU1f9rSOxGwauJeuu6mMaMXxkJx4N7ma0DiCeNlg",
+	"ePS6T0cIFDo4rlbsjOt2+PJV+g77gRbFNCukuVGDmCf87htlHfCwi7vS6JZ8td37MVkvzTwsh5lgjJX5",
+	"5bIWwv5yPEB5qcqHEKphNGrAx4gdQBuiaCWHZm2N/KRGF1hMrm1zwq3zarf1s5l0vfyuLedQZcvsAzLm",
+	"zt0Nyh57aWAnxCPTeKri+QjPLjbdwFL2pi0FcoH9Yh9RZwdtMRhbjNS7LMMNpp2U4kr7bck+2+Qb3lBD",
+	"klEKou20RS/fqC0jVcls6fBtyWmEfaG5a3ZDThvDUePcssiZ0ja4dvjmdrwNvnI8x6i/ltngjbkrl0uV",
+	"ksCFcQEgGEE+cm0qHE96sTsHnysoWMPFYmQHyvHS5LBBq7Ts0DavmdgPebB9DoIaEXaa4XhGGU/MGF9D",
+	"bZRhHSDIsXFYhAGDb9O4fSNOjTY1GC8LLtzimCukmiCyStNVSQXWKUZYGK57zGumxfOkQTC4o+JSXCVX",
+	"g7D3TeiVaadzrWPZND9s66Y9DO7DGVtwoVwkxh3b4IcUIIR8ltBYkU3LRx0vgyy4wAsTfMZEvg/J2h3x",
+	"iztsCsT7YJdbKnqzeL6vBul/uAx/h7n/BkvwP27hfZjlhAi2hhxMQzHjMYhbOzO62j4yy1+zwv623BMz",
+	"U2lmUbvbrPHwD2+uyVNa8qf3z596NekpQj+uZG509BU1c2Pm0yl8OjWfHr1sZHYvqnsJ3bCFt14Y2DYj",
+	"XHrGfxUw/h6Dwmuq6SXTTJgpWUfMBRZvj8w3k6Wdb041BBrjh41zBp0STkEEDQqIW2z00t6iW3ajmL59",
+	"an4OmLTLHMehJWw0mi1kvEqKnRlRMANzMGAC9pPNeC+rXyr7ZYykx2EF2qk8DCtwbK5YZ/1OHJadR6kb",
+	"AFhqQ+fDlvnOWysfO0oxGrusH44AiImDrJcWH0pwVS18Cqbylb8gXGCku6WHKP0ziB80wzYqXUGaj4ZR",
+	"BYcjEX61dMKezMEkScRdwPi7c879wvu9M3OxRiVffMmwl4dzFrsWMYc0FxASHGMvoXsJsIJ/YYaSWq/R",
+	"UOyNQIqXhRwNPd5jxWn7j3Zfh5gPxTK/YPEjnDCoKDCCKc6oYlew/6fm1MUoy//lZlPIDGJLzSLmto1t",
+	"osdM5EiD9gsLxDAhIVTDrfprwTW7jW4oLHzF9abvdDawEN8o8teaZ3fEf0eyJcvuJuRW3tmEmKBAwbYB",
+	"AhYqJnPBehH73HUarsSo44bNfEoqHU5UfLWJZrL6dQSVoGXOH0u9MIA/pap92Wm6al9dLh3Od4wpdcRM",
+	"wOy9+0w6R8USXnd+If10FzccXrPx0TMDjBatyxDQta8I0TZPS7KkVT5Fc7+FcuXg+7XWR1h3BMBgQhcR",
+	"yHrUayPL+2z67PiY5AC8llnfAu/GpQ9AnzR5k89smFUqTj2qbSfWkqu7D0xXPFNxZXcla6HtItkk5FjM",
+	"1T2PZW2+Ar8HPk0YV1iKIuFnYl4Y6wlT8Wy8t83Iu3glYaZErFTkBzN5DBJNRE5rWiTGf7UHN6gVy3uX",
+	"gwtSK7ZDa9ZiHhneklbMtjchx4Y+29eirLEcoG1X1Fg9aEul1kufaXPgN6G1NOG8wi1vjzBFnX+SRb1i",
+	"CY/7RzPcghyaRokqaeaMZnTmAjgLaZQrzaoVre6OJuS9XF/Bi4czVkCmEv4NYzqakLd1Ubhn87rAObwk",
+	"QgIEEB4DsOAdTchngfWoDgMgpFYQIDiKjkIlHUd8MDlw4zCKeV2YX2xrcQXdVhgHazuICebwp+uv24xf",
+	"kOIrvJgRHY4RVjCAymoC0CE5ORI22xtsbptpFbkM8EI89tsBEgxT+pXMN/CXKqVQze1gOfUmOnEj6KSg",
+	"WpyZ0s2Iq44kE5pfkAM85WIuEVEOOydX8Pu5mMsn9pq93S2GMlKMtKzkrGDxGBL7LJI/iw+IjeiUlcfs",
+	"d+tr/jbKGIdU1htbZiD4JWxwsA6vX9kJ7nQztP4YzTdA52dSzPnitCyLzSkknKTs604otA4U0joqAioA",
+	"wjA8+GoIWmZu5bks4Aw7l2xTDB7iWQDZ00rjYelyyDw85NqnnN8GYEdYlEMK9ml+8PLP/TLi1ny9SjZc",
+	"o9CiqJ1mGSs1yw9+/jG2gPvJL1dMaxeQaBbXcHNrmYitb0Q7+FKyTLP8akmff/8iJtDPa8WahQfeJyTk",
+	"drIKFh8s2AjKPga97SsaISYHyq7PbgBo4apiKR3IB6EEYl3RtltSnS2b+jD2AzwhUTS0LUgwG5v/7PvJ",
+	"SHywgOjNkQB630IJa/xjiTN0eBshytujEOmOa2UP7Qk5tk0rlyf/qNhjfn96waVSp69H/RziNMnimf31",
+	"of31z0EOKwuQNmzIke2H2jW1DsnteKEZze7q0oikMcjFpmQCWGhlrdJ+SSTOmD3RFoBy6ztaGQ6XGhuJ",
+	"qcSWqpIlAj3VQUYE8N7cYyQvWDJSLp4SfRZuXHoxHpDgMA5SLsLKMG2tn2YsWVRsCqUFHReN04ZFiLv0",
+	"ZyTVMrVrSQRjucK6G7YfDIQy1wC9Y4RBzluiNwBZeUWzu/4ptCjRVknEHHAyYxk1N0RrpnMAuHUHRqZw",
+	"8FXi0rGlBOwxsFfOetg34UHrGvoM6MpXAD1oHUE/jGA/WyuzvSkNrTVHcIhv2cMU1a+z9mmN2RRYEYsZ",
+	"w/cBRDlO12wNNenSQC2YpkkVXG2p+J9EG64G1XAbo6k6ZKOwWRBJgil3Gu4lwb7oBl5mAK8F1y2YQ7Ak",
+	"26Ma2kKnV8Wl3Ngt49wUDYoR1nJumPK27WgsD3Twq0nutKKCLlj+1qyBShKPgtRnj/UVyBiHDuFu4rHc",
+	"FcsqpidkKeWdD7XlVZBorI5OGtaEkiiUw7A8oXUPpYm5rcJBb0/qqojbXzp30y6YVPxRr4P9hM03WAnS",
+	"zn62ASpvU9Ed25DDjK5YcUYVQynUiGCOQ/6f0w/vgSaOopJnis1evTudPv/+RchnTwAMxJw5yP+hirQV",
+	"BMywBZXA7zIP2LTjZCtGBcQY78C0uzFsAeP2HDqQF9vkPXR2Db+LqdvoeLdFMWInGGd0YlRMCD8xl18Q",
+	"qLeNT7TovbVt8ANZg4VoSxwKgUZ/LdkOufrVQ+/myUHO5/PtBj4LPjfioHkaNvPVhcKNRc7gAsrGTWwd",
+	"BDSoPCZfKPGuHVhRv5xIGkt6zx52lz6KhAhL039fW/MONwoyFuBLKVxD6GqOEwQnv02N3bWc+BPnRhoT",
+	"zSwl7n7hG6bxcLuMOYm0YgHMuZWbfqsWml/HaEIORV0UNmXefOevRMhElXAvOtjPyD2Xsiz0bXLFroK5",
+	"dhlMFY6xK8hB4OvClviK4LD+6hLImJugmT/IxGoHaSEbw3/HXvXb9/u4Xbsw9LTj0WzvqyfWEyItZKQU",
+	"TBkNI+LbXcjyjGZL9oF+edufc3fHSo1h6b4AkQ/pBsgboxjbkkQ2GNyBkx8WFIBdMY9dabJiK1ltjoZq",
+	"QZj/DcFhLwv11jaxhdj3/oootljZCO8Vbbl15qsSHIwq6qBZFuoKP00DAgbN545smhIr/ZN7PmZidgRR",
+	"1QKfuKol1rRcABBQQTfm5/4BfBsO4Hl0AFqXp3lepc7su+vrC+xf+DJM7z5dXb+8+HR5PYYrF3Lxnt2z",
+	"IhboBfdIIRekMG+E+5azWb2AmIu5tFWZD1xm649RxnMJwEzXA/iOzkbtwnupI2Zrj5biBrOvboQU7KaC",
+	"Rh+hsAY29L9rVrOBE0iJKqQ/Yyu6AVgDMmNL3hTXKCQAwmIC7Y4H7PfR8enyQlb6A/0SwekzXODy+oKU",
+	"shqgtxfff//t9+FahFUWI93xGDgXpHM8dn8qQeWX11cPoe+fR/H7z2VO9Z6wLqjxkCxk/y9RYKWa5ZNG",
+	"eDICB8tJXcJvIq3u/QM5z3aTJvBe/qfT6zGcXlsyWp/1sZFXXblWpwSuorV0/inQ/FOg+adA80+B5p8C",
+	"zS8g0IQ835+moMvWbFsrHfK1GDNqs4dJhI3HCCt5GIKzmL6JPkYBCj8FBiyWh4UgIxEW5hbvS6BsILKb",
+	"Wz88+01WO9Y4Nv+Yz+2/KqY7Rr0Q1wj8V/GNfi9lid4Ou8ut7AXv+zq9OI/aXEbxSdt0tAFzl75jtNIz",
+	"RnUvEAmKQXD3VsycAZafELCaIVwZu++wpDCvxbxHZwVz1rsHFXPZ0WwFQSENBnI6oOJBzObRucnO7KJv",
+	"m1WC8O1lZ/MLGmQQR/S1jQg2LUCZOIdm0sV3yCqqls3jG4vxgMEOcj6Pnoz7VNaJHZZ9/hDbnsNvCY9/",
+	"03H7cE52ZpTd09PPwE5LHudhTRnK5Oknh4XjFIirDrmfEc95pF6Th24dF/oAyoeNoIHjjvlRmDcVd9S0",
+	"Go1GQHFNcslUwk2mlzJycIF54cMdUiYuqF668AS3gH1HA1MDhmLJNiVT4KMDLjivRQYpgi7IrCjaAXcJ",
+	"OrUznTRZC02PfiSTYMMGCSoOEvFmm348jXl3Qu91+WBmmgRxaAayo+/YHaEhlF7PDJKYCk17Z8MFNRvX",
+	"pa0wLWxt1o73nYrrWgwcMaQe0wQty2KDQTm6FjbuKuKHbyLG1SgSbXqp6s4Kb6HoBB+OCm6BUJhYtR1p",
+	"IYu8HcDaUsIjWBZUsN7xALKuoCv2a0fajKVxV+gniTHqX/AmIl45XsR2Jf8L21i73upWlv1vXYj55e/8",
+	"5nJvNqhzkhwt993t7kD3M5Be/muG2NR2KGqlY2U+4qwScH6Mqt1yuu7ILgd55QgWmUwNtg9UO4AJJRFb",
+	"GwU5kbO8RdlBREtL9vixMcemycTKdDTTQyP3CEjmfgyz0FIq3IUZ9LhWQ/uwm7O7aSMIsmbp/jTuZLTK",
+	"dFj5PBGCqbMlU2fB2MfcTubeaG2VGfY3KrLi4ytMfA1uPAZM0+or/qLCT1pqrNTurX2V2bF8qr3rkzbt",
+	"x2lum7bj2xyuRvp0X6DWdwqi7LgcuuacO5WRZn8HuXOtmT5O9lynyX2cgp9Kvc0/2+sauS0e1QkXLYb6",
+	"T5/Zz+POzHAm2Ph93TurqWnwN5CUZGc5WqI1L2NmfY+Rqm2dtQuRgK/nCsL8wPTUC0I3AQS0/FOtDyYH",
+	"Z1RkLA5NNybLR3VQgkflL7dm3+dWdZQTTedopCw0yiprh9jb+G3DCx/fBj7ni4uoweZNLPJ9VJLJL2lZ",
+	"z8o6CV1xdvGZ1IoFyfZmgyaQlInfuM3KZMVGoVrs5fJMWvSRPSU0QJu7YBkHOQRRYUKUluXEhWdPbFW8",
+	"CaG1llP761GywzfxagXQH8Z7y8rZEcFd+uTgF3ICsC/a1gjvkQNVXbLqnivpwwW4VVMsDhgFqOu6YlY2",
+	"9HVL9/dw7MtRYxHwlncQnpurr1dw7UFvBV+uiqbnmQfmiAgIMRprK7BuoRFuJPcq6l/gdgilcK7Rn0Ry",
+	"nu+/4pZqVfSCxm1XXGQsGJcVm8dOWKkEWM4lU5DAZqNNOpxiLEj437lDagSz2kVpC5xUv4DW9lv1kWHc",
+	"h0rVbFDID/PfjPUt4XEreds0F0IZ+nPaurzCi6XN14OD17qnm8VqmFtL9Hiouy9gcL1yXddOG8c1a5mI",
+	"W8pCRIDDMxThA60z5mxDRhdrjM9WjDKHu0oiIOS8YgmpgQuEwQ/K2jjah0cHrgpNlICZwLLiY3yPbRkQ",
+	"v1RJKAtfaD92P+KqCrrqgEuajQZhROtyOi/uh0k9rOfvF2nit6SZYZomLh3y9huhqwQ92ApZYaYc1Hzd",
+	"vVJjdH9nfahuNsi4uQ7H1rHIK+R4qbCxwqgpMwwWg3QqjBcLKoIdHrdAOMeWGOgrqYBx1AzMDE30dDS9",
+	"U8XR+lRjlEovSYLFDtTD2nupbYHrhL7oIeC3jOxh8VBXJdsba1rFPLnurc825q62pDtjCyqCbtv1d0YX",
+	"R4pN1JVbORQSQ04tHW2Yhmr0TaXkjIEKxhUp61kBu3lEPNayFRUcI7PNApO3j3uu410rKI0oUzTMh2Ll",
+	"hQ7cOk064MAFXI4zD3loY/DceR3BqlLmArAdBfEDbsFtInY3J51ld+NoxsWdPFop0XOthgsMpbSypjpR",
+	"DwCPqzqX9t5Z4kRm5GyzOzryOpdHxOl7DwiVw8jeth0EtBwv0jWb2Jp0moZ+wDK552Imv/TceODwLyUE",
+	"kc82hNoFT8pAsWvP7BMtS2Jf3TRmLHlHZjLfWN5WVkxZY9agImC+jef9v3MhCoQLklFNC7lAMIzDTwJZ",
+	"gAVIiJtKYrr8OYCXzLmryMIAv30zIeyvhjc4QL17JvS5t3vbNfL1iO9ZAiB2r7KGdk94gu7p+n9FXRDX",
+	"4bobgSvTxYYAXlPG+D3Lbb1mzb4kTEnuxV5+0brdmra53gVdHj96N2KnaTe2BYLZDpuQ/Kxvx1P3xXUj",
+	"AT0e6XYONKhcnpgjs94+6p27JdiPZt/Hnfvh6kXg57MEzM0nv8H6RcJ39biVjGyJhj1rGaW47PiyRs0S",
+	"+tJGdkhfqawR6PWAx7utkhjuIeeGqVUbBHAAk7GVEGKus3zw8oP+zmxITA6V5XogJiLlTLqQu7qirnIS",
+	"QOtB7f05zbQidCZrjHaxFeVVnS0dH8FIBkoyWupsSQ1/V7K4Z77AmXOVV4zQinkI3q0VTDr33tUrKpox",
+	"sQYdGICEAB4JfLMzcxYrlfAAVkxXm/6o4YqVjHqkS2W4pUVaxmLxkCdkK/+157cdtxLo9bqiWVwoMw+C",
+	"WBDbWeeqvP33Kbw4Pc9vicN6NvplHpUBO7QMxBQCubjRJKn4LJqb8qFLG0jDpnln6wmJmlwbVlZwBVg2",
+	"SPrwLpiNC6pBynBO7jXXS4A6KzhYrdccYkCIBCUOargvDb+6tdO4NWtTMlkW7Ak5g6g0CmllxQb6IjTP",
+	"26W8wHp3Y52cjaUSf9aYweP/rkUTsWzuEH6j5R0TN1WDWUirbMnv2Y3m2R3TNxb2yDyojQ6sreki/MSe",
+	"kOBd90v4ElYav8m5QiNM89OiknV5k0kxL3imtx4IqW/AWhY8Mb81Pk73q/3lhmaa3zvEavcwMO/aX5xY",
+	"EHRslzFzbubmJ8NSq6qG6BK0VbpvVDW/qdhfwAEDWET6BnBsbtDW1ln03FZ+hyk0R3dywL6UstI3Qt7A",
+	"XR/+om/CFhaz579/9vtnN4ikD48BCHz7UePy7TyoRcVotuw0yMU91yycS+dJQ048Z6tSQr5uuH58BSMO",
+	"WoBlE3DFWPK4mSG4u/szQAUMfkUuEPzw15pV4WcqL51YdIMi8U3F5qxiImP59pMAk1MvZY6LWhRyDT8a",
+	"jSp8yf6t/Z/NEiPlVYgCY//eMH1zzxXH5RTSaAl4TBR01KS+weW7KSTNb7SUNwWt8EI2DYLB5yZnAsFH",
+	"y4JuZjS7uykYVSxc5VL/BM2qukQzt/2tTWhgS7GHFWZrDgVIl0YKxgao5mrO7QcV1eym4CuOLXoF8mbO",
+	"C9ZpvHnYbrr9s1/f9u+G0yK8/7xiaul5UK0sqKpc3WSFDP6yzCiTQtWrrZ8bvlPpzLYW/lbeQMDFDfuy",
+	"pLXC2Vn72g37UtpNVitdNvxTaVnRBbuZY8EFzyosm7VGx+ZJOC9Vz/wFc2P5KdSp9scHx4jf3DPqVrW9",
+	"xvbqNWwkkyv8xW85MokbjSU0rHR+Y/SgkFLc79rQme5syprNlIQFrMtFRcMT8KNhPmCGP3gZJc4tIeSN",
+	"UWzfiHtWyDIRJTNriYuOD5JDFylJTifkP7EhwmxL/3lwdELstleKaFlAWUHCQKwD4FaA2M6pppFiM1TT",
+	"nWE2hZ6qkmXmCNsOJk0QHOjKRiTkmhZctXLB3Dy+UajmY9k5bXYzKhdaS0HExQdf8xx0JSOR0KySymjn",
+	"WC7OiA32JyMxqhMrr3qWTO7YZlRVdxhCXK82v3o7h3nNKLk8WxLFCiikBZLkkmJ9T7f+o812Z0HMclBG",
+	"GBdOVnzBBZa3NIIw7dTYTqjwMgPMvPxUf9bZyArk2CHUepuA0G1/x3xcrY3gsYMpvL9G1wWtIO/+vh2A",
+	"7oh94jD/ig15dmIkz+DA+49WtdKuaAxqBWS2IYuaQWGPsfW9oLRxRO2HlW8tTihsWnkAOa27ZFum+ElT",
+	"0EvWemYuzanlQlPNlB4O3OvWAXPHJKTW7l77CU0a4ygc/pgu8AecxOtEJapTUrEFVxpSK//wCt4NClNt",
+	"Q7kKViTwV80TX4ANWvhGYaam2hgxxVkmR24aNpGyDvoOnh9Pc77g2g8+S6Uz9LiSb7mAzbt9GYzer0yT",
+	"J+VVnni+BNyu0bAb05B1Hxd8zuBMDuCibK/IioraqPJ1FYuIf1vJFcFtPhdzaa10LjYgboWVeQxqZI+W",
+	"RJSrtjYKrJbzbtMQLFMLzQv0ktnjb60Le0evXXcSRchSFt7l54ekKyqU6fHEhe+aa4dmy5AK9LKS9WKZ",
+	"NDv749NrHfYkZVgHACZnhkEbns+1KzMPNgml5nVBLt/84fzq+s3lTrVJV1KzeOBTayeuzn1WvjP/uOWB",
+	"tVIMIeYPMejw4+n10U7Z+xdgGc7YCbEqWVDF9I6xckrBQ7rmIpdrANfGCm6KF8zGyPvKWd143h+T47Ae",
+	"juQu3OJrt8iSrHV8/Op6WokvrllT/0qMiRiitt4+H6EFSp3OyuFrwjNDe9TaMR8+uKkZZIscgnvC8ahJ",
+	"w8w7NLy9noPXyrBRvX2zqH8gk7qd8cSILZYk+HhXa/v2fpAhPVj6r2BItwN/z+/ZOZhTglykrgQC3ACM",
+	"Ll7DoA23snSalEaS7B8fhyKCEw1KI+pW5sX/+vPx9F9//Nvz45//JSoy7CiD7NzBLqHlUGYAHF9ENlXX",
+	"fQkhmKtPeCuY4XJYuoUgF3WX6mBR9kqXP3C9vM7KvnnbfHrD1Mj12YUzc7d0l0PzwDB4fs9aSVKfX18k",
+	"jOwDkGTvoDKlucg7+V1+M9AYTQ7d+jw7PnqSTLJ6Nkj7AedtCG6A4q+0LJP03qIc2yS4W7Qs/zsS+QPX",
+	"88IaBlO5I4YgtAQEOAxS1NUmVvA7h2q1CVwWLREs5dAVxbSq31NnlnyKNuGjfYFiyOHFp6vrVHSBp5QR",
+	"V4FbjzZXTSK6+Ik3/YxY7EGW7dYlYNv/PRk0E/k1j+k2b0Tg7/MBhUiIjxYrNpb//71yexDl4ut7helZ",
+	"D17hv48LJVyKhuh2OKnxjF8IQ/OlF3uOqnUQ7MiDruxX22C++PuI8V81HW8B73ClZbVpeI1tdocQPHRX",
+	"mD0sy2SxyFEsKmlVsmr8GOXf74T57fzjn86v34yn45GcLkuDeeSXiRx9W/aHiTxh3dmJCY6fEnSYXLhw",
+	"ROPa44nFsXTzjUrFQe8ajYhs2LAj3gP6sQtfe3D8uTlPZkBoSmvZHzD/Gk3vOTmEO8UmVz97/uxoQoyi",
+	"rwDa3YXf23B8yIGEyOxWWjt2dTAx259IrMaDl1pMfyx5jiXifYcJX0ciUL3V1v1OUevgIdqBFUfwnCJx",
+	"7z7VDEotec7Qwwcx+jluPGknKtj9XMoilnzTd0THE9ecFwkzifmVcEEgdH/SAKd0qIzrkWkjow3Gskod",
+	"Mncv7HhpWUXCR8rHiPRCKt4GvtTVxvk2IDbjG4yKmqBF+1mi8lBWsSwSSngMHi1XOPKZ/ddYZ9YAb9lB",
+	"NNqUQ3tg7dXmTXJo2pkQWtBqNSErKmpamD+Lo+Hj5pc6dbrcWgXbOnhq/jcEyURdWjBq2CjwH6+XtGWU",
+	"DZM69tRZHiQQ4MjWUPdU6K8qBAxf5C4XcyzLwOCQR7zHbepOb4gyZgTQquL3LJ9suR1lZaMqd7GyWl4c",
+	"sbKOvs93W7vEXW4BYggUCwUrtNnSFTshHjAGGTAtCnKr6tXHenXrF8auyQk5F2aqBdNsi12vmdDkrzVn",
+	"NsSbHMrKQhu4o3EUXvlxyJqmg7gMAAOLa1wrKjbBVgYHU8ganMWHx94t6NxjZiWORnJJTdVd6pw4Bh6V",
+	"BjuMy7azo6zgk99wCRqS3kkqAP7WY4QJ2dw/sPUFSrlYX6XfjomDbfv2GcnpRmGG0tFOZ/OXOPIPN0dA",
+	"sW/wq1n0suZCARNNcOyTJotnz7+qzeIdJFGfLVmspn6DSiYF2wL17laRTCQXvGmyCRrdCjHYAlhKdJWw",
+	"7M5oNvJuh0iGMD6sCzg+7BBvptj63ju574C/QFRi3gmMHEb+op7j1EMIX++k0h+YrngWpTxI+FnUFfOg",
+	"XnEQ7qysz2Q00KVxOxZywTNakLOLz2PDW3aAtlovZYEAXGiR9JjwEIB9b+TS4+mz4+ORGFc5VzEE6Q+y",
+	"FprlmLivNsqIEqNlitdc3bm1jkgUMNA5zaKryPRaVnekeWd0r+fuk56uC0nzZ1GNc7riotYMDMmE3rOq",
+	"6wBPLyE0+n0MtmCuGRMPbDna8P1DxrtiqySxfUBwJC4Mye1GSSu2upaaFgn8pXOhNBZIWPk+QKMeqTWv",
+	"2OozoPFHW2+Ne9em69JcTYOloBpkKjh9MykjuFRjYgpaADmeo3RXsDPl1r45SnYk4omwOxl3wFunLsUf",
+	"rwH2/rQsi00f9mwAkW9vmt8s1mxnVg/Fmd1qbh+MWfuVWZ6tkgPkHmr67Vj8Yb2Uym4LdwX+cu8l87j/",
+	"hTS30iCEwlesKHnvKxjumfT5milzqOyykdmGlLSiK2bk4Tu2OTH/URhIPTPrxDWzJfLMg+Gq4XaAvYUZ",
+	"4zTWh0Db2nGkAeugjvp3Cj6E1RQcK/s+mH7uWcXnDpS2oaxkTYvzUVgIIoF9q3w4TgLPKlFm4jWf22wu",
+	"iDyzK4FbNPrybzbBNHeu2Sp2/Y89RRCj2kRJjsRdc1vVRqLF4fcTjh9z3+LMmF4zJ8lj+gChFrkpD8+B",
+	"k2Dt+m2rxoshesJmcuhbNVU+Xa/t/OeQjvAFKEwaEWTt53aQA0iydkqJti49lUBr0Rbu2CaamdHwh90g",
+	"mgNFqw1gtl5uCLXT4orYjLS4Nwdy1XoXv2pPzbSI3lPMZ5cumHgT24MObZol6GxLZ2UnniLc4Ib1KCRa",
+	"v5JxD07IbEN+5xl0rGCPZgtZ9e6ae6dVu5UXbLqkIkeIJYE6hI0vnhzw8v5FHAJ5P3Jt6dUgpAibpVMx",
+	"mqeIeaAaF2RYNLPE+H21J11P4PzLOZmrJ7A4K/plQgTTTwD9WMkV/ZJJIYLfqhVb3bRfW7d+4uX9d094",
+	"eQNSxA1m/xrCCZ7qrLzRa8zv7Pw858IlFXeerOiXG7URNzOa3RVy4Z++eJJJMX9Ci+KJzSS/Mb8SxFEE",
+	"zFYhzeSSSFCrFRjfE9sLP5PgPThaKB0Z8jECtRrm/vaEOcrdOmxbA2kTw8ARK6iI5hjcc7Y2+xseLDzH",
+	"KsXye00WICbhBYjkvpZ1kQeX+Qgbxt/Z9S5XJa12ut/dOo67083ePVhBKO1Wj9rnXXQEO/s9lYS/F7m9",
+	"f4cSuI0/DF1cAyZCEOg/N3bMvtAju5fBFWKFyNYdk1EBqoXZOV0lpB33Ulq4CDoLevJJXrRTYWBbvEsR",
+	"WEJHaJMcfjJjqcKRbnHjNoeQBJp39+AfjdQyumihX9lJam9b448R3ZZtMioyia7x84RUVIMHtGXpVUbs",
+	"hBAsa/LdJkIwf12y7D6FL+tB2tCqNZNybPgKNH0VtR5i04AptHOzeSVLdR61PNiRljS7Y1oRi5i5Zxef",
+	"ah0z8Qn98PYBPqhvDggwpPZtOTX0fO924x4fT63p2o92reIUdmEXcn8as83Hqcw1vx+dVSy7f8W1umAV",
+	"GknTuwUAFFyQGdeYFYc5yyPt4WZ4Ax3B3j2kl7hDrDn84WmNTT02yvbmtvcioPGQKJvTGxyyGB/8X5KL",
+	"S51dSrnaTzY6bZzBf5E8Fg8NacTXgBeTDgpXiiCkDDDVWa24ML8ZHcRsCVeqxosqMGg+//7FoEEzoytW",
+	"0Tdj8NVt1IeZhU2yN/uPDZBUUT9EFxtb79Bhkcm5XtOqmxLx4rsoUIAqC7rpQQrREpDMwhwH0xcu5zdq",
+	"VN7FimcPWKMVzypZLkHFTayTwyqIBgsjcJsdt+3icFbJtWLVhHCpJoSKvJI8n5AnT54cDa9b5xi2aDB2",
+	"DN4bIfuyFuCpEbRUS5nIDl0sNVH2jf4ylmElky2f9Y51kwJXF2ggslZ+FA+sqbTIzjZZFOX9zIZu5GRB",
+	"qxldmGaLAhO9x3ryFjJ5Nv4gSYUr3lupdCErWWvDDtLBac07I1XjJaPlaVHI7FUf5L+cYzqweZsgsYyd",
+	"t/nkapMqffPONDjDPmaacsHyxqiLzv2x8sJIzIl4eEm9OivrWFmwJl6C1GDqcUX0E9V5EsssSybexksI",
+	"fCqZrWDmfpeVOiHTZ1vgl2My6vsLQP02ShWNqQ3Qqd8zPpRrJ4+52grNHukn9xoYlqoJ4fS7Xu7g2G4d",
+	"t87xSNeqaegn4FOebkPuEmfqCy72lWoyKZQsGMQOiRCOqmshB7jNPu98tqQVzcBMYe5p4Ty12ZIWBRML",
+	"RvgKsCRMP2JDCqbRrq62ciZfRCUcGEHcDOAFD4uk2/SJcPsuwPaEuG228CgIW2vYEtZ4U+RQMUZuLSzw",
+	"E9/rresC8ftsi0djRJuSKrWOJpxc2Ceu7Vqhd2JH4c98FleogDQwqSPoghyaRZ9yoZhQXPN7drRzr50T",
+	"44cQTDdGqx+ahJ6+UkiY8/WyVRMidDa7on0xa+SvXuASB5waAVRr85hL7FctKLZHnUlyaH6cvn3/pwk8",
+	"ns4/XHw3Ie/eX6UrQr5jtNIzRvWIaoBFuDytum7MIvnsV9HtN1CV/BcosghE2JcFsoaSC/DaicP9Kpjy",
+	"Pz6gouJQRUIAZbJr0qo39ijlCR/W+iPUKowebgsDgEkkDVFz5QACXNyEK5hTCwTb5MpVvTpxW+NvKPPX",
+	"qsOcdmRJg5UDW2UtqvvRCsbIIoItr8I24HviUulmf3qxLFFYsMV4wwqDXSa0e7m/WDXB5vgN3HRxqK6Q",
+	"5ShyiINXR40NpVbRYIU07FV4dyL41Q6oV+HNPOShSCJQBY1cRENZQnyy1Z4L8KvDlj0uWFl7Gdrjf8Qt",
+	"TMKWtemQY4YbJMB9JdiyYNiXDl/9D5Wsy5iCap97V+gdF5GM0lkhszvDUnqsfFzBxwTeVQGfdVfkXFZZ",
+	"y2vYClysY1Ytl2Y3kihM/4mwHECaVzHIl9Y1UDIxNWxx6rA0DVMErPRppcupuSWngO4ePGh4mRc4pg1X",
+	"AzjDTOasmhpdsKC65c8O7hSIQYsQ9ecSbLXwGFPYvZtWNYlCbiNb1N3n3pUi+OxJOrc6wbNgrd3GNaOf",
+	"NLQyljZjdjRnyG/mBWHWkYJaAZ3ZWJc6qm+LS3ixr+KKb2hFN2QhCV0yiuHsstZIvnHqhaoXqvd4zTb+",
+	"aO3KezqHOMKJHkEYTwZLXtWrFa02Pl7RrCrVsvpFRPoES72qwcxvGKknCAKUN06uGisHOdZq93MSkE1/",
+	"MGVrt8z7Y4LHA4Jz4UGy6j6KkjJUOjlzHCpuIw2juyFUBD5y9th2B2Nwm39BEgMGvaRlyQTLzRrgQcZf",
+	"fhnVEdd74DpbQ8XWYkOo26D48a9anGzXU60C1bPfi9ZifqDlaGdsgWpW60Y1beL7DeFAbRMIQK7YvFaA",
+	"r+YLIUWN/ak45OTRcSvaTGWyTamtpRp5onjGLun6LKxenQJViNS5Bk8BVVAXMVbdTOioN+2t+cw+JYf/",
+	"5/TD+6NkneO4i/Vsaxg7EfKH/rg9taTPv38RYZTvTqfPv38R1reIV69MGej9hCZ+cXxvu27TA1KrTolg",
+	"654d1RKKPbOXgVFgRo3YWZd4SxWAvz7B19QEIroxLgBOTiWLwv657hTLxSPiYIBGEozzeeLwtikntAW/",
+	"eP7su+/i0PsgPF4lNvcSBtaMF7oSElLtWQV5eMC2cr6wGUhDlvSvmiO2prwNGQDxqgcvn30/SXiduvAB",
+	"gcFaS5tv6AAEGl+6r3OQyGE8vI2kBd62sB45xDxh6v2xrwwHtZmzuIIaB1I8Hs4g9YesJzGt75DtH508",
+	"4ozZ6OJmSTuJQ/+ND0din6LbwxeW4ZnzccniAPtt/ASlDdGu3Jd4tBI1viMSHvSEIAzqBKsP5PZPlFgw",
+	"pUVkRZ2zC3wcxByP0kCgD8S7iKgc1po0LooYZmdG2Jig0hvcX5AHH/vSOrCnMy6MhoItjLW0LpiAwlRR",
+	"c/81XzErJ4Nh3EiC/gOsPTTex47bkxbtrCAGmB74bkrMVDyv43EGKwmBtZXUMpNGS8JXJwRUGZT7y4rN",
+	"+ZcumEinFuoo0rjE5pP6qNppD7vXDJyNffS6hibb2zvZrlAUJTa/VRN38IJFj558KbiWZp8v4sDcHxgV",
+	"XTwSBwk7qyFu8RCuDgqXXM7V3aQTLOLctSK3Gu9RLFZS83t2qcv3aJqKoIAoDW4doGY0YJElK8Z6xqge",
+	"QBDCyYw/E32hbLBokG1gg9p2B0L5rFiebP8dXyyZ0i5cjopNiI4yshfclrOhaXTC8tru6Z26ukh5O2Fv",
+	"rb1xy+80doPxm8tkJJNbsyoe0dQzr55YeOzTutx7NV8nmlNB8rpyaKIN0W0zS+e7SvjpYNFUwlk3dtES",
+	"IDSw8bKNRPMoiC7uWNi13wfYpRd5pdM+YrA8XjQ+dFCFIfmQDUOLooMSNCYmP2Us925JX8Ytwpp6gEmH",
+	"Y/1hGsoH/O87h26ocduI3gpna+HFdLBkHHzM2JSALneMcLItbtA9qt3T1WVRk60LKXZ5fozW9v5k0/EG",
+	"vZY2nCAiG1+ck8+X720p+MC8NUHqdtFbdCg5Mu5Nci2a+7rbPjaIT5rGSVULI3/RRGCUbcMXZ/zxQWE/",
+	"0Ecr6seiT6IQYh1gjbps3n/EuKACq0APo5xwFe4vwe9saVm7oKjLHMUZ/G4G6e6GOyl4LqvWHqp9zM37",
+	"hLSApR8Ly802ZOm51kkwSAWOKFooCZVDMX7OfBkEGz04ui4ZcfIKtapG07Ib1wST7ROD4i2N1n/YhJ7Y",
+	"89yKM3Elxbtm5+5xSPGX00X0KvVMBo1JPiElCCpy0/YRhJGgyLHpO9Y+CevpVs2arZioZFGs4kZasKBf",
+	"14L1HydsPqMiAkN1WElpJ0jBFgpB+U+NoPZUbVTibAVOgzdYay/GcuCRFwHBsa1Df8MJjkyRigm2JlQT",
+	"vTbch1e5cla2gs/Z/swm6OyKVfz/Z+9vlCO3kX1B/FUQivuPlubPUqvbdo+vFRt3ZbV6uo/7Q1dSj8/e",
+	"Gd8WRKJUGLEAmgBVKk84Yp9mH2yfZAOZAAiyAJJVkj1zzplzIjzqKhaIj0QiM5H5+0WvDuFzx4y3v2AP",
+	"B+ke23oxryRvk+uCKuO8pIJNLuIKa3wQ+TlA8H5U1isIqQ8tuVzeImKW/z55sCjVIzULKLbuUXsERbfF",
+	"bsJhtkE8i/utNwPafvS12rT9Of1YhhPZq3lkaIWafQBxaCWjcxRLo4wQCtuWYHA9WuPxpKm7NovsYMql",
+	"6sRL2VHcuuEk3BaV4DdLxU0d3SeYKw/ffufP430KmNDQH9QfGRGyJ95kzfRBZg+YzB/9T3yWTyORxRgb",
+	"5O3vRiNrz8YPVOcLpk4DXTjloIIcXegDbUv4HIdvvCRywsW0tyv6poI3MLw+yLqnd1ybD46yo+E2pz2W",
+	"ILt5VCWO2Y20W2cDjCXIenvnzOusWCmqFLiwgWpD+UW3pTWLMlt2JJEFWZRrOLHxAsXS6kTpJzCJGFbg",
+	"c13GKQUvnYvWyoUnHQ53DlYLJ2yjt1QtItn/XPScR3J6kpFrvMX+7trnjC/YAwkuzM3gLhuYzvPmpuT5",
+	"D2z9TszlceeUwLthrx8RGuX0xGHsJayFIsFR4hcjB9XPNSBWKcIeaK7LNcw99BemH7kEmBOVxLvgXjOR",
+	"ImGaJdfqPu9MMjk8PLz2N6WgmDQU2TqwtBGVzdI2olc4IGLG1lAwxK3oosYOlnZ9VhxsiFbtUrUNLpRZ",
+	"p3A4XsiyvlC3Ez24FeOZ6h/9HlOPyE5vdyrmpovWGZ10idP6RzunpwcX6QNOlp2piKLA6sgI1Bgr+T0D",
+	"KFIlyZzWU9HXt4E/DbqV2kVXUXIhD/PndkwhmeoCSaIKP3SGd8186ezWVDu26Mg+tsUNC/7gz5xGk5N6",
+	"rogj8k/QVBVcVXAOjvYT7VwKOHyhG9Wx73c3zdqOTBxY2B+uiWz0gLf1MaFobPFNGJcEJ3uf/dzQEnPw",
+	"3hXfwfWe87lYDc/E88YAcWXKBrW76wyeH1a1rxktMHwBdU6rBc8XZshmapUb+BPzIT3RqvKCLSupmcjX",
+	"P8QwMX9g684hvGTGmwflQEnNZgXqC1b4LQlGpkwlti/pwwnqHjWofGhZyhUrnDOYnMy0RhrP7+toEtvt",
+	"XQC9b/k9Ex7KtKcyIo3BjWExxWB3YQqEmgDgFn/5RwVhtC6NWrWLsA4TqWwcwfSI3lIuUokNFkry+8ja",
+	"n9YMVDctu5pqTIVPgU2gzqGzYfInEueU//gjZFuE6w0gwz4Qlq/zslOtfO4dwdde7+1lCSarNy4yc8WX",
+	"rEA0p1ObgRuP/HLFb0r22ViVyW2wJoXTK1iFSYXD/ZdloQjX3/kKCcFWyiaYgxBy5TSv+RYEwM6wNCK2",
+	"4mrnSd5Iz2pxur0519Hp3TM9cAt7uqcrjX7XZd5Y6WqP8PzunLm9M7N/cnVBMAJ921uWrjXqd+2IMebJ",
+	"DqKEWxaUdJPFwXP7mr+76ZM3ZnkHSB6OSWUciVC2HfOZjXWZJjWrl1zQMhVVf0L4+gCHfzvrznwae8UO",
+	"JQ1akkIC19WOud+Tz4aUxnHQ16oD0xCM6PfQNFP2amJzDlUIBPL+GtBFxl2Q9qaHi6rRmdFLVYPo+zYt",
+	"619eyr+8lH95Kf/yUmIXSqghIhMPdpLVsRhNz4gsC6YsNelWMRk7mVc1FUjgHKVe+5fHNH4qVnRdSlqk",
+	"6yJwofuYueZE2NS+CfFoz6N/+Wdb+We1r5Cdvjaf8LjuLo6//LPmJhNI9zC6YP/yEP/lIf6n9RBb7ee3",
+	"WnuCjZjTZ+7c3+Q5oF4wMREkA/2OyydrVGtWomLuXeweDN6WpnufwuI0fsdjr3Ym+hPxa5sQa6dTXZ8Z",
+	"ue4c9lMAds5NU5iX9GgknYsnRdBx49rFbNkGKMcIO171t+/7HfBxgt5eaqqjCMYN3M05sgbFSigX6i57",
+	"xFVE+tbXto7yQyrLHq584bQGfQDpldKWIcC57MMs0alJp8XfrE+7PmGK1mUKycLmlICI+ZDLumIRAhfT",
+	"iTZr7Td4v7Wz91lodXNFqpopJjquTNunJX0YWpX3UkBWw+jC0I2lmVgfge6APa5PbtmHeH6Rs22s9+Dm",
+	"WkhN1kwHh+UxOWqTxCb24bfch27X+cXvC2MW2R39dYlO08gWDvykqMbuuGWuKCB5IR03Baf7pGPBorWx",
+	"em5YKcWtIlpOBl9JhhnXGYpBKv06bWta6FYmNOvln/3WRuWkkMiqlprFIz090WtTyHXHCrsHK2rsyPdp",
+	"WinIHmBK9ombGwmb5G8NUHzJO5dEJFfC58pUfa23onXBiis5BLgnkeWpUwmhO70wdpat+p4sRKZLU+iV",
+	"Atb1R6HEG2U86Fu5kpQV+Dz0bvo+SyXw2FdmnYm2I0+t/3vnVn0CYKuoHjkRHvZqNqe50ZXeG7PfQKK3",
+	"6NSYZPZCogiKf5KqZyAo/DF50cEfFayl6g7JEv95Q25Jxfep0blcQgItRCmJffIpQXZkWiAguM4VKezh",
+	"6zQnOpQz8Ny8fzlTWlbtv2yYPfzA+mngNQffB/mhM6ihiOpT381pFwr+8Z2TDBI/3CJGBJK3y2H1T3GB",
+	"FU54EExoxSWICXRDBZ1IQBCQ8CdYx80fO7k2NVfcb32/qapGXda0c9i2sZV7GFGzj0o7jA8VI/GR+tHv",
+	"esepUaVBod22eZcq67W3fZj/ccNvkSfSl7493Ik4ySXqoLEO49WSZUZBuk0kq7EZ7rdTKUQ2zn1HLddS",
+	"uHSqXtZ9UImk67uDeTNc4OtIhH+7Ut3ERCQKgNbsEcVQT1nB+hFTuc2XT1C1MrU+NII5HhG/8f3yNnWL",
+	"Z78Y3i67zGMludBRkFukP8TqTIRlAWgti/W74x1iH5RmMj2q7WdsCj9VTJxUHCChgLQ5gUiFkWZIMgBW",
+	"t9Y0rkktm1jOz5T4bkCcdFMiREvEVNQLWcSrTQh+OWzlxZbVH1aEF2HJeCMKmTdL4zsXODCVuIHUsQoV",
+	"qhfEgUHHf8fqJVeJslKksZ+T64eZus9n7bPXnZJs+BDLLCL4pzCRUfIr8wWZy0YUmVk20TNxzb+N/sPW",
+	"v8Dg97K9cEb8h+6hYDjth37ivwAplPt4KYumZOOKwq63neOsZ5V13uhGO2xShTKeAnE7BUA8rpxIulgA",
+	"zXULklezW64gqBKIxiZUnvnR5ApyB6BmfxdnvPvdEM0A6kTQ8sIM7zQO3d6GMzbmw2wfVpPr566d59eZ",
+	"zQShNSPsAWDrAmq73E/74yjsPwlGzFcQR95UTrbKzYqLwm1kPjp3n2yLobehNyO3I74foxPZmt6eCyyQ",
+	"hykXSDiO0RfB2BxqQKB0J90qbSkSFdTaBTtla9S33l7qY7/15rfTxago9+bJLXVUZzT6xmjKH9nNQsq7",
+	"U6ppKW/P7pOoE0pTUdC6IOw+Cu4dL1iHBqFiPSNUEUBw5sKsTUnFM4WNJZh1ZFPnLIWYfM9KWbFniuBj",
+	"SONv8Va5aju5CdRe89vbOM4LxKegShLuTe6nARBjYa5r1vd7wqS7yHp8wuH93iAx84X1nPZ23OxoQLzB",
+	"Ytdk9meMZerT5ZUiS2qMYUj/zPDCEO+lXLyQ1EzXU/krxgJ3yHNrLxKCFKJt9TeEzCywf8QuNZPLCqIs",
+	"8v8+1WQplSbfvHgZsBIGOBrGRkW+P2eBYHafavI8RfkEC5MKLuOqce1GO9DEAMOxA6dLSjGfFDFzM55E",
+	"gLC5HuP4D0ZkXDJRF/AC3UFr5u+IvGQcJK2rFGQIGMLdRHDoFKaPdd1O+yGwWG84nk5+Ez0Kc/nYw+jk",
+	"UPIj5ZqL2wuzUYIsNUWKxsFhcGEvRaBwQD0u8Wo02tFTLD7eoZob3/2U5BoNs3nHF+FdLabv9BClwWK9",
+	"bLXhe7oWOVi7Y2n3Y7itslb9bciXm8tuVLMdV0/L9IWhv3O2UPTj2Tn+YCx8Zuo/Ie2VaM2hJ03faQft",
+	"o7z2FNwqjpA6Zqcn+LRzuXQpBt0F+R2SfXqjAEvKmmnx2etaaCTHZz2Q8qYcpch/0Gib0yUvOVO7Tju0",
+	"kgBa7s2O7cjUWUhQgp1glyEOhnZlm/50swYrasXLIqd1ZC46TSUrUuwLuCL0JlnqAK+OLxH+vmP37jK1",
+	"HWs9ItUiQeyxXEphwbRbEmPTo+hA3GTFh3KN7Rz+4drOsrS0VvgvZa1JlMWxl8Vt6vClQXf8FE+Ql8sk",
+	"INJtzW7NeeQRyPyhZTQw3rO0e97hiXTRJ1N41uemhSi7KwAIUW2By83/5gs+HbfXPZ54wYn9Gocwsc12",
+	"kEN6MJgKLgij+SJVCumvI4eqLVpWJwYul5lcXqMNAjf8iXlJ5Ic5nobhl2IQCS4rakLzOyFXJStubU0o",
+	"efnwMPF1rs3YHVbwPhuGANuZm40nb+vpINP2qnfwBYDh4ywdG4Ja0EaBlU7b3A+A4wR/zkzCcmIP3M30",
+	"YBfQBCYakD7zkvLl5FULzedJL7F0KryG0tSQo37b8zi4dG/XMpSjXu+Cm/fIdXurfnwmfP1JXC24ikMF",
+	"h5Uw7S9cRVBE0ZB9cHoAVPQgBRtu3Idie9UDms7+eqLKmFMhG33B7nmCJgE4Qmr7PTAbSRsmhUQOo6Mf",
+	"oHD7hjFB5lQIm4mvZVx3JSSIizclv13oVIwj2HVpDT6ltIs9aBCEYXA/I5QTfMJ49utW3iDer0GQVkez",
+	"VmwKMF/2E3PPWzDeaFefro+AsjZZSNx9weDyTNna4RHc2xb9A7Rz+PUmtbvoiZ0dSODGruhPwBRrJXBt",
+	"Y/Ztx0Qh1AHZZaRmBQU7dx9Dgpj6n9dMxzg3ylKujD+cVkxUkIXWFWGigLtVsHixQDKufdy8Du6PjdMd",
+	"gwFe4qAEC1bvEcC6EwKRvh87BiHtz7atKTSvjVd/T/I9MD6jXNpjpMQaJH34tIFGrA0Uib53zhNc+rj1",
+	"78yoZ4p8vni/tR+EXoHKZcUyIsykl9yyB3l/aITUN9tbUHUJMj4gx3YXAOgj02Sfliu6xqswCxupqDOY",
+	"D46DfUO4Vqyct1H2mummFin5nxaPTUrAYJGy+wbiLF4FtHXKXBE0TqYeZqNx52Q/cW4+TwgB2lk0u8xM",
+	"vKwtsr/Uu+w4H/zsvg2VhWk89BfcfT9+Gyj9aNKTeaVsdDILDK6fXXG4u43xXkROyzIzZobC309cgilB",
+	"VNiqnQDqlpNmXzJFTXVeMyABsXhs1Fn32qPVS14jZMEJtDH//RJUF6ptN/umFEYLVSFtNQzqttPROa62",
+	"PJbjIdyrMOjtDdipeZnwgx1zpoYsiJ3zNAca3ZWxccN0cSejrIldmVFLxdJuxt8ADJl9uyULaTJKoBKU",
+	"JbxWMI2AtVJ0IlKBTt/6WM6sp9O9bYwRjj7d4X1sHEh6U4JJb++JATAHfbz5nOUab6DUIfkRTSzfZ/wp",
+	"wH6zlYuZOv/w54Y1VuVx7UmbZcVEGAwCmtN97UP1xiblZUluJR6na8isWzKPH8GVczaHgBsmWx/0Rsmy",
+	"0QzWHYwRsg8igGSSEIFxUnSQ+XL+3CtAlZmRQj1mbf2ieU1vHXB+yPB59PW3o1yxKavnDACMmU+HUOZF",
+	"GEI1a4k+GRfk+vAP10H6EAZ6j0nJbmm+JkrQO/Ylp4oRszFtS7hiUSMq6P6Ll+O9X9KHd/jTF0dIB+v+",
+	"GaHu39pmyciL2YujY3vFbiNVyCGq5ZJqntsYFRMFBmA7IawGiCNSOQmex/ZFyGP7YncDKCON4D83jNCl",
+	"tLRtVTqKAmN7+W1630+ZfuXNWSrWn+Z73/1l0wfEZzLy4hXAf/feF7T/6tdsQwiXlV5nBEIyBYS9RbnO",
+	"yB1jleqw5OJLeiM4+vWnvtZ9++Hk1Jl6cr7Zp4y488a8FFX+cfB+KmzWhTHhbpR5NSbypLqEUgHqCh9E",
+	"gxIKysiZyOs1wgBCQi8+vWm+h3v6m1e/kU34cvbV0aBV6AX2q1BgX47GN6y9NWxhDVpVE478K6b0rkd9",
+	"exiEWIYTc6ev2IP21YdUkYJqemifdruzfcGks3Vy8oOW0PRxK7QI+ILppjzHF/usvAwjpz83xoqWNjdL",
+	"Lwgv8LBD3CT3DV7r20ytUQbnaeuTLvsN1sCd3GEyUP/uE7+Jl+G54uBWi7eM5FyEgwuACKcnTb3z9CqW",
+	"xXSFIzzsrvI2KVQn6ORH2os7tVskx3A/D76AedhFapNTgllOJbHAcJK782EgO9OG1JnQ9foYNo3pqg8L",
+	"UgiFD+WUmJ9sB2kFvZmpiuV8znMy56wsFFpY7Yvbl1hODqrI9V8uzl6fnF6dvf7pOgp5kZQVTEzgBeS1",
+	"3EC0sJbIm4MYbiJ29dk04Kc+fRJeqqSmAwmw8sBY9iq85rdcJOHTZA4HXnGiP+t8YmQfG942pDLMdH1O",
+	"a2VM0vtuOr9LvM3cuVyuJ+cVpRJ6P8GM9AZze/Py2xffvshIrXNLT5lZvm0ubjMLA5mh4DeimNltPjPb",
+	"PA4KqWl9y/TlyG5/A1HBVvlkeHkC6fVxJWDj14BPii5Q++3NOox1Hm4N/rVB/x3NdesKjZ/poMQXtndi",
+	"CkYUznjSWnun918oV80utWPyxyH0S5Onh3Aeksk8oylqtif2LG4X4vfKUXuAS7Iha0Q6zIM5OnCwyMIf",
+	"WvGCgqG8lHc6zJBsPTJ3uekjC0+dLzie+72DScATPMPntOZ6PVjWhbPeZ42q4IdYexUp4Vqw/E6lCiHx",
+	"22MH0oL/tNEUCOEIqHE6x6+3LSuCd5yaNmOza/s/DQ7CV5a1BEQxnOmK1qxI30LbpDh/DU11kKiAuWEL",
+	"qhau1tk1ODE/4fcrbLMwuZGDnNUz/JIUADZu1hYBxzZXFeHIt68WQ0n9AK+xkOaR5UWRSsc4MWMQJM6K",
+	"3wT6vFZm+uVTG4vve5C5PZDedZ2xxKwjs8HshLrCa7f9cLoj4eyqKvmQML5HXlfVzYywP2spzWLAiyko",
+	"OqrpDVXsnfnI9HlIhVyfX5z86cMJ+bnh+d0XmKLr7ls7ZbrwwGv7AgiB01Jth2Ozuavb0cUQXvIFmk5D",
+	"UXIr7BGK2iC+PGL9Ym4KPtQ3gePzn7J5jQaJs/1deuVC8gXlwga0Om8hLRI+iLIXisO9RxBij011qsy+",
+	"XYCQ6rpvovalPJyEmEBG9+BAFfknRH+33xPMTwELoJaldQK1vGMCskwhlhSJeeRUs9somsKp/QYjG+2L",
+	"2rqYLhcBhhmIrIlieWOG9Jgkj/Z9EF9MsLpbp3VQJfuWwElIRBH9NHQ7OLwmcY/gpCw31mW7a9DYj6cd",
+	"P6247Hzn2ZuvSPZVv3+ditZNSAMQxNuaAtKCloF0npy/sxL6HSw6ICCGzdsLonmnUvqZIrTRC6Mwc4wB",
+	"1E3JVGYNf14TWResPiTfM8Ut8J5iGbn+wzWc545gO3hRRq5Nk/D9gpUI9ybW4XuMgUXLEhRqQa6x5vma",
+	"LCncnbZl3XAvqCWhQor1UjbK/kwdEw1ZynpRM+avTWBeIISDS41xfftlyZV574LVHfwGG8+752xllAr+",
+	"K5dizm/jHy6pQJem+3FNVxtflfJW9RqBj6LPFXIlLPCZ/RiQ2PrPaqru+o3iZ+yB5Ygz4Zr1COm9PvjP",
+	"+4031W1Ni/7z7lP/NGA8uYfwH/67fEGFYKX/2v+7fZeuGV22Y7D/3Pi+KilqkHuet69z//SPuw9aLCL3",
+	"iablHRwwNr7j2wg+8c0En9kXB58EaxN+ykqG8+1UNO4/P7Lex+0I3RfoS/Ufhz2d+HSzjVqravNh8+Hm",
+	"s41i9WbL+Gk7oVyZGZitaFn6WQ8/a+dM591/RKa6+6mb2u6nfnpjqVTnJV3f0PzuPaOKxRm8BFvhrreP",
+	"oiKImMr2Wv8szcfyFkrdhL8+KM1bd0zlHE+i3rZOXRQXCUBCAKMXCDZpOw1/b0tQfNYO3d+RlhzCH7Vs",
+	"xNYeJHRlmpEOj06KscOT6XtUcybZPles5rLA8/RmbUWltLGdQsLBICAsL9hk8OGQUD0BomnpsOF4hLCp",
+	"siYlTbH8C7Y6mes4hAQegvBMhjWC5I9H/z/Chb0G3GlloLkEMsmFm6etiLxqhmOdttzu6WOwe0t+zzAo",
+	"bg8MuJCRtc2nRYkGQFk8Hkgpc0jguP57Z0F+ff73e3Nu/vr877Sqfn3+d3z8XfHrNb7IXgHMnK7IbGIp",
+	"2kg8Sc4Cff0hipDn7WzspWm5gwRXYsKoV3izOQdvJ2/0bMnqWzZD3rW9bK/fu6hGtBIVl/zPF++VLXhZ",
+	"Z6QRLv/SVjlhH58hfcp0U9h25xKvACJRmEQu7Qnm0mIWPteEFkuuFXQOrDjUxFgtdMHu5R1Dg23OBS3D",
+	"OTxxabf2F3vZnn1+HBrL6aDeOnYENl6+36US8Vs0i5wknQ3VU1HtkkV9BDu557XUMpdl1EtwJ1tlH0Ib",
+	"32GMqWfkeqF1NZuX99eZ+3tZfY3+wvWiVNeYWHBtLIPrjMimJu5WFmTjz+9P4YGPf74gSs71yizD/sXV",
+	"OaK4XJ2em934+fX5Mdzbf7543+GXVEaJXqv7/Ivm+R3THsGq5cu3OtHGfqkmr88uTy/efX9mrHjZ3C7a",
+	"hsxwIRcN/JCqpDmEMC6uLs/DJLsDO6YVu6l1bkf149uz83a+9qFOkgpy+fqcyPncKGVUmp8v3me21jHs",
+	"d6QTPnrdlhI9U+S9tA6Tc4OsCtGSvD57f3Z1dky4Ug2E2FxAlHq6UXTGOF4qOiF3S7iX7fkVNH+XCmwm",
+	"Ve1lezjWQUvpMnUlKhhZ0bXTDoSm7KQb48+y+iOFPZeMi9nHcDsDirbNg6Tk3+g9vYSf2L1O9t++vzSL",
+	"eUnntOYZeXt1dT6bfzj/2nx4uqjlkjfL2Q2Fk9o2fGzTrODZN+//bCTQyECiWNF4AEzoOP8jnss6YDPF",
+	"leyGXa7vecHk8wfYSPCNW5PoubCIJpO+lSs/xzbJdWX5T9lDxRJwdVWw/afoYq8ufs32mjqmNVwSq9mr",
+	"PuDa7sSspf8MN8AxsGoAVZ1PMjILSBXhajyu54eBvequStYTLTuDUa2I4LoXskxIsqXphAiIT0eydff2",
+	"+nSomn443AuNcuUJ4YRcHdtK2RlsZxt3qV1tGW5yO8v44GPyv+H9hUzAaE7K63ZDcHnRPJiUZ4DTCHi7",
+	"fezzoKs4jE+iXE94ky0zbichl0IxoRo1OB11dH3Nqlt8t3B3WhffWEeCZaSmcz27lxpE2SZqtAWVGVG8",
+	"mil+K2hZ2hxsRJR3SY7jwgy9C1MhgynJ2lKgsSDnBZ3r15zeCqk0z6MES26uPHDEkABjLPydKNhDxNI2",
+	"H3cQrSB/y1/42F2NL1rSfMEnE+bkcrnkevJ78XHNCuzBxJeYn55KoWmuo4RRvCy52gDRti+En7XQo7hc",
+	"x+Roc2dO7Ml7eTt5vKW83Xqkl4JWaiGHJzWXPu/Hv0zZH059Fwx8AKq57/W7qQuu5oS0nxq1kibYEc3y",
+	"nEVvjfuULvcSMnPsLfM2l1+jW6irON5jt2VN3kCKaeIuULN6mcaPbxWaeW6XXBjnYsB7evLV3V1Zd5PH",
+	"ZCVY02DO+/snqo4YLbhgSmHKxMDdLWag26fRDI6k1AwQiTkyKy9dcA3PBVkG23iiCG+DjI3A24PXXOnc",
+	"TD/OzTzKu+GTMMwyOCbqjldVm+2SA2WbZypKXCHjb6a8ZkWxHKtuRAh4410MV4fVpcVJZTzYqzt5t9d2",
+	"IgvXdhgt2svUtJyiVqhonrNKU6PHE/IFH48ku9gprqnYOlabyFt6Jwp+z4uGlv0dMP0GsbfRYphak1MY",
+	"WiYwM8h2zKmkhmI9lhLjDMMtU2Ow7SALtF2fwQyYCwh/veEl+94YaHHYfGPYz3lpDFSb3jeVNvXHxRp2",
+	"w76Q+ouFa/cRty+mzS+30liNYAN+aQS9pxxyZt1HloHmCzK5xrN9TTupRD3PbZOKIpofX04B3Lxw/X7j",
+	"fzHMekc1WZkjalVLcYtHX8VkVSaYyBCGdljHzDm6D6ItyGgH6EG6RmTFTlf7ygmCsVuBEDbCCug3BECN",
+	"ISjFMaKK8QIpMcFlBGeoYBUTBeSaR4jpoN+RGXoxe3F0ZDSr5iLXdpJ6zLDDZTjblENGZ3PiJMbzZs9Z",
+	"DdFnt7sUwoPemN9ArM0dHnjrv5lnAe2qZP7MxiaYqCc3VcNoyoXtSXoyzksaxbtZMXZnPHi3yTwsQf/Y",
+	"gXuId6krJnexTYDnw7SltkMamUhLF9DiTzvRxiMMWG2wM+RLd8CbNswjoEDMF8P1XFAusf/587vXB845",
+	"seppkEFEMSi+Tl4aGuEjJWxbV5oWXFBP80zMgvwvKSJjf3fy8QRvfH8BHhhbmlbKBEr9GJIH74JrTJcN",
+	"lP24QNt94Xu1xdY1W+2ylOPkOnZ9Pb6Hn7IwyBLsPN/jFKzy8PY/u6dlk+QsdGg+yHJMy1K1LALTyHCh",
+	"KNL8+m9NsQOWSkEHlqKg4O3X7JG4TG0IMCNK2qoGshjbxAuuBzVAMF9GYsj+Kv1i5M3RibB9KXNaGkt+",
+	"YH67JaG/IOquDV7L+VwxCJtup1OuBjGJjDQPx3xg2MFMPFpLXHVHOCHW7nYTMP2aFevEKv28oqQFrx7e",
+	"NfFMzIvOeakyQsuSAMsr87VPU6q0bB3t42uxgHzQR5S2AacdAc0hN2sIPu+gBLcotULwTI8Ebm1uPTE6",
+	"+fgqq57m3rYe354WKy6KjZJtf9IdE+qesEW1S14IfrsAA0SvZHva9AuHY9itdO32nnl7eHO6lMKKeMMU",
+	"/rVihXB/60VT2z/nNcc/FNVNbf9s4Nc/xVOuImqQluUsL2V+R5jxM9++/e7DB8fxoWmtHWbPy6+/Ozo6",
+	"RFIuzWrz2//9l6PZy5/+cjT77z9995ej2Tf4539L4JPFIinB2+3L4P07vqYnSHZCPCNvMSA7qXvmHxey",
+	"JVOGO29fYLukoqEl2Q8hWGRNbmh+x0RxkAFoC9l3OUDmX/iuA0C2sdrarzq0ZvRfo+UeavroKnrd9Zqr",
+	"u8t4ANl4MC0F6rPA/iP3smyikYh0ZMoDrmFJMcSQ4N9tW1tw08TDHe01Dlfks0hH5MEnhlzedKxJ+73V",
+	"Pm2JySzCtZ2MWsp4YHVeM/b9WscSky4rmrOgHYbY0Qjq1ChG9o/wisGO4mBiSHjelGXilQCMDwigVLN6",
+	"Ses7/xIhBZv6hlKuoPMDbynl6pEvGUkpfKdV5+J+q2Koq0Uo1onMg0YwcL8TjhFgIRghkQD3wIDlkeVY",
+	"qL/vMvG9rOOyllxpdTA5dXDeqGQfPrKVjesIqR1hUCfmjbsK/OU3TVlmwc2g7xT8auKK+PEOG9geXA9p",
+	"qgOXEVID3Fxh+tt7K0qJwP+UwKBRX3+GofqoIJzzqW3Hf2GRXb3TZkuVb3Vlt02jC/oVqob+jgr3cDjt",
+	"PZHoCmn6SApVfBpUsa/ZVVu8NkCBPUXbO7JkyFBoed0n0kimWRorVhMmEG4wI42w/MFBhzOwWlva3S0M",
+	"1865OObBh9H+NBFgJ4IdT9oP4rVk34HjsYJ8OP/64JC8hxDrrcPJZQ+VUTLVYq14TkuARFLH5BpDom0p",
+	"Elb/1GzOaibyeO5EpDtVVdryp3jBtwtIDEYCbTKhzU/2/rVZsACmUAr2LB70yUup2FB+f6DN4FlI0tp3",
+	"V3RG5/3CMqJrmt+pjCgtqwqcfujQDMoBMlKzipq1PEiUthcsT0AjYMPPCD6zXazTasKxWKeScz0zlt6C",
+	"1sXM/miLeMrATTTm/7kndryCZqKIByoCmxzjFf7IBtTBLeNCQ7dM9naMFzYImpHciJ0w29+81QqIkzhZ",
+	"MWHRd80vk+ZhvDwxeCFmY7UZnmYHpm+5og47HEfc9FSzqTP+yDuzeU2XUasGPif7kO6JZYJNwaVlGlcH",
+	"ZuoWsiymU0YU7CHlD701DjIKODxntiHkFe/T1nQwAwUnBzco2Xcbtbew6GVSktdULeKb2L5ki4PK/sJm",
+	"CkzFhhg0Wq/6ed8QeIQ57SYkTKjn95vJHHQ+KS5y621E4HXUu/t8dUoKm1oHpqDZxxuDjd8cQF53+tbX",
+	"2RK+hmSU7RCrAd7KWDrJVavkQUbwyh+SKqzCl+ILvvTLsvo6LgF+hOOayl52ALgQge2yPYw6VtjEwAjw",
+	"KIxfh0OdToTqm9e6oWXKXUndMPftUG+g4msgoWov6Gyg9gKdFU5dq+57eTCtTurIXGdduyoh3JOj5tI4",
+	"NFbHePpnpHJ8WlAsGKVHMkdNsB0YVtccnR6jRec3EqNVv2uQtnOqJSA/4B6/Z1Urxsifzq7Ic1rx5/cv",
+	"n3td9Ry8tNlSFqzsVKCEVFWXcq5fM/cv99dgeM31kifynE88iXLgleLpEzHV71lNb9nrAaPuChAK7IPe",
+	"uJuazTzNqscec8jos2jCENYsy3b7bUbtaF1ypvRlWhHDVz0aJfzXchd7UaUj+H+fhOkTEfzKMQyTfS8Y",
+	"GQnkIiP2j4Mo5KY5BJnSIytI7GOtce6xsZeTwzWohdcqffIrByK67a3+kGqQNhRERcdlIVoub5SWYjde",
+	"17mNeTj1sLkTYnPbmYZBZXLJEig4J857pV3bjSsb0IcyZNPKE3nWN8mwKq8JDB+82qfd0X0/naupHjpm",
+	"CKbah+iLfaZTGKBwq9fgkx8O7uCYkDnrHEt4gXRIqel6znThbPgWwV9SQMgNyq4hCTLDC34kAgpf+zTe",
+	"wGYCwlM7A61LNm4etMXNPont+3X8dsuFoI05TpGkdl2x73giqrJN8pG/OOucNu0iPQPqI2OyTa2XSPsv",
+	"LquqFSmfWUWt0Dp300guBBOUBcqPJyhY+3lCpCcSjp9G1jTJzrMarqWqx2DYeK/gsd/e9xlP8HKlYLvl",
+	"eT2Jb9VKzqZ7lfSqVMcx8v5PuKVCIemyKbmDD4+FKWfYVGcpcND/8ztM4UC384+cZTDdRbK/+Ofwkjrb",
+	"ftxRCqM2OzhLF06m94IuGMcJtUhL7zvoM0GvPmAdZlySN0o1tyWZd+P1onzHRRGv5s72uOCax1b6yqcb",
+	"+PZgM7jct4mVVi4DGT+9SThQ8KLERQR+1xHuXWj37bQymzc2sfsoRIAZRPHS6eT8HdAQJOOamtVLLmJT",
+	"2qmi9lO6hrzKbaq2ujR5/n2xvbKxrWsqFDiNKoq+CGw0eP4oGzzVbGDu57VcpmYN2SXjcyRTPwILJP6b",
+	"mt/exhGTqCaQHJBYk76/ZfoMfWgbHZ+7KUvhNpMX6O6EDyszUAxG64xGnkMFETne3Dfpu2VQCP6wJPst",
+	"VpHVj0ExFRSQZKRFL9JU3WWk4OpuhvfpBzscPKEWHJtqP57B+cNEiYGQImZDAGqatay7WU6k5EbmReZ2",
+	"epjLlcRA3yIfbJvrlp1zuPbd5kUEGoEhC7NaxtldykZYbiuEcpAJnotHZHf910rmahNVkqVDJSJyzxOp",
+	"VfuW8MGY/plZmaXxdF8cHR0dbHfrbv35/+IJVX24g3pJy8z/GEABmrIDNobP7GV77iFjyjVlGaf63ToB",
+	"a+eQoNv+A9lVzv2ammUVpvM4cYlr1aW8Z4UDHbpgihcNOzWT3VS7lmxiqaGWdl1JjS/xIGekxtfEEsTr",
+	"9UUjOgyuMTqpT6Jc28J7wERma+VzGOClPAg0b8qQo9KMZO87kk0tSW4et4WmwCd5gyYy9N3ScbZXuBbE",
+	"Y8lvXbTbEWq0FaQjfJpDBJp1IoEIE4vaGyKbsQ8vJ7qmvIzR3g32ZAP5yU6W78QOghQvW23BA9p5zfEn",
+	"Zv8W9ZrUjYiyvRh98QNbD6KRgFgU7kpD2ujkSjalUYpe60AsNHjXlFuVQEzjOo8rULKdhrcRRAhsm8dg",
+	"31ihdAA4vDZjww2wTTQAZvhPtWyq+LGSopq47HJMWM2HG02K4w7AjH8KiwS2mdd+zQJOctZZ7qwrj7bH",
+	"cYkUbHW14HVxTmu97uANP1qzASgk1hQiIKFHue1K6jCkrTmve5C2LTu8nVYHLGyjw2i4SARgGqYKfXUU",
+	"coW+OopOeGTaAinZ6LFZA1s+AAViqAQ1+t5cedYIIfH6ryZyFYvM3bF1AqO2t33bUgV812RrzTwc7X/Q",
+	"0GZ4AvLE4nrlEjGHor2KseTYnDOkAvJx0m0svagi3svayYuLvbUCTtOkFVbFAs2cwwMCGkjH8LATBcYm",
+	"sNuK6nwxs0yfeFFmfKEFVf7T+DV7yW/5TclGRYQJ7aFK3cGB+h1tjonScsdYBRCwabadM/umVW12nrAX",
+	"KCDzLfdObcSjmordhUZxEv+mm0LgpsSivkEmgeUS9K4MlOa65+ztkls3sgBYIUgOU5ouK5X0UUdIB13H",
+	"L7Y8LqIDOSaBKzZ1b8uS51FuIudx4RMe98lNARdklbiY7GfDt0wn9m19oQyWb2NCYgI1aaum7KTX9qSF",
+	"AOLTbdYE9QwctpO3Xiybe+IB3+GTCd6amCtesw/tddVuR/i5kUq2woRc02IvJSKCGSN98q91SBK2AbTG",
+	"gMV5AbDHN6XM7yDo5OoWFGEPXOlja8PZnAL0gXMqclam8MMq7Pc0x8hRxOFdvOnXElCEQDEW8thab9BM",
+	"Ar5zZ28j4MMGM8m8fQLxdtwSuWe0ZMVJxa/kHRNxI9kTYRkXwvwASkU8a87mgup0WxCLgu9ts/5WECxv",
+	"gNOtqP5ynYh13zExDfXLd21YDbkWbdvxjZFE0q0lgGDBVi+M/Qj19H3eJDTegCsE0rgjsNENL/U7MQ2W",
+	"Fh4mXBzjXzMuLKZuToWQ4EM76Hrj4bXKI4L7nAbSadkQZclCOJ3NgxGTfwBQz9ftUEDJ6fVw9/NwC+xf",
+	"xOc5hkDqDUOgmy1uqT4L/nNjr6kc5J5MlH+0Kx0netwQA9tFAA/fsg7I/HAiPUSquwOpE5urHWZPRJcc",
+	"QBQZ4tIP51iMrq7ZGqOnIe4fXwvhe5uB5IGjbtSICzkgNc8OR6ad6Cx+LeV2anfxwyFshbcjU0nrJ2XZ",
+	"7pmpjG3+B9OCFbJku/OzXej8BJDprgD8PDICAQiVShGER88s47yMVxcOtgUX6FzclmwGYXZ4zKd3/U1y",
+	"0XKfbcvb47KYlJaVQpqNjRyxYToYKZfJGhcplwF7B1a1jLD09FagMzP+beGQUstT5wt+z3CVdrPlzBAo",
+	"NuMmXUskZ4ijw0c1IbSCXx4TsA2pKBDkH2/WIFvv0FIrCGNAIasVoUUBP5gu08GwtU3HaVEDv9pUqyWf",
+	"M7OwyQDSe/uAtytgGo7Ji5dHnd5vESf6amqcqD+YRI6K6K9RS1Xp7mUsp5gjhhtiDWvfOrSzOy8c29oJ",
+	"uXD5LG13d17jDV5wtzk+6zy95Vm/fvVx+xyzo4OLN1tFqiZRcw0YzW6WjcK7Pmn0Qtb8F1B235HvGa1Z",
+	"fe2CET83rF6T61rnX+wafYGGryeawqGGcQvXm86EujmlFb3hZZTT2OZSVcbUz3lFhQbzrJB4M2DeGEpr",
+	"TpespodAbgkstUue17JaSMGCD5H7EvkuD1Vzg0lRiIKnD1UXgacj3xaXvM08i6+pZbAIQHhkDTZQDN0z",
+	"aIqW5af53nd/GRXjtgO//pRN6cFGOKpuULq6JtYm4qd7T2Ltzh6MOzue/AfeG4OHw/WyNP972d4F9rhN",
+	"4Mv2ThxacGo13jRliR2IlVUEr+wlID4D1OoYfBrV2pj9Km7nql4mNdl/kZGqbBTG2wGKVdfrqQAs3tob",
+	"VDXmfZ0I9WTewpC2YZB10E/GlHJ8mNCUNrPTram6g4L5SforUYjh8qSC3YquPsaEHECy6/vUE6AVmlRh",
+	"opeT0frjScMDYRlei05dGoyIzGu57KJAPVNE1vyWT70HnZa9393C/f3vV7s7K7FBbYpcmxnht1VP6N3a",
+	"J5RLb6mSyOWwvYUVvgw3Yys0QLdccIQcQPAB6YgiE2oA2Wwvh6vQ8SGXzPxMhe+cLPdDkBOTGglOxiTg",
+	"ZvvIVIGNaXOrqzNiVXVGLps8Z6zAcBGq7S2qx7s9zzYm3XVkVDgSfnBn56BsRHziFACQS4raquS5cySN",
+	"OcgDSD5hO7v7X6hIkAENNsaITulOzNYHCNlnD3nZFLYydUNDeS/mRUJbba8lh99zNIUcZlSLJRbo3yQX",
+	"qSuhK890h4bH32Rsgo1n70snmlgmeIGZBGA9/ki5TTEwCg843u0JuLLf9G1h9/O9bM/+OI62ORLg8CFx",
+	"hNVxtKuQTvkdoGLze8h0xX7RWt8wqhWhdW38vP2vjlzShM8CMwqaAXvcwTFe01osKcEeNFFNviAFo0XZ",
+	"Z8kaNHgCdTJhn54HT3d/PHCdEXohOCXgV/377PI+n11cnc7gt9ehU3sM0CTcjB7vo427B5EKPD2kKNcT",
+	"QIf73evSpIZDzzbkKiHAH6jgc6amHK0IQzXAQjS4bd9ptS1MwDDlR4C3EGcMAnDq4U79uGB1CBmFVTXZ",
+	"o82u1GEX6VMWn7+R5boySxFfL1ilDOtYXKdpSZjIpTNWN1ld8hQcDv6IGG+HCU3237589XVGPlWNysj5",
+	"6YfPGTk8PDxIXFP/XuZTQtzmtobbwu3UwKp2SytFbpheMdRqS7jaxdSuVjeBOGxz4nf2UcSbgAYdifVY",
+	"W/7Z38KySyuVhP3Vdt2i1I0Z7B/CsfbNMVfv4mfYHVRgne9le2Cbp3z986563yBrDlTzPmRhdMTrwEYA",
+	"7BH5T3kQ5y4MxuOwBGYvh8/4NCe8vnmmAizzqcIbhN5iCIJcVSVdf0xzi+BBZ+ktscolWIl4jZ+xhkYK",
+	"duzi4ZM7mQDTLjyDHxwT2pMZvB6kADICzNwTwxmOXnUshGcv0caCw9NDwH/G/M4YtavG8Alm5W8Ovs15",
+	"GA1bjSgRHwIOZSdzpK4dEd+0VHrjCEQloW8CpTCAPCvl8plynMF98ZzkDbodjLzSdpv3W5q653qm5+4+",
+	"osuaTt62mO1Z65bKG0ip5/34SMT1m+ASmLZ6F5+AUYHM1VtcjlRpCn5krQjZwDdY22OKNMrMbSShMxFR",
+	"Iu5xUxwJtjvWtxtAapnaqR45ubpGEOHCKlYrwZdvPkdsuHQizqlLTwcraEt8K3/2J3Fd+zoE6g+NWydd",
+	"IfVkEyo0e/qH0BQzCG92eptyWvisne+JR8aWVuqTqHeVQDnF6y5I3s5rluDimRoHDuTUY7isFrz6XJcp",
+	"/0lLcv7p8gom5se3786JnM9ZTfYRqtZzwp+cvzuY4OR2liI4SvpnjHIAJ4GMtrHmdkOM78fRQ+PEHhrh",
+	"heHUQ+NqsfnDyWdEoDMed0b0F3Xoki7o7TEWS5w4on1MEiQ3jPj70uKQnIjIDHWxvjDRy4JWGJ3LBQlC",
+	"QhYKFYTHhsz2352eGZF+ffX+0mJiHZAbhtSJFhZrv9b5YbgVAwLRzbvFE0caPw0lJLxejSjsXArNRSOb",
+	"sHZ9wL1ARzxxy+fZtvApSN4Gplhw5p85pi1F9i18Rq0PdjKIE1lygTGi2tCKkmRO66lIO+0ypF4S7AKy",
+	"37Wy1TN0CA92fPvgZV0kxXGrq7unUd4T9W8Xl6GDoDV4QTwGoDWSRJm68e/qYKddQ2GOyFdEGhKKyY82",
+	"dXuzgSWlyD4gaNNck++fKcLEPStlhSABkzVy21xGbM3/1pc8QfZFzF6J4Vqdm9Egc5oNMj4eyApy07ZF",
+	"sEpASl20swyJsktkp0X0GNN+BPxuSgDU4UhtIkwNHlu+Oy66Nna/t7TPHWPU2vhp7B5q/qz+VAvjwgMT",
+	"aOLCC9Za8SiowAcGycS5rCDwIgrSPk2WtGBBMGbJsMR9H/Js1kx3ESQ2jxPbUBTOdSMkMynk/sZFse2p",
+	"Yv0IABTc1xIIpjF+xYHLXk0F2oA5VSkNT2pm3D8o8sAnAQlFZ+Zlmt1IWheZg8HPfLilYixfHDjYQ/Pf",
+	"S/Zzw+D2BObQ1e6ZyRycS1Q++O5J07mg6oOs2VliWK6IYilrP6K5LEu5SrDwsgft+p64FgyH53nm2YOO",
+	"7uFUceIWFsUWWYpPnvay47GHpCcDCUHtqZP1YnawNfFG546LYpc4Pl6wjFNh97JhIqdjdK/64WWhwvE7",
+	"qy+SPZkaU5fnvvxyK2JJ6+0E9NzQTiwpYAIFLtxx2iIaZ9RNwFVzbY+NcdyPiVnox1bhgQtghsg9vQ7o",
+	"F0ROumGIT0htKovzJS5trVkMdbALQJjyKKKVYOZT63p1I9H3nBlXCJ0nG95gnbxsiwW6hIMJLk/ML9Kv",
+	"jyHEnfizKu65IOPRYBgQ1hqf272K5zeNYaUBkj+E4Mi+BMqF2hzTeSM0L4mt4Ebeny2Kwj52qsHk8nAb",
+	"NyNWoTXR6TAPXsGHGygLDnYu1RujE4umZMWZSLke5yUVghWEiUesun8PbK6RN4Hn+4h3+Zu90VsZubS3",
+	"Eb9mezbUH989TuX9TXLRvw+ASwJEWXF3HBM0oPe2hLs1sYsYp/yDG5OwixOCX+a5Cfi9Ui4nQ/b+Fq7N",
+	"xZNi88JwOpjCW3l7Zmqng/NewMv+gRzTHSEeBOSVcmkOG0tsh6lJWG4m5I0s1uF586mCtKNTeDZ1zFxi",
+	"bLBK3XWgsfZMuSBihapddmOPMcEbvQMw599vcAHQC+Iaf8m4OOofED6KZuPa4wljqGcuAM+VDaayInMR",
+	"WjR/TOchd/dMQN6u8UJqBkhIRYb/NG2F9zolo/fABVQH3wdTgreAlr9AjURg4bVR8QlFYtphGP5i0lSu",
+	"Fmz6bcbZ424zesMZuM7o33s4Z8L1NrHJIRHwgs1rphbR6IjUUHQfveZPbq+B7EfBVtjAsYOMAauoRZNa",
+	"yfpOHW6fnuAarztpCo/MRnB5kp1Xx6eyOpe1Buix+Kl4cXVOoKwFtomRA9qjd558JRsW9eCm24Jpk9cs",
+	"Uc1Zs5yZPW4MDuwZZN9ayPwWQDTDC9r2Ma7hk86utY0ZSUxVwo0lCFABfLk4Qjtt9jfgoYMKMTMKCE15",
+	"Sflym5mABqfpCA/9Npns5ENLdCJXwh3hrnBt8/yIVp9duVcX5PPr8+dXp+e+hUk3KnUlFRvAq3CTN5d1",
+	"F9Xr9ublty++fTEr+X2Ko6VEkL005y3Wt7Ji6Pej0u1XH9B87BL7KkSI0cKZ8AibXtURh+Hy8uLUyBrL",
+	"NZxvfrqcP2dLIDVJc/erhO0EOqJFY/f5i+5wc2P2CSKJk26MwMSvcG62MVOTu95Th26fBMyMIK6hLmml",
+	"zc7oBrNIo3rIFGHySyAOfdkaU7YnYKHE905X5WauRrnD9qSljcXivPjv6S0T2kKqBbDG9u7ZJWqSfe7n",
+	"l1zbNo2zdQ2HuxRsUiVucHb8mg0//FEW7BTfc5LnrNKs2Pv1p96kxH2z7nQol8Q1dAiNq7ekOvtAI+CM",
+	"76nSxNXSJgtwUgrNtMpFLKu17jVrevZMgQBs84a48wdTuvtFX2dxR5gIwg1mhtpO5aCv1r5itzovVEmU",
+	"zGsW7JoNav10xfMEq0LWYCRsaSOkyrJVxXI+5/mmMB076FRScQjL4qgi4IM9jIxvvvnqm7C+7Ojl148+",
+	"Vnu4aK++zsYgorc8j3ov+OrlU5wUvUZffvMqZo3rMg1aAvLksE2OO7Pij3GP5FRRZdRRa+sdktcIXUe+",
+	"OjoaXrVvX33dwTZ5cRRbM6OqO521+Hovvsk2SJEwo0jLNvjWOxPMiQHHgbvXRifZY8gNHDH71xH1fX1A",
+	"uFCa0cLlMdVQEXhMjmzTUC/nwE2GUF62KluMnd4D6uXCHcu74Sqj+U5F71COQVkM2pS8NQoniem/lj4N",
+	"76Oqk0YvTmsGDk8sDImO6+U5yf1DBNn2amOHc20vl5AdHnN5lVpFaUYXVJ3bL9NhcOobMCvt3hM2bKaJ",
+	"lXOA/IN310w3tUhBDI7c3mz6eh2yS0xChBmwn1BYOuWQu+2kJJwcWkYi/q85cObCt9BMp3khZAM4orYA",
+	"L1/QsmSA5eBIREdeOwVmL1jOEFpR1oi7BxkYuQPem+5S21fHyDdbKcPUoOQrue76oqa7vPBXskqW7T29",
+	"rC1oQwcMNIrvl0BbVKzuYC22E5ORBqEYK1ZvAMgOe0z9axb/ficTWWczdJkU2zn8adKmTeP39TZumJPV",
+	"p/qbivAXtLaFBbyhZx6B+odtXQEY8xjlhGYKCR9Ffy4i5Xvlray5XqQ3rH+CNKp7r//h9Td72d7l25PZ",
+	"y29eRc1YGoJmvWW0SLmsuWXrJtf2rYeHh9ekg7lFFvB7i1+LaKy+4Bg1ZqssjfBevDklL1+9+CMEzcw/",
+	"/vjqxStQ3qi2qXFzF5lVp30lHgl5RfOSUN4JfIs+GHbTnmMZYbwlCxKM3PJ7JpxLDvFnY78XcpkkqJV3",
+	"wxkjgVIDkxIxOo0QZCj6Fh/Adix3LCE4hViUpayCd+apZdmJny0/ywh/wv9saGn5vKpaajSxQGRsHhrw",
+	"FnY6YuMHQpKfkWXaCZZ5fg+lJypWU06YmGJTLbCzP1+iU37PanM4jqTq2LOrZjM7XZ31V37/uUMVJt7M",
+	"t5/rSZSJ8i5QoCiFWbBvcT3iey0YSUqtXC7lHTN65XujIHczc5E0F0xIZZqbGeHbKrEYq1JUBmILdNJN",
+	"TQC8zpy5W+lcPyA3lg4W5cujQTqiLapDNqcurpcBsBp1s9FKOFIAGrDAZFhiH/MIzI+Smdjw5a4zA10d",
+	"T9PDDoyOfzepOXHbA2ZkTHi25muXBDnrarm0d26iXIMK7hPNBM7Ui5ffxnx+vmSySdOhfy+bFs5ntTCm",
+	"moZ0aut2kRcj7vxXR2MIP0DCGY8KwSSWcmUG7Z46JrQxMwAK9vPrc1A7c1qWigCpj5bk6vS8iyOAbKK5",
+	"0SVNUU0vDq21qr57/hzuKrSqlPn788X7rGODWbPemISEi7kk3F5D4+ILxtCRWva926Ovv+0Ej76dUmM6",
+	"QWLjm9Uhu6JgmqetFJkVjlhPTcHlaRwI5OTkFLA+ThDxw0wP4n/4gLsd+4JajLU4HIjLg43I3Vu5gutj",
+	"f+ATLeVd12+RzU0ZOC2YagTXkHUt62S8AUvCMh+sKhK88PMqmkFvXIvashWrxphmHjVubr60RjnCHBUT",
+	"e7xg/HYRS3OUBSsIfjsx4r21NgHGCSr8TG9tqVFyx9YwdjdqB7GSZIO8ZclkC7fecNUIpT2C5ZDQjeWF",
+	"GVFMN1UGKStwA1Q4RtCodruScJkACxeTtDALO7S6A0wxK3/WxaqV9gOeuLwDKg7S8t3XuBgFK/k9M5KF",
+	"C7XfFECtp/MqPsxkYbs1OVxZu2x039/btA95wVL7/u3LV1+bjrx9+eqb6I9XvNCLlBTDl7tkb2BpPdiK",
+	"KDod1RFViI24BILOK6ruHs8b14BXY+lcCCWWzVdTFQG/irG+RN+wQfsCokbVXUD6Aj+EShxi45fGWn5q",
+	"/pfHsk0OUUw2wmzC15zeCqk0zyM70D5DivYhd5MpZBEJKN8ywerRiFjYHPC55bIs8bplyyDYrUzmKP0J",
+	"xAO6b2n0DuMtLOlDVcvY8P/syHD+9OnDyb+fX3w6vZyo6m9lLRsdZxNvaS7apyafIEvLQzVoduOwP+DD",
+	"A4kz/YAsMLsUiYBAxcQbXrLXtgVZDw7NPI6FfUX7A4/IUMucKXVMZi9aw6QqqTZTQArJHMMM3mNNPV9r",
+	"Oh8HEqRzHYo81uzWo2VPQMLW+WHqOjncAqGAdkStIyHxyfWrbQfmOjqwlz948UhuBWwTMmI4DCSyh/Nz",
+	"2ih2JTUtP8Y8QfMFuaX1Db31Wxeob5AX27yGCyKokPbwnlgkd5ufszpnsXr0P22+TdP6loF7a35ivtz/",
+	"06c/nR60UlVwBfVJE8VnwWh1UpYyT9BUw8cQAzcPQUDd/ITgMkwdpPnJ5VqNvQNatoslbzTlghWtDWQJ",
+	"UMQt2YIrOzNmz5/yoV3rIqJFbHnzdV6yqcNUySGi+Ny4gT7tGHubsrekvdkPeunmJutLfyiVAzvvPGpB",
+	"QoEG5EzU+L+Iuusp3W7WhJKlLJoyBmxfFDVTMRnhAthSalChmGcma3J9dAj/f41FLGVJzKzUc5qzuD05",
+	"qTIQewdUmMJvpk0Lp+RKMxGF3whbc3kJNNcNLcs1uXEubuwyUamoN3L2UJVUgJG5eXt1YyYHvMzomHE4",
+	"EVcDh+nI25TvbfcNtOIZMdo4w0vqzGbpzhZaVxlEIjKiOPwJjsGK3dQ63yIN1QiSL81xAftOyhXdOo/r",
+	"LIbu2MkOoy6dh/3c0NJY1vANck4jGdNW2bBJgLAr70+5Z8Jw0FAcqH/thwsZvCvzO8bnTLrBt7IeSmor",
+	"YiMbO37rZ75Rnb2MWdvwIrtvRqzlp7DL4veHF65bgKGOHExeAW0RwA202+R8uvSFIrYG9Uxv6JKX6yjf",
+	"EKJAzOEBBLNlwqVhWTNmBhm95Ed2cynzOxaJ3LaMbYNsfQLB8IFbE1PnYMPBu58pCyCQ8MYVvynZyC0Z",
+	"LUtzggW3ZS57g+qAPDKuAVe8LHJap/gGOp2Ei3UFXIzU8Yi7349fovs3hVR3e+0gR1ezpksWR5EFWGqI",
+	"QJkWfPbg1HUcIYO0vgO+gFvgY7hdtHxTQZZdgnYx6fSB02/6bHvkGZB9fMlXdrOylA4RAO7N1Frk40pM",
+	"Y6Vo+P6xmf6QOhXNPP/b5aePRLMHbSdk28nOm1rFwrOfKgrJGVJBjIbsX1+c/fnd5btPHw/ffXx99u+H",
+	"l2f/8/oAjg2qlJFBpKbC9nB3qWbJSM1vFzok+/ZTuWmd3LNxWHiAXDizqELDJ88nQWCZMueBwnOeYX9f",
+	"3eeHnYk6vH9xkEo1ikZzPgmCC5+R1WJtY5WQ81kzSz+UaM/MTTHU5VV4AYxtWsQEa6qYMwYUDs54blbf",
+	"WNKpeNRErvF2b9VsXm7h5Sj2cyRCbyypezCboGIV3Y79Fxl5mZGvMvL//t//jw+G3tJKHQMDFExOfNTY",
+	"Ahe3B8dgq8BswfZ3C4HEB8qZVD6bZMIQ4trhjVdlx/Z1YJ3Bm/zRVVtd7DsSXL90JEI9oRYxU565LRys",
+	"8ZhG8frgnZjL+HWPlgQ8+210CW3MjOgkjCq0u2CkqW5rWjB/L228g/anDsAXtbmCG6IGa9LUisVtfDgY",
+	"o4jcZ61lweHef8FCBmdG8wVeCmb2rYMnuWKsvT3cxpwKDaBIlTqw3Zf8nqUnzV4QmScV4UVp/HS4jAG8",
+	"Pmp+bCkrtNm0wM0BkJBxpwjPlKt1xRIX/+0BrjKcJho7bNSCVoxEjqvdZsgbFVHMtth1xjlU/eKp52Uz",
+	"IzUrKVRU25uik/N35AZSpNFjGFDL8TWgJC+5kSV8yAG7I2EdLEQrtlYDQCZSvHZtEH7K6zhSNwg9o9jP",
+	"8Xaam/Tx52eDBI+141jStd+B+5csn/nnZ+f24YPjUPQUg+MAagchs2E+Z/UUMilYuG5ns76y6IlkMEV+",
+	"WcJtEmz5mLK7pPfszXxZsdsrtqxKqnfMqz/B28BcFkYn2KaMSGF6LZZNQmItQn8GTxtLB3pwkLjO/57r",
+	"mmr2w03sZvsKI51IiXbDNV5yc0Hubrh+ro7JESmZTZMGFhDg6ZZSjSSyY9XNUCp7Nphs8KnRVeP6BWwT",
+	"xySX1drqJUgmFlXToY8035sFpzmEvaFSscqXX2hJV/bPZYN/Q0LeTzsTxPsVilYHwU1apEpa1/Skvo2l",
+	"FzQ1HAZugmVlla2yfz7HHFHIjFYZKfmSa3QtZ1XNlNFDM90Ilpl/yzkv2Xf3GZmV7J6VGZndZmR2x9Zc",
+	"6C9LLjIyu5lnZJbX5r9L+mCW3HzYzBX/BdrgD1/mS9Morc1/ctA4M5V/0YuaKeNmDgDvGW8Bu23ENuh5",
+	"pIhq87xoSZZfbmpmOA0uoggYVmDmPlPDiG5EWAZE9uXRmMSmEjbsy/Frs3sq/sBKtXUXvv5qvA/bwFhF",
+	"ZNVFdedoMNfrjZz48ewx22KcCeQzZttDMr6tsjXWlcplhWEqqjWrzZP/+y8ns/9FZ78czf77T+2fh19m",
+	"P/39KHv11a//LZmpMEWlIbfjk6o0839jyzOUSWHFBHu2nVJbvARXYvHy1TdD6iuRimFfDN8+Qjz/+Orb",
+	"7UrTOpLSmZuO9k+drAiud15SseupGmAYllQ8U0QxIKeIXE3mCyoEK98VqZIJ/B7MEmy2G+sc3TatansB",
+	"crQB5jp69PBEOWqnxHWLS5h2JMdE1w3rE9FHIE1HYe3MPE/SIordLplI56C+4SUjJTTRFtU5WOLjAMak",
+	"XVXs/5E5dqaw6fdrTqP72bgM/8tst81I+snHE7yR/sWFSFQpNQJI8t790VljhO3596wuOZyLn69Op5yH",
+	"K8buYrFsI5H4Hb50uhfk99RlKTdyybdKJrelUH6GfG+T+1mW7NF5WdYipkBzRVwIEG1jvNFiZeEuR7YO",
+	"+loDD9ruHpi9vTFq74nR09GjOOIV7Xb15W1sQQ3eQlSSC3vYwaBuayo0BvPhugpul/50dkWe04o/v3/5",
+	"XLG8qblePw/ecIyO+bJRmtyYuQ8iGy6C4apHu0pxeBBby1o46qSUbdSpPZnMbdSfReQPEvJdEbGiy17i",
+	"rbGkG1etuHVVwHCZ63HIrEGoMXO0ebImBb/lGDcAWrYVV8zeFuEzKsNHzP9K899GFKxWuXQYTYt1tWBC",
+	"xTR7d40nmncvXv4xbt9VydJiV2fZ1traAEMpbyEf34z62B6Stn6OibxeYxWYW5K8bJSGANcaRrZZfDww",
+	"wG+Hi7ds4ueeus/3st3KhSPVwUGJn5Dk50ZCektNSi4YuakZvdtyXf73X/f++tf6r38VP/39Rfbi5bfx",
+	"lZhSbTu6FL7buSwtILeQCABPVEXzcc3X6fh3f/2rem56/errWKen1+96MYtqETgrT2XZLEXcv83hO0xv",
+	"wJPVpmpFLuKjU4iNeyUQKc7UH5uyHLkCxka4Ih8/XZGPn9+/j1ttVc2XtF7/wNZT26uCPHj7a7Nh4s3H",
+	"bzNes7ykZg/aVs1T4yE8Z1PgvYObhc4Q0iv2Cf8dp8M1tnBGuCjYQ0Z0zW9vUTXec7aK0T+YTqvUwinL",
+	"hAzkBrYRn1MD7/ADV7a0HT4NvW/bh+mmW0csY2wQRUReXr9+jxhlxtg+JhAuEhprx7AWRgBN++uihLpa",
+	"4wYA4kXdCLwk0ZIs6cProjxd0DoeZi6K8so9Pyxipjsrqtrmt/EzcH3Tm6aWqwTnUJuGWMuV6k0DLIZZ",
+	"yak3kPBwPPpxBRIBdgB29oaVEnhUZJABBbqz+9qJGQR2Ctxm8tlNFGtQQMiAVQBkyyLBj9/zdbddO77M",
+	"b4TeIkc3IaI5XLB7ecfGq/pr8xyU9Zel53/CfWUU9eaetM+cVTKPxDg+spXHk2DmEae/TGNoFghjxylm",
+	"7SOMfple5Dbhz8i97whXqmEFGkJm/8rS/IEtU7jInm9x42s6Mc2gA+PQkqa5vkAhA8zXlGsQ+66sO2HR",
+	"FRO0UgupT/I8mg56QpR9Akq8lSLIjBm5aUighkHtDFRrrUQpaTxLYQrDKL7YwguvZH3XZx4ZrOXQCVLU",
+	"K99yhvmi7hrPRntQFS4QnjJR5RGtw7pw14KWZRWTBaCkjC8h+ZnW9drhibazOnIdj8PI3HRnGwSk46u8",
+	"YyjNLr9EB3JLAVALubJRRhg8FyXgzzqp8CBJxkkBnAGqNc0XS+tsOzUHyizbcz+LhkAH8cwskplPwYL5",
+	"bMuaXx2NwTONYZT1FszOytCqXNqIZJQNCqXwmWr3oeNJGAhgDsYvd0vXdq/H4Jamd0xY3NYg8YQr8gkW",
+	"Nn6mQ8r4PU2vjgPucqz8/qUTU4MHAJO8GnHTh5k7Zk5up2MN9xa3nfAwCbg/zClrv9uePIXeK0TMnyAg",
+	"yVW+oncsWOJ/8MK2IAKTttvm5EIV+muZN0Z9wNF+0hRcX7B4WnznSV+mIoy6cxnSjmkwtukAKOVd/Cq0",
+	"NTvBwA9RaKYU+k0qeHS1pFQR/4NtSx0TN7mnFgUGvrYcsFUtb0ozFkzNEOX63H1i3YfJ/szmEplpjGbk",
+	"4CtGjXucZRv9sj+ayoQ47r8A7xu+gj1wBXXbwvhGaNMqKN5aTWK36hbydYSoN9qwZ0M0iUCb49modlMo",
+	"GP6W9p7lO3LtNdw1OLfXtKquwSS6dlik12Qfpvv6fiGVtl924i7XRlLqvj4RxqRsz7dY7koVAWU6qSrP",
+	"NIHBF4d8irBQplnjy0BU2/d+0n3UtOOzS2fs5+oY7qc6gV57s2ZLTMdvB7cDcPA2i+pZrM/Uk9y+vfcX",
+	"bxD5h2pbLjxR8775QCFXjCMV6GIk2LQ1rg9+v7u6UYBchz/4dFIDYh9J9Oe1bqAiQ+lj8uWLXaw/m39/",
+	"+TJwlxR7y6+p7Y6jOq/lw3rXC/KqKUujKR/WgFfkeLW23IpaOlo6woWWW8V0/c3Al8PZT////7b3+L2B",
+	"3SlLIsVjgZJQUIbkKRg63fV6JD3y/2AoSQgAdLwJlARuA8DVtVcu9opG1qSUt7ebMMDjQEkTtx/AQlgP",
+	"b0ACIvfvUUgSsxu8ZMSPYlk90UkMHL0+7SGzWorCrEZP/P+w52h3pP+UR+Z/pdNFVr/B4YKgmNuJ5/aZ",
+	"EVuLxW98RIwfCv9gtTZFodXDYD6eR9B6pKUtsAEd77nS4pXKxjOkuWbFRbJ0zH1Dmgpg3Rc8X5AFN62v",
+	"EfjatTExHF9QTW+oAhrFBJaE+cqNyD3u7WCAmJj4rnRF3GlT10xoO0vuuYnNrmg5sfermms2owtGC3PU",
+	"btv/FdX5gg1D8lDLKmgf3QXvy09TFpGI2Ir1piDoaFyGjXhb3P7oTQdiv9V4EiFMeRt+hV8fkgsHp0UV",
+	"cZyLPrOkYMoMxtavYWzxOPR7C64q7CPRTY3oXsZeJrTLNuAYC0I19UwhLMRQ5H0YZCgY/wn+ZPi0PrUn",
+	"NWYGYM/a9NPNcx8fmUjW6Eousdn9z5/fvY5XxE6kz/M4Z1tGvqaBRmrgOZENyAfoGypyViaKbh3J1FCf",
+	"a+NWGzkicy5oiVf0I50f5UDbrjSAagcx1yW3HmK1bqkvYi/42KHMAHYAC4nNkfyi3QGpcmUwNKYxD1B1",
+	"x3CvcA35jHdcFN8lYD09b+rkPYLE8hOuFaC6AZYvvFPYThD7Nwt+jrPOLYO/9nOsoOGEdWnZ2l6PasOT",
+	"fCAblvb3KlV3KpZ8GHqVoEsRVSzuUXbeP85A3e3CZC7q9nzyVM8Z6nnLhfl4auoPGKCCtJKno6h2A92R",
+	"q6x71k0nq7a/iPJVq9+JsDqyB4dYq7uSkVmWHtN1JK5uFdIxuWzyHDBZMvLGKvYro9g/NZgae2qVOgQr",
+	"QC3H6YtfeyW2B+XuFvHHN7+X7WH7e9mee8FetueaH9gQ5yVdxxglTgD2FrgOoAIYs7Loxv7b3rXa6MjN",
+	"EHhcLE6bsrBrWVWsgELrFKKyIvYpcsNy6mAA7FBrY65qKYkq5apcT3ztfPh9WwwgSSt7ZfsIETWkw3I8",
+	"4JgtlBE+J1SsD58ilonpzOG6xxG/YNJSLfrgOy+COp11AuQgXem90Lqazcv7jOBfy+rrjCxKhfBkI6Bk",
+	"NVtKzU6Kok7PKdq5WDlvjvT25gAhEbhOne71iJHYzuCWFuKEsE8cxGnch59Q0e6WNdtIZg69duSabGve",
+	"g6l2O9pvjf7WDGcvrZBRM8VP6nbxLLhF3zSwmFQFL/Dez+NrTKUrsq1veQBabRo5/xoB9jeNgmx9GOu5",
+	"wznPWtcPcXs6/evlXgz6GZsz81i9sT25FfYwJgHjFE/dGR2Qolo+rJM++NUG656Ze1vSYh1zhCCTD+tI",
+	"esuT4P8/fp5H3aT+OI/xrOPaJpu6SizzzPPQ5o1p6of1NI8bw7C2Xmt0BCpuePV7/sx5Ph6DyO6QFW3P",
+	"2hENZ4ewqeC6s+j6lBYum34cj+2AppYiIEp+Uqtp4qUHCLRcWdoo7NWxDdU7REzsqpD+R0Czqsi+qz6r",
+	"GrXI3DY4eBIjo5ubkRijnM9LLtjQIQsO8MoM5hM+vO1hK8WkVwAGGaakbf2Gmt/yAcwoOw1IaaHIftWU",
+	"pTVvcOLnvEzwTtjTJ1K5Zk/mcNmtwQgnCCbctSl2/gxJFAW0B5nN8J4I9IlVDznrRuGOCTVuJmwNSPZA",
+	"lG1jMhmTeSPzb6egit2cPqgy5TIt4GinI/tP1zS/S1FxQYPPFMGH0rM9Poor00LUoEjHiN5bVkxZ621l",
+	"9UlMyFZENlUsviBiS7r40pQokl3ayVEcV9Xwnz6KEw50CyFz59j0uM2lqxP5h8dtOts8IgygsSESjOeP",
+	"ZQ469ueFw+/0ahJOE7qi6zAWgw3tZXv2ZwMhFdyyUblkJRTFUeAsQK3f8Thx03pWw2i2fSxtHzGr7PcT",
+	"pShPc+9kwLyTkQT/1uNYrDy0NIx4HxBaDp6QviraZHoa7qI4vwiYY8wjxyrWFoQUTDowmagUKMDfiGNG",
+	"XSI2h8MHevsL2YeGpvZ2nPhoq+H3NiHMhZOM6Ja7z98yWurFa6YpL6PFqkIxoRqs4cdr5gIfdjaAsbJj",
+	"ZaEBrEMUNhMLuy19QryGFg5tVryDmsT4uZj7DuLFdMEeiP2ZS9JBB2NJjWJjE2N3kFAdmY93ouD3vIDD",
+	"E2YOM/Kna2icb8iLj+lniy0wzSNzQAQ+NSKoFY1u6hI4UJMXb21sL7d5BfiDDoCJkPZTs6p3Qq7SF32P",
+	"Ro+nc504CFq5VG3iSNCW297vHevrGwjrw5+nVBS8QPPkctHoQq5EglR3LO/CYxEnEld2OTo9VH0rC+FU",
+	"BKuYdTdI1smAQAEe3PWuiChyaqBs+5KgQaKAolUeg7ZJX9lY+7+JIQDes5qWfo8FmiZcXKB2KxhA9AI6",
+	"g6D3lJe9EFKHwzi+nN9zYc5wB7fde92IdYxDaFuPTjloubMl5eXu7LABnIxioiAUCQaFNPvJpmKypeVl",
+	"6xU+Nwlgg0v8or2OBWRT49C5xDD7U7PbIf02nRv4MsAkCxwrGcvGynkFcB8Bxq3fJzCG8UpWOW2mx4rI",
+	"lU3C2WI2hwhIsaoKyhvdOnFBlgFZ5MQTyC5FPA0Dvpq9e+39cIDJbeGMI9UaQg/jKlx+uGrBZBwbdyAT",
+	"CU5O+EFErsLW7G2MK3Yf8zahZsk23KFsDCclvfZxpPDvqeI58OyamTeLS29ko/1GtxkhWEUcsUTqGGLA",
+	"6flnYr7hmuW6qRkkkXij31rGLb9ZPPD3m574uVwueWzfI9Eufu24iajNhUQa/B5C/1RaQy1lmS8oF16d",
+	"RltfcST13Gh9IZWOg3e8lUp3cM8Ck+43sT9k7GTqEX/tsuRVLYsmpo3P8YshfJIyStoIV9Nd/kIAa/PE",
+	"WBsZtFtECNNXo76E1L3TPrttmKqpAFd9rPpXcZFH3zdRpU48/yddOcACtk36ndYlVYzacl7CQcIy1C3h",
+	"PPcnxK17WuddyJIliKA60vA7ED5FBfSkLNFX6ErnZK/JjsIMcxuqp+FJu6IqEdcBFTXjImTsBZ/VZ+rt",
+	"CgsJLRUygdhTUqXP4peQ8HGLA6Ig9bLjmHFjq9kEomTrKXvoslkCRNfICxbUkp82gqyZTr+mETF9cRmy",
+	"Y7t3oLI4JqIpy6EX7ZbRis7SJ1GOIJfBwgA8JdA22/BFG1yAZhKENY0QdJRtC16QU0FugKeELKkAlsF0",
+	"m6OEhdAkV8Q+TIRcJay0pgKqtfOQY3pKRy0ptUU/NPbSkgLiEuaoqgScG1V3KXArdYdHOPgS3POmOULN",
+	"KdrXN991kIKF2BxxRxDa6Q2ltbNBwr04rEHSGS0xLaK2SVpJNjDtLqBVcpNSMIaHedGIcV+qQ3He4z8f",
+	"jBvEveC/j7ArgDjNVMVy47IB3UmpkS9AGVOsZ0a1wxrKrz8TRUBNtq0lU43vMK7ADKbhxES2bNrq6mjR",
+	"HfroT4lhPWBajh0oHb0Cp0akiwtZm+PIHypANmOGXRj7Q9aWq/6GwQfxG9lxLbKVrqi8KggtrUAUwplp",
+	"x5Z5OU1vkKQ/ZL/o+J1BdGnE6TT7v3gdjX9+b77Ce3YKJsmyYgWhGnSG/WL/3eUn8u2roxcZwRP2uhFg",
+	"hCEJbyPcz+A36rfwH3d8J2LljM6qncmT83ceXwf3l+0LX1Z4Qaf+AX4sxH8RcDP5Gvy6H3fcqH4Mx8Qe",
+	"qhjTXeJ+6ck8ntDP6a5O4Pm08tr1giJTEdtLV7S8g6vPIDzaW5bDP7540d7h9e/+1wDpFgv9sFdfm9n9",
+	"lty9/YVgK3itp5wNYq/anylS0lUGXtLNGlDi8cHOhJtvNmKfR5Hw58at+LqHOtcd/bnWybFDFmujFjMt",
+	"Z5qWd+Q26oYkIbo+VUyQfWMlHxj9C8ArBdmHSPPBBMAh13Cq7+nkOYFc37n0mRsxVYcUXYliVLwRX1EO",
+	"kRctzcGRhHzZ3AaQwHwZDYFiyzfbFieMpOsV7J7n7Jmy9FMS2VOGAPQS1/emMZTXkq5sjahpGkLMHYLG",
+	"Kl9S5KhqopcfY2WQQduK6XBPkKaablxgE8PzEp0AXgzmwEDpwUCqYqLOx1XYekA6l7UIebJ1I9QxuWBQ",
+	"g1HY1JHXZ+/Prs7I4eHhc3g4nORLX8LjfhSd64rmd0wnJO7i6pzYB7aRuHRNxVu5ckWsTGkKUDJma9/e",
+	"vPz2xbcJnthKb6NjYiytOP5BeepMNhbZ4q92rGrkvSoFL2zdIsfcEgQFkoED7q5MqBeyngYK90tU4zGl",
+	"fwOaCLiCog7Ypk8VQW8pF+YBm8frOBGpKIglB8gXtCyZZeDvXWGUt7LmetFjGvjw+psU04D/hb9+CFt3",
+	"ewIbuHx7Mnv5zavodngUJQW+uJ2E7oXHb0slsWR6IYvufL0+uzy9ePf92cakwZLgL1pLDhaoS+TjGsjI",
+	"5dnV53NzGJ+/P/m/+qN51RnMVxuD+envX2UvXsX7LWSUsfPETSl8DwWA4Hp0+wdURHCBaSx4oA2lZbv0",
+	"x4SSec3UgtRUFHJpGxu/Hp4CW/KzrLqzTRsg5OyO4382tOTIeG6UATLLbsjosekZs44GoWSBWSsukPWz",
+	"rDKSY+cBUiqHq5yLN6fk5asXf0QoRmTTQOBuJKjonLkCSYugk3HYKx5Xsp3t+/niXeYSBy0LRtVoi+0Q",
+	"yhHydVDhA2fXTc2vka/IDX/hA5Ub9F4jcz+FrcPNsd+O/yDyDTOxUbW84HVxTmu9PqUVveElj4bn23i8",
+	"Y042PiRQTELks4i4F8YhM+ow1px/2Zq0j22wNLft20LV6dzM7QtOsf0oN/MjHWdPnzviNw+ArcOFINUW",
+	"XyecYBy8/Wk05F9IhjF/fGj3kP8OxFbdXm6yUI1eksIPJ97hh++aEMGyLcc873Ck4bpkobQO75P3/J6d",
+	"21rk6GUYTDv5fPFe2foi4O+2cDY7YcW1udmPqITamQYARgIIPTcM8n5crsuWUdRtWVThvSByhCZqkCGm",
+	"luDDVVzclmxmNMfni/dYYmAN4em3qHadMXgXv+t/0qIabG4MgyHM1e+sEpBWIItGJHf/p93qXUYlcACj",
+	"fYvql3bg3Y3pFnn6rnycUwH2i9vFsHU98oCZ480dXFqGg042hjXHgOA4npsBdV9GMpUGGANlVHTLi2B+",
+	"aQ4G4/5p8hX+YymVdvesc36L5QTAobHf8ikcHWyH6/vV0ZD3PFxbJ1HavLY7BmYZFJhlByIPSdQLiz+u",
+	"npEIsAFmuZcqMz8XRDaIc3pwDH8izgHZ//Ht2flBkDYPQI9bb2k3iC4d5zeRe78BqQOd9Z6Lu6jr0Cqg",
+	"kgtAgjWSFFKzgK9gUbRqhpI+nefD22TQvMuR8OGtkq7HiDumqH9o3NaBF2YtzRlg7Wu17RngBpk6q9z3",
+	"iJuxb2uqmMf59Gils3RNqGvjh2hhS3fSsCI0WJHOFHbfZoyERs+WrL5lMwxQxstf7E36BRW3IykOZvsv",
+	"pJBNrcjbq6tzAr8JZlcxdgcotDVTzZKL24N4cCkKF4ywRkLXsixZgS8AbhxcWLmCHIhO6GAfcYIpznpF",
+	"9eIAeJwcqNg2zDmddegs/QCZTn/6fpq2/x6v8mm4X73GD/eqEZgn0/7Bznpq7Z9ZsOcbtpYWGcQ7a88U",
+	"Ogvrxx8Rw5rRqdn3jCr2FKtTM8FWwPTWBQKKqMsbJctGs/cDK/P1V5B739svUtOSuAUNsPePwctSC1lj",
+	"KjEV+G7bcrs42GwAuD24Bqjfep+tuFDew8NycEAiOzjG1nuHqjkY84XkOctI54C14QdzSsI1rJGTEcPA",
+	"Topf9VdHSZCmqdJecrhNQMimitVcFp15DeR9GxqoV48wWczGg+7k8p7V6r+YxdLC9PwuuxNP7cABbmG5",
+	"uVaklDnVsv4PvIdju/Ipdtl2YYFuPPrazPf1DsHkf96t/Vh0lWO3NpknDO88j3w5CPzWwlSMApH/S+M8",
+	"RRTk6ZHa+2grIW77DojzA+DticKqq5oKlcuC1VdsWZXRcM4JkojAU0TbxyKqsCm4/J7rmmr2w00MZOCK",
+	"1rdM28yJG659df3dDdfP1TE5IiXTDmcB35cvpFRseGP6S5AB/h946Wk8FeMTJnFgv+CK+ZjkslqTO8Yq",
+	"y00pqqZDN2m+N/4BzfeyPVlBnWiVL7/Qkq7sn8sG/4a7pJ92x6+2j22TqTGpYMGuZADcHYjXNy9eRv1w",
+	"XdOTOsZI+aapwV10CyfhC0BqxD+fQ/ouHksqIyVfcgtWOgOIAZ2RmW4Ey8y/pfHrvrvPyKxk96zMyOw2",
+	"I7M7tuZCf1lykZHZzTwjs7w2/13SByNK5sNmrvgv0AZ/+DJfmkZpbf6Tg0KaqfyLXtRMLWTZ1TObgVns",
+	"NlB4tz0fZ1AIVdBXLzd1EGAtxkEnrCDOPRiH2RIRIRzYCi9HmbBS0Bz25RabgwtS8QdWqq27YOyGsT5s",
+	"G2LvyWpIlY5UzX3cttET0bUYz0P+LPjPDUPXxJ4HUCCUS+TWnph+8Oqr+C3+OGz4ThykvuERiPSwTAdf",
+	"EUcp5QWbpNARg+VJFTrmXA4LEbx2WKVjz7ZT6YuXkKe1ePnqmyHlnQB4sS9GhJfdN9EfX307Mv7+ZWIo",
+	"z5v3Gd1ymmDmOiejG5VXEqG2ighEtnnoh2dECnU+lNNpRkmiFGfTLJleheN+EJaTTDI6IybTzlU4n2Ee",
+	"Tip+Zc6WRyeZ4WYmVLQOoHcoMJlEgRgaKeT2WIulkwFV6bvYjv/IVi6TxRX/18g0zAU5fff6wnivljK/",
+	"ZlVJcwc55oBnpGDGsxBWhZcc0tEgI4eKdQgb4VdjjNTJH7fBaeyP24GrAzMYvZHX0MlnmK564wk25hVh",
+	"fk3MhpjiSwipv2dzWbOBUUBSV38cXJll5lucIYNJFuZlVT/RYnip4f4Q6i9vGKHhrwMcqc3EjLFF58Iu",
+	"+osIJ3BTV1Il5sp+ObQiMeP31+T2tWQ4f6plU+22hd/g1oQY1K1ppt3MO+zfQfP/Tc2MOfWgo4lkE6X6",
+	"NVdwQ+j05lbCPDqRj59Dj6n7iFkEnQTYIieNXny6Z/V5Sbm40KqKUeLqzfRWi3dMCSKU+PRFIs23lWmN",
+	"XFuqzOtDctXUAskpiHQM+iFZJq2ZSx8WjOHVzBLxYSB92Gjga7y6+lyX12T/66Mjcs0FbP8vN7JYXxNp",
+	"XLQVT9SFpKN5sZWeQLdHGy2RFiuKFCRrzCqF6OUQi7xp588A5xep8tByVjVlGf/ltL2AuRRQpyxrNW1n",
+	"YIb6aTql6dPHP797Q6wra7zIP30PWfsteLOFWhj1VdKVF/gOW9zBi/At9sPJL0mWF73mCoFGHGwlyakQ",
+	"EtR5gNKxOfegyX5gEV/kBwYpvsYIeOAKLurhYefXQQlMSMOJ/FpzcMLgySlu+IIqqAEavtpWtt7RXhz7",
+	"ErTN8SyoOte/DLeW0yWrKYAcVFTMNC/17BfZgdsJWuTqckFrJ0QjLduZ4Ioo8yMMVJKmajGjtTngE5X7",
+	"W3ncAUeytdKcF+feErhxo5L1G5whxiBCCofva0bvYhLGKhiEpxP3Hq/lkCkZvU/BHIQVOYPJu7gmYfjZ",
+	"6POrkJl5wu8vOr/x+YKfY7kSxoKxIvv54v0hgRsFT3e2JPvXf/jDH/7P64xcm4n9P/7whz9cHwSupz1A",
+	"gnMlIzeNB/d0tVTQQZZhjJqKggBEtdIUL2kVXbLvCHVJGlTAueJrENzp1Dm+2oMqM2oKMvgjR9TBITmB",
+	"dl02f9hGzZbyHjXDMkoJvS0D627H2kTs7R3IddEO+qxY/WS+IGkUq3exInF/fhx2a9RCroQrWsilULJk",
+	"gXeHYyV5yWjtGHpG9UUtS/auSDgf5kvCfer1iO9B3TTU7F66M8VMyDPlIbiN9ydFzp7M+0hBX8LWhe+c",
+	"74FLs20nPT87EKvuZWap+hW8g0KmYrh+n4RfQNsvru3FMuL5Gu+8okqtjNlWUE0jlRTpCw0PKGbaDq81",
+	"ts3MG5bLtEwu6dpYLCCXSXSj9/KWi/HuwzmCzPTmPRs1D/5BnD//5CMqH+zEn2JEeBiyzS2SmeUO76Ss",
+	"Cdy0RKs0zNPYX/c4orLBOvW5h7fqfHJDtyUUfksgmpmfwB0KNlLbr2VU3tyCcPxZomLzCdi4Fnd6eMsZ",
+	"DVwynSgXHgj0b26I3SlCsYJqWpGKefJwb6sqMdgVnTCWeTYjDd6S0KUUt5ArgFPHRV42kHNhpwaU8Xge",
+	"ph1Dpxws3O1Zi8jrJCodYQ53c2z7/JRQjONUFTDIf0KCCuFf9bRUFbioDmXSNTkpVA4nzXSuinay8J2A",
+	"oQO8FSFpRYbxEyNvpjO/F4nFj+xmIeXda1bye1avx+lHC/sk2feVeCcZ+Ss+gjWEkFcBtp36695BglEU",
+	"m8F/nMplhdom2/sRMTMumAYsI08rOsAlCrC+eVNzvQbQFovQwWjN6pMmdp3VVk/anQ9OxrW6z79UVH85",
+	"PDxE+J+bRnHBlCI3NL9jolDGjHfmBM0BGBLb2YcfK/vjAzMH96xUqIK7kC0kl/KOs2PrOyhCCfbVxbYh",
+	"Dapmc6xPNu7w10cvyDWt+Bd44otbc0gyQ6fGeHrQSCslC60r9N3ykzpf8Ht2BanjkenAr21qOUbcIVHI",
+	"fm5H6iHvyP61mVdZ81/g39+R73EAf22Ojr7KTy5O377789mXq3enP5xdwWfsGinfZjAfUK5iLJec1vU6",
+	"qBv+uTGSdV3r/It9N474+mDqSLEjqRQ1BvqpMnoq5xUV2k55uAitZ5a1tXY2rP/j23fnIOI/vj07b+dD",
+	"ESU9dZ8oaF3gk7YCm6xkfTd1AHBlFotkpPruV+tvkgewhMfkhotCQb5VLeUSum3+gRG0jNRS0wACuGZY",
+	"JN/BNeRAgeooCfAY3fv32eV9Pru4Op1hX1tFWPEfWEjSdQqCHidDMDuouyEAxsX2poSzORS4L1/eSqVn",
+	"sMvwZ9do44F7XqD2fHt1dX55cIyQpzMwOjrlMl1SD8iCJbRUEpx7rFDH0Z2qeo7Du3Z1+MAEDjGCGTKq",
+	"ketLls/eMJ0vZpdcs2tjiF5/gu+uIRqgF2wNAe7eZv6KXOeqnn+p2d+AoPXazzXORDvXwXA359koPh4F",
+	"DzfSjrEAM/xzF926ZDWGVI24w7X3TPmnzPhqRkswxma5XC4b4bJdl1TQW6iwbkNlLZ0+7J4ABMyBfpsW",
+	"8ZfKR1kzvEyYeWCHgqnMZy1nbYURPIkyb8RXOZpVXkMdlOBKO0GHE9ylbZrBca1I1dyUPMeqG3dSYVox",
+	"HrF6oezSlBQMZEu+AiJEbqhi/io4X0jFhBPNglWlXLP6kJzBOfhvl58+EmDidFcjjbK2/jXgcX4PdxRq",
+	"QStGrv+ey4JlDqM+A4Y29q4wA9f12hjf/yNzhDX/49dr7DEmA9nWw1qg63+fXZkGZu+Ka+MDVVIo5oEj",
+	"TLdtkhf7uaGlItf2ddeZ11jU8oTClaWDUV0i2XfL9mqXq5S36pCcU2PKwxV3oAIdD6b7CRP3rJQwZrQP",
+	"nVmSEbBKMjDo/vKTGWQQoluCxS0q/w7v01iozqUsmtKsm25qAYuJUsGEhnlBRtFr0/j1ITmjeaDTwNpH",
+	"+XBnaHhza/b0g1Exs/bDa4+jbF/cPoQfXLcMwHaWmJjLOmcq2pj24Bhwu32zhnMR4zxcEVhpJ8t2lVgL",
+	"euDeZE/kujFupb24KGo+14T+f+y9e3MbR5Iv+lUqGDeCwEYTJCXZOyZj4wQtyTb3SBYPSY/37M5cdbG7",
+	"QNSwUYXbVU0IVvi736jMrOpqoBsAZYIPCX/MmEK/6pXvzF86CYEO1Ghm6b+lbCy4k1QVqNDhUsLEJyfk",
+	"oFVovZt4NhxrRBntpwJUdcScSYz7lo1ISjKutJqNdWUo+h21Ro5H4nhw6qh0JArgwXS6G6wZ3zBgH+oR",
+	"jXl5I3I/kFpKHzE+kXuoJvihgJYRlDxDvM3xYPD3oF83wugJSpa70VFoq7Z1HC9Q93BIP9wLYioeVNYU",
+	"fY2hRQMOgqIeUL2GH3OhpJMa8fIgtceH2bAUtytdtZHIFpfuYufMC53xAtS68LJ4uqQBUS9yd8y1z34s",
+	"tJ5AqQqg7Q054dos7JNfizVPQ2kzfxosv6EaLN6t/CVe+SS2mc7pNynr6TJZpQECIM5SrXjhw6QYeypq",
+	"Vx2NUHkf60vQj6THfrxOhh03sqISp6AIImuugoWCaj1UCoX6IPrRYuVFm73htHCkAAplpIOu9cYP7eE7",
+	"U9gcE3RSP0EMf4aSuObgKBX1SuczL1gB3NaYYVWELuRUposVQqZmiyeo8RnW+8cOPRbfzCpVUPcFK/J/",
+	"7PSPqQyl8GfMP0RetGYpH3bsgkqrWCf1K3d4cFjvD3bR2MNHfhdXFxqmV02g6dOAfQgFg4aqXprfgnQI",
+	"WQhlj3CM9ZHXw1rJ+ZENoT9YiFuBKGC9H/1CKE0zo7oLpGK3Fm6oVA9DLtD+cXNi2LMZfYeOlFG9Q6HV",
+	"o7ZD4hbkE8eQKjRmdv86u/xvNta3wv0dt83ue9BgGAK1ACaE5WBkYZO9qdPEaHbSiUBw13L24tMnfw5Q",
+	"kvnnEigty7wPoemYuBZKlLzA5TnsJ8EMsvh5d+hS9x+qu0K73/0Kw+fXYKPPj93O923vpb/WvbtPaGCB",
+	"tL3KltLtl7OJSPtRC3H4im8h4BGeSeFUx8tNT1qTFweH9dgu3pyFPB3Y9leg3pYyu3Gq3unrt05pwKZy",
+	"JsCI/fDvL77zehEcN/fNubMBn1DajrD4bAhBOdLFehxdo8h+aoc9On/dT4W+1pVtOQxcsfQEitIRnD0d",
+	"sBPyBkx4ycfC90itRxLgl3KRFbyViR1E4tOHY+GlqVMEMSsJdCzOnNSciMKSO45CBn6c3DA5JF4JIC8Y",
+	"562rf4/bqn/nvwkeJZ5jonR/wM4Fz5Hi8Tsir435Bqay4yVeW2pCcZciE5Jix55GUfnzBNuUas7ylsYK",
+	"lc1S1quXNr24zeJrfcqEMECQ6Bng2LSfch6PWAqiP03i8q6kXjKM7B2ztJBKcCcUrwqRYjU1ltCXY9No",
+	"ElXUhjYSpmOmRT1jRyC+VSYojXgKEc4ZDHrIJW0g0FG7XaT7IbQBhcPx3cHL+faQvteF4M72cQewXmf3",
+	"6ULjwK1jLYHU5gaPOQm4COh6cHsM2+pmpKcK9zPxdwKvCGHeKCsAmoo4a9W9YoZtO5tzLLQh7QwFbsNM",
+	"DAOcNwvpJFxYXgivsvX8tYvbDC6kfRQ/nuHyGSuc1kBtNNiYw8qUuroekaABUx659YD9XkqQQt6t4vty",
+	"+vQH5MBiBltS70hNrlFrxMBGgcDJSg7bg3pvzi1nuSxFZnU52zUAoEEGozSAwTmFDRiWQuyZiVM2SwH2",
+	"GjENw6Y4ZhrMv0eDMVaX/Fp8HFZFkbJeWNH0VJlqOJSZ09Uu8Ka0H9ny2PgZPyfx4zk6hnDlfIoJtqT1",
+	"bNUJRTcYCxodWZ9wkBKW7mOLydT7a3J0UEPmQ33s8CKkt5D9iMkWEK6SthAhWaTVQXRydhr1ijraORwc",
+	"DA4Gh9//AF3GJkLxidw52nnpfsS6oRH43Pf5RO7fvth3xtz+ldbW2JJD7uWkNbfkNYS5DMVBHGNA8zTy",
+	"8GATIQ/hKZWxvChqWTSXSzNgH2Kzg5R2yPeR1ohiiOw2aA48WBJXs06L5sivoSLkTmCBmfbJ6bw2ZbzL",
+	"CJiGRPnE3VuMBYwht6QC1SXWS/f26Mqe+0UK4w6Pn5UzgIa6nHJwh3nq7aU/4W+gXqT/tRf+ufdv+MO5",
+	"4MXe6Zn7x98lT4MNXsgbAZpesH+x4GFRbL4kmYjDpDUEJRMWktwNo8gXoSswakBEjLX1sKAD9pMu4SFT",
+	"TwtQBwpmRqIoEkyjJ5QcJOhJCSiHvEYBCwcJyZFMhUJ7mGyl5w4MpF8aCrBI5Vnej/49e6917tiKJIc9",
+	"lHl4FT7sZbThPc6mpQZZk4sg4mClSjHBhA+thGGvXvzQd2cQbNnWUTWk0+La/3AM7q6pZiVm/wTftfjE",
+	"M+sMFiUApWQAFbqkDZ3mO0c7YX4n7rtAlyTfzc7R/7Q27GmubNA+4g3ZhaVOCGmCDk18vheJbEXooLkP",
+	"Pi7CIUFpRXLZPzHgKYz9UeeQguuGSrDlUV37/r8MpkbXr14W0W2unE9SAwd7e+TYzSepNVxHCnmU+RnC",
+	"il08bbATR24dl0HkLJArwEpfHBzc2/QwYN0+mzaG2yjP/jPZeYVjaftEGPP+jzwPC+ceebn6kZ90eSXz",
+	"XCh84ofVT7zWalhIDF2/OlzjE2fYweJS63e8vBb43Hern/tNERCWyCGJ2Jls8PCLNUZ5qfV7rma0HNA4",
+	"+rt1lvBUWXe0CmzjFce1Hf26wx8aGJHoXH7KnLDn1wZSfAjyeV7E+eym2KO9c7Tzww87/rfapbhztINu",
+	"w/oa/hMP8J9Jh/zfq3OXrkVrPy5AHAvYwx38nM2EreMWURYcaO5mRN6QmqeBSuM0Bme2+OpgCCzCFa1a",
+	"1YoBO7W142PeG8quRMYr44TOlXZqeUio8pp5+P4ig/5Z2MBpLkLSz6aofv5THQygXi/cpsGTOuaXAnP5",
+	"QsEAHvbm+TBWFgXYaNhphXhX5/G/12Oe8YnNRnz/s8z/XHLEVY65P6LWa+jJqIQqoDNBPXWOkdWzX39m",
+	"csyvnc0DDT+G8lb4qB2cZ490XNW455Gs9jopVfwP5dAKodhYqgq9P0QUqNVCkMB/3mt4aAXWYFIRZj3s",
+	"STQWfzNG2hoA96CKUWxzQJM/zcHVU99TgDsDphhGKMHVa6pocfAY4BeRH4CHTfoYb1DRXqENhoWveYKg",
+	"/5AxOil4hkU+C1T6Gge3SoVqwcqOG06ACuRso1oBkvmC4I/Vn5DwVVVwZ6v6s5RdwEHZn2AnzpYXY1eu",
+	"lle38oZo68bQZh9zkyifFv0kX6wgvFr9yK/a/qQrlT8ploS0HMgmC2flgZnNPqXsdJvXp+h/DCY2spew",
+	"qUlIkkYBS84GYyrh+I4SU8erkpi5TEfa23/gDIxrE4hHuXOji9zxDycclWaFVtcA5Bb8nAN2ohg12nM3",
+	"IgOfYREHfjkaJRijsazn5sbjRMf+sIgnLFL1OS7WX6dsdHgD8/gyIl9e4LcGjX+5SkCzf+3n0kX3jQ0Y",
+	"fKE+/3ToFTZrnmAp8NCc6wNRMXhR97z5uMQ/Ru7WRv1Drclei3zPTSiqb6GeYOAtluqapUSdZ/R005lK",
+	"KTAQ1wg+Dq0aLo46jBH52dI+qMmIW7SQ1NDuV1uWI3HUiGO3+aTaEiCINRSC3wDklm9XooREDxcWIJHj",
+	"HSqPwioqXTJb1rU/JjhlpXUaCa7FwvIx8HU5RXPKyzyuafLKUlPr2jWkHe3R4XOPQ3wEWC0U5kLQMvUH",
+	"eOBH9BGHnyZMVxa8jal7VVWKtH+MWg240CFgERk3AQgsCe560slevfiBpSW34iPBlKVRiGUqVa6nVONr",
+	"jGPSnhWERQMVcSwIFiD8PNGFzGatpfmGz5xhN+sP2ElR1GkvUcUFpeHd6hunn9VlFnHvEZBD6OrHFEmM",
+	"m0EFXpsOh4TzYar8xu1sxnGE3/EfWeE48oLSn5R4aR/WIRSHWrtG26i38vU7dTaiz92NNxI75sFGfrla",
+	"eLiOc4ZToo3It86m+xOhtXMJGWdMgcTlnMI2qWmqXVjWnB5SmhusfmdtiQrvXJCdwOOWSUyR3ZhIX6Rx",
+	"g1UMJd+xz1ZPIDswtHkFjkfM0gA4wFSzX6ydfFDFLGEXfCwupBX/cWFLmVnPio5aqjui1NmRLu2eM2vz",
+	"1pIRkoCQMN6e5e7elF448SDSOmnET1CalhT4wGN8Wj+NCr9JP4Zv4rv3mpciJMs03gEn+n8lAUvVE5MJ",
+	"FkJTy2nI4bqkvxr5yq8vzn+ih8BoJ1bSmq2/mKzfssogkIyIOsx15e8P2O8YwYmxZ0gsHhy2KzkhaGX4",
+	"jBAXgh8KGB7aTQt+maoUJsSTGk6ZRQWhwy0TyXMEHuBeb20E5qXB0dO1OleV9dzW+p99Ah9ph17Tw5f0",
+	"6YQtemZ8lkyL/aNgSd+h9wkEOLcinJlJHV7003QHsl6KnlNF8LNQ6bUHK4gwCVmpjdkz0tZxst5cqcVR",
+	"dFOKzi5nBcprFQow+u1K5FzdBaUaegVLhsC7LwfwWhkqam5HFpUNWIUNKRjw7jUCUgwjUg21jKucTHx/",
+	"LBJi6WgA4fY/rOZBpT+++XZXUIqofAowu0KR5iEhkxjVP0jDMtgIBSkcxnoh7F5X2dHlIv/oYpOO79Nb",
+	"69Iz3lKoDRN4wnrONx0jgxbyfN48fRgbH1MduxWV8wgVw+tYQadWUTkJGLnu5JPyQDnycFypWgC6A051",
+	"eYOmEonVRlZF5CarRYfBHF6VeyiTK209DWCpK8IYLkjihrGOeath8FYzoZBer50K9ergB5ZmpEqnrdzT",
+	"LdQjWzsxxyETpp3lBJPzKRsrj2U3vPU+EDrQ90Z57bYAojp0BNxsVaoIcuNKjOT86KJKX/f7jaRzK8nJ",
+	"xm3jHncWxHAoEFBjAS+0FiYe7GNWJ4mhQlw7sQvM8ER9jPw2muUik5DTKLMRwgC4X81IT/F5mIk01K8a",
+	"VMyoaIgyVW8hIwpuBa9Xe4QLfRGQGbJJcR99pssrsrAbgfAQ1OMBCe2x6OYNrMqV6DiejQW5byJaGUXC",
+	"NPVFLcljVEHYNfamN6QTjB1sabzYZib7NIzYPHbip/kiJ+AM+D2PGLRWUJZcg76Yw4RsaV/cjpUivuOE",
+	"nkifCg4ez1FchC4jxo+566yHdVA4ilAN6CwKsFSUE3QiD2/oESKSrmxSOzRD5JnqSoAwyZ/Wjxzthyyl",
+	"F32kR9IBeydvRBDnbsH2mrIYawN8gUWcWljD1dFbd829Fbd3RtcuAp9/QgYE7V+XQI8TAe5gSLSc5Vgz",
+	"+1JD4qvkc92hOSDTBm+pmQa2tkWuEXOGjevvHqugU7l4B+loNaSBLnLoxSZLYzGBm2iWiok8JvdIlvne",
+	"hJcEEA/lqAWVGyJAdp1TbeUtZrkDiR97mCCnUVxJRYzz5Nc3A3YRcDMN6huQvYzomUcMgTN9njOWHHbg",
+	"L0PPNV37DySWlFB5V1uYxS3Ea79aCyH1tnNS37J/xsHWXOs+gDNa414azP8WM3BQr/9EBHa67iPvG9iz",
+	"6z/3q87FnR5444GS7/pIDeO8/pN/BxTQ9e8/mUzucDfWnNz5gTvN4C1BPt9hDgGI+27PEAj4XbY+hvdd",
+	"/7lfPObznR45s3/c4YHTJmrzXc6acdoKQofdYQEzW/Hirk9dBAzh9Z/5mRC7fwIWerchEheGYfrnN5qh",
+	"g18GvL4W3SZG7PPy56mHWh/LqHJr6Fsl1TLKqw7hp0X14eC7dvUhLPitFFNAL1xa1FY3bIgzUr2pBIXn",
+	"mWfQ6YC9jms/mz0PQEZPCmmZHg4TJlRWzqBifqEK9UbMotapQXCzFMCd0/2UTybpfoqoT2noX1IpCJN4",
+	"cFl6WQ9ddzjGj/jMx+DJ61Perodv9zijCLWQ8ibtAOJLSvh/6TGiU7gH3HQaQPwUFgrNEVIEljQB9zxY",
+	"Zxyv+E6jvhYfDDns6t9vyQyB3fFcbkNZIfE3VgRvKP3M3blrCAM9Cc1T4URY3FMzlTYbITLkAwZsvDzo",
+	"zBDGTbuPkqFt6scTSP3AuiLe5Jz3xDgRDW6nzdja58YIuwfYoUNR7otPvtVAqwn29hPWDJFvhE5hbUQF",
+	"1gtQd1jILAiadCjKGkmlh6nxAP45CANtDiZN/CvYYb9pcDnWTI0K4LNzlpXSluFMRH7Mykph5Qe6bQKC",
+	"BYKFLvIqnKRXRtyQNlowRB+6pFm/oSXqIv2FtfwmXLW4J3jSTHzU7le5WINC5NhTSLse8jvI0Ukp3BtT",
+	"KGWnDteI1dEPgAN12kMjuYRyN7llU10VeVRZlTACpU6YuZGTiS+pwbQK9LBOR7MBmxsDdHdoQKWA5kCY",
+	"Hrwo9nS5F0al0Lfr5sszhHrk9YOEGzNjlNzCJIE9zFdUsxRXqk77CNt2jQToPjdg0PqAgJlDAx/UJKCd",
+	"YtB1cmr+fTVjoFbt88lk3/e6rpTPlQQsadTdcI0gkkvIJ5BWM4VWRs1x+KwT6Hkvx2LAfq01BMMKXuc6",
+	"TVCb2oucRROti+UqGNg0osWFezpuZzabSZp1Wi98cIV6tMiwI5Qo3FdqwPHgKpEf/9Ik2oIr1qPz33dE",
+	"UsNe4anfakvPWVs6w51lWAThCNtZNsSZN68zoRRaz0/tRZZUYCU6+6hGCZJl1L+tUtYs9fX+jJ99Qg5f",
+	"7+JBr+8DOGjgg+t4aXDVtz6aJT6a5gF9YB8NdeiT1gBZzHlEmi4QuDf2gCz3LsAZeQgXQ6NHa4ckgrHv",
+	"wiSTOhs+uu9RZCgu0bIhbz0LX51noUHvDyYl9z/7zp1/Ij8oRFurkzfwu6lbFnv4P1W7kY/rjrOshUEo",
+	"bT9CQ640dpH6xmCkvJOrwtbgWmMN+i2VVhQQr43SNnHArBdaYSvEMwStEpENEX3piLy/V9qOFjkUzm+O",
+	"Q91Njs/J3M3K23WSN2tGQa2ZnjyjuCv2wbPJAMXjVbdK3CStJzuTaknRNA8yz1ffRPet1TqySTmLbdHv",
+	"iXLuXzvo7uDeQUG0CKHB5tNTBsjh5Pskf2X0/U0pAng6H0ERWHSYrZniBXjEUl0jFErtbuuhpY/uz1ya",
+	"TN+KUuT9ZkpYuy1NsdBvNn1qPivjiWRV0BnZZlesY7kv8UJvPBoSOkXtGcHLDLCR+JUsING0g6ovMKKB",
+	"VbzhBcyIMVdWZgzf5JHAwaN3XZW+oNU37aeekU3QwPPobfASQkelu0QewRfGNVgjrYSxxYylAfD6COMk",
+	"aXvhhs8qoM9dwNde13PfPBl1f7uzxMPf8U2ECH+nA+YPDB0IPaGGDaVgIpcWmgtvmko+hxSjNa1eYzXE",
+	"8+LcpWEpqGvWfLwrNnA9JvB5pZRU1wm7oIawCfugCqlABYdqb4o5LgbqvB1d4ivSYyxtlF6QslNrfI8V",
+	"gN2EvJhG+o/Bfv6l4DkgsPsyfKjfXmEOf6k+f5o/vg0cJ+JsreAnYgVvNIkmWV75qJVoptQ5+s0xV5ca",
+	"ftmKF74dBa+s3nMikZpI5FBGoIdDhPg0IefFUS5mvCyTT0+VlNZLZ/vqKOexCOFc8HxDZBACPNUK4Lxr",
+	"eSsUeThWu33YBRkA7lHK7IpzcaG4Bnu3AF1g6UyU95UwDmTS0p0CuiNQt566IS8QZ/MuKqt0tw3Y76E5",
+	"pifnslIGy5EnZHclIXN0XkLDZ1LKsU09eCch4/VapW7/aE7sLneF/WVS37D/6zm4vlZ5vb5WvrSNmK3l",
+	"KHvoXNzIatgnu150JxpeQmPH2p0HDZ6Gy5wDkP9/x7z/NlPDl3tT7cFSm0Jp+5GG02JZU6mPeN7qi9+r",
+	"LcN4dBPAHyjG512KD0y/E16ZJcR7xqH5mSO7MbcyY94GOGJKYyczgArKRsKNLI+b8olPlkpwIPvXlrMB",
+	"tGIFvcPTKNn+qDKRinEccYvYtQ59N91b8btXItNjYRiMscXcgN+/CoODspkbNtiEZr2l4EfK7YQ+L409",
+	"eWjStX90E+57Z0kk7A+tx4ZBExQ98XBiY1HyCLjeve+YQEOxRs5ZEETJ3uEH5Acp58ZJ8AE7v7w4qyNg",
+	"ASvzB5ZO7B8gToO6lB6zD7/+/fQnMDZ+/vHF3w7/dtj9aNzbsWYnsmQ5VK1DP/Br6vJa+9lbYZ4R4swH",
+	"oewfT9AWqQdH7YFX2CNnl//tt+lRTJF6oL6PcSfvosMUN3HesqtvykK5AKi/+Mz+NRaJHMAMCLtwLRZZ",
+	"B/6kMGsBwsFwo4covw6YD3ZNFXkIHHhN+jnww9r/6qg4XpanrR3Nj3YZa4zu2zKbR/Xrzm/HQwYzFwh/",
+	"NY7diblpULo3OBa4Ab/mUj0LevdNjb5imq/R27bU/3SoH7Ha7pcBfJHsN8Jaqa7Xk/v4hd05kp8F1LUx",
+	"VxUvyDFJeBvPT+5f+CV58vQfRrpE3vsN3lL7o8t6Ux+sjQdwL4StdfUGQWJbAye8PYER40CPY64ZdieE",
+	"0vCzy/9GWNRGw9hd46t1kbjqhsLoORlxA13AngHlNyKd90n8m3SE+EGu4Qmp97yxZY/lGdlyrK0rZHnP",
+	"rA0wynXdxRA0WdIaC3s8YDKk1XuTqih8khfrUQ9nbq0YTwjMPgrFWDkW/YSVwlRjChftsUa6GEVr4zwV",
+	"pace4LsNqW3AzuejtY6t+3BZL4Ru6ZePdRQ5xQ5XuTQYQ67v9T+l/SiFf9FusuXseQSOIIl2vdRPD2+N",
+	"ax18yFu96ZEYgqM37IhGRIYA4Y6clJ4+PHOoSrXn6B6paUlIuLJtmeCQ+SYVNcbqAh+Kusm4s0hTBzR/",
+	"jP3GmJHrZIBDO1rK8/CsYfH+FhbRSvZVqTzMmaYKrOcdOU6Ay9L0t8T+eEaSO1pRWkOTTO6zJGptisc6",
+	"ib1CL3GPRCdpl7oRg6wvpBJHoQIK6ZuQypKoAjLpzCiP7u7KLE8WSjeicg5x61Y/YUpMQyFlQDYD8CLE",
+	"M8NCyxT74xT6mukh474Coi7BsXxmQlHIUnCjc1y2d/qvGVHJYxZw1nP431Lld8a9fqevfyr1+G5PXOq7",
+	"3f/B7eGDcNB6NdYpAI3Ihglly6/R0/yoRaM8YjhRLdeDRo+M4hMz0nY9v3GEz0zPBRMvCeWkqHkjbLPP",
+	"ekPfU8GtY2FyzK/FrgH2ipxO/iEQK5MAAtGm0VPlLGLEl8UmZLx0nJNaCTPsJWxldiMs631/QHCRps+u",
+	"3A6j6JGmCT+eIbuGhvlXpZ5CFyKuoLkYjBKGF6oWqMNfXZawzOl8EVZzgWE2F/UUXjaUdU+UkKea7Eho",
+	"0cLtaCfZUXws6l09zRfcPXEnnTH/9E6oazvaOTp88bdkZyxV+Hey0GfnIWy2sB5d7Yn8MXIy0e38YMsu",
+	"lrVF4y0k+Be9K0iqZjAp+OwO/GIfOxEtScujZHgiz26KJAUxRWRcXbLUU34aqBWBbYfuorXFBZJ5ynqH",
+	"B3vfHxwkHsmXfX/Qr9ua/Xb+zlNXzHlqViKhmBd96DUzgMsAf6e0ZSNd4NvmuACoWTQ37J6uVTFrzG7X",
+	"4AcNVTgVM8ql4ZYmtgI3z5PPCS71c+Ep9+8xby7ECm85Li2seSGHArCDH9RLPrdtXYC+eHa8r+q383db",
+	"MJ/n7Pb+ueTKkmaCikno1faU2HacJ9AacLwEbW8iSqlzmdXDZVo55uzdd4bikrKEIF15ywtgxy+/P6j1",
+	"sJaazd1O5RAbMF6X/Aprtm/EbOjYHbOjUlfX2N9l7PaaGkIjaCC39QDcwOqSVGL6/3n29udFRnvBb+fZ",
+	"bHfI8JtjtGsGJn0xzFogcg/PgFcFKQ13ZOonsWW/zzsB27ay2bC9D+x0rDnuZ1No++da9rVjVZ6nuKdY",
+	"L0UmliKPHGtjWSky6BfhVMv+gJ1aqjkwLWoq02UCWROCQytvp+2Cso3aR4pOwrBWJLGuQZShrlqrs0eM",
+	"eyU96C7Yyqu2miUxdB4r8f5uA82urOXZCLqkRHWskbWNL5pFr3918Godo/s5sO1koTcJgNjCnI+Z32wn",
+	"Gue3WyvRMU53UJYOUahq7I49vt0d+pXDOlk4E97UGTbOhDtcDEAa/JouOktgyP9fhVVjNGZ8286yhVw9",
+	"Rswlmj9WrBeawTXHchyM0V3jjQTsM29qGON+14j9cW6MmczOnSPAKQtjvtK6EFyt5WOBrd//10RcN+Ub",
+	"dmNyL5OKY8HdfJ/kNpEGHATeufXV3pdi3yVZYJkfVIu3fFmfoxMSA5RkchRCUhiHCnBkzTgUZrJQr6KO",
+	"ToK+jaAjNgoWh7KgWCN3hHWNrB3GwpVjDKqYHRFGTFPxZ9ORUPQCXpbyVpgBOxcTwaEQWlo2JfOB27ir",
+	"YaWGUknqZF6LIAAPDyk1fpyN9Jg6EREanncF3VuC6Agfs5Bc02JYuAXcptRso+wb1XZhG0Ij0EdCVDBW",
+	"T7rZ0UVdh+0VyCZDusC8mqS13J/1jAbBHjL0onQZpXHyjgFcc6n6SeBcnk24W5wSmUsz4dbZACxz7KiI",
+	"WZ2erMHpBuwDxLWc6utYTVN5ZIWmTm4EBNnCEPTkufADPVnODmDJvlbqfzxi1pO5JsmTB4VcwDbH+2Ot",
+	"pNUlpcStDgZXZen07ZGzUtyghbp2Qh2hgoFOsCmp0rnAYgWQ95yNpLG6nLGpVLmeOoIGaLqEPEb+Mr8V",
+	"JYcGgspqdlU51d0M2E/0/kyPBRuWesxGgpf2SvC6DSpWTuGXR7rIodvXWIx1OcPQrwrDauoPgA4xCy1L",
+	"CdWOWpWUAgkMOJguRbtViqv5vl7MOxM9voGSZ+bg2MFE8jxobiFJ41F6CnbZWKrKCnPM5LWCacDy0zMo",
+	"QfzSD9gBNcmG/i50T5ctRJff4/sbFlEwW6SyL1/sJM6sk2Nnfx4eHPztAOxj/PdBsGigyEOUbTbeuXDm",
+	"TmYbs7Ua/MNu/1aM8Fedi9O8y8z8/uUaViauU+t6r/g4PNm+ODm3Ahrg7qwxgrcqb//+cQh7qpWDeavy",
+	"exjKj0CDbCpzO3InjPz89UCykTZCeXBvOpYjZ6Jb9GYcvjgIlLx8xPgtCvWuecb+9v2rg/iMHbacsY3K",
+	"0QXab5Gjr4lvej4JfTw9wW1F6r3Z7L57fy3W0NKjtY7lKd7ZJk5ftotTx3vaUqwWJOk+Scn7l6hJcJpG",
+	"3Hq1NKLT91eE0lOjoC3V3CfV0NouUs8DEUyhM17sUT7kSrLhrJDXI8tKQcDcdUbZMGowAeUWsVI4KXUm",
+	"jDli17rUlZVKmMTpkRMo7ZK5WwKvL74++w0zeCYAn1wI00pq79zAKcV2k80n4u+E2MeK/Lpvot2EO74Q",
+	"nHA7vGv8HodF2OQBNpbbas0kWjcTZSrDrCjHTlPPxSfhc/41OCZvpftscDUQLYJIAAEwFuMr37UY3HLV",
+	"cOhsJVQmBC/siHHDjHAn1plIYV0G7AMcXF0a5mxMaQHxmXo2Y26az8WA5u+G8um4UzP9hwt+bdiVGEmV",
+	"LxM7F7gqT1vW0CC7HKC09rjBW1Fzr7RaL29NFMafmXunVdSm9uHqin5nRKe+6xHpYfBkAsbnxIlGCFw4",
+	"Za29juYtPPUrfG6Dx7j+TFdVhzvH8RQG30xfrnjW0ZHCn9tO1KsvPlH7nxV4G/50F9c5X+HABJcyvm7X",
+	"sELrCVSZep3l5OwUkYbBZ3XttJPKCLPq3J24kaxIi3D3MZkvjMGf65aMA+XdKuunRTxk8UFj/stoot6B",
+	"LV+/18ImFRMegsz4Y/xgVLgmGOZEe7AGZOe+kYhJaoLzwSF3iE0oLxhpfQOk25xuqz5UH8nlwHTfDmmu",
+	"A3n3VYPcPVotEXVnbaHSdgS7zZJp1L1yuQkVUCtptDT2ns8Od2YQSMY+w87wlFvjLBz8iMGEcWmowzx6",
+	"0LwsRtOeAJYqt4DocOPZKEEAGCpUwuC1N82Is00KDqQZ99KE9Qh5MjicuvElloh7ZjLlyobAeGi7OZ7w",
+	"sgPmDimp7kDZYWktElVTa90MC1kIHHwItVER7+gKAPDJZOeevuYzjvKub+EN3TGiR+KQ8/u6VKmPj90W",
+	"bOshGat7ao0VuBDlrczEbzXY3UKjVHC71KRZ8zfPuppAOZvlybeiNMt6gsdaEw0TMmrALqGHUTPyBguX",
+	"irokzzHMFdrS32kk37Ci5JeggwX45d7qR/eZ7juvGt2Gc7ghCpyKK2dP7El1pT+t4TxA46M2W/A1hk20",
+	"cXoEqSoNYmtCyCSg2dQaUDUhWfmfFx9+ZRxEipC3Ih+wt+Bydl9k0rAbMYFaDq0ES/GzAxr94B/VwcHL",
+	"7Betb37lYwH/Eiki2DhFTQCOyGzXOFqlGge8KPM+qULSsEIayP81Iz11N2kjAgoOJgXCawD+wbihFFpd",
+	"u//W79OVvdKfQDA6WnR6GNYFSswRUvaYFeKaZzNmFL8RHzNucFGZ4w+GEoDKMS8kJCOmWn3EBfqIeD55",
+	"GroypR/UBVx6TVf6y/wyv+NancJG39Uz/kVQOS3KUbBdMS7Ax4L1hIQ0x6Eux51VECPa2s6Umlfrqmc4",
+	"AjquV6SuxbnkXUOAey7glientsV7uxbEDtEYrsZTZ+GPxZHdclYqx9OxR4wZVizmx8Ag7sCPzcxYMR4U",
+	"+rqNK8Pb9pGNrMGO8X6vf+BjTX7r2aixXOW8zD3jM2xaSmuF8jwbH/Yph1DTgFFBW3JlPLiBiUxR6mFL",
+	"sBaQPC1j41aoW1HoiWDiE89sMWOA6uw+nQvHQ0tgcHiSSdtIE5bCAE/z8Keje/cPnUGOQH5if7OZ+wEj",
+	"7+4vVKrcXzm3PO0P2Fnp+CB0k9BD+hn4TZRUmdOkHN93d4HU4pllJ8CGnRiAGaf/c/72zcnry7dv/pkm",
+	"MAnlZyCFGbA3YTYEV0VVHmMN1fhDK8r5wE4tHno4yQ+w+uf+5zB5/P09//QWX93J4+ubH4C5b5Kj4SRg",
+	"PuuwMjq2SAhbTtbVSe+6CWcQaytrMbMXX87MKKVmX6qh7mRpHmkI+YuHgEM+87u4utDZjbBH2HKb21HC",
+	"THVV994eC2NgirOJcMqaWzuVCaaq8RUm4WCNhanG7uUFoCKqnBx2uBhDPpaF70WVcaxwiSqap7IomBFO",
+	"YXEKLNw+Y0qI3BDQpF8X4jMjUYp+q53pk2jc7MLkTt3ybJCuuj/aYeH55WXRpb8QwX10DKslByvMdS1a",
+	"OGynBTffZed/2u1j/m1yXfJcEGZLPSwQrd6f3ED1JLOmRfz3nYQCY8qKT5YBlIlhvTTe//dIL2k/YUPA",
+	"pvS6MJ58KKis52YQdAoRQBEaRRqWjkRR6PQY7TmUVild9iBXfJ4UcUbXpTOwrmah+76uLLvmE0MFUmlW",
+	"lUaX6YCdgPDk4I1SSmQ2YRNuQtaq0WWNtBUGF7RbJ7vpVZRsZKWqBCshdQ8Fs7S1wgJKT+AZx1i3ACP2",
+	"CfCQzAR2nxuW96rhw4gNY4TKDUtLYWbKaSne0Z4V0nGZUvC8mXSL2xoz55OzU3YlhpiRVcwcH9IqLmSl",
+	"/lgnlR055pSFPhWAdS146RZa3wgAzvGpX7oQITaQaX0jRcKykchu3N7j19Aeh6N4xF4dHNbwCASEVrPD",
+	"hL06eOkXSDBdymup0PXm8cwIJ8bXzaFfHBbJPXxQPzx3Y0wANJowD9xyZ7HxwhmMbUGKDxOhWpndKm/e",
+	"68UD5QVLOFIA8MUELwuJ2UPuUKIed/7276cXpx9+HZz++ubtfw0u3v4fR19WB7nTOHVdZiZOcZmdO+HW",
+	"cbudo53/938O9n745+fD5PCHP//xj0Hnv/6fndVG6SEy9bkiFGj+AfDJPjyNbWzrHaIj6ZTsNg7j+c9Q",
+	"F4WebhW0DiHlzuwyAXWvcun6Crrj7FPbnjXMzPlGP6W4lgbFRmCek4JbR5IJA3BolCi+nU5+RDV2k1IY",
+	"kAe9VEMtPiIv6uEQ/nEM0NHwDPDdSkWfGnGDLdEzXeb9pOFpDBV37rDipy5Oz9B2nejSen0P+wzJkmXc",
+	"8kJfh3ajzmSkoXkR66w4eCLFIQ1o4Qb/lnrJi0+3m2Q/491vaJUfy+Xm9wzMXmnqHYAj1h2fpLjuIpwL",
+	"7pubMm5aG7DLJg3ExrquYyL6vnZb3tMeeGgSd8Rq6Lx/QQvBBVtwjufsf8Y/TvNlAFVOVdIQiww8gCiR",
+	"nVrTBNXwVcw+bgl8KfViK2UpjSCt/f2pH0PKeuADsiMxpgd/fnvJ5jEI/pe//z/SdruucTLXyYkI/RBf",
+	"HOzl8lraunNZXGTajCD6USyNIS4oCS8O1lIDNkaoXVYmbeg2inhPioSal9abpedC3op9qW6lFcsQORY6",
+	"UyGZel070IG/3ENTFEX02FkA0oJhm559uFikzEW0opTlWhhyRo/0FDxHXhsx7PTXv59evs2PAP+bXb4+",
+	"817wBs5nLy3t5HdpR5fZhJDwKArg2IVQpu+Ul9/enCVsyiXEDlOnvenK1lDRvkT58KAfcrLCfLFKbF7r",
+	"cUNHUwihxpzolmPBhlwWwQEfYY4gy6It+Yi78ZEGkg5Y2ghdpYib1tZgyHdibC5Ca1sgtN6kdQqrYaIw",
+	"Yor+rkUEpokuinYkVmy8iJhMiwz1FOZBTOSdvBU7m8Eejb6An1wBPrpwWKH2SU/dEcJzRebdg/dHXANX",
+	"CSEbBXWL2yZtfVtYpcA1+Hx71F0DKQ1ElfciL9paSDdExnIIpzNeGTHf+qOJ1oTeSPKuKWBlEF3shSje",
+	"j45jyzLfm/DSzsDtz77rIyLcj//3LbI68NY1WHINFuc4MPot0JjlTIkpkXgCFiAi+LeARYFzLhottj8i",
+	"hKnQbxbTe4kS2+CbHpT5IQrTnVjfI3G5VWhREZPTky2P+8Z4HIBaPS6LmxR8dsWzm5WaMTKTmANRU5Co",
+	"Q1PI7MfqCVQFS0i96F28OWOp+Y8z+l6asNT+R0rqISJ55P0jx6LOL88YdOSWhhWCG/Jlzyu8TVUx8Y53",
+	"94Rl7oQI73kLya7uzfS8nggl8rr0AMMNganW0ZA5BZhxpz871jhxWtSiEv3dwatOBfcY4kPDynDA6Pvu",
+	"4MXCraX4l8gsZMhBKMsfpV3DUhrkQOYp5eBFQz+Ou0r1Uj6ZpPupz91P+yEVL8YVbcwvCpoZwhplPdCI",
+	"Gy6GSFDtU7zvf/nP/EeKK65w30LEqmkKxW+YP4Z7NBuz/5n+cnZSuAqvpQZ+PkIEcnFuOuTt9PnXwXqr",
+	"T2gPeADWDrDDF4f9hI24ujasmoSj5L8AVRJgf+AiwygMvJfgBVaYBP7Qb1Yy+q+sZRr4NNPUr+2ARpYi",
+	"GgL3di94Wx9WenbMZynqIm5VwtxD2+6m34Aova/CEndgglMjFmIPJ3rbeF53kR/zzzWEFreC9VI6/Rip",
+	"eqty4QQj8KjpaObYsXC/9aPmqcu8w54AL/A767iJW8YmIXUyEl3Ei1Hg9bsg+/1KrFt/0pZX/c+HY1J+",
+	"jZbzp63z+J5050Uq2KzzeCmtrkJ5Dpb7j//3bcKyQnuPQa2PJqwUpFZA4qCulWIzp6CGieP9A3aikKyD",
+	"vlJ3BfmBkQr4UWn7ERqjp0vt9y3J3zfJJwz48FYh2Sok6ykk5BbYCH9bpo5QOHof0ytWcDPO3p/8evH6",
+	"zRnDOuxTNdRoKoBJrVWzL0LkCKDoFdlpvTibsDVDxrHDRn5MnzKka7g4/C43kNcFMZ9jtmi4ts5z/7Pl",
+	"5uY0/5OMShqW56BSQWoGpZLhd6Rh6UWVZUI49YpplWE6Ymqq8a/VOA2lFdKxcKUrlYmcDGoC1k9PlTsb",
+	"hbCCwlMLfgTIHa2TGiFBpBfVq+AnqKBlDNEsxSjNZX4WIAe8nwGvffRpTIjVBe/BZh/xkjYcFPRgpUrB",
+	"s5E7uOmAfahKxvNcusNxVJel/EiVidTwFdwYVWF3MSW+q6cr8Vc8Uf+Hsnw2aDBHH1piLWNSQNJxnh/F",
+	"Mo5XqEP6wAYmvqPNVvpspc960ufE3NQh/k4H74ZTr9pZdKdJXDPuPSNz7+ULxXKcfFjsLc9GVBhdp/0H",
+	"B5hvpQ2uZTvSWNan8omWyrq/vYOsfwSp8/UPvtbwSuczSC+m56PHnW0e+0A73O9p38lH9yOTNpZIu4bp",
+	"qWKFzhCXtAdIPI6ZmsR3ZCmZzE3i2HEpjBGmH3o0oLDsgMlp5bortX5YUlD1O7R53LQnrsqvy0i3dvu9",
+	"2e2xW3kxyLJpDoMF0mhzr5NOHsecDOt5DAlTTRwjNRhtryEnTT9kmcsSeqtns6wQhNiaMAxKQN91zfP2",
+	"ZOz3dVzryeICR2Nchh7ZWL0tDd0ngGRjaTcBBdyglP3PjWjrn/ulGIpSqGU1Ga91pazBsgS4nWoGm2Fc",
+	"gJWLISRNUgeA0cOV+LrCBCSjKE2C1mCmndCzYjyBvq19BI7jAE6jCcIbkOL+VeXXAkJaVpZijI0RyjZQ",
+	"4p9FTH/n9SxXiMT38aQ6ZeI8MMdfgo/7Cy2S6j6/CCUjckBrviGs8tYqC+7sVajeaG3veniQLO9stKKv",
+	"0QNxq2hHO3hWfbK3DOs+GVa9rots4DH4l+ME3V6u350Un5TCvRZTvOmk90NqATG2wFGmuipylmtqhjiV",
+	"RtDlRVUiNAt1gz9CbE3P/7BGJDRirCF2ReloNuMW8sJ9a1at2jq6RWWy6AWqE1oUIcFJw5R7kglV6rpR",
+	"5ID9WOjsRqrreMvwa+TKqafs28JWqhDGOHsRk9aNaOGt5/BgRIzPmqn+czOuqYVFWuKZOqPzqUvalAjR",
+	"phTcIH7ow3mnGqN241meszGph988V1tv1TeVB7lwjO9fOrS09HQX9j3PXWEJNvTTBmZVTXDe9w2ZdIUF",
+	"g6fNvANkb//Zx6q0DXPx+HYtkMdzCqD6640i2z89Bwzf9m0RoD7vdQS+ztg3rrlzfTG1P95Jdt6EHso7",
+	"yQ453XeSnRAn2kl2fuKygD8u5VjkHyq7k+y8JjHfVpi85vK5xzoRGvBmoPC/DEcYvpxBsKaGJIyQh3rO",
+	"hDiSeSc6IolMkf846wQm/P7gi4ekSzbikAuhK+txYtr7m3WNEJqrube32zlDXhgRxneldSG4Wn+A3Lox",
+	"eqA1t31y3DmUYanH99CStGP3vIa4YhBWb2wIBG8H8CUjXZXdJChVJn5xd6zb5fTf//bqro10X3Mj9iT0",
+	"WJJW3goEJaIxyjyhlpLuRYkHgsHEHadpuW0VTrh1zeFGzKa6fDpwnJEcWgeZwG/eFppgiY3b0BMitQWb",
+	"K/1lk7ahsmAXyDVc2E3l5Qs45RxKZ6tWAx0Xn5Zq87Sl+5a0nxdpo6YTUcWueVhydwd1pbN9kd4twOGB",
+	"PcKMKEQGxI6nnvmOTeQ3yKvQ66vFLx6dqgsYywrvzdbQ2BoaW0Nja2hsDY2todGQG12t7ECEbZWQdiUE",
+	"BPzDahyf6a/lyGeYhq3VXCPIuu92rWqEY7tMt1ilVtSx67rBHDzYER4Kk3iyjYziyXfSBk1xG5G+vw5G",
+	"jQP7gMS0j8Hd7uAzKmuG8bqtKiA7cwR6gWIvyPfHdmK8gMIuRoBX1LjC6gK0AIgyOwHDsxulp4XIrzF4",
+	"60PQmJofhZSPMbQt6zdTPx+PNFOpXLfBYOG4nwct33/kdmH2KyrwfYT2z0dmLWQZfLU8Zht8XapXwPbf",
+	"NzNcFW9tsMNcWC6Lv6BiSDWpbOIssUlFZbMeysqpHsi9Vukdb3AU37L2QUuwXAfBlkLuxq02sjFtpF7k",
+	"Dekl1FMR+zytwDWOwER9Xyhs4wC1NbVDjy30mYYWVEZYi213O/uYvsZh3DVkcOlYryVv3RqhA7z/fSNf",
+	"7AFa3uHs3uiscnpXN3lFS7sVws+wdO5nYTtpZQNtURfpeN+d1CWl27+X0gbQMCRKxJhEO+KKZzcGcM0w",
+	"ZiASaLwHlcwJtYOReFsCxkg02VI4dQhLnqF9ldU+79XdX01qhK7wBFYbt4Fnnbh5PBHWcP+GQjwxmOkK",
+	"Q8HvVcjgfYzczoVBn4Czu5Obgc51zHSZ1Dtf10kFW3YolTQjas5BLtApd+dtPpTFrCaIU9ZLI6XlhBA0",
+	"U6yDvFbSQKOjqxnIoTQKTaT9LV/d1kGv2W/ecb4NsvMuC6nJ0CcFV0ugOABjAZw1jlFTP5maX2BFApIi",
+	"hXg5y+Vw6G0XKCLGbjMCOhtH88V2gRx4OS/tsSNX6K9U92NdZNxnBVffBN92E12XbUM/t/GEl+LxWLYb",
+	"b2cefsG3CueWMa6Ll0jZ+tBjvsUoRHbzUAyy5NMvtV6B+c2bsE6rFZ/sElv1nE+/VnM1fEpm9TS9xOtg",
+	"Hm4Vt8zjK7NWYVf/CglTs2V86aDk00DOyc6k6jZNIeIFuFgtA+q0VXWRM62CueptVUBPA3NUFwX98wut",
+	"0KdA9Pev0Cyj93UM06A+bo3SrVG61b0e2yjdINdeqYStsFRfo/2zgsFHxZTUcVorcVfD89tj1WvYorC6",
+	"Wzt0ywu/HTv0EZhhKfa802d9ozS4iTxikU9YYGNt7BFChiV1V/OEFdwKldXgab9cXp5R8sPSGGspLvzo",
+	"vtpIazTHFW65Laf5GozWst7Q+wqxdliof+eFzPl8/DRpWqItOg24130YlcVw12h01KDOho/BjMr3GpYr",
+	"/gNVp/jtEOxt6e7828QN80kR/eZ88fX0cNrbUOrWat1qak+Lab9GdWZzfHuFYjYpdSaMWZlgGg2QHmkL",
+	"D4TkNiwnQzQ4kbd6EIPydUZD+Er1LpreheVWdKN9wT1btvGYWaaLR3zDiWn0lX3MD+t2EP0yn0625xQh",
+	"ILam1lO3xKDEBNYbAcK5ez/1zCQcd2nmsmqPoypdht0wfW94bKBESHROakIDjjbE9HP40lMh601pVjSz",
+	"E1jJtQpZQm/5Qqtrp2G4VdxsdUvLUJerUngwdn3N01an2upUz1SnQi60EX6+nja1T+x3SXYa9LnHTpO8",
+	"7sUbD/ZB2DV8fcuvt/x6y6+3/Prx+DUqq4/IsFey6w4mzXo8lJbTFWjMPyRzmEnzEHr3xZaNb9n4lo1v",
+	"2fjj9mZ9dCa+tNM0qNyLw0MG7JtW6ZLlWhjqDIdySVpWKSsLAg+BH+uOEA/A3PVky9u3vH3L27e8/VH7",
+	"bj8kay/tZB87nK2B4jzXEy3qKDTSxu76mNRIF7kBdEpR5I48hLLFLJnDfM1lKTLEGWgDcz63kzNd2nc4",
+	"tnVgXmlQMc6p+AKYU8dMbgUE4+GN+U6yIz5NICy/NnApjcXDljbm2jaecEPrkNwS4piMUF2jeO5RvHjD",
+	"l/VzxKXdstRnyN0AxHqOidwTtkzSoY2emJtOPoWdpWEseghi242tpEQBDkrosBSCadQQMPpOMNxjDQB2",
+	"vSu3gwQ4gfwCcpxHIrvpw8/Y3ywC6rVTmQk2HcmCDnPe1Ys+JomvShmNJ7ZCC4UVYlOuLK7Tw6VIxYNc",
+	"rn/CGLda51brfK58GWiMq8CbN4a9V6ub+5/hv9gHE/7sdimcC9KnuCc1d9qBcV8JNPeBT1tN7AJdBm1p",
+	"E8BxlrLVVVh78IoOpD2a0oYbQD4Dzu5Xupu3/z6akZ/Hy83NOhXW5+ZBjm/Z+patP/P8jHnGjmd6o+wd",
+	"aoX2P7v/3IW1W/Lj3XqVTytSzhOm4W5eFDOmnXXtfbse/+1a3gq1zKHQZPyreH5Q6XL4fgevJznZzei7",
+	"GzZ8/913L7+LOjYcrtOxAfwKpd9Sv0hfo4NhK5W2Umkrlb52qRR0aSxw2KjZYUuuTKZzUe5ZMZ4U3K72",
+	"d4dHWG84HE/EdZ+FZxNGTaD3pjJ3okqAT5vw7RrN4B29aZykVs0G/O2O78vw4csw1HXc32Fw4NeK+pxR",
+	"7/oelpu5sbgbEJ08vqOzjdV8c/ungRm+uE7LvMZhdba9fZY1GKwPvY0O3yYdtOjpdKZ9y8eP3c/0t7e/",
+	"oULVnUzfrQp+MJmeiKh/CFLiq4Mfunyri8dnZzO6xwW/FT8BA/EfWuHx9BN+WG9ny3qsHN8TF/lbCb6s",
+	"5wZQQTvZPagc3v/s//yVj8WfyCEKYcUir3gDv3fwCs8f0BgEfrBI+/iGVtpfKmHd0PwHYvpssQvj2fxV",
+	"R+BWzN+BL+GpyZ8Pf3ourUGQaDbMKjoQL87FpOBZt34AxmykDDhaDMAKVzqfsXFlLOPXpRBdMBXPgx38",
+	"c6uefF3qyV3J/5tST4juH1Y/WeUTQGHq7jzySDuhw7JhPfIJsLEYX4nS9AMfqnNPDCsrxa5mkcfOJAFy",
+	"UJY+Qe5qxkaCl/ZKcBuAYmTJbkVp2pujuxH+CnPYcJ+uZVY2ru43Yy4rWm9/GOkA3E97LLNvRDHcD8eg",
+	"O4ZyyW98AKW1+feuwdQlQDBwotQyrTJEhYJkeHh4zKxGJGPowtA42wmTyljBcyf0phzbPAwpqR4ae05E",
+	"KXUus/rYLh7Ry1JeX4vyQhTDX8KsNnxaw4fOITW86+CGUTPLb4T6Jo6wOzZoQPhDEhZB6ek9HOsuLrv/",
+	"WUGU6M/QirH7bP+fSlRivtyDMvcWU/qoSgTrQKSJeyMeI5d1h/dCZFrlVDZId4scaSJ6ggmFaczNyhED",
+	"XW9lLsYTjRiIN2LGxkCDnJXCllLk1PXd/bMqFfU5KY2NOzW2eaXu0Lf2fZh9h+aJi/wku9TOz3WFyhkt",
+	"2sNpnN9wR+yt52wtz9mmu9WWItNlLtX1Pq+s3sN/7otbXlTcij1jS8HHSzrtRf2UCsFzUe4aYGHUkwnf",
+	"hy50eJXPc274k7hlKbfpEcIgjbhSotg1LHVDOoc3pKw3HclsxKZSmb5jmACHy68KkQOesu/6ZAoNdYsq",
+	"YYJnI7i267RqmJDUKongEE0S1Gcc3a5hRsCaOfE0YKeWUAmNB+deZKpvaa1OwmAvcNHWyACZj9St4zK7",
+	"R2ff32VpK16g5uZDH7hNvVwMeVVY9vEj/fV3d9fHj52uvVt3fecvjeekZqTN4XR9k08m97siuHVM5t1F",
+	"Pe6G+94I8CnIMWSXetpjvfOfXrOXL1/+4M/2H1qJ/rE7mZiVwa+M00e61qa5GSFTKHd07T6287BO1nn6",
+	"eBtIskv01US7Dai2iwnPe1jEvElxNZ4JeZEROH2b2Pi+XWyEZ+4gO8pK7Tk1t1tovA+2JEiKWnaQhosu",
+	"kKGYMoNa9JFHVgpfpHu8BCCZgYTSEBtQYzMCVOGY2SbMIGpTZfWYW5l5vg/1dPQ6g08rDXXJTk6ZG1hd",
+	"aVFwuPeClAlofrABkBmO7Qq58gmHXq5MubKG9fjQijLCdKf69P4AJCE6lK8EkbiTd5RixdlYqgojUUpP",
+	"j9C4IpcNJWZFy+TEn2lwFRgUmt+OCbTkMVaqJtUPbiNXCTJZO6phQ79axnXGjem28X8fcVsvQi7zLdfq",
+	"8LtWCvKUYqYFa9Z0CWySYWWV3RuL8lrsX/HsptDdreFhV51lbtpUV1RZz4QCanM84ZwQhCw3NyYCPUeS",
+	"g4Jhs8syXSkbeW/BlHcUbCNi0kUujB2wS3hV6VfNMg63QbFzzTwTuh+dAK0Yva8r+95N+kea85PTUDdJ",
+	"xn7ybjVfw/J36R10JLbk206+J41DsWtYVtl9ICa/cvdHxAte6zYSzgrBVTVZVgAw1rfCsIsqy4TIBdbS",
+	"/sSl0x2QUNGXhhcQzmWsSyjRVSx1hFVejrj6RVelSRm/1qzXKBhYyLvsNyIu2LQE+iQYVqlCGMPSGyEm",
+	"H+DCT+739NiR9tiZYt8dHLCJKFnGi6JJ1qxXiongWFfsRtgfsBOYAptCPkbDrs64Uhr1CHMjAJ9yhpEe",
+	"aVghDcB5K5YOYSXSFochrmxMOmZDKWz+G/TJpfnzMhvRtlmn7LjNfVi/3cJgl+oEU25olFuVoMvf5RaS",
+	"VROivZqjWDpyD6sU4Fe7VILXzdElTInpEsH7Tho7T0F3K7M/w+yVte67kH/gvW15XUAzWi2mdN1/vtbq",
+	"0cZrcoFYKcvHTXVI3tjroX8I6kWyUhuzR2zvRsy6E9C4VHefybIxoaFdDy/iKsvdVk9PLeoKu39Qzqi5",
+	"RsXUzXvLxpZE7DfGvJYnuf+nltTb4zV1nsxrR4DxtSHevcs9GSXgTJ9MCMAavZt9wiZxUzUis+x/UnBP",
+	"OFM/TVgqVA5/9t0tGl78/uwV6w1Lfj0Wyoq83+roR28MQDfZkRgnocuBT8CR6hrTXkhjIr8PGdY3YjZ0",
+	"7AOyC0p2JYZOR4uGxkJINdhdfkis57UrTm4lmmSmb0Vp6jkds2s+MWFk0RLyUjBzIycTkSfM6Gicu4bl",
+	"vnFDCAnfQsQXoF7MgKUNVpoivuCQU9srGAnUnSpelnpqKJxbeJRBOxIzVkgoWTXiVpS8aCwtQYyDJkiL",
+	"RlbpMZvooqiBD2slWJdeB+4ZIdjPby/ZolAEi9UdU1H0IXaimL6yHFxRhVQ3A/Y7ON0ymspvZZH6lcn0",
+	"GOoleGE0O/twcSnA2i0F8m7rzrniBVrFCMcoi8IpdVeC3YpSDqXInZXrZiDVNSi7iJ3Ttj0QZDfs1cGr",
+	"YziSqBHjImIYJ3cHLbsxcREHGdHkh+vhivS7gucxu9ywJrwKOhHWoRm/ehwtGNaiK1OSm5vEH8VttvR9",
+	"h4ebsuZx9OR9ArrrUpfn3Ui7hpSniXeIsR4dkMS7z5KaTSXEpNBZFsqRySr2iWJA7zzY8UvdX5HCufWA",
+	"dSSduKtbLa+D+tzqzAWUGm6wjeh9a5HiZ/ef03xphZP3hkHwKScPGOu9OviBAOMwZ807tXXpibJP+W0p",
+	"vrn2XaXgBY+cXMxqnTCMcWHehrvBqQvofiI8DmP1hE11edOaWIElIXMC926Gc/zwaX7G7ajFxDxx2gn6",
+	"Z2LVE+bh9Dk7X/3kUyOGvDCUpQ1LSKGMay1MEvQ3crqh7gWeSpGzatJpoM6vbcNQpC/vHMGnA/e40tq9",
+	"+AHZx8r6KG5utilrzxA5IdRhbUqzIK70Z9KuLHhntuMzAMBW6utSGJMEi1D+IRLGM0hc8kZXwoRbBuAt",
+	"GVq/Ppi2aHlBbB3quTzl7s5T+KuDVxiwm0oj+iuVic3wpcv20X09Osgym2FrKtxbkRPPN0jOX6Cb7OfC",
+	"clkstReACQTbVldl5g15adm/wNPVA+kq87rHtZlwyBsUPBv1EwLFxQDchNuR8a6KJj9I3CtX8oSVPOAN",
+	"TuopcoKnR/m0WEvoH6OU1tDmmy0/2CQ/qOUtLfcjMwg9Vb6NbieLCJ7Xq5kVJvY9s/dnr/oM+uoOSz1e",
+	"1ODtqNTV9QhNE+AScSWadyQmjIORxK3l2ci9mmL6v1xenrFzcL/1Xhx8f8xeHX7PJtz4hjnkqsi0yiXm",
+	"CDDyE5oBc2ZWmlX2I8z8I87iY1UrZCnZCsGsaGYtoFEV2VtTbrza3WJD0UrGxIe2xb1wqtX84lbmQu+P",
+	"J6+ajCIk9V1JxYF3zbOiVs4wHenC77yb7Agyn+DTr/Gbe2+kmWgj8aH5c5PWe5nWIYJwkhz/HDQY5sKo",
+	"/kx2Xhx8v9FJ0lkB17QlP2/HZOEQtpOHdw9T4ZmXkWGuTo9ePdeXyNe6qC8gAXr3upF1gdvC6d817JYX",
+	"MudWl1vj8PD71Q/A/v6q7QW30gwl2mvP1LAkTtSQPdqzovsyLr3guKPAAenw2NJGqkIq8fxkzJwiDAV0",
+	"X4F02XL6Laffcvov4PRnBZ9tlMtPCj7r4PC5NDeYstAdj4R2Pb5+qNRFIfJmmb9PBfCM2zFCKP1PMAGf",
+	"SnfAQdgPEBXgnpgZK1AE1DU4pdaWFVIYphXWC0ho+GBnCXkzobGEmXDCy8CYaCMvYdewKbeiHPPyxrBe",
+	"Gt4+KPT0wj35o5NLacKiS8OqKPBn33so0woAOoB59wfsp6oo2FhwBWVDSkwxZBE1xoR0jWP2jr5CAaBS",
+	"OKYktUrp6SiDIicAvShIG3Ci601MKC4EKXMgPHFqbyiAIFUdQZEqF58G7ATrVDFpZy6zuc5n/k3dKD1V",
+	"tXaPpb4DdiGQXbkjsneri2os2JhnIzdmPVyd/dLRQs7f+kZiUHmz4DiLn1uWsyeULWcQZh9HQA7fQoVR",
+	"ID7aaGPnYGY359UAPtDJfOJUSnxG5Mg6QqI/7hUmEy8kt4U0NWZEITLbyBOrCwBC5h7SIaoIvSttR6yt",
+	"OO8Y6d1n1Dn1csB+4WW+5wN6+AleCk9n2CQBuIG7BmfxP4h60wH7KdyPblie56UwlG814XZ0hM9RKhwS",
+	"6lCUQmViBaXBqx8mh3rFvWFIcx0G7vDk+r0MwiOvMXHzjk+dTCZ3uv/CF7rf5aGf/EnoyuRePKmUrOiT",
+	"0n+7fM3yJU01kWbeIEBbR5Hozro53DiaUiDyB0pcGeT/SOsb1tPqI37z43jyqjNqj27TX7S+6fK3f//q",
+	"bqMCoQcCWDrZP2M9N57EjZbLboBVeOwCRtM1kpcvviRbPzoYxJDudDLeItvacHvP+Byuk8wOS71Nc1qS",
+	"zN6UUQ8nQPfr7KX2dPfTshRQ9n5ViCNK34mypnfJUYNZ6LJsJkvXuj1eRJBEdKncCDGhsn4gJtKiAELA",
+	"a6dWj6+M1UpAHjjkNlHzOJVTmlOc24ROFajxd+LVJypbXzCOQ3XC8lor4TRdyhySRcGuhHvDtJTWCsgu",
+	"d4ovqcc4wJmwrKe0/Th0Nmr/eC41rV1jLgS/hXCq8bLdYJL5FPKzYUVil1G/K0FrQS5vIic6/hR8Z0Vy",
+	"NGlUh3uHBwdO47dSZZbJ3HhYIOx5DXoMOrqm6oE7f4a5/MhtNuouIfyA6BBVAQCIMLPE7T8tM3PkWW55",
+	"WDsPi3TYjbEyn9G0hJkR5Xdzsx9LKGEwemjnVO4rnt0EjoCKE7ILoNNRrKPXJE7fQ2fgkMuCCmLCuD66",
+	"130EbtPSyAwefhC6XqCCLVVvqXoN8x4F6SK5PFAFBFJ19Pluyv5F5oJE7BFVcTnJyyYFn0HpVw28HGdF",
+	"83wsrSUInxnEh66qWFswls/m9IorZCKAs9tgG7woBc9nzfUyGPIxCFfklIYGM9FK3JlzXOihfUClYMs8",
+	"tszj7szjoiaCx1QJjOXWHcKs21f4U6nHc15wxgutqOYA9QNobBdK4jW0kOZF0a+rqxIqEOSlbSIL4QV+",
+	"K0pOlYSAc2ZslFfto4mqGl9hf2r00Mzm+YKZcxgGEwkNG6goEnlU8+XYWSGGlukqjMtxstYA84KHiZZu",
+	"raZ1EWjArvE2f7v7JAu+taeSNtk18w4uR+d8S/wdxA9/SSMez7HxGd3ea2Y5ovyey0NkvbQl3e2ILWS3",
+	"eeseMtt8RjQH/3s/iXJWovAdVqJPFWRar5e64vQMPxmQS2Nh1s1iGTCg0RqyALmaf90R46i1MF029RNc",
+	"mFDy/UMU+EQVJU536U6MbJDXnYMKjacfN22l9aDcX46ke/2TzpD0IsQN9N5yaGjWfzGDBrZmmz+zzZ+5",
+	"c6ZkQ0g9WJrknJxanRxJZNKRGol4xGjGMnfchLJOF6qxN07OTllWCsiK4YVvh5FpZRxnI+TclfIqaMrr",
+	"Sq1IOknDRlrpyhG/k1So+DpphSHuBgs5opn+275jDClNEFkICDcndp1wwwqCUrD0dIiPpgn8/atWYu+9",
+	"M/Ioqn863Huvc8A72btwnCGFyAJn/6gODl5mwD7hT8FEIUAHMELcGGf1SdshRN2S35cAZT/BJH87f8es",
+	"ZiNq6R621cOx8GgfE1ZRC247kmW+N+GlndV+j0KqGzco8HqsVvq/LK30iQnoOcGE3e/xZJiWRLVi6uys",
+	"FE5buhW7W7G7FbsbT1vdkMhdkrM6KbgKrYq7s1YVE5+4Y/DY76Q3FeIG/DAHfzs6ONg7dP/vxMFvl6/7",
+	"jjejw4dDVic4c0s9XsJmzwquGl3KN+rPcF/75pprPmX8iDmE52YHgbammJtzk0DPgk46OJ/rbXA1A6P0",
+	"GKu3h7Jwct/9ylnGjdiTygjlbN1bwUx1haJjWYbhGXx+hWPxLHKmUoshbxq3uRUVNuZ9Sh5FN81lbTZh",
+	"dbck+ASSr8JZfygk0RPmZEsxY+7EuJc6scIVOz359QQbFPwRghDUuAXfTWlTvtjAd1FBVClPKgwyLLFv",
+	"i1f4sJ0BJDVxC29PABsT7Btq6tWb8qLYywqd3cD9JmBwjnRVGoAVZRyAgFnOZ4W8Htk9w2+hUyk28YLU",
+	"KB8rKQReg6p39wHsCIPpVkELILB2o8fCCVFRGJ9AhY1gunAiIzG3uZ7a9UdWxD6JRRkBIWXzGGHNZRLf",
+	"qShuiFt28+iAkk2W80DpFMDd9j+7/6zArnsTFRe5249jAFhpQ9kS5lBYCipmWmWyAJA+bCTMjVmezkiE",
+	"uxIcEk9ta2tUnM26QExt6eH/fFSi9H6iLWE+JmEGPLZNEeYKPDbIlqdDvsRy/MZpZUsjTwDSaFMUEpTl",
+	"qtUcnRQ8iyRSpGYdz4kfbA3hO+FzjBMsEUi/TXL+9ATSVpXdcoKnywmAGp+GHrtPVm53bvBlVaqac0Ab",
+	"sZLp4bAlszYWtm/pvY/NDpJl3cC9qd/dBUeEaXSP4EEBjrfU/bSpG8+9o5FcGvjzidA59dbt9FmfoYoA",
+	"nX177fX3c71x+77Cj8Rd8LohQAik3xKxSTvvKqtbD7JCZ7zAp6F7AsaM3DNTbti/qvwaorndXe2fkPax",
+	"tGs6TKWj8/BzaTQccfivqDf618uPvLjDdrxsBDhBGzZDWvmR711+B9QRNz7/GDQSblQM173AVmBxXPgv",
+	"b+E4HhCOo6XIIbSvlwSkAUUWnXAVdh5AY60SBNptQvhYNZIaQgoRLJZDerRgVqweEz30QBUYNP11gCX8",
+	"ImzrMNYKb5qajTwAt3TnstsoA3i4uqXafG8I6DgMfV6kjdoo7hq6H/sp+j6LWs2DMbhDD4mvCzD06e1I",
+	"G+v+4JMJ5YX6hoxpf8AwW5CrTAD4EsZfMXeuhlCaW9GEpeH4pkz73DfKnQU4uHIscriNkvvS0AXIYL5s",
+	"psdjN5hrDXgaCUuxIRdVB6QFNxb2OK27c9EHqMce9iakJVFC5Izq1At5S3Hk8ADGkZ1S68FUwUMWWj/C",
+	"HLBD0aS6KgBXDrN1oY41wi71lzE6rZTIrEkI+NRYPZm4gQGaDUB0+PFh58uFQHApLFjrENmuyhJTcGGR",
+	"W8x199aw8JuKADc+srRhNrf1uX0Mj1nNPLtzS+dO7latfYY5lHAko730RPVAdnmE1ri0XgHRADH7pOQK",
+	"K6FMl3Jc/0ZAOWqhQXmC6DnSMIAk0orJ8QTz9NHbvzy/HRSq9zDsByHF+nNdVaRQoUvomOabgIx8A4tw",
+	"JeblaGMlHkg/0ZNu9eQCspTC3Q3pSTirKKT0RCiCBqAWfDWoHIhLpXSlMpE34GQhjz/zhSRpnxXyRhBa",
+	"LgDeDtjJvKREYd6QllEv3riuRGn7kWdW3raVZLqZbV5mRt9YQ2RCHkm9Os9DdCbsAtWbboVvK12fpXSN",
+	"D+MDCVeb1ayp28F0xq8FwEtbqSpdmQbSsxJTRIEGRNsTdlUZx0wNy3hRiJL1Ts5OmdU3AuJfc2V/HnHa",
+	"ZoM59pn2mRFizvAxAUpC6zHYEVAb2OPMVBPAoR07JmlLbnVJfM3dugvJoYrxMhvJW8GszG6EpY/D11gv",
+	"PaFjzbHc/kfBS1Gmvl4R3Bow0o/0lo8wKT9OwpShz4ENN2CNV8YFUJDG7pjHzKPyWt+YN9w24deOK7HU",
+	"CPfFlI25zUZ+SfAzkBZPI6zPjsyPWeosrN9sRqam1fD3lSOp5t275MtJWFZoI/I9J1qOWTpxplMmJ1zZ",
+	"05zekgt3holjuV9vhJjMbxEIjiAr2vUjcDPa7Lw+e2tjfdDMo+PS5XnSejwH9RGCAFUl83WAZE/YJKoF",
+	"mFv0AGtSr3unSw62sLNI4OBgXfjYOCFyA77AaEs6/YD1pgUnILfgFwHjHMYEvTk7hkQH8+7RmXVGEqhp",
+	"xSCAHu5hCPObMn/4pWERIXWNpkFrf+3ErjEgpOLAgnvgSsmoa0Bn4+IG5d91jJuIFyzqSk32nkAS/2/n",
+	"70wDIzXjZTljnGEtayfzmOfzXbT73eGLB44jRjS6jrM6ZpRbd3VkHIqsKqWdgbC5AmHvxPXO0f/8052u",
+	"0mYnuP+XcJrg938ueLnHQtjaNiJJFhQ2m9WqWl06v3O045WkPV3ulTbbo6O2hyd3Z0G9++GHDvVuUXFa",
+	"VPCcrrRCt6t1KtBDeFFAYU2N2pBBCUHeVPcSpidYY13M3FHTCp0LlRmwDxW0BSDsImjNobMKfSZmpKfw",
+	"OXytY0KgL3WqCTCDBwlCtjFT1DXXlbaVuZO41Xp8gU9tnm1oPV6LY7gJb5nFktiWJxIoOgksgE5pK/Wv",
+	"RcneQusq3cM6HgNBp/qbzuyo0VZaaLcHXELr8YCouO97JctcjCfaCpXN/reYpQkkONhy5lVb4zRdjzvp",
+	"YySeV5AtUxoLhB84hLdfboRTRCojcsrXwZ5K7ErnsyY0STSMjxmZ8ekxs1Pt7EUfj3Ejk8KwMb8R8EWY",
+	"EgSfSDFvhOIoaOZuhKgchO6gwi8baSMU42Otrsl/stAoynSW/iEdbciD1fjGilxpmP7D+qxo7ksGxHrN",
+	"U0HoObB1OWuet/7WT/XoFYExI7kX3tWmfOx/Rlv8zyV1/zyH9CrPV7pVkOPASOpru+gWiB3TTQ2kPUIT",
+	"SHmp6+EUPjKUooz9AKz322+nb/od+ZDB99CdD7nKavrn4xLytiX7/dYvPSyh7fMsc+YF2hNmSaMVYyrQ",
+	"KIxU14XYq4xg+Kx3kjoO7jh5ZZAAuMLg0wKp1n5eolSUzfQaiWq/wqhFDxqMSWvYiBsIXt2Iie0niIxu",
+	"mPjEM+uMCiXYv7RUrOdIr6kPuN8JidTdRt+Jn/Qg6P2EiU8TWbqJgo8qpX+eqvdSVdBDsXe4d/jq1UHC",
+	"cjHkVWHZ4QF2jIEOhpDo4lSsKFbGAkMZsBPmTC9QBykxhWV8wq9kIa0kkOS8pKyUE/K0zvOsH1jqfvmI",
+	"V9MlGsgJ7NClNxafLPvaoIIUL8HSUJ8mDAo4HXi8UEcd6emDq0+NjetCSCLvVU0uWz3psZg3sMcl3HEt",
+	"Zw+fyD3vQ7x3Rg/Mopu/v3aX19SsYkMRWFD/qE61wxPv+1eErhbe5KKsYMfnSgGgj3mCD9eubbOL8gHg",
+	"M5G3WtNcT+hUCzj1GMyzjKsZdM1yE8G4aBvzlJZVilAAUewQdA0vjMYnTFNyKQ126IgbdiWEYlKBpDs8",
+	"YGMUCWAvYksej5STw8DdIxNugl1Lb/JYnUu1TtiOrd7Zwfmind2yvGeYwgCn++F13eAA35voQmagbLSW",
+	"818I24ieR8U88CAh7UZ36KkSJfo0In6J4SRimtL2KSm8JQVhzGfHxMLQ93TthvDq4BXjxvtGiDHPfIDK",
+	"CDFgJ0Whp43AAsu1wGwsxH5sQ6e6EI2o+hkuxzelILbMv6vcF/f8yXnQQm8HP8AtJ3wkoExHg462hzDh",
+	"RnLWQ7O2/Tr7ap8M4CVgsr4DqWBlpVSTjfR8UUTCarRNXWJWoVTXfVB80igHVVVFUVd/lAKzQpXocqq9",
+	"xvHF2Z7foKKzsApdND+/QwmTQyczth64+/TAxWJ/fsUfi5DLaklV7ztpOrQVMx+FH/oMwEhpGbCTRjYM",
+	"tevXFgyuidNcZsKuzsw7r1bj5T4SAW8ir2ibufNVs4IQvV+gqcfiASvqVUFYN9hAWxo2lqW2iH1nd/Q4",
+	"MyLTUPSPBVx1HN/70i03N/0Bewve7ROo4YjdPugwJd+3b8ticGi+ntR90yToLvd1IuCY4WUpb4VJGK9y",
+	"qeFN0LmCQFBkCXnTQmUap1J3GyncMMby0zGbiFLq3IRr5HayfMau+cQMmNd5Uq/dQOJ2XB4bUFPizGeA",
+	"dtClvJbgxEf9G3w+qHyT6hebih1NVaD4xSmMIk+X9min+uLvDl6Sv62uzoHC235XwWnEPb5R19FKVaou",
+	"5dnaTM+0vHQFp3ssNv05/OpuGVZFsSc+TXS5LLZKvJszdzvD2wM9Qm+c/0mBib6XRSGRR5s0YalQeeOn",
+	"PvaB9XVfkS2nh0PjdLtQTo+87JhYPWXDC5UjW5XY+9g3gO13aI5veTaquXgkB5CJImsjCCucyJXI9BgA",
+	"BAR7f/bKg8Q7xt7N9WGovAis37Ce0o7fJ0xprN3FC/2EZZVlWsVjjRksYnHSCkvD0jOhgOsnLD1HUZhG",
+	"yAY9ju2DMl0VAa1gzHNxjOlv4NBLT6L+WCeNolFZFMFcXiYPoC83ZtXBKlG4wO1DVE0JD+LYPyr9Eea1",
+	"LPj7U1UUb+H2p6uXrxxHXHTZNoqa2u4CKjaWKtTUPKTHsd6SVTl77hw8uMsxOjFdgGNIOk4N3MrOZyg7",
+	"cXcDowFxsVJmPlyQ+o4idf8z/oGP2nK2JL5dgYQNrB0f3DUMlWkP6gDgMaG5ZGwBBClkS57dGNbDcvpx",
+	"ZSxxevFJGttv97JAcIfSgRBMoCEOAle3H5e1Kz53c9xy9i/n7GuMC7eiY1D+uD1l62fLxL92Jg5swJkL",
+	"yLqE5wRPwOBZB7WkQf1HhOIV1OS6TVTDM2IEL6ixFDDg3Qa0iR0J5c2eQaRye4SvFrdMIxOoHYXk6TtS",
+	"nrQGvXXwbPnblyOcPCH/jqEs+XWy40e6tHuFvBX5PIhILy3kUFg5FhfkrmEvD/a+P4hTyV8cLLhaohJ9",
+	"hCHhGSRYplSXdivFNIF+2uA78U3dWc+/1N0Al9w9xy138jyHm/qYECndXEoAaKSuBGH5HE8BFoxjYL1W",
+	"QJZkAafFfbPlZz+CtB9qAZFrkktIlElnxlT/2HFwcpVfl1xZNgUgKssKp5+Tc6oyoTc1bUMpspHICNyT",
+	"5orxBywEVEdgEt3qG5HXcDQcFj8v+VTF6yEUrZFPG7eYh81O4nxWeo2CJvTGcvcQpZEuaR04X1f+rWVn",
+	"0ewxE36Ju+QE6QGOkKcwYPsbzc9vbM23m6D/yPn2C0hNdark/QVtV+EmUFL7vPgYCV7aK8GXBG3fAFiK",
+	"YQby3Fl4gsKYMgPAhB7GUw8PKDxrAPW2EMrOoJVpzGmMdL/DMrys74dGqUxXFiOJMdCMu5R/1JXtJ0ty",
+	"+N0VZGKO47U4Jmz2S5jutxdzRBZ0LkxVtDKDN5AE96Ck/8QJOcZUKW12CQ7FBeSUc4GOihH18CRAImkY",
+	"dyrWWv7K0mZ39Vf+197FbbZ3fvl6D8e1JsH/S0u1xAGplanGBKHSrJykCBnhHeS+ttH9rzKiPPJqBWhD",
+	"UlmsVJtyWUM79FL3UMDlr0zKfsfr/RqOG+4ccYy+1U2XYQwhafxqNuHGQIlKnB+6oM7EYs1jiwKOAvg4",
+	"aacClzDM8hvoIJ3OrW4KityVRE1KhgLtJgYVweQBLGA1dpoZKVzBi3pIRZF44aO/MQU8PyzjzBm0lPZl",
+	"4SglKCXGO2ej7P2Fd0p1ywuJaRtxcdEaFZn/qaV6BuU896/IRRNfEfIKO5pHtP7gITAYbycjv5yjhIZs",
+	"fOIc/qmn00cioSkF3Jb4+hcCiPmC4kpAz4qL3deXB0orsa4QKAS/XVJm+dYbjPEpWlDKCjG0XTWVSaOg",
+	"ErLofBnlOpraOze+b7ewcKupbUZTg2MVjsgTU8zi0uL10+g5ZbdGDxPshCXsdNLAMOLrmJK/2CBu98qR",
+	"Nh5TwKdg9VeVAFOC/Vk8+G8ynTNaga5s+Dm5bLZu/6fJJeay6ifNs/1Uecb+5wbu7p/7QMlLGvpGoQvK",
+	"mwcGUEB1TYM7jESRe/uvYdBJtagWOANT5FFfT2QrhqVnixjcYGa2MSR3/yUvr4VtPtV3Bt9CAfLLJptC",
+	"dlYjdALEdTx4SG5JwJIEa9CztJZs9RM3uiZ9P98waxt481zr0zns5ucRao03p4Pxtp2yLQN+kgz4BKFS",
+	"GvwgZLvF/Oc5ceMRMeG7MeMxvwGoF3T7tHLKmsWqPGSuczYW4ytReq4N0KfGislRWEnlM9AdXxElviOC",
+	"B4N/R66x3quDlyvVwV+4yj/civLcZr+4iW455fPjlEpMYfO33PFJcsdfvN4EBFrqQjB9K8qnxgsLPrvi",
+	"2Y13Y3W3MCXfOFfsl8vLs72f3v2d/Xb+zgOwL1ZvhtQTD/2FPtiEgdsbrn4fgooDdmpNEy4PvPT1t4De",
+	"uW3Wh8ItdY5fHdGRUYwidLaJxobDPaZEDahPb8mxcE8qPY+7SKXsGNWYw5oEwDZWGYH+NkQk9lDWGJaQ",
+	"0AQMazMLKZTdNY5Rl8IY1IdBBrh9EYDkU3carVX1387fYZYLvZr8AHXgwb8QkdGwYWp3asgZHYJvGtqx",
+	"uQgrwgvRWXrwoMLcbnWM8Lfzd1vB8HzSFdeTKT877ohpgQtcmMeH8olKmTgLcq4QRxbC7H92/3H/9Ml8",
+	"S1uuQjUlB5HEreXZaOz08V76Gglt7400E22oF0h9R9oPLta2xmwhj/CY8TqtsRQYb4d73NKzcyiqY2Eg",
+	"ULtzhdD/89nSuyYU+lARqMx9teqYKzkUxvaPI0kWdfeKstlRpBQiQlUpCkhmJx8yPsrz1eWhA3YST1tX",
+	"Npp5shDldpNChAJKciycUtOZgtkdBm+E2EOro2ZEfFFSvaEXx9naP8lCbBPp/1rB0gkeRtLhOk9txxiR",
+	"WDc4vGfWXQsqzffHk1dNcR5Oy5VUHMYz/+pWAT4dOZMBeufuJDs4M/gw9uzfA/5jWhT1YspnhqVXMysM",
+	"0FI9lIUP/5nsvDj4fqPzIKUNgMytqEtFqSfl/Ow884bpdThg4BXISSLG516263TwP8TqWb9E5aNDqIw4",
+	"GgVU0eP0+sw3y1ToU+GFn9muQZOGW11+bVkbh9+vfgB26ldtL7iVZihRp3nOyteKDmxvQqlDKB4LqApD",
+	"FEprJpDcT/u1oCttShmD5JCVmtiuAQI3rPf+7JU3wEN13TzqxnIdDEo8BpGe5dSgkVa6cgTfe3Hw/TF7",
+	"dfg9m3AKAQqV9xNmNOPsH9XBwcsMeBj8KZjArvnMCHFjPGL2V6S3UUHMl+ls9PD96ms/NxGBnar2Hg7R",
+	"Vl/b6mtbfW2rr231ta2+9lD62hnUqD4NXc1J23vU0+YA4Tr1s1hERLBwJmG6yCNIXx9gkCUSbRLgZQjT",
+	"JlmqtkHBbmfuYQ0lYrZ6wDclaO8JgWZZviYd6G229aOwWEjF5A02IwKlPyiDvUtN7d0YbAwPtjI8caJi",
+	"JEePkUTFcv99ehaFIxyPLQUfB+RiyO3hOcBSWjGe6JKXM2C//SOWerNz4AgpxYhxgB8jpt2ONoZoyjwb",
+	"ec1rvvaIwue0Whhg9tCaE1ESOs5asZMBO1EBGQqQFFBBC2vyRYhlURhgC1r2nEHLviaB9oec3Ivd9d+n",
+	"Z9uav+fmAVYr8NKekc+3Q9Qtd/5+UCK4pHirzOul6HZKk6hzPxSR8ysjlF3DEXzc4QjejJBB32UtX7aO",
+	"y69JyNRIreCy14Rj1Xo0u6RL8KN+OwJv6yrdukq3rtJvxFWqmlzyeftIvb28Xt/CyGj2DzohsdThmbBr",
+	"eeuEhmHpCZ1ijkmHPwpeipJC0s03YGw6RRAe+DiwdIjPNll5ekTQOqFpEKpSvp8GRnrBvQ1memTWJ3M2",
+	"PetFOaJo4CPyw41Ued0CFFy9u6zR5gPqL9GP4GPhYz6jjh+cjTWE2Kn1h7T9hME5NRKaWjdz8Jm4hXpP",
+	"PrSiZCn858LRicpEynqE0EmdK1IlPtn6Ksba0xE373Up3sKLqNp0IXrdiIl7KavLjsg4AGTUaIz3Evl+",
+	"70/fVn/8S/rjOXQP6zxCAO5k6IwwVY2vulWlxmlrV+Kkst+/2oFBynE13jk6CEOUyoprUbYG5y0ba8hH",
+	"kcA9Zn6MvcO97xrArAcH/a7RjfknPNOdI3v5wo2Mf8KRuRfX4zxcZ5zfUvBgkRA7VLngVt0GELor3VZo",
+	"D9DxlLcK0ScdBohAkdYHdFkseDOsB/VodAVAkt0QsRI4vi/jil0JZqor94mr1u57HrAlHty3CdhSr8Cy",
+	"AGDLfmzrn542bkuDJpxOBgqlJwpm9YNVMSVdMJtQHGiatVWeuJp1rZhRWmvThnFzI7DOlZdgfFuw6a9m",
+	"84Xru44jTPiVLKSVArGnoV64l2Z8LEo+gK+bUQpvAx9GwtKxzEo9GWklmteh9d0x4wDDDtjrt84qwFuE",
+	"6SMkOZakFmJomw3iqJtopP6+ZGm9eh9zoaSAAF8jftiKOlODFMAnAP9lrnrS3URt81ilrCxADf/9l9Mz",
+	"Z36IEuBZyR2yrIK1Ufr2TZav1iuwpHb1dwC/1f40bBzZPN6XdUpptwz7CTJsPGMPU2Bq71RWGgmQ/c/R",
+	"v9zF6UguaR4EHKZ3/tNr9sO/v/iujy6Wizee63h0kfqV2HstghgoRcFn0NWhqz9ogNBEBkYtsD03fHFw",
+	"GNwi/imY5a5h6TuNX02JYS5AEzhRyQujWabHYqXraeF58j55qGVpsN8FtJPgZY4MGOEJEFB+wE5UDMa8",
+	"2wATjaXF8Zy0jCNzntO/OvgBkJRxsRfaM5H9WRkBSTCnr99GTh1DsA+VMtVkokunXWc6F5nps1cHBywl",
+	"58xHk0/SVvAHY/ksSJ2lXbMRZtrWbbNjZuUbZ7MTVXvscUYIB9QOOrH4IvChtRoBZ8imz232uzvNzxel",
+	"pwmX0IbSExPvIzRfNflcFkf8me++e/n9miGhwELWgYU4vMuA1v48nsXjiIlQM5oFNlMKo6syA7AI1nvz",
+	"9t3by7ceAdgwaRN2dnL5+hdmS5ndFMIgJXKVy9ypxf25+Jb/Xnv0adnHlwe1ElLYf9W2JWx24jhLCLs1",
+	"SJmAs4LzG5tCg86rK4te6elo1l8dU/umlZLDNcZ0xmeF5vml1u94eY1RssPv1lmAwMUh0eLSLf5XAt2R",
+	"wL9RELfE2pC304nV7rw6qfvUkDtWqVj7n+nJ0/xPJM5CtJHpuWcri3pVgzMct4hrPTFtUhOaMfaDlhU8",
+	"B6XZ9W8zDHSXRdBRUHBiFtQifd/AVLbCd4NZQI2tx50puLHMiGuIJ9Jt6A9wBPL2jHkx07Wq4Tw+D7C/",
+	"Jwgiv0VyenhxAG0qyS2zbvf0e3J9cpuNWhm2M5O4AqVyWHKkSLBdm3qgN4GXcPUvZcGXqHluefCWB69t",
+	"ypG1siczsWfyiTu5f9m0O1mDCsCb9Le/vcLg/irbryNHL3rfVJTCkYzIvzr2v7UoNiFCiFm2cGeO1EtU",
+	"+cRMjNZG8ISuvSRrb9YOs42IqTxvdD2ulIKoVJzL1Ja39Rq/GrJGTszTbyew4fD7/JJ05kLPr3HC5JBx",
+	"Ndvqrk+0G6ankfmNA0jNmKaeA78AH/py3H7AVebogLiqjFTCmBrVOZlvld7A99eqmB0FfP+Y3/jOJq1B",
+	"8gU2c+GGGeelnZgnjL//UMl53fUV/z977/7cxo3tD/4rKNV3y9Kt1sPOYyZS3dpSbCfxjhNrJSep2plc",
+	"E+wGSYyaQF8ALZrjyv++hXMO0Giym6RsUZJj/pByJPUDjcfnvD8n4vUOQ/5aTMZwEBYo03grwW6i7WeB",
+	"PO1yA+t09TnAkK4+GxR6rEnqO3TcoePW0FFXnxs4UvilinnU3RD4vQxNa9v5k1Rm1dFHhPg2/XvOlrrd",
+	"KiEKywattN8YCMIsxZ5clJimnZSIJ9dinThcM1iReHiVfPUXmnmYTsEjbpvRWqme8aV7eIeqj9JuvUry",
+	"wx91z4sWHh5/SH/E2LlYmZ748qInJzF90EckJYaUvwqiOwuxCcRXSlfEDnW3yFUMj05aMV0LUYEHkrKK",
+	"IvXytjIaO3TdsGEgiCQ+4yBSG5264y6tXbbLo9vl0e3y6HZ5dH/tPDqk902RL2TTvbz4/HSCj8qnW9AJ",
+	"Nki9eHmb7Led0NzlXuzy3+5SdvzlUZngCTIPXt5/5sEdZrVtA1vTtLYduO7AdZfYtkts26n4H5nY9vKx",
+	"JrbBW46NGBlhJ/2+vkvt8HO63GKnbAD//iaMBRfEVN8Iy7SK/jj0nlVGWKGcKLD7OfVYR+K2SKHAEKXb",
+	"sugSx3cZluOLTEWBT6eZ6PMJKTHDyd5xRH1Euhls8u49/hDHNgzb/4zPXcf9dH7xCodr0zY5ePqge4Ic",
+	"C+v8QRzJ98JmCZegzZBGVbo5m0lV6BncAb11zpJDfMPLWjDprChHEKYE5hbrtPHnWrGq5FIxf1Tgfvxz",
+	"ZBWYCCOO2EueT5hQzszx+ZbNJgLSRUJriRvBAZKzGA4NV2DE2f+9SUgBsio70TMIwuII+ZhLdcQuxY2+",
+	"hmADzAo3IvoEWa1KYT0S5WVdiHCltMwf/G62q/NKvsWFWIKgrk3ZXHJ8wUGMbnTdlfwPXrtIZF7Ow4fo",
+	"mQo8PdKy2gpzBg0b/e+N3YQhGq781QqzQBOdKGhPn/19k4Z/pdWslNb5dUkmu+/F7fluvZvYB/dOR7y0",
+	"Ir57qHUpuNq2kU9r28fg9UZ5XED25OagPXb18J6Rts2g1UxTgp8Rjf9YQsmTZ90oGW45ojlH6ry1jFiq",
+	"GQCyTjXJbEOeXwuF7NWIThZpZeuyZAN7k7+ruHs3CHCnFlSUkvjYKfiAIcR/18TQevXT+eGzb74luM1Y",
+	"VdYwGqFyM6+QDKSa4yFtsC4iD3t5I8w8Ye5OGF/TTrCQoOK/VRs20WVhM2SXnUkbOr0ig1YHyRU1osW5",
+	"8fCJQD02UJ+gjX8AJzJTYaxWbDbRbMoLDI/iFNPj0nlG2t+ohmC0FMlM/LWS8lvgj08sK+VUOnvqcR85",
+	"cC1TmpXcBWYaj20wOcCnAsoiLwojrBXxiX7KB8QJ9qqyA7bPFdNUdzGg55474DFuXeciBQpMo1TjMLAz",
+	"NpMFrDQ1xF2cvwOMKIUZxNmrK1T6UTpiEBn/LluI3eQVeeCOWjIOAvnGYgdAGeJaeAKAOc0xZ7gs+1J+",
+	"ApDtbTOpJrxkTTaNx/wFNYPWjxnhZUqO1Hp+Dhb1D9LdE532PtNxaIvHyez5QFzfGbe4fKJo5SfAsWy0",
+	"koTLSGkHKotCTSWK8rigj12w/NXdCH920YslSHe3Em3KFSiIq9X/4w/w79qwm9esbAQnNzG6Hk9AZhiB",
+	"58FDmZFOgBwQIG/8qTG6ZEoXAe+g11ukVif+9GR7A6O1cqhmN2SJI6l4eZYkh/pfXouKXHfYrzMoiyGX",
+	"PAU2VNshpdSLEGgr3tYuqTeEbTghVcMHGWyfIIOoZR18a0DfQHBrRIWizPKRKOddvgf/2gRTb6f3v8UF",
+	"27sX1XUlSGVMeQtJtef/aBeD6jjvuOj3cN6zvaruUmFpd7tGhNam0nZJlgYm1KgTadMlRwMUhH78cHpC",
+	"238QTWdRYxpJ4YWW12nJgQAXHLFfxCx9e6qLNtnS4va66BE7XzzcSG03FKRSFUEZXLj1u4wNRc5ri9t5",
+	"AYGWz/Kv8LQ7Ost3r1m1h7dGs6JlcpqgcP0C3qv6tA6SwsI+hLdyl3f1sNoU7vNHpE0doxXeH/94IcBy",
+	"p0wmdHaCDZ9gKxi2iSGAIJXY9/7IdTscyDgA9YQ7YB0F3NLAM+o1s5Ec19C0hsyFAORGOzRcvVV+vjgS",
+	"6JBBo0mdqtpEvyoBb9aFrjDY3KuDGOCBepPmOYPGUwH+2I82Wy/h/setYuEY19uD6DAi0zUFt13FxaeB",
+	"xtVEz2BS4wzz9HA1nj44IA+NJxBKWhFPFVXJc1Kbkg9qtDTGwfGBbaBkiWUKQWOTRbbsWSFoaZwqWQts",
+	"giuly6OJripdFvRXpDOcaYM2mGNa5V7P67AUyZFYCt5S38i08h9ZNGAlApKFD0mGv6wFdiBSB3bATD9u",
+	"7LidKyl0OIuLlYTfXqFLVFFnxB203I21h4HfB9JHvGRcE9ddEKMoZW3mt4i3qaArbMZsnU+gBjd1kGQE",
+	"kgEe8DwlEYV8IvJrS85qL5+hnUVVCVUcalXO4YDTG8EVjr7u0JtTG4Z+qCL6mfxuPb94dcR+tSJ024su",
+	"GZ0DW0BxHnPbIN+N/ERWePVFY5xtyPPr+NCJ9GrXnMDQn41mTEbe9MRrr2jizmGSHypmG0YKHywt9lxj",
+	"bl4JpFIQ7/m0KhttCbfNUXQo87KEqzeK68LDQcX/pKhua+C0etIyXbtcTwUFm/GHzcLNeG1rUELVUzhh",
+	"dZ4La/eyvRGXZW38VcgL4c/c7YYKem3YZGH3wdCdnIq+0eF13f3svK1y6G++55Qf2LPIsLBJSHoFNOxi",
+	"1Cti1H1myh1JAHjicq+3CP+JBrRGCKDulSB3paVyrTC00jObNRpEzp0Ye9DE4jdv8Dl0GdrG2DS6pH5O",
+	"lFpC2hu2RhUxQ09MsYGpX22hHAURyOXXYrTLueOlHnuLNnjnYGeiGIJArj92+FJvos4mmiJl8JpOJL9I",
+	"5mmLh655Td+ZOy/LpUWwR1/UcVn6/E87K35Cug8H7M2NjgX0Iosbf2mA2UKG2bCWpWNSoYnkLUtohlpb",
+	"YSxsxVgEDolN0jI79RKPQvUGxYrfux5+i57WiDD6bfokdClWbVOYvi9naxqa77uAbZy6DfOMcPcBTi7t",
+	"PNhAmPjx48u3bBX+B3faqnSfj4uwkJEOw7x9ss85wHX0GIZ4rOMbG+nEw6KhUfs2IidX/AYev1E2SvL7",
+	"pgMq+VCSnBM/W/fMAKOhCKGbSQsArvEuP/qQyS4CskE+CSzrnULWKlcDXHH8wf+zJoUEC6sjtMHRVxrT",
+	"1QB8jtj3XoQeSpUokPh/1smyZENdg0rJglztSqP7rlFDw9OtLIVy5ZyV2grLjBxPnD2DkhLmoB8+Cmmn",
+	"qZU+vpTsnJ4CcZzk2xn/lzBLew9aV9w6+ORm2fn87uQE4s7Y5gnsSe1ouf43Ekh0CCEFYgoFo06U81BB",
+	"FeuyYjshkmF4ToJtBRQvVke/HR4s5vfuPHj4lw51k4cRboM0q86DzC0oB6grtHWE4TzygYJQ3Zqe05fx",
+	"8ekA8HAqi5htrrY8LpUlpHjgqHYZHl9ghsc96zfOVofgTdhAtfHn5fLt1UXSthXBFtQQQDF/0BaI6YK6",
+	"4u8WaiyVeGLxMeSDC4mzcFWpx1JFB5piWnlrKnkhXFVozGNl4j05G2KrVgK2r9EXAZ/0SQUCgTDHVue1",
+	"mzxvihdvXVG70I9WpF81FKVWY6+j9fnb4e4ruHlzmgIIXLR5Ciru/CbcO937n3+eH/5//PA/J4ff/dH8",
+	"79G7wz8+nGRPn/3tz/+zCX3Er83ajxa+qu9T/HaB//1osoX0I/7n9F//ssd/fHiafft155AfWh1NlnlZ",
+	"Kd2R39yVWqoWsemuQNTZKtFQV/hVO/DRNtiHxx8R0D5JEdAynueichDZfIEFx4CDWG683H084m1g3bR2",
+	"RjUDlGnX1M3FMHJe1tZB5d085Aa3S43PmGiqjCHmsFBq7FVNqF+4A0fvEp7adYAKMct0ZkNsOJ0ejLKm",
+	"v9ko1LoIrp8aBU6H2USC47LhKOOPGw0xAc3NR7ddfoXFJVzlWO8+F1PuiFl2JEu/7ru46wpv/eIc3iXA",
+	"bea3/zgNUJuQ2AZlRTPU6xqTF5Q4yr3r1RIx6aYNj5i4CCXEd4qEwdxGE/7jdUcwWLs0x61Zx0svW2Mr",
+	"txcqrmLWzCTmQPFy2q3f3SfZ+9JErle4eNgHZ37n4SrHuHn8yF3h6ONz9DegcU+q3Urz+NgJu6IR2fe1",
+	"DHuKAKrFcs6QBppKFVheSuz9U0IPkKRAIp66ma7LglmhmmrPsbwRik2Fm2g8lb9evgIf4uUPz9mzb5/+",
+	"DX7pf/jbt0+/ZYUYSa+vuYirIXERh0FDEu957sp5aETSCb3e2kZ8bdVo++vxKaFIO+fGSEEJK5xNuJ0k",
+	"lDbpiWvcAtKl6TM8mvAzmis+FYb73VCVfC4MzIn9SJ9AFvJnoP5V2uijJY4Bv8gdtI6iS1/dEop3v2wN",
+	"iqdToeEroiyFdQz+XyhOmfCyFF6sQaQJctkfBMfhS1fHceCvsTIEiEGiEE+PlDerIT9lxzz4OSP/W9yj",
+	"DwX2EP1ZkzqVa2V1GSNFDWOYN5VrmyWhXfRkOjkV9qwB9oI73qVw+v1+LeZwDVhFpG0Hs4+RFCik9UBI",
+	"WprVS5VvIwll/Yznua6J+lPXDjIdm2KYI/aCUtDxS1awfIULiWvHDwQ/1v+GnFlN2mJ0uFKPkIbQoIu1",
+	"oNM38Cusw0NlnscYoG1PfjrxUM7jLQ9KkxbvXWPSb2TN01LfgauhtRPB7PFrg8PB/9/Mv4DXdiabY7+s",
+	"vWyvkMAsVECyOSz8RtnmDd1ZkW66NWxntO8eD9uZ35ebpJXTx+0cGb2OjJpO+F3AOs72pmmHKX6HosGW",
+	"qcsdKwWHppwYHO5gLSP11vLS72XQcklHaT0qhXgLLoqlID7kEzb6Z8NfhmLkLnMZlYbHQHF0pOYJQgIy",
+	"Gis9E2ZUlzG1URqmZxB/i0DYmdGYkajw4mXoZyY95tlt8h39EdsqB5d/wRplOnyr/yoJOnVjtLSlbyPr",
+	"SSAmqZD+KferV8PcrfimXSrkXy4VssbjcncwulY9Pv5QA//pylTIKz1yh0XMh/R3nK6ktqqjItmlJWZR",
+	"EcZMbM1KrcbCeA07FiRIqPlMyroTYl/MvsI66Zi3BepFcL9AQSWqOczWlTCMF1OppHWoWHfy6KSJDVXJ",
+	"HTL4ljM+tyQorJ4KLEfXMPTwUCiq6Es1IAy8nfZLrLQPHuuOQLNLvdxK6uXWTvwGrFoLpieJvJBOHMNA",
+	"G9BiPQ9cWiEDzwbzlp5qiI8vHPwnFr16/p7mlONRpmrros6bHE1grg3WStRyvLLCxGgkcreQFmqd4AV8",
+	"giMJ/p5iTKuVtlD0YLedjvnpoLAt7q0NNKpHzru1UnGihExU53bOxb9AfuUDKk3HwZLojyRdCWeJyCYa",
+	"k0jETYz1akE1McIK55DPExPGCTAbl2MIjCiBPYTH8oZAqjYGWiYpccTOy7IDZJPM+FSPAtCdTbTAImqB",
+	"PEO6LFoh+FKPgfCidlHv6mCysgJcfhdhbh4ZzKEIDKPbIPc8dQJkTMOfeVnOs6U5v196wQ3Utyb+yG2r",
+	"gCERxHFrQMOnNifqDhs/S2yEM9h2YEV17qGgMmyzY9xh/Yj5Wo+DlQlIA9Xts4nfnEOv2+VGcBsiH6Ft",
+	"nKh0Pglh6ymQ2mNVfLhAWls3bCjSxe5LnZReSNwTcpua7nRTPmcTfiPYUAjFrNOloG7s0ZxFIzbhKEQ9",
+	"mE/T9JRuhmUPfFciMjw8PouRBoejXY08najSQQwf/GuthdwxMq9iZC7Llji/p2PtjOBT60c95apYF1cl",
+	"2884cqfqioU7/Zi9KFKitE8YPbfN1nOKmcsh/QQOOvCT7V8IBW7pWjlZ0lv8A8CYhTCrYRN4i3ShNWia",
+	"E/fEMj4WymWYQPMi3FVk7LJWSqpx6GoB/Mnsqs5zIQr/9x+4LP2/b+VUFG9q543S51zlohTFATX90IUI",
+	"3+kHMBQ52NZL1SIxM9IvMy7iCB6PqtuFLkvI9GlSHHHCntBEZIyPoEEITnIP8xfMzPOwYA/WrmlCiTk4",
+	"/rAN+qKFdOWdpG3D5ID3gNLfddX7Xg7qVOulK6EwnVxUxfqzx8POD5STsIarArfi48ZxBbf+uWoh0m14",
+	"99nzWxU+6ZduErclZGg23C6C2xvBpbkq5Ujk87yMKNaK6iJUd4mVb3rECt7Rwf1F0gRzAPuFybm9Rlmi",
+	"VSmVWCgE2Scno1ZYRl4cxHADPdgrdUrkLngSmdKzU1YZ7XSuy4wZMdVOhN4BGRvOHUUARwYKOSzICvqh",
+	"MLqqQInE3JjmRWBf2VLPsvhLoG7E7trSwW8sqxUkV4JIlCoXoF4esfPFUsI0+5G0JWr0xNkIlKVcA55E",
+	"bh2p2KBWxotN4KVOfaBesgTn7GyCdfQhTbBPalzQwmxSw3MPuNINaGGRQ+FQgi29KF9VW3gxbud+QPd/",
+	"3cJr29us7/Xwx/75/vbrh4Bx3F99KP62OcE71F7HRLeEdB1q75ZhPJgjGxkFcMtyBSXa1UagHyUDUA9G",
+	"YWfR5M1EW3fMq4qGcZrY6UOBrKxvUGyA9gemPD4F+XItNpuPKfIkA40YozNWanUAb3ozGsFj4AmJzTH2",
+	"GM1nfH7EXrlorThkEc6vLdvPdSFyL2asLmv/QJIlzIASb5H01v9AFkQQTelkkfDwEgAv0kaOpWL7VV2W",
+	"GatqO8nYSJbhGXrm7ZigcjcdqOVU2FWY/9Guhzu1FB5CkCQgzmSxdRyP1vvW7AFayg3sgcSwpFHdrWG2",
+	"fVFC33oLi6D50p1sWWcR2AYUtilApvpaHDr/BVCj1e8d/onbhXpURHGAeB1AetBCiAE0H8UQ9UEQlFgu",
+	"Q3VRuja5yNiMSxdNCPBEsWsxR8T2MDoV3NZGUC0TCpFTdiMLodkaqOd1IeNFJCKU9cKOSl60uU5iMx6s",
+	"gyDHgcDDiKNeWMeEKmL714G/XNfuCu2CAdunxGr29CRj3LGpto59dXJwRo4m/xFYqU6OurHwwgomJtAs",
+	"Db2AEq6uMhBAB3FsRnCrFXTAjdXfVEb76+VriCpCDkSTM4vVcFmMHyaFEsuucGerK78d3vrTtp0QYOsd",
+	"ayKAuDdCHdb9l1Yl4+zzt/8estZgY4x0rYozpq+ZBbWByB54spVh5xY7Qqq/elDQ37XBJ3qclLn4VfEb",
+	"LqGX0GLjoQjPC5B5J1JhRbRhUS4cD7nLJyuaCtXKsrryp/XZCYO74VDYzB8Lw6AE1YNlRtwo7WpZK9W4",
+	"FE0DYsxEVYWohCogyI/ZE5CXYcHgIHTwJ9ADq20cN/5HuBrG3Kq3LaM5hCWRET+1KRp+KUK+NRD5PczI",
+	"PeAkvGgjsLSPAC1ptH2Q+UbFclRvXAYFQCpcgh2BwCPKZkjQx3p1gpcpBNmtY5Djxh1WRr+f9wNPU5HU",
+	"igESKQ62om4prd52XwBTJpXTS26NjOnaWVkIoBEORv0+5pDBpMD/aSUO9WjEjPC6GvqYvTprF1zG/r7I",
+	"ruK/iVLb/Xgg+gkdyrweKNUY449Dnl/r0SijoCu2D7AOfOFH7Byorjh2Ryvnp6zSZSsyG61dvB1dMkfs",
+	"nFUcgpvcJWx5jMdP7MjRP2PB7d6KhxoX3N0dlC3+z+RzhCXcElnLwms2UyqxKYkwoF5W9bCUdkKVBPcH",
+	"m8moKbjWmwy3tLUpwOrCZtqplDuVckOVEpNDEAcRiJaYpraP7Lr6FGDHHpGtb4ADERArkRxr8PiMclwa",
+	"t3LwOYdaqODm99Z1IW309h+xK4/EkC9MYwhk8lRVhWxczGImi+2CSF3dB0K23rIGIOlLNMzx54SHutrB",
+	"4Q4OPwIOdfVQaDi3TkyhiW+h8/4Y3qUopBE5ifuh0TMrTPBRQm2VhzqHMUjpp4kKMAud11OhHJrUFR+T",
+	"G5NyOtp/hggQV+iGbbGznC2XgLZrrchad2KM4GajtqgJTCHFl+cr1MUfhTuv5As/DwsQ89XJs/45CdOw",
+	"5rP3sj2kOYInvtaIT8uPBVcB5qQEZ8Dy0zI2WFhCv3yHtRwcrSRiXozQ/PkFRDRWrZPfVa3ZTQ8aTGxz",
+	"zhISo9M92p2HZODsLR/Gpz2HEZ7aEQ3BZfT21th4zD103F5vElWvhJG6kDlr7mVwL0WzgTUtRBsro3O/",
+	"s1K2o3wi/KCjj596ldLuk4Za1NYKQt0TUVZgrSE5ESu1rhoBWInCXwlBaB04NigJqTv+/H0c9Vv44C1K",
+	"9/arViWgLE1lSLuBAoEvKsck2USLs7LisHzqOaDzdRwH1CuYmvbu+sZLWq9fT/RMeSEK3gKSIxM9xWDw",
+	"aeSMnYrpUBg7kRX2QRS8dJOMQYFxBN8plwoie+jdBNo9KvuaceM3OvEp0m0onXjTOBSoL6lfKATDQmFy",
+	"yHdhRtxIS4lrSyLpOY7/iiZim33a22/q4yek+Qyz/UWchh+ppGrx47d4Agru+KERfln9Uual4Kqujiu/",
+	"WcRsxYHwm4rI5mMHXD1CsUd18sBclzWNP4VyMX0pvpJVupT5nOhLjYAeZFFGlAUGop2ZMw5l+KLIIkFd",
+	"EQg5uJoDQecRe0PEdkAI4E8p1EhARVYQGJzRVzIAmeXjcIG3vuCOX4ZhPsdb1mWr/gLh+MD8TDEfnjsd",
+	"Qy40s2eM4uc2KAxY/r+idkCbT0sM+sEIcejEe0fh9WacsQaEBtc3CLyvbxTfPH12v8k5XQtEa9cLK7Ty",
+	"8UN36TldQESziGYBdzw5rnk8CJ8KSblWIzm+LTKZWh1qlYs1EVogLkuPeYu+IyTgWFGiMUkQJoUF7nkI",
+	"fZRl8mtM+lHAQW+IWTlLU+BnXAIUxUeTvlugSpt2FrJs7I+80fV40iO6Cf8omIsiPAAnSnH/wxxLH3M9",
+	"JXIM3hXKrVUPkm3DB9f1qstarWMjbubZaVy3hVygPi7Q+3Pa9X7Z5nzEC3JnFwB+POXsNfaX6AY7XLC7",
+	"g7x+F5l//5BbcYi77hB2+wbWuePD0mOXVIV47//HGTkegzdfFcxDbNu4fGJZqXNeEt6E16YGe67LeqqA",
+	"n3gWrQ6gp1AhbySjS1+8eA1GOy+BV6kBq/hc9JlB9wuoTPqPCJX00dAnLncYHg7baVZIPlbaCjaV5HJj",
+	"ldHDUkxtpxnzgl54BdN3DrO3rusacsciE/+L15gpPaVUHKrwh6cxPfy3yN06DtqivB3/7JKe9jN/L6f1",
+	"lKna241+FH5Y+YQbnvtviJmNoHzjoM5CKCaOHk1EZ2qVI31jT547f/+iKJ9PuLHdw/765OQk2xtpM+UO",
+	"vtJ99Wwv8/f5Qe6dPj05gSumUuEvTuI3wqIDUdK2tcDFJe9B47gdaUHhdO10wD4COUzRJee7B4uF+dum",
+	"WYp+5rUOGa7YT29/fo3p9+AeNEIV0LoaSg+CN37J1Q9qHqDdAPf2f8/5tBygxsFnzZ3Bb8uks6IcHbHv",
+	"tZvA2YKYSeKAAQKOeHlCAYytKjUTaqRNLtKeskQJKeaBBbJpb1WIqtRzUbAbYcBt4xFW2tanhMQXaOox",
+	"5ZDfPZyzwaIr+ZQteJIHp37qYrSji1eODZpxviuEkqIYZLcIgNiJBD9tNC6NwFrV/YFfa10JxSt5BNN+",
+	"0A3mOre/ynX4fY46Mq7iGRtMnF/HZhv0BDZwuU3i2EuXvQ8uCQc7kXLPv3kvixzo9KN/URfn+e0wEZ7S",
+	"wsQOZZPP2JtKKL+sS/v3qKsz554T790xDHTNs+GUdceblqI9ndDbsQak0beOG9ZWpEdyh889OYsTPXv8",
+	"kSapRnotildGF3XuMujIUmRsokPnGXKhSxiom0e6bF0Q3KOFbNNs5ow5PcaKBMAe6SyrKyh38c8UCik+",
+	"Q4wKOx4njsMa6+lBJVUjaaakqQ6l4obSbOAXNAoP3l7V4uU11MDrTjC7gvl45adjm5klzVs6DuL33Mqc",
+	"+SXxxwuyz4e6dl9YzOlH4dhw3UxsUbeJDBjHwBO0SfAVdhpenZpolN5AfD2kJ1DwSBgnR+BU6qnI/UUX",
+	"4hwHsMUNGd+yKg6KX/blBDyT5byDfRb308Y77viDH8Gr4s9joYwuyyktc7c/9ZW1NaQnaiUOAUZzP35q",
+	"ueaBcGBvcvwehg8c0L9NTjpCOp6tV0UIZRbYHZgCqUDMjF3tsF+GBUrmMXbx0ubaxmoafzGi+ftKGmGT",
+	"csRv2FSq2gl7cMTOvYIn/QNhymVxm84Sceu+bCZpXfiH3gLKvglZ6vTtUaesuJs0KiXOyMaNzb/q0SS3",
+	"1f6iYxbWOXPJvyRHwu8WONbbx5dkkVaMCwtjn5+zSjYe5phfqcFXv2t08VdodNFgLGtADvbAnUJuvyu3",
+	"Ad0ILutEfcON1dzSpi1M+PoWGsikicJQeAjdiGqvDqxQAF6HN75pxrgJIVMzPkyAiawaHuv6jOeIdBsj",
+	"27Jv1ENp8vK0yLuTmUhOZY+5/s1Kt+Y3LZ/m03v2aXYvzSoVqpmTnb28QvPqOmFbUMGyVaFp3jUKto8k",
+	"QVjRAXpQBVQPUMQCdAYeoDOCNPpDlur5zAglZrw8SBO7g961UFzi/8OsyaQZ5OGI596CpZ47etTZcqZR",
+	"C5Z36N62NZHlV65RRuLY7zdY3DM96wbpVypk5ewqO764CHQnMtyTuhIDrGtizs+ThuCQj+HPiChCSC0+",
+	"Jg1laCUoIEM+Cm+2QZ1HLGvCQCuErzGYDWHn0NZWOsuuxfwQWr34vyyHmzFzsIj0Zh4iZVELGwLN3EC7",
+	"XKLIZJURI/l+cVxNTZuexegMfuk8NB3H3Chin4EMAVGwuur0+v0cpqMnFL2Gzuw5+j9fFR18ZiFuTQxv",
+	"8GkjbWgm6evpM9fErK/gEfbO49bp0GIacgUJTZuMDm8HOrfOkT1dF5heo8H1Tmna9L7i1oriDAMTMBfo",
+	"nCAybboUmiEDT+qaqb6Ax3V/D5r999qgtr0/Mau3T0o1KRiYg4Ur+pcTUw8lAGAFKB8nQVEPMgHKtuiU",
+	"XoD/Y4LTwwCnh2EMIRGz31+InedsFlMcwRJtUhxnRjpyxCR47H+ErMoFcBAJdFDP24WNiM7EpEMaZ4VH",
+	"wFqFtuSFmXvxKi0e4J4m6AbYP0STrw6jw7z0sQY6CRhRIvtgySIdD44Tte3wEZ1tIFEgUSmjxffEh4ay",
+	"jyCSrJNlCeKoQxenNERcrAtaq8tmu2yFsqfzbXEoK9XxpbV1ejHn/7Hke675zNtnfTY1ALQ9d57Gz9rT",
+	"CFnKddWved5HwqjSZP5D4yMx5bI8dsK6Ve3ioEOKIi6/qbAWk6eafHR8a21Ewa5+fnsR8piCMqxjqBxa",
+	"g1OQPPHKtQbFZh6/kBAQ1XYK2X998h1iIsSBBq2b3int3jXDGKD6BYORCLbJGD1yfHPyVUOenA4a0Rc6",
+	"dORc+TtBhef5BJgtgCNfBgYlPK6Yc2CFKtgUGNY09tBrVUtjuc4Ty/KJlkDshd3yLBt0rd0AM6cscHUe",
+	"gltSFKfE1EFrYJGFGqJXWFgVMzTgbvhV0kKK7X/97Ds28E98R08cUE7bpXBmfng+csIM2FDMNdlZHYlW",
+	"fj+8Fda99N+6LWYOmBF4wwZ8mEbkspJeBqKrKjbEY7aOKbj3yNaxOPhV0N86UzOvCgB5VaO8JHtzh/9f",
+	"KhWHgJp22Csp7DFBZ3DrYoOyL9f5ejAln+qek5DPaCG9tsnx1LUTy5QATfFlwq4fPDfJg0NhJ8cHZeF5",
+	"8fdqgTkzuRcmAXuQSJPk2GbJLRKYgXEWj1hY3fAWNEQGx5J+fzwAu168B8sd5YzGbku1AmKkV4686FA8",
+	"iexqomjmJei0clqVImEg8Vq96PYYQQJnJT/OX/RGlfMLqo/Ybp++dJir3QbNZHxGXoOHdQK41rSNuVTL",
+	"LAm4Z7foEai4kW5+G4QgogNsNhfUqBHErqBpkCylm2chj5LsW0r5Cf7jYPWC5CfXcih5xOzzPH1lJcxh",
+	"rIjEBn4Tbicsn3CpkIs3/pmXZRwidAKh5x+x30ELnYj8+kUsWAru5Zqyw6/+39fSCTa4uDz/8edz9r+1",
+	"zK/fwT2DpsEnPh5woRBo3JPjgwx8K0uhXDlnhbwRZiwKf6NHSNC9c79BlK1tWkQ1JcaIeSdcXMAq3b13",
+	"+Zw+Pv32pogLvnvxs89QKBjBqekmdoKKRSOweOhCt6We9TeBSNbhE13SaW2X3yo4UL82QKQsgcYfdsRg",
+	"XVkX3nJH4/lyHMzJ/lwtJhBudq7lbbqWPTzSPA+FmwmhFklqtihPPC5IJewK+reAtfHSsPvT0tWW7hgz",
+	"nWKmf1FTvJ+1Kv4QsSphRtpMLePohT4ECh3iGjKyWlmVD25j6Vhl9I2gw9sgNtp5Fp+LbnulHR7l6NsN",
+	"NQfSMl6CPyShbJeWPTs5QRxAXA2lCjR4f7Jt8HZkC52fyfk81MU8azwhilJs0T3Ni/mK2oTLuEBrMsAu",
+	"cBY/ahI/AfV70CtbrioBz4CX/qXgFvrmt7s7UqoNVjysGM9LuO52mP/HVl3StEKroTQsOiz4Wf9eKnZa",
+	"+LJp/xALFU8ndi/3Z9j/OjnbAQ/xlGfUtpOaO/vrjzrSSdpQyhsWddgD24R6XYp1ua64K9MiLPx2NA6u",
+	"lZ5B5gbWcSEhfNjCIeM0SoP2ZRRAK+cMi+KO2KUfT6iPLYEe8xArDIygi0IDPwnjCA+nRWhQHm8OETzx",
+	"viq9ccZmk3myWv5bSNENQx7Wjsmi9K9hI12WegaNJzs75SEY61LY7VeK+desbJGZFsl9wfSE/fOwzWNU",
+	"Kyen4phIMJxcSZ2LpZQ/gtWG/WemYqrNPEuVFBUYhjB2YnsLKo/YFbpbvdo4GiVFkbbSjo210bWDxpeG",
+	"3sPGRs/cJGMlH48xjTTuTWp476+Ang+gNvCJ1xtKPe7USS7xK14k375Nybr8to4TQVexZEG+vDPxo3Bh",
+	"i/VOxD0cCtD/N+GtBTsBwmd+NxuuxuCgxuhRiMoEnMbRdRgcQcREg8Or8LmreVnO0TBXC/yDC2XE/rix",
+	"kTRixqEuDuuNgN02vDS2eMIOu0PZRU7ov4z24QVMwfZPhX/PSiHhJ9bPwZcsIMhdF/YMhoJ1JdQ9nAVX",
+	"+823wWGYTaQT1M/9tVT1e6wPwPtZY/S1eKAoHwnN7lxPp0IVomCQi2up1byDDhbhkMA0IH8JVl1xBc5W",
+	"bC40hq2OJmJap3XE3pAOFscImVEQg8FQPof4jRcfTijy23IVjLuk5Mt/LA4Qa/NjK2j/vU8s0zOV4fMI",
+	"AHAEXYLoJ23dW5zgNXbxz03FxWyirUgnNPD1LvN+guKZsvATMUaIr1Gw/4kNT0bT3pDlQNVtomg+4W5q",
+	"r7ZpyDZzGvoHdwJLujmpgfEXxALcfTTvDE6yvaruTQ9qsjHT40gnijZuctxIi3TcjIWDgcese4ixUCAD",
+	"IYTCA1Mg+vYPuxFGjuYtX1ja6bxVuCSLNCefsnAwgRPMqsWCXukPmp8DSB+BPcR+RyrP9AMahAqtv8Yi",
+	"5RTpyuOkaFQh2AAe8q5uAv6DZSg5949vgck2Mm2aF8D71mTa0IKpWBndrDDOxmNLylz4POR+6o084zJ2",
+	"ZeE0S3/GtFl0mOKemHDqsikVhvWpFTIIUi6R/XChQ48O23B/8IsuBHX3Oae3D7D33VhJCyUuwznszwHd",
+	"/nZeicHBLivoc84KhW3Zgm48UncA21Ba3Z/S01YGj6uSqxU9x9IgOgI9Hf0YVQh6H3xL0KWa0AtSv1+L",
+	"ectLh9nydPBSuymCi0fSG15KzJ7B5t2NVohS7yxWliWV5phnjz6KkcNUyJEk+p4j9g+vKoY+li1dt6uT",
+	"z0kH63vJ1T3Cs3/d5ugcgbgQFuxWXJCHAl8/+N5Rk8ZScrWjOH5EyBQ43VNsooO3fXDCviaHLWq6WxSa",
+	"YrCggYKlBMQJFN3Qx5K3MXkcEhfPYprPRVCnz1WBntO3fAwVS/FlUePOog6IsdUw22j4YtZSZfzYHERt",
+	"CuJNLY7Yj7wKll9TwVRST67O2tKRfO+vwoYVPOkmZpv0wu4QLkzwi3R+7yKFsDsvKMQQw02tKQIO/bgl",
+	"O2YJLoix8ZS4YkUotnvF7rxiVToxbVhFzpIGOtA2DiNIkVQZ1caphiRR2U98MuXvMWvc9lGRrKdYfkA2",
+	"kr69tTq42Wb83CV/3ib5sz13/kGlcEKl5SeEDFv0Lm7aGW5Yy9IdSgU9rJxQEGKGm7NU/Wvq52t/qULX",
+	"uTahF4sosqjlYKpSR2e4X6NTHTzn6HSw18wftACbOYc+4yHtvE0B0hdv3XpXuOY1KzvChbnENcBp/LI8",
+	"6Z1TcAfbHKdy5WY//uD/+YVPxZ/enFrTYsbrG1WQ62HQsBuRyrDZ2pbNvKCP9lGhUXJUoUeV9TKlUfLh",
+	"IfRwGx9yxM7xL6A1QAoZJI2E2gryG3PHpjWel9CcDrMWlrIbqB4OsrOT67JOZ1fQVmQw2jAzeibz2GkO",
+	"sh+Q8q+jCU1zADZqohVdivaacUu5r6A/tc9sD6tiWMiVvIoVd35D7p3u/c8/+eF/Tg6/+4P+Pfzjw0n2",
+	"7Vd//p+9e6NbbE3RCsvw9wCpOu4fDauRPTpvXfI9t2uUA3vXfC5dunZMSHffiycuvofZRhDcmRwQ70Ve",
+	"u05blUpQNmoGuljL0qrcCbUs0jUFYDbRcTrKXloBdPYcohs2tsbpfHrjsAt/AWVrossiY0OR89oCH6aY",
+	"hfJhf82Uz6OlmlbRcQVNF00o1Ct5fm1XJA3/RpO1dRQJL+rAj9/CPCd03l9kWk5X25AtGggzMZxofW2P",
+	"c+54qTdJQLCOq4IbLHtylo2NriuU6yM+leWcvDSgkuBvnlg2IJ6o/xqwmSyLnJsCjxo8haFzidzNXhcJ",
+	"va/gKXANsLeUXPmH4asHzIWSfyvAfrDYEgafb89Cljh8Inhx/EUFG+Dvj+jrj/5Vn5x8lf+kNegb8FNX",
+	"+O9H4X7HO1769z+nKdtmiWbthl7kdL22RwrjfNJyfhHHxn912ITtzRmmITlAuHO2cIAKUcobYaSwxx9k",
+	"8eexEQ67UXebHz9DAQpnP2CuGN09jwH1C6EKyLOE/BgP/VSeoUesrkL8ns4DuZmY14WnlbOUhtN+tsSc",
+	"OH9LiMFAqzb/bz6RN6Jo2PGckaJg+95oGIShAZ8HfBVEx/1JG9h6GD/qXXjMgGmv3c6kFR1cFUBrQfv5",
+	"BT16bX83oNAYSdHQ79CdPaaD3JyM/ev7TZtZONFxBvo8cPT3jCk9C5vi6K+lGT+Ykup3IiSCjtqH8A7g",
+	"Yi17Q8QN7TfE+1tgBsY2FnGDzgU+jdBv339bJQyc+WzVyT9YxJ0jdh4pfr5uUivwuVTuQnkU9Eovulfi",
+	"RdN9F5z0NsUlaemDVuMFHJ73IAXXQUYjCmXB9lFheFUMDhYnSrnPFUTew8ysNsmTKY7rHiQLkBLsoOQO",
+	"oQRP5mj5ZMKmT07mvQIMNhlYQf8AbWHjcBEl9rGkKgtZ9VkCFf6kJxtrOA/di8AsFmVpWykjhbQVcACT",
+	"v5Ecmpgl6Dci8mBJ1/pzKGomv6dW5fxglUZ+hV95f5KbXtjbDmlsxJg78QUlvZ63v9lv/IVd1d4596GV",
+	"pwrqJoGw9oAzcKSExh2Lld5GFDwHCjjpmOXzZttzZkVuBEhKK1zIogI3EgTCMGmjyMgPj41G/R1H7Dwo",
+	"4zRlRrBSjJzHj8CFSjQR8UqKPXTHxsJ2bU3Eun6cpdWM8q7S0azhrQgDejzV1otnNpmEldUw+LG7EHdv",
+	"lK99Tu7sJPc13cDuEUALnL74FCSrUEWlpXINgYSeKfbTz+fP6VBlwcmU60pkEN5CJrKCTF2LRxsi0NKy",
+	"Wsn/rQXjU00h6BWaM94ZhyDB/cqHVpe1E2ziXGXZr5ev2b7/X6pQBpO+LPXsJ+eqg8iM1lBF2ozBCfM2",
+	"9sjw8RSSnMNLPPJYXd5gp0pWal157T1jpVTXh9jmWRuWl7ouDqfCceiIT9yXwi7nUg4ILt9htiIo7jA+",
+	"b8sT5oDILqZSSeuQcRmusKwy8sajPd5r2X542rn/+wX+9S3+cXBwxF6LMc/nzCp+Ld7l3KJ3jrx3ts4n",
+	"jNslB51W76wzgk/fEXIirZvlHpo6rn+jruDy53Q1rlIDykLlZg7J5BwbsSDZB5UoNf2IutqmdGDJljJN",
+	"V6DXmrRTv2HPku+NtZITgfwd9xdAXPERq0YPKf85TDjlcJHgneiywG4SEun8pGtEMRtJURZ2l3//l+j/",
+	"1sL6+7WZUm0JfDPglak7Q4lVyXPKfMfth+x5sIsbYnzklYAi4bCzIen9XDExrRxgPR9akFN4bhtaypDH",
+	"j384I39w6KSChZuNDhkDZzACL3KO2HNKz6cCKar+Eu9d8Bn7m2KKrmr8q358LSUwoWAmLCY/cbcvuMNo",
+	"+7UqemH0domu6c2vir1tpXV8PA77ZWr2RFAlHj0A17BCxWdRALDL3LhT8MXD+cjA95jgpN81TqanDbg7",
+	"0oaNtSbb3OkKmrIJCUozfkIGmkP0hqqC/c6lk2qMzrzUwyVyPRXsOVe5KIlEWGk38fdB5jiY+cqFbK1p",
+	"lvq352wirdMGKguuReWyqLZQyqt/umUjIwQ8AdE9AMVCBSp+59bA8/FgUEvo7NzUd+Ohwzl9bKc7cQlu",
+	"7KGjaDZEuCC6RS120dJfaLQrTXRRk7YD9N8ZOuN+evv2IrTixbIj2KuiIG42mj+0ISsEen98RTmCUBhY",
+	"jdgAPZhXvW64F6n389POa7b2jgtYi82ugxZty+U1kEeQBuqIt4282j1N34AQItsQGxYi4YFN4gGC8H0u",
+	"wTd+k/Fx6tGWwu6obe8IlV4sysnkXN97jAARaXX7nVfKCmCkin1igt/J3zcI0XfKaRto2m2HdNUhXHVA",
+	"HjP0QbXttYwN5xXHXggSiRYb9yU2VMHgfEwcxSuS+MqcyYLcmvE3DsL4ht+IMpL0lqzibsL2MTyZsbzk",
+	"cpoxK8eKu9o07tIs+EoPzgJBgow5AJSHtKjxHLFzViBRQmM8esvRz0CXh+2t6AxYfCaG4Zq+OOdJF5zQ",
+	"XgZJUmKLDRdF2BmzrW8gfguo88+wOkT8b81LnH6/hLJ4ULtyw746uFFn3AYKqLO2riwhAux/NePzne35",
+	"RdmeaU8d3CdO36Uk2FxJXdN+zZtt3KbIB2OOWJYQewPqITsHtwtnOpx6IAveb/noD07XSBc6MEgziE0I",
+	"ordvFazuPQYkjE5+P/YQfeHL8LgDtB2g/eUALaIC1iIkGLBViHO8vD62Aq63/dj20jqOJBUQyYY+Wrme",
+	"Mroz5KMX4kbm4omFwkTNdO2qGtNalCiP2A/asMF4+OzvT//+dBC+2EHHARvJ6fAZjLPvjeZFzhc7qUHW",
+	"DJcQUyYl9ErkWhV2kAUKRvb05CAWScZBvfrlt1dvX6IzzY8viwqzdIHsEhX4H4/+9vQpjAnKMWfcFCHW",
+	"ja0ik4Hq0cgDbhaWrOSgAtOv2f4g14XIBwdH7EJbRzODAfaLN1dvWedKHH+g/3tV/HkMtwzOqBWZnRw6",
+	"feivZpBVtT+onBtkGKAZzsMUHLBC5LJIuDulCx7JI/amNv5bpJ/R06Z27HtwWISoEQzgicW8/VaXuE5x",
+	"ggG6t7y8vsJbtyRUlt6zRqSEDaWKuBPvVYCkM9IzRJrrnRz4suSAhxvmTzLl7AQATRDf/7UD77/7rhvv",
+	"8X57BLf14nyKLr2+1bctDCAaW3SXLoFQBmyZeVOo5xUf28e724aItfn68JZmJLLoScyP3/RY8/O/YCB4",
+	"sNDG4u4JdMwY3gsu6U88bUu+xDWyvF/P+h17TKH+garC/t/Z9U//yRZkMmkVp+z80CscXqep8inP2LRO",
+	"f1EfUI9rERW4IjzlLNEIvPICbj/sL/HshEErrYrn15B97NjUKy9PT5iFAnOvgHU2qcaO1KesAl3HhldU",
+	"+lqogyN23miMyKO9pM5Iy/JSW69QaUNXNYsmDECLEaXgFnmFmpbjg5xESUeRLkysP4DnsACPEnbuXlWK",
+	"H7xGRYKdttOKdlrRo7GOAfrILL5/pegYEAfhuRROdDj7IHmkjcktqxHMDQ9kmJVqtUfSs9A1cAHTZApp",
+	"yUMTcliyYSECgyxo1vF5V2EkPMcfL1jPnYa107C2W+MI+21pT9/rca3cCr/8m0ooS6UPNnSXXtQ7jthz",
+	"0jpCChdpRqfBY4NZYMADa3RVhYQvMaMLGmq15UN5hUbPhXNfkuZx4dZ5+8eULrJTO3Zqx4OrHa4bGbYB",
+	"ZBNpisOKGzc/znmF/fNX5bmlxGSyAIJ+eg3mpon3lWzYHgJN6vnFK+a84YUk2RW0U6G3zVnOnRhDF0Hq",
+	"oR6fCESQorALNP/S0tOw1gb7vpTlEXsF3ePJN+xf7p8AuXaRzlXXjtrGjAQkkNiGOLa2XQSvU2KriR9h",
+	"qacnNtzIvHFJrM3DORvg9De1cqeMV/IQbhycId+21WWjWC0TYT5Nu75U8h3c+y4gUzfv01u/kBd+HZ+n",
+	"y7hN/Op+Y1+flOSaxd0B3/dFVKC/CGx4s7S5UPuE+I1Y6PSsN2e0OfLN/to73YsbbG8JEZ72hOP8FPYj",
+	"AQYn7EqPLF0EZdj+C0baQDQunL/F5uEjWWKXMlUwo2c2JCikz1l90roTV5N9GIZ922ysj8pDXXMtDeYf",
+	"Yj7TprjFHRdGO53r8ha3gNy6AjLFV7d51S/YsG3zG16AHPmIW+iHW93520SDHrPp9edVdYursf721jfc",
+	"6gteIjfJbb6hdvo3WQh9y3suRX67XfaLvij5XJjvjeDXt7jvJ27Rb3mrWy7cf25xwyt7NeEm7Jlb7TVo",
+	"XEMZ2ptPIPRYve1d2LHgV3ObAf5odF39Q8x/ACy83RDlDeAeDDPcv00PBr15k5zzIC92jBQrGCnCJLH9",
+	"RNQebFvOx6VZjgx1CPzjD3kA6j/XmgBaReF9GuOxJLxAyqMTRs+UMHYiq9sK97ZWS2BwW9GeCJ57OCyr",
+	"ugRCtsfO1XdHrj5eeFOKVMfP5EQdVyWfD3l+vaJyw9paWGYn0BVfqnEpDr1V+uvlaxvTyOiJTywr5Y1g",
+	"SDySsUCmSE40UTSncd+bwmh1TTFPfxD+ZgeQATqVzoni4Ii95PkECGF4MYXSjvc8d+U8pDnPKaAAdr6w",
+	"1CZvUMqRcHIqQv4b24/5b89OMsYdKwW3jn2FP0AIl/jEsW15gTVtB8AygH+LQPHEkluBGr5CPZu0gfQK",
+	"UIUr/69UYToYcL34aTuFxN3RCP4YdkwrWEvMLUgHyYv5AOtfY+Wc4ya29ZToV8AMQpwPmzTEuBaigl97",
+	"i0gbaMWplMhdRlwhWP8Lu4Chu1oq6wTvZXNpIPC1vBEXYQfdmpA2STjrcODGTXobB+5UqvDj0/tz53bO",
+	"xwrvbrCn0PIMGzVMi98h9+z37V7QHsmhlTiE8eJAd47gL8gR/KNwzfpH1IiioIG8RAxsW/rhW+yRH87H",
+	"Cb9DgL0VbWMjlZoRSsygifECZPZ+faBMA/0U2h5jjaMdZJTAA7OXcwMdHNnA3uTvnMyvhRugAMJIv7T0",
+	"Jox6Qz2xf/5ZxIxWV9nY9UjQbX5IVNyIv7AlJEAP52wAv2jk5Lcnh9+enCT54s9ODrwEhL4COANlaHQu",
+	"LStqaIU0gL+ce+E7YPt8qGvH/nbyfzGpKFMBuNgPsBgTEtoD4QTcHfjfXqIUP3cDth9/+XpBlifiu/nC",
+	"Shipi0aYf/3VM/8VOCuYetUjxM/wWlRDGr3jTUhHQOah4BYGd6iXyhlOhheqmAnRDIa6rTeDI+WEmlUt",
+	"PRI87jf6WhT+AgzFDtKNPchaWWokwjHGYQTLaxf6dH/DLM4S8BAFLSNuxlVKxhnW9fupgK7DSjuvsN0I",
+	"diMLoRk3BnfR+VLIYMrnYX9aNhMlaMCCzcQwXBp0Q6+jHpwmUwMltkNRajW2sTKLnpuxf+0tT9e/9hgf",
+	"+mFNRSQZjDcgUQjusEjCHYYJn7Vf6jFV595QV9IsqnOcGf9dXpXi1s60CX2dD26nDr0GSNnpRPPWhGyi",
+	"FGWt84x1boEcMuhK96sftde0Ry1q0BlTmgDkd+rRF6UevY7ZPqkGANR2wcyDSga00tYpRlvUfMCAXEEN",
+	"BR4w6GiK3ArB5F4IkMFjTlmly5L6HMGAWK2cLEkZuq2PDQo/PjcvGwx6deVrY+cTQkCBS66nU66KHU48",
+	"bJ3RQzvuuopP159hXa0ouI85uOnGq3gdkm557fShEbnGXjm9J1xXZ2hveBWPj0Yid1T0CO2LjV1UXW59",
+	"3nX1+R13Xa0+7X7e/rKH++HOqq4e/VGt3eFUmLFY00j8ee2O4brQM5zI2NCDvC6tpHY/+3tD++57yC3p",
+	"4DiDgWPzEdkUj5kbYfpYzqatrJAem+Xps78vmykbhKWTOQmNRlaOmxh/k90EXTiGpTc3tbWH1Av0WmAb",
+	"lc4P4lLd8ku2Ck/JHGwSJU/7rO9C5J0h8vYx3TbKGEiakWps13R3+H+0pJTX53palcCJ1twc6ODIANmP",
+	"mAn+J15VxOiA6UMH1OLcz4X14v2fA1BO38qpGGRsIFQB/3uAvjz/4J8vvmb7oc2CKA5CC6IUBPCpTT5s",
+	"Frs2OMOVzbUf6mnoLFbVLlJMoFfvWsxHBmiDnB81ZcEmQ2s8iTGtLwyJ7QcvICd3GH0kqDu2+aYzNuaV",
+	"jSNLphCaJVzLqhJFhm3gwzifWFbUiM3QRwaChkgsZIAy/IgNWkgH8UzORrwssWecHwkUOyluTOCUGMlS",
+	"NC6rOSult76YFTfCAL9PM7XkyMWG+ThpRMp7hsaYdGSDXdV5LkSBfkVqgLdvhWA/vmzYNeJXQ+Mr4bep",
+	"KA8y9MzpoeNSMQ6tMo7Y70DOkdOn/GrKQZgZIPyF/vxWs4s3V28F+FuNQGh1fp8rXlKnI3BgyxIM4qFg",
+	"N8LIkcSQpv8CqcZQEWvQmd2xPE2vvTPYkuhMx0kMLOvO8PzapvnMQ/ToUpPbfZyRDVx7KbJui7qDXrGm",
+	"LARnpGmn7c/w/brDWnPRx/PE7XW20HxzpwDfWZuHtli6R6l0O+33+IP/hzK3+qpFL8UUG/sqD+b+1HpY",
+	"gwYJGMTCMvnAOq4Nu6yV8gBxRlRB+OQ3AM4/yFIMsKMRCpURxMG0zigxhOJWzgKgUQhecG8Wg9E20+Ya",
+	"9uwiJLyAt/RCwi3t1eTmV8UFd5MObRV6ihmYnlRMwhcRQVpL4MYMF+gbhqIVJhMXkI21sFmUNVAjG3x1",
+	"eSm4EgWrq15dd3GWH0/Lsk0ACUePm2vnbbtHAPN3bTADXleSufhV8RsuS2+FLVMei4fFPgKwP7Nui/4c",
+	"z1rsqFYZPTbC2iyqt/I/ImMcUrujBpkRYzrWV4Eq7/XKEORalX961/jzxyPQGXaqwh3noz7UYVmditqj",
+	"JhwXeqZKzYtDL5tXxKcWElHRogo32yj4nkQtoFNccoaJNmmeTZSyQcPmkGZxRmLTWMfyUgrlrcCSe4Xi",
+	"EhRysgjI211gEgkJ14GISS0Z42pO/nN8TjBNDo5YAn7UICqv3TuYqHc4qnd1c8nggB4fxXw09ojxHPSd",
+	"RBWacRvk4OYWzwua1dd+Re4MZraZcQCxYD/cNZaU32OQlfIQOQUdw101zp3K8mBBhwZpAsDAilBYP+Ir",
+	"nrH7VEdoNLdH2U3zHs+TfEdMb9k3AjNb/iG9vhJecIgfD25AnvicFjDYg+7EuepwNK2+BoiaQLqPvBaQ",
+	"W+k/DRpSluKJPUOooor3+AxMn8OsuVJDu4dkTvyXsSm/hhgnq1UNjRQ2B7s12VuPEe02za/C3BQrnJ9S",
+	"exYrMTCwS97IqVheIHTf4fqT+3So3eTgM8nB2iHnw2ZDLWMk8i82ZSP3BZir06TWg+VHqKT+5p06epfq",
+	"aMSBnTq6U0e/bHW0KUF5DOroSnSlvgYNmHYz1d1ZPU5UKmNhahZKdDSW6Pz4PYwoNlCL94dSgf1B4DqT",
+	"xcDPbrsjweIXHUt1I50YHJyGJJJYFYXZnhCJX6zKgcikEjNRJKU5TywbpHo2hI9Da4jD8MJB1HPixa+K",
+	"QavaQRbLpMI0EInVHVSvNBeOKlO4wyBMtrZUZKm2AiLx+0nzByMqbagFpVBFyBOMewZdpcgUg60knz57",
+	"mrEJV2PL6irWyiS0VNYBu+ABxm8wauMl3CUWz0CgHiYUIkVKtL8iTN07uPPdCkbkRenzI07+rYo7qGNP",
+	"a1d9toyFu3KOXTnHF1rOwaOsWJIRtyjmuJcqV7AnKG9xk8bArZyixda/tc1CSx9BYXLNkVtwkGYPtV46",
+	"gBI7ErZsWFuphLXMz5oXAdgKSTXZ4dAZqGmxA/qv9TLoRpS6EmzwoeJjkUHG4hXEz5x2vMyAr+3PAdvX",
+	"poDMq+G8bU3J4owN/F0oJwfhAQOQFzpp8ROZtHVeT/3ueMIGeVlbB6lbB+tycROms9un4j4P79lOb+Jt",
+	"RvSS78aBrU41baev7aJ8d5ijunSSt41FShdiTYSvrcrb4w/w79pMIK/F2UQ/hjzJXJwClXRa9Byj7KBl",
+	"+yMd+KXZy6RO+qe3by8Of3j9W4b/N/r5At2aP72+aj2uRZJSq9Jj1qCQlq4BDRw0MQ9XmEGUU6nffFUB",
+	"dqzqJvcpV17rHvrR3sgbP9q+IvMpn4eqcumyJhMq5tOyoPU/sQlBLdv/+uQrNmh+8a4QSgpvwbiJMDNp",
+	"BeRV0nhAzQXw7GSBDUkzkDXZFFkzXmol1mdIfWItdNuk69GaaV+t1JlH2ky52zvdq2vpr+woLljoNDOZ",
+	"p7X7qrAZuxaVaxKNG9YHRy1CXF/elBHcQjOnTiX+2TffbjAgyATze4wYipri/xLssbh3aYCBLaI3lytu",
+	"7ceTxbWRWt46TzsxcmfJIn5Wl4igPrlAGSl9s/W83cHvQZx9LQ91SiySdRGFhEue61q5xi1Sq5AGHqy3",
+	"BmwbbmOsCiAcbE62h19/sgB8/RMhQBZRGFPXPx6LVQ6PKbV1TDpoD29SVzwvS2GS4UQ6DvHeS/z9r0++",
+	"vgWMw4dsiOGtFLPPBcD/eBTegqMdtvQnom0FWW6rfB4DTqwqmqYet17dtKUELyXwFoEDuJMn6SzR3qBc",
+	"BwLsbS6hBRaiTgxLeaL8E/0QEhxEKzaBwoT4CWKDEDoEBJ03DOdWR0ZAUHHRuk8UCCAJwrcUyA6YyFfw",
+	"wIIXlbQM7rB0fNF/l23mZz1tGAf91xFT0ioNGAmWujF4DfqeMp5CPEEtkjD24fJ+yxMB7Q7QkQEXqnHy",
+	"+LPAhBWUevHeCVhCnMDmylsBNcQCurEa5wDth0hm1fiVhSq6Gl4pMftM8fzuvdirZmNNcDbuV/Jjn0G5",
+	"yrRyc6aH/xY58mxSMWBtjFBAlPcIHdthj/01NeidQ3u1LIaWXPcqjJsQ8Qr67iTzz/b4jk9bRbJN59NY",
+	"tmz765b3L394zr766qvvQi/+/2glDjKmy6LhXGAD/3Cq1k3IAIwYCSNULs7AUS1VrWvbTCEHsgAaGLCr",
+	"LNSMr3MgXzYT9Bi6hMTh3KpBRrxr8wYe8ZZb9wqJd27YXyNef5uGGfGmH2QpNu7EkLyKduKt7nqJW3a7",
+	"nvvWl21CEwF7e0cTscIFb9Iz/ChKbJrrjifcFIeNz72H5t0Yb6JYOSzFKRWdJrwET9hw7gSxvXgboh06",
+	"3HcTo+txCB/ysZ/AA1BYUS8C7lipCvGeCeUM8Exx9iIUZerp0DrQca1u5Xaogsp009pcTCLwar/Tpsnx",
+	"cKGDFQ6VG8HGXgdj56HeVZYlGwowz4y3zFTIg5GYyoIDnAvH9pV270bAWHvm9f8lXovGlc8tGUw3xKyF",
+	"ooBTF7cZMCDAjKTpkh1xxZ+4KRZd6C3hsB2d2L/AI8H33OWTNWowfFrGnh4+PTlhBbTZyh2Thc1whSuj",
+	"c2GttyUxw1XP1P3qwEvf08fS5QHOwF+hRYH/sgw7vcMMMAgs70CvG/R+aiDlYbAv1OKuRz9CiX7k+94A",
+	"oYjVI3cYAl54hL1+F9EDdU6EFjjTCawWrcgevA8znUZclhSsjEN65x/3btzpfb3Em3fnf3f+H/X5p33a",
+	"PjQPAgRrCEkSIEjG2g8GPwEpPmzzU6Jh8oI9MffQ8SZNizQEKyzAQ4ju1owN61QZAbdsW20ZIu5AA5wW",
+	"0gRva2tyLRZTWMbHXCqvk7TwRytxa7C50iO30zd2ePMZ4M1VcxQeu77xAb1It+Ay6CEwaNXDgr2kGHeO",
+	"5xNkuIspUPB3xafiDDbYFLxW8Fdo53CJ3QugvsC/Stp+tj49U43Rh5wk3BgJtRbLxWnSNtfBT6E4TbrQ",
+	"qws68kFh2WlSshb2/FCqAip1Q9uHWMtGiaehRwqWtsWitv3mw06ZFcIbhRl+vFTjgw2K3orlwreGJe6I",
+	"vbwRZh6HaUQ+Efl1MjP7HNGZadPGYfhr86SDWLfXZBzsox16w0tZEA9jSCZYqGYO+yH0ImmoHlE/HQtH",
+	"1jGW5y2gfqs474i9chSFxKJEMMBDozalDeYY8IWqojCE9SUSUXJ8EmFEyze1K9Hblej95RgjWrD+mOgi",
+	"umTYxzNFaAXY3xZibfqI+MJD/0dAqFhpAxAe4barXLrNJpGh4l14WEO+wAUBCKyn4DwEMtN/1ScnX+XQ",
+	"1gj+VzBRCi9XMzYaTSsxZofWQuvHkdFTkH5TEqoYZPpvfAKl+uIz/un/efZtoPbquuSPAZbIoc+SDcVY",
+	"qmXGW+K6le4gi+lsP72+Yr+9eQHfCTUS+5PSj3DEIKvZCiC+tTje+CSn4/9nYIoQRW0I6Yc++OKIXWI+",
+	"Q5Mp4rWFI3a1LOcCJwfqsBtQcmTEydEktG1OzRElwq2L71p7rydbATf6X6LibkfwsRN0D1Mf1wb5x8ju",
+	"sVq2bWqfNWweC2KtYUJnP198fbZKvgTt2+v9QlxbSG4jkWMEB3PozJs/bIDS5BOlDSZTUNU3fMVqmYNB",
+	"NDndWYyfo8XoN9fdWIvny7prS19ASnsrvBR2go0NV+5jhPnOSNwZiTsel0Uel4cyElcKUSpBX1NXTqIm",
+	"ELz0ZvMhHRRIN0jpaFqUQAeLaGo58d/IUjJg+wEaI6tLYCZ5VbTopxqSE2hAQZ0setrdA0cKdIEDOVfO",
+	"Y7MyLyNB/JylTx2KXE+FDdwpkOiPcjH0x12T8HdF8/hgfZvupV1T34vD2hR9bw0regcvjJtQqvBy7kT/",
+	"i7lrs9qvQlpcxSt8A+UHbjVtr/XCTdL2Fk7iLra0IoEv6ddq74vKY2X+Hl10p5xYoccjcGO1cXTxUkTt",
+	"tIutPyRQmZLQWZU6504btr/Q7yhjg5uJtlCayavK/5PgtFTWCV60+uKeLhgpPJBIIWmXULkuhGFVbSfC",
+	"Iu9Kmzzx8u3VBfwZJQemBRQMft0smD3IPP7XZckqo9/PsR9WMg/UTwdMn1GpZ14mLNCT3NBfYi14QDTl",
+	"ZzEXC/0wT5HRJG2Pu9/iT+lY9f87zNZ/Hx0dRTOwkYQHWRBm0XMDvFkFG5D/9J9/HNXQm0nHyh1hQsP6",
+	"hW79y+2qpnzOhiKUryVUX1GukvAjL29LmKwjMvMzuIK8LOwpiE9V3E0yNvjQGt+fxx9gd/15/IFX1Z/H",
+	"H8Js/Tlg+5gW4KX5r5evD/39h8LmvBLFwRl5hpPe/ZSmFWyxuKTtU8eiNLeNPxYq78BVGrJSG3K3qkYC",
+	"CgOKHBTbWSDOKbVXdVJHaBk66qe7v83Oto6Jza9Asx6d/cJiB63FlW6efeIXzmtA4VtBHUp4ck6TgxCS",
+	"X0JXzKzdmquIlElB+FDxGp8Km+6kZLHBK14CTDt/xuCMh+aMcoMAJMrHRS/xdm3CjneusQ5DxBW2ScOR",
+	"1myIhCcNpmTHlbYl03JXKbaBa7dXAwgn90Ep0CaCl94k+LCaYYIzO+VlyfByZhWv7ES7UBjMCzbkJVe5",
+	"B0K/i6daSae9ZcFyrhp71ANookscsd+DYCTCBglttSf+7zkU+kKEBeqU7dw6MQWdD097HAX0S5QqL+tC",
+	"gLJhhbI1uYghU7AQDlL7QstapQsBBahSoU9Qm1ihjB5DoCvCWmNIHNJqPtW1ZYaD/9JNuGJG/FvkLjCP",
+	"UkBSWvbs5CQRZf5dIAmu/VsKMTa8oA/75uSrLNGCoN48fNRQF/MMFQcUuol7sZN04idcym3aTzc5vuSK",
+	"Btlb69v/yX47gEiNnuWjpMPVwwwzmVn0U/i5jzWMEPFr7/sMlAuvVUPnKX/5ER5/kddGuvne6T8/eIt6",
+	"KLgR5rz2R+yff3jjNs0A9nAF76DHp7szgQLc+B3VpCc9x/y/ml97NSonIbc4wMXRZR8Cg+pzra+lCEOm",
+	"cSxRPcCwmFRYiw6duPBDMlAQwVuVIbOTzdiUS7+2HiSofzQebeuYqRUkB4A5A4uyj9/ITp5CDDW4F3Ai",
+	"ll0Vv1pIGDYacl2bxvnZkvVCyEGzgINjznBZRn0h546XelzDeBIumkpL5WwztGetoYV5XR7cpcCNLApG",
+	"pIhsKqZDYexEVtS1LCAWdnaNr/gqfQXd3PGG32QhdKJJBp1vbHRd0SdX2PzxkOdO3qB2WmldNhfjq4MK",
+	"Epak1ONmON+0hkOv6xjPL34JqXU/rMEFg62elKSFBsYeSsW0KsHyjiSHflf474A4WMG81MC2s9Lg/sDy",
+	"uJ6JAnK9jmG9TjwUXeE4nClpEpU7UH9gFd1I5PO8TD8t2sGSvgv2m53qa8EcgtuCV65rYG/jQKirrh5h",
+	"cnYzG1loiJfDocq1GslxaKGMuFrxoSylkwIOGxrvSVFhMnHNvH2dzhu+vGN8L6HekPY/MrZF5QSqx8fR",
+	"tgvMfsH/3JxFdAyHNz9tHexU2emeHnEDfBC1G+r3Gf5bq4LNxHCi9bU3PyWED6uSKxssUv8rGRp20o4+",
+	"xH3+uxheaYithmMvFT6SliA82f/6fTpJfiBdi/i91s46w6vgvcCwKy+mUkn/B0c9CuFlgEduHj0dHBo2",
+	"J0gVZ+q779KZIj6wxZf/+P3xW4b2Inp9vI0+lh4v/Pm5EYZdvboI+7sywgqPw7hxAO7OArMNHWvkZCRs",
+	"QNOUMsKCzcWITz0ZHf2mEwQDZXlzuEybtKCpCwm+g4wVMgiKhhIgbt5v04mJ1nPHy38WmHG1f/n2+QEz",
+	"Wk/tKf6DUencH6rI/+M3+GKwxZ6xf2uJAs64oeAuw7KWDD0VqKdYtv/7T68uMABt62EcA/zh5cUBPJsW",
+	"aPms0Mdz42QuK65cCF537gTj8o5PBYsk11O273h5fdD474kNRxXsx6O/PX0Kkk+j7YEDemKZrQS/FuYs",
+	"+h6GRvMi59YxESlBQyv6N7/89uoHTBJITzIvr/f+/OPP/z8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -158,7 +158,7 @@ func guard(g guardConfig) gin.HandlerFunc {
 				return
 			}
 		}
-		if op.DeviceCredential() {
+		if op.DeviceCredential() || (op.Credential == CredentialBusinessOrArchive && presentsArchiveTicket(c.Request)) {
 			// A meeting device's own credential (participant token, access
 			// ticket), which the operation checks against its room; no
 			// platform credential stands in for it, so none is looked at.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"sort"
@@ -45,7 +46,25 @@ const (
 	CredentialRTCToken        = "rtc-token"
 	CredentialRTCAccessTicket = "rtc-access-ticket"
 	CredentialArchiveTicket   = "rtc-archive-ticket"
+	// CredentialBusinessOrArchive operations take a business credential
+	// (API token or console session, with the operation's permission) or
+	// an archive ticket, which the operation checks itself.
+	CredentialBusinessOrArchive = "business-or-rtc-archive-ticket"
 )
+
+// archiveTicketPrefix starts every archive ticket (rooms' "rar." tokens).
+const archiveTicketPrefix = "rar."
+
+// presentsArchiveTicket reports whether a request of a business-or-ticket
+// operation carries an archive ticket (bearer or rtc_archive_token)
+// rather than a platform credential.
+func presentsArchiveTicket(r *http.Request) bool {
+	if r.URL.Query().Get("rtc_archive_token") != "" {
+		return true
+	}
+	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") && strings.HasPrefix(strings.TrimSpace(cred), archiveTicketPrefix)
+}
 
 // DeviceCredential reports whether the operation takes a meeting device's
 // credential instead of an API token or a console session.

@@ -47,9 +47,12 @@ type TrackFile struct {
 	Codecs     []string
 }
 
-// Archive reads the files recorded of a room stream within a time range.
+// Archive reads the files recorded of a room stream within a time range,
+// and answers where one file's bytes are read from for an action (play or
+// download).
 type Archive interface {
 	StreamFiles(ctx context.Context, mediaServerID, stream string, from, to time.Time) ([]TrackFile, error)
+	FileURL(ctx context.Context, fileID, action string) (string, error)
 }
 
 // ArchiveTicket is an issued ticket, shown once.
@@ -231,20 +234,16 @@ func (s *Service) RecordingManifest(ctx context.Context, id RoomID, ticket, reco
 		end = *rec.StoppedAt
 	}
 	m := &Manifest{Recording: rec, DurationMs: end.Sub(rec.OriginAt).Milliseconds(), Tracks: []ManifestTrack{}, NextSequence: afterSequence}
+	byPub, err := s.recordingFiles(ctx, r, rec)
+	if err != nil {
+		return nil, err
+	}
 	for _, pubID := range rec.Publications {
 		pub, _, err := s.publication(ctx, id, pubID)
 		if err != nil {
 			return nil, err
 		}
-		var files []TrackFile
-		if s.Archive != nil {
-			// A file's media may start a moment before the origin (it
-			// opened at the stream's keyframe); its offset is then
-			// negative rather than the file left out.
-			if files, err = s.Archive.StreamFiles(ctx, r.MediaServerID, streamName(id, pubID), rec.OriginAt.Add(-time.Minute), end.Add(time.Minute)); err != nil {
-				return nil, err
-			}
-		}
+		files := byPub[pubID]
 		byKind := map[string]*ManifestTrack{}
 		for _, f := range files {
 			for _, codec := range f.Codecs {

@@ -179,7 +179,8 @@ func (s *Service) activeParticipants(ctx context.Context, id RoomID) (int, error
 // Active publications whose stream never became ready within
 // ReadyTimeout fail (rtc.publication.failed), open rooms nobody has been in for EmptyRoomTimeout (or whose scheduled end
 // has passed with nobody in them) close (rtc.room.closed), recordings
-// still Stopping are stopped again, and the client bindings of expired
+// still Stopping are stopped again, the failed tracks of running ones
+// are started again (retryTracks), and the client bindings of expired
 // playback tickets go.
 func (s *Service) Sweep(ctx context.Context) (timedOut, closed int, err error) {
 	timedOut, err = s.SweepTimedOut(ctx)
@@ -240,6 +241,9 @@ func (s *Service) Sweep(ctx context.Context) (timedOut, closed int, err error) {
 			if _, err := s.stopRecording(ctx, r.RoomID, rec.RecordingID); err != nil {
 				errs = append(errs, err)
 			}
+		}
+		if err := s.retryTracks(ctx, &r, rec); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return timedOut, closed, errors.Join(errs...)

@@ -61,6 +61,16 @@ type Recording struct {
 	Participants []ParticipantID `json:"participants"`
 	StartedBy    string          `json:"startedBy"`
 	LastError    string          `json:"lastError,omitempty"`
+	// OwnerTokenID and RoomName are the room's, kept here so the
+	// recording listing filters by owner and searches by name through the
+	// index alone; OriginMs is OriginAt in Unix milliseconds, the
+	// listing's time filter.
+	OwnerTokenID string `json:"ownerTokenId,omitempty"`
+	RoomName     string `json:"roomName,omitempty"`
+	OriginMs     int64  `json:"originMs,omitempty"`
+	// TrackRetries counts the tracks the sweep started again after their
+	// recorder failed.
+	TrackRetries int `json:"trackRetries,omitempty"`
 }
 
 // Active reports whether the recording still runs (a second start
@@ -136,8 +146,9 @@ func (s *Service) startRecording(ctx context.Context, id RoomID, by string) (*Re
 		if err != nil {
 			return nil, err
 		}
-		next := &Recording{RecordingID: rid.String(), RoomID: id, State: RecordingStarting, OriginAt: s.now(), StartedBy: by,
-			Publications: []string{}, Participants: []ParticipantID{}}
+		origin := s.now()
+		next := &Recording{RecordingID: rid.String(), RoomID: id, State: RecordingStarting, OriginAt: origin, StartedBy: by,
+			Publications: []string{}, Participants: []ParticipantID{}, OwnerTokenID: r.OwnerTokenID, RoomName: r.Name, OriginMs: origin.UnixMilli()}
 		r.CurrentRecordingID = next.RecordingID
 		rval, err := json.Marshal(r)
 		if err != nil {

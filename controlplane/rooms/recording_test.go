@@ -18,6 +18,15 @@ type streamRecorder struct {
 	recording map[string]bool
 	fail      error
 	unsealed  bool
+	// broken are streams whose recording failed on the media server.
+	broken map[string]bool
+	starts int
+}
+
+func (r *streamRecorder) Failed(_ context.Context, _, stream string) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.broken[stream], nil
 }
 
 func (r *streamRecorder) StartStream(_ context.Context, _, stream string) error {
@@ -27,6 +36,8 @@ func (r *streamRecorder) StartStream(_ context.Context, _, stream string) error 
 		return r.fail
 	}
 	r.recording[stream] = true
+	delete(r.broken, stream)
+	r.starts++
 	return nil
 }
 

@@ -71,6 +71,8 @@ type Service struct {
 	Archive Archive
 	// Issuer rechecks an archive ticket's issuer at every use.
 	Issuer Issuer
+	// Exporter cuts full exports of recordings.
+	Exporter Exporter
 }
 
 // Caller is the API token calling a management operation.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/permission"
@@ -32,6 +33,7 @@ func (s *Server) startRooms(cfg config.Config, keys *keyring.Keyring) {
 			}
 			return rec.MediaServerID, nil
 		}}, Recorder: roomRecorder{s.Recording}, Archive: roomArchive{s.Recording},
+		Exporter: roomExporter{s.Recording},
 		Issuer: func(ctx context.Context, credentialID, perm string) (bool, error) {
 			// The same answer playback grants get: the token or console
 			// session as it is now, within its owner's permissions.
@@ -64,6 +66,41 @@ func (a roomArchive) StreamFiles(ctx context.Context, mediaServerID, stream stri
 	}
 }
 
+func (a roomArchive) FileURL(ctx context.Context, fileID, action string) (string, error) {
+	_, u, err := a.rec.FileURL(ctx, fileID, action)
+	return u, err
+}
+
+// roomExporter cuts room exports with the recording service's cut/merge
+// (the engine copies the range's fragments into one MP4).
+type roomExporter struct{ rec *recording.Service }
+
+var roomExportActor = audit.Actor{Type: "system", ID: "rtc-export"}
+
+func (e roomExporter) Cut(ctx context.Context, mediaServerID, stream string, from, to time.Time) (string, error) {
+	t, err := e.rec.CreateCutMerge(ctx, roomExportActor, recording.CutMergeRequest{StreamRef: recording.StreamRef{MediaServerID: mediaServerID,
+		App: rooms.App, StreamID: stream}, Start: from, End: to})
+	if errors.Is(err, recording.ErrNoRecordings) {
+		return "", rooms.ErrNoCutMedia
+	}
+	if err != nil {
+		return "", err
+	}
+	return t.TaskID, nil
+}
+
+func (e roomExporter) CutState(ctx context.Context, cutID string) (string, error) {
+	t, err := e.rec.CutMergeTaskByID(ctx, cutID)
+	if err != nil {
+		return "", err
+	}
+	return t.TaskStatus, nil
+}
+
+func (e roomExporter) CutURL(ctx context.Context, cutID, action string) (string, error) {
+	return e.rec.OutputURL(ctx, cutID, action)
+}
+
 // roomRecorder records room streams through the recording service, as
 // manual recordings of app rooms.App on the room's media server.
 type roomRecorder struct{ rec *recording.Service }
@@ -80,6 +117,16 @@ func (r roomRecorder) StartStream(ctx context.Context, mediaServerID, stream str
 		return fmt.Errorf("recording %s: %s", stream, sess.LastError)
 	}
 	return nil
+}
+
+// Failed reports whether the stream's recording session failed on its
+// media server (the sweep then starts it again).
+func (r roomRecorder) Failed(ctx context.Context, mediaServerID, stream string) (bool, error) {
+	sess, err := r.rec.Session(ctx, recording.StreamRef{MediaServerID: mediaServerID, Vhost: channels.DefaultVhost, App: rooms.App, StreamID: stream})
+	if err != nil || sess == nil {
+		return false, err
+	}
+	return sess.State == recording.SessionFailed, nil
 }
 
 func (r roomRecorder) StopStream(ctx context.Context, mediaServerID, stream string) (bool, error) {

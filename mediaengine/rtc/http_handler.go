@@ -95,7 +95,7 @@ func (s *Server) postWHEP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) openWHEP(ctx context.Context, id string, path media.Path, params map[string]string, remote string, o *offer,
 	offerSDP string) (*whepSession, string, error) {
-	rd, leave, err := s.host.Play(ctx, path, Protocol, remote, params)
+	rd, sent, leave, err := s.host.Play(ctx, path, Protocol, remote, params)
 	if err != nil {
 		return nil, "", err
 	}
@@ -105,7 +105,7 @@ func (s *Server) openWHEP(ctx context.Context, id string, path media.Path, param
 		return nil, "", err
 	}
 	sctx, scancel := context.WithCancel(context.Background())
-	sess := &whepSession{id: id, srv: s, p: path, pc: pc, rd: rd, leave: leave, ctx: sctx, cancel: scancel, connected: make(chan struct{})}
+	sess := &whepSession{id: id, srv: s, p: path, pc: pc, rd: rd, sent: sent, leave: leave, ctx: sctx, cancel: scancel, connected: make(chan struct{})}
 	fail := func(err error) (*whepSession, string, error) {
 		scancel()
 		leave()

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pion/interceptor"
 	"github.com/pion/webrtc/v4"
@@ -39,8 +40,10 @@ type Config struct {
 // their codes.
 type Host interface {
 	// Play admits a player of path and subscribes it to the stream's raw
-	// frames; leave ends it.
-	Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (rd *hub.Reader, leave func(), err error)
+	// frames; sent counts the bytes sent to it (the flow reports' bytes),
+	// leave ends it.
+	Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (rd *hub.Reader, sent func(n int), leave func(),
+		err error)
 	// Publish admits a publisher of path with these tracks.
 	Publish(ctx context.Context, path media.Path, origin hub.Origin, params map[string]string, tracks []*media.Track) (*hub.Publisher, error)
 }
@@ -55,6 +58,15 @@ var (
 
 // socketBuffer is the shared UDP port's kernel buffer size, each way.
 const socketBuffer = 8 << 20
+
+// ICE liveness: how long a peer may be silent before its connection is
+// Disconnected, and then Failed (the session ends), and how often the
+// server sends keepalives.
+const (
+	ICEDisconnectedTimeout = 5 * time.Second
+	ICEFailedTimeout       = 5 * time.Second
+	iceKeepalive           = 2 * time.Second
+)
 
 // Protocol names WebRTC players and publishers in hooks and listings.
 const Protocol = "webrtc"
@@ -123,6 +135,12 @@ func New(cfg Config, host Host, log *zap.Logger) (*Server, error) {
 		networks = append(networks, webrtc.NetworkTypeTCP4, webrtc.NetworkTypeTCP6)
 	}
 	se.SetNetworkTypes(networks)
+	// A peer that vanishes (a killed browser, a cable pulled) sends no
+	// DTLS close: pion's defaults notice it only after 5 s + 25 s without
+	// traffic. With keepalives every 2 s, 5 s of silence is Disconnected
+	// and 5 s more Failed, so a publication fails (and a subscription
+	// ends) about 10 s after its peer fell silent.
+	se.SetICETimeouts(ICEDisconnectedTimeout, ICEFailedTimeout, iceKeepalive)
 	if ua, ok := udp.LocalAddr().(*net.UDPAddr); ok && ua.IP.IsLoopback() {
 		// A server bound to loopback (tests, a host behind a local proxy)
 		// has only loopback candidates to give.

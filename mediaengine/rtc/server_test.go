@@ -26,17 +26,17 @@ type fakeHost struct {
 	publish func(path media.Path, tracks []*media.Track) (*hub.Publisher, error)
 }
 
-func (h fakeHost) Play(ctx context.Context, path media.Path, _, _ string, _ map[string]string) (*hub.Reader, func(), error) {
+func (h fakeHost) Play(ctx context.Context, path media.Path, _, _ string, _ map[string]string) (*hub.Reader, func(int), func(), error) {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	rd, err := h.hub.Subscribe(wctx, path, nil, "test")
 	if errors.Is(err, hub.ErrStreamNotFound) {
-		return nil, nil, ErrStreamNotFound
+		return nil, nil, nil, ErrStreamNotFound
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return rd, rd.Close, nil
+	return rd, func(int) {}, rd.Close, nil
 }
 
 func (h fakeHost) Publish(_ context.Context, path media.Path, _ hub.Origin, _ map[string]string, tracks []*media.Track) (*hub.Publisher, error) {

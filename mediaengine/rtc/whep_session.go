@@ -37,6 +37,8 @@ type whepSession struct {
 	pc    *webrtc.PeerConnection
 	rd    *hub.Reader
 	leave func()
+	// sent counts the RTP bytes written to the peer (SRTP adds its tag).
+	sent func(n int)
 	// tracks is indexed by hub track id; nil for a track left out.
 	tracks []*sendTrack
 	notes  []string
@@ -179,7 +181,9 @@ func (s *whepSession) send(f *media.Frame) error {
 	return st.pack.Packetize(f, ts, func(pkt []byte) error {
 		// A write fails only when the connection is going away, which the
 		// connection state reports; the other tracks keep going until then.
-		_, _ = st.local.Write(pkt)
+		if n, err := st.local.Write(pkt); err == nil {
+			s.sent(n)
+		}
 		return nil
 	})
 }

@@ -135,7 +135,7 @@ type PlayerInfo struct {
 	Vhost  string `json:"vhost"`
 	App    string `json:"app"`
 	Stream string `json:"stream"`
-	// Protocol is "http-flv", "http-fmp4", "hls" or "rtsp".
+	// Protocol is "http-flv", "http-fmp4", "hls", "rtsp" or "webrtc".
 	Protocol   string `json:"protocol"`
 	RemoteAddr string `json:"remoteAddr"`
 	// Ticket is the svc_ticket query parameter the player connected with,

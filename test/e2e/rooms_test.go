@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -166,7 +169,7 @@ func device(t *testing.T, api, token, method, path string, body, out any) (int, 
 // it arrives, H.264 and Opus in one file spanning the recording, and an
 // archive ticket opens its manifest (two tracks from the origin). Alice's DELETE stops the
 // publication; a second publication whose browser is killed fails once
-// the engine's ICE gives up (rtc.publication.failed).
+// the engine's ICE gives up, within 20 s of the kill (rtc.publication.failed).
 func TestMeetingRoomEndToEnd(t *testing.T) {
 	bin := svcbin.Build(t)
 	cp := startControlNode(t, nil)
@@ -350,7 +353,10 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 		DurationMilliseconds int64
 		Tracks               []struct {
 			ParticipantID, DeviceSessionID, MediaKind, Codec string
-			Files                                            []struct{ OffsetMilliseconds, DurationMilliseconds int64 }
+			Files                                            []struct {
+				FileID                                   string
+				OffsetMilliseconds, DurationMilliseconds int64
+			}
 		}
 	}
 	if st, body := doJSON(t, cp.api, archive.Token, "GET", manifestPath, nil); st != 200 {
@@ -374,6 +380,8 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 	if st, body := device(t, cp.api, alice, "GET", manifestPath, nil, nil); st != 401 || !strings.Contains(string(body), "archive_ticket_invalid") {
 		t.Fatalf("a participant token on the archive: %d %s", st, body)
 	}
+	checkTrackFiles(t, cp, be, room.RoomID, recd.RecordingID, archive.Token, manifest.Tracks[0].Files[0].FileID)
+	checkFullExport(t, cp, be, room.RoomID, recd.RecordingID, archive.Token, pub.PublicationID)
 
 	h.mu.Lock()
 	h.stop = true
@@ -405,13 +413,128 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 		cp.call("GET", "/api/v2/streams/sessions?state=Online&stream="+room.RoomID+"."+pub2.PublicationID, nil, &ss)
 		return ss.Total == 1
 	})
-	browser.Cmd.Process.Kill()
+	killed := time.Now()
+	browser.Cmd.Process.Kill() // SIGKILL: no DTLS close, no DELETE
 	testkit.Eventually(t, 60*time.Second, "rtc.publication.failed", func() bool { return len(cp.events("rtc.publication.failed")) == 1 })
+	// The engine's ICE gives up 5 s + 5 s after the last packet (pion's
+	// defaults took 30 s); the rest is the hook and the event's way here.
+	if d := time.Since(killed); d > 20*time.Second {
+		t.Fatalf("the vanished publisher was noticed after %s", d)
+	} else {
+		t.Logf("a killed publisher's publication failed %s after the kill", d.Round(100*time.Millisecond))
+	}
 	if st, body := device(t, cp.api, bob, "GET", dev+"/publications", nil, &list); st != 200 || len(list.Items) != 0 {
 		t.Fatalf("publications after the publisher vanished: %d %s", st, body)
 	}
 	if st, body := device(t, cp.api, alice, "POST", dev+"/leave", nil, nil); st != 200 {
 		t.Fatalf("leave: %d %s", st, body)
+	}
+}
+
+// checkTrackFiles: a track's file plays with a play ticket (Range
+// honoured) as Alice's H.264 and Opus; its download needs a download
+// ticket (one from a super administrator, as the backend lacks
+// download); the recording lists for the backend and for the ticket.
+func checkTrackFiles(t *testing.T, cp *controlNode, be backend, roomID, recordingID, playTicket, fileID string) {
+	t.Helper()
+	files := cp.api + "/api/v2/rtc/session/rooms/" + roomID + "/playback/recordings/" + recordingID + "/files/" + fileID
+	if st, hdr, body := get(t, files+"/media", playTicket, "Range", "bytes=0-99"); st != 206 || len(body) != 100 ||
+		!strings.HasPrefix(hdr.Get("Content-Range"), "bytes 0-99/") {
+		t.Fatalf("a range of the track's media: %d %v", st, hdr)
+	}
+	st, _, body := get(t, files+"/media?rtc_archive_token="+url.QueryEscape(playTicket), "")
+	if st != 200 {
+		t.Fatalf("the track's media: %d %s", st, tail(string(body), 300))
+	}
+	path := filepath.Join(t.TempDir(), "track.mp4")
+	if err := os.WriteFile(path, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := probeFile(t, path)
+	if p.videoCodec != "h264" || p.audioCodec != "opus" || p.videoFrames < 25 || p.audioFrames < 50 {
+		t.Fatalf("the track's media: %+v", p)
+	}
+	t.Logf("track file: %d bytes, %d video and %d audio frames, %.1f s", len(body), p.videoFrames, p.audioFrames, p.duration)
+	if st, _, body := get(t, files+"/download", playTicket); st != 401 || !strings.Contains(string(body), "archive_ticket_invalid") {
+		t.Fatalf("a download with a play ticket: %d %s", st, body)
+	}
+	var dl struct{ Token string }
+	if st := cp.call("POST", "/api/v2/rtc/rooms/"+roomID+"/recordings/access", map[string]any{"actions": []string{"download"}}, &dl); st != 200 {
+		t.Fatalf("a download ticket: %d", st)
+	}
+	if st, hdr, got := get(t, files+"/download", dl.Token); st != 200 || len(got) != len(body) ||
+		!strings.HasPrefix(hdr.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("the download: %d %d bytes %v", st, len(got), hdr)
+	}
+	var list struct {
+		Total int
+		Items []struct{ RecordingID, State string }
+	}
+	if st, body := be.call("GET", "/api/v2/rtc/recordings?state=Stopped&roomId="+roomID, nil, &list); st != 200 || list.Total != 1 ||
+		list.Items[0].RecordingID != recordingID {
+		t.Fatalf("the backend's recordings: %d %s", st, body)
+	}
+	if st, body := doJSON(t, cp.api, playTicket, "GET", "/api/v2/rtc/recordings?pageSize=5", nil); st != 200 ||
+		json.Unmarshal(body, &list) != nil || list.Total != 1 {
+		t.Fatalf("the ticket's recordings: %d %s", st, body)
+	}
+}
+
+// checkFullExport: an export of 1-4 s of the recording becomes Available
+// (the engine's cut/merge), its file plays as H.264 and Opus of about
+// 3 s, and its download is a ZIP of the manifest and that file.
+func checkFullExport(t *testing.T, cp *controlNode, be backend, roomID, recordingID, playTicket, publicationID string) {
+	t.Helper()
+	var x struct{ ExportID, State string }
+	if st, body := be.call("POST", "/api/v2/rtc/rooms/"+roomID+"/recording/continuous/"+recordingID+"/full-exports",
+		map[string]any{"startMilliseconds": 1000, "endMilliseconds": 4000}, &x); st != 200 || (x.State != "Pending" && x.State != "Running") {
+		t.Fatalf("full export: %d %s", st, body)
+	}
+	exports := cp.api + "/api/v2/rtc/session/rooms/" + roomID + "/playback/recordings/" + recordingID + "/full-exports"
+	testkit.Eventually(t, 60*time.Second, "the export Available", func() bool {
+		var list struct {
+			Items []struct{ ExportID, State string }
+		}
+		st, _, body := get(t, exports, playTicket)
+		return st == 200 && json.Unmarshal(body, &list) == nil && len(list.Items) == 1 && list.Items[0].State == "Available"
+	})
+	st, _, body := get(t, exports+"/"+x.ExportID+"/media", playTicket)
+	if st != 200 {
+		t.Fatalf("the export's media: %d %s", st, tail(string(body), 300))
+	}
+	path := filepath.Join(t.TempDir(), "export.mp4")
+	if err := os.WriteFile(path, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := probeFile(t, path)
+	if p.videoCodec != "h264" || p.audioCodec != "opus" || p.duration < 2 || p.duration > 6 {
+		t.Fatalf("the export's file: %+v", p)
+	}
+	t.Logf("full export of 3 s: %.2f s, %d video and %d audio frames", p.duration, p.videoFrames, p.audioFrames)
+	if st, _, body := get(t, exports+"/"+x.ExportID+"/download", playTicket); st != 401 {
+		t.Fatalf("an export download with a play ticket: %d %s", st, body)
+	}
+	var dl struct{ Token string }
+	if st := cp.call("POST", "/api/v2/rtc/rooms/"+roomID+"/recordings/access", map[string]any{"actions": []string{"download"}}, &dl); st != 200 {
+		t.Fatalf("a download ticket: %d", st)
+	}
+	st, hdr, zipped := get(t, exports+"/"+x.ExportID+"/download", dl.Token)
+	if st != 200 || hdr.Get("Content-Type") != "application/zip" {
+		t.Fatalf("the export's download: %d %v", st, hdr)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
+	if err != nil {
+		t.Fatalf("the export's ZIP: %v", err)
+	}
+	var names []string
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+		if f.Name == publicationID+".mp4" && f.UncompressedSize64 != uint64(len(body)) {
+			t.Fatalf("the ZIP's MP4 has %d bytes, the media %d", f.UncompressedSize64, len(body))
+		}
+	}
+	if strings.Join(names, ",") != "manifest.json,"+publicationID+".mp4" {
+		t.Fatalf("the export's ZIP holds %v", names)
 	}
 }
 
