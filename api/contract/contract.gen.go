@@ -349,6 +349,27 @@ func (e ChannelPtzCommandRequestCommand) Valid() bool {
 	}
 }
 
+// Defines values for ChannelPtzPresetAcceptedAction.
+const (
+	ChannelPtzPresetAcceptedActionDelete ChannelPtzPresetAcceptedAction = "delete"
+	ChannelPtzPresetAcceptedActionGoto   ChannelPtzPresetAcceptedAction = "goto"
+	ChannelPtzPresetAcceptedActionSet    ChannelPtzPresetAcceptedAction = "set"
+)
+
+// Valid indicates whether the value is a known member of the ChannelPtzPresetAcceptedAction enum.
+func (e ChannelPtzPresetAcceptedAction) Valid() bool {
+	switch e {
+	case ChannelPtzPresetAcceptedActionDelete:
+		return true
+	case ChannelPtzPresetAcceptedActionGoto:
+		return true
+	case ChannelPtzPresetAcceptedActionSet:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChannelRtspTransport.
 const (
 	ChannelRtspTransportAuto ChannelRtspTransport = "auto"
@@ -947,6 +968,7 @@ const (
 	ErrorCodeDeliveryNotRetryable       ErrorCode = "delivery_not_retryable"
 	ErrorCodeGb28181DeviceNotFound      ErrorCode = "gb28181_device_not_found"
 	ErrorCodeGb28181DeviceOffline       ErrorCode = "gb28181_device_offline"
+	ErrorCodeGb28181DeviceTimeout       ErrorCode = "gb28181_device_timeout"
 	ErrorCodeGb28181DeviceUnreachable   ErrorCode = "gb28181_device_unreachable"
 	ErrorCodeGb28181InviteRejected      ErrorCode = "gb28181_invite_rejected"
 	ErrorCodeGb28181InviteTimeout       ErrorCode = "gb28181_invite_timeout"
@@ -970,6 +992,8 @@ const (
 	ErrorCodePayloadTooLarge            ErrorCode = "payload_too_large"
 	ErrorCodePermissionDenied           ErrorCode = "permission_denied"
 	ErrorCodePlaybackLeaseConflict      ErrorCode = "playback_lease_conflict"
+	ErrorCodePtzDisabled                ErrorCode = "ptz_disabled"
+	ErrorCodePtzNotConfirmed            ErrorCode = "ptz_not_confirmed"
 	ErrorCodePtzNotSupported            ErrorCode = "ptz_not_supported"
 	ErrorCodePtzUnavailable             ErrorCode = "ptz_unavailable"
 	ErrorCodePublicationNotActive       ErrorCode = "publication_not_active"
@@ -1049,6 +1073,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeGb28181DeviceOffline:
 		return true
+	case ErrorCodeGb28181DeviceTimeout:
+		return true
 	case ErrorCodeGb28181DeviceUnreachable:
 		return true
 	case ErrorCodeGb28181InviteRejected:
@@ -1094,6 +1120,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePermissionDenied:
 		return true
 	case ErrorCodePlaybackLeaseConflict:
+		return true
+	case ErrorCodePtzDisabled:
+		return true
+	case ErrorCodePtzNotConfirmed:
 		return true
 	case ErrorCodePtzNotSupported:
 		return true
@@ -3942,6 +3972,45 @@ type ChannelPtzCommandRequest struct {
 
 // ChannelPtzCommandRequestCommand Direction, zoom, focus, iris or stop.
 type ChannelPtzCommandRequestCommand string
+
+// ChannelPtzPreset A preset the device keeps.
+type ChannelPtzPreset struct {
+	// Name The name the device gives it (may be empty).
+	Name string `json:"name"`
+
+	// PresetId The preset's number on the device.
+	PresetId int32 `json:"presetId"`
+}
+
+// ChannelPtzPresetAccepted An accepted preset command.
+type ChannelPtzPresetAccepted struct {
+	// AcceptedAt When the device accepted the command (UTC).
+	AcceptedAt time.Time `json:"acceptedAt"`
+
+	// Action What was sent.
+	Action ChannelPtzPresetAcceptedAction `json:"action"`
+
+	// ChannelId The channel.
+	ChannelId string `json:"channelId"`
+
+	// PresetId The preset.
+	PresetId int32 `json:"presetId"`
+}
+
+// ChannelPtzPresetAcceptedAction What was sent.
+type ChannelPtzPresetAcceptedAction string
+
+// ChannelPtzPresetList The presets a channel's device listed.
+type ChannelPtzPresetList struct {
+	// ChannelId The channel.
+	ChannelId string `json:"channelId"`
+
+	// Presets Presets in ascending number.
+	Presets []ChannelPtzPreset `json:"presets"`
+
+	// RefreshedAt When the device answered (UTC).
+	RefreshedAt time.Time `json:"refreshedAt"`
+}
 
 // ChannelPtzSettings PTZ settings of a channel.
 type ChannelPtzSettings struct {
@@ -10045,6 +10114,9 @@ type Page = int32
 // PageSize defines model for PageSize.
 type PageSize = int32
 
+// PtzPresetId defines model for PtzPresetId.
+type PtzPresetId = int32
+
 // RecordingApp defines model for RecordingApp.
 type RecordingApp = string
 
@@ -11891,6 +11963,18 @@ type ServerInterface interface {
 	// RefreshChannelPtzCapabilities Refresh PTZ capabilities
 	// (POST /api/v2/channels/{channelId}/ptz/capabilities/refresh)
 	RefreshChannelPtzCapabilities(c *gin.Context, channelId ChannelId)
+	// ListChannelPtzPresets List PTZ presets
+	// (GET /api/v2/channels/{channelId}/ptz/presets)
+	ListChannelPtzPresets(c *gin.Context, channelId ChannelId)
+	// DeleteChannelPtzPreset Delete a PTZ preset
+	// (DELETE /api/v2/channels/{channelId}/ptz/presets/{presetId})
+	DeleteChannelPtzPreset(c *gin.Context, channelId ChannelId, presetId PtzPresetId)
+	// SetChannelPtzPreset Set a PTZ preset
+	// (PUT /api/v2/channels/{channelId}/ptz/presets/{presetId})
+	SetChannelPtzPreset(c *gin.Context, channelId ChannelId, presetId PtzPresetId)
+	// GotoChannelPtzPreset Go to a PTZ preset
+	// (POST /api/v2/channels/{channelId}/ptz/presets/{presetId}/goto)
+	GotoChannelPtzPreset(c *gin.Context, channelId ChannelId, presetId PtzPresetId)
 	// GetChannelPtzSettings Read PTZ settings
 	// (GET /api/v2/channels/{channelId}/ptz/settings)
 	GetChannelPtzSettings(c *gin.Context, channelId ChannelId)
@@ -13392,6 +13476,133 @@ func (siw *ServerInterfaceWrapper) RefreshChannelPtzCapabilities(c *gin.Context)
 	}
 
 	siw.Handler.RefreshChannelPtzCapabilities(c, channelId)
+}
+
+// ListChannelPtzPresets operation middleware
+func (siw *ServerInterfaceWrapper) ListChannelPtzPresets(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListChannelPtzPresets(c, channelId)
+}
+
+// DeleteChannelPtzPreset operation middleware
+func (siw *ServerInterfaceWrapper) DeleteChannelPtzPreset(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "presetId" -------------
+	var presetId PtzPresetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "presetId", c.Param("presetId"), &presetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int32", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter presetId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteChannelPtzPreset(c, channelId, presetId)
+}
+
+// SetChannelPtzPreset operation middleware
+func (siw *ServerInterfaceWrapper) SetChannelPtzPreset(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "presetId" -------------
+	var presetId PtzPresetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "presetId", c.Param("presetId"), &presetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int32", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter presetId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SetChannelPtzPreset(c, channelId, presetId)
+}
+
+// GotoChannelPtzPreset operation middleware
+func (siw *ServerInterfaceWrapper) GotoChannelPtzPreset(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "presetId" -------------
+	var presetId PtzPresetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "presetId", c.Param("presetId"), &presetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int32", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter presetId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GotoChannelPtzPreset(c, channelId, presetId)
 }
 
 // GetChannelPtzSettings operation middleware
@@ -20457,6 +20668,10 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/channels/:channelId/ptz/capabilities/refresh", wrapper.RefreshChannelPtzCapabilities)
 	router.GET(options.BaseURL+"/api/v2/channels/:channelId/ptz/settings", wrapper.GetChannelPtzSettings)
 	router.PUT(options.BaseURL+"/api/v2/channels/:channelId/ptz/settings", wrapper.UpdateChannelPtzSettings)
+	router.GET(options.BaseURL+"/api/v2/channels/:channelId/ptz/presets", wrapper.ListChannelPtzPresets)
+	router.DELETE(options.BaseURL+"/api/v2/channels/:channelId/ptz/presets/:presetId", wrapper.DeleteChannelPtzPreset)
+	router.PUT(options.BaseURL+"/api/v2/channels/:channelId/ptz/presets/:presetId", wrapper.SetChannelPtzPreset)
+	router.POST(options.BaseURL+"/api/v2/channels/:channelId/ptz/presets/:presetId/goto", wrapper.GotoChannelPtzPreset)
 	router.GET(options.BaseURL+"/api/v2/channels/:channelId/runtime-logs", wrapper.ListChannelRuntimeLogs)
 	router.GET(options.BaseURL+"/api/v2/channels/asset-transfer/export", wrapper.ExportChannelAssets)
 	router.POST(options.BaseURL+"/api/v2/channels/asset-transfer/import", wrapper.ImportChannelAssets)
@@ -23638,6 +23853,493 @@ func (response RefreshChannelPtzCapabilities429JSONResponse) VisitRefreshChannel
 type RefreshChannelPtzCapabilities500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response RefreshChannelPtzCapabilities500JSONResponse) VisitRefreshChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresetsRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type ListChannelPtzPresetsResponseObject interface {
+	VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error
+}
+
+type ListChannelPtzPresets200JSONResponse ChannelPtzPresetList
+
+func (response ListChannelPtzPresets200JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListChannelPtzPresets400JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListChannelPtzPresets401JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListChannelPtzPresets403JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListChannelPtzPresets404JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListChannelPtzPresets409JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListChannelPtzPresets429JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListChannelPtzPresets500JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPresetRequestObject struct {
+	ChannelId ChannelId   `json:"channelId"`
+	PresetId  PtzPresetId `json:"presetId"`
+}
+
+type DeleteChannelPtzPresetResponseObject interface {
+	VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error
+}
+
+type DeleteChannelPtzPreset200JSONResponse ChannelPtzPresetAccepted
+
+func (response DeleteChannelPtzPreset200JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteChannelPtzPreset400JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteChannelPtzPreset401JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteChannelPtzPreset403JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteChannelPtzPreset404JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteChannelPtzPreset409JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteChannelPtzPreset429JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteChannelPtzPreset500JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPresetRequestObject struct {
+	ChannelId ChannelId   `json:"channelId"`
+	PresetId  PtzPresetId `json:"presetId"`
+}
+
+type SetChannelPtzPresetResponseObject interface {
+	VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error
+}
+
+type SetChannelPtzPreset200JSONResponse ChannelPtzPresetAccepted
+
+func (response SetChannelPtzPreset200JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetChannelPtzPreset400JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetChannelPtzPreset401JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetChannelPtzPreset403JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetChannelPtzPreset404JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetChannelPtzPreset409JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetChannelPtzPreset429JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetChannelPtzPreset500JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPresetRequestObject struct {
+	ChannelId ChannelId   `json:"channelId"`
+	PresetId  PtzPresetId `json:"presetId"`
+}
+
+type GotoChannelPtzPresetResponseObject interface {
+	VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error
+}
+
+type GotoChannelPtzPreset200JSONResponse ChannelPtzPresetAccepted
+
+func (response GotoChannelPtzPreset200JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GotoChannelPtzPreset400JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GotoChannelPtzPreset401JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GotoChannelPtzPreset403JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GotoChannelPtzPreset404JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GotoChannelPtzPreset409JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GotoChannelPtzPreset429JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GotoChannelPtzPreset500JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -51260,6 +51962,18 @@ type StrictServerInterface interface {
 	// RefreshChannelPtzCapabilities Refresh PTZ capabilities
 	// (POST /api/v2/channels/{channelId}/ptz/capabilities/refresh)
 	RefreshChannelPtzCapabilities(ctx context.Context, request RefreshChannelPtzCapabilitiesRequestObject) (RefreshChannelPtzCapabilitiesResponseObject, error)
+	// ListChannelPtzPresets List PTZ presets
+	// (GET /api/v2/channels/{channelId}/ptz/presets)
+	ListChannelPtzPresets(ctx context.Context, request ListChannelPtzPresetsRequestObject) (ListChannelPtzPresetsResponseObject, error)
+	// DeleteChannelPtzPreset Delete a PTZ preset
+	// (DELETE /api/v2/channels/{channelId}/ptz/presets/{presetId})
+	DeleteChannelPtzPreset(ctx context.Context, request DeleteChannelPtzPresetRequestObject) (DeleteChannelPtzPresetResponseObject, error)
+	// SetChannelPtzPreset Set a PTZ preset
+	// (PUT /api/v2/channels/{channelId}/ptz/presets/{presetId})
+	SetChannelPtzPreset(ctx context.Context, request SetChannelPtzPresetRequestObject) (SetChannelPtzPresetResponseObject, error)
+	// GotoChannelPtzPreset Go to a PTZ preset
+	// (POST /api/v2/channels/{channelId}/ptz/presets/{presetId}/goto)
+	GotoChannelPtzPreset(ctx context.Context, request GotoChannelPtzPresetRequestObject) (GotoChannelPtzPresetResponseObject, error)
 	// GetChannelPtzSettings Read PTZ settings
 	// (GET /api/v2/channels/{channelId}/ptz/settings)
 	GetChannelPtzSettings(ctx context.Context, request GetChannelPtzSettingsRequestObject) (GetChannelPtzSettingsResponseObject, error)
@@ -52850,6 +53564,113 @@ func (sh *strictHandler) RefreshChannelPtzCapabilities(ctx *gin.Context, channel
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(RefreshChannelPtzCapabilitiesResponseObject); ok {
 		if err := validResponse.VisitRefreshChannelPtzCapabilitiesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListChannelPtzPresets operation middleware
+func (sh *strictHandler) ListChannelPtzPresets(ctx *gin.Context, channelId ChannelId) {
+	var request ListChannelPtzPresetsRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListChannelPtzPresets(ctx, request.(ListChannelPtzPresetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListChannelPtzPresets")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListChannelPtzPresetsResponseObject); ok {
+		if err := validResponse.VisitListChannelPtzPresetsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteChannelPtzPreset operation middleware
+func (sh *strictHandler) DeleteChannelPtzPreset(ctx *gin.Context, channelId ChannelId, presetId PtzPresetId) {
+	var request DeleteChannelPtzPresetRequestObject
+
+	request.ChannelId = channelId
+	request.PresetId = presetId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteChannelPtzPreset(ctx, request.(DeleteChannelPtzPresetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteChannelPtzPreset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteChannelPtzPresetResponseObject); ok {
+		if err := validResponse.VisitDeleteChannelPtzPresetResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetChannelPtzPreset operation middleware
+func (sh *strictHandler) SetChannelPtzPreset(ctx *gin.Context, channelId ChannelId, presetId PtzPresetId) {
+	var request SetChannelPtzPresetRequestObject
+
+	request.ChannelId = channelId
+	request.PresetId = presetId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetChannelPtzPreset(ctx, request.(SetChannelPtzPresetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetChannelPtzPreset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SetChannelPtzPresetResponseObject); ok {
+		if err := validResponse.VisitSetChannelPtzPresetResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GotoChannelPtzPreset operation middleware
+func (sh *strictHandler) GotoChannelPtzPreset(ctx *gin.Context, channelId ChannelId, presetId PtzPresetId) {
+	var request GotoChannelPtzPresetRequestObject
+
+	request.ChannelId = channelId
+	request.PresetId = presetId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GotoChannelPtzPreset(ctx, request.(GotoChannelPtzPresetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GotoChannelPtzPreset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GotoChannelPtzPresetResponseObject); ok {
+		if err := validResponse.VisitGotoChannelPtzPresetResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -60356,1629 +61177,1644 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39dty4lS/6Kli6c1dLWZQtu7t9MtY6645atmOdsds6kpzMmZmMhCJRVYhYAEOAKldn9UPdV7hPdhf2",
-	"BkCQBZCsktrpTJI/OlaRxOfGxv787b8c5HJVScGEVgev/3KwZLRgNfzz+iG/1rRk5t8FU3nNK82lOHh9",
-	"cKfrht0RKQh7YPWGUKHWrCZyTigRsmBEL6kmS6pIKZUmuRSa5pqsuV4SvWQkLxulWU1K6Ow1/GbbyOWK",
-	"KTKv5YroJVfQ3DeKyLUgSlNt3ivIim5ISfN7ki+pWDBFVhQ6rWWzWBKpl6yGDxVRXOTsGTmbKSY0WS95",
-	"yaA3GCVXhIvt0eGonh1kBypfshU182eiWR28/o8DM/GDP2YHelOxg9cHStdcLA5+/vnn7KCiNV0xbRfv",
-	"fEmFYOVZrvkDNct2bUb/jpea1dsL+kmUG0LNu4zImkjzZ8VEwcUC5ihYqcyAuHn5zw2rNwfZgaArMwba",
-	"7aIz7H+q2fzg9cH/9bzd5Of4VD2Pj/DATKV91NASf44P2Y3NrCNsF4VPcKsGBuyb3X2w/tNwoFU1NkC7",
-	"u2aIVUXMSJLDq6rOsFb0ywcmFnp58PrVd9s73w6i0fKK5bIuRseylIoR2mh5XMMHRK25zpdwYmCMD7Rs",
-	"0gNsOwrHaQc2k7JkVPRH9nteMLnDwKqmLMkhdV8e7T5E7HHaCN8wxWtWTCK1dicL/GqY2oqw6R3JrTOs",
-	"znAfeM7sHxfFLiM2H7onhBfk8Hc/vPzti9++8L/lhjPJmnz68fcX70hVyzkv2VF6dt2RJAj3xcvfDlAu",
-	"Tmd8HnLemcUhDtH+xQszajcbN1FZjI1930G/FXRWsolnjeHLuxGx/WgiCf+ulk31r2yzPaB/ZRtcunbj",
-	"F+bljFBFcjM+QdZLJgjXZG1+qhnVrPDDqqhetqNauH6yg5r9uTH0efDaXEv78Cw36MF7aWv/YQipVQvG",
-	"t/941lEuek4VO+ZCMaE4XJWafdFkLhtR4AXEcGjk3qx4Pcjl720ne9Hee6rOmoJP5KdLqo6peX038lu6",
-	"TqbR33uqLvVP00d0efPvO4/HdDBtNDFmclEwofmco6QYHAc4CDXTTS1YETsKZjNLrtKHIg8Y4KRTMby/",
-	"F+p6SWvHVqetqTJfFOSQd77d8d7sfjxxrR9zXky/GQk+y4x8lBGla0ZXWcvcldmD9t76RY7VB7l4V8tV",
-	"Yr2Z0DVnilBthkLnRoGAFdV8xcghXrJ8xX6SIn3nGMWiM7i5rFdUm9uIanZsvj8YHuGnuohxyh/Zmint",
-	"BznntdLk0Cxxwea0KfURCPZlYd6Cp6khSuggHKNt4eD1gYBeDjKvj/gfsOWYahIO/kZOWtwZm8ua7b66",
-	"Wj5ibT+ygtNrVj+welwUoUrxheEWWuIwV+ZrouDz1PBWnR72ItEf5WVJN6z+oWb0fhpjuGesAnGai8Wx",
-	"WUfZ6OMKWlHkUIQN7sgtOt9OZBY/ymKCpIcjD9eU1I1QRuP3Wnl6VMXeQt1lLbXMZTlVEqns+6mxuOe7",
-	"Cv5+HMHYrhphSPiDXPwrF8WgxOROkxvmPRdpjslFsevwukMJB3ktmzpnn+uplxa8Tj5ffcAjLhtt7ly4",
-	"qGmpjtA4woWlRnN/ZCTvXSvl5jT8yF0tQLqE1ozwhZA1S66A8mNO0MzLk++GiOYa7qrpShjebYPSIb6y",
-	"lwiLo9lFKQzGgzeGMv+iitzhk7uj4WGmD9vgQH+/lEpPPWgPvAbDjvkmNZoHaHDHc4+WwIniIr586q5U",
-	"hdy/tSfa91oTJBoVk6az3Pe+46gb/ZHVC3ZD1f1FcWlE0a3h35hxNfr5yrxINFX3CdlVQyOPVOeCAV1r",
-	"qhuV2FjTWWutGzSc6LatyexpexhmdKbny1rOSraKjOsKBH+0eXLNVspZjx8YoYbDm++SwlLYdFRmmtNS",
-	"sSx2I17SRcTY9GOzmrWkVFGzedJqJ0YuprXmYmEEpRfJW8c0HB3Mi6wVirjQ3748yA5WXPCVkeZe+FFy",
-	"odmC1X6U1/ynyEg/0i/mQyL8iGu5VqRiNQx7aHTQYHSE35/Ehog9GU58MjpgNE1ysUhbZZ0dtuQ5WJ73",
-	"MMUmTqbvfMw4B0OwbO4bx4OTfGJP+5ofzVtR3Bjxd2ssb0XhSA0E7ZqKBSOHV+/OybfffvvPeEtQYqTu",
-	"zOo8QIKmtaNTMuclUy1RWrmd67RJC8exh5Tu5/KOl2yI6aFJmxUwuATPm0Mbj+N5nQENWY5xkTo8jxy+",
-	"YSXTrACzgiJLWhfHhf0J3s/IesnzJcgv4FBac8VIyeaayEan9Us/lqk8MzKNzuymqEVfRQPyIxpUIYKh",
-	"GHHg6TUFP4xrdw62RwKPpp4rf4ysvw1PWfoM+fP3qFM0IiaGgmHa2jIm/6WWUJZsmsRVy5I93jpXy9HT",
-	"vj3I62bmxzZtsAUrObijq5KKx4+aP5I/XT/k51Io04XII26BdzVTS8GUQr95zWjxjNyVMqflXc9yZMVY",
-	"5xZnlol5VRzsBXCfsuKU3JVcMFrzn+isZHfWFJVLMec1CFfOww2udPxKoSNfL8HhLFcrrs0SeTuQ4ep/",
-	"bpjShNY1f2BFBh/PKXeazPcn35K7RtAHykvs1+mT1DnUyVmeswqW3gUOyIrVIAGcknXNNVPAb2m5phtF",
-	"wmn4PcL4hHaX/u34+iE/Dhc6bjmDdQ0MZ+7vsJO49eyG1gumR9jwx9BUYtbLz4zQXCsiRUa4UJpRuO+R",
-	"851CIMOMEWnXG8g0VGjMvrIvNNflhkjBfnEej3NNMfiPLVs/xACK4ig+WR+LwbWlULpgQv8yEx6+Rl59",
-	"G52ovGcT2crZ5QXR5vVRlpJS8Gxfu/G/z2qqWtwoVj+e3TXK0sv0Qf5sXlaVFIqBXvcDLa6QTZi/cik0",
-	"E/DPQNR//idlpvGXidLR27qW9Q+y2GB329Im0ALYrGWxwYieB1ryghzOZW1IaVWVjNzZX2/h9Tvzvv/J",
-	"fHh3dEpyWdcs17CkXFSNDg9szaqSbgx35Jo0AuOOimcHRveWYl7y/CvO2fHi3Pasgsiqpq6Z0E7KvXOv",
-	"wJQpWRl2riqW8znP0Tt/CjdPcKs4pl/DdOmCcgHzfCfrGS8KJr7eRHNalqyGUC/lbyEI+ahYveJKGZYj",
-	"a1Iza8hUuazMtNvHtwUTnBV3RzCHC6Ga+ZznnAl9rWVtLQBfZzatWapmOTO3KMwJLr7MTGM7NC4zFD1j",
-	"pVwDJ53XjB2riuZmJYApwjVcs3mjwtZaRRBYgNfIDu8UTvp23pTlXWY4Rr0xVx+QgTYnSZhlhC44dljY",
-	"sSFDp6INr0M+I728ahi2EVuXEqVvaMauu2a1oCWs0ddbcXsfGzGFFaQR7EvFcs2KckMO77gd0x3MvTJj",
-	"BnWhhrnj2f5R6neyEcXXGzJ37L1oqbqQzNyimrAvXIGDjuPfD1zxWcm8GRSPy+GdkPoW3LyW7C/pppS0",
-	"uJHyg7ngvz6nAubMvuSMFXiQFf+JkZKvuDanFYd3q6W8Lc0A7bCvDJP9UeprqrmacxDRvvbQjRS80U6B",
-	"BFFZNlrxAsViozmSwzt4emuWXbVjNYR1d46DPYa53JEFf2DKf/mNgoUwN3IQd9v5JBJ8a8ajyG+e/2dz",
-	"cvJtbhqAf7G7ZweDt7XRSVj9wHP2uZXTv86CnpGCVUwURkAn4EhaVbKmNS83JFAayGFXhRi6swyzgmtv",
-	"RvN7OZ8DxdxI+ZGKjZVC1Fe/qZDEWWH0OXOXOgo3f9zCH+YqOiVryjWZW5YPBgpDGIJwQe6uzNSOz+aa",
-	"1Xc9yggeDRmuFculKMA7Ah3Z2wDWjIvFs0EhL22fPomYe0FSFbTRS1nzn9hXYpQ/SoJCXut2hIuuMrei",
-	"0HDTmTGZR9j7rZswyn604rcglre/I8v5LFRTmbuAFaDt3MCE/yrs0vL4u35/d3BK/DBvQUW6NTsDc/jZ",
-	"bSZQzFluvrtiCrTgmLk2iN0XgSIHcooVc4mSK4a2ASNuGB1NyPZ6AqOo95G8JpSAJRWDiUhFlVrLurCN",
-	"mZ9KuZCNfkaumzxnSpmZvr+5uSQvT04CtygswqFZ+Jrmmpy9JiryfiNK8xOIrgWYZavazEJz1ElojnPt",
-	"T/0PZn6GZgopgAE7w4C1ApuG7MiP7TIcZAelXCxYcSwbjQez1jNG9bGT58wbbK7hfJWMKlZETArZwYop",
-	"FfU9/QEdX1XFhBG7uCCmf3BfbjWiQVVPtMHbuREtXwdqYi1L1g3lyrqBkxm561gQnpvvjI54Z2nk6ub6",
-	"Mjh4XnJVDOVxNFduK7Qty/kPtyt+Fu2atOslZ39iuTZTPas46OsxW2mgnxsV2Mi3rDg1CyCYkf2WsrQi",
-	"B74DUQkZCq1zsFYApVuxa2Ptvj0aKku5ZsVFFfFenpdGlyC0KGpDhzXmoxyeX7y5Ogq6tXYPENPntVyd",
-	"Eraq9AYlaCo2vgGuiO0O9HRtXabb248/0LqmG/O3VfPPYqfc3C/tUEKjwOHnm3M4NFPM176THyLWzPOW",
-	"EyPrsD34fjMSKuSgZBdo+cylUIYqHQFJy41Q0fDbGz0FBV8wpS9rNudf4vwNzZ8vXpIl+0ILlvMVLQ31",
-	"G6bCauWMKNfvz45ffv+KYIPed5DsmH2peM1Ucr2ptg6kduHtJ7jop0Q0ZektNYGIb15Kbon5CMU2vLe3",
-	"xlVSpT+ryYRgXkeq1JIEVyYDizTeRrHxmm/xgJmP9x8uGp+2RBm6YuNbIKT+ASSbxEzBWt7fBIyp40V0",
-	"Vv4hfAokbL3T+81OrgWrU4Y88ztZLyWRa6FGptraMyIs6LK1hVSSCx2yu5zWNWdqN15SNXUlVep+6qwl",
-	"MjRZe8susLXoHGr2wKjXOfoNMzjsVBAm8noDXoJcViAF3bNKZ0RJZCxoBjJNBdJKTgVRS7kOA8/QcLUd",
-	"+QEjkfeTj4h9O0Uw5tDaV/YnlFrqidwbJ+ePrv1w5Izat/Yfn4q718871sbwwGakYOAowqPEtT1Z3Nx5",
-	"XBRybS1XD7INAXEiGCZCHjgmi0ZpWOEDOPW3G6ZvobmoeKWn2/bTJw6eTLpXtu+SyH13px7y24rq27PZ",
-	"eXHXUjMlFauVpeCa5XIhuHIRHMMyVOtWACbaHtsu3+lOpXdjdjlLFko6IX8Nr7vOQXaUEcofoZgQnrWQ",
-	"yjv31JDI94HHYxRtZJact/KB2hbcqtEIL66goUhg15Ye3Nd9szaSap/QrAntm2/ixIcT9uHYPtzLsfgh",
-	"LdRL0xHOr6Wm5eCKYcdAuyuq7dU6h2BolRFpuA0tSxiR6k/z1XcH0YixkKpt7FwQpIZjsqsRpZWm4Pp8",
-	"yfL7WHCh0XzNyI0qRM2bJDevbhNLUit7+6UqqcCLxsVFQLNxqWRUovH9RySauOP1R2nNjfApqdnccBst",
-	"TwnFxHbDaqzn4HjNC/tiXHE0am0sb9LdwW0/+Gb8DlXmYuE6oglc2yco3M8pL5ua+dPmJ++YPRdzeZAd",
-	"rGktzACzAwY+gj+OsT/H9HA2wYBGdElDAuk0bUZA+y6OQUFULG9gKkg46EeJ2hjkRF+tudrEIlCfnSJo",
-	"dpAKKTYr2Si4G9VGabYi0Hh8J+GRs1D1ck45BhbmPbXMXFRF566t+DEcasO3URE7toqYuQ/ciMwCw3ii",
-	"Ny4sz8SIIr+G29olqNJnqAiPatq+PVBSwmVsF87canHt7YEJHV+5ng0mvMQdOTxDsSHwrPsnW47HaPdJ",
-	"VvO+WVFxXDNagDmcxThPcv1kDt7fYSkSV8VPcFcLgGx0LmMMrmW0bS+nBNeArBgVCmUdp6l4TgYaBMo7",
-	"jiatnc8MCrmHEVugpbi8N2QJC+Zs5GE6k43u7ip12kzRMcoYXshQwCfYQ1xOrGk8df7G+hF7hJoR9ufG",
-	"nEYJQvHdvx3Di8cXxR1xwRQETf470XTfwGZPZEjq7e6FrCPz7Kt/AtvJdWhrqtGuZbTjQlyU0aqMYHpj",
-	"my/5dyLe2fl35LvtxZgm7QX33T4CnxvKr0zicwgol1SplHcDzj+KfS3SipEXSMEjtzhGCSSCiZUhIVkp",
-	"G23SrOCpXRYbX3CoGAst4eob0NHB63M0lSZM27FRnCE4kGsaLSULLtAWQNU9mvDsLL3xY0KXcDSiE3d9",
-	"2TdQyuzkr7VQNJM7k1UVnV+j5YpqnrdTtO9OarlHU25ObYft0mZup4cpCwO03z7QsqEpF5I1WgXkBR5r",
-	"c2mTNRXa3Hk2iNvH4IDSb65XDKFdLzcRgTKWOXPW+gHdndJmrWyLZAl3HzibGc5q9+ufDmAc3bSADt+o",
-	"HmVs6w95Oj8naKgFEmunmxE+B5fJYbjwZi3NumMc9MacBUeqRwkZbDCg1wyiH3y6rUqZDuPfMk84ZrMY",
-	"zZdIFjAho7uoEAFjMju3XK+kIqDMCF+vGVVRY/EflpuuY3G6WRhXGjOMYw1LS/P+Ajf0ZfaIrLlQeFOY",
-	"NTjq6B8NgAaY36PCneUGifyeG08V37gwN3PJO08S2iWFXAPNcKQk6+/d7mkpm7JIUXeoHcMdsjZvO37b",
-	"UicBmdP8h69YQnVOpn5chwkfWwN8iCfs/j5IzR1lDD0+2Y8Vdym8NvGuTS+hkNgbrlDWxSHDo9ASXoy5",
-	"/kDz+0UtG1HcUHWfkAhZzWXBcwjrwZd98myXSXa+TXsqqLoH71p0SSEG8IGW1xgxE1Fg7QtkxvSaMYEw",
-	"CFy4GJuJ156RA9406Kz4GOnGPXP7h7b9BgKCVrwseaK7qHyF3flQy54xy/zc76aj+HCNgRasSGiv5qur",
-	"RsTUzE7ilZ9EzDmBQST4fIO61Z4OT9CVPolyM3xogRAsiAUkFyD/lYBj0KgA9XH7xMZteoaIPYrAtkun",
-	"EeeyEXpQuDbDAYhK5Cu1zG0wS623BZ/EZteNAMvZ+OxLKSuj0dovttA8IjnSEYtb2Eln+duhbB+skGq2",
-	"jkNIsMHCjbOQuGL5Q5dzmIthwZVmNQPYI6MRuBl3OUrK/Nq3Ym0vWejJSyt1fhQ93qYmX/89Drp1Sfd3",
-	"zGXGJDWpH6TUSte0OitWXATZG7QouBk8LS+DNbLJ9H3TD8YJGJELTGJWQ6yV4SRGKaamcW760bKOcHKu",
-	"qpJufkxbztVSroUDFrFmym4IDdjBn2Gu+lCSUxvWFXGku1A1Z8UKh32KfIMSRUsjOS+pWpoX0QuMcUe9",
-	"/l9+/wrCJ9vxRIbjwqu2h/NBLrgABnOKLMEpXaRkGuAualLwBdcg/LZJyhjyhO+oDF8x/y/NfxtRsFrl",
-	"smYqM7KK4guB9ublplpaL1ovtzGYwrdm/UzDZoD/9R9nx/9Oj386Of7nP7b/fHb7L8d//MvL7NW3P//T",
-	"qADiZx/syyCdptAtQmaHpNfZPaI0L0vUJCSZsTBlq0uMM9fTlR/mtmmvsbkPQva6gQh9ZW406+NlxDcY",
-	"xCtwZf4QZiyGKc8AyxiMb2oCI94eYmzJzqnIEe/pXK5WVBT7nW5sxgE759jU9rKh3BezC5vfW4WgzVSC",
-	"dkvv/A9o7vvIQfk5OsOKznjJ9eacaraQ9SYuU+b2qeXedXFc0VpvSO6+txEyPSU8DJEfcJVRQPayRmQ8",
-	"e7QsQ7NvL2NJJTTi5Bzc7CxaX2i8LvkDAzAxQ0KZUyeP1UbkaKqyKlFc/J0mQgfLN2cJV5Sb5uVugUoC",
-	"o+W1JI1inc52UU17x8MvZF9WiQ0yC/Y5fooqnS/p+ZKWJYvmY5wRwdaGlsx7ZgfwxW2Csq+MSBhaEsVE",
-	"AfhP/ou7AJ3c3Aq7hiT+wefZuuFZc+aMgVHcJmZPNwTxFV3EYcaumDnTDwgq1uJ82l7hu3G9tF2qoKtw",
-	"htGtgjBtd4k/WpZRTBuux9Y+hD2ypRgAdZkUKVyEVNUTLcy9d0pkhcMiS1azjMxYTs05oKJ3q9RMMY3u",
-	"CxsVa77/RrXN+vhRc6KsO60viWyHG7B1euSQsRhM/peRf/oCazCi1BZHEVnPyAMvmLf5PSN3HlXuzgbB",
-	"2VDIEKruNbn7zW9+8y93RrwShTJ3OsIdbACHACeFdtq7JVVo+mojndUdUXQDn7nrAD6MZyGEIPt7QvNn",
-	"Hez8PSDzOw0MMooQyB81eZcMsqvJuO3wKiEj/GG56aBjY10GrrvlBLoZ3d7AwLx7ZbvrspTrH6ji+Vmj",
-	"l58eWH1ZUi6utKqG7/QO8OWK+gIXeEGtWE2/UQQaJt00o4DTOXMnF+Su1qp6/fz5nQMVMgxeeVMiHGDv",
-	"89eSULExSqo1UQim17K+JxXVy2fk03xOZhsHDfIaD+UbDFrnyg6UoT2c2sGiQRJvb/wAxx7AdxiW050J",
-	"rGtcUkm5JxDCsGOCJIdgUnxOq+q5g7NRpBH8zw3z+hwGLiX2cMDjgL+DJM4c7kbbySdRcpEwwbpWH1i9",
-	"uTQ8txh276BnqrZfEHDJQuDC4WyD/4QoEC2rI9IIzUu7c180am4oi+l6kx5OokDDmSvGcNo5IlYfpIoo",
-	"KSHzBfmwrSFidt9h3pt/c+UG70RwmzVp0Y5snIXa2VeTxPQmh58/X7w5As+7IWua11J1QarikuRAIsu5",
-	"Dci3mMRfJXclhCi/56J4nTDOD4rS72rmwbdrqwbKWnUsGObyVokgk6JXHmPn0hXZVqGIrTFOqkPRQi2Z",
-	"1rbGb1MVLV5PZBrJOhOTKkmEATHIWSEXDW/6RKBXqkrEG67weHiHdk6FmcOMhfbX7cOw2KHOwze2VkLf",
-	"vo7G74QfapksLhBeUTb30gk1WF/APLBRAeir8YnG8bksEzUDuvotXCFmyBUVx5qX+vgnKVfJFrekpHT7",
-	"bhIBeHArd5FDnwpy6vIYLMDNUbxzPgLb341w9bKGRe4HtthU9gKpSqoNY0mwRCN6WLNKnC1uUwJIK7Z1",
-	"a0bx8bsB0Ja1m7pbw9wp+/ive4BUVBNziXSczo4q8cKy4B1Yj2SHyOY3aLxNO0LEMGT6vzJWEQuP3uJB",
-	"wWIhSDopGX0AAEePxgNBHWB0MSJUU5YJt81QOLWz8Tog+fBm6q6MeyUeAhAglu8ELG4UH43WnimI3/Cu",
-	"+Uir6qamQlWy1lM/7nzzcxYgbm978FpEcCsYbtx5DI/pCiKOvP6EihMFtRSlQIjHcMLtGtTbO/Pgf/7m",
-	"N7/pvW+4uXvTF1Fz++PxnVBa1kuId+qCO/0/phnT8H82JycvX7nGoCtIT757nn4Df7FH4n++gKp2//bR",
-	"XjvqKLxzeldk/MZRCTTy6y7qeOK7VChKiBEOwV3Wku+LeBBnBMTYcXy95EpzsYA0vWinTVUM5p2FnlzU",
-	"/4zy4YECZL2rFGY7HJHCtrsdlb92Do44JXe3t1aNAij029s7jybAJuRfhaDAUddoWHwggLiPXpH9gx0P",
-	"xejGZPSDN7y3LyistV0fLKjP1Ba4Cuu1dcI6giJE/WoTvh7QVtGaIb07i9Qr7JVo69YH3LYf9I0YUXXO",
-	"sdd0ZlpL+yFZDlidzraNOH37drdiI0pfVsu15RyP2+mTSsoSjuuW6HlKbLxnKJ2GYVO2q4PMBoZGY6em",
-	"lHH0Vv5WcS4kFwuwNBgFmhwKidgf5qJlxVFGrl0w9SG1ggro9IYdrenmKLOqNznEO9WopXXNH7hYHGXk",
-	"yqLQIMQpHHGqtWGyNo72tNWdjXCWL1nRYL+XVufmPuQWrBwuCrCrmh9l5J2Ny+2+v+ZlSexyGxrhVp50",
-	"S2vnfZAduHkeAIQ9/uaGf5AdeEp7148n3dqC4fqGrafFC4uQwWnDeiG9GtcZc2Z1vQHr9BWGW2BosvlF",
-	"kes2ZtbN58oHZdiHQwOFAmwx8yrig8h55/LrGcPxyWjUS7doKGvLyU0IpPoVWQe4fiKjwGQzwCTV05YW",
-	"tHUFZxuwo8KYZf2UYv0eosOvQ1boXePBfRi9xTtU/YS3CZy08cyYTsXIv6cUZ5xwZwqTw6Q6zGyfrBfb",
-	"OeS7OD0TU16+UoaLk9hWRhq80GyVAnqCFzCYz4E4BehOLvB1GiYW0nNGkH4zou55RQ492i1UsAO3ADm0",
-	"4LmnRDFzixq5rHOJYlP+LBjB9Z5XA9m9I1bmjs0GorhrvMiX9CHOn+5jfPJ3LcqVrMmWa6Jrs4k3y0Vk",
-	"gP2FD5cCnrWMJDr3Ou0Z68Z7oP9ozllZKMdWzVIALXjw43GuZ6uO3QPf82hcdhijBLmfb/1MWHLFzHBt",
-	"lJ05q0kh82Zlo/d+Ibep62JiCzd2aG/cZ2DoYQ+crTuo8hiS3FMCSmoxcUHYBDheJ0F3UP1PCaySR+CH",
-	"Z8FSjASB+SlN2K00+h/kpCCum92bQzvRo5autKstAHB8c16vjqI5S+aVYaurGzQmreEXCZ8T3q0RXgAl",
-	"ojyAmbTWTUzHmLGpiXapbL8LCx8O98wpopOZGbfWMLdfdlMn9ufvre2rngkj0JuLE9kIaISW1Tl/S0AX",
-	"u9yAwf0Rw3kKSTq+ZVzhVhH7bhJQiavolXKtEXkUn6MijNlx5nYtGKHaAghaFchSYVXLosknx8Cby6VK",
-	"U0sA2D5ps6wAl2wOH+9LfH3pwO5C5o9QS/3tUNo5etp1pBCs/wAvmCxq/j0JmdsFRfcQM/eSMH3PERlT",
-	"fV0hM1109b1FVHPOMCPp5Ut7V6FN8xSjW+6seykIu8rInRQPfA64BrJ0uNdW1PKlbNBCmZG7xQys63dG",
-	"iIFSMO1TDKa5vrgM5aoazYnQx0F2YD8fMm5c6p/Og5DfiAHv5t87QcEWn9JbZXA0ScvHSDJrVJ6cyzwW",
-	"zn5OhRPv4I2Ew7Pmw98CR6154vOKivjXFU0g5wHAslZDhG1fCXfvnrFKTU6An9dMLeOGBR+dZhvGDDOG",
-	"QMjmwWpXG4PmMcnIrIF5El+En2SsRrn5JuUXH/AcmD2ww7AtO5qw29suendxhg60/sn6pl3FpYhFT/io",
-	"XwJknwrsd28l98MiDfrWdrW8pc/OuU8C94kH0BW4zLWMhw/he4mDaBtRXRF7goPHNZuF6zFpC/bUlcJN",
-	"OSUr+cBAbs6l0Fw0TDnfNNp+3cQCRHnZRBSq5Oq84TXLEbLbEGGGXCcD5hGGITjmCxptIdcigLzmiyVa",
-	"v47tL0117H40r7qf4d/ugentmAv3L0TWhs6PBaO1/2MO/zbDOZYVoFXBv/MSEQ/N+OL54xVz5B9UOO0J",
-	"qRXD1MCK1blZ5U6U0zcW1TnKwHxl1BdjlVHNIYddcfm/riTsycnWgD667bZB+mDEZaWL1sMai0YXGcoN",
-	"7o7v1clJd4QnJ6MihaOWYTq/xtD0xHVqA9e7V+mT3qBWQWPFD5uzMGo+zvM6cfX+UzhtAMHWjzsD+d5H",
-	"19s6MTxxM+A3V/DSeGSV7cHfX5c3/x5vNhnE9pEKCI9ec50vT0OWgYFUDl5rvcTYvfmOl9PWfEKfcXLd",
-	"p5HLfnwRSAqmi2oyjsEnkfW53VTKOLdK/tOQwdh+tZOYsB+usYFVbYuKMlrnyzYtLk1/FauPnY0hxM0w",
-	"39u0FPA5A6RzwSHhg0UzG8az5ML2V1Qgxg90xDGqi5Zlygxk+h5u3UdED4w9ZbVIpyMIqTMfjbaxDvoJ",
-	"sGt+NYKhT7GrXrlYsEj0t/dtu5jtkJWeetc2OtFt0MFLokghmxlE1TUV0ZJ8T1ZcZGjH+v/+35cn/zf5",
-	"E9fWo9HbU9tUxGfZ64sLQo1KHoAYuP3wENU2GMCKJm4OUIWgZLSebJTZCdSiuyhJGAv4cFDTiAQojEi4",
-	"45j37IuG/R7sGAIgXMdckaJhDkjDBo1af7EtuubiJPYdV5+SHQ0MEW0/FrGfvw45M+6FsHwIJjQANpCG",
-	"+OXPby5tRdmyVEAkhmRvzi8JIElACGgRwQ3SuRFEm6Ia0vuvjKy8Yh/k4q3QqSRhtML2FP4avySlXCRg",
-	"X+NASDm1sJahL5ocIorj62fPnvniT960ghJePAlmgo5kiR9mMaQYDcAOOSXCtwOROwiYiZBbiRB7XW+m",
-	"5YZgq5AZ8vA/IEGeF4ooQxyzDWgtR2m41p2gWp3AaA2pmc0ku4VMsmfWGpx5rdenp5u73/IMPOxxo00d",
-	"swBc1uyBy8YWI8LxYOYa9qcGHYpT4ng9Hf+r+WgHIFma57JpFRtYz50xZP/gsxf2w47VkZSGH9l6t+Xa",
-	"FW/Vxuy05zFJyVtyF5J11pGIrd8UCbJdfwui2gVKHeKc3Z1MwjdTx4GOS7nA4/Mahd4FOfS0bX0EGbG1",
-	"qzLrRYEguNaHmrk8ShtvidFzQYZl1o2ly9xlfeQPCjnsJjAoSPDCRD+XeIJ/wgqZxxADeGwTEQ4xlt7o",
-	"tt1wAZhSJzg0rC3gjS8+DDZsdRrrH/d/9Jc6igrx39YVYmf8KE9I/6LdxzHixvHX94tcC1qppYzJwWeB",
-	"jKDsa+CkcD7SJ7NuFHItSkmLyVgLJdWQC7wyVG3xgl6dHKORiLjmiOb5PdNdWTKAvE7kpiU1W5/R5dYM",
-	"E7lCoTSSLMbACLh9ecHvsQlNdbaPwfrZBx7Vzw97si5ixjSiOIT7QBXR9J6JkQWfdpFaj/ETkYRpak9y",
-	"UPwn9sNGx1xp5qw9YgeR0duo6ymJfOYg9lK/iZCJeIU1L/Qy0qz5ee9BD9jRWqPZNi5eZ6ZD3MjcJqlQ",
-	"ntCbA9fOaTQZ3kEf5g7iAOLyWTqWewcPeOBaGPoCdQ3rG0ktWnDnD66IrKYtCPouHjtD0UJpJbMKWx0K",
-	"pE5MzuXagl+iz6bgqjKXG7LF6bW3Ji+rD3tT4a/DeaqYQtAR7sZl5H77/TUKRLit4Met7XRBd0H67k4O",
-	"s5YRoDTpIFXBRrUVbHhqxD3gsFYq9sZdXdOHmItiFE3EOnSiw0PAjRgmSFjuc0eojQhU3yh+xtAgzwI8",
-	"7bR9eguuYrTJytD+UIPDob89YAnMHbVeZ/YFFZ1TqBJIpA9jhBtsXjM2CRNyWqJGv6mTl98lUQ4GkBbe",
-	"WEQDX4EXAoctoOiEoaZAFN6E8AmT2+uIdANxrW8tnMjQPqYTVHzg9RSa7SIgDIzpPVXHiHwwNKoUyoH5",
-	"etgVsyueAdhWvriIfMULFsudPvQAU7bgK6rq+2EaXCN4wdAcdkAKmEQx0xKGxpvZBReA66VsHCJAKpzp",
-	"Ean4Xy2rPrOp84DvFybPhxSyZh4Fow+pdvLdb/dPOh87eBOSqCdsbaJQW5sN3UlpniARvAmi93cQCcI6",
-	"EjnVtJSLhhGIZn5gteJSsCKShUDazUIt1m2YKLaQSswB5iIvmyIGJetiPJNWe7WrgaUvI/0Mm3GBLbw8",
-	"CWI6vMHF8Zex+C333q5WXffWlpBSrulGQeHTZz6ymCrF9LFb87spNImpWGnHR5sYt89C+hSxdhm/j63i",
-	"ThHuuJS2eDAtCNUTw9gtWUaYq8ubsG+coo3OWlVNJ6pNN1ETrY29c2rfb0fh1z5rKXnCafUpxDtJ75j6",
-	"EJfVd6z9sKO8Nj2rdgq5PsnlOJKiGt0EBNGDy/y9VFoNlbQxjFyRQ0B0pgsw1HspG9shsw3oRY2y6fjm",
-	"1ZIrTEFfScG1rCHt0GFaK7LgD8wGNmnKY3kEgSSiUrYdGDxZL6XyWFYcUAu5mGo8kjaDfztOQNSyNELs",
-	"MugEFgBc6Ly0xDaljwnDx5YxWAhxFm3G+5LRWs+YrRJjIzWneAcs6kOqV4vkyGCaNl60QCweIe1w+sU2",
-	"hkKxdRz//Aof4CpObCxh9/8Y0OO9kGuARA/oMCN2FEQKwIBq79pd+Zsz+0sH5SA90EPl0TTcnLMYrQ6e",
-	"u9WM1Qn4cXukVvDO9qlYMlqiOXLw4go7eo+fGAVF6ypZMvWsWysVB/CNIu9vbi7J2eVFPC4GKnqMAaSC",
-	"u4ZbPDELcjxYQmVibQ0WLNN2miyd69HJgqd3jtGdtraLrul8zvO4DZuV810mK7AWM9UeazVR5amZz+uo",
-	"szDS9oPUaIV1DtHfS83qg+zgRyke4J/j9ZB9rY9gkbr0EQzKb7NdgMxR4SiNv/fU2nfamN9tAE2H4gGl",
-	"lIE5xub8xNcwmk96IQoWqcD/gSpNSrkg3Dz3+alWAGtJaFKxJPBWRhOCWrdk4BTuEcWMLbmNmmkPwMQi",
-	"TedSaJrrWEmoj0FodxBehzgX+FkLCr/ThHcpdI4yQALyn+bL8foIjgaGD0uiqkdLVN1ZumMi7yFKeVHT",
-	"ArMlRQzNP1BwUwL2D1zQeuPE626HHXyWRvh5j9vH2yXyU8y6hN0hvz5NhKL4UKlddz69VJbGoQe7OHr5",
-	"GcSUCisg2GhXUHUzM3lekyVX2pZi6J1Nu5lRaBYpdC3LyBk/tV3m4RtYMANIja6YG1+iPjhMcyIMMb4c",
-	"x9FhwgitIzlmFvPbaHFVo4mWCyDq6ZqxXb4IVeMDiN0wi5ABeAeUxIDfZk1+z+zpVhDPNl2//VEWrCUE",
-	"21MsEMOO7gfoK+ko9y5R6qjBja6tgXdKTnw1HPdSW5TWgs9OEBHtt29jAVFvhfcD+C64KOQ6LCs3qf+d",
-	"QnVtc+B7Hal29zWHZYhGjR9yR197Es94oRV/ILtnKgsZhBttbzE7252gxvYIDXC9VEGocy/9IeftSiY9",
-	"kSSo6PZUUkjQ5IQ7+cl4Wy5XK66HxotvaFYEIw9Ur93GjRJP0h3ehmN2dYQe5Jn91UhTMJI04LE3bUxS",
-	"lfwH8Lm5y2OE0hFWd7AkdjS/n3exGbqDqrq2wz3oRrN6lW4/0IBYvdonei484n6vbbdbokxIe8H027WP",
-	"HmOs5udOc7Na0WgNrO4uLTnipKDW0qsMOBCJh+9vPqaIoRX4bUdWhIFtssJc0PFmarzY1zwmo1PLtyl+",
-	"kjloBxO424GdjeBbBYpxNll/5zrkOIx/YglMNkJH7wnzu5f4KReAVwElBabTFa34jbxnYnDdzy4vsEzc",
-	"1Dq+aQdS22in7pGarAK2xq3hQ9Ar1zGh7YRw0jYKL0xsrFEjI4QX9qEsbDkLdi5Y794KuUkNkNc1lhyP",
-	"hgpb6nFVyW01+/ZnCBF7Rm6g7BJUAEacVwB7sBRjw5Iwgo8L8l7r6pP5dy7lPVSAEIWtksDtNTKTxSaO",
-	"56DU2wm14uxYsLChPQluDtgrsQXZTv1g20IGYgcICFXPYQ8irmdaNswnS9392/H1Q358rur5MXxwZ/hw",
-	"YQPHQbmEYC5IbV1wsfBZIEFxI1ZAstHWZE7JDCvySudcs9slihZAynzqUDjiWmo1VAHx7XzOENi52qqF",
-	"GFSG260uvx3owJaezZQsG80Ia9Uo+9WpxRTg2vdu5EJM7VxQvsM22hanybBudQ9paeuktr51cx9aeqNN",
-	"wVHEhjJGgtyZnXy+YnfxTDEz/jHB7bOKsIN28LaR7k6GRJptnaHIHgyxipSM88ldmljuWHYvn6VcMZ+V",
-	"0Qs0wAt9VGKNilpPq324S3bKOPDlMYMMoAkDyeCAQaTwX+warrCmtYijVTih2b0xUKsJI+MxAESwx5Qq",
-	"TWrQbkv9mgZDj9IWJIOd2cvsqQp5U9EKLYmIWFZcRMMzoJoxodYpAwgqwFTOL95cESG1xepeMnvBrOiG",
-	"zJj13tRydYpgi/b7oMg3oNCaveise1hmMiYV+/COwGsfxsikWCdQH9UWeLUdrr/5uLbXrv2lX498GlmK",
-	"dO1ze+z8HvRjB0ZmLqT+AS7lxNzAAtKfHVfE4vsiGibVmDWw19yq3WoCt6Ow8fOnxGheZNUowOyn4d1p",
-	"Lw5AcwFT8k5EwYUlihcRcMymrqQaQuv3S+U8jhPKWIOuwmiAmDEUPQ0xkODQt4WwSC6rTYcisMq4HRG2",
-	"HdQZz6mAywQwXM1tfmoDowF5FmRJCNjw9SPvWTUFfNbF9AU7m2ZKIRr3vmhYUGI5jPj6tcQEnUYL7Yd1",
-	"9oPi+kFOaLyS/3Dx/RdPFm802Og+0UfhRj/BHv+SFXQfk8bxgentArHWUURtVdXhErCIAe3rXaFWBxcj",
-	"oKEcnRI5n2epsq57JIn8tQl0lwSUxxV03TUlxRdVaYuobpdPzawuDinxndKpKQiw3euAPlFeSadSZ+YA",
-	"d16eHMPOkWiBz0N30mFEFkP16JGJKL1qnumhBLU9HzOSqSksv1zNT3NHf8FiazaSVUv0GoelJsWTJr+M",
-	"VQMdT4YZOiVTSoBCaSjYLsPddkhgmdzx44p07lQiU0KyCcHYagjlUfq4lBRQYVz2bFAi08jEyD96QvET",
-	"5M+QwxfHL17+1sy/pjkybyF94ET789FeCsFW3s2oDDqhPuffXE7OVchvTGfk0F7SxP6gXj9/fnSKvFo8",
-	"8BAUFMjG/L9TUA+XWlcZMf9VUDqBupvr89VFWETScrZnJMgow3L35LBRrH7tZIN/wasHLHKdapq+RqZK",
-	"F8lUTb6EFCOsjfnsWa/w5bNnd0FhzMjjflnMIzB3tIpIa252RXmfLFPpFEOBWionWCzi2XbBFqcTNgLx",
-	"fUTfQrWbrDIh/ylaNnI3DvAE+VEgbv8oC3a2YEK/9fHej7P7IPKlFKjK98PIt2VyrdMIGx/4nOmgDhjc",
-	"8WHMkF1D8s8nJ+TwBYATNpqpo2EY29+++q4DY/sqjmI7sGKPhGU2SooIMv2TGMs3MIRtb6PFB9hUNuwL",
-	"1kcqzK5ofRM29QG7CiHpO6VvIaT/GZRCNr/CN8+qWuZMqWcY93I0RejgBVtVUjORb6JiDtbWEws0IrRx",
-	"p3BQ740MJNq/YczIFVRQ0tpBIwR1nCkspzWhjt6bK/rlLIlM+YaV/IGB9GN9UByzKxSRjW7J7dsxGOcx",
-	"FOeKboxUkCacmKx2IYww6I+CRfXmGuSaylwqFROFcstoeg3u05aMU5ClWBmVeBg7v0Fu0a33pHWp6Jry",
-	"cpLByqaoJE/6G0YLFI9603NL/urkZLdDHV33NeV6FM9HS1/xvjN9LcH1ZSkDtWkuFu0YT8bQs4PhTQbO",
-	"BhYwzL8Nm8w3eck+OZvdvoypdC0F5j8tSd2AI4kGmV/bLCuVnPGx803IRL6NYQe6flM2U0kKGUZvI786",
-	"VjYg0P8pq/avmvUe1wyOX3YAvC94npv5zMHDe1wzwdY7VVrrn6Bph2UXO5pP0GjXaRgZGIjkSudn4G28",
-	"AYSm/ajjxnl2qfBefWgO8NB1JFNvtjGy4B8oN1z/Klrw4q2AQErrGWAPTLTqQW20wyWkWq+xDfgpgf4x",
-	"WJPFm9srWmue84oKDc6iQpLDqpmVXC27N6QRVIsaSt0CI3jgbO10pUmRfVc6DzC0O96jiPOoQMXtx7QH",
-	"B925NrFNIv52Oxk1zcaB3qUL8RHlpHGJy0F6vThJum22r7/vvhtlxLUs2YQVvDKvQR4UUHQcdxbC6WaN",
-	"4sLQJAd9SG/6oRA7KriuR6WaWB6bOQy+S0TkRQ8Kd65utX/v/aiCzlDCxRg88Ze2lv9jzzwcj9zfBWBf",
-	"ADvm+5uby+N3H34fwbdsP7mIl42xlcnDth3kqj3inr6ahhejSTLdHofXpX11v0UBZkKdDr+m4G+UxLKR",
-	"RMLyv/KozIGXo5ZEMSPtIA4NBUC9gsnOmSPvAL+yle6D4/+N6nCvXZjURze6Hg5EJEQIzCCRiq9o2evU",
-	"pYRyL3nNWKfgPL5pSBgexfMR0ztnrpB9JZsVY/4GCWITDsEcRnNNfvhGkVhPKGFDsVQwLODVIBt7F3S3",
-	"ekwF+kjvTQOuZDyOAuPDwP3jr71W43HBZxaod5qSs4PNErPMr9999oZfN4hTb6RcSQuhylzuewgB8DSm",
-	"y+4lN3a1jXBvM/y47uxAkXGCd5Yshqwv38b0GQ9K+lYUZ/qzziNBCSUVghVGZ8h8zR3mkBWpsOY82O6K",
-	"KiiRyhWBYkTFDgFzbiSQEjMyFuh8lzinAdHtvSwL8ifJhTlW4X45sTcU2lylqcJmjRwi6RhOh1IigPTC",
-	"TaUIC4XCo6mRBINM/7qZ+bE/2VWosNEZs3XE/lYuwRta3ttQ42At+hxT0/LeR1ga3VcZSSt6w41AE/sS",
-	"WHi9yUZXje64EKFJqjWrzTf/9R8nx//8x7+8PPn5nw528hmazrpuQQBy3LH9arSUpVsVrtpV6VaWGCok",
-	"WelUHeVGLY+1PIaVX0DonG55Bjl0dgZZMZFwlI3ZWcwMSuDmPSOHK1FkJBHdmWRTtT2/OHGWwIhJ48WE",
-	"KrXePO03MQRuTJPsZ8XqJ4tH9FJ5L/Znog7WzefoxHTucAs6N0msejSHAGbvqwk0mVNbFZwoWkI9Jaog",
-	"sxbvjjja2/evuvdlNKBMluwiRjBt6K5qmVMZaDcYMefSsrtRdRuyqEHTth4WKWx5H1qW7Klj7cL0f+uL",
-	"xIAfdpAlVrhN6gx1NV8dxn9sXf7R02y+iks0H+SCC+eMMidYJeJh4BoElX7NlctmjwXcqDDiRmXgPeYL",
-	"oYLgGzXssPq2ywfPjv+dHv9kuGH7z2e3/3L8x7+8zF59G2OPkQQY53tyBN1SU/o8Fy7IOHbzCLYuN746",
-	"u6xJLTX804cR+0R6XFEjoT/QsmHpnKoxTciPB2CGogMzLHrelKUdAnTYC3W6Uw/5bUX17d2pO5Ity/Ah",
-	"WHCGoXIN5m5y3UMZD8ud3LOJyRA+tnd4x1yLbppt8lJ8uzCg/bNKWUHMWTbzDzIvwE+gFR4o4u2GdmNs",
-	"RSCIwja3T5vQhhaUJX1gREj8Rq5FjFW3nU1MN9gaZIZljT1zbUmrLQLWy7mKJyv4FoeLsMRH0WE3FT92",
-	"W2J7PrY9RxnPQMLTO/DB9oaPM0aqhRtDpVOhgDiNmmpjV1xTORU+jI23SP/dbfxFMprwyoBKWEzMZZ1j",
-	"ijzeOlZH3i3jCa6xiA0/frv18zYgw3o7z2rQ2GKNmf2B7J1u1KO9rHss+rlHON/4GdcfWb1g50aK3De8",
-	"+g8Q/c8EkEujn69Mi0RTdQ/WsZqt5EOEP98zVn0CheAd9/sxHN5pGkKOR9W9dbYoKxeJAgqFW+wZq2nM",
-	"ecn2i+6C5Eicg8urX+2KdCzLgtU3Syrey6buTvDld1m6Q3f/YRypWdYVZkVSERTvXZpGCV3IEe/o/3h1",
-	"Mu5+HKeMeKEEaxHN8S2710Usuh5KS8UvEvsVzn63o4xV1iLNIvVBGQXZlAWxcZq2K4yNWi+7SUD9QIyC",
-	"xat7HoLv8DZAi8qgaEDJc52Znm7nshFFhsUHBS2PEqn2CSCtTmG6uHBA1X1KDTbPJggD2EKG0xwGiBrM",
-	"QXM76/diiM/sa8OF/C9zIUhfIuwb1VaGBT7zJ8nF67b8IlqlFfqI8loq5aqI3bPNEQQV0wpRILDBiziK",
-	"XDQ0vm+1wRYyj7TgFVtzWyz4Qzz1avtip2U5o/l9NODwTEB44KE6guI84AxsdC5XcCVdfrq+YRCpcPi/",
-	"rj/9aEM4YJMz+H8EusmIDe+5xFrlUGnMcMlr/hNzZQ7f2NoXH1VGWF3LGgq4VbDPZ/rolCwaCl7ukt8z",
-	"smazpZT3hlPhxf2MXGi8JbUVgn0m8HiA37RaV9Z2vU0AEwO+ixu+YoMwUUhxh2i9BVHffAKK10oqTf4H",
-	"KehGQZmf+igjV+/OybfffvvPTs/7aaeKTCN30RnUNcWqpoY1CFpD8TZb2ozB7M3JWHXN+678cMmNAk6U",
-	"EZloOWmJ/IxHYKtgmR47fXf+kmGdvHj00ZoQm7l1mGEuPR7RWsT6cZxHu8dutqvcEuUQ+zS3WhQioiN1",
-	"RbOfOsc66Y1EngI2WiPpY7EJl30L69EeuYwsaKWIuudVBaUiIZDjuslzxiIYuwmEjt04bFwRs4fDZ3ZF",
-	"Q/s2oT5hXrckZc4NpIQ7UnJa2aVH9bUtwCX3rn/J7cq62rrgLsJ7SRVJlUgL+O4A1AaIwygp7pjPbkXN",
-	"WOvnzkMJUSE7tptksVYCQO/Yzq3G63cbmYwSW1wc1mKo+K697CIiP1K+4j9BqPFso5nak6rnNV3FVMx3",
-	"8LuzI9ujdkjLkuia5vfb4cuJ9s3Ji1TJMefR1ToJ78a2L3taJ2I2jdxLN/1URrTieEhOvJtcTWgcQbxs",
-	"MDx6M6QjBAodHFcrdsZ1O3z5On2H/YGW5XFeSnOjBjFP+N03yjrgYRd3pdEt+Wq79xOyXpp5WA6TYYyV",
-	"+eWqEcL+cjJCeanKhxCqYTRqwMeIHUAbomglh3ZtjfykJhdYTK5te8Kt82q39bOZdIP8rivnUGXL7AMy",
-	"5s7djcoee2lgp8Qj03iq4sUEzy423cJSDqYtBXKB/WIfUWcHbTEYW4zU+yzDDaablOJK+23JPtvkG95Q",
-	"Y5JRCqLtrEMv36gtI1XFbOnwbclpgn2hvWt2Q06bwlHj3LIsmNI2uHb85na8Db5yPMeov5bZ4I25K5dL",
-	"lZLAhXEBIBhBPnFtahxPerF7B58rKFjDxWJiB8rx0uSwQau07NA2r5nYD3mwew6CGhF2muF4JhlPzBjf",
-	"QG2UcR0gyLFxWIQBg+/SuH0jTo02NRgvCy7c4pgrpM4QWaXtqqIC6xQjLAzXA+Y10+JF0iAY3FFxKa6W",
-	"q1HY+zb0yrTTu9axbJoftnXTHgb34YwtuFAuEuOebfBDChBCPktoqsim5ZOOl0EWXOCFCT5jotiHZO2O",
-	"+MUdNwXifbDLLRW9WTzfV6P0P16Gv8fcf4Ul+J+28D7MMiOCrSEH01DMdAzizs5MrraPzPKvWWF/W+6J",
-	"mak0s6jdXdZ4+Lu3N+Q5rfjzh5fPvZr0HKEfV7IwOvqKmrkx8+kxfHpsPj163crsXlT3ErphC++8MLBt",
-	"RrjyjP86YPwDBoU3VNMrppkwU7KOmEss3h6Zby4rO9+Cagg0xg9b5ww6JZyCCBoUELfY6KW9RbfsRjF9",
-	"+8z8HDBplzmOQ0vYaDRbyHiVFDszomAG5mDABOwnm+leVr9U9ssYSU/DCrRTeRxW4NRcsd76nTosO49S",
-	"NwKw1IXOhy3znXdWPnaUYjR21TweARATB9kgLT6W4OpG+BRM5St/QbjARHfLAFH6ZxA/aIZtVLqStB+N",
-	"owqORyL81dIJBzIHkyQRdwHj78459wvv987MxRqVfPElw14ez1nsWsQc0lxASHCMvYTuJcAK/oUZSmq9",
-	"JkOxtwIpXhZyMvT4gBWn6z/afR1iPhTL/ILFj3DCoKLABKY4o4pdw/6fmVMXoyz/l5tNKXOILTWLWNg2",
-	"tokeM5EjDdovLBBDRkKohjv155JrdhfdUFj4muvN0OlsYSG+UeTPDc/vif+O5EuW32fkTt7bhJigQMG2",
-	"AQIWKiZzwXoR+9x1Gq7EpOOGzXxKKh1OVPxhE81k9esIKkHHnD+VemEAv09V+7LTdNW++lw6nO8UU+qE",
-	"mYDZe/eZ9I6KJbz+/EL66S9uOLx246NnBhgtWpchoGtfEaJrnpZkSeviGM39FsqVg+/XWh9h3REAgwld",
-	"RiDrUa+NLO+L4xcnJ6QA4LXc+hZ4Py59BPqkzZt8YcOsUnHqUW07sZZc3X9kuua5iiu7K9kIbRfJJiHH",
-	"Yq4eeCxr8wfwe+DThHGFpSgSfibmhameMBXPxnvXjryPVxJmSsRKRX40k8cg0UTktKZlYvzXe3CDRrFi",
-	"cDm4II1iO7RmLeaR4S1pzWx7GTkx9Nm9FmWD5QBtu6LB6kFbKrVe+kybA78JnaUJ5xVueXeEKer8vSyb",
-	"FUt43H80wy3JoWmUqIrmzmhGZy6As5RGudKsXtH6/igjH+T6Gl48nLESMpXwbxjTUUbeNWXpns2bEufw",
-	"mggJEEB4DMCCd5SRzwLrUR0GQEidIEBwFB2FSjqO+CA7cOMwinlTml9sa3EF3VYYB2s7iAnm8Kfrr9uM",
-	"X5Dia7yYER2OEVYygMpqA9AhOTkSNjsYbG6b6RS5DPBCPPbbARIMU/oHWWzgL1VJodrbwXLqTXTiRtBJ",
-	"QbU4M6WbEVc9SSY0vyAHeM7FXCKiHHZOruH3CzGXz+w1e7dbDGWkGGlVy1nJ4jEk9lkkfxYfEBvRKWuP",
-	"2e/W1/xtlDEOqay3tsxA8EvY4GgdXr+yGe50O7ThGM23QOfnUsz54qyqys0ZJJyk7OtOKLQOFNI5KgIq",
-	"AMIwPPhqCFpmbuW5LOEMO5dsWwwe4lkA2dNK42Hpcsg8POTap5zfBWBHWJRDCvZpfvD6P4ZlxK35epVs",
-	"vEahRVE7y3NWaVYc/PzH2ALuJ79cM61dQKJZXMPNrWUitr4R7eBLxXLNiuslffn9q5hAP28UaxceeJ+Q",
-	"kNvJalh8sGAjKPsU9LavaITIDpRdn90A0MJVxVI6kA9CCcS6om23ojpftvVh7Ad4QqJoaFuQYDY2/8X3",
-	"2UR8sIDozZEAet9CCWv9Y4kzdHgXIcq7oxDpjmtlD+0pObFNK5cn/6TYY35/BsGlUqdvQP0c4zTJ4pnD",
-	"9aH99c9BDqtKkDZsyJHth9o1tQ7J7XihGc3vm8qIpDHIxbZkAlhoZaPSfkkkzpg90RaAcus7WRkOlxob",
-	"ianElqqSJQI91UFGBPDewmMkL1gyUi6eEn0eblx6MR6R4DANUi7CyjBtbZhmLFnU7BhKCzouGqcNixB3",
-	"5c9IqmVq15IIxgqFdTdsPxgIZa4Bes8Ig5y3RG8AsvIDze+Hp9ChRFslEXPAyYzl1NwQnZnOAeDWHRiZ",
-	"wsFXiUvHlhKwx8BeOetx34QHrWvpM6ArXwH0oHME/TCC/eyszPamtLTWHsExvmUPU1S/zrunNWZTYGUs",
-	"ZgzfBxDlOF2zNdSkSwO1YJomVXC1peJ/Em24GlTjbUym6pCNwmZBJAmm3Gm4lwT7olt4mRG8Fly3YA7B",
-	"kmyPamwLnV4Vl3Jjt4xzU7QoRljLuWXK27ajqTzQwa8mudOKCrpgxTuzBipJPApSnz3WVyBjHDqEu8xj",
-	"uSuW10xnZCnlvQ+15XWQaKyOTlvWhJIolMOwPKFzD6WJuavCQW/PmrqM2196d9MumFT8Sa+D/YTNt1gJ",
-	"0s5+tgEq71LRPduQw5yuWHlOFUMp1IhgjkP+n7OPH4AmjqKSZ4rNXr8/O375/auQz54CGIg5c5D/QxXp",
-	"KgiYYQsqgd9lHrBpx8lWjAqIMd6Bafdj2ALG7Tl0IC92yXvs7Bp+F1O30fFui2LETjDO6NSomBB+Yi6/",
-	"IFBvG59oMXhr2+AHsgYL0ZY4FAKN/rVkO+Tq14+9m7ODgs/n2w18FnxuxEHzNGzmqwuFG4ucwQWUjcts",
-	"HQQ0qDwlX6jwrh1ZUb+cSBpL+sAed5c+iYQISzN8X1vzDjcKMhbgSylcY+hqjhMEJ79Ljf21zPyJcyON",
-	"iWaWEne/8A3TeLxdxpxEWrMA5tzKTb9WC81fx2hCDkVTljZl3nznr0TIRJVwLzrYz8g9l7IsDG1yza6D",
-	"ufYZTB2OsS/IQeDrwpb4iuCw/tUlkCk3QTt/kInVDtJCPoX/Tr3qt+/3abt2aehpx6PZ3VdPrKdEWshI",
-	"KZgyGkbEt7uQ1TnNl+wj/fJuOOfunlUaw9J9ASIf0g2QN0YxtiWJbDC4Ayc/LCkAu2Ieu9JkxVay3hyN",
-	"1YIw/xuDw16W6p1tYgux78M1UWyxshHeK9px68xXFTgYVdRBsyzVNX6aBgQMmi8c2bQlVoYn93LKxOwI",
-	"oqoFPnFVS6xpuQQgoJJuzM/DA/g2HMDL6AC0rs6Kok6d2fc3N5fYv/BlmN5/ur55ffnp6mYKVy7l4gN7",
-	"YGUs0AvukVIuSGneCPetYLNmATEXc2mrMh+4zNY/RhnPFQAz3YzgOzobtQvvpY6YrT1ailvMvroVUrDb",
-	"Ghp9gsIa2ND/bljDRk4gJaqU/oyt6AZgDciMLXlbXKOUAAiLCbQ7HrDfRsenq0tZ64/0SwSnz3CBq5tL",
-	"Usl6hN5eff/9t9+HaxFWWYx0x2PgXJDO8dT9qQSVX91cP4a+f57E7z9XBdV7wrqgxkPykP2/RoGValZk",
-	"rfBkBA5WkKaC30Ra3fs7cp7tJk3gvfwPp9dTOL22ZLQh62Mrr7pyrU4JXEVr6fxDoPmHQPMPgeYfAs0/",
-	"BJpfQKAJeb4/TUGXndl2VjrkazFm1GUPWYSNxwgreRiCs5i+iX6MAhR+CgxYrAgLQUYiLMwtPpRA2UJk",
-	"t7d+ePbbrHascWz+MZ/bf9VM94x6Ia4R+K/iG/1Bygq9HXaXO9kL3vd1dnkRtblM4pO26WgD5i59z2it",
-	"Z4zqQSASFIPg7q2ZOQOsOCVgNUO4MvbQY0lhXot5j85K5qx3jyrmsqPZCoJCWgzkdEDFo5jNk3OTndnF",
-	"0DarBOHby87mF7TIII7oGxsRbFqAMnEOzaSP75DXVC3bx7cW4wGDHeR8Hj0ZD6msEzss+/wxtj2H3xIe",
-	"/7bj7uHMdmaU/dMzzMDOKh7nYW0ZyuTpJ4el4xSIqw65nxHPeaRek4dunRb6AMqHjaCB4475UZg3FXfU",
-	"dBqNRkBxTQrJVMJNppcycnCBeeHDHVImLqleuvAEt4BDRwNTA8ZiyTYVU+CjAy44b0QOKYIuyKwsuwF3",
-	"CTq1M83arIW2Rz+SLNiwUYKKg0S83aYfT2PenTB4XT6amSZBHNqB7Og7dkdoDKXXM4MkpkLb3vl4Qc3W",
-	"dWkrTAtbm7XnfafiphEjRwypxzRBq6rcYFCOboSNu4r44duIcTWJRNte6qa3wlsoOsGHk4JbIBQmVm1H",
-	"WsgibwewtpTwCFYlFWxwPICsK+iK/bUjbabSuCv0k8QY9S94ExGvHS9iu5L/pW2sW291K8v+1y7E/PJ3",
-	"fnu5txvUO0mOlofudneghxnIIP81Q2xrO5SN0rEyH3FWCTg/RtXuOF13ZJejvHICi0ymBtsHqhvAhJKI",
-	"rY2CnMhZ3qLsIKKlJXv8sTXHpsnEynQ012Mj9whI5n4Ms9BSKtylGfS0VkP7sJuzu2kjCLJm6X4/7WR0",
-	"ynRY+TwRgqnzJVPnwdin3E7m3uhslRn2Nyqy4tMrTHwNbjwFTNPqK/6iwk86aqzU7q19ldmpfKq761mX",
-	"9uM0t03b8W0OVyN9ui9R6zsDUXZaDl17zp3KSPO/gdy5zkyfJnuu1+Q+TsFPld7mn911jdwWT+qEixZD",
-	"/YfP7OdpZ2Y8E2z6vu6d1dQ2+CtISrKznCzRmpcxs37ASNW1ztqFSMDXcwVhfmB6GgShywABrfjU6IPs",
-	"4JyKnMWh6aZk+ageSvCk/OXO7Ifcqo5youkcrZSFRlll7RB7G79teOHT28DnfHEZNdi8jUW+T0oy+SUt",
-	"63nVJKErzi8/k0axINnebFAGSZn4jdusXNZsEqrFXi7PpEUf2VNCA7S5C5ZxkEMQFTKitKwyF56d2ap4",
-	"GaGNlsf216Nkh2/j1QqgP4z3lrWzI4K79NnBL+QEYF+0rRE+IAeqpmL1A1fShwtwq6ZYHDAKUNdNzaxs",
-	"6OuW7u/h2JejxiLgLe8gvDBX36DgOoDeCr5cFU3PMw/MEREQYjTVVmDdQhPcSO5V1L/A7RBK4VyjP4kU",
-	"vNh/xS3VqugFjduuuMhZMC4rNk+dsFIJsJwrpiCBzUab9DjFVJDwv3GH1ARmtYvSFjipfgGt7dfqI8O4",
-	"D5Wq2aCQHxa/GutbwuNW8a5pLoQy9Oe0c3mFF0uXrwcHr3NPt4vVMreO6PFYd1/A4Ablur6dNo5r1jER",
-	"d5SFiACHZyjCBzpnzNmGjC7WGp+tGGUOd51EQCh4zRJSAxcIgx+UtXG0D48OXBWaKAEzgWXFp/geuzIg",
-	"fqmSUBa+0H7sfsRVFXTVA5c0Gw3CiNbV8bx8GCf1sJ6/X6TMb0k7wzRNXDnk7bdC1wl6sBWywkw5qPm6",
-	"e6XG6P7OhlDdbJBxex1OrWNR1MjxUmFjpVFTZhgsBulUGC8WVAQ7POmAcE4tMTBUUgHjqBmYGdro6Wh6",
-	"p4qj9anWKJVekgSLHamHtfdS2wLXCX3RQ8BvGdnD4qGuSrY31nSKeXI9WJ9tyl1tSXfGFlQE3Xbr70wu",
-	"jhSbqCu3cigkhpxaOtowDdXo20rJOQMVjCtSNbMSdvOIeKxlKyo4RmabBSZvHw9cx7tWUJpQpmicD8XK",
-	"Cx24dcp64MAlXI4zD3loY/DceZ3AqlLmArAdBfEDbsFtInY/J53l99NoxsWdPFkp0QutxgsMpbSytjrR",
-	"AACPqzqX9t5Z4kRm5GyzOzryepdHxOn7AAiV48jeth0EtJwu0rWb2Jl0mob+gGVyL8RMfhm48cDhX0kI",
-	"Ip9tCLULnpSBYtee2SdaVcS+umnNWPKezGSxsbytqpmyxqxRRcB8G8/7f+9CFAgXJKealnKBYBiHnwSy",
-	"AAuQEDeVxHT5CwAvmXNXkYUBfvsmI+zPhjc4QL0HJvSFt3vbNfL1iB9YAiB2r7KGdk94gu7p+n9FXRA3",
-	"4bobgSvX5YYAXlPO+AMrbL1mzb4kTEnuxUF+0bnd2ra53gVdHj96P2GnaT+2BYLZDtuQ/Hxox1P3xU0r",
-	"AT0d6fYONKhcnpgjs94+6r27JdiPdt+nnfvx6kXg57MEzM0nv8L6RcJ39bSVjGyJhj1rGaW47PSyRu0S",
-	"+tJGdkhfqawR6PWAx7utkhjuIeeGqdUbBHAAk7GVEGKus2L08oP+zm1ITAGV5QYgJiLlTPqQu7qmrnIS",
-	"QOtB7f05zbUidCYbjHaxFeVVky8dH8FIBkpyWul8SQ1/V7J8YL7AmXOV14zQmnkI3q0VTDr33jcrKtox",
-	"sRYdGICEAB4JfLMzcxZrlfAA1kzXm+Go4ZpVjHqkS2W4pUVaxmLxkCdkK/9157cdtxLo9bqmeVwoMw+C",
-	"WBDbWe+qvPu3Y3jx+KK4Iw7r2eiXRVQG7NEyEFMI5OJGk6Ti82huysc+bSANm+adrSckanJjWFnJFWDZ",
-	"IOnDu2A2LqkGKcM5uddcLwHqrORgtV5ziAEhEpQ4qOG+NPzqzk7jzqxNxWRVsmfkHKLSKKSVlRvoi9Ci",
-	"6JbyAuvdrXVytpZK/FljBo//uxFtxLK5Q/itlvdM3NYtZiGt8yV/YLea5/dM31rYI/OgMTqwtqaL8BN7",
-	"QoJ33S/hS1hp/LbgCo0w7U+LWjbVbS7FvOS53nogpL4Fa1nwxPzW+jjdr/aXW5pr/uAQq93DwLxrf3Fi",
-	"QdCxXcbcuZnbnwxLresGokvQVum+UfX8tmZ/AgcMYBHpW8CxuUVbW2/RC1v5HabQHt3sYDF7+dsXv31x",
-	"iwD58BjwvbcftZ7c3oNG1Izmy16DXDxwzcIh9p60VMILtqokpOGGy8JXlax12AKshoCbw+767Qwx292f",
-	"Adhf8Cse7uCHPzesDj9TReWknVuUdG9rNmc1Ezkrtp8EUJt6KQtYNVqWcg0/GkUpfMn+rf2f7RIjQdUI",
-	"7mL/3jB9+8AVx+UU0gj/SP0KOmoz2uBO3ZSSFrdaytuS1njPmgbBjnNbMIGYolVJNzOa39+WjCoWrnKl",
-	"f4JmVVOh9dr+1qUfMJHYMwizNbQOQqMRbrEBqrmac/tBTTW7LfmKY4teL7yd85L1Gm8fdpvu/uzXt2bz",
-	"mqmlZyKNsqiocnWblzL4y3KTXArVrLZ+bhlHrXPbWvhbdQsRE7fsy5I2CudhDWS37Etlt1OtdNUyQKVl",
-	"TRfsdo4VE/xZt3zSWg3bJ3gcKdCwamb+hri1DBEKTfuDgmPEbx4YdevXXU17dxo+kMsV/uI39xYpWWMN",
-	"DCte3xpFJqQJ97s2FKV7y79mMyVhAZtqUdOQ1v+YHVg7+sHrKBluSRFvjWb6VjywUlaJMJdZR95zjIwc",
-	"ulBHcpaR/8SGCLMt/efB0Smx214romUJdQEJA7kMkFcBI7ugmkaqxVBNd8bJFPpYVSw3h9V2kLVRbKDs",
-	"GpmOa1py1UnmcvP4RqGejnXjtNnNqGBnVf2Ijw6+5gUoO0akoHktlVGvsd6bufftT0bkU6dW4PTMl9yz",
-	"zaSy7DCEuGJsfvWGCvOa0VJ5viSKlVAJC0TBJcUCnW79J9vdzoOg46AOMC6crPmCC6xPaSRZ2iuSndDB",
-	"ZQ6gd8WZ/qzziSXEsUMo1paB1Gx/x4RarY3ksIMte7jI1iWtIXH+oRtB7og9c6B95Ya8ODWiY3Dg/Uer",
-	"RmlX9QXFejLbkEXDoDLH1AJdUJs4orfDyncWJ5QW7c2PnNZdpx1betZW5JKNnpnr8dhyoWPNlB6PvOsX",
-	"8nLHJKTW/l77CWWtdRMOf0yY/x1O4k2ilNQZqdmCKw25kb/7Ad4NKkttY7EKViYAVM0TX0ENWvhGYaql",
-	"2hiBxJkWJ24aNpEy7/kOXp4cF3zBtR98nspHGPAF33EBm3f3Ohi9X5k20cnrLPGEB7hdo3EzpiHr/y35",
-	"nMGZHAE22V6RFRWN0cWbOhbS/q6WK4LbfCHm0prZnHM/bkaVRQwrZI+WRJSrdjYKzI7zftMQ7dIIzUt0",
-	"c9njb80De4ef3fQyPchSlt5n54ekayqU6fHUxd+aa4fmy5AK9LKWzWKZtBv74zNo3vUkZVgHIB7nhkEb",
-	"ns+1qxMPRgWl5k1Jrt7+7uL65u3VTsVFV1KzeORSZyeuL3xavbPfuOWBtVIMMeIPMWrwx7Obo53S7y/B",
-	"tJuzU2KVr6AM6T1j1TEFF+eai0KuAR0bS7ApXjIb5O5LX/UDcv+YHId1USR34Q5fu0OWZM3b01fX00p8",
-	"cc2a+ldiTMQQtXXX+RArUN90Xo1fE54Z2qPWDdrw0UntIDvkENwTjkdlLTPv0fD2eo5eK+NW8e7Nov6O",
-	"bOJ2xpkRWyxJ8Om+0u7t/ShLeLD0X8ESbgf+gT+wCzCcBMlEfQkEuAGYV7yGQVtuZek0KY0k2T8+DkUE",
-	"JxpURtStzYv/9R8nx//8x7+8PPn5n6Iiw44yyM4d7BIbDnUCwHNFZFs23dcAgrn6jLWSGS6HtVcIclF3",
-	"qY5WVa919Qeulzd5NTRvmxBvmBq5Ob90duqO7nJoHhgGzx9YJ8vp85vLhJV8BFPsPZSWNBd5L0HLbwZa",
-	"k8mhW58XJ0fPkllSL0ZpP+C8LcGNUPy1llWS3juUY5sEf4mW1X9HIn/kel5aE2Aq+cMQhJYA4YZRhrre",
-	"xCp2F1BuNgGsoiWinRy6qpZW9XvuDJDP0fp7tC/SCzm8/HR9kwoP8JQy4Spw69HlqklIFj/xtp8Jiz3K",
-	"st26BGz7vyeDZqK44THd5q0IHHY+IhAJ8cmCvaby/79Vbg+iXHx9rzG/6tEr/LdxoYRL0RLdDic1nrIL",
-	"cWS+duLAUbUOgh150LX9ahuNF3+fMP7rtuMt5ByutKw3La+xze4QQ4fuCrOHVZWs9jiJRSWtSlaNn6L8",
-	"+50wv138+PuLm7fT6Xgip8vTaBzFVSLJ3tbtYaJIWHd2YoLTpwQdJhcuHNG09nhicSzdfKNSgcy7hhMi",
-	"GzbsiA+gduzC1x4dQG7OkxkQmtI69gdMoEbTe0EO4U6x2dEvXr44yohR9BVgs7v4eRtPD0mMEFrdyUvH",
-	"rg4ys/2JzGg8eKnF9MeSF1jj3XeY8HUkIs07bT3sFHYOHqIdWHEEkCkSuO5zxaBWkucMA3wQw5fjxpNu",
-	"poHdz6UsY9kzQ0d0OnHNeZkwk5hfCRcEYu+zFvmkR2VcT8z7mGwwlnXqkLl7YcdLyyoSPtQ9RqSXUvEu",
-	"cqWuN863AVEY32BYU4YW7ReJ0kF5zfJILOAJeLRc5ccX9l9TnVkjvGUH0WhTje2BtVebN8mhaScjtKT1",
-	"KiMrKhpamj/Lo/Hj5pc6dbrcWgXbOnpq/jeEw0RdWjBq2CjwH6+XtGOUDbMy9tRZHiUQ4MjWULhU6K8q",
-	"BIxf5C6ZcirLwOCQJ7zHbe7NYIwxhvTTuuYPrMi23I6ytmGRu1hZLS+OWFkn3+e7rV3iLrcILwSqfYIV",
-	"2mzpip0Sj/iCDJiWJblTzerHZnXnF8auySm5EGaqJdNsi12vmdDkzw1nNkabHMraYhO4o3EUXvlxzJm2",
-	"g7gMAAOLa1wrKjbBVgYHU8gGnMWHJ94t6NxjZiWOJnJJTdV96pw4Bh6VBnuMy7azo6zgs9dwCVqS3kkq",
-	"AP42YIQJ2dzfsfUFarFYX6Xfjszhrn37ghR0ozDF6Gins/lLHPnHmyOgWjf41Sz8WHuhgIkmOPZJk8WL",
-	"l1/VZvEesqDPlyxWFL+FFZOCbaFy98tAJrID3rbpAK1uhSBqAa4kukpYfm80G3m/QyRDGB/WRwwfd4i3",
-	"U+x8753c98BfICqx6AVGjkN3Uc9xmjGIrvdS6Y9M1zyPUh5k7CyamnlUrjiKdl415zIa6NK6HUu54Dkt",
-	"yfnl56nhLTtgU62XskQELbRIelB3CLV+MHLpyfGLk5OJIFUFVzEI6I+yEZoVmHmvNsqIEpNlijdc3bu1",
-	"jkgUMNA5zaOryPRa1vekfWdyrxfuk4GuS0mLF1GN83jFRaMZGJIJfWB13wGeXkJo9PsY7sBcMyYe2XK0",
-	"4YfHjHfFVkli+4joRlwYktuNklZsdSM1LRMAShdCaaxwsPJ9gEY9UWtesdVngNOPtt4Z965NN5W5mkZr",
-	"ObXQUnD6ZlJGgKWmxBR0EG48R+mvYG/KnX1zlOxIxBNhfzLugHdOXYo/3gBu/VlVlZsh8NgA497eNL9a",
-	"sNjerB4LFLvV3D4gsfYrszxbNQPIAxTl27F6w3opld0W7ir0Fd5L5oH7S2lupVEMhK9YEvLBlyDcM2vz",
-	"DVPmUNllI7MNqWhNV8zIw/dsc2r+ozCQembWiWtma9yZB+Nlv+0ABysrxmlsCEK2s+NIA9ZBHfXvlHwM",
-	"bCk4VvZ9MP08sJrPHapsS1nJohQXk8AMRAK8VvlwnAQgVaJOxBs+t3lbEHlmVwK3aPLl326Cae5Cs1Xs",
-	"+p96iiBGtY2SnAic5raqCyWLwx8mHD/mocWZMb1mTpK3Nf+phV4qwnPgJFi7ftuq8WKMnrCZAvpWbZlO",
-	"12s3gTmkI3wBKotGBFn7uR3kCBSsnVKirStPJdBatIV7tolmZrT8YTeM5UDR6iKQrZcbQu20uCI2Iy3u",
-	"zYFctcHFr7tTMy2i9xQT0qULJt7E9qBHm2YJetvSW9nMU4Qb3LgehUTrVzLuwQmZbcjvPIOOVdzRbCHr",
-	"wV1z73SKr/KSHS+pKBAjSaAOYeOLswNePbyKYxjvR64dvRqEFGGzdGpGixQxj5TTggyLdpYYv6/2pOsM",
-	"zr+ck7l6Bouzol8yIph+BvDFSq7ol1wKEfxWr9jqtvvauvMTrx6+e8arW5AibjHP1xBO8FTn1a1eY35n",
-	"7+c5Fy59uPdkRb/cqo24ndH8vpQL//TVs1yK+TNals9sKvit+ZUgECKArgppJpeEclqtwPie2F74mQTv",
-	"wdFC6ciQjxGo1Tj3tyfMUe7WYdsaSJcYRo5YSUU0x+CBs7XZ3/Bg4TlWKZY/aLIAMQkvQCT3tWzKIrjM",
-	"J9gw/saud7mqaL3T/e7Wcdqdbvbu0QpCZbd60j7voiPY2e+pJPytyO3DO5QAXvzD2MU1YiIEgf5za8cc",
-	"Cj2yexlcIVaI7NwxORWgWpid03VC2nEvpYWLoLOgJ5/kRXslArbFuxSBJXSELsnhJzOWqvzoFjducwhJ",
-	"oH13D/7RSi2Tqw76lc1Se9sZf4zotmyTUZFJ9I2fp6SmGjygHUuvMmInhGBZk+82EYL564rlDymAWI+y",
-	"hlatmZRTw1eg6euo9RCbBlCgnZstalmpi6jlwY60ovk904pYyMs9u/jU6JiJT+jHtw/4P0NzQIQgtW/L",
-	"qaEXe7cb9/h4ak0Xb7RrFaewS7uQ+9OYbT5OZa75/eisZvnDD1yrS1ajkTS9WwBAwQWZcY1ZcZizPNEe",
-	"boY30hHs3WN6iTvE2sMfntbY1GOj7G5udy8CGg+Jsj29wSGL8cH/Jbm40vmVlKv9ZKOz1hn8J8lj8dCQ",
-	"RnwDeDHpoHClCELKAFOdNYoL85vRQcyWcKUavKgCg+bL71+NGjRzumI1fTsFIN1GfZhZ2CR7s//YAElV",
-	"5UN4sKkFCx2YmJzrNa37KRGvvosCBaiqpJsBpBAtAYoszHEwfeFyfqMm5V2seP6INVrxvJbVElTcxDo5",
-	"rIJosDAir9lx2y4OZ7VcK1ZnhEuVESqKWvIiI8+ePTsaX7feMezQYOwYfDBC9lUjwFMjaKWWMpEdulhq",
-	"ouwbw3Uow1IkWz7rHQsfBa4u0EBko/woHlkUaZGfb/IoTPu5Dd0oyILWM7owzZYlJnpP9eQtZPJs/E6S",
-	"Gld8sNToQtay0YYdpIPT2ncmqsZLRquzspT5D0OY/XKO6cDmbYLEMnXe5pPrTap2zXvT4Az7mGnKBSta",
-	"oy4696fKCxMxJ+LhJc3qvGpidb3aeAnSgKnHVcFPlNdJLLOsmHgXrwHwqWK2BJn7XdbqlBy/2EKvnJJR",
-	"P1zB6ddRa2gKuH+vAM/0UK6dPOZqKzR7op/ca2BYaybEw+97uYNju3XcescjXWympZ+AT3m6DblLnKkv",
-	"uNhXqsmlULJkEDskQjiqvoUc8DKHvPP5ktY0BzOFuaeF89TmS1qWTCwY4SvAkjD9iA0pmUa7utrKmXwV",
-	"lXBgBHEzgBc8LBRu2yfi5bsA21PittnCoyDurGFLWKRNkUPFGLmzuL7PfK93rgvE77MtHk0RbSqq1Dqa",
-	"cHJpn7i2G4XeiR2FP/NZXKEC0sCkjqALcmgW/ZgLxYTimj+wo5177Z0YP4RgujFa/dgm9AzVMsKcr9ed",
-	"og6hs9lV3YtZI//qFSpxwKkRQLk1j7nE/qoVwfYoFEkOzY/H7z78PoPHx/OPl99l5P2H63RJx/eM1nrG",
-	"qJ5Qzq8Ml6dTmI1ZJJ/9SrL9CsqK/wJVEoEIh7JA1lAzAV47dbhfJVP+x0eURBwrKQigTHZNOgXDnqS+",
-	"4ONaf4Jig9HDbWEAMImkJWquHECAi5twFW8agWCbXLmyVadua/wNZf5a9ZjTjixptPRfpy5F/TBZwZhY",
-	"BbDjVdhGbE9cKv3sTy+WJSoDdhhvWCKwz4R2r9cXKwfYHr+Rmy4O1RWyHEUOcfDqqLWhNCoarJCGvQrv",
-	"TgS/2gH1KryZxzwUSQSqoJHLaChLiE+22nMB/uqwZU8LVtZdhu74n3ALk7BlXTrkmOEGCXBfCbYsGPaV",
-	"Q1L/XS2bKqag2ufeFXrPRSSjdFbK/N6wlAErH1fwMYF3VcBn3RU5l3Xe8Rp2AhebmFXLpdlNJArTfyIs",
-	"BzDlVQzypXMNVEwcG7Z47LA0DVMEVPTjWlfH5pY8Bhz34EHLy7zAcdxyNYAzzGXB6mOjC5ZUd/zZwZ0C",
-	"MWgRov5cga0WHmMKu3fTqjZRyG1kh7qH3LtSBJ89S+dWJ3gWrLXbuHb0WUsrU2kzZkdzhvx2XhBmHamI",
-	"FdCZjXVpovq2uIIXh0qm+IZWdEMWktAloxjOLhuN5BunXihboQaP12zjj9auvKd3iCOc6AmE8WSw5HWz",
-	"WtF64+MVzapSLetfRKRPsNTrBsz8hpF6giBAedPkqqlykGOtdj+zgGyGgyk7u2XenxI8HhCcCw+Sdf9R",
-	"lJShVMm541BxG2kY3Q2hIvCRs8d2O5iC2/wLkhgw6CWtKiZYYdYADzL+8suojrjeI9fZGkqulhtC3QbF",
-	"j3/d4WS7nmoVqJ7DXrQO8wMtRztjC5SjWreqaRvfbwgHqphAAHLN5o0CfDVfyShq7E/FISePjlvRdirZ",
-	"NqV2lmriieI5u6Lr87D8dApUIVKoGjwFVEFhw1h5MqGj3rR35jP7lBz+n7OPH46ShYrjLtbzrWHsRMgf",
-	"h+P21JK+/P5VhFG+Pzt++f2rsL5FvPxkykDvJ5T5xfG97bpNj0itOiOCrQd2VEuo1sxeB0aBGTViZ1Ph",
-	"LVUC/nqGr6kMIroxLgBOTi3L0v657lW7xSPiYIAmEozzeeLwtikntAW/evniu+/i0PsgPF4nNvcKBtaO",
-	"F7oSElLtWQ15eMC2Cr6wGUhjlvSvmiO2prwLGQDxqgevX3yfJbxOffiAwGCtpc03dAACrS/d1zlI5DAe",
-	"3kXSAu86WI8cYp4w9f7El3aD4sp5XEGNAymejGeQ+kM2kJg2dMj2j06ecMZsdHG7pL3Eof/GhyOxT9Ht",
-	"4QvL8Mz5uGJxgP0ufoLShmhX7ks8Woki3REJD3pCEAZ1itUHCvsnSiyY0iLysinYJT4OYo4naSDQB+Jd",
-	"RFQOa02aFkUMszMjbE1Q6Q0eLsiDj31pHdjTGRdGQ8EWplpaF0xAYaqouf+Gr5iVk8EwbiRB/wHWHpru",
-	"Y8ftSYt2VhADTA98NyVmKl408TiDlYTA2lpqmUujJeGrGQFVBuX+qmZz/qUPJtIrZjqJNK6w+aQ+qnba",
-	"w/41A2djH72upcnu9mbbFYqixOa3KnMHL1j06MmXgmtp9vkyDsz9kVHRxyNxkLCzBuIWD+HqoHDJFVzd",
-	"Z71gEV+Dv7Aa71EsVlLzB3alqw9omoqggCgNbh2gZjRgkSUrp3rGqB5BEMLJTD8TQ6FssGiQbWCD2nYH",
-	"QvmsWJFs/z1fLJnSLlyOik2IjjKxF9yW87Fp9MLyuu7pnbq6THk7YW+tvXHL7zR1g/Gbq2Qkk1uzOh7R",
-	"NDCvgVh47NO63Ac1XyeaU0GKpnZooi3RbTNL57tK+Olg0VTCWTd10RIgNLDxsotE8ySILu5Y2LXfB9hl",
-	"EHml1z5isDxdND50UIch+ZANQ8uyhxI0JSY/ZSz3bklfxi3CmgaAScdj/WEaygf87zuHfqhx14jeCWfr",
-	"4MX0sGQcfMzUlIA+d4xwsi1u0D+q/dPVZ1HZ1oUUuzx/jBbn/mTT8Ua9ljacICIbX16Qz1cfbC33wLyV",
-	"IXW76C06lhwZ9ya5Fs193W8fG8QnbeOkboSRv2giMMq24Ysz/vFRYT/QRyfqx6JPohBiHWCtumzef8K4",
-	"oBLrPY+jnHAV7i/B72xpWbugqMscxRn8bgbp/oY7KXgu684eqn3MzfuEtIClHwvLzTZk6bnWaTBIBY4o",
-	"WioJlUMxfs58GQQbPTq6Lhlx8gNqVa2mZTeuDSbbJwbFWxqt/7ANPbHnuRNn4oqH983O/eOQ4i9ni+hV",
-	"6pkMGpN8QkoQVOSm7SMII0GRU9N3rH0S1tOtmjVbMVHLslzFjbRgQb9pBBs+Tth8TkUEhuqwltJOkIIt",
-	"FILynxtB7bnaqMTZCpwGb7HWXozlwCMvAoJjW4f+hlMcmSI1E2xNqCZ6bbgPrwvlrGwln7P9mU3Q2TWr",
-	"edR1CL+7yniHS/blKD1imy/mmeT/z97fKEduI3ui+KsgFPuPlubPUn/Y7vFacWOvrJan+0x/aCX1+Nyd",
-	"8XZBJEqFIxZAE6BK5QlH3Ke5D3af5AYyARBkASSrJHtm98w5ER51FQvERyKRmcj8/W6T64Iq46Kkgk0u",
-	"4gprfBD5OUDwflTWKwipDy25XN4iYpb/PnmwKNUjNQsotu5RewRFt8V+wmG2QTyL+603A9p+9LXatP05",
-	"/ViGE9mreWRohZp9AHFoJaNzFEujjBAK25ZgcD1a4/Gkqbs2i+xoyqXqxEvZUdy64STcFpXgN0vFTR3d",
-	"p5grD99+58/jQwqY0NAf1B8ZEbIn3mTD9FFmD5jMH/1PfJZPI5HFGBvk7e9HI2vPxg9U50umzgJdOOWg",
-	"ghxd6ANtS/gch2+8JHLCxbS3K/qmgjcwvD7Iuqd3XJsPjrKj4banPZYgu31UJY7ZrbRbZwOMJch6e+fc",
-	"66xYKaoUuLCBakP5RbelNYsyW3YkkQVZlBs4sfECxdLqROknMIkYVuBzXcYpBa+ci9bKhScdDncOVgsn",
-	"bKO3VC0j2f9c9JxHcnaakTneYn839znjS/ZAggtzM7irBqbzorkpef5ntnknFvKkc0rg3bDXjwiNcnbq",
-	"MPYS1kKR4Cjxi5GD6ucaEKsUYQ801+UG5h76C9OPXALMiUriXXCvmUiRMM2SubrPO5NMjo+P5/6mFBST",
-	"hiJbB5Y2orJZ2kb0CgdEzNgaCoa4E13U2MHSrs+agw3Rql2qdsGFMusUDscLWdYX6naiB7diPFP9o99j",
-	"6hHZ6e1Oxdx00Tqjky5xWv9o7/T04CJ9wMmyMxVRFFgdGYEaYyW/ZwBFqiRZ0Hoq+vou8KdBt1K76DpK",
-	"LuRh/tyOKSRTXSBJVOHHzvCumS+d3ZlqxxYd2cd2uGHBH/yF02hyUs8VcUT+CZqqgqsKzsHRfqKdSwGH",
-	"L3SjOvb9/qZZ25GJAwv7wzWRjR7wtj4mFI0tvgnjkuBkH7KfG1piDt674ju43nM+F6vhmXjeGCCuTNmg",
-	"dnedw/PDqvYNowWGL6DOab3k+dIM2UytcgN/Yj6kJ1pVXrBVJTUT+ebPMUzMP7NN5xBeMePNg3KgpGaz",
-	"AvUFK/yWBCNTphLbV/ThFHWPGlQ+tCzlmhXOGUxOZlojjef3dTSJ7fY+gN63/J4JD2XaUxmRxuDGsJhi",
-	"sLswBUJNAHCLv/yjgjBal0at2kXYhIlUNo5gekRvKRepxAYLJfl9ZO3Pagaqm5ZdTTWmwqfAJlDn0Nkw",
-	"+ROJc8p//BGyLcL1BpBhHwjLN3nZqVa+8I7gG6/3DrIEk9UPLjJzzVesQDSnM5uBG4/8csVvSvbZWJXJ",
-	"bbAhhdMrWIVJhcP9l2WhCNff+QoJwdbKJpiDEHLlNK/5FgTAzrA0Irbmau9J3krPanG6vTnX0endMz1w",
-	"C3u6pyuNftdl3ljpao/w/O6cub0zs39ydUEwAn3bW5auNep37Ygx5skOooRbFpR0m8XBc/uav7vpkzdm",
-	"eQdIHk5IZRyJULYd85mNdZkmNatXXNAyFVV/Qvj6AId/N+vOfBp7xR4lDVqSQgLX1Z6535PPhpTGcdDX",
-	"qgPTEIzo99A0U/ZqYnMOVQgE8v4G0EXGXZD2poeLqtGZ0UtVg+j7Ni3rX17Kv7yUf3kp//JSYhdKqCEi",
-	"Ew92ktWxGE3PiCwLpiw16U4xGTuZ1zUVSOAcpV77l8c0fipWdFNKWqTrInCh+5i55kTY1r4J8WjPo3/5",
-	"Zzv5Z7WvkJ2+Np/wuO4ujr/8s+YmE0j3MLpg//IQ/+Uh/m/rIbbaz2+19gQbMafP3bm/zXNAvWBiIkgG",
-	"+h2XT9ao1qxExdy72D0YvC1N9z6FxWn8jsde7Uz0J+LXNiHWTqe6PjNy3TnspwDsXJimMC/p0Ug6l0+K",
-	"oOPGtY/ZsgtQjhF2vOpv3/c74OMEvb3SVEcRjBu4m3NkDYqVUC7UXfaIq4j0rW9sHeWHVJY9XPnCaQ36",
-	"ANIrpS1DgHPZh1miU5NOi7/ZnHV9whStyxSShe0pARHzIZdNxSIELqYTbdbab/B+a2cfstDq5opUNVNM",
-	"dFyZtk8r+jC0Ku+lgKyG0YWhW0szsT4C3QF7XJ/esg/x/CJn21jvwc21kJpsmA4OyxPyok0Sm9iH33If",
-	"ul3nF78vjFlkd/TXJTpNI1s48JOiGrvjlrmigOSFdNwUnO6TjgWLNsbquWGlFLeKaDkZfCUZZtxkKAap",
-	"9Ou0rWmhW5nQrJd/9lsblZNCIutaahaP9PREr00h1x0r7B6sqLEj36dppSB7gCnZJ25uJWyS/2iA4kve",
-	"uSQiuRY+V6bqa701rQtWXMshwD2JLE+dSgjd6YWxs2zV92QhMl2aQq8UsK4/CiXeKONB38qVpKzB56F3",
-	"0/dZKoHHvjLrTLQdeWr93zu36hMAW0X1yKnwsFezBc2NrvTemP0GEr1Fp8YksxcSRVD8k1Q9A0Hhj8mL",
-	"Dv6oYC1Vd0iW+M8bcksqvk+NzuUKEmghSknsk08JsiPTAgHBda5IYQ9fpznRoZyB5+b9y5nSsmr/ZcPs",
-	"4QfWTwOvOfg+yA+dQQ1FVJ/6bk67UPCP751kkPjhDjEikLx9Dqt/iguscMKDYEIrLkFMoBsq6EQCgoCE",
-	"P8E6bv7YybWtueJ+6/ttVTXqsqadw7aNndzDiJp9VNphfKgYiY/Uj37XO06NKg0K7XbNu1RZr73dw/yP",
-	"G36LPJG+9O3hTsRJLlEHjXUYr5YsMwrSbSJZjc1wv51KIbJ17jtquZbCpVP1sumDSiRd3z3Mm+ECX0ci",
-	"/NuV6iYmIlEAtGGPKIZ6ygrWj5jKbb58gqqVqfWhEczxiPiN75e3qVs8+8XwdtlnHivJhY6C3CL9IVZn",
-	"IiwLQGtZrN897xD7oDST6VFtP2NT+Kli4rTiAAkFpM0JRCqMNEOSAbC6taZxTWrZxHJ+psR3A+KkmxIh",
-	"WiKmol7KIl5tQvDLYSsvtqz+sCK8CEvGG1HIvFkZ37nAganEDaSOVahQvSQODDr+O1avuEqUlSKN/YLM",
-	"H2bqPp+1z847JdnwIZZZRPBPYSKj5FfmC7KQjSgys2yiZ+Kafxv9h61/gcEfZAfhjPgP3UPBcNoP/cR/",
-	"AVIo9/FKFk3JxhWFXW87x1nPKuu80Y122KQKZTwF4nYGgHhcOZF0sQCa6xYkr2a3XEFQJRCNbag886PJ",
-	"FeQOQM3+Ls5497shmgHUiaDlpRneWRy6vQ1nbM2H2T6sJvPnrp3n88xmgtCaEfYAsHUBtV3up/1xFPaf",
-	"BCPmK4gjbysnW+VmxUXhNjIfXbhPdsXQ29KbkdsR34/RiWxNb88FFsjDlAskHMfoi2BsDjUgULqTbpV2",
-	"FIkKau2CnbIz6ltvL/Wx33rz2+liVJR78+SWOqozGn1jNOWP7GYp5d0Z1bSUt+f3SdQJpakoaF0Qdh8F",
-	"944XrEODULGeEaoIIDhzYdampOKZwsYSzDqyqXOWQky+Z6Ws2DNF8DGk8bd4q1y1ndwGaq/57W0c5wXi",
-	"U1AlCfcm99MAiLEw1zXr+z1h0l1kPT7h8H5vkJj5wnpOeztudjQg3mCxazL7M8Yy9enqWpEVNcYwpH9m",
-	"eGGI91IuXkhqpuup/BVjgTvkubUXCUEK0a76G0JmFtg/YpeayWUFURb5/5BqspJKk29evgpYCQMcDWOj",
-	"It+fs0Awu081eZ6ifIKFSQWXcdW4dqMdaGKA4diB0yWlmE+KmLkZTyJA2FyPcfwHIzIumagLeIHuoDXz",
-	"90ReMg6S1lUKMgQM4W4iOHQK08e6bqf9EFistxxPJ7+JHoW5fOxhdHIo+ZFyzcXtpdkoQZaaIkXj4DC4",
-	"sJciUDigHpd4NRrt6CkWH+9QzY3vfkpyjYbZvuOL8K4W03d6iNJgsV522vA9XYscrN2xtPsx3FZZq/62",
-	"5MvNZTeq2Y6rp2X6wtDfOTso+vHsHH8wFj4z9Z+Q9kq05tCTpu+0g/ZRXnsK7hRHSB2z0xN82rlcuRSD",
-	"7oL8Dsk+vVGAJWXNtPjsdS00kuOzHkh5W45S5D9otC3oipecqX2nHVpJAC33Zsd2ZOosJCjBTrHLEAdD",
-	"u7JNf7rZgBW15mWR0zoyF52mkhUp9gVcEXqTLHWAV8eXCH/fsXv3mdqOtR6RapEg9litpLBg2i2JselR",
-	"dCBusuJDmWM7x3+Y21mWltYK/6WsNYmyOPayuE0dvjTojp/iCfJylQREuq3ZrTmPPAKZP7SMBsZ7lnbP",
-	"OzyRLvpkCs/6wrQQZXcFACGqLXC5+d98yafj9rrHEy84tV/jECa22Q5ySA8GU8EFYTRfpkoh/XXkULVF",
-	"y+rEwOUyk8trtEHghj8xL4n8MMfTMPxSDCLBZUVNaH4n5Lpkxa2tCSWvHh4mvs61GbvDCt5nwxBgO3Oz",
-	"8eRtPR1k2l71Dr4AMHycpWNDUEvaKLDSaZv7AXCc4M+ZSVhN7IG7mR7sAprARAPSZ15Svpq8aqH5POkl",
-	"lk6F11CaGnLU73oeB5fu7VqGctTrXXDzHrlub9WPz4SvP4nrJVdxqOCwEqb9hasIiigacghOD4CKHqVg",
-	"w437UOyuekDT2V9PVBkLKmSjL9k9T9AkAEdIbb8HZiNpw6SQyGF09AMUbt8wJsiCCmEz8bWM666EBHHx",
-	"Q8lvlzoV4wh2XVqDTyntYg8aBGEY3M8I5QSfMJ79upM3iPdrEKTV0awVmwLMV/3E3IsWjDfa1afrI6Cs",
-	"TRYSd18wuDxTtnZ4BPe2Rf8A7Rx+vUntLnpiZwcSuLUr+hMwxVoJXNuYfdsxUQh1QHYZqVlBwc49xJAg",
-	"pv7nNdMxzo2ylGvjD6cVExVkqXVFmCjgbhUsXiyQjGsfN6+D+2PrdMdggJc4KMGC1XsEsO6EQKTvx55B",
-	"SPuzXWsKzWvj1d+TfA+MzyiX9hgpsQZJHz5toBFrA0Wi753zBJc+bv07M+qZIp8v3+/sB6FXoHJZsYwI",
-	"M+klt+xB3h8aIfXNDpZUXYGMD8ix3QUA+sg0OaTlmm7wKszCRirqDOajk2DfEK4VKxdtlL1muqlFSv6n",
-	"xWOTEjBYpOy+gTiLVwFtnTJXBI2TqYfZaNw52U+cm88TQoB2Fs0uMxMva4vsL/U+O84HP7tvQ2VhGg/9",
-	"BXffj98GSj+a9GReKRudzAKD62dXHO5uY7wXkdOyzIyZofD3E5dgShAVtmongLrjpNmXTFFTndcMSEAs",
-	"Hht11r32aPWS1whZcAJtzX+/BNWFatvNvi2F0UJVSFsNg7rtdHSOqx2P5XgI9zoMensDdmpeJvxgz5yp",
-	"IQti7zzNgUb3ZWzcMl3cyShrYldm1FKxtJvxNwBDZt9uyUKajBKoBGUJrxVMI2CtFJ2IVKDTdz6WM+vp",
-	"dG8bY4SjT3d4nxgHkt6UYNLbe2IAzEEfb7FgucYbKHVMfkQTy/cZfwqw32ztYqbOP/y5YY1VeVx70mZZ",
-	"MREGg4Dm9FD7UL2xSXlZkluJx+kGMutWzONHcOWczSHghsnWB71Rsmw0g3UHY4QcggggmSREYJwUHWW+",
-	"nD/3ClBlZqRQj1lbv2hR01sHnB8yfL74+ttRrtiU1XMOAMbMp0Mo8yIMoZq1RJ+MCzI//sM8SB/CQO8J",
-	"KdktzTdECXrHvuRUMWI2pm0JVyxqRAXdf/lqvPcr+vAOf/ryBdLBun9GqPt3tlky8nL28sWJvWK3kSrk",
-	"ENVyRTXPbYyKiQIDsJ0QVgPEEamcBM9j+zLksX25vwGUkUbwnxtG6Epa2rYqHUWBsb36Nr3vp0y/8uYs",
-	"FZtPi4Pv/rrtA+IzGXn5GuC/e+8L2n/9a7YlhKtKbzICIZkCwt6i3GTkjrFKdVhy8SW9Ebz49ae+1n37",
-	"4fTMmXpysd2njLjzxrwUVf5J8H4qbNaFMeFulHk1JvKkuoRSAeoKH0SDEgrKyLnI6w3CAEJCLz69bb6H",
-	"e/qb17+RTfhq9tWLQavQC+xXocC+Go1vWHtr2MIatKomHPnXTOl9j/r2MAixDCfmTl+zB+2rD6kiBdX0",
-	"2D7tdmf7gkln6+TkBy2h6ZNWaBHwBdNNeY4v9ll5GUZOf26MFS1tbpZeEl7gYYe4Se4bvNa3mVqjDM7T",
-	"1idd9husgTu5w2Sg/t0nfhMvw3PFwa0WbxnJuQgHFwARTk+aeufpVSyL6RpHeNxd5V1SqE7RyY+0F3dq",
-	"d0iO4X4efAHzsIvUJqcEs5xKYoHhJHfnw0B2pg2pM6HrzQlsGtNVHxakEAofyikxP9kN0gp6M1MVy/mC",
-	"52TBWVkotLDaF7cvsZwcVJH5Xy/P35yeXZ+/+WkehbxIygomJvAC8lpuIFpYS+TNQQw3Ebv6bBrwU58+",
-	"CS9VUtOBBFh7YCx7FV7zWy6S8GkyhwOvONWfdT4xso8N7xpSGWa6vqC1MibpfTed3yXeZu5cLjeT84pS",
-	"Cb2fYEZ6g7m9efXty29fZqTWuaWnzCzfNhe3mYWBzFDwG1HM7DafmW0eB4XUtL5l+mpkt/8AUcFW+WR4",
-	"eQLp9XElYOPXgE+KLlD77c0mjHUe7wz+tUX/Hc116wqNn+mgxBe2d2IKRhTOeNJae6f3nyhXzS61Y/LH",
-	"IfRLk6eHcB6SyTyjKWq2J/Ysbhfi98pRe4BLsiFrRDrMgwU6cLDIwh9a8YKCobyUdzrMkGw9Mne56SML",
-	"T50vOJ77vYdJwBM8wxe05nozWNaFs95njargh1h7FSnhWrL8TqUKIfHbEwfSgv+00RQI4QiocbrAr3ct",
-	"K4J3nJk2Y7Nr+z8NDsJXlrUERDGc6YrWrEjfQtukOH8NTXWQqIC5YUuqlq7W2TU4MT/h9ytsszC5kYOc",
-	"1TP8khQANm7WFgHHtlcV4ch3rxZDSf0Ar7GQ5pHlRZFKxzgxYxAkzorfBPq8Vmb65VNbi+97kLk9kN51",
-	"nbHErCOzweyEusJrt/1wuiPh7Koq+ZAwvkdeV9XNjLA/aynNYsCLKSg6qukNVeyd+cj0eUiFzC8uT//0",
-	"4ZT83PD87gtM0bz71k6ZLjzwxr4AQuC0VLvh2Gzv6nZ0MYSXfImm01CU3Ap7hKI2iC+PWL+Ym4IP9U3g",
-	"+PynbF6jQeJsf1deuZB8SbmwAa3OW0iLhA+i7IXi+OARhNhjU50qs28XIKS67puofSkPJyEmkNE9OFBF",
-	"/gnR3+33BPNTwAKoZWmdQC3vmIAsU4glRWIeOdXsNoqmcGa/wchG+6K2LqbLRYBhBiJroljemCE9Jsmj",
-	"fR/EFxOs7tZpHVTJviVwEhJRRD8N3Q4Or0ncIzgty6112e0aNPbjacdPKy5733n25iuSfdXvX6eidRvS",
-	"AATxtqaAtKBlIJ2nF++shH4Hiw4IiGHz9oJo0amUfqYIbfTSKMwcYwB1UzKVWcOf10TWBauPyfdMcQu8",
-	"p1hG5n+Yw3nuCLaDF2VkbpqE75esRLg3sQnfYwwsWpagUAsyx5rnOVlRuDtty7rhXlBLQoUUm5VslP2Z",
-	"OiEaspT1smbMX5vAvEAIB5ca4/r2y5Ir894lqzv4DTaed8/Z2igV/FcuxYLfxj9cUYEuTffjmq63virl",
-	"reo1Ah9FnyvkWljgM/sxILH1n9VU3fUbxc/YA8sRZ8I16xHSe33wn/cbb6rbmhb9592n/mnAeHIP4T/8",
-	"d/mSCsFK/7X/d/suXTO6asdg/7n1fVVS1CD3PG9f5/7pH3cftFhE7hNNyzs4YGx8x7cRfOKbCT6zLw4+",
-	"CdYm/JSVDOfbqWjcf35kvY/bEbov0JfqPw57OvHpdhu1VtX2w+bD7WcbxertlvHTdkK5MjMwW9Oy9LMe",
-	"ftbOmc67/4hMdfdTN7XdT/30xlKpLkq6uaH53XtGFYszeAm2xl1vH0VFEDGV7bX+eZqP5S2Uugl/fVCa",
-	"t+6ZyjmeRL1rnbooLhOAhABGLxBs0nYa/t6VoPi8Hbq/Iy05hD9q2YidPUjoyjQjHR6dFGOHJ9P3qOZM",
-	"sn2uWM1lgefpzcaKSmljO4WEg0FAWF6wyeDDIaF6AkTT0mHD8QhhU2VNSppi+RdsfbrQcQgJPAThmQxr",
-	"BMkfX/z/CBf2GnCvlYHmEsgkl26ediLyqhmOddpyu6dPwO4t+T3DoLg9MOBCRtY2nxYlGgBl8Xggpcwh",
-	"gWP+986C/Pr87/fm3Pz1+d9pVf36/O/4+Lvi1zm+yF4BzJyuyGxiKdpIPEnOAn39cxQhz9vZ2EvTcgcJ",
-	"rsSEUa/wZgsO3k7e6NmK1bdshrxrB9lBv3dRjWglKi75ny/fK1vwsslII1z+pa1ywj4+Q/qU6aaw7c4V",
-	"XgFEojCJXNpTzKXFLHyuCS1WXCvoHFhxqImxWuiS3cs7hgbbggtahnN46tJu7S8OsgP7/Dg0ltNBvXXs",
-	"CGy8fL9LJeK3aBY5STobqqei2iWL+gh2ci9qqWUuy6iX4E62yj6ENr7DGFPPyHypdTVblPfzzP29qr5G",
-	"f2G+LNUcEwvmxjKYZ0Q2NXG3siAbf3l/Bg98/MslUXKh12YZDi+vLxDF5frswuzGz28uTuDe/vPl+w6/",
-	"pDJKdK7u8y+a53dMewSrli/f6kQb+6WavDm/Ort89/25seJlc7tsGzLDhVw08EOqkuYQwri8vroIk+yO",
-	"7JjW7KbWuR3Vj2/PL9r5OoQ6SSrI1ZsLIhcLo5RRaX6+fJ/ZWsew35FO+Oh1W0r0TJH30jpMzg2yKkRL",
-	"8ub8/fn1+QnhSjUQYnMBUerpRtEZ43ip6ITcLeFBduBX0PxdKrCZVHWQHeBYBy2lq9SVqGBkTTdOOxCa",
-	"spNujD/L6o8U9lwyLmYfw+0MKNo2D5KSf6P39Ap+Yvc6OXz7/sos5hVd0Jpn5O319cVs8eHia/Ph2bKW",
-	"K96sZjcUTmrb8IlNs4Jnf3j/FyOBRgYSxYrGA2BCx/kf8VzWAZsprmQ37DK/5wWTzx9gI8E3bk2i58Iy",
-	"mkz6Vq79HNsk17XlP2UPFUvA1VXB9p+ii726+DU7aOqY1nBJrGav+oBruxOzlv4z3AAnwKoBVHU+ycgs",
-	"IFWEq/G4nh8G9qq7KllPtOwMRrUiguteyjIhyZamEyIgPh3J1t3b69OhavrhcC80ypUnhBNyfWIrZWew",
-	"nW3cpXa1ZbjJ7Szjg4/J/4b3FzIBozkpr9sNweVF82BSngFOI+Dt9rHPg67iMD6JcjPhTbbMuJ2EXArF",
-	"hGrU4HTU0fU1q27x3cLdaV18Yx0JlpGaLvTsXmoQZZuo0RZUZkTxaqb4raBlaXOwEVHeJTmOCzP0LkyF",
-	"DKYka0uBxoKcl3Sh33B6K6TSPI8SLLm58sARQwKMsfB3omAPEUvbfNxBtIL8LX/hY3c1vmhF8yWfTJiT",
-	"y9WK68nvxcc1K7AHE19ifnomhaa5jhJG8bLkagtE274QftZCj+JynZAX2ztzYk/ey9vJ4y3l7c4jvRK0",
-	"Uks5PKm59Hk//mXK/nDqu2DgA1DNfa/fTV1wNSek/dSolTTBjmhWFyx6a9yndLmXkJljb5l3ufwa3UJd",
-	"xfEeuy1r8gOkmCbuAjWrV2n8+Fahmef2yYVxLga8pydf3d2VdTd5TFaCNQ3mvL9/ouqI0YILphSmTAzc",
-	"3WIGun0azeBISs0AkZgjs/LSBdfwXJBVsI0nivAuyNgIvD14zZXOzfTj3M6jvBs+CcMsgxOi7nhVtdku",
-	"OVC2eaaixBUy/mbKa9YUy7HqRoSAN97FcHVYXVqcVMaDvbqTdwdtJ7JwbYfRor1MTcspaoWK5jmrNDV6",
-	"PCFf8PFIsoud4pqKnWO1ibyld6Lg97xoaNnfAdNvEHsbLYapNTmFoWUCM4Nsx5xKaig2YykxzjDcMTUG",
-	"2w6yQNv1GcyAuYTw1w+8ZN8bAy0Om28M+wUvjYFq0/um0qb+uNzAbjgUUn+xcO0+4vbFtPnlVhqrEWzA",
-	"L42g95RDzqz7yDLQfEEm13i2r2knlajnuW1SUUTz46spgJuXrt8/+F8Ms95RTdbmiFrXUtzi0VcxWZUJ",
-	"JjKEoR3WMQuO7oNoCzLaAXqQrhFZsdPVvnKCYOxXIISNsAL6DQFQYwhKcYKoYrxASkxwGcEZKljFRAG5",
-	"5hFiOuh3ZIZezl6+eGE0q+Yi13aSesyww2U4u5RDRmdz4iTG82YvWA3RZ7e7FMKD3pjfQKzNHR5467+d",
-	"ZwHtqmT+zNYmmKgnt1XDaMqF7Ul6Mi5KGsW7WTN2Zzx4t8k8LEH/2IF7iHepKyZ3sU2A58O0pXZDGplI",
-	"SxfQ4k870cYjDFhtsDfkS3fA2zbMI6BAzBfD9VxQLnH4+fO7N0fOObHqaZBBRDEovk5eGhrhIyVsW1ea",
-	"FlxQT/NMzIL8DykiY393+vEUb3x/AR4YW5pWygRK/RiSB++Ca0yXDZT9uEDbfeF7tcPWNVvtqpTj5Dp2",
-	"fT2+h5+yMMgS7Dzf4xSs8vD2P7+nZZPkLHRoPshyTMtStSwC08hwoSjS/Po/mmIPLJWCDixFQcHbr9kj",
-	"cZnaEGBGlLRVDWQ5tomXXA9qgGC+jMSQw3X6xciboxNh+1LmtDSW/MD8dktCf0HUXRu8louFYhA23U2n",
-	"XA9iEhlpHo75wLCDmXi0lrjujnBCrN3tJmD6NSvWiVX6eUVJC149vGvimZiXnfNSZYSWJQGWV+Zrn6ZU",
-	"adk62sfXYgH5oI8o7QJOOwKaQ242EHzeQwnuUGqF4JkeCdza3HpidPLxVVY9zb1rPb49LdZcFFsl2/6k",
-	"OyHUPWGLale8EPx2CQaIXsv2tOkXDsewW+nG7T3z9vDmdCWFFfGGKfxrzQrh/tbLprZ/LmqOfyiqm9r+",
-	"2cCvf4qnXEXUIC3LWV7K/I4w42e+ffvdhw+O40PTWjvMnldff/fixTGScmlWm9/+z7++mL366a8vZv/1",
-	"p+/++mL2Df75XxL4ZLFISvB2+zJ4/56v6QmSnRDPyFsMyE7qnvnHpWzJlOHO2xfYrqhoaEkOQwgWWZMb",
-	"mt8xURxlANpCDl0OkPkXvusIkG2stvarDq0Z/ddoeYCaPrqKXne94eruKh5ANh5MS4H6LLD/yL0sm2gk",
-	"Ih2Z8oBrWFIMMST4d9vWDtw08XBHe43DFfks0hF58Ikhlzcda9J+b7VPW2Iyi3BtJ6OWMh5YXdSMfb/R",
-	"scSkq4rmLGiHIXY0gjo1ipHDF3jFYEdxNDEkvGjKMvFKAMYHBFCqWb2i9Z1/iZCCTX1DKdfQ+YG3lHL9",
-	"yJeMpBS+06pzcb9TMdT1MhTrROZBIxi43wnHCLAQjJBIgHtgwPLIcizUP3SZ+F7WcVlLrrQ6mpw6uGhU",
-	"sg8f2drGdYTUjjCoE/PGXQX+8g9NWWbBzaDvFPxq4or48Q4b2B5cD2mqA5cRUgPcXGH623srSonA/5TA",
-	"oFFff4Gh+qggnPOpbcd/YZFdvddmS5VvdWW3TaML+hWqhv6OCvdwOO09kegKafpIClV8GlSxr9lVW7w2",
-	"QIE9Rds7smTIUGh53SfSSKZZGitWEyYQbjAjjbD8wUGHM7BaW9rdHQzXzrk45sGH0f40EWAngh1P2g/i",
-	"teTQgeOxgny4+PromLyHEOutw8llD5VRMtVyo3hOS4BEUidkjiHRthQJq39qtmA1E3k8dyLSnaoqbflT",
-	"vODbBSQGI4E2mdDmJ3v/2ixYAFMoBXsWD/rkpVRsKL8/0GbwLCRpHborOqPzfmEZ0TXN71RGlJZVBU4/",
-	"dGgG5QAZqVlFzVoeJUrbC5YnoBGw4WcEn9kt1mk14VisU8mFnhlLb0nrYmZ/tEM8ZeAmGvP/3BN7XkEz",
-	"UcQDFYFNjvEKf2QD6uCOcaGhWyZ7O8YLGwTNSG7ETpjtb95qBcRJnKyYsOi75pdJ8zBenhi8ELOx2gxP",
-	"swPTt1xRhx2OI256qtnUGX/kndmipquoVQOfk0NI98Qywabg0jKNqyMzdUtZFtMpIwr2kPKH3hoHGQUc",
-	"njPbEPKKD2lrOpiBgpODG5Qcuo3aW1j0MinJa6qW8U1sX7LDQWV/YTMFpmJDDBqt1/28bwg8wpx2ExIm",
-	"1PP7zWQOOp8UF7n1NiLwJurdfb4+I4VNrQNT0OzjrcHGbw4grzt96+tsCV9DMsp2iNUAb2UsneS6VfIg",
-	"I3jlD0kVVuFL8QVf+mVVfR2XAD/CcU1lLzsAXIjAdtkdRh0rbGJgBHgUxq/DoU4nQvXNa93QMuWupG6Y",
-	"+3aoN1DxNZBQdRB0NlB7gc4Kp65V9708mFYndWSus65dlRDuyVFzaRwaq2M8/TNSOT4tKBaM0iOZoybY",
-	"DQyra45Oj9Gi8xuJ0arfNUjbOdUSkB9wj9+zqhVj5E/n1+Q5rfjz+1fPva56Dl7abCULVnYqUEKqqiu5",
-	"0G+Y+5f7azC85nrJE3nOp55EOfBK8fSJmOr3rKa37M2AUXcNCAX2QW/cTc1mnmbVY485ZPRZNGEIa5Zl",
-	"u/22o3a0LjlT+iqtiOGrHo0S/mu1j72o0hH8v0/C9IkIfuUYhsmhF4yMBHKREfvHURRy0xyCTOmRFST2",
-	"sdY499jYq8nhGtTCG5U++ZUDEd31Vn9INUgbCqKi47IQLVc3SkuxH6/rwsY8nHrY3gmxue1Mw6AyuWIJ",
-	"FJxT573Sru3GlQ3oQxmyaeWJPOubZFiV1wSGD17t0+7ovp/O1VQPHTMEU+1D9MU+0ykMULjVa/DJjwd3",
-	"cEzInHWOJbxAOqTUdD1nunA+fIvgLykg5AZl15AEmeEFPxIBha99Gm9gOwHhqZ2B1iUbNw/a4mafxPb9",
-	"Jn675ULQxhynSFK7qdh3PBFV2SX5yF+cdU6bdpGeAfWRMdmm1kuk/ReXVdWKlM+solZonbtpJBeCCcoC",
-	"5ccTFKz9PCHSEwnHTyNrmmTnWQ3XUtVjMGy8V/DYb+/7jCd4uVKw/fK8nsS3aiVn271KelWq4xh5/yfc",
-	"UqGQdNmU3MGHx8KUM2yqsxQ46P/7O0zhQHfzj5xlMN1Fsr/45/CSOtt+3FEKozZ7OEuXTqYPgi4Yxwm1",
-	"SEvvO+gzQa8+YB1mXJK3SjV3JZl34/WifMdFEa/mzg644JrHVvrapxv49mAzuNy3iZVWLgMZP71JOFDw",
-	"osRFBH7XEe59aPfttDKbNzax+yhEgBlE8dLp9OId0BAk45qa1SsuYlPaqaL2U7qBvMpdqra6NHn+fbG9",
-	"srWtayoUOI0qir4IbDR4/igbPNVsYO4XtVylZg3ZJeNzJFM/Agsk/pua397GEZOoJpAckFiTvr9l+gx9",
-	"aBsdn7spS+E2kxfo7oQPKzNQDEbrjEaeQwUROd7cN+m7ZVAI/rAkhy1WkdWPQTEVFJBkpEUv0lTdZaTg",
-	"6m6G9+lHexw8oRYcm2o/nsH5w0SJgZAiZkMAapq1rLtZTqTkRuZF5nZ6mMuVxEDfIR9sl+uWvXO4Dt3m",
-	"RQQagSELs1rG2V3JRlhuK4RykAmei0dkd/3nSuZqE1WSpUMlInIvEqlVh5bwwZj+mVmZlfF0X7548eJo",
-	"t1t368//J0+o6sMd1CtaZv7HAArQlB2wMXzmIDtwDxlTrinLONXvzglYe4cE3fYfyK5y7tfULKswnceJ",
-	"S1yrruQ9Kxzo0CVTvGjYmZnsptq3ZBNLDbW060pqfIkHOSM1viaWIF5vLhvRYXCN0Ul9EuXGFt4DJjLb",
-	"KJ/DAC/lQaB5W4YclWYke9+RbGpJcvO4LTQFPskbNJGh75aOs73CtSAeK37rot2OUKOtIB3h0xwi0KwT",
-	"CUSYWNTeENmMfXg50TXlZYz2brAnW8hPdrJ8J/YQpHjZagse0M5rjj8x+7eoN6RuRJTtxeiLP7PNIBoJ",
-	"iEXhrjSkjU6uZVMapei1DsRCg3dNuVUJxDSu87gCJdtpeBdBhMC2eQz2jRVKB4DDazM23AC7RANghv9U",
-	"y6aKHyspqomrLseE1Xy40aQ46QDM+KewSGCXee3XLOAkZ53lzrryaHscl0jB1tdLXhcXtNabDt7wozUb",
-	"gEJiTSECEnqU266kDkPamvO6B2nbssPbaXXAwjY6jIaLRACmYarQ1y9CrtDXL6ITHpm2QEq2emzWwJYP",
-	"QIEYKkGNvjdXnjVCSLz+q4lcxyJzd2yTwKjtbd+2VAHfNdlaMw9H+x80tB2egDyxuF65QsyhaK9iLDk2",
-	"5wypgHycdBdLL6qID7J28uJib62AszRphVWxQDPn8ICABtIxPOxFgbEN7LamOl/OLNMnXpQZX2hJlf80",
-	"fs1e8lt+U7JREWFCe6hSd3CgfkebY6K03DFWAQRsmm3n3L5pXZudJ+wFCsh8y71TG/GopmJ3oVGcxL/p",
-	"phC4KbGob5BJYLkEvSsDpbnuOXu75NaNLAFWCJLDlKarSiV91BHSQdfxyx2Pi+hATkjgik3d27LkeZSb",
-	"yHlc+ITHfXJTwAVZJy4m+9nwLdOJfVtfKIPl25qQmEBN2qopO+mNPWkhgPh0mzVBPQOH7eStF8vmnnjA",
-	"d/hkgrcm5orX7EN7XbXfEX5hpJKtMSHXtNhLiYhgxkif/GsdkoRtAK0xYHFeAuzxTSnzOwg6uboFRdgD",
-	"V/rE2nA2pwB94JyKnJUp/LAK+z3NMXIUcXgXb/q1AhQhUIyFPLHWGzSTgO/c29sI+LDBTDJvn0C8HbdE",
-	"7hktWXFa8Wt5x0TcSPZEWMaFMD+AUhHPmrO9oDrdFsSi4HvbrL8VBMsb4HQrqr/ME7HuOyamoX75rg2r",
-	"IdeibTu+MZJIurUEECzY6oWxH6Gevs+bhMYbcIVAGncENrrhpX4npsHSwsOEixP8a8aFxdTNqRASfGgH",
-	"XW88vFZ5RHCf00A6LRuiLFkIp7N9MGLyDwDq+bodCig5vR7ufx7ugP2L+DwnEEi9YQh0s8Mt1WfBf27s",
-	"NZWD3JOJ8o92peNEj1tiYLsI4OE71gGZH06kh0h1dyB1Ynu1w+yJ6JIDiCJDXPrhHIvR1TVbY/Q0xP3j",
-	"ayF8bzOQPHDUjRpxIQek5tnjyLQTncWvpdxO7S5+OISd8HZkKmn9tCzbPTOVsc3/YFqwQpZsf362S52f",
-	"AjLdNYCfR0YgAKFSKYLw6JllnJfx6sLBtuACnYvbks0gzA6P+fSu/5BctNxnu/L2uCwmpWWlkGZjK0ds",
-	"mA5GylWyxkXKVcDegVUtIyw9vRXozIx/Wzik1PLU+ZLfM1yl/Ww5MwSKzbhJ1xLJGeLo8FFNCK3glycE",
-	"bEMqCgT5x5s1yNY7ttQKwhhQyGpFaFHAD6bLdDBsbdNxWtTAr7bVaskXzCxsMoD03j7g7QqYhhPy8tWL",
-	"Tu93iBN9NTVO1B9MIkdF9Neopap09zKWU8wRww2xhrVvHdrZnReObe2EXLh8lra7e6/xFi+42xyfdZ7e",
-	"8qxfv/q4fY7Z0cHFm60iVZOouQaMZjfLRuHNTxu9lDX/BZTdd+R7RmtWz10w4ueG1Rsyr3X+xa7RF2h4",
-	"PtEUDjWMW7jedCbUzRmt6A0vo5zGNpeqMqZ+zisqNJhnhcSbAfPGUFpzumI1PQZyS2CpXfG8ltVSChZ8",
-	"iNyXyHd5rJobTIpCFDx9rLoIPB35trjkbeZZfE0tg0UAwiNrsIFi6J5BU7QsPy0OvvvrqBi3Hfj1p2xK",
-	"D7bCUXWD0tU1sbYRP917Emv3b5KLVGTk2hO+oAtoTtvIJi+sMXSlqW5iCVEFBtRhEn+k3EbaecmQ6tT6",
-	"uWv7TV8k3M8PsgP74zjo1Mg57z1DrC537GOQVfAdgEPye0j4wH7RWt8wqhWhdW3U3eFXL9zdgb8MNcvA",
-	"gETl6ASjlRZSQbAHTVSTL0nBaFH2ySIGdU2wUyaow4vg6e6PB7z6cDPilIB6+ffZ1X0+u7w+m8Fv56Fu",
-	"P4EKXW5Gj2FZo/XgwAbeUIjMT8De63evyxYWDj3bkquEAH+ggi+Y0nHQDIeNjQIMaAwDYPwBuEE8i3LH",
-	"arlh5Oug7DAOnA8YjcOd+nHJ6hA5AZNLM7Ko5aqLQfVMEVnzWy72zaSAgyHSpyw+fyPLdW2WIr5esEoZ",
-	"pnO6TtOSMJHLwprn2+DmeaoqHH9EqCJwhXT49tXrrzPyqWpURi7OPnzOyPHx8VEiWmtk+2q4lt1uAJvy",
-	"90yR4HCadPonypjeQYE5ljLZqvMayEVuaaXIDdNrhlptBRFOvOFsdROIwy6GVWcfRewqaNBxOY615Z/t",
-	"6qQkomj7yO5eUrf97VULu27BWnzVREpIw7H2q/1c2qefYXdQARrGQXYA+BgpA+Siq963OAsD1XwIlxEd",
-	"8TqysVh7RP5THsS5swZ5vDrP7OXwGX/bh1GMZyqA9JwqvIEFGgPSQSLmj2mIbTzoLMsTJnsGKxFPdTfW",
-	"0Ejeql08fHIvE2Ba3C/4wQmhPZnBKBmFWlsgqOTFJL3kWMbGLFkbSxrzkaZ7Qn/BNIcYw5nGdA1MTtse",
-	"fBv6Hy0FGlEi3hMKZSdz3GYdEd+2VHrjCEQloW8CpTAAwCbl6ply1Hl98eyqggQqmtvBSK9ot3m/pal7",
-	"rmd6DsYSB0DPdO6Sh5JBB7M9a90yWgI3IyZW9A7b7ixMcQlMW734H5RqWrbdHTZtmokWwZtDUswt8tKY",
-	"Io0SVBpJ6ExElI9y3BRHnsmO9e0GkFqmdqpHTq6uERRSboMEX/3wOWLD/Ub07/7sT8Kb9XUIpOEDm72r",
-	"J5psQoVmT/8QmmIGYYCjtyknKc5gviceGTtaqU+i3lUC7AujPpDDlNcsAUk/rZi5I6e+lHm95NXnukz5",
-	"T1oSoDw2E/Pj23eO9PgQEds8NerpxbujCU5uZymCo6R/xihX5xvIaIxSe3w/jh4allK8EzebemhcL7d/",
-	"OPmMCHTG486I/qIOFaoGvT3BnMFTxzeLd+XkhhEfNiyOyamIzFAX8gLvO23tptG5XJAgJGQRwUB4bMjs",
-	"8N3ZuRHpN9fvryw0xBG5YcggZNEhDmudH4dbMeDRcmfEBRO2RtbzuU8rlg2jjBGFnUuhuWhkE5ZwDbgX",
-	"6Ign4uqedAKfghwmIEwDZ/6ZI5xQ5NBWkdb6aC+DOHFZHBgjqg2tKEkWtJ5acN4uQ+olwS4gh10rWz1D",
-	"h/Boz7f7JZh40+8e/x2V90T92y1P7ABJDF7JjOFIjOQSpALfXR3stGsozBH5ikhDQjH50SYu8z2kAnW6",
-	"OLglOgRESZpr8v0zRZi4Z6WssGhusmpum8uIrYHbEeetcxsRM1xiOA8XZljIJGKjjY8HdoC72l0RHRIQ",
-	"C5ftLPvkGLlXFZlDUtjGWBg8sXwHXGAtjeiM0dmVfe4EA9bGRWP3kPVuVadaGu8duLB8ILcfCF1VUvFo",
-	"Wd0HIAwmuawg5iIK0j5NVrRgQRxmxbDI6xBumjZMd2sot08S21AU0GwrGjMp2v6DC2DbA8UzcMuKHGoJ",
-	"FIsYuuLA5qqmlprCnKqUcic1M54fpDnik1ALrDPzMs1uJK2LzAHBZj7SUjGWL48c8I/57xX7uWFwcQJz",
-	"6LLXzWQOziXqHXz3pOlcUvVB1uw8MSyXRriStR/RAvicEzx07EG7viduBMPheaZV9qCjuzaVnr+DMbHD",
-	"Pf3QIXq987G5/4mHsN9p6IDgwMl64TrYmniZc8dFsU8IH+9WxskgwxMyfjBG96ofXhYqHL+z+iLZk6kx",
-	"dXnhCxB2olbqH662TCESFJpCAgfXmzaN1NlzE5BFXNtjYxx3YWLG+YlVeGD9myFyDzAP+gWxA24YIvRQ",
-	"m+7u3Igrm20dw93pQvCknIloLrT51Hpd3SD0PWfGC0K/yUY2WCczyaJhIZM93JuYX6RfH8NIOfVnVdxp",
-	"Qcz/wQggrDU+t38e628avkpDBH4I4QEDOwejbI7rsxGal8TWMCHy/Z4s726SJ3sYsRzlif6GefAaPtyq",
-	"M3TAK6neGJ1YNCUrzkXK67goqRCsIEw8YtX9e2BzjbwJnN5HvMtf6o1eyMiVvYj4NTuwUf747nEq7z8k",
-	"F/2rALgfwDpjd70xhejcOVrCXZjYRYyT3sBlSdjFCXEv89wEBDspV5NB634LZ+bySdHpYDgdVL2d/Dsz",
-	"tdPh6S7hZf9AlsWOEA9C0km5MoeNpXbBrCRMuBbyRhab8Lz5VEHG0Rk8mzpmrjAsWKWuOdBYe6Zc/LBC",
-	"1S67YceY4I2G/8359xvE/nvxW+MvGRdH/QMiR/0yGQhs2uMJw6fnLvbOlY2jsiJzwVk0f0znISXzXBSs",
-	"gOw0UjPAAigy/KdpK7zSKRm9BzT8Ovg+mBK8ALQIvmok+AqvjYpPKBLTDsPwF5Omcr1k0y8yzh93kdEb",
-	"zsBNRv/KwzkTrreJTQ45gJdsUTO1jEZHpIays+gNf3J7DSQ+CrbGBk5c0TRYRS2ewlrWd+p498wE13jd",
-	"yVB4ZCKCS5HsvDo+ldWFrDWAb8RPxcvrCwJlq7BNjBzQHsHh5NvYEPoXN90OXFO8Zol6hprlzOxxY3Bg",
-	"zyDx1oLGthBaGd7Nto9xDZ90dq1tzEhiKhd8LDeACmCMwxHaabO/AQ8dVIiZUcAoyEvKV7vMBDQ4TUd4",
-	"8JPJcN8fWqhvuRbuCDe9jdcyyjpxe2hH//nNxfPrswvfwqTLlLqSig1UbLrJW8i6i2txe/Pq25ffvpyV",
-	"/D6FUl4izEya9Q0rPFgx9PtR6farD/Xsdol9Hj7EaOFMeIRNr+qIw3B1dXlmZI3lGs43P13On7NFAJqk",
-	"2WtVwnYCHdHikfrURXe4uTH73JDESTcG4e1XODfbmKnJXe+pQ7dPAm4iENdQl7TSZmd0C1sb3IywNjPM",
-	"ewnEoS9bY8r2FCyU+N7pqtzMVel0+A60tLFYnBf/Pb1lQltQkQDYz147uxxNcsj9/JK5bdM4W3M43KVg",
-	"k2pRgrPj12z44Y+yYGf4ntM8Z5VmxcGvP/UmJcGE35kO5fK3hg6hcfWWVGcfaASe6D1VGvvgQhFUTHbN",
-	"oFUuYgmtda9ZS4VtRrzLG+LOH0zp/ld7ncUdweINN5gZajuVg75a+4r9Kk1RJVGyqFmwa7bIZZ+pdjZ7",
-	"5RvjVoWswUjY0UaIH4ynRFUs5wuebwvTiQMPIxWHsCyOKgK/06sS/eabr74J6kRfvnj19aOP1R4yyOuv",
-	"szGQxB3Po94Lvnr1FCdFr9FX37yOWeO6TJftgjy56t6Tzqz4Y9xjGVRUGXXU2nrH5A2Ct5CvXrwYXrVv",
-	"X3/dqe59+SK2ZkZVdzprEWZefpNt0QJgMpGWbfCtdyaYEwOOA4sLbp1kj6IycMQcziPqe35EuFCa0cKl",
-	"MNVQDHhCXtimoVTOlfcO1TkHE/FiHH4wcnoPqJdLdyzvhyyI5jsVvUM5Vsw5aFPy1iicJKb/Wvp0gbuq",
-	"Thu9PKsZODyxMCQ6rlcXJPcPEeSbqY0dzrW9XEJ+VEzjVWodJdpaUnVhv0yHwalvwKy0e0/YsJkmVi4A",
-	"9AbeXTPd1CIFsjNye7Pt63XonjD/EGbAfkJh6ZTDrrSTknByaBmJ+L/hwBoH30IzneaFkA0gadnau3xJ",
-	"y5KJW9bSaI28dgrQTLCcIbiQrBF5BjIwcgc9M92ltq+O0U+1UoYoMslXct31RU13eeGvZJUs23t6iVXR",
-	"oguHFUW4SeANKVZ30IbaiclIg2BEFau3INSGPab+NYt/v5OJrLMZulxC7Rz+NGnTphFsehvXwvfAnUKf",
-	"7GYqxk3Q2g4W8JaeeQTuDbZ1DXCEY6DLmimkPBL9uYhU7pW3suZ6md6w/gnSqO69/oc33xxkB1dvT2ev",
-	"vnkdNWNpCBvxltEi5bLmlq+SzO1bj4+P56SDOkGW8HuL4IZ4ZL7WGDVmqyyN8F7+cEZevX75RwiamX/8",
-	"8fXL1yeeKhzq0tQys+q0r8QjIa9oXhLKO4Fv0QfDbtpzLCOMt3D5gpFbfs+Ec8kh/mzs90KukhRtMdrp",
-	"MGMkUGpgUiJKlRGCDEXfQgPYjuUOJxunEOuxlFXwzjy1OPPxs+VnGUEQ/u8NLS2jRVVLjSYWiIzNQwPm",
-	"nk5HbPxASPIz8iw6wTLPH6D0RMVqygkTU2yqhTb050uc65rV5nAcSdWxZ1fNZna6Ouuv/P5zhypMPJDX",
-	"u7meRBoE9NROgaIUZsG+xfWI77VgJCm1crWSd8zole+NgtzPzEXaODAhlWluZoRvp1RiLEhRGYgtECo2",
-	"NQH4Fm2J3yfrXD8gN5YOGtOrF4OA/DsUhmxPXVwvA2Qj6mYg6IWRAsaABY/G6vqYR2B+lMy9hi/3nRno",
-	"6niaHnZgdPz7Sc2p2x4wI2PCszNjqSTI2lLLlb1zE+UGVHAfaj1wpl6++jbm8/MVk02aEPR72bQUsuul",
-	"MdU0pFNbt4u8HHHnv+r48tFc85oKFY8KwSSWcm0G7Z46IbQxMwAK9vObC1A7C1qWigCsvZbk+uyiCyGA",
-	"fFq50SVNUU2vC621qr57/hzuKrSqlPn78+X7rGODWbPemISEi4Uk3F5D4+ILxtCRWvW92xdff9sJHn07",
-	"pbx0gsTGN6vDNkPBNE9bKTIrHLGemoLLszgGyOnpGcB8nCLYh5kehP7wAXc79qU5KkxDcSSQATbut3IN",
-	"18f+wCdayruu3yKbmzJwWjDVCK4h0xzDXHtCYResKhLMqIsqmkFvXIva8vWpxphm0hlZC/OlNcoR4aiY",
-	"2OMl47fLWJqjLFhB8NuJEe/9+I+p8DO9s6VGyR3bwNjdqB26SpIP6ZYlky3cesNVIxTzCJZDQjdWFmZE",
-	"Md1UGaSswA1Q4TixotrtWsJlAixcTNLCLOzQ6g448a38WRerVtoPeOLyDqg4SMt3X+NiFKzk98xIFi7U",
-	"YVMAuYzOq/gwkzXt1uRwFe2y0X1/b9s+5AVL7fu3r15/bTry9tXrb6I/XvNCL1NSDF/uk72BVfVgK6Lo",
-	"dFRHVCE24gooqq6puns8c0oDXo0FNCeUWD47TVUE9yqGex59wxbwOYgaVXcB7Dn8ECpxiI1fGmv5qRHQ",
-	"H8u3NESy1AizCd9weiuk0jyP7ED7DCnah9xNpiNV707xLROsHo2Ihc0Bo0kuyxKvW3YMgt3KZI7Sn0A8",
-	"oPuWSOY43sKKPlS1jA3/Lw4O/k+fPpz++8Xlp7Oriar+Vtay0XE+zRbouX1q8gmyskwMg2Y3DvsDPjzE",
-	"k98LyAK2eYIrX1ZM/MBL9sa2IOvBoZnHsbCvaH/gwRhqmTOlTsjsZWuYVCXVZgpIIZnDWMd7rKnna00X",
-	"4xiCdKFDkcdy3Xq07AloSDo/TF0nh1sgFNCOqHUkJD65frXtwFxHB/byBy8eya2AbUJGDIeBRPZwfkEb",
-	"xa6lpuXHmCdoviC3tL6ht37rAvg7MkOa13BBBBXSHt4Ti+Ru8wtW5yxWiv6n7bdpWt8ycG/NT8yXh3/6",
-	"9Kezo1aqCq6gPmmi+CwZrU7LUuYJokb4GGLg5iEIqJufEFyGqYM0P7naqLF3QMt2seSNplyworWBLAS4",
-	"uCU7sEVmxuz5Uz60a11EtIgtb77JSzZ1mCo5RBSfGzfQpx1jb1P2lrQ3+0Ev3dxkfekPpXJg511ELUgo",
-	"0ICciRr/F5ImWlKTmw2hZCWLpoyBSRdFzVRMRrgAvPAaVCjmmcmazF8cw//PsYilLImZlXpB8wR9+qTK",
-	"QOwdkEEJv5m2LZySK81EFHkjbM3lJdBcN7QsN+TGubixy0Slot7I+UNVUgFG5vbt1Y2ZHPAyo2PG4URc",
-	"DRymoy9RvrfdN9CKZ8Ro4wwvqTObpTtbal1lEInIiOLwJzgGa3ZT63yHNFQjSL40xwXsOylXdOc8rvMY",
-	"sGMnO4y6dB72c0NLY1nDN8i6iHQEO2XDJrHBrr0/5Z4Jw0FDcaD+tR8uZPCuzO8YnzPpBt/KeiiprYiN",
-	"bOz4rZ/5RnX2MmZtw4vsvhmxlp/CLovfH166blXQS2Ah8ApohwBuoN0m59OlLxSxNahn+oGueLmJIu4j",
-	"CsQCHkAcWyZcGpY1Y2bIZv8ju7mS+R2LRG5bzpJBvhrBWOHYpTB1DjYcvPuZsgACCW9c8ZuSjdyS0bI0",
-	"J1hwW+ayN6gO6JPiGnDNyyKndSJU1O0kXKwrYCOijknT/X78Et2/KSR7OWgHObqaNV2xOIAsIFJDBMq0",
-	"4LMHp67jCB2S9R3wBdxiHsPtomVcCLLsEsRDSacPnH7TZ9ujljjfxZd8ZTcrS+kQAeDeTG1EPq7ENFaK",
-	"hu8fm+kPqVPRzPO/XX36SDR70HZCdp3svKlVLDz7qaKQnCEVxGjI4fzy/C/vrt59+nj87uOb838/vjr/",
-	"7/MjODaoUkYGkZwB28PdpZoVIzW/XeqQ7tJP5bZ1cs/GEeEBcuHc4ggNnzyfBIFlypwHiuzhjmP2UN3n",
-	"x52JOr5/eZRKNYpGcz4JggufkfVyY2OVkPNZs4AIP9KemZtiqMvr8AIY27SICdZUMWeMJU42M56b1TeW",
-	"dCoeNZFts91bNVuUO3g5iv0cidAbS+oezCaoWEW34/BlRl5l5KuM/L//9//jg6G3tFInyOTdAONcbNTY",
-	"Ahe3Rydgq8BswfZ3C4GcB8qZVD6bZMIQ4trhB6/KTuzrwDqDN/mjq7a62HckuH7pSIR6Qi1ipjxzW3iM",
-	"zjrQKF4fvBMLGb/u0ZKAZ7+LLqGNmRGdRFCFdpeMNNVtTQtPagzeQftTh92L2lzBDVGDNWlqzeI2PhyM",
-	"UTDu89ay4HDvv2QhhyGQ88OlYGbfOniSK8ba28NdzKnQAIpUqQPfa8nvWXrS7AWReVIRXpTGT4fLGIDq",
-	"o+bHlq1Cm00LtByABhl3ivBMud5UKfL49gBXGU4TjR02akkrRiLH1X4z5I2KKEpb7DrjAqp+8dTzspmR",
-	"mpUUKqrtTdHpxTtyAynS6DEMqOX4GlCSlxwJ6s1DDtOdQigfFqIVW6sBIBMpXrs2CD/ldRypG4SeUezn",
-	"eDvNTfr487NBgsfacazoxu/AwyuWz/zzswv78NFJKHqKwXEAtYOQ2bBYsJoVUzhR9PKg29msryx6IhlM",
-	"kV+WcJsEWz6m7K7oPfthsarY7TVbVSXVe+bVn+JtYC6Brt02ZUQK02uxbBISaxH1M3jaWDrQg6PEdf73",
-	"XNdUsz/fxG62rzHSCQ+SG67xkpsLcnfD9XN1Ql6Qktk0aSAAAaZKKdVIIjtW3QylsmeDyQafGl01rl9A",
-	"NHFCclltrF6CZGJRNbpDeCWrjVlwmkPYGyoVq3z1hZZ0bf9cNfg3JOT9tDdFql+haHVQjDc4O2APuqan",
-	"9W0svaCp4TBwEywrq2yV/fM55ohCZrTKSMlXXKNrOQM+f52RmW4Ey8y/5YKX7Lv7jMxKds/KjMxuMzK7",
-	"Yxsu9JcVFxmZ3SwyMstr898VfTBLbj5sFor/Am3why+LlWmU1uY/OWicmcq/6GXNlGPfTaS/GW8Bu23E",
-	"Nuh5pIhq+7xoaQZfbWtmOA0uowgYVmAWPlPDiG5EWAZE9tWLMYlNJWzYl+PXZvdU/IGVaucufP3VeB92",
-	"gbGKyKqL6i7QYK43Wznx49ljtsWPo9S/tsrWWFcqlxWGqajWrDZP/s+/ns7+B5398mL2X39q/zz+Mvvp",
-	"7y+y11/9+l+SmQpTVBo8+LQqzfzf2PIMZVJYMcGe7abUlq/AlVi+ev3NkPpKpGLYF8O3jxDPP77+drfS",
-	"tI6kdOamo/1TJyuC612UVOx7qgYYhiUVzxRRDHgpIleT+ZIKwcp3RapkAr8HswSb7cY6R7dNq9peghxt",
-	"gbmOHj08UY7aKXHd4RKmHckJ0XXD+lSsEUjTUVg7M8+TtIhitysm0jmoP/CSkRKaaIvqHBDxSQBj0q4q",
-	"9v+FOXam8Mn2a06j+9m4DP/DbLftSPrpx1O8kf7FhUhUKTUCSPLe/dF5Y4Tt+fesLjmci5+vz6ach2vG",
-	"7mKxbCOR+B2+dLoX5PfUVSm3csl3Sia3pVB+hnxvk/tZluzReVnWIqZIsu5CgGgb440WKwt3ObJz0DfG",
-	"gR/AbbRiNWrv7UyMv1t9+eNY8yGYD9dVcLv0p/Nr8pxW/Pn9q+eK5U3N9eZ58IYTdMxXjdLkxsx9ENlw",
-	"EQxXPdpVisOD2FnWwlEnpWyrTu3JZG6r/iwif5CQ74qIFV31Em+NJd24asWdqwKGy1xPQlINQo2Zo82T",
-	"NSn4Lce4ATCyrbli9rYIn1EZPmL+V5r/NqJgtcqlw2habqql5WDua/buGk80716++mPcvquSpcWuzrKt",
-	"tbUBhlLeQj6+GfWJPSRt/RwTeb3BKjC3JHnZKA0BLqRJ3y4+Hhjgt8PFWzbx80Dd5wfZfuXCkergoMRP",
-	"SPJzIyG9pSYlF4zc1Ize7bgu//NvB3/7W/23v4mf/v4ye/nq2/hKTKm2HV0K3+1clhaQW0gEgCeqovm4",
-	"5ut0/Lu//U09N71+/XWs09Prd72YRbUInJVnsmxWIu7f5vAdpjfgyWpTtSIX8dEpxMa9EogUZ+qPTVmO",
-	"XAFjI1yRj5+uycfP79/Hrbaq5itab/7MNlPbq4I8ePtrs2HizcdvM96wvKRmD9pWzVPjITxnU+C9g5uF",
-	"zhDSK/YJ/x1nwjW2cEa4KNhDRnTNb29RNd5zto7RP5hOq9TCKUuCDOQGthGfUwPv8ANXtrQdPg29b9uH",
-	"6aZbRyxjbBBFRF7evHmPGGXG2D4hEC4SGmvHsBZG5GVTsDdFCXW1xg0AxIu6EXhJoiVZ0Yc3RXm2pHU8",
-	"zFwU5bV7fljETHfWVLXN7+Jn4PqmN00t1wm6oTYNsZZr1ZsGWAyzklNvIOHhePTjGiQC7ADs7A0rpbhV",
-	"RMsgAwp0Z/e1EzMI7BS4zeSzmyjWoICQAasAyJZFgh+/5+tuu3Z8md8IvUWObkJEc7hk9/KOjVf11+Y5",
-	"KOsvS0/9hPvKKOrtPWmfOa9kHolxfGRrjyfBzCNOf5nG0CwQxo5TzNpHGP0yvchtwp+Re98RrlTDCjSE",
-	"zP6VpfkDW6Zwkb3Y4cbXdGKaQQfGoeVLc32BQgaYrynXIPZdWXfCoismaKWWUp/meTQd9JQo+wSUeCtF",
-	"kBQzctOQQA2D2hmo1lqLUtJ4lsIUclF8sYUXXsv6rs88MljLoRN8qNe+5QzzRd01no32oCpcIjxlosoj",
-	"Wod16a4FLcEqJgtASRlfQfIzreuNwxNtZ3XkOh6Hkbnpzra4R8dXec9Qml1+iQ7kjgKglnJto4wweC5K",
-	"wJ91UuFBkoyTAjgDVGuaL1fW2XZqDpRZduB+Fg2BDuKZWSQzn4IF89mWNb9+MQbPNIZR1lswOytDq3Jl",
-	"I5JRNiiUwmeq3YeOJ2EggDkYv9wvXdu9HoNbmt4xYXFbg8QTrsgnWNj4mQ4p4/c0vToOuMsR8vuXTkwN",
-	"HgBM8mrETR9m7pg5uZ2ONdxb3HbCwyTg/jCnrP1+e/IMeq8QMX+CgCRX+ZresWCJ/8EL24IITNpu25ML",
-	"VehvZN4Y9QFH+2lTcH3J4mnxnSd9mYow6s5lSDtuwdimA6CUd/Gr0NbsBAM/RKGZUug3qeDR1ZJSRfwP",
-	"di11TNzknlkUGPja0r9WtbwpzVgwNUOUmwv3iXUfJvsz20tkpjGakYOvGDXucZZt9Mv+aCr34bj/Arxv",
-	"+Ar2wBXUbQvjG6FNq6B4az2J3apbyNcRot5ow54N0SQCbY5no9pPoWD4W9p7lu/I3Gu4OTi3c1pVczCJ",
-	"5g6LdE4OYbrn90uptP2yE3eZG0mp+/pEGJOyPd9iuStVBJTptKo80wQGXxzyKcJCmWaNLwNRbd/7SfdR",
-	"047PLpOxn6sTuJ/qBHrtzZotMR2/HdwNwMHbLKpnsT5TT3L79t5fvEHkH6ptufAczYfmA4VcMY5UoIuR",
-	"YNPWuD76/e7qRgFyHf7g00kNiH0k0Z/XuoGKDKVPyJcvdrH+Yv795cvAXVLsLb+mtjuO6qKWD5t9L8ir",
-	"piyNpnzYAF6R49XacStq6WjpCBda7hTT9TcDX45nP/3//8vB4/cGdqcsiRSPBUpCQRmSp2DodN/rkfTI",
-	"/xdDSUIAoJNtoCRwGwCurr1ysVc0sialvL3dhgEeB0qauP0AFsJ6eAMSELl/j0KSmN3gJSN+FMvqiU5i",
-	"4Oj1aQ+Z1VIUZjV64v8ve452R/pPeWT+ZzpdZPUbHC4IirmbeO6eGbGzWPzGR8T4ofAPVmtTFFo9DObj",
-	"eQStR1raAhvQ8Z4rLV6pbDxDmmtWXCZLx9w3pKkA1n3J8yVZctP6BoGvXRsTw/EF1fSGKqBRTGBJmK/c",
-	"iNzj3g4GiImJ70pXxJ01dc2EtrPknpvY7JqWE3u/rrlmM7pktDBH7a79X1OdL9kwJA+1rIL20X3wvvw0",
-	"ZRGJiK1YbwqCjsZl2Ii3xe2P3nQg9luNJxHClLfhV/j1Mbl0cFpUEce56DNLCqbMYGz9GsYWT0K/t+Cq",
-	"wj4S3dSI7mXsZUK7bAOOsSBUU88UwkIMRd6HQYaC8Z/iT4ZP6zN7UmNmAPasTT/dPvfxkYlkja7kEps9",
-	"/Pz53Zt4RexE+jyPc7Zj5GsaaKQGnhPZgHyAvqEiZ2Wi6NaRTA31uTZutZEjsuCClnhFP9L5UQ603UoD",
-	"qHYQc11y6yFW65b6IvaCjx3KDGAHsJDYHMkv2h2QKlcGQ2Ma8wBVdwz3CteQz3jHRfFdAtbT86ZO3iNI",
-	"LD/hWgGqG2D5wjuF3QSxf7Pg5zjr3DL4az/HChpOWJeWre31qDY8zQeyYWl/r1J1p2LJh6FXCboUUcXi",
-	"HmXn/eMM1N0uTOaibs8nT/WcoZ63XJiPp6b+gAEqSCt5OopqN9A9ucq6Z910smr7iyhftfqdCKsje3CI",
-	"tborGZll6TFdR+LqViGdkKsmzwGTJSM/WMV+bRT7pwZTY8+sUodgBajlOH3xG6/EDqDc3SL++OYPsgNs",
-	"/yA7cC84yA5c8wMb4qKkmxijxCnA3gLXAVQAY1YW3dp/u7tWWx25GQKPi8VpUxZ2LauKFVBonUJUVsQ+",
-	"RW5YTh0MgB1qbcxVLSVRpVyXm4mvXQy/b4cBJGllr20fIaKGdFiOBxyzhTLCF4SKzfFTxDIxnTlc9zji",
-	"F0xaqkUffOdFUKezSYAcpCu9l1pXs0V5nxH8a1V9nZFlqRCebASUrGYrqdlpUdTpOUU7FyvnzZHe3hwg",
-	"JALXqdO9HjES2xnc0UKcEPaJgziN+/ATKtrdsmZbycyh145ck23NezDVbkf7rdHfmuHspRUyaqb4Sd0u",
-	"ngW36JsGFpOq4AXe+3l8jal0Rbb1HQ9Aq00j518jwP6mUZCtD2M9dzjnWev6IW5Pp3+93ItBP2N7Zh6r",
-	"N3Ynt8IexiRgnOKpO6MDUlTLh03SB7/eYt0zc29LWqxjjhBk8mETSW95Evz/x8/zqJvUH+cJnnVc22RT",
-	"V4llnnke2rwxTf2wmeZxYxjW1muNjkDFDa9+z585z8djENkdsqbtWTui4ewQthVcdxZdn9LCZdOP47Ed",
-	"0NRSBETJT2o1Tbz0AIGWa0sbhb06saF6h4iJXRXS/whoVhU5dNVnVaOWmdsGR09iZHRzMxJjlItFyQUb",
-	"OmTBAV6bwXzCh3c9bKWY9ArAIMOUtJ3fUPNbPoAZZacBKS0UOayasrTmDU78gpcJ3gl7+kQq1+zJHC67",
-	"NRjhBMGEuzbFzp8hiaKA9iCzGd4TgT6x6iFn3SjcCaHGzYStAckeiLJtTCZjMm9l/u0VVLGb0wdVplym",
-	"BRztdGT/6ZrmdykqLmjwmSL4UHq2x0dxbVqIGhTpGNF7y4opa72rrD6JCdmKyLaKxRdEbEkXX5oSRbJL",
-	"OzmK46oa/reP4oQD3UHI3Dk2PW5z5epE/uFxm842jwgDaGyIBOP5Y5mDTvx54fA7vZqE04Su6SaMxWBD",
-	"B9mB/dlASAW3bFQuWQlFcRQ4C1DrdzxO3LSe1TCabR9L20fMKvv9RCnK09w7GTDvZCTBv/U4FisPLQ0j",
-	"PgSElqMnpK+KNpmehrsozi8C5hjzyLGKtQUhBZMOTCYqBQrwN+KYUVeIzeHwgd7+Qg6hoam9HSc+2mn4",
-	"vU0Ic+EkI7rl7vO3jJZ6+YZpystosapQTKgGa/jxmrnAh50NYKzsWFloAOsQhc3Ewm5LnxCvoYVDmxXv",
-	"oCYxfi7mvoN4MV2wB2J/5pJ00MFYUaPY2MTYHSRUR+bjnSj4PS/g8ISZw4z86Roa5xvy4mP62WILTPPI",
-	"HBCBT40IakWjm7oEDtTkxVsb28ttXgH+oANgIqT91KzqnZDr9EXfo9Hj6UInDoJWLlWbOBK05bb3e8f6",
-	"+gOE9eHPMyoKXqB5crVsdCHXIkGqO5Z34bGIE4kr+xydHqq+lYVwKoJVzLobJOtkQKAAD+56V0QUOTVQ",
-	"tn1J0CBRQNEqj0HbpK9srP3fxBAA71lNS7/HAk0TLi5QuxUMIHoBnUHQe8rLXgipw2EcX87vuTBnuIPb",
-	"7r1uxDrGIbStR6cctNz5ivJyf3bYAE5GMVEQigSDQpr9ZFMx2crysvUKn5sEsMEVftFexwKyqXHoXGKY",
-	"/anZ7ZB+m84NfBVgkgWOlYxlY+W8AriPAOPW7xMYw3glq5w202NF5Mom4ewwm0MEpFhVBeWNbp24IKuA",
-	"LHLiCWSXIp6GAV/N3r3xfjjA5LZwxpFqDaGHcRWuPly3YDKOjTuQiQQnJ/wgIldha/Y2xhW7j3mbULNk",
-	"G+5QNoaTkl77OFL491TxHHh2zcybxaU3stF+o9uMEKwijlgidQwx4OziMzHfcM1y3dQMkki80W8t45bf",
-	"LB74+01P/FyuVjy275FoF7923ETU5kIiDX4PoX8qraGWssyXlAuvTqOtrzmSem61vpRKx8E73kqlO7hn",
-	"gUn3m9gfMnYy9Yi/9lnyqpZFE9PGF/jFED5JGSVthKvpLn8hgLV5YqytDNodIoTpq1FfQureaZ/dNUzV",
-	"VICrPlb9q7jIo++bqFInnv+TrhxgAdsm/U7rkipGbTkv4SBhGeqWcJ77E+LWPa3zLmXJEkRQHWn4HQif",
-	"ogJ6WpboK3Slc7LXZEdhhrkL1dPwpF1TlYjrgIqacREy9oLP6jP19oWFhJYKmUDsKanS5/FLSPi4xQFR",
-	"kHrZccy4sdVsAlGy9ZQ9dNWsAKJr5AVLaslPG0E2TKdf04iYvrgK2bHdO1BZnBDRlOXQi/bLaEVn6ZMo",
-	"R5DLYGEAnhJom234og0uQDMJwppGCDrKtgUvyKkgN8BTQlZUAMtgus1RwkJokitiHyZCrhNWWlMB1dpF",
-	"yDE9paOWlNqiHxp7aUUBcQlzVFUCzo2quxS4lbrDIxx8Ce550xyh5hTt65vvOkjBQmyPuCMI7fSG0trZ",
-	"IOFeHNYg6YyWmBZRuyStJBuYdhfQKrlJKRjDw7xsxLgv1aE47/GfD8YN4l7w30fYFUCcZqpiuXHZgO6k",
-	"1MgXoIwp1jOj2mEN5defiyKgJtvVkqnGdxhXYAbTcGIiWzZtdXW06B599KfEsB4wLccOlI5egVMj0sWl",
-	"rM1x5A8VIJsxwy6M/SFry1V/w+CD+I3suBbZSVdUXhWEllYgCuHMtGPLvJymN0jSH7JfdPzOILo04nSa",
-	"/V+8icY/vzdf4T07BZNkVbGCUA06w35x+O7qE/n29YuXGcETdt4IMMKQhLcR7mfwG/Vb+I97vhOxckZn",
-	"1c7k6cU7j6+D+8v2ha8qvKBT/wA/FuK/CLiZfA1+3Y87blU/hmNiD1WM6S5xv/RkHk/o53RXJ/B8Wnnt",
-	"ekGRqYjtpWta3sHVZxAe7S3L8R9fvmzv8Pp3/xuAdIuFftjrr83sfkvu3v5CsBW81lPOBrFX7c8UKek6",
-	"Ay/pZgMo8fhgZ8LNN1uxzxeR8OfWrfimhzrXHf2F1smxQxZro5YzLWealnfkNuqGJCG6PlVMkENjJR8Z",
-	"/QvAKwU5hEjz0QTAIddwqu/p5DmBXN+59JkbMVWHFF2JYlS8EV9TDpEXLc3BkYR82d4GkMB8FQ2BYss3",
-	"uxYnjKTrFeye5+yZsvRTEtlThgD0Etf3pjGU15KubY2oaRpCzB2CxipfUeSoaqKXH2NlkEHbiulwT5Cm",
-	"mm5cYBPD8xKdAF4M5sBA6cFAqmKizsdV2HpAOpe1CHmydSPUCblkUINR2NSRN+fvz6/PyfHx8XN4OJzk",
-	"K1/C434UneuK5ndMJyTu8vqC2Ad2kbh0TcVbuXZFrExpClAyZmvf3rz69uW3CZ7YSu+iY2IsrTj+QXnq",
-	"TDYW2eKv9qxq5L0qBS9s3SLH3BIEBZKBA+6uTKgXsp4GCvdLVOMxpX8Dmgi4gqIO2KZPFUFvKRfmAZvH",
-	"6zgRqSiIJQfIl7QsmWXg711hlLey5nrZYxr48OabFNOA/4W/fghbd3sCG7h6ezp79c3r6HZ4FCUFvrid",
-	"hO6Fx29LJbFieimL7ny9Ob86u3z3/fnWpMGS4C9aSw4WqEvk4xrIyNX59ecLcxhfvD/9v/qjed0ZzFdb",
-	"g/np719lL1/H+y1klLHz1E0pfA8FgOB6dPsHVERwgWkseKANpWW79CeEkkXN1JLUVBRyZRsbvx6eAlvy",
-	"s6y6s00bIOTsjuO/N7TkyHhulAEyy27J6InpGbOOBqFkiVkrLpD1s6wykmPnAVIqh6ucyx/OyKvXL/+I",
-	"UIzIpoHA3UhQ0TlzBZIWQSfjsFc8rmQ72/fz5bvMJQ5aFoyq0RbbIZQj5OugwgfO5k3N58hX5Ia/9IHK",
-	"LXqvkbmfwtbh5thvx38Q+YaZ2KhaXvK6uKC13pzRit7wkkfD82083jEnGx8SKCYh8llE3AvjkBl1GGvO",
-	"v2xD2se2WJrb9m2h6nRu5vYFZ9h+lJv5kY6zp88d8ZsHwNbhQpBqi68TTjAO3v40GvIvJMOYPz60f8h/",
-	"D2Krbi+3WahGL0nhhxPv8MN3TYhg2ZZjnnc40nBdslBah/fJe37PLmwtcvQyDKadfL58r2x9EfB3Wzib",
-	"vbDi2tzsR1RC7U0DACMBhJ4bBnk/Ltdlxyjqriyq8F4QOUITNcgQU0vw4Soubks2M5rj8+V7LDGwhvD0",
-	"W1S7zhi8i9/1P2lRDTY3hsEQ5up3VglIK5BFI5K7/9N+9S6jEjiA0b5D9Us78O7GdIs8fVc+zqkA+8Xt",
-	"Yti6HnnAzPH2Di4tw0EnG8OaY0BwHM/NgLovI5lKA4yBMiq65UUwvzQHg3H/NPkK/7GSSrt71gW/xXIC",
-	"4NA4bPkUXhzthuv71Ysh73m4tk6itHltdwLMMigwqw5EHpKoFxZ/XD0jEWADzHIvVWZ+LohsEOf06AT+",
-	"RJwDcvjj2/OLoyBtHoAed97SbhBdOs5vIvd+A1IHOus9F3dR16FVQCUXgARrJCmkZgFfwaJo1QwlfTrP",
-	"h7fJoHmXI+HDWyXdjBF3TFH/0LitAy/MWpozwNrXatczwA0ydVa57xE349DWVDGP8+nRSmfpmlDXxp+j",
-	"hS3dScOK0GBFOlPYfZsxEho9W7H6ls0wQBkvf7E36ZdU3I6kOJjtv5RCNrUib6+vLwj8JphdxdgdoNDW",
-	"TDUrLm6P4sGlKFwwwhoJXcuyZAW+ALhxcGHlGnIgOqGDQ8QJpjjrFdXLI+BxcqBiuzDndNahs/QDZDr9",
-	"6ftp2v57vMqn4X71Gj/cq0Zgnkz7BzvrqbV/ZsGeb9hGWmQQ76w9U+gsbB5/RAxrRqdm3zOq2FOsTs0E",
-	"WwPTWxcIKKIub5QsG83eD6zM119B7n1vv0hNS+IWNMDePwEvSy1ljanEVOC7bcvt4mCzAeD24Bqgfut9",
-	"tuZCeQ8Py8EBiezoBFvvHarmYMyXkucsI50D1oYfzCkJ17BGTkYMAzspftVfv0iCNE2V9pLDbQJCNlWs",
-	"5rLozGsg77vQQL1+hMliNh50J5f3rFb/ySyWFqbnd9mdeGoHDnALy821IqXMqZb1/8J7OLYrn2KX7RYW",
-	"6Maj52a+53sEk/95t/Zj0VVO3NpknjC88zzy5SDwWwtTMQpE/i+N8xRRkKdHau+jrYS47Xsgzg+AtycK",
-	"q65rKlQuC1Zfs1VVRsM5p0giAk8RbR+LqMKm4PJ7rmuq2Z9vYiAD17S+ZdpmTtxw7avr7264fq5OyAtS",
-	"Mu1wFvB9+VJKxYY3pr8EGeD/gZeexVMxPmESB/YLrphPSC6rDbljrLLclKJqOnST5nvjH9D8IDuQFdSJ",
-	"VvnqCy3p2v65avBvuEv6aX/8avvYLpkakwoW7EoGwN2BeH3z8lXUD9c1Pa1jjJQ/NDW4i27hJHwBSI34",
-	"53NI38VjSWWk5CtuwUpnADGgMzLTjWCZ+bc0ft139xmZleyelRmZ3WZkdsc2XOgvKy4yMrtZZGSW1+a/",
-	"K/pgRMl82CwU/wXa4A9fFivTKK3Nf3JQSDOVf9HLmqmlLLt6Zjswi90GCu+25+MMCqEK+urVtg4CrMU4",
-	"6IQVxIUH4zBbIiKEA1vh1SgTVgqaw77cYnNwQSr+wEq1cxeM3TDWh11D7D1ZDanSkaq5j9s2eiK6FuN5",
-	"yJ8F/7lh6JrY8wAKhHKJ3NoT0w9efxW/xR+HDd+Lg9Q3PAKRHpbp4CviKKW8YJMUOmKwPKlCx5zLYSGC",
-	"1w6rdOzZbip9+QrytJavXn8zpLwTAC/2xYjwsv8m+uPrb0fG379MDOV5+z6jW04TzFznZHSj8koi1FYR",
-	"gci2D/3wjEihzodyOs0oSZTibJsl06tw3A/CcpJJRmfEZNq7CuczzMNpxa/N2fLoJDPczISK1gH0DgUm",
-	"kygQQyOF3B5rsXQyoCp9F9vxH9naZbK44v8amYa5IGfv3lwa79VS5tesKmnuIMcc8IwUzHgWwqrwkkM6",
-	"GmTkULEJYSP8aoyROvnjNjiN/XE7cHVgBqO38ho6+QzTVW88wca8IsyvidkQU3wJIfX3bCFrNjAKSOrq",
-	"j4Mrs8x8hzNkMMnCvKzqJ1oMLzXcH0L95Q0jNPx1gCO1nZgxtuhc2EV/GeEEbupKqsRc2S+HViRm/P6a",
-	"3L6WDOdPtWyq/bbwD7g1IQZ1a5ppN/Me+3fQ/P+hZsacetDRRLKJUv2GK7ghdHpzJ2EencjHz6HH1H3E",
-	"LIJOAmyR00YvP92z+qKkXFxqVcUocfV2eqvFO6YEEUp8+iKR5tvKtEbmlipzfkyum1ogOQWRjkE/JMuk",
-	"NXPpw4IxvJpZIT4MpA8bDTzHq6vPdTknh1+/eEHmXMD2/3Iji82cSOOirXmiLiQdzYut9AS6PdpoibRY",
-	"UaQgWWNWKUQvh1jkTTt/ATi/SJWHlrOqKcv4L6ftBcylgDplWatpOwMz1M/SKU2fPv7l3Q/EurLGi/zT",
-	"95C134I3W6iFUV8lXXmB77DFHbwI32I/nPySZHnRG64QaMTBVpKcCiFBnQcoHdtzD5rszyzii/yZQYqv",
-	"MQIeuIKLenjY+XVQAhPScCK/1gKcMHhyihu+pApqgIavtpWtd7QXx74EbXs8S6ou9C/DreV0xWoKIAcV",
-	"FTPNSz37RXbgdoIWubpa0toJ0UjLdia4Isr8CAOVpKlazGhtDvhE5f5OHnfAkWytNOfFubcEbtyoZP0G",
-	"Z4gxiJDC4fua0buYhLEKBuHpxL3HazlkSkbvUzAHYUXOYPIurkkYfjb6/DpkZp7w+8vOb3y+4OdYroSx",
-	"YKzIfr58f0zgRsHTna3I4fwPf/jD/znPyNxM7P/xhz/8YX4UuJ72AAnOlYzcNB7c09VSQQdZhjFqKgoC",
-	"ENVKU7ykVXTFviPUJWlQAeeKr0Fwp1Pn+GoPqsyoKcjgjxxRR8fkFNp12fxhGzVbyXvUDKsoJfSuDKz7",
-	"HWsTsbf3INdFO+izYvWT+YKkUazex4rE/flx2K1RS7kWrmghl0LJkgXeHY6V5CWjtWPoGdUXtSzZuyLh",
-	"fJgvCfep1yO+B3XTULN76c4UMyHPlIfgNt6fFDl7Mu8jBX0JWxe+c74HLs2unfT87ECsepCZpepX8A4K",
-	"mYrh+n0SfgFtv7i2F8uI52u884oqtTZmW0E1jVRSpC80PKCYaTu81tg1M29YLtMyuaIbY7GAXCbRjd7L",
-	"Wy7Guw/nCDLTm/ds1Tz4B3H+/JOPqHywE3+GEeFhyDa3SGaWO7yTsiZw0xKt0jBPY3/d44jKBuvU5x7e",
-	"qfPJDd2WUPgtgWhmfgL3KNhIbb+WUXl7C8LxZ4mKzSdg41rc6eEtZzRwyXSiXHgg0L+9IfanCMUKqmlF",
-	"KubJ44OdqsRgV3TCWObZjDR4S0JXUtxCrgBOHRd52UDOhZ0aUMbjeZh2DJ1ysHC3Zy0ir5OodIQ53M2x",
-	"7fNTQjGOU1XAIP8JCSqEf9XTUlXgojqUSdfkpFA5nDTTuSraycJ3AoYO8FaEpBUZxk+MvJnO/F4kFj+y",
-	"m6WUd29Yye9ZvRmnHy3sk+TQV+KdZuRv+AjWEEJeBdh26m8HRwlGUWwG/3EmVxVqm+zgR8TMuGQasIw8",
-	"regAlyjA+uZNzfUGQFssQgejNatPm9h1Vls9aXc+OBlzdZ9/qaj+cnx8jPA/N43igilFbmh+x0ShjBnv",
-	"zAmaAzAktnMIP1b2x0dmDu5ZqVAFdyFbSC7lHWcn1ndQhBLsq4ttQxpUzRZYn2zc4a9fvCRzWvEv8MQX",
-	"t+aQZIZOjfH0oJFWSpZaV+i75ad1vuT37BpSxyPTgV/b1HKMuEOikP3cjtRD3pHDuZlXWfNf4N/fke9x",
-	"AH9rXrz4Kj+9PHv77i/nX67fnf35/Bo+Y3OkfJvBfEC5irFcclrXm6Bu+OfGSNa81vkX+24c8fxo6kix",
-	"I6kUNQb6qTJ6KucVFdpOebgIrWeWtbV2Nqz/49t3FyDiP749v2jnQxElPXWfKGhd4JO2ApusZX03dQBw",
-	"ZRaLZKT67lfrPyQPYAlPyA0XhYJ8q1rKFXTb/AMjaBmppaYBBHDNsEi+g2vIgQLVURLgMXrw77Or+3x2",
-	"eX02w762irDif2YhSdcZCHqcDMHsoO6GABgX25sSzuZQ4L58eSuVnsEuw5/N0cYD97xA7fn2+vri6ugE",
-	"IU9nYHR0ymW6pB6QBUtoqSQ491ihjqM7U/UChzd3dfjABA4xghkyqpH5FctnPzCdL2dXXLO5MUTnn+C7",
-	"OUQD9JJtIMDd28xfkXmu6sWXmv0HELTO/VzjTLRzHQx3e56N4uNR8HAj7RgLMMO/cNGtK1ZjSNWIO1x7",
-	"z5R/yoyvZrQEY2yWy9WqES7bdUUFvYUK6zZU1tLpw+4JQMAc6LdpEX+pfJQ1w8uEmQd2KJjKfNZy1lYY",
-	"wZMo80Z8laNZ5TXUQQmutBN0OMFd2qYZHNeKVM1NyXOsunEnFaYV4xGrl8ouTUnBQLbkKyBC5IYq5q+C",
-	"86VUTDjRLFhVyg2rj8k5nIP/dvXpIwEmTnc10ihr688Bj/N7uKNQS1oxMv97LguWOYz6DBja2LvCDFzX",
-	"G2N8/7fMEdb8t1/n2GNMBrKth7VA83+fXZsGZu+KufGBKikU88ARpts2yYv93NBSkbl93TzzGotanlC4",
-	"snQwqisk+27ZXu1ylfJWHZMLakx5uOIOVKDjwXQ/YeKelRLGjPahM0syAlZJBgbdX38ygwxCdCuwuEXl",
-	"3+F9GgvVuZJFU5p1000tYDFRKpjQMC/IKDo3jc+PyTnNA50G1j7KhztDw5tbs6cfjIqZtR/OPY6yfXH7",
-	"EH4wbxmA7SwxsZB1zlS0Me3BMeB2+2YD5yLGebgisNJOlu0qsRb0wL3Jnsh1Y9xKe3FR1HyhCTUnBAZQ",
-	"g5HN/zAnK0bNSdWACe2/ygh7MIccUIW2q4myYVQjntFuKLCrviPGJcZ1y5f2lCRUSLFZyUbZ2++AGjns",
-	"idHBc7NLl6wEHWylu6OasYVj8qnt0YrWd6xwHWlP6e8IrfgMzQTXFbAyvJGnrG4zOhjiPRjXDTB6vJFl",
-	"HjQ7NGptnYQTlO6OtQ9n/pgKO5V3j75O14IO+4Oi7VA7h18KJrg5NcLpwd0eCrMic1yu+dhColocXMXk",
-	"yEuZ0xLMOt9YOFxrAVkuciPm0mU/llJWUKoCaHsLanFtttbJzcVEaah17qRB0ztbg0XTxl/mjE+rNuc9",
-	"+2ZODmWdjVmAAIgzaBVvvdgaxm4XxU1HxURxhPUlGEeSK9dfc4addLKiMmOgMLutqfAeCpr1UCnk64Ps",
-	"hxorL2L+hrHCcQfYq4z5cWq+8UUzbPP/Y+/dn9s2svzRf6VLdatEbkEPP5KdSDX1LcV2Eu06sdaSJ/vd",
-	"nblGC2iKPQK7cdEN0RxX/vdbfc7pRoMESMoR9bD5w0ws4tWv8z7nc1LYHBN0Uj9BDH+Gkrj24CgV9VLn",
-	"My9YAdzWmFFdhC7kVKaLFUKmYYsnqPEZNvj7Dj0W38xqVVD3BSvyv+8Mj6kMpfBnzD9EXrR2KR927IJK",
-	"q1gn9Sv37PBZsz/YRWMPH/ldXJ5rmF5dQtOnffYuFAwaqnppfwvSIWQhlD3CMTZHXo8aJedHNoL+YCFu",
-	"BaKADX70C6E0zYzqLpCK3Vq4oVI9DLlAh8ftiWHPZvQdOlJG9Q6F1oDaDokbkE8cQ6rQmNn9dXbxP2yi",
-	"b4T7d9w2e+hBg2EI1AKYEJaDkYVN9qZOE6PZSScCwV3L2fNPn/w5QEnmn0ugtCzzPoS2Y+JKKFHxApfn",
-	"2TAJZpDFz7tDl7r/UN0V2v3uVxg+vwIbfX7sdr5v+yD9rendfUIDC6TtVbaUbr+YlSIdRi3E4Su+hYBH",
-	"eCaFUx0vNz1pTZ4fPmvGdv76LOTpwLa/BPW2ktm1U/VOX71xSgM2lTMBRuyHf3/+ndeL4Li5b86dDfiE",
-	"0naMxWcjCMqRLjbg6BpF9tM47NH5634q9JWubcdh4IqlJ1CUjuDs6T47IW9AySs+Eb5HajOSAL+Ui6zg",
-	"nUzsMBKfPhwLL02dIohZSaBjceakZikKS+44Chn4cXLD5Ih4JYC8YJy3qf497qr+nf8meJR4jonSw332",
-	"XvAcKR6/I/LGmG9hKjte4rWlNhR3JTIhKXbsaRSVP0+wbanmLG9prFDZLGWDZmnT85ssvjakTAgDBIme",
-	"AY5N+ynn8YilIPrTJC7vSpolw8jeMUsLqQR3QvGyEClWU2MJfTUxrSZRRWNoI2E6Zlo0M3YE4ltlgtKI",
-	"pxDhnMGgh1zSFgIdtdtFuh9BG1A4HN8dvphvD+l7XQjubB93AJt1dp8uNA7cOtYSSG1u8JiTgIuArge3",
-	"x7CtbkZ6qnA/E38n8IoQ5o2yAqCpiLNW3Stm2LazPcdCG9LOUOC2zMQwwHmzkE7CueWF8CrbwF87v8ng",
-	"QjpE8eMZLp+xwmkN1EaDTTisTKXrqzEJGjDlkVvvs98rCVLIu1V8X06f/oAcWMxgS5odacg1ao0Y2CgQ",
-	"OFnJYXtQ78255SyXlcisrma7BgA0yGCUBjA4p7ABo0qIPVM6ZbMSYK8R0zBsimOmwfx7NBhjdcWvxMdR",
-	"XRQpG4QVTU+VqUcjmTld7RxvSoeRLY+Nn/FzEj+eo2MIV86nmGBLWs9WnVB0g7Gg0ZH1CQcpYekBtphM",
-	"vb8mRwc1ZD40xw4vQnoL2Y+YbAHhKmkLEZJFOh1EJ2enUa+oo51n+4f7h/vPvv8BuoyVQvFS7hztvHA/",
-	"Yt3QGHzuB7yUBzfPD5wxd3CptTW24pB7WXbmlryCMJehOIhjDGieRh4ebCLkITylMpYXRSOL5nJp9tm7",
-	"2OwgpR3yfaQ1ohghuw2aAw+WxOWs16I58muoCLkTWGCmfXI6b0wZ7zICpiFRPnH3FmMBY8gtqUB1iQ3S",
-	"vT26sud+kcK4w+Nn5Qygka6mHNxhnnoH6U/4G6gX6X/vhT/3/g1/eC94sXd65v74m+RpsMELeS1A0wv2",
-	"LxY8LIrNFyQTcZi0hqBkwkKSu2Ec+SJ0DUYNiIiJth4WdJ/9pCt4yDTTAtSBgpmxKIoE0+gJJQcJuqwA",
-	"5ZA3KGDhICE5kqlQaA+TrfTcgYH0S0MBFqk8y/vRv2fvlc4dW5HksIcyD6/Ch72MNnzA2bTSIGtyEUQc",
-	"rFQlSkz40EoY9vL5D0N3BsGW7RxVSzotrv0Px+DummpWYfZP8F2LTzyzzmBRAlBK9qFCl7Sh03znaCfM",
-	"78R9F+iS5LvZOfrfzoY97ZUN2ke8Ibuw1AkhTdChic/3IpGtCB2098HHRTgkKK1ILvsHBjyFsT/qHFJw",
-	"3VAJtjyqaz/4p8HU6ObVyyK67ZXzSWrgYO+OHLv5JI2G60ghjzI/Q1ixj6ft78SRW8dlEDkL5Aqw0ueH",
-	"h3c2PQxYd8+mi+G2yrP/SHZe4li6PhHGfPAjz8PCuUderH7kJ11dyjwXCp/4YfUTr7QaFRJD1y+frfGJ",
-	"M+xgcaH1W15dCXzuu9XPfVAEhCVySCJ2Jhs8/HyNUV5o/StXM1oOaBz93TpLeKqsO1oFtvGK49qOft3h",
-	"Dw2MSHQuP2VO2PMrAyk+BPk8L+J8dlPs0d452vnhhx3/W+NS3DnaQbdhcw3/xAP8R9Ij//ea3KUr0dmP",
-	"CxDHAvZwDz9nM2GbuEWUBQeauxmTN6ThaaDSOI3BmS2+OhgCi3BFq061Yp+d2sbxMe8NZZci47VxQudS",
-	"O7U8JFR5zTx8f5FB/yxs4DTnIelnU1Q//6keBtCsF27T/qM65hcCc/lCwQAe9vb5MFYWBdho2GmFeFfv",
-	"8b/TY57x0mZjfvBZ5n8sOeIqx9wf0eg19GRUQhXQmaCeOsfI6tlvPzM54VfO5oGGHyN5I3zUDs6zRzqu",
-	"G9zzSFZ7nZQq/kdyZIVQbCJVjd4fIgrUaiFI4D/vNTy0AhswqQizHvYkGou/GSNtLYB7UMUotrlPkz/N",
-	"wdXT3FOAOwOmGEYowdVr6mhx8BjgF5EfgIdN+hhvUNFeog2Gha95gqD/kDFaFjzDIp8FKn2Fg1ulQnVg",
-	"ZccNJ0AFcrZRowDJfEHwx+pPSPiqa7izU/1Zyi7goByU2Imz48XYlavj1Z28Idq6CbTZx9wkyqdFP8kX",
-	"KwgvVz/ym7Y/6Vrlj4olIS0HssnCWblnZnNAKTv95vUp+h+DiY3sJWxqEpKkUcCSs8GYWji+o8TU8aok",
-	"Zi7Tsfb2HzgD49oE4lHu3Ogid/zDCUelWaHVFQC5BT/nPjtRjBrtuRuRgc+wiAO/HI0SjNFY1nNz7XGi",
-	"Y39YxBMWqfo9Ltafp2x0eAPz+DIiX17gtwaNf7lKQLN/5efSR/etDdj/Qn3+8dArbNY8wVLgoT3Xe6Ji",
-	"8KLuefNxiX+M3K2t+odGk70S+Z6bUFTfQj3BwFss1RVLiTrP6Om2M5VSYCCuEXwcWrVcHE0YI/KzpUNQ",
-	"kxG3aCGpoduvtixH4qgVx+7ySXUlQBBrKAS/Bsgt365ECYkeLixAIsc7VB6FVVS6YrZqan9McMpK6zQS",
-	"XIuF5WPg63KK5pRXeVzT5JWltta1a0g72qPD5x6H+AiwWijMhaBl6g/wvh/RRxx+mjBdW/A2pu5VdSXS",
-	"4TFqNeBCh4BFZNwEILAkuOtJJ3v5/AeWVtyKjwRTlkYhlqlUuZ5Sja8xjkl7VhAWDVTEiSBYgPBzqQuZ",
-	"zTpL8w2fOcNuNtxnJ0XRpL1EFReUhnejr51+1pRZxL1HQA6hqx9TJDFuBhV4XTocEs67qfIbt7MZxxF+",
-	"x39khePIC0p/UuKlvV+HUBxq7Rttq97K1+802Yg+dzfeSOyYBxv55Wrhs3WcM5wSbUS+dTbdnQhtnEvI",
-	"OGMKJC7nFLayoaluYdlwekhpbrH6nbUlKrxzQXYCj1smMUV2bSJ9kcYNVjGUfMc+W11CdmBo8wocj5il",
-	"AXCAqWa/WFu+U8UsYed8Is6lFX89t5XMrGdFRx3VHVHq7FhXds+ZtXlnyQhJQEgY785yd29Kz514EGmT",
-	"NOInKE1HCnzgMT6tn0aF36Qfwzfx3XvtSxGSZRrvgBP9v5GApeqJssRCaGo5DTlcF/SvVr7yq/P3P9FD",
-	"YLQTK+nM1l9M1u9YZRBIRkQd5vry9/fZ7xjBibFnSCwePutWckLQyvAZIS4EPxQwPLSbFvwydSVMiCe1",
-	"nDKLCkKPWyaS5wg8wL3e2grMS4Ojp2tNriobuK31P/sEPtIOvaaHLxnSCVv0zPgsmQ77R8GSvkXvEwhw",
-	"bkU4M2UTXvTTdAeyWYqBU0Xws1DptQcriDAJWaWN2TPSNnGywVypxVF0U4rOLmcFyisVCjCG3UrkXN0F",
-	"pRp6BUuGwLsvB/BaGSpqbkcWlQ1YhQ0pGPDuNQJSDCNSLbWMq5xMfH8sEmLpaADh9t+v5kGlP775dl9Q",
-	"iqh8CjC7QpHmISGTGNU/SMMy2AgFKRzGei7sXl/Z0cUi/+hjk47v01ub0jPeUagNE3jEes43HSODFvJ8",
-	"3jy9HxsfUx37FZX3ESqG17GCTq2ichIwct3JJ+WBcuThuFK1AHQHnOrqGk0lEqutrIrITdaIDoM5vCr3",
-	"UCaX2noawFJXhDFckMQtYx3zVsPgrWZCIb1eORXq5eEPLM1IlU47uadbqAe2dmKOQyZMN8sJJudjNlYe",
-	"ym54430gdKDvjPK6bQFEdegJuNm6UhHkxqUYy/nRRZW+7vdrSedWkpON29Y97iyI0UggoMYCXmgjTDzY",
-	"x6xJEkOFuHFiF5jhifoY+W00y0UmIadRZmOEAXC/mrGe4vMwE2moXzWomFHREGWq3kBGFNwKXq/uCBf6",
-	"IiAzZJPiPvpMn1dkYTcC4SGoxz0S2kPRzWtYlUvRczxbC3LXRLQyioRp6otakseogrBr7E1vSScYO9jS",
-	"eLHLTPZpGLF57MRP+0VOwBnwex4xaK2gLLkGfTGHCdnSvrgdK0V8xwldSp8KDh7PcVyELiPGj7nrbIB1",
-	"UDiKUA3oLAqwVJQTdCIPbxgQIpKubdI4NEPkmepKgDDJnzaMHO3PWEov+kiPpPvsrbwWQZy7Bdtry2Ks",
-	"DfAFFnFqYQNXR2/dNXdW3N4bXTsPfP4RGRC0f30CPU4EuIUh0XGWY83sSw2Jr5LP9YfmgExbvKVhGtja",
-	"FrlGzBk2rr97rIJe5eItpKM1kAa6yKEXm6yMxQRuolkqJvKY3GNZ5XslrwggHspRCyo3RIDsJqfayhvM",
-	"cgcSP/YwQU6juJSKGOfJb6/32XnAzTSob0D2MqJnHjEEzvR5zlhy2IO/DD3XdOM/kFhSQuVdXWEWtxCv",
-	"/GothNS7zklzy8EZB1tzrfsAzmiNe2kw/ylm4KBe/4kI7HTdR35tYc+u/9xvOhe3euC1B0q+7SMNjPP6",
-	"T/4NUEDXv/+kLG9xN9ac3PqBW83gDUE+32IOAYj7ds8QCPhttj6G913/uV885vOtHjmz/7rFA6dt1Obb",
-	"nDXjtBWEDrvFAma25sVtnzoPGMLrP/MzIXb/BCz0dkMkLgzD9M9vNEMHvwx4fR26TYzY5+XPYw+1PpRR",
-	"5dbQt0pqZJRXHcJPi+rD4Xfd6kNY8BsppoBeuLSorWnYEGekelMJCs8zz6DTffYqrv1s9zwAGV0W0jI9",
-	"GiVMqKyaQcX8QhXqtZhFrVOD4GYpgDunBykvy/QgRdSnNPQvqRWESTy4LL1sgK47HONHfOZj8OQNKW/X",
-	"w7d7nFGEWkh5m3YA8SUl/L/0GNEp3ANuOi0gfgoLheYIKQJLmoB7Hqwzjld8p1Ffiw+GHHb1H3ZkhsDu",
-	"eC63oayQ+BsrgjeUfubu3DWEgZ6E5qlwIizuqZlKm40RGfIeAzZeHvRmCOOm3UXJ0Db14xGkfmBdEW9z",
-	"zjtinIgGt9NlbB1wY4TdA+zQkagOxCffaqDTBHvzCWuGyDdCp7AxogLrBag7LGQWBE06ElWDpDLA1HgA",
-	"/9wPA20PJk38K9izYdvgcqyZGhXAZ+csK6Utw5mI/JhVtcLKD3TbBAQLBAtd5FU4Sa+MuCFttGCIPnRB",
-	"s35NS9RH+gtr+U24anFP8KSZ+KjdrXKxBoXIiaeQbj3kd5CjZSXcG1MoZacO14jVMQyAA03aQyu5hHI3",
-	"uWVTXRd5VFmVMAKlTpi5lmXpS2owrQI9rNPxbJ/NjQG6O7SgUkBzIEwPXhR7utoLo1Lo23Xz5RlCPfLm",
-	"QcKNmTFKbmGSwB7mK6pZiivVpH2EbbtCAnSf22fQ+oCAmUMDH9QkoJ1i0HVyav59OWOgVh3wsjzwva5r",
-	"5XMlAUsadTdcI4jkEvIJpNVMoZVRexw+6wR63suJ2Ge/NRqCYQVvcp1K1Kb2ImdRqXWxXAUDm0Z0uHBP",
-	"J93MZjNJs07rhQ+uUI8WGXaEEoX7Sg047l0l8uNfmkRbcMUGdP6Hjkga2Cs89Vtt6SlrS2e4swyLIBxh",
-	"O8uGOPPmdSaUQuv5qb3IkgqsRGcfNShBsor6t9XKmqW+3p/xs4/I4etdPOj1vQcHDXxwHS8NrvrWR7PE",
-	"R9M+oPfso6EOfdIaIIs5j0jbBQL3xh6Q5d4FOCP34WJo9WjtkUQw9l2YZNJkw0f3PYgMxSVaNuStZ+Gr",
-	"8yy06P3epOTBZ9+58w/kB4XoanXyGn43TctiD/+nGjfycdNxlnUwCKXtR2jIlcYuUt8YjJR3clXYBlxr",
-	"okG/pdKKAuK1UdomDpgNQitshXiGoFUisiGiLx2R9/dS2/Eih8L5zXGo28nxOZm7WXm7TvJmwyioNdOj",
-	"ZxS3xT54MhmgeLyaVombpPVkp6yXFE3zIPN89U1031qtI9uUs9gW/Y4o5+61g/4O7j0URIsQGmw+PmWA",
-	"HE6+T/JXRt/flCKAp/MBFIFFh9maKV6ARyzVFUKhNO62AVr66P7Mpcn0jahEPmynhHXb0hQL/WbTp+az",
-	"Mh5JVgWdkW12xTqW+xIv9MajIaFT1J4RvMoAG4lfygISTXuo+hwjGljFG17AjJhwZWXG8E0eCRw8eld1",
-	"5QtafdN+6hnZBg18H70NXkLoqHSXyCP4wrgGa6yVMLaYsTQAXh9hnCTtLtzwWQX0uXP42qtm7psno/5v",
-	"95Z4+Du+iRDh73TA/IGhA6FLathQCSZyaaG58Kap5HNIMVrT6jVWQzwvzl0aVYK6Zs3Hu2ID12MCv6+V",
-	"kuoqYefUEDZh71QhFajgUO1NMcfFQJ23oyt8RXqMpY3SC1J2ao3vsQKwm5AX00r/MdjPvxI8BwR2X4YP",
-	"9dsrzOEv1edP84e3geNEnK0V/Eis4I0m0STLKx+1Eu2UOke/OebqUsMvW/PCt6PgtdV7TiRSE4kcygj0",
-	"aIQQnybkvDjKxYyXZfLpsZLSeulsXx3lPBQhvBc83xAZhABPvQI470reCEUejtVuH3ZOBoB7lDK74lxc",
-	"KK7B3i1AF1g6E+V9JYwDmXR0p4DuCNStp2nIC8TZvovKKt1t++z30BzTk3NVK4PlyCXZXUnIHJ2X0PCZ",
-	"lHJsUw/eSch4g06pOzyaE7vLXWF/mtQ37P96Cq6vVV6vr5UvbSNmaznK7jsXN7IaDsiuF/2JhhfQ2LFx",
-	"50GDp9Ey5wDk/98y77/L1PDl3lR7sNSmUNp+pOF0WNZU6iOetvri92rLMB7cBPAHivF5l+I902/Ja7OE",
-	"eM84ND9zZDfhVmbM2wBHTGnsZAZQQdlYuJHlcVM+8clSCQ5k/9pqtg+tWEHv8DRKtj+qTKRiHEfcInat",
-	"Q99N91b87qXI9EQYBmPsMDfg96/C4KBs5pYNVtKstxT8QLmd0OeltSf3Tbr2X/2E+6uzJBL2L60nhkET",
-	"FF16OLGJqHgEXO/ed0ygoVgj5ywIomTv8APyg5Rz4yT4Pnt/cX7WRMACVuYPLC3tv0CcBnUpPWbvfvvb",
-	"6U9gbPz84/O/PPvLs/5H496ODTuRFcuhah36gV9Rl9fGz94J84wQZz4IZf/1CG2RZnDUHniFPXJ28T9+",
-	"mx7EFGkG6vsY9/IuOkxxE+ctu/qmLJRzgPqLz+yfY5HIAcw+YReuxSKbwJ8UZi1AOBhu9BDl1wHzwa6p",
-	"Ig+BA69JPwV+2PhfHRXHy/K4taP50S5jjdF9W2bzoH7d+e24z2DmAuGvxrE7MdctSvcGxwI34FdcqidB",
-	"776p0VdM8w1625b6Hw/1I1bb3TKAL5L9Rlgr1dV6ch+/sDtH8rOAujbhquYFOSYJb+Ppyf1zvySPnv7D",
-	"SJfIe7/BW2p/cFlvmoO18QDuubCNrt4iSGxr4IS3JzBiHOhxzDXD7oRQGn528T8Ii9pqGLtrfLUuElfT",
-	"UBg9J2NuoAvYE6D8VqTzLol/k44QP8g1PCHNnre27KE8I1uOtXWFLO+ZtQFGua67GIImS1pjYY8HTIa0",
-	"eq+si8InebEB9XDm1opJSWD2USjGyokYJqwSpp5QuGiPtdLFKFob56koPfUA311Ibfvs/Xy01rF1Hy4b",
-	"hNAt/fKxiSKn2OEqlwZjyM29/qd0GKXwL9pNtpo9jcARJNGul/rp4a1xrYMPeas3PRBDcPSGHdGIyBAg",
-	"3JGT0tP7Zw51pfYc3SM1LQkJ17YrExwy36Sixlh94ENRNxl3FmnqgOaPsd8YM3KdDHBoR0t5Hp41LN7f",
-	"wSI6yb6ulIc501SB9bQjxwlwWZr+ltgfzkhyRytKa2iTyV2WRK1N8VgnsVfoJe6R6CTtUjdikPWFVOIo",
-	"VEAhfRNSWRJVQCa9GeXR3X2Z5clC6UZUziFu3OonTIlpKKQMyGYAXoR4ZlhomWJ/nEJfMT1i3FdANCU4",
-	"ls9MKApZCm70Hpftrf5zRlTykAWczRz+U6r81rjXb/XVT5We3O6JC327+9+5PbwXDtqsxjoFoBHZMKFs",
-	"9TV6mh+0aJRHDCeq5brX6JFRvDRjbdfzG0f4zPRcMPGSUE6KmjfCNvusN/Q9Fdw6FiYn/ErsGmCvyOnk",
-	"vwRiZRJAINo0eqqcRYz4stiEjFeOc1IrYYa9hK3MroVlg+8PCS7SDNml22EUPdK04cczZNfQMP+y0lPo",
-	"QsQVNBeDUcLwQtUCdfhryhKWOZ3Pw2ouMMz2op7Cy0ay6YkS8lSTHQktWrgd7yQ7ik9Es6un+YK7J+6k",
-	"M+Gf3gp1Zcc7R8+e/yXZmUgV/k4W+uzch80W1qOvPZE/Rk4mup3f37KLZW3ReAcJ/knvCpKq2S8LPrsF",
-	"vzjATkRL0vIoGZ7Is58iSUFMERlXVyz1lJ8GakVg25G7aG1xjmSessGzw73vDw8Tj+TLvj8cNm3NPrx/",
-	"66kr5jwNK5FQzIs+9IYZwGWAv1PasrEu8G1zXADULJobdk/Xqpi1Zrdr8IOGKpyKGeXScEsTW4Gb58nn",
-	"BJf6qfCUu/eYtxdihbcclxbWvJAjAdjB9+oln9u2PkBfPDveV/Xh/dstmM9Tdnv/XHFlSTNBxST0antM",
-	"bDvOE+gMOF6AtleKSupcZs1wmVaOOXv3naG4pKwgSFfd8ALY8YvvDxs9rKNmc7dXOcQGjFcVv8Sa7Wsx",
-	"Gzl2x+y40vUV9neZuL2mhtAIGshtMwA3sKYklZj+f5y9+XmR0Z7zm3k22x8y/OYY7ZqBSV8MsxaI3P0z",
-	"4FVBSsMdmfpJbNnv007Atp1sNmzvPTsdG4772RTa/rGWfe1Ylecp7ik2SJGJpcgjJ9pYVokM+kU41XK4",
-	"z04t1RyYDjWV6SqBrAnBoZW303ZB2UbtI0UnYVgrklhXIMpQV23U2SPGvZIedBds5dVYzZIYOo+VeH+3",
-	"gWZX1vJsDF1SojrWyNrGF82i1788fLmO0f0U2Hay0JsEQGxhzsfMb7YTjfPbrZXoGac7KEuHKFQ9ccce",
-	"3+4O/cphnSycCW/qjFpnwh0uBiANfk0XnSUw5P+vxqoxGjO+bWfZQq4eI+YSzR8rNgjN4NpjOQ7G6K7x",
-	"RgL2mTcNjPGwb8T+OLfGTGbnzhHglIUxX2pdCK7W8rHA1h/8sxRXbfmG3Zjcy6TiWHA33ye5S6QBB4F3",
-	"bn21d6XY90kWWOZ71eItX9bn6ITEACWZHIWQFMahAhxZOw6FmSzUq6ink6BvI+iIjYLFoSwo1sgdYV0h",
-	"a4excOUYgypmR4QR01b82XQsFL2AV5W8EWafvRel4FAILS2bkvnAbdzVsFYjqSR1Mm9EEICHh5QaP85W",
-	"ekyTiAgNz/uC7h1BdISPWUiu6TAs3AJuU2q2UfaNaruwDaER6AMhKhiry352dN7UYXsFss2QzjGvJuks",
-	"92cDo0Gwhwy9KF1GaZy8YwBXXKphEjiXZxPuFqdE5tKU3DobgGWOHRUxq9PlGpxun72DuJZTfR2raSuP",
-	"rNDUyY2AIDsYgi6fCj/Q5XJ2AEv2tVL/wxGzLueaJJf3CrmAbY4PJlpJqytKiVsdDK6ryunbY2eluEEL",
-	"deWEOkIFA51gU1Klc4HFCiDvORtLY3U1Y1Opcj11BA3QdAl5jPxlfiMqDg0EldXssnaqu9lnP9H7Mz0R",
-	"bFTpCRsLXtlLwZs2qFg5hV8e6yKHbl8TMdHVDEO/KgyrrT8AOsQstCwlVDtqVVIJJDDgYLoS3VYpruav",
-	"zWLemujxDZQ8MwfHDiaS50FzC0kaj9JTsMsmUtVWmGMmrxRMA5afnkEJ4pd+nx1Sk2zo70L39NlCdPlX",
-	"fH/LIgpmi1T2xfOdxJl1cuLsz2eHh385BPsY/z4MFg0UeYiqy8Z7L5y5k9nWbK0G/7DbvxUj/E3n4jTv",
-	"MzO/f7GGlYnr1LneKz4OT3YvTs6tgAa4O2uM4I3Ku79/HMKeauVg3qj8DobyI9Agm8rcjt0JIz9/M5Bs",
-	"rI1QHtybjuXYmegWvRnPnh8GSl4+YvwWhXrXPGN/+f7lYXzGnnWcsY3K0QXa75Cjr4hvej4JfTw9wW1F",
-	"6p3Z7L57fyPW0NKjtY7lKd7ZJU5fdItTx3u6UqwWJOkBScm7l6hJcJpG3Hq1NKLT92eE0mOjoC3V3CXV",
-	"0NouUs89EUyhM17sUT7kSrLhrJBXY8sqQcDcTUbZKGowAeUWsVJYVjoTxhyxK13p2kolTOL0yBJKu2Tu",
-	"lsDri6/OPmAGTwnwyYUwnaT21g2cUmw32Xwi/k6IfazIr/sm2k244wvBCbfDu8bvcViETR5gY7mt10yi",
-	"dTNRpjbMimriNPVcfBI+51+DY/JGus8GVwPRIogEEAATMbn0XYvBLVePRs5WQmVC8MKOGTfMCHdinYkU",
-	"1mWfvYODqyvDnI0pLSA+U89mzE3zuRjQ/N1QPh13aqb/cMGvDLsUY6nyZWLnHFflccsaGmSfA5TWHjd4",
-	"K2rulFab5W2Iwvgzc+e0itrUAVxd0e+M6NR3PSI9DJ5MwPgsnWiEwIVT1rrraN7AU7/B5zZ4jJvP9FV1",
-	"uHMcT2H/m+nLFc86OlL4c9eJevnFJ+rgswJvwx/u4jrnKxyY4FLG1+0aVmhdQpWp11lOzk4RaRh8VldO",
-	"O6mNMKvO3YkbyYq0CHcfk/nCGPy57sg4UN6tsn5axH0WH7Tmv4wmmh3Y8vU7LWxSMeEhyIw/xvdGhWuC",
-	"YZbagzUgO/eNREzSEJwPDrlDbEJ5wVjrayDd9nQ79aHmSC4Hpvt2SHMdyLuvGuTuwWqJqDtrB5V2I9ht",
-	"lkyj7pXLTaiAWkmjpbEPfHa4M4NAMg4Zdoan3Bpn4eBHDCaMS0Md5tGD5mUxmvYEsFS7BUSHG8/GCQLA",
-	"UKESBq+9aUacrSw4kGbcSxPWI+TJ4HCaxpdYIu6ZyZQrGwLjoe3mpORVD8wdUlLTgbLH0lokqrbWuhkW",
-	"shA4eBdqoyLe0RcA4GW5c0df8xlHed+38Ib+GNEDccj5fV2q1MfHbgu2dZ+M1T21xgqci+pGZuJDA3a3",
-	"0CgV3C4NaTb8zbOuNlDOZnnyjajMsp7gsdZEw4SMGrBL6GHUjLzBwqWiLslzDHOFtvQ3Gsk3rCj5Jehh",
-	"AX65t/rRXab7zqtGN+EcbogCp+LS2RN7Ul3qT2s4D9D4aMwWfI1hpTZOjyBVpUVsbQiZBDSbRgOqS5KV",
-	"/3H+7jfGQaQIeSPyffYGXM7ui0wadi1KqOXQSrAUP7tPo9//e314+CL7Revr3/hEwF8iRQQbp6gJwBGZ",
-	"7RpHq1TjgBdlPiRVSBpWSAP5v2asp+4mbURAwcGkQHgNwD8YN5RCqyv33+Z9uraX+hMIRkeLTg/DukCJ",
-	"OULKHrNCXPFsxozi1+Jjxg0uKnP8wVACUDXhhYRkxFSrj7hAHxHPJ09DV6b0nTqHS6/oynCZX+Z3XKtT",
-	"2Ojbesa/CCqnQzkKtivGBfhEsIGQkOY40tWktwpiTFvbm1Lzcl31DEdAx/WS1LU4l7xvCHDPOdzy6NS2",
-	"eG/XgtghGsPVeOws/KE4slvOWuV4OvaIMcOKxfwYGMQt+LGZGSsm+4W+6uLK8LYDZCNrsGO83+sf+Fib",
-	"33o2aixXOa9yz/gMm1bSWqE8z8aHfcoh1DRgVNBWXBkPbmAiU5R62BKsBSRPy9i4FepGFLoUTHzimS1m",
-	"DFCd3adz4XhoBQwOTzJpG2nCUhjgaR7+6eje/aEzyBHIT+wHm7kfMPLu/oVKlftXzi1Ph/vsrHJ8ELpJ",
-	"6BH9DPwmSqrMaVKO77u7QGrxzLITYMNODMCM0/99/+b1yauLN6//kSYwCeVnIIXZZ6/DbAiuiqo8Jhqq",
-	"8UdWVPOBnUY8DHCS72D13/ufw+Tx91/5pzf46l4e39x8D8x9kxwNJwHzWYeV0bFFQthysr5OeldtOINY",
-	"W1mLmT3/cmZGKTUHUo10L0vzSEPIXzwEHPKZ38Xluc6uhT3CltvcjhNm6sum9/ZEGANTnJXCKWtu7VQm",
-	"mKonl5iEgzUWpp64lxeAiqhyctjhYoz4RBa+F1XGscIlqmieyqJgRjiFxSmwcPuMKSFyQ0CTfl2Iz4xF",
-	"JYaddqZPonGzC5M7dcuzQbrq/2iPheeXl0WX/kQE98ExrJYcrDDXtWjhWTctuPkuO//Tfh/zh/Kq4rkg",
-	"zJZmWCBavT+5hepJZk2H+B86CQXGlBWfLAMoE8MGabz/vyK9pMOEjQCb0uvCePKhoLKZm0HQKUQARWgU",
-	"aVg6FkWh02O051BapXTZg1zxeVLEGV1VzsC6nIXu+7q27IqXhgqk0qyujK7SfXYCwpODN0opkdmEldyE",
-	"rFWjqwZpKwwuaLdOdtOrKNnISlULVkHqHgpmaRuFBZSewDOOsW4BRuwT4CGZCew+NyzvVcOHERvGCJUb",
-	"llbCzJTTUryjPSuk4zKV4Hk76Ra3NWbOJ2en7FKMMCOrmDk+pFVcyEr9sU5qO3bMKQt9KgDrWvDKLbS+",
-	"FgCc41O/dCFCbCDT+lqKhGVjkV27vcevoT0OR/GIvTx81sAjEBBaww4T9vLwhV8gwXQlr6RC15vHMyOc",
-	"GF83h35xWCT38GHz8NyNMQHQaMI8cMudxcYLZzB2BSnelUJ1MrtV3rxXiwfKC5ZwpADgiwleFRKzh9yh",
-	"RD3u/Zu/nZ6fvvtt//S312/+e//8zX85+rI6yJ3WqeszM3GKy+zcklvH7XaOdv7f/z3c++Efn58lz374",
-	"4+9/3+/96//ZWW2UPkOmPleEAs0/AD7Zh6exjW2zQ3QknZLdxWE8/xnpotDTrYLWI6TcmV0moO5ULl1d",
-	"QnecA2rbs4aZOd/opxJX0qDYCMyzLLh1JJkwAIdGieLb6eRHVGNXVsKAPBikGmrxEXlRj0bwxzFAR8Mz",
-	"wHdrFX1qzA22RM90lQ+TlqcxVNy5w4qfOj89Q9u11JX1+h72GZIVy7jlhb4K7UadyUhD8yLWWXHwRIpD",
-	"2qeF2/+31EtefLrbJPsZ735Nq/xQLje/Z2D2StPsAByx/vgkxXUX4Vxw39yUcdO6gF02aSC21nUdE9H3",
-	"tdvynu7AQ5u4I1ZD5/0LWggu2IJzPOfgM/7jNF8GUOVUJQ2xyMADiBLZqTVtUA1fxezjlsCXUi+2UpbS",
-	"CNLG35/6MaRsAD4gOxYTevDnNxdsHoPg//j7/5p223Wtk7lOTkToh/j8cC+XV9I2ncviItN2BNGPYmkM",
-	"cUFJeH64lhqwMULtszJpQ7dRxDtSJNS8tN4sPRfyRhxIdSOtWIbIsdCZCsnU69qBDvzlAZqiKKInzgKQ",
-	"Fgzb9Ozd+SJlLqIVpSzXwpAzeqyn4Dny2ohhp7/97fTiTX4E+N/s4tWZ94K3cD4HaWXL36UdX2QlIeFR",
-	"FMCxC6HM0CkvH16fJWzKJcQOU6e96do2UNG+RPnZ4TDkZIX5YpXYvNbjho6mEEKNOdEtJ4KNuCyCAz7C",
-	"HEGWRVvyEXfjIw0k3WdpK3SVIm5aV4Mh34mxvQidbYHQepPWKayGicKIKfq7FhGYSl0U3Uis2HgRMZkW",
-	"GeopzIOYyFt5I3Y2gz0afQE/uQJ8dOGwQu2TnrojhOeKzLt774+4Bq4SQjYK6ha3Tdr6trBKgWvw+fao",
-	"uwZSGogq70RedLWQbomM5RBOZ7w2Yr71RxutCb2R5F1TwMogujgIUbwfHceWVb5X8srOwO3PvhsiItyP",
-	"//cNsjrw1rVYcgMW5zgw+i3QmOVMiSmReAIWICL4d4BFgXMuGi22PyKEqdBvFtN7iRK74JvulfkhCtOt",
-	"WN8DcblVaFERk9Pllsd9YzwOQK0elsWVBZ9d8ux6pWaMzCTmQNQUJOrQFDL7sXoCVcEKUi8G56/PWGr+",
-	"ekbfSxOW2r+mpB4ikkc+PHIs6v3FGYOO3NKwQnBDvux5hbetKibe8e6esMydEOE9byHZ1b2ZntelUCJv",
-	"Sg8w3BCYahMNmVOAGXf6s2ONpdOiFpXo7w5f9iq4xxAfGtWGA0bfd4fPF26txD9FZiFDDkJZ/ijtGpbS",
-	"IPdlnlIOXjT047ir1CDlZZkepD53Px2GVLwYV7Q1vyhoZghrlA1AI265GCJBdUDxvv/jP/PXFFdc4b6F",
-	"iFXbFIrfMH8M92g25uAz/cvZSeEqvJYa+PkIEcjFuemQt9PnXwfrrTmhA+ABWDvAnj1/NkzYmKsrw+oy",
-	"HCX/BaiSAPsDFxlGYeC9BC+wwiTwh36zktF/ZS3TwKeZpn5t92lkKaIhcG/3grf1fqVnz3yWoi7iViXM",
-	"PbTtbvoNiNK7KixxByY4NWIhdn+it4vn9Rf5Mf9cS2hxK9ggpdOPkao3KhdOMAKPmo5njh0L99swap66",
-	"zDvsCfAcv7OOm7hjbBJSJyPRRbwYBd6wD7Lfr8S69SddedX/uD8m5ddoOX/aOo/vSHdepILNOo+X0uoq",
-	"lOdguf/4f98kLCu09xg0+mjCKkFqBSQO6kYpNnMKapg43r/PThSSddBXmq4gPzBSAT8qbT9CY/R0qf2+",
-	"Jfm7JvmEAR/eKiRbhWQ9hYTcAhvhb8vUEQpHH2B6xQpuxtmvJ7+dv3p9xrAO+1SNNJoKYFJr1e6LEDkC",
-	"KHpFdtogzibszJBx7LCVHzOkDOkGLg6/yw3kdUHM55gtGq6d8zz4bLm5Ps3/IKOShuU5qFSQmkGpZPgd",
-	"aVh6XmeZEE69YlplmI6YmnryWz1JQ2mFdCxc6VplIieDmoD101PlzkYhrKDw1IIfAXJHm6RGSBAZRPUq",
-	"+AkqaJlANEsxSnOZnwXIAe9nwGsffRoTYnXBe7DZR7ykLQcFPVirSvBs7A5uus/e1RXjeS7d4ThqylJ+",
-	"pMpEavgKboy6sLuYEt/X05X4K56o/6Isnw0azNGHlljLmBSQ9JznB7GM4xXqkT6wgYnvaLOVPlvps570",
-	"OTHXTYi/18G74dSrbhbdaxI3jHvPyNx7+UKxHCcfFnvDszEVRjdp/8EB5ltpg2vZjjWW9am81FJZ92/v",
-	"IBseQep884OvNbzU+QzSi+n56HFnm8c+0B73ezp08tH9yKSNJdKuYXqqWKEzxCUdABKPY6Ym8R1ZKiZz",
-	"kzh2XAljhBmGHg0oLHtgcjq57kqtH5YUVP0ebR437ZGr8usy0q3dfmd2e+xWXgyybJrDYIE02tzrpJPH",
-	"MSfDBh5DwtSlY6QGo+0N5KQZhixzWUFv9WyWFYIQWxOGQQnou6553p2M/WsT13q0uMDRGJehR7ZWb0tD",
-	"dwkg2VraTUABtyjl4HMr2vrHQSVGohJqWU3GK10ra7AsAW6nmsF2GBdg5WIISZM0AWD0cCW+rjABySgq",
-	"k6A1mGkn9KyYlNC3dYjAcRzAaTRBeANS3D/r/EpASMvKSkywMULVBUr8s4jp730zyxUi8dd4Ur0ycR6Y",
-	"40/Bx/2JFklNn1+EkhE5oDVfE1Z5Z5UFd/YqVG90tnd9dpgs72y0oq/RPXGraEd7eFZzsrcM6y4ZVrOu",
-	"i2zgIfiX4wT9Xq7fnRQvK+FeiynedNKHIbWAGFvgKFNdFznLNTVDnEoj6PKiKhGahbrBHyG2pud/WCMS",
-	"GjE2ELuicjSbcQt54b41q1ZdHd2iMln0AjUJLYqQ4KRhyj3JhKp00yhyn/1Y6Oxaqqt4y/Br5Mpppuzb",
-	"wtaqEMY4exGT1o3o4K3v4cGIGJ80U/3HZlxTC4u0xDN1RudTV7QpEaJNJbhB/ND78061Ru3Gszxno2yG",
-	"3z5XW2/VN5UHuXCM7146dLT0dBcOPM9dYQm29NMWZlVDcN73DZl0hQWDp8u8A2Rv/9mHqrQNc/H4dh2Q",
-	"x3MKoPrzjSK7Pz0HDN/1bRGgPu90BL7O2DeuuXV9MbU/3kl2XoceyjvJDjndd5KdECfaSXZ+4rKAf1zI",
-	"icjf1XYn2XlFYr6rMHnN5XOP9SI04M1A4X8ajjB8OYNgTQNJGCEPDZwJcSTzXnREEpki/3HWC0z4/eEX",
-	"D0lXbMwhF0LX1uPEdPc36xshNFdzb++2c0a8MCKM71LrQnC1/gC5dWP0QGtu++SkdyijSk/uoCVpz+55",
-	"DXHFIKze2BAI3g7gS8a6rvpJUKpM/OLuWLfL6b//5eVtG+m+4kbsSeixJK28EQhKRGOUeUItJd2LEg8E",
-	"g4k7TtNy2yqccOubw7WYTXX1eOA4Izm0DjKB37wtNMESG7elJ0RqCzZX+tMmbUtlwS6Qa7iw28rLF3DK",
-	"OZTOTq0GOi4+LtXmcUv3LWk/LdJGTSeiil1zv+TuDupKZ/sivVuAwwN7hBlRiAyIHU898x2byG+Q16HX",
-	"V4dfPDpV5zCWFd6braGxNTS2hsbW0NgaGltDoyU3+lrZgQjbKiHdSggI+PvVOD7Tv5Yjn2EatlZzjSCb",
-	"vtuNqhGO7TLdYpVa0cSumwZz8GBPeChM4tE2Moon30sbNMVtRPruOhi1Duw9EtMBBnf7g8+orBnGm7aq",
-	"gOzMEegFir0g3x/bifECCrsYAV5R4wqrC9ACIMrsBAzPrpWeFiK/wuCtD0Fjan4UUj7G0LZs3kz9fDzS",
-	"TK1y3QWDheN+GrR895HbhdmvqMD3Edo/Hpi1kGXw1fKYbfB1qV4B23/XzHBVvLXFDnNhuSz+hIohVVnb",
-	"xFliZU1lsx7KyqkeyL1W6R2vcRTfsvZBS7BcB8GWQu7GrTayMW2kWeQN6SXUUxH7PK3ANY7ARH1fKGzj",
-	"ALU1jUOPLfSZhhZURliLbXd7+5i+wmHcNmRw4VivJW/dGqEDvP/XVr7YPbS8w9m91lnt9K5+8oqWdiuE",
-	"n2Dp3M/C9tLKBtqiLtLxgTupS0q3f6+kDaBhSJSIMYl2xCXPrg3gmmHMQCTQeA8qmRNqByPxtgSMkWiy",
-	"lXDqEJY8Q/sqq33eq7u/LhuErvAEVht3gWeduHk8EtZw94ZCPDGY6QpDwe9VyOB9iNzOhUGfgLO7l5uB",
-	"znXMdJU0O9/USQVbdiSVNGNqzkEu0Cl3520+lMWsJohTNkgjpeWEEDRTrIO8UtJAo6PLGcihNApNpMMt",
-	"X93WQa/Zb95xvg2y8z4Lqc3Qy4KrJVAcgLEAzhrHqKmfTMMvsCIBSZFCvJzlcjTytgsUEWO3GQGdjaP5",
-	"YrtADrycV/bYkSv0V2r6sS4y7rOCq2+Cb7uJrsu2oZ/bpOSVeDiW7cbbm4df8K3CuWWM6+IlUrY+9Jjv",
-	"MAqR3dwXg6z49EutV2B+8yas02rFJ7vEVn3Pp1+ruRo+JbNmml7i9TAPt4pb5vGVWauwq3+GhKnZMr50",
-	"v+LTQM7JTln3m6YQ8QJcrI4B9dqqusiZVsFc9bYqoKeBOaqLgv78Qiv0MRD93Ss0y+h9HcM0qI9bo3Rr",
-	"lG51r4c2SjfItVcqYSss1Vdo/6xg8FExJXWc1krc1vD89lj1GrYorO7WDt3ywm/HDn0AZliJPe/0Wd8o",
-	"DW4ij1jkExbYRBt7hJBhSdPVPGEFt0JlDXjaLxcXZ5T8sDTGWolzP7qvNtIazXGFW27Lab4Go7VqNvSu",
-	"Qqw9FurfeCFzPh8/TdqWaIdOA+51H0ZlMdw1Gh0NqLPhEzCj8r2W5Yp/oOoUvx2CvR3dnT+UbpiPiug3",
-	"54tvpofT3oZSt1brVlN7XEz7Faozm+PbKxSzstKZMGZlgmk0QHqkKzwQktuwnAzR4ETe6UEMytcZDeEr",
-	"1btoeueWW9GP9gX3bNnGQ2aZLh7xDSem0VcOMD+s30H0y3w62Z5ThIDY2lpP0xKDEhPYYAwI5+791DOT",
-	"cNylmcuqPY6qdBl2w/S94bGBEiHROakJDTi6ENPfw5ceC1lvSrOimZ3ASq5VyBJ6yxdaXTkNw63iZqtb",
-	"Ooa6XJXCg7Hra562OtVWp3qiOhVyoY3w8/W0qQNiv0uy06DPPXaa5E0v3niw98Ku4etbfr3l11t+veXX",
-	"D8evUVl9QIa9kl33MGk24KG0nK5AY/4RmcNMmvvQu8+3bHzLxrdsfMvGH7Y364Mz8aWdpkHlXhweMmDf",
-	"tEpXLNfCUGc4lEvSslpZWRB4CPzYdIS4B+auyy1v3/L2LW/f8vYH7bt9n6y9suUBdjhbA8V5rida1FFo",
-	"rI3d9TGpsS5yA+iUosgdeQhli1kyh/may0pkiDPQBeb83pZnurJvcWzrwLzSoGKcU/EFMKeOmdwICMbD",
-	"G/OdZEd8KiEsvzZwKY3Fw5a25to1nnBD55DcEuKYjFB9o3jqUbx4w5f1c8Sl3bLUJ8jdAMR6joncEbZM",
-	"0qONnpjrXj6FnaVhLHoEYtuNraJEAQ5K6KgSgmnUEDD6TjDcEw0AdoNLt4MEOIH8AnKcxyK7HsLP2N8s",
-	"Auq1U5kJNh3Lgg5z3teLPiaJr0oZjSe2QguFFWJTriyu0/2lSMWDXK5/whi3WudW63yqfBlojKvAmzeG",
-	"vdeomwef4b/YBxP+2e9SeC9In+Ke1NxpB8Z9KdDcBz5tNbELdBl0pU0Ax1nKVldh7cErepD2aEobbgD5",
-	"BDi7X+l+3v77eEZ+Hi83N+tUWJ+bBzm+Zetbtv7E8zPmGTue6Y2yd6gVOvjs/nMb1m7Jj3fjVT6tSDlP",
-	"mIa7eVHMmHbWtfftevy3K3kj1DKHQpvxr+L5QaXL4fs9vJ7kZD+j72/Y8P133734LurY8Gydjg3gV6j8",
-	"lvpF+hodDFuptJVKW6n0tUuloEtjgcNGzQ5bcWUynYtqz4pJWXC72t8dHmGD0WhSiqshC88mjJpA701l",
-	"7kSVAJ824du1msE7etM4Sa3aDfi7Hd8X4cMXYajruL/D4MCvFfU5o971Ayw3c2NxNyA6eXxHbxur+eb2",
-	"jwMzfHGdlnmNw+pse/ssazDYHHobHb5NOmjR0+lM+46PH7uf6d/e/oYKVXcyfbcq+MFkuhRR/xCkxJeH",
-	"P/T5VhePz85mdI9zfiN+AgbiP7TC4+knfL/ezo71WDm+Ry7ytxJ8Wc8NoIJusrtXOXzw2f/zNz4RfyCH",
-	"KIQVi7ziNfzewys8f0BjEPjBIu3jGzppf6mEdUPzH4jps8MujGfzZx2BWzF/C76EpyZ/OvzpqbQGQaLZ",
-	"MKvoQbx4L8qCZ/36ARizkTLgaDEAK1zqfMYmtbGMX1VC9MFUPA128I+tevJ1qSe3Jf9vSj0hur9f/WSV",
-	"TwCFqbvzyCPthA7Lhg3IJ8AmYnIpKjMMfKjJPTGsqhW7nEUeO5MEyEFZ+QS5yxkbC17ZS8FtAIqRFbsR",
-	"leluju5G+BvMYcN9upZZ2bi634y5rGi9/WGkA3A37bHMgRHF6CAcg/4YygW/9gGUzubfuwZTlwDBwIlS",
-	"y7TKEBUKkuHh4QmzGpGMoQtD62wnTCpjBc+d0JtybPMwoqR6aOxZikrqXGbNsV08oheVvLoS1bkoRr+E",
-	"WW34tIYPvYfU8L6DG0bNLL8W6ps4wu7YoAHhD0lYBKWnd3Cs+7jswWcFUaI/QivG/rP9X7WoxXy5B2Xu",
-	"Lab0UZUI1oFIE/dGPEYu6w7vuci0yqlskO4WOdJE9AQTCtOY25UjBrreylxMSo0YiNdixiZAg5xVwlZS",
-	"5NT13f1ZV4r6nFTGxp0au7xSt+hb+2uYfY/miYv8KLvUzs91hcoZLdr9aZzfcEfsredsLc/ZprvVViLT",
-	"VS7V1QGvrd7DPw/EDS9qbsWesZXgkyWd9qJ+SoXguah2DbAw6smE70MXOrzK5zm3/EncspTb9AhhkMZc",
-	"KVHsGpa6Ib2HN6RsMB3LbMymUpmhY5gAh8svC5EDnrLv+mQKDXWLKmGCZ2O4tuu0apiQ1CqJ4BBNEtRn",
-	"HN2uYUbAmjnxtM9OLaESGg/OvchU39BanYTBnuOirZEBMh+pW8dldofOvr/Jyta8QM3Nhz5wmwa5GPG6",
-	"sOzjR/rX39xdHz/2uvZu3PWdPzWek4aRtofT901elne7Irh1TOb9RT3uhrveCPApyAlkl3raY4P3P71i",
-	"L168+MGf7X9pJYbH7mRiVga/NE4f6Vub9maETKHc0bX72M79Olnn6eNNIMk+0dcQ7Tag2i0mPO9hEfMm",
-	"xdV4JuRFRuD0XWLj+26xEZ65heyoarXn1Nx+ofFrsCVBUjSygzRcdIGMxJQZ1KKPPLJS+CLd4yUAyQwk",
-	"lJbYgBqbMaAKx8w2YQZRm2qrJ9zKzPN9qKej1xl8WmmoS3ZyylzD6kqLgsO9F6RMQPODDYDMcGxXyJVP",
-	"OPRyZcqVNWzAR1ZUEaY71acP90ESokP5UhCJO3lHKVacTaSqMRKl9PQIjSty2VBiVrRMTvyZFleBQaH5",
-	"7ZhARx5jrRpSfec2cpUgk42jGjb0q2VcZ9yYfhv/9zG3zSLkMt9yrR6/a60gTylmWrBmbZfAJhlWVtu9",
-	"iaiuxMElz64L3d8aHnbVWeamS3VFlfVMKKA2xxPeE4KQ5ebaRKDnSHJQMGx2WaZrZSPvLZjyjoJtREy6",
-	"yIWx++wCXlX5VbOMw21Q7Nwwz4TuRydAJ0bvq9r+6ib9I8350WmomyRjP3m3mq9g+fv0DjoSW/LtJt+T",
-	"1qHYNSyr7QEQk1+5uyPiBa91FwlnheCqLpcVAEz0jTDsvM4yIXKBtbQ/cel0ByRU9KXhBYRzmegKSnQV",
-	"Sx1hVRdjrn7RdWVSxq80G7QKBhbyLoetiAs2LYE+CYbVqhDGsPRaiPIdXPjJ/Z4eO9KeOFPsu8NDVoqK",
-	"Zbwo2mTNBpUoBce6YjfC4T47gSmwKeRjtOzqjCulUY8w1wLwKWcY6ZGGFdIAnLdi6QhWIu1wGOLKxqRj",
-	"NpTC5r9Bn1yaPy+zMW2bdcqO29z79dstDHapTjDlhka5VQn6/F1uIVldEu01HMXSkbtfpQC/2qcSvGqP",
-	"LmFKTJcI3rfS2HkKul2Z/Rlmr6x137n8F97bldcFNKPVYkrX3edrrR5tvCbniJWyfNxUh+SNvQH6h6Be",
-	"JKu0MXvE9q7FrD8BjUt1+5ksGxMa2s3wIq6y3G31+NSivrD7O+WMmitUTN28t2xsScR+Y8xreZL7f2hJ",
-	"vT1eUefJvHEEGF8b4t273JNRAs70siQAa/RuDgmbxE3ViMyy/03BPeFM/TRhqVA5/HPobtHw4l/PXrLB",
-	"qOJXE6GsyIedjn70xgB0kx2LSRK6HPgEHKmuMO2FNCby+5BhfS1mI8c+ILugYpdi5HS0aGgshFSD3eWH",
-	"xAZeu+LkVqJJZvpGVKaZ0zG74qUJI4uWkFeCmWtZliJPmNHROHcNy33jhhASvoGIL0C9mH2WtlhpiviC",
-	"I05tr2AkUHeqeFXpqaFwbuFRBu1YzFghoWTViBtR8aK1tAQxDpogLRpZpces1EXRAB82SrCuvA48MEKw",
-	"n99csEWhCBarO6aiGELsRDF9aTm4ogqprvfZ7+B0y2gqH6oi9SuT6QnUS/DCaHb27vxCgLVbCeTd1p1z",
-	"xQu0ihGOURaFU+ouBbsRlRxJkTsr181AqitQdhE7p2t7IMhu2MvDl8dwJFEjxkXEME7uDlp2beIiDjKi",
-	"yQ83wBUZ9gXPY3a5YU14FXQirEM7fvUwWjCsRV+mJDfXiT+K22zpuw4Pt2XNw+jJBwR016cuz7uRdg0p",
-	"T6V3iLEBHZDEu8+Shk0lxKTQWRbKkckq9oliQO882PFL3V+Rwrn1gPUknbirWy2vh/rc6swFlFpusI3o",
-	"fWuR4mf3n9N8aYWT94ZB8CknDxgbvDz8gQDjMGfNO7V15YlySPltKb658V2l4AWPnFzMap0wjHFh3oa7",
-	"wakL6H4iPA5jdcmmurruTKzAkpA5gXs7wzl++DQ/43bcYWKeOO0E/TOx6gnzcPqcna9+8qkRI14YytKG",
-	"JaRQxpUWJgn6GzndUPcCT6XIWV32Gqjza9syFOnLO0fw6cA9LrV2L75H9rGyPoqb623K2hNETgh1WJvS",
-	"LIgr/ZF0Kwveme34DACwVfqqEsYkwSKU/xIJ4xkkLnmjK2HCLQPwlgytXx9MW7S8ILYO9VyecnfnKfzl",
-	"4UsM2E2lEcOVysRm+NJF9+i+Hh1kmc2wNRXurMiJ5xsk5y/QTQ5yYbksltoLwASCbavrKvOGvLTsn+Dp",
-	"GoB0lXnT49qUHPIGBc/Gw4RAcTEAV3I7Nt5V0eYHiXvlSp6wkge8xkk9Rk7w+CifFmsJ/WOU0hrafLPl",
-	"B5vkB428peV+YAahp8q30e1lEcHzejmzwsS+Z/br2cshg766o0pPFjV4O650fTVG0wS4RFyJ5h2JCeNg",
-	"JHFreTZ2r6aY/i8XF2fsPbjfBs8Pvz9mL599z0pufMMcclVkWuUScwQY+QnNPnNmVprV9iPM/CPO4mPd",
-	"KGQp2QrBrGhnLaBRFdlbU2682t1hQ9FKxsSHtsWdcKrV/OJG5kIfTMqXbUYRkvoupeLAu+ZZUSdnmI51",
-	"4XfeTXYMmU/w6Vf4zb3X0pTaSHxo/tykzV6mTYggnCTHP/dbDHNhVH8kO88Pv9/oJOmsgGvakp+3Z7Jw",
-	"CLvJw7uHqfDMy8gwV6dHr57rC+RrfdQXkAC9e93IpsBt4fTvGnbDC5lzq6utcfjs+9UPwP7+pu05t9KM",
-	"JNprT9SwJE7Ukj3as6K7Mi694LilwAHp8NDSRqpCKvH0ZMycIgwFdF+BdNly+i2n33L6L+D0ZwWfbZTL",
-	"lwWf9XD4XJprTFnoj0dCux5fP1TpohB5u8zfpwJ4xu0YIZT+J5iAT6U74CAcBogKcE/MjBUoApoanEpr",
-	"ywopDNMK6wUkNHyws4S8mdBYwpSc8DIwJtrKS9g1bMqtqCa8ujZskIa37xd6eu6e/NHJpTRh0aVRXRT4",
-	"s+89lGkFAB3AvIf77Ke6KNhEcAVlQ0pMMWQRNcaEdI1j9pa+QgGgSjimJLVK6ekogyInAL0oSBtwoptN",
-	"TCguBClzIDxxaq8pgCBVE0GRKhef9tkJ1qli0s5cZnOTz/xBXSs9VY12j6W+++xcILtyR2TvRhf1RLAJ",
-	"z8ZuzHq0Ovulp4Wcv/W1xKDyZsFxFj+3LGdPKFvNIMw+iYAcvoUKo0B8tNHGzsHMbs6rAXygl/nEqZT4",
-	"jMiRdYREf9wrTCZeSG4LaWrMiEJktpUn1hQAhMw9pENUEQaX2o5ZV3HeMdK7z6hz6uU++4VX+Z4P6OEn",
-	"eCU8nWGTBOAG7hqcxb8S9ab77KdwP7pheZ5XwlC+Vcnt+Aifo1Q4JNSRqITKxApKg1ffTw71invDkOY6",
-	"DNziyfV7GYRHXmHi5i2fOinLW91/7gvdb/PQT/4k9GVyL55USlb0SekfLl6xfElTTaSZ1wjQ1lMkurNu",
-	"DjeOphKI/IESVwb5P9b6mg20+ojf/DgpX/ZG7dFt+ovW133+9u9f3m5UIPRAAEsn+2ds4MaTuNFy2Q+w",
-	"Co+dw2j6RvLi+Zdk60cHgxjSrU7GG2RbG27vGZ/DdZLZYam3aU5LktnbMur+BOhBk73Une5+WlUCyt4v",
-	"C3FE6TtR1vQuOWowC11W7WTpRrfHiwiSiC6VayFKKusHYiItCiAEvHZq9eTSWK0E5IFDbhM1j1M5pTnF",
-	"uU3oVIEafydefaKy9QXjOFQnLK+0Ek7TpcwhWRTsUrg3TCtprYDscqf4knqMA5wJywZK248jZ6MOj+dS",
-	"07o15kLwGwinGi/bDSaZTyE/G1YkdhkN+xK0FuTyJnKi40/Bd1YkR5NG9Wzv2eGh0/itVJllMjceFgh7",
-	"XoMeg46uqbrnzp9hLj9ym437SwjfITpEXQAAIswscftPy8wceVZbHtbNwyIddmOszGc0LWFmRPn93OzH",
-	"CkoYjB7ZOZX7kmfXgSOg4oTsAuh0HOvoDYnT99AZOOKyoIKYMK6P7nUfgdt0NDKDh++FrheoYEvVW6pe",
-	"w7xHQbpILvdUAYFUHX2+n7J/kbkgEXtEVVxO8rKy4DMo/WqAl+OsaJ5PpLUE4TOD+NBlHWsLxvLZnF5x",
-	"iUwEcHZbbIMXleD5rL1eBkM+BuGKnNLQYiZaiVtzjnM9sveoFGyZx5Z53J55nDdE8JAqgbHcukOY9fsK",
-	"f6r0ZM4LznihFdUcoH4Aje1CSbyGFtK8KIZNdVVCBYK8sm1kIbzAb0TFqZIQcM6MjfKqfTRR1ZNL7E+N",
-	"HprZPF8wcw7DYCKhYQMVRSKPar4cOyvEyDJdh3E5TtYZYF7wMNHSrdW0LgIN2DXe5u92n2TBt/ZY0ib7",
-	"Zt7D5eicb4m/h/jhX9KIh3NsfEa395pZjii/5/IQ2SDtSHc7YgvZbd66h8w2nxHNwf8+TKKclSh8h5Xo",
-	"UwWZ1uulrjg9w08G5NJEmHWzWPYZ0GgDWYBczb/uiHHUWpiu2voJLkwo+f4hCnyiihKnu/QnRrbI69ZB",
-	"hdbTD5u20nlQ7i5H0r3+UWdIehHiBnpnOTQ06z+ZQQNbs82f2ebP3DpTsiWk7i1Nck5OrU6OJDLpSY1E",
-	"PGI0Y5k7bkJZpws12BsnZ6csqwRkxfDCt8PItDKOsxFy7kp5FTTldaVWJJ2kYWOtdO2I30kqVHydtMIQ",
-	"d4uFHNFM/+3AMYaUJogsBISbE7tOuGEFQSVYejrCR9ME/v2bVmLvV2fkUVT/dLT3q84B72Tv3HGGFCIL",
-	"nP29Pjx8kQH7hH8KJgoBOoAR4to4q0/aHiHqlvyuBCj7CSb54f1bZjUbU0v3sK0ejoVH+5iwmlpw27Gs",
-	"8r2SV3bW+D0Kqa7doMDrsVrp/7K00kcmoOcEE3a/x5NhOhLViqmzs1I4belW7G7F7lbsbjxtdUMid0nO",
-	"allwFVoV92etKiY+ccfgsd/JYCrENfhhDv9ydHi498z9vxMHHy5eDR1vRocPh6xOcOZWerKEzZ4VXLW6",
-	"lG/Un+G+9s0113zM+BFzCM/tDgJdTTE35yaBngW9dPB+rrfB5QyM0mOs3h7Jwsl99ytnGTdiTyojlLN1",
-	"bwQz9SWKjmUZhmfw+RWOxbPImUothrxp3OVWVNiY9zF5FN00l7XZhNXdkuAjSL4KZ/2+kERPmJMtxYy5",
-	"E+Ne6sQKV+z05LcTbFDwrxCEoMYt+G5Km/LFBr6LCqJKeVJhkGGJfVu8woftDCCpiVt4ewLYmGDfUFOv",
-	"wZQXxV5W6Owa7jcBg3Os68oArCjjAATMcj4r5NXY7hl+A51KsYkXpEb5WEkh8BpUvbsPYEcYTLcKWgCB",
-	"tRs9EU6IisL4BCpsBNOHExmJuc311G4+siL2SSzKCAgpm4cIay6T+E5FcUPcspsHB5Rss5x7SqcA7nbw",
-	"2f1nBXbd66i4yN1+HAPAShvKljCHwlJQMdMqkwWA9GEjYW7M8nRGItyV4JB4ajtbo+Js1gVi6koP/8eD",
-	"EqX3E20J8yEJM+CxbYowV+CxQbY8HfIlluM3TitbGnkEkEabopCgLNed5mhZ8CySSJGadTwnfrA1hO+E",
-	"zzFOsEQgfShz/vgE0laV3XKCx8sJgBofhx57QFZuf27wRV2phnNAG7GK6dGoI7M2FrZv6L0PzQ6SZd3A",
-	"vanf3wVHhGn0j+BeAY631P24qRvPvaORXBr45yOhc+qt2+uzPkMVATr7Drrr7+d64w59hR+Ju+B1Q4AQ",
-	"SL8lYpN23lXWtB5khc54gU9D9wSMGblnptywf9b5FURz+7vaPyLtY2nXdJhKT+fhp9JoOOLwX1Fv9K+X",
-	"H3lxh+142RhwgjZshnTyI9+7/BaoI258/jFoJNyqGG56ga3A4jj3X97CcdwjHEdHkUNoXy8JSAOKLHrh",
-	"Kuw8gMZaJQi024TwsWokDYQUIlgsh/TowKxYPSZ66J4qMGj66wBL+EXY1mGsFd40DRu5B27pzmW/UQbw",
-	"cE1LtfneENBxGPq8SBu1Udw1dD/2U/R9FrWaB2Nwhx4SXxdg6NObsTbW/YOXJeWF+oaM6XCfYbYgV5kA",
-	"8CWMv2LuXAOhNLeiCUvD8U2Z9rlvlDsLcHDVRORwGyX3paELkMF82UxPJm4wVxrwNBKWYkMuqg5IC24s",
-	"7HHadOeiD1CPPexNSEuihMgZ1akX8obiyOEBjCM7pdaDqYKHLLR+hDlgh6KyviwAVw6zdaGONcIu9Zcx",
-	"Oq2UyKxJCPjUWF2WbmCAZgMQHX582PlyIRBcCQvWOkS266rCFFxY5A5z3b01LPymIsCtjyxtmM1tc24f",
-	"wmPWMM/+3NK5k7tVa59gDiUcyWgvPVHdk10eoTUurVdANEDMPqm4wkoo06ccN78RUI5aaFCeIHqONAwg",
-	"ibRiclJinj56+5fnt4NC9SsM+15IsflcXxUpVOgSOqb5JiAjX8MiXIp5OdpaiXvST3TZr56cQ5ZSuLsl",
-	"PQlnFYWULoUiaABqwdeAyoG4VErXKhN5C04W8vgzX0iSDlkhrwWh5QLg7T47mZeUKMxb0jLqxRvXlSht",
-	"P/LMypuukkw3s83LzOgba4hMyCNpVudpiM6EnaN606/wbaXrk5Su8WG8J+Fqs4NK60m/b+mMX1H4G+7D",
-	"2hoO/brjoj5qzJswJaaICV0ZmzBdYglOMWs61HNbm332rgbUWCptB+RmndUoUs1YT+Fz+FoncJ1J1OOs",
-	"stl7mMG9+Kg6PCK4Lms7ZqAt8ZosAqdGzYw37AbBb63j/YAJb10fS1wfnkggJ3EihCWg+ElLxbBZBx3/",
-	"8EMPHdssEHBfZjemeRrwSTTfZHqqmmLcDtoduHe7O/eJioe+lZ7MxaTUVqhs9p9ilibg/7bVzNdGGGey",
-	"e1gib0J7XkG1fpWxQPiBQ/is8GsxY5WAJv0YzkHIfXap81m7cjUaxseMuHx6zOxUO5HnzXU3MikMm/Br",
-	"AV+EKYFvwv1r3tNDPhV3IzhtwLMDCeDZWBuhGJ9odUXidaGPgOnNDEc62pCC0/rGilQamP79qjQ09yUD",
-	"YoP2qaDiati6nLXP23Crxjx4wnjMSO6Ed3UpHwef3X8oN7ynLIznEH3zfKVfBTkOjKS5tmvwychuaWsg",
-	"3QZ8IOWlkfFT+MhIIn5W4H6DDx9OXw97wuU436Xh8hCvrmuZ33eoejUhbzt23m166/0S2gHPMmHMnpXZ",
-	"tbBmCQ63MTVoFEaqq0Ls1UYwfJbhs8DBHSevDRIAV+ibWCDVk7NTZvW1UJ5SUTbTaySq/QqN2gH0n5DW",
-	"sDE34Nu4FqUdJgicaZj4xDPrjAoloF8wGzjSa+sD2EcYVAt3G30nftJjZA4TJj6VsnIThfhCSn+eql+l",
-	"qqHFzuDZ3rOXLw8TRk362bNDBBSHBjcQB3EqVuRKYYGh7LMTdiPFFNRBiluwjJf8UhbSSsLQyysKWpyw",
-	"rNDufXM86weWul8+4tV0iQZyAjt0ATN+zOxrgwpSvARLPUGaShThdODxQh11rKf3rj61Nq6vgB6uJhG5",
-	"bPWkh2LewB6XcMc+Tt6oJjtHO7yUe8AYdzbA6IFZ9PP3V+7ymppVbCgCCxoeNZFYPPEe3jiAHnuTi5JG",
-	"HJ+rBGAC5Qk+zCsrM1lyZc0uygdAVwodwlvrCY3MAMa0QlplXM2gqYKbCLrNupintKxWBBKDYocqm3lh",
-	"ND5h2pJLabBDx9ywSyEUkwok3bNDNkGRAPYiIrb7QuocBu4eKbkJdi29yUM5LdU6YTu2emcP54t2dsvy",
-	"nqCHG073/eu6wQW+V+pCZqBsdFZ7nQvbuK924yaP+CABsUV36KkSFfo0In6JHVmIaUo7pJyhuiSupaSx",
-	"Fbe6YhM+OyYWhr6nKzeEl4cvGTfeN0KMeeYbQBgh9tlJUehpE5Nz/8q1wGAdQgN1gReco1HrHznD5fim",
-	"FMSO+fdVg+CePzoPWoD+9QPccsIHwlFyNOhoewQTbsXu7pu1HbjjJ1Wta3NABvASrDHfoEqwqlaqzUYG",
-	"PmcuYQ0Yk64w6CzV1RAUnzRKUVB1UTTJgZXApAEl+pxqr3B8cTLAN6joLKxCH83P71DC5MjJjK0H7i49",
-	"cLHYn1/xhyLkql5S9PFWmh5txcxH4X0P61hp2WcnVTaWNyJYVtDNVVswuEqnucyE7Q+5hyybejWc2gMR",
-	"cLKBFIBNWz9+WdeKwzepHVtWcMfR+wWaeigesKKc4Rz760ZDbp6NRYYzJTrEvrM7BpwZkWnsTF+14/je",
-	"l265uR7uszfg3T6BFL/Y7YMOU/J9e9Ruav3ryw3cN02C7nKfRgiOGV5V8kaYhPE6lxreBMDGVCMrK8ew",
-	"mFCZxqk0YNSFG8ZEfjpmpaikzk24FpoPz9gVL80+8zpP6rWbFLSYqHoi6ihPv/nCXF3JKwlOfNS/weeD",
-	"yjepfrGp2IO5DbmRTmEUebq0hSeVn3x3+IL8bU3yJtRlDPvqESLu8Y26jlaqUk2m59ZmeqLVBys43UOx",
-	"6c/hV3fLOjneLVZzRDVP3siKQDVbjMIIXhAMp614dr3bSgS3zgQ7b2qf6F3c10N1cKmWY7w7Z/vx85Vk",
-	"jXHESd5do2i27zYgBhOpAtDvlt9t+d2d54M/InZnKGlknWSRsa7snlPPcsZbZiYbpIUcCadXnYPSaVL2",
-	"4nDv+8M4s+L54XDeZo1wQLEslWcQb0wpTfNGimkC3UdAgQz9ygb+pe4GuOTuOe64k+c53DTE+KB0c6mg",
-	"nJUwnMLyOZ4CLBjHwAZpS0/D6p80YfM/u292/OxHkA5DaixyTepSKqqkN4AwPHYcnDTHq4ory6ZQtmNZ",
-	"wbNrs8/euIHWJnTyoG2oRDYWGZVC01xRHce8WHUEaZk3+hqaPV4LhWNwi59XfKri9RCK1shnUVhMS2An",
-	"cXiXXoNd6ozl7iGKqi4BWrYZ+Sm+xWyWZvaYGLIkkeUE6QH7fBKFAdvfaLpKa2u+3XyVB04/UfNMtokc",
-	"3p0PY2l1o808Ss28+BgLXtlLwZf4MF4LJwgNM5D2wcITZNXLDOqHBuheeHZI3goDGAGFUHYGwO8xpzHS",
-	"/Q7L8KK5H2DloR8tGNbRA/vuUv5R13aYLElpcVeQiTmO19Fa32a/hOl+eyY4sqD+vtavISZ0r6T/yAlZ",
-	"ZHUl7QyOR2WzC0gCO/rff7htasFearB8CfE8B3pxx587FWutHLPKZrfNMfvvvfObbO/9xas9HNeaBP9P",
-	"LdWSfDOtsIEsoJu0EokJEo/Kf3Kf6uv+VxtRHXm1ArQhqSwmbk65bCqdBql7KKAY1SZlv+P1YQNeAneO",
-	"uWEeby/SXEIOxeWs5MZAxlYcLl1QZ2Kx5iuxoawIMoBppwKXMMzya+i3kc6tbgqK3KVETUqGegXCV/Iv",
-	"UsUM8oNxFfOgcAWf4zPKEcYLH/2N6bGTEpjVDM3/k1AlgVKCPMQ+dTlKZll4p1TQRQ28mHGu3RoJyv+h",
-	"pXoC2W13r8hFE19RtRV2NI9o/d6TUGC8vYz8Yo4SWrLxkXP4x55dEomEthRwW+LTwahe8gtyjZ0caNV+",
-	"rC8PlFZiXSFQCH6zJOv4jTcY41O0oJQVYmT7UoyTVn4xBJV8VvE6mtpbN75vN892q6ltRlODYxWOyCNT",
-	"zOJM+/WzSjgFe6OHqQrLEtIMaWCYZuKYkr/YIm7s5GV8iY3HfxuuyoinfJOzePDfZHQzWoGljf2ihdq6",
-	"/R8nl5hLMinbZ/ux8oyDz9FfUEPqKHlJ+4ModEFpJMAACkg2a3GHsShyb/+1DDqpFtUCZ2A6OR8SNpCt",
-	"GJaexeNLgw7dyZDc/Re8uhK2/dTQGXwL+fgv2mwK2VkDWAPNSePBAwpMApYkWIOepXUkb5y40bXp++mG",
-	"WeN96gGKj1f7yYRa483pYbxdp2zLgB8lAz7BysEWPwB9ZJ7/PCVuPCYmfDtmPOHXUPmIbp9OTtmwWJWz",
-	"S5HpCUEMTS5F5bk2IAEZK8qjsJLQ8QbQXnQ1ERW+I6qWh78j19jg5eGLlergL1zl725E9d5mv7iJbjnl",
-	"0+OUSkxh87fc8VFyx1+83gQEWulCMH0jqsfGCws+u+TZtXdj9QO+k2+cK/bLxcXZ3k9v/8Y+vH/r8QgX",
-	"k5lD6omvhEcfbMLA7Q1Xvw9BxX12ak0bPQK89M23gN65badLwy1Njl8T0ZFRjMLvQzw2HO4xJWpAuUZH",
-	"joV7Uul5GBKq7MCoxhz0CuAXsNoI9LchQJdHdsOwhATIVExVLqRQdtc4Rl0JY1AfBhng9kVAYWuDy96o",
-	"6h/ev8UsF3o1+QGawIN/IQIFILx8f2rIGR2CbxrppL0Iq/orNmfp3oMKc7vVM8IP799uBcPTSVdcT6b8",
-	"7LgjpgUucGEeH8pHKmXiLMh2qveEKzkSZs1q26i0xD/omOpiBg8mOVIi4ZW8cUzdsPSEji5H2NwfBa9E",
-	"xf5eHx6+yNpvgN9EirFy+Dhg0UL24Ue69SMsYnpEEfBQ6pKgUKqrIK0EppuzUlSxuEm85KLlY4NoK5HR",
-	"Y4DmWqq8KVwHoP1dpkcjI7wIADcJfJ0NONwBMgRLkjib6ImzWS7FSFeCSTtMGBxTIwGKpS0qmbgBtwyB",
-	"ecF/zh2ZqEykbECJtIIWWYlPtrmKQjkdc/OrrsQbeBE5hRZi40kcVPdpbgSHhlVClFlZgOljTZw02YrZ",
-	"hw1ph9h7YQlDKyx/+raJ+bexgZJFfElbV6r3CCGyM50Rpmpn+fa2HYxPW3cHQqns9y93YJByUk92jg7D",
-	"EKWy4kpUXWM8sWyiwXMsgXvM/BgHz/a+a+VPHx72NkWc8E94pntH9uK5Gxn/hCNzL27G+WydcYIzrMWL",
-	"MDT04f1b06p0y3hVzTDhL+9fzwV+tdOz7d89e/5wJRiBEHu0Gs/tt1HVJQZpO524Iw+u3Qg+EqLr5z7g",
-	"J26d/PAnMmDj3IX1466LdqkhVEy6ArUMbojosIvvy7hil4KZ+hKbnnTVjPq4ajy4bzOu2qzAsrhqx35s",
-	"zZTHHV5t0YTTyUCh9ETBrL43Y2M1YH/s4yHiaruf0GPTaNOGcXMt0B3FK+E0ZiuqBuc/0tJ3zRzYrMrR",
-	"rTdIMz4RFd8nTNoU3gbF9wlLJzKrdDnWSrSvQ5n+MeMEaUsFPb4dnxli5RB6jgoxsh4F0Y6h8BRr4CP1",
-	"9wVLm9X7mAslRZ7O1w51BoebWAJ8AsK0c04Od9OZUFDzir0BnRr++y+nZ878wDYAOJTljqaWhfpNepma",
-	"FVijsRKdho0XIMX7so7Ha8uwHyHDDs0G7sEPZG/l/YkEyMHn6C93cTqWS2r8gcNAv/of/v35d0N0sZy/",
-	"9lzHBwGbVyIuUxQJqETBZ1B8GauFC328ASIXu8QicIvnhs8PnwW3SAuFd9ew9K3Gr6bEMBciCE5UIjau",
-	"noiVrqeF58n7FPWmmxIkjMp5lSMDxigC1n3tsxMV10zstnJ+Y2lxPCct4zZ1ntO/PPwBCh5wsRdQFMj+",
-	"rI1gA6XZ6as3kVPHUHSmVqYuSw09rjOdi8wM2cvDQ5aSc+ajycu0M0ZjLJ8FqbMU6wWrQWwD9hIzKw/3",
-	"wk5UEFE0I4zad8eGFl9Enbo7jIAzZNPvbfa7O81PN5jejmp0BdNj4r3jYPo6UtfkZVuwxZ/57rsX3y++",
-	"u1OaBRayTvTm2W0GtPbn8SweR0zE91KaZzOVMNDBHTz9g9dv3r65eOMT9Q2TNmFnJxevfmG2ktl1IQxS",
-	"Ile5zJ1aDGcKnUMwIf+97uyWZR/fb/mMFg4YKey/aSs6/PeOs4Ty+RYpU35LcH4jgBXovLq26JWejmfD",
-	"5Z//41tXSp6tMaYzPis0zy+0fssr7IH28tl36yxA4OK/uq27cIv/lUTYEvgbBfGiVkW8nU6sdufVSd3H",
-	"FmBbpWIdfKYnqT1ULgrRRabvPVtZ1KtanOG4Q1zr0nRJTcBMGgYtK3gOKrPbdDQA3WUxNxgUnJgFdUjf",
-	"1zCVrfC9syjO4thaW487U3BjmRFXEE+k29Af4AjkzRnzYqZvVcN5fBo5eY+w1mubcHH/4gDQpMgtswQ4",
-	"ahOuT26zcSfDdmYSV6BUjiqOFAm2a1sP9CbwEq7+pSz4AjXPLQ/e8uC1TTmyVvZkJvZMXrqT+6dNu5M1",
-	"qAC8SX/5y0sM7q+y/V52W0nR+6aiEo5kvsJ28VuLYhMihJhlB3fmSL1ElY/MxPjCHhmz7moYTGxe0TBg",
-	"3c4XJ+bxV/1t22BsddcvAq3yNLLQYYbPlf8+BX6xAob/wpc/cHRAXNZGKmFMU3yx0IWjVYanVTE7CmV4",
-	"Mb/xBcidQfLVSPAn5hGXyW3xkbf274YKDiKw+JjvRPQ31uZJcJ7bIMs/HjbUxo1/1Fxoix6/5Y7fHHf0",
-	"0PJPhzlS+KUMedTdLPBH6bHl2vmTVGbVUe6rRxDecd85XgClQ/z3tJX2GwJBmKXYk4sS0rSjdkDRvdgQ",
-	"CO5Z1sn/PJr1N5p5GC/BI65ube1Uz/jiM7zlqo/Sbj2P8sMfdWlqix8efI7/xNi5WJqe+OasJycxftEX",
-	"JCX6lL8SojtzsQnkr5SuiEAyt8hVjPGVaUjXQpTggaSsogBtsKmMxg5d1x8YCCKJJxxEanOn7rhL65Rt",
-	"8+i2eXTbPLptHt3XnUcHnaJazNFn0705e3o6wRfl083pBGukXry5TfbbVmhucy+2+W9PtCHVw3BlYk+Q",
-	"efDm/jMP7jCrbRO8NU5r2zLXLXPdJrZtE9u2Kv4XJra9eayJbfCVg0qMKmHG/b6+99ridLrcYkcshf/+",
-	"TVQGXBATfSMM06rpjAbes7ISRigrcgQpJShUBG4LEAqsC7H5PY7vvd+ObzIVBaZOK7EMFvkpdNB6nOlm",
-	"cMi7z/hDkK0ftvsb37sK++nk7BSHawJcrqwiPN9cXgljHSGO5CdhkghL0BA2sbQzNpUq19jpGppQHEdE",
-	"fMOLWjBpjShGEKakVsy6EtB+oyw4NmRG7GG8HFAFxqIS1E9aKFvN8P2GTccC0kUkobvfCA4sOQnhUH8H",
-	"Rpzd9QiUOOMKeihCEBZHyK+4VPvsfdx+GiGBvU+Q1aoQxnGirKhz4e+UhjnC70a7OinlBW7EAgvqOpTN",
-	"LQdn0CY9Weu+c/kvvLe9x+9UMfMT0VPlcXok9rY8ZrwosNe3wUaV/NKx2z5MPLjzgxEVcL1OBe3Z87+s",
-	"odSeFEazQgLWc7zYfR9ur3fr24Q+uHM04oUR4duXWheCq00b+bS3fQhe75TjC1fgfm4I7bGrhw/VVhoQ",
-	"tJplivhn4MaLvaMPn3dzSf/IPq05QuetRMRSzQConXVIZrvk2TW0igYcccedsEvsqC4Klpqb7GPJ7cfU",
-	"szs1p6IUs2MKN0DwAUOI/6wJofX8l5O95999T+w2YWVRw2iEyqpZiWAg5QyJtOF1gfOwN9ClmgwukceI",
-	"rxP3jUuBcLrOZHFz1RUb6yI3CaLLTqWhBnKEoNUBcpUw4zRTXBvHPpFRY/v/ia7cCziBmYrKaMWmY80m",
-	"PMfwKC5xHppIhnVG2N+ghmC0FMFM3L2S8lvg4q5hhZxIa44c30cMXMOUZgW3HpnG8TZYHMBTQaB3hHcX",
-	"4Y1uyVPCBDstTcoGXDFNdRcpvffEAo5x6z4bIFBgGaW68gM7ZlOZw06LFo58WL8hRpT8CuLq1SUq/Sgd",
-	"CR8frssWx27yihzjDloyDgLxxjCpSoSOVp4CADnNMltxWfSl/HhGtrPJpBr/kRXZNI7nz6kZHp6/Ek6m",
-	"ZAit59ZgXv8g3T3Sae8zHYeOeFjMvl67sL9TbnD7RN7KTwCybLSSCMtIaUttn0FTCaI8bOhjFyxfuxvh",
-	"jy54sYjT3a1Em3AFCuJy9f/gM/x3ZdjNaVYmMCc7rnR9NQaZUQmkB8fKKmkFyAEB8sZRTaULpnTu+R00",
-	"7AjQ6oSfHh1vQLRWFtXsBixxJBUvjqPkUPfjtSjJdQc6f1AWfS55zNhQbYeUUidCKsHzWVu7ZNmYqyts",
-	"tI6YkKrBgwytQkgGGbQrYK6e+3qA20qUKMoMH4li1uV7cJ+NeOrt9P4L3LCde1FdlzKphClnIan2+u9v",
-	"Y1Ad9I6bfg/0nuyUdZcKS6fbNiK0rkptFmSpR0INOpGuuuSoZwWOMpzpC9TjyCaIpuOgMY2kcELL6bTk",
-	"QIAb9tlvYhp/PdZFm2xpcXtddJ+dzBM3QttdClKpcq8Mzj36Q8IuRcZrg8d5jgMt0vIHeNsd0fLda1bt",
-	"4a3QrGibrCZWuHoD71V9WsWS/MY+hLdym3f1sNoUnvNHpE0doBXeH/94LcByp0wmdHaCDR/xVjBsI0MA",
-	"mVRk3zuS63Y4kHFgqDWaM1+Bb2nAGXWa2Uhe1dC0hswFz8grbdFwdVb5yfxIoEMGjSZ2quoq+FWJ8SZd",
-	"3BUGmzl1EAM8UG/SvCdtPBXgj/1is/U9PP+4VSwc42p7EB1GZLrGzG1bcfHnmMb5WE9hUcMK85i4Gk8f",
-	"EMhD8xMIJS2Jp4qy4BmpTdGEGi2NcXB8YBsoWWCZgtfYZJ4selaItTROlaTFbLwrpcujia4qXeR0FeEM",
-	"p7pCG8wyrTKn53VYiuRILARvqW9kWrlJ5g2zEp6T+YlEw1/UAjs4UgfvgJV+3Lzjdq4k3+EsbFYUfjtF",
-	"l6hClS/fspa7sfYw8PtA+oiTjCviunNiFKWsSdwRcTYVdFpNmKmzMdTgxg6ShJikZw9IT1FEIRuL7NqQ",
-	"s9rJZ2hnUZZC5XtaFTMgcPoiuMLR100n0KkS6IfKg5/JndaTs9N99sEI320vuGR0BmgB+UnIbYN8N/IT",
-	"GeHUF41xtkueXYeXjqVTu3zDW0cbzZgqedMTrz2nhTuBRX6omK0fKUxYGuy5xuysFAilID7xSVk02hIe",
-	"m/3gUOZFAXevFdeFl4OK/6eiuq2B0+5Jw3RtMz0RFGzGP9YLN+O9rUEJVU+AwuosE8bsJDsjLou6cnch",
-	"LoSjudsNFfRaf8j86YOhWzkRfaP7/9l79+c2bmx/8F9Bub5blm61HnaczI1UU1uK7djecWKt5SRVO5Nr",
-	"gt0giVET6AugRXNc/t+3cM4BGk12k5QtSnLMH1KOpH6g8fic9+fgdd397LytcuBvvuWUH9izyLCwSUh6",
-	"BTTsYtQrYtR9ZsoNSQB44nKvtwj/iQa0Rgig7pUgd6Wlcq0wtNIzmzUaRM6dGHvQxOI3b/A5dBnaxtg0",
-	"uqR+TpRaQtobtkYVMUNPTLGBqV9toRwFEcjl12K0y7njpR57izZ452BnohiCQK4/dpZajDsILWOkDF7T",
-	"ieTnyTxt8dA1r+k7c2dlubQI9vCbOi5Ln/9lZ8VPSPfhgL250bGAXmRx4y8NMFvIMBvWsnRMKjSRvGUJ",
-	"zVBrK4yFrRiLwCGxSVpmp17iUajeoFjxe9fDb9HTGhFGv02fhC7Fqm0K0/ftbE1D830TsI1Tt2GeEe4+",
-	"wMmlnQcbCBM/Xjx/x1bhf3CnrUr3+bwICxnpMMzrJ/ucAVxHj2GIxzq+sZFOPCy6FFvKSbngV/D4jbJR",
-	"kt83HVDJh5LknPjZumUGGA1FCN1MWgBwjXf53odMdhGQDfJJYFlvFLJWuRrgiqOP/p81KSRYWB2hDY6+",
-	"0piuBuBzyH7yIvRAqkSBxP+zTpYlG+oaVEoW5GpXGt2PjRoanm5lKZQr56zUVlhm5Hji7CmUlDAH/fBR",
-	"SDtNrfTxpWTn9BSI4yRfz/h/C7P04E7rilsHn9wsO5/fjZxA3BnbPIE9qR0t1/9GAokOIaRATKFg1Ily",
-	"HiqoYl1WbCdEMgzPSbCtgOLF6ui3w4PF/N6dBw//0qFu8jDCbZBm1XmQuQXlAHWFto4wnEc+UBCqW9Nz",
-	"+jI+vhwA7k5lEbPN1Zb7pbKEFA8c1S7D4xvM8Lhl/cbZ6gC8CRuoNv68vH13cZ60bUWwBTUEUMwftAVi",
-	"uqCu+LuFGkslHlp8DPngQuIsXFXqsVTRgaaYVt6aSl4IVxUa81iZ+EDOhtiqlYDtCfoi4JO+qEAgEObY",
-	"6qx2k6dN8eK1K2oX+tGK9KuGotRq7HW0Pn873H0BN29OUwCBizZPQcWd34QPTh78zz/PDv4/fvCf44Mf",
-	"/2z+9/D9wZ8fj7NHj//26f9sQh/xW7P2o4Wv6vsUv13gfz+bbCH9iP85+de/7NGfHx9lPzzpHPJdq6PJ",
-	"Mi8rpTvym5tSS9UiNt0UiDpbJRrqCr9qBz7aBvvw+CMC2ocpAlrG81xUDiKbz7DgGHAQy42Xu49HvA2s",
-	"m9bOqGaAMu2aurkYRs7L2jqovJuH3OB2qfEpE02VMcQcFkqNvaoJ9Qs34OhdwlO7DlAhZpnObIgNp9OD",
-	"Udb0NxuFWhfB9UujwOkwm0hwXDYcZfxxoyEmoLn56LbLr7C4hKsc693nYsodMcuOZOnXfRd3XeGtX5zD",
-	"mwS4zfz2n6cBahMS26CsaIZ6XWPyghJHuXe9WiIm3bThERMXoYT4RpEwmNtown++7ggGa5fmuDXreOll",
-	"a2zl9kLFVcyamcQcKF5Ou/W72yR7X5rI9QoXD/vg1O88XOUYN48fuSscvX+O/gY0bkm1W2keHzlhVzQi",
-	"+6mWYU8RQLVYzhnSQFOpAstLib1/SugBkhRIxFM303VZMCtUU+05lldCsalwE42n8re3r8CH+Pbnp+zx",
-	"D4/+Br/0P/zth0c/sEKMpNfXXMTVkLiIw6AhiQ88d+U8NCLphF5vbSO+tmq0/fX4lFCknXNjpKCEFc4m",
-	"3E4SSpv0xDVuAenS9BkeTfgZzRWfCsP9bqhKPhcG5sR+pk8gC/kzUP8qbfTREseAX+QOWkfRpa9uCcW7",
-	"X7YGxdOp0PAVUZbCOgb/LxSnTHhZCi/WINIEuex3guPwpavjOPDXWBkCxCBRiKdHypvVkJ+yYx78mpH/",
-	"He7RuwJ7iP6sSZ3KtbK6jJGihjHMm8q1zZLQLnoynZwKe9oAe8Ed71I4/X6/FHO4Bqwi0raD2cdIChTS",
-	"eiAkLc3qpcq3kYSyfsbzXNdE/alrB5mOTTHMIXtGKej4JStYvsKFxLXjB4If639DzqwmbTE6XKlHSENo",
-	"0MVa0Okb+A3W4a4yz2MM0LYnP514KOfxlgelSYsPrjHpN7LmaalvwNXQ2olg9vi1weHg/2/mX8BrO5PN",
-	"sV/Wg+xBIYFZqIBkc1j4jbLNG7qzIt10a9jOaN/dH7Yzvy83SSunj9s5MnodGTWd8JuAdZztTdMOU/wO",
-	"RYMtU5c7VgoOTTkxONzBWkbqreWl38ug5ZKO0npUCvEWXBRLQXzIJ2z0z4a/DMXITeYyKg2PgeLoSM0T",
-	"hARkNFZ6JsyoLmNqozRMzyD+FoGwM6MxI1HhxcvQz0x6zLPr5Dv6I7ZVDi7/gjXKdPhW/1USdOrGaGlL",
-	"30bWk0BMUiH9U25Xr4a5W/FNu1TIv1wqZI3H5eZgdK16fPSxBv7TlamQF3rkDoqYD+nvOFlJbVVHRbJL",
-	"S8yiIoyZ2JqVWo2F8Rp2LEiQUPOZlHUnxL6YfYV10jFvC9SL4H6BgkpUc5itK2EYL6ZSSetQse7k0UkT",
-	"G6qSO2TwLWd8bklQWD0VWI6uYejhoVBU0ZdqQBh4Pe2XWGnvPNYdgWaXermV1MutnfgNWLUWTE8SeSGd",
-	"OIaBNqDFehq4tEIGng3mLT3VEB9fOPgPLXr1/D3NKcejTNXWRZ03OZrAXBuslajleGWFidFI5G4hLdQ6",
-	"wQv4BEcS/APFmFYrbaHowW47HfPLQWFb3FsbaFT3nHdrpeJECZmozu2ci3+B/Mo7VJqOgiXRH0m6EM4S",
-	"kU00JpGImxjr1YJqYoQVziGfJyaME2A2LscQGFECewiP5RWBVG0MtExS4pCdlWUHyCaZ8akeBaA7m2iB",
-	"RdQCeYZ0WbRC8KUeA+FF7aLe1cFkZQW4/M7D3NwzmEMRGEa3Qe556gTImIY/87KcZ0tzfrv0ghuob038",
-	"kdtWAUMiiOPWgIZPbU7UHTZ+ldgIZ7DtwIrq3F1BZdhmR7jD+hHztR4HKxOQBqrbZxO/OYdet8uN4DZE",
-	"PkLbOFHpfBLC1lMgtceq+HCBtLZu2FCki92XOim9kLgn5DY13emmfM4m/EqwoRCKWadLQd3YozmLRmzC",
-	"UYh6MJ+m6SndDMse+C5EZHi4fxYjDQ5Huxp5OlGlgxg++NdaC7ljZF7FyFyWLXF+S8faGcGn1o96ylWx",
-	"Lq5Ktp9x5E7VFQt3+jF7UaREaR8yem6brecEM5dD+gkcdOAn2zsXCtzStXKypLf4B4AxC2FWwybwFulC",
-	"a9A0J+6hZXwslMswgeZZuKvI2NtaKanGoasF8CezizrPhSj833/msvT/vpNTUbypnTdKn3KVi1IU+9T0",
-	"QxcifKcfwFDkYFsvVYvEzEi/zLiII3g8qm7nuiwh06dJccQJe0gTkTE+ggYhOMk9zF8wM0/Dgt1Zu6YJ",
-	"Jebg+MM26IsW0pU3krYNkwPeA0p/11XvezmoU62XroTCdHJRFevPHg87P1BOwhquCtyKzxvHBdz6adVC",
-	"pNvw5rPntyp80i/dJG5LyNBsuF0EtzeCS3NVypHI53kZUawV1UWo7hIr3/eIFbyjg/uLpAnmAPYLkzN7",
-	"ibJEq1IqsVAIskdORq2wjLzYj+EGerBX6pTIXfAkMqVnJ6wy2ulclxkzYqqdCL0DMjacO4oAjgwUcliQ",
-	"FfRDYXRVgRKJuTHNi8C+sqWeZfGXQN2I3bWlg99YVitIrgSRKFUuQL08ZGeLpYRp9iNpS9ToibMRKEu5",
-	"BjyJ3DpSsUGtjBebwEud+kC9ZAnO2dkE6+hDmmCf1DinhdmkhucWcKUb0MIih8KhBFt6Ub6qtvBi3M79",
-	"gO7/uoXXtrdZ3+vhj/3z/cOTu4Bx3F99KP6uOcE71F7HRLeEdB1q75ZhPJgjGxkFcMtyBSXa1UagHyUD",
-	"UA9GYWfR5NVEW3fEq4qGcZLY6UOBrKxvUGyA9gemPD4F+XItNpuPKfIkA40YozNWarUPb3ozGsFj4AmJ",
-	"zTH2GM1nfH7IXrlorThkEc4vLdvLdSFyL2asLmv/QJIlzIASb5H01v9AFkQQTelkkfDwEgAv0kaOpWJ7",
-	"VV2WGatqO8nYSJbhGXrm7ZigcjcdqOVU2FWY/9muhxu1FO5CkCQgzmSxdRyP1vvW7AFayg3sgcSwpFHd",
-	"rGG2fVFC33oNi6D50p1sWWcR2AYUtilApvpSHDj/BVCj1e8dfsntQj0qojhAvA4gPWghxACaj2KIej8I",
-	"SiyXobooXZtcZGzGpYsmBHii2KWYI2J7GJ0KbmsjqJYJhcgJu5KF0GwN1PO6kPEiEhHKemFHJS/aXCax",
-	"GQ/WQZDjQOBhxFEvrGNCFbH968Bfrmt3gXbBgO1RYjV7dJwx7thUW8e+O94/JUeT/wisVCdH3Vh4YQUT",
-	"E2iWhl5ACVdXGQig/Tg2I7jVCjrgxupvKqP97e1riCpCDkSTM4vVcFmMHyaFEsuucGerC78d3vnTtp0Q",
-	"YOsdayKAuDdCHdbtl1Yl4+zzt/8RstZgY4x0rYpTpi+ZBbWByB54spVh5xY7Qqq/elDQ37XBJ3qclLn4",
-	"TfErLqGX0GLjoQjPC5B5I1JhRbRhUS4cDbnLJyuaCtXKsrryp/XxMYO74VDYzB8Lw6AE1YNlRtwo7WpZ",
-	"K9W4FE0DYsxEVYWohCogyI/ZE5CXYcHgIHTwJ9ADq20cN/5HuBrG3Kq3LaM5hCWRET+1KRp+KUK+NRD5",
-	"E8zILeAkvGgjsLT3AC1ptH2Q+UbFclRvXAYFQCpcgh2BwD3KZkjQx3p1gpcpBNmtY5Djxh1URn+Y9wNP",
-	"U5HUigESKQ62om4prd52XwBTJpXTS26NjOnaWVkIoBEORv0e5pDBpMD/aSUO9GjEjPC6GvqYvTprF1zG",
-	"/r7IruK/iVLb/Xgg+gkdyrweKNUY449Dnl/q0SijoCu2D7AOfOGH7Ayorjh2RyvnJ6zSZSsyG61dvB1d",
-	"MofsjFUcgpvcJWx5jMdP7MjRP2XB7d6KhxoX3N0dlC3+z+RzhCXcElnLwms2UyqxKYkwoF5W9bCUdkKV",
-	"BLcHm8moKbjWmwy3tLUpwOrCZtqplDuVckOVEpNDEAcRiJaYpraP7Lr6EmDHHpGtb4ADERArkRxr8PiU",
-	"clwat3LwOYdaqODm99Z1IW309h+yC4/EkC9MYwhk8lRVhWxczGImi+2CSF3dBkK23rIGIOlLNMzx14SH",
-	"utrB4Q4OPwMOdXVXaDi3TkyhiW+h8/4Y3ltRSCNyEvdDo2dWmOCjhNoqD3UOY5DSTxMVYBY6r6dCOTSp",
-	"Kz4mNybldLT/DBEgrtAN22JnOV0uAW3XWpG17sQYwc1GbVETmEKKL89XqIsvhDur5DM/DwsQ893x4/45",
-	"CdOw5rMfZA+Q5gie+FojPi0/FlwFmJMSnAHLT8vYYGEJ/fId1HJwuJKIeTFC8+kbiGisWie/q1qzmx40",
-	"mNjmnCUkRicPaHcekIHzYPkwPuo5jPDUjmgILqO3t8bGY+6B4/Zyk6h6JYzUhcxZcy+DeymaDaxpIdpY",
-	"GZ37nZWyHeUT4QcdffzUq5R2nzTUorZWEOqeiLICaw3JiVipddUIwEoU/koIQuvAsUFJSN3x55/iqN/B",
-	"B29RurdftSoBZWkqQ9oNFAh8UzkmySZanJUVh+VLzwGdr6M4oF7B1LR311de0nr9eqJnygtR8BaQHJno",
-	"KQaDTyJn7FRMh8LYiaywD6LgpZtkDAqMI/hOuVQQ2UPvJtDuUdnXjBu/0YlPkW5D6cSbxqFAfUn9QiEY",
-	"FgqTQ74LM+JKWkpcWxJJT3H8FzQR2+zT3n5THz8hzWeY7W/iNLygkqrFj9/iCSi44wdG+GX1S5mXgqu6",
-	"Oqr8ZhGzFQfCbyoim48dcPUIxR7VyQNzXdY0/hTKxfSl+EpW6VLmc6IvNQJ6kEUZURYYiHZmzjiU4Ysi",
-	"iwR1RSDk4GoOBJ2H7A0R2wEhgD+lUCMBFVlBYHBGX8kAZJaPwzne+ow7/jYM8ynesi5b9VcIxwfmZ4r5",
-	"8NzpGHKhmT1lFD+3QWHA8v8VtQPafFli0M9GiAMnPjgKrzfjjDUgNLi+QeB9faP4/tHj203O6VogWrte",
-	"WKGVjx+6S8/pAiKaRTQLuOPJcc3jQfhSSMq1GsnxdZHJ1OpAq1ysidACcVl6zFv0HSEBx4oSjUmCMCks",
-	"cM9D6KMsk19j0o8CDnpDzMpZmgI/4xKgKD6a9N0CVdq0s5BlY3/kja7Hkx7RTfhHwVwU4QE4UYr7H+ZY",
-	"+pjrKZFj8K5Qbq16kGwbPriuV72t1To24maencZ1W8gF6uMCvT2nXe+Xbc5HvCB3dgHg+1POXmN/iW6w",
-	"wwW7Ocjrd5H59w+5FQe46w5gt29gnTs+LD12SVWID/5/nJHjMXjzVcE8xLaNy4eWlTrnJeFNeG1qsOe6",
-	"rKcK+Iln0eoAegoV8kYyuvTZs9dgtPMSeJUasIrPRZ8ZdL+AyqT/iFBJHw194nKH4eGwnWaF5GOlrWBT",
-	"SS43Vhk9LMXUdpoxz+iFFzB9ZzB767quIXcsMvE/e42Z0lNKxaEKf3ga08N/i9yt46Atyuvxzy7pab/w",
-	"D3JaT5mqvd3oR+GHlU+44bn/hpjZCMo3Duo0hGLi6NFEdKZWOdI39uS58w/PivLphBvbPewnx8fH2YOR",
-	"NlPu4Cvdd48fZP4+P8gHJ4+Oj+GKqVT4i+P4jbDoQJS0bS1wccl70DhuR1pQOF07HbCPQA5TdMn57sFi",
-	"Yf62aZain3mtQ4Yr9vLdL68x/R7cg0aoAlpXQ+lB8MYvufpBzQO0G+De/vucT8sBahx81twZ/LZMOivK",
-	"0SH7SbsJnC2ImSQOGCDgiJcnFMDYqlIzoUba5CLtKUuUkGIeWCCb9laFqEo9FwW7EgbcNh5hpW19Skh8",
-	"gaYeUw753cM5Gyy6kk/Ygid5cOKnLkY7unjl2KAZ5/tCKCmKQXaNAIidSPDTRuPSCKxV3Rv4tdaVULyS",
-	"hzDt+91grnP7m1yH32eoI+MqnrLBxPl1bLZBT2ADl9skjr102fvgknCwEykf+Dc/yCIHOv3oX9TFeX49",
-	"TISntDCxQ9nkM/amEsov69L+PezqzPnAiQ/uCAa65tlwyrrjTUvRnk7o7VgD0uhbxw1rK9IjucPnnpzF",
-	"iZ7d/0iTVCO9FsUro4s6dxl0ZCkyNtGh8wy50CUM1M0jXbYuCO7RQrZpNnPGnB5jRQJgj3SW1RWUu/hn",
-	"CoUUnyFGhR2PE8dhjfX0oJKqkTRT0lSHUnFDaTbwCxqFB2+vavHyEmrgdSeYXcB8vPLTsc3MkuYtHQfx",
-	"J25lzvyS+OMF2edDXbtvLOb0Qjg2XDcTW9RtIgPGEfAEbRJ8hZ2GV6cmGqU3EF8P6QkUPBLGyRE4lXoq",
-	"cn/VhTjDAWxxQ8a3rIqD4pd9OwHPZDlvYJ/F/bTxjjv66Efwqvh0JJTRZTmlZe72p76ytob0RK3EAcBo",
-	"7sdPLdc8EA7sVY7fw/CBA/q3yUlHSMez9aoIocwCuwNTIBWImbGrHfbLsEDJPMYuXtpc2lhN4y9GNP9Q",
-	"SSNsUo74PZtKVTth9w/ZmVfwpH8gTLksrtNZIm7d580krQv/0FtA2TchS52+PeqUFXeTRqXEGdm4sfl3",
-	"PZrkttpfdMzCOmcu+ZfkSPjdAsd6+/iSLNKKcWFh7NMzVsnGwxzzKzX46neNLv4KjS4ajGUNyMEeuFHI",
-	"7XflNqAbwWWdqG+4sZpb2rSFCV/fQgOZNFEYCg+hG1Ht1YEVCsDr8MY3zRg3IWRqxocJMJFVw2Ndn/Ec",
-	"kW5jZFv2jXooTV6eFnl3MhPJqewx179f6db8vuXTfHTLPs3upVmlQjVzsrOXV2heXSdsCypYtio0zbtG",
-	"wfaQJAgrOkAPqoDqAYpYgM7AA3RGkEZ/yFI9nxmhxIyX+2lid9C7FopL/H+YNZk0gzwY8dxbsNRzR486",
-	"W840asHyDn2wbU1k+ZVrlJE49tsNFvdMz7pB+pUKWTm7yo5vLgLdiQy3pK7EAOuamPPTpCE45GP4MyKK",
-	"EFKLj0lDGVoJCsiQj8KbbVDnEcuaMNAK4WsMZkPYObS1lc6ySzE/gFYv/i/L4WbMHCwivZmHSFnUwoZA",
-	"MzfQLpcoMlllxEh+WBxXU9OmZzE6g186D03HMTeK2GcgQ0AUrK46vX6/hOnoCUWvoTN7iv7PV0UHn1mI",
-	"WxPDG3zaSBuaSfp6+sw1MesLeIS98bh1OrSYhlxBQtMmo8Pbgc6tc2SP1gWm12hwvVOaNr2vuLWiOMXA",
-	"BMwFOieITJsuhWbIwJO6ZqrP4XHd34Nm/602qG3vT8zq7ZNSTQoG5mDhiv7lxNRdCQBYAcrHSVDUg0yA",
-	"si06pRfg/4jg9CDA6UEYQ0jE7PcXYuc5m8UUR7BEmxTHmZGOHDEJHvsfIatyARxEAh3U83ZhI6IzMemQ",
-	"xlnhEbBWoS15YeZevEqLB7inCboB9g/R5KvD6DAvfayBTgJGlMg+WLJIx4PjRG07fERnG0gUSFTKaPE9",
-	"8aGh7COIJOtkWYI46tDFKQ0RF+uc1upts122QtnT+bY4lJXq+NLaOr2Y839f8j3XfOb1sz6bGgDanjtP",
-	"41ftaYQs5brq1zxvI2FUaTL/ofGRmHJZHjlh3ap2cdAhRRGX31RYi8lTTT46vrU2omAXv7w7D3lMQRnW",
-	"MVQOrcEpSJ545VqDYjOPX0gIiGo7heyfHP+ImAhxoEHrpvdKu/fNMAaofsFgJIJtMkaPHN8ff9eQJ6eD",
-	"RvSFDh05V/5OUOF5PgFmC+DIl4FBCY8r5hxYoQo2BYY1jT30WtXSWK7z0LJ8oiUQe2G3PMsGXWs3wMwp",
-	"C1ydB+CWFMUJMXXQGlhkoYboFRZWxQwNuBt+lbSQYntPHv/IBv6J7+mJA8ppeyucmR+cjZwwAzYUc012",
-	"Vkeild8P74R1z/23bouZA2YE3rABH6YRuaykl4HoqooN8ZitYwruLbJ1LA5+FfS3ztTMqwJAXtUoL8ne",
-	"3OH/t0rFIaCmHfZKCntM0Bncutig7Mt1vh5Myae65yTkM1pIr21yPHXtxDIlQFN8mbDrB89N8uBQ2Mnx",
-	"QVl4Xvy9WmDOTO6FScAeJNIkObZZcosEZmCcxUMWVje8BQ2RwZGk3x8NwK4XH8ByRzmjsdtSrYAY6ZUj",
-	"LzoUTyK7miiaeQk6rZxWpUgYSLxWL7o9RpDAWcnP8xe9UeX8nOojttunLx3mardBMxlfkdfgbp0ArjVt",
-	"Yy7VMksC7tktegQqbqSbXwchiOgAm80FNWoEsStoGiRL6eZZyKMk+5ZSfoL/OFi9IPnJtRxKHjH7PE9f",
-	"WQlzECsisYHfhNsJyydcKuTijX/mZRmHCJ1A6PmH7A/QQiciv3wWC5aCe7mm7PCL//e1dIINzt+evfjl",
-	"jP1vLfPL93DPoGnwiY8HXCgEGvfk+CAD38pSKFfOWSGvhBmLwt/oERJ079xvEGVrmxZRTYkxYt4JF+ew",
-	"SjfvXT6jj0+/vSnigu9e/OxTFApGcGq6iZ2gYtEILB660G2pZ/1NIJJ1+EKXdFrb5bcKDtSvDRApS6Dx",
-	"hx0xWFfWhbfc0Hi+HQdzsj9XiwmEm51reZuuZQ+PNM9D4WZCqEWSmi3KE48LUgm7gv4tYG28NOz+tHS1",
-	"pTvGTKeY6V/UFO9nrYo/RKxKmJE2U8s4eqEPgEKHuIaMrFZW5YPbWDpWGX0l6PA2iI12nsXnotteaYdH",
-	"Ofp2Q82BtIyX4A9JKNulZY+PjxEHEFdDqQIN3p9sG7wd2ULnZ3I+D3UxzxpPiKIUW3RP82K+ojbhbVyg",
-	"NRlg5ziLnzWJX4D6PeiVLVeVgGfAS/9ScAt989vdHSnVBiseVoznOVx3Pcz/c6suaVqh1VAaFh0W/LR/",
-	"LxU7LXzZtL+LhYqnE7uX+zPsf52c7YCHeMozattJzZ399Ycd6SRtKOUNizrsgW1CvS7FulxX3JVpERZ+",
-	"OxoHl0rPIHMD67iQED5s4ZBxGqVB+zIKoJVzhkVxh+ytH0+ojy2BHvMAKwyMoItCAz8J4wgPp0VoUB5v",
-	"DhE88aEqvXHGZpN5slr+W0jRDUMe1o7JovSvYSNdlnoGjSc7O+UhGOtS2O1XivnXrGyRmRbJfcP0hP3z",
-	"sM1jVCsnp+KISDCcXEmdi6WUL8Bqw/4zUzHVZp6lSooKDEMYO7G9BZWH7ALdrV5tHI2SokhbacfG2uja",
-	"QeNLQ+9hY6NnbpKxko/HmEYa9yY1vPdXQM8HUBv4xOsNpR536iRv8SueJd++Tcm6/LaOE0FXsWRBvr0z",
-	"8UK4sMV6J+IWDgXo/5vw1oKdAOEzv5sNV2NwUGP0KERlAk7j6DoMjiBiosHhVfjc1bws52iYqwX+wYUy",
-	"Yn/c2EgaMeNQF4f1RsBuG14aWzxhh92h7CIn9F9G+/AcpmD7p8K/Z6WQ8BPr5+BbFhDkrgt7BkPBuhLq",
-	"Fs6Cq/3m2+AwzCbSCern/lqq+gPWB+D9rDH6WjxQlI+EZneup1OhClEwyMW11GreQQeLcEhgGpC/BKuu",
-	"uAJnKzYXGsNWRxMxrdM6ZG9IB4tjhMwoiMFgKJ9D/MaLDycU+W25CsZdUvLlPxYHiLX5sRW0/96HlumZ",
-	"yvB5BAA4gi5B9FJb9w4neI1d/EtTcTGbaCvSCQ18vcu8n6B4piz8RIwR4msU7H9ow5PRtDdkOVB1myia",
-	"T7iZ2qttGrLNnIb+wZ3Akm5OamD8DbEAdx/NG4OT7EFV96YHNdmY6XGkE0UbNzlupEU6bsbCwcBj1j3E",
-	"WCiQgRBC4YEpEH37h10JI0fzli8s7XTeKlySRZqTT1k4mMAJZtViQa/0B83PAaSPwB5ifyCVZ/oBDUKF",
-	"1l9jkXKKdOVxUjSqEGwAD3lfNwH/wTKUnPnHt8BkG5k2zQvgfWsybWjBVKyMblYYZ+O+JWUufB5yP/VG",
-	"nnEZu7JwmqU/ZdosOkxxT0w4ddmUCsP61AoZBCmXyH640KFHh224N/hVF4K6+5zR2wfY+26spIUSl+Ec",
-	"9ueAbn83r8Rgf5cV9DVnhcK2bEE3HqkbgG0ore5P6Wkrg0dVydWKnmNpEB2Bno5+jCoEvQ++JehSTegF",
-	"qd8vxbzlpcNseTp4qd0UwcUj6RUvJWbPYPPuRitEqXcaK8uSSnPMs0cfxchhKuRIEn3PIfuHVxVDH8uW",
-	"rtvVyee4g/W95OoW4dm/bnN0jkBcCAt2Ky7IXYGvH3zvqEljKbnaURzfI2QKnO4pNtHB2z44YV+TgxY1",
-	"3TUKTTFY0EDBUgLiBIpu6GPJ25g8DomLZzHN5zyo02eqQM/pOz6GiqX4sqhxZ1EHxNhqmG00fDFrqTJ+",
-	"bA6iNgXxphaH7AWvguXXVDCV1JOrs7Z0JD/4q7BhBU+6idkmvbA7hAsT/Cyd35tIIezOCwoxxHBTa4qA",
-	"Qz9uyY5ZggtibDwlrlgRiu1esRuvWJVOTBtWkdOkgQ60jcMIUiRVRrVxqiFJVPYTn0z5B8wat31UJOsp",
-	"lu+QjaRvb60ObrYZP3fJn9dJ/mzPnX9QKZxQafkJIcMWvYubdoYb1rJ0B1JBDysnFISY4eYsVf+a+vna",
-	"X6rQda5N6MUiiixqOZiq1NEZ7rfoVAfPOTod7CXzBy3AZs6hz3hIO29TgPTFW7feFa55zcqOcGEucQ1w",
-	"Gr8tT3rnFNzANsepXLnZjz76f37lU/HJm1NrWsx4faMKcj0MGnYjUhk2W9uymRf00T4qNEqOKvSosl6m",
-	"NEo+PIQebuNDDtkZ/gW0Bkghg6SRUFtBfmPu2LTG8xKa02HWwlJ2A9XDQXZ2cl3W6ewK2ooMRhtmRs9k",
-	"HjvNQfYDUv51NKFpDsBGTbSiS9FeMm4p9xX0p/aZ7WFVDAu5klex4s5vyAcnD/7nn/zgP8cHP/5J/x78",
-	"+fE4++G7T//nwa3RLbamaIVl+EeAVB33j4bVyO6dty75nus1yoG9a76WLl07JqSb78UTF9/DbCMIbkwO",
-	"iA8ir12nrUolKBs1A12sZWlV7oRaFumaAjCb6DgdZS+tADp7CtENG1vjdD69cdiFv4CyNdFlkbGhyHlt",
-	"gQ9TzEL5sL9myufRUk2r6LiCposmFOqVPL+0K5KGf6fJ2jqKhBd14MfvYZ4TOu9vMi2nq23IFg2EmRhO",
-	"tL60Rzl3vNSbJCBYx1XBDZY9OcvGRtcVyvURn8pyTl4aUEnwNw8tGxBP1H8N2EyWRc5NgUcNnsLQuUTu",
-	"Zq+LhN5X8BS4BthbSq78w/DVA+ZCyb8VYD9YbAmDz7enIUscPhG8OP6igg3w94f09Yf/qo+Pv8tfag36",
-	"BvzUFf57IdwfeMdz//6nNGXbLNGs3dCLnK7X9khhnE9azm/i2PivDpuwvTnDNCQHCHfOFg5QIUp5JYwU",
-	"9uijLD4dGeGwG3W3+fELFKBw9jPmitHd8xhQPxeqgDxLyI/x0E/lGXrE6irE7+k8kJuJeV14WjlLaTjt",
-	"Z0vMifO3hBgMtGrz/+YTeSWKhh3PGSkKtueNhkEYGvB5wFdBdNyftIGth/Gj3ofHDJj22u1MWtHBVQG0",
-	"FrSfn9Gj1/Z3AwqNkRQN/Q7d2WM6yM3J2J/cbtrMwomOM9DngaO/Z0zpWdgUh38tzfjOlFS/EyERdNQ+",
-	"hDcAF2vZGyJuaL8hPlwDMzC2sYgbdC7waYR+e/7bKmHgzGerTv7+Iu4csrNI8fOkSa3A51K5C+VR0Cu9",
-	"6F6JF033XXDS2xSXpKUPWo0XcHg+gBRcBxmNKJQF20OF4VUx2F+cKOW+VhD5ADOz2iRPpjiue5AsQEqw",
-	"g5IbhBI8maPlkwmbPjmZtwow2GRgBf0DtIWNw0WU2MOSqixk1WcJVPiTnmys4Tx0LwKzWJSlbaWMFNJW",
-	"wAFM/kZyaGKWoN+IyIMlXevPoaiZ/J5alfP9VRr5BX7l7UluemFvO6SxEWPuxDeU9HrW/ma/8Rd2VXvn",
-	"3IZWniqomwTC2gPOwJESGncsVnobUfAcKOCkY5bPm23PmRW5ESAprXAhiwrcSBAIw6SNIiM/PDYa9Xcc",
-	"srOgjNOUGcFKMXIePwIXKtFExCsp9tAdGwvbtTUR6/pxllYzyrtKR7OGtyIM6P5UWy+e2WQSVlbD4Mfu",
-	"Qty9Ub72Obmxk9zXdAO7RwAtcPriE5CsQhWVlso1BBJ6ptjLX86e0qHKgpMp15XIILyFTGQFmboWjzZE",
-	"oKVltZL/WwvGp5pC0Cs0Z7wzDkGC+5UPrS5rJ9jEucqy396+Znv+f6lCGUz6stSzl85V+5EZraGKtBmD",
-	"E+Zt7JHh4ykkOYeXeOSxurzCTpWs1Lry2nvGSqkuD7DNszYsL3VdHEyF49ARn7gvhV3OpRwQXL7HbEVQ",
-	"3GF83pYnzAGRXUylktYh4zJcYVll5JVHe7zXsr3wtDP/93P86zv842D/kL0WY57PmVX8UrzPuUXvHHnv",
-	"bJ1PGLdLDjqt3ltnBJ++J+REWjfLPTR1XP9GXcDlT+lqXKUGlIXKzRySyTk2YkGyDypRavoRdbVN6cCS",
-	"LWWarkCvNWmnfsOeJt8bayUnAvk7bi+AuOIjVo0eUv5zmHDK4SLBO9Flgd0kJNL5SdeIYjaSoizsLv/+",
-	"L9H/rYX1t2szpdoS+GbAK1N3hhKrkueU+Y7bD9nzYBc3xPjIKwFFwmFnQ9L7mWJiWjnAej60IKfw3Da0",
-	"lCGPH/9wSv7g0EkFCzcbHTIGzmAEXuQcsqeUnk8FUlT9JT644DP2N8UUXdX4V/34WkpgQsFMWEx+4m5f",
-	"cIfR9ltV9MLo9RJd05tfFQ+2ldbx+Tjsl6nZE0GVuPcAXMMKFV9FAcAuc+NGwRcP5z0D3yOCk37XOJme",
-	"NuDuSBs21ppsc6craMomJCjN+AkZaA7RG6oK9geXTqoxOvNSD5fI9VSwp1zloiQSYaXdxN8HmeNg5isX",
-	"srWmWerfnrOJtE4bqCy4FJXLotpCKa/+6ZaNjBDwBET3ABQLFaj4nVsDz/uDQS2hs3NT34yHDuf0vp3u",
-	"xCW4sYeOotkQ4YLoFrXYRUt/odGuNNFFTdoO0H9n6Ix7+e7deWjFi2VHsFdFQdxsNH9oQ1YI9P74inIE",
-	"oTCwGrEBejCvet1wz1Lv55ed12ztHeewFptdBy3alstrII8gDdQRbxt5tXuavgEhRLYhNixEwgObxB0E",
-	"4ftcgm/8JuPj1KMthd1R294QKj1blJPJub71GAEi0ur2O6+UFcBIFfvEBL+Tv28Qou+U0zbQtNsO6KoD",
-	"uGqfPGbog2rbaxkbziuOvRAkEi027ktsqILB+Zg4ilck8ZU5kwW5NeNvHITxDb8SZSTpLVnF3YTtYXgy",
-	"Y3nJ5TRjVo4Vd7Vp3KVZ8JXunwaCBBlzACgPaVHjOWRnrECihMZ49Jajn4EuD9s70Rmw+EoMwzV9cc6S",
-	"LjihvQySpMQWGy6KsFNmW99A/BZQ559hdYj435qXOP1+CWVxp3blhn11cKPOuA0UUKdtXVlCBNj/asbn",
-	"O9vzm7I90546uE+cvklJsLmSuqb9mjfbuE2RD8YcsSwh9gbUQ3YObhfOdDj1QBa81/LR75+skS50YJBm",
-	"EJsQRG/fKlh9cB+QMDr5/dhD9IUvw+MO0HaA9pcDtIgKWIuQYMBWIc7x8vLICrje9mPbc+s4klRAJBv6",
-	"aOV6yujOkI9eiCuZi4cWChM107WrakxrUaI8ZD9rwwbj4eP/fvTfjwbhix10HLCRnA6fwTj7yWhe5Hyx",
-	"kxpkzXAJMWVSQi9ErlVhB1mgYGSPjvdjkWQc1Ktff3/17jk60/z4sqgwSxfILlGBf3H4t0ePYExQjjnj",
-	"pgixbmwVmQxUj0YecLOwZCUHFZh+zfYGuS5EPtg/ZOfaOpoZDLCfv7l4xzpX4ugj/d+r4tMR3DI4pVZk",
-	"dnLg9IG/mkFW1d6gcm6QYYBmOA9TsM8Kkcsi4e6ULngkD9mb2vhvkX5GT5rasZ/AYRGiRjCAhxbz9ltd",
-	"4jrFCQbo3vHy8gJv3ZJQWXrPGpESNpQq4k68VQGSzkjPEGmud3Lg25IDHm6YP8mUsxMANEF8/9cOvP/x",
-	"x268x/vtIdzWi/MpuvT6Vt+1MIBobNFdugRCGbBl5k2hnld8bB/vbhsi1ubrw1uakciiJzE/ftN9zc//",
-	"hoHgzkIbi7sn0DFjeC+4pL/wtC35EtfI8n496w/sMYX6B6oKe//NLl/+J1uQyaRVnLCzA69weJ2myqc8",
-	"Y9M6/UW9Tz2uRVTgivCU00Qj8MoLuP2wv8TjYwattCqeX0L2sWNTr7w8OmYWCsy9AtbZpBo7Up+wCnQd",
-	"G15R6Uuh9g/ZWaMxIo/2kjojLctLbb1CpQ1d1SyaMAAtRpSCW+QValqOD3ISJR1FujCx/gCewQLcS9i5",
-	"eVUpfvAaFQl22k4r2mlF98Y6Bugjs/j2laIjQByE51I40eHsg+SRNia3rEYwNzyQYVaq1R5JT0PXwAVM",
-	"kymkJQ9NyGHJhoUIDLKgWcfnXYWR8Bx/vGA9dxrWTsPabo0j7LelPX2rx7VyK/zybyqhLJU+2NBdelHv",
-	"OGRPSesIKVykGZ0Ejw1mgQEPrNFVFRK+xIwuaKjVlg/lBRo95859S5rHuVvn7R9TushO7dipHXeudrhu",
-	"ZNgGkE2kKQ4qbtz8KOcV9s9fleeWEpPJAgj66TWYmyY+VLJhewg0qWfnr5jzhheSZFfQToXeNmc5d2IM",
-	"XQSph3p8IhBBisIu0PxLS0/DWhvs+1KWh+wVdI8n37B/uX8C5NpFOlddO2obMxKQQGIb4tjadhG8Tomt",
-	"Jn6EpZ6e2HAj88YlsTYP52yA09/Uyp0wXskDuHFwinzbVpeNYrVMhPko7fpSyfdw7/uATN28T+/8Qp77",
-	"dXyaLuM28av7jX19UpJrFncHfN83UYH+LLDhzdLmQu0T4jdiodOz3pzR5sg3++vByYO4wR4sIcKjnnCc",
-	"n8J+JMDghF3pkaWLoAzbf8FIG4jGhfO32Dx8JEvsUqYKZvTMhgSF9DmrT1p34mqyD8Owr5uN9Vl5qGuu",
-	"pcH8Q8xn2hTXuOPcaKdzXV7jFpBbF0Cm+Oo6r/oVG7ZtfsMzkCOfcQv9cK07f59o0GM2vf6sqq5xNdbf",
-	"XvuGa33Bc+Qmuc431E7/Lguhr3nPW5Ffb5f9qs9LPhfmJyP45TXue8kt+i2vdcu5+881bnhlLybchD1z",
-	"rb0GjWsoQ3vzCYQeq9e9CzsW/GauM8AXRtfVP8T8Z8DC6w1RXgHuwTDD/dv0YNCbN8k5D/Jix0ixgpEi",
-	"TBLbS0Tt/rblfFya5chQh8A/+pgHoP601gTQKgrvkxiPJeEFUh6dMHqmhLETWV1XuLe1WgKD64r2RPDc",
-	"wmFZ1SUQsj12rr4bcvXxwptSpDp+JSfqqCr5fMjzyxWVG9bWwjI7ga74Uo1LceCt0t/evrYxjYye+NCy",
-	"Ul4JhsQjGQtkiuREE0VzGve8KYxW1xTz9Afhb3YAGaBT6Zwo9g/Zc55PgBCGF1Mo7fjAc1fOQ5rznAIK",
-	"YOcLS23yBqUcCSenIuS/sb2Y//b4OGPcsVJw69h3+AOEcIlPHNuWF1jTtg8sA/i3CBQPLbkVqOEr1LNJ",
-	"G0ivAFW48v9KFaaDAdeLn7YTSNwdjeCPYce0grXE3IJ0kLyYD7D+NVbOOW5iW0+JfgXMIMT5sElDjEsh",
-	"Kvi1t4i0gVacSoncZcQVgvW/sAsYuqulsk7wXjaXBgJfyytxHnbQtQlpk4SzDgdu3KTXceBOpQo/Pro9",
-	"d27nfKzw7gZ7Ci3PsFHDtPgdcst+3+4F7ZEcWokDGC8OdOcI/oYcwS+Ea9Y/okYUBQ3kJWJg29IP32IP",
-	"/XA+T/gdAOytaBsbqdSMUGIGTYwXILP36wNlGuin0PYYaxztIKMEHpi9nBvo4MgG9ip/72R+KdwABRBG",
-	"+qWlN2HUG+qJ/fNPI2a0usrGrkeCbvNDouJG/IUtIQF6OGcD+EUjJ384Pvjh+DjJF398vO8lIPQVwBko",
-	"Q6NzaVlRQyukAfzlzAvfAdvjQ1079rfj/4tJRZkKwMW+j8WYkNAeCCfg7sD/9hyl+JkbsL34y9cLsjwR",
-	"380XVsJIXTTC/Ml3j/1X4Kxg6lWPED/Fa1ENafSONyEdAZmHglsY3KFeKmc4GV6oYiZEMxjqtt4MjpQT",
-	"ala19EjwuF/pS1H4CzAUO0g39iBrZamRCMcYhxEsr13o0/09szhLwEMUtIy4GVcpGadY1++nAroOK+28",
-	"wnYl2JUshGbcGNxFZ0shgymfh/1p2UyUoAELNhPDcGnQDb2Oun+STA2U2A5FqdXYxsosem7G/vVgebr+",
-	"9YDxoR/WVESSwXgDEoXgDosk3GGY8Fl7pR5Tde4VdSXNojrHmfHf5VUpbu1Mm9DXef966tBrgJSdTjRv",
-	"TcgmSlHWOs9Y5xbIIYOudLv6UXtNe9SiBp0xpQlAfqcefVPq0euY7ZNqAEBtF8w8qGRAK22dYrRFzQcM",
-	"yBXUUOABg46myK0QTO6FABk85oRVuiypzxEMiNXKyZKUoev62KDw42vzssGgV1e+NnY+IQQUuOR6OuWq",
-	"2OHE3dYZ3bXjrqv4dP0Z1tWKgvuYg5tuvIrXIemW104fGJFr7JXTe8J1dYr2hlfx+GgkckdFj9C+2NhF",
-	"1eXa511XX99x19Xq0+7n7S97uO/urOrq3h/V2h1MhRmLNY3En9buCK4LPcOJjA09yOvSSmr3i783tO++",
-	"hdySDo4zGDg2H5FN8Zi5EqaP5WzaygrpsVkePf7vZTNlg7B0Mieh0cjKcRPjb7KboAvHsPTmprb2gHqB",
-	"Xgpso9L5QVyqa37JVuEpmYNNouRpn/VdiLwzRN4+pttGGQNJM1KN7ZruDv+PlpTy+lRPqxI40ZqbAx0c",
-	"GSB7ETPB/8SrihgdMH1on1qc+7mwXrz/cwDK6Ts5FYOMDYQq4H/30ZfnH/zL+RO2F9osiGI/tCBKQQCf",
-	"2uTDZrFrgzNc2Vz7oZ6EzmJV7SLFBHr1LsV8ZIA2yPlRUxZsMrTGkxjT+sKQ2F7wAnJyh9FHgrpjm286",
-	"ZWNe2TiyZAqhWcKlrCpRZNgGPozzoWVFjdgMfWQgaIjEQgYoww/ZoIV0EM/kbMTLEnvG+ZFAsZPixgRO",
-	"iZEsReOymrNSeuuLWXElDPD7NFNLjlxsmI+TRqS8p2iMSUc22EWd50IU6FekBnh7Vgj24nnDrhG/Ghpf",
-	"Cb9NRbmfoWdODx2XinFolXHI/gByjpw+5TdTDsLMAOEv9Oe3mp2/uXgnwN9qBEKr8/tc8ZI6HYEDW5Zg",
-	"EA8FuxJGjiSGNP0XSDWGiliDzuyO5Wl67Z3ClkRnOk5iYFl3hueXNs1nHqJHl5rc7uGMbODaS5F1W9Qd",
-	"9Io1ZSE4I007bX+Gb9cd1pqLPp4nbi+zheabOwX4xto8tMXSLUql62m/Rx/9P5S51Vct+lZMsbGv8mDu",
-	"T62HNWiQgEEsLJMPrOPasLe1Uh4gTokqCJ/8BsD5Z1mKAXY0QqEygjiY1hklhlDcylkANArBC+7NYjDa",
-	"Ztpcwp5dhIRn8JZeSLimvZrc/Ko4527Soa1CTzED05OKSfgiIkhrCdyY4QJ9w1C0wmTiArKxFjaLsgZq",
-	"ZIOvLi8FV6JgddWr6y7O8v1pWbYJIOHocXPtvG23CGD+rg1mwOtKMhe/KX7FZemtsGXKY3G32EcA9inr",
-	"tujP8KzFjmqV0WMjrM2ieiv/IzLGIbU7apAZMaZjfRWo8l6vDEGuVfmnN40/f94DnWGnKtxwPupdHZbV",
-	"qag9asJRoWeq1Lw48LJ5RXxqIREVLapws42C72HUAjrFJWeYaJPm2UQpGzRsDmkWpyQ2jXUsL6VQ3gos",
-	"uVco3oJCThYBebsLTCIh4ToQMaklY1zNyX+Ozwmmyf4hS8CPGkTltXsPE/UeR/W+bi4Z7NPjo5iPxh4x",
-	"noO+k6hCM26DHNzc4nlGs/rar8iNwcw2Mw4gFuyHu8aS8nsMslLuIqegY7irxrlTWe4s6NAgTQAYWBEK",
-	"60d8xTN2m+oIjeb6KLtp3uNZku+I6S17RmBmyz+k11fCCw7w48ENyBOf0wIGe9CdOFcdjKbVE4CoCaT7",
-	"yEsBuZX+06AhZSke2lOEKqp4j8/A9DnMmis1tHtI5sR/GZvyS4hxslrV0Ehhc7Bbk711H9Fu0/wqzE2x",
-	"wvkptaexEgMDu+SNnIrlBUL3Ha4/uU+H2k32v5IcrB1y3m021DJGIv9iUzZyW4C5Ok1qPVh+hkrqb96p",
-	"ozepjkYc2KmjO3X021ZHmxKU+6COrkRX6mvQgGk3U92N1eNEpTIWpmahREdjic6Ln2BEsYFavD+UCuwN",
-	"AteZLAZ+dtsdCRa/6EiqK+nEYP8kJJHEqijM9oRI/GJVDkQmlZiJIinNeWjZINWzIXwcWkMchBcOop4T",
-	"L35VDFrVDrJYJhWmgUis7qB6pblwVJnCHQZhsrWlIku1FRCJ30uaPxhRaUMtKIUqQp5g3DPoKkWmGGwl",
-	"+ejxo4xNuBpbVlexViahpbIO2AX3MX6DURsv4d5i8QwE6mFCIVKkRPsrwtS9hzvfr2BEXpQ+L3Dyr1Xc",
-	"QR17Wrvqq2Us3JVz7Mo5vtFyDh5lxZKMuEYxx61UuYI9QXmLmzQGbuUULbb+rW0WWvoICpNrjtyCgzR7",
-	"qPXSAZTYkbBlw9pKJaxlfta8CMBWSKrJDofOQE2LHdB/rZdBV6LUlWCDjxUfiwwyFi8gfua042UGfG2f",
-	"BmxPmwIyr4bztjUli1M28HehnByEBwxAXuikxU9k0tZ5PfW74yEb5GVtHaRu7a/LxU2Yzq6fivs0vGc7",
-	"vYm3GdFLvhsHtjrVtJ2+tovy3WCO6tJJ3jYWKV2INRG+tipvjz7Cv2szgbwWZxP9GPIkc3ECVNJp0XOM",
-	"soOW7Y904Jdmz5M66Zfv3p0f/Pz69wz/b/TLObo1X76+aD2uRZJSq9Jj1qCQlq4BDRw0MQ9XmEGUU6nf",
-	"fFUBdqzqJvcpV17rHvrRXskrP9q+IvMpn4eqcumyJhMq5tOyoPU/tAlBLdt7cvwdGzS/eF8IJYW3YNxE",
-	"mJm0AvIqaTyg5gJ4drLAhqQZyJpsiqwZL7US6zOkvrAWum3S9WjNtK9W6swjbabcPTh5UNfSX9lRXLDQ",
-	"aWYyT2v3VWEzdikq1yQaN6wPjlqEuL68KSO4hWZOnUr84+9/2GBAkAnm9xgxFDXF/yXYY3Hv0gADW0Rv",
-	"Llfc2vcni2sjtbx1nnZi5MaSRfysLhFBfXGBMlL6Zut5u4Pfgzj7Wh7qlFgk6yIKCZc81bVyjVukViEN",
-	"PFhvDdg23MZYFUA42JxsD7/+ZAH4+idCgCyiMKaufz4WqxweU2rrmHTQHt6krnhelsIkw4l0HOKDl/h7",
-	"T46fXAPG4UM2xPBWitnXAuB/3gtvweEOW/oT0baCLNdVPo8AJ1YVTVOPW69u2lKClxJ4i8AB3MmTdJpo",
-	"b1CuAwH2NpfQAgtRJ4alPFH+iX4ICQ6iFZtAYUL8BLFBCB0Cgs4bhnOrIyMgqLho3ScKBJAE4VsKZAdM",
-	"5Ct4YMGLSloGd1g6vui/yzbzs540jIP+64gpaZUGjARL3Ri8Bn1PGE8hnqAWSRj7cHmv5YmAdgfoyIAL",
-	"1Th5/GlgwgpKvfjgBCwhTmBz5bWAGmIB3ViNc4D2QySzavzKQhVdDa+UmH2leH7zXuxVs7EmOBv3K/mx",
-	"T6FcZVq5OdPDf4sceTapGLA2RiggyruHju2wx/6aGvTOob1aFkNLrlsVxk2IeAV9d5L5Z3t8xyetItmm",
-	"82ksW7b9dct7b39+yr777rsfQy/+/2gl9jOmy6LhXGAD/3Cq1k3IAIwYCSNULk7BUS1VrWvbTCEHsgAa",
-	"GLCrLNSMr3Mgv20m6D50CYnDuVaDjHjX5g084i3X7hUS79ywv0a8/joNM+JNP8tSbNyJIXkV7cRr3fUc",
-	"t+x2PfetL9uEJgL29o4mYoUL3qRn+F6U2DTXHU24KQ4an3sPzbsx3kSxcliKEyo6TXgJHrLh3Alie/E2",
-	"RDt0uOcmRtfjED7kYz+B+6Cwol4E3LFSFeIDE8oZ4Jni7FkoytTToXWg41rdyu1QBZXpprW5mETg1X6n",
-	"TZPj4UIHKxwqN4KNvQ7GzkK9qyxLNhRgnhlvmamQByMxlQUHOBeO7Snt3o+AsfbU6/9LvBaNK59bMpiu",
-	"iFkLRQGnLm4zYECAGUnTJTviii+5KRZd6C3hsB2d2L/AI8FP3OWTNWowfFrGHh08Oj5mBbTZyh2Thc1w",
-	"hSujc2GttyUxw1XP1O3qwEvf08fS5QHOwF+hRYH/sgw7vcMMMAgs70CvG/ReNpByN9gXanHXox+hRD/y",
-	"/WSAUMTqkTsIAS88wl6/i+iBOidCC5zpBFaLVmQP3oeZTiMuSwpWxiG99497P+70vr7Fm3fnf3f+7/X5",
-	"p33aPjR3AgRrCEkSIEjG2g8GL4EUH7b5CdEwecGemHvoeJOmRRqCFRbgIUR3a8aGdaqMgFu2rbYMEXeg",
-	"AU4LaYK3tTW5FospLONjLpXXSVr4o5W4Nthc6JHb6Rs7vPkK8OaiOQr3Xd/4iF6ka3AZ9BAYtOphwV5S",
-	"jDvH8wky3MUUKPi74lNxChtsCl4r+Cu0c3iL3QugvsC/Stp+tj49U43Rh5wk3BgJtRbLxWnSNtfBT6E4",
-	"TbrQqws68kFh2UlSshb2/FCqAip1Q9uHWMtGiaehRwqWtsWitr3mw06YFcIbhRl+vFTj/Q2K3orlwreG",
-	"Je6QPb8SZh6HaUQ+EfllMjN7HNGZadPGYfhr86T9WLfXZBzsoR16xUtZEA9jSCZYqGYO+yH0ImmoHlE/",
-	"HQtH1jGW5y2gfqs475C9chSFxKJEMMBDozalDeYY8IWqojCE9SUSUXJ8EWFEyze1K9Hblej95RgjWrB+",
-	"n+giumTY5zNFaAXY3xZibfqI+MID/0dAqFhpAxAe4barXLrNJpGh4l14WEO+wAUBCKyn4DwEMtN/1cfH",
-	"3+XQ1gj+VzBRCi9XMzYaTSsxZgfWQuvHkdFTkH5TEqoYZPo7PoFSffEZ//T/PP4hUHt1XfLnAEvk0GfJ",
-	"hmIs1TLjLXHdSrefxXS2l68v2O9vnsF3Qo3E3qT0IxwxyGq2AohvLY43Psnp+P8ZmCJEURtC+qEPvjhk",
-	"bzGfockU8drCIbtYlnOBkwN12A0oOTLi5GgS2jan5ogS4drFd62915OtgBv9L1FxtyP42Am6u6mPa4P8",
-	"fWT3WC3bNrXPGjaPBbHWMKGzX86fnK6SL0H79nq/EJcWkttI5BjBwRw69eYPG6A0+UJpg8kUVPUNX7Fa",
-	"5mAQTU53FuPXaDH6zXUz1uLZsu7a0heQ0t4KL4WdYGPDlfscYb4zEndG4o7HZZHH5a6MxJVClErQ19SV",
-	"k6gJBC+92XxIBwXSDVI6mhYl0MEimlpO/B1ZSgZsL0BjZHUJzCSvihb9VENyAg0oqJNFT7t74EiBLnAg",
-	"58p5bFbmZSSIn9P0qUOR66mwgTsFEv1RLob+uGsS/i5oHu+sb9OttGvqe3FYm6LvrWFFb+CFcRNKFV7O",
-	"neh/MXdtVvtVSIureIFvoPzArabttV64SdrewkncxZZWJPAl/VrtbVF5rMzfo4tulBMr9HgEbqw2ji5e",
-	"iqiddrH1hwQqUxI6q1Ln3GnD9hb6HWVscDXRFkozeVX5fxKclso6wYtWX9yTBSOFBxIpJO0SKteFMKyq",
-	"7URY5F1pkye+fXdxDn9GyYFpAQWDXzcLZvczj/91WbLK6A9z7IeVzAP10wHTZ1TqmZcJC/QkV/SXWAse",
-	"EE35WczFQj/ME2Q0Sdvj7rX4UzpW/f8Os/X3w8PDaAY2knA/C8Isem6AN6tgA/Kf/vPPwxp6M+lYuSNM",
-	"aFi/0K1/uV3VlM/ZUITytYTqK8pVEn7k5W0Jk3VEZn4GV5CXhT0F8amKu0nGBh9b4/t09BF216ejj7yq",
-	"Ph19DLP1acD2MC3AS/Pf3r4+8PcfCJvzShT7p+QZTnr3U5pWsMXikrZPHYvS3Db+WKi8A1dpyEptyN2q",
-	"GgkoDChyUGxngTin1F7VSR2hZeion+7+NjvbOiY2vwLNenT2C4sdtBZXunn2sV84rwGFbwV1KOHJOUkO",
-	"Qkh+CV0xs3ZrriJSJgXhQ8VrfCpsupOSxQaveAkw7fwZgzMemjPKDQKQKB8XvcTbtQk73rnGOgwRV9gm",
-	"DUdasyESnjSYkh1X2pZMy12l2Aau3V4NIJzcO6VAmwheepPg42qGCc7slJclw8uZVbyyE+1CYTAv2JCX",
-	"XOUeCP0unmolnfaWBcu5auxRD6CJLnHI/giCkQgbJLTVnvi/51DoCxEWqFO2c+vEFHQ+PO1xFNAvUaq8",
-	"rAsByoYVytbkIoZMwUI4SO0LLWuVLgQUoEqFPkFtYoUyegyBrghrjSFxSKv5VNeWGQ7+Szfhihnxb5G7",
-	"wDxKAUlp2ePj40SU+XeBJLj0bynE2PCCPuz74++yRAuCevPwUUNdzDNUHFDoJu7FTtKJl7iU27SfrnJ8",
-	"yQUNsrfWt/+T/XYAkRo9y4dJh6u7GWYys+in8HMfaxgh4tfe9xkoF16rhs5T/vJDPP4ir4108wcn//zo",
-	"Leqh4EaYs9ofsX/+6Y3bNAPYwxW8gx6f7s4ECnDjd1STHvcc8/9qfu3VqJyE3OIAF0eXfQwMqk+1vpQi",
-	"DJnGsUT1AMNiUmEtOnTiwg/JQEEEb1WGzE42Y1Mu/dp6kKD+0Xi0rWOmVpAcAOYMLMoefiM7fgQx1OBe",
-	"wIlYdlX8ZiFh2GjIdW0a52dL1gshB80CDo45w2UZ9YWcO17qcQ3jSbhoKi2Vs83QHreGFuZ1eXBvBW5k",
-	"UTAiRWRTMR0KYyeyoq5lAbGws2t8xXfpK+jmjjf8LguhE00y6Hxjo+uKPrnC5o8HPHfyCrXTSuuyuRhf",
-	"HVSQsCSlHjfD+b41HHpdx3h+9UtIrfthDc4ZbPWkJC00MPZQKqZVCZZ3JDn0u8J/B8TBCualBradlQb3",
-	"B5bH9UwUkOt1DOt14qHoCsfhTEmTqNyB+gOr6EYin+dl+mnRDpb0XbDf7FRfCuYQ3Ba8cl0DexcHQl11",
-	"9QiTs5vZyEJDvBwOVa7VSI5DC2XE1YoPZSmdFHDY0HhPigqTiWvm7Uk6b/jyjvE9h3pD2v/I2BaVE6ge",
-	"H0fbLjD7Bf9zcxbRMRze/Kh1sFNlp3t6xBXwQdRuqD9k+G+tCjYTw4nWl978lBA+rEqubLBI/a9kaNhJ",
-	"O/oA9/kfYnihIbYajr1U+EhagvBk/+sP6ST5gXQt4k9aO+sMr4L3AsOuvJhKJf0fHPUohJcBHrl59HRw",
-	"aNicIFWcqR9/TGeK+MAWX/7ip6N3DO1F9Pp4G30sPV7483MlDLt4dR72d2WEFR6HceMA3J0GZhs61sjJ",
-	"SNiApillhAWbixGfejI6+k0nCAbK8uZwmTZpQVMXEnwHGStkEBQNJUDcvD+kExOt546X/yIw42rv7bun",
-	"+8xoPbUn+A9GpXN/qCL/j9/gi8EWe8r+rSUKOOOGgrsMy1oy9FSgnmLZ3h8vX51jANrWwzgG+MPz8314",
-	"Ni3Q8lmhj+fGyVxWXLkQvO7cCcblHZ8KFkmup2zP8fJyv/HfExuOKtiLw789egSST6PtgQN6aJmtBL8U",
-	"5jT6HoZG8yLn1jERKUFDK/o3v/7+6mdMEkhPMi8vH3z689P/HwAA//8=",
+	"7L39dty4lS/6Kli6c1dLWZRbdnf7ZKx11h21bMc64w8dSU7mzExGQpGoKkQsgCFAlauz+qHuK9wnuwt7",
+	"AyDIAkhWSe10JskfHatI4nNjY3/+9l8OcrmqpGBCq4NXfzlYMlqwGv55/ZBfa1oy8++CqbzmleZSHLw6",
+	"uNN1w+6IFIQ9sHpDqFBrVhM5J5QIWTCil1STJVWklEqTXApNc03WXC+JXjKSl43SrCYldPYKfrNt5HLF",
+	"FJnXckX0kito7htF5FoQpak27xVkRTekpPk9yZdULJgiKwqd1rJZLInUS1bDh4ooLnL2jJzNFBOarJe8",
+	"ZNAbjJIrwsX26HBUzw6yA5Uv2Yqa+TPRrA5e/ceBmfjBH7MDvanYwasDpWsuFgc///xzdlDRmq6Ytot3",
+	"vqRCsPIs1/yBmmW7NqN/y0vN6u0F/STKDaHmXUZkTaT5s2Ki4GIBcxSsVGZA3Lz854bVm4PsQNCVGQPt",
+	"dtEZ9j/VbH7w6uD/+rbd5G/xqfo2PsIDM5X2UUNL/Dk+ZDc2s46wXRQ+wa0aGLBvdvfB+k/DgVbV2ADt",
+	"7pohVhUxI0kOr6o6w1rRL++ZWOjlwauX32/vfDuIRssrlsu6GB3LUipGaKPlcQ0fELXmOl/CiYExPtCy",
+	"SQ+w7Sgcpx3YTMqSUdEf2e95weQOA6uasiSH1H15tPsQscdpI3zNFK9ZMYnU2p0s8KthaivCpnckt86w",
+	"OsN94Dmzf1wUu4zYfOieEF6Qw9/9+OK3z3/73P+WG84ka/Lp4+8v3pKqlnNesqP07LojSRDu8xe/HaBc",
+	"nM74POS8M4tDHKL9ixdm1G42bqKyGBv7voN+I+isZBPPGsOXdyNi+9FEEv5dLZvqX9lme0D/yja4dO3G",
+	"L8zLGaGK5GZ8gqyXTBCuydr8VDOqWeGHVVG9bEe1cP1kBzX7c2Po8+CVuZb24Vlu0IP30tb+wxBSqxaM",
+	"b//xrKNc9JwqdsyFYkJxuCo1+6LJXDaiwAuI4dDIvVnxepDL39tO9qK9d1SdNQWfyE+XVB1T8/pu5Ld0",
+	"nUyjv3dUXeqfpo/o8ubfdx6P6WDaaGLM5KJgQvM5R0kxOA5wEGqmm1qwInYUzGaWXKUPRR4wwEmnYnh/",
+	"L9T1ktaOrU5bU2W+KMgh73y7473Z/XjiWj/mvJh+MxJ8lhn5KCNK14yuspa5K7MH7b31ixyr93Lxtpar",
+	"xHozoWvOFKHaDIXOjQIBK6r5ipFDvGT5iv0kRfrOMYpFZ3BzWa+oNrcR1ezYfH8wPMJPdRHjlB/Zmint",
+	"BznntdLk0Cxxwea0KfURCPZlYd6Cp6khSuggHKNt4eDVgYBeDjKvj/gfsOWYahIO/kZOWtwZm8ua7b66",
+	"Wj5ibT+wgtNrVj+welwUoUrxheEWWuIwV+ZrouDz1PBWnR72ItGP8rKkG1b/WDN6P40x3DNWgTjNxeLY",
+	"rKNs9HEFrShyKMIGd+QWnW8nMouPspgg6eHIwzUldSOU0fi9Vp4eVbG3UHdZSy1zWU6VRCr7fmos7vmu",
+	"gr8fRzC2q0YYEn4vF//KRTEoMbnT5IZ5z0WaY3JR7Dq87lDCQV7Lps7Z53rqpQWvk89X7/GIy0abOxcu",
+	"alqqIzSOcGGp0dwfGcl710q5OQ0/clcLkC6hNSN8IWTNkiug/JgTNPPi5PshormGu2q6EoZ326B0iK/s",
+	"JcLiaHZRCoPx4I2hzL+oInf45O5oeJjpwzY40N8vpdJTD9oDr8GwY75JjeYBGtzx3KMlcKK4iC+fuitV",
+	"Ifdv7Yn2vdYEiUbFpOks973vOOpGf2D1gt1QdX9RXBpRdGv4N2Zcjf52ZV4kmqr7hOyqoZFHqnPBgK41",
+	"1Y1KbKzprLXWDRpOdNvWZPa0PQwzOtPzZS1nJVtFxnUFgj/aPLlmK+Wsxw+MUMPhzXdJYSlsOiozzWmp",
+	"WBa7ES/pImJs+tisZi0pVdRsnrTaiZGLaa25WBhB6Xny1jENRwfzPGuFIi70dy8OsoMVF3xlpLnnfpRc",
+	"aLZgtR/lNf8pMtIP9Iv5kAg/4lquFalYDcMeGh00GB3hDyexIWJPhhOfjA9Y/3RZM8V07FCfEaN3VvD8",
+	"G+WHjjeGsys9P37xww9HieNSubaHDszADH74YXQGaFzlYpG2KztLcslzsJ3vYUxO8Bbf+Zh5EYZgGfU3",
+	"7hZJcro9LYR+NG9EcWME+K2xvBGFOyygKtRULBg5vHp7Tr777rt/xnuOEqM3ZFZrg0NkWjs6JXNeMtUe",
+	"K6t5cJ02yuE49tAz/Fze8pINsW00yrMCBpcgwzm08Tiu3RnQkO0bF6nDtcnha1YyzQowjCiypHVxXNif",
+	"4P2MrJc8X4IEBi6xNVeMlGyuiWx0WkP2Y5nK9SPT6MxuimL3VXQ4P6JBJSgYihFonl7X8cO4dudgeyTw",
+	"aOq58sfIegzxlKXPkD9/jzpFI4JuKNqm7UVjEmxqCWXJpsmMtSzZ4+2LtRw97duDvG5mfmzTBluwkoND",
+	"vSqpePyo+SP50/VDfi6FMl2IPOLYeFsztRRMKfT814wWz8hdKXNa3vVsX1YQd459ZpmYNyaAxQPuU1ac",
+	"kruSC0Zr/hOdlezOGtNyKea8BvHQ+eghGAC/UhiKoJfgMperFddmibwly3D1PzdMaULrmj+wIoOP55Q7",
+	"XeyHk+/IXSPoA+Ul9us0YupCAshZnrMKlt6FPsiK1SABnJJ1zTVTwG9puaYbRcJp+D3CCIt2l/7t+Poh",
+	"Pw4XOm77g3UNTH/u77CTuP3vhtYLpkfY8IfQ2GPWy8+M0FwrIkVGuFCaUbjvkfOdQijGjBFp1xvINFTJ",
+	"zL6yLzTX5YZIwX5xHo9zTTH4Dy1bP8QQkOIoPlkfTcK1pVC6YEL/MhMevkZefhedqLxnE9nK2eUF0eb1",
+	"UZaSUlFtX7vxv89qqmLfKFY/nt01ytLL9EH+bF5WlRSKgWb6Iy2ukE2Yv3IpNBPwz0DU//ZPykzjLxOl",
+	"ozd1LesfZbHB7ralTaAFsLrLYoMxSQ+05AU5nMvakNKqKhm5s7/ewut35n3/k/nw7uiU5LKuWa5hSbmo",
+	"Gh0e2JpVJd0Y7sg1aQRGThXPDn7ODs6lmJc8/4pzdrw4tz2rIDasqWsmtJNy79wrMGVKVoadq4rlfM5z",
+	"jC84hZsnuFUc069hunRBuYB5vpX1jBcFE19vojktS1ZDsJrytxAErVSsXnGlDMuRNamZNcWqXFZm2u3j",
+	"24IJzoq7I5jDhVDNfM5zzoS+1rK2NoyvM5vWsFaznJlbFOYEF19mprEd3JcZip6xUq6Bk85rxo5VRXOz",
+	"EsAU4Rqu2bxRYWutIggswGtkh3cKJ307b8ryLjMco96Yqw/IQJuTJMwyQhccOyzs2JChU9EGCCKfkV5e",
+	"NQzbiK1LidI3NGPXXbNa0BLW6OutuL2PjZjCCtII9qViuWZFuSGHd9yO6Q7mXpkxg7pQw9zxbH+U+q1s",
+	"RPH1hswdey9aqi4kM7eoJuwLV+Bi5Pj3A1d8VjJvyMXjcngnpL4FR7Ul+0u6KSUtbqR8by74r8+pgDmz",
+	"LzljBR5kxX9ipOQrrs1pxeHdailvSzNAO+wrw2Q/Sn1NNVdzDiLa1x66kYI32imQICrLRiteoFhsNEdy",
+	"eAdPb82yq3ashrDuznGwxzCXO7LgD0z5L79RsBDmRg4ihzufRMKHzXgU+c23/9mcnHyXmwbgX+zu2cHg",
+	"bW10ElY/8Jx9buX0r7OgZ6RgFROFEdAJuMJWlaxpzcsNCZQGcthVIYbuLMOs4Nqb0fxezudAMTdSfqBi",
+	"Y6UQ9dVvKiRxVhh9ztyljsLNH7fwh7mKTsmack3mluWDgcIQhiBckLsrM7Xjs7lm9V2PMoJHQ6Z3xXIp",
+	"CvDvQEf2NoA142LxbEfjrzP3nkTMvSCpCtropaz5T+wrMcqPkqCQ1zpO4aID67bQcNOZMZlH2PutmzDK",
+	"frTityCWt78jy/ksVFOZu4AVoO3cwIT/KuzS8vi7fn93cEr8MG9BRbo1OwNz+NltJlDMWW6+u2IKtOCY",
+	"uTbIPhCBIgdyihVziZIrhrYBI24YHU3I9noCo6j38rwilIAlFcOhSEWVWsu6sI2Zn0q5kI1+Rq6bPGdK",
+	"mZm+u7m5JC9OTgLHLizCoVn4muaanL0iKvJ+I0rzE4iuBZhlq9rMQnPUSWiOc+1P/Q9mfoZmCimAATvD",
+	"gLUCm4bsyI/tMhxkB6VcLFhxLBuNB7PWM0b1sZPnzBtsruF8lYwqVkRMCtnBiikV9Z79AV13VcWEEbu4",
+	"IKZ/cMBuNaJBVU+0wdu5ES1fBWpiLUvWDUbLuqGfGbnrWBC+Nd8ZHfHO0sjVzfVlcPC85KoYyuNortxW",
+	"aFuW8x9uV/ws2jVp10vO/sRybaZ6VnHQ12O20kA/NyqwkW9ZcWoWQDAj+y1laUUOfAfiKjIUWudgrQBK",
+	"t2LXxtp9ezRUlnLNiosq4n89L40uQWhR1IYOa8yoOTy/eH11FHRr7R4gps9ruTolbFXpDUrQVGx8A1wR",
+	"2x3o6do6fbe3H3+gdU035m+r5p/FTrm5X9qhhEaBw88353BoppivfSc/RqyZ5y0nRtZhe/D9ZiRUyEHJ",
+	"LtDymUuhDFU6ApKWG6Gi4bc3egoKvmBKX9Zszr/E+RuaP5+/IEv2hRYs5ytaGuo3TIXVyhlRrt+dHb/4",
+	"4SXBBr3vINkx+1LxmqnkelNtHUjtwttPcNFPiWjK0ltqAhHfvJTcEvMRim14b2+Nq6RKf1aTCcG8jlSp",
+	"JQmuTAYWabyNYuM13+IBMx/vP1w0Pm2JMnTFxrdASP0jSDaJmYK1vL8JGBXIi+is/EP4FEjYeqf3m51c",
+	"C1anDHnmd7JeSiLXQo1MtbVnRFjQZWsLqSQXOmR3Oa1rztRuvKRq6kqq1P3UWUtkaLL2ll1ga9E51OyB",
+	"Ua9z9BtmcNipIEzk9Qa8BLmsQAq6Z5XOiJLIWNAMZJoKpJWcCqKWch2GzqHhajt2BUYi7ycfEft2imDM",
+	"obWv7E8otdQTuTdOzh9d++HIGbVv7T8+FXevn3esjeGBzUjBwFGER4lre7K4ufO4KOTaWq4eZBsC4kQw",
+	"TOU8cEwWjdKwwgdw6m83TN9Cc1HxSk+37adPHDyZdK9s3yWR++5OPeS3FdW3Z7Pz4q6lZkoqVitLwTXL",
+	"5UJw5SI4hmWo1q0ATLQ9tl2+051K78bscpYslHRC/hped52D7CgjlD9CMSE8ayGVd+6pIZHvPY9HWdrY",
+	"Mjlv5QO1LbhVozFqXEFDkdC0LT24r/tmbSzYPsFlE9o338SJDyfsA8p9wJpj8UNaqJemI5xfS03LwRXD",
+	"joF2V1Tbq3UO4dwqI9JwG1qWMCLVn+bL7w+iEWMhVdvovyDMDsdkVyNKK03B9fmS5fex8Eij+ZqRG1WI",
+	"mjdJbl7dJpakVvbmS1VSgReNi4uAZuNSyahE4/uPSDRxx+tHac2N8Cmp2dxwGy1PCcXUfMNqrOfgeM0L",
+	"+2JccTRqbSzz093BbT/4ZvwOVeZi4TqiCVzbJyjczykvm5r50+Yn75g9F3N5kB2saS3MALMDBj6CP46x",
+	"P8f0cDbBgEZ0SUMC6URzRkD7Lo5BQVQsb2AqSDjoR4naGOREX6252sQiUJ+dImh2kAopNivZKLgb1UZp",
+	"tiLQeHwn4ZGzUPWyZjkGFuY9tcxcVEXnrq34MRxqw7dRETu2ipi5D9yIzALDeKI3LizPxIgiv4bb2iWo",
+	"0meoCI9q2r49UFLCZWwXztxqce3tgQkdX7meDSa8xB05PEOxIfCs+ydbjsdo90lW865ZUXFcM1qAOZzF",
+	"OE9y/WQO3t9hKRJXxU9wVwuAbHQuYwyuZbRtL6cE14CsGBUKZR2nqXhOBhoEyjuOJq2dzwwKuYcRW6Cl",
+	"uLw3ZAkL5mzkYTqTje7uKnXaTNExyhheyFDAJ9hDXE6saTz5/8b6EXuEmhH258acRglC8d2/HcOLxxfF",
+	"HXHBFARN/jvRdN/AZk9kSOrt7oWsI/Psq38C28l1aGuq0a5ltONCXJTRqoxggmab8fl3It7Z+Xfku+3F",
+	"mCbtBffdPgKfG8qvTOJzGC6XVKmUdwPOP4p9LVaMkRdIwSO3OEYJJIKJlSEhWSkbbdKs4KldFhtfcKgY",
+	"Cy3h6hvQ0cHrczSVJkzbsVGcIbyRaxotJQsu0BZA1T2a8OwsvfFjQpdwNKITd33ZN1DK7GTgtWA6kzuT",
+	"VRWdX6Plimqet1O0705quUdTbk5th+3SZm6nhykLA7TfPNCyoSkXkjVaBeQFHmtzaZM1FdrceTaI28fg",
+	"gNJvrlcMoV0vNxGBMpY5c9b6Ad2d0matbItkCXcfOJsZzmr3658OoDTdtJAU36geZWzrD3k6PydoqIVC",
+	"a6ebET4Hl8lhuPBmLc26Yxz0xpwFR6pHCRlsMKDXDKIffLqtSpkO498yTzhmsxjNl0gWMCGju6gQw2My",
+	"O7dcr6QioMwIX68ZVVFj8R+Wm65jcbpZGFcac6RjDUtL8/4CN/Rl9oisuVB4U5g1OOroHw3AHpjfo8Kd",
+	"5QaJ/J4bTxXfuDA3c8k7TxLaJYVcA81wpCTr793uaSmbskhRd6gdwx2yNm87fttSJwGZ0/yHr1hCdU6m",
+	"flyHCR9bA3yIpxz/PkguHmUMPT7ZjxV3Scg28a5NL6GQmhyuUNZFUsOj0BJejLn+SPP7RS0bUdxQdZ+Q",
+	"CFnNZcFzCOvBl336b5dJdr5NeyqougfvWnRJIQbwgZbXGDETUWDtC2TG9JoxgUAOXLgYm4nXnpEDXjfo",
+	"rPgQ6cY9c/uHtv0GAoJWvCx5oruofIXd+VDLnjHL/NzvpqP4cI2BFqxIaK/mq6tGxNTMTuKVn0TMOYFB",
+	"JPh8g7rVng5P0JU+iXIzfGiBECwMByQXIP+VgMTQqAC3cvvExm16hog9DsK2S6cR57IRelC4NsMBkE3k",
+	"K7XMbTBLrbcFn8Rm140Ay9n47EspK6PR2i+28EgiWd4Ri1vYSWf526FsH6yQaraOQ0iwwcKNs5C4Yvlj",
+	"l3OYi2HBlWY1A+AmoxG4GXc5Ssr82rdibS9Z6MlLK3V+FD3epiZf/z0OunVJ93fMZcYkNakfpdRK17Q6",
+	"K1ZcBNkbtCi4GTwtL4M1snAAfdMPxgkYkQtMYlZDrJXhJEYppqZxbvrRso5wcq6qkm4+pi3nainXwkGj",
+	"WDNlN4QG7ODPMFd9KMmpDeuKONJdqJqzYoXDPkW+QYmipZGcl1QtzYvoBca4o17/L354CeGT7Xgiw3Hh",
+	"VdvDeS8XXACDOUWW4JQuUjINgB01KfiCaxB+2yRlDHnCd1SGr5j/l+a/jShYrXJZM5UZWUXxhUB783JT",
+	"La0XrZfbGEzhO7N+pmEzwP/6j7Pjf6fHP50c//Mf238+u/2X4z/+5UX28ruf/2lUAPGzD/ZlkE5T+Bwh",
+	"s0PS6+weUZqXJWoSksxYmLLVJcaZ6+nKD3PbtNfY3Ache91AhL4yN5r18TLiGwziFbgyfwgzFsOUZ4DG",
+	"DMY3NYERbw8xtmTnVOSIWHUuVysqiv1ONzbjoKlzbGp72VDui9mFze+tQtBmKkG7pXf+BzT3Q+Sg/Byd",
+	"YUVnvOR6c041W8h6E5cpc/vUcu+6OK5orTckd9/bCJmeEh6GyA+4yihgk1kjMp49Wpah2beXsaQSGnFy",
+	"Dm52Fm8wNF6X/IEBHJohocypk8dqI3I0VVmVKC7+ThOhg+Wbs4Qryk3zcrdAJYHR8lqSRrFOZ7uopr3j",
+	"4ReyL6vEBpkF+xw/RZXOl/R8ScuSRfMxzohga0NL5j2zA/jiNkHZV0YkDC2JYqIABCv/xV2Ar25uhV1D",
+	"Ev/g82zd8Kw5c8bAKG4Ts6cbgviKLuJAaVfMnOkHhEVrkUptr/DduF7aLlXQVTjD6FZBmLa7xB8tyyim",
+	"Dddjax/CHtlSDIC6TIoULkKq6okW5t47JbLCYZElq1lGZiyn5hxQ0btVALQH3Rc2KtZ8/41qm/Xxo+ZE",
+	"WXdaXxLZDjdg6/TIIWMxmPwvI//0BdZgRKktjmLKnpEHXjBv83tG7jwu3p0NgrOhkCHY3ity95vf/OZf",
+	"7ox4JQpl7nSEO9gADgFOCu20d0uq0PTVRjqrO6LoBj5z1wF8GM9CCMsE7FlcIOug/+8B+t9pYJBRhKUI",
+	"UJN3ySC7mozbDq8SMsIflpsOvjdWluC6WxChm9HtDQzMu1e2uy5Luf6RKp6fNXr56YHVlyXl4kqravhO",
+	"70B3rqgv0YEX1IrV9BtFoGHSTTMKOJ0zd3JB7mqtqlfffnvnQIUMg1felAgH2Pv8tSRUbIySak0Ugum1",
+	"rO9JRfXyGfk0n5PZxkGDvMJD+RqD1rmyA2VoD6d2sGiQxNsbP8CxB/AdhuV0ZwLrGpdUUu4JBGHsmCDJ",
+	"IZgUv6VV9a2Ds1GkEfzPDfP6HAYuJfZwwOOAv4MkzhzuRtvJJ1FykTDBulYfWL25NDy3GHbvoGeqtl8Q",
+	"cMlC4MLhbIP/hCgQLasj0gjNS7tzXzRqbiiL6XqTHk6ixMSZKydx2jkiVh+kiigpIfMF+bCtgmJ236H2",
+	"m39z5QbvRHCbNWnRjmychdrZV5NEJSeHnz9fvD4Cz7sha5rXUnVBquKS5EAiy7kNyLeoyl8ldyUEWb/n",
+	"oniVMM4PitJva+bhw2urBspadSwY5vJWiSCTolfgY+fiG9lWqYutMU6qpNFCLZnWtsZvUxUtXk9kGslK",
+	"GZNqYYQBMchZIRcNb/pEoFeqzsVrrvB4eId2ToWZw4yF9tftw7DYoVLFN7baQ9++jsbvhB9qmSyPEF5R",
+	"NvfSCTVYIcE8sFEB6KvxicbxuSwTVQ+6+i1cIWbIFRXHmpf6+CcpV8kWt6SkdPtuEgH8cSt3kUOfCnLq",
+	"8hgswM1RvHM+UnigG+HqZQ1bewDYYlPZC6QqqTaMJcESjehhzSpxtrhNCSCt2NatGcXH7wZAW9Zu6m4N",
+	"c6fs47/uAVJRTcwl0nE6O6rEC8uCd2BFlR0im1+j8TbtCBHDoO//ylhFLMB7iwcFi4Uw76Rk9AEAHD0a",
+	"DwR1gNHFiFBNWSbcNkPh1M7G66Dww5upuzLulXgIQIC5vhM0ulF8NFp7pmCWw7vmI62qm5oKVclaT/24",
+	"883PWYAZvu3BazHNrWC4cecxPKYriDjy+hMqThTUUpQCIR7DCbdrUG/vzIP/+Zvf/Kb3vuHm7k1fBs7t",
+	"j8d3QmlZLyHeqQvu9P+YZkzD/9mcnLx46RqDriA9+e7b9Bv4iz0S//M51OX7tw/22lFH4Z3TuyLjN45K",
+	"4Klfd3HTE9+lQlFClHMI7rKWfF+GhDgjIMaO4+slV5qLBaTpRTttqmIw7yz05KL+Z5QPDxQg612lMNvh",
+	"iBS23e2o/LVzcMQpubu9tWoUgLnf3t55NAE2If8qBAWOukbD8gkBSH/0iuwf7HgoRjcmox+84b19QWmw",
+	"7QpnQYWptkRXWHGuE9YRlFHq18vwFY22yu4M6d1ZpOJir8hct8Lhtv2gb8SIqnOOvaYz01raD8lywOp0",
+	"tm3E6du3uzUnUfqyWq4tSHncTp9UUpZwXLdEz1Ni4z1D6TQMm7JdHWQ2MDQaOzWlEKW38reKcyG5WICl",
+	"wSjQ5FBIxP4wFy0rjjJy7YKpD6kVVECnN+xoTTdHmVW9ySHeqUYtrWv+wMXiKCNXFoUGIU7hiFOtDZO1",
+	"cbSnre5shLN8yYoG+720Ojf3Ibdg5XBRgF3V/Cgjb21cbvf9NS9LYpfb0Ai38qRbWjvvg+zAzfMAQPjx",
+	"Nzf8g+zAU9rbfjzp1hYMV2hsPS1eWIQMThvWC+nVuM6YM6vrDVinrzDcAkOTzS+KXLcxs24+Vz4owz4c",
+	"GiiUkIuZVxEfRM47l1/PGI5PRqNeumVPWVsQb0Ig1a/IOsD1ExkFJpsBJqmetjiirYw424AdFcYs66cU",
+	"6/cQHX4dskLvGg/uw+gt3qHqJ7xN4KSNZ8Z0al7+PaU444Q7U5gcJtVhZvtkvdjOId/F6ZmY8vKVMlyc",
+	"xLYy0uCFZqsU0BO8gMF8DsQpQHdyga/TMLGQnjOC9JsRdc8rcujRbqEGH7gFyKEFzz0liplb1MhlnUsU",
+	"m/JnwQiu97wayO4dsTJ3bDYQxV3jRb6kD3H+dB/jk79rUa5kTbZcE12bTbxZLiID7C98uBTwrGUk0bnX",
+	"ac9YN94D/UdzzspCObZqlgJowYMfj3M9WzftHvieR+OywxglyP1862fCkitmhmuj7MxZTQqZNysbvfcL",
+	"uU1dFxNbuLFDe+0+A0MPe+Bs3UGVx5DknhJQUouJC8ImwPE6CbqD6n9KYJU8Aj88C5ZiJAjMT2nCbqXR",
+	"/yAnBXHd7N4c2oketXSlXW0BgOOb83p1FM1ZMq8MW13doDFpDb9I+Jzwbo3wAihy5QHMpLVuYjrGjE1N",
+	"tEtl+11Y+HC4Z04RnczMuLWGuf2ymzqxP39vbV/1TBiB3lycyEZAI7SszvlbArrY5QYM7o8YzlNI0vEt",
+	"4wq3ith3k4BKXEWvlGuNyKP4HBVhzI4zt2vBCNUWQNCqQJYKq1oWTT45Bt5cLlWaWgLA9kmbZQW4ZHP4",
+	"eF/i60sHdhcyf4Ra6m+H0s7R064jhWD9B3jBZFHz70nI3C6JuoeYuZeE6XuOyJjq6wqZ6bKx7yyimnOG",
+	"GUkvX9q7Cm2apxjdcmfdS0HYVUbupHjgc8A1kKXDvbaili9lgxbKjNwtZmBdvzNCDJSCCYraQTDN9cVl",
+	"KFfVaE6EPg6yA/v5kHHjUv90HoT8Rgx4N//eCQq2+JTeKoOjSVo+RpJZo/LkXOaxcPZzKpx4B28kHJ41",
+	"H/4WOGrNE59XVMS/rmgCOQ/LB6ohwravhLt3z1ilJifAz2umlnHDgo9Osw1jhhlDIGTzYLWrjUHzmGRk",
+	"1sA8iS/CTzJWZd18k/KLD3gOzB7YYdiWHU3Y7W0Xvbs4Qwda/2R9067iUsSiJ3zULxSVTAb2u7eS+2GR",
+	"Bn1ru1re0mfn3CeB+8QD6Apc5lrGw4fwvcRBtI2orog9wcHjms3C9Zi0BXvqSuGmnJKVfGAgN+dSaC4a",
+	"ppxvGm2/bmIBorxsIgpVcnVe85rlCNltiDBDrpMB8wjDEBzzBY22kGsRQF7zxRKtX8f2l6Y6dj+aV93P",
+	"8G/3wPR2zIX7FyJrQ+fHgtHa/zGHf5vhHMsK0Krg33mJiIdmfPH88Yo58g9qtPaE1IphamDF6tyscifK",
+	"6RuL6hxlYL4y6vOx2q7mkMOuuPxfV9T25GRrQB/cdtsgfTDistJF62GNRaOLDOUGd8f38uSkO8KTk1GR",
+	"wlHLMJ1judqYzwAZV/Qm6CVexvNrnWs7aADrZ3BNDkO82aNEaEaqji5ovkNVdIfXckoV3J6E74ruwkyn",
+	"rOc0zm1XeH/mHSytbzRkt7sHew+j7TvO66G+AEdqIQEEAqH3dzUOjklYU8hgH72tc4u3O+yNaZMvCtzw",
+	"uH7WDlFFJNGgotuTCaRJEe/SDoMLQlVuXd14eHbVmFquEYUZ2UEC9PHuOxHq6E7uJmxdY3JOQqGwqTtd",
+	"ZeJJt8yaqFjx4+YszBuK845OZpH/FOQNAKHsR96ChcPnF9lKWTwhG+M3V/DSeGyp7cFL8Jc3/x5vNhnG",
+	"+4EKSBBZc50vT0OhCUNJHcDgeonRy/MdxfOt+YRRM8l1n0Yu+0mGQFIwXTQU4hh8Gm1f3ptKGefWzPk0",
+	"ZDC2X+0kJuyHa2xgVduyyozW+bJNDE7TX8XqY2dlDZGDzPc2MQ+ibkDIKDikvLFobtd4nnDY/ooKRDmD",
+	"jjjGtdKyTBnCTd/DrfuckIGxp+y26YQsIXXm43E3NkRpAvCkX41g6FM8S1cuGjaS/+Kje1zWSshKT31w",
+	"D4YR2bCrF0SRQjYziCtuKqIl+YGsuMjQkv///b8vTv5v8ieurU+3t6e2qUjURq8vcxuSWq4DGBe3Hx6k",
+	"34ZDWeXMzQHqsJSM1pPN0jvB+nQXJQnkAx8O3rSREK2R23a86gf7omG/BzuGEDDXMVekaJiDErJh8zZi",
+	"xpaddJFi+46rT8mOBoaIth+N3UfwgKxB90JYQAlTugAdTUMGx+fXl7amdlkqIBJDsjfnlwSwdCAIvogg",
+	"p+ncqOJNUQ1ZPq8aYdbgvVy8EToFk4B+qJ7Js8YvSSkXCeDrOBRcTi2wbxiNQw4Rx/bVs2fPfPk7b1xG",
+	"HTeuy02wElnih1kMmYYGgNec1uPbgdhFhAxG0MFEkpGuN9Oy47BVyI17+B8AEcILRZQhjtkG7DZHacDq",
+	"ncCqncBoXUmZzaW9hVzaZ9YflnnV0QN0mLvf8gw87HGzdR2zgV7W7IHLxpZjw/Fg7i72pwZDKqZkMng6",
+	"/lfz0Q5Q2jTPZdOadmA9d0bR/oPP39oPPVtHkro+svVuy7Ur4rSNWmzPY5KSt+QuJOusIxHbyBEkyHb9",
+	"LYx0Fyp6iHN2dzIJYE8dBzou5QKPzysUehfk0NO29ZJmxFbvy6wfGcKA2yiSzGWS24hzjB8OcsyzbjRx",
+	"5i7ro6y1iHRTuBSkuGKqs0u9wz9hhcxjiII+tqlYh5hNtGJCdwOmYEqd8Piwuoo3P/tEgLDVaax/3APc",
+	"X+ooLs5/W2ewnfGjfMH9i3Yf17Abx1/fM3wtaKWWMiYHnwUygrKvgZvWRYk8mXWjkGtRSlpMRpspqQY0",
+	"hJWhaouY9vLkGM3kxDVHNM/vme7KkgHofyI7N6nZ+pxWt2aYyhoKpZF0WQZukO3LC36PTWhquNEYsKl9",
+	"4HFN/bAn6yJmTCOKQ7gPVBFN75kYWfBpF6mNmXkikjBN7UkOiv/EftzoWDCBOWuP2EFk9DbvZEoqszmI",
+	"PfALImQiYmvNC72MNGt+3nvQA3a01mi2jQzamekQNzK3SSqYMfSKwLVzGoUDceCvuQN5gcwkls5m2SEG",
+	"KHCuDn2Buob1DqcWLbjzB1dEVtMWBL23j52haMEEk3nVrQ4FUifCE3Bt4X/Ra11wVZnLDdni9OqDk5fV",
+	"B/6q8NfhTH1MouoId+Mycr/9/hoFItxW+PfWdrqw4wDAYKeQgZYRoDTpQKXBRrUVbn1qxD3gsFYq9sZd",
+	"XdOHmItiFE/JurSjw0PIoRgqUljweEewoQhY6SiC0NAgz4KKAmn79BZgz2iTlaH9oQaHkx960DqYPW/j",
+	"btgXVHROoU4qkT6QG26wec3YJFTcaalq/aZOXnyfxHkZwJp5bTFdfA1ySJ2wkMoThpqCkXkdAshMbq8j",
+	"0g1E9r+xgEpD+5hO0fOpJ1NotosBMzCmd1QdI/bL0KhSOC/m62FXzK6ILmBb+eJykhQvWAw94tBD7NmS",
+	"16iq74fqco3wLUNz2AErZRLFTEuZHG9mF2QUrpeycZgoqYDOR4CRfDVckcyChwDCaQgfElLImnkcoD6o",
+	"5Mn3v90fdmPs4E2AkZiwtYlSlS0eRAfUYYJE8DrIX9pBJAgr6eRU01IuGkYgn+OB1YpLwYpIHhZpNwu1",
+	"WLdhotjCajIHmIu8bIqBOBSVtNqrXQ0sfRnpZ9iMC2zhxUkQ1eYNLo6/jEWwuvd2teq6t7aElHJNNwpK",
+	"Pz/zuRVUKaaP3ZrfTaFJTEZNOz7a1OB9FtInybbL+ENsFXfK8cGltOXTaUGonpjIY8kywlxd5ph94xRt",
+	"dNaqajpRbcKdmmht7J1T+347Cr/2WUvJE06rB1HYSXrH5K+4rL5j9Zsd5bXpuAJTyPVJLseRJP3oJiCM",
+	"KFzm76TSaqiol2HkihwCpj1dgKHeS9nYDpltQC9qlAUkMa+WXCEIx0oKrmUNidcO1V9BdKoNbNKUxzKp",
+	"AklEpWw7MHiyXkrl0fw44LZyMdV4JC2GyXacgKhlaYTYZdAJLAC40HlpiW1KHxOGjy1jsBAizVrMjyWj",
+	"tZ4xWyfLxqpP8Q5Y3JtUrxbLlsE0bcR8gWhkQtrhbJienIyi4xUgrvABruLExhJ2/w8BPd4LuYaiEAEd",
+	"ZsSOgkgBKHjtXbsrf3Nmf+nAbKSHuqk8npCbcxaj1cFzt5qxOlGAwR6pFXPRot1TsWS0RHPk4MUVdvQO",
+	"PzEKitZVsmj0WbdaNA7gG0Xe3dxckrPLi3hcDNQ0GoOIBncNt4iKFuZ9sIjUxOpCLFimbaAAOtejkwVP",
+	"7xyjO211K13T+ZzncRs2K+e7TFZgNXqqffRtos5dM5/XUWdhpO0HqdEK6xyiv5ea1QfZwUcpHuCf4xXh",
+	"fbWjYJG69BEMym+zXYDMUeEojb/z1Np32pjfbQBNh+IBp5mBOcZmPcbXMJpRfyEK9iUSW0SVJqVcEG6e",
+	"+wx9K4C1JDSpXBx4K6Mpka1bMnAK94hixpbcRs20B2BimbpzKTTNdawo3ocguSUIr0OkH/ysLYux04ST",
+	"QSNvtguuowyQKHpC8+V4hRhHA8OHJVHXqCWq7izdMZH3EKW8qGmB+eIiVs8kUHBTAvaPXNB648Trbocd",
+	"hKpG+HmP28fbJfJTzLqE3SG/Pk2EovhQsXF3Pr1Ulq7EAXZx9PIziCkVVkCw0a6g6mZm8rwmS660LUbT",
+	"O5t2M6PgVFLoWpaRM35qu8zDN7BkEJAaXTE3vngEG05zIhA7vhxHEmPCCK0jORa26oHR4qpGEy0XQNTT",
+	"NWO7fBGqxgcQu2EWIQP4IigKBL/Nmvye2dOtIJ5tun77URasJQTbUywQw47uR+gr6Sj3LlHqqMGNrq0C",
+	"ekpOfD0w91JbltvCb08QEe23b2IBUW+E9wP4Lrgo5DosrDmp/51CdW1z4Hsdqff5NYdliEaNH3JHX3sS",
+	"z3ipKX8gu2cqCxmEG21vMTvbnaDG9ggNcL1USbxzL/0h5+1KJj2RJKhp+VRSSNDkhDv5yXhbLlcrrofG",
+	"i29oVgQjD1Sv3caNEk/SHd6GY3Z1hB7oo/3VSFMwkjTkuzdtTFKV/AfwubnLY4TSEVZ3sCR2NL+fd7EZ",
+	"uoOqurbDPehGs3qVbj/QgFi92id6Ljzifq9tt1uiTEh7wfTbtY8eY6xn6k5zs1rRaBXA7i4tOSJFodbS",
+	"q406EImH728+pIihFfhtR1aEgW2ywlzQ8WZqvNjXPCajU8u3KX6SOWgHE7jbgZ2N4Fsl2nE2WX/nOuQ4",
+	"jABlCUw2QkfvCfO7l/gpF4DYA0VVptMVrfiNvGdicN3PLi+wUObUSuZpB1LbaKfym5qsArbGreFD0CtY",
+	"NKHthHDSNgovTGysUSMjhBf2oSxsOQt2Lljv3gq5SQ2Q1zVT8cNx5qlH4StG9giJSjEIEXtGbpYIQ6CU",
+	"RbqGDGxLMTYsCSP4uCDvtK4+mX/nUt5DDRxR2Dox3F4jM1ls4qAISr2ZUC3TjgVLu9qT4OaAvRJbkvLU",
+	"D7Yt5SJ2AMFR9Rz2IOJ6pmXDfLLU3b8dXz/kx+eqnh/DB3eGDxc2cByUSwjmgtTWBRcLnwUSlHdjBSQb",
+	"bU3mlMywJrl0zjW7XaJoIfTMpy41Pq6lVkM1YN/M5wyh7autarBBbcxdyr9mB3agA1t6NlOybDQjrFWj",
+	"7FenFlWFa9+7kQsxtXNB+Q7baFucJsO61T2kpa0U3frWzX1o6Y02BUcRGwq5CXJndvLbFbuLZ4qZ8Y8J",
+	"bp9VhB20g7eNdHcyJNJs6wxF9mCIVaRknE/u0sSC77J7+SzlivmsjF6gAV7ooxJrVNR6Wu3DXbJTxoEv",
+	"jxlkAE8dSAYHDCKF/2LXcIU1rUUcrcIJze6NgWp1GBmPASCCPaZYc1KDdlvq1zQYepS2IBnszF5mjy7/",
+	"i7llhIpWaElExLLiIhqeAfXcCbVOGcCQAqZyfvH6igipbbWCJbMXjEU0Qu9NLVenCDdrv0fjJCYnyBr3",
+	"orPuYaHdmFTswzsCr30YI5NinUB9VFvo6Xa4/ubj2l679pdwqNPJMh428DGoKOr3oB87MDJzIfWPcCkn",
+	"5gYWkP7suCIW4RzxgKnGrIG95lbtVhW9HYWNnz8lRvMiq0ZB1RIa3p324gA0FzAl70QUXFiieB6BB27q",
+	"SqqheiV+qZzHcUIhf9BVGA0QM4aipyEGEhz6thQgyWW16VAEgdvTjgjbbmMyAAXDXCaAYm1u81MbGA3Y",
+	"2yBLQsCGr6B7z6op8Nsupi/Y2TRTCusR7IsHCEXmw4ivX0tM0CkpmdasVplZRa7N/0tt65Op3AjDYC7Y",
+	"VEsmgpxQm4aFHxuWBl9HIozGjvde8UaDje4TfRRu9BPs8S9ZQ/wxaRzvLaBfp0S2dRRRW1d6uAg2ouD7",
+	"in+o1cHFCGgoR6dEzudZqrD1Hkkif20C3SUB5XElrXdNSfFlpdoy0tsFpDOri0NKfKd4dAoCbPdKyE+U",
+	"V9KpVZw5wJ0XJ8ewcyRa4vjQnXQYkUWRPnpkIkqvnnF6KEF148eMZGoKyy9X9djc0V+w3KSNZNUSvcZh",
+	"sV3xpMkvY/WQx5Nhhk7JlCLIUBwPtstwtx0SWCZ3/LgyxTsVCZaQbEIwthpCeZQ+LiUFVBiXPRsUCTYy",
+	"MfKPnlD8BPkz5PD58fMXvzXzr2mOzFtIHzjR/ny0l0KwlXczKoNOqFD8N5eTcxXyG9MZObSXNLE/qFff",
+	"fnt0irxaPPAQFhnIBiA4rYJ6uNS6yoj5r4LiMdTdXJ+vLsIyupazPSNBRpm5/rkmh41i9SsnG/wLXj1g",
+	"kevUE/ZVglW6TLBq8iWkGGF14GfPeqV/nz27C0oDRx73CwMfgbmjVURac7MrS/5kmUqnGArUUjnBcjnP",
+	"tktWOZ2wEYjvI/oWqt1klQn5T9HCubtxgCfIjwJx+6Ms2NmCCf3Gx3s/zu6DyJdSoCrfDyPflsm1TiNs",
+	"vOdzpoNKiHDHhzFDdg3JP5+ckMPnAE7YaKaOhsGnf/vy+w6Q98s4jvfAij0SmN4oKSLI9E+izN/AELa9",
+	"jRYfYFPZsC9YH6kcmrHzTdjUB+wqLMrRKf4NIf3PoBi8+RW+eVbVMmdKPcO4l6MpQgcv2KqSmol8ExVz",
+	"sLqoWKARoY07hYN6b2Qg0f4NY0auoIKi/g4aIahkT2E5rQl19N5c0S9nSWTK16zkDwykH+uD4phdoYhs",
+	"dEtu340B2Y/h2Fd0Y6SCNOHEZLULYYRBfxRsXQOuQa6pzKVSMVEot4ym1+A+bck4BVmKtaGJh7HzG+QW",
+	"3XpPWpeKrikvJxmsbIpK8qS/ZrRA8ag3PbfkL09OdjvU0XVfU65H8Xy0RPhT5zD0cBwSXF+WMlCb5mLR",
+	"jvFkrH5AMLzJpQOABQzzb8Mm801esk/OZrcvYypdS4H5T0tSN+BIokHmV6QCQSI540Pnm5CJfBfDDnT9",
+	"pmymkhQyjN5GfnWsbECg/1NW7V816z2uGRy/7AB4X/A8N/OZg4f3uGaCrXeqNdk/QdMOyy52NJ+g0a7T",
+	"MDIwEMmVzs/A23gDCE37UceN8+xS4b360BzgoetIpt5sY2TBP1BuuP5VtOTPGwGBlNYzwB6YaNWD2miH",
+	"S0i1XmMb8FMC/WOwKpU3t1e01jznFRUanEWFJIdVMyu5WnZvSCOoFjUU+wZG8MDZ2ulKkyL7rnQeYGh3",
+	"vEcR51GBitvHtAcH3bk2sU0i/nY7GTXNxoHepQvxAeWkcYnLQXo9P0m6bbavv++/H2XEtSzZhBW8Mq9B",
+	"HhRQdBx3FsLpZo3iwtAkB31Ib/qhEDsquK5HpZpYHps5DL5LRORFDwp3rm61f+/9qILOUMLFGDzxRkGf",
+	"0fz+sWcejkfu7wKwL4Ad893NzeXx2/e/j+Bbtp9cxMuvnNkAlqBtB7lqj7inr6bhxWiSTLfH4XVpX91v",
+	"UYCZUKfDryn4GyWxbCSRsPyvPCpz4OWoJVHMSDuIQ0MBUK9gsnPmyFvAr2yl++D4f6M63GsXJvXBja6H",
+	"AxEJEQIzSKTmNVr2OpV5oeBVXjP0NnuEVnjTkDA8iucjpnfOXCH7SjYrxvwNEsQmHII5jOaa/PiNIrGe",
+	"UMKGctFgWMCrQTb2Luhu9ZgK9IHemwaMYlNzRPRB4rfuH3/ttRqPCz6zQL3TlJwdbJaYZX799rM3/LpB",
+	"nHoj5UpaCFXmct9DCICnMV12L7mxq22Ee5vhx3VnB4qME7yzZDFkffkups94UNI3ojjTn3UeCUooqRCs",
+	"MDpD5quOMYesSIU158F2V1RBkWiuCJRjK3YImHMjgZSYkbFA57vEOQ2Ibu9kWZA/SS7MsQr3y4m9odDm",
+	"au0VNmvkEEnHcDqUEgGkF24qRVgoFB5NjSQYZPrXzcyP/cmuQoWNzpitpPi3cgne0PLehhoHa9HnmJqW",
+	"9z7C0ui+ykha0RtuBJrYFwHE6002ump0x4UITVKtWW2++a//ODn+5z/+5cXJz/90sJPP0HTWdQsCkOOO",
+	"7VejxXzdqnDVrkq3ssRQKd1Kp6qUNWp5rOUxrPwCQud0yzPIobMzyIqJhKNszM5iZlACN+8ZOVyJIiOJ",
+	"6M4km6rt+fmJswRGTBpTqvh587TfxBC4MU2ynxWrnywe0UvlvdifiTpYN5+jE9O5wy3o3CSx+vkcApi9",
+	"rybQZE4xqIMSRUuop0QVZNbi3RFHe/vhZfe+jAaUyZJdxAimDd1VLXMqA+0GI+ZcWnY3qm5DFjVo2tbD",
+	"IoUt70PLkj11rF2Y/m99kRjwww6yxAq3SZ2hruarw/iPrcs/eprNV3GJ5r1ccOGcUeYEq0Q8DFyDoNKv",
+	"uXLZ7LGAGxVG3KgMvMd8IVQQfKOGHVbfdfng2fG/0+OfDDds//ns9l+O//iXF9nL72LsMZIA43xPjqBb",
+	"akqf58IFGcduHsHW5cYJvOBHlRr+6cOIfSI9rqiR0B9o2bB0TtWYJuTHAzBD0YEZFj1vytIOATrshTrd",
+	"qYf8tqL69u7UHcmWZfgQLDjDULkGcze57qGMh+VO7tnEZAgf2zu8Y65FN802eSm+XRjQ/lmlrCDmLJv5",
+	"B5kX4CfQCg8U8XZDuzG2IhBEYZvbp01oQwvKkj4wIiR+I9cixqrbziamG2wNMsPC7p65tqTVFgHr5VzF",
+	"kxV8i8NFWOKj6LCbih+7LbE9H9ue4/Vc0wlPb8EH2xs+zhipFm4MlU6FAuI0aqqNXXFN5VT4MDbeIv13",
+	"t/EXyWjCKwMqYTExl3WOKfJ461gdebeMJ7jGIjb8+O3Wz9uADOvtPKtBY4s1ZvYHsne6UY/2su6x6Oce",
+	"4XzjZ1x/YPWCnRspct/w6j9A9D8TQC6N/nZlWiSaqnuwjtVsJR8i/PmeseoTKARvud+P4fBO0xByPKru",
+	"rbNFWblIFFAg22LPWE1jzku2X3QXJEfiHFxe/WpXpGNZFqy+WVLxTjZ1d4Ivvs/SHbr7D+NIzbKuMCuS",
+	"iqB8+dI0SuhCjnhH/8fLk3H34zhlxAslWItojm/ZvS5i0fVQWip+kdivcPa7HWWsshZpFqkPyijIpiyI",
+	"jdO0XWFs1HrZTQLqB2IULF7d8xB8h7cBWlQGRQNKnuvM9HQ7l40oMiw+KGh5lEi1TwBpdQrTxYUDqu5T",
+	"arB5NkEYwBYynOYwQNRgDprbWb8XQ3xmXxsu5H+ZC0H6EmHfqLYyLPCZP0kuXrXlF9EqrdBHlNdSKVdF",
+	"7J5tjiComFaIAoENXsRR5KKh8X2rDbaQeaQFr9ia22LBH+KpV9sXOy3LGc3vowGHZwLCAw/VERTnAWdg",
+	"o3O5givp8tP1DYNIhcP/df3pow3hgE3O4P8R6CYjNrznktU5ExoqjRkuec1/Yq7M4Wtb++KDygira1lD",
+	"AbcK9vlMH52SRUPBy13ye0bWbLaU8t5wKry4n5ELjbektkKwzwQeD/CbVuvK2q63CWBiwHdxw1dsECYK",
+	"Ke4Qrbcg6ptPQPFaSaXJ/yAF3Sgo81MfZeTq7Tn57rvv/tnpeT/tVJFp5C46g7qmWNXUsAZBayjeZkub",
+	"MZi9ORmrrnnflR8uuVHAiTIiEy0nLZGf8QhsFSzTY6fvzl8yrJMXjz5aE2Iztw4zzKXHI1qLWD+O82j3",
+	"2M12lVuiHGKf5laLQkR0pK5o9lPnWCe9kchTwEZrJH0sNuGyb2E92iOXkQWtFFH3vKqgVCQEclw3ec5Y",
+	"BGM3gdCxG4eNK2L2cPjMrmho3ybUJ8zrlqTMuYGUcEdKTiu79Ki+tgW45N72L7ldWVdbF9xFeC+pIqkS",
+	"aQHfHYDaAHEYJcUd89mtqBlr/dx5KCEqZMd2kyzWSgDoHdu51Xj9biOTUWKLi8NaDBXftZddRORHylf8",
+	"Jwg1nm00U3tS9bymq5iK+RZ+d3Zke9QOaVkSXdP8fjt8OdG+OXmRKjnmPLpaJ+Hd2PZlT+tEzKaRe+mm",
+	"n8qIVhwPyYl3k6sJjSOIlw2GR6+HdIRAoYPjasXOuG6HL1+n77A/0LI8zktpbtQg5gm/+0ZZBzzs4q40",
+	"uiVfbfd+QtZLMw/LYTKMsTK/XDVC2F9ORigvVfkQQjWMRg34GLEDaEMUreTQrq2Rn9TkAovJtW1PuHVe",
+	"7bZ+NpNukN915RyqbJl9QMbcubtR2WMvDeyUeGQaT1W8mODZxaZbWMrBtKVALrBf7CPq7KAtBmOLkXqf",
+	"ZbjBdJNSXGm/Ldlnm3zDG2pMMkpBtJ116OUbtWWkqpgtHb4tOU2wL7R3zW7IaVM4apxblgVT2gbXjt/c",
+	"jrfBV47nGPXXMhu8MXflcqlSErgwLgAEI8gnrk2N40kvdu/gcwUFa7hYTOxAOV6aHDZolZYd2uY1E/sh",
+	"D3bPQVAjwk4zHM8k44kZ42uojTKuAwQ5Ng6LMGDwXRq3b8Sp0aYG42XBhVscc4XUGSKrtF1VVGCdYoSF",
+	"4XrAvGZavEgaBIM7Ki7F1XI1Cnvfhl6ZdnrXOpZN88O2btrD4D6csQUXykVi3LMNfkgBQshnCU0V2bR8",
+	"0vEyyIILvDDBZ0wU+5Cs3RG/uOOmQLwPdrmlojeL5/tqlP7Hy/D3mPuvsAT/0xbeh1lmRLA15GAaipmO",
+	"QdzZmcnV9pFZ/jUr7G/LPTEzlWYWtbvLGg9/9+aGfEsr/u3Di2+9mvQtQj+uZGF09BU1c2Pm02P49Nh8",
+	"evSqldm9qO4ldMMW3nphYNuMcOUZ/3XA+AcMCq+ppldMM2GmZB0xl1i8PTLfXFZ2vgXVEGiMH7bOGXRK",
+	"OAURNCggbrHRS3uLbtmNYvr2mfk5YNIucxyHlrDRaLaQ8SopdmZEwQzMwYAJ2E82072sfqnslzGSnoYV",
+	"aKfyOKzAqblivfU7dVh2HqVuBGCpC50PW+Y776x87CjFaOyqeTwCICYOskFafCzB1Y3wKZjKV/6CcIGJ",
+	"7pYBovTPIH7QDNuodCVpPxpHFRyPRPirpRMOZA4mSSLuAsbfnXPuF97vnZmLNSr54kuGvTyes9i1iDmk",
+	"uYCQ4Bh7Cd1LgBX8CzOU1HpNhmJvBVK8LORk6PEBK07Xf7T7OsR8KJb5BYsf4YRBRYEJTHFGFbuG/T8z",
+	"py5GWf4vN5tS5hBbahaxsG1sEz1mIkcatF9YIIaMhFANd+rPJdfsLrqhsPA115uh09nCQnyjyJ8bnt8T",
+	"/x3Jlyy/z8idvLcJMUGBgm0DBCxUTOaC9SL2ues0XIlJxw2b+ZRUOpyo+OMmmsnq1xFUgo45fyr1wgB+",
+	"n6r2Zafpqn31uXQ43ymm1AkzAbP37jPpHRVLeP35hfTTX9xweO3GR88MMFq0LkNA174iRNc8LcmS1sUx",
+	"mvstlCsH36+1PsK6IwAGE7qMQNajXhtZ3ufHz09OSAHAa7n1LfB+XPoI9EmbN/nchlml4tSj2nZiLbm6",
+	"/8B0zXMVV3ZXshHaLpJNQo7FXD3wWNbmj+D3wKcJ4wpLUST8TMwLUz1hKp6N97YdeR+vJMyUiJWK/GAm",
+	"j0GiichpTcvE+K/34AaNYsXgcnBBGsV2aM1azCPDW9Ka2fYycmLos3stygbLAdp2RYPVg7ZUar30mTYH",
+	"fhM6SxPOK9zy7ghT1Pl7WTYrlvC4fzTDLcmhaZSoiubOaEZnLoCzlEa50qxe0fr+KCPv5foaXjycsRIy",
+	"lfBvGNNRRt42ZemezZsS5/CKCAkQQHgMwIJ3lJHPAutRHQZASJ0gQHAUHYVKOo74IDtw4zCKeVOaX2xr",
+	"cQXdVhgHazuICebwp+uv24xfkOJrvJgRHY4RVjKAymoD0CE5ORI2OxhsbpvpFLkM8EI89tsBEgxT+kdZ",
+	"bOAvVUmh2tvBcupNdOJG0ElBtTgzpZsRVz1JJjS/IAf4lou5REQ57Jxcw+8XYi6f2Wv2brcYykgx0qqW",
+	"s5LFY0jss0j+LD4gNqJT1h6z362v+dsoYxxSWW9tmYHgl7DB0Tq8fmUz3Ol2aMMxmm+Azs+lmPPFWVWV",
+	"mzNIOEnZ151QaB0opHNUBFQAhGF48NUQtMzcynNZwhl2Ltm2GDzEswCyp5XGw9LlkHl4yLVPOb8LwI6w",
+	"KIcU7NP84NV/DMuIW/P1Ktl4jUKLonaW56zSrDj4+Y+xBdxPfrlmWruARLO4hptby0RsfSPawZeK5ZoV",
+	"10v64oeXMYF+3ijWLjzwPiEht5PVsPhgwUZQ9inobV/RCJEdKLs+uwGghauKpXQgH4QSiHVF225Fdb5s",
+	"68PYD/CERNHQtiDBbGz+8x+yifhgAdGbIwH0voUS1vrHEmfo8C5ClHdHIdId18oe2lNyYptWLk/+SbHH",
+	"/P4MgkulTt+A+jnGaZLFM4frQ/vrn4McVpUgbdiQI9sPtWtqHZLb8UIzmt83lRFJY5CLbckEsNDKRqX9",
+	"kkicMXuiLQDl1neyMhwuNTYSU4ktVSVLBHqqg4wI4L2Fx0hesGSkXDwl+jzcuPRiPCLBYRqkXISVYdra",
+	"MM1YsqjZMZQWdFw0ThsWIe7Kn5FUy9SuJRGMFQrrbth+MBDKXAP0nhEGOW+J3gBk5Uea3w9PoUOJtkoi",
+	"5oCTGcupuSE6M50DwK07MDKFg68Sl44tJWCPgb1y1uO+CQ9a19JnQFe+AuhB5wj6YQT72VmZ7U1paa09",
+	"gmN8yx6mqH6dd09rzKbAyljMGL4PIMpxumZrqEmXBmrBNE2q4GpLxf8k2nA1qMbbmEzVIRuFzYJIEky5",
+	"03AvCfZFt/AyI3gtuG7BHIIl2R7V2BY6vSou5cZuGeemaFGMsJZzy5S3bUdTeaCDX01ypxUVdMGKt2YN",
+	"VJJ4FKQ+e6yvQMY4dAh3mcdyVyyvmc7IUsp7H2rL6yDRWB2dtqwJJVEoh2F5QuceShNzV4WD3p41dRm3",
+	"v/Tupl0wqfiTXgf7CZtvsBKknf1sA1TepaJ7tiGHOV2x8pwqhlKoEcEch/w/Zx/eA00cRSXPFJu9fnd2",
+	"/OKHlyGfPQUwEHPmIP+HKtJVEDDDFlQCv8s8YNOOk60YFRBjvAPT7sewBYzbc+hAXuyS99jZNfwupm6j",
+	"490WxYidYJzRqVExIfzEXH5BoN42PtFi8Na2wQ9kDRaiLXEoBBr9a8l2yNWvH3s3ZwcFn8+3G/gs+NyI",
+	"g+Zp2MxXFwo3FjmDCygbl9k6CGhQeUq+UOFdO7KifjmRNJb0gT3uLn0SCRGWZvi+tuYdbhRkLMCXUrjG",
+	"0NUcJwhOfpca+2uZ+RPnRhoTzSwl7n7hG6bxeLuMOYm0ZgHMuZWbfq0Wmr+O0YQciqYsbcq8+c5fiZCJ",
+	"KuFedLCfkXsuZVkY2uSaXQdz7TOYOhxjX5CDwNeFLfEVwWH9q0sgU26Cdv4gE6sdpIV8Cv+detVv3+/T",
+	"du3S0NOOR7O7r55YT4m0kJFSMGU0jIhvdyGrc5ov2Qf65e1wzt09qzSGpfsCRD6kGyBvjGJsSxLZYHAH",
+	"Tn5YUgB2xTx2pcmKrWS9ORqrBWH+NwaHvSzVW9vEFmLf+2ui2GJlI7xXtOPWma8qcDCqqINmWapr/DQN",
+	"CBg0XziyaUusDE/uxZSJ2RFEVQt84qqWWNNyCUBAJd2Yn4cH8F04gBfRAWhdnRVFnTqz725uLrF/4csw",
+	"vft0ffPq8tPVzRSuXMrFe/bAyligF9wjpVyQ0rwR7lvBZs0CYi7m0lZlPnCZrX+MMp4rAGa6GcF3dDZq",
+	"F95LHTFbe7QUt5h9dSukYLc1NPoEhTWwof/dsIaNnEBKVCn9GVvRDcAakBlb8ra4RikBEBYTaHc8YL+N",
+	"jk9Xl7LWH+iXCE6f4QJXN5ekkvUIvb384YfvfgjXIqyyGOmOx8C5IJ3jqftTCSq/url+DH3/PInff64K",
+	"qveEdUGNh+Qh+3+FAivVrMha4ckIHKwgTQW/ibS693fkPNtNmsB7+R9Or6dwem3JaEPWx1ZedeVanRK4",
+	"itbS+YdA8w+B5h8CzT8Emn8INL+AQBPyfH+agi47s+2sdMjXYsyoyx6yCBuPEVbyMARnMX0TfYwCFH4K",
+	"DFisCAtBRiIszC0+lEDZQmS3t3549tusdqxxbP4xn9t/1Uz3jHohrhH4r+Ib/V7KCr0ddpc72Qve93V2",
+	"eRG1uUzik7bpaAPmLn3HaK1njOpBIBIUg+DurZk5A6w4JWA1Q7gy9tBjSWFei3mPzkrmrHePKuayo9kK",
+	"gkJaDOR0QMWjmM2Tc5Od2cXQNqsE4dvLzuYXtMggjugbGxFsWoAycQ7NpI/vkNdULdvHtxbjAYMd5Hwe",
+	"PRkPqawTOyz7/DG2PYffEh7/tuPu4cx2ZpT90zPMwM4qHudhbRnK5Oknh6XjFIirDrmfEc95pF6Th26d",
+	"FvoAyoeNoIHjjvlRmDcVd9R0Go1GQHFNCslUwk2mlzJycIF54cMdUiYuqV668AS3gENHA1MDxmLJNhVT",
+	"4KMDLjhvRA4pgi7IrCy7AXcJOrUzzdqshbZHP5Is2LBRgoqDRLzZph9PY96dMHhdPpqZJkEc2oHs6Dt2",
+	"R2gMpdczgySmQtve+XhBzdZ1aStMC1ubted9p+KmESNHDKnHNEGrqtxgUI5uhI27ivjh24hxNYlE217q",
+	"prfCWyg6wYeTglsgFCZWbUdayCJvB7C2lPAIViUVbHA8gKwr6Ir9tSNtptK4K/STxBj1L3gTEa8dL2K7",
+	"kv+lbaxbb3Ury/7XLsT88nd+e7m3G9Q7SY6Wh+52d6CHGcgg/zVDbGs7lI3SsTIfcVYJOD9G1e44XXdk",
+	"l6O8cgKLTKYG2weqG8CEkoitjYKcyFneouwgoqUle/zYmmPTZGJlOprrsZF7BCRzP4ZZaCkV7tIMelqr",
+	"oX3YzdndtBEEWbN0v592MjplOqx8ngjB1PmSqfNg7FNuJ3NvdLbKDPsbFVnx6RUmvgY3ngKmafUVf1Hh",
+	"Jx01Vmr31r7K7FQ+1d31rEv7cZrbpu34NoerkT7dl6j1nYEoOy2Hrj3nTmWk+d9A7lxnpk+TPddrch+n",
+	"4KdKb/PP7rpGbosndcJFi6H+w2f287QzM54JNn1f985qahv8FSQl2VlOlmjNy5hZP2Ck6lpn7UIk4Ou5",
+	"gjA/MD0NgtBlgIBWfGr0QXZwTkXO4tB0U7J8VA8leFL+cmf2Q25VRznRdI5WykKjrLJ2iL2N3za88Olt",
+	"4HO+uIwabN7EIt8nJZn8kpb1vGqS0BXnl59Jo1iQbG82KIOkTPzGbVYuazYJ1WIvl2fSoo/sKaEB2twF",
+	"yzjIIYgKGVFaVpkLz85sVbyM0EbLY/vrUbLDN/FqBdAfxnvL2tkRwV367OAXcgKwL9rWCB+QA1VTsfqB",
+	"K+nDBbhVUywOGAWo66ZmVjb0dUv393Dsy1FjEfCWdxBemKtvUHAdQG8FX66KpueZB+aICAgxmmorsG6h",
+	"CW4k9yrqX+B2CKVwrtGfRApe7L/ilmpV9ILGbVdc5CwYlxWbp05YqQRYzhVTkMBmo016nGIqSPjfuENq",
+	"ArPaRWkLnFS/gNb2a/WRYdyHStVsUMgPi1+N9S3hcat41zQXQhn6c9q5vMKLpcvXg4PXuafbxWqZW0f0",
+	"eKy7L2Bwg3Jd304bxzXrmIg7ykJEgMMzFOEDnTPmbENGF2uNz1aMMoe7TiIgFLxmCamBC4TBD8raONqH",
+	"RweuCk2UgJnAsuJTfI9dGRC/VEkoCzfD6P2IqyroqgcuaTYahBGtq+N5+TBO6r6bcJEyvyXtDNM0ceWQ",
+	"t98IXSfowVbICjPloObr7pUao/s7G0J1s0HG7XU4tY5FUSPHS4WNlUZNmWGwGKRTYbxYUBHs8KQDwjm1",
+	"xMBQSQWMo2ZgZmijp6PpnSqO1qdao1R6SRIsdqQe1t5LbQtcJ/RFDwG/ZWQPi4e6KtneWNMp5sn1YH22",
+	"KXe1Jd0ZW1ARdNutvzO5OFJsoq7cyqGQGHJq6WjDNFSjbysl5wxUMK5I1cxK2M0j4rGWrajgGJltFpi8",
+	"fTxwHe9aQWlCmaJxPhQrL3Tg1inrgQOXcDnOPOShjcFz53UCq0qZC8B2FMQPuAW3idj9nHSW30+jGRd3",
+	"8mSlRC+0Gi8wlNLK2upEAwA8rupc2ntniROZkbPN7ujI610eEafvAyBUjiN723YQ0HK6SNduYmfSaRr6",
+	"A5bJvRAz+WXgxgOHfyUhiHy2IdQueFIGil17Zp9oVRH76qY1Y8l7MpPFxvK2qmbKGrNGFQHzbTzv/50L",
+	"USBckJxqWsoFgmEcfhLIAixAQtxUEtPlLwC8ZM5dRRYG+O2bjLA/G97gAPUemNAX3u5t18jXI35gCYDY",
+	"vcoa2j3hCbqn6/8VdUHchOtuBK5clxsCeE054w+ssPWaNfuSMCW5Fwf5Red2a9vmehd0efzo3YSdpv3Y",
+	"FghmO2xD8vOhHU/dFzetBPR0pNs70KByeWKOzHr7qPfulmA/2n2fdu7HqxeBn88SMDef/ArrFwnf1dNW",
+	"MrIlGvasZZTistPLGrVL6Esb2SF9pbJGoNcDHu+2SmK4h5wbplZvEMABTMZWQoi5zorRyw/6O7chMQVU",
+	"lhuAmIiUM+lD7uqauspJAK0HtffnNNeK0JlsMNrFVpRXTb50fAQjGSjJaaXzJTX8XcnygfkCZ85VXjNC",
+	"a+YheLdWMOnce9esqGjHxFp0YAASAngk8M3OzFmsVcIDWDNdb4ajhmtWMeqRLpXhlhZpGYvFQ56QrfzX",
+	"nd923Eqg1+ua5nGhzDwIYkFsZ72r8u7fjuHF44vijjisZ6NfFlEZsEfLQEwhkIsbTZKKz6O5KR/6tIE0",
+	"bJp3tp6QqMmNYWUlV4Blg6QP74LZuKQapAzn5F5zvQSos5KD1XrNIQaESFDioIb70vCrOzuNO7M2FZNV",
+	"yZ6Rc4hKo5BWVm6gL0KLolvKC6x3t9bJ2Voq8WeNGTz+70a0EcvmDuG3Wt4zcVu3mIW0zpf8gd1qnt8z",
+	"fWthj8yDxujA2pouwk/sCQnedb+EL2Gl8duCKzTCtD8tatlUt7kU85LneuuBkPoWrGXBE/Nb6+N0v9pf",
+	"bmmu+YNDrHYPA/Ou/cWJBUHHdhlz52ZufzIsta4biC5BW6X7RtXz25r9CRwwgEWkbwHH5hZtbb1FL2zl",
+	"d5hCe3Szg8XsxW+f//b5LQLkw2PA995+1Hpyew/a7e49aETNaL7s9cTFA9csHHvvSdseL9iqkpCfG64X",
+	"X1Wy1mELsEwCrhRLDrczBHN3fwYogMGveOqDH/7csDr8TBWVE4NuUQS+rdmc1UzkrNh+EmBw6qUsYDlp",
+	"Wco1/Gg0qPAl+7f2f7Zrj5RWI+qL/XvD9O0DVxyXU0ijFeCxUNBRm+oGl+2mlLS41VLelrTGC9g0CAae",
+	"24IJBButSrqZ0fz+tmRUsXCVK/1TeGzMn76XetX5TTUVWr7tb13aA/OKPb+wIOacgMBpBGNsgGqu5tx+",
+	"UFPNbku+4tii1ylv57xkvcbbh92muz/7LajZvGZq6RlQoyyiqlzd5qUM/rKcKJdCNautn1umU+vcthb+",
+	"Vt1CtMUt+7KkjcJ5WOPaLftS2R1XK121zFNpWdMFu51jtQXPJyyPtRbH9gkeZQpkrpqZv11uLTOFItX+",
+	"LOEY8ZsHRt36dVfT3ruGh+Ryhb/4zb1FYtdYP8OK5rdGCQrJxv2uDdHp3vKv2UxJWMCmWtQ0PA5/zA6s",
+	"Df7gVZRStySQN0arfSMeWCmrRIjMrCMrOiZIDl2YJDnLyH9iQ4TZlv7z4OiU2G2vFdGyhJqChIFMB6it",
+	"gK9dUE0jlWaopjtjbAp9rCqWm/NsO8jaCDhQlI08yDUtueokgrl5fKNQx8eac9rsZlQotGaCiH8PvuYF",
+	"KEpGHKF5LZVRzbFWnJEZ7E9GXFSnVlj1/Jncs82kku4whLhSbX71Rg7zmtFweb4kipVQRQvEyCXF4p5u",
+	"/Sfb7M6DgOWghjAunKz5ggusbWmkYNorsJ3Q32UOgHnFmf6s84nlx7FDKPSWgcRtf8dkXK2N1LGDHXy4",
+	"QNclrSHp/qEbfe6IPXOAf+WGPD81Ymdw4P1Hq0ZpVzEGVQIy25BFw6Cqx9TiXlDXOKLzw8p3FieUNK1w",
+	"gJzW3bgdO3zWVvOSjZ6ZG/TYcqFjzZQej9rrFwFzxySk1v5e+wllrWUUDn9MEfgdTuJ1ogzVGanZgisN",
+	"eZW/+xHeDapSbeO4ClYmwFfNE199DVr4RmGaptoYmcWZJSduGjaRMg36Dl6cHBd8wbUffJ7KZRjwI99x",
+	"AZt39yoYvV+ZNknK6zvxZAm4XaMxN6Yh6zsu+ZzBmRwBRdlekRUVjdHjmzoWDv+2liuC23wh5tKa6Fxg",
+	"QNwEK4sYzsgeLYkoV+1sFJgs5/2mIVKmEZqX6CKzx9+aFvYOXbvpZYmQpSy9v88PSddUKNPjqYvdNdcO",
+	"zZchFehlLZvFMmlz9sdn0DTsScqwDkBLzg2DNjyfa1djHgwSSs2bkly9+d3F9c2bq50Kk66kZvGop85O",
+	"XF/4lHxn+3HLA2ulGOLLH2LE4cezm6OdUvcvwSycs1NiFbeghOk9Y9UxBffomotCrgFZG8u3KV4yGyDv",
+	"y2b1g3n/mByHdW8kd+EOX7tDlmRN49NX19NKfHHNmvpXYkzEELV19fnwLNDwdF6NXxOeGdqj1g348JFN",
+	"7SA75BDcE45HZS0z79Hw9nqOXivjFvXuzaL+juzpdsaZEVssSfDpftbu7f0oK3qw9F/Bim4H/p4/sAuw",
+	"rQSJSH0JBLgBWGC8hkFbbmXpNCmNJNk/Pg5FBCcaVEbUrc2L//UfJ8f//Me/vDj5+Z+iIsOOMsjOHewS",
+	"Vw41BsDrRWRbct3XD4K5+my3khkuh3VbCHJRd6mOVmSvdfUHrpc3eTU0b5tMb5gauTm/dDbuju5yaB4Y",
+	"Bs8fWCdD6vPry4SFfQSP7B2UpTQXeS+5y28GWqLJoVuf5ydHz5IZVs9HaT/gvC3BjVD8tZZVkt47lGOb",
+	"BF+LltV/RyJ/5HpeWithKnHEEISWAP+GEYq63sSqfRdQqjYByqIlIqUcuoqYVvX71tkov0UD8dG+KDHk",
+	"8PLT9U0qtMBTyoSrwK1Hl6sm4Vz8xNt+Jiz2KMt26xKw7f+eDJqJ4obHdJs3InD2+WhCJMQnCxSbyv//",
+	"Vrk9iHLx9b3G3KxHr/DfxoUSLkVLdDuc1Hi6L8Sg+bqLA0fVOgh25EHX9qttJF/8fcL4r9uOt1B3uNKy",
+	"3rS8xja7Q/wduivMHlZVslLkJBaVtCpZNX6K8u93wvx28fH3FzdvptPxRE6Xp5E8iqtEgr6t+cNEkbDu",
+	"7MQEp08JOkwuXDiiae3xxOJYuvlGpYKgdw1FRDZs2BEfQPzYha89OvjcnCczIDSldewPmHyNpveCHMKd",
+	"YjOrn794fpQRo+grwHV3sfc2Fh8SICEsu5PTjl0dZGb7E1nVePBSi+mPJS+wPrzvMOHrSESpd9p62Clk",
+	"HTxEO7DiCJhTJOjd55lBnSXPGQb4IIY+x40n3SwFu59LWcYyb4aO6HTimvMyYSYxvxIuCMTtZy1qSo/K",
+	"uJ6YMzLZYCzr1CFz98KOl5ZVJHyYfIxIL6XiXdRLXW+cbwMCNb7BkKgMLdrPE2WH8prlkTjCE/BouaqR",
+	"z+2/pjqzRnjLDqLRphrbA2uvNm+SQ9NORmhJ61VGVlQ0tDR/lkfjx80vdep0ubUKtnX01PxviJiJurRg",
+	"1LBR4D9eL2nHKBtmdOypszxKIMCRraHoqdBfVQgYv8hdIuZUloHBIU94j9u8ncH4ZEwHoHXNH1iRbbkd",
+	"ZW1DKnexslpeHLGyTr7Pd1u7xF1u0WEIVAoFK7TZ0hU7JR4tBhkwLUtyp5rVx2Z15xfGrskpuRBmqiXT",
+	"bItdr5nQ5M8NZza+mxzK2uIauKNxFF75cbyatoO4DAADi2tcKyo2wVYGB1PIBpzFhyfeLejcY2YljiZy",
+	"SU3VfeqcOAYelQZ7jMu2s6Os4DPfcAlakt5JKgD+NmCECdnc37H1Beq4WF+l347MYbZ995wUdKMwPelo",
+	"p7P5Sxz5x5sjoNI3+NUsdFl7oYCJJjj2SZPF8xdf1WbxDjKoz5csVlC/hSSTgm0hevdLSCYyC960qQSt",
+	"boUAbAEmJbpKWH5vNBt5v0MkQxgf1kcbH3eIt1PsfO+d3PfAXyAqsegFRo7DflHPcZoxeK93UukPTNc8",
+	"j1IeZPssmpp5RK84AndeNecyGujSuh1LueA5Lcn55eep4S074Fqtl7JE9C20SHpAeIjGfjBy6cnx85OT",
+	"iQBXBVcx+OgPshGaFZi1rzbKiBKTZYrXXN27tY5IFDDQOc2jq8j0Wtb3pH1ncq8X7pOBrktJi+dRjfN4",
+	"xUWjGRiSCX1gdd8Bnl5CaPSHGGbBXDMmHtlytOGHx4x3xVZJYvuAyEhcGJLbjZJWbHUjNS0T4EsXQmms",
+	"jrDyfYBGPVFrXrHVZ4Dij7beGfeuTTeVuZpG60C1sFRw+mZSRkCppsQUdNBxPEfpr2Bvyp19c5TsSMQT",
+	"YX8y7oB3Tl2KP94A5v1ZVZWbIeDZAB/f3jS/WqDZ3qweCzK71dw+ALP2K7M8W/UGyAMU9Nux8sN6KZXd",
+	"Fu6q+xXeS+ZB/0tpbqVR/ISvWE7ywZcv3DPj8zVT5lDZZSOzDaloTVfMyMP3bHNq/qMwkHpm1olrZuvj",
+	"mQfjJcPtAAerMsZpbAh+trPjSAPWQR3175R8DKgpOFb2fTD9PLCazx0ibUtZyYIWF5OAEEQC+Fb5cJwE",
+	"mFWixsRrPrepXRB5ZlcCt2jy5d9ugmnuQrNV7PqfeoogRrWNkpwIuua2qgtDi8MfJhw/5qHFmTG9Zk6S",
+	"x/QBQi1sUxGeAyfB2vXbVo0XY/SEzRTQt2pLfLpeu8nPIR3hC1CVNCLI2s/tIEdgZO2UEm1deSqB1qIt",
+	"3LNNNDOj5Q+74TMHilYXvWy93BBqp8UVsRlpcW8O5KoNLn7dnZppEb2nmMwuXTDxJrYHPdo0S9Dblt7K",
+	"Zp4i3ODG9SgkWr+ScQ9OyGxDfucZdKxaj2YLWQ/umnunU7iVl+x4SUWB+EoCdQgbX5wd8OrhZRz/eD9y",
+	"7ejVIKQIm6VTM1qkiHmkFBdkWLSzxPh9tSddZ3D+5ZzM1TNYnBX9khHB9DOAPlZyRb/kUojgt3rFVrfd",
+	"19adn3j18P0zXt2CFHGLqcCGcIKnOq9u9RrzO3s/z7lwGca9Jyv65VZtxO2M5velXPinL5/lUsyf0bJ8",
+	"ZvNhb82vBEEUAbBVSDO5JAzUagXG98T2ws8keA+OFkpHhnyMQK3Gub89YY5ytw7b1kC6xDByxEoqojkG",
+	"D5ytzf6GBwvPsUqx/EGTBYhJeAEiua9lUxbBZT7BhvE3dr3LVUXrne53t47T7nSzd49WECq71ZP2eRcd",
+	"wc5+TyXhb0VuH96hBGjjH8YurhETIQj0n1s75lDokd3L4AqxQmTnjsmpANXC7JyuE9KOeyktXASdBT35",
+	"JC/aKy+wLd6lCCyhI3RJDj+ZsVTVSLe4cZtDSALtu3vwj1ZqmVyx0K9sltrbzvhjRLdlm4yKTKJv/Dwl",
+	"NdXgAe1YepUROyEEy5p8t4kQzF9XLH9Igct6hDa0as2knBq+Ak1fR62H2DQACu3cbFHLSl1ELQ92pBXN",
+	"75lWxMJl7tnFp0bHTHxCP759wA4amgOiC6l9W04Nvdi73bjHx1NruvCjXas4hV3ahdyfxmzzcSpzze9H",
+	"ZzXLH37kWl2yGo2k6d0CAAouyIxrzIrDnOWJ9nAzvJGOYO8e00vcIdYe/vC0xqYeG2V3c7t7EdB4SJTt",
+	"6Q0OWYwP/i/JxZXOr6Rc7ScbnbXO4D9JHouHhjTiG8CLSQeFK0UQUgaY6qxRXJjfjA5itoQr1eBFFRg0",
+	"X/zwctSgmdMVq+mbKeDqNurDzMIm2Zv9xwZIqqIfQotNLXbogMjkXK9p3U+JePl9FChAVSXdDCCFaAkw",
+	"ZmGOg+kLl/MbNSnvYsXzR6zRiue1rJag4ibWyWEVRIOFEbXNjtt2cTir5VqxOiNcqoxQUdSSFxl59uzZ",
+	"0fi69Y5hhwZjx+C9EbKvGgGeGkErtZSJ7NDFUhNl3xiuYRmWMdnyWe9YNClwdYEGIhvlR/HIgkqL/HyT",
+	"RyHez23oRkEWtJ7RhWm2LDHRe6onbyGTZ+N3ktS44oNlSheylo027CAdnNa+M1E1XjJanZWlzH8cwvuX",
+	"c0wHNm8TJJap8zafXG9SdW/emQZn2MdMUy5Y0Rp10bk/VV6YiDkRDy9pVudVE6sJ1sZLkAZMPa6CfqI0",
+	"T2KZZcXE23j9gE8Vs+XL3O+yVqfk+PkW8uWUjPrh6k+/jjpFUwoD9Ir3TA/l2sljrrZCsyf6yb0GhnVq",
+	"Qiz9vpc7OLZbx613PNKFalr6CfiUp9uQu8SZ+oKLfaWaXAolSwaxQyKEo+pbyAFrc8g7ny9pTXMwU5h7",
+	"WjhPbb6kZcnEghG+AiwJ04/YkJJptKurrZzJl1EJB0YQNwN4wcPC6LZ9Ita+C7A9JW6bLTwKYtYatoQF",
+	"3hQ5VIyRO4sJ/Mz3eue6QPw+2+LRFNGmokqtowknl/aJa7tR6J3YUfgzn8UVKiANTOoIuiCHZtGPuVBM",
+	"KK75AzvaudfeifFDCKYbo9UPbULPUB0kzPl61SkIETqbXcW+mDXyr17dEgecGgGUavOYS+yvWk1sjyKT",
+	"5ND8ePz2/e8zeHw8/3D5fUbevb9Ol4N8x2itZ4zqCaUAy3B5OkXdmEXy2a+c26+gJPkvUGERiHAoC2QN",
+	"9RbgtVOH+1Uy5X98RDnFsXKEAMpk16RTbOxJahM+rvUnKFQYPdwWBgCTSFqi5soBBLi4CVctpxEItsmV",
+	"K3l16rbG31Dmr1WPOe3IkkbLBnZqWtQPkxWMiRUEO16FbbT3xKXSz/70YlmiqmCH8YblBftMaPdaf7FS",
+	"gu3xG7np4lBdIctR5BAHr45aG0qjosEKadir8O5E8KsdUK/Cm3nMQ5FEoAoauYyGsoT4ZKs9F+CvDlv2",
+	"tGBl3WXojv8JtzAJW9alQ44ZbpAA95Vgy4JhXzmw9d/VsqliCqp97l2h91xEMkpnpczvDUsZsPJxBR8T",
+	"eFcFfNZdkXNZ5x2vYSdwsYlZtVya3USiMP0nwnIAdl7FIF8610DFxLFhi8cOS9MwRUBFP651dWxuyWOA",
+	"eg8etLzMCxzHLVcDOMNcFqw+NrpgSXXHnx3cKRCDFiHqzxXYauExprB7N61qE4XcRnaoe8i9K0Xw2bN0",
+	"bnWCZ8Fau41rR5+1tDKVNmN2NGfIb+cFYdaRaloBndlYlyaqb4sreHGo3IpvaEU3ZCEJXTKK4eyy0Ui+",
+	"ceqFkhdq8HjNNv5o7cp7eoc4womeQBhPBkteN6sVrTc+XtGsKtWy/kVE+gRLvW7AzG8YqScIApQ3Ta6a",
+	"Kgc51mr3MwvIZjiYsrNb5v0pweMBwbnwIFn3H0VJGcqcnDsOFbeRhtHdECoCHzl7bLeDKbjNvyCJAYNe",
+	"0qpighVmDfAg4y+/jOqI6z1yna2hXGu5IdRtUPz41x1OtuupVoHqOexF6zA/0HK0M7ZAKat1q5q28f2G",
+	"cKDQCQQg12zeKMBX81WQosb+VBxy8ui4FW2nkm1TamepJp4onrMruj4PS1enQBUiRa7BU0AVFEWMlTYT",
+	"OupNe2s+s0/J4f85+/D+KFnkOO5iPd8axk6E/GE4bk8t6YsfXkYY5buz4xc/vAzrW8RLV6YM9H5CmV8c",
+	"39uu2/SI1KozIth6YEe1hErP7FVgFJhRI3Y2Fd5SJeCvZ/iayiCiG+MC4OTUsiztn+tepVw8Ig4GaCLB",
+	"OJ8nDm+bckJb8MsXz7//Pg69D8LjdWJzr2Bg7XihKyEh1Z7VkIcHbKvgC5uBNGZJ/6o5YmvKu5ABEK96",
+	"8Or5D1nC69SHDwgM1lrafEMHIND60n2dg0QO4+FdJC3wroP1yCHmCVPvT3xZOCjMnMcV1DiQ4sl4Bqk/",
+	"ZAOJaUOHbP/o5AlnzEYXt0vaSxz6b3w4EvsU3R6+sAzPnI8rFgfY7+InKG2IduW+xKOVKPAdkfCgJwRh",
+	"UKdYfaCwf6LEgiktIi+bgl3i4yDmeJIGAn0g3kVE5bDWpGlRxDA7M8LWBJXe4OGCPPjYl9aBPZ1xYTQU",
+	"bGGqpXXBBBSmipr7b/iKWTkZDONGEvQfYO2h6T523J60aGcFMcD0wHdTYqbiRROPM1hJCKytpZa5NFoS",
+	"vpoRUGVQ7q9qNudf+mAivUKok0jjCptP6qNqpz3sXzNwNvbR61qa7G5vtl2hKEpsfqsyd/CCRY+efCm4",
+	"lmafL+PA3B8YFX08EgcJO2sgbvEQrg4Kl1zB1X3WCxbx9fsLq/EexWIlNX9gV7p6j6apCAqI0uDWAWpG",
+	"AxZZsnKqZ4zqEQQhnMz0MzEUygaLBtkGNqhtdyCUz4oVyfbf8cWSKe3C5ajYhOgoE3vBbTkfm0YvLK/r",
+	"nt6pq8uUtxP21tobt/xOUzcYv7lKRjK5NavjEU0D8xqIhcc+rct9UPN1ojkVpGhqhybaEt02s3S+q4Sf",
+	"DhZNJZx1UxctAUIDGy+7SDRPgujijoVd+32AXQaRV3rtIwbL00XjQwd1GJIP2TC0LHsoQVNi8lPGcu+W",
+	"9GXcIqxpAJh0PNYfpqF8wP++c+iHGneN6J1wtg5eTA9LxsHHTE0J6HPHCCfb4gb9o9o/XX0WlW1dSLHL",
+	"82O0sPcnm4436rW04QQR2fjygny+em/rwAfmrQyp20Vv0bHkyLg3ybVo7ut++9ggPmkbJ3UjjPxFE4FR",
+	"tg1fnPGPjwr7gT46UT8WfRKFEOsAa9Vl8/4TxgWVWBJ6HOWE///s/Y1y5DayJ4q/CkKx/2hp/iz1h+0e",
+	"rxU39spqebrP9IdWUo/P3RlvF0SiVDhiATQBqlSecMR9mvtg90luIBMAQRZAskqyZ3bPnBPhUVexQHwk",
+	"EpmJzN9PhetL8HeWWtZOKPoyR3EFv1tAur/gzgpeyLqzhmqfcPM+KS0Q6UdiuZsNWXqtdRJ0UsFFFC2V",
+	"BOZQzJ8zvwySjR6dXZfMOPkevarW07IL1yaT7ZOD4iON9v6wTT2x+7mTZ+L4xfth5/52SOmX09voUeqV",
+	"DAaTfEFKkFTkhu0zCCNJkVPLd2x8EubTzZoNWzFRy7JcxYO0EEG/bgQb3k7YfE5FBIbqsJbSDpBCLBSS",
+	"8p8bQ+252qjE3gouDc6Ray+mcuArbwLCxbYO7xtOsGeK1EywNaGa6LXRPrwulIuylXzB9lc2wcuuWM2j",
+	"V4fwuWPGO1yyh6N0j229mFeSt8l1QZVxUVLBJhdxhTU+iPwcIHg/KusVhNSHllwubxExy3+fPFiU6pGa",
+	"BRRb96g9gqLbYj/hMNsgnsX91psBbT/6Wm3a/px+LMOJ7NU8MrRCzT6AOLSS0TmKpVFGCIVtSzC4Hq3x",
+	"eNLUXZtFdjTlUnXipewobt1wEm6LSvCbpeKmju5TzJWHb7/z5/EhBUxo6A/qj4wI2RNvsmH6KLMHTOaP",
+	"/ic+y6eRyGKMDfL296ORtWfjB6rzJVNngS6cclBBji70gbYlfI7DN14SOeFi2tsVfVPBGxheH2Td0zuu",
+	"zQdH2dFw29MeS5DdPqoSx+xW2q2zAcYSZL29c+51VqwUVQpc2EC1ofyi29KaRZktO5LIgizKDZzYeIFi",
+	"aXWi9BOYRAwr8Lku45SCV85Fa+XCkw6HOwerhRO20VuqlpHsfy56ziM5O83IHG+xv5v7nPEleyDBhbkZ",
+	"3FUD03nR3JQ8/zPbvBMLedI5JfBu2OtHhEY5O3UYewlroUhwlPjFyEH1cw2IVYqwB5rrcgNzD/2F6Ucu",
+	"AeZEJfEuuNdMpEiYZslc3eedSSbHx8dzf1MKiklDka0DSxtR2SxtI3qFAyJmbA0FQ9yJLmrsYGnXZ83B",
+	"hmjVLlW74EKZdQqH44Us6wt1O9GDWzGeqf7R7zH1iOz0dqdibrpondFJlzitf7R3enpwkT7gZNmZiigK",
+	"rI6MQI2xkt8zgCJVkixoPRV9fRf406BbqV10HSUX8jB/bscUkqkukCSq8GNneNfMl87uTLVji47sYzvc",
+	"sOAP/sJpNDmp54o4Iv8ETVXBVQXn4Gg/0c6lgMMXulEd+35/06ztyMSBhf3hmshGD3hbHxOKxhbfhHFJ",
+	"cLIP2c8NLTEH713xHVzvOZ+L1fBMPG8MEFembFC7u87h+WFV+4bRAsMXUOe0XvJ8aYZspla5gT8xH9IT",
+	"rSov2KqSmol88+cYJuaf2aZzCK+Y8eZBOVBSs1mB+oIVfkuCkSlTie0r+nCKukcNKh9alnLNCucMJicz",
+	"rZHG8/s6msR2ex9A71t+z4SHMu2pjEhjcGNYTDHYXZgCoSYAuMVf/lFBGK1Lo1btImzCRCobRzA9oreU",
+	"i1Rig4WS/D6y9mc1A9VNy66mGlPhU2ATqHPobJj8icQ55T/+CNkW4XoDyLAPhOWbvOxUK194R/CN13sH",
+	"WYLJ6gcXmbnmK1YgmtOZzcCNR3654jcl+2ysyuQ22JDC6RWswqTC4f7LslCE6+98hYRga2UTzEEIuXKa",
+	"13wLAmBnWBoRW3O19yRvpWe1ON3enOvo9O6ZHriFPd3TlUa/6zJvrHS1R3h+d87c3pnZP7m6IBiBvu0t",
+	"S9ca9bt2xBjzZAdRwi0LSrrN4uC5fc3f3fTJG7O8AyQPJ6QyjkQo2475zMa6TJOa1SsuaJmKqj8hfH2A",
+	"w7+bdWc+jb1ij5IGLUkhgetqz9zvyWdDSuM46GvVgWkIRvR7aJopezWxOYcqBAJ5fwPoIuMuSHvTw0XV",
+	"6MzopapB9H2blvUvL+VfXsq/vJR/eSmxCyXUEJGJBzvJ6liMpmdElgVTlpp0p5iMnczrmgokcI5Sr/3L",
+	"Yxo/FSu6KSUt0nURuNB9zFxzImxr34R4tOfRv/yznfyz2lfITl+bT3hcdxfHX/5Zc5MJpHsYXbB/eYj/",
+	"8hD/t/UQW+3nt1p7go2Y0+fu3N/mOaBeMDERJAP9jssna1RrVqJi7l3sHgzelqZ7n8LiNH7HY692JvoT",
+	"8WubEGunU12fGbnuHPZTAHYuTFOYl/RoJJ3LJ0XQcePax2zZBSjHCDte9bfv+x3wcYLeXmmqowjGDdzN",
+	"ObIGxUooF+oue8RVRPrWN7aO8kMqyx6ufOG0Bn0A6ZXSliHAuezDLNGpSafF32zOuj5hitZlCsnC9pSA",
+	"iPmQy6ZiEQIX04k2a+03eL+1sw9ZaHVzRaqaKSY6rkzbpxV9GFqV91JAVsPowtCtpZlYH4HugD2uT2/Z",
+	"h3h+kbNtrPfg5lpITTZMB4flCXnRJolN7MNvuQ/drvOL3xfGLLI7+usSnaaRLRz4SVGN3XHLXFFA8kI6",
+	"bgpO90nHgkUbY/XcsFKKW0W0nAy+kgwzbjIUg1T6ddrWtNCtTGjWyz/7rY3KSSGRdS01i0d6eqLXppDr",
+	"jhV2D1bU2JHv07RSkD3AlOwTN7cSNsl/NEDxJe9cEpFcC58rU/W13prWBSuu5RDgnkSWp04lhO70wthZ",
+	"tup7shCZLk2hVwpY1x+FEm+U8aBv5UpS1uDz0Lvp+yyVwGNfmXUm2o48tf7vnVv1CYCtonrkVHjYq9mC",
+	"5kZXem/MfgOJ3qJTY5LZC4kiKP5Jqp6BoPDH5EUHf1Swlqo7JEv85w25JRXfp0bncgUJtBClJPbJpwTZ",
+	"kWmBgOA6V6Swh6/TnOhQzsBz8/7lTGlZtf+yYfbwA+ungdccfB/kh86ghiKqT303p10o+Mf3TjJI/HCH",
+	"GBFI3j6H1T/FBVY44UEwoRWXICbQDRV0IgFBQMKfYB03f+zk2tZccb/1/baqGnVZ085h28ZO7mFEzT4q",
+	"7TA+VIzER+pHv+sdp0aVBoV2u+ZdqqzX3u5h/scNv0WeSF/69nAn4iSXqIPGOoxXS5YZBek2kazGZrjf",
+	"TqUQ2Tr3HbVcS+HSqXrZ9EElkq7vHubNcIGvIxH+7Up1ExORKADasEcUQz1lBetHTOU2Xz5B1crU+tAI",
+	"5nhE/Mb3y9vULZ79Yni77DOPleRCR0Fukf4QqzMRlgWgtSzW7553iH1Qmsn0qLafsSn8VDFxWnGAhALS",
+	"5gQiFUaaIckAWN1a07gmtWxiOT9T4rsBcdJNiRAtEVNRL2URrzYh+OWwlRdbVn9YEV6EJeONKGTerIzv",
+	"XODAVOIGUscqVKheEgcGHf8dq1dcJcpKkcZ+QeYPM3Wfz9pn552SbPgQyywi+KcwkVHyK/MFWchGFJlZ",
+	"NtEzcc2/jf7D1r/A4A+yg3BG/IfuoWA47Yd+4r8AKZT7eCWLpmTjisKut53jrGeVdd7oRjtsUoUyngJx",
+	"OwNAPK6cSLpYAM11C5JXs1uuIKgSiMY2VJ750eQKcgegZn8XZ7z73RDNAOpE0PLSDO8sDt3ehjO25sNs",
+	"H1aT+XPXzvN5ZjNBaM0IewDYuoDaLvfT/jgK+0+CEfMVxJG3lZOtcrPionAbmY8u3Ce7Yuht6c3I7Yjv",
+	"x+hEtqa35wIL5GHKBRKOY/RFMDaHGhAo3Um3SjuKRAW1dsFO2Rn1rbeX+thvvfntdDEqyr15cksd1RmN",
+	"vjGa8kd2s5Ty7oxqWsrb8/sk6oTSVBS0Lgi7j4J7xwvWoUGoWM8IVQQQnLkwa1NS8UxhYwlmHdnUOUsh",
+	"Jt+zUlbsmSL4GNL4W7xVrtpObgO11/z2No7zAvEpqJKEe5P7aQDEWJjrmvX9njDpLrIen3B4vzdIzHxh",
+	"Pae9HTc7GhBvsNg1mf0ZY5n6dHWtyIoaYxjSPzO8MMR7KRcvJDXT9VT+irHAHfLc2ouEIIVoV/0NITML",
+	"7B+xS83ksoIoi/x/SDVZSaXJNy9fBayEAY6GsVGR789ZIJjdp5o8T1E+wcKkgsu4aly70Q40McBw7MDp",
+	"klLMJ0XM3IwnESBsrsc4/oMRGZdM1AW8QHfQmvl7Ii8ZB0nrKgUZAoZwNxEcOoXpY123034ILNZbjqeT",
+	"30SPwlw+9jA6OZT8SLnm4vbSbJQgS02RonFwGFzYSxEoHFCPS7wajXb0FIuPd6jmxnc/JblGw2zf8UV4",
+	"V4vpOz1EabBYLztt+J6uRQ7W7lja/Rhuq6xVf1vy5eayG9Vsx9XTMn1h6O+cHRT9eHaOPxgLn5n6T0h7",
+	"JVpz6EnTd9pB+yivPQV3iiOkjtnpCT7tXK5cikF3QX6HZJ/eKMCSsmZafPa6FhrJ8VkPpLwtRynyHzTa",
+	"FnTFS87UvtMOrSSAlnuzYzsydRYSlGCn2GWIg6Fd2aY/3WzAilrzsshpHZmLTlPJihT7Aq4IvUmWOsCr",
+	"40uEv+/YvftMbcdaj0i1SBB7rFZSWDDtlsTY9Cg6EDdZ8aHMsZ3jP8ztLEtLa4X/UtaaRFkce1ncpg5f",
+	"GnTHT/EEeblKAiLd1uzWnEcegcwfWkYD4z1Lu+cdnkgXfTKFZ31hWoiyuwKAENUWuNz8b77k03F73eOJ",
+	"F5zar3EIE9tsBzmkB4Op4IIwmi9TpZD+OnKo2qJldWLgcpnJ5TXaIHDDn5iXRH6Y42kYfikGkeCyoiY0",
+	"vxNyXbLi1taEklcPDxNf59qM3WEF77NhCLCdudl48raeDjJtr3oHXwAYPs7SsSGoJW0UWOm0zf0AOE7w",
+	"58wkrCb2wN1MD3YBTWCiAekzLylfTV610Hye9BJLp8JrKE0NOep3PY+DS/d2LUM56vUuuHmPXLe36sdn",
+	"wtefxPWSqzhUcFgJ0/7CVQRFFA05BKcHQEWPUrDhxn0odlc9oOnsryeqjAUVstGX7J4naBKAI6S23wOz",
+	"kbRhUkjkMDr6AQq3bxgTZEGFsJn4WsZ1V0KCuPih5LdLnYpxBLsurcGnlHaxBw2CMAzuZ4Rygk8Yz37d",
+	"yRvE+zUI0upo1opNAearfmLuRQvGG+3q0/URUNYmC4m7LxhcnilbOzyCe9uif4B2Dr/epHYXPbGzAwnc",
+	"2hX9CZhirQSubcy+7ZgohDogu4zUrKBg5x5iSBBT//Oa6RjnRlnKtfGH04qJCrLUuiJMFHC3ChYvFkjG",
+	"tY+b18H9sXW6YzDASxyUYMHqPQJYd0Ig0vdjzyCk/dmuNYXmtfHq70m+B8ZnlEt7jJRYg6QPnzbQiLWB",
+	"ItH3znmCSx+3/p0Z9UyRz5fvd/aD0CtQuaxYRoSZ9JJb9iDvD42Q+mYHS6quQMYH5NjuAgB9ZJoc0nJN",
+	"N3gVZmEjFXUG89FJsG8I14qVizbKXjPd1CIl/9PisUkJGCxSdt9AnMWrgLZOmSuCxsnUw2w07pzsJ87N",
+	"5wkhQDuLZpeZiZe1RfaXep8d54Of3behsjCNh/6Cu+/HbwOlH016Mq+UjU5mgcH1sysOd7cx3ovIaVlm",
+	"xsxQ+PuJSzAliApbtRNA3XHS7EumqKnOawYkIBaPjTrrXnu0eslrhCw4gbbmv1+C6kK17WbflsJooSqk",
+	"rYZB3XY6OsfVjsdyPIR7HQa9vQE7NS8TfrBnztSQBbF3nuZAo/syNm6ZLu5klDWxKzNqqVjazfgbgCGz",
+	"b7dkIU1GCVSCsoTXCqYRsFaKTkQq0Ok7H8uZ9XS6t40xwtGnO7xPjANJb0ow6e09MQDmoI+3WLBc4w2U",
+	"OiY/oonl+4w/BdhvtnYxU+cf/tywxqo8rj1ps6yYCINBQHN6qH2o3tikvCzJrcTjdAOZdSvm8SO4cs7m",
+	"EHDDZOuD3ihZNprBuoMxQg5BBJBMEiIwToqOMl/On3sFqDIzUqjHrK1ftKjprQPODxk+X3z97ShXbMrq",
+	"OQcAY+bTIZR5EYZQzVqiT8YFmR//YR6kD2Gg94SU7JbmG6IEvWNfcqoYMRvTtoQrFjWigu6/fDXe+xV9",
+	"eIc/ffkC6WDdPyPU/TvbLBl5OXv54sResdtIFXKIarmimuc2RsVEgQHYTgirAeKIVE6C57F9GfLYvtzf",
+	"AMpII/jPDSN0JS1tW5WOosDYXn2b3vdTpl95c5aKzafFwXd/3fYB8ZmMvHwN8N+99wXtv/412xLCVaU3",
+	"GYGQTAFhb1FuMnLHWKU6LLn4kt4IXvz6U1/rvv1weuZMPbnY7lNG3HljXooq/yR4PxU268KYcDfKvBoT",
+	"eVJdQqkAdYUPokEJBWXkXOT1BmEAIaEXn94238M9/c3r38gmfDX76sWgVegF9qtQYF+NxjesvTVsYQ1a",
+	"VROO/Gum9L5HfXsYhFiGE3Onr9mD9tWHVJGCanpsn3a7s33BpLN1cvKDltD0SSu0CPiC6aY8xxf7rLwM",
+	"I6c/N8aKljY3Sy8JL/CwQ9wk9w1e69tMrVEG52nrky77DdbAndxhMlD/7hO/iZfhueLgVou3jORchIML",
+	"gAinJ0298/QqlsV0jSM87q7yLilUp+jkR9qLO7U7JMdwPw++gHnYRWqTU4JZTiWxwHCSu/NhIDvThtSZ",
+	"0PXmBDaN6aoPC1IIhQ/llJif7AZpBb2ZqYrlfMFzsuCsLBRaWO2L25dYTg6qyPyvl+dvTs+uz9/8NI9C",
+	"XiRlBRMTeAF5LTcQLawl8uYghpuIXX02DfipT5+Elyqp6UACrD0wlr0Kr/ktF0n4NJnDgVec6s86nxjZ",
+	"x4Z3DakMM11f0FoZk/S+m87vEm8zdy6Xm8l5RamE3k8wI73B3N68+vblty8zUuvc0lNmlm+bi9vMwkBm",
+	"KPiNKGZ2m8/MNo+DQmpa3zJ9NbLbf4CoYKt8Mrw8gfT6uBKw8WvAJ0UXqP32ZhPGOo93Bv/aov+O5rp1",
+	"hcbPdFDiC9s7MQUjCmc8aa290/tPlKtml9ox+eMQ+qXJ00M4D8lkntEUNdsTexa3C/F75ag9wCXZkDUi",
+	"HebBAh04WGThD614QcFQXso7HWZIth6Zu9z0kYWnzhccz/3ewyTgCZ7hC1pzvRks68JZ77NGVfBDrL2K",
+	"lHAtWX6nUoWQ+O2JA2nBf9poCoRwBNQ4XeDXu5YVwTvOTJux2bX9nwYH4SvLWgKiGM50RWtWpG+hbVKc",
+	"v4amOkhUwNywJVVLV+vsGpyYn/D7FbZZmNzIQc7qGX5JCgAbN2uLgGPbq4pw5LtXi6GkfoDXWEjzyPKi",
+	"SKVjnJgxCBJnxW8CfV4rM/3yqa3F9z3I3B5I77rOWGLWkdlgdkJd4bXbfjjdkXB2VZV8SBjfI6+r6mZG",
+	"2J+1lGYx4MUUFB3V9IYq9s58ZPo8pELmF5enf/pwSn5ueH73BaZo3n1rp0wXHnhjXwAhcFqq3XBstnd1",
+	"O7oYwku+RNNpKEpuhT1CURvEl0esX8xNwYf6JnB8/lM2r9Egcba/K69cSL6kXNiAVuctpEXCB1H2QnF8",
+	"8AhC7LGpTpXZtwsQUl33TdS+lIeTEBPI6B4cqCL/hOjv9nuC+SlgAdSytE6glndMQJYpxJIiMY+canYb",
+	"RVM4s99gZKN9UVsX0+UiwDADkTVRLG/MkB6T5NG+D+KLCVZ367QOqmTfEjgJiSiin4ZuB4fXJO4RnJbl",
+	"1rrsdg0a+/G046cVl73vPHvzFcm+6vevU9G6DWkAgnhbU0Ba0DKQztOLd1ZCv4NFBwTEsHl7QbToVEo/",
+	"U4Q2emkUZo4xgLopmcqs4c9rIuuC1cfke6a4Bd5TLCPzP8zhPHcE28GLMjI3TcL3S1Yi3JvYhO8xBhYt",
+	"S1CoBZljzfOcrCjcnbZl3XAvqCWhQorNSjbK/kydEA1ZynpZM+avTWBeIISDS41xfftlyZV575LVHfwG",
+	"G8+752xtlAr+K5diwW/jH66oQJem+3FN11tflfJW9RqBj6LPFXItLPCZ/RiQ2PrPaqru+o3iZ+yB5Ygz",
+	"4Zr1COm9PvjP+4031W1Ni/7z7lP/NGA8uYfwH/67fEmFYKX/2v+7fZeuGV21Y7D/3Pq+KilqkHuet69z",
+	"//SPuw9aLCL3iablHRwwNr7j2wg+8c0En9kXB58EaxN+ykqG8+1UNO4/P7Lex+0I3RfoS/Ufhz2d+HS7",
+	"jVqravth8+H2s41i9XbL+Gk7oVyZGZitaVn6WQ8/a+dM591/RKa6+6mb2u6nfnpjqVQXJd3c0PzuPaOK",
+	"xRm8BFvjrrePoiKImMr2Wv88zcfyFkrdhL8+KM1b90zlHE+i3rVOXRSXCUBCAKMXCDZpOw1/70pQfN4O",
+	"3d+RlhzCH7VsxM4eJHRlmpEOj06KscOT6XtUcybZPles5rLA8/RmY0WltLGdQsLBICAsL9hk8OGQUD0B",
+	"omnpsOF4hLCpsiYlTbH8C7Y+Xeg4hAQegvBMhjWC5I8v/n+EC3sNuNfKQHMJZJJLN087EXnVDMc6bbnd",
+	"0ydg95b8nmFQ3B4YcCEja5tPixINgLJ4PJBS5pDAMf97Z0F+ff73e3Nu/vr877Sqfn3+d3z8XfHrHF9k",
+	"rwBmTldkNrEUbSSeJGeBvv45ipDn7WzspWm5gwRXYsKoV3izBQdvJ2/0bMXqWzZD3rWD7KDfu6hGtBIV",
+	"l/zPl++VLXjZZKQRLv/SVjlhH58hfcp0U9h25wqvACJRmEQu7Snm0mIWPteEFiuuFXQOrDjUxFgtdMnu",
+	"5R1Dg23BBS3DOTx1abf2FwfZgX1+HBrL6aDeOnYENl6+36US8Vs0i5wknQ3VU1HtkkV9BDu5F7XUMpdl",
+	"1EtwJ1tlH0Ib32GMqWdkvtS6mi3K+3nm/l5VX6O/MF+Wao6JBXNjGcwzIpuauFtZkI2/vD+DBz7+5ZIo",
+	"udBrswyHl9cXiOJyfXZhduPnNxcncG//+fJ9h19SGSU6V/f5F83zO6Y9glXLl291oo39Uk3enF+dXb77",
+	"/txY8bK5XbYNmeFCLhr4IVVJcwhhXF5fXYRJdkd2TGt2U+vcjurHt+cX7XwdQp0kFeTqzQWRi4VRyqg0",
+	"P1++z2ytY9jvSCd89LotJXqmyHtpHSbnBlkVoiV5c/7+/Pr8hHClGgixuYAo9XSj6IxxvFR0Qu6W8CA7",
+	"8Cto/i4V2EyqOsgOcKyDltJV6kpUMLKmG6cdCE3ZSTfGn2X1Rwp7LhkXs4/hdgYUbZsHScm/0Xt6BT+x",
+	"e50cvn1/ZRbzii5ozTPy9vr6Yrb4cPG1+fBsWcsVb1azGwontW34xKZZwbM/vP+LkUAjA4liReMBMKHj",
+	"/I94LuuAzRRXsht2md/zgsnnD7CR4Bu3JtFzYRlNJn0r136ObZLr2vKfsoeKJeDqqmD7T9HFXl38mh00",
+	"dUxruCRWs1d9wLXdiVlL/xlugBNg1QCqOp9kZBaQKsLVeFzPDwN71V2VrCdadgajWhHBdS9lmZBkS9MJ",
+	"ERCfjmTr7u316VA1/XC4FxrlyhPCCbk+sZWyM9jONu5Su9oy3OR2lvHBx+R/w/sLmYDRnJTX7Ybg8qJ5",
+	"MCnPAKcR8Hb72OdBV3EYn0S5mfAmW2bcTkIuhWJCNWpwOuro+ppVt/hu4e60Lr6xjgTLSE0XenYvNYiy",
+	"TdRoCyozong1U/xW0LK0OdiIKO+SHMeFGXoXpkIGU5K1pUBjQc5LutBvOL0VUmmeRwmW3Fx54IghAcZY",
+	"+DtRsIeIpW0+7iBaQf6Wv/CxuxpftKL5kk8mzMnlasX15Pfi45oV2IOJLzE/PZNC01xHCaN4WXK1BaJt",
+	"Xwg/a6FHcblOyIvtnTmxJ+/l7eTxlvJ255FeCVqppRye1Fz6vB//MmV/OPVdMPABqOa+1++mLriaE9J+",
+	"atRKmmBHNKsLFr017lO63EvIzLG3zLtcfo1uoa7ieI/dljX5AVJME3eBmtWrNH58q9DMc/vkwjgXA97T",
+	"k6/u7sq6mzwmK8GaBnPe3z9RdcRowQVTClMmBu5uMQPdPo1mcCSlZoBIzJFZeemCa3guyCrYxhNFeBdk",
+	"bATeHrzmSudm+nFu51HeDZ+EYZbBCVF3vKrabJccKNs8U1HiChl/M+U1a4rlWHUjQsAb72K4OqwuLU4q",
+	"48Fe3cm7g7YTWbi2w2jRXqam5RS1QkXznFWaGj2ekC/4eCTZxU5xTcXOsdpE3tI7UfB7XjS07O+A6TeI",
+	"vY0Ww9SanMLQMoGZQbZjTiU1FJuxlBhnGO6YGoNtB1mg7foMZsBcQvjrB16y742BFofNN4b9gpfGQLXp",
+	"fVNpU39cbmA3HAqpv1i4dh9x+2La/HIrjdUINuCXRtB7yiFn1n1kGWi+IJNrPNvXtJNK1PPcNqkoovnx",
+	"1RTAzUvX7x/8L4ZZ76gma3NErWspbvHoq5isygQTGcLQDuuYBUf3QbQFGe0APUjXiKzY6WpfOUEw9isQ",
+	"wkZYAf2GAKgxBKU4QVQxXiAlJriM4AwVrGKigFzzCDEd9DsyQy9nL1+8MJpVc5FrO0k9ZtjhMpxdyiGj",
+	"szlxEuN5sxeshuiz210K4UFvzG8g1uYOD7z1386zgHZVMn9maxNM1JPbqmE05cL2JD0ZFyWN4t2sGbsz",
+	"HrzbZB6WoH/swD3Eu9QVk7vYJsDzYdpSuyGNTKSlC2jxp51o4xEGrDbYG/KlO+BtG+YRUCDmi+F6LiiX",
+	"OPz8+d2bI+ecWPU0yCCiGBRfJy8NjfCREratK00LLqineSZmQf6HFJGxvzv9eIo3vr8AD4wtTStlAqV+",
+	"DMmDd8E1pssGyn5coO2+8L3aYeuarXZVynFyHbu+Ht/DT1kYZAl2nu9xClZ5ePuf39OySXIWOjQfZDmm",
+	"ZalaFoFpZLhQFGl+/R9NsQeWSkEHlqKg4O3X7JG4TG0IMCNK2qoGshzbxEuuBzVAMF9GYsjhOv1i5M3R",
+	"ibB9KXNaGkt+YH67JaG/IOquDV7LxUIxCJvuplOuBzGJjDQPx3xg2MFMPFpLXHdHOCHW7nYTMP2aFevE",
+	"Kv28oqQFrx7eNfFMzMvOeakyQsuSAMsr87VPU6q0bB3t42uxgHzQR5R2AacdAc0hNxsIPu+hBHcotULw",
+	"TI8Ebm1uPTE6+fgqq57m3rUe354Way6KrZJtf9KdEOqesEW1K14IfrsEA0SvZXva9AuHY9itdOP2nnl7",
+	"eHO6ksKKeMMU/rVmhXB/62VT2z8XNcc/FNVNbf9s4Nc/xVOuImqQluUsL2V+R5jxM9++/e7DB8fxoWmt",
+	"HWbPq6+/e/HiGEm5NKvNb//nX1/MXv301xez//rTd399MfsG//wvCXyyWCQleLt9Gbx/z9f0BMlOiGfk",
+	"LQZkJ3XP/ONStmTKcOftC2xXVDS0JIchBIusyQ3N75gojjIAbSGHLgfI/AvfdQTINlZb+1WH1oz+a7Q8",
+	"QE0fXUWvu95wdXcVDyAbD6alQH0W2H/kXpZNNBKRjkx5wDUsKYYYEvy7bWsHbpp4uKO9xuGKfBbpiDz4",
+	"xJDLm441ab+32qctMZlFuLaTUUsZD6wuasa+3+hYYtJVRXMWtMMQOxpBnRrFyOELvGKwoziaGBJeNGWZ",
+	"eCUA4wMCKNWsXtH6zr9ESMGmvqGUa+j8wFtKuX7kS0ZSCt9p1bm436kY6noZinUi86ARDNzvhGMEWAhG",
+	"SCTAPTBgeWQ5Fuofukx8L+u4rCVXWh1NTh1cNCrZh49sbeM6QmpHGNSJeeOuAn/5h6Yss+Bm0HcKfjVx",
+	"Rfx4hw1sD66HNNWBywipAW6uMP3tvRWlROB/SmDQqK+/wFB9VBDO+dS247+wyK7ea7Olyre6stum0QX9",
+	"ClVDf0eFezic9p5IdIU0fSSFKj4NqtjX7KotXhugwJ6i7R1ZMmQotLzuE2kk0yyNFasJEwg3mJFGWP7g",
+	"oMMZWK0t7e4OhmvnXBzz4MNof5oIsBPBjiftB/FacujA8VhBPlx8fXRM3kOI9dbh5LKHyiiZarlRPKcl",
+	"QCKpEzLHkGhbioTVPzVbsJqJPJ47EelOVZW2/Cle8O0CEoORQJtMaPOTvX9tFiyAKZSCPYsHffJSKjaU",
+	"3x9oM3gWkrQO3RWd0Xm/sIzomuZ3KiNKy6oCpx86NINygIzUrKJmLY8Spe0FyxPQCNjwM4LP7BbrtJpw",
+	"LNap5ELPjKW3pHUxsz/aIZ4ycBON+X/uiT2voJko4oGKwCbHeIU/sgF1cMe40NAtk70d44UNgmYkN2In",
+	"zPY3b7UC4iROVkxY9F3zy6R5GC9PDF6I2VhthqfZgelbrqjDDscRNz3VbOqMP/LObFHTVdSqgc/JIaR7",
+	"YplgU3BpmcbVkZm6pSyL6ZQRBXtI+UNvjYOMAg7PmW0IecWHtDUdzEDBycENSg7dRu0tLHqZlOQ1Vcv4",
+	"JrYv2eGgsr+wmQJTsSEGjdbrft43BB5hTrsJCRPq+f1mMgedT4qL3HobEXgT9e4+X5+RwqbWgSlo9vHW",
+	"YOM3B5DXnb71dbaEryEZZTvEaoC3MpZOct0qeZARvPKHpAqr8KX4gi/9sqq+jkuAH+G4prKXHQAuRGC7",
+	"7A6jjhU2MTACPArj1+FQpxOh+ua1bmiZcldSN8x9O9QbqPgaSKg6CDobqL1AZ4VT16r7Xh5Mq5M6MtdZ",
+	"165KCPfkqLk0Do3VMZ7+GakcnxYUC0bpkcxRE+wGhtU1R6fHaNH5jcRo1e8apO2cagnID7jH71nVijHy",
+	"p/Nr8pxW/Pn9q+deVz0HL222kgUrOxUoIVXVlVzoN8z9y/01GF5zveSJPOdTT6IceKV4+kRM9XtW01v2",
+	"ZsCouwaEAvugN+6mZjNPs+qxxxwy+iyaMIQ1y7LdfttRO1qXnCl9lVbE8FWPRgn/tdrHXlTpCP7fJ2H6",
+	"RAS/cgzD5NALRkYCuciI/eMoCrlpDkGm9MgKEvtYa5x7bOzV5HANauGNSp/8yoGI7nqrP6QapA0FUdFx",
+	"WYiWqxulpdiP13VhYx5OPWzvhNjcdqZhUJlcsQQKzqnzXmnXduPKBvShDNm08kSe9U0yrMprAsMHr/Zp",
+	"d3TfT+dqqoeOGYKp9iH6Yp/pFAYo3Oo1+OTHgzs4JmTOOscSXiAdUmq6njNdOB++RfCXFBByg7JrSILM",
+	"8IIfiYDC1z6NN7CdgPDUzkDrko2bB21xs09i+34Tv91yIWhjjlMkqd1U7DueiKrsknzkL846p027SM+A",
+	"+siYbFPrJdL+i8uqakXKZ1ZRK7TO3TSSC8EEZYHy4wkK1n6eEOmJhOOnkTVNsvOshmup6jEYNt4reOy3",
+	"933GE7xcKdh+eV5P4lu1krPtXiW9KtVxjLz/E26pUEi6bEru4MNjYcoZNtVZChz0//0dpnCgu/lHzjKY",
+	"7iLZX/xzeEmdbT/uKIVRmz2cpUsn0wdBF4zjhFqkpfcd9JmgVx+wDjMuyVulmruSzLvxelG+46KIV3Nn",
+	"B1xwzWMrfe3TDXx7sBlc7tvESiuXgYyf3iQcKHhR4iICv+sI9z60+3Zamc0bm9h9FCLADKJ46XR68Q5o",
+	"CJJxTc3qFRexKe1UUfsp3UBe5S5VW12aPP++2F7Z2tY1FQqcRhVFXwQ2Gjx/lA2eajYw94tarlKzhuyS",
+	"8TmSqR+BBRL/Tc1vb+OISVQTSA5IrEnf3zJ9hj60jY7P3ZSlcJvJC3R3woeVGSgGo3VGI8+hgogcb+6b",
+	"9N0yKAR/WJLDFqvI6segmAoKSDLSohdpqu4yUnB1N8P79KM9Dp5QC45NtR/P4PxhosRASBGzIQA1zVrW",
+	"3SwnUnIj8yJzOz3M5UpioO+QD7bLdcveOVyHbvMiAo3AkIVZLePsrmQjLLcVQjnIBM/FI7K7/nMlc7WJ",
+	"KsnSoRIRuReJ1KpDS/hgTP/MrMzKeLovX7x4cbTbrbv15/+TJ1T14Q7qFS0z/2MABWjKDtgYPnOQHbiH",
+	"jCnXlGWc6nfnBKy9Q4Ju+w9kVzn3a2qWVZjO48QlrlVX8p4VDnTokileNOzMTHZT7VuyiaWGWtp1JTW+",
+	"xIOckRpfE0sQrzeXjegwuMbopD6JcmML7wETmW2Uz2GAl/Ig0LwtQ45KM5K970g2tSS5edwWmgKf5A2a",
+	"yNB3S8fZXuFaEI8Vv3XRbkeo0VaQjvBpDhFo1okEIkwsam+IbMY+vJzomvIyRns32JMt5Cc7Wb4TewhS",
+	"vGy1BQ9o5zXHn5j9W9QbUjciyvZi9MWf2WYQjQTEonBXGtJGJ9eyKY1S9FoHYqHBu6bcqgRiGtd5XIGS",
+	"7TS8iyBCYNs8BvvGCqUDwOG1GRtugF2iATDDf6plU8WPlRTVxFWXY8JqPtxoUpx0AGb8U1gksMu89msW",
+	"cJKzznJnXXm0PY5LpGDr6yWviwta600Hb/jRmg1AIbGmEAEJPcptV1KHIW3Ned2DtG3Z4e20OmBhGx1G",
+	"w0UiANMwVejrFyFX6OsX0QmPTFsgJVs9NmtgywegQAyVoEbfmyvPGiEkXv/VRK5jkbk7tklg1Pa2b1uq",
+	"gO+abK2Zh6P9DxraDk9Anlhcr1wh5lC0VzGWHJtzhlRAPk66i6UXVcQHWTt5cbG3VsBZmrTCqligmXN4",
+	"QEAD6Rge9qLA2AZ2W1OdL2eW6RMvyowvtKTKfxq/Zi/5Lb8p2aiIMKE9VKk7OFC/o80xUVruGKsAAjbN",
+	"tnNu37Suzc4T9gIFZL7l3qmNeFRTsbvQKE7i33RTCNyUWNQ3yCSwXILelYHSXPecvV1y60aWACsEyWFK",
+	"01Wlkj7qCOmg6/jljsdFdCAnJHDFpu5tWfI8yk3kPC58wuM+uSnggqwTF5P9bPiW6cS+rS+UwfJtTUhM",
+	"oCZt1ZSd9MaetBBAfLrNmqCegcN28taLZXNPPOA7fDLBWxNzxWv2ob2u2u8IvzBSydaYkGta7KVERDBj",
+	"pE/+tQ5JwjaA1hiwOC8B9vimlPkdBJ1c3YIi7IErfWJtOJtTgD5wTkXOyhR+WIX9nuYYOYo4vIs3/VoB",
+	"ihAoxkKeWOsNmknAd+7tbQR82GAmmbdPIN6OWyL3jJasOK34tbxjIm4keyIs40KYH0CpiGfN2V5QnW4L",
+	"YlHwvW3W3wqC5Q1wuhXVX+aJWPcdE9NQv3zXhtWQa9G2Hd8YSSTdWgIIFmz1wtiPUE/f501C4w24QiCN",
+	"OwIb3fBSvxPTYGnhYcLFCf4148Ji6uZUCAk+tIOuNx5eqzwiuM9pIJ2WDVGWLITT2T4YMfkHAPV83Q4F",
+	"lJxeD/c/D3fA/kV8nhMIpN4wBLrZ4Zbqs+A/N/aaykHuyUT5R7vScaLHLTGwXQTw8B3rgMwPJ9JDpLo7",
+	"kDqxvdph9kR0yQFEkSEu/XCOxejqmq0xehri/vG1EL63GUgeOOpGjbiQA1Lz7HFk2onO4tdSbqd2Fz8c",
+	"wk54OzKVtH5alu2emcrY5n8wLVghS7Y/P9ulzk8Bme4awM8jIxCAUKkUQXj0zDLOy3h14WBbcIHOxW3J",
+	"ZhBmh8d8etd/SC5a7rNdeXtcFpPSslJIs7GVIzZMByPlKlnjIuUqYO/AqpYRlp7eCnRmxr8tHFJqeep8",
+	"ye8ZrtJ+tpwZAsVm3KRrieQMcXT4qCaEVvDLEwK2IRUFgvzjzRpk6x1bagVhDChktSK0KOAH02U6GLa2",
+	"6TgtauBX22q15AtmFjYZQHpvH/B2BUzDCXn56kWn9zvEib6aGifqDyaRoyL6a9RSVbp7Gcsp5ojhhljD",
+	"2rcO7ezOC8e2dkIuXD5L292913iLF9xtjs86T2951q9ffdw+x+zo4OLNVpGqSdRcA0azm2Wj8OanjV7K",
+	"mv8Cyu478j2jNavnLhjxc8PqDZnXOv9i1+gLNDyfaAqHGsYtXG86E+rmjFb0hpdRTmObS1UZUz/nFRUa",
+	"zLNC4s2AeWMorTldsZoeA7klsNSueF7LaikFCz5E7kvkuzxWzQ0mRSEKnj5WXQSejnxbXPI28yy+ppbB",
+	"IgDhkTXYQDF0z6ApWpafFgff/XVUjNsO/PpTNqUHW+GoukHp6ppY24if7j2Jtfs3yUUqMnLtCV/QBTSn",
+	"bWSTF9YYutJUN7GEqAID6jCJP1JuI+28ZEh1av3ctf2mLxLu5wfZgf1xHHRq5Jz3niFWlzv2Mcgq+A7A",
+	"Ifk9JHxgv2itbxjVitC6Nuru8KsX7u7AX4aaZWBAonJ0gtFKC6kg2IMmqsmXpGC0KPtkEYO6JtgpE9Th",
+	"RfB098cDXn24GXFKQL38++zqPp9dXp/N4LfzULefQIUuN6PHsKzRenBgA28oROYnYO/1u9dlCwuHnm3J",
+	"VUKAP1DBF0zpOGiGw8ZGAQY0hgEw/gDcIJ5FuWO13DDydVB2GAfOB4zG4U79uGR1iJyAyaUZWdRy1cWg",
+	"eqaIrPktF/tmUsDBEOlTFp+/keW6NksRXy9YpQzTOV2naUmYyGVhzfNtcPM8VRWOPyJUEbhCOnz76vXX",
+	"GflUNSojF2cfPmfk+Pj4KBGtNbJ9NVzLbjeATfl7pkhwOE06/RNlTO+gwBxLmWzVeQ3kIre0UuSG6TVD",
+	"rbaCCCfecLa6CcRhF8Oqs48idhU06Lgcx9ryz3Z1UhJRtH1kdy+p2/72qoVdt2AtvmoiJaThWPvVfi7t",
+	"08+wO6gADeMgOwB8jJQBctFV71uchYFqPoTLiI54HdlYrD0i/ykP4txZgzxenWf2cviMv+3DKMYzFUB6",
+	"ThXewAKNAekgEfPHNMQ2HnSW5QmTPYOViKe6G2toJG/VLh4+uZcJMC3uF/zghNCezGCUjEKtLRBU8mKS",
+	"XnIsY2OWrI0ljflI0z2hv2CaQ4zhTGO6BianbQ++Df2PlgKNKBHvCYWykzlus46Ib1sqvXEEopLQN4FS",
+	"GABgk3L1TDnqvL54dlVBAhXN7WCkV7TbvN/S1D3XMz0HY4kDoGc6d8lDyaCD2Z61bhktgZsREyt6h213",
+	"Fqa4BKatXvwPSjUt2+4OmzbNRIvgzSEp5hZ5aUyRRgkqjSR0JiLKRzluiiPPZMf6dgNILVM71SMnV9cI",
+	"Cim3QYKvfvgcseF+I/p3f/Yn4c36OgTS8IHN3tUTTTahQrOnfwhNMYMwwNHblJMUZzDfE4+MHa3UJ1Hv",
+	"KgH2hVEfyGHKa5aApJ9WzNyRU1/KvF7y6nNdpvwnLQlQHpuJ+fHtO0d6fIiIbZ4a9fTi3dEEJ7ezFMFR",
+	"0j9jlKvzDWQ0Rqk9vh9HDw1LKd6Jm009NK6X2z+cfEYEOuNxZ0R/UYcKVYPenmDO4Knjm8W7cnLDiA8b",
+	"FsfkVERmqAt5gfedtnbT6FwuSBASsohgIDw2ZHb47uzciPSb6/dXFhriiNwwZBCy6BCHtc6Pw60Y8Gi5",
+	"M+KCCVsj6/ncpxXLhlHGiMLOpdBcNLIJS7gG3At0xBNxdU86gU9BDhMQpoEz/8wRTihyaKtIa320l0Gc",
+	"uCwOjBHVhlaUJAtaTy04b5ch9ZJgF5DDrpWtnqFDeLTn2/0STLzpd4//jsp7ov7tlid2gCQGr2TGcCRG",
+	"cglSge+uDnbaNRTmiHxFpCGhmPxoE5f5HlKBOl0c3BIdAqIkzTX5/pkiTNyzUlZYNDdZNbfNZcTWwO2I",
+	"89a5jYgZLjGchwszLGQSsdHGxwM7wF3trogOCYiFy3aWfXKM3KuKzCEpbGMsDJ5YvgMusJZGdMbo7Mo+",
+	"d4IBa+OisXvIereqUy2N9w5cWD6Q2w+EriqpeLSs7gMQBpNcVhBzEQVpnyYrWrAgDrNiWOR1CDdNG6a7",
+	"NZTbJ4ltKApothWNmRRt/8EFsO2B4hm4ZUUOtQSKRQxdcWBzVVNLTWFOVUq5k5oZzw/SHPFJqAXWmXmZ",
+	"ZjeS1kXmgGAzH2mpGMuXRw74x/z3iv3cMLg4gTl02etmMgfnEvUOvnvSdC6p+iBrdp4YlksjXMnaj2gB",
+	"fM4JHjr2oF3fEzeC4fA80yp70NFdm0rP38GY2OGefugQvd752Nz/xEPY7zR0QHDgZL1wHWxNvMy546LY",
+	"J4SPdyvjZJDhCRk/GKN71Q8vCxWO31l9kezJ1Ji6vPAFCDtRK/UPV1umEAkKTSGBg+tNm0bq7LkJyCKu",
+	"7bExjrswMeP8xCo8sP7NELkHmAf9gtgBNwwReqhNd3duxJXNto7h7nQheFLORDQX2nxqva5uEPqeM+MF",
+	"od9kIxusk5lk0bCQyR7uTcwv0q+PYaSc+rMq7rQg5v9gBBDWGp/bP4/1Nw1fpSECP4TwgIGdg1E2x/XZ",
+	"CM1LYmuYEPl+T5Z3N8mTPYxYjvJEf8M8eA0fbtUZOuCVVG+MTiyakhXnIuV1XJRUCFYQJh6x6v49sLlG",
+	"3gRO7yPe5S/1Ri9k5MpeRPyaHdgof3z3OJX3H5KL/lUA3A9gnbG73phCdO4cLeEuTOwixklv4LIk7OKE",
+	"uJd5bgKCnZSryaB1v4Uzc/mk6HQwnA6q3k7+nZna6fB0l/CyfyDLYkeIByHppFyZw8ZSu2BWEiZcC3kj",
+	"i0143nyqIOPoDJ5NHTNXGBasUtccaKw9Uy5+WKFql92wY0zwRsP/5vz7DWL/vfit8ZeMi6P+AZGjfpkM",
+	"BDbt8YTh03MXe+fKxlFZkbngLJo/pvOQknkuClZAdhqpGWABFBn+07QVXumUjN4DGn4dfB9MCV4AWgRf",
+	"NRJ8hddGxScUiWmHYfiLSVO5XrLpFxnnj7vI6A1n4Cajf+XhnAnX28QmhxzAS7aomVpGoyNSQ9lZ9IY/",
+	"ub0GEh8FW2MDJ65oGqyiFk9hLes7dbx7ZoJrvO5kKDwyEcGlSHZeHZ/K6kLWGsA34qfi5fUFgbJV2CZG",
+	"DmiP4HDybWwI/YubbgeuKV6zRD1DzXJm9rgxOLBnkHhrQWNbCK0M72bbx7iGTzq71jZmJDGVCz6WG0AF",
+	"MMbhCO202d+Ahw4qxMwoYBTkJeWrXWYCGpymIzz4yWS47w8t1LdcC3eEm97Gaxllnbg9tKP//Obi+fXZ",
+	"hW9h0mVKXUnFBio23eQtZN3Ftbi9efXty29fzkp+n0IpLxFmJs36hhUerBj6/ah0+9WHena7xD4PH2K0",
+	"cCY8wqZXdcRhuLq6PDOyxnIN55ufLufP2SIATdLstSphO4GOaPFIfeqiO9zcmH1uSOKkG4Pw9iucm23M",
+	"1OSu99Sh2ycBNxGIa6hLWmmzM7qFrQ1uRlibGea9BOLQl60xZXsKFkp873RVbuaqdDp8B1raWCzOi/+e",
+	"3jKhLahIAOxnr51djiY55H5+ydy2aZytORzuUrBJtSjB2fFrNvzwR1mwM3zPaZ6zSrPi4NefepOSYMLv",
+	"TIdy+VtDh9C4ekuqsw80Ak/0niqNfXChCComu2bQKhexhNa616ylwjYj3uUNcecPpnT/q73O4o5g8YYb",
+	"zAy1ncpBX619xX6VpqiSKFnULNg1W+Syz1Q7m73yjXGrQtZgJOxoI8QPxlOiKpbzBc+3henEgYeRikNY",
+	"FkcVgd/pVYl+881X3wR1oi9fvPr60cdqDxnk9dfZGEjijudR7wVfvXqKk6LX6KtvXsescV2my3ZBnlx1",
+	"70lnVvwx7rEMKqqMOmptvWPyBsFbyFcvXgyv2revv+5U9758EVszo6o7nbUIMy+/ybZoATCZSMs2+NY7",
+	"E8yJAceBxQW3TrJHURk4Yg7nEfU9PyJcKM1o4VKYaigGPCEvbNNQKufKe4fqnIOJeDEOPxg5vQfUy6U7",
+	"lvdDFkTznYreoRwr5hy0KXlrFE4S038tfbrAXVWnjV6e1QwcnlgYEh3XqwuS+4cI8s3Uxg7n2l4uIT8q",
+	"pvEqtY4SbS2purBfpsPg1DdgVtq9J2zYTBMrFwB6A++umW5qkQLZGbm92fb1OnRPmH8IM2A/obB0ymFX",
+	"2klJODm0jET833BgjYNvoZlO80LIBpC0bO1dvqRlycQta2m0Rl47BWgmWM4QXEjWiDwDGRi5g56Z7lLb",
+	"V8fop1opQxSZ5Cu57vqipru88FeySpbtPb3EqmjRhcOKItwk8IYUqztoQ+3EZKRBMKKK1VsQasMeU/+a",
+	"xb/fyUTW2QxdLqF2Dn+atGnTCDa9jWvhe+BOoU92MxXjJmhtBwt4S888AvcG27oGOMIx0GXNFFIeif5c",
+	"RCr3yltZc71Mb1j/BGlU917/w5tvDrKDq7ens1ffvI6asTSEjXjLaJFyWXPLV0nm9q3Hx8dz0kGdIEv4",
+	"vUVwQzwyX2uMGrNVlkZ4L384I69ev/wjBM3MP/74+uXrE08VDnVpaplZddpX4pGQVzQvCeWdwLfog2E3",
+	"7TmWEcZbuHzByC2/Z8K55BB/NvZ7IVdJirYY7XSYMRIoNTApEaXKCEGGom+hAWzHcoeTjVOI9VjKKnhn",
+	"nlqc+fjZ8rOMIAj/94aWltGiqqVGEwtExuahAXNPpyM2fiAk+Rl5Fp1gmecPUHqiYjXlhIkpNtVCG/rz",
+	"Jc51zWpzOI6k6tizq2YzO12d9Vd+/7lDFSYeyOvdXE8iDQJ6aqdAUQqzYN/iesT3WjCSlFq5Wsk7ZvTK",
+	"90ZB7mfmIm0cmJDKNDczwrdTKjEWpKgMxBYIFZuaAHyLtsTvk3WuH5AbSweN6dWLQUD+HQpDtqcurpcB",
+	"shF1MxD0wkgBY8CCR2N1fcwjMD9K5l7Dl/vODHR1PE0POzA6/v2k5tRtD5iRMeHZmbFUEmRtqeXK3rmJ",
+	"cgMquA+1HjhTL199G/P5+YrJJk0I+r1sWgrZ9dKYahrSqa3bRV6OuPNfdXz5aK55TYWKR4VgEku5NoN2",
+	"T50Q2pgZAAX7+c0FqJ0FLUtFANZeS3J9dtGFEEA+rdzokqaopteF1lpV3z1/DncVWlXK/P358n3WscGs",
+	"WW9MQsLFQhJur6Fx8QVj6Eit+t7ti6+/7QSPvp1SXjpBYuOb1WGboWCap60UmRWOWE9NweVZHAPk9PQM",
+	"YD5OEezDTA9Cf/iAux370hwVpqE4EsgAG/dbuYbrY3/gEy3lXddvkc1NGTgtmGoE15BpjmGuPaGwC1YV",
+	"CWbURRXNoDeuRW35+lRjTDPpjKyF+dIa5YhwVEzs8ZLx22UszVEWrCD47cSI9378x1T4md7ZUqPkjm1g",
+	"7G7UDl0lyYd0y5LJFm694aoRinkEyyGhGysLM6KYbqoMUlbgBqhwnFhR7XYt4TIBFi4maWEWdmh1B5z4",
+	"Vv6si1Ur7Qc8cXkHVByk5buvcTEKVvJ7ZiQLF+qwKYBcRudVfJjJmnZrcriKdtnovr+3bR/ygqX2/dtX",
+	"r782HXn76vU30R+veaGXKSmGL/fJ3sCqerAVUXQ6qiOqEBtxBRRV11TdPZ45pQGvxgKaE0osn52mKoJ7",
+	"FcM9j75hC/gcRI2quwD2HH4IlTjExi+NtfzUCOiP5VsaIllqhNmEbzi9FVJpnkd2oH2GFO1D7ibTkap3",
+	"p/iWCVaPRsTC5oDRJJdlidctOwbBbmUyR+lPIB7QfUskcxxvYUUfqlrGhv8XBwf/p08fTv/94vLT2dVE",
+	"VX8ra9noOJ9mC/TcPjX5BFlZJoZBsxuH/QEfHuLJ7wVkAds8wZUvKyZ+4CV7Y1uQ9eDQzONY2Fe0P/Bg",
+	"DLXMmVInZPayNUyqkmozBaSQzGGs4z3W1PO1potxDEG60KHIY7luPVr2BDQknR+mrpPDLRAKaEfUOhIS",
+	"n1y/2nZgrqMDe/mDF4/kVsA2ISOGw0Aiezi/oI1i11LT8mPMEzRfkFta39Bbv3UB/B2ZIc1ruCCCCmkP",
+	"74lFcrf5BatzFitF/9P22zStbxm4t+Yn5svDP33609lRK1UFV1CfNFF8loxWp2Up8wRRI3wMMXDzEATU",
+	"zU8ILsPUQZqfXG3U2DugZbtY8kZTLljR2kAWAlzckh3YIjNj9vwpH9q1LiJaxJY33+QlmzpMlRwiis+N",
+	"G+jTjrG3KXtL2pv9oJdubrK+9IdSObDzLqIWJBRoQM5Ejf8LSRMtqcnNhlCykkVTxsCki6JmKiYjXABe",
+	"eA0qFPPMZE3mL47h/+dYxFKWxMxKvaB5gj59UmUg9g7IoITfTNsWTsmVZiKKvBG25vISaK4bWpYbcuNc",
+	"3NhlolJRb+T8oSqpACNz+/bqxkwOeJnRMeNwIq4GDtPRlyjf2+4baMUzYrRxhpfUmc3SnS21rjKIRGRE",
+	"cfgTHIM1u6l1vkMaqhEkX5rjAvadlCu6cx7XeQzYsZMdRl06D/u5oaWxrOEbZF1EOoKdsmGT2GDX3p9y",
+	"z4ThoKE4UP/aDxcyeFfmd4zPmXSDb2U9lNRWxEY2dvzWz3yjOnsZs7bhRXbfjFjLT2GXxe8PL123Kugl",
+	"sBB4BbRDADfQbpPz6dIXitga1DP9QFe83EQR9xEFYgEPII4tEy4Ny5oxM2Sz/5HdXMn8jkUity1nySBf",
+	"jWCscOxSmDoHGw7e/UxZAIGEN674TclGbsloWZoTLLgtc9kbVAf0SXENuOZlkdM6ESrqdhIu1hWwEVHH",
+	"pOl+P36J7t8Ukr0ctIMcXc2arlgcQBYQqSECZVrw2YNT13GEDsn6DvgCbjGP4XbRMi4EWXYJ4qGk0wdO",
+	"v+mz7VFLnO/iS76ym5WldIgAcG+mNiIfV2IaK0XD94/N9IfUqWjm+d+uPn0kmj1oOyG7Tnbe1CoWnv1U",
+	"UUjOkApiNORwfnn+l3dX7z59PH738c35vx9fnf/3+REcG1QpI4NIzoDt4e5SzYqRmt8udUh36ady2zq5",
+	"Z+OI8AC5cG5xhIZPnk+CwDJlzgNF9nDHMXuo7vPjzkQd3788SqUaRaM5nwTBhc/IermxsUrI+axZQIQf",
+	"ac/MTTHU5XV4AYxtWsQEa6qYM8YSJ5sZz83qG0s6FY+ayLbZ7q2aLcodvBzFfo5E6I0ldQ9mE1Ssottx",
+	"+DIjrzLyVUb+3//7//HB0FtaqRNk8m6AcS42amyBi9ujE7BVYLZg+7uFQM4D5Uwqn00yYQhx7fCDV2Un",
+	"9nVgncGb/NFVW13sOxJcv3QkQj2hFjFTnrktPEZnHWgUrw/eiYWMX/doScCz30WX0MbMiE4iqEK7S0aa",
+	"6ramhSc1Bu+g/anD7kVtruCGqMGaNLVmcRsfDsYoGPd5a1lwuPdfspDDEMj54VIws28dPMkVY+3t4S7m",
+	"VGgARarUge+15PcsPWn2gsg8qQgvSuOnw2UMQPVR82PLVqHNpgVaDkCDjDtFeKZcb6oUeXx7gKsMp4nG",
+	"Dhu1pBUjkeNqvxnyRkUUpS12nXEBVb946nnZzEjNSgoV1fam6PTiHbmBFGn0GAbUcnwNKMlLjgT15iGH",
+	"6U4hlA8L0Yqt1QCQiRSvXRuEn/I6jtQNQs8o9nO8neYmffz52SDBY+04VnTjd+DhFctn/vnZhX346CQU",
+	"PcXgOIDaQchsWCxYzYopnCh6edDtbNZXFj2RDKbIL0u4TYItH1N2V/Se/bBYVez2mq2qkuo98+pP8TYw",
+	"l0DXbpsyIoXptVg2CYm1iPoZPG0sHejBUeI6/3uua6rZn29iN9vXGOmEB8kN13jJzQW5u+H6uTohL0jJ",
+	"bJo0EIAAU6WUaiSRHatuhlLZs8Fkg0+NrhrXLyCaOCG5rDZWL0Eysaga3SG8ktXGLDjNIewNlYpVvvpC",
+	"S7q2f64a/BsS8n7amyLVr1C0OijGG5wdsAdd09P6NpZe0NRwGLgJlpVVtsr++RxzRCEzWmWk5Cuu0bWc",
+	"AZ+/zshMN4Jl5t9ywUv23X1GZiW7Z2VGZrcZmd2xDRf6y4qLjMxuFhmZ5bX574o+mCU3HzYLxX+BNvjD",
+	"l8XKNEpr858cNM5M5V/0smbKse8m0t+Mt4DdNmIb9DxSRLV9XrQ0g6+2NTOcBpdRBAwrMAufqWFENyIs",
+	"AyL76sWYxKYSNuzL8Wuzeyr+wEq1cxe+/mq8D7vAWEVk1UV1F2gw15utnPjx7DHb4sdR6l9bZWusK5XL",
+	"CsNUVGtWmyf/519PZ/+Dzn55MfuvP7V/Hn+Z/fT3F9nrr379L8lMhSkqDR58WpVm/m9seYYyKayYYM92",
+	"U2rLV+BKLF+9/mZIfSVSMeyL4dtHiOcfX3+7W2laR1I6c9PR/qmTFcH1Lkoq9j1VAwzDkopniigGvBSR",
+	"q8l8SYVg5bsiVTKB34NZgs12Y52j26ZVbS9BjrbAXEePHp4oR+2UuO5wCdOO5IToumF9KtYIpOkorJ2Z",
+	"50laRLHbFRPpHNQfeMlICU20RXUOiPgkgDFpVxX7/8IcO1P4ZPs1p9H9bFyG/2G223Yk/fTjKd5I/+JC",
+	"JKqUGgEkee/+6Lwxwvb8e1aXHM7Fz9dnU87DNWN3sVi2kUj8Dl863Qvye+qqlFu55Dslk9tSKD9DvrfJ",
+	"/SxL9ui8LGsRUyRZdyFAtI3xRouVhbsc2TnoG+PAD+A2WrEatfd2Jsbfrb78caz5EMyH6yq4XfrT+TV5",
+	"Tiv+/P7Vc8XypuZ68zx4wwk65qtGaXJj5j6IbLgIhqse7SrF4UHsLGvhqJNStlWn9mQyt1V/FpE/SMh3",
+	"RcSKrnqJt8aSbly14s5VAcNlrichqQahxszR5smaFPyWY9wAGNnWXDF7W4TPqAwfMf8rzX8bUbBa5dJh",
+	"NC031dJyMPc1e3eNJ5p3L1/9MW7fVcnSYldn2dba2gBDKW8hH9+M+sQekrZ+jom83mAVmFuSvGyUhgAX",
+	"0qRvFx8PDPDb4eItm/h5oO7zg2y/cuFIdXBQ4ick+bmRkN5Sk5ILRm5qRu92XJf/+beDv/2t/tvfxE9/",
+	"f5m9fPVtfCWmVNuOLoXvdi5LC8gtJALAE1XRfFzzdTr+3d/+pp6bXr/+Otbp6fW7XsyiWgTOyjNZNisR",
+	"929z+A7TG/BktalakYv46BRi414JRIoz9cemLEeugLERrsjHT9fk4+f37+NWW1XzFa03f2abqe1VQR68",
+	"/bXZMPHm47cZb1heUrMHbavmqfEQnrMp8N7BzUJnCOkV+4T/jjPhGls4I1wU7CEjuua3t6ga7zlbx+gf",
+	"TKdVauGUJUEGcgPbiM+pgXf4gStb2g6fht637cN0060jljE2iCIiL2/evEeMMmNsnxAIFwmNtWNYCyPy",
+	"sinYm6KEulrjBgDiRd0IvCTRkqzow5uiPFvSOh5mLory2j0/LGKmO2uq2uZ38TNwfdObppbrBN1Qm4ZY",
+	"y7XqTQMshlnJqTeQ8HA8+nENEgF2AHb2hpVS3CqiZZABBbqz+9qJGQR2Ctxm8tlNFGtQQMiAVQBkyyLB",
+	"j9/zdbddO77Mb4TeIkc3IaI5XLJ7ecfGq/pr8xyU9Zelp37CfWUU9faetM+cVzKPxDg+srXHk2DmEae/",
+	"TGNoFghjxylm7SOMfple5Dbhz8i97whXqmEFGkJm/8rS/IEtU7jIXuxw42s6Mc2gA+PQ8qW5vkAhA8zX",
+	"lGsQ+66sO2HRFRO0UkupT/M8mg56SpR9Akq8lSJIihm5aUighkHtDFRrrUUpaTxLYQq5KL7YwguvZX3X",
+	"Zx4ZrOXQCT7Ua99yhvmi7hrPRntQFS4RnjJR5RGtw7p014KWYBWTBaCkjK8g+ZnW9cbhibazOnIdj8PI",
+	"3HRnW9yj46u8ZyjNLr9EB3JHAVBLubZRRhg8FyXgzzqp8CBJxkkBnAGqNc2XK+tsOzUHyiw7cD+LhkAH",
+	"8cwskplPwYL5bMuaX78Yg2cawyjrLZidlaFVubIRySgbFErhM9XuQ8eTMBDAHIxf7peu7V6PwS1N75iw",
+	"uK1B4glX5BMsbPxMh5Txe5peHQfc5Qj5/UsnpgYPACZ5NeKmDzN3zJzcTsca7i1uO+FhEnB/mFPWfr89",
+	"eQa9V4iYP0FAkqt8Te9YsMT/4IVtQQQmbbftyYUq9Dcyb4z6gKP9tCm4vmTxtPjOk75MRRh15zKkHbdg",
+	"bNMBUMq7+FVoa3aCgR+i0Ewp9JtU8OhqSaki/ge7ljombnLPLAoMfG3pX6ta3pRmLJiaIcrNhfvEug+T",
+	"/ZntJTLTGM3IwVeMGvc4yzb6ZX80lftw3H8B3jd8BXvgCuq2hfGN0KZVULy1nsRu1S3k6whRb7Rhz4Zo",
+	"EoE2x7NR7adQMPwt7T3Ld2TuNdwcnNs5rao5mERzh0U6J4cw3fP7pVTaftmJu8yNpNR9fSKMSdmeb7Hc",
+	"lSoCynRaVZ5pAoMvDvkUYaFMs8aXgai27/2k+6hpx2eXydjP1QncT3UCvfZmzZaYjt8O7gbg4G0W1bNY",
+	"n6knuX177y/eIPIP1bZceI7mQ/OBQq4YRyrQxUiwaWtcH/1+d3WjALkOf/DppAbEPpLoz2vdQEWG0ifk",
+	"yxe7WH8x//7yZeAuKfaWX1PbHUd1UcuHzb4X5FVTlkZTPmwAr8jxau24FbV0tHSECy13iun6m4Evx7Of",
+	"/v//5eDxewO7U5ZEiscCJaGgDMlTMHS67/VIeuT/i6EkIQDQyTZQErgNAFfXXrnYKxpZk1Le3m7DAI8D",
+	"JU3cfgALYT28AQmI3L9HIUnMbvCSET+KZfVEJzFw9Pq0h8xqKQqzGj3x/5c9R7sj/ac8Mv8znS6y+g0O",
+	"FwTF3E08d8+M2FksfuMjYvxQ+AertSkKrR4G8/E8gtYjLW2BDeh4z5UWr1Q2niHNNSsuk6Vj7hvSVADr",
+	"vuT5kiy5aX2DwNeujYnh+IJqekMV0CgmsCTMV25E7nFvBwPExMR3pSvizpq6ZkLbWXLPTWx2TcuJvV/X",
+	"XLMZXTJamKN21/6vqc6XbBiSh1pWQfvoPnhffpqyiETEVqw3BUFH4zJsxNvi9kdvOhD7rcaTCGHK2/Ar",
+	"/PqYXDo4LaqI41z0mSUFU2Ywtn4NY4snod9bcFVhH4luakT3MvYyoV22AcdYEKqpZwphIYYi78MgQ8H4",
+	"T/Enw6f1mT2pMTMAe9amn26f+/jIRLJGV3KJzR5+/vzuTbwidiJ9nsc52zHyNQ00UgPPiWxAPkDfUJGz",
+	"MlF060imhvpcG7fayBFZcEFLvKIf6fwoB9pupQFUO4i5Lrn1EKt1S30Re8HHDmUGsANYSGyO5BftDkiV",
+	"K4OhMY15gKo7hnuFa8hnvOOi+C4B6+l5UyfvESSWn3CtANUNsHzhncJugti/WfBznHVuGfy1n2MFDSes",
+	"S8vW9npUG57mA9mwtL9XqbpTseTD0KsEXYqoYnGPsvP+cQbqbhcmc1G355Ones5Qz1suzMdTU3/AABWk",
+	"lTwdRbUb6J5cZd2zbjpZtf1FlK9a/U6E1ZE9OMRa3ZWMzLL0mK4jcXWrkE7IVZPngMmSkR+sYr82iv1T",
+	"g6mxZ1apQ7AC1HKcvviNV2IHUO5uEX988wfZAbZ/kB24FxxkB675gQ1xUdJNjFHiFGBvgesAKoAxK4tu",
+	"7b/dXautjtwMgcfF4rQpC7uWVcUKKLROISorYp8iNyynDgbADrU25qqWkqhSrsvNxNcuht+3wwCStLLX",
+	"to8QUUM6LMcDjtlCGeELQsXm+ClimZjOHK57HPELJi3Vog++8yKo09kkQA7Sld5LravZorzPCP61qr7O",
+	"yLJUCE82AkpWs5XU7LQo6vScop2LlfPmSG9vDhASgevU6V6PGIntDO5oIU4I+8RBnMZ9+AkV7W5Zs61k",
+	"5tBrR67JtuY9mGq3o/3W6G/NcPbSChk1U/ykbhfPglv0TQOLSVXwAu/9PL7GVLoi2/qOB6DVppHzrxFg",
+	"f9MoyNaHsZ47nPOsdf0Qt6fTv17uxaCfsT0zj9Ubu5NbYQ9jEjBO8dSd0QEpquXDJumDX2+x7pm5tyUt",
+	"1jFHCDL5sImktzwJ/v/j53nUTeqP8wTPOq5tsqmrxDLPPA9t3pimfthM87gxDGvrtUZHoOKGV7/nz5zn",
+	"4zGI7A5Z0/asHdFwdgjbCq47i65PaeGy6cfx2A5oaikCouQntZomXnqAQMu1pY3CXp3YUL1DxMSuCul/",
+	"BDSrihy66rOqUcvMbYOjJzEyurkZiTHKxaLkgg0dsuAAr81gPuHDux62Ukx6BWCQYUrazm+o+S0fwIyy",
+	"04CUFoocVk1ZWvMGJ37BywTvhD19IpVr9mQOl90ajHCCYMJdm2Lnz5BEUUB7kNkM74lAn1j1kLNuFO6E",
+	"UONmwtaAZA9E2TYmkzGZtzL/9gqq2M3pgypTLtMCjnY6sv90TfO7FBUXNPhMEXwoPdvjo7g2LUQNinSM",
+	"6L1lxZS13lVWn8SEbEVkW8XiCyK2pIsvTYki2aWdHMVxVQ3/20dxwoHuIGTuHJset7lydSL/8LhNZ5tH",
+	"hAE0NkSC8fyxzEEn/rxw+J1eTcJpQtd0E8ZisKGD7MD+bCCkgls2KpeshKI4CpwFqPU7HiduWs9qGM22",
+	"j6XtI2aV/X6iFOVp7p0MmHcykuDfehyLlYeWhhEfAkLL0RPSV0WbTE/DXRTnFwFzjHnkWMXagpCCSQcm",
+	"E5UCBfgbccyoK8TmcPhAb38hh9DQ1N6OEx/tNPzeJoS5cJIR3XL3+VtGS718wzTlZbRYVSgmVIM1/HjN",
+	"XODDzgYwVnasLDSAdYjCZmJht6VPiNfQwqHNindQkxg/F3PfQbyYLtgDsT9zSTroYKyoUWxsYuwOEqoj",
+	"8/FOFPyeF3B4wsxhRv50DY3zDXnxMf1ssQWmeWQOiMCnRgS1otFNXQIHavLirY3t5TavAH/QATAR0n5q",
+	"VvVOyHX6ou/R6PF0oRMHQSuXqk0cCdpy2/u9Y339AcL68OcZFQUv0Dy5Wja6kGuRINUdy7vwWMSJxJV9",
+	"jk4PVd/KQjgVwSpm3Q2SdTIgUIAHd70rIoqcGijbviRokCigaJXHoG3SVzbW/m9iCID3rKal32OBpgkX",
+	"F6jdCgYQvYDOIOg95WUvhNThMI4v5/dcmDPcwW33XjdiHeMQ2tajUw5a7nxFebk/O2wAJ6OYKAhFgkEh",
+	"zX6yqZhsZXnZeoXPTQLY4Aq/aK9jAdnUOHQuMcz+1Ox2SL9N5wa+CjDJAsdKxrKxcl4B3EeAcev3CYxh",
+	"vJJVTpvpsSJyZZNwdpjNIQJSrKqC8ka3TlyQVUAWOfEEsksRT8OAr2bv3ng/HGByWzjjSLWG0MO4Clcf",
+	"rlswGcfGHchEgpMTfhCRq7A1exvjit3HvE2oWbINdygbw0lJr30cKfx7qngOPLtm5s3i0hvZaL/RbUYI",
+	"VhFHLJE6hhhwdvGZmG+4ZrluagZJJN7ot5Zxy28WD/z9pid+LlcrHtv3SLSLXztuImpzIZEGv4fQP5XW",
+	"UEtZ5kvKhVen0dbXHEk9t1pfSqXj4B1vpdId3LPApPtN7A8ZO5l6xF/7LHlVy6KJaeML/GIIn6SMkjbC",
+	"1XSXvxDA2jwx1lYG7Q4RwvTVqC8hde+0z+4apmoqwFUfq/5VXOTR901UqRPP/0lXDrCAbZN+p3VJFaO2",
+	"nJdwkLAMdUs4z/0Jceue1nmXsmQJIqiONPwOhE9RAT0tS/QVutI52WuyozDD3IXqaXjSrqlKxHVARc24",
+	"CBl7wWf1mXr7wkJCS4VMIPaUVOnz+CUkfNzigChIvew4ZtzYajaBKNl6yh66alYA0TXygiW15KeNIBum",
+	"069pRExfXIXs2O4dqCxOiGjKcuhF+2W0orP0SZQjyGWwMABPCbTNNnzRBhegmQRhTSMEHWXbghfkVJAb",
+	"4CkhKyqAZTDd5ihhITTJFbEPEyHXCSutqYBq7SLkmJ7SUUtKbdEPjb20ooC4hDmqKgHnRtVdCtxK3eER",
+	"Dr4E97xpjlBzivb1zXcdpGAhtkfcEYR2ekNp7WyQcC8Oa5B0RktMi6hdklaSDUy7C2iV3KQUjOFhXjZi",
+	"3JfqUJz3+M8H4wZxL/jvI+wKIE4zVbHcuGxAd1Jq5AtQxhTrmVHtsIby689FEVCT7WrJVOM7jCswg2k4",
+	"MZEtm7a6Olp0jz76U2JYD5iWYwdKR6/AqRHp4lLW5jjyhwqQzZhhF8b+kLXlqr9h8EH8RnZci+ykKyqv",
+	"CkJLKxCFcGbasWVeTtMbJOkP2S86fmcQXRpxOs3+L95E45/fm6/wnp2CSbKqWEGoBp1hvzh8d/WJfPv6",
+	"xcuM4Ak7bwQYYUjC2wj3M/iN+i38xz3fiVg5o7NqZ/L04p3H18H9ZfvCVxVe0Kl/gB8L8V8E3Ey+Br/u",
+	"xx23qh/DMbGHKsZ0l7hfejKPJ/RzuqsTeD6tvHa9oMhUxPbSNS3v4OozCI/2luX4jy9ftnd4/bv/DUC6",
+	"xUI/7PXXZna/JXdvfyHYCl7rKWeD2Kv2Z4qUdJ2Bl3SzAZR4fLAz4eabrdjni0j4c+tWfNNDneuO/kLr",
+	"5Nghi7VRy5mWM03LO3IbdUOSEF2fKibIobGSj4z+BeCVghxCpPloAuCQazjV93TynECu71z6zI2YqkOK",
+	"rkQxKt6IrymHyIuW5uBIQr5sbwNIYL6KhkCx5ZtdixNG0vUKds9z9kxZ+imJ7ClDAHqJ63vTGMprSde2",
+	"RtQ0DSHmDkFjla8oclQ10cuPsTLIoG3FdLgnSFNNNy6wieF5iU4ALwZzYKD0YCBVMVHn4ypsPSCdy1qE",
+	"PNm6EeqEXDKowShs6sib8/fn1+fk+Pj4OTwcTvKVL+FxP4rOdUXzO6YTEnd5fUHsA7tIXLqm4q1cuyJW",
+	"pjQFKBmztW9vXn378tsET2yld9ExMZZWHP+gPHUmG4ts8Vd7VjXyXpWCF7ZukWNuCYICycABd1cm1AtZ",
+	"TwOF+yWq8ZjSvwFNBFxBUQds06eKoLeUC/OAzeN1nIhUFMSSA+RLWpbMMvD3rjDKW1lzvewxDXx4802K",
+	"acD/wl8/hK27PYENXL09nb365nV0OzyKkgJf3E5C98Ljt6WSWDG9lEV3vt6cX51dvvv+fGvSYEnwF60l",
+	"BwvUJfJxDWTk6vz684U5jC/en/5f/dG87gzmq63B/PT3r7KXr+P9FjLK2HnqphS+hwJAcD26/QMqIrjA",
+	"NBY80IbSsl36E0LJomZqSWoqCrmyjY1fD0+BLflZVt3Zpg0QcnbH8d8bWnJkPDfKAJllt2T0xPSMWUeD",
+	"ULLErBUXyPpZVhnJsfMAKZXDVc7lD2fk1euXf0QoRmTTQOBuJKjonLkCSYugk3HYKx5Xsp3t+/nyXeYS",
+	"By0LRtVoi+0QyhHydVDhA2fzpuZz5Ctyw1/6QOUWvdfI3E9h63Bz7LfjP4h8w0xsVC0veV1c0FpvzmhF",
+	"b3jJo+H5Nh7vmJONDwkUkxD5LCLuhXHIjDqMNedftiHtY1sszW37tlB1Ojdz+4IzbD/KzfxIx9nT5474",
+	"zQNg63AhSLXF1wknGAdvfxoN+ReSYcwfH9o/5L8HsVW3l9ssVKOXpPDDiXf44bsmRLBsyzHPOxxpuC5Z",
+	"KK3D++Q9v2cXthY5ehkG004+X75Xtr4I+LstnM1eWHFtbvYjKqH2pgGAkQBCzw2DvB+X67JjFHVXFlV4",
+	"L4gcoYkaZIipJfhwFRe3JZsZzfH58j2WGFhDePotql1nDN7F7/qftKgGmxvDYAhz9TurBKQVyKIRyd3/",
+	"ab96l1EJHMBo36H6pR14d2O6RZ6+Kx/nVID94nYxbF2PPGDmeHsHl5bhoJONYc0xIDiO52ZA3ZeRTKUB",
+	"xkAZFd3yIphfmoPBuH+afIX/WEml3T3rgt9iOQFwaBy2fAovjnbD9f3qxZD3PFxbJ1HavLY7AWYZFJhV",
+	"ByIPSdQLiz+unpEIsAFmuZcqMz8XRDaIc3p0An8izgE5/PHt+cVRkDYPQI87b2k3iC4d5zeRe78BqQOd",
+	"9Z6Lu6jr0CqgkgtAgjWSFFKzgK9gUbRqhpI+nefD22TQvMuR8OGtkm7GiDumqH9o3NaBF2YtzRlg7Wu1",
+	"6xngBpk6q9z3iJtxaGuqmMf59Gils3RNqGvjz9HClu6kYUVosCKdKey+zRgJjZ6tWH3LZhigjJe/2Jv0",
+	"SypuR1IczPZfSiGbWpG319cXBH4TzK5i7A5QaGummhUXt0fx4FIULhhhjYSuZVmyAl8A3Di4sHINORCd",
+	"0MEh4gRTnPWK6uUR8Dg5ULFdmHM669BZ+gEynf70/TRt/z1e5dNwv3qNH+5VIzBPpv2DnfXU2j+zYM83",
+	"bCMtMoh31p4pdBY2jz8ihjWjU7PvGVXsKVanZoKtgemtCwQUUZc3SpaNZu8HVubrryD3vrdfpKYlcQsa",
+	"YO+fgJellrLGVGIq8N225XZxsNkAcHtwDVC/9T5bc6G8h4fl4IBEdnSCrfcOVXMw5kvJc5aRzgFrww/m",
+	"lIRrWCMnI4aBnRS/6q9fJEGapkp7yeE2ASGbKlZzWXTmNZD3XWigXj/CZDEbD7qTy3tWq/9kFksL0/O7",
+	"7E48tQMHuIXl5lqRUuZUy/p/4T0c25VPsct2Cwt049FzM9/zPYLJ/7xb+7HoKidubTJPGN55HvlyEPit",
+	"hakYBSL/l8Z5iijI0yO199FWQtz2PRDnB8DbE4VV1zUVKpcFq6/Zqiqj4ZxTJBGBp4i2j0VUYVNw+T3X",
+	"NdXszzcxkIFrWt8ybTMnbrj21fV3N1w/VyfkBSmZdjgL+L58KaViwxvTX4IM8P/AS8/iqRifMIkD+wVX",
+	"zCckl9WG3DFWWW5KUTUduknzvfEPaH6QHcgK6kSrfPWFlnRt/1w1+DfcJf20P361fWyXTI1JBQt2JQPg",
+	"7kC8vnn5KuqH65qe1jFGyh+aGtxFt3ASvgCkRvzzOaTv4rGkMlLyFbdgpTOAGNAZmelGsMz8Wxq/7rv7",
+	"jMxKds/KjMxuMzK7Yxsu9JcVFxmZ3SwyMstr898VfTCiZD5sFor/Am3why+LlWmU1uY/OSikmcq/6GXN",
+	"1FKWXT2zHZjFbgOFd9vzcQaFUAV99WpbBwHWYhx0wgriwoNxmC0REcKBrfBqlAkrBc1hX26xObggFX9g",
+	"pdq5C8ZuGOvDriH2nqyGVOlI1dzHbRs9EV2L8Tzkz4L/3DB0Tex5AAVCuURu7YnpB6+/it/ij8OG78VB",
+	"6hsegUgPy3TwFXGUUl6wSQodMVieVKFjzuWwEMFrh1U69mw3lb58BXlay1evvxlS3gmAF/tiRHjZfxP9",
+	"8fW3I+PvXyaG8rx9n9EtpwlmrnMyulF5JRFqq4hAZNuHfnhGpFDnQzmdZpQkSnG2zZLpVTjuB2E5ySSj",
+	"M2Iy7V2F8xnm4bTi1+ZseXSSGW5mQkXrAHqHApNJFIihkUJuj7VYOhlQlb6L7fiPbO0yWVzxf41Mw1yQ",
+	"s3dvLo33ainza1aVNHeQYw54RgpmPAthVXjJIR0NMnKo2ISwEX41xkid/HEbnMb+uB24OjCD0Vt5DZ18",
+	"humqN55gY14R5tfEbIgpvoSQ+nu2kDUbGAUkdfXHwZVZZr7DGTKYZGFeVvUTLYaXGu4Pof7yhhEa/jrA",
+	"kdpOzBhbdC7sor+McAI3dSVVYq7sl0MrEjN+f01uX0uG86daNtV+W/gH3JoQg7o1zbSbeY/9O2j+/1Az",
+	"Y0496Ggi2USpfsMV3BA6vbmTMI9O5OPn0GPqPmIWQScBtshpo5ef7ll9UVIuLrWqYpS4eju91eIdU4II",
+	"JT59kUjzbWVaI3NLlTk/JtdNLZCcgkjHoB+SZdKaufRhwRhezawQHwbSh40GnuPV1ee6nJPDr1+8IHMu",
+	"YPt/uZHFZk6kcdHWPFEXko7mxVZ6At0ebbREWqwoUpCsMasUopdDLPKmnb8AnF+kykPLWdWUZfyX0/YC",
+	"5lJAnbKs1bSdgRnqZ+mUpk8f//LuB2JdWeNF/ul7yNpvwZst1MKor5KuvMB32OIOXoRvsR9OfkmyvOgN",
+	"Vwg04mArSU6FkKDOA5SO7bkHTfZnFvFF/swgxdcYAQ9cwUU9POz8OiiBCWk4kV9rAU4YPDnFDV9SBTVA",
+	"w1fbytY72otjX4K2PZ4lVRf6l+HWcrpiNQWQg4qKmealnv0iO3A7QYtcXS1p7YRopGU7E1wRZX6EgUrS",
+	"VC1mtDYHfKJyfyePO+BItlaa8+LcWwI3blSyfoMzxBhESOHwfc3oXUzCWAWD8HTi3uO1HDIlo/cpmIOw",
+	"ImcweRfXJAw/G31+HTIzT/j9Zec3Pl/wcyxXwlgwVmQ/X74/JnCj4OnOVuRw/oc//OH/nGdkbib2//jD",
+	"H/4wPwpcT3uABOdKRm4aD+7paqmggyzDGDUVBQGIaqUpXtIqumLfEeqSNKiAc8XXILjTqXN8tQdVZtQU",
+	"ZPBHjqijY3IK7bps/rCNmq3kPWqGVZQSelcG1v2OtYnY23uQ66Id9Fmx+sl8QdIoVu9jReL+/Djs1qil",
+	"XAtXtJBLoWTJAu8Ox0ryktHaMfSM6otaluxdkXA+zJeE+9TrEd+Dummo2b10Z4qZkGfKQ3Ab70+KnD2Z",
+	"95GCvoStC9853wOXZtdOen52IFY9yMxS9St4B4VMxXD9Pgm/gLZfXNuLZcTzNd55RZVaG7OtoJpGKinS",
+	"FxoeUMy0HV5r7JqZNyyXaZlc0Y2xWEAuk+hG7+UtF+Pdh3MEmenNe7ZqHvyDOH/+yUdUPtiJP8OI8DBk",
+	"m1skM8sd3klZE7hpiVZpmKexv+5xRGWDdepzD+/U+eSGbkso/JZANDM/gXsUbKS2X8uovL0F4fizRMXm",
+	"E7BxLe708JYzGrhkOlEuPBDo394Q+1OEYgXVtCIV8+TxwU5VYrArOmEs82xGGrwloSspbiFXAKeOi7xs",
+	"IOfCTg0o4/E8TDuGTjlYuNuzFpHXSVQ6whzu5tj2+SmhGMepKmCQ/4QEFcK/6mmpKnBRHcqka3JSqBxO",
+	"mulcFe1k4TsBQwd4K0LSigzjJ0beTGd+LxKLH9nNUsq7N6zk96zejNOPFvZJcugr8U4z8jd8BGsIIa8C",
+	"bDv1t4OjBKMoNoP/OJOrCrVNdvAjYmZcMg1YRp5WdIBLFGB986bmegOgLRahg9Ga1adN7DqrrZ60Ox+c",
+	"jLm6z79UVH85Pj5G+J+bRnHBlCI3NL9jolDGjHfmBM0BGBLbOYQfK/vjIzMH96xUqIK7kC0kl/KOsxPr",
+	"OyhCCfbVxbYhDapmC6xPNu7w1y9ekjmt+Bd44otbc0gyQ6fGeHrQSCslS60r9N3y0zpf8nt2DanjkenA",
+	"r21qOUbcIVHIfm5H6iHvyOHczKus+S/w7+/I9ziAvzUvXnyVn16evX33l/Mv1+/O/nx+DZ+xOVK+zWA+",
+	"oFzFWC45retNUDf8c2Mka17r/It9N454fjR1pNiRVIoaA/1UGT2V84oKbac8XITWM8vaWjsb1v/x7bsL",
+	"EPEf355ftPOhiJKeuk8UtC7wSVuBTdayvps6ALgyi0UyUn33q/UfkgewhCfkhotCQb5VLeUKum3+gRG0",
+	"jNRS0wACuGZYJN/BNeRAgeooCfAYPfj32dV9Pru8PpthX1tFWPE/s5Ck6wwEPU6GYHZQd0MAjIvtTQln",
+	"cyhwX768lUrPYJfhz+Zo44F7XqD2fHt9fXF1dIKQpzMwOjrlMl1SD8iCJbRUEpx7rFDH0Z2peoHDm7s6",
+	"fGAChxjBDBnVyPyK5bMfmM6Xsyuu2dwYovNP8N0cogF6yTYQ4O5t5q/IPFf14kvN/gMIWud+rnEm2rkO",
+	"hrs9z0bx8Sh4uJF2jAWY4V+46NYVqzGkasQdrr1nyj9lxlczWoIxNsvlatUIl+26ooLeQoV1Gypr6fRh",
+	"9wQgYA7027SIv1Q+yprhZcLMAzsUTGU+azlrK4zgSZR5I77K0azyGuqgBFfaCTqc4C5t0wyOa0Wq5qbk",
+	"OVbduJMK04rxiNVLZZempGAgW/IVECFyQxXzV8H5UiomnGgWrCrlhtXH5BzOwX+7+vSRABOnuxpplLX1",
+	"54DH+T3cUaglrRiZ/z2XBcscRn0GDG3sXWEGruuNMb7/W+YIa/7br3PsMSYD2dbDWqD5v8+uTQOzd8Xc",
+	"+ECVFIp54AjTbZvkxX5uaKnI3L5unnmNRS1PKFxZOhjVFZJ9t2yvdrlKeauOyQU1pjxccQcq0PFgup8w",
+	"cc9KCWNG+9CZJRkBqyQDg+6vP5lBBiG6FVjcovLv8D6NhepcyaIpzbrpphawmCgVTGiYF2QUnZvG58fk",
+	"nOaBTgNrH+XDnaHhza3Z0w9GxczaD+ceR9m+uH0IP5i3DMB2lphYyDpnKtqY9uAYcLt9s4FzEeM8XBFY",
+	"aSfLdpVYC3rg3mRP5LoxbqW9uChqvtCEmhMCA6jByOZ/mJMVo+akasCE9l9lhD2YQw6oQtvVRNkwqhHP",
+	"aDcU2FXfEeMS47rlS3tKEiqk2Kxko+ztd0CNHPbE6OC52aVLVoIOttL9/7H37s1t3Fq+6FdBqW6VyFOt",
+	"l+1kdqSaOqXYTqI5TqyxlJ1zzsy+bqgbFLHVBPo2QNHcrnz3W1hrAY0mu0nKEfWw+4+Z7Yj9ANBYP6zn",
+	"bzWgGZ+wz97XI5rw6kbkfiD1KX3MeCn3UE3wQwEtIyh5hrDNYTD4e9CvG3H0BCXLXegktFXbOokXqHs4",
+	"pB/uhWMqHlTWPPoaQ4sGHA6KekD1Gn7MhZLu1IiXB6U93syGpfi50nUfEmFx5VfsnHmhM16AWhceFk+X",
+	"NCDqRe62ufbZj4XWJZSqANveiBOvzdJ38mux4W6obOZ3g+U3VIPFu5W/xCufBJvpgn6TsoGuknUaIBDi",
+	"rNSKl15MirGXonbV0QiVD7G+BP1IeuLH686wk0ZWVOIUFEFizVWwUFCth0qhUB9Ef7RYedFmbzgtHCWA",
+	"Qhnpftd644v28JkpfBwTdFI/QQx/hpK45uAoFfVK53N/sAK5rTGjaRG6kFOZLlYImRoWT1HjM2zw3zt0",
+	"W3wxm6qCui9Ykf/3zvCEylAKv8f8TeRFa5byYccuqLSKdVK/ckeHR/X3wS4ae3jLH+LqQsP0piU0fdpn",
+	"70PBoKGql+a7IB1CFkLZYxxjveX1qFZyfmQj6A8W4lZwFLDBj34hlKaZUd0FSrFbCzdUqochF+jwpDkx",
+	"7NmMvkMnyqje4aE1oLZD4hbOJ44hVWjM7P7r/PL/som+Fe7fcdvsoScNhiFQC2BiWA5GFjbZmzlNjGYn",
+	"3REI7lrOXnz65PcBnmT+vgRKyzLvQ2g6Jq6FEhUvcHmOhkkwgyy+3m261P0P1V2h3e/+CsPn12CjL47d",
+	"LvZtH6S/1b27T2lgQbS9ypbS5ZfzUqTDqIU4vMW3EPAMz6RwqpPVpietyYvDo3psF2/OQ54OfPZXoN5W",
+	"Mrtxqt7Z67dOacCmcibQiP3wby++83oRbDf3zoW9Aa9Q2o6x+GwEQTnSxQYcXaMIP7XDHp2/7k+FvtZT",
+	"27IZuGLpKRSlIzl7us9OyRtQ8opPhO+RWo8k0C/lIit4K4gdRsenD8fCQ1OnCGJWEuhYnLlTsxSFJXcc",
+	"hQz8OLlhckRYCSQvGOetq39P2qp/F98JHiWeY6L0cJ99EDxHicf3iLw25hucyg5LvLbUpOKuRCYkxY69",
+	"jKLy5wW2eao5y1saK1Q2T9mgXtr04jaLfxtSJoQBgUTPAMem/ZTzeMxSOPrTJC7vSuolw8jeCUsLqQR3",
+	"h+JVIVKspsYS+mpiGk2iitrQRsF0YFrUM3YC4ltlgtKIuxDpnMGgh1zSBgMdtdtFuR9BG1DYHN8dvlxs",
+	"D+l7XQjubB+3Aet1dq8uNA7cOmgJorYweMxJwEVA14P7xvBZ3Yz0TOH3TPyVgBUhzBtlBUBTEWetukfM",
+	"sW1nc46FNqSd4YHbMBPDABfNQtoJF5YXwqtsA//bxW0GP6RDPH484PI5K5zWQG002ITDylR6ej2mgwZM",
+	"eUTrffZHJeEU8m4V35fTpz8gAos5fJL6i9TiGrVGDDAKAk5Wcvg8qPfm3HKWy0pkVlfzXQMEGmQwSgMc",
+	"nDP4AKNKiD1TOmWzEmCvEWgYNsMx02D+LRqMsbri1+LjaFoUKRuEFU3PlJmORjJzutoFXpQOI1seGz/j",
+	"6yS+PEfHEK6cTzHBlrQeVt2h6AZjQaMj6xM2UsLSA2wxmXp/TY4Oash8qLcd/gjpLWQ/YrIFhKukLURI",
+	"Fml1EJ2en0W9oo53jvYP9w/3j77/AbqMlULxUu4c77x0f8S6oTH43A94KQ9uXxw4Y+7gSmtrbMUh97Js",
+	"zS15DWEuQ3EQBwxonkYeHmwi5Ck8pTKWF0V9Fi3k0uyz97HZQUo75PtIa0QxQrgNmgMPlsTVvNOiOfZr",
+	"qIi5EyAw0z45ndemjHcZAWhIPJ+4e4qxwDHkllSgusQG6d4e/bLn/iKFcZvHz8oZQCNdzTi4w7z0DtKf",
+	"8G+gXqT/ey/8597/wD98ELzYOzt3//F3ydNggxfyRoCmF+xfLHhYPjZf0pmIw6Q1BCUTFpLcDePIF6Gn",
+	"YNTAETHR1tOC7rOfdAU3mXpawDpQMDMWRZFgGj2x5KBAlxWwHPKaBSxsJBRHMhUK7WmylV7YMJB+aSjA",
+	"IpWHvB/9c/Ze69zBiiSHPZR5eBU+fMvogw84m1UazppchCMOVqoSJSZ8aCUMe/Xih6Hbg2DLto6qcTot",
+	"r/0PJ+DummlWYfZP8F2LTzyzzmBRAlhK9qFCl7Shs3zneCfM79S9F+SSznezc/xfrQ17misbtI/4g+zC",
+	"UifENEGbJt7fy0K2JnTQ/A4+LsIhQWlNctk/MOApjP1R55CC64ZKtOVRXfvBPw2mRtePXhXRba6cT1ID",
+	"B3t75NjNJ6k1XCcKeZT5GcKKXZi2vxNHbh3KIHMWnCsApS8OD+9tehiwbp9NG+A2yrP/THZe4VjaXhHG",
+	"fPAjz8PCuVterr/lJ11dyTwXCu/4Yf0dr7UaFRJD16+ONnjFOXawuNT6Ha+uBd733fr7fldEhCVySCJ2",
+	"Jhvc/GKDUV5q/StXc1oOaBz93SZLeKas21oFtvGK49pOft3mDw2M6OhcvcvcYc+vDaT4EOXz4hHns5ti",
+	"j/bO8c4PP+z4v9UuxZ3jHXQb1r/hf+IG/jPpOP/36tyla9HajwsYxwL3cAees7mwddwiyoIDzd2MyRtS",
+	"YxqoNE5jcGaLrw6GwCL8olWrWrHPzmzt+Fj0hrIrkfGpcYfOlXZqeUio8pp5eP8yQP8sbECai5D0sy2p",
+	"X3xVBwDU64Wfaf9JbfNLgbl8oWAAN3tzfxgriwJsNOy0QtjVuf3vdZtnvLTZmB98lvmfK7a4yjH3R9R6",
+	"Dd0ZlVAFdiaop84xsnr+289MTvi1s3mg4cdI3goftYP97JmOpzXveXRWe52UKv5HcmSFUGwi1RS9PyQU",
+	"qNVCkMC/3mt4aAXWZFIRZz18k2gs/mKMtDUI7kEVo9jmPk3+LAdXT31NAe4MmGIYoQRXr5lGi4PbAN+I",
+	"eAAeNuljvEFFe4U2GBa+5gmS/kPGaFnwDIt8lqT0NQ5unQrVwpUdN5wAFcjZRrUCJPOlgz9Wf0LC13QK",
+	"V7aqPyvhAjbKQYmdOFsejF25Wh7dig3Rp5tAm33MTaJ8WvSTfLGC8Gr9Lb9p+5OeqvxJQRLKchCbLOyV",
+	"BwabA0rZ6Tavz9D/GExshJfwUZOQJI0HLDkbjJkKhztKzBxWJTG4zMba23/gDIxrEwij3L7RRe7wwx2O",
+	"SrNCq2sgcgt+zn12qhg12nMXIoDPsYgD3xyNEozR+Kzn5sbzRMf+sAgTlqX6Ay7WX5dsdHgDeHyZkK8u",
+	"8NtAxr9cJaDZv/Zz6ZL7xgfY/0J9/unIK3ysRYGlwENzrg8kxeBF3fPm4wr/GLlbG/UPtSZ7LfI9N6Go",
+	"voV6goG3WKprlpJ0ntPdTWcqpcBAXCP4OLRquDjqMEbkZ0uHoCYjb9FSUkO7X21VjsRxI47d5pNqS4Ag",
+	"aCgEvwHKLd+uRAmJHi4sQCLHO1QehVVUumK2qmt/THDKSus0ElyLpeVj4OtyiuaMV3lc0+SVpabWtWtI",
+	"O9qjzeduh/gIQC0U5kLQMvUbeN+P6CMOP02YnlrwNqbuUdNKpMMT1GrAhQ4Bi8i4CURgSXDXk0726sUP",
+	"LK24FR+JpiyNQiwzqXI9oxpfYxxIeygIiwYq4kQQLUD4c6kLmc1bS/MNnzvDbj7cZ6dFUae9RBUXlIZ3",
+	"q2+cflaXWcS9R+AcQlc/pkhi3Awq8Np0OBSc9zPlP9zOdhxH+B7/kjWOI39Q+p0SL+3DOoTiUGvXaBv1",
+	"Vr5+p85G9Lm78YfEjnnwIb9cLTzaxDnDKdFG5L2z6f6O0Nq5hMAZSyChnFPYylqm2g/LGukhpbkB9Tsb",
+	"n6jwzKWzEzBu1YkpshsT6Ys0brCKoeQ79tnqErIDQ5tXQDwCSwPkADPNfrG2fK+KecIu+ERcSCv+/cJW",
+	"MrMeio5bqjui1NmxruyeM2vz1pIROgEhYbw9y909Kb1wx4NI66QRP0FpWlLgA8b4tH4aFb6T/hjeic/e",
+	"a/4UMVmm8RdwR/9vdMBS9URZYiE0tZyGHK5L+lcjX/n1xYef6CYw2glKWrP1l5P1W1YZDiQjog5zXfn7",
+	"++wPjODE3DN0LB4etSs5IWhl+JwYF4IfCgAP7aYlv8y0EibEkxpOmWUFocMtE53nSDzAvd7aCMxLg6On",
+	"3+pcVTZwn9b/2SfwkXboNT18yJB22LJnxmfJtNg/Cpb0HXqf4ADnVoQ9U9bhRT9NtyHrpRg4VQRfC5Ve",
+	"e7CCSJOQVdqYPSNtHScbLJRaHEcXpejsclagvFahAGPYrkQu1F1QqqFXsGQIvPtyAK+VoaLmvsiysgGr",
+	"sCUFA569QUCKYUSqoZZxlZOJ77dFQpCOBhB+/ofVPKj0xzff7gpKkZTPgGZXKNI8JGQSo/oHaVgGG6Gg",
+	"hMNYL4Td6yo7ulzGjy6YdLhPT61Lz3hLoTZM4AnrOd90jAxayPNF8/RhbHxMdexWVD5ErBhexwo6tYrK",
+	"ScDIdTuflAfKkYftStUC0B1wpqsbNJXoWG1kVURusvroMJjDq3JPZXKlrZcBLHVFGsOlk7hhrGPeahi8",
+	"1UwolNdrp0K9OvyBpRmp0mkrerqFemRrJ0YcMmHaISeYnE/ZWHksu+Gt94HQhr43yWu3BZDVoSPgZqeV",
+	"iig3rsRYLo4uqvR1f7+RtG8lOdm4bVzj9oIYjQQSaizxhdaHiSf7mNdJYqgQ107sAjM8UR8jv41mucgk",
+	"5DTKbIw0AO6vZqxneD/MRBrqVw0qZlQ0RJmqt5ARBZeC16s9woW+CMgM2eZxH72myyuy9DWC4CGpxwMK",
+	"2mPJzRtYlSvRsT0bC3LfQrQ2ioRp6stakueogrBr7E1vnE4wdrCl8cc2M9mnYcTmsTt+mg9yB5wBv+cx",
+	"g9YKypJr0BdzmJAt7YvbsVLEd5zQpfSp4ODxHMdF6DICfsxdZwOsg8JRhGpAZ1GApaLcQSfy8IQBMSLp",
+	"qU1qh2aIPFNdCQgm+dOGkaP9iKX0oI90S7rP3skbEY5zt2B7zbMYawN8gUWcWljT1dFTd829Fbd3Rtcu",
+	"As4/IQOCvl/XgR4nAtzBkGjZy7Fm9qWGxFeJc92hORDTBrbUoIGtbRE1YmTYuv7uuQo6lYt3kI5WUxro",
+	"IodebLIyFhO4SWapmMhzco9lle+VvCKCeChHLajcEAmy65xqK28xyx1E/MTTBDmN4koqAs7T397ss4vA",
+	"m2lQ34DsZWTPPGZInOnznLHksIN/GXqu6dp/ILGkhMq72sIsbiFe+9VaCqm37ZP6koNzDrbmRtcBndEG",
+	"19Jg/peYg4N68zsistNNb/m1wT27+X2/6Vzc6YY3nij5rrfUNM6b3/l3YAHd/PrTsrzD1Vhzcucb7jSD",
+	"t0T5fIc5BCLuu91DJOB3+fQxve/m9/3iOZ/vdMu5/dcdbjhrsjbfZa8Zp60gddgdFjCzU17c9a6LwCG8",
+	"+T0/E2P3TwChdxsioTAM09+/1QwdfDPw9bXoNjFjnz9/nnqo9bGMKreGvlVSfUZ51SH8aVl9OPyuXX0I",
+	"C34rxQzYC1cWtdUNG+KMVG8qQeF55gE63Wev49rPZs8DOKPLQlqmR6OECZVVc6iYX6pCvRHzqHVqOLhZ",
+	"CuTO6UHKyzI9SJH1KQ39S6YKwiSeXJYeNkDXHY7xI97zMXjyhpS36+nbPc8oUi2kvCk7wPiSEv9feoLs",
+	"FO4GN50GET+FhUJzhBSJJU3gPQ/WGcdffKdRX4sPhhx29R+2ZIbA1/Eot6WskPgda4I3lH7mrtw1xIGe",
+	"hOapsCMsflMzkzYbIzPkAwZs/HnQmSGMH+0+Sob61I8nkPqBdUW8iZz3BJzIBrfTZmwdcGOE3QPu0JGo",
+	"DsQn32qg1QR7+wlrhsg3QruwNqIC9ALVHRYyC6ImHYmqZlIZYGo8kH/uh4E2B5Mm/hHsaNg0uBw0U6MC",
+	"eO2CZaW0ZTgTkZ+waqqw8gPdNoHBAslCl7EKJ+mVETekrRYM0YsuadZvaIm6RH9pLb8JVy1+E9xpJt5q",
+	"96tcbCAhcuIlpF0P+QPO0bIS7okplLJTh2vk6hgGwoE67aGRXEK5m9yymZ4WeVRZlTAipU6YuZFl6Utq",
+	"MK0CPayz8XyfLYwBujs0qFJAcyBOD14Ue7raC6NS6Nt18+UZUj3y+kbijZkzSm5hksgeFiuqWYorVad9",
+	"hM92jQLoXrfPoPUBETOHBj6oSUA7xaDr5NT8+2rOQK064GV54HtdT5XPlQQuadTdcI0gkkvMJ5BWM4NW",
+	"Rs1x+KwT6HkvJ2Kf/VZrCIYVvM51KlGb2oucRaXWxWoVDGwa0eLCPZu0g812kmad1gsvXKMeLQN2xBKF",
+	"35UacDy4SuTHvzKJtuCKDWj/D52Q1LRXuOt7bek5a0vn+GUZFkE4wXaWDSHz9nUmPIU281P7I0sqsBKd",
+	"fVSzBMkq6t82Vdas9PX+jK99Qg5f7+JBr+8DOGjghZt4aXDVex/NCh9Nc4M+sI+GOvRJa0AsFjwiTRcI",
+	"XBt7QFZ7F2CPPISLodGjteMkgrHvwiSTOhs+uu5RzlBcolVD7j0LX51noSHvD3ZKHnz2nTv/RDwoRFur",
+	"kzfwd1O3LPb0f6p2I5/UHWdZC0AobT9CQ640dpH6xmCkvJOrwtbkWhMN+i2VVhQQr43SNnHAbBBaYSvk",
+	"MwStEpkNkX3pmLy/V9qOlxEK57eAUHc7xxfO3O2et5skb9ZAQa2ZnjxQ3JX74NlkgOL2qlslblPWk51y",
+	"uqJomoczz1ffRNdt1DqyKTnLbdHvSXLuXzvo7uDeIUG0CKHB5tNTBsjh5Pskf2Xy/U0pArg7H0ERWHaY",
+	"bZjiBXzEUl0jFUrtbhugpY/uz1yaTN+KSuTDZkpYuy1NsdBvNn1qMSvjiWRV0B7psys2sdxXeKG3Hg0J",
+	"naL2jOBVBtxI/EoWkGjaIdUXGNHAKt7wAGbEhCsrM4ZP8kzg4NG7nla+oNU37aeekU3SwA/R0+AhxI5K",
+	"V4k8oi+Ma7DGWgljizlLA+H1McZJ0vbCDZ9VQK+7gLe9rue+fTHqfndniYe/4psIEf5BG8xvGNoQuqSG",
+	"DZVgIpcWmgtvW0o+hxSjDa1eYzXE8+LcpVElqGvWYrwrNnA9J/CHqVJSXSfsghrCJuy9KqQCFRyqvSnm",
+	"uByo83Z0hY9IT7C0UfqDlJ1Z43usAO0m5MU00n8M9vOvBM+Bgd2X4UP99hpz+Ev1+bP88W3gOBGnt4Kf",
+	"iBW81SSaZHXlo1aimVLn5DfHXF1q+GWnvPDtKPjU6j13JFITiRzKCPRohBSfJuS8OMnFjJdV59NTFaXN",
+	"0tm+Osl5LEH4IHi+JTEIAZ7pGuK8a3krFHk41rt92AUZAO5WyuyKc3GhuAZ7t4BcYOlMlPeVMA5i0tKd",
+	"ArojULeeuiEvCGfzKiqrdJftsz9Cc0wvztVUGSxHLsnuSkLm6OIJDa9JKcc29eSdxIw3aD11h8cLx+5q",
+	"V9hfFvUt+7+eg+trndfra8WlPmK2kaPsoXNxI6vhgOx60Z1oeAmNHWt3HjR4Gq1yDkD+/x3z/ttMDV/u",
+	"TbUHK20Kpe1HGk6LZU2lPuJ5qy/+W/WA8egmgN9QjC+6FB9Yfks+NSuE95xD8zMndhNuZca8DXDMlMZO",
+	"ZkAVlI2FG1keN+UTnyyV4ED2r63m+9CKFfQOL6Nk+6PKRCrGSYQWsWsd+m66p+J7r0SmJ8IwGGOLuQF/",
+	"/yoMDspmbthgJc26l+BHyu2EPi+Nb/LQomv/1S24vzpLImH/0npiGDRB0aWnE5uIikfE9e55J0QaijVy",
+	"zoIgSfYOPxA/SDk37gTfZx8uL87rCFjgyvyBpaX9FxynQV1KT9j73/5+9lP35XE/xxpCZMVyqFSHHuDX",
+	"1Nm19q1jG86ff3zxt6O/HdXhQmSToRp3YjlLzy//7+tJngYa78U+Zmysixx7vhp660k9vlwaspCoJ4KB",
+	"XsZGWAdOhorv4G9Qg9lYB0r9DXdjug7MK9T4UDdG9wDiWWj2sAnPYG1uSpqlj7bZfz1Bo6seHPVBXmN4",
+	"uaWg/fgoNlc9UN+wuROkSWribtU9Ln9TptgFcBrGe/avnQUID2afEGqjs6COcEphNmK+g+FGN8XIhIAk",
+	"8hAh8SbDUwH+n4DXdxH8S64SZmVh8ehL2EhnU2qnUEE/itAXP+OWF/p6F6Dc7SAgRYZgUAy9u8aDL3bD",
+	"T6BgzQhr6m4PzpTFv8VLWHBjgcmHPOppoJo6tVBt5fvr5DLH0ru60ts336c14Z4AabjKq+4gK94DT1vn",
+	"XRztqnMguq5H1kf11i9+jocMUS+h3Hp2wlNz05BJb0YuQR+/5lI9Xa1214SbkJiXcfbr6W8Xr9+cs3OA",
+	"nv+c+sgcsAGHDJIbUVo2+O7wFUuvr+CZH/FJH50yr6c2rXHIa6N4N6mxC3fp0chZ7PVd0muw1w7qqlZa",
+	"Dd9e6yvGqZpHsEesp4NYyBp4v6D1RcoZ6QedelkAqiWB95DlNYwBQcNxBwSstXBrOBwSKWVQCScn1Awe",
+	"u48DdngFcGlbs/Wg0mbq/jVw+YsQ3YrNK6tZz+2/zunbPXmcwoF25bFe1mpqD0mPmhjrRKkMm+oeoGhz",
+	"9Ylee/AZ/7Fh4h9e7C2fszz1TQhIuGtMCo42p81UU0hNY4ef/vZyuM/QkcJVJphWBXUBguI2XzRrGDcs",
+	"PX9/ccnWzSRdk60XxOGviO0G+fP+NQ8t5b1X6lmm/NWif89KSEeq04XVlYgd/7smdBostZEgn7xNwtfL",
+	"9NGyTB/HqOBJDd2ffn17cXH689sEGa3Ggk30rbh3BLgQthf/XvyfnPhfCLtN2f+yg//gWlu9JoIYRwyt",
+	"/iKUePEAJ//P2upe8HvBf3KC/7N2YvPIou/D1BsFhfANuwsu0nnoPTDhasoLSs+jwPcT9Js2wlg4mbqD",
+	"t2kL/hyxXE9Ewl5BHrYVe7TGBVTshrboTR9NOgYi9XRNWObCf4En70III10RjvH7qYeVRw/FmHpjbb1q",
+	"4sLHN92LG/KPvURHuloQP2o6luuFHJdkbZgVb4yUjzE30Hr/iQBNGhJyfpyfxvNIWSFGFpKc6zIQb3DF",
+	"M1xTNnGfoLHNZB4/yA2yeeq9srQQj5Hd0yNdn86zusH9FgB209xOyHBe0cceG7Ji5bLVe+W0KHxFJhuM",
+	"uCygT50Vk5I6T0Z501ZOxDBhlTDTCeV277FGbSeVVsRFZUrPfDe+trYK++zDYmmFOw58bvsg1FnQXz7W",
+	"JR8pRqF8imV0bci6HEZ8G8uhZVvNn0eWN1S8b1an7eP4uNYhD7LXtx4JEJy8gTx4IaPAaTV3kvHw4DCt",
+	"1J6Te5SmFfUbU9tG2wBlqlJRF/supvCo9bPbizR1aL2JhRpxg5dN6Bq0EqEoy0PD8vUtENEq9tNK+Z4E",
+	"muiSnneZRwIoS9Pvhf3xjCu3taIapKaY3Cd/0cYSj6Qme4Ve4cW5bHgmgNEEzvpCKnEc6IpQvqmtQBLR",
+	"lSWd9A/R1V00EMkSz0rEvSJu3eonTIlZYD0LbQiAaRybDyArWore4UJfMz1i3NOV1Hw5ls9NYHBZmbvx",
+	"AZftnf5rRlTymGxr9Rz+l1T5nZvUvdPXP1V6crc7LvXdrn/vvuGDIGi9GpuwtUViw4Sy1deYjPeoiSw8",
+	"ApyIeOlBk4KN4qUZa7uZeztqpkb3BRMvCdxvqHljjzVfooo+q4JbB2Fywq/FrgF4RaST/xLY2Ia6eaBN",
+	"o2fKWcTYDApcWhmvHHIyM9aV3WOFvBU5szK7EZYNvj+k3i5myK7cF8ajR5pmr8AM4dpoxtlVpWfQMpwr",
+	"90wsbYDhBYoRrtjp+VnEIbLKWX0RVnMJMJuLegYPG8m6gXEoKk92JPRT5na8k+woPhH1Vz3Ll9w9cdvr",
+	"Cf/0TqhrO945Pnrxt2RnIlX472SpKfZD2GxhPbp6iftt5M5E9+X3e7hoTYBxC3clGpBhos32FwADRdXs",
+	"lwWf3wEvDrBt+IoIODFXkHh2SyQpiCm2sdIVS73kp0FasQvVyP1obXGBYp6ywdHh3veHh4lvu8W+Pxwm",
+	"Idj2+4d3Xrpi5KmhRALzHvreazCAn6FXhdIW8n7hEQsoAGoWzU2XAkjBinljdrsGX2iIjqiYUzowtzSx",
+	"NU0uvPic4lI/F0y5f495cyHWeMtxaWHNCzkS0OjrQb3kC5+tq/sW7h3vq/r9w7ueefs5u71/rriypJmg",
+	"YoIIiSkMTwa243SG1kDlJWh7paikzmVWD5dp5cDZu+98vaasINBX3fIC4Pjl94e1HtZCsLbbqRwKnouK",
+	"XVf8CgkWb8R85OCuUZMxcd+aGVHdigo7fHBbD8ANrA4cEuj/x/nbn1uSHfntIsx2hwy/OaDdMDDpmWs2",
+	"6vjw8AC8LkhpuBNTP4kefp83iYBthdnweR/Y6Vgj7mdTaPvnRva1gyqPKe4uNkgRxNKE0r6NZZXIoLmr",
+	"Uy2H++zMUqaiaVFTma4SyLwQPHcPdtouKNuofaToJAxrRSfWNRxlqKvW6uwx415JD7pLnaKOqrUkQOex",
+	"Eu+vNtCZ3lqejaGlcUQ6F1nb+KB59PhXh682MbqfA2wnS42EMTPOzfmE+Y/tM+Xiz62V6Bin2ygrhyjU",
+	"dOK2PT7dbfq1wzpd2hPe1Bk19oTbXAwYVf2aLjtLYMj/3xQpnmjM+LSdVQu5foyYj7S4rdjAN95cGMtJ",
+	"MEZ3jTcScpHJXJi659iwa8R+OzfGTGbnzjE0FQhjvtK6EFxt5GOBT3/wz1JcN883bJ3uHiYVR3ashQVp",
+	"PdIAQeCZva/2vhT7rpMFlvlBtXjLVzUlP6VjgJJMjkNICuNQoXdAMw6FmSzUWLw9P4XaeTiTxjAKFofK",
+	"5lgjd4J1jdDeVtm0qPhjoTI+gFeVvBVmn30QpeAWycTYjMwHHtI43N1TNZJKAl1AfARRSQSl1PhxNtJj",
+	"6mTGSqwIurcE0ZGEZim5psWwcAvYp9T0UfatarvwGYi9t0anh9ZxrS674eiiJk30CmQTkC4wryZp5eZk",
+	"A6PhYA8ZelG6jNI4eQcA11yqYRKQy8OEu8Qpkbk0JbfOBmCZg6MihjpdboB0++w9xLWc6uugpqk8skIb",
+	"EaFbGyDo8rnggS5XwwEs2dcq/Y8nzLqMEmYgDvqg/KjF1FhRHUy0klZXlBK3PhhMefljZ6W4QQt17Q51",
+	"7OsFciJAoIE/BYoc4LznbCyN1dWczaTK9cwJNPSRSMhj5H/mt6Li19DW12p2NXWqu9lnP9HzMz0RbFTp",
+	"CRsLXtkrwa2hNy4xt0Br/omY6GqOoV8VhtXUH4DCZQ7qgUMQakFBfYUrgQIGCKYr0W6V4mr+Wi/mnYUe",
+	"n0DJMwu9E8FE8hi0sJCk8Sg9A7tsItXUCnPC5LWCacDy0z14gvil32eHgclGaX9Nly1EP/+Kz29YRMFs",
+	"kcq+fLGTOLNOTpz9eXR4+LdDsI/xvw+DRQOFIqJqs/E+CGfuZLYxW6vBP+y+35oR/qZzcZZ3mZnfv9zA",
+	"ysR1al3vNS+HO9sXJ+dW7Fk5ETsbjOCtytvffxLCnmrtYN6q/B6G8iPIIJvJ3I7dDiM/fz2QbKyNUL4T",
+	"H23LsTPRLXozjl4cBklePWJ8F4V6N9xjf/v+1WG8x45a9thWz9El2W85R18TbnqcdNAZBK4/Uu/NZqdj",
+	"jdXHGlp6tNbxeYpXth2nL9uPU4c9bSlWSyfpAZ2S93+iJsFpGqH1+tOIdt9fOZSemgT1UnOfUuOrLZek",
+	"54EEptAZL/YoH3Kt2HBWyOuxZZWgLnp1Rtko6gYL5RaxUlhWOhPGHLNrXemplUqYxOmRJZR2ydwtgdcX",
+	"X5//jhk8JfQ6K4RpFbV3buCUYrvNTrHxe0LsY01+3TfRG9ZtXwhOuC+8a/w3DouwzQ1sLLfTDZNo3UyU",
+	"mRpmRTVxmnouPgmf86/BMXkr3WuDq4FkEY4EOAAmYnIlqrr3pJmORs5WQmVC8MKOGTfMCLdjnYkU1mWf",
+	"vYeNqyvDnI0pLbRnw5Jiyk3zuRjiE3Rqx3w67tRM/+KCXxt2JcZS5auOnQtclad91tAguxygtPb4gfuj",
+	"5l5ltV7eWiiM3zP3LquoTR3Ar52S+g62PMmpb1FOehjcmYDxWbqjEQIXTllrr6N5C3f9Bq/b4jauX7OK",
+	"uzSewv4300Q/nnW0pfDPbTvq1RfvqIPPCrwNf7ofN9lfYcMElzI+btewQusSqky9znJ6foZtwcBnde20",
+	"k6lp00Oa++7UjWRNWoS7jsl8aQx+X7dkHCjvVtk8LeIhiw8a818lE/UX6HH9XgubVCx4SE7jt/GDSeGG",
+	"DV2Q4aoOZPuuvyapBc4Hh9wmNqG8YKz1DYhuc7qt+lC9JVdz9387orlJV4Cvug/Ao9USSQMBpRYpbSf5",
+	"366YYsBVquu9NSZU4Pin0dLYBzExHZyMQ6Kbo9waZ+HgSwwmjEvDJnoilEUPmj+L0bQngqWpW0B0uPFs",
+	"nCABDBUqYfDam2aEbGXBQTTDdJgRsB4hTwaHk3jfOJWIezCZcWVDYDzjil0B7JS8EvkKRPngX9dlaS0L",
+	"VVNr3Q6ELAUO3ofaqAg7ugIAvCx37ultPuMo73oXXtAdI3okhFz8riuV+njb9WRbDwms7q4NVuBCVLcy",
+	"E7/XhHkLmPwHul1q0azxzUNXkyhnu5h8Kyq8bQOtiYYJGTVgl9DNqBl5g4VLZWwbYK7Rlv5OI/mGFSW/",
+	"BB0Q4Je714/uM913UTW6DftwSxI4E1fOntiT6kp/2sB5gMZHbbbgYwwrNXRMJFWlIWxNCpkENJtaA5qW",
+	"dFb+x8X73xiHI0XIW5Hvs7fgcnZvDG2NOJbopfjafRr9/n9PDw9fZr9offMbnwj4L5Eigw32aBTKVvNd",
+	"42SVahzwR5kPSRWSBhoogQY11jN3kTYisOBgUiA8BugfgPm80Ora/W/9PD21V/oTHIxOFp0ehnWBEnOE",
+	"lD1hhbjm2ZwZxW/Ex4wbXFTm8MFQAlA14YWEZMRUq4+4QB+RzydPQwv19L26gJ9e0y/DVX6ZP3CtzuBD",
+	"39Uz/kVUOS3KUbBdMS7AJ4INhIQ0x5GuJp1VEGP6tJ0pNa82Vc9wBLRdr0hdi3PJu4YA11zAJU9ObYu/",
+	"7UYUOyRjuBpPHcIfC5Hdck5Vjrtjj4AZVizGYwCIO+CxmRsrJvuFvm5DZXjaAcLIBnCM13v9A29r4q2H",
+	"UWO5ynmVe+AzbFZJa4XymI03+5RDqGnAqKCtuDKe3MBEpigCkqe1gORpGRu3Qt2KQpeCiU88s8WcARu0",
+	"e3UuHIZWAHC4k0nbSBOWwgDP8vBPJ/fuP3QGOQL5qf3dZu4PGHl3/0Klyv0r55anw312XjkchCahekR/",
+	"BryJkipzmhQ0ztMjPLV4ZtkpwLA7BmDG6X99ePvm9PXl2zf/SBOYhPIzgI56b8JsiK6KqjwmGqrxR1ZU",
+	"i4Gd+ngY4CTfw+p/8H8Ok8e//8o/vcVHd2J8ffEDgPs2EQ0nAfPZBMpo26Ig9EjWjmTnSD9T0xnE2spG",
+	"YPbiy8GMUmoOpBrpTkjzTEOIL54CDnHmD3F1obMbYY+xpSa344SZ6ZV3mSdsIoyBKc5L4ZQ1t3YqE0xN",
+	"J1eYhIM1FmY6cQ8vgBVR5eSww8UY8YksZGiegxUuUUXzTBYFM8IpLE6BhcvnTAmRUy/xsC6EM2NRifbO",
+	"3z6Jxs0uTO7MLc8W5ar7pZ1dJ3F5WfTTX4jgPjqH1YqNFea6kSwctcuCm++q/T/r9jH/Xl5XPBfE2VIP",
+	"C45W709usHqSWdNy/A/dCQXGlBWfLAMqE8MGafz9f0V5SYcJGwE3pdeFcedDQWU9N4OkU8gAitQo0rB0",
+	"LIpCpydoz+FpldLPnuSKL4oizui6cgbW1RxsOZ9Nes1LQwVSaTatjK7SfXYKhycHb5RSIrMJK7kJWatG",
+	"VzXTVhhc0G7d2U2PomQjK9VUsApS9/BglrZWWEDpCZhx4rvh8pDqijVgYPe5YXmvGt6M3DBGqNywtBJm",
+	"rpyW4h3tWSEdylSC582kW/ysMTifnp+xKzHCjKxi7nCIGneSqUxtz0+nduzAKQu9LoDrWvDKLbS+EUCc",
+	"41O/dCFCbCDT+kaKhGVjkd24b49vQ3sctuIxe3V4VNMjEBFaDYcJe3X4sm4XrCt5LRW63jyfGfHE+Lo5",
+	"9IvDIrmbD+ubFy6MBYBGE+aBn9xZbLxwBmNbkOJ9KVQr2K3z5r1e3lD+YAlbCgi+mOBVITF7yG1K1OM+",
+	"vP372cXZ+9/2z3578/Z/71+8/U8nX1aHc6ex67rMTJziKju35Nah3c7xzv/7X4d7P/zj81Fy9MOf//3f",
+	"+53/9f/srDdKjxDUF4pQoPkH0Cf78DT2mq6/EG1Jp2S3IYzHn5EuCj3rFbSOQ8rt2VUH1L2eS9S++4Da",
+	"/WxgZi42CKo7e9fgWRbcOpFMGJBD44niW/Lkx1RjB+3U3HkwSLXCruG6YqlvIX4C1NFwD+DuVEWvGnNA",
+	"X4xMDJOVvdJlxS7OztF2LXVlvb6H/Ylk5XuJUX8jke9jO3Y3NH/EOisO7khxSPu0cPv/I/UnL97dbpL9",
+	"jFe/oVV+LJeb/2Zg9kpTfwHYYt3xSYrrLtO54HdzU8aP1kbssk0DsbGum5iIvv1ejz3tgYemcEdQQ/v9",
+	"PlqbL2DOwWf8B3Uy74j2OVVJQywyYABJIjuzpkmq4auYfdwScCn1x1bKUhpBWvv7Uz+GlA3AB2THYkI3",
+	"/vx2uaXp//TX/3vabtc1duYmORGhbeOLw71cXksbkDaLi0ybEUQ/ipUxxCUl4cXhRmrA1gS1y8qkD9pH",
+	"Ee9JkVCLp/V25bmQt+JAqltpxSpGjqXOVCimXtcOcuB/HqApikf0xFkA0g43bDYMfBwpy7Uw5Iwe6xl4",
+	"jrw2YtjZb38/u3ybHwP/N7t8fe694A2ez0Fa2fIPaceXWUlMeBQFcHAhlBk65eX3N+cJm3EJscPUaW96",
+	"amuqaF+ifHQ4DDlZYb5YJbao9bihoymEVGPu6JYTwUZcFsEBH3GOIGTRJ/mIX+MjDSTdZ2kjdJUib1pb",
+	"gyHfwbG5CK1tgdB6k9YprIaJwogZ+ruWGZhKXRTtTKzYvBE5mZYB9QzmQSDyTt6Kne1wj0ZvwFeuIR9d",
+	"2qxQ+6RnbgvhviLz7sH7I27Aq+SbS+MO6pO2vi2uUkANXisZQSAdjJNU3st50dbpunFkrKZwOudTIxZb",
+	"fzTZmtAbSd41BVAG0cVBiOL96BBbVvleySs7B7c/+26IjHA//p+3CHXgrWtAck0W5xAY/RZozHKmxIxE",
+	"PAELEBn8W8iiwDkXjRbbHxHDVOhZi+m9JIlt9E0PCn7IwnQn6HsklFvHFhWBnC57jPvGMA5IrR4X4sqC",
+	"z694drNWM0YwiRGImoJEHZpCZj9WT6AqWEHqxeDizTlLzb+f0/vShKX231NSD5HJIx8eO4j6cHnOoJO3",
+	"NKwQ3JAve1HhbaqKiXe8uzsscztEeM9bSHZ1T6b7dSmUyOvSAww3BFCtoyELCjDjTn920Fg6LWpZif7u",
+	"8FWngnsC8aHR1HDg6Pvu8MXSpZX4p8gsZMhBKMtvpV3DUhrkvsxTysGLhn4Sd5UapLws04PU5+6nw5CK",
+	"F/OKNuYXBc0McY2yAWjEDRdDdFAdULzvf/rX/HuKK67wu4WIVdMUip+wuA33aDbm4DP9y9lJ4Vd4LDXw",
+	"8xEiOBcXpkPeTp9/Hay3eocOAAOwdoAdvTgaJmzM1bVh0zJsJf8GqJIA+wMXGUZh4LlEL7DGJPCbfrsn",
+	"o3/LRqaBTzNN/dru08hSZEPg3u4Fb+vDnp4d81nJuoifKmHupr676TdwlN5XYYnbMMGpER9iD3f0tmFe",
+	"d5Ef8/c1Di1uBRuktPsxUvVW5cIdjIBRs/HcwbFwfxtGzVNXeYe9AF7gezZxE7eMTULqZHR0ERbjgTfs",
+	"ouz3K7Fp/UlbXvU/Hg6k/BqtxqfeeXxPuvOyFGzXebxSVtexPAfL/cf/8zZhWaG9x6DWRxNWCVIrIHFQ",
+	"10qxWVBQw8Tx+n12qlCsg75SdwX5gZEK+FFp+xEao6cr7fde5O9b5BMGONwrJL1CsplCQm6BreDbKnWE",
+	"wtEHmF6xBs04+/X0t4vXb84Z1mGfqZFGUwFMaq2afREiRwBFr8hOG8TZhK0ZMg4OG/kxQ8qQruni8L3c",
+	"QF4XxHxO2LLh2jrPg8+Wm5uz/E8yKmlYHkGlgtQMSiXD90jD0otplgnh1CumVYbpiKmZTn6bTtJQWiEd",
+	"hCs9VZnIyaAmYv30TLm9UQgrKDy15EeA3NE6qRESRAZRvQq+ggpaJhDNUozSXBZnAeeA9zPgbx99GhNy",
+	"dcFzsNlHvKQNBwXdOFWV4NnYbdx0n72fVoznuXSb47guS/mRKhOp4Su4MaaF3cWU+K6eroSvuKP+k7J8",
+	"tmgwRy9aYS1jUkDSsZ8fxTKOV6jj9IEPmPiONv3p058+m50+p+amDvF3Oni3nHrVDtGdJnEN3HtG5t7L",
+	"F4rlOPmw2Fuejakwuk77Dw4w30obXMt2rLGsT+Wllsq6f3sH2fAYUufrP/hawyudzyG9mO6Pbne2eewD",
+	"7XC/p0N3Pro/MmnjE2nXMD1TrNAZ8pIOgInHgalJfEeWisncJA6OK2GMMMPQowEPyw6anFbUXav1w5KC",
+	"qt+hzeNHe+Kq/KZA2tvt92a3x27l5SDLthEGC6TR5t4knTyOORk28BwSZlo6IDUYba8pJ80wZJnLCnqr",
+	"Z/OsEMTYmjAMSkDfdc3z9mTsX+u41pPlBY7GuIo9srF6vQzdJ4FkY2m3QQXckJSDz41o658HlRiJSqhV",
+	"NRmv9VRZg2UJcDnVDDbDuEArF1NImqQOAKOHK/F1hQmcjKIyCVqDmXaHnhWTEvq2DpE4jgM5jSYKb2CK",
+	"++c0vxYQ0rKyEhNsjFC1kRL/LGL5+1DPcs2R+Gs8qc4zcZGY4y/Rx/2FFkl1n1+kkhE5sDXfEFd5a5UF",
+	"d/YqVG+0tnc9OkxWdzZa09fogdAq+qIdmFXv7B6w7hOw6nVdhoHHwC+HBN1erj/cKV5Wwj0WU7xppw9D",
+	"agEBW0CUmZ4WOcs1NUOcSSPo52VVIjQLdYM/Rm5Nj39YIxIaMdYUu6JyMptxC3nhvjWrVm0d3aIyWfQC",
+	"1QktipjgpGHK3cmEqnTdKHKf/Vjo7Eaq6/iT4dvIlVNP2beFnapCGOPsRUxaN6IFWz/AjZEwPmtQ/cd2",
+	"XFNLi7TCM3VO+1NX9FEiRptKcIP8oQ/nnWqM2o1ndc5GWQ+/ua96b9U3lQe5tI3v/3RoaenpfjjwmLvG",
+	"Emzopw3OqlrgvO8bMukKCwZPm3kHzN7+tY9VaRvm4vntWiiPFxRA9dcbRba/eoEYvu3dIlB93usIfJ2x",
+	"b1xz5/pian+8k+y8CT2Ud5IdcrrvJDshTrST7PzEZQH/uJQTkb+f2p1k5zUd822FyRsun7utk6EBLwYJ",
+	"/8t0hOHNGQRrakrCiHlo4EyIY5l3siPSkSnyH+edxITfH37xkHTFxhxyIfTUep6Y9v5mXSOE5mru6e12",
+	"zogXRoTxXWldCK42HyC3boyeaM19PjnpHMqo0pN7aEna8fW8hrhmEFZvbQhEbwf0JWM9rbpFUKpM/OKu",
+	"2LTL6b/97dVdG+m+5kbsSeixJK28FUhKRGOUeUItJd2DEk8Eg4k7TtNyn1W4w61rDjdiPtPV06HjjM6h",
+	"TZgJ/MfrqQlW2LgNPSFSW7C50l82aRsqC3aB3MCF3VRevgApF1g6W7Ua6Lj4tFSbp32696L9vEQbNZ1I",
+	"KnbNw4q726hrne3L8m6BDg/sEWZEITIQdtz1zHdsIr9BPg29vlr84tGuuoCxrPHe9IZGb2j0hkZvaPSG",
+	"Rm9oNM6NrlZ2cIT1Ski7EgIH/MNqHJ/pX6uZzzANW6uFRpB13+1a1QjbdpVusU6tqGPXdYM5uLEjPBQm",
+	"8WQbGcWT75QNmmIfkb6/DkaNDfuAwnSAwd3u4DMqa4bxuq0qMDtzJHqBYi/I98d2YryAwi5GhFfUuMLq",
+	"ArQAiDK7A4ZnN0rPCpFfY/DWh6AxNT8KKZ9gaFvWT6Z+Pp5pZqpy3UaDheN+HrJ8/5HbpdmvqcD3Edo/",
+	"HxlayDL4ajGmD76u1Cvg8983GK6LtzbgMBeWy+IvqBhSlVObOEusnFLZrKeycqoHotc6veMNjuJb1j5o",
+	"CVbrINhSyF3YayNb00bqRd6SXkI9FbHP0xpe44hM1PeFwjYOUFtTO/TYUp9paEFlhLXYdrezj+lrHMZd",
+	"QwaXDnotees2CB3g9b828sUeoOUdzu6NzqZO7+oWr2hp+0P4GZbO/Sxsp6xsoS3qshwfuJ26onT7j0ra",
+	"QBqGQokck2hHXPHsxgCvGcYMRAKN96CSOaF2MBIvS8AYiSZbCacOYckztK+y2ue9uuunZc3QFe7AauM2",
+	"8qxTN48nAg33byjEE4OZrjEU/LcKGbyPkdu5NOhTcHZ3ohnoXCdMV0n95es6qWDLjqSSZkzNOcgFOuNu",
+	"vy2GspjVRHHKBmmktJwSg2aKdZDXShpodHQ1h3MojUIT6bDH1b4OesN+8w75tgjnXRZSE9DLgqsVVBzA",
+	"sQDOGgfU1E+mxgusSEBRpBAvZ7kcjbztAkXE2G1GQGfjaL7YLpADlvPKnjhxhf5KdT/WZeA+L7j6JnDb",
+	"TXRT2IZ+bpOSV+LxINuNtzMPv+C9wtkD46Z8iZStDz3mW4xChJuHAsiKz77UegXwWzRhnVYrPtkVtuoH",
+	"PvtazdXwKpnV0/QnXgd4uFXsweMrs1bhq/4VEaZmy/jQ/YrPgjgnO+W02zSFiBfwYrUMqNNW1UXOtArm",
+	"qrdVgT0NzFFdFPSfX2iFPgWhv3+FZpW8b2KYBvWxN0p7o7TXvR7bKN0iaq9VwtZYqq/R/lkD8FExJXWc",
+	"1krc1fD89qB6A1sUVre3Q3ss/Hbs0EcAw0rseafP5kZpcBN5xiKfsMAm2thjpAxL6q7mCSu4FSqrydN+",
+	"ubw8p+SHlTHWSlz40X21kdZojmvccj3SfA1Ga1V/0PsKsXZYqH/nhcz5Yvw0aVqiLToNuNd9GJXFdNdo",
+	"dNSkzoZPwIzK9xqWK/4Hqk7x0yHY29Ld+ffSDfNJCf32fPH19HDafSi1t1p7Te1pgfZrVGe2h9trFLOy",
+	"0pkwZm2CaTRAuqUtPBCS27CcDNngRN7qQQzK1zkN4SvVu2h6F5Zb0c32Bdf0sPGYWabLW3zLiWn0lgPM",
+	"D+t2EP2ymE625xQhELam1lO3xKDEBDYYA8O5ez71zCQed2kWsmpPoipdht0wfW94bKBETHTu1IQGHG2M",
+	"6R/gTU9FrLelWdHMTmElNypkCb3lC62unYbhVnG71S0tQ12tSuHG2PU1T71O1etUz1SnQhTaCp5vpk0d",
+	"EPyuyE6DPvfYaZLXvXjjwT4IXMPbe7zu8brH6x6vHw+vUVl9RMBeC9cdIM0GPJSW0y/QmH9E5jCT5iH0",
+	"7osexnsY72G8h/HH7c366CC+stM0qNzLw0MA9k2rdMVyLQx1hsNzSVo2VVYWRB4Cf6w7QjwAuOuyx/Ye",
+	"23ts77H9UftuPyS0V7Y8wA5nG7A4L/REizoKjbWxuz4mNdZFboCdUhS5Ew+hbDFPFjhfc1mJDHkG2sic",
+	"P9jyXFf2HY5tE5pXGlTMcyq+gObUgcmtgGA8PDHfSXbEpxLC8hsTl9JYPG1pY65t4wkXtA7JLSGOyQjV",
+	"NYrnHsWLP/iqfo64tD2kPkN0AxLrBRC5J26ZpEMbPTU3nTiFnaVhLHoEx7YbW0WJAhyU0FElBNOoIWD0",
+	"nWi4JxoI7AZX7gsS4QTiBeQ4j0V2M4Q/Y3+ziKjXzmQm2GwsC9rMeVcv+lgkviplNJ7YGi0UVojNuLK4",
+	"Tg+XIhUPcrX+CWPstc5e63yuuAwyxlXA5q1x79Xq5sFn+F/sgwn/7HYpfBCkT3Evam63A3BfCTT3Aaet",
+	"JrhAl0Fb2gQgzkpYXce1B4/oYNqjKW25AeQzQHa/0t3Y/sd4Tn4ef25u16mwOZqHc7yH9R7Wn3l+xiKw",
+	"457eKrxDrdDBZ/c/d4F2S368W6/yaUXKecI0XM2LYs60s669b9fzv13LW6FWORSawL8O84NKl8P7O7Ce",
+	"zsluoO9u2PD9d9+9/C7q2HC0SccG8CtU/pP6RfoaHQz9qdSfSv2p9LWfSkGXxgKHrZodtuLKZDoX1Z4V",
+	"k7Lgdr2/O9zCBqPRpBTXQxbuTRg1gd6bydwdVQJ82sRv12gG7+RN4yS1ajbgb3d8X4YXX4ahbuL+DoMD",
+	"v1bU54x61w+w3MyNxV2A7OTxFZ1trBab2z8NzvDldVrlNQ6r0/f2WdVgsN70Ntp823TQoqfTmfYtLz9x",
+	"f6Z/e/sbKlTdzvTdquAPJtOliPqHoCS+Ovyhy7e6vH12tqN7XPBb8RMAiH/RGo+nn/DDejtb1mPt+J74",
+	"kd+f4Kt6boAUtIvdg57DB5/9P3/jE/EnIkQhrFjGijfw9w6s8PiAxiDgwbLs4xNaZX/lCeuG5l8Qy2eL",
+	"XRjP5q86Avtj/g64hLsmfz749Fxag6DQbBkqOhgvPoiy4Fm3fgDGbKQMOFkMxApXOp+zydRYxq8rIbpo",
+	"Kp4HHPyjV0++LvXkruL/TaknJPcPq5+s8wngYequPPZMO6HDsmED8gmwiZhcicoMAw7VuSeGVVPFruaR",
+	"x84kgXJQVj5B7mrOxoJX9kpwG4hiZMVuRWXam6O7Ef4Gc9hyn65VVjau7jdjLitab78ZaQPcT3ssc2BE",
+	"MToI26A7hnLJb3wApbX5967B1CVgMHBHqWVaZcgKBcnwcPOEWY1MxtCFobG3EyaVsYLn7tCbcWzzMKKk",
+	"emjsWYpK6lxm9bZd3qKXlby+FtWFKEa/hFltebeGF32A1PCujRtGzSy/Eeqb2MJu26AB4TdJWASlZ/ew",
+	"rbtQ9uCzgijRn6EVY/fe/s+pmIrFcg/K3FtO6aMqEawDkSbujXiCKOs274XItMqpbJCuFjnKRHQHEwrT",
+	"mJuVIwa63spcTEqNHIg3Ys4mIIOcVcJWUuTU9d3957RS1OekMjbu1NjmlbpD39pfw+w7NE9c5CfZpXZx",
+	"rmtUzmjRHk7j/IY7Yvees408Z9vuVluJTFe5VNcHfGr1Hv7ngbjlxZRbsWdsJfhkRae9qJ9SIXguql0D",
+	"EEY9mfB56EKHR/k854Y/iVuWcpseIw3SmCslil3DUjekD/CElA1mY5mN2UwqM3SACXS4/KoQOfAp+65P",
+	"ptBQt6gSJng2ht92nVYNE5JaJREdokmC+oyj2zXMCFgzdzztszNLrITGk3Mvg+pbWqvTMNgLXLQNMkAW",
+	"I3WbuMzu0dn3d1nZKS9Qc/OhD/xMg1yM+LSw7ONH+tff3VUfP3a69m7d7zt/aTynNZA2h9P1Tl6W97si",
+	"+OmYzLuLetwF9/0hwKcgJ5Bd6mWPDT789Jq9fPnyB7+3/6WVGJ64nYlZGfzKOH2ka22aHyNkCuVOrt3L",
+	"dh7WybooH2+DSHYdfbXQ9gHV9mPCYw+LwJsUV+NByB8ZAenbjo3v24+NcM8dzo5qqvacmtt9aPwabEk4",
+	"KeqzgzRcdIGMxIwZ1KKPPbNSeCNd408AOjNQUBrHBtTYjIFVOAbbhBlkbZpaPeFWZh73oZ6OHmfwbqWh",
+	"LtmdU+YGVldaPDjcc+GUCWx+8AEgMxzbFXLlEw79uTLjyho24CMrqojTnerTh/twEqJD+UqQiLvzjlKs",
+	"OJtINcVIlNKzYzSuyGVDiVnRMrnjzzRQBQaF5rcDgZY8xqmqRfW9+5DrDjJZO6rhg361wHXOjem28f8Y",
+	"c1svQi7zHrU6/K5TBXlKMWjBmjVdAtsErGxq9yaiuhYHVzy7KXR3a3j4qs4yN22qK6qs50KBtDlM+EAM",
+	"QpabGxORnqPIQcGw2WWZniobeW/BlHcSbCNh0kUujN1nl/Coyq+aZRwug2LnGjwTuh6dAK0cva+n9lc3",
+	"6R9pzk9OQ92mGPvJu9V8DcvfpXfQlujFt118TxubYtewbGoPQJj8yt2fEC95rdtEOCsEV9NyVQHARN8K",
+	"wy6mWSZELrCW9icune6Agoq+NPwB6VwmuoISXcVSJ1jV5ZirX/S0Minj15oNGgUDS3mXw0bEBZuWQJ8E",
+	"w6aqEMaw9EaI8j388JP7e3riRHviTLHvDg9ZKSqW8aJoijUbVKIUHOuK3QiH++wUpsBmkI/RsKszrpRG",
+	"PcLcCOCnnGOkRxpWSAN03oqlI1iJtMVhiCsbi47ZUgqbfwe9cmX+vMzG9NmsU3bcx31Yv93SYFfqBDNu",
+	"aJS9StDl73ILyaYlyV6NKJa23MMqBfjWLpXgdXN0CVNituLgfSeNXZSgu5XZn2P2ykbXXch/4bVteV0g",
+	"M1otp3Tdf77W+tHGa3KBXCmrx011SN7YG6B/COpFskobs0ewdyPm3QloXKq7z2TVmNDQrocXocpqt9XT",
+	"U4u6wu7vlTNqrlExdfPuYWxFxH5r4LU6yf0/tKTeHq+p82ReOwKMrw3x7l3uxSgBZ3pZEoE1ejeHxE3i",
+	"pmpEZtl/peCecKZ+mrBUqBz+OXSXaHjwr+ev2GBU8euJUFbkw1ZHP3pjgLrJjsUkCV0OfAKOVNeY9kIa",
+	"E/l9yLC+EfORgw/ILqjYlRg5HS0aGgsh1WB3+SGxgdeuOLmVaJKZvhWVqed0wq55acLIoiXklWDmRpal",
+	"yBNmdDTOXcNy37ghhIRvIeILVC9mn6UNKE2RX3DEqe0VjATqThWvKj0zFM4tPMugHYs5KySUrBpxKype",
+	"NJaWKMZBE6RFI6v0hJW6KGriw1oJ1pXXgQdGCPbz20u2fCiCxeq2qSiGEDtRTF9ZDq6oQqqbffYHON0y",
+	"msrvVZH6lcn0BOoleGE0O39/cSnA2q0EYrd1+1zxAq1ipGOUReGUuivBbkUlR1Lkzsp1M5DqGpRd5M5p",
+	"+zwQZDfs1eGrE9iSqBHjImIYJ3cbLbsxcREHGdHkhxvgigy7gucxXG5ZE15HnQjr0IxfPY4WDGvRlSnJ",
+	"zU3it2KfLX3f4eHmWfM4evIBEd11qcuLbqRdQ8pT6R1ibEAbJPHus6SGqYRACp1loRyZrGKfKAbyzoMd",
+	"v9L9FSmcvQesI+nE/dpreR3S51ZnIaDUcINtRe/bSBQ/u/85y1dWOHlvGASfcvKAscGrwx+IMA5z1rxT",
+	"W1deKIeU35bik2vfVQpe8MjJxazWCcMYF+ZtuAucuoDuJ+LjMFaXbKarm9bECiwJWThw72Y4xzef5efc",
+	"jltMzFOnnaB/JlY9YR5On7OL1U8+NWLEC0NZ2rCEFMq41sIkQX8jpxvqXuCpFDmblp0G6uLaNgxFevPO",
+	"Mbw6oMeV1u7BDwgfa+ujuLnpU9aeIXNCqMPalmZBqPRn0q4seGe2wxkgYKv0dSWMSYJFKP8lEsYzSFzy",
+	"RlfChFsGwJYMrV8fTFu2vCC2DvVcXnJ3FyX81eErDNjNpBHDtcrEdnDpsn10X48Osspm6E2Feyty4vkW",
+	"xfkLdJODXFgui5X2AoBAsG31tMq8IS8t+yd4ugZwusq87nFtSg55g4Jn42FCpLgYgCu5HRvvqmjiQeIe",
+	"uRYT1mLAG5zUU0SCpyf5tFgr5B+jlNbQxzc9HmwTD+rzlpb7kQFCz5Rvo9sJEcHzejW3wsS+Z/br+ash",
+	"g766o0pPljV4O6709HqMpgmgRFyJ5h2JCeNgJHFreTZ2j6aY/i+Xl+fsA7jfBi8Ovz9hr46+ZyU3vmEO",
+	"uSoyrXKJOQKM/IRmnzkzK82m9iPM/CPO4uO0VshSshWCWdHMWkCjKrK3Ztx4tbvFhqKVjIUPbYt7Qar1",
+	"eHErc6EPJuWrJlCEpL4rqThg1yIUtSLDbKwL/+XdZMeQ+QSvfo3v3HsjTamNxJsW901af8u0DhGEneTw",
+	"c78BmEuj+jPZeXH4/VYnSXsFXNOW/Lwdk4VN2C4e3j1MhWf+jAxzdXr0+rm+RFzrkr7ABOjd60bWBW5L",
+	"u3/XsFteyJxbXfXG4dH362+A7/ubthfcSjOSaK89U8OSkKhx9mgPRfdlXPqD444HDpwOj33aSFVIJZ7f",
+	"GbOgCEMB3VdwuvRI3yN9j/RfgPTnBZ9vFeXLgs87ED6X5gZTFrrjkdCux9cPVbooRN4s8/epAB64HRBC",
+	"6X+CCfhUugMOwmGgqAD3xNxYgUdAXYNTaW1ZIYVhWmG9gISGD3aekDcTGkuYkhNfBsZEG3kJu4bNuBXV",
+	"hFc3hg3S8PT9Qs8u3J0/unMpTVj002haFPhn33so0woIOgC8h/vsp2lRsIngCsqGlJhhyCJqjAnpGifs",
+	"Hb2FAkCVcKAktUrp7iiDIicCvShIG3ii64+YUFwIUubg8MSpvaEAglR1BEWqXHzaZ6dYp4pJOwuZzXU+",
+	"8+/qRumZqrV7LPXdZxcC4cptkb1bXUwngk14NnZj1qP12S8dLeT8pW8kBpW3S46z/LpVOXtC2WoOYfZJ",
+	"ROTwLVQYBeGjD23sAs3s9rwagAOd4BOnUuI9IkfoCIn++K0wmXgpuS2kqTEjCpHZRp5YXQAQMvdQDlFF",
+	"GFxpO2ZtxXknKO8+o86pl/vsF17lez6gh6/glfByhk0SAA3cb7AX/52kN91nP4Xr0Q3L87wShvKtSm7H",
+	"x3gfpcKhoI5EJVQm1kgaPPphcqjXXBuGtNBh4A53bt7LINzyGhM373jXaVne6foLX+h+l5t+8juhK5N7",
+	"eadSsqJPSv/98jXLVzTVRJl5gwRtHUWiO5vmcONoKoHMH3jiynD+j7W+YQOtPuI7P07KV51Re3Sb/qL1",
+	"TZe//ftXdxsVHHpwAEt39s/ZwI0ncaPlsptgFW67gNF0jeTliy/J1o82BgHSnXbGW4StLbf3jPfhJsns",
+	"sNR9mtOKZPbmGfVwB+hBnb3Unu5+VlUCyt6vCnFM6TtR1vQuOWowC11WzWTpWrfHH5EkEV0qN0KUVNYP",
+	"wkRaFFAIeO3U6smVsVoJyAOH3CZqHqdySnOKc5vQqQI1/u549YnK1heM41DdYXmtlXCaLmUOyaJgV8I9",
+	"YVZJawVklzvFl9RjHOBcWDZQ2n4cORt1eLKQmtauMReC30I41fiz3WCS+Qzys2FFYpfRsCtBa+lc3kZO",
+	"dPwqeM+a5GjSqI72jg4PncZvpcosk7nxtEDY8xr0GHR0zdQDd/4Mc/mR22zcXUL4HtkhpgUQIMLMEvf9",
+	"aZmZE8+qx7B2DIt02K1Bmc9oWgFmJPndaPZjBSUMRo/sgsp9xbObgAioOCFcgJyOYx29FnF6HzoDR1wW",
+	"VBATxvXRPe4joE1LIzO4+UHkekkKeqnupXoD8x4P0mVxeaAKCJTq6PXdkv2LzAUdscdUxeVOXlYWfA6l",
+	"XzXxcpwVzfOJtJYofOYQH7qaxtqCsXy+oFdcIYgAz24DNnhRCZ7Pm+tlMORjkK7IKQ0NMNFK3Bk5LvTI",
+	"PqBS0INHDx53B4+LWggeUyUwllu3CbNuX+FPlZ4seMEZL7SimgPUD6CxXSiJ19BCmhfFsK6uSqhAkFe2",
+	"ySyEP/BbUXGqJASeM2OjvGofTVTTyRX2p0YPzXwRF8yCwzCYSGjYQEWRyKOaLwdnhRhZpqdhXA7JWgPM",
+	"Sx4mWrqNmtZFpAG7xtv87e6TLPjWnkraZNfMO1CO9nkv/B3CD/+SRjyeY+Mzur03zHLE83shD5EN0pZ0",
+	"t2O2lN3mrXvIbPMZ0Rz878MkylmJwndYiT5TkGm9WeqK0zP8ZOBcmgizaRbLPgMZrSkLENX8444ZR62F",
+	"6aqpn+DChJLvH6LAJ6oocbpLd2JkQ7zuHFRo3P24aSutG+X+ciTd4590hqQ/QtxA7y2Hhmb9FzNo4NP0",
+	"+TN9/sydMyUbh9SDpUkunFPrkyNJTDpSI5GPGM1Y5rabUNbpQjX3xun5GcsqAVkxvPDtMDKtjEM2Ys5d",
+	"e14FTXnTUys6naRhY6301Am/O6lQ8XWnFYa4GxByTDP9HwcOGFKaIEIIHG7u2HWHG1YQVIKlZyO8NU3g",
+	"379pJfZ+dUYeRfXPRnu/6hz4TvYuHDKkEFng7L+nh4cvM4BP+KdgohCgAxghboyz+qTtOETdkt/XAcp+",
+	"gkn+/uEds5qNqaV7+KyejoVH3zFhU2rBbceyyvdKXtl57fcopLpxgwKvx3ql/8vSSp/YAb1wMGH3e9wZ",
+	"piVRrZg5OyuF3Zb2x25/7PbH7tbTVrd05K7IWS0LrkKr4u6sVcXEJ+4AHvudDGZC3IAf5vBvx4eHe0fu",
+	"/7vj4PfL10OHzejw4ZDVCc7cSk9WwOx5wVWjS/lW/Rnubd9cc82nzB+xwPDc7CDQ1hRze24S6FnQKQcf",
+	"FnobXM3BKD3B6u2RLNy57/7KWcaN2JPKCOVs3VvBzPQKj45VGYbn8Po1jsXzyJlKLYa8adzmVlTYmPcp",
+	"eRTdNFe12YTV7UXwCSRfhb3+UEyip8ydLcWcuR3jHuqOFa7Y2elvp9ig4F8hCEGNW/DZlDbliw18FxVk",
+	"lfKiwiDDEvu2eIUP2xlAUhO38PQEuDHBvqGmXoMZL4q9rNDZDVxvAgfnWE8rA7SijAMRMMv5vJDXY7tn",
+	"+C10KsUmXpAa5WMlhcDfoOrdvQA7wmC6VdACiKzd6Ilwh6gojE+gwkYwXTyR0TG3vZ7a9UvWxD4JooyA",
+	"kLJ5jLDmqhPfqShuiD3cPDqhZBNyHiidAtDt4LP7nzXcdW+i4iJ3+UlMACttKFvCHApLQcVMq0wWQNKH",
+	"jYS5MavTGUlw15JD4q5tbY2Ks9mUiKktPfwfjyqU3k/UC+ZjCmbgY9uWYK7hY4NsedrkKyzHb1xWehl5",
+	"ApRG25KQoCxPW83RsuBZdCJFatbJwvGDrSF8J3yOcYIVB9LvZc6f3oHUq7I9EjxdJABpfBp67AFZud25",
+	"wZfTStXIAW3EKqZHo5bM2viwfUvPfWw4SFZ1A/emfncXHBGm0T2CByU47qX7aUs37nsnI7k08M8nIufU",
+	"W7fTZ32OKgJ09h20198v9MYd+go/Ou6C1w0JQiD9loRN2kVXWd16kBU64wXeDd0TMGbk7plxw/45za8h",
+	"mtvd1f4JaR8ru6bDVDo6Dz+XRsMRwn9FvdG/Xjzyxx2242Vj4AnashnSike+d/kdWEfc+Pxt0Ei4UTFc",
+	"9wJbw8Vx4d/c03E8IB1HS5FDaF8viUgDiiw66SrsIoHGRiUI9LWJ4WPdSGoKKWSwWE3p0cJZsX5MdNMD",
+	"VWDQ9DchlvCL0NdhbBTeNDWMPABaun3ZbZQBPVzdUm2xNwR0HIY+L9JGbRR3DV2P/RR9n0WtFskY3KaH",
+	"xNclGvr0dqyNdf/gZUl5ob4hYzrcZ5gtyFUmgHwJ46+YO1dTKC2saMLSsH1Tpn3uG+XOAh1cNRE5XEbJ",
+	"fWnoAmQwXzbTk4kbzLUGPo2EpdiQi6oD0oIbC984rbtz0Quoxx72JqQlUULkjOrUC3lLceRwA8aRnVLr",
+	"yVTBQxZaP8IcsENROb0qgFcOs3WhjjXiLvU/Y3RaKZFZkxDxqbG6LN3AgM0GKDr8+LDz5VIguBIWrHWI",
+	"bE+rClNwYZFbzHX31LDw24oAN16ysmE2t/W+fQyPWQ2e3bmlCzu3V2ufYQ4lbMnoW3qheiC7PGJrXFmv",
+	"gGyAmH1ScYWVUKZLOa7/RkQ5aqlBeYLsOdIwoCTSislJiXn66O1fnd8OCtWvMOwHEcX6dV1VpFChS+yY",
+	"5pugjHwDi3AlFs/Rxko8kH6iy2715AKylMLVjdOTeFbxkNKlUEQNQC34alI5OC6V0lOVibxBJwt5/Jkv",
+	"JEmHrJA3gthygfB2n50unpR4mDdOy6gXb1xXorT9yDMrb9tKMt3Mtn9mRu/Y4MiEPJJ6dZ7H0ZmwC1Rv",
+	"uhW+/nR9lqdrvBkf6HC12UGl9aTbt3TOryn8DddhbQ2Hft1xUR815k2YEjPkhK6MTZgusQSnmNcd6rmd",
+	"mn32fgqssVTaDszNOpvikWrGegavw8e6A9eZRB3OKpt9gBk8iI+qxSOC67KxYwbaEm8IETg1ama8ZTcI",
+	"vmsT7wdMuHd9rHB9eCGBnMSJEJaI4icNFcNmLXL8ww8dcmyzIMBdmd2Y5mnAJ1G/k+mZqotxW2R34J7t",
+	"rtwnKR76VnoyF5NSW6Gy+f8S8zQB/7et5r42wjiT3dMSeRPaYwXV+lXGguAHhPBZ4TdizioBTfoxnIOU",
+	"++xK5/Nm5Wo0jI8ZoXx6wuxMuyPPm+tuZFIYNuE3At4IUwLfhPvXoqeHfCruQnDagGcHEsCzsTZCMT7R",
+	"6pqO16U+AqYzMxzlaEsKTuMda1JpYPoPq9LQ3FcMiA2au4KKq+HT5ay534a9GvPoCeMxkNwLdrUpHwef",
+	"3f9QbnhHWRjPIfrmcaVbBTkJQFL/tmvwzshuaWog7QZ8EOWVkfEzeMlIIn9WQL/B77+fvRl2hMtxvivD",
+	"5SFePZ3K/KFD1esFue/Yeb/prQ8raAc8y4Qxe1ZmN8KaFTzcxkxBozBSXRdib2oEw3sZ3gsI7pB8alAA",
+	"uELfxJKonp6fMatvhPKSimczPUai2q/QqB1A/wlpDRtzA76NG1HaYYLEmYaJTzyzzqhQAvoFs4ETvaY+",
+	"gH2EQbVwl9F74js9R+YwYeJTKSs3UYgvpPSfZ+pXqabQYmdwtHf06tVhwqhJPzs6REJxaHADcRCnYkWu",
+	"FBYAZZ+dslspZqAOUtyCZbzkV7KQVhKHXl5R0OKUZYV2z1vArB9Y6v7yEX9NV2ggp/CFLmHGTxm+tqgg",
+	"xUuw0hOkqUQRdgduL9RRx3r24OpT48N1FdDDr0kkLr2e9FjgDfC4Ah27kLxWTXaOd3gp9wAYd7YA9AAW",
+	"3fj+2v28oWYVG4oAQcPjOhKLO97TGwfSY29yUdKIw7lKACdQnuDNvLIykyVX1uzi+QDsSqFDeGM9oZEZ",
+	"0JhWKKuMqzk0VXATQbdZG3hKy6aKSGLw2KHKZl4YjXeY5smlNNihY27YlRCKSQUn3dEhm+CRAPYiMrb7",
+	"QuocBu5uKbkJdi09yVM5rdQ64XP0emcH8kVftoe8Z+jhht398LpucIHvlbqQGSgbrdVeF8LW7qvduMkj",
+	"3khEbNEVeqZEhT6NCC+xIwuBprRDyhmaloRaShpbcasrNuHzE4Iw9D1duyG8OnzFuPG+EQLmuW8AYYTY",
+	"Z6dFoWd1TM79K9cCg3VIDdRGXnCBRq2/5RyX45tSEFvm31UNgt/8yXnQAvWvH2CPhI/Eo+Rk0Mn2CCbc",
+	"iN09NLQduO0n1VRPzQEZwCu4xnyDKsGqqVJNGBn4nLmE1WRMusKgs1TXQ1B80ihFQU2Lok4OrAQmDSjR",
+	"5VR7jeOLkwG+QUVnaRW6ZH7xCyVMjtyZ0Xvg7tMDFx/7iyv+WIJcTVcUfbyTpkNbMYtReN/DOlZa9tlp",
+	"lY3lrQiWFXRz1RYMrtJpLnNhu0PuIctmup5O7ZEEONlCCsC2rR+/rBvF4evUjh4K7jl6vyRTj4UBa8oZ",
+	"LrC/bjTk+t74yHCmRMux7+yOAWdGZBo701fNOL73pVtubob77C14t08hxS92+6DDlHzfnrWbWv/6cgP3",
+	"TpOgu9ynEYJjhleVvBUmYXyaSw1PAmJjqpGVlQMsJlSmcSo1GXXhhjGRn05YKSqpcxN+C82H5+yal2af",
+	"eZ0n9dpNClpMVD0RdZSnv/nCXF3JawlOfNS/weeDyjepfrGp2MG5DbmRTmEUebqyhSeVn3x3+JL8bXXy",
+	"JtRlDLvqESL0+EZdR2tVqTrTs7eZnmn1wRqkeyyY/hz+6i7ZJMe7ATXHVPPkjayIVLMBFEbwgmg4bcWz",
+	"m91GIrh1JthFXftEz+K+HqoFpRqO8fac7aePK8kG44iTvNtGUX++u5AYTKQKRL893vV4d+/54E8I7gwl",
+	"jWySLDLWld1z6lnOeMPMZIO0kCPh9KoLUDpNyl4e7n1/GGdWvDgcLtqsEQ8olqXyDOKNKaVp3koxS6D7",
+	"CCiQoV/ZwD/UXQA/uWtOWq7keQ4XDTE+KN1cKihnJQ6nsHwOUwCCcQxskDb0NKz+SRO2+Gf3zpY/+xGk",
+	"w5Aai6hJXUpFlXQGEIYnDsFJc7yuuLJsBmU7lhU8uzH77K0b6NSETh70GSqRjUVGpdA0V1THMS9WHUNa",
+	"5q2+gWaPN0LhGNzi5xWfqXg9hKI18lkUFtMS2Gkc3qXHYJc6Y7m7iaKqK4iWbUZ+im8xm6WePSaGrEhk",
+	"OUV5wD6fJGEA+1tNV2l8mm83X+WR00/UIsjWkcP782GsrG60mWepWTw+xoJX9krwFT6MN8IdhIYZSPtg",
+	"4Q6y6mUG9UMDdC8cHZK3wgBHQCGUnQPxe4w0Rrq/wzK8rK8HWnnoRwuGdXTDvvsp/6indpisSGlxvyCI",
+	"OcRraa1vs1/CdL89ExwhqLuv9RuICT2o6D9xQRbZtJJ2DtujstklJIEd/9c/3Gdq0F5qsHyJ8TwHeXHb",
+	"nzsVa6Mcs8pmd80x+997F7fZ3ofL13s4rg0F/p9aqhX5ZlphA1lgN2kkEhMlHpX/5D7V1/3f1Ijq2KsV",
+	"oA1JZTFxc8ZlXek0SN1NgcVoalL2B/4+rMlL4MoxN8zz7UWaS8ihuJqX3BjI2IrDpUvqTHys+UpsKCuC",
+	"DGD6UgElDLP8BvptpAurm4IidyVRk5KhXoH4lfyDVDGH/GBcxTwoXMHneEQ5wvjDR39heuJOCcxqhub/",
+	"SaiSwFOCPMQ+dTlKZll6plTQRQ28mHGu3QYJyv+hpXoG2W33r8hFE19TtRW+aB7J+oMnocB4O4H8ckES",
+	"GmfjE0f4p55dEh0JzVPAfRKfDkb1kl+Qa+zOgUbtx+bngdJKbHoIFILfrsg6fusNxngXLSllhRjZrhTj",
+	"pJFfDEEln1W8iab2zo3v282z7TW17WhqsK3CFnliilmcab95VgmnYG90M1VhWWKaIQ0M00wcKPkfG8KN",
+	"nbyML7Hx/G/DdRnxlG9yHg/+m4xuRiuwsrFftFC92/9posRCkknZ3NtPFTMOPkf/BTWkTpJXtD+IQheU",
+	"RgIAUECyWQMdxqLIvf3XMOikWlYLnIHpzvmQsIGwYlh6Ho8vDTp0KyC56y95dS1s866hM/iW8vFfNmEK",
+	"4awmrIHmpPHggQUmAUsSrEEPaS3JG6dudE35fr5h1vg7dRDFx6v9bEKt8cfpAN62XdYD8JME4FOsHGzg",
+	"Aegji/jznNB4TCB8NzCe8BuofES3TytS1hCrcnYlMj0hiqHJlag8agMTkLGiPA4rCR1vgO1FVxNR4TOi",
+	"ann478g1Nnh1+HKtOvgLV/n7W1F9sNkvbqI9Uj4/pFRiBh+/R8cniY6/eL0JBLTShWD6VlRPDQsLPr/i",
+	"2Y13Y3UTvpNvnCv2y+Xl+d5P7/7Ofv/wzvMRLiczh9QTXwmPPtiEgdsbfv0+BBX32Zk1TfYI8NLX7wJ5",
+	"57aZLg2X1Dl+dURHRjEK/x3iseFwTyhRA8o1WnIs3J1KL9KQUGUHRjUWqFeAv4BNjUB/GxJ0eWY3DEtI",
+	"oEzFVOVCCmV3jQPqShiD+jCcAe67CChsrXnZa1X99w/vMMuFHk1+gDrw4B+IRAFIL9+dGnJOm+CbZjpp",
+	"LsK6/or1XnrwoMLC1+oY4e8f3vUHw/NJV9zsTPnZoSOmBS6hMI835RM9ZeIsyGaq94QrORJmw2rbqLTE",
+	"3+hAdTmDB5McKZHwWt46UDcsPaWty5E290fBK1Gx/54eHr7Mmk+Av4kUY+XwcuCihezDj3TpR1jE9Jgi",
+	"4KHUJcFDaVqF00pgujkrRRUfN4k/uWj52CD6lAj0GKC5kSqvC9eBaH+X6dHICH8EgJsE3s4GHK6AMwRL",
+	"kjib6ImzWa7ESFeCSTtMGGxTI4GKpXlUMnELbhki84L/uXBiojKRsgEl0gpaZCU+2fpXPJTTMTe/6kq8",
+	"hQeRU2gpNp7EQXWf5kZ0aFglRJmVBZg+1sRJk42YffggzRB7Jy1haIXld1+fmH8XGyhZ5pe000p1biFk",
+	"dqY9wtTUWb6dbQfj3dbegVAq+/2rHRiknEwnO8eHYYhSWXEtqrYxnlo20eA5loAecz/GwdHed4386cPD",
+	"zqaIE/4J93TnyF6+cCPjn3Bk7sH1OI82GSc4wxpYhKGh3z+8M41Kt4xX1RwT/vLu9VzCq52Oz/7d0YvH",
+	"K8EIgtih1Xi076OqKwzSZjpxSx5csxF8dIhunvuAr7hz8sNfyICNcxc2j7su26WGWDHpF6hlcENEh118",
+	"XcYVuxLMTK+w6UlbzaiPq8aD+zbjqvUKrIqrtnyP3kx52uHVhkw4nQwUSi8UzOoHMzbWE/bHPh4Srqb7",
+	"CT02tTZtGDc3At1RvBJOY7aiqnn+Iy191yyQzaoc3XqDNOMTUfF94qRN4WlQfJ+wdCKzSpdjrUTzdyjT",
+	"P2GcKG2poMe34zNDrBxCz1EhRtazINoxFJ5iDXyk/r5kab16H3OhpMjTxdqh1uBwHUuAV0CYdsHJ4S46",
+	"FwpqXrE3oFPD//jl7NyZH9gGAIey2tHUsFC/SS9TvQIbNFai3bD1AqT4u2zi8eoB+wkCdmg28AB+IHsn",
+	"7090gBx8jv7L/TgbyxU1/oAw0K/+h3978d0QXSwXbzzq+CBg/UjkZYoiAZUo+ByKL2O1cKmPN1DkYpdY",
+	"JG7xaPji8Ci4RRosvLuGpe80vjUlwFyKILijErlx9USsdT0t3U/ep6g33YwoYVTOqxwBGKMIWPe1z05V",
+	"XDOx28j5jU+Lk4XTMm5T55H+1eEPUPCAi73EokD259QINlCanb1+Gzl1DEVnpspMy1JDj+tM5yIzQ/bq",
+	"8JCl5Jz5aPIybY3RGMvn4dRZyfWC1SC2JnuJwcrTvbBTFY4omhFG7dtjQ8sPok7dLUbAOcL0B5v94Xbz",
+	"8w2mN6MabcH0WHjvOZi+yalr8rJ5sMWv+e67l98vP7v1NAsQskn05uguA9r49bgXTyIQ8b2UFmGmEgY6",
+	"uIOnf/Dm7bu3l299or5h0ibs/PTy9S/MVjK7KYRBSeQql7lTi2FPoXMIJuTf157dsurl+w2f0dIGI4X9",
+	"N21Fi//eIUson2+IMuW3BOc3EliBzqunFr3Ss/F8uPr1f37rSsnRBmM65/NC8/xS63e8wh5or46+22QB",
+	"Aor/6j7dpVv8ryTClsB/40G8rFURttOO1W6/ulP3qQXY1qlYB5/pTmoPlYtCtInpBw8ry3pVAxlOWo5r",
+	"XZq2UxM4k4ZBywqeg8rs1h0NQHdZzg0GBSeGoJbT9w1MpT987y2Kszy2xqfHL1NwY5kR1xBPpMvQH+AE",
+	"5O0588dM16qG/fg8cvKeYK1Xn3Dx8McBsEmRW2YFcdQ2XJ/cZuNWwHZmElegVI4qjhIJtmtTD/Qm8ApU",
+	"/1IIvkTNs8fgHoM3NuXIWtmTmdgzeel27l827U43kALwJv3tb68wuL/O9nvVbiVFz5uJSjiR+QrbxfcW",
+	"xTaOEALLFnTmKL0klU/MxPjCHhnz9moYTGxe0zBg084Xp+bpV/31bTB63fWLSKu8jCx1mOEL5b/PAS/W",
+	"0PBf+vIHjg6Iq6mRShhTF18sdeFolOFpVcyPQxlejDe+ALk1SL6eCf7UPOEyuZ4fubd/t1RwEJHFx7gT",
+	"yd9Ym2eBPHdhln86MNTkjX/SKNSzx/fo+M2ho6eWfz7gSOGXMuRRt0Pgj9JzyzXzJ6nMqqXcV48gvOPe",
+	"c7JESof872kj7TcEgjBLsSMXJaRpR+2AomuxIRBcs6qT/0U062808zBegidc3dr4Uh3ji/dwj6pP0m69",
+	"iPLDn3RpagMPDz7H/4mxc7EyPfHteUdOYvygL0hK9Cl/JUR3FmITiK+UrohEMnfIVYz5lWlIN0KU4IGk",
+	"rKJAbbCtjMYWXddvGAgiiWccRGqiU3vcpbHL+jy6Po+uz6Pr8+i+7jw66BTVAEefTff2/PnpBF+UT7eg",
+	"E2yQevH2Ltlv/aHZ5170+W/PtCHV46AywRNkHrx9+MyDe8xq2wa2xmltPbj24NontvWJbb2K/4WJbW+f",
+	"amIbvOWgEqNKmHG3r++DtjidNrfYMUvhf/8uKgMuiIm+FYZpVXdGA+9ZWQkjlBU5kpQSFSoStwUKBdbG",
+	"2PwBx/fBf45vMhUFpk4rsYoW+Tl00Hqa6Wawydv3+GOIrR+2+2987jrup9PzMxyuCXS5sor4fHN5LYx1",
+	"gjiSn4RJIi5BQ9zE0s7ZTKpcY6draEJxEgnxLS+mgklrRDGCMCW1YtaVgPYbZcGxITNyD+PPgVVgLCpB",
+	"/aSFstUcn2/YbCwgXUQSu/ut4ADJSQiH+isw4ux+j0iJM66ghyIEYXGE/JpLtc8+xO2nkRLY+wTZVBXC",
+	"OCTKimku/JXSMCf47WxXp6W8xA+xBEFtm7K+5OAc2qQnG113If+F1za/8XtVzP1E9Ex5nh6JvS1PGC8K",
+	"7PVtsFElv3Jw28WJB1f+bkQFqNeqoB29+NsGSu1pYTQrJHA9x4vd9eLmejfeTeyDO8cjXhgR3n2ldSG4",
+	"2raRT9+2i8HrvXK4cA3u51rQnrp6+FhtpYFBq16mCD8DGi/3jj580Y6S/pZ9WnOkzlvLiKXqAVA765DM",
+	"dsWzG2gVDTziDp2wS+xoWhQsNbfZx5Lbj6mHO7WgohTzEwo3QPABQ4j/nBJD68Uvp3svvvue4DZhZTGF",
+	"0QiVVfMSyUDKOQppjXUBedhb6FJNBpfIY8bXiXvHlUA6XWeyuLnqio11kZsE2WVn0lADOWLQaiG5Sphx",
+	"mimujYNPBGps/z/RlXsAJzJTURmt2Gys2YTnGB7FJc5DE8mwzkj7G9QQjJYimYm7VlJ+C/y4a1ghJ9Ka",
+	"Y4f7yIFrmNKs4NYz0zhsg8UBPhUkekd6dxGe6JY8JU6ws9KkbMAV01R3kdJzTy3wGDeus4ECBZZRqms/",
+	"sBM2kzl8adHgkQ/rN8SIkl9BXL1piUo/no7Ejw+/ywZi13lFDriDloyDQL4xTKoSoaOVlwBgTrPMVlwW",
+	"XSk/Hsh2tplU41+yJpvGYf6CmuHp+SvhzpQMqfXcGizqH6S7RzrtQ6bj0BYPi9nVaxe+74wb/Hwib+Qn",
+	"gFjWWknEZaT+f/bevbmNW9sX/Coo1Z2ydKv1sPPYJ1KdmlLsxPYcJ9ZYdlI1e+eaYDdI4qgJ9AHQorld",
+	"/u5TWGsBjSa7ScoWJTnmHylHUj/QePzW+7e0o7bPoKlEUR4X9KELlr+7G+FTF71YgnS3K9GmXIGCuFr9",
+	"P/4I/64Nu3nNykZwchOj6/EEZIYReB48lBnpBMgBAfLGnxqjS6Z0EfAOGnZEanXiT0+2NzBaK4dqdkOW",
+	"OJKKl2dJcqj/5ZWoyHUHOn9UFkMueQpsqLZDSqkXIUbwYt7WLlk+4WqMjdaRE1I1fJCxVQjJIIt2BXxr",
+	"QN9AcGtEhaLM8pEo512+B//aBFNvpve/xQXbuxPVdSVIZUx5C0m15/9oF4PqOO+46Hdw3rO9qu5SYWl3",
+	"u0aE1qbSdkmWBibUqBNp0yVHAxT4k+FNXzg9/thE0XQWNaaRFF5oeZ2WHAhwwRH7XczSt6e6aJMtLW6u",
+	"ix6x88XDjdR2Q0EqVRGUwYVbf8rYUOS8tridFxBo+Sy/g6fd0lm+fc2qPbw1mhUtk9MEhesX8E7Vp3WQ",
+	"FBb2PryVu7yr+9WmcJ8/IG3qGK3w/vjHMwGWO2UyobMTbPgEW8GwTQwBBKnEvvdHrtvhQMaBpdZo3nwF",
+	"3NLAM+o1s5Ec19C0hsyFAORGOzRcvVV+vjgS6JBBo0mdqtpEvyoBb9aFrjDY3KuDGOCBepPmOYPGUwH+",
+	"2M82W9/A/Q9bxcIxrrcH0WFEpmsKbruKiy8DjcuJnsGkxhnm6eFqPH1wQO4bTyCUtCKeKqqS56Q2JR/U",
+	"aGmMg+MD20DJEssUgsYmi2zZs0LQ0jhVshbYBFdKl0cTXVW6LOivSGc40wZtMMe0yr2e12EpkiOxFLyl",
+	"vpFp5T+yaMBKBCQLH5IMf1kL7ECkDuyAmX7Y2HEzV1LocBYXKwm/vUSXqEKVr9hBy+1Yexj4vSd9xEvG",
+	"NXHdBTGKUtZmfot4mwo6rWbM1vkEanBTB0lGIBngAc9TElHIJyK/suSs9vIZ2llUlVDFoVblHA44vRFc",
+	"4ejrph3oVQn0QxXRz+R36/nFyyP2zorQbS+6ZHQObAHFecxtg3w38hNZ4dUXjXG2Ic+v4kMn0qtdoeGt",
+	"PxvNmIy87onXXtLEncMk31fMNowUPlha7LnG3LwSSKUgPvBpVTbaEm6bo+hQ5mUJV28U14WHg4r/RVHd",
+	"1sBp9aRluna5ngoKNuMPm4Wb8drWoISqp3DC6jwX1u5leyMuy9r4q5AXwp+5mw0V9NqwycLug6E7ORV9",
+	"o8PruvvZeVvl0N98xyk/sGeRYWGTkPQKaNjFqFfEqPvMlFuSAPDE5V5vEf4TDWiNEEDdK0HuSkvlWmFo",
+	"pWc2azSInDsx9qCJxW/e4HPoMrSNsWl0Sf2cKLWEtDdsjSpihp6YYgNTv9pCOQoikMuvxWiXc8dLPfYW",
+	"bfDOwc5EMQSBXH/sLLUYdxBaxkgZvKYTyS+SedrioWte03fmzstyaRHs0Td1XJY+/8vOip+Q7sMBe3Oj",
+	"YwG9yOLGXxpgtpBhNqxl6ZhUaCJ5yxKaodZWGAtbMRaBQ2KTtMxOvcSjUL1BseL3roffoqc1Iox+mz4J",
+	"XYpV2xSm79vZmobm+zZgG6duwzwj3H2Ak0s7DzYQJn48/+UtW4X/wZ22Kt3n8yIsZKTDMG+e7HMOcB09",
+	"hiEe6/jGRjrxsOhSbCkn5ZJfw+M3ykZJft90QCUfSpJz4mfrjhlgNBQhdDNpAcA13uUHHzLZRUA2yCeB",
+	"Zb1VyFrlaoArjj/6f9akkGBhdYQ2OPpKY7oagM8R+9mL0EOpEgUS/886WZZsqGtQKVmQq11pdD81amh4",
+	"upWlUK6cs1JbYZmR44mzZ1BSwhz0w0ch7TS10seXkp3TUyCOk3wz4/8NzNLevdYVtw4+uVl2Pr9bOYG4",
+	"M7Z5AntSO1qu/40EEh1CSIGYQsGoE+U8VFDFuqzYTohkGJ6TYFsBxYvV0W+HB4v5vTsPHv6lQ93kYYTb",
+	"IM2q8yBzC8oB6gptHWE4j3ygIFS3puf0ZXx8OQDcn8oiZpurLQ9LZQkpHjiqXYbHN5jhccf6jbPVIXgT",
+	"NlBt/Hl58/byImnbimALagigmD9oC8R0QV3xdws1lko8svgY8sGFxFm4qtRjqaIDTTGtvDWVvBCuKjTm",
+	"sTLxgZwNsVUrAdv36IuAT/qiAoFAmGOr89pNnjbFizeuqF3oRyvSrxqKUqux19H6/O1w9yXcvDlNAQQu",
+	"2jwFFXd+E+6d7v2ff54f/n/88N8nhz/91fzv0fvDvz6eZI+f/OPT/9qEPuJds/ajha/q+xS/XeB/P5ts",
+	"If2I/3P6r3/Z478+Ps5+/L5zyPetjibLvKyU7shvbkstVYvYdFsg6myVaKgr/Kod+Ggb7MPjjwhoH6UI",
+	"aBnPc1E5iGw+w4JjwEEsN17uPh7xNrBuWjujmgHKtGvq5mIYOS9r66Dybh5yg9ulxmdMNFXGEHNYKDX2",
+	"qibUL9yCo3cJT+06QIWYZTqzITacTg9GWdPfbBRqXQTXL40Cp8NsIsFx2XCU8ceNhpiA5uaj2y6/wuIS",
+	"rnKsd5+LKXfELDuSpV/3Xdx1hbd+cQ5vE+A289t/ngaoTUhsg7KiGep1jckLShzl3vVqiZh004ZHTFyE",
+	"EuJbRcJgbqMJ//m6IxisXZrj1qzjpZetsZXbCxVXMWtmEnOgeDnt1u/ukux9aSLXK1w87IMzv/NwlWPc",
+	"PH7krnD04Tn6G9C4I9VupXl87IRd0Yjs51qGPUUA1WI5Z0gDTaUKLC8l9v4poQdIUiART91M12XBrFBN",
+	"tedYXgvFpsJNNJ7Kd29egg/xza9P2ZMfH/8Dful/+MePj39khRhJr6+5iKshcRGHQUMSH3juynloRNIJ",
+	"vd7aRnxt1Wj76/EpoUg758ZIQQkrnE24nSSUNumJa9wC0qXpMzya8DOaKz4VhvvdUJV8LgzMif1Mn0AW",
+	"8meg/lXa6KMljgG/yB20jqJLX90Sine/bA2Kp1Oh4SuiLIV1DP5fKE6Z8LIUXqxBpAly2e8Fx+FLV8dx",
+	"4K+xMgSIQaIQT4+UN6shP2XHPPg1I/9b3KP3BfYQ/VmTOpVrZXUZI0UNY5g3lWubJaFd9GQ6ORX2rAH2",
+	"gjvepXD6/X4l5nANWEWkbQezj5EUKKT1QEhamtVLlW8jCWX9jOe5ron6U9cOMh2bYpgj9oxS0PFLVrB8",
+	"hQuJa8cPBD/W/4acWU3aYnS4Uo+QhtCgi7Wg0zfwDtbhvjLPYwzQtic/nXgo5/GWB6VJiw+uMek3suZp",
+	"qW/B1dDaiWD2+LXB4eD/b+ZfwGs7k82xX9ZetldIYBYqINkcFn6jbPOG7qxIN90atjPadw+H7czvy03S",
+	"yunjdo6MXkdGTSf8NmAdZ3vTtMMUv0PRYMvU5Y6VgkNTTgwOd7CWkXpreen3Mmi5pKO0HpVCvAUXxVIQ",
+	"H/IJG/2z4S9DMXKbuYxKw2OgODpS8wQhARmNlZ4JM6rLmNooDdMziL9FIOzMaMxIVHjxMvQzkx7z7Cb5",
+	"jv6IbZWDy79gjTIdvtV/lQSdujFa2tK3kfUkEJNUSP+Uu9WrYe5WfNMuFfJvlwpZ43G5PRhdqx4ff6yB",
+	"/3RlKuSlHrnDIuZD+jtOV1Jb1VGR7NISs6gIYya2ZqVWY2G8hh0LEiTUfCZl3QmxL2ZfYZ10zNsC9SK4",
+	"X6CgEtUcZutKGMaLqVTSOlSsO3l00sSGquQOGXzLGZ9bEhRWTwWWo2sYengoFFX0pRoQBt5M+yVW2nuP",
+	"dUeg2aVebiX1cmsnfgNWrQXTk0ReSCeOYaANaLGeBi6tkIFng3lLTzXExxcO/iOLXj1/T3PK8ShTtXVR",
+	"502OJjDXBmslajleWWFiNBK5W0gLtU7wAj7BkQT/QDGm1UpbKHqw207H/HJQ2Bb31gYa1QPn3VqpOFFC",
+	"JqpzO+fi3yC/8h6VpuNgSfRHki6Fs0RkE41JJOImxnq1oJoYYYVzyOeJCeMEmI3LMQRGlMAewmN5TSBV",
+	"GwMtk5Q4Yudl2QGySWZ8qkcB6M4mWmARtUCeIV0WrRB8qcdAeFG7qHd1MFlZAS6/izA3DwzmUASG0W2Q",
+	"e546ATKm4c+8LOfZ0pzfLb3gBupbE3/ktlXAkAjiuDWg4VObE3WHjV8lNsIZbDuwojp3X1AZttkx7rB+",
+	"xHylx8HKBKSB6vbZxG/OodftciO4DZGP0DZOVDqfhLD1FEjtsSo+XCCtrRs2FOli96VOSi8k7gm5TU13",
+	"uimfswm/FmwohGLW6VJQN/ZozqIRm3AUoh7Mp2l6SjfDsge+SxEZHh6exUiDw9GuRp5OVOkghg/+tdZC",
+	"7hiZVzEyl2VLnN/RsXZG8Kn1o55yVayLq5LtZxy5U3XFwp1+zF4UKVHaR4ye22brOcXM5ZB+Agcd+Mn2",
+	"L4QCt3StnCzpLf4BYMxCmNWwCbxFutAaNM2Je2QZHwvlMkygeRbuKjL2plZKqnHoagH8yeyyznMhCv/3",
+	"X7ks/b9v5VQUr2vnjdKnXOWiFMUBNf3QhQjf6QcwFDnY1kvVIjEz0i8zLuIIHo+q24UuS8j0aVIcccIe",
+	"0URkjI+gQQhOcg/zF8zM07Bg99auaUKJOTj+sA36ooV05a2kbcPkgPeA0t911fteDupU66UroTCdXFTF",
+	"+rPHw84PlJOwhqsCt+LzxnEJt35atRDpNrz97PmtCp/0SzeJ2xIyNBtuF8HtjeDSXJVyJPJ5XkYUa0V1",
+	"Eaq7xMoPPWIF7+jg/iJpgjmA/cLk3F6hLNGqlEosFILsk5NRKywjLw5iuIEe7JU6JXIXPIlM6dkpq4x2",
+	"OtdlxoyYaidC74CMDeeOIoAjA4UcFmQF/VAYXVWgRGJuTPMisK9sqWdZ/CVQN2J3bengN5bVCpIrQSRK",
+	"lQtQL4/Y+WIpYZr9SNoSNXribATKUq4BTyK3jlRsUCvjxSbwUqc+UC9ZgnN2NsE6+pAm2Cc1LmhhNqnh",
+	"uQNc6Qa0sMihcCjBll6Ur6otvBi3cz+g+79u4bXtbdb3evhj/3z/+P19wDjurz4Uf9uc4B1qr2OiW0K6",
+	"DrV3yzAezJGNjAK4ZbmCEu1qI9CPkgGoB6Ows2jyeqKtO+ZVRcM4Tez0oUBW1tcoNkD7A1Men4J8uRab",
+	"zccUeZKBRozRGSu1OoA3vR6N4DHwhMTmGHuM5jM+P2IvXbRWHLII51eW7ee6ELkXM1aXtX8gyRJmQIm3",
+	"SHrrfyALIoimdLJIeHgJgBdpI8dSsf2qLsuMVbWdZGwky/AMPfN2TFC5mw7UcirsKsz/bNfDrVoK9yFI",
+	"EhBnstg6jkfrfWv2AC3lBvZAYljSqG7XMNu+KKFvvYFF0HzpTrasswhsAwrbFCBTfSUOnf8CqNHq9w6/",
+	"4HahHhVRHCBeB5AetBBiAM1HMUR9EAQllstQXZSuTS4yNuPSRRMCPFHsSswRsT2MTgW3tRFUy4RC5JRd",
+	"y0JotgbqeV3IeBGJCGW9sKOSF22uktiMB+sgyHEg8DDiqBfWMaGK2P514C/XtbtEu2DA9imxmj0+yRh3",
+	"bKqtY9+dHJyRo8l/BFaqk6NuLLywgokJNEtDL6CEq6sMBNBBHJsR3GoFHXBj9TeV0b578wqiipAD0eTM",
+	"YjVcFuOHSaHEsivc2erSb4e3/rRtJwTYeseaCCDujVCHdfelVck4+/ztf4asNdgYI12r4ozpK2ZBbSCy",
+	"B55sZdi5xY6Q6u8eFPR3bfCJHidlLt4pfs0l9BJabDwU4XkBMm9FKqyINizKheMhd/lkRVOhWllWV/60",
+	"PjlhcDccCpv5Y2EYlKB6sMyIG6VdLWulGpeiaUCMmaiqEJVQBQT5MXsC8jIsGByEDv4EemC1jePG/whX",
+	"w5hb9bZlNIewJDLipzZFwy9FyLcGIn+GGbkDnIQXbQSW9gGgJY22DzJfq1iO6o3LoABIhUuwIxB4QNkM",
+	"CfpYr07wMoUgu3UMcty4w8roD/N+4GkqkloxQCLFwVbULaXV2+4LYMqkcnrJrZExXTsrCwE0wsGo38cc",
+	"MpgU+D+txKEejZgRXldDH7NXZ+2Cy9jfF9lV/DdRarsfD0Q/oUOZ1wOlGmP8ccjzKz0aZRR0xfYB1oEv",
+	"/IidA9UVx+5o5fyUVbpsRWajtYu3o0vmiJ2zikNwk7uELY/x+IkdOfpnLLjdW/FQ44K7u4Oyxf+ZfI6w",
+	"hFsia1l4zWZKJTYlEQbUy6oeltJOqJLg7mAzGTUF13qT4Za2NgVYXdhMO5Vyp1JuqFJicgjiIALREtPU",
+	"9pFdV18C7NgjsvUNcCACYiWSYw0en1GOS+NWDj7nUAsV3Pzeui6kjd7+I3bpkRjyhWkMgUyeqqqQjYtZ",
+	"zGSxXRCpq7tAyNZb1gAkfYmGOf6a8FBXOzjcweFnwKGu7gsN59aJKTTxLXTeH8N7IwppRE7ifmj0zAoT",
+	"fJRQW+WhzmEMUvppogLMQuf1VCiHJnXFx+TGpJyO9p8hAsQVumFb7CxnyyWg7VorstadGCO42agtagJT",
+	"SPHl+Qp18blw55V85udhAWK+O3nSPydhGtZ89l62hzRH8MRXGvFp+bHgKsCclOAMWH5axgYLS+iX77CW",
+	"g6OVRMyLEZpP30BEY9U6+V3Vmt30oMHENucsITE63aPdeUgGzt7yYXzccxjhqR3REFxGb2+NjcfcQ8ft",
+	"1SZR9UoYqQuZs+ZeBvdSNBtY00K0sTI69zsrZTvKJ8IPOvr4qVcp7T5pqEVtrSDUPRFlBdYakhOxUuuq",
+	"EYCVKPyVEITWgWODkpC6488/x1G/hQ/eonRvv2pVAsrSVIa0GygQ+KZyTJJNtDgrKw7Ll54DOl/HcUC9",
+	"gqlp766vvaT1+vVEz5QXouAtIDky0VMMBp9GztipmA6FsRNZYR9EwUs3yRgUGEfwnXKpILKH3k2g3aOy",
+	"rxk3fqMTnyLdhtKJN41DgfqS+oVCMCwUJod8F2bEtbSUuLYkkp7i+C9pIrbZp739pj5+QprPMNvfxGl4",
+	"TiVVix+/xRNQcMcPjfDL6pcyLwVXdXVc+c0iZisOhN9URDYfO+DqEYo9qpMH5rqsafwplIvpS/GVrNKl",
+	"zOdEX2oE9CCLMqIsMBDtzJxxKMMXRRYJ6opAyMHVHAg6j9hrIrYDQgB/SqFGAiqygsDgjL6SAcgsH4cL",
+	"vPUZd/xNGOZTvGVdturvEI4PzM8U8+G50zHkQjN7xih+boPCgOX/K2oHtPmyxKBfjRCHTnxwFF5vxhlr",
+	"QGhwfYPA+/pG8cPjJ3ebnNO1QLR2vbBCKx8/dJee0wVENItoFnDHk+Oax4PwpZCUazWS45sik6nVoVa5",
+	"WBOhBeKy9Ji36DtCAo4VJRqTBGFSWOCeh9BHWSa/xqQfBRz0hpiVszQFfsYlQFF8NOm7Baq0aWchy8b+",
+	"yBtdjyc9opvwj4K5KMIDcKIU9z/MsfQx11Mix+Bdodxa9SDZNnxwXa96U6t1bMTNPDuN67aQC9THBXp3",
+	"TrveL9ucj3hB7uwCwA+nnL3G/hLdYIcLdnuQ1+8i8+8fcisOcdcdwm7fwDp3fFh67JKqEB/8/zgjx2Pw",
+	"5quCeYhtG5ePLCt1zkvCm/Da1GDPdVlPFfATz6LVAfQUKuSNZHTps2evwGjnJfAqNWAVn4s+M+h+AZVJ",
+	"/xahkj4a+sTlDsPDYTvNCsnHSlvBppJcbqwyeliKqe00Y57RCy9h+s5h9tZ1XUPuWGTif/YKM6WnlIpD",
+	"Ff7wNKaH/y1yt46Dtihvxj+7pKf9xj/IaT1lqvZ2ox+FH1Y+4Ybn/htiZiMo3ziosxCKiaNHE9GZWuVI",
+	"39iT584/PCvKpxNubPewvz85Ocn2RtpMuYOvdN892cv8fX6Qe6ePT07giqlU+IuT+I2w6ECUtG0tcHHJ",
+	"e9A4bkdaUDhdOx2wj0AOU3TJ+e7BYmH+tmmWop95rUOGK/bi7W+vMP0e3INGqAJaV0PpQfDGL7n6Qc0D",
+	"tBvg3v7POZ+WA9Q4+Ky5M/htmXRWlKMj9rN2EzhbEDNJHDBAwBEvTyiAsVWlZkKNtMlF2lOWKCHFPLBA",
+	"Nu2tClGVei4Kdi0MuG08wkrb+pSQ+AJNPaYc8ruHczZYdCWfsgVP8uDUT12MdnTxyrFBM873hVBSFIPs",
+	"BgEQO5Hgp43GpRFYq7o/8GutK6F4JY9g2g+6wVzn9p1ch9/nqCPjKp6xwcT5dWy2QU9gA5fbJI69dNn7",
+	"4JJwsBMp9/yb97LIgU4/+hd1cZ7fDBPhKS1M7FA2+Yy9roTyy7q0f4+6OnPuOfHBHcNA1zwbTll3vGkp",
+	"2tMJvR1rQBp967hhbUV6JHf43JOzONGzhx9pkmqk16J4ZXRR5y6DjixFxiY6dJ4hF7qEgbp5pMvWBcE9",
+	"Wsg2zWbOmNNjrEgA7JHOsrqCchf/TKGQ4jPEqLDjceI4rLGeHlRSNZJmSprqUCpuKM0GfkGj8ODtVS1e",
+	"XkENvO4Es0uYj5d+OraZWdK8peMg/sytzJlfEn+8IPt8qGv3jcWcngvHhutmYou6TWTAOAaeoE2Cr7DT",
+	"8OrURKP0BuLrIT2BgkfCODkCp1JPRe7vuhDnOIAtbsj4llVxUPyybyfgmSznLeyzuJ823nHHH/0IXhaf",
+	"joUyuiyntMzd/tSX1taQnqiVOAQYzf34qeWaB8KBvc7xexg+cED/NjnpCOl4tl4WIZRZYHdgCqQCMTN2",
+	"tcN+GRYomcfYxUubKxurafzFiOYfKmmETcoRf2BTqWon7MERO/cKnvQPhCmXxU06S8St+0szSevCP/QW",
+	"UPZNyFKnb486ZcXdpFEpcUY2bmz+XY8mua32Fx2zsM6ZS/4lORJ+t8Cx3j6+JIu0YlxYGPv0nFWy8TDH",
+	"/EoNvvpdo4u/Q6OLBmNZA3KwB24VcvtduQ3oRnBZJ+obbqzmljZtYcLXt9BAJk0UhsJD6EZUe3VghQLw",
+	"KrzxdTPGTQiZmvFhAkxk1fBY12c8R6TbGNmWfaMeSpOXp0XencxEcip7zPUfVro1f2j5NB/fsU+ze2lW",
+	"qVDNnOzs5RWaV9cJ24IKlq0KTfOuUbB9JAnCig7QgyqgeoAiFqAz8ACdEaTRH7JUz2dGKDHj5UGa2B30",
+	"roXiEv8fZk0mzSAPRzz3Fiz13NGjzpYzjVqwvEP3tq2JLL9yjTISx363weKe6Vk3SL9SIStnV9nxzUWg",
+	"O5HhjtSVGGBdE3N+mjQEh3wMf0ZEEUJq8TFpKEMrQQEZ8lF4sw3qPGJZEwZaIXyNwWwIO4e2ttJZdiXm",
+	"h9Dqxf9lOdyMmYNFpDfzECmLWtgQaOYG2uUSRSarjBjJD4vjamra9CxGZ/BL56HpOOZGEfsMZAiIgtVV",
+	"p9fvtzAdPaHoNXRmT9H/+bLo4DMLcWtieINPG2lDM0lfT5+5JmZ9CY+wtx63TocW05ArSGjaZHR4O9C5",
+	"dY7s8brA9BoNrndK06b3FbdWFGcYmIC5QOcEkWnTpdAMGXhS10z1BTyu+3vQ7L/TBrXt/YlZvX1SqknB",
+	"wBwsXNG/nZi6LwEAK0D5OAmKepAJULZFp/QC/B8TnB4GOD0MYwiJmP3+Quw8Z7OY4giWaJPiODPSkSMm",
+	"wWP/I2RVLoCDSKCDet4ubER0JiYd0jgrPALWKrQlL8zci1dp8QD3NEE3wP4hmnx1GB3mpY810EnAiBLZ",
+	"B0sW6XhwnKhth4/obAOJAolKGS2+Jz40lH0EkWSdLEsQRx26OKUh4mJd0Fq9abbLVih7Ot8Wh7JSHV9a",
+	"W6cXc/4fSr7nms+8edZnUwNA23PnafyqPY2QpVxX/ZrnXSSMKk3mPzQ+ElMuy2MnrFvVLg46pCji8psK",
+	"azF5qslHx7fWRhTs8re3FyGPKSjDOobKoTU4BckTr1xrUGzm8QsJAVFtp5D99yc/ISZCHGjQuum90u59",
+	"M4wBql8wGIlgm4zRI8cPJ9815MnpoBF9oUNHzpW/E1R4nk+A2QI48mVgUMLjijkHVqiCTYFhTWMPvVa1",
+	"NJbrPLIsn2gJxF7YLc+yQdfaDTBzygJX5yG4JUVxSkwdtAYWWagheoWFVTFDA+6GXyUtpNj+909+YgP/",
+	"xPf0xAHltL0RzswPz0dOmAEbirkmO6sj0crvh7fCul/8t26LmQNmBN6wAR+mEbmspJeB6KqKDfGYrWMK",
+	"7h2ydSwOfhX0t87UzKsCQF7VKC/J3tzh/7dKxSGgph32Sgp7TNAZ3LrYoOzLdb4eTMmnuuck5DNaSK9t",
+	"cjx17cQyJUBTfJmw6wfPTfLgUNjJ8UFZeF78vVpgzkzuhUnAHiTSJDm2WXKLBGZgnMUjFlY3vAUNkcGx",
+	"pN8fD8CuFx/Ackc5o7HbUq2AGOmlIy86FE8iu5oomnkJOq2cVqVIGEi8Vi+6PUaQwFnJz/MXvVbl/ILq",
+	"I7bbpy8d5mq3QTMZX5HX4H6dAK41bWMu1TJLAu7ZLXoEKm6km98EIYjoAJvNBTVqBLEraBokS+nmWcij",
+	"JPuWUn6C/zhYvSD5ybUcSh4x+zxPX1kJcxgrIrGB34TbCcsnXCrk4o1/5mUZhwidQOj5R+xP0EInIr96",
+	"FguWgnu5puzwy//3lXSCDS7enD//7Zz9Ty3zq/dwz6Bp8ImPB1woBBr35PggA9/KUihXzlkhr4UZi8Lf",
+	"6BESdO/cbxBla5sWUU2JMWLeCRcXsEq3710+p49Pv70p4oLvXvzsMxQKRnBquomdoGLRCCweutBtqWf9",
+	"TSCSdfhCl3Ra2+W3Cg7Urw0QKUug8YcdMVhX1oW33NJ4vh0Hc7I/V4sJhJuda3mbrmUPjzTPQ+FmQqhF",
+	"kpotyhOPC1IJu4L+LWBtvDTs/rR0taU7xkynmOlf1BTvZ62KP0SsSpiRNlPLOHqhD4FCh7iGjKxWVuWD",
+	"21g6Vhl9LejwNoiNdp7F56LbXmmHRzn6dkPNgbSMl+APSSjbpWVPTk4QBxBXQ6kCDd6fbBu8HdlC52dy",
+	"Pg91Mc8aT4iiFFt0T/NivqI24U1coDUZYBc4i581iV+A+j3olS1XlYBnwEv/UnALffPb3R0p1QYrHlaM",
+	"5xe47maY/9dWXdK0QquhNCw6LPhZ/14qdlr4sml/HwsVTyd2L/dn2P86OdsBD/GUZ9S2k5o7++uPOtJJ",
+	"2lDKGxZ12APbhHpdinW5rrgr0yIs/HY0Dq6UnkHmBtZxISF82MIh4zRKg/ZlFEAr5wyL4o7YGz+eUB9b",
+	"Aj3mIVYYGEEXhQZ+EsYRHk6L0KA83hwieOJDVXrjjM0m82S1/LeQohuGPKwdk0XpX8NGuiz1DBpPdnbK",
+	"QzDWpbDbrxTzr1nZIjMtkvuG6Qn752Gbx6hWTk7FMZFgOLmSOhdLKZ+D1Yb9Z6Ziqs08S5UUFRiGMHZi",
+	"ewsqj9glulu92jgaJUWRttKOjbXRtYPGl4bew8ZGz9wkYyUfjzGNNO5Nanjvr4CeD6A28InXG0o97tRJ",
+	"3uBXPEu+fZuSdfltHSeCrmLJgnx7Z+K5cGGL9U7EHRwK0P834a0FOwHCZ343G67G4KDG6FGIygScxtF1",
+	"GBxBxESDw6vwuat5Wc7RMFcL/IMLZcT+uLGRNGLGoS4O642A3Ta8NLZ4wg67Q9lFTui/jPbhBUzB9k+F",
+	"f89KIeEn1s/BtywgyF0X9gyGgnUl1B2cBVf7zbfBYZhNpBPUz/2VVPUHrA/A+1lj9LV4oCgfCc3uXE+n",
+	"QhWiYJCLa6nVvIMOFuGQwDQgfwlWXXEFzlZsLjSGrY4mYlqndcRekw4WxwiZURCDwVA+h/iNFx9OKPLb",
+	"chWMu6Tky38sDhBr82MraP+9jyzTM5Xh8wgAcARdguiFtu4tTvAau/i3puJiNtFWpBMa+HqXeT9B8UxZ",
+	"+IkYI8TXKNj/yIYno2lvyHKg6jZRNJ9wO7VX2zRkmzkN/YM7gSXdnNTA+BtiAe4+mrcGJ9leVfemBzXZ",
+	"mOlxpBNFGzc5bqRFOm7GwsHAY9Y9xFgokIEQQuGBKRB9+4ddCyNH85YvLO103ipckkWak09ZOJjACWbV",
+	"YkGv9AfNzwGkj8AeYn8ilWf6AQ1ChdZfY5FyinTlcVI0qhBsAA95XzcB/8EylJz7x7fAZBuZNs0L4H1r",
+	"Mm1owVSsjG5WGGfjoSVlLnwecj/1Rp5xGbuycJqlP2PaLDpMcU9MOHXZlArD+tQKGQQpl8h+uNChR4dt",
+	"uD/4XReCuvuc09sH2PturKSFEpfhHPbngG5/O6/E4GCXFfQ1Z4XCtmxBNx6pW4BtKK3uT+lpK4PHVcnV",
+	"ip5jaRAdgZ6OfowqBL0PviXoUk3oBanfr8S85aXDbHk6eKndFMHFI+k1LyVmz2Dz7kYrRKl3FivLkkpz",
+	"zLNHH8XIYSrkSBJ9zxH7L68qhj6WLV23q5PPSQfre8nVHcKzf93m6ByBuBAW7FZckPsCXz/43lGTxlJy",
+	"taM4fkDIFDjdU2yig7d9cMK+JoctarobFJpisKCBgqUExAkU3dDHkrcxeRwSF89ims9FUKfPVYGe07d8",
+	"DBVL8WVR486iDoix1TDbaPhi1lJl/NgcRG0K4k0tjthzXgXLr6lgKqknV2dt6Uh+8FdhwwqedBOzTXph",
+	"dwgXJvhZOr+3kULYnRcUYojhptYUAYd+3JIdswQXxNh4SlyxIhTbvWK3XrEqnZg2rCJnSQMdaBuHEaRI",
+	"qoxq41RDkqjsJz6Z8g+YNW77qEjWUyzfIxtJ395aHdxsM37ukj9vkvzZnjv/oFI4odLyE0KGLXoXN+0M",
+	"N6xl6Q6lgh5WTigIMcPNWar+NfXztb9Uoetcm9CLRRRZ1HIwVamjM9y76FQHzzk6HewV8wctwGbOoc94",
+	"SDtvU4D0xVu33hWuec3KjnBhLnENcBq/LU965xTcwjbHqVy52Y8/+n9+51PxyZtTa1rMeH2jCnI9DBp2",
+	"I1IZNlvbspkX9NE+KjRKjir0qLJepjRKPjyEHm7jQ47YOf4FtAZIIYOkkVBbQX5j7ti0xvMSmtNh1sJS",
+	"dgPVw0F2dnJd1unsCtqKDEYbZkbPZB47zUH2A1L+dTShaQ7ARk20okvRXjFuKfcV9Kf2me1hVQwLuZJX",
+	"seLOb8i9073/809++O+Tw5/+on8P//p4kv343af/tXdndIutKVphGf4ZIFXH/aNhNbIH561LvudmjXJg",
+	"75qvpUvXjgnp9nvxxMX3MNsIgluTA+KDyGvXaatSCcpGzUAXa1lalTuhlkW6pgDMJjpOR9lLK4DOnkJ0",
+	"w8bWOJ1Pbxx24S+gbE10WWRsKHJeW+DDFLNQPuyvmfJ5tFTTKjquoOmiCYV6Jc+v7Iqk4T9osraOIuFF",
+	"HfjxR5jnhM77m0zL6WobskUDYSaGE62v7HHOHS/1JgkI1nFVcINlT86ysdF1hXJ9xKeynJOXBlQS/M0j",
+	"ywbEE/W/B2wmyyLnpsCjBk9h6Fwid7PXRULvK3gKXAPsLSVX/mH46gFzoeTfCrAfLLaEwefbs5AlDp8I",
+	"Xhx/UcEG+Psj+vqjf9UnJ9/lL7QGfQN+6gr/PRfuT7zjF//+pzRl2yzRrN3Qi5yu1/ZIYZxPWs5v4tj4",
+	"rw6bsL05wzQkBwh3zhYOUCFKeS2MFPb4oyw+HRvhsBt1t/nxGxSgcPYr5orR3fMYUL8QqoA8S8iP8dBP",
+	"5Rl6xOoqxO/pPJCbiXldeFo5S2k47WdLzInzt4QYDLRq8//mE3ktioYdzxkpCrbvjYZBGBrwecBXQXTc",
+	"n7SBrYfxo96HxwyY9trtTFrRwVUBtBa0n5/Ro9f2dwMKjZEUDf0O3dljOsjNydi/v9u0mYUTHWegzwNH",
+	"f8+Y0rOwKY7+XprxvSmpfidCIuiofQhvAS7WsjdE3NB+Q3y4AWZgbGMRN+hc4NMI/fb9t1XCwJnPVp38",
+	"g0XcOWLnkeLn+ya1Ap9L5S6UR0Gv9KJ7JV403XfBSW9TXJKWPmg1XsDh+QBScB1kNKJQFmwfFYaXxeBg",
+	"caKU+1pB5APMzGqTPJniuO5BsgApwQ5KbhFK8GSOlk8mbPrkZN4pwGCTgRX0D9AWNg4XUWIfS6qykFWf",
+	"JVDhT3qysYbz0L0IzGJRlraVMlJIWwEHMPkbyaGJWYJ+IyIPlnStP4eiZvJ7alXOD1Zp5Jf4lXcnuemF",
+	"ve2QxkaMuRPfUNLrefub/cZf2FXtnXMXWnmqoG4SCGsPOANHSmjcsVjpbUTBc6CAk45ZPm+2PWdW5EaA",
+	"pLTChSwqcCNBIAyTNoqM/PDYaNTfccTOgzJOU2YEK8XIefwIXKhEExGvpNhDd2wsbNfWRKzrx1lazSjv",
+	"Kh3NGt6KMKCHU229eGaTSVhZDYMfuwtx90b52ufk1k5yX9MN7B4BtMDpi09BsgpVVFoq1xBI6JliL347",
+	"f0qHKgtOplxXIoPwFjKRFWTqWjzaEIGWltVK/k8tGJ9qCkGv0JzxzjgECe5XPrS6rJ1gE+cqy969ecX2",
+	"/f9ShTKY9GWpZy+cqw4iM1pDFWkzBifM29gjw8dTSHIOL/HIY3V5jZ0qWal15bX3jJVSXR1im2dtWF7q",
+	"ujicCsehIz5xXwq7nEs5ILh8j9mKoLjD+LwtT5gDIruYSiWtQ8ZluMKyyshrj/Z4r2X74Wnn/u8X+Ne3",
+	"+MfBwRF7JcY8nzOr+JV4n3OL3jny3tk6nzBulxx0Wr23zgg+fU/IibRulnto6rj+tbqEy5/S1bhKDSgL",
+	"lZs5JJNzbMSCZB9UotT0I+pqm9KBJVvKNF2BXmvSTv2GPUu+N9ZKTgTyd9xdAHHFR6waPaT85zDhlMNF",
+	"gneiywK7SUik85OuEcVsJEVZ2F3+/d+i/1sL6+/WZkq1JfDNgFem7gwlViXPKfMdtx+y58EubojxkVcC",
+	"ioTDzoak93PFxLRygPV8aEFO4bltaClDHj/+4Yz8waGTChZuNjpkDJzBCLzIOWJPKT2fCqSo+kt8cMFn",
+	"7G+KKbqq8a/68bWUwISCmbCY/MTdvuAOo+1dVfTC6M0SXdObXxZ720rr+Hwc9svU7ImgSjx4AK5hhYqv",
+	"ogBgl7lxq+CLh/OBge8xwUm/a5xMTxtwd6QNG2tNtrnTFTRlExKUZvyEDDSH6A1VBfuTSyfVGJ15qYdL",
+	"5Hoq2FOuclESibDSbuLvg8xxMPOVC9la0yz1b8/ZRFqnDVQWXInKZVFtoZRX/3TLRkYIeAKiewCKhQpU",
+	"/M6tgefDwaCW0Nm5qW/HQ4dz+tBOd+IS3NhDR9FsiHBBdIta7KKlv9BoV5rooiZtB+i/M3TGvXj79iK0",
+	"4sWyI9iroiBuNpo/tCErBHp/fEU5glAYWI3YAD2YV71uuGep9/PLzmu29o4LWIvNroMWbcvlNZBHkAbq",
+	"iLeNvNo9Td+AECLbEBsWIuGBTeIegvB9LsHXfpPxcerRlsLuqG1vCZWeLcrJ5FzfeYwAEWl1+52Xygpg",
+	"pIp9YoLfyd83CNF3ymkbaNpth3TVIVx1QB4z9EG17bWMDecVx14IEokWG/clNlTB4HxMHMUrkvjKnMmC",
+	"3JrxNw7C+IZfizKS9Jas4m7C9jE8mbG85HKaMSvHirvaNO7SLPhKD84CQYKMOQCUh7So8Ryxc1YgUUJj",
+	"PHrL0c9Al4ftregMWHwlhuGavjjnSRec0F4GSVJiiw0XRdgZs61vIH4LqPPPsDpE/E/NS5x+v4SyuFe7",
+	"csO+OrhRZ9wGCqiztq4sIQLsfzXj853t+U3ZnmlPHdwnTt+mJNhcSV3Tfs2bbdymyAdjjliWEHsD6iE7",
+	"B7cLZzqceiAL3m/56A9O10gXOjBIM4hNCKK3bxWs7j0EJIxOfj/2EH3hy/C4A7QdoP3tAC2iAtYiJBiw",
+	"VYhzvLw6tgKut/3Y9ot1HEkqIJINfbRyPWV0Z8hHL8S1zMUjC4WJmunaVTWmtShRHrFftWGD8fDJfzz+",
+	"j8eD8MUOOg7YSE6Hz2Cc/Ww0L3K+2EkNsma4hJgyKaGXIteqsIMsUDCyxycHsUgyDurl73+8fPsLOtP8",
+	"+LKoMEsXyC5RgX9+9I/Hj2FMUI4546YIsW5sFZkMVI9GHnCzsGQlBxWYfs32B7kuRD44OGIX2jqaGQyw",
+	"X7y+fMs6V+L4I/3fy+LTMdwyOKNWZHZy6PShv5pBVtX+oHJukGGAZjgPU3DACpHLIuHulC54JI/Y69r4",
+	"b5F+Rk+b2rGfwWERokYwgEcW8/ZbXeI6xQkG6N7y8uoSb92SUFl6zxqREjaUKuJOvFMBks5IzxBprndy",
+	"4NuSAx5umD/JlLMTADRBfP/XDrz/6aduvMf77RHc1ovzKbr0+lbftjCAaGzRXboEQhmwZeZNoZ5XfGwf",
+	"724bItbm68NbmpHIoicxP37TQ83P/4aB4N5CG4u7J9AxY3gvuKS/8LQt+RLXyPJ+PetP7DGF+geqCvv/",
+	"wa5e/DtbkMmkVZyy80OvcHidpsqnPGPTOv1FfUA9rkVU4IrwlLNEI/DKC7j9sL/EkxMGrbQqnl9B9rFj",
+	"U6+8PD5hFgrMvQLW2aQaO1Kfsgp0HRteUekroQ6O2HmjMSKP9pI6Iy3LS229QqUNXdUsmjAALUaUglvk",
+	"FWpajg9yEiUdRbowsf4AnsMCPEjYuX1VKX7wGhUJdtpOK9ppRQ/GOgboI7P47pWiY0AchOdSONHh7IPk",
+	"kTYmt6xGMDc8kGFWqtUeSc9C18AFTJMppCUPTchhyYaFCAyyoFnH512FkfAcf7xgPXca1k7D2m6NI+y3",
+	"pT19p8e1civ88q8roSyVPtjQXXpR7zhiT0nrCClcpBmdBo8NZoEBD6zRVRUSvsSMLmio1ZYP5SUaPRfO",
+	"fUuax4Vb5+0fU7rITu3YqR33rna4bmTYBpBNpCkOK27c/DjnFfbPX5XnlhKTyQII+uk1mJsmPlSyYXsI",
+	"NKnnFy+Z84YXkmRX0E6F3jZnOXdiDF0EqYd6fCIQQYrCLtD8S0tPw1ob7PtSlkfsJXSPJ9+wf7l/AuTa",
+	"RTpXXTtqGzMSkEBiG+LY2nYRvE6JrSZ+hKWenthwI/PGJbE2D+dsgNPf1MqdMl7JQ7hxcIZ821aXjWK1",
+	"TIT5OO36Usn3cO/7gEzdvE9v/UJe+HV8mi7jNvGr+419fVKSaxZ3B3zfN1GB/iyw4c3S5kLtE+I3YqHT",
+	"s96c0ebIN/tr73QvbrC9JUR43BOO81PYjwQYnLArPbJ0EZRh+y8YaQPRuHD+FpuHj2SJXcpUwYye2ZCg",
+	"kD5n9UnrTlxN9mEY9k2zsT4rD3XNtTSY/xLzmTbFDe64MNrpXJc3uAXk1iWQKb68yat+x4Ztm9/wDOTI",
+	"Z9xCP9zozj8mGvSYTa8/r6obXI31tze+4UZf8Atyk9zkG2qn/5CF0De8543Ib7bLftcXJZ8L87MR/OoG",
+	"973gFv2WN7rlwv37Bje8tJcTbsKeudFeg8Y1lKG9+QRCj9Wb3oUdC96ZmwzwudF19V9i/itg4c2GKK8B",
+	"92CY4f5tejDozZvknAd5sWOkWMFIESaJ7Sei9mDbcj4uzXJkqEPgH3/MA1B/WmsCaBWF92mMx5LwAimP",
+	"Thg9U8LYiaxuKtzbWi2BwU1FeyJ47uCwrOoSCNkeO1ffLbn6eOFNKVIdv5ITdVyVfD7k+dWKyg1ra2GZ",
+	"nUBXfKnGpTj0Vum7N69sTCOjJz6yrJTXgiHxSMYCmSI50UTRnMZ9bwqj1TXFPP1B+JsdQAboVDonioMj",
+	"9gvPJ0AIw4splHZ84Lkr5yHNeU4BBbDzhaU2eYNSjoSTUxHy39h+zH97cpIx7lgpuHXsO/wBQrjEJ45t",
+	"ywusaTsAlgH8WwSKR5bcCtTwFerZpA2kV4AqXPl/pQrTwYDrxU/bKSTujkbwx7BjWsFaYm5BOkhezAdY",
+	"/xor5xw3sa2nRL8CZhDifNikIcaVEBX82ltE2kArTqVE7jLiCsH6X9gFDN3VUlkneC+bSwOBr+S1uAg7",
+	"6MaEtEnCWYcDN27Smzhwp1KFHx/fnTu3cz5WeHeDPYWWZ9ioYVr8Drljv2/3gvZIDq3EIYwXB7pzBH9D",
+	"juDnwjXrH1EjioIG8hIxsG3ph2+xR344nyf8DgH2VrSNjVRqRigxgybGC5DZ+/WBMg30U2h7jDWOdpBR",
+	"Ag/MXs4NdHBkA3udv3cyvxJugAIII/3S0psw6g31xP75ZxEzWl1lY9cjQbf5IVFxI/7ClpAAPZyzAfyi",
+	"kZM/nhz+eHKS5Is/OTnwEhD6CuAMlKHRubSsqKEV0gD+cu6F74Dt86GuHfvHyf/FpKJMBeBiP8BiTEho",
+	"D4QTcHfgf/sFpfi5G7D9+MtXC7I8Ed/NF1bCSF00wvz77574r8BZwdSrHiF+hteiGtLoHa9DOgIyDwW3",
+	"MLhDvVTOcDK8UMVMiGYw1G29GRwpJ9SsaumR4HG/1lei8BdgKHaQbuxB1spSIxGOMQ4jWF670Kf7B2Zx",
+	"loCHKGgZcTOuUjLOsK7fTwV0HVbaeYXtWrBrWQjNuDG4i86XQgZTPg/707KZKEEDFmwmhuHSoBt6HfXg",
+	"NJkaKLEdilKrsY2VWfTcjP1rb3m6/rXH+NAPayoiyWC8AYlCcIdFEu4wTPis/VKPqTr3mrqSZlGd48z4",
+	"7/KqFLd2pk3o63xwM3XoFUDKTieatyZkE6Uoa51nrHML5JBBV7pb/ai9pj1qUYPOmNIEIL9Tj74p9ehV",
+	"zPZJNQCgtgtmHlQyoJW2TjHaouYDBuQKaijwgEFHU+RWCCb3QoAMHnPKKl2W1OcIBsRq5WRJytBNfWxQ",
+	"+PG1edlg0KsrXxs7nxACClxyPZ1yVexw4n7rjO7bcddVfLr+DOtqRcF9zMFNN17F65B0y2unD43INfbK",
+	"6T3hujpDe8OreHw0ErmjokdoX2zsoupy4/Ouq6/vuOtq9Wn38/a3Pdz3d1Z19eCPau0Op8KMxZpG4k9r",
+	"dwzXhZ7hRMaGHuR1aSW1+83fG9p330FuSQfHGQwcm4/IpnjMXAvTx3I2bWWF9Ngsj5/8x7KZskFYOpmT",
+	"0Ghk5biJ8TfZTdCFY1h6c1Nbe0i9QK8EtlHp/CAu1Q2/ZKvwlMzBJlHytM/6LkTeGSJvH9Nto4yBpBmp",
+	"xnZNd4f/R0tKeX2qp1UJnGjNzYEOjgyQ/YiZ4H/iVUWMDpg+dEAtzv1cWC/e/zkA5fStnIpBxgZCFfC/",
+	"B+jL8w/+7eJ7th/aLIjiILQgSkEAn9rkw2axa4MzXNlc+6Gehs5iVe0ixQR69a7EfGSANsj5UVMWbDK0",
+	"xpMY0/rCkNh+8AJycofRR4K6Y5tvOmNjXtk4smQKoVnClawqUWTYBj6M85FlRY3YDH1kIGiIxEIGKMOP",
+	"2KCFdBDP5GzEyxJ7xvmRQLGT4sYETomRLEXjspqzUnrri1lxLQzw+zRTS45cbJiPk0akvGdojElHNthl",
+	"nedCFOhXpAZ4+1YI9vyXhl0jfjU0vhJ+m4ryIEPPnB46LhXj0CrjiP0J5Bw5fco7Uw7CzADhL/Tnt5pd",
+	"vL58K8DfagRCq/P7XPGSOh2BA1uWYBAPBbsWRo4khjT9F0g1hopYg87sjuVpeu2dwZZEZzpOYmBZd4bn",
+	"VzbNZx6iR5ea3O7jjGzg2kuRdVvUHfSKNWUhOCNNO21/hu/WHdaaiz6eJ26vsoXmmzsF+NbaPLTF0h1K",
+	"pZtpv8cf/T+UudVXLfpGTLGxr/Jg7k+thzVokIBBLCyTD6zj2rA3tVIeIM6IKgif/BrA+VdZigF2NEKh",
+	"MoI4mNYZJYZQ3MpZADQKwQvuzWIw2mbaXMGeXYSEZ/CWXki4ob2a3PyyuOBu0qGtQk8xA9OTikn4IiJI",
+	"awncmOECfcNQtMJk4gKysRY2i7IGamSDry4vBVeiYHXVq+suzvLDaVm2CSDh6HFz7bxtdwhg/q4NZsDr",
+	"SjIX7xS/5rL0Vtgy5bG4X+wjAPuUdVv053jWYke1yuixEdZmUb2V/xYZ45DaHTXIjBjTsb4KVHmvV4Yg",
+	"16r809vGn78egM6wUxVuOR/1vg7L6lTUHjXhuNAzVWpeHHrZvCI+tZCIihZVuNlGwfcoagGd4pIzTLRJ",
+	"82yilA0aNoc0izMSm8Y6lpdSKG8FltwrFG9AISeLgLzdBSaRkHAdiJjUkjGu5uQ/x+cE0+TgiCXgRw2i",
+	"8tq9h4l6j6N6XzeXDA7o8VHMR2OPGM9B30lUoRm3QQ5ubvE8o1l95Vfk1mBmmxkHEAv2w11jSfk9Blkp",
+	"95FT0DHcVePcqSz3FnRokCYADKwIhfUjvuIZu0t1hEZzc5TdNO/xPMl3xPSWfSMws+W/pNdXwgsO8ePB",
+	"DcgTn9MCBnvQnThXHY6m1fcAURNI95FXAnIr/adBQ8pSPLJnCFVU8R6fgelzmDVXamj3kMyJ/zI25VcQ",
+	"42S1qqGRwuZgtyZ76yGi3ab5VZibYoXzU2rPYiUGBnbJGzkVywuE7jtcf3KfDrWbHHwlOVg75LzfbKhl",
+	"jET+xaZs5K4Ac3Wa1Hqw/AyV1N+8U0dvUx2NOLBTR3fq6LetjjYlKA9BHV2JrtTXoAHTbqa6W6vHiUpl",
+	"LEzNQomOxhKd5z/DiGIDtXh/KBXYHwSuM1kM/Oy2OxIsftGxVNfSicHBaUgiiVVRmO0JkfjFqhyITCox",
+	"E0VSmvPIskGqZ0P4OLSGOAwvHEQ9J178shi0qh1ksUwqTAORWN1B9Upz4agyhTsMwmRrS0WWaisgEr+f",
+	"NH8wotKGWlAKVYQ8wbhn0FWKTDHYSvLxk8cZm3A1tqyuYq1MQktlHbALHmD8BqM2XsK9weIZCNTDhEKk",
+	"SIn2V4Spew93vl/BiLwofZ7j5N+ouIM69rR21VfLWLgr59iVc3yj5Rw8yoolGXGDYo47qXIFe4LyFjdp",
+	"DNzKKVps/VvbLLT0ERQm1xy5BQdp9lDrpQMosSNhy4a1lUpYy/yseRGArZBUkx0OnYGaFjug/1ovg65F",
+	"qSvBBh8rPhYZZCxeQvzMacfLDPjaPg3YvjYFZF4N521rShZnbODvQjk5CA8YgLzQSYufyKSt83rqd8cj",
+	"NsjL2jpI3TpYl4ubMJ3dPBX3aXjPdnoTbzOil3w3Dmx1qmk7fW0X5bvFHNWlk7xtLFK6EGsifG1V3h5/",
+	"hH/XZgJ5Lc4m+jHkSebiFKik06LnGGUHLdsf6cAvzX5J6qRfvH17cfjrqz8y/L/Rbxfo1nzx6rL1uBZJ",
+	"Sq1Kj1mDQlq6BjRw0MQ8XGEGUU6lfvNVBdixqpvcp1x5rXvoR3str/1o+4rMp3weqsqly5pMqJhPy4LW",
+	"/8gmBLVs//uT79ig+cX7QigpvAXjJsLMpBWQV0njATUXwLOTBTYkzUDWZFNkzXiplVifIfWFtdBtk65H",
+	"a6Z9tVJnHmkz5W7vdK+upb+yo7hgodPMZJ7W7qvCZuxKVK5JNG5YHxy1CHF9eVNGcAvNnDqV+Cc//LjB",
+	"gCATzO8xYihqiv9LsMfi3qUBBraI3lyuuLUfThbXRmp56zztxMitJYv4WV0igvriAmWk9M3W83YHvwdx",
+	"9rU81CmxSNZFFBIueapr5Rq3SK1CGniw3hqwbbiNsSqAcLA52R5+/ckC8PVPhABZRGFMXf98LFY5PKbU",
+	"1jHpoD28SV3xvCyFSYYT6TjEBy/x978/+f4GMA4fsiGGt1LMvhYA/+tBeAuOdtjSn4i2FWS5qfJ5DDix",
+	"qmiaetx6ddOWEryUwFsEDuBOnqSzRHuDch0IsLe5hBZYiDoxLOWJ8k/0Q0hwEK3YBAoT4ieIDULoEBB0",
+	"3jCcWx0ZAUHFRes+USCAJAjfUiA7YCJfwQMLXlTSMrjD0vFF/122mZ/1tGEc9F9HTEmrNGAkWOrG4DXo",
+	"e8p4CvEEtUjC2IfL+y1PBLQ7QEcGXKjGyePPAhNWUOrFBydgCXECmytvBNQQC+jGapwDtB8imVXjVxaq",
+	"6Gp4pcTsK8Xz2/dir5qNNcHZuF/Jj30G5SrTys2ZHv63yJFnk4oBa2OEAqK8B+jYDnvs76lB7xzaq2Ux",
+	"tOS6U2HchIhX0HcnmX+2x3d82iqSbTqfxrJl21+3vP/m16fsu++++yn04v+3VuIgY7osGs4FNvAPp2rd",
+	"hAzAiJEwQuXiDBzVUtW6ts0UciALoIEBu8pCzfg6B/KbZoIeQpeQOJwbNciId23ewCPecuNeIfHODftr",
+	"xOtv0jAj3vSrLMXGnRiSV9FOvNFdv+CW3a7nvvVlm9BEwN7e0USscMGb9Aw/iBKb5rrjCTfFYeNz76F5",
+	"N8abKFYOS3FKRacJL8EjNpw7QWwv3oZohw733cToehzCh3zsJ/AAFFbUi4A7VqpCfGBCOQM8U5w9C0WZ",
+	"ejq0DnRcq1u5HaqgMt20NheTCLza77Rpcjxc6GCFQ+VGsLHXwdh5qHeVZcmGAswz4y0zFfJgJKay4ADn",
+	"wrF9pd37ETDWnnn9f4nXonHlc0sG0zUxa6Eo4NTFbQYMCDAjabpkR1zxBTfFogu9JRy2oxP7F3gk+Jm7",
+	"fLJGDYZPy9jjw8cnJ6yANlu5Y7KwGa5wZXQurPW2JGa46pm6Wx146Xv6WLo8wBn4K7Qo8F+WYad3mAEG",
+	"geUd6HWD3osGUu4H+0It7nr0I5ToR76fDRCKWD1yhyHghUfY63cRPVDnRGiBM53AatGK7MH7MNNpxGVJ",
+	"wco4pPf+ce/Hnd7XN3jz7vzvzv+DPv+0T9uH5l6AYA0hSQIEyVj7weAFkOLDNj8lGiYv2BNzDx1v0rRI",
+	"Q7DCAjyE6G7N2LBOlRFwy7bVliHiDjTAaSFN8La2JtdiMYVlfMyl8jpJC3+0EjcGm0s9cjt9Y4c3XwHe",
+	"XDZH4aHrGx/Ri3QDLoMeAoNWPSzYS4px53g+QYa7mAIFf1d8Ks5gg03BawV/hXYOb7B7AdQX+FdJ28/W",
+	"p2eqMfqQk4QbI6HWYrk4TdrmOvgpFKdJF3p1QUc+KCw7TUrWwp4fSlVApW5o+xBr2SjxNPRIwdK2WNS2",
+	"33zYKbNCeKMww4+XanywQdFbsVz41rDEHbFfroWZx2EakU9EfpXMzD5HdGbatHEY/to86SDW7TUZB/to",
+	"h17zUhbEwxiSCRaqmcN+CL1IGqpH1E/HwpF1jOV5C6jfKs47Yi8dRSGxKBEM8NCoTWmDOQZ8oaooDGF9",
+	"iUSUHF9EGNHyTe1K9HYlen87xogWrD8kuoguGfb5TBFaAfa3hVibPiK+8ND/ERAqVtoAhEe47SqXbrNJ",
+	"ZKh4Fx7WkC9wQQAC6yk4D4HM9F/1ycl3ObQ1gv8VTJTCy9WMjUbTSozZobXQ+nFk9BSk35SEKgaZ/hOf",
+	"QKm++Ix/+n+e/Biovbou+WuAJXLos2RDMZZqmfGWuG6lO8hiOtuLV5fsj9fP4DuhRmJ/UvoRjhhkNVsB",
+	"xLcWxxuf5HT8/wxMEaKoDSH90AdfHLE3mM/QZIp4beGIXS7LucDJgTrsBpQcGXFyNAltm1NzRIlw4+K7",
+	"1t7ryVbAjf63qLjbEXzsBN391Me1Qf4hsnuslm2b2mcNm8eCWGuY0NlvF9+frZIvQfv2er8QVxaS20jk",
+	"GMHBHDrz5g8boDT5QmmDyRRU9Q1fsVrmYBBNTncW49doMfrNdTvW4vmy7trSF5DS3govhZ1gY8OV+xxh",
+	"vjMSd0bijsdlkcflvozElUKUStDX1JWTqAkEL73ZfEgHBdINUjqaFiXQwSKaWk78J7KUDNh+gMbI6hKY",
+	"SV4WLfqphuQEGlBQJ4uedvfAkQJd4EDOlfPYrMzLSBA/Z+lThyLXU2EDdwok+qNcDP1x1yT8XdI83lvf",
+	"pjtp19T34rA2Rd9bw4rewgvjJpQqvJw70f9i7tqs9quQFlfxEt9A+YFbTdtrvXCTtL2Fk7iLLa1I4Ev6",
+	"tdq7ovJYmb9HF90qJ1bo8QjcWG0cXbwUUTvtYusPCVSmJHRWpc6504btL/Q7ytjgeqItlGbyqvL/JDgt",
+	"lXWCF62+uKcLRgoPJFJI2iVUrgthWFXbibDIu9ImT3zz9vIC/oySA9MCCga/bhbMHmQe/+uyZJXRH+bY",
+	"DyuZB+qnA6bPqNQzLxMW6Emu6S+xFjwgmvKzmIuFfpinyGiStsfdb/GndKz6/x1m6z+Pjo6iGdhIwoMs",
+	"CLPouQHerIINyH/6z7+OaujNpGPljjChYf1Ct/7ldlVTPmdDEcrXEqqvKFdJ+JGXtyVM1hGZ+RlcQV4W",
+	"9hTEpyruJhkbfGyN79PxR9hdn44/8qr6dPwxzNanAdvHtAAvzd+9eXXo7z8UNueVKA7OyDOc9O6nNK1g",
+	"i8UlbZ86FqW5bfyxUHkHrtKQldqQu1U1ElAYUOSg2M4CcU6pvaqTOkLL0FE/3f1tdrZ1TGx+BZr16OwX",
+	"FjtoLa508+wTv3BeAwrfCupQwpNzmhyEkPwSumJm7dZcRaRMCsKHitf4VNh0JyWLDV7xEmDa+TMGZzw0",
+	"Z5QbBCBRPi56ibdrE3a8c411GCKusE0ajrRmQyQ8aTAlO660LZmWu0qxDVy7vRpAOLn3SoE2Ebz0JsHH",
+	"1QwTnNkpL0uGlzOreGUn2oXCYF6wIS+5yj0Q+l081Uo67S0LlnPV2KMeQBNd4oj9GQQjETZIaKs98X/P",
+	"odAXIixQp2zn1okp6Hx42uMooF+iVHlZFwKUDSuUrclFDJmChXCQ2hda1ipdCChAlQp9gtrECmX0GAJd",
+	"EdYaQ+KQVvOpri0zHPyXbsIVM+K/Re4C8ygFJKVlT05OElHm3wWS4Mq/pRBjwwv6sB9OvssSLQjqzcNH",
+	"DXUxz1BxQKGbuBc7SSde4FJu0366zvEllzTI3lrf/k/22wFEavQsHyUdru5nmMnMop/Cz32sYYSIX3vf",
+	"Z6BceK0aOk/5y4/w+Iu8NtLN907/+dFb1EPBjTDntT9i//zLG7dpBrCHK3gHPT7dnQkU4MbvqCY96Tnm",
+	"/7v5tVejchJyiwNcHF32MTCoPtX6SoowZBrHEtUDDItJhbXo0IkLPyQDBRG8VRkyO9mMTbn0a+tBgvpH",
+	"49G2jplaQXIAmDOwKPv4jezkMcRQg3sBJ2LZVfHOQsKw0ZDr2jTOz5asF0IOmgUcHHOGyzLqCzl3vNTj",
+	"GsaTcNFUWipnm6E9aQ0tzOvy4N4I3MiiYESKyKZiOhTGTmRFXcsCYmFn1/iK79JX0M0db/hDFkInmmTQ",
+	"+cZG1xV9coXNHw957uQ1aqeV1mVzMb46qCBhSUo9bobzQ2s49LqO8fzul5Ba98MaXDDY6klJWmhg7KFU",
+	"TKsSLO9Icuh3hf8OiIMVzEsNbDsrDe4PLI/rmSgg1+sY1qvEQ9EVjsOZkiZRuQP1B1bRjUQ+z8v006Id",
+	"LOm7YL/Zqb4SzCG4LXjlugb2Ng6EuurqESZnN7ORhYZ4ORyqXKuRHIcWyoirFR/KUjop4LCh8Z4UFSYT",
+	"18zb9+m84cs7xvcL1BvS/kfGtqicQPX4ONp2gdkv+J+bs4iO4fDmx62DnSo73dMjroEPonZD/SHDf2tV",
+	"sJkYTrS+8uanhPBhVXJlg0XqfyVDw07a0Ye4z/8Uw0sNsdVw7KXCR9IShCf7X39IJ8kPpGsRf9baWWd4",
+	"FbwXGHblxVQq6f/gqEchvAzwyM2jp4NDw+YEqeJM/fRTOlPEB7b48uc/H79laC+i18fb6GPp8cKfn2th",
+	"2OXLi7C/KyOs8DiMGwfg7iww29CxRk5GwgY0TSkjLNhcjPjUk9HRbzpBMFCWN4fLtEkLmrqQ4DvIWCGD",
+	"oGgoAeLm/TGdmGg9d7z8N4EZV/tv3j49YEbrqT3FfzAqnftDFfl//AZfDLbYM/bfWqKAM24ouMuwrCVD",
+	"TwXqKZbt//ni5QUGoG09jGOAP/xycQDPpgVaPiv08dw4mcuKKxeC1507wbi841PBIsn1lO07Xl4dNP57",
+	"YsNRBXt+9I/Hj0HyabQ9cECPLLOV4FfCnEXfw9BoXuTcOiYiJWhoRf/69z9e/opJAulJ5uXV3qe/Pv3/",
+	"AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
