@@ -76,6 +76,49 @@ func TestAcceptanceGB28181PSOverRTPPlaysEverywhere(t *testing.T) {
 	}
 }
 
+// TestAcceptanceGB28181H265AndG711WithPSM: what GB28181 cameras send most
+// (H.265 video, G.711 A-law audio, a PSM naming them 0x24 and 0x90), muxed
+// by the test peer from ffmpeg's elementary streams, arrives over UDP as
+// both tracks and plays over fMP4 (ffprobe reads hevc 320x240 and
+// pcm_alaw 8 kHz mono with rising timestamps).
+func TestAcceptanceGB28181H265AndG711WithPSM(t *testing.T) {
+	te := startEngine(t, noDemo)
+	info := openRTPServer(t, te, engineapi.OpenRTPServerRequest{App: "rtp", Stream: "hevc-alaw", Transport: engineapi.RTPTransportUDP,
+		Port: peers.FreePort(t), SSRC: 7, TimeoutSeconds: 30})
+	psrtp.StartH265G711(t, psrtp.Config{Transport: psrtp.UDP, Addr: "127.0.0.1:" + strconv.Itoa(info.Port), SSRC: 7})
+	s := waitStreamReady(t, te, "rtp", "hevc-alaw", 30*time.Second)
+	if got := trackCodecs(s); got != "video:H265,audio:PCMA" && got != "audio:PCMA,video:H265" {
+		t.Fatalf("stream %s", got)
+	}
+	r := mediaprobe.Probe(t, outFMP4.url(te, "rtp", "hevc-alaw"), probeSeconds)
+	var video, audio int
+	for _, st := range r.Streams {
+		switch {
+		case st.CodecName == "hevc" && st.Width == 320 && st.Height == 240:
+			video = st.Index + 1
+		case st.CodecName == "pcm_alaw" && st.SampleRate == "8000" && st.Channels == 1:
+			audio = st.Index + 1
+		}
+	}
+	if video == 0 || audio == 0 || len(r.Streams) != 2 {
+		t.Fatalf("streams %+v", r.Streams)
+	}
+	last := map[int]float64{}
+	count := map[int]int{}
+	for _, p := range r.Packets {
+		dts, err := strconv.ParseFloat(p.DTSTime, 64)
+		if prev, ok := last[p.StreamIndex]; err != nil || (ok && dts <= prev) {
+			t.Fatalf("stream %d packet DTS %q after %.3f", p.StreamIndex, p.DTSTime, prev)
+		}
+		last[p.StreamIndex] = dts
+		count[p.StreamIndex]++
+	}
+	// 25 fps video; audio in 40 ms chunks, or however the muxer regroups it.
+	if count[video-1] < 20*probeSeconds || count[audio-1] < 5*probeSeconds {
+		t.Fatalf("packets in %d s: video %d, audio %d", probeSeconds, count[video-1], count[audio-1])
+	}
+}
+
 func TestAcceptanceGB28181H265WithoutPSM(t *testing.T) {
 	te := startEngine(t, noDemo)
 	info := openRTPServer(t, te, engineapi.OpenRTPServerRequest{App: "rtp", Stream: "hevc", Transport: engineapi.RTPTransportUDP,

@@ -349,6 +349,27 @@ func (e ChannelPtzCommandRequestCommand) Valid() bool {
 	}
 }
 
+// Defines values for ChannelPtzPresetAcceptedAction.
+const (
+	ChannelPtzPresetAcceptedActionDelete ChannelPtzPresetAcceptedAction = "delete"
+	ChannelPtzPresetAcceptedActionGoto   ChannelPtzPresetAcceptedAction = "goto"
+	ChannelPtzPresetAcceptedActionSet    ChannelPtzPresetAcceptedAction = "set"
+)
+
+// Valid indicates whether the value is a known member of the ChannelPtzPresetAcceptedAction enum.
+func (e ChannelPtzPresetAcceptedAction) Valid() bool {
+	switch e {
+	case ChannelPtzPresetAcceptedActionDelete:
+		return true
+	case ChannelPtzPresetAcceptedActionGoto:
+		return true
+	case ChannelPtzPresetAcceptedActionSet:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChannelRtspTransport.
 const (
 	ChannelRtspTransportAuto ChannelRtspTransport = "auto"
@@ -949,6 +970,7 @@ const (
 	ErrorCodeExportNotAvailable         ErrorCode = "export_not_available"
 	ErrorCodeGb28181DeviceNotFound      ErrorCode = "gb28181_device_not_found"
 	ErrorCodeGb28181DeviceOffline       ErrorCode = "gb28181_device_offline"
+	ErrorCodeGb28181DeviceTimeout       ErrorCode = "gb28181_device_timeout"
 	ErrorCodeGb28181DeviceUnreachable   ErrorCode = "gb28181_device_unreachable"
 	ErrorCodeGb28181InviteRejected      ErrorCode = "gb28181_invite_rejected"
 	ErrorCodeGb28181InviteTimeout       ErrorCode = "gb28181_invite_timeout"
@@ -972,6 +994,8 @@ const (
 	ErrorCodePayloadTooLarge            ErrorCode = "payload_too_large"
 	ErrorCodePermissionDenied           ErrorCode = "permission_denied"
 	ErrorCodePlaybackLeaseConflict      ErrorCode = "playback_lease_conflict"
+	ErrorCodePtzDisabled                ErrorCode = "ptz_disabled"
+	ErrorCodePtzNotConfirmed            ErrorCode = "ptz_not_confirmed"
 	ErrorCodePtzNotSupported            ErrorCode = "ptz_not_supported"
 	ErrorCodePtzUnavailable             ErrorCode = "ptz_unavailable"
 	ErrorCodePublicationNotActive       ErrorCode = "publication_not_active"
@@ -1056,6 +1080,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeGb28181DeviceOffline:
 		return true
+	case ErrorCodeGb28181DeviceTimeout:
+		return true
 	case ErrorCodeGb28181DeviceUnreachable:
 		return true
 	case ErrorCodeGb28181InviteRejected:
@@ -1101,6 +1127,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePermissionDenied:
 		return true
 	case ErrorCodePlaybackLeaseConflict:
+		return true
+	case ErrorCodePtzDisabled:
+		return true
+	case ErrorCodePtzNotConfirmed:
 		return true
 	case ErrorCodePtzNotSupported:
 		return true
@@ -3976,6 +4006,45 @@ type ChannelPtzCommandRequest struct {
 // ChannelPtzCommandRequestCommand Direction, zoom, focus, iris or stop.
 type ChannelPtzCommandRequestCommand string
 
+// ChannelPtzPreset A preset the device keeps.
+type ChannelPtzPreset struct {
+	// Name The name the device gives it (may be empty).
+	Name string `json:"name"`
+
+	// PresetId The preset's number on the device.
+	PresetId int32 `json:"presetId"`
+}
+
+// ChannelPtzPresetAccepted An accepted preset command.
+type ChannelPtzPresetAccepted struct {
+	// AcceptedAt When the device accepted the command (UTC).
+	AcceptedAt time.Time `json:"acceptedAt"`
+
+	// Action What was sent.
+	Action ChannelPtzPresetAcceptedAction `json:"action"`
+
+	// ChannelId The channel.
+	ChannelId string `json:"channelId"`
+
+	// PresetId The preset.
+	PresetId int32 `json:"presetId"`
+}
+
+// ChannelPtzPresetAcceptedAction What was sent.
+type ChannelPtzPresetAcceptedAction string
+
+// ChannelPtzPresetList The presets a channel's device listed.
+type ChannelPtzPresetList struct {
+	// ChannelId The channel.
+	ChannelId string `json:"channelId"`
+
+	// Presets Presets in ascending number.
+	Presets []ChannelPtzPreset `json:"presets"`
+
+	// RefreshedAt When the device answered (UTC).
+	RefreshedAt time.Time `json:"refreshedAt"`
+}
+
 // ChannelPtzSettings PTZ settings of a channel.
 type ChannelPtzSettings struct {
 	// ChannelId The channel.
@@ -5830,6 +5899,9 @@ type Gb28181PlaybackInviteRequest struct {
 
 	// StartTime Start of the recording to play.
 	StartTime time.Time `json:"startTime"`
+
+	// TcpActive With `rtpWithTcp`, the media server connects to the address the device answers with (TCP active, `a=setup:active`) instead of listening; for devices behind NAT that cannot reach the media server.
+	TcpActive *bool `json:"tcpActive,omitempty"`
 
 	// TimeoutSeconds How long to wait for the device's answer (default 10).
 	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
@@ -10138,6 +10210,9 @@ type Page = int32
 // PageSize defines model for PageSize.
 type PageSize = int32
 
+// PtzPresetId defines model for PtzPresetId.
+type PtzPresetId = int32
+
 // RecordingApp defines model for RecordingApp.
 type RecordingApp = string
 
@@ -12053,6 +12128,18 @@ type ServerInterface interface {
 	// RefreshChannelPtzCapabilities Refresh PTZ capabilities
 	// (POST /api/v2/channels/{channelId}/ptz/capabilities/refresh)
 	RefreshChannelPtzCapabilities(c *gin.Context, channelId ChannelId)
+	// ListChannelPtzPresets List PTZ presets
+	// (GET /api/v2/channels/{channelId}/ptz/presets)
+	ListChannelPtzPresets(c *gin.Context, channelId ChannelId)
+	// DeleteChannelPtzPreset Delete a PTZ preset
+	// (DELETE /api/v2/channels/{channelId}/ptz/presets/{presetId})
+	DeleteChannelPtzPreset(c *gin.Context, channelId ChannelId, presetId PtzPresetId)
+	// SetChannelPtzPreset Set a PTZ preset
+	// (PUT /api/v2/channels/{channelId}/ptz/presets/{presetId})
+	SetChannelPtzPreset(c *gin.Context, channelId ChannelId, presetId PtzPresetId)
+	// GotoChannelPtzPreset Go to a PTZ preset
+	// (POST /api/v2/channels/{channelId}/ptz/presets/{presetId}/goto)
+	GotoChannelPtzPreset(c *gin.Context, channelId ChannelId, presetId PtzPresetId)
 	// GetChannelPtzSettings Read PTZ settings
 	// (GET /api/v2/channels/{channelId}/ptz/settings)
 	GetChannelPtzSettings(c *gin.Context, channelId ChannelId)
@@ -13578,6 +13665,133 @@ func (siw *ServerInterfaceWrapper) RefreshChannelPtzCapabilities(c *gin.Context)
 	}
 
 	siw.Handler.RefreshChannelPtzCapabilities(c, channelId)
+}
+
+// ListChannelPtzPresets operation middleware
+func (siw *ServerInterfaceWrapper) ListChannelPtzPresets(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListChannelPtzPresets(c, channelId)
+}
+
+// DeleteChannelPtzPreset operation middleware
+func (siw *ServerInterfaceWrapper) DeleteChannelPtzPreset(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "presetId" -------------
+	var presetId PtzPresetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "presetId", c.Param("presetId"), &presetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int32", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter presetId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteChannelPtzPreset(c, channelId, presetId)
+}
+
+// SetChannelPtzPreset operation middleware
+func (siw *ServerInterfaceWrapper) SetChannelPtzPreset(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "presetId" -------------
+	var presetId PtzPresetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "presetId", c.Param("presetId"), &presetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int32", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter presetId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SetChannelPtzPreset(c, channelId, presetId)
+}
+
+// GotoChannelPtzPreset operation middleware
+func (siw *ServerInterfaceWrapper) GotoChannelPtzPreset(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "presetId" -------------
+	var presetId PtzPresetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "presetId", c.Param("presetId"), &presetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int32", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter presetId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GotoChannelPtzPreset(c, channelId, presetId)
 }
 
 // GetChannelPtzSettings operation middleware
@@ -21088,6 +21302,10 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/channels/:channelId/ptz/capabilities/refresh", wrapper.RefreshChannelPtzCapabilities)
 	router.GET(options.BaseURL+"/api/v2/channels/:channelId/ptz/settings", wrapper.GetChannelPtzSettings)
 	router.PUT(options.BaseURL+"/api/v2/channels/:channelId/ptz/settings", wrapper.UpdateChannelPtzSettings)
+	router.GET(options.BaseURL+"/api/v2/channels/:channelId/ptz/presets", wrapper.ListChannelPtzPresets)
+	router.DELETE(options.BaseURL+"/api/v2/channels/:channelId/ptz/presets/:presetId", wrapper.DeleteChannelPtzPreset)
+	router.PUT(options.BaseURL+"/api/v2/channels/:channelId/ptz/presets/:presetId", wrapper.SetChannelPtzPreset)
+	router.POST(options.BaseURL+"/api/v2/channels/:channelId/ptz/presets/:presetId/goto", wrapper.GotoChannelPtzPreset)
 	router.GET(options.BaseURL+"/api/v2/channels/:channelId/runtime-logs", wrapper.ListChannelRuntimeLogs)
 	router.GET(options.BaseURL+"/api/v2/channels/asset-transfer/export", wrapper.ExportChannelAssets)
 	router.POST(options.BaseURL+"/api/v2/channels/asset-transfer/import", wrapper.ImportChannelAssets)
@@ -24277,6 +24495,493 @@ func (response RefreshChannelPtzCapabilities429JSONResponse) VisitRefreshChannel
 type RefreshChannelPtzCapabilities500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response RefreshChannelPtzCapabilities500JSONResponse) VisitRefreshChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresetsRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type ListChannelPtzPresetsResponseObject interface {
+	VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error
+}
+
+type ListChannelPtzPresets200JSONResponse ChannelPtzPresetList
+
+func (response ListChannelPtzPresets200JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListChannelPtzPresets400JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListChannelPtzPresets401JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListChannelPtzPresets403JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListChannelPtzPresets404JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListChannelPtzPresets409JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListChannelPtzPresets429JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelPtzPresets500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListChannelPtzPresets500JSONResponse) VisitListChannelPtzPresetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPresetRequestObject struct {
+	ChannelId ChannelId   `json:"channelId"`
+	PresetId  PtzPresetId `json:"presetId"`
+}
+
+type DeleteChannelPtzPresetResponseObject interface {
+	VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error
+}
+
+type DeleteChannelPtzPreset200JSONResponse ChannelPtzPresetAccepted
+
+func (response DeleteChannelPtzPreset200JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteChannelPtzPreset400JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteChannelPtzPreset401JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteChannelPtzPreset403JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteChannelPtzPreset404JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteChannelPtzPreset409JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteChannelPtzPreset429JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelPtzPreset500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteChannelPtzPreset500JSONResponse) VisitDeleteChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPresetRequestObject struct {
+	ChannelId ChannelId   `json:"channelId"`
+	PresetId  PtzPresetId `json:"presetId"`
+}
+
+type SetChannelPtzPresetResponseObject interface {
+	VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error
+}
+
+type SetChannelPtzPreset200JSONResponse ChannelPtzPresetAccepted
+
+func (response SetChannelPtzPreset200JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetChannelPtzPreset400JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetChannelPtzPreset401JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetChannelPtzPreset403JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetChannelPtzPreset404JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetChannelPtzPreset409JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetChannelPtzPreset429JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetChannelPtzPreset500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetChannelPtzPreset500JSONResponse) VisitSetChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPresetRequestObject struct {
+	ChannelId ChannelId   `json:"channelId"`
+	PresetId  PtzPresetId `json:"presetId"`
+}
+
+type GotoChannelPtzPresetResponseObject interface {
+	VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error
+}
+
+type GotoChannelPtzPreset200JSONResponse ChannelPtzPresetAccepted
+
+func (response GotoChannelPtzPreset200JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GotoChannelPtzPreset400JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GotoChannelPtzPreset401JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GotoChannelPtzPreset403JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GotoChannelPtzPreset404JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GotoChannelPtzPreset409JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GotoChannelPtzPreset429JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GotoChannelPtzPreset500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GotoChannelPtzPreset500JSONResponse) VisitGotoChannelPtzPresetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -53084,6 +53789,18 @@ type StrictServerInterface interface {
 	// RefreshChannelPtzCapabilities Refresh PTZ capabilities
 	// (POST /api/v2/channels/{channelId}/ptz/capabilities/refresh)
 	RefreshChannelPtzCapabilities(ctx context.Context, request RefreshChannelPtzCapabilitiesRequestObject) (RefreshChannelPtzCapabilitiesResponseObject, error)
+	// ListChannelPtzPresets List PTZ presets
+	// (GET /api/v2/channels/{channelId}/ptz/presets)
+	ListChannelPtzPresets(ctx context.Context, request ListChannelPtzPresetsRequestObject) (ListChannelPtzPresetsResponseObject, error)
+	// DeleteChannelPtzPreset Delete a PTZ preset
+	// (DELETE /api/v2/channels/{channelId}/ptz/presets/{presetId})
+	DeleteChannelPtzPreset(ctx context.Context, request DeleteChannelPtzPresetRequestObject) (DeleteChannelPtzPresetResponseObject, error)
+	// SetChannelPtzPreset Set a PTZ preset
+	// (PUT /api/v2/channels/{channelId}/ptz/presets/{presetId})
+	SetChannelPtzPreset(ctx context.Context, request SetChannelPtzPresetRequestObject) (SetChannelPtzPresetResponseObject, error)
+	// GotoChannelPtzPreset Go to a PTZ preset
+	// (POST /api/v2/channels/{channelId}/ptz/presets/{presetId}/goto)
+	GotoChannelPtzPreset(ctx context.Context, request GotoChannelPtzPresetRequestObject) (GotoChannelPtzPresetResponseObject, error)
 	// GetChannelPtzSettings Read PTZ settings
 	// (GET /api/v2/channels/{channelId}/ptz/settings)
 	GetChannelPtzSettings(ctx context.Context, request GetChannelPtzSettingsRequestObject) (GetChannelPtzSettingsResponseObject, error)
@@ -54698,6 +55415,113 @@ func (sh *strictHandler) RefreshChannelPtzCapabilities(ctx *gin.Context, channel
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(RefreshChannelPtzCapabilitiesResponseObject); ok {
 		if err := validResponse.VisitRefreshChannelPtzCapabilitiesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListChannelPtzPresets operation middleware
+func (sh *strictHandler) ListChannelPtzPresets(ctx *gin.Context, channelId ChannelId) {
+	var request ListChannelPtzPresetsRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListChannelPtzPresets(ctx, request.(ListChannelPtzPresetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListChannelPtzPresets")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListChannelPtzPresetsResponseObject); ok {
+		if err := validResponse.VisitListChannelPtzPresetsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteChannelPtzPreset operation middleware
+func (sh *strictHandler) DeleteChannelPtzPreset(ctx *gin.Context, channelId ChannelId, presetId PtzPresetId) {
+	var request DeleteChannelPtzPresetRequestObject
+
+	request.ChannelId = channelId
+	request.PresetId = presetId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteChannelPtzPreset(ctx, request.(DeleteChannelPtzPresetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteChannelPtzPreset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteChannelPtzPresetResponseObject); ok {
+		if err := validResponse.VisitDeleteChannelPtzPresetResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetChannelPtzPreset operation middleware
+func (sh *strictHandler) SetChannelPtzPreset(ctx *gin.Context, channelId ChannelId, presetId PtzPresetId) {
+	var request SetChannelPtzPresetRequestObject
+
+	request.ChannelId = channelId
+	request.PresetId = presetId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetChannelPtzPreset(ctx, request.(SetChannelPtzPresetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetChannelPtzPreset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SetChannelPtzPresetResponseObject); ok {
+		if err := validResponse.VisitSetChannelPtzPresetResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GotoChannelPtzPreset operation middleware
+func (sh *strictHandler) GotoChannelPtzPreset(ctx *gin.Context, channelId ChannelId, presetId PtzPresetId) {
+	var request GotoChannelPtzPresetRequestObject
+
+	request.ChannelId = channelId
+	request.PresetId = presetId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GotoChannelPtzPreset(ctx, request.(GotoChannelPtzPresetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GotoChannelPtzPreset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GotoChannelPtzPresetResponseObject); ok {
+		if err := validResponse.VisitGotoChannelPtzPresetResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -62447,1663 +63271,1679 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39dty4lS/6Kli6c1dLWVW27O72yVjrrDuybMc68YeOJKfnTKZHQpGoKkQsgCFAlauz+qHuK9wnuwt7",
-	"AyDIAkhWSe3uTJI/OlaRxOfGxv787b8dZHJVSsGEVgcv/3awZDRnFfzz6j670rRg5t85U1nFS82lOHh5",
-	"cKurmt0SKQi7Z9WGUKHWrCJyTigRMmdEL6kmS6pIIZUmmRSaZpqsuV4SvWQkK2qlWUUK6Owl/GbbyOSK",
-	"KTKv5IroJVfQ3DeKyLUgSlNt3svJim5IQbM7ki2pWDBFVhQ6rWS9WBKpl6yCDxVRXGTsCTmdKSY0WS95",
-	"waA3GCVXhIvt0eGonhxMDlS2ZCtq5s9EvTp4+ecDM/GDHycHelOyg5cHSldcLA5+/vnnyUFJK7pi2i7e",
-	"2ZIKwYrTTPN7apbtyoz+LS80q7YX9JMoNoSadxmRFZHmz5KJnIsFzFGwQpkBcfPyX2tWbQ4mB4KuzBho",
-	"u4vWsP+lYvODlwf/19Nmk5/iU/U0PsIDM5XmUU0L/Dk+ZDc2s46wXRQ+wa3qGbBvdvfB+k/DgZbl0ADt",
-	"7pohliUxI0kOryxbw1rRL++ZWOjlwcsX323vfDOIWstLlskqHxzLUipGaK3ltIIPiFpznS3hxMAY72lR",
-	"pwfYdBSO0w5sJmXBqOiO7E88Z3KHgZV1UZBD6r482n2I2OO4Eb5milcsH0VqzU7m+FU/teVh0zuSW2tY",
-	"reHe84zZP87zXUZsPnRPCM/J4R9ePf/9s98/879lhjPJinz6+Kfzt6Ss5JwX7Cg9u/ZIEoT77PnveygX",
-	"pzM8DzlvzeIQh2j/4rkZtZuNm6jMh8a+76DfCDor2MizxvDl3YjYfjSShP9Qybr8I9tsD+iPbINL12z8",
-	"wrw8IVSRzIxPkPWSCcI1WZufKkY1y/2wSqqXzagWrp/JQcX+Whv6PHhprqV9eJYbdO+9tLX/MITUqgXj",
-	"23886ygXPaOKTblQTCgOV6VmXzSZy1rkeAExHBq5Myte9XL5O9vJXrT3jqrTOucj+emSqik1r+9GfkvX",
-	"yTj6e0fVhf5p/Igurv9j5/GYDsaNJsZMznMmNJ9zlBSD4wAHoWK6rgTLY0fBbGbBVfpQZAEDHHUq+vf3",
-	"XF0taeXY6rg1VeaLnBzy1rc73pvtj0eu9UPOi+l3QoLPJkY+mhClK0ZXk4a5K7MHzb31ixyr93LxtpKr",
-	"xHozoSvOFKHaDIXOjQIBK6r5ipFDvGT5iv0kRfrOMYpFa3BzWa2oNrcR1Wxqvj/oH+GnKo9xyo9szZT2",
-	"g5zzSmlyaJY4Z3NaF/oIBPsiN2/B09QQJXQQjtG2cPDyQEAvBxOvj/gfsOWYahIO/lqOWtwZm8uK7b66",
-	"Wj5gbT+wnNMrVt2zalgUoUrxheEWWuIwV+ZrouDz1PBWrR72ItGP8qKgG1a9qhi9G8cY7hgrQZzmYjE1",
-	"6yhrPS2hFUUORdjgjtyi9e1IZvFR5iMkPRx5uKakqoUyGr/XytOjyvcW6i4qqWUmi7GSSGnfT43FPd9V",
-	"8PfjCMZ2WQtDwu/l4o9c5L0SkztNbph3XKQ5Jhf5rsNrDyUc5JWsq4x9rsZeWvA6+Xz5Ho+4rLW5c+Gi",
-	"poU6QuMIF5Yazf0xIVnnWik2J+FH7moB0iW0YoQvhKxYcgWUH3OCZp4ff9dHNFdwV41XwvBu65UO8ZW9",
-	"RFgczS5KYTAevDGU+RdV5Baf3B71DzN92HoH+qelVHrsQbvnFRh2zDep0dxDgzuee7QEjhQX8eUTd6Uq",
-	"5P6NPdG+15gg0aiYNJ1lvvcdR13rD6xasGuq7s7zCyOKbg3/2oyr1k9X5kWiqbpLyK4aGnmgOhcM6EpT",
-	"XavExprOGmtdr+FEN22NZk/bwzCjMz1fVHJWsFVkXJcg+KPNk2u2Us56fM8INRzefJcUlsKmozLTnBaK",
-	"TWI34gVdRIxNH+vVrCGlkprNk1Y7MXIxrTQXCyMoPUveOqbh6GCeTRqhiAv97fODycGKC74y0twzP0ou",
-	"NFuwyo/yiv8UGekH+sV8SIQfcSXXipSsgmH3jQ4ajI7w++PYELEnw4mPBweMpkkuFmmrrLPDFjwDy/Me",
-	"ptjEyfSdDxnnYAiWzX3jeHCST+xpX/OjeSPyayP+bo3ljcgdqYGgXVGxYOTw8u0Z+fbbb/8VbwlKjNQ9",
-	"sToPkKBp7eiEzHnBVEOUVm7nOm3SwnHsIaX7ubzlBetjemjSZjkMLsHz5tDGw3hea0B9lmNcpBbPI4ev",
-	"WcE0y8GsoMiSVvk0tz/B+xOyXvJsCfILOJTWXDFSsLkmstZp/dKPZSzPjEyjNbsxatFX0YD8iHpViGAo",
-	"Rhx4fE3BD+PKnYPtkcCjsefKHyPrb8NTlj5D/vw96BQNiImhYJi2tgzJf6kllAUbJ3FVsmAPt85VcvC0",
-	"bw/yqp75sY0bbM4KDu7osqDi4aPmD+RPV/fZmRTKdCGyiFvgbcXUUjCl0G9eMZo/IbeFzGhx27EcWTHW",
-	"ucWZZWJeFQd7AdynLD8htwUXjFb8Jzor2K01RWVSzHkFwpXzcIMrHb9S6MjXS3A4y9WKa7NE3g5kuPpf",
-	"a6Y0oVXF71k+gY/nlDtN5vvjb8ltLeg95QX26/RJ6hzq5DTLWAlL7wIHZMkqkABOyLrimingt7RY040i",
-	"4TT8HmF8QrNL/z69us+m4ULHLWewroHhzP0ddhK3nl3TasH0ABv+EJpKzHr5mRGaaUWkmBAulGYU7nvk",
-	"fCcQyDBjRNr1BjINFRqzr+wLzXSxIVKwX5zH41xTDP5Dw9YPMYAiP4pP1sdicG0plC6Y0L/MhPuvkRff",
-	"Ricq79hItnJ6cU60eX2QpaQUPNvXbvzvsxqrFteKVQ9nd7Wy9DJ+kD+bl1UphWKg172i+SWyCfNXJoVm",
-	"Av4ZiPpP/6LMNP42Ujp6U1WyeiXzDXa3LW0CLYDNWuYbjOi5pwXPyeFcVoaUVmXByK399QZevzXv+5/M",
-	"h7dHJySTVcUyDUvKRVnr8MBWrCzoxnBHrkktMO4of3JgdG8p5gXPvuKcHS/ObM8qiKyqq4oJ7aTcW/cK",
-	"TJmSlWHnqmQZn/MMvfMncPMEt4pj+hVMly4oFzDPt7Ka8Txn4utNNKNFwSoI9VL+FoKQj5JVK66UYTmy",
-	"IhWzhkyVydJMu3l8kzPBWX57BHM4F6qez3nGmdBXWlbWAvB1ZtOYpSqWMXOLwpzg4puYaWyHxk0MRc9Y",
-	"IdfASecVY1NV0sysBDBFuIYrNq9V2FqjCAIL8BrZ4a3CSd/M66K4nRiOUW3M1QdkoM1JEmYZoQuOHeZ2",
-	"bMjQqWjC65DPSC+vGoZtxNalROkbmrHrrlklaAFr9PVW3N7HRkxhOakF+1KyTLO82JDDW27HdAtzL82Y",
-	"QV2oYO54tj9K/VbWIv96Q+aOvecNVeeSmVtUE/aFK3DQcfz7nis+K5g3g+JxObwVUt+Am9eS/QXdFJLm",
-	"11K+Nxf81+dUwJzZl4yxHA+y4j8xUvAV1+a04vButJQ3hRmgHfalYbIfpb6imqs5BxHtaw/dSMEb7RRI",
-	"EJVlrRXPUSw2miM5vIWnN2bZVTNWQ1i3ZzjYKczlliz4PVP+y28ULIS5kYO429YnkeBbMx5Ffvf0P+vj",
-	"428z0wD8i90+Oei9rY1Owqp7nrHPjZz+dRb0lOSsZCI3AjoBR9KqlBWteLEhgdJADtsqRN+dZZgVXHsz",
-	"mt3J+Rwo5lrKD1RsrBSivvpNhSTOcqPPmbvUUbj54wb+MFfRCVlTrsncsnwwUBjCEIQLcntppjY9nWtW",
-	"3XYoI3jUZ7hWLJMiB+8IdGRvA1gzLhZPeoW8tH36OGLuBUlV0FovZcV/Yl+JUX6UBIW8xu0IF11pbkWh",
-	"4aYzYzKPsPcbN2GU/WjJb0Asb35HlvNZqLo0dwHLQdu5hgn/KuzS8vjbbn+3cEr8MG9ARboxOwNz+Nlt",
-	"JlDMaWa+u2QKtOCYuTaI3ReBIgdyihVziZIrhrYBI24YHU3I5noCo6j3kbwklIAlFYOJSEmVWssqt42Z",
-	"nwq5kLV+Qq7qLGNKmZm+u76+IM+PjwO3KCzCoVn4imaanL4kKvJ+LQrzE4iuOZhly8rMQnPUSWiGc+1O",
-	"/QczP0MzuRTAgJ1hwFqBTUN25FO7DAeTg0IuFiyfylrjwaz0jFE9dfKceYPNNZyvglHF8ohJYXKwYkpF",
-	"fU8/oOOrLJkwYhcXxPQP7sutRjSo6ok2eDM3ouXLQE2sZMHaoVyTduDkhNy2LAhPzXdGR7y1NHJ5fXUR",
-	"HDwvuSqG8jiaK7cV2obl/Nntip9FsybNesnZX1imzVRPSw76esxWGujnRgU28i3LT8wCCGZkv6UsrMiB",
-	"70BUwgSF1jlYK4DSrdi1sXbfDg0VhVyz/LyMeC/PCqNLEJrnlaHDCvNRDs/OX18eBd1auweI6fNKrk4I",
-	"W5V6gxI0FRvfAFfEdgd6urYu0+3txx9oVdGN+duq+aexU27ul2YooVHg8PP1GRyaMeZr38mriDXzrOHE",
-	"yDpsD77fCQkVclCyc7R8ZlIoQ5WOgKTlRqho+O2NnoKcL5jSFxWb8y9x/obmz2fPyZJ9oTnL+IoWhvoN",
-	"U2GVckaUq3en0+ffvyDYoPcdJDtmX0peMZVcb6qtA6lZePsJLvoJEXVReEtNIOKbl5JbYj5CsQ3v7a1x",
-	"FVTpz2o0IZjXkSq1JMGVycAijbdRbLzmWzxg5uP9h4vGpy1Rhq7Y8BYIqV+BZJOYKVjLu5uAMXU8j87K",
-	"P4RPgYStd3q/2cm1YFXKkGd+J+ulJHIt1MBUG3tGhAVdNLaQUnKhQ3aX0ariTO3GS8q6KqVK3U+ttUSG",
-	"Jitv2QW2Fp1Dxe4Z9TpHt2EGh50KwkRWbcBLkMkSpKA7VuoJURIZC5qBTFOBtJJRQdRSrsPAMzRcbUd+",
-	"wEjk3egjYt9OEYw5tPaV/Qmlknok98bJ+aNrPxw4o/at/cen4u71s5a1MTywE5IzcBThUeLanixu7jwu",
-	"crm2lqt72YSAOBEMEyEPHJNFozSs8AGc+psN0zfQXFS80uNt++kTB09G3Svbd0nkvrtV99lNSfXN6ews",
-	"v22omZKSVcpScMUyuRBcuQiOfhmqcSsAE22ObZvvtKfSuTHbnGUSSjohfw2vu9ZBdpQRyh+hmBCetZDK",
-	"W/dUn8j3nsdjFG1klpw38oHaFtzKwQgvrqChSGDXlh7c1X0nTSTVPqFZI9o338SJDyfsw7F9uJdj8X1a",
-	"qJemI5xfS02L3hXDjoF2V1Tbq3UOwdBqQqThNrQoYESqO80X3x1EI8ZCqraxc0GQGo7JrkaUVuqc67Ml",
-	"y+5iwYVG8zUjN6oQNW+SzLy6TSxJrezNl7KgAi8aFxcBzcalkkGJxvcfkWjijteP0pob4VNSsbnhNlqe",
-	"EIqJ7YbVWM/BdM1z+2JccTRqbSxv0t3BTT/4ZvwOVeZi4TqiCVzZJyjczykv6or50+Yn75g9F3N5MDlY",
-	"00qYAU4OGPgIfhxif47p4WyCAQ3okoYE0mnajID2nU9BQVQsq2EqSDjoR4naGORIX6252sQiUJ+dImh2",
-	"kAopNitZK7gb1UZptiLQeHwn4ZGzUHVyTjkGFmYdtcxcVHnrri35FA614duoiE2tImbuAzcis8AwnuiN",
-	"C8szMqLIr+G2dgmq9CkqwoOatm8PlJRwGZuFM7daXHu7Z0LHV65jgwkvcUcOT1BsCDzr/smW4zHafZLV",
-	"vKtXVEwrRnMwh7MY50mun8zA+9svReKq+AnuagGQtc5kjME1jLbp5YTgGpAVo0KhrOM0Fc/JQINAecfR",
-	"pLXzmUEh9zBiC7QUl/f6LGHBnI08TGey1u1dpU6byVtGGcMLGQr4BHuIy4kVjafOX1s/YodQJ4T9tTan",
-	"UYJQfPvvU3hxep7fEhdMQdDkvxNNdw1s9kSGpN7sXsg6Jp59dU9gM7kWbY012jWMdliIizJaNSGY3tjk",
-	"S/6DiHd2/i35bnsxxkl7wX23j8DnhvIbk/gcAsoFVSrl3YDzj2Jfg7Ri5AWS88gtjlECiWBiZUhIlspG",
-	"m9QreGqXxcYXHCrGQku4+gZ0dPD6HI2lCdN2bBSnCA7kmkZLyYILtAVQdYcmPDtLb/wY0SUcjejEXV/2",
-	"DZQyW/lrDRTN6M5kWUbnV2u5oppnzRTtu6Na7tCUm1PTYbO0E7fT/ZSFAdpv7mlR05QLyRqtAvICj7W5",
-	"tMmaCm3uPBvE7WNwQOk31yuG0K6Xm4hAGcucOW38gO5OabJWtkWyhLsPnM0MZ7X79U97MI6uG0CHb1SH",
-	"Mrb1hyydnxM01ACJNdOdED4Hl8lhuPBmLc26Yxz0xpwFR6pHCRmsN6DXDKIbfLqtSpkO498yTzhmsxjN",
-	"lkgWMCGju6gQAWM0O7dcr6AioMwIX68YVVFj8Q/LTduxON4sjCuNGcaxhqWleX+BG/oye0TWXCi8Kcwa",
-	"HLX0jxpAA8zvUeHOcoNEfs+1p4pvXJibueSdJwntkkKugWY4UpL19273tJR1kaeoO9SO4Q5Zm7cdv22o",
-	"k4DMaf7DVyyhOidTP67ChI+tAd7HE3b/FKTmDjKGDp/sxoq7FF6beNekl1BI7A1XaNLGIcOj0BBejLm+",
-	"otndopK1yK+puktIhKziMucZhPXgyz55ts0kW9+mPRVU3YF3LbqkEAN4T4srjJiJKLD2BTJjes2YQBgE",
-	"LlyMzchrz8gBr2t0VnyIdOOeuf1D234NAUErXhQ80V1UvsLufKhlx5hlfu5201J8uMZAC5YntFfz1WUt",
-	"YmpmK/HKTyLmnMAgEny+Qd1qT4cn6EqfRLHpP7RACBbEApILkP9KwDGoVYD6uH1i4zY9Q8QeRWDbpVOL",
-	"M1kL3Stcm+EARCXylUpmNpil0tuCT2Kzq1qA5Wx49oWUpdFo7RdbaB6RHOmIxS3spLX8zVC2D1ZINVvH",
-	"ISTYYOGGWUhcsXzV5hzmYlhwpVnFAPbIaARuxm2OkjK/dq1Y20sWevLSSp0fRYe3qdHXf4eDbl3S3R1z",
-	"mTFJTeqVlFrpipan+YqLIHuD5jk3g6fFRbBGNpm+a/rBOAEjcoFJzGqIlTKcxCjF1DTOTT9aVhFOzlVZ",
-	"0M3HtOVcLeVaOGARa6Zsh9CAHfwJ5qr3JTk1YV0RR7oLVXNWrHDYJ8g3KFG0MJLzkqqleRG9wBh31On/",
-	"+fcvIHyyGU9kOC68ans47+WCC2AwJ8gSnNJFCqYB7qIiOV9wDcJvk6SMIU/4jprgK+b/pflvLXJWqUxW",
-	"TE2MrKL4QqC9ebkpl9aL1sltDKbwrVk/07AZ4H/9+XT6H3T60/H0X39s/vnk5t+mP/7t+eTFtz//y6AA",
-	"4mcf7EsvnabQLUJmh6TX2j2iNC8K1CQkmbEwZatNjDPX06Uf5rZpr7a5D0J2uoEIfWVuNOvjZcQ3GMQr",
-	"cGX+EGYshinPAMsYjG9qBCPeHmJsyc6oyBDv6UyuVlTk+51ubMYBO2fY1PayodwXswub3xuFoMlUgnYL",
-	"7/wPaO77yEH5OTrDks54wfXmjGq2kNUmLlNm9qnl3lU+LWmlNyRz39sImY4SHobI97jKKCB7WSMynj1a",
-	"FKHZt5OxpBIacXIObnYWrS80Xhf8ngGYmCGhiVMnp2ojMjRVWZUoLv6OE6GD5ZuzhCvKTfNit0AlgdHy",
-	"WpJasVZnu6imnePhF7Irq8QGOQn2OX6KSp0t6dmSFgWL5mOcEsHWhpbMe2YH8MVtgrKvDEgYWhLFRA74",
-	"T/6L2wCd3NwKu4Yk/uDzbN3wrDlzxsAobhOzxxuC+Iou4jBjl8yc6XsEFWtwPm2v8N2wXtosVdBVOMPo",
-	"VkGYtrvEHyzLKKYN12NrH8Ie2VIMgLpIihQuQqrsiBbm3jshssRhkSWr2ITMWEbNOaCic6tUTDGN7gsb",
-	"FWu+/0Y1zfr4UXOirDutK4lshxuwdXrkkLEYTP6XkX+6AmswotQWRxFZT8k9z5m3+T0htx5V7tYGwdlQ",
-	"yBCq7iW5/d3vfvdvt0a8ErkydzrCHWwAhwAnhXba2yVVaPpqIp3VLVF0A5+56wA+jGchhCD7e0LzT1rY",
-	"+XtA5rca6GUUIZA/avIuGWRXk3HT4WVCRvhhuWmhY2NdBq7b5QTaGd3ewMC8e2W766KQ61dU8ey01stP",
-	"96y6KCgXl1qV/Xd6C/hyRX2BC7ygVqyi3ygCDZN2mlHA6Zy5kwtyW2lVvnz69NaBChkGr7wpEQ6w9/lr",
-	"SajYGCXVmigE02tZ3ZGS6uUT8mk+J7ONgwZ5iYfyNQatc2UHytAeTu1g0SCJtzd+gGMP4DsMy2nPBNY1",
-	"Lqmk3BMIYdgyQZJDMCk+pWX51MHZKFIL/teaeX0OA5cSe9jjccDfQRJnDnej6eSTKLhImGBdq/es2lwY",
-	"npv3u3fQM1XZLwi4ZCFw4XC2wX9CFIiW5RGpheaF3bkvGjU3lMV0tUkPJ1Gg4dQVYzhpHRGrD1JFlJSQ",
-	"+YJ82NYQMbvvMO/Nv7lyg3ciuM2atGhHNs5C7eyrSWJ6k8PPn89fH4Hn3ZA1zSqp2iBVcUmyJ5HlzAbk",
-	"W0zir5K7EkKU33GRv0wY53tF6bcV8+DblVUDZaVaFgxzeatEkEneKY+xc+mKyVahiK0xjqpD0UAtmda2",
-	"xm9TFS1eT2QayToToypJhAExyFkhFw1v+kSgV6pKxGuu8Hh4h3ZGhZnDjIX21+3DsNihzsM3tlZC176O",
-	"xu+EH2qZLC4QXlE299IJNVhfwDywUQHoq/GJxvG5LBM1A9r6LVwhZsglFVPNCz39ScpVssUtKSndvptE",
-	"AB7cyF3k0KeCnLg8BgtwcxTvnA/A9rcjXL2sYZH7gS3Wpb1AyoJqw1gSLNGIHtasEmeL25QA0opt3ZpR",
-	"fPxuALRl7abu1jB3yj7+6w4gFdXEXCItp7OjSrywLHgH1iPZIbL5NRpv044Q0Q+Z/kfGSmLh0Rs8KFgs",
-	"BEknBaP3AODo0XggqAOMLkaEqosi4bbpC6d2Nl4HJB/eTO2Vca/EQwACxPKdgMWN4qPR2jMG8RveNR9p",
-	"VV5XVKhSVnrsx61vfp4EiNvbHrwGEdwKhht3HsNjuoKII68/oeJEQS1FKRDiMZxwuwb19tY8+J+/+93v",
-	"Ou8bbu7e9EXU3P54fCeUlvUS4p3a4E7/j2nGNPyf9fHx8xeuMegK0pNvn6bfwF/skfifz6Cq3b9/sNeO",
-	"OgrvnM4VGb9xVAKN/KqNOp74LhWKEmKEQ3CXteT7Ih7EGQExdhxfL7jSXCwgTS/aaV3mvXlnoScX9T+j",
-	"fHigAFntKoXZDgeksO1uB+WvnYMjTsjtzY1VowAK/ebm1qMJsBH5VyEocNQ1GhYfCCDuo1dk92DHQzHa",
-	"MRnd4A3v7QsKa23XBwvqMzUFrsJ6ba2wjqAIUbfahK8HtFW0pk/vnkTqFXZKtLXrA27bD7pGjKg659hr",
-	"OjOtof2QLHusTqfbRpyufbtdsRGlL6vl2nKO02b6pJSygOO6JXqeEBvvGUqnYdiU7epgYgNDo7FTY8o4",
-	"eit/ozjnkosFWBqMAk0OhUTsD3PRsvxoQq5cMPUhtYIK6PSGHa3p5mhiVW9yiHeqUUurit9zsTiakEuL",
-	"QoMQp3DEqdaGydo42pNGdzbCWbZkeY39Xlidm/uQW7ByuCjAtmp+NCFvbVxu+/01Lwpil9vQCLfypFta",
-	"O++DyYGb5wFA2ONvbvgHkwNPaW+78aRbW9Bf37DxtHhhETI4bVgvpFfjOmPOrK42YJ2+xHALDE02vyhy",
-	"1cTMuvlc+qAM+7BvoFCALWZeRXwQOW9dfh1jOD4ZjHppFw1lTTm5EYFUvyHrANePZBQYbQYYpXra0oK2",
-	"ruBsA3ZUGLOsHlOs30N0+G3ICp1rPLgPo7d4i6of8TaBkzacGdOqGPmPlOKME25NYXSYVIuZ7ZP1YjuH",
-	"fBenZ2LKy1fKcHES28pIg+earVJAT/ACBvM5EKcA3ckFvo7DxEJ6nhCk3wlRd7wkhx7tFirYgVuAHFrw",
-	"3BOimLlFjVzWukSxKX8WjOB6x8ue7N4BK3PLZgNR3BVe5Et6H+dPdzE++YcG5UpWZMs10bbZxJvlIjLA",
-	"7sKHSwHPGkYSnXuV9oy14z3QfzTnrMiVY6tmKYAWPPjxMNezVcfugO95NC47jEGC3M+3fiosuWJmuDbK",
-	"zpxVJJdZvbLRe7+Q29R1MbKFazu01+4zMPSwe87WLVR5DEnuKAEFtZi4IGwCHK+ToFuo/icEVskj8MOz",
-	"YCkGgsD8lEbsVhr9D3JSENfN7s2hnehRQ1fa1RYAOL45r1ZH0Zwl80q/1dUNGpPW8IuEzwnv1ggvgBJR",
-	"HsBMWusmpmPM2NhEu1S237mFD4d75gTRycyMG2uY2y+7qSP78/fW9lXPhBHozcWJbAQ0QsvqnL8loItd",
-	"bsDg/ojhPIUkHd8yrnCriH03CajEVfRKudKIPIrPURHG7Dhzu+aMUG0BBK0KZKmwrGReZ6Nj4M3lUqap",
-	"JQBsH7VZVoBLNoeP9yW+rnRgd2Hij1BD/c1Qmjl62nWkEKx/Dy8YLWr+IwmZ2wVF9xAz95Iwfc8RGVN9",
-	"XSEzXXT1nUVUc84wI+llS3tXoU3zBKNbbq17KQi7mpBbKe75HHANZOFwr62o5UvZoIVyQm4XM7Cu3xoh",
-	"BkrBNE8xmObq/CKUqyo0J0IfB5MD+3mfceNC/3QWhPxGDHjX/9EKCrb4lN4qg6NJWj4Gklmj8uRcZrFw",
-	"9jMqnHgHbyQcnhXv/xY4asUTn5dUxL8uaQI5DwCWteojbPtKuHt3jJVqdAL8vGJqGTcs+Og02zBmmDEE",
-	"QjYPVrvaGDSPSUZmDcyT+CL8JGM1ys03Kb94j+fA7IEdhm3Z0YTd3mbR24vTd6D1T9Y37SouRSx6wkf9",
-	"EiD7VGC/eyu5HxZp0Le2q+UtfXbOfBK4TzyArsBlrmU8fAjfSxxE24hqi9gjHDyu2Um4HqO2YE9dKdyU",
-	"E7KS9wzk5kwKzUXNlPNNo+3XTSxAlJd1RKFKrs5rXrEMIbsNEU6Q60yAeYRhCI75gkaby7UIIK/5YonW",
-	"r6n9pS6n7kfzqvsZ/u0emN6mXLh/IbI2dD4VjFb+jzn82wxnKktAq4J/ZwUiHprxxfPHS+bIP6hw2hFS",
-	"S4apgSWrMrPKrSinbyyqc5SB+cqoz4Yqo5pDDrvi8n9dSdjj460BfXDbbYP0wYjLChethzUWjS7Slxvc",
-	"Ht+L4+P2CI+PB0UKRy39dH6FoemJ69QGrrev0ke9Qa2CxvJXm9Mwaj7O81px9f5TOG0AwdaNOwP53kfX",
-	"2zoxPHEz4DeX8NJwZJXtwd9fF9f/EW82GcT2gQoIj15znS1PQpaBgVQOXmu9xNi9+Y6X09Z8Qp9xct3H",
-	"kct+fBFICqaLajKOwSeRdbndWMo4s0r+45DB0H41kxixH66xnlVtiooyWmXLJi0uTX8lq6bOxhDiZpjv",
-	"bVoK+JwB0jnnkPDBopkNw1lyYfsrKhDjBzriGNVFiyJlBjJ997fuI6J7xp6yWqTTEYTUEx+NtrEO+hGw",
-	"a341gqGPsateuliwSPS39227mO2QlZ541zY60W3QwXOiSC7rGUTV1SXRknxPVlxM0I71//2/z4//b/IX",
-	"rq1Ho7OntqmIz7LTFxeEGpU8ADFw++Ehqm0wgBVN3BygCkHBaDXaKLMTqEV7UZIwFvBhr6YRCVAYkHCH",
-	"Me/ZFw373dsxBEC4jrkiec0ckIYNGrX+Ylt0zcVJ7DuuLiU7Gugj2m4sYjd/HXJm3Ath+RBMaABsIA3x",
-	"y59fX9iKskWhgEgMyV6fXRBAkoAQ0DyCG6QzI4jWedmn918aWXnF3svFG6FTScJohe0o/BV+SQq5SMC+",
-	"xoGQMmphLUNfNDlEFMeXT5488cWfvGkFJbx4EswIHckSP8yiTzHqgR1ySoRvByJ3EDATIbcSIfa62ozL",
-	"DcFWITPk/n9AgjzPFVGGOGYb0FqO0nCtO0G1OoHRGlInNpPsBjLJnlhr8MRrvT493dz9lmfgYY8bbaqY",
-	"BeCiYvdc1rYYEY4HM9ewP9XrUBwTx+vp+I/mox2AZGmWybpRbGA9d8aQ/cFnL+yHHasjKQ0f2Xq35doV",
-	"b9XG7DTnMUnJW3IXkvWkJRFbvykSZLP+FkS1DZTaxznbO5mEb6aOA00LucDj8xKF3gU59LRtfQQTYmtX",
-	"TawXBYLgGh/qxOVR2nhLjJ4LMiwn7Vi6ibusj/xBIYftBAYFCV6Y6OcST/BPWCHzGGIApzYR4RBj6Y1u",
-	"2w4XgCm1gkPD2gLe+OLDYMNWx7H+Yf9Hd6mjqBD/bV0hdsYP8oR0L9p9HCNuHL++X+RK0FItZUwOPg1k",
-	"BGVfAyeF85E+mnUjl2tRSJqPxlooqIZc4JWhaosX9OJ4ikYi4pojmmd3TLdlyQDyOpGbltRsfUaXWzNM",
-	"5AqF0kiyGAMj4PblBb/HJjTW2T4E62cfeFQ/P+zRuogZ04DiEO4DVUTTOyYGFnzcRWo9xo9EEqapPclB",
-	"8Z/Yq42OudLMWXvADiKjt1HXYxL5zEHspH4TIRPxCmue62WkWfPz3oPusaM1RrNtXLzWTPu4kblNUqE8",
-	"oTcHrp2TaDK8gz7MHMQBxOWzdCz3Dh7wwLXQ9wXqGtY3klq04M7vXRFZjlsQ9F08dIaigdJKZhU2OhRI",
-	"nZicy7UFv0SfTc5VaS43ZIvja2+NXlYf9qbCX/vzVDGFoCXcDcvI3fa7axSIcFvBj1vb6YLugvTdnRxm",
-	"DSNAadJBqoKNaivY8MSIe8BhrVTsjbu6ovcxF8Ugmoh16ESHh4AbMUyQsNznjlAbEai+QfyMvkGeBnja",
-	"afv0FlzFYJOlof2+BvtDfzvAEpg7ar3O7AsqOidQJZBIH8YIN9i8YmwUJuS4RI1uU8fPv0uiHPQgLby2",
-	"iAa+Ai8EDltA0RFDTYEovA7hE0a31xLpeuJa31g4kb59TCeo+MDrMTTbRkDoGdM7qqaIfNA3qhTKgfm6",
-	"3xWzK54B2Fa+uIh8xXMWy50+9ABTtuArqur7YRpcIXhB3xx2QAoYRTHjEoaGm9kFF4DrpawdIkAqnOkB",
-	"qfhfLat+YlPnAd8vTJ4PKWTNPApGF1Lt+Lvf7590PnTwRiRRj9jaRKG2Jhu6ldI8QiJ4HUTv7yAShHUk",
-	"MqppIRc1IxDNfM8qxaVgeSQLgTSbhVqs2zCRbyGVmAPMRVbUeQxK1sV4Jq32alcDS1dG+hk24xxbeH4c",
-	"xHR4g4vjL0PxW+69Xa267q0tIaVY042CwqdPfGQxVYrpqVvz2zE0ialYacdHkxi3z0L6FLFmGb+PreJO",
-	"Ee64lLZ4MM0J1SPD2C1ZRpiry5uwb5ygjc5aVU0nqkk3USOtjZ1zat9vRuHXftJQ8ojT6lOId5LeMfUh",
-	"LqvvWPthR3ltfFbtGHJ9lMtxIEU1ugkIogeX+TuptOoraWMYuSKHgOhMF2Co91I2tkNmG9CLamXT8c2r",
-	"BVeYgr6SgmtZQdqhw7RWZMHvmQ1s0pTH8ggCSUSlbDsweLJeSuWxrDigFnIx1ngkbQb/dpyAqGRhhNhl",
-	"0AksALjQeWGJbUwfI4aPLWOwEOIs2oz3JaOVnjFbJcZGao7xDljUh1SvFsmRwTRtvGiOWDxC2uF0i230",
-	"hWLrOP75JT7AVRzZWMLu/yGgxzsh1wCJHtDhhNhRECkAA6q5a3flb87sLx2Ug/RAD6VH03BznsRotffc",
-	"rWasSsCP2yO1gne2T8WS0QLNkb0XV9jRO/zEKChal8mSqaftWqk4gG8UeXd9fUFOL87jcTFQ0WMIIBXc",
-	"NdziiVmQ494SKiNra7BgmbbTZOlcD04WPL1zjO60tV10RedznsVt2KyY7zJZgbWYqfZYq4kqT/V8XkWd",
-	"hZG276VGK6xziP5JalYdTA4+SnEP/xyuh+xrfQSL1KaPYFB+m+0CTBwVDtL4O0+tXaeN+d0G0LQoHlBK",
-	"GZhjbM5PfA2j+aTnImeRCvzvqdKkkAvCzXOfn2oFsIaERhVLAm9lNCGocUsGTuEOUczYktuomeYAjCzS",
-	"dCaFppmOlYT6EIR2B+F1iHOBnzWg8DtNeJdC5ygDJCD/abYcro/gaKD/sCSqejRE1Z6lOybyDqKUFxXN",
-	"MVtSxND8AwU3JWC/4oJWGydetzts4bPUws972D7eLJGf4qRN2C3y69JEKIr3ldp159NLZWkcerCLo5ef",
-	"QUypsAKCjXYFVXdiJs8rsuRK21IMnbNpNzMKzSKFrmQROeMntsssfAMLZgCp0RVz40vUB4dpjoQhxpfj",
-	"ODpMGKF1IMfMYn4bLa6sNdFyAUQ9XjO2yxehanwAsRtmESYA3gElMeC3WZ3dMXu6FcSzjddvP8qcNYRg",
-	"e4oFYtjRvYK+ko5y7xKljhrc6JoaeCfk2FfDcS81RWkt+OwIEdF++yYWEPVGeD+A74KLXK7DsnKj+t8p",
-	"VNc2B77XgWp3X3NYhmjU8CF39LUn8QwXWvEHsn2mJiGDcKPtLGZruxPU2ByhHq6XKgh15qU/5LxtyaQj",
-	"kgQV3R5LCgmaHHEnPxpvy+RqxXXfePENzfJg5IHqtdu4UeJJusObcMy2jtCBPLO/GmkKRpIGPPamjVGq",
-	"kv8APjd3eYxQWsLqDpbElub38y42Q3dQVdt2uAfdaFat0u0HGhCrVvtEz4VH3O+17XZLlAlpL5h+s/bR",
-	"Y4zV/NxprlcrGq2B1d6lJUecFNRaOpUBeyLx8P3NhxQxNAK/7ciKMLBNVpgLOt6MjRf7msdkcGrZNsWP",
-	"MgftYAJ3O7CzEXyrQDHOZtLduRY59uOfWAKTtdDRe8L87iV+ygXgVUBJgfF0RUt+Le+Y6F3304tzLBM3",
-	"to5v2oHUNNqqe6RGq4CNcav/EHTKdYxoOyGcNI3CCyMbq9XACOGFfSgLW54EOxesd2eF3KR6yOsKS45H",
-	"Q4Ut9biq5LaaffMzhIg9IddQdgkqACPOK4A9WIqxYUkYwccFead1+cn8O5PyDipAiNxWSeD2GpnJfBPH",
-	"c1DqzYhacXYsWNjQngQ3B+yV2IJsJ36wTSEDsQMEhKrmsAcR1zMtauaTpW7/fXp1n03PVDWfwge3hg/n",
-	"NnAclEsI5oLU1gUXC58FEhQ3YjkkG21N5oTMsCKvdM41u10ibwCkzKcOhSOupZZ9FRDfzOcMgZ3LrVqI",
-	"QWW43ery24H2bOnpTMmi1oywRo2yX51YTAGufe9GLsTUzgXlO2yjbXGcDOtW95AWtk5q41s396GlN1rn",
-	"HEVsKGMkyK3ZyacrdhvPFDPjHxLcPqsIO2gGbxtp72RIpJOtMxTZgz5WkZJxPrlLE8sdy/bls5Qr5rMy",
-	"OoEGeKEPSqxRUetxtQ93yY4ZB748ZJABNGEgGRwwiBT+i13DFda0EnG0Cic0uzd6ajVhZDwGgAj2kFKl",
-	"SQ3abalf02DoUdqCZLBTe5k9ViFvKhqhJRERy/LzaHgGVDMm1DplAEEFmMrZ+etLIqS2WN1LZi+YFd2Q",
-	"GbPem0quThBs0X4fFPkGFFqzF611D8tMxqRiH94ReO3DGJkU6wTqo9oCrzbD9Tcf1/batb9065GPI0uR",
-	"rn1uj53fg27swMDMhdSv4FJOzA0sIN3ZcUUsvi+iYVKNWQN7za3crSZwMwobP39CjOZFVrUCzH4a3p32",
-	"4gA0FzAl70QUXFiieBYBx6yrUqo+tH6/VM7jOKKMNegqjAaIGX3R0xADCQ59WwiLZLLctCgCq4zbEWHb",
-	"QZ3xjAq4TADD1dzmJzYwGpBnQZaEgA1fP/KOlWPAZ11MX7CzaaYUonHvi4YFJZbDiK/fSkzQSbTQflhn",
-	"PyiuH+SExiv59xfff/Zo8Ua9je4TfRRu9CPs8S9ZQfchaRzvmd4uEGsdRdRWVe0vAYsY0L7eFWp1cDEC",
-	"GsrRCZHz+SRV1nWPJJFfm0B3SUB5WEHXXVNSfFGVpojqdvnUidXFISW+VTo1BQG2ex3QR8oraVXqnDjA",
-	"nefHU9g5Ei3weehOOozIYqgePTARpVPNMz2UoLbnQ0YyNoXll6v5ae7oL1hszUayaole47DUpHjU5Jeh",
-	"aqDDyTB9p2RMCVAoDQXbZbjbDgksozt+WJHOnUpkSkg2IRhbDaE8Sk8LSQEVxmXPBiUyjUyM/KMjFD9C",
-	"/gw5fDZ99vz3Zv4VzZB5C+kDJ5qfj/ZSCLbybgZl0BH1Of/ucnIuQ35jOiOH9pIm9gf18unToxPk1eKe",
-	"h6CgQDbm/52CerjUupwQ818FpROou7k+X56HRSQtZ3tCgowyLHdPDmvFqpdONvg3vHrAIteqpulrZKp0",
-	"kUxVZ0tIMcLamE+edApfPnlyGxTGjDzulsU8AnNHo4g05mZXlPfRMpVOMBSooXKCxSKebBdscTphLRDf",
-	"R3QtVLvJKiPyn6JlI3fjAI+QHwXi9keZs9MFE/qNj/d+mN0HkS+lQFW+G0a+LZNrnUbYeM/nTAd1wOCO",
-	"D2OG7BqSfz0+JofPAJyw1kwd9cPY/v7Fdy0Y2xdxFNueFXsgLLNRUkSQ6Z/EWL6GIWx7Gy0+wKa0YV+w",
-	"PlJhdkXjm7CpD9hVCEnfKn0LIf1PoBSy+RW+eVJWMmNKPcG4l6MxQgfP2aqUmolsExVzsLaeWKARoYk7",
-	"hYN6Z2Qg0fwNY0auoIKS1g4aIajjTGE5rQl18N5c0S+nSWTK16zg9wykH+uD4phdoYisdUNu3w7BOA+h",
-	"OJd0Y6SCNOHEZLVzYYRBfxQsqjfXINeU5lIpmciVW0bTa3CfNmScgizFyqjEw9j5DXKLbr0njUtFV5QX",
-	"owxWNkUledJfM5qjeNSZnlvyF8fHux3q6LqvKdeDeD5a+or3relrCa4vSxmoTXOxaMZ4PISeHQxvNHA2",
-	"sIB+/m3YZLbJCvbJ2ez2ZUyFaykw/2lJqhocSTTI/NpmWankjA+tb0Im8m0MO9D1m7KZSpLLMHob+dVU",
-	"2YBA/6csm78q1nlcMTh+kwPgfcHzzMxnDh7eacUEW+9Uaa17gsYdll3saD5Bo1mnfmRgIJJLnZ2Ct/Ea",
-	"EJr2o45r59mlwnv1oTnAQ9eRTL3ZxsiCP1BuuP5ltODFGwGBlNYzwO6ZaNSDymiHS0i1XmMb8FMC/aO3",
-	"Jos3t5e00jzjJRUanEW5JIdlPSu4WrZvSCOo5hWUugVGcM/Z2ulKoyL7LnUWYGi3vEcR51GOitvHtAcH",
-	"3bk2sU0i/nYzGTXOxoHepXPxAeWkYYnLQXo9O066bbavv+++G2TElSzYiBW8NK9BHhRQdBx3FsLpZrXi",
-	"wtAkB31Ib7qhEDsquK5HpepYHps5DL5LRORFDwp3rm61f+/dqILWUMLF6D3xF7aW/0PPPByPzN8FYF8A",
-	"O+a76+uL6dv3f4rgWzafnMfLxtjK5GHbDnLVHnFPX3XN88EkmXaP/evSvLrfogAzoU6HX1PwN0pi2Ugi",
-	"YfmPPCpz4OWoJVHMSDuIQ0MBUC9nsnXmyFvAr2yk++D4f6Na3GsXJvXBja6DAxEJEQIzSKTiK1r2WnUp",
-	"odxLVjHWKjiPbxoShkfxfMT0zpkrZF/JZsWYv0GC2IRDMIfRTJNX3ygS6wklbCiWCoYFvBpkbe+C9lYP",
-	"qUAf6J1pwJWMx1FgfBi4f/y112g8LvjMAvWOU3J2sFlilvnV28/e8OsGceKNlCtpIVSZy30PIQAex3TZ",
-	"vuSGrrYB7m2GH9edHSgyTvDWkkWf9eXbmD7jQUnfiPxUf9ZZJCihoEKw3OgME19zhzlkRSqsOQ+2u6QK",
-	"SqRyRaAYUb5DwJwbCaTEDIwFOt8lzqlHdHsni5z8RXJhjlW4X07sDYU2V2kqt1kjh0g6htOhlAggvXBT",
-	"KcJCofBobCRBL9O/qmd+7I92FSpsdMZsHbG/l0vwmhZ3NtQ4WIsux9S0uPMRlkb3VUbSit5wA9DEvgQW",
-	"Xm+y1mWtWy5EaJJqzSrzzX/9+Xj6rz/+7fnxz/9ysJPP0HTWdgsCkOOO7ZeDpSzdqnDVrEq7skRfIclS",
-	"p+oo12o51XIKK7+A0Dnd8Axy6OwMsmQi4SgbsrOYGRTAzTtGDleiyEgiujXJumx6fnbsLIERk8azEVVq",
-	"vXnab2II3Jgm2c+KVY8Wj+il8k7sz0gdrJ3P0Yrp3OEWdG6SWPVoDgHM3lcTaDIntio4UbSAekpUQWYt",
-	"3h1xtLfvX7Tvy2hAmSzYeYxgmtBd1TCnItBuMGLOpWW3o+o2ZFGBpm09LFLY8j60KNhjx9qF6f/WF4kB",
-	"P+xgkljhJqkz1NV8dRj/sXX5R0+z+Sou0byXCy6cM8qcYJWIh4FrEFT6NVcumz0WcKPCiBs1Ae8xXwgV",
-	"BN+ofofVt20+eDr9Dzr9yXDD5p9Pbv5t+uPfnk9efBtjj5EEGOd7cgTdUFP6POcuyDh28wi2Lja+Orus",
-	"SCU1/NOHEftEelxRI6Hf06Jm6ZyqIU3IjwdghqIDMyx6XheFHQJ02Al1ulX32U1J9c3tiTuSDcvwIVhw",
-	"hqFyDeZuct1BGQ/LndyxkckQPra3f8dci26aTfJSfLswoP2zSllBzFk28w8yL8BPoBUeKOLthnZjbEUg",
-	"iMI2t0+T0IYWlCW9Z0RI/EauRYxVN52NTDfYGuQEyxp75tqQVlMErJNzFU9W8C32F2GJj6LFbko+dVti",
-	"e57anqOMpyfh6S34YDvDxxkj1cKNodKpUECcRk21sSuuqYwKH8bGG6T/9jb+IhlNeGVAJSwm5rLKMEUe",
-	"bx2rI++W8QTXWMSGH7/dunkbkGG9nWfVa2yxxszuQPZON+rQ3qR9LLq5Rzjf+BnXH1i1YGdGitw3vPoH",
-	"iP5nAsil1k9XpkWiqboD61jFVvI+wp/vGCs/gULwlvv96A/vNA0hx6PqzjpblJWLRA6Fwi32jNU05rxg",
-	"+0V3QXIkzsHl1a92RTqWRc6q6yUV72RdtSf4/LtJukN3/2EcqVnWFWZFUhEU712aRgldyAHv6P94cTzs",
-	"fhymjHihBGsRzfAtu9d5LLoeSkvFLxL7Fc5+t6OMVdYizSL1QRkFWRc5sXGatiuMjVov20lA3UCMnMWr",
-	"ex6C7/AmQIuaQNGAgmd6Ynq6mcta5BMsPihocZRItU8AabUK08WFA6ruUmqweTZCGMAWJjjNfoCo3hw0",
-	"t7N+L/r4zL42XMj/MheC9CXCvlFNZVjgM3+RXLxsyi+iVVqhjyirpFKuitgd2xxBUDEtEQUCGzyPo8hF",
-	"Q+O7VhtsYeKRFrxia26LBb+Pp15tX+y0KGY0u4sGHJ4KCA88VEdQnAecgbXO5AqupItPV9cMIhUO/9fV",
-	"p482hAM2eQL/j0A3E2LDey6wVjlUGjNc8or/xFyZw9e29sUHNSGsqmQFBdxK2OdTfXRCFjUFL3fB7xhZ",
-	"s9lSyjvDqfDifkLONd6S2grBPhN4OMBvXK0ra7veJoCRAd/5NV+xXpgopLhDtN6CqG8+AcVrJZUm/4Pk",
-	"dKOgzE91NCGXb8/It99++69Oz/tpp4pMA3fRKdQ1xaqmhjUIWkHxNlvajMHszclYtc37rvxwwY0CTpQR",
-	"mWgxaon8jAdgq2CZHjp9d/6SYZ08f/DRGhGbuXWYYS4dHtFYxLpxnEe7x242q9wQZR/7NLdaFCKiJXVF",
-	"s59axzrpjUSeAjZaI+ljsQmXfQvr0Ry5CVnQUhF1x8sSSkVCIMdVnWWMRTB2Ewgdu3HYuCJmD4fP7IqG",
-	"9m1CfcK8bknKnBtICXek5LSyC4/qa1uAS+5t95LblXU1dcFdhPeSKpIqkRbw3R6oDRCHUVLcMZ/dipqx",
-	"1s+chxKiQnZsN8lirQSA3rGdW43X7zYyGSW2uDisRV/xXXvZRUR+pHzFf4JQ49lGM7UnVc8ruoqpmG/h",
-	"d2dHtkftkBYF0RXN7rbDlxPtm5MXqZJjzqOrdRLejU1f9rSOxGwauJeuu6mMaMXxkJx4N7ma0DiCeNlg",
-	"ePS6T0cIFDo4rlbsjOt2+PJV+g77gRbFNCukuVGDmCf87htlHfCwi7vS6JZ8td37MVkvzTwsh5lgjJX5",
-	"5bIWwv5yPEB5qcqHEKphNGrAx4gdQBuiaCWHZm2N/KRGF1hMrm1zwq3zarf1s5l0vfyuLedQZcvsAzLm",
-	"zt0Nyh57aWAnxCPTeKri+QjPLjbdwFL2pi0FcoH9Yh9RZwdtMRhbjNS7LMMNpp2U4kr7bck+2+Qb3lBD",
-	"klEKou20RS/fqC0jVcls6fBtyWmEfaG5a3ZDThvDUePcssiZ0ja4dvjmdrwNvnI8x6i/ltngjbkrl0uV",
-	"ksCFcQEgGEE+cm0qHE96sTsHnysoWMPFYmQHyvHS5LBBq7Ts0DavmdgPebB9DoIaEXaa4XhGGU/MGF9D",
-	"bZRhHSDIsXFYhAGDb9O4fSNOjTY1GC8LLtzimCukmiCyStNVSQXWKUZYGK57zGumxfOkQTC4o+JSXCVX",
-	"g7D3TeiVaadzrWPZND9s66Y9DO7DGVtwoVwkxh3b4IcUIIR8ltBYkU3LRx0vgyy4wAsTfMZEvg/J2h3x",
-	"iztsCsT7YJdbKnqzeL6vBul/uAx/h7n/BkvwP27hfZjlhAi2hhxMQzHjMYhbOzO62j4yy1+zwv623BMz",
-	"U2lmUbvbrPHwD2+uyVNa8qf3z596NekpQj+uZG509BU1c2Pm0yl8OjWfHr1sZHYvqnsJ3bCFt14Y2DYj",
-	"XHrGfxUw/h6Dwmuq6SXTTJgpWUfMBRZvj8w3k6Wdb041BBrjh41zBp0STkEEDQqIW2z00t6iW3ajmL59",
-	"an4OmLTLHMehJWw0mi1kvEqKnRlRMANzMGAC9pPNeC+rXyr7ZYykx2EF2qk8DCtwbK5YZ/1OHJadR6kb",
-	"AFhqQ+fDlvnOWysfO0oxGrusH44AiImDrJcWH0pwVS18Cqbylb8gXGCku6WHKP0ziB80wzYqXUGaj4ZR",
-	"BYcjEX61dMKezMEkScRdwPi7c879wvu9M3OxRiVffMmwl4dzFrsWMYc0FxASHGMvoXsJsIJ/YYaSWq/R",
-	"UOyNQIqXhRwNPd5jxWn7j3Zfh5gPxTK/YPEjnDCoKDCCKc6oYlew/6fm1MUoy//lZlPIDGJLzSLmto1t",
-	"osdM5EiD9gsLxDAhIVTDrfprwTW7jW4oLHzF9abvdDawEN8o8teaZ3fEf0eyJcvuJuRW3tmEmKBAwbYB",
-	"AhYqJnPBehH73HUarsSo44bNfEoqHU5UfLWJZrL6dQSVoGXOH0u9MIA/pap92Wm6al9dLh3Od4wpdcRM",
-	"wOy9+0w6R8USXnd+If10FzccXrPx0TMDjBatyxDQta8I0TZPS7KkVT5Fc7+FcuXg+7XWR1h3BMBgQhcR",
-	"yHrUayPL+2z67PiY5AC8llnfAu/GpQ9AnzR5k89smFUqTj2qbSfWkqu7D0xXPFNxZXcla6HtItkk5FjM",
-	"1T2PZW2+Ar8HPk0YV1iKIuFnYl4Y6wlT8Wy8t83Iu3glYaZErFTkBzN5DBJNRE5rWiTGf7UHN6gVy3uX",
-	"gwtSK7ZDa9ZiHhneklbMtjchx4Y+29eirLEcoG1X1Fg9aEul1kufaXPgN6G1NOG8wi1vjzBFnX+SRb1i",
-	"CY/7RzPcghyaRokqaeaMZnTmAjgLaZQrzaoVre6OJuS9XF/Bi4czVkCmEv4NYzqakLd1Ubhn87rAObwk",
-	"QgIEEB4DsOAdTchngfWoDgMgpFYQIDiKjkIlHUd8MDlw4zCKeV2YX2xrcQXdVhgHazuICebwp+uv24xf",
-	"kOIrvJgRHY4RVjCAymoC0CE5ORI22xtsbptpFbkM8EI89tsBEgxT+pXMN/CXKqVQze1gOfUmOnEj6KSg",
-	"WpyZ0s2Iq44kE5pfkAM85WIuEVEOOydX8Pu5mMsn9pq93S2GMlKMtKzkrGDxGBL7LJI/iw+IjeiUlcfs",
-	"d+tr/jbKGIdU1htbZiD4JWxwsA6vX9kJ7nQztP4YzTdA52dSzPnitCyLzSkknKTs604otA4U0joqAioA",
-	"wjA8+GoIWmZu5bks4Aw7l2xTDB7iWQDZ00rjYelyyDw85NqnnN8GYEdYlEMK9ml+8PLP/TLi1ny9SjZc",
-	"o9CiqJ1mGSs1yw9+/jG2gPvJL1dMaxeQaBbXcHNrmYitb0Q7+FKyTLP8akmff/8iJtDPa8WahQfeJyTk",
-	"drIKFh8s2AjKPga97SsaISYHyq7PbgBo4apiKR3IB6EEYl3RtltSnS2b+jD2AzwhUTS0LUgwG5v/7PvJ",
-	"SHywgOjNkQB630IJa/xjiTN0eBshytujEOmOa2UP7Qk5tk0rlyf/qNhjfn96waVSp69H/RziNMnimf31",
-	"of31z0EOKwuQNmzIke2H2jW1DsnteKEZze7q0oikMcjFpmQCWGhlrdJ+SSTOmD3RFoBy6ztaGQ6XGhuJ",
-	"qcSWqpIlAj3VQUYE8N7cYyQvWDJSLp4SfRZuXHoxHpDgMA5SLsLKMG2tn2YsWVRsCqUFHReN04ZFiLv0",
-	"ZyTVMrVrSQRjucK6G7YfDIQy1wC9Y4RBzluiNwBZeUWzu/4ptCjRVknEHHAyYxk1N0RrpnMAuHUHRqZw",
-	"8FXi0rGlBOwxsFfOetg34UHrGvoM6MpXAD1oHUE/jGA/WyuzvSkNrTVHcIhv2cMU1a+z9mmN2RRYEYsZ",
-	"w/cBRDlO12wNNenSQC2YpkkVXG2p+J9EG64G1XAbo6k6ZKOwWRBJgil3Gu4lwb7oBl5mAK8F1y2YQ7Ak",
-	"26Ma2kKnV8Wl3Ngt49wUDYoR1nJumPK27WgsD3Twq0nutKKCLlj+1qyBShKPgtRnj/UVyBiHDuFu4rHc",
-	"FcsqpidkKeWdD7XlVZBorI5OGtaEkiiUw7A8oXUPpYm5rcJBb0/qqojbXzp30y6YVPxRr4P9hM03WAnS",
-	"zn62ASpvU9Ed25DDjK5YcUYVQynUiGCOQ/6f0w/vgSaOopJnis1evTudPv/+RchnTwAMxJw5yP+hirQV",
-	"BMywBZXA7zIP2LTjZCtGBcQY78C0uzFsAeP2HDqQF9vkPXR2Db+LqdvoeLdFMWInGGd0YlRMCD8xl18Q",
-	"qLeNT7TovbVt8ANZg4VoSxwKgUZ/LdkOufrVQ+/myUHO5/PtBj4LPjfioHkaNvPVhcKNRc7gAsrGTWwd",
-	"BDSoPCZfKPGuHVhRv5xIGkt6zx52lz6KhAhL039fW/MONwoyFuBLKVxD6GqOEwQnv02N3bWc+BPnRhoT",
-	"zSwl7n7hG6bxcLuMOYm0YgHMuZWbfqsWml/HaEIORV0UNmXefOevRMhElXAvOtjPyD2Xsiz0bXLFroK5",
-	"dhlMFY6xK8hB4OvClviK4LD+6hLImJugmT/IxGoHaSEbw3/HXvXb9/u4Xbsw9LTj0WzvqyfWEyItZKQU",
-	"TBkNI+LbXcjyjGZL9oF+edufc3fHSo1h6b4AkQ/pBsgboxjbkkQ2GNyBkx8WFIBdMY9dabJiK1ltjoZq",
-	"QZj/DcFhLwv11jaxhdj3/oootljZCO8Vbbl15qsSHIwq6qBZFuoKP00DAgbN545smhIr/ZN7PmZidgRR",
-	"1QKfuKol1rRcABBQQTfm5/4BfBsO4Hl0AFqXp3lepc7su+vrC+xf+DJM7z5dXb+8+HR5PYYrF3Lxnt2z",
-	"IhboBfdIIRekMG+E+5azWb2AmIu5tFWZD1xm649RxnMJwEzXA/iOzkbtwnupI2Zrj5biBrOvboQU7KaC",
-	"Rh+hsAY29L9rVrOBE0iJKqQ/Yyu6AVgDMmNL3hTXKCQAwmIC7Y4H7PfR8enyQlb6A/0SwekzXODy+oKU",
-	"shqgtxfff//t9+FahFUWI93xGDgXpHM8dn8qQeWX11cPoe+fR/H7z2VO9Z6wLqjxkCxk/y9RYKWa5ZNG",
-	"eDICB8tJXcJvIq3u/QM5z3aTJvBe/qfT6zGcXlsyWp/1sZFXXblWpwSuorV0/inQ/FOg+adA80+B5p8C",
-	"zS8g0IQ835+moMvWbFsrHfK1GDNqs4dJhI3HCCt5GIKzmL6JPkYBCj8FBiyWh4UgIxEW5hbvS6BsILKb",
-	"Wz88+01WO9Y4Nv+Yz+2/KqY7Rr0Q1wj8V/GNfi9lid4Ou8ut7AXv+zq9OI/aXEbxSdt0tAFzl75jtNIz",
-	"RnUvEAmKQXD3VsycAZafELCaIVwZu++wpDCvxbxHZwVz1rsHFXPZ0WwFQSENBnI6oOJBzObRucnO7KJv",
-	"m1WC8O1lZ/MLGmQQR/S1jQg2LUCZOIdm0sV3yCqqls3jG4vxgMEOcj6Pnoz7VNaJHZZ9/hDbnsNvCY9/",
-	"03H7cE52ZpTd09PPwE5LHudhTRnK5Oknh4XjFIirDrmfEc95pF6Th24dF/oAyoeNoIHjjvlRmDcVd9S0",
-	"Go1GQHFNcslUwk2mlzJycIF54cMdUiYuqF668AS3gH1HA1MDhmLJNiVT4KMDLjivRQYpgi7IrCjaAXcJ",
-	"OrUznTRZC02PfiSTYMMGCSoOEvFmm348jXl3Qu91+WBmmgRxaAayo+/YHaEhlF7PDJKYCk17Z8MFNRvX",
-	"pa0wLWxt1o73nYrrWgwcMaQe0wQty2KDQTm6FjbuKuKHbyLG1SgSbXqp6s4Kb6HoBB+OCm6BUJhYtR1p",
-	"IYu8HcDaUsIjWBZUsN7xALKuoCv2a0fajKVxV+gniTHqX/AmIl45XsR2Jf8L21i73upWlv1vXYj55e/8",
-	"5nJvNqhzkhwt993t7kD3M5Be/muG2NR2KGqlY2U+4qwScH6Mqt1yuu7ILgd55QgWmUwNtg9UO4AJJRFb",
-	"GwU5kbO8RdlBREtL9vixMcemycTKdDTTQyP3CEjmfgyz0FIq3IUZ9LhWQ/uwm7O7aSMIsmbp/jTuZLTK",
-	"dFj5PBGCqbMlU2fB2MfcTubeaG2VGfY3KrLi4ytMfA1uPAZM0+or/qLCT1pqrNTurX2V2bF8qr3rkzbt",
-	"x2lum7bj2xyuRvp0X6DWdwqi7LgcuuacO5WRZn8HuXOtmT5O9lynyX2cgp9Kvc0/2+sauS0e1QkXLYb6",
-	"T5/Zz+POzHAm2Ph93TurqWnwN5CUZGc5WqI1L2NmfY+Rqm2dtQuRgK/nCsL8wPTUC0I3AQS0/FOtDyYH",
-	"Z1RkLA5NNybLR3VQgkflL7dm3+dWdZQTTedopCw0yiprh9jb+G3DCx/fBj7ni4uoweZNLPJ9VJLJL2lZ",
-	"z8o6CV1xdvGZ1IoFyfZmgyaQlInfuM3KZMVGoVrs5fJMWvSRPSU0QJu7YBkHOQRRYUKUluXEhWdPbFW8",
-	"CaG1llP761GywzfxagXQH8Z7y8rZEcFd+uTgF3ICsC/a1gjvkQNVXbLqnivpwwW4VVMsDhgFqOu6YlY2",
-	"9HVL9/dw7MtRYxHwlncQnpurr1dw7UFvBV+uiqbnmQfmiAgIMRprK7BuoRFuJPcq6l/gdgilcK7Rn0Ry",
-	"nu+/4pZqVfSCxm1XXGQsGJcVm8dOWKkEWM4lU5DAZqNNOpxiLEj437lDagSz2kVpC5xUv4DW9lv1kWHc",
-	"h0rVbFDID/PfjPUt4XEreds0F0IZ+nPaurzCi6XN14OD17qnm8VqmFtL9Hiouy9gcL1yXddOG8c1a5mI",
-	"W8pCRIDDMxThA60z5mxDRhdrjM9WjDKHu0oiIOS8YgmpgQuEwQ/K2jjah0cHrgpNlICZwLLiY3yPbRkQ",
-	"v1RJKAtfaD92P+KqCrrqgEuajQZhROtyOi/uh0k9rOfvF2nit6SZYZomLh3y9huhqwQ92ApZYaYc1Hzd",
-	"vVJjdH9nfahuNsi4uQ7H1rHIK+R4qbCxwqgpMwwWg3QqjBcLKoIdHrdAOMeWGOgrqYBx1AzMDE30dDS9",
-	"U8XR+lRjlEovSYLFDtTD2nupbYHrhL7oIeC3jOxh8VBXJdsba1rFPLnurc825q62pDtjCyqCbtv1d0YX",
-	"R4pN1JVbORQSQ04tHW2Yhmr0TaXkjIEKxhUp61kBu3lEPNayFRUcI7PNApO3j3uu410rKI0oUzTMh2Ll",
-	"hQ7cOk064MAFXI4zD3loY/DceR3BqlLmArAdBfEDbsFtInY3J51ld+NoxsWdPFop0XOthgsMpbSypjpR",
-	"DwCPqzqX9t5Z4kRm5GyzOzryOpdHxOl7DwiVw8jeth0EtBwv0jWb2Jp0moZ+wDK552Imv/TceODwLyUE",
-	"kc82hNoFT8pAsWvP7BMtS2Jf3TRmLHlHZjLfWN5WVkxZY9agImC+jef9v3MhCoQLklFNC7lAMIzDTwJZ",
-	"gAVIiJtKYrr8OYCXzLmryMIAv30zIeyvhjc4QL17JvS5t3vbNfL1iO9ZAiB2r7KGdk94gu7p+n9FXRDX",
-	"4bobgSvTxYYAXlPG+D3Lbb1mzb4kTEnuxV5+0brdmra53gVdHj96N2KnaTe2BYLZDpuQ/Kxvx1P3xXUj",
-	"AT0e6XYONKhcnpgjs94+6p27JdiPZt/Hnfvh6kXg57MEzM0nv8H6RcJ39biVjGyJhj1rGaW47PiyRs0S",
-	"+tJGdkhfqawR6PWAx7utkhjuIeeGqVUbBHAAk7GVEGKus3zw8oP+zmxITA6V5XogJiLlTLqQu7qirnIS",
-	"QOtB7f05zbQidCZrjHaxFeVVnS0dH8FIBkoyWupsSQ1/V7K4Z77AmXOVV4zQinkI3q0VTDr33tUrKpox",
-	"sQYdGICEAB4JfLMzcxYrlfAAVkxXm/6o4YqVjHqkS2W4pUVaxmLxkCdkK/+157cdtxLo9bqiWVwoMw+C",
-	"WBDbWeeqvP33Kbw4Pc9vicN6NvplHpUBO7QMxBQCubjRJKn4LJqb8qFLG0jDpnln6wmJmlwbVlZwBVg2",
-	"SPrwLpiNC6pBynBO7jXXS4A6KzhYrdccYkCIBCUOargvDb+6tdO4NWtTMlkW7Ak5g6g0CmllxQb6IjTP",
-	"26W8wHp3Y52cjaUSf9aYweP/rkUTsWzuEH6j5R0TN1WDWUirbMnv2Y3m2R3TNxb2yDyojQ6sreki/MSe",
-	"kOBd90v4ElYav8m5QiNM89OiknV5k0kxL3imtx4IqW/AWhY8Mb81Pk73q/3lhmaa3zvEavcwMO/aX5xY",
-	"EHRslzFzbubmJ8NSq6qG6BK0VbpvVDW/qdhfwAEDWET6BnBsbtDW1ln03FZ+hyk0R3dywL6UstI3Qt7A",
-	"XR/+om/CFhaz579/9vtnN4ikD48BCHz7UePy7TyoRcVotuw0yMU91yycS+dJQ048Z6tSQr5uuH58BSMO",
-	"WoBlE3DFWPK4mSG4u/szQAUMfkUuEPzw15pV4WcqL51YdIMi8U3F5qxiImP59pMAk1MvZY6LWhRyDT8a",
-	"jSp8yf6t/Z/NEiPlVYgCY//eMH1zzxXH5RTSaAl4TBR01KS+weW7KSTNb7SUNwWt8EI2DYLB5yZnAsFH",
-	"y4JuZjS7uykYVSxc5VL/BM2qukQzt/2tTWhgS7GHFWZrDgVIl0YKxgao5mrO7QcV1eym4CuOLXoF8mbO",
-	"C9ZpvHnYbrr9s1/f9u+G0yK8/7xiaul5UK0sqKpc3WSFDP6yzCiTQtWrrZ8bvlPpzLYW/lbeQMDFDfuy",
-	"pLXC2Vn72g37UtpNVitdNvxTaVnRBbuZY8EFzyosm7VGx+ZJOC9Vz/wFc2P5KdSp9scHx4jf3DPqVrW9",
-	"xvbqNWwkkyv8xW85MokbjSU0rHR+Y/SgkFLc79rQme5syprNlIQFrMtFRcMT8KNhPmCGP3gZJc4tIeSN",
-	"UWzfiHtWyDIRJTNriYuOD5JDFylJTifkP7EhwmxL/3lwdELstleKaFlAWUHCQKwD4FaA2M6pppFiM1TT",
-	"nWE2hZ6qkmXmCNsOJk0QHOjKRiTkmhZctXLB3Dy+UajmY9k5bXYzKhdaS0HExQdf8xx0JSOR0KySymjn",
-	"WC7OiA32JyMxqhMrr3qWTO7YZlRVdxhCXK82v3o7h3nNKLk8WxLFCiikBZLkkmJ9T7f+o812Z0HMclBG",
-	"GBdOVnzBBZa3NIIw7dTYTqjwMgPMvPxUf9bZyArk2CHUepuA0G1/x3xcrY3gsYMpvL9G1wWtIO/+vh2A",
-	"7oh94jD/ig15dmIkz+DA+49WtdKuaAxqBWS2IYuaQWGPsfW9oLRxRO2HlW8tTihsWnkAOa27ZFum+ElT",
-	"0EvWemYuzanlQlPNlB4O3OvWAXPHJKTW7l77CU0a4ygc/pgu8AecxOtEJapTUrEFVxpSK//wCt4NClNt",
-	"Q7kKViTwV80TX4ANWvhGYaam2hgxxVkmR24aNpGyDvoOnh9Pc77g2g8+S6Uz9LiSb7mAzbt9GYzer0yT",
-	"J+VVnni+BNyu0bAb05B1Hxd8zuBMDuCibK/IioraqPJ1FYuIf1vJFcFtPhdzaa10LjYgboWVeQxqZI+W",
-	"RJSrtjYKrJbzbtMQLFMLzQv0ktnjb60Le0evXXcSRchSFt7l54ekKyqU6fHEhe+aa4dmy5AK9LKS9WKZ",
-	"NDv749NrHfYkZVgHACZnhkEbns+1KzMPNgml5nVBLt/84fzq+s3lTrVJV1KzeOBTayeuzn1WvjP/uOWB",
-	"tVIMIeYPMejw4+n10U7Z+xdgGc7YCbEqWVDF9I6xckrBQ7rmIpdrANfGCm6KF8zGyPvKWd143h+T47Ae",
-	"juQu3OJrt8iSrHV8/Op6WokvrllT/0qMiRiitt4+H6EFSp3OyuFrwjNDe9TaMR8+uKkZZIscgnvC8ahJ",
-	"w8w7NLy9noPXyrBRvX2zqH8gk7qd8cSILZYk+HhXa/v2fpAhPVj6r2BItwN/z+/ZOZhTglykrgQC3ACM",
-	"Ll7DoA23snSalEaS7B8fhyKCEw1KI+pW5sX/+vPx9F9//Nvz45//JSoy7CiD7NzBLqHlUGYAHF9ENlXX",
-	"fQkhmKtPeCuY4XJYuoUgF3WX6mBR9kqXP3C9vM7KvnnbfHrD1Mj12YUzc7d0l0PzwDB4fs9aSVKfX18k",
-	"jOwDkGTvoDKlucg7+V1+M9AYTQ7d+jw7PnqSTLJ6Nkj7AedtCG6A4q+0LJP03qIc2yS4W7Qs/zsS+QPX",
-	"88IaBlO5I4YgtAQEOAxS1NUmVvA7h2q1CVwWLREs5dAVxbSq31NnlnyKNuGjfYFiyOHFp6vrVHSBp5QR",
-	"V4FbjzZXTSK6+Ik3/YxY7EGW7dYlYNv/PRk0E/k1j+k2b0Tg7/MBhUiIjxYrNpb//71yexDl4ut7helZ",
-	"D17hv48LJVyKhuh2OKnxjF8IQ/OlF3uOqnUQ7MiDruxX22C++PuI8V81HW8B73ClZbVpeI1tdocQPHRX",
-	"mD0sy2SxyFEsKmlVsmr8GOXf74T57fzjn86v34yn45GcLkuDeeSXiRx9W/aHiTxh3dmJCY6fEnSYXLhw",
-	"ROPa44nFsXTzjUrFQe8ajYhs2LAj3gP6sQtfe3D8uTlPZkBoSmvZHzD/Gk3vOTmEO8UmVz97/uxoQoyi",
-	"rwDa3YXf23B8yIGEyOxWWjt2dTAx259IrMaDl1pMfyx5jiXifYcJX0ciUL3V1v1OUevgIdqBFUfwnCJx",
-	"7z7VDEotec7Qwwcx+jluPGknKtj9XMoilnzTd0THE9ecFwkzifmVcEEgdH/SAKd0qIzrkWkjow3Gskod",
-	"Mncv7HhpWUXCR8rHiPRCKt4GvtTVxvk2IDbjG4yKmqBF+1mi8lBWsSwSSngMHi1XOPKZ/ddYZ9YAb9lB",
-	"NNqUQ3tg7dXmTXJo2pkQWtBqNSErKmpamD+Lo+Hj5pc6dbrcWgXbOnhq/jcEyURdWjBq2CjwH6+XtGWU",
-	"DZM69tRZHiQQ4MjWUPdU6K8qBAxf5C4XcyzLwOCQR7zHbepOb4gyZgTQquL3LJ9suR1lZaMqd7GyWl4c",
-	"sbKOvs93W7vEXW4BYggUCwUrtNnSFTshHjAGGTAtCnKr6tXHenXrF8auyQk5F2aqBdNsi12vmdDkrzVn",
-	"NsSbHMrKQhu4o3EUXvlxyJqmg7gMAAOLa1wrKjbBVgYHU8ganMWHx94t6NxjZiWORnJJTdVd6pw4Bh6V",
-	"BjuMy7azo6zgk99wCRqS3kkqAP7WY4QJ2dw/sPUFSrlYX6XfjomDbfv2GcnpRmGG0tFOZ/OXOPIPN0dA",
-	"sW/wq1n0suZCARNNcOyTJotnz7+qzeIdJFGfLVmspn6DSiYF2wL17laRTCQXvGmyCRrdCjHYAlhKdJWw",
-	"7M5oNvJuh0iGMD6sCzg+7BBvptj63ju574C/QFRi3gmMHEb+op7j1EMIX++k0h+YrngWpTxI+FnUFfOg",
-	"XnEQ7qysz2Q00KVxOxZywTNakLOLz2PDW3aAtlovZYEAXGiR9JjwEIB9b+TS4+mz4+ORGFc5VzEE6Q+y",
-	"FprlmLivNsqIEqNlitdc3bm1jkgUMNA5zaKryPRaVnekeWd0r+fuk56uC0nzZ1GNc7riotYMDMmE3rOq",
-	"6wBPLyE0+n0MtmCuGRMPbDna8P1DxrtiqySxfUBwJC4Mye1GSSu2upaaFgn8pXOhNBZIWPk+QKMeqTWv",
-	"2OozoPFHW2+Ne9em69JcTYOloBpkKjh9MykjuFRjYgpaADmeo3RXsDPl1r45SnYk4omwOxl3wFunLsUf",
-	"rwH2/rQsi00f9mwAkW9vmt8s1mxnVg/Fmd1qbh+MWfuVWZ6tkgPkHmr67Vj8Yb2Uym4LdwX+cu8l87j/",
-	"hTS30iCEwlesKHnvKxjumfT5milzqOyykdmGlLSiK2bk4Tu2OTH/URhIPTPrxDWzJfLMg+Gq4XaAvYUZ",
-	"4zTWh0Db2nGkAeugjvp3Cj6E1RQcK/s+mH7uWcXnDpS2oaxkTYvzUVgIIoF9q3w4TgLPKlFm4jWf22wu",
-	"iDyzK4FbNPrybzbBNHeu2Sp2/Y89RRCj2kRJjsRdc1vVRqLF4fcTjh9z3+LMmF4zJ8lj+gChFrkpD8+B",
-	"k2Dt+m2rxoshesJmcuhbNVU+Xa/t/OeQjvAFKEwaEWTt53aQA0iydkqJti49lUBr0Rbu2CaamdHwh90g",
-	"mgNFqw1gtl5uCLXT4orYjLS4Nwdy1XoXv2pPzbSI3lPMZ5cumHgT24MObZol6GxLZ2UnniLc4Ib1KCRa",
-	"v5JxD07IbEN+5xl0rGCPZgtZ9e6ae6dVu5UXbLqkIkeIJYE6hI0vnhzw8v5FHAJ5P3Jt6dUgpAibpVMx",
-	"mqeIeaAaF2RYNLPE+H21J11P4PzLOZmrJ7A4K/plQgTTTwD9WMkV/ZJJIYLfqhVb3bRfW7d+4uX9d094",
-	"eQNSxA1m/xrCCZ7qrLzRa8zv7Pw858IlFXeerOiXG7URNzOa3RVy4Z++eJJJMX9Ci+KJzSS/Mb8SxFEE",
-	"zFYhzeSSSFCrFRjfE9sLP5PgPThaKB0Z8jECtRrm/vaEOcrdOmxbA2kTw8ARK6iI5hjcc7Y2+xseLDzH",
-	"KsXye00WICbhBYjkvpZ1kQeX+Qgbxt/Z9S5XJa12ut/dOo67083ePVhBKO1Wj9rnXXQEO/s9lYS/F7m9",
-	"f4cSuI0/DF1cAyZCEOg/N3bMvtAju5fBFWKFyNYdk1EBqoXZOV0lpB33Ulq4CDoLevJJXrRTYWBbvEsR",
-	"WEJHaJMcfjJjqcKRbnHjNoeQBJp39+AfjdQyumihX9lJam9b448R3ZZtMioyia7x84RUVIMHtGXpVUbs",
-	"hBAsa/LdJkIwf12y7D6FL+tB2tCqNZNybPgKNH0VtR5i04AptHOzeSVLdR61PNiRljS7Y1oRi5i5Zxef",
-	"ah0z8Qn98PYBPqhvDggwpPZtOTX0fO924x4fT63p2o92reIUdmEXcn8as83Hqcw1vx+dVSy7f8W1umAV",
-	"GknTuwUAFFyQGdeYFYc5yyPt4WZ4Ax3B3j2kl7hDrDn84WmNTT02yvbmtvcioPGQKJvTGxyyGB/8X5KL",
-	"S51dSrnaTzY6bZzBf5E8Fg8NacTXgBeTDgpXiiCkDDDVWa24ML8ZHcRsCVeqxosqMGg+//7FoEEzoytW",
-	"0Tdj8NVt1IeZhU2yN/uPDZBUUT9EFxtb79Bhkcm5XtOqmxLx4rsoUIAqC7rpQQrREpDMwhwH0xcu5zdq",
-	"VN7FimcPWKMVzypZLkHFTayTwyqIBgsjcJsdt+3icFbJtWLVhHCpJoSKvJI8n5AnT54cDa9b5xi2aDB2",
-	"DN4bIfuyFuCpEbRUS5nIDl0sNVH2jf4ylmElky2f9Y51kwJXF2ggslZ+FA+sqbTIzjZZFOX9zIZu5GRB",
-	"qxldmGaLAhO9x3ryFjJ5Nv4gSYUr3lupdCErWWvDDtLBac07I1XjJaPlaVHI7FUf5L+cYzqweZsgsYyd",
-	"t/nkapMqffPONDjDPmaacsHyxqiLzv2x8sJIzIl4eEm9OivrWFmwJl6C1GDqcUX0E9V5EsssSybexksI",
-	"fCqZrWDmfpeVOiHTZ1vgl2My6vsLQP02ShWNqQ3Qqd8zPpRrJ4+52grNHukn9xoYlqoJ4fS7Xu7g2G4d",
-	"t87xSNeqaegn4FOebkPuEmfqCy72lWoyKZQsGMQOiRCOqmshB7jNPu98tqQVzcBMYe5p4Ty12ZIWBRML",
-	"RvgKsCRMP2JDCqbRrq62ciZfRCUcGEHcDOAFD4uk2/SJcPsuwPaEuG228CgIW2vYEtZ4U+RQMUZuLSzw",
-	"E9/rresC8ftsi0djRJuSKrWOJpxc2Ceu7Vqhd2JH4c98FleogDQwqSPoghyaRZ9yoZhQXPN7drRzr50T",
-	"44cQTDdGqx+ahJ6+UkiY8/WyVRMidDa7on0xa+SvXuASB5waAVRr85hL7FctKLZHnUlyaH6cvn3/pwk8",
-	"ns4/XHw3Ie/eX6UrQr5jtNIzRvWIaoBFuDytum7MIvnsV9HtN1CV/BcosghE2JcFsoaSC/DaicP9Kpjy",
-	"Pz6gouJQRUIAZbJr0qo39ijlCR/W+iPUKowebgsDgEkkDVFz5QACXNyEK5hTCwTb5MpVvTpxW+NvKPPX",
-	"qsOcdmRJg5UDW2UtqvvRCsbIIoItr8I24HviUulmf3qxLFFYsMV4wwqDXSa0e7m/WDXB5vgN3HRxqK6Q",
-	"5ShyiINXR40NpVbRYIU07FV4dyL41Q6oV+HNPOShSCJQBY1cRENZQnyy1Z4L8KvDlj0uWFl7Gdrjf8Qt",
-	"TMKWtemQY4YbJMB9JdiyYNiXDl/9D5Wsy5iCap97V+gdF5GM0lkhszvDUnqsfFzBxwTeVQGfdVfkXFZZ",
-	"y2vYClysY1Ytl2Y3kihM/4mwHECaVzHIl9Y1UDIxNWxx6rA0DVMErPRppcupuSWngO4ePGh4mRc4pg1X",
-	"AzjDTOasmhpdsKC65c8O7hSIQYsQ9ecSbLXwGFPYvZtWNYlCbiNb1N3n3pUi+OxJOrc6wbNgrd3GNaOf",
-	"NLQyljZjdjRnyG/mBWHWkYJaAZ3ZWJc6qm+LS3ixr+KKb2hFN2QhCV0yiuHsstZIvnHqhaoXqvd4zTb+",
-	"aO3KezqHOMKJHkEYTwZLXtWrFa02Pl7RrCrVsvpFRPoES72qwcxvGKknCAKUN06uGisHOdZq93MSkE1/",
-	"MGVrt8z7Y4LHA4Jz4UGy6j6KkjJUOjlzHCpuIw2juyFUBD5y9th2B2Nwm39BEgMGvaRlyQTLzRrgQcZf",
-	"fhnVEdd74DpbQ8XWYkOo26D48a9anGzXU60C1bPfi9ZifqDlaGdsgWpW60Y1beL7DeFAbRMIQK7YvFaA",
-	"r+YLIUWN/ak45OTRcSvaTGWyTamtpRp5onjGLun6LKxenQJViNS5Bk8BVVAXMVbdTOioN+2t+cw+JYf/",
-	"5/TD+6NkneO4i/Vsaxg7EfKH/rg9taTPv38RYZTvTqfPv38R1reIV69MGej9hCZ+cXxvu27TA1KrTolg",
-	"654d1RKKPbOXgVFgRo3YWZd4SxWAvz7B19QEIroxLgBOTiWLwv657hTLxSPiYIBGEozzeeLwtikntAW/",
-	"eP7su+/i0PsgPF4lNvcSBtaMF7oSElLtWQV5eMC2cr6wGUhDlvSvmiO2prwNGQDxqgcvn30/SXiduvAB",
-	"gcFaS5tv6AAEGl+6r3OQyGE8vI2kBd62sB45xDxh6v2xrwwHtZmzuIIaB1I8Hs4g9YesJzGt75DtH508",
-	"4ozZ6OJmSTuJQ/+ND0din6LbwxeW4ZnzccniAPtt/ASlDdGu3Jd4tBI1viMSHvSEIAzqBKsP5PZPlFgw",
-	"pUVkRZ2zC3wcxByP0kCgD8S7iKgc1po0LooYZmdG2Jig0hvcX5AHH/vSOrCnMy6MhoItjLW0LpiAwlRR",
-	"c/81XzErJ4Nh3EiC/gOsPTTex47bkxbtrCAGmB74bkrMVDyv43EGKwmBtZXUMpNGS8JXJwRUGZT7y4rN",
-	"+ZcumEinFuoo0rjE5pP6qNppD7vXDJyNffS6hibb2zvZrlAUJTa/VRN38IJFj558KbiWZp8v4sDcHxgV",
-	"XTwSBwk7qyFu8RCuDgqXXM7V3aQTLOLctSK3Gu9RLFZS83t2qcv3aJqKoIAoDW4doGY0YJElK8Z6xqge",
-	"QBDCyYw/E32hbLBokG1gg9p2B0L5rFiebP8dXyyZ0i5cjopNiI4yshfclrOhaXTC8tru6Z26ukh5O2Fv",
-	"rb1xy+80doPxm8tkJJNbsyoe0dQzr55YeOzTutx7NV8nmlNB8rpyaKIN0W0zS+e7SvjpYNFUwlk3dtES",
-	"IDSw8bKNRPMoiC7uWNi13wfYpRd5pdM+YrA8XjQ+dFCFIfmQDUOLooMSNCYmP2Us925JX8Ytwpp6gEmH",
-	"Y/1hGsoH/O87h26ocduI3gpna+HFdLBkHHzM2JSALneMcLItbtA9qt3T1WVRk60LKXZ5fozW9v5k0/EG",
-	"vZY2nCAiG1+ck8+X720p+MC8NUHqdtFbdCg5Mu5Nci2a+7rbPjaIT5rGSVULI3/RRGCUbcMXZ/zxQWE/",
-	"0Ecr6seiT6IQYh1gjbps3n/EuKACq0APo5xwFe4vwe9saVm7oKjLHMUZ/G4G6e6GOyl4LqvWHqp9zM37",
-	"hLSApR8Ly802ZOm51kkwSAWOKFooCZVDMX7OfBkEGz04ui4ZcfIKtapG07Ib1wST7ROD4i2N1n/YhJ7Y",
-	"89yKM3Elxbtm5+5xSPGX00X0KvVMBo1JPiElCCpy0/YRhJGgyLHpO9Y+CevpVs2arZioZFGs4kZasKBf",
-	"14L1HydsPqMiAkN1WElpJ0jBFgpB+U+NoPZUbVTibAVOgzdYay/GcuCRFwHBsa1Df8MJjkyRigm2JlQT",
-	"vTbch1e5cla2gs/Z/swm6OyKVfz/Z+9vlCO3kX1B/FUQivuPlubPUqvbdo+vFRt3ZbV6uo/7Q1dSj8/e",
-	"Gd8WRKJUGLEAmgBVKk84Yp9mH2yfZAOZAAiyAJJVkj1zzplzIjzqKhaIj0QiM5H5+0WvDuFzx4y3v2AP",
-	"B+ke23oxryRvk+uCKuO8pIJNLuIKa3wQ+TlA8H5U1isIqQ8tuVzeImKW/z55sCjVIzULKLbuUXsERbfF",
-	"bsJhtkE8i/utNwPafvS12rT9Of1YhhPZq3lkaIWafQBxaCWjcxRLo4wQCtuWYHA9WuPxpKm7NovsYMql",
-	"6sRL2VHcuuEk3BaV4DdLxU0d3SeYKw/ffufP430KmNDQH9QfGRGyJ95kzfRBZg+YzB/9T3yWTyORxRgb",
-	"5O3vRiNrz8YPVOcLpk4DXTjloIIcXegDbUv4HIdvvCRywsW0tyv6poI3MLw+yLqnd1ybD46yo+E2pz2W",
-	"ILt5VCWO2Y20W2cDjCXIenvnzOusWCmqFLiwgWpD+UW3pTWLMlt2JJEFWZRrOLHxAsXS6kTpJzCJGFbg",
-	"c13GKQUvnYvWyoUnHQ53DlYLJ2yjt1QtItn/XPScR3J6kpFrvMX+7trnjC/YAwkuzM3gLhuYzvPmpuT5",
-	"D2z9TszlceeUwLthrx8RGuX0xGHsJayFIsFR4hcjB9XPNSBWKcIeaK7LNcw99BemH7kEmBOVxLvgXjOR",
-	"ImGaJdfqPu9MMjk8PLz2N6WgmDQU2TqwtBGVzdI2olc4IGLG1lAwxK3oosYOlnZ9VhxsiFbtUrUNLpRZ",
-	"p3A4XsiyvlC3Ez24FeOZ6h/9HlOPyE5vdyrmpovWGZ10idP6RzunpwcX6QNOlp2piKLA6sgI1Bgr+T0D",
-	"KFIlyZzWU9HXt4E/DbqV2kVXUXIhD/PndkwhmeoCSaIKP3SGd8186ezWVDu26Mg+tsUNC/7gz5xGk5N6",
-	"rogj8k/QVBVcVXAOjvYT7VwKOHyhG9Wx73c3zdqOTBxY2B+uiWz0gLf1MaFobPFNGJcEJ3uf/dzQEnPw",
-	"3hXfwfWe87lYDc/E88YAcWXKBrW76wyeH1a1rxktMHwBdU6rBc8XZshmapUb+BPzIT3RqvKCLSupmcjX",
-	"P8QwMX9g684hvGTGmwflQEnNZgXqC1b4LQlGpkwlti/pwwnqHjWofGhZyhUrnDOYnMy0RhrP7+toEtvt",
-	"XQC9b/k9Ex7KtKcyIo3BjWExxWB3YQqEmgDgFn/5RwVhtC6NWrWLsA4TqWwcwfSI3lIuUokNFkry+8ja",
-	"n9YMVDctu5pqTIVPgU2gzqGzYfInEueU//gjZFuE6w0gwz4Qlq/zslOtfO4dwdde7+1lCSarNy4yc8WX",
-	"rEA0p1ObgRuP/HLFb0r22ViVyW2wJoXTK1iFSYXD/ZdloQjX3/kKCcFWyiaYgxBy5TSv+RYEwM6wNCK2",
-	"4mrnSd5Iz2pxur0519Hp3TM9cAt7uqcrjX7XZd5Y6WqP8PzunLm9M7N/cnVBMAJ921uWrjXqd+2IMebJ",
-	"DqKEWxaUdJPFwXP7mr+76ZM3ZnkHSB6OSWUciVC2HfOZjXWZJjWrl1zQMhVVf0L4+gCHfzvrznwae8UO",
-	"JQ1akkIC19WOud+Tz4aUxnHQ16oD0xCM6PfQNFP2amJzDlUIBPL+GtBFxl2Q9qaHi6rRmdFLVYPo+zYt",
-	"619eyr+8lH95Kf/yUmIXSqghIhMPdpLVsRhNz4gsC6YsNelWMRk7mVc1FUjgHKVe+5fHNH4qVnRdSlqk",
-	"6yJwofuYueZE2NS+CfFoz6N/+Wdb+We1r5Cdvjaf8LjuLo6//LPmJhNI9zC6YP/yEP/lIf6n9RBb7ee3",
-	"WnuCjZjTZ+7c3+Q5oF4wMREkA/2OyydrVGtWomLuXeweDN6WpnufwuI0fsdjr3Ym+hPxa5sQa6dTXZ8Z",
-	"ue4c9lMAds5NU5iX9GgknYsnRdBx49rFbNkGKMcIO171t+/7HfBxgt5eaqqjCMYN3M05sgbFSigX6i57",
-	"xFVE+tbXto7yQyrLHq584bQGfQDpldKWIcC57MMs0alJp8XfrE+7PmGK1mUKycLmlICI+ZDLumIRAhfT",
-	"iTZr7Td4v7Wz91lodXNFqpopJjquTNunJX0YWpX3UkBWw+jC0I2lmVgfge6APa5PbtmHeH6Rs22s9+Dm",
-	"WkhN1kwHh+UxOWqTxCb24bfch27X+cXvC2MW2R39dYlO08gWDvykqMbuuGWuKCB5IR03Baf7pGPBorWx",
-	"em5YKcWtIlpOBl9JhhnXGYpBKv06bWta6FYmNOvln/3WRuWkkMiqlprFIz090WtTyHXHCrsHK2rsyPdp",
-	"WinIHmBK9ombGwmb5G8NUHzJO5dEJFfC58pUfa23onXBiis5BLgnkeWpUwmhO70wdpat+p4sRKZLU+iV",
-	"Atb1R6HEG2U86Fu5kpQV+Dz0bvo+SyXw2FdmnYm2I0+t/3vnVn0CYKuoHjkRHvZqNqe50ZXeG7PfQKK3",
-	"6NSYZPZCogiKf5KqZyAo/DF50cEfFayl6g7JEv95Q25Jxfep0blcQgItRCmJffIpQXZkWiAguM4VKezh",
-	"6zQnOpQz8Ny8fzlTWlbtv2yYPfzA+mngNQffB/mhM6ihiOpT381pFwr+8Z2TDBI/3CJGBJK3y2H1T3GB",
-	"FU54EExoxSWICXRDBZ1IQBCQ8CdYx80fO7k2NVfcb32/qapGXda0c9i2sZV7GFGzj0o7jA8VI/GR+tHv",
-	"esepUaVBod22eZcq67W3fZj/ccNvkSfSl7493Ik4ySXqoLEO49WSZUZBuk0kq7EZ7rdTKUQ2zn1HLddS",
-	"uHSqXtZ9UImk67uDeTNc4OtIhH+7Ut3ERCQKgNbsEcVQT1nB+hFTuc2XT1C1MrU+NII5HhG/8f3yNnWL",
-	"Z78Y3i67zGMludBRkFukP8TqTIRlAWgti/W74x1iH5RmMj2q7WdsCj9VTJxUHCChgLQ5gUiFkWZIMgBW",
-	"t9Y0rkktm1jOz5T4bkCcdFMiREvEVNQLWcSrTQh+OWzlxZbVH1aEF2HJeCMKmTdL4zsXODCVuIHUsQoV",
-	"qhfEgUHHf8fqJVeJslKksZ+T64eZus9n7bPXnZJs+BDLLCL4pzCRUfIr8wWZy0YUmVk20TNxzb+N/sPW",
-	"v8Dg97K9cEb8h+6hYDjth37ivwAplPt4KYumZOOKwq63neOsZ5V13uhGO2xShTKeAnE7BUA8rpxIulgA",
-	"zXULklezW64gqBKIxiZUnvnR5ApyB6BmfxdnvPvdEM0A6kTQ8sIM7zQO3d6GMzbmw2wfVpPr566d59eZ",
-	"zQShNSPsAWDrAmq73E/74yjsPwlGzFcQR95UTrbKzYqLwm1kPjp3n2yLobehNyO3I74foxPZmt6eCyyQ",
-	"hykXSDiO0RfB2BxqQKB0J90qbSkSFdTaBTtla9S33l7qY7/15rfTxago9+bJLXVUZzT6xmjKH9nNQsq7",
-	"U6ppKW/P7pOoE0pTUdC6IOw+Cu4dL1iHBqFiPSNUEUBw5sKsTUnFM4WNJZh1ZFPnLIWYfM9KWbFniuBj",
-	"SONv8Va5aju5CdRe89vbOM4LxKegShLuTe6nARBjYa5r1vd7wqS7yHp8wuH93iAx84X1nPZ23OxoQLzB",
-	"Ytdk9meMZerT5ZUiS2qMYUj/zPDCEO+lXLyQ1EzXU/krxgJ3yHNrLxKCFKJt9TeEzCywf8QuNZPLCqIs",
-	"8v8+1WQplSbfvHgZsBIGOBrGRkW+P2eBYHafavI8RfkEC5MKLuOqce1GO9DEAMOxA6dLSjGfFDFzM55E",
-	"gLC5HuP4D0ZkXDJRF/AC3UFr5u+IvGQcJK2rFGQIGMLdRHDoFKaPdd1O+yGwWG84nk5+Ez0Kc/nYw+jk",
-	"UPIj5ZqL2wuzUYIsNUWKxsFhcGEvRaBwQD0u8Wo02tFTLD7eoZob3/2U5BoNs3nHF+FdLabv9BClwWK9",
-	"bLXhe7oWOVi7Y2n3Y7itslb9bciXm8tuVLMdV0/L9IWhv3O2UPTj2Tn+YCx8Zuo/Ie2VaM2hJ03faQft",
-	"o7z2FNwqjpA6Zqcn+LRzuXQpBt0F+R2SfXqjAEvKmmnx2etaaCTHZz2Q8qYcpch/0Gib0yUvOVO7Tju0",
-	"kgBa7s2O7cjUWUhQgp1glyEOhnZlm/50swYrasXLIqd1ZC46TSUrUuwLuCL0JlnqAK+OLxH+vmP37jK1",
-	"HWs9ItUiQeyxXEphwbRbEmPTo+hA3GTFh3KN7Rz+4drOsrS0VvgvZa1JlMWxl8Vt6vClQXf8FE+Ql8sk",
-	"INJtzW7NeeQRyPyhZTQw3rO0e97hiXTRJ1N41uemhSi7KwAIUW2By83/5gs+HbfXPZ54wYn9Gocwsc12",
-	"kEN6MJgKLgij+SJVCumvI4eqLVpWJwYul5lcXqMNAjf8iXlJ5Ic5nobhl2IQCS4rakLzOyFXJStubU0o",
-	"efnwMPF1rs3YHVbwPhuGANuZm40nb+vpINP2qnfwBYDh4ywdG4Ja0EaBlU7b3A+A4wR/zkzCcmIP3M30",
-	"YBfQBCYakD7zkvLl5FULzedJL7F0KryG0tSQo37b8zi4dG/XMpSjXu+Cm/fIdXurfnwmfP1JXC24ikMF",
-	"h5Uw7S9cRVBE0ZB9cHoAVPQgBRtu3Idie9UDms7+eqLKmFMhG33B7nmCJgE4Qmr7PTAbSRsmhUQOo6Mf",
-	"oHD7hjFB5lQIm4mvZVx3JSSIizclv13oVIwj2HVpDT6ltIs9aBCEYXA/I5QTfMJ49utW3iDer0GQVkez",
-	"VmwKMF/2E3PPWzDeaFefro+AsjZZSNx9weDyTNna4RHc2xb9A7Rz+PUmtbvoiZ0dSODGruhPwBRrJXBt",
-	"Y/Ztx0Qh1AHZZaRmBQU7dx9Dgpj6n9dMxzg3ylKujD+cVkxUkIXWFWGigLtVsHixQDKufdy8Du6PjdMd",
-	"gwFe4qAEC1bvEcC6EwKRvh87BiHtz7atKTSvjVd/T/I9MD6jXNpjpMQaJH34tIFGrA0Uib53zhNc+rj1",
-	"78yoZ4p8vni/tR+EXoHKZcUyIsykl9yyB3l/aITUN9tbUHUJMj4gx3YXAOgj02Sfliu6xqswCxupqDOY",
-	"D46DfUO4Vqyct1H2mummFin5nxaPTUrAYJGy+wbiLF4FtHXKXBE0TqYeZqNx52Q/cW4+TwgB2lk0u8xM",
-	"vKwtsr/Uu+w4H/zsvg2VhWk89BfcfT9+Gyj9aNKTeaVsdDILDK6fXXG4u43xXkROyzIzZobC309cgilB",
-	"VNiqnQDqlpNmXzJFTXVeMyABsXhs1Fn32qPVS14jZMEJtDH//RJUF6ptN/umFEYLVSFtNQzqttPROa62",
-	"PJbjIdyrMOjtDdipeZnwgx1zpoYsiJ3zNAca3ZWxccN0cSejrIldmVFLxdJuxt8ADJl9uyULaTJKoBKU",
-	"JbxWMI2AtVJ0IlKBTt/6WM6sp9O9bYwRjj7d4X1sHEh6U4JJb++JATAHfbz5nOUab6DUIfkRTSzfZ/wp",
-	"wH6zlYuZOv/w54Y1VuVx7UmbZcVEGAwCmtN97UP1xiblZUluJR6na8isWzKPH8GVczaHgBsmWx/0Rsmy",
-	"0QzWHYwRsg8igGSSEIFxUnSQ+XL+3CtAlZmRQj1mbf2ieU1vHXB+yPB59PW3o1yxKavnDACMmU+HUOZF",
-	"GEI1a4k+GRfk+vAP10H6EAZ6j0nJbmm+JkrQO/Ylp4oRszFtS7hiUSMq6P6Ll+O9X9KHd/jTF0dIB+v+",
-	"GaHu39pmyciL2YujY3vFbiNVyCGq5ZJqntsYFRMFBmA7IawGiCNSOQmex/ZFyGP7YncDKCON4D83jNCl",
-	"tLRtVTqKAmN7+W1630+ZfuXNWSrWn+Z73/1l0wfEZzLy4hXAf/feF7T/6tdsQwiXlV5nBEIyBYS9RbnO",
-	"yB1jleqw5OJLeiM4+vWnvtZ9++Hk1Jl6cr7Zp4y488a8FFX+cfB+KmzWhTHhbpR5NSbypLqEUgHqCh9E",
-	"gxIKysiZyOs1wgBCQi8+vWm+h3v6m1e/kU34cvbV0aBV6AX2q1BgX47GN6y9NWxhDVpVE478K6b0rkd9",
-	"exiEWIYTc6ev2IP21YdUkYJqemifdruzfcGks3Vy8oOW0PRxK7QI+ILppjzHF/usvAwjpz83xoqWNjdL",
-	"Lwgv8LBD3CT3DV7r20ytUQbnaeuTLvsN1sCd3GEyUP/uE7+Jl+G54uBWi7eM5FyEgwuACKcnTb3z9CqW",
-	"xXSFIzzsrvI2KVQn6ORH2os7tVskx3A/D76AedhFapNTgllOJbHAcJK782EgO9OG1JnQ9foYNo3pqg8L",
-	"UgiFD+WUmJ9sB2kFvZmpiuV8znMy56wsFFpY7Yvbl1hODqrI9V8uzl6fnF6dvf7pOgp5kZQVTEzgBeS1",
-	"3EC0sJbIm4MYbiJ29dk04Kc+fRJeqqSmAwmw8sBY9iq85rdcJOHTZA4HXnGiP+t8YmQfG942pDLMdH1O",
-	"a2VM0vtuOr9LvM3cuVyuJ+cVpRJ6P8GM9AZze/Py2xffvshIrXNLT5lZvm0ubjMLA5mh4DeimNltPjPb",
-	"PA4KqWl9y/TlyG5/A1HBVvlkeHkC6fVxJWDj14BPii5Q++3NOox1Hm4N/rVB/x3NdesKjZ/poMQXtndi",
-	"CkYUznjSWnun918oV80utWPyxyH0S5Onh3Aeksk8oylqtif2LG4X4vfKUXuAS7Iha0Q6zIM5OnCwyMIf",
-	"WvGCgqG8lHc6zJBsPTJ3uekjC0+dLzie+72DScATPMPntOZ6PVjWhbPeZ42q4IdYexUp4Vqw/E6lCiHx",
-	"22MH0oL/tNEUCOEIqHE6x6+3LSuCd5yaNmOza/s/DQ7CV5a1BEQxnOmK1qxI30LbpDh/DU11kKiAuWEL",
-	"qhau1tk1ODE/4fcrbLMwuZGDnNUz/JIUADZu1hYBxzZXFeHIt68WQ0n9AK+xkOaR5UWRSsc4MWMQJM6K",
-	"3wT6vFZm+uVTG4vve5C5PZDedZ2xxKwjs8HshLrCa7f9cLoj4eyqKvmQML5HXlfVzYywP2spzWLAiyko",
-	"OqrpDVXsnfnI9HlIhVyfX5z86cMJ+bnh+d0XmKLr7ls7ZbrwwGv7AgiB01Jth2Ozuavb0cUQXvIFmk5D",
-	"UXIr7BGK2iC+PGL9Ym4KPtQ3gePzn7J5jQaJs/1deuVC8gXlwga0Om8hLRI+iLIXisO9RxBij011qsy+",
-	"XYCQ6rpvovalPJyEmEBG9+BAFfknRH+33xPMTwELoJaldQK1vGMCskwhlhSJeeRUs9somsKp/QYjG+2L",
-	"2rqYLhcBhhmIrIlieWOG9Jgkj/Z9EF9MsLpbp3VQJfuWwElIRBH9NHQ7OLwmcY/gpCw31mW7a9DYj6cd",
-	"P6247Hzn2ZuvSPZVv3+ditZNSAMQxNuaAtKCloF0npy/sxL6HSw6ICCGzdsLonmnUvqZIrTRC6Mwc4wB",
-	"1E3JVGYNf14TWResPiTfM8Ut8J5iGbn+wzWc545gO3hRRq5Nk/D9gpUI9ybW4XuMgUXLEhRqQa6x5vma",
-	"LCncnbZl3XAvqCWhQor1UjbK/kwdEw1ZynpRM+avTWBeIISDS41xfftlyZV574LVHfwGG8+752xllAr+",
-	"K5dizm/jHy6pQJem+3FNVxtflfJW9RqBj6LPFXIlLPCZ/RiQ2PrPaqru+o3iZ+yB5Ygz4Zr1COm9PvjP",
-	"+4031W1Ni/7z7lP/NGA8uYfwH/67fEGFYKX/2v+7fZeuGV22Y7D/3Pi+KilqkHuet69z//SPuw9aLCL3",
-	"iablHRwwNr7j2wg+8c0En9kXB58EaxN+ykqG8+1UNO4/P7Lex+0I3RfoS/Ufhz2d+HSzjVqravNh8+Hm",
-	"s41i9WbL+Gk7oVyZGZitaFn6WQ8/a+dM591/RKa6+6mb2u6nfnpjqVTnJV3f0PzuPaOKxRm8BFvhrreP",
-	"oiKImMr2Wv8szcfyFkrdhL8+KM1bd0zlHE+i3rZOXRQXCUBCAKMXCDZpOw1/b0tQfNYO3d+RlhzCH7Vs",
-	"xNYeJHRlmpEOj06KscOT6XtUcybZPles5rLA8/RmbUWltLGdQsLBICAsL9hk8OGQUD0BomnpsOF4hLCp",
-	"siYlTbH8C7Y6mes4hAQegvBMhjWC5I9H/z/Chb0G3GlloLkEMsmFm6etiLxqhmOdttzu6WOwe0t+zzAo",
-	"bg8MuJCRtc2nRYkGQFk8Hkgpc0jguP57Z0F+ff73e3Nu/vr877Sqfn3+d3z8XfHrNb7IXgHMnK7IbGIp",
-	"2kg8Sc4Cff0hipDn7WzspWm5gwRXYsKoV3izOQdvJ2/0bMnqWzZD3rW9bK/fu6hGtBIVl/zPF++VLXhZ",
-	"Z6QRLv/SVjlhH58hfcp0U9h25xKvACJRmEQu7Qnm0mIWPteEFkuuFXQOrDjUxFgtdMHu5R1Dg23OBS3D",
-	"OTxxabf2F3vZnn1+HBrL6aDeOnYENl6+36US8Vs0i5wknQ3VU1HtkkV9BDu557XUMpdl1EtwJ1tlH0Ib",
-	"32GMqWfkeqF1NZuX99eZ+3tZfY3+wvWiVNeYWHBtLIPrjMimJu5WFmTjz+9P4YGPf74gSs71yizD/sXV",
-	"OaK4XJ2em934+fX5Mdzbf7543+GXVEaJXqv7/Ivm+R3THsGq5cu3OtHGfqkmr88uTy/efX9mrHjZ3C7a",
-	"hsxwIRcN/JCqpDmEMC6uLs/DJLsDO6YVu6l1bkf149uz83a+9qFOkgpy+fqcyPncKGVUmp8v3me21jHs",
-	"d6QTPnrdlhI9U+S9tA6Tc4OsCtGSvD57f3Z1dky4Ug2E2FxAlHq6UXTGOF4qOiF3S7iX7fkVNH+XCmwm",
-	"Ve1lezjWQUvpMnUlKhhZ0bXTDoSm7KQb48+y+iOFPZeMi9nHcDsDirbNg6Tk3+g9vYSf2L1O9t++vzSL",
-	"eUnntOYZeXt1dT6bfzj/2nx4uqjlkjfL2Q2Fk9o2fGzTrODZN+//bCTQyECiWNF4AEzoOP8jnss6YDPF",
-	"leyGXa7vecHk8wfYSPCNW5PoubCIJpO+lSs/xzbJdWX5T9lDxRJwdVWw/afoYq8ufs32mjqmNVwSq9mr",
-	"PuDa7sSspf8MN8AxsGoAVZ1PMjILSBXhajyu54eBvequStYTLTuDUa2I4LoXskxIsqXphAiIT0eydff2",
-	"+nSomn443AuNcuUJ4YRcHdtK2RlsZxt3qV1tGW5yO8v44GPyv+H9hUzAaE7K63ZDcHnRPJiUZ4DTCHi7",
-	"fezzoKs4jE+iXE94ky0zbichl0IxoRo1OB11dH3Nqlt8t3B3WhffWEeCZaSmcz27lxpE2SZqtAWVGVG8",
-	"mil+K2hZ2hxsRJR3SY7jwgy9C1MhgynJ2lKgsSDnBZ3r15zeCqk0z6MES26uPHDEkABjLPydKNhDxNI2",
-	"H3cQrSB/y1/42F2NL1rSfMEnE+bkcrnkevJ78XHNCuzBxJeYn55KoWmuo4RRvCy52gDRti+En7XQo7hc",
-	"x+Roc2dO7Ml7eTt5vKW83Xqkl4JWaiGHJzWXPu/Hv0zZH059Fwx8AKq57/W7qQuu5oS0nxq1kibYEc3y",
-	"nEVvjfuULvcSMnPsLfM2l1+jW6irON5jt2VN3kCKaeIuULN6mcaPbxWaeW6XXBjnYsB7evLV3V1Zd5PH",
-	"ZCVY02DO+/snqo4YLbhgSmHKxMDdLWag26fRDI6k1AwQiTkyKy9dcA3PBVkG23iiCG+DjI3A24PXXOnc",
-	"TD/OzTzKu+GTMMwyOCbqjldVm+2SA2WbZypKXCHjb6a8ZkWxHKtuRAh4410MV4fVpcVJZTzYqzt5t9d2",
-	"IgvXdhgt2svUtJyiVqhonrNKU6PHE/IFH48ku9gprqnYOlabyFt6Jwp+z4uGlv0dMP0GsbfRYphak1MY",
-	"WiYwM8h2zKmkhmI9lhLjDMMtU2Ow7SALtF2fwQyYCwh/veEl+94YaHHYfGPYz3lpDFSb3jeVNvXHxRp2",
-	"w76Q+ouFa/cRty+mzS+30liNYAN+aQS9pxxyZt1HloHmCzK5xrN9TTupRD3PbZOKIpofX04B3Lxw/X7j",
-	"fzHMekc1WZkjalVLcYtHX8VkVSaYyBCGdljHzDm6D6ItyGgH6EG6RmTFTlf7ygmCsVuBEDbCCug3BECN",
-	"ISjFMaKK8QIpMcFlBGeoYBUTBeSaR4jpoN+RGXoxe3F0ZDSr5iLXdpJ6zLDDZTjblENGZ3PiJMbzZs9Z",
-	"DdFnt7sUwoPemN9ArM0dHnjrv5lnAe2qZP7MxiaYqCc3VcNoyoXtSXoyzksaxbtZMXZnPHi3yTwsQf/Y",
-	"gXuId6krJnexTYDnw7SltkMamUhLF9DiTzvRxiMMWG2wM+RLd8CbNswjoEDMF8P1XFAusf/587vXB845",
-	"seppkEFEMSi+Tl4aGuEjJWxbV5oWXFBP80zMgvwvKSJjf3fy8QRvfH8BHhhbmlbKBEr9GJIH74JrTJcN",
-	"lP24QNt94Xu1xdY1W+2ylOPkOnZ9Pb6Hn7IwyBLsPN/jFKzy8PY/u6dlk+QsdGg+yHJMy1K1LALTyHCh",
-	"KNL8+m9NsQOWSkEHlqKg4O3X7JG4TG0IMCNK2qoGshjbxAuuBzVAMF9GYsj+Kv1i5M3RibB9KXNaGkt+",
-	"YH67JaG/IOquDV7L+VwxCJtup1OuBjGJjDQPx3xg2MFMPFpLXHVHOCHW7nYTMP2aFevEKv28oqQFrx7e",
-	"NfFMzIvOeakyQsuSAMsr87VPU6q0bB3t42uxgHzQR5S2AacdAc0hN2sIPu+gBLcotULwTI8Ebm1uPTE6",
-	"+fgqq57m3rYe354WKy6KjZJtf9IdE+qesEW1S14IfrsAA0SvZHva9AuHY9itdO32nnl7eHO6lMKKeMMU",
-	"/rVihXB/60VT2z/nNcc/FNVNbf9s4Nc/xVOuImqQluUsL2V+R5jxM9++/e7DB8fxoWmtHWbPy6+/Ozo6",
-	"RFIuzWrz2//9l6PZy5/+cjT77z9995ej2Tf4539L4JPFIinB2+3L4P07vqYnSHZCPCNvMSA7qXvmHxey",
-	"JVOGO29fYLukoqEl2Q8hWGRNbmh+x0RxkAFoC9l3OUDmX/iuA0C2sdrarzq0ZvRfo+UeavroKnrd9Zqr",
-	"u8t4ANl4MC0F6rPA/iP3smyikYh0ZMoDrmFJMcSQ4N9tW1tw08TDHe01Dlfks0hH5MEnhlzedKxJ+73V",
-	"Pm2JySzCtZ2MWsp4YHVeM/b9WscSky4rmrOgHYbY0Qjq1ChG9o/wisGO4mBiSHjelGXilQCMDwigVLN6",
-	"Ses7/xIhBZv6hlKuoPMDbynl6pEvGUkpfKdV5+J+q2Koq0Uo1onMg0YwcL8TjhFgIRghkQD3wIDlkeVY",
-	"qL/vMvG9rOOyllxpdTA5dXDeqGQfPrKVjesIqR1hUCfmjbsK/OU3TVlmwc2g7xT8auKK+PEOG9geXA9p",
-	"qgOXEVID3Fxh+tt7K0qJwP+UwKBRX3+GofqoIJzzqW3Hf2GRXb3TZkuVb3Vlt02jC/oVqob+jgr3cDjt",
-	"PZHoCmn6SApVfBpUsa/ZVVu8NkCBPUXbO7JkyFBoed0n0kimWRorVhMmEG4wI42w/MFBhzOwWlva3S0M",
-	"1865OObBh9H+NBFgJ4IdT9oP4rVk34HjsYJ8OP/64JC8hxDrrcPJZQ+VUTLVYq14TkuARFLH5BpDom0p",
-	"Elb/1GzOaibyeO5EpDtVVdryp3jBtwtIDEYCbTKhzU/2/rVZsACmUAr2LB70yUup2FB+f6DN4FlI0tp3",
-	"V3RG5/3CMqJrmt+pjCgtqwqcfujQDMoBMlKzipq1PEiUthcsT0AjYMPPCD6zXazTasKxWKeScz0zlt6C",
-	"1sXM/miLeMrATTTm/7kndryCZqKIByoCmxzjFf7IBtTBLeNCQ7dM9naMFzYImpHciJ0w29+81QqIkzhZ",
-	"MWHRd80vk+ZhvDwxeCFmY7UZnmYHpm+5og47HEfc9FSzqTP+yDuzeU2XUasGPif7kO6JZYJNwaVlGlcH",
-	"ZuoWsiymU0YU7CHlD701DjIKODxntiHkFe/T1nQwAwUnBzco2Xcbtbew6GVSktdULeKb2L5ki4PK/sJm",
-	"CkzFhhg0Wq/6ed8QeIQ57SYkTKjn95vJHHQ+KS5y621E4HXUu/t8dUoKm1oHpqDZxxuDjd8cQF53+tbX",
-	"2RK+hmSU7RCrAd7KWDrJVavkQUbwyh+SKqzCl+ILvvTLsvo6LgF+hOOayl52ALgQge2yPYw6VtjEwAjw",
-	"KIxfh0OdToTqm9e6oWXKXUndMPftUG+g4msgoWov6Gyg9gKdFU5dq+57eTCtTurIXGdduyoh3JOj5tI4",
-	"NFbHePpnpHJ8WlAsGKVHMkdNsB0YVtccnR6jRec3EqNVv2uQtnOqJSA/4B6/Z1Urxsifzq7Ic1rx5/cv",
-	"n3td9Ry8tNlSFqzsVKCEVFWXcq5fM/cv99dgeM31kifynE88iXLgleLpEzHV71lNb9nrAaPuChAK7IPe",
-	"uJuazTzNqscec8jos2jCENYsy3b7bUbtaF1ypvRlWhHDVz0aJfzXchd7UaUj+H+fhOkTEfzKMQyTfS8Y",
-	"GQnkIiP2j4Mo5KY5BJnSIytI7GOtce6xsZeTwzWohdcqffIrByK67a3+kGqQNhRERcdlIVoub5SWYjde",
-	"17mNeTj1sLkTYnPbmYZBZXLJEig4J857pV3bjSsb0IcyZNPKE3nWN8mwKq8JDB+82qfd0X0/naupHjpm",
-	"CKbah+iLfaZTGKBwq9fgkx8O7uCYkDnrHEt4gXRIqel6znThbPgWwV9SQMgNyq4hCTLDC34kAgpf+zTe",
-	"wGYCwlM7A61LNm4etMXNPont+3X8dsuFoI05TpGkdl2x73giqrJN8pG/OOucNu0iPQPqI2OyTa2XSPsv",
-	"LquqFSmfWUWt0Dp300guBBOUBcqPJyhY+3lCpCcSjp9G1jTJzrMarqWqx2DYeK/gsd/e9xlP8HKlYLvl",
-	"eT2Jb9VKzqZ7lfSqVMcx8v5PuKVCIemyKbmDD4+FKWfYVGcpcND/8ztM4UC384+cZTDdRbK/+Ofwkjrb",
-	"ftxRCqM2OzhLF06m94IuGMcJtUhL7zvoM0GvPmAdZlySN0o1tyWZd+P1onzHRRGv5s72uOCax1b6yqcb",
-	"+PZgM7jct4mVVi4DGT+9SThQ8KLERQR+1xHuXWj37bQymzc2sfsoRIAZRPHS6eT8HdAQJOOamtVLLmJT",
-	"2qmi9lO6hrzKbaq2ujR5/n2xvbKxrWsqFDiNKoq+CGw0eP4oGzzVbGDu57VcpmYN2SXjcyRTPwILJP6b",
-	"mt/exhGTqCaQHJBYk76/ZfoMfWgbHZ+7KUvhNpMX6O6EDyszUAxG64xGnkMFETne3Dfpu2VQCP6wJPst",
-	"VpHVj0ExFRSQZKRFL9JU3WWk4OpuhvfpBzscPKEWHJtqP57B+cNEiYGQImZDAGqatay7WU6k5EbmReZ2",
-	"epjLlcRA3yIfbJvrlp1zuPbd5kUEGoEhC7NaxtldykZYbiuEcpAJnotHZHf910rmahNVkqVDJSJyzxOp",
-	"VfuW8MGY/plZmaXxdF8cHR0dbHfrbv35/+IJVX24g3pJy8z/GEABmrIDNobP7GV77iFjyjVlGaf63ToB",
-	"a+eQoNv+A9lVzv2ammUVpvM4cYlr1aW8Z4UDHbpgihcNOzWT3VS7lmxiqaGWdl1JjS/xIGekxtfEEsTr",
-	"9UUjOgyuMTqpT6Jc28J7wERma+VzGOClPAg0b8qQo9KMZO87kk0tSW4et4WmwCd5gyYy9N3ScbZXuBbE",
-	"Y8lvXbTbEWq0FaQjfJpDBJp1IoEIE4vaGyKbsQ8vJ7qmvIzR3g32ZAP5yU6W78QOghQvW23BA9p5zfEn",
-	"Zv8W9ZrUjYiyvRh98QNbD6KRgFgU7kpD2ujkSjalUYpe60AsNHjXlFuVQEzjOo8rULKdhrcRRAhsm8dg",
-	"31ihdAA4vDZjww2wTTQAZvhPtWyq+LGSopq47HJMWM2HG02K4w7AjH8KiwS2mdd+zQJOctZZ7qwrj7bH",
-	"cYkUbHW14HVxTmu97uANP1qzASgk1hQiIKFHue1K6jCkrTmve5C2LTu8nVYHLGyjw2i4SARgGqYKfXUU",
-	"coW+OopOeGTaAinZ6LFZA1s+AAViqAQ1+t5cedYIIfH6ryZyFYvM3bF1AqO2t33bUgV812RrzTwc7X/Q",
-	"0GZ4AvLE4nrlEjGHor2KseTYnDOkAvJx0m0svagi3svayYuLvbUCTtOkFVbFAs2cwwMCGkjH8LATBcYm",
-	"sNuK6nwxs0yfeFFmfKEFVf7T+DV7yW/5TclGRYQJ7aFK3cGB+h1tjonScsdYBRCwabadM/umVW12nrAX",
-	"KCDzLfdObcSjmordhUZxEv+mm0LgpsSivkEmgeUS9K4MlOa65+ztkls3sgBYIUgOU5ouK5X0UUdIB13H",
-	"L7Y8LqIDOSaBKzZ1b8uS51FuIudx4RMe98lNARdklbiY7GfDt0wn9m19oQyWb2NCYgI1aaum7KTX9qSF",
-	"AOLTbdYE9QwctpO3Xiybe+IB3+GTCd6amCtesw/tddVuR/i5kUq2woRc02IvJSKCGSN98q91SBK2AbTG",
-	"gMV5AbDHN6XM7yDo5OoWFGEPXOlja8PZnAL0gXMqclam8MMq7Pc0x8hRxOFdvOnXElCEQDEW8thab9BM",
-	"Ar5zZ28j4MMGM8m8fQLxdtwSuWe0ZMVJxa/kHRNxI9kTYRkXwvwASkU8a87mgup0WxCLgu9ts/5WECxv",
-	"gNOtqP5ynYh13zExDfXLd21YDbkWbdvxjZFE0q0lgGDBVi+M/Qj19H3eJDTegCsE0rgjsNENL/U7MQ2W",
-	"Fh4mXBzjXzMuLKZuToWQ4EM76Hrj4bXKI4L7nAbSadkQZclCOJ3NgxGTfwBQz9ftUEDJ6fVw9/NwC+xf",
-	"xOc5hkDqDUOgmy1uqT4L/nNjr6kc5J5MlH+0Kx0netwQA9tFAA/fsg7I/HAiPUSquwOpE5urHWZPRJcc",
-	"QBQZ4tIP51iMrq7ZGqOnIe4fXwvhe5uB5IGjbtSICzkgNc8OR6ad6Cx+LeV2anfxwyFshbcjU0nrJ2XZ",
-	"7pmpjG3+B9OCFbJku/OzXej8BJDprgD8PDICAQiVShGER88s47yMVxcOtgUX6FzclmwGYXZ4zKd3/U1y",
-	"0XKfbcvb47KYlJaVQpqNjRyxYToYKZfJGhcplwF7B1a1jLD09FagMzP+beGQUstT5wt+z3CVdrPlzBAo",
-	"NuMmXUskZ4ijw0c1IbSCXx4TsA2pKBDkH2/WIFvv0FIrCGNAIasVoUUBP5gu08GwtU3HaVEDv9pUqyWf",
-	"M7OwyQDSe/uAtytgGo7Ji5dHnd5vESf6amqcqD+YRI6K6K9RS1Xp7mUsp5gjhhtiDWvfOrSzOy8c29oJ",
-	"uXD5LG13d17jDV5wtzk+6zy95Vm/fvVx+xyzo4OLN1tFqiZRcw0YzW6WjcK7Pmn0Qtb8F1B235HvGa1Z",
-	"fe2CET83rF6T61rnX+wafYGGryeawqGGcQvXm86EujmlFb3hZZTT2OZSVcbUz3lFhQbzrJB4M2DeGEpr",
-	"TpespodAbgkstUue17JaSMGCD5H7EvkuD1Vzg0lRiIKnD1UXgacj3xaXvM08i6+pZbAIQHhkDTZQDN0z",
-	"aIqW5af53nd/GRXjtgO//pRN6cFGOKpuULq6JtYm4qd7T2Ltzh6MOzue/AfeG4OHw/WyNP972d4F9rhN",
-	"4Mv2ThxacGo13jRliR2IlVUEr+wlID4D1OoYfBrV2pj9Km7nql4mNdl/kZGqbBTG2wGKVdfrqQAs3tob",
-	"VDXmfZ0I9WTewpC2YZB10E/GlHJ8mNCUNrPTram6g4L5SforUYjh8qSC3YquPsaEHECy6/vUE6AVmlRh",
-	"opeT0frjScMDYRlei05dGoyIzGu57KJAPVNE1vyWT70HnZa9393C/f3vV7s7K7FBbYpcmxnht1VP6N3a",
-	"J5RLb6mSyOWwvYUVvgw3Yys0QLdccIQcQPAB6YgiE2oA2Wwvh6vQ8SGXzPxMhe+cLPdDkBOTGglOxiTg",
-	"ZvvIVIGNaXOrqzNiVXVGLps8Z6zAcBGq7S2qx7s9zzYm3XVkVDgSfnBn56BsRHziFACQS4raquS5cySN",
-	"OcgDSD5hO7v7X6hIkAENNsaITulOzNYHCNlnD3nZFLYydUNDeS/mRUJbba8lh99zNIUcZlSLJRbo3yQX",
-	"qSuhK890h4bH32Rsgo1n70snmlgmeIGZBGA9/ki5TTEwCg843u0JuLLf9G1h9/O9bM/+OI62ORLg8CFx",
-	"hNVxtKuQTvkdoGLze8h0xX7RWt8wqhWhdW38vP2vjlzShM8CMwqaAXvcwTFe01osKcEeNFFNviAFo0XZ",
-	"Z8kaNHgCdTJhn54HT3d/PHCdEXohOCXgV/377PI+n11cnc7gt9ehU3sM0CTcjB7vo427B5EKPD2kKNcT",
-	"QIf73evSpIZDzzbkKiHAH6jgc6amHK0IQzXAQjS4bd9ptS1MwDDlR4C3EGcMAnDq4U79uGB1CBmFVTXZ",
-	"o82u1GEX6VMWn7+R5boySxFfL1ilDOtYXKdpSZjIpTNWN1ld8hQcDv6IGG+HCU3237589XVGPlWNysj5",
-	"6YfPGTk8PDxIXFP/XuZTQtzmtobbwu3UwKp2SytFbpheMdRqS7jaxdSuVjeBOGxz4nf2UcSbgAYdifVY",
-	"W/7Z38KySyuVhP3Vdt2i1I0Z7B/CsfbNMVfv4mfYHVRgne9le2Cbp3z986563yBrDlTzPmRhdMTrwEYA",
-	"7BH5T3kQ5y4MxuOwBGYvh8/4NCe8vnmmAizzqcIbhN5iCIJcVSVdf0xzi+BBZ+ktscolWIl4jZ+xhkYK",
-	"duzi4ZM7mQDTLjyDHxwT2pMZvB6kADICzNwTwxmOXnUshGcv0caCw9NDwH/G/M4YtavG8Alm5W8Ovs15",
-	"GA1bjSgRHwIOZSdzpK4dEd+0VHrjCEQloW8CpTCAPCvl8plynMF98ZzkDbodjLzSdpv3W5q653qm5+4+",
-	"osuaTt62mO1Z65bKG0ip5/34SMT1m+ASmLZ6F5+AUYHM1VtcjlRpCn5krQjZwDdY22OKNMrMbSShMxFR",
-	"Iu5xUxwJtjvWtxtAapnaqR45ubpGEOHCKlYrwZdvPkdsuHQizqlLTwcraEt8K3/2J3Fd+zoE6g+NWydd",
-	"IfVkEyo0e/qH0BQzCG92eptyWvisne+JR8aWVuqTqHeVQDnF6y5I3s5rluDimRoHDuTUY7isFrz6XJcp",
-	"/0lLcv7p8gom5se3786JnM9ZTfYRqtZzwp+cvzuY4OR2liI4SvpnjHIAJ4GMtrHmdkOM78fRQ+PEHhrh",
-	"heHUQ+NqsfnDyWdEoDMed0b0F3Xoki7o7TEWS5w4on1MEiQ3jPj70uKQnIjIDHWxvjDRy4JWGJ3LBQlC",
-	"QhYKFYTHhsz2352eGZF+ffX+0mJiHZAbhtSJFhZrv9b5YbgVAwLRzbvFE0caPw0lJLxejSjsXArNRSOb",
-	"sHZ9wL1ARzxxy+fZtvApSN4Gplhw5p85pi1F9i18Rq0PdjKIE1lygTGi2tCKkmRO66lIO+0ypF4S7AKy",
-	"37Wy1TN0CA92fPvgZV0kxXGrq7unUd4T9W8Xl6GDoDV4QTwGoDWSRJm68e/qYKddQ2GOyFdEGhKKyY82",
-	"dXuzgSWlyD4gaNNck++fKcLEPStlhSABkzVy21xGbM3/1pc8QfZFzF6J4Vqdm9Egc5oNMj4eyApy07ZF",
-	"sEpASl20swyJsktkp0X0GNN+BPxuSgDU4UhtIkwNHlu+Oy66Nna/t7TPHWPU2vhp7B5q/qz+VAvjwgMT",
-	"aOLCC9Za8SiowAcGycS5rCDwIgrSPk2WtGBBMGbJsMR9H/Js1kx3ESQ2jxPbUBTOdSMkMynk/sZFse2p",
-	"Yv0IABTc1xIIpjF+xYHLXk0F2oA5VSkNT2pm3D8o8sAnAQlFZ+Zlmt1IWheZg8HPfLilYixfHDjYQ/Pf",
-	"S/Zzw+D2BObQ1e6ZyRycS1Q++O5J07mg6oOs2VliWK6IYilrP6K5LEu5SrDwsgft+p64FgyH53nm2YOO",
-	"7uFUceIWFsUWWYpPnvay47GHpCcDCUHtqZP1YnawNfFG546LYpc4Pl6wjFNh97JhIqdjdK/64WWhwvE7",
-	"qy+SPZkaU5fnvvxyK2JJ6+0E9NzQTiwpYAIFLtxx2iIaZ9RNwFVzbY+NcdyPiVnox1bhgQtghsg9vQ7o",
-	"F0ROumGIT0htKovzJS5trVkMdbALQJjyKKKVYOZT63p1I9H3nBlXCJ0nG95gnbxsiwW6hIMJLk/ML9Kv",
-	"jyHEnfizKu65IOPRYBgQ1hqf272K5zeNYaUBkj+E4Mi+BMqF2hzTeSM0L4mt4Ebeny2Kwj52qsHk8nAb",
-	"NyNWoTXR6TAPXsGHGygLDnYu1RujE4umZMWZSLke5yUVghWEiUesun8PbK6RN4Hn+4h3+Zu90VsZubS3",
-	"Eb9mezbUH989TuX9TXLRvw+ASwJEWXF3HBM0oPe2hLs1sYsYp/yDG5OwixOCX+a5Cfi9Ui4nQ/b+Fq7N",
-	"xZNi88JwOpjCW3l7Zmqng/NewMv+gRzTHSEeBOSVcmkOG0tsh6lJWG4m5I0s1uF586mCtKNTeDZ1zFxi",
-	"bLBK3XWgsfZMuSBihapddmOPMcEbvQMw599vcAHQC+Iaf8m4OOofED6KZuPa4wljqGcuAM+VDaayInMR",
-	"WjR/TOchd/dMQN6u8UJqBkhIRYb/NG2F9zolo/fABVQH3wdTgreAlr9AjURg4bVR8QlFYtphGP5i0lSu",
-	"Fmz6bcbZ424zesMZuM7o33s4Z8L1NrHJIRHwgs1rphbR6IjUUHQfveZPbq+B7EfBVtjAsYOMAauoRZNa",
-	"yfpOHW6fnuAarztpCo/MRnB5kp1Xx6eyOpe1Buix+Kl4cXVOoKwFtomRA9qjd558JRsW9eCm24Jpk9cs",
-	"Uc1Zs5yZPW4MDuwZZN9ayPwWQDTDC9r2Ma7hk86utY0ZSUxVwo0lCFABfLk4Qjtt9jfgoYMKMTMKCE15",
-	"Sflym5mABqfpCA/9Npns5ENLdCJXwh3hrnBt8/yIVp9duVcX5PPr8+dXp+e+hUk3KnUlFRvAq3CTN5d1",
-	"F9Xr9ublty++fTEr+X2Ko6VEkL005y3Wt7Ji6Pej0u1XH9B87BL7KkSI0cKZ8AibXtURh+Hy8uLUyBrL",
-	"NZxvfrqcP2dLIDVJc/erhO0EOqJFY/f5i+5wc2P2CSKJk26MwMSvcG62MVOTu95Th26fBMyMIK6hLmml",
-	"zc7oBrNIo3rIFGHySyAOfdkaU7YnYKHE905X5WauRrnD9qSljcXivPjv6S0T2kKqBbDG9u7ZJWqSfe7n",
-	"l1zbNo2zdQ2HuxRsUiVucHb8mg0//FEW7BTfc5LnrNKs2Pv1p96kxH2z7nQol8Q1dAiNq7ekOvtAI+CM",
-	"76nSxNXSJgtwUgrNtMpFLKu17jVrevZMgQBs84a48wdTuvtFX2dxR5gIwg1mhtpO5aCv1r5itzovVEmU",
-	"zGsW7JoNav10xfMEq0LWYCRsaSOkyrJVxXI+5/mmMB076FRScQjL4qgi4IM9jIxvvvnqm7C+7Ojl148+",
-	"Vnu4aK++zsYgorc8j3ov+OrlU5wUvUZffvMqZo3rMg1aAvLksE2OO7Pij3GP5FRRZdRRa+sdktcIXUe+",
-	"OjoaXrVvX33dwTZ5cRRbM6OqO521+Hovvsk2SJEwo0jLNvjWOxPMiQHHgbvXRifZY8gNHDH71xH1fX1A",
-	"uFCa0cLlMdVQEXhMjmzTUC/nwE2GUF62KluMnd4D6uXCHcu74Sqj+U5F71COQVkM2pS8NQoniem/lj4N",
-	"76Oqk0YvTmsGDk8sDImO6+U5yf1DBNn2amOHc20vl5AdHnN5lVpFaUYXVJ3bL9NhcOobMCvt3hM2bKaJ",
-	"lXOA/IN310w3tUhBDI7c3mz6eh2yS0xChBmwn1BYOuWQu+2kJJwcWkYi/q85cObCt9BMp3khZAM4orYA",
-	"L1/QsmSA5eBIREdeOwVmL1jOEFpR1oi7BxkYuQPem+5S21fHyDdbKcPUoOQrue76oqa7vPBXskqW7T29",
-	"rC1oQwcMNIrvl0BbVKzuYC22E5ORBqEYK1ZvAMgOe0z9axb/ficTWWczdJkU2zn8adKmTeP39TZumJPV",
-	"p/qbivAXtLaFBbyhZx6B+odtXQEY8xjlhGYKCR9Ffy4i5Xvlray5XqQ3rH+CNKp7r//h9Td72d7l25PZ",
-	"y29eRc1YGoJmvWW0SLmsuWXrJtf2rYeHh9ekg7lFFvB7i1+LaKy+4Bg1ZqssjfBevDklL1+9+CMEzcw/",
-	"/vjqxStQ3qi2qXFzF5lVp30lHgl5RfOSUN4JfIs+GHbTnmMZYbwlCxKM3PJ7JpxLDvFnY78XcpkkqJV3",
-	"wxkjgVIDkxIxOo0QZCj6Fh/Adix3LCE4hViUpayCd+apZdmJny0/ywh/wv9saGn5vKpaajSxQGRsHhrw",
-	"FnY6YuMHQpKfkWXaCZZ5fg+lJypWU06YmGJTLbCzP1+iU37PanM4jqTq2LOrZjM7XZ31V37/uUMVJt7M",
-	"t5/rSZSJ8i5QoCiFWbBvcT3iey0YSUqtXC7lHTN65XujIHczc5E0F0xIZZqbGeHbKrEYq1JUBmILdNJN",
-	"TQC8zpy5W+lcPyA3lg4W5cujQTqiLapDNqcurpcBsBp1s9FKOFIAGrDAZFhiH/MIzI+Smdjw5a4zA10d",
-	"T9PDDoyOfzepOXHbA2ZkTHi25muXBDnrarm0d26iXIMK7hPNBM7Ui5ffxnx+vmSySdOhfy+bFs5ntTCm",
-	"moZ0aut2kRcj7vxXR2MIP0DCGY8KwSSWcmUG7Z46JrQxMwAK9vPrc1A7c1qWigCpj5bk6vS8iyOAbKK5",
-	"0SVNUU0vDq21qr57/hzuKrSqlPn788X7rGODWbPemISEi7kk3F5D4+ILxtCRWva926Ovv+0Ej76dUmM6",
-	"QWLjm9Uhu6JgmqetFJkVjlhPTcHlaRwI5OTkFLA+ThDxw0wP4n/4gLsd+4JajLU4HIjLg43I3Vu5gutj",
-	"f+ATLeVd12+RzU0ZOC2YagTXkHUt62S8AUvCMh+sKhK88PMqmkFvXIvashWrxphmHjVubr60RjnCHBUT",
-	"e7xg/HYRS3OUBSsIfjsx4r21NgHGCSr8TG9tqVFyx9YwdjdqB7GSZIO8ZclkC7fecNUIpT2C5ZDQjeWF",
-	"GVFMN1UGKStwA1Q4RtCodruScJkACxeTtDALO7S6A0wxK3/WxaqV9gOeuLwDKg7S8t3XuBgFK/k9M5KF",
-	"C7XfFECtp/MqPsxkYbs1OVxZu2x039/btA95wVL7/u3LV1+bjrx9+eqb6I9XvNCLlBTDl7tkb2BpPdiK",
-	"KDod1RFViI24BILOK6ruHs8b14BXY+lcCCWWzVdTFQG/irG+RN+wQfsCokbVXUD6Aj+EShxi45fGWn5q",
-	"/pfHsk0OUUw2wmzC15zeCqk0zyM70D5DivYhd5MpZBEJKN8ywerRiFjYHPC55bIs8bplyyDYrUzmKP0J",
-	"xAO6b2n0DuMtLOlDVcvY8P/syHD+9OnDyb+fX3w6vZyo6m9lLRsdZxNvaS7apyafIEvLQzVoduOwP+DD",
-	"A4kz/YAsMLsUiYBAxcQbXrLXtgVZDw7NPI6FfUX7A4/IUMucKXVMZi9aw6QqqTZTQArJHMMM3mNNPV9r",
-	"Oh8HEqRzHYo81uzWo2VPQMLW+WHqOjncAqGAdkStIyHxyfWrbQfmOjqwlz948UhuBWwTMmI4DCSyh/Nz",
-	"2ih2JTUtP8Y8QfMFuaX1Db31Wxeob5AX27yGCyKokPbwnlgkd5ufszpnsXr0P22+TdP6loF7a35ivtz/",
-	"06c/nR60UlVwBfVJE8VnwWh1UpYyT9BUw8cQAzcPQUDd/ITgMkwdpPnJ5VqNvQNatoslbzTlghWtDWQJ",
-	"UMQt2YIrOzNmz5/yoV3rIqJFbHnzdV6yqcNUySGi+Ny4gT7tGHubsrekvdkPeunmJutLfyiVAzvvPGpB",
-	"QoEG5EzU+L+Iuusp3W7WhJKlLJoyBmxfFDVTMRnhAthSalChmGcma3J9dAj/f41FLGVJzKzUc5qzuD05",
-	"qTIQewdUmMJvpk0Lp+RKMxGF3whbc3kJNNcNLcs1uXEubuwyUamoN3L2UJVUgJG5eXt1YyYHvMzomHE4",
-	"EVcDh+nI25TvbfcNtOIZMdo4w0vqzGbpzhZaVxlEIjKiOPwJjsGK3dQ63yIN1QiSL81xAftOyhXdOo/r",
-	"LIbu2MkOoy6dh/3c0NJY1vANck4jGdNW2bBJgLAr70+5Z8Jw0FAcqH/thwsZvCvzO8bnTLrBt7IeSmor",
-	"YiMbO37rZ75Rnb2MWdvwIrtvRqzlp7DL4veHF65bgKGOHExeAW0RwA202+R8uvSFIrYG9Uxv6JKX6yjf",
-	"EKJAzOEBBLNlwqVhWTNmBhm95Ed2cynzOxaJ3LaMbYNsfQLB8IFbE1PnYMPBu58pCyCQ8MYVvynZyC0Z",
-	"LUtzggW3ZS57g+qAPDKuAVe8LHJap/gGOp2Ei3UFXIzU8Yi7349fovs3hVR3e+0gR1ezpksWR5EFWGqI",
-	"QJkWfPbg1HUcIYO0vgO+gFvgY7hdtHxTQZZdgnYx6fSB02/6bHvkGZB9fMlXdrOylA4RAO7N1Frk40pM",
-	"Y6Vo+P6xmf6QOhXNPP/b5aePRLMHbSdk28nOm1rFwrOfKgrJGVJBjIbsX1+c/fnd5btPHw/ffXx99u+H",
-	"l2f/8/oAjg2qlJFBpKbC9nB3qWbJSM1vFzok+/ZTuWmd3LNxWHiAXDizqELDJ88nQWCZMueBwnOeYX9f",
-	"3eeHnYk6vH9xkEo1ikZzPgmCC5+R1WJtY5WQ81kzSz+UaM/MTTHU5VV4AYxtWsQEa6qYMwYUDs54blbf",
-	"WNKpeNRErvF2b9VsXm7h5Sj2cyRCbyypezCboGIV3Y79Fxl5mZGvMvL//t//jw+G3tJKHQMDFExOfNTY",
-	"Ahe3B8dgq8BswfZ3C4HEB8qZVD6bZMIQ4trhjVdlx/Z1YJ3Bm/zRVVtd7DsSXL90JEI9oRYxU565LRys",
-	"8ZhG8frgnZjL+HWPlgQ8+210CW3MjOgkjCq0u2CkqW5rWjB/L228g/anDsAXtbmCG6IGa9LUisVtfDgY",
-	"o4jcZ61lweHef8FCBmdG8wVeCmb2rYMnuWKsvT3cxpwKDaBIlTqw3Zf8nqUnzV4QmScV4UVp/HS4jAG8",
-	"Pmp+bCkrtNm0wM0BkJBxpwjPlKt1xRIX/+0BrjKcJho7bNSCVoxEjqvdZsgbFVHMtth1xjlU/eKp52Uz",
-	"IzUrKVRU25uik/N35AZSpNFjGFDL8TWgJC+5kSV8yAG7I2EdLEQrtlYDQCZSvHZtEH7K6zhSNwg9o9jP",
-	"8Xaam/Tx52eDBI+141jStd+B+5csn/nnZ+f24YPjUPQUg+MAagchs2E+Z/UUMilYuG5ns76y6IlkMEV+",
-	"WcJtEmz5mLK7pPfszXxZsdsrtqxKqnfMqz/B28BcFkYn2KaMSGF6LZZNQmItQn8GTxtLB3pwkLjO/57r",
-	"mmr2w03sZvsKI51IiXbDNV5yc0Hubrh+ro7JESmZTZMGFhDg6ZZSjSSyY9XNUCp7Nphs8KnRVeP6BWwT",
-	"xySX1drqJUgmFlXToY8035sFpzmEvaFSscqXX2hJV/bPZYN/Q0LeTzsTxPsVilYHwU1apEpa1/Skvo2l",
-	"FzQ1HAZugmVlla2yfz7HHFHIjFYZKfmSa3QtZ1XNlNFDM90Ilpl/yzkv2Xf3GZmV7J6VGZndZmR2x9Zc",
-	"6C9LLjIyu5lnZJbX5r9L+mCW3HzYzBX/BdrgD1/mS9Morc1/ctA4M5V/0YuaKeNmDgDvGW8Bu23ENuh5",
-	"pIhq87xoSZZfbmpmOA0uoggYVmDmPlPDiG5EWAZE9uXRmMSmEjbsy/Frs3sq/sBKtXUXvv5qvA/bwFhF",
-	"ZNVFdedoMNfrjZz48ewx22KcCeQzZttDMr6tsjXWlcplhWEqqjWrzZP/+y8ns/9FZ78czf77T+2fh19m",
-	"P/39KHv11a//LZmpMEWlIbfjk6o0839jyzOUSWHFBHu2nVJbvARXYvHy1TdD6iuRimFfDN8+Qjz/+Orb",
-	"7UrTOpLSmZuO9k+drAiud15SseupGmAYllQ8U0QxIKeIXE3mCyoEK98VqZIJ/B7MEmy2G+sc3TatansB",
-	"crQB5jp69PBEOWqnxHWLS5h2JMdE1w3rE9FHIE1HYe3MPE/SIordLplI56C+4SUjJTTRFtU5WOLjAMak",
-	"XVXs/5E5dqaw6fdrTqP72bgM/8tst81I+snHE7yR/sWFSFQpNQJI8t790VljhO3596wuOZyLn69Op5yH",
-	"K8buYrFsI5H4Hb50uhfk99RlKTdyybdKJrelUH6GfG+T+1mW7NF5WdYipkBzRVwIEG1jvNFiZeEuR7YO",
-	"+loDD9ruHpi9vTFq74nR09GjOOIV7Xb15W1sQQ3eQlSSC3vYwaBuayo0BvPhugpul/50dkWe04o/v3/5",
-	"XLG8qblePw/ecIyO+bJRmtyYuQ8iGy6C4apHu0pxeBBby1o46qSUbdSpPZnMbdSfReQPEvJdEbGiy17i",
-	"rbGkG1etuHVVwHCZ63HIrEGoMXO0ebImBb/lGDcAWrYVV8zeFuEzKsNHzP9K899GFKxWuXQYTYt1tWBC",
-	"xTR7d40nmncvXv4xbt9VydJiV2fZ1traAEMpbyEf34z62B6Stn6OibxeYxWYW5K8bJSGANcaRrZZfDww",
-	"wG+Hi7ds4ueeus/3st3KhSPVwUGJn5Dk50ZCektNSi4YuakZvdtyXf73X/f++tf6r38VP/39Rfbi5bfx",
-	"lZhSbTu6FL7buSwtILeQCABPVEXzcc3X6fh3f/2rem56/errWKen1+96MYtqETgrT2XZLEXcv83hO0xv",
-	"wJPVpmpFLuKjU4iNeyUQKc7UH5uyHLkCxka4Ih8/XZGPn9+/j1ttVc2XtF7/wNZT26uCPHj7a7Nh4s3H",
-	"bzNes7ykZg/aVs1T4yE8Z1PgvYObhc4Q0iv2Cf8dp8M1tnBGuCjYQ0Z0zW9vUTXec7aK0T+YTqvUwinL",
-	"hAzkBrYRn1MD7/ADV7a0HT4NvW/bh+mmW0csY2wQRUReXr9+jxhlxtg+JhAuEhprx7AWRgBN++uihLpa",
-	"4wYA4kXdCLwk0ZIs6cProjxd0DoeZi6K8so9Pyxipjsrqtrmt/EzcH3Tm6aWqwTnUJuGWMuV6k0DLIZZ",
-	"yak3kPBwPPpxBRIBdgB29oaVEnhUZJABBbqz+9qJGQR2Ctxm8tlNFGtQQMiAVQBkyyLBj9/zdbddO77M",
-	"b4TeIkc3IaI5XLB7ecfGq/pr8xyU9Zel53/CfWUU9eaetM+cVTKPxDg+spXHk2DmEae/TGNoFghjxylm",
-	"7SOMfple5Dbhz8i97whXqmEFGkJm/8rS/IEtU7jInm9x42s6Mc2gA+PQkqa5vkAhA8zXlGsQ+66sO2HR",
-	"FRO0UgupT/I8mg56QpR9Akq8lSLIjBm5aUighkHtDFRrrUQpaTxLYQrDKL7YwguvZH3XZx4ZrOXQCVLU",
-	"K99yhvmi7hrPRntQFS4QnjJR5RGtw7pw14KWZRWTBaCkjC8h+ZnW9drhibazOnIdj8PI3HRnGwSk46u8",
-	"YyjNLr9EB3JLAVALubJRRhg8FyXgzzqp8CBJxkkBnAGqNc0XS+tsOzUHyizbcz+LhkAH8cwskplPwYL5",
-	"bMuaXx2NwTONYZT1FszOytCqXNqIZJQNCqXwmWr3oeNJGAhgDsYvd0vXdq/H4Jamd0xY3NYg8YQr8gkW",
-	"Nn6mQ8r4PU2vjgPucqz8/qUTU4MHAJO8GnHTh5k7Zk5up2MN9xa3nfAwCbg/zClrv9uePIXeK0TMnyAg",
-	"yVW+oncsWOJ/8MK2IAKTttvm5EIV+muZN0Z9wNF+0hRcX7B4WnznSV+mIoy6cxnSjmkwtukAKOVd/Cq0",
-	"NTvBwA9RaKYU+k0qeHS1pFQR/4NtSx0TN7mnFgUGvrYcsFUtb0ozFkzNEOX63H1i3YfJ/szmEplpjGbk",
-	"4CtGjXucZRv9sj+ayoQ47r8A7xu+gj1wBXXbwvhGaNMqKN5aTWK36hbydYSoN9qwZ0M0iUCb49modlMo",
-	"GP6W9p7lO3LtNdw1OLfXtKquwSS6dlik12Qfpvv6fiGVtl924i7XRlLqvj4RxqRsz7dY7koVAWU6qSrP",
-	"NIHBF4d8irBQplnjy0BU2/d+0n3UtOOzS2fs5+oY7qc6gV57s2ZLTMdvB7cDcPA2i+pZrM/Uk9y+vfcX",
-	"bxD5h2pbLjxR8775QCFXjCMV6GIk2LQ1rg9+v7u6UYBchz/4dFIDYh9J9Oe1bqAiQ+lj8uWLXaw/m39/",
-	"+TJwlxR7y6+p7Y6jOq/lw3rXC/KqKUujKR/WgFfkeLW23IpaOlo6woWWW8V0/c3Al8PZT////7b3+L2B",
-	"3SlLIsVjgZJQUIbkKRg63fV6JD3y/2AoSQgAdLwJlARuA8DVtVcu9opG1qSUt7ebMMDjQEkTtx/AQlgP",
-	"b0ACIvfvUUgSsxu8ZMSPYlk90UkMHL0+7SGzWorCrEZP/P+w52h3pP+UR+Z/pdNFVr/B4YKgmNuJ5/aZ",
-	"EVuLxW98RIwfCv9gtTZFodXDYD6eR9B6pKUtsAEd77nS4pXKxjOkuWbFRbJ0zH1Dmgpg3Rc8X5AFN62v",
-	"EfjatTExHF9QTW+oAhrFBJaE+cqNyD3u7WCAmJj4rnRF3GlT10xoO0vuuYnNrmg5sfermms2owtGC3PU",
-	"btv/FdX5gg1D8lDLKmgf3QXvy09TFpGI2Ir1piDoaFyGjXhb3P7oTQdiv9V4EiFMeRt+hV8fkgsHp0UV",
-	"cZyLPrOkYMoMxtavYWzxOPR7C64q7CPRTY3oXsZeJrTLNuAYC0I19UwhLMRQ5H0YZCgY/wn+ZPi0PrUn",
-	"NWYGYM/a9NPNcx8fmUjW6Eousdn9z5/fvY5XxE6kz/M4Z1tGvqaBRmrgOZENyAfoGypyViaKbh3J1FCf",
-	"a+NWGzkicy5oiVf0I50f5UDbrjSAagcx1yW3HmK1bqkvYi/42KHMAHYAC4nNkfyi3QGpcmUwNKYxD1B1",
-	"x3CvcA35jHdcFN8lYD09b+rkPYLE8hOuFaC6AZYvvFPYThD7Nwt+jrPOLYO/9nOsoOGEdWnZ2l6PasOT",
-	"fCAblvb3KlV3KpZ8GHqVoEsRVSzuUXbeP85A3e3CZC7q9nzyVM8Z6nnLhfl4auoPGKCCtJKno6h2A92R",
-	"q6x71k0nq7a/iPJVq9+JsDqyB4dYq7uSkVmWHtN1JK5uFdIxuWzyHDBZMvLGKvYro9g/NZgae2qVOgQr",
-	"QC3H6YtfeyW2B+XuFvHHN7+X7WH7e9mee8FetueaH9gQ5yVdxxglTgD2FrgOoAIYs7Loxv7b3rXa6MjN",
-	"EHhcLE6bsrBrWVWsgELrFKKyIvYpcsNy6mAA7FBrY65qKYkq5apcT3ztfPh9WwwgSSt7ZfsIETWkw3I8",
-	"4JgtlBE+J1SsD58ilonpzOG6xxG/YNJSLfrgOy+COp11AuQgXem90Lqazcv7jOBfy+rrjCxKhfBkI6Bk",
-	"NVtKzU6Kok7PKdq5WDlvjvT25gAhEbhOne71iJHYzuCWFuKEsE8cxGnch59Q0e6WNdtIZg69duSabGve",
-	"g6l2O9pvjf7WDGcvrZBRM8VP6nbxLLhF3zSwmFQFL/Dez+NrTKUrsq1veQBabRo5/xoB9jeNgmx9GOu5",
-	"wznPWtcPcXs6/evlXgz6GZsz81i9sT25FfYwJgHjFE/dGR2Qolo+rJM++NUG656Ze1vSYh1zhCCTD+tI",
-	"esuT4P8/fp5H3aT+OI/xrOPaJpu6SizzzPPQ5o1p6of1NI8bw7C2Xmt0BCpuePV7/sx5Ph6DyO6QFW3P",
-	"2hENZ4ewqeC6s+j6lBYum34cj+2AppYiIEp+Uqtp4qUHCLRcWdoo7NWxDdU7REzsqpD+R0Czqsi+qz6r",
-	"GrXI3DY4eBIjo5ubkRijnM9LLtjQIQsO8MoM5hM+vO1hK8WkVwAGGaakbf2Gmt/yAcwoOw1IaaHIftWU",
-	"pTVvcOLnvEzwTtjTJ1K5Zk/mcNmtwQgnCCbctSl2/gxJFAW0B5nN8J4I9IlVDznrRuGOCTVuJmwNSPZA",
-	"lG1jMhmTeSPzb6egit2cPqgy5TIt4GinI/tP1zS/S1FxQYPPFMGH0rM9Poor00LUoEjHiN5bVkxZ621l",
-	"9UlMyFZENlUsviBiS7r40pQokl3ayVEcV9Xwnz6KEw50CyFz59j0uM2lqxP5h8dtOts8IgygsSESjOeP",
-	"ZQ469ueFw+/0ahJOE7qi6zAWgw3tZXv2ZwMhFdyyUblkJRTFUeAsQK3f8Thx03pWw2i2fSxtHzGr7PcT",
-	"pShPc+9kwLyTkQT/1uNYrDy0NIx4HxBaDp6QviraZHoa7qI4vwiYY8wjxyrWFoQUTDowmagUKMDfiGNG",
-	"XSI2h8MHevsL2YeGpvZ2nPhoq+H3NiHMhZOM6Ja7z98yWurFa6YpL6PFqkIxoRqs4cdr5gIfdjaAsbJj",
-	"ZaEBrEMUNhMLuy19QryGFg5tVryDmsT4uZj7DuLFdMEeiP2ZS9JBB2NJjWJjE2N3kFAdmY93ouD3vIDD",
-	"E2YOM/Kna2icb8iLj+lniy0wzSNzQAQ+NSKoFY1u6hI4UJMXb21sL7d5BfiDDoCJkPZTs6p3Qq7SF32P",
-	"Ro+nc504CFq5VG3iSNCW297vHevrGwjrw5+nVBS8QPPkctHoQq5EglR3LO/CYxEnEld2OTo9VH0rC+FU",
-	"BKuYdTdI1smAQAEe3PWuiChyaqBs+5KgQaKAolUeg7ZJX9lY+7+JIQDes5qWfo8FmiZcXKB2KxhA9AI6",
-	"g6D3lJe9EFKHwzi+nN9zYc5wB7fde92IdYxDaFuPTjloubMl5eXu7LABnIxioiAUCQaFNPvJpmKypeVl",
-	"6xU+Nwlgg0v8or2OBWRT49C5xDD7U7PbIf02nRv4MsAkCxwrGcvGynkFcB8Bxq3fJzCG8UpWOW2mx4rI",
-	"lU3C2WI2hwhIsaoKyhvdOnFBlgFZ5MQTyC5FPA0Dvpq9e+39cIDJbeGMI9UaQg/jKlx+uGrBZBwbdyAT",
-	"CU5O+EFErsLW7G2MK3Yf8zahZsk23KFsDCclvfZxpPDvqeI58OyamTeLS29ko/1GtxkhWEUcsUTqGGLA",
-	"6flnYr7hmuW6qRkkkXij31rGLb9ZPPD3m574uVwueWzfI9Eufu24iajNhUQa/B5C/1RaQy1lmS8oF16d",
-	"RltfcST13Gh9IZWOg3e8lUp3cM8Ck+43sT9k7GTqEX/tsuRVLYsmpo3P8YshfJIyStoIV9Nd/kIAa/PE",
-	"WBsZtFtECNNXo76E1L3TPrttmKqpAFd9rPpXcZFH3zdRpU48/yddOcACtk36ndYlVYzacl7CQcIy1C3h",
-	"PPcnxK17WuddyJIliKA60vA7ED5FBfSkLNFX6ErnZK/JjsIMcxuqp+FJu6IqEdcBFTXjImTsBZ/VZ+rt",
-	"CgsJLRUygdhTUqXP4peQ8HGLA6Ig9bLjmHFjq9kEomTrKXvoslkCRNfICxbUkp82gqyZTr+mETF9cRmy",
-	"Y7t3oLI4JqIpy6EX7ZbRis7SJ1GOIJfBwgA8JdA22/BFG1yAZhKENY0QdJRtC16QU0FugKeELKkAlsF0",
-	"m6OEhdAkV8Q+TIRcJay0pgKqtfOQY3pKRy0ptUU/NPbSkgLiEuaoqgScG1V3KXArdYdHOPgS3POmOULN",
-	"KdrXN991kIKF2BxxRxDa6Q2ltbNBwr04rEHSGS0xLaK2SVpJNjDtLqBVcpNSMIaHedGIcV+qQ3He4z8f",
-	"jBvEveC/j7ArgDjNVMVy47IB3UmpkS9AGVOsZ0a1wxrKrz8TRUBNtq0lU43vMK7ADKbhxES2bNrq6mjR",
-	"HfroT4lhPWBajh0oHb0Cp0akiwtZm+PIHypANmOGXRj7Q9aWq/6GwQfxG9lxLbKVrqi8KggtrUAUwplp",
-	"x5Z5OU1vkKQ/ZL/o+J1BdGnE6TT7v3gdjX9+b77Ce3YKJsmyYgWhGnSG/WL/3eUn8u2roxcZwRP2uhFg",
-	"hCEJbyPcz+A36rfwH3d8J2LljM6qncmT83ceXwf3l+0LX1Z4Qaf+AX4sxH8RcDP5Gvy6H3fcqH4Mx8Qe",
-	"qhjTXeJ+6ck8ntDP6a5O4Pm08tr1giJTEdtLV7S8g6vPIDzaW5bDP7540d7h9e/+1wDpFgv9sFdfm9n9",
-	"lty9/YVgK3itp5wNYq/anylS0lUGXtLNGlDi8cHOhJtvNmKfR5Hw58at+LqHOtcd/bnWybFDFmujFjMt",
-	"Z5qWd+Q26oYkIbo+VUyQfWMlHxj9C8ArBdmHSPPBBMAh13Cq7+nkOYFc37n0mRsxVYcUXYliVLwRX1EO",
-	"kRctzcGRhHzZ3AaQwHwZDYFiyzfbFieMpOsV7J7n7Jmy9FMS2VOGAPQS1/emMZTXkq5sjahpGkLMHYLG",
-	"Kl9S5KhqopcfY2WQQduK6XBPkKaablxgE8PzEp0AXgzmwEDpwUCqYqLOx1XYekA6l7UIebJ1I9QxuWBQ",
-	"g1HY1JHXZ+/Prs7I4eHhc3g4nORLX8LjfhSd64rmd0wnJO7i6pzYB7aRuHRNxVu5ckWsTGkKUDJma9/e",
-	"vPz2xbcJnthKb6NjYiytOP5BeepMNhbZ4q92rGrkvSoFL2zdIsfcEgQFkoED7q5MqBeyngYK90tU4zGl",
-	"fwOaCLiCog7Ypk8VQW8pF+YBm8frOBGpKIglB8gXtCyZZeDvXWGUt7LmetFjGvjw+psU04D/hb9+CFt3",
-	"ewIbuHx7Mnv5zavodngUJQW+uJ2E7oXHb0slsWR6IYvufL0+uzy9ePf92cakwZLgL1pLDhaoS+TjGsjI",
-	"5dnV53NzGJ+/P/m/+qN51RnMVxuD+envX2UvXsX7LWSUsfPETSl8DwWA4Hp0+wdURHCBaSx4oA2lZbv0",
-	"x4SSec3UgtRUFHJpGxu/Hp4CW/KzrLqzTRsg5OyO4382tOTIeG6UATLLbsjosekZs44GoWSBWSsukPWz",
-	"rDKSY+cBUiqHq5yLN6fk5asXf0QoRmTTQOBuJKjonLkCSYugk3HYKx5Xsp3t+/niXeYSBy0LRtVoi+0Q",
-	"yhHydVDhA2fXTc2vka/IDX/hA5Ub9F4jcz+FrcPNsd+O/yDyDTOxUbW84HVxTmu9PqUVveElj4bn23i8",
-	"Y042PiRQTELks4i4F8YhM+ow1px/2Zq0j22wNLft20LV6dzM7QtOsf0oN/MjHWdPnzviNw+ArcOFINUW",
-	"XyecYBy8/Wk05F9IhjF/fGj3kP8OxFbdXm6yUI1eksIPJ97hh++aEMGyLcc873Ck4bpkobQO75P3/J6d",
-	"21rk6GUYTDv5fPFe2foi4O+2cDY7YcW1udmPqITamQYARgIIPTcM8n5crsuWUdRtWVThvSByhCZqkCGm",
-	"luDDVVzclmxmNMfni/dYYmAN4em3qHadMXgXv+t/0qIabG4MgyHM1e+sEpBWIItGJHf/p93qXUYlcACj",
-	"fYvql3bg3Y3pFnn6rnycUwH2i9vFsHU98oCZ480dXFqGg042hjXHgOA4npsBdV9GMpUGGANlVHTLi2B+",
-	"aQ4G4/5p8hX+YymVdvesc36L5QTAobHf8ikcHWyH6/vV0ZD3PFxbJ1HavLY7BmYZFJhlByIPSdQLiz+u",
-	"npEIsAFmuZcqMz8XRDaIc3pwDH8izgHZ//Ht2flBkDYPQI9bb2k3iC4d5zeRe78BqQOd9Z6Lu6jr0Cqg",
-	"kgtAgjWSFFKzgK9gUbRqhpI+nefD22TQvMuR8OGtkq7HiDumqH9o3NaBF2YtzRlg7Wu17RngBpk6q9z3",
-	"iJuxb2uqmMf59Gils3RNqGvjh2hhS3fSsCI0WJHOFHbfZoyERs+WrL5lMwxQxstf7E36BRW3IykOZvsv",
-	"pJBNrcjbq6tzAr8JZlcxdgcotDVTzZKL24N4cCkKF4ywRkLXsixZgS8AbhxcWLmCHIhO6GAfcYIpznpF",
-	"9eIAeJwcqNg2zDmddegs/QCZTn/6fpq2/x6v8mm4X73GD/eqEZgn0/7Bznpq7Z9ZsOcbtpYWGcQ7a88U",
-	"Ogvrxx8Rw5rRqdn3jCr2FKtTM8FWwPTWBQKKqMsbJctGs/cDK/P1V5B739svUtOSuAUNsPePwctSC1lj",
-	"KjEV+G7bcrs42GwAuD24Bqjfep+tuFDew8NycEAiOzjG1nuHqjkY84XkOctI54C14QdzSsI1rJGTEcPA",
-	"Topf9VdHSZCmqdJecrhNQMimitVcFp15DeR9GxqoV48wWczGg+7k8p7V6r+YxdLC9PwuuxNP7cABbmG5",
-	"uVaklDnVsv4PvIdju/Ipdtl2YYFuPPrazPf1DsHkf96t/Vh0lWO3NpknDO88j3w5CPzWwlSMApH/S+M8",
-	"RRTk6ZHa+2grIW77DojzA+DticKqq5oKlcuC1VdsWZXRcM4JkojAU0TbxyKqsCm4/J7rmmr2w00MZOCK",
-	"1rdM28yJG659df3dDdfP1TE5IiXTDmcB35cvpFRseGP6S5AB/h946Wk8FeMTJnFgv+CK+ZjkslqTO8Yq",
-	"y00pqqZDN2m+N/4BzfeyPVlBnWiVL7/Qkq7sn8sG/4a7pJ92x6+2j22TqTGpYMGuZADcHYjXNy9eRv1w",
-	"XdOTOsZI+aapwV10CyfhC0BqxD+fQ/ouHksqIyVfcgtWOgOIAZ2RmW4Ey8y/pfHrvrvPyKxk96zMyOw2",
-	"I7M7tuZCf1lykZHZzTwjs7w2/13SByNK5sNmrvgv0AZ/+DJfmkZpbf6Tg0KaqfyLXtRMLWTZ1TObgVns",
-	"NlB4tz0fZ1AIVdBXLzd1EGAtxkEnrCDOPRiH2RIRIRzYCi9HmbBS0Bz25RabgwtS8QdWqq27YOyGsT5s",
-	"G2LvyWpIlY5UzX3cttET0bUYz0P+LPjPDUPXxJ4HUCCUS+TWnph+8Oqr+C3+OGz4ThykvuERiPSwTAdf",
-	"EUcp5QWbpNARg+VJFTrmXA4LEbx2WKVjz7ZT6YuXkKe1ePnqmyHlnQB4sS9GhJfdN9EfX307Mv7+ZWIo",
-	"z5v3Gd1ymmDmOiejG5VXEqG2ighEtnnoh2dECnU+lNNpRkmiFGfTLJleheN+EJaTTDI6IybTzlU4n2Ee",
-	"Tip+Zc6WRyeZ4WYmVLQOoHcoMJlEgRgaKeT2WIulkwFV6bvYjv/IVi6TxRX/18g0zAU5fff6wnivljK/",
-	"ZlVJcwc55oBnpGDGsxBWhZcc0tEgI4eKdQgb4VdjjNTJH7fBaeyP24GrAzMYvZHX0MlnmK564wk25hVh",
-	"fk3MhpjiSwipv2dzWbOBUUBSV38cXJll5lucIYNJFuZlVT/RYnip4f4Q6i9vGKHhrwMcqc3EjLFF58Iu",
-	"+osIJ3BTV1Il5sp+ObQiMeP31+T2tWQ4f6plU+22hd/g1oQY1K1ppt3MO+zfQfP/Tc2MOfWgo4lkE6X6",
-	"NVdwQ+j05lbCPDqRj59Dj6n7iFkEnQTYIieNXny6Z/V5Sbm40KqKUeLqzfRWi3dMCSKU+PRFIs23lWmN",
-	"XFuqzOtDctXUAskpiHQM+iFZJq2ZSx8WjOHVzBLxYSB92Gjga7y6+lyX12T/66Mjcs0FbP8vN7JYXxNp",
-	"XLQVT9SFpKN5sZWeQLdHGy2RFiuKFCRrzCqF6OUQi7xp588A5xep8tByVjVlGf/ltL2AuRRQpyxrNW1n",
-	"YIb6aTql6dPHP797Q6wra7zIP30PWfsteLOFWhj1VdKVF/gOW9zBi/At9sPJL0mWF73mCoFGHGwlyakQ",
-	"EtR5gNKxOfegyX5gEV/kBwYpvsYIeOAKLurhYefXQQlMSMOJ/FpzcMLgySlu+IIqqAEavtpWtt7RXhz7",
-	"ErTN8SyoOte/DLeW0yWrKYAcVFTMNC/17BfZgdsJWuTqckFrJ0QjLduZ4Ioo8yMMVJKmajGjtTngE5X7",
-	"W3ncAUeytdKcF+feErhxo5L1G5whxiBCCofva0bvYhLGKhiEpxP3Hq/lkCkZvU/BHIQVOYPJu7gmYfjZ",
-	"6POrkJl5wu8vOr/x+YKfY7kSxoKxIvv54v0hgRsFT3e2JPvXf/jDH/7P64xcm4n9P/7whz9cHwSupz1A",
-	"gnMlIzeNB/d0tVTQQZZhjJqKggBEtdIUL2kVXbLvCHVJGlTAueJrENzp1Dm+2oMqM2oKMvgjR9TBITmB",
-	"dl02f9hGzZbyHjXDMkoJvS0D627H2kTs7R3IddEO+qxY/WS+IGkUq3exInF/fhx2a9RCroQrWsilULJk",
-	"gXeHYyV5yWjtGHpG9UUtS/auSDgf5kvCfer1iO9B3TTU7F66M8VMyDPlIbiN9ydFzp7M+0hBX8LWhe+c",
-	"74FLs20nPT87EKvuZWap+hW8g0KmYrh+n4RfQNsvru3FMuL5Gu+8okqtjNlWUE0jlRTpCw0PKGbaDq81",
-	"ts3MG5bLtEwu6dpYLCCXSXSj9/KWi/HuwzmCzPTmPRs1D/5BnD//5CMqH+zEn2JEeBiyzS2SmeUO76Ss",
-	"Cdy0RKs0zNPYX/c4orLBOvW5h7fqfHJDtyUUfksgmpmfwB0KNlLbr2VU3tyCcPxZomLzCdi4Fnd6eMsZ",
-	"DVwynSgXHgj0b26I3SlCsYJqWpGKefJwb6sqMdgVnTCWeTYjDd6S0KUUt5ArgFPHRV42kHNhpwaU8Xge",
-	"ph1Dpxws3O1Zi8jrJCodYQ53c2z7/JRQjONUFTDIf0KCCuFf9bRUFbioDmXSNTkpVA4nzXSuinay8J2A",
-	"oQO8FSFpRYbxEyNvpjO/F4nFj+xmIeXda1bye1avx+lHC/sk2feVeCcZ+Ss+gjWEkFcBtp36695BglEU",
-	"m8F/nMplhdom2/sRMTMumAYsI08rOsAlCrC+eVNzvQbQFovQwWjN6pMmdp3VVk/anQ9OxrW6z79UVH85",
-	"PDxE+J+bRnHBlCI3NL9jolDGjHfmBM0BGBLb2YcfK/vjAzMH96xUqIK7kC0kl/KOs2PrOyhCCfbVxbYh",
-	"Dapmc6xPNu7w10cvyDWt+Bd44otbc0gyQ6fGeHrQSCslC60r9N3ykzpf8Ht2BanjkenAr21qOUbcIVHI",
-	"fm5H6iHvyP61mVdZ81/g39+R73EAf22Ojr7KTy5O377789mXq3enP5xdwWfsGinfZjAfUK5iLJec1vU6",
-	"qBv+uTGSdV3r/It9N474+mDqSLEjqRQ1BvqpMnoq5xUV2k55uAitZ5a1tXY2rP/j23fnIOI/vj07b+dD",
-	"ESU9dZ8oaF3gk7YCm6xkfTd1AHBlFotkpPruV+tvkgewhMfkhotCQb5VLeUSum3+gRG0jNRS0wACuGZY",
-	"JN/BNeRAgeooCfAY3fv32eV9Pru4Op1hX1tFWPEfWEjSdQqCHidDMDuouyEAxsX2poSzORS4L1/eSqVn",
-	"sMvwZ9do44F7XqD2fHt1dX55cIyQpzMwOjrlMl1SD8iCJbRUEpx7rFDH0Z2qeo7Du3Z1+MAEDjGCGTKq",
-	"ketLls/eMJ0vZpdcs2tjiF5/gu+uIRqgF2wNAe7eZv6KXOeqnn+p2d+AoPXazzXORDvXwXA359koPh4F",
-	"DzfSjrEAM/xzF926ZDWGVI24w7X3TPmnzPhqRkswxma5XC4b4bJdl1TQW6iwbkNlLZ0+7J4ABMyBfpsW",
-	"8ZfKR1kzvEyYeWCHgqnMZy1nbYURPIkyb8RXOZpVXkMdlOBKO0GHE9ylbZrBca1I1dyUPMeqG3dSYVox",
-	"HrF6oezSlBQMZEu+AiJEbqhi/io4X0jFhBPNglWlXLP6kJzBOfhvl58+EmDidFcjjbK2/jXgcX4PdxRq",
-	"QStGrv+ey4JlDqM+A4Y29q4wA9f12hjf/yNzhDX/49dr7DEmA9nWw1qg63+fXZkGZu+Ka+MDVVIo5oEj",
-	"TLdtkhf7uaGlItf2ddeZ11jU8oTClaWDUV0i2XfL9mqXq5S36pCcU2PKwxV3oAIdD6b7CRP3rJQwZrQP",
-	"nVmSEbBKMjDo/vKTGWQQoluCxS0q/w7v01iozqUsmtKsm25qAYuJUsGEhnlBRtFr0/j1ITmjeaDTwNpH",
-	"+XBnaHhza/b0g1Exs/bDa4+jbF/cPoQfXLcMwHaWmJjLOmcq2pj24Bhwu32zhnMR4zxcEVhpJ8t2lVgL",
-	"euDeZE/kujFupb24KGo+14T+f+y9e3MbR5Iv+lUqGDeCwEYTJCXZOyZj4wQtyTb3SBYPSY/37M5cdbG7",
-	"QNSwUYXbVU0IVvi736jMrOpqoBsAZYIPCX/MmEK/6pXvzF86CYEO1Ghm6b+lbCy4k1QVqNDhUsLEJyfk",
-	"oFVovZt4NhxrRBntpwJUdcScSYz7lo1ISjKutJqNdWUo+h21Ro5H4nhw6qh0JArgwXS6G6wZ3zBgH+oR",
-	"jXl5I3I/kFpKHzE+kXuoJvihgJYRlDxDvM3xYPD3oF83wugJSpa70VFoq7Z1HC9Q93BIP9wLYioeVNYU",
-	"fY2hRQMOgqIeUL2GH3OhpJMa8fIgtceH2bAUtytdtZHIFpfuYufMC53xAtS68LJ4uqQBUS9yd8y1z34s",
-	"tJ5AqQqg7Q054dos7JNfizVPQ2kzfxosv6EaLN6t/CVe+SS2mc7pNynr6TJZpQECIM5SrXjhw6QYeypq",
-	"Vx2NUHkf60vQj6THfrxOhh03sqISp6AIImuugoWCaj1UCoX6IPrRYuVFm73htHCkAAplpIOu9cYP7eE7",
-	"U9gcE3RSP0EMf4aSuObgKBX1SuczL1gB3NaYYVWELuRUposVQqZmiyeo8RnW+8cOPRbfzCpVUPcFK/J/",
-	"7PSPqQyl8GfMP0RetGYpH3bsgkqrWCf1K3d4cFjvD3bR2MNHfhdXFxqmV02g6dOAfQgFg4aqXprfgnQI",
-	"WQhlj3CM9ZHXw1rJ+ZENoT9YiFuBKGC9H/1CKE0zo7oLpGK3Fm6oVA9DLtD+cXNi2LMZfYeOlFG9Q6HV",
-	"o7ZD4hbkE8eQKjRmdv86u/xvNta3wv0dt83ue9BgGAK1ACaE5WBkYZO9qdPEaHbSiUBw13L24tMnfw5Q",
-	"kvnnEigty7wPoemYuBZKlLzA5TnsJ8EMsvh5d+hS9x+qu0K73/0Kw+fXYKPPj93O923vpb/WvbtPaGCB",
-	"tL3KltLtl7OJSPtRC3H4im8h4BGeSeFUx8tNT1qTFweH9dgu3pyFPB3Y9leg3pYyu3Gq3unrt05pwKZy",
-	"JsCI/fDvL77zehEcN/fNubMBn1DajrD4bAhBOdLFehxdo8h+aoc9On/dT4W+1pVtOQxcsfQEitIRnD0d",
-	"sBPyBkx4ycfC90itRxLgl3KRFbyViR1E4tOHY+GlqVMEMSsJdCzOnNSciMKSO45CBn6c3DA5JF4JIC8Y",
-	"562rf4/bqn/nvwkeJZ5jonR/wM4Fz5Hi8Tsir435Bqay4yVeW2pCcZciE5Jix55GUfnzBNuUas7ylsYK",
-	"lc1S1quXNr24zeJrfcqEMECQ6Bng2LSfch6PWAqiP03i8q6kXjKM7B2ztJBKcCcUrwqRYjU1ltCXY9No",
-	"ElXUhjYSpmOmRT1jRyC+VSYojXgKEc4ZDHrIJW0g0FG7XaT7IbQBhcPx3cHL+faQvteF4M72cQewXmf3",
-	"6ULjwK1jLYHU5gaPOQm4COh6cHsM2+pmpKcK9zPxdwKvCGHeKCsAmoo4a9W9YoZtO5tzLLQh7QwFbsNM",
-	"DAOcNwvpJFxYXgivsvX8tYvbDC6kfRQ/nuHyGSuc1kBtNNiYw8qUuroekaABUx659YD9XkqQQt6t4vty",
-	"+vQH5MBiBltS70hNrlFrxMBGgcDJSg7bg3pvzi1nuSxFZnU52zUAoEEGozSAwTmFDRiWQuyZiVM2SwH2",
-	"GjENw6Y4ZhrMv0eDMVaX/Fp8HFZFkbJeWNH0VJlqOJSZ09Uu8Ka0H9ny2PgZPyfx4zk6hnDlfIoJtqT1",
-	"bNUJRTcYCxodWZ9wkBKW7mOLydT7a3J0UEPmQ33s8CKkt5D9iMkWEK6SthAhWaTVQXRydhr1ijraORwc",
-	"DA4Gh9//AF3GJkLxidw52nnpfsS6oRH43Pf5RO7fvth3xtz+ldbW2JJD7uWkNbfkNYS5DMVBHGNA8zTy",
-	"8GATIQ/hKZWxvChqWTSXSzNgH2Kzg5R2yPeR1ohiiOw2aA48WBJXs06L5sivoSLkTmCBmfbJ6bw2ZbzL",
-	"CJiGRPnE3VuMBYwht6QC1SXWS/f26Mqe+0UK4w6Pn5UzgIa6nHJwh3nq7aU/4W+gXqT/tRf+ufdv+MO5",
-	"4MXe6Zn7x98lT4MNXsgbAZpesH+x4GFRbL4kmYjDpDUEJRMWktwNo8gXoSswakBEjLX1sKAD9pMu4SFT",
-	"TwtQBwpmRqIoEkyjJ5QcJOhJCSiHvEYBCwcJyZFMhUJ7mGyl5w4MpF8aCrBI5Vnej/49e6917tiKJIc9",
-	"lHl4FT7sZbThPc6mpQZZk4sg4mClSjHBhA+thGGvXvzQd2cQbNnWUTWk0+La/3AM7q6pZiVm/wTftfjE",
-	"M+sMFiUApWQAFbqkDZ3mO0c7YX4n7rtAlyTfzc7R/7Q27GmubNA+4g3ZhaVOCGmCDk18vheJbEXooLkP",
-	"Pi7CIUFpRXLZPzHgKYz9UeeQguuGSrDlUV37/r8MpkbXr14W0W2unE9SAwd7e+TYzSepNVxHCnmU+RnC",
-	"il08bbATR24dl0HkLJArwEpfHBzc2/QwYN0+mzaG2yjP/jPZeYVjaftEGPP+jzwPC+ceebn6kZ90eSXz",
-	"XCh84ofVT7zWalhIDF2/OlzjE2fYweJS63e8vBb43Hern/tNERCWyCGJ2Jls8PCLNUZ5qfV7rma0HNA4",
-	"+rt1lvBUWXe0CmzjFce1Hf26wx8aGJHoXH7KnLDn1wZSfAjyeV7E+eym2KO9c7Tzww87/rfapbhztINu",
-	"w/oa/hMP8J9Jh/zfq3OXrkVrPy5AHAvYwx38nM2EreMWURYcaO5mRN6QmqeBSuM0Bme2+OpgCCzCFa1a",
-	"1YoBO7W142PeG8quRMYr44TOlXZqeUio8pp5+P4ig/5Z2MBpLkLSz6aofv5THQygXi/cpsGTOuaXAnP5",
-	"QsEAHvbm+TBWFgXYaNhphXhX5/G/12Oe8YnNRnz/s8z/XHLEVY65P6LWa+jJqIQqoDNBPXWOkdWzX39m",
-	"csyvnc0DDT+G8lb4qB2cZ490XNW455Gs9jopVfwP5dAKodhYqgq9P0QUqNVCkMB/3mt4aAXWYFIRZj3s",
-	"STQWfzNG2hoA96CKUWxzQJM/zcHVU99TgDsDphhGKMHVa6pocfAY4BeRH4CHTfoYb1DRXqENhoWveYKg",
-	"/5AxOil4hkU+C1T6Gge3SoVqwcqOG06ACuRso1oBkvmC4I/Vn5DwVVVwZ6v6s5RdwEHZn2AnzpYXY1eu",
-	"lle38oZo68bQZh9zkyifFv0kX6wgvFr9yK/a/qQrlT8ploS0HMgmC2flgZnNPqXsdJvXp+h/DCY2spew",
-	"qUlIkkYBS84GYyrh+I4SU8erkpi5TEfa23/gDIxrE4hHuXOji9zxDycclWaFVtcA5Bb8nAN2ohg12nM3",
-	"IgOfYREHfjkaJRijsazn5sbjRMf+sIgnLFL1OS7WX6dsdHgD8/gyIl9e4LcGjX+5SkCzf+3n0kX3jQ0Y",
-	"fKE+/3ToFTZrnmAp8NCc6wNRMXhR97z5uMQ/Ru7WRv1Drclei3zPTSiqb6GeYOAtluqapUSdZ/R005lK",
-	"KTAQ1wg+Dq0aLo46jBH52dI+qMmIW7SQ1NDuV1uWI3HUiGO3+aTaEiCINRSC3wDklm9XooREDxcWIJHj",
-	"HSqPwioqXTJb1rU/JjhlpXUaCa7FwvIx8HU5RXPKyzyuafLKUlPr2jWkHe3R4XOPQ3wEWC0U5kLQMvUH",
-	"eOBH9BGHnyZMVxa8jal7VVWKtH+MWg240CFgERk3AQgsCe560slevfiBpSW34iPBlKVRiGUqVa6nVONr",
-	"jGPSnhWERQMVcSwIFiD8PNGFzGatpfmGz5xhN+sP2ElR1GkvUcUFpeHd6hunn9VlFnHvEZBD6OrHFEmM",
-	"m0EFXpsOh4TzYar8xu1sxnGE3/EfWeE48oLSn5R4aR/WIRSHWrtG26i38vU7dTaiz92NNxI75sFGfrla",
-	"eLiOc4ZToo3It86m+xOhtXMJGWdMgcTlnMI2qWmqXVjWnB5SmhusfmdtiQrvXJCdwOOWSUyR3ZhIX6Rx",
-	"g1UMJd+xz1ZPIDswtHkFjkfM0gA4wFSzX6ydfFDFLGEXfCwupBX/cWFLmVnPio5aqjui1NmRLu2eM2vz",
-	"1pIRkoCQMN6e5e7elF448SDSOmnET1CalhT4wGN8Wj+NCr9JP4Zv4rv3mpciJMs03gEn+n8lAUvVE5MJ",
-	"FkJTy2nI4bqkvxr5yq8vzn+ih8BoJ1bSmq2/mKzfssogkIyIOsx15e8P2O8YwYmxZ0gsHhy2KzkhaGX4",
-	"jBAXgh8KGB7aTQt+maoUJsSTGk6ZRQWhwy0TyXMEHuBeb20E5qXB0dO1OleV9dzW+p99Ah9ph17Tw5f0",
-	"6YQtemZ8lkyL/aNgSd+h9wkEOLcinJlJHV7003QHsl6KnlNF8LNQ6bUHK4gwCVmpjdkz0tZxst5cqcVR",
-	"dFOKzi5nBcprFQow+u1K5FzdBaUaegVLhsC7LwfwWhkqam5HFpUNWIUNKRjw7jUCUgwjUg21jKucTHx/",
-	"LBJi6WgA4fY/rOZBpT+++XZXUIqofAowu0KR5iEhkxjVP0jDMtgIBSkcxnoh7F5X2dHlIv/oYpOO79Nb",
-	"69Iz3lKoDRN4wnrONx0jgxbyfN48fRgbH1MduxWV8wgVw+tYQadWUTkJGLnu5JPyQDnycFypWgC6A051",
-	"eYOmEonVRlZF5CarRYfBHF6VeyiTK209DWCpK8IYLkjihrGOeath8FYzoZBer50K9ergB5ZmpEqnrdzT",
-	"LdQjWzsxxyETpp3lBJPzKRsrj2U3vPU+EDrQ90Z57bYAojp0BNxsVaoIcuNKjOT86KJKX/f7jaRzK8nJ",
-	"xm3jHncWxHAoEFBjAS+0FiYe7GNWJ4mhQlw7sQvM8ER9jPw2muUik5DTKLMRwgC4X81IT/F5mIk01K8a",
-	"VMyoaIgyVW8hIwpuBa9Xe4QLfRGQGbJJcR99pssrsrAbgfAQ1OMBCe2x6OYNrMqV6DiejQW5byJaGUXC",
-	"NPVFLcljVEHYNfamN6QTjB1sabzYZib7NIzYPHbip/kiJ+AM+D2PGLRWUJZcg76Yw4RsaV/cjpUivuOE",
-	"nkifCg4ez1FchC4jxo+566yHdVA4ilAN6CwKsFSUE3QiD2/oESKSrmxSOzRD5JnqSoAwyZ/Wjxzthyyl",
-	"F32kR9IBeydvRBDnbsH2mrIYawN8gUWcWljD1dFbd829Fbd3RtcuAp9/QgYE7V+XQI8TAe5gSLSc5Vgz",
-	"+1JD4qvkc92hOSDTBm+pmQa2tkWuEXOGjevvHqugU7l4B+loNaSBLnLoxSZLYzGBm2iWiok8JvdIlvne",
-	"hJcEEA/lqAWVGyJAdp1TbeUtZrkDiR97mCCnUVxJRYzz5Nc3A3YRcDMN6huQvYzomUcMgTN9njOWHHbg",
-	"L0PPNV37DySWlFB5V1uYxS3Ea79aCyH1tnNS37J/xsHWXOs+gDNa414azP8WM3BQr/9EBHa67iPvG9iz",
-	"6z/3q87FnR5444GS7/pIDeO8/pN/BxTQ9e8/mUzucDfWnNz5gTvN4C1BPt9hDgGI+27PEAj4XbY+hvdd",
-	"/7lfPObznR45s3/c4YHTJmrzXc6acdoKQofdYQEzW/Hirk9dBAzh9Z/5mRC7fwIWerchEheGYfrnN5qh",
-	"g18GvL4W3SZG7PPy56mHWh/LqHJr6Fsl1TLKqw7hp0X14eC7dvUhLPitFFNAL1xa1FY3bIgzUr2pBIXn",
-	"mWfQ6YC9jms/mz0PQEZPCmmZHg4TJlRWzqBifqEK9UbMotapQXCzFMCd0/2UTybpfoqoT2noX1IpCJN4",
-	"cFl6WQ9ddzjGj/jMx+DJ61Perodv9zijCLWQ8ibtAOJLSvh/6TGiU7gH3HQaQPwUFgrNEVIEljQB9zxY",
-	"Zxyv+E6jvhYfDDns6t9vyQyB3fFcbkNZIfE3VgRvKP3M3blrCAM9Cc1T4URY3FMzlTYbITLkAwZsvDzo",
-	"zBDGTbuPkqFt6scTSP3AuiLe5Jz3xDgRDW6nzdja58YIuwfYoUNR7otPvtVAqwn29hPWDJFvhE5hbUQF",
-	"1gtQd1jILAiadCjKGkmlh6nxAP45CANtDiZN/CvYYb9pcDnWTI0K4LNzlpXSluFMRH7Mykph5Qe6bQKC",
-	"BYKFLvIqnKRXRtyQNlowRB+6pFm/oSXqIv2FtfwmXLW4J3jSTHzU7le5WINC5NhTSLse8jvI0Ukp3BtT",
-	"KGWnDteI1dEPgAN12kMjuYRyN7llU10VeVRZlTACpU6YuZGTiS+pwbQK9LBOR7MBmxsDdHdoQKWA5kCY",
-	"Hrwo9nS5F0al0Lfr5sszhHrk9YOEGzNjlNzCJIE9zFdUsxRXqk77CNt2jQToPjdg0PqAgJlDAx/UJKCd",
-	"YtB1cmr+fTVjoFbt88lk3/e6rpTPlQQsadTdcI0gkkvIJ5BWM4VWRs1x+KwT6Hkvx2LAfq01BMMKXuc6",
-	"TVCb2oucRROti+UqGNg0osWFezpuZzabSZp1Wi98cIV6tMiwI5Qo3FdqwPHgKpEf/9Ik2oIr1qPz33dE",
-	"UsNe4anfakvPWVs6w51lWAThCNtZNsSZN68zoRRaz0/tRZZUYCU6+6hGCZJl1L+tUtYs9fX+jJ99Qg5f",
-	"7+JBr+8DOGjgg+t4aXDVtz6aJT6a5gF9YB8NdeiT1gBZzHlEmi4QuDf2gCz3LsAZeQgXQ6NHa4ckgrHv",
-	"wiSTOhs+uu9RZCgu0bIhbz0LX51noUHvDyYl9z/7zp1/Ij8oRFurkzfwu6lbFnv4P1W7kY/rjrOshUEo",
-	"bT9CQ640dpH6xmCkvJOrwtbgWmMN+i2VVhQQr43SNnHArBdaYSvEMwStEpENEX3piLy/V9qOFjkUzm+O",
-	"Q91Njs/J3M3K23WSN2tGQa2ZnjyjuCv2wbPJAMXjVbdK3CStJzuTaknRNA8yz1ffRPet1TqySTmLbdHv",
-	"iXLuXzvo7uDeQUG0CKHB5tNTBsjh5Pskf2X0/U0pAng6H0ERWHSYrZniBXjEUl0jFErtbuuhpY/uz1ya",
-	"TN+KUuT9ZkpYuy1NsdBvNn1qPivjiWRV0BnZZlesY7kv8UJvPBoSOkXtGcHLDLCR+JUsING0g6ovMKKB",
-	"VbzhBcyIMVdWZgzf5JHAwaN3XZW+oNU37aeekU3QwPPobfASQkelu0QewRfGNVgjrYSxxYylAfD6COMk",
-	"aXvhhs8qoM9dwNde13PfPBl1f7uzxMPf8U2ECH+nA+YPDB0IPaGGDaVgIpcWmgtvmko+hxSjNa1eYzXE",
-	"8+LcpWEpqGvWfLwrNnA9JvB5pZRU1wm7oIawCfugCqlABYdqb4o5LgbqvB1d4ivSYyxtlF6QslNrfI8V",
-	"gN2EvJhG+o/Bfv6l4DkgsPsyfKjfXmEOf6k+f5o/vg0cJ+JsreAnYgVvNIkmWV75qJVoptQ5+s0xV5ca",
-	"ftmKF74dBa+s3nMikZpI5FBGoIdDhPg0IefFUS5mvCyTT0+VlNZLZ/vqKOexCOFc8HxDZBACPNUK4Lxr",
-	"eSsUeThWu33YBRkA7lHK7IpzcaG4Bnu3AF1g6UyU95UwDmTS0p0CuiNQt566IS8QZ/MuKqt0tw3Y76E5",
-	"pifnslIGy5EnZHclIXN0XkLDZ1LKsU09eCch4/VapW7/aE7sLneF/WVS37D/6zm4vlZ5vb5WvrSNmK3l",
-	"KHvoXNzIatgnu150JxpeQmPH2p0HDZ6Gy5wDkP9/x7z/NlPDl3tT7cFSm0Jp+5GG02JZU6mPeN7qi9+r",
-	"LcN4dBPAHyjG512KD0y/E16ZJcR7xqH5mSO7MbcyY94GOGJKYyczgArKRsKNLI+b8olPlkpwIPvXlrMB",
-	"tGIFvcPTKNn+qDKRinEccYvYtQ59N91b8btXItNjYRiMscXcgN+/CoODspkbNtiEZr2l4EfK7YQ+L409",
-	"eWjStX90E+57Z0kk7A+tx4ZBExQ98XBiY1HyCLjeve+YQEOxRs5ZEETJ3uEH5Acp58ZJ8AE7v7w4qyNg",
-	"ASvzB5ZO7B8gToO6lB6zD7/+/fQnMDZ+/vHF3w7/dtj9aNzbsWYnsmQ5VK1DP/Br6vJa+9lbYZ4R4swH",
-	"oewfT9AWqQdH7YFX2CNnl//tt+lRTJF6oL6PcSfvosMUN3HesqtvykK5AKi/+Mz+NRaJHMAMCLtwLRZZ",
-	"B/6kMGsBwsFwo4covw6YD3ZNFXkIHHhN+jnww9r/6qg4XpanrR3Nj3YZa4zu2zKbR/Xrzm/HQwYzFwh/",
-	"NY7diblpULo3OBa4Ab/mUj0LevdNjb5imq/R27bU/3SoH7Ha7pcBfJHsN8Jaqa7Xk/v4hd05kp8F1LUx",
-	"VxUvyDFJeBvPT+5f+CV58vQfRrpE3vsN3lL7o8t6Ux+sjQdwL4StdfUGQWJbAye8PYER40CPY64ZdieE",
-	"0vCzy/9GWNRGw9hd46t1kbjqhsLoORlxA13AngHlNyKd90n8m3SE+EGu4Qmp97yxZY/lGdlyrK0rZHnP",
-	"rA0wynXdxRA0WdIaC3s8YDKk1XuTqih8khfrUQ9nbq0YTwjMPgrFWDkW/YSVwlRjChftsUa6GEVr4zwV",
-	"pace4LsNqW3AzuejtY6t+3BZL4Ru6ZePdRQ5xQ5XuTQYQ67v9T+l/SiFf9FusuXseQSOIIl2vdRPD2+N",
-	"ax18yFu96ZEYgqM37IhGRIYA4Y6clJ4+PHOoSrXn6B6paUlIuLJtmeCQ+SYVNcbqAh+Kusm4s0hTBzR/",
-	"jP3GmJHrZIBDO1rK8/CsYfH+FhbRSvZVqTzMmaYKrOcdOU6Ay9L0t8T+eEaSO1pRWkOTTO6zJGptisc6",
-	"ib1CL3GPRCdpl7oRg6wvpBJHoQIK6ZuQypKoAjLpzCiP7u7KLE8WSjeicg5x61Y/YUpMQyFlQDYD8CLE",
-	"M8NCyxT74xT6mukh474Coi7BsXxmQlHIUnCjc1y2d/qvGVHJYxZw1nP431Lld8a9fqevfyr1+G5PXOq7",
-	"3f/B7eGDcNB6NdYpAI3Ihglly6/R0/yoRaM8YjhRLdeDRo+M4hMz0nY9v3GEz0zPBRMvCeWkqHkjbLPP",
-	"ekPfU8GtY2FyzK/FrgH2ipxO/iEQK5MAAtGm0VPlLGLEl8UmZLx0nJNaCTPsJWxldiMs631/QHCRps+u",
-	"3A6j6JGmCT+eIbuGhvlXpZ5CFyKuoLkYjBKGF6oWqMNfXZawzOl8EVZzgWE2F/UUXjaUdU+UkKea7Eho",
-	"0cLtaCfZUXws6l09zRfcPXEnnTH/9E6oazvaOTp88bdkZyxV+Hey0GfnIWy2sB5d7Yn8MXIy0e38YMsu",
-	"lrVF4y0k+Be9K0iqZjAp+OwO/GIfOxEtScujZHgiz26KJAUxRWRcXbLUU34aqBWBbYfuorXFBZJ5ynqH",
-	"B3vfHxwkHsmXfX/Qr9ua/Xb+zlNXzHlqViKhmBd96DUzgMsAf6e0ZSNd4NvmuACoWTQ37J6uVTFrzG7X",
-	"4AcNVTgVM8ql4ZYmtgI3z5PPCS71c+Ep9+8xby7ECm85Li2seSGHArCDH9RLPrdtXYC+eHa8r+q383db",
-	"MJ/n7Pb+ueTKkmaCikno1faU2HacJ9AacLwEbW8iSqlzmdXDZVo55uzdd4bikrKEIF15ywtgxy+/P6j1",
-	"sJaazd1O5RAbMF6X/Aprtm/EbOjYHbOjUlfX2N9l7PaaGkIjaCC39QDcwOqSVGL6/3n29udFRnvBb+fZ",
-	"bHfI8JtjtGsGJn0xzFogcg/PgFcFKQ13ZOonsWW/zzsB27ay2bC9D+x0rDnuZ1No++da9rVjVZ6nuKdY",
-	"L0UmliKPHGtjWSky6BfhVMv+gJ1aqjkwLWoq02UCWROCQytvp+2Cso3aR4pOwrBWJLGuQZShrlqrs0eM",
-	"eyU96C7Yyqu2miUxdB4r8f5uA82urOXZCLqkRHWskbWNL5pFr3918Godo/s5sO1koTcJgNjCnI+Z32wn",
-	"Gue3WyvRMU53UJYOUahq7I49vt0d+pXDOlk4E97UGTbOhDtcDEAa/JouOktgyP9fhVVjNGZ8286yhVw9",
-	"Rswlmj9WrBeawTXHchyM0V3jjQTsM29qGON+14j9cW6MmczOnSPAKQtjvtK6EFyt5WOBrd//10RcN+Ub",
-	"dmNyL5OKY8HdfJ/kNpEGHATeufXV3pdi3yVZYJkfVIu3fFmfoxMSA5RkchRCUhiHCnBkzTgUZrJQr6KO",
-	"ToK+jaAjNgoWh7KgWCN3hHWNrB3GwpVjDKqYHRFGTFPxZ9ORUPQCXpbyVpgBOxcTwaEQWlo2JfOB27ir",
-	"YaWGUknqZF6LIAAPDyk1fpyN9Jg6EREanncF3VuC6Agfs5Bc02JYuAXcptRso+wb1XZhG0Ij0EdCVDBW",
-	"T7rZ0UVdh+0VyCZDusC8mqS13J/1jAbBHjL0onQZpXHyjgFcc6n6SeBcnk24W5wSmUsz4dbZACxz7KiI",
-	"WZ2erMHpBuwDxLWc6utYTVN5ZIWmTm4EBNnCEPTkufADPVnODmDJvlbqfzxi1pO5JsmTB4VcwDbH+2Ot",
-	"pNUlpcStDgZXZen07ZGzUtyghbp2Qh2hgoFOsCmp0rnAYgWQ95yNpLG6nLGpVLmeOoIGaLqEPEb+Mr8V",
-	"JYcGgspqdlU51d0M2E/0/kyPBRuWesxGgpf2SvC6DSpWTuGXR7rIodvXWIx1OcPQrwrDauoPgA4xCy1L",
-	"CdWOWpWUAgkMOJguRbtViqv5vl7MOxM9voGSZ+bg2MFE8jxobiFJ41F6CnbZWKrKCnPM5LWCacDy0zMo",
-	"QfzSD9gBNcmG/i50T5ctRJff4/sbFlEwW6SyL1/sJM6sk2Nnfx4eHPztAOxj/PdBsGigyEOUbTbeuXDm",
-	"TmYbs7Ua/MNu/1aM8Fedi9O8y8z8/uUaViauU+t6r/g4PNm+ODm3Ahrg7qwxgrcqb//+cQh7qpWDeavy",
-	"exjKj0CDbCpzO3InjPz89UCykTZCeXBvOpYjZ6Jb9GYcvjgIlLx8xPgtCvWuecb+9v2rg/iMHbacsY3K",
-	"0QXab5Gjr4lvej4JfTw9wW1F6r3Z7L57fy3W0NKjtY7lKd7ZJk5ftotTx3vaUqwWJOk+Scn7l6hJcJpG",
-	"3Hq1NKLT91eE0lOjoC3V3CfV0NouUs8DEUyhM17sUT7kSrLhrJDXI8tKQcDcdUbZMGowAeUWsVI4KXUm",
-	"jDli17rUlZVKmMTpkRMo7ZK5WwKvL74++w0zeCYAn1wI00pq79zAKcV2k80n4u+E2MeK/Lpvot2EO74Q",
-	"nHA7vGv8HodF2OQBNpbbas0kWjcTZSrDrCjHTlPPxSfhc/41OCZvpftscDUQLYJIAAEwFuMr37UY3HLV",
-	"cOhsJVQmBC/siHHDjHAn1plIYV0G7AMcXF0a5mxMaQHxmXo2Y26az8WA5u+G8um4UzP9hwt+bdiVGEmV",
-	"LxM7F7gqT1vW0CC7HKC09rjBW1Fzr7RaL29NFMafmXunVdSm9uHqin5nRKe+6xHpYfBkAsbnxIlGCFw4",
-	"Za29juYtPPUrfG6Dx7j+TFdVhzvH8RQG30xfrnjW0ZHCn9tO1KsvPlH7nxV4G/50F9c5X+HABJcyvm7X",
-	"sELrCVSZep3l5OwUkYbBZ3XttJPKCLPq3J24kaxIi3D3MZkvjMGf65aMA+XdKuunRTxk8UFj/stoot6B",
-	"LV+/18ImFRMegsz4Y/xgVLgmGOZEe7AGZOe+kYhJaoLzwSF3iE0oLxhpfQOk25xuqz5UH8nlwHTfDmmu",
-	"A3n3VYPcPVotEXVnbaHSdgS7zZJp1L1yuQkVUCtptDT2ns8Od2YQSMY+w87wlFvjLBz8iMGEcWmowzx6",
-	"0LwsRtOeAJYqt4DocOPZKEEAGCpUwuC1N82Is00KDqQZ99KE9Qh5MjicuvElloh7ZjLlyobAeGi7OZ7w",
-	"sgPmDimp7kDZYWktElVTa90MC1kIHHwItVER7+gKAPDJZOeevuYzjvKub+EN3TGiR+KQ8/u6VKmPj90W",
-	"bOshGat7ao0VuBDlrczEbzXY3UKjVHC71KRZ8zfPuppAOZvlybeiNMt6gsdaEw0TMmrALqGHUTPyBguX",
-	"irokzzHMFdrS32kk37Ci5JeggwX45d7qR/eZ7juvGt2Gc7ghCpyKK2dP7El1pT+t4TxA46M2W/A1hk20",
-	"cXoEqSoNYmtCyCSg2dQaUDUhWfmfFx9+ZRxEipC3Ih+wt+Bydl9k0rAbMYFaDq0ES/GzAxr94B/VwcHL",
-	"7Betb37lYwH/Eiki2DhFTQCOyGzXOFqlGge8KPM+qULSsEIayP81Iz11N2kjAgoOJgXCawD+wbihFFpd",
-	"u//W79OVvdKfQDA6WnR6GNYFSswRUvaYFeKaZzNmFL8RHzNucFGZ4w+GEoDKMS8kJCOmWn3EBfqIeD55",
-	"GroypR/UBVx6TVf6y/wyv+NancJG39Uz/kVQOS3KUbBdMS7Ax4L1hIQ0x6Eux51VECPa2s6Umlfrqmc4",
-	"AjquV6SuxbnkXUOAey7glientsV7uxbEDtEYrsZTZ+GPxZHdclYqx9OxR4wZVizmx8Ag7sCPzcxYMR4U",
-	"+rqNK8Pb9pGNrMGO8X6vf+BjTX7r2aixXOW8zD3jM2xaSmuF8jwbH/Yph1DTgFFBW3JlPLiBiUxR6mFL",
-	"sBaQPC1j41aoW1HoiWDiE89sMWOA6uw+nQvHQ0tgcHiSSdtIE5bCAE/z8Keje/cPnUGOQH5if7OZ+wEj",
-	"7+4vVKrcXzm3PO0P2Fnp+CB0k9BD+hn4TZRUmdOkHN93d4HU4pllJ8CGnRiAGaf/c/72zcnry7dv/pkm",
-	"MAnlZyCFGbA3YTYEV0VVHmMN1fhDK8r5wE4tHno4yQ+w+uf+5zB5/P09//QWX93J4+ubH4C5b5Kj4SRg",
-	"PuuwMjq2SAhbTtbVSe+6CWcQaytrMbMXX87MKKVmX6qh7mRpHmkI+YuHgEM+87u4utDZjbBH2HKb21HC",
-	"THVV994eC2NgirOJcMqaWzuVCaaq8RUm4WCNhanG7uUFoCKqnBx2uBhDPpaF70WVcaxwiSqap7IomBFO",
-	"YXEKLNw+Y0qI3BDQpF8X4jMjUYp+q53pk2jc7MLkTt3ybJCuuj/aYeH55WXRpb8QwX10DKslByvMdS1a",
-	"OGynBTffZed/2u1j/m1yXfJcEGZLPSwQrd6f3ED1JLOmRfz3nYQCY8qKT5YBlIlhvTTe//dIL2k/YUPA",
-	"pvS6MJ58KKis52YQdAoRQBEaRRqWjkRR6PQY7TmUVild9iBXfJ4UcUbXpTOwrmah+76uLLvmE0MFUmlW",
-	"lUaX6YCdgPDk4I1SSmQ2YRNuQtaq0WWNtBUGF7RbJ7vpVZRsZKWqBCshdQ8Fs7S1wgJKT+AZx1i3ACP2",
-	"CfCQzAR2nxuW96rhw4gNY4TKDUtLYWbKaSne0Z4V0nGZUvC8mXSL2xoz55OzU3YlhpiRVcwcH9IqLmSl",
-	"/lgnlR055pSFPhWAdS146RZa3wgAzvGpX7oQITaQaX0jRcKykchu3N7j19Aeh6N4xF4dHNbwCASEVrPD",
-	"hL06eOkXSDBdymup0PXm8cwIJ8bXzaFfHBbJPXxQPzx3Y0wANJowD9xyZ7HxwhmMbUGKDxOhWpndKm/e",
-	"68UD5QVLOFIA8MUELwuJ2UPuUKIed/7276cXpx9+HZz++ubtfw0u3v4fR19WB7nTOHVdZiZOcZmdO+HW",
-	"cbudo53/938O9n745+fD5PCHP//xj0Hnv/6fndVG6SEy9bkiFGj+AfDJPjyNbWzrHaIj6ZTsNg7j+c9Q",
-	"F4WebhW0DiHlzuwyAXWvcun6Crrj7FPbnjXMzPlGP6W4lgbFRmCek4JbR5IJA3BolCi+nU5+RDV2k1IY",
-	"kAe9VEMtPiIv6uEQ/nEM0NHwDPDdSkWfGnGDLdEzXeb9pOFpDBV37rDipy5Oz9B2nejSen0P+wzJkmXc",
-	"8kJfh3ajzmSkoXkR66w4eCLFIQ1o4Qb/lnrJi0+3m2Q/491vaJUfy+Xm9wzMXmnqHYAj1h2fpLjuIpwL",
-	"7pubMm5aG7DLJg3ExrquYyL6vnZb3tMeeGgSd8Rq6Lx/QQvBBVtwjufsf8Y/TvNlAFVOVdIQiww8gCiR",
-	"nVrTBNXwVcw+bgl8KfViK2UpjSCt/f2pH0PKeuADsiMxpgd/fnvJ5jEI/pe//z/SdruucTLXyYkI/RBf",
-	"HOzl8lraunNZXGTajCD6USyNIS4oCS8O1lIDNkaoXVYmbeg2inhPioSal9abpedC3op9qW6lFcsQORY6",
-	"UyGZel070IG/3ENTFEX02FkA0oJhm559uFikzEW0opTlWhhyRo/0FDxHXhsx7PTXv59evs2PAP+bXb4+",
-	"817wBs5nLy3t5HdpR5fZhJDwKArg2IVQpu+Ul9/enCVsyiXEDlOnvenK1lDRvkT58KAfcrLCfLFKbF7r",
-	"cUNHUwihxpzolmPBhlwWwQEfYY4gy6It+Yi78ZEGkg5Y2ghdpYib1tZgyHdibC5Ca1sgtN6kdQqrYaIw",
-	"Yor+rkUEpokuinYkVmy8iJhMiwz1FOZBTOSdvBU7m8Eejb6An1wBPrpwWKH2SU/dEcJzRebdg/dHXANX",
-	"CSEbBXWL2yZtfVtYpcA1+Hx71F0DKQ1ElfciL9paSDdExnIIpzNeGTHf+qOJ1oTeSPKuKWBlEF3shSje",
-	"j45jyzLfm/DSzsDtz77rIyLcj//3LbI68NY1WHINFuc4MPot0JjlTIkpkXgCFiAi+LeARYFzLhottj8i",
-	"hKnQbxbTe4kS2+CbHpT5IQrTnVjfI3G5VWhREZPTky2P+8Z4HIBaPS6LmxR8dsWzm5WaMTKTmANRU5Co",
-	"Q1PI7MfqCVQFS0i96F28OWOp+Y8z+l6asNT+R0rqISJ55P0jx6LOL88YdOSWhhWCG/Jlzyu8TVUx8Y53",
-	"94Rl7oQI73kLya7uzfS8nggl8rr0AMMNganW0ZA5BZhxpz871jhxWtSiEv3dwatOBfcY4kPDynDA6Pvu",
-	"4MXCraX4l8gsZMhBKMsfpV3DUhrkQOYp5eBFQz+Ou0r1Uj6ZpPupz91P+yEVL8YVbcwvCpoZwhplPdCI",
-	"Gy6GSFDtU7zvf/nP/EeKK65w30LEqmkKxW+YP4Z7NBuz/5n+cnZSuAqvpQZ+PkIEcnFuOuTt9PnXwXqr",
-	"T2gPeADWDrDDF4f9hI24ujasmoSj5L8AVRJgf+AiwygMvJfgBVaYBP7Qb1Yy+q+sZRr4NNPUr+2ARpYi",
-	"GgL3di94Wx9WenbMZynqIm5VwtxD2+6m34Aova/CEndgglMjFmIPJ3rbeF53kR/zzzWEFreC9VI6/Rip",
-	"eqty4QQj8KjpaObYsXC/9aPmqcu8w54AL/A767iJW8YmIXUyEl3Ei1Hg9bsg+/1KrFt/0pZX/c+HY1J+",
-	"jZbzp63z+J5050Uq2KzzeCmtrkJ5Dpb7j//3bcKyQnuPQa2PJqwUpFZA4qCulWIzp6CGieP9A3aikKyD",
-	"vlJ3BfmBkQr4UWn7ERqjp0vt9y3J3zfJJwz48FYh2Sok6ykk5BbYCH9bpo5QOHof0ytWcDPO3p/8evH6",
-	"zRnDOuxTNdRoKoBJrVWzL0LkCKDoFdlpvTibsDVDxrHDRn5MnzKka7g4/C43kNcFMZ9jtmi4ts5z/7Pl",
-	"5uY0/5OMShqW56BSQWoGpZLhd6Rh6UWVZUI49YpplWE6Ymqq8a/VOA2lFdKxcKUrlYmcDGoC1k9PlTsb",
-	"hbCCwlMLfgTIHa2TGiFBpBfVq+AnqKBlDNEsxSjNZX4WIAe8nwGvffRpTIjVBe/BZh/xkjYcFPRgpUrB",
-	"s5E7uOmAfahKxvNcusNxVJel/EiVidTwFdwYVWF3MSW+q6cr8Vc8Uf+Hsnw2aDBHH1piLWNSQNJxnh/F",
-	"Mo5XqEP6wAYmvqPNVvpspc960ufE3NQh/k4H74ZTr9pZdKdJXDPuPSNz7+ULxXKcfFjsLc9GVBhdp/0H",
-	"B5hvpQ2uZTvSWNan8omWyrq/vYOsfwSp8/UPvtbwSuczSC+m56PHnW0e+0A73O9p38lH9yOTNpZIu4bp",
-	"qWKFzhCXtAdIPI6ZmsR3ZCmZzE3i2HEpjBGmH3o0oLDsgMlp5bortX5YUlD1O7R53LQnrsqvy0i3dvu9",
-	"2e2xW3kxyLJpDoMF0mhzr5NOHsecDOt5DAlTTRwjNRhtryEnTT9kmcsSeqtns6wQhNiaMAxKQN91zfP2",
-	"ZOz3dVzryeICR2Nchh7ZWL0tDd0ngGRjaTcBBdyglP3PjWjrn/ulGIpSqGU1Ga91pazBsgS4nWoGm2Fc",
-	"gJWLISRNUgeA0cOV+LrCBCSjKE2C1mCmndCzYjyBvq19BI7jAE6jCcIbkOL+VeXXAkJaVpZijI0RyjZQ",
-	"4p9FTH/n9SxXiMT38aQ6ZeI8MMdfgo/7Cy2S6j6/CCUjckBrviGs8tYqC+7sVajeaG3veniQLO9stKKv",
-	"0QNxq2hHO3hWfbK3DOs+GVa9rots4DH4l+ME3V6u350Un5TCvRZTvOmk90NqATG2wFGmuipylmtqhjiV",
-	"RtDlRVUiNAt1gz9CbE3P/7BGJDRirCF2ReloNuMW8sJ9a1at2jq6RWWy6AWqE1oUIcFJw5R7kglV6rpR",
-	"5ID9WOjsRqrreMvwa+TKqafs28JWqhDGOHsRk9aNaOGt5/BgRIzPmqn+czOuqYVFWuKZOqPzqUvalAjR",
-	"phTcIH7ow3mnGqN241meszGph988V1tv1TeVB7lwjO9fOrS09HQX9j3PXWEJNvTTBmZVTXDe9w2ZdIUF",
-	"g6fNvANkb//Zx6q0DXPx+HYtkMdzCqD6640i2z89Bwzf9m0RoD7vdQS+ztg3rrlzfTG1P95Jdt6EHso7",
-	"yQ453XeSnRAn2kl2fuKygD8u5VjkHyq7k+y8JjHfVpi85vK5xzoRGvBmoPC/DEcYvpxBsKaGJIyQh3rO",
-	"hDiSeSc6IolMkf846wQm/P7gi4ekSzbikAuhK+txYtr7m3WNEJqrube32zlDXhgRxneldSG4Wn+A3Lox",
-	"eqA1t31y3DmUYanH99CStGP3vIa4YhBWb2wIBG8H8CUjXZXdJChVJn5xd6zb5fTf//bqro10X3Mj9iT0",
-	"WJJW3goEJaIxyjyhlpLuRYkHgsHEHadpuW0VTrh1zeFGzKa6fDpwnJEcWgeZwG/eFppgiY3b0BMitQWb",
-	"K/1lk7ahsmAXyDVc2E3l5Qs45RxKZ6tWAx0Xn5Zq87Sl+5a0nxdpo6YTUcWueVhydwd1pbN9kd4twOGB",
-	"PcKMKEQGxI6nnvmOTeQ3yKvQ66vFLx6dqgsYywrvzdbQ2BoaW0Nja2hsDY2todGQG12t7ECEbZWQdiUE",
-	"BPzDahyf6a/lyGeYhq3VXCPIuu92rWqEY7tMt1ilVtSx67rBHDzYER4Kk3iyjYziyXfSBk1xG5G+vw5G",
-	"jQP7gMS0j8Hd7uAzKmuG8bqtKiA7cwR6gWIvyPfHdmK8gMIuRoBX1LjC6gK0AIgyOwHDsxulp4XIrzF4",
-	"60PQmJofhZSPMbQt6zdTPx+PNFOpXLfBYOG4nwct33/kdmH2KyrwfYT2z0dmLWQZfLU8Zht8XapXwPbf",
-	"NzNcFW9tsMNcWC6Lv6BiSDWpbOIssUlFZbMeysqpHsi9Vukdb3AU37L2QUuwXAfBlkLuxq02sjFtpF7k",
-	"Dekl1FMR+zytwDWOwER9Xyhs4wC1NbVDjy30mYYWVEZYi213O/uYvsZh3DVkcOlYryVv3RqhA7z/fSNf",
-	"7AFa3uHs3uiscnpXN3lFS7sVws+wdO5nYTtpZQNtURfpeN+d1CWl27+X0gbQMCRKxJhEO+KKZzcGcM0w",
-	"ZiASaLwHlcwJtYOReFsCxkg02VI4dQhLnqF9ldU+79XdX01qhK7wBFYbt4Fnnbh5PBHWcP+GQjwxmOkK",
-	"Q8HvVcjgfYzczoVBn4Czu5Obgc51zHSZ1Dtf10kFW3YolTQjas5BLtApd+dtPpTFrCaIU9ZLI6XlhBA0",
-	"U6yDvFbSQKOjqxnIoTQKTaT9LV/d1kGv2W/ecb4NsvMuC6nJ0CcFV0ugOABjAZw1jlFTP5maX2BFApIi",
-	"hXg5y+Vw6G0XKCLGbjMCOhtH88V2gRx4OS/tsSNX6K9U92NdZNxnBVffBN92E12XbUM/t/GEl+LxWLYb",
-	"b2cefsG3CueWMa6Ll0jZ+tBjvsUoRHbzUAyy5NMvtV6B+c2bsE6rFZ/sElv1nE+/VnM1fEpm9TS9xOtg",
-	"Hm4Vt8zjK7NWYVf/CglTs2V86aDk00DOyc6k6jZNIeIFuFgtA+q0VXWRM62CueptVUBPA3NUFwX98wut",
-	"0KdA9Pev0Cyj93UM06A+bo3SrVG61b0e2yjdINdeqYStsFRfo/2zgsFHxZTUcVorcVfD89tj1WvYorC6",
-	"Wzt0ywu/HTv0EZhhKfa802d9ozS4iTxikU9YYGNt7BFChiV1V/OEFdwKldXgab9cXp5R8sPSGGspLvzo",
-	"vtpIazTHFW65Laf5GozWst7Q+wqxdliof+eFzPl8/DRpWqItOg24130YlcVw12h01KDOho/BjMr3GpYr",
-	"/gNVp/jtEOxt6e7828QN80kR/eZ88fX0cNrbUOrWat1qak+Lab9GdWZzfHuFYjYpdSaMWZlgGg2QHmkL",
-	"D4TkNiwnQzQ4kbd6EIPydUZD+Er1LpreheVWdKN9wT1btvGYWaaLR3zDiWn0lX3MD+t2EP0yn0625xQh",
-	"ILam1lO3xKDEBNYbAcK5ez/1zCQcd2nmsmqPoypdht0wfW94bKBESHROakIDjjbE9HP40lMh601pVjSz",
-	"E1jJtQpZQm/5Qqtrp2G4VdxsdUvLUJerUngwdn3N01an2upUz1SnQi60EX6+nja1T+x3SXYa9LnHTpO8",
-	"7sUbD/ZB2DV8fcuvt/x6y6+3/Prx+DUqq4/IsFey6w4mzXo8lJbTFWjMPyRzmEnzEHr3xZaNb9n4lo1v",
-	"2fjj9mZ9dCa+tNM0qNyLw0MG7JtW6ZLlWhjqDIdySVpWKSsLAg+BH+uOEA/A3PVky9u3vH3L27e8/VH7",
-	"bj8kay/tZB87nK2B4jzXEy3qKDTSxu76mNRIF7kBdEpR5I48hLLFLJnDfM1lKTLEGWgDcz63kzNd2nc4",
-	"tnVgXmlQMc6p+AKYU8dMbgUE4+GN+U6yIz5NICy/NnApjcXDljbm2jaecEPrkNwS4piMUF2jeO5RvHjD",
-	"l/VzxKXdstRnyN0AxHqOidwTtkzSoY2emJtOPoWdpWEseghi242tpEQBDkrosBSCadQQMPpOMNxjDQB2",
-	"vSu3gwQ4gfwCcpxHIrvpw8/Y3ywC6rVTmQk2HcmCDnPe1Ys+JomvShmNJ7ZCC4UVYlOuLK7Tw6VIxYNc",
-	"rn/CGLda51brfK58GWiMq8CbN4a9V6ub+5/hv9gHE/7sdimcC9KnuCc1d9qBcV8JNPeBT1tN7AJdBm1p",
-	"E8BxlrLVVVh78IoOpD2a0oYbQD4Dzu5Xupu3/z6akZ/Hy83NOhXW5+ZBjm/Z+patP/P8jHnGjmd6o+wd",
-	"aoX2P7v/3IW1W/Lj3XqVTytSzhOm4W5eFDOmnXXtfbse/+1a3gq1zKHQZPyreH5Q6XL4fgevJznZzei7",
-	"GzZ8/913L7+LOjYcrtOxAfwKpd9Sv0hfo4NhK5W2Umkrlb52qRR0aSxw2KjZYUuuTKZzUe5ZMZ4U3K72",
-	"d4dHWG84HE/EdZ+FZxNGTaD3pjJ3okqAT5vw7RrN4B29aZykVs0G/O2O78vw4csw1HXc32Fw4NeK+pxR",
-	"7/oelpu5sbgbEJ08vqOzjdV8c/ungRm+uE7LvMZhdba9fZY1GKwPvY0O3yYdtOjpdKZ9y8eP3c/0t7e/",
-	"oULVnUzfrQp+MJmeiKh/CFLiq4Mfunyri8dnZzO6xwW/FT8BA/EfWuHx9BN+WG9ny3qsHN8TF/lbCb6s",
-	"5wZQQTvZPagc3v/s//yVj8WfyCEKYcUir3gDv3fwCs8f0BgEfrBI+/iGVtpfKmHd0PwHYvpssQvj2fxV",
-	"R+BWzN+BL+GpyZ8Pf3ourUGQaDbMKjoQL87FpOBZt34AxmykDDhaDMAKVzqfsXFlLOPXpRBdMBXPgx38",
-	"c6uefF3qyV3J/5tST4juH1Y/WeUTQGHq7jzySDuhw7JhPfIJsLEYX4nS9AMfqnNPDCsrxa5mkcfOJAFy",
-	"UJY+Qe5qxkaCl/ZKcBuAYmTJbkVp2pujuxH+CnPYcJ+uZVY2ru43Yy4rWm9/GOkA3E97LLNvRDHcD8eg",
-	"O4ZyyW98AKW1+feuwdQlQDBwotQyrTJEhYJkeHh4zKxGJGPowtA42wmTyljBcyf0phzbPAwpqR4ae05E",
-	"KXUus/rYLh7Ry1JeX4vyQhTDX8KsNnxaw4fOITW86+CGUTPLb4T6Jo6wOzZoQPhDEhZB6ek9HOsuLrv/",
-	"WUGU6M/QirH7bP+fSlRivtyDMvcWU/qoSgTrQKSJeyMeI5d1h/dCZFrlVDZId4scaSJ6ggmFaczNyhED",
-	"XW9lLsYTjRiIN2LGxkCDnJXCllLk1PXd/bMqFfU5KY2NOzW2eaXu0Lf2fZh9h+aJi/wku9TOz3WFyhkt",
-	"2sNpnN9wR+yt52wtz9mmu9WWItNlLtX1Pq+s3sN/7otbXlTcij1jS8HHSzrtRf2UCsFzUe4aYGHUkwnf",
-	"hy50eJXPc274k7hlKbfpEcIgjbhSotg1LHVDOoc3pKw3HclsxKZSmb5jmACHy68KkQOesu/6ZAoNdYsq",
-	"YYJnI7i267RqmJDUKongEE0S1Gcc3a5hRsCaOfE0YKeWUAmNB+deZKpvaa1OwmAvcNHWyACZj9St4zK7",
-	"R2ff32VpK16g5uZDH7hNvVwMeVVY9vEj/fV3d9fHj52uvVt3fecvjeekZqTN4XR9k08m97siuHVM5t1F",
-	"Pe6G+94I8CnIMWSXetpjvfOfXrOXL1/+4M/2H1qJ/rE7mZiVwa+M00e61qa5GSFTKHd07T6287BO1nn6",
-	"eBtIskv01US7Dai2iwnPe1jEvElxNZ4JeZEROH2b2Pi+XWyEZ+4gO8pK7Tk1t1tovA+2JEiKWnaQhosu",
-	"kKGYMoNa9JFHVgpfpHu8BCCZgYTSEBtQYzMCVOGY2SbMIGpTZfWYW5l5vg/1dPQ6g08rDXXJTk6ZG1hd",
-	"aVFwuPeClAlofrABkBmO7Qq58gmHXq5MubKG9fjQijLCdKf69P4AJCE6lK8EkbiTd5RixdlYqgojUUpP",
-	"j9C4IpcNJWZFy+TEn2lwFRgUmt+OCbTkMVaqJtUPbiNXCTJZO6phQ79axnXGjem28X8fcVsvQi7zLdfq",
-	"8LtWCvKUYqYFa9Z0CWySYWWV3RuL8lrsX/HsptDdreFhV51lbtpUV1RZz4QCanM84ZwQhCw3NyYCPUeS",
-	"g4Jhs8syXSkbeW/BlHcUbCNi0kUujB2wS3hV6VfNMg63QbFzzTwTuh+dAK0Yva8r+95N+kea85PTUDdJ",
-	"xn7ybjVfw/J36R10JLbk206+J41DsWtYVtl9ICa/cvdHxAte6zYSzgrBVTVZVgAw1rfCsIsqy4TIBdbS",
-	"/sSl0x2QUNGXhhcQzmWsSyjRVSx1hFVejrj6RVelSRm/1qzXKBhYyLvsNyIu2LQE+iQYVqlCGMPSGyEm",
-	"H+DCT+739NiR9tiZYt8dHLCJKFnGi6JJ1qxXiongWFfsRtgfsBOYAptCPkbDrs64Uhr1CHMjAJ9yhpEe",
-	"aVghDcB5K5YOYSXSFochrmxMOmZDKWz+G/TJpfnzMhvRtlmn7LjNfVi/3cJgl+oEU25olFuVoMvf5RaS",
-	"VROivZqjWDpyD6sU4Fe7VILXzdElTInpEsH7Tho7T0F3K7M/w+yVte67kH/gvW15XUAzWi2mdN1/vtbq",
-	"0cZrcoFYKcvHTXVI3tjroX8I6kWyUhuzR2zvRsy6E9C4VHefybIxoaFdDy/iKsvdVk9PLeoKu39Qzqi5",
-	"RsXUzXvLxpZE7DfGvJYnuf+nltTb4zV1nsxrR4DxtSHevcs9GSXgTJ9MCMAavZt9wiZxUzUis+x/UnBP",
-	"OFM/TVgqVA5/9t0tGl78/uwV6w1Lfj0Wyoq83+roR28MQDfZkRgnocuBT8CR6hrTXkhjIr8PGdY3YjZ0",
-	"7AOyC0p2JYZOR4uGxkJINdhdfkis57UrTm4lmmSmb0Vp6jkds2s+MWFk0RLyUjBzIycTkSfM6Gicu4bl",
-	"vnFDCAnfQsQXoF7MgKUNVpoivuCQU9srGAnUnSpelnpqKJxbeJRBOxIzVkgoWTXiVpS8aCwtQYyDJkiL",
-	"RlbpMZvooqiBD2slWJdeB+4ZIdjPby/ZolAEi9UdU1H0IXaimL6yHFxRhVQ3A/Y7ON0ymspvZZH6lcn0",
-	"GOoleGE0O/twcSnA2i0F8m7rzrniBVrFCMcoi8IpdVeC3YpSDqXInZXrZiDVNSi7iJ3Ttj0QZDfs1cGr",
-	"YziSqBHjImIYJ3cHLbsxcREHGdHkh+vhivS7gucxu9ywJrwKOhHWoRm/ehwtGNaiK1OSm5vEH8VttvR9",
-	"h4ebsuZx9OR9ArrrUpfn3Ui7hpSniXeIsR4dkMS7z5KaTSXEpNBZFsqRySr2iWJA7zzY8UvdX5HCufWA",
-	"dSSduKtbLa+D+tzqzAWUGm6wjeh9a5HiZ/ef03xphZP3hkHwKScPGOu9OviBAOMwZ807tXXpibJP+W0p",
-	"vrn2XaXgBY+cXMxqnTCMcWHehrvBqQvofiI8DmP1hE11edOaWIElIXMC926Gc/zwaX7G7ajFxDxx2gn6",
-	"Z2LVE+bh9Dk7X/3kUyOGvDCUpQ1LSKGMay1MEvQ3crqh7gWeSpGzatJpoM6vbcNQpC/vHMGnA/e40tq9",
-	"+AHZx8r6KG5utilrzxA5IdRhbUqzIK70Z9KuLHhntuMzAMBW6utSGJMEi1D+IRLGM0hc8kZXwoRbBuAt",
-	"GVq/Ppi2aHlBbB3quTzl7s5T+KuDVxiwm0oj+iuVic3wpcv20X09Osgym2FrKtxbkRPPN0jOX6Cb7OfC",
-	"clkstReACQTbVldl5g15adm/wNPVA+kq87rHtZlwyBsUPBv1EwLFxQDchNuR8a6KJj9I3CtX8oSVPOAN",
-	"TuopcoKnR/m0WEvoH6OU1tDmmy0/2CQ/qOUtLfcjMwg9Vb6NbieLCJ7Xq5kVJvY9s/dnr/oM+uoOSz1e",
-	"1ODtqNTV9QhNE+AScSWadyQmjIORxK3l2ci9mmL6v1xenrFzcL/1Xhx8f8xeHX7PJtz4hjnkqsi0yiXm",
-	"CDDyE5oBc2ZWmlX2I8z8I87iY1UrZCnZCsGsaGYtoFEV2VtTbrza3WJD0UrGxIe2xb1wqtX84lbmQu+P",
-	"J6+ajCIk9V1JxYF3zbOiVs4wHenC77yb7Agyn+DTr/Gbe2+kmWgj8aH5c5PWe5nWIYJwkhz/HDQY5sKo",
-	"/kx2Xhx8v9FJ0lkB17QlP2/HZOEQtpOHdw9T4ZmXkWGuTo9ePdeXyNe6qC8gAXr3upF1gdvC6d817JYX",
-	"MudWl1vj8PD71Q/A/v6q7QW30gwl2mvP1LAkTtSQPdqzovsyLr3guKPAAenw2NJGqkIq8fxkzJwiDAV0",
-	"X4F02XL6Laffcvov4PRnBZ9tlMtPCj7r4PC5NDeYstAdj4R2Pb5+qNRFIfJmmb9PBfCM2zFCKP1PMAGf",
-	"SnfAQdgPEBXgnpgZK1AE1DU4pdaWFVIYphXWC0ho+GBnCXkzobGEmXDCy8CYaCMvYdewKbeiHPPyxrBe",
-	"Gt4+KPT0wj35o5NLacKiS8OqKPBn33so0woAOoB59wfsp6oo2FhwBWVDSkwxZBE1xoR0jWP2jr5CAaBS",
-	"OKYktUrp6SiDIicAvShIG3Ci601MKC4EKXMgPHFqbyiAIFUdQZEqF58G7ATrVDFpZy6zuc5n/k3dKD1V",
-	"tXaPpb4DdiGQXbkjsneri2os2JhnIzdmPVyd/dLRQs7f+kZiUHmz4DiLn1uWsyeULWcQZh9HQA7fQoVR",
-	"ID7aaGPnYGY359UAPtDJfOJUSnxG5Mg6QqI/7hUmEy8kt4U0NWZEITLbyBOrCwBC5h7SIaoIvSttR6yt",
-	"OO8Y6d1n1Dn1csB+4WW+5wN6+AleCk9n2CQBuIG7BmfxP4h60wH7KdyPblie56UwlG814XZ0hM9RKhwS",
-	"6lCUQmViBaXBqx8mh3rFvWFIcx0G7vDk+r0MwiOvMXHzjk+dTCZ3uv/CF7rf5aGf/EnoyuRePKmUrOiT",
-	"0n+7fM3yJU01kWbeIEBbR5Hozro53DiaUiDyB0pcGeT/SOsb1tPqI37z43jyqjNqj27TX7S+6fK3f//q",
-	"bqMCoQcCWDrZP2M9N57EjZbLboBVeOwCRtM1kpcvviRbPzoYxJDudDLeItvacHvP+Byuk8wOS71Nc1qS",
-	"zN6UUQ8nQPfr7KX2dPfTshRQ9n5ViCNK34mypnfJUYNZ6LJsJkvXuj1eRJBEdKncCDGhsn4gJtKiAELA",
-	"a6dWj6+M1UpAHjjkNlHzOJVTmlOc24ROFajxd+LVJypbXzCOQ3XC8lor4TRdyhySRcGuhHvDtJTWCsgu",
-	"d4ovqcc4wJmwrKe0/Th0Nmr/eC41rV1jLgS/hXCq8bLdYJL5FPKzYUVil1G/K0FrQS5vIic6/hR8Z0Vy",
-	"NGlUh3uHBwdO47dSZZbJ3HhYIOx5DXoMOrqm6oE7f4a5/MhtNuouIfyA6BBVAQCIMLPE7T8tM3PkWW55",
-	"WDsPi3TYjbEyn9G0hJkR5Xdzsx9LKGEwemjnVO4rnt0EjoCKE7ILoNNRrKPXJE7fQ2fgkMuCCmLCuD66",
-	"130EbtPSyAwefhC6XqCCLVVvqXoN8x4F6SK5PFAFBFJ19Pluyv5F5oJE7BFVcTnJyyYFn0HpVw28HGdF",
-	"83wsrSUInxnEh66qWFswls/m9IorZCKAs9tgG7woBc9nzfUyGPIxCFfklIYGM9FK3JlzXOihfUClYMs8",
-	"tszj7szjoiaCx1QJjOXWHcKs21f4U6nHc15wxgutqOYA9QNobBdK4jW0kOZF0a+rqxIqEOSlbSIL4QV+",
-	"K0pOlYSAc2ZslFfto4mqGl9hf2r00Mzm+YKZcxgGEwkNG6goEnlU8+XYWSGGlukqjMtxstYA84KHiZZu",
-	"raZ1EWjArvE2f7v7JAu+taeSNtk18w4uR+d8S/wdxA9/SSMez7HxGd3ea2Y5ovyey0NkvbQl3e2ILWS3",
-	"eeseMtt8RjQH/3s/iXJWovAdVqJPFWRar5e64vQMPxmQS2Nh1s1iGTCg0RqyALmaf90R46i1MF029RNc",
-	"mFDy/UMU+EQVJU536U6MbJDXnYMKjacfN22l9aDcX46ke/2TzpD0IsQN9N5yaGjWfzGDBrZmmz+zzZ+5",
-	"c6ZkQ0g9WJrknJxanRxJZNKRGol4xGjGMnfchLJOF6qxN07OTllWCsiK4YVvh5FpZRxnI+TclfIqaMrr",
-	"Sq1IOknDRlrpyhG/k1So+DpphSHuBgs5opn+275jDClNEFkICDcndp1wwwqCUrD0dIiPpgn8/atWYu+9",
-	"M/Ioqn863Huvc8A72btwnCGFyAJn/6gODl5mwD7hT8FEIUAHMELcGGf1SdshRN2S35cAZT/BJH87f8es",
-	"ZiNq6R621cOx8GgfE1ZRC247kmW+N+GlndV+j0KqGzco8HqsVvq/LK30iQnoOcGE3e/xZJiWRLVi6uys",
-	"FE5buhW7W7G7FbsbT1vdkMhdkrM6KbgKrYq7s1YVE5+4Y/DY76Q3FeIG/DAHfzs6ONg7dP/vxMFvl6/7",
-	"jjejw4dDVic4c0s9XsJmzwquGl3KN+rPcF/75pprPmX8iDmE52YHgbammJtzk0DPgk46OJ/rbXA1A6P0",
-	"GKu3h7Jwct/9ylnGjdiTygjlbN1bwUx1haJjWYbhGXx+hWPxLHKmUoshbxq3uRUVNuZ9Sh5FN81lbTZh",
-	"dbck+ASSr8JZfygk0RPmZEsxY+7EuJc6scIVOz359QQbFPwRghDUuAXfTWlTvtjAd1FBVClPKgwyLLFv",
-	"i1f4sJ0BJDVxC29PABsT7Btq6tWb8qLYywqd3cD9JmBwjnRVGoAVZRyAgFnOZ4W8Htk9w2+hUyk28YLU",
-	"KB8rKQReg6p39wHsCIPpVkELILB2o8fCCVFRGJ9AhY1gunAiIzG3uZ7a9UdWxD6JRRkBIWXzGGHNZRLf",
-	"qShuiFt28+iAkk2W80DpFMDd9j+7/6zArnsTFRe5249jAFhpQ9kS5lBYCipmWmWyAJA+bCTMjVmezkiE",
-	"uxIcEk9ta2tUnM26QExt6eH/fFSi9H6iLWE+JmEGPLZNEeYKPDbIlqdDvsRy/MZpZUsjTwDSaFMUEpTl",
-	"qtUcnRQ8iyRSpGYdz4kfbA3hO+FzjBMsEUi/TXL+9ATSVpXdcoKnywmAGp+GHrtPVm53bvBlVaqac0Ab",
-	"sZLp4bAlszYWtm/pvY/NDpJl3cC9qd/dBUeEaXSP4EEBjrfU/bSpG8+9o5FcGvjzidA59dbt9FmfoYoA",
-	"nX177fX3c71x+77Cj8Rd8LohQAik3xKxSTvvKqtbD7JCZ7zAp6F7AsaM3DNTbti/qvwaorndXe2fkPax",
-	"tGs6TKWj8/BzaTQccfivqDf618uPvLjDdrxsBDhBGzZDWvmR711+B9QRNz7/GDQSblQM173AVmBxXPgv",
-	"b+E4HhCOo6XIIbSvlwSkAUUWnXAVdh5AY60SBNptQvhYNZIaQgoRLJZDerRgVqweEz30QBUYNP11gCX8",
-	"ImzrMNYKb5qajTwAt3TnstsoA3i4uqXafG8I6DgMfV6kjdoo7hq6H/sp+j6LWs2DMbhDD4mvCzD06e1I",
-	"G+v+4JMJ5YX6hoxpf8AwW5CrTAD4EsZfMXeuhlCaW9GEpeH4pkz73DfKnQU4uHIscriNkvvS0AXIYL5s",
-	"psdjN5hrDXgaCUuxIRdVB6QFNxb2OK27c9EHqMce9iakJVFC5Izq1At5S3Hk8ADGkZ1S68FUwUMWWj/C",
-	"HLBD0aS6KgBXDrN1oY41wi71lzE6rZTIrEkI+NRYPZm4gQGaDUB0+PFh58uFQHApLFjrENmuyhJTcGGR",
-	"W8x199aw8JuKADc+srRhNrf1uX0Mj1nNPLtzS+dO7latfYY5lHAko730RPVAdnmE1ri0XgHRADH7pOQK",
-	"K6FMl3Jc/0ZAOWqhQXmC6DnSMIAk0orJ8QTz9NHbvzy/HRSq9zDsByHF+nNdVaRQoUvomOabgIx8A4tw",
-	"JeblaGMlHkg/0ZNu9eQCspTC3Q3pSTirKKT0RCiCBqAWfDWoHIhLpXSlMpE34GQhjz/zhSRpnxXyRhBa",
-	"LgDeDtjJvKREYd6QllEv3riuRGn7kWdW3raVZLqZbV5mRt9YQ2RCHkm9Os9DdCbsAtWbboVvK12fpXSN",
-	"D+MDCVeb1ayp28F0xq8FwEtbqSpdmQbSsxJTRIEGRNsTdlUZx0wNy3hRiJL1Ts5OmdU3AuJfc2V/HnHa",
-	"ZoM59pn2mRFizvAxAUpC6zHYEVAb2OPMVBPAoR07JmlLbnVJfM3dugvJoYrxMhvJW8GszG6EpY/D11gv",
-	"PaFjzbHc/kfBS1Gmvl4R3Bow0o/0lo8wKT9OwpShz4ENN2CNV8YFUJDG7pjHzKPyWt+YN9w24deOK7HU",
-	"CPfFlI25zUZ+SfAzkBZPI6zPjsyPWeosrN9sRqam1fD3lSOp5t275MtJWFZoI/I9J1qOWTpxplMmJ1zZ",
-	"05zekgt3holjuV9vhJjMbxEIjiAr2vUjcDPa7Lw+e2tjfdDMo+PS5XnSejwH9RGCAFUl83WAZE/YJKoF",
-	"mFv0AGtSr3unSw62sLNI4OBgXfjYOCFyA77AaEs6/YD1pgUnILfgFwHjHMYEvTk7hkQH8+7RmXVGEqhp",
-	"xSCAHu5hCPObMn/4pWERIXWNpkFrf+3ErjEgpOLAgnvgSsmoa0Bn4+IG5d91jJuIFyzqSk32nkAS/2/n",
-	"70wDIzXjZTljnGEtayfzmOfzXbT73eGLB44jRjS6jrM6ZpRbd3VkHIqsKqWdgbC5AmHvxPXO0f/8052u",
-	"0mYnuP+XcJrg938ueLnHQtjaNiJJFhQ2m9WqWl06v3O045WkPV3ulTbbo6O2hyd3Z0G9++GHDvVuUXFa",
-	"VPCcrrRCt6t1KtBDeFFAYU2N2pBBCUHeVPcSpidYY13M3FHTCp0LlRmwDxW0BSDsImjNobMKfSZmpKfw",
-	"OXytY0KgL3WqCTCDBwlCtjFT1DXXlbaVuZO41Xp8gU9tnm1oPV6LY7gJb5nFktiWJxIoOgksgE5pK/Wv",
-	"RcneQusq3cM6HgNBp/qbzuyo0VZaaLcHXELr8YCouO97JctcjCfaCpXN/reYpQkkONhy5lVb4zRdjzvp",
-	"YySeV5AtUxoLhB84hLdfboRTRCojcsrXwZ5K7ErnsyY0STSMjxmZ8ekxs1Pt7EUfj3Ejk8KwMb8R8EWY",
-	"EgSfSDFvhOIoaOZuhKgchO6gwi8baSMU42Otrsl/stAoynSW/iEdbciD1fjGilxpmP7D+qxo7ksGxHrN",
-	"U0HoObB1OWuet/7WT/XoFYExI7kX3tWmfOx/Rlv8zyV1/zyH9CrPV7pVkOPASOpru+gWiB3TTQ2kPUIT",
-	"SHmp6+EUPjKUooz9AKz322+nb/od+ZDB99CdD7nKavrn4xLytiX7/dYvPSyh7fMsc+YF2hNmSaMVYyrQ",
-	"KIxU14XYq4xg+Kx3kjoO7jh5ZZAAuMLg0wKp1n5eolSUzfQaiWq/wqhFDxqMSWvYiBsIXt2Iie0niIxu",
-	"mPjEM+uMCiXYv7RUrOdIr6kPuN8JidTdRt+Jn/Qg6P2EiU8TWbqJgo8qpX+eqvdSVdBDsXe4d/jq1UHC",
-	"cjHkVWHZ4QF2jIEOhpDo4lSsKFbGAkMZsBPmTC9QBykxhWV8wq9kIa0kkOS8pKyUE/K0zvOsH1jqfvmI",
-	"V9MlGsgJ7NClNxafLPvaoIIUL8HSUJ8mDAo4HXi8UEcd6emDq0+NjetCSCLvVU0uWz3psZg3sMcl3HEt",
-	"Zw+fyD3vQ7x3Rg/Mopu/v3aX19SsYkMRWFD/qE61wxPv+1eErhbe5KKsYMfnSgGgj3mCD9eubbOL8gHg",
-	"M5G3WtNcT+hUCzj1GMyzjKsZdM1yE8G4aBvzlJZVilAAUewQdA0vjMYnTFNyKQ126IgbdiWEYlKBpDs8",
-	"YGMUCWAvYksej5STw8DdIxNugl1Lb/JYnUu1TtiOrd7Zwfmind2yvGeYwgCn++F13eAA35voQmagbLSW",
-	"818I24ieR8U88CAh7UZ36KkSJfo0In6J4SRimtL2KSm8JQVhzGfHxMLQ93TthvDq4BXjxvtGiDHPfIDK",
-	"CDFgJ0Whp43AAsu1wGwsxH5sQ6e6EI2o+hkuxzelILbMv6vcF/f8yXnQQm8HP8AtJ3wkoExHg462hzDh",
-	"RnLWQ7O2/Tr7ap8M4CVgsr4DqWBlpVSTjfR8UUTCarRNXWJWoVTXfVB80igHVVVFUVd/lAKzQpXocqq9",
-	"xvHF2Z7foKKzsApdND+/QwmTQyczth64+/TAxWJ/fsUfi5DLaklV7ztpOrQVMx+FH/oMwEhpGbCTRjYM",
-	"tevXFgyuidNcZsKuzsw7r1bj5T4SAW8ir2ibufNVs4IQvV+gqcfiASvqVUFYN9hAWxo2lqW2iH1nd/Q4",
-	"MyLTUPSPBVx1HN/70i03N/0Bewve7ROo4YjdPugwJd+3b8ticGi+ntR90yToLvd1IuCY4WUpb4VJGK9y",
-	"qeFN0LmCQFBkCXnTQmUap1J3GyncMMby0zGbiFLq3IRr5HayfMau+cQMmNd5Uq/dQOJ2XB4bUFPizGeA",
-	"dtClvJbgxEf9G3w+qHyT6hebih1NVaD4xSmMIk+X9min+uLvDl6Sv62uzoHC235XwWnEPb5R19FKVaou",
-	"5dnaTM+0vHQFp3ssNv05/OpuGVZFsSc+TXS5LLZKvJszdzvD2wM9Qm+c/0mBib6XRSGRR5s0YalQeeOn",
-	"PvaB9XVfkS2nh0PjdLtQTo+87JhYPWXDC5UjW5XY+9g3gO13aI5veTaquXgkB5CJImsjCCucyJXI9BgA",
-	"BAR7f/bKg8Q7xt7N9WGovAis37Ce0o7fJ0xprN3FC/2EZZVlWsVjjRksYnHSCkvD0jOhgOsnLD1HUZhG",
-	"yAY9ju2DMl0VAa1gzHNxjOlv4NBLT6L+WCeNolFZFMFcXiYPoC83ZtXBKlG4wO1DVE0JD+LYPyr9Eea1",
-	"LPj7U1UUb+H2p6uXrxxHXHTZNoqa2u4CKjaWKtTUPKTHsd6SVTl77hw8uMsxOjFdgGNIOk4N3MrOZyg7",
-	"cXcDowFxsVJmPlyQ+o4idf8z/oGP2nK2JL5dgYQNrB0f3DUMlWkP6gDgMaG5ZGwBBClkS57dGNbDcvpx",
-	"ZSxxevFJGttv97JAcIfSgRBMoCEOAle3H5e1Kz53c9xy9i/n7GuMC7eiY1D+uD1l62fLxL92Jg5swJkL",
-	"yLqE5wRPwOBZB7WkQf1HhOIV1OS6TVTDM2IEL6ixFDDg3Qa0iR0J5c2eQaRye4SvFrdMIxOoHYXk6TtS",
-	"nrQGvXXwbPnblyOcPCH/jqEs+XWy40e6tHuFvBX5PIhILy3kUFg5FhfkrmEvD/a+P4hTyV8cLLhaohJ9",
-	"hCHhGSRYplSXdivFNIF+2uA78U3dWc+/1N0Al9w9xy138jyHm/qYECndXEoAaKSuBGH5HE8BFoxjYL1W",
-	"QJZkAafFfbPlZz+CtB9qAZFrkktIlElnxlT/2HFwcpVfl1xZNgUgKssKp5+Tc6oyoTc1bUMpspHICNyT",
-	"5orxBywEVEdgEt3qG5HXcDQcFj8v+VTF6yEUrZFPG7eYh81O4nxWeo2CJvTGcvcQpZEuaR04X1f+rWVn",
-	"0ewxE36Ju+QE6QGOkKcwYPsbzc9vbM23m6D/yPn2C0hNdark/QVtV+EmUFL7vPgYCV7aK8GXBG3fAFiK",
-	"YQby3Fl4gsKYMgPAhB7GUw8PKDxrAPW2EMrOoJVpzGmMdL/DMrys74dGqUxXFiOJMdCMu5R/1JXtJ0ty",
-	"+N0VZGKO47U4Jmz2S5jutxdzRBZ0LkxVtDKDN5AE96Ck/8QJOcZUKW12CQ7FBeSUc4GOihH18CRAImkY",
-	"dyrWWv7K0mZ39Vf+197FbbZ3fvl6D8e1JsH/S0u1xAGplanGBKHSrJykCBnhHeS+ttH9rzKiPPJqBWhD",
-	"UlmsVJtyWUM79FL3UMDlr0zKfsfr/RqOG+4ccYy+1U2XYQwhafxqNuHGQIlKnB+6oM7EYs1jiwKOAvg4",
-	"aacClzDM8hvoIJ3OrW4KityVRE1KhgLtJgYVweQBLGA1dpoZKVzBi3pIRZF44aO/MQU8PyzjzBm0lPZl",
-	"4SglKCXGO2ej7P2Fd0p1ywuJaRtxcdEaFZn/qaV6BuU896/IRRNfEfIKO5pHtP7gITAYbycjv5yjhIZs",
-	"fOIc/qmn00cioSkF3Jb4+hcCiPmC4kpAz4qL3deXB0orsa4QKAS/XVJm+dYbjPEpWlDKCjG0XTWVSaOg",
-	"ErLofBnlOpraOze+b7ewcKupbUZTg2MVjsgTU8zi0uL10+g5ZbdGDxPshCXsdNLAMOLrmJK/2CBu98qR",
-	"Nh5TwKdg9VeVAFOC/Vk8+G8ynTNaga5s+Dm5bLZu/6fJJeay6ifNs/1Uecb+5wbu7p/7QMlLGvpGoQvK",
-	"mwcGUEB1TYM7jESRe/uvYdBJtagWOANT5FFfT2QrhqVnixjcYGa2MSR3/yUvr4VtPtV3Bt9CAfLLJptC",
-	"dlYjdALEdTx4SG5JwJIEa9CztJZs9RM3uiZ9P98waxt481zr0zns5ucRao03p4Pxtp2yLQN+kgz4BKFS",
-	"GvwgZLvF/Oc5ceMRMeG7MeMxvwGoF3T7tHLKmsWqPGSuczYW4ytReq4N0KfGislRWEnlM9AdXxElviOC",
-	"B4N/R66x3quDlyvVwV+4yj/civLcZr+4iW455fPjlEpMYfO33PFJcsdfvN4EBFrqQjB9K8qnxgsLPrvi",
-	"2Y13Y3W3MCXfOFfsl8vLs72f3v2d/Xb+zgOwL1ZvhtQTD/2FPtiEgdsbrn4fgooDdmpNEy4PvPT1t4De",
-	"uW3Wh8ItdY5fHdGRUYwidLaJxobDPaZEDahPb8mxcE8qPY+7SKXsGNWYw5oEwDZWGYH+NkQk9lDWGJaQ",
-	"0AQMazMLKZTdNY5Rl8IY1IdBBrh9EYDkU3carVX1387fYZYLvZr8AHXgwb8QkdGwYWp3asgZHYJvGtqx",
-	"uQgrwgvRWXrwoMLcbnWM8Lfzd1vB8HzSFdeTKT877ohpgQtcmMeH8olKmTgLcq4QRxbC7H92/3H/9Ml8",
-	"S1uuQjUlB5HEreXZaOz08V76Gglt7400E22oF0h9R9oPLta2xmwhj/CY8TqtsRQYb4d73NKzcyiqY2Eg",
-	"ULtzhdD/89nSuyYU+lARqMx9teqYKzkUxvaPI0kWdfeKstlRpBQiQlUpCkhmJx8yPsrz1eWhA3YST1tX",
-	"Npp5shDldpNChAJKciycUtOZgtkdBm+E2EOro2ZEfFFSvaEXx9naP8lCbBPp/1rB0gkeRtLhOk9txxiR",
-	"WDc4vGfWXQsqzffHk1dNcR5Oy5VUHMYz/+pWAT4dOZMBeufuJDs4M/gw9uzfA/5jWhT1YspnhqVXMysM",
-	"0FI9lIUP/5nsvDj4fqPzIKUNgMytqEtFqSfl/Ow884bpdThg4BXISSLG516263TwP8TqWb9E5aNDqIw4",
-	"GgVU0eP0+sw3y1ToU+GFn9muQZOGW11+bVkbh9+vfgB26ldtL7iVZihRp3nOyteKDmxvQqlDKB4LqApD",
-	"FEprJpDcT/u1oCttShmD5JCVmtiuAQI3rPf+7JU3wEN13TzqxnIdDEo8BpGe5dSgkVa6cgTfe3Hw/TF7",
-	"dfg9m3AKAQqV9xNmNOPsH9XBwcsMeBj8KZjArvnMCHFjPGL2V6S3UUHMl+ls9PD96ms/NxGBnar2Hg7R",
-	"Vl/b6mtbfW2rr231ta2+9lD62hnUqD4NXc1J23vU0+YA4Tr1s1hERLBwJmG6yCNIXx9gkCUSbRLgZQjT",
-	"JlmqtkHBbmfuYQ0lYrZ6wDclaO8JgWZZviYd6G229aOwWEjF5A02IwKlPyiDvUtN7d0YbAwPtjI8caJi",
-	"JEePkUTFcv99ehaFIxyPLQUfB+RiyO3hOcBSWjGe6JKXM2C//SOWerNz4AgpxYhxgB8jpt2ONoZoyjwb",
-	"ec1rvvaIwue0Whhg9tCaE1ESOs5asZMBO1EBGQqQFFBBC2vyRYhlURhgC1r2nEHLviaB9oec3Ivd9d+n",
-	"Z9uav+fmAVYr8NKekc+3Q9Qtd/5+UCK4pHirzOul6HZKk6hzPxSR8ysjlF3DEXzc4QjejJBB32UtX7aO",
-	"y69JyNRIreCy14Rj1Xo0u6RL8KN+OwJv6yrdukq3rtJvxFWqmlzyeftIvb28Xt/CyGj2DzohsdThmbBr",
-	"eeuEhmHpCZ1ijkmHPwpeipJC0s03YGw6RRAe+DiwdIjPNll5ekTQOqFpEKpSvp8GRnrBvQ1memTWJ3M2",
-	"PetFOaJo4CPyw41Ued0CFFy9u6zR5gPqL9GP4GPhYz6jjh+cjTWE2Kn1h7T9hME5NRKaWjdz8Jm4hXpP",
-	"PrSiZCn858LRicpEynqE0EmdK1IlPtn6Ksba0xE373Up3sKLqNp0IXrdiIl7KavLjsg4AGTUaIz3Evl+",
-	"70/fVn/8S/rjOXQP6zxCAO5k6IwwVY2vulWlxmlrV+Kkst+/2oFBynE13jk6CEOUyoprUbYG5y0ba8hH",
-	"kcA9Zn6MvcO97xrArAcH/a7RjfknPNOdI3v5wo2Mf8KRuRfX4zxcZ5zfUvBgkRA7VLngVt0GELor3VZo",
-	"D9DxlLcK0ScdBohAkdYHdFkseDOsB/VodAVAkt0QsRI4vi/jil0JZqor94mr1u57HrAlHty3CdhSr8Cy",
-	"AGDLfmzrn542bkuDJpxOBgqlJwpm9YNVMSVdMJtQHGiatVWeuJp1rZhRWmvThnFzI7DOlZdgfFuw6a9m",
-	"84Xru44jTPiVLKSVArGnoV64l2Z8LEo+gK+bUQpvAx9GwtKxzEo9GWklmteh9d0x4wDDDtjrt84qwFuE",
-	"6SMkOZakFmJomw3iqJtopP6+ZGm9eh9zoaSAAF8jftiKOlODFMAnAP9lrnrS3URt81ilrCxADf/9l9Mz",
-	"Z36IEuBZyR2yrIK1Ufr2TZav1iuwpHb1dwC/1f40bBzZPN6XdUpptwz7CTJsPGMPU2Bq71RWGgmQ/c/R",
-	"v9zF6UguaR4EHKZ3/tNr9sO/v/iujy6Wizee63h0kfqV2HstghgoRcFn0NWhqz9ogNBEBkYtsD03fHFw",
-	"GNwi/imY5a5h6TuNX02JYS5AEzhRyQujWabHYqXraeF58j55qGVpsN8FtJPgZY4MGOEJEFB+wE5UDMa8",
-	"2wATjaXF8Zy0jCNzntO/OvgBkJRxsRfaM5H9WRkBSTCnr99GTh1DsA+VMtVkokunXWc6F5nps1cHBywl",
-	"58xHk0/SVvAHY/ksSJ2lXbMRZtrWbbNjZuUbZ7MTVXvscUYIB9QOOrH4IvChtRoBZ8imz232uzvNzxel",
-	"pwmX0IbSExPvIzRfNflcFkf8me++e/n9miGhwELWgYU4vMuA1v48nsXjiIlQM5oFNlMKo6syA7AI1nvz",
-	"9t3by7ceAdgwaRN2dnL5+hdmS5ndFMIgJXKVy9ypxf25+Jb/Xnv0adnHlwe1ElLYf9W2JWx24jhLCLs1",
-	"SJmAs4LzG5tCg86rK4te6elo1l8dU/umlZLDNcZ0xmeF5vml1u94eY1RssPv1lmAwMUh0eLSLf5XAt2R",
-	"wL9RELfE2pC304nV7rw6qfvUkDtWqVj7n+nJ0/xPJM5CtJHpuWcri3pVgzMct4hrPTFtUhOaMfaDlhU8",
-	"B6XZ9W8zDHSXRdBRUHBiFtQifd/AVLbCd4NZQI2tx50puLHMiGuIJ9Jt6A9wBPL2jHkx07Wq4Tw+D7C/",
-	"Jwgiv0VyenhxAG0qyS2zbvf0e3J9cpuNWhm2M5O4AqVyWHKkSLBdm3qgN4GXcPUvZcGXqHluefCWB69t",
-	"ypG1siczsWfyiTu5f9m0O1mDCsCb9Le/vcLg/irbryNHL3rfVJTCkYzIvzr2v7UoNiFCiFm2cGeO1EtU",
-	"+cRMjNZG8ISuvSRrb9YOs42IqTxvdD2ulIKoVJzL1Ja39Rq/GrJGTszTbyew4fD7/JJ05kLPr3HC5JBx",
-	"Ndvqrk+0G6ankfmNA0jNmKaeA78AH/py3H7AVebogLiqjFTCmBrVOZlvld7A99eqmB0FfP+Y3/jOJq1B",
-	"8gU2c+GGGeelnZgnjL//UMl53fUV/z977/7cxo3tD/4rKNV3y9Kt1sPOYyZS3dpSbCfxjhNrJSep2plc",
-	"E+wGSYyaQF8ALZrjyv++hXMO0Giym6RsUZJj/pByJPUDjcfnvD8n4vUOQ/5aTMZwEBYo03grwW6i7WeB",
-	"PO1yA+t09TnAkK4+GxR6rEnqO3TcoePW0FFXnxs4UvilinnU3RD4vQxNa9v5k1Rm1dFHhPg2/XvOlrrd",
-	"KiEKywattN8YCMIsxZ5clJimnZSIJ9dinThcM1iReHiVfPUXmnmYTsEjbpvRWqme8aV7eIeqj9JuvUry",
-	"wx91z4sWHh5/SH/E2LlYmZ748qInJzF90EckJYaUvwqiOwuxCcRXSlfEDnW3yFUMj05aMV0LUYEHkrKK",
-	"IvXytjIaO3TdsGEgiCQ+4yBSG5264y6tXbbLo9vl0e3y6HZ5dH/tPDqk902RL2TTvbz4/HSCj8qnW9AJ",
-	"Nki9eHmb7Led0NzlXuzy3+5SdvzlUZngCTIPXt5/5sEdZrVtA1vTtLYduO7AdZfYtkts26n4H5nY9vKx",
-	"JrbBW46NGBlhJ/2+vkvt8HO63GKnbAD//iaMBRfEVN8Iy7SK/jj0nlVGWKGcKLD7OfVYR+K2SKHAEKXb",
-	"sugSx3cZluOLTEWBT6eZ6PMJKTHDyd5xRH1Euhls8u49/hDHNgzb/4zPXcf9dH7xCodr0zY5ePqge4Ic",
-	"C+v8QRzJ98JmCZegzZBGVbo5m0lV6BncAb11zpJDfMPLWjDprChHEKYE5hbrtPHnWrGq5FIxf1Tgfvxz",
-	"ZBWYCCOO2EueT5hQzszx+ZbNJgLSRUJriRvBAZKzGA4NV2DE2f+9SUgBsio70TMIwuII+ZhLdcQuxY2+",
-	"hmADzAo3IvoEWa1KYT0S5WVdiHCltMwf/G62q/NKvsWFWIKgrk3ZXHJ8wUGMbnTdlfwPXrtIZF7Ow4fo",
-	"mQo8PdKy2gpzBg0b/e+N3YQhGq781QqzQBOdKGhPn/19k4Z/pdWslNb5dUkmu+/F7fluvZvYB/dOR7y0",
-	"Ir57qHUpuNq2kU9r28fg9UZ5XED25OagPXb18J6Rts2g1UxTgp8Rjf9YQsmTZ90oGW45ojlH6ry1jFiq",
-	"GQCyTjXJbEOeXwuF7NWIThZpZeuyZAN7k7+ruHs3CHCnFlSUkvjYKfiAIcR/18TQevXT+eGzb74luM1Y",
-	"VdYwGqFyM6+QDKSa4yFtsC4iD3t5I8w8Ye5OGF/TTrCQoOK/VRs20WVhM2SXnUkbOr0ig1YHyRU1osW5",
-	"8fCJQD02UJ+gjX8AJzJTYaxWbDbRbMoLDI/iFNPj0nlG2t+ohmC0FMlM/LWS8lvgj08sK+VUOnvqcR85",
-	"cC1TmpXcBWYaj20wOcCnAsoiLwojrBXxiX7KB8QJ9qqyA7bPFdNUdzGg55474DFuXeciBQpMo1TjMLAz",
-	"NpMFrDQ1xF2cvwOMKIUZxNmrK1T6UTpiEBn/LluI3eQVeeCOWjIOAvnGYgdAGeJaeAKAOc0xZ7gs+1J+",
-	"ApDtbTOpJrxkTTaNx/wFNYPWjxnhZUqO1Hp+Dhb1D9LdE532PtNxaIvHyez5QFzfGbe4fKJo5SfAsWy0",
-	"koTLSGkHKotCTSWK8rigj12w/NXdCH920YslSHe3Em3KFSiIq9X/4w/w79qwm9esbAQnNzG6Hk9AZhiB",
-	"58FDmZFOgBwQIG/8qTG6ZEoXAe+g11ukVif+9GR7A6O1cqhmN2SJI6l4eZYkh/pfXouKXHfYrzMoiyGX",
-	"PAU2VNshpdSLEGgr3tYuqTeEbTghVcMHGWyfIIOoZR18a0DfQHBrRIWizPKRKOddvgf/2gRTb6f3v8UF",
-	"27sX1XUlSGVMeQtJtef/aBeD6jjvuOj3cN6zvaruUmFpd7tGhNam0nZJlgYm1KgTadMlRwMUhH78cHpC",
-	"238QTWdRYxpJ4YWW12nJgQAXHLFfxCx9e6qLNtnS4va66BE7XzzcSG03FKRSFUEZXLj1u4wNRc5ri9t5",
-	"AYGWz/Kv8LQ7Ost3r1m1h7dGs6JlcpqgcP0C3qv6tA6SwsI+hLdyl3f1sNoU7vNHpE0doxXeH/94IcBy",
-	"p0wmdHaCDZ9gKxi2iSGAIJXY9/7IdTscyDgA9YQ7YB0F3NLAM+o1s5Ec19C0hsyFAORGOzRcvVV+vjgS",
-	"6JBBo0mdqtpEvyoBb9aFrjDY3KuDGOCBepPmOYPGUwH+2I82Wy/h/setYuEY19uD6DAi0zUFt13FxaeB",
-	"xtVEz2BS4wzz9HA1nj44IA+NJxBKWhFPFVXJc1Kbkg9qtDTGwfGBbaBkiWUKQWOTRbbsWSFoaZwqWQts",
-	"giuly6OJripdFvRXpDOcaYM2mGNa5V7P67AUyZFYCt5S38i08h9ZNGAlApKFD0mGv6wFdiBSB3bATD9u",
-	"7LidKyl0OIuLlYTfXqFLVFFnxB203I21h4HfB9JHvGRcE9ddEKMoZW3mt4i3qaArbMZsnU+gBjd1kGQE",
-	"kgEe8DwlEYV8IvJrS85qL5+hnUVVCVUcalXO4YDTG8EVjr7u0JtTG4Z+qCL6mfxuPb94dcR+tSJ024su",
-	"GZ0DW0BxHnPbIN+N/ERWePVFY5xtyPPr+NCJ9GrXnMDQn41mTEbe9MRrr2jizmGSHypmG0YKHywt9lxj",
-	"bl4JpFIQ7/m0KhttCbfNUXQo87KEqzeK68LDQcX/pKhua+C0etIyXbtcTwUFm/GHzcLNeG1rUELVUzhh",
-	"dZ4La/eyvRGXZW38VcgL4c/c7YYKem3YZGH3wdCdnIq+0eF13f3svK1y6G++55Qf2LPIsLBJSHoFNOxi",
-	"1Cti1H1myh1JAHjicq+3CP+JBrRGCKDulSB3paVyrTC00jObNRpEzp0Ye9DE4jdv8Dl0GdrG2DS6pH5O",
-	"lFpC2hu2RhUxQ09MsYGpX22hHAURyOXXYrTLueOlHnuLNnjnYGeiGIJArj92+FJvos4mmiJl8JpOJL9I",
-	"5mmLh655Td+ZOy/LpUWwR1/UcVn6/E87K35Cug8H7M2NjgX0Iosbf2mA2UKG2bCWpWNSoYnkLUtohlpb",
-	"YSxsxVgEDolN0jI79RKPQvUGxYrfux5+i57WiDD6bfokdClWbVOYvi9naxqa77uAbZy6DfOMcPcBTi7t",
-	"PNhAmPjx48u3bBX+B3faqnSfj4uwkJEOw7x9ss85wHX0GIZ4rOMbG+nEw6KhUfs2IidX/AYev1E2SvL7",
-	"pgMq+VCSnBM/W/fMAKOhCKGbSQsArvEuP/qQyS4CskE+CSzrnULWKlcDXHH8wf+zJoUEC6sjtMHRVxrT",
-	"1QB8jtj3XoQeSpUokPh/1smyZENdg0rJglztSqP7rlFDw9OtLIVy5ZyV2grLjBxPnD2DkhLmoB8+Cmmn",
-	"qZU+vpTsnJ4CcZzk2xn/lzBLew9aV9w6+ORm2fn87uQE4s7Y5gnsSe1ouf43Ekh0CCEFYgoFo06U81BB",
-	"FeuyYjshkmF4ToJtBRQvVke/HR4s5vfuPHj4lw51k4cRboM0q86DzC0oB6grtHWE4TzygYJQ3Zqe05fx",
-	"8ekA8HAqi5htrrY8LpUlpHjgqHYZHl9ghsc96zfOVofgTdhAtfHn5fLt1UXSthXBFtQQQDF/0BaI6YK6",
-	"4u8WaiyVeGLxMeSDC4mzcFWpx1JFB5piWnlrKnkhXFVozGNl4j05G2KrVgK2r9EXAZ/0SQUCgTDHVue1",
-	"mzxvihdvXVG70I9WpF81FKVWY6+j9fnb4e4ruHlzmgIIXLR5Ciru/CbcO937n3+eH/5//PA/J4ff/dH8",
-	"79G7wz8+nGRPn/3tz/+zCX3Er83ajxa+qu9T/HaB//1osoX0I/7n9F//ssd/fHiafft155AfWh1NlnlZ",
-	"Kd2R39yVWqoWsemuQNTZKtFQV/hVO/DRNtiHxx8R0D5JEdAynueichDZfIEFx4CDWG683H084m1g3bR2",
-	"RjUDlGnX1M3FMHJe1tZB5d085Aa3S43PmGiqjCHmsFBq7FVNqF+4A0fvEp7adYAKMct0ZkNsOJ0ejLKm",
-	"v9ko1LoIrp8aBU6H2USC47LhKOOPGw0xAc3NR7ddfoXFJVzlWO8+F1PuiFl2JEu/7ru46wpv/eIc3iXA",
-	"bea3/zgNUJuQ2AZlRTPU6xqTF5Q4yr3r1RIx6aYNj5i4CCXEd4qEwdxGE/7jdUcwWLs0x61Zx0svW2Mr",
-	"txcqrmLWzCTmQPFy2q3f3SfZ+9JErle4eNgHZ37n4SrHuHn8yF3h6ONz9DegcU+q3Urz+NgJu6IR2fe1",
-	"DHuKAKrFcs6QBppKFVheSuz9U0IPkKRAIp66ma7LglmhmmrPsbwRik2Fm2g8lb9evgIf4uUPz9mzb5/+",
-	"DX7pf/jbt0+/ZYUYSa+vuYirIXERh0FDEu957sp5aETSCb3e2kZ8bdVo++vxKaFIO+fGSEEJK5xNuJ0k",
-	"lDbpiWvcAtKl6TM8mvAzmis+FYb73VCVfC4MzIn9SJ9AFvJnoP5V2uijJY4Bv8gdtI6iS1/dEop3v2wN",
-	"iqdToeEroiyFdQz+XyhOmfCyFF6sQaQJctkfBMfhS1fHceCvsTIEiEGiEE+PlDerIT9lxzz4OSP/W9yj",
-	"DwX2EP1ZkzqVa2V1GSNFDWOYN5VrmyWhXfRkOjkV9qwB9oI73qVw+v1+LeZwDVhFpG0Hs4+RFCik9UBI",
-	"WprVS5VvIwll/Yznua6J+lPXDjIdm2KYI/aCUtDxS1awfIULiWvHDwQ/1v+GnFlN2mJ0uFKPkIbQoIu1",
-	"oNM38Cusw0NlnscYoG1PfjrxUM7jLQ9KkxbvXWPSb2TN01LfgauhtRPB7PFrg8PB/9/Mv4DXdiabY7+s",
-	"vWyvkMAsVECyOSz8RtnmDd1ZkW66NWxntO8eD9uZ35ebpJXTx+0cGb2OjJpO+F3AOs72pmmHKX6HosGW",
-	"qcsdKwWHppwYHO5gLSP11vLS72XQcklHaT0qhXgLLoqlID7kEzb6Z8NfhmLkLnMZlYbHQHF0pOYJQgIy",
-	"Gis9E2ZUlzG1URqmZxB/i0DYmdGYkajw4mXoZyY95tlt8h39EdsqB5d/wRplOnyr/yoJOnVjtLSlbyPr",
-	"SSAmqZD+KferV8PcrfimXSrkXy4VssbjcncwulY9Pv5QA//pylTIKz1yh0XMh/R3nK6ktqqjItmlJWZR",
-	"EcZMbM1KrcbCeA07FiRIqPlMyroTYl/MvsI66Zi3BepFcL9AQSWqOczWlTCMF1OppHWoWHfy6KSJDVXJ",
-	"HTL4ljM+tyQorJ4KLEfXMPTwUCiq6Es1IAy8nfZLrLQPHuuOQLNLvdxK6uXWTvwGrFoLpieJvJBOHMNA",
-	"G9BiPQ9cWiEDzwbzlp5qiI8vHPwnFr16/p7mlONRpmrros6bHE1grg3WStRyvLLCxGgkcreQFmqd4AV8",
-	"giMJ/p5iTKuVtlD0YLedjvnpoLAt7q0NNKpHzru1UnGihExU53bOxb9AfuUDKk3HwZLojyRdCWeJyCYa",
-	"k0jETYz1akE1McIK55DPExPGCTAbl2MIjCiBPYTH8oZAqjYGWiYpccTOy7IDZJPM+FSPAtCdTbTAImqB",
-	"PEO6LFoh+FKPgfCidlHv6mCysgJcfhdhbh4ZzKEIDKPbIPc8dQJkTMOfeVnOs6U5v196wQ3Utyb+yG2r",
-	"gCERxHFrQMOnNifqDhs/S2yEM9h2YEV17qGgMmyzY9xh/Yj5Wo+DlQlIA9Xts4nfnEOv2+VGcBsiH6Ft",
-	"nKh0Pglh6ymQ2mNVfLhAWls3bCjSxe5LnZReSNwTcpua7nRTPmcTfiPYUAjFrNOloG7s0ZxFIzbhKEQ9",
-	"mE/T9JRuhmUPfFciMjw8PouRBoejXY08najSQQwf/GuthdwxMq9iZC7Llji/p2PtjOBT60c95apYF1cl",
-	"2884cqfqioU7/Zi9KFKitE8YPbfN1nOKmcsh/QQOOvCT7V8IBW7pWjlZ0lv8A8CYhTCrYRN4i3ShNWia",
-	"E/fEMj4WymWYQPMi3FVk7LJWSqpx6GoB/Mnsqs5zIQr/9x+4LP2/b+VUFG9q543S51zlohTFATX90IUI",
-	"3+kHMBQ52NZL1SIxM9IvMy7iCB6PqtuFLkvI9GlSHHHCntBEZIyPoEEITnIP8xfMzPOwYA/WrmlCiTk4",
-	"/rAN+qKFdOWdpG3D5ID3gNLfddX7Xg7qVOulK6EwnVxUxfqzx8POD5STsIarArfi48ZxBbf+uWoh0m14",
-	"99nzWxU+6ZduErclZGg23C6C2xvBpbkq5Ujk87yMKNaK6iJUd4mVb3rECt7Rwf1F0gRzAPuFybm9Rlmi",
-	"VSmVWCgE2Scno1ZYRl4cxHADPdgrdUrkLngSmdKzU1YZ7XSuy4wZMdVOhN4BGRvOHUUARwYKOSzICvqh",
-	"MLqqQInE3JjmRWBf2VLPsvhLoG7E7trSwW8sqxUkV4JIlCoXoF4esfPFUsI0+5G0JWr0xNkIlKVcA55E",
-	"bh2p2KBWxotN4KVOfaBesgTn7GyCdfQhTbBPalzQwmxSw3MPuNINaGGRQ+FQgi29KF9VW3gxbud+QPd/",
-	"3cJr29us7/Xwx/75/vbrh4Bx3F99KP62OcE71F7HRLeEdB1q75ZhPJgjGxkFcMtyBSXa1UagHyUDUA9G",
-	"YWfR5M1EW3fMq4qGcZrY6UOBrKxvUGyA9gemPD4F+XItNpuPKfIkA40YozNWanUAb3ozGsFj4AmJzTH2",
-	"GM1nfH7EXrlorThkEc6vLdvPdSFyL2asLmv/QJIlzIASb5H01v9AFkQQTelkkfDwEgAv0kaOpWL7VV2W",
-	"GatqO8nYSJbhGXrm7ZigcjcdqOVU2FWY/9Guhzu1FB5CkCQgzmSxdRyP1vvW7AFayg3sgcSwpFHdrWG2",
-	"fVFC33oLi6D50p1sWWcR2AYUtilApvpaHDr/BVCj1e8d/onbhXpURHGAeB1AetBCiAE0H8UQ9UEQlFgu",
-	"Q3VRuja5yNiMSxdNCPBEsWsxR8T2MDoV3NZGUC0TCpFTdiMLodkaqOd1IeNFJCKU9cKOSl60uU5iMx6s",
-	"gyDHgcDDiKNeWMeEKmL714G/XNfuCu2CAdunxGr29CRj3LGpto59dXJwRo4m/xFYqU6OurHwwgomJtAs",
-	"Db2AEq6uMhBAB3FsRnCrFXTAjdXfVEb76+VriCpCDkSTM4vVcFmMHyaFEsuucGerK78d3vrTtp0QYOsd",
-	"ayKAuDdCHdb9l1Yl4+zzt/8estZgY4x0rYozpq+ZBbWByB54spVh5xY7Qqq/elDQ37XBJ3qclLn4VfEb",
-	"LqGX0GLjoQjPC5B5J1JhRbRhUS4cD7nLJyuaCtXKsrryp/XZCYO74VDYzB8Lw6AE1YNlRtwo7WpZK9W4",
-	"FE0DYsxEVYWohCogyI/ZE5CXYcHgIHTwJ9ADq20cN/5HuBrG3Kq3LaM5hCWRET+1KRp+KUK+NRD5PczI",
-	"PeAkvGgjsLSPAC1ptH2Q+UbFclRvXAYFQCpcgh2BwCPKZkjQx3p1gpcpBNmtY5Djxh1WRr+f9wNPU5HU",
-	"igESKQ62om4prd52XwBTJpXTS26NjOnaWVkIoBEORv0+5pDBpMD/aSUO9WjEjPC6GvqYvTprF1zG/r7I",
-	"ruK/iVLb/Xgg+gkdyrweKNUY449Dnl/r0SijoCu2D7AOfOFH7Byorjh2Ryvnp6zSZSsyG61dvB1dMkfs",
-	"nFUcgpvcJWx5jMdP7MjRP2PB7d6KhxoX3N0dlC3+z+RzhCXcElnLwms2UyqxKYkwoF5W9bCUdkKVBPcH",
-	"m8moKbjWmwy3tLUpwOrCZtqplDuVckOVEpNDEAcRiJaYpraP7Lr6FGDHHpGtb4ADERArkRxr8PiMclwa",
-	"t3LwOYdaqODm99Z1IW309h+xK4/EkC9MYwhk8lRVhWxczGImi+2CSF3dB0K23rIGIOlLNMzx54SHutrB",
-	"4Q4OPwIOdfVQaDi3TkyhiW+h8/4Y3qUopBE5ifuh0TMrTPBRQm2VhzqHMUjpp4kKMAud11OhHJrUFR+T",
-	"G5NyOtp/hggQV+iGbbGznC2XgLZrrchad2KM4GajtqgJTCHFl+cr1MUfhTuv5As/DwsQ89XJs/45CdOw",
-	"5rP3sj2kOYInvtaIT8uPBVcB5qQEZ8Dy0zI2WFhCv3yHtRwcrSRiXozQ/PkFRDRWrZPfVa3ZTQ8aTGxz",
-	"zhISo9M92p2HZODsLR/Gpz2HEZ7aEQ3BZfT21th4zD103F5vElWvhJG6kDlr7mVwL0WzgTUtRBsro3O/",
-	"s1K2o3wi/KCjj596ldLuk4Za1NYKQt0TUVZgrSE5ESu1rhoBWInCXwlBaB04NigJqTv+/H0c9Vv44C1K",
-	"9/arViWgLE1lSLuBAoEvKsck2USLs7LisHzqOaDzdRwH1CuYmvbu+sZLWq9fT/RMeSEK3gKSIxM9xWDw",
-	"aeSMnYrpUBg7kRX2QRS8dJOMQYFxBN8plwoie+jdBNo9KvuaceM3OvEp0m0onXjTOBSoL6lfKATDQmFy",
-	"yHdhRtxIS4lrSyLpOY7/iiZim33a22/q4yek+Qyz/UWchh+ppGrx47d4Agru+KERfln9Uual4Kqujiu/",
-	"WcRsxYHwm4rI5mMHXD1CsUd18sBclzWNP4VyMX0pvpJVupT5nOhLjYAeZFFGlAUGop2ZMw5l+KLIIkFd",
-	"EQg5uJoDQecRe0PEdkAI4E8p1EhARVYQGJzRVzIAmeXjcIG3vuCOX4ZhPsdb1mWr/gLh+MD8TDEfnjsd",
-	"Qy40s2eM4uc2KAxY/r+idkCbT0sM+sEIcejEe0fh9WacsQaEBtc3CLyvbxTfPH12v8k5XQtEa9cLK7Ty",
-	"8UN36TldQESziGYBdzw5rnk8CJ8KSblWIzm+LTKZWh1qlYs1EVogLkuPeYu+IyTgWFGiMUkQJoUF7nkI",
-	"fZRl8mtM+lHAQW+IWTlLU+BnXAIUxUeTvlugSpt2FrJs7I+80fV40iO6Cf8omIsiPAAnSnH/wxxLH3M9",
-	"JXIM3hXKrVUPkm3DB9f1qstarWMjbubZaVy3hVygPi7Q+3Pa9X7Z5nzEC3JnFwB+POXsNfaX6AY7XLC7",
-	"g7x+F5l//5BbcYi77hB2+wbWuePD0mOXVIV47//HGTkegzdfFcxDbNu4fGJZqXNeEt6E16YGe67LeqqA",
-	"n3gWrQ6gp1AhbySjS1+8eA1GOy+BV6kBq/hc9JlB9wuoTPqPCJX00dAnLncYHg7baVZIPlbaCjaV5HJj",
-	"ldHDUkxtpxnzgl54BdN3DrO3rusacsciE/+L15gpPaVUHKrwh6cxPfy3yN06DtqivB3/7JKe9jN/L6f1",
-	"lKna241+FH5Y+YQbnvtviJmNoHzjoM5CKCaOHk1EZ2qVI31jT547f/+iKJ9PuLHdw/765OQk2xtpM+UO",
-	"vtJ99Wwv8/f5Qe6dPj05gSumUuEvTuI3wqIDUdK2tcDFJe9B47gdaUHhdO10wD4COUzRJee7B4uF+dum",
-	"WYp+5rUOGa7YT29/fo3p9+AeNEIV0LoaSg+CN37J1Q9qHqDdAPf2f8/5tBygxsFnzZ3Bb8uks6IcHbHv",
-	"tZvA2YKYSeKAAQKOeHlCAYytKjUTaqRNLtKeskQJKeaBBbJpb1WIqtRzUbAbYcBt4xFW2tanhMQXaOox",
-	"5ZDfPZyzwaIr+ZQteJIHp37qYrSji1eODZpxviuEkqIYZLcIgNiJBD9tNC6NwFrV/YFfa10JxSt5BNN+",
-	"0A3mOre/ynX4fY46Mq7iGRtMnF/HZhv0BDZwuU3i2EuXvQ8uCQc7kXLPv3kvixzo9KN/URfn+e0wEZ7S",
-	"wsQOZZPP2JtKKL+sS/v3qKsz554T790xDHTNs+GUdceblqI9ndDbsQak0beOG9ZWpEdyh889OYsTPXv8",
-	"kSapRnotildGF3XuMujIUmRsokPnGXKhSxiom0e6bF0Q3KOFbNNs5ow5PcaKBMAe6SyrKyh38c8UCik+",
-	"Q4wKOx4njsMa6+lBJVUjaaakqQ6l4obSbOAXNAoP3l7V4uU11MDrTjC7gvl45adjm5klzVs6DuL33Mqc",
-	"+SXxxwuyz4e6dl9YzOlH4dhw3UxsUbeJDBjHwBO0SfAVdhpenZpolN5AfD2kJ1DwSBgnR+BU6qnI/UUX",
-	"4hwHsMUNGd+yKg6KX/blBDyT5byDfRb308Y77viDH8Gr4s9joYwuyyktc7c/9ZW1NaQnaiUOAUZzP35q",
-	"ueaBcGBvcvwehg8c0L9NTjpCOp6tV0UIZRbYHZgCqUDMjF3tsF+GBUrmMXbx0ubaxmoafzGi+ftKGmGT",
-	"csRv2FSq2gl7cMTOvYIn/QNhymVxm84Sceu+bCZpXfiH3gLKvglZ6vTtUaesuJs0KiXOyMaNzb/q0SS3",
-	"1f6iYxbWOXPJvyRHwu8WONbbx5dkkVaMCwtjn5+zSjYe5phfqcFXv2t08VdodNFgLGtADvbAnUJuvyu3",
-	"Ad0ILutEfcON1dzSpi1M+PoWGsikicJQeAjdiGqvDqxQAF6HN75pxrgJIVMzPkyAiawaHuv6jOeIdBsj",
-	"27Jv1ENp8vK0yLuTmUhOZY+5/s1Kt+Y3LZ/m03v2aXYvzSoVqpmTnb28QvPqOmFbUMGyVaFp3jUKto8k",
-	"QVjRAXpQBVQPUMQCdAYeoDOCNPpDlur5zAglZrw8SBO7g961UFzi/8OsyaQZ5OGI596CpZ47etTZcqZR",
-	"C5Z36N62NZHlV65RRuLY7zdY3DM96wbpVypk5ewqO764CHQnMtyTuhIDrGtizs+ThuCQj+HPiChCSC0+",
-	"Jg1laCUoIEM+Cm+2QZ1HLGvCQCuErzGYDWHn0NZWOsuuxfwQWr34vyyHmzFzsIj0Zh4iZVELGwLN3EC7",
-	"XKLIZJURI/l+cVxNTZuexegMfuk8NB3H3Chin4EMAVGwuur0+v0cpqMnFL2Gzuw5+j9fFR18ZiFuTQxv",
-	"8GkjbWgm6evpM9fErK/gEfbO49bp0GIacgUJTZuMDm8HOrfOkT1dF5heo8H1Tmna9L7i1oriDAMTMBfo",
-	"nCAybboUmiEDT+qaqb6Ax3V/D5r999qgtr0/Mau3T0o1KRiYg4Ur+pcTUw8lAGAFKB8nQVEPMgHKtuiU",
-	"XoD/Y4LTwwCnh2EMIRGz31+InedsFlMcwRJtUhxnRjpyxCR47H+ErMoFcBAJdFDP24WNiM7EpEMaZ4VH",
-	"wFqFtuSFmXvxKi0e4J4m6AbYP0STrw6jw7z0sQY6CRhRIvtgySIdD44Tte3wEZ1tIFEgUSmjxffEh4ay",
-	"jyCSrJNlCeKoQxenNERcrAtaq8tmu2yFsqfzbXEoK9XxpbV1ejHn/7Hke675zNtnfTY1ALQ9d57Gz9rT",
-	"CFnKddWved5HwqjSZP5D4yMx5bI8dsK6Ve3ioEOKIi6/qbAWk6eafHR8a21Ewa5+fnsR8piCMqxjqBxa",
-	"g1OQPPHKtQbFZh6/kBAQ1XYK2X998h1iIsSBBq2b3int3jXDGKD6BYORCLbJGD1yfHPyVUOenA4a0Rc6",
-	"dORc+TtBhef5BJgtgCNfBgYlPK6Yc2CFKtgUGNY09tBrVUtjuc4Ty/KJlkDshd3yLBt0rd0AM6cscHUe",
-	"gltSFKfE1EFrYJGFGqJXWFgVMzTgbvhV0kKK7X/97Ds28E98R08cUE7bpXBmfng+csIM2FDMNdlZHYlW",
-	"fj+8Fda99N+6LWYOmBF4wwZ8mEbkspJeBqKrKjbEY7aOKbj3yNaxOPhV0N86UzOvCgB5VaO8JHtzh/9f",
-	"KhWHgJp22Csp7DFBZ3DrYoOyL9f5ejAln+qek5DPaCG9tsnx1LUTy5QATfFlwq4fPDfJg0NhJ8cHZeF5",
-	"8fdqgTkzuRcmAXuQSJPk2GbJLRKYgXEWj1hY3fAWNEQGx5J+fzwAu168B8sd5YzGbku1AmKkV4686FA8",
-	"iexqomjmJei0clqVImEg8Vq96PYYQQJnJT/OX/RGlfMLqo/Ybp++dJir3QbNZHxGXoOHdQK41rSNuVTL",
-	"LAm4Z7foEai4kW5+G4QgogNsNhfUqBHErqBpkCylm2chj5LsW0r5Cf7jYPWC5CfXcih5xOzzPH1lJcxh",
-	"rIjEBn4Tbicsn3CpkIs3/pmXZRwidAKh5x+x30ELnYj8+kUsWAru5Zqyw6/+39fSCTa4uDz/8edz9r+1",
-	"zK/fwT2DpsEnPh5woRBo3JPjgwx8K0uhXDlnhbwRZiwKf6NHSNC9c79BlK1tWkQ1JcaIeSdcXMAq3b13",
-	"+Zw+Pv32pogLvnvxs89QKBjBqekmdoKKRSOweOhCt6We9TeBSNbhE13SaW2X3yo4UL82QKQsgcYfdsRg",
-	"XVkX3nJH4/lyHMzJ/lwtJhBudq7lbbqWPTzSPA+FmwmhFklqtihPPC5IJewK+reAtfHSsPvT0tWW7hgz",
-	"nWKmf1FTvJ+1Kv4QsSphRtpMLePohT4ECh3iGjKyWlmVD25j6Vhl9I2gw9sgNtp5Fp+LbnulHR7l6NsN",
-	"NQfSMl6CPyShbJeWPTs5QRxAXA2lCjR4f7Jt8HZkC52fyfk81MU8azwhilJs0T3Ni/mK2oTLuEBrMsAu",
-	"cBY/ahI/AfV70CtbrioBz4CX/qXgFvrmt7s7UqoNVjysGM9LuO52mP/HVl3StEKroTQsOiz4Wf9eKnZa",
-	"+LJp/xALFU8ndi/3Z9j/OjnbAQ/xlGfUtpOaO/vrjzrSSdpQyhsWddgD24R6XYp1ua64K9MiLPx2NA6u",
-	"lZ5B5gbWcSEhfNjCIeM0SoP2ZRRAK+cMi+KO2KUfT6iPLYEe8xArDIygi0IDPwnjCA+nRWhQHm8OETzx",
-	"viq9ccZmk3myWv5bSNENQx7Wjsmi9K9hI12WegaNJzs75SEY61LY7VeK+desbJGZFsl9wfSE/fOwzWNU",
-	"Kyen4phIMJxcSZ2LpZQ/gtWG/WemYqrNPEuVFBUYhjB2YnsLKo/YFbpbvdo4GiVFkbbSjo210bWDxpeG",
-	"3sPGRs/cJGMlH48xjTTuTWp476+Ang+gNvCJ1xtKPe7USS7xK14k375Nybr8to4TQVexZEG+vDPxo3Bh",
-	"i/VOxD0cCtD/N+GtBTsBwmd+NxuuxuCgxuhRiMoEnMbRdRgcQcREg8Or8LmreVnO0TBXC/yDC2XE/rix",
-	"kTRixqEuDuuNgN02vDS2eMIOu0PZRU7ov4z24QVMwfZPhX/PSiHhJ9bPwZcsIMhdF/YMhoJ1JdQ9nAVX",
-	"+823wWGYTaQT1M/9tVT1e6wPwPtZY/S1eKAoHwnN7lxPp0IVomCQi2up1byDDhbhkMA0IH8JVl1xBc5W",
-	"bC40hq2OJmJap3XE3pAOFscImVEQg8FQPof4jRcfTijy23IVjLuk5Mt/LA4Qa/NjK2j/vU8s0zOV4fMI",
-	"AHAEXYLoJ23dW5zgNXbxz03FxWyirUgnNPD1LvN+guKZsvATMUaIr1Gw/4kNT0bT3pDlQNVtomg+4W5q",
-	"r7ZpyDZzGvoHdwJLujmpgfEXxALcfTTvDE6yvaruTQ9qsjHT40gnijZuctxIi3TcjIWDgcese4ixUCAD",
-	"IYTCA1Mg+vYPuxFGjuYtX1ja6bxVuCSLNCefsnAwgRPMqsWCXukPmp8DSB+BPcR+RyrP9AMahAqtv8Yi",
-	"5RTpyuOkaFQh2AAe8q5uAv6DZSg5949vgck2Mm2aF8D71mTa0IKpWBndrDDOxmNLylz4POR+6o084zJ2",
-	"ZeE0S3/GtFl0mOKemHDqsikVhvWpFTIIUi6R/XChQ48O23B/8IsuBHX3Oae3D7D33VhJCyUuwznszwHd",
-	"/nZeicHBLivoc84KhW3Zgm48UncA21Ba3Z/S01YGj6uSqxU9x9IgOgI9Hf0YVQh6H3xL0KWa0AtSv1+L",
-	"ectLh9nydPBSuymCi0fSG15KzJ7B5t2NVohS7yxWliWV5phnjz6KkcNUyJEk+p4j9g+vKoY+li1dt6uT",
-	"z0kH63vJ1T3Cs3/d5ugcgbgQFuxWXJCHAl8/+N5Rk8ZScrWjOH5EyBQ43VNsooO3fXDCviaHLWq6WxSa",
-	"YrCggYKlBMQJFN3Qx5K3MXkcEhfPYprPRVCnz1WBntO3fAwVS/FlUePOog6IsdUw22j4YtZSZfzYHERt",
-	"CuJNLY7Yj7wKll9TwVRST67O2tKRfO+vwoYVPOkmZpv0wu4QLkzwi3R+7yKFsDsvKMQQw02tKQIO/bgl",
-	"O2YJLoix8ZS4YkUotnvF7rxiVToxbVhFzpIGOtA2DiNIkVQZ1caphiRR2U98MuXvMWvc9lGRrKdYfkA2",
-	"kr69tTq42Wb83CV/3ib5sz13/kGlcEKl5SeEDFv0Lm7aGW5Yy9IdSgU9rJxQEGKGm7NU/Wvq52t/qULX",
-	"uTahF4sosqjlYKpSR2e4X6NTHTzn6HSw18wftACbOYc+4yHtvE0B0hdv3XpXuOY1KzvChbnENcBp/LI8",
-	"6Z1TcAfbHKdy5WY//uD/+YVPxZ/enFrTYsbrG1WQ62HQsBuRyrDZ2pbNvKCP9lGhUXJUoUeV9TKlUfLh",
-	"IfRwGx9yxM7xL6A1QAoZJI2E2gryG3PHpjWel9CcDrMWlrIbqB4OsrOT67JOZ1fQVmQw2jAzeibz2GkO",
-	"sh+Q8q+jCU1zADZqohVdivaacUu5r6A/tc9sD6tiWMiVvIoVd35D7p3u/c8/+eF/Tg6/+4P+Pfzjw0n2",
-	"7Vd//p+9e6NbbE3RCsvw9wCpOu4fDauRPTpvXfI9t2uUA3vXfC5dunZMSHffiycuvofZRhDcmRwQ70Ve",
-	"u05blUpQNmoGuljL0qrcCbUs0jUFYDbRcTrKXloBdPYcohs2tsbpfHrjsAt/AWVrossiY0OR89oCH6aY",
-	"hfJhf82Uz6OlmlbRcQVNF00o1Ct5fm1XJA3/RpO1dRQJL+rAj9/CPCd03l9kWk5X25AtGggzMZxofW2P",
-	"c+54qTdJQLCOq4IbLHtylo2NriuU6yM+leWcvDSgkuBvnlg2IJ6o/xqwmSyLnJsCjxo8haFzidzNXhcJ",
-	"va/gKXANsLeUXPmH4asHzIWSfyvAfrDYEgafb89Cljh8Inhx/EUFG+Dvj+jrj/5Vn5x8lf+kNegb8FNX",
-	"+O9H4X7HO1769z+nKdtmiWbthl7kdL22RwrjfNJyfhHHxn912ITtzRmmITlAuHO2cIAKUcobYaSwxx9k",
-	"8eexEQ67UXebHz9DAQpnP2CuGN09jwH1C6EKyLOE/BgP/VSeoUesrkL8ns4DuZmY14WnlbOUhtN+tsSc",
-	"OH9LiMFAqzb/bz6RN6Jo2PGckaJg+95oGIShAZ8HfBVEx/1JG9h6GD/qXXjMgGmv3c6kFR1cFUBrQfv5",
-	"BT16bX83oNAYSdHQ79CdPaaD3JyM/ev7TZtZONFxBvo8cPT3jCk9C5vi6K+lGT+Ykup3IiSCjtqH8A7g",
-	"Yi17Q8QN7TfE+1tgBsY2FnGDzgU+jdBv339bJQyc+WzVyT9YxJ0jdh4pfr5uUivwuVTuQnkU9Eovulfi",
-	"RdN9F5z0NsUlaemDVuMFHJ73IAXXQUYjCmXB9lFheFUMDhYnSrnPFUTew8ysNsmTKY7rHiQLkBLsoOQO",
-	"oQRP5mj5ZMKmT07mvQIMNhlYQf8AbWHjcBEl9rGkKgtZ9VkCFf6kJxtrOA/di8AsFmVpWykjhbQVcACT",
-	"v5Ecmpgl6Dci8mBJ1/pzKGomv6dW5fxglUZ+hV95f5KbXtjbDmlsxJg78QUlvZ63v9lv/IVd1d4596GV",
-	"pwrqJoGw9oAzcKSExh2Lld5GFDwHCjjpmOXzZttzZkVuBEhKK1zIogI3EgTCMGmjyMgPj41G/R1H7Dwo",
-	"4zRlRrBSjJzHj8CFSjQR8UqKPXTHxsJ2bU3Eun6cpdWM8q7S0azhrQgDejzV1otnNpmEldUw+LG7EHdv",
-	"lK99Tu7sJPc13cDuEUALnL74FCSrUEWlpXINgYSeKfbTz+fP6VBlwcmU60pkEN5CJrKCTF2LRxsi0NKy",
-	"Wsn/rQXjU00h6BWaM94ZhyDB/cqHVpe1E2ziXGXZr5ev2b7/X6pQBpO+LPXsJ+eqg8iM1lBF2ozBCfM2",
-	"9sjw8RSSnMNLPPJYXd5gp0pWal157T1jpVTXh9jmWRuWl7ouDqfCceiIT9yXwi7nUg4ILt9htiIo7jA+",
-	"b8sT5oDILqZSSeuQcRmusKwy8sajPd5r2X542rn/+wX+9S3+cXBwxF6LMc/nzCp+Ld7l3KJ3jrx3ts4n",
-	"jNslB51W76wzgk/fEXIirZvlHpo6rn+jruDy53Q1rlIDykLlZg7J5BwbsSDZB5UoNf2IutqmdGDJljJN",
-	"V6DXmrRTv2HPku+NtZITgfwd9xdAXPERq0YPKf85TDjlcJHgneiywG4SEun8pGtEMRtJURZ2l3//l+j/",
-	"1sL6+7WZUm0JfDPglak7Q4lVyXPKfMfth+x5sIsbYnzklYAi4bCzIen9XDExrRxgPR9akFN4bhtaypDH",
-	"j384I39w6KSChZuNDhkDZzACL3KO2HNKz6cCKar+Eu9d8Bn7m2KKrmr8q358LSUwoWAmLCY/cbcvuMNo",
-	"+7UqemH0domu6c2vir1tpXV8PA77ZWr2RFAlHj0A17BCxWdRALDL3LhT8MXD+cjA95jgpN81TqanDbg7",
-	"0oaNtSbb3OkKmrIJCUozfkIGmkP0hqqC/c6lk2qMzrzUwyVyPRXsOVe5KIlEWGk38fdB5jiY+cqFbK1p",
-	"lvq352wirdMGKguuReWyqLZQyqt/umUjIwQ8AdE9AMVCBSp+59bA8/FgUEvo7NzUd+Ohwzl9bKc7cQlu",
-	"7KGjaDZEuCC6RS120dJfaLQrTXRRk7YD9N8ZOuN+evv2IrTixbIj2KuiIG42mj+0ISsEen98RTmCUBhY",
-	"jdgAPZhXvW64F6n389POa7b2jgtYi82ugxZty+U1kEeQBuqIt4282j1N34AQItsQGxYi4YFN4gGC8H0u",
-	"wTd+k/Fx6tGWwu6obe8IlV4sysnkXN97jAARaXX7nVfKCmCkin1igt/J3zcI0XfKaRto2m2HdNUhXHVA",
-	"HjP0QbXttYwN5xXHXggSiRYb9yU2VMHgfEwcxSuS+MqcyYLcmvE3DsL4ht+IMpL0lqzibsL2MTyZsbzk",
-	"cpoxK8eKu9o07tIs+EoPzgJBgow5AJSHtKjxHLFzViBRQmM8esvRz0CXh+2t6AxYfCaG4Zq+OOdJF5zQ",
-	"XgZJUmKLDRdF2BmzrW8gfguo88+wOkT8b81LnH6/hLJ4ULtyw746uFFn3AYKqLO2riwhAux/NePzne35",
-	"RdmeaU8d3CdO36Uk2FxJXdN+zZtt3KbIB2OOWJYQewPqITsHtwtnOpx6IAveb/noD07XSBc6MEgziE0I",
-	"ordvFazuPQYkjE5+P/YQfeHL8LgDtB2g/eUALaIC1iIkGLBViHO8vD62Aq63/dj20jqOJBUQyYY+Wrme",
-	"Mroz5KMX4kbm4omFwkTNdO2qGtNalCiP2A/asMF4+OzvT//+dBC+2EHHARvJ6fAZjLPvjeZFzhc7qUHW",
-	"DJcQUyYl9ErkWhV2kAUKRvb05CAWScZBvfrlt1dvX6IzzY8viwqzdIHsEhX4H4/+9vQpjAnKMWfcFCHW",
-	"ja0ik4Hq0cgDbhaWrOSgAtOv2f4g14XIBwdH7EJbRzODAfaLN1dvWedKHH+g/3tV/HkMtwzOqBWZnRw6",
-	"feivZpBVtT+onBtkGKAZzsMUHLBC5LJIuDulCx7JI/amNv5bpJ/R06Z27HtwWISoEQzgicW8/VaXuE5x",
-	"ggG6t7y8vsJbtyRUlt6zRqSEDaWKuBPvVYCkM9IzRJrrnRz4suSAhxvmTzLl7AQATRDf/7UD77/7rhvv",
-	"8X57BLf14nyKLr2+1bctDCAaW3SXLoFQBmyZeVOo5xUf28e724aItfn68JZmJLLoScyP3/RY8/O/YCB4",
-	"sNDG4u4JdMwY3gsu6U88bUu+xDWyvF/P+h17TKH+garC/t/Z9U//yRZkMmkVp+z80CscXqep8inP2LRO",
-	"f1EfUI9rERW4IjzlLNEIvPICbj/sL/HshEErrYrn15B97NjUKy9PT5iFAnOvgHU2qcaO1KesAl3HhldU",
-	"+lqogyN23miMyKO9pM5Iy/JSW69QaUNXNYsmDECLEaXgFnmFmpbjg5xESUeRLkysP4DnsACPEnbuXlWK",
-	"H7xGRYKdttOKdlrRo7GOAfrILL5/pegYEAfhuRROdDj7IHmkjcktqxHMDQ9kmJVqtUfSs9A1cAHTZApp",
-	"yUMTcliyYSECgyxo1vF5V2EkPMcfL1jPnYa107C2W+MI+21pT9/rca3cCr/8m0ooS6UPNnSXXtQ7jthz",
-	"0jpCChdpRqfBY4NZYMADa3RVhYQvMaMLGmq15UN5hUbPhXNfkuZx4dZ5+8eULrJTO3Zqx4OrHa4bGbYB",
-	"ZBNpisOKGzc/znmF/fNX5bmlxGSyAIJ+eg3mpon3lWzYHgJN6vnFK+a84YUk2RW0U6G3zVnOnRhDF0Hq",
-	"oR6fCESQorALNP/S0tOw1gb7vpTlEXsF3ePJN+xf7p8AuXaRzlXXjtrGjAQkkNiGOLa2XQSvU2KriR9h",
-	"qacnNtzIvHFJrM3DORvg9De1cqeMV/IQbhycId+21WWjWC0TYT5Nu75U8h3c+y4gUzfv01u/kBd+HZ+n",
-	"y7hN/Op+Y1+flOSaxd0B3/dFVKC/CGx4s7S5UPuE+I1Y6PSsN2e0OfLN/to73YsbbG8JEZ72hOP8FPYj",
-	"AQYn7EqPLF0EZdj+C0baQDQunL/F5uEjWWKXMlUwo2c2JCikz1l90roTV5N9GIZ922ysj8pDXXMtDeYf",
-	"Yj7TprjFHRdGO53r8ha3gNy6AjLFV7d51S/YsG3zG16AHPmIW+iHW93520SDHrPp9edVdYursf721jfc",
-	"6gteIjfJbb6hdvo3WQh9y3suRX67XfaLvij5XJjvjeDXt7jvJ27Rb3mrWy7cf25xwyt7NeEm7Jlb7TVo",
-	"XEMZ2ptPIPRYve1d2LHgV3ObAf5odF39Q8x/ACy83RDlDeAeDDPcv00PBr15k5zzIC92jBQrGCnCJLH9",
-	"RNQebFvOx6VZjgx1CPzjD3kA6j/XmgBaReF9GuOxJLxAyqMTRs+UMHYiq9sK97ZWS2BwW9GeCJ57OCyr",
-	"ugRCtsfO1XdHrj5eeFOKVMfP5EQdVyWfD3l+vaJyw9paWGYn0BVfqnEpDr1V+uvlaxvTyOiJTywr5Y1g",
-	"SDySsUCmSE40UTSncd+bwmh1TTFPfxD+ZgeQATqVzoni4Ii95PkECGF4MYXSjvc8d+U8pDnPKaAAdr6w",
-	"1CZvUMqRcHIqQv4b24/5b89OMsYdKwW3jn2FP0AIl/jEsW15gTVtB8AygH+LQPHEkluBGr5CPZu0gfQK",
-	"UIUr/69UYToYcL34aTuFxN3RCP4YdkwrWEvMLUgHyYv5AOtfY+Wc4ya29ZToV8AMQpwPmzTEuBaigl97",
-	"i0gbaMWplMhdRlwhWP8Lu4Chu1oq6wTvZXNpIPC1vBEXYQfdmpA2STjrcODGTXobB+5UqvDj0/tz53bO",
-	"xwrvbrCn0PIMGzVMi98h9+z37V7QHsmhlTiE8eJAd47gL8gR/KNwzfpH1IiioIG8RAxsW/rhW+yRH87H",
-	"Cb9DgL0VbWMjlZoRSsygifECZPZ+faBMA/0U2h5jjaMdZJTAA7OXcwMdHNnA3uTvnMyvhRugAMJIv7T0",
-	"Jox6Qz2xf/5ZxIxWV9nY9UjQbX5IVNyIv7AlJEAP52wAv2jk5Lcnh9+enCT54s9ODrwEhL4COANlaHQu",
-	"LStqaIU0gL+ce+E7YPt8qGvH/nbyfzGpKFMBuNgPsBgTEtoD4QTcHfjfXqIUP3cDth9/+XpBlifiu/nC",
-	"Shipi0aYf/3VM/8VOCuYetUjxM/wWlRDGr3jTUhHQOah4BYGd6iXyhlOhheqmAnRDIa6rTeDI+WEmlUt",
-	"PRI87jf6WhT+AgzFDtKNPchaWWokwjHGYQTLaxf6dH/DLM4S8BAFLSNuxlVKxhnW9fupgK7DSjuvsN0I",
-	"diMLoRk3BnfR+VLIYMrnYX9aNhMlaMCCzcQwXBp0Q6+jHpwmUwMltkNRajW2sTKLnpuxf+0tT9e/9hgf",
-	"+mFNRSQZjDcgUQjusEjCHYYJn7Vf6jFV595QV9IsqnOcGf9dXpXi1s60CX2dD26nDr0GSNnpRPPWhGyi",
-	"FGWt84x1boEcMuhK96sftde0Ry1q0BlTmgDkd+rRF6UevY7ZPqkGANR2wcyDSga00tYpRlvUfMCAXEEN",
-	"BR4w6GiK3ArB5F4IkMFjTlmly5L6HMGAWK2cLEkZuq2PDQo/PjcvGwx6deVrY+cTQkCBS66nU66KHU48",
-	"bJ3RQzvuuopP159hXa0ouI85uOnGq3gdkm557fShEbnGXjm9J1xXZ2hveBWPj0Yid1T0CO2LjV1UXW59",
-	"3nX1+R13Xa0+7X7e/rKH++HOqq4e/VGt3eFUmLFY00j8ee2O4brQM5zI2NCDvC6tpHY/+3tD++57yC3p",
-	"4DiDgWPzEdkUj5kbYfpYzqatrJAem+Xps78vmykbhKWTOQmNRlaOmxh/k90EXTiGpTc3tbWH1Av0WmAb",
-	"lc4P4lLd8ku2Ck/JHGwSJU/7rO9C5J0h8vYx3TbKGEiakWps13R3+H+0pJTX53palcCJ1twc6ODIANmP",
-	"mAn+J15VxOiA6UMH1OLcz4X14v2fA1BO38qpGGRsIFQB/3uAvjz/4J8vvmb7oc2CKA5CC6IUBPCpTT5s",
-	"Frs2OMOVzbUf6mnoLFbVLlJMoFfvWsxHBmiDnB81ZcEmQ2s8iTGtLwyJ7QcvICd3GH0kqDu2+aYzNuaV",
-	"jSNLphCaJVzLqhJFhm3gwzifWFbUiM3QRwaChkgsZIAy/IgNWkgH8UzORrwssWecHwkUOyluTOCUGMlS",
-	"NC6rOSult76YFTfCAL9PM7XkyMWG+ThpRMp7hsaYdGSDXdV5LkSBfkVqgLdvhWA/vmzYNeJXQ+Mr4bep",
-	"KA8y9MzpoeNSMQ6tMo7Y70DOkdOn/GrKQZgZIPyF/vxWs4s3V28F+FuNQGh1fp8rXlKnI3BgyxIM4qFg",
-	"N8LIkcSQpv8CqcZQEWvQmd2xPE2vvTPYkuhMx0kMLOvO8PzapvnMQ/ToUpPbfZyRDVx7KbJui7qDXrGm",
-	"LARnpGmn7c/w/brDWnPRx/PE7XW20HxzpwDfWZuHtli6R6l0O+33+IP/hzK3+qpFL8UUG/sqD+b+1HpY",
-	"gwYJGMTCMvnAOq4Nu6yV8gBxRlRB+OQ3AM4/yFIMsKMRCpURxMG0zigxhOJWzgKgUQhecG8Wg9E20+Ya",
-	"9uwiJLyAt/RCwi3t1eTmV8UFd5MObRV6ihmYnlRMwhcRQVpL4MYMF+gbhqIVJhMXkI21sFmUNVAjG3x1",
-	"eSm4EgWrq15dd3GWH0/Lsk0ACUePm2vnbbtHAPN3bTADXleSufhV8RsuS2+FLVMei4fFPgKwP7Nui/4c",
-	"z1rsqFYZPTbC2iyqt/I/ImMcUrujBpkRYzrWV4Eq7/XKEORalX961/jzxyPQGXaqwh3noz7UYVmditqj",
-	"JhwXeqZKzYtDL5tXxKcWElHRogo32yj4nkQtoFNccoaJNmmeTZSyQcPmkGZxRmLTWMfyUgrlrcCSe4Xi",
-	"EhRysgjI211gEgkJ14GISS0Z42pO/nN8TjBNDo5YAn7UICqv3TuYqHc4qnd1c8nggB4fxXw09ojxHPSd",
-	"RBWacRvk4OYWzwua1dd+Re4MZraZcQCxYD/cNZaU32OQlfIQOQUdw101zp3K8mBBhwZpAsDAilBYP+Ir",
-	"nrH7VEdoNLdH2U3zHs+TfEdMb9k3AjNb/iG9vhJecIgfD25AnvicFjDYg+7EuepwNK2+BoiaQLqPvBaQ",
-	"W+k/DRpSluKJPUOooor3+AxMn8OsuVJDu4dkTvyXsSm/hhgnq1UNjRQ2B7s12VuPEe02za/C3BQrnJ9S",
-	"exYrMTCwS97IqVheIHTf4fqT+3So3eTgM8nB2iHnw2ZDLWMk8i82ZSP3BZir06TWg+VHqKT+5p06epfq",
-	"aMSBnTq6U0e/bHW0KUF5DOroSnSlvgYNmHYz1d1ZPU5UKmNhahZKdDSW6Pz4PYwoNlCL94dSgf1B4DqT",
-	"xcDPbrsjweIXHUt1I50YHJyGJJJYFYXZnhCJX6zKgcikEjNRJKU5TywbpHo2hI9Da4jD8MJB1HPixa+K",
-	"QavaQRbLpMI0EInVHVSvNBeOKlO4wyBMtrZUZKm2AiLx+0nzByMqbagFpVBFyBOMewZdpcgUg60knz57",
-	"mrEJV2PL6irWyiS0VNYBu+ABxm8wauMl3CUWz0CgHiYUIkVKtL8iTN07uPPdCkbkRenzI07+rYo7qGNP",
-	"a1d9toyFu3KOXTnHF1rOwaOsWJIRtyjmuJcqV7AnKG9xk8bArZyixda/tc1CSx9BYXLNkVtwkGYPtV46",
-	"gBI7ErZsWFuphLXMz5oXAdgKSTXZ4dAZqGmxA/qv9TLoRpS6EmzwoeJjkUHG4hXEz5x2vMyAr+3PAdvX",
-	"poDMq+G8bU3J4owN/F0oJwfhAQOQFzpp8ROZtHVeT/3ueMIGeVlbB6lbB+tycROms9un4j4P79lOb+Jt",
-	"RvSS78aBrU41baev7aJ8d5ijunSSt41FShdiTYSvrcrb4w/w79pMIK/F2UQ/hjzJXJwClXRa9Byj7KBl",
-	"+yMd+KXZy6RO+qe3by8Of3j9W4b/N/r5At2aP72+aj2uRZJSq9Jj1qCQlq4BDRw0MQ9XmEGUU6nffFUB",
-	"dqzqJvcpV17rHvrR3sgbP9q+IvMpn4eqcumyJhMq5tOyoPU/sQlBLdv/+uQrNmh+8a4QSgpvwbiJMDNp",
-	"BeRV0nhAzQXw7GSBDUkzkDXZFFkzXmol1mdIfWItdNuk69GaaV+t1JlH2ky52zvdq2vpr+woLljoNDOZ",
-	"p7X7qrAZuxaVaxKNG9YHRy1CXF/elBHcQjOnTiX+2TffbjAgyATze4wYipri/xLssbh3aYCBLaI3lytu",
-	"7ceTxbWRWt46TzsxcmfJIn5Wl4igPrlAGSl9s/W83cHvQZx9LQ91SiySdRGFhEue61q5xi1Sq5AGHqy3",
-	"BmwbbmOsCiAcbE62h19/sgB8/RMhQBZRGFPXPx6LVQ6PKbV1TDpoD29SVzwvS2GS4UQ6DvHeS/z9r0++",
-	"vgWMw4dsiOGtFLPPBcD/eBTegqMdtvQnom0FWW6rfB4DTqwqmqYet17dtKUELyXwFoEDuJMn6SzR3qBc",
-	"BwLsbS6hBRaiTgxLeaL8E/0QEhxEKzaBwoT4CWKDEDoEBJ03DOdWR0ZAUHHRuk8UCCAJwrcUyA6YyFfw",
-	"wIIXlbQM7rB0fNF/l23mZz1tGAf91xFT0ioNGAmWujF4DfqeMp5CPEEtkjD24fJ+yxMB7Q7QkQEXqnHy",
-	"+LPAhBWUevHeCVhCnMDmylsBNcQCurEa5wDth0hm1fiVhSq6Gl4pMftM8fzuvdirZmNNcDbuV/Jjn0G5",
-	"yrRyc6aH/xY58mxSMWBtjFBAlPcIHdthj/01NeidQ3u1LIaWXPcqjJsQ8Qr67iTzz/b4jk9bRbJN59NY",
-	"tmz765b3L394zr766qvvQi/+/2glDjKmy6LhXGAD/3Cq1k3IAIwYCSNULs7AUS1VrWvbTCEHsgAaGLCr",
-	"LNSMr3MgXzYT9Bi6hMTh3KpBRrxr8wYe8ZZb9wqJd27YXyNef5uGGfGmH2QpNu7EkLyKduKt7nqJW3a7",
-	"nvvWl21CEwF7e0cTscIFb9Iz/ChKbJrrjifcFIeNz72H5t0Yb6JYOSzFKRWdJrwET9hw7gSxvXgboh06",
-	"3HcTo+txCB/ysZ/AA1BYUS8C7lipCvGeCeUM8Exx9iIUZerp0DrQca1u5Xaogsp009pcTCLwar/Tpsnx",
-	"cKGDFQ6VG8HGXgdj56HeVZYlGwowz4y3zFTIg5GYyoIDnAvH9pV270bAWHvm9f8lXovGlc8tGUw3xKyF",
-	"ooBTF7cZMCDAjKTpkh1xxZ+4KRZd6C3hsB2d2L/AI8H33OWTNWowfFrGnh4+PTlhBbTZyh2Thc1whSuj",
-	"c2GttyUxw1XP1P3qwEvf08fS5QHOwF+hRYH/sgw7vcMMMAgs70CvG/R+aiDlYbAv1OKuRz9CiX7k+94A",
-	"oYjVI3cYAl54hL1+F9EDdU6EFjjTCawWrcgevA8znUZclhSsjEN65x/3btzpfb3Em3fnf3f+H/X5p33a",
-	"PjQPAgRrCEkSIEjG2g8GPwEpPmzzU6Jh8oI9MffQ8SZNizQEKyzAQ4ju1owN61QZAbdsW20ZIu5AA5wW",
-	"0gRva2tyLRZTWMbHXCqvk7TwRytxa7C50iO30zd2ePMZ4M1VcxQeu77xAb1It+Ay6CEwaNXDgr2kGHeO",
-	"5xNkuIspUPB3xafiDDbYFLxW8Fdo53CJ3QugvsC/Stp+tj49U43Rh5wk3BgJtRbLxWnSNtfBT6E4TbrQ",
-	"qws68kFh2WlSshb2/FCqAip1Q9uHWMtGiaehRwqWtsWitv3mw06ZFcIbhRl+vFTjgw2K3orlwreGJe6I",
-	"vbwRZh6HaUQ+Efl1MjP7HNGZadPGYfhr86SDWLfXZBzsox16w0tZEA9jSCZYqGYO+yH0ImmoHlE/HQtH",
-	"1jGW5y2gfqs474i9chSFxKJEMMBDozalDeYY8IWqojCE9SUSUXJ8EmFEyze1K9Hblej95RgjWrD+mOgi",
-	"umTYxzNFaAXY3xZibfqI+MJD/0dAqFhpAxAe4barXLrNJpGh4l14WEO+wAUBCKyn4DwEMtN/1ScnX+XQ",
-	"1gj+VzBRCi9XMzYaTSsxZofWQuvHkdFTkH5TEqoYZPpvfAKl+uIz/un/efZtoPbquuSPAZbIoc+SDcVY",
-	"qmXGW+K6le4gi+lsP72+Yr+9eQHfCTUS+5PSj3DEIKvZCiC+tTje+CSn4/9nYIoQRW0I6Yc++OKIXWI+",
-	"Q5Mp4rWFI3a1LOcCJwfqsBtQcmTEydEktG1OzRElwq2L71p7rydbATf6X6LibkfwsRN0D1Mf1wb5x8ju",
-	"sVq2bWqfNWweC2KtYUJnP198fbZKvgTt2+v9QlxbSG4jkWMEB3PozJs/bIDS5BOlDSZTUNU3fMVqmYNB",
-	"NDndWYyfo8XoN9fdWIvny7prS19ASnsrvBR2go0NV+5jhPnOSNwZiTsel0Uel4cyElcKUSpBX1NXTqIm",
-	"ELz0ZvMhHRRIN0jpaFqUQAeLaGo58d/IUjJg+wEaI6tLYCZ5VbTopxqSE2hAQZ0setrdA0cKdIEDOVfO",
-	"Y7MyLyNB/JylTx2KXE+FDdwpkOiPcjH0x12T8HdF8/hgfZvupV1T34vD2hR9bw0regcvjJtQqvBy7kT/",
-	"i7lrs9qvQlpcxSt8A+UHbjVtr/XCTdL2Fk7iLra0IoEv6ddq74vKY2X+Hl10p5xYoccjcGO1cXTxUkTt",
-	"tIutPyRQmZLQWZU6504btr/Q7yhjg5uJtlCayavK/5PgtFTWCV60+uKeLhgpPJBIIWmXULkuhGFVbSfC",
-	"Iu9Kmzzx8u3VBfwZJQemBRQMft0smD3IPP7XZckqo9/PsR9WMg/UTwdMn1GpZ14mLNCT3NBfYi14QDTl",
-	"ZzEXC/0wT5HRJG2Pu9/iT+lY9f87zNZ/Hx0dRTOwkYQHWRBm0XMDvFkFG5D/9J9/HNXQm0nHyh1hQsP6",
-	"hW79y+2qpnzOhiKUryVUX1GukvAjL29LmKwjMvMzuIK8LOwpiE9V3E0yNvjQGt+fxx9gd/15/IFX1Z/H",
-	"H8Js/Tlg+5gW4KX5r5evD/39h8LmvBLFwRl5hpPe/ZSmFWyxuKTtU8eiNLeNPxYq78BVGrJSG3K3qkYC",
-	"CgOKHBTbWSDOKbVXdVJHaBk66qe7v83Oto6Jza9Asx6d/cJiB63FlW6efeIXzmtA4VtBHUp4ck6TgxCS",
-	"X0JXzKzdmquIlElB+FDxGp8Km+6kZLHBK14CTDt/xuCMh+aMcoMAJMrHRS/xdm3CjneusQ5DxBW2ScOR",
-	"1myIhCcNpmTHlbYl03JXKbaBa7dXAwgn90Ep0CaCl94k+LCaYYIzO+VlyfByZhWv7ES7UBjMCzbkJVe5",
-	"B0K/i6daSae9ZcFyrhp71ANookscsd+DYCTCBglttSf+7zkU+kKEBeqU7dw6MQWdD097HAX0S5QqL+tC",
-	"gLJhhbI1uYghU7AQDlL7QstapQsBBahSoU9Qm1ihjB5DoCvCWmNIHNJqPtW1ZYaD/9JNuGJG/FvkLjCP",
-	"UkBSWvbs5CQRZf5dIAmu/VsKMTa8oA/75uSrLNGCoN48fNRQF/MMFQcUuol7sZN04idcym3aTzc5vuSK",
-	"Btlb69v/yX47gEiNnuWjpMPVwwwzmVn0U/i5jzWMEPFr7/sMlAuvVUPnKX/5ER5/kddGuvne6T8/eIt6",
-	"KLgR5rz2R+yff3jjNs0A9nAF76DHp7szgQLc+B3VpCc9x/y/ml97NSonIbc4wMXRZR8Cg+pzra+lCEOm",
-	"cSxRPcCwmFRYiw6duPBDMlAQwVuVIbOTzdiUS7+2HiSofzQebeuYqRUkB4A5A4uyj9/ITp5CDDW4F3Ai",
-	"ll0Vv1pIGDYacl2bxvnZkvVCyEGzgINjznBZRn0h546XelzDeBIumkpL5WwztGetoYV5XR7cpcCNLApG",
-	"pIhsKqZDYexEVtS1LCAWdnaNr/gqfQXd3PGG32QhdKJJBp1vbHRd0SdX2PzxkOdO3qB2WmldNhfjq4MK",
-	"Epak1ONmON+0hkOv6xjPL34JqXU/rMEFg62elKSFBsYeSsW0KsHyjiSHflf474A4WMG81MC2s9Lg/sDy",
-	"uJ6JAnK9jmG9TjwUXeE4nClpEpU7UH9gFd1I5PO8TD8t2sGSvgv2m53qa8EcgtuCV65rYG/jQKirrh5h",
-	"cnYzG1loiJfDocq1GslxaKGMuFrxoSylkwIOGxrvSVFhMnHNvH2dzhu+vGN8L6HekPY/MrZF5QSqx8fR",
-	"tgvMfsH/3JxFdAyHNz9tHexU2emeHnEDfBC1G+r3Gf5bq4LNxHCi9bU3PyWED6uSKxssUv8rGRp20o4+",
-	"xH3+uxheaYithmMvFT6SliA82f/6fTpJfiBdi/i91s46w6vgvcCwKy+mUkn/B0c9CuFlgEduHj0dHBo2",
-	"J0gVZ+q779KZIj6wxZf/+P3xW4b2Inp9vI0+lh4v/Pm5EYZdvboI+7sywgqPw7hxAO7OArMNHWvkZCRs",
-	"QNOUMsKCzcWITz0ZHf2mEwQDZXlzuEybtKCpCwm+g4wVMgiKhhIgbt5v04mJ1nPHy38WmHG1f/n2+QEz",
-	"Wk/tKf6DUencH6rI/+M3+GKwxZ6xf2uJAs64oeAuw7KWDD0VqKdYtv/7T68uMABt62EcA/zh5cUBPJsW",
-	"aPms0Mdz42QuK65cCF537gTj8o5PBYsk11O273h5fdD474kNRxXsx6O/PX0Kkk+j7YEDemKZrQS/FuYs",
-	"+h6GRvMi59YxESlBQyv6N7/89uoHTBJITzIvr/f+/OPP/z8AAP//",
+	"7L19c9y4lTf6VVC6e8tSivLInhk/iVVbdzWyHXsztvVIcmafzWYlNInuRsQGGAJUuyc1H+p+hfvJbuEc",
+	"AATZAMluaTyTTfLHxGqSeD04OK+/87eDXK4qKZjQ6uDl3w6WjBashn9e3edXmpbM/LtgKq95pbkUBy8P",
+	"bnXdsFsiBWH3rN4QKtSa1UTOCSVCFozoJdVkSRUppdIkl0LTXJM110uil4zkZaM0q0kJnb2E32wbuVwx",
+	"Rea1XBG95Aqae6KIXAuiNNXmvYKs6IaUNL8j+ZKKBVNkRaHTWjaLJZF6yWr4UBHFRc6ekrOZYkKT9ZKX",
+	"DHqDUXJFuNgeHY7q6UF2oPIlW1Ezfyaa1cHLPx2YiR/8OTvQm4odvDxQuuZicfDTTz9lBxWt6Yppu3jn",
+	"SyoEK89yze+pWbYrM/o3vNSs3l7Qj6LcEGreZUTWRJo/KyYKLhYwR8FKZQbEzct/bVi9OcgOBF2ZMdBu",
+	"F51h/0vN5gcvD/6vr9pN/gqfqq/iIzwwU2kfNbTEn+NDdmMz6wjbReET3KqBAftmdx+s/zQcaFWNDdDu",
+	"rhliVREzkuTwqqozrBX9/D0TC708ePnim+2dbwfRaHnJclkXo2NZSsUIbbQ8ruEDotZc50s4MTDGe1o2",
+	"6QG2HYXjtAObSVkyKvoj+yMvmNxhYFVTluSQui+Pdh8i9jhthK+Y4jUrJpFau5MFfjVMbUXY9I7k1hlW",
+	"Z7j3PGf2j3fFLiM2H7onhBfk8PffPf/ts98+87/lhjPJmnz88Md3b0hVyzkv2VF6dt2RJAj32fPfDlAu",
+	"Tmd8HnLemcUhDtH+xQszajcbN1FZjI1930G/FnRWsolnjeHLuxGx/WgiCf++lk31B7bZHtAf2AaXrt34",
+	"hXk5I1SR3IxPkPWSCcI1WZufakY1K/ywKqqX7agWrp/soGZ/bQx9Hrw019I+PMsNevBe2tp/GEJq1YLx",
+	"7T+edZSLnlPFjrlQTCgOV6VmnzWZy0YUeAExHBq5MyteD3L5O9vJXrT3lqqzpuAT+emSqmNqXt+N/Jau",
+	"k2n095aqC/3j9BFdXP/nzuMxHUwbTYyZvCuY0HzOUVIMjgMchJrpphasiB0Fs5klV+lDkQcMcNKpGN7f",
+	"d+pqSWvHVqetqTJfFOSQd77d8d7sfjxxrR9yXky/GQk+y4x8lBGla0ZXWcvcldmD9t76WY7V93Lxppar",
+	"xHozoWvOFKHaDIXOjQIBK6r5ipFDvGT5iv0oRfrOMYpFZ3BzWa+oNrcR1ezYfH8wPMKPdRHjlB/Ymint",
+	"BznntdLk0Cxxwea0KfURCPZlYd6Cp6khSuggHKNt4eDlgYBeDjKvj/gfsOWYahIO/lpOWtwZm8ua7b66",
+	"Wj5gbd+zgtMrVt+zelwUoUrxheEWWuIwV+ZrouDz1PBWnR72ItEP8qKkG1Z/VzN6N40x3DFWgTjNxeLY",
+	"rKNs9HEFrShyKMIGd+QWnW8nMosPspgg6eHIwzUldSOU0fi9Vp4eVbG3UHdRSy1zWU6VRCr7fmos7vmu",
+	"gr8fRzC2y0YYEv5eLv7ARTEoMbnT5IZ5x0WaY3JR7Dq87lDCQV7Jps7Zp3rqpQWvk0+X3+MRl402dy5c",
+	"1LRUR2gc4cJSo7k/MpL3rpVycxp+5K4WIF1Ca0b4QsiaJVdA+TEnaOb5yTdDRHMFd9V0JQzvtkHpEF/Z",
+	"S4TF0eyiFAbjwRtDmX9RRW7xye3R8DDTh21woH9cSqWnHrR7XoNhx3yTGs09NLjjuUdL4ERxEV8+dVeq",
+	"Qu7f2hPte60JEo2KSdNZ7nvfcdSNfs/qBbum6u5dcWFE0a3hX5txNfqrlXmRaKruErKrhkYeqM4FA7rS",
+	"VDcqsbGms9ZaN2g40W1bk9nT9jDM6EzPF7WclWwVGdclCP5o8+SarZSzHt8zQg2HN98lhaWw6ajMNKel",
+	"YlnsRrygi4ix6UOzmrWkVFGzedJqJ0YuprXmYmEEpWfJW8c0HB3Ms6wVirjQXz8/yA5WXPCVkeae+VFy",
+	"odmC1X6UV/zHyEjf08/mQyL8iGu5VqRiNQx7aHTQYHSE357Ehog9GU58Mj5g/eNFzRTTsUN9RozeWcHz",
+	"J8oPHW8MZ1d6dvz822+PEselcm0PHZiBGXz77egM0LjKxSJtV3aW5JLnYDvfw5ic4C2+8zHzIgzBMuon",
+	"7hZJcro9LYR+NK9FcW0E+K2xvBaFOyygKtRULBg5vHxzTr7++uvf4T1HidEbMqu1wSEyrR2dkjkvmWqP",
+	"ldU8uE4b5XAce+gZfi5veMmG2DYa5VkBg0uQ4RzaeBjX7gxoyPaNi9Th2uTwFSuZZgUYRhRZ0ro4LuxP",
+	"8H5G1kueL0ECA5fYmitGSjbXRDY6rSH7sUzl+pFpdGY3RbH7IjqcH9GgEhQMxQg0j6/r+GFcuXOwPRJ4",
+	"NPVc+WNkPYZ4ytJnyJ+/B52iEUE3FG3T9qIxCTa1hLJk02TGWpbs4fbFWo6e9u1BXjUzP7Zpgy1YycGh",
+	"XpVUPHzU/IH86eo+P5dCmS5EHnFsvKmZWgqmFHr+a0aLp+S2lDktb3u2LyuIO8c+s0zMGxPA4gH3KStO",
+	"yW3JBaM1/5HOSnZrjWm5FHNeg3jofPQQDIBfKQxF0EtwmcvVimuzRN6SZbj6XxumNKF1ze9ZkcHHc8qd",
+	"LvbtydfkthH0nvIS+3UaMXUhAeQsz1kFS+9CH2TFapAATsm65pop4Le0XNONIuE0/B5hhEW7S/9xfHWf",
+	"H4cLHbf9wboGpj/3d9hJ3P53TesF0yNs+H1o7DHr5WdGaK4VkSIjXCjNKNz3yPlOIRRjxoi06w1kGqpk",
+	"Zl/ZZ5rrckOkYD87j8e5phj8+5atH2IISHEUn6yPJuHaUihdMKF/ngkPXyMvvo5OVN6xiWzl7OId0eb1",
+	"UZaSUlFtX7vxv09qqmLfKFY/nN01ytLL9EH+ZF5WlRSKgWb6HS0ukU2Yv3IpNBPwz0DU/+ovykzjbxOl",
+	"o9d1LevvZLHB7ralTaAFsLrLYoMxSfe05AU5nMvakNKqKhm5tb/ewOu35n3/k/nw9uiU5LKuWa5hSbmo",
+	"Gh0e2JpVJd0Y7sg1aQRGThVPD37KDs6lmJc8/4Jzdrw4tz2rIDasqWsmtJNyb90rMGVKVoadq4rlfM5z",
+	"jC84hZsnuFUc069hunRBuYB5vpH1jBcFE19uojktS1ZDsJrytxAErVSsXnGlDMuRNamZNcWqXFZm2u3j",
+	"m4IJzorbI5jDO6Ga+ZznnAl9pWVtbRhfZjatYa1mOTO3KMwJLr7MTGM7uC8zFD1jpVwDJ53XjB2riuZm",
+	"JYApwjVcs3mjwtZaRRBYgNfIDm8VTvpm3pTlbWY4Rr0xVx+QgTYnSZhlhC44dljYsSFDp6INEEQ+I728",
+	"ahi2EVuXEqVvaMauu2a1oCWs0ZdbcXsfGzGFFaQR7HPFcs2KckMOb7kd0y3MvTJjBnWhhrnj2f4g9RvZ",
+	"iOLLDZk79l60VF1IZm5RTdhnrsDFyPHve674rGTekIvH5fBWSH0DjmpL9hd0U0paXEv5vbngvzynAubM",
+	"PueMFXiQFf+RkZKvuDanFYd3o6W8Kc0A7bAvDZP9IPUV1VzNOYhoX3roRgreaKdAgqgsG614gWKx0RzJ",
+	"4S08vTHLrtqxGsK6PcfBHsNcbsmC3zPlv3yiYCHMjRxEDnc+iYQPm/Eo8puv/qs5Ofk6Nw3Av9jt04PB",
+	"29roJKy+5zn71MrpX2ZBz0jBKiYKI6ATcIWtKlnTmpcbEigN5LCrQgzdWYZZwbU3o/mdnM+BYq6lfE/F",
+	"xkoh6ovfVEjirDD6nLlLHYWbP27gD3MVnZI15ZrMLcsHA4UhDEG4ILeXZmrHZ3PN6tseZQSPhkzviuVS",
+	"FODfgY7sbQBrxsXi6Y7GX2fuPYmYe0FSFbTRS1nzH9kXYpQfJEEhr3WcwkUH1m2h4aYzYzKPsPcbN2GU",
+	"/WjFb0Asb39HlvNJqKYydwErQNu5hgn/IuzS8vjbfn+3cEr8MG9ARboxOwNz+MltJlDMWW6+u2QKtOCY",
+	"uTbIPhCBIgdyihVziZIrhrYBI24YHU3I9noCo6j38rwklIAlFcOhSEWVWsu6sI2Zn0q5kI1+Sq6aPGdK",
+	"mZm+vb6+IM9PTgLHLizCoVn4muaanL0kKvJ+I0rzE4iuBZhlq9rMQnPUSWiOc+1P/QczP0MzhRTAgJ1h",
+	"wFqBTUN25Md2GQ6yg1IuFqw4lo3Gg1nrGaP62Mlz5g0213C+SkYVKyImhexgxZSKes9+QNddVTFhxC4u",
+	"iOkfHLBbjWhQ1RNt8HZuRMuXgZpYy5J1g9GybuhnRm47FoSvzHdGR7y1NHJ5fXURHDwvuSqG8jiaK7cV",
+	"2pbl/Mntip9FuybtesnZX1iuzVTPKg76esxWGujnRgU28i0rTs0CCGZkv6UsrciB70BcRYZC6xysFUDp",
+	"VuzaWLtvj4bKUq5Z8a6K+F/PS6NLEFoUtaHDGjNqDs/fvbo8Crq1dg8Q0+e1XJ0Stqr0BiVoKja+Aa6I",
+	"7Q70dG2dvtvbjz/QuqYb87dV889ip9zcL+1QQqPA4afrczg0U8zXvpPvItbM85YTI+uwPfh+MxIq5KBk",
+	"F2j5zKVQhiodAUnLjVDR8NsbPQUFXzClL2o255/j/A3Nn8+ekyX7TAuW8xUtDfUbpsJq5YwoV2/Pjp9/",
+	"+4Jgg953kOyYfa54zVRyvam2DqR24e0nuOinRDRl6S01gYhvXkpuifkIxTa8t7fGVVKlP6nJhGBeR6rU",
+	"kgRXJgOLNN5GsfGab/GAmY/3Hy4an7ZEGbpi41sgpP4OJJvETMFa3t8EjArkRXRW/iF8CiRsvdP7zU6u",
+	"BatThjzzO1kvJZFroUam2tozIizoorWFVJILHbK7nNY1Z2o3XlI1dSVV6n7qrCUyNFl7yy6wtegcanbP",
+	"qNc5+g0zOOxUECbyegNeglxWIAXdsUpnRElkLGgGMk0F0kpOBVFLuQ5D59BwtR27AiORd5OPiH07RTDm",
+	"0NpX9ieUWuqJ3Bsn54+u/XDkjNq39h+firvXzzvWxvDAZqRg4CjCo8S1PVnc3HlcFHJtLVf3sg0BcSIY",
+	"pnIeOCaLRmlY4QM49Tcbpm+guah4pafb9tMnDp5Mule275LIfXer7vObiuqbs9l5cdtSMyUVq5Wl4Jrl",
+	"ciG4chEcwzJU61YAJtoe2y7f6U6ld2N2OUsWSjohfw2vu85BdpQRyh+hmBCetZDKO/fUkMj3PY9HWdrY",
+	"Mjlv5QO1LbhVozFqXEFDkdC0LT24r/tmbSzYPsFlE9o338SJDyfsA8p9wJpj8UNaqJemI5xfS03LwRXD",
+	"joF2V1Tbq3UO4dwqI9JwG1qWMCLVn+aLbw6iEWMhVdvovyDMDsdkVyNKK03B9fmS5Xex8Eij+ZqRG1WI",
+	"mjdJbl7dJpakVvb6c1VSgReNi4uAZuNSyahE4/uPSDRxx+sHac2N8Cmp2dxwGy1PCcXUfMNqrOfgeM0L",
+	"+2JccTRqbSzz093BbT/4ZvwOVeZi4TqiCVzZJyjczykvm5r50+Yn75g9F3N5kB2saS3MALMDBj6CP4+x",
+	"P8f0cDbBgEZ0SUMC6URzRkD7Lo5BQVQsb2AqSDjoR4naGOREX6252sQiUJ+dImh2kAopNivZKLgb1UZp",
+	"tiLQeHwn4ZGzUPWyZjkGFuY9tcxcVEXnrq34MRxqw7dRETu2ipi5D9yIzALDeKI3LizPxIgiv4bb2iWo",
+	"0meoCI9q2r49UFLCZWwXztxqce3tngkdX7meDSa8xB05PEWxIfCs+ydbjsdo90lW87ZZUXFcM1qAOZzF",
+	"OE9y/WQO3t9hKRJXxU9wVwuAbHQuYwyuZbRtL6cE14CsGBUKZR2nqXhOBhoEyjuOJq2dzwwKuYcRW6Cl",
+	"uLw3ZAkL5mzkYTqTje7uKnXaTNExyhheyFDAJ9hDXE6saTz5/9r6EXuEmhH218acRglC8e1/HMOLx++K",
+	"W+KCKQia/Hei6b6BzZ7IkNTb3QtZR+bZV/8EtpPr0NZUo13LaMeFuCijVRnBBM024/MfRLyz8+/Id9uL",
+	"MU3aC+67fQQ+N5RfmcTnMFwuqFIp7wacfxT7WqwYIy+QgkducYwSSAQTK0NCslI22qRZwVO7LDa+4FAx",
+	"FlrC1RPQ0cHrczSVJkzbsVGcIbyRaxotJQsu0BZA1R2a8OwsvfFjQpdwNKITd33ZN1DK7GTgtWA6kzuT",
+	"VRWdX6Plimqet1O0705quUdTbk5th+3SZm6nhykLA7Rf39OyoSkXkjVaBeQFHmtzaZM1FdrceTaI28fg",
+	"gNJvrlcMoV0vNxGBMpY5c9b6Ad2d0matbItkCXcfOJsZzmr3658OoDRdt5AUT1SPMrb1hzydnxM01EKh",
+	"tdPNCJ+Dy+QwXHizlmbdMQ56Y86CI9WjhAw2GNBrBtEPPt1WpUyH8W+ZJxyzWYzmSyQLmJDRXVSI4TGZ",
+	"nVuuV1IRUGaEr9eMqqix+IflputYnG4WxpXGHOlYw9LSvL/ADX2ZPSJrLhTeFGYNjjr6RwOwB+b3qHBn",
+	"uUEiv+faU8UTF+ZmLnnnSUK7pJBroBmOlGT9vds9LWVTFinqDrVjuEPW5m3Hb1vqJCBzmv/wFUuozsnU",
+	"j6sw4WNrgPfxlOM/BsnFo4yhxyf7seIuCdkm3rXpJRRSk8MVyrpIangUWsKLMdfvaH63qGUjimuq7hIS",
+	"Iau5LHgOYT34sk//7TLJzrdpTwVVd+Bdiy4pxADe0/IKI2YiCqx9gcyYXjMmEMiBCxdjM/HaM3LAqwad",
+	"Fe8j3bhnbv/Qtt9AQNCKlyVPdBeVr7A7H2rZM2aZn/vddBQfrjHQghUJ7dV8ddmImJrZSbzyk4g5JzCI",
+	"BJ9vULfa0+EJutJHUW6GDy0QgoXhgOQC5L8SkBgaFeBWbp/YuE3PELHHQdh26TTiXDZCDwrXZjgAsol8",
+	"pZa5DWap9bbgk9jsuhFgORuffSllZTRa+8UWHkkkyzticQs76Sx/O5TtgxVSzdZxCAk2WLhxFhJXLL/r",
+	"cg5zMSy40qxmANxkNAI34y5HSZlf+1as7SULPXlppc6Posfb1OTrv8dBty7p/o65zJikJvWdlFrpmlZn",
+	"xYqLIHuDFgU3g6flRbBGFg6gb/rBOAEjcoFJzGqItTKcxCjF1DTOTT9a1hFOzlVV0s2HtOVcLeVaOGgU",
+	"a6bshtCAHfwp5qoPJTm1YV0RR7oLVXNWrHDYp8g3KFG0NJLzkqqleRG9wBh31Ov/+bcvIHyyHU9kOC68",
+	"ans438sFF8BgTpElOKWLlEwDYEdNCr7gGoTfNkkZQ57wHZXhK+b/pflvIwpWq1zWTGVGVlF8IdDevNxU",
+	"S+tF6+U2BlP42qyfadgM8L//dHb8n/T4x5Pj3/25/efTm387/vPfnmcvvv7pX0YFED/7YF8G6TSFzxEy",
+	"OyS9zu4RpXlZoiYhyYyFKVtdYpy5ni79MLdNe43NfRCy1w1E6Ctzo1kfLyO+wSBegSvzhzBjMUx5BmjM",
+	"YHxTExjx9hBjS3ZORY6IVedytaKi2O90YzMOmjrHpraXDeW+mF3Y/N4qBG2mErRbeud/QHPfRg7KT9EZ",
+	"VnTGS64351Szhaw3cZkyt08t966L44rWekNy972NkOkp4WGI/ICrjAI2mTUi49mjZRmafXsZSyqhESfn",
+	"4GZn8QZD43XJ7xnAoRkSypw6eaw2IkdTlVWJ4uLvNBE6WL45S7ii3DQvdgtUEhgtryVpFOt0totq2jse",
+	"fiH7skpskFmwz/FTVOl8Sc+XtCxZNB/jjAi2NrRk3jM7gC9uE5R9ZUTC0JIoJgpAsPJf3Ab46uZW2DUk",
+	"8QefZ+uGZ82ZMwZGcZuYPd0QxFd0EQdKu2TmTN8jLFqLVGp7he/G9dJ2qYKuwhlGtwrCtN0l/mBZRjFt",
+	"uB5b+xD2yJZiANRFUqRwEVJVT7Qw994pkRUOiyxZzTIyYzk154CK3q0CoD3ovrBRseb7J6pt1sePmhNl",
+	"3Wl9SWQ73ICt0yOHjMVg8j+P/NMXWIMRpbY4iil7Ru55wbzN7ym59bh4tzYIzoZChmB7L8ntb37zm3+7",
+	"NeKVKJS50xHuYAM4BDgptNPeLqlC01cb6axuiaIb+MxdB/BhPAshLBOwZ3GBrIP+vwfof6eBQUYRliJA",
+	"Td4lg+xqMm47vEzICD8sNx18b6wswXW3IEI3o9sbGJh3r2x3XZZy/R1VPD9r9PLjPasvSsrFpVbV8J3e",
+	"ge5cUV+iAy+oFavpE0WgYdJNMwo4nTN3ckFua62ql199detAhQyDV96UCAfY+/y1JFRsjJJqTRSC6bWs",
+	"70hF9fIp+Tifk9nGQYO8xEP5CoPWubIDZWgPp3awaJDE2xs/wLEH8B2G5XRnAusal1RS7gkEYeyYIMkh",
+	"mBS/olX1lYOzUaQR/K8N8/ocBi4l9nDA44C/gyTOHO5G28lHUXKRMMG6Vu9ZvbkwPLcYdu+gZ6q2XxBw",
+	"yULgwuFsg/+EKBAtqyPSCM1Lu3OfNWpuKIvpepMeTqLExJkrJ3HaOSJWH6SKKCkh8wX5sK2CYnbfofab",
+	"f3PlBu9EcJs1adGObJyF2tlXk0QlJ4efPr17dQSed0PWNK+l6oJUxSXJgUSWcxuQb1GVv0juSgiyfsdF",
+	"8TJhnB8Upd/UzMOH11YNlLXqWDDM5a0SQSZFr8DHzsU3sq1SF1tjnFRJo4VaMq1tjd+mKlq8nsg0kpUy",
+	"JtXCCANikLNCLhre9IlAr1Sdi1dc4fHwDu2cCjOHGQvtr9uHYbFDpYonttpD376Oxu+EH2qZLI8QXlE2",
+	"99IJNVghwTywUQHoq/GJxvG5LBNVD7r6LVwhZsgVFceal/r4RylXyRa3pKR0+24SAfxxK3eRQ58Kcury",
+	"GCzAzVG8cz5SeKAb4eplDVt7ANhiU9kLpCqpNowlwRKN6GHNKnG2uE0JIK3Y1q0ZxcfvBkBb1m7qbg1z",
+	"p+zjv+4BUlFNzCXScTo7qsQLy4J3YEWVHSKbX6HxNu0IEcOg739grCIW4L3Fg4LFQph3UjJ6DwCOHo0H",
+	"gjrA6GJEqKYsE26boXBqZ+N1UPjhzdRdGfdKPAQgwFzfCRrdKD4arT1TMMvhXfORVtV1TYWqZK2nftz5",
+	"5qcswAzf9uC1mOZWMNy48xge0xVEHHn9CRUnCmopSoEQj+GE2zWot7fmwb/+5je/6b1vuLl705eBc/vj",
+	"8Z1QWtZLiHfqgjv9P6YZ0/B/NScnz1+4xqArSE++/Sr9Bv5ij8S/PoO6fP/x3l476ii8c3pXZPzGUQk8",
+	"9asubnriu1QoSohyDsFd1pLvy5AQZwTE2HF8veRKc7GANL1op01VDOadhZ5c1P+M8uGBAmS9qxRmOxyR",
+	"wra7HZW/dg6OOCW3NzdWjQIw95ubW48mwCbkX4WgwFHXaFg+IQDpj16R/YMdD8XoxmT0gze8ty8oDbZd",
+	"4SyoMNWW6AorznXCOoIySv16Gb6i0VbZnSG9O4tUXOwVmetWONy2H/SNGFF1zrHXdGZaS/shWQ5Ync62",
+	"jTh9+3a35iRKX1bLtQUpj9vpk0rKEo7rluh5Smy8ZyidhmFTtquDzAaGRmOnphSi9Fb+VnEuJBcLsDQY",
+	"BZocConYH+aiZcVRRq5cMPUhtYIK6PSGHa3p5iizqjc5xDvVqKV1ze+5WBxl5NKi0CDEKRxxqrVhsjaO",
+	"9rTVnY1wli9Z0WC/F1bn5j7kFqwcLgqwq5ofZeSNjcvtvr/mZUnschsa4VaedEtr532QHbh5HgAIP/7m",
+	"hn+QHXhKe9OPJ93aguEKja2nxQuLkMFpw3ohvRrXGXNmdb0B6/QlhltgaLL5RZGrNmbWzefSB2XYh0MD",
+	"hRJyMfMq4oPIeefy6xnD8clo1Eu37ClrC+JNCKT6FVkHuH4ko8BkM8Ak1dMWR7SVEWcbsKPCmGX9mGL9",
+	"HqLDr0NW6F3jwX0YvcU7VP2ItwmctPHMmE7Ny3+kFGeccGcKk8OkOsxsn6wX2znkuzg9E1NevlCGi5PY",
+	"VkYafKfZKgX0BC9gMJ8DcQrQnVzg6zRMLKTnjCD9ZkTd8YocerRbqMEHbgFyaMFzT4li5hY1clnnEsWm",
+	"/Fkwgusdrwaye0eszB2bDURx13iRL+l9nD/dxfjk71uUK1mTLddE12YTb5aLyAD7Cx8uBTxrGUl07nXa",
+	"M9aN90D/0ZyzslCOrZqlAFrw4MfjXM/WTbsDvufRuOwwRglyP9/6mbDkipnh2ig7c1aTQubNykbv/Uxu",
+	"U9fFxBau7dBeuc/A0MPuOVt3UOUxJLmnBJTUYuKCsAlwvE6C7qD6nxJYJY/AD8+CpRgJAvNTmrBbafQ/",
+	"yElBXDe7N4d2okctXWlXWwDg+Oa8Xh1Fc5bMK8NWVzdoTFrDLxI+J7xbI7wAilx5ADNprZuYjjFjUxPt",
+	"Utl+7yx8ONwzp4hOZmbcWsPcftlNndifv7e2r3omjEBvLk5kI6ARWlbn/C0BXexyAwb3RwznKSTp+JZx",
+	"hVtF7LtJQCWuolfKlUbkUXyOijBmx5nbtWCEagsgaFUgS4VVLYsmnxwDby6XKk0tAWD7pM2yAlyyOXy8",
+	"L/H1pQO7C5k/Qi31t0Np5+hp15FCsP4DvGCyqPmPJGRul0TdQ8zcS8L0PUdkTPVlhcx02di3FlHNOcOM",
+	"pJcv7V2FNs1TjG65te6lIOwqI7dS3PM54BrI0uFeW1HLl7JBC2VGbhczsK7fGiEGSsEERe0gmObq3UUo",
+	"V9VoToQ+DrID+/mQceNC/3gehPxGDHjX/9kJCrb4lN4qg6NJWj5Gklmj8uRc5rFw9nMqnHgHbyQcnjUf",
+	"/hY4as0Tn1dUxL+uaAI5D8sHqiHCtq+Eu3fHWKUmJ8DPa6aWccOCj06zDWOGGUMgZPNgtauNQfOYZGTW",
+	"wDyJL8KPMlZl3XyT8osPeA7MHthh2JYdTdjtbRe9uzhDB1r/aH3TruJSxKInfNQvFJVMBva7t5L7YZEG",
+	"fWu7Wt7SZ+fcJ4H7xAPoClzmWsbDh/C9xEG0jaiuiD3BweOazcL1mLQFe+pK4aackpW8ZyA351JoLhqm",
+	"nG8abb9uYgGivGwiClVydV7xmuUI2W2IMEOukwHzCMMQHPMFjbaQaxFAXvPFEq1fx/aXpjp2P5pX3c/w",
+	"b/fA9HbMhfsXImtD58eC0dr/MYd/m+EcywrQquDfeYmIh2Z88fzxijnyD2q09oTUimFqYMXq3KxyJ8rp",
+	"iUV1jjIwXxn12VhtV3PIYVdc/q8rantysjWg9267bZA+GHFZ6aL1sMai0UWGcoO743txctId4cnJqEjh",
+	"qGWYzrFcbcxngIwrehP0Ei/j+bXOtR00gPUzuCaHId7sUSI0I1VHFzTfoSq6w2s5pQpuT8J3RXdhplPW",
+	"cxrntiu8P/MOltY3GrLb3YO9h9H2Hef1UF+AI7WQAAKB0Pu7GgfHJKwpZLCP3ta5xdsd9sa0yRcFbnhc",
+	"P2uHqCKSaFDR7dEE0qSId2GHwQWhKreubjw8u2pMLdeIwozsIAH6ePedCHV0J3cTtq4wOSehUNjUna4y",
+	"8ahbZk1UrPhucxbmDcV5RyezyH8K8gaAUPYjb8HC4fOLbKUsnpCN8ZtLeGk8ttT24CX4i+v/jDebDON9",
+	"TwUkiKy5zpenodCEoaQOYHC9xOjl+Y7i+dZ8wqiZ5LpPI5f9JEMgKZguGgpxDD6Nti/vTaWMc2vmfBwy",
+	"GNuvdhIT9sM1NrCqbVllRut82SYGp+mvYvWxs7KGyEHme5uYB1E3IGQUHFLeWDS3azxPOGx/RQWinEFH",
+	"HONaaVmmDOGm7+HWfU7IwNhTdtt0QpaQOvPxuBsbojQBeNKvRjD0KZ6lSxcNG8l/8dE9LmslZKWnPrgH",
+	"w4hs2NVzokghmxnEFTcV0ZJ8S1ZcZGjJ///+3+cn/zf5C9fWp9vbU9tUJGqj15e5DUkt1wGMi9sPD9Jv",
+	"w6GscubmAHVYSkbryWbpnWB9uouSBPKBDwdv2kiI1shtO171g33WsN+DHUMImOuYK1I0zEEJ2bB5GzFj",
+	"y066SLF9x9WnZEcDQ0Tbj8buI3hA1qB7ISyghCldgI6mIYPj06sLW1O7LBUQiSHZ6/MLAlg6EARfRJDT",
+	"dG5U8aaohiyfl40wa/C9XLwWOgWTgH6onsmzxi9JKRcJ4Os4FFxOLbBvGI1DDhHH9uXTp099+TtvXEYd",
+	"N67LTbASWeKHWQyZhgaA15zW49uB2EWEDEbQwUSSka4307LjsFXIjbv/XwARwgtFlCGO2QbsNkdpwOqd",
+	"wKqdwGhdSZnNpb2BXNqn1h+WedXRA3SYu9/yDDzscbN1HbOBXtTsnsvGlmPD8WDuLvanBkMqpmQyeDr+",
+	"g/loByhtmueyaU07sJ47o2j/4PO39kPP1pGkrg9svdty7Yo4baMW2/OYpOQtuQvJOutIxDZyBAmyXX8L",
+	"I92Fih7inN2dTALYU8eBjku5wOPzEoXeBTn0tG29pBmx1fsy60eGMOA2iiRzmeQ24hzjh4Mc86wbTZy5",
+	"y/ooay0i3RQuBSmumOrsUu/wT1gh8xiioI9tKtYhZhOtmNDdgCmYUic8Pqyu4s3PPhEgbHUa6x/3APeX",
+	"OoqL8z/WGWxn/CBfcP+i3cc17Mbxy3uGrwSt1FLG5OCzQEZQ9jVw07ookUezbhRyLUpJi8loMyXVgIaw",
+	"MlRtEdNenByjmZy45ojm+R3TXVkyAP1PZOcmNVuf0+rWDFNZQ6E0ki7LwA2yfXnB77EJTQ03GgM2tQ88",
+	"rqkf9mRdxIxpRHEI94EqoukdEyMLPu0itTEzj0QSpqk9yUHxH9l3Gx0LJjBn7QE7iIze5p1MSWU2B7EH",
+	"fkGETERsrXmhl5Fmzc97D3rAjtYazbaRQTszHeJG5jZJBTOGXhG4dk6jcCAO/DV3IC+QmcTS2Sw7xAAF",
+	"ztWhL1DXsN7h1KIFd/7gishq2oKg9/ahMxQtmGAyr7rVoUDqRHgCri38L3qtC64qc7khW5xefXDysvrA",
+	"XxX+Opypj0lUHeFuXEbut99fo0CE2wr/3tpOF3YcABjsFDLQMgKUJh2oNNiotsKtT424BxzWSsXeuKtr",
+	"eh9zUYziKVmXdnR4CDkUQ0UKCx7vCDYUASsdRRAaGuRZUFEgbZ/eAuwZbbIytD/U4HDyQw9aB7PnbdwN",
+	"+4yKzinUSSXSB3LDDTavGZuEijstVa3f1Mnzb5I4LwNYM68spouvQQ6pExZSecJQUzAyr0IAmcntdUS6",
+	"gcj+1xZQaWgf0yl6PvVkCs12MWAGxvSWqmPEfhkaVQrnxXw97IrZFdEFbCufXU6S4gWLoUcceog9W/Ia",
+	"VfX9UF2uEL5laA47YKVMophpKZPjzeyCjML1UjYOEyUV0PkAMJIvhiuSWfAQQDgN4UNCClkzjwPUB5U8",
+	"+ea3+8NujB28CTASE7Y2UaqyxYPogDpMkAheBflLO4gEYSWdnGpaykXDCORz3LNacSlYEcnDIu1moRbr",
+	"NkwUW1hN5gBzkZdNMRCHopJWe7WrgaUvI/0Em/EOW3h+EkS1eYOL4y9jEazuvV2tuu6tLSGlXNONgtLP",
+	"T31uBVWK6WO35rdTaBKTUdOOjzY1eJ+F9Emy7TJ+G1vFnXJ8cClt+XRaEKonJvJYsowwV5c5Zt84RRud",
+	"taqaTlSbcKcmWht759S+347Cr33WUvKE0+pBFHaS3jH5Ky6r71j9Zkd5bTquwBRyfZTLcSRJP7oJCCMK",
+	"l/lbqbQaKuplGLkih4BpTxdgqPdSNrZDZhvQixplAUnMqyVXCMKxkoJrWUPitUP1VxCdagObNOWxTKpA",
+	"ElEp2w4MnqyXUnk0Pw64rVxMNR5Ji2GyHScgalkaIXYZdAILAC50Xlpim9LHhOFjyxgshEizFvNjyWit",
+	"Z8zWybKx6lO8Axb3JtWrxbJlME0bMV8gGpmQdjgbpicno+h4BYhLfICrOLGxhN3/fUCPd0KuoShEQIcZ",
+	"saMgUgAKXnvX7srfnNlfOjAb6aFuKo8n5OacxWh18NytZqxOFGCwR2rFXLRo91QsGS3RHDl4cYUdvcVP",
+	"jIKidZUsGn3WrRaNA3iiyNvr6wtydvEuHhcDNY3GIKLBXcMtoqKFeR8sIjWxuhALlmkbKIDO9ehkwdM7",
+	"x+hOW91K13Q+53nchs3K+S6TFViNnmoffZuoc9fM53XUWRhp+15qtMI6h+gfpWb1QXbwQYp7+Od4RXhf",
+	"7ShYpC59BIPy22wXIHNUOErjbz219p025ncbQNOheMBpZmCOsVmP8TWMZtS/EwX7HIktokqTUi4IN899",
+	"hr4VwFoSmlQuDryV0ZTI1i0ZOIV7RDFjS26jZtoDMLFM3bkUmuY6VhTvfZDcEoTXIdIPftaWxdhpwsmg",
+	"kdfbBddRBkgUPaH5crxCjKOB4cOSqGvUElV3lu6YyDuIUl7UtMB8cRGrZxIouCkB+zsuaL1x4nW3ww5C",
+	"VSP8vMft4+0S+SlmXcLukF+fJkJRfKjYuDufXipLV+IAuzh6+RnElAorINhoV1B1MzN5XpMlV9oWo+md",
+	"TbuZUXAqKXQty8gZP7Vd5uEbWDIISI2umBtfPIINpzkRiB1fjiOJMWGE1pEcC1v1wGhxVaOJlgsg6uma",
+	"sV2+CFXjA4jdMIuQAXwRFAWC32ZNfsfs6VYQzzZdv/0gC9YSgu0pFohhR/cd9JV0lHuXKHXU4EbXVgE9",
+	"JSe+Hph7qS3LbeG3J4iI9tvXsYCo18L7AXwXXBRyHRbWnNT/TqG6tjnwvY7U+/ySwzJEo8YPuaOvPYln",
+	"vNSUP5DdM5WFDMKNtreYne1OUGN7hAa4Xqok3rmX/pDzdiWTnkgS1LR8LCkkaHLCnfxovC2XqxXXQ+PF",
+	"NzQrgpEHqtdu40aJJ+kOb8MxuzpCD/TR/mqkKRhJGvLdmzYmqUr+A/jc3OUxQukIqztYEjua30+72Azd",
+	"QVVd2+EedKNZvUq3H2hArF7tEz0XHnG/17bbLVEmpL1g+u3aR48x1jN1p7lZrWi0CmB3l5YckaJQa+nV",
+	"Rh2IxMP3N+9TxNAK/LYjK8LANllhLuh4MzVe7Esek9Gp5dsUP8kctIMJ3O3AzkbwrRLtOJusv3MdchxG",
+	"gLIEJhuho/eE+d1L/JQLQOyBoirT6YpW/FreMTG47mcX77BQ5tRK5mkHUttop/KbmqwCtsat4UPQK1g0",
+	"oe2EcNI2Ci9MbKxRIyOEF/ahLGw5C3YuWO/eCrlJDZDXFVPxw3HmqUfhK0b2CIlKMQgRe0qulwhDoJRF",
+	"uoYMbEsxNiwJI/i4IG+1rj6af+dS3kENHFHYOjHcXiMzWWzioAhKvZ5QLdOOBUu72pPg5oC9EluS8tQP",
+	"ti3lInYAwVH1HPYg4nqmZcN8stTtfxxf3efH56qeH8MHt4YPFzZwHJRLCOaC1NYFFwufBRKUd2MFJBtt",
+	"TeaUzLAmuXTONbtdomgh9MynLjU+rqVWQzVgX8/nDKHtq61qsEFtzF3Kv2YHdqADW3o2U7JsNCOsVaPs",
+	"V6cWVYVr37uRCzG1c0H5DttoW5wmw7rVPaSlrRTd+tbNfWjpjTYFRxEbCrkJcmt28qsVu41nipnxjwlu",
+	"n1SEHbSDt410dzIk0mzrDEX2YIhVpGScj+7SxILvsnv5LOWK+ayMXqABXuijEmtU1Hpc7cNdslPGgS+P",
+	"GWQATx1IBgcMIoX/YtdwhTWtRRytwgnN7o2BanUYGY8BIII9pFhzUoN2W+rXNBh6lLYgGezMXmYPLv+L",
+	"uWWEilZoSUTEsuJdNDwD6rkTap0ygCEFTOX83atLIqS21QqWzF4wFtEIvTe1XJ0i3Kz9Ho2TmJwga9yL",
+	"zrqHhXZjUrEP7wi89mGMTIp1AvVRbaGn2+H6m49re+3aX8KhTifLeNjAh6CiqN+DfuzAyMyF1N/BpZyY",
+	"G1hA+rPjiliEc8QDphqzBvaaW7VbVfR2FDZ+/pQYzYusGgVVS2h4d9qLA9BcwJS8E1FwYYniWQQeuKkr",
+	"qYbqlfilch7HCYX8QVdhNEDMGIqehhhIcOjbUoAkl9WmQxEEbk87Imy7jckAFAxzmQCKtbnNT21gNGBv",
+	"gywJARu+gu4dq6bAb7uYvmBn00wprEewLx4gFJkPI75+LTFBp6RkWrNaZWYVuTb/L7WtT6ZyIwyDuWBT",
+	"LZkIckJtGhZ+bFgafB2JMBo73nvFGw02uk/0UbjRj7DHP2cN8YekcXxvAf06JbKto4jautLDRbARBd9X",
+	"/EOtDi5GQEM5OiVyPs9Sha33SBL5pQl0lwSUh5W03jUlxZeVastIbxeQzqwuDinxneLRKQiw3SshP1Je",
+	"SadWceYAd56fHMPOkWiJ40N30mFEFkX66IGJKL16xumhBNWNHzKSqSksP1/VY3NHf8ZykzaSVUv0GofF",
+	"dsWjJr+M1UMeT4YZOiVTiiBDcTzYLsPddkhgmdzxw8oU71QkWEKyCcHYagjlUfq4lBRQYVz2bFAk2MjE",
+	"yD96QvEj5M+Qw2fHz57/1sy/pjkybyF94ET789FeCsFW3s2oDDqhQvHfXU7OZchvTGfk0F7SxP6gXn71",
+	"1dEp8mpxz0NYZCAbgOC0CurhUusqI+a/CorHUHdzfbp8F5bRtZztKQkyysz1zzU5bBSrXzrZ4N/w6gGL",
+	"XKeesK8SrNJlglWTLyHFCKsDP33aK/379OltUBo48rhfGPgIzB2tItKam11Z8kfLVDrFUKCWygmWy3m6",
+	"XbLK6YSNQHwf0bdQ7SarTMh/ihbO3Y0DPEJ+FIjbH2TBzhZM6Nc+3vthdh9EvpQCVfl+GPm2TK51GmHj",
+	"ez5nOqiECHd8GDNk15D87uSEHD4DcMJGM3U0DD792xffdIC8X8RxvAdW7IHA9EZJEUGmfxJl/hqGsO1t",
+	"tPgAm8qGfcH6SOXQjJ1vwqY+YFdhUY5O8W8I6X8KxeDNr/DN06qWOVPqKca9HE0ROnjBVpXUTOSbqJiD",
+	"1UXFAo0IbdwpHNQ7IwOJ9m8YM3IFFRT1d9AIQSV7CstpTaij9+aKfj5LIlO+YiW/ZyD9WB8Ux+wKRWSj",
+	"W3L7egzIfgzHvqIbIxWkCScmq70TRhj0R8HWNeAa5JrKXCoVE4Vyy2h6De7TloxTkKVYG5p4GDu/QW7R",
+	"rfekdanomvJyksHKpqgkT/orRgsUj3rTc0v+4uRkt0MdXfc15XoUz0dLhD91DkMPxyHB9WUpA7VpLhbt",
+	"GE/G6gcEw5tcOgBYwDD/Nmwy3+Ql++hsdvsyptK1FJj/tCR1A44kGmR+RSoQJJIz3ne+CZnI1zHsQNdv",
+	"ymYqSSHD6G3kV8fKBgT6P2XV/lWz3uOawfHLDoD3Bc9zM585eHiPaybYeqdak/0TNO2w7GJH8wka7ToN",
+	"IwMDkVzq/Ay8jdeA0LQfdVw7zy4V3qsPzQEeuo5k6s02Rhb8gXLD9S+jJX9eCwiktJ4Bds9Eqx7URjtc",
+	"Qqr1GtuAnxLoH4NVqby5vaK15jmvqNDgLCokOayaWcnVsntDGkG1qKHYNzCCe87WTleaFNl3qfMAQ7vj",
+	"PYo4jwpU3D6kPTjozrWJbRLxt9vJqGk2DvQuvRPvUU4al7gcpNezk6TbZvv6++abUUZcy5JNWMFL8xrk",
+	"QQFFx3FnIZxu1iguDE1y0If0ph8KsaOC63pUqonlsZnD4LtERF70oHDn6lb7996PKugMJVyMwRNvFPQZ",
+	"ze8eeubheOT+LgD7Atgx315fXxy/+f6PEXzL9pN38fIrZzaAJWjbQa7aI+7pq2l4MZok0+1xeF3aV/db",
+	"FGAm1Onwawr+RkksG0kkLP+BR2UOvBy1JIoZaQdxaCgA6hVMds4ceQP4la10Hxz/J6rDvXZhUu/d6Ho4",
+	"EJEQITCDRGpeo2WvU5kXCl7lNUNvs0dohTcNCcOjeD5ieufMFbKvZLNizN8gQWzCIZjDaK7Jd08UifWE",
+	"EjaUiwbDAl4NsrF3QXerx1Sg9/TONGAUm5ojog8Sv3X/+Guv1Xhc8JkF6p2m5Oxgs8Qs86s3n7zh1w3i",
+	"1BspV9JCqDKX+x5CADyO6bJ7yY1dbSPc2ww/rjs7UGSc4K0liyHry9cxfcaDkr4WxZn+pPNIUEJJhWCF",
+	"0RkyX3WMOWRFKqw5D7a7ogqKRHNFoBxbsUPAnBsJpMSMjAU63yXOaUB0eyvLgvxFcmGOVbhfTuwNhTZX",
+	"a6+wWSOHSDqG06GUCCC9cFMpwkKh8GhqJMEg079qZn7sj3YVKmx0xmwlxb+XS/Calnc21DhYiz7H1LS8",
+	"8xGWRvdVRtKK3nAj0MS+CCBeb7LRVaM7LkRokmrNavPNf//p5Ph3f/7b85Of/uVgJ5+h6azrFgQgxx3b",
+	"r0aL+bpV4apdlW5liaFSupVOVSlr1PJYy2NY+QWEzumWZ5BDZ2eQFRMJR9mYncXMoARu3jNyuBJFRhLR",
+	"nUk2VdvzsxNnCYyYNKZU8fPmab+JIXBjmmQ/KVY/Wjyil8p7sT8TdbBuPkcnpnOHW9C5SWL18zkEMHtf",
+	"TaDJnGJQByWKllBPiSrIrMW7I4729u2L7n0ZDSiTJXsXI5g2dFe1zKkMtBuMmHNp2d2oug1Z1KBpWw+L",
+	"FLa8Dy1L9tixdmH6v/VFYsAPO8gSK9wmdYa6mq8O4z+2Lv/oaTZfxSWa7+WCC+eMMidYJeJh4BoElX7N",
+	"lctmjwXcqDDiRmXgPeYLoYLgGzXssPq6ywfPjv+THv9ouGH7z6c3/3b85789z158HWOPkQQY53tyBN1S",
+	"U/o8Fy7IOHbzCLYuN07gBT+q1PBPH0bsE+lxRY2Efk/LhqVzqsY0IT8egBmKDsyw6HlTlnYI0GEv1OlW",
+	"3ec3FdU3t6fuSLYsw4dgwRmGyjWYu8l1D2U8LHdyxyYmQ/jY3uEdcy26abbJS/HtwoD2TyplBTFn2cw/",
+	"yLwAP4FWeKCItxvajbEVgSAK29w+bUIbWlCW9J4RIfEbuRYxVt12NjHdYGuQGRZ298y1Ja22CFgv5yqe",
+	"rOBbHC7CEh9Fh91U/Nhtie352PYcr+eaTnh6Az7Y3vBxxki1cGOodCoUEKdRU23simsqp8KHsfEW6b+7",
+	"jT9LRhNeGVAJi4m5rHNMkcdbx+rIu2U8wTUWseHHb7d+3gZkWG/nWQ0aW6wxsz+QvdONerSXdY9FP/cI",
+	"5xs/4/o9qxfs3EiR+4ZX/wDR/0wAuTT6q5VpkWiq7sA6VrOVvI/w5zvGqo+gELzhfj+GwztNQ8jxqLqz",
+	"zhZl5SJRQIFsiz1jNY05L9l+0V2QHIlzcHn1q12RjmVZsPp6ScVb2dTdCT7/Jkt36O4/jCM1y7rCrEgq",
+	"gvLlS9MooQs54h39Xy9Oxt2P45QRL5RgLaI5vmX3uohF10NpqfhFYr/C2e92lLHKWqRZpD4ooyCbsiA2",
+	"TtN2hbFR62U3CagfiFGweHXPQ/Ad3gRoURkUDSh5rjPT081cNqLIsPigoOVRItU+AaTVKUwXFw6oukup",
+	"webZBGEAW8hwmsMAUYM5aG5n/V4M8Zl9bbiQ/2UuBOlLhD1RbWVY4DN/kVy8bMsvolVaoY8or6VSrorY",
+	"HdscQVAxrRAFAht8F0eRi4bG96022ELmkRa8YmtuiwW/j6debV/stCxnNL+LBhyeCQgPPFRHUJwHnIGN",
+	"zuUKrqSLj1fXDCIVDv/96uMHG8IBm5zB/yPQTUZseM8Fq3MmNFQaM1zyiv/IXJnDV7b2xXuVEVbXsoYC",
+	"bhXs85k+OiWLhoKXu+R3jKzZbCnlneFUeHE/Je803pLaCsE+E3g8wG9arStru94mgIkB38U1X7FBmCik",
+	"uEO03oKobz4BxWsllSb/ixR0o6DMT32Ukcs35+Trr7/+ndPzftypItPIXXQGdU2xqqlhDYLWULzNljZj",
+	"MHtzMlZd874rP1xyo4ATZUQmWk5aIj/jEdgqWKaHTt+dv2RYJy8efLQmxGZuHWaYS49HtBaxfhzn0e6x",
+	"m+0qt0Q5xD7NrRaFiOhIXdHsp86xTnojkaeAjdZI+lhswmXfwnq0Ry4jC1opou54VUGpSAjkuGrynLEI",
+	"xm4CoWM3DhtXxOzh8Jld0dC+TahPmNctSZlzAynhjpScVnbhUX1tC3DJvelfcruyrrYuuIvwXlJFUiXS",
+	"Ar47ALUB4jBKijvms1tRM9b6ufNQQlTIju0mWayVANA7tnOr8frdRiajxBYXh7UYKr5rL7uIyI+Ur/iP",
+	"EGo822im9qTqeU1XMRXzDfzu7Mj2qB3SsiS6pvnddvhyon1z8iJVcsx5dLVOwrux7cue1omYTSP30nU/",
+	"lRGtOB6SE+8mVxMaRxAvGwyPXg3pCIFCB8fVip1x3Q5fvkrfYT/QsjzOS2lu1CDmCb97oqwDHnZxVxrd",
+	"kq+2ez8h66WZh+UwGcZYmV8uGyHsLycjlJeqfAihGkajBnyM2AG0IYpWcmjX1shPanKBxeTatifcOq92",
+	"Wz+bSTfI77pyDlW2zD4gY+7c3ajssZcGdko8Mo2nKl5M8Oxi0y0s5WDaUiAX2C/2EXV20BaDscVIvc8y",
+	"3GC6SSmutN+W7LNNvuENNSYZpSDazjr08kRtGakqZkuHb0tOE+wL7V2zG3LaFI4a55ZlwZS2wbXjN7fj",
+	"bfCV4zlG/bXMBm/MXblcqpQELowLAMEI8olrU+N40ovdO/hcQcEaLhYTO1COlyaHDVqlZYe2ec3EfsiD",
+	"3XMQ1Iiw0wzHM8l4Ysb4CmqjjOsAQY6NwyIMGHyXxu0bcWq0qcF4WXDhFsdcIXWGyCptVxUVWKcYYWG4",
+	"HjCvmRbfJQ2CwR0Vl+JquRqFvW9Dr0w7vWsdy6b5YVs37WFwH87YggvlIjHu2AY/pAAh5LOEpopsWj7q",
+	"eBlkwQVemOAzJop9SNbuiF/ccVMg3ge73FLRm8XzfTVK/+Nl+HvM/VdYgv9xC+/DLDMi2BpyMA3FTMcg",
+	"7uzM5Gr7yCx/yQr723JPzEylmUXt7rLGw9+/viZf0Yp/df/8K68mfYXQjytZGB19Rc3cmPn0GD49Np8e",
+	"vWxldi+qewndsIU3XhjYNiNcesZ/FTD+AYPCK6rpJdNMmClZR8wFFm+PzDeXlZ1vQTUEGuOHrXMGnRJO",
+	"QQQNCohbbPTS3qJbdqOYvn1mfg6YtMscx6ElbDSaLWS8SoqdGVEwA3MwYAL2k810L6tfKvtljKSnYQXa",
+	"qTwMK3Bqrlhv/U4dlp1HqRsBWOpC58OW+c47Kx87SjEau2wejgCIiYNskBYfSnB1I3wKpvKVvyBcYKK7",
+	"ZYAo/TOIHzTDNipdSdqPxlEFxyMRfrF0woHMwSRJxF3A+Ltzzv3M+70zc7FGJV98ybCXh3MWuxYxhzQX",
+	"EBIcYy+hewmwgn9mhpJar8lQ7K1AipeFnAw9PmDF6fqPdl+HmA/FMr9g8SOcMKgoMIEpzqhiV7D/Z+bU",
+	"xSjL/+VmU8ocYkvNIha2jW2ix0zkSIP2CwvEkJEQquFW/bXkmt1GNxQWvuZ6M3Q6W1iIJ4r8teH5HfHf",
+	"kXzJ8ruM3Mo7mxATFCjYNkDAQsVkLlgvYp+7TsOVmHTcsJmPSaXDiYrfbaKZrH4dQSXomPOnUi8M4I+p",
+	"al92mq7aV59Lh/OdYkqdMBMwe+8+k95RsYTXn19IP/3FDYfXbnz0zACjResyBHTtK0J0zdOSLGldHKO5",
+	"30K5cvD9WusjrDsCYDChywhkPeq1keV9dvzs5IQUALyWW98C78elj0CftHmTz2yYVSpOPaptJ9aSq7v3",
+	"TNc8V3FldyUboe0i2STkWMzVPY9lbX4Hfg98mjCusBRFws/EvDDVE6bi2Xhv2pH38UrCTIlYqcj3ZvIY",
+	"JJqInNa0TIz/ag9u0ChWDC4HF6RRbIfWrMU8MrwlrZltLyMnhj6716JssBygbVc0WD1oS6XWS59pc+A3",
+	"obM04bzCLe+OMEWdf5Rls2IJj/sHM9ySHJpGiapo7oxmdOYCOEtplCvN6hWt744y8r1cX8GLhzNWQqYS",
+	"/g1jOsrIm6Ys3bN5U+IcXhIhAQIIjwFY8I4y8klgParDAAipEwQIjqKjUEnHER9kB24cRjFvSvOLbS2u",
+	"oNsK42BtBzHBHP50/XWb8QtSfI0XM6LDMcJKBlBZbQA6JCdHwmYHg81tM50ilwFeiMd+O0CCYUp/J4sN",
+	"/KUqKVR7O1hOvYlO3Ag6KagWZ6Z0M+KqJ8mE5hfkAF9xMZeIKIedkyv4/Z2Yy6f2mr3dLYYyUoy0quWs",
+	"ZPEYEvsskj+LD4iN6JS1x+x362v+NsoYh1TWG1tmIPglbHC0Dq9f2Qx3uh3acIzma6DzcynmfHFWVeXm",
+	"DBJOUvZ1JxRaBwrpHBUBFQBhGB58NQQtM7fyXJZwhp1Lti0GD/EsgOxppfGwdDlkHh5y7VPObwOwIyzK",
+	"IQX7OD94+adhGXFrvl4lG69RaFHUzvKcVZoVBz/9ObaA+8kvV0xrF5BoFtdwc2uZiK1vRDv4XLFcs+Jq",
+	"SZ9/+yIm0M8bxdqFB94nJOR2shoWHyzYCMo+Bb3tCxohsgNl12c3ALRwVbGUDuSDUAKxrmjbrajOl219",
+	"GPsBnpAoGtoWJJiNzX/2bTYRHywgenMkgN63UMJa/1jiDB3eRojy9ihEuuNa2UN7Sk5s08rlyT8q9pjf",
+	"n0FwqdTpG1A/xzhNsnjmcH1of/1zkMOqEqQNG3Jk+6F2Ta1DcjteaEbzu6YyImkMcrEtmQAWWtmotF8S",
+	"iTNmT7QFoNz6TlaGw6XGRmIqsaWqZIlAT3WQEQG8t/AYyQuWjJSLp0SfhxuXXowHJDhMg5SLsDJMWxum",
+	"GUsWNTuG0oKOi8ZpwyLEXfozkmqZ2rUkgrFCYd0N2w8GQplrgN4xwiDnLdEbgKx8R/O74Sl0KNFWScQc",
+	"cDJjOTU3RGemcwC4dQdGpnDwVeLSsaUE7DGwV8563DfhQeta+gzoylcAPegcQT+MYD87K7O9KS2ttUdw",
+	"jG/ZwxTVr/PuaY3ZFFgZixnD9wFEOU7XbA016dJALZimSRVcban4n0QbrgbVeBuTqTpko7BZEEmCKXca",
+	"7iXBPusWXmYErwXXLZhDsCTboxrbQqdXxaXc2C3j3BQtihHWcm6Z8rbtaCoPdPCrSe60ooIuWPHGrIFK",
+	"Eo+C1GeP9RXIGIcO4S7zWO6K5TXTGVlKeedDbXkdJBqro9OWNaEkCuUwLE/o3ENpYu6qcNDb06Yu4/aX",
+	"3t20CyYVf9TrYD9h8zVWgrSzn22AyrtUdMc25DCnK1aeU8VQCjUimOOQ/+fs/fdAE0dRyTPFZq/enh0/",
+	"//ZFyGdPAQzEnDnI/6GKdBUEzLAFlcDvMg/YtONkK0YFxBjvwLT7MWwB4/YcOpAXu+Q9dnYNv4up2+h4",
+	"t0UxYicYZ3RqVEwIPzGXXxCot41PtBi8tW3wA1mDhWhLHAqBRn8p2Q65+tVD7+bsoODz+XYDnwSfG3HQ",
+	"PA2b+eJC4cYiZ3ABZeMyWwcBDSqPyRcqvGtHVtQvJ5LGkt6zh92ljyIhwtIM39fWvMONgowF+FIK1xi6",
+	"muMEwcnvUmN/LTN/4txIY6KZpcTdL3zDNB5ulzEnkdYsgDm3ctOv1ULzyxhNyKFoytKmzJvv/JUImagS",
+	"7kUH+xm551KWhaFNrtlVMNc+g6nDMfYFOQh8XdgSXxEc1l9cAplyE7TzB5lY7SAt5FP479Srfvt+n7Zr",
+	"F4aedjya3X31xHpKpIWMlIIpo2FEfLsLWZ3TfMne089vhnPu7lilMSzdFyDyId0AeWMUY1uSyAaDO3Dy",
+	"w5ICsCvmsStNVmwl683RWC0I878xOOxlqd7YJrYQ+76/IootVjbCe0U7bp35qgIHo4o6aJalusJP04CA",
+	"QfOFI5u2xMrw5J5PmZgdQVS1wCeuaok1LZcABFTSjfl5eABfhwN4Hh2A1tVZUdSpM/v2+voC+xe+DNPb",
+	"j1fXLy8+Xl5P4cqlXHzP7lkZC/SCe6SUC1KaN8J9K9isWUDMxVzaqswHLrP1z1HGcwnATNcj+I7ORu3C",
+	"e6kjZmuPluIGs69uhBTspoZGH6GwBjb0vxvWsJETSIkqpT9jK7oBWAMyY0veFtcoJQDCYgLtjgfst9Hx",
+	"6epC1vo9/RzB6TNc4PL6glSyHqG3F99++/W34VqEVRYj3fEYOBekczx2fypB5ZfXVw+h758m8ftPVUH1",
+	"nrAuqPGQPGT/L1FgpZoVWSs8GYGDFaSp4DeRVvf+gZxnu0kTeC//0+n1GE6vLRltyPrYyquuXKtTAlfR",
+	"Wjr/FGj+KdD8U6D5p0DzT4HmZxBoQp7vT1PQZWe2nZUO+VqMGXXZQxZh4zHCSh6G4Cymb6IPUYDCj4EB",
+	"ixVhIchIhIW5xYcSKFuI7PbWD89+m9WONY7NP+Zz+6+a6Z5RL8Q1Av9VfKO/l7JCb4fd5U72gvd9nV28",
+	"i9pcJvFJ23S0AXOXvmW01jNG9SAQCYpBcPfWzJwBVpwSsJohXBm777GkMK/FvEdnJXPWuwcVc9nRbAVB",
+	"IS0Gcjqg4kHM5tG5yc7sYmibVYLw7WVn8wtaZBBH9I2NCDYtQJk4h2bSx3fIa6qW7eMbi/GAwQ5yPo+e",
+	"jPtU1okdln3+ENuew28Jj3/bcfdwZjszyv7pGWZgZxWP87C2DGXy9JPD0nEKxFWH3M+I5zxSr8lDt04L",
+	"fQDlw0bQwHHH/CjMm4o7ajqNRiOguCaFZCrhJtNLGTm4wLzw4Q4pExdUL114glvAoaOBqQFjsWSbiinw",
+	"0QEXnDcihxRBF2RWlt2AuwSd2plmbdZC26MfSRZs2ChBxUEiXm/Tj6cx704YvC4fzEyTIA7tQHb0Hbsj",
+	"NIbS65lBElOhbe98vKBm67q0FaaFrc3a875Tcd2IkSOG1GOaoFVVbjAoRzfCxl1F/PBtxLiaRKJtL3XT",
+	"W+EtFJ3gw0nBLRAKE6u2Iy1kkbcDWFtKeASrkgo2OB5A1hV0xX7pSJupNO4K/SQxRv0L3kTEa8eL2K7k",
+	"f2Eb69Zb3cqy/7ULMT//nd9e7u0G9U6So+Whu90d6GEGMsh/zRDb2g5lo3SszEecVQLOj1G1O07XHdnl",
+	"KK+cwCKTqcH2geoGMKEkYmujICdylrcoO4hoackeP7Tm2DSZWJmO5nps5B4BydyPYRZaSoW7MIOe1mpo",
+	"H3ZzdjdtBEHWLN0fp52MTpkOK58nQjB1vmTqPBj7lNvJ3BudrTLDfqIiKz69wsSX4MZTwDStvuIvKvyk",
+	"o8ZK7d7aV5mdyqe6u551aT9Oc9u0Hd/mcDXSp/sCtb4zEGWn5dC159ypjDT/O8id68z0cbLnek3u4xT8",
+	"WOlt/tld18ht8ahOuGgx1H/6zH6admbGM8Gm7+veWU1tg7+CpCQ7y8kSrXkZM+sHjFRd66xdiAR8PVcQ",
+	"5gemp0EQugwQ0IqPjT7IDs6pyFkcmm5Klo/qoQRPyl/uzH7IreooJ5rO0UpZaJRV1g6xt/Hbhhc+vg18",
+	"zhcXUYPN61jk+6Qkk5/Tsp5XTRK64vziE2kUC5LtzQZlkJSJ37jNymXNJqFa7OXyTFr0kT0lNECbu2AZ",
+	"BzkEUSEjSssqc+HZma2KlxHaaHlsfz1Kdvg6Xq0A+sN4b1k7OyK4S58e/ExOAPZZ2xrhA3KgaipW33Ml",
+	"fbgAt2qKxQGjAHXd1MzKhr5u6f4ejn05aiwC3vIOwgtz9Q0KrgPoreDLVdH0PPPAHBEBIUZTbQXWLTTB",
+	"jeReRf0L3A6hFM41+pNIwYv9V9xSrYpe0LjtioucBeOyYvPUCSuVAMu5ZAoS2Gy0SY9TTAUJ/zt3SE1g",
+	"VrsobYGT6mfQ2n6tPjKM+1Cpmg0K+WHxq7G+JTxuFe+a5kIoQ39OO5dXeLF0+Xpw8Dr3dLtYLXPriB4P",
+	"dfcFDG5QruvbaeO4Zh0TcUdZiAhweIYifKBzxpxtyOhirfHZilHmcNdJBISC1ywhNXCBMPhBWRtH+/Do",
+	"wFWhiRIwE1hWfIrvsSsD4pcqCWXhZhi9H3FVBV31wCXNRoMwonV1PC/vx0nddxMuUua3pJ1hmiYuHfL2",
+	"a6HrBD3YCllhphzUfN29UmN0f2dDqG42yLi9DqfWsShq5HipsLHSqCkzDBaDdCqMFwsqgh2edEA4p5YY",
+	"GCqpgHHUDMwMbfR0NL1TxdH6VGuUSi9JgsWO1MPae6ltgeuEvugh4LeM7GHxUFcl2xtrOsU8uR6szzbl",
+	"rrakO2MLKoJuu/V3JhdHik3UlVs5FBJDTi0dbZiGavRtpeScgQrGFamaWQm7eUQ81rIVFRwjs80Ck7eP",
+	"B67jXSsoTShTNM6HYuWFDtw6ZT1w4BIux5mHPLQxeO68TmBVKXMB2I6C+AG34DYRu5+TzvK7aTTj4k4e",
+	"rZToO63GCwyltLK2OtEAAI+rOpf23lniRGbkbLM7OvJ6l0fE6XsPCJXjyN62HQS0nC7StZvYmXSahn7A",
+	"MrnvxEx+HrjxwOFfSQgin20ItQuelIFi157ZJ1pVxL66ac1Y8o7MZLGxvK2qmbLGrFFFwHwbz/t/60IU",
+	"CBckp5qWcoFgGIcfBbIAC5AQN5XEdPl3AF4y564iCwP89k1G2F8Nb3CAevdM6Hfe7m3XyNcjvmcJgNi9",
+	"yhraPeEJuqfrf4+6IK7DdTcCV67LDQG8ppzxe1bYes2afU6YktyLg/yic7u1bXO9C7o8fvR2wk7TfmwL",
+	"BLMdtiH5+dCOp+6L61YCejzS7R1oULk8MUdmvX3Ue3dLsB/tvk879+PVi8DPZwmYm09+hfWLhO/qcSsZ",
+	"2RINe9YySnHZ6WWN2iX0pY3skL5QWSPQ6wGPd1slMdxDzg1TqzcI4AAmYyshxFxnxejlB/2d25CYAirL",
+	"DUBMRMqZ9CF3dU1d5SSA1oPa+3Oaa0XoTDYY7WIryqsmXzo+gpEMlOS00vmSGv6uZHnPfIEz5yqvGaE1",
+	"8xC8WyuYdO69bVZUtGNiLTowAAkBPBL4ZmfmLNYq4QGsma43w1HDNasY9UiXynBLi7SMxeIhT8hW/uvO",
+	"bztuJdDrdU3zuFBmHgSxILaz3lV5+x/H8OLxu+KWOKxno18WURmwR8tATCGQixtNkorPo7kp7/u0gTRs",
+	"mne2npCoybVhZSVXgGWDpA/vgtm4pBqkDOfkXnO9BKizkoPVes0hBoRIUOKghvvS8KtbO41bszYVk1XJ",
+	"npJziEqjkFZWbqAvQouiW8oLrHc31snZWirxZ40ZPP7vRrQRy+YO4Tda3jFxU7eYhbTOl/ye3Wie3zF9",
+	"Y2GPzIPG6MDami7CT+wJCd51v4QvYaXxm4IrNMK0Py1q2VQ3uRTzkud664GQ+gasZcET81vr43S/2l9u",
+	"aK75vUOsdg8D8679xYkFQcd2GXPnZm5/Miy1rhuILkFbpftG1fObmv0FHDCARaRvAMfmBm1tvUUvbOV3",
+	"mEJ7dLMD9rmStb4R8gbu+vAXfRO2sJg9/+2z3z67QSR9eAxA4NuPWpdv70FLF70HjagZzZe9nri455qF",
+	"k+w9advjBVtVEhJ5w4XlK5hK0AKsp4C7x9LNzQxR392fAVxg8Cuyh+CHvzasDj9TReXkpRuUlW9qNmc1",
+	"Ezkrtp8EYJ16KQtc7bKUa/jRqFrhS/Zv7f9s1x5JskZ4GPv3humbe644LqeQRn3A86OgozYnDm7lTSlp",
+	"caOlvClpjTe1aRAsQTcFE4hKWpV0M6P53U3JqGLhKlf6x/B8mT99L/Wq85tqKjSR29+6RAp2GHvQYUHM",
+	"gQLJ1EjQ2ADVXM25/aCmmt2UfMWxRa983sx5yXqNtw+7TXd/9lvQ/d1waSwNMK+ZWnr+1SgLyCpXN3kp",
+	"g78sI8ulUM1q6+eWZ9U6t62Fv1U3EKxxwz4vaaNwdtY2d8M+V5YO1EpXLe9VWtZ0wW7mWKzBsxnLoq3B",
+	"sn0Szks1M3853VheDDWu/QnDMeI394y6Ve2usb22DQvK5Qp/8VuODOZGY/kNK9nfGB0qJCb3uzakqHub",
+	"smYzJWEBm2pR0/CQ/NkwLjDhH7yM0u+WAPPaKMWvxT0rZZWIsJl1RE3HQ8mhi7IkZxn5L2yIMNvSfx0c",
+	"nRK77bUiWpZQkpAwEAkB9BXguQuqaaRQDdV0Z4hOoY9VxXJzym0HWRtAB3q2ESe5piVXnTwyN48nCk0E",
+	"WLJOm92MypTWyhBxD8LXvAA9y0gzNK+lMpo9lpozIof9yUib6tTKup5rkzu2mVQRHoYQ18nNr95GYl4z",
+	"CjLPl0SxEopwgRS6pFgb1K3/ZJPfeRDvHJQgxoWTNV9wgaUxjRBNe/W5E+q/zAFvrzjTn3Q+sXo5dgh1",
+	"4jIQ2O3vmMurtRFadjCjD9f3uqA15Ozfd4PXHbFnDi+w3JBnp0ZqDQ68/2jVKO0KzqBGQWYbsmgYFAWZ",
+	"WhsMyiJHTAaw8p3FCQVVKzIgp3X3cMeMn7XFwGSjZ+ZePbZc6FgzpceD/vo1xNwxCam1v9d+QllrWIXD",
+	"H9Mjfo+TeJWoYnVGarbgSkNa5u+/g3eDolbbMLCClQnsVvPEF2+DFp4ozPJUGyPJOKvmxE3DJlKWRd/B",
+	"85Pjgi+49oPPU6kQA27oWy5g825fBqP3K9PmWHl1KZ5rAbdrNGTHNGRdzyWfMziTI5gq2yuyoqKZ01w3",
+	"dSya/k0tVwS3+Z2YS2vhc3EFcQuuLGIwJXu0JKJctbNRYPGc95uGQJtGaF6ih80ef2uZ2Dvy7bqXZEKW",
+	"svTuQj8kXVOhTI+nLvTXXDs0X4ZUoJe1bBbLpMnaH59By7InKcM6AGw5Nwza8HyuXYl6sGcoNW9Kcvn6",
+	"9++url9f7lTXdCU1iwdNdXbi6p3P6HemI7c8sFaKITz9IQYsfji7Ptop8/8CrMo5OyVWnQsqoN4xVh1T",
+	"8K6uuSjkGoC5sfqb4iWz8fW+6lY/FvjPyXFY70hyF27xtVtkSdayPn11Pa3EF9esqX8lxkQMUVtPoY/u",
+	"Ar1P59X4NeGZoT1q3XgRHxjVDrJDDsE94XhU1jLzHg1vr+fotTJukO/eLOofyBxvZ5wZscWSBJ/upu3e",
+	"3g8ywgdL/wWM8Hbg3/N79g4sLkEeU18CAW4AdhmvYdCWW1k6TUojSfaPj0MRwYkGlRF1a/Pif//p5Ph3",
+	"f/7b85Of/iUqMuwog+zcwS5h6VCiAJxmRLYV2335IZirT5YrmeFyWPaFIBd1l+poQfdaVz9wvbzOq6F5",
+	"21x8w9TI9fmFM5F3dJdD88AweH7POglWn15dJAz0I3Bmb6GqpbnIe7lhfjPQkE0O3fo8Ozl6mkzQejZK",
+	"+wHnbQluhOKvtKyS9N6hHNskuGq0rP4nEvkD1/PC2g5TeSeGILQE9DgMcNT1JlYsvIBKtwlMFy0RaOXQ",
+	"FdS0qt9XznL5FZqNj/YFmSGHFx+vrlORCZ5SJlwFbj26XDWJBuMn3vYzYbFHWbZbl4Bt/89k0EwU1zym",
+	"27wWga/QByMiIT5anNlU/v/3yu1BlIuv7xWmdj14hXVenaHBflstMFr9bTv/22x7TjZRyWPOOL0pkPBD",
+	"zymuAXoIMnJL/1Ux3VQv8YdujjGmsHCxOIU7zIpnLoz5w9m1y8cVkILi1dJE3OHf3R0a7n57znZgTvEE",
+	"aYja85UqB7iT9YnsyHav7Ffb2Mf4+4TxX7Udb+EUcaVlvWnZq212h4hF9NCYPayqZG3NSVw5aUizlosp",
+	"9g6/E+a3dx/++O769fSjO5G552nsk+IyAWlgqyQxUSQMWjvx/elTgg6TCxeOaFp7PLE4lm6eqFTY+K7B",
+	"m3jzGA7MBzBSdmHlDw7XN+fJDAithx2TC6aro7ehIIdwjdpc9GfPnx1lZEnFQgESvstWsNkLkDIKgewd",
+	"FADs6iAz25/IQ8eDl1pMfyx5gRX1fYcJ904irr/T1v1OQf7gFNuBFUfgryJpAj4zDypTec4wwAcxWDxu",
+	"L+rmddj9XMoylqs0dESnE9eclwnLkPmVcEEg0yFrcWZ6VMb1xCybyTZyWacOmbsXdry0rO7kEwtiRHoh",
+	"Fe/ihOp649w5ELHyBIPIMjTiP0sUasprlkciL0/AiefqbD6z/5rqvxvhLTtIg5tqbA+sid68SQ5NOxmh",
+	"Ja1XGVlR0dDS/FkejR83v9Sp0+XWKtjW0VPzvyF0KOrFg1HDRoHLfG2Exy0pFdnanmragwQCHNkaysQK",
+	"/UWFgPGL3KWuTmUZGA/ziPe4zXQajOhGfYDWNb9nRbblaZW1DULdxbBseXHEsDz5Pt9t7RJ3ucXTIVBb",
+	"FQzvZktX7JR4fB1kwLQsya1qVh+a1a1fGLsmp+SdMFMtmWZb7HrNhCZ/bTizEfHkUNYWCcIdjaPwyo8j",
+	"/LQdxGUAGFhc41pRsQm2MjiYQjbgHz888Z5Q5xE0K3E0kUtqqu5S58Qx8Kg02GNctp0dZQWfK4hL0JL0",
+	"TlIB8LcBu1PI5v6BDU5Q+ca6Z/12ZA7l7utnpKAbhQldRzudzZ/jyD/cHAG10cGVaMHe2gsFrFLBsU+a",
+	"LJ49/6I2i7eQc36+ZCispUDcpGBbGOj9opuJXIzXbfJFq1shZF2A4oneIZbfGc1G3u0QvBGGxPXx2cdj",
+	"ANopdr73fv074C8QiFn0YkHHgdKo5zjNGCDaW6n0e6ZrnkcpD/KjFk3NPAZaHLM8r5pzGY3taT2tpVzw",
+	"nJbk/OLT1IieHZDA1ktZIl4ZGmE9hD6Epd8bufTk+NnJyURIsIKrGOD2e9kIzQrEOVAbZUSJyTLFK67u",
+	"3FpHJAoY6Jzm0VVkei3rO9K+M7nXd+6Tga5LSYtnUY3zeMVFoxnYzgm9Z3Xf559eQmj02xjKw1wzJh7Y",
+	"crTh+4eMd8VWSWJ7j1hSXBiS242SVmx1LTUtE3BV74TSWE9i5fsAjXqi1rxiq09QvCDaemfcuzbdVOZq",
+	"Gq2c1QJ5wembSRmB8ZoSRtHBE/Icpb+CvSl39s1RsiMRT4T9ybgD3jl1Kf54DVUCzqqq3AxB9QYVBexN",
+	"86uF5u3N6qGwvFvN7QPJa78yy7NVoYHcQwnEHWtlrJdS2W3hrh5i4R2D3mVVSnMrjSJOfMECnPe+4OOe",
+	"ObKvmDKHyi4bmW1IRWu6YkYevmObU/MfhbHjM7NOXDNbUdA8GC+ybgc4WMcyTmNDgL2dHUcasD75qH+n",
+	"5GPQVsGxsu+D6eee1XzuMHxbykqWAHk3CTpCJKCClY9ASsB/JapyvOJzm+MGwXZ2JXCLJl/+7SaY5t5p",
+	"topd/1NPEYTltoGhE2Hq3FZ1gXtx+MOE48c8tDgzptfMSfKYMUGoBboqwnPgJFi7ftuq8WKMnrCZAvpW",
+	"bVFU12s3XTykI3wB6rhGBFn7uR3kCPCunVKirUtPJdBatIU7tokmo7T8YTdE60DR6uK9rZcbQu20uCI2",
+	"CS/uzYH0vMHFr7tTMy2i9xTT/6WLn97E9qBHm2YJetvSW9nMU4Qb3LgehUTrVzLuwQmZbcjvPIOO1TfS",
+	"bCHrwV1z73RK3fKSHS+pKBCRSqAOYUOqswNe3b+II0bvR64dvZr7yIyZ2TpapIh5pHgZJJW0s8SUBbUn",
+	"XWdw/uWczNVTWJwV/ZwRwfRTAItWckU/51KI4Ld6xVY33dfWnZ94df/NU17dgBRxgznRhnCCpzqvbvQa",
+	"U1p7P8+5cKnWvScr+vlGbcTNjOZ3pVz4py+e5lLMn9KyfGoTg2/MrwRhJwHiVkgzuSRw1moFxvfE9sLP",
+	"JHgPjhZKR4Z8jECtxrm/PWGOcrcO29ZAusQwcsRKKqJpFfecrc3+hgcLz7FKsfxBkwWISXgBIrmvZVMW",
+	"wWU+wYbxd3a9y1VF653ud7eO0+50s3cPVhAqu9WT9nkXHcHOfk8l4e9Fbh/eoQTM5Q9jF9eIiRAE+k+t",
+	"HXMo9MjuZXCFWCGyc8fkVIBqYXZO1wlpx72UFi6CzoKefF4b7RVk2BbvUgSW0BG6JIefzFiqzqZb3LjN",
+	"ISSB9t09+EcrtUyu8ehXNkvtbWf8MaLbsk1GRSbRN36ekppq8IB2LL3KiJ0QgmVNvttECOavS5bfp+B4",
+	"PaYdWrVmUk4NX4Gmr6LWQ2waIJh2braoZaXeRS0PdqQVze+YVsQCjO7ZxcdGx0x8Qj+8fUBbGpoD4jGp",
+	"fVtODb3Yu924x8dTa7pUpl2rOIVd2IXcn8Zs83Eqc83vR2c1y++/41pdsBqNpOndAswNLsiMa0wExDTt",
+	"ifZwM7yRjmDvHtJL3CHWHv7wtMamHhtld3O7exHQeEiU7ekNDlmMD/675OJS55dSrvaTjc5aZ/BfJI/F",
+	"Q0Pm9DVA5KSDwpUiiKIDTHXWKC7Mb0YHMVvClWrwogoMms+/fTFq0MzpitX09RQ4ehv1YWZhUwbM/mMD",
+	"JFUDEcHYppaHdNBtcq7XtO5ngbz4JoqNoKqSbgbAUbQE4Lcwg8H0hcv5RE1KNVnx/AFrtOJ5LaslqLiJ",
+	"dXLwDNFgYcS5s+O2XRzOarlWrM4IlyojVBS15EVGnj59ejS+br1j2KHB2DH43gjZl40AT42glVrKRELs",
+	"YqmJsm8MV/0MC79s+ax3LDMVuLpAA5GN8qN4YAmqRX6+yaOg+Oc2dKMgC1rP6MI0W5aY2z7Vk7eQybPx",
+	"e0lqXPHBwq4LWctGG3aQDk5r35moGi8Zrc7KUubfDVVIgFyge4gDqQgSy9R5m0+uNqlKQW9NgzPsY6Yp",
+	"F6xojbro3J8qL0yE2YiHlzSr86qJVVFr4yVIA6YeoxEOFDNKLLOsmHgTr7jwsWK24Jv7XdbqlBw/28IK",
+	"nQIiMFwv69dR2WlKKYVeuaPpoVw7eczVVmj2RD+518Cwsk9YfaDv5Q6O7dZx6x2PdGmfln4CPuXpNuQu",
+	"caa+4GJfqSaXQsmSQeyQCBG4+hZyQCcd8s7nS1rTHMwU5p4WzlObL2lZMrFghK8APsP0IzakZBrt6mor",
+	"TfRFVMKBEcTNAF7wsMDDbZ9YncAF2J4St80WEQZRfg1bwpJ4ihwqxsitRVF+6nu9dV0gZKFt8WiKaFNR",
+	"pdbRhJML+8S13Sj0Tuwo/JnP4goVkAYmdQRdkEOz6MdcKCYU1/yeHe3ca+/E+CEE043R6vs2oWeochTm",
+	"fL3slNAInc2uxmHMGvmL1wPFAadGAMXtPMwU+0Xrr+1RlpMcmh+P33z/xwweH8/fX3yTkbffX6ULaL5l",
+	"tNYzRvWE4olluDydMnjMphvvVwDvV1DE/WeoSQlEOJQFsoYKFfDaqYM6K5nyPz6gAOVYAUfAobJr0inP",
+	"9ijVHB/W+iOUdowebot8gEkkLVFz5TARXNyEqy/UCMQX5coVCTt1W+NvKPPXqsecdmRJo4UWO1VA6vvJ",
+	"CsbEmosdr8I2Pn7iUulnf3qxLFGHscN4w4KMfSa0e3XEWPHF9viN3HRxdLKQ5ShyiINXR60NpVHRYIU0",
+	"0ld4dyLe1w5AX+HNPOahSIJuBY1cRENZQki21Z4L8IsjtT0uPlt3Gbrjf8QtTCK1demQY4YbJMB9IaS2",
+	"YNiXDnX+97VsqpiCap97V+gdF5GM0lkp8zvDUgasfFzBxwTeVQGfdVfkXNZ5x2vYCVxsYlYtl2Y3kShM",
+	"/4mwHMDfVzGUm841UDFxbNjisYMPNUwRsF6Oa10dm1vyGDDvgwctL/MCx3HL1QDBMZcFq4+NLlhS3fFn",
+	"B3cKxKBFiPpTBbZaeIwp7N5Nq9pEIbeRHeoecu9KEXz2NJ1bneBZsNZu49rRZy2tTKXNmB3NGfLbeUGY",
+	"daT+WEBnNtalierb4hJeHCpQ4xta0Q1ZSEKXjGI4u2w0km+ceqFIiBo8XrONP1q78p7eIY5wokcQxpPB",
+	"klfNakXrjY9XNKtKtax/FpE+wVKvGjDzG0bqCYIA5U2Tq6bKQY612v3MArIZDqbs7JZ5f0rweEBwLjxI",
+	"1v1HUVKGwjDnjkPFbaRhdDeEisBHzh7b7WAKVPXPSGLAoJe0qphghVkDPMj4y8+jOuJ6j1xnayhwW24I",
+	"dRsUP/51h5PteqpVoHoOe9E6zA+0HO2MLVD8a92qpm18vyEcqPgCAcg1mzcKIOV83aiosT8Vh5w8Om5F",
+	"26lk25TaWaqJJ4rn7JKuz8Ni3ylQhUhZcPAUUAVlJGPF4ISOetPemM/sU3L4f87ef3+ULAsdd7Gebw1j",
+	"J0J+Pxy3p5b0+bcvIozy7dnx829fhCU94sU+UwZ6P6HML47vbddtekBq1RkRbD2wo1pCbWz2MjAKzKgR",
+	"O5sKb6kSIOczfE1lENGNcQFwcmpZlvbPda+2MB4RBwM0kWCczxOHt005oS34xfNn33wTrzYAwuNVYnMv",
+	"YWDteKErISHVntWQhwdsq+ALm4E0Zkn/ojlia8q7kAEQr3rw8tm3WcLr1IcPCAzWWtp8Qwcg0PrSfWmH",
+	"RA7j4W0kLbCL5Mgh5glT7088HCSUss7jCmocSPFkPIPUH7KBxLShQ7Z/dPKEM2aji9sl7SUO/Q8+HIl9",
+	"im4PX1iGZ87HJYvXFOjiJyhtiHblvsSjlSiJHpHwoCcEYVCnWHChsH+ixIIpLSIvm4Jd4OMg5niSBgJ9",
+	"IN5FROWw1qRpUcQwOzPC1gSV3uDhGkT42FcTgj2dcWE0FGxhqqV1wQTU4oqa+6/5ilk5GQzjRhL0H2C5",
+	"pek+dtyetGhnBTHA9MB3U2Km4kUTjzNYSQisraWWuTRaEr6aEVBlUO6vajbnn/tgIr3SsZNI4xKbT+qj",
+	"aqc97F8zcDb20etamuxub7ZdlClKbH6rMnfwgkWPnnwpuJZmny/iWOTvGRV9PBIHCTtrIG7xEK4OipDB",
+	"XN1lvWAR564VhdV4j2Kxkprfs0tdfY+mqQgKiNLg1gFqRgMWWbJyqmeM6hEEIZzM9DMxFMoGiwbZBjao",
+	"bXcglE+KFcn23/LFkintwuWo2IToKBN7wW05H5tGLyyv657eqauLlLcT9tbaG7f8TlM3GL+5TEYyuTWr",
+	"4xFNA/MaiIXHPq3LfVDzdaI5FaRoaocm2hLdNrN0vquEnw4WTSWcdVMXLQFCAxsvu0g0j4Lo4o6FXft9",
+	"gF0GkVd67SMGy+NF40MHdRiSD9kwtCx7KEFTYvJTxnLvlvSV6yKsaQCYdDzWH6ahfMD/vnPohxp3jeid",
+	"cLYOXkwPS8bBx/z/7P2NcuQ2sieKvwpCsf9oaf4stbpt93ituBFXVqune90fWkltn7sz3hZEolQYsQCa",
+	"AFUqTzjiPs19sPskN5AJgCALIFkl2TO7Z86J8KirWCA+EonMRObvN7UkoK8dI5psQxv0t2p/d/VVVLZx",
+	"IMUOz49RKvRPthxv9NbSphNEbOPzd+TzxXvLnB+EtzKUbpe9RceKI+O3Sa5Fc17328cG8Zu2cVI3wthf",
+	"NJEYZdvwfJQ/PyrtB97Ryfqx6JNohDjWA+8um+efMC+oRG7scZQTrsL1Jfg7y6ZrJxR9mYO4gt8uIN1f",
+	"cGcFz2XdWUO1S7h5l5QWiPQjl97Nmiy81joOOqngIoqWSgJZKubPmV8GyUaPzq5LZpx8j15V62nZhWuT",
+	"yXbJQfGRRnt/2Kae2P3cyTNxROv9sHN/O6T0y8lt9Cj1SgaDSb4gJUgqcsP2GYSRpMip5Ts2Pgnz6WbN",
+	"hq2YqGVZLuNBWoigXzWCDW8nbD6nIgJDtV9LaQdIIRYKSfnPjaH2XK1VYm8FlwZnSC8YUznwlTcB4WJb",
+	"h/cNx9gzRWom2IpQTfTKaB9eF8pF2Uo+Z7srm+Bll6zm0atD+NyRAe4v2MNBuse2XswrydvkuqDKOC+p",
+	"YJOLuMIaH0R+DhC8H5X1CkLqQ0sul7eImOV/TB4sSvVIzQKKrXvUHkHRbbGbcJhtEM/ifuvNgLYffa02",
+	"bX9OP5bhRPZqHtl/oGYfQBxayegcxdIoI4TCtiUYXI/WeDxp6q7NIjuYcqk68VJ2FLduOAm3RSX43VJx",
+	"U0f3CebKw7ff+fN4nwImNPQH9UdGhOyJN1kzfZDZAybzR/8Tn+XTeHMxxgZ5+7sx59qz8QPV+YKp00AX",
+	"TjmoIEcX+kDbEj5HWxwviZxwMe3tir6p4A0Mrw+y7ukd1+aDo+xouM1pjyXIbh5ViWN2I+3W2QBjCbLe",
+	"3jnzOitWiioFLmyg2lB+0W1pzaLMlh1JJH4W5RpObLxAsbQ6UfoJTCKGFfhcl3EWxUvnorVy4XmWw52D",
+	"1cIJ2+gtVYtI9j8XPeeRnJ5k5Bpvsb+79jnjC/ZAggtzM7jLBqbzvLkpef4DW78Tc3ncOSXwbtjrR4RG",
+	"OT1xGHsJa6FIcJT4xchB9XMNiFWKsAea63INcw/9helHLgHmRCXxLrjXTKRImGbJtbrPO5NMDg8Pr/1N",
+	"KSgmDUW2DixtRGWztI3oFQ6ImLE1FAxxK7qosYOlXZ8VBxuiVbtUbYMLZdYpHI4Xsqwv1O1ED27FeKb6",
+	"R7/H1COy09udirnponVGJ13itP7RzunpwUX6gJNlZyqiKLA6MgI1xkp+zwCKVEkyp/VU9PVt4E+DbqV2",
+	"0VWUXMjD/LkdU0imukCSqMIPneFdM186uzXVji06so9tccOCP/iR02hyUs8VsU+naKoKrio4B0f7iXYu",
+	"BRy+0I3q2Pe7m2ZtRyYOLOwP10Q2esDb+phQNLb4JoxLgpO9z35paIk5eO+K7+B6z/lcrIZn4nljgLgy",
+	"ZYPa3XUGzw+r2teMFhi+gDqn1YLnCzNkM7XKDfyJ+ZCeaFV5wZaV1Ezk6x9imJg/sHXnEF4y482DcqCk",
+	"ZrMC9QUr/JYEI1OmEtuX9OEEdY8aVD60LOWKFc4ZTE5mWiON5/d1NInt9i6A3rf8ngkPZdpTGZHG4Maw",
+	"mGKwuzAFQk0AcIu//KOCMFqXRq3aRViHiVQ2jmB6RG8pF6nEBgsl+X1k7U9rBqqbll1NNabCp8AmUOfQ",
+	"2TD5E4lzyn/8CbItwvUGkGEfCMvXedmpVj73juBrr/f2sgST1RsXmbniS1YgmtOpzcCNR3654jcl+2ys",
+	"yuQ2WJPC6RWswqTC4f7LslCE6+98hYRgK2UTzEEIuXKa13wLAmBnWBoRW3G18yRvpGe1ON3enOvo9O6Z",
+	"HriFPd3TlUa/6zJvrHS1R3h+d87c3pnZP7m6IBiBvu0tS9ca9bt2xBjzZAdRwi0LSrrJ4uC5fc3f3fTJ",
+	"G7O8AyQPx6QyjkQo2475zMa6TJOa1UsuaJmKqj8hfH2Aw7+ddWc+jb1ih5IGLUkhgetqx9zvyWdDSuM4",
+	"6GvVgWkIRvRHaJopezWxOYcqBAJ5fw3oIuMuSHvTw0XV6MzopapB9H2blvVvL+XfXsq/vZR/eymxCyXU",
+	"EJGJBzvJ6liMpmdElgVTlpp0q5iMncyrmgokcI5Sr/3bYxo/FSu6LiUt0nURuNB9zFxzImxq34R4tOfR",
+	"v/2zrfyz2lfITl+bT3hcdxfHX/5Zc5MJpHsYXbB/e4j/9hD/t/UQW+3nt1p7go2Y02fu3N/kOaBeMDER",
+	"JAP9jssna1RrVqJi7l3sHgzelqZ7n8LiNH7HY692JvoT8WubEGunU12fGbnuHPZTAHbOTVOYl/RoJJ2L",
+	"J0XQcePaxWzZBijHCDte9bfv+wPwcYLeXmqqowjGDdzNObIGxUooF+oue8RVRPrW17aO8kMqyx6ufOG0",
+	"Bn0A6ZXSliHAuezDLNGpSafF36xPuz5hitZlCsnC5pSAiPmQy7piEQIX04k2a+13eL+1s/dZaHVzRaqa",
+	"KSY6rkzbpyV9GFqV91JAVsPowtCNpZlYH4HugD2uT27Zh3h+kbNtrPfg5lpITdZMB4flMTlqk8Qm9uH3",
+	"3Idu1/nF7wtjFtkd/XWJTtPIFg78pKjG7rhlriggeSEdNwWn+6RjwaK1sXpuWCnFrSJaTgZfSYYZ1xmK",
+	"QSr9Om1rWuhWJjTr5Z/93kblpJDIqpaaxSM9PdFrU8h1xwq7Bytq7Mj3aVopyB5gSvaJmxsJm+TvDVB8",
+	"yTuXRCRXwufKVH2tt6J1wYorOQS4J5HlqVMJoTu9MHaWrfqeLESmS1PolQLW9UehxBtlPOhbuZKUFfg8",
+	"9G76Pksl8NhXZp2JtiNPrf9751Z9AmCrqB45ER72ajanudGV3huz30Cit+jUmGT2QqIIin+SqmcgKPwx",
+	"edHBHxWspeoOyRL/dUNuScX3qdG5XEICLUQpiX3yKUF2ZFogILjOFSns4es0JzqUM/DcvH85U1pW7b9s",
+	"mD38wPpp4DUH3wf5oTOooYjqU9/NaRcK/vGdkwwSP9wiRgSSt8th9S9xgRVOeBBMaMUliAl0QwWdSEAQ",
+	"kPAnWMfNHzu5NjVX3G99v6mqRl3WtHPYtrGVexhRs49KO4wPFSPxkfrR73rHqVGlQaHdtnmXKuu1t32Y",
+	"/3HDb5En0pe+PdyJOMkl6qCxDuPVkmVGQbpNJKuxGe63UylENs59Ry3XUrh0ql7WfVCJpOu7g3kzXODr",
+	"SIR/v1LdxEQkCoDW7BHFUE9ZwfoRU7nNl09QtTK1PjSCOR4Rv/H98jZ1i2e/GN4uu8xjJbnQUZBbpD/E",
+	"6kyEZQFoLYv1u+MdYh+UZjI9qu1nbAo/VUycVBwgoYC0OYFIhZFmSDIAVrfWNK5JLZtYzs+U+G5AnHRT",
+	"IkRLxFTUC1nEq00Ifjls5cWW1R9WhBdhyXgjCpk3S+M7FzgwlbiB1LEKFaoXxIFBx3/H6iVXibJSpLGf",
+	"k+uHmbrPZ+2z152SbPgQyywi+KcwkVHyK/MFmctGFJlZNtEzcc2/jf7D1r/A4PeyvXBG/IfuoWA47Yd+",
+	"4r8AKZT7eCmLpmTjisKut53jrGeVdd7oRjtsUoUyngJxOwVAPK6cSLpYAM11C5JXs1uuIKgSiMYmVJ75",
+	"0eQKcgegZn8XZ7z7wxDNAOpE0PLCDO80Dt3ehjM25sNsH1aT6+eunefXmc0EoTUj7AFg6wJqu9xP++Mo",
+	"7D8JRsxXEEfeVE62ys2Ki8JtZD46d59si6G3oTcjtyO+H6MT2ZrengsskIcpF0g4jtEXwdgcakCgdCfd",
+	"Km0pEhXU2gU7ZWvUt95e6mO/9ea308WoKPfmyS11VGc0+sZoyp/YzULKu1OqaSlvz+6TqBNKU1HQuiDs",
+	"PgruHS9YhwahYj0jVBFAcObCrE1JxTOFjSWYdWRT5yyFmHzPSlmxZ4rgY0jjb/FWuWo7uQnUXvPb2zjO",
+	"C8SnoEoS7k3upwEQY2Gua9b3e8Kku8h6fMLh/d4gMfOF9Zz2dtzsaEC8wWLXZPZnjGXq0+WVIktqjGFI",
+	"/8zwwhDvpVy8kNRM11P5K8YCd8hzay8SghSibfU3hMwssH/ELjWTywqiLPL/PtVkKZUm37x4GbASBjga",
+	"xkZFvj9ngWB2n2ryPEX5BAuTCi7jqnHtRjvQxADDsQOnS0oxnxQxczOeRICwuR7j+A9GZFwyURfwAt1B",
+	"a+bviLxkHCStqxRkCBjC3URw6BSmj3XdTvshsFhvOJ5OfhM9CnP52MPo5FDyE+Wai9sLs1GCLDVFisbB",
+	"YXBhL0WgcEA9LvFqNNrRUyw+3qGaG9/9lOQaDbN5xxfhXS2m7/QQpcFivWy14Xu6FjlYu2Np92O4rbJW",
+	"/W3Il5vLblSzHVdPy/SFob9ztlD049k5/mAsfGbqvyDtlWjNoSdN32kH7aO89hTcKo6QOmanJ/i0c7l0",
+	"KQbdBfkDkn16owBLyppp8dnrWmgkx2c9kPKmHKXIf9Bom9MlLzlTu047tJIAWu7Nju3I1FlIUIKdYJch",
+	"DoZ2ZZv+dLMGK2rFyyKndWQuOk0lK1LsC7gi9CZZ6gCvji8R/r5j9+4ytR1rPSLVIkHssVxKYcG0WxJj",
+	"06PoQNxkxYdyje0c/unazrK0tFb4L2WtSZTFsZfFberwpUF3/BRPkJfLJCDSbc1uzXnkEcj8oWU0MN6z",
+	"tHve4Yl00SdTeNbnpoUouysACFFtgcvN/+YLPh231z2eeMGJ/RqHMLHNdpBDejCYCi4Io/kiVQrpryOH",
+	"qi1aVicGLpeZXF6jDQI3/Il5SeSHOZ6G4ZdiEAkuK2pC8zshVyUrbm1NKHn58DDxda7N2B1W8D4bhgDb",
+	"mZuNJ2/r6SDT9qp38AWA4eMsHRuCWtBGgZVO29wPgOMEf85MwnJiD9zN9GAX0AQmGpA+85Ly5eRVC83n",
+	"SS+xdCq8htLUkKN+2/M4uHRv1zKUo17vgpv3yHV7q358Jnz9SVwtuIpDBYeVMO0vXEVQRNGQfXB6AFT0",
+	"IAUbbtyHYnvVA5rO/nqiyphTIRt9we55giYBOEJq+z0wG0kbJoVEDqOjH6Bw+4YxQeZUCJuJr2VcdyUk",
+	"iIs3Jb9d6FSMI9h1aQ0+pbSLPWgQhGFwPyOUE3zCePbrVt4g3q9BkFZHs1ZsCjBf9hNzz1sw3mhXn66P",
+	"gLI2WUjcfcHg8kzZ2uER3NsW/QO0c/j1JrW76ImdHUjgxq7oT8AUayVwbWP2bcdEIdQB2WWkZgUFO3cf",
+	"Q4KY+p/XTMc4N8pSrow/nFZMVJCF1hVhooC7VbB4sUAyrn3cvA7uj43THYMBXuKgBAtW7xHAuhMCkb4f",
+	"OwYh7c+2rSk0r41Xf0/yPTA+o1zaY6TEGiR9+LSBRqwNFIm+d84TXPq49e/MqGeKfL54v7UfhF6BymXF",
+	"MiLMpJfcsgd5f2iE1DfbW1B1CTI+IMd2FwDoI9Nkn5YrusarMAsbqagzmA+Og31DuFasnLdR9prpphYp",
+	"+Z8Wj01KwGCRsvsG4ixeBbR1ylwRNE6mHmajcedkP3FuPk8IAdpZNLvMTLysLbK/1LvsOB/87L4NlYVp",
+	"PPQX3H0/fhso/WjSk3mlbHQyCwyun11xuLuN8V5ETssyM2aGwt9PXIIpQVTYqp0A6paTZl8yRU11XjMg",
+	"AbF4bNRZ99qj1UteI2TBCbQx//0SVBeqbTf7phRGC1UhbTUM6rbT0TmutjyW4yHcqzDo7Q3YqXmZ8IMd",
+	"c6aGLIid8zQHGt2VsXHDdHEno6yJXZlRS8XSbsbfAAyZfbslC2kySqASlCW8VjCNgLVSdCJSgU7f+ljO",
+	"rKfTvW2MEY4+3eF9bBxIelOCSW/viQEwB328+ZzlGm+g1CH5CU0s32f8KcB+s5WLmTr/8JeGNVblce1J",
+	"m2XFRBgMAprTfe1D9cYm5WVJbiUep2vIrFsyjx/BlXM2h4AbJlsf9EbJstEM1h2MEbIPIoBkkhCBcVJ0",
+	"kPly/twrQJWZkUI9Zm39onlNbx1wfsjwefT1t6NcsSmr5wwAjJlPh1DmRRhCNWuJPhkX5PrwT9dB+hAG",
+	"eo9JyW5pviZK0Dv2JaeKEbMxbUu4YlEjKuj+i5fjvV/Sh3f40xdHSAfr/hmh7t/aZsnIi9mLo2N7xW4j",
+	"VcghquWSap7bGBUTBQZgOyGsBogjUjkJnsf2Rchj+2J3AygjjeC/NIzQpbS0bVU6igJje/ltet9PmX7l",
+	"zVkq1p/me9/9ddMHxGcy8uIVwH/33he0/+q3bEMIl5VeZwRCMgWEvUW5zsgdY5XqsOTiS3ojOPrt577W",
+	"ffvh5NSZenK+2aeMuPPGvBRV/nHwfips1oUx4W6UeTUm8qS6hFIB6gofRIMSCsrImcjrNcIAQkIvPr1p",
+	"vod7+ptXv5NN+HL21dGgVegF9qtQYF+OxjesvTVsYQ1aVROO/Cum9K5HfXsYhFiGE3Onr9iD9tWHVJGC",
+	"anpon3a7s33BpLN1cvKDltD0cSu0CPiC6aY8xxf7rLwMI6e/NMaKljY3Sy8IL/CwQ9wk9w1e69tMrVEG",
+	"52nrky77DdbAndxhMlD/7hO/iZfhueLgVou3jORchIMLgAinJ0298/QqlsV0hSM87K7yNilUJ+jkR9qL",
+	"O7VbJMdwPw++gHnYRWqTU4JZTiWxwHCSu/NhIDvThtSZ0PX6GDaN6aoPC1IIhQ/llJifbAdpBb2ZqYrl",
+	"fM5zMuesLBRaWO2L25dYTg6qyPVfL85en5xenb3++ToKeZGUFUxM4AXktdxAtLCWyJuDGG4idvXZNOCn",
+	"Pn0SXqqkpgMJsPLAWPYqvOa3XCTh02QOB15xoj/rfGJkHxveNqQyzHR9TmtlTNL7bjq/S7zN3Llcrifn",
+	"FaUSej/BjPQGc3vz8tsX377ISK1zS0+ZWb5tLm4zCwOZoeA3opjZbT4z2zwOCqlpfcv05chufwNRwVb5",
+	"ZHh5Aun1cSVg49eAT4ouUPvtzTqMdR5uDf61Qf8dzXXrCo2f6aDEF7Z3YgpGFM540lp7p/efKFfNLrVj",
+	"8sch9EuTp4dwHpLJPKMparYn9ixuF+KPylF7gEuyIWtEOsyDOTpwsMjCH1rxgoKhvJR3OsyQbD0yd7np",
+	"IwtPnS84nvu9g0nAEzzD57Tmej1Y1oWz3meNquCHWHsVKeFasPxOpQoh8dtjB9KC/7TRFAjhCKhxOsev",
+	"ty0rgnecmjZjs2v7Pw0OwleWtQREMZzpitasSN9C26Q4fw1NdZCogLlhC6oWrtbZNTgxP+GPK2yzMLmR",
+	"g5zVM/ySFAA2btYWAcc2VxXhyLevFkNJ/QCvsZDmkeVFkUrHODFjECTOit8E+rxWZvrlUxuL73uQuT2Q",
+	"3nWdscSsI7PB7IS6wmu3/XC6I+Hsqir5kDC+R15X1c2MsD9rKc1iwIspKDqq6Q1V7J35yPR5SIVcn1+c",
+	"/OXDCfml4fndF5ii6+5bO2W68MBr+wIIgdNSbYdjs7mr29HFEF7yBZpOQ1FyK+wRitogvjxi/WJuCj7U",
+	"N4Hj85+yeY0GibP9XXrlQvIF5cIGtDpvIS0SPoiyF4rDvUcQYo9NdarMvl2AkOq6b6L2pTychJhARvfg",
+	"QBX5J0R/t98TzE8BC6CWpXUCtbxjArJMIZYUiXnkVLPbKJrCqf0GIxvti9q6mC4XAYYZiKyJYnljhvSY",
+	"JI/2fRBfTLC6W6d1UCX7lsBJSEQR/TR0Ozi8JnGP4KQsN9Zlu2vQ2I+nHT+tuOx859mbr0j2Vb9/nYrW",
+	"TUgDEMTbmgLSgpaBdJ6cv7MS+h0sOiAghs3bC6J5p1L6mSK00QujMHOMAdRNyVRmDX9eE1kXrD4k3zPF",
+	"LfCeYhm5/tM1nOeOYDt4UUauTZPw/YKVCPcm1uF7jIFFyxIUakGuseb5miwp3J22Zd1wL6gloUKK9VI2",
+	"yv5MHRMNWcp6UTPmr01gXiCEg0uNcX37ZcmVee+C1R38BhvPu+dsZZQK/iuXYs5v4x8uqUCXpvtxTVcb",
+	"X5XyVvUagY+izxVyJSzwmf0YkNj6z2qq7vqN4mfsgeWIM+Ga9QjpvT74z/uNN9VtTYv+8+5T/zRgPLmH",
+	"8B/+u3xBhWCl/9r/u32XrhldtmOw/9z4viopapB7nrevc//0j7sPWiwi94mm5R0cMDa+49sIPvHNBJ/Z",
+	"FwefBGsTfspKhvPtVDTuPz+y3sftCN0X6Ev1H4c9nfh0s41aq2rzYfPh5rONYvVmy/hpO6FcmRmYrWhZ",
+	"+lkPP2vnTOfdf0Smuvupm9rup356Y6lU5yVd39D87j2jisUZvARb4a63j6IiiJjK9lr/LM3H8hZK3YS/",
+	"PijNW3dM5RxPot62Tl0UFwlAQgCjFwg2aTsNf29LUHzWDt3fkZYcwh+1bMTWHiR0ZZqRDo9OirHDk+l7",
+	"VHMm2T5XrOaywPP0Zm1FpbSxnULCwSAgLC/YZPDhkFA9AaJp6bDheISwqbImJU2x/Au2OpnrOIQEHoLw",
+	"TIY1guTPR/8/woW9BtxpZaC5BDLJhZunrYi8aoZjnbbc7uljsHtLfs8wKG4PDLiQkbXNp0WJBkBZPB5I",
+	"KXNI4Lj+R2dBfnv+j3tzbv72/B+0qn57/g98/F3x2zW+yF4BzJyuyGxiKdpIPEnOAn39IYqQ5+1s7KVp",
+	"uYMEV2LCqFd4szkHbydv9GzJ6ls2Q961vWyv37uoRrQSFZf8zxfvlS14WWekES7/0lY5YR+fIX3KdFPY",
+	"ducSrwAiUZhELu0J5tJiFj7XhBZLrhV0Dqw41MRYLXTB7uUdQ4NtzgUtwzk8cWm39hd72Z59fhway+mg",
+	"3jp2BDZevt+lEvFbNIucJJ0N1VNR7ZJFfQQ7uee11DKXZdRLcCdbZR9CG99hjKln5HqhdTWbl/fXmft7",
+	"WX2N/sL1olTXmFhwbSyD64zIpibuVhZk48f3p/DAxx8viJJzvTLLsH9xdY4oLlen52Y3fn59fgz39p8v",
+	"3nf4JZVRotfqPv+ieX7HtEewavnyrU60sV+qyeuzy9OLd9+fGSteNreLtiEzXMhFAz+kKmkOIYyLq8vz",
+	"MMnuwI5pxW5qndtR/fT27Lydr32ok6SCXL4+J3I+N0oZlebni/eZrXUM+x3phI9et6VEzxR5L63D5Nwg",
+	"q0K0JK/P3p9dnR0TrlQDITYXEKWebhSdMY6Xik7I3RLuZXt+Bc3fpQKbSVV72R6OddBSukxdiQpGVnTt",
+	"tAOhKTvpxvizrP5IYc8l42L2MdzOgKJt8yAp+W/0nl7CT+xeJ/tv31+axbykc1rzjLy9ujqfzT+cf20+",
+	"PF3Ucsmb5eyGwkltGz62aVbw7Jv3PxoJNDKQKFY0HgATOs7/iOeyDthMcSW7YZfre14w+fwBNhJ849Yk",
+	"ei4sosmkb+XKz7FNcl1Z/lP2ULEEXF0VbP8putiri9+yvaaOaQ2XxGr2qg+4tjsxa+k/ww1wDKwaQFXn",
+	"k4zMAlJFuBqP6/lhYK+6q5L1RMvOYFQrIrjuhSwTkmxpOiEC4tORbN29vT4dqqYfDvdCo1x5QjghV8e2",
+	"UnYG29nGXWpXW4ab3M4yPviY/G94fyETMJqT8rrdEFxeNA8m5RngNALebh/7POgqDuOTKNcT3mTLjNtJ",
+	"yKVQTKhGDU5HHV1fs+oW3y3cndbFN9aRYBmp6VzP7qUGUbaJGm1BZUYUr2aK3wpaljYHGxHlXZLjuDBD",
+	"78JUyGBKsrYUaCzIeUHn+jWnt0IqzfMowZKbKw8cMSTAGAt/Jwr2ELG0zccdRCvI3/IXPnZX44uWNF/w",
+	"yYQ5uVwuuZ78XnxcswJ7MPEl5qenUmia6yhhFC9LrjZAtO0L4Wct9Cgu1zE52tyZE3vyXt5OHm8pb7ce",
+	"6aWglVrI4UnNpc/78S9T9odT3wUDH4Bq7nv9buqCqzkh7adGraQJdkSzPGfRW+M+pcu9hMwce8u8zeXX",
+	"6BbqKo732G1ZkzeQYpq4C9SsXqbx41uFZp7bJRfGuRjwnp58dXdX1t3kMVkJ1jSY8/7+iaojRgsumFKY",
+	"MjFwd4sZ6PZpNIMjKTUDRGKOzMpLF1zDc0GWwTaeKMLbIGMj8PbgNVc6N9OPczOP8m74JAyzDI6JuuNV",
+	"1Wa75EDZ5pmKElfI+Jspr1lRLMeqGxEC3ngXw9VhdWlxUhkP9upO3u21ncjCtR1Gi/YyNS2nqBUqmues",
+	"0tTo8YR8wccjyS52imsqto7VJvKW3omC3/OioWV/B0y/QexttBim1uQUhpYJzAyyHXMqqaFYj6XEOMNw",
+	"y9QYbDvIAm3XZzAD5gLCX294yb43BlocNt8Y9nNeGgPVpvdNpU39abGG3bAvpP5i4dp9xO2LafPLrTRW",
+	"I9iAXxpB7ymHnFn3kWWg+YJMrvFsX9NOKlHPc9ukoojmx5dTADcvXL/f+F8Ms95RTVbmiFrVUtzi0Vcx",
+	"WZUJJjKEoR3WMXOO7oNoCzLaAXqQrhFZsdPVvnKCYOxWIISNsAL6DQFQYwhKcYyoYrxASkxwGcEZKljF",
+	"RAG55hFiOuh3ZIZezF4cHRnNqrnItZ2kHjPscBnONuWQ0dmcOInxvNlzVkP02e0uhfCgN+Y3EGtzhwfe",
+	"+m/mWUC7Kpk/s7EJJurJTdUwmnJhe5KejPOSRvFuVozdGQ/ebTIPS9A/duAe4l3qisldbBPg+TBtqe2Q",
+	"RibS0gW0+NNOtPEIA1Yb7Az50h3wpg3zCCgQ88VwPReUS+x//vzu9YFzTqx6GmQQUQyKr5OXhkb4SAnb",
+	"1pWmBRfU0zwTsyD/Q4rI2N+dfDzBG99fgQfGlqaVMoFSP4bkwbvgGtNlA2U/LtB2X/hebbF1zVa7LOU4",
+	"uY5dX4/v4acsDLIEO8/3OAWrPLz9z+5p2SQ5Cx2aD7Ic07JULYvANDJcKIo0v/57U+yApVLQgaUoKHj7",
+	"NXskLlMbAsyIkraqgSzGNvGC60ENEMyXkRiyv0q/GHlzdCJsX8qclsaSH5jfbknor4i6a4PXcj5XDMKm",
+	"2+mUq0FMIiPNwzEfGHYwE4/WElfdEU6ItbvdBEy/ZsU6sUo/ryhpwauHd008E/Oic16qjNCyJMDyynzt",
+	"05QqLVtH+/haLCAf9BGlbcBpR0BzyM0ags87KMEtSq0QPNMjgVubW0+MTj6+yqqnubetx7enxYqLYqNk",
+	"2590x4S6J2xR7ZIXgt8uwADRK9meNv3C4Rh2K127vWfeHt6cLqWwIt4whX+tWCHc33rR1PbPec3xD0V1",
+	"U9s/G/j1z/GUq4gapGU5y0uZ3xFm/My3b7/78MFxfGhaa4fZ8/Lr746ODpGUS7Pa/PZ//vVo9vLnvx7N",
+	"/uvP3/31aPYN/vlfEvhksUhK8Hb7Mnj/jq/pCZKdEM/IWwzITuqe+aeFbMmU4c7bF9guqWhoSfZDCBZZ",
+	"kxua3zFRHGQA2kL2XQ6Q+Re+6wCQbay29qsOrRn912i5h5o+uoped73m6u4yHkA2HkxLgfossP/IvSyb",
+	"aCQiHZnygGtYUgwxJPh329YW3DTxcEd7jcMV+SzSEXnwiSGXNx1r0n5vtU9bYjKLcG0no5YyHlid14x9",
+	"v9axxKTLiuYsaIchdjSCOjWKkf0jvGKwoziYGBKeN2WZeCUA4wMCKNWsXtL6zr9ESMGmvqGUK+j8wFtK",
+	"uXrkS0ZSCt9p1bm436oY6moRinUi86ARDNzvhGMEWAhGSCTAPTBgeWQ5Furvu0x8L+u4rCVXWh1MTh2c",
+	"NyrZh49sZeM6QmpHGNSJeeOuAn/5TVOWWXAz6DsFv5q4In68wwa2B9dDmurAZYTUADdXmP723opSIvA/",
+	"JTBo1NePMFQfFYRzPrXt+K8ssqt32myp8q2u7LZpdEG/QtXQ31HhHg6nvScSXSFNH0mhik+DKvY1u2qL",
+	"1wYosKdoe0eWDBkKLa/7RBrJNEtjxWrCBMINZqQRlj846HAGVmtLu7uF4do5F8c8+DDanyYC7ESw40n7",
+	"QbyW7DtwPFaQD+dfHxyS9xBivXU4ueyhMkqmWqwVz2kJkEjqmFxjSLQtRcLqn5rNWc1EHs+diHSnqkpb",
+	"/hQv+HYBicFIoE0mtPnJ3r82CxbAFErBnsWDPnkpFRvK7w+0GTwLSVr77orO6LxfWUZ0TfM7lRGlZVWB",
+	"0w8dmkE5QEZqVlGzlgeJ0vaC5QloBGz4GcFntot1Wk04FutUcq5nxtJb0LqY2R9tEU8ZuInG/D/3xI5X",
+	"0EwU8UBFYJNjvMIf2YA6uGVcaOiWyd6O8cIGQTOSG7ETZvubt1oBcRInKyYs+q75ZdI8jJcnBi/EbKw2",
+	"w9PswPQtV9Rhh+OIm55qNnXGH3lnNq/pMmrVwOdkH9I9sUywKbi0TOPqwEzdQpbFdMqIgj2k/KG3xkFG",
+	"AYfnzDaEvOJ92poOZqDg5OAGJftuo/YWFr1MSvKaqkV8E9uXbHFQ2V/YTIGp2BCDRutVP+8bAo8wp92E",
+	"hAn1/H4zmYPOJ8VFbr2NCLyOenefr05JYVPrwBQ0+3hjsPGbA8jrTt/6OlvC15CMsh1iNcBbGUsnuWqV",
+	"PMgIXvlDUoVV+FJ8wZd+WVZfxyXAj3BcU9nLDgAXIrBdtodRxwqbGBgBHoXx63Co04lQffNaN7RMuSup",
+	"G+a+HeoNVHwNJFTtBZ0N1F6gs8Kpa9V9Lw+m1Ukdmeusa1clhHty1Fwah8bqGE//ilSOTwuKBaP0SOao",
+	"CbYDw+qao9NjtOj8RmK06g8N0nZOtQTkB9zj96xqxRj5y9kVeU4r/vz+5XOvq56DlzZbyoKVnQqUkKrq",
+	"Us71a+b+5f4aDK+5XvJEnvOJJ1EOvFI8fSKm+j2r6S17PWDUXQFCgX3QG3dTs5mnWfXYYw4ZfRZNGMKa",
+	"Zdluv82oHa1LzpS+TCti+KpHo4T/Wu5iL6p0BP8fkzB9IoJfOYZhsu8FIyOBXGTE/nEQhdw0hyBTemQF",
+	"iX2sNc49NvZycrgGtfBapU9+5UBEt73VH1IN0oaCqOi4LETL5Y3SUuzG6zq3MQ+nHjZ3QmxuO9MwqEwu",
+	"WQIF58R5r7Rru3FlA/pQhmxaeSLP+iYZVuU1geGDV/u0O7rvp3M11UPHDMFU+xB9sc90CgMUbvUafPLD",
+	"wR0cEzJnnWMJL5AOKTVdz5kunA3fIvhLCgi5Qdk1JEFmeMGPREDha5/GG9hMQHhqZ6B1ycbNg7a42Sex",
+	"fb+O3265ELQxxymS1K4r9h1PRFW2ST7yF2ed06ZdpGdAfWRMtqn1Emn/xWVVtSLlM6uoFVrnbhrJhWCC",
+	"skD58QQFaz9PiPREwvHTyJom2XlWw7VU9RgMG+8VPPb7+z7jCV6uFGy3PK8n8a1aydl0r5Jeleo4Rt7/",
+	"CbdUKCRdNiV38OGxMOUMm+osBQ76//4OUzjQ7fwjZxlMd5HsL/41vKTOth93lMKozQ7O0oWT6b2gC8Zx",
+	"Qi3S0vsO+kzQqw9YhxmX5I1SzW1J5t14vSjfcVHEq7mzPS645rGVvvLpBr492Awu921ipZXLQMZPbxIO",
+	"FLwocRGB33WEexfafTutzOaNTew+ChFgBlG8dDo5fwc0BMm4pmb1kovYlHaqqP2UriGvcpuqrS5Nnn9f",
+	"bK9sbOuaCgVOo4qiLwIbDZ4/ygZPNRuY+3ktl6lZQ3bJ+BzJ1I/AAon/pua3t3HEJKoJJAck1qTvb5k+",
+	"Qx/aRsfnbspSuM3kBbo74cPKDBSD0TqjkedQQUSON/dN+m4ZFII/LMl+i1Vk9WNQTAUFJBlp0Ys0VXcZ",
+	"Kbi6m+F9+sEOB0+oBcem2o9ncP4wUWIgpIjZEICaZi3rbpYTKbmReZG5nR7mciUx0LfIB9vmumXnHK59",
+	"t3kRgUZgyMKslnF2l7IRltsKoRxkgufiEdld/7mSudpElWTpUImI3PNEatW+JXwwpn9mVmZpPN0XR0dH",
+	"B9vdult//j95QlUf7qBe0jLzPwZQgKbsgI3hM3vZnnvImHJNWcapfrdOwNo5JOi2/0B2lXO/pmZZhek8",
+	"TlziWnUp71nhQIcumOJFw07NZDfVriWbWGqopV1XUuNLPMgZqfE1sQTxen3RiA6Da4xO6pMo17bwHjCR",
+	"2Vr5HAZ4KQ8CzZsy5Kg0I9n7jmRTS5Kbx22hKfBJ3qCJDH23dJztFa4F8VjyWxftdoQabQXpCJ/mEIFm",
+	"nUggwsSi9obIZuzDy4muKS9jtHeDPdlAfrKT5TuxgyDFy1Zb8IB2XnP8idm/Rb0mdSOibC9GX/zA1oNo",
+	"JCAWhbvSkDY6uZJNaZSi1zoQCw3eNeVWJRDTuM7jCpRsp+FtBBEC2+Yx2DdWKB0ADq/N2HADbBMNgBn+",
+	"Sy2bKn6spKgmLrscE1bz4UaT4rgDMOOfwiKBbea1X7OAk5x1ljvryqPtcVwiBVtdLXhdnNNarzt4w4/W",
+	"bAAKiTWFCEjoUW67kjoMaWvO6x6kbcsOb6fVAQvb6DAaLhIBmIapQl8dhVyhr46iEx6ZtkBKNnps1sCW",
+	"D0CBGCpBjb43V541Qki8/quJXMUic3dsncCo7W3ftlQB3zXZWjMPR/sfNLQZnoA8sbheuUTMoWivYiw5",
+	"NucMqYB8nHQbSy+qiPeydvLiYm+tgNM0aYVVsUAz5/CAgAbSMTzsRIGxCey2ojpfzCzTJ16UGV9oQZX/",
+	"NH7NXvJbflOyURFhQnuoUndwoH5Hm2OitNwxVgEEbJpt58y+aVWbnSfsBQrIfMu9UxvxqKZid6FRnMS/",
+	"6aYQuCmxqG+QSWC5BL0rA6W57jl7u+TWjSwAVgiSw5Smy0olfdQR0kHX8Ystj4voQI5J4IpN3duy5HmU",
+	"m8h5XPiEx31yU8AFWSUuJvvZ8C3TiX1bXyiD5duYkJhATdqqKTvptT1pIYD4dJs1QT0Dh+3krRfL5p54",
+	"wHf4ZIK3JuaK1+xDe1212xF+bqSSrTAh17TYS4mIYMZIn/xrHZKEbQCtMWBxXgDs8U0p8zsIOrm6BUXY",
+	"A1f62NpwNqcAfeCcipyVKfywCvs9zTFyFHF4F2/6tQQUIVCMhTy21hs0k4Dv3NnbCPiwwUwyb59AvB23",
+	"RO4ZLVlxUvErecdE3Ej2RFjGhTA/gFIRz5qzuaA63RbEouB726y/FQTLG+B0K6q/XCdi3XdMTEP98l0b",
+	"VkOuRdt2fGMkkXRrCSBYsNULYz9CPX2fNwmNN+AKgTTuCGx0w0v9TkyDpYWHCRfH+NeMC4upm1MhJPjQ",
+	"DrreeHit8ojgPqeBdFo2RFmyEE5n82DE5B8A1PN1OxRQcno93P083AL7F/F5jiGQesMQ6GaLW6rPgv/S",
+	"2GsqB7knE+Uf7UrHiR43xMB2EcDDt6wDMj+cSA+R6u5A6sTmaofZE9ElBxBFhrj0wzkWo6trtsboaYj7",
+	"x9dC+N5mIHngqBs14kIOSM2zw5FpJzqLX0u5ndpd/HAIW+HtyFTS+klZtntmKmOb/8G0YIUs2e78bBc6",
+	"PwFkuisAP4+MQABCpVIE4dEzyzgv49WFg23BBToXtyWbQZgdHvPpXX+XXLTcZ9vy9rgsJqVlpZBmYyNH",
+	"bJgORsplssZFymXA3oFVLSMsPb0V6MyMf1s4pNTy1PmC3zNcpd1sOTMEis24SdcSyRni6PBRTQit4JfH",
+	"BGxDKgoE+cebNcjWO7TUCsIYUMhqRWhRwA+my3QwbG3TcVrUwK821WrJ58wsbDKA9N4+4O0KmIZj8uLl",
+	"Uaf3W8SJvpoaJ+oPJpGjIvpr1FJVunsZyynmiOGGWMPatw7t7M4Lx7Z2Qi5cPkvb3Z3XeIMX3G2OzzpP",
+	"b3nWr1993D7H7Ojg4s1WkapJ1FwDRrObZaPwrk8avZA1/xWU3Xfke0ZrVl+7YMQvDavX5LrW+Re7Rl+g",
+	"4euJpnCoYdzC9aYzoW5OaUVveBnlNLa5VJUx9XNeUaHBPCsk3gyYN4bSmtMlq+khkFsCS+2S57WsFlKw",
+	"4EPkvkS+y0PV3GBSFKLg6UPVReDpyLfFJW8zz+JrahksAhAeWYMNFEP3DJqiZflpvvfdX0fFuO3Abz9n",
+	"U3qwEY6qG5Surom1ifjp3pNYu7MH486OJ/+B98bg4XC9LM3/XrZ3gT1uE/iyvROHFpxajTdNWWIHYmUV",
+	"wSt7CYjPALU6Bp9GtTZmv4rbuaqXSU32X2SkKhuF8XaAYtX1eioAi7f2BlWNeV8nQj2ZtzCkbRhkHfST",
+	"MaUcHyY0pc3sdGuq7qBgfpL+ShRiuDypYLeiq48xIQeQ7Po+9QRohSZVmOjlZLT+eNLwQFiG16JTlwYj",
+	"IvNaLrsoUM8UkTW/5VPvQadl73e3cH//+9XuzkpsUJsi12ZG+G3VE3q39gnl0luqJHI5bG9hhS/DzdgK",
+	"DdAtFxwhBxB8QDqiyIQaQDbby+EqdHzIJTM/U+E7J8v9EOTEpEaCkzEJuNk+MlVgY9rc6uqMWFWdkcsm",
+	"zxkrMFyEanuL6vFuz7ONSXcdGRWOhB/c2TkoGxGfOAUA5JKitip57hxJYw7yAJJP2M7u/hcqEmRAg40x",
+	"olO6E7P1AUL22UNeNoWtTN3QUN6LeZHQVttryeH3HE0hhxnVYokF+m+Si9SV0JVnukPD4+8yNsHGs/el",
+	"E00sE7zATAKwHn+i3KYYGIUHHO/2BFzZb/q2sPv5XrZnfxxH2xwJcPiQOMLqONpVSKf8DlCx+T1kumK/",
+	"aK1vGNWK0Lo2ft7+V0cuacJngRkFzYA97uAYr2ktlpRgD5qoJl+QgtGi7LNkDRo8gTqZsE/Pg6e7Px64",
+	"zgi9EJwS8Kv+Y3Z5n88urk5n8Nvr0Kk9BmgSbkaP99HG3YNIBZ4eUpTrCaDD/e51aVLDoWcbcpUQ4A9U",
+	"8DlTU45WhKEaYCEa3LbvtNoWJmCY8iPAW4gzBgE49XCnflqwOoSMwqqa7NFmV+qwi/Qpi8/fyHJdmaWI",
+	"rxesUoZ1LK7TtCRM5NIZq5usLnkKDgd/RIy3w4Qm+29fvvo6I5+qRmXk/PTD54wcHh4eJK6p/yjzKSFu",
+	"c1vDbeF2amBVu6WVIjdMrxhqtSVc7WJqV6ubQBy2OfE7+yjiTUCDjsR6rC3/7O9h2aWVSsL+artuUerG",
+	"DPYP4Vj75pird/Ez7A4qsM73sj2wzVO+/nlXvW+QNQeqeR+yMDridWAjAPaI/Jc8iHMXBuNxWAKzl8Nn",
+	"fJoTXt88UwGW+VThDUJvMQRBrqqSrj+muUXwoLP0lljlEqxEvMbPWEMjBTt28fDJnUyAaReewQ+OCe3J",
+	"DF4PUgAZAWbuieEMR686FsKzl2hjweHpIeAfMb8zRu2qMXyCWfmbg29zHkbDViNKxIeAQ9nJHKlrR8Q3",
+	"LZXeOAJRSeibQCkMIM9KuXymHGdwXzwneYNuByOvtN3m/Zam7rme6bm7j+iyppO3LWZ71rql8gZS6nk/",
+	"PhJx/Sa4BKat3sUnYFQgc/UWlyNVmoIfWStCNvAN1vaYIo0ycxtJ6ExElIh73BRHgu2O9e0GkFqmdqpH",
+	"Tq6uEUS4sIrVSvDlm88RGy6diHPq0tPBCtoS38qf/Ulc174OgfpD49ZJV0g92YQKzZ7+ITTFDMKbnd6m",
+	"nBY+a+d74pGxpZX6JOpdJVBO8boLkrfzmiW4eKbGgQM59RguqwWvPtdlyn/Skpx/uryCifnp7btzIudz",
+	"VpN9hKr1nPAn5+8OJji5naUIjpL+GaMcwEkgo22sud0Q4/tx9NA4sYdGeGE49dC4Wmz+cPIZEeiMx50R",
+	"/UUduqQLenuMxRInjmgfkwTJDSP+vrQ4JCciMkNdrC9M9LKgFUbnckGCkJCFQgXhsSGz/XenZ0akX1+9",
+	"v7SYWAfkhiF1ooXF2q91fhhuxYBAdPNu8cSRxk9DCQmvVyMKO5dCc9HIJqxdH3Av0BFP3PJ5ti18CpK3",
+	"gSkWnPlnjmlLkX0Ln1Hrg50M4kSWXGCMqDa0oiSZ03oq0k67DKmXBLuA7HetbPUMHcKDHd8+eFkXSXHc",
+	"6uruaZT3RP3bxWXoIGgNXhCPAWiNJFGmbvy7Othp11CYI/IVkYaEYvKjTd3ebGBJKbIPCNo01+T7Z4ow",
+	"cc9KWSFIwGSN3DaXEVvzv/UlT5B9EbNXYrhW52Y0yJxmg4yPB7KC3LRtEawSkFIX7SxDouwS2WkRPca0",
+	"HwG/mxIAdThSmwhTg8eW746Lro3d7y3tc8cYtTZ+GruHmj+rP9XCuPDABJq48IK1VjwKKvCBQTJxLisI",
+	"vIiCtE+TJS1YEIxZMixx34c8mzXTXQSJzePENhSFc90IyUwKub9xUWx7qlg/AgAF97UEgmmMX3HgsldT",
+	"gTZgTlVKw5OaGfcPijzwSUBC0Zl5mWY3ktZF5mDwMx9uqRjLFwcO9tD895L90jC4PYE5dLV7ZjIH5xKV",
+	"D7570nQuqPoga3aWGJYroljK2o9oLstSrhIsvOxBu74nrgXD4Xmeefago3s4VZy4hUWxRZbik6e97Hjs",
+	"IenJQEJQe+pkvZgdbE280bnjotgljo8XLONU2L1smMjpGN2rfnhZqHD8zuqLZE+mxtTluS+/3IpY0no7",
+	"AT03tBNLCphAgQt3nLaIxhl1E3DVXNtjYxz3Y2IW+rFVeOACmCFyT68D+gWRk24Y4hNSm8rifIlLW2sW",
+	"Qx3sAhCmPIpoJZj51Lpe3Uj0PWfGFULnyYY3WCcv22KBLuFggssT84v062MIcSf+rIp7Lsh4NBgGhLXG",
+	"53av4vldY1hpgOQPITiyL4FyoTbHdN4IzUtiK7iR92eLorCPnWowuTzcxs2IVWhNdDrMg1fw4QbKgoOd",
+	"S/XG6MSiKVlxJlKux3lJhWAFYeIRq+7fA5tr5E3g+T7iXf5mb/RWRi7tbcRv2Z4N9cd3j1N5f5dc9O8D",
+	"4JIAUVbcHccEDei9LeFuTewixin/4MYk7OKE4Jd5bgJ+r5TLyZC9v4drc/Gk2LwwnA6m8Fbenpna6eC8",
+	"F/CyfyLHdEeIBwF5pVyaw8YS22FqEpabCXkji3V43nyqIO3oFJ5NHTOXGBusUncdaKw9Uy6IWKFql93Y",
+	"Y0zwRu8AzPn3O1wA9IK4xl8yLo76J4SPotm49njCGOqZC8BzZYOprMhchBbNH9N5yN09E5C3a7yQmgES",
+	"UpHhP01b4b1Oyeg9cAHVwffBlOAtoOUvUCMRWHhtVHxCkZh2GIa/mDSVqwWbfptx9rjbjN5wBq4z+vce",
+	"zplwvU1sckgEvGDzmqlFNDoiNRTdR6/5k9trIPtRsBU2cOwgY8AqatGkVrK+U4fbpye4xutOmsIjsxFc",
+	"nmTn1fGprM5lrQF6LH4qXlydEyhrgW1i5ID26J0nX8mGRT246bZg2uQ1S1Rz1ixnZo8bgwN7Btm3FjK/",
+	"BRDN8IK2fYxr+KSza21jRhJTlXBjCQJUAF8ujtBOm/0NeOigQsyMAkJTXlK+3GYmoMFpOsJDv00mO/nQ",
+	"Ep3IlXBHuCtc2zw/otVnV+7VBfn8+vz51em5b2HSjUpdScUG8Crc5M1l3UX1ur15+e2Lb1/MSn6f4mgp",
+	"EWQvzXmL9a2sGPr9qHT71Qc0H7vEvgoRYrRwJjzCpld1xGG4vLw4NbLGcg3nm58u58/ZEkhN0tz9KmE7",
+	"gY5o0dh9/qI73NyYfYJI4qQbIzDxK5ybbczU5K731KHbJwEzI4hrqEtaabMzusEs0qgeMkWY/BKIQ1+2",
+	"xpTtCVgo8b3TVbmZq1HusD1paWOxOC/+e3rLhLaQagGssb17domaZJ/7+SXXtk3jbF3D4S4Fm1SJG5wd",
+	"v2XDD3+UBTvF95zkOas0K/Z++7k3KXHfrDsdyiVxDR1C4+otqc4+0Ag443uqNHG1tMkCnJRCM61yEctq",
+	"rXvNmp49UyAA27wh7vzBlO5+0ddZ3BEmgnCDmaG2Uznoq7Wv2K3OC1USJfOaBbtmg1o/XfE8waqQNRgJ",
+	"W9oIqbJsVbGcz3m+KUzHDjqVVBzCsjiqCPhgDyPjm2+++iasLzt6+fWjj9UeLtqrr7MxiOgtz6PeC756",
+	"+RQnRa/Rl9+8ilnjukyDloA8OWyT486s+GPcIzlVVBl11Np6h+Q1QteRr46Ohlft21dfd7BNXhzF1syo",
+	"6k5nLb7ei2+yDVIkzCjSsg2+9c4Ec2LAceDutdFJ9hhyA0fM/nVEfV8fEC6UZrRweUw1VAQekyPbNNTL",
+	"OXCTIZSXrcoWY6f3gHq5cMfybrjKaL5T0TuUY1AWgzYlb43CSWL676VPw/uo6qTRi9OagcMTC0Oi43p5",
+	"TnL/EEG2vdrY4VzbyyVkh8dcXqVWUZrRBVXn9st0GJz6BsxKu/eEDZtpYuUcIP/g3TXTTS1SEIMjtzeb",
+	"vl6H7BKTEGEG7CcUlk455G47KQknh5aRiP9rDpy58C0002leCNkAjqgtwMsXtCwZYDk4EtGR106B2QuW",
+	"M4RWlDXi7kEGRu6A96a71PbVMfLNVsowNSj5Sq67vqjpLi/8laySZXtPL2sL2tABA43i+yXQFhWrO1iL",
+	"7cRkpEEoxorVGwCywx5T/5rFv9/JRNbZDF0mxXYOf560adP4fb2NG+Zk9an+piL8Ba1tYQFv6JlHoP5h",
+	"W1cAxjxGOaGZQsJH0Z+LSPleeStrrhfpDeufII3q3ut/eP3NXrZ3+fZk9vKbV1EzloagWW8ZLVIua27Z",
+	"usm1fevh4eE16WBukQX83uLXIhqrLzhGjdkqSyO8F29OyctXL/4MQTPzjz+/evEKlDeqbWrc3EVm1Wlf",
+	"iUdCXtG8JJR3At+iD4bdtOdYRhhvyYIEI7f8ngnnkkP82djvhVwmCWrl3XDGSKDUwKREjE4jBBmKvsUH",
+	"sB3LHUsITiEWZSmr4J15all24mfLLzLCn/DfG1paPq+qlhpNLBAZm4cGvIWdjtj4gZDkF2SZdoJlnt9D",
+	"6YmK1ZQTJqbYVAvs7M+X6JTfs9ocjiOpOvbsqtnMTldn/ZXff+5QhYk38+3nehJlorwLFChKYRbsW1yP",
+	"+F4LRpJSK5dLeceMXvneKMjdzFwkzQUTUpnmZkb4tkosxqoUlYHYAp10UxMArzNn7lY61w/IjaWDRfny",
+	"aJCOaIvqkM2pi+tlAKxG3Wy0Eo4UgAYsMBmW2Mc8AvOjZCY2fLnrzEBXx9P0sAOj499Nak7c9oAZGROe",
+	"rfnaJUHOulou7Z2bKNeggvtEM4Ez9eLltzGfny+ZbNJ06N/LpoXzWS2MqaYhndq6XeTFiDv/1dEYwg+Q",
+	"cMajQjCJpVyZQbunjgltzAyAgv38+hzUzpyWpSJA6qMluTo97+IIIJtobnRJU1TTi0Nrrarvnj+Huwqt",
+	"KmX+/nzxPuvYYNasNyYh4WIuCbfX0Lj4gjF0pJZ97/bo6287waNvp9SYTpDY+GZ1yK4omOZpK0VmhSPW",
+	"U1NweRoHAjk5OQWsjxNE/DDTg/gfPuBux76gFmMtDgfi8mAjcvdWruD62B/4REt51/VbZHNTBk4LphrB",
+	"NWRdyzoZb8CSsMwHq4oEL/y8imbQG9eitmzFqjGmmUeNm5svrVGOMEfFxB4vGL9dxNIcZcEKgt9OjHhv",
+	"rU2AcYIKP9NbW2qU3LE1jN2N2kGsJNkgb1ky2cKtN1w1QmmPYDkkdGN5YUYU002VQcoK3AAVjhE0qt2u",
+	"JFwmwMLFJC3Mwg6t7gBTzMqfdbFqpf2AJy7vgIqDtHz3NS5GwUp+z4xk4ULtNwVQ6+m8ig8zWdhuTQ5X",
+	"1i4b3ff3Nu1DXrDUvn/78tXXpiNvX776JvrjFS/0IiXF8OUu2RtYWg+2IopOR3VEFWIjLoGg84qqu8fz",
+	"xjXg1Vg6F0KJZfPVVEXAr2KsL9E3bNC+gKhRdReQvsAPoRKH2PilsZafmv/lsWyTQxSTjTCb8DWnt0Iq",
+	"zfPIDrTPkKJ9yN1kCllEAsq3TLB6NCIWNgd8brksS7xu2TIIdiuTOUp/AfGA7lsavcN4C0v6UNUyNvwf",
+	"HRnOXz59OPmP84tPp5cTVf2trGWj42ziLc1F+9TkE2RpeagGzW4c9gd8eCBxph+QBWaXIhEQqJh4w0v2",
+	"2rYg68GhmcexsK9of+ARGWqZM6WOyexFa5hUJdVmCkghmWOYwXusqedrTefjQIJ0rkORx5rderTsCUjY",
+	"Oj9MXSeHWyAU0I6odSQkPrl+te3AXEcH9vIHLx7JrYBtQkYMh4FE9nB+ThvFrqSm5ceYJ2i+ILe0vqG3",
+	"fusC9Q3yYpvXcEEEFdIe3hOL5G7zc1bnLFaP/pfNt2la3zJwb81PzJf7f/n0l9ODVqoKrqA+aaL4LBit",
+	"TspS5gmaavgYYuDmIQiom58QXIapgzQ/uVyrsXdAy3ax5I2mXLCitYEsAYq4JVtwZWfG7PlLPrRrXUS0",
+	"iC1vvs5LNnWYKjlEFJ8bN9CnHWNvU/aWtDf7QS/d3GR96Q+lcmDnnUctSCjQgJyJGv8XUXc9pdvNmlCy",
+	"lEVTxoDti6JmKiYjXABbSg0qFPPMZE2ujw7h/6+xiKUsiZmVek5zFrcnJ1UGYu+AClP4zbRp4ZRcaSai",
+	"8Bthay4vgea6oWW5JjfOxY1dJioV9UbOHqqSCjAyN2+vbszkgJcZHTMOJ+Jq4DAdeZvyve2+gVY8I0Yb",
+	"Z3hJndks3dlC6yqDSERGFIc/wTFYsZta51ukoRpB8qU5LmDfSbmiW+dxncXQHTvZYdSl87BfGloayxq+",
+	"Qc5pJGPaKhs2CRB25f0p90wYDhqKA/Wv/XAhg3dlfsf4nEk3+FbWQ0ltRWxkY8dv/cw3qrOXMWsbXmT3",
+	"zYi1/BR2Wfz+8MJ1CzDUkYPJK6AtAriBdpucT5e+UMTWoJ7pDV3ych3lG0IUiDk8gGC2TLg0LGvGzCCj",
+	"l/zEbi5lfscikduWsW2QrU8gGD5wa2LqHGw4ePczZQEEEt644jclG7klo2VpTrDgtsxlb1AdkEfGNeCK",
+	"l0VO6xTfQKeTcLGugIuROh5x9/vxS3T/ppDqbq8d5Ohq1nTJ4iiyAEsNESjTgs8enLqOI2SQ1nfAF3AL",
+	"fAy3i5ZvKsiyS9AuJp0+cPpNn22PPAOyjy/5ym5WltIhAsC9mVqLfFyJaawUDd8/NtMfUqeimef/dvnp",
+	"I9HsQdsJ2Xay86ZWsfDsp4pCcoZUEKMh+9cXZz++u3z36ePhu4+vz/7j8PLsv18fwLFBlTIyiNRU2B7u",
+	"LtUsGan57UKHZN9+Kjetk3s2DgsPkAtnFlVo+OT5JAgsU+Y8UHjOM+zvq/v8sDNRh/cvDlKpRtFozidB",
+	"cOEzslqsbawScj5rZumHEu2ZuSmGurwKL4CxTYuYYE0Vc8aAwsEZz83qG0s6FY+ayDXe7q2azcstvBzF",
+	"folE6I0ldQ9mE1Ssotux/yIjLzPyVUb+3//7//HB0FtaqWNggILJiY8aW+Di9uAYbBWYLdj+biGQ+EA5",
+	"k8pnk0wYQlw7vPGq7Ni+DqwzeJM/umqri31HguuXjkSoJ9QiZsozt4WDNR7TKF4fvBNzGb/u0ZKAZ7+N",
+	"LqGNmRGdhFGFdheMNNVtTQvm76WNd9D+1AH4ojZXcEPUYE2aWrG4jQ8HYxSR+6y1LDjc+y9YyODMaL7A",
+	"S8HMvnXwJFeMtbeH25hToQEUqVIHtvuS37P0pNkLIvOkIrwojZ8OlzGA10fNjy1lhTabFrg5ABIy7hTh",
+	"mXK1rlji4r89wFWG00Rjh41a0IqRyHG12wx5oyKK2Ra7zjiHql889bxsZqRmJYWKantTdHL+jtxAijR6",
+	"DANqOb4GlOQlN7KEDzlgdySsg4VoxdZqAMhEiteuDcJPeR1H6gahZxT7Jd5Oc5M+/vxskOCxdhxLuvY7",
+	"cP+S5TP//OzcPnxwHIqeYnAcQO0gZDbM56yeQiYFC9ftbNZXFj2RDKbIL0u4TYItH1N2l/SevZkvK3Z7",
+	"xZZVSfWOefUneBuYy8LoBNuUESlMr8WySUisRejP4Glj6UAPDhLX+d9zXVPNfriJ3WxfYaQTKdFuuMZL",
+	"bi7I3Q3Xz9UxOSIls2nSwAICPN1SqpFEdqy6GUplzwaTDT41umpcv4Bt4pjkslpbvQTJxKJqOvSR5nuz",
+	"4DSHsDdUKlb58gst6cr+uWzwb0jI+3lngni/QtHqILhJi1RJ65qe1Lex9IKmhsPATbCsrLJV9s/nmCMK",
+	"mdEqIyVfco2u5ayqmTJ6aKYbwTLzbznnJfvuPiOzkt2zMiOz24zM7tiaC/1lyUVGZjfzjMzy2vx3SR/M",
+	"kpsPm7niv0Ib/OHLfGkapbX5Tw4aZ6byL3pRM2XczAHgPeMtYLeN2AY9jxRRbZ4XLcnyy03NDKfBRRQB",
+	"wwrM3GdqGNGNCMuAyL48GpPYVMKGfTl+bXZPxR9YqbbuwtdfjfdhGxiriKy6qO4cDeZ6vZETP549ZluM",
+	"M4F8xmx7SMa3VbbGulK5rDBMRbVmtXnyf/71ZPY/6OzXo9l//bn98/DL7Od/HGWvvvrtvyQzFaaoNOR2",
+	"fFKVZv5vbHmGMimsmGDPtlNqi5fgSixevvpmSH0lUjHsi+HbR4jnn199u11pWkdSOnPT0f6pkxXB9c5L",
+	"KnY9VQMMw5KKZ4ooBuQUkavJfEGFYOW7IlUygd+DWYLNdmOdo9umVW0vQI42wFxHjx6eKEftlLhucQnT",
+	"juSY6LphfSL6CKTpKKydmedJWkSx2yUT6RzUN7xkpIQm2qI6B0t8HMCYtKuK/T8yx84UNv1+zWl0PxuX",
+	"4X+Y7bYZST/5eII30r+6EIkqpUYASd67PzprjLA9/57VJYdz8fPV6ZTzcMXYXSyWbSQSv8OXTveC/J66",
+	"LOVGLvlWyeS2FMrPkO9tcj/Lkj06L8taxBRorogLAaJtjDdarCzc5cjWQV9r4EHb3QOztzdG7T0xejp6",
+	"FEe8ot2uvryNLajBW4hKcmEPOxjUbU2FxmA+XFfB7dJfzq7Ic1rx5/cvnyuWNzXX6+fBG47RMV82SpMb",
+	"M/dBZMNFMFz1aFcpDg9ia1kLR52Uso06tSeTuY36s4j8QUK+KyJWdNlLvDWWdOOqFbeuChgucz0OmTUI",
+	"NWaONk/WpOC3HOMGQMu24orZ2yJ8RmX4iPlfaf7biILVKpcOo2mxrhZMqJhm767xRPPuxcs/x+27Klla",
+	"7Oos21pbG2Ao5S3k45tRH9tD0tbPMZHXa6wCc0uSl43SEOBaw8g2i48HBvjtcPGWTfzcU/f5XrZbuXCk",
+	"Ojgo8ROS/NJISG+pSckFIzc1o3dbrsv//Nve3/5W/+1v4ud/vMhevPw2vhJTqm1Hl8J3O5elBeQWEgHg",
+	"iapoPq75Oh3/7m9/U89Nr199Hev09PpdL2ZRLQJn5aksm6WI+7c5fIfpDXiy2lStyEV8dAqxca8EIsWZ",
+	"+mNTliNXwNgIV+Tjpyvy8fP793Grrar5ktbrH9h6antVkAdvf202TLz5+G3Ga5aX1OxB26p5ajyE52wK",
+	"vHdws9AZQnrFPuG/43S4xhbOCBcFe8iIrvntLarGe85WMfoH02mVWjhlmZCB3MA24nNq4B1+4MqWtsOn",
+	"ofdt+zDddOuIZYwNoojIy+vX7xGjzBjbxwTCRUJj7RjWwgigaX9dlFBXa9wAQLyoG4GXJFqSJX14XZSn",
+	"C1rHw8xFUV6554dFzHRnRVXb/DZ+Bq5vetPUcpXgHGrTEGu5Ur1pgMUwKzn1BhIejkc/rkAiwA7Azt6w",
+	"UgKPigwyoEB3dl87MYPAToHbTD67iWINCggZsAqAbFkk+PF7vu62a8eX+Y3QW+ToJkQ0hwt2L+/YeFV/",
+	"bZ6Dsv6y9PxPuK+Mot7ck/aZs0rmkRjHR7byeBLMPOL0l2kMzQJh7DjFrH2E0S/Ti9wm/Bm59x3hSjWs",
+	"QEPI7F9Zmj+wZQoX2fMtbnxNJ6YZdGAcWtI01xcoZID5mnINYt+VdScsumKCVmoh9UmeR9NBT4iyT0CJ",
+	"t1IEmTEjNw0J1DConYFqrZUoJY1nKUxhGMUXW3jhlazv+swjg7UcOkGKeuVbzjBf1F3j2WgPqsIFwlMm",
+	"qjyidVgX7lrQsqxisgCUlPElJD/Tul47PNF2Vkeu43EYmZvubIOAdHyVdwyl2eWX6EBuKQBqIVc2ygiD",
+	"56IE/FknFR4kyTgpgDNAtab5YmmdbafmQJlle+5n0RDoIJ6ZRTLzKVgwn21Z86ujMXimMYyy3oLZWRla",
+	"lUsbkYyyQaEUPlPtPnQ8CQMBzMH45W7p2u71GNzS9I4Ji9saJJ5wRT7BwsbPdEgZv6fp1XHAXY6V3790",
+	"YmrwAGCSVyNu+jBzx8zJ7XSs4d7ithMeJgH3hzll7Xfbk6fQe4WI+RMEJLnKV/SOBUv8T17YFkRg0nbb",
+	"nFyoQn8t88aoDzjaT5qC6wsWT4vvPOnLVIRRdy5D2jENxjYdAKW8i1+FtmYnGPghCs2UQr9JBY+ulpQq",
+	"4n+wbalj4ib31KLAwNeWA7aq5U1pxoKpGaJcn7tPrPsw2Z/ZXCIzjdGMHHzFqHGPs2yjX/ZHU5kQx/0X",
+	"4H3DV7AHrqBuWxjfCG1aBcVbq0nsVt1Cvo4Q9UYb9myIJhFoczwb1W4KBcPf0t6zfEeuvYa7Buf2mlbV",
+	"NZhE1w6L9Jrsw3Rf3y+k0vbLTtzl2khK3dcnwpiU7fkWy12pIqBMJ1XlmSYw+OKQTxEWyjRrfBmIavve",
+	"T7qPmnZ8dumM/Vwdw/1UJ9Brb9Zsien47eB2AA7eZlE9i/WZepLbt/f+4g0i/1Bty4Unat43HyjkinGk",
+	"Al2MBJu2xvXBH3dXNwqQ6/AHn05qQOwjif681g1UZCh9TL58sYv1o/n3ly8Dd0mxt/yW2u44qvNaPqx3",
+	"vSCvmrI0mvJhDXhFjldry62opaOlI1xouVVM198MfDmc/fz//y97j98b2J2yJFI8FigJBWVInoKh012v",
+	"R9Ij/18MJQkBgI43gZLAbQC4uvbKxV7RyJqU8vZ2EwZ4HChp4vYDWAjr4Q1IQOT+PQpJYnaDl4z4USyr",
+	"JzqJgaPXpz1kVktRmNXoif+/7DnaHem/5JH5n+l0kdXvcLggKOZ24rl9ZsTWYvE7HxHjh8I/Wa1NUWj1",
+	"MJiP5xG0HmlpC2xAx3uutHilsvEMaa5ZcZEsHXPfkKYCWPcFzxdkwU3rawS+dm1MDMcXVNMbqoBGMYEl",
+	"Yb5yI3KPezsYICYmvitdEXfa1DUT2s6Se25isytaTuz9quaazeiC0cIctdv2f0V1vmDDkDzUsgraR3fB",
+	"+/LTlEUkIrZivSkIOhqXYSPeFrc/etOB2G81nkQIU96GX+HXh+TCwWlRRRznos8sKZgyg7H1axhbPA79",
+	"3oKrCvtIdFMjupexlwntsg04xoJQTT1TCAsxFHkfBhkKxn+CPxk+rU/tSY2ZAdizNv1089zHRyaSNbqS",
+	"S2x2//Pnd6/jFbET6fM8ztmWka9poJEaeE5kA/IB+oaKnJWJoltHMjXU59q41UaOyJwLWuIV/UjnRznQ",
+	"tisNoNpBzHXJrYdYrVvqi9gLPnYoM4AdwEJicyS/aHdAqlwZDI1pzANU3THcK1xDPuMdF8V3CVhPz5s6",
+	"eY8gsfyEawWoboDlC+8UthPE/s2Cn+Osc8vgr/0cK2g4YV1atrbXo9rwJB/IhqX9vUrVnYolH4ZeJehS",
+	"RBWLe5Sd948zUHe7MJmLuj2fPNVzhnrecmE+npr6AwaoIK3k6Siq3UB35CrrnnXTyartL6J81eoPIqyO",
+	"7MEh1uquZGSWpcd0HYmrW4V0TC6bPAdMloy8sYr9yij2Tw2mxp5apQ7BClDLcfri116J7UG5u0X88c3v",
+	"ZXvY/l62516wl+255gc2xHlJ1zFGiROAvQWuA6gAxqwsurH/tnetNjpyMwQeF4vTpizsWlYVK6DQOoWo",
+	"rIh9itywnDoYADvU2pirWkqiSrkq1xNfOx9+3xYDSNLKXtk+QkQN6bAcDzhmC2WEzwkV68OniGViOnO4",
+	"7nHEL5i0VIs++M6LoE5nnQA5SFd6L7SuZvPyPiP417L6OiOLUiE82QgoWc2WUrOToqjTc4p2LlbOmyO9",
+	"vTlASASuU6d7PWIktjO4pYU4IewTB3Ea9+EnVLS7Zc02kplDrx25Jtua92Cq3Y72W6O/NcPZSytk1Ezx",
+	"k7pdPAtu0TcNLCZVwQu89/P4GlPpimzrWx6AVptGzr9GgP1NoyBbH8Z67nDOs9b1Q9yeTv96uReDfsbm",
+	"zDxWb2xPboU9jEnAOMVTd0YHpKiWD+ukD361wbpn5t6WtFjHHCHI5MM6kt7yJPj/j5/nUTepP85jPOu4",
+	"tsmmrhLLPPM8tHljmvphPc3jxjCsrdcaHYGKG179nj9zno/HILI7ZEXbs3ZEw9khbCq47iy6PqWFy6Yf",
+	"x2M7oKmlCIiSn9RqmnjpAQItV5Y2Cnt1bEP1DhETuyqk/xHQrCqy76rPqkYtMrcNDp7EyOjmZiTGKOfz",
+	"kgs2dMiCA7wyg/mED2972Eox6RWAQYYpaVu/oea3fAAzyk4DUloosl81ZWnNG5z4OS8TvBP29IlUrtmT",
+	"OVx2azDCCYIJd22KnT9DEkUB7UFmM7wnAn1i1UPOulG4Y0KNmwlbA5I9EGXbmEzGZN7I/NspqGI3pw+q",
+	"TLlMCzja6cj+0zXN71JUXNDgM0XwofRsj4/iyrQQNSjSMaL3lhVT1npbWX0SE7IVkU0Viy+I2JIuvjQl",
+	"imSXdnIUx1U1/G8fxQkHuoWQuXNsetzm0tWJ/NPjNp1tHhEG0NgQCcbzxzIHHfvzwuF3ejUJpwld0XUY",
+	"i8GG9rI9+7OBkApu2ahcshKK4ihwFqDW73icuGk9q2E02z6Wto+YVfb7iVKUp7l3MmDeyUiCf+txLFYe",
+	"WhpGvA8ILQdPSF8VbTI9DXdRnF8EzDHmkWMVawtCCiYdmExUChTgb8Qxoy4Rm8PhA739lexDQ1N7O058",
+	"tNXwe5sQ5sJJRnTL3edvGS314jXTlJfRYlWhmFAN1vDjNXOBDzsbwFjZsbLQANYhCpuJhd2WPiFeQwuH",
+	"NiveQU1i/FzMfQfxYrpgD8T+zCXpoIOxpEaxsYmxO0iojszHO1Hwe17A4Qkzhxn50zU0zjfkxcf0s8UW",
+	"mOaROSACnxoR1IpGN3UJHKjJi7c2tpfbvAL8QQfAREj7qVnVOyFX6Yu+R6PH07lOHAStXKo2cSRoy23v",
+	"94719Q2E9eHPUyoKXqB5crlodCFXIkGqO5Z34bGIE4kruxydHqq+lYVwKoJVzLobJOtkQKAAD+56V0QU",
+	"OTVQtn1J0CBRQNEqj0HbpK9srP3fxBAA71lNS7/HAk0TLi5QuxUMIHoBnUHQe8rLXgipw2EcX87vuTBn",
+	"uIPb7r1uxDrGIbStR6cctNzZkvJyd3bYAE5GMVEQigSDQpr9ZFMx2dLysvUKn5sEsMElftFexwKyqXHo",
+	"XGKY/anZ7ZB+m84NfBlgkgWOlYxlY+W8AriPAOPW7xMYw3glq5w202NF5Mom4Wwxm0MEpFhVBeWNbp24",
+	"IMuALHLiCWSXIp6GAV/N3r32fjjA5LZwxpFqDaGHcRUuP1y1YDKOjTuQiQQnJ/wgIldha/Y2xhW7j3mb",
+	"ULNkG+5QNoaTkl77OFL491TxHHh2zcybxaU3stF+o9uMEKwijlgidQwx4PT8MzHfcM1y3dQMkki80W8t",
+	"45bfLB74+11P/Fwulzy275FoF7923ETU5kIiDX4PoX8qraGWsswXlAuvTqOtrziSem60vpBKx8E73kql",
+	"O7hngUn3u9gfMnYy9Yi/dlnyqpZFE9PG5/jFED5JGSVthKvpLn8hgLV5YqyNDNotIoTpq1FfQureaZ/d",
+	"NkzVVICrPlb9q7jIo++bqFInnv+TrhxgAdsm/U7rkipGbTkv4SBhGeqWcJ77E+LWPa3zLmTJEkRQHWn4",
+	"AwifogJ6UpboK3Slc7LXZEdhhrkN1dPwpF1RlYjrgIqacREy9oLP6jP1doWFhJYKmUDsKanSZ/FLSPi4",
+	"xQFRkHrZccy4sdVsAlGy9ZQ9dNksAaJr5AULaslPG0HWTKdf04iYvrgM2bHdO1BZHBPRlOXQi3bLaEVn",
+	"6ZMoR5DLYGEAnhJom234og0uQDMJwppGCDrKtgUvyKkgN8BTQpZUAMtgus1RwkJokitiHyZCrhJWWlMB",
+	"1dp5yDE9paOWlNqiHxp7aUkBcQlzVFUCzo2quxS4lbrDIxx8Ce550xyh5hTt65vvOkjBQmyOuCMI7fSG",
+	"0trZIOFeHNYg6YyWmBZR2yStJBuYdhfQKrlJKRjDw7xoxLgv1aE47/GfD8YN4l7wP0bYFUCcZqpiuXHZ",
+	"gO6k1MgXoIwp1jOj2mEN5defiSKgJtvWkqnGdxhXYAbTcGIiWzZtdXW06A599KfEsB4wLccOlI5egVMj",
+	"0sWFrM1x5A8VIJsxwy6M/SFry1V/w+CD+I3suBbZSldUXhWEllYgCuHMtGPLvJymN0jSH7JfdPzOILo0",
+	"4nSa/V+8jsY/vzdf4T07BZNkWbGCUA06w36x/+7yE/n21dGLjOAJe90IMMKQhLcR7mfwG/V7+I87vhOx",
+	"ckZn1c7kyfk7j6+D+8v2hS8rvKBT/wQ/FuK/CLiZfA1+3Y87blQ/hmNiD1WM6S5xv/RkHk/o53RXJ/B8",
+	"WnntekGRqYjtpSta3sHVZxAe7S3L4Z9fvGjv8Pp3/2uAdIuFftirr83sfkvu3v5KsBW81lPOBrFX7c8U",
+	"KekqAy/pZg0o8fhgZ8LNNxuxz6NI+HPjVnzdQ53rjv5c6+TYIYu1UYuZljNNyztyG3VDkhBdnyomyL6x",
+	"kg+M/gXglYLsQ6T5YALgkGs41fd08pxAru9c+syNmKpDiq5EMSreiK8oh8iLlubgSEK+bG4DSGC+jIZA",
+	"seWbbYsTRtL1CnbPc/ZMWfopiewpQwB6iet70xjKa0lXtkbUNA0h5g5BY5UvKXJUNdHLj7EyyKBtxXS4",
+	"J0hTTTcusInheYlOAC8Gc2Cg9GAgVTFR5+MqbD0gnctahDzZuhHqmFwwqMEobOrI67P3Z1dn5PDw8Dk8",
+	"HE7ypS/hcT+KznVF8zumExJ3cXVO7APbSFy6puKtXLkiVqY0BSgZs7Vvb15+++LbBE9spbfRMTGWVhz/",
+	"oDx1JhuLbPFXO1Y18l6Vghe2bpFjbgmCAsnAAXdXJtQLWU8DhfslqvGY0r8DTQRcQVEHbNOniqC3lAvz",
+	"gM3jdZyIVBTEkgPkC1qWzDLw964wyltZc73oMQ18eP1NimnA/8JfP4Stuz2BDVy+PZm9/OZVdDs8ipIC",
+	"X9xOQvfC4/elklgyvZBFd75en12eXrz7/mxj0mBJ8BetJQcL1CXycQ1k5PLs6vO5OYzP35/8X/3RvOoM",
+	"5quNwfz8j6+yF6/i/RYyyth54qYUvocCQHA9uv0DKiK4wDQWPNCG0rJd+mNCybxmakFqKgq5tI2NXw9P",
+	"gS35RVbd2aYNEHJ2x/HfG1pyZDw3ygCZZTdk9Nj0jFlHg1CywKwVF8j6RVYZybHzACmVw1XOxZtT8vLV",
+	"iz8jFCOyaSBwNxJUdM5cgaRF0Mk47BWPK9nO9v188S5ziYOWBaNqtMV2COUI+Tqo8IGz66bm18hX5Ia/",
+	"8IHKDXqvkbmfwtbh5thvx38S+YaZ2KhaXvC6OKe1Xp/Sit7wkkfD82083jEnGx8SKCYh8llE3AvjkBl1",
+	"GGvOv2xN2sc2WJrb9m2h6nRu5vYFp9h+lJv5kY6zp88d8ZsHwNbhQpBqi68TTjAO3v40GvIvJMOYPz60",
+	"e8h/B2Krbi83WahGL0nhhxPv8MN3TYhg2ZZjnnc40nBdslBah/fJe37Pzm0tcvQyDKadfL54r2x9EfB3",
+	"WzibnbDi2tzsR1RC7UwDACMBhJ4bBnk/Ltdlyyjqtiyq8F4QOUITNcgQU0vw4Soubks2M5rj88V7LDGw",
+	"hvD0W1S7zhi8i9/1P2lRDTY3hsEQ5up3VglIK5BFI5K7//Nu9S6jEjiA0b5F9Us78O7GdIs8fVc+zqkA",
+	"+8XtYti6HnnAzPHmDi4tw0EnG8OaY0BwHM/NgLovI5lKA4yBMiq65UUwvzQHg3H/NPkK/7GUSrt71jm/",
+	"xXIC4NDYb/kUjg62w/X96mjIex6urZMobV7bHQOzDArMsgORhyTqhcUfV89IBNgAs9xLlZmfCyIbxDk9",
+	"OIY/EeeA7P/09uz8IEibB6DHrbe0G0SXjvObyL3fgNSBznrPxV3UdWgVUMkFIMEaSQqpWcBXsChaNUNJ",
+	"n87z4W0yaN7lSPjwVknXY8QdU9Q/NG7rwAuzluYMsPa12vYMcINMnVXue8TN2Lc1VczjfHq00lm6JtS1",
+	"8UO0sKU7aVgRGqxIZwq7bzNGQqNnS1bfshkGKOPlL/Ym/YKK25EUB7P9F1LIplbk7dXVOYHfBLOrGLsD",
+	"FNqaqWbJxe1BPLgUhQtGWCOha1mWrMAXADcOLqxcQQ5EJ3SwjzjBFGe9onpxADxODlRsG+aczjp0ln6A",
+	"TKc/fT9P23+PV/k03K9e44d71QjMk2n/YGc9tfbPLNjzDVtLiwzinbVnCp2F9eOPiGHN6NTse0YVe4rV",
+	"qZlgK2B66wIBRdTljZJlo9n7gZX5+ivIve/tF6lpSdyCBtj7x+BlqYWsMZWYCny3bbldHGw2ANweXAPU",
+	"b73PVlwo7+FhOTggkR0cY+u9Q9UcjPlC8pxlpHPA2vCDOSXhGtbIyYhhYCfFr/qroyRI01RpLzncJiBk",
+	"U8VqLovOvAbyvg0N1KtHmCxm40F3cnnPavWfzGJpYXr+kN2Jp3bgALew3FwrUsqcaln/L7yHY7vyKXbZ",
+	"dmGBbjz62sz39Q7B5H/drf1YdJVjtzaZJwzvPI98OQj81sJUjAKR/1vjPEUU5OmR2vtoKyFu+w6I8wPg",
+	"7YnCqquaCpXLgtVXbFmV0XDOCZKIwFNE28ciqrApuPye65pq9sNNDGTgita3TNvMiRuufXX93Q3Xz9Ux",
+	"OSIl0w5nAd+XL6RUbHhj+kuQAf4feOlpPBXjEyZxYL/givmY5LJakzvGKstNKaqmQzdpvjf+Ac33sj1Z",
+	"QZ1olS+/0JKu7J/LBv+Gu6Sfd8evto9tk6kxqWDBrmQA3B2I1zcvXkb9cF3TkzrGSPmmqcFddAsn4QtA",
+	"asQ/n0P6Lh5LKiMlX3ILVjoDiAGdkZluBMvMv6Xx6767z8isZPeszMjsNiOzO7bmQn9ZcpGR2c08I7O8",
+	"Nv9d0gcjSubDZq74r9AGf/gyX5pGaW3+k4NCmqn8i17UTC1k2dUzm4FZ7DZQeLc9H2dQCFXQVy83dRBg",
+	"LcZBJ6wgzj0Yh9kSESEc2AovR5mwUtAc9uUWm4MLUvEHVqqtu2DshrE+bBti78lqSJWOVM193LbRE9G1",
+	"GM9D/iz4Lw1D18SeB1AglEvk1p6YfvDqq/gt/jhs+E4cpL7hEYj0sEwHXxFHKeUFm6TQEYPlSRU65lwO",
+	"CxG8dlilY8+2U+mLl5CntXj56psh5Z0AeLEvRoSX3TfRn199OzL+/mViKM+b9xndcppg5jonoxuVVxKh",
+	"tooIRLZ56IdnRAp1PpTTaUZJohRn0yyZXoXjfhCWk0wyOiMm085VOJ9hHk4qfmXOlkcnmeFmJlS0DqB3",
+	"KDCZRIEYGink9liLpZMBVem72I7/yFYuk8UV/9fINMwFOX33+sJ4r5Yyv2ZVSXMHOeaAZ6RgxrMQVoWX",
+	"HNLRICOHinUIG+FXY4zUyR+3wWnsj9uBqwMzGL2R19DJZ5iueuMJNuYVYX5NzIaY4ksIqb9nc1mzgVFA",
+	"Uld/HFyZZeZbnCGDSRbmZVU/0WJ4qeH+EOovbxih4a8DHKnNxIyxRefCLvqLCCdwU1dSJebKfjm0IjHj",
+	"97fk9rVkOH+pZVPttoXf4NaEGNStaabdzDvs30Hz/03NjDn1oKOJZBOl+jVXcEPo9OZWwjw6kY+fQ4+p",
+	"+4hZBJ0E2CInjV58umf1eUm5uNCqilHi6s30Vot3TAkilPj0RSLNt5VpjVxbqszrQ3LV1ALJKYh0DPoh",
+	"WSatmUsfFozh1cwS8WEgfdho4Gu8uvpcl9dk/+ujI3LNBWz/LzeyWF8TaVy0FU/UhaSjebGVnkC3Rxst",
+	"kRYrihQka8wqhejlEIu8aedHgPOLVHloOauasoz/ctpewFwKqFOWtZq2MzBD/TSd0vTp44/v3hDryhov",
+	"8i/fQ9Z+C95soRZGfZV05QW+wxZ38CJ8i/1w8kuS5UWvuUKgEQdbSXIqhAR1HqB0bM49aLIfWMQX+YFB",
+	"iq8xAh64got6eNj5dVACE9JwIr/WHJwweHKKG76gCmqAhq+2la13tBfHvgRtczwLqs71r8Ot5XTJagog",
+	"BxUVM81LPftVduB2gha5ulzQ2gnRSMt2JrgiyvwIA5WkqVrMaG0O+ETl/lYed8CRbK0058W5twRu3Khk",
+	"/Q5niDGIkMLh+5rRu5iEsQoG4enEvcdrOWRKRu9TMAdhRc5g8i6uSRh+Nvr8KmRmnvD7i85vfL7g51iu",
+	"hLFgrMh+vnh/SOBGwdOdLcn+9Z/+9Kf/8zoj12Zi/48//elP1weB62kPkOBcychN48E9XS0VdJBlGKOm",
+	"oiAAUa00xUtaRZfsO0JdkgYVcK74GgR3OnWOr/agyoyaggz+yBF1cEhOoF2XzR+2UbOlvEfNsIxSQm/L",
+	"wLrbsTYRe3sHcl20gz4rVj+ZL0gaxepdrEjcnx+H3Rq1kCvhihZyKZQsWeDd4VhJXjJaO4aeUX1Ry5K9",
+	"KxLOh/mScJ96PeJ7UDcNNbuX7kwxE/JMeQhu4/1JkbMn8z5S0JewdeE753vg0mzbSc/PDsSqe5lZqn4F",
+	"76CQqRiu3yfhF9D2i2t7sYx4vsY7r6hSK2O2FVTTSCVF+kLDA4qZtsNrjW0z84blMi2TS7o2FgvIZRLd",
+	"6L285WK8+3COIDO9ec9GzYN/EOfPP/mIygc78acYER6GbHOLZGa5wzspawI3LdEqDfM09tc9jqhssE59",
+	"7uGtOp/c0G0Jhd8SiGbmJ3CHgo3U9msZlTe3IBx/lqjYfAI2rsWdHt5yRgOXTCfKhQcC/ZsbYneKUKyg",
+	"mlakYp483NuqSgx2RSeMZZ7NSIO3JHQpxS3kCuDUcZGXDeRc2KkBZTyeh2nH0CkHC3d71iLyOolKR5jD",
+	"3RzbPj8nFOM4VQUM8l+QoEL4Vz0tVQUuqkOZdE1OCpXDSTOdq6KdLHwnYOgAb0VIWpFh/MTIm+nMH0Vi",
+	"8RO7WUh595qV/J7V63H60cI+SfZ9Jd5JRv6Gj2ANIeRVgG2n/rZ3kGAUxWbwH6dyWaG2yfZ+QsyMC6YB",
+	"y8jTig5wiQKsb97UXK8BtMUidDBas/qkiV1ntdWTdueDk3Gt7vMvFdVfDg8PEf7nplFcMKXIDc3vmCiU",
+	"MeOdOUFzAIbEdvbhx8r++MDMwT0rFargLmQLyaW84+zY+g6KUIJ9dbFtSIOq2Rzrk407/PXRC3JNK/4F",
+	"nvji1hySzNCpMZ4eNNJKyULrCn23/KTOF/yeXUHqeGQ68GubWo4Rd0gUsp/bkXrIO7J/beZV1vxX+Pd3",
+	"5HscwN+ao6Ov8pOL07fvfjz7cvXu9IezK/iMXSPl2wzmA8pVjOWS07peB3XDvzRGsq5rnX+x78YRXx9M",
+	"HSl2JJWixkA/VUZP5byiQtspDxeh9cyyttbOhvV/evvuHET8p7dn5+18KKKkp+4TBa0LfNJWYJOVrO+m",
+	"DgCuzGKRjFTf/Wr9XfIAlvCY3HBRKMi3qqVcQrfNPzCClpFaahpAANcMi+Q7uIYcKFAdJQEeo3v/Mbu8",
+	"z2cXV6cz7GurCCv+AwtJuk5B0ONkCGYHdTcEwLjY3pRwNocC9+XLW6n0DHYZ/uwabTxwzwvUnm+vrs4v",
+	"D44R8nQGRkenXKZL6gFZsISWSoJzjxXqOLpTVc9xeNeuDh+YwCFGMENGNXJ9yfLZG6bzxeySa3ZtDNHr",
+	"T/DdNUQD9IKtIcDd28xfketc1fMvNfs7ELRe+7nGmWjnOhju5jwbxcej4OFG2jEWYIZ/7qJbl6zGkKoR",
+	"d7j2nin/lBlfzWgJxtgsl8tlI1y265IKegsV1m2orKXTh90TgIA50G/TIv5S+ShrhpcJMw/sUDCV+azl",
+	"rK0wgidR5o34KkezymuogxJcaSfocIK7tE0zOK4VqZqbkudYdeNOKkwrxiNWL5RdmpKCgWzJV0CEyA1V",
+	"zF8F5wupmHCiWbCqlGtWH5IzOAf/P/bevbmNG8sb/ioo1VslcqtFyZdkJ1JNbSm2k2g3trWSMtlnZ+Z1",
+	"Q92giFET4NNAi2Zc+e5P4ZwDNJrsJilb1MXmHzOR2Tfczv2c3/nP8/fvGHTi9KGRypCunwIe548QozAj",
+	"PhEs/ZTpXCQeoz6BDm3iJHcTt+XMKd//kfiGNf/xZ4ojxmQgentcC5T+z96Fe8HeSZ46G2iilREBOMIN",
+	"m5K8xP+teGFYSp9Lk8CxOPUJhZClh1EdY7PvutsrbVehr8yAnXKnykOIO2KBvg+mf0SoG1FomDPqh14t",
+	"SRhoJQkodH//p5tk5KIbg8atJuEbwaYhqM6xzqvC7ZutSgWbiadCKAvrgh1FU/fydMDe8CziaaDt4/nw",
+	"MjSO3Dqa/uhYzF79YxpwlOnD9U34Q1p3AKZVEmqoy0yY1pfZAI4B0e3LGchF9PNIw2Cn/VmmXRI16IH/",
+	"EknksnJmJQUu8lIOLeNOQqADNZpZ+m8pGwvuJFUFKnS4lDDx0Qk5aBVa7yaeDccaUUb7qQBVHTJnEuO+",
+	"ZSOSkowrrWZjXRmKfketkeOROB6cOiodiQJ4MJ3uBmvGNwzY+3pEY15ei9wPpJbSh4xP5B6qCX4ooGUE",
+	"Jc8Qb3M8GPw96NeNMHqCkuVudBTaqm0dxQvUPRzSD/eCmIoHlTVFX2No0YCDoKgHVK/hh1wo6aRGvDxI",
+	"7fFhNizF7UpXbSSyxaW72DnzQme8ALUuvCyeLmlA1IvcHXPtsx8LrSdQqgJoe0NOuDYL++TXYs3TUNrM",
+	"nwbLr6kGi3crf4lXPoltpnP6Tcp6ukxWaYAAiLNUK174MCnGnoraVUcjVN7H+hL0I+mxH6+TYUeNrKjE",
+	"KSiCyJqrYKGgWg+VQqE+iH60WHnRZm84LRwpgEIZ6aBrvfFDe/jOFDbHBJ3UTxDDn6Ekrjk4SkW91PnM",
+	"C1YAtzVmWBWhCzmV6WKFkKnZ4jFqfIb1/rFDj8U3s0oV1H3BivwfO/0jKkMp/BnzD5EXrVnKhx27oNIq",
+	"1kn9yj07eFbvD3bR2MNHfheX5xqmV02g6dOAvQ8Fg4aqXprfgnQIWQhlD3GM9ZHXw1rJ+ZENoT9YiFuB",
+	"KGC9H/1CKE0zo7oLpGK3Fm6oVA9DLtD+UXNi2LMZfYeOlFG9Q6HVo7ZD4gbkE8eQKjRmdv86vfhfNtY3",
+	"wv0dt83ue9BgGAK1ACaE5WBkYZO9qdPEaHbSiUBw13L2/ONHfw5QkvnnEigty7wPoemYuBJKlLzA5XnW",
+	"T4IZZPHz7tCl7j9Ud4V2v/sVhs+vwEafH7ud79veS9/VvbuPaWCBtL3KltLtF7OJSPtRC3H4im8h4BGe",
+	"SeFUR8tNT1qT5wfP6rGdvz4NeTqw7S9BvS1ldu1UvZNXb5zSgE3lTIAR++Hfn3/n9SI4bu6bc2cDPqG0",
+	"HWHx2RCCcqSL9Ti6RpH91A57dP66nwp9pSvbchi4YukxFKUjOHs6YMfkDZjwko+F75FajyTAL+UiK3gr",
+	"EzuIxKcPx8JLU6cIYlYS6FicOak5EYUldxyFDPw4uWFySLwSQF4wzltX/x61Vf/OfxM8SjzHROn+gJ0J",
+	"niPF43dEXhvzDUxlx0u8ttSE4i5FJiTFjj2NovLnCbYp1ZzlLY0VKpulrFcvbXp+k8XX+pQJYYAg0TPA",
+	"sWk/5TweshREf5rE5V1JvWQY2TtiaSGV4E4oXhYixWpqLKEvx6bRJKqoDW0kTMdMi3rGjkB8q0xQGvEU",
+	"IpwzGPSQS9pAoKN2u0j3Q2gDCofju4MX8+0hfa8LwZ3t4w5gvc7u04XGgVvHWgKpzQ0ecxJwEdD14PYY",
+	"ttXNSE8V7mfi7wReEcK8UVYANBVx1qp7xQzbdjbnWGhD2hkK3IaZGAY4bxbSSTi3vBBeZev5a+c3GVxI",
+	"+yh+PMPlM1Y4rYHaaLAxh5UpdXU1IkEDpjxy6wH7vZQghbxbxffl9OkPyIHFDLak3pGaXKPWiIGNAoGT",
+	"lRy2B/XenFvOclmKzOpytmsAQIMMRmkAg3MKGzAshdgzE6dslgLsNWIahk1xzDSYf48GY6wu+ZX4MKyK",
+	"ImW9sKLpiTLVcCgzp6ud401pP7LlsfEzfk7ix3N0DOHK+RQTbEnr2aoTim4wFjQ6sj7hICUs3ccWk6n3",
+	"1+TooIbMh/rY4UVIbyH7EZMtIFwlbSFCskirg+j49CTqFXW482xwMDgYPPv+B+gyNhGKT+TO4c4L9yPW",
+	"DY3A577PJ3L/5vm+M+b2L7W2xpYcci8nrbklryDMZSgO4hgDmqeRhwebCHkIT6mM5UVRy6K5XJoBex+b",
+	"HaS0Q76PtEYUQ2S3QXPgwZK4nHVaNId+DRUhdwILzLRPTue1KeNdRsA0JMon7t5iLGAMuSUVqC6xXrq3",
+	"R1f23C9SGHd4/KycATTU5ZSDO8xTby/9CX8D9SL9n73wz71/wx/OBC/2Tk7dP/4meRps8EJeC9D0gv2L",
+	"BQ+LYvMFyUQcJq0hKJmwkORuGEW+CF2BUQMiYqythwUdsJ90CQ+ZelqAOlAwMxJFkWAaPaHkIEFPSkA5",
+	"5DUKWDhISI5kKhTaw2QrPXdgIP3SUIBFKs/yfvTv2Xulc8dWJDnsoczDq/BhL6MN73E2LTXImlwEEQcr",
+	"VYoJJnxoJQx7+fyHvjuDYMu2jqohnRbX/ocjcHdNNSsx+yf4rsVHnllnsCgBKCUDqNAlbegk3zncCfM7",
+	"dt8FuiT5bnYO/97asKe5skH7iDdkF5Y6IaQJOjTx+V4kshWhg+Y++LgIhwSlFcll/8SApzD2R51DCq4b",
+	"KsGWR3Xt+/8ymBpdv3pZRLe5cj5JDRzs7ZFjN5+k1nAdKeRR5mcIK3bxtMFOHLl1XAaRs0CuACt9fnBw",
+	"Z9PDgHX7bNoYbqM8+89k5yWOpe0TYcz7P/I8LJx75MXqR37S5aXMc6HwiR9WP/FKq2EhMXT98tkanzjF",
+	"DhYXWv/KyyuBz323+rnfFAFhiRySiJ3JBg8/X2OUF1q/5WpGywGNo79bZwlPlHVHq8A2XnFc29GvO/yh",
+	"gRGJzuWnzAl7fmUgxYcgn+dFnM9uij3aO4c7P/yw43+rXYo7hzvoNqyv4T/xAP+ZdMj/vTp36Uq09uMC",
+	"xLGAPdzBz9lM2DpuEWXBgeZuRuQNqXkaqDROY3Bmi68OhsAiXNGqVa0YsBNbOz7mvaHsUmS8Mk7oXGqn",
+	"loeEKq+Zh+8vMuifhQ2c5jwk/WyK6uc/1cEA6vXCbRo8qmN+ITCXLxQM4GFvng9jZVGAjYadVoh3dR7/",
+	"Oz3mGZ/YbMT3P8n8zyVHXOWY+yNqvYaejEqoAjoT1FPnGFk9ffczk2N+5WweaPgxlDfCR+3gPHuk46rG",
+	"PY9ktddJqeJ/KIdWCMXGUlXo/SGiQK0WggT+817DQyuwBpOKMOthT6Kx+Jsx0tYAuAdVjGKbA5r8SQ6u",
+	"nvqeAtwZMMUwQgmuXlNFi4PHAL+I/AA8bNLHeIOK9hJtMCx8zRME/YeM0UnBMyzyWaDSVzi4VSpUC1Z2",
+	"3HACVCBnG9UKkMwXBH+s/oSEr6qCO1vVn6XsAg7K/gQ7cba8GLtytby6lTdEWzeGNvuYm0T5tOgn+WwF",
+	"4eXqR95p+5OuVP6oWBLSciCbLJyVe2Y2+5Sy021en6D/MZjYyF7CpiYhSRoFLDkbjKmE4ztKTB2vSmLm",
+	"Mh1pb/+BMzCuTSAe5c6NLnLHP5xwVJoVWl0BkFvwcw7YsWLUaM/diAx8hkUc+OVolGCMxrKem2uPEx37",
+	"wyKesEjVZ7hYX07Z6PAG5vF5RL68wG8NGv98lYBm/8rPpYvuGxsw+Ex9/vHQK2zWPMFS4KE513uiYvCi",
+	"7nnzcYl/jNytjfqHWpO9Evmem1BU30I9wcBbLNUVS4k6T+nppjOVUmAgrhF8HFo1XBx1GCPys6V9UJMR",
+	"t2ghqaHdr7YsR+KwEcdu80m1JUAQaygEvwbILd+uRAmJHi4sQCLHO1QehVVUumS2rGt/THDKSus0ElyL",
+	"heVj4OtyiuaUl3lc0+SVpabWtWtIO9qjw+ceh/gIsFoozIWgZeoP8MCP6AMOP02Yrix4G1P3qqoUaf8I",
+	"tRpwoUPAIjJuAhBYEtz1pJO9fP4DS0tuxQeCKUujEMtUqlxPqcbXGMekPSsIiwYq4lgQLED4eaILmc1a",
+	"S/MNnznDbtYfsOOiqNNeoooLSsO70ddOP6vLLOLeIyCH0NWPKZIYN4MKvDYdDgnn/VT5jdvZjOMIv+M/",
+	"ssJx5AWlPynx0t6vQygOtXaNtlFv5et36mxEn7sbbyR2zION/Hy18Nk6zhlOiTYi3zqb7k6E1s4lZJwx",
+	"BRKXcwrbpKapdmFZc3pIaW6w+p21JSq8c0F2Ao9bJjFFdm0ifZHGDVYxlHzHPls9gezA0OYVOB4xSwPg",
+	"AFPNfrF28l4Vs4Sd87E4l1b89dyWMrOeFR22VHdEqbMjXdo9Z9bmrSUjJAEhYbw9y929KT134kGkddKI",
+	"n6A0LSnwgcf4tH4aFX6TfgzfxHfvNS9FSJZpvANO9L8jAUvVE5MJFkJTy2nI4bqgvxr5yq/Oz36ih8Bo",
+	"J1bSmq2/mKzfssogkIyIOsx15e8P2O8YwYmxZ0gsHjxrV3JC0MrwGSEuBD8UMDy0mxb8MlUpTIgnNZwy",
+	"iwpCh1smkucIPMC93toIzEuDo6drda4q67mt9T/7BD7SDr2mhy/p0wlb9Mz4LJkW+0fBkv6K3icQ4NyK",
+	"cGYmdXjRT9MdyHopek4Vwc9CpdcerCDCJGSlNmbPSFvHyXpzpRaH0U0pOrucFSivVCjA6LcrkXN1F5Rq",
+	"6BUsGQLvvhzAa2WoqLkdWVQ2YBU2pGDAu9cISDGMSDXUMq5yMvH9sUiIpaMBhNt/v5oHlf745ttdQSmi",
+	"8inA7ApFmoeETGJU/yANy2AjFKRwGOu5sHtdZUcXi/yji006vk9vrUvPeEuhNkzgEes533SMDFrI83nz",
+	"9H5sfEx17FZUziJUDK9jBZ1aReUkYOS6k0/KA+XIw3GlagHoDjjV5TWaSiRWG1kVkZusFh0Gc3hV7qFM",
+	"LrX1NIClrghjuCCJG8Y65q2GwVvNhEJ6vXIq1MuDH1iakSqdtnJPt1APbO3EHIdMmHaWE0zOx2ysPJTd",
+	"8Mb7QOhA3xnltdsCiOrQEXCzVakiyI1LMZLzo4sqfd3v15LOrSQnG7eNe9xZEMOhQECNBbzQWph4sI9Z",
+	"nSSGCnHtxC4wwxP1MfLbaJaLTEJOo8xGCAPgfjUjPcXnYSbSUL9qUDGjoiHKVL2BjCi4Fbxe7REu9EVA",
+	"ZsgmxX30mS6vyMJuBMJDUI97JLSHopvXsCqXouN4NhbkroloZRQJ09QXtSSPUQVh19ib3pBOMHawpfFi",
+	"m5ns0zBi89iJn+aLnIAz4Pc8ZNBaQVlyDfpiDhOypX1xO1aK+I4TeiJ9Kjh4PEdxEbqMGD/mrrMe1kHh",
+	"KEI1oLMowFJRTtCJPLyhR4hIurJJ7dAMkWeqKwHCJH9aP3K0P2MpvegDPZIO2K/yWgRx7hZsrymLsTbA",
+	"F1jEqYU1XB29ddfcWXF7Z3TtPPD5R2RA0P51CfQ4EeAWhkTLWY41s881JL5KPtcdmgMybfCWmmlga1vk",
+	"GjFn2Lj+7rEKOpWLXyEdrYY00EUOvdhkaSwmcBPNUjGRx+QeyTLfm/CSAOKhHLWgckMEyK5zqq28wSx3",
+	"IPEjDxPkNIpLqYhxHr97PWDnATfToL4B2cuInnnIEDjT5zljyWEH/jL0XNO1/0BiSQmVd7WFWdxCvPKr",
+	"tRBSbzsn9S37pxxszbXuAzijNe6lwfyXmIGDev0nIrDTdR9528CeXf+5dzoXt3rgtQdKvu0jNYzz+k/+",
+	"DVBA17//eDK5xd1Yc3LrB241gzcE+XyLOQQg7ts9QyDgt9n6GN53/ed+8ZjPt3rk1P5xiwdOmqjNtzlr",
+	"xmkrCB12iwXMbMWL2z51HjCE13/mZ0Ls/glY6O2GSFwYhumf32iGDn4Z8PpadJsYsc/Ln8cean0oo8qt",
+	"oW+VVMsorzqEnxbVh4Pv2tWHsOA3UkwBvXBpUVvdsCHOSPWmEhSeZ55BpwP2Kq79bPY8ABk9KaRlejhM",
+	"mFBZOYOK+YUq1Gsxi1qnBsHNUgB3TvdTPpmk+ymiPqWhf0mlIEziwWXpZT103eEYP+AzH4Inr095ux6+",
+	"3eOMItRCypu0A4gvKeH/pUeITuEecNNpAPFTWCg0R0gRWNIE3PNgnXG84juN+lp8MOSwq3+/JTMEdsdz",
+	"uQ1lhcTfWBG8ofQzd+euIQz0JDRPhRNhcU/NVNpshMiQ9xiw8fKgM0MYN+0uSoa2qR+PIPUD64p4k3Pe",
+	"EeNENLidNmNrnxsj7B5ghw5FuS8++lYDrSbYm49YM0S+ETqFtREVWC9A3WEhsyBo0qEoaySVHqbGA/jn",
+	"IAy0OZg08a9gz/pNg8uxZmpUAJ+ds6yUtgxnIvIjVlYKKz/QbRMQLBAsdJFX4SS9MuKGtNGCIfrQBc36",
+	"NS1RF+kvrOU34arFPcGTZuKjdrfKxRoUIseeQtr1kN9Bjk5K4d6YQik7dbhGrI5+AByo0x4aySWUu8kt",
+	"m+qqyKPKqoQRKHXCzLWcTHxJDaZVoId1OpoN2NwYoLtDAyoFNAfC9OBFsafLvTAqhb5dN1+eIdQjrx8k",
+	"3JgZo+QWJgnsYb6imqW4UnXaR9i2KyRA97kBg9YHBMwcGvigJgHtFIOuk1Pz78sZA7Vqn08m+77XdaV8",
+	"riRgSaPuhmsEkVxCPoG0mim0MmqOw2edQM97ORYD9q7WEAwreJ3rNEFtai9yFk20LparYGDTiBYX7sm4",
+	"ndlsJmnWab3wwRXq0SLDjlCicF+pAce9q0R+/EuTaAuuWI/Of98RSQ17had+qy09ZW3pFHeWYRGEI2xn",
+	"2RBn3rzOhFJoPT+1F1lSgZXo7KMaJUiWUf+2Slmz1Nf7M372ETl8vYsHvb734KCBD67jpcFV3/polvho",
+	"mgf0nn001KFPWgNkMecRabpA4N7YA7LcuwBn5D5cDI0erR2SCMa+C5NM6mz46L4HkaG4RMuGvPUsfHWe",
+	"hQa935uU3P/kO3f+ifygEG2tTl7D76ZuWezh/1TtRj6qO86yFgahtP0ADbnS2EXqG4OR8k6uCluDa401",
+	"6LdUWlFAvDZK28QBs15oha0QzxC0SkQ2RPSlQ/L+Xmo7WuRQOL85DnU7OT4nczcrb9dJ3qwZBbVmevSM",
+	"4rbYB08mAxSPV90qcZO0nuxMqiVF0zzIPF99E923VuvIJuUstkW/I8q5e+2gu4N7BwXRIoQGm49PGSCH",
+	"k++T/JXR9zelCODpfABFYNFhtmaKF+ARS3WFUCi1u62Hlj66P3NpMn0jSpH3mylh7bY0xUK/2fSp+ayM",
+	"R5JVQWdkm12xjuW+xAu98WhI6BS1ZwQvM8BG4peygETTDqo+x4gGVvGGFzAjxlxZmTF8k0cCB4/eVVX6",
+	"glbftJ96RjZBA8+it8FLCB2V7hJ5BF8Y12CNtBLGFjOWBsDrQ4yTpO2FGz6rgD53Dl97Vc9982TU/e3O",
+	"Eg9/xzcRIvydDpg/MHQg9IQaNpSCiVxaaC68aSr5FFKM1rR6jdUQz4tzl4aloK5Z8/Gu2MD1mMBnlVJS",
+	"XSXsnBrCJuy9KqQCFRyqvSnmuBio83Z0ia9Ij7C0UXpByk6s8T1WAHYT8mIa6T8G+/mXgueAwO7L8KF+",
+	"e4U5/Ln6/En+8DZwnIiztYIfiRW80SSaZHnlo1aimVLn6DfHXF1q+GUrXvh2FLyyes+JRGoikUMZgR4O",
+	"EeLThJwXR7mY8bJMPj1WUlovne2ro5yHIoQzwfMNkUEI8FQrgPOu5I1Q5OFY7fZh52QAuEcpsyvOxYXi",
+	"GuzdAnSBpTNR3lfCOJBJS3cK6I5A3XrqhrxAnM27qKzS3TZgv4fmmJ6cy0oZLEeekN2VhMzReQkNn0kp",
+	"xzb14J2EjNdrlbr9wzmxu9wV9sWkvmH/11Nwfa3yen2tfGkbMVvLUXbfubiR1bBPdr3oTjS8gMaOtTsP",
+	"GjwNlzkHIP//lnn/baaGL/em2oOlNoXS9gMNp8WyplIf8bTVF79XW4bx4CaAP1CMz7sU75l+J7wyS4j3",
+	"lEPzM0d2Y25lxrwNcMiUxk5mABWUjYQbWR435RMfLZXgQPavLWcDaMUKeoenUbL9UWUiFeMo4haxax36",
+	"brq34ncvRabHwjAYY4u5Ab9/FQYHZTM3bLAJzXpLwQ+U2wl9Xhp7ct+ka//oJty3zpJI2B9ajw2DJih6",
+	"4uHExqLkEXC9e98RgYZijZyzIIiSvcMPyA9Szo2T4AN2dnF+WkfAAlbmDyyd2D9AnAZ1KT1i79/97eSn",
+	"7tvjfo41C5Ely6FSHXqAX1Fn19q3jm04f/7x+V+e/eVZHS5ENBmqcSeUs/T04n9fjfM0wHjP9zFjI13k",
+	"2PPV0FeP6vHl0pCFRD0RDPQyNsI65mSo+A5+gxrMxjpQ6m94GtN1YF6hxoe6MboXEM5Cs4dNeAdrc1PS",
+	"LH20zf7xCI2uenDUB3mF4eWWgs7jg9hc9UB9w+ZOJk1UE3er3vLlb8oUOwdMw/jMfpksQPZgBsSh1pIF",
+	"dYRTCrMW8h0MN3oo5kzIkEQeIiTeZHgsjP8nwPWdZ/4TrhJmZWFR9CVsqLOK2imU0I8i9MXPuOWFvtoF",
+	"Vu5OEIAiQzAoZr27xjNf7IafQMGaEdbU3R6cKYu/xUtYcGMByYc86mmAmjq2UG3l++vkMsfSu7rS2zff",
+	"pzXhHgCpv8yr7lhWfAYet847P9plciC6b8tZH9RbP78d9xmiXuByq9EJj811gya9GbnA+vgVl+rxarW7",
+	"JjyEwLyMs7fH785fvT5lp8B6/rvykTlAAw4ZJNdiYlnvu4OXLL26hHd+wDd9cMq8rmxa8yGvjeLTpMbO",
+	"PaWHQ2ex109Jr8FeOVZXtsJq+PZaXzGfqnEEtxzr8XAsRA28W6b1WcoZ6QedellgVAsE71mW1zB6xBoO",
+	"O1jASgu3Zod9AqUMKuH4iJrBY/dx4B1eAVw41mw1U2kzdb+MuXwhi27lzUurWU/tH6e0d4+eT+FAu/JY",
+	"L2o1dcuSHjQx1pHSJByqO2BF66tP9Nn9T/jHmol/eLO3fE7y1DchIOKueVJwtDltpqwgNY0dfPzLi/6A",
+	"oSOFq0wwrQrqAgTFbb5o1jBuWHr6/vyCrZpJuiJbL5DDl5DtGvnz/jP3TeVbr9STTPmrSf+OlZCOVKdz",
+	"q0sRO/53Teg0ONFGAn3yNgpfTdPPFmn6MOYKHtTQ/fT2zfn58c9vEkS0Ggk21jfizjnAubBb8t+S/6Mj",
+	"/3NhN0n7nyf496+01SsiiHHE0OrP4hLP70Hy/6yt3hL+lvAfHeH/rB3ZPDDp+zD1WkEh/MLunIt0FnoP",
+	"jLmqeEHpeRT4foR+00YYCydTd/A2bcGfZyzXY5Gwl5CHbcUerXEBFbuhLXrTR5OOAEg9XRGWOfc78Ohd",
+	"CGGkS8Ix/jxt2cqDh2JMfbA2XjVx7uOb7sMN+sdeokNdzpEfNR3L9VyOS7IyzIoPRsrHiBtovf9IGE0a",
+	"EnJ+nB3H80hZIYYWkpzrMhBvcMUzXFE2cZdMY5PJPH6Qa2Tz1GdlYSEeIrtny+m26TzLG9xvgMGum9sJ",
+	"Gc5L+thjQ1asXLZ6b1IVha/IZL0hlwX0qbNiPKHOk1HetJVj0U9YKUw1ptzuPdao7aTSirioTOmp78bX",
+	"1lZhwM7mSyucOPC57b1QZ0G/fKhLPlKMQvkUy+jekHXZj/A2FkPLtpw9jSxvqHhfr07bx/FxrUMe5Fbf",
+	"eiCG4OgN6METGQVOy5mjjPtnDlWp9hzdIzUtqd+obBtsA5SpSkVd7LuQwqPWz+4s0tSh9SYWasQNXtaB",
+	"a9BKhKIszxoW729hEa1kX5XK9yTQBJf0tMs8EuCyNP0tsT+cceWOVlSD1CSTu8QvWpviEdRkr9BLvDgX",
+	"Dc8EIJqArC+kEocBrgjpm9oKJBFcWdIJ/xDd3QUDkSzgrETYK+LGrX7ClJgG1LPQhgCQxrH5AKKipegd",
+	"LvQV00PGPVxJjZdj+cwEBJeluRtnuGy/6i8zopKHRFur5/BfUuW3blL3q776qdTj2z1xoW93/3u3h/fC",
+	"QevVWAetLSIbJpQtv8ZkvAdNZOERw4mAl+41KdgoPjEjbddzb0fN1Oi5YOIlAfsNNW/sseZLVNFnVXDr",
+	"WJgc8yuxa4C9IqeTfwhsbEPdPNCm0VPlLGJsBgUurYyXjnMyM9Kl3WOFvBE5szK7Fpb1vj+g3i6mzy7d",
+	"DqPokabZKzBDdm004+yy1FNoGc6VeyeWNsDwAsQIV+z49CTCEFnmrD4Pq7nAMJuLegIvG8q6gXEoKk92",
+	"JPRT5na0k+woPhb1rp7kC+6euO31mH/8VagrO9o5fPb8L8nOWKrw72ShKfZ92GxhPbp6iftj5GSi2/nB",
+	"ll20JsC4hbsUDZZhosP2BQwDSdUMJgWf3YJf7GPb8CURcEKuIPLspkhSEFNsY6VLlnrKTwO1Yheqobto",
+	"bXGOZJ6y3rODve8PDhLfdot9f9BPQrDtt7NfPXXFnKdmJRKQ99D3XjMDuAy9KpS2kPcLr5jjAqBm0dz0",
+	"RAAoWDFrzG7X4AcNwREVM0oH5pYmtqLJhSefY1zqp8JT7t5j3lyIFd5yXFpY80IOBTT6ulcv+dy2dXXf",
+	"wrPjfVW/nf26Rd5+ym7vn0uuLGkmqJggh8QUhkfDtuN0htZA5QVoexNRSp3LrB4u08oxZ+++8/WasoRA",
+	"X3nDC2DHL74/qPWwFoC13U7lUPBclOyq5JcIsHgtZkPH7ho1GWO318yI8kaU2OGD23oAbmB14JCY/n+e",
+	"vvm5JdmR38yz2e6Q4TfHaNcMTHrkmrU6Ptw/A14VpDTckamfxJb9Pm0QAdvKZsP23rPTsea4n0yh7Z9r",
+	"2deOVXme4p5ivRSZWJpQ2rexrBQZNHd1qmV/wE4sZSqaFjWV6TKBzAvBc/dip+2Cso3aR4pOwrBWJLGu",
+	"QJShrlqrs4eMeyU96C51ijqq1pIYOo+VeH+3gc701vJsBC2NI9C5yNrGF82i1788eLmO0f0U2Hay0EgY",
+	"M+PcnI+Y32yfKRdvt1aiY5zuoCwdolDV2B17fLs79CuHdbxwJrypM2ycCXe4GCCq+jVddJbAkP9vhRBP",
+	"NGZ8286yhVw9RsxHmj9WrOcbb86N5SgYo7vGGwm5yGQuTN1zrN81Yn+cG2Mms3PnEJoKhDFfal0Irtby",
+	"scDW7/9rIq6a8g1bp7uXScURHWtuQVpFGnAQeOfWV3tXin2XZIFlvlct3vJlTcmPSQxQkslhCElhHCr0",
+	"DmjGoTCThRqLt+enUDsPZ9IYRsHiUNkca+SOsK6QtbdVNs0r/liojC/gZSlvhBmwMzER3CKYGJuS+cBD",
+	"God7ulJDqSTABcQiiEoiKKXGj7ORHlMnM5ZiSdC9JYiOIDQLyTUthoVbwG1KzTbKvlFtF7aB0Htr7nTf",
+	"Oq7Vk252dF6DJnoFssmQzjGvJmnF5mQ9o0Gwhwy9KF1GaZy8YwBXXKp+EjiXZxPuFqdE5tJMuHU2AMsc",
+	"OypiVqcna3C6AXsPcS2n+jpW01QeWaGNiLhbG0PQk6fCD/RkOTuAJftaqf/hiFlPooQZiIPeKz5qURkr",
+	"yv2xVtLqklLiVgeDKS9/5KwUN2ihrpxQx75eQCcCCBrwU6DIAeQ9ZyNprC5nbCpVrqeOoKGPREIeI3+Z",
+	"34iSX0FbX6vZZeVUdzNgP9H7Mz0WbFjqMRsJXtpLwa2hLy4gt0Br/rEY63KGoV8VhtXUHwDCZQbqgeMg",
+	"1IKC+gqXAgkMOJguRbtViqv5tl7MWxM9voGSZ+Z6J4KJ5HnQ3EKSxqP0FOyysVSVFeaIySsF04Dlp2dQ",
+	"gvilH7CDgGSjtL+nyxaiy2/x/Q2LKJgtUtkXz3cSZ9bJsbM/nx0c/OUA7GP890GwaKBQRJRtNt6ZcOZO",
+	"ZhuztRr8w27/Vozwnc7FSd5lZn7/Yg0rE9epdb1XfByebF+cnFuxZ+VY7Kwxgjcqb//+UQh7qpWDeaPy",
+	"OxjKj0CDbCpzO3InjPz89UCykTZC+U58dCxHzkS36M149vwgUPLyEeO3KNS75hn7y/cvD+Iz9qzljG1U",
+	"ji7QfoscfUV80/NJxzoDwW1F6p3Z7CTWWC3W0NKjtY7lKd7ZJk5ftItTx3vaUqwWJOk+Scm7l6hJcJpG",
+	"3Hq1NKLT9yVC6bFR0JZq7pJqfLXlAvXcE8EUOuPFHuVDriQbzgp5NbKsFNRFr84oG0bdYKHcIlYKJ6XO",
+	"hDGH7EqXurJSCZM4PXICpV0yd0vg9cVXp79hBs8Eep0VwrSS2q9u4JRiu8lOsfF3QuxjRX7dN9Eb1h1f",
+	"CE64Hd41fo/DImzyABvLbbVmEq2biTKVYVaUY6ep5+Kj8Dn/GhyTN9J9NrgaiBZBJIAAGIvxpSjr3pOm",
+	"Gg6drYTKhOCFHTFumBHuxDoTKazLgL2Hg6tLw5yNKS20Z8OSYspN87kY4iN0asd8Ou7UTP/hgl8ZdilG",
+	"UuXLxM45rsrjljU0yC4HKK09bvBW1NwprdbLWxOF8WfmzmkVtal9uNpJqb/CkSc69S3KSQ+DJxMwPidO",
+	"NELgwilr7XU0b+Cpd/C5DR7j+jPLsEvjKQy+mSb68ayjI4U/t52ol599ovY/KfA2/OkurnO+woEJLmV8",
+	"3a5hhdYTqDL1Osvx6Qm2BQOf1ZXTTirTpoc0z92xG8mKtAh3H5P5whj8uW7JOFDerbJ+WsR9Fh805r+M",
+	"Juod2PL1Oy1sUjHhITiNP8b3RoVrNnRBhKs6kO27/pqkJjgfHHKH2ITygpHW10C6zem26kP1kVyO3f/t",
+	"kOY6XQG+6j4AD1ZLJA0ElFqotB3kf7NkigFXqa72VphQAeOfRktj78XAdCAZ+wQ3R7k1zsLBjxhMGJeG",
+	"jfVYKIseNC+L0bQngKXKLSA63Hg2ShAAhgqVMHjtTTPibJOCA2mG6TAjYD1CngwOJ/G+cSoR98xkypUN",
+	"gfGMK3YJbGfCS5Ev4Shn/nNdltYiUTW11s2wkIXAwftQGxXxjq4AAJ9Mdu7oaz7jKO/6Ft7QHSN6IA45",
+	"v69Llfr42G3Btu6Tsbqn1liBc1HeyEz8VgPmzfHk39HtUpNmzd8862oC5WyWJ9+IEh9bQ2uiYUJGDdgl",
+	"9DBqRt5g4VIZ28YwV2hLf6ORfMOKkl+CDhbgl3urH91luu+8anQTzuGGKHAqLp09sSfVpf64hvMAjY/a",
+	"bMHXGDbR0DGRVJUGsTUhZBLQbGoNqJqQrPzP8/fvGAeRIuSNyAfsDbic3RdDWyOOJXopfnZAox/8ozo4",
+	"eJH9ovX1Oz4W8C+RIoIN9mgUypazXeNolWoc8KLM+6QKSQMNlECDGumpu0kbEVBwMCkQXgPwD4B8Xmh1",
+	"5f5bv09X9lJ/BMHoaNHpYVgXKDFHSNkjVogrns2YUfxafMi4wUVljj8YSgAqx7yQkIyYavUBF+gD4vnk",
+	"aWihnr5X53DpFV3pL/PL/I5rdQIbfVvP+GdB5bQoR8F2xbgAHwvWExLSHIe6HHdWQYxoaztTal6uq57h",
+	"COi4XpK6FueSdw0B7jmHWx6d2hbv7VoQO0RjuBqPnYU/FEd2y1mpHE/HHjFmWLGYHwODuAU/NjNjxXhQ",
+	"6Ks2rgxv20c2sgY7xvu9/oGPNfmtZ6PGcpXzMveMz7BpKa0VyvNsfNinHEJNA0YFbcmV8eAGJjJFkSF5",
+	"WAtInpaxcSvUjSj0RDDxkWe2mDFAg3afzoXjoSUwODzJpG2kCUthgCd5+NPRvfuHziBHID+2v9nM/YCR",
+	"d/cXKlXur5xbnvYH7LR0fBCahOoh/Qz8JkqqzGlS0DhPD1Fq8cyyY2DDTgzAjNO/n715ffzq4s3rf6YJ",
+	"TEL5GUBHvddhNgRXRVUeYw3V+EMryvnATi0eejjJ97D6Z/7nMHn8/S3/+AZf3cnj65vvgblvkqPhJGA+",
+	"67AyOrZICFtO1s7JThF+poYziLWVtZjZ889nZpRSsy/VUHeyNI80hPzFQ8Ahn/ldXJ7r7FrYQ2ypye0o",
+	"Yaa69C7zhI2FMTDF2UQ4Zc2tncoEU9X4EpNwsMbCVGP38gJQEVVODjtcjCEfy0KG5jlY4RJVNE9lUTAj",
+	"nMLiFFi4fcaUEDn1Eg/rQnxmJErR3vnbJ9G42YXJnbjl2SBddX+0s+skLi+LLn1BBPfBMayWHKww17Vo",
+	"4Vk7Lbj5Ljv/024f82+Tq5LngjBb6mGBaPX+5AaqJ5k1LeK/7yQUGFNWfLQMoEwM66Xx/r9Fekn7CRsC",
+	"NqXXhfHkQ0FlPTeDoFOIAIrQKNKwdCSKQqdHaM+htErpsge54vOkiDO6Kp2BdTkDW85nk17xiaECqTSr",
+	"SqPLdMCOQXhy8EYpJTKbsAk3IWvV6LJG2gqDC9qtk930Kko2slJVgpWQuoeCWdpaYQGlJ/CMI98Nl4dU",
+	"V6wBA7vPDct71fBhxIYxQuWGpaUwM+W0FO9ozwrpuEwpeN5MusVtjZnz8ekJuxRDzMgqZo4PUeNOMpWp",
+	"7flxZUeOOWWh1wVgXQteuoXW1wKAc3zqly5EiA1kWl9LkbBsJLJrt/f4NbTH4SgespcHz2p4BAJCq9lh",
+	"wl4evKjbBetSXkmFrjePZ0Y4Mb5uDv3isEju4YP64bkbYwKg0YR54JY7i40XzmBsC1K8nwjVyuxWefNe",
+	"LR4oL1jCkQKALyZ4WUjMHnKHEvW4szd/Ozk/ef9ucPLu9Zv/GZy/+W9HX1YHudM4dV1mJk5xmZ074dZx",
+	"u53Dnf//7wd7P/zz07Pk2Q9//uMfg85//X87q43SZ8jU54pQoPkHwCf78DT2mq53iI6kU7LbOIznP0Nd",
+	"FHq6VdA6hJQ7s8sE1J3KJWrfvU/tftYwM+cbBNWdvWvmOSm4dSSZMACHRoniW/Lkh1RjB+3UnDzopVph",
+	"13BdstS3ED8C6Gh4BvhupaJPjThwX4xM9JOlvdJlyc5PTtF2nejSen0P+xPJ0vcSo/5GIh9gO3Y3NC9i",
+	"nRUHT6Q4pAEt3ODfUi958el2k+xnvPs1rfJDudz8noHZK029A3DEuuOTFNddhHPBfXNTxk1rA3bZpIHY",
+	"WNd1TETffm/Le9oDD03ijlgNnfe7aG0+x3P2P+Ef1Mm8I9rnVCUNscjAA4gS2Yk1TVANX8Xs45bAl1Iv",
+	"tlKW0gjS2t+f+jGkrAc+IDsSY3rw5zeLLU3/w9//17TdrmuczHVyIkLbxucHe7m8kjZw2iwuMm1GEP0o",
+	"lsYQF5SE5wdrqQEbI9QuK5M2dBtFvCNFQs1L683ScyFvxL5UN9KKZYgcC52pkEy9rh3owF/uoSmKInrs",
+	"LABp+2s2GwY8jpTlWhhyRo/0FDxHXhsx7OTd304u3uSHgP/NLl6dei94A+ezl5Z28ru0o4tsQkh4FAVw",
+	"7EIo03fKy2+vTxM25RJih6nT3nRla6hoX6L87KAfcrLCfLFKbF7rcUNHUwihxpzolmPBhlwWwQEfYY4g",
+	"y6It+YC78YEGkg5Y2ghdpYib1tZgyHdwbC5Ca1sgtN6kdQqrYaIwYor+rkUEpokuinYkVmzeiJhMiwz1",
+	"BOZBTORXeSN2NoM9Gn0BP7kCfHThsELtk566I4Tnisy7e++PuAaukm8ujSdom7T1bWGVAtfgtZIRCNKx",
+	"caLKO5EXbZ2uGyJjOYTTKa+MmG/90URrQm8kedcUsDKILvZCFO9Hx7Flme9NeGln4PZn3/UREe7H//MG",
+	"WR146xosuQaLcxwY/RZozHKmxJRIPAELEBH8W8CiwDkXjRbbHxHCVOhZi+m9RIlt8E33yvwQhelWrO+B",
+	"uNwqtKiIyenJlsd9YzwOQK0elsVNCj675Nn1Ss0YmUnMgagpSNShKWT2Y/UEqoIlpF70zl+fstT89ZS+",
+	"lyYstX9NST1EJI+8f+hY1NnFKYNO3tKwQnBDvux5hbepKibe8e6esMydEOE9byHZ1b2ZntcToURelx5g",
+	"uCEw1ToaMqcAM+70Z8caJ06LWlSivzt42angHkF8aFgZDhh93x08X7i1FP8SmYUMOQhl+aO0a1hKgxzI",
+	"PKUcvGjoR3FXqV7KJ5N0P/W5+2k/pOLFuKKN+UVBM0NYo6wHGnHDxRAJqn2K9/2H/8xfU1xxhfsWIlZN",
+	"Uyh+w/wx3KPZmP1P9Jezk8JVeC018PMRIpCLc9Mhb6fPvw7WW31Ce8ADsHaAPXv+rJ+wEVdXhlWTcJT8",
+	"F6BKAuwPXGQYhYH3ErzACpPAH/rNSkb/lbVMA59mmvq1HdDIUkRD4N7uBW/r/UrPjvksRV3ErUqYe2jb",
+	"3fQbEKV3VVjiDkxwasRC7P5EbxvP6y7yY/65htDiVrBeSqcfI1VvVC6cYAQeNR3NHDsW7rd+1Dx1mXfY",
+	"E+A5fmcdN3HL2CSkTkaii3gxCrx+F2S/X4l160/a8qr/eX9Myq/Rcv60dR7fke68SAWbdR4vpdVVKM/B",
+	"cv/x/7xJWFZo7zGo9dGElYLUCkgc1LVSbOYU1DBxvH/AjhWSddBX6q4gPzBSAT8obT9AY/R0qf2+Jfm7",
+	"JvmEAR/eKiRbhWQ9hYTcAhvhb8vUEQpH72N6xQpuxtnb43fnr16fMqzDPlFDjaYCmNRaNfsiRI4Ail6R",
+	"ndaLswlbM2QcO2zkx/QpQ7qGi8PvcgN5XRDzOWKLhmvrPPc/WW6uT/I/yaikYXkOKhWkZlAqGX5HGpae",
+	"V1kmhFOvmFYZpiOmphq/q8ZpKK2QjoUrXalM5GRQE7B+eqLc2SiEFRSeWvAjQO5ondQICSK9qF4FP0EF",
+	"LWOIZilGaS7zswA54P0MeO2DT2NCrC54Dzb7iJe04aCgBytVCp6N3MFNB+x9VTKe59IdjsO6LOVHqkyk",
+	"hq/gxqgKu4sp8V09XYm/4on6b8ry2aDBHH1oibWMSQFJx3l+EMs4XqEO6QMbmPiONlvps5U+60mfY3Nd",
+	"h/g7HbwbTr1qZ9GdJnHNuPeMzL2XLxTLcfJhsTc8G1FhdJ32HxxgvpU2uJbtSGNZn8onWirr/vYOsv4h",
+	"pM7XP/haw0udzyC9mJ6PHne2eewD7XC/p30nH92PTNpYIu0apqeKFTpDXNIeIPE4ZmoS35GlZDI3iWPH",
+	"pTBGmH7o0YDCsgMmp5XrrtT6YUlB1e/Q5nHTHrkqvy4j3drtd2a3x27lxSDLpjkMFkijzb1OOnkcczKs",
+	"5zEkTDVxjNRgtL2GnDT9kGUuS+itns2yQhBia8IwKAF91zXP25Ox39ZxrUeLCxyNcRl6ZGP1tjR0lwCS",
+	"jaXdBBRwg1L2PzWirX/ul2IoSqGW1WS80pWyBssS4HaqGWyGcQFWLoaQNEkdAEYPV+LrChOQjKI0CVqD",
+	"mXZCz4rxBPq29hE4jgM4jSYIb0CK+1eVXwkIaVlZijE2RijbQIl/FjH9ndWzXCES38aT6pSJ88AcXwQf",
+	"9wUtkuo+vwglI3JAa74mrPLWKgvu7FWo3mht7/rsIFne2WhFX6N74lbRjnbwrPpkbxnWXTKsel0X2cBD",
+	"8C/HCbq9XL87KT4phXstpnjTSe+H1AJibIGjTHVV5CzX1AxxKo2gy4uqRGgW6gZ/iNianv9hjUhoxFhD",
+	"7IrS0WzGLeSF+9asWrV1dIvKZNELVCe0KEKCk4Yp9yQTqtR1o8gB+7HQ2bVUV/GW4dfIlVNP2beFrVQh",
+	"jHH2IiatG9HCW8/gwYgYnzRT/edmXFMLi7TEM3VK51OXtCkRok0puEH80PvzTjVG7cazPGdjUg+/ea62",
+	"3qpvKg9y4RjfvXRoaenpLux7nrvCEmzopw3MqprgvO8bMukKCwZPm3kHyN7+sw9VaRvm4vHtWiCP5xRA",
+	"9eWNIts/PQcM3/ZtEaA+73QEvs7YN665dX0xtT/eSXZehx7KO8kOOd13kp0QJ9pJdn7isoA/LuRY5O8r",
+	"u5PsvCIx31aYvObyucc6ERrwZqDwL4YjDF/OIFhTQxJGyEM9Z0IcyrwTHZFEpsh/nHUCE35/8NlD0iUb",
+	"cciF0JX1ODHt/c26RgjN1dzb2+2cIS+MCOO71LoQXK0/QG7dGD3Qmts+Oe4cyrDU4ztoSdqxe15DXDEI",
+	"qzc2BIK3A/iSka7KbhKUKhO/uDvW7XL67395edtGuq+4EXsSeixJK28EghLRGGWeUEtJ96LEA8Fg4o7T",
+	"tNy2CifcuuZwLWZTXT4eOM5IDq2DTOA3bwtNsMTGbegJkdqCzZW+2KRtqCzYBXINF3ZTefkMTjmH0tmq",
+	"1UDHxcel2jxu6b4l7adF2qjpRFSxa+6X3N1BXelsX6R3C3B4YI8wIwqRAbHjqWe+YxP5DfIq9Ppq8YtH",
+	"p+ocxrLCe7M1NLaGxtbQ2BoaW0Nja2g05EZXKzsQYVslpF0JAQF/vxrHJ/prOfIZpmFrNdcIsu67Xasa",
+	"4dgu0y1WqRV17LpuMAcPdoSHwiQebSOjePKdtEFT3Eak766DUePA3iMx7WNwtzv4jMqaYbxuqwrIzhyB",
+	"XqDYC/L9sZ0YL6CwixHgFTWusLoALQCizE7A8Oxa6Wkh8isM3voQNKbmRyHlIwxty/rN1M/HI81UKtdt",
+	"MFg47qdBy3cfuV2Y/YoKfB+h/fOBWQtZBl8tj9kGX5fqFbD9d80MV8VbG+wwF5bL4gtUDKkmlU2cJTap",
+	"qGzWQ1k51QO51yq94zWO4lvWPmgJlusg2FLI3bjVRjamjdSLvCG9hHoqYp+nFbjGEZio7wuFbRygtqZ2",
+	"6LGFPtPQgsoIa7Htbmcf01c4jNuGDC4c67XkrVsjdID3v23ki91Dyzuc3WudVU7v6iavaGm3QvgJls79",
+	"LGwnrWygLeoiHe+7k7qkdPv3UtoAGoZEiRiTaEdc8uzaAK4ZxgxEAo33oJI5oXYwEm9LwBiJJlsKpw5h",
+	"yTO0r7La5726+6tJjdAVnsBq4zbwrGM3j0fCGu7eUIgnBjNdYSj4vQoZvA+R27kw6GNwdndyM9C5jpgu",
+	"k3rn6zqpYMsOpZJmRM05yAU65e68zYeymNUEccp6aaS0HBOCZop1kFdKGmh0dDkDOZRGoYm0v+Wr2zro",
+	"NfvNO863QXbeZSE1Gfqk4GoJFAdgLICzxjFq6idT8wusSEBSpBAvZ7kcDr3tAkXE2G1GQGfjaL7YLpAD",
+	"L+elPXLkCv2V6n6si4z7tODqm+DbbqLrsm3o5zae8FI8HMt24+3Mwy/4VuHcMsZ18RIpWx96zLcYhchu",
+	"7otBlnz6udYrML95E9ZpteKjXWKrnvHp12quhk/JrJ6ml3gdzMOt4pZ5fGXWKuzql5AwNVvGlw5KPg3k",
+	"nOxMqm7TFCJegIvVMqBOW1UXOdMqmKveVgX0NDBHdVHQPz/TCn0MRH/3Cs0yel/HMA3q49Yo3RqlW93r",
+	"oY3SDXLtlUrYCkv1Fdo/Kxh8VExJHae1Erc1PL89Vr2GLQqru7VDt7zw27FDH4AZlmLPO33WN0qDm8gj",
+	"FvmEBTbWxh4iZFhSdzVPWMGtUFkNnvbLxcUpJT8sjbGW4tyP7quNtEZzXOGW23Kar8FoLesNvasQa4eF",
+	"+jdeyJzPx0+TpiXaotOAe92HUVkMd41GRw3qbPgYzKh8r2G54j9QdYrfDsHelu7Ov03cMB8V0W/OF19P",
+	"D6e9DaVurdatpva4mPYrVGc2x7dXKGaTUmfCmJUJptEA6ZG28EBIbsNyMkSDE3mrBzEoX6c0hK9U76Lp",
+	"nVtuRTfaF9yzZRsPmWW6eMQ3nJhGX9nH/LBuB9Ev8+lke04RAmJraj11SwxKTGC9ESCcu/dTz0zCcZdm",
+	"Lqv2KKrSZdgN0/eGxwZKhETnpCY04GhDTD+DLz0Wst6UZkUzO4aVXKuQJfSWL7S6chqGW8XNVre0DHW5",
+	"KoUHY9fXPG11qq1O9UR1KuRCG+Hn62lT+8R+l2SnQZ977DTJ61688WDvhV3D17f8esuvt/x6y68fjl+j",
+	"svqADHslu+5g0qzHQ2k5XYHG/EMyh5k096F3n2/Z+JaNb9n4lo0/bG/WB2fiSztNg8q9ODxkwL5plS5Z",
+	"roWhznAol6RllbKyIPAQ+LHuCHEPzF1Ptrx9y9u3vH3L2x+07/Z9svbSTvaxw9kaKM5zPdGijkIjbeyu",
+	"j0mNdJEbQKcURe7IQyhbzJI5zNdcliJDnIE2MOczOznVpf0Vx7YOzCsNKsY5FZ8Bc+qYyY2AYDy8Md9J",
+	"dsTHCYTl1wYupbF42NLGXNvGE25oHZJbQhyTEaprFE89ihdv+LJ+jri0W5b6BLkbgFjPMZE7wpZJOrTR",
+	"Y3PdyaewszSMRQ9BbLuxlZQowEEJHZZCMI0aAkbfCYZ7rAHArnfpdpAAJ5BfQI7zSGTXffgZ+5tFQL12",
+	"KjPBpiNZ0GHOu3rRxyTxVSmj8cRWaKGwQmzKlcV1ur8UqXiQy/VPGONW69xqnU+VLwONcRV488aw92p1",
+	"c/8T/Bf7YMKf3S6FM0H6FPek5k47MO5LgeY+8GmriV2gy6AtbQI4zlK2ugprD17RgbRHU9pwA8gnwNn9",
+	"Snfz9t9HM/LzeLm5WafC+tw8yPEtW9+y9SeenzHP2PFMb5S9Q63Q/if3n9uwdkt+vBuv8mlFynnCNNzN",
+	"i2LGtLOuvW/X479dyRuhljkUmox/Fc8PKl0O3+/g9SQnuxl9d8OG77/77sV3UceGZ+t0bAC/Qum31C/S",
+	"1+hg2EqlrVTaSqWvXSoFXRoLHDZqdtiSK5PpXJR7VownBber/d3hEdYbDscTcdVn4dmEURPovanMnagS",
+	"4NMmfLtGM3hHbxonqVWzAX+74/sifPgiDHUd93cYHPi1oj5n1Lu+h+VmbizuBkQnj+/obGM139z+cWCG",
+	"L67TMq9xWJ1tb59lDQbrQ2+jw7dJBy16Op1p3/LxI/cz/e3tb6hQdSfTd6uCH0ymJyLqH4KU+PLghy7f",
+	"6uLx2dmM7nHOb8RPwED8h1Z4PP2E79fb2bIeK8f3yEX+VoIv67kBVNBOdvcqh/c/+T/f8bH4EzlEIaxY",
+	"5BWv4fcOXuH5AxqDwA8WaR/f0Er7SyWsG5r/QEyfLXZhPJsvdQRuxfwt+BKemvzp8Ken0hoEiWbDrKID",
+	"8eJMTAqedesHYMxGyoCjxQCscKnzGRtXxjJ+VQrRBVPxNNjBP7fqydelntyW/L8p9YTo/n71k1U+ARSm",
+	"7s5Dj7QTOiwb1iOfABuL8aUoTT/woTr3xLCyUuxyFnnsTBIgB2XpE+QuZ2wkeGkvBbcBKEaW7EaUpr05",
+	"uhvhO5jDhvt0LbOycXW/GXNZ0Xr7w0gH4G7aY5l9I4rhfjgG3TGUC37tAyitzb93DaYuAYKBE6WWaZUh",
+	"KhQkw8PDY2Y1IhlDF4bG2U6YVMYKnjuhN+XY5mFISfXQ2HMiSqlzmdXHdvGIXpTy6kqU56IY/hJmteHT",
+	"Gj50BqnhXQc3jJpZfi3UN3GE3bFBA8IfkrAISk/v4Fh3cdn9TwqiRH+GVozdZ/u/K1GJ+XIPytxbTOmj",
+	"KhGsA5Em7o14hFzWHd5zkWmVU9kg3S1ypInoCSYUpjE3K0cMdL2VuRhPNGIgXosZGwMNclYKW0qRU9d3",
+	"98+qVNTnpDQ27tTY5pW6Rd/at2H2HZonLvKj7FI7P9cVKme0aPencX7DHbG3nrO1PGeb7lZbikyXuVRX",
+	"+7yyeg//uS9ueFFxK/aMLQUfL+m0F/VTKgTPRblrgIVRTyZ8H7rQ4VU+z7nhT+KWpdymhwiDNOJKiWLX",
+	"sNQN6QzekLLedCSzEZtKZfqOYQIcLr8sRA54yr7rkyk01C2qhAmejeDartOqYUJSqySCQzRJUJ9xdLuG",
+	"GQFr5sTTgJ1YQiU0Hpx7kam+obU6DoM9x0VbIwNkPlK3jsvsDp19f5OlrXiBmpsPfeA29XIx5FVh2YcP",
+	"9Nff3F0fPnS69m7c9Z0vGs9xzUibw+n6Jp9M7nZFcOuYzLuLetwNd70R4FOQY8gu9bTHemc/vWIvXrz4",
+	"wZ/tP7QS/SN3MjErg18ap490rU1zM0KmUO7o2n1s536drPP08SaQZJfoq4l2G1BtFxOe97CIeZPiajwT",
+	"8iIjcPo2sfF9u9gIz9xCdpSV2nNqbrfQeBtsSZAUtewgDRddIEMxZQa16EOPrBS+SPd4CUAyAwmlITag",
+	"xmYEqMIxs02YQdSmyuoxtzLzfB/q6eh1Bp9WGuqSnZwy17C60qLgcO8FKRPQ/GADIDMc2xVy5RMOvVyZ",
+	"cmUN6/GhFWWE6U716f0BSEJ0KF8KInEn7yjFirOxVBVGopSeHqJxRS4bSsyKlsmJP9PgKjAoNL8dE2jJ",
+	"Y6xUTarv3UauEmSydlTDhn61jOuUG9Nt4/8+4rZehFzmW67V4XetFOQpxUwL1qzpEtgkw8oquzcW5ZXY",
+	"v+TZdaG7W8PDrjrL3LSprqiyngoF1OZ4whkhCFlurk0Eeo4kBwXDZpdlulI28t6CKe8o2EbEpItcGDtg",
+	"F/Cq0q+aZRxug2LnmnkmdD86AVoxel9V9q2b9I8050enoW6SjP3k3Wq+guXv0jvoSGzJt518jxuHYtew",
+	"rLL7QEx+5e6OiBe81m0knBWCq2qyrABgrG+EYedVlgmRC6yl/YlLpzsgoaIvDS8gnMtYl1Ciq1jqCKu8",
+	"GHH1i65KkzJ+pVmvUTCwkHfZb0RcsGkJ9EkwrFKFMIal10JM3sOFn9zv6ZEj7bEzxb47OGATUbKMF0WT",
+	"rFmvFBPBsa7YjbA/YMcwBTaFfIyGXZ1xpTTqEeZaAD7lDCM90rBCGoDzViwdwkqkLQ5DXNmYdMyGUtj8",
+	"N+iTS/PnZTaibbNO2XGbe79+u4XBLtUJptzQKLcqQZe/yy0kqyZEezVHsXTk7lcpwK92qQSvmqNLmBLT",
+	"JYL3V2nsPAXdrsz+FLNX1rrvXP6B97bldQHNaLWY0nX3+VqrRxuvyTlipSwfN9UheWOvh/4hqBfJSm3M",
+	"HrG9azHrTkDjUt1+JsvGhIZ2PbyIqyx3Wz0+tagr7P5eOaPmChVTN+8tG1sSsd8Y81qe5P6fWlJvj1fU",
+	"eTKvHQHG14Z49y73ZJSAM30yIQBr9G72CZvETdWIzLK/p+CecKZ+mrBUqBz+7LtbNLz47elL1huW/Gos",
+	"lBV5v9XRj94YgG6yIzFOQpcDn4Aj1RWmvZDGRH4fMqyvxWzo2AdkF5TsUgydjhYNjYWQarC7/JBYz2tX",
+	"nNxKNMlM34jS1HM6Yld8YsLIoiXkpWDmWk4mIk+Y0dE4dw3LfeOGEBK+gYgvQL2YAUsbrDRFfMEhp7ZX",
+	"MBKoO1W8LPXUUDi38CiDdiRmrJBQsmrEjSh50VhaghgHTZAWjazSIzbRRVEDH9ZKsC69DtwzQrCf31yw",
+	"RaEIFqs7pqLoQ+xEMX1pObiiCqmuB+x3cLplNJXfyiL1K5PpMdRL8MJodvr+/EKAtVsK5N3WnXPFC7SK",
+	"EY5RFoVT6i4FuxGlHEqROyvXzUCqK1B2ETunbXsgyG7Yy4OXR3AkUSPGRcQwTu4OWnZt4iIOMqLJD9fD",
+	"Fel3Bc9jdrlhTXgVdCKsQzN+9TBaMKxFV6YkN9eJP4rbbOm7Dg83Zc3D6Mn7BHTXpS7Pu5F2DSlPE+8Q",
+	"Yz06IIl3nyU1m0qISaGzLJQjk1XsE8WA3nmw45e6vyKFc+sB60g6cVe3Wl4H9bnVmQsoNdxgG9H71iLF",
+	"T+4/J/nSCifvDYPgU04eMNZ7efADAcZhzpp3auvSE2Wf8ttSfHPtu0rBCx45uZjVOmEY48K8DXeDUxfQ",
+	"/UR4HMbqCZvq8ro1sQJLQuYE7u0M5/jhk/yU21GLiXnstBP0z8SqJ8zD6XN2vvrJp0YMeWEoSxuWkEIZ",
+	"V1qYJOhv5HRD3Qs8lSJn1aTTQJ1f24ahSF/eOYRPB+5xqbV78T2yj5X1Udxcb1PWniByQqjD2pRmQVzp",
+	"z6RdWfDObMdnAICt1FelMCYJFqH8QySMZ5C45I2uhAm3DMBbMrR+fTBt0fKC2DrUc3nK3Z2n8JcHLzFg",
+	"N5VG9FcqE5vhSxfto/t6dJBlNsPWVLizIieeb5CcP0M32c+F5bJYai8AEwi2ra7KzBvy0rJ/gaerB9JV",
+	"5nWPazPhkDcoeDbqJwSKiwG4Cbcj410VTX6QuFeu5AkrecBrnNRj5ASPj/JpsZbQP0YpraHNN1t+sEl+",
+	"UMtbWu4HZhB6qnwb3U4WETyvlzMrTOx7Zm9PX/YZ9NUdlnq8qMHbUamrqxGaJsAl4ko070hMGAcjiVvL",
+	"s5F7NcX0f7m4OGVn4H7rPT/4/oi9fPY9m3DjG+aQqyLTKpeYI8DIT2gGzJlZaVbZDzDzDziLD1WtkKVk",
+	"KwSzopm1gEZVZG9NufFqd4sNRSsZEx/aFnfCqVbzixuZC70/nrxsMoqQ1HcpFQfeNc+KWjnDdKQLv/Nu",
+	"siPIfIJPv8Jv7r2WZqKNxIfmz01a72VahwjCSXL8c9BgmAuj+jPZeX7w/UYnSWcFXNOW/Lwdk4VD2E4e",
+	"3j1MhWdeRoa5Oj169VxfIF/ror6ABOjd60bWBW4Lp3/XsBteyJxbXW6Nw2ffr34A9vedtufcSjOUaK89",
+	"UcOSOFFD9mjPiu7KuPSC45YCB6TDQ0sbqQqpxNOTMXOKMBTQfQXSZcvpt5x+y+k/g9OfFny2US4/Kfis",
+	"g8Pn0lxjykJ3PBLa9fj6oVIXhcibZf4+FcAzbscIofQ/wQR8Kt0BB2E/QFSAe2JmrEARUNfglFpbVkhh",
+	"mFZYLyCh4YOdJeTNhMYSZsIJLwNjoo28hF3DptyKcszLa8N6aXj7oNDTc/fkj04upQmLLg2rosCffe+h",
+	"TCsA6ADm3R+wn6qiYGPBFZQNKTHFkEXUGBPSNY7Yr/QVCgCVwjElqVVKT0cZFDkB6EVB2oATXW9iQnEh",
+	"SJkD4YlTe00BBKnqCIpUufg4YMdYp4pJO3OZzXU+82/qWumpqrV7LPUdsHOB7Modkb0bXVRjwcY8G7kx",
+	"6+Hq7JeOFnL+1tcSg8qbBcdZ/NyynD2hbDmDMPs4AnL4FiqMAvHRRhs7BzO7Oa8G8IFO5hOnUuIzIkfW",
+	"ERL9ca8wmXghuS2kqTEjCpHZRp5YXQAQMveQDlFF6F1qO2JtxXlHSO8+o86plwP2Cy/zPR/Qw0/wUng6",
+	"wyYJwA3cNTiLfyXqTQfsp3A/umF5npfCUL7VhNvRIT5HqXBIqENRCpWJFZQGr76fHOoV94YhzXUYuMWT",
+	"6/cyCI+8wsTNWz51PJnc6v5zX+h+m4d+8iehK5N78aRSsqJPSv/t4hXLlzTVRJp5jQBtHUWiO+vmcONo",
+	"SoHIHyhxZZD/I62vWU+rD/jND+PJy86oPbpNf9H6usvf/v3L240KhB4IYOlk/4z13HgSN1ouuwFW4bFz",
+	"GE3XSF48/5xs/ehgEEO61cl4g2xrw+0943O4TjI7LPU2zWlJMntTRt2fAN2vs5fa091PylJA2ftlIQ4p",
+	"fSfKmt4lRw1mocuymSxd6/Z4EUES0aVyLcSEyvqBmEiLAggBr51aPb40VisBeeCQ20TN41ROaU5xbhM6",
+	"VaDG34lXn6hsfcE4DtUJyyuthNN0KXNIFgW7FO4N01JaKyC73Cm+pB7jAGfCsp7S9sPQ2aj9o7nUtHaN",
+	"uRD8BsKpxst2g0nmU8jPhhWJXUb9rgStBbm8iZzo+FPwnRXJ0aRRPdt7dnDgNH4rVWaZzI2HBcKe16DH",
+	"oKNrqu6582eYy4/cZqPuEsL3iA5RFQCACDNL3P7TMjNHnuWWh7XzsEiH3Rgr8xlNS5gZUX43N/uxhBIG",
+	"o4d2TuW+5Nl14AioOCG7ADodxTp6TeL0PXQGDrksqCAmjOuDe90H4DYtjczg4Xuh6wUq2FL1lqrXMO9R",
+	"kC6Syz1VQCBVR5/vpuxfZC5IxB5SFZeTvGxS8BmUftXAy3FWNM/H0lqC8JlBfOiyirUFY/lsTq+4RCYC",
+	"OLsNtsGLUvB81lwvgyEfg3BFTmloMBOtxK05x7ke2ntUCrbMY8s8bs88zmsieEiVwFhu3SHMun2FP5V6",
+	"POcFZ7zQimoOUD+AxnahJF5DC2leFP26uiqhAkFe2iayEF7gN6LkVEkIOGfGRnnVPpqoqvEl9qdGD81s",
+	"ni+YOYdhMJHQsIGKIpFHNV+OnRViaJmuwrgcJ2sNMC94mGjp1mpaF4EG7Bpv87e7T7LgW3ssaZNdM+/g",
+	"cnTOt8TfQfzwlzTi4Rwbn9DtvWaWI8rvuTxE1ktb0t0O2UJ2m7fuIbPNZ0Rz8L/3kyhnJQrfYSX6VEGm",
+	"9XqpK07P8JMBuTQWZt0slgEDGq0hC5Cr+dcdMo5aC9NlUz/BhQkl3z9EgU9UUeJ0l+7EyAZ53Tqo0Hj6",
+	"YdNWWg/K3eVIutc/6gxJL0LcQO8sh4Zm/YUZNLA12/yZbf7MrTMlG0Lq3tIk5+TU6uRIIpOO1EjEI0Yz",
+	"lrnjJpR1ulCNvXF8esKyUkBWDC98O4xMK+M4GyHnrpRXQVNeV2pF0kkaNtJKV474naRCxddJKwxxN1jI",
+	"Ic303/YdY0hpgshCQLg5seuEG1YQlIKlJ0N8NE3g73daib23zsijqP7JcO+tzgHvZO/ccYYUIguc/aM6",
+	"OHiRAfuEPwUThQAdwAhxbZzVJ22HEHVLflcClP0Ek/zt7FdmNRtRS/ewrR6OhUf7mLCKWnDbkSzzvQkv",
+	"7az2exRSXbtBgddjtdL/eWmlj0xAzwkm7H6PJ8O0JKoVU2dnpXDa0q3Y3YrdrdjdeNrqhkTukpzVScFV",
+	"aFXcnbWqmPjIHYPHfie9qRDX4Ic5+MvhwcHeM/f/Thz8dvGq73gzOnw4ZHWCM7fU4yVs9rTgqtGlfKP+",
+	"DPe1b6655mPGj5hDeG52EGhrirk5Nwn0LOikg7O53gaXMzBKj7B6eygLJ/fdr5xl3Ig9qYxQzta9EcxU",
+	"lyg6lmUYnsLnVzgWTyNnKrUY8qZxm1tRYWPex+RRdNNc1mYTVndLgo8g+Sqc9ftCEj1mTrYUM+ZOjHup",
+	"EytcsZPjd8fYoOCPEISgxi34bkqb8sUGvosKokp5UmGQYYl9W7zCh+0MIKmJW3h7AtiYYN9QU6/elBfF",
+	"Xlbo7BruNwGDc6Sr0gCsKOMABMxyPivk1cjuGX4DnUqxiRekRvlYSSHwGlS9uw9gRxhMtwpaAIG1Gz0W",
+	"ToiKwvgEKmwE04UTGYm5zfXUrj+yIvZJLMoICCmbhwhrLpP4TkVxQ9yymwcHlGyynHtKpwDutv/J/WcF",
+	"dt3rqLjI3X4UA8BKG8qWMIfCUlAx0yqTBYD0YSNhbszydEYi3JXgkHhqW1uj4mzWBWJqSw//54MSpfcT",
+	"bQnzIQkz4LFtijBX4LFBtjwd8iWW4zdOK1saeQSQRpuikKAsV63m6KTgWSSRIjXraE78YGsI3wmfY5xg",
+	"iUD6bZLzxyeQtqrslhM8Xk4A1Pg49Nh9snK7c4MvqlLVnAPaiJVMD4ctmbWxsH1D731odpAs6wbuTf3u",
+	"LjgiTKN7BPcKcLyl7sdN3XjuHY3k0sCfj4TOqbdup8/6FFUE6Ozba6+/n+uN2/cVfiTugtcNAUIg/ZaI",
+	"Tdp5V1ndepAVOuMFPg3dEzBm5J6ZcsP+VeVXEM3t7mr/iLSPpV3TYSodnYefSqPhiMN/Rb3Rv15+5MUd",
+	"tuNlI8AJ2rAZ0sqPfO/yW6COuPH5x6CRcKNiuO4FtgKL49x/eQvHcY9wHC1FDqF9vSQgDSiy6ISrsPMA",
+	"GmuVINBuE8LHqpHUEFKIYLEc0qMFs2L1mOihe6rAoOmvAyzhF2Fbh7FWeNPUbOQeuKU7l91GGcDD1S3V",
+	"5ntDQMdh6PMibdRGcdfQ/dhP0fdZ1GoejMEdekh8XYChT29G2lj3B59MKC/UN2RM+wOG2YJcZQLAlzD+",
+	"irlzNYTS3IomLA3HN2Xa575R7izAwZVjkcNtlNyXhi5ABvNlMz0eu8FcacDTSFiKDbmoOiAtuLGwx2nd",
+	"nYs+QD32sDchLYkSImdUp17IG4ojhwcwjuyUWg+mCh6y0PoR5oAdiibVZQG4cpitC3WsEXapv4zRaaVE",
+	"Zk1CwKfG6snEDQzQbACiw48PO18uBIJLYcFah8h2VZaYgguL3GKuu7eGhd9UBLjxkaUNs7mtz+1DeMxq",
+	"5tmdWzp3crdq7RPMoYQjGe2lJ6p7sssjtMal9QqIBojZJyVXWAllupTj+jcCylELDcoTRM+RhgEkkVZM",
+	"jieYp4/e/uX57aBQvYVh3wsp1p/rqiKFCl1CxzTfBGTka1iESzEvRxsrcU/6iZ50qyfnkKUU7m5IT8JZ",
+	"RSGlJ0IRNAC14KtB5UBcKqUrlYm8AScLefyZLyRJ+6yQ14LQcgHwdsCO5yUlCvOGtIx68cZ1JUrbDzyz",
+	"8qatJNPNbPMyM/rGGiIT8kjq1XkaojNh56jedCt8W+n6JKVrfBjvSbjarGZN3Q6mU34lAF7aSlXpyjSQ",
+	"npWYIgo0INoes8vKOGZqWMaLQpSsd3x6wqy+FhD/miv784jTNhvMsc+0z4wQc4aPCVASWo/BjoDawB5n",
+	"ppoADu3YMUlbcqtL4mvu1l1IDlWMl9lI3ghmZXYtLH0cvsZ66TEda47l9j8KXooy9fWK4NaAkX6gt3yA",
+	"SflxEqYMfQ5suAFrvDIugII0dsc8Zh6V1/rGvOG2Cb9yXImlRrgvpmzMbTbyS4KfgbR4GmF9dmR+xFJn",
+	"Yf1mMzI1rYa/Lx1JNe/eJV9OwrJCG5HvOdFyxNKJM50yOeHKnuT0lly4M0wcy/16LcRkfotAcARZ0a4f",
+	"gZvRZmf12Vsb64NmHh2XLs+T1uM5qI8QBKgqma8DJHvMJlEtwNyiB1iTet07XXKwhZ1FAgcH68LHxgmR",
+	"G/AFRlvS6QesNy04AbkFvwgY5zAm6M3ZMSQ6mLePzqwzkkBNKwYB9HAHQ5jflPnDLw2LCKlrNA1a+7IT",
+	"u8aAkIoDC+6BKyWjrgGdjYsblH/bMW4iXrCoKzXZewJJ/L+d/WoaGKkZL8sZ4wxrWTuZxzyf76Ld7549",
+	"v+c4YkSj6zirY0a5dVdHxqHIqlLaGQibSxD2TlzvHP79n+50lTY7xv2/gNMEv/9zwcs9FsLWthFJsqCw",
+	"2axW1erS+Z3DHa8k7elyr7TZHh21PTy5Owvq3Q8/dKh3i4rTooLndKUVul2tU4EewosCCmtq1IYMSgjy",
+	"prqXMD3BGuti5o6aVuhcqMyAva+gLQBhF0FrDp1V6DMxIz2Fz+FrHRMCfalTTYAZ3EsQso2Zoq65rrSt",
+	"zK3Erdbjc3xq82xD6/FaHMNNeMsslsS2PJFA0UlgAXRKW6l/LUr2FlpX6R7W8RgIOtXfdGZHjbbSQrs9",
+	"4BJajwdExX3fK1nmYjzRVqhs9l9iliaQ4GDLmVdtjdN0Pe6kj5F4XkG2TGksEH7gEN5+uRZOEamMyClf",
+	"B3sqsUudz5rQJNEwPmRkxqdHzE61sxd9PMaNTArDxvxawBdhShB8IsW8EYqjoJm7EaJyELqDCr9spI1Q",
+	"jI+1uiL/yUKjKNNZ+od0tCEPVuMbK3KlYfr367OiuS8ZEOs1TwWh58DW5ax53vpbP9WDVwTGjOROeFeb",
+	"8rH/CW3xP5fU/fMc0qs8X+lWQY4CI6mv7aJbIHZMNzWQ9ghNIOWlrocT+MhQijL2A7Deb7+dvO535EMG",
+	"30N3PuQqq+mfD0vI25bsd1u/dL+Ets+zzJkXaE+YJY1WjKlAozBSXRVirzKC4bPeSeo4uOPklUEC4AqD",
+	"TwukWvt5iVJRNtNrJKr9CqMWPWgwJq1hI24geHUtJrafIDK6YeIjz6wzKpRg/9JSsZ4jvaY+4H4nJFJ3",
+	"G30nftKDoPcTJj5OZOkmCj6qlP55ot5KVUEPxd6zvWcvXx4kLBdDXhWWPTvAjjHQwRASXZyKFcXKWGAo",
+	"A3bMnOkF6iAlprCMT/ilLKSVBJKcl5SVckye1nme9QNL3S8f8Gq6RAM5hh268Mbio2VfG1SQ4iVYGurT",
+	"hEEBpwOPF+qoIz29d/WpsXFdCEnkvarJZasnPRTzBva4hDuu5ezhE7nnfYh3zuiBWXTz91fu8pqaVWwo",
+	"AgvqH9apdnjiff+K0NXCm1yUFez4XCkA9DFP8OHatW12UT4AfCbyVmua6wmdagGnHoN5lnE1g65ZbiIY",
+	"F21jntKyShEKIIodgq7hhdH4hGlKLqXBDh1xwy6FUEwqkHTPDtgYRQLYi9iSxyPl5DBw98iEm2DX0ps8",
+	"VudSrRO2Y6t3dnC+aGe3LO8JpjDA6b5/XTc4wPcmupAZKBut5fznwjai51ExDzxISLvRHXqqRIk+jYhf",
+	"YjiJmKa0fUoKb0lBGPPZEbEw9D1duSG8PHjJuPG+EWLMMx+gMkIM2HFR6GkjsMByLTAbC7Ef29CpzkUj",
+	"qn6Ky/FNKYgt8+8q98U9f3QetNDbwQ9wywkfCCjT0aCj7SFMuJGcdd+sbb/OvtonA3gJmKzvQCpYWSnV",
+	"ZCM9XxSRsBptU5eYVSjVVR8UnzTKQVVVUdTVH6XArFAlupxqr3B8cbbnN6joLKxCF83P71DC5NDJjK0H",
+	"7i49cLHYn1/xhyLkslpS1furNB3aipmPwg99BmCktAzYcSMbhtr1awsG18RpLjNhV2fmnVWr8XIfiIA3",
+	"kVe0zdz5qllBiN4v0NRD8YAV9aogrBtsoC0NG8tSW8S+szt6nBmRaSj6xwKuOo7vfemWm+v+gL0B7/Yx",
+	"1HDEbh90mJLv27dlMTg0X0/qvmkSdJf7OhFwzPCylDfCJIxXudTwJuhcQSAosoS8aaEyjVOpu40Ubhhj",
+	"+fGITUQpdW7CNXI7WT5jV3xiBszrPKnXbiBxOy6PDagpceYzQDvoUl5JcOKj/g0+H1S+SfWLTcWOpipQ",
+	"/OIURpGnS3u0U33xdwcvyN9WV+dA4W2/q+A04h7fqOtopSpVl/JsbaYnWl66gtM9FJv+FH51twyrotgT",
+	"Hye6XBZbJd7Nmbud4e2BHqE3zt9TYKJvZVFI5NEmTVgqVN74qY99YH3dV2TL6eHQON0ulNMjLzsiVk/Z",
+	"8ELlyFYl9j72DWD7HZrjG56Nai4eyQFkosjaCMIKJ3IpMj0GAAHB3p6+9CDxjrF3c30YKi8C6zesp7Tj",
+	"9wlTGmt38UI/YVllmVbxWGMGi1ictMLSsPRUKOD6CUvPUBSmEbJBj2P7oExXRUArGPNcHGH6Gzj00uOo",
+	"P9Zxo2hUFkUwl5fJA+jLjVl1sEoULnD7EFVTwoM49g9Kf4B5LQv+/lQVxRu4/fHq5SvHERddto2iprbb",
+	"gIqNpQo1Nffpcay3ZFXOnjsH9+5yjE5MF+AYko5TA7ey8wnKTtzdwGhAXKyUmfcXpL6lSN3/hH/go7ac",
+	"LYlvVyBhA2vHB3cNQ2XagzoAeExoLhlbAEEK2ZJn14b1sJx+XBlLnF58lMb2270sENyhdCAEE2iIg8DV",
+	"7Ydl7YrP3By3nP3zOfsa48Kt6BiUP26P2frZMvGvnYkDG3DmArIu4TnBIzB41kEtaVD/IaF4BTW5bhPV",
+	"8IwYwQtqLAUMeLcBbWJHQnmzZxCp3B7hq8Ut08gEakchefyOlEetQW8dPFv+9vkIJ4/Iv2MoS36d7PiR",
+	"Lu1eIW9EPg8i0ksLORRWjsU5uWvYi4O97w/iVPLnBwuulqhEH2FIeAYJlinVpd1IMU2gnzb4TnxTd9bz",
+	"L3U3wCV3z1HLnTzP4aY+JkRKN5cSABqpK0FYPsdTgAXjGFivFZAlWcBpcd9s+dmPIO2HWkDkmuQSEmXS",
+	"mTHVP3IcnFzlVyVXlk0BiMqywunn5JyqTOhNTdtQimwkMgL3pLli/AELAdUhmEQ3+lrkNRwNh8XPSz5V",
+	"8XoIRWvk08Yt5mGz4ziflV6joAm9sdw9RGmkS1oHzteVf2vZWTR7zIRf4i45RnqAI+QpDNj+RvPzG1vz",
+	"7SboP3C+/QJSU50qeXdB21W4CZTUPi8+RoKX9lLwJUHb1wCWYpiBPHcWnqAwpswAMKGH8dRnBxSeNYB6",
+	"WwhlZ9DKNOY0RrrfYRle1PdDo1SmK4uRxBhoxl3KP+jK9pMlOfzuCjIxx/FaHBM2+yVM99uLOSILOhOm",
+	"KlqZwWtIgrtX0n/khBxjqpQ2uwCH4gJyyplAR8WIengSIJE0jDsVay1/ZWmz2/or/2fv/CbbO7t4tYfj",
+	"WpPg/6WlWuKA1MpUY4JQaVZOUoSM8A5yX9vo/lcZUR56tQK0IaksVqpNuayhHXqpeyjg8lcmZb/j9X4N",
+	"xw13jjhG3+qmyzCGkDR+OZtwY6BEJc4PXVBnYrHmsUUBRwF8nLRTgUsYZvk1dJBO51Y3BUXuUqImJUOB",
+	"dhODimDyABawGjvNjBSu4EV9RkWReOGDvzEFPD8s48wZtJT2ZeEoJSglxjtno+z9hXdKdcMLiWkbcXHR",
+	"GhWZ/6mlegLlPHevyEUTXxHyCjuaR7R+7yEwGG8nI7+Yo4SGbHzkHP6xp9NHIqEpBdyW+PoXAoj5jOJK",
+	"QM+Ki93XlwdKK7GuECgEv1lSZvnGG4zxKVpQygoxtF01lUmjoBKy6HwZ5Tqa2q9ufN9uYeFWU9uMpgbH",
+	"KhyRR6aYxaXF66fRc8pujR4m2AlL2OmkgWHE1zElf7FB3O6VI208poBPweqvKgGmBPvTePDfZDpntAJd",
+	"2fBzctls3f6Pk0vMZdVPmmf7sfKM/U8N3N0/94GSlzT0jUIXlDcPDKCA6poGdxiJIvf2X8Ogk2pRLXAG",
+	"psijvp7IVgxLTxcxuMHMbGNI7v4LXl4J23yq7wy+hQLkF002heysRugEiOt48JDckoAlCdagZ2kt2erH",
+	"bnRN+n66YdY28Oa51qdz2M1PI9Qab04H4207ZVsG/CgZ8DFCpTT4Qch2i/nPU+LGI2LCt2PGY34NUC/o",
+	"9mnllDWLVXnIXOdsLMaXovRcG6BPjRWTw7CSymegO74iSnxHBA8G/45cY72XBy9WqoO/cJW/vxHlmc1+",
+	"cRPdcsqnxymVmMLmb7njo+SOv3i9CQi01IVg+kaUj40XFnx2ybNr78bqbmFKvnGu2C8XF6d7P/36N/bb",
+	"2a8egH2xejOknnjoL/TBJgzc3nD1+xBUHLATa5pweeClr78F9M5tsz4Ubqlz/OqIjoxiFKGzTTQ2HO4R",
+	"JWpAfXpLjoV7Uul53EUqZceoxhzWJAC2scoI9LchIrGHssawhIQmYFibWUih7K5xjLoUxqA+DDLA7YsA",
+	"JJ+602itqv929itmudCryQ9QBx78CxEZDRumdqeGnNIh+KahHZuLsCK8EJ2lew8qzO1Wxwh/O/t1Kxie",
+	"TrriejLlZ8cdMS1wgQvz+FA+UikTZ0HOFeLIQpj9T+4/7p8+mW9py1WopuQgkri1PBuNnT7eS18hoe29",
+	"lmaiDfUCqe9I+8HF2taYLeQRHjFepzWWAuPtcI9benYGRXUsDARqdy4R+n8+W3rXhEIfKgKVua9WHXMl",
+	"h8LY/lEkyaLuXlE2O4qUQkSoKkUByezkQ8ZHeb66PHTAjuNp68pGM08WotxuUohQQEmOhVNqOlMwu8Pg",
+	"jRB7aHXUjIgvSqrX9OI4W/snWYhtIv2XFSwd42EkHa7z1HaMEYl1g8N7Yt21oNJ8fzx52RTn4bRcSsVh",
+	"PPOvbhXg05EzGaB37k6ygzODD2PP/j3gP6ZFUS+mfGZYejmzwgAt1UNZ+PCfyc7zg+83Og9S2gDI3Iq6",
+	"VJR6Us7PzjNvmF6HAwZegZwkYnzuZbtOB/9DrJ71C1Q+OoTKiKNRQBU9Tq/PfLNMhT4VXviZ7Ro0abjV",
+	"5deWtfHs+9UPwE690/acW2mGEnWap6x8rejA9jqUOoTisYCqMEShtGYCyd20Xwu60qaUMUgOWamJ7Rog",
+	"cMN6b09fegM8VNfNo24s18GgxGMQ6VlODRpppStH8L3nB98fsZfPvmcTTiFAofJ+woxmnP2jOjh4kQEP",
+	"gz8FE9g1nxkhro1HzP6K9DYqiPk8nY0evlt97ecmIrBT1d7CIdrqa1t9bauvbfW1rb621dfuS187hRrV",
+	"x6GrOWl7h3raHCBcp34Wi4gIFs4kTBd5BOnrAwyyRKJNArwMYdokS9U2KNjtzD2soUTMVg/4pgTtHSHQ",
+	"LMvXpAO9zbZ+EBYLqZi8wWZEoPR7ZbC3qam9HYON4cFWhieOVYzk6DGSqFjuf09Oo3CE47Gl4OOAXAy5",
+	"PTwHWEorxhNd8nIG7Ld/yFJvdg4cIaUYMQ7wY8S029HGEE2ZZyOvec3XHlH4nFYLA8weWnMiSkLHWSt2",
+	"MmDHKiBDAZICKmhhTT4LsSwKA2xBy54yaNnXJND+kJM7sbv+9+R0W/P31DzAagVe2hPy+XaIuuXO3/dK",
+	"BJcUb5V5vRTdTmkSde6HInJ+aYSyaziCjzocwZsRMui7rOXL1nH5NQmZGqkVXPaacKxaj2aXdAl+1G9H",
+	"4G1dpVtX6dZV+o24SlWTSz5tH6m3l9frWxgZzf5BJySWOjwTdiVvnNAwLD2mU8wx6fBHwUtRUki6+QaM",
+	"TacIwgMfB5YO8dkmK08PCVonNA1CVcr308BIL7i3wUyPzPpkzqZnvShHFA18RH64liqvW4CCq3eXNdp8",
+	"QP0l+hF8LHzMZ9Txg7OxhhA7tf6Qtp8wOKdGQlPrZg4+EzdQ78mHVpQshf+cOzpRmUhZjxA6qXNFqsRH",
+	"W1/FWHs64uatLsUbeBFVmy5ErxsxcS9lddkRGQeAjBqN8U4i32/96dvqj1+kP55B97DOIwTgTobOCFPV",
+	"+LJbVWqctnYlTir7/csdGKQcV+Odw4MwRKmsuBJla3DesrGGfBQJ3GPmx9h7tvddA5j14KDfNbox/4hn",
+	"unNkL567kfGPODL34nqcz9YZ57cUPFgkxA5VLrhVtwGE7kq3FdoDdDzlrUL0UYcBIlCk9QFdFgveDOtB",
+	"PRpdAZBkN0SsBI7vy7hil4KZ6tJ94rK1+54HbIkH920CttQrsCwA2LIf2/qnx43b0qAJp5OBQumJgll9",
+	"b1VMSRfMJhQHmmZtlSeuZl0rZpTW2rRh3FwLrHPlJRjfFmz6y9l84fqu4wgTfikLaaVA7GmoF+6lGR+L",
+	"kg/+H3vv3tzGjfUNfhWU692y9FbrYsfJTKR6akuxndj7OLFWciZVO5PXBLtBEqMm0A+AFs1x+btv4ZwD",
+	"NJrsJilblOSYf6QcSX1B4/I799+Bt9vJAJ4GPoyMDaYyN7qaaCXaf4fWd6eMAw07cK9fe6sALxF2HynJ",
+	"sSS1FCPXbhBH3UQT9fc7Nmhm730hlBQQ4GvFDztZZxqSAngF8L8sVE/6i6htHquVkyWo4X+8en3uzQ9h",
+	"gJ6V3CGrKlhbpW/fZPlqMwMralf/APJbHXbD1pnN03XZpJR2B9gPELBxj91Ngam7UVlpIkCOPiY/+T/O",
+	"JnJF8yBAmL2Ln5+zH//29Pt9dLFcvgioE9hFmkdi77WEYsCIks+hq0Nff9BIoYkARi2wAxo+PX4S3SLh",
+	"LvjKx5YN3mh864AAc4mawItKXlrNcj0Va11PS/eT9ylQLUuL/S6gnQQ3BQIw0hMgofwhO1MpGfPjFplo",
+	"Ki1OF6RlGpkLSP/s+EdgUsbJXmrPRPZnbQUkwbx+/jJx6liifaiVratKG69d57oQud1nz46P2YCcM+9t",
+	"UQ06yR+s4/ModVZ2zUaaade0zU7BKjTOZmeq8djjFyEdUDfpxPKDwIfWaQScI0xfuPwPv5u/XpaeNl1C",
+	"F0tPenjvofmqLRayONLXfP/9dz9sGBKKELIJLcSTmwxo49fjXjxNQISa0SzBjBFW1yYHsgi29+Llm5fv",
+	"XgYGYMuky9j52bvnr5gzMr8qhcWTyFUhC68W7y/Et8L7uqNPq16+OqiVkcL+m3YdYbMzjywx7NY6ykSc",
+	"FZ3f2BQadF5dO/RKzybz/fUxtW9aKXmywZjO+bzUvHin9Rtuxhgle/L9JhMQURwSLd75yf+LUHdk8DMK",
+	"4o5YG2I77Vjt96uXug+NuWOdinX0ke58XXzCw1mKrmN6EWBlWa9qIcNph7jWle2SmtCMcT9qWdFzYOzj",
+	"8DTLQHdZJh0FBSeFoA7p+wI+ZSd8t5gF1Fp6XJmSW8esGEM8kS5Df4A/IC/PWRAzfbMa9+PXQfb3AEnk",
+	"d0xOdy8OoE0luWU27Z5+S65P7vJJJ2B7M4krUCpHhuOJBNu1rQcGE3gFqn8uBL9DzXOHwTsM3tiUI2vl",
+	"QObiwBaV37lfbNqdbXAKwJv0978/w+D+OtuvJ0cved5MGOGPjCj+cvC/syi2IUIILDvQmePppVP5wEyM",
+	"zkbwxK69Imtv3k2zjYypvGh1Pa6VgqhUmsvUlbf1HN8as0bO7MNvJ7Dl8PvilPTmQi/OccbkiHE13+mu",
+	"D7QbZjgjiwsHlJrpmfoa8AJ86Kt5+4FXmaMDYlhbqYS1DatzttgqvcXvr1U5P4n8/inehM4mnUHyJZi5",
+	"9MNM89LO7APm37+r5Lz++oqI1zsM+WsxGcNBWKBM460Eu4m2XwXytMsNrNPV1wBDuvpqUOihJqnv0HGH",
+	"jltDR119beBI4Zcq5lF3Q+BPMjStbedPUplVRx8R4tv07zld6narhCgsG7TSfmMgCLMUe3JRYpp2UiKe",
+	"XIt14nDNYEXi4WXy1d9o5mE6BQ+4bUZrpXrGl+7hHao+SLv1MskPf9A9L1p4ePQx/RFj52JleuLL856c",
+	"xPRBn5GUGFL+KojuLMQmEF8pXRE71N0gVzE8OmnFdCVEBR5IyiqK1Mvbymjs0HXDhoEgkviKg0htdOqO",
+	"u7R22S6PbpdHt8uj2+XR/bXz6JDeN0W+kE338vzr0wk+K59uQSfYIPXi5U2y33ZCc5d7sct/u03Z8ZdH",
+	"ZYInyDx4efeZB7eY1bYNbE3T2nbgugPXXWLbLrFtp+J/ZmLby4ea2AZvOTJiZISd9Pv6LrTDz+lyi52w",
+	"Afz7D2EsuCCm+lpYplX0x6H3rDLCCuVEgd3Pqcc6ErdFCgWGKN2WRRc4vouwHN9kKgp8Os1En09IiRlO",
+	"9o4j6jPSzWCTd+/x+zi2Ydj+Z3zuOu6ns/PXOFybtsnB0wfdE+RYWOcP4kh+EDZLuARthjSq0s3ZTKpC",
+	"z+AO6K1zmhzia17WgklnRTmCMCUwt1injT/XilUll4r5owL3458jq8BEGHHIXvJ8woRyZo7Pt2w2EZAu",
+	"ElpLXAsOkJzFcGi4AiPO/u9NQgqQVdmJnkEQFkfIx1yqQ3YhrvUVBBtgVrgR0SfIalUK65EoL+tChCul",
+	"Zf7gd7NdnVXyHS7EEgR1bcrmkqNzDmJ0o+su5X/w2kUi83IePkTPVODpkZbVVphTaNjof2/sJgzRcOXv",
+	"VpgFmuhEQXvy9O+bNPwrrWaltM6vSzLZfS9uz3fr3cQ++OhkxEsr4ruHWpeCq20b+bS2fQxeb5XHBWRP",
+	"bg7aQ1cP7xhp2wxazTQl+BnR+M8llDx+2o2S4ZZDmnOkzlvLiKWaASDrVJPMNuT5lVDIXo3oZJFWti5L",
+	"NrDX+fuKu/eDAHdqQUUpiY+dgg8YQvx3TQytl6/ODp5+/wPBbcaqsobRCJWbeYVkINUcD2mDdRF52Mtr",
+	"YeYJc3fC+Jp2goUEFf+t2rCJLgubIbvsTNrQ6RUZtDpIrqgRLc6Nh08E6rGB+gRt/AM4kZkKY7Vis4lm",
+	"U15geBSnmB6XzjPS/kY1BKOlSGbir5WU3wJ/fGxZKafS2ROP+8iBa5nSrOQuMNN4bIPJAT4VUBZ5URhh",
+	"rYhP9FM+IE6w15UdsD2umKa6iwE998wBj3HrOhcpUGAapRqHgZ2ymSxgpakh7uL87WNEKcwgzl5dodKP",
+	"0hGDyPh32ULsJq/IA3fUknEQyDcWOwDKENfCEwDMaY45w2XZl/ITgOzRNpNqwkvWZNN4zF9QM2j9mBFe",
+	"puRIrefnYFH/IN090WnvMh2HtniczJ4PxPWdcYvLJ4pWfgIcy0YrSbiMlHagsijUVKIojwv60AXLX92N",
+	"8KmLXixButuVaFOuQEFcrf4ffYR/14bdvGZlIzi5idH1eAIywwg8Dx7KjHQC5IAAeeNPjdElU7oIeAe9",
+	"3iK1OvGnJ9sbGK2VQzW7IUscScXL0yQ51P/ySlTkusN+nUFZDLnkKbCh2g4ppV6EQFvxtnZJvSFswwmp",
+	"Gj7IYPsEGUQt6+BbA/oGglsjKhRllo9EOe/yPfjXJph6M73/HS7YoztRXVeCVMaUt5BUe/4PdzGojvOO",
+	"i34H5z17VNVdKiztbteI0NpU2i7J0sCEGnUibbrkaICC0I8fTk9o+w+i6TRqTCMpvNDyOi05EOCCQ/ab",
+	"mKVvT3XRJlta3FwXPWRni4cbqe2GglSqIiiDC7f+mLGhyHltcTsvINDyWf4dnnZLZ/n2Nav28NZoVrRM",
+	"ThMUrl/AO1Wf1kFSWNj78Fbu8q7uV5vCff6AtKkjtML74x8vBFjulMmEzk6w4RNsBcM2MQQQpBL73h+5",
+	"bocDGQegnnAHrKOAWxp4Rr1mNpLjGprWkLkQgNxoh4art8rPFkcCHTJoNKlTVZvoVyXgzbrQFQabe3UQ",
+	"AzxQb9I8Z9B4KsAf+9lm6wXc/7BVLBzjensQHUZkuqbgtqu4+DLQuJzoGUxqnGGeHq7G0wcH5L7xBEJJ",
+	"K+Kpoip5TmpT8kGNlsY4OD6wDZQssUwhaGyyyJY9KwQtjVMla4FNcKV0eTTRVaXLgv6KdIYzbdAGc0yr",
+	"3Ot5HZYiORJLwVvqG5lW/iOLBqxEQLLwIcnwl7XADkTqwA6Y6YeNHTdzJYUOZ3GxkvDba3SJKuqMuIOW",
+	"27H2MPB7T/qIl4xr4roLYhSlrM38FvE2FXSFzZit8wnU4KYOkoxAMsADnqckopBPRH5lyVnt5TO0s6gq",
+	"oYoDrco5HHB6I7jC0dcdenNqw9APVUQ/k9+tZ+evD9nvVoRue9Elo3NgCyjOYm4b5LuRn8gKr75ojLMN",
+	"eX4VHzqRXu2aExj6s9GMycjrnnjtJU3cGUzyfcVsw0jhg6XFnmvMzSuBVAriA59WZaMt4bY5jA5lXpZw",
+	"9UZxXXg4qPhfFNVtDZxWT1qma5frqaBgM/6wWbgZr20NSqh6CiesznNh7aPs0YjLsjb+KuSF8GfuZkMF",
+	"vTZssrD7YOhOTkXf6PC67n523lY58DffccoP7FlkWNgkJL0CGnYx6hUx6j4z5ZYkADxxuddbhP9EA1oj",
+	"BFD3SpC70lK5Vhha6ZnNGg0i506MPWhi8Zs3+By6DG1jbBpdUj8nSi0h7Q1bo4qYoSem2MDUr7ZQjoII",
+	"5PJrMdrl3PFSj71FG7xzsDNRDEEg1x87fKk3UWcTTZEyeE0nkp8n87TFQ9e8pu/MnZXl0iLYw2/quCx9",
+	"/pedFT8h3YcD9uZGxwJ6kcWNvzTAbCHDbFjL0jGp0ETyliU0Q62tMBa2YiwCh8QmaZmdeolHoXqDYsXv",
+	"XQ+/RU9rRBj9Nn0SuhSrtilM37ezNQ3N923ANk7dhnlGuPsAJ5d2HmwgTPz45eU7tgr/gzttVbrP50VY",
+	"yEiHYd482ecM4Dp6DEM81vGNjXTiYdHQqH0bkZNLfg2P3ygbJfl90wGVfChJzomfrTtmgNFQhNDNpAUA",
+	"13iXH3zIZBcB2SCfBJb1ViFrlasBrjj66P9Zk0KChdUR2uDoK43pagA+h+wnL0IPpEoUSPw/62RZsqGu",
+	"QaVkQa52pdH92Kih4elWlkK5cs5KbYVlRo4nzp5CSQlz0A8fhbTT1EofX0p2Tk+BOE7yzYz/C5ilR/da",
+	"V9w6+ORm2fn8buUE4s7Y5gnsSe1ouf43Ekh0CCEFYgoFo06U81BBFeuyYjshkmF4ToJtBRQvVke/HR4s",
+	"5vfuPHj4lw51k4cRboM0q86DzC0oB6grtHWE4TzygYJQ3Zqe05fx8eUAcH8qi5htrrY8LJUlpHjgqHYZ",
+	"Ht9ghscd6zfOVgfgTdhAtfHn5eLd5XnSthXBFtQQQDF/0BaI6YK64u8WaiyVeGzxMeSDC4mzcFWpx1JF",
+	"B5piWnlrKnkhXFVozGNl4gM5G2KrVgK2Z+iLgE/6ogKBQJhjq7PaTZ43xYs3rqhd6Ecr0q8ailKrsdfR",
+	"+vztcPcl3Lw5TQEELto8BRV3fhM+Onn0f/55dvD/8YP/HB/8+Gfzv4fvD/78eJw9efq3T/9rE/qI35u1",
+	"Hy18Vd+n+O0C//vZZAvpR/yfk3/9yx79+fFJ9sOzziHftzqaLPOyUrojv7kttVQtYtNtgaizVaKhrvCr",
+	"duCjbbAPjz8ioH2cIqBlPM9F5SCy+QILjgEHsdx4uft4xNvAumntjGoGKNOuqZuLYeS8rK2Dyrt5yA1u",
+	"lxqfMtFUGUPMYaHU2KuaUL9wC47eJTy16wAVYpbpzIbYcDo9GGVNf7NRqHURXL80CpwOs4kEx2XDUcYf",
+	"NxpiApqbj267/AqLS7jKsd59LqbcEbPsSJZ+3Xdx1xXe+sU5vE2A28xv/3kaoDYhsQ3Kimao1zUmLyhx",
+	"lHvXqyVi0k0bHjFxEUqIbxUJg7mNJvzn645gsHZpjluzjpdetsZWbi9UXMWsmUnMgeLltFu/u0uy96WJ",
+	"XK9w8bAPTv3Ow1WOcfP4kbvC0Yfn6G9A445Uu5Xm8ZETdkUjsp9qGfYUAVSL5ZwhDTSVKrC8lNj7p4Qe",
+	"IEmBRDx1M12XBbNCNdWeY3ktFJsKN9F4Kn+/eA0+xIufn7OnPzz5G/zS//C3H578wAoxkl5fcxFXQ+Ii",
+	"DoOGJD7w3JXz0IikE3q9tY342qrR9tfjU0KRds6NkYISVjibcDtJKG3SE9e4BaRL02d4NOFnNFd8Kgz3",
+	"u6Eq+VwYmBP7mT6BLOTPQP2rtNFHSxwDfpE7aB1Fl766JRTvftkaFE+nQsNXRFkK6xj8v1CcMuFlKbxY",
+	"g0gT5LLfC47Dl66O48BfY2UIEINEIZ4eKW9WQ37Kjnnwa0b+d7hH7wvsIfqzJnUq18rqMkaKGsYwbyrX",
+	"NktCu+jJdHIq7GkD7AV3vEvh9Pv9SszhGrCKSNsOZh8jKVBI64GQtDSrlyrfRhLK+hnPc10T9aeuHWQ6",
+	"NsUwh+wFpaDjl6xg+QoXEteOHwh+rP8NObOatMXocKUeIQ2hQRdrQadv4HdYh/vKPI8xQNue/HTioZzH",
+	"Wx6UJi0+uMak38iap6W+BVdDayeC2ePXBoeD/7+ZfwGv7Uw2x35Zj7JHhQRmoQKSzWHhN8o2b+jOinTT",
+	"rWE7o333cNjO/L7cJK2cPm7nyOh1ZNR0wm8D1nG2N007TPE7FA22TF3uWCk4NOXE4HAHaxmpt5aXfi+D",
+	"lks6SutRKcRbcFEsBfEhn7DRPxv+MhQjt5nLqDQ8BoqjIzVPEBKQ0VjpmTCjuoypjdIwPYP4WwTCzozG",
+	"jESFFy9DPzPpMc9uku/oj9hWObj8C9Yo0+Fb/VdJ0Kkbo6UtfRtZTwIxSYX0T7lbvRrmbsU37VIh/3Kp",
+	"kDUel9uD0bXq8dHHGvhPV6ZCXuqROyhiPqS/42QltVUdFckuLTGLijBmYmtWajUWxmvYsSBBQs1nUtad",
+	"EPti9hXWSce8LVAvgvsFCipRzWG2roRhvJhKJa1DxbqTRydNbKhK7pDBt5zxuSVBYfVUYDm6hqGHh0JR",
+	"RV+qAWHgzbRfYqW991h3BJpd6uVWUi+3duI3YNVaMD1J5IV04hgG2oAW63ng0goZeDaYt/RUQ3x84eA/",
+	"tujV8/c0pxyPMlVbF3Xe5GgCc22wVqKW45UVJkYjkbuFtFDrBC/gExxJ8A8UY1qttIWiB7vtdMwvB4Vt",
+	"cW9toFE9cN6tlYoTJWSiOrdzLv4F8ivvUWk6CpZEfyTpUjhLRDbRmEQibmKsVwuqiRFWOId8npgwToDZ",
+	"uBxDYEQJ7CE8ltcEUrUx0DJJiUN2VpYdIJtkxqd6FIDubKIFFlEL5BnSZdEKwZd6DIQXtYt6VweTlRXg",
+	"8jsPc/PAYA5FYBjdBrnnqRMgYxr+zMtyni3N+d3SC26gvjXxR25bBQyJII5bAxo+tTlRd9j4VWIjnMG2",
+	"Ayuqc/cFlWGbHeEO60fMN3ocrExAGqhun0385hx63S43gtsQ+Qht40Sl80kIW0+B1B6r4sMF0tq6YUOR",
+	"LnZf6qT0QuKekNvUdKeb8jmb8GvBhkIoZp0uBXVjj+YsGrEJRyHqwXyapqd0Myx74LsUkeHh4VmMNDgc",
+	"7Wrk6USVDmL44F9rLeSOkXkVI3NZtsT5HR1rZwSfWj/qKVfFurgq2X7GkTtVVyzc6cfsRZESpX3M6Llt",
+	"tp4TzFwO6Sdw0IGfbO9cKHBL18rJkt7iHwDGLIRZDZvAW6QLrUHTnLjHlvGxUC7DBJoX4a4iYxe1UlKN",
+	"Q1cL4E9ml3WeC1H4v//MZen/fSenonhbO2+UPucqF6Uo9qnphy5E+E4/gKHIwbZeqhaJmZF+mXERR/B4",
+	"VN3OdVlCpk+T4ogT9pgmImN8BA1CcJJ7mL9gZp6HBbu3dk0TSszB8Ydt0BctpCtvJW0bJge8B5T+rqve",
+	"93JQp1ovXQmF6eSiKtafPR52fqCchDVcFbgVnzeOS7j106qFSLfh7WfPb1X4pF+6SdyWkKHZcLsIbm8E",
+	"l+aqlCORz/MyolgrqotQ3SVWvu8RK3hHB/cXSRPMAewXJmf2CmWJVqVUYqEQZI+cjFphGXmxH8MN9GCv",
+	"1CmRu+BJZErPTlhltNO5LjNmxFQ7EXoHZGw4dxQBHBko5LAgK+iHwuiqAiUSc2OaF4F9ZUs9y+IvgboR",
+	"u2tLB7+xrFaQXAkiUapcgHp5yM4WSwnT7EfSlqjRE2cjUJZyDXgSuXWkYoNaGS82gZc69YF6yRKcs7MJ",
+	"1tGHNME+qXFOC7NJDc8d4Eo3oIVFDoVDCbb0onxVbeHFuJ37Ad3/dQuvbW+zvtfDH/vn+4dn9wHjuL/6",
+	"UPxdc4J3qL2OiW4J6TrU3i3DeDBHNjIK4JblCkq0q41AP0oGoB6Mws6iyeuJtu6IVxUN4ySx04cCWVnf",
+	"otgA7Q9MeXwK8uVabDYfU+RJBhoxRmes1Gof3vR2NILHwBMSm2PsMZrP+PyQvXbRWnHIIpxfWbaX60Lk",
+	"XsxYXdb+gSRLmAEl3iLprf+BLIggmtLJIuHhJQBepI0cS8X2qrosM1bVdpKxkSzDM/TM2zFB5W46UMup",
+	"sKsw/7NdD7dqKdyHIElAnMli6zgerfet2QO0lBvYA4lhSaO6XcNs+6KEvvUGFkHzpTvZss4isA0obFOA",
+	"TPWVOHD+C6BGq987/IrbhXpURHGAeB1AetBCiAE0H8UQ9X4QlFguQ3VRuja5yNiMSxdNCPBEsSsxR8T2",
+	"MDoV3NZGUC0TCpETdi0LodkaqOd1IeNFJCKU9cKOSl60uUpiMx6sgyDHgcDDiKNeWMeEKmL714G/XNfu",
+	"Eu2CAdujxGr25Dhj3LGpto59d7x/So4m/xFYqU6OurHwwgomJtAsDb2AEq6uMhBA+3FsRnCrFXTAjdXf",
+	"VEb7+8UbiCpCDkSTM4vVcFmMHyaFEsuucGerS78d3vnTtp0QYOsdayKAuDdCHdbdl1Yl4+zzt/8RstZg",
+	"Y4x0rYpTpq+YBbWByB54spVh5xY7Qqq/elDQ37XBJ3qclLn4XfFrLqGX0GLjoQjPC5B5K1JhRbRhUS4c",
+	"DbnLJyuaCtXKsrryp/XpMYO74VDYzB8Lw6AE1YNlRtwo7WpZK9W4FE0DYsxEVYWohCogyI/ZE5CXYcHg",
+	"IHTwJ9ADq20cN/5HuBrG3Kq3LaM5hCWRET+1KRp+KUK+NRD5E8zIHeAkvGgjsLQPAC1ptH2Q+VbFclRv",
+	"XAYFQCpcgh2BwAPKZkjQx3p1gpcpBNmtY5Djxh1URn+Y9wNPU5HUigESKQ62om4prd52XwBTJpXTS26N",
+	"jOnaWVkIoBEORv0e5pDBpMD/aSUO9GjEjPC6GvqYvTprF1zG/r7IruK/iVLb/Xgg+gkdyrweKNUY449D",
+	"nl/p0SijoCu2D7AOfOGH7Ayorjh2RyvnJ6zSZSsyG61dvB1dMofsjFUcgpvcJWx5jMdP7MjRP2XB7d6K",
+	"hxoX3N0dlC3+z+RzhCXcElnLwms2UyqxKYkwoF5W9bCUdkKVBHcHm8moKbjWmwy3tLUpwOrCZtqplDuV",
+	"ckOVEpNDEAcRiJaYpraP7Lr6EmDHHpGtb4ADERArkRxr8PiUclwat3LwOYdaqODm99Z1IW309h+yS4/E",
+	"kC9MYwhk8lRVhWxczGImi+2CSF3dBUK23rIGIOlLNMzx14SHutrB4Q4OPwMOdXVfaDi3TkyhiW+h8/4Y",
+	"3oUopBE5ifuh0TMrTPBRQm2VhzqHMUjpp4kKMAud11OhHJrUFR+TG5NyOtp/hggQV+iGbbGznC6XgLZr",
+	"rchad2KM4GajtqgJTCHFl+cr1MVfhDur5As/DwsQ893x0/45CdOw5rMfZY+Q5gie+EYjPi0/FlwFmJMS",
+	"nAHLT8vYYGEJ/fId1HJwuJKIeTFC8+kbiGisWie/q1qzmx40mNjmnCUkRiePaHcekIHzaPkwPuk5jPDU",
+	"jmgILqO3t8bGY+6B4/Zqk6h6JYzUhcxZcy+DeymaDaxpIdpYGZ37nZWyHeUT4QcdffzUq5R2nzTUorZW",
+	"EOqeiLICaw3JiVipddUIwEoU/koIQuvAsUFJSN3x55/iqN/BB29RurdftSoBZWkqQ9oNFAh8UzkmySZa",
+	"nJUVh+VLzwGdr6M4oF7B1LR319de0nr9eqJnygtR8BaQHJnoKQaDTyJn7FRMh8LYiaywD6LgpZtkDAqM",
+	"I/hOuVQQ2UPvJtDuUdnXjBu/0YlPkW5D6cSbxqFAfUn9QiEYFgqTQ74LM+JaWkpcWxJJz3H8lzQR2+zT",
+	"3n5THz8hzWeY7W/iNPxCJVWLH7/FE1Bwxw+M8MvqlzIvBVd1dVT5zSJmKw6E31RENh874OoRij2qkwfm",
+	"uqxp/CmUi+lL8ZWs0qXM50RfagT0IIsyoiwwEO3MnHEowxdFFgnqikDIwdUcCDoP2VsitgNCAH9KoUYC",
+	"KrKCwOCMvpIByCwfh3O89QV3/CIM8znesi5b9TcIxwfmZ4r58NzpGHKhmT1lFD+3QWHA8v8VtQPafFli",
+	"0M9GiAMnPjgKrzfjjDUgNLi+QeB9faP4/snTu03O6VogWrteWKGVjx+6S8/pAiKaRTQLuOPJcc3jQfhS",
+	"SMq1GsnxTZHJ1OpAq1ysidACcVl6zFv0HSEBx4oSjUmCMCkscM9D6KMsk19j0o8CDnpDzMpZmgI/4xKg",
+	"KD6a9N0CVdq0s5BlY3/kja7Hkx7RTfhHwVwU4QE4UYr7H+ZY+pjrKZFj8K5Qbq16kGwbPriuV13Uah0b",
+	"cTPPTuO6LeQC9XGB3p3TrvfLNucjXpA7uwDwwylnr7G/RDfY4YLdHuT1u8j8+4fcigPcdQew2zewzh0f",
+	"lh67pCrEB/8/zsjxGLz5qmAeYtvG5WPLSp3zkvAmvDY12HNd1lMF/MSzaHUAPYUKeSMZXfrixRsw2nkJ",
+	"vEoNWMXnos8Mul9AZdJ/RKikj4Y+cbnD8HDYTrNC8rHSVrCpJJcbq4welmJqO82YF/TCS5i+M5i9dV3X",
+	"kDsWmfhfvMFM6Sml4lCFPzyN6eG/Re7WcdAW5c34Z5f0tF/5Bzmtp0zV3m70o/DDyifc8Nx/Q8xsBOUb",
+	"B3UaQjFx9GgiOlOrHOkbe/Lc+YcXRfl8wo3tHvaz4+Pj7NFImyl38JXuu6ePMn+fH+SjkyfHx3DFVCr8",
+	"xXH8Rlh0IEratha4uOQ9aBy3Iy0onK6dDthHIIcpuuR892CxMH/bNEvRz7zWIcMVe/Xu1zeYfg/uQSNU",
+	"Aa2rofQgeOOXXP2g5gHaDXBv/9ecT8sBahx81twZ/LZMOivK0SH7SbsJnC2ImSQOGCDgiJcnFMDYqlIz",
+	"oUba5CLtKUuUkGIeWCCb9laFqEo9FwW7FgbcNh5hpW19Skh8gaYeUw753cM5Gyy6kk/Ygid5cOKnLkY7",
+	"unjl2KAZ5/tCKCmKQXaDAIidSPDTRuPSCKxV3Rv4tdaVULyShzDt+91grnP7u1yH32eoI+MqnrLBxPl1",
+	"bLZBT2ADl9skjr102fvgknCwEykf+Tc/yiIHOv3oX9TFeX4zTISntDCxQ9nkM/a2Esov69L+PezqzPnI",
+	"iQ/uCAa65tlwyrrjTUvRnk7o7VgD0uhbxw1rK9IjucPnnpzFiZ49/EiTVCO9FsUro4s6dxl0ZCkyNtGh",
+	"8wy50CUM1M0jXbYuCO7RQrZpNnPGnB5jRQJgj3SW1RWUu/hnCoUUnyFGhR2PE8dhjfX0oJKqkTRT0lSH",
+	"UnFDaTbwCxqFB2+vavHyCmrgdSeYXcJ8vPbTsc3MkuYtHQfxJ25lzvyS+OMF2edDXbtvLOb0i3BsuG4m",
+	"tqjbRAaMI+AJ2iT4CjsNr05NNEpvIL4e0hMoeCSMkyNwKvVU5P6mC3GGA9jihoxvWRUHxS/7dgKeyXLe",
+	"wj6L+2njHXf00Y/gdfHpSCijy3JKy9ztT31tbQ3piVqJA4DR3I+fWq55IBzY6xy/h+EDB/Rvk5OOkI5n",
+	"63URQpkFdgemQCoQM2NXO+yXYYGSeYxdvLS5srGaxl+MaP6hkkbYpBzxezaVqnbC7h+yM6/gSf9AmHJZ",
+	"3KSzRNy6L5tJWhf+obeAsm9Cljp9e9QpK+4mjUqJM7JxY/PvejTJbbW/6JiFdc5c8i/JkfC7BY719vEl",
+	"WaQV48LC2OdnrJKNhznmV2rw1e8aXfwVGl00GMsakIM9cKuQ2+/KbUA3gss6Ud9wYzW3tGkLE76+hQYy",
+	"aaIwFB5CN6LaqwMrFIA34Y1vmzFuQsjUjA8TYCKrhse6PuM5It3GyLbsG/VQmrw8LfLuZCaSU9ljrn+/",
+	"0q35fcun+eSOfZrdS7NKhWrmZGcvr9C8uk7YFlSwbFVomneNgu0hSRBWdIAeVAHVAxSxAJ2BB+iMII3+",
+	"kKV6PjNCiRkv99PE7qB3LRSX+P8wazJpBnkw4rm3YKnnjh51tpxp1ILlHfpo25rI8ivXKCNx7HcbLO6Z",
+	"nnWD9CsVsnJ2lR3fXAS6ExnuSF2JAdY1MefnSUNwyMfwZ0QUIaQWH5OGMrQSFJAhH4U326DOI5Y1YaAV",
+	"wtcYzIawc2hrK51lV2J+AK1e/F+Ww82YOVhEejMPkbKohQ2BZm6gXS5RZLLKiJH8sDiupqZNz2J0Br90",
+	"HpqOY24Usc9AhoAoWF11ev1+DdPRE4peQ2f2HP2fr4sOPrMQtyaGN/i0kTY0k/T19JlrYtaX8Ah763Hr",
+	"dGgxDbmChKZNRoe3A51b58ierAtMr9Hgeqc0bXpfcWtFcYqBCZgLdE4QmTZdCs2QgSd1zVSfw+O6vwfN",
+	"/jttUNven5jV2yelmhQMzMHCFf3Lian7EgCwApSPk6CoB5kAZVt0Si/A/xHB6UGA04MwhpCI2e8vxM5z",
+	"NospjmCJNimOMyMdOWISPPY/QlblAjiIBDqo5+3CRkRnYtIhjbPCI2CtQlvywsy9eJUWD3BPE3QD7B+i",
+	"yVeH0WFe+lgDnQSMKJF9sGSRjgfHidp2+IjONpAokKiU0eJ74kND2UcQSdbJsgRx1KGLUxoiLtY5rdVF",
+	"s122QtnT+bY4lJXq+NLaOr2Y8/9Q8j3XfObNsz6bGgDanjtP41ftaYQs5brq1zzvImFUaTL/ofGRmHJZ",
+	"Hjlh3ap2cdAhRRGX31RYi8lTTT46vrU2omCXv747D3lMQRnWMVQOrcEpSJ545VqDYjOPX0gIiGo7heyf",
+	"Hf+ImAhxoEHrpvdKu/fNMAaofsFgJIJtMkaPHN8ff9eQJ6eDRvSFDh05V/5OUOF5PgFmC+DIl4FBCY8r",
+	"5hxYoQo2BYY1jT30WtXSWK7z2LJ8oiUQe2G3PMsGXWs3wMwpC1ydB+CWFMUJMXXQGlhkoYboFRZWxQwN",
+	"uBt+lbSQYnvPnv7IBv6J7+mJA8ppuxDOzA/ORk6YARuKuSY7qyPRyu+Hd8K6l/5bt8XMATMCb9iAD9OI",
+	"XFbSy0B0VcWGeMzWMQX3Dtk6Fge/CvpbZ2rmVQEgr2qUl2Rv7vD/W6XiEFDTDnslhT0m6AxuXWxQ9uU6",
+	"Xw+m5FPdcxLyGS2k1zY5nrp2YpkSoCm+TNj1g+cmeXAo7OT4oCw8L/5eLTBnJvfCJGAPEmmSHNssuUUC",
+	"MzDO4iELqxvegobI4EjS748GYNeLD2C5o5zR2G2pVkCM9NqRFx2KJ5FdTRTNvASdVk6rUiQMJF6rF90e",
+	"I0jgrOTn+YveqnJ+TvUR2+3Tlw5ztdugmYyvyGtwv04A15q2MZdqmSUB9+wWPQIVN9LNb4IQRHSAzeaC",
+	"GjWC2BU0DZKldPMs5FGSfUspP8F/HKxekPzkWg4lj5h9nqevrIQ5iBWR2MBvwu2E5RMuFXLxxj/zsoxD",
+	"hE4g9PxD9gdooRORX72IBUvBvVxTdvjl//tGOsEG5xdnv/x6xv6nlvnVe7hn0DT4xMcDLhQCjXtyfJCB",
+	"b2UplCvnrJDXwoxF4W/0CAm6d+43iLK1TYuopsQYMe+Ei3NYpdv3Lp/Rx6ff3hRxwXcvfvYpCgUjODXd",
+	"xE5QsWgEFg9d6LbUs/4mEMk6fKFLOq3t8lsFB+rXBoiUJdD4w44YrCvrwltuaTzfjoM52Z+rxQTCzc61",
+	"vE3XsodHmuehcDMh1CJJzRbliccFqYRdQf8WsDZeGnZ/Wrra0h1jplPM9C9qivezVsUfIlYlzEibqWUc",
+	"vdAHQKFDXENGViur8sFtLB2rjL4WdHgbxEY7z+Jz0W2vtMOjHH27oeZAWsZL8IcklO3SsqfHx4gDiKuh",
+	"VIEG70+2Dd6ObKHzMzmfh7qYZ40nRFGKLbqneTFfUZtwERdoTQbYOc7iZ03iF6B+D3ply1Ul4Bnw0r8U",
+	"3ELf/HZ3R0q1wYqHFeN5CdfdDPP/3KpLmlZoNZSGRYcFP+3fS8VOC1827e9joeLpxO7l/gz7XydnO+Ah",
+	"nvKM2nZSc2d//WFHOkkbSnnDog57YJtQr0uxLtcVd2VahIXfjsbBldIzyNzAOi4khA9bOGScRmnQvowC",
+	"aOWcYVHcIbvw4wn1sSXQYx5ghYERdFFo4CdhHOHhtAgNyuPNIYInPlSlN87YbDJPVst/Cym6YcjD2jFZ",
+	"lP41bKTLUs+g8WRnpzwEY10Ku/1KMf+alS0y0yK5b5iesH8etnmMauXkVBwRCYaTK6lzsZTyF7DasP/M",
+	"VEy1mWepkqICwxDGTmxvQeUhu0R3q1cbR6OkKNJW2rGxNrp20PjS0HvY2OiZm2Ss5OMxppHGvUkN7/0V",
+	"0PMB1AY+8XpDqcedOskFfsWL5Nu3KVmX39ZxIugqlizIt3cmfhEubLHeibiDQwH6/ya8tWAnQPjM72bD",
+	"1Rgc1Bg9ClGZgNM4ug6DI4iYaHB4FT53NS/LORrmaoF/cKGM2B83NpJGzDjUxWG9EbDbhpfGFk/YYXco",
+	"u8gJ/ZfRPjyHKdj+qfDvWSkk/MT6OfiWBQS568KewVCwroS6g7Pgar/5NjgMs4l0gvq5v5Gq/oD1AXg/",
+	"a4y+Fg8U5SOh2Z3r6VSoQhQMcnEttZp30MEiHBKYBuQvwaorrsDZis2FxrDV0URM67QO2VvSweIYITMK",
+	"YjAYyucQv/HiwwlFfluugnGXlHz5j8UBYm1+bAXtv/exZXqmMnweAQCOoEsQvdLWvcMJXmMX/9pUXMwm",
+	"2op0QgNf7zLvJyieKQs/EWOE+BoF+x/b8GQ07Q1ZDlTdJormE26n9mqbhmwzp6F/cCewpJuTGhh/QyzA",
+	"3Ufz1uAke1TVvelBTTZmehzpRNHGTY4baZGOm7FwMPCYdQ8xFgpkIIRQeGAKRN/+YdfCyNG85QtLO523",
+	"CpdkkebkUxYOJnCCWbVY0Cv9QfNzAOkjsIfYH0jlmX5Ag1Ch9ddYpJwiXXmcFI0qBBvAQ97XTcB/sAwl",
+	"Z/7xLTDZRqZN8wJ435pMG1owFSujmxXG2XhoSZkLn4fcT72RZ1zGriycZulPmTaLDlPcExNOXTalwrA+",
+	"tUIGQcolsh8udOjRYRvuDX7ThaDuPmf09gH2vhsraaHEZTiH/Tmg29/NKzHY32UFfc1ZobAtW9CNR+oW",
+	"YBtKq/tTetrK4FFVcrWi51gaREegp6MfowpB74NvCbpUE3pB6vcrMW956TBbng5eajdFcPFIes1Lidkz",
+	"2Ly70QpR6p3GyrKk0hzz7NFHMXKYCjmSRN9zyP7bq4qhj2VL1+3q5HPcwfpecnWH8Oxftzk6RyAuhAW7",
+	"FRfkvsDXD7531KSxlFztKI4fEDIFTvcUm+jgbR+csK/JQYua7gaFphgsaKBgKQFxAkU39LHkbUweh8TF",
+	"s5jmcx7U6TNVoOf0HR9DxVJ8WdS4s6gDYmw1zDYavpi1VBk/NgdRm4J4U4tD9guvguXXVDCV1JOrs7Z0",
+	"JD/4q7BhBU+6idkmvbA7hAsT/CKd39tIIezOCwoxxHBTa4qAQz9uyY5ZggtibDwlrlgRiu1esVuvWJVO",
+	"TBtWkdOkgQ60jcMIUiRVRrVxqiFJVPYTn0z5B8wat31UJOsplu+RjaRvb60ObrYZP3fJnzdJ/mzPnX9Q",
+	"KZxQafkJIcMWvYubdoYb1rJ0B1JBDysnFISY4eYsVf+a+vnaX6rQda5N6MUiiixqOZiq1NEZ7vfoVAfP",
+	"OTod7BXzBy3AZs6hz3hIO29TgPTFW7feFa55zcqOcGEucQ1wGr8tT3rnFNzCNsepXLnZjz76f37jU/HJ",
+	"m1NrWsx4faMKcj0MGnYjUhk2W9uymRf00T4qNEqOKvSosl6mNEo+PIQebuNDDtkZ/gW0Bkghg6SRUFtB",
+	"fmPu2LTG8xKa02HWwlJ2A9XDQXZ2cl3W6ewK2ooMRhtmRs9kHjvNQfYDUv51NKFpDsBGTbSiS9FeMW4p",
+	"9xX0p/aZ7WFVDAu5klex4s5vyEcnj/7PP/nBf44PfvyT/j348+Nx9sN3n/7XozujW2xN0QrL8I8AqTru",
+	"Hw2rkT04b13yPTdrlAN713wtXbp2TEi334snLr6H2UYQ3JocEB9EXrtOW5VKUDZqBrpYy9Kq3Am1LNI1",
+	"BWA20XE6yl5aAXT2HKIbNrbG6Xx647ALfwFla6LLImNDkfPaAh+mmIXyYX/NlM+jpZpW0XEFTRdNKNQr",
+	"eX5lVyQN/4Mma+soEl7UgR//CPOc0Hl/k2k5XW1DtmggzMRwovWVPcq546XeJAHBOq4KbrDsyVk2Nrqu",
+	"UK6P+FSWc/LSgEqCv3ls2YB4ov73gM1kWeTcFHjU4CkMnUvkbva6SOh9BU+Ba4C9peTKPwxfPWAulPxb",
+	"AfaDxZYw+Hx7GrLE4RPBi+MvKtgAf39IX3/4r/r4+Lv8ldagb8BPXeG/X4T7A+946d//nKZsmyWatRt6",
+	"kdP12h4pjPNJy/lNHBv/1WETtjdnmIbkAOHO2cIBKkQpr4WRwh59lMWnIyMcdqPuNj9+hQIUzn7GXDG6",
+	"ex4D6udCFZBnCfkxHvqpPEOPWF2F+D2dB3IzMa8LTytnKQ2n/WyJOXH+lhCDgVZt/t98Iq9F0bDjOSNF",
+	"wfa80TAIQwM+D/gqiI77kzaw9TB+1PvwmAHTXrudSSs6uCqA1oL28wt69Nr+bkChMZKiod+hO3tMB7k5",
+	"Gfuzu02bWTjRcQb6PHD094wpPQub4vCvpRnfm5LqdyIkgo7ah/AW4GIte0PEDe03xIcbYAbGNhZxg84F",
+	"Po3Qb89/WyUMnPls1cnfX8SdQ3YWKX6eNakV+Fwqd6E8CnqlF90r8aLpvgtOepvikrT0QavxAg7PB5CC",
+	"6yCjEYWyYHuoMLwuBvuLE6Xc1woiH2BmVpvkyRTHdQ+SBUgJdlByi1CCJ3O0fDJh0ycn804BBpsMrKB/",
+	"gLawcbiIEntYUpWFrPosgQp/0pONNZyH7kVgFouytK2UkULaCjiAyd9IDk3MEvQbEXmwpGv9ORQ1k99T",
+	"q3K+v0ojv8SvvDvJTS/sbYc0NmLMnfiGkl7P2t/sN/7CrmrvnLvQylMFdZNAWHvAGThSQuOOxUpvIwqe",
+	"AwWcdMzyebPtObMiNwIkpRUuZFGBGwkCYZi0UWTkh8dGo/6OQ3YWlHGaMiNYKUbO40fgQiWaiHglxR66",
+	"Y2Nhu7YmYl0/ztJqRnlX6WjW8FaEAT2cauvFM5tMwspqGPzYXYi7N8rXPie3dpL7mm5g9wigBU5ffAKS",
+	"Vaii0lK5hkBCzxR79evZczpUWXAy5boSGYS3kImsIFPX4tGGCLS0rFbyf2rB+FRTCHqF5ox3xiFIcL/y",
+	"odVl7QSbOFdZ9vvFG7bn/5cqlMGkL0s9e+VctR+Z0RqqSJsxOGHexh4ZPp5CknN4iUceq8tr7FTJSq0r",
+	"r71nrJTq6gDbPGvD8lLXxcFUOA4d8Yn7UtjlXMoBweV7zFYExR3G5215whwQ2cVUKmkdMi7DFZZVRl57",
+	"tMd7LdsLTzvzfz/Hv77DPw72D9kbMeb5nFnFr8T7nFv0zpH3ztb5hHG75KDT6r11RvDpe0JOpHWz3ENT",
+	"x/Vv1SVc/pyuxlVqQFmo3MwhmZxjIxYk+6ASpaYfUVfblA4s2VKm6Qr0WpN26jfsafK9sVZyIpC/4+4C",
+	"iCs+YtXoIeU/hwmnHC4SvBNdFthNQiKdn3SNKGYjKcrC7vLv/xL931pYf7c2U6otgW8GvDJ1ZyixKnlO",
+	"me+4/ZA9D3ZxQ4yPvBJQJBx2NiS9nykmppUDrOdDC3IKz21DSxny+PEPp+QPDp1UsHCz0SFj4AxG4EXO",
+	"IXtO6flUIEXVX+KDCz5jf1NM0VWNf9WPr6UEJhTMhMXkJ+72BXcYbb9XRS+M3izRNb35dfFoW2kdn4/D",
+	"fpmaPRFUiQcPwDWsUPFVFADsMjduFXzxcD4w8D0iOOl3jZPpaQPujrRhY63JNne6gqZsQoLSjJ+QgeYQ",
+	"vaGqYH9w6aQaozMv9XCJXE8Fe85VLkoiEVbaTfx9kDkOZr5yIVtrmqX+7TmbSOu0gcqCK1G5LKotlPLq",
+	"n27ZyAgBT0B0D0CxUIGK37k18Hw4GNQSOjs39e146HBOH9rpTlyCG3voKJoNES6IblGLXbT0FxrtShNd",
+	"1KTtAP13hs64V+/enYdWvFh2BHtVFMTNRvOHNmSFQO+PryhHEAoDqxEboAfzqtcN9yL1fn7Zec3W3nEO",
+	"a7HZddCibbm8BvII0kAd8baRV7un6RsQQmQbYsNCJDywSdxDEL7PJfjWbzI+Tj3aUtgdte0todKLRTmZ",
+	"nOs7jxEgIq1uv/NaWQGMVLFPTPA7+fsGIfpOOW0DTbvtgK46gKv2yWOGPqi2vZax4bzi2AtBItFi477E",
+	"hioYnI+Jo3hFEl+ZM1mQWzP+xkEY3/BrUUaS3pJV3E3YHoYnM5aXXE4zZuVYcVebxl2aBV/p/mkgSJAx",
+	"B4DykBY1nkN2xgokSmiMR285+hno8rC9E50Bi6/EMFzTF+cs6YIT2ssgSUpsseGiCDtltvUNxG8Bdf4Z",
+	"VoeI/6l5idPvl1AW92pXbthXBzfqjNtAAXXa1pUlRID9r2Z8vrM9vynbM+2pg/vE6duUBJsrqWvar3mz",
+	"jdsU+WDMEcsSYm9APWTn4HbhTIdTD2TBey0f/f7JGulCBwZpBrEJQfT2rYLVRw8BCaOT3489RF/4Mjzu",
+	"AG0HaH85QIuogLUICQZsFeIcL6+OrIDrbT+2vbSOI0kFRLKhj1aup4zuDPnohbiWuXhsoTBRM127qsa0",
+	"FiXKQ/azNmwwHj79+5O/PxmEL3bQccBGcjp8BuPsJ6N5kfPFTmqQNcMlxJRJCb0UuVaFHWSBgpE9Od6P",
+	"RZJxUK9/+8frdy/RmebHl0WFWbpAdokK/C+Hf3vyBMYE5ZgzbooQ68ZWkclA9WjkATcLS1ZyUIHp12xv",
+	"kOtC5IP9Q3auraOZwQD7+dvLd6xzJY4+0v+9Lj4dwS2DU2pFZicHTh/4qxlkVe0NKucGGQZohvMwBfus",
+	"ELksEu5O6YJH8pC9rY3/Fuln9KSpHfsJHBYhagQDeGwxb7/VJa5TnGCA7h0vry7x1i0JlaX3rBEpYUOp",
+	"Iu7EOxUg6Yz0DJHmeicHvi054OGG+ZNMOTsBQBPE93/twPsff+zGe7zfHsJtvTifokuvb/VdCwOIxhbd",
+	"pUsglAFbZt4U6nnFx/bx7rYhYm2+PrylGYksehLz4zc91Pz8bxgI7i20sbh7Ah0zhveCS/oLT9uSL3GN",
+	"LO/Xs/7AHlOof6CqsPd3dvXqP9mCTCat4oSdHXiFw+s0VT7lGZvW6S/qfepxLaICV4SnnCYagVdewO2H",
+	"/SWeHjNopVXx/Aqyjx2beuXlyTGzUGDuFbDOJtXYkfqEVaDr2PCKSl8JtX/IzhqNEXm0l9QZaVleausV",
+	"Km3oqmbRhAFoMaIU3CKvUNNyfJCTKOko0oWJ9QfwDBbgQcLO7atK8YPXqEiw03Za0U4rejDWMUAfmcV3",
+	"rxQdAeIgPJfCiQ5nHySPtDG5ZTWCueGBDLNSrfZIehq6Bi5gmkwhLXloQg5LNixEYJAFzTo+7yqMhOf4",
+	"4wXrudOwdhrWdmscYb8t7ek7Pa6VW+GXf1sJZan0wYbu0ot6xyF7TlpHSOEizegkeGwwCwx4YI2uqpDw",
+	"JWZ0QUOttnwoL9HoOXfuW9I8zt06b/+Y0kV2asdO7bh3tcN1I8M2gGwiTXFQcePmRzmvsH/+qjy3lJhM",
+	"FkDQT6/B3DTxoZIN20OgST07f82cN7yQJLuCdir0tjnLuRNj6CJIPdTjE4EIUhR2geZfWnoa1tpg35ey",
+	"PGSvoXs8+Yb9y/0TINcu0rnq2lHbmJGABBLbEMfWtovgdUpsNfEjLPX0xIYbmTcuibV5OGcDnP6mVu6E",
+	"8UoewI2DU+TbtrpsFKtlIswnadeXSr6He98HZOrmfXrnF/Lcr+PzdBm3iV/db+zrk5Jcs7g74Pu+iQr0",
+	"F4ENb5Y2F2qfEL8RC52e9eaMNke+2V+PTh7FDfZoCRGe9ITj/BT2IwEGJ+xKjyxdBGXY/gtG2kA0Lpy/",
+	"xebhI1lilzJVMKNnNiQopM9ZfdK6E1eTfRiGfdNsrM/KQ11zLQ3mv8V8pk1xgzvOjXY61+UNbgG5dQlk",
+	"iq9v8qrfsGHb5je8ADnyGbfQDze68x8TDXrMptefVdUNrsb62xvfcKMveIncJDf5htrpf8hC6BvecyHy",
+	"m+2y3/R5yefC/GQEv7rBfa+4Rb/ljW45d/+5wQ2v7eWEm7BnbrTXoHENZWhvPoHQY/Wmd2HHgt/NTQb4",
+	"i9F19d9i/jNg4c2GKK8B92CY4f5tejDozZvknAd5sWOkWMFIESaJ7SWidn/bcj4uzXJkqEPgH33MA1B/",
+	"WmsCaBWF90mMx5LwAimPThg9U8LYiaxuKtzbWi2BwU1FeyJ47uCwrOoSCNkeO1ffLbn6eOFNKVIdv5IT",
+	"dVSVfD7k+dWKyg1ra2GZnUBXfKnGpTjwVunvF29sTCOjJz62rJTXgiHxSMYCmSI50UTRnMY9bwqj1TXF",
+	"PP1B+JsdQAboVDoniv1D9pLnEyCE4cUUSjs+8NyV85DmPKeAAtj5wlKbvEEpR8LJqQj5b2wv5r89Pc4Y",
+	"d6wU3Dr2Hf4AIVziE8e25QXWtO0DywD+LQLFY0tuBWr4CvVs0gbSK0AVrvy/UoXpYMD14qftBBJ3RyP4",
+	"Y9gxrWAtMbcgHSQv5gOsf42Vc46b2NZTol8BMwhxPmzSEONKiAp+7S0ibaAVp1IidxlxhWD9L+wChu5q",
+	"qawTvJfNpYHAN/JanIcddGNC2iThrMOBGzfpTRy4U6nCj0/uzp3bOR8rvLvBnkLLM2zUMC1+h9yx37d7",
+	"QXskh1biAMaLA905gr8hR/AvwjXrH1EjioIG8hIxsG3ph2+xh344nyf8DgD2VrSNjVRqRigxgybGC5DZ",
+	"+/WBMg30U2h7jDWOdpBRAg/MXs4NdHBkA3udv3cyvxJugAIII/3S0psw6g31xP75pxEzWl1lY9cjQbf5",
+	"IVFxI/7ClpAAPZyzAfyikZM/HB/8cHyc5Is/Pd73EhD6CuAMlKHRubSsqKEV0gD+cuaF74Dt8aGuHfvb",
+	"8f/FpKJMBeBi38diTEhoD4QTcHfgf3uJUvzMDdhe/OWbBVmeiO/mCythpC4aYf7su6f+K3BWMPWqR4if",
+	"4rWohjR6x9uQjoDMQ8EtDO5QL5UznAwvVDETohkMdVtvBkfKCTWrWnokeNyv9ZUo/AUYih2kG3uQtbLU",
+	"SIRjjMMIltcu9On+nlmcJeAhClpG3IyrlIxTrOv3UwFdh5V2XmG7FuxaFkIzbgzuorOlkMGUz8P+tGwm",
+	"StCABZuJYbg06IZeR90/SaYGSmyHotRqbGNlFj03Y/96tDxd/3rE+NAPayoiyWC8AYlCcIdFEu4wTPis",
+	"vVKPqTr3mrqSZlGd48z47/KqFLd2pk3o67x/M3XoDUDKTieatyZkE6Uoa51nrHML5JBBV7pb/ai9pj1q",
+	"UYPOmNIEIL9Tj74p9ehNzPZJNQCgtgtmHlQyoJW2TjHaouYDBuQKaijwgEFHU+RWCCb3QoAMHnPCKl2W",
+	"1OcIBsRq5WRJytBNfWxQ+PG1edlg0KsrXxs7nxACClxyPZ1yVexw4n7rjO7bcddVfLr+DOtqRcF9zMFN",
+	"N17F65B0y2unD4zINfbK6T3hujpFe8OreHw0ErmjokdoX2zsoupy4/Ouq6/vuOtq9Wn38/aXPdz3d1Z1",
+	"9eCPau0OpsKMxZpG4s9rdwTXhZ7hRMaGHuR1aSW1+9XfG9p330FuSQfHGQwcm4/IpnjMXAvTx3I2bWWF",
+	"9NgsT57+fdlM2SAsncxJaDSyctzE+JvsJujCMSy9uamtPaBeoFcC26h0fhCX6oZfslV4SuZgkyh52md9",
+	"FyLvDJG3j+m2UcZA0oxUY7umu8P/oyWlvD7X06oETrTm5kAHRwbIXsRM8D/xqiJGB0wf2qcW534urBfv",
+	"/xyAcvpOTsUgYwOhCvjfffTl+Qf/ev6M7YU2C6LYDy2IUhDApzb5sFns2uAMVzbXfqgnobNYVbtIMYFe",
+	"vSsxHxmgDXJ+1JQFmwyt8STGtL4wJLYXvICc3GH0kaDu2OabTtmYVzaOLJlCaJZwJatKFBm2gQ/jfGxZ",
+	"USM2Qx8ZCBoisZAByvBDNmghHcQzORvxssSecX4kUOykuDGBU2IkS9G4rOaslN76YlZcCwP8Ps3UkiMX",
+	"G+bjpBEp7ykaY9KRDXZZ57kQBfoVqQHenhWC/fKyYdeIXw2Nr4TfpqLcz9Azp4eOS8U4tMo4ZH8AOUdO",
+	"n/K7KQdhZoDwF/rzW83O316+E+BvNQKh1fl9rnhJnY7AgS1LMIiHgl0LI0cSQ5r+C6QaQ0WsQWd2x/I0",
+	"vfZOYUuiMx0nMbCsO8PzK5vmMw/Ro0tNbvdwRjZw7aXIui3qDnrFmrIQnJGmnbY/w3frDmvNRR/PE7dX",
+	"2ULzzZ0CfGttHtpi6Q6l0s2036OP/h/K3OqrFr0QU2zsqzyY+1PrYQ0aJGAQC8vkA+u4NuyiVsoDxClR",
+	"BeGT3wI4/yxLMcCORihURhAH0zqjxBCKWzkLgEYheMG9WQxG20ybK9izi5DwAt7SCwk3tFeTm18X59xN",
+	"OrRV6ClmYHpSMQlfRARpLYEbM1ygbxiKVphMXEA21sJmUdZAjWzw1eWl4EoUrK56dd3FWX44Lcs2ASQc",
+	"PW6unbftDgHM37XBDHhdSebid8WvuSy9FbZMeSzuF/sIwD5l3Rb9GZ612FGtMnpshLVZVG/lf0TGOKR2",
+	"Rw0yI8Z0rK8CVd7rlSHItSr/9Lbx588HoDPsVIVbzke9r8OyOhW1R004KvRMlZoXB142r4hPLSSiokUV",
+	"brZR8D2OWkCnuOQME23SPJsoZYOGzSHN4pTEprGO5aUUyluBJfcKxQUo5GQRkLe7wCQSEq4DEZNaMsbV",
+	"nPzn+JxgmuwfsgT8qEFUXrv3MFHvcVTv6+aSwT49Por5aOwR4znoO4kqNOM2yMHNLZ4XNKtv/IrcGsxs",
+	"M+MAYsF+uGssKb/HICvlPnIKOoa7apw7leXegg4N0gSAgRWhsH7EVzxjd6mO0GhujrKb5j2eJfmOmN6y",
+	"ZwRmtvy39PpKeMEBfjy4AXnic1rAYA+6E+eqg9G0egYQNYF0H3klILfSfxo0pCzFY3uKUEUV7/EZmD6H",
+	"WXOlhnYPyZz4L2NTfgUxTlarGhopbA52a7K3HiLabZpfhbkpVjg/pfY0VmJgYJe8kVOxvEDovsP1J/fp",
+	"ULvJ/leSg7VDzvvNhlrGSORfbMpG7gowV6dJrQfLz1BJ/c07dfQ21dGIAzt1dKeOftvqaFOC8hDU0ZXo",
+	"Sn0NGjDtZqq7tXqcqFTGwtQslOhoLNH55ScYUWygFu8PpQJ7g8B1JouBn912R4LFLzqS6lo6Mdg/CUkk",
+	"sSoKsz0hEr9YlQORSSVmokhKcx5bNkj1bAgfh9YQB+GFg6jnxItfF4NWtYMslkmFaSASqzuoXmkuHFWm",
+	"cIdBmGxtqchSbQVE4veS5g9GVNpQC0qhipAnGPcMukqRKQZbST55+iRjE67GltVVrJVJaKmsA3bBfYzf",
+	"YNTGS7gLLJ6BQD1MKESKlGh/RZi693Dn+xWMyIvS5xec/BsVd1DHntau+moZC3flHLtyjm+0nINHWbEk",
+	"I25QzHEnVa5gT1De4iaNgVs5RYutf2ubhZY+gsLkmiO34CDNHmq9dAAldiRs2bC2UglrmZ81LwKwFZJq",
+	"ssOhM1DTYgf0X+tl0LUodSXY4GPFxyKDjMVLiJ857XiZAV/bpwHb06aAzKvhvG1NyeKUDfxdKCcH4QED",
+	"kBc6afETmbR1Xk/97njMBnlZWwepW/vrcnETprObp+I+D+/ZTm/ibUb0ku/Gga1ONW2nr+2ifLeYo7p0",
+	"kreNRUoXYk2Er63K26OP8O/aTCCvxdlEP4Y8yVycAJV0WvQco+ygZfsjHfil2cukTvrVu3fnBz+/+UeG",
+	"/zf69Rzdmq/eXLYe1yJJqVXpMWtQSEvXgAYOmpiHK8wgyqnUb76qADtWdZP7lCuvdQ/9aK/ltR9tX5H5",
+	"lM9DVbl0WZMJFfNpWdD6H9uEoJbtPTv+jg2aX7wvhJLCWzBuIsxMWgF5lTQeUHMBPDtZYEPSDGRNNkXW",
+	"jJdaifUZUl9YC9026Xq0ZtpXK3XmkTZT7h6dPKpr6a/sKC5Y6DQzmae1+6qwGbsSlWsSjRvWB0ctQlxf",
+	"3pQR3EIzp04l/un3P2wwIMgE83uMGIqa4v8S7LG4d2mAgS2iN5crbu2Hk8W1kVreOk87MXJrySJ+VpeI",
+	"oL64QBkpfbP1vN3B70GcfS0PdUosknURhYRLnutaucYtUquQBh6stwZsG25jrAogHGxOtodff7IAfP0T",
+	"IUAWURhT1z8fi1UOjym1dUw6aA9vUlc8L0thkuFEOg7xwUv8vWfHz24A4/AhG2J4K8XsawHwPx+Et+Bw",
+	"hy39iWhbQZabKp9HgBOriqapx61XN20pwUsJvEXgAO7kSTpNtDco14EAe5tLaIGFqBPDUp4o/0Q/hAQH",
+	"0YpNoDAhfoLYIIQOAUHnDcO51ZEREFRctO4TBQJIgvAtBbIDJvIVPLDgRSUtgzssHV/032Wb+VlPGsZB",
+	"/3XElLRKA0aCpW4MXoO+J4ynEE9QiySMfbi81/JEQLsDdGTAhWqcPP40MGEFpV58cAKWECewufJGQA2x",
+	"gG6sxjlA+yGSWTV+ZaGKroZXSsy+Ujy/fS/2qtlYE5yN+5X82KdQrjKt3Jzp4b9FjjybVAxYGyMUEOU9",
+	"QMd22GN/TQ1659BeLYuhJdedCuMmRLyCvjvJ/LM9vuOTVpFs0/k0li3b/rrlvYufn7Pvvvvux9CL/z9a",
+	"if2M6bJoOBfYwD+cqnUTMgAjRsIIlYtTcFRLVevaNlPIgSyABgbsKgs14+scyBfNBD2ELiFxODdqkBHv",
+	"2ryBR7zlxr1C4p0b9teI19+kYUa86WdZio07MSSvop14o7te4pbdrue+9WWb0ETA3t7RRKxwwZv0DD+I",
+	"EpvmuqMJN8VB43PvoXk3xpsoVg5LcUJFpwkvwWM2nDtBbC/ehmiHDvfcxOh6HMKHfOwncB8UVtSLgDtW",
+	"qkJ8YEI5AzxTnL0IRZl6OrQOdFyrW7kdqqAy3bQ2F5MIvNrvtGlyPFzoYIVD5UawsdfB2Fmod5VlyYYC",
+	"zDPjLTMV8mAkprLgAOfCsT2l3fsRMNaeev1/ideiceVzSwbTNTFroSjg1MVtBgwIMCNpumRHXPEVN8Wi",
+	"C70lHLajE/sXeCT4ibt8skYNhk/L2JODJ8fHrIA2W7ljsrAZrnBldC6s9bYkZrjqmbpbHXjpe/pYujzA",
+	"GfgrtCjwX5Zhp3eYAQaB5R3odYPeqwZS7gf7Qi3uevQjlOhHvp8MEIpYPXIHIeCFR9jrdxE9UOdEaIEz",
+	"ncBq0Yrswfsw02nEZUnByjik9/5x78ed3tcLvHl3/nfn/0Gff9qn7UNzL0CwhpAkAYJkrP1g8ApI8WGb",
+	"nxANkxfsibmHjjdpWqQhWGEBHkJ0t2ZsWKfKCLhl22rLEHEHGuC0kCZ4W1uTa7GYwjI+5lJ5naSFP1qJ",
+	"G4PNpR65nb6xw5uvAG8um6Pw0PWNj+hFugGXQQ+BQaseFuwlxbhzPJ8gw11MgYK/Kz4Vp7DBpuC1gr9C",
+	"O4cL7F4A9QX+VdL2s/XpmWqMPuQk4cZIqLVYLk6TtrkOfgrFadKFXl3QkQ8Ky06SkrWw54dSFVCpG9o+",
+	"xFo2SjwNPVKwtC0Wte01H3bCrBDeKMzw46Ua729Q9FYsF741LHGH7OW1MPM4TCPyicivkpnZ44jOTJs2",
+	"DsNfmyftx7q9JuNgD+3Qa17KgngYQzLBQjVz2A+hF0lD9Yj66Vg4so6xPG8B9VvFeYfstaMoJBYlggEe",
+	"GrUpbTDHgC9UFYUhrC+RiJLjiwgjWr6pXYnerkTvL8cY0YL1h0QX0SXDPp8pQivA/rYQa9NHxBce+D8C",
+	"QsVKG4DwCLdd5dJtNokMFe/CwxryBS4IQGA9BechkJn+qz4+/i6Htkbwv4KJUni5mrHRaFqJMTuwFlo/",
+	"joyegvSbklDFINN/4RMo1Ref8U//z9MfArVX1yV/DrBEDn2WbCjGUi0z3hLXrXT7WUxne/Xmkv3j7Qv4",
+	"TqiR2JuUfoQjBlnNVgDxrcXxxic5Hf8/A1OEKGpDSD/0wReH7ALzGZpMEa8tHLLLZTkXODlQh92AkiMj",
+	"To4moW1zao4oEW5cfNfaez3ZCrjR/xIVdzuCj52gu5/6uDbIP0R2j9WybVP7rGHzWBBrDRM6+/X82ekq",
+	"+RK0b6/3C3FlIbmNRI4RHMyhU2/+sAFKky+UNphMQVXf8BWrZQ4G0eR0ZzF+jRaj31y3Yy2eLeuuLX0B",
+	"Ke2t8FLYCTY2XLnPEeY7I3FnJO54XBZ5XO7LSFwpRKkEfU1dOYmaQPDSm82HdFAg3SClo2lRAh0soqnl",
+	"xH8hS8mA7QVojKwugZnkddGin2pITqABBXWy6Gl3Dxwp0AUO5Fw5j83KvIwE8XOaPnUocj0VNnCnQKI/",
+	"ysXQH3dNwt8lzeO99W26k3ZNfS8Oa1P0vTWs6C28MG5CqcLLuRP9L+auzWq/CmlxFS/xDZQfuNW0vdYL",
+	"N0nbWziJu9jSigS+pF+rvSsqj5X5e3TRrXJihR6PwI3VxtHFSxG10y62/pBAZUpCZ1XqnDtt2N5Cv6OM",
+	"Da4n2kJpJq8q/0+C01JZJ3jR6ot7smCk8EAihaRdQuW6EIZVtZ0Ii7wrbfLEi3eX5/BnlByYFlAw+HWz",
+	"YHY/8/hflyWrjP4wx35YyTxQPx0wfUalnnmZsEBPck1/ibXgAdGUn8VcLPTDPEFGk7Q97l6LP6Vj1f/v",
+	"MFv/dXh4GM3ARhLuZ0GYRc8N8GYVbED+03/+eVhDbyYdK3eECQ3rF7r1L7ermvI5G4pQvpZQfUW5SsKP",
+	"vLwtYbKOyMzP4ArysrCnID5VcTfJ2OBja3yfjj7C7vp09JFX1aejj2G2Pg3YHqYFeGn++8WbA3//gbA5",
+	"r0Sxf0qe4aR3P6VpBVssLmn71LEozW3jj4XKO3CVhqzUhtytqpGAwoAiB8V2FohzSu1VndQRWoaO+unu",
+	"b7OzrWNi8yvQrEdnv7DYQWtxpZtnH/uF8xpQ+FZQhxKenJPkIITkl9AVM2u35ioiZVIQPlS8xqfCpjsp",
+	"WWzwipcA086fMTjjoTmj3CAAifJx0Uu8XZuw451rrMMQcYVt0nCkNRsi4UmDKdlxpW3JtNxVim3g2u3V",
+	"AMLJvVcKtIngpTcJPq5mmODMTnlZMrycWcUrO9EuFAbzgg15yVXugdDv4qlW0mlvWbCcq8Ye9QCa6BKH",
+	"7I8gGImwQUJb7Yn/ew6FvhBhgTplO7dOTEHnw9MeRwH9EqXKy7oQoGxYoWxNLmLIFCyEg9S+0LJW6UJA",
+	"AapU6BPUJlYoo8cQ6Iqw1hgSh7SaT3VtmeHgv3QTrpgR/xa5C8yjFJCUlj09Pk5EmX8XSIIr/5ZCjA0v",
+	"6MO+P/4uS7QgqDcPHzXUxTxDxQGFbuJe7CSdeIVLuU376TrHl1zSIHtrffs/2W8HEKnRs3yYdLi6n2Em",
+	"M4t+Cj/3sYYRIn7tfZ+BcuG1aug85S8/xOMv8tpIN3908s+P3qIeCm6EOav9Efvnn964TTOAPVzBO+jx",
+	"6e5MoAA3fkc16XHPMf/fza+9GpWTkFsc4OLoso+BQfW51ldShCHTOJaoHmBYTCqsRYdOXPghGSiI4K3K",
+	"kNnJZmzKpV9bDxLUPxqPtnXM1AqSA8CcgUXZw29kx08ghhrcCzgRy66K3y0kDBsNua5N4/xsyXoh5KBZ",
+	"wMExZ7gso76Qc8dLPa5hPAkXTaWlcrYZ2tPW0MK8Lg/uQuBGFgUjUkQ2FdOhMHYiK+paFhALO7vGV3yX",
+	"voJu7njDP2QhdKJJBp1vbHRd0SdX2PzxgOdOXqN2WmldNhfjq4MKEpak1ONmON+3hkOv6xjPb34JqXU/",
+	"rME5g62elKSFBsYeSsW0KsHyjiSHflf474A4WMG81MC2s9Lg/sDyuJ6JAnK9jmG9STwUXeE4nClpEpU7",
+	"UH9gFd1I5PO8TD8t2sGSvgv2m53qK8EcgtuCV65rYO/iQKirrh5hcnYzG1loiJfDocq1GslxaKGMuFrx",
+	"oSylkwIOGxrvSVFhMnHNvD1L5w1f3jG+l1BvSPsfGduicgLV4+No2wVmv+B/bs4iOobDm5+0Dnaq7HRP",
+	"j7gGPojaDfWHDP+tVcFmYjjR+sqbnxLCh1XJlQ0Wqf+VDA07aUcf4D7/QwwvNcRWw7GXCh9JSxCe7H/9",
+	"IZ0kP5CuRfxJa2ed4VXwXmDYlRdTqaT/g6MehfAywCM3j54ODg2bE6SKM/Xjj+lMER/Y4st/+enoHUN7",
+	"Eb0+3kYfS48X/vxcC8MuX5+H/V0ZYYXHYdw4AHengdmGjjVyMhI2oGlKGWHB5mLEp56Mjn7TCYKBsrw5",
+	"XKZNWtDUhQTfQcYKGQRFQwkQN+8P6cRE67nj5b8KzLjau3j3fJ8Zraf2BP/BqHTuD1Xk//EbfDHYYk/Z",
+	"v7VEAWfcUHCXYVlLhp4K1FMs2/vj1etzDEDbehjHAH94eb4Pz6YFWj4r9PHcOJnLiisXgtedO8G4vONT",
+	"wSLJ9ZTtOV5e7Tf+e2LDUQX75fBvT56A5NNoe+CAHltmK8GvhDmNvoeh0bzIuXVMRErQ0Ir+7W//eP0z",
+	"JgmkJ5mXV48+/fnp/w8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -35,6 +35,8 @@ type Manscdp struct {
 	// RecordInfo response.
 	Name       string       `xml:"Name"`
 	RecordList []RecordItem `xml:"RecordList>Item"`
+	// PresetQuery response.
+	PresetList []PresetItem `xml:"PresetList>Item"`
 	// MediaStatus notify (121: a playback reached its end).
 	NotifyType string `xml:"NotifyType"`
 }
@@ -49,6 +51,12 @@ type CatalogItem struct {
 	Parental     int    `xml:"Parental"`
 	Status       string `xml:"Status"`
 	PTZType      int    `xml:"Info>PTZType"`
+}
+
+// PresetItem is one entry of a PresetQuery response's PresetList.
+type PresetItem struct {
+	PresetID   int    `xml:"PresetID"`
+	PresetName string `xml:"PresetName"`
 }
 
 // RecordItem is one entry of a RecordInfo response's RecordList.

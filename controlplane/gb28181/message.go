@@ -76,6 +76,8 @@ func (s *Service) dispatch(id DeviceID, m Manscdp, callID string) {
 		s.catalogPage(id, m)
 	case m.Root == "Response" && m.CmdType == "RecordInfo":
 		s.recordPage(id, m)
+	case m.Root == "Response" && m.CmdType == "PresetQuery":
+		s.presetAnswer(id, m)
 	case m.Root == "Notify" && m.CmdType == "MediaStatus" && strings.TrimSpace(m.NotifyType) == "121":
 		// The end of a playback's file (GB/T 28181 A.2.5.4). Devices send
 		// it with the Call-ID of the playback's INVITE.

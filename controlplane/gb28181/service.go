@@ -43,6 +43,8 @@ type Service struct {
 	catalogs map[DeviceID]*catalogRun
 	// records are the RecordInfo responses being collected, by SN.
 	records map[int64]*recordRun
+	// presetWaits are the PresetQuery answers awaited, by SN.
+	presetWaits map[int64]presetWait
 	// broadcasts wait for their devices' audio INVITEs, by device.
 	broadcasts map[DeviceID]*broadcastWait
 	// onMediaEnd is told the Call-ID of a media session the device ended
@@ -88,7 +90,7 @@ func New(cfg Config, st store.Store, chans ChannelStore, nodeID string, log *zap
 	}
 	return &Service{cfg: cfg, store: st, channels: chans, nodeID: nodeID, log: log, now: time.Now, nonces: newNonces(cfg.NonceTTL),
 		live: map[DeviceID]*presence{}, authFailed: map[DeviceID]time.Time{}, catalogs: map[DeviceID]*catalogRun{}, records: map[int64]*recordRun{},
-		broadcasts: map[DeviceID]*broadcastWait{}}, nil
+		broadcasts: map[DeviceID]*broadcastWait{}, presetWaits: map[int64]presetWait{}}, nil
 }
 
 // Start listens on UDP and TCP and starts the presence loop.

@@ -88,6 +88,9 @@ type scenarioArgs struct {
 	// PauseMs waits before the Messages (for the platform's query to
 	// arrive and be answered by the out-of-call scenario).
 	PauseMs int
+	// TailMs keeps the device registered (and answering) after the
+	// Messages.
+	TailMs int
 }
 
 var scenarios = template.Must(template.New("").Funcs(template.FuncMap{

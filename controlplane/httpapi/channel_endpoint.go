@@ -5,15 +5,19 @@ import (
 
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/gb28181"
+	"github.com/svcplatform/svc/controlplane/store"
 )
 
 // channelEndpoints serves the channel catalogue (module 05) and the
 // third-party channel operations (module 11), which share its domain calls.
 type channelEndpoints struct {
 	channels *channels.Service
-	// gbPTZ sends a PTZ command to a GB28181 channel; nil when the node
+	// gb sends PTZ commands to GB28181 channels' devices; nil when the node
 	// runs no SIP server.
-	gbPTZ func(ctx context.Context, deviceID, channelID, command string, speed int) error
+	gb *gb28181.Service
+	// store holds the channels' PTZ settings.
+	store store.Store
 }
 
 // toChannel is the only way a channel leaves the API: the source URL is

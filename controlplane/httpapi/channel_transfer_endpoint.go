@@ -79,41 +79,6 @@ func importRejected(err error, res *channels.ImportResult) error {
 	return e
 }
 
-// ptz answers every PTZ operation until the device integrations exist: an
-// honest conflict, never a fake success.
-func (e *channelEndpoints) ptz(ctx context.Context, id string) error {
-	ch, err := e.channels.Get(requestContext(ctx), channels.ChannelID(id))
-	if err != nil {
-		return err
-	}
-	return channels.PTZ(ch)
-}
-
-func (e *channelEndpoints) GetChannelPtzCapabilities(
-	ctx context.Context,
-	r contract.GetChannelPtzCapabilitiesRequestObject,
-) (contract.GetChannelPtzCapabilitiesResponseObject, error) {
-	return nil, e.ptz(ctx, r.ChannelId)
-}
-
-func (e *channelEndpoints) RefreshChannelPtzCapabilities(
-	ctx context.Context,
-	r contract.RefreshChannelPtzCapabilitiesRequestObject,
-) (contract.RefreshChannelPtzCapabilitiesResponseObject, error) {
-	return nil, e.ptz(ctx, r.ChannelId)
-}
-
-func (e *channelEndpoints) GetChannelPtzSettings(ctx context.Context, r contract.GetChannelPtzSettingsRequestObject) (contract.GetChannelPtzSettingsResponseObject, error) {
-	return nil, e.ptz(ctx, r.ChannelId)
-}
-
-func (e *channelEndpoints) UpdateChannelPtzSettings(
-	ctx context.Context,
-	r contract.UpdateChannelPtzSettingsRequestObject,
-) (contract.UpdateChannelPtzSettingsResponseObject, error) {
-	return nil, e.ptz(ctx, r.ChannelId)
-}
-
 func (e *channelEndpoints) GetChannelRecordingSearchCapability(
 	context.Context,
 	contract.GetChannelRecordingSearchCapabilityRequestObject,

@@ -65,8 +65,6 @@ type Deps struct {
 	Snapshots       *snapshots.Service
 	Proxies         *ProxyTrust
 	Channels        *channels.Service
-	// GBPTZ sends PTZ commands to GB28181 channels (nil: no SIP server).
-	GBPTZ func(ctx context.Context, deviceID, channelID, command string, speed int) error
 	// GB28181 is the node's SIP server and GBPlayback its history playback
 	// sessions (nil: no SIP server).
 	GB28181    *gb28181.Service
@@ -179,7 +177,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 			byAddress: ratelimit.New(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
 			byUser:    ratelimit.New(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
 			captchas:  ratelimit.New(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
-		channelEndpoints: &channelEndpoints{channels: d.Channels, gbPTZ: d.GBPTZ},
+		channelEndpoints: &channelEndpoints{channels: d.Channels, gb: d.GB28181, store: d.Node},
 		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
 		talkEndpoints:    &talkEndpoints{talk: d.Talk, gb: d.GB28181},
 		gb28181Endpoints: &gb28181Endpoints{store: d.Node, gb: d.GB28181, playback: d.GBPlayback, leases: d.Playback, channels: d.Channels,

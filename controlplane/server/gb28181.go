@@ -35,14 +35,3 @@ func (s *Server) startGB28181(ctx context.Context, cfg config.Config, log *zap.L
 	s.GB28181 = svc
 	return nil
 }
-
-// gbPTZ is the HTTP boundary's way to a GB28181 channel's PTZ, nil when
-// the node runs no SIP server.
-func (s *Server) gbPTZ() func(ctx context.Context, deviceID, channelID, command string, speed int) error {
-	if s.GB28181 == nil {
-		return nil
-	}
-	return func(ctx context.Context, deviceID, channelID, command string, speed int) error {
-		return s.GB28181.ChannelPTZ(ctx, gb28181.DeviceID(deviceID), channelID, command, speed)
-	}
-}

@@ -176,11 +176,18 @@ func (c leaseCutter) Cut(ctx context.Context, mediaServerID, leaseID string) err
 	return err
 }
 
-// rtpServerTimeout ends the GB28181 playback session whose device stopped
-// sending (ZLMediaKit's on_rtp_server_timeout): its RTP server closed, so
-// nothing more can play.
+// rtpServerTimeout ends the GB28181 session whose device stopped sending
+// (ZLMediaKit's on_rtp_server_timeout): a live channel's goes Retrying and
+// is INVITEd again by auto-recovery; a playback session ends, its RTP
+// server closed, so nothing more can play.
 func (s *Server) rtpServerTimeout(h engineapi.RTPServerTimeoutHook) {
-	if s.gbPlayback == nil || h.App != streams.PlaybackApp {
+	if h.App != streams.PlaybackApp {
+		if s.streamDispatcher != nil {
+			go s.streamDispatcher.RTPServerTimeout(context.Background(), h)
+		}
+		return
+	}
+	if s.gbPlayback == nil {
 		return
 	}
 	go func() {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/clusterca"
+	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 )
@@ -79,6 +80,16 @@ func (s *Server) loops() []loop {
 					clog.Warn("pruning channel history failed", zap.Error(err))
 				} else if removed > 0 {
 					clog.Debug("pruned channel history", zap.Int("removed", removed))
+				}
+			})
+		}},
+		{name: "GB28181 record query pruning", leader: true, run: func(ctx context.Context) {
+			glog := log.Named("gb28181")
+			gb28181.PruneRecordQueriesLoop(ctx, node, gb28181.RecordQueryRetention, 10*time.Minute, func(removed int, err error) {
+				if err != nil && ctx.Err() == nil {
+					glog.Warn("pruning GB28181 record queries failed", zap.Error(err))
+				} else if removed > 0 {
+					glog.Debug("pruned GB28181 record queries", zap.Int("removed", removed))
 				}
 			})
 		}},

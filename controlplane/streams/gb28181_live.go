@@ -29,6 +29,10 @@ type GBInviter interface {
 // gbLive is a GB28181 channel's running media: its port lease, RTP server
 // and SIP dialog, kept by the leader's dispatcher to undo them on stop.
 type gbLive struct {
+	// cmd is the start command; undoing a live that ended by itself runs
+	// its steps under this command's keys.
+	cmd     channels.StreamCommand
+	channel channels.ChannelID
 	rec     *nodes.Record
 	lease   agentapi.Lease
 	server  engineapi.RTPServerInfo
@@ -63,7 +67,17 @@ func (d *Dispatcher) startGB(ctx context.Context, cmd channels.StreamCommand, ch
 		"inviting GB28181 device "+ch.DeviceID+" to media server "+rec.MediaServerID+"; waiting for media"); err != nil && ctx.Err() == nil {
 		d.Log.Warn("recording Starting failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
 	}
-	live := &gbLive{rec: rec}
+	// A session still held for the channel (its stream was lost and
+	// auto-recovery starts it again before its RTP server's timeout was
+	// reported) is ended first: its dialog gets a BYE, its port goes back.
+	d.gb.mu.Lock()
+	old := d.gb.m[ch.ChannelID]
+	delete(d.gb.m, ch.ChannelID)
+	d.gb.mu.Unlock()
+	if old != nil {
+		d.undoGB(context.WithoutCancel(ctx), old.cmd, old)
+	}
+	live := &gbLive{cmd: cmd, channel: ch.ChannelID, rec: rec}
 	undo := func() { d.undoGB(context.WithoutCancel(ctx), cmd, live) }
 	if err := d.step(ctx, cmd, rec, "lease", agentapi.TypeRTPLease, agentapi.LeaseRequest{Direction: agentapi.DirectionReceive, Purpose: "gb28181",
 		StreamID: ch.App + "/" + ch.Stream, TTLSeconds: 24 * 3600}, &live.lease); err != nil {
@@ -183,4 +197,43 @@ func runStep(ctx context.Context, cmds *nodecommand.Service, wait time.Duration,
 		}
 	}
 	return nil
+}
+
+// RTPServerTimeout handles on_rtp_server_timeout for a live GB28181
+// channel: the device stopped sending (or never sent) to the RTP server of
+// the channel's current session. The session is ended (BYE, port
+// released) and, when no media had arrived, the start counts as a failed
+// attempt so the channel is Retrying (and auto-recovery INVITEs again
+// after the backoff) instead of Starting forever. A stream that had
+// arrived was already counted when it went offline (on_stream_changed).
+// It reports whether the server was one of the dispatcher's.
+func (d *Dispatcher) RTPServerTimeout(ctx context.Context, h engineapi.RTPServerTimeoutHook) bool {
+	d.gb.mu.Lock()
+	var live *gbLive
+	for id, l := range d.gb.m {
+		if l.server.ID == h.ID {
+			live = l
+			delete(d.gb.m, id)
+			break
+		}
+	}
+	d.gb.mu.Unlock()
+	if live == nil {
+		return false
+	}
+	device := ""
+	if live.session != nil {
+		device = string(live.session.DeviceID)
+	}
+	d.Log.Info("GB28181 live stream timed out", zap.String("channel", string(live.channel)), zap.String("device", device),
+		zap.String("server", h.ID), zap.Bool("published", h.Published))
+	d.undoGB(ctx, live.cmd, live)
+	if h.Published {
+		return true
+	}
+	cause := fmt.Sprintf("no media from GB28181 device %s within %d s of the INVITE (RTP server timeout)", device, h.TimeoutSeconds)
+	if _, err := d.Channels.RecordFailedAttempt(ctx, channels.Actor{Type: "engine", ID: live.rec.MediaServerID}, live.channel, cause); err != nil && ctx.Err() == nil {
+		d.Log.Warn("recording a GB28181 RTP timeout failed", zap.String("channel", string(live.channel)), zap.Error(err))
+	}
+	return true
 }

@@ -78,8 +78,11 @@ type PlaybackRequest struct {
 	// MediaServerID is where the stream goes; empty picks the least loaded.
 	MediaServerID string
 	// TCP has the device send over TCP (the engine listens) instead of UDP.
-	TCP     bool
-	Timeout time.Duration
+	TCP bool
+	// TCPActive (with TCP) has the engine connect to the address the
+	// device answers with instead of listening.
+	TCPActive bool
+	Timeout   time.Duration
 }
 
 // GBPlayback runs the playback sessions of the devices whose SIP
@@ -131,7 +134,10 @@ func (p *GBPlayback) Start(ctx context.Context, r PlaybackRequest) (*PlaybackSes
 	s := &PlaybackSession{SessionID: id.String(), DeviceID: r.DeviceID, ChannelID: r.ChannelID, StartTime: r.Start.UTC(), EndTime: r.End.UTC(),
 		MediaServerID: rec.MediaServerID, Vhost: channels.DefaultVhost, App: PlaybackApp, Stream: id.String(), Transport: gb28181.MediaUDP,
 		State: PlaybackPlaying, NodeID: p.NodeID, CreatedAt: time.Now().UTC()}
-	if r.TCP {
+	switch {
+	case r.TCP && r.TCPActive:
+		s.Transport = gb28181.MediaTCPActive
+	case r.TCP:
 		s.Transport = gb28181.MediaTCPPassive
 	}
 	live := &gbLive{rec: rec}
@@ -144,10 +150,20 @@ func (p *GBPlayback) Start(ctx context.Context, r PlaybackRequest) (*PlaybackSes
 		return nil, fmt.Errorf("leasing an RTP port on %s: %w", rec.MediaServerID, err)
 	}
 	ssrc := p.GB.NewSSRC(true)
-	if err := step("open", agentapi.TypeEngineRTPServerOpen, engineapi.OpenRTPServerRequest{Vhost: s.Vhost, App: s.App, Stream: s.Stream,
-		Port: live.lease.Port, Transport: s.Transport, SSRC: ssrc, TimeoutSeconds: gbTimeoutSeconds}, &live.server); err != nil {
-		undo()
-		return nil, fmt.Errorf("opening the RTP server on %s: %w", rec.MediaServerID, err)
+	open := func(peer string, ssrc uint32) error {
+		if err := step("open", agentapi.TypeEngineRTPServerOpen, engineapi.OpenRTPServerRequest{Vhost: s.Vhost, App: s.App, Stream: s.Stream,
+			Port: live.lease.Port, Transport: s.Transport, Peer: peer, SSRC: ssrc, TimeoutSeconds: gbTimeoutSeconds}, &live.server); err != nil {
+			undo()
+			return fmt.Errorf("opening the RTP server on %s: %w", rec.MediaServerID, err)
+		}
+		return nil
+	}
+	// TCP active: the engine dials the address the device answers with,
+	// so its RTP server opens after the answer.
+	if s.Transport != gb28181.MediaTCPActive {
+		if err := open("", ssrc); err != nil {
+			return nil, err
+		}
 	}
 	host, _, _ := net.SplitHostPort(rec.Engine.RTSPAddr)
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
@@ -160,6 +176,15 @@ func (p *GBPlayback) Start(ctx context.Context, r PlaybackRequest) (*PlaybackSes
 		return nil, err
 	}
 	live.session = session
+	if s.Transport == gb28181.MediaTCPActive {
+		// The SSRC the device answers with (y=) is the one it sends.
+		if session.SSRC != 0 {
+			ssrc = session.SSRC
+		}
+		if err := open(session.DeviceMedia, ssrc); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.put(ctx, s); err != nil {
 		p.undo(context.WithoutCancel(ctx), s.SessionID, live)
 		return nil, err

@@ -144,7 +144,11 @@ func TestGB28181LiveEndToEnd(t *testing.T) {
 	}
 	// PTZ: a DeviceControl with a PTZCmd reaches the camera (left, pan
 	// speed 50% = 0x7F: A5 0F 01 02 7F 7F 70 with the zoom speed nibble, sum 0x25).
+	// The catalog reports no PTZType: an administrator confirms PTZ first.
 	ptz := backend{t: t, api: cp.api, token: cp.newToken("devices.control")}
+	if st, body := be.call("PUT", "/api/v2/channels/"+ch.ChannelID+"/ptz/settings", map[string]any{"enabled": true, "confirmedByAdministrator": true}, nil); st != 200 {
+		t.Fatalf("ptz settings: %d %s", st, body)
+	}
 	if st, body := ptz.call("POST", "/api/v2/channels/"+ch.ChannelID+"/ptz", map[string]any{"command": "left", "speed": 50}, nil); st != 200 {
 		t.Fatalf("ptz: %d %s", st, body)
 	}

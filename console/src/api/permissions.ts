@@ -4,12 +4,13 @@
 
 export interface OperationRule {
   permission: string
-  credential?: 'api-token' | 'console-session' | 'rtc-access-ticket' | 'rtc-archive-ticket' | 'rtc-token'
+  credential?: 'api-token' | 'business-or-rtc-archive-ticket' | 'console-session' | 'rtc-access-ticket' | 'rtc-archive-ticket' | 'rtc-token'
 }
 
 export const operationRules: Readonly<Record<string, OperationRule>> = {
   "DELETE /api/v2/channels/groups/{groupKey}": { permission: "channels.manage" },
   "DELETE /api/v2/channels/{channelId}": { permission: "channels.manage" },
+  "DELETE /api/v2/channels/{channelId}/ptz/presets/{presetId}": { permission: "devices.control" },
   "DELETE /api/v2/node/transcoder-templates/{templateName}": { permission: "nodes.manage" },
   "DELETE /api/v2/recording/cut-merge/tasks/{taskId}": { permission: "recordings.delete" },
   "DELETE /api/v2/recording/plans/{planId}": { permission: "recordings.delete" },
@@ -32,6 +33,7 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "GET /api/v2/channels/recording-search/capability": { permission: "channels.view" },
   "GET /api/v2/channels/{channelId}": { permission: "channels.view" },
   "GET /api/v2/channels/{channelId}/ptz/capabilities": { permission: "channels.view" },
+  "GET /api/v2/channels/{channelId}/ptz/presets": { permission: "devices.view" },
   "GET /api/v2/channels/{channelId}/ptz/settings": { permission: "channels.view" },
   "GET /api/v2/channels/{channelId}/runtime-logs": { permission: "channels.view" },
   "GET /api/v2/channels/{channelId}/snapshots": { permission: "streams.play" },
@@ -85,11 +87,17 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "GET /api/v2/recording/plans/{planId}/evaluate": { permission: "recordings.view" },
   "GET /api/v2/recording/sessions": { permission: "recordings.view" },
   "GET /api/v2/recording/state-model": { permission: "recordings.view" },
+  "GET /api/v2/rtc/recordings": { permission: "rtc.recordings.view", credential: "business-or-rtc-archive-ticket" },
   "GET /api/v2/rtc/rooms": { permission: "rtc.manage" },
   "GET /api/v2/rtc/rooms/{roomId}": { permission: "rtc.manage" },
   "GET /api/v2/rtc/rooms/{roomId}/recording/continuous/current": { permission: "rtc.manage" },
   "GET /api/v2/rtc/rooms/{roomId}/recording/continuous/runs": { permission: "rtc.manage" },
   "GET /api/v2/rtc/session/rooms/{roomId}/participants": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
+  "GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/download": { permission: "rtc.recordings.download", credential: "rtc-archive-ticket" },
+  "GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/media": { permission: "rtc.recordings.play", credential: "rtc-archive-ticket" },
+  "GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports": { permission: "rtc.recordings.view", credential: "rtc-archive-ticket" },
+  "GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports/{exportId}/download": { permission: "rtc.recordings.download", credential: "rtc-archive-ticket" },
+  "GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports/{exportId}/media": { permission: "rtc.recordings.play", credential: "rtc-archive-ticket" },
   "GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest": { permission: "rtc.recordings.view", credential: "rtc-archive-ticket" },
   "GET /api/v2/rtc/session/rooms/{roomId}/publications": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
   "GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
@@ -152,6 +160,7 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "POST /api/v2/channels/{channelId}/pause": { permission: "channels.manage" },
   "POST /api/v2/channels/{channelId}/ptz": { permission: "devices.control" },
   "POST /api/v2/channels/{channelId}/ptz/capabilities/refresh": { permission: "devices.control" },
+  "POST /api/v2/channels/{channelId}/ptz/presets/{presetId}/goto": { permission: "devices.control" },
   "POST /api/v2/channels/{channelId}/retry": { permission: "channels.manage" },
   "POST /api/v2/channels/{channelId}/return-to-pending": { permission: "channels.manage" },
   "POST /api/v2/channels/{channelId}/snapshots/access": { permission: "streams.play" },
@@ -192,6 +201,8 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "POST /api/v2/rtc/rooms/{roomId}/access-tickets": { permission: "rtc.manage", credential: "api-token" },
   "POST /api/v2/rtc/rooms/{roomId}/close": { permission: "rtc.manage" },
   "POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start": { permission: "rtc.manage" },
+  "POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports": { permission: "rtc.manage", credential: "api-token" },
+  "POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports/{exportId}/retry": { permission: "rtc.manage" },
   "POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop": { permission: "rtc.manage" },
   "POST /api/v2/rtc/rooms/{roomId}/recordings/access": { permission: "rtc.recordings.view" },
   "POST /api/v2/rtc/session/rooms/{roomId}/heartbeat": { permission: "X-Svc-RTC-Token", credential: "rtc-token" },
@@ -255,6 +266,7 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "POST /api/v2/third-party/streams/playback-lease": { permission: "streams.play", credential: "api-token" },
   "PUT /api/v2/channels/groups/{groupKey}": { permission: "channels.manage" },
   "PUT /api/v2/channels/{channelId}": { permission: "channels.manage" },
+  "PUT /api/v2/channels/{channelId}/ptz/presets/{presetId}": { permission: "devices.control" },
   "PUT /api/v2/channels/{channelId}/ptz/settings": { permission: "channels.manage" },
   "PUT /api/v2/channels/{channelId}/snapshots/settings": { permission: "channels.manage" },
   "PUT /api/v2/node/engine/config/raw": { permission: "system.config.raw.manage" },

@@ -252,6 +252,9 @@ func (s *Sender) pump(r io.Reader, send packetWriter, cfg Config) error {
 // Stop ends the encoder and waits for the sender.
 func (s *Sender) Stop() {
 	s.cancel()
+	if s.ln != nil {
+		s.ln.Close() // a listening sender nobody connected to waits in Accept
+	}
 	<-s.done
 }
 
