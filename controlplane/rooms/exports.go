@@ -55,8 +55,9 @@ var (
 )
 
 // ErrNoCutMedia is what an Exporter answers for a stream with no
-// recorded media in the range.
-var ErrNoCutMedia = errors.New("no recorded media in the range")
+// recorded media in the range (the export skips that stream; when no
+// stream has any, the export answers ErrNoMediaInRange).
+var ErrNoCutMedia = fault.New(fault.Conflict, "export_no_media", "rooms: no recorded media in the range")
 
 // Exporter cuts a time range of a room stream's recorded files into one
 // file on its media server, and answers the cut's state and where its
