@@ -278,7 +278,8 @@ type RecordMP4Hook struct {
 	Frames    uint64    `json:"frames"`
 	// Codecs lists the tracks ("H264", "AAC").
 	Codecs []string `json:"codecs"`
-	// Reason is why the file closed: duration, size, tracks, stopped,
+	// Reason is why the file closed: duration, size, tracks, parameters
+	// (new video parameter sets), clock-jump, no-keyframe, stopped,
 	// stream-ended or repaired (after a crash of the engine).
 	Reason string `json:"reason"`
 }
