@@ -23,7 +23,7 @@ func (e *Engine) startRecorder(cfg engineapi.Config) (*recorder.Recorder, error)
 	}
 	rec, err := recorder.New(e.hub, recorder.Config{Root: root, SegmentDuration: rc.SegmentDuration.D(), SegmentMaxBytes: rc.SegmentMaxBytes,
 		PartDuration: rc.PartDuration.D(), Report: e.reportRecordFile,
-		Watermarks: recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention}}, e.log.Named("recorder"))
+		Watermarks: recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention, MaxAge: rc.MaxAge.D()}}, e.log.Named("recorder"))
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/svcplatform/svc/controlplane/mediaserver"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/shared/agentapi"
@@ -36,6 +38,7 @@ type DiskState struct {
 	LowSpaceBytes int64      `json:"lowSpaceBytes"`
 	FullBytes     int64      `json:"fullBytes"`
 	Retention     bool       `json:"retention"`
+	MaxAgeSeconds int64      `json:"maxAgeSeconds"`
 	RefusedFiles  int64      `json:"refusedFiles"`
 	PrunedFiles   int        `json:"prunedFiles"`
 	CheckedAt     *time.Time `json:"checkedAt,omitempty"`
@@ -51,8 +54,28 @@ func diskStateOf(rec *nodes.Record, v *engineapi.RecordingVolume) DiskState {
 	at := v.CheckedAt
 	d.State, d.FilesystemID, d.TotalBytes, d.FreeBytes = v.State, v.FilesystemID, v.TotalBytes, v.FreeBytes
 	d.LowSpaceBytes, d.FullBytes, d.Retention, d.RefusedFiles, d.PrunedFiles = v.LowSpaceBytes, v.FullBytes, v.Retention, v.Refused, len(v.PrunedFileIDs)
+	d.MaxAgeSeconds = v.MaxAgeSeconds
 	d.CheckedAt = &at
 	return d
+}
+
+// RunDiskSweep reads every media host's recording volume each interval
+// until ctx ends (the leader's loop), so that the files the engines'
+// retention deleted (by age or by the low watermark) become Deleted in
+// the index without anyone asking for the disk states.
+func (s *Service) RunDiskSweep(ctx context.Context, interval time.Duration, log *zap.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.DiskStates(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("recording disk sweep", zap.Error(err))
+		}
+	}
 }
 
 // DiskStates asks every enrolled, unretired media host's engine for its

@@ -95,7 +95,9 @@ var Model = StateModel{Machines: []Machine{
 	{
 		Name: "disk-volume",
 		Description: "The filesystem a media server's recording root lies on, by the free-space watermarks of its engine's " +
-			"recording configuration (lowSpaceBytes, fullBytes). Read from the engine at each GET /api/v2/recording/disk/states.",
+			"recording configuration (lowSpaceBytes, fullBytes). Read from the engine at each GET /api/v2/recording/disk/states " +
+			"and by the leader's disk sweep, which marks the files the engine's retention deleted (by the low watermark or by " +
+			"recording.maxAge, whatever the state) Deleted.",
 		Initial: VolumeNormal,
 		States: []State{
 			{VolumeNormal, "free space at or above the low watermark", false},

@@ -59,6 +59,11 @@ type Recorder struct {
 	guardMu sync.Mutex
 	// wm are the watermarks in force (Config.Watermarks until set).
 	wm atomic.Pointer[Watermarks]
+	// The retention sweep (retention.go): woken by a change of the
+	// watermarks, stopped by Close.
+	wake      chan struct{}
+	stopSweep chan struct{}
+	sweepDone chan struct{}
 }
 
 // New makes a recorder and starts its reporter; Close ends both.
@@ -66,10 +71,12 @@ func New(h *hub.Hub, cfg Config, log *zap.Logger) (*Recorder, error) {
 	if err := os.MkdirAll(cfg.Root, 0o750); err != nil {
 		return nil, fmt.Errorf("recorder: root: %w", err)
 	}
-	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{}}
+	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{},
+		wake: make(chan struct{}, 1), stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
 	wm := cfg.Watermarks
 	r.wm.Store(&wm)
 	r.reporter = newReporter(cfg.Root, cfg.Report, log)
+	go r.sweepLoop()
 	return r, nil
 }
 
@@ -197,6 +204,9 @@ func (r *Recorder) Root() string { return r.root }
 // the same root.
 func (r *Recorder) Close() {
 	r.mu.Lock()
+	if !r.closed {
+		close(r.stopSweep)
+	}
 	r.closed = true
 	ins := r.instances
 	r.instances = map[media.Path]*instance{}
@@ -207,5 +217,6 @@ func (r *Recorder) Close() {
 	for _, in := range ins {
 		<-in.done
 	}
+	<-r.sweepDone
 	r.reporter.close()
 }

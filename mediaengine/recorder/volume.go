@@ -4,10 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -26,11 +22,20 @@ type Watermarks struct {
 	FullBytes int64
 	// Retention deletes the oldest finished recordings while LowSpace.
 	Retention bool
+	// MaxAge deletes finished recordings older than this (zero: never).
+	MaxAge time.Duration
 }
 
 // SetWatermarks changes the watermarks of a running recorder (a reloaded
-// configuration); the next file or volume read uses them.
-func (r *Recorder) SetWatermarks(wm Watermarks) { r.wm.Store(&wm) }
+// configuration); the next file or volume read uses them, and the sweep
+// runs again at once.
+func (r *Recorder) SetWatermarks(wm Watermarks) {
+	r.wm.Store(&wm)
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
 
 // statVolume reads the filesystem the root lies on. Free is what an
 // unprivileged writer may use (f_bavail), which is what the recorder can
@@ -91,7 +96,8 @@ func (r *Recorder) checkVolume() (engineapi.RecordingVolume, error) {
 		}, &free)
 	}
 	return engineapi.RecordingVolume{FilesystemID: id, TotalBytes: total, FreeBytes: free, State: wm.state(free),
-		LowSpaceBytes: wm.LowSpaceBytes, FullBytes: wm.FullBytes, Retention: wm.Retention, CheckedAt: time.Now().UTC()}, nil
+		LowSpaceBytes: wm.LowSpaceBytes, FullBytes: wm.FullBytes, Retention: wm.Retention, MaxAgeSeconds: int64(wm.MaxAge / time.Second),
+		CheckedAt: time.Now().UTC()}, nil
 }
 
 // admit is asked before a new file is opened: it prunes a low volume when
@@ -127,32 +133,7 @@ func (r *Recorder) admit() error {
 // bytes were gone (with the control plane unreachable the volume can
 // then reach Full, and recording pauses rather than losing the index).
 func (r *Recorder) prune(freeNow func() (int64, error), free *int64) {
-	type cand struct {
-		id, rel string
-		mod     time.Time
-	}
-	unreported := r.reporter.pendingIDs()
-	r.mu.Lock()
-	cands := make([]cand, 0, len(r.files))
-	for id, rel := range r.files {
-		if unreported[id] || strings.HasPrefix(filepath.ToSlash(rel), CutMergeDir+"/") {
-			continue
-		}
-		cands = append(cands, cand{id: id, rel: rel})
-	}
-	r.mu.Unlock()
-	for i := range cands {
-		if fi, err := os.Stat(filepath.Join(r.root, cands[i].rel)); err == nil {
-			cands[i].mod = fi.ModTime()
-		}
-	}
-	sort.Slice(cands, func(i, j int) bool {
-		if !cands[i].mod.Equal(cands[j].mod) {
-			return cands[i].mod.Before(cands[j].mod)
-		}
-		return cands[i].rel < cands[j].rel
-	})
-	for _, c := range cands {
+	for _, c := range r.retentionCandidates() {
 		if *free >= r.wm.Load().LowSpaceBytes {
 			return
 		}
@@ -160,12 +141,7 @@ func (r *Recorder) prune(freeNow func() (int64, error), free *int64) {
 			r.log.Warn("retention could not delete a recording", zap.String("file", c.rel), zap.Error(err))
 			continue
 		}
-		r.mu.Lock()
-		r.pruned = append(r.pruned, c.id)
-		if n := len(r.pruned) - engineapi.MaxPrunedReported; n > 0 {
-			r.pruned = append(r.pruned[:0], r.pruned[n:]...)
-		}
-		r.mu.Unlock()
+		r.notePruned(c.id)
 		r.log.Info("retention deleted the oldest recording", zap.String("file", c.rel), zap.String("fileId", c.id))
 		f, err := freeNow()
 		if err != nil {

@@ -133,6 +133,10 @@ type RecordingConfig struct {
 	// Retention deletes the oldest finished recordings while the volume is
 	// below LowSpaceBytes; without it a low volume only reports so.
 	Retention bool `yaml:"retention,omitempty" json:"retention,omitempty"`
+	// MaxAge deletes finished recordings older than this (by the time
+	// they were finished), whatever the free space; zero keeps them. A
+	// sweep runs every minute, or every quarter of MaxAge when shorter.
+	MaxAge Duration `yaml:"maxAge,omitempty" json:"maxAge,omitempty"`
 }
 
 // Validate says which recording field is wrong.
@@ -151,6 +155,9 @@ func (c RecordingConfig) Validate() error {
 	}
 	if c.LowSpaceBytes > 0 && c.FullBytes > c.LowSpaceBytes {
 		return fmt.Errorf("recording.fullBytes: %d is above lowSpaceBytes %d", c.FullBytes, c.LowSpaceBytes)
+	}
+	if c.MaxAge < 0 || c.MaxAge > 0 && c.MaxAge.D() < time.Second {
+		return fmt.Errorf("recording.maxAge: %s is not 0 or at least 1s", c.MaxAge.D())
 	}
 	if c.Retention && c.LowSpaceBytes == 0 {
 		return errors.New("recording.retention: needs lowSpaceBytes")
@@ -239,13 +246,16 @@ const (
 type RecordingVolume struct {
 	// FilesystemID is the filesystem's identity (statfs f_fsid with the
 	// device number of the root): another disk mounted there changes it.
-	FilesystemID  string    `json:"filesystemId"`
-	TotalBytes    int64     `json:"totalBytes"`
-	FreeBytes     int64     `json:"freeBytes"`
-	State         string    `json:"state"`
-	LowSpaceBytes int64     `json:"lowSpaceBytes"`
-	FullBytes     int64     `json:"fullBytes"`
-	Retention     bool      `json:"retention"`
+	FilesystemID  string `json:"filesystemId"`
+	TotalBytes    int64  `json:"totalBytes"`
+	FreeBytes     int64  `json:"freeBytes"`
+	State         string `json:"state"`
+	LowSpaceBytes int64  `json:"lowSpaceBytes"`
+	FullBytes     int64  `json:"fullBytes"`
+	Retention     bool   `json:"retention"`
+	// MaxAgeSeconds is recording.maxAge (0: files are kept whatever their
+	// age).
+	MaxAgeSeconds int64     `json:"maxAgeSeconds"`
 	CheckedAt     time.Time `json:"checkedAt"`
 	// PrunedFileIDs are the latest finished files retention deleted
 	// (newest last, at most MaxPrunedReported): the control plane marks
