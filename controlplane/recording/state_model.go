@@ -56,12 +56,15 @@ var Model = StateModel{Machines: []Machine{
 	{
 		Name: "recording-file",
 		Description: "A recorded fragmented-MP4 file, indexed when its engine reports it (on_record_mp4), " +
-			"also after the engine repaired it following a crash. Files are addressed by fileId only.",
+			"also after the engine repaired it following a crash, or when a scan of its root finds it (indexSource scan). " +
+			"Files are addressed by fileId only.",
 		Initial: FileCompleted,
 		States: []State{
 			{FileCompleted, "finished and indexed; listed, playable and downloadable", false},
 			{FileSoftDeleted, "hidden from playback and links (its leases stop working); the bytes stay and it can be restored", false},
 			{FileDeleted, "the bytes are removed on their media server; a restore answers that they are gone", true},
+			{FileMissing, "indexed, but the latest scan did not find it on its media server's disk (a swapped or unmounted disk, " +
+				"a file removed by hand); not playable; a scan that finds it again makes it Completed", false},
 		},
 		Transitions: []Transition{
 			{FileCompleted, FileSoftDeleted, "POST /api/v2/recording/files/soft-delete"},
@@ -70,6 +73,10 @@ var Model = StateModel{Machines: []Machine{
 			{FileSoftDeleted, FileDeleted, "POST /api/v2/recording/files/delete (hard delete)"},
 			{FileCompleted, FileDeleted, "retention on its media server's LowSpace volume pruned it (seen by GET /api/v2/recording/disk/states or the engine's recording-status)"},
 			{FileSoftDeleted, FileDeleted, "retention on its media server's LowSpace volume pruned it"},
+			{FileCompleted, FileMissing, "POST /api/v2/recording/files/scan did not find it on disk"},
+			{FileSoftDeleted, FileMissing, "POST /api/v2/recording/files/scan did not find it on disk"},
+			{FileMissing, FileCompleted, "POST /api/v2/recording/files/scan found it again"},
+			{FileMissing, FileDeleted, "POST /api/v2/recording/files/delete (hard delete)"},
 		},
 	},
 	{

@@ -79,6 +79,7 @@ func (in *instance) run(ctx context.Context) {
 func (in *instance) record(ctx context.Context, rd *hub.Reader, log *zap.Logger) error {
 	w := newStreamWriter(in.rec.root, in.path, rd.Tracks(), in.segDur, in.rec.cfg.SegmentMaxBytes, in.rec.cfg.PartDuration, in.fileDone)
 	w.admit = in.rec.admit
+	w.claim = in.rec.claim
 	if !w.carries() {
 		log.Warn("the stream has no track a recording can carry")
 		<-rd.Stream().Done()

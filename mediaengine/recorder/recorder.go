@@ -50,6 +50,9 @@ type Recorder struct {
 	// files maps the id of every finished file under the root to its path
 	// under the root: playback and deletion find files by id only.
 	files map[string]string
+	// writing holds the ids of the files being written (claimed before
+	// they are created, released when finished).
+	writing map[string]bool
 	// pruned lists the files retention deleted, for the control plane;
 	// refused counts files not started on a Full volume.
 	pruned  []string
@@ -71,7 +74,7 @@ func New(h *hub.Hub, cfg Config, log *zap.Logger) (*Recorder, error) {
 	if err := os.MkdirAll(cfg.Root, 0o750); err != nil {
 		return nil, fmt.Errorf("recorder: root: %w", err)
 	}
-	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{},
+	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{}, writing: map[string]bool{},
 		wake: make(chan struct{}, 1), stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
 	wm := cfg.Watermarks
 	r.wm.Store(&wm)
@@ -155,6 +158,14 @@ func (r *Recorder) List() []engineapi.RecordingInfo {
 func (r *Recorder) addFile(id, rel string) {
 	r.mu.Lock()
 	r.files[id] = rel
+	delete(r.writing, id)
+	r.mu.Unlock()
+}
+
+// claim notes a file about to be written.
+func (r *Recorder) claim(id string) {
+	r.mu.Lock()
+	r.writing[id] = true
 	r.mu.Unlock()
 }
 

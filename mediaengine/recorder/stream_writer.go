@@ -55,8 +55,10 @@ type streamWriter struct {
 	// onFile receives each finished file; onErr a write error (the
 	// instance stops the file and retries at the next keyframe).
 	onFile func(FileInfo, error)
-	// admit, when set, is asked before each new file (the volume guard).
+	// admit, when set, is asked before each new file (the volume guard);
+	// claim learns each new file's id before the file is created.
 	admit func() error
+	claim func(id string)
 }
 
 func newStreamWriter(root string, p media.Path, tracks []*media.Track, segDur time.Duration, segMax int64, partDur time.Duration,
@@ -200,7 +202,7 @@ func (w *streamWriter) open(first time.Duration) error {
 			return err
 		}
 	}
-	seg, err := createSegment(w.root, w.path, w.tracks, first, w.wall0.Add(first-w.dts0))
+	seg, err := createSegment(w.root, w.path, w.tracks, first, w.wall0.Add(first-w.dts0), w.claim)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,9 @@ const (
 	// PathRecordingFilesDelete removes finished files by id (POST
 	// DeleteRecordFilesRequest, DeleteRecordFilesResult).
 	PathRecordingFilesDelete = "/api/v1/recordings/files/delete"
+	// PathRecordingFilesScan walks the recording root again and lists the
+	// finished files on it (POST, RecordFileScanResult).
+	PathRecordingFilesScan = "/api/v1/recordings/files/scan"
 	// PathRecordingCutMerge writes a cut/merge output (POST
 	// CutMergeRequest, CutMergeResult); repeating it rewrites the same
 	// output. The output is played and deleted by its task id like a file.
@@ -292,4 +295,16 @@ type RecordMP4Hook struct {
 	// (new video parameter sets), clock-jump, no-keyframe, stopped,
 	// stream-ended or repaired (after a crash of the engine).
 	Reason string `json:"reason"`
+}
+
+// RecordFileScanResult answers POST PathRecordingFilesScan: every finished
+// recording on the root (described as on_record_mp4 describes it; cut/merge
+// outputs are not listed), the files a crash had left open that the scan
+// repaired, those it could not read, and the files the engine knew that
+// are no longer on disk.
+type RecordFileScanResult struct {
+	Files      []RecordMP4Hook `json:"files"`
+	Repaired   int             `json:"repaired"`
+	Unreadable int             `json:"unreadable"`
+	Forgotten  int             `json:"forgotten"`
 }
