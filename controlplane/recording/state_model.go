@@ -110,6 +110,9 @@ var Model = StateModel{Machines: []Machine{
 			{VolumeNormal, "free space at or above the low watermark", false},
 			{VolumeLowSpace, "free space below lowSpaceBytes; with retention the engine deletes the oldest finished recordings until it is not", false},
 			{VolumeFull, "free space below fullBytes: no new file is started (the open one closes); recording resumes when space is freed", false},
+			{VolumeMismatch, "the root holds another disk (its identity marker is absent or not the bound one): no new file, no retention", false},
+			{VolumeMissing, "the recording root is gone (an unmounted disk): no new file", false},
+			{VolumeReadOnly, "no file can be created in the root (a read-only mount): no new file", false},
 			{VolumeUnknown, "the engine could not be asked (offline node, engine down); error says why", false},
 		},
 		Transitions: []Transition{
@@ -119,6 +122,12 @@ var Model = StateModel{Machines: []Machine{
 			{VolumeLowSpace, VolumeNormal, "space was freed above lowSpaceBytes"},
 			{VolumeNormal, VolumeUnknown, "the engine stopped answering"},
 			{VolumeUnknown, VolumeNormal, "the engine answers again (or LowSpace, Full)"},
+			{VolumeNormal, VolumeMismatch, "another disk was mounted at the root"},
+			{VolumeMismatch, VolumeNormal, "the bound disk is back (recording resumes by itself)"},
+			{VolumeNormal, VolumeMissing, "the root disappeared"},
+			{VolumeMissing, VolumeNormal, "the root is back"},
+			{VolumeNormal, VolumeReadOnly, "the root became read-only"},
+			{VolumeReadOnly, VolumeNormal, "the root can be written again"},
 		},
 	},
 }}

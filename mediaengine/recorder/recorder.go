@@ -60,6 +60,8 @@ type Recorder struct {
 
 	// guardMu makes one volume check (and prune) run at a time.
 	guardMu sync.Mutex
+	// identity is the disk identity the root is bound to (identity.go).
+	identity string
 	// wm are the watermarks in force (Config.Watermarks until set).
 	wm atomic.Pointer[Watermarks]
 	// The retention sweep (retention.go): woken by a change of the
@@ -74,8 +76,12 @@ func New(h *hub.Hub, cfg Config, log *zap.Logger) (*Recorder, error) {
 	if err := os.MkdirAll(cfg.Root, 0o750); err != nil {
 		return nil, fmt.Errorf("recorder: root: %w", err)
 	}
+	var err error
 	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{}, writing: map[string]bool{},
 		wake: make(chan struct{}, 1), stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
+	if r.identity, err = bindIdentity(cfg.Root); err != nil {
+		return nil, err
+	}
 	wm := cfg.Watermarks
 	r.wm.Store(&wm)
 	r.reporter = newReporter(cfg.Root, cfg.Report, log)

@@ -83,21 +83,36 @@ func (r *Recorder) Volume() (engineapi.RecordingVolume, error) {
 }
 
 // checkVolume reads the volume and prunes it when low; guardMu is held.
+// A root that is missing, read-only or another disk is reported so (its
+// state says which) and never pruned.
 func (r *Recorder) checkVolume() (engineapi.RecordingVolume, error) {
 	wm := *r.wm.Load()
+	v := engineapi.RecordingVolume{IdentityID: r.identity, LowSpaceBytes: wm.LowSpaceBytes, FullBytes: wm.FullBytes, Retention: wm.Retention,
+		MaxAgeSeconds: int64(wm.MaxAge / time.Second), CheckedAt: time.Now().UTC()}
+	ident, found := r.checkIdentity()
+	v.IdentityState = ident
+	if found != r.identity {
+		v.FoundIdentityID = found
+	}
+	if ident == engineapi.VolumeMissing {
+		v.State = ident
+		return v, nil
+	}
 	id, total, free, err := statVolume(r.root)
 	if err != nil {
 		return engineapi.RecordingVolume{}, fmt.Errorf("recorder: volume: %w", err)
 	}
-	if wm.Retention && wm.state(free) != engineapi.VolumeNormal {
+	if ident == engineapi.IdentityVerified && wm.Retention && wm.state(free) != engineapi.VolumeNormal {
 		r.prune(func() (int64, error) {
 			_, _, f, err := statVolume(r.root)
 			return f, err
 		}, &free)
 	}
-	return engineapi.RecordingVolume{FilesystemID: id, TotalBytes: total, FreeBytes: free, State: wm.state(free),
-		LowSpaceBytes: wm.LowSpaceBytes, FullBytes: wm.FullBytes, Retention: wm.Retention, MaxAgeSeconds: int64(wm.MaxAge / time.Second),
-		CheckedAt: time.Now().UTC()}, nil
+	v.FilesystemID, v.TotalBytes, v.FreeBytes, v.State = id, total, free, wm.state(free)
+	if ident != engineapi.IdentityVerified {
+		v.State = ident
+	}
+	return v, nil
 }
 
 // admit is asked before a new file is opened: it prunes a low volume when
@@ -106,20 +121,29 @@ func (r *Recorder) checkVolume() (engineapi.RecordingVolume, error) {
 // itself once space is freed.
 func (r *Recorder) admit() error {
 	wm := *r.wm.Load()
-	if wm.LowSpaceBytes == 0 && wm.FullBytes == 0 {
-		return nil
-	}
 	r.guardMu.Lock()
-	v, err := r.checkVolume()
+	var v engineapi.RecordingVolume
+	var err error
+	if wm.LowSpaceBytes == 0 && wm.FullBytes == 0 {
+		v.IdentityState, _ = r.checkIdentity()
+	} else {
+		v, err = r.checkVolume()
+	}
 	r.guardMu.Unlock()
 	if err != nil {
 		return nil // a volume that cannot be read is not known to be full; the write itself will tell
 	}
-	if v.State == engineapi.VolumeFull {
+	refuse := func(err error) error {
 		r.mu.Lock()
 		r.refused++
 		r.mu.Unlock()
-		return fmt.Errorf("%w: %d bytes free, full below %d", ErrVolumeFull, v.FreeBytes, wm.FullBytes)
+		return err
+	}
+	if v.IdentityState != engineapi.IdentityVerified {
+		return refuse(fmt.Errorf("%w: %s is %s", ErrRootUnusable, r.root, v.IdentityState))
+	}
+	if v.State == engineapi.VolumeFull {
+		return refuse(fmt.Errorf("%w: %d bytes free, full below %d", ErrVolumeFull, v.FreeBytes, wm.FullBytes))
 	}
 	return nil
 }

@@ -243,19 +243,37 @@ const (
 	VolumeNormal   = "Normal"
 	VolumeLowSpace = "LowSpace"
 	VolumeFull     = "Full"
+	// The root's disk is not the one bound to it (its identity marker is
+	// absent or another), the root is gone, or it cannot be written: no
+	// new file starts there and retention deletes nothing.
+	VolumeMismatch = "Mismatch"
+	VolumeMissing  = "Missing"
+	VolumeReadOnly = "ReadOnly"
 )
+
+// Identity states of a recording root (RecordingVolume.IdentityState):
+// Verified when its marker is the bound one and the root can be written,
+// else the volume state that says why not.
+const IdentityVerified = "Verified"
 
 // RecordingVolume is the filesystem a recording root lies on.
 type RecordingVolume struct {
 	// FilesystemID is the filesystem's identity (statfs f_fsid with the
 	// device number of the root): another disk mounted there changes it.
-	FilesystemID  string `json:"filesystemId"`
-	TotalBytes    int64  `json:"totalBytes"`
-	FreeBytes     int64  `json:"freeBytes"`
-	State         string `json:"state"`
-	LowSpaceBytes int64  `json:"lowSpaceBytes"`
-	FullBytes     int64  `json:"fullBytes"`
-	Retention     bool   `json:"retention"`
+	FilesystemID string `json:"filesystemId"`
+	// IdentityID is the disk identity bound to the root (the marker the
+	// engine found or wrote in it when it started); FoundIdentityID what
+	// the root holds now when that differs; IdentityState Verified or
+	// Mismatch, Missing, ReadOnly.
+	IdentityID      string `json:"identityId"`
+	FoundIdentityID string `json:"foundIdentityId,omitempty"`
+	IdentityState   string `json:"identityState"`
+	TotalBytes      int64  `json:"totalBytes"`
+	FreeBytes       int64  `json:"freeBytes"`
+	State           string `json:"state"`
+	LowSpaceBytes   int64  `json:"lowSpaceBytes"`
+	FullBytes       int64  `json:"fullBytes"`
+	Retention       bool   `json:"retention"`
 	// MaxAgeSeconds is recording.maxAge (0: files are kept whatever their
 	// age).
 	MaxAgeSeconds int64     `json:"maxAgeSeconds"`
