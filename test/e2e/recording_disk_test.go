@@ -1,8 +1,13 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/test/svcbin"
@@ -185,6 +190,89 @@ func TestRecordingRetentionByAge(t *testing.T) {
 	if st, body := be.call("GET", "/api/v2/recording/disk/states", nil, &states); st != 200 || len(states.Items) != 1 || states.Items[0].MaxAgeSeconds != 5 {
 		t.Fatalf("disk states: %d %s", st, body)
 	}
+	if err := push.Wait(); err != nil {
+		t.Fatalf("ffmpeg push: %v", err)
+	}
+}
+
+// TestRecordingDiskSwap: a real media host records an ffmpeg push in 2 s
+// files; its recording root is bound to the identity marker the engine
+// wrote there (disk states: Verified, Normal). Another filesystem (a
+// tmpfs) mounted over the root is a swapped disk: the disk states show
+// Mismatch with the bound identity, the engine refuses new files there
+// without failing, and once the tmpfs is gone the root is Normal again and
+// recording goes on into new files.
+func TestRecordingDiskSwap(t *testing.T) {
+	bin := svcbin.Build(t)
+	cp := startControlNode(t, func(c *config.Config) {})
+	dataDir := cp.startMediaHost(bin, "media-1")
+	var servers struct {
+		Rows []struct{ RtspAddr string }
+	}
+	if st := cp.call("GET", "/api/v2/third-party/media-servers", nil, &servers); st != 200 || len(servers.Rows) != 1 {
+		t.Fatalf("media servers: %d %+v", st, servers)
+	}
+	if st := cp.call("POST", "/api/v2/security/rtsp-auth", map[string]any{"mediaServerId": "media-1", "username": "encoder", "password": "encoder-Pa55word"}, nil); st != 200 {
+		t.Fatalf("RTSP credential: %d", st)
+	}
+	be := backend{t: t, api: cp.api, token: cp.newToken("recordings.view", "recordings.manage")}
+	type identityState struct {
+		State, IdentityID, FoundIdentityID, IdentityState string
+		RefusedFiles                                      int64
+	}
+	var states struct{ Items []identityState }
+	if st, body := be.call("GET", "/api/v2/recording/disk/states", nil, &states); st != 200 || len(states.Items) != 1 ||
+		states.Items[0].State != "Normal" || states.Items[0].IdentityState != "Verified" || states.Items[0].IdentityID == "" {
+		t.Fatalf("disk states: %d %s", st, body)
+	}
+	bound := states.Items[0].IdentityID
+	var root string
+	filepath.WalkDir(dataDir, func(p string, d os.DirEntry, _ error) error {
+		if filepath.Base(p) == ".svc-disk-identity" {
+			root = filepath.Dir(p)
+		}
+		return nil
+	})
+	if marker, err := os.ReadFile(filepath.Join(root, ".svc-disk-identity")); err != nil || !strings.Contains(string(marker), bound) {
+		t.Fatalf("the identity marker in %q: %s %v", root, marker, err)
+	}
+	if st, body := be.call("POST", "/api/v2/recording/start", map[string]any{"mediaServerId": "media-1", "app": "live", "streamId": "swap",
+		"segmentSeconds": 2}, nil); st != 200 {
+		t.Fatalf("start recording: %d %s", st, body)
+	}
+	push := pushStream(t, "rtsp://encoder:encoder-Pa55word@"+servers.Rows[0].RtspAddr+"/live/swap", 24)
+	var files struct{ Total int }
+	testkit.Eventually(t, 30*time.Second, "a recorded file", func() bool {
+		be.call("GET", "/api/v2/recording/files?streamId=swap", nil, &files)
+		return files.Total >= 1
+	})
+	if err := unix.Mount("tmpfs", root, "tmpfs", 0, "size=4m"); err != nil {
+		t.Fatalf("mount a tmpfs over the root (the test runs as root): %v", err)
+	}
+	mounted := true
+	t.Cleanup(func() {
+		if mounted {
+			unix.Unmount(root, unix.MNT_DETACH)
+		}
+	})
+	testkit.Eventually(t, 30*time.Second, "the swap seen, new files refused", func() bool {
+		be.call("GET", "/api/v2/recording/disk/states", nil, &states)
+		return len(states.Items) == 1 && states.Items[0].State == "Mismatch" && states.Items[0].RefusedFiles > 0
+	})
+	if d := states.Items[0]; d.IdentityState != "Mismatch" || d.IdentityID != bound || d.FoundIdentityID != "" {
+		t.Fatalf("a swapped disk: %+v", d)
+	}
+	be.call("GET", "/api/v2/recording/files?streamId=swap", nil, &files)
+	during := files.Total
+	if err := unix.Unmount(root, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	mounted = false
+	testkit.Eventually(t, 30*time.Second, "the bound disk back and recording on", func() bool {
+		be.call("GET", "/api/v2/recording/disk/states", nil, &states)
+		be.call("GET", "/api/v2/recording/files?streamId=swap", nil, &files)
+		return len(states.Items) == 1 && states.Items[0].State == "Normal" && states.Items[0].IdentityState == "Verified" && files.Total > during+1
+	})
 	if err := push.Wait(); err != nil {
 		t.Fatalf("ffmpeg push: %v", err)
 	}
