@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ import (
 func TestDiskIdentity(t *testing.T) {
 	h := hub.New(hub.Config{ReaderQueueFrames: 1 << 14}, zaptest.NewLogger(t))
 	defer h.Close()
-	root := t.TempDir() + "/root"
+	root := filepath.Join(t.TempDir(), "disk")
 	c := &collector{}
 	r := newVolumeRecorder(t, h, root, c, Watermarks{MaxAge: time.Hour})
 	v, err := r.Volume()
