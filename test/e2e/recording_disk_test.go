@@ -199,7 +199,8 @@ func TestRecordingRetentionByAge(t *testing.T) {
 // files; its recording root is bound to the identity marker the engine
 // wrote there (disk states: Verified, Normal). Another filesystem (a
 // tmpfs) mounted over the root is a swapped disk: the disk states show
-// Mismatch with the bound identity, the engine refuses new files there
+// Mismatch with the bound identity (so does GET
+// /api/v2/recording/disk/identities), the engine refuses new files there
 // without failing, and once the tmpfs is gone the root is Normal again and
 // recording goes on into new files.
 func TestRecordingDiskSwap(t *testing.T) {
@@ -261,6 +262,17 @@ func TestRecordingDiskSwap(t *testing.T) {
 	})
 	if d := states.Items[0]; d.IdentityState != "Mismatch" || d.IdentityID != bound || d.FoundIdentityID != "" {
 		t.Fatalf("a swapped disk: %+v", d)
+	}
+	var identities struct {
+		Items []struct{ NodeID, IdentityID, IdentityState, FilesystemID string }
+	}
+	if st, body := be.call("GET", "/api/v2/recording/disk/identities", nil, &identities); st != 200 || len(identities.Items) != 1 ||
+		identities.Items[0].NodeID != "media-1" || identities.Items[0].IdentityID != bound || identities.Items[0].IdentityState != "Mismatch" {
+		t.Fatalf("disk identities of a swapped disk: %d %s", st, body)
+	}
+	viewer := backend{t: t, api: cp.api, token: cp.newToken("channels.view")}
+	if st, body := viewer.call("GET", "/api/v2/recording/disk/identities", nil, nil); st != 403 {
+		t.Fatalf("disk identities without recordings.view: %d %s", st, body)
 	}
 	be.call("GET", "/api/v2/recording/files?streamId=swap", nil, &files)
 	during := files.Total
