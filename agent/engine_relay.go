@@ -96,6 +96,10 @@ func (a *agent) engineRelays() map[string]commands.Handler {
 			var out engineapi.CutMergeResult
 			return out, call(ctx, http.MethodPost, engineapi.PathRecordingCutMerge, in, &out)
 		}),
+		agentapi.TypeEngineRecordScan: noPayload(func(ctx context.Context) (any, error) {
+			var out engineapi.RecordFileScanResult
+			return out, call(ctx, http.MethodPost, engineapi.PathRecordingFilesScan, nil, &out)
+		}),
 		agentapi.TypeEngineRecordList: noPayload(func(ctx context.Context) (any, error) {
 			var out engineapi.RecordingList
 			return out, call(ctx, http.MethodGet, engineapi.PathRecordings, nil, &out)

@@ -54,7 +54,7 @@ func (e *Engine) apply(next engineapi.Config) (engineapi.ConfigResult, error) {
 	if rc := next.Recording; e.records != nil {
 		// The watermarks apply at once; the recorder's other settings at
 		// its next start.
-		e.records.SetWatermarks(recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention})
+		e.records.SetWatermarks(recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention, MaxAge: rc.MaxAge.D()})
 	}
 	e.cfg.Store(&next)
 	e.log.Info("configuration applied", zap.Strings("restartRequired", res.RestartRequired))

@@ -23,7 +23,7 @@ func (e *Engine) startRecorder(cfg engineapi.Config) (*recorder.Recorder, error)
 	}
 	rec, err := recorder.New(e.hub, recorder.Config{Root: root, SegmentDuration: rc.SegmentDuration.D(), SegmentMaxBytes: rc.SegmentMaxBytes,
 		PartDuration: rc.PartDuration.D(), Report: e.reportRecordFile,
-		Watermarks: recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention}}, e.log.Named("recorder"))
+		Watermarks: recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention, MaxAge: rc.MaxAge.D()}}, e.log.Named("recorder"))
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -44,7 +44,27 @@ func (e *Engine) recordRoutes() map[string]http.Handler {
 
 // reportRecordFile sends on_record_mp4 for a finished file.
 func (e *Engine) reportRecordFile(ctx context.Context, f recorder.FileInfo) error {
-	return e.hooks.Load().RecordMP4(ctx, engineapi.RecordMP4Hook{StreamRef: streamRef(f.Path), FileID: f.FileID,
+	return e.hooks.Load().RecordMP4(ctx, recordHook(f))
+}
+
+// recordHook describes a finished file as on_record_mp4 does.
+func recordHook(f recorder.FileInfo) engineapi.RecordMP4Hook {
+	return engineapi.RecordMP4Hook{StreamRef: streamRef(f.Path), FileID: f.FileID,
 		FileName: filepath.Base(f.Rel), FilePath: filepath.ToSlash(f.Rel), FileSize: f.Size, StartTime: f.StartTime,
-		TimeLen: f.Duration.Seconds(), Frames: f.Frames, Codecs: f.Codecs, Reason: f.Reason})
+		TimeLen: f.Duration.Seconds(), Frames: f.Frames, Codecs: f.Codecs, Reason: f.Reason}
+}
+
+// scanRecordFiles answers POST /api/v1/recordings/files/scan.
+func (e *Engine) scanRecordFiles(w http.ResponseWriter, _ *http.Request) {
+	res, err := e.records.Scan()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, engineapi.CodeInternal, err.Error())
+		return
+	}
+	out := engineapi.RecordFileScanResult{Files: make([]engineapi.RecordMP4Hook, 0, len(res.Files)), Repaired: res.Repaired,
+		Unreadable: res.Unreadable, Forgotten: res.Forgotten}
+	for _, f := range res.Files {
+		out.Files = append(out.Files, recordHook(f))
+	}
+	writeJSON(w, http.StatusOK, out)
 }

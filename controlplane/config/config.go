@@ -107,6 +107,10 @@ type Config struct {
 	// TokenUsageInterval is how often a control node writes when API
 	// tokens were last used (lastUsedAt), in one Txn for all of them.
 	TokenUsageInterval time.Duration `flag:"token-usage-interval" env:"SVC_TOKEN_USAGE_INTERVAL" yaml:"tokenUsageInterval" usage:"how often API tokens' lastUsedAt is written (batched, never per request)"`
+	// RecordingDiskSweepInterval is how often the leader reads every media
+	// host's recording volume and marks the files the engines' retention
+	// deleted (by age or by the low watermark) Deleted in the index.
+	RecordingDiskSweepInterval time.Duration `flag:"recording-disk-sweep-interval" env:"SVC_RECORDING_DISK_SWEEP_INTERVAL" yaml:"recordingDiskSweepInterval" usage:"how often the leader marks the recordings the engines' retention deleted"`
 
 	// WebhookAllowPrivateTargets lets delivery plans target loopback,
 	// link-local and cloud-metadata addresses; off, such endpoints are
@@ -186,6 +190,8 @@ func Defaults() Config {
 		AuditMaxEntries:    1_000_000,
 		AuditDenialWindow:  time.Minute,
 		TokenUsageInterval: time.Minute,
+
+		RecordingDiskSweepInterval: 30 * time.Second,
 
 		SIPAddr:       "0.0.0.0:5060",
 		GB28181ID:     "34020000002000000001",
@@ -331,6 +337,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TokenUsageInterval < time.Second || c.TokenUsageInterval > time.Hour {
 		return bad("token-usage-interval", "%s is outside 1s..1h", c.TokenUsageInterval)
+	}
+	if c.RecordingDiskSweepInterval < time.Second || c.RecordingDiskSweepInterval > time.Hour {
+		return bad("recording-disk-sweep-interval", "%s is outside 1s..1h", c.RecordingDiskSweepInterval)
 	}
 	if (c.WebhookLegacyEndpoint == "") != (c.WebhookLegacySecretFile == "") {
 		return bad("webhook-legacy-endpoint", "needs webhook-legacy-secret-file, and the other way round")

@@ -228,3 +228,21 @@ func (e *recordingEndpoints) ListRecordingDiskStates(
 	}
 	return out, nil
 }
+
+func (e *recordingEndpoints) ListRecordingDiskIdentities(
+	ctx context.Context, _ contract.ListRecordingDiskIdentitiesRequestObject,
+) (contract.ListRecordingDiskIdentitiesResponseObject, error) {
+	states, err := e.recording.DiskStates(requestContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.ListRecordingDiskIdentities200JSONResponse{CheckedAt: time.Now().UTC(), Items: []contract.RecordingDiskIdentity{}}
+	for _, d := range states {
+		c, err := convert[contract.RecordingDiskIdentity](d)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, c)
+	}
+	return out, nil
+}

@@ -82,3 +82,24 @@ func (e *recordingEndpoints) DeleteRecordingFiles(
 	out, err := e.batch(ctx, (*recording.Service).HardDelete, r.Body.FileIds)
 	return contract.DeleteRecordingFiles200JSONResponse(out), err
 }
+
+func (e *recordingEndpoints) ScanRecordingFiles(
+	ctx context.Context, r contract.ScanRecordingFilesRequestObject,
+) (contract.ScanRecordingFilesResponseObject, error) {
+	req := recording.ScanRequest{MediaServerID: r.Body.MediaServerId}
+	if r.Body.App != nil {
+		req.App = *r.Body.App
+	}
+	if r.Body.StreamId != nil {
+		req.StreamID = *r.Body.StreamId
+	}
+	res, err := e.recording.Scan(requestContext(ctx), actor(ctx).Actor, req)
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[contract.RecordFileScanResult](res)
+	if err != nil {
+		return nil, err
+	}
+	return contract.ScanRecordingFiles200JSONResponse(out), nil
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/svcplatform/svc/controlplane/mediaserver"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/shared/agentapi"
@@ -17,6 +19,9 @@ const (
 	VolumeLowSpace = engineapi.VolumeLowSpace
 	VolumeFull     = engineapi.VolumeFull
 	VolumeUnknown  = "Unknown"
+	VolumeMismatch = engineapi.VolumeMismatch
+	VolumeMissing  = engineapi.VolumeMissing
+	VolumeReadOnly = engineapi.VolumeReadOnly
 )
 
 // nodeLister lists the media hosts whose disks are reported.
@@ -27,19 +32,26 @@ type nodeLister interface {
 // DiskState is one media server's recording volume as its engine reads it
 // now. Without an answer State is Unknown and Error says why.
 type DiskState struct {
-	NodeID        string     `json:"nodeId"`
-	MediaServerID string     `json:"mediaServerId"`
-	State         string     `json:"state"`
-	FilesystemID  string     `json:"filesystemId,omitempty"`
-	TotalBytes    int64      `json:"totalBytes"`
-	FreeBytes     int64      `json:"freeBytes"`
-	LowSpaceBytes int64      `json:"lowSpaceBytes"`
-	FullBytes     int64      `json:"fullBytes"`
-	Retention     bool       `json:"retention"`
-	RefusedFiles  int64      `json:"refusedFiles"`
-	PrunedFiles   int        `json:"prunedFiles"`
-	CheckedAt     *time.Time `json:"checkedAt,omitempty"`
-	Error         string     `json:"error,omitempty"`
+	NodeID        string `json:"nodeId"`
+	MediaServerID string `json:"mediaServerId"`
+	State         string `json:"state"`
+	FilesystemID  string `json:"filesystemId,omitempty"`
+	// IdentityID is the disk identity the engine bound its root to,
+	// FoundIdentityID the marker the root holds now when another, and
+	// IdentityState Verified or why not (Mismatch, Missing, ReadOnly).
+	IdentityID      string     `json:"identityId,omitempty"`
+	FoundIdentityID string     `json:"foundIdentityId,omitempty"`
+	IdentityState   string     `json:"identityState,omitempty"`
+	TotalBytes      int64      `json:"totalBytes"`
+	FreeBytes       int64      `json:"freeBytes"`
+	LowSpaceBytes   int64      `json:"lowSpaceBytes"`
+	FullBytes       int64      `json:"fullBytes"`
+	Retention       bool       `json:"retention"`
+	MaxAgeSeconds   int64      `json:"maxAgeSeconds"`
+	RefusedFiles    int64      `json:"refusedFiles"`
+	PrunedFiles     int        `json:"prunedFiles"`
+	CheckedAt       *time.Time `json:"checkedAt,omitempty"`
+	Error           string     `json:"error,omitempty"`
 }
 
 func diskStateOf(rec *nodes.Record, v *engineapi.RecordingVolume) DiskState {
@@ -51,8 +63,29 @@ func diskStateOf(rec *nodes.Record, v *engineapi.RecordingVolume) DiskState {
 	at := v.CheckedAt
 	d.State, d.FilesystemID, d.TotalBytes, d.FreeBytes = v.State, v.FilesystemID, v.TotalBytes, v.FreeBytes
 	d.LowSpaceBytes, d.FullBytes, d.Retention, d.RefusedFiles, d.PrunedFiles = v.LowSpaceBytes, v.FullBytes, v.Retention, v.Refused, len(v.PrunedFileIDs)
+	d.MaxAgeSeconds = v.MaxAgeSeconds
+	d.IdentityID, d.FoundIdentityID, d.IdentityState = v.IdentityID, v.FoundIdentityID, v.IdentityState
 	d.CheckedAt = &at
 	return d
+}
+
+// RunDiskSweep reads every media host's recording volume each interval
+// until ctx ends (the leader's loop), so that the files the engines'
+// retention deleted (by age or by the low watermark) become Deleted in
+// the index without anyone asking for the disk states.
+func (s *Service) RunDiskSweep(ctx context.Context, interval time.Duration, log *zap.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.DiskStates(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("recording disk sweep", zap.Error(err))
+		}
+	}
 }
 
 // DiskStates asks every enrolled, unretired media host's engine for its

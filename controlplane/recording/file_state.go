@@ -131,6 +131,9 @@ func (s *Service) Restore(ctx context.Context, actor audit.Actor, ids []string) 
 					Message: "cannot restore: the file was hard-deleted and its bytes were cleaned up"}, nil
 			case FileSoftDeleted:
 				f.FileState, f.DeletedAt = FileCompleted, nil
+			case FileMissing:
+				return &ItemResult{FileID: id, FileState: f.FileState, Code: CodeGone,
+					Message: "cannot restore: the file is missing from its media server's disk (a scan makes it Completed once it is back)"}, nil
 			}
 			return nil, nil
 		}))

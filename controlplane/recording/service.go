@@ -327,6 +327,16 @@ type completedEvent struct {
 // file already indexed (the engine repeats a report it is not sure was
 // taken) changes nothing: each file is indexed and announced once.
 func (s *Service) FileCompleted(ctx context.Context, mediaServerID, nodeID string, h engineapi.RecordMP4Hook) (*File, bool, error) {
+	source := IndexFromHook
+	if h.Reason == "repaired" {
+		source = IndexFromRepair
+	}
+	return s.indexFile(ctx, mediaServerID, nodeID, h, source)
+}
+
+// indexFile indexes a finished file once, with its event, noting where
+// the index learnt of it (source).
+func (s *Service) indexFile(ctx context.Context, mediaServerID, nodeID string, h engineapi.RecordMP4Hook, source string) (*File, bool, error) {
 	if _, err := uuid.Parse(h.FileID); err != nil {
 		return nil, false, fmt.Errorf("%w: fileId %q is not a UUID", ErrInvalid, h.FileID)
 	}
@@ -345,10 +355,7 @@ func (s *Service) FileCompleted(ctx context.Context, mediaServerID, nodeID strin
 	f := &File{FileID: h.FileID, MediaServerID: mediaServerID, NodeID: nodeID, Vhost: vhost, App: h.App, StreamID: h.Stream,
 		FileName: h.FileName, RelPath: h.FilePath, FileSize: h.FileSize, StartTime: start, EndTime: end, StartMs: start.UnixMilli(),
 		EndMs: end.UnixMilli(), DurationMs: dur.Milliseconds(), Frames: h.Frames, Codecs: h.Codecs, FileState: FileCompleted,
-		RecordDate: start.Format("2006-01-02"), SourceHook: SourceHookRecordMP4, IndexSource: IndexFromHook, CloseReason: h.Reason, IndexedAt: now}
-	if h.Reason == "repaired" {
-		f.IndexSource = IndexFromRepair
-	}
+		RecordDate: start.Format("2006-01-02"), SourceHook: SourceHookRecordMP4, IndexSource: source, CloseReason: h.Reason, IndexedAt: now}
 	r := StreamRef{MediaServerID: mediaServerID, Vhost: vhost, App: h.App, StreamID: h.Stream}
 	if sess, err := s.Session(ctx, r); err == nil && sess != nil {
 		f.SessionID, f.ChannelID = sess.SessionID, sess.ChannelID

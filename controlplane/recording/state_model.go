@@ -56,12 +56,15 @@ var Model = StateModel{Machines: []Machine{
 	{
 		Name: "recording-file",
 		Description: "A recorded fragmented-MP4 file, indexed when its engine reports it (on_record_mp4), " +
-			"also after the engine repaired it following a crash. Files are addressed by fileId only.",
+			"also after the engine repaired it following a crash, or when a scan of its root finds it (indexSource scan). " +
+			"Files are addressed by fileId only.",
 		Initial: FileCompleted,
 		States: []State{
 			{FileCompleted, "finished and indexed; listed, playable and downloadable", false},
 			{FileSoftDeleted, "hidden from playback and links (its leases stop working); the bytes stay and it can be restored", false},
 			{FileDeleted, "the bytes are removed on their media server; a restore answers that they are gone", true},
+			{FileMissing, "indexed, but the latest scan did not find it on its media server's disk (a swapped or unmounted disk, " +
+				"a file removed by hand); not playable; a scan that finds it again makes it Completed", false},
 		},
 		Transitions: []Transition{
 			{FileCompleted, FileSoftDeleted, "POST /api/v2/recording/files/soft-delete"},
@@ -70,6 +73,10 @@ var Model = StateModel{Machines: []Machine{
 			{FileSoftDeleted, FileDeleted, "POST /api/v2/recording/files/delete (hard delete)"},
 			{FileCompleted, FileDeleted, "retention on its media server's LowSpace volume pruned it (seen by GET /api/v2/recording/disk/states or the engine's recording-status)"},
 			{FileSoftDeleted, FileDeleted, "retention on its media server's LowSpace volume pruned it"},
+			{FileCompleted, FileMissing, "POST /api/v2/recording/files/scan did not find it on disk"},
+			{FileSoftDeleted, FileMissing, "POST /api/v2/recording/files/scan did not find it on disk"},
+			{FileMissing, FileCompleted, "POST /api/v2/recording/files/scan found it again"},
+			{FileMissing, FileDeleted, "POST /api/v2/recording/files/delete (hard delete)"},
 		},
 	},
 	{
@@ -95,12 +102,17 @@ var Model = StateModel{Machines: []Machine{
 	{
 		Name: "disk-volume",
 		Description: "The filesystem a media server's recording root lies on, by the free-space watermarks of its engine's " +
-			"recording configuration (lowSpaceBytes, fullBytes). Read from the engine at each GET /api/v2/recording/disk/states.",
+			"recording configuration (lowSpaceBytes, fullBytes). Read from the engine at each GET /api/v2/recording/disk/states " +
+			"and by the leader's disk sweep, which marks the files the engine's retention deleted (by the low watermark or by " +
+			"recording.maxAge, whatever the state) Deleted.",
 		Initial: VolumeNormal,
 		States: []State{
 			{VolumeNormal, "free space at or above the low watermark", false},
 			{VolumeLowSpace, "free space below lowSpaceBytes; with retention the engine deletes the oldest finished recordings until it is not", false},
 			{VolumeFull, "free space below fullBytes: no new file is started (the open one closes); recording resumes when space is freed", false},
+			{VolumeMismatch, "the root holds another disk (its identity marker is absent or not the bound one): no new file, no retention", false},
+			{VolumeMissing, "the recording root is gone (an unmounted disk): no new file", false},
+			{VolumeReadOnly, "no file can be created in the root (a read-only mount): no new file", false},
 			{VolumeUnknown, "the engine could not be asked (offline node, engine down); error says why", false},
 		},
 		Transitions: []Transition{
@@ -110,6 +122,12 @@ var Model = StateModel{Machines: []Machine{
 			{VolumeLowSpace, VolumeNormal, "space was freed above lowSpaceBytes"},
 			{VolumeNormal, VolumeUnknown, "the engine stopped answering"},
 			{VolumeUnknown, VolumeNormal, "the engine answers again (or LowSpace, Full)"},
+			{VolumeNormal, VolumeMismatch, "another disk was mounted at the root"},
+			{VolumeMismatch, VolumeNormal, "the bound disk is back (recording resumes by itself)"},
+			{VolumeNormal, VolumeMissing, "the root disappeared"},
+			{VolumeMissing, VolumeNormal, "the root is back"},
+			{VolumeNormal, VolumeReadOnly, "the root became read-only"},
+			{VolumeReadOnly, VolumeNormal, "the root can be written again"},
 		},
 	},
 }}

@@ -100,6 +100,9 @@ func (s *Server) loops() []loop {
 		{name: "snapshots", leader: true, run: s.Snapshots.Run},
 		{name: "auto recording", leader: true, run: s.autoRecording.Run},
 		{name: "cut/merge worker", leader: true, run: s.cutMerge.Run},
+		{name: "recording disk sweep", leader: true, run: func(ctx context.Context) {
+			s.Recording.RunDiskSweep(ctx, cfg.RecordingDiskSweepInterval, log.Named("recording"))
+		}},
 		{name: "meeting room sweep", leader: true, run: func(ctx context.Context) {
 			s.Rooms.RunSweeper(ctx, roomSweepInterval, func(err error) { log.Named("rooms").Warn("room sweep", zap.Error(err)) })
 		}},

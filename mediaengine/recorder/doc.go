@@ -9,8 +9,11 @@
 // duration and frame count.
 //
 // A segment closes at a keyframe once it has reached the segment duration
-// or size, when the publisher's tracks change, when the stream ends and
-// when recording stops. The next segment starts with that very keyframe:
+// or size, when the publisher's tracks change, when a keyframe carries new
+// parameter sets (a resolution change), at the first keyframe after a jump
+// of the source's clock, when the stream ends and when recording stops;
+// a segment past its duration whose video has gone 10 s without a
+// keyframe closes at a plain frame (stream_change.go). The next segment starts with that very keyframe:
 // the frames before it (and the audio that arrived before it) are all in
 // the closing file, every frame after it in the next, so no frame is lost
 // or written twice at a boundary. Timestamps are the stream's own

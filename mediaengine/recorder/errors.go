@@ -21,4 +21,8 @@ var (
 	// ErrVolumeFull: the root's volume is below the full watermark, so
 	// no new file is started.
 	ErrVolumeFull = errors.New("recorder: the recording volume is full")
+	// ErrRootUnusable: the root is missing, read-only or another disk
+	// (its identity marker is not the one bound), so no new file is
+	// started there.
+	ErrRootUnusable = errors.New("recorder: the recording root cannot be used")
 )

@@ -48,7 +48,8 @@ func (in *instance) run(ctx context.Context) {
 		}
 		in.setState("recording", "")
 		err = in.record(ctx, rd, log)
-		if err == nil || !errors.Is(err, ErrVolumeFull) {
+		paused := errors.Is(err, ErrVolumeFull) || errors.Is(err, ErrRootUnusable)
+		if !paused {
 			full = false
 		}
 		in.mu.Lock()
@@ -59,10 +60,10 @@ func (in *instance) run(ctx context.Context) {
 		in.setState("waiting", "")
 		if err != nil && !errors.Is(err, hub.ErrStreamClosed) && ctx.Err() == nil {
 			switch {
-			case errors.Is(err, ErrVolumeFull) && full:
-			case errors.Is(err, ErrVolumeFull):
+			case paused && full:
+			case paused:
 				full = true
-				log.Warn("the recording volume is full; no new file until space is freed", zap.Error(err))
+				log.Warn("the recording volume is full or its root unusable; no new file until that changes", zap.Error(err))
 			default:
 				log.Warn("recording stopped on an error; waiting to resume", zap.Error(err))
 			}
@@ -79,6 +80,7 @@ func (in *instance) run(ctx context.Context) {
 func (in *instance) record(ctx context.Context, rd *hub.Reader, log *zap.Logger) error {
 	w := newStreamWriter(in.rec.root, in.path, rd.Tracks(), in.segDur, in.rec.cfg.SegmentMaxBytes, in.rec.cfg.PartDuration, in.fileDone)
 	w.admit = in.rec.admit
+	w.claim = in.rec.claim
 	if !w.carries() {
 		log.Warn("the stream has no track a recording can carry")
 		<-rd.Stream().Done()

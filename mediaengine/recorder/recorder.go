@@ -50,6 +50,9 @@ type Recorder struct {
 	// files maps the id of every finished file under the root to its path
 	// under the root: playback and deletion find files by id only.
 	files map[string]string
+	// writing holds the ids of the files being written (claimed before
+	// they are created, released when finished).
+	writing map[string]bool
 	// pruned lists the files retention deleted, for the control plane;
 	// refused counts files not started on a Full volume.
 	pruned  []string
@@ -57,8 +60,15 @@ type Recorder struct {
 
 	// guardMu makes one volume check (and prune) run at a time.
 	guardMu sync.Mutex
+	// identity is the disk identity the root is bound to (identity.go).
+	identity string
 	// wm are the watermarks in force (Config.Watermarks until set).
 	wm atomic.Pointer[Watermarks]
+	// The retention sweep (retention.go): woken by a change of the
+	// watermarks, stopped by Close.
+	wake      chan struct{}
+	stopSweep chan struct{}
+	sweepDone chan struct{}
 }
 
 // New makes a recorder and starts its reporter; Close ends both.
@@ -66,10 +76,16 @@ func New(h *hub.Hub, cfg Config, log *zap.Logger) (*Recorder, error) {
 	if err := os.MkdirAll(cfg.Root, 0o750); err != nil {
 		return nil, fmt.Errorf("recorder: root: %w", err)
 	}
-	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{}}
+	var err error
+	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{}, writing: map[string]bool{},
+		wake: make(chan struct{}, 1), stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
+	if r.identity, err = bindIdentity(cfg.Root); err != nil {
+		return nil, err
+	}
 	wm := cfg.Watermarks
 	r.wm.Store(&wm)
 	r.reporter = newReporter(cfg.Root, cfg.Report, log)
+	go r.sweepLoop()
 	return r, nil
 }
 
@@ -148,6 +164,14 @@ func (r *Recorder) List() []engineapi.RecordingInfo {
 func (r *Recorder) addFile(id, rel string) {
 	r.mu.Lock()
 	r.files[id] = rel
+	delete(r.writing, id)
+	r.mu.Unlock()
+}
+
+// claim notes a file about to be written.
+func (r *Recorder) claim(id string) {
+	r.mu.Lock()
+	r.writing[id] = true
 	r.mu.Unlock()
 }
 
@@ -197,6 +221,9 @@ func (r *Recorder) Root() string { return r.root }
 // the same root.
 func (r *Recorder) Close() {
 	r.mu.Lock()
+	if !r.closed {
+		close(r.stopSweep)
+	}
 	r.closed = true
 	ins := r.instances
 	r.instances = map[media.Path]*instance{}
@@ -207,5 +234,6 @@ func (r *Recorder) Close() {
 	for _, in := range ins {
 		<-in.done
 	}
+	<-r.sweepDone
 	r.reporter.close()
 }

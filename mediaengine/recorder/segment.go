@@ -64,8 +64,9 @@ func segmentPath(p media.Path, wall time.Time, id string) string {
 
 // createSegment opens a new file for tracks whose first frame has stream
 // time first at wall-clock time wall, and writes its initialisation
-// segment and sidecar head.
-func createSegment(root string, p media.Path, tracks []*media.Track, first time.Duration, wall time.Time) (*segment, error) {
+// segment and sidecar head. claim, when set, learns the file's id before
+// the file exists (a scan must never take it for a crash's leftover).
+func createSegment(root string, p media.Path, tracks []*media.Track, first time.Duration, wall time.Time, claim func(string)) (*segment, error) {
 	init, err := fmp4.InitSegment(tracks)
 	if err != nil {
 		return nil, err
@@ -73,6 +74,9 @@ func createSegment(root string, p media.Path, tracks []*media.Track, first time.
 	id, err := uuid.NewV7()
 	if err != nil {
 		return nil, err
+	}
+	if claim != nil {
+		claim(id.String())
 	}
 	s := &segment{root: root, rel: segmentPath(p, wall, id.String()), baseDTS: first, endDTS: first}
 	abs := filepath.Join(root, s.rel)

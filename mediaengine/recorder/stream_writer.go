@@ -32,7 +32,18 @@ type streamWriter struct {
 	dts0  time.Duration
 
 	held    []*media.Frame
-	lastDur []uint32 // per track, in its timescale
+	heldDTS []time.Duration // the held frames' DTS as written (shifted)
+	lastDur []uint32        // per track, in its timescale
+	// Clock-jump repair per track (stream_change.go): the shift applied to
+	// its DTS, whether a frame was seen and the last DTS written; jumped
+	// asks for a new segment at the next boundary.
+	off    []time.Duration
+	seen   []bool
+	last   []time.Duration
+	jumped bool
+	// lastKey is the DTS of the latest video keyframe (or plain frame a
+	// segment was cut at), for the no-keyframe cut.
+	lastKey time.Duration
 	runs    []fmp4.Run
 	// The open part: its frames, the first completed sample's time and
 	// the latest end of a completed sample.
@@ -44,8 +55,10 @@ type streamWriter struct {
 	// onFile receives each finished file; onErr a write error (the
 	// instance stops the file and retries at the next keyframe).
 	onFile func(FileInfo, error)
-	// admit, when set, is asked before each new file (the volume guard).
+	// admit, when set, is asked before each new file (the volume guard);
+	// claim learns each new file's id before the file is created.
 	admit func() error
+	claim func(id string)
 }
 
 func newStreamWriter(root string, p media.Path, tracks []*media.Track, segDur time.Duration, segMax int64, partDur time.Duration,
@@ -70,6 +83,10 @@ func newStreamWriter(root string, p media.Path, tracks []*media.Track, segDur ti
 		w.hasVideo = w.hasVideo || t.Kind() == media.KindVideo
 	}
 	w.held = make([]*media.Frame, len(w.tracks))
+	w.heldDTS = make([]time.Duration, len(w.tracks))
+	w.off = make([]time.Duration, len(w.tracks))
+	w.seen = make([]bool, len(w.tracks))
+	w.last = make([]time.Duration, len(w.tracks))
 	w.lastDur = make([]uint32, len(w.tracks))
 	w.runs = make([]fmp4.Run, len(w.tracks))
 	for i, t := range w.tracks {
@@ -92,41 +109,91 @@ func (w *streamWriter) frame(f *media.Frame) error {
 	video := f.Track.Kind() == media.KindVideo
 	key := video && f.Keyframe
 	boundary := key || !w.hasVideo
+	dts := w.shift(i, f)
+	var changed *media.Track
+	if key {
+		if t, ok := withParameters(w.tracks[i], f); ok {
+			changed = t
+		}
+	}
 	if w.seg == nil {
 		if !boundary {
 			return nil // a file starts at a keyframe; the hub's reader does too
 		}
 		if w.wall0.IsZero() {
-			w.wall0, w.dts0 = time.Now(), f.DTS
+			w.wall0, w.dts0 = time.Now(), dts
 		}
-		if err := w.open(f.DTS); err != nil {
+		w.setTrack(i, changed)
+		w.jumped = false
+		if err := w.open(dts); err != nil {
 			return err
 		}
-	} else if boundary && (f.DTS-w.seg.baseDTS >= w.segDur || w.seg.size >= w.segMax) {
-		reason := ReasonDuration
-		if f.DTS-w.seg.baseDTS < w.segDur {
-			reason = ReasonSize
+	} else if reason := w.cutReason(video, key, boundary, changed != nil, dts); reason != "" {
+		if reason == ReasonClockJump {
+			// The source's clock is not the wall clock's any more: the
+			// next file starts now, or where this one ends if later.
+			end := w.wall0.Add(dts - w.dts0)
+			w.wall0, w.dts0 = time.Now(), dts
+			if end.After(w.wall0) {
+				w.wall0 = end
+			}
 		}
-		if err := w.closeSegment(f.DTS, true, reason); err != nil {
+		if err := w.closeSegment(dts, video, reason); err != nil {
 			return err
 		}
-		if err := w.open(f.DTS); err != nil {
+		w.setTrack(i, changed)
+		w.jumped = false
+		if reason == ReasonNoKeyframe {
+			w.lastKey = dts
+		}
+		if err := w.open(dts); err != nil {
 			return err
 		}
 	} else if key {
-		w.complete(i, f.DTS)
+		w.complete(i, dts)
 		if err := w.flushPart(); err != nil {
 			return err
 		}
 	}
-	if w.held[i] != nil {
-		w.complete(i, f.DTS)
+	if key {
+		w.lastKey = dts
 	}
-	w.held[i] = f
+	if w.held[i] != nil {
+		w.complete(i, dts)
+	}
+	w.held[i], w.heldDTS[i] = f, dts
 	if w.partFrames > 0 && w.partEnd-w.partStart >= w.partDur {
 		return w.flushPart()
 	}
 	return nil
+}
+
+// cutReason says why the open segment closes at a frame with DTS dts, or
+// "" when it goes on.
+func (w *streamWriter) cutReason(video, key, boundary, changed bool, dts time.Duration) string {
+	long := dts-w.seg.baseDTS >= w.segDur
+	switch {
+	case changed:
+		return ReasonParameters
+	case boundary && w.jumped:
+		return ReasonClockJump
+	case boundary && long:
+		return ReasonDuration
+	case boundary && w.seg.size >= w.segMax:
+		return ReasonSize
+	case video && !key && long && dts-w.lastKey >= noKeyframeCut:
+		return ReasonNoKeyframe
+	}
+	return ""
+}
+
+// setTrack makes t (when not nil) track i's description from the next
+// file on.
+func (w *streamWriter) setTrack(i int, t *media.Track) {
+	if t != nil {
+		w.tracks[i] = t
+		w.runs[i].Track = t
+	}
 }
 
 func (w *streamWriter) open(first time.Duration) error {
@@ -135,7 +202,7 @@ func (w *streamWriter) open(first time.Duration) error {
 			return err
 		}
 	}
-	seg, err := createSegment(w.root, w.path, w.tracks, first, w.wall0.Add(first-w.dts0))
+	seg, err := createSegment(w.root, w.path, w.tracks, first, w.wall0.Add(first-w.dts0), w.claim)
 	if err != nil {
 		return err
 	}
@@ -153,14 +220,14 @@ func (w *streamWriter) complete(i int, next time.Duration) {
 	w.held[i] = nil
 	t := w.tracks[i]
 	scale := fmp4.Timescale(t)
-	base := fmp4.ToTimescale(prev.DTS, scale)
+	base := fmp4.ToTimescale(w.heldDTS[i], scale)
 	end := fmp4.ToTimescale(next, scale)
 	dur := uint32(0)
 	if end > base {
 		dur = uint32(end - base)
 	}
 	w.lastDur[i] = dur
-	w.add(i, prev, base, dur, next)
+	w.add(i, prev, w.heldDTS[i], base, dur, next)
 }
 
 // completeEstimated moves track i's held frame into the open part with
@@ -178,8 +245,8 @@ func (w *streamWriter) completeEstimated(i int) {
 	if dur == 0 {
 		dur = defaultDuration(t)
 	}
-	base := fmp4.ToTimescale(prev.DTS, scale)
-	w.add(i, prev, base, dur, prev.DTS+time.Duration(dur)*time.Second/time.Duration(scale))
+	base := fmp4.ToTimescale(w.heldDTS[i], scale)
+	w.add(i, prev, w.heldDTS[i], base, dur, w.heldDTS[i]+time.Duration(dur)*time.Second/time.Duration(scale))
 }
 
 // defaultDuration is a frame's duration when a track has shown none: 40 ms
@@ -195,14 +262,14 @@ func defaultDuration(t *media.Track) uint32 {
 	return scale / 50
 }
 
-func (w *streamWriter) add(i int, f *media.Frame, base uint64, dur uint32, end time.Duration) {
+func (w *streamWriter) add(i int, f *media.Frame, dts time.Duration, base uint64, dur uint32, end time.Duration) {
 	r := &w.runs[i]
 	if len(r.Samples) == 0 {
 		r.BaseTime = base
 	}
 	r.Samples = append(r.Samples, fmp4.Sample{Frame: f, Duration: dur})
-	if w.partFrames == 0 || f.DTS < w.partStart {
-		w.partStart = f.DTS
+	if w.partFrames == 0 || dts < w.partStart {
+		w.partStart = dts
 	}
 	if w.partFrames == 0 || end > w.partEnd {
 		w.partEnd = end
@@ -236,16 +303,17 @@ func (w *streamWriter) flushPart() error {
 	return err
 }
 
-// closeSegment finishes the open file. At a keyframe (atKey) the held
-// video frames end where it starts and the keyframe goes to the next
-// file; otherwise (the stream ended, recording stopped) every held frame
-// takes its track's last duration.
-func (w *streamWriter) closeSegment(next time.Duration, atKey bool, reason string) error {
+// closeSegment finishes the open file. At a video frame (atVideo: a
+// keyframe, or a plain frame after too long without one) the held video
+// frames end where it starts and that frame goes to the next file;
+// otherwise (the stream ended, recording stopped, a segment of audio
+// only) every held frame takes its track's last duration.
+func (w *streamWriter) closeSegment(next time.Duration, atVideo bool, reason string) error {
 	if w.seg == nil {
 		return nil
 	}
 	for i, t := range w.tracks {
-		if atKey && t.Kind() == media.KindVideo {
+		if atVideo && t.Kind() == media.KindVideo {
 			w.complete(i, next)
 		} else {
 			w.completeEstimated(i)

@@ -4,10 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -26,11 +22,20 @@ type Watermarks struct {
 	FullBytes int64
 	// Retention deletes the oldest finished recordings while LowSpace.
 	Retention bool
+	// MaxAge deletes finished recordings older than this (zero: never).
+	MaxAge time.Duration
 }
 
 // SetWatermarks changes the watermarks of a running recorder (a reloaded
-// configuration); the next file or volume read uses them.
-func (r *Recorder) SetWatermarks(wm Watermarks) { r.wm.Store(&wm) }
+// configuration); the next file or volume read uses them, and the sweep
+// runs again at once.
+func (r *Recorder) SetWatermarks(wm Watermarks) {
+	r.wm.Store(&wm)
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
 
 // statVolume reads the filesystem the root lies on. Free is what an
 // unprivileged writer may use (f_bavail), which is what the recorder can
@@ -78,20 +83,36 @@ func (r *Recorder) Volume() (engineapi.RecordingVolume, error) {
 }
 
 // checkVolume reads the volume and prunes it when low; guardMu is held.
+// A root that is missing, read-only or another disk is reported so (its
+// state says which) and never pruned.
 func (r *Recorder) checkVolume() (engineapi.RecordingVolume, error) {
 	wm := *r.wm.Load()
+	v := engineapi.RecordingVolume{IdentityID: r.identity, LowSpaceBytes: wm.LowSpaceBytes, FullBytes: wm.FullBytes, Retention: wm.Retention,
+		MaxAgeSeconds: int64(wm.MaxAge / time.Second), CheckedAt: time.Now().UTC()}
+	ident, found := r.checkIdentity()
+	v.IdentityState = ident
+	if found != r.identity {
+		v.FoundIdentityID = found
+	}
+	if ident == engineapi.VolumeMissing {
+		v.State = ident
+		return v, nil
+	}
 	id, total, free, err := statVolume(r.root)
 	if err != nil {
 		return engineapi.RecordingVolume{}, fmt.Errorf("recorder: volume: %w", err)
 	}
-	if wm.Retention && wm.state(free) != engineapi.VolumeNormal {
+	if ident == engineapi.IdentityVerified && wm.Retention && wm.state(free) != engineapi.VolumeNormal {
 		r.prune(func() (int64, error) {
 			_, _, f, err := statVolume(r.root)
 			return f, err
 		}, &free)
 	}
-	return engineapi.RecordingVolume{FilesystemID: id, TotalBytes: total, FreeBytes: free, State: wm.state(free),
-		LowSpaceBytes: wm.LowSpaceBytes, FullBytes: wm.FullBytes, Retention: wm.Retention, CheckedAt: time.Now().UTC()}, nil
+	v.FilesystemID, v.TotalBytes, v.FreeBytes, v.State = id, total, free, wm.state(free)
+	if ident != engineapi.IdentityVerified {
+		v.State = ident
+	}
+	return v, nil
 }
 
 // admit is asked before a new file is opened: it prunes a low volume when
@@ -100,20 +121,29 @@ func (r *Recorder) checkVolume() (engineapi.RecordingVolume, error) {
 // itself once space is freed.
 func (r *Recorder) admit() error {
 	wm := *r.wm.Load()
-	if wm.LowSpaceBytes == 0 && wm.FullBytes == 0 {
-		return nil
-	}
 	r.guardMu.Lock()
-	v, err := r.checkVolume()
+	var v engineapi.RecordingVolume
+	var err error
+	if wm.LowSpaceBytes == 0 && wm.FullBytes == 0 {
+		v.IdentityState, _ = r.checkIdentity()
+	} else {
+		v, err = r.checkVolume()
+	}
 	r.guardMu.Unlock()
 	if err != nil {
 		return nil // a volume that cannot be read is not known to be full; the write itself will tell
 	}
-	if v.State == engineapi.VolumeFull {
+	refuse := func(err error) error {
 		r.mu.Lock()
 		r.refused++
 		r.mu.Unlock()
-		return fmt.Errorf("%w: %d bytes free, full below %d", ErrVolumeFull, v.FreeBytes, wm.FullBytes)
+		return err
+	}
+	if v.IdentityState != engineapi.IdentityVerified {
+		return refuse(fmt.Errorf("%w: %s is %s", ErrRootUnusable, r.root, v.IdentityState))
+	}
+	if v.State == engineapi.VolumeFull {
+		return refuse(fmt.Errorf("%w: %d bytes free, full below %d", ErrVolumeFull, v.FreeBytes, wm.FullBytes))
 	}
 	return nil
 }
@@ -127,32 +157,7 @@ func (r *Recorder) admit() error {
 // bytes were gone (with the control plane unreachable the volume can
 // then reach Full, and recording pauses rather than losing the index).
 func (r *Recorder) prune(freeNow func() (int64, error), free *int64) {
-	type cand struct {
-		id, rel string
-		mod     time.Time
-	}
-	unreported := r.reporter.pendingIDs()
-	r.mu.Lock()
-	cands := make([]cand, 0, len(r.files))
-	for id, rel := range r.files {
-		if unreported[id] || strings.HasPrefix(filepath.ToSlash(rel), CutMergeDir+"/") {
-			continue
-		}
-		cands = append(cands, cand{id: id, rel: rel})
-	}
-	r.mu.Unlock()
-	for i := range cands {
-		if fi, err := os.Stat(filepath.Join(r.root, cands[i].rel)); err == nil {
-			cands[i].mod = fi.ModTime()
-		}
-	}
-	sort.Slice(cands, func(i, j int) bool {
-		if !cands[i].mod.Equal(cands[j].mod) {
-			return cands[i].mod.Before(cands[j].mod)
-		}
-		return cands[i].rel < cands[j].rel
-	})
-	for _, c := range cands {
+	for _, c := range r.retentionCandidates() {
 		if *free >= r.wm.Load().LowSpaceBytes {
 			return
 		}
@@ -160,12 +165,7 @@ func (r *Recorder) prune(freeNow func() (int64, error), free *int64) {
 			r.log.Warn("retention could not delete a recording", zap.String("file", c.rel), zap.Error(err))
 			continue
 		}
-		r.mu.Lock()
-		r.pruned = append(r.pruned, c.id)
-		if n := len(r.pruned) - engineapi.MaxPrunedReported; n > 0 {
-			r.pruned = append(r.pruned[:0], r.pruned[n:]...)
-		}
-		r.mu.Unlock()
+		r.notePruned(c.id)
 		r.log.Info("retention deleted the oldest recording", zap.String("file", c.rel), zap.String("fileId", c.id))
 		f, err := freeNow()
 		if err != nil {

@@ -54,8 +54,9 @@ var CommandTypes = map[string]bool{
 	// Starting and stopping a recording converge (already_recording and
 	// not_recording answer a repeat).
 	TypeEngineRecordStart: true, TypeEngineRecordStop: true, TypeEngineRecordList: true, TypeEngineRecordDelete: true,
-	// A cut/merge rewrites the same output when repeated.
-	TypeEngineRecordCutMerge: true,
+	// A cut/merge rewrites the same output when repeated; a scan only
+	// reads (and repairs what no one writes, which a repeat finds done).
+	TypeEngineRecordCutMerge: true, TypeEngineRecordScan: true,
 }
 
 // PingResult answers TypePing: the agent is alive and runs commands.

@@ -51,6 +51,9 @@ const (
 	// engineapi.DeleteRecordFilesRequest in,
 	// engineapi.DeleteRecordFilesResult out.
 	TypeEngineRecordDelete = "engine.record.delete"
+	// TypeEngineRecordScan walks the recording root again:
+	// engineapi.RecordFileScanResult out.
+	TypeEngineRecordScan = "engine.record.scan"
 	// TypeEngineRecordCutMerge writes a cut/merge output:
 	// engineapi.CutMergeRequest in, engineapi.CutMergeResult out.
 	TypeEngineRecordCutMerge = "engine.record.cutmerge"

@@ -19,6 +19,9 @@ const (
 	// PathRecordingFilesDelete removes finished files by id (POST
 	// DeleteRecordFilesRequest, DeleteRecordFilesResult).
 	PathRecordingFilesDelete = "/api/v1/recordings/files/delete"
+	// PathRecordingFilesScan walks the recording root again and lists the
+	// finished files on it (POST, RecordFileScanResult).
+	PathRecordingFilesScan = "/api/v1/recordings/files/scan"
 	// PathRecordingCutMerge writes a cut/merge output (POST
 	// CutMergeRequest, CutMergeResult); repeating it rewrites the same
 	// output. The output is played and deleted by its task id like a file.
@@ -133,6 +136,10 @@ type RecordingConfig struct {
 	// Retention deletes the oldest finished recordings while the volume is
 	// below LowSpaceBytes; without it a low volume only reports so.
 	Retention bool `yaml:"retention,omitempty" json:"retention,omitempty"`
+	// MaxAge deletes finished recordings older than this (by the time
+	// they were finished), whatever the free space; zero keeps them. A
+	// sweep runs every minute, or every quarter of MaxAge when shorter.
+	MaxAge Duration `yaml:"maxAge,omitempty" json:"maxAge,omitempty"`
 }
 
 // Validate says which recording field is wrong.
@@ -151,6 +158,9 @@ func (c RecordingConfig) Validate() error {
 	}
 	if c.LowSpaceBytes > 0 && c.FullBytes > c.LowSpaceBytes {
 		return fmt.Errorf("recording.fullBytes: %d is above lowSpaceBytes %d", c.FullBytes, c.LowSpaceBytes)
+	}
+	if c.MaxAge < 0 || c.MaxAge > 0 && c.MaxAge.D() < time.Second {
+		return fmt.Errorf("recording.maxAge: %s is not 0 or at least 1s", c.MaxAge.D())
 	}
 	if c.Retention && c.LowSpaceBytes == 0 {
 		return errors.New("recording.retention: needs lowSpaceBytes")
@@ -233,19 +243,40 @@ const (
 	VolumeNormal   = "Normal"
 	VolumeLowSpace = "LowSpace"
 	VolumeFull     = "Full"
+	// The root's disk is not the one bound to it (its identity marker is
+	// absent or another), the root is gone, or it cannot be written: no
+	// new file starts there and retention deletes nothing.
+	VolumeMismatch = "Mismatch"
+	VolumeMissing  = "Missing"
+	VolumeReadOnly = "ReadOnly"
 )
+
+// Identity states of a recording root (RecordingVolume.IdentityState):
+// Verified when its marker is the bound one and the root can be written,
+// else the volume state that says why not.
+const IdentityVerified = "Verified"
 
 // RecordingVolume is the filesystem a recording root lies on.
 type RecordingVolume struct {
 	// FilesystemID is the filesystem's identity (statfs f_fsid with the
 	// device number of the root): another disk mounted there changes it.
-	FilesystemID  string    `json:"filesystemId"`
-	TotalBytes    int64     `json:"totalBytes"`
-	FreeBytes     int64     `json:"freeBytes"`
-	State         string    `json:"state"`
-	LowSpaceBytes int64     `json:"lowSpaceBytes"`
-	FullBytes     int64     `json:"fullBytes"`
-	Retention     bool      `json:"retention"`
+	FilesystemID string `json:"filesystemId"`
+	// IdentityID is the disk identity bound to the root (the marker the
+	// engine found or wrote in it when it started); FoundIdentityID what
+	// the root holds now when that differs; IdentityState Verified or
+	// Mismatch, Missing, ReadOnly.
+	IdentityID      string `json:"identityId"`
+	FoundIdentityID string `json:"foundIdentityId,omitempty"`
+	IdentityState   string `json:"identityState"`
+	TotalBytes      int64  `json:"totalBytes"`
+	FreeBytes       int64  `json:"freeBytes"`
+	State           string `json:"state"`
+	LowSpaceBytes   int64  `json:"lowSpaceBytes"`
+	FullBytes       int64  `json:"fullBytes"`
+	Retention       bool   `json:"retention"`
+	// MaxAgeSeconds is recording.maxAge (0: files are kept whatever their
+	// age).
+	MaxAgeSeconds int64     `json:"maxAgeSeconds"`
 	CheckedAt     time.Time `json:"checkedAt"`
 	// PrunedFileIDs are the latest finished files retention deleted
 	// (newest last, at most MaxPrunedReported): the control plane marks
@@ -278,7 +309,20 @@ type RecordMP4Hook struct {
 	Frames    uint64    `json:"frames"`
 	// Codecs lists the tracks ("H264", "AAC").
 	Codecs []string `json:"codecs"`
-	// Reason is why the file closed: duration, size, tracks, stopped,
+	// Reason is why the file closed: duration, size, tracks, parameters
+	// (new video parameter sets), clock-jump, no-keyframe, stopped,
 	// stream-ended or repaired (after a crash of the engine).
 	Reason string `json:"reason"`
+}
+
+// RecordFileScanResult answers POST PathRecordingFilesScan: every finished
+// recording on the root (described as on_record_mp4 describes it; cut/merge
+// outputs are not listed), the files a crash had left open that the scan
+// repaired, those it could not read, and the files the engine knew that
+// are no longer on disk.
+type RecordFileScanResult struct {
+	Files      []RecordMP4Hook `json:"files"`
+	Repaired   int             `json:"repaired"`
+	Unreadable int             `json:"unreadable"`
+	Forgotten  int             `json:"forgotten"`
 }

@@ -54,8 +54,8 @@ func (c *controlNode) enroll(nodeID string, body any) enrollment {
 
 // startMediaHost enrolls an agent as nodeID, runs it (and so its engine)
 // as a real process on loopback ports of its own, and waits until its
-// media server is online.
-func (c *controlNode) startMediaHost(bin, nodeID string) {
+// media server is online; it answers the agent's data directory.
+func (c *controlNode) startMediaHost(bin, nodeID string) string {
 	c.t.Helper()
 	en := c.enroll(nodeID, nil)
 	dataDir := filepath.Join(c.t.TempDir(), "agent")
@@ -67,6 +67,7 @@ func (c *controlNode) startMediaHost(bin, nodeID string) {
 		m := c.mediaServer(nodeID)
 		return m.AgentStatus == "online" && m.EngineStatus == "running"
 	})
+	return dataDir
 }
 
 // agentArgs runs an agent on loopback ports of its own.

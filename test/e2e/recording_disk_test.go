@@ -1,8 +1,13 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/test/svcbin"
@@ -111,6 +116,175 @@ func TestRecordingDiskStatesAndRetention(t *testing.T) {
 	if status.Volume == nil || status.Volume.State != "LowSpace" || len(status.Volume.PrunedFileIds) < 2 || status.Volume.Refused != 0 {
 		t.Fatalf("recording status volume: %+v", status.Volume)
 	}
+	if err := push.Wait(); err != nil {
+		t.Fatalf("ffmpeg push: %v", err)
+	}
+}
+
+// TestRecordingRetentionByAge: a media host recording an ffmpeg push in
+// 2 s files gets recording.maxAge 5s through the agent (no restart): its
+// engine's sweep deletes finished files once they are 5 s old, and the
+// leader's disk sweep (every second here) marks them Deleted without
+// anyone reading the disk states; the young files stay Completed, the
+// file being written is never touched and recording goes on.
+func TestRecordingRetentionByAge(t *testing.T) {
+	bin := svcbin.Build(t)
+	cp := startControlNode(t, func(c *config.Config) { c.RecordingDiskSweepInterval = time.Second })
+	cp.startMediaHost(bin, "media-1")
+	var servers struct {
+		Rows []struct{ RtspAddr string }
+	}
+	if st := cp.call("GET", "/api/v2/third-party/media-servers", nil, &servers); st != 200 || len(servers.Rows) != 1 {
+		t.Fatalf("media servers: %d %+v", st, servers)
+	}
+	if st := cp.call("POST", "/api/v2/security/rtsp-auth", map[string]any{"mediaServerId": "media-1", "username": "encoder", "password": "encoder-Pa55word"}, nil); st != 200 {
+		t.Fatalf("RTSP credential: %d", st)
+	}
+	be := backend{t: t, api: cp.api, token: cp.newToken("recordings.view", "recordings.manage")}
+	var applied struct{ Applied, Reloaded bool }
+	if st := cp.call("POST", "/api/v2/node/engine/config/apply", map[string]any{"settings": map[string]any{"recording": map[string]any{
+		"maxAge": "5s"}}, "reason": "e2e retention by age"}, &applied); st != 200 || !applied.Applied || !applied.Reloaded {
+		t.Fatalf("apply maxAge: %d %+v", st, applied)
+	}
+	if st, body := be.call("POST", "/api/v2/recording/start", map[string]any{"mediaServerId": "media-1", "app": "live", "streamId": "aged",
+		"segmentSeconds": 2}, nil); st != 200 {
+		t.Fatalf("start recording: %d %s", st, body)
+	}
+	push := pushStream(t, "rtsp://encoder:encoder-Pa55word@"+servers.Rows[0].RtspAddr+"/live/aged", 20)
+	var deleted, completed struct {
+		Total int
+		Rows  []recordingFile
+	}
+	testkit.Eventually(t, 60*time.Second, "expired files marked Deleted by the leader's sweep", func() bool {
+		be.call("GET", "/api/v2/recording/files?streamId=aged&fileState=Deleted", nil, &deleted)
+		return deleted.Total >= 2
+	})
+	now := time.Now()
+	for _, f := range deleted.Rows {
+		// The engine deletes a file 5 s after it finished, checking every
+		// 1.25 s; the index learns it within the sweep's second.
+		if f.EndTime.Add(5 * time.Second).After(now) {
+			t.Fatalf("%s ended at %s, deleted before it was 5 s old (now %s)", f.FileID, f.EndTime, now)
+		}
+	}
+	be.call("GET", "/api/v2/recording/files?streamId=aged&fileState=Completed", nil, &completed)
+	for _, f := range completed.Rows {
+		if f.EndTime.Add(20 * time.Second).Before(now) {
+			t.Fatalf("%s ended at %s and is still Completed at %s", f.FileID, f.EndTime, now)
+		}
+	}
+	var status struct {
+		Recordings []struct{ Stream, State, FileID string }
+		Volume     *struct{ MaxAgeSeconds int64 }
+	}
+	cp.call("GET", "/api/v2/engine/nodes/media-1/recording-status?streamId=aged", nil, &status)
+	if len(status.Recordings) != 1 || status.Recordings[0].State != "recording" || status.Volume == nil || status.Volume.MaxAgeSeconds != 5 {
+		t.Fatalf("recording status: %+v %+v", status.Recordings, status.Volume)
+	}
+	var states struct {
+		Items []struct {
+			State         string
+			MaxAgeSeconds int64
+		}
+	}
+	if st, body := be.call("GET", "/api/v2/recording/disk/states", nil, &states); st != 200 || len(states.Items) != 1 || states.Items[0].MaxAgeSeconds != 5 {
+		t.Fatalf("disk states: %d %s", st, body)
+	}
+	if err := push.Wait(); err != nil {
+		t.Fatalf("ffmpeg push: %v", err)
+	}
+}
+
+// TestRecordingDiskSwap: a real media host records an ffmpeg push in 2 s
+// files; its recording root is bound to the identity marker the engine
+// wrote there (disk states: Verified, Normal). Another filesystem (a
+// tmpfs) mounted over the root is a swapped disk: the disk states show
+// Mismatch with the bound identity (so does GET
+// /api/v2/recording/disk/identities), the engine refuses new files there
+// without failing, and once the tmpfs is gone the root is Normal again and
+// recording goes on into new files.
+func TestRecordingDiskSwap(t *testing.T) {
+	bin := svcbin.Build(t)
+	cp := startControlNode(t, func(c *config.Config) {})
+	dataDir := cp.startMediaHost(bin, "media-1")
+	var servers struct {
+		Rows []struct{ RtspAddr string }
+	}
+	if st := cp.call("GET", "/api/v2/third-party/media-servers", nil, &servers); st != 200 || len(servers.Rows) != 1 {
+		t.Fatalf("media servers: %d %+v", st, servers)
+	}
+	if st := cp.call("POST", "/api/v2/security/rtsp-auth", map[string]any{"mediaServerId": "media-1", "username": "encoder", "password": "encoder-Pa55word"}, nil); st != 200 {
+		t.Fatalf("RTSP credential: %d", st)
+	}
+	be := backend{t: t, api: cp.api, token: cp.newToken("recordings.view", "recordings.manage")}
+	type identityState struct {
+		State, IdentityID, FoundIdentityID, IdentityState string
+		RefusedFiles                                      int64
+	}
+	var states struct{ Items []identityState }
+	if st, body := be.call("GET", "/api/v2/recording/disk/states", nil, &states); st != 200 || len(states.Items) != 1 ||
+		states.Items[0].State != "Normal" || states.Items[0].IdentityState != "Verified" || states.Items[0].IdentityID == "" {
+		t.Fatalf("disk states: %d %s", st, body)
+	}
+	bound := states.Items[0].IdentityID
+	var root string
+	filepath.WalkDir(dataDir, func(p string, d os.DirEntry, _ error) error {
+		if filepath.Base(p) == ".svc-disk-identity" {
+			root = filepath.Dir(p)
+		}
+		return nil
+	})
+	if marker, err := os.ReadFile(filepath.Join(root, ".svc-disk-identity")); err != nil || !strings.Contains(string(marker), bound) {
+		t.Fatalf("the identity marker in %q: %s %v", root, marker, err)
+	}
+	if st, body := be.call("POST", "/api/v2/recording/start", map[string]any{"mediaServerId": "media-1", "app": "live", "streamId": "swap",
+		"segmentSeconds": 2}, nil); st != 200 {
+		t.Fatalf("start recording: %d %s", st, body)
+	}
+	push := pushStream(t, "rtsp://encoder:encoder-Pa55word@"+servers.Rows[0].RtspAddr+"/live/swap", 24)
+	var files struct{ Total int }
+	testkit.Eventually(t, 30*time.Second, "a recorded file", func() bool {
+		be.call("GET", "/api/v2/recording/files?streamId=swap", nil, &files)
+		return files.Total >= 1
+	})
+	if err := unix.Mount("tmpfs", root, "tmpfs", 0, "size=4m"); err != nil {
+		t.Fatalf("mount a tmpfs over the root (the test runs as root): %v", err)
+	}
+	mounted := true
+	t.Cleanup(func() {
+		if mounted {
+			unix.Unmount(root, unix.MNT_DETACH)
+		}
+	})
+	testkit.Eventually(t, 30*time.Second, "the swap seen, new files refused", func() bool {
+		be.call("GET", "/api/v2/recording/disk/states", nil, &states)
+		return len(states.Items) == 1 && states.Items[0].State == "Mismatch" && states.Items[0].RefusedFiles > 0
+	})
+	if d := states.Items[0]; d.IdentityState != "Mismatch" || d.IdentityID != bound || d.FoundIdentityID != "" {
+		t.Fatalf("a swapped disk: %+v", d)
+	}
+	var identities struct {
+		Items []struct{ NodeID, IdentityID, IdentityState, FilesystemID string }
+	}
+	if st, body := be.call("GET", "/api/v2/recording/disk/identities", nil, &identities); st != 200 || len(identities.Items) != 1 ||
+		identities.Items[0].NodeID != "media-1" || identities.Items[0].IdentityID != bound || identities.Items[0].IdentityState != "Mismatch" {
+		t.Fatalf("disk identities of a swapped disk: %d %s", st, body)
+	}
+	viewer := backend{t: t, api: cp.api, token: cp.newToken("channels.view")}
+	if st, body := viewer.call("GET", "/api/v2/recording/disk/identities", nil, nil); st != 403 {
+		t.Fatalf("disk identities without recordings.view: %d %s", st, body)
+	}
+	be.call("GET", "/api/v2/recording/files?streamId=swap", nil, &files)
+	during := files.Total
+	if err := unix.Unmount(root, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	mounted = false
+	testkit.Eventually(t, 30*time.Second, "the bound disk back and recording on", func() bool {
+		be.call("GET", "/api/v2/recording/disk/states", nil, &states)
+		be.call("GET", "/api/v2/recording/files?streamId=swap", nil, &files)
+		return len(states.Items) == 1 && states.Items[0].State == "Normal" && states.Items[0].IdentityState == "Verified" && files.Total > during+1
+	})
 	if err := push.Wait(); err != nil {
 		t.Fatalf("ffmpeg push: %v", err)
 	}

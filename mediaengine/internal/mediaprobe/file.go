@@ -26,6 +26,8 @@ type FileStream struct {
 	CodecType string `json:"codec_type"`
 	CodecName string `json:"codec_name"`
 	TimeBase  string `json:"time_base"`
+	Width     int    `json:"width"`
+	Height    int    `json:"height"`
 }
 
 // File is what ffprobe reads from a whole file.
@@ -79,7 +81,7 @@ func ProbeFile(t *testing.T, path string) File {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "-v", "error", "-show_streams", "-show_packets",
-		"-show_entries", "packet=stream_index,pts,dts,duration,size,flags:stream=index,codec_type,codec_name,time_base",
+		"-show_entries", "packet=stream_index,pts,dts,duration,size,flags:stream=index,codec_type,codec_name,time_base,width,height",
 		"-of", "json", path).Output()
 	if err != nil {
 		t.Fatalf("ffprobe %s: %v", path, err)
