@@ -1307,7 +1307,7 @@ export interface paths {
         put?: never;
         /**
          * Send a PTZ command
-         * @description Moves, zooms or stops the camera of the channel; the command runs until stopped or it times out. RTSP channels answer 409 `ptz_not_supported`; ONVIF and GB28181 channels answer 409 `ptz_unavailable` until their device integration is installed.
+         * @description Moves, zooms or stops the camera of the channel; the command runs until stopped or it times out. RTSP channels answer 409 `ptz_not_supported`; ONVIF channels answer 409 `ptz_unavailable` until their device integration is installed. A GB28181 channel gets a DeviceControl `PTZCmd` through the control node holding its device; 409 `ptz_disabled` when its PTZ settings switch PTZ off, 409 `ptz_not_confirmed` when the device does not report PTZ and no administrator confirmed it.
          */
         post: operations["controlChannelPtz"];
         delete?: never;
@@ -1325,7 +1325,7 @@ export interface paths {
         };
         /**
          * Read PTZ capabilities
-         * @description Returns the PTZ capabilities the device reported for the channel. RTSP channels answer 409 `ptz_not_supported`; ONVIF and GB28181 channels answer 409 `ptz_unavailable` until their device integration is installed.
+         * @description Returns the PTZ capabilities the device reported for the channel. RTSP channels answer 409 `ptz_not_supported`; ONVIF channels answer 409 `ptz_unavailable` until their device integration is installed. For a GB28181 channel pan, tilt, zoom, focus and iris follow the catalog's PTZType (or the administrator's confirmation), `presets` counts the presets the device last listed and `refreshedAt` is when it did (the channel's creation until a refresh).
          */
         get: operations["getChannelPtzCapabilities"];
         put?: never;
@@ -1347,7 +1347,7 @@ export interface paths {
         put?: never;
         /**
          * Refresh PTZ capabilities
-         * @description Asks the device for its PTZ capabilities again. RTSP channels answer 409 `ptz_not_supported`; ONVIF and GB28181 channels answer 409 `ptz_unavailable` until their device integration is installed.
+         * @description Asks the device for its PTZ capabilities again. RTSP channels answer 409 `ptz_not_supported`; ONVIF channels answer 409 `ptz_unavailable` until their device integration is installed. A GB28181 channel's device is sent a MANSCDP PresetQuery and its answer is kept (504 `gb28181_device_timeout` when it does not answer, 409 `gb28181_device_offline` when it is not registered).
          */
         post: operations["refreshChannelPtzCapabilities"];
         delete?: never;
@@ -1365,15 +1365,79 @@ export interface paths {
         };
         /**
          * Read PTZ settings
-         * @description Returns the device's PTZ capability and the manual enable switch. RTSP channels answer 409 `ptz_not_supported`; ONVIF and GB28181 channels answer 409 `ptz_unavailable` until their device integration is installed.
+         * @description Returns the device's PTZ capability and the manual enable switch. RTSP channels answer 409 `ptz_not_supported`; ONVIF channels answer 409 `ptz_unavailable` until their device integration is installed. A GB28181 device reports PTZ through its catalog's PTZType (1 dome, 4 remote-controlled), which is the channel's `hasPtz`.
          */
         get: operations["getChannelPtzSettings"];
         /**
          * Change PTZ settings
-         * @description Sets the PTZ enable switch and, for GB28181 devices that do not report PTZ, the administrator's confirmation that the camera has it. RTSP channels answer 409 `ptz_not_supported`; ONVIF and GB28181 channels answer 409 `ptz_unavailable` until their device integration is installed.
+         * @description Sets the PTZ enable switch and, for GB28181 devices that do not report PTZ, the administrator's confirmation that the camera has it. RTSP channels answer 409 `ptz_not_supported`; ONVIF channels answer 409 `ptz_unavailable` until their device integration is installed. `confirmedByAdministrator` left out keeps the current confirmation.
          */
         put: operations["updateChannelPtzSettings"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/channels/{channelId}/ptz/presets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List PTZ presets
+         * @description Asks the channel's device for its presets (GB28181: a MANSCDP PresetQuery through the control node holding the device) and returns them; the list is kept for the PTZ capabilities. 504 `gb28181_device_timeout` when the device does not answer, 409 `gb28181_device_offline` when it is not registered. RTSP channels answer 409 `ptz_not_supported`; ONVIF channels 409 `ptz_unavailable`.
+         */
+        get: operations["listChannelPtzPresets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/channels/{channelId}/ptz/presets/{presetId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a PTZ preset
+         * @description Stores the camera's current position as preset `presetId` (GB28181: `PTZCmd` instruction 0x81). Acceptance only: the device answers the MESSAGE, not the move. The same conflicts as `POST /api/v2/channels/{channelId}/ptz`.
+         */
+        put: operations["setChannelPtzPreset"];
+        post?: never;
+        /**
+         * Delete a PTZ preset
+         * @description Deletes preset `presetId` on the device (GB28181: `PTZCmd` instruction 0x83). Acceptance only. The same conflicts as `POST /api/v2/channels/{channelId}/ptz`.
+         */
+        delete: operations["deleteChannelPtzPreset"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/channels/{channelId}/ptz/presets/{presetId}/goto": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Go to a PTZ preset
+         * @description Moves the camera to preset `presetId` (GB28181: `PTZCmd` instruction 0x82). Acceptance only. The same conflicts as `POST /api/v2/channels/{channelId}/ptz`.
+         */
+        post: operations["gotoChannelPtzPreset"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3624,6 +3688,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/recording/files/scan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Scan a recording root and repair the index
+         * @description Has the media server's engine walk its recording root again (a node command) and reconciles the file index with what is there: finished files on disk that the index lacks are indexed (indexSource scan, announced once with recording.file.completed), Missing files found again become Completed, and Completed or SoftDeleted files no longer on disk become Missing (Deleted stays Deleted). Files the engine left open after a crash and no longer writes are repaired first. Files being written, files indexed after the scan began and cut/merge outputs are left alone. `app` and `streamId` narrow the reconciliation.
+         */
+        post: operations["scanRecordingFiles"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/recording/files/restore": {
         parameters: {
             query?: never;
@@ -3944,6 +4028,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/recording/disk/identities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Verified disk identities of the recording roots
+         * @description Each enrolled media host's recording root and the disk identity it is bound to: the marker (.svc-disk-identity) its engine found in the root when it started, or wrote there on a root without one. identityState says whether the root holds that disk now (Verified) or why not: Mismatch (another disk, whose marker is foundIdentityId or none), Missing, ReadOnly. Read from the engines like GET /api/v2/recording/disk/states; a host that cannot be asked has no identity and says why.
+         */
+        get: operations["listRecordingDiskIdentities"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/recording/disk/states": {
         parameters: {
             query?: never;
@@ -3953,7 +4057,7 @@ export interface paths {
         };
         /**
          * Recording volume states
-         * @description Asks every enrolled media host's engine (through its agent, one after another) for the filesystem its recording root lies on: its identity, size, free space and state by the engine's watermarks (`recording.lowSpaceBytes`, `recording.fullBytes` of its configuration). Full means no new file is started there; LowSpace with `retention` means the engine deletes the oldest finished recordings, which this read marks Deleted in the file index. A host that cannot be asked is listed Unknown with the reason. See the disk-volume machine of GET /api/v2/recording/state-model.
+         * @description Asks every enrolled media host's engine (through its agent, one after another) for the filesystem its recording root lies on: its identity, size, free space and state by the engine's watermarks (`recording.lowSpaceBytes`, `recording.fullBytes` of its configuration). Full means no new file is started there; LowSpace with `retention` means the engine deletes the oldest finished recordings, and `recording.maxAge` (`maxAgeSeconds`) has it delete finished recordings older than that in a sweep it runs every minute (every quarter of the age when shorter). Neither ever deletes a file being written, a file whose on_record_mp4 is not yet taken, or a cut/merge output. This read, and the leader every `--recording-disk-sweep-interval`, marks the deleted files Deleted in the file index. A host that cannot be asked is listed Unknown with the reason. See the disk-volume machine of GET /api/v2/recording/state-model.
          */
         get: operations["listRecordingDiskStates"];
         put?: never;
@@ -4472,6 +4576,166 @@ export interface paths {
          * @description Answers the recording's manifest to an archive ticket with `view`, given as `Authorization: Bearer <archive ticket>` or in the query `rtc_archive_token`: the time origin, the duration, one track per participant, device session (publication) and media kind with its files' offsets from the origin (a file may start a moment before it), composites, and the public events after `afterSequence` (continue with `nextSequence` while `hasMoreEvents`). Any other credential, an expired ticket, or one whose issuer lost its permission answers 401 `archive_ticket_invalid`.
          */
         get: operations["getRtcRecordingManifest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/recordings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List meeting recordings
+         * @description Pages continuous recordings, newest first. A business caller (API token or console session with `rtc.recordings.view`) sees the recordings of the rooms it owns (a super administrator every room's); an archive ticket with `view` (`Authorization: Bearer` or the query `rtc_archive_token`) sees its own room's only. Authorization and the filters apply before the count and the paging. `search` matches the room's name or the recording id; `fromUtc` and `toUtc` bound the recording's start, closed-open; `participantId` and `deviceSessionId` keep the recordings that recorded them.
+         */
+        get: operations["listRtcRecordings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Play a track's recorded file
+         * @description The file's bytes (MP4 in the track's original encoding) for an archive ticket with `play`. HTTP Range is honoured (206; 416 past the end), so a <video> element seeks in it. The file must be one of the recording's tracks (a file id of its manifest); while the recording is Stopping its files are not all sealed and the read answers 409 `recording_not_ready`. A ticket without `play`, an expired one, one whose issuer lost `rtc.recordings.play`, or any other credential answers 401 `archive_ticket_invalid`.
+         */
+        get: operations["getRtcRecordingFileMedia"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a track's recorded file
+         * @description The file as an attachment (`Content-Disposition: attachment`) for an archive ticket with `download`; a download resumes with HTTP Range. The file must be one of the recording's tracks (a file id of its manifest); while the recording is Stopping its files are not all sealed and the read answers 409 `recording_not_ready`. A ticket without `download`, an expired one, one whose issuer lost `rtc.recordings.download`, or any other credential answers 401 `archive_ticket_invalid`.
+         */
+        get: operations["downloadRtcRecordingFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Export a range of a recording
+         * @description Starts a full export of the range [`startMilliseconds`, `endMilliseconds`) of a Stopped recording (offsets from its origin; start before end, within its duration) for the room's owner. Each recorded publication with media in the range becomes one MP4 of its own audio and video in their original encodings (no mix, no transcoding), cut on the room's media server; the export is `Pending`, `Running`, `Failed` (a file could not be made; retry) or `Available`. A recording still Stopping answers 409 `recording_not_ready`, a range with nothing recorded 409 `export_no_media`.
+         */
+        post: operations["createRtcFullExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports/{exportId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a failed export
+         * @description Cuts a `Failed` export's failed files again from the recording's original tracks (which must still exist), for the room's owner; any other state answers 409 `export_not_available`.
+         */
+        post: operations["retryRtcFullExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a recording's exports
+         * @description The recording's full exports, oldest first, with their range, state and files, for an archive ticket with `view`.
+         */
+        get: operations["listRtcFullExports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports/{exportId}/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Play an export's file
+         * @description One file of an `Available` export (`fileId`, the first when absent) for an archive ticket with `play`; HTTP Range is honoured. An export that is not Available answers 409 `export_not_available`.
+         */
+        get: operations["getRtcFullExportMedia"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/full-exports/{exportId}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an export
+         * @description An `Available` export as one ZIP attachment, streamed as it is read (no temporary file): `manifest.json` (the export's range, the recording's origin and each file's participant and device session) and one MP4 per file, for an archive ticket with `download`. An export that is not Available answers 409 `export_not_available`.
+         */
+        get: operations["downloadRtcFullExport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6970,6 +7234,48 @@ export interface components {
             /** @description Confirm PTZ for a GB28181 device that does not report it. */
             confirmedByAdministrator?: boolean;
         };
+        /** @description A preset the device keeps. */
+        ChannelPtzPreset: {
+            /**
+             * Format: int32
+             * @description The preset's number on the device.
+             */
+            presetId: number;
+            /** @description The name the device gives it (may be empty). */
+            name: string;
+        };
+        /** @description The presets a channel's device listed. */
+        ChannelPtzPresetList: {
+            /** @description The channel. */
+            channelId: string;
+            /** @description Presets in ascending number. */
+            presets: components["schemas"]["ChannelPtzPreset"][];
+            /**
+             * Format: date-time
+             * @description When the device answered (UTC).
+             */
+            refreshedAt: string;
+        };
+        /** @description An accepted preset command. */
+        ChannelPtzPresetAccepted: {
+            /** @description The channel. */
+            channelId: string;
+            /**
+             * Format: int32
+             * @description The preset.
+             */
+            presetId: number;
+            /**
+             * @description What was sent.
+             * @enum {string}
+             */
+            action: "set" | "goto" | "delete";
+            /**
+             * Format: date-time
+             * @description When the device accepted the command (UTC).
+             */
+            acceptedAt: string;
+        };
         /** @description Whether per-channel recording search options can be edited here. */
         ChannelRecordingSearchCapability: {
             /** @description Whether recording semantic search is installed. */
@@ -9283,6 +9589,8 @@ export interface components {
             mediaServerId?: string;
             /** @description The device sends over TCP to the media server (TCP passive) instead of UDP. */
             rtpWithTcp?: boolean;
+            /** @description With `rtpWithTcp`, the media server connects to the address the device answers with (TCP active, `a=setup:active`) instead of listening; for devices behind NAT that cannot reach the media server. */
+            tcpActive?: boolean;
             /** @description How long to wait for the device's answer (default 10). */
             timeoutSeconds?: number;
         };
@@ -9530,7 +9838,7 @@ export interface components {
         RecordingFileStatistics: {
             /** @description The channel summarised; absent for all files. */
             channelId?: string;
-            /** @description Files per state (Completed, SoftDeleted, Deleted). */
+            /** @description Files per state (Completed, SoftDeleted, Deleted, Missing). */
             files: {
                 [key: string]: number;
             };
@@ -9786,10 +10094,10 @@ export interface components {
             slot?: number;
         };
         /**
-         * @description Normal (free space at or above the low watermark), LowSpace (below lowSpaceBytes), Full (below fullBytes: no new file starts), Unknown (the engine could not be asked).
+         * @description Normal (free space at or above the low watermark), LowSpace (below lowSpaceBytes), Full (below fullBytes: no new file starts), Mismatch (the root holds another disk: its identity marker is absent or not the bound one), Missing (the root is gone), ReadOnly (no file can be created there), Unknown (the engine could not be asked). On Mismatch, Missing and ReadOnly no new file starts there and retention deletes nothing; recording resumes by itself when the bound disk is back.
          * @enum {string}
          */
-        DiskVolumeState: "Normal" | "LowSpace" | "Full" | "Unknown";
+        DiskVolumeState: "Normal" | "LowSpace" | "Full" | "Mismatch" | "Missing" | "ReadOnly" | "Unknown";
         /** @description The filesystem an engine's recording root lies on, as the engine read it. */
         RecordingVolume: {
             /** @description Identity of the filesystem (changes when another disk is mounted at the root). */
@@ -9805,10 +10113,19 @@ export interface components {
              */
             freeBytes: number;
             /**
-             * @description Normal, LowSpace or Full.
+             * @description Normal, LowSpace or Full by the watermarks; Mismatch, Missing or ReadOnly when the root cannot take new files.
              * @enum {string}
              */
-            state: "Normal" | "LowSpace" | "Full";
+            state: "Normal" | "LowSpace" | "Full" | "Mismatch" | "Missing" | "ReadOnly";
+            /** @description The disk identity the root is bound to: the marker (.svc-disk-identity) the engine found in the root when it started, or wrote there on a root without one. */
+            identityId: string;
+            /** @description The identity marker the root holds now, when it is another (a swapped disk). */
+            foundIdentityId?: string;
+            /**
+             * @description Verified (the bound disk, writable) or why not.
+             * @enum {string}
+             */
+            identityState: "Verified" | "Mismatch" | "Missing" | "ReadOnly";
             /**
              * Format: int64
              * @description The low watermark (0 when none).
@@ -9821,6 +10138,11 @@ export interface components {
             fullBytes: number;
             /** @description Whether the oldest finished recordings are deleted while LowSpace. */
             retention: boolean;
+            /**
+             * Format: int64
+             * @description recording.maxAge in seconds; finished recordings older than this are deleted (0 keeps them).
+             */
+            maxAgeSeconds: number;
             /**
              * Format: date-time
              * @description When the engine read it.
@@ -9843,6 +10165,15 @@ export interface components {
             state: components["schemas"]["DiskVolumeState"];
             /** @description Identity of the filesystem under the recording root. */
             filesystemId?: string;
+            /** @description The disk identity the engine bound its recording root to (absent when Unknown). */
+            identityId?: string;
+            /** @description The identity marker the root holds now, when it is another disk's. */
+            foundIdentityId?: string;
+            /**
+             * @description Verified, or Mismatch, Missing, ReadOnly (absent when Unknown).
+             * @enum {string}
+             */
+            identityState?: "Verified" | "Mismatch" | "Missing" | "ReadOnly";
             /**
              * Format: int64
              * @description Size of the filesystem (0 when Unknown).
@@ -9867,6 +10198,11 @@ export interface components {
             retention: boolean;
             /**
              * Format: int64
+             * @description The engine's recording.maxAge in seconds (0 when files are kept whatever their age).
+             */
+            maxAgeSeconds: number;
+            /**
+             * Format: int64
              * @description New files not started because the volume was Full, since the engine started.
              */
             refusedFiles: number;
@@ -9882,6 +10218,103 @@ export interface components {
             checkedAt?: string;
             /** @description Why the state is Unknown. */
             error?: string;
+        };
+        /** @description A scan of one media server's recording root. */
+        RecordFileScanRequest: {
+            /** @description The media server whose root is scanned. */
+            mediaServerId: string;
+            /** @description Reconcile only this app's files. */
+            app?: string;
+            /** @description Reconcile only this stream's files. */
+            streamId?: string;
+        };
+        /** @description What a scan found and changed. Each id list holds at most 1000 ids; the counts are whole. */
+        RecordFileScanResult: {
+            /** @description The media server scanned. */
+            mediaServerId: string;
+            /** @description Its media host. */
+            nodeId: string;
+            /**
+             * Format: date-time
+             * @description When the scan began; files indexed after it are left alone.
+             */
+            scannedAt: string;
+            /**
+             * Format: int32
+             * @description Finished recordings found on the root (in scope).
+             */
+            filesOnDisk: number;
+            /** @description Files on disk the index lacked, now Completed. */
+            indexed: string[];
+            /**
+             * Format: int32
+             * @description How many files were indexed.
+             */
+            indexedCount: number;
+            /** @description Missing files found again, now Completed. */
+            recovered: string[];
+            /**
+             * Format: int32
+             * @description How many Missing files were found again.
+             */
+            recoveredCount: number;
+            /** @description Indexed files not on disk, now Missing. */
+            missing: string[];
+            /**
+             * Format: int32
+             * @description How many files became Missing.
+             */
+            missingCount: number;
+            /**
+             * Format: int32
+             * @description Files on disk whose index entry stayed as it was.
+             */
+            unchanged: number;
+            /**
+             * Format: int32
+             * @description Files a crash had left open that the engine repaired during the scan.
+             */
+            repaired: number;
+            /**
+             * Format: int32
+             * @description Files whose sidecar index could not be read (left alone).
+             */
+            unreadable: number;
+        };
+        /** @description One media host's recording root identity. */
+        RecordingDiskIdentity: {
+            /** @description The media host. */
+            nodeId: string;
+            /** @description Its media server. */
+            mediaServerId: string;
+            /** @description The disk identity the root is bound to (absent when the engine could not be asked). */
+            identityId?: string;
+            /**
+             * @description Verified, or Mismatch, Missing, ReadOnly.
+             * @enum {string}
+             */
+            identityState?: "Verified" | "Mismatch" | "Missing" | "ReadOnly";
+            /** @description The marker the root holds now, when it is another disk's. */
+            foundIdentityId?: string;
+            /** @description Identity of the filesystem under the root. */
+            filesystemId?: string;
+            /**
+             * Format: date-time
+             * @description When the engine checked it.
+             */
+            checkedAt?: string;
+            /** @description Why the engine could not be asked. */
+            error?: string;
+        };
+        /** @description The recording root identities of the media hosts. */
+        RecordingDiskIdentityList: {
+            /**
+             * Format: date-time
+             * @description When the control plane asked.
+             */
+            checkedAt: string;
+            /** @description One per enrolled, unretired media host, by node id. */
+            items: components["schemas"]["RecordingDiskIdentity"][];
         };
         /** @description The recording volumes of the media hosts. */
         RecordingDiskStateList: {
@@ -10261,11 +10694,11 @@ export interface components {
             /** @description The running recording; null when none runs. */
             recording: components["schemas"]["RtcRecording"] | null;
         };
-        /** @description A page of a room's recordings (contract B's envelope). */
+        /** @description A page of recordings (contract B's envelope). */
         RtcRecordingList: {
             /**
              * Format: int64
-             * @description Recordings of the room.
+             * @description Recordings that match, before paging.
              */
             total: number;
             /**
@@ -10383,6 +10816,85 @@ export interface components {
             /** @description Admitted and waiting participants. */
             items: components["schemas"]["RtcParticipant"][];
         };
+        /**
+         * @description State of a full export.
+         * @enum {string}
+         */
+        RtcExportState: "Pending" | "Running" | "Failed" | "Available";
+        /** @description The range to export, from the recording's origin. */
+        RtcFullExportRequest: {
+            /**
+             * Format: int64
+             * @description Start of the range.
+             */
+            startMilliseconds: number;
+            /**
+             * Format: int64
+             * @description End of the range (excluded).
+             */
+            endMilliseconds: number;
+        };
+        /** @description One file of an export, one publication's audio and video over the range. */
+        RtcFullExportFile: {
+            /**
+             * Format: uuid
+             * @description The file.
+             */
+            fileId: string;
+            /**
+             * Format: uuid
+             * @description The participant.
+             */
+            participantId: string;
+            /**
+             * Format: uuid
+             * @description The device session's publication.
+             */
+            deviceSessionId: string;
+            /** @description Pending, Running, Succeeded or Failed. */
+            state: string;
+        };
+        /** @description A full export of a recording's range. */
+        RtcFullExport: {
+            /**
+             * Format: uuid
+             * @description The export task's id.
+             */
+            exportId: string;
+            /**
+             * Format: uuid
+             * @description The recording.
+             */
+            recordingId: string;
+            /**
+             * Format: int64
+             * @description Start of the range from the recording's origin.
+             */
+            startMilliseconds: number;
+            /**
+             * Format: int64
+             * @description End of the range.
+             */
+            endMilliseconds: number;
+            state: components["schemas"]["RtcExportState"];
+            /**
+             * Format: int32
+             * @description Times it was started (1, plus one per retry).
+             */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description When it was requested.
+             */
+            createdAtUtc: string;
+            /** @description One per publication with media in the range. */
+            files: components["schemas"]["RtcFullExportFile"][];
+        };
+        /** @description A recording's exports. */
+        RtcFullExportList: {
+            /** @description Oldest first. */
+            items: components["schemas"]["RtcFullExport"][];
+        };
         /** @description A talk session to establish. */
         CreateTalkSessionRequest: {
             /**
@@ -10465,7 +10977,7 @@ export interface components {
          * @example permission_denied
          * @enum {string}
          */
-        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "archive_ticket_invalid" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "cut_merge_output_unavailable" | "delivery_not_retryable" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "invalid_sdp" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_not_supported" | "ptz_unavailable" | "publication_not_active" | "range_not_satisfiable" | "rate_limited" | "recording_file_unavailable" | "recording_not_active" | "recording_not_allowed" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
+        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "archive_ticket_invalid" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "cut_merge_output_unavailable" | "delivery_not_retryable" | "export_no_media" | "export_not_available" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_timeout" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "invalid_sdp" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_disabled" | "ptz_not_confirmed" | "ptz_not_supported" | "ptz_unavailable" | "publication_not_active" | "range_not_satisfiable" | "rate_limited" | "recording_file_unavailable" | "recording_not_active" | "recording_not_allowed" | "recording_not_ready" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
         /** @description Body of every JSON error answer. */
         ErrorBody: {
             code: components["schemas"]["ErrorCode"];
@@ -11083,10 +11595,10 @@ export interface components {
             event?: components["schemas"]["EventEnvelope"];
         };
         /**
-         * @description State of a recorded file (see GET /api/v2/recording/state-model).
+         * @description State of a recorded file (see GET /api/v2/recording/state-model). Missing: indexed but not found on its media server's disk by the latest scan (POST /api/v2/recording/files/scan); a later scan that finds it makes it Completed again.
          * @enum {string}
          */
-        RecordingFileState: "Completed" | "SoftDeleted" | "Deleted";
+        RecordingFileState: "Completed" | "SoftDeleted" | "Deleted" | "Missing";
         /** @description A recorded file (fragmented MP4). Listings never expose physical paths; `fileId` is the stable reference. */
         RecordingFile: {
             /** @description The file's id (UUID), chosen by its engine when it opened the file. */
@@ -11140,9 +11652,9 @@ export interface components {
             recordDate: string;
             /** @description The engine hook that reported it (on_record_mp4). */
             sourceHook: string;
-            /** @description How it was indexed, hook (a finished file) or repair (repaired by its engine after a crash). */
+            /** @description How it was indexed, hook (a finished file), repair (repaired by its engine after a crash) or scan (found on disk by POST /api/v2/recording/files/scan). */
             indexSource: string;
-            /** @description Why the engine closed it (duration, size, tracks, stopped, stream-ended, repaired). */
+            /** @description Why the engine closed it (duration, size, tracks, parameters (new video parameter sets, such as a resolution change), clock-jump, no-keyframe (10 s without one), stopped, stream-ended, repaired). */
             closeReason?: string;
             /** @description The recording session it belongs to. */
             sessionId?: string;
@@ -11473,6 +11985,8 @@ export interface components {
         UserId: string;
         /** @description Identifier of the channel, as returned when it was created or listed. */
         ChannelId: string;
+        /** @description A PTZ preset's number on the device (1-255). */
+        PtzPresetId: number;
         /** @description Key of the channel group, as chosen when it was created. */
         ChannelGroupKey: string;
         /** @description Case-insensitive text found in the name, description, app, stream, device ids or channel id. */
@@ -14066,6 +14580,132 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listChannelPtzPresets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the channel, as returned when it was created or listed. */
+                channelId: components["parameters"]["ChannelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The presets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelPtzPresetList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    setChannelPtzPreset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the channel, as returned when it was created or listed. */
+                channelId: components["parameters"]["ChannelId"];
+                /** @description A PTZ preset's number on the device (1-255). */
+                presetId: components["parameters"]["PtzPresetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The command was accepted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelPtzPresetAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteChannelPtzPreset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the channel, as returned when it was created or listed. */
+                channelId: components["parameters"]["ChannelId"];
+                /** @description A PTZ preset's number on the device (1-255). */
+                presetId: components["parameters"]["PtzPresetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The command was accepted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelPtzPresetAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    gotoChannelPtzPreset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the channel, as returned when it was created or listed. */
+                channelId: components["parameters"]["ChannelId"];
+                /** @description A PTZ preset's number on the device (1-255). */
+                presetId: components["parameters"]["PtzPresetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The command was accepted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelPtzPresetAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -17989,7 +18629,7 @@ export interface operations {
                 recordDate?: string;
                 /** @description Only files reported by this engine hook (on_record_mp4). */
                 sourceHook?: string;
-                /** @description Only files indexed this way (hook, repair). */
+                /** @description Only files indexed this way (hook, repair, scan). */
                 indexSource?: string;
                 /** @description Start of the time range (RFC 3339 with a zone); files ending after it. */
                 startTime?: components["parameters"]["RecordingStartTime"];
@@ -18178,6 +18818,39 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    scanRecordingFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The media server whose root to scan. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordFileScanRequest"];
+            };
+        };
+        responses: {
+            /** @description What the scan found and changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordFileScanResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     restoreRecordingFiles: {
@@ -18841,6 +19514,30 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listRecordingDiskIdentities: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One entry per media host. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingDiskIdentityList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -19842,6 +20539,372 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    listRtcRecordings: {
+        parameters: {
+            query?: {
+                /** @description Only this room's recordings. */
+                roomId?: string;
+                /** @description A part of the room's name or of the recording id. */
+                search?: string;
+                /** @description Only recordings in this state. */
+                state?: components["schemas"]["RtcRecordingState"];
+                /** @description Recordings started at or after this time. */
+                fromUtc?: string;
+                /** @description Recordings started before this time. */
+                toUtc?: string;
+                /** @description Only recordings that recorded this participant. */
+                participantId?: string;
+                /** @description Only recordings that recorded this device session (publication). */
+                deviceSessionId?: string;
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description The archive ticket, for URLs that cannot carry a header. */
+                rtc_archive_token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of recordings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRecordingList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getRtcRecordingFileMedia: {
+        parameters: {
+            query?: {
+                /** @description The archive ticket, for URLs that cannot carry a header. */
+                rtc_archive_token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+                /** @description A file of one of the recording's tracks. */
+                fileId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole file. */
+            200: {
+                headers: {
+                    /** @description Always `bytes`. */
+                    "Accept-Ranges"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The requested byte range of the file. */
+            206: {
+                headers: {
+                    /** @description The range answered and the file's size. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The file has not changed since the conditional request's validator. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            416: components["responses"]["RangeNotSatisfiable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    downloadRtcRecordingFile: {
+        parameters: {
+            query?: {
+                /** @description The archive ticket, for URLs that cannot carry a header. */
+                rtc_archive_token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+                /** @description A file of one of the recording's tracks. */
+                fileId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole file. */
+            200: {
+                headers: {
+                    /** @description Always `bytes`. */
+                    "Accept-Ranges"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The requested byte range of the file. */
+            206: {
+                headers: {
+                    /** @description The range answered and the file's size. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The file has not changed since the conditional request's validator. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            416: components["responses"]["RangeNotSatisfiable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createRtcFullExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The range. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RtcFullExportRequest"];
+            };
+        };
+        responses: {
+            /** @description The export task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcFullExport"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    retryRtcFullExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+                /** @description Identifier of the export. */
+                exportId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcFullExport"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRtcFullExports: {
+        parameters: {
+            query?: {
+                /** @description The archive ticket, for URLs that cannot carry a header. */
+                rtc_archive_token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The exports. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcFullExportList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getRtcFullExportMedia: {
+        parameters: {
+            query?: {
+                /** @description The export's file to play; the first when absent. */
+                fileId?: string;
+                /** @description The archive ticket, for URLs that cannot carry a header. */
+                rtc_archive_token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+                /** @description Identifier of the export. */
+                exportId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole file. */
+            200: {
+                headers: {
+                    /** @description Always `bytes`. */
+                    "Accept-Ranges"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The requested byte range of the file. */
+            206: {
+                headers: {
+                    /** @description The range answered and the file's size. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The file has not changed since the conditional request's validator. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            416: components["responses"]["RangeNotSatisfiable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    downloadRtcFullExport: {
+        parameters: {
+            query?: {
+                /** @description The archive ticket, for URLs that cannot carry a header. */
+                rtc_archive_token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+                /** @description Identifier of the export. */
+                exportId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ZIP. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listRtcParticipants: {
