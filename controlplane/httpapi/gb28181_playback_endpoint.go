@@ -76,7 +76,8 @@ func (e *gb28181Endpoints) InviteGb28181Playback(ctx context.Context,
 	}
 	b := r.Body
 	s, err := e.playback.Start(requestContext(ctx), streams.PlaybackRequest{DeviceID: b.DeviceId, ChannelID: b.ChannelId, Start: b.StartTime, End: b.EndTime,
-		MediaServerID: deref(b.MediaServerId, ""), TCP: deref(b.RtpWithTcp, false), TCPActive: deref(b.TcpActive, false), Timeout: time.Duration(deref(b.TimeoutSeconds, 10)) * time.Second})
+		MediaServerID: deref(b.MediaServerId, ""), TCP: deref(b.RtpWithTcp, false), TCPActive: deref(b.TcpActive, false),
+		Timeout: time.Duration(deref(b.TimeoutSeconds, 10)) * time.Second})
 	if err != nil {
 		return nil, err
 	}

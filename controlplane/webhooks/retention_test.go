@@ -83,7 +83,10 @@ func TestSlowReceiverDoesNotHoldUpOtherPlans(t *testing.T) {
 	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		n := open.Add(1)
 		defer open.Add(-1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		for m := most.Load(); n > m; m = most.Load() {
+			if most.CompareAndSwap(m, n) {
+				break
+			}
 		}
 		select {
 		case <-release:
