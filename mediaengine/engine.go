@@ -56,10 +56,10 @@ type Engine struct {
 	mediaAddr   net.Addr
 	controlAddr net.Addr
 	control     *http.Server
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	done      chan struct{}
+	ctx         context.Context
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	done        chan struct{}
 }
 
 // Start opens the engine's listeners and returns once it serves.
