@@ -123,6 +123,9 @@ type process struct {
 	stopping  bool
 	control   engineapi.Config
 	secret    string
+	// stderr keeps the end of what the engine wrote to stderr, so a start
+	// that fails says why (the engine prints its fatal error there).
+	stderr *lastLine
 }
 
 type exit struct {
@@ -337,13 +340,14 @@ func (s *Supervisor) launch() (*process, error) {
 		return nil, fmt.Errorf("engine control secret: %w", err)
 	}
 	cmd := exec.Command(s.cfg.Binary, "engine", "--config", s.cfg.ConfigPath)
-	cmd.Stdout, cmd.Stderr = s.cfg.Output, s.cfg.Output
+	tail := &lastLine{}
+	cmd.Stdout, cmd.Stderr = s.cfg.Output, io.MultiWriter(s.cfg.Output, tail)
 	// The engine dies with the agent instead of lingering on its ports.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", s.cfg.Binary, err)
 	}
-	p := &process{cmd: cmd, pid: cmd.Process.Pid, startedAt: time.Now().UTC(), control: cfg, secret: secret}
+	p := &process{cmd: cmd, pid: cmd.Process.Pid, startedAt: time.Now().UTC(), control: cfg, secret: secret, stderr: tail}
 	go func() {
 		err := cmd.Wait()
 		s.exits <- exit{pid: p.pid, err: err}
@@ -359,6 +363,9 @@ func (s *Supervisor) awaitHealthy(p *process) error {
 		select {
 		case ex := <-s.exits:
 			if ex.pid == p.pid {
+				if last := p.stderr.String(); last != "" {
+					return fmt.Errorf("the engine exited during start: %v: %s", exitText(ex.err), last)
+				}
 				return fmt.Errorf("the engine exited during start: %v", exitText(ex.err))
 			}
 			s.exited(ex)
