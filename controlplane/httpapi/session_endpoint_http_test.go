@@ -92,12 +92,26 @@ type consoleSession struct {
 func (c *console) login(user, password string) controlnode.Response {
 	c.t.Helper()
 	r := c.Do("POST", "/api/v2/auth/login", map[string]string{"username": user, "password": password})
+	// A login whose session write met a change of leader (a loaded
+	// machine misses heartbeats) is tried again, as a browser user would.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && leaderChangeAnswer(r); {
+		time.Sleep(500 * time.Millisecond)
+		r = c.Do("POST", "/api/v2/auth/login", map[string]string{"username": user, "password": password})
+	}
 	if r.Status == 200 {
 		var s consoleSession
 		r.JSON(c.t, &s)
 		c.csrf = s.CsrfToken
 	}
 	return r
+}
+
+// leaderChangeAnswer says whether an answer is a write cut short by a
+// change of leader: its outcome unknown, or no leader to take it.
+func leaderChangeAnswer(r controlnode.Response) bool {
+	var e struct{ Code string }
+	_ = json.Unmarshal(r.Body, &e)
+	return r.Status >= 500 && (e.Code == "unknown_outcome" || e.Code == "unavailable")
 }
 
 // copyCookies snapshots the cookie values, to replay them later.
