@@ -325,7 +325,16 @@ func TestLaggingNodeCatchesUpBySnapshot(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			for i := 0; i < 650; i++ {
-				if _, err := put(ctx, leader, fmt.Sprintf("/bulk/%d/%d", w, i%50), strconv.Itoa(i)); err != nil {
+				// A put of a value is safe to repeat: one cut short by a
+				// change of leader (two voters on a loaded machine miss a
+				// heartbeat now and then) is sent again; the node forwards
+				// it to whoever leads.
+				_, err := put(ctx, leader, fmt.Sprintf("/bulk/%d/%d", w, i%50), strconv.Itoa(i))
+				for tries := 0; tries < 20 && (errors.Is(err, store.ErrUnknownOutcome) || errors.Is(err, store.ErrNoLeader)); tries++ {
+					time.Sleep(100 * time.Millisecond)
+					_, err = put(ctx, leader, fmt.Sprintf("/bulk/%d/%d", w, i%50), strconv.Itoa(i))
+				}
+				if err != nil {
 					errs <- err
 					return
 				}
