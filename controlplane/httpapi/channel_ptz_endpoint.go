@@ -31,17 +31,29 @@ func (e *channelEndpoints) gbPTZChannel(ctx context.Context, id string) (*channe
 	return ch, nil
 }
 
+// gbPTZState is a GB28181 channel with its PTZ settings.
+func (e *channelEndpoints) gbPTZState(ctx context.Context, id string) (*channels.Channel, *gb28181.PTZSettings, error) {
+	ch, err := e.gbPTZChannel(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	set, err := gb28181.GetPTZSettings(requestContext(ctx), e.store, string(ch.ChannelID))
+	if err != nil {
+		return nil, nil, err
+	}
+	return ch, set, nil
+}
+
 // gbCommandChannel is gbPTZChannel for a command: the node must run a SIP
 // server and the channel's PTZ settings must allow it.
 func (e *channelEndpoints) gbCommandChannel(ctx context.Context, id string) (*channels.Channel, error) {
-	ch, err := e.gbPTZChannel(ctx, id)
-	if err != nil {
-		return nil, err
-	}
 	if e.gb == nil {
+		if _, err := e.gbPTZChannel(ctx, id); err != nil {
+			return nil, err
+		}
 		return nil, noSIP()
 	}
-	set, err := gb28181.GetPTZSettings(requestContext(ctx), e.store, string(ch.ChannelID))
+	ch, set, err := e.gbPTZState(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -97,11 +109,7 @@ func (e *channelEndpoints) GetChannelPtzCapabilities(
 	ctx context.Context,
 	r contract.GetChannelPtzCapabilitiesRequestObject,
 ) (contract.GetChannelPtzCapabilitiesResponseObject, error) {
-	ch, err := e.gbPTZChannel(ctx, r.ChannelId)
-	if err != nil {
-		return nil, err
-	}
-	set, err := gb28181.GetPTZSettings(requestContext(ctx), e.store, string(ch.ChannelID))
+	ch, set, err := e.gbPTZState(ctx, r.ChannelId)
 	if err != nil {
 		return nil, err
 	}
@@ -144,11 +152,7 @@ func ptzSettings(ch *channels.Channel, set *gb28181.PTZSettings) contract.Channe
 }
 
 func (e *channelEndpoints) GetChannelPtzSettings(ctx context.Context, r contract.GetChannelPtzSettingsRequestObject) (contract.GetChannelPtzSettingsResponseObject, error) {
-	ch, err := e.gbPTZChannel(ctx, r.ChannelId)
-	if err != nil {
-		return nil, err
-	}
-	set, err := gb28181.GetPTZSettings(requestContext(ctx), e.store, string(ch.ChannelID))
+	ch, set, err := e.gbPTZState(ctx, r.ChannelId)
 	if err != nil {
 		return nil, err
 	}

@@ -36,11 +36,7 @@ func TestGB28181HistoryPlaybackEndToEnd(t *testing.T) {
 	dir, sippLog := startSIPpCamera(t, sipAddr, "gb28181_history_answer.xml", deviceID, channelID, platform, domain)
 
 	// Registered: its catalog became a channel.
-	testkit.Eventually(t, 60*time.Second, "the camera registered and its catalog synced", func() bool {
-		var list struct{ Total int }
-		cp.call("GET", "/api/v2/channels?deviceId="+deviceID, nil, &list)
-		return list.Total == 1
-	})
+	catalogChannel(t, cp, deviceID)
 	viewer := backend{t: t, api: cp.api, token: cp.newToken("devices.view")}
 	control := backend{t: t, api: cp.api, token: cp.newToken("devices.control")}
 	player := backend{t: t, api: cp.api, token: cp.newToken("streams.play", "streams.view")}
@@ -185,6 +181,26 @@ func startGBPlatform(t *testing.T, domain, platform string) (*controlNode, strin
 // startSIPpCamera runs gb28181_device.xml (register, catalog of one
 // channel, keep-alives) with the out-of-call scenario ooc answering the
 // platform (extra are more SIPp arguments); it returns SIPp's working
+
+// catalogChannel waits until the camera deviceID registered and its
+// one-channel catalog became a channel, and answers that channel's id.
+func catalogChannel(t *testing.T, cp *controlNode, deviceID string) string {
+	t.Helper()
+	var chID string
+	testkit.Eventually(t, 60*time.Second, "the camera registered and its catalog synced", func() bool {
+		var list struct {
+			Total int
+			Rows  []struct{ ChannelID string }
+		}
+		cp.call("GET", "/api/v2/channels?deviceId="+deviceID, nil, &list)
+		if list.Total == 1 {
+			chID = list.Rows[0].ChannelID
+		}
+		return list.Total == 1
+	})
+	return chID
+}
+
 // directory and a reader of its message log.
 func startSIPpCamera(t *testing.T, sipAddr, ooc, deviceID, channelID, platform, domain string, extra ...string) (string, func() string) {
 	t.Helper()

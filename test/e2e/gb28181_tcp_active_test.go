@@ -32,11 +32,7 @@ func TestGB28181PlaybackTCPActive(t *testing.T) {
 	_, mport, _ := net.SplitHostPort(sender.ListenAddr().String())
 	dir, sippLog := startSIPpCamera(t, sipAddr, "gb28181_tcp_active_answer.xml", deviceID, channelID, platform, domain,
 		"-key", "mediaport", mport, "-key", "camssrc", strconv.Itoa(camSSRC))
-	testkit.Eventually(t, 60*time.Second, "the camera registered and its catalog synced", func() bool {
-		var list struct{ Total int }
-		cp.call("GET", "/api/v2/channels?deviceId="+deviceID, nil, &list)
-		return list.Total == 1
-	})
+	catalogChannel(t, cp, deviceID)
 	control := backend{t: t, api: cp.api, token: cp.newToken("devices.control")}
 	player := backend{t: t, api: cp.api, token: cp.newToken("streams.play", "streams.view")}
 	day := time.Date(2026, 11, 28, 8, 0, 0, 0, time.Local)

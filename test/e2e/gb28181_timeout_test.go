@@ -29,18 +29,7 @@ func TestGB28181LiveRTPTimeoutRecovers(t *testing.T) {
 	)
 	cp, sipAddr := startGBPlatform(t, domain, platform)
 	dir, sippLog := startSIPpCamera(t, sipAddr, "gb28181_answer.xml", deviceID, channelID, platform, domain)
-	var chID string
-	testkit.Eventually(t, 60*time.Second, "the camera registered and its catalog synced", func() bool {
-		var list struct {
-			Total int
-			Rows  []struct{ ChannelID string }
-		}
-		cp.call("GET", "/api/v2/channels?deviceId="+deviceID, nil, &list)
-		if list.Total == 1 {
-			chID = list.Rows[0].ChannelID
-		}
-		return list.Total == 1
-	})
+	chID := catalogChannel(t, cp, deviceID)
 	type channel struct{ ActualState, ActualStateReason string }
 	state := func() channel {
 		var c channel
