@@ -14,10 +14,10 @@ import (
 )
 
 // TestGB28181CommandRelayedToHoldingNode: a SIPp camera registers with
-// control node A. A preset goto and a movement sent to node B, which does
-// not hold the camera's SIP transport, are relayed over the internal link
-// and reach the camera as the exact PTZCmd bytes; B answers what A
-// answered. Once A is gone, B answers 409 gb28181_device_offline promptly.
+// control node A. A preset listing, a preset goto and a movement sent to
+// node B, which does not hold the camera's SIP transport, are relayed over
+// the internal link: the presets are the camera's answer and the commands
+// reach it as the exact PTZCmd bytes. Once A is gone, B answers 409 gb28181_device_offline promptly.
 // A third member keeps the quorum when A stops.
 func TestGB28181CommandRelayedToHoldingNode(t *testing.T) {
 	const (
@@ -65,6 +65,19 @@ func TestGB28181CommandRelayedToHoldingNode(t *testing.T) {
 	if r := b.Do("PUT", base+"/settings", b.Token("channels.manage"), "application/json",
 		[]byte(`{"enabled":true,"confirmedByAdministrator":true}`)); r.Status != 200 {
 		t.Fatalf("confirm PTZ: %d %s", r.Status, r.Body)
+	}
+
+	// The presets come from the camera's PresetQuery answer, through A.
+	var presets struct {
+		Presets []struct {
+			PresetId int
+			Name     string
+		}
+	}
+	if r := b.Get(base+"/presets", b.Token("devices.view")); r.Status != 200 {
+		t.Fatalf("presets through B: %d %s\n%s", r.Status, r.Body, sippLog())
+	} else if r.JSON(t, &presets); len(presets.Presets) != 2 || presets.Presets[0].Name != "Gate" || presets.Presets[1].PresetId != 3 {
+		t.Fatalf("presets through B: %s", r.Body)
 	}
 
 	control := b.Token("devices.control")
