@@ -98,10 +98,26 @@ func presetQueryBody(sn int64, channelID string) string {
 		sn, channelID)
 }
 
-// QueryPresets asks a device for a channel's presets and waits for its
-// PresetQuery response (the one carrying the query's SN) until ctx ends or
-// queryTimeout passes.
+// QueryPresets asks a device for a channel's presets through the node
+// holding its transport (over the relay when that is another node).
 func (s *Service) QueryPresets(ctx context.Context, id DeviceID, channelID string) ([]Preset, error) {
+	if !ValidCode(string(id)) || !ValidCode(channelID) {
+		return nil, fmt.Errorf("%w: deviceId and channelId: %w", ErrInvalid, ErrDeviceID)
+	}
+	h, err := s.holder(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if h != "" {
+		return s.relay.QueryPresets(ctx, h, id, channelID)
+	}
+	return s.LocalQueryPresets(ctx, id, channelID)
+}
+
+// LocalQueryPresets asks through this node's transport only and waits for
+// the device's PresetQuery response (the one carrying the query's SN)
+// until ctx ends or queryTimeout passes.
+func (s *Service) LocalQueryPresets(ctx context.Context, id DeviceID, channelID string) ([]Preset, error) {
 	if !ValidCode(string(id)) || !ValidCode(channelID) {
 		return nil, fmt.Errorf("%w: deviceId and channelId: %w", ErrInvalid, ErrDeviceID)
 	}

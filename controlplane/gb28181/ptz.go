@@ -2,6 +2,8 @@ package gb28181
 
 import (
 	"context"
+	"encoding/hex"
+	"errors"
 	"fmt"
 )
 
@@ -62,9 +64,71 @@ func PTZCmd(p PTZ) string {
 // PresetCmd encodes a preset operation on preset n (1-255).
 func PresetCmd(op byte, n uint8) string { return ptzBytes(op, 0, n, 0) }
 
+// Relay passes commands to holder, the control node that holds the
+// device's SIP transport, and returns what that node answered.
+type Relay interface {
+	DeviceControl(ctx context.Context, holder string, id DeviceID, channelID, ptzCmd string) error
+	QueryPresets(ctx context.Context, holder string, id DeviceID, channelID string) ([]Preset, error)
+}
+
+// SetRelay installs how commands reach devices held by other control
+// nodes. Call it before the API serves.
+func (s *Service) SetRelay(r Relay) { s.relay = r }
+
+// holder is the other control node a command for id must go through: ""
+// when this node holds the device's transport, when no relay is set, or
+// when the record names no other node holding it online (the local
+// attempt then answers device offline).
+func (s *Service) holder(ctx context.Context, id DeviceID) (string, error) {
+	s.mu.Lock()
+	local := s.live[id] != nil && s.live[id].addr != ""
+	s.mu.Unlock()
+	if local || s.relay == nil {
+		return "", nil
+	}
+	d, err := GetDevice(ctx, s.store, id)
+	if errors.Is(err, ErrDeviceNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if d.Status == StatusOnline && d.NodeID != "" && d.NodeID != s.nodeID {
+		return d.NodeID, nil
+	}
+	return "", nil
+}
+
 // DeviceControl sends a PTZCmd to one channel of a device through the
-// node holding its transport.
+// node holding its transport: this node when the device registered here,
+// otherwise the node its record names, over the relay.
 func (s *Service) DeviceControl(ctx context.Context, id DeviceID, channelID, ptzCmd string) error {
+	if err := checkControl(id, channelID, ptzCmd); err != nil {
+		return err
+	}
+	h, err := s.holder(ctx, id)
+	if err != nil {
+		return err
+	}
+	if h != "" {
+		return s.relay.DeviceControl(ctx, h, id, channelID, ptzCmd)
+	}
+	return s.LocalDeviceControl(ctx, id, channelID, ptzCmd)
+}
+
+func checkControl(id DeviceID, channelID, ptzCmd string) error {
+	if !ValidCode(string(id)) || !ValidCode(channelID) {
+		return fmt.Errorf("%w: deviceId and channelId: %w", ErrInvalid, ErrDeviceID)
+	}
+	if _, err := hex.DecodeString(ptzCmd); len(ptzCmd) != 16 || err != nil {
+		return fmt.Errorf("%w: PTZCmd %q is not 8 bytes of hex", ErrInvalid, ptzCmd)
+	}
+	return nil
+}
+
+// LocalDeviceControl is DeviceControl through this node's transport only:
+// what a relayed command runs, so a relay never passes it on again.
+func (s *Service) LocalDeviceControl(ctx context.Context, id DeviceID, channelID, ptzCmd string) error {
 	if !ValidCode(string(id)) || !ValidCode(channelID) {
 		return fmt.Errorf("%w: deviceId and channelId: %w", ErrInvalid, ErrDeviceID)
 	}

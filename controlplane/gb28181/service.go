@@ -54,6 +54,9 @@ type Service struct {
 	ssrcSeq    int
 	// dialogs sends INVITEs and their BYEs.
 	dialogs *sipgo.DialogUA
+	// relay passes a DeviceControl to the control node holding the
+	// device's transport; nil answers device offline instead.
+	relay Relay
 
 	udpAddr, tcpAddr net.Addr
 	ctx              context.Context

@@ -225,6 +225,11 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	internal.POST(JoinPath, joinHandler(d.Node))
 	internal.POST(RemovePath, removeHandler(d.Node))
 	internal.POST(HeartbeatPath, heartbeatHandler(d.Presence))
+	internal.POST(GB28181ControlPath, gbRelayHandler(d.GB28181, relayedControl))
+	internal.POST(GB28181PresetQueryPath, gbRelayHandler(d.GB28181, relayedPresetQuery))
+	if d.GB28181 != nil && len(d.LinkKeys) > 0 {
+		d.GB28181.SetRelay(newGBRelay(d.Node, d.LinkKeys))
+	}
 
 	e.GET("/metrics", func(c *gin.Context) {
 		id, err := d.Auth.Authenticate(c.Request, net.ParseIP(c.ClientIP()))

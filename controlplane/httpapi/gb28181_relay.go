@@ -1,0 +1,147 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/svcplatform/svc/controlplane/gb28181"
+	"github.com/svcplatform/svc/controlplane/store/raftnode"
+)
+
+// Where a control node that does not hold a device's SIP transport passes
+// a command to the one that does.
+const (
+	GB28181ControlPath     = "/internal/v1/gb28181/device-control"
+	GB28181PresetQueryPath = "/internal/v1/gb28181/preset-query"
+)
+
+// relayTimeout bounds a relayed command: the holder waits up to 10 s for
+// the device, so a little more covers the link.
+const relayTimeout = 15 * time.Second
+
+// RelayedCommand is the body of the GB28181 internal paths; PTZCmd is for
+// GB28181ControlPath only.
+type RelayedCommand struct {
+	DeviceID  string `json:"deviceId"`
+	ChannelID string `json:"channelId"`
+	PTZCmd    string `json:"ptzCmd,omitempty"`
+}
+
+// gbRelayHandler runs a relayed command through this node's own transport
+// only (run), so a command is never passed on twice.
+func gbRelayHandler(gb *gb28181.Service, run func(context.Context, *gb28181.Service, RelayedCommand) (any, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		var r RelayedCommand
+		dec := json.NewDecoder(c.Request.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			abortWithError(c, newError(http.StatusBadRequest, "invalid_body", "a relayed command needs deviceId and channelId"))
+			return
+		}
+		if gb == nil {
+			abortWithError(c, noSIP())
+			return
+		}
+		out, err := run(c.Request.Context(), gb, r)
+		if err != nil {
+			abortWithError(c, gbDeviceError(err))
+			return
+		}
+		c.JSON(http.StatusOK, out)
+	}
+}
+
+func relayedControl(ctx context.Context, gb *gb28181.Service, r RelayedCommand) (any, error) {
+	return gin.H{"sent": true}, gb.LocalDeviceControl(ctx, gb28181.DeviceID(r.DeviceID), r.ChannelID, r.PTZCmd)
+}
+
+func relayedPresetQuery(ctx context.Context, gb *gb28181.Service, r RelayedCommand) (any, error) {
+	ps, err := gb.LocalQueryPresets(ctx, gb28181.DeviceID(r.DeviceID), r.ChannelID)
+	return relayedPresets{Presets: ps}, err
+}
+
+type relayedPresets struct {
+	Presets []gb28181.Preset `json:"presets"`
+}
+
+// gbRelay passes commands to the member holding a device over the signed
+// internal link and returns that member's answer as its own: the caller
+// sees the holder's status and error body.
+type gbRelay struct {
+	node   *raftnode.Node
+	keys   [][]byte
+	client *http.Client
+}
+
+func newGBRelay(node *raftnode.Node, keys [][]byte) *gbRelay {
+	return &gbRelay{node: node, keys: keys, client: &http.Client{Timeout: relayTimeout}}
+}
+
+func (g *gbRelay) DeviceControl(ctx context.Context, holder string, id gb28181.DeviceID, channelID, ptzCmd string) error {
+	return g.post(ctx, holder, GB28181ControlPath, RelayedCommand{DeviceID: string(id), ChannelID: channelID, PTZCmd: ptzCmd}, nil)
+}
+
+func (g *gbRelay) QueryPresets(ctx context.Context, holder string, id gb28181.DeviceID, channelID string) ([]gb28181.Preset, error) {
+	var out relayedPresets
+	if err := g.post(ctx, holder, GB28181PresetQueryPath, RelayedCommand{DeviceID: string(id), ChannelID: channelID}, &out); err != nil {
+		return nil, err
+	}
+	return out.Presets, nil
+}
+
+func (g *gbRelay) post(ctx context.Context, holder, path string, cmd RelayedCommand, out any) error {
+	offline := func(why string) error {
+		return fmt.Errorf("%w: %s is held by control node %s, which %s", gb28181.ErrDeviceOffline, cmd.DeviceID, holder, why)
+	}
+	members, err := g.node.Members(ctx)
+	if err != nil {
+		return err
+	}
+	base := ""
+	for _, m := range members {
+		if m.NodeID == holder && !m.Self {
+			base = m.HTTPAddress
+		}
+	}
+	if base == "" {
+		return offline("is not a member of the cluster")
+	}
+	body, _ := json.Marshal(cmd)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	hr.Header = SignInternal(g.keys[0], http.MethodPost, hr.URL.Host, path, body, time.Now())
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := g.client.Do(hr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return offline("does not answer")
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode == http.StatusOK {
+		if out == nil {
+			return nil
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("control node %s answered %s with %w", holder, path, err)
+		}
+		return nil
+	}
+	var eb ErrorBody
+	if json.Unmarshal(raw, &eb) != nil || eb.Code == "" {
+		return offline(fmt.Sprintf("answered %d without an error body", resp.StatusCode))
+	}
+	return &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Message, Retryable: eb.Retryable, Details: eb.Details}
+}
