@@ -246,3 +246,21 @@ func (e *recordingEndpoints) ListRecordingDiskIdentities(
 	}
 	return out, nil
 }
+
+func (e *recordingEndpoints) ListRecordingDiskRoots(
+	ctx context.Context, _ contract.ListRecordingDiskRootsRequestObject,
+) (contract.ListRecordingDiskRootsResponseObject, error) {
+	states, err := e.recording.DiskStates(requestContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.ListRecordingDiskRoots200JSONResponse{CheckedAt: time.Now().UTC(), Items: []contract.RecordingDiskRoot{}}
+	for _, d := range states {
+		c, err := convert[contract.RecordingDiskRoot](d)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, c)
+	}
+	return out, nil
+}

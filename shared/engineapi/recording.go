@@ -258,6 +258,9 @@ const IdentityVerified = "Verified"
 
 // RecordingVolume is the filesystem a recording root lies on.
 type RecordingVolume struct {
+	// Root is the recording root directory on the media host (absolute):
+	// the operator's name for it in GET /api/v2/recording/disk/roots.
+	Root string `json:"root,omitempty"`
 	// FilesystemID is the filesystem's identity (statfs f_fsid with the
 	// device number of the root): another disk mounted there changes it.
 	FilesystemID string `json:"filesystemId"`

@@ -77,6 +77,7 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "GET /api/v2/recording/cut-merge/tasks/{taskId}/download": { permission: "recordings.download" },
   "GET /api/v2/recording/cut-merge/tasks/{taskId}/media": { permission: "recordings.play" },
   "GET /api/v2/recording/disk/identities": { permission: "recordings.view" },
+  "GET /api/v2/recording/disk/roots": { permission: "recordings.view" },
   "GET /api/v2/recording/disk/states": { permission: "recordings.view" },
   "GET /api/v2/recording/files": { permission: "recordings.view" },
   "GET /api/v2/recording/files/statistics": { permission: "recordings.view" },
