@@ -264,3 +264,31 @@ func (e *recordingEndpoints) ListRecordingDiskRoots(
 	}
 	return out, nil
 }
+
+func (e *recordingEndpoints) ProbeRecordingRoot(
+	ctx context.Context, r contract.ProbeRecordingRootRequestObject,
+) (contract.ProbeRecordingRootResponseObject, error) {
+	res, err := e.recording.ProbeRoot(requestContext(ctx), actor(ctx).Actor, r.Body.MediaServerId, r.Body.Path, false)
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[contract.RecordRootProbeResult](res)
+	if err != nil {
+		return nil, err
+	}
+	return contract.ProbeRecordingRoot200JSONResponse(out), nil
+}
+
+func (e *recordingEndpoints) ValidateRecordingRoot(
+	ctx context.Context, r contract.ValidateRecordingRootRequestObject,
+) (contract.ValidateRecordingRootResponseObject, error) {
+	res, err := e.recording.ProbeRoot(requestContext(ctx), actor(ctx).Actor, r.Body.MediaServerId, r.Body.Path, true)
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[contract.RecordRootProbeResult](res)
+	if err != nil {
+		return nil, err
+	}
+	return contract.ValidateRecordingRoot200JSONResponse(out), nil
+}

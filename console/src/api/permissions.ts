@@ -192,6 +192,8 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "POST /api/v2/recording/auto-record/run-once": { permission: "recordings.manage" },
   "POST /api/v2/recording/cut-merge/cleanup": { permission: "recordings.manage" },
   "POST /api/v2/recording/cut-merge/tasks": { permission: "recordings.manage" },
+  "POST /api/v2/recording/disk/probe-root": { permission: "recordings.manage" },
+  "POST /api/v2/recording/disk/validate-root": { permission: "recordings.manage" },
   "POST /api/v2/recording/files/delete": { permission: "recordings.delete" },
   "POST /api/v2/recording/files/restore": { permission: "recordings.manage" },
   "POST /api/v2/recording/files/scan": { permission: "recordings.manage" },
