@@ -56,7 +56,8 @@ func TestProbeRoot(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{filepath.Join(base, "missing"), file, "relative/dir", filepath.Join(base, "sub") + string(filepath.Separator) + filepath.Join("..", "cand"), cand + "/"} {
+	unclean := filepath.Join(base, "sub") + string(filepath.Separator) + filepath.Join("..", "cand")
+	for _, bad := range []string{filepath.Join(base, "missing"), file, "relative/dir", unclean, cand + "/"} {
 		if p := r.ProbeRoot(bad, true); p.Valid || p.Bound || p.Problem == "" {
 			t.Fatalf("%q: %+v", bad, p)
 		}
