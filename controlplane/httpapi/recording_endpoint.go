@@ -292,3 +292,31 @@ func (e *recordingEndpoints) ValidateRecordingRoot(
 	}
 	return contract.ValidateRecordingRoot200JSONResponse(out), nil
 }
+
+func (e *recordingEndpoints) GetRecordingDiskCheckTemplate(
+	context.Context, contract.GetRecordingDiskCheckTemplateRequestObject,
+) (contract.GetRecordingDiskCheckTemplateResponseObject, error) {
+	out, err := convert[contract.RecordingDiskCheckTemplate](map[string]any{"items": recording.DiskCheckItems})
+	if err != nil {
+		return nil, err
+	}
+	return contract.GetRecordingDiskCheckTemplate200JSONResponse(out), nil
+}
+
+func (e *recordingEndpoints) CheckRecordingDisks(
+	ctx context.Context, _ contract.CheckRecordingDisksRequestObject,
+) (contract.CheckRecordingDisksResponseObject, error) {
+	checks, err := e.recording.CheckDisks(requestContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.CheckRecordingDisks200JSONResponse{CheckedAt: time.Now().UTC(), Items: []contract.RecordingDiskCheck{}}
+	for _, c := range checks {
+		v, err := convert[contract.RecordingDiskCheck](c)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, v)
+	}
+	return out, nil
+}

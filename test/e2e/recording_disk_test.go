@@ -283,6 +283,16 @@ func TestRecordingDiskSwap(t *testing.T) {
 		roots.Items[0].Path != root || roots.Items[0].State != "Mismatch" || roots.Items[0].IdentityID != bound {
 		t.Fatalf("recording roots of a swapped disk: %d %s", st, body)
 	}
+	var check struct {
+		Items []struct {
+			Passed bool
+			Checks []struct{ Key, Status, Detail string }
+		}
+	}
+	if st, body := be.call("POST", "/api/v2/recording/disk/check", nil, &check); st != 200 || len(check.Items) != 1 || check.Items[0].Passed ||
+		check.Items[0].Checks[2].Key != "identity-verified" || check.Items[0].Checks[2].Status != "Fail" || check.Items[0].Checks[1].Status != "Pass" {
+		t.Fatalf("disk check of a swapped disk: %d %s", st, body)
+	}
 	if st, body := viewer.call("GET", "/api/v2/recording/disk/roots", nil, nil); st != 403 {
 		t.Fatalf("recording roots without recordings.view: %d %s", st, body)
 	}

@@ -16,7 +16,8 @@ import (
 // leaves it empty; validate-root writes the identity marker once (bound),
 // again answers the same identity; the engine's own root is current; a
 // missing directory and a relative path are not valid (nothing created);
-// both operations need recordings.manage.
+// both operations need recordings.manage. A disk check of the healthy root
+// passes every item of the disk-check template.
 func TestRecordingRootProbeAndValidate(t *testing.T) {
 	bin := svcbin.Build(t)
 	cp := startControlNode(t, func(c *config.Config) {})
@@ -82,6 +83,27 @@ func TestRecordingRootProbeAndValidate(t *testing.T) {
 		t.Fatalf("probe-root without a path: %d %s", st, body)
 	}
 	viewer := backend{t: t, api: cp.api, token: cp.newToken("recordings.view")}
+	var template struct {
+		Items []struct{ Key, Description string }
+	}
+	if st, body := viewer.call("GET", "/api/v2/recording/disk-check-template", nil, &template); st != 200 || len(template.Items) != 6 ||
+		template.Items[2].Key != "identity-verified" {
+		t.Fatalf("disk check template: %d %s", st, body)
+	}
+	var check struct {
+		Items []struct {
+			NodeID, Path string
+			Passed       bool
+			Checks       []struct{ Key, Status string }
+		}
+	}
+	if st, body := be.call("POST", "/api/v2/recording/disk/check", nil, &check); st != 200 || len(check.Items) != 1 || !check.Items[0].Passed ||
+		check.Items[0].Path != roots.Items[0].Path || len(check.Items[0].Checks) != 6 || check.Items[0].Checks[5].Status != "Pass" {
+		t.Fatalf("disk check: %d %s", st, body)
+	}
+	if st, body := viewer.call("POST", "/api/v2/recording/disk/check", nil, nil); st != 403 {
+		t.Fatalf("disk check without recordings.manage: %d %s", st, body)
+	}
 	for _, op := range []string{"probe-root", "validate-root"} {
 		if st, body := viewer.call("POST", "/api/v2/recording/disk/"+op, map[string]any{"mediaServerId": "media-1", "path": cand}, nil); st != 403 {
 			t.Fatalf("%s without recordings.manage: %d %s", op, st, body)
