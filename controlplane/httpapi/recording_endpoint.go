@@ -320,3 +320,21 @@ func (e *recordingEndpoints) CheckRecordingDisks(
 	}
 	return out, nil
 }
+
+func (e *recordingEndpoints) GuardRecordingDisks(
+	ctx context.Context, _ contract.GuardRecordingDisksRequestObject,
+) (contract.GuardRecordingDisksResponseObject, error) {
+	guards, err := e.recording.GuardDisks(requestContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.GuardRecordingDisks200JSONResponse{CheckedAt: time.Now().UTC(), Items: []contract.RecordingDiskGuard{}}
+	for _, g := range guards {
+		v, err := convert[contract.RecordingDiskGuard](g)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, v)
+	}
+	return out, nil
+}

@@ -90,3 +90,43 @@ func checkDisk(d DiskState) DiskCheck {
 		strconv.FormatInt(d.FreeBytes, 10)+" bytes free, low below "+strconv.FormatInt(d.LowSpaceBytes, 10))
 	return c
 }
+
+// Whether an engine's guard lets new files start on a root.
+const (
+	WritingActive  = "Active"
+	WritingPaused  = "Paused"
+	WritingUnknown = "Unknown"
+)
+
+// DiskGuard is a disk check with the engine guard's verdict: writing is
+// Paused (no new file starts; open ones finish) while the volume is Full,
+// another disk, missing or read-only, and Active again by itself once the
+// check passes those items.
+type DiskGuard struct {
+	DiskCheck
+	Writing string `json:"writing"`
+}
+
+// GuardDisks runs a disk check (the engine applies retention and its
+// guard as it reads the volume) and says where writing is paused.
+func (s *Service) GuardDisks(ctx context.Context) ([]DiskGuard, error) {
+	checks, err := s.CheckDisks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DiskGuard, 0, len(checks))
+	for _, c := range checks {
+		out = append(out, DiskGuard{DiskCheck: c, Writing: writingOf(c.State)})
+	}
+	return out, nil
+}
+
+func writingOf(state string) string {
+	switch state {
+	case VolumeNormal, VolumeLowSpace:
+		return WritingActive
+	case VolumeUnknown:
+		return WritingUnknown
+	}
+	return WritingPaused
+}

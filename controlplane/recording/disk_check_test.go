@@ -35,3 +35,14 @@ func TestCheckDisk(t *testing.T) {
 		}
 	}
 }
+
+// TestWritingOf: the guard pauses writing exactly on the states where the
+// engine refuses new files.
+func TestWritingOf(t *testing.T) {
+	for state, want := range map[string]string{VolumeNormal: WritingActive, VolumeLowSpace: WritingActive, VolumeFull: WritingPaused,
+		VolumeMismatch: WritingPaused, VolumeMissing: WritingPaused, VolumeReadOnly: WritingPaused, VolumeUnknown: WritingUnknown} {
+		if got := writingOf(state); got != want {
+			t.Fatalf("%s: %s, want %s", state, got, want)
+		}
+	}
+}

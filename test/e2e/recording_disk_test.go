@@ -202,7 +202,8 @@ func TestRecordingRetentionByAge(t *testing.T) {
 // Mismatch with the bound identity (so do GET /api/v2/recording/disk/roots,
 // which also names the root directory, and GET
 // /api/v2/recording/disk/identities), the engine refuses new files there
-// without failing, and once the tmpfs is gone the root is Normal again and
+// without failing (disk check: identity-verified fails; guard: Paused), and
+// once the tmpfs is gone the root is Normal again (guard: Active) and
 // recording goes on into new files.
 func TestRecordingDiskSwap(t *testing.T) {
 	bin := svcbin.Build(t)
@@ -293,6 +294,13 @@ func TestRecordingDiskSwap(t *testing.T) {
 		check.Items[0].Checks[2].Key != "identity-verified" || check.Items[0].Checks[2].Status != "Fail" || check.Items[0].Checks[1].Status != "Pass" {
 		t.Fatalf("disk check of a swapped disk: %d %s", st, body)
 	}
+	var guard struct {
+		Items []struct{ Writing, State string }
+	}
+	if st, body := be.call("POST", "/api/v2/recording/disk/guard", nil, &guard); st != 200 || len(guard.Items) != 1 ||
+		guard.Items[0].Writing != "Paused" || guard.Items[0].State != "Mismatch" {
+		t.Fatalf("disk guard on a swapped disk: %d %s", st, body)
+	}
 	if st, body := viewer.call("GET", "/api/v2/recording/disk/roots", nil, nil); st != 403 {
 		t.Fatalf("recording roots without recordings.view: %d %s", st, body)
 	}
@@ -310,6 +318,9 @@ func TestRecordingDiskSwap(t *testing.T) {
 		be.call("GET", "/api/v2/recording/files?streamId=swap", nil, &files)
 		return len(states.Items) == 1 && states.Items[0].State == "Normal" && states.Items[0].IdentityState == "Verified" && files.Total > during+1
 	})
+	if st, body := be.call("POST", "/api/v2/recording/disk/guard", nil, &guard); st != 200 || len(guard.Items) != 1 || guard.Items[0].Writing != "Active" {
+		t.Fatalf("disk guard with the bound disk back: %d %s", st, body)
+	}
 	if err := push.Wait(); err != nil {
 		t.Fatalf("ffmpeg push: %v", err)
 	}

@@ -101,6 +101,13 @@ func TestRecordingRootProbeAndValidate(t *testing.T) {
 		check.Items[0].Path != roots.Items[0].Path || len(check.Items[0].Checks) != 6 || check.Items[0].Checks[5].Status != "Pass" {
 		t.Fatalf("disk check: %d %s", st, body)
 	}
+	var guard struct{ Items []struct{ Writing string } }
+	if st, body := be.call("POST", "/api/v2/recording/disk/guard", nil, &guard); st != 200 || len(guard.Items) != 1 || guard.Items[0].Writing != "Active" {
+		t.Fatalf("disk guard: %d %s", st, body)
+	}
+	if st, body := viewer.call("POST", "/api/v2/recording/disk/guard", nil, nil); st != 403 {
+		t.Fatalf("disk guard without recordings.manage: %d %s", st, body)
+	}
 	if st, body := viewer.call("POST", "/api/v2/recording/disk/check", nil, nil); st != 403 {
 		t.Fatalf("disk check without recordings.manage: %d %s", st, body)
 	}

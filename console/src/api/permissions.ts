@@ -194,6 +194,7 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "POST /api/v2/recording/cut-merge/cleanup": { permission: "recordings.manage" },
   "POST /api/v2/recording/cut-merge/tasks": { permission: "recordings.manage" },
   "POST /api/v2/recording/disk/check": { permission: "recordings.manage" },
+  "POST /api/v2/recording/disk/guard": { permission: "recordings.manage" },
   "POST /api/v2/recording/disk/probe-root": { permission: "recordings.manage" },
   "POST /api/v2/recording/disk/validate-root": { permission: "recordings.manage" },
   "POST /api/v2/recording/files/delete": { permission: "recordings.delete" },
