@@ -100,6 +100,16 @@ func (a *agent) engineRelays() map[string]commands.Handler {
 			var out engineapi.RecordFileScanResult
 			return out, call(ctx, http.MethodPost, engineapi.PathRecordingFilesScan, nil, &out)
 		}),
+		agentapi.TypeEngineRecordRootProbe: with(func(ctx context.Context, in engineapi.RootProbeRequest) (any, error) {
+			in.Bind = false
+			var out engineapi.RootProbe
+			return out, call(ctx, http.MethodPost, engineapi.PathRecordingRootProbe, in, &out)
+		}),
+		agentapi.TypeEngineRecordRootValidate: with(func(ctx context.Context, in engineapi.RootProbeRequest) (any, error) {
+			in.Bind = true
+			var out engineapi.RootProbe
+			return out, call(ctx, http.MethodPost, engineapi.PathRecordingRootProbe, in, &out)
+		}),
 		agentapi.TypeEngineRecordList: noPayload(func(ctx context.Context) (any, error) {
 			var out engineapi.RecordingList
 			return out, call(ctx, http.MethodGet, engineapi.PathRecordings, nil, &out)

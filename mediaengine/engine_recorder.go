@@ -68,3 +68,12 @@ func (e *Engine) scanRecordFiles(w http.ResponseWriter, _ *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// probeRecordingRoot answers POST /api/v1/recordings/roots/probe.
+func (e *Engine) probeRecordingRoot(w http.ResponseWriter, r *http.Request) {
+	var req engineapi.RootProbeRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	writeJSON(w, http.StatusOK, e.records.ProbeRoot(req.Path, req.Bind))
+}

@@ -2116,6 +2116,48 @@ func (e RecordSource) Valid() bool {
 	}
 }
 
+// Defines values for RecordingDiskCheckResultStatus.
+const (
+	RecordingDiskCheckResultStatusFail    RecordingDiskCheckResultStatus = "Fail"
+	RecordingDiskCheckResultStatusPass    RecordingDiskCheckResultStatus = "Pass"
+	RecordingDiskCheckResultStatusSkipped RecordingDiskCheckResultStatus = "Skipped"
+)
+
+// Valid indicates whether the value is a known member of the RecordingDiskCheckResultStatus enum.
+func (e RecordingDiskCheckResultStatus) Valid() bool {
+	switch e {
+	case RecordingDiskCheckResultStatusFail:
+		return true
+	case RecordingDiskCheckResultStatusPass:
+		return true
+	case RecordingDiskCheckResultStatusSkipped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordingDiskGuardWriting.
+const (
+	RecordingDiskGuardWritingActive  RecordingDiskGuardWriting = "Active"
+	RecordingDiskGuardWritingPaused  RecordingDiskGuardWriting = "Paused"
+	RecordingDiskGuardWritingUnknown RecordingDiskGuardWriting = "Unknown"
+)
+
+// Valid indicates whether the value is a known member of the RecordingDiskGuardWriting enum.
+func (e RecordingDiskGuardWriting) Valid() bool {
+	switch e {
+	case RecordingDiskGuardWritingActive:
+		return true
+	case RecordingDiskGuardWritingPaused:
+		return true
+	case RecordingDiskGuardWritingUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RecordingDiskIdentityIdentityState.
 const (
 	RecordingDiskIdentityIdentityStateMismatch RecordingDiskIdentityIdentityState = "Mismatch"
@@ -2134,6 +2176,30 @@ func (e RecordingDiskIdentityIdentityState) Valid() bool {
 	case RecordingDiskIdentityIdentityStateReadOnly:
 		return true
 	case RecordingDiskIdentityIdentityStateVerified:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordingDiskRootIdentityState.
+const (
+	RecordingDiskRootIdentityStateMismatch RecordingDiskRootIdentityState = "Mismatch"
+	RecordingDiskRootIdentityStateMissing  RecordingDiskRootIdentityState = "Missing"
+	RecordingDiskRootIdentityStateReadOnly RecordingDiskRootIdentityState = "ReadOnly"
+	RecordingDiskRootIdentityStateVerified RecordingDiskRootIdentityState = "Verified"
+)
+
+// Valid indicates whether the value is a known member of the RecordingDiskRootIdentityState enum.
+func (e RecordingDiskRootIdentityState) Valid() bool {
+	switch e {
+	case RecordingDiskRootIdentityStateMismatch:
+		return true
+	case RecordingDiskRootIdentityStateMissing:
+		return true
+	case RecordingDiskRootIdentityStateReadOnly:
+		return true
+	case RecordingDiskRootIdentityStateVerified:
 		return true
 	default:
 		return false
@@ -7847,8 +7913,197 @@ type RecordPlanSlot struct {
 // RecordPlanSlotDay Day of the week.
 type RecordPlanSlotDay string
 
+// RecordRootIdentityBindRequest A candidate recording root to validate and bind to its disk identity.
+type RecordRootIdentityBindRequest struct {
+	// MediaServerId The media server whose host holds the directory.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Path The directory on the media host (absolute and clean, no ..).
+	Path string `json:"path"`
+}
+
+// RecordRootIdentityInspectRequest A candidate recording root to probe (read-only).
+type RecordRootIdentityInspectRequest struct {
+	// MediaServerId The media server whose host holds the directory.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Path The directory on the media host (absolute and clean, no ..).
+	Path string `json:"path"`
+}
+
+// RecordRootProbeResult What a media server's engine found at a candidate recording root.
+type RecordRootProbeResult struct {
+	// Bound Whether this request wrote the marker (validate-root on a directory without one).
+	Bound bool `json:"bound"`
+
+	// CheckedAt When the engine checked it.
+	CheckedAt time.Time `json:"checkedAt"`
+
+	// Current Whether it is the engine's recording root now.
+	Current bool `json:"current"`
+
+	// Directory Whether it is a directory.
+	Directory bool `json:"directory"`
+
+	// Exists Whether it exists.
+	Exists bool `json:"exists"`
+
+	// FilesystemId Identity of the filesystem it lies on.
+	FilesystemId *string `json:"filesystemId,omitempty"`
+
+	// FilesystemType The filesystem's type (ext4, xfs, tmpfs, ...), absent when not one the engine names.
+	FilesystemType *string `json:"filesystemType,omitempty"`
+
+	// FreeBytes Space still usable there.
+	FreeBytes int64 `json:"freeBytes"`
+
+	// IdentityId The disk identity marker the directory holds (after validation, the one bound).
+	IdentityId *string `json:"identityId,omitempty"`
+
+	// MediaServerId The media server asked.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Its media host.
+	NodeId string `json:"nodeId"`
+
+	// Path The directory checked.
+	Path string `json:"path"`
+
+	// Problem Why it cannot (absent when valid).
+	Problem *string `json:"problem,omitempty"`
+
+	// TotalBytes Size of the filesystem.
+	TotalBytes int64 `json:"totalBytes"`
+
+	// Valid Whether it can be a recording root.
+	Valid bool `json:"valid"`
+
+	// Writable Whether the engine could create a file in it.
+	Writable bool `json:"writable"`
+}
+
 // RecordSource Who asked for a recording, manual (an operator or backend), auto (channel autoRecord) or plan.
 type RecordSource string
+
+// RecordingDiskCheck One media host's checked recording root.
+type RecordingDiskCheck struct {
+	// CheckedAt When the engine checked it.
+	CheckedAt *time.Time `json:"checkedAt,omitempty"`
+
+	// Checks The items in template order.
+	Checks []RecordingDiskCheckResult `json:"checks"`
+
+	// Error Why the engine could not be asked.
+	Error *string `json:"error,omitempty"`
+
+	// FreeBytes Space the recorder may still use.
+	FreeBytes *int64 `json:"freeBytes,omitempty"`
+
+	// IdentityId The disk identity the root is bound to.
+	IdentityId *string `json:"identityId,omitempty"`
+
+	// MediaServerId Its media server.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId The media host.
+	NodeId string `json:"nodeId"`
+
+	// Passed Whether no item failed.
+	Passed bool `json:"passed"`
+
+	// Path The recording root directory (absent when the engine could not be asked).
+	Path *string `json:"path,omitempty"`
+
+	// State Normal (free space at or above the low watermark), LowSpace (below lowSpaceBytes), Full (below fullBytes: no new file starts), Mismatch (the root holds another disk: its identity marker is absent or not the bound one), Missing (the root is gone), ReadOnly (no file can be created there), Unknown (the engine could not be asked). On Mismatch, Missing and ReadOnly no new file starts there and retention deletes nothing; recording resumes by itself when the bound disk is back.
+	State DiskVolumeState `json:"state"`
+}
+
+// RecordingDiskCheckItem One disk check item.
+type RecordingDiskCheckItem struct {
+	// Description What it checks.
+	Description string `json:"description"`
+
+	// Key The item's key (engine-reachable, root-present, identity-verified, writable, above-full, above-low-space).
+	Key string `json:"key"`
+}
+
+// RecordingDiskCheckList A disk check of every media host.
+type RecordingDiskCheckList struct {
+	// CheckedAt When the control plane asked.
+	CheckedAt time.Time `json:"checkedAt"`
+
+	// Items One per enrolled, unretired media host, by node id.
+	Items []RecordingDiskCheck `json:"items"`
+}
+
+// RecordingDiskCheckResult One item's outcome on one media host.
+type RecordingDiskCheckResult struct {
+	// Detail Why it failed.
+	Detail *string `json:"detail,omitempty"`
+
+	// Key The item.
+	Key string `json:"key"`
+
+	// Status Pass, Fail, or Skipped when an earlier failure made it untestable.
+	Status RecordingDiskCheckResultStatus `json:"status"`
+}
+
+// RecordingDiskCheckResultStatus Pass, Fail, or Skipped when an earlier failure made it untestable.
+type RecordingDiskCheckResultStatus string
+
+// RecordingDiskCheckTemplate The items of a disk check.
+type RecordingDiskCheckTemplate struct {
+	// Items In the order a check answers them.
+	Items []RecordingDiskCheckItem `json:"items"`
+}
+
+// RecordingDiskGuard One media host's disk check with the guard's verdict.
+type RecordingDiskGuard struct {
+	// CheckedAt When the engine checked it.
+	CheckedAt *time.Time `json:"checkedAt,omitempty"`
+
+	// Checks The items in template order.
+	Checks []RecordingDiskCheckResult `json:"checks"`
+
+	// Error Why the engine could not be asked.
+	Error *string `json:"error,omitempty"`
+
+	// FreeBytes Space the recorder may still use.
+	FreeBytes *int64 `json:"freeBytes,omitempty"`
+
+	// IdentityId The disk identity the root is bound to.
+	IdentityId *string `json:"identityId,omitempty"`
+
+	// MediaServerId Its media server.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId The media host.
+	NodeId string `json:"nodeId"`
+
+	// Passed Whether no item failed.
+	Passed bool `json:"passed"`
+
+	// Path The recording root directory (absent when the engine could not be asked).
+	Path *string `json:"path,omitempty"`
+
+	// State Normal (free space at or above the low watermark), LowSpace (below lowSpaceBytes), Full (below fullBytes: no new file starts), Mismatch (the root holds another disk: its identity marker is absent or not the bound one), Missing (the root is gone), ReadOnly (no file can be created there), Unknown (the engine could not be asked). On Mismatch, Missing and ReadOnly no new file starts there and retention deletes nothing; recording resumes by itself when the bound disk is back.
+	State DiskVolumeState `json:"state"`
+
+	// Writing Active (new files start), Paused (the guard refuses new files) or Unknown.
+	Writing RecordingDiskGuardWriting `json:"writing"`
+}
+
+// RecordingDiskGuardWriting Active (new files start), Paused (the guard refuses new files) or Unknown.
+type RecordingDiskGuardWriting string
+
+// RecordingDiskGuardList A guard run over every media host.
+type RecordingDiskGuardList struct {
+	// CheckedAt When the control plane asked.
+	CheckedAt time.Time `json:"checkedAt"`
+
+	// Items One per enrolled, unretired media host, by node id.
+	Items []RecordingDiskGuard `json:"items"`
+}
 
 // RecordingDiskIdentity One media host's recording root identity.
 type RecordingDiskIdentity struct {
@@ -7887,6 +8142,57 @@ type RecordingDiskIdentityList struct {
 
 	// Items One per enrolled, unretired media host, by node id.
 	Items []RecordingDiskIdentity `json:"items"`
+}
+
+// RecordingDiskRoot One media host's recording root, its volume and disk identity.
+type RecordingDiskRoot struct {
+	// CheckedAt When the engine read it.
+	CheckedAt *time.Time `json:"checkedAt,omitempty"`
+
+	// Error Why the engine could not be asked.
+	Error *string `json:"error,omitempty"`
+
+	// FilesystemId Identity of the filesystem under the root.
+	FilesystemId *string `json:"filesystemId,omitempty"`
+
+	// FoundIdentityId The marker the root holds now, when it is another disk's.
+	FoundIdentityId *string `json:"foundIdentityId,omitempty"`
+
+	// FreeBytes Space the recorder may still use (0 when Unknown).
+	FreeBytes *int64 `json:"freeBytes,omitempty"`
+
+	// IdentityId The disk identity the root is bound to.
+	IdentityId *string `json:"identityId,omitempty"`
+
+	// IdentityState Verified, or Mismatch, Missing, ReadOnly (absent when Unknown).
+	IdentityState *RecordingDiskRootIdentityState `json:"identityState,omitempty"`
+
+	// MediaServerId Its media server.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId The media host.
+	NodeId string `json:"nodeId"`
+
+	// Path The recording root directory on the media host (absent when Unknown).
+	Path *string `json:"path,omitempty"`
+
+	// State Normal (free space at or above the low watermark), LowSpace (below lowSpaceBytes), Full (below fullBytes: no new file starts), Mismatch (the root holds another disk: its identity marker is absent or not the bound one), Missing (the root is gone), ReadOnly (no file can be created there), Unknown (the engine could not be asked). On Mismatch, Missing and ReadOnly no new file starts there and retention deletes nothing; recording resumes by itself when the bound disk is back.
+	State DiskVolumeState `json:"state"`
+
+	// TotalBytes Size of the filesystem (0 when Unknown).
+	TotalBytes *int64 `json:"totalBytes,omitempty"`
+}
+
+// RecordingDiskRootIdentityState Verified, or Mismatch, Missing, ReadOnly (absent when Unknown).
+type RecordingDiskRootIdentityState string
+
+// RecordingDiskRootList The recording roots of the media hosts.
+type RecordingDiskRootList struct {
+	// CheckedAt When the control plane asked.
+	CheckedAt time.Time `json:"checkedAt"`
+
+	// Items One per enrolled, unretired media host, by node id.
+	Items []RecordingDiskRoot `json:"items"`
 }
 
 // RecordingDiskState One media host's recording volume.
@@ -11836,6 +12142,12 @@ type CleanupCutMergeTasksJSONRequestBody = CutMergeCleanupRequest
 // CreateCutMergeTaskJSONRequestBody defines body for CreateCutMergeTask for application/json ContentType.
 type CreateCutMergeTaskJSONRequestBody = CutMergeRequest
 
+// ProbeRecordingRootJSONRequestBody defines body for ProbeRecordingRoot for application/json ContentType.
+type ProbeRecordingRootJSONRequestBody = RecordRootIdentityInspectRequest
+
+// ValidateRecordingRootJSONRequestBody defines body for ValidateRecordingRoot for application/json ContentType.
+type ValidateRecordingRootJSONRequestBody = RecordRootIdentityBindRequest
+
 // DeleteRecordingFilesJSONRequestBody defines body for DeleteRecordingFiles for application/json ContentType.
 type DeleteRecordingFilesJSONRequestBody = DeleteRecordFilesRequest
 
@@ -12593,12 +12905,30 @@ type ServerInterface interface {
 	// GetCutMergeTaskMedia Play a cut/merge output
 	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/media)
 	GetCutMergeTaskMedia(c *gin.Context, taskId CutMergeTaskIdPath)
+	// GetRecordingDiskCheckTemplate Disk check items
+	// (GET /api/v2/recording/disk-check-template)
+	GetRecordingDiskCheckTemplate(c *gin.Context)
+	// CheckRecordingDisks Run a disk check
+	// (POST /api/v2/recording/disk/check)
+	CheckRecordingDisks(c *gin.Context)
+	// GuardRecordingDisks Run a disk check with the guard's verdict
+	// (POST /api/v2/recording/disk/guard)
+	GuardRecordingDisks(c *gin.Context)
 	// ListRecordingDiskIdentities Verified disk identities of the recording roots
 	// (GET /api/v2/recording/disk/identities)
 	ListRecordingDiskIdentities(c *gin.Context)
+	// ProbeRecordingRoot Probe a candidate recording root
+	// (POST /api/v2/recording/disk/probe-root)
+	ProbeRecordingRoot(c *gin.Context)
+	// ListRecordingDiskRoots Recording roots
+	// (GET /api/v2/recording/disk/roots)
+	ListRecordingDiskRoots(c *gin.Context)
 	// ListRecordingDiskStates Recording volume states
 	// (GET /api/v2/recording/disk/states)
 	ListRecordingDiskStates(c *gin.Context)
+	// ValidateRecordingRoot Validate a recording root and bind its disk identity
+	// (POST /api/v2/recording/disk/validate-root)
+	ValidateRecordingRoot(c *gin.Context)
 	// ListRecordingFiles List recorded files
 	// (GET /api/v2/recording/files)
 	ListRecordingFiles(c *gin.Context, params ListRecordingFilesParams)
@@ -16579,6 +16909,45 @@ func (siw *ServerInterfaceWrapper) GetCutMergeTaskMedia(c *gin.Context) {
 	siw.Handler.GetCutMergeTaskMedia(c, taskId)
 }
 
+// GetRecordingDiskCheckTemplate operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordingDiskCheckTemplate(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordingDiskCheckTemplate(c)
+}
+
+// CheckRecordingDisks operation middleware
+func (siw *ServerInterfaceWrapper) CheckRecordingDisks(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CheckRecordingDisks(c)
+}
+
+// GuardRecordingDisks operation middleware
+func (siw *ServerInterfaceWrapper) GuardRecordingDisks(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GuardRecordingDisks(c)
+}
+
 // ListRecordingDiskIdentities operation middleware
 func (siw *ServerInterfaceWrapper) ListRecordingDiskIdentities(c *gin.Context) {
 
@@ -16592,6 +16961,32 @@ func (siw *ServerInterfaceWrapper) ListRecordingDiskIdentities(c *gin.Context) {
 	siw.Handler.ListRecordingDiskIdentities(c)
 }
 
+// ProbeRecordingRoot operation middleware
+func (siw *ServerInterfaceWrapper) ProbeRecordingRoot(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ProbeRecordingRoot(c)
+}
+
+// ListRecordingDiskRoots operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordingDiskRoots(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordingDiskRoots(c)
+}
+
 // ListRecordingDiskStates operation middleware
 func (siw *ServerInterfaceWrapper) ListRecordingDiskStates(c *gin.Context) {
 
@@ -16603,6 +16998,19 @@ func (siw *ServerInterfaceWrapper) ListRecordingDiskStates(c *gin.Context) {
 	}
 
 	siw.Handler.ListRecordingDiskStates(c)
+}
+
+// ValidateRecordingRoot operation middleware
+func (siw *ServerInterfaceWrapper) ValidateRecordingRoot(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ValidateRecordingRoot(c)
 }
 
 // ListRecordingFiles operation middleware
@@ -21700,6 +22108,12 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/recording/plans/:planId/evaluate", wrapper.EvaluateRecordPlan)
 	router.GET(options.BaseURL+"/api/v2/recording/plan-template", wrapper.GetRecordPlanTemplate)
 	router.GET(options.BaseURL+"/api/v2/recording/disk/identities", wrapper.ListRecordingDiskIdentities)
+	router.GET(options.BaseURL+"/api/v2/recording/disk-check-template", wrapper.GetRecordingDiskCheckTemplate)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/check", wrapper.CheckRecordingDisks)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/guard", wrapper.GuardRecordingDisks)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/probe-root", wrapper.ProbeRecordingRoot)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/validate-root", wrapper.ValidateRecordingRoot)
+	router.GET(options.BaseURL+"/api/v2/recording/disk/roots", wrapper.ListRecordingDiskRoots)
 	router.GET(options.BaseURL+"/api/v2/recording/disk/states", wrapper.ListRecordingDiskStates)
 	router.GET(options.BaseURL+"/api/v2/rtc/rooms", wrapper.ListRtcRooms)
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms", wrapper.CreateRtcRoom)
@@ -35012,6 +35426,240 @@ func (response GetCutMergeTaskMedia503JSONResponse) VisitGetCutMergeTaskMediaRes
 	return err
 }
 
+type GetRecordingDiskCheckTemplateRequestObject struct {
+}
+
+type GetRecordingDiskCheckTemplateResponseObject interface {
+	VisitGetRecordingDiskCheckTemplateResponse(w http.ResponseWriter) error
+}
+
+type GetRecordingDiskCheckTemplate200JSONResponse RecordingDiskCheckTemplate
+
+func (response GetRecordingDiskCheckTemplate200JSONResponse) VisitGetRecordingDiskCheckTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingDiskCheckTemplate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordingDiskCheckTemplate401JSONResponse) VisitGetRecordingDiskCheckTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingDiskCheckTemplate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordingDiskCheckTemplate403JSONResponse) VisitGetRecordingDiskCheckTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingDiskCheckTemplate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordingDiskCheckTemplate429JSONResponse) VisitGetRecordingDiskCheckTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingDiskCheckTemplate500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordingDiskCheckTemplate500JSONResponse) VisitGetRecordingDiskCheckTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CheckRecordingDisksRequestObject struct {
+}
+
+type CheckRecordingDisksResponseObject interface {
+	VisitCheckRecordingDisksResponse(w http.ResponseWriter) error
+}
+
+type CheckRecordingDisks200JSONResponse RecordingDiskCheckList
+
+func (response CheckRecordingDisks200JSONResponse) VisitCheckRecordingDisksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CheckRecordingDisks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CheckRecordingDisks401JSONResponse) VisitCheckRecordingDisksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CheckRecordingDisks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CheckRecordingDisks403JSONResponse) VisitCheckRecordingDisksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CheckRecordingDisks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CheckRecordingDisks429JSONResponse) VisitCheckRecordingDisksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CheckRecordingDisks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CheckRecordingDisks500JSONResponse) VisitCheckRecordingDisksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GuardRecordingDisksRequestObject struct {
+}
+
+type GuardRecordingDisksResponseObject interface {
+	VisitGuardRecordingDisksResponse(w http.ResponseWriter) error
+}
+
+type GuardRecordingDisks200JSONResponse RecordingDiskGuardList
+
+func (response GuardRecordingDisks200JSONResponse) VisitGuardRecordingDisksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GuardRecordingDisks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GuardRecordingDisks401JSONResponse) VisitGuardRecordingDisksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GuardRecordingDisks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GuardRecordingDisks403JSONResponse) VisitGuardRecordingDisksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GuardRecordingDisks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GuardRecordingDisks429JSONResponse) VisitGuardRecordingDisksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GuardRecordingDisks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GuardRecordingDisks500JSONResponse) VisitGuardRecordingDisksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRecordingDiskIdentitiesRequestObject struct {
 }
 
@@ -35079,6 +35727,219 @@ func (response ListRecordingDiskIdentities429JSONResponse) VisitListRecordingDis
 type ListRecordingDiskIdentities500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ListRecordingDiskIdentities500JSONResponse) VisitListRecordingDiskIdentitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProbeRecordingRootRequestObject struct {
+	Body *ProbeRecordingRootJSONRequestBody
+}
+
+type ProbeRecordingRootResponseObject interface {
+	VisitProbeRecordingRootResponse(w http.ResponseWriter) error
+}
+
+type ProbeRecordingRoot200JSONResponse RecordRootProbeResult
+
+func (response ProbeRecordingRoot200JSONResponse) VisitProbeRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProbeRecordingRoot400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ProbeRecordingRoot400JSONResponse) VisitProbeRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProbeRecordingRoot401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ProbeRecordingRoot401JSONResponse) VisitProbeRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProbeRecordingRoot403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ProbeRecordingRoot403JSONResponse) VisitProbeRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProbeRecordingRoot404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ProbeRecordingRoot404JSONResponse) VisitProbeRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProbeRecordingRoot409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ProbeRecordingRoot409JSONResponse) VisitProbeRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProbeRecordingRoot429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ProbeRecordingRoot429JSONResponse) VisitProbeRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProbeRecordingRoot500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ProbeRecordingRoot500JSONResponse) VisitProbeRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProbeRecordingRoot503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ProbeRecordingRoot503JSONResponse) VisitProbeRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingDiskRootsRequestObject struct {
+}
+
+type ListRecordingDiskRootsResponseObject interface {
+	VisitListRecordingDiskRootsResponse(w http.ResponseWriter) error
+}
+
+type ListRecordingDiskRoots200JSONResponse RecordingDiskRootList
+
+func (response ListRecordingDiskRoots200JSONResponse) VisitListRecordingDiskRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingDiskRoots401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordingDiskRoots401JSONResponse) VisitListRecordingDiskRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingDiskRoots403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordingDiskRoots403JSONResponse) VisitListRecordingDiskRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingDiskRoots429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordingDiskRoots429JSONResponse) VisitListRecordingDiskRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingDiskRoots500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordingDiskRoots500JSONResponse) VisitListRecordingDiskRootsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -35164,6 +36025,141 @@ func (response ListRecordingDiskStates500JSONResponse) VisitListRecordingDiskSta
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateRecordingRootRequestObject struct {
+	Body *ValidateRecordingRootJSONRequestBody
+}
+
+type ValidateRecordingRootResponseObject interface {
+	VisitValidateRecordingRootResponse(w http.ResponseWriter) error
+}
+
+type ValidateRecordingRoot200JSONResponse RecordRootProbeResult
+
+func (response ValidateRecordingRoot200JSONResponse) VisitValidateRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateRecordingRoot400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ValidateRecordingRoot400JSONResponse) VisitValidateRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateRecordingRoot401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ValidateRecordingRoot401JSONResponse) VisitValidateRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateRecordingRoot403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ValidateRecordingRoot403JSONResponse) VisitValidateRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateRecordingRoot404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ValidateRecordingRoot404JSONResponse) VisitValidateRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateRecordingRoot409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ValidateRecordingRoot409JSONResponse) VisitValidateRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateRecordingRoot429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ValidateRecordingRoot429JSONResponse) VisitValidateRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateRecordingRoot500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ValidateRecordingRoot500JSONResponse) VisitValidateRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateRecordingRoot503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ValidateRecordingRoot503JSONResponse) VisitValidateRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -54501,12 +55497,30 @@ type StrictServerInterface interface {
 	// GetCutMergeTaskMedia Play a cut/merge output
 	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/media)
 	GetCutMergeTaskMedia(ctx context.Context, request GetCutMergeTaskMediaRequestObject) (GetCutMergeTaskMediaResponseObject, error)
+	// GetRecordingDiskCheckTemplate Disk check items
+	// (GET /api/v2/recording/disk-check-template)
+	GetRecordingDiskCheckTemplate(ctx context.Context, request GetRecordingDiskCheckTemplateRequestObject) (GetRecordingDiskCheckTemplateResponseObject, error)
+	// CheckRecordingDisks Run a disk check
+	// (POST /api/v2/recording/disk/check)
+	CheckRecordingDisks(ctx context.Context, request CheckRecordingDisksRequestObject) (CheckRecordingDisksResponseObject, error)
+	// GuardRecordingDisks Run a disk check with the guard's verdict
+	// (POST /api/v2/recording/disk/guard)
+	GuardRecordingDisks(ctx context.Context, request GuardRecordingDisksRequestObject) (GuardRecordingDisksResponseObject, error)
 	// ListRecordingDiskIdentities Verified disk identities of the recording roots
 	// (GET /api/v2/recording/disk/identities)
 	ListRecordingDiskIdentities(ctx context.Context, request ListRecordingDiskIdentitiesRequestObject) (ListRecordingDiskIdentitiesResponseObject, error)
+	// ProbeRecordingRoot Probe a candidate recording root
+	// (POST /api/v2/recording/disk/probe-root)
+	ProbeRecordingRoot(ctx context.Context, request ProbeRecordingRootRequestObject) (ProbeRecordingRootResponseObject, error)
+	// ListRecordingDiskRoots Recording roots
+	// (GET /api/v2/recording/disk/roots)
+	ListRecordingDiskRoots(ctx context.Context, request ListRecordingDiskRootsRequestObject) (ListRecordingDiskRootsResponseObject, error)
 	// ListRecordingDiskStates Recording volume states
 	// (GET /api/v2/recording/disk/states)
 	ListRecordingDiskStates(ctx context.Context, request ListRecordingDiskStatesRequestObject) (ListRecordingDiskStatesResponseObject, error)
+	// ValidateRecordingRoot Validate a recording root and bind its disk identity
+	// (POST /api/v2/recording/disk/validate-root)
+	ValidateRecordingRoot(ctx context.Context, request ValidateRecordingRootRequestObject) (ValidateRecordingRootResponseObject, error)
 	// ListRecordingFiles List recorded files
 	// (GET /api/v2/recording/files)
 	ListRecordingFiles(ctx context.Context, request ListRecordingFilesRequestObject) (ListRecordingFilesResponseObject, error)
@@ -58506,6 +59520,78 @@ func (sh *strictHandler) GetCutMergeTaskMedia(ctx *gin.Context, taskId CutMergeT
 	}
 }
 
+// GetRecordingDiskCheckTemplate operation middleware
+func (sh *strictHandler) GetRecordingDiskCheckTemplate(ctx *gin.Context) {
+	var request GetRecordingDiskCheckTemplateRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordingDiskCheckTemplate(ctx, request.(GetRecordingDiskCheckTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordingDiskCheckTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordingDiskCheckTemplateResponseObject); ok {
+		if err := validResponse.VisitGetRecordingDiskCheckTemplateResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CheckRecordingDisks operation middleware
+func (sh *strictHandler) CheckRecordingDisks(ctx *gin.Context) {
+	var request CheckRecordingDisksRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CheckRecordingDisks(ctx, request.(CheckRecordingDisksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CheckRecordingDisks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CheckRecordingDisksResponseObject); ok {
+		if err := validResponse.VisitCheckRecordingDisksResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GuardRecordingDisks operation middleware
+func (sh *strictHandler) GuardRecordingDisks(ctx *gin.Context) {
+	var request GuardRecordingDisksRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GuardRecordingDisks(ctx, request.(GuardRecordingDisksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GuardRecordingDisks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GuardRecordingDisksResponseObject); ok {
+		if err := validResponse.VisitGuardRecordingDisksResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListRecordingDiskIdentities operation middleware
 func (sh *strictHandler) ListRecordingDiskIdentities(ctx *gin.Context) {
 	var request ListRecordingDiskIdentitiesRequestObject
@@ -58530,6 +59616,72 @@ func (sh *strictHandler) ListRecordingDiskIdentities(ctx *gin.Context) {
 	}
 }
 
+// ProbeRecordingRoot operation middleware
+func (sh *strictHandler) ProbeRecordingRoot(ctx *gin.Context) {
+	var request ProbeRecordingRootRequestObject
+
+	var body ProbeRecordingRootJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ProbeRecordingRoot(ctx, request.(ProbeRecordingRootRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ProbeRecordingRoot")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ProbeRecordingRootResponseObject); ok {
+		if err := validResponse.VisitProbeRecordingRootResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordingDiskRoots operation middleware
+func (sh *strictHandler) ListRecordingDiskRoots(ctx *gin.Context) {
+	var request ListRecordingDiskRootsRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordingDiskRoots(ctx, request.(ListRecordingDiskRootsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordingDiskRoots")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordingDiskRootsResponseObject); ok {
+		if err := validResponse.VisitListRecordingDiskRootsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListRecordingDiskStates operation middleware
 func (sh *strictHandler) ListRecordingDiskStates(ctx *gin.Context) {
 	var request ListRecordingDiskStatesRequestObject
@@ -58547,6 +59699,48 @@ func (sh *strictHandler) ListRecordingDiskStates(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(ListRecordingDiskStatesResponseObject); ok {
 		if err := validResponse.VisitListRecordingDiskStatesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ValidateRecordingRoot operation middleware
+func (sh *strictHandler) ValidateRecordingRoot(ctx *gin.Context) {
+	var request ValidateRecordingRootRequestObject
+
+	var body ValidateRecordingRootJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ValidateRecordingRoot(ctx, request.(ValidateRecordingRootRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ValidateRecordingRoot")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ValidateRecordingRootResponseObject); ok {
+		if err := validResponse.VisitValidateRecordingRootResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -64242,1275 +65436,1307 @@ var swaggerSpec = []string{
 	"FbNyMhjGjSToP8ByS9N97Lg9adHOCmKA6YHvpsRMxYsmHmewkhBYW0stc2m0JHw1I6DKoNxf1WzOP/XB",
 	"RHqlYyeRxhU2n9RH1U572L9m4Gzso9e1NNnd3my7KFOU2PxWZe7gBYsePflScC3NPl/GscjfMSr6eCQO",
 	"EnbWQNziIVwdFCGDubrPesEizl0rCqvxHsViJTV/YFe6+h5NUxEUEKXBrQPUjAYssmTlVM8Y1SMIQjiZ",
-	"6WdiKJQNFg2yDWxQ2+5AKB8VK5Ltv+WL5f/P3r8wR25j+YL4V0Eo7j9K6j+letiu9rViI1ZWVXXVdT10",
-	"JZV993Z7ShCJVGLEBGgCVCrd4Yj9NPvB9pNs4BwABJkAHynZ3TPTMxFuVZLE8+DgPH+HKe3C5ajYhOgo",
-	"E3vBbTkdm0YvLK/rnp7V1VnK2wl7a+2NW36nqRuM35wnI5ncmtXxiKaBeQ3EwmOf1uU+qPk60ZwKUjS1",
-	"QxNtiW6bWTrfVcJPB4umEs66qYuWAKGBjZddJJpHQXRxx8Ku/S7ALoPIK732EYPl8aLxoYM6DMmHbBha",
-	"lj2UoCkx+SljuXdL+sp1EdY0AEw6HusP01A+4H/XOfRDjbtG9E44Wwcvpocl4+BjpqYE9LljhJNtcYP+",
-	"Ue2frj6LyrYupNjl+TFaCv2TTccb9VracIKIbHz2jnw+f28r5wfmrQyp20Vv0bHkyLg3ybVo7ut++9gg",
-	"PmkbJ3UjjPxFE4FRtg1fj/LnB4X9QB+dqB+LPolCiKt64NVl8/4jxgWVWBt7HOWEq3B/CX5nq+naBUVd",
-	"5iDO4OcZpPsb7qTghaw7e6h2MTfvEtICln6spXe9IUvPtY6DQSpwRNFSSSiWivFz5ssg2OjB0XXJiJPv",
-	"UatqNS27cW0w2S4xKN7SaP2HbeiJPc+dOBNXaL1vdu4fhxR/ObmJXqWeyaAxySekBEFFbto+gjASFDk1",
-	"fcfaJ2E93apZsxUTtSzLVdxICxb0y0aw4eOEzedURGCo9msp7QQp2EIhKP+pEdSeqo1KnK3AafAaywvG",
-	"WA488iIgOLZ16G84xpEpUjPB1oRqoteG+/C6UM7KVvIF253ZBJ1dsJpHXYfwuysGuL9k9wfpEdt8Mc8k",
-	"b5L7gizjrKSCTU7iCnN8EPk5QPB+UNQrEKk3LblY3iIilv8xcbBI1SM5C0i27lV7BUWPxW7EYY5BPIr7",
-	"rRcD2nH0udq08zn9WoYb2bN5rP4DOfsA4tBSRucqloYZIRS2TcHgejTH41FDd20U2cEUp+pEp+wobt1w",
-	"EG6LSvC7heKmru4TjJWHp9/5+3ifAiY0jAf5R0aE7JE32TB9kNkLJvNX/yPf5dPq5qKNDeL2d6uca+/G",
-	"D1TnS6ZOA1445aKCGF0YA21T+FzZ4nhK5ATHtJcr+qKCFzA8P8i6t3ecmw/OssPhtpc9FiC7fVUlrtmt",
-	"sFsnA4wFyHp557XnWbFUVClwYwPWhvSLaksrFmU27Uhi4WdRbuDGRgeKLasTLT+BQcSwA5/rMl5F8cKp",
-	"aC1d+DrL4cnBbOGEbPSWqmUk+p+LnvJITk8ycoVe7O+ufMz4kt2TwGFuJnfRwHKeNdclz39gm3diIY87",
-	"twT6hj1/RGiU0xOHsZeQFopEjRK/GTmwfq4BsUoRdk9zXW5g7WG8sPxYS4A5Ukn0BX7NRIiEaZZcqbu8",
-	"s8jk6OjoyntKgTFpSLJ1YGkjLJulZUTPcIDEjKyhYIqzykWNXSzt/qw5yBAt26VqDi6U2adwOp7Isj5R",
-	"tws9eBTjkeof/RlTD4hOb08qxqaLVhmd5MRp9aOdw9MDR/qAkmVXKsIoMDsyAjXGSn7HAIpUSbKg9VT0",
-	"9Tnwp8GwUqfoMlpcyMP8uRNTSKa6QJLIwo+c4F0znzo7u9SOTTqyr83wsOAHP3IaDU7qqSL27VSZqoKr",
-	"Cu7B0XGinEsBhy9Uozry/e6iWTuQiRMLx8M1kY0e0LY+JhiNTb4J7ZKgZO+zXxpaYgzeu+I7cO85nYvV",
-	"8E48bgwQV6YcUHu6XsP7w6z2FaMFmi8gz2m95PnSTNksrXITf+R6SI+0q7xgq0pqJvLNDzFMzB/YpnMJ",
-	"r5jR5oE5UFKzwwL5BSv8kQQhU6YC21f0/gR5jxpkPrQs5ZoVThlMLmaaI43H93U4iR32LoDeN/yOCQ9l",
-	"2mMZkcbAY1hMEdidmQKhJgC4xTv/qCCM1qVhq3YTNmEglbUjmBHRG8pFKrDBQkl+H9n705oB66Zll1ON",
-	"sfApsAnUKXTWTP5I5JzSH3+CaItwvwFk2BvC8k1edrKVz7wi+Mrzvb0sUcnqjbPMXPIVKxDN6dRG4MYt",
-	"v1zx65J9NlJl8hhsSOH4CmZhUuFw/2VZKML1dz5DQrC1sgHmQIRcOc5rngIB2BWWhsTWXO28yFvhWS1O",
-	"txfnOjy9e6cHamGP93Sp0Z+6zAsrXe4R3t+dO7d3Z/Zvri4IRsBve9vSlUb9qR0Rxnyxg2jBLQtKul3F",
-	"wdf2NX93wyevzfYOFHk4JpVRJELadpXPrK3LNKlZveKClimr+iPC1wc4/POkO/NrrIsdUhq0JIWEWlc7",
-	"xn5PvhtSHMdBX6sOTEMwoz+C00w5q4nDOZQhEND7K0AXGVdBWk8PF1WjM8OXqgbR921Y1r+0lH9pKf/S",
-	"Uv6lpcQcSsghIgsPcpLlsWhNz4gsC6ZsadJZNhm7mJc1FVjAOVp67V8a0/itWNFNKWmRzovAje5j5pob",
-	"YZv7JsijvY/+pZ/N0s9qnyE7fW8+4XXd3Rzv/LPiJhNY7mF0w/6lIf5LQ/xPqyG23M8ftfYGGxGnX7t7",
-	"f7vOAfWEiYEgGfB33D5ZI1uzFBVT72J+MOgtXe59ShWncR+Pde1M1CfibpsQa6eTXZ8Zuu5c9lMAds5M",
-	"UxiX9GAknfNHRdBx89pFbJkDlGOIHV39bX9/AD5OMNoLTXUUwbgB35wr1qBYCelC3W2PqIpYvvWVzaP8",
-	"kIqyB5cv3NbADyC8Uto0BLiXvZklujTpsPjrzWlXJ0yVdZlSZGF7SYDEvMllU7FIARcziDZq7Xfo38rZ",
-	"+yyUurkiVc0UEx1Vph3Tit4P7cp7KSCqYXRj6NbWTMyPQHXAXtcnN+xDPL7IyTZWe3BrLaQmG6aDy/KY",
-	"PGuDxCaO4fc8h+7U+c3vE2MWOR39fYku08gRDvSkKMfuqGUuKSDpkI6LgtN10jFj0cZIPdeslOJGES0n",
-	"g68kzYybDMkgFX6dljUtdCsTmvXiz35voXKSSWRdS83ilp4e6bUh5Lojhd2BFDV25fswrRRkD1RK9oGb",
-	"WwGb5N8bKPElb10QkVwLHytT9bnemtYFKy7lEOCexCpPnUwI3RmFkbNs1vdkIjJDmlJeKai6/iCUeMOM",
-	"B3Url5KyBp2H3k4/Z6kAHttl1lloO/PU/r93atUnALaK8pET4WGvDhc0N7zSa2P2CQR6i06OSWYdEkWQ",
-	"/JNkPQNG4Y9JRwd/kLGWqlsslvjPa3JLMr5Pjc7lCgJowUpJ7JuPCbIj0wQBxnWuSGEvX8c5UaE8BM3N",
-	"65eHSsuq/Zc1s4c/WD0NtObgeRAfegg5FFF+6oc5zaHgX985yCDx4QwbEVDeLpfVP4UDK1zwwJjQkktg",
-	"E+iaCjqWgMAg4W+wjpo/dnNtc6643vp+m1WNqqxp5bBtY5Z6GGGzDwo7jE8VLfGR/NHvetepYaVBot3c",
-	"uEuV9dqbb+Z/2PRb5Im007eHOxEvcok8aGzA6FqylVGw3CYWq7ER7jdTS4hs3fuutFxbwqWT9bLpg0ok",
-	"Vd8dxJvhBF9XRPj3S9VNLEQiAWjDHpAM9ZgZrB8xlNs8fISslan5oRHM8Qj5jZ+Xtykvnn0wfFx2WcdK",
-	"cqGjILdY/hCzMxGWBaC1LNbvjj7EPijN5PKodpyxJfxUMXFScYCEgqLNCUQqtDRDkAFUdWtF45rUsonF",
-	"/Eyx7waFk65LhGiJiIp6KYt4tgnBh8NSXmxb/WVFeBGmjDeikHmzMrpzgRNTCQ+kjmWoUL0kDgw6/h2r",
-	"V1wl0kqxjP2CXN0fqrv8sH33qpOSDT9imkUE/xQWMlr8yjwgC9mIIjPbJnoirvm34X/Y+heY/F62F66I",
-	"/9G9FEyn/dEv/BcoCuV+XsmiKdk4o7D7bdc460llnR7dbIdFqpDGUyBupwCIx5UjSWcLoLluQfJqdsMV",
-	"GFUC0tiGyjMfTc4gdwBq9rt4xbs/DNEMoE4ELc/N9E7j0O2tOWNrPczxYTW5euraeXqV2UgQWjPC7gG2",
-	"Lihtl/tlf1gJ+0+CEfMI7MjbzMlmuVlyUXiMzE9n7pe5GHpbfDPiHfHjGF3IVvT2tcACepjiQMJ5jHYE",
-	"c3OoAQHTneRVmkkSFeTaBSdlNupb7yz1sd9669sZYpSUe+vktjrKMxp9bTjlT+x6KeXtKdW0lDev75Ko",
-	"E0pTUdC6IOwuCu4dT1iHBiFjPSNUEUBw5sLsTUnFE4WNJSrryKbOWQox+Y6VsmJPFMHXsIy/xVvlqh3k",
-	"NlB7zW9u4jgvYJ+CLEnwm9xNAyDGxFzXrB/3hEV3lvX4gkP/XiAx64X5nNY7bk40IN5gsmsy+jNWZerT",
-	"xaUiK2qEYQj/zNBhiH4pZy8kNdP11PoVY4Y7rHNrHQlBCNFc/g0mMwvsH5FLzeKygiiL/L9PNVlJpck3",
-	"z18EVQkDHA0jo2K9PyeBYHSfavI8VfIJNiZlXMZd49rNdqCJgQrHDpwuScV8ksXMrXgSAcLGeozjPxiS",
-	"ccFEXcALVAetmL8j8pJRkLSuUpAhIAh3A8FhUBg+1lU77Y9QxXpL8XT0mxhRGMvH7kcXh5KfKNdc3Jyb",
-	"gxJEqSlSNA4OgwvrFIHEAfWwwKtRa0ePsXh7h2qu/fBTlGs4zLaPL1J3tZh+0kOUBov1MuvA93gt1mDt",
-	"zqU9j+Gxylr2t0Vfbi27Vs12Xj0u0yeG/smZwejHo3P8xVj4yNR/wrJXohWHHjV8p520t/LaW3CWHSF1",
-	"zU4P8GnXcuVCDLob8gcE+/RmAZKUFdPiq9eV0EiO73og5W06ShX/QaFtQVe85EztuuzQSgJoubc6diBT",
-	"VyFREuwEhwx2MJQr2/Cn6w1IUWteFjmtI2vRaSqZkWI74IrQ62SqA3Qd3yL8viP37rK0HWk9QtUiUdhj",
-	"tZLCgmm3RYzNiKITcYsVn8oVtnP0pyu7ytKWtcJ/KStNIi2OdRaXqcNOg+H4JZ5ALxdJQKSbmt2Y+8gj",
-	"kPlLy3Bg9LO0Z97hiXTRJ1N41memhWh1VwAQotoCl5v/zZd8Om6vez3RwYl9jFOY2GY7ySE+GCwFF4TR",
-	"fJlKhfTuyKFsi7aqEwOVyywur1EGAQ9/Yl0S8WGuTsNwp2hEAmdFTWh+K+S6ZMWNzQklL+7vJ3bn2oz5",
-	"sIL+rBkCZGduDp68qaeDTFtX72AHgOHjJB1rglrSRoGUTtvYD4DjBH3OLMJq4gicZ3pwCCgCEw1In3lJ",
-	"+WryroXi86RObDkVXkNqalijfu59HDjd270M6ag3usDzHnG3t+zHR8LXn8Tlkqs4VHCYCdN+4TKCIoyG",
-	"7IPSA6CiBynYcKM+FPNZD3A6+/VElrGgQjb6nN3xRJkEqBFS2+dQ2UhaMykEchgefQ+J29eMCbKgQthI",
-	"fC3jvCtBQVy8KfnNUqdsHMGpS3PwKald7F4DIQyD+xminKATxqNfZ2mD6F8DI62ORq3YEGC+6gfmnrVg",
-	"vNGhPt4YAWVtMpE4f8Hg9kw52uEV3DsW/Qu0c/n1FrW76YmTHVDg1qnoL8AUaSVQbWPybUdEIdQB2WWk",
-	"ZgUFOXcfTYIY+p/XTMdqbpSlXBt9OM2YqCBLrSvCRAG+VZB4MUEyzn3cug6ej63bHY0BnuIgBQt27wHA",
-	"uhMMkX4cOxoh7WdzcwpNt/Hs70m6B9pnlAt7jKRYA6UP3zbQiJWBItb3zn2CWx+X/p0Y9USRz+fvZ+tB",
-	"qBWoXFYsI8Iseslt9SCvD40U9c32llRdAI0P0LE9BQD6yDTZp+WabtAVZmEjFXUC88FxcG4I14qVi9bK",
-	"XjPd1CJF/9PssUkKGExSdk/AzuJZQJunzBVB4WTqZTZqd06OE9fm8wQToF1Fc8rMwsvaIvtLvcuJ88bP",
-	"bm/ILEzjob7g/P34NGD60aAn06VsdDIKDNzPLjnceWO8FpHTssyMmKHw+4lbMMWICke1Y0CduWi2kyls",
-	"qtPNAAXE7LFRZd1zj5YveY6QBTfQ1vr3U1CdqbY97NtUGE1UhbDV0KjbLkfnupp5LcdNuJeh0dsLsFPj",
-	"MuGDHWOmhiSIneM0BxrdtWLjlujibkZZE7szo5KKLbsZ7wEqZPblliwsk1FCKUFZQreCaQSslaJjkQp4",
-	"+uxrObOaTtfbGCs4+niX97FRIOl1CSK99RMDYA7qeIsFyzV6oNQR+QlFLD9m/BRgv9na2UydfvhLwxrL",
-	"8rj2RZtlxURoDIIyp/vam+qNTMrLktxIvE43EFm3Yh4/giunbA4BN0yWPui1kmWjGew7CCNkH0gAi0mC",
-	"BcZR0UHm0/lzzwBVZmYK+Zi11YsWNb1xwPlhhc9nX387Wis2JfW8BgBj5sMhlOkITahmL1En44JcHf3p",
-	"KggfQkPvMSnZDc03RAl6y77kVDFiDqZtCXcsKkQFw3/+Ynz0K3r/Dj99/gzLwbp/Rkr3z5ZZMvL88Pmz",
-	"Y+tit5YqrCGq5YpqnlsbFRMFGmA7JqwGCkekYhJ8HdvnYR3b57sLQBlpBP+lYYSupC3bVqWtKDC3F9+m",
-	"z/2U5VdenKVi82mx991ft3VAfCcjz18C/Hevv6D9l79lW0S4qvQmI2CSKcDsLcpNRm4Zq1SnSi520pvB",
-	"s99+7nPdtx9OTp2oJxfbY8qIu29Mp8jyj4P+qbBRF0aEu1amawzkSQ0JqQLYFb6IAiUklJHXIq83CAMI",
-	"Ab349rb4Hp7pb17+TjLhi8Ovng1KhZ5gvwoJ9sWofcPKW8MS1qBUNeHKv2RK73rVt5dBiGU4MXb6kt1r",
-	"n31IFSmopkf2bXc62w4m3a2Tgx+0hKaPW6JFwBcMN+U5duyj8jK0nP7SGCla2tgsvSS8wMsOcZPcE3Tr",
-	"20it0QrO0/YnnfYb7IG7ucNgoL7vE5/E0/BccnDLxduK5FyEkwuACKcHTb3z5VVsFdM1zvCou8tzQqhO",
-	"UMmPtBdXamcEx3C/Dj6BeVhFaoNTglVOBbHAdJKn834gOtOa1JnQ9eYYDo0ZqjcLUjCFD8WUmE/mQVrB",
-	"aA5VxXK+4DlZcFYWCiWstuO2E1uTgypy9dfz169OTi9fv/r5Kgp5kaQVDEzgBcS1XIO1sJZYNwcx3ETM",
-	"9dk0oKc+fhBeKqWmAwmw9sBY1hVe8xsukvBpMocLrzjRn3U+0bKPDc81qQxXuj6jtTIi6V03nN8F3mbu",
-	"Xi43k+OKUgG9n2BFepO5uX7x7fNvn2ek1rktT5nZettc3GQWBjJDwm9EcWiP+aE55nFQSE3rG6YvRk77",
-	"G7AKtswnQ+cJhNfHmYC1XwM+KapA7dPrTWjrPJoN/rVV/jsa69YlGr/SQYovHO/EEowwnPGgtdan918o",
-	"Vs1utavkj1PopyZPN+HcJ4N5RkPU7EjsXdxuxB8Vo3YPTrIhaUQ6zIMFKnCwycJfWvGEgqG4lHc6jJBs",
-	"NTLn3PSWhceOFxyP/d5BJOCJOsNntOZ6M5jWhaverxpVwYeYexVJ4Vqy/FalEiHx6bEDacF/WmsKmHAE",
-	"5Did4eO5aUXQx6lpM7a6dvzT4CB8ZllbgCiGM13RmhVpL7QNivNuaKqDQAWMDVtStXS5zq7BifEJf1xi",
-	"m4XJjVzkrD7Eh6QAsHGztwg4tr2rCEc+P1sMKfUDdGMhzSPbiySVtnFixCBQnCW/CeXzWprpp09tbb4f",
-	"QebOQPrUdeYSk47MAbML6hKv3fHD5Y6Ys6uq5EPE+B7ruqpuZIT9rC1pFgNeTEHRUU2vqWLvzE9mzEMs",
-	"5Ors/OQvH07ILw3Pb7/AEl11e+2k6cILr2wHYAKnpZqHY7N9qtvZxRBe8iWKTkNWckvskRK1gX15RPrF",
-	"2BR8qS8Cx9c/JfMaDhKv9nfhmQvJl5QLa9Dq9EJaJHwgZU8UR3sPKIg9ttSpNPt2A8JS130RtU/l4SLE",
-	"CDJ6BgeyyD8h+rt9TjA+BSSAWpZWCdTylgmIMgVbUsTmkVPNbqJoCqf2CVo22o7avJhuLQI0MxBZE8Xy",
-	"xkzpIUEebX9gX0xUdbdK6yBL9i2BkpCwIvpl6A5weE/iGsFJWW7tyzw3aOzjaddPSy47+zx76xWJvuqP",
-	"r5PRug1pAIR4U1NAWtAyoM6Ts3eWQr+DTQcExLB56yBadDKlnyhCG700DDNHG0DdlExlVvDnNZF1weoj",
-	"8j1T3ALvKZaRqz9dwX3uCmwHHWXkyjQJz5esRLg3sQn7MQIWLUtgqAW5wpznK7Ki4Dtt07rBL6gloUKK",
-	"zUo2yn6mjomGKGW9rBnzbhNYFzDh4FajXd8+LLky/S5Z3cFvsPa8O87Whqngv3IpFvwm/uOKClRpuj/X",
-	"dL31qJQ3qtcI/BR9r5BrYYHP7M+AxNZ/V1N1228Uf2P3LEecCdesR0jvjcH/3m+8qW5qWvTfd7/6twHj",
-	"yb2E//DP8iUVgpX+sf9325euGV21c7D/3HpelRQ5yB3P2+7cP/3r7ocWi8j9oml5CxeMte/4NoJffDPB",
-	"b7bj4Jdgb8JfWclwvR2LxvPnZ9b7uZ2he4C6VP91ONOJX7fbqLWqtl82P26/2yhWb7eMv7YLypVZgcM1",
-	"LUu/6uFv7ZrpvPuPyFJ3f3VL2/3VL28slOqspJtrmt++Z1SxeAUvwdZ46u2ryAgiorJ1679O12N5C6lu",
-	"wrsPStPrjqGc40HUc/PURXGeACQEMHqBYJN20PD33ALFr9upex9pycH8UctGzNYgYSjThHR4dZKNHd5M",
-	"+1HNnWTHXLGaywLv0+uNJZXS2nYKCReDALO8YJPBh8OC6gkQTVsOG65HMJsqK1LSVJV/wdYnCx2HkMBL",
-	"EN7JMEeQ/PnZ/49wYd2AO+0MNJdAJjl36zSrkFfNcK7Tttu9fQxyb8nvGBrF7YUBDhlZ23hapGgAlMXr",
-	"gZQyhwCOq793NuS3p3+/M/fmb0//Tqvqt6d/x9ffFb9dYUfWBXDoeEVmA0tRRuLJ4iww1h+iCHlezsZR",
-	"mpY7SHAlBox6hne44KDt5I0+XLH6hh1i3bW9bK8/uihHtBQVp/zP5++VTXjZZKQRLv7SZjnhGJ9g+ZTp",
-	"orAdzgW6ACJWmEQs7QnG0mIUPteEFiuuFQwOpDjkxJgtdM7u5C1DgW3BBS3DNTxxYbf2i71sz74/Do3l",
-	"eFBvHzsEG0/f75YS8Uc0i9wknQPVY1HtlkV1BLu4Z7XUMpdlVEtwN1tlX0IZ32GMqSfkaql1dbgo764y",
-	"9/eq+hr1hatlqa4wsODKSAZXGZFNTZxXFmjjx/en8MLHH8+Jkgu9Ntuwf355higul6dn5jR+fnV2DH77",
-	"z+fvO/UllWGiV+ou/6J5fsu0R7Bq6+Vbnmhtv1STV68vTs/fff/aSPGyuVm2DZnpQiwa6CFVSXMwYZxf",
-	"XpyFQXYHdk5rdl3r3M7qp7evz9r12oc8SSrIxaszIhcLw5SRaX4+f5/ZXMdw3JFBeOt1m0r0RJH30ipM",
-	"Tg2yLERL8ur1+9eXr48JV6oBE5sziFJfbhSVMY5ORUfkbgv3sj2/g+bvUoHMpKq9bA/nOigpXaRcooKR",
-	"Nd047kBoSk66Nvosqz9SOHNJu5h9DY8zoGjbOEhK/ge9oxfwiT3rZP/t+wuzmRd0QWuekbeXl2eHiw9n",
-	"X5sfT5e1XPFmdXhN4aa2DR/bMCt49837Hw0FGhpIJCsaDYAJHa//iPeyDqqZ4k52zS5Xd7xg8uk9HCR4",
-	"4vYkei8so8Gkb+Xar7ENcl3b+qfsvmIJuLoqOP5TeLFnF79le00d4xouiNWcVW9wbU9i1pb/DA/AMVTV",
-	"gFJ1PsjIbCBVhKtxu56fBo6quytZj7TsCka5IoLrnssyQcm2TCdYQHw4ks27t+7ToWz6YXMvNMqVLwgn",
-	"5PrYZsoewnG2dpfa5ZbhIberjC8+JP4b+i9kAkZzUly3m4KLi+bBojwBnEbA2+1jnwdDxWl8EuVmQk82",
-	"zbhdhFwKxYRq1OBy1NH9Nbtu8d3C02lVfCMdCZaRmi704Z3UQMo2UKNNqMyI4tWh4jeClqWNwUZEeRfk",
-	"OE7MMLowFDJYkqxNBRozcp7ThX7F6Y2QSvM8WmDJrZUHjhgiYLSFvxMFu49I2ubnDqIVxG95h4891djR",
-	"iuZLPrlgTi5XK64n94uva1bgCCZ2Yj49lULTXEcLRvGy5GoLRNt2CJ+10KO4Xcfk2fbJnDiS9/Jm8nxL",
-	"eTN7pheCVmophxc1lz7ux3em7IdT+4KJD0A197V+t3SBa05I+6thK+kCO6JZnbGo17hf0uVOQmSO9TLP",
-	"cX6NHqEu43iPw5Y1eQMhpglfoGb1Ko0f3zI0894usTBOxYB+evTVPV1Z95DHaCXY02DN++cnyo4YLbhg",
-	"SmHIxIDvFiPQ7dsoBkdCagYKibliVp66wA3PBVkFx3giCc9Bxkbg7UE3Vzo2089zO47ydvgmDKMMjom6",
-	"5VXVRrvkULLNVypKuJDxmyndrCmmY9WNCAFvvIrh8rC6ZXFSEQ/WdSdv99pBZOHeDqNFe5qaFlPUEhXN",
-	"c1Zpavh4gr7g55FgF7vENRWzbbWJuKV3ouB3vGho2T8B0z2IvYMWw9SaHMLQVgIzk2znnApqKDZjITFO",
-	"MJwZGoNtB1Gg7f4MRsCcg/nrDS/Z90ZAi8PmG8F+wUsjoNrwvqllU39abuA07Aupv1i4dm9x+2La/HIj",
-	"jdQIMuCXRtA7yiFm1v1kK9B8wUqu8Whf004qUM/XtklZEc3HF1MAN8/duN/4L4ar3lFN1uaKWtdS3ODV",
-	"VzFZlYlKZAhDO8xjFhzVB9EmZLQT9CBdI7Ril6vtcgJh7JYghI2wAsYNBlAjCEpxjKhivMCSmKAygjJU",
-	"sIqJAmLNI4XpYNyRFXp++PzZM8NZNRe5tovUqww7nIYzJx0yupoTFzEeN3vGarA+u9OlEB702nwDtjZ3",
-	"eaDXfzvOAtpVyfiZrUMwkU9us4bRkAs7kuHFuMhpmFy+lfaYU+HknNA08kS1vIPUUuqoEha75HIpclhf",
-	"owmDDker6olCskwU6hj0J1327adosjSDAvyRHGCuEgVr0PUxbZz49sBQtwpOhOOesg1xkgTuRXErgG+D",
-	"Mce6LY7Ia3t8S65cBXWHv/382bNn5vQdW3tD4xLN10tZsvipVp/EK64iYtwbV8e29Uvb4VjVEVZ8nwtM",
-	"ujiYWnnByOoxee4N8CkpDDO5hQ7gVVJSc5lmwHc9cNw8CBvbZ8K391auyYqKjeWUEIBsv3gcD+gWxQ7R",
-	"qC1zktB8PT83N7tdK1yaD201l+kLYzubtjBGpF6xsKMpKDgpeU6roL5aQmazan7M5gFjsAOzh+SGcvEg",
-	"MvEdjq1Ht3sgmGAMk53DFeV1+iRQktdULcmSFqRkC21jv5xBFDOziGuFFA3gKoAlK6dTB2EpcRhjyDCi",
-	"a3ZDxbGdsT0dFmGAY1IIjJGWQ1h229g5zhs7xg6QxyNDQOud0nRjUy4hpn8qJJAw4no8vBm7xK4UL1hO",
-	"a9tlLpsSi2xfo6pG9tvpHuxSlKTLMgLlod2RrMOfW87Z42fhQdmi4Zaf9A57uPYBLXYWKH2FnZU0ipy3",
-	"Zuy23ASiggM46iuwENHwLhWs4kLkCFQMM22peSd5YoFb+9p0eh33VWDe4s7gcd0Jb1tDHgAqZh4MZ4ZD",
-	"4uX+58/vXh04M6dVdAZrkSkGMC7J8CNzrEgJCoBLcg9C3aYdW7Mh/1uKyNzfnXw8wdixX6GinE1yL2Wi",
-	"3s0YJhjvwnRNpw2k/ThB23PhRzVDCTBH7aKU42X67P56pDC/ZKG7Jjh5fsSpAg3Dx//1HS2bZPVjhwsI",
-	"G7OgZanaekTTyuoDvIL5+t+bYgdUtoIObEVBwW9QswciPLbOxIwoafMjyXLsEC+5HuQAwXoZiiH763TH",
-	"WIFPJwIASpnT8pKv2MD6dsElfkX8fusGl4uFYiBvzOMpl4Pohoaah71HMO1gJR7MJS67M5zgtXeniUIl",
-	"Ud4FgGnXFSkt6Hr41MRzOs4796XKCC1LAvXimc+inpLvbRE5Hp7VDWWMvW9qDsz9CPweud6AG3sHJjgj",
-	"aRthuH1NEWu90xP9nA/P1+5x7rnIPva2WHNRbIG/+JvumFD3hoXnWPFC8JslCCB6Ldvbpg9BEkOBpxt3",
-	"9kzvYQzWSgpL4g1T+NeaFcL9rZdNbf9c1Bz/UFQ3tf2zga9/jgdvR9ggLcvDvJT5LWGiyMjbt999+OCq",
-	"hWlaa4f+9+Lr7549O8LynprV5tt/++uzwxc///XZ4X//+bu/Pjv8Bv/8bwmk05hPJujddgb979hNj5Ds",
-	"gvja/kM2olTE2k9LicXxbRhwANWxoqKhJdkPwdxkTa5pfstEcZAB/BvZd9HE5l/Y1wFg5Flu7XcdWjP8",
-	"r9FyDzl9dBc97zJaCnppdKLUXqvvb5kTCbdfzvJ2eRXVKsP2Vevfm1HqLu49CVsOFUDYgKRDA3OE0j4s",
-	"7U9a+7YteOqsavG2ZSMK10TSzETr26Ahax8Ucp2FyJBUYLiBUa2fqETlu+GOQCt3L7X9cUUA48Gc0H0L",
-	"Nbfu79LWWh4MDuEiHt/wI6v5gjMMiv/A1QpN9tY2k5FzRotPFnXUUbX7Zi/bc1/gn1ZFdt9EKX3Eytda",
-	"tNDKNytDuzURJsxhqWThqUbn3gFN4+vGzyVvEyXbYardDqurnw9Ba+1hmlhZOF24t2I1YQIRaDPSCFtS",
-	"PhhwBuJHW4l9hgTSZ3Bj2ljoA06Xh+20naDzAc55J8sm6hCezjLBmGX+3bb1KHwTo+m4Ip9FOjDqMdjl",
-	"lldqN8bpWdmjcdBFzdj3Gx1LS7moaM6C4TOsHISQvo1iZP8ZdmYX72BiQNCiKctEl1AWDeo/UM1qM0nf",
-	"iYjZMFOVYGZfC5bO8Fbo2H5wffsXRTjl3+tKSPf4KBdFKdewwwNbUcr1A3diRe9PboZz/nDpQ45xhF8F",
-	"SPq+b7Ts05qRW1ZpiM93NU44xAlPHtg/8po0nLARDHysKmXhr5k2ZCQBqpFpdHEiyN6+y6L3hIuHsuRK",
-	"q4PJnp1Fo5Jj+MjWgQ/PFvvtxKshKwYL9ZumLLMgqtcPCr6auCN+vsMmLQ+Mv+33NWTh1gpT195bGk8E",
-	"7U0J6jF33o8wVR/RA5p1imnyX1nkKtiJVU6TptoUuGBcIWPvH/WQA4fL3j+tPRLpEu00OWGKAId09C/B",
-	"rRWuHllqMxsWT8APYq/IvgO6ZwX5cPb1wRF5D+FSN67mDbuvDNOplhvFc1oCvLE6JlcY3tTCiiCSR80W",
-	"rGYiZxNDcE6qqrRQJnHwNucSGPTFObco5hp7C7fZsEAskua6ifdSSsWGcvVDBdG8CwlX+y7c1vDAX1lG",
-	"dE3zW5WRitZ0xTSrFdkHlHJeMNn+ShTTKiOqyZeEKrCTQOqX4fno2DnICNh5Dv+9WVUZEfLwlm0W5nOy",
-	"//wZUT51z1zJGVFaVhWY+WEBDgFKIPPe94MELF7B8gSsIk7kCcF35nk3LSce824qudCHRhJa0ro4tB/N",
-	"8KAMRLFj7qB7Y8fwdSaKuGsisMKhh8KLDFCxYKYnaChC1UbW8sK6PTOSGzIXht2YXi1BOgqXFRO2co/5",
-	"MqnTxKGNgg4xk6vNDjUnPh0hGzXRw3XIzUg1m7riD4y3heMRk6rgd7KPhxAghpqCS6Ig10QdmKUDNWpy",
-	"ucmC3acsoG/l2hG4DYPIMCd5n7aii5nogTueZN8HyXS3Fa3KNs4GrKAQ6rLvo9xAm7neYGnZp7TiT+9e",
-	"PPX361OQQp6abxLaCo5vxp3qAmvmGDDnBp+BlxK1Wj4PcLsbs+Vz8aKBW3XxKqqifb48JYXN6AMp1rCA",
-	"rcnGwwwgnTwdbO7EHg9doQMwubgnEmjsrYxlsbQKFJIXZhpALoe9m6T4gp1+WVVfHxwl3QzTmJyNjABM",
-	"Y2IvornV21LRrRf21o4brQEeJKJM81o3tJxokPSB7cnAJuwG8rj2gsEGHDNgd+HStTdFL/2mZWcdmuvs",
-	"a5ebhGdyVLIbR+TuyHnqnxCV+3GxuGGWvoAacoJ5GNxdyXm6Qxf19ohDV/2hHt3OhZhAGoX0gZ4CoBgj",
-	"f3kdu0JAwTxcyYKVB0fOUPWdvweuGw1WAn8j8Z715InylxQmwiKyLVxj47fWMaHwib34gMUtuICbgazo",
-	"LQBytNG0bXirM5OFhbwv5EK/Yu5f7V/OaDboPHTLyhP54CdENasVrTvGYFymiBp0x2p6w14NCLCXaNXC",
-	"F70gOzXre5rGhCPmkPlo7Y3gtC3LgeQHRuuSM6Uv0jcHPOqVm8Z/rXaRjVU6PuHvk7CPIye1Qm+9ZmTf",
-	"k0hGAgrJiP/D0sdBtEaJub6Z0iNbSexrrUbii4mtJtvI8P7YqLTMolzVlbnBi0NMTVr7GxUdPY1oubpW",
-	"Wgq2E4tbWMOSY2zbRyK2tp1lGGSDFywBG3ziTAS0K3VyZeMWALfNtPJI5ovrpJGd1wSmD6aDxz3afWMI",
-	"V1PNIJhSmWofTFz2nQ6SgsIzX4Mh4mjwKMeIzN0niHkGVZqVms7wzBBeT4qTsHZNwKmDrNEM4xixcnLY",
-	"7ePoMdtxlo+txrR66Lhg06LB+ay/7zfxIB5n9zeKBM212ZdNxb7jCVPSnBhrHx/UuXZ06BBSTOvpOTwD",
-	"mpcLHm9JygeQU0u0Tss2lAsWFGUrC8bjMK3kP8G8FfGBTKtuPUlCtRzOGz+sBXB8VPDa76+1jcexO+yc",
-	"3cLZH0UrbClnWzFM6oOqo9J5zS08UiGRdMtPu4sPr4Upd9hUNS8wLfznV/XCic7T7JxkMF25s1/8c+h3",
-	"nWM/ruKF9qapal6gP507mt4LhmB0KeQie9keXpzDyhOM6gMCV8UpeQvbql8Daiytyc3Xk/ItF0Uc/i7b",
-	"44JrHtvpSx8Y5NuDw+BC/CdC07hEK/z1OqFJQUcJ7ws+6xD33BUJIMOYDY+fOHwkIgBZpujZOzl7B3Ub",
-	"kxZZzeoVF7El7cDO+SXdQPrIHJibsNWgv9hZ2TrWNRUKtEcVLVcB5Xvx/lHW7KvZwNovarlKrdo1W8hE",
-	"2o6WqY9AAol/U/ObmzjENNUEIjISe9LXt8yYYQxto+NrN2Ur3GHyBN1d8GFmBozBcJ1Rm3nIICLXm3uS",
-	"duADQ/CXJdlvwZ0tfwzQZwBxIyMt3LOm6jYDS9YhBi0c7HDxhFxwbKn9fAbXD6NTBoyhGIICMPP9UCuM",
-	"bishcFZk7qSHUZfJonEzIjfnOIp2jrbcd4cXIXuD0Eej7K5kI2wxcBc0efCHx2HuU6LWFMDFzLgOHjsi",
-	"8z9wAGY/Lh+Bsu3y7h+pu/wQDp776CAkMjQ88wDwwy2+FcAh1HJdS80woxIh6fHNNoLiIcGcZN/0jaNH",
-	"uIt1zSEUBly2a4S5+k8VvDkQr3kcjc+TZeGMiAixE8Tr7T9ry/yvpg6wDUhLJulbX8MiEVK5b4u0Gu0z",
-	"6yDUHMxF5QCT0n/xQMo+RGm9omXmPwYgT8NcrB/IU6c63o6DBtBwFwntk3PgyOZUmLXU9JaBicb7KdzR",
-	"wo73sj3Xs1FRmrLc6ajNj/bc2RTurr0OA+2zoIE4T2eT2DXeMwwsdAQdFz1W8o4VDsr8nCleNOzUkENT",
-	"7QoEhwBmWlrKIzV24ksnkBq7iSWL1pvzxpL7ggJcVaxIPZASwnlCpTW2aQPooFMeeGO2qbyq2YLfx8jg",
-	"zD4xo8/N6xa+btUoTB9zYyfYRhuhYU/Cit84l5Ar09vi0nHhcOmeR5GYkjh0ACgZDWXEEMfWAWyvTuic",
-	"6JpyKOIRIOJ98/xFNjySLTx5u1h+EDsQUhx5rIUkbdc1x08M0yjqDakbEa0hbTjaD2wziHEMZFE4v5+0",
-	"Jvw1pANet3wRHAZBX1N8kAGZxrkyV3ANdBqeQ4jg/TGvwbmxROlgtXlt5mYB12ZoLrDCf6llU8UvvlQB",
-	"24tu5VrLJvGgSXHcga32b2HC8Jx17ecv4yJnne3OuvRoRxynSMHWl0teF2e01ptOFbMHczYoNYP4Iljm",
-	"xNfO6lLqcKEsI1H0CmWFkhcsqytXZl0oeIFKhHWPml1XaKDd++6lBbd0/4oueGTZAirZGrHZA5sNB2AR",
-	"yAQtSBhXvhatkOgjr4lcx8zXt2yTAD3rHd828w77mixPmpej4w8a2rbhQQRpnK9cIJJ5dFSx2ts2GhXh",
-	"2rwzYY4sGmXEe1m7eHGyt1LBaboUrmWxgKPo0DcLqilxdWN3Kqy7XS5ibeSzwyVX2jyXNkbjcEmV/zUe",
-	"lFLyG35dslESYUL7Akju4kD+jjLHRGox+goUlkrX8H5tezK6oGbCehmB5tuK3jaZbWKvKLYnUbW7ATdu",
-	"SSwaHcTdHBMBCr7TBgGmx71nXbBu38gSwMoh9lNpuqpU0pBjGkXAOhS9tkHYYUjnM6+L6ESOSaDNTj3b",
-	"suR5tOK50wnxDY8m75aAC7JOeO/7eTlt/WTbW58og+3bWpAYQU06qik56ZW9acHK/niHNVHQGi7byUcv",
-	"lucx8YLvVKkOek2sFa/Zh9anu9sVfmaokq3N6cCsr17cUASzVvq0AKuQJGQDaI3dgXoLxdSuS5nfgmXW",
-	"ZVApwu650sdWhrOBN6il51TkrExVJahw3NMUI9RJsOQVznIFycfAGAt5bKU3aCZRFGhnbeOYuB1GMcn0",
-	"HtNAts9fZMvvGC1ZcVLxS3nLRFxI9uX1jQphPoCkNV+Le3tDdbotsJfCc9usd52D5A1Fuiqqv1wlHEK3",
-	"TEyrJeCHNsyGXIu27fjBSNbnqiVA68NRL4z8CNha/WrsKLxBBWKweUeK0TW81O/EtGJX8DLh4hj/OuTC",
-	"Vuqypp5r5kJDQMNrmUekmlwaVNOXnYBuA2jN7YsR7fZQpsNnEFJAzOyNcPf7cEZFMcTqPAZj/zVD0MsZ",
-	"rtzPgv/SWF+uK+QhE4lh7U6rKAz9FhnYIUJJwpkZgubDiUVnU8MdiC/a3u0wxCi65VCahWG1y+FApNHd",
-	"NUdj9DbE8+NTnfxoM6A8UNQNG3EmByz4vcOVaRc6i/tu3Untbn44hVnYmzKVk3JSlu2Z6dUnSIb4+A+m",
-	"GStkOe5VTYfX6PwE6l1cQknFyAwE1L1RimDRxQziIYxwFc1zHmwLoky4uCnZITgC4DUfA/nvkjuAtFQk",
-	"6kA18J+890tWCov3bgVSDheZlnKVTGGTchXUBMaktZHa370d6KyM7y2cUmp76nzJ7xju0m6ynJkCxWbc",
-	"omuJJV/jNSejnBBawYfHBGRDKgosHYruZwhpPbIFW4URoLBWPqFFAR9Mp+lg2trGrLW1SL7aZqslXzCz",
-	"sUkD0nv7gpcrYBmOyfMXzzqjn2En+mqqnag/mUQgl+jvES1Lue44eUCyBcg/UAXs+sZj0HyvQye70+HY",
-	"0U7QhQv6aoe78x73t9Ufjs86Tx951s9sf9g5t1VLWtegzS9Xkwr+DwjNbpUNw7s6afRS1vxXYHbfke8Z",
-	"rVl95YwRvzSs3pCrWudf7B59gYavJorCIYdxG9dbzgS7OaUVveZlFCrSBhxWRtTPeUWFBvGskOgZMD2G",
-	"1JrTFavpUdVcl1wtAec+r2W1lIIFP8JfmEaijlRzjZGDiIitj1QXjbND37baYRueGd9TWxc3AOSUNchA",
-	"sZpBQVO0LD8t9r776ygZtwP47edsygi2zFF1g9TVFbG26wi5fhJ79/reqLPjEbKgvTF4OdyvMyZslOs5",
-	"jriNcs32TlwNstRuvGnKEgcQyz0KuuxF6T6BWngxKGWqtRH7VVzOVb10A7L/PCNV2Si0t0OBJ11vpkJD",
-	"eWlvkNWY/joW6omQfKIIi8HGjKY+q8gvxhSgDljQFDezy62pugUojUn8K5Gt5IIJg9OKqj7ahFwckhv7",
-	"1BugJZpU3rGnk1F4gUnTA2IZ3otOFifMiCxqueqCGj5RRNb8hk/1g05Lceke4f7597vdXZXYpLZJro2U",
-	"8MeqR/Ru7xPMpbdVyXqIcLyFJb4MD2NLNE+UhSAxAiLCksg7ZxmJs4GC3fGcXQyDTOBLLuL/iQr7nEz3",
-	"Q2A0kxoJbsYk+H77ylSCjXFzy6szYll1Ri6aPGesQHMRsu0Z4BDdkWdbi+4GMkocCT24c3KQNiI6cQqK",
-	"zIVtzUI06FxJYwryAKZY2M7u+hcyEi39wRjhKd2FmX2BkH12n5dNYRGwtjiU12KeJ7jVfC453M+zKSWn",
-	"R7lYYoP+h+TJon2gtgq1RvMTBTNDRNYorBXIsN4mli5RYCQBSI8/UW5DDAzDW7LSG/jX9klfFnaf72V7",
-	"9uM48v6IgcObxBFwyxpMMeDzO6iQw+8gHBzHRWt9zSiUGqyNnrf/1TMPLxoEAZvGCNcHx+imtah2gt1r",
-	"BGorGC1KPqd8WMBOJpzTs+Dt7scD7oxQC8ElAb3qfx1e3OWH55enh/DtVajUHgPyEMBooD/aqHtgqcDb",
-	"Q1pQ8pEwr/7wwm3rTj3boqsEAX+ggi+YmnK1IkDdQG3zwWP7Tqu5oBrDhYQDOJV4HXIoVDM8qJ8gPj1A",
-	"UIHUs+zBYlfqsouMKYuv38h2XZqtiO8X7FKGyV5u0LQkTOTSCavbtaLzFNoVfkSMtsOEJvtvX7z8OiOf",
-	"qkZl5Oz0w+eMHB0dHSTc1H+U+JQgN1eZ0KJp1QWrj8kNrRS5ZnrNkKutwLWLoV0tbwJymHPjd85RrKym",
-	"afAHjvVNxtry7/4ekl2aqSTkr3boFr9yTGD/EM61L465pDC/wu6iAul8L9sD2Tyl65912Xu/8ZA170MU",
-	"Roe8DqwFwF6R/5QXce7MYDyO3WHOcviOD3NC9w3WJrbJjVOJNzC9xbBFuapKuvmYrjOIF52WGEQEDudg",
-	"J+KJsEYaGslqs5uHb+4kAkxzeAYfHBPaoxl0D1JA4lkbVjHRnFFbp/+YCc860caMw9NNwD9ifGckMkRq",
-	"NJ9gVP725NuYh7mlS/tMxJuAQ9qxa9Ij8W1JpTePgFQS/CZgCgMY2FKunijwI92xLfKcpA26EwySmzvm",
-	"/Zamnrme6Lm7juiippPeFnM8a03eXl6eHb55/yP5fP7eRZT2Ltue6jdBJTBt9RyfkCVkNr3vPx8+tDYr",
-	"IVnBbql1dbgo70KW6n6LMtKmTqQ4dxbC1zWEyCF0lEzwdZjGe9K3m0Bqm9qlHrm5ukIQ4cIyVkvBF28+",
-	"R2S4dCDOqQtPByloJhqcv/uTiM99HgI5ssxBE84SoUKxp38JTRGD0LPTO5TTzGftek+8MmZKqY/C3lUC",
-	"/xjdXQhWXLNEXc6pduCATj3Q0XrJq891mdKftEQ4ZLMwP719d0bkYoEJ2BXVS0MIoPSenL07mKDkdrYi",
-	"uEr6d4xyKEABjba25vZAjJ/H0UvjxF4aocNw6qVxudz+cPIdEfCMh90R/U0dctIFoz3GZAk7fykwSJBc",
-	"M+L9pcURORGRFeoC4mGgl0V2MTyXCxKYhCzSMRCPNZntvzt9bUj61eX7Cwscd0CuWS5XTDnsuP1a50fh",
-	"UbTvxX2LOMbJUDqhezXCsHMpNBeNbEKAhwH1AhXxhJfPV97FtyB4+47VG1Tmn7iquwoT32EZD3YSiBNR",
-	"coEwolrTipJkQeupcFTtNqQ6CU4B2e9K2eoJKoQHO/Y+6KyLhDjOct09DvOeyH+74CUdmLlBB/EYytxI",
-	"EGXK49/lwY67hsQcoa8INSQYk59tynuzBbimyD4A5NNck++fKMLEHStlhTgLkzly21xGLCrBbCdPEH0R",
-	"k1di4G9nZjZYRdkaGR+O9gaxaXNh3hK4a+ftKkOgrEUJQIgl034EIXKKAdSBrW3DsA1eW344zro25t9b",
-	"2feO0Wpt9DR2Bzl/ln+qJQVAEpZ0eMFeKx5FIPjAIJg4lxUYXkRB2rfJihYsMMasGKa470OczYbpLsbF",
-	"9nViG4piHm+ZZCaZ3N84K7a9VaweAaib+1oSIdfWfsU1RAJNhQKBNVUpDk9qZtQ/SPLANwEuSGemM82u",
-	"Ja2LzFW5yLy5pWIsXx44bFDz3wv2S8PAewJr6AvRbZgeXEtkPtj3pOVcUvVB1ux1YlouiWIlaz+jhSxL",
-	"uY5nRQh2r93YE27BcHruUgK3V+wMp5ITZ0gUM6IUHz3sZcdrD8shDQQEtbdO1rPZwdFEj84tF8Uudnx0",
-	"sIxGt/ejYSK3Y/Ss+ullIcPxJ6tPkj2aGmOXZz79claReavttOIsJlbGggLM4S7G0o3kyiXROKFuAvig",
-	"a3tsjuN6TExCP7YMD1QAM0XuC28Bf0F0r2uGIJ7UhrI4XeLC5prFoDm7KJ0pjSKaCWZ+tapX1xJ9x5lR",
-	"hVB5suaNLviOBcxdwcUEzhPzRbr7GIziib+r4poL1l4bNAPCXuN7u2fx/K42rDSK+IcQQdynQDlT2zEm",
-	"gJFGaF4Sm8GNFcFmJIV97GSDydXRHDUjlqE1UekwL17Cj1soCw6bMTUawxOLpmTFa5FSPc5KKgQrCBMP",
-	"2HXfDxyukZ5A831AX96zN+qVkSvrjfgt27Om/vjpcSzv3yUXfX8AOAkQZcX5OCZwQK9tCec1sZsYL0YK",
-	"HpNwiBOMX+a9CSDXUq4m41r/HqrN+aMCWMN0OsDbs7Q9s7TTEazPobMIfPUfhV7dIeJB1GopV+aysSU2",
-	"MTQJ082EvJbFJrxvPlUQdnQK76aumQu0DVYpXwcKa0+UMyJWyNpl1/YYI7xRH4C5/34HB0DPiGv0JaPi",
-	"qH+A+SgajWuvJ7ShvnYGeABDVWtWsyJzFloUf8zgIXb3tYC4XaOF1AyQkIoM/2naCv06JaN3UOqrDp4H",
-	"S4JeQFvkQ41YYKHbKPmEJDHtMgy/mLSU6yWb7s14/TBvRm86A+6Mvt/DKRNutIlDDoGA52xRM7WMWkek",
-	"hqT7qJs/ebwGoh8FW2MDxw4yBqSiFk1qLetbdTQ/PME1XnfCFB4YjeDiJDtdx5eyOpO1Buix+K14fnlG",
-	"IK0FjgmC2nYLz092yYZJPXjoZtTg5TVLZHPWLGfmjBuBA0cG0be2rkQLcZqhg7Z9jWv4pXNqbWOGElOZ",
-	"cGMBAlRA5W6coV02+w1o6MBCzIoCQlNeUr6asxLQ4DQe4aHfJlcE+tBWA5Jr4a5wl7i2fX9Es88uXdcF",
-	"+fzq7Onl6ZlvYZJHpa6kYgN4FW7xFrLuonrdXL/49vm3zw9LfpcqZFQiyF66+jbmt7Ji6PtR6va7D2g+",
-	"dot9FiLYaOFOeIBMr+qIwnBxcX5qaI3lGu43v1xOn7MpkJrcCrlOe8xjshPwiLZkgY9fdJebm7MPEEnc",
-	"dGNVfvwO5+YYMzV56D126M5JUHgVyDXkJS212RXdKr/TqB4yRRj8EpBDn7bGmO0JSCjxs9NluZnLUe6U",
-	"RNPS2mJb3GJ4Tm+Y0BZSLQBetr5nF6hJ9rlfX3Jl2zTK1hVc7lKwSZm4wd3xWzb88kdZsFPs5yTPWaVZ",
-	"sffbz71Fietm3eVQLohr6BIaZ29JdvaBRsAZ31OliculTSbgpBiaaZWLWFRr3WvWjOyJAgKY00Nc+YMl",
-	"3d3R19nckXId4QEzU22XclBXa7vYLc8LWRIli5oFp8auZUsf6YznCVKFrEFImCkjpNKyVcVyvuD5NjEd",
-	"O+hUUnEwy+KsIuCDPYyMb7756pswv+zZi68ffK32cNFefp2NQUTPvI96HXz14jFuil6jL755GZPGdZkG",
-	"LQF6ctgmx51V8de4R3KqqDLsqJX1jsgrhK4jXz17Nrxr3778uoNt8vxZbM8Mq+4M1uLrPf8m26ochhFF",
-	"WrbGt96dYG4MuA6cXxuVZI8hN3DF7F9F2PfVAeFCaUYLF8dUQ0bgMXlmm4Z8OQduMoTyMittMXZ7D7CX",
-	"c3ct74arjOI7Fb1LOQZlMShT8lYonESm/9r6NLyPqk4avTytGSg8MTMkKq4XZyT3LxEsSVkbOZxr61zC",
-	"UjoYy6vUOlqLd0nVmX2YNoNT34DZaddP2LBZJlYuAPIP+q6ZbmqRghgc8d5s63qdirAYhAgrYH+hsHXK",
-	"IXfbRUkoObSMWPxfcSgsDU+hmU7zQsgGcERtAl6+pGXJAMvBVdod6XYKzF6wnSG0oqwRdw8iMHIHvDdd",
-	"pbZdxyrUtlSGoUHJLrnu6qIaSjh5l6ySZeunl7UFbeiAgUbx/RJoi4rVHazFdmEy0iAUY8XqLQDZYY2p",
-	"72bx/TuayDqHoVtutF3Dnycd2jR+X+/ghjFZ/XqYUxH+gtZmSMBbfOYBqH/Y1iWAMY+VnNBMYVVU0V+L",
-	"SPpeeSNrrpfpA+vfII3q+vU/vPpmL9u7eHty+OKbl1ExloagWW8ZLVIqa25r25Mr2+vR0dEV6WBukSV8",
-	"b/FrEY3VJxwjx2yZpSHe8zen5MXL538Go5n5x59fPn8JzBvZNjVq7jKz7LTPxCMmr2hcEtI7gaeog+Ew",
-	"7T2WEcbbckaCkRt+x4RTycH+bOT3Qq6S1b3k7XDESMDUQKREjE5DBBmSvsUHsAPLXZUQXEJMylKWwTvx",
-	"1FbZid8tv8hI/YT/2dDSFr2raqlRxAKSsXFoUNyzMxBrPxCS/IKl2B1hmff3kHqiZDXlhokxNtUCO/v7",
-	"Jbrkd67u2eDC27urZod2uTr7r/z5c5cqLLxZb7/Wk+qKytuAgSIVZsG5xf2In7VgJim2crGSt8zwle8N",
-	"g9xNzMXK0iBCKtPcoSG+WYHFmJWiMiBbqLne1ATA68ydO4vn+gm5uXSwKF88GyxHNCM7ZHvp4nwZAKuR",
-	"NxuuhDMFoAELTIYp9jGNwHyUjMSGh7uuDAx1PEwPBzA6/92o5sQdD1iRMeIZEWgv+yKslgSr6tVyZX1u",
-	"otwAC+4XmgmUqecvvo3p/HzFZKOTev/3UFLRcpz10ohqGsKprdpFno+o8189G0P4gUq1casQLGIp12bS",
-	"7q1jQhuzAsBgP786A7azoGWpCBT10ZJcnp51cQSw5G5ueElTVNOTQ2utqu+ePgVfhVaVMn9/Pn+fdWQw",
-	"K9YbkZBwsZCEWzc0br5gDBWpVV+7ffb1tx3j0bdTckwnUGz8sDpkVyRM87alIrPDEempKbg8jQOBnJyc",
-	"AtbHCSJ+mOVB/A9vcLdzX1KLsRaHA3FxsBG6eyvX4D72Fz7RUt529RbZXJeB0oKhRuCGrGtZJ+0NmBLW",
-	"VogteFwqWlTRCHqjWtS2pLdqjGjmUeMW5qEVyhHmqJg44iXjN8tYmKMsWEHw6USL92xuAhUnqPArPVtS",
-	"o+SWbWDubtYOYiVZr/KGJYMt3H6DqxFSewTLIaAb0wszophuqgxCVsADVLiiqlHudinBmQAbF6O0MAo7",
-	"lLoDTDFLf1bFqpX2E564vQMsDsLy3WPcjIKV/I4ZysKN2m8KKK2n8yo+zWRiuxU5XFq7bHRf39uWD3nB",
-	"Uuf+7YuXX5uBvH3x8pvox2te6GWKiuHhLtEbmFoPsiKSTod1RBliIy6gmuclVbcPrxvXgFZjy7kQSmzJ",
-	"a01VBPwqVvUl2sNW2RcgNapug6Iv8CFk4hBrvzTS8mPXf3lotcmhEpONMIfwFac3QirN88gJtO+Qon3J",
-	"eTKFLCIG5RsmWD1qEQubg3puuSxLdLfMNILdyGSM0l+APGD4tozeUbyFFb2vahmb/o+uGM5fPn04+V9n",
-	"559OLyay+htZy0bHS+63ZS7atybfICtbh2pQ7MZpf8CXBwJn+gZZqOxSJAwCFRNveMle2RZkPTg18zom",
-	"9hXtBx6RoZY5U+qYHD5vBZOqpNosASkkcxVm0I819X6t6WIcSJAudEjymLNbj6Y9QRG2zocpd3J4BEIC",
-	"7ZBah0Lii+t3207MDXTgLH/w5JE8CtgmRMRwmEjkDOdntFHsUmpafoxpguYBuaH1Nb3xRxdK32DlbtMN",
-	"F0RQIe3lPTFJ7iY/Y3XOYvnof9nuTdP6hoF6az4xD/f/8ukvpwctVRVcQX7SRPJZMlqdlKXMEzWt4Wew",
-	"gZuXwKBuPiG4DVMnaT652KixPqBlu1nyWlMuWNHKQLYAirghMwprZ0bs+Us+dGqdRbSIbW++yUs2dZoq",
-	"OUUkn2s30cedY+9Q9ra0t/rBKN3aZH3qD6ly4OSdRSVISNCAmIka/xdRd31Jt+sNoWQli6aMAdsXRc1U",
-	"jEa4gGopNbBQjDOTNbl6dgT/f4VJLGVJzKrUC5qzuDw5KTMQRwelMIU/TNsSTsmVZiIKvxG25uISaK4b",
-	"WpYbcu1U3JgzUamoNvL6viqpACFz23t1bRYHtMzonHE6EVUDp+mKtyk/2m4PtOIZMdw4Qyd1ZqN0D5da",
-	"VxlYIjKiOPwJisGaXdc6nxGGagjJp+Y4g30n5IrOjuN6HUN37ESHURfOw35paGkka3iCNaexGNOsaNgk",
-	"QNil16fcO6E5aMgO1Hf74UYGfWX+xPiYSTf5ltZDSm1JbORgx71+5onqnGWM2oaO7LkZkZYfQy6L+w/P",
-	"3bAAQx1rMHkGNMOAG3C3yfF0aYcitgb5TG/oipebaL0hRIFYwAsIZsuEC8OyYswhRPSSn9j1hcxvWcRy",
-	"21ZsG6zWJxAMH2prYugcHDjo+4myAAIJbVzx65KNeMloWZobLPCWuegNqoPikXEOuOZlkdM6VW+gM0hw",
-	"rCuoxUhdHXH3/bgT3fcUlrrbayc5ups1XbE4iizAUoMFyrTgowen7uNIMUirO2AH3AIfg3fR1psKouwS",
-	"ZReTSh8o/WbMdkS+ArK3L/nMblaW0iECgN9MbUQ+zsQ0ZoqG/Y+t9IfUrWjW+X9cfPpINLvXdkHmLnbe",
-	"1Cpmnv1UUQjOkApsNGT/6vz1j+8u3n36ePTu46vX/+vo4vX/vDqAa4MqZWgQS1Nhe3i6VLNipOY3Sx0W",
-	"+/ZLuS2d3LFxWHiAXHhtUYWGb55PgsA2ZU4Dhfd8hf19dZcfdRbq6O75QSrUKGrN+SQIbnxG1suNtVVC",
-	"zGfNbPmhRHtmbYqhIa9DBzC2aRETrKhi7hhgOLjiudl9I0mn7FETa423Z6tmi3KGlqPYLxELvZGk7kBs",
-	"goxVVDv2n2fkRUa+ysj/+3//P94YekMrdQwVoGBx4rPGFri4OTgGWQVWC46/2wgsfKCcSOWjSSZMIc4d",
-	"3nhWdmy7A+kMevJXV215sR9I4H7pUIR6RC5iljxzRzjY4zGO4vnBO7GQcXePlgQ0+zm8hDZmRXQSRhXa",
-	"XTLSVDc1LZj3SxvtoP3UAfgiN1fgIWowJ02tWVzGh4sxisj9upUsOPj9lyys4MxovkSnYGZ7HbzJFWOt",
-	"93COOBUKQJEsdah2X/I7ll406yAybyrCi9Lo6eCMAbw+aj62JSu0ObRQmwMgIeNKEd4pl5uKJRz/7QWu",
-	"MlwmGrts1JJWjESuq91WyAsVUcy2mDvjDLJ+8dbztJmRmpUUMqqtp+jk7B25hhBp1BgG2HJ8DyjJS25o",
-	"CV9ywO5YsA42oiVbywEgEimeuzYIP+V5HKkbhJ5R7Jd4O811+vrzq0GC19p5rOjGn8D9C5Yf+vcPz+zL",
-	"B8ch6SkG1wHkDkJkw2LB6inFpGDjuoPN+syiR5LBEvltCY9JcORjzO6C3rE3i1XFbi7Zqiqp3jGu/gS9",
-	"gbksDE+wTRmSwvBaTJuEwFqE/gzeNpIOjOAg4c7/nuuaavbDdcyzfYmWTiyJds01Orm5ILfXXD9Vx+QZ",
-	"KZkNk4YqIFCnW0o1EsiOWTdDoezZYLDBp0ZXjRsXVJs4JrmsNpYvQTCxqJpO+Ujz3Gw4zcHsDZmKVb76",
-	"Qku6tn+uGvwbAvJ+3rlAvN+haHYQeNIiWdK6pif1TSy8oKnhMnALLCvLbJX98ynGiEJktMpIyVdco2p5",
-	"WNVMGT50qBvBMvNvueAl++4uI4clu2NlRg5vMnJ4yzZc6C8rLjJyeL3IyGFem/+u6L3ZcvNjs1D8V2iD",
-	"339ZrEyjtDb/yYHjHKr8i17WTBk1cwB4z2gLOGxDtsHII0lU2/dFW2T5xTZnhtvgPIqAYQlm4SM1DOlG",
-	"iGWAZF88G6PYVMCG7Rwfm9NT8XtWqtlD+Pqr8THMgbGK0Kqz6i5QYK43WzHx49FjtsV4JZDPGG0Pwfg2",
-	"y9ZIVyqXFZqpqNasNm/+219PDv83Pfz12eF//7n98+jL4c9/f5a9/Oq3/5aMVJjC0rC246OyNPN/Y9sz",
-	"FElhyQRHNo+pLV+AKrF88fKbIfaVCMWwHcPTB5Dnn19+Oy81rUMpnbXpcP/UzYrgemclFbveqgGGYUnF",
-	"E0UUg+IUEddkvqRCsPJdkUqZwOcglmCzXVvn6LFpWdtzoKMtMNfRq4cn0lE7Ka4znDDtTI6JrhvWL0Qf",
-	"gTQdhbUz6zyJiyh2s2IiHYP6hpeMlNBEm1TnYImPAxiTdldx/M/MtTOlmn4/5zR6no3K8L/Ncdu2pJ98",
-	"PEGP9K/ORKJKqRFAkvf8R68bQ2xPv2d1yeFe/Hx5OuU+XDN2G7NlG4rEZ9jpdC3In6mLUm7Fks8KJrep",
-	"UH6F/GiT51mW7MFxWVYiplDmijgTIMrG6NFiZeGcI7ONvlbAg7a7F2bvbIzKe2L0dvQojuiinZdf3toW",
-	"1KAXopJc2MsOJnVTU6HRmA/uKvAu/eX1JXlKK/707sVTxfKm5nrzNOjhGBXzVaM0uTZrH1g2nAXDZY92",
-	"meLwJGbTWjjrJJVt5ak9Gs1t5Z9F6A8C8l0SsaKrXuCtkaQbl604OytgOM31OKysQagRc7R5syYFv+Fo",
-	"N4CybGuumPUW4Tsqw1fM/0rz30YUrFa5dBhNy021ZELFOHt3jyeKd89f/Dku31XJ1GKXZ9nm2loDQylv",
-	"IB7fzPrYXpI2f46JvN5gFpjbkrxslAYD1wZmtp18PDDBb4eTt2zg5566y/ey3dKFI9nBQYqfkOSXRkJ4",
-	"S01KLhi5rhm9nbkv//a3vb/9rf7b38TPf3+ePX/xbXwnpmTbjm6FH3YuSwvILSQCwBNV0Xyc83UG/t3f",
-	"/qaemlG//Do26On5u57MolwE7spTWTYrEddvc3iG4Q14s9pQrYgjPrqE2LhnApHkTP2xKcsRFzA2whX5",
-	"+OmSfPz8/n1caqtqvqL15ge2mdpeFcTB26/NgYk3H/dmvGJ5Sc0ZtK2at8ZNeE6mQL+DW4XOFNI79gn/",
-	"HS+Ha2ThjHBRsPuM6Jrf3CBrvONsHSv/YAatUhunbCVkKG5gG/ExNdCHn7iyqe3wa6h92zFMF906ZBmr",
-	"BlFE6OXVq/eIUWaE7WMC5iKhMXcMc2EElGl/VZSQV2vUAEC8qBuBThItyYrevyrK0yWt42bmoigv3fvD",
-	"JGaGs6aqbX6OnoH7mz40tVwnag61YYi1XKveMsBmmJ2c6oGEl+PWj0ugCJADcLDXrJRQR0UGEVDAO7vd",
-	"TowgsEvgDpOPbqKYgwJEBlUFgLYsEvy4n6977Nr5Zf4g9DY5eggRzeGc3clbNp7VX5v3IK2/LH39JzxX",
-	"hlFvn0n7zutK5hEbx0e29ngSzLzi+JdpDMUCYeQ4xax8hNYvM4rcBvwZuvcD4Uo1rEBByJxfWZo/sGUK",
-	"juzFDI+vGcQ0gQ6EQ1s0zY0FEhlgvaa4QWxfWXfBojsmaKWWUp/keTQc9IQo+wakeCtFsDJmxNOQQA2D",
-	"3BnI1lqLUtJ4lMKUCqPYsYUXXsv6tl95ZDCXQyeKol76ljOMF3VuPGvtQVa4RHjKRJZHNA/r3LkFbZVV",
-	"DBaAlDK+guBnWtcbhyfaruqIOx6nkbnlzrYKkI7v8o6mNLv9EhXImQSglnJtrYwweS5KwJ91VOFBkoyS",
-	"AjgDVGuaL1dW2XZsDphZtuc+i5pAB/HMLJKZD8GC9WzTml8+G4NnGsMo622YXZWhXbmwFsloNSikwieq",
-	"PYeuTsKAAXPQfrlbuLbrHo1bmt4yYXFbg8ATrsgn2Nj4nQ4h43c0vTsOuMtV5fedTgwNHgBM8mzELR9G",
-	"7pg1uZmONdzb3HbBwyDg/jSn7P1uZ/IURq8QMX8CgSR3+ZLesmCL/8Eb24IITDpu24sLWeivZN4Y9gFX",
-	"+0lTcH3O4mHxnTd9moow7M5FSLtKg7FDB0Ap7+Ku0FbsBAE/RKGZkug3KeHR5ZJSRfwHc1MdE57cU4sC",
-	"A49tDdiqltelmQuGZohyc+Z+serDZH1me4vMMkYjcrCLUeEeV9lav+xHUyshjusvUPcNu2D3XEHetjC6",
-	"Ecq0CpK31pOqW3UT+TpE1JttOLKhMolQNsdXo9qNoaD5W1o/y3fkynO4K1Bur2hVXYFIdOWwSK/IPiz3",
-	"1d1SKm0fduwuV4ZS6j4/EUakbO+3WOxKFQFlOqkqX2kCjS8O+RRhoUyzRpcBq7Yf/SR/1LTrs1vO2K/V",
-	"MfinOoZe61mzKabj3sF5AA5eZlE9ifWJehTv23vveAPLP2TbcuELNe+bHxTWinFFBboYCTZsjeuDP85X",
-	"NwqQ6/AHH49qgOwjgf681g1kZCh9TL58sZv1o/n3ly8DvqRYL7+ljjvO6qyW95tdHeRVU5aGU95vAK/I",
-	"1dWaeRS1dGXpCBdazrLpes/Al6PDn////23v4WcDh1OWRIqHAiUhoQzRUzB1uqt7JD3z/2AoSQgAdLwN",
-	"lARqA8DVtS4X66KRNSnlzc02DPA4UNLE4wewEFbDG6CAiP89CkliToOnjPhVLKtHuomhRq8Pe8gsl6Kw",
-	"qtEb/z/sPdqd6T/llflf6XaR1e9wuSAo5jzynB8ZMZssfucrYvxS+AeztSkMrR4G8/F1BK1GWtoEG+Dx",
-	"vlZaPFPZaIY016w4T6aOuSekqQDWfcnzJVly0/oGga9dGxPN8QXV9JoqKKOYwJIwj9yM3OteDgaIiYl9",
-	"pTPiTpu6ZkLbVXLvTWx2TcuJo1/XXLNDumS0MFft3PGvqc6XbBiSh9qqgvbVXfC+/DJlEYqI7VhvCYKB",
-	"xmnYkLfF7Y96OhD7rcabCGHKW/MrfH1Ezh2cFlXE1Vz0kSUFU2YyNn8NbYvHod5bcFXhGIluakT3MvIy",
-	"od1qA65iQcimniiEhRiyvA+DDAXzP8FPhm/rU3tTY2QAjqwNP92+9/GVicUaXcolNrv/+fO7V/GM2Inl",
-	"8zzO2UzL1zTQSA11TmQD9AH8hoqclYmkW1dkamjMtVGrDR2RBRe0RBf9yOBHa6DNSw2g2kHMdYtbD1W1",
-	"bktfxDr42CmZAdUBLCQ2x+IX7QlIpSuDoDGt8gBVtwzPCtcQz3jLRfFdAtbT102dfEawsPwEtwJkN8D2",
-	"hT6FeYTY9yz4Nc46Xgbv9nNVQcMF65Zla0c9yg1P8oFoWNo/q1TdqljwYahVAi9FVLG4Rtnpf7wCdXcI",
-	"k2tRt/eTL/WcIZ+3tTAfXpr6AxqoIKzk8UpUu4nuWKuse9dNL1Ztv4jWq1Z/UMHqyBkcqlrdpYzMVukx",
-	"Q8fC1S1DOiYXTZ4DJktG3ljGfmkY+6cGQ2NPLVMHYwWw5Xj54leeie1BurtF/PHN72V72P5etuc62Mv2",
-	"XPMDB+KspJtYRYkTgL2FWgeQAYxRWXTr/M1XrbYGcj0EHhez06Yk7FpWFSsg0TqFqKyIfYtcs5w6GAA7",
-	"1dqIq1pKokq5LjcTu10M9zdjAsmyspd2jGBRw3JYrg44RgtlhC8IFZujx7BlYjhzuO9xxC9YtFSL3vjO",
-	"iyBPZ5MAOUhnei+1rg4X5V1G8K9V9XVGlqVCeLIRULKaraRmJ0VRp9cU5VzMnDdXeus5QEgErlO3ez0i",
-	"JLYrOFNCnGD2iYM4jevwEzLa3bZmW8HModaOtSbbnPdgqd2J9kejfzTD1UszZORM8Zu63TwLbtEXDSwm",
-	"VcEL9Pt5fI2p5Yps6zMvQMtNI/dfI0D+plGQrQ9jI3c451mr+iFuT2d8vdiLQT1je2UeyjfmF7fCEcYo",
-	"YLzEU3dFB6iolvebpA5+uVV1z6y9TWmxijlCkMn7TSS85VHw/x++zqNqUn+ex3jXcW2DTV0mlnnnaSjz",
-	"xjj1/Waaxo1mWJuvNToDFRe8+iN/4jQfj0FkT8iatnftCIezU9hmcN1VdGNKE5cNP47bdoBTSxEUSn5U",
-	"qWmi0wMIWq5t2Sgc1bE11TtETByqkP4jKLOqyL7LPqsatczcMTh4FCGjG5uRmKNcLEou2NAlCwrw2kzm",
-	"E74897KVYlIXgEGGIWmze6j5DR/AjLLLgCUtFNmvmrK04g0u/IKXiboT9vaJZK7Zmzncdiswwg2CAXdt",
-	"iJ2/QxJJAe1FZiO8JwJ9YtZDzrpWuGNCjZoJRwOCPRBl24hMRmTeivzbyahiD6c3qkxxpgU12unI+dM1",
-	"zW9TpbigwSeK4Evp1R6fxaVpISpQpG1E721VTFnrubT6KCJkSyLbLBY7iMiSzr40xYpkt3ayFcdlNfyn",
-	"t+KEE51BZO4em263uXB5Iv9wu03nmEeIATg2WILx/rGVg479feHwOz2bhNuErukmtMVgQ3vZnv1swKSC",
-	"RzZKl6yEpDgKNQuQ63c0Tjy0vqphNNo+FraPmFX2+UQqytO1dzKovJORRP2th1Wx8tDSMON9QGg5eMTy",
-	"VdEm08twG8X5RcAcIx65qmJtQkjBpAOTiVKBAvyNOGbUBWJzOHygt7+SfWho6mjHCx/Nmn7vEMJaOMqI",
-	"Hrm7/C2jpV6+YpryMpqsKhQTqsEcfnQzF/iykwGMlB1LCw1gHaKwmZjYbcsnxHNo4dJmxTvISYzfi7kf",
-	"IDqmC3ZP7GcuSAcVjBU1jI1NtN1BQHVkPd6Jgt/xAi5PWDmMyJ/OoXG9IS4+xp8ttsA0jcwBEfjQiCBX",
-	"NHqoS6iBmnS8tba93MYV4AcdABMh7a9mV2+FXKcdfQ9Gj6cLnbgIWrpUbeBI0JY73u9d1dc3YNaHP0+p",
-	"KHiB4snFstGFXItEUd2xuAuPRZwIXNnl6vRQ9S0thEsR7GLWPSBZJwICCXjw1LskositgbTtU4IGCwUU",
-	"LfMYlE36zMbK/00MAfCO1bT0ZyzgNOHmQmm3ggFEL6AzCHpHedkzIXVqGMe383suzB3u4LZ73Y1IxziF",
-	"tvXokgOXe72ivNy9OmwAJ6OYKAjFAoNCmvNkQzHZytZl6yU+Nwlggwt80LpjAdnUKHQuMMx+ak47hN+m",
-	"YwNfBJhkgWIlY9FYOa8A7iPAuPXnBOYwnskqp630WBK5skE4M1ZzqAApZlVBeqPbJy7IKigWOfEGslsR",
-	"D8OAR4fvXnk9HGByWzjjSLaG0MO4ChcfLlswGVeNO6CJRE1O+CBCV2Fr1hvjkt3HtE3IWbINd0o2houS",
-	"3vs4Uvj3VPEc6uyalTebS69lo/1BtxEhmEUckUTqGGLA6dlnYp5wzXLd1AyCSLzQbyXjtr5Z3PD3u974",
-	"uVyteOzcY6FdfOxqE1EbC4ll8HsI/VPLGmopy3xJufDsNNr6mmNRz63Wl1LpOHjHW6l0B/csEOl+F/lD",
-	"xm6mXuGvXba8qmXRxLjxGT4Ywicpo0UbwTXdrV8IYG2+MNZWBO0MC2HaNepTSF2f9t25ZqqmAlz1sexf",
-	"xUUe7W8iS514/09yOcAGtk36k9YtqhiV5TyFA4VlyFvCde4viNv3NM87lyVLFILqUMMfUPApSqAnZYm6",
-	"Qpc6J2tNdhZmmnNKPQ0v2iVVCbsOsKhDLsKKvaCz+ki9XWEhoaVCJhB7Sqr067gTEn5ucUAUhF52FDNu",
-	"ZDUbQJRsPSUPXTQrgOga6WBJbfHTRpAN0+luGhHjFxdhdWzXBzKLYyKashzqaLeIVlSWPolyBLkMNgbg",
-	"KaFsszVftMYFaCZRsKYRgo5W24IOcirINdQpISsqoMpgus3RgoXQJFfEvkyEXCektKaCUmtnYY3pKQO1",
-	"Rakt+qGRl1YUEJcwRlUl4Nyouk2BW6lbvMJBl+C+bporqDmF+/rmuwpSsBHbM+4QQru8IbV2Dkh4Foc5",
-	"SDqiJcZF1JyglWQD03wBLZObFIIxPM3zRozrUp0S573654N2g7gW/PeR6gpAToeqYrlR2aDcSamxXoAy",
-	"olhPjGqnNRRf/1oUQWmyuZJMNX7CuAIxmIYLEzmyaamrw0V3GKO/JYb5gGk5dqF0+ArcGpEhLmVtriN/",
-	"qUCxGTPtwsgfsra16q8Z/BD3yI5zkVm8ovKsIJS0AlIIV6adW+bpNH1AkvqQfdDROwPr0ojSac5/8Spq",
-	"//zePEI/OwWRZFWxglANPMM+2H938Yl8+/LZ84zgDXvVCBDCsAhvI9xn8I36PfTHHftErJzRVbUreXL2",
-	"zuPr4PmyY+GrCh106h+gx4L9FwE3k93g477dcSv7MZwTu69ile4S/qVH03hCPae7O4Hm09JrVwuKLEXs",
-	"LF3S8hZcn4F5tLctR39+/rz14fV9/xuAdIuZftjLr83qfktu3/5KsBV06ykng1hX+xNFSrrOQEu63gBK",
-	"PL7YWXDzZMv2+Sxi/tzyim96qHPd2Z9pnZw7RLE2anmo5aGm5S25iaohSYiuTxUTZN9IyQeG/wLwSkH2",
-	"wdJ8MAFwyDWcGns6eE5gre9c+siNGKvDEl2JZFT0iK8pB8uLlubiSEK+bB8DCGC+iJpAseXruckJI+F6",
-	"BbvjOXuibPkpidVThgD0Eu570xjSa0nXNkfUNA0m5k6BxipfUaxR1USdH2NpkEHbiunwTJCmmi5cYBPD",
-	"6xJdAF4MxsBA6sFAqGIiz8dl2HpAOhe1CHGydSPUMTlnkINR2NCRV6/fv758TY6Ojp7Cy+EiX/gUHvdR",
-	"dK0rmt8ynaC488szYl+YQ3HpnIq3cu2SWJnSFKBkzNG+uX7x7fNvE3ViKz2Hx8SqtOL8B+mps9iYZItf",
-	"7ZjVyHtZCp7YukmOuS0QFFAGTri7MyFfyHocKDwvUY7HlP4dykSAC4o6YJt+qQh6Q7kwL9g4XlcTkYqC",
-	"2OIA+ZKWJbMV+HsujPJG1lwve5UGPrz6JlVpwH/h3Q9h6+5MYAMXb08OX3zzMnocHlSSAjtuF6Hr8Ph9",
-	"S0msmF7Korter15fnJ6/+/711qLBluAXrSQHG9Qt5OMayMjF68vPZ+YyPnt/8n/1Z/OyM5mvtibz89+/",
-	"yp6/jI9byGjFzhO3pPAcEgBB9eiOD0oRgQPTSPBQNpSW7dYfE0oWNVNLUlNRyJVtbNw9PAW25BdZdVeb",
-	"NlCQszuP/9nQkmPFc8MMsLLsFo0em5Exq2gQSpYYteIMWb/IKiM5Dh4gpXJw5Zy/OSUvXj7/M0IxYjUN",
-	"BO7GAhWdO1dg0SIYZBz2iseZbOf4fj5/l7nAQVsFo2q0xXYI6QjrdVDhDWdXTc2vsF6Rm/7SGyq3ynuN",
-	"rP2Uah1ujf1x/AcV3zALG2XLS14XZ7TWm1Na0Wte8qh5vrXHu8rJRoeEEpNg+Swi6oVRyAw7jDXnO9uQ",
-	"9rWtKs1t+zZRdXpt5raDU2w/Wpv5gYqzL587ojcPgK2DQ5Bqi68TLjBO3n4aNfkXkqHNH1/a3eS/Q2Gr",
-	"7ii3q1CNOknhw4k+/LCvCRYs23JM8w5nGu5LFlLr8Dl5z+/Ymc1FjjrDYNnJ5/P3yuYXQf1uC2ezE1Zc",
-	"G5v9gEyoncsAwEwAoeeaQdyPi3WZaUWdW0UV+gWSIzSRgww2tUQ9XMXFTckODef4fP4eUwysIDzdi2r3",
-	"GY13cV//oybVYHNjGAxhrH5nl6BoBVbRiMTu/7xbvssoBQ5gtM/Ifmkn3j2YbpOnn8qHKRUgv7hTDEfX",
-	"Iw+YNd4+waWtcNCJxrDiGBQ4jsdmQN6XoUylAcZAGRbd1kUwX5qLwah/mnyF/1hJpZ2fdcFvMJ0Aamjs",
-	"t/UUnh3Mw/X96tmQ9jycWyeR2jy3O4bKMkgwqw5EHhZRLyz+uHpCIsAGGOVeqsx8LohsEOf04Bj+RJwD",
-	"sv/T29dnB0HYPAA9zj7SbhLdcpzfRPx+A1QHPOs9F7dR1aFlQCUXgARrKCkszQK6gkXRqhlS+vQ6H14m",
-	"g+ZdjIQ3b5V0M1a4Ywr7h8ZtHnhh9tLcAVa+VnPvADfJ1F3lniNuxr7NqWIe59OjlR6mc0JdGz9EE1u6",
-	"i4YZocGOdJaw25sREhp9uGL1DTtEA2U8/cV60s+puBkJcTDHfymFbGpF3l5enhH4JlhdxdgtoNDWTDUr",
-	"Lm4O4salKFwwwhoJXcuyZAV2ALVxcGPlGmIgOqaDfcQJprjqFdXLA6jj5EDF5lTO6exDZ+sHiun0l+/n",
-	"aefv4SyfhufVc/zwrBqCeTTuH5ysx+b+mQV7vmYbaZFBvLL2RKGysHn4FTHMGR2bfc+oYo+xOzUTbA2V",
-	"3rpAQBF2ea1k2Wj2fmBnvv4KYu9750VqWhK3oQH2/jFoWWopawwlpgL7ti23m4PNBoDbg3uA/K3325oL",
-	"5TU8TAcHJLKDY2y9d6maizFfSp6zjHQuWGt+MLckuGENnYwIBnZR/K6/fJYEaZpK7SUHbwJCNlWs5rLo",
-	"rGtA73PKQL18gMhiDh4MJ5d3rFb/xSSWFqbnDzmdeGsHCnALy821IqXMqZb1f+AzHDuVj3HK5pkFuvbo",
-	"K7PeVzsYk/95j/ZD0VWO3d5kvmB4532sl4PAby1MxSgQ+b84zmNYQR4fqb2PthLitu+AOD8A3p5IrLqs",
-	"qVC5LFh9yVZVGTXnnGAREXiLaPtahBU2BZffc11TzX64joEMXNL6hmkbOXHNtc+uv73m+qk6Js9IybTD",
-	"WcD+8qWUig0fTO8EGaj/A52exkMxPmEQB44LXMzHJJfVhtwyVtnalKJqOuUmzXOjH9B8L9uTFeSJVvnq",
-	"Cy3p2v65avBv8CX9vDt+tX1tTqTGpIQFu5MBcHdAXt88fxHVw3VNT+pYRco3TQ3qots4CQ8AqRH/fArh",
-	"u3gtqYyUfMUtWOkhQAzojBzqRrDM/Fsave67u4wcluyOlRk5vMnI4S3bcKG/rLjIyOH1IiOHeW3+u6L3",
-	"hpTMj81C8V+hDX7/ZbEyjdLa/CcHhnSo8i96WTO1lGWXz2wbZnHYUMK7Hfl4BYWQBX31YpsHAdZiHHTC",
-	"EuLCg3GYIxEhwoGj8GK0ElYKmsN2brE5uCAVv2elmj0EIzeMjWGuib1Hq2GpdCzV3MdtG70RXYvxOOTP",
-	"gv/SMFRN7H0ACUK5xNraE8MPXn4V9+KPw4bvVIPUNzwCkR6m6WAXcZRSXrBJDB0xWB6VoWPM5TARQbfD",
-	"LB1HNo+lL19AnNbyxctvhph3AuDFdowIL7sfoj+//HZk/n1nYkjP2/6MbjpNsHKdm9HNyjOJkFtFCCLb",
-	"vvTDOyKFOh/S6TShJJGKsy2WTM/CcR+E6SSThM6IyLRzFs5nWIeTil+au+XBQWZ4mAkVrQLoFQoMJlFA",
-	"hoYKub3WYuFkUKr0XezEf2RrF8nikv9rrDTMBTl99+rcaK+2ZH7NqpLmDnLMAc9IwYxmISwLLzmEo0FE",
-	"DhWbEDbC78ZYUSd/3Qa3sb9uB1wHZjJ6K66hE88wnfXGA2xMF2F8TUyGmKJLCKm/ZwtZs4FZQFBXfx5c",
-	"mW3mM+6QwSAL01nVD7QY3mrwH0L+5TUjNPw6wJHaDswY23Qu7KY/j9QEbupKqsRa2YdDOxITfn9LHl9b",
-	"DOcvtWyq3Y7wGzyaYIO6Mc20h3mH8zso/r+pmRGn7nU0kGwiVb/iCjyEjm/OIubRhXz4GnpM3QesIvAk",
-	"wBY5afTy0x2rz0rKxblWVawkrt4Ob7V4x5QgQokPXyTSPK1Ma+TKlsq8OiKXTS2wOAWRroJ+WCyT1syF",
-	"DwvG0DWzQnwYCB82HPgKXVef6/KK7H/97Bm54gKO/5drWWyuiDQq2pon8kLS1rzYTk8ot0cbLbEsVhQp",
-	"SNYYVQrWy6Eq8qadHwHOL5LloeVh1ZRl/MtpZwFjKSBPWdZq2snACPXTdEjTp48/vntDrCprtMi/fA9R",
-	"+y14s4VaGNVV0pkX2IdN7uBF2Iv9cXInyfSiV1wh0IiDrSQ5FUICOw9QOrbXHjjZDyyii/zAIMTXCAH3",
-	"XIGjHl52eh2kwIRlOLG+1gKUMHhzihq+pApygIZd28rmO1rHsU9B257Pkqoz/etwazldsZoCyEFFxaHm",
-	"pT78VXbgdoIWubpY0toR0UjLdiW4Isp8hIZK0lQtZrQ2F3wic3+Wxh3USLZSmtPiXC+BGjdKWb/DHWIE",
-	"Iizh8H3N6G2MwlgFk/DlxL3Ga2vIlIzepWAOwoycweBd3JPQ/Gz4+WVYmXnC9+edb3y84OdYrISRYCzJ",
-	"fj5/f0TAo+DLna3I/tWf/vSn//MqI1dmYf+PP/3pT1cHgeppL5DgXsnIdePBPV0uFQyQZWijpqIgAFGt",
-	"NEUnraIr9h2hLkiDCrhXfA6Cu50611d7UWWGTUEEf+SKOjgiJ9Cui+YP26jZSt4hZ1hFS0LPrcC627U2",
-	"EXt7h+K6KAd9Vqx+NF2QNIrVu0iReD4/Dqs1ainXwiUt5FIoWbJAu8O5krxktHYVekb5RS1L9q5IKB/m",
-	"IeE+9HpE96BuGer/j71/b27jxvLG8beCUv2qRG41KTl28kyk2tpSbCfRbmxrLWWyzzOTnxrqBkWMmgC3",
-	"gRbNuPLev4VzDtBospukHFGSbf4xE5l9w+3cz/kccau9THELsm8CBLez/rTKxL1ZH13Ql0C6cM3bHrg1",
-	"dx1k6M8OjVX3ErdVixW8Kw+ZacP1e6fCBtK4pKXAMuL5Out8yo2ZObUt55a3VFJ0BzQCoJh7dxzWuGtm",
-	"3upz2X0mJ3zuNBY4l53oRr/oa6nWDx/kCHamd99ZqnkIN+L6hTv/QuUDLfxL9Aivhmzzm+RWudF3UpcM",
-	"Ii2tVRrubhyvvx1R2WCfFnsP32nwnQRdl1AEkkA0s7CAn1Cw0UV+dUflZRIE8UeNit0voOMS7vRqknMc",
-	"uBC2o1x4haN/mSA+vUUoVlBtVqTi7hzu3alKDKii4cZy9yaswigJn2h1DbkCuHRSZUUFORe0NMCM1+dh",
-	"0hwa5WAxtSc1Iq8/Ud0e5pia28jn9w7GuL5VBUzyCTaoUOFT99uqAjfVo0z6V27kKgdJs3mvinqx8JuA",
-	"oQN9K+KmFQn6T9x5c4N5qCYWv4mrsdY3r0Qhb0U5X99+NKc7WS9U4p0k7J94C9YQQl4F6Hbmn3v9jo6i",
-	"+Br8x0s9mSK3SfZ+Q8yM98ICllFoK7qilyjA+mZVKe0cQFsIoUPwUpQnVVs4q66eJMoHIyM1t9nllNvL",
-	"4XCI8D9XlZFKGMOueHYjVG6cGu/VCZ4BMCS+pwcPG3q479bgVhQGWXATsoVlWt9IcUy2g2Gc4Vi9bxvS",
-	"oEoxwvpkZw6/OHzGUj6Vl3DHpd9zSDJDo8ZZevCS+pSMrZ2i7ZadlNlY3ooLSB1vWQ68TKnl6HGHRCH6",
-	"nWYaIO9YL3Xrqkv5B/z7iP2AE/hndXj4PDt5//Ln07+/vrw4fflfry/gN5Fiy7cBrAeUqzjNJeNlOY/q",
-	"hv+3cicrLW12Sd/GGaf9TWeKA+lKURPAn6aOT2VyypWlJY83obbMkrrWjtz6v/18egZH/LefX5/V62GY",
-	"0aF1n8p5meOdVIHNZrq82XQCEDJr82R0jT3s1r+0jGAJj9mVVLmBfKtS6wkM2/0DPWgJK7XlEQRwKbBI",
-	"voFrKKEFqm9JgGJ0738G57fZ4P3FywGOtWaEU/lfIm7S9RIOenszBEdBTYIAGBcaTQGyOT5wl5c/a2MH",
-	"QGX4WIo6HpjnOXLPny8uzs77xwh5OgClo1Eu02zqAVmwjBdGg3GPFeo4u5emHOH0Ul+HD53AwUcwwI5q",
-	"LD0X2eBHYbPx4FxakTpFNH0H11LwBtixmIODe4GYn7M0M+XoshT/ggataVhrXIl6raPpLq+zY3yyFTzc",
-	"nXb0Bbjpn3nv1rko0aXqjjuEvQcm3OXmVwpegDI2yPRkUimf7Trhil9DhXXtKqvb6QP1RCBgHvTbvRGf",
-	"NMHLmmAwYRCAHXJhkpC1nNQVRnAnnnl3fI1vsypLqINS0lh/0EGC+7RNNzlpDZtWV4XMsOrGSypMK0YR",
-	"a8eGtqbgoCBT8xU4QuyKGxFCwdlYG6H80czFtNBzUQ7Za5CD/3n+7i2DTpw+NFIZ0vVTwOP8AWIUZsyn",
-	"gqUfM52LxGPUJ9ChTZzmbuK2nDvl+z8S37DmP/5MccSYDERvj2uB0v8ZXLgXDE7z1NlAU62MCMARbtiU",
-	"5CX+t+KFYSl9Lk0Cx+LUJxRClh5GdYLNvutur7Rdhb42Q3bGnSoPIe6IBfo+mP4RoW5FoWHOqB96tSRh",
-	"oJUkoND943c3ychFNwGNW03DN4JNQ1CdE51Xhds3W5UKNhNPhVAW1gU7iqbu5emQveZZxNNA28fz4WVo",
-	"HLl1NP3BsZhB/WMacJTpw/VN+ENadwCmVRJqpMtMmNaX2QCOAdHtqznIRfTzSMNgp/1Zpl0SNeiB/xJJ",
-	"5LJyZiUFLvJSjizjTkKgAzWaWfpvKZsI7iRVBSp0uJQw8cEJOWgVWu8mng3HGlFG+6kAVR0xZxLjvmVj",
-	"kpKMK63mE10Zin5HrZHjkTgenDoqHYsCeDCd7gZrxjcM2bt6RBNe3ojcD6SW0keMT+UA1QQ/FNAygpJn",
-	"iLc5Hgz+HvTrRhg9QclyNzoKbdW2juMF6h4O6YeDIKbiQWVN0dcYWjTgICjqAdVreJkLJZ3UiJcHqT0+",
-	"zIaluF3puo1EtrhyFztnXuiMF6DWhZfF0yUNiHqRu2OuffZjofUUSlUAbW/ECddmaZ/8Wmx4Gkqb+dNg",
-	"+Q3VYPFu5S/xyiexzXRBv0lZT5fJOg0QAHFWasVLHybF2FNRu+pohMr7WF+CfiQ98eN1Muy4kRWVOAVF",
-	"EFlzFSwUVOuhUijUB9GPFisv2uwNp4UjBVAoIx12rTd+aIDvTGFzTNBJ/QQx/BlK4pqDo1TUK53PvWAF",
-	"cFtjRlURupBTmS5WCJmaLZ6gxmdY75979Fh8M6tUQd0XrMj/udc/pjKUwp8x/xB50ZqlfNixCyqtYp3U",
-	"r9yzw2f1/mAXjQE+8pu4OtcwvWoKTZ+G7F0oGDRU9dL8FqRDyEIoe4RjrI+8HtVKzg9sBP3BQtwKRAHr",
-	"/eAXQmmaGdVdIBW7tXBDpXoYcoH2j5sTw57N6Dt0pIzqHQqtHrUdErcgnziGVKExs/vX2cX/YxN9K9zf",
-	"cdvsvgcNhiFQC2BCWA5GFjbZmzlNjGYnnQgEdy1n33z44M8BSjL/XAKlZZn3ITQdE9dCiZIXuDzP+kkw",
-	"gyx+3h261P2H6q7Q7ne/wvD5Ndjoi2O3i33be+nbunf3CQ0skLZX2VK6/WI+FWk/aiEOX/EtBDzCMymc",
-	"6ni16Ulr8s3hs3ps56/OQp4ObPsLUG9Lmd04Ve/05WunNGBTORNgxL7/P9986/UiOG7umwtnAz6htB1j",
-	"8dkIgnKki/U4ukaR/dQOe3T+up8Kfa0r23IYuGLpCRSlIzh7OmQn5A2Y8pJPhO+RWo8kwC/lIit4KxM7",
-	"jMSnD8fCS1OnCGJWEuhYnDmpORWFJXcchQz8OLlhckS8EkBeMM5bV/8et1X/Ln4TPEo8x0Tp/pC9FzxH",
-	"isfviLw25huYyo6XeG2pCcVdikxIih17GkXlzxNsU6o5y1saK1Q2T1mvXtr0/DaLr/UpE8IAQaJngGPT",
-	"fsp5PGIpiP40icu7knrJMLJ3zNJCKsGdULwqRIrV1FhCX05Mo0lUURvaSJiOmRb1jB2B+FaZoDTiKUQ4",
-	"ZzDoIZe0gUBH7XaR7kfQBhQOx7eHzxfbQ/peF4I728cdwHqd3acLjQO3jrUEUlsYPOYk4CKg68HtMWyr",
-	"m5GeKdzPxN8JvCKEeaOsAGgq4qxV94o5tu1szrHQhrQzFLgNMzEMcNEspJNwbnkhvMrW89fObzO4kPZR",
-	"/HiGy+escFoDtdFgEw4rU+rqekyCBkx55NZD9lspQQp5t4rvy+nTH5ADizlsSb0jNblGrREDGwUCJys5",
-	"bA/qvTm3nOWyFJnV5XzfAIAGGYzSAAbnDDZgVAoxMFOnbJYC7DViGobNcMw0mP8TDcZYXfJrcTmqiiJl",
-	"vbCi6aky1WgkM6erneNNaT+y5bHxM35O4sdzdAzhyvkUE2xJ69mqE4puMBY0OrI+4SAlLD3AFpOp99fk",
-	"6KCGzIf62OFFSG8h+xGTLSBcJW0hQrJIq4Po5Ow06hV1tPdseDg8HD777nvoMjYVik/l3tHec/cj1g2N",
-	"wed+wKfy4PabA2fMHVxpbY0tOeReTltzS15CmMtQHMQxBjRPIw8PNhHyEJ5SGcuLopZFC7k0Q/YuNjtI",
-	"aYd8H2mNKEbIboPmwIMlcTXvtGiO/BoqQu4EFphpn5zOa1PGu4yAaUiUT9y9xVjAGHJLKlBdYr10MKAr",
-	"A/eLFMYdHj8rZwCNdDnj4A7z1NtLf8TfQL1I/2cQ/jn4N/zhveDF4PTM/ePvkqfBBi/kjQBNL9i/WPCw",
-	"LDafk0zEYdIagpIJC0nuhnHki9AVGDUgIibaeljQIftRl/CQqacFqAMFM2NRFAmm0RNKDhL0tASUQ16j",
-	"gIWDhORIpkKhPUy20gsHBtIvDQVYpPIs7wf/nsFLnTu2IslhD2UeXoUPexlteI+zWalB1uQiiDhYqVJM",
-	"MeFDK2HYi2++77szCLZs66ga0ml57b8/BnfXTLMSs3+C71p84Jl1BosSgFIyhApd0oZO872jvTC/E/dd",
-	"oEuS72bv6B+tDXuaKxu0j3hD9mGpE0KaoEMTn+9lIlsTOmjug4+LcEhQWpNc9jsGPIWxP+gcUnDdUAm2",
-	"PKprP/iXwdTo+tWrIrrNlfNJauBgb48cu/kktYbrSCGPMj9DWLGLpw334sit4zKInAVyBVjpN4eH9zY9",
-	"DFi3z6aN4TbKs/9M9l7gWNo+EcZ88APPw8K5R56vf+RHXV7JPBcKn/h+/RMvtRoVEkPXL55t8Ikz7GBx",
-	"ofUvvLwW+Ny365/7VREQlsghidiZbPDwNxuM8kLrN1zNaTmgcfS3myzhqbLuaBXYxiuOazv6dYc/NDAi",
-	"0bn6lDlhz68NpPgQ5POiiPPZTbFHe+9o7/vv9/xvtUtx72gP3Yb1NfwnHuA/kw75P6hzl65Faz8uQBwL",
-	"2MMd/JzNha3jFlEWHGjuZkzekJqngUrjNAZntvjqYAgswhWtWtWKITu1teNj0RvKrkTGK+OEzpV2anlI",
-	"qPKaefj+MoP+SdjAac5D0s+2qH7xUx0MoF4v3KbhkzrmFwJz+ULBAB725vkwVhYF2GjYaYV4V+fxv9dj",
-	"nvGpzcb84KPM/1xxxFWOuT+i1mvoyaiEKqAzQT11jpHVs7c/MTnh187mgYYfI3krfNQOzrNHOq5q3PNI",
-	"VnudlCr+R3JkhVBsIlWF3h8iCtRqIUjgP+81PLQCazCpCLMe9iQai78ZI20NgHtQxSi2OaTJn+bg6qnv",
-	"KcCdAVMMI5Tg6jVVtDh4DPCLyA/AwyZ9jDeoaC/QBsPC1zxB0H/IGJ0WPMMinyUqfYmDW6dCtWBlxw0n",
-	"QAVytlGtAMl8SfDH6k9I+KoquLNV/VnJLuCgHEyxE2fLi7ErV8urW3lDtHUTaLOPuUmUT4t+kk9WEF6s",
-	"f+Sttj/qSuVPiiUhLQeyycJZeWBmc0ApO93m9Sn6H4OJjewlbGoSkqRRwJKzwZhKOL6jxMzxqiRmLrOx",
-	"9vYfOAPj2gTiUe7c6CJ3/MMJR6VZodU1ALkFP+eQnShGjfbcjcjA51jEgV+ORgnGaCzrubnxONGxPyzi",
-	"CctU/R4X669TNjq8gXl8GpGvLvDbgMY/XSWg2b/0c+mi+8YGDD9Rn3869AqbtUiwFHhozvWBqBi8qANv",
-	"Pq7wj5G7tVH/UGuy1yIfuAlF9S3UEwy8xVJds5So84yebjpTKQUG4hrBx6FVw8VRhzEiP1vaBzUZcYuW",
-	"khra/WqrciSOGnHsNp9UWwIEsYZC8BuA3PLtSpSQ6OHCAiRyvEPlUVhFpUtmy7r2xwSnrLROI8G1WFo+",
-	"Br4up2jOeJnHNU1eWWpqXfuGtKMBHT73OMRHgNVCYS4ELVN/gId+RJc4/DRhurLgbUzdq6pSpP1j1GrA",
-	"hQ4Bi8i4CUBgSXDXk0724pvvWVpyKy4JpiyNQiwzqXI9oxpfYxyT9qwgLBqoiBNBsADh56kuZDZvLc03",
-	"fO4Mu3l/yE6Kok57iSouKA3vVt84/awus4h7j4AcQlc/pkhi3Awq8Np0OCScdzPlN25vO44j/I7/yBrH",
-	"kReU/qTES/uwDqE41No12ka9la/fqbMRfe5uvJHYMQ828tPVwmebOGc4JdqIfOdsuj8RWjuXkHHGFEhc",
-	"zils05qm2oVlzekhpbnB6vc2lqjwziXZCTxulcQU2Y2J9EUaN1jFUPId+2z1FLIDQ5tX4HjELA2AA8w0",
-	"+9na6TtVzBN2zifiXFrx7+e2lJn1rOiopbojSp0d69IOnFmbt5aMkASEhPH2LHf3pvTciQeR1kkjfoLS",
-	"tKTABx7j0/ppVPhN+jF8E989aF6KkCzTeAec6H9LApaqJ6ZTLISmltOQw3VBfzXylV+ev/+RHgKjnVhJ",
-	"a7b+crJ+yyqDQDIi6jDXlb8/ZL9hBCfGniGxePisXckJQSvD54S4EPxQwPDQblryy1SlMCGe1HDKLCsI",
-	"HW6ZSJ4j8AD3emsjMC8Njp6u1bmqrOe21v/sE/hIO/SaHr6kTyds2TPjs2Ra7B8FS/oLep9AgHMrwpmZ",
-	"1uFFP013IOul6DlVBD8LlV4DWEGESchKbczASFvHyXoLpRZH0U0pOrucFSivVSjA6LcrkQt1F5Rq6BUs",
-	"GQLvvhzAa2WoqLkdWVY2YBW2pGDAuzcISDGMSDXUMq5yMvH9sUiIpaMBhNv/sJoHlf745ttdQSmi8hnA",
-	"7ApFmoeETGJU/yANy2AjFKRwGOu5sIOusqOLZf7RxSYd36e31qVnvKVQGybwhPWcrzpGBi3k+aJ5+jA2",
-	"PqY6disq7yNUDK9jBZ1aReUkYOS6k0/KA+XIw3GlagHoDjjT5Q2aSiRWG1kVkZusFh0Gc3hV7qFMrrT1",
-	"NIClrghjuCSJG8Y65q2GwVvNhEJ6vXYq1IvD71makSqdtnJPt1CPbO3EHIdMmHaWE0zOp2ysPJbd8Nr7",
-	"QOhA3xvltdsCiOrQEXCzVakiyI0rMZaLo4sqfd3vN5LOrSQnG7eNe9xZEKORQECNJbzQWph4sI95nSSG",
-	"CnHtxC4wwxP1MfLbaJaLTEJOo8zGCAPgfjVjPcPnYSbSUL9qUDGjoiHKVL2FjCi4Fbxe7REu9EVAZsg2",
-	"xX30mS6vyNJuBMJDUI8HJLTHoptXsCpXouN4NhbkvolobRQJ09SXtSSPUQVh19ib3pBOMHawpfFim5ns",
-	"0zBi89iJn+aLnIAz4Pc8YtBaQVlyDfpiDhOypX1xO1aK+I4Teip9Kjh4PMdxEbqMGD/mrrMe1kHhKEI1",
-	"oLMowFJRTtCJPLyhR4hIurJJ7dAMkWeqKwHCJH9aP3K0P2MpveiSHkmH7Bd5I4I4dws2aMpirA3wBRZx",
-	"amENV0dv3Tf3VtzeGV07D3z+CRkQtH9dAj1OBLiDIdFylmPN7FMNiS+Sz3WH5oBMG7ylZhrY2ha5RswZ",
-	"tq6/e6yCTuXiF0hHqyENdJFDLzZZGosJ3ESzVEzkMbnHsswHU14SQDyUoxZUbogA2XVOtZW3mOUOJH7s",
-	"YYKcRnElFTHOk7evhuw84GYa1DcgexnRM48YAmf6PGcsOezAX4aea7r2H0gsKaHyrrYwi1uIl361lkLq",
-	"beekvuXgjIOtudF9AGe0wb00mP8Sc3BQb/5EBHa66SNvGtizmz/3VufiTg+88kDJd32khnHe/Mm/Awro",
-	"5vefTKd3uBtrTu78wJ1m8Jogn+8whwDEfbdnCAT8Llsfw/tu/tzPHvP5To+c2T/u8MBpE7X5LmfNOG0F",
-	"ocPusICZrXhx16fOA4bw5s/8RIjdPwILvdsQiQvDMP3zW83QwS8DXl+LbhMj9nn589RDrY9lVLk19K2S",
-	"ahnlVYfw07L6cPhtu/oQFvxWihmgF64saqsbNsQZqd5UgsLzzDPodMhexrWfzZ4HIKOnhbRMj0YJEyor",
-	"51Axv1SFeiPmUevUILhZCuDO6UHKp9P0IEXUpzT0L6kUhEk8uCy9rIeuOxzjJT5zGTx5fcrb9fDtHmcU",
-	"oRZS3qQdQHxJCf8vPUZ0CveAm04DiJ/CQqE5QorAkibgngfrjOMV32nU1+KDIYdd/fstmSGwO57LbSkr",
-	"JP7GmuANpZ+5O/cNYaAnoXkqnAiLe2pm0mZjRIZ8wICNlwedGcK4afdRMrRL/XgCqR9YV8SbnPOeGCei",
-	"we21GVsH3BhhB4AdOhLlgfjgWw20mmCvP2DNEPlG6BTWRlRgvQB1h4XMgqBJR6KskVR6mBoP4J/DMNDm",
-	"YNLEv4I96zcNLseaqVEBfHbBslLaMpyJyI9ZWSms/EC3TUCwQLDQZV6Fk/TKiBvSVguG6EMXNOtXtERd",
-	"pL+0ll+Fqxb3BE+aiY/a/SoXG1CInHgKaddDfgM5Oi2Fe2MKpezU4RqxOvoBcKBOe2gkl1DuJrdspqsi",
-	"jyqrEkag1AkzN3I69SU1mFaBHtbZeD5kC2OA7g4NqBTQHAjTgxfFQJeDMCqFvl03X54h1COvHyTcmDmj",
-	"5BYmCexhsaKapbhSddpH2LZrJED3uSGD1gcEzBwa+KAmAe0Ug66TU/PvqzkDteqAT6cHvtd1pXyuJGBJ",
-	"o+6GawSRXEI+gbSaGbQyao7DZ51Az3s5EUP2ttYQDCt4nes0RW1qEDmLploXq1UwsGlEiwv3dNLObLaT",
-	"NOu0XvjgGvVomWFHKFG4r9SA48FVIj/+lUm0BVesR+e/74ikhr3CU7/Tlj5nbekMd5ZhEYQjbGfZEGfe",
-	"vs6EUmgzP7UXWVKBlejsoxolSJZR/7ZKWbPS1/sTfvYJOXy9iwe9vg/goIEPbuKlwVXf+WhW+GiaB/SB",
-	"fTTUoU9aA2Sx4BFpukDg3tgDstq7AGfkIVwMjR6tHZIIxr4Pk0zqbPjovkeRobhEq4a88yx8cZ6FBr0/",
-	"mJQ8+Og7d/6J/KAQba1OXsHvpm5Z7OH/VO1GPq47zrIWBqG0vYSGXGnsIvWNwUh5J1eFrcG1Jhr0Wyqt",
-	"KCBeG6Vt4oBZL7TCVohnCFolIhsi+tIReX+vtB0vcyic3wKHupscX5C525W3myRv1oyCWjM9eUZxV+yD",
-	"zyYDFI9X3Spxm7Se7E2rFUXTPMg8X30T3bdR68gm5Sy3Rb8nyrl/7aC7g3sHBdEihAabT08ZIIeT75P8",
-	"hdH3V6UI4Ol8BEVg2WG2YYoX4BFLdY1QKLW7rYeWPro/c2kyfStKkfebKWHttjTFQr/a9KnFrIwnklVB",
-	"Z2SXXbGJ5b7CC731aEjoFDUwgpcZYCPxK1lAomkHVZ9jRAOreMMLmBETrqzMGL7JI4GDR++6Kn1Bq2/a",
-	"Tz0jm6CB76O3wUsIHZXuEnkEXxjXYI21EsYWc5YGwOsjjJOk7YUbPquAPncOX3tZz337ZNT97c4SD3/H",
-	"VxEi/I0OmD8wdCD0lBo2lIKJXFpoLrxtKvkYUow2tHqN1RDPi3OXRqWgrlmL8a7YwPWYwO8rpaS6Ttg5",
-	"NYRN2DtVSAUqOFR7U8xxOVDn7egSX5EeY2mj9IKUnVrje6wA7CbkxTTSfwz28y8FzwGB3ZfhQ/32GnP4",
-	"U/X50/zxbeA4EWdnBT8RK3irSTTJ6spHrUQzpc7Rb465utTwy1a88O0oeGX1wIlEaiKRQxmBHo0Q4tOE",
-	"nBdHuZjxsko+PVVS2iyd7YujnMcihPeC51sigxDgqdYA513LW6HIw7He7cPOyQBwj1JmV5yLC8U12LsF",
-	"6AJLZ6K8r4RxIJOW7hTQHYG69dQNeYE4m3dRWaW7bch+C80xPTmXlTJYjjwluysJmaOLEho+k1KOberB",
-	"OwkZr9cqdftHC2J3tSvsL5P6lv1fn4Pra53X60vlS7uI2UaOsofOxY2shgOy60V3ouEFNHas3XnQ4Gm0",
-	"yjkA+f93zPtvMzV8uTfVHqy0KZS2lzScFsuaSn3E562++L3aMYxHNwH8gWJ80aX4wPQ75ZVZQbxnHJqf",
-	"ObKbcCsz5m2AI6Y0djIDqKBsLNzI8rgpn/hgqQQHsn9tOR9CK1bQOzyNku2PKhOpGMcRt4hd69B3070V",
-	"v3slMj0RhsEYW8wN+P2LMDgom7lhg01p1jsKfqTcTujz0tiThyZd+0c34b5xlkTC/tB6Yhg0QdFTDyc2",
-	"ESWPgOvd+44JNBRr5JwFQZTsHX5AfpBybpwEH7L3F+dndQQsYGV+z9Kp/QPEaVCX0mP27u3fT3/svj3u",
-	"51izEFmyHCrVoQf4NXV2rX3r2Ibzpx+++duzvz2rw4WIJkM17oRylp5d/L+XkzwNMN6LfczYWBc59nw1",
-	"9NXjeny5NGQhUU8EA72MjbCOORkqvoPfoAazsQ6U+huexnQdmFeo8aFujO4FhLPQ7GET3sHa3JQ0Sx9t",
-	"s388QaOrHhz1QV5jeLmloPP4KDZXPVDfsLmTSRPVxN2qd3z5qzLFzgHTMD6zf00WIHswQ+JQG8mCOsIp",
-	"hdkI+Q6GGz0UcyZkSCIPERJvMjwVxv8j4PouMv8pVwmzsrAo+hI20llF7RRK6EcR+uJn3PJCX+8DK3cn",
-	"CECRIRgUs95945kvdsNPoGDNCGvqbg/OlMXf4iUsuLGA5EMe9TRATZ1YqLby/XVymWPpXV3p7Zvv05pw",
-	"D4DUX+VVdywrPgNPW+ddHO0qORDdt+Osj+qtX9yOhwxRL3G59eiEJ+amQZPejFxiffyaS/V0tdp9Ex5C",
-	"YF7G2ZuTt+cvX52xM2A9/135yBygAYcMkhsxtaz37eELll5fwTsv8U2XTpnXlU1rPuS1UXya1NiFp/Ro",
-	"5Cz2+inpNdhrx+rKVlgN317rC+ZTNY7gjmM9HY6FqIH3y7Q+STkj/aBTLwuMaongPcvyGkaPWMNRBwtY",
-	"a+HW7LBPoJRBJZwcUzN47D4OvMMrgEvHmq1nKm2m7l9jLn+RRbfy5pXVrGf2jzPauyfPp3CgXXmsF7Wa",
-	"umNJj5oY60hpGg7VPbCizdUn+uzBR/xjw8Q/vNlbPqd56psQEHHXPCk42pw2U1aQmsYOP/zteX/I0JHC",
-	"VSaYVgV1AYLiNl80axg3LD17d37B1s0kXZOtF8jhr5DtBvnz/jMPTeU7r9RnmfJXk/49KyEdqU7nVpci",
-	"dvzvm9BpcKqNBPrkbRS+nqafLdP0UcwVPKih++nN6/Pzk59eJ4hoNRZsom/FvXOAc2F35L8j/ydH/ufC",
-	"bpP2P03wH1xrq9dEEOOIodWfxCW+eQDJ/5O2ekf4O8J/coT/k3Zk88ik78PUGwWF8Av7Cy7Seeg9MOGq",
-	"4gWl51Hg+wn6TRthLJxM3cHbtAV/nrFcT0TCXkAethUDWuMCKnZDW/SmjyYdA5B6uiYsc+534Mm7EMJI",
-	"V4Rj/HnasZVHD8WY+mBtvWri3Mc33Ycb9I+9REe6XCA/ajqW64Ucl2RtmBUfjJSPMTfQev+JMJo0JOT8",
-	"MD+J55GyQowsJDnXZSDe4IpnuKZs4j6ZxjaTefwgN8jmqc/K0kI8RnbPjtPt0nlWN7jfAoPdNLcTMpxX",
-	"9LHHhqxYuWz1YFoVha/IZL0RlwX0qbNiMqXOk1HetJUT0U9YKUw1odzuAWvUdlJpRVxUpvTMd+Nra6sw",
-	"ZO8XSyucOPC57b1QZ0G/XNYlHylGoXyKZXRvyLrsR3gby6FlW84/jyxvqHjfrE7bx/FxrUMe5E7feiSG",
-	"4OgN6METGQVOy7mjjIdnDlWpBo7ukZpW1G9Utg22AcpUpaIu9l1I4VHrZ3cWaerQehMLNeIGL5vANWgl",
-	"QlGWZw3L97ewiFayr0rlexJogkv6vMs8EuCyNP0dsT+eceWOVlSD1CST+8Qv2pjiEdRkUOgVXpyLhmcC",
-	"EE1A1hdSiaMAV4T0TW0FkgiuLOmEf4ju7oKBSJZwViLsFXHrVj9hSswC6lloQwBI49h8AFHRUvQOF/qa",
-	"6RHjHq6kxsuxfG4CgsvK3I33uGy/6L9mRCWPibZWz+G/pMrv3KTuF339Y6knd3viQt/t/nduDx+Eg9ar",
-	"sQlaW0Q2TChbfonJeI+ayMIjhhMBLz1oUrBRfGrG2m7m3o6aqdFzwcRLAvYbat7YY82XqKLPquDWsTA5",
-	"4ddi3wB7RU4n/xDY2Ia6eaBNo2fKWcTYDApcWhkvHedkZqxLO2CFvBU5szK7EZb1vjuk3i6mz67cDqPo",
-	"kabZKzBDdm004+yq1DNoGc6VeyeWNsDwAsQIV+zk7DTCEFnlrD4Pq7nEMJuLegovG8m6gXEoKk/2JPRT",
-	"5na8l+wpPhH1rp7mS+6euO31hH/4RahrO947evbN35K9iVTh38lSU+yHsNnCenT1EvfHyMlEt/PDHbto",
-	"TYBxC3clGizDRIftLzAMJFUznBZ8fgd+cYBtw1dEwAm5gsizmyJJQUyxjZUuWeopPw3Uil2oRu6itcU5",
-	"knnKes8OB98dHia+7Rb77rCfhGDbr+9/8dQVc56alUhA3kPfe80M4DL0qlDaQt4vvGKBC4CaRXPTUwGg",
-	"YMW8Mbt9gx80BEdUzCkdmFua2JomF558TnCpPxeecv8e8+ZCrPGW49LCmhdyJKDR14N6yRe2rav7Fp4d",
-	"76v69f0vO+Ttz9nt/VPJlSXNBBUT5JCYwvBk2HacztAaqLwAbW8qSqlzmdXDZVo55uzdd75eU5YQ6Ctv",
-	"eQHs+Pl3h7Ue1gKwtt+pHAqei5Jdl/wKARZvxHzk2F2jJmPi9poZUd6KEjt8cFsPwA2sDhwS0//Ps9c/",
-	"tSQ78ttFNtsdMvzqGO2GgUmPXLNRx4eHZ8DrgpSGOzL1k9ix388bRMC2stmwvQ/sdKw57kdTaPvnRva1",
-	"Y1Wep7inWC9FJpYmlPZtLCtFBs1dnWrZH7JTS5mKpkVNZbpMIPNC8Ny92Gm7oGyj9pGikzCsFUmsaxBl",
-	"qKvW6uwR415JD7pLnaKOqrUkhs5jJd7fbaAzvbU8G0NL4wh0LrK28UXz6PUvDl9sYnR/Dmw7WWokjJlx",
-	"bs7HzG+2z5SLt1sr0TFOd1BWDlGoauKOPb7dHfq1wzpZOhPe1Bk1zoQ7XAwQVf2aLjtLYMj/WyHEE40Z",
-	"37a3aiHXjxHzkRaPFev5xpsLYzkOxui+8UZCLjKZC1P3HOt3jdgf58aYyezcO4KmAmHMV1oXgquNfCyw",
-	"9Qf/morrpnzD1unuZVJxRMdaWJBWkQYcBN6589Xel2LfJVlgmR9Ui7d8VVPyExIDlGRyFEJSGIcKvQOa",
-	"cSjMZKHG4u35KdTOw5k0hlGwOFQ2xxq5I6xrZO1tlU2Lij8WKuMLeFnKW2GG7L2YCm4RTIzNyHzgIY3D",
-	"PV2pkVQS4AJiEUQlEZRS48fZSI+pkxlLsSLo3hJERxCapeSaFsPCLeAupWYXZd+qtgvbQOi9NXd6aB3X",
-	"6mk3OzqvQRO9AtlkSOeYV5O0YnOyntEg2EOGXpQuozRO3jGAay5VPwmcy7MJd4tTInNpptw6G4Bljh0V",
-	"MavT0w043ZC9g7iWU30dq2kqj6zQRkTcrY0h6Onnwg/0dDU7gCX7Uqn/8YhZT6OEGYiDPig+alEZK8qD",
-	"iVbS6pJS4tYHgykvf+ysFDdooa6dUMe+XkAnAgga8FOgyAHkPWdjaawu52wmVa5njqChj0RCHiN/md+K",
-	"kl9DW1+r2VXlVHczZD/S+zM9EWxU6gkbC17aK8GtoS8uIbdAa/6JmOhyjqFfFYbV1B8AwmUO6oHjINSC",
-	"gvoKlwIJDDiYLkW7VYqr+aZezDsTPb6BkmcWeieCieR50MJCksaj9AzssolUlRXmmMlrBdOA5adnUIL4",
-	"pR+yw4Bko7S/p8sWostv8P0NiyiYLVLZ59/sJc6skxNnfz47PPzbIdjH+O/DYNFAoYgo22y898KZO5lt",
-	"zNZq8A+7/Vszwrc6F6d5l5n53fMNrExcp9b1XvNxeLJ9cXJuxcDKidjbYASvVd7+/eMQ9lRrB/Na5fcw",
-	"lB+ABtlM5nbsThj5+euBZGNthPKd+OhYjp2JbtGb8eybw0DJq0eM36JQ74Zn7G/fvTiMz9izljO2VTm6",
-	"RPstcvQl8U3PJx3rDAS3E6n3ZrOTWGO1WENLj9Y6lqd4Z5s4fd4uTh3vaUuxWpKkByQl71+iJsFpGnHr",
-	"9dKITt9fEUpPjYJ2VHOfVOOrLZeo54EIptAZLwaUD7mWbDgr5PXYslJQF706o2wUdYOFcotYKZyWOhPG",
-	"HLFrXerKSiVM4vTIKZR2ydwtgdcXX579ihk8U+h1VgjTSmq/uIFTiu02O8XG3wmxjzX5dV9Fb1h3fCE4",
-	"4XZ43/g9DouwzQNsLLfVhkm0bibKVIZZUU6cpp6LD8Ln/GtwTN5K99ngaiBaBJEAAmAiJleirHtPmmo0",
-	"crYSKhOCF3bMuGFGuBPrTKSwLkP2Dg6uLg1zNqa00J4NS4opN83nYogP0Kkd8+m4UzP9hwt+bdiVGEuV",
-	"rxI757gqT1vW0CC7HKC09rjBO1Fzr7RaL29NFMafmXunVdSmDuBqJ6X+Akee6NS3KCc9DJ5MwPicOtEI",
-	"gQunrLXX0byGp97C57Z4jOvPrMIujacw/Gqa6Mezjo4U/tx2ol588ok6+KjA2/Cnu7jJ+QoHJriU8XX7",
-	"hhVaT6HK1OssJ2en2BYMfFbXTjupTJse0jx3J24ka9Ii3H1M5ktj8Oe6JeNAebfK5mkRD1l80Jj/Kpqo",
-	"d2DH1++1sEnFhIfgNP4YPxgVbtjQBRGu6kC27/prkprgfHDIHWITygvGWt8A6Tan26oP1UdyNXb/10Oa",
-	"m3QF+KL7ADxaLZE0EFBqodJ2kP/tkikGXKW6HqwxoQLGP42Wxt6LgelAMvYJbo5ya5yFgx8xmDAuDZvo",
-	"iVAWPWheFqNpTwBLlVtAdLjxbJwgAAwVKmHw2ptmxNmmBQfSDNNhRsB6hDwZHE7ifeNUIu6ZyYwrGwLj",
-	"GVfsCtjOlJciX8FR3vvPdVlay0TV1Fq3w0KWAgfvQm1UxDu6AgB8Ot27p6/5jKO861t4Q3eM6JE45OK+",
-	"rlTq42O3A9t6SMbqntpgBc5FeSsz8WsNmLfAk39Dt0tNmjV/86yrCZSzXZ58K0p8bAOtiYYJGTVgl9DD",
-	"qBl5g4VLZWwbw1yjLf2dRvIVK0p+CTpYgF/unX50n+m+i6rRbTiHW6LAmbhy9sRAqiv9YQPnARoftdmC",
-	"rzFsqqFjIqkqDWJrQsgkoNnUGlA1JVn5n+fv3jIOIkXIW5EP2WtwObsvhrZGHEv0UvzskEY//Gd1ePg8",
-	"+1nrm7d8IuBfIkUEG+zRKJQt5/vG0SrVOOBFmfdJFZIGGiiBBjXWM3eTNiKg4GBSILwG4B8A+bzQ6tr9",
-	"t36fruyV/gCC0dGi08OwLlBijpCyx6wQ1zybM6P4jbjMuMFFZY4/GEoAKie8kJCMmGp1iQt0iXg+eRpa",
-	"qKfv1DlceklX+qv8Mr/hWp3CRt/VM/5JUDktylGwXTEuwCeC9YSENMeRLiedVRBj2trOlJoXm6pnOAI6",
-	"rlekrsW55F1DgHvO4ZYnp7bFe7sRxA7RGK7GU2fhj8WR3XJWKsfTMSDGDCsW82NgEHfgx2ZurJgMC33d",
-	"xpXhbQfIRjZgx3i/1z/wsSa/9WzUWK5yXuae8Rk2K6W1QnmejQ/7lEOoacCooC25Mh7cwESmKDIkD2sB",
-	"ydMyNm6FuhWFngomPvDMFnMGaNDu07lwPLQEBocnmbSNNGEpDPA0D386unf/0BnkCOQn9lebuR8w8u7+",
-	"QqXK/ZVzy9P+kJ2Vjg9Ck1A9op+B30RJlTlNChrn6RFKLZ5ZdgJs2IkBmHH6j/evX528vHj96vc0gUko",
-	"PwPoqPcqzIbgqqjKY6KhGn9kRbkY2KnFQw8n+Q5W/73/OUwef3/DP7zGV3fy+PrmB2Du2+RoOAmYzyas",
-	"jI4tEsKOk7VzsjOEn6nhDGJtZSNm9s2nMzNKqTmQaqQ7WZpHGkL+4iHgkM/8Jq7OdXYj7BG21OR2nDBT",
-	"XXmXecImwhiY4nwqnLLm1k5lgqlqcoVJOFhjYaqJe3kBqIgqJ4cdLsaIT2QhQ/McrHCJKppnsiiYEU5h",
-	"cQos3D5nSoiceomHdSE+MxalaO/87ZNo3OzC5E7d8myRrro/2tl1EpeXRZf+QgT30TGsVhysMNeNaOFZ",
-	"Oy24+a46/7NuH/Ov0+uS54IwW+phgWj1/uQGqieZNS3iv+8kFBhTVnywDKBMDOul8f6/QXpJ+wkbATal",
-	"14Xx5ENBZT03g6BTiACK0CjSsHQsikKnx2jPobRK6bIHueKLpIgzui6dgXU1B1vOZ5Ne86mhAqk0q0qj",
-	"y3TITkB4cvBGKSUym7ApNyFr1eiyRtoKgwvarZPd9CpKNrJSVYKVkLqHglnaWmEBpSfwjGPfDZeHVFes",
-	"AQO7zw3Le9XwYcSGMULlhqWlMHPltBTvaM8K6bhMKXjeTLrFbY2Z88nZKbsSI8zIKuaOD1HjTjKVqe35",
-	"SWXHjjllodcFYF0LXrqF1jcCgHN86pcuRIgNZFrfSJGwbCyyG7f3+DW0x+EoHrEXh89qeAQCQqvZYcJe",
-	"HD6v2wXrUl5Lha43j2dGODG+bg794rBI7uHD+uGFG2MCoNGEeeCWO4uNF85gbAtSvJsK1crs1nnzXi4f",
-	"KC9YwpECgC8meFlIzB5yhxL1uPev/356fvru7fD07avX/zM8f/3fjr6sDnKnceq6zEyc4io7d8qt43Z7",
-	"R3v//38cDr7//eOz5Nn3f/7zn8POf/3/9tYbpc+QqS8UoUDzD4BP9uFp7DVd7xAdSadkt3EYz39Guij0",
-	"bKegdQgpd2ZXCah7lUvUvvuA2v1sYGYuNgiqO3vXzHNacOtIMmEADo0SxbfkyY+oxg7aqTl50Eu1wq7h",
-	"umSpbyF+DNDR8Azw3UpFnxpz4L4YmegnK3uly5Kdn56h7TrVpfX6HvYnkqXvJUb9jUQ+xHbsbmhexDor",
-	"Dp5IcUhDWrjhv6Ve8uLT7SbZT3j3K1rlx3K5+T0Ds1eaegfgiHXHJymuuwzngvvmpoyb1gbssk0DsbGu",
-	"m5iIvv3ejve0Bx6axB2xGjrv99HafIHnHHzEP6iTeUe0z6lKGmKRgQcQJbJTa5qgGr6K2cctgS+lXmyl",
-	"LKURpLW/P/VjSFkPfEB2LCb04E+vl1ua/oe//9/TdruucTI3yYkIbRu/ORzk8lrawGmzuMi0GUH0o1gZ",
-	"Q1xSEr453EgN2BqhdlmZtKG7KOI9KRJqUVpvl54LeSsOpLqVVqxC5FjqTIVk6nXtQAf+cg9NURTRE2cB",
-	"SNvfsNkw4HGkLNfCkDN6rGfgOfLaiGGnb/9+evE6PwL8b3bx8sx7wRs4n720tNPfpB1fZFNCwqMogGMX",
-	"Qpm+U15+fXWWsBmXEDtMnfamK1tDRfsS5WeH/ZCTFeaLVWKLWo8bOppCCDXmRLecCDbisggO+AhzBFkW",
-	"bckl7sYlDSQdsrQRukoRN62twZDv4NhchNa2QGi9SesUVsNEYcQM/V3LCExTXRTtSKzYvBExmZYZ6inM",
-	"g5jIL/JW7G0HezT6An5yDfjo0mGF2ic9c0cIzxWZdw/eH3EDXCXfXBpP0C5p6+vCKgWuwWslIxCkY+NE",
-	"lfciL9o6XTdExmoIpzNeGbHY+qOJ1oTeSPKuKWBlEF3shSjeD45jyzIfTHlp5+D2Z9/2ERHuh//7Glkd",
-	"eOsaLLkGi3McGP0WaMxypsSMSDwBCxAR/FvAosA5F40W2x8RwlToWYvpvUSJbfBND8r8EIXpTqzvkbjc",
-	"OrSoiMnp6Y7HfWU8DkCtHpfFTQs+v+LZzVrNGJlJzIGoKUjUoSlk9mP1BKqCJaRe9M5fnbHU/PsZfS9N",
-	"WGr/PSX1EJE88v6RY1HvL84YdPKWhhWCG/JlLyq8TVUx8Y5394Rl7oQI73kLya7uzfS8ngol8rr0AMMN",
-	"ganW0ZAFBZhxpz871jh1WtSyEv3t4YtOBfcY4kOjynDA6Pv28JulW0vxL5FZyJCDUJY/SvuGpTTIocxT",
-	"ysGLhn4cd5XqpXw6TQ9Sn7uf9kMqXowr2phfFDQzhDXKeqARN1wMkaA6oHjff/jP/HuKK65w30LEqmkK",
-	"xW9YPIYDmo05+Eh/OTspXIXXUgM/HyECubgwHfJ2+vzrYL3VJ7QHPABrB9izb571Ezbm6tqwahqOkv8C",
-	"VEmA/YGLDKMw8F6CF1hjEvhDv13J6L+ykWng00xTv7ZDGlmKaAjc273gbX1Y6dkxn5Woi7hVCXMP7bqb",
-	"fgWi9L4KS9yBCU6NWIg9nOht43ndRX7MP9cQWtwK1kvp9GOk6rXKhROMwKNm47ljx8L91o+ap67yDnsC",
-	"PMfvbOImbhmbhNTJSHQRL0aB1++C7PcrsWn9SVte9e8Px6T8Gq3mTzvn8T3pzstUsF3n8UpaXYfyHCz3",
-	"H/7v64RlhfYeg1ofTVgpSK2AxEFdK8VmQUENE8f7h+xEIVkHfaXuCvI9IxXwUml7CY3R05X2+47k75vk",
-	"EwZ8eKeQ7BSSzRQScgtshb+tUkcoHH2A6RVruBlnb07enr98dcawDvtUjTSaCmBSa9XsixA5Aih6RXZa",
-	"L84mbM2QceywkR/TpwzpGi4Ov8sN5HVBzOeYLRuurfM8+Gi5uTnN/ySjkoblOahUkJpBqWT4HWlYel5l",
-	"mRBOvWJaZZiOmJpq8raapKG0QjoWrnSlMpGTQU3A+umpcmejEFZQeGrJjwC5o3VSIySI9KJ6FfwEFbRM",
-	"IJqlGKW5LM4C5ID3M+C1S5/GhFhd8B5s9hEvacNBQQ9WqhQ8G7uDmw7Zu6pkPM+lOxxHdVnKD1SZSA1f",
-	"wY1RFXYfU+K7eroSf8UT9d+U5bNFgzn60AprGZMCko7z/CiWcbxCHdIHNjDxHW120mcnfTaTPifmpg7x",
-	"dzp4t5x61c6iO03imnEPjMy9ly8Uy3HyYbHXPBtTYXSd9h8cYL6VNriW7VhjWZ/Kp1oq6/72DrL+EaTO",
-	"1z/4WsMrnc8hvZiejx53tnnsA+1wv6d9Jx/dj0zaWCLtG6ZnihU6Q1zSHiDxOGZqEt+RpWQyN4ljx6Uw",
-	"Rph+6NGAwrIDJqeV667V+mFJQdXv0OZx0564Kr8pI93Z7fdmt8du5eUgy7Y5DBZIo829STp5HHMyrOcx",
-	"JEw1dYzUYLS9hpw0/ZBlLkvorZ7Ns0IQYmvCMCgBfdc1z9uTsd/Uca0niwscjXEVemRj9XY0dJ8Ako2l",
-	"3QYUcINSDj42oq1/HpRiJEqhVtVkvNSVsgbLEuB2qhlshnEBVi6GkDRJHQBGD1fi6woTkIyiNAlag5l2",
-	"Qs+KyRT6tvYROI4DOI0mCG9AivtXlV8LCGlZWYoJNkYo20CJfxIx/b2vZ7lGJL6JJ9UpExeBOf4SfNxf",
-	"aJFU9/lFKBmRA1rzDWGVt1ZZcGevQvVGa3vXZ4fJ6s5Ga/oaPRC3ina0g2fVJ3vHsO6TYdXruswGHoN/",
-	"OU7Q7eX6zUnxaSncazHFm056P6QWEGMLHGWmqyJnuaZmiDNpBF1eViVCs1A3+CPE1vT8D2tEQiPGGmJX",
-	"lI5mM24hL9y3ZtWqraNbVCaLXqA6oUUREpw0TLknmVClrhtFDtkPhc5upLqOtwy/Rq6cesq+LWylCmGM",
-	"sxcxad2IFt76Hh6MiPGzZqq/b8c1tbRIKzxTZ3Q+dUmbEiHalIIbxA99OO9UY9RuPKtzNqb18Jvnauet",
-	"+qryIJeO8f1Lh5aWnu7Cgee5ayzBhn7awKyqCc77viGTrrBg8LSZd4Ds7T/7WJW2YS4e364F8nhBAVR/",
-	"vVFk+6cXgOHbvi0C1Oe9jsDXGfvGNXeuL6b2x3vJ3qvQQ3kv2SOn+16yF+JEe8nej1wW8MeFnIj8XWX3",
-	"kr2XJObbCpM3XD73WCdCA94MFP6X4QjDlzMI1tSQhBHyUM+ZEEcy70RHJJEp8h/mncCE3x1+8pB0ycYc",
-	"ciF0ZT1OTHt/s64RQnM19/Z2O2fECyPC+K60LgRXmw+QWzdGD7Tmtk9OOocyKvXkHlqSduye1xDXDMLq",
-	"rQ2B4O0AvmSsq7KbBKXKxM/ujk27nP6fv724ayPdl9yIgYQeS9LKW4GgRDRGmSfUUtK9KPFAMJi44zQt",
-	"t63CCbeuOdyI+UyXTweOM5JDmyAT+M3bQROssHEbekKktmBzpb9s0jZUFuwCuYELu6m8fAKnXEDpbNVq",
-	"oOPi01JtnrZ035H250XaqOlEVLFvHpbc3UFd62xfpncLcHhgjzAjCpEBseOpZ75jE/kN8ir0+mrxi0en",
-	"6hzGssZ7szM0dobGztDYGRo7Q2NnaDTkRlcrOxBhOyWkXQkBAf+wGsdH+ms18hmmYWu10Aiy7rtdqxrh",
-	"2K7SLdapFXXsum4wBw92hIfCJJ5sI6N48p20QVPcRaTvr4NR48A+IDEdYHC3O/iMypphvG6rCsjOHIFe",
-	"oNgL8v2xnRgvoLCLEeAVNa6wugAtAKLMTsDw7EbpWSHyawze+hA0puZHIeVjDG3L+s3Uz8cjzVQq120w",
-	"WDjuz4OW7z9yuzT7NRX4PkL75yOzFrIMvlgeswu+rtQrYPvvmxmui7c22GEuLJfFX1AxpJpWNnGW2LSi",
-	"slkPZeVUD+Re6/SOVziKr1n7oCVYrYNgSyF3404b2Zo2Ui/ylvQS6qmIfZ7W4BpHYKK+LxS2cYDamtqh",
-	"x5b6TEMLKiOsxba7nX1MX+Iw7hoyuHCs15K3boPQAd7/ppEv9gAt73B2r3RWOb2rm7yipd0J4c+wdO4n",
-	"YTtpZQttUZfp+MCd1BWl27+V0gbQMCRKxJhEO+KKZzcGcM0wZiASaLwHlcwJtYOReFsCxkg02VI4dQhL",
-	"nqF9ldU+79XdX01rhK7wBFYbt4Fnnbh5PBHWcP+GQjwxmOkaQ8HvVcjgfYzczqVBn4Czu5Obgc51zHSZ",
-	"1Dtf10kFW3YklTRjas5BLtAZd+dtMZTFrCaIU9ZLI6XlhBA0U6yDvFbSQKOjqznIoTQKTaT9HV/d1UFv",
-	"2G/ecb4tsvMuC6nJ0KcFVyugOABjAZw1jlFTP5maX2BFApIihXg5y+Vo5G0XKCLGbjMCOhtH88V2gRx4",
-	"OS/tsSNX6K9U92NdZtxnBVdfBd92E92UbUM/t8mUl+LxWLYbb2cefsF3CueOMW6Kl0jZ+tBjvsUoRHbz",
-	"UAyy5LNPtV6B+S2asE6rFR/sClv1PZ99qeZq+JTM6ml6idfBPNwq7pjHF2atwq7+FRKmZsv40mHJZ4Gc",
-	"k71p1W2aQsQLcLFaBtRpq+oiZ1oFc9XbqoCeBuaoLgr65ydaoU+B6O9foVlF75sYpkF93BmlO6N0p3s9",
-	"tlG6Ra69VglbY6m+RPtnDYOPiimp47RW4q6G59fHqjewRWF1d3bojhd+PXboIzDDUgy802dzozS4iTxi",
-	"kU9YYBNt7BFChiV1V/OEFdwKldXgaT9fXJxR8sPKGGspzv3ovthIazTHNW65Haf5EozWst7Q+wqxdlio",
-	"f+eFzPli/DRpWqItOg24130YlcVw12h01KDOhk/AjMoHDcsV/4GqU/x2CPa2dHf+deqG+aSIfnu++Hp6",
-	"OO1dKHVnte40tafFtF+iOrM9vr1GMZuWOhPGrE0wjQZIj7SFB0JyG5aTIRqcyFs9iEH5OqMhfKF6F03v",
-	"3HIrutG+4J4d23jMLNPlI77lxDT6ygHmh3U7iH5eTCcbOEUIiK2p9dQtMSgxgfXGgHDu3k89MwnHXZqF",
-	"rNrjqEqXYTdM3xseGygREp2TmtCAow0x/T186amQ9bY0K5rZCazkRoUsobd8odW10zDcKm63uqVlqKtV",
-	"KTwY+77maadT7XSqz1SnQi60FX6+mTZ1QOx3RXYa9LnHTpO87sUbD/ZB2DV8fcevd/x6x693/Prx+DUq",
-	"q4/IsNey6w4mzXo8lJbTFWjMPyJzmEnzEHr3+Y6N79j4jo3v2Pjj9mZ9dCa+stM0qNzLw0MG7JtW6ZLl",
-	"WhjqDIdySVpWKSsLAg+BH+uOEA/A3PV0x9t3vH3H23e8/VH7bj8kay/t9AA7nG2A4rzQEy3qKDTWxu77",
-	"mNRYF7kBdEpR5I48hLLFPFnAfM1lKTLEGWgDc35vp2e6tL/g2DaBeaVBxTin4hNgTh0zuRUQjIc35nvJ",
-	"nvgwhbD8xsClNBYPW9qYa9t4wg2tQ3JLiGMyQnWN4nOP4sUbvqqfIy7tjqV+htwNQKwXmMg9YcskHdro",
-	"ibnp5FPYWRrGokcgtt3YSkoU4KCEjkohmEYNAaPvBMM90QBg17tyO0iAE8gvIMd5LLKbPvyM/c0ioF47",
-	"k5lgs7Es6DDnXb3oY5L4opTReGJrtFBYITbjyuI6PVyKVDzI1fonjHGnde60zs+VLwONcRV489aw92p1",
-	"8+Aj/Bf7YMKf3S6F94L0Ke5JzZ12YNxXAs194NNWE7tAl0Fb2gRwnJVsdR3WHryiA2mPprTlBpCfAWf3",
-	"K93N238bz8nP4+Xmdp0Km3PzIMd3bH3H1j/z/IxFxo5neqvsHWqFDj66/9yFtVvy4916lU8rUs4TpuFu",
-	"XhRzpp117X27Hv/tWt4Ktcqh0GT863h+UOly+H4Hryc52c3ouxs2fPftt8+/jTo2PNukYwP4FUq/pX6R",
-	"vkQHw04q7aTSTip96VIp6NJY4LBVs8OWXJlM56IcWDGZFtyu93eHR1hvNJpMxXWfhWcTRk2gBzOZO1El",
-	"wKdN+HaNZvCO3jROUqtmA/52x/dF+PBFGOom7u8wOPBrRX3OqHd9D8vN3FjcDYhOHt/R2cZqsbn908AM",
-	"X16nVV7jsDq73j6rGgzWh95Gh2+bDlr0dDrTvuXjx+5n+tvb31Ch6k6m71YFP5hMT0XUPwQp8cXh912+",
-	"1eXjs7cd3eOc34ofgYH4D63xePoJP6y3s2U91o7viYv8nQRf1XMDqKCd7B5UDh989H++5RPxJ3KIQlix",
-	"zCtewe8dvMLzBzQGgR8s0z6+oZX2V0pYNzT/gZg+W+zCeDZ/1RG4E/N34Et4avLPhz99Lq1BkGi2zCo6",
-	"EC/ei2nBs279AIzZSBlwtBiAFa50PmeTyljGr0shumAqPg928PtOPfmy1JO7kv9XpZ4Q3T+sfrLOJ4DC",
-	"1N155JF2Qodlw3rkE2ATMbkSpekHPlTnnhhWVopdzSOPnUkC5KAsfYLc1ZyNBS/tleA2AMXIkt2K0rQ3",
-	"R3cjfAtz2HKfrlVWNq7uV2MuK1pvfxjpANxPeyxzYEQxOgjHoDuGcsFvfACltfn3vsHUJUAwcKLUMq0y",
-	"RIWCZHh4eMKsRiRj6MLQONsJk8pYwXMn9GYc2zyMKKkeGntORSl1LrP62C4f0YtSXl+L8lwUo5/DrLZ8",
-	"WsOH3kNqeNfBDaNmlt8I9VUcYXds0IDwhyQsgtKzezjWXVz24KOCKNGfoRVj99n+70pUYrHcgzL3llP6",
-	"qEoE60CkiXsjHiOXdYf3XGRa5VQ2SHeLHGkieoIJhWnMzcoRA11vZS4mU40YiDdiziZAg5yVwpZS5NT1",
-	"3f2zKhX1OSmNjTs1tnml7tC39k2YfYfmiYv8JLvULs51jcoZLdrDaZxfcUfsnedsI8/ZtrvVliLTZS7V",
-	"9QGvrB7gPw/ELS8qbsXA2FLwyYpOe1E/pULwXJT7BlgY9WTC96ELHV7l85wb/iRuWcpteoQwSGOulCj2",
-	"DUvdkN7DG1LWm41lNmYzqUzfMUyAw+VXhcgBT9l3fTKFhrpFlTDBszFc23daNUxIapVEcIgmCeozjm7f",
-	"MCNgzZx4GrJTS6iExoNzLzPV17RWJ2Gw57hoG2SALEbqNnGZ3aOz7++ytBUvUHPzoQ/cpl4uRrwqLLu8",
-	"pL/+7u66vOx07d2663t/aTwnNSNtDqfrm3w6vd8Vwa1jMu8u6nE33PdGgE9BTiC71NMe673/8SV7/vz5",
-	"9/5s/6GV6B+7k4lZGfzKOH2ka22amxEyhXJH1+5jew/rZF2kj9eBJLtEX020u4Bqu5jwvIdFzJsUV+OZ",
-	"kBcZgdO3iY3v2sVGeOYOsqOs1MCpud1C402wJUFS1LKDNFx0gYzEjBnUoo88slL4It3jJQDJDCSUhtiA",
-	"GpsxoArHzDZhBlGbKqsn3MrM832op6PXGXxaaahLdnLK3MDqSouCw70XpExA84MNgMxwbFfIlU849HJl",
-	"xpU1rMdHVpQRpjvVp/eHIAnRoXwliMSdvKMUK84mUlUYiVJ6doTGFblsKDErWiYn/kyDq8Cg0Px2TKAl",
-	"j7FSNam+cxu5TpDJ2lENG/rFMq4zbky3jf/bmNt6EXKZ77hWh9+1UpCnFDMtWLOmS2CbDCur7GAiymtx",
-	"cMWzm0J3t4aHXXWWuWlTXVFlPRMKqM3xhPeEIGS5uTER6DmSHBQMm32W6UrZyHsLpryjYBsRky5yYeyQ",
-	"XcCrSr9qlnG4DYqda+aZ0P3oBGjF6H1Z2Tdu0j/QnJ+chrpNMvaTd6v5Epa/S++gI7Ej33byPWkcin3D",
-	"ssoeADH5lbs/Il7yWreRcFYIrqrpqgKAib4Vhp1XWSZELrCW9kcune6AhIq+NLyAcC4TXUKJrmKpI6zy",
-	"YszVz7oqTcr4tWa9RsHAUt5lvxFxwaYl0CfBsEoVwhiW3ggxfQcXfnS/p8eOtCfOFPv28JBNRckyXhRN",
-	"sma9UkwFx7piN8L+kJ3AFNgM8jEadnXGldKoR5gbAfiUc4z0SMMKaQDOW7F0BCuRtjgMcWVj0jFbSmHz",
-	"36BPrsyfl9mYts06Zcdt7sP67ZYGu1InmHFDo9ypBF3+LreQrJoS7dUcxdKRe1ilAL/apRK8bI4uYUrM",
-	"VgjeX6SxixR0tzL7M8xe2ei+c/kH3tuW1wU0o9VyStf952utH228JueIlbJ63FSH5I29HvqHoF4kK7Ux",
-	"A2J7N2LenYDGpbr7TFaNCQ3tengRV1nttnp6alFX2P2dckbNNSqmbt47NrYiYr815rU6yf0/taTeHi+p",
-	"82ReOwKMrw3x7l3uySgBZ/p0SgDW6N3sEzaJm6oRmWX/SME94Uz9NGGpUDn82Xe3aHjxm7MXrDcq+fVE",
-	"KCvyfqujH70xAN1kx2KShC4HPgFHqmtMeyGNifw+ZFjfiPnIsQ/ILijZlRg5HS0aGgsh1WB3+SGxnteu",
-	"OLmVaJKZvhWlqed0zK751ISRRUvIS8HMjZxORZ4wo6Nx7huW+8YNISR8CxFfgHoxQ5Y2WGmK+IIjTm2v",
-	"YCRQd6p4WeqZoXBu4VEG7VjMWSGhZNWIW1HyorG0BDEOmiAtGlmlx2yqi6IGPqyVYF16HbhnhGA/vb5g",
-	"y0IRLFZ3TEXRh9iJYvrKcnBFFVLdDNlv4HTLaCq/lkXqVybTE6iX4IXR7Ozd+YUAa7cUyLutO+eKF2gV",
-	"IxyjLAqn1F0JditKOZIid1aum4FU16DsInZO2/ZAkN2wF4cvjuFIokaMi4hhnNwdtOzGxEUcZESTH66H",
-	"K9LvCp7H7HLLmvA66ERYh2b86nG0YFiLrkxJbm4SfxR32dL3HR5uyprH0ZMPCOiuS11edCPtG1Kept4h",
-	"xnp0QBLvPktqNpUQk0JnWShHJqvYJ4oBvfNgx690f0UK584D1pF04q7utLwO6nOrsxBQarjBtqL3bUSK",
-	"H91/TvOVFU7eGwbBp5w8YKz34vB7AozDnDXv1NalJ8o+5bel+Obad5WCFzxycjGrdcIwxoV5G+4Gpy6g",
-	"+4nwOIzVUzbT5U1rYgWWhCwI3LsZzvHDp/kZt+MWE/PEaSfon4lVT5iH0+fsYvWTT40Y8cJQljYsIYUy",
-	"rrUwSdDfyOmGuhd4KkXOqmmngbq4tg1Dkb68dwSfDtzjSmv34gdkH2vro7i52aWsfYbICaEOa1uaBXGl",
-	"P5N2ZcE7sx2fAQC2Ul+XwpgkWITyD5EwnkHikje6EibcMgBvydD69cG0ZcsLYutQz+Upd3+Rwl8cvsCA",
-	"3Uwa0V+rTGyHL120j+7L0UFW2Qw7U+Heipx4vkVy/gTd5CAXlstipb0ATCDYtroqM2/IS8v+BZ6uHkhX",
-	"mdc9rs2UQ96g4Nm4nxAoLgbgptyOjXdVNPlB4l65lies5QGvcFJPkRM8PcqnxVpB/xiltIY23+z4wTb5",
-	"QS1vabkfmUHomfJtdDtZRPC8Xs2tMLHvmb05e9Fn0Fd3VOrJsgZvx6WursdomgCXiCvRvCMxYRyMJG4t",
-	"z8bu1RTT//ni4oy9B/db75vD747Zi2ffsSk3vmEOuSoyrXKJOQKM/IRmyJyZlWaVvYSZX+IsLqtaIUvJ",
-	"VghmRTNrAY2qyN6acePV7hYbilYyJj60Le6FU63nF7cyF/pgMn3RZBQhqe9KKg68a5EVtXKG2VgXfufd",
-	"ZMeQ+QSffonfHLySZqqNxIcWz01a72VahwjCSXL8c9hgmEuj+jPZ++bwu61Oks4KuKYt+Xk7JguHsJ08",
-	"vHuYCs+8jAxzdXr0+rk+R77WRX0BCdC7142sC9yWTv++Ybe8kDm3utwZh8++W/8A7O9bbc+5lWYk0V77",
-	"TA1L4kQN2aM9K7ov49ILjjsKHJAOjy1tpCqkEp+fjFlQhKGA7guQLjtOv+P0O07/CZz+rODzrXL5acHn",
-	"HRw+l+bmQEI/BStXYK28xqqdUheFyJtF/nXxTKm1DeTk3szozR6/GfvyWI0xgAkvb0TJekM3dnf7wN/e",
-	"B15KGQYjeIigpOATHmqcmlFCRs6s1FZQsgSglOOdlPWglRiGwZxDCNXwOaSKhHJceMDn2nCLE1B6xnp/",
-	"p8wKqKOdjeeOro/YG2km3GZj1vP1Qe6JxOcV4+SkwfGf0rdPIYtEaSX6iXuDwSCu4Pk7VcyH8BeKxTrH",
-	"wrBC3nSlm8AGYpXEMcM9oTSdhVxmKnUKOwLpS7gG845ub/4jr6STMeGMbBN6u+WT81VZdkLZcg6B8UkE",
-	"vfAVxFT9mWzQmfTt7cQCVT6MfyI6i52MBHp/+WLENnbi84q8Fug4AeCIJFjNQ3WAQHH9gHcDvs65sQL1",
-	"yQWeVMDCKCw+8hSQUGgEutSYKSfwHUywaCQ57Rs241aUjqYN66Xh7cNCz87dkz84JTdNWHRpVBUF/uwb",
-	"mWVaAdoPEEZ/yH6sioJNBFdAmErMMP4ZddkFdnbMfqGvUDS5FI7QpFYpPR2lY+WExhllfATQ+XoTsRoz",
-	"GuyEfzi5FinrpfgXobGkfWAb0tJ7294Fnymx8IOSIBlnZibE1D1YVsrvNxVi9vBf/1u5OYYOPvxaIF83",
-	"Y+1+7w/ZWyGBrYIJkAeYUVikK+E2d1ZKa4VK/K/IerW6xOFdTqYvmEQ1bC4IRgjzN5ek7ZBdjCHJjec1",
-	"yAFV2eKA08EgzBrFFUxyAEmft7xIE4YHxEZxXfTBv6J/SVWHuaXKxYchO1nBsuuik1/VjdIzVbtgEI9h",
-	"yM6FCNJ2cKuLauJETzZ2Z0GP1qcobsD5zy0hTj8M14fP7Vh+qyfaMzXaaGMXsMC3x9rhHHcy9TjfHZ/x",
-	"Rz9UY+FeYcXHUgZyyCVmRhQis41k3rpKK6RXI42hHde70nbM2iqoj5GP+rRnofL+kP3My3zQpE5eCk9n",
-	"2MkGuKy7Bmfx34l60yH7MdyPsTKe56UwlBQ75XZ8hM9RvjIS6kiUQmViDaXBqx+m0GXNvWFIC21g7vDk",
-	"5g1nwiMvMbv+jk+dTKd3uv/co5Hc5aEf/UnoKrdZPqmUUe4rh369eMnyFZ2PkWZeIYpmRyX/3qaFNjia",
-	"UiA8E2oyMuhVY61vWK8hIjtTqzC29bPWN11B0e9e3G1UIPRAsZFOp5qznhtP4kbLZZkwk3HVORx4+BzG",
-	"1DWe5998SmFVdDyILd3pfLxG5rXlTszxadyk7ggWfJeRuqLuqCmpHk6MHtSJpu2VSadlKQCh5KoQR5Rp",
-	"GRW47JNPHQuGZNmsa6ktJ7yIeLbo/b4RYkoILEBMpEsB2ovXUa2eXBmrlYCSHUhDpT6fKqeM1DgNFf3f",
-	"AMfihKyvKbEe2wOH6kTmNThhTnySpyyKphbvNXVSknGATm3vKW0vwYvSP17IIm7XmwvBbyHzxXgJb7Ae",
-	"aAalNLAisXe/35VLuySdt1G+En8KvrOmjoX0qmeDZ4eHTu+3UmWWydx4BLdSZ6iUUDKunqkHbtIc5vID",
-	"t9m4u9r7HQL5VAVg1cLMErf/tMzMkWe542HtPCzSZLfGynzy6QpmRpTfzc1+KMFNYPTILijeVzy7CRwB",
-	"1SdkF0Cn41hTr0mcvodxmxGXBdUuhnFdutddArdp6TkJDz8IXS9RwY6qd1S9gZGPgnSZXB6oWA2p2ini",
-	"3ST9M/V4XSjoIRNjxoubNi8swrz1mhitqJi4O1UGTKHpICOAaPArGvSHHtVeSGQjWqETPOgc+GQBhatO",
-	"8/BWRy+yIMDUSJhjK5XKPNJ0k5MM3fuHma8OryM29GGMTOG0sOd5XUqOTsS6slyX7FyP7KsGA6yR8vwc",
-	"6DX+Oz1/PxbF0L/63hMROX4LMbJMT4XyHnKWldxg25X6M07VInUMTS4YCvhk8I0LftWm1YZvhszhjLsp",
-	"X3OFWRULzlTyqbgh8QLUvpRPp+Tr8TXzKZVuh3CFOwCStzcLPs+4emCujZ9cybQbqigKMDjpVsMKPRZ/",
-	"xpGvhd2DTaQzrHKfqLBLP/gMUwjcjoMVthSKRzKv2eLDSpFaiK0QJjIXZKgdEWyDs9/YtOBzwHqoO63E",
-	"ZZA8n0hrCbNzDglhV1VsczqWuWCdXqEqCo01GsonL0rB83lT6hrM8TLI4SG6HqukWok765+1CNipoDsV",
-	"9ImqoOc1ETymYWkst+4QZt1xpx99okykMILCcRRFkKCTdcDA0hBx5kXRr+EUEkIE4aVtQoniBX4rSk7Q",
-	"IaBHGRsVUvpYsaomVxjORm//fJEvmIXgU3C0obYEEAIij0AeHDtDta6ydVpHB1TpUrSClm6jLtURSti+",
-	"8Z7jdid8FuI0T6VOqmvmHVyOzvmO+DuIH/6SRjyee/wjhlA3LGtC+b1QeMR6aUt9yxFbKmfxPmIoZfEl",
-	"kBxiuf0kSlKPLC2EnpopyIvZLFfd6Rl+MiCXJsJsmrY+ZECjtSWJXM2/7ohx1FqchTleDG5HGE/fR/k+",
-	"qKLE+e3dlVAN8rpzgLrx9OPmqbcelPsrinKvf9IlUV6EgFPjvpLmadZ/MWUetmaXML9LmL9zaVRDSD1Y",
-	"XdSCnFpfDUVk0lELhQ1I0Ixl7rgJZZ0uVIPtnZydsqwUkLnKC9//LtPKOM5GrTLWyqugKW8qtSLpJA0b",
-	"a6UrR/xOUqHi66QVpks1WMgRzfTfDhxjSGmCyEJAuGF6f97HkuFSsPR0hI+mCfz9VisxeOOMPPIano4G",
-	"b3QOKc+Dc8cZUohPc/bP6vDweQbsE/4UTBQCdAAjxI1xVp+0HULULfl9CVD2I0zy1/e/MKvZGBikrrfV",
-	"VyLwaB8TVhkCUBjLMh9MeWnntd+jkOrGDQq8HuuV/k+rI3tiAnpBMJ1kmZjSoTItyeTFzNlZKZy2dCd2",
-	"d2J3J3a3Xqe2JZG7okhtWnA1CH3GOytLFBMfuGPw2OCwNxPiBvwwh387OjwcPHP/78TBrxcv+xCiAYcP",
-	"h8oLcOaWerKCzZ4VXF3Uzc637M9wX/vquuk/5VDNQkuXZsuwti7423OTQJOyTjp4v9DM7GoORukxwjWN",
-	"ZOHkvvuVs4wbMZDKCOVs3VvBTHWFomNVtvoZfH6NY/EscqZST1FvGre5FeE/T8uj6Ka5qq8+rO6OBJ9A",
-	"Cm846w/VOuCEOdlSzJk7Me6lUPSm2OnJ2xPsSPZHCEJQDRm+m5JvfUGgb5uIMLKeVBhk62OjRq/wYf8y",
-	"SSV2f0B67ogXhaFyu0Jb1pvxohhkhc5u4H4TQPfHuioN1DYzDp0/WM7nhbwe24Hht275qGsvJNj6WEkh",
-	"8BrAXLkPYAtITBEJWgB1ZzJ6IpwQFYXxabjY+bELGD4Sc9sJfp7z2+gja2KfxKKMgJCyeYyw5iqJ71QU",
-	"N8Qdu3l0BPkmy3mgdArgbgcf3X/WgFW/igqA3e3HcalujZlAORS2kXwFSXxKfLDQXXJ1UjwR7lo0eDy1",
-	"JPSn3I5rmY+z2RR5ta3U6PdHJUrvJ9oR5mMSZgBg3hZhrgFghporOuQrLMevnFZ2NPIEMEy3RSFBWa5a",
-	"zdFpwbNIIkVq1vGC+MFecIIy9DjGCVYIpF+nOX96Ammnyu44wdPlBECNT0OPPSArtzs3+KIqVc05oG9w",
-	"yfRo1JJZGwvb1/Tex2YHyXJz9BpvzJv63W0vRZhG9wgetKPJjrqfNnXjuXc0kksDfz4ROr/lRbUqdnOG",
-	"KkLKbcp67VguSs8QIIpfGaFs39eJk7gLXrcY2A6JTdpFV1nda5wVOuMFPg3t0jBm5J6ZccP+VeXXEM1d",
-	"ZjivaU5PSPto74PgpmY1TqV9cTsRN7jtxiMZuBfvPZadQavvptnBiUS4Y8ePHosfeXHH8RSOActvy2ZI",
-	"Kz+iDKm7IFi58fnHEnY1bxb71c1/1+A6nfsv76CdHhDaqaXIwe8lyg0EWexGZIKLDea3UQkC7TahRa0b",
-	"SQ3ziGhIq+GhWpCP1o+JHnqgCgya/ibwRH4RdnUYG4U3Tc1GHoBbunPZbZQBhGvdQ3mxGZzVvrGjtFHf",
-	"9H1D9xMAJzVWB6zmxvPu0EPi61LfqfR2rI11f7RUk/eHDLMFucoEAPlh/BVz52o4voUVTVgajm+KIABR",
-	"7ixAtpYTkcNtlNyXhrafpgFlAI0sGbwSO/BSdUBacGNhj9O6HS99gJpqYzNyWhIlRM4I7aSQtxRHDg9g",
-	"HNkptb57AnjIQq93mAPibU+rqwKQEjBbF5EK6mYF/jJGp5USmTUJdTowVk+nbmCAiQZAT358ltAYFgLB",
-	"pbBgrUNkuypLTMGFRW4x191bw8JvKwLc+MgKtxmWxPtz+xges5p5dueWLpzcnVr7ORbqQ85hvZeeqB7I",
-	"Lo+Qf1fWKyCyLGaflFxhJZTpUo7r3whurQEJAq1jEsRgk4YBsJ1WTE6mmKeP3v7V+e2gUL2BYT8IKdaf",
-	"66oihQpdQlo2XwX88CtYhCuxKEcbK/FA+omedqsn55ClFO5uSE9CDkIhBWg5CA1APbcjqBsARfHYQDHk",
-	"exMTKO1jcwaECAdQ+iE7WZSUKMwb0rKuK3kR15UobS95ZuVtW0mmm9n2ZWb0jQ1EJuSR1KvzeYjOhJ2j",
-	"etOt8O2k62cpXePD+EDC1WY1a+p2MJ3xawEtIKxUla5MoxuDEjPs1ABIXCfsqjKOmRqW8aIQJeudnJ0y",
-	"q28ExL8Wyv58VwibDRfYZ9pnRogFw6fuEKL1BOwIqA3scWaqKWCaTxyTtCW32rc+cLfuQ3KoYrzMxvJW",
-	"MCuzG2Hp4/A11ktP6FhzLLf/QfBSlKmvVwS3Boz0kt5yCZPy4yRMGfoc2HBD1nhlXAAFaeyOecw9wjsW",
-	"LVWqbkI05deOK7HUCPfFlEHHHr8k+BlIi6cR1mdH5scsdRbWrzYjU9Nq+JuaGMV375MvJ2FZoY3IB060",
-	"HLN06kynTE65sqc5vSUX7gwTx3K/3ggxXdwiEBxBVrTrR+BmtNn7+uxtjPVBM4+OS5fnSevJAtRHCAJU",
-	"lcw3ASU/YdOoFmBh0Ze61ci80yUHW9hZJHB4uCkUeZwQuQVfYLQlnX7AetOCE5Bb8IsQxJ7EiFbXkOhg",
-	"3j06s8lIAjWtGQTQwz0MYXFTFg+/NCwipK7RNGjtr53YDQaEVBxYcA9cKRl19ukY4QLl33WM24gXLOtK",
-	"TfaeQBL/r+9/MQ2k7YyX5ZxxhrWsncxjkc930e63z7554DhiRKObOKtjRrlzV0fGociqUto5CJsrEPZO",
-	"XO8d/eN3d7pKm53g/l/AaYLff1/yck+EsLVtRJIsKGw2q1W1unR+72jPK0kDXQ5Kmw3oqA3w5O4tqXff",
-	"f9+h3i0rTssKntOV1uh2tU4FeggvCiisqVEbMighyJvqXsL0FGusi7k7alqhc6EyQ/aughYzhF0EbZ50",
-	"VqHPxIz1DD6Hr3VMCPSlTjUBZvAgQcg2Zoq65qbStjJ3ErdaT87xqe2zDa0nG3EMN+Eds1gR2/JEAkUn",
-	"gQXQKW2l/o0o2VtoXaV7WMdjIOhUf9OZHTXaSgvt9oBLaD0ZEhX3h+w3MH1kLiZTbYXK5v8l5mkCCQ62",
-	"nHvV1jhN1+NO+hiJ5xVky5QGWpTWHMLbLzfCKSKVETnl61Cn0Sudz5vQJNEwLjMy49NjZmfa2Ys+HuNG",
-	"JoVhE34j4IswJQg+kWLeCMVR0MzdCFE5CN1BhV821kYoxidaXZP/ZKmZo+ks/UM62pIHq/GNNbnSMP2H",
-	"9VnR3FcMiPWap4LQc2DrctY8b/2dn+rRKwJjRnIvvKtN+Tj4iLb4nyvq/nlusPHxZI0KchwYSX1tH90C",
-	"sWO6qYG0R2gCKa90PWAr35Gs+33iQf/119NX/Y58yOB76M6HXGc1/f64hPzF0eYj1y89LKEd8Cxz5gXa",
-	"E2ZFuy5jKtAojFTXhRhURjB81jtJHQd3nLwySABcYfBpiVRrPy9RKspmeo1EtV9h1KIHzSqlNWzMDQSv",
-	"bsTU9hNERjdMfOCZdUaFEuxfWirWc6TX1Afc74RE6m6j78RPehD0fsLEh6ks3UTBR5XSP0/VG+jra1LW",
-	"ezZ49uLFYcJyMeJVYdmzQ2zvAY11IdHFqVhRrIwFhjJkJ8yZXqAOUmIKy/iUX8kCG1vzUrC8pKyUE/K0",
-	"LvKs71nqfrnEq+kKDeQEdujCG4tPln1tUUGKl2BlqE8TBgWcDjxeqKOO9ezB1afGxnUhJJH3qiaXnZ70",
-	"WMwb2OMK7riRs4dP5cD7EO+d0QOz6ObvL93lDTWr2FAEFtQ/qlPt8MT7/hWhq4U3uSgrGJvzAOhjnuDD",
-	"tWvb7KN8APhM5K3WNNczbisEtMq4mkMTHjcRjIu2MU9pWaV8ExgQOwRdwwuj8QnTlFxKgx065oZdCaGY",
-	"VCDpnh1Sq3cD9iL2xfFIOTkM3D0y5SbYtfQmj9W5UuuE7djpnR2cL9rZHcv7DFMY4HQ/vK4bHOCDqS5k",
-	"BspGazn/ubCN6HlUzAMPEtJudIeeKVGiTyPilxhOIqYpbZ+SwltSECZ8fkwsDH1P124ILw5fMG68b4QY",
-	"89wHqIwQQ3ZSFHrWCCywXAvMxkLsxzZ0qnPRiKqf4XJ8VQpiy/y7yn1xz5+cBy30dvAD3HHCRwLKdDTo",
-	"aHsEE24kZz00azuos68OyABeASbr+1gLVlZKNdlIzxdFJKxG29QlZhVKdd0HxSeNclBVVRR19UcpMCtU",
-	"iS6n2kscX5zt+RUqOkur0EXzizuUMDlyMmPngbtPD1ws9hdX/LEIuaxWVPX+Ik2HtmIWo/AjnwEYKS1D",
-	"dtLIhkHbzKkPHCrNRM7mwq7PzHtfrcfLfSQC3kZe0S5z54tmBSF6v0RTj8UD1tSrgrBusIG2NGwsS20R",
-	"+87u6HFmRKah6B8LuOo4vvelW25u+kP2GrzbJ1DDEbt90GFKvm/flsXg0Hw9qfumSdBd7utEwDHDy1Le",
-	"CpMwXuVSw5ugcwWBoMgS8qaFyjROpe42UrhhTOSHYzYVpdS5CdfI7WT5nF3zqRkyr/OkXruBxO24PDag",
-	"psSZzwDtoEt5LcGJj/o3+HxQ+SbVLzYVO5qqQPGLUxhFnh4vlgXH+YdUX/zt4XPyt9XVOVB42+8qOI24",
-	"x1fqOlqrStWlPDub6TMtL13D6R6LTX8Mv7pbRlVRDMSHqS5XxVaJd3Pmbmd4e6BH6I3zjxSY6BtZFBJ5",
-	"tEkTlgqVN37qYx9YX/cV2XJ6NDJOtwvl9MjLjonVUza8UDmyVYm9j30D2H6H5viaZ+Oai0dyAJkosjaC",
-	"sMKJYOt/A8LhzdkLDxLvGHs314eh8iKwfsN6Sjt+nzClsXYXL/QTllWWaRWPNWawiMVJKywNS8+EAq6f",
-	"sPQ9isI0QjbocWwflOmqCGgFE56LY0x/A4deehL1xzppFI3Kogjm8ip5AH25MasOVonCBW4fompKeBDH",
-	"fqn0JcxrVfD3x6ooXsPtT1cvXzuOuOiybRQ1td0FVGwiVaipeUiPY70l63L23Dl4cJdjdGK6AMeQdJwa",
-	"uJOdn6HsxN0NjAbExVqZ+XBB6juK1IOP+Ac+asv5ivh2BRI2sHZ8cN8wVKY9qAOAx4TmkrEFEKSQLXl2",
-	"Y1gPy+knlbHE6cUHaWy/3csCwR1KB0IwgYY4CFzdXq5qV/zezXHH2T+ds28wLtyKjkH54/aUrZ8dE//S",
-	"mTiwAWcuIOsSnhM8AYNnE9SSBvUfEYpXUJPrNlENz4gRvKDGUsCA9xvQJnYslDd7hpHK7RG+WtwyjUyg",
-	"dhSSp+9IedIa9M7Bs+Nvn45w8oT8O4ay5DfJjh/r0g4KeSvyRRCRXlrIkbByIs7JXcOeHw6+O4xTyb85",
-	"XHK1RCX6CEPCM0iwTKku7VaKWQL9tMF34pu6s55/qbsBLrl7jlvu5HkON/UxIVK6uZQA0EhdCcLyOZ4C",
-	"LBjHwHqtgCzJEk6L+2bLz34EaT/UAiLXJJeQKJPOjKn+sePg5Cq/LrmybAZAVJYVTj8n51RlQm9q2oZS",
-	"ZGOREbgnzRXjD1gIqI7AJLrVNyKv4Wg4LH5e8pmK10MoWiOfNm4xD5udxPms9BoFTeiN5e4hSiNd0Tpw",
-	"sa78a8vOotljJvwKd8kJ0gMcIU9hwPa3mp/f2JqvN0H/kfPtl5Ca6lTJ+wvarsNNoKT2RfExFry0V4Kv",
-	"CNq+ArAUwwzkubPwBIUxZQaACT2Mpz47pPCsAdTbQig7h1amMacx0v0Oy/C8vh8apTJdWYwkxkAz7lJ+",
-	"qSvbT1bk8LsryMQcx2txTNjs5zDdry/miCzovTBV0coMXkES3IOS/hMn5BhTpbTZBTgUl5BT3gt0VIyp",
-	"hycBEknDuFOxNvJXlja7q7/yfwbnt9ng/cXLAY5rQ4L/l5ZqhQNSK1NNCEKlWTlJETLCO8h9baP7X2VE",
-	"eeTVCtCGpLJYqTbjsoZ26KXuoYDLX5mU/YbX+zUcN9w55hh9q5suwxhC0vjVfMqNgRKVOD90SZ2JxZrH",
-	"FgUcBfBx0k4FLmGY5TfQQTpdWN0UFLkriZqUDAXaTQwqgskDWMBq4jQzUriCF/UZFUXihUt/Ywp4fljG",
-	"mTNoKe3LwlFKUEqMd85G2ftL75TqlhcS0zbi4qINKjL/U0v1GZTz3L8iF018Tcgr7Gge0fqDh8BgvJ2M",
-	"/GKBEhqy8Ylz+KeeTh+JhKYUcFvi618IIOYTiisBPSsudt9cHiitxKZCoBD8dkWZ5WtvMManaEkpK8TI",
-	"dtVUJo2Cyv+PvX9vbuPW8kbhr4JyPW9Zeqp18SXZO1JNvaXYTuwzTqIjOTtVs3fGBLtBEqMm0AOgRXO7",
-	"8t1PYa0FNJrsJilblGSbf6QcSX1B4/Jb99+CLLpQRrmJpvbWj+/bLSzcaWrb0dRgW8Ut8sAUs7S0ePM0",
-	"ek7ZrcnNRDvhiDudNDCM+HpQCn9sHW7/yIm2gVMgpGDtrysBpgT783Tw32Q6ZzIDfdnwC3LZ7tz+DxMl",
-	"FrLqq/befqiYcfSxxbv71xGc5BUNfZPQBeXNAwCUUF3TQoeJKItg/7UMOqmW1QJvYIoi6euJsGLZ4HyZ",
-	"gxvMzC5A8te/42YsXPuufW/wLRUgP2vDFMJZw9AJFNfp4CG5JQNLEqzBAGkd2epnfnTt8/3lhlm7yJsX",
-	"Wp8ucDd/GaHWdHF6gLdrl+0A+EEC8BlSpbTwIGa7pfjzJaHxhED4ZmA85VdA9YJun06kbCBWFTFznbOp",
-	"mA6FCagN1KfWieokzqQKGegeV4TBZyT0YPBz4hrbe378bK06+Jqr4rdrYS5c/tp/6A4pvzykVGIGi79D",
-	"xweJjq+D3gQH1OhSMH0tzEPDwpLPhzy/Cm6s/ham5Bvnir1+9+784Ke3/2C/X7wNBOzL1Zsx9SRQf6EP",
-	"NmPg9oa/fh+DiofsjbNtujzw0jfvgvPOXbs+FC5pcvyaiI5MYhSxs00yNhzuKSVqQH16R46Fv1PpRd5F",
-	"KmXHqMYC1yQQtrHaCvS3ISNxoLLGsISEJmBYm1lKodxj64HaCGtRHwYZ4NdFAJNP02m0UdV/v3iLWS70",
-	"aPIDNIGH8EBkRsOGqf2pIee0Cb5pasf2JKwJLyR76c6DCgur1TPC3y/e7gTDl5OuuJlM+dmjI6YFLqEw",
-	"TzflA5UyaRbkQiGOLIU9+uj/8T+GZL6VLVehmpKDSOLO8Xwy9fr43uAFHrSDl9JW2lIvkOaKwX50sXY1",
-	"Zot5hKeMN2mNRmC8Ha7xU88uoKiOxYFA7c4Qqf8Xs6Uf21joQ0WgsgjVqlOu5EhYt3+aSLKku1eSzY4i",
-	"pRQJq0pZQjI7+ZDxVl6sLw89ZGfpZ+vaJV+eLUW5/UchQwElOZZeqelNwewPg7dC7LHVUTsiviypXtKD",
-	"02ztn2Qpdon0n1ewdIabkXS43l3bM0Y8rFsc3hfWXQsqzY+m1fO2OI+7ZSgVh/EsPrpTgM8m3mSA3rmP",
-	"skf4ZfBi7Nl/APhjOxT1csbnlg2GcycsnKVmKEsv/it79PT4+61+ByltQGTuRFMqSj0pF78ugDd8Xo8D",
-	"Bh6BSJIAn3/YY6+D/1us/+pnqHz0CJUJR6OAKnq8Xp+HZpkKfSq8DF/22KJJw502X1vWxpPv198AK/Wr",
-	"dpfcSTuSqNN8ycrXmg5sL2OpQywei6wKIxRKGyaQ3E77tagrbUsZg+SQtZrYYwsH3LK9X86fBwM8Vtct",
-	"sm6s1sGgxOMw0bO8GjTRStf+wO89Pf7+lD1/8j2rOIUAhSr2M2Y14+xf9fHxsxwwDP5XMIFd85kV4soG",
-	"xuyvSG+jgphP09no5tvV135uMwJ7Ve0X2EQ7fW2nr+30tZ2+ttPXdvraXelr51Cj+jB0NS9tb1FPWyCE",
-	"69XPUhGR0MLZjOmySCh9Q4BBGjy0WaSXIU6bbKXaBgW7vbmHDZWI3ekB35SgvSUGmlX5mrShd9nW9wKx",
-	"kIrJWzAj4km/U4C9SU3tzQA2pQdbG544UymTY+BIomK5/3pznoQjPMYawaeRuRhye3gBtJROTCttuJkD",
-	"/O6fsEEwOw/9QRpgxDjSjxFod7ONIZsyzydB81qsPaLwOc0WBpgDtWYlDLHjbBQ7OWRnKjJDAZMCKmhx",
-	"Tj6JsSwJA+xIy75k0rKvSaD9W1a3Ynf915vzXc3fl+YBVmv40r4gn2+PqFvt/P1NieiS4p0yb2+AbqdB",
-	"lnTuhyJyPrRCuQ0cwac9juDtCBn0XTbyZee4/JqETMPUCi57TTxWnVuzT7pEP+q3I/B2rtKdq3TnKv1G",
-	"XKWqjZJfto802Mub9S1MjOZwoxcSKx2eGRvLay80LBuc0S7mmHT4o+BGGApJt5+AsekBkvDAywHSIT7b",
-	"hvLBCVHrxKZBqEqFfhoY6QX3NpjpiVmfLdj0bC/JEUUDH5kfrqQqmhag4Op9zFptPqD+Ev0IIRY+5XPq",
-	"+MHZVEOInVp/SLefMdinVkJT63YOPhPXUO/JR04YNoB/Lv05UbkYsD1i6KTOFQMlPrjmrxhrH0y4/UUb",
-	"8QoeRNWmS9HrVkw8SFlteiLjQJDRsDHeSuT7l7D7dvrjZ+mPF9A9rHcLAbmTpT3CVD0d9qtKrd3WrcRJ",
-	"5b5//ggGKaf19NHJcRyiVE6MhekMzjs21ZCPIgE95mGMe08OvmsRsx4f7/eNbso/4J7uHdmzp35k/AOO",
-	"zD+4GeeTTcb5LQUPlg9ijyoX3aq7AEJ/pdsa7QE6nvJOIfqgwwAJKdLmhC7LBW+W7UE9Gv0FSJL9ELES",
-	"OL0u54oNBbP10L9i2Nl9LxC2pIP7NglbmhlYFQDsWI9d/dPD5m1pnQmvk4FCGQ4Fc/rOqpiyPppNKA60",
-	"7dqqcLjada2YUdpo05ZxeyWwzpUbML4d2PTD+WLh+mOPCBUfylI6KZB7GuqF9wY5nwrDD+HtdjKAp4EP",
-	"I2ODqcyNriZaifbfofXdKeNAww7c69feKsBLhN1HSnIsSS3FyLUbxFE30UT9fcYGzey9L4SSAgJ8rfhh",
-	"J+tMQ1IArwD+l4XqSX8Rtc1jtXKyBDX8j9dvzr35IQzQs5I7ZFUFa6v07ZssX21mYEXt6h9AfqvDbtg6",
-	"s3m6LpuU0u4A+wECNu6xuykwdTcqK00EyNHH5Cf/x9lErmgeBAizd/HTC/bD355+t48ulsuXAXUCu0jz",
-	"SOy9llAMGFHyOXR16OsPGik0EcCoBXZAw6fHT6JbJNwFX/nYssFbjW8dEGAuURN4UclLq1mup2Kt62np",
-	"fvI+BaplabHfBbST4KZAAEZ6AiSUP2RnKiVjftwiE02lxemCtEwjcwHpnx//AEzKONlL7ZnI/qytgCSY",
-	"Ny9eJU4dS7QPtbJ1VWnjtetcFyK3++z58TEbkHPmvS2qQSf5g3V8HqXOyq7ZSDPtmrbZKViFxtnsTDUe",
-	"e/wipAPqJp1YfhD40DqNgHOE6QuX/+F385fL0tOmS+hi6UkP7z00X7XFQhZH+prvvnv2/YYhoQghm9BC",
-	"PLnJgDZ+Pe7F0wREqBnNEswYYXVtciCLYHsvX7199e5VYAC2TLqMnZ+9e/GaOSPzq1JYPIlcFbLwavH+",
-	"QnwrvK87+rTq5auDWhkp7L9q1xE2O/PIEsNuraNMxFnR+Y1NoUHn1bVDr/RsMt9fH1P7ppWSJxuM6ZzP",
-	"S82Ld1q/5WaMUbIn320yARHFIdHinZ/8r4S6I4OfURB3xNoQ22nHar9fvdR9aMwd61Sso49055viLzyc",
-	"peg6phcBVpb1qhYynHaIa13ZLqkJzRj3o5YVPQfGPg5Pswx0l2XSUVBwUgjqkL4v4VN2wneLWUCtpceV",
-	"Kbl1zIoxxBPpMvQH+APy6pwFMdM3q3E/fhlkfw+QRH7H5HT34gDaVJJbZtPu6bfk+uQun3QCtjeTuAKl",
-	"cmQ4nkiwXdt6YDCBV6D6p0LwO9Q8dxi8w+CNTTmyVg5kLg5sUfmd+9mm3dkGpwC8SX//+3MM7q+z/Xpy",
-	"9JLnzYQR/siI4quD/51FsQ0RQmDZgc4cTy+dygdmYnQ2gid27RVZe/Numm1kTOVFq+txrRREpdJcpq68",
-	"rRf41pg1cmYffjuBLYffF6ekNxd6cY4zJkeMq/lOd32g3TDDGVlcOKDUTM/Ul4AX4ENfzdsPvMocHRDD",
-	"2kolrG1YnbPFVuktfn+tyvlJ5PdP8SZ0NukMki/BzKUfZpqXdmYfMP/+XSXn9ddXRLzeYcjXxWQMB2GB",
-	"Mo23Euwm2n4RyNMuN7BOV18CDOnqi0Ghh5qkvkPHHTpuDR119aWBI4VfqphH3Q2BP8rQtLadP0llVh19",
-	"RIhv07/ndKnbrRKisGzQSvuNgSDMUuzJRYlp2kmJeHIt1onDNYMViYeXyVd/o5mH6RQ84LYZrZXqGV+6",
-	"h3eo+iDt1sskP/xB97xo4eHRx/RHjJ2LlemJr857chLTB31CUmJI+asgurMQm0B8pXRF7FB3g1zF8Oik",
-	"FdOVEBV4ICmrKFIvbyujsUPXDRsGgkjiCw4itdGpO+7S2mW7PLpdHt0uj26XR/d159EhvW+KfCGb7tX5",
-	"l6cTfFI+3YJOsEHqxaubZL/thOYu92KX/3absuOrR2WCJ8g8eHX3mQe3mNW2DWxN09p24LoD111i2y6x",
-	"bafif2Ji26uHmtgGbzkyYmSEnfT7+i60w8/pcoudsAH8+w9hLLggpvpaWKZV9Meh96wywgrlRIHdz6nH",
-	"OhK3RQoFhijdlkUXOL6LsBzfZCoKfDrNRJ9PSIkZTvaOI+oT0s1gk3fv8fs4tmHY/md87jrup7PzNzhc",
-	"m7bJwdMH3RPkWFjnD+JIfhA2S7gEbYY0qtLN2UyqQs/gDuitc5oc4mte1oJJZ0U5gjAlMLdYp40/14pV",
-	"JZeK+aMC9+OfI6vARBhxyF7xfMKEcmaOz7dsNhGQLhJaS1wLDpCcxXBouAIjzv7vTUIKkFXZiZ5BEBZH",
-	"yMdcqkN2Ia71FQQbYFa4EdEnyGpVCuuRKC/rQoQrpWX+4HezXZ1V8h0uxBIEdW3K5pKjcw5idKPrLuW/",
-	"8dpFIvNyHj5Ez1Tg6ZGW1VaYU2jY6H9v7CYM0XDl71aYBZroREF78vTvmzT8K61mpbTOr0sy2X0vbs93",
-	"693EPvjoZMRLK+K7h1qXgqttG/m0tn0MXr8pjwvIntwctIeuHt4x0rYZtJppSvAzovGfSyh5/LQbJcMt",
-	"hzTnSJ23lhFLNQNA1qkmmW3I8yuhkL0a0ckirWxdlmxgr/P3FXfvBwHu1IKKUhIfOwUfMIT4PzUxtF6+",
-	"Pjt4+t33BLcZq8oaRiNUbuYVkoFUczykDdZF5GGvroWZJ8zdCeNr2gkWElT8t2rDJrosbIbssjNpQ6dX",
-	"ZNDqILmiRrQ4Nx4+EajHBuoTtPEP4ERmKozVis0mmk15geFRnGJ6XDrPSPsb1RCMliKZib9WUn4L/PGx",
-	"ZaWcSmdPPO4jB65lSrOSu8BM47ENJgf4VEBZ5EVhhLUiPtFP+YA4wd5UdsD2uGKa6i4G9NwzBzzGretc",
-	"pECBaZRqHAZ2ymaygJWmhriL87ePEaUwgzh7dYVKP0pHDCLj32ULsZu8Ig/cUUvGQSDfWOwAKENcC08A",
-	"MKc55gyXZV/KTwCyR9tMqgkvWZNN4zF/Qc2g9WNGeJmSI7Wen4NF/YN090Snvct0HNricTJ7PhDXd8Yt",
-	"Lp8oWvkJcCwbrSThMlLagcqiUFOJojwu6EMXLF+7G+GvLnqxBOluV6JNuQIFcbX6f/QR/l0bdvOalY3g",
-	"5CZG1+MJyAwj8Dx4KDPSCZADAuSNPzVGl0zpIuAd9HqL1OrEn55sb2C0Vg7V7IYscSQVL0+T5FD/yytR",
-	"kesO+3UGZTHkkqfAhmo7pJR6EQJtxdvaJfWGsA0npGr4IIPtE2QQtayDbw3oGwhujahQlFk+EuW8y/fg",
-	"X5tg6s30/ne4YI/uRHVdCVIZU95CUu35P9zFoDrOOy76HZz37FFVd6mwtLtdI0JrU2m7JEsDE2rUibTp",
-	"kqMBCkI/fjg9oe0/iKbTqDGNpPBCy+u05ECACw7Zr2KWvj3VRZtsaXFzXfSQnS0ebqS2GwpSqYqgDC7c",
-	"+kPGhiLntcXtvIBAy2f5d3jaLZ3l29es2sNbo1nRMjlNULh+Ae9UfVoHSWFh78Nbucu7ul9tCvf5A9Km",
-	"jtAK749/vBRguVMmEzo7wYZPsBUM28QQQJBK7Ht/5LodDmQcgHrCHbCOAm5p4Bn1mtlIjmtoWkPmQgBy",
-	"ox0art4qP1scCXTIoNGkTlVtol+VgDfrQlcYbO7VQQzwQL1J85xB46kAf+wnm60XcP/DVrFwjOvtQXQY",
-	"kemagtuu4uLzQONyomcwqXGGeXq4Gk8fHJD7xhMIJa2Ip4qq5DmpTckHNVoa4+D4wDZQssQyhaCxySJb",
-	"9qwQtDROlawFNsGV0uXRRFeVLgv6K9IZzrRBG8wxrXKv53VYiuRILAVvqW9kWvmPLBqwEgHJwockw1/W",
-	"AjsQqQM7YKYfNnbczJUUOpzFxUrCb2/QJaqoM+IOWm7H2sPA7z3pI14yronrLohRlLI281vE21TQFTZj",
-	"ts4nUIObOkgyAskAD3iekohCPhH5lSVntZfP0M6iqoQqDrQq53DA6Y3gCkdfd+jNqQ1DP1QR/Ux+t56d",
-	"vzlkv1sRuu1Fl4zOgS2gOIu5bZDvRn4iK7z6ojHONuT5VXzoRHq1a05g6M9GMyYjr3vitZc0cWcwyfcV",
-	"sw0jhQ+WFnuuMTevBFIpiA98WpWNtoTb5jA6lHlZwtUbxXXh4aDif1ZUtzVwWj1pma5drqeCgs34w2bh",
-	"Zry2NSih6imcsDrPhbWPskcjLsva+KuQF8KfuZsNFfTasMnC7oOhOzkVfaPD67r72Xlb5cDffMcpP7Bn",
-	"kWFhk5D0CmjYxahXxKj7zJRbkgDwxOVebxH+Ew1ojRBA3StB7kpL5VphaKVnNms0iJw7MfagicVv3uBz",
-	"6DK0jbFpdEn9nCi1hLQ3bI0qYoaemGIDU7/aQjkKIpDLr8Vol3PHSz32Fm3wzsHORDEEgVx/7PCl3kSd",
-	"TTRFyuA1nUh+nszTFg9d85q+M3dWlkuLYA+/qeOy9Pmfd1b8hHQfDtibGx0L6EUWN/7SALOFDLNhLUvH",
-	"pEITyVuW0Ay1tsJY2IqxCBwSm6RlduolHoXqDYoVv3c9/BY9rRFh9Nv0SehSrNqmMH3fztY0NN+3Ads4",
-	"dRvmGeHuA5xc2nmwgTDx4+dX79gq/A/utFXpPp8WYSEjHYZ582SfM4Dr6DEM8VjHNzbSiYdFQ6P2bURO",
-	"Lvk1PH6jbJTk900HVPKhJDknfrbumAFGQxFCN5MWAFzjXX7wIZNdBGSDfBJY1luFrFWuBrji6KP/Z00K",
-	"CRZWR2iDo680pqsB+ByyH70IPZAqUSDx/6yTZcmGugaVkgW52pVG90OjhoanW1kK5co5K7UVlhk5njh7",
-	"CiUlzEE/fBTSTlMrfXwp2Tk9BeI4yTcz/i9glh7da11x6+CTm2Xn87uVE4g7Y5snsCe1o+X630gg0SGE",
-	"FIgpFIw6Uc5DBVWsy4rthEiG4TkJthVQvFgd/XZ4sJjfu/Pg4V861E0eRrgN0qw6DzK3oBygrtDWEYbz",
-	"yAcKQnVrek5fxsfnA8D9qSxitrna8rBUlpDigaPaZXh8gxked6zfOFsdgDdhA9XGn5eLd5fnSdtWBFtQ",
-	"QwDF/EFbIKYL6oq/W6ixVOKxxceQDy4kzsJVpR5LFR1oimnlrankhXBVoTGPlYkP5GyIrVoJ2J6jLwI+",
-	"6bMKBAJhjq3Oajd50RQv3riidqEfrUi/aihKrcZeR+vzt8Pdl3Dz5jQFELho8xRU3PlN+Ojk0X//8+zg",
-	"v/jBv48Pfviz+d/D9wd/fjzOnjz921//ZxP6iN+btR8tfFXfp/jtAv/7yWQL6Uf898m//mWP/vz4JPv+",
-	"eeeQ71sdTZZ5WSndkd/cllqqFrHptkDU2SrRUFf4VTvw0TbYh8cfEdA+ThHQMp7nonIQ2XyJBceAg1hu",
-	"vNx9POJtYN20dkY1A5Rp19TNxTByXtbWQeXdPOQGt0uNT5loqowh5rBQauxVTahfuAVH7xKe2nWACjHL",
-	"dGZDbDidHoyypr/ZKNS6CK6fGwVOh9lEguOy4SjjjxsNMQHNzUe3XX6FxSVc5VjvPhdT7ohZdiRLv+67",
-	"uOsKb/3iHN4mwG3mt/80DVCbkNgGZUUz1OsakxeUOMq969USMemmDY+YuAglxLeKhMHcRhP+03VHMFi7",
-	"NMetWcdLL1tjK7cXKq5i1swk5kDxctqt390l2fvSRK5XuHjYB6d+5+Eqx7h5/Mhd4ejDc/Q3oHFHqt1K",
-	"8/jICbuiEdmPtQx7igCqxXLOkAaaShVYXkrs/VNCD5CkQCKeupmuy4JZoZpqz7G8FopNhZtoPJW/X7wB",
-	"H+LFTy/Y0++f/A1+6X/42/dPvmeFGEmvr7mIqyFxEYdBQxIfeO7KeWhE0gm93tpGfG3VaPvr8SmhSDvn",
-	"xkhBCSucTbidJJQ26Ylr3ALSpekzPJrwM5orPhWG+91QlXwuDMyJ/USfQBbyZ6D+VdrooyWOAb/IHbSO",
-	"oktf3RKKd79sDYqnU6HhK6IshXUM/l8oTpnwshRerEGkCXLZ7wXH4UtXx3Hgr7EyBIhBohBPj5Q3qyE/",
-	"Zcc8+CUj/zvco/cF9hD9WZM6lWtldRkjRQ1jmDeVa5sloV30ZDo5Ffa0AfaCO96lcPr9fiXmcA1YRaRt",
-	"B7OPkRQopPVASFqa1UuVbyMJZf2M57muifpT1w4yHZtimEP2klLQ8UtWsHyFC4lrxw8EP9b/hpxZTdpi",
-	"dLhSj5CG0KCLtaDTN/A7rMN9ZZ7HGKBtT3468VDO4y0PSpMWH1xj0m9kzdNS34KrobUTwezxa4PDwf/f",
-	"zL+A13Ymm2O/rEfZo0ICs1AByeaw8Btlmzd0Z0W66dawndG+ezhsZ35fbpJWTh+3c2T0OjJqOuG3Aes4",
-	"25umHab4HYoGW6Yud6wUHJpyYnC4g7WM1FvLS7+XQcslHaX1qBTiLbgoloL4kE/Y6J8NfxmKkdvMZVQa",
-	"HgPF0ZGaJwgJyGis9EyYUV3G1EZpmJ5B/C0CYWdGY0aiwouXoZ+Z9JhnN8l39Edsqxxc/gVrlOnwrf6r",
-	"JOjUjdHSlr6NrCeBmKRC+qfcrV4Nc7fim3apkF9dKmSNx+X2YHStenz0sQb+05WpkJd65A6KmA/p7zhZ",
-	"SW1VR0WyS0vMoiKMmdialVqNhfEadixIkFDzmZR1J8S+mH2FddIxbwvUi+B+gYJKVHOYrSthGC+mUknr",
-	"ULHu5NFJExuqkjtk8C1nfG5JUFg9FViOrmHo4aFQVNGXakAYeDPtl1hp7z3WHYFml3q5ldTLrZ34DVi1",
-	"FkxPEnkhnTiGgTagxXoRuLRCBp4N5i091RAfXzj4jy169fw9zSnHo0zV1kWdNzmawFwbrJWo5XhlhYnR",
-	"SORuIS3UOsEL+ARHEvwDxZhWK22h6MFuOx3z80FhW9xbG2hUD5x3a6XiRAmZqM7tnItfQX7lPSpNR8GS",
-	"6I8kXQpnicgmGpNIxE2M9WpBNTHCCueQzxMTxgkwG5djCIwogT2Ex/KaQKo2BlomKXHIzsqyA2STzPhU",
-	"jwLQnU20wCJqgTxDuixaIfhSj4HwonZR7+pgsrICXH7nYW4eGMyhCAyj2yD3PHUCZEzDn3lZzrOlOb9b",
-	"esEN1Lcm/shtq4AhEcRxa0DDpzYn6g4bv0hshDPYdmBFde6+oDJssyPcYf2I+VaPg5UJSAPV7bOJ35xD",
-	"r9vlRnAbIh+hbZyodD4JYespkNpjVXy4QFpbN2wo0sXuS52UXkjcE3Kbmu50Uz5nE34t2FAIxazTpaBu",
-	"7NGcRSM24ShEPZhP0/SUboZlD3yXIjI8PDyLkQaHo12NPJ2o0kEMH/xrrYXcMTKvYmQuy5Y4v6Nj7Yzg",
-	"U+tHPeWqWBdXJdvPOHKn6oqFO/2YvShSorSPGT23zdZzgpnLIf0EDjrwk+2dCwVu6Vo5WdJb/APAmIUw",
-	"q2ETeIt0oTVomhP32DI+FsplmEDzMtxVZOyiVkqqcehqAfzJ7LLOcyEK//efuCz9v+/kVBS/1c4bpS+4",
-	"ykUpin1q+qELEb7TD2AocrCtl6pFYmakX2ZcxBE8HlW3c12WkOnTpDjihD2micgYH0GDEJzkHuYvmJkX",
-	"YcHurV3ThBJzcPxhG/RFC+nKW0nbhskB7wGlv+uq970c1KnWS1dCYTq5qIr1Z4+HnR8oJ2ENVwVuxaeN",
-	"4xJu/WvVQqTb8Paz57cqfNIv3SRuS8jQbLhdBLc3gktzVcqRyOd5GVGsFdVFqO4SK9/1iBW8o4P7i6QJ",
-	"5gD2C5Mze4WyRKtSKrFQCLJHTkatsIy82I/hBnqwV+qUyF3wJDKlZyesMtrpXJcZM2KqnQi9AzI2nDuK",
-	"AI4MFHJYkBX0Q2F0VYESibkxzYvAvrKlnmXxl0DdiN21pYPfWFYrSK4EkShVLkC9PGRni6WEafYjaUvU",
-	"6ImzEShLuQY8idw6UrFBrYwXm8BLnfpAvWQJztnZBOvoQ5pgn9Q4p4XZpIbnDnClG9DCIofCoQRbelG+",
-	"qrbwYtzO/YDu/7qF17a3Wd/r4Y/98/398/uAcdxffSj+rjnBO9Rex0S3hHQdau+WYTyYIxsZBXDLcgUl",
-	"2tVGoB8lA1APRmFn0eT1RFt3xKuKhnGS2OlDgaysv6HYAO0PTHl8CvLlWmw2H1PkSQYaMUZnrNRqH970",
-	"22gEj4EnJDbH2GM0n/H5IXvjorXikEU4v7JsL9eFyL2Ysbqs/QNJljADSrxF0lv/A1kQQTSlk0XCw0sA",
-	"vEgbOZaK7VV1WWasqu0kYyNZhmfombdjgsrddKCWU2FXYf4nux5u1VK4D0GSgDiTxdZxPFrvW7MHaCk3",
-	"sAcSw5JGdbuG2fZFCX3rDSyC5kt3smWdRWAbUNimAJnqK3Hg/BdAjVa/d/g1twv1qIjiAPE6gPSghRAD",
-	"aD6KIer9ICixXIbqonRtcpGxGZcumhDgiWJXYo6I7WF0KritjaBaJhQiJ+xaFkKzNVDP60LGi0hEKOuF",
-	"HZW8aHOVxGY8WAdBjgOBhxFHvbCOCVXE9q8Df7mu3SXaBQO2R4nV7MlxxrhjU20de3a8f0qOJv8RWKlO",
-	"jrqx8MIKJibQLA29gBKurjIQQPtxbEZwqxV0wI3V31RG+/vFW4gqQg5EkzOL1XBZjB8mhRLLrnBnq0u/",
-	"Hd7507adEGDrHWsigLg3Qh3W3ZdWJePs87f/EbLWYGOMdK2KU6avmAW1gcgeeLKVYecWO0Kqrz0o6O/a",
-	"4BM9Tspc/K74NZfQS2ix8VCE5wXIvBWpsCLasCgXjobc5ZMVTYVqZVld+dP69JjB3XAobOaPhWFQgurB",
-	"MiNulHa1rJVqXIqmATFmoqpCVEIVEOTH7AnIy7BgcBA6+BPogdU2jhv/I1wNY27V25bRHMKSyIif2hQN",
-	"vxQh3xqI/BFm5A5wEl60EVjaB4CWNNo+yPxNxXJUb1wGBUAqXIIdgcADymZI0Md6dYKXKQTZrWOQ48Yd",
-	"VEZ/mPcDT1OR1IoBEikOtqJuKa3edl8AUyaV00tujYzp2llZCKARDkb9HuaQwaTA/2klDvRoxIzwuhr6",
-	"mL06axdcxv6+yK7iv4lS2/14IPoJHcq8HijVGOOPQ55f6dEoo6Artg+wDnzhh+wMqK44dkcr5yes0mUr",
-	"MhutXbwdXTKH7IxVHIKb3CVseYzHT+zI0T9lwe3eiocaF9zdHZQt/s/kc4Ql3BJZy8JrNlMqsSmJMKBe",
-	"VvWwlHZClQR3B5vJqCm41psMt7S1KcDqwmbaqZQ7lXJDlRKTQxAHEYiWmKa2j+y6+hxgxx6RrW+AAxEQ",
-	"K5Eca/D4lHJcGrdy8DmHWqjg5vfWdSFt9PYfskuPxJAvTGMIZPJUVYVsXMxiJovtgkhd3QVCtt6yBiDp",
-	"SzTM8ZeEh7raweEODj8BDnV1X2g4t05MoYlvofP+GN6FKKQROYn7odEzK0zwUUJtlYc6hzFI6aeJCjAL",
-	"nddToRya1BUfkxuTcjraf4YIEFfohm2xs5wul4C2a63IWndijOBmo7aoCUwhxZfnK9TFn4U7q+RLPw8L",
-	"EPPs+Gn/nIRpWPPZj7JHSHMET3yrEZ+WHwuuAsxJCc6A5adlbLCwhH75Dmo5OFxJxLwYofnrG4horFon",
-	"v6tas5seNJjY5pwlJEYnj2h3HpCB82j5MD7pOYzw1I5oCC6jt7fGxmPugeP2apOoeiWM1IXMWXMvg3sp",
-	"mg2saSHaWBmd+52Vsh3lE+EHHX381KuUdp801KK2VhDqnoiyAmsNyYlYqXXVCMBKFP5KCELrwLFBSUjd",
-	"8ecf46jfwQdvUbq3X7UqAWVpKkPaDRQIfFM5JskmWpyVFYflc88Bna+jOKBewdS0d9fXXtJ6/XqiZ8oL",
-	"UfAWkByZ6CkGg08iZ+xUTIfC2ImssA+i4KWbZAwKjCP4TrlUENlD7ybQ7lHZ14wbv9GJT5FuQ+nEm8ah",
-	"QH1J/UIhGBYKk0O+CzPiWlpKXFsSSS9w/Jc0Edvs095+Ux8/Ic1nmO1v4jT8TCVVix+/xRNQcMcPjPDL",
-	"6pcyLwVXdXVU+c0iZisOhN9URDYfO+DqEYo9qpMH5rqsafwplIvpS/GVrNKlzOdEX2oE9CCLMqIsMBDt",
-	"zJxxKMMXRRYJ6opAyMHVHAg6D9lvRGwHhAD+lEKNBFRkBYHBGX0lA5BZPg7neOtL7vhFGOYLvGVdtuqv",
-	"EI4PzM8U8+G50zHkQjN7yih+boPCgOX/K2oHtPm8xKCfjBAHTnxwFF5vxhlrQGhwfYPA+/pG8d2Tp3eb",
-	"nNO1QLR2vbBCKx8/dJee0wVENItoFnDHk+Oax4PwuZCUazWS45sik6nVgVa5WBOhBeKy9Ji36DtCAo4V",
-	"JRqTBGFSWOCeh9BHWSa/xqQfBRz0hpiVszQFfsYlQFF8NOm7Baq0aWchy8b+yBtdjyc9opvwj4K5KMID",
-	"cKIU9z/MsfQx11Mix+Bdodxa9SDZNnxwXa+6qNU6NuJmnp3GdVvIBerjAr07p13vl23OR7wgd3YB4IdT",
-	"zl5jf4lusMMFuz3I63eR+fcPuRUHuOsOYLdvYJ07Piw9dklViA/+f5yR4zF481XBPMS2jcvHlpU65yXh",
-	"TXhtarDnuqynCviJZ9HqAHoKFfJGMrr05cu3YLTzEniVGrCKz0WfGXS/gMqkf4tQSR8NfeJyh+HhsJ1m",
-	"heRjpa1gU0kuN1YZPSzF1HaaMS/phZcwfWcwe+u6riF3LDLxv3yLmdJTSsWhCn94GtPD/xG5W8dBW5Q3",
-	"459d0tN+4R/ktJ4yVXu70Y/CDyufcMNz/w0xsxGUbxzUaQjFxNGjiehMrXKkb+zJc+cfXhbliwk3tnvY",
-	"z4+Pj7NHI22m3MFXumdPH2X+Pj/IRydPjo/hiqlU+Ivj+I2w6ECUtG0tcHHJe9A4bkdaUDhdOx2wj0AO",
-	"U3TJ+e7BYmH+tmmWop95rUOGK/b63S9vMf0e3INGqAJaV0PpQfDGL7n6Qc0DtBvg3v6POZ+WA9Q4+Ky5",
-	"M/htmXRWlKND9qN2EzhbEDNJHDBAwBEvTyiAsVWlZkKNtMlF2lOWKCHFPLBANu2tClGVei4Kdi0MuG08",
-	"wkrb+pSQ+AJNPaYc8ruHczZYdCWfsAVP8uDET12MdnTxyrFBM873hVBSFIPsBgEQO5Hgp43GpRFYq7o3",
-	"8GutK6F4JQ9h2ve7wVzn9ne5Dr/PUEfGVTxlg4nz69hsg57ABi63SRx76bL3wSXhYCdSPvJvfpRFDnT6",
-	"0b+oi/P8ZpgIT2lhYoeyyWfst0oov6xL+/ewqzPnIyc+uCMY6JpnwynrjjctRXs6obdjDUijbx03rK1I",
-	"j+QOn3tyFid69vAjTVKN9FoUr4wu6txl0JGlyNhEh84z5EKXMFA3j3TZuiC4RwvZptnMGXN6jBUJgD3S",
-	"WVZXUO7inykUUnyGGBV2PE4chzXW04NKqkbSTElTHUrFDaXZwC9oFB68varFyyuogdedYHYJ8/HGT8c2",
-	"M0uat3QcxB+5lTnzS+KPF2SfD3XtvrGY08/CseG6mdiibhMZMI6AJ2iT4CvsNLw6NdEovYH4ekhPoOCR",
-	"ME6OwKnUU5H7qy7EGQ5gixsyvmVVHBS/7NsJeCbLeQv7LO6njXfc0Uc/gjfFX0dCGV2WU1rmbn/qG2tr",
-	"SE/UShwAjOZ+/NRyzQPhwF7n+D0MHzigf5ucdIR0PFtvihDKLLA7MAVSgZgZu9phvwwLlMxj7OKlzZWN",
-	"1TT+YkTzD5U0wibliN+xqVS1E3b/kJ15BU/6B8KUy+ImnSXi1n3VTNK68A+9BZR9E7LU6dujTllxN2lU",
-	"SpyRjRubP+vRJLfV/qJjFtY5c8m/JEfC7xY41tvHl2SRVowLC2NfnLFKNh7mmF+pwVe/a3TxNTS6aDCW",
-	"NSAHe+BWIbfflduAbgSXdaK+4cZqbmnTFiZ8fQsNZNJEYSg8hG5EtVcHVigAb8Mbf2vGuAkhUzM+TICJ",
-	"rBoe6/qM54h0GyPbsm/UQ2ny8rTIu5OZSE5lj7n+3Uq35nctn+aTO/Zpdi/NKhWqmZOdvbxC8+o6YVtQ",
-	"wbJVoWneNQq2hyRBWNEBelAFVA9QxAJ0Bh6gM4I0+kOW6vnMCCVmvNxPE7uD3rVQXOL/w6zJpBnkwYjn",
-	"3oKlnjt61NlyplELlnfoo21rIsuvXKOMxLHfbbC4Z3rWDdKvVMjK2VV2fHMR6E5kuCN1JQZY18ScXyQN",
-	"wSEfw58RUYSQWnxMGsrQSlBAhnwU3myDOo9Y1oSBVghfYzAbws6hra10ll2J+QG0evF/WQ43Y+ZgEenN",
-	"PETKohY2BJq5gXa5RJHJKiNG8sPiuJqaNj2L0Rn80nloOo65UcQ+AxkComB11en1+yVMR08oeg2d2Qv0",
-	"f74pOvjMQtyaGN7g00ba0EzS19NnrolZX8Ij7K3HrdOhxTTkChKaNhkd3g50bp0je7IuML1Gg+ud0rTp",
-	"fcWtFcUpBiZgLtA5QWTadCk0Qwae1DVTfQ6P6/4eNPvvtEFte39iVm+flGpSMDAHC1f0qxNT9yUAYAUo",
-	"HydBUQ8yAcq26JRegP8jgtODAKcHYQwhEbPfX4id52wWUxzBEm1SHGdGOnLEJHjsf4SsygVwEAl0UM/b",
-	"hY2IzsSkQxpnhUfAWoW25IWZe/EqLR7gniboBtg/RJOvDqPDvPSxBjoJGFEi+2DJIh0PjhO17fARnW0g",
-	"USBRKaPF98SHhrKPIJKsk2UJ4qhDF6c0RFysc1qri2a7bIWyp/NtcSgr1fGltXV6Mef/oeR7rvnMm2d9",
-	"NjUAtD13nsYv2tMIWcp11a953kXCqNJk/kPjIzHlsjxywrpV7eKgQ4oiLr+psBaTp5p8dHxrbUTBLn95",
-	"dx7ymIIyrGOoHFqDU5A88cq1BsVmHr+QEBDVdgrZPz/+ATER4kCD1k3vlXbvm2EMUP2CwUgE22SMHjm+",
-	"O37WkCeng0b0hQ4dOVf+TlDheT4BZgvgyJeBQQmPK+YcWKEKNgWGNY099FrV0liu89iyfKIlEHthtzzL",
-	"Bl1rN8DMKQtcnQfglhTFCTF10BpYZKGG6BUWVsUMDbgbfpW0kGJ7z5/+wAb+ie/piQPKabsQzswPzkZO",
-	"mAEbirkmO6sj0crvh3fCulf+W7fFzAEzAm/YgA/TiFxW0stAdFXFhnjM1jEF9w7ZOhYHvwr6W2dq5lUB",
-	"IK9qlJdkb+7w/1ul4hBQ0w57JYU9JugMbl1sUPblOl8PpuRT3XMS8hktpNc2OZ66dmKZEqApvkzY9YPn",
-	"JnlwKOzk+KAsPC/+Xi0wZyb3wiRgDxJpkhzbLLlFAjMwzuIhC6sb3oKGyOBI0u+PBmDXiw9guaOc0dht",
-	"qVZAjPTGkRcdiieRXU0UzbwEnVZOq1IkDCReqxfdHiNI4Kzkp/mLflPl/JzqI7bbpy8d5mq3QTMZX5DX",
-	"4H6dAK41bWMu1TJLAu7ZLXoEKm6km98EIYjoAJvNBTVqBLEraBokS+nmWcijJPuWUn6C/zhYvSD5ybUc",
-	"Sh4x+zxPX1kJcxArIrGB34TbCcsnXCrk4o1/5mUZhwidQOj5h+wP0EInIr96GQuWgnu5puzwy//3rXSC",
-	"Dc4vzn7+5Yz9by3zq/dwz6Bp8ImPB1woBBr35PggA9/KUihXzlkhr4UZi8Lf6BESdO/cbxBla5sWUU2J",
-	"MWLeCRfnsEq3710+o49Pv70p4oLvXvzsUxQKRnBquomdoGLRCCweutBtqWf9TSCSdfhMl3Ra2+W3Cg7U",
-	"rw0QKUug8YcdMVhX1oW33NJ4vh0Hc7I/V4sJhJuda3mbrmUPjzTPQ+FmQqhFkpotyhOPC1IJu4L+LWBt",
-	"vDTs/rR0taU7xkynmOlf1BTvZ62KP0SsSpiRNlPLOHqhD4BCh7iGjKxWVuWD21g6Vhl9LejwNoiNdp7F",
-	"56LbXmmHRzn6dkPNgbSMl+APSSjbpWVPj48RBxBXQ6kCDd6fbBu8HdlC52dyPg91Mc8aT4iiFFt0T/Ni",
-	"vqI24SIu0JoMsHOcxU+axM9A/R70yparSsAz4KV/KbiFvvnt7o6UaoMVDyvG8wquuxnm/7lVlzSt0Goo",
-	"DYsOC37av5eKnRa+bNrfx0LF04ndy/0Z9r9OznbAQzzlGbXtpObO/vrDjnSSNpTyhkUd9sA2oV6XYl2u",
-	"K+7KtAgLvx2NgyulZ5C5gXVcSAgftnDIOI3SoH0ZBdDKOcOiuEN24ccT6mNLoMc8wAoDI+ii0MBPwjjC",
-	"w2kRGpTHm0MET3yoSm+csdlknqyW/xZSdMOQh7Vjsij9a9hIl6WeQePJzk55CMa6FHb7lWL+NStbZKZF",
-	"ct8wPWH/PGzzGNXKyak4IhIMJ1dS52Ip5c9gtWH/mamYajPPUiVFBYYhjJ3Y3oLKQ3aJ7lavNo5GSVGk",
-	"rbRjY2107aDxpaH3sLHRMzfJWMnHY0wjjXuTGt77K6DnA6gNfOL1hlKPO3WSC/yKl8m3b1OyLr+t40TQ",
-	"VSxZkG/vTPwsXNhivRNxB4cC9P9NeGvBToDwmd/NhqsxOKgxehSiMgGncXQdBkcQMdHg8Cp87mpelnM0",
-	"zNUC/+BCGbE/bmwkjZhxqIvDeiNgtw0vjS2esMPuUHaRE/ovo314DlOw/VPh37NSSPiJ9XPwLQsIcteF",
-	"PYOhYF0JdQdnwdV+821wGGYT6QT1c38rVf0B6wPwftYYfS0eKMpHQrM719OpUIUoGOTiWmo176CDRTgk",
-	"MA3IX4JVV1yBsxWbC41hq6OJmNZpHbLfSAeLY4TMKIjBYCifQ/zGiw8nFPltuQrGXVLy5T8WB4i1+bEV",
-	"tP/ex5bpmcrweQQAOIIuQfRaW/cOJ3iNXfxLU3Exm2gr0gkNfL3LvJ+geKYs/ESMEeJrFOx/bMOT0bQ3",
-	"ZDlQdZsomk+4ndqrbRqyzZyG/sGdwJJuTmpg/A2xAHcfzVuDk+xRVfemBzXZmOlxpBNFGzc5bqRFOm7G",
-	"wsHAY9Y9xFgokIEQQuGBKRB9+4ddCyNH85YvLO103ipckkWak09ZOJjACWbVYkGv9AfNzwGkj8AeYn8g",
-	"lWf6AQ1ChdZfY5FyinTlcVI0qhBsAA95XzcB/8EylJz5x7fAZBuZNs0L4H1rMm1owVSsjG5WGGfjoSVl",
-	"Lnwecj/1Rp5xGbuycJqlP2XaLDpMcU9MOHXZlArD+tQKGQQpl8h+uNChR4dtuDf4VReCuvuc0dsH2Ptu",
-	"rKSFEpfhHPbngG5/N6/EYH+XFfQlZ4XCtmxBNx6pW4BtKK3uT+lpK4NHVcnVip5jaRAdgZ6OfowqBL0P",
-	"viXoUk3oBanfr8S85aXDbHk6eKndFMHFI+k1LyVmz2Dz7kYrRKl3GivLkkpzzLNHH8XIYSrkSBJ9zyH7",
-	"T68qhj6WLV23q5PPcQfre8nVHcKzf93m6ByBuBAW7FZckPsCXz/43lGTxlJytaM4fkDIFDjdU2yig7d9",
-	"cMK+JgctarobFJpisKCBgqUExAkU3dDHkrcxeRwSF89ims95UKfPVIGe03d8DBVL8WVR486iDoix1TDb",
-	"aPhi1lJl/NgcRG0K4k0tDtnPvAqWX1PBVFJPrs7a0pH84K/ChhU86SZmm/TC7hAuTPDLdH5vI4WwOy8o",
-	"xBDDTa0pAg79uCU7ZgkuiLHxlLhiRSi2e8VuvWJVOjFtWEVOkwY60DYOI0iRVBnVxqmGJFHZT3wy5R8w",
-	"a9z2UZGsp1i+RzaSvr21OrjZZvzcJX/eJPmzPXf+QaVwQqXlJ4QMW/QubtoZbljL0h1IBT2snFAQYoab",
-	"s1T9a+rna3+pQte5NqEXiyiyqOVgqlJHZ7jfo1MdPOfodLBXzB+0AJs5hz7jIe28TQHSF2/dele45jUr",
-	"O8KFucQ1wGn8tjzpnVNwC9scp3LlZj/66P/5lU/FX96cWtNixusbVZDrYdCwG5HKsNnals28oI/2UaFR",
-	"clShR5X1MqVR8uEh9HAbH3LIzvAvoDVAChkkjYTaCvIbc8emNZ6X0JwOsxaWshuoHg6ys5Prsk5nV9BW",
-	"ZDDaMDN6JvPYaQ6yH5Dyr6MJTXMANmqiFV2K9opxS7mvoD+1z2wPq2JYyJW8ihV3fkM+Onn03//kB/8+",
-	"PvjhT/r34M+Px9n3z/76P4/ujG6xNUUrLMM/AqTquH80rEb24Lx1yffcrFEO7F3zpXTp2jEh3X4vnrj4",
-	"HmYbQXBrckB8EHntOm1VKkHZqBnoYi1Lq3In1LJI1xSA2UTH6Sh7aQXQ2QuIbtjYGqfz6Y3DLvwFlK2J",
-	"LouMDUXOawt8mGIWyof9NVM+j5ZqWkXHFTRdNKFQr+T5lV2RNPwPmqyto0h4UQd+/CPMc0Ln/U2m5XS1",
-	"DdmigTATw4nWV/Yo546XepMEBOu4KrjBsidn2djoukK5PuJTWc7JSwMqCf7msWUD4on6vwM2k2WRc1Pg",
-	"UYOnMHQukbvZ6yKh9xU8Ba4B9paSK/8wfPWAuVDybwXYDxZbwuDz7WnIEodPBC+Ov6hgA/z9IX394b/q",
-	"4+Nn+WutQd+An7rCfz8L9wfe8cq//wVN2TZLNGs39CKn67U9Uhjnk5bzmzg2/qvDJmxvzjANyQHCnbOF",
-	"A1SIUl4LI4U9+iiLv46McNiNutv8+AUKUDj7CXPF6O55DKifC1VAniXkx3jop/IMPWJ1FeL3dB7IzcS8",
-	"LjytnKU0nPazJebE+VtCDAZatfl/84m8FkXDjueMFAXb80bDIAwN+DzgqyA67k/awNbD+FHvw2MGTHvt",
-	"diat6OCqAFoL2s8v6dFr+7sBhcZIioZ+h+7sMR3k5mTsz+82bWbhRMcZ6PPA0d8zpvQsbIrDr0szvjcl",
-	"1e9ESAQdtQ/hLcDFWvaGiBvab4gPN8AMjG0s4gadC3waod+e/7ZKGDjz2aqTv7+IO4fsLFL8PG9SK/C5",
-	"VO5CeRT0Si+6V+JF030XnPQ2xSVp6YNW4wUcng8gBddBRiMKZcH2UGF4Uwz2FydKuS8VRD7AzKw2yZMp",
-	"juseJAuQEuyg5BahBE/maPlkwqZPTuadAgw2GVhB/wBtYeNwESX2sKQqC1n1WQIV/qQnG2s4D92LwCwW",
-	"ZWlbKSOFtBVwAJO/kRyamCXoNyLyYEnX+nMoaia/p1blfH+VRn6JX3l3kpte2NsOaWzEmDvxDSW9nrW/",
-	"2W/8hV3V3jl3oZWnCuomgbD2gDNwpITGHYuV3kYUPAcKOOmY5fNm23NmRW4ESEorXMiiAjcSBMIwaaPI",
-	"yA+PjUb9HYfsLCjjNGVGsFKMnMePwIVKNBHxSoo9dMfGwnZtTcS6fpyl1YzyrtLRrOGtCAN6ONXWi2c2",
-	"mYSV1TD4sbsQd2+Ur31Obu0k9zXdwO4RQAucvvgEJKtQRaWlcg2BhJ4p9vqXsxd0qLLgZMp1JTIIbyET",
-	"WUGmrsWjDRFoaVmt5P/WgvGpphD0Cs0Z74xDkOB+5UOry9oJNnGusuz3i7dsz/8vVSiDSV+WevbauWo/",
-	"MqM1VJE2Y3DCvI09Mnw8hSTn8BKPPFaX19ipkpVaV157z1gp1dUBtnnWhuWlrouDqXAcOuIT96Wwy7mU",
-	"A4LL95itCIo7jM/b8oQ5ILKLqVTSOmRchissq4y89miP91q2F5525v9+jn99h38c7B+yt2LM8zmzil+J",
-	"9zm36J0j752t8wnjdslBp9V764zg0/eEnEjrZrmHpo7rf1OXcPkLuhpXqQFloXIzh2Ryjo1YkOyDSpSa",
-	"fkRdbVM6sGRLmaYr0GtN2qnfsKfJ98ZayYlA/o67CyCu+IhVo4eU/xwmnHK4SPBOdFlgNwmJdH7SNaKY",
-	"jaQoC7vLv/8q+r+1sP5ubaZUWwLfDHhl6s5QYlXynDLfcfshex7s4oYYH3kloEg47GxIej9TTEwrB1jP",
-	"hxbkFJ7bhpYy5PHjH07JHxw6qWDhZqNDxsAZjMCLnEP2gtLzqUCKqr/EBxd8xv6mmKKrGv+qH19LCUwo",
-	"mAmLyU/c7QvuMNp+r4peGL1Zomt685vi0bbSOj4dh/0yNXsiqBIPHoBrWKHiiygA2GVu3Cr44uF8YOB7",
-	"RHDS7xon09MG3B1pw8Zak23udAVN2YQEpRk/IQPNIXpDVcH+4NJJNUZnXurhErmeCvaCq1yURCKstJv4",
-	"+yBzHMx85UK21jRL/dtzNpHWaQOVBVeicllUWyjl1T/dspERAp6A6B6AYqECFb9za+D5cDCoJXR2burb",
-	"8dDhnD600524BDf20FE0GyJcEN2iFrto6S802pUmuqhJ2wH67wydca/fvTsPrXix7Aj2qiiIm43mD23I",
-	"CoHeH19RjiAUBlYjNkAP5lWvG+5l6v38vPOarb3jHNZis+ugRdtyeQ3kEaSBOuJtI692T9M3IITINsSG",
-	"hUh4YJO4hyB8n0vwN7/J+Dj1aEthd9S2t4RKLxflZHKu7zxGgIi0uv3OG2UFMFLFPjHB7+TvG4ToO+W0",
-	"DTTttgO66gCu2iePGfqg2vZaxobzimMvBIlEi437EhuqYHA+Jo7iFUl8Zc5kQW7N+BsHYXzDr0UZSXpL",
-	"VnE3YXsYnsxYXnI5zZiVY8VdbRp3aRZ8pfungSBBxhwAykNa1HgO2RkrkCihMR695ehnoMvD9k50Biy+",
-	"EMNwTV+cs6QLTmgvgyQpscWGiyLslNnWNxC/BdT5Z1gdIv635iVOv19CWdyrXblhXx3cqDNuAwXUaVtX",
-	"lhAB9r+a8fnO9vymbM+0pw7uE6dvUxJsrqSuab/mzTZuU+SDMUcsS4i9AfWQnYPbhTMdTj2QBe+1fPT7",
-	"J2ukCx0YpBnEJgTR27cKVh89BCSMTn4/9hB94cvwuAO0HaB9dYAWUQFrERIM2CrEOV5eHVkB19t+bHtl",
-	"HUeSCohkQx+tXE8Z3Rny0QtxLXPx2EJhoma6dlWNaS1KlIfsJ23YYDx8+vcnf38yCF/soOOAjeR0+AzG",
-	"2Y9G8yLni53UIGuGS4gpkxJ6KXKtCjvIAgUje3K8H4sk46De/PqPN+9eoTPNjy+LCrN0gewSFfifD//2",
-	"5AmMCcoxZ9wUIdaNrSKTgerRyANuFpas5KAC06/Z3iDXhcgH+4fsXFtHM4MB9vPfLt+xzpU4+kj/96b4",
-	"6whuGZxSKzI7OXD6wF/NIKtqb1A5N8gwQDOchynYZ4XIZZFwd0oXPJKH7Lfa+G+RfkZPmtqxH8FhEaJG",
-	"MIDHFvP2W13iOsUJBuje8fLqEm/dklBZes8akRI2lCriTrxTAZLOSM8Qaa53cuDbkgMebpg/yZSzEwA0",
-	"QXz/1w68/+GHbrzH++0h3NaL8ym69PpW37UwgGhs0V26BEIZsGXmTaGeV3xsH+9uGyLW5uvDW5qRyKIn",
-	"MT9+00PNz/+GgeDeQhuLuyfQMWN4L7ikP/O0LfkS18jyfj3rD+wxhfoHqgp7f2dXr/+dLchk0ipO2NmB",
-	"Vzi8TlPlU56xaZ3+ot6nHtciKnBFeMppohF45QXcfthf4ukxg1ZaFc+vIPvYsalXXp4cMwsF5l4B62xS",
-	"jR2pT1gFuo4Nr6j0lVD7h+ys0RiRR3tJnZGW5aW2XqHShq5qFk0YgBYjSsEt8go1LccHOYmSjiJdmFh/",
-	"AM9gAR4k7Ny+qhQ/eI2KBDttpxXttKIHYx0D9JFZfPdK0REgDsJzKZzocPZB8kgbk1tWI5gbHsgwK9Vq",
-	"j6SnoWvgAqbJFNKShybksGTDQgQGWdCs4/Ouwkh4jj9esJ47DWunYW23xhH229KevtPjWrkVfvnfKqEs",
-	"lT7Y0F16Ue84ZC9I6wgpXKQZnQSPDWaBAQ+s0VUVEr7EjC5oqNWWD+UlGj3nzn1Lmse5W+ftH1O6yE7t",
-	"2Kkd9652uG5k2AaQTaQpDipu3Pwo5xX2z1+V55YSk8kCCPrpNZibJj5UsmF7CDSpZ+dvmPOGF5JkV9BO",
-	"hd42Zzl3YgxdBKmHenwiEEGKwi7Q/EtLT8NaG+z7UpaH7A10jyffsH+5fwLk2kU6V107ahszEpBAYhvi",
-	"2Np2EbxOia0mfoSlnp7YcCPzxiWxNg/nbIDT39TKnTBeyQO4cXCKfNtWl41itUyE+STt+lLJ93Dv+4BM",
-	"3bxP7/xCnvt1fJEu4zbxq/uNfX1SkmsWdwd83zdRgf4ysOHN0uZC7RPiN2Kh07PenNHmyDf769HJo7jB",
-	"Hi0hwpOecJyfwn4kwOCEXemRpYugDNt/wUgbiMaF87fYPHwkS+xSpgpm9MyGBIX0OatPWnfiarIPw7Bv",
-	"mo31SXmoa66lwfynmM+0KW5wx7nRTue6vMEtILcugUzxzU1e9Ss2bNv8hpcgRz7hFvrhRnf+Y6JBj9n0",
-	"+rOqusHVWH974xtu9AWvkJvkJt9QO/0PWQh9w3suRH6zXfarPi/5XJgfjeBXN7jvNbfot7zRLefu3ze4",
-	"4Y29nHAT9syN9ho0rqEM7c0nEHqs3vQu7Fjwu7nJAH82uq7+U8x/Aiy82RDlNeAeDDPcv00PBr15k5zz",
-	"IC92jBQrGCnCJLG9RNTub1vOx6VZjgx1CPyjj3kA6r/WmgBaReF9EuOxJLxAyqMTRs+UMHYiq5sK97ZW",
-	"S2BwU9GeCJ47OCyrugRCtsfO1XdLrj5eeFOKVMcv5EQdVSWfD3l+taJyw9paWGYn0BVfqnEpDrxV+vvF",
-	"WxvTyOiJjy0r5bVgSDySsUCmSE40UTSncc+bwmh1TTFPfxD+ZgeQATqVzoli/5C94vkECGF4MYXSjg88",
-	"d+U8pDnPKaAAdr6w1CZvUMqRcHIqQv4b24v5b0+PM8YdKwW3jj3DHyCES3zi2La8wJq2fWAZwL9FoHhs",
-	"ya1ADV+hnk3aQHoFqMKV/1eqMB0MuF78tJ1A4u5oBH8MO6YVrCXmFqSD5MV8gPWvsXLOcRPbekr0K2AG",
-	"Ic6HTRpiXAlRwa+9RaQNtOJUSuQuI64QrP+FXcDQXS2VdYL3srk0EPhWXovzsINuTEibJJx1OHDjJr2J",
-	"A3cqVfjxyd25czvnY4V3N9hTaHmGjRqmxe+QO/b7di9oj+TQShzAeHGgO0fwN+QI/lm4Zv0jakRR0EBe",
-	"Iga2Lf3wLfbQD+fThN8BwN6KtrGRSs0IJWbQxHgBMnu/PlCmgX4KbY+xxtEOMkrggdnLuYEOjmxgr/P3",
-	"TuZXwg1QAGGkX1p6E0a9oZ7YP/80Ykarq2zseiToNj8kKm7EX9gSEqCHczaAXzRy8vvjg++Pj5N88afH",
-	"+14CQl8BnIEyNDqXlhU1tEIawF/OvPAdsD0+1LVjfzv+/zGpKFMBuNj3sRgTEtoD4QTcHfjfXqEUP3MD",
-	"thd/+XZBlifiu/nCShipi0aYP3/21H8FzgqmXvUI8VO8FtWQRu/4LaQjIPNQcAuDO9RL5QwnwwtVzIRo",
-	"BkPd1pvBkXJCzaqWHgke92t9JQp/AYZiB+nGHmStLDUS4RjjMILltQt9ur9jFmcJeIiClhE34yol4xTr",
-	"+v1UQNdhpZ1X2K4Fu5aF0Iwbg7vobClkMOXzsD8tm4kSNGDBZmIYLg26oddR90+SqYES26EotRrbWJlF",
-	"z83Yvx4tT9e/HjE+9MOaikgyGG9AohDcYZGEOwwTPmuv1GOqzr2mrqRZVOc4M/67vCrFrZ1pE/o6799M",
-	"HXoLkLLTieatCdlEKcpa5xnr3AI5ZNCV7lY/aq9pj1rUoDOmNAHI79Sjb0o9ehuzfVINAKjtgpkHlQxo",
-	"pa1TjLao+YABuYIaCjxg0NEUuRWCyb0QIIPHnLBKlyX1OYIBsVo5WZIydFMfGxR+fGleNhj06srXxs4n",
-	"hIACl1xPp1wVO5y43zqj+3bcdRWfrj/DulpRcB9zcNONV/E6JN3y2ukDI3KNvXJ6T7iuTtHe8CoeH41E",
-	"7qjoEdoXG7uoutz4vOvqyzvuulp92v28fbWH+/7Oqq4e/FGt3cFUmLFY00j8Re2O4LrQM5zI2NCDvC6t",
-	"pHa/+HtD++47yC3p4DiDgWPzEdkUj5lrYfpYzqatrJAem+XJ078vmykbhKWTOQmNRlaOmxh/k90EXTiG",
-	"pTc3tbUH1Av0SmAblc4P4lLd8Eu2Ck/JHGwSJU/7rO9C5J0h8vYx3TbKGEiakWps13R3+H+0pJTXF3pa",
-	"lcCJ1twc6ODIANmLmAn+J15VxOiA6UP71OLcz4X14v2fA1BO38mpGGRsIFQB/7uPvjz/4F/On7O90GZB",
-	"FPuhBVEKAvjUJh82i10bnOHK5toP9SR0FqtqFykm0Kt3JeYjA7RBzo+asmCToTWexJjWF4bE9oIXkJM7",
-	"jD4S1B3bfNMpG/PKxpElUwjNEq5kVYkiwzbwYZyPLStqxGboIwNBQyQWMkAZfsgGLaSDeCZnI16W2DPO",
-	"jwSKnRQ3JnBKjGQpGpfVnJXSW1/MimthgN+nmVpy5GLDfJw0IuU9RWNMOrLBLus8F6JAvyI1wNuzQrCf",
-	"XzXsGvGrofGV8NtUlPsZeub00HGpGIdWGYfsDyDnyOlTfjflIMwMEP5Cf36r2flvl+8E+FuNQGh1fp8r",
-	"XlKnI3BgyxIM4qFg18LIkcSQpv8CqcZQEWvQmd2xPE2vvVPYkuhMx0kMLOvO8PzKpvnMQ/ToUpPbPZyR",
-	"DVx7KbJui7qDXrGmLARnpGmn7c/w3brDWnPRx/PE7VW20HxzpwDfWpuHtli6Q6l0M+336KP/hzK3+qpF",
-	"L8QUG/sqD+b+1HpYgwYJGMTCMvnAOq4Nu6iV8gBxSlRB+OTfAJx/kqUYYEcjFCojiINpnVFiCMWtnAVA",
-	"oxC84N4sBqNtps0V7NlFSHgJb+mFhBvaq8nNb4pz7iYd2ir0FDMwPamYhC8igrSWwI0ZLtA3DEUrTCYu",
-	"IBtrYbMoa6BGNvjq8lJwJQpWV7267uIsP5yWZZsAEo4eN9fO23aHAObv2mAGvK4kc/G74tdclt4KW6Y8",
-	"FveLfQRgf2XdFv0ZnrXYUa0yemyEtVlUb+W/RcY4pHZHDTIjxnSsrwJV3uuVIci1Kv/0tvHnzwegM+xU",
-	"hVvOR72vw7I6FbVHTTgq9EyVmhcHXjaviE8tJKKiRRVutlHwPY5aQKe45AwTbdI8myhlg4bNIc3ilMSm",
-	"sY7lpRTKW4El9wrFBSjkZBGQt7vAJBISrgMRk1oyxtWc/Of4nGCa7B+yBPyoQVReu/cwUe9xVO/r5pLB",
-	"Pj0+ivlo7BHjOeg7iSo04zbIwc0tnpc0q2/9itwazGwz4wBiwX64aywpv8cgK+U+cgo6hrtqnDuV5d6C",
-	"Dg3SBICBFaGwfsRXPGN3qY7QaG6OspvmPZ4l+Y6Y3rJnBGa2/Kf0+kp4wQF+PLgBeeJzWsBgD7oT56qD",
-	"0bR6DhA1gXQfeSUgt9J/GjSkLMVje4pQRRXv8RmYPodZc6WGdg/JnPgvY1N+BTFOVqsaGilsDnZrsrce",
-	"Itptml+FuSlWOD+l9jRWYmBgl7yRU7G8QOi+w/Un9+lQu8n+F5KDtUPO+82GWsZI5F9sykbuCjBXp0mt",
-	"B8tPUEn9zTt19DbV0YgDO3V0p45+2+poU4LyENTRlehKfQ0aMO1mqru1epyoVMbC1CyU6Ggs0fn5RxhR",
-	"bKAW7w+lAnuDwHUmi4Gf3XZHgsUvOpLqWjox2D8JSSSxKgqzPSESv1iVA5FJJWaiSEpzHls2SPVsCB+H",
-	"1hAH4YWDqOfEi98Ug1a1gyyWSYVpIBKrO6heaS4cVaZwh0GYbG2pyFJtBUTi95LmD0ZU2lALSqGKkCcY",
-	"9wy6SpEpBltJPnn6JGMTrsaW1VWslUloqawDdsF9jN9g1MZLuAssnoFAPUwoRIqUaH9FmLr3cOf7FYzI",
-	"i9LnZ5z8GxV3UMee1q76YhkLd+Ucu3KOb7Scg0dZsSQjblDMcSdVrmBPUN7iJo2BWzlFi61/a5uFlj6C",
-	"wuSaI7fgIM0ear10ACV2JGzZsLZSCWuZnzUvArAVkmqyw6EzUNNiB/Rf62XQtSh1JdjgY8XHIoOMxUuI",
-	"nznteJkBX9tfA7anTQGZV8N525qSxSkb+LtQTg7CAwYgL3TS4icyaeu8nvrd8ZgN8rK2DlK39tfl4iZM",
-	"ZzdPxX0R3rOd3sTbjOgl340DW51q2k5f20X5bjFHdekkbxuLlC7EmghfW5W3Rx/h37WZQF6Ls4l+DHmS",
-	"uTgBKum06DlG2UHL9kc68EuzV0md9Ot3784Pfnr7jwz/b/TLObo1X7+9bD2uRZJSq9Jj1qCQlq4BDRw0",
-	"MQ9XmEGUU6nffFUBdqzqJvcpV17rHvrRXstrP9q+IvMpn4eqcumyJhMq5tOyoPU/tglBLdt7fvyMDZpf",
-	"vC+EksJbMG4izExaAXmVNB5QcwE8O1lgQ9IMZE02RdaMl1qJ9RlSn1kL3TbperRm2lcrdeaRNlPuHp08",
-	"qmvpr+woLljoNDOZp7X7qrAZuxKVaxKNG9YHRy1CXF/elBHcQjOnTiX+6XffbzAgyATze4wYipri/xLs",
-	"sbh3aYCBLaI3lytu7YeTxbWRWt46TzsxcmvJIn5Wl4igPrtAGSl9s/W83cHvQZx9LQ91SiySdRGFhEte",
-	"6Fq5xi1Sq5AGHqy3BmwbbmOsCiAcbE62h19/sgB8/RMhQBZRGFPXPx2LVQ6PKbV1TDpoD29SVzwvS2GS",
-	"4UQ6DvHBS/y958fPbwDj8CEbYngrxexLAfA/H4S34HCHLf2JaFtBlpsqn0eAE6uKpqnHrVc3bSnBSwm8",
-	"ReAA7uRJOk20NyjXgQB7m0togYWoE8NSnij/RD+EBAfRik2gMCF+gtgghA4BQecNw7nVkREQVFy07hMF",
-	"AkiC8C0FsgMm8hU8sOBFJS2DOywdX/TfZZv5WU8axkH/dcSUtEoDRoKlbgxeg74njKcQT1CLJIx9uLzX",
-	"8kRAuwN0ZMCFapw8/jQwYQWlXnxwApYQJ7C58kZADbGAbqzGOUD7IZJZNX5loYquhldKzL5QPL99L/aq",
-	"2VgTnI37lfzYp1CuMq3cnOnh/4gceTapGLA2RiggynuAju2wx75ODXrn0F4ti6El150K4yZEvIK+O8n8",
-	"sz2+45NWkWzT+TSWLdv+uuW9i59esGfPnv0QevH/WyuxnzFdFg3nAhv4h1O1bkIGYMRIGKFycQqOaqlq",
-	"XdtmCjmQBdDAgF1loWZ8nQP5opmgh9AlJA7nRg0y4l2bN/CIt9y4V0i8c8P+GvH6mzTMiDf9JEuxcSeG",
-	"5FW0E2901yvcstv13Le+bBOaCNjbO5qIFS54k57hB1Fi01x3NOGmOGh87j0078Z4E8XKYSlOqOg04SV4",
-	"zIZzJ4jtxdsQ7dDhnpsYXY9D+JCP/QTug8KKehFwx0pViA9MKGeAZ4qzl6EoU0+H1oGOa3Urt0MVVKab",
-	"1uZiEoFX+502TY6HCx2scKjcCDb2Ohg7C/WusizZUIB5ZrxlpkIejMRUFhzgXDi2p7R7PwLG2lOv/y/x",
-	"WjSufG7JYLomZi0UBZy6uM2AAQFmJE2X7IgrvuamWHSht4TDdnRi/wKPBD9yl0/WqMHwaRl7cvDk+JgV",
-	"0GYrd0wWNsMVrozOhbXelsQMVz1Td6sDL31PH0uXBzgDf4UWBf7LMuz0DjPAILC8A71u0HvdQMr9YF+o",
-	"xV2PfoQS/cj3owFCEatH7iAEvPAIe/0uogfqnAgtcKYTWC1akT14H2Y6jbgsKVgZh/TeP+79uNP7eoE3",
-	"787/7vw/6PNP+7R9aO4FCNYQkiRAkIy1HwxeAyk+bPMTomHygj0x99DxJk2LNAQrLMBDiO7WjA3rVBkB",
-	"t2xbbRki7kADnBbSBG9ra3ItFlNYxsdcKq+TtPBHK3FjsLnUI7fTN3Z48wXgzWVzFB66vvERvUg34DLo",
-	"ITBo1cOCvaQYd47nE2S4iylQ8HfFp+IUNtgUvFbwV2jncIHdC6C+wL9K2n62Pj1TjdGHnCTcGAm1FsvF",
-	"adI218FPoThNutCrCzryQWHZSVKyFvb8UKoCKnVD24dYy0aJp6FHCpa2xaK2vebDTpgVwhuFGX68VOP9",
-	"DYreiuXCt4Yl7pC9uhZmHodpRD4R+VUyM3sc0Zlp08Zh+GvzpP1Yt9dkHOyhHXrNS1kQD2NIJlioZg77",
-	"IfQiaageUT8dC0fWMZbnLaB+qzjvkL1xFIXEokQwwEOjNqUN5hjwhaqiMIT1JRJRcnwWYUTLN7Ur0duV",
-	"6H11jBEtWH9IdBFdMuzTmSK0AuxvC7E2fUR84YH/IyBUrLQBCI9w21Uu3WaTyFDxLjysIV/gggAE1lNw",
-	"HgKZ6b/q4+NnObQ1gv8VTJTCy9WMjUbTSozZgbXQ+nFk9BSk35SEKgaZ/gOfQKm++Ix/+n+efh+ovbou",
-	"+XOAJXLos2RDMZZqmfGWuG6l289iOtvrt5fsH7+9hO+EGom9SelHOGKQ1WwFEN9aHG98ktPx/zMwRYii",
-	"NoT0Qx98ccguMJ+hyRTx2sIhu1yWc4GTA3XYDSg5MuLkaBLaNqfmiBLhxsV3rb3Xk62AG/2rqLjbEXzs",
-	"BN391Me1Qf4hsnuslm2b2mcNm8eCWGuY0Nkv589PV8mXoH17vV+IKwvJbSRyjOBgDp1684cNUJp8prTB",
-	"ZAqq+oavWC1zMIgmpzuL8Uu0GP3muh1r8WxZd23pC0hpb4WXwk6wseHKfYow3xmJOyNxx+OyyONyX0bi",
-	"SiFKJehr6spJ1ASCl95sPqSDAukGKR1NixLoYBFNLSf+A1lKBmwvQGNkdQnMJG+KFv1UQ3ICDSiok0VP",
-	"u3vgSIEucCDnynlsVuZlJIif0/SpQ5HrqbCBOwUS/VEuhv64axL+Lmke761v0520a+p7cVibou+tYUVv",
-	"4YVxE0oVXs6d6H8xd21W+1VIi6t4iW+g/MCtpu21XrhJ2t7CSdzFllYk8CX9Wu1dUXmszN+ji26VEyv0",
-	"eARurDaOLl6KqJ12sfWHBCpTEjqrUufcacP2FvodZWxwPdEWSjN5Vfl/EpyWyjrBi1Zf3JMFI4UHEikk",
-	"7RIq14UwrKrtRFjkXWmTJ168uzyHP6PkwLSAgsGvmwWz+5nH/7osWWX0hzn2w0rmgfrpgOkzKvXMy4QF",
-	"epJr+kusBQ+Ipvws5mKhH+YJMpqk7XH3WvwpHav+/w+z9R+Hh4fRDGwk4X4WhFn03ABvVsEG5D/955+H",
-	"NfRm0rFyR5jQsH6hW/9yu6opn7OhCOVrCdVXlKsk/MjL2xIm64jM/AyuIC8LewriUxV3k4wNPrbG99fR",
-	"R9hdfx195FX119HHMFt/DdgepgV4af77xdsDf/+BsDmvRLF/Sp7hpHc/pWkFWywuafvUsSjNbeOPhco7",
-	"cJWGrNSG3K2qkYDCgCIHxXYWiHNK7VWd1BFaho766e5vs7OtY2LzK9CsR2e/sNhBa3Glm2cf+4XzGlD4",
-	"VlCHEp6ck+QghOSX0BUza7fmKiJlUhA+VLzGp8KmOylZbPCKlwDTzp8xOOOhOaPcIACJ8nHRS7xdm7Dj",
-	"nWuswxBxhW3ScKQ1GyLhSYMp2XGlbcm03FWKbeDa7dUAwsm9Vwq0ieClNwk+rmaY4MxOeVkyvJxZxSs7",
-	"0S4UBvOCDXnJVe6B0O/iqVbSaW9ZsJyrxh71AJroEofsjyAYibBBQlvtif97DoW+EGGBOmU7t05MQefD",
-	"0x5HAf0SpcrLuhCgbFihbE0uYsgULISD1L7QslbpQkABqlToE9QmViijxxDoirDWGBKHtJpPdW2Z4eC/",
-	"dBOumBH/I3IXmEcpICkte3p8nIgy/y6QBFf+LYUYG17Qh313/CxLtCCoNw8fNdTFPEPFAYVu4l7sJJ14",
-	"jUu5TfvpOseXXNIge2t9+z/ZbwcQqdGzfJh0uLqfYSYzi34KP/exhhEifu19n4Fy4bVq6DzlLz/E4y/y",
-	"2kg3f3Tyz4/eoh4KboQ5q/0R++ef3rhNM4A9XME76PHp7kygADd+RzXpcc8x/7/Nr70alZOQWxzg4uiy",
-	"j4FB9YXWV1KEIdM4lqgeYFhMKqxFh05c+CEZKIjgrcqQ2clmbMqlX1sPEtQ/Go+2dczUCpIDwJyBRdnD",
-	"b2THTyCGGtwLOBHLrorfLSQMGw25rk3j/GzJeiHkoFnAwTFnuCyjvpBzx0s9rmE8CRdNpaVythna09bQ",
-	"wrwuD+5C4EYWBSNSRDYV06EwdiIr6loWEAs7u8ZXPEtfQTd3vOEfshA60SSDzjc2uq7okyts/njAcyev",
-	"UTuttC6bi/HVQQUJS1LqcTOc71rDodd1jOdXv4TUuh/W4JzBVk9K0kIDYw+lYlqVYHlHkkO/K/x3QBys",
-	"YF5qYNtZaXB/YHlcz0QBuV7HsN4mHoqucBzOlDSJyh2oP7CKbiTyeV6mnxbtYEnfBfvNTvWVYA7BbcEr",
-	"1zWwd3Eg1FVXjzA5u5mNLDTEy+FQ5VqN5Di0UEZcrfhQltJJAYcNjfekqDCZuGbenqfzhi/vGN8rqDek",
-	"/Y+MbVE5gerxcbTtArNf8D83ZxEdw+HNT1oHO1V2uqdHXAMfRO2G+kOG/9aqYDMxnGh95c1PCeHDquTK",
-	"BovU/0qGhp20ow9wn/8hhpcaYqvh2EuFj6QlCE/2v/6QTpIfSNci/qi1s87wKngvMOzKi6lU0v/BUY9C",
-	"eBngkZtHTweHhs0JUsWZ+uGHdKaID2zx5T//ePSOob2IXh9vo4+lxwt/fq6FYZdvzsP+roywwuMwbhyA",
-	"u9PAbEPHGjkZCRvQNKWMsGBzMeJTT0ZHv+kEwUBZ3hwu0yYtaOpCgu8gY4UMgqKhBIib9/t0YqL13PHy",
-	"XwRmXO1dvHuxz4zWU3uC/2BUOveHKvL/+A2+GGyxp+x/tEQBZ9xQcJdhWUuGngrUUyzb++P1m3MMQNt6",
-	"GMcAf3h1vg/PpgVaPiv08dw4mcuKKxeC1507wbi841PBIsn1lO05Xl7tN/57YsNRBfv58G9PnoDk02h7",
-	"4IAeW2Yrwa+EOY2+h6HRvMi5dUxEStDQiv63X//x5idMEkhPMi+vHv3151//XwAAAP//",
+	"6WdiKJQNFg2yDWxQ2+5AKB8VK5Ltv+WL5f/P3r8vx3Fje6LwqyAY84XI+bKoi221x/yLpqiWpiWLQ1Lt",
+	"ObPbWwQzUVXYzALKCSSL1R0dcZ7mPNh5khNYC0Ais4C8FCl3997eO8JNVWbiurCwrr/FlHbhclRsQ3SU",
+	"kb3gtpwNTaMTltd2T0/q6iLl7YS9tfbGHb/T2A3Gby6TkUxuzap4RFPPvHpi4bFP63Lv1XydaE4FKerK",
+	"oYk2RLfLLJ3vKuGng0VTCWfd2EVLgNDAxss2Es2TILq4Y2HXfh9gl17klU77iMHydNH40EEVhuRDNgwt",
+	"yw5K0JiY/JSx3LslfeW6CGvqASYdjvWHaSgf8L/vHLqhxm0jeiucrYUX08GScfAxY1MCutwxwsl2uEH3",
+	"qHZPV5dFZTsXUuzy/ClaCv2TTccb9FracIKIbHzxnny+/GAr5wfmrQyp20Vv0aHkyLg3ybVo7utu+9gg",
+	"PmkaJ1UtjPxFE4FRtg1fj/KXR4X9QB+tqB+LPolCiKt64NVl8/4TxgWVWBt7GOWEq3B/CX5nq+naBUVd",
+	"5ijO4KcZpLsb7qTguaxae6j2MTfvE9ICln6spXe7JUvPtU6CQSpwRNFSSSiWivFz5ssg2OjR0XXJiJMf",
+	"UatqNC27cU0w2T4xKN7SaP2HTeiJPc+tOBNXaL1rdu4ehxR/OV1Er1LPZNCY5BNSgqAiN20fQRgJihyb",
+	"vmPtk7CebtWs2YqJSpblKm6kBQv6dS1Y/3HC5nMqIjBUh5WUdoIUbKEQlP/cCGrP1VYlzlbgNDjH8oIx",
+	"lgOPvAgIjm0d+htOcGSKVEywDaGa6I3hPrwqlLOylXzO9mc2QWdXrOJR1yH87ooBHi7Zw1F6xDZfzDPJ",
+	"RXJfkGVclFSw0UlcYY4PIj8HCN6PinoFIvWmJRfLW0TE8t8mDhapeiBnAcnWvWqvoOix2I84zDGIR3G/",
+	"82JAM44uVxt3Psdfy3AjezaP1X8gZx9AHBrKaF3F0jAjhMK2KRhcD+Z4PGnoro0iOxrjVB3plB3EresP",
+	"wm1QCb5aKG7q6j7FWHl4+oO/jw8pYELDeJB/ZETIDnmTLdNHmb1gMn/1P/FdPq5uLtrYIG5/v8q59m78",
+	"SHW+ZOos4IVjLiqI0YUx0CaFz5UtjqdEjnBMe7miKyp4AcPzg6x9e8e5ee8sWxxud9ljAbK7V1Ximt0J",
+	"u3UywFCArJd3zj3PiqWiSoEbG7A2pF9UWxqxKLNpRxILP4tyCzc2OlBsWZ1o+QkMIoYd+FyV8SqKV05F",
+	"a+jC11kOTw5mCydko3dULSPR/1x0lEdydpqRG/Ri/3DjY8aX7IEEDnMzuasalvOivi15/ie2fS/m8qR1",
+	"S6Bv2PNHhEY5O3UYewlpoUjUKPGbkQPr5xoQqxRhDzTX5RbWHsYLy4+1BJgjlURf4NdMhEiYZsmNus9b",
+	"i0yOj49vvKcUGJOGJFsHljbAsllaRvQMB0jMyBoKpjipXNTQxdLsz4aDDNGwXaqm4EKZfQqn44ks6xJ1",
+	"s9C9RzEeqf6TP2PqEdHpzUnF2HTRKKOjnDiNfrR3eHrgSO9RsuxKRRgFZkdGoMZYye8ZQJEqSea0Gou+",
+	"PgX+NBhW6hRdR4sLeZg/d2IKyVQbSBJZ+LETvCvmU2cnl9qxSUf2tQkeFvzgz5xGg5M6qoh9O1WmquBq",
+	"Dffg4DhRzqWAwxeqUS35fn/RrBnIyImF4+GayFr3aFs/JRiNTb4J7ZKgZB+yX2taYgze++IHcO85nYtV",
+	"8E48bgwQV8YcUHu6zuH9flb7htECzReQ57RZ8nxppmyWVrmJP3E9pCfaVV6w1VpqJvLtn2KYmH9i29Yl",
+	"vGJGmwfmQEnFZgXyC1b4IwlCpkwFtq/owynyHtXLfGhZyg0rnDKYXMw0RxqO72txEjvsfQC9F/yeCQ9l",
+	"2mEZkcbAY1iMEdidmQKhJgC4xTv/qCCMVqVhq3YTtmEglbUjmBHRBeUiFdhgoSR/jOz9WcWAddOyzamG",
+	"WPgY2ATqFDprJn8ick7pjz9DtEW43wAy7A1h+TYvW9nKF14RfOP53kGWqGT11llmrvmKFYjmdGYjcOOW",
+	"X674bck+G6kyeQy2pHB8BbMwqXC4/7IsFOH6B58hIdhG2QBzIEKuHOc1T4EA7ApLQ2IbrvZe5J3wrAan",
+	"24tzLZ7evtMDtbDDe9rU6E9d5oWVNvcI7+/Wndu5M7s3VxsEI+C3nW1pS6P+1A4IY77YQbTglgUl3a3i",
+	"4Gv7mr/b4ZO3Znt7ijyckLVRJELadpXPrK3LNKlZteKClimr+hPC1wc4/NOkO/NrrIs9Uhq0JIWEWld7",
+	"xn6PvhtSHMdBX6sWTEMwo9+C04w5q4nD2ZchEND7G0AXGVZBGk8PF+taZ4YvrWtE37dhWb9rKb9rKb9r",
+	"Kb9rKTGHEnKIyMKDnGR5LFrTMyLLgilbmnSSTcYu5nVFBRZwjpZe+11jGr4V13RbSlqk8yJwo7uYueZG",
+	"2OW+CfJo7qPf9bNJ+lnlM2TH780nvK7bm+Odf1bcZALLPQxu2O8a4u8a4n9aDbHhfv6oNTfYgDh97u79",
+	"3ToH1BMmBoJkwN9x+2SFbM1SVEy9i/nBoLd0ufcxVZyGfTzWtTNSn4i7bUKsnVZ2fWbounXZjwHYuTBN",
+	"YVzSo5F0Lp8UQcfNax+xZQpQjiF2dPU3/f0G+DjBaK801VEE4xp8c65Yg2IlpAu1tz2iKmL51jc2j/Jj",
+	"KsoeXL5wWwM/gPBKadMQ4F72Zpbo0qTD4m+3Z22dMFXWZUyRhd0lARLzJpftmkUKuJhBNFFrX6F/K2cf",
+	"slDq5oqsK6aYaKkyzZhW9KFvVz5IAVENgxtDd7ZmZH4EqgP2uj5dsI/x+CIn21jtwa21kJpsmQ4uyxPy",
+	"ogkSGzmGr3kO3anzm98lxixyOrr7El2mgSMc6ElRjt1Sy1xSQNIhHRcFx+ukQ8airZF6blkpxUIRLUeD",
+	"ryTNjNsMySAVfp2WNS10KxOadeLPvrZQOcoksqmkZnFLT4f0mhBy3ZLC7kGKGrryfZhWCrIHKiX7wM2d",
+	"gE3yHzWU+JJ3LohIboSPlVl3ud6GVgUrrmUf4J7EKk+tTAjdGoWRs2zW92giMkMaU14pqLr+KJR4w4x7",
+	"dSuXkrIBnYfejT9nqQAe22XWWmg789T+f3Bq1ScAtorykVPhYa9mc5obXum1MfsEAr1FK8cksw6JIkj+",
+	"SbKeHqPwT0lHB3+UsZaqOyyW+M9rcksyvk+1zuUKAmjBSknsm08JsiPTBAHGda5IYS9fxzlRoZyB5ub1",
+	"y5nSct38y5rZwx+sngZac/A8iA+dQQ5FlJ/6YY5zKPjX9w4ySHw4wUYElLfPZfVP4cAKFzwwJjTkEtgE",
+	"2qaCliUgMEj4G6yl5g/dXLucK663fthlVYMqa1o5bNqYpB5G2Oyjwg7jU0VLfCR/9IfOdWpYaZBoNzXu",
+	"UmWd9qab+R83/QZ5Iu307eBOxItcIg8aGjC6lmxlFCy3icVqbIT7YmwJkZ1735WWa0q4tLJetl1QiaTq",
+	"u4d405/g64oIf71U3cRCJBKAtuwRyVBPmcH6E4Zym4dPkLUyNj80gjkeIb/h8/Iu5cWzD/qPyz7ruJZc",
+	"6CjILZY/xOxMhGUBaC2L9bunD7ELSjO6PKodZ2wJP62ZOF1zgISCos0JRCq0NEOQAVR1a0TjilSyjsX8",
+	"jLHvBoWTbkuEaImIinopi3i2CcGH/VJebFv9ZUV4EaaM16KQeb0yunOBE1MJD6SOZahQvSQODDr+HatW",
+	"XCXSSrGM/ZzcPMzUfT5r3r1ppWTDj5hmEcE/hYWMFr8yD8hc1qLIzLaJjohr/m34H7b+BSZ/kB2EK+J/",
+	"dC8F02l+9Av/BYpCuZ9XsqhLNswo7H7bNc46UlmrRzfbfpEqpPEUiNsZAOJx5UjS2QJorhuQvIotuAKj",
+	"SkAau1B55qPRGeQOQM1+F69495shmgHUiaDlpZneWRy6vTFn7KyHOT6sIjfPXTvPbzIbCUIrRtgDwNYF",
+	"pe1yv+yPK2H/STBiHoEdeZc52Sw3Sy4Kj5H56cL9MhVDb4dvRrwjfhyDC9mI3r4WWEAPYxxIOI/BjmBu",
+	"DjUgYLqjvEoTSWINuXbBSZmM+tY5S13st876toYYJeXOOrmtjvKMWt8aTvkzu11KeXdGNS3l4vw+iTqh",
+	"NBUFrQrC7qPg3vGEdWgQMtYzQhUBBGcuzN6UVDxT2Fiiso6sq5ylEJPvWSnX7Jki+BqW8bd4q1w1g9wF",
+	"aq/4YhHHeQH7FGRJgt/kfhwAMSbmumb9uEcsurOsxxcc+vcCiVkvzOe03nFzogHxBpNdk9GfsSpTn66u",
+	"FVlRIwxD+GeGDkP0Szl7IamYrsbWrxgy3GGdW+tICEKIpvJvMJlZYP+IXGoWlxVEWeT/Q6rJSipNvnv5",
+	"KqhKGOBoGBkV6/05CQSj+1Sd56mST7AxKeMy7hrXbrY9TfRUOHbgdEkq5qMsZm7FkwgQNtZjGP/BkIwL",
+	"JmoDXqA6aMX8PZGXjIKk9ToFGQKCcDsQHAaF4WNttdP+CFWsdxRPR7+JEYWxfOxhcHEo+ZlyzcXi0hyU",
+	"IEpNkaJ2cBhcWKcIJA6oxwVeDVo7OozF2ztUfeuHn6Jcw2F2fXyRuqvF+JMeojRYrJdJB77Da7EGa3su",
+	"zXkMj1XWsL8d+nJr2bZqNvPqcJkuMXRPzgRGPxyd4y/Gwkem/hOWvRKNOPSk4TvNpL2V196Ck+wIqWt2",
+	"fIBPs5YrF2LQ3pDfINinMwuQpKyYFl+9toRGcnzXAynv0lGq+A8KbXO64iVnat9lh1YSQMud1bEDGbsK",
+	"iZJgpzhksIOhXNmEP91uQYra8LLIaRVZi1ZTyYwU2wFXhN4mUx2g6/gW4fctuXefpW1J6xGqFonCHquV",
+	"FBZMuylibEYUnYhbrPhUbrCd4/9+Y1dZ2rJW+C9lpUmkxaHO4jJ12GkwHL/EI+jlKgmItKjYwtxHHoHM",
+	"X1qGA6OfpTnzDk+kjT6ZwrO+MC1Eq7sCgBDVFrjc/G++5ONxe93riQ5O7WOcwsg2m0n28cFgKbggjObL",
+	"VCqkd0f2ZVs0VZ0YqFxmcXmFMgh4+BPrkogPc3Ua+jtFIxI4KypC8zshNyUrFjYnlLx6eBjZnWsz5sMK",
+	"+rNmCJCduTl4clGNB5m2rt7eDgDDx0k61gS1pLUCKZ02sR8Axwn6nFmE1cgROM907xBQBCYakD7zkvLV",
+	"6F0LxedRndhyKryC1NSwRv3U+zhwujd7GdJRZ3SB5z3ibm/Yj4+Erz6J6yVXcajgMBOm+cJlBEUYDTkE",
+	"pQdARY9SsOFGfSimsx7gdPbrkSxjToWs9SW754kyCVAjpLLPobKRtGZSCOQwPPoBErdvGRNkToWwkfha",
+	"xnlXgoK4eFvyxVKnbBzBqUtz8DGpXexBAyH0g/sZohyhE8ajXydpg+hfAyOtjkat2BBgvuoG5l40YLzR",
+	"oT7dGAFlbTSROH9B7/aMOdrhFdw5Ft0LtHX5dRa1vemJkx1Q4M6p6C7AGGklUG1j8m1LRCHUAdllpGIF",
+	"BTn3EE2CGPqfV0zHam6UpdwYfTjNmKggS63XhIkCfKsg8WKCZJz7uHXtPR87tzsaAzzFQQoW7N4jgHVH",
+	"GCL9OPY0QtrPpuYUmm7j2d+jdA+0zygX9hhJsQZK779toBErA0Ws7637BLc+Lv07MeqZIp8vP0zWg1Ar",
+	"ULlcs4wIs+glt9WDvD40UNQ3O1hSdQU03kPH9hQA6CPT5JCWG7pFV5iFjVTUCcxHJ8G5IVwrVs4bK3vF",
+	"dF2JFP2Ps8cmKaA3Sdk9ATuLZwFNnjJXBIWTsZfZoN05OU5cm88jTIB2Fc0pMwsvK4vsL/U+J84bP9u9",
+	"IbMwjYf6gvP349OA6UeDnkyXstbJKDBwP7vkcOeN8VpETssyM2KGwu9HbsEYIyoc1ZYBdeKi2U7GsKlW",
+	"Nz0UELPHRpV1zz0avuQ5QhbcQDvr301Bdaba5rDvUmE0URXCVkOjbrMcretq4rUcN+Feh0ZvL8COjcuE",
+	"D/aMmeqTIPaO0+xpdN+KjTuii7sZZUXszgxKKrbsZrwHqJDZlVuysExGCaUEZQndCqYRsFaKlkUq4OmT",
+	"r+XMajptb2Os4OjTXd4nRoGktyWI9NZPDIA5qOPN5yzX6IFSx+RnFLH8mPFTgP1mG2czdfrhrzWrLcvj",
+	"2hdtlmsmQmMQlDk91N5Ub2RSXpZkIfE63UJk3Yp5/AiunLLZB9wwWvqgt0qWtWaw7yCMkEMgASwmCRYY",
+	"R0VHmU/nzz0DVJmZKeRjVlYvmld04YDzwwqfL779frBWbErqOQcAY+bDIZTpCE2oZi9RJ+OC3Bz/95sg",
+	"fAgNvSekZAuab4kS9I59yalixBxM2xLuWFSICob/8tXw6Ff04T1++vIFloN1/4yU7p8ss2Tk5ezlixPr",
+	"YreWKqwhquWKap5bGxUTBRpgWyasGgpHpGISfB3bl2Ed25f7C0AZqQX/tWaErqQt27ZOW1Fgbq++T5/7",
+	"McuvvDhLxfbT/OCHf9vVAfGdjLx8DfDfnf6C9l//PdshwtVabzMCJpkCzN6i3GbkjrG1alXJxU46M3jx",
+	"91+6XPfdx9MzJ+rJ+e6YMuLuG9MpsvyToH8qbNSFEeFulekaA3lSQ0KqAHaFL6JACQll5Fzk1RZhACGg",
+	"F9/eFd/DM/3d668kE76affOiVyr0BPtNSLCvBu0bVt7ql7B6paoRV/41U3rfq765DEIsw5Gx09fsQfvs",
+	"Q6pIQTU9tm+709l0MOpuHR38oCU0fdIQLQK+YLgpz7FjH5WXoeX019pI0dLGZukl4QVedoib5J6gW99G",
+	"ag1WcB63P+m032AP3M0dBgN1fZ/4JJ6G55KDGy7eVCTnIpxcAEQ4PmjqvS+vYquYbnCGx+1dnhJCdYpK",
+	"fqS9uFI7ITiG+3XwCcz9KlITnBKsciqIBaaTPJ0PPdGZ1qTOhK62J3BozFC9WZCCKbwvpsR8Mg3SCkYz",
+	"U2uW8znPyZyzslAoYTUdN53YmhxUkZt/uzx/c3p2ff7ml5so5EWSVjAwgRcQ13IL1sJKYt0cxHATMddn",
+	"XYOe+vRBeKmUmhYkwMYDY1lXeMUXXCTh02QOF15xqj/rfKRlHxuealLpr3R9QStlRNL7dji/C7zN3L1c",
+	"bkfHFaUCej/BinQms7h99f3L719mpNK5LU+Z2XrbXCwyCwOZIeHXopjZYz4zxzwOCqlptWD6auC0vwWr",
+	"YMN8MnSeQHh9nAlY+zXgk6IK1Dy93Ya2zuPJ4F875b+jsW5tovErHaT4wvFOLMEAwxkOWmt8ev+FYtXs",
+	"VrtK/jiFbmryeBPOQzKYZzBEzY7E3sXNRvxWMWoP4CTrk0akwzyYowIHmyz8pRVPKOiLS3mvwwjJRiNz",
+	"zk1vWXjqeMHh2O89RAKeqDN8QSuut71pXbjq3apRa/gQc68iKVxLlt+pVCIkPj1xIC34T2tNAROOgByn",
+	"C3w8Na0I+jgzbcZW145/HByEzyxrChDFcKbXtGJF2gttg+K8G5rqIFABY8OWVC1drrNrcGR8wm+X2GZh",
+	"ciMXOatm+JAUADZu9hYBx3Z3FeHIp2eLIaV+hG4spHlke5Gk0jZOjBgEirPkN6J8XkMz3fSpnc33I8jc",
+	"GUifutZcYtKROWB2QV3itTt+uNwRc/Z6XfI+YvyAdV1VOzLCftaUNIsBL6ag6Kimt1Sx9+YnM+Y+FnJz",
+	"cXn6x4+n5Nea53dfYIlu2r220nThhTe2AzCB01JNw7HZPdXN7GIIL/kSRac+K7kl9kiJ2sC+PCD9YmwK",
+	"vtQVgePrn5J5DQeJV/u78syF5EvKhTVotXohDRI+kLIniuODRxTEHlrqVJp9swFhqeuuiNql8nARYgQZ",
+	"PYM9WeSfEP3dPicYnwISQCVLqwRqeccERJmCLSli88ipZosomsKZfYKWjaajJi+mXYsAzQxEVkSxvDZT",
+	"ekyQR9Mf2BcTVd2t0trLkn1LoCQkrIh+GdoD7N+TuEZwWpY7+zLNDRr7eNz105DL3j7PznpFoq+642tl",
+	"tO5CGgAhLioKSAtaBtR5evHeUugPsOmAgBg2bx1E81am9DNFaK2XhmHmaAOo6pKpzAr+vCKyKlh1TH5k",
+	"ilvgPcUycvPfb+A+dwW2g44ycmOahOdLViLcm9iG/RgBi5YlMNSC3GDO8w1ZUfCdNmnd4BfUklAhxXYl",
+	"a2U/UydEQ5SyXlaMebcJrAuYcHCr0a5vH5ZcmX6XrGrhN1h73j1nG8NU8F+5FHO+iP+4ogJVmvbPFd3s",
+	"PCrlQnUagZ+i7xVyIyzwmf0ZkNi672qq7rqN4m/sgeWIM+Ga9QjpnTH437uN1+tFRYvu++5X/zZgPLmX",
+	"8B/+Wb6kQrDSP/b/bvrSFaOrZg72nzvP1yVFDnLP86Y790//uvuhwSJyv2ha3sEFY+07vo3gF99M8Jvt",
+	"OPgl2JvwV1YyXG/HovH8+Zl1fm5m6B6gLtV9Hc504tfdNiqt1rsvmx93360Vq3Zbxl+bBeXKrMBsQ8vS",
+	"r3r4W7NmOm//I7LU7V/d0rZ/9csbC6W6KOn2luZ3HxhVLF7BS7ANnnr7KjKCiKhs3frn6Xos7yDVTXj3",
+	"QWl63TOUcziIemqeuiguE4CEAEYvEGzSDhr+nlqg+LyZuveRlhzMH5WsxWQNEoYyTkiHV0fZ2OHNtB/V",
+	"3El2zGtWcVngfXq7taRSWttOIeFiEGCWF2w0+HBYUD0BomnLYcP1CGZTZUVKmqryL9jmdK7jEBJ4CcI7",
+	"GeYIkj+8+P8RLqwbcK+dgeYSyCSXbp0mFfKqGM513Ha7t09A7i35PUOjuL0wwCEjKxtPixQNgLJ4PZBS",
+	"5hDAcfO31ob8/fnf7s29+ffnf6Pr9d+f/w1ff1/8/QY7si6AmeMVmQ0sRRmJJ4uzwFj/FEXI83I2jtK0",
+	"3EKCKzFg1DO82ZyDtpPXerZi1YLNsO7aQXbQHV2UI1qKilP+58sPyia8bDNSCxd/abOccIzPsHzKeFHY",
+	"DucKXQARK0wilvYUY2kxCp9rQosV1woGB1IccmLMFrpk9/KOocA254KW4RqeurBb+8VBdmDfH4bGcjyo",
+	"s48tgo2n77dLifgjmkVuktaB6rCoZsuiOoJd3ItKapnLMqoluJttbV9CGd9hjKln5Gap9Xo2L+9vMvf3",
+	"av0t6gs3y1LdYGDBjZEMbjIi64o4ryzQxp8/nMELP/35kig51xuzDYeX1xeI4nJ9dmFO4+c3Fyfgt/98",
+	"+aFVX1IZJnqj7vMvmud3THsEq6ZevuWJ1vZLNXlzfnV2+f7HcyPFy3qxbBoy04VYNNBD1iXNwYRxeX11",
+	"EQbZHdk5bdhtpXM7q5/fnV8063UIeZJUkKs3F0TO54YpI9P8fPkhs7mO4bgjg/DW6yaV6JkiH6RVmJwa",
+	"ZFmIluTN+Yfz6/MTwpWqwcTmDKLUlxtFZYyjU9ERudvCg+zA76D5u1QgM6n1QXaAc+2VlK5SLlHByIZu",
+	"HXcgNCUn3Rp9llU/UThzSbuYfQ2PM6Bo2zhISv4nvadX8Ik96+Tw3Ycrs5lXdE4rnpF319cXs/nHi2/N",
+	"j2fLSq54vZrdUripbcMnNswK3n374c+GAg0NJJIVjQbAhI7Xf8R7WQfVTHEn22aXm3teMPn8AQ4SPHF7",
+	"Er0XltFg0ndy49fYBrlubP1T9rBmCbi6dXD8x/Bizy7+nh3UVYxruCBWc1a9wbU5iVlT/jM8ACdQVQNK",
+	"1fkgI7OBVBGuhu16fho4qvauZB3SsisY5YoIrnspywQl2zKdYAHx4Ug27966T/uy6fvNvdAoV74gnJCb",
+	"E5spO4PjbO0ulcstw0NuVxlffEz8N/RfyASM5qi4bjcFFxfNg0V5BjiNgLfbxT4PhorT+CTK7YiebJpx",
+	"swi5FIoJVave5aii+2t23eK7hafTqvhGOhIsIxWd69m91EDKNlCjSajMiOLrmeILQcvSxmAjorwLchwm",
+	"ZhhdGAoZLEnWpAINGTkv6Vy/4XQhpNI8jxZYcmvlgSP6CBht4e9FwR4ikrb5uYVoBfFb3uFjTzV2tKL5",
+	"ko8umJPL1Yrr0f3i65oVOIKRnZhPz6TQNNfRglG8LLnaAdG2HcJnDfQobtcJebF7MkeO5INcjJ5vKReT",
+	"Z3ol6FotZf+i5tLH/fjOlP1wbF8w8R6o5q7W75YucM0JaX81bCVdYEfUqwsW9Rp3S7rcS4jMsV7mKc6v",
+	"wSPUZhwfcNiyIm8hxDThC9SsWqXx4xuGZt7bJxbGqRjQT4e+2qcrax/yGK0Eexqseff8RNkRowUXTCkM",
+	"mejx3WIEun0bxeBISE1PITFXzMpTF7jhuSCr4BiPJOEpyNgIvN3r5krHZvp57sZR3vXfhGGUwQlRd3y9",
+	"bqJdcijZ5isVJVzI+M2YbjYU07GqWoSAN17FcHlY7bI4qYgH67qTdwfNILJwb/vRoj1NjYspaoiK5jlb",
+	"a2r4eIK+4OeBYBe7xBUVk221ibil96Lg97yoadk9AeM9iJ2DFsPUGh3C0FQCM5Ns5pwKaii2QyExTjCc",
+	"GBqDbQdRoM3+9EbAXIL56y0v2Y9GQIvD5hvBfs5LI6Da8L6xZVN/Xm7hNBwKqb9YuHZvcfti2vyykEZq",
+	"BBnwSy3oPeUQM+t+shVovmAl13i0r2knFajna9ukrIjm46sxgJuXbtxv/Rf9Ve+oJhtzRW0qKRZ49a2Z",
+	"XJeJSmQIQ9vPY+Yc1QfRJGQ0E/QgXQO0Yper6XIEYeyXIISNsALGDQZQIwhKcYKoYrzAkpigMoIyVLA1",
+	"EwXEmkcK08G4Iyv0cvbyxQvDWTUXubaL1KkM25+GMyUdMrqaIxcxHjd7wSqwPrvTpRAe9NZ8A7Y2d3mg",
+	"1383zgLaVcn4mZ1DMJJP7rKGwZALO5L+xbjKaZhcvpP2mFPh5JzQNPJMNbyDVFLqqBIWu+RyKXJYX6MJ",
+	"gw5H1+tnCskyUaij15903bWfosnSDArwR3KAuUoUrEHXx7hx4ts9Q90pOBGOe8w2xEkSuBfFrQC+DcYc",
+	"67Y4Juf2+JZcuQrqDn/75YsXL8zpO7H2htolmm+WsmTxU60+iTdcRcS4t66ObeOXtsOxqiOs+CEXmHRx",
+	"NLbygpHVY/LcW+BTUhhmcgcdwKukpOYyzYDveuC4aRA2ts+Eb++d3JAVFVvLKSEA2X7xNB7QHYrto1Fb",
+	"5iSh+Xp+bm52u1a4NB+bai7jF8Z2Nm5hjEi9YmFHY1BwUvKcVkF9tYTMZtX8mM0DxmAHZg/JgnLxKDLx",
+	"HQ6tR7t7IJhgDKOdw2vKq/RJoCSvqFqSJS1Iyebaxn45gyhmZhHXCilqwFUAS1ZOxw7CUmI/xpBhRLds",
+	"QcWJnbE9HRZhgGNSCIyRln1YdrvYOc4bO8QOkMcjQ0DrndJ0a1MuIaZ/LCSQMOJ6PLwZu8SuFC9YTivb",
+	"ZS7rEots36KqRg6b6R7tU5SkzTIC5aHZkazFnxvO2eFn4UHZoeGGn3QOe7j2AS22Fih9hV2UNIqct2Hs",
+	"rtwGooIDOOoqsBDR8D4VrOJC5AhUDDNtqWkneWSBW/vaeHod9lVg3uLe4HHtCe9aQx4BKmYe9GeGQ+Ll",
+	"4efP798cOTOnVXR6a5EpBjAuyfAjc6xICQqAS3IPQt3GHVuzIf9Hisjc35/+dIqxY3+FinI2yb2UiXo3",
+	"Q5hgvA3TNZ42kPbjBG3PhR/VBCXAHLWrUg6X6bP765HC/JKF7prg5PkRpwo09B//83ta1snqxw4XEDZm",
+	"TstSNfWIxpXVB3gF8/V/1MUeqGwF7dmKgoLfoGKPRHhsnIkZUdLmR5Ll0CFect3LAYL1MhRDDjfpjrEC",
+	"n04EAJQyp+U1X7Ge9W2DS/wV8futG1zO54qBvDGNp1z3ohsaau73HsG0g5V4NJe4bs9whNfenSYKlUR5",
+	"GwCmWVektKDr/lMTz+m4bN2XKiO0LAnUi2c+i3pMvrdF5Hh8VjeUMfa+qSkw9wPwe+R2C27sPZjghKRt",
+	"hOH2NUWs9U6P9HM+Pl+7w7mnIvvY22LDRbED/uJvuhNC3RsWnmPFC8EXSxBA9EY2t00XgiSGAk+37uyZ",
+	"3sMYrJUUlsRrpvCvDSuE+1sv68r+Oa84/qGoriv7Zw1f/xIP3o6wQVqWs7yU+R1hosjIu3c/fPzoqoVp",
+	"WmmH/vfq2x9evDjG8p6aVebbf/+3F7NXv/zbi9n/+OWHf3sx+w7//G8JpNOYTybo3XYG/e/ZTYeQ7IL4",
+	"2v59NqJLKTW6PPT2Ry6KHpNdTkXBAearbaEzi3RPS24RwApyyyFlD1GGjFLFbQcx3Kh9THBGk7cWKYTc",
+	"r6BeyXZC5dvr8Lt2jBa0fuiBCMEmZu45o/KT4+OjDuDTty/+x+tpFjs7pnGb8l6oNcv1nvuyruQtI4dG",
+	"04LoqaPft2D8FlyYxRswnnZs19ZYYo005oXU7kRiP81HfcIgIEChk2BTSY3+1xWt7lhFDt0JnMHWQ7x+",
+	"s7guPNQZESIRnGlXr7fP2MnZV61ze6SvFyM5eqVRG82Lvez4AYiQm0Rcn5vmUOs0SqYhSukDV1r1NoOv",
+	"xD8HKwok7qUdy9pff83boApiUaKk9xLfjAfYXrdaM3f3ds3IIXvQ32bkYa4yoldr8z/Hx8dHmQNmtIFF",
+	"WOc92F6Ij46Po2Lsx62O5T9crWnOLFRsDcEPjd4zpu6HY3ZFik0Et4gj+RbfsbzoEC9wexggJRbhnhiB",
+	"43X0JI4gqu4SRvVHWKHHMEl79KZVUv95CcHQORXgpQ+3H9Ypga5lZM/UbvO/sl0yHrnX0GfvGUMzMITs",
+	"dznm7qHbVFwPg0g41gXmVbRCEGqdyGJcmE7SkGrLvlvmEfKjYHStBQ2PUmb5fsMj3RKFTDl9UaVSDn5e",
+	"SqRTm8cVYK2tqKhpSQ5DNF5ZkVua3zFRGA5Ra0kOXTqY+Rf2dQQgx1bd9mI7tGYU2FrLA1TVo2K4Vz7f",
+	"cHWXCID7JEIR4Jnyl83Q5fm1769ErJI5nlij3GhP1njZuPAnaJ7huliZI4ZXVVWyih/xHTK3XoQ0sxrk",
+	"57bAGkwHSo45Bv91+Lr39XKF3DpVs3aAXzfMFvn1JE593RJCE5y6H/dISKztP/dVPHbZVprbd8Sehvm3",
+	"OHfvbh8dH+xbcdjQ4J9lWa9c9FMKPKbLDl2E7RhIpl2KT8ekAYnY4FV7yUyt9OlR0KLLcse26XP9TJE7",
+	"tiWHuNQzj5iTwebMLPBW5ml4ds8qPuesyIhj/ZA3fM9m87os3d+l3MyUOWJHwwZCM74RiQ47S5pAdQkX",
+	"FMEGq22H4KdzVpseAndDwHHG8VbPJONxTUxgrYeM1KJiGnzQzXgzMPRhIP0jOO6g0yMMtcQ+xu1CSn00",
+	"s7ME5tEURRANFd+LIoFfZkW8HYYzksqT7CJWavWCKpVBhSLIEr+yodaYZSkIo1XJWeXK8JMVLSD/uBaa",
+	"IcpvKDyYxmwxxoPswLY1nFeMZ8KOcNxGXNvLue8Oh4i85nzsrn+CVN9bqE64J6k9XJjkqHyBzj0pc1RI",
+	"3kiK/GNty//SsrTlCCYfk791lsSwuWgYkU1APxRsY6M5wCJ5lJELCqgQUANzYYZEKjavFVPEvwuS5mfh",
+	"U112ktGxjYPswL40TDNuoLurtFMGYUcKDXimz3CCkT9T5J5VBc/1cXy1U1zYzrsWmOT9OxtG2vwKbNjZ",
+	"XUYoGx3RK222/sraxtNK+ftapWpR+DRTGZeEwc75fkDID8w1sKxoqRFyk4VFhKjAzDRz1J7FJbXHaxOP",
+	"lqFd61fxVLg/e+lPVuQjVyuM7rZhfBm5ZLT4ZAtUOZbmvjnIDtwX+KeNpnLfRHXqf6gmNE41GH1A06XY",
+	"4ueSN5h6zTDVfz3O6RncV2Cel1LqyYwzA8/fPWiRWHe/3wk4gZtCSOTvrPTRrPQRph9y+AI7s5LX0T/W",
+	"FvREHLl9M4RT+9fn03tZm+L+2OgKPZGlaR+fw37EOM2mNYpJjr28fr+y/LXyFa6rBBPoua/wlnr8nWT+",
+	"3bT1JHcT4oRwFerBX+VKSnnZJl5OMf/sv9wtNa/LFAcCNztUtqeaVWaSvhMRy854snvQ0hleg62odh/n",
+	"M543/2vcl6XcwA73bEUpN4/ciRV9OF30o5nuBqMc41dBjXDfN1q5aMXIHVtrQB5jFouUAwLS6IH9g6WF",
+	"qhYMskdVKnepYtqQkYQidEyjgxbLhx06fHBPuHgoS660OhqdszavVXIMP3mTohHZwazIihYSh1U+NlSR",
+	"t+B3afCK/KDgq5E74ufbH2bgS37vZrQasnBrhaCcHyyNJ+BI/lPJUD3hD+2jHnLgcNm7p7VDIm2iHScn",
+	"jBHZkI5+F9oa4eqJpTazYXFo8QBVghy6Et6sIB8vvj06Jh8ACGKhLE4le1gbprNebhXPaQmFW9UJuUHg",
+	"hqZgAtYoqNicVUzkbCS4wOl6XdoiDfGyVC7ZqTfL0CV8Ioqyz90BX3EjFklz3cR7KaVifSjkoUHDvAtQ",
+	"kocOSMjwwL+yjOiK5ncqI2ta0RXTrFLoowH8zeZXophWGVF1viRUQQARROMano8pa0cZgQj22X/Uq3VG",
+	"hJzdse3cfE4OX74gqhV1mhGl5XoNCUywADMASc98XvFRouBXwfJEwTicyDOC70zL27SceChvU8m5nhlJ",
+	"aEmrYmY/mpAb1oPPhaio7o09gbmYKOJJV0F+AeZeeZEBarFPzHHrw96xmEG8sAmdGckNmQvDbkyvliAd",
+	"hcs1E6zwN1BSp4kXbQk6RIzKBvfWnPg09k80+QiuQ25GqtnYFX8kkhAcj5hUBb+TQzyEUDylLrgkClD0",
+	"1JFZOlCjxioZomAPqdDAd3LjCNwmeGeItnxIG9HFTPTIHU9y6NP/29uK4bYWQQCctpDEf+jxO0Cbud0S",
+	"AIN+Ttf8+f2r5/5+fQ5SyHPzTUJbwfFNuFMdZMAUI/HU+F/Iv0StlutHxAF7lNEoJEVVvImqaJ+vz0hh",
+	"sUpBijUsYGey8QRqAMpOw2g5sceD8uugTFbc1Ac09k7G8PkaBQrJCzHUAKXO3k1SfMFOv6zW3yZtiTjD",
+	"YSZnc76hWiuxF9HEIspJ3J4re2vHHQNQ+CCiTPNK17Qc6T/zkF3JSGPsBhAqD4LBBhwzYHfh0jU3RQdY",
+	"sGFnLZpr7Wubm4RnclCyG6413JLz1D9hveGnrTIMs8ycnoicYFp14bbkPD5VFfX2SKqq+k1zVVsXYqKG",
+	"IoRhdRQAxRj543nsCgEFc7aSBSuPjp2h6gd/D9zWGqwE/kbiHeuJC+/xEL9YsxOuseFb64RQ+MRefMDi",
+	"5lzAzUBW9A5KDTQ4QQ1wjzOT+UcH2cGVnOs3zP2r+csZzXqj6t2y8gTS9SlR9WpFq5YxGJcpogbds4ou",
+	"2JseAfYarVr4ohdkx+JZj9OYcMQcMF2tvRGyGcqyB9YNIxCVvkrfHPDIlzrHw4j/Wu0jG6t05vXfRlV1",
+	"jZzUNeYha0YOPYlkJKCQjPg/LH2EF2hz7sz1zZQe2EpiX2s0ErqSyCdWo21keH9sVVpmQaVwD1iWPqYm",
+	"rf2NipaeRrRc3SotBduLxc2tYckxtt0jEVvb1jL0ssErliiIeupMBO3sUvCZQEIPVKQyrTyR+eI2aWTn",
+	"FYHpg+ngaY921xjC1VgzCILFptoHE5d9p4URr/DMV2CIOO49yjEic/cJVnPiysnIExDnz0fFoli7JlTg",
+	"gnjuDBFa3sI/wm6fRo/ZRZB5ajWm0UOHBZumzpXHM/1xG89uc3Z/o0jQXJt92a7ZD6mExinoUT5xrnXt",
+	"tLKTFdN6PDphj+blYLEakvLQWNQSrdOyDeWCBUURCrHScYQZK/mPMG9FfCAD+tEUy4flcN74YS2Aw6OC",
+	"176+1jaM0OWqguwH1PUkWmFDObuKYVIfVC2Vzmtu4ZEKiSRcisxffHgtjLnDxqp5gWnhP7+qF050mmbn",
+	"JIPxyp394p9Dv2sd+2EVL7Q3jVXzAv3p0tH0QTAEo0shF7HJRazoV55gVB+xJE+ckneq9kzNQnTz9aR8",
+	"x0URL+yVHXDBNY/t9LUPDPLtwWFw4GUji264vEj89TahSUFHCe8LPmsR99QVCYohMQv8NXL4SERQPpai",
+	"Z+/04j1RS3OAExZZzaoVF7QcKKjll3SrRiMDWBzEsNWgv9hZ2TnWFRUKtEcVLcQvN8wBcytr9tWsZ+3n",
+	"lVylVu2WzWUCkFDL1EcggcS/qfhiES+eSzWBiIzEnnT1LTNmGEPT6PDajdkKd5g8QbcXvJ+ZAWMwXGfQ",
+	"Zh4yiMj15p6kHfjAEPxlSQ6bsrWWPwZ1NaCWQEaaQraaqrsMLFkzDFo42uPiCbng0FL7+fSuH0anDGHW",
+	"YAHtOO6PRcbJ3EnfzQT47bIJ9o62PHSH16bJNqGPRtldyRpCG3wJwjbO5m8Th3lIidpQyOU14zr6B0FG",
+	"/DMGYHYTEX5oIW8dq/t8BgfPfXQUEhkannlQysAtvhXAIdTSA3pVttg2vtlEUDwmmBNTbXH0COTvwAnA",
+	"ZbvBAj7/qYI3e+I1T6LxebIsnBERi4cE8XqHL8gdY2vM5R47wCYgLQk/bn0N80RI5aFgG/PcaJ9Zq/bG",
+	"0dR6A2BS+i8eSNktvlitaJn5j6FEoWEu1g/kqVOd7MZBQzlkFwntc0nhyFqYLU3vWJPOHh4t7PggO3A9",
+	"GxWlLsu9jtpXQumKmcLdtddioF0W1BPn6WwS+8Z7hoGFjqDjosdK3rPCFWm+ZIoXNTsz5FCv9y1xhaiL",
+	"WlrKIxV24ovCkwq7icHgVtvL2pL7nAIYiK5qtos5UG5toUKzYXds2wTQQac88MZE8IQqNucPMTK4sE/M",
+	"6AFE0xbmWtVKO5g1GDvBNpoIDXsSVnzhXEJ1wdue6hUXDoTzZbTGTLLCFpTKi4YyYohj4wC2Vyd0TnRF",
+	"edmB//zu5ausfyQ7lbLtYvlB7EFIcVyXpthis645fmKYRlFtSVWLmP0AONqf2La3eiuQReH8ftKa8DeQ",
+	"vnrb8EVwGAR9jfFBBmSahB/dQCRo0PAUQgTvj3kNzo0lSgenwSsAWsJSUhM0F1jhP1ayXscvvnsed7Jd",
+	"aVmZY4zPHZvEgybFSasgr38LkfSmrGsXmRkXOWttd9amRzviOEUKtrle8qq4oJXeunr0HxhV7NGcrTKN",
+	"Y+UEaJWUptldSoWfk3KXkShUyRFjnlVcFi3JC5a1YshOrAsFL1CJBaujZtcVGmgPfnhty/a5f0UXPLJs",
+	"AZXsjNjsgc2GAxh8ZIK2/BEHfBfYfCHRR14RuYmZr+/YNlHOqXN8m8w77Gu0PGlejo4/aGjXhgcRpHG+",
+	"coU1mqOjOiEW3AwL1cEe2WhULETlnQlTZNEoIz7ImsWLk72VCs6oZoso0K/lylghztUVLKimJLffRAwF",
+	"6dbsk0gh/I2Rz2ZLrjBJ2sZozJZU+V/jQSklX/Dbkg2SCBO64gxNHe7iQP6OMsdIajH6yulcs+oyyQLP",
+	"bU9GF9RMWC+jhZm2HM8ls43sFcX2ZL3gdsCNWxJbZwvibk6IAAXfaYNQgMS9Z12wbt/IEsowQ+yn0nS1",
+	"VklDjmkUQWJR9NotLw1Dupx4XUQnckICbXbs2ZYlz7cxacLphPiGr5PtloALskl477t5OY7afW9dogy2",
+	"b2dBYgQ16qim5KQ39qYFK/vTHdbjeDEtuGxHH71YnsfICz5Y5VavibXiFfvY+HT3u8IvDFWyjTkdmPXV",
+	"iRuKVOOUPi3AKiQJ2QBaY/eg3sp6sSS3pczvwDLrMqgUIqKfWBnOBt6glp5TkbM0AiqOe5xihDoJpNTa",
+	"Wa4g+RgYYyFPrPQGzcS721/bOCFuh1FMMr3HNJDd8xfZ8ntGS1acrvm1vGMiLiTf07L2LlLzASStnV68",
+	"J9p8tLuhOt0W2EvhuW3Wu85B8r5R9/mXNdVfbhIOoTsmxlVJ90PrZ0OuRdt2/GDIMuGErSTgqcJRL4z8",
+	"CFWDWAUVB4FLcqEVCm+1YpUCm3ek1ELNS/1+wAZlOgOrr3mZcHGCf824gEfKmXpumQsNAQ2vYR6RKgvp",
+	"coG+oD50GxQN3L0Y0W5vum4yCCnUAuyMcP/7cJzz1q0QBEqt6NYsBZTzm+DK/Sz4r7X15VpSqmQiMazZ",
+	"aRUtsL1DBnaIi4p2tcphm6mM57ztUn5yuD3xRbu7HYYYRbfcvITJrkOBSIO7a47G4G2I58enOvnRZkB5",
+	"oKgbNuJMDvD6PlemXegs7rt1J7W9+eEUJlUVlKmclNOybM5Mp/J6MsTHfzDOWCHLYa9qOrxG56dQyf+a",
+	"53csNgNBKLxANLyRQTyEEa6iec69bUGUCReLks3AEQCv+RjI/5DcVQ5IRaKyhzWvmOoL9VNarhWhhdH7",
+	"u4GUvU7YSspVMoVNSogmhmZd0ppvtq6hrEL/DdVaGd9bOKXU9lT5kt8z3KX9ZDkzBYrNuEXXknCl6ugW",
+	"JgJGoBV8eEJANqSiALuOdT9DSOsx/gL4fHIjSkkLQosCPhhP08G0tY1ZW9EHa/T9ZpetlnzOzMYmDUgf",
+	"7AteroBlOCEvX71ojX6CneibsXai7mQSgVyiu0e0LOWm5eQByRZqYYAqYNc3HoPme+072a0Oh452gi5c",
+	"0Fcz3L33eKcuhTscn3WePvKsm9n+uHOOKQSBa9Dml6sRhz7rE5rdKhuGd3Na66Ws+F+B2f1AfmS0YtWN",
+	"M0b8WrNqS24qnX+xe/QFGr4ZKQqHHMZtXGc5E+zmjK7pLS+jyMY24HBtRP2cr6nQIJ4VEj0DpseQWnO6",
+	"YhU9Xte3JVdLqOCdV3K9lIIFP8JfmEaijlV9i5GDWOtXH6t2ncEWfZ+hIb0Jz4zvaS0E6pa+Uo2sQAaK",
+	"3MlhUyPRzHXeDGAX8zs6gh1zVFUjdbVFrJ1L3PeT2LvzB6PODkfIgvbG4OUWaj4TNsr1EkfcRLlmB6f3",
+	"lJedsuqt3XhblyUOIJZ7FHTZidJ9pkhlBM9YWWVtxH4Vl3NVJ92AHL7MyLqsFdrbGdgtqu1YaCgv7fWy",
+	"GtNfy0I9EpJPFB8DGI6Y0dRnFfnFGAPUAQua4mZ2uTVVdwClMYp/JbKVXDBhcFpR1UebkItDcmMfewM0",
+	"RJPKO/Z0MggvMGp6QCz9e9HK4oQZkXklV21Qw2eKyIov+Fg/6LgUl/YR7p5/v9vtVYlNapfkmkgJf6w6",
+	"RO/2PsFcOlsVpRDI/TXHW1jiy/AwNkTzTFkIEiMgIiyJvHeWkTgbKNg9z9lVP8gEvuQi/p+psM/RdN8H",
+	"RjOqkeBmTJYVb14ZS7Axbm55dUYsq87IVZ3njBVoLnqbKtmSAodojzzbWfRe1NqQOFKVKcKTg7ShRhdC",
+	"+eTCtiYhGrSupEeUOgnb2V//QkaipT8YAzylvTCTLxByyB7ysi4sAtYOh/JazMsEt5rOJfv7eTFosRnD",
+	"xRIb9D8lFymXEKitUDQHBY//kLEFNpq9zy+K1Sc6LTCSAKTHnym3IQaG4S1Z6Q38G/ukKwu7zw+yA/tx",
+	"vKb4gIHDm8QRcMsaTDHg8wcs+HoP4eA4LlrpW0a1IrSqoGrONy88vGgQBGwaI1wfnaCb1qLaCfagEait",
+	"YLQouZiAQRywkxHn9CJ4u/1xjzsj1EJwSUCv+t+zq/t8dnl9NoNvb0Kl9gSQhwBGA/3RRt0DSwXeHtLW",
+	"0BgI8+oOL9y29tSzHbpKEPBHKvicqTFXKwLURa5JhxbQe2zfazUVVKPvZmzBqURNdnI+V2yAl/wM8ekB",
+	"ggqknmWPFrtSl11kTFl8/Qa269psRXy/YJcyTPZyg6YlYSKXTljtuKJlwfIU2hV+RIy2w4Qmh+9evf42",
+	"I5/WtcrIxdnHz1iEOeGm/q3EpwS5zS3QgUXTqgpWnZAFXStyy/SGIVdbgWsXQ7sa3gTkMOXGb52jiDYB",
+	"Df6JY0H0obb8u19DskszlYT81Qzd4lcOCewfw7l2xTGXFOZX2F1UIJ0fZAcgm6d0/Ys2e+82HrLmQ4jC",
+	"aJHXkbUA2Cvyn/Iizp0ZjMexO8xZDt/xYU7ovnmmbJr0FOINTG8xbFGu1iXdxhEsza/2otMSg4jA4Rzs",
+	"RDwR1khDA1ltdvPwzb1EgHEOz+CDE0I7NIPuQQpIPBvDKkaaMyrr9B8y4Vkn2pBxeLwJ+M8Y3xmJDJEa",
+	"zScYlb87+SbmYdBsNcBEvAk4pB27Jh0S35VUOvMISCXBbwKm0IOBLeXqmQI/0j3bIc9R2qA7wSC5uWPe",
+	"bWnsmeuInvvriC5qOultMcez0uTd9fXF7O2HP5PPlx9cRGnnsu2ofiNUAtNWx/EJWUJm07v+8/5Da7MS",
+	"Yp7sDd0qstR6PZuX9yFLdb9FGWldJVKcWwsBpkQjKEHkEDpKRvg6TOMd6dtNILVNzVIP3FxtIYhwYRmr",
+	"peCrt58jMlw6EOfMhaeDFDQRDc7f/UnE5y4PgRxZ5qAJJ4lQodjTvYTGiEHo2ekcynHms2a9R14ZE6XU",
+	"J2HvKoF/jO4uBCuuGBP717Bq06kHOtos+fpzVab0Jy0RDtkszM/v3l8QOZ9jAvaa6iVW3uKKnF68H1Ee",
+	"vL0VwVXSvWOUQwEKaLSxNTcHYvg8Dl4atvRvy2E49tK4Xu5+OPqOCHjG4+6I7qb2OemC0Z5gsoSdvxQY",
+	"JEhuGfH+0uKYnIrICrUB8TDQyyK7GJ7LBQlMQhbpGIjHmswO35+dG5J+c/3hygLHHZFblssVUw477rDS",
+	"+XF4FO17cd+ir7U8DkondK9GGHYuheailnUI8NCjXqAinvDyoZMelFTzVlPIHpT5Z2aB5opphYnvWHd6",
+	"L4E4ESUXCCOqMa0oSea0GgtH1WxDqpPgFJDDtpStnqFCeLRn773OukiI4yTX3dMw75H8tw1e0oKZ63UQ",
+	"D6HMDQRRpjz+bR7suGtIzBH6ilBDgjH52aa8NzuAa4ocAkA+zTX58ZkiTNyzUq4RZ2E0R26ay4hFJZjs",
+	"5AmiL2LySgz87cLMRkBIqjUyPh7tDWLTpsK8JXDXLptVhkBZixKAEEum/QhC5BgDqANb24Vh6722/HCc",
+	"dW3Iv7ey752g1droaewecv4s/1RLCoAkLOnwgr1WPIpA8JFBMHEu12B4EQVp3iYrWrDAGLNimOJ+CHE2",
+	"W6bbGBe714ltKIp5vGOSGWVyf+us2PZWsXoEoG4eakmE3Fj7FdcQCTQWCgTWVKU4PKmYUf8gyQPfBLgg",
+	"nZnONLuVtCoyV+Ui8+aWNWP58shhg5r/XrFfawbeE1hDX4huy3TvWiLzwb5HLeeSqo+yYueJabkkipWs",
+	"/IzmsizlJp4VIdiDdmNPuAXD6blLCdxesTOcSk6cIFFMiFJ88rCXPa89LIfUExDU3DpZx2YHRxM9Ondc",
+	"FPvY8dHBMhjd3o2GidyO0bPqp5eFDMefrC5JdmhqiF1e+PTLCbECp07bacRZTKyMBQWYw10MpRvJlUui",
+	"cULdCPBB1/bQHIf1mJiEfmIZHqgAZorcF94C/oLoXrcMQTypDWVxusSVzTWLQXO2UTpTGkU0E8z8alWv",
+	"tiX6njOjCqHyZM0bbfAdC5i7gosJnCfmi3T3MRjFU39XxTUXrL3WawaEvcb39s/i+ao2rDSK+McQQdyn",
+	"QDlT2wkmgJFaaF4Sm8GNFcEmJIX91MoGk6vjKWpGLENrpNJhXryGH3dQFhw2Y2o0hicWdcmKc5FSPS5K",
+	"KgQrCBOP2HXfDxyugZ5A831EX96zN+iVkSvrjfh7dmBN/fHT41jef0guuv4AcBIgyorzcYzggF7bEs5r",
+	"YjcxXowUPCbhEEcYv8x7I0CupVyNxrX+GqrN5ZMCWMN0WsDbk7Q9s7TjEawvobMIfPVvhV7dIuJe1Gop",
+	"V+aysSU2MTQJ082EvJXFNrxvPq0h7OgM3k1dM1doG1ynfB0orD1Tzoi4RtYu27bHGOEN+gDM/fcVHAAd",
+	"I67Rl4yKo/4B5qNoNK69ntCGeu4M8ACGqjasYkXmLLQo/pjBQ+zuuYC4XaOFVAyQkIoM/2naCv06JaP3",
+	"UOqrCp4HS4JeQFvkQw1YYKHbKPmEJDHuMgy/GLWUmyUb7804f5w3ozOdHndG1+/hlAk32sQhh0DASzav",
+	"mFpGrSNSQ9J91M2fPF490Y+CbbCBEwcZA1JRgya1kdWdOp4enuAar1phCo+MRnBxkq2u40u5vpCVBuix",
+	"+K14eX1BIK0FjgmC2rYLz492yYZJPXjoJtTg5RVLZHNWLGfmjBuBA0cG0be2rkQDcZqhg7Z5jWv4pXVq",
+	"bWOGElOZcEMBAlRA5W6coV02+w1o6MBCzIoCQlNeUr6ashLQ4Dge4aHfRlcE+thUA5Ib4a5wl7i2e39E",
+	"s8+uXdcF+fzm4vn12YVvYZRHpVpLxXrwKtzizWXVRvVa3L76/uX3L2clv08VMioRZC9dfRvzW1nR9/0g",
+	"dfvdBzQfu8U+CxFstHAnPEKmV1VEYbi6ujwztMZyDfebXy6nz9kUSE3uhNykPeYx2Ql4RFOywMcvusvN",
+	"zdkHiCRuuqEqP36Hc3OMmRo99A47dOckKLwK5Brykoba7IrulN+pVQeZIgx+CcihS1tDzPYUJJT42Wmz",
+	"3MzlKLdKomlpbbENbjE8pwsmtIVUC4CXre/ZBWqSQ+7Xl9zYNo2ydQOXuxRsVCZucHf8Pet/+SdZsDPs",
+	"5zTP2Vqz4uDvv3QWJa6btZdDuSCuvktomL0l2dlHGgFn/ECVJi6XNpmAk2JoplUuYlGtVadZM7JnCghg",
+	"Sg9x5Q+WdH9HX2tzB8p1hAfMTLVZyl5drelivzwvZEmUzCsWnBq7lg19pDOeR0gVsgIhYaKMkErLVmuW",
+	"8znPd4npxEGnkjUHsyzOKgI+2MHI+O67b74L88tevPr20ddqBxft9bfZEET0xPuo08E3r57ipug0+uq7",
+	"1zFpXJdp0BKgJ4dtctJaFX+NeySnNVWGHTWy3jF5g9B15JsXL/p37fvX37awTV6+iO2ZYdWtwVp8vZff",
+	"ZTuVwzCiSMvG+Na5E8yNAdeB82ujkuwx5HqumMObCPu+OSJcKM1o4eKYKsgIPCEvbNOQL+fATfpQXial",
+	"LcZu7x72cumu5f1wlVF8p6JzKcegLHplSt4IhaPI9PetT8P7qPVprZdnFQOFJ2aGRMX16oLk/iWCJSkr",
+	"I4dzbZ1LWEoHY3mV2kRr8S6purAP02Zw6hswO+36CRs2y8TKOUD+Qd8V03UlUhCDA96bXV2vVREWgxBh",
+	"BewvFLZOOeRuuygJJYeWEYv/Gw6FpeEpNNNqXghZA46oTcDLl7QsGWA5uEq7A92OgdkLtjOEVpQV4u5B",
+	"BEbugPfGq9S261iF2obKMDQo2SXXbV1UQwkn75JVsmz89LKyoA0tMNAovl8CbVGxqoW12CxMRmqEYlyz",
+	"agdAtl9j6rpZfP+OJrLWYWiXG23W8JdRhzaN39c5uGFMVrce5liEv6C1CRLwDp95BOoftnUNYMxDJSc0",
+	"U1gVVXTXIpK+Vy5kxfUyfWD9G6RWbb/+xzffHWQHV+9OZ6++ex0VY2kImvWO0SKlsua2tj25sb0eHx/f",
+	"kBbmFlnC9xa/FtFYfcIxcsyGWRrivXx7Rl69fvkHMJqZf/zh9cvXwLyRbVOj5i4zy067TDxi8orGJSG9",
+	"E3iKOhgO095jGWG8KWckGFnweyacSg72ZyO/F3KVrO4l7/ojRgKmBiIlYnQaIsiQ9C0+gB1Y7qqE4BJi",
+	"UpayDN6Jp7bKTvxu+VVG6if8r5qWtujdupIaRSwgGRuHBsU9WwOx9gMhya9Yit0Rlnn/AKknSlZjbpgY",
+	"Y1MNsLO/X6JLfu/qnvUuvL27Kjazy9Xaf+XPn7tUYeHNevu1HlVXVN4FDBSpMAvOLe5H/KwFM0mxlauV",
+	"vGOGr/xoGOR+Yi5WlgYRUpnmZob4JgUWY1aKyoBsoeZ6XREArzN37iSe6yfk5tLConz1orcc0YTskN2l",
+	"i/NlAKxG3my4Es4UgAYsMBmm2Mc0AvNRMhIbHu67MjDU4TA9HMDg/PejmlN3PGBFhohnQKC97oqwWhKs",
+	"qlfJlfW5iXILLLhbaCZQpl6++j6m8/MVk7VO6v0/QklFy3E2SyOqaQintmoXeTmgzn/zYgjhByrVxq1C",
+	"sIil3JhJu7dOCK3NCgCD/fzmAtjOnJalIlDUR0tyfXbRxhHAkru54SV1sR6fHFpptf7h+XPwVWi1Vubv",
+	"z5cfspYMZsV6IxISLuaScOuGxs0XjKEitepqty++/b5lPPp+TI7pCIqNH1aH7IqEad62VGR2OCI91QWX",
+	"Z3EgkNPTM8D6OEXED7M8iP/hDe527ktqMdbicCAuDjZCd+/kBtzH/sInWsq7tt4i69syUFow1AjckFUl",
+	"q6S9AVPCmgqxBY9LRfN1NILeqBaVLemtaiOaedS4uXlohXKEOSpGjnjJ+GIZC3OUBSsIPh1p8Z7MTaDi",
+	"BBV+pSdLapTcsS3M3c3aQawk61UuWDLYwu03uBohtUewHAK6Mb0wI4rpep1ByAp4gApXVDXK3a4lOBNg",
+	"42KUFkZhh1J3gClm6c+qWJXSfsIjt7eHxUFYvnuMm1Gwkt8zQ1m4UYd1AaX1dL6OTzOZ2G5FDpfWLmvd",
+	"1fd25UNesNS5f/fq9bdmIO9evf4u+vGGF3qZomJ4uE/0BqbWg6yIpNNiHVGGWIsrqOZ5TdXd4+vG1aDV",
+	"2HIuhBJb8lpTFQG/ilV9ifawU/YFSI2qu6DoC3wImTjE2i+NtPzU9V8eW22yr8RkLcwhfMPpQkileR45",
+	"gfYdUjQvOU+mkEXEoLxgglWDFrGwOajnlsuyRHfLRCPYQiZjlP4I5AHDt2X0juMtrOjDupKx6f/ZFcP5",
+	"46ePp//74vLT2dVIVr+Qlax1vOR+U+aieWv0DbKydah6xW6c9kd8uSdwpmuQhcouRcIgsGbiLS/ZG9uC",
+	"rHqnZl7HxL6i+cAjMlQyZ0qdkNnLRjBZl1SbJSCFZK7CDPqxxt6vFZ0PAwnSuQ5JHnN2q8G0JyjC1vow",
+	"5U4Oj0BIoC1Sa1FIfHH9btuJuYH2nOWPnjySRwHbhIgYDhOJnOH8gtaKXUtNy59imqB5QBa0uqULf3Sh",
+	"9A1W7jbdcEEEFdJe3iOT5Bb5BatyFstH/+Nub5pWCwbqrfnEPDz846c/nh01VFVwBflJI8lnyej6tCxl",
+	"nqhpDT+DDdy8BAZ18wnBbRg7SfPJ1VYN9QEt282St5pywYpGBrIFUMSCTCisnRmx549536l1FtEitr35",
+	"Ni/Z2Gmq5BSRfG7dRJ92jp1D2dnSzuoHo3Rrk3WpP6TKnpN3EZUgIUEDYiYq/F9E3fUl3W63hJKVLOoy",
+	"BmxfFBVTMRrhAqqlVMBCMc5MVuTmxTH8/w0msZQlMatSzWnO4vLkqMxAHB2UwhT+MO1KOCVXmoko/EbY",
+	"motLoLmuaVluya1TcWPORKWi2sj5w7qkAoTMXe/VrVkc0DKjc8bpRFQNnKYr3qb8aNs90DXPiOHGGTqp",
+	"MxulO1tqvc7AEpERxeFPUAw27LbS+YQwVENIPjXHGexbIVd0chzXeQzdsRUdRl04D/u1pqWRrOEJ1pzG",
+	"YkyTomGTAGHXXp9y74TmoD47UNfthxsZ9JX5E+NjJt3kG1oPKbUhsYGDHff6mSeqdZYxahs6sudmQFp+",
+	"Crks7j+8dMMCDHWsweQZ0AQDbsDdRsfTpR2K2BrkM72lK15uo/WGEAViDi8gmC0TLgzLijEziOglP7Pb",
+	"K5nfsYjltqnY1lutTyAYPtTWxNA5OHDQ9zNlAQQS2rjityUb8JLRsjQ3WOAtc9EbVAfFI+MccMPLIqdV",
+	"qt5Aa5DgWFdQi5G6OuLu+2Enuu8pLHV30ExycDcrumJxFFmApQYLlGnBRw+O3ceBYpBWd8AOuAU+Bu+i",
+	"rTcVRNklyi4mlT5Q+s2Y7Yh8BWRvX/KZ3awspUMEAL+Z2op8mIlpzBQN+x9a6Y+pW9Gs8/+8+vQT0exB",
+	"2wWZuth5XamYefbTmkJwhlRgoyGHN5fnf35/9f7TT8fvf3pz/r+Pr87/180RXBtUKUODWJoK28PTpeoV",
+	"IxVfLHVY7Nsv5a50cs+GYeEBcuHcogr13zyfBIFtypwGCu/5CvuH6j4/bi3U8f3Lo1SoUdSa80kQ3PiM",
+	"bJZba6uEmM+K2fJDifbM2hR9Q96EDmBs0yImWFHF3DHAcHDFc7P7RpJO2aNG1hpvzlbF5uUELUexXyMW",
+	"eiNJ3YPYBBmrqHYcvszIq4x8k5H/9//+f7wxdEHX6gQqQMHixGeNLXCxODoBWQVWC46/2wgsfKCcSOWj",
+	"SUZMIc4d3npWdmK7A+kMevJXV2V5sR9I4H5pUYR6Qi5iljxzRzjY4yGO4vnBezGXcXePlgQ0+ym8hNZm",
+	"RXQSRhXaXTJSrxcVLZj3SxvtoPnUAfgiN1fgIaoxJ01tWFzGh4sxish93kgWHPz+SxZWcGY0X6JTMLO9",
+	"9t7kirHGezhFnAoFoEiWOlS7L/k9Sy+adRCZNxXhRWn0dHDGAF4fNR/bkhXaHFqozQGQkHGlCO+U6+2a",
+	"JRz/zQWuMlwmGrts1JKuGYlcV/utkBcqophtMXfGBWT94q3naTMjFSspZFRbT9HpxXtyCyHSqDH0sOX4",
+	"HlCSl9zQEr7kgN2xYB1sREO2lgNAJFI8d60XfsrzOFLVCD2j2K/xdurb9PXnV4MErzXzWNGtP4GHVyyf",
+	"+fdnF/blo5OQ9BSD6wByByGyYT5n1ZhiUrBx7cFmXWbRIclgify2hMckOPIxZndF79nb+WrNFtdstS6p",
+	"3jOu/hS9gbksDE+wTRmSwvBaTJuEwFqE/gzeNpIOjOAo4c7/keuKavan25hn+xotnVgS7ZZrdHJzQe5u",
+	"uX6uTsgLUjIbJg1VQKBOt5RqIJAds276Qtmz3mCDT7Ve125cUG3ihORyvbV8CYKJxbpulY80z82G0xzM",
+	"3pCpuM5XX2hJN/bPVY1/Q0DeL3sXiPc7FM0OAk9aJEtaV/S0WsTCC+oKLgO3wHJtma2yfz7HGFGIjFYZ",
+	"KfmKa1QtZ+uKKcOHZroWLDP/lnNesh/uMzIr2T0rMzJbZGR2x7Zc6C8rLjIyu51nZJZX5r8r+mC23PxY",
+	"zxX/K7TBH77MV6ZRWpn/5MBxZir/opcVU0bN7AHeM9oCDtuQbTDySBLV7n3RFFl+tcuZ4Ta4jCJgWIKZ",
+	"+0gNQ7oRYukh2Vcvhig2FbBhO8fH5vSs+QMr1eQhfPvN8BimwFhFaNVZdecoMFfbnZj44egx22K8Eshn",
+	"jLaHYHybZWukK5XLNZqpqNasMm/++7+dzv4Pnf31xex//NL8efxl9svfXmSvv/n7f0tGKoxhaVjb8UlZ",
+	"mvm/oe3pi6SwZIIjm8bUlq9AlVi+ev1dH/tKhGLYjuHpI8jzD6+/n5aa1qKU1tq0uH/qZkVwvYuSin1v",
+	"1QDDsKTimSKKQXGKiGsyX1IhWPm+SKVM4HMQS7DZtq1z8Ng0rO0l0NEOmOvg1cMT6aitFNcJTphmJidE",
+	"VzXrFqKPQJoOwtqZdR7FRRRbrJhIx6C+5SUjJTTRJNU5WOKTAMak2VUc/wtz7Yyppt/NOY2eZ6My/B9z",
+	"3HYt6ac/naJH+q/ORKJKqRFAknf8R+e1IbbnP7Kq5HAvfr4+G3Mfbhi7i9myDUXiM+x0vBbkz9RVKXdi",
+	"yScFk9tUKL9CfrTJ8yxL9ui4LCsRUyhzRZwJEGVj9GixsnDOkclGXyvgQdvtC7NzNgblPTF4O3oUR3TR",
+	"Tssvb2wLqtcLsZZc2MsOJrWoqNBozAd3FXiX/nh+TZ7TNX9+/+q5Ynldcb19HvRwgor5qlaa3Jq1Dywb",
+	"zoLhskfbTLF/EpNpLZx1ksp28tSejOZ28s8i9AcB+S6JWNFVJ/DWSNK1y1acnBXQn+Z6ElbWINSIOdq8",
+	"WZGCLzjaDaAs24YrZr1F+I7K8BXzv9L8txYFq1QuHUbTcrteMqFinL29xyPFu5ev/hCX79bJ1GKXZ9nk",
+	"2loDQykXEI9vZn1iL0mbP8dEXm0xC8xtSV7WSoOBawsz200+7png9/3JWzbw80Dd5wfZfunCkezgIMVP",
+	"SPJrLSG8pSIlF4zcVozeTdyXf//LwV/+Uv3lL+KXv73MXr76Pr4TY7JtB7fCDzuXpQXkFhIB4Ila03yY",
+	"87UG/sNf/qKem1G//jY26PH5u57MolwE7sozWdYrEddvc3iG4Q14s9pQrYgjPrqE2LhnApHkTP1TXZYD",
+	"LmBshCvy06dr8tPnDx/iUtu64itabf/EtmPbWwdx8PZrc2Dizce9GW9YXlJzBm2r5q1hE56TKdDv4Fah",
+	"NYX0jn3Cf8fL4RpZOCNcFOwhI7riiwWyxnvONrHyD2bQKrVxylZChuIGthEfUwN9+Ikrm9oOv4batx3D",
+	"eNGtRZaxahBFhF7evPmAGGVG2D4hYC4SGnPHMBdGQJn2N0UJebVGDQDEi6oW6CTRkqzow5uiPFvSKm5m",
+	"Lory2r3fT2JmOBuqmuan6Bm4v+lDU8lNouZQE4ZYyY3qLANshtnJsR5IeDlu/bgGigA5AAd7y0oJdVRk",
+	"EAEFvLPd7cgIArsE7jD56CaKOShAZFBVAGjLIsEP+/nax66ZX+YPQmeTo4cQ0Rwu2b28Y8NZ/ZV5D9L6",
+	"y9LXf8JzZRj17pm075yvZR6xcfzENh5PgplXHP8yjaFYIIwcp5iVj9D6ZUaR24A/Q/d+IFypmhUoCJnz",
+	"K0vzB7ZMwZE9n+DxNYMYJ9CBcGiLprmxQCIDrNcYN4jtK2svWHTHBF2rpdSneR4NBz0lyr4BKd5KEayM",
+	"GfE0JFDDIHcGsrU2opQ0HqUwpsIodmzhhTeyuutWHunN5dCJoqjXvuUM40WdG89ae5AVLhGeMpHlEc3D",
+	"unRuQVtlFYMFIKWMryD4mVbV1uGJNqs64I7HaWRuubOdAqTDu7ynKc1uv0QFciIBqKXcWCsjTJ6LEvBn",
+	"HVV4kCSjpADOANWa5suVVbYdmwNmlh24z6Im0F48M4tk5kOwYD2btObXL4bgmYYwyjobZlelb1eurEUy",
+	"Wg0KqfCZas6hq5PQY8DstV/uF67tukfjlqZ3TFjc1iDwhCvyCTY2fqdDyPg9Te+OA+5yVfl9pyNDg3sA",
+	"kzwbccuHkTtmTRbjsYY7m9sseBgE3J3mmL3f70yewegVIuaPIJDkLl/TOxZs8T94YxsQgVHHbXdxIQv9",
+	"jcxrwz7gaj+tC64vWTwsvvWmT1MRht25CGlXaTB26AAo5X3cFdqInSDghyg0YxL9RiU8ulxSqoj/YGqq",
+	"Y8KTe2ZRYOCxrQG7ruRtaeaCoRmi3F64X6z6MFqf2d0is4zRiBzsYlC4x1W21i/70dhKiMP6C9R9wy7Y",
+	"A1eQty2MboQyrYLkrc2o6lbtRL4WEXVmG46sr0wilM3x1aj2Yyho/pbWz/IDufEc7gaU2xu6Xt+ASHTj",
+	"sEhvyCEs9839UiptH7bsLjeGUqouPxFGpGzut1jsyjoCynS6XvtKE2h8ccinCAtlmjW6DFi1/ehH+aPG",
+	"XZ/tcsZ+rU7AP9Uy9FrPmk0xHfYOTgNw8DKL6kisz9STeN8+eMcbWP4h25YLX6j50PygsFaMKyrQxkiw",
+	"YWtcH/12vrpBgFyHP/h0VANkHwn055WuISND6RPy5YvdrD+bf3/50uNLivXy99Rxx1ldVPJhu6+DfF2X",
+	"peGUD1vAK3J1tSYeRS1dWTrChZaTbLreM/DlePbL//+/HTz+bOBwypJI8VigJCSUPnoKpk73dY+kZ/4v",
+	"hpKEAEAnu0BJoDYAXF3jcrEuGlmRUi4WuzDAw0BJI48fwEJYDa+HAiL+9ygkiTkNnjLiV7FcP9FNDDV6",
+	"fdhDZrkUhVWN3vj/svdoe6b/lFfmf6XbRa6/wuWCoJjTyHN6ZMRksvjKV8TwpfAPZmtjGFrVD+bj6wha",
+	"jbS0CTbA432ttHimstEMaa5ZcZlMHXNPSL0GWPclz5dkyU3rWwS+dm2MNMcXVNNbqqCMYgJLwjxyM3Kv",
+	"ezkYICZG9pXOiDurq4oJbVfJvTey2Q0tR45+U3HNZnTJaGGu2qnj31CdL1k/JA+1VQXtq/vgffllyiIU",
+	"EduxzhIEA43TsCFvi9sf9XQg9luFNxHClDfmV/j6mFw6OC2qiKu56CNLCqbMZGz+GtoWT0K9t+BqjWMk",
+	"uq4Q3cvIy4S2qw24igUhm3qmEBaiz/LeDzIUzP8UP+m/rc/sTY2RATiyJvx0997HV0YWa3Qpl9js4efP",
+	"79/EM2JHls/zOGcTLV/jQCM11DmRNdAH8BsqclYmkm5dkam+MVdGrTZ0ROZc0BJd9AODH6yBNi01gGoH",
+	"Mdcubt1X1bopfRHr4KdWyQyoDmAhsTkWv2hOQCpdGQSNcZUHqLpjeFa4hnjGOy6KHxKwnr5u6ugzgoXl",
+	"R7gVILsBti/0KUwjxK5nwa9x1vIyeLefqwoaLli7LFsz6kFueJr3RMPS7lml6k7Fgg9DrRJ4KaKKxTXK",
+	"Vv/DFajbQxhdi7q5n3yp5wz5vK2F+fjS1B/RQAVhJU9XotpNdM9aZe27bnyxavtFtF61+o0KVkfOYF/V",
+	"6jZlZLZKjxk6Fq5uGNIJuarzHDBZMvLWMvZrw9g/1Rgae2aZOhgrgC3Hyxe/8UzsANLdLeKPb/4gO8D2",
+	"D7ID18FBduCa7zkQFyXdxipKnALsLdQ6gAxgjMqiO+dvumq1M5DbPvC4mJ02JWFXcr1mBSRapxCVFbFv",
+	"kVuWUwcDYKdaGXFVS0lUKTfldmS38/7+JkwgWVb22o4RLGpYDsvVAcdooYzwOaFie/wUtkwMZw73PY74",
+	"BYuWatEb33kR5OlsEyAH6Uzvpdbr2by8zwj+tVp/m5FlqRCebACUrGIrqdlpUVTpNUU5FzPnzZXeeA4Q",
+	"EoHr1O1eDQiJzQpOlBBHmH3iIE7DOvyIjHa3rdlOMHOotWOtySbnPVhqd6L90egezXD10gwZOVP8pm42",
+	"z4JbdEUDi0lV8AL9fh5fY2y5Itv6xAvQctPI/VcLkL9pFGTr49DIHc551qh+iNvTGl8n9qJXz9hdmcfy",
+	"jenFrXCEMQoYLvHUXtEeKqrkwzapg1/vVN0za29TWqxijhBk8mEbCW95Evz/x6/zoJrUnecJ3nVc22BT",
+	"l4ll3nkeyrwxTv2wHadxoxnW5msNzkDFBa/uyJ85zcdjENkTsqHNXTvA4ewUdhlcexXdmNLEZcOP47Yd",
+	"4NRSBIWSn1RqGun0AIKWG1s2Ckd1Yk31DhEThyqk/wjKrCpy6LLP1rVaZu4YHD2JkNGOzUjMUc7nJRes",
+	"75IFBXhjJvMJX5562UoxqgvAIMOQtMk9VHzBezCj7DJgSQtFDtd1WVrxBhd+zstE3Ql7+0Qy1+zNHG67",
+	"FRjhBsGAuybEzt8hiaSA5iKzEd4jgT4x6yFnbSvcCaFGzYSjAcEeiLJtRCYjMu9E/u1lVLGH0xtVxjjT",
+	"ghrtdOD86Yrmd6lSXNDgM0XwpfRqD8/i2rQQFSjSNqIPtiqmrPRUWn0SEbIhkV0Wix1EZElnXxpjRbJb",
+	"O9qK47Ia/tNbccKJTiAyd4+Nt9tcuTyRf7jdpnXMI8QAHBsswXj/2MpBJ/6+cPidnk3CbUI3dBvaYrCh",
+	"g+zAftZjUsEjG6VLVkJSHIWaBcj1WxonHlpf1TAabR8L20fMKvt8JBXl6do7GVTeyUii/tbjqlh5aGmY",
+	"8SEgtBw9YfmqaJPpZbiL4vwiYI4Rj1xVsSYhpGDSgclEqUAB/kYcM+oKsTkcPtC7v5JDaGjsaIcLH02a",
+	"fucQwlo4yogeufv8HaOlXr5hmvIymqwqFBOqxhx+dDMX+LKTAYyUHUsLDWAdorCZmNhtyyfEc2jh0mbF",
+	"e8hJjN+LuR8gOqYL9kDsZy5IBxWMFTWMjY203UFAdWQ93ouC3/MCLk9YOYzIH8+hcb0hLj7Gny22wDiN",
+	"zAER+NCIIFc0eqhLqIGadLw1tr3cxhXgBy0AEyHtr2ZX74TcpB19j0aPp3OduAgaulRN4EjQljveH1zV",
+	"17dg1oc/z6goeIHiydWy1oXciERR3aG4C49FnAhc2efq9FD1DS2ESxHsYtY+IFkrAgIJuPfUuySiyK2B",
+	"tO1TgnoLBRQN8+iVTbrMxsr/dQwB8J5VtPRnLOA04eZCabeCAUQvoDMIek952TEhtWoYx7fzRy7MHe7g",
+	"tjvdDUjHOIWm9eiSA5c7X1Fe7l8dNoCTUUwUhGKBQSHNebKhmGxl67J1Ep/rBLDBFT5o3LGAbGoUOhcY",
+	"Zj81px3Cb9Oxga8CTLJAsZKxaKycrwHuI8C49ecE5jCcySrHrfRQErmyQTgTVrOvAClmVUF6o9snLsgq",
+	"KBY58gayWxEPw4BHs/dvvB4OMLkNnHEkW0PoflyFq4/XDZiMq8Yd0ESiJid8EKGrsDXrjXHJ7kPaJuQs",
+	"2YZbJRvDRUnvfRwp/EeqeA51ds3Km82lt7LW/qDbiBDMIo5IIlUMMeDs4jMxT7hmua4rBkEkXui3knFT",
+	"3yxu+PuqN34uVyseO/dYaBcfu9pE1MZCYhn8DkL/2LKGWsoyX1IuPDuNtr7hWNRzp/WlVDoO3vFOKt3C",
+	"PQtEuq8if8jYzdQp/LXPlq8rWdQxbnyBD/rwScpo0UZwTbfrFwJYmy+MtRNBO8FCmHaN+hRS16d9d6qZ",
+	"ql4DrvpQ9q/iIo/2N5Kljrz/R7kcYAObJv1JaxdVjMpynsKBwjLkLeE6dxfE7Xua513KkiUKQbWo4Tco",
+	"+BQl0NOyRF2hTZ2jtSY7CzPNKaWe+hftmqqEXQdY1IyLsGIv6Kw+Um9fWEhoqZAJxJ6SKn0ed0LCzw0O",
+	"iILQy5Zixo2sZgOIkq2n5KGregUQXQMdLKktfloLsmU63U0tYvziKqyO7fpAZnFCRF2WfR3tF9GKytIn",
+	"UQ4gl8HGADwllG225ovGuADNJArW1ELQwWpb0EFOBbmFOiVkRQVUGUy3OViwEJrkitiXiZCbhJRWr6HU",
+	"2kVYY3rMQG1Raot+aOSlFQXEJYxRVQk4N6ruUuBW6g6vcNAluK+b5gpqjuG+vvm2ghRsxO6MW4TQLG9I",
+	"ra0DEp7Ffg6SjmiJcRE1JWgl2cA4X0DD5EaFYPRP87IWw7pUq8R5p/55r90grgX/baC6ApDTTK1ZblQ2",
+	"KHdSaqwXoIwo1hGjmmn1xdefiyIoTTZVklkPnzCuQAym4cJEjmxa6mpx0T3G6G+Jfj5gWo5dKC2+ArdG",
+	"ZIhLWZnryF8qUGzGTLsw8oesbK36WwY/xD2yw1xkEq9Ye1YQSloBKYQr08wt83SaPiBJfcg+aOmdgXVp",
+	"QOk05794E7V//mgeoZ+dgkiyWrOCUA08wz44fH/1iXz/+sXLjOANe1MLEMKwCG8t3Gfwjfoa+uOefSJW",
+	"zuCq2pU8vXjv8XXwfNmx8NUaHXTqH6DHgv0XATeT3eDjrt1xJ/sxnBN7WMcq3SX8S0+m8YR6Tnt3As2n",
+	"ode2FhRZithZuqblHbg+A/NoZ1uO//DyZePD6/r+twDpFjP9sNffmtX9nty9+yvBVtCtp5wMYl3tzxQp",
+	"6SYDLel2Cyjx+GJrwc2THdvni4j5c8crvu2gzrVnf6F1cu4QxVqr5UzLmablHVlE1ZAkRNenNRPk0EjJ",
+	"R4b/AvBKQQ7B0nw0AnDINZwaezp4TmCt71z6yI0Yq8MSXYlkVPSIbygHy4uW5uJIQr7sHgMIYL6KmkCx",
+	"5dupyQkD4XoFu+c5e6Zs+SmJ1VP6APQS7nvTGNJrSTc2R9Q0DSbmVoHGdb6iWKOqjjo/htIgg7YV0+GZ",
+	"IPV6vHCBTfSvS3QBeNEbAwOpBz2hiok8H5dh6wHpXNQixMlWtVAn5JJBDkZhQ0fenH84vz4nx8fHz+Hl",
+	"cJGvfAqP+yi61mua3zGdoLjL6wtiX5hCcemcindy45JYmdIUoGTM0V7cvvr+5feJOrFrPYXHxKq04vx7",
+	"6am12Jhki1/tmdXIO1kKntjaSY65LRAUUAZOuL0zIV/IOhwoPC9RjseU/gplIsAFRR2wTbdUBF1QLswL",
+	"No7X1USkoiC2OEC+pGXJbAX+jgujXMiK62Wn0sDHN9+lKg34L7z7IWzdnQls4Ord6ezVd6+jx+FRJSmw",
+	"42YR2g6Pr1tKYsX0Uhbt9XpzfnV2+f7H851Fgy3BLxpJDjaoXcjHNZCRq/PrzxfmMr74cPp/dWfzujWZ",
+	"b3Ym88vfvslevo6PW8hoxc5Tt6TwHBIAQfVojw9KEYED00jwUDaUls3WnxBK5hVTS1JRUciVbWzYPTwG",
+	"tuRXuW6vNq2hIGd7Hv+rpiXHiueGGWBl2R0aPTEjY1bRIJQsMWrFGbJ+leuM5Dh4gJTKwZVz+faMvHr9",
+	"8g8IxYjVNBC4GwtUtO5cgUWLYJBx2CseZ7Kt4/v58n3mAgdtFYx1rS22Q0hHWK+DCm84u6krfoP1itz0",
+	"l95QuVPea2Dtx1TrcGvsj+M/qPiGWdgoW17yqrigld6e0TW95SWPmucbe7yrnGx0SCgxCZbPIqJeGIXM",
+	"sMNYc76zLWle26nS3LRvE1XH12ZuOjjD9qO1mR+pOPvyuQN6cw/YOjgEqbb4OuEC4+Ttp1GTfyEZ2vzx",
+	"pf1N/nsUtmqPcrcK1aCTFD4c6cMP+xphwbItxzTvcKbhvmQhtfafkw/8nl3YXOSoMwyWnXy+/KBsfhHU",
+	"77ZwNnthxTWx2Y/IhNq7DADMBBB6bhnE/bhYl4lW1KlVVKFfIDlCEznIYFNL1MNVXCxKNjOc4/PlB0wx",
+	"sILweC+q3Wc03sV9/U+aVIPNDWEwhLH6rV2CohVYRSMSu//LfvkugxTYg9E+IfulmXj7YLpNHn8qH6dU",
+	"gPziTjEcXY88YNZ49wSXtsJBKxrDimNQ4DgemwF5X4YylQYYA2VYdFMXwXxpLgaj/mnyDf5jJZV2ftY5",
+	"X2A6AdTQOGzqKbw4mobr+82LPu25P7dOIrV5bncClWWQYFYtiDwsol5Y/HH1jESADTDKvVSZ+VwQWSPO",
+	"6dEJ/Ik4B+Tw53fnF0dB2DwAPU4+0m4S7XKc30X8fj1UBzzrAxd3UdWhYUAlF4AEaygpLM0CuoJF0aoY",
+	"Uvr4Oh9eJoPmXYyEN2+VdDtUuGMM+4fGbR54YfbS3AFWvlZT7wA3ydRd5Z4jbsahzaliHufTo5XO0jmh",
+	"ro0/RRNb2ouGGaHBjrSWsN2bERJqPVuxasFmaKCMp79YT/olFYuBEAdz/JdSyLpS5N319QWBb4LVVYzd",
+	"AQptxVS94mJxFDcuReGCEdZI6EqWJSuwA6iNgxsrNxAD0TIdHCJOMMVVX1O9PII6Tg5UbErlnNY+tLa+",
+	"p5hOd/l+GXf+Hs/yaXhePccPz6ohmCfj/sHJemrun1mw51u2lRYZxCtrzxQqC9vHXxH9nNGx2Q+MKvYU",
+	"u1MxwTZQ6a0NBBRhl7dKlrVmH3p25ttvIPa+c16kpiVxGxpg75+AlqWWssJQYiqwb9tysznYbAC43bsH",
+	"yN86v224UF7Dw3RwQCI7OsHWO5equRjzpeQ5y0jrgrXmB3NLghvW0MmAYGAXxe/66xdJkKax1F5y8CYg",
+	"ZNOaVVwWrXUN6H1KGajXjxBZzMGD4eTynlXqv5jE0sD0/CanE2/tQAFuYLm5VqSUOdWy+hc+w7FT+RSn",
+	"bJpZoG2PvjHrfbOHMfmf92g/Fl3lxO1N5guGt97HejkI/NbAVAwCkf/OcZ7CCvL0SO1dtJUQt30PxPke",
+	"8PZEYtV1RYXKZcGqa7Zal1FzzikWEYG3iLavRVhhXXD5I9cV1exPtzGQgWtaLZi2kRO3XPvs+rtbrp+r",
+	"E/KClEw7nAXsL19KqVj/wfROkJ76P9DpWTwU4xMGceC4wMV8QnK53pI7xta2NqVY161yk+a50Q9ofpAd",
+	"yDXkia7z1Rda0o39c1Xj3+BL+mV//Gr72pRIjVEJC3YnA+DugLy+e/kqqofrip5WsYqUb+sK1EW3cRIe",
+	"AFIj/vkcwnfxWlIZKfmKW7DSGUAM6IzMdC1YZv4tjV73w31GZiW7Z2VGZouMzO7Ylgv9ZcVFRma384zM",
+	"8sr8d0UfDCmZH+u54n+FNvjDl/nKNEor858cGNJM5V/0smJqKcs2n9k1zOKwoYR3M/LhCgohC/rm1S4P",
+	"AqzFOOiEJcS5B+MwRyJChD1H4dVgJawUNIft3GJzcEHW/IGVavIQjNwwNIapJvYOrYal0rFUcxe3bfBG",
+	"dC3G45A/C/5rzVA1sfcBJAjlEmtrjww/eP1N3Is/DBu+Vw3S/4+9t29u20j2Rr/KlOpWmdwCKdlxcjZS",
+	"bZ0rvyU6G9s6lpyc59nda4yAoTgrcAYHMxTNpPLdb013z2BAAiRli5Js85/EkgDMa793/zp8eA1Eelym",
+	"g0O0o5TKXGzE0BGD5VYZOuZcrr5EMOxqlo4zuxlLHz+BPK3xkx++X8W8OwBeaGBEePl0IvqPH/66Zv2L",
+	"wcT4Pi/HM5rlNNHONSSjX1VgEjG3arkQybLQj2VEF+p8fE83U0o6SnGW1ZLNq3D8C3E5yUZKZ4vK9MlV",
+	"OO9hH45Lee5ky2cnmSExM65qAzAYFJhMYuAaulsoSay1pZNBq9KTNop/I2Y+k8UX/1fYaVgq9vzkxTtn",
+	"vVLL/EqUBc885JgHntFKOMtCEQsvJKSjQUYOV/MYNiKcxrqmTkHcRtI4iNsVoQO3GLuU19DIZ9ic9bYn",
+	"2Lgh4vyaNh1iE1tCaftMjHQlVqwCkroW1yGNO2Z5AxmyMsnCDVYuJlqsPmqIH0L95YVgPH47wpFaTsxY",
+	"d+hS0aE/bukJPK1KbTr2iv646kTalN8/O8mXmuH8VOlp+Wkk/ApJE3xQl+4zNTF/Av2uVP9fVcKpUx9t",
+	"ayLZhrf6hTQQIfR880aXee1Gfv4eBkzdz9hF4EmALXI8teO316I6LbhU76wp21ri2uX0VsI75gwRSkL6",
+	"ItPur6X7GkupVWY6ZOfTSmFzCqZ9B/24WSavhE8fVkJgaGaC+DCQPuw4cIqhq/dVkbLe04MDlkoF5P/h",
+	"QufzlGlnos1kR11Itzev7aQ3aLfHp1ZjW6xWpCBdYVYpeC9XdZF33/kV4PxaqjysHpTTomh/czNawFwK",
+	"qFPWldmMMjBD/Xl3StPbN7+evGJkyjor8qdnkLVfgzcT1MJaW6W78gLHoOIOmcej0C83HqSzvOiFNAg0",
+	"4mErWcaV0sDOI5SO5b0HTvZ30WKL/F1Aiq9TAj5KA4F6eNjbdVACE7fhxP5aIzDC4MlNzPAxN1ADtDq0",
+	"bajekQLHoQRteT1jbk7t76u/lvGJqDiAHJRcDaws7OB33YDbib4ozdmYV/4Srfky7YQ0zLiX0FHJpmWN",
+	"GW2dgO+o3L+RxR31SCYtzVtxfpTIjFt7s7YgQ5xChC0cnlWCX7XdMFHCIkI78WDxUg+ZQvDrLpiDuCJn",
+	"ZfIunknsfnb8/DzuzLzB++8a74R8wfdtuRJOg6Er+/7dL0MGEYXQ7mzCeulf/vKX/zdNWOo29m9/+ctf",
+	"0n5kepIAieRKwi6mAdzT11LBBEWCPmqucgYQ1cZyDNIaPhGHjPskDa5AroQaBC+dGuKrFlSJY1OQwd8i",
+	"ovpDdgzf9dn88TcqMdHXyBkmrS2hb9qB9dPE2obY25/QXBf1oPdGVLdmC7KpEdWnaJFIn29WmzVmrGfK",
+	"Fy1kWhldiMi6w7WyrBC88h161vKLShfiJO8wPtwfmQyp12tsD+63oRLX2ssUtyGPTIDgdtafVpm4Neuj",
+	"C/oSSBf+5m0PPJqbTjL0Z4fGqnuJO6rFCt6Vl8y04fq9VeEAaV7SUmAZ8XyddV5yY2ZObcu55S2VFN0B",
+	"jQAo5r4dhzVumpm3+l5238kJnzuNBe5lJ7rRL/pSqvXTBzmCnendOEs1D+FB3L/w5GdUPtDGP0eP8GrI",
+	"Nn9IbpcbfSd1xSDS0lql4Z7G+frHEZUNzmmx9/CNJt9J0HUJRSAJRDMLG/gJBRtd5Fd3VF4mQRB/1KjY",
+	"/QZ0XMKdXk1yjgMXwnaUC69w9C8TxKe3CMUKqs2KVNyTw70bVYkBVTTcWO7ZhE0xSsInWl1CrgBunVRZ",
+	"MYWcC9oaYMbr8zBpDY1ysJjakxqR19+obg9zTM1t5POvDsa4vlUFLPIBNqhQYajbbVWBh+pRJv0nN3KV",
+	"g6TZvFdFvVk4JmDoQN+KuGlFgv4Td9/cZO6qicVv4mKs9dULUchrUc3Xtx/N6UnWC5V4xwn7Jz6CNYSQ",
+	"VwG6nfnnXr+joyh+Bn94riclcptk7zfEzHgnLGAZhbaiK3qJAqxvNq2knQNoCyF0CF6J6njaFs6qqyeJ",
+	"8sHISM119qHk9sNwOET4n4upkUoYwy54diVUbpwa79UJngEwJH6nBy8bernv9uBaFAZZcBOyhWVaX0lx",
+	"RLaDYZzhXL1vG9KgKjHC+mRnDj89eMxSXsoP8MQHf+aQZIZGjbP04CP1LRlbW6Ltlh1X2Vhei3NIHW/Z",
+	"DvwzpZajxx0Shej3tNIAecd6qdtXXcnf4edD9gwX8M/pwcF32fG75z+f/Pryw/nJ87+/PIffiRRbvg1g",
+	"P6BcxWkuGa+qeVQ3/L9Td7PSymYfaGxccdrfdKU4ka4UNQH8qXR8KpMlV5a2PD6E2jJL6lo7cuv/9vPJ",
+	"KVzx335+eVrvh2FGh9Z9KudVjk9SBTab6epq0wVAyKzNk9E193Ba/9YygiU8YhdS5QbyrSqtJzBt9wN6",
+	"0BJWacsjCOBKYJF8A9dQQgtU35IAxeje/wzOrrPBu/PnA5xrzQhL+XcRN+l6Dhe9vRmCo6AmQQCMC82m",
+	"ANkcX7gPH37Wxg6AyvC1FHU8MM9z5J4/n5+fnvWPEPJ0AEpHo1ym2dQDsmAZL4wG4x4r1HF1z001wuWl",
+	"vg4fOoGDj2CAHdVYeiaywSths/HgTFqROkU0fQt/S8EbYMdiDg7uBWL+jqWZqUYfKvFvaNCahr3Gnaj3",
+	"Olru8j47xidbwcPdbUdfgFv+qfdunYkKXaruukPYe2DCU259leAFKGODTE8mU+WzXSdc8UuosK5dZXU7",
+	"faCeCATMg367L+KbJnhZEwwmDAKwQy5MErKWk7rCCJ7EO++ur/FtVmUFdVBKGusvOkhwn7bpFietYeX0",
+	"opAZVt14SYVpxShi7djQ0RQcFGRqvgJXiF1wI0IoOBtrI5S/mrkoCz0X1ZC9BDn4X2dv3zDoxOlDI1ND",
+	"un4KeJzPIEZhxrwULP0j07lIPEZ9Ah3axEnuFm6ruVO+/zPxDWv+888UZ4zJQPT1uBYo/Z/BufvA4CRP",
+	"nQ1UamVEAI5w06YkL/G/U14YltJwaRI4Fqc+oRCy9DCqE2z2XXd7peMq9KUZslPuVHkIcUcs0PfB9K8I",
+	"dS0KDWtG/dCrJQkDrSQBhe4f/3KLjFx0E9C4VRnGCDYNQXVOdD4t3LnZaaXgMPFWCGVhX7CjaOo+ng7Z",
+	"S55FPA20fbwfXobGkVtH0x8dixnUv0wDjjINXD+Ev0jrDsC0S0KNdJUJ0/oxG8AxILp9MQe5iH4eaRic",
+	"tL/LdEqiBj3wI5FErqbOrKTARV7JkWXcSQh0oEYrS/+SsongTlJNQYUOf0qY+OiEHLQKrU8T74ZjjSij",
+	"/VKAqg6ZM4nx3LIxSUnGlVbziZ4ain5HrZHjmTgenDoqHYsCeDDd7gZrxi8M2dt6RhNeXYncT6SW0oeM",
+	"l3KAaoKfCmgZQckzxNscDwZ/D/p1I4yeoGS5Bx2FtmpbR/EGdU+H9MNBEFPxpLKm6GtMLZpwEBT1hOo9",
+	"/JALJZ3UiLcHqT2+zIaleFzpuoNEtrjyFDtXXuiMF6DWhY/FyyUNiHqRu2uuffZjoXUJpSqAtjfihGuz",
+	"dE5+Lza8DZXN/G2w/IpqsHi38pd45ZPYZrqg36Ssp6tknQYIgDgrteKlgUkx9lTUrjoaofI+1pegH0lP",
+	"/HydDDtqZEUlTkERRNZcBQsF1XqoFAr1QfRLi5UXbfaG08KRAiiUkQ679hsHGuA3UzgcE3RSv0AMf4aS",
+	"uObkKBX1QudzL1gB3NaY0bQIXcipTBcrhEzNFo9R4zOs9889ei1+mE1VQd0XrMj/udc/ojKUwt8x/xJ5",
+	"0ZqlfNixCyqtYp3U79zjg8f1+WAXjQG+8pu4ONOwvGkJTZ+G7G0oGDRU9dIcC9IhZCGUPcQ51ldej2ol",
+	"5xkbQX+wELcCUcB6z/xGKE0ro7oLpGK3F26qVA9DLtD+UXNh2LMZfYeOlFG9Q6HVo7ZD4hrkE8eQKjRm",
+	"dj+dnv9fNtHXwv07bpvd96DBMAVqAUwIy8HIwiZ7M6eJ0eqkE4HgruXsyceP/h6gJPPvJVBalnkfQtMx",
+	"cSmUqHiB2/O4nwQzyOLw7tKl7n9Ud4V2v/stTJ9fgo2+OHe72Le9l76pe3cf08QCaXuVLaXHz+elSPtR",
+	"C3EYxbcQ8AjPpHCqo9WmJ+3Jk4PH9dzOXpyGPB049qeg3lYyu3Kq3snzl05pwKZyJsCI/fgfT773ehFc",
+	"Nzfmwt2AIZS2Yyw+G0FQjnSxHkfXKLKf2mGPzl/3q0Jf6qltuQxcsfQYitIRnD0dsmPyBpS84hPhe6TW",
+	"MwnwS7nICt7KxA4i8enDsfDR1CmCmJUEOhZnTmqWorDkjqOQgZ8nN0yOiFcCyAvGeevq36O26t/FMcGj",
+	"xHNMlO4P2TvBc6R4HEfktTHfwFR2vMRrS00o7kpkQlLs2NMoKn+eYJtSzVne0lihsnnKevXWpmfXWfy3",
+	"PmVCGCBI9AxwbNpPOY+HLAXRnyZxeVdSbxlG9o5YWkgluBOKF4VIsZoaS+iriWk0iSpqQxsJ0zHTol6x",
+	"IxDfKhOURryFCOcMBj3kkjYQ6KjdLtL9CNqAwuX4/uC7xfaQvteF4M72cRew3mc3dKFx4taxlkBqC5PH",
+	"nATcBHQ9uDOGY3Ur0jOF55n4J4FXhDBvlBUATUWcteo+Mce2nc01FtqQdoYCt2EmhgkumoV0E84sL4RX",
+	"2Xr+b2fXGfwh7aP48QyXz1nhtAZqo8EmHHam0tPLMQkaMOWRWw/Zb5UEKeTdKr4vp09/QA4s5nAk9YnU",
+	"5Bq1RgxsFAicrORwPKj35txylstKZFZX80cGADTIYJQGMDhncACjSoiBKZ2yWQmw14hpGDbDOdNk/iOa",
+	"jLG64pfiw2haFCnrhR1NT5SZjkYyc7raGT6U9iNbHhs/43ASB8/RMYQ751NMsCWtZ6tOKLrJWNDoyPqE",
+	"i5SwdB9bTKbeX5OjgxoyH+prh3+E9BayHzHZAsJV0hYiJIu0OoiOT0+iXlGHe4+HB8OD4eMffoQuY6VQ",
+	"vJR7h3vfuV9i3dAYfO77vJT710/2nTG3f6G1NbbikHtZtuaWPIcwl6E4iGMMaJ5GHh5sIuQhPKUylhdF",
+	"LYsWcmmG7G1sdpDSDvk+0hpRjJDdBs2BB0viYt5p0Rz6PVSE3AksMNM+OZ3Xpox3GQHTkCifuPuKsYAx",
+	"5LZUoLrEeulgQH8ZuN9IYdzl8atyBtBIVzMO7jBPvb30Ff4O1Iv0fwbhx8Ff8BfvBC8GJ6fuh18lT4MN",
+	"XsgrAZpesH+x4GFZbH5HMhGnSXsISiZsJLkbxpEvQk/BqAERMdHWw4IO2StdwUumXhagDhTMjEVRJJhG",
+	"Tyg5SNBlBSiHvEYBCxcJyZFMhUJ7mGylFy4MpF8aCrBI5VneM/+dwXOdO7YiyWEPZR5ehQ9nGR14j7NZ",
+	"pUHW5CKIONipSpSY8KGVMOzpkx/77g6CLds6q4Z0Wt77H4/A3TXTrMLsn+C7Fh95Zp3BogSglAyhQpe0",
+	"oZN873AvrO/YjQt0SfLd7B3+o7VhT3Nng/YRH8gj2OqEkCbo0sT3e5nI1oQOmufg4yIcEpTWJJf9CwOe",
+	"wthnOocUXDdVgi2P6tr3/20wNbr+9KqIbnPnfJIaONjbI8duPUmt4TpSyKPMzxBW7OJpw704cuu4DCJn",
+	"gVwBVvrk4ODWlocB6/bVtDHcRnn2n8neU5xL2xBhzvvPeB42zr3y3fpXXunqQua5UPjGj+vfeK7VqJAY",
+	"un76eIMhTrGDxbnWv/DqUuB7369/770iICyRQxKxM9ng5ScbzPJc69dczWk7oHH095ts4Ymy7moV2MYr",
+	"jms7+nWXPzQwItG5+pY5Yc8vDaT4EOTzoojz2U2xR3vvcO/HH/f872qX4t7hHroN67/hj3iB/0w65P+g",
+	"zl26FK39uABxLGAPd/BzNhe2jltEWXCguZsxeUNqngYqjdMYnNniq4MhsAh/0apVrRiyE1s7Pha9oexC",
+	"ZHxqnNC50E4tDwlVXjMP4y8z6J+EDZzmLCT9bIvqF4fqYAD1fuExDR/UNT8XmMsXCgbwsjfvh7GyKMBG",
+	"w04rxLs6r/+tXvOMlzYb8/0/ZP7niiuucsz9EbVeQ29GJVQBnQnqqXOMrJ6++YnJCb90Ng80/BjJa+Gj",
+	"dnCfPdLxtMY9j2S110mp4n8kR1YIxSZSTdH7Q0SBWi0ECfzwXsNDK7AGk4ow6+FMorn4hzHS1gC4B1WM",
+	"YptDWvxJDq6e+pkC3BmwxDBDCa5eM402B68Bjoj8ADxs0sd4g4r2FG0wLHzNEwT9h4zRsuAZFvksUelz",
+	"nNw6FaoFKztuOAEqkLONagVI5kuCP1Z/QsLXdApPtqo/K9kFXJT9EjtxtnwYu3K1fLqVN0RHN4E2+5ib",
+	"RPm06Cf5ZAXh6fpX3mj7Sk9V/qBYEtJyIJss3JU7Zjb7lLLTbV6foP8xmNjIXsKhJiFJGgUsORuMmQrH",
+	"d5SYOV6VxMxlNtbe/gNnYFybQDzK3Rtd5I5/OOGoNCu0ugQgt+DnHLJjxajRnnsQGfgcizhw5GiWYIzG",
+	"sp6bK48THfvDIp6wTNXvcLM+n7LR4Q3M49OIfHWB3wY0/ukqAa3+uV9LF903DmD4ifr8w6FXOKxFgqXA",
+	"Q3Otd0TF4EUdePNxhX+M3K2N+odak70U+cAtKKpvoZ5g4C2W6pKlRJ2n9HbTmUopMBDXCD4OrRoujjqM",
+	"EfnZ0j6oyYhbtJTU0O5XW5UjcdiIY7f5pNoSIIg1FIJfAeSWb1eihEQPFxYgkeMdKo/CLipdMVvVtT8m",
+	"OGWldRoJ7sXS9jHwdTlFc8arPK5p8spSU+t6ZEg7GtDlc69DfARYLRTmQtAy9Rd46Gf0AaefJkxPLXgb",
+	"U/epaSXS/hFqNeBCh4BFZNwEILAkuOtJJ3v65EeWVtyKDwRTlkYhlplUuZ5Rja8xjkl7VhA2DVTEiSBY",
+	"gPDrUhcym7eW5hs+d4bdvD9kx0VRp71EFReUhnetr5x+VpdZxL1HQA6hqx9TJDFuBhV4bTocEs7bmfIH",
+	"t7cdxxGO4wdZ4zjygtLflHhr79YhFIdau2bbqLfy9Tt1NqLP3Y0PEjvmwUF+ulr4eBPnDKdEG5HvnE23",
+	"J0Jr5xIyzpgCics5ha2saapdWNacHlKaG6x+b2OJCt9ckp3A41ZJTJFdmUhfpHmDVQwl37HPVpeQHRja",
+	"vALHI2ZpABxgptnP1pZvVTFP2BmfiDNpxd/ObCUz61nRYUt1R5Q6O9aVHTizNm8tGSEJCAnj7Vnu7kvp",
+	"mRMPIq2TRvwCpWlJgQ88xqf106xwTPplGBO/PWj+KUKyTOMTcKL/DQlYqp4oSyyEppbTkMN1Tv9q5Cs/",
+	"P3v3il4Co51YSWu2/nKyfssug0AyIuow15W/P2S/YQQnxp4hsXjwuF3JCUErw+eEuBD8UMDw0G5a8stM",
+	"K2FCPKnhlFlWEDrcMpE8R+AB7vXWRmBeGpw9/a3OVWU9d7T+1z6Bj7RDr+nhR/p0w5Y9Mz5LpsX+UbCl",
+	"v6D3CQQ4tyLcmbIOL/plugtZb0XPqSI4LFR6DWAHESYhq7QxAyNtHSfrLZRaHEYPpejsclagvFShAKPf",
+	"rkQu1F1QqqFXsGQIvPtyAK+VoaLmTmRZ2YBd2JKCAd/eICDFMCLVUMu4ysnE99ciIZaOBhAe/91qHlT6",
+	"45tvdwWliMpnALMrFGkeEjKJUf2DNCyDjVCQwmGuZ8IOusqOzpf5RxebdHyfvlqXnvGWQm1YwAPWc77p",
+	"GBm0kOeL5und2PiY6titqLyLUDG8jhV0ahWVk4CR624+KQ+UIw/XlaoFoDvgTFdXaCqRWG1kVURuslp0",
+	"GMzhVbmHMrnQ1tMAlroijOGSJG4Y65i3GiZvNRMK6fXSqVBPD35kaUaqdNrKPd1G3bO1E3McMmHaWU4w",
+	"OR+ysXJfdsNL7wOhC31rlNduCyCqQ0fAzU4rFUFuXIixXJxdVOnrfn8l6d5KcrJx23jG3QUxGgkE1FjC",
+	"C62FiQf7mNdJYqgQ107sAjM8UR8jv41mucgk5DTKbIwwAO63Zqxn+D6sRBrqVw0qZlQ0RJmq15ARBY+C",
+	"16s9woW+CMgM2aa4j4bp8oosnUYgPAT1uENCuy+6eQG7ciE6rmdjQ26biNZGkTBNfVlL8hhVEHaNvekN",
+	"6QRzB1sa/9hmJvs0jNg8duKn+SEn4Az4PQ8ZtFZQllyDvpjDhGxpX9yOlSK+44QupU8FB4/nOC5ClxHj",
+	"x9x11sM6KJxFqAZ0FgVYKsoJOpGHL/QIEUlPbVI7NEPkmepKgDDJn9aPHO2PWUof+kCvpEP2i7wSQZy7",
+	"DRs0ZTHWBvgCizi1sIaro68+MrdW3N4ZXTsLfP4BGRB0fl0CPU4EuIEh0XKXY83sUw2Jr5LPdYfmgEwb",
+	"vKVmGtjaFrlGzBm2rr97rIJO5eIXSEerIQ10kUMvNlkZiwncRLNUTOQxuceyygclrwggHspRCyo3RIDs",
+	"OqfaymvMcgcSP/IwQU6juJCKGOfxmxdDdhZwMw3qG5C9jOiZhwyBM32eM5YcduAvQ881XfsPJJaUUHlX",
+	"W5jFbcRzv1tLIfW2e1I/sn/Kwdbc6DmAM9rgWZrM38UcHNSbvxGBnW76yusG9uzm773RubjRCy88UPJN",
+	"X6lhnDd/81dAAd38+eOyvMHTWHNy4xdutIKXBPl8gzUEIO6bvUMg4Dc5+hjed/P3fvaYzzd65dT+foMX",
+	"TpqozTe5a8ZpKwgddoMNzOyUFzd96yxgCG/+zk+E2P0KWOjNpkhcGKbp399qhg6ODHh9LbpNjNjn5c9D",
+	"D7Xel1Hl9tC3SqpllFcdwq+W1YeD79vVh7Dh11LMAL1wZVFb3bAhzkj1phIUnmeeQadD9jyu/Wz2PAAZ",
+	"XRbSMj0aJUyorJpDxfxSFeqVmEetU4PgZimAO6f7KS/LdD9F1Kc09C+ZKgiTeHBZ+lgPXXc4xw/4zofg",
+	"yetT3q6Hb/c4owi1kPIm7QDiS0r4f+kRolO4F9xyGkD8FBYKzRFSBJY0Afc8WGcc/+I7jfpafDDksKt/",
+	"vyUzBE7Hc7ktZYXEY6wJ3lD6mXvykSEM9CQ0T4UbYfFMzUzabIzIkHcYsPHyoDNDGA/tNkqGdqkfDyD1",
+	"A+uKeJNz3hLjRDS4vTZja58bI+wAsENHotoXH32rgVYT7OVHrBki3wjdwtqICqwXoO6wkFkQNOlIVDWS",
+	"Sg9T4wH8cxgm2pxMmvhPsMf9psHlWDM1KoBhFywrpS3DlYj8iFVThZUf6LYJCBYIFrrMq3CRXhlxU9pq",
+	"wRANdE6rfkFb1EX6S3v5Tbhq8Uzwppn4qt2ucrEBhciJp5B2PeQ3kKNlJdwXUyhlpw7XiNXRD4ADddpD",
+	"I7mEcje5ZTM9LfKosiphBEqdMHMly9KX1GBaBXpYZ+P5kC3MAbo7NKBSQHMgTA9eFANdDcKsFPp23Xp5",
+	"hlCPvH6RcGPmjJJbmCSwh8WKapbiTtVpH+HYLpEA3XBDBq0PCJg5NPBBTQLaKQZdJ6fm3xdzBmrVPi/L",
+	"fd/reqp8riRgSaPuhnsEkVxCPoG0mhm0MmrOw2edQM97ORFD9qbWEAwreJ3rVKI2NYicRaXWxWoVDGwa",
+	"0eLCPZm0M5vtJM06rRcGXKMeLTPsCCUKz5UacNy5SuTnvzKJtuCK9ej+9x2R1LBXeOt32tKXrC2d4sky",
+	"LIJwhO0sG+LM29eZUApt5qf2IksqsBKdfVSjBMkq6t82Vdas9PX+hMM+IIevd/Gg1/cOHDQw4CZeGtz1",
+	"nY9mhY+meUHv2EdDHfqkNUAWCx6RpgsEno09IKu9C3BH7sLF0OjR2iGJYO6PYJFJnQ0fPXcvMhS3aNWU",
+	"d56Fr86z0KD3O5OS+3/4zp1/Ij8oRFurkxfwe1O3LPbwf6p2Ix/VHWdZC4NQ2n6Ahlxp7CL1jcFIeSdX",
+	"ha3BtSYa9FsqrSggXhulbeKEWS+0wlaIZwhaJSIbIvrSIXl/L7QdL3MoXN8Ch7qZHF+QuduVt5skb9aM",
+	"glozPXhGcVPsgy8mAxSvV90qcZu0nuyV0xVF0zzIPF99Ez23UevIJuUst0W/Jcq5fe2gu4N7BwXRJoQG",
+	"mw9PGSCHk++T/JXR9zelCODtvAdFYNlhtmGKF+ARS3WJUCi1u62Hlj66P3NpMn0tKpH3mylh7bY0xUK/",
+	"2fSpxayMB5JVQXdkl12xieW+wgu99WhI6BQ1MIJXGWAj8QtZQKJpB1WfYUQDq3jDB5gRE66szBh+ySOB",
+	"g0fvclr5glbftJ96RjZBA99FX4OPEDoqPSXyCL4wrsEaayWMLeYsDYDXhxgnSdsLN3xWAQ13BqM9r9e+",
+	"fTLqHruzxMM/8U2ECH+jC+YvDF0IXVLDhkowkUsLzYW3TSV/hBSjDa1eYzXE8+LcpVElqGvWYrwrNnA9",
+	"JvC7qVJSXSbsjBrCJuytKqQCFRyqvSnmuByo83Z0hZ9Ij7C0UXpByk6s8T1WAHYT8mIa6T8G+/lXgueA",
+	"wO7L8KF+e405/Kn6/El+/zZwnIizs4IfiBW81SSaZHXlo1aimVLn6DfHXF1q+GWnvPDtKPjU6oETidRE",
+	"IocyAj0aIcSnCTkvjnIx42WVfHqopLRZOttXRzn3RQjvBM+3RAYhwDNdA5x3Ka+FIg/HercPOyMDwL1K",
+	"mV1xLi4U12DvFqALLJ2J8r4SxoFMWrpTQHcE6tZTN+QF4mw+RWWV7rEh+y00x/TkXE2VwXLkkuyuJGSO",
+	"LkpoGCalHNvUg3cSMl6vVer2DxfE7mpX2GeT+pb9X1+C62ud1+tr5Uu7iNlGjrK7zsWNrIZ9sutFd6Lh",
+	"OTR2rN150OBptMo5APn/N8z7bzM1fLk31R6stCmUth9oOi2WNZX6iC9bffFntWMY924C+AvF+KJL8Y7p",
+	"t+RTs4J4Tzk0P3NkN+FWZszbAIdMaexkBlBB2Vi4meVxUz7x0VIJDmT/2mo+hFasoHd4GiXbH1UmUjGO",
+	"Im4Ru9ah76b7Ko57ITI9EYbBHFvMDfj9V2FwUDZzwwYradU7Cr6n3E7o89I4k7smXft7N+G+dpZEwn7X",
+	"emIYNEHRpYcTm4iKR8D17ntHBBqKNXLOgiBK9g4/ID9IOTdOgg/Zu/Oz0zoCFrAyf2RpaX8HcRrUpfSI",
+	"vX3z68mr7sfjfo41C5EVy6FSHXqAX1Jn19q3jm04f3r25K+P//q4DhcimgzVuBPKWXp6/n+fT/I0wHgv",
+	"9jFjY13k2PPV0KhH9fxyachCop4IBnoZG2EdczJUfAe/gxrMxj5Q6m94G9N1YF2hxoe6MboPEM5Cs4dN",
+	"+AZrc1PSKn20zf7+AI2uenLUB3mN4eW2gu7jvdhc9UR9w+ZOJk1UE3er3vHlb8oUOwNMw/jOfp4sQPZg",
+	"hsShNpIFdYRTCrMR8h1MN3op5kzIkEQeIiTeZHgojP8V4PouMv+Sq4RZWVgUfQkb6WxK7RQq6EcR+uJn",
+	"3PJCXz4CVu5uEIAiQzAoZr2PjGe+2A0/gYI1I6ypuz04UxZ/F29hwY0FJB/yqKcBaurYQrWV76+TyxxL",
+	"7+pKb998n/aEewCk/iqvumNZ8R142Drv4mxXyYHouR1nvVdv/eJx3GWIeonLrUcnPDZXDZr0ZuQS6+OX",
+	"XKqHq9U+MuElBOZlnL0+fnP2/MUpOwXW899TH5kDNOCQQXIlSst63x88ZenlBXzzA37pg1Pm9dSmNR/y",
+	"2ii+TWrswlt6NHIWe/2W9BrspWN1VSushm+v9RXzqRpHcMexHg7HQtTA22Van6SckX7QqZcFRrVE8J5l",
+	"eQ2jR6zhsIMFrLVwa3bYJ1DKoBJOjqgZPHYfB97hFcCla83WM5U2U/fzmMtnsuhW3ryymvXU/n5KZ/fg",
+	"+RROtCuP9bxWU3cs6V4TYx0pleFS3QIr2lx9omH3/8B/bJj4hw97y+ckT30TAiLumicFR5vTZqoppKax",
+	"g49//a4/ZOhI4SoTTKuCugBBcZsvmjWMG5aevj07Z+tWkq7J1gvk8Dlku0H+vB/mrql855X6IlP+atK/",
+	"ZSWkI9XpzOpKxI7/RyZ0Giy1kUCfvI3C19P042WaPoy5ggc1dL96/fLs7PinlwkiWo0Fm+hrcesc4EzY",
+	"HfnvyP/Bkf+ZsNuk/U8T/PuX2uo1EcQ4Ymj1J3GJJ3cg+X/SVu8If0f4D47wf9KObO6Z9H2YeqOgEI7w",
+	"aMFFOg+9ByZcTXlB6XkU+H6AftNGGAsXU3fwNm3Bn8cs1xORsKeQh23FgPa4gIrd0Ba96aNJxwCknq4J",
+	"y5z5E3jwLoQw0xXhGH+fdmzl3kMxpr5YW6+aOPPxTTdwg/6xl+hIVwvkR03Hcr2Q45KsDbPii5HyMeYG",
+	"Wu8/EEaThoScZ/PjeB0pK8TIQpJzXQbiDa54hWvKJm6TaWwzmcdPcoNsnvquLG3EfWT37DjdLp1ndYP7",
+	"LTDYTXM7IcN5RR97bMiKlctWD8ppUfiKTNYbcVlAnzorJiV1nozypq2ciH7CKmGmE8rtHrBGbSeVVsRF",
+	"ZUrPfDe+trYKQ/ZusbTCiQOf294LdRb0mw91yUeKUSifYhk9G7Iu+xHexnJo2VbzLyPLGyreN6vT9nF8",
+	"3OuQB7nTt+6JITh6A3rwREaB02ruKOPumcO0UgNH90hNK+o3prYNtgHKVKWiLvZdSOFR62d3F2np0HoT",
+	"CzXiBi+bwDVoJUJRlmcNy8+3sIhWsp9Wyvck0ASX9GWXeSTAZWn5O2K/P+PKXa2oBqlJJreJX7QxxSOo",
+	"yaDQK7w45w3PBCCagKwvpBKHAa4I6ZvaCiQRXFnSCf8QPd0FA5Es4axE2Cvi2u1+wpSYBdSz0IYAkMax",
+	"+QCioqXoHS70JdMjxj1cSY2XY/ncBASXlbkb73DbftGfZ0Ql94m2Vq/h71LlN25S94u+fFXpyc3eONc3",
+	"e/6tO8M74aD1bmyC1haRDRPKVl9jMt69JrLwiOFEwEt3mhRsFC/NWNvN3NtRMzV6L5h4ScB+Q80be6z5",
+	"ElX0WRXcOhYmJ/xSPDLAXpHTyd8FNrahbh5o0+iZchYxNoMCl1bGK8c5mRnryg5YIa9FzqzMroRlvR8O",
+	"qLeL6bMLd8IoeqRp9grMkF0bzTi7qPQMWoZz5b6JpQ0wvQAxwhU7Pj2JMERWOavPwm4uMczmpp7Ax0ay",
+	"bmAcisqTPQn9lLkd7yV7ik9Efaon+ZK7J257PeEffxHq0o73Dh8/+WuyN5Eq/JwsNcW+C5st7EdXL3F/",
+	"jZxMdCc/3LGL1gQYt3EXosEyTHTZPoNhIKmaYVnw+Q34xT62DV8RASfkCiLPbookBTHFNla6Yqmn/DRQ",
+	"K3ahGrk/WlucIZmnrPf4YPDDwUHi226xHw76SQi2vX/3i6eumPPUrEQC8h763mtmAH+GXhVKW8j7hU8s",
+	"cAFQs2htuhQAClbMG6t7ZHBAQ3BExZzSgbmlha1pcuHJ5xi3+kvhKbfvMW9uxBpvOW4t7HkhRwIafd2p",
+	"l3zh2Lq6b+Hd8b6q9+9+2SFvf8lu758qrixpJqiYIIfEFIYHw7bjdIbWQOU5aHulqKTOZVZPl2nlmLN3",
+	"3/l6TVlBoK+65gWw4+9+OKj1sBaAtUedyqHguajYZcUvEGDxSsxHjt01ajIm7qyZEdW1qLDDB7f1BNzE",
+	"6sAhMf3/On35U0uyI79eZLPdIcNvjtFuGJj0yDUbdXy4ewa8LkhpuCNTv4gd+/2yQQRsK5sNx3vHTsea",
+	"4/5hCm3/3Mi+dqzK8xT3FuulyMTShNK+jWWVyKC5q1Mt+0N2YilT0bSoqUxXCWReCJ67DzttF5Rt1D5S",
+	"dBKGvSKJdQmiDHXVWp09ZNwr6UF3qVPUUbWWxNB5rMT7pw10preWZ2NoaRyBzkXWNn5oHn3+6cHTTYzu",
+	"L4FtJ0uNhDEzzq35iPnD9ply8XFrJTrm6S7KyikKNZ24a49fd5d+7bSOl+6EN3VGjTvhLhcDRFW/p8vO",
+	"Epjy/04R4onmjF/bW7WR6+eI+UiL14r1fOPNhbkcBWP0kfFGQi4ymQtT9xzrd83YX+fGnMns3DuEpgJh",
+	"zhdaF4KrjXwscPT7/y7FZVO+Yet09zGpOKJjLWxIq0gDDgLf3Plqb0ux75IssM13qsVbvqop+TGJAUoy",
+	"OQwhKYxDhd4BzTgUZrJQY/H2/BRq5+FMGsMoWBwqm2ON3BHWJbL2tsqmRcUfC5XxA7yq5LUwQ/ZOlIJb",
+	"BBNjMzIfeEjjcG9P1UgqCXABsQiikghKqfHzbKTH1MmMlVgRdG8JoiMIzVJyTYth4TZwl1Kzi7JvVduF",
+	"YyD03po73bWOa3XZzY7OatBEr0A2GdIZ5tUkrdicrGc0CPaQoRelyyiNi3cM4JJL1U8C5/Jswj3ilMhc",
+	"mpJbZwOwzLGjImZ1utyA0w3ZW4hrOdXXsZqm8sgKbUTE3doYgi6/FH6gy9XsALbsa6X++yNmXUYJMxAH",
+	"vVN81GJqrKj2J1pJqytKiVsfDKa8/LGzUtykhbp0Qh37egGdCCBowE+BIgeQ95yNpbG6mrOZVLmeOYKG",
+	"PhIJeYz8n/m1qPgltPW1ml1MnepuhuwVfT/TE8FGlZ6wseCVvRDcGhpxCbkFWvNPxERXcwz9qjCtpv4A",
+	"EC5zUA8cB6EWFNRXuBJIYMDBdCXarVLczdf1Zt6Y6PELlDyz0DsRTCTPgxY2kjQepWdgl02kmlphjpi8",
+	"VLAM2H56ByWI3/ohOwhINkr7Z7psIfrza/x+wyIKZotU9rsne4kz6+TE2Z+PDw7+egD2Mf58ECwaKBQR",
+	"VZuN9044cyezjdVaDf5hd35rZvhG5+Ik7zIzf/huAysT96l1v9cMDm+2b07OrRhYORF7G8zgpcrbxz8K",
+	"YU+1djIvVX4LU3kGNMhmMrdjd8PIz19PJBtrI5TvxEfXcuxMdIvejMdPDgIlr54xjkWh3g3v2F9/eHoQ",
+	"37HHLXdsq3J0ifZb5Ohz4pueTzrWGQhuJ1JvzWYnscZqsYaWHu11LE/xyTZx+l27OHW8py3FakmS7pOU",
+	"vH2JmgSnacSt10sjun2fI5QeGgXtqOY2qcZXWy5Rzx0RTKEzXgwoH3It2XBWyMuxZZWgLnp1Rtko6gYL",
+	"5RaxUlhWOhPGHLJLXemplUqYxOmRJZR2ydxtgdcXn5++xwyeEnqdFcK0ktovbuKUYrvNTrHxOCH2sSa/",
+	"7pvoDeuuLwQn3Ak/Mv6MwyZs8wIby+10wyRatxJlpoZZUU2cpp6Lj8Ln/GtwTF5LN2xwNRAtgkgAATAR",
+	"kwtR1b0nzXQ0crYSKhOCF3bMuGFGuBvrTKSwL0P2Fi6urgxzNqa00J4NS4opN83nYoiP0Kkd8+m4UzP9",
+	"wAW/NOxCjKXKV4mdM9yVhy1raJJdDlDaezzgnai5VVqtt7cmCuPvzK3TKmpT+/DXTkr9Ba480alvUU56",
+	"GLyZgPFZOtEIgQunrLXX0byEt97AcFu8xvUwq7BL4yUMv5km+vGqoyuFv267UU8/+Ubt/6HA2/Cn++Mm",
+	"9ytcmOBSxs89MqzQuoQqU6+zHJ+eYFsw8FldOu1katr0kOa9O3YzWZMW4Z5jMl+ag7/XLRkHyrtVNk+L",
+	"uMvig8b6V9FEfQI7vn6rhU0qJjwEp/HX+M6ocMOGLohwVQeyfddfk9QE54ND7hKbUF4w1voKSLe53FZ9",
+	"qL6Sq7H7vx3S3KQrwFfdB+DeaomkgYBSC5W2g/xvl0wx4CrV5WCNCRUw/mm2NPdeDEwHkrFPcHOUW+Ms",
+	"HBzEYMK4NGyiJ0JZ9KB5WYymPQEsTd0GosONZ+MEAWCoUAmD1940I85WFhxIMyyHGQH7EfJkcDqJ941T",
+	"ibhnJjOubAiMZ1yxC2A7Ja9EvoKjvPPDdVlay0TV1Fq3w0KWAgdvQ21UxDu6AgC8LPduaTSfcZR3jYUP",
+	"dMeI7olDLp7rSqU+vnY7sK27ZKzurQ124ExU1zIT72vAvAWe/Bu6XWrSrPmbZ11NoJzt8uRrUeFrG2hN",
+	"NE3IqAG7hF5GzcgbLFwqY9sY5hpt6VeayTesKPkt6GABfrt3+tFtpvsuqkbX4R5uiQJn4sLZEwOpLvTH",
+	"DZwHaHzUZgt+xrBSQ8dEUlUaxNaEkElAs6k1oGlJsvK/zt6+YRxEipDXIh+yl+BydiOGtkYcS/RSHHZI",
+	"sx/+c3pw8F32s9ZXb/hEwE8iRQQb7NEolK3mj4yjVapxwD/KvE+qkDTQQAk0qLGeuYe0EQEFB5MC4TMA",
+	"/wDI54VWl+7/9ff01F7ojyAYHS06PQzrAiXmCCl7xApxybM5M4pfiQ8ZN7ipzPEHQwlA1YQXEpIRU60+",
+	"4AZ9QDyfPA0t1NO36gz+9Jz+0l/ll/kN9+oEDvqmnvFPgsppUY6C7YpxAT4RrCckpDmOdDXprIIY09F2",
+	"ptQ83VQ9wxnQdb0gdS3OJe+aAjxzBo88OLUtPtuNIHaIxnA3HjoLvy+O7LZzqnK8HQNizLBjMT8GBnED",
+	"fmzmxorJsNCXbVwZvraPbGQDdozPe/0DX2vyW89GjeUq51XuGZ9hs0paK5Tn2fiyTzmEmgaMCtqKK+PB",
+	"DUxkiiJD8rAWkDwtY+NWqGtR6FIw8ZFntpgzQIN2Q+fC8dAKGBzeZNI20oSlMMGTPPzT0b37QWeQI5Af",
+	"2/c2c7/AyLv7FypV7l85tzztD9lp5fggNAnVI/o18JsoqTKnRUHjPD1CqcUzy46BDTsxACtO//Hu5Yvj",
+	"5+cvX/wrTWARyq8AOuq9CKshuCqq8phoqMYfWVEtBnZq8dDDRb6F3X/nfx0Wj79/zT++xE938vj64Ttg",
+	"7tvkaLgIWM8mrIyuLRLCjpO1c7JThJ+p4QxibWUjZvbk05kZpdTsSzXSnSzNIw0hf/EQcMhnfhMXZzq7",
+	"EvYQW2pyO06YmV54l3nCJsIYWOK8FE5Zc3unMsHUdHKBSThYY2GmE/fxAlARVU4OO9yMEZ/IQobmOVjh",
+	"ElU0z2RRMCOcwuIUWHh8zpQQOfUSD/tCfGYsKtHe+dsn0bjVhcWduO3ZIl11D9rZdRK3l0V/+owI7r1j",
+	"WK24WGGtG9HC43ZacOtddf9n3T7m9+VlxXNBmC31tEC0en9yA9WTzJoW8d93EgqMKSs+WgZQJob10vj8",
+	"XyO9pP2EjQCb0uvCePOhoLJem0HQKUQARWgUaVg6FkWh0yO051BapfRnD3LFF0kRV3RZOQPrYg62nM8m",
+	"veSloQKpNJtWRlfpkB2D8OTgjVJKZDZhJTcha9XoqkbaCpML2q2T3fQpSjayUk0FqyB1DwWztLXCAkpP",
+	"4BlHvhsuD6muWAMGdp+blveq4cuIDWOEyg1LK2Hmymkp3tGeFdJxmUrwvJl0i8caM+fj0xN2IUaYkVXM",
+	"HR+ixp1kKlPb8+OpHTvmlIVeF4B1LXjlNlpfCQDO8alfuhAhNpBpfSVFwrKxyK7c2eNoaI/DVTxkTw8e",
+	"1/AIBIRWs8OEPT34rm4XrCt5KRW63jyeGeHE+Lo59IvDJrmXD+qXFx6MCYBmE9aBR+4sNl44g7EtSPG2",
+	"FKqV2a3z5j1fvlBesIQrBQBfTPCqkJg95C4l6nHvXv56cnby9s3w5M2Ll/8zPHv5346+rA5yp3HrusxM",
+	"XOIqO7fk1nG7vcO9/+8fB4Mf//XH4+Txj3/+85/Dzp/+n731RuljZOoLRSjQ/APgk314GntN1ydEV9Ip",
+	"2W0cxvOfkS4KPdspaB1Cyt3ZVQLqVuUSte/ep3Y/G5iZiw2C6s7eNfMsC24dSSYMwKFRoviWPPkh1dhB",
+	"OzUnD3qpVtg1XFcs9S3EjwA6Gt4BvjtV0VBjDtwXIxP9ZGWvdFmxs5NTtF1LXVmv72F/Iln5XmLU30jk",
+	"Q2zH7qbmRayz4uCNFKc0pI0b/iX1khffbjfJfsKnX9Au35fLzZ8ZmL3S1CcAV6w7Pklx3WU4Fzw3t2Q8",
+	"tDZgl20aiI193cRE9O33drynPfDQJO6I1dB9v43W5gs8Z/8P/Ad1Mu+I9jlVSUMsMvAAokR2Yk0TVMNX",
+	"Mfu4JfCl1IutlKU0g7T296d+DinrgQ/IjsWEXvzp5XJL0//0z/8tbbfrGjdzk5yI0LbxycEgl5fSBk6b",
+	"xUWmzQiin8XKGOKSkvDkYCM1YGuE2mVl0oHuooi3pEioRWm9XXou5LXYl+paWrEKkWOpMxWSqde1Ax34",
+	"P/fQFEURPXEWgLT9DZsNAx5HynItDDmjx3oGniOvjRh28ubXk/OX+SHgf7Pz56feC97A+eyllS1/k3Z8",
+	"npWEhEdRAMcuhDJ9p7y8f3GasBmXEDtMnfamp7aGivYlyo8P+iEnK6wXq8QWtR43dTSFEGrMiW45EWzE",
+	"ZREc8BHmCLIsOpIPeBofaCLpkKWN0FWKuGltDYZ8B8fmJrS2BULrTVqnsBomCiNm6O9aRmAqdVG0I7Fi",
+	"80bEZFpmqCewDmIiv8hrsbcd7NFoBBxyDfjo0mWF2ic9c1cI7xWZd3feH3EDXCXfXBpv0C5p69vCKgWu",
+	"wWslIxCkY+NElbciL9o6XTdExmoIp1M+NWKx9UcTrQm9keRdU8DKILrYC1G8Z45jyyoflLyyc3D7s+/7",
+	"iAj37P+8RFYH3roGS67B4hwHRr8FGrOcKTEjEk/AAkQE/xawKHDORbPF9keEMBV61mJ6L1FiG3zTnTI/",
+	"RGG6Eeu7Jy63Di0qYnK63PG4b4zHAajV/bK4suDzC55drdWMkZnEHIiagkQdmkJmP1ZPoCpYQepF7+zF",
+	"KUvN305pvDRhqf1bSuohInnk/UPHot6dnzLo5C0NKwQ35MteVHibqmLiHe/uDcvcDRHe8xaSXd2X6X1d",
+	"CiXyuvQAww2BqdbRkAUFmHGnPzvWWDotalmJ/v7gaaeCewTxodHUcMDo+/7gydKjlfi3yCxkyEEoy1+l",
+	"R4alNMmhzFPKwYumfhR3leqlvCzT/dTn7qf9kIoX44o21hcFzQxhjbIeaMQNF0MkqPYp3veffpi/pbjj",
+	"Cs8tRKyaplD8hcVrOKDVmP0/6F/OTgp/hc9SAz8fIQK5uLAc8nb6/OtgvdU3tAc8AGsH2OMnj/sJG3N1",
+	"adi0DFfJjwBVEmB/4CbDLAx8l+AF1pgE/tJvVzL6UTYyDXyaaer3dkgzSxENgXu7F7ytdys9O9azEnUR",
+	"jyph7qVdd9NvQJTeVmGJuzDBqRELsbsTvW08r7vIj/n3GkKLW8F6Kd1+jFS9VLlwghF41Gw8d+xYuN/1",
+	"o+apq7zDngDPcJxN3MQtc5OQOhmJLuLFKPD6XZD9fic2rT9py6v+190xKb9Hq/nTznl8S7rzMhVs13m8",
+	"klbXoTwHy/3Z/3mZsKzQ3mNQ66MJqwSpFZA4qGul2CwoqGHh+PyQHSsk66Cv1F1BfmSkAn5Q2n6Axujp",
+	"Svt9R/K3TfIJAz68U0h2CslmCgm5BbbC31apIxSO3sf0ijXcjLPXx2/Onr84ZViHfaJGGk0FMKm1avZF",
+	"iBwBFL0iO60XZxO2Zsg4dtjIj+lThnQNF4fjcgN5XRDzOWLLhmvrOvf/sNxcneR/klFJ0/IcVCpIzaBU",
+	"MhxHGpaeTbNMCKdeMa0yTEdMzXTyZjpJQ2mFdCxc6anKRE4GNQHrpyfK3Y1CWEHhqSU/AuSO1kmNkCDS",
+	"i+pVcAgqaJlANEsxSnNZXAXIAe9nwL998GlMiNUF38FmH/GWNhwU9OJUVYJnY3dx0yF7O60Yz3PpLsdh",
+	"XZbyjCoTqeEruDGmhX2EKfFdPV2Jv+KN+m/K8tmiwRwNtMJaxqSApOM+34tlHO9Qh/SBA0x8R5ud9NlJ",
+	"n82kz7G5qkP8nQ7eLadetbPoTpO4ZtwDI3Pv5QvFcpx8WOwlz8ZUGF2n/QcHmG+lDa5lO9ZY1qfyUktl",
+	"3b+9g6x/CKnz9S98reGFzueQXkzvR6872zz2gXa439O+k4/ul0zaWCI9MkzPFCt0hrikPUDicczUJL4j",
+	"S8VkbhLHjithjDD90KMBhWUHTE4r112r9cOWgqrfoc3joT1wVX5TRrqz22/Nbo/dystBlm1zGCyQRpt7",
+	"k3TyOOZkWM9jSJhp6RipwWh7DTlp+iHLXFbQWz2bZ4UgxNaEYVAC+q5rnrcnY7+u41oPFhc4muMq9MjG",
+	"7u1o6DYBJBtbuw0o4Aal7P/RiLb+uV+JkaiEWlWT8VxPlTVYlgCPU81gM4wLsHIxhKRJ6gAwergSX1eY",
+	"gGQUlUnQGsy0E3pWTEro29pH4DgO4DSaILwBKe7f0/xSQEjLykpMsDFC1QZK/JOI6e9dvco1IvF1vKhO",
+	"mbgIzPFZ8HGf0SKp7vOLUDIiB7TmK8Iqb62y4M5eheqN1vaujw+S1Z2N1vQ1uiNuFZ1oB8+qb/aOYd0m",
+	"w6r3dZkN3Af/cpyg28v1m5PiZSXcZzHFm256P6QWEGMLHGWmp0XOck3NEGfSCPrzsioRmoW6yR8itqbn",
+	"f1gjEhox1hC7onI0m3ELeeG+NatWbR3dojJZ9ALVCS2KkOCkYcq9yYSqdN0ocsieFTq7kuoyPjIcjVw5",
+	"9ZJ9W9ipKoQxzl7EpHUjWnjrO3gxIsYvmqn+azuuqaVNWuGZOqX7qSs6lAjRphLcIH7o3XmnGrN281md",
+	"s1HW02/eq5236pvKg1y6xrcvHVpaero/7Hueu8YSbOinDcyqmuC87xsy6QoLBk+beQfI3n7Y+6q0DWvx",
+	"+HYtkMcLCqD6/EaR7UMvAMO3jS0C1OetzsDXGfvGNTeuL6b2x3vJ3ovQQ3kv2SOn+16yF+JEe8neKy4L",
+	"+Me5nIj87dTuJXvPScy3FSZvuH3utU6EBnwYKPyz4QjDyBkEa2pIwgh5qOdMiEOZd6IjksgU+bN5JzDh",
+	"DwefPCVdsTGHXAg9tR4npr2/WdcMobma+3q7nTPihRFhfhdaF4KrzSfIrZujB1pzxycnnVMZVXpyCy1J",
+	"O07Pa4hrJmH11qZA8HYAXzLW06qbBKXKxM/uiU27nP7HX5/etJHuc27EQEKPJWnltUBQIpqjzBNqKek+",
+	"lHggGEzccZqWO1bhhFvXGq7EfKarhwPHGcmhTZAJ/OHtoAlW2LgNPSFSW7C50mebtA2VBbtAbuDCbiov",
+	"n8ApF1A6W7Ua6Lj4sFSbhy3dd6T9ZZE2ajoRVTwyd0vu7qKudbYv07sFODywR5gRhciA2PHWM9+xifwG",
+	"+TT0+mrxi0e36gzmssZ7szM0dobGztDYGRo7Q2NnaDTkRlcrOxBhOyWkXQkBAX+3Gscf9K/VyGeYhq3V",
+	"QiPIuu92rWqEa7tKt1inVtSx67rBHLzYER4Ki3iwjYzixXfSBi1xF5G+vQ5GjQt7h8S0j8Hd7uAzKmuG",
+	"8bqtKiA7cwR6gWIvyPfHdmK8gMIuRoBX1LjC6gK0AIgyOwHDsyulZ4XILzF460PQmJofhZSPMLQt6y9T",
+	"Px+PNDNVuW6DwcJ5fxm0fPuR26XVr6nA9xHaP++ZtZBl8NXymF3wdaVeAcd/28xwXby1wQ5zYbksPkPF",
+	"kKqc2sRZYuWUymY9lJVTPZB7rdM7XuAsvmXtg7ZgtQ6CLYXcgzttZGvaSL3JW9JLqKci9nlag2scgYn6",
+	"vlDYxgFqa2qHHlvqMw0tqIywFtvudvYxfY7TuGnI4NyxXkveug1CB/j860a+2B20vMPVvdDZ1Old3eQV",
+	"be1OCH+BpXM/CdtJK1toi7pMx/vupq4o3f6tkjaAhiFRIsYk2hEXPLsygGuGMQORQOM9qGROqB2MxMcS",
+	"MEaixVbCqUNY8gztq6z2ea/u+WlZI3SFN7DauA0869it44Gwhts3FOKFwUrXGAr+rEIG733kdi5N+hic",
+	"3Z3cDHSuI6arpD75uk4q2LIjqaQZU3MOcoHOuLtvi6EsZjVBnLJeGiktx4SgmWId5KWSBhodXcxBDqVR",
+	"aCLt7/jqrg56w37zjvNtkZ13WUhNhl4WXK2A4gCMBXDWOEZN/WRqfoEVCUiKFOLlLJejkbddoIgYu80I",
+	"6GwcrRfbBXLg5byyR45cob9S3Y91mXGfFlx9E3zbLXRTtg393CYlr8T9sWw33848/ILvFM4dY9wUL5Gy",
+	"9aHHfItRiOzmrhhkxWefar0C81s0YZ1WKz7aFbbqOz77Ws3VMJTM6mV6idfBPNwu7pjHV2atwql+DglT",
+	"s2X86LDis0DOyV457TZNIeIFuFgtE+q0VXWRM62CueptVUBPA3NUFwX9+IlW6EMg+ttXaFbR+yaGaVAf",
+	"d0bpzijd6V73bZRukWuvVcLWWKrP0f5Zw+CjYkrqOK2VuKnh+e2x6g1sUdjdnR2644Xfjh16D8ywEgPv",
+	"9NncKA1uIo9Y5BMW2EQbe4iQYUnd1TxhBbdCZTV42s/n56eU/LAyxlqJMz+7rzbSGq1xjVtux2m+BqO1",
+	"qg/0tkKsHRbqr7yQOV+MnyZNS7RFpwH3ug+jshjuGo2OGtTZ8AmYUfmgYbniD6g6xV+HYG9Ld+f3pZvm",
+	"gyL67fni6+Xhsneh1J3VutPUHhbTfo7qzPb49hrFrKx0JoxZm2AaTZBeaQsPhOQ2LCdDNDiRt3oQg/J1",
+	"SlP4SvUuWt6Z5VZ0o33BMzu2cZ9ZpstXfMuJaTTKPuaHdTuIfl5MJxs4RQiIran11C0xKDGB9caAcO6+",
+	"Tz0zCcddmoWs2qOoSpdhN0zfGx4bKBESnZOa0ICjDTH9HYz0UMh6W5oVrewYdnKjQpbQW77Q6tJpGG4X",
+	"t1vd0jLV1aoUXoxHvuZpp1PtdKovVKdCLrQVfr6ZNrVP7HdFdhr0ucdOk7zuxRtP9k7YNYy+49c7fr3j",
+	"1zt+fX/8GpXVe2TYa9l1B5NmPR5Ky+kv0Jh/ROYwk+Yu9O6zHRvfsfEdG9+x8fvtzXrvTHxlp2lQuZen",
+	"hwzYN63SFcu1MNQZDuWStGyqrCwIPAR+WXeEuAPmrssdb9/x9h1v3/H2e+27fZesvbLlPnY42wDFeaEn",
+	"WtRRaKyNfeRjUmNd5AbQKUWRO/IQyhbzZAHzNZeVyBBnoA3M+Z0tT3Vlf8G5bQLzSpOKcU7FJ8CcOmZy",
+	"LSAYD1/M95I98bGEsPzGwKU0Fw9b2lhr23zCA61TcluIczJCdc3iS4/ixQe+qp8jbu2OpX6B3A1ArBeY",
+	"yC1hyyQd2uixuerkU9hZGuaiRyC23dwqShTgoISOKiGYRg0Bo+8Ewz3RAGDXu3AnSIATyC8gx3kssqs+",
+	"/Br7m0VAvXYmM8FmY1nQZc67etHHJPFVKaPxwtZoobBDbMaVxX26uxSpeJKr9U+Y407r3GmdXypfBhrj",
+	"KvDmrWHv1erm/h/wf+yDCf/sdim8E6RPcU9q7rYD474QaO4Dn7aa2AW6DNrSJoDjrGSr67D24BMdSHu0",
+	"pC03gPwCOLvf6W7e/tt4Tn4eLze361TYnJsHOb5j6zu2/oXnZywydrzTW2XvUCu0/4f7301YuyU/3rVX",
+	"+bQi5TxhGp7mRTFn2lnX3rfr8d8u5bVQqxwKTca/jucHlS6H8Tt4PcnJbkbf3bDhh++//+77qGPD4006",
+	"NoBfofJH6jfpa3Qw7KTSTirtpNLXLpWCLo0FDls1O2zFlcl0LqqBFZOy4Ha9vzu8wnqj0aQUl30W3k0Y",
+	"NYEezGTuRJUAnzbh2zWawTt607hIrZoN+Nsd3+dh4PMw1U3c32Fy4NeK+pxR7/oelpu5ubgHEJ08fqKz",
+	"jdVic/uHgRm+vE+rvMZhd3a9fVY1GKwvvY0u3zYdtOjpdKZ9y+BH7tf0b29/Q4Wqu5m+WxX8wmS6FFH/",
+	"EKTEpwc/dvlWl6/P3nZ0jzN+LV4BA/EDrfF4+gXfrbezZT/Wzu+Bi/ydBF/VcwOooJ3s7lQO7//h//mG",
+	"T8SfyCEKYcUyr3gBv+/gFZ4/oDEI/GCZ9vELrbS/UsK6qfkBYvpssQvj1XyuI3An5m/Al/DW5F8Of/pS",
+	"WoMg0WyZVXQgXrwTZcGzbv0AjNlIGXC0GIAVLnQ+Z5OpsYxfVkJ0wVR8GezgXzv15OtST25K/t+UekJ0",
+	"f7f6yTqfAApT9+ShR9oJHZYN65FPgE3E5EJUph/4UJ17Ylg1VexiHnnsTBIgB2XlE+Qu5mwseGUvBLcB",
+	"KEZW7FpUpr05upvhG1jDlvt0rbKycXe/GXNZ0X77y0gX4HbaY5l9I4rRfrgG3TGUc37lAyitzb8fGUxd",
+	"AgQDJ0ot0ypDVChIhoeXJ8xqRDKGLgyNu50wqYwVPHdCb8axzcOIkuqhsWcpKqlzmdXXdvmKnlfy8lJU",
+	"Z6IY/RxWteXbGgZ6B6nhXRc3zJpZfiXUN3GF3bVBA8JfkrAJSs9u4Vp3cdn9PxREif4MrRi77/Z/T8VU",
+	"LJZ7UObeckofVYlgHYg0cW/EI+Sy7vKeiUyrnMoG6WmRI01EbzChMI25WTlioOutzMWk1IiBeCXmbAI0",
+	"yFklbCVFTl3f3Y/TSlGfk8rYuFNjm1fqBn1rX4fVd2ieuMkPskvt4lrXqJzRpt2dxvkNd8Teec428pxt",
+	"u1ttJTJd5VJd7vOp1QP8cV9c82LKrRgYWwk+WdFpL+qnVAiei+qRARZGPZnwe+hCh0/5POeGP4lblnKb",
+	"HiIM0pgrJYpHhqVuSu/gCynrzcYyG7OZVKbvGCbA4fKLQuSAp+y7PplCQ92iSpjg2Rj+9shp1bAgqVUS",
+	"wSGaJKjPOLtHhhkBe+bE05CdWEIlNB6ce5mpvqS9Og6TPcNN2yADZDFSt4nL7Badfb/Kyk55gZqbD33g",
+	"MfVyMeLTwrIPH+hfv7qnPnzodO1du7/vfdZ8jmtG2pxO15i8LG93R/DomMy7i3rcA7d9EOBTkBPILvW0",
+	"x3rvXj1n33333Y/+bv+ulegfuZuJWRn8wjh9pGtvmocRMoVyR9dusL27dbIu0sfLQJJdoq8m2l1AtV1M",
+	"eN7DIuZNiqvxTMiLjMDp28TGD+1iI7xzA9lRTdXAqbndQuN1sCVBUtSygzRcdIGMxIwZ1KIPPbJSGJGe",
+	"8RKAZAYSSkNsQI3NGFCFY2abMIOoTVOrJ9zKzPN9qKejzxl8W2moS3ZyylzB7kqLgsN9F6RMQPODA4DM",
+	"cGxXyJVPOPRyZcaVNazHR1ZUEaY71af3hyAJ0aF8IYjEnbyjFCvOJlJNMRKl9OwQjSty2VBiVrRNTvyZ",
+	"BleBSaH57ZhASx7jVNWk+tYd5DpBJmtHNRzoV8u4Trkx3Tb+b2Nu603IZb7jWh1+16mCPKWYacGeNV0C",
+	"22RY2dQOJqK6FPsXPLsqdHdreDhVZ5mbNtUVVdZToYDaHE94RwhClpsrE4GeI8lBwbB5xDI9VTby3oIp",
+	"7yjYRsSki1wYO2Tn8KnK75plHB6DYueaeSb0PDoBWjF6n0/ta7foZ7TmB6ehbpOM/eLdbj6H7e/SO+hK",
+	"7Mi3nXyPG5fikWHZ1O4DMfmduz0iXvJat5FwVgiupuWqAoCJvhaGnU2zTIhcYC3tKy6d7oCEir40/APC",
+	"uUx0BSW6iqWOsKrzMVc/62llUsYvNes1CgaW8i77jYgLNi2BPgmGTVUhjGHplRDlW/jDK/f79MiR9sSZ",
+	"Yt8fHLBSVCzjRdEka9arRCk41hW7GfaH7BiWwGaQj9GwqzOulEY9wlwJwKecY6RHGlZIA3DeiqUj2Im0",
+	"xWGIOxuTjtlSCpsfg4ZcmT8vszEdm3XKjjvcu/XbLU12pU4w44ZmuVMJuvxdbiPZtCTaqzmKpSt3t0oB",
+	"jtqlEjxvzi5hSsxWCN5fpLGLFHSzMvtTzF7Z6Lkz+Ts+25bXBTSj1XJK1+3na62fbbwnZ4iVsnreVIfk",
+	"jb0e+oegXiSrtDEDYntXYt6dgMaluvlKVs0JDe16ehFXWe22enhqUVfY/a1yRs0lKqZu3Ts2tiJivzXm",
+	"tTrJ/b+0pN4ez6nzZF47AoyvDfHuXe7JKAFnelkSgDV6N/uETeKWakRm2T9ScE84Uz9NWCpUDv/su0c0",
+	"fPj16VPWG1X8ciKUFXm/1dGP3hiAbrJjMUlClwOfgCPVJaa9kMZEfh8yrK/EfOTYB2QXVOxCjJyOFk2N",
+	"hZBqsLv8lFjPa1ec3Eq0yExfi8rUazpil7w0YWbRFvJKMHMly1LkCTM6mucjw3LfuCGEhK8h4gtQL2bI",
+	"0gYrTRFfcMSp7RXMBOpOFa8qPTMUzi08yqAdizkrJJSsGnEtKl40tpYgxkETpE0jq/SIlbooauDDWgnW",
+	"ldeBe0YI9tPLc7YsFMFidddUFH2InSimLywHV1Qh1dWQ/QZOt4yW8r4qUr8zmZ5AvQQvjGanb8/OBVi7",
+	"lUDebd09V7xAqxjhGGVROKXuQrBrUcmRFLmzct0KpLoEZRexc9qOB4Lshj09eHoEVxI1YtxEDOPk7qJl",
+	"VyYu4iAjmvxwPdyRflfwPGaXW9aE10Enwj4041f3owXDXnRlSnJzlfiruMuWvu3wcFPW3I+evE9Ad13q",
+	"8qIb6ZEh5an0DjHWowuSePdZUrOphJgUOstCOTJZxT5RDOidBzt+pfsrUjh3HrCOpBP3152W10F9bncW",
+	"AkoNN9hW9L6NSPEP97+TfGWFk/eGQfApJw8Y6z09+JEA4zBnzTu1deWJsk/5bSl+ufZdpeAFj5xczGqd",
+	"MIxxYd6Ge8CpC+h+IjwOY3XJZrq6ak2swJKQBYF7M8M5fvkkP+V23GJiHjvtBP0zseoJ63D6nF2sfvKp",
+	"ESNeGMrShi2kUMalFiYJ+hs53VD3Ak+lyNm07DRQF/e2YSjSyHuHMHTgHhdauw/fIftYWx/FzdUuZe0L",
+	"RE4IdVjb0iyIK/2ZtCsL3pnt+AwAsFX6shLGJMEilL+LhPEMEpe80ZUw4bYBeEuG1q8Ppi1bXhBbh3ou",
+	"T7mPFin86cFTDNjNpBH9tcrEdvjSefvsvh4dZJXNsDMVbq3IiedbJOdP0E32c2G5LFbaC8AEgm2rp1Xm",
+	"DXlp2b/B09UD6Srzuse1KTnkDQqejfsJgeJiAK7kdmy8q6LJDxL3ybU8YS0PeIGLeoic4OFRPm3WCvrH",
+	"KKU1dPhmxw+2yQ9qeUvbfc8MQs+Ub6PbySKC5/ViboWJfc/s9enTPoO+uqNKT5Y1eDuu9PRyjKYJcIm4",
+	"Es07EhPGwUji1vJs7D5NMf2fz89P2Ttwv/WeHPxwxJ4+/oGV3PiGOeSqyLTKJeYIMPITmiFzZlaaTe0H",
+	"WPkHXMWHaa2QpWQrBLOimbWARlVkb8248Wp3iw1FOxkTH9oWt8Kp1vOLa5kLvT8pnzYZRUjqu5CKA+9a",
+	"ZEWtnGE21oU/ebfYMWQ+wdDPcczBC2lKbSS+tHhv0vos0zpEEG6S45/DBsNcmtWfyd6Tgx+2uki6K+Ca",
+	"tuTn7VgsXMJ28vDuYSo88zIyrNXp0evX+h3ytS7qC0iA3r1uZF3gtnT7Hxl2zQuZc6urnXH4+If1L8D5",
+	"vtH2jFtpRhLttS/UsCRO1JA92rOi2zIuveC4ocAB6XDf0kaqQirx5cmYBUUYCui+Aumy4/Q7Tr/j9J/A",
+	"6U8LPt8qly8LPu/g8Lk0VwNojBPA31aydWnFxEBqAmv/2D58LOQWLMKdETBAXXBTaW0TDxSlqxz4aHjd",
+	"jsWklYG+8x94Ic3VczdkAzFyW8jQ3aN2BQZhN2DXvgn8Crcx8aLvxC6u7113SvvP3IQauEoXhcibN9Kn",
+	"s3jlwwlzgK9IsIiEys/Ayd0PK1y8yb7ETDAJPUrsnE14dSWqhHE2q6SF7oEXIsHeKKYEOKVLLhUpKjNu",
+	"ReVeMQgaWAl3a8Fjz01HxhEsHwtloH9rH4vtPA1BwZ07DKZHK76wwAUg2cDtzSE75cZgUgGV53CGHkmo",
+	"Kz/DBC/Wc8LOCsovrcv1eFVIUbERl8WU0u+hfBpzyRYS7t1T/iwGlZu5+1pLbpGba4Mazd3S/arMT6Fs",
+	"NYf9m0RwIN9InRpneWABd5ReA/f/csqrfEVFy1RtJrZyZvjcLJwemxFsg6N4vJ2PDIMhWSGsYUrMyN2O",
+	"XZMpl7PJHBwlIQwyZA24B651McWUv1fTokgo1dPXm8JO9l5LM+EWPPTSsNdueyjLQPAcUqt7OPSFcH9w",
+	"XMYKRb0GjpjSddYksChpGMxiLmw/YcdYbRuCd0dxcl8lzHQiDHUXEMWoxuPxn7rUmgp4E8pc4Mzxj4q2",
+	"p5oqZsZ6ZobsvbpSeqbqlCQaJQPki5gPtIh897F7IngYe0fwGxB87SKEw38Ehda5U+vvkBOQ5JUrkANf",
+	"Yg16mx6wIM+9cQhrDDIdE36wy6TVKPBRzrPe0M0eBKp/vB+xDTaCl0jfhSF84xxqrQ755bNKW0Gpv9Bz",
+	"B5+kHF6txDBM5gwSAoFpzSJwGXjBZ45ziwtQesZ6v1KeMEjv2XjuKO+QeS7j1I6a+yS+Sg4XJw3O/4TG",
+	"PoGcaKWV6CeeMyWBLw3hX+jkqcndsEJeifWqzBHjKxQFKtwPJxIY92w87+hdHJP0SX1H7oqL+D3bMZIW",
+	"RuLvZIPOpG/WvChI79CqAG194AZdbVrY5ZzdFRZFAzcPnxviwEM31ABG9VYGp0ZSupo3a0Sw9S0C3DXN",
+	"aacDuJ8Ig4ldTC3jaHlgjp20lMAXgCcPa6RmaRi/MLqYWkyXhyS8hImP0liTYCFGPaVYkHPlMfYo90Al",
+	"sGz4aW6cDdLzJJswOy9FQvlJtTnU7+C5q/krsrqEyRHjaj5k2bSqhLLIE5Bd1xN91Ga2LXONU7dfgYbf",
+	"uTuwpU5YMIYbIDBWZUqR2TUVDU1MsLBr4WQ0Hvkdd+gNi6H9Wwv/EUvGI/SDYqpo4OigHEoFyynEZOch",
+	"/RK9nMB9uGMSucwRhzOmwbtUEVGIfLZ2eLhAcJGahw8aLPfrAVtd4t1YHhZsQMsKkHiK9bDIgwqtapdQ",
+	"zCaTmKnWnHATfXWbelmNk+CtvRtqZu9Ivt+NUuZG2ylkrVlP96Rw4SXrpM1jc3WbflwPlx3T0rJTl+gS",
+	"sYtq/WVRc6GK4Ih0g7oRu3XT8PVhoWdn7s1ncytMmrDoT6NpUeCvnQ4MOJ9aAVg4XPr+EDxGbCK4AkvI",
+	"e6CwKhQsSbQfj9gvNAoVowSXckpvRzI4p2Y+UcFY6FlZHyL6l6PJTvjH40uRsl6K/yIw57QPdpq09N22",
+	"b8EwFeLGUA0148zMhChBS50qf96E49bDn/536tYYGoDzS4GGtBlr9/v+kL0REuxYyCDIQ5ci2KSGqyzx",
+	"v0VbV6sPOL0Pk/IpkxjFnQtCIcfy76Vg3ZCdj6FGluc1RiqB9OGE08EgrBr1V1jkAGrGr3mRJgwviI3K",
+	"QlCNfkE/SVVXyUiVi4+rnenLvDi4ZxDOdcjOhAjiYkCCaMKzsbsLndGCqMJ5A4Z+Zqlh3d1wdBhux9JX",
+	"snQ6aGMXWglumbVThsM6cxriK00bEzSTVd772kxnvXXGtZ9Gn7qDkvtNUgoGAlWC4yx2MPkw3oVElPpD",
+	"DOeZtb4/ipg5/txQygIiAv7WhH6+olbNFGiDpLdVU4ieKTTE3TnWXjlM3a+wP4s3ojg8hOCaUUAdezOG",
+	"hcH8cAgwuhxPmVCQIVJtKZmlq1r4V9rU+zGXn8m1cPXrbWV/L+Cv7ph3dvPObr5/u/nXcC3bYhPunoJ2",
+	"2OAtd2RLg3bSqarHIEj4jldoAkQfEiXCgC3B0gSAGWZEITLbQHipofsC5g4yN0zu611oO2ZtsLpHFKEl",
+	"LByh8v6Q/cyrfNDUuXglvPYEMDOoO7u/gYbxN9LJ0iF7FZ5HLszzvBKGkFKc5X+I7xGIDapfI1EJlYk1",
+	"+hN8+m7Qz9Y8G6b0ulErdZM332Drk5u88hwhl2741nFZ3uj5Mw9Rf5OXXvmb0IXBtnxTCWbIw8m9P3/O",
+	"8rhH4UJVGtLMC0xp64B33tsUfQ1nUwns2YH2qQzW8ljrK9ZrGD6d9fZY8PSz1lddlXI/PL3ZrMCUAXNV",
+	"Okt5znpuPombLZdVwkzGVed04OUzmFPXfL578iloe9H1ILZ0o/vxEpnX3lZLBBu3cRMwOtjwHUzJCjC6",
+	"pqS6E+MIRtqv0UfazaKTqhIAW39RiMMQvQsy8REVWqCXWVZNsLPaH4Z/xCaH6C6+EqL0WYKOmMhChsCi",
+	"9zxYPbkwVisBVgtgkyAiCYCTAExJjE2C+YeA0e+EbG18kOaKU3Ui8xJyGY498ocsioU0JjI8yPWBE5wL",
+	"MPPsB1B9+0cL0DLt3pBC8GsohzZewhsEiZsBvhrsSFzy0e8CWFmSztuwceKhYJw15g3pVY8Hjw8OnC5o",
+	"pcosk7nxbX0qnaFSQggteqbuw75xa3nGbTbutm/eUuJZAQ0MYWWQIE7bjEniOx7WzsMiTXZrrMwjkqxg",
+	"ZkT53dzsWQXOX6NHdkHxvuDZVeAIqD4huwA6Hceaek3iNB46bzCJGBT2MK8P7nMfgNssN/DAl++Erpeo",
+	"YEfVO6rewHWLgnSZXO7S0t93ivinpkHNeNFaMIHuyV6zcR8qJu5JlQFTaIY9qGsoRIsMRrkO69gSshGt",
+	"0CUSdA58swA0U6d5eKujF1kQYGokzLGVqcp8+9EmJxm67w8zDxlcJz7SwJjgicu6EIDoGvCFMTRUww3r",
+	"ip3pkX3RYIB1+yS/BvqMH6fnn0ekNPqp7z0RkWuwECPLdCmUj3uyrOIGe/HXw5Aj220KmlwwFfDJvFpO",
+	"LE8WrDb8MviVM+6WfMkx6L8YIiOfipsSL0DtS3lZkq/HAymnhOcbsv7cBZABHLzJuM8yru6Ya+OQm3ua",
+	"UYDBTbcadui++DPOfK1TGQ6R7rDKffXqznP8BXqO3Ym3e42RzGu2eLdSpBZiK4SJzAUZaoeE5e3sN1YW",
+	"fA6lLHX7/Rgbk+cTaS01cpsDSsDFNLY5HctcsE4vUBWFbusN5ZMXleD5vCl1DRb+G+TwkAwVq6RaiRvr",
+	"n7UI2KmgOxX0gaqgZzUR3KdhaSy37hJm3XGnVz6vMVIYQeE4jCJIesR43RhFQx4RL4p+jbGdEEw8lPPF",
+	"/eXwD/xaVJzw5EGPMjZC1/QBZjWdXGCSEnr754t8wSwEn4KjDbUlwJUWeYT87dgZqnVTW1dHdPSvW4pW",
+	"0NatQfHGfi1R65hHxnuO253wWYjTPBTwvK6Vd3A5uuc74u8gfviXNOL+3ON/YAh1Q6w7lN8LaHSsl7aA",
+	"nh2yJYwz7yMGfDOPi8khlttPIuSiyNLCfiQzBdmOmwEYOT3DLyZU2m6IZTRkQKO1JYlczX/ukHHUWpyF",
+	"OV4MbkeNP36MsjhRRYlBj7rh8RrkdeMAdePt+wUvar0ot4eU5z7/oHHyvAgBp8ZtISnRqj8TRwmOZoei",
+	"tENRujFeXkNI3RlY3oKcWg+RR2TSAZCHXenRjGXuugllnS5Ud2A6Pj1hWSUg54sXjEoZMq2M42zUP32t",
+	"vAqa8qZSK5JO0rCxVnrqiN9JKlR8nbTCdKkGCzmklf5l3zGGlBaILASEG5ZP5X3Eka0ES09G+GqawL/f",
+	"aCUGr52RR17Dk9Hgtc6hcnhw5jhDCvFpzv45PTj4LgP2Cf8UTBQCdAAjxJVxVp+0HULUbfltCVD2Chb5",
+	"/t0vzGo2Bgap62P1Bf08OseETQ2hao9llQ9KXtl57fcopLpykwKvx3ql/9PABR+YgF4QTMdZJkq6VKal",
+	"RKiYOTsrhduW7sTuTuzuxO7WwQu3JHJXIBeWBVfrMQuhXII7Bu9YqGK9mRBX4Ic5+OvhwcHgsfuvEwfv",
+	"z5/3IUQDDh+s1wBnbqVXIRCeFlzdHfKgG62zCQDNYkeB99fnvw61wGWz9cXYvpvEjdjtFH3XmBkgejmj",
+	"9Ah7eIxk4eS++y1nGTdiIJURytm614KZ6QWKjlXZ6qcw/BrH4mnkTHXziEzjNrci/O9heRTdMrsSbc9p",
+	"VWZHgg8ghTfc9bvqJ33MnGwp5szdGPdRKGVW7OT4zTF01oL6k8O4MtijREAkzZd5oy/dRCiBwEwgW98J",
+	"4Frhcx8l7Fxu4esJYP0ZKqIutGW9GS+KQVbo7AqeN6HucKynlYFKR8ahHTzL+byQl2M7MPzabR9qfwYS",
+	"bH2spBD4N+h94gYwVpc+RSRoAVNVCGOY0RPhhKgoTED41JUzvTq6BUdibjvBzzN+HQ2yJvZJLMoICCmb",
+	"+whrrpL4TkVxU9yxm3tvK9xkOXeUTgHcbf8P9781HUxfRLAO7vGjGIChhh6kHArbSL6CJD4lPlpWcmNW",
+	"J8UT4a5tEYy3loR+ye24lvm4mk3b8bWVGv3rXonS+4l2hHmvMOS+K+e2CHNNV06ouaJLvsJy/MZpZUcj",
+	"D6Cx3bYoJCjL01ZzFJAqTGwJejXraEH8MLiCgjL0OMYJVgik92XOH55A2qmyO07wcDkBUOPD0GP3ycrt",
+	"zg0+n1aq5hxMKwb5e6OWzNpY2L6k7943O1gqhf8tgu32pr5WXU4xEZbRPYM7bXO/o+6HTd147x2N5NJg",
+	"c5aHQefXvJiuit2cooqQcpuyXjuWi9IzBPDiF0Yo2/d14iTugtctRiH1nTwWXWVJnbZV6IwX+LZ7kWJG",
+	"7p0ZN+zf0/wSornLDOclrekBaR/tzbHd0qzGpbRvbifiBrfdeCQD9+G9+7IzaPfdMjs4kQhP7PjRffEj",
+	"L+443sIxILRu2Qxp5UeUIXUTBCs3P/9awi7my7ByWMi4BtfpzI+8g3a6Q2inliIHf5YoNxA6txuRCf7Y",
+	"YH4blSDQaRNa1LqZ1OC9iIa0Gh6qBflo/ZzopTuqwKDlbwJP5DdhV4exUXjT1GzkDrilu5fdRhkAc2PF",
+	"lCO5R4s9nTXN2ylRPR4VFuHzBKuMP2DLo8b77tJD4ms6iblUmrD0eqyNdf9oqSbvDxlmC3KVCQDyw/gr",
+	"5s7VcHwLO5qwNFzftO55FvqVqZGsJiKHxyi5L6V4LTinYgTaSw1oBAlLX3FZwIOQG1twY+GM06WGaJUY",
+	"TY3Ih+w87CdTQoQeaYW8pjjyYrcBW7fUBg/ZlZiPHFfENSDKbTm9KAApgdpEIj5s6GDt/4zRaaVEZk1C",
+	"7a+N1WXpJgaYaAD05OdnCY1hIRBcCQvWOkS2fU8W3OQWc919NWz8tiLAjUFWuM2wJN7f2/vwmNXMszu3",
+	"dOHm7tTaL7FQH3IO67P0RHVHdnmE576yXoFazEL2ScUVVkKZLuW4/h3BrTUgQSw3VyZBDDYJbQLda0xO",
+	"SszT36T1MyhUr2Had0KK9XBdVaRQoUv4+d9Iv2fYhAuxKEcbO3FH+okuu9WTM8hSCk83pCchB6GQArQc",
+	"hAbAdqYygroBUBSPDRQ38mhiAqV9RKzHxg/QamTIjhclJQrzhrSs60qexnUlStsPHPq0pm1CU5fbl5nR",
+	"GBuITMgjqXfnyxCdCTtD9aZb4dtJ1y9SusaX8Y6Eq81q1tTtYDrllwIa+1ippnpqGj12lJhh/x1A4jpm",
+	"F1PjmKlhGS8KUbHe8ekJs/pKQPxroezP9/qx2XCBfaZ9ZoRYMHzqRptaT8COgNrAHmdmWgKm+cQxSVtx",
+	"q31DG/foI0gOVYxX2VheC2ZldiUsDQ6jsV56TNeaY7n9M8ErUaW+XhHcGjDTD/SVD7AoP0/ClKHhwIYb",
+	"ssYn4wIoSGN3zGPuEd6xaGmq6l6+Jb90XImlRrgRUwaNb/2W4DCQFk8zrO+OzI9Y6iys9zYjU9Nq+Df1",
+	"6IiffkS+nIRlhTYiHzjRcsTS0plOmSy5sic5fSUX7g4Tx3K/vRKiXDwiEBxBVrTrR+BmtNm7+u5tjPVB",
+	"K4+uS5fnSevJAtRHCAJMpzLfBJT8mJVRLcDCpi81fZV5p0sOjrCzSODgYFMo8jghcgu+wOhIOv2A9aEF",
+	"JyC34BchiD2JEa2uKdHFvHl0ZpOZBGpaMwmgh1uYwuKhLF5+aVhESF2zadDa593YDSaEVBxYcA9cKRn1",
+	"a+uY4QLl33SO24gXLOtKTfaeQBL/+3e/mAbSdsaras44w1rWTuaxyOe7aPf7x0/uOI4Y0egmzuqYUe7c",
+	"1ZFxKLJpJe0chM0FCHsnrvcO//Evd7sqmx3j+Z/DbYLf/2vJyz0Rwta2EUmyoLDZrFbV6tL5vcM9ryQN",
+	"dDWobDagqzbAm7u3pN79+GOHeresOC0reE5XWqPb1ToV6CG8KKCwpkZtoI5aTXUvYbrEGuti7q6aVuhc",
+	"mJohezuFFjOEXQRdrHQ2RZ+JGesZDIefdUwI9KVONQFWcCdByDZmirrmptJ2am4kbrWenOFb22cbWk82",
+	"4hhuwTtmsSK25YkEik4CC6Bb2kr9G1Gyt9C6SvewjsdA0Kke05kdNdpKC+32gEtoPRkSFfeH7DcwfWQu",
+	"JqW2QmXzv4t5mkCCg63mXrWFFnwed9LHSDyvIFumMhYIP3AIb79cCaeITI3IKV8Hu9myC53Pm9Ak0TQ+",
+	"ZGTGp0fMzrSzF308xs1MCsMm/ErAiLAkCD6RYt4IxVHQzD0IUTkI3UGFXzbWRijGJ1pdkv9kqUWv6Sz9",
+	"QzrakgerMcaaXGlY/t36rGjtKybEes1bQeg5cHQ5a963/s5Pde8VgTEjuRXe1aZ87P+BtvifK+r+eQ7p",
+	"VZ6vdKsgR4GR1H97hG6B2DHd1EDaIzSBlFe6HrB750jWXZzxor9/f/Ki35EPGXwP3fmQ66ymf90vIX91",
+	"tHnP9Ut3S2j7PMuceYH2hFnRrsuYKWgURqrLQgymRjB81ztJHQd3nHxqkAC4wuDTEqnWfl7ffpdhDi98",
+	"RqLarzBq0YNmldIaNuYGgldXorT9BJHRDRMfeWadUaEE+7eWivUc6TX1Afd7QiJ1j9E48ZseBL2fMPGx",
+	"lJVbKPioUvrxRL2Gbu0mZb3Hg8dPnx4kLBcjPi0se3yA7T2g5TEkujgVK4qVscBQhuyYOdML1EFKTGEZ",
+	"L/mFLKSVBJKcV5SVckye1kWe9SNL3W8+4F/TFRrIMZzQuTcWHyz7+v/Ze/fmNm5sX/SroFznlqVTrYcf",
+	"yUyk2nVLsZ3YZzuJruQkt/ZMtgl2gyRGTaA3gBbNceW7n8JaC2g02U1SjijJNv9IOZL6gcbjt96/tUUF",
+	"KZ2ClaE+TRwUsDtwe2XUPHt25+pTa+H6GJLIe9Ucl52edF/gDfC4Ah03cvbwSh4EH+KtAz2AxYou9f7P",
+	"G2pWqaEIELR/0qTa4Y4P/StiV4tgclFWMDbnAdLHIsObG9e2fYzyAegzEVudbc9n2lYIzirjag5NePyH",
+	"YFy0CzylY7UKTWBA7BB1DS+txjtsW3IpDXbohFs2FEIxqUDSPTlmUxQJYC9iX5zAlFPAwP0tFbfRrqUn",
+	"Ba7OlVonLMdO7+xBvmRld5D3GaYwwO6+e103OsAPKl3KHJSNznL+S+Fa0fOkmAduJKbd5Ao9U8KgTyPB",
+	"SwwnEWhKt09J4R0pCFM+PyUIQ9/T2A/h+fFzxm3wjRAwz0OAygpxyM7KUs9agQVWaIHZWMj92MVOdSla",
+	"UfVznI6vSkHs+P6+cl9c8wfnQYu9HcIAd0h4T0SZ/gz6sz2CD24lZ901tB012VdHZACvIJMNfawFM7VS",
+	"bRjZC0URGWvYNrXBrEKpxvug+AySHFRVl2VT/WEEZoUq0edUe4HjS7M9v0JFZ2kW+s784gplTI68zNh5",
+	"4G7TA5eK/cUZv6+DbOoVVb1vpe3RVuxiFH4UMgATpeWQnbWyYdA28+oDh0ozUbC5cOsz8y7q9Xy593SA",
+	"t5FXtMvc+aKhIEbvl87UfWHAmnpVENYtGOhKw8ay1A6x7+2OPc6syDUU/WMBVxPHD750x+3V/iF7Bd7t",
+	"M6jhSN0+6DAl33doy2JxaKGe1L/TZuguD3Ui4JjhxshrYTPG60JqeBJ0riASFGkgb1qoXOOnNN1GSj+M",
+	"qfxwyiphpC5s/Bu5nRyfszGv7CELOs8gaDeQuJ2Wx0bWlDTzGagdtJFjCU581L/B54PKN6l+qanY01QF",
+	"il+8wiiKweliWXCaf0j1xd8cPyN/W1OdA4W3+30Fpwl6fKWuo7WqVFPKs7OZPtPy0jVId18w/TH+1l8y",
+	"qsvyQHyotFkVWyXs5sxfzvDyeB6hN84/BgCiP8mylIjRdpCxgVBF61f72Ac21H0ltpwejazX7WI5PWLZ",
+	"KUE9ZcMLVSCsSux9HBrA7vdojq94PmlQPJEDCKIIbURhhR+Crf8tCIefzp8HkngP7P2oD0PlZYR+y/aU",
+	"9nifMaWxdhf/sJ+xvHZMq3SsKcAiFyfNsLRscC4UoH7GBhcoCgcJs8Eex/ZBua7LyFYw5YU4xfQ3cOgN",
+	"zpL+WGetolFZltFcXiUPoC83ZtXBLFG4wK9DUk0JN+LY3yv9Hr5rVfD3h7osX8HlD1cvXzuOtOiyaxTN",
+	"absJqdhUqlhTc5cex2ZJ1uXs+X1w5y7HZMf0EY7h0fFq4E52foayE1c3Ag2Ii7Uy8+6C1DcUqUcf8X/w",
+	"VmfmK+LbNUjYCO1442PLUJkOpA5AHhObS6YWQJRCzvD8yrI9LKef1tYR0osP0rr9bi8LBHcoHQjJBFri",
+	"IKK6e7+qXfGF/8Ydsn86sm8wLlyKnkGF7faQrZ8diH/pIA4w4M0FhC4RkOABGDybsJa0Tv8JsXhFNblp",
+	"E9XyjFjBS2osBQD8uEVt4iZCBbPnMFG5A8NXh1umlQnUzULy8B0pD1qD3jl4dvj26QwnD8i/YylLfpPs",
+	"+Ik27qCU16JYJBHZG5RyJJycikty17BnxwffHqep5E+Pl1wtSYk+0pDwHBIsB1SXdi3FLIN+2uA7CU3d",
+	"2V54qL8A/uSvOe24khcFXLSPCZHSf4sBgkbqShCnz2MKQDCOge11ErJkSzwt/p0dvw4jGOzHWkBETXIJ",
+	"CZP1Zkztn3oEJ1f52HDl2AyIqBwrvX5Ozqnaxt7UtAxG5BORE7knfSvGH7AQUJ2ASXStr0TR0NFwmPzC",
+	"8JlK50MomqOQNu4wD5udpfms9BgFTeit4/4mSiNd0Tpwsa78a8vOoq/HTPgV7pIzPA+whcIJA9jfan5+",
+	"a2m+3gT9e863X2JqalIlby9ou443gZLaF8XHRHDjhoKvCNq+BLIUyyzkubN4B4UxZQ6ECXsYT31yTOFZ",
+	"C6y3pVBuDq1MU6Sx0v8epuFZcz00SmW6dhhJTIlm/J+K97p2+9mKHH7/FwQxj3gdjgmXv46f+/XFHBGC",
+	"LoSty04weAlJcHd69B/4QU45VYzL34FDcYk55UKgo2JCPTyJkEhaxr2KtZG/0rj8pv7K///g8jo/uHj3",
+	"4gDHteGB/5eWaoUDUitbT4lCpV05SREy4jsoQm2j/6+2wpwEtQK0IakcVqrNuGyoHfYG/qbIy1/bAfsd",
+	"/77f0HHDlROO0bem6TKMISaND+cVtxZKVNL80CV1JhVrgVsUeBTAx0krFVHCMsevoIP0YGF2B6DIDSVq",
+	"UjIWaLc5qIgmD2gB66nXzEjhil7UJ1QUiX94Hy4cAJ8flnEWDFpKh7JwlBKUEhOcs0n2/tIzpbrmpcS0",
+	"jbS4aIOKzP+jpfoMynluX5FLPnxNyCuuaJGc9TsPgcF4e4H83cJJaMnGB47wDz2dPhEJbSnglyTUvxBB",
+	"zCcUVwJ7Vlrsvrk8UFqJTYVAKfj1ijLLV8FgTHfRklJWipHrq6nMWgWVkEUXyig30dTe+vF9vYWFO01t",
+	"O5oabKu4RR6YYpaWFm+eRs8puzW5mWgnHHGnkwaGEV8PSuGPrcPtHznRNnAKhBSs/XUlwJRgf54O/qtM",
+	"50xmoC8bfkEu253b/2GixEJWfdXe2w8VM44+tnh3/zyCk7yioW8SuqC8eQCAEqprWugwEWUR7L+WQSfV",
+	"slrgDUxRJH09EVYsG5wvc3CDmdkFSP76d9yMhWvfte8NvqUC5GdtmEI4axg6geI6HTwkt2RgSYI1GCCt",
+	"I1v9zI+ufb4/3zBrF3nzQuvTBe7mzyPUmi5OD/B27bIdAD9IAD5DqpQWHsRstxR/Pic0nhAI3wyMp/wK",
+	"qF7Q7dOJlA3EqiJmrnM2FdOhMAG1gfrUOlGdxJlUIQPd44ow+IyEHgx+Tlxje8+Pn61VB19zVfxyLcyF",
+	"y1/7D90h5eeHlErMYPF36Pgg0fF10JvggBpdCqavhXloWFjy+ZDnV8GN1d/ClHzjXLHX796dH/zw9jf2",
+	"68XbQMC+XL0ZU08C9Rf6YDMGbm/467cxqHjI3jjbpssDL33zLjjv3LXrQ+GSJseviejIJEYRO9skY8Ph",
+	"nlKiBtSnd+RY+DuVXuRdpFJ2jGoscE0CYRurrUB/GzISByprDEtIaAKGtZmlFMo9th6ojbAW9WGQAX5d",
+	"BDD5NJ1GG1X914u3mOVCjyY/QBN4CA9EZjRsmNqfGnJOm+CrpnZsT8Ka8EKyl+48qLCwWj0j/PXi7U4w",
+	"fD7pipvJlB89OmJa4BIK83RTPlApk2ZBLhTiyFLYo4/+H/9jSOZb2XIVqik5iCTuHM8nU6+P7w1e4EE7",
+	"eCltpS31AmmuGOxHF2tXY7aYR3jKeJPWaATG2+EaP/XsAorqWBwI1O4Mkfp/MVv6sY2FPlQEKotQrTrl",
+	"So6EdfuniSRLunsl2ewoUkqRsKqUJSSzkw8Zb+XF+vLQQ3aWfrauXfLl2VKU238UMhRQkmPplZreFMz+",
+	"MHgrxB5bHbUj4suS6iU9OM3W/kGWYpdI/9cKls5wM5IO17tre8aIh3WLw/vMumtBpfnRtHreFudxtwyl",
+	"4jCexUd3CvDZxJsM0Dv3UfYIvwxejD37DwB/bIeiXs743LLBcO6EhbPUDGXpxX9mj54ef7vV7yClDYjM",
+	"nWhKRakn5eLXBfCGz+txwMAjEEkS4PMPe+x18H+L9V/9DJWPHqEy4WgUUEWP1+vz0CxToU+Fl+HLHls0",
+	"abjT5kvL2njy7fobYKV+1u6SO2lHEnWaz1n5WtOB7WUsdYjFY5FVYYRCacMEkttpvxZ1pW0pY5AcslYT",
+	"e2zhgFu299P582CAx+q6RdaN1ToYlHgcJnqWV4MmWunaH/i9p8ffnrLnT75lFacQoFDFfsasZpz9sz4+",
+	"fpYDhsH/Ciawaz6zQlzZwJj9BeltVBDzaTob3Xy7+tqPbUZgr6r9BJtop6/t9LWdvrbT13b62k5fuyt9",
+	"7RxqVB+Grual7S3qaQuEcL36WSoiElo4mzFdFgmlbwgwSIOHNov0MsRpk61U26Bgtzf3sKESsTs94KsS",
+	"tLfEQLMqX5M29C7b+l4gFlIxeQtmRDzpdwqwN6mpvRnApvRga8MTZyplcgwcSVQs919vzpNwhMdYI/g0",
+	"MhdDbg8vgJbSiWmlDTdzgN/9EzYIZuehP0gDjBhH+jEC7W62MWRT5vkkaF6LtUcUPqfZwgBzoNashCF2",
+	"nI1iJ4fsTEVmKGBSQAUtzsknMZYlYYAdadnnTFr2JQm0f8vqVuyu/3pzvqv5+9w8wGoNX9pn5PPtEXWr",
+	"nb+/KBFdUrxT5u0N0O00yJLO/VBEzodWKLeBI/i0xxG8HSGDvstGvuwcl1+SkGmYWsFlr4nHqnNr9kmX",
+	"6Ef9egTezlW6c5XuXKVfiatUtVHy8/aRBnt5s76FidEcbvRCYqXDM2Njee2FhmWDM9rFHJMOvxfcCEMh",
+	"6fYTMDY9QBIeeDlAOsRn21A+OCFqndg0CFWp0E8DI73g3gYzPTHrswWbnu0lOaJo4CPzw5VURdMCFFy9",
+	"j1mrzQfUX6IfIcTCp3xOHT84m2oIsVPrD+n2Mwb71Epoat3OwWfiGuo9+cgJwwbwz6U/JyoXA7ZHDJ3U",
+	"uWKgxAfX/BVj7YMJtz9pI17Bg6jadCl63YqJBymrTU9kHAgyGjbGW4l8/xR2305//Ev64wV0D+vdQkDu",
+	"ZGmPMFVPh/2qUmu3dStxUrlvnz+CQcppPX10chyHKJUTY2E6g/OOTTXko0hAj3kY496Tg29axKzHx/t9",
+	"o5vyD7ine0f27KkfGf+AI/MPbsb5ZJNxfk3Bg+WD2KPKRbfqLoDQX+m2RnuAjqe8U4g+6DBAQoq0OaHL",
+	"csGbZXtQj0Z/AZJkP0SsBE6vy7liQ8FsPfSvGHZ23wuELengvk7ClmYGVgUAO9ZjV//0sHlbWmfC62Sg",
+	"UIZDwZy+syqmrI9mE4oDbbu2Khyudl0rZpQ22rRl3F4JrHPlBoxvBzb9cL5YuP7YI0LFh7KUTgrknoZ6",
+	"4b1BzqfC8EN4u50M4Gngw8jYYCpzo6uJVqL9d2h9d8o40LAD9/q1twrwEmH3kZIcS1JLMXLtBnHUTTRR",
+	"f5+xQTN77wuhpIAAXyt+2Mk605AUwCuA/2WhetJfRG3zWK2cLEEN//31m3NvfggD9KzkDllVwdoqffsq",
+	"y1ebGVhRu/o7kN/qsBu2zmyerssmpbQ7wH6AgI177G4KTN2NykoTAXL0MfnJ/3E2kSuaBwHC7F388IJ9",
+	"97en3+yji+XyZUCdwC7SPBJ7ryUUA0aUfA5dHfr6g0YKTQQwaoEd0PDp8ZPoFgl3wVc+tmzwVuNbBwSY",
+	"S9QEXlTy0mqW66lY63paup+8T4FqWVrsdwHtJLgpEICRngAJ5Q/ZmUrJmB+3yERTaXG6IC3TyFxA+ufH",
+	"3wGTMk72Unsmsj9rKyAJ5s2LV4lTxxLtQ61sXVXaeO0614XI7T57fnzMBuSceW+LatBJ/mAdn0eps7Jr",
+	"NtJMu6ZtdgpWoXE2O1ONxx6/COmAukknlh8EPrROI+AcYfrC5b/73fz5svS06RK6WHrSw3sPzVdtsZDF",
+	"kb7mm2+efbthSChCyCa0EE9uMqCNX4978TQBEWpGswQzRlhdmxzIItjey1dvX717FRiALZMuY+dn7168",
+	"Zs7I/KoUFk8iV4UsvFq8vxDfCu/rjj6tevnqoFZGCvvP2nWEzc48ssSwW+soE3FWdH5jU2jQeXXt0Cs9",
+	"m8z318fUvmql5MkGYzrn81Lz4p3Wb7kZY5TsyTebTEBEcUi0eOcn/wuh7sjgZxTEHbE2xHbasdrvVy91",
+	"HxpzxzoV6+gj3fmm+BMPZym6julFgJVlvaqFDKcd4lpXtktqQjPG/ahlRc+BsY/D0ywD3WWZdBQUnBSC",
+	"OqTvS/iUnfDdYhZQa+lxZUpuHbNiDPFEugz9Af6AvDpnQcz0zWrcj58H2d8DJJHfMTndvTiANpXkltm0",
+	"e/otuT65yyedgO3NJK5AqRwZjicSbNe2HhhM4BWo/qkQ/A41zx0G7zB4Y1OOrJUDmYsDW1R+5/5l0+5s",
+	"g1MA3qS///05BvfX2X49OXrJ82bCCH9kRPHFwf/OotiGCCGw7EBnjqeXTuUDMzE6G8ETu/aKrL15N802",
+	"MqbyotX1uFYKolJpLlNX3tYLfGvMGjmzD7+dwJbD74tT0psLvTjHGZMjxtV8p7s+0G6Y4YwsLhxQaqZn",
+	"6nPAC/Chr+btB15ljg6IYW2lEtY2rM7ZYqv0Fr+/VuX8JPL7p3gTOpt0BsmXYObSDzPNSzuzD5h//66S",
+	"8/rrKyJe7zDky2IyhoOwQJnGWwl2E20/C+RplxtYp6vPAYZ09dmg0ENNUt+h4w4dt4aOuvrcwJHCL1XM",
+	"o+6GwO9laFrbzp+kMquOPiLEt+nfc7rU7VYJUVg2aKX9xkAQZin25KLENO2kRDy5FuvE4ZrBisTDy+Sr",
+	"v9LMw3QKHnDbjNZK9Ywv3cM7VH2Qdutlkh/+oHtetPDw6GP6I8bOxcr0xFfnPTmJ6YM+ISkxpPxVEN1Z",
+	"iE0gvlK6Inaou0GuYnh00orpSogKPJCUVRSpl7eV0dih64YNA0Ek8RkHkdro1B13ae2yXR7dLo9ul0e3",
+	"y6P7svPokN43Rb6QTffq/PPTCT4pn25BJ9gg9eLVTbLfdkJzl3uxy3+7TdnxxaMywRNkHry6+8yDW8xq",
+	"2wa2pmltO3DdgesusW2X2LZT8T8xse3VQ01sg7ccGTEywk76fX0X2uHndLnFTtgA/v1NGAsuiKm+FpZp",
+	"Ff1x6D2rjLBCOVFg93PqsY7EbZFCgSFKt2XRBY7vIizHV5mKAp9OM9HnE1JihpO944j6hHQz2OTde/w+",
+	"jm0Ytv8Zn7uO++ns/A0O16ZtcvD0QfcEORbW+YM4kh+EzRIuQZshjap0czaTqtAzuAN665wmh/ial7Vg",
+	"0llRjiBMCcwt1mnjz7ViVcmlYv6owP3458gqMBFGHLJXPJ8woZyZ4/Mtm00EpIuE1hLXggMkZzEcGq7A",
+	"iLP/e5OQAmRVdqJnEITFEfIxl+qQXYhrfQXBBpgVbkT0CbJalcJ6JMrLuhDhSmmZP/jdbFdnlXyHC7EE",
+	"QV2bsrnk6JyDGN3oukv5b7x2kci8nIcP0TMVeHqkZbUV5hQaNvrfG7sJQzRc+asVZoEmOlHQnjz9+yYN",
+	"/0qrWSmt8+uSTHbfi9vz3Xo3sQ8+Ohnx0or47qHWpeBq20Y+rW0fg9cvyuMCsic3B+2hq4d3jLRtBq1m",
+	"mhL8jGj8xxJKHj/tRslwyyHNOVLnrWXEUs0AkHWqSWYb8vxKKGSvRnSySCtblyUb2Ov8fcXd+0GAO7Wg",
+	"opTEx07BBwwh/qsmhtbL12cHT7/5luA2Y1VZw2iEys28QjKQao6HtMG6iDzs1bUw84S5O2F8TTvBQoKK",
+	"/1Zt2ESXhc2QXXYmbej0igxaHSRX1IgW58bDJwL12EB9gjb+AZzITIWxWrHZRLMpLzA8ilNMj0vnGWl/",
+	"oxqC0VIkM/HXSspvgT8+tqyUU+nsicd95MC1TGlWcheYaTy2weQAnwooi7wojLBWxCf6KR8QJ9ibyg7Y",
+	"HldMU93FgJ575oDHuHWdixQoMI1SjcPATtlMFrDS1BB3cf72MaIUZhBnr65Q6UfpiEFk/LtsIXaTV+SB",
+	"O2rJOAjkG4sdAGWIa+EJAOY0x5zhsuxL+QlA9mibSTXhJWuyaTzmL6gZtH7MCC9TcqTW83OwqH+Q7p7o",
+	"tHeZjkNbPE5mzwfi+s64xeUTRSs/AY5lo5UkXEZKO1BZFGoqUZTHBX3oguVLdyP82UUvliDd7Uq0KVeg",
+	"IK5W/48+wr9rw25es7IRnNzE6Ho8AZlhBJ4HD2VGOgFyQIC88afG6JIpXQS8g15vkVqd+NOT7Q2M1sqh",
+	"mt2QJY6k4uVpkhzqf3klKnLdYb/OoCyGXPIU2FBth5RSL0KgrXhbu6TeELbhhFQNH2SwfYIMopZ18K0B",
+	"fQPBrREVijLLR6Kcd/ke/GsTTL2Z3v8OF+zRnaiuK0EqY8pbSKo9/4e7GFTHecdFv4Pznj2q6i4Vlna3",
+	"a0RobSptl2RpYEKNOpE2XXI0QEHoxw+nJ7T9B9F0GjWmkRReaHmdlhwIcMEh+1nM0renumiTLS1urose",
+	"srPFw43UdkNBKlURlMGFW7/L2FDkvLa4nRcQaPks/wpPu6WzfPuaVXt4azQrWianCQrXL+Cdqk/rICks",
+	"7H14K3d5V/erTeE+f0Da1BFa4f3xj5cCLHfKZEJnJ9jwCbaCYZsYAghSiX3vj1y3w4GMA1BPuAPWUcAt",
+	"DTyjXjMbyXENTWvIXAhAbrRDw9Vb5WeLI4EOGTSa1KmqTfSrEvBmXegKg829OogBHqg3aZ4zaDwV4I/9",
+	"ZLP1Au5/2CoWjnG9PYgOIzJdU3DbVVz8NdC4nOgZTGqcYZ4ersbTBwfkvvEEQkkr4qmiKnlOalPyQY2W",
+	"xjg4PrANlCyxTCFobLLIlj0rBC2NUyVrgU1wpXR5NNFVpcuC/op0hjNt0AZzTKvc63kdliI5EkvBW+ob",
+	"mVb+I4sGrERAsvAhyfCXtcAOROrADpjph40dN3MlhQ5ncbGS8NsbdIkq6oy4g5bbsfYw8HtP+oiXjGvi",
+	"ugtiFKWszfwW8TYVdIXNmK3zCdTgpg6SjEAywAOepySikE9EfmXJWe3lM7SzqCqhigOtyjkccHojuMLR",
+	"1x16c2rD0A9VRD+T361n528O2a9WhG570SWjc2ALKM5ibhvku5GfyAqvvmiMsw15fhUfOpFe7ZoTGPqz",
+	"0YzJyOueeO0lTdwZTPJ9xWzDSOGDpcWea8zNK4FUCuIDn1Zloy3htjmMDmVelnD1RnFdeDio+H8pqtsa",
+	"OK2etEzXLtdTQcFm/GGzcDNe2xqUUPUUTlid58LaR9mjEZdlbfxVyAvhz9zNhgp6bdhkYffB0J2cir7R",
+	"4XXd/ey8rXLgb77jlB/Ys8iwsElIegU07GLUK2LUfWbKLUkAeOJyr7cI/4kGtEYIoO6VIHelpXKtMLTS",
+	"M5s1GkTOnRh70MTiN2/wOXQZ2sbYNLqkfk6UWkLaG7ZGFTFDT0yxgalfbaEcBRHI5dditMu546Uee4s2",
+	"eOdgZ6IYgkCuP3b4Um+iziaaImXwmk4kP0/maYuHrnlN35k7K8ulRbCHX9VxWfr8v3ZW/IR0Hw7Ymxsd",
+	"C+hFFjf+0gCzhQyzYS1Lx6RCE8lbltAMtbbCWNiKsQgcEpukZXbqJR6F6g2KFb93PfwWPa0RYfTb9Eno",
+	"UqzapjB9X8/WNDTftwHbOHUb5hnh7gOcXNp5sIEw8ePHV+/YKvwP7rRV6T6fFmEhIx2GefNknzOA6+gx",
+	"DPFYxzc20omHRUOj9m1ETi75NTx+o2yU5PdNB1TyoSQ5J3627pgBRkMRQjeTFgBc411+8CGTXQRkg3wS",
+	"WNZbhaxVrga44uij/2dNCgkWVkdog6OvNKarAfgcsu+9CD2QKlEg8f+sk2XJhroGlZIFudqVRvddo4aG",
+	"p1tZCuXKOSu1FZYZOZ44ewolJcxBP3wU0k5TK318Kdk5PQXiOMk3M/4vYJYe3Wtdcevgk5tl5/O7lROI",
+	"O2ObJ7AntaPl+t9IINEhhBSIKRSMOlHOQwVVrMuK7YRIhuE5CbYVULxYHf12eLCY37vz4OFfOtRNHka4",
+	"DdKsOg8yt6AcoK7Q1hGG88gHCkJ1a3pOX8bHXweA+1NZxGxzteVhqSwhxQNHtcvw+AozPO5Yv3G2OgBv",
+	"wgaqjT8vF+8uz5O2rQi2oIYAivmDtkBMF9QVf7dQY6nEY4uPIR9cSJyFq0o9lio60BTTyltTyQvhqkJj",
+	"HisTH8jZEFu1ErA9R18EfNJfKhAIhDm2Oqvd5EVTvHjjitqFfrQi/aqhKLUaex2tz98Od1/CzZvTFEDg",
+	"os1TUHHnN+Gjk0f//Y+zg//iB/8+Pvjuj+Z/D98f/PHxOHvy9G9//q9N6CN+bdZ+tPBVfZ/itwv87yeT",
+	"LaQf8d8n//ynPfrj45Ps2+edQ75vdTRZ5mWldEd+c1tqqVrEptsCUWerRENd4VftwEfbYB8ef0RA+zhF",
+	"QMt4novKQWTzJRYcAw5iufFy9/GIt4F109oZ1QxQpl1TNxfDyHlZWweVd/OQG9wuNT5loqkyhpjDQqmx",
+	"VzWhfuEWHL1LeGrXASrELNOZDbHhdHowypr+ZqNQ6yK4/tUocDrMJhIclw1HGX/caIgJaG4+uu3yKywu",
+	"4SrHeve5mHJHzLIjWfp138VdV3jrF+fwNgFuM7/9p2mA2oTENigrmqFe15i8oMRR7l2vlohJN214xMRF",
+	"KCG+VSQM5jaa8J+uO4LB2qU5bs06XnrZGlu5vVBxFbNmJjEHipfTbv3uLsnelyZyvcLFwz449TsPVznG",
+	"zeNH7gpHH56jvwGNO1LtVprHR07YFY3Ivq9l2FMEUC2Wc4Y00FSqwPJSYu+fEnqAJAUS8dTNdF0WzArV",
+	"VHuO5bVQbCrcROOp/PXiDfgQL354wZ5+++Rv8Ev/w9++ffItK8RIen3NRVwNiYs4DBqS+MBzV85DI5JO",
+	"6PXWNuJrq0bbX49PCUXaOTdGCkpY4WzC7SShtElPXOMWkC5Nn+HRhJ/RXPGpMNzvhqrkc2FgTuwn+gSy",
+	"kD8D9a/SRh8tcQz4Re6gdRRd+uqWULz7ZWtQPJ0KDV8RZSmsY/D/QnHKhJel8GINIk2Qy34vOA5fujqO",
+	"A3+NlSFADBKFeHqkvFkN+Sk75sHPGfnf4R69L7CH6M+a1KlcK6vLGClqGMO8qVzbLAntoifTyamwpw2w",
+	"F9zxLoXT7/crMYdrwCoibTuYfYykQCGtB0LS0qxeqnwbSSjrZzzPdU3Un7p2kOnYFMMcspeUgo5fsoLl",
+	"K1xIXDt+IPix/jfkzGrSFqPDlXqENIQGXawFnb6BX2Ed7ivzPMYAbXvy04mHch5veVCatPjgGpN+I2ue",
+	"lvoWXA2tnQhmj18bHA7+/2b+Bby2M9kc+2U9yh4VEpiFCkg2h4XfKNu8oTsr0k23hu2M9t3DYTvz+3KT",
+	"tHL6uJ0jo9eRUdMJvw1Yx9neNO0wxe9QNNgydbljpeDQlBODwx2sZaTeWl76vQxaLukorUelEG/BRbEU",
+	"xId8wkb/bPjLUIzcZi6j0vAYKI6O1DxBSEBGY6VnwozqMqY2SsP0DOJvEQg7MxozEhVevAz9zKTHPLtJ",
+	"vqM/Ylvl4PIvWKNMh2/1XyVBp26Mlrb0bWQ9CcQkFdI/5W71api7Fd+0S4X84lIhazwutweja9Xjo481",
+	"8J+uTIW81CN3UMR8SH/HyUpqqzoqkl1aYhYVYczE1qzUaiyM17BjQYKEms+krDsh9sXsK6yTjnlboF4E",
+	"9wsUVKKaw2xdCcN4MZVKWoeKdSePTprYUJXcIYNvOeNzS4LC6qnAcnQNQw8PhaKKvlQDwsCbab/ESnvv",
+	"se4INLvUy62kXm7txG/AqrVgepLIC+nEMQy0AS3Wi8ClFTLwbDBv6amG+PjCwX9s0avn72lOOR5lqrYu",
+	"6rzJ0QTm2mCtRC3HKytMjEYidwtpodYJXsAnOJLgHyjGtFppC0UPdtvpmH8dFLbFvbWBRvXAebdWKk6U",
+	"kInq3M65+AXkV96j0nQULIn+SNKlcJaIbKIxiUTcxFivFlQTI6xwDvk8MWGcALNxOYbAiBLYQ3gsrwmk",
+	"amOgZZISh+ysLDtANsmMT/UoAN3ZRAssohbIM6TLohWCL/UYCC9qF/WuDiYrK8Dldx7m5oHBHIrAMLoN",
+	"cs9TJ0DGNPyZl+U8W5rzu6UX3EB9a+KP3LYKGBJBHLcGNHxqc6LusPGzxEY4g20HVlTn7gsqwzY7wh3W",
+	"j5hv9ThYmYA0UN0+m/jNOfS6XW4EtyHyEdrGiUrnkxC2ngKpPVbFhwuktXXDhiJd7L7USemFxD0ht6np",
+	"Tjflczbh14INhVDMOl0K6sYezVk0YhOOQtSD+TRNT+lmWPbAdykiw8PDsxhpcDja1cjTiSodxPDBv9Za",
+	"yB0j8ypG5rJsifM7OtbOCD61ftRTrop1cVWy/Ywjd6quWLjTj9mLIiVK+5jRc9tsPSeYuRzST+CgAz/Z",
+	"3rlQ4JaulZMlvcU/AIxZCLMaNoG3SBdag6Y5cY8t42OhXIYJNC/DXUXGLmqlpBqHrhbAn8wu6zwXovB/",
+	"/4HL0v/7Tk5F8UvtvFH6gqtclKLYp6YfuhDhO/0AhiIH23qpWiRmRvplxkUcweNRdTvXZQmZPk2KI07Y",
+	"Y5qIjPERNAjBSe5h/oKZeREW7N7aNU0oMQfHH7ZBX7SQrryVtG2YHPAeUPq7rnrfy0Gdar10JRSmk4uq",
+	"WH/2eNj5gXIS1nBV4FZ82jgu4dY/Vy1Eug1vP3t+q8In/dJN4raEDM2G20VweyO4NFelHIl8npcRxVpR",
+	"XYTqLrHyTY9YwTs6uL9ImmAOYL8wObNXKEu0KqUSC4Uge+Rk1ArLyIv9GG6gB3ulToncBU8iU3p2wiqj",
+	"nc51mTEjptqJ0DsgY8O5owjgyEAhhwVZQT8URlcVKJGYG9O8COwrW+pZFn8J1I3YXVs6+I1ltYLkShCJ",
+	"UuUC1MtDdrZYSphmP5K2RI2eOBuBspRrwJPIrSMVG9TKeLEJvNSpD9RLluCcnU2wjj6kCfZJjXNamE1q",
+	"eO4AV7oBLSxyKBxKsKUX5atqCy/G7dwP6P6vW3hte5v1vR7+2D/f3z6/DxjH/dWH4u+aE7xD7XVMdEtI",
+	"16H2bhnGgzmykVEAtyxXUKJdbQT6UTIA9WAUdhZNXk+0dUe8qmgYJ4mdPhTIyvoLig3Q/sCUx6cgX67F",
+	"ZvMxRZ5koBFjdMZKrfbhTb+MRvAYeEJic4w9RvMZnx+yNy5aKw5ZhPMry/ZyXYjcixmry9o/kGQJM6DE",
+	"WyS99T+QBRFEUzpZJDy8BMCLtJFjqdheVZdlxqraTjI2kmV4hp55Oyao3E0HajkVdhXmf7Lr4VYthfsQ",
+	"JAmIM1lsHcej9b41e4CWcgN7IDEsaVS3a5htX5TQt97AImi+dCdb1lkEtgGFbQqQqb4SB85/AdRo9XuH",
+	"X3O7UI+KKA4QrwNID1oIMYDmoxii3g+CEstlqC5K1yYXGZtx6aIJAZ4odiXmiNgeRqeC29oIqmVCIXLC",
+	"rmUhNFsD9bwuZLyIRISyXthRyYs2V0lsxoN1EOQ4EHgYcdQL65hQRWz/OvCX69pdol0wYHuUWM2eHGeM",
+	"OzbV1rFnx/un5GjyH4GV6uSoGwsvrGBiAs3S0Aso4eoqAwG0H8dmBLdaQQfcWP1NZbS/XryFqCLkQDQ5",
+	"s1gNl8X4YVIosewKd7a69NvhnT9t2wkBtt6xJgKIeyPUYd19aVUyzj5/++8haw02xkjXqjhl+opZUBuI",
+	"7IEnWxl2brEjpPrSg4L+rg0+0eOkzMWvil9zCb2EFhsPRXhegMxbkQorog2LcuFoyF0+WdFUqFaW1ZU/",
+	"rU+PGdwNh8Jm/lgYBiWoHiwz4kZpV8taqcalaBoQYyaqKkQlVAFBfsyegLwMCwYHoYM/gR5YbeO48T/C",
+	"1TDmVr1tGc0hLImM+KlN0fBLEfKtgcjvYUbuACfhRRuBpX0AaEmj7YPMX1QsR/XGZVAApMIl2BEIPKBs",
+	"hgR9rFcneJlCkN06Bjlu3EFl9Id5P/A0FUmtGCCR4mAr6pbS6m33BTBlUjm95NbImK6dlYUAGuFg1O9h",
+	"DhlMCvyfVuJAj0bMCK+roY/Zq7N2wWXs74vsKv6bKLXdjwein9ChzOuBUo0x/jjk+ZUejTIKumL7AOvA",
+	"F37IzoDqimN3tHJ+wipdtiKz0drF29Elc8jOWMUhuMldwpbHePzEjhz9Uxbc7q14qHHB3d1B2eL/TD5H",
+	"WMItkbUsvGYzpRKbkggD6mVVD0tpJ1RJcHewmYyagmu9yXBLW5sCrC5spp1KuVMpN1QpMTkEcRCBaIlp",
+	"avvIrqu/AuzYI7L1DXAgAmIlkmMNHp9SjkvjVg4+51ALFdz83roupI3e/kN26ZEY8oVpDIFMnqqqkI2L",
+	"WcxksV0Qqau7QMjWW9YAJH2Jhjn+nPBQVzs43MHhJ8Chru4LDefWiSk08S103h/DuxCFNCIncT80emaF",
+	"CT5KqK3yUOcwBin9NFEBZqHzeiqUQ5O64mNyY1JOR/vPEAHiCt2wLXaW0+US0HatFVnrTowR3GzUFjWB",
+	"KaT48nyFuvijcGeVfOnnYQFinh0/7Z+TMA1rPvtR9ghpjuCJbzXi0/JjwVWAOSnBGbD8tIwNFpbQL99B",
+	"LQeHK4mYFyM0f34FEY1V6+R3VWt204MGE9ucs4TE6OQR7c4DMnAeLR/GJz2HEZ7aEQ3BZfT21th4zD1w",
+	"3F5tElWvhJG6kDlr7mVwL0WzgTUtRBsro3O/s1K2o3wi/KCjj596ldLuk4Za1NYKQt0TUVZgrSE5ESu1",
+	"rhoBWInCXwlBaB04NigJqTv+/H0c9Tv44C1K9/arViWgLE1lSLuBAoGvKsck2USLs7LisPzVc0Dn6ygO",
+	"qFcwNe3d9bWXtF6/nuiZ8kIUvAUkRyZ6isHgk8gZOxXToTB2Iivsgyh46SYZgwLjCL5TLhVE9tC7CbR7",
+	"VPY148ZvdOJTpNtQOvGmcShQX1K/UAiGhcLkkO/CjLiWlhLXlkTSCxz/JU3ENvu0t9/Ux09I8xlm+6s4",
+	"DT9SSdXix2/xBBTc8QMj/LL6pcxLwVVdHVV+s4jZigPhNxWRzccOuHqEYo/q5IG5LmsafwrlYvpSfCWr",
+	"dCnzOdGXGgE9yKKMKAsMRDszZxzK8EWRRYK6IhBycDUHgs5D9gsR2wEhgD+lUCMBFVlBYHBGX8kAZJaP",
+	"wzne+pI7fhGG+QJvWZet+jOE4wPzM8V8eO50DLnQzJ4yip/boDBg+f+K2gFt/lpi0A9GiAMnPjgKrzfj",
+	"jDUgNLi+QeB9faP45snTu03O6VogWrteWKGVjx+6S8/pAiKaRTQLuOPJcc3jQfirkJRrNZLjmyKTqdWB",
+	"VrlYE6EF4rL0mLfoO0ICjhUlGpMEYVJY4J6H0EdZJr/GpB8FHPSGmJWzNAV+xiVAUXw06bsFqrRpZyHL",
+	"xv7IG12PJz2im/CPgrkowgNwohT3P8yx9DHXUyLH4F2h3Fr1INk2fHBdr7qo1To24maencZ1W8gF6uMC",
+	"vTunXe+Xbc5HvCB3dgHgh1POXmN/iW6wwwW7Pcjrd5H59w+5FQe46w5gt29gnTs+LD12SVWID/5/nJHj",
+	"MXjzVcE8xLaNy8eWlTrnJeFNeG1qsOe6rKcK+Iln0eoAegoV8kYyuvTly7dgtPMSeJUasIrPRZ8ZdL+A",
+	"yqR/i1BJHw194nKH4eGwnWaF5GOlrWBTSS43Vhk9LMXUdpoxL+mFlzB9ZzB767quIXcsMvG/fIuZ0lNK",
+	"xaEKf3ga08N/idyt46Atypvxzy7paT/xD3JaT5mqvd3oR+GHlU+44bn/hpjZCMo3Duo0hGLi6NFEdKZW",
+	"OdI39uS58w8vi/LFhBvbPeznx8fH2aORNlPu4Cvds6ePMn+fH+SjkyfHx3DFVCr8xXH8Rlh0IEratha4",
+	"uOQ9aBy3Iy0onK6dDthHIIcpuuR892CxMH/bNEvRz7zWIcMVe/3up7eYfg/uQSNUAa2rofQgeOOXXP2g",
+	"5gHaDXBv/8ecT8sBahx81twZ/LZMOivK0SH7XrsJnC2ImSQOGCDgiJcnFMDYqlIzoUba5CLtKUuUkGIe",
+	"WCCb9laFqEo9FwW7FgbcNh5hpW19Skh8gaYeUw753cM5Gyy6kk/Ygid5cOKnLkY7unjl2KAZ5/tCKCmK",
+	"QXaDAIidSPDTRuPSCKxV3Rv4tdaVULyShzDt+91grnP7q1yH32eoI+MqnrLBxPl1bLZBT2ADl9skjr10",
+	"2fvgknCwEykf+Tc/yiIHOv3oX9TFeX4zTISntDCxQ9nkM/ZLJZRf1qX9e9jVmfOREx/cEQx0zbPhlHXH",
+	"m5aiPZ3Q27EGpNG3jhvWVqRHcofPPTmLEz17+JEmqUZ6LYpXRhd17jLoyFJkbKJD5xlyoUsYqJtHumxd",
+	"ENyjhWzTbOaMOT3GigTAHuksqysod/HPFAopPkOMCjseJ47DGuvpQSVVI2mmpKkOpeKG0mzgFzQKD95e",
+	"1eLlFdTA604wu4T5eOOnY5uZJc1bOg7i99zKnPkl8ccLss+HunZfWczpR+HYcN1MbFG3iQwYR8ATtEnw",
+	"FXYaXp2aaJTeQHw9pCdQ8EgYJ0fgVOqpyP1ZF+IMB7DFDRnfsioOil/29QQ8k+W8hX0W99PGO+7oox/B",
+	"m+LPI6GMLsspLXO3P/WNtTWkJ2olDgBGcz9+arnmgXBgr3P8HoYPHNC/TU46QjqerTdFCGUW2B2YAqlA",
+	"zIxd7bBfhgVK5jF28dLmysZqGn8xovmHShphk3LEb9hUqtoJu3/IzryCJ/0DYcplcZPOEnHrvmomaV34",
+	"h94Cyr4JWer07VGnrLibNColzsjGjc2f9WiS22p/0TEL65y55F+SI+F3Cxzr7eNLskgrxoWFsS/OWCUb",
+	"D3PMr9Tgq981uvgSGl00GMsakIM9cKuQ2+/KbUA3gss6Ud9wYzW3tGkLE76+hQYyaaIwFB5CN6LaqwMr",
+	"FIC34Y2/NGPchJCpGR8mwERWDY91fcZzRLqNkW3ZN+qhNHl5WuTdyUwkp7LHXP9mpVvzm5ZP88kd+zS7",
+	"l2aVCtXMyc5eXqF5dZ2wLahg2arQNO8aBdtDkiCs6AA9qAKqByhiAToDD9AZQRr9IUv1fGaEEjNe7qeJ",
+	"3UHvWigu8f9h1mTSDPJgxHNvwVLPHT3qbDnTqAXLO/TRtjWR5VeuUUbi2O82WNwzPesG6VcqZOXsKju+",
+	"ugh0JzLckboSA6xrYs4vkobgkI/hz4goQkgtPiYNZWglKCBDPgpvtkGdRyxrwkArhK8xmA1h59DWVjrL",
+	"rsT8AFq9+L8sh5sxc7CI9GYeImVRCxsCzdxAu1yiyGSVESP5YXFcTU2bnsXoDH7pPDQdx9woYp+BDAFR",
+	"sLrq9Pr9FKajJxS9hs7sBfo/3xQdfGYhbk0Mb/BpI21oJunr6TPXxKwv4RH21uPW6dBiGnIFCU2bjA5v",
+	"Bzq3zpE9WReYXqPB9U5p2vS+4taK4hQDEzAX6JwgMm26FJohA0/qmqk+h8d1fw+a/XfaoLa9PzGrt09K",
+	"NSkYmIOFK/rFian7EgCwApSPk6CoB5kAZVt0Si/A/xHB6UGA04MwhpCI2e8vxM5zNospjmCJNimOMyMd",
+	"OWISPPY/QlblAjiIBDqo5+3CRkRnYtIhjbPCI2CtQlvywsy9eJUWD3BPE3QD7B+iyVeH0WFe+lgDnQSM",
+	"KJF9sGSRjgfHidp2+IjONpAokKiU0eJ74kND2UcQSdbJsgRx1KGLUxoiLtY5rdVFs122QtnT+bY4lJXq",
+	"+NLaOr2Y8/9Q8j3XfObNsz6bGgDanjtP42ftaYQs5brq1zzvImFUaTL/ofGRmHJZHjlh3ap2cdAhRRGX",
+	"31RYi8lTTT46vrU2omCXP707D3lMQRnWMVQOrcEpSJ545VqDYjOPX0gIiGo7heyfH3+HmAhxoEHrpvdK",
+	"u/fNMAaofsFgJIJtMkaPHN8cP2vIk9NBI/pCh46cK38nqPA8nwCzBXDky8CghMcVcw6sUAWbAsOaxh56",
+	"rWppLNd5bFk+0RKIvbBbnmWDrrUbYOaUBa7OA3BLiuKEmDpoDSyyUEP0CgurYoYG3A2/SlpIsb3nT79j",
+	"A//E9/TEAeW0XQhn5gdnIyfMgA3FXJOd1ZFo5ffDO2HdK/+t22LmgBmBN2zAh2lELivpZSC6qmJDPGbr",
+	"mIJ7h2wdi4NfBf2tMzXzqgCQVzXKS7I3d/j/tVJxCKhph72Swh4TdAa3LjYo+3KdrwdT8qnuOQn5jBbS",
+	"a5scT107sUwJ0BRfJuz6wXOTPDgUdnJ8UBaeF3+vFpgzk3thErAHiTRJjm2W3CKBGRhn8ZCF1Q1vQUNk",
+	"cCTp90cDsOvFB7DcUc5o7LZUKyBGeuPIiw7Fk8iuJopmXoJOK6dVKRIGEq/Vi26PESRwVvLT/EW/qHJ+",
+	"TvUR2+3Tlw5ztdugmYzPyGtwv04A15q2MZdqmSUB9+wWPQIVN9LNb4IQRHSAzeaCGjWC2BU0DZKldPMs",
+	"5FGSfUspP8F/HKxekPzkWg4lj5h9nqevrIQ5iBWR2MBvwu2E5RMuFXLxxj/zsoxDhE4g9PxD9jtooROR",
+	"X72MBUvBvVxTdvjl//dWOsEG5xdnP/50xv6nlvnVe7hn0DT4xMcDLhQCjXtyfJCBb2UplCvnrJDXwoxF",
+	"4W/0CAm6d+43iLK1TYuopsQYMe+Ei3NYpdv3Lp/Rx6ff3hRxwXcvfvYpCgUjODXdxE5QsWgEFg9d6LbU",
+	"s/4mEMk6/EWXdFrb5bcKDtSvDRApS6Dxhx0xWFfWhbfc0ni+Hgdzsj9XiwmEm51reZuuZQ+PNM9D4WZC",
+	"qEWSmi3KE48LUgm7gv4tYG28NOz+tHS1pTvGTKeY6V/UFO9nrYo/RKxKmJE2U8s4eqEPgEKHuIaMrFZW",
+	"5YPbWDpWGX0t6PA2iI12nsXnotteaYdHOfp2Q82BtIyX4A9JKNulZU+PjxEHEFdDqQIN3p9sG7wd2ULn",
+	"Z3I+D3UxzxpPiKIUW3RP82K+ojbhIi7Qmgywc5zFT5rEv4D6PeiVLVeVgGfAS/9ScAt989vdHSnVBise",
+	"VoznFVx3M8z/Y6suaVqh1VAaFh0W/LR/LxU7LXzZtL+PhYqnE7uX+zPsf52c7YCHeMozattJzZ399Ycd",
+	"6SRtKOUNizrsgW1CvS7FulxX3JVpERZ+OxoHV0rPIHMD67iQED5s4ZBxGqVB+zIKoJVzhkVxh+zCjyfU",
+	"x5ZAj3mAFQZG0EWhgZ+EcYSH0yI0KI83hwie+FCV3jhjs8k8WS3/LaTohiEPa8dkUfrXsJEuSz2DxpOd",
+	"nfIQjHUp7PYrxfxrVrbITIvkvmJ6wv552OYxqpWTU3FEJBhOrqTOxVLKH8Fqw/4zUzHVZp6lSooKDEMY",
+	"O7G9BZWH7BLdrV5tHI2SokhbacfG2ujaQeNLQ+9hY6NnbpKxko/HmEYa9yY1vPdXQM8HUBv4xOsNpR53",
+	"6iQX+BUvk2/fpmRdflvHiaCrWLIgX9+Z+FG4sMV6J+IODgXo/5vw1oKdAOEzv5sNV2NwUGP0KERlAk7j",
+	"6DoMjiBiosHhVfjc1bws52iYqwX+wYUyYn/c2EgaMeNQF4f1RsBuG14aWzxhh92h7CIn9F9G+/AcpmD7",
+	"p8K/Z6WQ8BPr5+BrFhDkrgt7BkPBuhLqDs6Cq/3m2+AwzCbSCern/laq+gPWB+D9rDH6WjxQlI+EZneu",
+	"p1OhClEwyMW11GreQQeLcEhgGpC/BKuuuAJnKzYXGsNWRxMxrdM6ZL+QDhbHCJlREIPBUD6H+I0XH04o",
+	"8ttyFYy7pOTLfywOEGvzYyto/72PLdMzleHzCABwBF2C6LW27h1O8Bq7+Kem4mI20VakExr4epd5P0Hx",
+	"TFn4iRgjxNco2P/YhiejaW/IcqDqNlE0n3A7tVfbNGSbOQ39gzuBJd2c1MD4K2IB7j6atwYn2aOq7k0P",
+	"arIx0+NIJ4o2bnLcSIt03IyFg4HHrHuIsVAgAyGEwgNTIPr2D7sWRo7mLV9Y2um8VbgkizQnn7JwMIET",
+	"zKrFgl7pD5qfA0gfgT3Efkcqz/QDGoQKrb/GIuUU6crjpGhUIdgAHvK+bgL+g2UoOfOPb4HJNjJtmhfA",
+	"+9Zk2tCCqVgZ3awwzsZDS8pc+DzkfuqNPOMydmXhNEt/yrRZdJjinphw6rIpFYb1qRUyCFIukf1woUOP",
+	"Dttwb/CzLgR19zmjtw+w991YSQslLsM57M8B3f5uXonB/i4r6HPOCoVt2YJuPFK3ANtQWt2f0tNWBo+q",
+	"kqsVPcfSIDoCPR39GFUIeh98S9ClmtALUr9fiXnLS4fZ8nTwUrspgotH0mteSsyewebdjVaIUu80VpYl",
+	"leaYZ48+ipHDVMiRJPqeQ/afXlUMfSxbum5XJ5/jDtb3kqs7hGf/us3ROQJxISzYrbgg9wW+fvC9oyaN",
+	"peRqR3H8gJApcLqn2EQHb/vghH1NDlrUdDcoNMVgQQMFSwmIEyi6oY8lb2PyOCQunsU0n/OgTp+pAj2n",
+	"7/gYKpbiy6LGnUUdEGOrYbbR8MWspcr4sTmI2hTEm1ocsh95FSy/poKppJ5cnbWlI/nBX4UNK3jSTcw2",
+	"6YXdIVyY4Jfp/N5GCmF3XlCIIYabWlMEHPpxS3bMElwQY+MpccWKUGz3it16xap0YtqwipwmDXSgbRxG",
+	"kCKpMqqNUw1JorKf+GTKP2DWuO2jIllPsXyPbCR9e2t1cLPN+LlL/rxJ8md77vyDSuGESstPCBm26F3c",
+	"tDPcsJalO5AKelg5oSDEDDdnqfrX1M/X/lKFrnNtQi8WUWRRy8FUpY7OcL9Gpzp4ztHpYK+YP2gBNnMO",
+	"fcZD2nmbAqQv3rr1rnDNa1Z2hAtziWuA0/h1edI7p+AWtjlO5crNfvTR//Mzn4o/vTm1psWM1zeqINfD",
+	"oGE3IpVhs7Utm3lBH+2jQqPkqEKPKutlSqPkw0Po4TY+5JCd4V9Aa4AUMkgaCbUV5Dfmjk1rPC+hOR1m",
+	"LSxlN1A9HGRnJ9dlnc6uoK3IYLRhZvRM5rHTHGQ/IOVfRxOa5gBs1EQruhTtFeOWcl9Bf2qf2R5WxbCQ",
+	"K3kVK+78hnx08ui//8EP/n188N0f9O/BHx+Ps2+f/fm/Ht0Z3WJrilZYhr8HSNVx/2hYjezBeeuS77lZ",
+	"oxzYu+Zz6dK1Y0K6/V48cfE9zDaC4NbkgPgg8tp12qpUgrJRM9DFWpZW5U6oZZGuKQCziY7TUfbSCqCz",
+	"FxDdsLE1TufTG4dd+AsoWxNdFhkbipzXFvgwxSyUD/trpnweLdW0io4raLpoQqFeyfMruyJp+DearK2j",
+	"SHhRB378FuY5ofP+KtNyutqGbNFAmInhROsre5Rzx0u9SQKCdVwV3GDZk7NsbHRdoVwf8aks5+SlAZUE",
+	"f/PYsgHxRP3vAZvJssi5KfCowVMYOpfI3ex1kdD7Cp4C1wB7S8mVfxi+esBcKPm3AuwHiy1h8Pn2NGSJ",
+	"wyeCF8dfVLAB/v6Qvv7wn/Xx8bP8tdagb8BPXeG/H4X7He945d//gqZsmyWatRt6kdP12h4pjPNJy/lV",
+	"HBv/1WETtjdnmIbkAOHO2cIBKkQpr4WRwh59lMWfR0Y47EbdbX78BAUonP2AuWJ09zwG1M+FKiDPEvJj",
+	"PPRTeYYesboK8Xs6D+RmYl4XnlbOUhpO+9kSc+L8LSEGA63a/L/5RF6LomHHc0aKgu15o2EQhgZ8HvBV",
+	"EB33J21g62H8qPfhMQOmvXY7k1Z0cFUArQXt55f06LX93YBCYyRFQ79Dd/aYDnJzMvbnd5s2s3Ci4wz0",
+	"eeDo7xlTehY2xeGXpRnfm5LqdyIkgo7ah/AW4GIte0PEDe03xIcbYAbGNhZxg84FPo3Qb89/WyUMnPls",
+	"1cnfX8SdQ3YWKX6eN6kV+Fwqd6E8CnqlF90r8aLpvgtOepvikrT0QavxAg7PB5CC6yCjEYWyYHuoMLwp",
+	"BvuLE6Xc5woiH2BmVpvkyRTHdQ+SBUgJdlByi1CCJ3O0fDJh0ycn804BBpsMrKB/gLawcbiIEntYUpWF",
+	"rPosgQp/0pONNZyH7kVgFouytK2UkULaCjiAyd9IDk3MEvQbEXmwpGv9ORQ1k99Tq3K+v0ojv8SvvDvJ",
+	"TS/sbYc0NmLMnfiKkl7P2t/sN/7CrmrvnLvQylMFdZNAWHvAGThSQuOOxUpvIwqeAwWcdMzyebPtObMi",
+	"NwIkpRUuZFGBGwkCYZi0UWTkh8dGo/6OQ3YWlHGaMiNYKUbO40fgQiWaiHglxR66Y2Nhu7YmYl0/ztJq",
+	"RnlX6WjW8FaEAT2cauvFM5tMwspqGPzYXYi7N8rXPie3dpL7mm5g9wigBU5ffAKSVaii0lK5hkBCzxR7",
+	"/dPZCzpUWXAy5boSGYS3kImsIFPX4tGGCLS0rFbyf2rB+FRTCHqF5ox3xiFIcL/yodVl7QSbOFdZ9uvF",
+	"W7bn/5cqlMGkL0s9e+1ctR+Z0RqqSJsxOGHexh4ZPp5CknN4iUceq8tr7FTJSq0rr71nrJTq6gDbPGvD",
+	"8lLXxcFUOA4d8Yn7UtjlXMoBweV7zFYExR3G5215whwQ2cVUKmkdMi7DFZZVRl57tMd7LdsLTzvzfz/H",
+	"v77DPw72D9lbMeb5nFnFr8T7nFv0zpH3ztb5hHG75KDT6r11RvDpe0JOpHWz3ENTx/W/qEu4/AVdjavU",
+	"gLJQuZlDMjnHRixI9kElSk0/oq62KR1YsqVM0xXotSbt1G/Y0+R7Y63kRCB/x90FEFd8xKrRQ8p/DhNO",
+	"OVwkeCe6LLCbhEQ6P+kaUcxGUpSF3eXffxH931pYf7c2U6otgW8GvDJ1ZyixKnlOme+4/ZA9D3ZxQ4yP",
+	"vBJQJBx2NiS9nykmppUDrOdDC3IKz21DSxny+PEPp+QPDp1UsHCz0SFj4AxG4EXOIXtB6flUIEXVX+KD",
+	"Cz5jf1NM0VWNf9WPr6UEJhTMhMXkJ+72BXcYbb9WRS+M3izRNb35TfFoW2kdn47DfpmaPRFUiQcPwDWs",
+	"UPFZFADsMjduFXzxcD4w8D0iOOl3jZPpaQPujrRhY63JNne6gqZsQoLSjJ+QgeYQvaGqYL9z6aQaozMv",
+	"9XCJXE8Fe8FVLkoiEVbaTfx9kDkOZr5yIVtrmqX+7TmbSOu0gcqCK1G5LKotlPLqn27ZyAgBT0B0D0Cx",
+	"UIGK37k18Hw4GNQSOjs39e146HBOH9rpTlyCG3voKJoNES6IblGLXbT0FxrtShNd1KTtAP13hs641+/e",
+	"nYdWvFh2BHtVFMTNRvOHNmSFQO+PryhHEAoDqxEboAfzqtcN9zL1fv6185qtveMc1mKz66BF23J5DeQR",
+	"pIE64m0jr3ZP0zcghMg2xIaFSHhgk7iHIHyfS/AXv8n4OPVoS2F31La3hEovF+Vkcq7vPEaAiLS6/c4b",
+	"ZQUwUsU+McHv5O8bhOg75bQNNO22A7rqAK7aJ48Z+qDa9lrGhvOKYy8EiUSLjfsSG6pgcD4mjuIVSXxl",
+	"zmRBbs34GwdhfMOvRRlJektWcTdhexiezFhecjnNmJVjxV1tGndpFnyl+6eBIEHGHADKQ1rUeA7ZGSuQ",
+	"KKExHr3l6Gegy8P2TnQGLD4Tw3BNX5yzpAtOaC+DJCmxxYaLIuyU2dY3EL8F1PlnWB0i/qfmJU6/X0JZ",
+	"3KtduWFfHdyoM24DBdRpW1eWEAH2v5rx+c72/Kpsz7SnDu4Tp29TEmyupK5pv+bNNm5T5IMxRyxLiL0B",
+	"9ZCdg9uFMx1OPZAF77V89Psna6QLHRikGcQmBNHbtwpWHz0EJIxOfj/2EH3hy/C4A7QdoH1xgBZRAWsR",
+	"EgzYKsQ5Xl4dWQHX235se2UdR5IKiGRDH61cTxndGfLRC3Etc/HYQmGiZrp2VY1pLUqUh+wHbdhgPHz6",
+	"9yd/fzIIX+yg44CN5HT4DMbZ90bzIueLndQga4ZLiCmTEnopcq0KO8gCBSN7crwfiyTjoN78/Nubd6/Q",
+	"mebHl0WFWbpAdokK/I+Hf3vyBMYE5ZgzbooQ68ZWkclA9WjkATcLS1ZyUIHp12xvkOtC5IP9Q3auraOZ",
+	"wQD7+S+X71jnShx9pP97U/x5BLcMTqkVmZ0cOH3gr2aQVbU3qJwbZBigGc7DFOyzQuSySLg7pQseyUP2",
+	"S238t0g/oydN7dj34LAIUSMYwGOLefutLnGd4gQDdO94eXWJt25JqCy9Z41ICRtKFXEn3qkASWekZ4g0",
+	"1zs58HXJAQ83zJ9kytkJAJogvv9rB95/91033uP99hBu68X5FF16favvWhhANLboLl0CoQzYMvOmUM8r",
+	"PraPd7cNEWvz9eEtzUhk0ZOYH7/poebnf8VAcG+hjcXdE+iYMbwXXNJ/8bQt+RLXyPJ+Pet37DGF+geq",
+	"Cnt/Z1ev/50tyGTSKk7Y2YFXOLxOU+VTnrFpnf6i3qce1yIqcEV4ymmiEXjlBdx+2F/i6TGDVloVz68g",
+	"+9ixqVdenhwzCwXmXgHrbFKNHalPWAW6jg2vqPSVUPuH7KzRGJFHe0mdkZblpbZeodKGrmoWTRiAFiNK",
+	"wS3yCjUtxwc5iZKOIl2YWH8Az2ABHiTs3L6qFD94jYoEO22nFe20ogdjHQP0kVl890rRESAOwnMpnOhw",
+	"9kHySBuTW1YjmBseyDAr1WqPpKeha+ACpskU0pKHJuSwZMNCBAZZ0Kzj867CSHiOP16wnjsNa6dhbbfG",
+	"Efbb0p6+0+NauRV++V8qoSyVPtjQXXpR7zhkL0jrCClcpBmdBI8NZoEBD6zRVRUSvsSMLmio1ZYP5SUa",
+	"PefOfU2ax7lb5+0fU7rITu3YqR33rna4bmTYBpBNpCkOKm7c/CjnFfbPX5XnlhKTyQII+uk1mJsmPlSy",
+	"YXsINKln52+Y84YXkmRX0E6F3jZnOXdiDF0EqYd6fCIQQYrCLtD8S0tPw1ob7PtSlofsDXSPJ9+wf7l/",
+	"AuTaRTpXXTtqGzMSkEBiG+LY2nYRvE6JrSZ+hKWenthwI/PGJbE2D+dsgNPf1MqdMF7JA7hxcIp821aX",
+	"jWK1TIT5JO36Usn3cO/7gEzdvE/v/EKe+3V8kS7jNvGr+419fVKSaxZ3B3zfV1GB/jKw4c3S5kLtE+I3",
+	"YqHTs96c0ebIN/vr0cmjuMEeLSHCk55wnJ/CfiTA4IRd6ZGli6AM23/BSBuIxoXzt9g8fCRL7FKmCmb0",
+	"zIYEhfQ5q09ad+Jqsg/DsG+ajfVJeahrrqXB/KeYz7QpbnDHudFO57q8wS0gty6BTPHNTV71MzZs2/yG",
+	"lyBHPuEW+uFGd/420aDHbHr9WVXd4Gqsv73xDTf6glfITXKTb6id/k0WQt/wnguR32yX/azPSz4X5nsj",
+	"+NUN7nvNLfotb3TLufv3DW54Yy8n3IQ9c6O9Bo1rKEN78wmEHqs3vQs7FvxqbjLAH42uq/8U8x8AC282",
+	"RHkNuAfDDPdv04NBb94k5zzIix0jxQpGijBJbC8RtfvblvNxaZYjQx0C/+hjHoD6z7UmgFZReJ/EeCwJ",
+	"L5Dy6ITRMyWMncjqpsK9rdUSGNxUtCeC5w4Oy6ougZDtsXP13ZKrjxfelCLV8TM5UUdVyedDnl+tqNyw",
+	"thaW2Ql0xZdqXIoDb5X+evHWxjQyeuJjy0p5LRgSj2QskCmSE00UzWnc86YwWl1TzNMfhL/ZAWSATqVz",
+	"otg/ZK94PgFCGF5MobTjA89dOQ9pznMKKICdLyy1yRuUciScnIqQ/8b2Yv7b0+OMccdKwa1jz/AHCOES",
+	"nzi2LS+wpm0fWAbwbxEoHltyK1DDV6hnkzaQXgGqcOX/lSpMBwOuFz9tJ5C4OxrBH8OOaQVribkF6SB5",
+	"MR9g/WusnHPcxLaeEv0KmEGI82GThhhXQlTwa28RaQOtOJUSucuIKwTrf2EXMHRXS2Wd4L1sLg0EvpXX",
+	"4jzsoBsT0iYJZx0O3LhJb+LAnUoVfnxyd+7czvlY4d0N9hRanmGjhmnxO+SO/b7dC9ojObQSBzBeHOjO",
+	"EfwVOYJ/FK5Z/4gaURQ0kJeIgW1LP3yLPfTD+TThdwCwt6JtbKRSM0KJGTQxXoDM3q8PlGmgn0LbY6xx",
+	"tIOMEnhg9nJuoIMjG9jr/L2T+ZVwAxRAGOmXlt6EUW+oJ/bPP42Y0eoqG7seCbrND4mKG/EXtoQE6OGc",
+	"DeAXjZz89vjg2+PjJF/86fG+l4DQVwBnoAyNzqVlRQ2tkAbwlzMvfAdsjw917djfjv8fJhVlKgAX+z4W",
+	"Y0JCeyCcgLsD/9srlOJnbsD24i/fLsjyRHw3X1gJI3XRCPPnz576r8BZwdSrHiF+iteiGtLoHb+EdARk",
+	"HgpuYXCHeqmc4WR4oYqZEM1gqNt6MzhSTqhZ1dIjweN+ra9E4S/AUOwg3diDrJWlRiIcYxxGsLx2oU/3",
+	"N8ziLAEPUdAy4mZcpWScYl2/nwroOqy08wrbtWDXshCacWNwF50thQymfB72p2UzUYIGLNhMDMOlQTf0",
+	"Our+STI1UGI7FKVWYxsrs+i5Gfvno+Xp+ucjxod+WFMRSQbjDUgUgjssknCHYcJn7ZV6TNW519SVNIvq",
+	"HGfGf5dXpbi1M21CX+f9m6lDbwFSdjrRvDUhmyhFWes8Y51bIIcMutLd6kftNe1Rixp0xpQmAPmdevRV",
+	"qUdvY7ZPqgEAtV0w86CSAa20dYrRFjUfMCBXUEOBBww6miK3QjC5FwJk8JgTVumypD5HMCBWKydLUoZu",
+	"6mODwo/PzcsGg15d+drY+YQQUOCS6+mUq2KHE/dbZ3Tfjruu4tP1Z1hXKwruYw5uuvEqXoekW147fWBE",
+	"rrFXTu8J19Up2htexeOjkcgdFT1C+2JjF1WXG593XX1+x11Xq0+7n7cv9nDf31nV1YM/qrU7mAozFmsa",
+	"ib+o3RFcF3qGExkbepDXpZXU7id/b2jffQe5JR0cZzBwbD4im+Ixcy1MH8vZtJUV0mOzPHn692UzZYOw",
+	"dDInodHIynET42+ym6ALx7D05qa29oB6gV4JbKPS+UFcqht+yVbhKZmDTaLkaZ/1XYi8M0TePqbbRhkD",
+	"STNSje2a7g7/R0tKeX2hp1UJnGjNzYEOjgyQvYiZ4H/iVUWMDpg+tE8tzv1cWC/e/zEA5fSdnIpBxgZC",
+	"FfC/++jL8w/+6fw52wttFkSxH1oQpSCAT23yYbPYtcEZrmyu/VBPQmexqnaRYgK9eldiPjJAG+T8qCkL",
+	"Nhla40mMaX1hSGwveAE5ucPoI0Hdsc03nbIxr2wcWTKF0CzhSlaVKDJsAx/G+diyokZshj4yEDREYiED",
+	"lOGHbNBCOohncjbiZYk94/xIoNhJcWMCp8RIlqJxWc1ZKb31xay4Fgb4fZqpJUcuNszHSSNS3lM0xqQj",
+	"G+yyznMhCvQrUgO8PSsE+/FVw64RvxoaXwm/TUW5n6FnTg8dl4pxaJVxyH4Hco6cPuVXUw7CzADhL/Tn",
+	"t5qd/3L5ToC/1QiEVuf3ueIldToCB7YswSAeCnYtjBxJDGn6L5BqDBWxBp3ZHcvT9No7hS2JznScxMCy",
+	"7gzPr2yazzxEjy41ud3DGdnAtZci67aoO+gVa8pCcEaadtr+DN+tO6w1F308T9xeZQvNN3cK8K21eWiL",
+	"pTuUSjfTfo8++n8oc6uvWvRCTLGxr/Jg7k+thzVokIBBLCyTD6zj2rCLWikPEKdEFYRP/gXA+QdZigF2",
+	"NEKhMoI4mNYZJYZQ3MpZADQKwQvuzWIw2mbaXMGeXYSEl/CWXki4ob2a3PymOOdu0qGtQk8xA9OTikn4",
+	"IiJIawncmOECfcNQtMJk4gKysRY2i7IGamSDry4vBVeiYHXVq+suzvLDaVm2CSDh6HFz7bxtdwhg/q4N",
+	"ZsDrSjIXvyp+zWXprbBlymNxv9hHAPZn1m3Rn+FZix3VKqPHRlibRfVW/ltkjENqd9QgM2JMx/oqUOW9",
+	"XhmCXKvyT28bf/54ADrDTlW45XzU+zosq1NRe9SEo0LPVKl5ceBl84r41EIiKlpU4WYbBd/jqAV0ikvO",
+	"MNEmzbOJUjZo2BzSLE5JbBrrWF5KobwVWHKvUFyAQk4WAXm7C0wiIeE6EDGpJWNczcl/js8Jpsn+IUvA",
+	"jxpE5bV7DxP1Hkf1vm4uGezT46OYj8YeMZ6DvpOoQjNugxzc3OJ5SbP61q/IrcHMNjMOIBbsh7vGkvJ7",
+	"DLJS7iOnoGO4q8a5U1nuLejQIE0AGFgRCutHfMUzdpfqCI3m5ii7ad7jWZLviOkte0ZgZst/Sq+vhBcc",
+	"4MeDG5AnPqcFDPagO3GuOhhNq+cAURNI95FXAnIr/adBQ8pSPLanCFVU8R6fgelzmDVXamj3kMyJ/zI2",
+	"5VcQ42S1qqGRwuZgtyZ76yGi3ab5VZibYoXzU2pPYyUGBnbJGzkVywuE7jtcf3KfDrWb7H8mOVg75Lzf",
+	"bKhljET+xaZs5K4Ac3Wa1Hqw/ASV1N+8U0dvUx2NOLBTR3fq6NetjjYlKA9BHV2JrtTXoAHTbqa6W6vH",
+	"iUplLEzNQomOxhKdH7+HEcUGavH+UCqwNwhcZ7IY+NltdyRY/KIjqa6lE4P9k5BEEquiMNsTIvGLVTkQ",
+	"mVRiJoqkNOexZYNUz4bwcWgNcRBeOIh6Trz4TTFoVTvIYplUmAYisbqD6pXmwlFlCncYhMnWloos1VZA",
+	"JH4vaf5gRKUNtaAUqgh5gnHPoKsUmWKwleSTp08yNuFqbFldxVqZhJbKOmAX3Mf4DUZtvIS7wOIZCNTD",
+	"hEKkSIn2V4Spew93vl/BiLwofX7Eyb9RcQd17Gntqs+WsXBXzrEr5/hKyzl4lBVLMuIGxRx3UuUK9gTl",
+	"LW7SGLiVU7TY+re2WWjpIyhMrjlyCw7S7KHWSwdQYkfClg1rK5WwlvlZ8yIAWyGpJjscOgM1LXZA/7Ve",
+	"Bl2LUleCDT5WfCwyyFi8hPiZ046XGfC1/Tlge9oUkHk1nLetKVmcsoG/C+XkIDxgAPJCJy1+IpO2zuup",
+	"3x2P2SAva+sgdWt/XS5uwnR281TcF+E92+lNvM2IXvLdOLDVqabt9LVdlO8Wc1SXTvK2sUjpQqyJ8LVV",
+	"eXv0Ef5dmwnktTib6MeQJ5mLE6CSToueY5QdtGx/pAO/NHuV1Em/fvfu/OCHt79l+H+jn87Rrfn67WXr",
+	"cS2SlFqVHrMGhbR0DWjgoIl5uMIMopxK/earCrBjVTe5T7nyWvfQj/ZaXvvR9hWZT/k8VJVLlzWZUDGf",
+	"lgWt/7FNCGrZ3vPjZ2zQ/OJ9IZQU3oJxE2Fm0grIq6TxgJoL4NnJAhuSZiBrsimyZrzUSqzPkPqLtdBt",
+	"k65Ha6Z9tVJnHmkz5e7RyaO6lv7KjuKChU4zk3lau68Km7ErUbkm0bhhfXDUIsT15U0ZwS00c+pU4p9+",
+	"8+0GA4JMML/HiKGoKf4vwR6Le5cGGNgienO54tZ+OFlcG6nlrfO0EyO3liziZ3WJCOovFygjpW+2nrc7",
+	"+D2Is6/loU6JRbIuopBwyQtdK9e4RWoV0sCD9daAbcNtjFUBhIPNyfbw608WgK9/IgTIIgpj6vqnY7HK",
+	"4TGlto5JB+3hTeqK52UpTDKcSMchPniJv/f8+PkNYBw+ZEMMb6WYfS4A/seD8BYc7rClPxFtK8hyU+Xz",
+	"CHBiVdE09bj16qYtJXgpgbcIHMCdPEmnifYG5ToQYG9zCS2wEHViWMoT5Z/oh5DgIFqxCRQmxE8QG4TQ",
+	"ISDovGE4tzoyAoKKi9Z9okAASRC+pUB2wES+ggcWvKikZXCHpeOL/rtsMz/rScM46L+OmJJWacBIsNSN",
+	"wWvQ94TxFOIJapGEsQ+X91qeCGh3gI4MuFCNk8efBiasoNSLD07AEuIENlfeCKghFtCN1TgHaD9EMqvG",
+	"ryxU0dXwSonZZ4rnt+/FXjUba4Kzcb+SH/sUylWmlZszPfyXyJFnk4oBa2OEAqK8B+jYDnvsy9Sgdw7t",
+	"1bIYWnLdqTBuQsQr6LuTzD/b4zs+aRXJNp1PY9my7a9b3rv44QV79uzZd6EX/7+1EvsZ02XRcC6wgX84",
+	"VesmZABGjIQRKhen4KiWqta1baaQA1kADQzYVRZqxtc5kC+aCXoIXULicG7UICPetXkDj3jLjXuFxDs3",
+	"7K8Rr79Jw4x40w+yFBt3YkheRTvxRne9wi27Xc9968s2oYmAvb2jiVjhgjfpGX4QJTbNdUcTboqDxufe",
+	"Q/NujDdRrByW4oSKThNegsdsOHeC2F68DdEOHe65idH1OIQP+dhP4D4orKgXAXesVIX4wIRyBnimOHsZ",
+	"ijL1dGgd6LhWt3I7VEFlumltLiYReLXfadPkeLjQwQqHyo1gY6+DsbNQ7yrLkg0FmGfGW2Yq5MFITGXB",
+	"Ac6FY3tKu/cjYKw99fr/Eq9F48rnlgyma2LWQlHAqYvbDBgQYEbSdMmOuOJrbopFF3pLOGxHJ/Yv8Ejw",
+	"PXf5ZI0aDJ+WsScHT46PWQFttnLHZGEzXOHK6FxY621JzHDVM3W3OvDS9/SxdHmAM/BXaFHgvyzDTu8w",
+	"AwwCyzvQ6wa91w2k3A/2hVrc9ehHKNGPfN8bIBSxeuQOQsALj7DX7yJ6oM6J0AJnOoHVohXZg/dhptOI",
+	"y5KClXFI7/3j3o87va8XePPu/O/O/4M+/7RP24fmXoBgDSFJAgTJWPvB4DWQ4sM2PyEaJi/YE3MPHW/S",
+	"tEhDsMICPITobs3YsE6VEXDLttWWIeIONMBpIU3wtrYm12IxhWV8zKXyOkkLf7QSNwabSz1yO31jhzef",
+	"Ad5cNkfhoesbH9GLdAMugx4Cg1Y9LNhLinHneD5BhruYAgV/V3wqTmGDTcFrBX+Fdg4X2L0A6gv8q6Tt",
+	"Z+vTM9UYfchJwo2RUGuxXJwmbXMd/BSK06QLvbqgIx8Ulp0kJWthzw+lKqBSN7R9iLVslHgaeqRgaVss",
+	"attrPuyEWSG8UZjhx0s13t+g6K1YLnxrWOIO2atrYeZxmEbkE5FfJTOzxxGdmTZtHIa/Nk/aj3V7TcbB",
+	"Htqh17yUBfEwhmSChWrmsB9CL5KG6hH107FwZB1jed4C6reK8w7ZG0dRSCxKBAM8NGpT2mCOAV+oKgpD",
+	"WF8iESXHXyKMaPmmdiV6uxK9L44xogXrD4kuokuGfTpThFaA/W0h1qaPiC888H8EhIqVNgDhEW67yqXb",
+	"bBIZKt6FhzXkC1wQgMB6Cs5DIDP9Z318/CyHtkbwv4KJUni5mrHRaFqJMTuwFlo/joyegvSbklDFINN/",
+	"4BMo1Ref8Q//z9NvA7VX1yV/DLBEDn2WbCjGUi0z3hLXrXT7WUxne/32kv32y0v4TqiR2JuUfoQjBlnN",
+	"VgDxrcXxxic5Hf8/A1OEKGpDSD/0wReH7ALzGZpMEa8tHLLLZTkXODlQh92AkiMjTo4moW1zao4oEW5c",
+	"fNfaez3ZCrjRv4iKux3Bx07Q3U99XBvkHyK7x2rZtql91rB5LIi1hgmd/XT+/HSVfAnat9f7hbiykNxG",
+	"IscIDubQqTd/2AClyV+UNphMQVXf8BWrZQ4G0eR0ZzF+jhaj31y3Yy2eLeuuLX0BKe2t8FLYCTY2XLlP",
+	"EeY7I3FnJO54XBZ5XO7LSFwpRKkEfU1dOYmaQPDSm82HdFAg3SClo2lRAh0soqnlxH8gS8mA7QVojKwu",
+	"gZnkTdGin2pITqABBXWy6Gl3Dxwp0AUO5Fw5j83KvIwE8XOaPnUocj0VNnCnQKI/ysXQH3dNwt8lzeO9",
+	"9W26k3ZNfS8Oa1P0vTWs6C28MG5CqcLLuRP9L+auzWq/CmlxFS/xDZQfuNW0vdYLN0nbWziJu9jSigS+",
+	"pF+rvSsqj5X5e3TRrXJihR6PwI3VxtHFSxG10y62/pBAZUpCZ1XqnDtt2N5Cv6OMDa4n2kJpJq8q/0+C",
+	"01JZJ3jR6ot7smCk8EAihaRdQuW6EIZVtZ0Ii7wrbfLEi3eX5/BnlByYFlAw+HWzYHY/8/hflyWrjP4w",
+	"x35YyTxQPx0wfUalnnmZsEBPck1/ibXgAdGUn8VcLPTDPEFGk7Q97l6LP6Vj1f/fMFv/cXh4GM3ARhLu",
+	"Z0GYRc8N8GYVbED+03/8cVhDbyYdK3eECQ3rF7r1L7ermvI5G4pQvpZQfUW5SsKPvLwtYbKOyMzP4Ary",
+	"srCnID5VcTfJ2OBja3x/Hn2E3fXn0UdeVX8efQyz9eeA7WFagJfmv168PfD3Hwib80oU+6fkGU5691Oa",
+	"VrDF4pK2Tx2L0tw2/liovANXachKbcjdqhoJKAwoclBsZ4E4p9Re1UkdoWXoqJ/u/jY72zomNr8CzXp0",
+	"9guLHbQWV7p59rFfOK8BhW8FdSjhyTlJDkJIfgldMbN2a64iUiYF4UPFa3wqbLqTksUGr3gJMO38GYMz",
+	"Hpozyg0CkCgfF73E27UJO965xjoMEVfYJg1HWrMhEp40mJIdV9qWTMtdpdgGrt1eDSCc3HulQJsIXnqT",
+	"4ONqhgnO7JSXJcPLmVW8shPtQmEwL9iQl1zlHgj9Lp5qJZ32lgXLuWrsUQ+giS5xyH4PgpEIGyS01Z74",
+	"v+dQ6AsRFqhTtnPrxBR0PjztcRTQL1GqvKwLAcqGFcrW5CKGTMFCOEjtCy1rlS4EFKBKhT5BbWKFMnoM",
+	"ga4Ia40hcUir+VTXlhkO/ks34YoZ8S+Ru8A8SgFJadnT4+NElPl3gSS48m8pxNjwgj7sm+NnWaIFQb15",
+	"+KihLuYZKg4odBP3YifpxGtcym3aT9c5vuSSBtlb69v/yX47gEiNnuXDpMPV/QwzmVn0U/i5jzWMEPFr",
+	"7/sMlAuvVUPnKX/5IR5/kddGuvmjk3989Bb1UHAjzFntj9g//vDGbZoB7OEK3kGPT3dnAgW48TuqSY97",
+	"jvn/bn7t1aichNziABdHl30MDKovtL6SIgyZxrFE9QDDYlJhLTp04sIPyUBBBG9VhsxONmNTLv3aepCg",
+	"/tF4tK1jplaQHADmDCzKHn4jO34CMdTgXsCJWHZV/GohYdhoyHVtGudnS9YLIQfNAg6OOcNlGfWFnDte",
+	"6nEN40m4aCotlbPN0J62hhbmdXlwFwI3sigYkSKyqZgOhbETWVHXsoBY2Nk1vuJZ+gq6ueMNv8lC6EST",
+	"DDrf2Oi6ok+usPnjAc+dvEbttNK6bC7GVwcVJCxJqcfNcL5pDYde1zGen/0SUut+WINzBls9KUkLDYw9",
+	"lIppVYLlHUkO/a7w3wFxsIJ5qYFtZ6XB/YHlcT0TBeR6HcN6m3gousJxOFPSJCp3oP7AKrqRyOd5mX5a",
+	"tIMlfRfsNzvVV4I5BLcFr1zXwN7FgVBXXT3C5OxmNrLQEC+HQ5VrNZLj0EIZcbXiQ1lKJwUcNjTek6LC",
+	"ZOKaeXuezhu+vGN8r6DekPY/MrZF5QSqx8fRtgvMfsH/3JxFdAyHNz9pHexU2emeHnENfBC1G+oPGf5b",
+	"q4LNxHCi9ZU3PyWED6uSKxssUv8rGRp20o4+wH3+uxheaoithmMvFT6SliA82f/6QzpJfiBdi/i91s46",
+	"w6vgvcCwKy+mUkn/B0c9CuFlgEduHj0dHBo2J0gVZ+q779KZIj6wxZf/+P3RO4b2Inp9vI0+lh4v/Pm5",
+	"FoZdvjkP+7sywgqPw7hxAO5OA7MNHWvkZCRsQNOUMsKCzcWITz0ZHf2mEwQDZXlzuEybtKCpCwm+g4wV",
+	"MgiKhhIgbt5v04mJ1nPHy38SmHG1d/HuxT4zWk/tCf6DUencH6rI/+M3+GKwxZ6yf2mJAs64oeAuw7KW",
+	"DD0VqKdYtvf76zfnGIC29TCOAf7w6nwfnk0LtHxW6OO5cTKXFVcuBK87d4JxecengkWS6ynbc7y82m/8",
+	"98SGowr24+HfnjwByafR9sABPbbMVoJfCXMafQ9Do3mRc+uYiJSgoRX9Lz//9uYHTBJITzIvrx79+cef",
+	"/zcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

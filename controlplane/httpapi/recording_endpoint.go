@@ -246,3 +246,95 @@ func (e *recordingEndpoints) ListRecordingDiskIdentities(
 	}
 	return out, nil
 }
+
+func (e *recordingEndpoints) ListRecordingDiskRoots(
+	ctx context.Context, _ contract.ListRecordingDiskRootsRequestObject,
+) (contract.ListRecordingDiskRootsResponseObject, error) {
+	states, err := e.recording.DiskStates(requestContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.ListRecordingDiskRoots200JSONResponse{CheckedAt: time.Now().UTC(), Items: []contract.RecordingDiskRoot{}}
+	for _, d := range states {
+		c, err := convert[contract.RecordingDiskRoot](d)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, c)
+	}
+	return out, nil
+}
+
+func (e *recordingEndpoints) ProbeRecordingRoot(
+	ctx context.Context, r contract.ProbeRecordingRootRequestObject,
+) (contract.ProbeRecordingRootResponseObject, error) {
+	res, err := e.recording.ProbeRoot(requestContext(ctx), actor(ctx).Actor, r.Body.MediaServerId, r.Body.Path, false)
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[contract.RecordRootProbeResult](res)
+	if err != nil {
+		return nil, err
+	}
+	return contract.ProbeRecordingRoot200JSONResponse(out), nil
+}
+
+func (e *recordingEndpoints) ValidateRecordingRoot(
+	ctx context.Context, r contract.ValidateRecordingRootRequestObject,
+) (contract.ValidateRecordingRootResponseObject, error) {
+	res, err := e.recording.ProbeRoot(requestContext(ctx), actor(ctx).Actor, r.Body.MediaServerId, r.Body.Path, true)
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[contract.RecordRootProbeResult](res)
+	if err != nil {
+		return nil, err
+	}
+	return contract.ValidateRecordingRoot200JSONResponse(out), nil
+}
+
+func (e *recordingEndpoints) GetRecordingDiskCheckTemplate(
+	context.Context, contract.GetRecordingDiskCheckTemplateRequestObject,
+) (contract.GetRecordingDiskCheckTemplateResponseObject, error) {
+	out, err := convert[contract.RecordingDiskCheckTemplate](map[string]any{"items": recording.DiskCheckItems})
+	if err != nil {
+		return nil, err
+	}
+	return contract.GetRecordingDiskCheckTemplate200JSONResponse(out), nil
+}
+
+func (e *recordingEndpoints) CheckRecordingDisks(
+	ctx context.Context, _ contract.CheckRecordingDisksRequestObject,
+) (contract.CheckRecordingDisksResponseObject, error) {
+	checks, err := e.recording.CheckDisks(requestContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.CheckRecordingDisks200JSONResponse{CheckedAt: time.Now().UTC(), Items: []contract.RecordingDiskCheck{}}
+	for _, c := range checks {
+		v, err := convert[contract.RecordingDiskCheck](c)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, v)
+	}
+	return out, nil
+}
+
+func (e *recordingEndpoints) GuardRecordingDisks(
+	ctx context.Context, _ contract.GuardRecordingDisksRequestObject,
+) (contract.GuardRecordingDisksResponseObject, error) {
+	guards, err := e.recording.GuardDisks(requestContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.GuardRecordingDisks200JSONResponse{CheckedAt: time.Now().UTC(), Items: []contract.RecordingDiskGuard{}}
+	for _, g := range guards {
+		v, err := convert[contract.RecordingDiskGuard](g)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, v)
+	}
+	return out, nil
+}

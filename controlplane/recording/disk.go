@@ -35,7 +35,9 @@ type DiskState struct {
 	NodeID        string `json:"nodeId"`
 	MediaServerID string `json:"mediaServerId"`
 	State         string `json:"state"`
-	FilesystemID  string `json:"filesystemId,omitempty"`
+	// Path is the recording root directory on the media host.
+	Path         string `json:"path,omitempty"`
+	FilesystemID string `json:"filesystemId,omitempty"`
 	// IdentityID is the disk identity the engine bound its root to,
 	// FoundIdentityID the marker the root holds now when another, and
 	// IdentityState Verified or why not (Mismatch, Missing, ReadOnly).
@@ -63,7 +65,7 @@ func diskStateOf(rec *nodes.Record, v *engineapi.RecordingVolume) DiskState {
 	at := v.CheckedAt
 	d.State, d.FilesystemID, d.TotalBytes, d.FreeBytes = v.State, v.FilesystemID, v.TotalBytes, v.FreeBytes
 	d.LowSpaceBytes, d.FullBytes, d.Retention, d.RefusedFiles, d.PrunedFiles = v.LowSpaceBytes, v.FullBytes, v.Retention, v.Refused, len(v.PrunedFileIDs)
-	d.MaxAgeSeconds = v.MaxAgeSeconds
+	d.MaxAgeSeconds, d.Path = v.MaxAgeSeconds, v.Root
 	d.IdentityID, d.FoundIdentityID, d.IdentityState = v.IdentityID, v.FoundIdentityID, v.IdentityState
 	d.CheckedAt = &at
 	return d

@@ -54,7 +54,8 @@ func TestDiskStatesMarkPruned(t *testing.T) {
 		t.Fatalf("soft delete: %+v %v", res, err)
 	}
 	checked := time.Now().UTC()
-	s.Engines = &volumeEngine{vol: engineapi.RecordingVolume{FilesystemID: "fs-1", TotalBytes: 8 << 20, FreeBytes: 3 << 20, State: engineapi.VolumeLowSpace,
+	s.Engines = &volumeEngine{vol: engineapi.RecordingVolume{Root: "/var/lib/svc/recordings",
+		FilesystemID: "fs-1", TotalBytes: 8 << 20, FreeBytes: 3 << 20, State: engineapi.VolumeLowSpace,
 		LowSpaceBytes: 4 << 20, FullBytes: 1 << 20, Retention: true, CheckedAt: checked,
 		PrunedFileIDs: []string{ids[0], ids[1], "01a20000-0000-7000-8000-000000000000"}}}
 	s.Nodes = nodeList{{NodeID: "media-1", MediaServerID: "media-1", Status: nodes.StatusOnline},
@@ -68,7 +69,7 @@ func TestDiskStatesMarkPruned(t *testing.T) {
 		if len(states) != 2 {
 			t.Fatalf("states of %d hosts, want media-1 and media-2: %+v", len(states), states)
 		}
-		if d := states[0]; d.NodeID != "media-1" || d.State != VolumeLowSpace || d.FilesystemID != "fs-1" || d.FreeBytes != 3<<20 ||
+		if d := states[0]; d.NodeID != "media-1" || d.State != VolumeLowSpace || d.FilesystemID != "fs-1" || d.Path != "/var/lib/svc/recordings" || d.FreeBytes != 3<<20 ||
 			d.PrunedFiles != 3 || !d.Retention || d.CheckedAt == nil || !d.CheckedAt.Equal(checked) || d.Error != "" {
 			t.Fatalf("media-1: %+v", d)
 		}

@@ -87,7 +87,7 @@ func (r *Recorder) Volume() (engineapi.RecordingVolume, error) {
 // state says which) and never pruned.
 func (r *Recorder) checkVolume() (engineapi.RecordingVolume, error) {
 	wm := *r.wm.Load()
-	v := engineapi.RecordingVolume{IdentityID: r.identity, LowSpaceBytes: wm.LowSpaceBytes, FullBytes: wm.FullBytes, Retention: wm.Retention,
+	v := engineapi.RecordingVolume{Root: r.root, IdentityID: r.identity, LowSpaceBytes: wm.LowSpaceBytes, FullBytes: wm.FullBytes, Retention: wm.Retention,
 		MaxAgeSeconds: int64(wm.MaxAge / time.Second), CheckedAt: time.Now().UTC()}
 	ident, found := r.checkIdentity()
 	v.IdentityState = ident

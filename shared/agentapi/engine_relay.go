@@ -57,6 +57,14 @@ const (
 	// TypeEngineRecordCutMerge writes a cut/merge output:
 	// engineapi.CutMergeRequest in, engineapi.CutMergeResult out.
 	TypeEngineRecordCutMerge = "engine.record.cutmerge"
+	// TypeEngineRecordRootProbe checks a candidate recording root without
+	// writing to it: engineapi.RootProbeRequest in (Bind ignored),
+	// engineapi.RootProbe out.
+	TypeEngineRecordRootProbe = "engine.record.root-probe"
+	// TypeEngineRecordRootValidate checks it and binds its disk identity
+	// (writes the marker when it has none): engineapi.RootProbeRequest in,
+	// engineapi.RootProbe out.
+	TypeEngineRecordRootValidate = "engine.record.root-validate"
 )
 
 // RTPServerRef names one RTP server.

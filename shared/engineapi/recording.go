@@ -258,6 +258,9 @@ const IdentityVerified = "Verified"
 
 // RecordingVolume is the filesystem a recording root lies on.
 type RecordingVolume struct {
+	// Root is the recording root directory on the media host (absolute):
+	// the operator's name for it in GET /api/v2/recording/disk/roots.
+	Root string `json:"root,omitempty"`
 	// FilesystemID is the filesystem's identity (statfs f_fsid with the
 	// device number of the root): another disk mounted there changes it.
 	FilesystemID string `json:"filesystemId"`
@@ -325,4 +328,39 @@ type RecordFileScanResult struct {
 	Repaired   int             `json:"repaired"`
 	Unreadable int             `json:"unreadable"`
 	Forgotten  int             `json:"forgotten"`
+}
+
+// PathRecordingRootProbe checks a candidate recording root directory on
+// the media host (POST RootProbeRequest, RootProbe): it exists, is a
+// directory the engine can write, its filesystem, free space and identity
+// marker. With Bind it also writes the identity marker when the directory
+// has none (validation binds the disk identity on first success).
+const PathRecordingRootProbe = "/api/v1/recordings/roots/probe"
+
+// RootProbeRequest names the candidate directory (absolute, clean).
+type RootProbeRequest struct {
+	Path string `json:"path"`
+	Bind bool   `json:"bind,omitempty"`
+}
+
+// RootProbe is what the engine found at a candidate root. Valid says it
+// can be a recording root; Problem says why not.
+type RootProbe struct {
+	Path           string `json:"path"`
+	Exists         bool   `json:"exists"`
+	Directory      bool   `json:"directory"`
+	Writable       bool   `json:"writable"`
+	FilesystemID   string `json:"filesystemId,omitempty"`
+	FilesystemType string `json:"filesystemType,omitempty"`
+	TotalBytes     int64  `json:"totalBytes"`
+	FreeBytes      int64  `json:"freeBytes"`
+	// IdentityID is the marker the directory holds (after binding, when
+	// Bind wrote it); Bound says this request wrote it.
+	IdentityID string `json:"identityId,omitempty"`
+	Bound      bool   `json:"bound"`
+	// Current says it is the engine's recording root now.
+	Current   bool      `json:"current"`
+	Valid     bool      `json:"valid"`
+	Problem   string    `json:"problem,omitempty"`
+	CheckedAt time.Time `json:"checkedAt"`
 }

@@ -199,9 +199,11 @@ func TestRecordingRetentionByAge(t *testing.T) {
 // files; its recording root is bound to the identity marker the engine
 // wrote there (disk states: Verified, Normal). Another filesystem (a
 // tmpfs) mounted over the root is a swapped disk: the disk states show
-// Mismatch with the bound identity (so does GET
+// Mismatch with the bound identity (so do GET /api/v2/recording/disk/roots,
+// which also names the root directory, and GET
 // /api/v2/recording/disk/identities), the engine refuses new files there
-// without failing, and once the tmpfs is gone the root is Normal again and
+// without failing (disk check: identity-verified fails; guard: Paused), and
+// once the tmpfs is gone the root is Normal again (guard: Active) and
 // recording goes on into new files.
 func TestRecordingDiskSwap(t *testing.T) {
 	bin := svcbin.Build(t)
@@ -218,8 +220,8 @@ func TestRecordingDiskSwap(t *testing.T) {
 	}
 	be := backend{t: t, api: cp.api, token: cp.newToken("recordings.view", "recordings.manage")}
 	type identityState struct {
-		State, IdentityID, FoundIdentityID, IdentityState string
-		RefusedFiles                                      int64
+		State, IdentityID, FoundIdentityID, IdentityState, FilesystemID string
+		RefusedFiles                                                    int64
 	}
 	var states struct{ Items []identityState }
 	if st, body := be.call("GET", "/api/v2/recording/disk/states", nil, &states); st != 200 || len(states.Items) != 1 ||
@@ -236,6 +238,13 @@ func TestRecordingDiskSwap(t *testing.T) {
 	})
 	if marker, err := os.ReadFile(filepath.Join(root, ".svc-disk-identity")); err != nil || !strings.Contains(string(marker), bound) {
 		t.Fatalf("the identity marker in %q: %s %v", root, marker, err)
+	}
+	type rootEntry struct{ NodeID, Path, State, IdentityID, IdentityState, FilesystemID string }
+	var roots struct{ Items []rootEntry }
+	if st, body := be.call("GET", "/api/v2/recording/disk/roots", nil, &roots); st != 200 || len(roots.Items) != 1 ||
+		roots.Items[0] != (rootEntry{NodeID: "media-1", Path: root, State: "Normal", IdentityID: bound, IdentityState: "Verified",
+			FilesystemID: states.Items[0].FilesystemID}) {
+		t.Fatalf("recording roots: %d %s (root %s)", st, body, root)
 	}
 	if st, body := be.call("POST", "/api/v2/recording/start", map[string]any{"mediaServerId": "media-1", "app": "live", "streamId": "swap",
 		"segmentSeconds": 2}, nil); st != 200 {
@@ -271,6 +280,30 @@ func TestRecordingDiskSwap(t *testing.T) {
 		t.Fatalf("disk identities of a swapped disk: %d %s", st, body)
 	}
 	viewer := backend{t: t, api: cp.api, token: cp.newToken("channels.view")}
+	if st, body := be.call("GET", "/api/v2/recording/disk/roots", nil, &roots); st != 200 || len(roots.Items) != 1 ||
+		roots.Items[0].Path != root || roots.Items[0].State != "Mismatch" || roots.Items[0].IdentityID != bound {
+		t.Fatalf("recording roots of a swapped disk: %d %s", st, body)
+	}
+	var check struct {
+		Items []struct {
+			Passed bool
+			Checks []struct{ Key, Status, Detail string }
+		}
+	}
+	if st, body := be.call("POST", "/api/v2/recording/disk/check", nil, &check); st != 200 || len(check.Items) != 1 || check.Items[0].Passed ||
+		check.Items[0].Checks[2].Key != "identity-verified" || check.Items[0].Checks[2].Status != "Fail" || check.Items[0].Checks[1].Status != "Pass" {
+		t.Fatalf("disk check of a swapped disk: %d %s", st, body)
+	}
+	var guard struct {
+		Items []struct{ Writing, State string }
+	}
+	if st, body := be.call("POST", "/api/v2/recording/disk/guard", nil, &guard); st != 200 || len(guard.Items) != 1 ||
+		guard.Items[0].Writing != "Paused" || guard.Items[0].State != "Mismatch" {
+		t.Fatalf("disk guard on a swapped disk: %d %s", st, body)
+	}
+	if st, body := viewer.call("GET", "/api/v2/recording/disk/roots", nil, nil); st != 403 {
+		t.Fatalf("recording roots without recordings.view: %d %s", st, body)
+	}
 	if st, body := viewer.call("GET", "/api/v2/recording/disk/identities", nil, nil); st != 403 {
 		t.Fatalf("disk identities without recordings.view: %d %s", st, body)
 	}
@@ -285,6 +318,9 @@ func TestRecordingDiskSwap(t *testing.T) {
 		be.call("GET", "/api/v2/recording/files?streamId=swap", nil, &files)
 		return len(states.Items) == 1 && states.Items[0].State == "Normal" && states.Items[0].IdentityState == "Verified" && files.Total > during+1
 	})
+	if st, body := be.call("POST", "/api/v2/recording/disk/guard", nil, &guard); st != 200 || len(guard.Items) != 1 || guard.Items[0].Writing != "Active" {
+		t.Fatalf("disk guard with the bound disk back: %d %s", st, body)
+	}
 	if err := push.Wait(); err != nil {
 		t.Fatalf("ffmpeg push: %v", err)
 	}
