@@ -4048,6 +4048,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/recording/disk-check-template": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Disk check items
+         * @description The items POST /api/v2/recording/disk/check answers for every media host's recording root, in the order it answers them.
+         */
+        get: operations["getRecordingDiskCheckTemplate"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/disk/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a disk check
+         * @description Has every enrolled media host's engine (through its agent, one after another) check its recording root now: the identity marker, a write probe, free space against the watermarks (and retention, as GET /api/v2/recording/disk/states does), and answers each item of GET /api/v2/recording/disk-check-template per host: Pass, Fail (with a detail) or Skipped (not testable after an earlier failure). A host that cannot be asked fails engine-reachable.
+         */
+        post: operations["checkRecordingDisks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/disk/guard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a disk check with the guard's verdict
+         * @description Runs POST /api/v2/recording/disk/check and says per media host whether its engine's guard lets new files start on the recording root: Paused while the volume is Full, holds another disk (Mismatch), is Missing or ReadOnly (files being written finish; no fallback root is used yet), Active otherwise; the engine resumes by itself once the root is good again, which a later guard run shows. Unknown when the engine could not be asked.
+         */
+        post: operations["guardRecordingDisks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/disk/probe-root": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Probe a candidate recording root
+         * @description Has the media server's engine (through its agent, node command engine.record.root-probe) check a directory on the media host as a recording root, writing nothing but a probe file it removes at once: the path is absolute and clean, exists, is a directory the engine can create files in, its filesystem (identity, type, size, free space) and the disk identity marker (.svc-disk-identity) it holds, if any. current says it is the engine's recording root now.
+         */
+        post: operations["probeRecordingRoot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/disk/validate-root": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Validate a recording root and bind its disk identity
+         * @description Checks a directory like POST /api/v2/recording/disk/probe-root (node command engine.record.root-validate) and, when it is valid and holds no identity marker, binds it: writes the marker (.svc-disk-identity) with a new disk identity, so the disk is recognised from then on (bound true). An existing marker is never replaced; validating again answers the same identity with bound false. A missing directory is not created.
+         */
+        post: operations["validateRecordingRoot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/disk/roots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Recording roots
+         * @description Each enrolled media host's recording root: the directory its engine records into (path on the media host), the volume it lies on (state by the watermarks, free space, filesystem identity) and the disk identity it is bound to. Read from the engines like GET /api/v2/recording/disk/states; a host that cannot be asked is listed Unknown and says why.
+         */
+        get: operations["listRecordingDiskRoots"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/recording/disk/states": {
         parameters: {
             query?: never;
@@ -10315,6 +10435,192 @@ export interface components {
             checkedAt: string;
             /** @description One per enrolled, unretired media host, by node id. */
             items: components["schemas"]["RecordingDiskIdentity"][];
+        };
+        /** @description A candidate recording root to probe (read-only). */
+        RecordRootIdentityInspectRequest: {
+            /** @description The media server whose host holds the directory. */
+            mediaServerId: string;
+            /** @description The directory on the media host (absolute and clean, no ..). */
+            path: string;
+        };
+        /** @description A candidate recording root to validate and bind to its disk identity. */
+        RecordRootIdentityBindRequest: {
+            /** @description The media server whose host holds the directory. */
+            mediaServerId: string;
+            /** @description The directory on the media host (absolute and clean, no ..). */
+            path: string;
+        };
+        /** @description What a media server's engine found at a candidate recording root. */
+        RecordRootProbeResult: {
+            /** @description The media server asked. */
+            mediaServerId: string;
+            /** @description Its media host. */
+            nodeId: string;
+            /** @description The directory checked. */
+            path: string;
+            /** @description Whether it exists. */
+            exists: boolean;
+            /** @description Whether it is a directory. */
+            directory: boolean;
+            /** @description Whether the engine could create a file in it. */
+            writable: boolean;
+            /** @description Identity of the filesystem it lies on. */
+            filesystemId?: string;
+            /** @description The filesystem's type (ext4, xfs, tmpfs, ...), absent when not one the engine names. */
+            filesystemType?: string;
+            /**
+             * Format: int64
+             * @description Size of the filesystem.
+             */
+            totalBytes: number;
+            /**
+             * Format: int64
+             * @description Space still usable there.
+             */
+            freeBytes: number;
+            /** @description The disk identity marker the directory holds (after validation, the one bound). */
+            identityId?: string;
+            /** @description Whether this request wrote the marker (validate-root on a directory without one). */
+            bound: boolean;
+            /** @description Whether it is the engine's recording root now. */
+            current: boolean;
+            /** @description Whether it can be a recording root. */
+            valid: boolean;
+            /** @description Why it cannot (absent when valid). */
+            problem?: string;
+            /**
+             * Format: date-time
+             * @description When the engine checked it.
+             */
+            checkedAt: string;
+        };
+        /** @description One disk check item. */
+        RecordingDiskCheckItem: {
+            /** @description The item's key (engine-reachable, root-present, identity-verified, writable, above-full, above-low-space). */
+            key: string;
+            /** @description What it checks. */
+            description: string;
+        };
+        /** @description The items of a disk check. */
+        RecordingDiskCheckTemplate: {
+            /** @description In the order a check answers them. */
+            items: components["schemas"]["RecordingDiskCheckItem"][];
+        };
+        /** @description One item's outcome on one media host. */
+        RecordingDiskCheckResult: {
+            /** @description The item. */
+            key: string;
+            /**
+             * @description Pass, Fail, or Skipped when an earlier failure made it untestable.
+             * @enum {string}
+             */
+            status: "Pass" | "Fail" | "Skipped";
+            /** @description Why it failed. */
+            detail?: string;
+        };
+        /** @description One media host's checked recording root. */
+        RecordingDiskCheck: {
+            /** @description The media host. */
+            nodeId: string;
+            /** @description Its media server. */
+            mediaServerId: string;
+            /** @description The recording root directory (absent when the engine could not be asked). */
+            path?: string;
+            state: components["schemas"]["DiskVolumeState"];
+            /** @description The disk identity the root is bound to. */
+            identityId?: string;
+            /**
+             * Format: int64
+             * @description Space the recorder may still use.
+             */
+            freeBytes?: number;
+            /** @description Whether no item failed. */
+            passed: boolean;
+            /** @description The items in template order. */
+            checks: components["schemas"]["RecordingDiskCheckResult"][];
+            /**
+             * Format: date-time
+             * @description When the engine checked it.
+             */
+            checkedAt?: string;
+            /** @description Why the engine could not be asked. */
+            error?: string;
+        };
+        /** @description A disk check of every media host. */
+        RecordingDiskCheckList: {
+            /**
+             * Format: date-time
+             * @description When the control plane asked.
+             */
+            checkedAt: string;
+            /** @description One per enrolled, unretired media host, by node id. */
+            items: components["schemas"]["RecordingDiskCheck"][];
+        };
+        /** @description One media host's disk check with the guard's verdict. */
+        RecordingDiskGuard: components["schemas"]["RecordingDiskCheck"] & {
+            /**
+             * @description Active (new files start), Paused (the guard refuses new files) or Unknown.
+             * @enum {string}
+             */
+            writing: "Active" | "Paused" | "Unknown";
+        };
+        /** @description A guard run over every media host. */
+        RecordingDiskGuardList: {
+            /**
+             * Format: date-time
+             * @description When the control plane asked.
+             */
+            checkedAt: string;
+            /** @description One per enrolled, unretired media host, by node id. */
+            items: components["schemas"]["RecordingDiskGuard"][];
+        };
+        /** @description One media host's recording root, its volume and disk identity. */
+        RecordingDiskRoot: {
+            /** @description The media host. */
+            nodeId: string;
+            /** @description Its media server. */
+            mediaServerId: string;
+            /** @description The recording root directory on the media host (absent when Unknown). */
+            path?: string;
+            state: components["schemas"]["DiskVolumeState"];
+            /** @description Identity of the filesystem under the root. */
+            filesystemId?: string;
+            /** @description The disk identity the root is bound to. */
+            identityId?: string;
+            /**
+             * @description Verified, or Mismatch, Missing, ReadOnly (absent when Unknown).
+             * @enum {string}
+             */
+            identityState?: "Verified" | "Mismatch" | "Missing" | "ReadOnly";
+            /** @description The marker the root holds now, when it is another disk's. */
+            foundIdentityId?: string;
+            /**
+             * Format: int64
+             * @description Size of the filesystem (0 when Unknown).
+             */
+            totalBytes?: number;
+            /**
+             * Format: int64
+             * @description Space the recorder may still use (0 when Unknown).
+             */
+            freeBytes?: number;
+            /**
+             * Format: date-time
+             * @description When the engine read it.
+             */
+            checkedAt?: string;
+            /** @description Why the engine could not be asked. */
+            error?: string;
+        };
+        /** @description The recording roots of the media hosts. */
+        RecordingDiskRootList: {
+            /**
+             * Format: date-time
+             * @description When the control plane asked.
+             */
+            checkedAt: string;
+            /** @description One per enrolled, unretired media host, by node id. */
+            items: components["schemas"]["RecordingDiskRoot"][];
         };
         /** @description The recording volumes of the media hosts. */
         RecordingDiskStateList: {
@@ -19534,6 +19840,168 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RecordingDiskIdentityList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getRecordingDiskCheckTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The check items. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingDiskCheckTemplate"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    checkRecordingDisks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One entry per media host. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingDiskCheckList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    guardRecordingDisks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One entry per media host. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingDiskGuardList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    probeRecordingRoot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The media server and the directory to probe. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordRootIdentityInspectRequest"];
+            };
+        };
+        responses: {
+            /** @description What the engine found; valid false says why not in problem. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordRootProbeResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    validateRecordingRoot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The media server and the directory to validate and bind. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordRootIdentityBindRequest"];
+            };
+        };
+        responses: {
+            /** @description What the engine found; valid false says why not in problem. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordRootProbeResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRecordingDiskRoots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One entry per media host. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingDiskRootList"];
                 };
             };
             401: components["responses"]["Unauthorized"];
