@@ -45,7 +45,13 @@ func (s *Service) onMessage(req *sip.Request, tx sip.ServerTransaction) {
 			return
 		}
 		s.touch(id, now)
+		// The device hears its 200 before anything the message leads to:
+		// a MediaStatus 121 ends the playback with a BYE, and a device
+		// still waiting for the MESSAGE's answer may take the BYE as out of
+		// order.
+		s.respond(tx, req, 200, "OK", nil)
 		s.dispatch(id, m, callID(req))
+		return
 	}
 	s.respond(tx, req, 200, "OK", nil)
 }
