@@ -134,7 +134,7 @@ func TestGB28181LiveEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.Protocol, err)
 		}
-		if r.codec != "h264" || r.width != 320 || r.height != 240 || r.span < 4 || r.packets < 100 || !r.audio {
+		if r.codec != "h264" || r.width != 320 || r.height != 240 || r.span < 3.9 || r.packets < 100 || !r.audio {
 			t.Fatalf("%s played %+v", s.Protocol, r)
 		}
 		played++
