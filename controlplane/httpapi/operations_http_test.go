@@ -424,13 +424,7 @@ func deviceCredentialRefused(t *testing.T, ts *controlnode.Node, op *httpapi.Ope
 		if header != "" {
 			req.Header.Set(header, map[string]string{"Authorization": "Bearer " + super}[header]+map[string]string{httpapi.RTCTokenHeader: super}[header])
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		return controlnode.Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+		return ts.Send(req)
 	}
 	for _, h := range []string{"", "Authorization", httpapi.RTCTokenHeader} {
 		checkErrorBody(t, send(h), http.StatusUnauthorized, want)

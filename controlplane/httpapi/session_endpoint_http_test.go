@@ -65,23 +65,16 @@ func (c *console) doRaw(method, path, contentType string, body []byte) controlno
 			req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
 		}
 	}
-	resp, err := noRedirects.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	for _, ck := range resp.Cookies() {
+	r := c.ts.Send(req)
+	for _, ck := range (&http.Response{Header: r.Header}).Cookies() {
 		if ck.MaxAge < 0 {
 			delete(c.cookies, ck.Name)
 		} else {
 			c.cookies[ck.Name] = ck
 		}
 	}
-	return controlnode.Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+	return r
 }
-
-var noRedirects = &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 type consoleSession struct {
 	SessionID, CsrfToken string
