@@ -18,6 +18,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/clusterca"
+	"github.com/svcplatform/svc/controlplane/engines"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/mediaserver"
@@ -92,6 +93,7 @@ type Deps struct {
 	MediaServers *mediaserver.Service
 	Tuning       *tuning.Service
 	RTPPorts     *rtpports.Service
+	Engines      *engines.Service
 	Templates    *transcoder.Service
 	Monitor      *monitoring.Monitor
 	Authority    *clusterca.Authority
@@ -188,12 +190,12 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		nodeCommandEndpoints: &nodeCommandEndpoints{commands: d.Commands, nodes: d.Nodes},
 		nodesEndpoints: &nodesEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers, monitor: d.Monitor, node: d.Node,
 			system: d.System, ttl: d.NodeTTL},
-		engineEndpoints:     &engineEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers},
+		engineEndpoints:     &engineEndpoints{nodes: d.Nodes, presence: d.Presence, engines: d.Engines},
 		rtpEndpoints:        &rtpEndpoints{ports: d.RTPPorts},
 		transcoderEndpoints: &transcoderEndpoints{templates: d.Templates},
 		tuningEndpoints:     &tuningEndpoints{tuning: d.Tuning},
 		playbackEndpoints:   &playbackEndpoints{playback: d.Playback},
-		streamEndpoints:     &streamEndpoints{channels: d.Channels, streams: d.Streams, servers: d.MediaServers, nodes: d.Nodes},
+		streamEndpoints:     &streamEndpoints{channels: d.Channels, streams: d.Streams, engines: d.Engines, nodes: d.Nodes},
 		snapshotEndpoints:   &snapshotEndpoints{snaps: d.Snapshots},
 		recordingEndpoints:  &recordingEndpoints{recording: d.Recording, auto: d.AutoRecord},
 		rtcEndpoints:        &rtcEndpoints{rooms: d.Rooms},

@@ -34,6 +34,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/enginehooks"
+	"github.com/svcplatform/svc/controlplane/engines"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/httpapi"
@@ -288,6 +289,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Tuning: &tuning.Service{NodeID: cfg.NodeID, Servers: s.agents.servers}, RTPPorts: &rtpports.Service{Servers: s.agents.servers},
+		Engines:   &engines.Service{Servers: s.agents.servers},
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),
 		NodeTTL: cfg.NodeHeartbeatTTL, BootstrapCode: s.bootstrapCode, Console: web,
 	})
