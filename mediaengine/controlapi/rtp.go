@@ -1,4 +1,4 @@
-package mediaengine
+package controlapi
 
 import (
 	"errors"
@@ -9,21 +9,21 @@ import (
 	"github.com/svcplatform/svc/shared/engineapi"
 )
 
-func (e *Engine) listRTPServers(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, engineapi.RTPServerList{Servers: e.rtpServers.list()})
+func (a *api) listRTPServers(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, engineapi.RTPServerList{Servers: a.Engine.RTPServers()})
 }
 
 // openRTPServer answers POST /api/v1/rtp-servers.
-func (e *Engine) openRTPServer(w http.ResponseWriter, r *http.Request) {
+func (a *api) openRTPServer(w http.ResponseWriter, r *http.Request) {
 	var req engineapi.OpenRTPServerRequest
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	info, err := e.rtpServers.open(req)
+	info, err := a.Engine.OpenRTPServer(req)
 	switch {
-	case errors.Is(err, errRTPServerInvalid), errors.Is(err, gbrtp.ErrInvalidConfig):
+	case errors.Is(err, ErrRTPServerInvalid), errors.Is(err, gbrtp.ErrInvalidConfig):
 		writeError(w, http.StatusBadRequest, engineapi.CodeInvalidBody, err.Error())
-	case errors.Is(err, errRTPServerExists):
+	case errors.Is(err, ErrRTPServerExists):
 		writeError(w, http.StatusConflict, engineapi.CodeRTPServerExists, err.Error())
 	case errors.Is(err, syscall.EADDRINUSE):
 		writeError(w, http.StatusConflict, engineapi.CodeRTPPortBusy, err.Error())
@@ -35,8 +35,8 @@ func (e *Engine) openRTPServer(w http.ResponseWriter, r *http.Request) {
 }
 
 // closeRTPServer answers DELETE /api/v1/rtp-servers/{id}.
-func (e *Engine) closeRTPServer(w http.ResponseWriter, r *http.Request) {
-	if err := e.rtpServers.close(r.PathValue("id")); err != nil {
+func (a *api) closeRTPServer(w http.ResponseWriter, r *http.Request) {
+	if err := a.Engine.CloseRTPServer(r.PathValue("id")); err != nil {
 		writeError(w, http.StatusNotFound, engineapi.CodeRTPServerNotFound, err.Error())
 		return
 	}

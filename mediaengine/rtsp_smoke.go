@@ -3,8 +3,6 @@ package mediaengine
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -19,32 +17,11 @@ import (
 // keyframe to measure the frame rate.
 const smokeMeasure = 2 * time.Second
 
-// smokeTestRTSP answers POST /api/v1/smoke-tests/rtsp.
-func (e *Engine) smokeTestRTSP(w http.ResponseWriter, r *http.Request) {
-	var req engineapi.SmokeTestRequest
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	u, err := url.Parse(req.URL)
-	if err != nil || (u.Scheme != "rtsp" && u.Scheme != "rtsps") || u.Host == "" {
-		writeError(w, http.StatusBadRequest, engineapi.CodeInvalidBody, "url must be an rtsp:// or rtsps:// URL")
-		return
-	}
-	switch req.Transport {
-	case "", "auto", "tcp", "udp":
-	default:
-		writeError(w, http.StatusBadRequest, engineapi.CodeInvalidBody, "transport must be auto, tcp or udp")
-		return
-	}
-	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	timeout = min(timeout, 30*time.Second)
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
+// SmokeTestRTSP reads an RTSP URL until the first frame (and a moment
+// more to measure the frame rate) or ctx ends, on the pull ports.
+func (e *Engine) SmokeTestRTSP(ctx context.Context, req engineapi.SmokeTestRequest) engineapi.SmokeTestResult {
 	cfg := e.cfg.Load()
-	writeJSON(w, http.StatusOK, e.smokeTest(ctx, req, [2]int{cfg.RTPPortMin + 2, cfg.RTPPortMax}))
+	return e.smokeTest(ctx, req, [2]int{cfg.RTPPortMin + 2, cfg.RTPPortMax})
 }
 
 func (e *Engine) smokeTest(ctx context.Context, req engineapi.SmokeTestRequest, ports [2]int) engineapi.SmokeTestResult {

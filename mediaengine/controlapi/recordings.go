@@ -1,4 +1,4 @@
-package mediaengine
+package controlapi
 
 import (
 	"errors"
@@ -15,18 +15,18 @@ import (
 // listRecordings answers GET /api/v1/recordings.
 // The volume is read (and pruned, with retention) on each call; a root
 // whose volume cannot be read is listed without it.
-func (e *Engine) listRecordings(w http.ResponseWriter, _ *http.Request) {
-	out := engineapi.RecordingList{Recordings: e.records.List()}
-	if v, err := e.records.Volume(); err == nil {
+func (a *api) listRecordings(w http.ResponseWriter, _ *http.Request) {
+	out := engineapi.RecordingList{Recordings: a.Records.List()}
+	if v, err := a.Records.Volume(); err == nil {
 		out.Volume = &v
 	} else {
-		e.log.Warn("recording volume not read", zap.Error(err))
+		a.Log.Warn("recording volume not read", zap.Error(err))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 // startRecording answers POST /api/v1/recordings.
-func (e *Engine) startRecording(w http.ResponseWriter, r *http.Request) {
+func (a *api) startRecording(w http.ResponseWriter, r *http.Request) {
 	var req engineapi.StartRecordingRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -39,7 +39,7 @@ func (e *Engine) startRecording(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, engineapi.CodeInvalidBody, "segmentSeconds is not within 0-86400")
 		return
 	}
-	info, err := e.records.Start(media.Path{Vhost: req.Vhost, App: req.App, Stream: req.Stream}, time.Duration(req.SegmentSeconds)*time.Second)
+	info, err := a.Records.Start(media.Path{Vhost: req.Vhost, App: req.App, Stream: req.Stream}, time.Duration(req.SegmentSeconds)*time.Second)
 	if err != nil {
 		writeRecordingError(w, err)
 		return
@@ -49,7 +49,7 @@ func (e *Engine) startRecording(w http.ResponseWriter, r *http.Request) {
 
 // stopRecording answers POST /api/v1/recordings/stop once the open file is
 // finished.
-func (e *Engine) stopRecording(w http.ResponseWriter, r *http.Request) {
+func (a *api) stopRecording(w http.ResponseWriter, r *http.Request) {
 	var req engineapi.StopRecordingRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -58,7 +58,7 @@ func (e *Engine) stopRecording(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, engineapi.CodeInvalidBody, "app and stream are required")
 		return
 	}
-	info, err := e.records.Stop(media.Path{Vhost: req.Vhost, App: req.App, Stream: req.Stream})
+	info, err := a.Records.Stop(media.Path{Vhost: req.Vhost, App: req.App, Stream: req.Stream})
 	if err != nil {
 		writeRecordingError(w, err)
 		return
@@ -80,7 +80,7 @@ func writeRecordingError(w http.ResponseWriter, err error) {
 }
 
 // deleteRecordFiles answers POST /api/v1/recordings/files/delete.
-func (e *Engine) deleteRecordFiles(w http.ResponseWriter, r *http.Request) {
+func (a *api) deleteRecordFiles(w http.ResponseWriter, r *http.Request) {
 	var req engineapi.DeleteRecordFilesRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -92,7 +92,7 @@ func (e *Engine) deleteRecordFiles(w http.ResponseWriter, r *http.Request) {
 	out := engineapi.DeleteRecordFilesResult{Results: []engineapi.DeleteRecordFileResult{}}
 	for _, id := range req.FileIDs {
 		res := engineapi.DeleteRecordFileResult{FileID: id, Deleted: true}
-		if err := e.records.Delete(id); err != nil {
+		if err := a.Records.Delete(id); err != nil {
 			res.Deleted, res.Message = false, err.Error()
 			res.Code = engineapi.CodeInternal
 			if errors.Is(err, recorder.ErrFileNotFound) {
@@ -106,7 +106,7 @@ func (e *Engine) deleteRecordFiles(w http.ResponseWriter, r *http.Request) {
 
 // cutMerge answers POST /api/v1/recordings/cut-merge once the output is
 // written.
-func (e *Engine) cutMerge(w http.ResponseWriter, r *http.Request) {
+func (a *api) cutMerge(w http.ResponseWriter, r *http.Request) {
 	var req engineapi.CutMergeRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -123,7 +123,7 @@ func (e *Engine) cutMerge(w http.ResponseWriter, r *http.Request) {
 		}
 		spans = append(spans, recorder.Span{FileID: s.FileID, From: time.Duration(s.FromMs) * time.Millisecond, To: time.Duration(s.ToMs) * time.Millisecond})
 	}
-	res, err := e.records.CutMerge(req.TaskID, spans)
+	res, err := a.Records.CutMerge(req.TaskID, spans)
 	switch {
 	case errors.Is(err, recorder.ErrCutMerge), errors.Is(err, recorder.ErrBadName):
 		writeError(w, http.StatusConflict, engineapi.CodeCutMergeRefused, err.Error())
@@ -137,4 +137,23 @@ func (e *Engine) cutMerge(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, engineapi.CutMergeResult{TaskID: req.TaskID, FileSize: res.Size, DurationMs: res.Duration.Milliseconds(),
 		Frames: res.Frames, Parts: res.Parts, Gaps: res.Gaps, StartTime: res.StartTime.UTC()})
+}
+
+// scanRecordFiles answers POST /api/v1/recordings/files/scan.
+func (a *api) scanRecordFiles(w http.ResponseWriter, _ *http.Request) {
+	out, err := a.Engine.ScanRecordFiles()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, engineapi.CodeInternal, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// probeRecordingRoot answers POST /api/v1/recordings/roots/probe.
+func (a *api) probeRecordingRoot(w http.ResponseWriter, r *http.Request) {
+	var req engineapi.RootProbeRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	writeJSON(w, http.StatusOK, a.Records.ProbeRoot(req.Path, req.Bind))
 }
