@@ -178,10 +178,6 @@ func startGBPlatform(t *testing.T, domain, platform string) (*controlNode, strin
 	return cp, sipAddr
 }
 
-// startSIPpCamera runs gb28181_device.xml (register, catalog of one
-// channel, keep-alives) with the out-of-call scenario ooc answering the
-// platform (extra are more SIPp arguments); it returns SIPp's working
-
 // catalogChannel waits until the camera deviceID registered and its
 // one-channel catalog became a channel, and answers that channel's id.
 func catalogChannel(t *testing.T, cp *controlNode, deviceID string) string {
@@ -201,6 +197,9 @@ func catalogChannel(t *testing.T, cp *controlNode, deviceID string) string {
 	return chID
 }
 
+// startSIPpCamera runs gb28181_device.xml (register, catalog of one
+// channel, keep-alives) with the out-of-call scenario ooc answering the
+// platform (extra are more SIPp arguments); it returns SIPp's working
 // directory and a reader of its message log.
 func startSIPpCamera(t *testing.T, sipAddr, ooc, deviceID, channelID, platform, domain string, extra ...string) (string, func() string) {
 	t.Helper()
