@@ -8,16 +8,17 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspclient"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 	"github.com/svcplatform/svc/test/testkit"
 )
 
 // pullInto feeds a relay stream from a Puller, as the engine's pull proxy
 // will feed the hub.
-func pullInto(t *testing.T, r *rtsptest.Relay, path media.Path, url string, transport rtsp.TransportMode) {
+func pullInto(t *testing.T, r *rtsptest.Relay, path media.Path, url string, transport rtspclient.TransportMode) {
 	t.Helper()
 	var w rtsp.FrameWriter
-	p, err := rtsp.NewPuller(rtsp.PullerConfig{URL: url, Client: rtsp.ClientConfig{Transport: transport},
+	p, err := rtspclient.NewPuller(rtspclient.PullerConfig{URL: url, Client: rtspclient.Config{Transport: transport},
 		OnTracks: func(ts []*media.Track) {
 			if w != nil {
 				w.Close()
@@ -46,7 +47,7 @@ func TestPullRelayPlayChain(t *testing.T) {
 	r := rtsptest.NewRelay()
 	srv := startServer(t, rtsp.ServerConfig{}, r)
 	path := media.Path{Vhost: media.DefaultVhost, App: "proxy", Stream: "cam"}
-	pullInto(t, r, path, g.url("", "h264b"), rtsp.TransportUDP)
+	pullInto(t, r, path, g.url("", "h264b"), rtspclient.TransportUDP)
 	testkit.Eventually(t, 10*time.Second, "the pulled stream", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
 	out := filepath.Join(t.TempDir(), "chain.mp4")
 	runPeer(t, 40*time.Second, "ffmpeg", readArgs("tcp", rtspURL(srv.Addr(), "proxy/cam"), out, 10)...)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspclient"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 	"github.com/svcplatform/svc/shared/digestauth"
 	"github.com/svcplatform/svc/test/testkit"
@@ -47,7 +48,7 @@ func TestServerDigestAuth(t *testing.T) {
 			if tt.userinfo == "" {
 				url = rtspURL(srv.Addr(), "live/none")
 			}
-			c, err := rtsp.Dial(context.Background(), url, rtsp.ClientConfig{})
+			c, err := rtspclient.Dial(context.Background(), url, rtspclient.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -181,8 +181,8 @@ func (s *serverSession) rtcpPacket(t *sessionTrack, raw []byte, now time.Time) {
 	if !s.publishing || t.depack == nil {
 		return
 	}
-	forSenderReports(raw, func(sr *rtcp.SenderReport) {
-		t.depack.SenderReport(ntpTime(sr.NTPTime), sr.RTPTime, now)
+	ForSenderReports(raw, func(sr *rtcp.SenderReport) {
+		t.depack.SenderReport(NTPTime(sr.NTPTime), sr.RTPTime, now)
 	})
 }
 
@@ -208,10 +208,6 @@ func (s *serverSession) stopPlay() {
 		s.playCancel = nil
 	}
 }
-
-// srInterval is how often a player gets RTCP sender reports, which let it
-// synchronise the tracks.
-const srInterval = 5 * time.Second
 
 // play sends frames until the source ends, the context ends or a write
 // fails.
@@ -269,7 +265,7 @@ func (s *serverSession) play(ctx context.Context) error {
 			s.origin, s.wallOrigin, s.playStarted = f.PTS, now, true
 		}
 		ts := t.rtpTime(f.PTS, s.origin)
-		if !t.sent || now.Sub(t.lastSR) >= srInterval {
+		if !t.sent || now.Sub(t.lastSR) >= ReportInterval {
 			s.senderReport(t, s.wallOrigin.Add(f.PTS-s.origin), ts, now)
 		}
 		t.sent, t.lastTS, t.lastPTS = true, ts, f.PTS
@@ -301,7 +297,7 @@ func (s *serverSession) play(ctx context.Context) error {
 func (s *serverSession) senderReport(t *sessionTrack, ntp time.Time, ts uint32, now time.Time) {
 	t.lastSR = now
 	packets, octets := t.packetizer.Counts()
-	sr := rtcp.SenderReport{SSRC: t.ssrc, NTPTime: toNTP(ntp), RTPTime: ts, PacketCount: packets, OctetCount: octets}
+	sr := rtcp.SenderReport{SSRC: t.ssrc, NTPTime: ToNTP(ntp), RTPTime: ts, PacketCount: packets, OctetCount: octets}
 	b, err := sr.Marshal()
 	if err != nil {
 		return
@@ -355,33 +351,4 @@ func (s *serverSession) close() {
 func (s *serverSession) alive(d time.Duration, now time.Time) bool {
 	last := s.lastActivity.Load()
 	return s.udp && last != 0 && now.Sub(time.Unix(0, last)) < d
-}
-
-// forSenderReports calls fn for each sender report in a compound RTCP
-// packet; anything unparsable is ignored (RTCP is advisory).
-func forSenderReports(raw []byte, fn func(*rtcp.SenderReport)) {
-	pkts, err := rtcp.Unmarshal(raw)
-	if err != nil {
-		return
-	}
-	for _, p := range pkts {
-		if sr, ok := p.(*rtcp.SenderReport); ok {
-			fn(sr)
-		}
-	}
-}
-
-// ntpTime converts a 64-bit NTP timestamp.
-func ntpTime(v uint64) time.Time {
-	const ntpEpochOffset = 2208988800
-	secs := int64(v>>32) - ntpEpochOffset
-	frac := int64(v & 0xffffffff)
-	return time.Unix(secs, frac*1e9>>32)
-}
-
-func toNTP(t time.Time) uint64 {
-	const ntpEpochOffset = 2208988800
-	secs := uint64(t.Unix() + ntpEpochOffset)
-	frac := uint64(t.Nanosecond()) << 32 / 1e9
-	return secs<<32 | frac
 }

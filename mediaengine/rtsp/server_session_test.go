@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspclient"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 	"github.com/svcplatform/svc/test/testkit"
 )
@@ -32,7 +33,7 @@ func TestServerHandlerRefusals(t *testing.T) {
 		query string
 		want  error
 	}{{"", rtsp.ErrForbidden}, {"?svc_ticket=bad", rtsp.ErrForbidden}, {"?svc_ticket=good&vhost=v1", rtsp.ErrNotFound}} {
-		c, err := rtsp.Dial(context.Background(), rtspURL(srv.Addr(), "app/cam/1"+tt.query), rtsp.ClientConfig{})
+		c, err := rtspclient.Dial(context.Background(), rtspURL(srv.Addr(), "app/cam/1"+tt.query), rtspclient.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,14 +60,14 @@ func TestServerKickAndTimeout(t *testing.T) {
 	// The relay's stream is fed by a Puller from GStreamer; the server
 	// serves it to our own client.
 	path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "cam"}
-	pullInto(t, r, path, g.url("", "h264"), rtsp.TransportTCP)
+	pullInto(t, r, path, g.url("", "h264"), rtspclient.TransportTCP)
 	testkit.Eventually(t, 10*time.Second, "frames from GStreamer", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
 
 	// Our own client plays from the server.
 	var frames int
 	var mu = make(chan struct{}, 1)
 	mu <- struct{}{}
-	c, err := rtsp.Dial(context.Background(), rtspURL(srv.Addr(), "live/cam"), rtsp.ClientConfig{})
+	c, err := rtspclient.Dial(context.Background(), rtspURL(srv.Addr(), "live/cam"), rtspclient.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestServerKickAndTimeout(t *testing.T) {
 	}
 
 	// A client that sets up and then says nothing is timed out.
-	idle, err := rtsp.Dial(context.Background(), rtspURL(srv.Addr(), "live/cam"), rtsp.ClientConfig{})
+	idle, err := rtspclient.Dial(context.Background(), rtspURL(srv.Addr(), "live/cam"), rtspclient.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestServerPauseAndResume(t *testing.T) {
 	r := rtsptest.NewRelay()
 	srv := startServer(t, rtsp.ServerConfig{}, r)
 	path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "cam"}
-	pullInto(t, r, path, g.url("", "h264"), rtsp.TransportTCP)
+	pullInto(t, r, path, g.url("", "h264"), rtspclient.TransportTCP)
 	testkit.Eventually(t, 10*time.Second, "the stream", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
 
 	conn, err := net.Dial("tcp", srv.Addr().String())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspclient"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 	"github.com/svcplatform/svc/test/testkit"
 )
@@ -183,7 +184,7 @@ func TestServerSurvivesBadClients(t *testing.T) {
 		return errors.Is(err, io.EOF)
 	})
 	// The server still serves.
-	c, err := rtsp.Dial(context.Background(), url, rtsp.ClientConfig{})
+	c, err := rtspclient.Dial(context.Background(), url, rtspclient.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

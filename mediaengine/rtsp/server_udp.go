@@ -29,10 +29,6 @@ type udpRoute struct {
 	track int
 }
 
-// udpReadBuffer is the kernel receive buffer asked for: bursts of a
-// keyframe from several cameras must not overflow the default.
-const udpReadBuffer = 4 << 20
-
 func listenServerUDP(addr string, log *zap.Logger) (*serverUDP, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
@@ -57,8 +53,8 @@ func listenServerUDP(addr string, log *zap.Logger) (*serverUDP, error) {
 		rtp.Close()
 		return nil, fmt.Errorf("rtsp: listen RTCP next to %s: %w", rtp.LocalAddr(), err)
 	}
-	rtp.SetReadBuffer(udpReadBuffer)
-	rtcp.SetReadBuffer(udpReadBuffer)
+	rtp.SetReadBuffer(UDPReadBuffer)
+	rtcp.SetReadBuffer(UDPReadBuffer)
 	return &serverUDP{rtp: rtp, rtcp: rtcp, log: log, routes: map[netip.AddrPort]udpRoute{}}, nil
 }
 

@@ -1,4 +1,4 @@
-package rtsp
+package rtspclient
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
 )
 
 // Puller pulls one RTSP stream and keeps pulling it: it reconnects with
@@ -113,8 +114,8 @@ func (p *Puller) switchToTCP(err error) bool {
 	if p.tcp || p.cfg.Client.Transport != TransportAuto {
 		return false
 	}
-	var se *StatusError
-	if errors.Is(err, ErrUDPTimeout) || errors.Is(err, errTransportRefused) || (errors.As(err, &se) && se.Code == StatusUnsupportedTransport) {
+	var se *rtsp.StatusError
+	if errors.Is(err, rtsp.ErrUDPTimeout) || errors.Is(err, errTransportRefused) || (errors.As(err, &se) && se.Code == rtsp.StatusUnsupportedTransport) {
 		p.mu.Lock()
 		p.tcp = true
 		p.mu.Unlock()
@@ -154,7 +155,7 @@ func (p *Puller) connect(ctx context.Context) (*Client, error) {
 			return c, nil
 		}
 		c.Close()
-		var se *StatusError
+		var se *rtsp.StatusError
 		if !errors.As(err, &se) || se.Code < 300 || se.Code > 399 || se.Location == "" || hops == maxRedirects {
 			return nil, err
 		}
@@ -216,7 +217,7 @@ func (p *Puller) session(ctx context.Context) (delivered bool, err error) {
 		c.Teardown()
 	}
 	if err == nil {
-		err = fmt.Errorf("%w: stream ended", ErrClosed)
+		err = fmt.Errorf("%w: stream ended", rtsp.ErrClosed)
 	}
 	return frames > 0, err
 }

@@ -1,9 +1,11 @@
-package rtsp
+package rtspclient
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+
+	"github.com/svcplatform/svc/mediaengine/rtsp"
 )
 
 // udpPair is a client's RTP and RTCP sockets for one track, on an even
@@ -29,8 +31,8 @@ func listenUDPPair(ip net.IP, ports [2]int) (*udpPair, error) {
 			rtp.Close()
 			return nil, err
 		}
-		rtp.SetReadBuffer(udpReadBuffer)
-		rtcp.SetReadBuffer(udpReadBuffer)
+		rtp.SetReadBuffer(rtsp.UDPReadBuffer)
+		rtcp.SetReadBuffer(rtsp.UDPReadBuffer)
 		return &udpPair{rtp: rtp, rtcp: rtcp}, nil
 	}
 	var lastErr error

@@ -1,8 +1,10 @@
-package rtsp
+package rtspclient
 
 import (
 	"errors"
 	"testing"
+
+	"github.com/svcplatform/svc/mediaengine/rtsp"
 )
 
 func TestClientAuthChoosesStrongest(t *testing.T) {
@@ -22,9 +24,9 @@ func TestClientAuthChoosesStrongest(t *testing.T) {
 		},
 		{"Digest over Basic", []string{`Basic realm="r"`, `Digest realm="r", nonce="n"`}, "", nil, true},
 		{"Basic alone, opted in", []string{`Basic realm="cam"`}, "basic", nil, true},
-		{"Basic alone is refused over plain rtsp", []string{`Basic realm="cam"`}, "", ErrBasicRefused, false},
+		{"Basic alone is refused over plain rtsp", []string{`Basic realm="cam"`}, "", rtsp.ErrBasicRefused, false},
 		{"unknown algorithm skipped", []string{`Digest realm="r", nonce="n", algorithm=MD5-sess`, `Digest realm="r", nonce="n", algorithm=MD5`}, "MD5", nil, false},
-		{"nothing usable", []string{`Bearer x`, `Digest realm="r", nonce="n", qop="auth-conf"`}, "", ErrUnauthorized, true},
+		{"nothing usable", []string{`Bearer x`, `Digest realm="r", nonce="n", qop="auth-conf"`}, "", rtsp.ErrUnauthorized, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

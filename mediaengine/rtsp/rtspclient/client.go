@@ -1,8 +1,9 @@
-package rtsp
+package rtspclient
 
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtpcodec"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/shared/credurl"
 )
 
@@ -26,10 +28,10 @@ import (
 // Setup, Play, then Run delivers frames until the stream or the context
 // ends. The Puller wraps it with reconnection.
 type Client struct {
-	cfg  ClientConfig
+	cfg  Config
 	url  *url.URL // without user info
 	conn net.Conn
-	r    *MessageReader
+	r    *rtsp.MessageReader
 	wmu  sync.Mutex
 	bw   *bufio.Writer
 	auth clientAuth
@@ -40,7 +42,7 @@ type Client struct {
 	public         string // the server's OPTIONS Public header
 
 	base   *url.URL
-	sd     *SessionDescription
+	sd     *rtsp.SessionDescription
 	tracks []*clientTrack
 	udp    bool
 	clock  *rtpcodec.StreamClock
@@ -50,8 +52,12 @@ type Client struct {
 	playing    bool
 }
 
+// errTransportRefused: the server answered SETUP with another
+// transport than asked for (some force TCP).
+var errTransportRefused = fmt.Errorf("%w: server chose another transport", rtsp.ErrBadTransport)
+
 // Dial connects to the server of rawURL (rtsp://[user:pass@]host[:port]/path).
-func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error) {
+func Dial(ctx context.Context, rawURL string, cfg Config) (*Client, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -77,7 +83,7 @@ func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error)
 	if err != nil {
 		return nil, fmt.Errorf("rtsp: connect %s: %w", host, err)
 	}
-	c.conn, c.r, c.bw = conn, NewMessageReader(conn), bufio.NewWriterSize(conn, 4096)
+	c.conn, c.r, c.bw = conn, rtsp.NewMessageReader(conn), bufio.NewWriterSize(conn, 4096)
 	return c, nil
 }
 
@@ -116,10 +122,10 @@ func (c *Client) Tracks() []*media.Track {
 
 // do sends a request and returns its response, answering one 401
 // challenge with the URL's credentials.
-func (c *Client) do(ctx context.Context, method, uri string, h Header, body []byte) (*Response, error) {
+func (c *Client) do(ctx context.Context, method, uri string, h rtsp.Header, body []byte) (*rtsp.Response, error) {
 	for attempt := 0; ; attempt++ {
 		c.cseq++
-		req := &Request{Method: method, URL: uri, Header: append(Header{{"CSeq", strconv.Itoa(c.cseq)}, {"User-Agent", c.cfg.UserAgent}}, h...), Body: body}
+		req := &rtsp.Request{Method: method, URL: uri, Header: append(rtsp.Header{{Name: "CSeq", Value: strconv.Itoa(c.cseq)}, {Name: "User-Agent", Value: c.cfg.UserAgent}}, h...), Body: body}
 		if c.session != "" {
 			req.Header.Add("Session", c.session)
 		}
@@ -134,14 +140,14 @@ func (c *Client) do(ctx context.Context, method, uri string, h Header, body []by
 		if err != nil {
 			return nil, err
 		}
-		if resp.StatusCode == StatusUnauthorized && attempt == 0 && c.auth.has() {
+		if resp.StatusCode == rtsp.StatusUnauthorized && attempt == 0 && c.auth.has() {
 			if err := c.auth.challenged(resp.Header.Values("WWW-Authenticate")); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		if resp.StatusCode < 200 || resp.StatusCode > 299 {
-			return resp, &StatusError{Method: method, Code: resp.StatusCode, Reason: resp.Reason, Location: resp.Header.Get("Location")}
+			return resp, &rtsp.StatusError{Method: method, Code: resp.StatusCode, Reason: resp.Reason, Location: resp.Header.Get("Location")}
 		}
 		return resp, nil
 	}
@@ -149,7 +155,7 @@ func (c *Client) do(ctx context.Context, method, uri string, h Header, body []by
 
 // roundTrip writes req and reads until its response; interleaved frames
 // read meanwhile are delivered.
-func (c *Client) roundTrip(ctx context.Context, req *Request) (*Response, error) {
+func (c *Client) roundTrip(ctx context.Context, req *rtsp.Request) (*rtsp.Response, error) {
 	deadline := time.Now().Add(c.cfg.ReadTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -167,7 +173,7 @@ func (c *Client) roundTrip(ctx context.Context, req *Request) (*Response, error)
 	c.conn.SetReadDeadline(deadline)
 	defer c.conn.SetReadDeadline(time.Time{})
 	want := req.Header.Get("CSeq")
-	var m Message
+	var m rtsp.Message
 	for {
 		if err := c.r.Read(&m); err != nil {
 			return nil, c.ctxErr(ctx, err)
@@ -195,10 +201,10 @@ func (c *Client) ctxErr(ctx context.Context, err error) error {
 // answerServerRequest answers requests a server sends to a client (some
 // send OPTIONS or ANNOUNCE as keepalive or notice): 200 for OPTIONS and
 // GET_PARAMETER, 501 for the rest.
-func (c *Client) answerServerRequest(req *Request) {
-	resp := &Response{StatusCode: StatusOK, Header: Header{{"CSeq", req.Header.Get("CSeq")}}}
-	if req.Method != MethodOptions && req.Method != MethodGetParameter {
-		resp.StatusCode = StatusNotImplemented
+func (c *Client) answerServerRequest(req *rtsp.Request) {
+	resp := &rtsp.Response{StatusCode: rtsp.StatusOK, Header: rtsp.Header{{Name: "CSeq", Value: req.Header.Get("CSeq")}}}
+	if req.Method != rtsp.MethodOptions && req.Method != rtsp.MethodGetParameter {
+		resp.StatusCode = rtsp.StatusNotImplemented
 	}
 	c.wmu.Lock()
 	resp.Write(c.bw)
@@ -209,10 +215,10 @@ func (c *Client) answerServerRequest(req *Request) {
 // Options asks the server what it supports (some cameras insist on it
 // first).
 func (c *Client) Options(ctx context.Context) error {
-	resp, err := c.do(ctx, MethodOptions, c.url.String(), nil, nil)
+	resp, err := c.do(ctx, rtsp.MethodOptions, c.url.String(), nil, nil)
 	if err != nil {
-		var se *StatusError
-		if errors.As(err, &se) && se.Code != StatusUnauthorized {
+		var se *rtsp.StatusError
+		if errors.As(err, &se) && se.Code != rtsp.StatusUnauthorized {
 			return nil // a server that dislikes OPTIONS may still stream
 		}
 		return err
@@ -222,12 +228,12 @@ func (c *Client) Options(ctx context.Context) error {
 }
 
 // Describe fetches and parses the session description.
-func (c *Client) Describe(ctx context.Context) (*SessionDescription, error) {
-	resp, err := c.do(ctx, MethodDescribe, c.url.String(), Header{{"Accept", "application/sdp"}}, nil)
+func (c *Client) Describe(ctx context.Context) (*rtsp.SessionDescription, error) {
+	resp, err := c.do(ctx, rtsp.MethodDescribe, c.url.String(), rtsp.Header{{Name: "Accept", Value: "application/sdp"}}, nil)
 	if err != nil {
 		return nil, err
 	}
-	sd, err := ParseSessionDescription(resp.Body)
+	sd, err := rtsp.ParseSessionDescription(resp.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -242,13 +248,13 @@ func (c *Client) Describe(ctx context.Context) (*SessionDescription, error) {
 		}
 	}
 	if sd.Control != "" && sd.Control != "*" {
-		if u, err := ResolveControl(base, sd.Control); err == nil {
+		if u, err := rtsp.ResolveControl(base, sd.Control); err == nil {
 			base = u
 		}
 	}
 	c.sd, c.base = sd, base
 	if len(sd.Tracks()) == 0 {
-		return sd, fmt.Errorf("%w: %s offers none the engine carries", ErrNoTracks, redact(c.url.String()))
+		return sd, fmt.Errorf("%w: %s offers none the engine carries", rtsp.ErrNoTracks, redact(c.url.String()))
 	}
 	return sd, nil
 }
@@ -262,14 +268,14 @@ func (c *Client) Setup(ctx context.Context, useUDP bool) error {
 		if m.Track == nil {
 			continue
 		}
-		u, err := ResolveControl(c.base, m.Control)
+		u, err := rtsp.ResolveControl(c.base, m.Control)
 		if err != nil {
 			return err
 		}
 		t := &clientTrack{media: m, track: m.Track, control: u.String(), channel: 2 * len(c.tracks)}
 		t.stats.clock = float64(m.Track.ClockRate)
 		t.onPacket = c.notePacket
-		tr := Transport{TCP: !useUDP, Interleaved: [2]int{t.channel, t.channel + 1}}
+		tr := rtsp.Transport{TCP: !useUDP, Interleaved: [2]int{t.channel, t.channel + 1}}
 		if useUDP {
 			pair, err := listenUDPPair(localIP(c.conn), c.cfg.UDPPorts)
 			if err != nil {
@@ -279,14 +285,14 @@ func (c *Client) Setup(ctx context.Context, useUDP bool) error {
 			tr.ClientPorts = pair.ports()
 		}
 		c.tracks = append(c.tracks, t) // closed by Close even if SETUP fails
-		resp, err := c.do(ctx, MethodSetup, t.control, Header{{"Transport", tr.String()}}, nil)
+		resp, err := c.do(ctx, rtsp.MethodSetup, t.control, rtsp.Header{{Name: "Transport", Value: tr.String()}}, nil)
 		if err != nil {
 			return err
 		}
 		if err := c.takeSession(resp.Header.Get("Session")); err != nil {
 			return err
 		}
-		got, err := ParseTransports(resp.Header.Get("Transport"))
+		got, err := rtsp.ParseTransports(resp.Header.Get("Transport"))
 		if err != nil {
 			return err
 		}
@@ -313,7 +319,7 @@ func (c *Client) Setup(ctx context.Context, useUDP bool) error {
 func (c *Client) takeSession(v string) error {
 	if v == "" {
 		if c.session == "" {
-			return fmt.Errorf("%w: SETUP answer without Session", ErrMalformed)
+			return fmt.Errorf("%w: SETUP answer without Session", rtsp.ErrMalformed)
 		}
 		return nil
 	}
@@ -347,7 +353,7 @@ func (c *Client) Play(ctx context.Context, onFrame func(*media.Frame)) error {
 		mu.Unlock()
 	}
 	uri := c.base.String()
-	if _, err := c.do(ctx, MethodPlay, uri, Header{{"Range", "npt=0.000-"}}, nil); err != nil {
+	if _, err := c.do(ctx, rtsp.MethodPlay, uri, rtsp.Header{{Name: "Range", Value: "npt=0.000-"}}, nil); err != nil {
 		return err
 	}
 	c.playing = true
@@ -382,7 +388,7 @@ func (c *Client) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); c.housekeeping(ctx, cancel, started) }()
 	stop := context.AfterFunc(ctx, func() { c.conn.SetReadDeadline(time.Now()) })
 	defer stop()
-	var m Message
+	var m rtsp.Message
 	for {
 		err := c.r.Read(&m)
 		if err != nil {
@@ -397,8 +403,8 @@ func (c *Client) Run(ctx context.Context) error {
 		case m.Request != nil:
 			c.answerServerRequest(m.Request)
 		case m.Response != nil:
-			if m.Response.StatusCode == StatusSessionNotFound {
-				return &StatusError{Method: "keepalive", Code: m.Response.StatusCode, Reason: m.Response.Reason}
+			if m.Response.StatusCode == rtsp.StatusSessionNotFound {
+				return &rtsp.StatusError{Method: "keepalive", Code: m.Response.StatusCode, Reason: m.Response.Reason}
 			}
 		}
 	}
@@ -411,7 +417,7 @@ func (c *Client) Teardown() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	c.do(ctx, MethodTeardown, c.base.String(), nil, nil)
+	c.do(ctx, rtsp.MethodTeardown, c.base.String(), nil, nil)
 }
 
 func (c *Client) interleaved(ch int, payload []byte, now time.Time) {
@@ -477,16 +483,16 @@ func (c *Client) housekeeping(ctx context.Context, cancel context.CancelCauseFun
 			last := c.lastPacket.Load()
 			switch {
 			case last == 0 && c.udp && now.Sub(started) > c.cfg.UDPTimeout:
-				cancel(fmt.Errorf("%w within %v", ErrUDPTimeout, c.cfg.UDPTimeout))
+				cancel(fmt.Errorf("%w within %v", rtsp.ErrUDPTimeout, c.cfg.UDPTimeout))
 				return
 			case last == 0 && now.Sub(started) > c.cfg.ReadTimeout,
 				last != 0 && now.Sub(time.Unix(0, last)) > c.cfg.ReadTimeout:
-				cancel(fmt.Errorf("%w for %v", ErrTimeout, c.cfg.ReadTimeout))
+				cancel(fmt.Errorf("%w for %v", rtsp.ErrTimeout, c.cfg.ReadTimeout))
 				return
 			}
 			for i, t := range c.tracks {
 				if t.stalled(now, c.cfg.ReadTimeout) {
-					cancel(fmt.Errorf("%w: track %d (%s) gave no frame for %v: %s", ErrTrackStalled, i, t.track.Codec, c.cfg.ReadTimeout, t.stallReport(now)))
+					cancel(fmt.Errorf("%w: track %d (%s) gave no frame for %v: %s", rtsp.ErrTrackStalled, i, t.track.Codec, c.cfg.ReadTimeout, t.stallReport(now)))
 					return
 				}
 			}
@@ -494,7 +500,7 @@ func (c *Client) housekeeping(ctx context.Context, cancel context.CancelCauseFun
 				lastKeepalive = now
 				c.keepalive()
 			}
-			if now.Sub(lastReport) >= srInterval {
+			if now.Sub(lastReport) >= rtsp.ReportInterval {
 				lastReport = now
 				c.receiverReports(ssrc, now)
 			}
@@ -505,12 +511,12 @@ func (c *Client) housekeeping(ctx context.Context, cancel context.CancelCauseFun
 // keepalive refreshes the session without waiting for the answer (Run's
 // reader consumes it).
 func (c *Client) keepalive() {
-	method := MethodOptions
-	if strings.Contains(c.public, MethodGetParameter) {
-		method = MethodGetParameter
+	method := rtsp.MethodOptions
+	if strings.Contains(c.public, rtsp.MethodGetParameter) {
+		method = rtsp.MethodGetParameter
 	}
 	c.cseq++ // only this goroutine sends once Run has started
-	req := &Request{Method: method, URL: c.base.String(), Header: Header{{"CSeq", strconv.Itoa(c.cseq)}, {"User-Agent", c.cfg.UserAgent}, {"Session", c.session}}}
+	req := &rtsp.Request{Method: method, URL: c.base.String(), Header: rtsp.Header{{Name: "CSeq", Value: strconv.Itoa(c.cseq)}, {Name: "User-Agent", Value: c.cfg.UserAgent}, {Name: "Session", Value: c.session}}}
 	if c.auth.ready() {
 		if v, err := c.auth.header(method, req.URL); err == nil {
 			req.Header.Add("Authorization", v)
@@ -568,4 +574,10 @@ func (c *Client) Stats() rtpcodec.DepacketizerCounts {
 		sum.Dropped += s.Dropped
 	}
 	return sum
+}
+
+func randUint32() uint32 {
+	var b [4]byte
+	rand.Read(b[:])
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }

@@ -1,4 +1,4 @@
-package rtsp
+package rtspclient
 
 import (
 	"encoding/base64"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/icholy/digest"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
 )
 
 // clientAuth answers a server's 401 challenge: Digest (MD5 or SHA-256,
@@ -60,11 +61,11 @@ func (a *clientAuth) challenged(values []string) error {
 	case best != nil:
 		a.challenge, a.basic, a.count = best, false, 0
 	case basic && !a.allowBasic:
-		return ErrBasicRefused
+		return rtsp.ErrBasicRefused
 	case basic:
 		a.challenge, a.basic = nil, true
 	default:
-		return fmt.Errorf("%w: no supported scheme in %q", ErrUnauthorized, strings.Join(values, " | "))
+		return fmt.Errorf("%w: no supported scheme in %q", rtsp.ErrUnauthorized, strings.Join(values, " | "))
 	}
 	return nil
 }
@@ -77,7 +78,7 @@ func (a *clientAuth) header(method, uri string) (string, error) {
 	a.count++
 	cred, err := digest.Digest(a.challenge, digest.Options{Method: method, URI: uri, Username: a.user, Password: a.password, Count: a.count})
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrUnauthorized, err)
+		return "", fmt.Errorf("%w: %w", rtsp.ErrUnauthorized, err)
 	}
 	return cred.String(), nil
 }

@@ -1,4 +1,4 @@
-package rtsp
+package rtspclient
 
 import (
 	"time"
@@ -13,7 +13,7 @@ type PullerConfig struct {
 	// URL is the source, credentials in its user info
 	// (rtsp://user:pass@camera/stream).
 	URL    string
-	Client ClientConfig
+	Client Config
 	// MinBackoff and MaxBackoff bound the wait between attempts; it
 	// doubles per failed attempt (with ±20% jitter) and starts over after
 	// a session that delivered frames (defaults 1 s and 30 s).

@@ -1,4 +1,4 @@
-package rtsp
+package rtspclient
 
 import (
 	"fmt"
@@ -11,11 +11,12 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtpcodec"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
 )
 
 // clientTrack is one set-up track of a pulling client.
 type clientTrack struct {
-	media   MediaDescription
+	media   rtsp.MediaDescription
 	track   *media.Track
 	control string // resolved URL used in SETUP
 	channel int    // TCP: RTP channel; RTCP is channel+1
@@ -116,10 +117,10 @@ func (t *clientTrack) rtcpPacket(raw []byte, arrival time.Time) {
 	if t.depack == nil {
 		return
 	}
-	forSenderReports(raw, func(sr *rtcp.SenderReport) {
+	rtsp.ForSenderReports(raw, func(sr *rtcp.SenderReport) {
 		t.stats.senderReport(sr.NTPTime, arrival)
 		t.mu.Lock()
-		t.depack.SenderReport(ntpTime(sr.NTPTime), sr.RTPTime, arrival)
+		t.depack.SenderReport(rtsp.NTPTime(sr.NTPTime), sr.RTPTime, arrival)
 		t.mu.Unlock()
 	})
 }

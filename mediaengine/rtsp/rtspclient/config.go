@@ -1,4 +1,4 @@
-package rtsp
+package rtspclient
 
 import (
 	"fmt"
@@ -18,8 +18,8 @@ const (
 	TransportTCP  TransportMode = "tcp"
 )
 
-// ClientConfig configures a Client. Zero values take the defaults.
-type ClientConfig struct {
+// Config configures a Client. Zero values take the defaults.
+type Config struct {
 	Transport TransportMode // default TransportAuto
 	// UDPPorts is the range [first, last] RTP/RTCP port pairs are taken
 	// from; zero lets the system choose.
@@ -41,7 +41,7 @@ type ClientConfig struct {
 	Log            *zap.Logger
 }
 
-func (c *ClientConfig) setDefaults() error {
+func (c *Config) setDefaults() error {
 	switch c.Transport {
 	case "":
 		c.Transport = TransportAuto

@@ -1,4 +1,4 @@
-package rtsp_test
+package rtspclient_test
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspclient"
 	"github.com/svcplatform/svc/test/testkit"
 )
 
@@ -29,21 +30,21 @@ type frameLog struct {
 	mu       sync.Mutex
 	frames   []*media.Frame
 	tracks   [][]*media.Track
-	states   []rtsp.PullerState
+	states   []rtspclient.PullerState
 	lastErrs []error
 	// udp: the media may come over UDP (UDP or automatic transport).
 	udp bool
 }
 
-func (l *frameLog) config(url string, transport rtsp.TransportMode) rtsp.PullerConfig {
-	l.udp = transport != rtsp.TransportTCP
-	return rtsp.PullerConfig{
+func (l *frameLog) config(url string, transport rtspclient.TransportMode) rtspclient.PullerConfig {
+	l.udp = transport != rtspclient.TransportTCP
+	return rtspclient.PullerConfig{
 		URL:        url,
-		Client:     rtsp.ClientConfig{Transport: transport, UDPTimeout: time.Second, ReadTimeout: 3 * time.Second},
+		Client:     rtspclient.Config{Transport: transport, UDPTimeout: time.Second, ReadTimeout: 3 * time.Second},
 		MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second,
 		OnTracks: func(ts []*media.Track) { l.mu.Lock(); l.tracks = append(l.tracks, ts); l.mu.Unlock() },
 		OnFrame:  func(f *media.Frame) { l.mu.Lock(); l.frames = append(l.frames, f); l.mu.Unlock() },
-		OnState: func(s rtsp.PullerState, err error) {
+		OnState: func(s rtspclient.PullerState, err error) {
 			l.mu.Lock()
 			l.states = append(l.states, s)
 			if err != nil {
@@ -83,9 +84,9 @@ func (l *frameLog) videoEverySecond(t *testing.T, seconds int, after string) {
 }
 
 // runPuller runs a Puller of cfg until the test ends.
-func runPuller(t *testing.T, cfg rtsp.PullerConfig) *rtsp.Puller {
+func runPuller(t *testing.T, cfg rtspclient.PullerConfig) *rtspclient.Puller {
 	t.Helper()
-	p, err := rtsp.NewPuller(cfg)
+	p, err := rtspclient.NewPuller(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,19 +188,19 @@ func TestPullerFromGStreamer(t *testing.T) {
 	tests := []struct {
 		name      string
 		mount     string
-		transport rtsp.TransportMode
+		transport rtspclient.TransportMode
 		auth      []string
 		userinfo  string
 		video     media.Codec
 		audio     media.Codec
 	}{
-		{"H.264 over TCP", "h264", rtsp.TransportTCP, nil, "", media.CodecH264, media.CodecAAC},
-		{"H.264 over UDP", "h264", rtsp.TransportUDP, nil, "", media.CodecH264, media.CodecAAC},
-		{"H.264 with B-frames", "h264b", rtsp.TransportTCP, nil, "", media.CodecH264, media.CodecAAC},
-		{"H.265 over UDP", "h265", rtsp.TransportUDP, nil, "", media.CodecH265, media.CodecAAC},
-		{"G.711 A-law", "pcma", rtsp.TransportTCP, nil, "", media.CodecH264, media.CodecPCMA},
-		{"Digest auth", "h264", rtsp.TransportAuto, []string{"--user", "cam", "--password", "s3cret", "--auth", "digest"}, "cam:s3cret", media.CodecH264, media.CodecAAC},
-		{"Basic auth", "h264", rtsp.TransportTCP, []string{"--user", "cam", "--password", "s3cret", "--auth", "basic"}, "cam:s3cret", media.CodecH264, media.CodecAAC},
+		{"H.264 over TCP", "h264", rtspclient.TransportTCP, nil, "", media.CodecH264, media.CodecAAC},
+		{"H.264 over UDP", "h264", rtspclient.TransportUDP, nil, "", media.CodecH264, media.CodecAAC},
+		{"H.264 with B-frames", "h264b", rtspclient.TransportTCP, nil, "", media.CodecH264, media.CodecAAC},
+		{"H.265 over UDP", "h265", rtspclient.TransportUDP, nil, "", media.CodecH265, media.CodecAAC},
+		{"G.711 A-law", "pcma", rtspclient.TransportTCP, nil, "", media.CodecH264, media.CodecPCMA},
+		{"Digest auth", "h264", rtspclient.TransportAuto, []string{"--user", "cam", "--password", "s3cret", "--auth", "digest"}, "cam:s3cret", media.CodecH264, media.CodecAAC},
+		{"Basic auth", "h264", rtspclient.TransportTCP, []string{"--user", "cam", "--password", "s3cret", "--auth", "basic"}, "cam:s3cret", media.CodecH264, media.CodecAAC},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,7 +208,7 @@ func TestPullerFromGStreamer(t *testing.T) {
 			var log frameLog
 			cfg := log.config(g.url(tt.userinfo, tt.mount), tt.transport)
 			cfg.Client.AllowBasicAuth = tt.name == "Basic auth"
-			p, err := rtsp.NewPuller(cfg)
+			p, err := rtspclient.NewPuller(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,10 +227,10 @@ func TestPullerFromGStreamer(t *testing.T) {
 			seconds := (first[len(first)-1].PTS - first[0].PTS).Seconds()
 			log.check(t, tt.video, tt.audio, seconds)
 			st := p.Status()
-			if st.State != rtsp.PullerStopped || st.Attempts != 1 || st.Frames == 0 {
+			if st.State != rtspclient.PullerStopped || st.Attempts != 1 || st.Frames == 0 {
 				t.Errorf("status %+v", st)
 			}
-			if tt.transport == rtsp.TransportAuto && st.Transport != rtsp.TransportUDP {
+			if tt.transport == rtspclient.TransportAuto && st.Transport != rtspclient.TransportUDP {
 				t.Errorf("auto transport used %s", st.Transport)
 			}
 		})
@@ -252,7 +253,7 @@ func TestPullerRefusedCredentials(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := startGStreamer(t, "--user", "cam", "--password", "s3cret", "--auth", tc.auth)
 			var log frameLog
-			p, _ := rtsp.NewPuller(log.config(g.url(tc.userinfo, "h264"), rtsp.TransportTCP))
+			p, _ := rtspclient.NewPuller(log.config(g.url(tc.userinfo, "h264"), rtspclient.TransportTCP))
 			runFor(1500*time.Millisecond, func(ctx context.Context) { p.Run(ctx) })
 			log.mu.Lock()
 			defer log.mu.Unlock()
@@ -273,7 +274,7 @@ func TestPullerFallsBackToTCP(t *testing.T) {
 	g := startGStreamer(t)
 	t.Run("461 Unsupported Transport", func(t *testing.T) {
 		var log frameLog
-		p, _ := rtsp.NewPuller(log.config(g.url("", "tcponly"), rtsp.TransportAuto))
+		p, _ := rtspclient.NewPuller(log.config(g.url("", "tcponly"), rtspclient.TransportAuto))
 		runFor(8*time.Second, func(ctx context.Context) {
 			go func() {
 				testkit.Eventually(t, 7*time.Second, "frames over TCP", func() bool { return log.count(media.KindVideo) > 25 })
@@ -281,17 +282,17 @@ func TestPullerFallsBackToTCP(t *testing.T) {
 			}()
 			p.Run(ctx)
 		})
-		if st := p.Status(); st.Transport != rtsp.TransportTCP || st.Frames == 0 || st.Attempts < 2 {
+		if st := p.Status(); st.Transport != rtspclient.TransportTCP || st.Frames == 0 || st.Attempts < 2 {
 			t.Fatalf("status %+v", st)
 		}
 	})
 	t.Run("UDP gets nothing", func(t *testing.T) {
 		proxy := startUDPBreakingProxy(t, g.Port)
 		var log frameLog
-		p, _ := rtsp.NewPuller(log.config("rtsp://"+proxy+"/h264", rtsp.TransportAuto))
+		p, _ := rtspclient.NewPuller(log.config("rtsp://"+proxy+"/h264", rtspclient.TransportAuto))
 		start := time.Now()
 		var firstFrame time.Time
-		cfg := log.config("rtsp://"+proxy+"/h264", rtsp.TransportAuto)
+		cfg := log.config("rtsp://"+proxy+"/h264", rtspclient.TransportAuto)
 		cfg.OnFrame = func(f *media.Frame) {
 			log.mu.Lock()
 			if firstFrame.IsZero() {
@@ -300,10 +301,10 @@ func TestPullerFallsBackToTCP(t *testing.T) {
 			log.frames = append(log.frames, f)
 			log.mu.Unlock()
 		}
-		p, _ = rtsp.NewPuller(cfg)
+		p, _ = rtspclient.NewPuller(cfg)
 		runFor(6*time.Second, func(ctx context.Context) { p.Run(ctx) })
 		st := p.Status()
-		if st.Transport != rtsp.TransportTCP || st.Frames < 25 || st.Attempts != 2 {
+		if st.Transport != rtspclient.TransportTCP || st.Frames < 25 || st.Attempts != 2 {
 			t.Fatalf("status %+v", st)
 		}
 		if d := firstFrame.Sub(start); d < time.Second || d > 4*time.Second {
@@ -318,10 +319,10 @@ func TestPullerReconnects(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t)
 	var log frameLog
-	p := runPuller(t, log.config(g.url("", "h264"), rtsp.TransportTCP))
+	p := runPuller(t, log.config(g.url("", "h264"), rtspclient.TransportTCP))
 	testkit.Eventually(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
 	g.stop()
-	testkit.Eventually(t, 10*time.Second, "the Puller to notice", func() bool { return p.Status().State == rtsp.PullerWaiting })
+	testkit.Eventually(t, 10*time.Second, "the Puller to notice", func() bool { return p.Status().State == rtspclient.PullerWaiting })
 	before := log.count(media.KindVideo)
 	time.Sleep(1500 * time.Millisecond) // a few failed attempts against a closed port
 	if st := p.Status(); st.Attempts < 3 {
@@ -335,7 +336,7 @@ func TestPullerReconnects(t *testing.T) {
 	if sessions < 2 {
 		t.Errorf("OnTracks called %d times", sessions)
 	}
-	if st := p.Status(); st.State != rtsp.PullerPlaying {
+	if st := p.Status(); st.State != rtspclient.PullerPlaying {
 		t.Errorf("state %s", st.State)
 	}
 }
@@ -395,7 +396,7 @@ func TestPullerFollowsRedirect(t *testing.T) {
 		}
 	})
 	var log frameLog
-	p, _ := rtsp.NewPuller(log.config("rtsp://cam:s3cret@"+addr+"/lb", rtsp.TransportTCP))
+	p, _ := rtspclient.NewPuller(log.config("rtsp://cam:s3cret@"+addr+"/lb", rtspclient.TransportTCP))
 	runFor(4*time.Second, func(ctx context.Context) { p.Run(ctx) })
 	if n := log.count(media.KindVideo); n < 25 {
 		t.Fatalf("%d frames through the redirect; errors %v", n, log.lastErrs)
@@ -476,7 +477,7 @@ func TestPullerVideoSurvivesSingleLosses(t *testing.T) {
 	var n atomic.Int64
 	addr := startFilteringProxy(t, u.Host, func(ch byte) bool { return ch != 0 || n.Add(1)%37 != 0 })
 	var log frameLog
-	runPuller(t, log.config("rtsp://"+addr+u.Path, rtsp.TransportTCP))
+	runPuller(t, log.config("rtsp://"+addr+u.Path, rtspclient.TransportTCP))
 	testkit.Eventually(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
 	log.videoEverySecond(t, 10, "")
 }
@@ -496,7 +497,7 @@ func TestPullerEndsSessionWhoseVideoStalls(t *testing.T) {
 	cut.Store(-1)
 	addr := startFilteringProxy(t, u.Host, func(ch byte) bool { return int32(ch) != cut.Load() })
 	var log frameLog
-	runPuller(t, log.config("rtsp://"+addr+u.Path, rtsp.TransportTCP))
+	runPuller(t, log.config("rtsp://"+addr+u.Path, rtspclient.TransportTCP))
 	testkit.Eventually(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 && log.count(media.KindAudio) > 10 })
 	log.mu.Lock()
 	video := -1
@@ -593,10 +594,10 @@ func TestPullerVideoSurvivesSingleLossesOverUDP(t *testing.T) {
 	g := startGStreamer(t)
 	addr := startUDPProxy(t, g.Port, func(track int, n int64, _ []byte) bool { return track != 0 || n%37 != 0 })
 	var log frameLog
-	p := runPuller(t, log.config("rtsp://"+addr+"/h264", rtsp.TransportUDP))
+	p := runPuller(t, log.config("rtsp://"+addr+"/h264", rtspclient.TransportUDP))
 	testkit.Eventually(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
 	log.videoEverySecond(t, 10, "")
-	if st := p.Status(); st.Transport != rtsp.TransportUDP || st.Attempts != 1 {
+	if st := p.Status(); st.Transport != rtspclient.TransportUDP || st.Attempts != 1 {
 		t.Errorf("the session did not stay on UDP: %+v", st)
 	}
 }
@@ -617,7 +618,7 @@ func TestPullerFollowsSequenceRestartedLower(t *testing.T) {
 		return true
 	})
 	var log frameLog
-	p := runPuller(t, log.config("rtsp://"+addr+"/h264", rtsp.TransportUDP))
+	p := runPuller(t, log.config("rtsp://"+addr+"/h264", rtspclient.TransportUDP))
 	testkit.Eventually(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 25 })
 	restartAt.Store(1) // from the next packet on
 	log.videoEverySecond(t, 4, " after the restart")
