@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/mediaengine/media"
-	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtspclient"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspserver"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 )
 
@@ -16,7 +16,7 @@ import (
 func ExamplePuller() {
 	hub := rtsptest.NewRelay() // the engine's stream hub in production
 	path := media.Path{Vhost: media.DefaultVhost, App: "proxy", Stream: "gate"}
-	var w rtsp.FrameWriter
+	var w rtspserver.FrameWriter
 	p, err := rtspclient.NewPuller(rtspclient.PullerConfig{
 		URL:    "rtsp://viewer:secret@192.0.2.10/Streaming/Channels/101",
 		Client: rtspclient.Config{Transport: rtspclient.TransportAuto},
@@ -24,7 +24,7 @@ func ExamplePuller() {
 			if w != nil {
 				w.Close()
 			}
-			w, _ = hub.Publish(context.Background(), &rtsp.PublishRequest{Path: path, Tracks: tracks})
+			w, _ = hub.Publish(context.Background(), &rtspserver.PublishRequest{Path: path, Tracks: tracks})
 		},
 		OnFrame: func(f *media.Frame) { w.WriteFrame(f) },
 		OnState: func(s rtspclient.PullerState, err error) { log.Printf("pull %s: %s %v", path, s, err) },

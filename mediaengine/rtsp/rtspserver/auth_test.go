@@ -1,4 +1,4 @@
-package rtsp_test
+package rtspserver_test
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtspclient"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspserver"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 	"github.com/svcplatform/svc/shared/digestauth"
 	"github.com/svcplatform/svc/test/testkit"
@@ -43,7 +44,7 @@ func TestServerDigestAuth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := startServer(t, rtsp.ServerConfig{Credentials: credentials(map[string]string{"alice": "pw-1"}), DigestAlgorithms: tt.algs}, r)
+			srv := startServer(t, rtspserver.Config{Credentials: credentials(map[string]string{"alice": "pw-1"}), DigestAlgorithms: tt.algs}, r)
 			url := "rtsp://" + tt.userinfo + "@" + srv.Addr().String() + "/live/none"
 			if tt.userinfo == "" {
 				url = rtspURL(srv.Addr(), "live/none")
@@ -67,7 +68,7 @@ func TestServerDigestAuth(t *testing.T) {
 		})
 	}
 	t.Run("ffmpeg publishes with credentials", func(t *testing.T) {
-		srv := startServer(t, rtsp.ServerConfig{Credentials: credentials(map[string]string{"cam": "p@ss word"})}, r)
+		srv := startServer(t, rtspserver.Config{Credentials: credentials(map[string]string{"cam": "p@ss word"})}, r)
 		url := "rtsp://cam:p%40ss%20word@" + srv.Addr().String() + "/live/auth"
 		startProcess(t, "ffmpeg", publishArgs("h264", "tcp", url, 8)...)
 		path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "auth"}
@@ -88,7 +89,7 @@ func TestServerDigestAuth(t *testing.T) {
 // The server also accepts a Digest answer without qop (clients that
 // ignore the qop it offers, such as live555-based players).
 func TestServerDigestWithoutQOP(t *testing.T) {
-	srv := startServer(t, rtsp.ServerConfig{Credentials: credentials(map[string]string{"u": "pw"})}, rtsptest.NewRelay())
+	srv := startServer(t, rtspserver.Config{Credentials: credentials(map[string]string{"u": "pw"})}, rtsptest.NewRelay())
 	conn, err := net.Dial("tcp", srv.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestServerDigestWithoutQOP(t *testing.T) {
 		}
 		return m.Response
 	}
-	resp := send(rtsp.Header{{"CSeq", "1"}})
+	resp := send(rtsp.Header{{Name: "CSeq", Value: "1"}})
 	chal := resp.Header.Get("WWW-Authenticate")
 	if resp.StatusCode != 401 || !strings.Contains(chal, `qop="auth"`) {
 		t.Fatalf("%d %q", resp.StatusCode, chal)
@@ -116,7 +117,7 @@ func TestServerDigestWithoutQOP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp := send(rtsp.Header{{"CSeq", "2"}, {"Authorization", h}}); resp.StatusCode != rtsp.StatusNotFound {
+	if resp := send(rtsp.Header{{Name: "CSeq", Value: "2"}, {Name: "Authorization", Value: h}}); resp.StatusCode != rtsp.StatusNotFound {
 		t.Fatalf("authenticated DESCRIBE answered %d", resp.StatusCode)
 	}
 }
@@ -128,7 +129,7 @@ func TestServerDigestWithoutQOP(t *testing.T) {
 func TestServerTicketPlayersSkipDigest(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
 	r := rtsptest.NewRelay()
-	srv := startServer(t, rtsp.ServerConfig{Credentials: credentials(map[string]string{"cam": "pw-cam"}), TicketParam: "svc_ticket"}, r)
+	srv := startServer(t, rtspserver.Config{Credentials: credentials(map[string]string{"cam": "pw-cam"}), TicketParam: "svc_ticket"}, r)
 	startProcess(t, "ffmpeg", publishArgs("h264", "tcp", "rtsp://cam:pw-cam@"+srv.Addr().String()+"/live/tk", 12)...)
 	path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "tk"}
 	testkit.Eventually(t, 10*time.Second, "the publisher", func() bool { s := r.Stream(path); return s != nil && s.Frames.Load() > 0 })

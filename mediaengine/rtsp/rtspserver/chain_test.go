@@ -1,4 +1,4 @@
-package rtsp_test
+package rtspserver_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/mediaengine/media"
-	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtspclient"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspserver"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 	"github.com/svcplatform/svc/test/testkit"
 )
@@ -17,14 +17,14 @@ import (
 // will feed the hub.
 func pullInto(t *testing.T, r *rtsptest.Relay, path media.Path, url string, transport rtspclient.TransportMode) {
 	t.Helper()
-	var w rtsp.FrameWriter
+	var w rtspserver.FrameWriter
 	p, err := rtspclient.NewPuller(rtspclient.PullerConfig{URL: url, Client: rtspclient.Config{Transport: transport},
 		OnTracks: func(ts []*media.Track) {
 			if w != nil {
 				w.Close()
 			}
 			var err error
-			if w, err = r.Publish(context.Background(), &rtsp.PublishRequest{Path: path, Tracks: ts}); err != nil {
+			if w, err = r.Publish(context.Background(), &rtspserver.PublishRequest{Path: path, Tracks: ts}); err != nil {
 				t.Error(err)
 			}
 		},
@@ -45,7 +45,7 @@ func TestPullRelayPlayChain(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t)
 	r := rtsptest.NewRelay()
-	srv := startServer(t, rtsp.ServerConfig{}, r)
+	srv := startServer(t, rtspserver.Config{}, r)
 	path := media.Path{Vhost: media.DefaultVhost, App: "proxy", Stream: "cam"}
 	pullInto(t, r, path, g.url("", "h264b"), rtspclient.TransportUDP)
 	testkit.Eventually(t, 10*time.Second, "the pulled stream", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })

@@ -1,4 +1,4 @@
-package rtsp
+package rtspserver
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // interleaved or UDP. Each connection is served by one goroutine that owns
 // its state; a playing session adds one goroutine that writes its frames.
 type Server struct {
-	cfg     ServerConfig
+	cfg     Config
 	handler Handler
 	log     *zap.Logger
 
@@ -35,8 +35,8 @@ type Server struct {
 	conns    map[*serverConn]struct{}
 }
 
-// NewServer returns a server for handler; Start makes it listen.
-func NewServer(cfg ServerConfig, handler Handler) (*Server, error) {
+// New returns a server for handler; Start makes it listen.
+func New(cfg Config, handler Handler) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}

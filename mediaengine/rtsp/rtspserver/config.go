@@ -1,4 +1,4 @@
-package rtsp
+package rtspserver
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// ServerConfig configures a Server. Zero values take the defaults.
-type ServerConfig struct {
+// Config configures a Server. Zero values take the defaults.
+type Config struct {
 	// Addr is the TCP listen address (default ":8554").
 	Addr string
 	// UDPRTPAddr is the UDP address for RTP; RTCP uses the next port.
@@ -48,7 +48,7 @@ type ServerConfig struct {
 	Log            *zap.Logger
 }
 
-func (c *ServerConfig) setDefaults() error {
+func (c *Config) setDefaults() error {
 	if c.Addr == "" {
 		c.Addr = ":8554"
 	}

@@ -1,4 +1,4 @@
-package rtsp_test
+package rtspserver_test
 
 import (
 	"context"
@@ -14,11 +14,12 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtspclient"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspserver"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 	"github.com/svcplatform/svc/test/testkit"
 )
 
-func startServer(t *testing.T, cfg rtsp.ServerConfig, h rtsp.Handler) *rtsp.Server {
+func startServer(t *testing.T, cfg rtspserver.Config, h rtspserver.Handler) *rtspserver.Server {
 	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
@@ -26,7 +27,7 @@ func startServer(t *testing.T, cfg rtsp.ServerConfig, h rtsp.Handler) *rtsp.Serv
 	if cfg.UDPRTPAddr == "" {
 		cfg.UDPRTPAddr = "127.0.0.1:0"
 	}
-	s, err := rtsp.NewServer(cfg, h)
+	s, err := rtspserver.New(cfg, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestServerPublishAndPlayWithFFmpeg(t *testing.T) {
 			r := rtsptest.NewRelay()
 			// A short session timeout: ffmpeg sends no RTSP requests while
 			// it records over UDP, so only its packets keep the session.
-			srv := startServer(t, rtsp.ServerConfig{SessionTimeout: 3 * time.Second}, r)
+			srv := startServer(t, rtspserver.Config{SessionTimeout: 3 * time.Second}, r)
 			url := rtspURL(srv.Addr(), "live/"+tt.codec)
 			// The publisher outlasts the readers (stopped when the test ends):
 			// on a loaded machine their start and 10 s of reading took more
@@ -125,7 +126,7 @@ func TestServerPublishAndPlayWithFFmpeg(t *testing.T) {
 func TestServerSurvivesBadClients(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
 	r := rtsptest.NewRelay()
-	srv := startServer(t, rtsp.ServerConfig{SessionTimeout: 2 * time.Second}, r)
+	srv := startServer(t, rtspserver.Config{SessionTimeout: 2 * time.Second}, r)
 	url := rtspURL(srv.Addr(), "live/x")
 	for _, tt := range []struct {
 		name, send string
@@ -167,7 +168,7 @@ func TestServerSurvivesBadClients(t *testing.T) {
 		})
 	}
 	// Past MaxConnections a connection is closed at once.
-	limited := startServer(t, rtsp.ServerConfig{MaxConnections: 1}, r)
+	limited := startServer(t, rtspserver.Config{MaxConnections: 1}, r)
 	first, err := net.Dial("tcp", limited.Addr().String())
 	if err != nil {
 		t.Fatal(err)

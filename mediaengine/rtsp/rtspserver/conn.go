@@ -1,4 +1,4 @@
-package rtsp
+package rtspserver
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtpcodec"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/shared/digestauth"
 )
 
@@ -28,7 +29,7 @@ import (
 type serverConn struct {
 	srv  *Server
 	conn net.Conn
-	r    *MessageReader
+	r    *rtsp.MessageReader
 	wmu  sync.Mutex // the writer is shared with the play goroutine
 	bw   *bufio.Writer
 
@@ -43,7 +44,7 @@ type serverConn struct {
 const serverWriteBuffer = 64 << 10
 
 func newServerConn(s *Server, conn net.Conn) *serverConn {
-	c := &serverConn{srv: s, conn: conn, r: NewMessageReader(conn), bw: bufio.NewWriterSize(conn, serverWriteBuffer), nonce: newID(16)}
+	c := &serverConn{srv: s, conn: conn, r: rtsp.NewMessageReader(conn), bw: bufio.NewWriterSize(conn, serverWriteBuffer), nonce: newID(16)}
 	return c
 }
 
@@ -57,7 +58,7 @@ func (c *serverConn) serve() {
 		}
 	}()
 	timeout := c.srv.cfg.SessionTimeout
-	var m Message
+	var m rtsp.Message
 	lastDeadline := time.Time{}
 	for {
 		now := time.Now()
@@ -69,7 +70,7 @@ func (c *serverConn) serve() {
 		}
 		err := c.r.Read(&m)
 		if err != nil {
-			if errors.Is(err, errIdle) && c.session != nil && c.session.alive(timeout, time.Now()) {
+			if errors.Is(err, rtsp.ErrIdle) && c.session != nil && c.session.alive(timeout, time.Now()) {
 				lastDeadline = time.Time{}
 				continue // a UDP session whose media or RTCP still flows
 			}
@@ -114,51 +115,51 @@ func (c *serverConn) writeInterleaved(ch int, pkt []byte) {
 
 // handle answers one request; after, if set, runs once the response is
 // written (PLAY starts sending only then).
-func (c *serverConn) handle(req *Request) (*Response, func()) {
-	resp := &Response{StatusCode: StatusOK, Header: Header{{"CSeq", req.Header.Get("CSeq")}, {"Server", "svc"}}}
+func (c *serverConn) handle(req *rtsp.Request) (*rtsp.Response, func()) {
+	resp := &rtsp.Response{StatusCode: rtsp.StatusOK, Header: rtsp.Header{{Name: "CSeq", Value: req.Header.Get("CSeq")}, {Name: "Server", Value: "svc"}}}
 	if req.Proto != "RTSP/1.0" {
-		resp.StatusCode = StatusVersionNotSupported
+		resp.StatusCode = rtsp.StatusVersionNotSupported
 		return resp, nil
 	}
-	if req.Method != MethodOptions && !c.authenticate(req, resp) {
+	if req.Method != rtsp.MethodOptions && !c.authenticate(req, resp) {
 		return resp, nil
 	}
 	var after func()
 	var err error
-	if sid := req.Header.Get("Session"); sid != "" && c.session != nil && c.session.announced && req.Method != MethodSetup {
+	if sid := req.Header.Get("Session"); sid != "" && c.session != nil && c.session.announced && req.Method != rtsp.MethodSetup {
 		if id, _, _ := strings.Cut(sid, ";"); SessionID(strings.TrimSpace(id)) != c.session.id {
-			resp.StatusCode = StatusSessionNotFound
+			resp.StatusCode = rtsp.StatusSessionNotFound
 			return resp, nil
 		}
 	}
 	switch req.Method {
-	case MethodOptions:
+	case rtsp.MethodOptions:
 		resp.Header.Add("Public", "OPTIONS, DESCRIBE, ANNOUNCE, SETUP, PLAY, PAUSE, RECORD, TEARDOWN, GET_PARAMETER, SET_PARAMETER")
-	case MethodDescribe:
+	case rtsp.MethodDescribe:
 		err = c.describe(req, resp)
-	case MethodAnnounce:
+	case rtsp.MethodAnnounce:
 		err = c.announce(req, resp)
-	case MethodSetup:
+	case rtsp.MethodSetup:
 		err = c.setup(req, resp)
-	case MethodPlay:
+	case rtsp.MethodPlay:
 		after, err = c.play(req, resp)
-	case MethodRecord:
+	case rtsp.MethodRecord:
 		err = c.record(req, resp)
-	case MethodPause:
+	case rtsp.MethodPause:
 		if c.session == nil || c.session.publishing {
-			resp.StatusCode = StatusMethodNotValidInState
+			resp.StatusCode = rtsp.StatusMethodNotValidInState
 		} else {
 			c.session.stopPlay()
 		}
-	case MethodTeardown:
+	case rtsp.MethodTeardown:
 		if c.session != nil {
 			c.session.close()
 			c.session = nil
 		}
-	case MethodGetParameter, MethodSetParameter:
+	case rtsp.MethodGetParameter, rtsp.MethodSetParameter:
 		// Keepalive.
 	default:
-		resp.StatusCode = StatusNotImplemented
+		resp.StatusCode = rtsp.StatusNotImplemented
 	}
 	if err != nil {
 		resp.StatusCode = statusFor(err)
@@ -173,31 +174,31 @@ func (c *serverConn) handle(req *Request) (*Response, func()) {
 
 // statusFor maps an error to the status answered.
 func statusFor(err error) int {
-	var se *StatusError
+	var se *rtsp.StatusError
 	switch {
 	case errors.As(err, &se):
 		return se.Code
-	case errors.Is(err, ErrNotFound):
-		return StatusNotFound
-	case errors.Is(err, ErrForbidden):
-		return StatusForbidden
-	case errors.Is(err, ErrUnauthorized):
-		return StatusUnauthorized
-	case errors.Is(err, ErrBadSDP), errors.Is(err, ErrMalformed), errors.Is(err, ErrNoTracks):
-		return StatusBadRequest
-	case errors.Is(err, ErrBadTransport):
-		return StatusUnsupportedTransport
+	case errors.Is(err, rtsp.ErrNotFound):
+		return rtsp.StatusNotFound
+	case errors.Is(err, rtsp.ErrForbidden):
+		return rtsp.StatusForbidden
+	case errors.Is(err, rtsp.ErrUnauthorized):
+		return rtsp.StatusUnauthorized
+	case errors.Is(err, rtsp.ErrBadSDP), errors.Is(err, rtsp.ErrMalformed), errors.Is(err, rtsp.ErrNoTracks):
+		return rtsp.StatusBadRequest
+	case errors.Is(err, rtsp.ErrBadTransport):
+		return rtsp.StatusUnsupportedTransport
 	}
-	return StatusInternalServerError
+	return rtsp.StatusInternalServerError
 }
 
 func status(code int, format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{&StatusError{Code: code, Reason: StatusText(code)}}, args...)...)
+	return fmt.Errorf("%w: "+format, append([]any{&rtsp.StatusError{Code: code, Reason: rtsp.StatusText(code)}}, args...)...)
 }
 
 // authenticate checks Digest credentials once per connection; it fills
 // resp with the challenge when they are missing or wrong.
-func (c *serverConn) authenticate(req *Request, resp *Response) bool {
+func (c *serverConn) authenticate(req *rtsp.Request, resp *rtsp.Response) bool {
 	if c.srv.cfg.Credentials == nil || c.authed {
 		return true
 	}
@@ -216,7 +217,7 @@ func (c *serverConn) authenticate(req *Request, resp *Response) bool {
 		}
 		c.srv.log.Info("rtsp authentication failed", zap.Stringer("client", c.conn.RemoteAddr()), zap.String("method", req.Method))
 	}
-	resp.StatusCode = StatusUnauthorized
+	resp.StatusCode = rtsp.StatusUnauthorized
 	for _, alg := range c.srv.cfg.DigestAlgorithms {
 		// qop=auth as RFC 7616 asks; clients that ignore it answer
 		// without qop, which Verify accepts too.
@@ -231,21 +232,21 @@ func (c *serverConn) authenticate(req *Request, resp *Response) bool {
 // ticket; and the later requests of a play session such a request opened
 // (SETUP URLs come from the Content-Base, which has no query). ANNOUNCE
 // and RECORD never pass: publishing needs Digest.
-func (c *serverConn) ticketPlayer(req *Request) bool {
+func (c *serverConn) ticketPlayer(req *rtsp.Request) bool {
 	if c.srv.cfg.TicketParam == "" {
 		return false
 	}
 	playing := c.session != nil && !c.session.publishing
 	switch req.Method {
-	case MethodSetup:
+	case rtsp.MethodSetup:
 		if playing {
 			return true
 		}
 		fallthrough
-	case MethodDescribe:
+	case rtsp.MethodDescribe:
 		u, err := parseRequestURL(req.URL)
 		return err == nil && u.Query().Get(c.srv.cfg.TicketParam) != ""
-	case MethodPlay, MethodPause, MethodTeardown, MethodGetParameter, MethodSetParameter:
+	case rtsp.MethodPlay, rtsp.MethodPause, rtsp.MethodTeardown, rtsp.MethodGetParameter, rtsp.MethodSetParameter:
 		return playing
 	}
 	return false
@@ -257,7 +258,7 @@ func parseRequestURL(raw string) (*url.URL, error) {
 	if err != nil || (u.Scheme != "rtsp" && u.Scheme != "rtsps") {
 		// Not quoted back: the query may hold a ticket, and this ends
 		// up in logs.
-		return nil, status(StatusBadRequest, "request URL is not an rtsp:// URL")
+		return nil, status(rtsp.StatusBadRequest, "request URL is not an rtsp:// URL")
 	}
 	u.User = nil
 	return u, nil
@@ -265,7 +266,7 @@ func parseRequestURL(raw string) (*url.URL, error) {
 
 // requestStream parses a DESCRIBE or ANNOUNCE URL into the URL (without
 // credentials) and the stream path.
-func requestStream(req *Request) (*url.URL, media.Path, error) {
+func requestStream(req *rtsp.Request) (*url.URL, media.Path, error) {
 	u, err := parseRequestURL(req.URL)
 	if err != nil {
 		return nil, media.Path{}, err
@@ -279,7 +280,7 @@ func requestStream(req *Request) (*url.URL, media.Path, error) {
 func streamPath(u *url.URL) (media.Path, error) {
 	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
 	if len(segs) < 2 || segs[0] == "" || segs[1] == "" {
-		return media.Path{}, status(StatusNotFound, "path %q is not /app/stream", truncate(u.Path))
+		return media.Path{}, status(rtsp.StatusNotFound, "path %q is not /app/stream", rtsp.Truncate(u.Path))
 	}
 	vhost := u.Query().Get("vhost")
 	if vhost == "" {
@@ -297,7 +298,7 @@ func (c *serverConn) replaceSession(s *serverSession) {
 	c.session = s
 }
 
-func (c *serverConn) describe(req *Request, resp *Response) error {
+func (c *serverConn) describe(req *rtsp.Request, resp *rtsp.Response) error {
 	u, path, err := requestStream(req)
 	if err != nil {
 		return err
@@ -307,7 +308,7 @@ func (c *serverConn) describe(req *Request, resp *Response) error {
 		return err
 	}
 	c.replaceSession(s)
-	body, err := MarshalSessionDescription(s.source.Tracks(), hostOf(c.conn.LocalAddr()))
+	body, err := rtsp.MarshalSessionDescription(s.source.Tracks(), hostOf(c.conn.LocalAddr()))
 	if err != nil {
 		return err
 	}
@@ -329,7 +330,7 @@ func (c *serverConn) openSource(s *serverSession) error {
 	}
 	s.source = src
 	for _, t := range src.Tracks() {
-		f, err := rtpcodec.FormatForTrack(t, dynamicPayloadType(t))
+		f, err := rtpcodec.FormatForTrack(t, rtsp.DynamicPayloadType(t))
 		if err != nil {
 			continue
 		}
@@ -337,20 +338,20 @@ func (c *serverConn) openSource(s *serverSession) error {
 	}
 	if len(s.tracks) == 0 {
 		src.Close()
-		return fmt.Errorf("%w: %s has no track the server can send", ErrNoTracks, s.path)
+		return fmt.Errorf("%w: %s has no track the server can send", rtsp.ErrNoTracks, s.path)
 	}
 	return nil
 }
 
-func (c *serverConn) announce(req *Request, resp *Response) error {
+func (c *serverConn) announce(req *rtsp.Request, resp *rtsp.Response) error {
 	u, path, err := requestStream(req)
 	if err != nil {
 		return err
 	}
 	if ct := req.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/sdp") {
-		return status(StatusNotAcceptable, "Content-Type %q", truncate(ct))
+		return status(rtsp.StatusNotAcceptable, "Content-Type %q", rtsp.Truncate(ct))
 	}
-	sd, err := ParseSessionDescription(req.Body)
+	sd, err := rtsp.ParseSessionDescription(req.Body)
 	if err != nil {
 		return err
 	}
@@ -370,7 +371,7 @@ func (c *serverConn) announce(req *Request, resp *Response) error {
 		}
 	}
 	if supported == 0 {
-		return fmt.Errorf("%w: the announced SDP has no supported track", ErrNoTracks)
+		return fmt.Errorf("%w: the announced SDP has no supported track", rtsp.ErrNoTracks)
 	}
 	w, err := c.srv.handler.Publish(c.ctx(), &PublishRequest{SessionID: s.id, Path: path, Tracks: sd.Tracks(), Query: s.query, ClientAddr: c.conn.RemoteAddr(), User: c.user})
 	if err != nil {
@@ -382,12 +383,12 @@ func (c *serverConn) announce(req *Request, resp *Response) error {
 	return nil
 }
 
-func (c *serverConn) setup(req *Request, resp *Response) error {
+func (c *serverConn) setup(req *rtsp.Request, resp *rtsp.Response) error {
 	u, err := parseRequestURL(req.URL)
 	if err != nil {
 		return err
 	}
-	transports, err := ParseTransports(req.Header.Get("Transport"))
+	transports, err := rtsp.ParseTransports(req.Header.Get("Transport"))
 	if err != nil {
 		return err
 	}
@@ -409,18 +410,18 @@ func (c *serverConn) setup(req *Request, resp *Response) error {
 		c.session = s
 	}
 	if s.recording || s.playCancel != nil {
-		return status(StatusMethodNotValidInState, "SETUP after %s", map[bool]string{true: "RECORD", false: "PLAY"}[s.publishing])
+		return status(rtsp.StatusMethodNotValidInState, "SETUP after %s", map[bool]string{true: "RECORD", false: "PLAY"}[s.publishing])
 	}
 	if sid := req.Header.Get("Session"); sid != "" && s.announced {
 		if id, _, _ := strings.Cut(sid, ";"); SessionID(strings.TrimSpace(id)) != s.id {
-			return status(StatusSessionNotFound, "session %q", truncate(sid))
+			return status(rtsp.StatusSessionNotFound, "session %q", rtsp.Truncate(sid))
 		}
 	}
 	t := s.trackForURL(u)
 	if t == nil {
-		return status(StatusNotFound, "no track at %s", u.Path)
+		return status(rtsp.StatusNotFound, "no track at %s", u.Path)
 	}
-	var chosen *Transport
+	var chosen *rtsp.Transport
 	for i := range transports {
 		tr := &transports[i]
 		if tr.Multicast || (!tr.TCP && (c.srv.udp == nil || tr.ClientPorts[0] == 0)) {
@@ -433,7 +434,7 @@ func (c *serverConn) setup(req *Request, resp *Response) error {
 		break
 	}
 	if chosen == nil {
-		return status(StatusUnsupportedTransport, "none of %q", truncate(req.Header.Get("Transport")))
+		return status(rtsp.StatusUnsupportedTransport, "none of %q", rtsp.Truncate(req.Header.Get("Transport")))
 	}
 	index := 0
 	for i, x := range s.tracks {
@@ -441,7 +442,7 @@ func (c *serverConn) setup(req *Request, resp *Response) error {
 			index = i
 		}
 	}
-	out := Transport{TCP: chosen.TCP}
+	out := rtsp.Transport{TCP: chosen.TCP}
 	if chosen.TCP {
 		ch := 2 * index
 		if chosen.HasChannels {
@@ -449,7 +450,7 @@ func (c *serverConn) setup(req *Request, resp *Response) error {
 		}
 		for _, x := range s.tracks {
 			if x != t && x.setup && (x.channel == ch || x.channel+1 == ch || x.channel == ch+1) {
-				return status(StatusUnsupportedTransport, "interleaved channel %d already in use", ch)
+				return status(rtsp.StatusUnsupportedTransport, "interleaved channel %d already in use", ch)
 			}
 		}
 		t.channel = ch
@@ -460,7 +461,7 @@ func (c *serverConn) setup(req *Request, resp *Response) error {
 	} else {
 		ip, ok := netip.AddrFromSlice(addrIP(c.conn.RemoteAddr()))
 		if !ok {
-			return status(StatusUnsupportedTransport, "no client address")
+			return status(rtsp.StatusUnsupportedTransport, "no client address")
 		}
 		ip = ip.Unmap()
 		t.clientRTP = netip.AddrPortFrom(ip, uint16(chosen.ClientPorts[0]))
@@ -496,10 +497,10 @@ func (c *serverConn) setup(req *Request, resp *Response) error {
 	return nil
 }
 
-func (c *serverConn) play(req *Request, resp *Response) (func(), error) {
+func (c *serverConn) play(req *rtsp.Request, resp *rtsp.Response) (func(), error) {
 	s := c.session
 	if s == nil || s.publishing || !s.announced {
-		return nil, status(StatusMethodNotValidInState, "PLAY before SETUP")
+		return nil, status(rtsp.StatusMethodNotValidInState, "PLAY before SETUP")
 	}
 	if s.playCancel != nil {
 		return nil, nil // already playing: a keepalive PLAY
@@ -509,10 +510,10 @@ func (c *serverConn) play(req *Request, resp *Response) (func(), error) {
 	return s.startPlay, nil
 }
 
-func (c *serverConn) record(req *Request, resp *Response) error {
+func (c *serverConn) record(req *rtsp.Request, resp *rtsp.Response) error {
 	s := c.session
 	if s == nil || !s.publishing || !s.announced {
-		return status(StatusMethodNotValidInState, "RECORD before ANNOUNCE and SETUP")
+		return status(rtsp.StatusMethodNotValidInState, "RECORD before ANNOUNCE and SETUP")
 	}
 	if s.recording {
 		return nil

@@ -1,4 +1,4 @@
-package rtsp
+package rtspserver
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtpcodec"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
 )
 
 // serverSession is one RTSP session: a publisher (ANNOUNCE ... RECORD) or
@@ -85,7 +86,7 @@ func (s *serverSession) info() SessionInfo {
 // trackForURL finds the track a SETUP URL names.
 func (s *serverSession) trackForURL(u *url.URL) *sessionTrack {
 	for _, t := range s.tracks {
-		want, err := ResolveControl(s.baseURL, t.control)
+		want, err := rtsp.ResolveControl(s.baseURL, t.control)
 		if err != nil {
 			continue
 		}
@@ -181,8 +182,8 @@ func (s *serverSession) rtcpPacket(t *sessionTrack, raw []byte, now time.Time) {
 	if !s.publishing || t.depack == nil {
 		return
 	}
-	ForSenderReports(raw, func(sr *rtcp.SenderReport) {
-		t.depack.SenderReport(NTPTime(sr.NTPTime), sr.RTPTime, now)
+	rtsp.ForSenderReports(raw, func(sr *rtcp.SenderReport) {
+		t.depack.SenderReport(rtsp.NTPTime(sr.NTPTime), sr.RTPTime, now)
 	})
 }
 
@@ -265,7 +266,7 @@ func (s *serverSession) play(ctx context.Context) error {
 			s.origin, s.wallOrigin, s.playStarted = f.PTS, now, true
 		}
 		ts := t.rtpTime(f.PTS, s.origin)
-		if !t.sent || now.Sub(t.lastSR) >= ReportInterval {
+		if !t.sent || now.Sub(t.lastSR) >= rtsp.ReportInterval {
 			s.senderReport(t, s.wallOrigin.Add(f.PTS-s.origin), ts, now)
 		}
 		t.sent, t.lastTS, t.lastPTS = true, ts, f.PTS
@@ -297,7 +298,7 @@ func (s *serverSession) play(ctx context.Context) error {
 func (s *serverSession) senderReport(t *sessionTrack, ntp time.Time, ts uint32, now time.Time) {
 	t.lastSR = now
 	packets, octets := t.packetizer.Counts()
-	sr := rtcp.SenderReport{SSRC: t.ssrc, NTPTime: ToNTP(ntp), RTPTime: ts, PacketCount: packets, OctetCount: octets}
+	sr := rtcp.SenderReport{SSRC: t.ssrc, NTPTime: rtsp.ToNTP(ntp), RTPTime: ts, PacketCount: packets, OctetCount: octets}
 	b, err := sr.Marshal()
 	if err != nil {
 		return
@@ -318,7 +319,7 @@ func (s *serverSession) rtpInfo() string {
 		if !t.setup {
 			continue
 		}
-		u, err := ResolveControl(s.baseURL, t.control)
+		u, err := rtsp.ResolveControl(s.baseURL, t.control)
 		if err != nil {
 			continue
 		}

@@ -1,10 +1,10 @@
-package rtsp_test
+package rtspserver_test
 
 import (
 	"context"
 	"log"
 
-	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspserver"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 )
 
@@ -12,7 +12,7 @@ import (
 // DESCRIBE/SETUP/PLAY; the Handler decides and connects them to streams.
 func ExampleServer() {
 	users := map[string]string{"cam-17": "from the control plane"}
-	srv, err := rtsp.NewServer(rtsp.ServerConfig{
+	srv, err := rtspserver.New(rtspserver.Config{
 		Addr:        ":8554",
 		UDPRTPAddr:  ":8000",
 		Credentials: func(u string) (string, bool) { p, ok := users[u]; return p, ok },

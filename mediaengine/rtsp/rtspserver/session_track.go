@@ -1,4 +1,4 @@
-package rtsp
+package rtspserver
 
 import (
 	"net/netip"

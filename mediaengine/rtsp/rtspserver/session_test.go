@@ -1,4 +1,4 @@
-package rtsp_test
+package rtspserver_test
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtspclient"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspserver"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 	"github.com/svcplatform/svc/test/testkit"
 )
@@ -28,7 +29,7 @@ func TestServerHandlerRefusals(t *testing.T) {
 		}
 		return nil
 	}
-	srv := startServer(t, rtsp.ServerConfig{}, r)
+	srv := startServer(t, rtspserver.Config{}, r)
 	for _, tt := range []struct {
 		query string
 		want  error
@@ -55,7 +56,7 @@ func TestServerKickAndTimeout(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t)
 	r := rtsptest.NewRelay()
-	srv := startServer(t, rtsp.ServerConfig{SessionTimeout: 2 * time.Second}, r)
+	srv := startServer(t, rtspserver.Config{SessionTimeout: 2 * time.Second}, r)
 
 	// The relay's stream is fed by a Puller from GStreamer; the server
 	// serves it to our own client.
@@ -178,7 +179,7 @@ func TestServerPauseAndResume(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t)
 	r := rtsptest.NewRelay()
-	srv := startServer(t, rtsp.ServerConfig{}, r)
+	srv := startServer(t, rtspserver.Config{}, r)
 	path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "cam"}
 	pullInto(t, r, path, g.url("", "h264"), rtspclient.TransportTCP)
 	testkit.Eventually(t, 10*time.Second, "the stream", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })

@@ -1,4 +1,4 @@
-package rtsp
+package rtspserver
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"go.uber.org/zap"
 )
 
@@ -53,8 +54,8 @@ func listenServerUDP(addr string, log *zap.Logger) (*serverUDP, error) {
 		rtp.Close()
 		return nil, fmt.Errorf("rtsp: listen RTCP next to %s: %w", rtp.LocalAddr(), err)
 	}
-	rtp.SetReadBuffer(UDPReadBuffer)
-	rtcp.SetReadBuffer(UDPReadBuffer)
+	rtp.SetReadBuffer(rtsp.UDPReadBuffer)
+	rtcp.SetReadBuffer(rtsp.UDPReadBuffer)
 	return &serverUDP{rtp: rtp, rtcp: rtcp, log: log, routes: map[netip.AddrPort]udpRoute{}}, nil
 }
 

@@ -1,4 +1,4 @@
-package rtsp
+package rtspserver
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 // Handler is what the Server asks of the engine. Both calls happen once
 // per session, before media flows, so they may consult hooks (on_publish,
-// on_play with the svc_ticket from Query). Return ErrNotFound,
-// ErrForbidden or ErrUnauthorized (wrapped as you like) to choose the
+// on_play with the svc_ticket from Query). Return rtsp.ErrNotFound,
+// rtsp.ErrForbidden or rtsp.ErrUnauthorized (wrapped as you like) to choose the
 // status the client sees.
 type Handler interface {
 	// Publish is asked when a client ANNOUNCEs a stream. The returned

@@ -1,4 +1,4 @@
-package rtsp_test
+package rtspserver_test
 
 import (
 	"context"

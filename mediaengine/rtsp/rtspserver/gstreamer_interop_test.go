@@ -1,4 +1,4 @@
-package rtsp_test
+package rtspserver_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/mediaengine/media"
-	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspserver"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 	"github.com/svcplatform/svc/test/testkit"
 )
@@ -49,7 +49,7 @@ func gstLaunch(t *testing.T, d time.Duration, pipeline string) {
 func TestServerWithGStreamerClients(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
 	r := rtsptest.NewRelay()
-	srv := startServer(t, rtsp.ServerConfig{}, r)
+	srv := startServer(t, rtspserver.Config{}, r)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
