@@ -9,7 +9,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/codec/h264"
 	"github.com/svcplatform/svc/mediaengine/codec/h265"
 	"github.com/svcplatform/svc/mediaengine/media"
-	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspclient"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
 
@@ -32,11 +32,11 @@ func (e *Engine) smokeTest(ctx context.Context, req engineapi.SmokeTestRequest, 
 		res.Error = engineapi.RedactURL(res.Error)
 		return res
 	}
-	mode := rtsp.TransportMode(req.Transport)
+	mode := rtspclient.TransportMode(req.Transport)
 	if mode == "" {
-		mode = rtsp.TransportAuto
+		mode = rtspclient.TransportAuto
 	}
-	c, err := rtsp.Dial(ctx, req.URL, rtsp.ClientConfig{Transport: mode, UDPPorts: ports, Log: e.log.Named("smoke-test")})
+	c, err := rtspclient.Dial(ctx, req.URL, rtspclient.Config{Transport: mode, UDPPorts: ports, Log: e.log.Named("smoke-test")})
 	if err != nil {
 		res.Error = err.Error()
 		return done()
@@ -52,9 +52,9 @@ func (e *Engine) smokeTest(ctx context.Context, req engineapi.SmokeTestRequest, 
 		return done()
 	}
 	res.Stage = "setup"
-	useUDP := mode != rtsp.TransportTCP
+	useUDP := mode != rtspclient.TransportTCP
 	err = c.Setup(ctx, useUDP)
-	if err != nil && mode == rtsp.TransportAuto {
+	if err != nil && mode == rtspclient.TransportAuto {
 		useUDP = false
 		err = c.Setup(ctx, false)
 	}
@@ -111,7 +111,7 @@ func (e *Engine) smokeTest(ctx context.Context, req engineapi.SmokeTestRequest, 
 	case <-ctx.Done():
 		stop()
 		<-runErr
-		if useUDP && mode == rtsp.TransportAuto {
+		if useUDP && mode == rtspclient.TransportAuto {
 			res.Error = "no keyframe within the time over UDP; try transport tcp"
 		} else {
 			res.Error = "no keyframe within the time"

@@ -28,6 +28,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/recording"
+	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/rooms"
 	"github.com/svcplatform/svc/controlplane/rtpports"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
@@ -53,6 +54,7 @@ type Deps struct {
 	// ClientIPHeaders are read, in order, for a trusted proxy's client.
 	ClientIPHeaders []string
 	System          *system.Service
+	Retention       *retention.Cleaner
 	Node            *raftnode.Node
 	LinkKeys        [][]byte
 	ContractYAML    []byte
@@ -170,7 +172,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	handlers := endpoints{
-		systemEndpoints: &systemEndpoints{svc: d.System, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
+		systemEndpoints: &systemEndpoints{svc: d.System, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
 			emails: ratelimit.New(testEmailsPerMinute, testEmailsPerMinute), emailsAll: ratelimit.New(testEmailsPerNodeMinute, testEmailsPerNodeMinute)},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},

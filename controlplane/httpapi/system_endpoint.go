@@ -11,16 +11,18 @@ import (
 	"github.com/svcplatform/svc/controlplane/identity"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/ratelimit"
+	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/system"
 )
 
 // systemEndpoints implements the strict server interface for module 01 and
 // the cluster status; each method hands over to system.Service.
 type systemEndpoints struct {
-	svc   *system.Service
-	nodes *nodes.Service
-	yaml  []byte
-	docs  []byte // rendered docs page
+	svc       *system.Service
+	retention *retention.Cleaner
+	nodes     *nodes.Service
+	yaml      []byte
+	docs      []byte // rendered docs page
 	// emails limits test e-mails per credential, and emailsAll on this
 	// node: each one is a message to an address the caller chooses.
 	emails, emailsAll *ratelimit.Limiter
@@ -155,23 +157,39 @@ func (e *systemEndpoints) PreviewDataRetentionCleanup(
 	r contract.PreviewDataRetentionCleanupRequestObject,
 ) (contract.PreviewDataRetentionCleanupResponseObject, error) {
 	ctx = requestContext(ctx)
-	p, err := e.svc.RetentionPreview(ctx, deref(r.Params.Actor, actorOf(ctx)), deref(r.Params.Reason, ""))
-	return contract.PreviewDataRetentionCleanup200JSONResponse(p), err
+	p, err := e.retention.Preview(ctx, deref(r.Params.Actor, actorOf(ctx)), deref(r.Params.Reason, ""))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.DataRetentionCleanupPreview{GeneratedAt: p.GeneratedAt, Actor: p.Actor, Reason: p.Reason, Categories: []contract.RetentionCategory{}}
+	for _, c := range p.Categories {
+		out.Categories = append(out.Categories, contract.RetentionCategory{Category: c.Name, Policy: c.Policy,
+			KeepAfterRevision: c.KeepAfterRevision, EligibleCount: c.EligibleCount, OldestRevision: c.OldestRevision})
+	}
+	return contract.PreviewDataRetentionCleanup200JSONResponse(out), nil
 }
 
 func (e *systemEndpoints) RunDataRetentionCleanup(ctx context.Context, r contract.RunDataRetentionCleanupRequestObject) (contract.RunDataRetentionCleanupResponseObject, error) {
 	ctx = requestContext(ctx)
 	for _, c := range deref(r.Body.Categories, nil) {
 		known := false
-		for _, k := range system.RetentionCategories {
+		for _, k := range retention.Categories {
 			known = known || c == k
 		}
 		if !known {
 			return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: "unknown retention category " + c, Retryable: retryable(false)}
 		}
 	}
-	res, err := e.svc.RetentionRun(ctx, deref(r.Body.Actor, actorOf(ctx)), r.Body.Reason, deref(r.Body.Categories, nil))
-	return contract.RunDataRetentionCleanup200JSONResponse(res), err
+	res, err := e.retention.Run(ctx, deref(r.Body.Actor, actorOf(ctx)), r.Body.Reason, deref(r.Body.Categories, nil))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.DataRetentionCleanupRunResult{StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Actor: res.Actor, Reason: res.Reason,
+		Revision: res.Revision, Categories: []contract.RetentionCategoryResult{}}
+	for _, c := range res.Categories {
+		out.Categories = append(out.Categories, contract.RetentionCategoryResult{Category: c.Category, DeletedCount: c.Deleted})
+	}
+	return contract.RunDataRetentionCleanup200JSONResponse(out), nil
 }
 
 func (e *systemEndpoints) GetApiDocs(_ context.Context, _ contract.GetApiDocsRequestObject) (contract.GetApiDocsResponseObject, error) {

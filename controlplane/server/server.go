@@ -43,6 +43,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/recording"
+	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/rooms"
 	"github.com/svcplatform/svc/controlplane/rtpports"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
@@ -216,11 +217,12 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	}
 	tasks := system.NewTasks(log.Named("tasks"), node.Leadership().IsLeader)
 	var routes func() []system.Route
+	cleaner := retention.New(node, cfg.HistoryRetention)
 	s.System = system.New(system.Deps{
 		Node: node, NodeID: cfg.NodeID, APIURL: cfg.APIURL(), StartedAt: time.Now(), Spec: ops.Spec,
 		Routes: func() []system.Route { return routes() }, Tasks: tasks, Ports: ports(cfg, s.HTTPAddr, node.RaftAddress(), s.agents.agentAddr()),
-		SMTP:             system.SMTP{Host: cfg.SMTPHost, Port: cfg.SMTPPort, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: smtpPassword, StartTLS: cfg.SMTPStartTLS},
-		HistoryRetention: cfg.HistoryRetention, OwnedPrefixes: OwnedPrefixes, Engines: s.runningEngines,
+		SMTP:      system.SMTP{Host: cfg.SMTPHost, Port: cfg.SMTPPort, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: smtpPassword, StartTLS: cfg.SMTPStartTLS},
+		Retention: cleaner, OwnedPrefixes: OwnedPrefixes, Engines: s.runningEngines,
 	})
 	s.System.RegisterBuiltinTasks()
 	registerAuditRetention(tasks, node, audit.Retention{MaxAge: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries})
@@ -280,7 +282,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Sessions: sessions, Proxies: proxies, LoginRatePerMinute: cfg.LoginRatePerMinute,
 		Accounts:     accounts,
 		RTSPAuth:     rtspCreds,
-		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ClientIPHeaders: cfg.ClientIPHeaders, System: s.System, Node: node,
+		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ClientIPHeaders: cfg.ClientIPHeaders, System: s.System, Retention: cleaner, Node: node,
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
@@ -174,7 +175,7 @@ func (s *Service) ConsoleSummary(ctx context.Context) (contract.ConsoleSummary, 
 }
 
 // readinessKey is where the database round trip writes.
-func readinessKey(nodeID string) string { return "/system/readiness/" + nodeID }
+func readinessKey(nodeID string) string { return retention.ReadinessPrefix + nodeID }
 
 // Readiness checks what an operator asked for; the database check writes
 // through raft and reads the value back linearizably.

@@ -15,6 +15,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/svcplatform/svc/controlplane/fault"
+	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 )
@@ -65,16 +66,18 @@ type SMTP struct {
 
 // Deps are what the service reads.
 type Deps struct {
-	Node             *raftnode.Node
-	NodeID           string
-	APIURL           string
-	StartedAt        time.Time
-	Spec             *openapi3.T
-	Routes           func() []Route
-	Tasks            *Tasks
-	Ports            []Port
-	SMTP             SMTP
-	HistoryRetention int64
+	Node      *raftnode.Node
+	NodeID    string
+	APIURL    string
+	StartedAt time.Time
+	Spec      *openapi3.T
+	Routes    func() []Route
+	Tasks     *Tasks
+	Ports     []Port
+	SMTP      SMTP
+	// Retention is the store's cleanup, run by the data-retention-cleanup
+	// task.
+	Retention *retention.Cleaner
 	// OwnedPrefixes are the key prefixes this version owns; any other key
 	// is a residue of a removed feature or protocol.
 	OwnedPrefixes []string
