@@ -227,6 +227,10 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	internal.POST(HeartbeatPath, heartbeatHandler(d.Presence))
 	internal.POST(GB28181ControlPath, gbRelayHandler(d.GB28181, relayedControl))
 	internal.POST(GB28181PresetQueryPath, gbRelayHandler(d.GB28181, relayedPresetQuery))
+	internal.POST(GB28181RecordQueryPath, gbRelayHandler(d.GB28181, relayedRecordQuery))
+	internal.POST(GB28181InvitePath, gbRelayHandler(d.GB28181, relayedInvite))
+	internal.POST(GB28181ByePath, gbRelayHandler(d.GB28181, relayedBYE))
+	internal.POST(GB28181MediaEndedPath, gbRelayHandler(d.GB28181, relayedMediaEnded))
 	if d.GB28181 != nil && len(d.LinkKeys) > 0 {
 		d.GB28181.SetRelay(newGBRelay(d.Node, d.LinkKeys))
 	}
