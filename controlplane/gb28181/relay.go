@@ -38,6 +38,10 @@ func (s *Service) SetRelay(r Relay) { s.relay = r }
 // NodeID is the control node this service runs on.
 func (s *Service) NodeID() string { return s.nodeID }
 
+// Holder is the other control node a command for id must go through, ""
+// when this node may send it itself (see holder).
+func (s *Service) Holder(ctx context.Context, id DeviceID) (string, error) { return s.holder(ctx, id) }
+
 // holder is the other control node a command for id must go through: ""
 // when this node holds the device's transport, when no relay is set, or
 // when the record names no other node holding it online (the local

@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/talk"
 )
 
 // Where a control node that does not hold a device's SIP transport passes
@@ -25,6 +26,7 @@ const (
 	GB28181InvitePath      = "/internal/v1/gb28181/invite"
 	GB28181ByePath         = "/internal/v1/gb28181/bye"
 	GB28181MediaEndedPath  = "/internal/v1/gb28181/media-ended"
+	TalkPath               = "/internal/v1/talk"
 )
 
 // relayTimeout bounds a relayed command: the holder waits up to 10 s for
@@ -96,6 +98,13 @@ func relayedMediaEnded(_ context.Context, gb *gb28181.Service, r relayedBye) (an
 	return gin.H{"told": true}, nil
 }
 
+// talkRelayHandler runs a relayed talk operation on this node only.
+func talkRelayHandler(e *talkEndpoints) gin.HandlerFunc {
+	return gbRelayHandler(e.gb, func(ctx context.Context, _ *gb28181.Service, op talkOp) (any, error) {
+		return e.local(ctx, op)
+	})
+}
+
 type relayedPresets struct {
 	Presets []gb28181.Preset `json:"presets"`
 }
@@ -151,6 +160,20 @@ func (g *gbRelay) Bye(ctx context.Context, holder, callID string) error {
 // absence is not the device's.
 func (g *gbRelay) MediaEnded(ctx context.Context, origin, callID, why string) error {
 	return g.post(ctx, origin, GB28181MediaEndedPath, "the dialog "+callID, relayTimeout, relayedBye{CallID: callID, Why: why}, nil)
+}
+
+// Talk runs a talk operation on holder, the node holding the session or
+// its device; a create waits as long as the holder waits for the device.
+func (g *gbRelay) Talk(ctx context.Context, holder string, op talkOp) (*talk.Session, error) {
+	var out talk.Session
+	what := "talk session " + op.SessionID
+	if op.Op == "create" {
+		what = op.DeviceID
+	}
+	if err := g.post(ctx, holder, TalkPath, what, time.Duration(op.TimeoutSeconds)*time.Second+relayTimeout, op, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // post sends cmd to holder's path, waiting up to timeout; what names the

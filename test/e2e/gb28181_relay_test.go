@@ -26,7 +26,8 @@ import (
 // whose INVITE is relayed to the holder; the stream plays (ffprobe over
 // HTTP-FLV); a second start (through the leader) shares the session (the
 // camera sees one INVITE); the stop's BYE, sent by the leader's dispatcher,
-// reaches the camera through the holder. Once the holder is gone, the
+// reaches the camera through the holder; a history playback started and
+// stopped through the follower INVITEs and BYEs through the holder too. Once the holder is gone, the
 // other follower answers 409 gb28181_device_offline promptly, the leader
 // marks the camera offline within the holder timeout, and once the camera
 // registers with the other follower it is online there and commands reach
@@ -226,10 +227,28 @@ func TestGB28181CommandRelayedToHoldingNode(t *testing.T) {
 		[]byte(`{"deviceId":"`+deviceID+`","channelId":"`+channelID+`"}`)); r.Status != 200 {
 		t.Fatalf("live stop: %d %s", r.Status, r.Body)
 	}
-	testkit.Eventually(t, 30*time.Second, "the BYE at the camera", func() bool {
-		_, err := os.Stat(filepath.Join(dir, "bye.txt"))
-		return err == nil
-	})
+	byes := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "bye.txt"))
+		return len(strings.Fields(string(b)))
+	}
+	testkit.Eventually(t, 30*time.Second, "the BYE at the camera", func() bool { return byes() == 1 })
+
+	// History playback through the follower: the session is the
+	// follower's, its INVITE and its BYE are sent by the holder.
+	pb := []byte(`{"deviceId":"` + deviceID + `","channelId":"` + channelID + `","startTime":"2026-11-28T08:00:00Z","endTime":"2026-11-28T09:00:00Z","mediaServerId":"media-1"}`)
+	var inv struct{ Session struct{ Id, State string } }
+	if r := via.Do("POST", "/api/v2/gb28181/playback/invite", control, "application/json", pb); r.Status != 200 {
+		t.Fatalf("playback invite: %d %s\n%s", r.Status, r.Body, sippLog())
+	} else if r.JSON(t, &inv); inv.Session.State != "Playing" {
+		t.Fatalf("playback invite: %s", r.Body)
+	}
+	if n := len(invites()); n != 2 {
+		t.Fatalf("%d INVITEs after the playback invite, want 2: %v", n, invites())
+	}
+	if r := via.Do("POST", "/api/v2/gb28181/playback/sessions/"+inv.Session.Id+"/stop", control, "", nil); r.Status != 200 {
+		t.Fatalf("playback stop: %d %s", r.Status, r.Body)
+	}
+	testkit.Eventually(t, 30*time.Second, "the playback's BYE at the camera", func() bool { return byes() == 2 })
 
 	if err := holder.S.Shutdown(); err != nil {
 		t.Logf("shutting the holder down: %v", err)
