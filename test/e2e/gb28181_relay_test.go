@@ -26,12 +26,13 @@ import (
 // whose INVITE is relayed to the holder; the stream plays (ffprobe over
 // HTTP-FLV); a second start (through the leader) shares the session (the
 // camera sees one INVITE); the stop's BYE, sent by the leader's dispatcher,
-// reaches the camera through the holder; a history playback started and
-// stopped through the follower INVITEs and BYEs through the holder too. Once the holder is gone, the
-// other follower answers 409 gb28181_device_offline promptly, the leader
-// marks the camera offline within the holder timeout, and once the camera
-// registers with the other follower it is online there and commands reach
-// it.
+// reaches the camera through the holder; a history playback started
+// through the follower INVITEs through the holder too, the camera's
+// MediaStatus 121 at the holder ends the follower's session and its BYE
+// reaches the camera. Once the holder is gone, the other follower answers
+// 409 gb28181_device_offline promptly, the leader marks the camera offline
+// within the holder timeout, and once the camera registers with the other
+// follower it is online there and commands reach it.
 func TestGB28181CommandRelayedToHoldingNode(t *testing.T) {
 	const (
 		deviceID  = "34020000001320000007"
@@ -245,8 +246,15 @@ func TestGB28181CommandRelayedToHoldingNode(t *testing.T) {
 	if n := len(invites()); n != 2 {
 		t.Fatalf("%d INVITEs after the playback invite, want 2: %v", n, invites())
 	}
-	if r := via.Do("POST", "/api/v2/gb28181/playback/sessions/"+inv.Session.Id+"/stop", control, "", nil); r.Status != 200 {
-		t.Fatalf("playback stop: %d %s", r.Status, r.Body)
+	// The camera's MediaStatus 121 reaches the holder, which passes it to
+	// the follower: the session ends there and its BYE goes back.
+	var sess struct{ State, EndReason string }
+	testkit.Eventually(t, 30*time.Second, "the playback session Ended by the camera's MediaStatus 121", func() bool {
+		r := via.Get("/api/v2/gb28181/playback/sessions/"+inv.Session.Id, via.Token("devices.view"))
+		return r.Status == 200 && json.Unmarshal(r.Body, &sess) == nil && sess.State == "Ended"
+	})
+	if !strings.Contains(sess.EndReason, "121") {
+		t.Fatalf("playback end reason %q", sess.EndReason)
 	}
 	testkit.Eventually(t, 30*time.Second, "the playback's BYE at the camera", func() bool { return byes() == 2 })
 
