@@ -244,13 +244,18 @@ func (s *Service) adoptDevices(ctx context.Context) error {
 func (s *Service) watchPresence() {
 	t := time.NewTicker(s.cfg.CheckInterval)
 	defer t.Stop()
-	for {
+	for tick := 1; ; tick++ {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
 		}
 		now := s.now()
+		if tick%10 == 0 { // about once per offline window
+			if err := s.reconcile(s.ctx); err != nil && s.ctx.Err() == nil {
+				s.log.Warn("GB28181 presence reconciliation failed", zap.Error(err))
+			}
+		}
 		var due []DeviceID
 		s.mu.Lock()
 		for id, p := range s.live {

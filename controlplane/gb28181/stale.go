@@ -146,3 +146,46 @@ func (h *StaleHolders) markStale(ctx context.Context, id DeviceID, holder, reaso
 	}
 	return err == nil, err
 }
+
+// reconcile brings this node's presence in line with the device records
+// of the devices it believes online: the leader may have marked one
+// offline while this node could not answer it (a partition, a long
+// pause), or the device may have registered elsewhere since. Without this
+// a device whose keep-alives keep arriving here would stay offline in the
+// record until its registration expired. A device marked offline here is
+// written back online (recovered) by its next keep-alive or REGISTER; one
+// held elsewhere is forgotten here.
+func (s *Service) reconcile(ctx context.Context) error {
+	s.mu.Lock()
+	var ids []DeviceID
+	for id, p := range s.live {
+		if p.status == StatusOnline {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		d, err := GetDevice(ctx, s.store, id)
+		if errors.Is(err, ErrDeviceNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if d.Status == StatusOnline && d.NodeID == s.nodeID {
+			continue
+		}
+		s.mu.Lock()
+		if p := s.live[id]; p != nil && p.status == StatusOnline {
+			if d.NodeID == s.nodeID {
+				p.status = d.Status
+			} else {
+				delete(s.live, id)
+			}
+		}
+		s.mu.Unlock()
+		s.log.Info("GB28181 device record differs from this node's presence", zap.String("deviceId", string(id)),
+			zap.String("status", string(d.Status)), zap.String("holder", d.NodeID))
+	}
+	return nil
+}

@@ -97,3 +97,41 @@ func TestStaleHoldersMarkDevicesOffline(t *testing.T) {
 		}
 	}
 }
+
+// TestHolderMarkedStaleRecoversOnNextKeepalive: the leader marked a device
+// offline while its holder could not answer (a partition); the holder still
+// believes it online, so a keep-alive alone writes nothing, until the
+// holder reconciles its presence with the record: the next keep-alive is
+// then a recovered device, online on the holder again.
+func TestHolderMarkedStaleRecoversOnNextKeepalive(t *testing.T) {
+	s, st := testService(t, time.Minute, 3)
+	ctx := context.Background()
+	const addr = "127.0.0.1:5999"
+	if _, err := s.register(testDeviceID, "udp", addr, 3600, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h := &StaleHolders{Store: st, NodeID: "leader", Timeout: time.Second, Log: zaptest.NewLogger(t),
+		Probe: func(context.Context, string) error { return ErrNotMember }}
+	if n, err := h.Sweep(ctx, time.Now()); err != nil || n != 1 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	if err := s.keepalive(testDeviceID, "udp", addr, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := GetDevice(ctx, st, testDeviceID); d.Status != StatusOffline {
+		t.Fatalf("before reconciling, a keep-alive changed the record: %s", d.Status)
+	}
+	if err := s.reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.keepalive(testDeviceID, "udp", addr, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	d, err := GetDevice(ctx, st, testDeviceID)
+	if err != nil || d.Status != StatusOnline || d.NodeID != "cp1" {
+		t.Fatalf("after reconciling and a keep-alive: %+v, %v", d, err)
+	}
+	if got := strings.Join(eventNames(deviceEvents(t, st)), " "); got != "registered offline recovered" {
+		t.Fatalf("events %q", got)
+	}
+}
