@@ -13,10 +13,6 @@ import (
 	"github.com/svcplatform/svc/controlplane/store"
 )
 
-// ErrNotMember is what a holder probe answers for a node that left the
-// cluster: its devices are stale at once.
-var ErrNotMember = errors.New("not a member of the cluster")
-
 // StaleHolders is the leader's watch over the control nodes holding
 // devices' SIP transports. A device's presence is tracked by its holder
 // alone, so a holder that dies would leave its devices online for ever:
@@ -28,9 +24,10 @@ type StaleHolders struct {
 	Store store.Store
 	// NodeID is the leader's own id: it is alive, and it writes the events.
 	NodeID string
-	// Probe answers nil when the control node answers, ErrNotMember when
-	// it left the cluster.
-	Probe   func(ctx context.Context, nodeID string) error
+	// Probe answers whether the control node is still a member and, if
+	// it is, nil when it answers; a node that left the cluster makes its
+	// devices stale at once.
+	Probe   func(ctx context.Context, nodeID string) (member bool, err error)
 	Timeout time.Duration
 	Log     *zap.Logger
 
@@ -80,13 +77,13 @@ func (h *StaleHolders) Sweep(ctx context.Context, now time.Time) (int, error) {
 	why := map[string]string{}
 	for n := range holders {
 		pctx, cancel := context.WithTimeout(ctx, min(h.Timeout, 2*time.Second))
-		err := h.Probe(pctx, n)
+		member, err := h.Probe(pctx, n)
 		cancel()
 		switch {
+		case !member:
+			why[n] = fmt.Sprintf("control node %s, which held its SIP transport, left the cluster", n)
 		case err == nil:
 			delete(h.failing, n)
-		case errors.Is(err, ErrNotMember):
-			why[n] = fmt.Sprintf("control node %s, which held its SIP transport, left the cluster", n)
 		default:
 			if ctx.Err() != nil {
 				return 0, ctx.Err()

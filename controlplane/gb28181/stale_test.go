@@ -39,15 +39,15 @@ func TestStaleHoldersMarkDevicesOffline(t *testing.T) {
 	put("34020000001320000005", "silent", StatusOffline)
 	probed := map[string]int{}
 	h := &StaleHolders{Store: st, NodeID: "leader", Timeout: 30 * time.Second, Log: zaptest.NewLogger(t),
-		Probe: func(_ context.Context, n string) error {
+		Probe: func(_ context.Context, n string) (bool, error) {
 			probed[n]++
 			switch n {
 			case "gone":
-				return ErrNotMember
+				return false, nil
 			case "silent":
-				return errors.New("connection refused")
+				return true, errors.New("connection refused")
 			}
-			return nil
+			return true, nil
 		}}
 	status := func(id string) Status {
 		d, err := GetDevice(ctx, st, DeviceID(id))
@@ -111,7 +111,7 @@ func TestHolderMarkedStaleRecoversOnNextKeepalive(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &StaleHolders{Store: st, NodeID: "leader", Timeout: time.Second, Log: zaptest.NewLogger(t),
-		Probe: func(context.Context, string) error { return ErrNotMember }}
+		Probe: func(context.Context, string) (bool, error) { return false, nil }}
 	if n, err := h.Sweep(ctx, time.Now()); err != nil || n != 1 {
 		t.Fatalf("sweep: %d, %v", n, err)
 	}

@@ -143,18 +143,18 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 	}
 }
 
-// probeMember answers nil when control node id answers a status request
-// over the internal link, gb28181.ErrNotMember when it left the cluster.
-func (s *Server) probeMember(ctx context.Context, id string) error {
+// probeMember answers whether control node id is a member and, if it is,
+// nil when it answers a status request over the internal link.
+func (s *Server) probeMember(ctx context.Context, id string) (bool, error) {
 	members, err := s.Node.Members(ctx)
 	if err != nil {
-		return err
+		return true, err
 	}
 	for _, m := range members {
 		if m.NodeID == id {
 			_, err := s.Node.PeerStatus(ctx, m.RaftAddress, 0)
-			return err
+			return true, err
 		}
 	}
-	return gb28181.ErrNotMember
+	return false, nil
 }
