@@ -171,6 +171,12 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	var relay *gbRelay
+	if d.GB28181 != nil && len(d.LinkKeys) > 0 {
+		relay = newGBRelay(d.Node, d.LinkKeys)
+		d.GB28181.SetRelay(relay)
+	}
+	talkEP := &talkEndpoints{talk: d.Talk, gb: d.GB28181, store: d.Node, relay: relay}
 	handlers := endpoints{
 		systemEndpoints: &systemEndpoints{svc: d.System, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
 			emails: ratelimit.New(testEmailsPerMinute, testEmailsPerMinute), emailsAll: ratelimit.New(testEmailsPerNodeMinute, testEmailsPerNodeMinute)},
@@ -183,7 +189,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 			captchas:  ratelimit.New(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
 		channelEndpoints: &channelEndpoints{channels: d.Channels, gb: d.GB28181, store: d.Node},
 		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
-		talkEndpoints:    &talkEndpoints{talk: d.Talk, gb: d.GB28181},
+		talkEndpoints:    talkEP,
 		gb28181Endpoints: &gb28181Endpoints{store: d.Node, gb: d.GB28181, playback: d.GBPlayback, leases: d.Playback, channels: d.Channels,
 			nodes: d.Nodes},
 		webhookEndpoints: &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},
@@ -231,9 +237,11 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	internal.POST(HeartbeatPath, heartbeatHandler(d.Presence))
 	internal.POST(GB28181ControlPath, gbRelayHandler(d.GB28181, relayedControl))
 	internal.POST(GB28181PresetQueryPath, gbRelayHandler(d.GB28181, relayedPresetQuery))
-	if d.GB28181 != nil && len(d.LinkKeys) > 0 {
-		d.GB28181.SetRelay(newGBRelay(d.Node, d.LinkKeys))
-	}
+	internal.POST(GB28181RecordQueryPath, gbRelayHandler(d.GB28181, relayedRecordQuery))
+	internal.POST(GB28181InvitePath, gbRelayHandler(d.GB28181, relayedInvite))
+	internal.POST(GB28181ByePath, gbRelayHandler(d.GB28181, relayedBYE))
+	internal.POST(GB28181MediaEndedPath, gbRelayHandler(d.GB28181, relayedMediaEnded))
+	internal.POST(TalkPath, talkRelayHandler(talkEP))
 
 	e.GET("/metrics", func(c *gin.Context) {
 		id, err := d.Auth.Authenticate(c.Request, net.ParseIP(c.ClientIP()))

@@ -162,8 +162,9 @@ func TestGB28181HistoryPlaybackEndToEnd(t *testing.T) {
 
 // startGBPlatform starts a control node whose SIP server (on a free UDP
 // and TCP port, returned) takes devices of domain with the password
-// camera-pass as platform, and a media host media-1 for their streams.
-func startGBPlatform(t *testing.T, domain, platform string) (*controlNode, string) {
+// camera-pass as platform, and a media host media-1 for their streams;
+// tune adjusts the control node's configuration.
+func startGBPlatform(t *testing.T, domain, platform string, tune ...func(*config.Config)) (*controlNode, string) {
 	t.Helper()
 	bin := svcbin.Build(t)
 	pw := filepath.Join(t.TempDir(), "gb-password")
@@ -173,6 +174,9 @@ func startGBPlatform(t *testing.T, domain, platform string) (*controlNode, strin
 	sipAddr := freeUDPAddr(t)
 	cp := startControlNode(t, func(c *config.Config) {
 		c.GB28181PasswordFile, c.SIPAddr, c.GB28181Domain, c.GB28181ID = pw, sipAddr, domain, platform
+		for _, f := range tune {
+			f(c)
+		}
 	})
 	cp.startMediaHost(bin, "media-1")
 	return cp, sipAddr
