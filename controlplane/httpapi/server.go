@@ -17,6 +17,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/cluster"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/gb28181"
@@ -53,6 +54,7 @@ type Deps struct {
 	// ClientIPHeaders are read, in order, for a trusted proxy's client.
 	ClientIPHeaders []string
 	System          *system.Service
+	Cluster         *cluster.Service
 	Retention       *retention.Cleaner
 	Node            *raftnode.Node
 	LinkKeys        [][]byte
@@ -170,7 +172,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	handlers := endpoints{
-		systemEndpoints: &systemEndpoints{svc: d.System, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
+		systemEndpoints: &systemEndpoints{svc: d.System, cluster: d.Cluster, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
 			emails: ratelimit.New(testEmailsPerMinute, testEmailsPerMinute), emailsAll: ratelimit.New(testEmailsPerNodeMinute, testEmailsPerNodeMinute)},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/cluster"
 	"github.com/svcplatform/svc/controlplane/identity"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/ratelimit"
@@ -19,6 +20,7 @@ import (
 // the cluster status; each method hands over to system.Service.
 type systemEndpoints struct {
 	svc       *system.Service
+	cluster   *cluster.Service
 	retention *retention.Cleaner
 	nodes     *nodes.Service
 	yaml      []byte
@@ -86,7 +88,7 @@ func deref[T any](p *T, def T) T {
 
 func (e *systemEndpoints) GetHealth(ctx context.Context, _ contract.GetHealthRequestObject) (contract.GetHealthResponseObject, error) {
 	ctx = requestContext(ctx)
-	snap := e.svc.Health(ctx, identity.From(ctx).Has("system.view"))
+	snap := healthSnapshot(e.cluster.Health(ctx), identity.From(ctx).Has("system.view"))
 	if snap.Status == contract.SvcHealthSnapshotStatusUnavailable {
 		return contract.GetHealth503JSONResponse(snap), nil
 	}
@@ -118,7 +120,7 @@ func (e *systemEndpoints) GetConsoleSummary(ctx context.Context, _ contract.GetC
 
 func (e *systemEndpoints) GetSystemReadiness(ctx context.Context, r contract.GetSystemReadinessRequestObject) (contract.GetSystemReadinessResponseObject, error) {
 	ctx = requestContext(ctx)
-	rep := e.svc.Readiness(ctx, deref(r.Params.CheckDatabase, true), deref(r.Params.CheckEngine, false))
+	rep := readinessReport(e.cluster.Readiness(ctx, deref(r.Params.CheckDatabase, true), deref(r.Params.CheckEngine, false)))
 	if !rep.Ready {
 		return contract.GetSystemReadiness503JSONResponse(rep), nil
 	}
@@ -127,8 +129,11 @@ func (e *systemEndpoints) GetSystemReadiness(ctx context.Context, r contract.Get
 
 func (e *systemEndpoints) GetParityAudit(ctx context.Context, r contract.GetParityAuditRequestObject) (contract.GetParityAuditResponseObject, error) {
 	ctx = requestContext(ctx)
-	rep, err := e.svc.ParityAudit(ctx, r.Params)
-	return contract.GetParityAudit200JSONResponse(rep), err
+	rep, err := e.cluster.Parity(ctx, cluster.ParityOptions{ClusterID: deref(r.Params.ClusterId, ""), CheckDatabase: deref(r.Params.CheckDatabase, false)})
+	if err != nil {
+		return nil, err
+	}
+	return contract.GetParityAudit200JSONResponse(parityReport(rep, deref(r.Params.IncludePassed, true), deref(r.Params.IncludeDetails, false))), nil
 }
 
 func (e *systemEndpoints) GetMigrationAudit(ctx context.Context, r contract.GetMigrationAuditRequestObject) (contract.GetMigrationAuditResponseObject, error) {
@@ -249,9 +254,76 @@ func (e *systemEndpoints) SendTestEmail(ctx context.Context, r contract.SendTest
 
 func (e *systemEndpoints) GetClusterStatus(ctx context.Context, r contract.GetClusterStatusRequestObject) (contract.GetClusterStatusResponseObject, error) {
 	ctx = requestContext(ctx)
-	st, err := e.svc.ClusterStatus(ctx, r.Params.ClusterId)
-	if err == nil && e.nodes != nil {
+	cs, err := e.cluster.Status(ctx, deref(r.Params.ClusterId, ""))
+	if err != nil {
+		return nil, err
+	}
+	st := clusterStatus(cs)
+	if e.nodes != nil {
 		st.MediaHosts, err = mediaHosts(ctx, e.nodes)
 	}
 	return contract.GetClusterStatus200JSONResponse(st), err
+}
+
+// healthSnapshot maps this node's health; the details only for those who
+// may see them.
+func healthSnapshot(h cluster.Health, withDetails bool) contract.SvcHealthSnapshot {
+	snap := contract.SvcHealthSnapshot{Status: contract.SvcHealthSnapshotStatus(h.Status), Version: h.Version}
+	if withDetails {
+		checks := make([]contract.HealthCheck, 0, len(h.Checks))
+		for _, c := range h.Checks {
+			checks = append(checks, contract.HealthCheck{Name: c.Name, Status: contract.HealthCheckStatus(c.Status), Message: c.Message})
+		}
+		snap.Details = &contract.SvcHealthDetails{
+			NodeId: h.NodeID, ClusterId: h.ClusterID, RaftState: contract.SvcHealthDetailsRaftState(h.RaftState), LeaderId: h.LeaderID,
+			AppliedIndex: h.AppliedIndex, Revision: h.Revision, Checks: checks,
+		}
+	}
+	return snap
+}
+
+func readinessReport(r cluster.Readiness) contract.ReadinessReport {
+	out := contract.ReadinessReport{NodeId: r.NodeID, CheckedAt: r.CheckedAt, Ready: r.Ready}
+	for _, c := range r.Checks {
+		out.Checks = append(out.Checks, contract.ReadinessCheck{Name: c.Name, Ok: c.OK, Skipped: c.Skipped, DurationMs: c.Duration.Milliseconds(), Message: c.Message})
+	}
+	return out
+}
+
+// parityReport maps the parity audit, leaving out the passed checks and
+// the members' details unless asked for.
+func parityReport(p cluster.Parity, includePassed, includeDetails bool) contract.ParityAuditReport {
+	out := contract.ParityAuditReport{ClusterId: p.ClusterID, GeneratedAt: p.GeneratedAt, ComparedRevision: p.ComparedRevision, Passed: p.Passed,
+		Checks: []contract.AuditCheck{}}
+	for _, c := range p.Checks {
+		if c.Passed && !includePassed {
+			continue
+		}
+		out.Checks = append(out.Checks, contract.AuditCheck{Name: c.Name, NodeId: &c.NodeID, Passed: c.Passed,
+			Severity: contract.AuditCheckSeverity(c.Severity), Message: c.Message})
+	}
+	if includeDetails {
+		members := make([]contract.ParityMemberDetail, 0, len(p.Members))
+		for _, m := range p.Members {
+			members = append(members, contract.ParityMemberDetail{NodeId: m.NodeID, Reachable: m.Reachable, Version: m.Version,
+				SchemaVersion: int32(m.SchemaVersion), AppliedRevision: m.AppliedRevision, StateHash: m.StateHash, DatabaseIntegrity: m.DatabaseIntegrity})
+		}
+		out.Members = &members
+	}
+	return out
+}
+
+func clusterStatus(s cluster.Status) contract.ClusterStatus {
+	out := contract.ClusterStatus{ClusterId: s.ClusterID, LeaderId: s.LeaderID, Term: s.Term, AppliedIndex: s.AppliedIndex,
+		CommitIndex: s.CommitIndex, Revision: s.Revision, Members: []contract.ClusterMember{}}
+	for _, m := range s.Members {
+		h := m.Health
+		out.Members = append(out.Members, contract.ClusterMember{
+			NodeId: m.NodeID, RaftAddress: m.RaftAddress, HttpAddress: m.HTTPAddress,
+			Suffrage: contract.ClusterMemberSuffrage(m.Suffrage), Leader: m.Leader, Self: m.Self,
+			Health: contract.ClusterMemberHealth{Status: contract.ClusterMemberHealthStatus(h.Status), Message: h.Message, Reachable: h.Reachable,
+				AppliedIndex: h.AppliedIndex, LagEntries: h.LagEntries, LastContactMs: h.LastContactMs, Version: h.Version},
+		})
+	}
+	return out
 }

@@ -145,3 +145,10 @@ func (s *Service) CleanupResidues(ctx context.Context, req contract.RemovedProto
 	res.Revision = resp.Header.Revision
 	return res, nil
 }
+
+func sev(ok bool, failed contract.AuditCheckSeverity) contract.AuditCheckSeverity {
+	if ok {
+		return contract.AuditCheckSeverityInfo
+	}
+	return failed
+}
