@@ -35,6 +35,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/storeaudit"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/talk"
@@ -55,6 +56,7 @@ type Deps struct {
 	ClientIPHeaders []string
 	System          *system.Service
 	Cluster         *cluster.Service
+	StoreAudit      *storeaudit.Auditor
 	Retention       *retention.Cleaner
 	Node            *raftnode.Node
 	LinkKeys        [][]byte
@@ -172,7 +174,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	handlers := endpoints{
-		systemEndpoints: &systemEndpoints{svc: d.System, cluster: d.Cluster, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
+		systemEndpoints: &systemEndpoints{svc: d.System, cluster: d.Cluster, store: d.StoreAudit, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
 			emails: ratelimit.New(testEmailsPerMinute, testEmailsPerMinute), emailsAll: ratelimit.New(testEmailsPerNodeMinute, testEmailsPerNodeMinute)},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},

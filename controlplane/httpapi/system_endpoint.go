@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/retention"
+	"github.com/svcplatform/svc/controlplane/storeaudit"
 	"github.com/svcplatform/svc/controlplane/system"
 )
 
@@ -21,6 +22,7 @@ import (
 type systemEndpoints struct {
 	svc       *system.Service
 	cluster   *cluster.Service
+	store     *storeaudit.Auditor
 	retention *retention.Cleaner
 	nodes     *nodes.Service
 	yaml      []byte
@@ -138,8 +140,19 @@ func (e *systemEndpoints) GetParityAudit(ctx context.Context, r contract.GetPari
 
 func (e *systemEndpoints) GetMigrationAudit(ctx context.Context, r contract.GetMigrationAuditRequestObject) (contract.GetMigrationAuditResponseObject, error) {
 	ctx = requestContext(ctx)
-	rep, err := e.svc.MigrationAudit(ctx, r.Params)
-	return contract.GetMigrationAudit200JSONResponse(rep), err
+	includeSamples := deref(r.Params.IncludeSamples, false)
+	samples := 0
+	if includeSamples {
+		samples = int(deref(r.Params.SampleSize, 10))
+	}
+	rep, err := e.store.Migration(ctx, storeaudit.MigrationOptions{ClusterID: deref(r.Params.ClusterId, ""), Samples: samples})
+	if err != nil {
+		return nil, err
+	}
+	out := contract.MigrationAuditReport{ClusterId: rep.ClusterID, GeneratedAt: rep.GeneratedAt, SchemaVersion: rep.SchemaVersion,
+		ExpectedSchemaVersion: rep.ExpectedSchemaVersion, Passed: rep.Passed, Checks: auditChecks(rep.Checks, deref(r.Params.IncludePassed, true), false),
+		Residues: residueGroups(rep.Residues, includeSamples)}
+	return contract.GetMigrationAudit200JSONResponse(out), nil
 }
 
 func (e *systemEndpoints) CleanupRemovedProtocolResidues(
@@ -147,14 +160,18 @@ func (e *systemEndpoints) CleanupRemovedProtocolResidues(
 	r contract.CleanupRemovedProtocolResiduesRequestObject,
 ) (contract.CleanupRemovedProtocolResiduesResponseObject, error) {
 	ctx = requestContext(ctx)
-	res, err := e.svc.CleanupResidues(ctx, *r.Body)
+	c, err := e.store.CleanupResidues(ctx, r.Body.Prefixes, deref(r.Body.DryRun, true))
+	res := contract.RemovedProtocolResidueCleanupResult{DryRun: c.DryRun, Prefixes: residueGroups(c.Prefixes, false), DeletedKeys: c.DeletedKeys, Revision: c.Revision}
 	return contract.CleanupRemovedProtocolResidues200JSONResponse(res), err
 }
 
 func (e *systemEndpoints) GetDatabaseSchemaAudit(ctx context.Context, r contract.GetDatabaseSchemaAuditRequestObject) (contract.GetDatabaseSchemaAuditResponseObject, error) {
 	ctx = requestContext(ctx)
-	rep, err := e.svc.SchemaAudit(ctx, deref(r.Params.IncludeDdl, false), int(deref(r.Params.MaxDdlChars, 4000)))
-	return contract.GetDatabaseSchemaAudit200JSONResponse(rep), err
+	sc, err := e.store.Schema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return contract.GetDatabaseSchemaAudit200JSONResponse(schemaAudit(sc, deref(r.Params.IncludeDdl, false), int(deref(r.Params.MaxDdlChars, 4000)))), nil
 }
 
 func (e *systemEndpoints) PreviewDataRetentionCleanup(
@@ -294,14 +311,7 @@ func readinessReport(r cluster.Readiness) contract.ReadinessReport {
 // the members' details unless asked for.
 func parityReport(p cluster.Parity, includePassed, includeDetails bool) contract.ParityAuditReport {
 	out := contract.ParityAuditReport{ClusterId: p.ClusterID, GeneratedAt: p.GeneratedAt, ComparedRevision: p.ComparedRevision, Passed: p.Passed,
-		Checks: []contract.AuditCheck{}}
-	for _, c := range p.Checks {
-		if c.Passed && !includePassed {
-			continue
-		}
-		out.Checks = append(out.Checks, contract.AuditCheck{Name: c.Name, NodeId: &c.NodeID, Passed: c.Passed,
-			Severity: contract.AuditCheckSeverity(c.Severity), Message: c.Message})
-	}
+		Checks: auditChecks(p.Checks, includePassed, true)}
 	if includeDetails {
 		members := make([]contract.ParityMemberDetail, 0, len(p.Members))
 		for _, m := range p.Members {
@@ -324,6 +334,59 @@ func clusterStatus(s cluster.Status) contract.ClusterStatus {
 			Health: contract.ClusterMemberHealth{Status: contract.ClusterMemberHealthStatus(h.Status), Message: h.Message, Reachable: h.Reachable,
 				AppliedIndex: h.AppliedIndex, LagEntries: h.LagEntries, LastContactMs: h.LastContactMs, Version: h.Version},
 		})
+	}
+	return out
+}
+
+// auditChecks maps an audit's checks, leaving out the passed ones unless
+// asked for; withNode names the member each check is about.
+func auditChecks(checks []cluster.AuditCheck, includePassed, withNode bool) []contract.AuditCheck {
+	out := []contract.AuditCheck{}
+	for _, c := range checks {
+		if c.Passed && !includePassed {
+			continue
+		}
+		ac := contract.AuditCheck{Name: c.Name, Passed: c.Passed, Severity: contract.AuditCheckSeverity(c.Severity), Message: c.Message}
+		if withNode {
+			ac.NodeId = &c.NodeID
+		}
+		out = append(out, ac)
+	}
+	return out
+}
+
+func residueGroups(groups []storeaudit.ResidueGroup, withSamples bool) []contract.ResidueGroup {
+	out := []contract.ResidueGroup{}
+	for _, g := range groups {
+		rg := contract.ResidueGroup{Prefix: g.Prefix, KeyCount: g.KeyCount}
+		if withSamples {
+			keys := append([]string{}, g.SampleKeys...)
+			rg.SampleKeys = &keys
+		}
+		out = append(out, rg)
+	}
+	return out
+}
+
+// schemaAudit maps the database's schema, with each object's DDL cut to
+// maxDDL characters when asked for.
+func schemaAudit(sc storeaudit.Schema, includeDDL bool, maxDDL int) contract.DatabaseSchemaAudit {
+	out := contract.DatabaseSchemaAudit{Engine: sc.Engine, SchemaVersion: sc.SchemaVersion, SizeBytes: sc.SizeBytes,
+		PageSizeBytes: sc.PageSize, Integrity: sc.Integrity, Objects: []contract.SchemaObject{}}
+	for _, so := range sc.Objects {
+		o := contract.SchemaObject{Name: so.Name, Type: contract.SchemaObjectType(so.Type), TableName: so.Table, RowCount: so.RowCount,
+			Columns: []contract.SchemaColumn{}}
+		for _, c := range so.Columns {
+			o.Columns = append(o.Columns, contract.SchemaColumn{Name: c.Name, Type: c.Type, NotNull: c.NotNull, PrimaryKey: c.PrimaryKey})
+		}
+		if includeDDL {
+			ddl := so.DDL
+			if len(ddl) > maxDDL {
+				ddl, o.DdlTruncated = ddl[:maxDDL], true
+			}
+			o.Ddl = &ddl
+		}
+		out.Objects = append(out.Objects, o)
 	}
 	return out
 }

@@ -52,6 +52,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/storeaudit"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/talk"
@@ -224,7 +225,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Node: node, NodeID: cfg.NodeID, APIURL: cfg.APIURL(), StartedAt: time.Now(), Spec: ops.Spec,
 		Routes: func() []system.Route { return routes() }, Tasks: tasks, Ports: ports(cfg, s.HTTPAddr, node.RaftAddress(), s.agents.agentAddr()),
 		SMTP:      system.SMTP{Host: cfg.SMTPHost, Port: cfg.SMTPPort, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: smtpPassword, StartTLS: cfg.SMTPStartTLS},
-		Retention: cleaner, Cluster: s.Cluster, OwnedPrefixes: OwnedPrefixes,
+		Retention: cleaner, Cluster: s.Cluster,
 	})
 	s.System.RegisterBuiltinTasks()
 	registerAuditRetention(tasks, node, audit.Retention{MaxAge: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries})
@@ -284,7 +285,8 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Sessions: sessions, Proxies: proxies, LoginRatePerMinute: cfg.LoginRatePerMinute,
 		Accounts:     accounts,
 		RTSPAuth:     rtspCreds,
-		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ClientIPHeaders: cfg.ClientIPHeaders, System: s.System, Cluster: s.Cluster, Retention: cleaner, Node: node,
+		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ClientIPHeaders: cfg.ClientIPHeaders, System: s.System, Node: node,
+		Cluster: s.Cluster, StoreAudit: storeaudit.New(node, OwnedPrefixes), Retention: cleaner,
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,

@@ -9,7 +9,6 @@ package system
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -22,11 +21,9 @@ import (
 
 // Sentinel errors, mapped to contract codes at the HTTP boundary.
 var (
-	ErrUnknownCluster     = fault.New(fault.NotFound, "not_found", "unknown cluster id")
 	ErrUnknownTask        = fault.New(fault.NotFound, "not_found", "unknown task")
 	ErrTaskRunning        = fault.New(fault.Conflict, "conflict", "task is already running")
 	ErrTaskOnLeader       = fault.NewRetryable(fault.Conflict, "conflict", "task runs on the leader only; this node does not lead now")
-	ErrNotResidue         = fault.New(fault.Conflict, "conflict", "prefix is not a residue prefix")
 	ErrEmailNotConfigured = fault.New(fault.Conflict, "notifications_not_configured", "operations e-mail is not configured: set smtp-host and smtp-from to enable it")
 	ErrEmailFailed        = fault.NewRetryable(fault.Unavailable, "smtp_failed", "SMTP delivery failed")
 	ErrInvalidEmail       = fault.New(fault.Invalid, "invalid_body", "invalid e-mail request")
@@ -68,9 +65,6 @@ type Deps struct {
 	// Retention is the store's cleanup, run by the data-retention-cleanup
 	// task.
 	Retention *retention.Cleaner
-	// OwnedPrefixes are the key prefixes this version owns; any other key
-	// is a residue of a removed feature or protocol.
-	OwnedPrefixes []string
 	// Cluster answers for the cluster's members (the console summary
 	// and the parity-audit task).
 	Cluster *cluster.Service
@@ -88,13 +82,4 @@ func (s *Service) NodeID() string { return s.d.NodeID }
 // ClusterID reads the cluster identity ("" before the first leader wrote it).
 func (s *Service) ClusterID(ctx context.Context) string {
 	return cluster.ID(ctx, s.d.Node)
-}
-
-// checkCluster rejects a clusterId that is not this cluster's.
-func (s *Service) checkCluster(ctx context.Context, clusterID *string) (string, error) {
-	id := s.ClusterID(ctx)
-	if clusterID != nil && *clusterID != "" && *clusterID != id {
-		return "", fmt.Errorf("%w: %q", ErrUnknownCluster, *clusterID)
-	}
-	return id, nil
 }
