@@ -17,6 +17,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/cluster"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/engines"
 	"github.com/svcplatform/svc/controlplane/events"
@@ -35,6 +36,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/storeaudit"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/talk"
@@ -54,6 +56,8 @@ type Deps struct {
 	// ClientIPHeaders are read, in order, for a trusted proxy's client.
 	ClientIPHeaders []string
 	System          *system.Service
+	Cluster         *cluster.Service
+	StoreAudit      *storeaudit.Auditor
 	Retention       *retention.Cleaner
 	Node            *raftnode.Node
 	LinkKeys        [][]byte
@@ -178,7 +182,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	}
 	talkEP := &talkEndpoints{talk: d.Talk, gb: d.GB28181, store: d.Node, relay: relay}
 	handlers := endpoints{
-		systemEndpoints: &systemEndpoints{svc: d.System, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
+		systemEndpoints: &systemEndpoints{svc: d.System, cluster: d.Cluster, store: d.StoreAudit, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
 			emails: ratelimit.New(testEmailsPerMinute, testEmailsPerMinute), emailsAll: ratelimit.New(testEmailsPerNodeMinute, testEmailsPerNodeMinute)},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},

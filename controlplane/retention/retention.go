@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svcplatform/svc/controlplane/cluster"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 )
@@ -23,10 +24,6 @@ const (
 
 // Categories lists the known categories.
 var Categories = []string{WatchHistory, ReadinessProbes}
-
-// ReadinessPrefix holds one readiness round-trip record per node, written
-// by the readiness check's database probe.
-const ReadinessPrefix = "/system/readiness/"
 
 // Category is what a cleanup of one category would remove.
 type Category struct {
@@ -86,13 +83,13 @@ func (c *Cleaner) staleProbes(ctx context.Context) ([]string, error) {
 	for _, m := range members {
 		isMember[m.NodeID] = true
 	}
-	r, err := c.node.Range(ctx, ReadinessPrefix, store.RangeOptions{End: store.PrefixEnd(ReadinessPrefix), KeysOnly: true})
+	r, err := c.node.Range(ctx, cluster.ReadinessPrefix, store.RangeOptions{End: store.PrefixEnd(cluster.ReadinessPrefix), KeysOnly: true})
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, kv := range r.KVs {
-		if !isMember[strings.TrimPrefix(kv.Key, ReadinessPrefix)] {
+		if !isMember[strings.TrimPrefix(kv.Key, cluster.ReadinessPrefix)] {
 			out = append(out, kv.Key)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/svcplatform/svc/controlplane/cluster"
 	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/storetest"
@@ -25,8 +26,8 @@ func TestPreviewAndRun(t *testing.T) {
 	for i := range 30 {
 		put("/test/k", fmt.Sprint(i))
 	}
-	put(retention.ReadinessPrefix+"cp1", `{}`)  // the member (storetest's node id)
-	put(retention.ReadinessPrefix+"gone", `{}`) // a node that left
+	put(cluster.ReadinessPrefix+"cp1", `{}`)  // the member (storetest's node id)
+	put(cluster.ReadinessPrefix+"gone", `{}`) // a node that left
 	c := retention.New(node, 10)
 
 	p, err := c.Preview(ctx, "alice", "test")
@@ -59,7 +60,7 @@ func TestPreviewAndRun(t *testing.T) {
 	if r.Revision != node.Revision() || r.FinishedAt.Before(r.StartedAt) {
 		t.Errorf("run %+v at revision %d", r, node.Revision())
 	}
-	for k, want := range map[string]bool{retention.ReadinessPrefix + "cp1": true, retention.ReadinessPrefix + "gone": false} {
+	for k, want := range map[string]bool{cluster.ReadinessPrefix + "cp1": true, cluster.ReadinessPrefix + "gone": false} {
 		kv, _, err := store.Get(ctx, node, k, store.Local)
 		if err != nil || (kv != nil) != want {
 			t.Errorf("%s present=%v (%v), want %v", k, kv != nil, err, want)
@@ -79,7 +80,7 @@ func TestRunOneCategory(t *testing.T) {
 	ctx := context.Background()
 	node := storetest.SingleNode(t)
 	for i := range 20 {
-		if _, err := node.Txn(ctx, store.TxnRequest{Then: []store.Op{store.Put(retention.ReadinessPrefix+fmt.Sprint("gone", i%2), []byte("{}"))}}); err != nil {
+		if _, err := node.Txn(ctx, store.TxnRequest{Then: []store.Op{store.Put(cluster.ReadinessPrefix+fmt.Sprint("gone", i%2), []byte("{}"))}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/cluster"
 )
 
 // RegisterBuiltinTasks adds the tasks every control node offers.
@@ -52,13 +52,19 @@ func (s *Service) RegisterBuiltinTasks() {
 	s.d.Tasks.Register(Task{
 		Name: "parity-audit", Description: "compare the state hash of every member at a common revision",
 		Run: func(ctx context.Context, preview bool) (string, map[string]string, error) {
-			r, err := s.ParityAudit(ctx, contract.GetParityAuditParams{IncludePassed: ptr(false)})
+			r, err := s.d.Cluster.Parity(ctx, cluster.ParityOptions{})
 			if err != nil {
 				return "", nil, err
 			}
-			details := map[string]string{"comparedRevision": fmt.Sprint(r.ComparedRevision), "problems": fmt.Sprint(len(r.Checks))}
+			problems := 0
+			for _, c := range r.Checks {
+				if !c.Passed {
+					problems++
+				}
+			}
+			details := map[string]string{"comparedRevision": fmt.Sprint(r.ComparedRevision), "problems": fmt.Sprint(problems)}
 			if !r.Passed {
-				return "", details, fmt.Errorf("parity audit failed with %d problem(s)", len(r.Checks))
+				return "", details, fmt.Errorf("parity audit failed with %d problem(s)", problems)
 			}
 			return "all members agree", details, nil
 		},

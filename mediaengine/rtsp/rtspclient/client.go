@@ -125,7 +125,8 @@ func (c *Client) Tracks() []*media.Track {
 func (c *Client) do(ctx context.Context, method, uri string, h rtsp.Header, body []byte) (*rtsp.Response, error) {
 	for attempt := 0; ; attempt++ {
 		c.cseq++
-		req := &rtsp.Request{Method: method, URL: uri, Header: append(rtsp.Header{{Name: "CSeq", Value: strconv.Itoa(c.cseq)}, {Name: "User-Agent", Value: c.cfg.UserAgent}}, h...), Body: body}
+		header := append(rtsp.Header{{Name: "CSeq", Value: strconv.Itoa(c.cseq)}, {Name: "User-Agent", Value: c.cfg.UserAgent}}, h...)
+		req := &rtsp.Request{Method: method, URL: uri, Header: header, Body: body}
 		if c.session != "" {
 			req.Header.Add("Session", c.session)
 		}
@@ -516,7 +517,8 @@ func (c *Client) keepalive() {
 		method = rtsp.MethodGetParameter
 	}
 	c.cseq++ // only this goroutine sends once Run has started
-	req := &rtsp.Request{Method: method, URL: c.base.String(), Header: rtsp.Header{{Name: "CSeq", Value: strconv.Itoa(c.cseq)}, {Name: "User-Agent", Value: c.cfg.UserAgent}, {Name: "Session", Value: c.session}}}
+	h := rtsp.Header{{Name: "CSeq", Value: strconv.Itoa(c.cseq)}, {Name: "User-Agent", Value: c.cfg.UserAgent}, {Name: "Session", Value: c.session}}
+	req := &rtsp.Request{Method: method, URL: c.base.String(), Header: h}
 	if c.auth.ready() {
 		if v, err := c.auth.header(method, req.URL); err == nil {
 			req.Header.Add("Authorization", v)

@@ -1,9 +1,7 @@
 package rtspserver_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/svcplatform/svc/mediaengine/internal/peers"
 )
@@ -19,13 +17,4 @@ func startGStreamer(t *testing.T, extra ...string) *gstServer {
 	return &gstServer{peers.StartGStreamer(t, extra...)}
 }
 
-func (g *gstServer) start()                            { g.Start() }
-func (g *gstServer) stop()                             { g.Stop() }
 func (g *gstServer) url(userinfo, mount string) string { return g.URL(userinfo, mount) }
-
-// runFor runs fn with a context that ends after d.
-func runFor(d time.Duration, fn func(ctx context.Context)) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	fn(ctx)
-}

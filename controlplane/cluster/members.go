@@ -1,4 +1,4 @@
-package system
+package cluster
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 )
 
@@ -43,22 +42,52 @@ type memberView struct {
 	Err       error
 }
 
-// ClusterStatus lists the members with each one's health as it reports it.
-func (s *Service) ClusterStatus(ctx context.Context, clusterID *string) (contract.ClusterStatus, error) {
-	id, err := s.checkCluster(ctx, clusterID)
+// MemberHealth is a member's health as it reports it.
+type MemberHealth struct {
+	Status        Level
+	Message       string
+	Reachable     bool
+	AppliedIndex  int64
+	LagEntries    int64
+	LastContactMs int64
+	Version       string
+}
+
+// Member is one member of the cluster.
+type Member struct {
+	NodeID, RaftAddress, HTTPAddress string
+	Suffrage                         string
+	Leader, Self                     bool
+	Health                           MemberHealth
+}
+
+// Status is the raft state of the cluster and its members.
+type Status struct {
+	ClusterID                 string
+	LeaderID                  string
+	Term                      int64
+	AppliedIndex, CommitIndex int64
+	Revision                  int64
+	Members                   []Member
+}
+
+// Status lists the members with each one's health as it reports it;
+// clusterID, when not "", must be this cluster's.
+func (s *Service) Status(ctx context.Context, clusterID string) (Status, error) {
+	id, err := s.check(ctx, clusterID)
 	if err != nil {
-		return contract.ClusterStatus{}, err
+		return Status{}, err
 	}
 	n := s.d.Node
 	members, err := n.Members(ctx)
 	if err != nil {
-		return contract.ClusterStatus{}, err
+		return Status{}, err
 	}
 	_, leaderID := n.Raft().LeaderWithID()
-	st := contract.ClusterStatus{
-		ClusterId: id, LeaderId: string(leaderID), Term: int64(n.Raft().CurrentTerm()),
+	st := Status{
+		ClusterID: id, LeaderID: string(leaderID), Term: int64(n.Raft().CurrentTerm()),
 		AppliedIndex: int64(n.State().AppliedIndex()), CommitIndex: int64(n.Raft().CommitIndex()),
-		Revision: n.Revision(), Members: []contract.ClusterMember{},
+		Revision: n.Revision(), Members: []Member{},
 	}
 	views := s.memberStatuses(ctx, members, 0)
 	var leaderIndex int64
@@ -71,9 +100,9 @@ func (s *Service) ClusterStatus(ctx context.Context, clusterID *string) (contrac
 		leaderIndex = int64(n.Raft().CommitIndex())
 	}
 	for _, v := range views {
-		h := contract.ClusterMemberHealth{Reachable: v.Reachable}
+		h := MemberHealth{Reachable: v.Reachable}
 		if !v.Reachable {
-			h.Status = contract.ClusterMemberHealthStatusUnavailable
+			h.Status = Unavailable
 			h.Message = fmt.Sprintf("not reachable over the internal link: %v", v.Err)
 		} else {
 			h.AppliedIndex = int64(v.Status.AppliedIndex)
@@ -82,16 +111,16 @@ func (s *Service) ClusterStatus(ctx context.Context, clusterID *string) (contrac
 			h.Version = v.Status.Version
 			switch {
 			case v.Status.LeaderID == "":
-				h.Status, h.Message = contract.ClusterMemberHealthStatusDegraded, "knows no leader"
+				h.Status, h.Message = Degraded, "knows no leader"
 			case h.LagEntries > 1000:
-				h.Status, h.Message = contract.ClusterMemberHealthStatusDegraded, fmt.Sprintf("%d entries behind the leader", h.LagEntries)
+				h.Status, h.Message = Degraded, fmt.Sprintf("%d entries behind the leader", h.LagEntries)
 			default:
-				h.Status, h.Message = contract.ClusterMemberHealthStatusOk, v.Status.RaftState
+				h.Status, h.Message = OK, v.Status.RaftState
 			}
 		}
-		st.Members = append(st.Members, contract.ClusterMember{
-			NodeId: v.NodeID, RaftAddress: v.RaftAddress, HttpAddress: v.HTTPAddress,
-			Suffrage: contract.ClusterMemberSuffrage(v.Suffrage), Leader: v.Leader, Self: v.Self, Health: h,
+		st.Members = append(st.Members, Member{
+			NodeID: v.NodeID, RaftAddress: v.RaftAddress, HTTPAddress: v.HTTPAddress,
+			Suffrage: v.Suffrage, Leader: v.Leader, Self: v.Self, Health: h,
 		})
 	}
 	return st, nil
