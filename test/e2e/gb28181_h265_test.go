@@ -181,7 +181,7 @@ func enhancedFLVFrames(url string, want int) (int, error) {
 	r := bufio.NewReader(resp.Body)
 	head := make([]byte, 13) // FLV header and the first PreviousTagSize
 	if _, err := io.ReadFull(r, head); err != nil || string(head[:3]) != "FLV" {
-		return 0, fmt.Errorf("FLV header %q: %v", head, err)
+		return 0, fmt.Errorf("FLV header %q: %w", head, err)
 	}
 	seqStart, frames := false, 0
 	for frames < want {
