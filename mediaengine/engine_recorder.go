@@ -23,7 +23,8 @@ func (e *Engine) startRecorder(cfg engineapi.Config) (*recorder.Recorder, error)
 	}
 	rec, err := recorder.New(e.hub, recorder.Config{Root: root, SegmentDuration: rc.SegmentDuration.D(), SegmentMaxBytes: rc.SegmentMaxBytes,
 		PartDuration: rc.PartDuration.D(), Report: e.reportRecordFile,
-		Watermarks: recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention, MaxAge: rc.MaxAge.D()}}, e.log.Named("recorder"))
+		Watermarks:   recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention, MaxAge: rc.MaxAge.D()},
+		FallbackRoot: rc.FallbackRoot}, e.log.Named("recorder"))
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -51,7 +52,7 @@ func (e *Engine) reportRecordFile(ctx context.Context, f recorder.FileInfo) erro
 func recordHook(f recorder.FileInfo) engineapi.RecordMP4Hook {
 	return engineapi.RecordMP4Hook{StreamRef: streamRef(f.Path), FileID: f.FileID,
 		FileName: filepath.Base(f.Rel), FilePath: filepath.ToSlash(f.Rel), FileSize: f.Size, StartTime: f.StartTime,
-		TimeLen: f.Duration.Seconds(), Frames: f.Frames, Codecs: f.Codecs, Reason: f.Reason}
+		TimeLen: f.Duration.Seconds(), Frames: f.Frames, Codecs: f.Codecs, Reason: f.Reason, Fallback: f.Fallback}
 }
 
 // scanRecordFiles answers POST /api/v1/recordings/files/scan.
@@ -76,4 +77,14 @@ func (e *Engine) probeRecordingRoot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, e.records.ProbeRoot(req.Path, req.Bind))
+}
+
+// recoverFallback answers POST /api/v1/recordings/fallback/recover.
+func (e *Engine) recoverFallback(w http.ResponseWriter, r *http.Request) {
+	var req engineapi.FallbackRecoveryRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	items, primary := e.records.RecoverFallback(req.FileIDs, req.DryRun)
+	writeJSON(w, http.StatusOK, engineapi.FallbackRecoveryResult{PrimaryState: primary, FallbackRoot: e.records.FallbackRoot(), Items: items})
 }

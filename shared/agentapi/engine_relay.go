@@ -65,6 +65,11 @@ const (
 	// (writes the marker when it has none): engineapi.RootProbeRequest in,
 	// engineapi.RootProbe out.
 	TypeEngineRecordRootValidate = "engine.record.root-validate"
+	// TypeEngineRecordFallbackRecover previews or moves recording files
+	// from the fallback root back to the primary:
+	// engineapi.FallbackRecoveryRequest in, engineapi.FallbackRecoveryResult
+	// out.
+	TypeEngineRecordFallbackRecover = "engine.record.fallback-recover"
 )
 
 // RTPServerRef names one RTP server.
