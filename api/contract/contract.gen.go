@@ -2095,6 +2095,36 @@ func (e RecordPlanSlotDay) Valid() bool {
 	}
 }
 
+// Defines values for RecordRootFallbackRecoveryItemResult.
+const (
+	RecordRootFallbackRecoveryItemResultBlocked   RecordRootFallbackRecoveryItemResult = "Blocked"
+	RecordRootFallbackRecoveryItemResultFailed    RecordRootFallbackRecoveryItemResult = "Failed"
+	RecordRootFallbackRecoveryItemResultMoved     RecordRootFallbackRecoveryItemResult = "Moved"
+	RecordRootFallbackRecoveryItemResultNotFound  RecordRootFallbackRecoveryItemResult = "NotFound"
+	RecordRootFallbackRecoveryItemResultOnPrimary RecordRootFallbackRecoveryItemResult = "OnPrimary"
+	RecordRootFallbackRecoveryItemResultWouldMove RecordRootFallbackRecoveryItemResult = "WouldMove"
+)
+
+// Valid indicates whether the value is a known member of the RecordRootFallbackRecoveryItemResult enum.
+func (e RecordRootFallbackRecoveryItemResult) Valid() bool {
+	switch e {
+	case RecordRootFallbackRecoveryItemResultBlocked:
+		return true
+	case RecordRootFallbackRecoveryItemResultFailed:
+		return true
+	case RecordRootFallbackRecoveryItemResultMoved:
+		return true
+	case RecordRootFallbackRecoveryItemResultNotFound:
+		return true
+	case RecordRootFallbackRecoveryItemResultOnPrimary:
+		return true
+	case RecordRootFallbackRecoveryItemResultWouldMove:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RecordSource.
 const (
 	RecordSourceAuto   RecordSource = "auto"
@@ -7913,6 +7943,69 @@ type RecordPlanSlot struct {
 // RecordPlanSlotDay Day of the week.
 type RecordPlanSlotDay string
 
+// RecordRootFallbackFile An indexed recording file on a fallback root.
+type RecordRootFallbackFile struct {
+	App           string    `json:"app"`
+	ChannelId     *string   `json:"channelId,omitempty"`
+	EndTime       time.Time `json:"endTime"`
+	FileId        string    `json:"fileId"`
+	FileName      string    `json:"fileName"`
+	FileSize      int64     `json:"fileSize"`
+	FileState     string    `json:"fileState"`
+	MediaServerId string    `json:"mediaServerId"`
+	NodeId        string    `json:"nodeId"`
+	StartTime     time.Time `json:"startTime"`
+	StreamId      string    `json:"streamId"`
+}
+
+// RecordRootFallbackFileList Files on fallback roots awaiting recovery.
+type RecordRootFallbackFileList struct {
+	Items []RecordRootFallbackFile `json:"items"`
+
+	// Total How many files lie on fallback roots (the items are the first limit of them).
+	Total int64 `json:"total"`
+}
+
+// RecordRootFallbackRecoveryItem What recovery did (or would do) with one file.
+type RecordRootFallbackRecoveryItem struct {
+	Detail *string `json:"detail,omitempty"`
+	FileId string  `json:"fileId"`
+
+	// FilePath The file's path under its recording root (relative, never absolute).
+	FilePath *string `json:"filePath,omitempty"`
+	FileSize int64   `json:"fileSize"`
+
+	// Result WouldMove (preview), Moved, OnPrimary (already on the primary root), NotFound (the engine has no finished file with this id), Blocked (the primary root cannot take it now), Failed (the copy failed; the file stays on the fallback, detail says why).
+	Result RecordRootFallbackRecoveryItemResult `json:"result"`
+}
+
+// RecordRootFallbackRecoveryItemResult WouldMove (preview), Moved, OnPrimary (already on the primary root), NotFound (the engine has no finished file with this id), Blocked (the primary root cannot take it now), Failed (the copy failed; the file stays on the fallback, detail says why).
+type RecordRootFallbackRecoveryItemResult string
+
+// RecordRootFallbackRecoveryRequest Fallback recovery on one media server.
+type RecordRootFallbackRecoveryRequest struct {
+	// FileIds 1-100 distinct file ids of that media server; absent or empty means every file on its fallback root.
+	FileIds *[]string `json:"fileIds,omitempty"`
+
+	// MediaServerId The media server whose engine holds the files.
+	MediaServerId string `json:"mediaServerId"`
+}
+
+// RecordRootFallbackRecoveryResult A preview or run of fallback recovery.
+type RecordRootFallbackRecoveryResult struct {
+	// DryRun True for a preview.
+	DryRun        bool                             `json:"dryRun"`
+	Items         []RecordRootFallbackRecoveryItem `json:"items"`
+	MediaServerId string                           `json:"mediaServerId"`
+
+	// Moved How many files this run moved.
+	Moved  int    `json:"moved"`
+	NodeId string `json:"nodeId"`
+
+	// PrimaryState The primary root's identity state (Verified, Mismatch, Missing, ReadOnly).
+	PrimaryState string `json:"primaryState"`
+}
+
 // RecordRootIdentityBindRequest A candidate recording root to validate and bind to its disk identity.
 type RecordRootIdentityBindRequest struct {
 	// MediaServerId The media server whose host holds the directory.
@@ -11422,6 +11515,12 @@ type GetCutMergeTaskDetailParams struct {
 	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
 }
 
+// ListRecordingFallbackFilesParams defines parameters for ListRecordingFallbackFiles.
+type ListRecordingFallbackFilesParams struct {
+	// Limit At most this many files (1-500, default 100).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // ListRecordingFilesParams defines parameters for ListRecordingFiles.
 type ListRecordingFilesParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -12141,6 +12240,12 @@ type CleanupCutMergeTasksJSONRequestBody = CutMergeCleanupRequest
 
 // CreateCutMergeTaskJSONRequestBody defines body for CreateCutMergeTask for application/json ContentType.
 type CreateCutMergeTaskJSONRequestBody = CutMergeRequest
+
+// PreviewRecordingFallbackRecoveryJSONRequestBody defines body for PreviewRecordingFallbackRecovery for application/json ContentType.
+type PreviewRecordingFallbackRecoveryJSONRequestBody = RecordRootFallbackRecoveryRequest
+
+// RunRecordingFallbackRecoveryJSONRequestBody defines body for RunRecordingFallbackRecovery for application/json ContentType.
+type RunRecordingFallbackRecoveryJSONRequestBody = RecordRootFallbackRecoveryRequest
 
 // ProbeRecordingRootJSONRequestBody defines body for ProbeRecordingRoot for application/json ContentType.
 type ProbeRecordingRootJSONRequestBody = RecordRootIdentityInspectRequest
@@ -12911,6 +13016,15 @@ type ServerInterface interface {
 	// CheckRecordingDisks Run a disk check
 	// (POST /api/v2/recording/disk/check)
 	CheckRecordingDisks(c *gin.Context)
+	// ListRecordingFallbackFiles Recording files awaiting fallback recovery
+	// (GET /api/v2/recording/disk/fallback-recovery)
+	ListRecordingFallbackFiles(c *gin.Context, params ListRecordingFallbackFilesParams)
+	// PreviewRecordingFallbackRecovery Preview fallback recovery
+	// (POST /api/v2/recording/disk/fallback-recovery/preview)
+	PreviewRecordingFallbackRecovery(c *gin.Context)
+	// RunRecordingFallbackRecovery Move fallback files back to the primary root
+	// (POST /api/v2/recording/disk/fallback-recovery/run)
+	RunRecordingFallbackRecovery(c *gin.Context)
 	// GuardRecordingDisks Run a disk check with the guard's verdict
 	// (POST /api/v2/recording/disk/guard)
 	GuardRecordingDisks(c *gin.Context)
@@ -16933,6 +17047,59 @@ func (siw *ServerInterfaceWrapper) CheckRecordingDisks(c *gin.Context) {
 	}
 
 	siw.Handler.CheckRecordingDisks(c)
+}
+
+// ListRecordingFallbackFiles operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordingFallbackFiles(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecordingFallbackFilesParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordingFallbackFiles(c, params)
+}
+
+// PreviewRecordingFallbackRecovery operation middleware
+func (siw *ServerInterfaceWrapper) PreviewRecordingFallbackRecovery(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.PreviewRecordingFallbackRecovery(c)
+}
+
+// RunRecordingFallbackRecovery operation middleware
+func (siw *ServerInterfaceWrapper) RunRecordingFallbackRecovery(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RunRecordingFallbackRecovery(c)
 }
 
 // GuardRecordingDisks operation middleware
@@ -22113,6 +22280,9 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/recording/disk/guard", wrapper.GuardRecordingDisks)
 	router.POST(options.BaseURL+"/api/v2/recording/disk/probe-root", wrapper.ProbeRecordingRoot)
 	router.POST(options.BaseURL+"/api/v2/recording/disk/validate-root", wrapper.ValidateRecordingRoot)
+	router.GET(options.BaseURL+"/api/v2/recording/disk/fallback-recovery", wrapper.ListRecordingFallbackFiles)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/fallback-recovery/preview", wrapper.PreviewRecordingFallbackRecovery)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/fallback-recovery/run", wrapper.RunRecordingFallbackRecovery)
 	router.GET(options.BaseURL+"/api/v2/recording/disk/roots", wrapper.ListRecordingDiskRoots)
 	router.GET(options.BaseURL+"/api/v2/recording/disk/states", wrapper.ListRecordingDiskStates)
 	router.GET(options.BaseURL+"/api/v2/rtc/rooms", wrapper.ListRtcRooms)
@@ -35578,6 +35748,411 @@ func (response CheckRecordingDisks500JSONResponse) VisitCheckRecordingDisksRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFilesRequestObject struct {
+	Params ListRecordingFallbackFilesParams
+}
+
+type ListRecordingFallbackFilesResponseObject interface {
+	VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error
+}
+
+type ListRecordingFallbackFiles200JSONResponse RecordRootFallbackFileList
+
+func (response ListRecordingFallbackFiles200JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordingFallbackFiles400JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordingFallbackFiles401JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordingFallbackFiles403JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRecordingFallbackFiles404JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRecordingFallbackFiles409JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordingFallbackFiles429JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordingFallbackFiles500JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRecordingFallbackFiles503JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecoveryRequestObject struct {
+	Body *PreviewRecordingFallbackRecoveryJSONRequestBody
+}
+
+type PreviewRecordingFallbackRecoveryResponseObject interface {
+	VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error
+}
+
+type PreviewRecordingFallbackRecovery200JSONResponse RecordRootFallbackRecoveryResult
+
+func (response PreviewRecordingFallbackRecovery200JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery400JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery401JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery403JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery404JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery409JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery429JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery500JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery503JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecoveryRequestObject struct {
+	Body *RunRecordingFallbackRecoveryJSONRequestBody
+}
+
+type RunRecordingFallbackRecoveryResponseObject interface {
+	VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error
+}
+
+type RunRecordingFallbackRecovery200JSONResponse RecordRootFallbackRecoveryResult
+
+func (response RunRecordingFallbackRecovery200JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunRecordingFallbackRecovery400JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunRecordingFallbackRecovery401JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunRecordingFallbackRecovery403JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RunRecordingFallbackRecovery404JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RunRecordingFallbackRecovery409JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RunRecordingFallbackRecovery429JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RunRecordingFallbackRecovery500JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RunRecordingFallbackRecovery503JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -55503,6 +56078,15 @@ type StrictServerInterface interface {
 	// CheckRecordingDisks Run a disk check
 	// (POST /api/v2/recording/disk/check)
 	CheckRecordingDisks(ctx context.Context, request CheckRecordingDisksRequestObject) (CheckRecordingDisksResponseObject, error)
+	// ListRecordingFallbackFiles Recording files awaiting fallback recovery
+	// (GET /api/v2/recording/disk/fallback-recovery)
+	ListRecordingFallbackFiles(ctx context.Context, request ListRecordingFallbackFilesRequestObject) (ListRecordingFallbackFilesResponseObject, error)
+	// PreviewRecordingFallbackRecovery Preview fallback recovery
+	// (POST /api/v2/recording/disk/fallback-recovery/preview)
+	PreviewRecordingFallbackRecovery(ctx context.Context, request PreviewRecordingFallbackRecoveryRequestObject) (PreviewRecordingFallbackRecoveryResponseObject, error)
+	// RunRecordingFallbackRecovery Move fallback files back to the primary root
+	// (POST /api/v2/recording/disk/fallback-recovery/run)
+	RunRecordingFallbackRecovery(ctx context.Context, request RunRecordingFallbackRecoveryRequestObject) (RunRecordingFallbackRecoveryResponseObject, error)
 	// GuardRecordingDisks Run a disk check with the guard's verdict
 	// (POST /api/v2/recording/disk/guard)
 	GuardRecordingDisks(ctx context.Context, request GuardRecordingDisksRequestObject) (GuardRecordingDisksResponseObject, error)
@@ -59561,6 +60145,116 @@ func (sh *strictHandler) CheckRecordingDisks(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(CheckRecordingDisksResponseObject); ok {
 		if err := validResponse.VisitCheckRecordingDisksResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordingFallbackFiles operation middleware
+func (sh *strictHandler) ListRecordingFallbackFiles(ctx *gin.Context, params ListRecordingFallbackFilesParams) {
+	var request ListRecordingFallbackFilesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordingFallbackFiles(ctx, request.(ListRecordingFallbackFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordingFallbackFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordingFallbackFilesResponseObject); ok {
+		if err := validResponse.VisitListRecordingFallbackFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PreviewRecordingFallbackRecovery operation middleware
+func (sh *strictHandler) PreviewRecordingFallbackRecovery(ctx *gin.Context) {
+	var request PreviewRecordingFallbackRecoveryRequestObject
+
+	var body PreviewRecordingFallbackRecoveryJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PreviewRecordingFallbackRecovery(ctx, request.(PreviewRecordingFallbackRecoveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PreviewRecordingFallbackRecovery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(PreviewRecordingFallbackRecoveryResponseObject); ok {
+		if err := validResponse.VisitPreviewRecordingFallbackRecoveryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RunRecordingFallbackRecovery operation middleware
+func (sh *strictHandler) RunRecordingFallbackRecovery(ctx *gin.Context) {
+	var request RunRecordingFallbackRecoveryRequestObject
+
+	var body RunRecordingFallbackRecoveryJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunRecordingFallbackRecovery(ctx, request.(RunRecordingFallbackRecoveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunRecordingFallbackRecovery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RunRecordingFallbackRecoveryResponseObject); ok {
+		if err := validResponse.VisitRunRecordingFallbackRecoveryResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -65436,1307 +66130,1328 @@ var swaggerSpec = []string{
 	"FbNyMhjGjSToP8ByS9N97Lg9adHOCmKA6YHvpsRMxYsmHmewkhBYW0stc2m0JHw1I6DKoNxf1WzOP/XB",
 	"RHqlYyeRxhU2n9RH1U572L9m4Gzso9e1NNnd3my7KFOU2PxWZe7gBYsePflScC3NPl/GscjfMSr6eCQO",
 	"EnbWQNziIVwdFCGDubrPesEizl0rCqvxHsViJTV/YFe6+h5NUxEUEKXBrQPUjAYssmTlVM8Y1SMIQjiZ",
-	"6WdiKJQNFg2yDWxQ2+5AKB8VK5Ltv+WL5f/P3r8vx3Fje6LwqyAY84XI+bKoi221x/yLpqiWpiWLQ1Lt",
-	"ObPbWwQzUVXYzALKCSSL1R0dcZ7mPNh5khNYC0Ais4C8FCl3997eO8JNVWbiurCwrr/FlHbhclRsQ3SU",
-	"kb3gtpwNTaMTltd2T0/q6iLl7YS9tfbGHb/T2A3Gby6TkUxuzap4RFPPvHpi4bFP63Lv1XydaE4FKerK",
-	"oYk2RLfLLJ3vKuGng0VTCWfd2EVLgNDAxss2Es2TILq4Y2HXfh9gl17klU77iMHydNH40EEVhuRDNgwt",
-	"yw5K0JiY/JSx3LslfeW6CGvqASYdjvWHaSgf8L/vHLqhxm0jeiucrYUX08GScfAxY1MCutwxwsl2uEH3",
-	"qHZPV5dFZTsXUuzy/ClaCv2TTccb9FracIKIbHzxnny+/GAr5wfmrQyp20Vv0aHkyLg3ybVo7utu+9gg",
-	"PmkaJ1UtjPxFE4FRtg1fj/KXR4X9QB+tqB+LPolCiKt64NVl8/4TxgWVWBt7GOWEq3B/CX5nq+naBUVd",
-	"5ijO4KcZpLsb7qTguaxae6j2MTfvE9ICln6spXe7JUvPtU6CQSpwRNFSSSiWivFz5ssg2OjR0XXJiJMf",
-	"UatqNC27cU0w2T4xKN7SaP2HTeiJPc+tOBNXaL1rdu4ehxR/OV1Er1LPZNCY5BNSgqAiN20fQRgJihyb",
-	"vmPtk7CebtWs2YqJSpblKm6kBQv6dS1Y/3HC5nMqIjBUh5WUdoIUbKEQlP/cCGrP1VYlzlbgNDjH8oIx",
-	"lgOPvAgIjm0d+htOcGSKVEywDaGa6I3hPrwqlLOylXzO9mc2QWdXrOJR1yH87ooBHi7Zw1F6xDZfzDPJ",
-	"RXJfkGVclFSw0UlcYY4PIj8HCN6PinoFIvWmJRfLW0TE8t8mDhapeiBnAcnWvWqvoOix2I84zDGIR3G/",
-	"82JAM44uVxt3Psdfy3AjezaP1X8gZx9AHBrKaF3F0jAjhMK2KRhcD+Z4PGnoro0iOxrjVB3plB3EresP",
-	"wm1QCb5aKG7q6j7FWHl4+oO/jw8pYELDeJB/ZETIDnmTLdNHmb1gMn/1P/FdPq5uLtrYIG5/v8q59m78",
-	"SHW+ZOos4IVjLiqI0YUx0CaFz5UtjqdEjnBMe7miKyp4AcPzg6x9e8e5ee8sWxxud9ljAbK7V1Ximt0J",
-	"u3UywFCArJd3zj3PiqWiSoEbG7A2pF9UWxqxKLNpRxILP4tyCzc2OlBsWZ1o+QkMIoYd+FyV8SqKV05F",
-	"a+jC11kOTw5mCydko3dULSPR/1x0lEdydpqRG/Ri/3DjY8aX7IEEDnMzuasalvOivi15/ie2fS/m8qR1",
-	"S6Bv2PNHhEY5O3UYewlpoUjUKPGbkQPr5xoQqxRhDzTX5RbWHsYLy4+1BJgjlURf4NdMhEiYZsmNus9b",
-	"i0yOj49vvKcUGJOGJFsHljbAsllaRvQMB0jMyBoKpjipXNTQxdLsz4aDDNGwXaqm4EKZfQqn44ks6xJ1",
-	"s9C9RzEeqf6TP2PqEdHpzUnF2HTRKKOjnDiNfrR3eHrgSO9RsuxKRRgFZkdGoMZYye8ZQJEqSea0Gou+",
-	"PgX+NBhW6hRdR4sLeZg/d2IKyVQbSBJZ+LETvCvmU2cnl9qxSUf2tQkeFvzgz5xGg5M6qoh9O1WmquBq",
-	"Dffg4DhRzqWAwxeqUS35fn/RrBnIyImF4+GayFr3aFs/JRiNTb4J7ZKgZB+yX2taYgze++IHcO85nYtV",
-	"8E48bgwQV8YcUHu6zuH9flb7htECzReQ57RZ8nxppmyWVrmJP3E9pCfaVV6w1VpqJvLtn2KYmH9i29Yl",
-	"vGJGmwfmQEnFZgXyC1b4IwlCpkwFtq/owynyHtXLfGhZyg0rnDKYXMw0RxqO72txEjvsfQC9F/yeCQ9l",
-	"2mEZkcbAY1iMEdidmQKhJgC4xTv/qCCMVqVhq3YTtmEglbUjmBHRBeUiFdhgoSR/jOz9WcWAddOyzamG",
-	"WPgY2ATqFDprJn8ick7pjz9DtEW43wAy7A1h+TYvW9nKF14RfOP53kGWqGT11llmrvmKFYjmdGYjcOOW",
-	"X674bck+G6kyeQy2pHB8BbMwqXC4/7IsFOH6B58hIdhG2QBzIEKuHOc1T4EA7ApLQ2IbrvZe5J3wrAan",
-	"24tzLZ7evtMDtbDDe9rU6E9d5oWVNvcI7+/Wndu5M7s3VxsEI+C3nW1pS6P+1A4IY77YQbTglgUl3a3i",
-	"4Gv7mr/b4ZO3Znt7ijyckLVRJELadpXPrK3LNKlZteKClimr+hPC1wc4/NOkO/NrrIs9Uhq0JIWEWld7",
-	"xn6PvhtSHMdBX6sWTEMwo9+C04w5q4nD2ZchEND7G0AXGVZBGk8PF+taZ4YvrWtE37dhWb9rKb9rKb9r",
-	"Kb9rKTGHEnKIyMKDnGR5LFrTMyLLgilbmnSSTcYu5nVFBRZwjpZe+11jGr4V13RbSlqk8yJwo7uYueZG",
-	"2OW+CfJo7qPf9bNJ+lnlM2TH780nvK7bm+Odf1bcZALLPQxu2O8a4u8a4n9aDbHhfv6oNTfYgDh97u79",
-	"3ToH1BMmBoJkwN9x+2SFbM1SVEy9i/nBoLd0ufcxVZyGfTzWtTNSn4i7bUKsnVZ2fWbounXZjwHYuTBN",
-	"YVzSo5F0Lp8UQcfNax+xZQpQjiF2dPU3/f0G+DjBaK801VEE4xp8c65Yg2IlpAu1tz2iKmL51jc2j/Jj",
-	"KsoeXL5wWwM/gPBKadMQ4F72Zpbo0qTD4m+3Z22dMFXWZUyRhd0lARLzJpftmkUKuJhBNFFrX6F/K2cf",
-	"slDq5oqsK6aYaKkyzZhW9KFvVz5IAVENgxtDd7ZmZH4EqgP2uj5dsI/x+CIn21jtwa21kJpsmQ4uyxPy",
-	"ogkSGzmGr3kO3anzm98lxixyOrr7El2mgSMc6ElRjt1Sy1xSQNIhHRcFx+ukQ8airZF6blkpxUIRLUeD",
-	"ryTNjNsMySAVfp2WNS10KxOadeLPvrZQOcoksqmkZnFLT4f0mhBy3ZLC7kGKGrryfZhWCrIHKiX7wM2d",
-	"gE3yHzWU+JJ3LohIboSPlVl3ud6GVgUrrmUf4J7EKk+tTAjdGoWRs2zW92giMkMaU14pqLr+KJR4w4x7",
-	"dSuXkrIBnYfejT9nqQAe22XWWmg789T+f3Bq1ScAtorykVPhYa9mc5obXum1MfsEAr1FK8cksw6JIkj+",
-	"SbKeHqPwT0lHB3+UsZaqOyyW+M9rcksyvk+1zuUKAmjBSknsm08JsiPTBAHGda5IYS9fxzlRoZyB5ub1",
-	"y5nSct38y5rZwx+sngZac/A8iA+dQQ5FlJ/6YY5zKPjX9w4ySHw4wUYElLfPZfVP4cAKFzwwJjTkEtgE",
-	"2qaCliUgMEj4G6yl5g/dXLucK663fthlVYMqa1o5bNqYpB5G2Oyjwg7jU0VLfCR/9IfOdWpYaZBoNzXu",
-	"UmWd9qab+R83/QZ5Iu307eBOxItcIg8aGjC6lmxlFCy3icVqbIT7YmwJkZ1735WWa0q4tLJetl1QiaTq",
-	"u4d405/g64oIf71U3cRCJBKAtuwRyVBPmcH6E4Zym4dPkLUyNj80gjkeIb/h8/Iu5cWzD/qPyz7ruJZc",
-	"6CjILZY/xOxMhGUBaC2L9bunD7ELSjO6PKodZ2wJP62ZOF1zgISCos0JRCq0NEOQAVR1a0TjilSyjsX8",
-	"jLHvBoWTbkuEaImIinopi3i2CcGH/VJebFv9ZUV4EaaM16KQeb0yunOBE1MJD6SOZahQvSQODDr+HatW",
-	"XCXSSrGM/ZzcPMzUfT5r3r1ppWTDj5hmEcE/hYWMFr8yD8hc1qLIzLaJjohr/m34H7b+BSZ/kB2EK+J/",
-	"dC8F02l+9Av/BYpCuZ9XsqhLNswo7H7bNc46UlmrRzfbfpEqpPEUiNsZAOJx5UjS2QJorhuQvIotuAKj",
-	"SkAau1B55qPRGeQOQM1+F69495shmgHUiaDlpZneWRy6vTFn7KyHOT6sIjfPXTvPbzIbCUIrRtgDwNYF",
-	"pe1yv+yPK2H/STBiHoEdeZc52Sw3Sy4Kj5H56cL9MhVDb4dvRrwjfhyDC9mI3r4WWEAPYxxIOI/BjmBu",
-	"DjUgYLqjvEoTSWINuXbBSZmM+tY5S13st876toYYJeXOOrmtjvKMWt8aTvkzu11KeXdGNS3l4vw+iTqh",
-	"NBUFrQrC7qPg3vGEdWgQMtYzQhUBBGcuzN6UVDxT2Fiiso6sq5ylEJPvWSnX7Jki+BqW8bd4q1w1g9wF",
-	"aq/4YhHHeQH7FGRJgt/kfhwAMSbmumb9uEcsurOsxxcc+vcCiVkvzOe03nFzogHxBpNdk9GfsSpTn66u",
-	"FVlRIwxD+GeGDkP0Szl7IamYrsbWrxgy3GGdW+tICEKIpvJvMJlZYP+IXGoWlxVEWeT/Q6rJSipNvnv5",
-	"KqhKGOBoGBkV6/05CQSj+1Sd56mST7AxKeMy7hrXbrY9TfRUOHbgdEkq5qMsZm7FkwgQNtZjGP/BkIwL",
-	"JmoDXqA6aMX8PZGXjIKk9ToFGQKCcDsQHAaF4WNttdP+CFWsdxRPR7+JEYWxfOxhcHEo+ZlyzcXi0hyU",
-	"IEpNkaJ2cBhcWKcIJA6oxwVeDVo7OozF2ztUfeuHn6Jcw2F2fXyRuqvF+JMeojRYrJdJB77Da7EGa3su",
-	"zXkMj1XWsL8d+nJr2bZqNvPqcJkuMXRPzgRGPxyd4y/Gwkem/hOWvRKNOPSk4TvNpL2V196Ck+wIqWt2",
-	"fIBPs5YrF2LQ3pDfINinMwuQpKyYFl+9toRGcnzXAynv0lGq+A8KbXO64iVnat9lh1YSQMud1bEDGbsK",
-	"iZJgpzhksIOhXNmEP91uQYra8LLIaRVZi1ZTyYwU2wFXhN4mUx2g6/gW4fctuXefpW1J6xGqFonCHquV",
-	"FBZMuylibEYUnYhbrPhUbrCd4/9+Y1dZ2rJW+C9lpUmkxaHO4jJ12GkwHL/EI+jlKgmItKjYwtxHHoHM",
-	"X1qGA6OfpTnzDk+kjT6ZwrO+MC1Eq7sCgBDVFrjc/G++5ONxe93riQ5O7WOcwsg2m0n28cFgKbggjObL",
-	"VCqkd0f2ZVs0VZ0YqFxmcXmFMgh4+BPrkogPc3Ua+jtFIxI4KypC8zshNyUrFjYnlLx6eBjZnWsz5sMK",
-	"+rNmCJCduTl4clGNB5m2rt7eDgDDx0k61gS1pLUCKZ02sR8Axwn6nFmE1cgROM907xBQBCYakD7zkvLV",
-	"6F0LxedRndhyKryC1NSwRv3U+zhwujd7GdJRZ3SB5z3ibm/Yj4+Erz6J6yVXcajgMBOm+cJlBEUYDTkE",
-	"pQdARY9SsOFGfSimsx7gdPbrkSxjToWs9SW754kyCVAjpLLPobKRtGZSCOQwPPoBErdvGRNkToWwkfha",
-	"xnlXgoK4eFvyxVKnbBzBqUtz8DGpXexBAyH0g/sZohyhE8ajXydpg+hfAyOtjkat2BBgvuoG5l40YLzR",
-	"oT7dGAFlbTSROH9B7/aMOdrhFdw5Ft0LtHX5dRa1vemJkx1Q4M6p6C7AGGklUG1j8m1LRCHUAdllpGIF",
-	"BTn3EE2CGPqfV0zHam6UpdwYfTjNmKggS63XhIkCfKsg8WKCZJz7uHXtPR87tzsaAzzFQQoW7N4jgHVH",
-	"GCL9OPY0QtrPpuYUmm7j2d+jdA+0zygX9hhJsQZK779toBErA0Ws7637BLc+Lv07MeqZIp8vP0zWg1Ar",
-	"ULlcs4wIs+glt9WDvD40UNQ3O1hSdQU03kPH9hQA6CPT5JCWG7pFV5iFjVTUCcxHJ8G5IVwrVs4bK3vF",
-	"dF2JFP2Ps8cmKaA3Sdk9ATuLZwFNnjJXBIWTsZfZoN05OU5cm88jTIB2Fc0pMwsvK4vsL/U+J84bP9u9",
-	"IbMwjYf6gvP349OA6UeDnkyXstbJKDBwP7vkcOeN8VpETssyM2KGwu9HbsEYIyoc1ZYBdeKi2U7GsKlW",
-	"Nz0UELPHRpV1zz0avuQ5QhbcQDvr301Bdaba5rDvUmE0URXCVkOjbrMcretq4rUcN+Feh0ZvL8COjcuE",
-	"D/aMmeqTIPaO0+xpdN+KjTuii7sZZUXszgxKKrbsZrwHqJDZlVuysExGCaUEZQndCqYRsFaKlkUq4OmT",
-	"r+XMajptb2Os4OjTXd4nRoGktyWI9NZPDIA5qOPN5yzX6IFSx+RnFLH8mPFTgP1mG2czdfrhrzWrLcvj",
-	"2hdtlmsmQmMQlDk91N5Ub2RSXpZkIfE63UJk3Yp5/AiunLLZB9wwWvqgt0qWtWaw7yCMkEMgASwmCRYY",
-	"R0VHmU/nzz0DVJmZKeRjVlYvmld04YDzwwqfL779frBWbErqOQcAY+bDIZTpCE2oZi9RJ+OC3Bz/95sg",
-	"fAgNvSekZAuab4kS9I59yalixBxM2xLuWFSICob/8tXw6Ff04T1++vIFloN1/4yU7p8ss2Tk5ezlixPr",
-	"YreWKqwhquWKap5bGxUTBRpgWyasGgpHpGISfB3bl2Ed25f7C0AZqQX/tWaErqQt27ZOW1Fgbq++T5/7",
-	"McuvvDhLxfbT/OCHf9vVAfGdjLx8DfDfnf6C9l//PdshwtVabzMCJpkCzN6i3GbkjrG1alXJxU46M3jx",
-	"91+6XPfdx9MzJ+rJ+e6YMuLuG9MpsvyToH8qbNSFEeFulekaA3lSQ0KqAHaFL6JACQll5Fzk1RZhACGg",
-	"F9/eFd/DM/3d668kE76affOiVyr0BPtNSLCvBu0bVt7ql7B6paoRV/41U3rfq765DEIsw5Gx09fsQfvs",
-	"Q6pIQTU9tm+709l0MOpuHR38oCU0fdIQLQK+YLgpz7FjH5WXoeX019pI0dLGZukl4QVedoib5J6gW99G",
-	"ag1WcB63P+m032AP3M0dBgN1fZ/4JJ6G55KDGy7eVCTnIpxcAEQ4PmjqvS+vYquYbnCGx+1dnhJCdYpK",
-	"fqS9uFI7ITiG+3XwCcz9KlITnBKsciqIBaaTPJ0PPdGZ1qTOhK62J3BozFC9WZCCKbwvpsR8Mg3SCkYz",
-	"U2uW8znPyZyzslAoYTUdN53YmhxUkZt/uzx/c3p2ff7ml5so5EWSVjAwgRcQ13IL1sJKYt0cxHATMddn",
-	"XYOe+vRBeKmUmhYkwMYDY1lXeMUXXCTh02QOF15xqj/rfKRlHxuealLpr3R9QStlRNL7dji/C7zN3L1c",
-	"bkfHFaUCej/BinQms7h99f3L719mpNK5LU+Z2XrbXCwyCwOZIeHXopjZYz4zxzwOCqlptWD6auC0vwWr",
-	"YMN8MnSeQHh9nAlY+zXgk6IK1Dy93Ya2zuPJ4F875b+jsW5tovErHaT4wvFOLMEAwxkOWmt8ev+FYtXs",
-	"VrtK/jiFbmryeBPOQzKYZzBEzY7E3sXNRvxWMWoP4CTrk0akwzyYowIHmyz8pRVPKOiLS3mvwwjJRiNz",
-	"zk1vWXjqeMHh2O89RAKeqDN8QSuut71pXbjq3apRa/gQc68iKVxLlt+pVCIkPj1xIC34T2tNAROOgByn",
-	"C3w8Na0I+jgzbcZW145/HByEzyxrChDFcKbXtGJF2gttg+K8G5rqIFABY8OWVC1drrNrcGR8wm+X2GZh",
-	"ciMXOatm+JAUADZu9hYBx3Z3FeHIp2eLIaV+hG4spHlke5Gk0jZOjBgEirPkN6J8XkMz3fSpnc33I8jc",
-	"GUifutZcYtKROWB2QV3itTt+uNwRc/Z6XfI+YvyAdV1VOzLCftaUNIsBL6ag6Kimt1Sx9+YnM+Y+FnJz",
-	"cXn6x4+n5Nea53dfYIlu2r220nThhTe2AzCB01JNw7HZPdXN7GIIL/kSRac+K7kl9kiJ2sC+PCD9YmwK",
-	"vtQVgePrn5J5DQeJV/u78syF5EvKhTVotXohDRI+kLIniuODRxTEHlrqVJp9swFhqeuuiNql8nARYgQZ",
-	"PYM9WeSfEP3dPicYnwISQCVLqwRqeccERJmCLSli88ipZosomsKZfYKWjaajJi+mXYsAzQxEVkSxvDZT",
-	"ekyQR9Mf2BcTVd2t0trLkn1LoCQkrIh+GdoD7N+TuEZwWpY7+zLNDRr7eNz105DL3j7PznpFoq+642tl",
-	"tO5CGgAhLioKSAtaBtR5evHeUugPsOmAgBg2bx1E81am9DNFaK2XhmHmaAOo6pKpzAr+vCKyKlh1TH5k",
-	"ilvgPcUycvPfb+A+dwW2g44ycmOahOdLViLcm9iG/RgBi5YlMNSC3GDO8w1ZUfCdNmnd4BfUklAhxXYl",
-	"a2U/UydEQ5SyXlaMebcJrAuYcHCr0a5vH5ZcmX6XrGrhN1h73j1nG8NU8F+5FHO+iP+4ogJVmvbPFd3s",
-	"PCrlQnUagZ+i7xVyIyzwmf0ZkNi672qq7rqN4m/sgeWIM+Ga9QjpnTH437uN1+tFRYvu++5X/zZgPLmX",
-	"8B/+Wb6kQrDSP/b/bvrSFaOrZg72nzvP1yVFDnLP86Y790//uvuhwSJyv2ha3sEFY+07vo3gF99M8Jvt",
-	"OPgl2JvwV1YyXG/HovH8+Zl1fm5m6B6gLtV9Hc504tfdNiqt1rsvmx93360Vq3Zbxl+bBeXKrMBsQ8vS",
-	"r3r4W7NmOm//I7LU7V/d0rZ/9csbC6W6KOn2luZ3HxhVLF7BS7ANnnr7KjKCiKhs3frn6Xos7yDVTXj3",
-	"QWl63TOUcziIemqeuiguE4CEAEYvEGzSDhr+nlqg+LyZuveRlhzMH5WsxWQNEoYyTkiHV0fZ2OHNtB/V",
-	"3El2zGtWcVngfXq7taRSWttOIeFiEGCWF2w0+HBYUD0BomnLYcP1CGZTZUVKmqryL9jmdK7jEBJ4CcI7",
-	"GeYIkj+8+P8RLqwbcK+dgeYSyCSXbp0mFfKqGM513Ha7t09A7i35PUOjuL0wwCEjKxtPixQNgLJ4PZBS",
-	"5hDAcfO31ob8/fnf7s29+ffnf6Pr9d+f/w1ff1/8/QY7si6AmeMVmQ0sRRmJJ4uzwFj/FEXI83I2jtK0",
-	"3EKCKzFg1DO82ZyDtpPXerZi1YLNsO7aQXbQHV2UI1qKilP+58sPyia8bDNSCxd/abOccIzPsHzKeFHY",
-	"DucKXQARK0wilvYUY2kxCp9rQosV1woGB1IccmLMFrpk9/KOocA254KW4RqeurBb+8VBdmDfH4bGcjyo",
-	"s48tgo2n77dLifgjmkVuktaB6rCoZsuiOoJd3ItKapnLMqoluJttbV9CGd9hjKln5Gap9Xo2L+9vMvf3",
-	"av0t6gs3y1LdYGDBjZEMbjIi64o4ryzQxp8/nMELP/35kig51xuzDYeX1xeI4nJ9dmFO4+c3Fyfgt/98",
-	"+aFVX1IZJnqj7vMvmud3THsEq6ZevuWJ1vZLNXlzfnV2+f7HcyPFy3qxbBoy04VYNNBD1iXNwYRxeX11",
-	"EQbZHdk5bdhtpXM7q5/fnV8063UIeZJUkKs3F0TO54YpI9P8fPkhs7mO4bgjg/DW6yaV6JkiH6RVmJwa",
-	"ZFmIluTN+Yfz6/MTwpWqwcTmDKLUlxtFZYyjU9ERudvCg+zA76D5u1QgM6n1QXaAc+2VlK5SLlHByIZu",
-	"HXcgNCUn3Rp9llU/UThzSbuYfQ2PM6Bo2zhISv4nvadX8Ik96+Tw3Ycrs5lXdE4rnpF319cXs/nHi2/N",
-	"j2fLSq54vZrdUripbcMnNswK3n374c+GAg0NJJIVjQbAhI7Xf8R7WQfVTHEn22aXm3teMPn8AQ4SPHF7",
-	"Er0XltFg0ndy49fYBrlubP1T9rBmCbi6dXD8x/Bizy7+nh3UVYxruCBWc1a9wbU5iVlT/jM8ACdQVQNK",
-	"1fkgI7OBVBGuhu16fho4qvauZB3SsisY5YoIrnspywQl2zKdYAHx4Ug27966T/uy6fvNvdAoV74gnJCb",
-	"E5spO4PjbO0ulcstw0NuVxlffEz8N/RfyASM5qi4bjcFFxfNg0V5BjiNgLfbxT4PhorT+CTK7YiebJpx",
-	"swi5FIoJVave5aii+2t23eK7hafTqvhGOhIsIxWd69m91EDKNlCjSajMiOLrmeILQcvSxmAjorwLchwm",
-	"ZhhdGAoZLEnWpAINGTkv6Vy/4XQhpNI8jxZYcmvlgSP6CBht4e9FwR4ikrb5uYVoBfFb3uFjTzV2tKL5",
-	"ko8umJPL1Yrr0f3i65oVOIKRnZhPz6TQNNfRglG8LLnaAdG2HcJnDfQobtcJebF7MkeO5INcjJ5vKReT",
-	"Z3ol6FotZf+i5tLH/fjOlP1wbF8w8R6o5q7W75YucM0JaX81bCVdYEfUqwsW9Rp3S7rcS4jMsV7mKc6v",
-	"wSPUZhwfcNiyIm8hxDThC9SsWqXx4xuGZt7bJxbGqRjQT4e+2qcrax/yGK0Eexqseff8RNkRowUXTCkM",
-	"mejx3WIEun0bxeBISE1PITFXzMpTF7jhuSCr4BiPJOEpyNgIvN3r5krHZvp57sZR3vXfhGGUwQlRd3y9",
-	"bqJdcijZ5isVJVzI+M2YbjYU07GqWoSAN17FcHlY7bI4qYgH67qTdwfNILJwb/vRoj1NjYspaoiK5jlb",
-	"a2r4eIK+4OeBYBe7xBUVk221ibil96Lg97yoadk9AeM9iJ2DFsPUGh3C0FQCM5Ns5pwKaii2QyExTjCc",
-	"GBqDbQdRoM3+9EbAXIL56y0v2Y9GQIvD5hvBfs5LI6Da8L6xZVN/Xm7hNBwKqb9YuHZvcfti2vyykEZq",
-	"BBnwSy3oPeUQM+t+shVovmAl13i0r2knFajna9ukrIjm46sxgJuXbtxv/Rf9Ve+oJhtzRW0qKRZ49a2Z",
-	"XJeJSmQIQ9vPY+Yc1QfRJGQ0E/QgXQO0Yper6XIEYeyXIISNsALGDQZQIwhKcYKoYrzAkpigMoIyVLA1",
-	"EwXEmkcK08G4Iyv0cvbyxQvDWTUXubaL1KkM25+GMyUdMrqaIxcxHjd7wSqwPrvTpRAe9NZ8A7Y2d3mg",
-	"1383zgLaVcn4mZ1DMJJP7rKGwZALO5L+xbjKaZhcvpP2mFPh5JzQNPJMNbyDVFLqqBIWu+RyKXJYX6MJ",
-	"gw5H1+tnCskyUaij15903bWfosnSDArwR3KAuUoUrEHXx7hx4ts9Q90pOBGOe8w2xEkSuBfFrQC+DcYc",
-	"67Y4Juf2+JZcuQrqDn/75YsXL8zpO7H2htolmm+WsmTxU60+iTdcRcS4t66ObeOXtsOxqiOs+CEXmHRx",
-	"NLbygpHVY/LcW+BTUhhmcgcdwKukpOYyzYDveuC4aRA2ts+Eb++d3JAVFVvLKSEA2X7xNB7QHYrto1Fb",
-	"5iSh+Xp+bm52u1a4NB+bai7jF8Z2Nm5hjEi9YmFHY1BwUvKcVkF9tYTMZtX8mM0DxmAHZg/JgnLxKDLx",
-	"HQ6tR7t7IJhgDKOdw2vKq/RJoCSvqFqSJS1Iyebaxn45gyhmZhHXCilqwFUAS1ZOxw7CUmI/xpBhRLds",
-	"QcWJnbE9HRZhgGNSCIyRln1YdrvYOc4bO8QOkMcjQ0DrndJ0a1MuIaZ/LCSQMOJ6PLwZu8SuFC9YTivb",
-	"ZS7rEots36KqRg6b6R7tU5SkzTIC5aHZkazFnxvO2eFn4UHZoeGGn3QOe7j2AS22Fih9hV2UNIqct2Hs",
-	"rtwGooIDOOoqsBDR8D4VrOJC5AhUDDNtqWkneWSBW/vaeHod9lVg3uLe4HHtCe9aQx4BKmYe9GeGQ+Ll",
-	"4efP798cOTOnVXR6a5EpBjAuyfAjc6xICQqAS3IPQt3GHVuzIf9Hisjc35/+dIqxY3+FinI2yb2UiXo3",
-	"Q5hgvA3TNZ42kPbjBG3PhR/VBCXAHLWrUg6X6bP765HC/JKF7prg5PkRpwo09B//83ta1snqxw4XEDZm",
-	"TstSNfWIxpXVB3gF8/V/1MUeqGwF7dmKgoLfoGKPRHhsnIkZUdLmR5Ll0CFect3LAYL1MhRDDjfpjrEC",
-	"n04EAJQyp+U1X7Ge9W2DS/wV8futG1zO54qBvDGNp1z3ohsaau73HsG0g5V4NJe4bs9whNfenSYKlUR5",
-	"GwCmWVektKDr/lMTz+m4bN2XKiO0LAnUi2c+i3pMvrdF5Hh8VjeUMfa+qSkw9wPwe+R2C27sPZjghKRt",
-	"hOH2NUWs9U6P9HM+Pl+7w7mnIvvY22LDRbED/uJvuhNC3RsWnmPFC8EXSxBA9EY2t00XgiSGAk+37uyZ",
-	"3sMYrJUUlsRrpvCvDSuE+1sv68r+Oa84/qGoriv7Zw1f/xIP3o6wQVqWs7yU+R1hosjIu3c/fPzoqoVp",
-	"WmmH/vfq2x9evDjG8p6aVebbf/+3F7NXv/zbi9n/+OWHf3sx+w7//G8JpNOYTybo3XYG/e/ZTYeQ7IL4",
-	"2v59NqJLKTW6PPT2Ry6KHpNdTkXBAearbaEzi3RPS24RwApyyyFlD1GGjFLFbQcx3Kh9THBGk7cWKYTc",
-	"r6BeyXZC5dvr8Lt2jBa0fuiBCMEmZu45o/KT4+OjDuDTty/+x+tpFjs7pnGb8l6oNcv1nvuyruQtI4dG",
-	"04LoqaPft2D8FlyYxRswnnZs19ZYYo005oXU7kRiP81HfcIgIEChk2BTSY3+1xWt7lhFDt0JnMHWQ7x+",
-	"s7guPNQZESIRnGlXr7fP2MnZV61ze6SvFyM5eqVRG82Lvez4AYiQm0Rcn5vmUOs0SqYhSukDV1r1NoOv",
-	"xD8HKwok7qUdy9pff83boApiUaKk9xLfjAfYXrdaM3f3ds3IIXvQ32bkYa4yoldr8z/Hx8dHmQNmtIFF",
-	"WOc92F6Ij46Po2Lsx62O5T9crWnOLFRsDcEPjd4zpu6HY3ZFik0Et4gj+RbfsbzoEC9wexggJRbhnhiB",
-	"43X0JI4gqu4SRvVHWKHHMEl79KZVUv95CcHQORXgpQ+3H9Ypga5lZM/UbvO/sl0yHrnX0GfvGUMzMITs",
-	"dznm7qHbVFwPg0g41gXmVbRCEGqdyGJcmE7SkGrLvlvmEfKjYHStBQ2PUmb5fsMj3RKFTDl9UaVSDn5e",
-	"SqRTm8cVYK2tqKhpSQ5DNF5ZkVua3zFRGA5Ra0kOXTqY+Rf2dQQgx1bd9mI7tGYU2FrLA1TVo2K4Vz7f",
-	"cHWXCID7JEIR4Jnyl83Q5fm1769ErJI5nlij3GhP1njZuPAnaJ7huliZI4ZXVVWyih/xHTK3XoQ0sxrk",
-	"57bAGkwHSo45Bv91+Lr39XKF3DpVs3aAXzfMFvn1JE593RJCE5y6H/dISKztP/dVPHbZVprbd8Sehvm3",
-	"OHfvbh8dH+xbcdjQ4J9lWa9c9FMKPKbLDl2E7RhIpl2KT8ekAYnY4FV7yUyt9OlR0KLLcse26XP9TJE7",
-	"tiWHuNQzj5iTwebMLPBW5ml4ds8qPuesyIhj/ZA3fM9m87os3d+l3MyUOWJHwwZCM74RiQ47S5pAdQkX",
-	"FMEGq22H4KdzVpseAndDwHHG8VbPJONxTUxgrYeM1KJiGnzQzXgzMPRhIP0jOO6g0yMMtcQ+xu1CSn00",
-	"s7ME5tEURRANFd+LIoFfZkW8HYYzksqT7CJWavWCKpVBhSLIEr+yodaYZSkIo1XJWeXK8JMVLSD/uBaa",
-	"IcpvKDyYxmwxxoPswLY1nFeMZ8KOcNxGXNvLue8Oh4i85nzsrn+CVN9bqE64J6k9XJjkqHyBzj0pc1RI",
-	"3kiK/GNty//SsrTlCCYfk791lsSwuWgYkU1APxRsY6M5wCJ5lJELCqgQUANzYYZEKjavFVPEvwuS5mfh",
-	"U112ktGxjYPswL40TDNuoLurtFMGYUcKDXimz3CCkT9T5J5VBc/1cXy1U1zYzrsWmOT9OxtG2vwKbNjZ",
-	"XUYoGx3RK222/sraxtNK+ftapWpR+DRTGZeEwc75fkDID8w1sKxoqRFyk4VFhKjAzDRz1J7FJbXHaxOP",
-	"lqFd61fxVLg/e+lPVuQjVyuM7rZhfBm5ZLT4ZAtUOZbmvjnIDtwX+KeNpnLfRHXqf6gmNE41GH1A06XY",
-	"4ueSN5h6zTDVfz3O6RncV2Cel1LqyYwzA8/fPWiRWHe/3wk4gZtCSOTvrPTRrPQRph9y+AI7s5LX0T/W",
-	"FvREHLl9M4RT+9fn03tZm+L+2OgKPZGlaR+fw37EOM2mNYpJjr28fr+y/LXyFa6rBBPoua/wlnr8nWT+",
-	"3bT1JHcT4oRwFerBX+VKSnnZJl5OMf/sv9wtNa/LFAcCNztUtqeaVWaSvhMRy854snvQ0hleg62odh/n",
-	"M543/2vcl6XcwA73bEUpN4/ciRV9OF30o5nuBqMc41dBjXDfN1q5aMXIHVtrQB5jFouUAwLS6IH9g6WF",
-	"qhYMskdVKnepYtqQkYQidEyjgxbLhx06fHBPuHgoS660OhqdszavVXIMP3mTohHZwazIihYSh1U+NlSR",
-	"t+B3afCK/KDgq5E74ufbH2bgS37vZrQasnBrhaCcHyyNJ+BI/lPJUD3hD+2jHnLgcNm7p7VDIm2iHScn",
-	"jBHZkI5+F9oa4eqJpTazYXFo8QBVghy6Et6sIB8vvj06Jh8ACGKhLE4le1gbprNebhXPaQmFW9UJuUHg",
-	"hqZgAtYoqNicVUzkbCS4wOl6XdoiDfGyVC7ZqTfL0CV8Ioqyz90BX3EjFklz3cR7KaVifSjkoUHDvAtQ",
-	"kocOSMjwwL+yjOiK5ncqI2ta0RXTrFLoowH8zeZXophWGVF1viRUQQARROMano8pa0cZgQj22X/Uq3VG",
-	"hJzdse3cfE4OX74gqhV1mhGl5XoNCUywADMASc98XvFRouBXwfJEwTicyDOC70zL27SceChvU8m5nhlJ",
-	"aEmrYmY/mpAb1oPPhaio7o09gbmYKOJJV0F+AeZeeZEBarFPzHHrw96xmEG8sAmdGckNmQvDbkyvliAd",
-	"hcs1E6zwN1BSp4kXbQk6RIzKBvfWnPg09k80+QiuQ25GqtnYFX8kkhAcj5hUBb+TQzyEUDylLrgkClD0",
-	"1JFZOlCjxioZomAPqdDAd3LjCNwmeGeItnxIG9HFTPTIHU9y6NP/29uK4bYWQQCctpDEf+jxO0Cbud0S",
-	"AIN+Ttf8+f2r5/5+fQ5SyHPzTUJbwfFNuFMdZMAUI/HU+F/Iv0StlutHxAF7lNEoJEVVvImqaJ+vz0hh",
-	"sUpBijUsYGey8QRqAMpOw2g5sceD8uugTFbc1Ac09k7G8PkaBQrJCzHUAKXO3k1SfMFOv6zW3yZtiTjD",
-	"YSZnc76hWiuxF9HEIspJ3J4re2vHHQNQ+CCiTPNK17Qc6T/zkF3JSGPsBhAqD4LBBhwzYHfh0jU3RQdY",
-	"sGFnLZpr7Wubm4RnclCyG6413JLz1D9hveGnrTIMs8ycnoicYFp14bbkPD5VFfX2SKqq+k1zVVsXYqKG",
-	"IoRhdRQAxRj543nsCgEFc7aSBSuPjp2h6gd/D9zWGqwE/kbiHeuJC+/xEL9YsxOuseFb64RQ+MRefMDi",
-	"5lzAzUBW9A5KDTQ4QQ1wjzOT+UcH2cGVnOs3zP2r+csZzXqj6t2y8gTS9SlR9WpFq5YxGJcpogbds4ou",
-	"2JseAfYarVr4ohdkx+JZj9OYcMQcMF2tvRGyGcqyB9YNIxCVvkrfHPDIlzrHw4j/Wu0jG6t05vXfRlV1",
-	"jZzUNeYha0YOPYlkJKCQjPg/LH2EF2hz7sz1zZQe2EpiX2s0ErqSyCdWo21keH9sVVpmQaVwD1iWPqYm",
-	"rf2NipaeRrRc3SotBduLxc2tYckxtt0jEVvb1jL0ssErliiIeupMBO3sUvCZQEIPVKQyrTyR+eI2aWTn",
-	"FYHpg+ngaY921xjC1VgzCILFptoHE5d9p4URr/DMV2CIOO49yjEic/cJVnPiysnIExDnz0fFoli7JlTg",
-	"gnjuDBFa3sI/wm6fRo/ZRZB5ajWm0UOHBZumzpXHM/1xG89uc3Z/o0jQXJt92a7ZD6mExinoUT5xrnXt",
-	"tLKTFdN6PDphj+blYLEakvLQWNQSrdOyDeWCBUURCrHScYQZK/mPMG9FfCAD+tEUy4flcN74YS2Aw6OC",
-	"176+1jaM0OWqguwH1PUkWmFDObuKYVIfVC2Vzmtu4ZEKiSRcisxffHgtjLnDxqp5gWnhP7+qF050mmbn",
-	"JIPxyp394p9Dv2sd+2EVL7Q3jVXzAv3p0tH0QTAEo0shF7HJRazoV55gVB+xJE+ckneq9kzNQnTz9aR8",
-	"x0URL+yVHXDBNY/t9LUPDPLtwWFw4GUji264vEj89TahSUFHCe8LPmsR99QVCYohMQv8NXL4SERQPpai",
-	"Z+/04j1RS3OAExZZzaoVF7QcKKjll3SrRiMDWBzEsNWgv9hZ2TnWFRUKtEcVLcQvN8wBcytr9tWsZ+3n",
-	"lVylVu2WzWUCkFDL1EcggcS/qfhiES+eSzWBiIzEnnT1LTNmGEPT6PDajdkKd5g8QbcXvJ+ZAWMwXGfQ",
-	"Zh4yiMj15p6kHfjAEPxlSQ6bsrWWPwZ1NaCWQEaaQraaqrsMLFkzDFo42uPiCbng0FL7+fSuH0anDGHW",
-	"YAHtOO6PRcbJ3EnfzQT47bIJ9o62PHSH16bJNqGPRtldyRpCG3wJwjbO5m8Th3lIidpQyOU14zr6B0FG",
-	"/DMGYHYTEX5oIW8dq/t8BgfPfXQUEhkannlQysAtvhXAIdTSA3pVttg2vtlEUDwmmBNTbXH0COTvwAnA",
-	"ZbvBAj7/qYI3e+I1T6LxebIsnBERi4cE8XqHL8gdY2vM5R47wCYgLQk/bn0N80RI5aFgG/PcaJ9Zq/bG",
-	"0dR6A2BS+i8eSNktvlitaJn5j6FEoWEu1g/kqVOd7MZBQzlkFwntc0nhyFqYLU3vWJPOHh4t7PggO3A9",
-	"GxWlLsu9jtpXQumKmcLdtddioF0W1BPn6WwS+8Z7hoGFjqDjosdK3rPCFWm+ZIoXNTsz5FCv9y1xhaiL",
-	"WlrKIxV24ovCkwq7icHgVtvL2pL7nAIYiK5qtos5UG5toUKzYXds2wTQQac88MZE8IQqNucPMTK4sE/M",
-	"6AFE0xbmWtVKO5g1GDvBNpoIDXsSVnzhXEJ1wdue6hUXDoTzZbTGTLLCFpTKi4YyYohj4wC2Vyd0TnRF",
-	"edmB//zu5ausfyQ7lbLtYvlB7EFIcVyXpthis645fmKYRlFtSVWLmP0AONqf2La3eiuQReH8ftKa8DeQ",
-	"vnrb8EVwGAR9jfFBBmSahB/dQCRo0PAUQgTvj3kNzo0lSgenwSsAWsJSUhM0F1jhP1ayXscvvnsed7Jd",
-	"aVmZY4zPHZvEgybFSasgr38LkfSmrGsXmRkXOWttd9amRzviOEUKtrle8qq4oJXeunr0HxhV7NGcrTKN",
-	"Y+UEaJWUptldSoWfk3KXkShUyRFjnlVcFi3JC5a1YshOrAsFL1CJBaujZtcVGmgPfnhty/a5f0UXPLJs",
-	"AZXsjNjsgc2GAxh8ZIK2/BEHfBfYfCHRR14RuYmZr+/YNlHOqXN8m8w77Gu0PGlejo4/aGjXhgcRpHG+",
-	"coU1mqOjOiEW3AwL1cEe2WhULETlnQlTZNEoIz7ImsWLk72VCs6oZoso0K/lylghztUVLKimJLffRAwF",
-	"6dbsk0gh/I2Rz2ZLrjBJ2sZozJZU+V/jQSklX/Dbkg2SCBO64gxNHe7iQP6OMsdIajH6yulcs+oyyQLP",
-	"bU9GF9RMWC+jhZm2HM8ls43sFcX2ZL3gdsCNWxJbZwvibk6IAAXfaYNQgMS9Z12wbt/IEsowQ+yn0nS1",
-	"VklDjmkUQWJR9NotLw1Dupx4XUQnckICbXbs2ZYlz7cxacLphPiGr5PtloALskl477t5OY7afW9dogy2",
-	"b2dBYgQ16qim5KQ39qYFK/vTHdbjeDEtuGxHH71YnsfICz5Y5VavibXiFfvY+HT3u8IvDFWyjTkdmPXV",
-	"iRuKVOOUPi3AKiQJ2QBaY/eg3sp6sSS3pczvwDLrMqgUIqKfWBnOBt6glp5TkbM0AiqOe5xihDoJpNTa",
-	"Wa4g+RgYYyFPrPQGzcS721/bOCFuh1FMMr3HNJDd8xfZ8ntGS1acrvm1vGMiLiTf07L2LlLzASStnV68",
-	"J9p8tLuhOt0W2EvhuW3Wu85B8r5R9/mXNdVfbhIOoTsmxlVJ90PrZ0OuRdt2/GDIMuGErSTgqcJRL4z8",
-	"CFWDWAUVB4FLcqEVCm+1YpUCm3ek1ELNS/1+wAZlOgOrr3mZcHGCf824gEfKmXpumQsNAQ2vYR6RKgvp",
-	"coG+oD50GxQN3L0Y0W5vum4yCCnUAuyMcP/7cJzz1q0QBEqt6NYsBZTzm+DK/Sz4r7X15VpSqmQiMazZ",
-	"aRUtsL1DBnaIi4p2tcphm6mM57ztUn5yuD3xRbu7HYYYRbfcvITJrkOBSIO7a47G4G2I58enOvnRZkB5",
-	"oKgbNuJMDvD6PlemXegs7rt1J7W9+eEUJlUVlKmclNOybM5Mp/J6MsTHfzDOWCHLYa9qOrxG56dQyf+a",
-	"53csNgNBKLxANLyRQTyEEa6iec69bUGUCReLks3AEQCv+RjI/5DcVQ5IRaKyhzWvmOoL9VNarhWhhdH7",
-	"u4GUvU7YSspVMoVNSogmhmZd0ppvtq6hrEL/DdVaGd9bOKXU9lT5kt8z3KX9ZDkzBYrNuEXXknCl6ugW",
-	"JgJGoBV8eEJANqSiALuOdT9DSOsx/gL4fHIjSkkLQosCPhhP08G0tY1ZW9EHa/T9ZpetlnzOzMYmDUgf",
-	"7AteroBlOCEvX71ojX6CneibsXai7mQSgVyiu0e0LOWm5eQByRZqYYAqYNc3HoPme+072a0Oh452gi5c",
-	"0Fcz3L33eKcuhTscn3WePvKsm9n+uHOOKQSBa9Dml6sRhz7rE5rdKhuGd3Na66Ws+F+B2f1AfmS0YtWN",
-	"M0b8WrNqS24qnX+xe/QFGr4ZKQqHHMZtXGc5E+zmjK7pLS+jyMY24HBtRP2cr6nQIJ4VEj0DpseQWnO6",
-	"YhU9Xte3JVdLqOCdV3K9lIIFP8JfmEaijlV9i5GDWOtXH6t2ncEWfZ+hIb0Jz4zvaS0E6pa+Uo2sQAaK",
-	"3MlhUyPRzHXeDGAX8zs6gh1zVFUjdbVFrJ1L3PeT2LvzB6PODkfIgvbG4OUWaj4TNsr1EkfcRLlmB6f3",
-	"lJedsuqt3XhblyUOIJZ7FHTZidJ9pkhlBM9YWWVtxH4Vl3NVJ92AHL7MyLqsFdrbGdgtqu1YaCgv7fWy",
-	"GtNfy0I9EpJPFB8DGI6Y0dRnFfnFGAPUAQua4mZ2uTVVdwClMYp/JbKVXDBhcFpR1UebkItDcmMfewM0",
-	"RJPKO/Z0MggvMGp6QCz9e9HK4oQZkXklV21Qw2eKyIov+Fg/6LgUl/YR7p5/v9vtVYlNapfkmkgJf6w6",
-	"RO/2PsFcOlsVpRDI/TXHW1jiy/AwNkTzTFkIEiMgIiyJvHeWkTgbKNg9z9lVP8gEvuQi/p+psM/RdN8H",
-	"RjOqkeBmTJYVb14ZS7Axbm55dUYsq87IVZ3njBVoLnqbKtmSAodojzzbWfRe1NqQOFKVKcKTg7ShRhdC",
-	"+eTCtiYhGrSupEeUOgnb2V//QkaipT8YAzylvTCTLxByyB7ysi4sAtYOh/JazMsEt5rOJfv7eTFosRnD",
-	"xRIb9D8lFymXEKitUDQHBY//kLEFNpq9zy+K1Sc6LTCSAKTHnym3IQaG4S1Z6Q38G/ukKwu7zw+yA/tx",
-	"vKb4gIHDm8QRcMsaTDHg8wcs+HoP4eA4LlrpW0a1IrSqoGrONy88vGgQBGwaI1wfnaCb1qLaCfagEait",
-	"YLQouZiAQRywkxHn9CJ4u/1xjzsj1EJwSUCv+t+zq/t8dnl9NoNvb0Kl9gSQhwBGA/3RRt0DSwXeHtLW",
-	"0BgI8+oOL9y29tSzHbpKEPBHKvicqTFXKwLURa5JhxbQe2zfazUVVKPvZmzBqURNdnI+V2yAl/wM8ekB",
-	"ggqknmWPFrtSl11kTFl8/Qa269psRXy/YJcyTPZyg6YlYSKXTljtuKJlwfIU2hV+RIy2w4Qmh+9evf42",
-	"I5/WtcrIxdnHz1iEOeGm/q3EpwS5zS3QgUXTqgpWnZAFXStyy/SGIVdbgWsXQ7sa3gTkMOXGb52jiDYB",
-	"Df6JY0H0obb8u19DskszlYT81Qzd4lcOCewfw7l2xTGXFOZX2F1UIJ0fZAcgm6d0/Ys2e+82HrLmQ4jC",
-	"aJHXkbUA2Cvyn/Iizp0ZjMexO8xZDt/xYU7ovnmmbJr0FOINTG8xbFGu1iXdxhEsza/2otMSg4jA4Rzs",
-	"RDwR1khDA1ltdvPwzb1EgHEOz+CDE0I7NIPuQQpIPBvDKkaaMyrr9B8y4Vkn2pBxeLwJ+M8Y3xmJDJEa",
-	"zScYlb87+SbmYdBsNcBEvAk4pB27Jh0S35VUOvMISCXBbwKm0IOBLeXqmQI/0j3bIc9R2qA7wSC5uWPe",
-	"bWnsmeuInvvriC5qOultMcez0uTd9fXF7O2HP5PPlx9cRGnnsu2ofiNUAtNWx/EJWUJm07v+8/5Da7MS",
-	"Yp7sDd0qstR6PZuX9yFLdb9FGWldJVKcWwsBpkQjKEHkEDpKRvg6TOMd6dtNILVNzVIP3FxtIYhwYRmr",
-	"peCrt58jMlw6EOfMhaeDFDQRDc7f/UnE5y4PgRxZ5qAJJ4lQodjTvYTGiEHo2ekcynHms2a9R14ZE6XU",
-	"J2HvKoF/jO4uBCuuGBP717Bq06kHOtos+fpzVab0Jy0RDtkszM/v3l8QOZ9jAvaa6iVW3uKKnF68H1Ee",
-	"vL0VwVXSvWOUQwEKaLSxNTcHYvg8Dl4atvRvy2E49tK4Xu5+OPqOCHjG4+6I7qb2OemC0Z5gsoSdvxQY",
-	"JEhuGfH+0uKYnIrICrUB8TDQyyK7GJ7LBQlMQhbpGIjHmswO35+dG5J+c/3hygLHHZFblssVUw477rDS",
-	"+XF4FO17cd+ir7U8DkondK9GGHYuheailnUI8NCjXqAinvDyoZMelFTzVlPIHpT5Z2aB5opphYnvWHd6",
-	"L4E4ESUXCCOqMa0oSea0GgtH1WxDqpPgFJDDtpStnqFCeLRn773OukiI4yTX3dMw75H8tw1e0oKZ63UQ",
-	"D6HMDQRRpjz+bR7suGtIzBH6ilBDgjH52aa8NzuAa4ocAkA+zTX58ZkiTNyzUq4RZ2E0R26ay4hFJZjs",
-	"5AmiL2LySgz87cLMRkBIqjUyPh7tDWLTpsK8JXDXLptVhkBZixKAEEum/QhC5BgDqANb24Vh6722/HCc",
-	"dW3Iv7ey752g1droaewecv4s/1RLCoAkLOnwgr1WPIpA8JFBMHEu12B4EQVp3iYrWrDAGLNimOJ+CHE2",
-	"W6bbGBe714ltKIp5vGOSGWVyf+us2PZWsXoEoG4eakmE3Fj7FdcQCTQWCgTWVKU4PKmYUf8gyQPfBLgg",
-	"nZnONLuVtCoyV+Ui8+aWNWP58shhg5r/XrFfawbeE1hDX4huy3TvWiLzwb5HLeeSqo+yYueJabkkipWs",
-	"/IzmsizlJp4VIdiDdmNPuAXD6blLCdxesTOcSk6cIFFMiFJ88rCXPa89LIfUExDU3DpZx2YHRxM9Ondc",
-	"FPvY8dHBMhjd3o2GidyO0bPqp5eFDMefrC5JdmhqiF1e+PTLCbECp07bacRZTKyMBQWYw10MpRvJlUui",
-	"cULdCPBB1/bQHIf1mJiEfmIZHqgAZorcF94C/oLoXrcMQTypDWVxusSVzTWLQXO2UTpTGkU0E8z8alWv",
-	"tiX6njOjCqHyZM0bbfAdC5i7gosJnCfmi3T3MRjFU39XxTUXrL3WawaEvcb39s/i+ao2rDSK+McQQdyn",
-	"QDlT2wkmgJFaaF4Sm8GNFcEmJIX91MoGk6vjKWpGLENrpNJhXryGH3dQFhw2Y2o0hicWdcmKc5FSPS5K",
-	"KgQrCBOP2HXfDxyugZ5A831EX96zN+iVkSvrjfh7dmBN/fHT41jef0guuv4AcBIgyorzcYzggF7bEs5r",
-	"YjcxXowUPCbhEEcYv8x7I0CupVyNxrX+GqrN5ZMCWMN0WsDbk7Q9s7TjEawvobMIfPVvhV7dIuJe1Gop",
-	"V+aysSU2MTQJ082EvJXFNrxvPq0h7OgM3k1dM1doG1ynfB0orD1Tzoi4RtYu27bHGOEN+gDM/fcVHAAd",
-	"I67Rl4yKo/4B5qNoNK69ntCGeu4M8ACGqjasYkXmLLQo/pjBQ+zuuYC4XaOFVAyQkIoM/2naCv06JaP3",
-	"UOqrCp4HS4JeQFvkQw1YYKHbKPmEJDHuMgy/GLWUmyUb7804f5w3ozOdHndG1+/hlAk32sQhh0DASzav",
-	"mFpGrSNSQ9J91M2fPF490Y+CbbCBEwcZA1JRgya1kdWdOp4enuAar1phCo+MRnBxkq2u40u5vpCVBuix",
-	"+K14eX1BIK0FjgmC2rYLz492yYZJPXjoJtTg5RVLZHNWLGfmjBuBA0cG0be2rkQDcZqhg7Z5jWv4pXVq",
-	"bWOGElOZcEMBAlRA5W6coV02+w1o6MBCzIoCQlNeUr6ashLQ4Dge4aHfRlcE+thUA5Ib4a5wl7i2e39E",
-	"s8+uXdcF+fzm4vn12YVvYZRHpVpLxXrwKtzizWXVRvVa3L76/uX3L2clv08VMioRZC9dfRvzW1nR9/0g",
-	"dfvdBzQfu8U+CxFstHAnPEKmV1VEYbi6ujwztMZyDfebXy6nz9kUSE3uhNykPeYx2Ql4RFOywMcvusvN",
-	"zdkHiCRuuqEqP36Hc3OMmRo99A47dOckKLwK5Brykoba7IrulN+pVQeZIgx+CcihS1tDzPYUJJT42Wmz",
-	"3MzlKLdKomlpbbENbjE8pwsmtIVUC4CXre/ZBWqSQ+7Xl9zYNo2ydQOXuxRsVCZucHf8Pet/+SdZsDPs",
-	"5zTP2Vqz4uDvv3QWJa6btZdDuSCuvktomL0l2dlHGgFn/ECVJi6XNpmAk2JoplUuYlGtVadZM7JnCghg",
-	"Sg9x5Q+WdH9HX2tzB8p1hAfMTLVZyl5drelivzwvZEmUzCsWnBq7lg19pDOeR0gVsgIhYaKMkErLVmuW",
-	"8znPd4npxEGnkjUHsyzOKgI+2MHI+O67b74L88tevPr20ddqBxft9bfZEET0xPuo08E3r57ipug0+uq7",
-	"1zFpXJdp0BKgJ4dtctJaFX+NeySnNVWGHTWy3jF5g9B15JsXL/p37fvX37awTV6+iO2ZYdWtwVp8vZff",
-	"ZTuVwzCiSMvG+Na5E8yNAdeB82ujkuwx5HqumMObCPu+OSJcKM1o4eKYKsgIPCEvbNOQL+fATfpQXial",
-	"LcZu7x72cumu5f1wlVF8p6JzKcegLHplSt4IhaPI9PetT8P7qPVprZdnFQOFJ2aGRMX16oLk/iWCJSkr",
-	"I4dzbZ1LWEoHY3mV2kRr8S6purAP02Zw6hswO+36CRs2y8TKOUD+Qd8V03UlUhCDA96bXV2vVREWgxBh",
-	"BewvFLZOOeRuuygJJYeWEYv/Gw6FpeEpNNNqXghZA46oTcDLl7QsGWA5uEq7A92OgdkLtjOEVpQV4u5B",
-	"BEbugPfGq9S261iF2obKMDQo2SXXbV1UQwkn75JVsmz89LKyoA0tMNAovl8CbVGxqoW12CxMRmqEYlyz",
-	"agdAtl9j6rpZfP+OJrLWYWiXG23W8JdRhzaN39c5uGFMVrce5liEv6C1CRLwDp95BOoftnUNYMxDJSc0",
-	"U1gVVXTXIpK+Vy5kxfUyfWD9G6RWbb/+xzffHWQHV+9OZ6++ex0VY2kImvWO0SKlsua2tj25sb0eHx/f",
-	"kBbmFlnC9xa/FtFYfcIxcsyGWRrivXx7Rl69fvkHMJqZf/zh9cvXwLyRbVOj5i4zy067TDxi8orGJSG9",
-	"E3iKOhgO095jGWG8KWckGFnweyacSg72ZyO/F3KVrO4l7/ojRgKmBiIlYnQaIsiQ9C0+gB1Y7qqE4BJi",
-	"UpayDN6Jp7bKTvxu+VVG6if8r5qWtujdupIaRSwgGRuHBsU9WwOx9gMhya9Yit0Rlnn/AKknSlZjbpgY",
-	"Y1MNsLO/X6JLfu/qnvUuvL27Kjazy9Xaf+XPn7tUYeHNevu1HlVXVN4FDBSpMAvOLe5H/KwFM0mxlauV",
-	"vGOGr/xoGOR+Yi5WlgYRUpnmZob4JgUWY1aKyoBsoeZ6XREArzN37iSe6yfk5tLConz1orcc0YTskN2l",
-	"i/NlAKxG3my4Es4UgAYsMBmm2Mc0AvNRMhIbHu67MjDU4TA9HMDg/PejmlN3PGBFhohnQKC97oqwWhKs",
-	"qlfJlfW5iXILLLhbaCZQpl6++j6m8/MVk7VO6v0/QklFy3E2SyOqaQintmoXeTmgzn/zYgjhByrVxq1C",
-	"sIil3JhJu7dOCK3NCgCD/fzmAtjOnJalIlDUR0tyfXbRxhHAkru54SV1sR6fHFpptf7h+XPwVWi1Vubv",
-	"z5cfspYMZsV6IxISLuaScOuGxs0XjKEitepqty++/b5lPPp+TI7pCIqNH1aH7IqEad62VGR2OCI91QWX",
-	"Z3EgkNPTM8D6OEXED7M8iP/hDe527ktqMdbicCAuDjZCd+/kBtzH/sInWsq7tt4i69syUFow1AjckFUl",
-	"q6S9AVPCmgqxBY9LRfN1NILeqBaVLemtaiOaedS4uXlohXKEOSpGjnjJ+GIZC3OUBSsIPh1p8Z7MTaDi",
-	"BBV+pSdLapTcsS3M3c3aQawk61UuWDLYwu03uBohtUewHAK6Mb0wI4rpep1ByAp4gApXVDXK3a4lOBNg",
-	"42KUFkZhh1J3gClm6c+qWJXSfsIjt7eHxUFYvnuMm1Gwkt8zQ1m4UYd1AaX1dL6OTzOZ2G5FDpfWLmvd",
-	"1fd25UNesNS5f/fq9bdmIO9evf4u+vGGF3qZomJ4uE/0BqbWg6yIpNNiHVGGWIsrqOZ5TdXd4+vG1aDV",
-	"2HIuhBJb8lpTFQG/ilV9ifawU/YFSI2qu6DoC3wImTjE2i+NtPzU9V8eW22yr8RkLcwhfMPpQkileR45",
-	"gfYdUjQvOU+mkEXEoLxgglWDFrGwOajnlsuyRHfLRCPYQiZjlP4I5AHDt2X0juMtrOjDupKx6f/ZFcP5",
-	"46ePp//74vLT2dVIVr+Qlax1vOR+U+aieWv0DbKydah6xW6c9kd8uSdwpmuQhcouRcIgsGbiLS/ZG9uC",
-	"rHqnZl7HxL6i+cAjMlQyZ0qdkNnLRjBZl1SbJSCFZK7CDPqxxt6vFZ0PAwnSuQ5JHnN2q8G0JyjC1vow",
-	"5U4Oj0BIoC1Sa1FIfHH9btuJuYH2nOWPnjySRwHbhIgYDhOJnOH8gtaKXUtNy59imqB5QBa0uqULf3Sh",
-	"9A1W7jbdcEEEFdJe3iOT5Bb5BatyFstH/+Nub5pWCwbqrfnEPDz846c/nh01VFVwBflJI8lnyej6tCxl",
-	"nqhpDT+DDdy8BAZ18wnBbRg7SfPJ1VYN9QEt282St5pywYpGBrIFUMSCTCisnRmx549536l1FtEitr35",
-	"Ni/Z2Gmq5BSRfG7dRJ92jp1D2dnSzuoHo3Rrk3WpP6TKnpN3EZUgIUEDYiYq/F9E3fUl3W63hJKVLOoy",
-	"BmxfFBVTMRrhAqqlVMBCMc5MVuTmxTH8/w0msZQlMatSzWnO4vLkqMxAHB2UwhT+MO1KOCVXmoko/EbY",
-	"motLoLmuaVluya1TcWPORKWi2sj5w7qkAoTMXe/VrVkc0DKjc8bpRFQNnKYr3qb8aNs90DXPiOHGGTqp",
-	"MxulO1tqvc7AEpERxeFPUAw27LbS+YQwVENIPjXHGexbIVd0chzXeQzdsRUdRl04D/u1pqWRrOEJ1pzG",
-	"YkyTomGTAGHXXp9y74TmoD47UNfthxsZ9JX5E+NjJt3kG1oPKbUhsYGDHff6mSeqdZYxahs6sudmQFp+",
-	"Crks7j+8dMMCDHWsweQZ0AQDbsDdRsfTpR2K2BrkM72lK15uo/WGEAViDi8gmC0TLgzLijEziOglP7Pb",
-	"K5nfsYjltqnY1lutTyAYPtTWxNA5OHDQ9zNlAQQS2rjityUb8JLRsjQ3WOAtc9EbVAfFI+MccMPLIqdV",
-	"qt5Aa5DgWFdQi5G6OuLu+2Enuu8pLHV30ExycDcrumJxFFmApQYLlGnBRw+O3ceBYpBWd8AOuAU+Bu+i",
-	"rTcVRNklyi4mlT5Q+s2Y7Yh8BWRvX/KZ3awspUMEAL+Z2op8mIlpzBQN+x9a6Y+pW9Gs8/+8+vQT0exB",
-	"2wWZuth5XamYefbTmkJwhlRgoyGHN5fnf35/9f7TT8fvf3pz/r+Pr87/180RXBtUKUODWJoK28PTpeoV",
-	"IxVfLHVY7Nsv5a50cs+GYeEBcuHcogr13zyfBIFtypwGCu/5CvuH6j4/bi3U8f3Lo1SoUdSa80kQ3PiM",
-	"bJZba6uEmM+K2fJDifbM2hR9Q96EDmBs0yImWFHF3DHAcHDFc7P7RpJO2aNG1hpvzlbF5uUELUexXyMW",
-	"eiNJ3YPYBBmrqHYcvszIq4x8k5H/9//+f7wxdEHX6gQqQMHixGeNLXCxODoBWQVWC46/2wgsfKCcSOWj",
-	"SUZMIc4d3npWdmK7A+kMevJXV2V5sR9I4H5pUYR6Qi5iljxzRzjY4yGO4vnBezGXcXePlgQ0+ym8hNZm",
-	"RXQSRhXaXTJSrxcVLZj3SxvtoPnUAfgiN1fgIaoxJ01tWFzGh4sxish93kgWHPz+SxZWcGY0X6JTMLO9",
-	"9t7kirHGezhFnAoFoEiWOlS7L/k9Sy+adRCZNxXhRWn0dHDGAF4fNR/bkhXaHFqozQGQkHGlCO+U6+2a",
-	"JRz/zQWuMlwmGrts1JKuGYlcV/utkBcqophtMXfGBWT94q3naTMjFSspZFRbT9HpxXtyCyHSqDH0sOX4",
-	"HlCSl9zQEr7kgN2xYB1sREO2lgNAJFI8d60XfsrzOFLVCD2j2K/xdurb9PXnV4MErzXzWNGtP4GHVyyf",
-	"+fdnF/blo5OQ9BSD6wByByGyYT5n1ZhiUrBx7cFmXWbRIclgify2hMckOPIxZndF79nb+WrNFtdstS6p",
-	"3jOu/hS9gbksDE+wTRmSwvBaTJuEwFqE/gzeNpIOjOAo4c7/keuKavan25hn+xotnVgS7ZZrdHJzQe5u",
-	"uX6uTsgLUjIbJg1VQKBOt5RqIJAds276Qtmz3mCDT7Ve125cUG3ihORyvbV8CYKJxbpulY80z82G0xzM",
-	"3pCpuM5XX2hJN/bPVY1/Q0DeL3sXiPc7FM0OAk9aJEtaV/S0WsTCC+oKLgO3wHJtma2yfz7HGFGIjFYZ",
-	"KfmKa1QtZ+uKKcOHZroWLDP/lnNesh/uMzIr2T0rMzJbZGR2x7Zc6C8rLjIyu51nZJZX5r8r+mC23PxY",
-	"zxX/K7TBH77MV6ZRWpn/5MBxZir/opcVU0bN7AHeM9oCDtuQbTDySBLV7n3RFFl+tcuZ4Ta4jCJgWIKZ",
-	"+0gNQ7oRYukh2Vcvhig2FbBhO8fH5vSs+QMr1eQhfPvN8BimwFhFaNVZdecoMFfbnZj44egx22K8Eshn",
-	"jLaHYHybZWukK5XLNZqpqNasMm/++7+dzv4Pnf31xex//NL8efxl9svfXmSvv/n7f0tGKoxhaVjb8UlZ",
-	"mvm/oe3pi6SwZIIjm8bUlq9AlVi+ev1dH/tKhGLYjuHpI8jzD6+/n5aa1qKU1tq0uH/qZkVwvYuSin1v",
-	"1QDDsKTimSKKQXGKiGsyX1IhWPm+SKVM4HMQS7DZtq1z8Ng0rO0l0NEOmOvg1cMT6aitFNcJTphmJidE",
-	"VzXrFqKPQJoOwtqZdR7FRRRbrJhIx6C+5SUjJTTRJNU5WOKTAMak2VUc/wtz7Yyppt/NOY2eZ6My/B9z",
-	"3HYt6ac/naJH+q/ORKJKqRFAknf8R+e1IbbnP7Kq5HAvfr4+G3Mfbhi7i9myDUXiM+x0vBbkz9RVKXdi",
-	"yScFk9tUKL9CfrTJ8yxL9ui4LCsRUyhzRZwJEGVj9GixsnDOkclGXyvgQdvtC7NzNgblPTF4O3oUR3TR",
-	"Tssvb2wLqtcLsZZc2MsOJrWoqNBozAd3FXiX/nh+TZ7TNX9+/+q5Ynldcb19HvRwgor5qlaa3Jq1Dywb",
-	"zoLhskfbTLF/EpNpLZx1ksp28tSejOZ28s8i9AcB+S6JWNFVJ/DWSNK1y1acnBXQn+Z6ElbWINSIOdq8",
-	"WZGCLzjaDaAs24YrZr1F+I7K8BXzv9L8txYFq1QuHUbTcrteMqFinL29xyPFu5ev/hCX79bJ1GKXZ9nk",
-	"2loDQykXEI9vZn1iL0mbP8dEXm0xC8xtSV7WSoOBawsz200+7png9/3JWzbw80Dd5wfZfunCkezgIMVP",
-	"SPJrLSG8pSIlF4zcVozeTdyXf//LwV/+Uv3lL+KXv73MXr76Pr4TY7JtB7fCDzuXpQXkFhIB4Ila03yY",
-	"87UG/sNf/qKem1G//jY26PH5u57MolwE7sozWdYrEddvc3iG4Q14s9pQrYgjPrqE2LhnApHkTP1TXZYD",
-	"LmBshCvy06dr8tPnDx/iUtu64itabf/EtmPbWwdx8PZrc2Dizce9GW9YXlJzBm2r5q1hE56TKdDv4Fah",
-	"NYX0jn3Cf8fL4RpZOCNcFOwhI7riiwWyxnvONrHyD2bQKrVxylZChuIGthEfUwN9+Ikrm9oOv4batx3D",
-	"eNGtRZaxahBFhF7evPmAGGVG2D4hYC4SGnPHMBdGQJn2N0UJebVGDQDEi6oW6CTRkqzow5uiPFvSKm5m",
-	"Lory2r3fT2JmOBuqmuan6Bm4v+lDU8lNouZQE4ZYyY3qLANshtnJsR5IeDlu/bgGigA5AAd7y0oJdVRk",
-	"EAEFvLPd7cgIArsE7jD56CaKOShAZFBVAGjLIsEP+/nax66ZX+YPQmeTo4cQ0Rwu2b28Y8NZ/ZV5D9L6",
-	"y9LXf8JzZRj17pm075yvZR6xcfzENh5PgplXHP8yjaFYIIwcp5iVj9D6ZUaR24A/Q/d+IFypmhUoCJnz",
-	"K0vzB7ZMwZE9n+DxNYMYJ9CBcGiLprmxQCIDrNcYN4jtK2svWHTHBF2rpdSneR4NBz0lyr4BKd5KEayM",
-	"GfE0JFDDIHcGsrU2opQ0HqUwpsIodmzhhTeyuutWHunN5dCJoqjXvuUM40WdG89ae5AVLhGeMpHlEc3D",
-	"unRuQVtlFYMFIKWMryD4mVbV1uGJNqs64I7HaWRuubOdAqTDu7ynKc1uv0QFciIBqKXcWCsjTJ6LEvBn",
-	"HVV4kCSjpADOANWa5suVVbYdmwNmlh24z6Im0F48M4tk5kOwYD2btObXL4bgmYYwyjobZlelb1eurEUy",
-	"Wg0KqfCZas6hq5PQY8DstV/uF67tukfjlqZ3TFjc1iDwhCvyCTY2fqdDyPg9Te+OA+5yVfl9pyNDg3sA",
-	"kzwbccuHkTtmTRbjsYY7m9sseBgE3J3mmL3f70yewegVIuaPIJDkLl/TOxZs8T94YxsQgVHHbXdxIQv9",
-	"jcxrwz7gaj+tC64vWTwsvvWmT1MRht25CGlXaTB26AAo5X3cFdqInSDghyg0YxL9RiU8ulxSqoj/YGqq",
-	"Y8KTe2ZRYOCxrQG7ruRtaeaCoRmi3F64X6z6MFqf2d0is4zRiBzsYlC4x1W21i/70dhKiMP6C9R9wy7Y",
-	"A1eQty2MboQyrYLkrc2o6lbtRL4WEXVmG46sr0wilM3x1aj2Yyho/pbWz/IDufEc7gaU2xu6Xt+ASHTj",
-	"sEhvyCEs9839UiptH7bsLjeGUqouPxFGpGzut1jsyjoCynS6XvtKE2h8ccinCAtlmjW6DFi1/ehH+aPG",
-	"XZ/tcsZ+rU7AP9Uy9FrPmk0xHfYOTgNw8DKL6kisz9STeN8+eMcbWP4h25YLX6j50PygsFaMKyrQxkiw",
-	"YWtcH/12vrpBgFyHP/h0VANkHwn055WuISND6RPy5YvdrD+bf3/50uNLivXy99Rxx1ldVPJhu6+DfF2X",
-	"peGUD1vAK3J1tSYeRS1dWTrChZaTbLreM/DlePbL//+/HTz+bOBwypJI8VigJCSUPnoKpk73dY+kZ/4v",
-	"hpKEAEAnu0BJoDYAXF3jcrEuGlmRUi4WuzDAw0BJI48fwEJYDa+HAiL+9ygkiTkNnjLiV7FcP9FNDDV6",
-	"fdhDZrkUhVWN3vj/svdoe6b/lFfmf6XbRa6/wuWCoJjTyHN6ZMRksvjKV8TwpfAPZmtjGFrVD+bj6wha",
-	"jbS0CTbA432ttHimstEMaa5ZcZlMHXNPSL0GWPclz5dkyU3rWwS+dm2MNMcXVNNbqqCMYgJLwjxyM3Kv",
-	"ezkYICZG9pXOiDurq4oJbVfJvTey2Q0tR45+U3HNZnTJaGGu2qnj31CdL1k/JA+1VQXtq/vgffllyiIU",
-	"EduxzhIEA43TsCFvi9sf9XQg9luFNxHClDfmV/j6mFw6OC2qiKu56CNLCqbMZGz+GtoWT0K9t+BqjWMk",
-	"uq4Q3cvIy4S2qw24igUhm3qmEBaiz/LeDzIUzP8UP+m/rc/sTY2RATiyJvx0997HV0YWa3Qpl9js4efP",
-	"79/EM2JHls/zOGcTLV/jQCM11DmRNdAH8BsqclYmkm5dkam+MVdGrTZ0ROZc0BJd9AODH6yBNi01gGoH",
-	"Mdcubt1X1bopfRHr4KdWyQyoDmAhsTkWv2hOQCpdGQSNcZUHqLpjeFa4hnjGOy6KHxKwnr5u6ugzgoXl",
-	"R7gVILsBti/0KUwjxK5nwa9x1vIyeLefqwoaLli7LFsz6kFueJr3RMPS7lml6k7Fgg9DrRJ4KaKKxTXK",
-	"Vv/DFajbQxhdi7q5n3yp5wz5vK2F+fjS1B/RQAVhJU9XotpNdM9aZe27bnyxavtFtF61+o0KVkfOYF/V",
-	"6jZlZLZKjxk6Fq5uGNIJuarzHDBZMvLWMvZrw9g/1Rgae2aZOhgrgC3Hyxe/8UzsANLdLeKPb/4gO8D2",
-	"D7ID18FBduCa7zkQFyXdxipKnALsLdQ6gAxgjMqiO+dvumq1M5DbPvC4mJ02JWFXcr1mBSRapxCVFbFv",
-	"kVuWUwcDYKdaGXFVS0lUKTfldmS38/7+JkwgWVb22o4RLGpYDsvVAcdooYzwOaFie/wUtkwMZw73PY74",
-	"BYuWatEb33kR5OlsEyAH6Uzvpdbr2by8zwj+tVp/m5FlqRCebACUrGIrqdlpUVTpNUU5FzPnzZXeeA4Q",
-	"EoHr1O1eDQiJzQpOlBBHmH3iIE7DOvyIjHa3rdlOMHOotWOtySbnPVhqd6L90egezXD10gwZOVP8pm42",
-	"z4JbdEUDi0lV8AL9fh5fY2y5Itv6xAvQctPI/VcLkL9pFGTr49DIHc551qh+iNvTGl8n9qJXz9hdmcfy",
-	"jenFrXCEMQoYLvHUXtEeKqrkwzapg1/vVN0za29TWqxijhBk8mEbCW95Evz/x6/zoJrUnecJ3nVc22BT",
-	"l4ll3nkeyrwxTv2wHadxoxnW5msNzkDFBa/uyJ85zcdjENkTsqHNXTvA4ewUdhlcexXdmNLEZcOP47Yd",
-	"4NRSBIWSn1RqGun0AIKWG1s2Ckd1Yk31DhEThyqk/wjKrCpy6LLP1rVaZu4YHD2JkNGOzUjMUc7nJRes",
-	"75IFBXhjJvMJX5562UoxqgvAIMOQtMk9VHzBezCj7DJgSQtFDtd1WVrxBhd+zstE3Ql7+0Qy1+zNHG67",
-	"FRjhBsGAuybEzt8hiaSA5iKzEd4jgT4x6yFnbSvcCaFGzYSjAcEeiLJtRCYjMu9E/u1lVLGH0xtVxjjT",
-	"ghrtdOD86Yrmd6lSXNDgM0XwpfRqD8/i2rQQFSjSNqIPtiqmrPRUWn0SEbIhkV0Wix1EZElnXxpjRbJb",
-	"O9qK47Ia/tNbccKJTiAyd4+Nt9tcuTyRf7jdpnXMI8QAHBsswXj/2MpBJ/6+cPidnk3CbUI3dBvaYrCh",
-	"g+zAftZjUsEjG6VLVkJSHIWaBcj1WxonHlpf1TAabR8L20fMKvt8JBXl6do7GVTeyUii/tbjqlh5aGmY",
-	"8SEgtBw9YfmqaJPpZbiL4vwiYI4Rj1xVsSYhpGDSgclEqUAB/kYcM+oKsTkcPtC7v5JDaGjsaIcLH02a",
-	"fucQwlo4yogeufv8HaOlXr5hmvIymqwqFBOqxhx+dDMX+LKTAYyUHUsLDWAdorCZmNhtyyfEc2jh0mbF",
-	"e8hJjN+LuR8gOqYL9kDsZy5IBxWMFTWMjY203UFAdWQ93ouC3/MCLk9YOYzIH8+hcb0hLj7Gny22wDiN",
-	"zAER+NCIIFc0eqhLqIGadLw1tr3cxhXgBy0AEyHtr2ZX74TcpB19j0aPp3OduAgaulRN4EjQljveH1zV",
-	"17dg1oc/z6goeIHiydWy1oXciERR3aG4C49FnAhc2efq9FD1DS2ESxHsYtY+IFkrAgIJuPfUuySiyK2B",
-	"tO1TgnoLBRQN8+iVTbrMxsr/dQwB8J5VtPRnLOA04eZCabeCAUQvoDMIek952TEhtWoYx7fzRy7MHe7g",
-	"tjvdDUjHOIWm9eiSA5c7X1Fe7l8dNoCTUUwUhGKBQSHNebKhmGxl67J1Ep/rBLDBFT5o3LGAbGoUOhcY",
-	"Zj81px3Cb9Oxga8CTLJAsZKxaKycrwHuI8C49ecE5jCcySrHrfRQErmyQTgTVrOvAClmVUF6o9snLsgq",
-	"KBY58gayWxEPw4BHs/dvvB4OMLkNnHEkW0PoflyFq4/XDZiMq8Yd0ESiJid8EKGrsDXrjXHJ7kPaJuQs",
-	"2YZbJRvDRUnvfRwp/EeqeA51ds3Km82lt7LW/qDbiBDMIo5IIlUMMeDs4jMxT7hmua4rBkEkXui3knFT",
-	"3yxu+PuqN34uVyseO/dYaBcfu9pE1MZCYhn8DkL/2LKGWsoyX1IuPDuNtr7hWNRzp/WlVDoO3vFOKt3C",
-	"PQtEuq8if8jYzdQp/LXPlq8rWdQxbnyBD/rwScpo0UZwTbfrFwJYmy+MtRNBO8FCmHaN+hRS16d9d6qZ",
-	"ql4DrvpQ9q/iIo/2N5Kljrz/R7kcYAObJv1JaxdVjMpynsKBwjLkLeE6dxfE7Xua513KkiUKQbWo4Tco",
-	"+BQl0NOyRF2hTZ2jtSY7CzPNKaWe+hftmqqEXQdY1IyLsGIv6Kw+Um9fWEhoqZAJxJ6SKn0ed0LCzw0O",
-	"iILQy5Zixo2sZgOIkq2n5KGregUQXQMdLKktfloLsmU63U0tYvziKqyO7fpAZnFCRF2WfR3tF9GKytIn",
-	"UQ4gl8HGADwllG225ovGuADNJArW1ELQwWpb0EFOBbmFOiVkRQVUGUy3OViwEJrkitiXiZCbhJRWr6HU",
-	"2kVYY3rMQG1Raot+aOSlFQXEJYxRVQk4N6ruUuBW6g6vcNAluK+b5gpqjuG+vvm2ghRsxO6MW4TQLG9I",
-	"ra0DEp7Ffg6SjmiJcRE1JWgl2cA4X0DD5EaFYPRP87IWw7pUq8R5p/55r90grgX/baC6ApDTTK1ZblQ2",
-	"KHdSaqwXoIwo1hGjmmn1xdefiyIoTTZVklkPnzCuQAym4cJEjmxa6mpx0T3G6G+Jfj5gWo5dKC2+ArdG",
-	"ZIhLWZnryF8qUGzGTLsw8oesbK36WwY/xD2yw1xkEq9Ye1YQSloBKYQr08wt83SaPiBJfcg+aOmdgXVp",
-	"QOk05794E7V//mgeoZ+dgkiyWrOCUA08wz44fH/1iXz/+sXLjOANe1MLEMKwCG8t3Gfwjfoa+uOefSJW",
-	"zuCq2pU8vXjv8XXwfNmx8NUaHXTqH6DHgv0XATeT3eDjrt1xJ/sxnBN7WMcq3SX8S0+m8YR6Tnt3As2n",
-	"ode2FhRZithZuqblHbg+A/NoZ1uO//DyZePD6/r+twDpFjP9sNffmtX9nty9+yvBVtCtp5wMYl3tzxQp",
-	"6SYDLel2Cyjx+GJrwc2THdvni4j5c8crvu2gzrVnf6F1cu4QxVqr5UzLmablHVlE1ZAkRNenNRPk0EjJ",
-	"R4b/AvBKQQ7B0nw0AnDINZwaezp4TmCt71z6yI0Yq8MSXYlkVPSIbygHy4uW5uJIQr7sHgMIYL6KmkCx",
-	"5dupyQkD4XoFu+c5e6Zs+SmJ1VP6APQS7nvTGNJrSTc2R9Q0DSbmVoHGdb6iWKOqjjo/htIgg7YV0+GZ",
-	"IPV6vHCBTfSvS3QBeNEbAwOpBz2hiok8H5dh6wHpXNQixMlWtVAn5JJBDkZhQ0fenH84vz4nx8fHz+Hl",
-	"cJGvfAqP+yi61mua3zGdoLjL6wtiX5hCcemcindy45JYmdIUoGTM0V7cvvr+5feJOrFrPYXHxKq04vx7",
-	"6am12Jhki1/tmdXIO1kKntjaSY65LRAUUAZOuL0zIV/IOhwoPC9RjseU/gplIsAFRR2wTbdUBF1QLswL",
-	"No7X1USkoiC2OEC+pGXJbAX+jgujXMiK62Wn0sDHN9+lKg34L7z7IWzdnQls4Ord6ezVd6+jx+FRJSmw",
-	"42YR2g6Pr1tKYsX0Uhbt9XpzfnV2+f7H851Fgy3BLxpJDjaoXcjHNZCRq/PrzxfmMr74cPp/dWfzujWZ",
-	"b3Ym88vfvslevo6PW8hoxc5Tt6TwHBIAQfVojw9KEYED00jwUDaUls3WnxBK5hVTS1JRUciVbWzYPTwG",
-	"tuRXuW6vNq2hIGd7Hv+rpiXHiueGGWBl2R0aPTEjY1bRIJQsMWrFGbJ+leuM5Dh4gJTKwZVz+faMvHr9",
-	"8g8IxYjVNBC4GwtUtO5cgUWLYJBx2CseZ7Kt4/v58n3mAgdtFYx1rS22Q0hHWK+DCm84u6krfoP1itz0",
-	"l95QuVPea2Dtx1TrcGvsj+M/qPiGWdgoW17yqrigld6e0TW95SWPmucbe7yrnGx0SCgxCZbPIqJeGIXM",
-	"sMNYc76zLWle26nS3LRvE1XH12ZuOjjD9qO1mR+pOPvyuQN6cw/YOjgEqbb4OuEC4+Ttp1GTfyEZ2vzx",
-	"pf1N/nsUtmqPcrcK1aCTFD4c6cMP+xphwbItxzTvcKbhvmQhtfafkw/8nl3YXOSoMwyWnXy+/KBsfhHU",
-	"77ZwNnthxTWx2Y/IhNq7DADMBBB6bhnE/bhYl4lW1KlVVKFfIDlCEznIYFNL1MNVXCxKNjOc4/PlB0wx",
-	"sILweC+q3Wc03sV9/U+aVIPNDWEwhLH6rV2CohVYRSMSu//LfvkugxTYg9E+IfulmXj7YLpNHn8qH6dU",
-	"gPziTjEcXY88YNZ49wSXtsJBKxrDimNQ4DgemwF5X4YylQYYA2VYdFMXwXxpLgaj/mnyDf5jJZV2ftY5",
-	"X2A6AdTQOGzqKbw4mobr+82LPu25P7dOIrV5bncClWWQYFYtiDwsol5Y/HH1jESADTDKvVSZ+VwQWSPO",
-	"6dEJ/Ik4B+Tw53fnF0dB2DwAPU4+0m4S7XKc30X8fj1UBzzrAxd3UdWhYUAlF4AEaygpLM0CuoJF0aoY",
-	"Uvr4Oh9eJoPmXYyEN2+VdDtUuGMM+4fGbR54YfbS3AFWvlZT7wA3ydRd5Z4jbsahzaliHufTo5XO0jmh",
-	"ro0/RRNb2ouGGaHBjrSWsN2bERJqPVuxasFmaKCMp79YT/olFYuBEAdz/JdSyLpS5N319QWBb4LVVYzd",
-	"AQptxVS94mJxFDcuReGCEdZI6EqWJSuwA6iNgxsrNxAD0TIdHCJOMMVVX1O9PII6Tg5UbErlnNY+tLa+",
-	"p5hOd/l+GXf+Hs/yaXhePccPz6ohmCfj/sHJemrun1mw51u2lRYZxCtrzxQqC9vHXxH9nNGx2Q+MKvYU",
-	"u1MxwTZQ6a0NBBRhl7dKlrVmH3p25ttvIPa+c16kpiVxGxpg75+AlqWWssJQYiqwb9tysznYbAC43bsH",
-	"yN86v224UF7Dw3RwQCI7OsHWO5equRjzpeQ5y0jrgrXmB3NLghvW0MmAYGAXxe/66xdJkKax1F5y8CYg",
-	"ZNOaVVwWrXUN6H1KGajXjxBZzMGD4eTynlXqv5jE0sD0/CanE2/tQAFuYLm5VqSUOdWy+hc+w7FT+RSn",
-	"bJpZoG2PvjHrfbOHMfmf92g/Fl3lxO1N5guGt97HejkI/NbAVAwCkf/OcZ7CCvL0SO1dtJUQt30PxPke",
-	"8PZEYtV1RYXKZcGqa7Zal1FzzikWEYG3iLavRVhhXXD5I9cV1exPtzGQgWtaLZi2kRO3XPvs+rtbrp+r",
-	"E/KClEw7nAXsL19KqVj/wfROkJ76P9DpWTwU4xMGceC4wMV8QnK53pI7xta2NqVY161yk+a50Q9ofpAd",
-	"yDXkia7z1Rda0o39c1Xj3+BL+mV//Gr72pRIjVEJC3YnA+DugLy+e/kqqofrip5WsYqUb+sK1EW3cRIe",
-	"AFIj/vkcwnfxWlIZKfmKW7DSGUAM6IzMdC1YZv4tjV73w31GZiW7Z2VGZouMzO7Ylgv9ZcVFRma384zM",
-	"8sr8d0UfDCmZH+u54n+FNvjDl/nKNEor858cGNJM5V/0smJqKcs2n9k1zOKwoYR3M/LhCgohC/rm1S4P",
-	"AqzFOOiEJcS5B+MwRyJChD1H4dVgJawUNIft3GJzcEHW/IGVavIQjNwwNIapJvYOrYal0rFUcxe3bfBG",
-	"dC3G45A/C/5rzVA1sfcBJAjlEmtrjww/eP1N3Is/DBu+Vw3S/4+9t29u20j2Rr/KlOpWmdwCKdlxcjZS",
-	"bZ0rvyU6G9s6lpyc59nda4yAoTgrcAYHMxTNpPLdb013z2BAAiRli5Js85/EkgDMa793/zp8eA1Eelym",
-	"g0O0o5TKXGzE0BGD5VYZOuZcrr5EMOxqlo4zuxlLHz+BPK3xkx++X8W8OwBeaGBEePl0IvqPH/66Zv2L",
-	"wcT4Pi/HM5rlNNHONSSjX1VgEjG3arkQybLQj2VEF+p8fE83U0o6SnGW1ZLNq3D8C3E5yUZKZ4vK9MlV",
-	"OO9hH45Lee5ky2cnmSExM65qAzAYFJhMYuAaulsoSay1pZNBq9KTNop/I2Y+k8UX/1fYaVgq9vzkxTtn",
-	"vVLL/EqUBc885JgHntFKOMtCEQsvJKSjQUYOV/MYNiKcxrqmTkHcRtI4iNsVoQO3GLuU19DIZ9ic9bYn",
-	"2Lgh4vyaNh1iE1tCaftMjHQlVqwCkroW1yGNO2Z5AxmyMsnCDVYuJlqsPmqIH0L95YVgPH47wpFaTsxY",
-	"d+hS0aE/bukJPK1KbTr2iv646kTalN8/O8mXmuH8VOlp+Wkk/ApJE3xQl+4zNTF/Av2uVP9fVcKpUx9t",
-	"ayLZhrf6hTQQIfR880aXee1Gfv4eBkzdz9hF4EmALXI8teO316I6LbhU76wp21ri2uX0VsI75gwRSkL6",
-	"ItPur6X7GkupVWY6ZOfTSmFzCqZ9B/24WSavhE8fVkJgaGaC+DCQPuw4cIqhq/dVkbLe04MDlkoF5P/h",
-	"QufzlGlnos1kR11Itzev7aQ3aLfHp1ZjW6xWpCBdYVYpeC9XdZF33/kV4PxaqjysHpTTomh/czNawFwK",
-	"qFPWldmMMjBD/Xl3StPbN7+evGJkyjor8qdnkLVfgzcT1MJaW6W78gLHoOIOmcej0C83HqSzvOiFNAg0",
-	"4mErWcaV0sDOI5SO5b0HTvZ30WKL/F1Aiq9TAj5KA4F6eNjbdVACE7fhxP5aIzDC4MlNzPAxN1ADtDq0",
-	"bajekQLHoQRteT1jbk7t76u/lvGJqDiAHJRcDaws7OB33YDbib4ozdmYV/4Srfky7YQ0zLiX0FHJpmWN",
-	"GW2dgO+o3L+RxR31SCYtzVtxfpTIjFt7s7YgQ5xChC0cnlWCX7XdMFHCIkI78WDxUg+ZQvDrLpiDuCJn",
-	"ZfIunknsfnb8/DzuzLzB++8a74R8wfdtuRJOg6Er+/7dL0MGEYXQ7mzCeulf/vKX/zdNWOo29m9/+ctf",
-	"0n5kepIAieRKwi6mAdzT11LBBEWCPmqucgYQ1cZyDNIaPhGHjPskDa5AroQaBC+dGuKrFlSJY1OQwd8i",
-	"ovpDdgzf9dn88TcqMdHXyBkmrS2hb9qB9dPE2obY25/QXBf1oPdGVLdmC7KpEdWnaJFIn29WmzVmrGfK",
-	"Fy1kWhldiMi6w7WyrBC88h161vKLShfiJO8wPtwfmQyp12tsD+63oRLX2ssUtyGPTIDgdtafVpm4Neuj",
-	"C/oSSBf+5m0PPJqbTjL0Z4fGqnuJO6rFCt6Vl8y04fq9VeEAaV7SUmAZ8XyddV5yY2ZObcu55S2VFN0B",
-	"jQAo5r4dhzVumpm3+l5238kJnzuNBe5lJ7rRL/pSqvXTBzmCnendOEs1D+FB3L/w5GdUPtDGP0eP8GrI",
-	"Nn9IbpcbfSd1xSDS0lql4Z7G+frHEZUNzmmx9/CNJt9J0HUJRSAJRDMLG/gJBRtd5Fd3VF4mQRB/1KjY",
-	"/QZ0XMKdXk1yjgMXwnaUC69w9C8TxKe3CMUKqs2KVNyTw70bVYkBVTTcWO7ZhE0xSsInWl1CrgBunVRZ",
-	"MYWcC9oaYMbr8zBpDY1ysJjakxqR19+obg9zTM1t5POvDsa4vlUFLPIBNqhQYajbbVWBh+pRJv0nN3KV",
-	"g6TZvFdFvVk4JmDoQN+KuGlFgv4Td9/cZO6qicVv4mKs9dULUchrUc3Xtx/N6UnWC5V4xwn7Jz6CNYSQ",
-	"VwG6nfnnXr+joyh+Bn94riclcptk7zfEzHgnLGAZhbaiK3qJAqxvNq2knQNoCyF0CF6J6njaFs6qqyeJ",
-	"8sHISM119qHk9sNwOET4n4upkUoYwy54diVUbpwa79UJngEwJH6nBy8bernv9uBaFAZZcBOyhWVaX0lx",
-	"RLaDYZzhXL1vG9KgKjHC+mRnDj89eMxSXsoP8MQHf+aQZIZGjbP04CP1LRlbW6Ltlh1X2Vhei3NIHW/Z",
-	"DvwzpZajxx0Shej3tNIAecd6qdtXXcnf4edD9gwX8M/pwcF32fG75z+f/Pryw/nJ87+/PIffiRRbvg1g",
-	"P6BcxWkuGa+qeVQ3/L9Td7PSymYfaGxccdrfdKU4ka4UNQH8qXR8KpMlV5a2PD6E2jJL6lo7cuv/9vPJ",
-	"KVzx335+eVrvh2FGh9Z9KudVjk9SBTab6epq0wVAyKzNk9E193Ba/9YygiU8YhdS5QbyrSqtJzBt9wN6",
-	"0BJWacsjCOBKYJF8A9dQQgtU35IAxeje/wzOrrPBu/PnA5xrzQhL+XcRN+l6Dhe9vRmCo6AmQQCMC82m",
-	"ANkcX7gPH37Wxg6AyvC1FHU8MM9z5J4/n5+fnvWPEPJ0AEpHo1ym2dQDsmAZL4wG4x4r1HF1z001wuWl",
-	"vg4fOoGDj2CAHdVYeiaywSths/HgTFqROkU0fQt/S8EbYMdiDg7uBWL+jqWZqUYfKvFvaNCahr3Gnaj3",
-	"Olru8j47xidbwcPdbUdfgFv+qfdunYkKXaruukPYe2DCU259leAFKGODTE8mU+WzXSdc8UuosK5dZXU7",
-	"faCeCATMg367L+KbJnhZEwwmDAKwQy5MErKWk7rCCJ7EO++ur/FtVmUFdVBKGusvOkhwn7bpFietYeX0",
-	"opAZVt14SYVpxShi7djQ0RQcFGRqvgJXiF1wI0IoOBtrI5S/mrkoCz0X1ZC9BDn4X2dv3zDoxOlDI1ND",
-	"un4KeJzPIEZhxrwULP0j07lIPEZ9Ah3axEnuFm6ruVO+/zPxDWv+888UZ4zJQPT1uBYo/Z/BufvA4CRP",
-	"nQ1UamVEAI5w06YkL/G/U14YltJwaRI4Fqc+oRCy9DCqE2z2XXd7peMq9KUZslPuVHkIcUcs0PfB9K8I",
-	"dS0KDWtG/dCrJQkDrSQBhe4f/3KLjFx0E9C4VRnGCDYNQXVOdD4t3LnZaaXgMPFWCGVhX7CjaOo+ng7Z",
-	"S55FPA20fbwfXobGkVtH0x8dixnUv0wDjjINXD+Ev0jrDsC0S0KNdJUJ0/oxG8AxILp9MQe5iH4eaRic",
-	"tL/LdEqiBj3wI5FErqbOrKTARV7JkWXcSQh0oEYrS/+SsongTlJNQYUOf0qY+OiEHLQKrU8T74ZjjSij",
-	"/VKAqg6ZM4nx3LIxSUnGlVbziZ4ain5HrZHjmTgenDoqHYsCeDDd7gZrxi8M2dt6RhNeXYncT6SW0oeM",
-	"l3KAaoKfCmgZQckzxNscDwZ/D/p1I4yeoGS5Bx2FtmpbR/EGdU+H9MNBEFPxpLKm6GtMLZpwEBT1hOo9",
-	"/JALJZ3UiLcHqT2+zIaleFzpuoNEtrjyFDtXXuiMF6DWhY/FyyUNiHqRu2uuffZjoXUJpSqAtjfihGuz",
-	"dE5+Lza8DZXN/G2w/IpqsHi38pd45ZPYZrqg36Ssp6tknQYIgDgrteKlgUkx9lTUrjoaofI+1pegH0lP",
-	"/HydDDtqZEUlTkERRNZcBQsF1XqoFAr1QfRLi5UXbfaG08KRAiiUkQ679hsHGuA3UzgcE3RSv0AMf4aS",
-	"uObkKBX1QudzL1gB3NaY0bQIXcipTBcrhEzNFo9R4zOs9889ei1+mE1VQd0XrMj/udc/ojKUwt8x/xJ5",
-	"0ZqlfNixCyqtYp3U79zjg8f1+WAXjQG+8pu4ONOwvGkJTZ+G7G0oGDRU9dIcC9IhZCGUPcQ51ldej2ol",
-	"5xkbQX+wELcCUcB6z/xGKE0ro7oLpGK3F26qVA9DLtD+UXNh2LMZfYeOlFG9Q6HVo7ZD4hrkE8eQKjRm",
-	"dj+dnv9fNtHXwv07bpvd96DBMAVqAUwIy8HIwiZ7M6eJ0eqkE4HgruXsyceP/h6gJPPvJVBalnkfQtMx",
-	"cSmUqHiB2/O4nwQzyOLw7tKl7n9Ud4V2v/stTJ9fgo2+OHe72Le9l76pe3cf08QCaXuVLaXHz+elSPtR",
-	"C3EYxbcQ8AjPpHCqo9WmJ+3Jk4PH9dzOXpyGPB049qeg3lYyu3Kq3snzl05pwKZyJsCI/fgfT773ehFc",
-	"Nzfmwt2AIZS2Yyw+G0FQjnSxHkfXKLKf2mGPzl/3q0Jf6qltuQxcsfQYitIRnD0dsmPyBpS84hPhe6TW",
-	"MwnwS7nICt7KxA4i8enDsfDR1CmCmJUEOhZnTmqWorDkjqOQgZ8nN0yOiFcCyAvGeevq36O26t/FMcGj",
-	"xHNMlO4P2TvBc6R4HEfktTHfwFR2vMRrS00o7kpkQlLs2NMoKn+eYJtSzVne0lihsnnKevXWpmfXWfy3",
-	"PmVCGCBI9AxwbNpPOY+HLAXRnyZxeVdSbxlG9o5YWkgluBOKF4VIsZoaS+iriWk0iSpqQxsJ0zHTol6x",
-	"IxDfKhOURryFCOcMBj3kkjYQ6KjdLtL9CNqAwuX4/uC7xfaQvteF4M72cRew3mc3dKFx4taxlkBqC5PH",
-	"nATcBHQ9uDOGY3Ur0jOF55n4J4FXhDBvlBUATUWcteo+Mce2nc01FtqQdoYCt2EmhgkumoV0E84sL4RX",
-	"2Xr+b2fXGfwh7aP48QyXz1nhtAZqo8EmHHam0tPLMQkaMOWRWw/Zb5UEKeTdKr4vp09/QA4s5nAk9YnU",
-	"5Bq1RgxsFAicrORwPKj35txylstKZFZX80cGADTIYJQGMDhncACjSoiBKZ2yWQmw14hpGDbDOdNk/iOa",
-	"jLG64pfiw2haFCnrhR1NT5SZjkYyc7raGT6U9iNbHhs/43ASB8/RMYQ751NMsCWtZ6tOKLrJWNDoyPqE",
-	"i5SwdB9bTKbeX5OjgxoyH+prh3+E9BayHzHZAsJV0hYiJIu0OoiOT0+iXlGHe4+HB8OD4eMffoQuY6VQ",
-	"vJR7h3vfuV9i3dAYfO77vJT710/2nTG3f6G1NbbikHtZtuaWPIcwl6E4iGMMaJ5GHh5sIuQhPKUylhdF",
-	"LYsWcmmG7G1sdpDSDvk+0hpRjJDdBs2BB0viYt5p0Rz6PVSE3AksMNM+OZ3Xpox3GQHTkCifuPuKsYAx",
-	"5LZUoLrEeulgQH8ZuN9IYdzl8atyBtBIVzMO7jBPvb30Ff4O1Iv0fwbhx8Ff8BfvBC8GJ6fuh18lT4MN",
-	"XsgrAZpesH+x4GFZbH5HMhGnSXsISiZsJLkbxpEvQk/BqAERMdHWw4IO2StdwUumXhagDhTMjEVRJJhG",
-	"Tyg5SNBlBSiHvEYBCxcJyZFMhUJ7mGylFy4MpF8aCrBI5VneM/+dwXOdO7YiyWEPZR5ehQ9nGR14j7NZ",
-	"pUHW5CKIONipSpSY8KGVMOzpkx/77g6CLds6q4Z0Wt77H4/A3TXTrMLsn+C7Fh95Zp3BogSglAyhQpe0",
-	"oZN873AvrO/YjQt0SfLd7B3+o7VhT3Nng/YRH8gj2OqEkCbo0sT3e5nI1oQOmufg4yIcEpTWJJf9CwOe",
-	"wthnOocUXDdVgi2P6tr3/20wNbr+9KqIbnPnfJIaONjbI8duPUmt4TpSyKPMzxBW7OJpw704cuu4DCJn",
-	"gVwBVvrk4ODWlocB6/bVtDHcRnn2n8neU5xL2xBhzvvPeB42zr3y3fpXXunqQua5UPjGj+vfeK7VqJAY",
-	"un76eIMhTrGDxbnWv/DqUuB7369/770iICyRQxKxM9ng5ScbzPJc69dczWk7oHH095ts4Ymy7moV2MYr",
-	"jms7+nWXPzQwItG5+pY5Yc8vDaT4EOTzoojz2U2xR3vvcO/HH/f872qX4t7hHroN67/hj3iB/0w65P+g",
-	"zl26FK39uABxLGAPd/BzNhe2jltEWXCguZsxeUNqngYqjdMYnNniq4MhsAh/0apVrRiyE1s7Pha9oexC",
-	"ZHxqnNC50E4tDwlVXjMP4y8z6J+EDZzmLCT9bIvqF4fqYAD1fuExDR/UNT8XmMsXCgbwsjfvh7GyKMBG",
-	"w04rxLs6r/+tXvOMlzYb8/0/ZP7niiuucsz9EbVeQ29GJVQBnQnqqXOMrJ6++YnJCb90Ng80/BjJa+Gj",
-	"dnCfPdLxtMY9j2S110mp4n8kR1YIxSZSTdH7Q0SBWi0ECfzwXsNDK7AGk4ow6+FMorn4hzHS1gC4B1WM",
-	"YptDWvxJDq6e+pkC3BmwxDBDCa5eM402B68Bjoj8ADxs0sd4g4r2FG0wLHzNEwT9h4zRsuAZFvksUelz",
-	"nNw6FaoFKztuOAEqkLONagVI5kuCP1Z/QsLXdApPtqo/K9kFXJT9EjtxtnwYu3K1fLqVN0RHN4E2+5ib",
-	"RPm06Cf5ZAXh6fpX3mj7Sk9V/qBYEtJyIJss3JU7Zjb7lLLTbV6foP8xmNjIXsKhJiFJGgUsORuMmQrH",
-	"d5SYOV6VxMxlNtbe/gNnYFybQDzK3Rtd5I5/OOGoNCu0ugQgt+DnHLJjxajRnnsQGfgcizhw5GiWYIzG",
-	"sp6bK48THfvDIp6wTNXvcLM+n7LR4Q3M49OIfHWB3wY0/ukqAa3+uV9LF903DmD4ifr8w6FXOKxFgqXA",
-	"Q3Otd0TF4EUdePNxhX+M3K2N+odak70U+cAtKKpvoZ5g4C2W6pKlRJ2n9HbTmUopMBDXCD4OrRoujjqM",
-	"EfnZ0j6oyYhbtJTU0O5XW5UjcdiIY7f5pNoSIIg1FIJfAeSWb1eihEQPFxYgkeMdKo/CLipdMVvVtT8m",
-	"OGWldRoJ7sXS9jHwdTlFc8arPK5p8spSU+t6ZEg7GtDlc69DfARYLRTmQtAy9Rd46Gf0AaefJkxPLXgb",
-	"U/epaSXS/hFqNeBCh4BFZNwEILAkuOtJJ3v65EeWVtyKDwRTlkYhlplUuZ5Rja8xjkl7VhA2DVTEiSBY",
-	"gPDrUhcym7eW5hs+d4bdvD9kx0VRp71EFReUhnetr5x+VpdZxL1HQA6hqx9TJDFuBhV4bTocEs7bmfIH",
-	"t7cdxxGO4wdZ4zjygtLflHhr79YhFIdau2bbqLfy9Tt1NqLP3Y0PEjvmwUF+ulr4eBPnDKdEG5HvnE23",
-	"J0Jr5xIyzpgCics5ha2saapdWNacHlKaG6x+b2OJCt9ckp3A41ZJTJFdmUhfpHmDVQwl37HPVpeQHRja",
-	"vALHI2ZpABxgptnP1pZvVTFP2BmfiDNpxd/ObCUz61nRYUt1R5Q6O9aVHTizNm8tGSEJCAnj7Vnu7kvp",
-	"mRMPIq2TRvwCpWlJgQ88xqf106xwTPplGBO/PWj+KUKyTOMTcKL/DQlYqp4oSyyEppbTkMN1Tv9q5Cs/",
-	"P3v3il4Co51YSWu2/nKyfssug0AyIuow15W/P2S/YQQnxp4hsXjwuF3JCUErw+eEuBD8UMDw0G5a8stM",
-	"K2FCPKnhlFlWEDrcMpE8R+AB7vXWRmBeGpw9/a3OVWU9d7T+1z6Bj7RDr+nhR/p0w5Y9Mz5LpsX+UbCl",
-	"v6D3CQQ4tyLcmbIOL/plugtZb0XPqSI4LFR6DWAHESYhq7QxAyNtHSfrLZRaHEYPpejsclagvFShAKPf",
-	"rkQu1F1QqqFXsGQIvPtyAK+VoaLmTmRZ2YBd2JKCAd/eICDFMCLVUMu4ysnE99ciIZaOBhAe/91qHlT6",
-	"45tvdwWliMpnALMrFGkeEjKJUf2DNCyDjVCQwmGuZ8IOusqOzpf5RxebdHyfvlqXnvGWQm1YwAPWc77p",
-	"GBm0kOeL5und2PiY6titqLyLUDG8jhV0ahWVk4CR624+KQ+UIw/XlaoFoDvgTFdXaCqRWG1kVURuslp0",
-	"GMzhVbmHMrnQ1tMAlroijOGSJG4Y65i3GiZvNRMK6fXSqVBPD35kaUaqdNrKPd1G3bO1E3McMmHaWU4w",
-	"OR+ysXJfdsNL7wOhC31rlNduCyCqQ0fAzU4rFUFuXIixXJxdVOnrfn8l6d5KcrJx23jG3QUxGgkE1FjC",
-	"C62FiQf7mNdJYqgQ107sAjM8UR8jv41mucgk5DTKbIwwAO63Zqxn+D6sRBrqVw0qZlQ0RJmq15ARBY+C",
-	"16s9woW+CMgM2aa4j4bp8oosnUYgPAT1uENCuy+6eQG7ciE6rmdjQ26biNZGkTBNfVlL8hhVEHaNvekN",
-	"6QRzB1sa/9hmJvs0jNg8duKn+SEn4Az4PQ8ZtFZQllyDvpjDhGxpX9yOlSK+44QupU8FB4/nOC5ClxHj",
-	"x9x11sM6KJxFqAZ0FgVYKsoJOpGHL/QIEUlPbVI7NEPkmepKgDDJn9aPHO2PWUof+kCvpEP2i7wSQZy7",
-	"DRs0ZTHWBvgCizi1sIaro68+MrdW3N4ZXTsLfP4BGRB0fl0CPU4EuIEh0XKXY83sUw2Jr5LPdYfmgEwb",
-	"vKVmGtjaFrlGzBm2rr97rIJO5eIXSEerIQ10kUMvNlkZiwncRLNUTOQxuceyygclrwggHspRCyo3RIDs",
-	"OqfaymvMcgcSP/IwQU6juJCKGOfxmxdDdhZwMw3qG5C9jOiZhwyBM32eM5YcduAvQ881XfsPJJaUUHlX",
-	"W5jFbcRzv1tLIfW2e1I/sn/Kwdbc6DmAM9rgWZrM38UcHNSbvxGBnW76yusG9uzm773RubjRCy88UPJN",
-	"X6lhnDd/81dAAd38+eOyvMHTWHNy4xdutIKXBPl8gzUEIO6bvUMg4Dc5+hjed/P3fvaYzzd65dT+foMX",
-	"TpqozTe5a8ZpKwgddoMNzOyUFzd96yxgCG/+zk+E2P0KWOjNpkhcGKbp399qhg6ODHh9LbpNjNjn5c9D",
-	"D7Xel1Hl9tC3SqpllFcdwq+W1YeD79vVh7Dh11LMAL1wZVFb3bAhzkj1phIUnmeeQadD9jyu/Wz2PAAZ",
-	"XRbSMj0aJUyorJpDxfxSFeqVmEetU4PgZimAO6f7KS/LdD9F1Kc09C+ZKgiTeHBZ+lgPXXc4xw/4zofg",
-	"yetT3q6Hb/c4owi1kPIm7QDiS0r4f+kRolO4F9xyGkD8FBYKzRFSBJY0Afc8WGcc/+I7jfpafDDksKt/",
-	"vyUzBE7Hc7ktZYXEY6wJ3lD6mXvykSEM9CQ0T4UbYfFMzUzabIzIkHcYsPHyoDNDGA/tNkqGdqkfDyD1",
-	"A+uKeJNz3hLjRDS4vTZja58bI+wAsENHotoXH32rgVYT7OVHrBki3wjdwtqICqwXoO6wkFkQNOlIVDWS",
-	"Sg9T4wH8cxgm2pxMmvhPsMf9psHlWDM1KoBhFywrpS3DlYj8iFVThZUf6LYJCBYIFrrMq3CRXhlxU9pq",
-	"wRANdE6rfkFb1EX6S3v5Tbhq8Uzwppn4qt2ucrEBhciJp5B2PeQ3kKNlJdwXUyhlpw7XiNXRD4ADddpD",
-	"I7mEcje5ZTM9LfKosiphBEqdMHMly9KX1GBaBXpYZ+P5kC3MAbo7NKBSQHMgTA9eFANdDcKsFPp23Xp5",
-	"hlCPvH6RcGPmjJJbmCSwh8WKapbiTtVpH+HYLpEA3XBDBq0PCJg5NPBBTQLaKQZdJ6fm3xdzBmrVPi/L",
-	"fd/reqp8riRgSaPuhnsEkVxCPoG0mhm0MmrOw2edQM97ORFD9qbWEAwreJ3rVKI2NYicRaXWxWoVDGwa",
-	"0eLCPZm0M5vtJM06rRcGXKMeLTPsCCUKz5UacNy5SuTnvzKJtuCK9ej+9x2R1LBXeOt32tKXrC2d4sky",
-	"LIJwhO0sG+LM29eZUApt5qf2IksqsBKdfVSjBMkq6t82Vdas9PX+hMM+IIevd/Gg1/cOHDQw4CZeGtz1",
-	"nY9mhY+meUHv2EdDHfqkNUAWCx6RpgsEno09IKu9C3BH7sLF0OjR2iGJYO6PYJFJnQ0fPXcvMhS3aNWU",
-	"d56Fr86z0KD3O5OS+3/4zp1/Ij8oRFurkxfwe1O3LPbwf6p2Ix/VHWdZC4NQ2n6Ahlxp7CL1jcFIeSdX",
-	"ha3BtSYa9FsqrSggXhulbeKEWS+0wlaIZwhaJSIbIvrSIXl/L7QdL3MoXN8Ch7qZHF+QuduVt5skb9aM",
-	"glozPXhGcVPsgy8mAxSvV90qcZu0nuyV0xVF0zzIPF99Ez23UevIJuUst0W/Jcq5fe2gu4N7BwXRJoQG",
-	"mw9PGSCHk++T/JXR9zelCODtvAdFYNlhtmGKF+ARS3WJUCi1u62Hlj66P3NpMn0tKpH3mylh7bY0xUK/",
-	"2fSpxayMB5JVQXdkl12xieW+wgu99WhI6BQ1MIJXGWAj8QtZQKJpB1WfYUQDq3jDB5gRE66szBh+ySOB",
-	"g0fvclr5glbftJ96RjZBA99FX4OPEDoqPSXyCL4wrsEaayWMLeYsDYDXhxgnSdsLN3xWAQ13BqM9r9e+",
-	"fTLqHruzxMM/8U2ECH+jC+YvDF0IXVLDhkowkUsLzYW3TSV/hBSjDa1eYzXE8+LcpVElqGvWYrwrNnA9",
-	"JvC7qVJSXSbsjBrCJuytKqQCFRyqvSnmuByo83Z0hZ9Ij7C0UXpByk6s8T1WAHYT8mIa6T8G+/lXgueA",
-	"wO7L8KF+e405/Kn6/El+/zZwnIizs4IfiBW81SSaZHXlo1aimVLn6DfHXF1q+GWnvPDtKPjU6oETidRE",
-	"IocyAj0aIcSnCTkvjnIx42WVfHqopLRZOttXRzn3RQjvBM+3RAYhwDNdA5x3Ka+FIg/HercPOyMDwL1K",
-	"mV1xLi4U12DvFqALLJ2J8r4SxoFMWrpTQHcE6tZTN+QF4mw+RWWV7rEh+y00x/TkXE2VwXLkkuyuJGSO",
-	"LkpoGCalHNvUg3cSMl6vVer2DxfE7mpX2GeT+pb9X1+C62ud1+tr5Uu7iNlGjrK7zsWNrIZ9sutFd6Lh",
-	"OTR2rN150OBptMo5APn/N8z7bzM1fLk31R6stCmUth9oOi2WNZX6iC9bffFntWMY924C+AvF+KJL8Y7p",
-	"t+RTs4J4Tzk0P3NkN+FWZszbAIdMaexkBlBB2Vi4meVxUz7x0VIJDmT/2mo+hFasoHd4GiXbH1UmUjGO",
-	"Im4Ru9ah76b7Ko57ITI9EYbBHFvMDfj9V2FwUDZzwwYradU7Cr6n3E7o89I4k7smXft7N+G+dpZEwn7X",
-	"emIYNEHRpYcTm4iKR8D17ntHBBqKNXLOgiBK9g4/ID9IOTdOgg/Zu/Oz0zoCFrAyf2RpaX8HcRrUpfSI",
-	"vX3z68mr7sfjfo41C5EVy6FSHXqAX1Jn19q3jm04f3r25K+P//q4DhcimgzVuBPKWXp6/n+fT/I0wHgv",
-	"9jFjY13k2PPV0KhH9fxyachCop4IBnoZG2EdczJUfAe/gxrMxj5Q6m94G9N1YF2hxoe6MboPEM5Cs4dN",
-	"+AZrc1PSKn20zf7+AI2uenLUB3mN4eW2gu7jvdhc9UR9w+ZOJk1UE3er3vHlb8oUOwNMw/jOfp4sQPZg",
-	"hsShNpIFdYRTCrMR8h1MN3op5kzIkEQeIiTeZHgojP8V4PouMv+Sq4RZWVgUfQkb6WxK7RQq6EcR+uJn",
-	"3PJCXz4CVu5uEIAiQzAoZr2PjGe+2A0/gYI1I6ypuz04UxZ/F29hwY0FJB/yqKcBaurYQrWV76+TyxxL",
-	"7+pKb998n/aEewCk/iqvumNZ8R142Drv4mxXyYHouR1nvVdv/eJx3GWIeonLrUcnPDZXDZr0ZuQS6+OX",
-	"XKqHq9U+MuElBOZlnL0+fnP2/MUpOwXW899TH5kDNOCQQXIlSst63x88ZenlBXzzA37pg1Pm9dSmNR/y",
-	"2ii+TWrswlt6NHIWe/2W9BrspWN1VSushm+v9RXzqRpHcMexHg7HQtTA22Van6SckX7QqZcFRrVE8J5l",
-	"eQ2jR6zhsIMFrLVwa3bYJ1DKoBJOjqgZPHYfB97hFcCla83WM5U2U/fzmMtnsuhW3ryymvXU/n5KZ/fg",
-	"+RROtCuP9bxWU3cs6V4TYx0pleFS3QIr2lx9omH3/8B/bJj4hw97y+ckT30TAiLumicFR5vTZqoppKax",
-	"g49//a4/ZOhI4SoTTKuCugBBcZsvmjWMG5aevj07Z+tWkq7J1gvk8Dlku0H+vB/mrql855X6IlP+atK/",
-	"ZSWkI9XpzOpKxI7/RyZ0Giy1kUCfvI3C19P042WaPoy5ggc1dL96/fLs7PinlwkiWo0Fm+hrcesc4EzY",
-	"HfnvyP/Bkf+ZsNuk/U8T/PuX2uo1EcQ4Ymj1J3GJJ3cg+X/SVu8If0f4D47wf9KObO6Z9H2YeqOgEI7w",
-	"aMFFOg+9ByZcTXlB6XkU+H6AftNGGAsXU3fwNm3Bn8cs1xORsKeQh23FgPa4gIrd0Ba96aNJxwCknq4J",
-	"y5z5E3jwLoQw0xXhGH+fdmzl3kMxpr5YW6+aOPPxTTdwg/6xl+hIVwvkR03Hcr2Q45KsDbPii5HyMeYG",
-	"Wu8/EEaThoScZ/PjeB0pK8TIQpJzXQbiDa54hWvKJm6TaWwzmcdPcoNsnvquLG3EfWT37DjdLp1ndYP7",
-	"LTDYTXM7IcN5RR97bMiKlctWD8ppUfiKTNYbcVlAnzorJiV1nozypq2ciH7CKmGmE8rtHrBGbSeVVsRF",
-	"ZUrPfDe+trYKQ/ZusbTCiQOf294LdRb0mw91yUeKUSifYhk9G7Iu+xHexnJo2VbzLyPLGyreN6vT9nF8",
-	"3OuQB7nTt+6JITh6A3rwREaB02ruKOPumcO0UgNH90hNK+o3prYNtgHKVKWiLvZdSOFR62d3F2np0HoT",
-	"CzXiBi+bwDVoJUJRlmcNy8+3sIhWsp9Wyvck0ASX9GWXeSTAZWn5O2K/P+PKXa2oBqlJJreJX7QxxSOo",
-	"yaDQK7w45w3PBCCagKwvpBKHAa4I6ZvaCiQRXFnSCf8QPd0FA5Es4axE2Cvi2u1+wpSYBdSz0IYAkMax",
-	"+QCioqXoHS70JdMjxj1cSY2XY/ncBASXlbkb73DbftGfZ0Ql94m2Vq/h71LlN25S94u+fFXpyc3eONc3",
-	"e/6tO8M74aD1bmyC1haRDRPKVl9jMt69JrLwiOFEwEt3mhRsFC/NWNvN3NtRMzV6L5h4ScB+Q80be6z5",
-	"ElX0WRXcOhYmJ/xSPDLAXpHTyd8FNrahbh5o0+iZchYxNoMCl1bGK8c5mRnryg5YIa9FzqzMroRlvR8O",
-	"qLeL6bMLd8IoeqRp9grMkF0bzTi7qPQMWoZz5b6JpQ0wvQAxwhU7Pj2JMERWOavPwm4uMczmpp7Ax0ay",
-	"bmAcisqTPQn9lLkd7yV7ik9Efaon+ZK7J257PeEffxHq0o73Dh8/+WuyN5Eq/JwsNcW+C5st7EdXL3F/",
-	"jZxMdCc/3LGL1gQYt3EXosEyTHTZPoNhIKmaYVnw+Q34xT62DV8RASfkCiLPbookBTHFNla6Yqmn/DRQ",
-	"K3ahGrk/WlucIZmnrPf4YPDDwUHi226xHw76SQi2vX/3i6eumPPUrEQC8h763mtmAH+GXhVKW8j7hU8s",
-	"cAFQs2htuhQAClbMG6t7ZHBAQ3BExZzSgbmlha1pcuHJ5xi3+kvhKbfvMW9uxBpvOW4t7HkhRwIafd2p",
-	"l3zh2Lq6b+Hd8b6q9+9+2SFvf8lu758qrixpJqiYIIfEFIYHw7bjdIbWQOU5aHulqKTOZVZPl2nlmLN3",
-	"3/l6TVlBoK+65gWw4+9+OKj1sBaAtUedyqHguajYZcUvEGDxSsxHjt01ajIm7qyZEdW1qLDDB7f1BNzE",
-	"6sAhMf3/On35U0uyI79eZLPdIcNvjtFuGJj0yDUbdXy4ewa8LkhpuCNTv4gd+/2yQQRsK5sNx3vHTsea",
-	"4/5hCm3/3Mi+dqzK8xT3FuulyMTShNK+jWWVyKC5q1Mt+0N2YilT0bSoqUxXCWReCJ67DzttF5Rt1D5S",
-	"dBKGvSKJdQmiDHXVWp09ZNwr6UF3qVPUUbWWxNB5rMT7pw10preWZ2NoaRyBzkXWNn5oHn3+6cHTTYzu",
-	"L4FtJ0uNhDEzzq35iPnD9ply8XFrJTrm6S7KyikKNZ24a49fd5d+7bSOl+6EN3VGjTvhLhcDRFW/p8vO",
-	"Epjy/04R4onmjF/bW7WR6+eI+UiL14r1fOPNhbkcBWP0kfFGQi4ymQtT9xzrd83YX+fGnMns3DuEpgJh",
-	"zhdaF4KrjXwscPT7/y7FZVO+Yet09zGpOKJjLWxIq0gDDgLf3Plqb0ux75IssM13qsVbvqop+TGJAUoy",
-	"OQwhKYxDhd4BzTgUZrJQY/H2/BRq5+FMGsMoWBwqm2ON3BHWJbL2tsqmRcUfC5XxA7yq5LUwQ/ZOlIJb",
-	"BBNjMzIfeEjjcG9P1UgqCXABsQiikghKqfHzbKTH1MmMlVgRdG8JoiMIzVJyTYth4TZwl1Kzi7JvVduF",
-	"YyD03po73bWOa3XZzY7OatBEr0A2GdIZ5tUkrdicrGc0CPaQoRelyyiNi3cM4JJL1U8C5/Jswj3ilMhc",
-	"mpJbZwOwzLGjImZ1utyA0w3ZW4hrOdXXsZqm8sgKbUTE3doYgi6/FH6gy9XsALbsa6X++yNmXUYJMxAH",
-	"vVN81GJqrKj2J1pJqytKiVsfDKa8/LGzUtykhbp0Qh37egGdCCBowE+BIgeQ95yNpbG6mrOZVLmeOYKG",
-	"PhIJeYz8n/m1qPgltPW1ml1MnepuhuwVfT/TE8FGlZ6wseCVvRDcGhpxCbkFWvNPxERXcwz9qjCtpv4A",
-	"EC5zUA8cB6EWFNRXuBJIYMDBdCXarVLczdf1Zt6Y6PELlDyz0DsRTCTPgxY2kjQepWdgl02kmlphjpi8",
-	"VLAM2H56ByWI3/ohOwhINkr7Z7psIfrza/x+wyIKZotU9rsne4kz6+TE2Z+PDw7+egD2Mf58ECwaKBQR",
-	"VZuN9044cyezjdVaDf5hd35rZvhG5+Ik7zIzf/huAysT96l1v9cMDm+2b07OrRhYORF7G8zgpcrbxz8K",
-	"YU+1djIvVX4LU3kGNMhmMrdjd8PIz19PJBtrI5TvxEfXcuxMdIvejMdPDgIlr54xjkWh3g3v2F9/eHoQ",
-	"37HHLXdsq3J0ifZb5Ohz4pueTzrWGQhuJ1JvzWYnscZqsYaWHu11LE/xyTZx+l27OHW8py3FakmS7pOU",
-	"vH2JmgSnacSt10sjun2fI5QeGgXtqOY2qcZXWy5Rzx0RTKEzXgwoH3It2XBWyMuxZZWgLnp1Rtko6gYL",
-	"5RaxUlhWOhPGHLJLXemplUqYxOmRJZR2ydxtgdcXn5++xwyeEnqdFcK0ktovbuKUYrvNTrHxOCH2sSa/",
-	"7pvoDeuuLwQn3Ak/Mv6MwyZs8wIby+10wyRatxJlpoZZUU2cpp6Lj8Ln/GtwTF5LN2xwNRAtgkgAATAR",
-	"kwtR1b0nzXQ0crYSKhOCF3bMuGFGuBvrTKSwL0P2Fi6urgxzNqa00J4NS4opN83nYoiP0Kkd8+m4UzP9",
-	"wAW/NOxCjKXKV4mdM9yVhy1raJJdDlDaezzgnai5VVqtt7cmCuPvzK3TKmpT+/DXTkr9Ba480alvUU56",
-	"GLyZgPFZOtEIgQunrLXX0byEt97AcFu8xvUwq7BL4yUMv5km+vGqoyuFv267UU8/+Ubt/6HA2/Cn++Mm",
-	"9ytcmOBSxs89MqzQuoQqU6+zHJ+eYFsw8FldOu1katr0kOa9O3YzWZMW4Z5jMl+ag7/XLRkHyrtVNk+L",
-	"uMvig8b6V9FEfQI7vn6rhU0qJjwEp/HX+M6ocMOGLohwVQeyfddfk9QE54ND7hKbUF4w1voKSLe53FZ9",
-	"qL6Sq7H7vx3S3KQrwFfdB+DeaomkgYBSC5W2g/xvl0wx4CrV5WCNCRUw/mm2NPdeDEwHkrFPcHOUW+Ms",
-	"HBzEYMK4NGyiJ0JZ9KB5WYymPQEsTd0GosONZ+MEAWCoUAmD1940I85WFhxIMyyHGQH7EfJkcDqJ941T",
-	"ibhnJjOubAiMZ1yxC2A7Ja9EvoKjvPPDdVlay0TV1Fq3w0KWAgdvQ21UxDu6AgC8LPduaTSfcZR3jYUP",
-	"dMeI7olDLp7rSqU+vnY7sK27ZKzurQ124ExU1zIT72vAvAWe/Bu6XWrSrPmbZ11NoJzt8uRrUeFrG2hN",
-	"NE3IqAG7hF5GzcgbLFwqY9sY5hpt6VeayTesKPkt6GABfrt3+tFtpvsuqkbX4R5uiQJn4sLZEwOpLvTH",
-	"DZwHaHzUZgt+xrBSQ8dEUlUaxNaEkElAs6k1oGlJsvK/zt6+YRxEipDXIh+yl+BydiOGtkYcS/RSHHZI",
-	"sx/+c3pw8F32s9ZXb/hEwE8iRQQb7NEolK3mj4yjVapxwD/KvE+qkDTQQAk0qLGeuYe0EQEFB5MC4TMA",
-	"/wDI54VWl+7/9ff01F7ojyAYHS06PQzrAiXmCCl7xApxybM5M4pfiQ8ZN7ipzPEHQwlA1YQXEpIRU60+",
-	"4AZ9QDyfPA0t1NO36gz+9Jz+0l/ll/kN9+oEDvqmnvFPgsppUY6C7YpxAT4RrCckpDmOdDXprIIY09F2",
-	"ptQ83VQ9wxnQdb0gdS3OJe+aAjxzBo88OLUtPtuNIHaIxnA3HjoLvy+O7LZzqnK8HQNizLBjMT8GBnED",
-	"fmzmxorJsNCXbVwZvraPbGQDdozPe/0DX2vyW89GjeUq51XuGZ9hs0paK5Tn2fiyTzmEmgaMCtqKK+PB",
-	"DUxkiiJD8rAWkDwtY+NWqGtR6FIw8ZFntpgzQIN2Q+fC8dAKGBzeZNI20oSlMMGTPPzT0b37QWeQI5Af",
-	"2/c2c7/AyLv7FypV7l85tzztD9lp5fggNAnVI/o18JsoqTKnRUHjPD1CqcUzy46BDTsxACtO//Hu5Yvj",
-	"5+cvX/wrTWARyq8AOuq9CKshuCqq8phoqMYfWVEtBnZq8dDDRb6F3X/nfx0Wj79/zT++xE938vj64Ttg",
-	"7tvkaLgIWM8mrIyuLRLCjpO1c7JThJ+p4QxibWUjZvbk05kZpdTsSzXSnSzNIw0hf/EQcMhnfhMXZzq7",
-	"EvYQW2pyO06YmV54l3nCJsIYWOK8FE5Zc3unMsHUdHKBSThYY2GmE/fxAlARVU4OO9yMEZ/IQobmOVjh",
-	"ElU0z2RRMCOcwuIUWHh8zpQQOfUSD/tCfGYsKtHe+dsn0bjVhcWduO3ZIl11D9rZdRK3l0V/+owI7r1j",
-	"WK24WGGtG9HC43ZacOtddf9n3T7m9+VlxXNBmC31tEC0en9yA9WTzJoW8d93EgqMKSs+WgZQJob10vj8",
-	"XyO9pP2EjQCb0uvCePOhoLJem0HQKUQARWgUaVg6FkWh0yO051BapfRnD3LFF0kRV3RZOQPrYg62nM8m",
-	"veSloQKpNJtWRlfpkB2D8OTgjVJKZDZhJTcha9XoqkbaCpML2q2T3fQpSjayUk0FqyB1DwWztLXCAkpP",
-	"4BlHvhsuD6muWAMGdp+blveq4cuIDWOEyg1LK2Hmymkp3tGeFdJxmUrwvJl0i8caM+fj0xN2IUaYkVXM",
-	"HR+ixp1kKlPb8+OpHTvmlIVeF4B1LXjlNlpfCQDO8alfuhAhNpBpfSVFwrKxyK7c2eNoaI/DVTxkTw8e",
-	"1/AIBIRWs8OEPT34rm4XrCt5KRW63jyeGeHE+Lo59IvDJrmXD+qXFx6MCYBmE9aBR+4sNl44g7EtSPG2",
-	"FKqV2a3z5j1fvlBesIQrBQBfTPCqkJg95C4l6nHvXv56cnby9s3w5M2Ll/8zPHv5346+rA5yp3HrusxM",
-	"XOIqO7fk1nG7vcO9/+8fB4Mf//XH4+Txj3/+85/Dzp/+n731RuljZOoLRSjQ/APgk314GntN1ydEV9Ip",
-	"2W0cxvOfkS4KPdspaB1Cyt3ZVQLqVuUSte/ep3Y/G5iZiw2C6s7eNfMsC24dSSYMwKFRoviWPPkh1dhB",
-	"OzUnD3qpVtg1XFcs9S3EjwA6Gt4BvjtV0VBjDtwXIxP9ZGWvdFmxs5NTtF1LXVmv72F/Iln5XmLU30jk",
-	"Q2zH7qbmRayz4uCNFKc0pI0b/iX1khffbjfJfsKnX9Au35fLzZ8ZmL3S1CcAV6w7Pklx3WU4Fzw3t2Q8",
-	"tDZgl20aiI193cRE9O33drynPfDQJO6I1dB9v43W5gs8Z/8P/Ad1Mu+I9jlVSUMsMvAAokR2Yk0TVMNX",
-	"Mfu4JfCl1IutlKU0g7T296d+DinrgQ/IjsWEXvzp5XJL0//0z/8tbbfrGjdzk5yI0LbxycEgl5fSBk6b",
-	"xUWmzQiin8XKGOKSkvDkYCM1YGuE2mVl0oHuooi3pEioRWm9XXou5LXYl+paWrEKkWOpMxWSqde1Ax34",
-	"P/fQFEURPXEWgLT9DZsNAx5HynItDDmjx3oGniOvjRh28ubXk/OX+SHgf7Pz56feC97A+eyllS1/k3Z8",
-	"npWEhEdRAMcuhDJ9p7y8f3GasBmXEDtMnfamp7aGivYlyo8P+iEnK6wXq8QWtR43dTSFEGrMiW45EWzE",
-	"ZREc8BHmCLIsOpIPeBofaCLpkKWN0FWKuGltDYZ8B8fmJrS2BULrTVqnsBomCiNm6O9aRmAqdVG0I7Fi",
-	"80bEZFpmqCewDmIiv8hrsbcd7NFoBBxyDfjo0mWF2ic9c1cI7xWZd3feH3EDXCXfXBpv0C5p69vCKgWu",
-	"wWslIxCkY+NElbciL9o6XTdExmoIp1M+NWKx9UcTrQm9keRdU8DKILrYC1G8Z45jyyoflLyyc3D7s+/7",
-	"iAj37P+8RFYH3roGS67B4hwHRr8FGrOcKTEjEk/AAkQE/xawKHDORbPF9keEMBV61mJ6L1FiG3zTnTI/",
-	"RGG6Eeu7Jy63Di0qYnK63PG4b4zHAajV/bK4suDzC55drdWMkZnEHIiagkQdmkJmP1ZPoCpYQepF7+zF",
-	"KUvN305pvDRhqf1bSuohInnk/UPHot6dnzLo5C0NKwQ35MteVHibqmLiHe/uDcvcDRHe8xaSXd2X6X1d",
-	"CiXyuvQAww2BqdbRkAUFmHGnPzvWWDotalmJ/v7gaaeCewTxodHUcMDo+/7gydKjlfi3yCxkyEEoy1+l",
-	"R4alNMmhzFPKwYumfhR3leqlvCzT/dTn7qf9kIoX44o21hcFzQxhjbIeaMQNF0MkqPYp3veffpi/pbjj",
-	"Cs8tRKyaplD8hcVrOKDVmP0/6F/OTgp/hc9SAz8fIQK5uLAc8nb6/OtgvdU3tAc8AGsH2OMnj/sJG3N1",
-	"adi0DFfJjwBVEmB/4CbDLAx8l+AF1pgE/tJvVzL6UTYyDXyaaer3dkgzSxENgXu7F7ytdys9O9azEnUR",
-	"jyph7qVdd9NvQJTeVmGJuzDBqRELsbsTvW08r7vIj/n3GkKLW8F6Kd1+jFS9VLlwghF41Gw8d+xYuN/1",
-	"o+apq7zDngDPcJxN3MQtc5OQOhmJLuLFKPD6XZD9fic2rT9py6v+190xKb9Hq/nTznl8S7rzMhVs13m8",
-	"klbXoTwHy/3Z/3mZsKzQ3mNQ66MJqwSpFZA4qGul2CwoqGHh+PyQHSsk66Cv1F1BfmSkAn5Q2n6Axujp",
-	"Svt9R/K3TfIJAz68U0h2CslmCgm5BbbC31apIxSO3sf0ijXcjLPXx2/Onr84ZViHfaJGGk0FMKm1avZF",
-	"iBwBFL0iO60XZxO2Zsg4dtjIj+lThnQNF4fjcgN5XRDzOWLLhmvrOvf/sNxcneR/klFJ0/IcVCpIzaBU",
-	"MhxHGpaeTbNMCKdeMa0yTEdMzXTyZjpJQ2mFdCxc6anKRE4GNQHrpyfK3Y1CWEHhqSU/AuSO1kmNkCDS",
-	"i+pVcAgqaJlANEsxSnNZXAXIAe9nwL998GlMiNUF38FmH/GWNhwU9OJUVYJnY3dx0yF7O60Yz3PpLsdh",
-	"XZbyjCoTqeEruDGmhX2EKfFdPV2Jv+KN+m/K8tmiwRwNtMJaxqSApOM+34tlHO9Qh/SBA0x8R5ud9NlJ",
-	"n82kz7G5qkP8nQ7eLadetbPoTpO4ZtwDI3Pv5QvFcpx8WOwlz8ZUGF2n/QcHmG+lDa5lO9ZY1qfyUktl",
-	"3b+9g6x/CKnz9S98reGFzueQXkzvR6872zz2gXa439O+k4/ul0zaWCI9MkzPFCt0hrikPUDicczUJL4j",
-	"S8VkbhLHjithjDD90KMBhWUHTE4r112r9cOWgqrfoc3joT1wVX5TRrqz22/Nbo/dystBlm1zGCyQRpt7",
-	"k3TyOOZkWM9jSJhp6RipwWh7DTlp+iHLXFbQWz2bZ4UgxNaEYVAC+q5rnrcnY7+u41oPFhc4muMq9MjG",
-	"7u1o6DYBJBtbuw0o4Aal7P/RiLb+uV+JkaiEWlWT8VxPlTVYlgCPU81gM4wLsHIxhKRJ6gAwergSX1eY",
-	"gGQUlUnQGsy0E3pWTEro29pH4DgO4DSaILwBKe7f0/xSQEjLykpMsDFC1QZK/JOI6e9dvco1IvF1vKhO",
-	"mbgIzPFZ8HGf0SKp7vOLUDIiB7TmK8Iqb62y4M5eheqN1vaujw+S1Z2N1vQ1uiNuFZ1oB8+qb/aOYd0m",
-	"w6r3dZkN3Af/cpyg28v1m5PiZSXcZzHFm256P6QWEGMLHGWmp0XOck3NEGfSCPrzsioRmoW6yR8itqbn",
-	"f1gjEhox1hC7onI0m3ELeeG+NatWbR3dojJZ9ALVCS2KkOCkYcq9yYSqdN0ocsieFTq7kuoyPjIcjVw5",
-	"9ZJ9W9ipKoQxzl7EpHUjWnjrO3gxIsYvmqn+azuuqaVNWuGZOqX7qSs6lAjRphLcIH7o3XmnGrN281md",
-	"s1HW02/eq5236pvKg1y6xrcvHVpaero/7Hueu8YSbOinDcyqmuC87xsy6QoLBk+beQfI3n7Y+6q0DWvx",
-	"+HYtkMcLCqD6/EaR7UMvAMO3jS0C1OetzsDXGfvGNTeuL6b2x3vJ3ovQQ3kv2SOn+16yF+JEe8neKy4L",
-	"+Me5nIj87dTuJXvPScy3FSZvuH3utU6EBnwYKPyz4QjDyBkEa2pIwgh5qOdMiEOZd6IjksgU+bN5JzDh",
-	"DwefPCVdsTGHXAg9tR4npr2/WdcMobma+3q7nTPihRFhfhdaF4KrzSfIrZujB1pzxycnnVMZVXpyCy1J",
-	"O07Pa4hrJmH11qZA8HYAXzLW06qbBKXKxM/uiU27nP7HX5/etJHuc27EQEKPJWnltUBQIpqjzBNqKek+",
-	"lHggGEzccZqWO1bhhFvXGq7EfKarhwPHGcmhTZAJ/OHtoAlW2LgNPSFSW7C50mebtA2VBbtAbuDCbiov",
-	"n8ApF1A6W7Ua6Lj4sFSbhy3dd6T9ZZE2ajoRVTwyd0vu7qKudbYv07sFODywR5gRhciA2PHWM9+xifwG",
-	"+TT0+mrxi0e36gzmssZ7szM0dobGztDYGRo7Q2NnaDTkRlcrOxBhOyWkXQkBAX+3Gscf9K/VyGeYhq3V",
-	"QiPIuu92rWqEa7tKt1inVtSx67rBHLzYER4Ki3iwjYzixXfSBi1xF5G+vQ5GjQt7h8S0j8Hd7uAzKmuG",
-	"8bqtKiA7cwR6gWIvyPfHdmK8gMIuRoBX1LjC6gK0AIgyOwHDsyulZ4XILzF460PQmJofhZSPMLQt6y9T",
-	"Px+PNDNVuW6DwcJ5fxm0fPuR26XVr6nA9xHaP++ZtZBl8NXymF3wdaVeAcd/28xwXby1wQ5zYbksPkPF",
-	"kKqc2sRZYuWUymY9lJVTPZB7rdM7XuAsvmXtg7ZgtQ6CLYXcgzttZGvaSL3JW9JLqKci9nlag2scgYn6",
-	"vlDYxgFqa2qHHlvqMw0tqIywFtvudvYxfY7TuGnI4NyxXkveug1CB/j860a+2B20vMPVvdDZ1Old3eQV",
-	"be1OCH+BpXM/CdtJK1toi7pMx/vupq4o3f6tkjaAhiFRIsYk2hEXPLsygGuGMQORQOM9qGROqB2MxMcS",
-	"MEaixVbCqUNY8gztq6z2ea/u+WlZI3SFN7DauA0869it44Gwhts3FOKFwUrXGAr+rEIG733kdi5N+hic",
-	"3Z3cDHSuI6arpD75uk4q2LIjqaQZU3MOcoHOuLtvi6EsZjVBnLJeGiktx4SgmWId5KWSBhodXcxBDqVR",
-	"aCLt7/jqrg56w37zjvNtkZ13WUhNhl4WXK2A4gCMBXDWOEZN/WRqfoEVCUiKFOLlLJejkbddoIgYu80I",
-	"6GwcrRfbBXLg5byyR45cob9S3Y91mXGfFlx9E3zbLXRTtg393CYlr8T9sWw33848/ILvFM4dY9wUL5Gy",
-	"9aHHfItRiOzmrhhkxWefar0C81s0YZ1WKz7aFbbqOz77Ws3VMJTM6mV6idfBPNwu7pjHV2atwql+DglT",
-	"s2X86LDis0DOyV457TZNIeIFuFgtE+q0VXWRM62CueptVUBPA3NUFwX9+IlW6EMg+ttXaFbR+yaGaVAf",
-	"d0bpzijd6V73bZRukWuvVcLWWKrP0f5Zw+CjYkrqOK2VuKnh+e2x6g1sUdjdnR2644Xfjh16D8ywEgPv",
-	"9NncKA1uIo9Y5BMW2EQbe4iQYUnd1TxhBbdCZTV42s/n56eU/LAyxlqJMz+7rzbSGq1xjVtux2m+BqO1",
-	"qg/0tkKsHRbqr7yQOV+MnyZNS7RFpwH3ug+jshjuGo2OGtTZ8AmYUfmgYbniD6g6xV+HYG9Ld+f3pZvm",
-	"gyL67fni6+Xhsneh1J3VutPUHhbTfo7qzPb49hrFrKx0JoxZm2AaTZBeaQsPhOQ2LCdDNDiRt3oQg/J1",
-	"SlP4SvUuWt6Z5VZ0o33BMzu2cZ9ZpstXfMuJaTTKPuaHdTuIfl5MJxs4RQiIran11C0xKDGB9caAcO6+",
-	"Tz0zCcddmoWs2qOoSpdhN0zfGx4bKBESnZOa0ICjDTH9HYz0UMh6W5oVrewYdnKjQpbQW77Q6tJpGG4X",
-	"t1vd0jLV1aoUXoxHvuZpp1PtdKovVKdCLrQVfr6ZNrVP7HdFdhr0ucdOk7zuxRtP9k7YNYy+49c7fr3j",
-	"1zt+fX/8GpXVe2TYa9l1B5NmPR5Ky+kv0Jh/ROYwk+Yu9O6zHRvfsfEdG9+x8fvtzXrvTHxlp2lQuZen",
-	"hwzYN63SFcu1MNQZDuWStGyqrCwIPAR+WXeEuAPmrssdb9/x9h1v3/H2e+27fZesvbLlPnY42wDFeaEn",
-	"WtRRaKyNfeRjUmNd5AbQKUWRO/IQyhbzZAHzNZeVyBBnoA3M+Z0tT3Vlf8G5bQLzSpOKcU7FJ8CcOmZy",
-	"LSAYD1/M95I98bGEsPzGwKU0Fw9b2lhr23zCA61TcluIczJCdc3iS4/ixQe+qp8jbu2OpX6B3A1ArBeY",
-	"yC1hyyQd2uixuerkU9hZGuaiRyC23dwqShTgoISOKiGYRg0Bo+8Ewz3RAGDXu3AnSIATyC8gx3kssqs+",
-	"/Br7m0VAvXYmM8FmY1nQZc67etHHJPFVKaPxwtZoobBDbMaVxX26uxSpeJKr9U+Y407r3GmdXypfBhrj",
-	"KvDmrWHv1erm/h/wf+yDCf/sdim8E6RPcU9q7rYD474QaO4Dn7aa2AW6DNrSJoDjrGSr67D24BMdSHu0",
-	"pC03gPwCOLvf6W7e/tt4Tn4eLze361TYnJsHOb5j6zu2/oXnZywydrzTW2XvUCu0/4f7301YuyU/3rVX",
-	"+bQi5TxhGp7mRTFn2lnX3rfr8d8u5bVQqxwKTca/jucHlS6H8Tt4PcnJbkbf3bDhh++//+77qGPD4006",
-	"NoBfofJH6jfpa3Qw7KTSTirtpNLXLpWCLo0FDls1O2zFlcl0LqqBFZOy4Ha9vzu8wnqj0aQUl30W3k0Y",
-	"NYEezGTuRJUAnzbh2zWawTt607hIrZoN+Nsd3+dh4PMw1U3c32Fy4NeK+pxR7/oelpu5ubgHEJ08fqKz",
-	"jdVic/uHgRm+vE+rvMZhd3a9fVY1GKwvvY0u3zYdtOjpdKZ9y+BH7tf0b29/Q4Wqu5m+WxX8wmS6FFH/",
-	"EKTEpwc/dvlWl6/P3nZ0jzN+LV4BA/EDrfF4+gXfrbezZT/Wzu+Bi/ydBF/VcwOooJ3s7lQO7//h//mG",
-	"T8SfyCEKYcUyr3gBv+/gFZ4/oDEI/GCZ9vELrbS/UsK6qfkBYvpssQvj1XyuI3An5m/Al/DW5F8Of/pS",
-	"WoMg0WyZVXQgXrwTZcGzbv0AjNlIGXC0GIAVLnQ+Z5OpsYxfVkJ0wVR8GezgXzv15OtST25K/t+UekJ0",
-	"f7f6yTqfAApT9+ShR9oJHZYN65FPgE3E5EJUph/4UJ17Ylg1VexiHnnsTBIgB2XlE+Qu5mwseGUvBLcB",
-	"KEZW7FpUpr05upvhG1jDlvt0rbKycXe/GXNZ0X77y0gX4HbaY5l9I4rRfrgG3TGUc37lAyitzb8fGUxd",
-	"AgQDJ0ot0ypDVChIhoeXJ8xqRDKGLgyNu50wqYwVPHdCb8axzcOIkuqhsWcpKqlzmdXXdvmKnlfy8lJU",
-	"Z6IY/RxWteXbGgZ6B6nhXRc3zJpZfiXUN3GF3bVBA8JfkrAJSs9u4Vp3cdn9PxREif4MrRi77/Z/T8VU",
-	"LJZ7UObeckofVYlgHYg0cW/EI+Sy7vKeiUyrnMoG6WmRI01EbzChMI25WTlioOutzMWk1IiBeCXmbAI0",
-	"yFklbCVFTl3f3Y/TSlGfk8rYuFNjm1fqBn1rX4fVd2ieuMkPskvt4lrXqJzRpt2dxvkNd8Teec428pxt",
-	"u1ttJTJd5VJd7vOp1QP8cV9c82LKrRgYWwk+WdFpL+qnVAiei+qRARZGPZnwe+hCh0/5POeGP4lblnKb",
-	"HiIM0pgrJYpHhqVuSu/gCynrzcYyG7OZVKbvGCbA4fKLQuSAp+y7PplCQ92iSpjg2Rj+9shp1bAgqVUS",
-	"wSGaJKjPOLtHhhkBe+bE05CdWEIlNB6ce5mpvqS9Og6TPcNN2yADZDFSt4nL7Badfb/Kyk55gZqbD33g",
-	"MfVyMeLTwrIPH+hfv7qnPnzodO1du7/vfdZ8jmtG2pxO15i8LG93R/DomMy7i3rcA7d9EOBTkBPILvW0",
-	"x3rvXj1n33333Y/+bv+ulegfuZuJWRn8wjh9pGtvmocRMoVyR9dusL27dbIu0sfLQJJdoq8m2l1AtV1M",
-	"eN7DIuZNiqvxTMiLjMDp28TGD+1iI7xzA9lRTdXAqbndQuN1sCVBUtSygzRcdIGMxIwZ1KIPPbJSGJGe",
-	"8RKAZAYSSkNsQI3NGFCFY2abMIOoTVOrJ9zKzPN9qKejzxl8W2moS3ZyylzB7kqLgsN9F6RMQPODA4DM",
-	"cGxXyJVPOPRyZcaVNazHR1ZUEaY71af3hyAJ0aF8IYjEnbyjFCvOJlJNMRKl9OwQjSty2VBiVrRNTvyZ",
-	"BleBSaH57ZhASx7jVNWk+tYd5DpBJmtHNRzoV8u4Trkx3Tb+b2Nu603IZb7jWh1+16mCPKWYacGeNV0C",
-	"22RY2dQOJqK6FPsXPLsqdHdreDhVZ5mbNtUVVdZToYDaHE94RwhClpsrE4GeI8lBwbB5xDI9VTby3oIp",
-	"7yjYRsSki1wYO2Tn8KnK75plHB6DYueaeSb0PDoBWjF6n0/ta7foZ7TmB6ehbpOM/eLdbj6H7e/SO+hK",
-	"7Mi3nXyPG5fikWHZ1O4DMfmduz0iXvJat5FwVgiupuWqAoCJvhaGnU2zTIhcYC3tKy6d7oCEir40/APC",
-	"uUx0BSW6iqWOsKrzMVc/62llUsYvNes1CgaW8i77jYgLNi2BPgmGTVUhjGHplRDlW/jDK/f79MiR9sSZ",
-	"Yt8fHLBSVCzjRdEka9arRCk41hW7GfaH7BiWwGaQj9GwqzOulEY9wlwJwKecY6RHGlZIA3DeiqUj2Im0",
-	"xWGIOxuTjtlSCpsfg4ZcmT8vszEdm3XKjjvcu/XbLU12pU4w44ZmuVMJuvxdbiPZtCTaqzmKpSt3t0oB",
-	"jtqlEjxvzi5hSsxWCN5fpLGLFHSzMvtTzF7Z6Lkz+Ts+25bXBTSj1XJK1+3na62fbbwnZ4iVsnreVIfk",
-	"jb0e+oegXiSrtDEDYntXYt6dgMaluvlKVs0JDe16ehFXWe22enhqUVfY/a1yRs0lKqZu3Ts2tiJivzXm",
-	"tTrJ/b+0pN4ez6nzZF47AoyvDfHuXe7JKAFnelkSgDV6N/uETeKWakRm2T9ScE84Uz9NWCpUDv/su0c0",
-	"fPj16VPWG1X8ciKUFXm/1dGP3hiAbrJjMUlClwOfgCPVJaa9kMZEfh8yrK/EfOTYB2QXVOxCjJyOFk2N",
-	"hZBqsLv8lFjPa1ec3Eq0yExfi8rUazpil7w0YWbRFvJKMHMly1LkCTM6mucjw3LfuCGEhK8h4gtQL2bI",
-	"0gYrTRFfcMSp7RXMBOpOFa8qPTMUzi08yqAdizkrJJSsGnEtKl40tpYgxkETpE0jq/SIlbooauDDWgnW",
-	"ldeBe0YI9tPLc7YsFMFidddUFH2InSimLywHV1Qh1dWQ/QZOt4yW8r4qUr8zmZ5AvQQvjGanb8/OBVi7",
-	"lUDebd09V7xAqxjhGGVROKXuQrBrUcmRFLmzct0KpLoEZRexc9qOB4Lshj09eHoEVxI1YtxEDOPk7qJl",
-	"VyYu4iAjmvxwPdyRflfwPGaXW9aE10Enwj4041f3owXDXnRlSnJzlfiruMuWvu3wcFPW3I+evE9Ad13q",
-	"8qIb6ZEh5an0DjHWowuSePdZUrOphJgUOstCOTJZxT5RDOidBzt+pfsrUjh3HrCOpBP3152W10F9bncW",
-	"AkoNN9hW9L6NSPEP97+TfGWFk/eGQfApJw8Y6z09+JEA4zBnzTu1deWJsk/5bSl+ufZdpeAFj5xczGqd",
-	"MIxxYd6Ge8CpC+h+IjwOY3XJZrq6ak2swJKQBYF7M8M5fvkkP+V23GJiHjvtBP0zseoJ63D6nF2sfvKp",
-	"ESNeGMrShi2kUMalFiYJ+hs53VD3Ak+lyNm07DRQF/e2YSjSyHuHMHTgHhdauw/fIftYWx/FzdUuZe0L",
-	"RE4IdVjb0iyIK/2ZtCsL3pnt+AwAsFX6shLGJMEilL+LhPEMEpe80ZUw4bYBeEuG1q8Ppi1bXhBbh3ou",
-	"T7mPFin86cFTDNjNpBH9tcrEdvjSefvsvh4dZJXNsDMVbq3IiedbJOdP0E32c2G5LFbaC8AEgm2rp1Xm",
-	"DXlp2b/B09UD6Srzuse1KTnkDQqejfsJgeJiAK7kdmy8q6LJDxL3ybU8YS0PeIGLeoic4OFRPm3WCvrH",
-	"KKU1dPhmxw+2yQ9qeUvbfc8MQs+Ub6PbySKC5/ViboWJfc/s9enTPoO+uqNKT5Y1eDuu9PRyjKYJcIm4",
-	"Es07EhPGwUji1vJs7D5NMf2fz89P2Ttwv/WeHPxwxJ4+/oGV3PiGOeSqyLTKJeYIMPITmiFzZlaaTe0H",
-	"WPkHXMWHaa2QpWQrBLOimbWARlVkb8248Wp3iw1FOxkTH9oWt8Kp1vOLa5kLvT8pnzYZRUjqu5CKA+9a",
-	"ZEWtnGE21oU/ebfYMWQ+wdDPcczBC2lKbSS+tHhv0vos0zpEEG6S45/DBsNcmtWfyd6Tgx+2uki6K+Ca",
-	"tuTn7VgsXMJ28vDuYSo88zIyrNXp0evX+h3ytS7qC0iA3r1uZF3gtnT7Hxl2zQuZc6urnXH4+If1L8D5",
-	"vtH2jFtpRhLttS/UsCRO1JA92rOi2zIuveC4ocAB6XDf0kaqQirx5cmYBUUYCui+Aumy4/Q7Tr/j9J/A",
-	"6U8LPt8qly8LPu/g8Lk0VwNojBPA31aydWnFxEBqAmv/2D58LOQWLMKdETBAXXBTaW0TDxSlqxz4aHjd",
-	"jsWklYG+8x94Ic3VczdkAzFyW8jQ3aN2BQZhN2DXvgn8Crcx8aLvxC6u7113SvvP3IQauEoXhcibN9Kn",
-	"s3jlwwlzgK9IsIiEys/Ayd0PK1y8yb7ETDAJPUrsnE14dSWqhHE2q6SF7oEXIsHeKKYEOKVLLhUpKjNu",
-	"ReVeMQgaWAl3a8Fjz01HxhEsHwtloH9rH4vtPA1BwZ07DKZHK76wwAUg2cDtzSE75cZgUgGV53CGHkmo",
-	"Kz/DBC/Wc8LOCsovrcv1eFVIUbERl8WU0u+hfBpzyRYS7t1T/iwGlZu5+1pLbpGba4Mazd3S/arMT6Fs",
-	"NYf9m0RwIN9InRpneWABd5ReA/f/csqrfEVFy1RtJrZyZvjcLJwemxFsg6N4vJ2PDIMhWSGsYUrMyN2O",
-	"XZMpl7PJHBwlIQwyZA24B651McWUv1fTokgo1dPXm8JO9l5LM+EWPPTSsNdueyjLQPAcUqt7OPSFcH9w",
-	"XMYKRb0GjpjSddYksChpGMxiLmw/YcdYbRuCd0dxcl8lzHQiDHUXEMWoxuPxn7rUmgp4E8pc4Mzxj4q2",
-	"p5oqZsZ6ZobsvbpSeqbqlCQaJQPki5gPtIh897F7IngYe0fwGxB87SKEw38Ehda5U+vvkBOQ5JUrkANf",
-	"Yg16mx6wIM+9cQhrDDIdE36wy6TVKPBRzrPe0M0eBKp/vB+xDTaCl0jfhSF84xxqrQ755bNKW0Gpv9Bz",
-	"B5+kHF6txDBM5gwSAoFpzSJwGXjBZ45ziwtQesZ6v1KeMEjv2XjuKO+QeS7j1I6a+yS+Sg4XJw3O/4TG",
-	"PoGcaKWV6CeeMyWBLw3hX+jkqcndsEJeifWqzBHjKxQFKtwPJxIY92w87+hdHJP0SX1H7oqL+D3bMZIW",
-	"RuLvZIPOpG/WvChI79CqAG194AZdbVrY5ZzdFRZFAzcPnxviwEM31ABG9VYGp0ZSupo3a0Sw9S0C3DXN",
-	"aacDuJ8Ig4ldTC3jaHlgjp20lMAXgCcPa6RmaRi/MLqYWkyXhyS8hImP0liTYCFGPaVYkHPlMfYo90Al",
-	"sGz4aW6cDdLzJJswOy9FQvlJtTnU7+C5q/krsrqEyRHjaj5k2bSqhLLIE5Bd1xN91Ga2LXONU7dfgYbf",
-	"uTuwpU5YMIYbIDBWZUqR2TUVDU1MsLBr4WQ0Hvkdd+gNi6H9Wwv/EUvGI/SDYqpo4OigHEoFyynEZOch",
-	"/RK9nMB9uGMSucwRhzOmwbtUEVGIfLZ2eLhAcJGahw8aLPfrAVtd4t1YHhZsQMsKkHiK9bDIgwqtapdQ",
-	"zCaTmKnWnHATfXWbelmNk+CtvRtqZu9Ivt+NUuZG2ylkrVlP96Rw4SXrpM1jc3WbflwPlx3T0rJTl+gS",
-	"sYtq/WVRc6GK4Ih0g7oRu3XT8PVhoWdn7s1ncytMmrDoT6NpUeCvnQ4MOJ9aAVg4XPr+EDxGbCK4AkvI",
-	"e6CwKhQsSbQfj9gvNAoVowSXckpvRzI4p2Y+UcFY6FlZHyL6l6PJTvjH40uRsl6K/yIw57QPdpq09N22",
-	"b8EwFeLGUA0148zMhChBS50qf96E49bDn/536tYYGoDzS4GGtBlr9/v+kL0REuxYyCDIQ5ci2KSGqyzx",
-	"v0VbV6sPOL0Pk/IpkxjFnQtCIcfy76Vg3ZCdj6FGluc1RiqB9OGE08EgrBr1V1jkAGrGr3mRJgwviI3K",
-	"QlCNfkE/SVVXyUiVi4+rnenLvDi4ZxDOdcjOhAjiYkCCaMKzsbsLndGCqMJ5A4Z+Zqlh3d1wdBhux9JX",
-	"snQ6aGMXWglumbVThsM6cxriK00bEzSTVd772kxnvXXGtZ9Gn7qDkvtNUgoGAlWC4yx2MPkw3oVElPpD",
-	"DOeZtb4/ipg5/txQygIiAv7WhH6+olbNFGiDpLdVU4ieKTTE3TnWXjlM3a+wP4s3ojg8hOCaUUAdezOG",
-	"hcH8cAgwuhxPmVCQIVJtKZmlq1r4V9rU+zGXn8m1cPXrbWV/L+Cv7ph3dvPObr5/u/nXcC3bYhPunoJ2",
-	"2OAtd2RLg3bSqarHIEj4jldoAkQfEiXCgC3B0gSAGWZEITLbQHipofsC5g4yN0zu611oO2ZtsLpHFKEl",
-	"LByh8v6Q/cyrfNDUuXglvPYEMDOoO7u/gYbxN9LJ0iF7FZ5HLszzvBKGkFKc5X+I7xGIDapfI1EJlYk1",
-	"+hN8+m7Qz9Y8G6b0ulErdZM332Drk5u88hwhl2741nFZ3uj5Mw9Rf5OXXvmb0IXBtnxTCWbIw8m9P3/O",
-	"8rhH4UJVGtLMC0xp64B33tsUfQ1nUwns2YH2qQzW8ljrK9ZrGD6d9fZY8PSz1lddlXI/PL3ZrMCUAXNV",
-	"Okt5znpuPombLZdVwkzGVed04OUzmFPXfL578iloe9H1ILZ0o/vxEpnX3lZLBBu3cRMwOtjwHUzJCjC6",
-	"pqS6E+MIRtqv0UfazaKTqhIAW39RiMMQvQsy8REVWqCXWVZNsLPaH4Z/xCaH6C6+EqL0WYKOmMhChsCi",
-	"9zxYPbkwVisBVgtgkyAiCYCTAExJjE2C+YeA0e+EbG18kOaKU3Ui8xJyGY498ocsioU0JjI8yPWBE5wL",
-	"MPPsB1B9+0cL0DLt3pBC8GsohzZewhsEiZsBvhrsSFzy0e8CWFmSztuwceKhYJw15g3pVY8Hjw8OnC5o",
-	"pcosk7nxbX0qnaFSQggteqbuw75xa3nGbTbutm/eUuJZAQ0MYWWQIE7bjEniOx7WzsMiTXZrrMwjkqxg",
-	"ZkT53dzsWQXOX6NHdkHxvuDZVeAIqD4huwA6Hceaek3iNB46bzCJGBT2MK8P7nMfgNssN/DAl++Erpeo",
-	"YEfVO6rewHWLgnSZXO7S0t93ivinpkHNeNFaMIHuyV6zcR8qJu5JlQFTaIY9qGsoRIsMRrkO69gSshGt",
-	"0CUSdA58swA0U6d5eKujF1kQYGokzLGVqcp8+9EmJxm67w8zDxlcJz7SwJjgicu6EIDoGvCFMTRUww3r",
-	"ip3pkX3RYIB1+yS/BvqMH6fnn0ekNPqp7z0RkWuwECPLdCmUj3uyrOIGe/HXw5Aj220KmlwwFfDJvFpO",
-	"LE8WrDb8MviVM+6WfMkx6L8YIiOfipsSL0DtS3lZkq/HAymnhOcbsv7cBZABHLzJuM8yru6Ya+OQm3ua",
-	"UYDBTbcadui++DPOfK1TGQ6R7rDKffXqznP8BXqO3Ym3e42RzGu2eLdSpBZiK4SJzAUZaoeE5e3sN1YW",
-	"fA6lLHX7/Rgbk+cTaS01cpsDSsDFNLY5HctcsE4vUBWFbusN5ZMXleD5vCl1DRb+G+TwkAwVq6RaiRvr",
-	"n7UI2KmgOxX0gaqgZzUR3KdhaSy37hJm3XGnVz6vMVIYQeE4jCJIesR43RhFQx4RL4p+jbGdEEw8lPPF",
-	"/eXwD/xaVJzw5EGPMjZC1/QBZjWdXGCSEnr754t8wSwEn4KjDbUlwJUWeYT87dgZqnVTW1dHdPSvW4pW",
-	"0NatQfHGfi1R65hHxnuO253wWYjTPBTwvK6Vd3A5uuc74u8gfviXNOL+3ON/YAh1Q6w7lN8LaHSsl7aA",
-	"nh2yJYwz7yMGfDOPi8khlttPIuSiyNLCfiQzBdmOmwEYOT3DLyZU2m6IZTRkQKO1JYlczX/ukHHUWpyF",
-	"OV4MbkeNP36MsjhRRYlBj7rh8RrkdeMAdePt+wUvar0ot4eU5z7/oHHyvAgBp8ZtISnRqj8TRwmOZoei",
-	"tENRujFeXkNI3RlY3oKcWg+RR2TSAZCHXenRjGXuugllnS5Ud2A6Pj1hWSUg54sXjEoZMq2M42zUP32t",
-	"vAqa8qZSK5JO0rCxVnrqiN9JKlR8nbTCdKkGCzmklf5l3zGGlBaILASEG5ZP5X3Eka0ES09G+GqawL/f",
-	"aCUGr52RR17Dk9Hgtc6hcnhw5jhDCvFpzv45PTj4LgP2Cf8UTBQCdAAjxJVxVp+0HULUbfltCVD2Chb5",
-	"/t0vzGo2Bgap62P1Bf08OseETQ2hao9llQ9KXtl57fcopLpykwKvx3ql/9PABR+YgF4QTMdZJkq6VKal",
-	"RKiYOTsrhduW7sTuTuzuxO7WwQu3JHJXIBeWBVfrMQuhXII7Bu9YqGK9mRBX4Ic5+OvhwcHgsfuvEwfv",
-	"z5/3IUQDDh+s1wBnbqVXIRCeFlzdHfKgG62zCQDNYkeB99fnvw61wGWz9cXYvpvEjdjtFH3XmBkgejmj",
-	"9Ah7eIxk4eS++y1nGTdiIJURytm614KZ6QWKjlXZ6qcw/BrH4mnkTHXziEzjNrci/O9heRTdMrsSbc9p",
-	"VWZHgg8ghTfc9bvqJ33MnGwp5szdGPdRKGVW7OT4zTF01oL6k8O4MtijREAkzZd5oy/dRCiBwEwgW98J",
-	"4Frhcx8l7Fxu4esJYP0ZKqIutGW9GS+KQVbo7AqeN6HucKynlYFKR8ahHTzL+byQl2M7MPzabR9qfwYS",
-	"bH2spBD4N+h94gYwVpc+RSRoAVNVCGOY0RPhhKgoTED41JUzvTq6BUdibjvBzzN+HQ2yJvZJLMoICCmb",
-	"+whrrpL4TkVxU9yxm3tvK9xkOXeUTgHcbf8P9781HUxfRLAO7vGjGIChhh6kHArbSL6CJD4lPlpWcmNW",
-	"J8UT4a5tEYy3loR+ye24lvm4mk3b8bWVGv3rXonS+4l2hHmvMOS+K+e2CHNNV06ouaJLvsJy/MZpZUcj",
-	"D6Cx3bYoJCjL01ZzFJAqTGwJejXraEH8MLiCgjL0OMYJVgik92XOH55A2qmyO07wcDkBUOPD0GP3ycrt",
-	"zg0+n1aq5hxMKwb5e6OWzNpY2L6k7943O1gqhf8tgu32pr5WXU4xEZbRPYM7bXO/o+6HTd147x2N5NJg",
-	"c5aHQefXvJiuit2cooqQcpuyXjuWi9IzBPDiF0Yo2/d14iTugtctRiH1nTwWXWVJnbZV6IwX+LZ7kWJG",
-	"7p0ZN+zf0/wSornLDOclrekBaR/tzbHd0qzGpbRvbifiBrfdeCQD9+G9+7IzaPfdMjs4kQhP7PjRffEj",
-	"L+443sIxILRu2Qxp5UeUIXUTBCs3P/9awi7my7ByWMi4BtfpzI+8g3a6Q2inliIHf5YoNxA6txuRCf7Y",
-	"YH4blSDQaRNa1LqZ1OC9iIa0Gh6qBflo/ZzopTuqwKDlbwJP5DdhV4exUXjT1GzkDrilu5fdRhkAc2PF",
-	"lCO5R4s9nTXN2ylRPR4VFuHzBKuMP2DLo8b77tJD4ms6iblUmrD0eqyNdf9oqSbvDxlmC3KVCQDyw/gr",
-	"5s7VcHwLO5qwNFzftO55FvqVqZGsJiKHxyi5L6V4LTinYgTaSw1oBAlLX3FZwIOQG1twY+GM06WGaJUY",
-	"TY3Ih+w87CdTQoQeaYW8pjjyYrcBW7fUBg/ZlZiPHFfENSDKbTm9KAApgdpEIj5s6GDt/4zRaaVEZk1C",
-	"7a+N1WXpJgaYaAD05OdnCY1hIRBcCQvWOkS2fU8W3OQWc919NWz8tiLAjUFWuM2wJN7f2/vwmNXMszu3",
-	"dOHm7tTaL7FQH3IO67P0RHVHdnmE576yXoFazEL2ScUVVkKZLuW4/h3BrTUgQSw3VyZBDDYJbQLda0xO",
-	"SszT36T1MyhUr2Had0KK9XBdVaRQoUv4+d9Iv2fYhAuxKEcbO3FH+okuu9WTM8hSCk83pCchB6GQArQc",
-	"hAbAdqYygroBUBSPDRQ38mhiAqV9RKzHxg/QamTIjhclJQrzhrSs60qexnUlStsPHPq0pm1CU5fbl5nR",
-	"GBuITMgjqXfnyxCdCTtD9aZb4dtJ1y9SusaX8Y6Eq81q1tTtYDrllwIa+1ippnpqGj12lJhh/x1A4jpm",
-	"F1PjmKlhGS8KUbHe8ekJs/pKQPxroezP9/qx2XCBfaZ9ZoRYMHzqRptaT8COgNrAHmdmWgKm+cQxSVtx",
-	"q31DG/foI0gOVYxX2VheC2ZldiUsDQ6jsV56TNeaY7n9M8ErUaW+XhHcGjDTD/SVD7AoP0/ClKHhwIYb",
-	"ssYn4wIoSGN3zGPuEd6xaGmq6l6+Jb90XImlRrgRUwaNb/2W4DCQFk8zrO+OzI9Y6iys9zYjU9Nq+Df1",
-	"6IiffkS+nIRlhTYiHzjRcsTS0plOmSy5sic5fSUX7g4Tx3K/vRKiXDwiEBxBVrTrR+BmtNm7+u5tjPVB",
-	"K4+uS5fnSevJAtRHCAJMpzLfBJT8mJVRLcDCpi81fZV5p0sOjrCzSODgYFMo8jghcgu+wOhIOv2A9aEF",
-	"JyC34BchiD2JEa2uKdHFvHl0ZpOZBGpaMwmgh1uYwuKhLF5+aVhESF2zadDa593YDSaEVBxYcA9cKRn1",
-	"a+uY4QLl33SO24gXLOtKTfaeQBL/+3e/mAbSdsaras44w1rWTuaxyOe7aPf7x0/uOI4Y0egmzuqYUe7c",
-	"1ZFxKLJpJe0chM0FCHsnrvcO//Evd7sqmx3j+Z/DbYLf/2vJyz0Rwta2EUmyoLDZrFbV6tL5vcM9ryQN",
-	"dDWobDagqzbAm7u3pN79+GOHeresOC0reE5XWqPb1ToV6CG8KKCwpkZtoI5aTXUvYbrEGuti7q6aVuhc",
-	"mJohezuFFjOEXQRdrHQ2RZ+JGesZDIefdUwI9KVONQFWcCdByDZmirrmptJ2am4kbrWenOFb22cbWk82",
-	"4hhuwTtmsSK25YkEik4CC6Bb2kr9G1Gyt9C6SvewjsdA0Kke05kdNdpKC+32gEtoPRkSFfeH7DcwfWQu",
-	"JqW2QmXzv4t5mkCCg63mXrWFFnwed9LHSDyvIFumMhYIP3AIb79cCaeITI3IKV8Hu9myC53Pm9Ak0TQ+",
-	"ZGTGp0fMzrSzF308xs1MCsMm/ErAiLAkCD6RYt4IxVHQzD0IUTkI3UGFXzbWRijGJ1pdkv9kqUWv6Sz9",
-	"QzrakgerMcaaXGlY/t36rGjtKybEes1bQeg5cHQ5a963/s5Pde8VgTEjuRXe1aZ87P+BtvifK+r+eQ7p",
-	"VZ6vdKsgR4GR1H97hG6B2DHd1EDaIzSBlFe6HrB750jWXZzxor9/f/Ki35EPGXwP3fmQ66ymf90vIX91",
-	"tHnP9Ut3S2j7PMuceYH2hFnRrsuYKWgURqrLQgymRjB81ztJHQd3nHxqkAC4wuDTEqnWfl7ffpdhDi98",
-	"RqLarzBq0YNmldIaNuYGgldXorT9BJHRDRMfeWadUaEE+7eWivUc6TX1Afd7QiJ1j9E48ZseBL2fMPGx",
-	"lJVbKPioUvrxRL2Gbu0mZb3Hg8dPnx4kLBcjPi0se3yA7T2g5TEkujgVK4qVscBQhuyYOdML1EFKTGEZ",
-	"L/mFLKSVBJKcV5SVckye1kWe9SNL3W8+4F/TFRrIMZzQuTcWHyz7+v/Ze/fmNm5sX/SroFznlqVTrYcf",
-	"yUyk2nVLsZ3YZzuJruQkt/ZMtgl2gyRGTaA3gBbNceW7n8JaC2g02U1SjijJNv9IOZL6gcbjt96/tUUF",
-	"KZ2ClaE+TRwUsDtwe2XUPHt25+pTa+H6GJLIe9Ucl52edF/gDfC4Ah03cvbwSh4EH+KtAz2AxYou9f7P",
-	"G2pWqaEIELR/0qTa4Y4P/StiV4tgclFWMDbnAdLHIsObG9e2fYzyAegzEVudbc9n2lYIzirjag5NePyH",
-	"YFy0CzylY7UKTWBA7BB1DS+txjtsW3IpDXbohFs2FEIxqUDSPTlmUxQJYC9iX5zAlFPAwP0tFbfRrqUn",
-	"Ba7OlVonLMdO7+xBvmRld5D3GaYwwO6+e103OsAPKl3KHJSNznL+S+Fa0fOkmAduJKbd5Ao9U8KgTyPB",
-	"SwwnEWhKt09J4R0pCFM+PyUIQ9/T2A/h+fFzxm3wjRAwz0OAygpxyM7KUs9agQVWaIHZWMj92MVOdSla",
-	"UfVznI6vSkHs+P6+cl9c8wfnQYu9HcIAd0h4T0SZ/gz6sz2CD24lZ901tB012VdHZACvIJMNfawFM7VS",
-	"bRjZC0URGWvYNrXBrEKpxvug+AySHFRVl2VT/WEEZoUq0edUe4HjS7M9v0JFZ2kW+s784gplTI68zNh5",
-	"4G7TA5eK/cUZv6+DbOoVVb1vpe3RVuxiFH4UMgATpeWQnbWyYdA28+oDh0ozUbC5cOsz8y7q9Xy593SA",
-	"t5FXtMvc+aKhIEbvl87UfWHAmnpVENYtGOhKw8ay1A6x7+2OPc6syDUU/WMBVxPHD750x+3V/iF7Bd7t",
-	"M6jhSN0+6DAl33doy2JxaKGe1L/TZuguD3Ui4JjhxshrYTPG60JqeBJ0riASFGkgb1qoXOOnNN1GSj+M",
-	"qfxwyiphpC5s/Bu5nRyfszGv7CELOs8gaDeQuJ2Wx0bWlDTzGagdtJFjCU581L/B54PKN6l+qanY01QF",
-	"il+8wiiKweliWXCaf0j1xd8cPyN/W1OdA4W3+30Fpwl6fKWuo7WqVFPKs7OZPtPy0jVId18w/TH+1l8y",
-	"qsvyQHyotFkVWyXs5sxfzvDyeB6hN84/BgCiP8mylIjRdpCxgVBF61f72Ac21H0ltpwejazX7WI5PWLZ",
-	"KUE9ZcMLVSCsSux9HBrA7vdojq94PmlQPJEDCKIIbURhhR+Crf8tCIefzp8HkngP7P2oD0PlZYR+y/aU",
-	"9nifMaWxdhf/sJ+xvHZMq3SsKcAiFyfNsLRscC4UoH7GBhcoCgcJs8Eex/ZBua7LyFYw5YU4xfQ3cOgN",
-	"zpL+WGetolFZltFcXiUPoC83ZtXBLFG4wK9DUk0JN+LY3yv9Hr5rVfD3h7osX8HlD1cvXzuOtOiyaxTN",
-	"absJqdhUqlhTc5cex2ZJ1uXs+X1w5y7HZMf0EY7h0fFq4E52foayE1c3Ag2Ii7Uy8+6C1DcUqUcf8X/w",
-	"VmfmK+LbNUjYCO1442PLUJkOpA5AHhObS6YWQJRCzvD8yrI9LKef1tYR0osP0rr9bi8LBHcoHQjJBFri",
-	"IKK6e7+qXfGF/8Ydsn86sm8wLlyKnkGF7faQrZ8diH/pIA4w4M0FhC4RkOABGDybsJa0Tv8JsXhFNblp",
-	"E9XyjFjBS2osBQD8uEVt4iZCBbPnMFG5A8NXh1umlQnUzULy8B0pD1qD3jl4dvj26QwnD8i/YylLfpPs",
-	"+Ik27qCU16JYJBHZG5RyJJycikty17BnxwffHqep5E+Pl1wtSYk+0pDwHBIsB1SXdi3FLIN+2uA7CU3d",
-	"2V54qL8A/uSvOe24khcFXLSPCZHSf4sBgkbqShCnz2MKQDCOge11ErJkSzwt/p0dvw4jGOzHWkBETXIJ",
-	"CZP1Zkztn3oEJ1f52HDl2AyIqBwrvX5Ozqnaxt7UtAxG5BORE7knfSvGH7AQUJ2ASXStr0TR0NFwmPzC",
-	"8JlK50MomqOQNu4wD5udpfms9BgFTeit4/4mSiNd0Tpwsa78a8vOoq/HTPgV7pIzPA+whcIJA9jfan5+",
-	"a2m+3gT9e863X2JqalIlby9ou443gZLaF8XHRHDjhoKvCNq+BLIUyyzkubN4B4UxZQ6ECXsYT31yTOFZ",
-	"C6y3pVBuDq1MU6Sx0v8epuFZcz00SmW6dhhJTIlm/J+K97p2+9mKHH7/FwQxj3gdjgmXv46f+/XFHBGC",
-	"LoSty04weAlJcHd69B/4QU45VYzL34FDcYk55UKgo2JCPTyJkEhaxr2KtZG/0rj8pv7K///g8jo/uHj3",
-	"4gDHteGB/5eWaoUDUitbT4lCpV05SREy4jsoQm2j/6+2wpwEtQK0IakcVqrNuGyoHfYG/qbIy1/bAfsd",
-	"/77f0HHDlROO0bem6TKMISaND+cVtxZKVNL80CV1JhVrgVsUeBTAx0krFVHCMsevoIP0YGF2B6DIDSVq",
-	"UjIWaLc5qIgmD2gB66nXzEjhil7UJ1QUiX94Hy4cAJ8flnEWDFpKh7JwlBKUEhOcs0n2/tIzpbrmpcS0",
-	"jbS4aIOKzP+jpfoMynluX5FLPnxNyCuuaJGc9TsPgcF4e4H83cJJaMnGB47wDz2dPhEJbSnglyTUvxBB",
-	"zCcUVwJ7Vlrsvrk8UFqJTYVAKfj1ijLLV8FgTHfRklJWipHrq6nMWgWVkEUXyig30dTe+vF9vYWFO01t",
-	"O5oabKu4RR6YYpaWFm+eRs8puzW5mWgnHHGnkwaGEV8PSuGPrcPtHznRNnAKhBSs/XUlwJRgf54O/qtM",
-	"50xmoC8bfkEu253b/2GixEJWfdXe2w8VM44+tnh3/zyCk7yioW8SuqC8eQCAEqprWugwEWUR7L+WQSfV",
-	"slrgDUxRJH09EVYsG5wvc3CDmdkFSP76d9yMhWvfte8NvqUC5GdtmEI4axg6geI6HTwkt2RgSYI1GCCt",
-	"I1v9zI+ufb4/3zBrF3nzQuvTBe7mzyPUmi5OD/B27bIdAD9IAD5DqpQWHsRstxR/Pic0nhAI3wyMp/wK",
-	"qF7Q7dOJlA3EqiJmrnM2FdOhMAG1gfrUOlGdxJlUIQPd44ow+IyEHgx+Tlxje8+Pn61VB19zVfxyLcyF",
-	"y1/7D90h5eeHlErMYPF36Pgg0fF10JvggBpdCqavhXloWFjy+ZDnV8GN1d/ClHzjXLHX796dH/zw9jf2",
-	"68XbQMC+XL0ZU08C9Rf6YDMGbm/467cxqHjI3jjbpssDL33zLjjv3LXrQ+GSJseviejIJEYRO9skY8Ph",
-	"nlKiBtSnd+RY+DuVXuRdpFJ2jGoscE0CYRurrUB/GzISByprDEtIaAKGtZmlFMo9th6ojbAW9WGQAX5d",
-	"BDD5NJ1GG1X914u3mOVCjyY/QBN4CA9EZjRsmNqfGnJOm+CrpnZsT8Ka8EKyl+48qLCwWj0j/PXi7U4w",
-	"fD7pipvJlB89OmJa4BIK83RTPlApk2ZBLhTiyFLYo4/+H/9jSOZb2XIVqik5iCTuHM8nU6+P7w1e4EE7",
-	"eCltpS31AmmuGOxHF2tXY7aYR3jKeJPWaATG2+EaP/XsAorqWBwI1O4Mkfp/MVv6sY2FPlQEKotQrTrl",
-	"So6EdfuniSRLunsl2ewoUkqRsKqUJSSzkw8Zb+XF+vLQQ3aWfrauXfLl2VKU238UMhRQkmPplZreFMz+",
-	"MHgrxB5bHbUj4suS6iU9OM3W/kGWYpdI/9cKls5wM5IO17tre8aIh3WLw/vMumtBpfnRtHreFudxtwyl",
-	"4jCexUd3CvDZxJsM0Dv3UfYIvwxejD37DwB/bIeiXs743LLBcO6EhbPUDGXpxX9mj54ef7vV7yClDYjM",
-	"nWhKRakn5eLXBfCGz+txwMAjEEkS4PMPe+x18H+L9V/9DJWPHqEy4WgUUEWP1+vz0CxToU+Fl+HLHls0",
-	"abjT5kvL2njy7fobYKV+1u6SO2lHEnWaz1n5WtOB7WUsdYjFY5FVYYRCacMEkttpvxZ1pW0pY5AcslYT",
-	"e2zhgFu299P582CAx+q6RdaN1ToYlHgcJnqWV4MmWunaH/i9p8ffnrLnT75lFacQoFDFfsasZpz9sz4+",
-	"fpYDhsH/Ciawaz6zQlzZwJj9BeltVBDzaTob3Xy7+tqPbUZgr6r9BJtop6/t9LWdvrbT13b62k5fuyt9",
-	"7RxqVB+Grual7S3qaQuEcL36WSoiElo4mzFdFgmlbwgwSIOHNov0MsRpk61U26Bgtzf3sKESsTs94KsS",
-	"tLfEQLMqX5M29C7b+l4gFlIxeQtmRDzpdwqwN6mpvRnApvRga8MTZyplcgwcSVQs919vzpNwhMdYI/g0",
-	"MhdDbg8vgJbSiWmlDTdzgN/9EzYIZuehP0gDjBhH+jEC7W62MWRT5vkkaF6LtUcUPqfZwgBzoNashCF2",
-	"nI1iJ4fsTEVmKGBSQAUtzsknMZYlYYAdadnnTFr2JQm0f8vqVuyu/3pzvqv5+9w8wGoNX9pn5PPtEXWr",
-	"nb+/KBFdUrxT5u0N0O00yJLO/VBEzodWKLeBI/i0xxG8HSGDvstGvuwcl1+SkGmYWsFlr4nHqnNr9kmX",
-	"6Ef9egTezlW6c5XuXKVfiatUtVHy8/aRBnt5s76FidEcbvRCYqXDM2Njee2FhmWDM9rFHJMOvxfcCEMh",
-	"6fYTMDY9QBIeeDlAOsRn21A+OCFqndg0CFWp0E8DI73g3gYzPTHrswWbnu0lOaJo4CPzw5VURdMCFFy9",
-	"j1mrzQfUX6IfIcTCp3xOHT84m2oIsVPrD+n2Mwb71Epoat3OwWfiGuo9+cgJwwbwz6U/JyoXA7ZHDJ3U",
-	"uWKgxAfX/BVj7YMJtz9pI17Bg6jadCl63YqJBymrTU9kHAgyGjbGW4l8/xR2305//Ev64wV0D+vdQkDu",
-	"ZGmPMFVPh/2qUmu3dStxUrlvnz+CQcppPX10chyHKJUTY2E6g/OOTTXko0hAj3kY496Tg29axKzHx/t9",
-	"o5vyD7ine0f27KkfGf+AI/MPbsb5ZJNxfk3Bg+WD2KPKRbfqLoDQX+m2RnuAjqe8U4g+6DBAQoq0OaHL",
-	"csGbZXtQj0Z/AZJkP0SsBE6vy7liQ8FsPfSvGHZ23wuELengvk7ClmYGVgUAO9ZjV//0sHlbWmfC62Sg",
-	"UIZDwZy+syqmrI9mE4oDbbu2Khyudl0rZpQ22rRl3F4JrHPlBoxvBzb9cL5YuP7YI0LFh7KUTgrknoZ6",
-	"4b1BzqfC8EN4u50M4Gngw8jYYCpzo6uJVqL9d2h9d8o40LAD9/q1twrwEmH3kZIcS1JLMXLtBnHUTTRR",
-	"f5+xQTN77wuhpIAAXyt+2Mk605AUwCuA/2WhetJfRG3zWK2cLEEN//31m3NvfggD9KzkDllVwdoqffsq",
-	"y1ebGVhRu/o7kN/qsBu2zmyerssmpbQ7wH6AgI177G4KTN2NykoTAXL0MfnJ/3E2kSuaBwHC7F388IJ9",
-	"97en3+yji+XyZUCdwC7SPBJ7ryUUA0aUfA5dHfr6g0YKTQQwaoEd0PDp8ZPoFgl3wVc+tmzwVuNbBwSY",
-	"S9QEXlTy0mqW66lY63paup+8T4FqWVrsdwHtJLgpEICRngAJ5Q/ZmUrJmB+3yERTaXG6IC3TyFxA+ufH",
-	"3wGTMk72Unsmsj9rKyAJ5s2LV4lTxxLtQ61sXVXaeO0614XI7T57fnzMBuSceW+LatBJ/mAdn0eps7Jr",
-	"NtJMu6ZtdgpWoXE2O1ONxx6/COmAukknlh8EPrROI+AcYfrC5b/73fz5svS06RK6WHrSw3sPzVdtsZDF",
-	"kb7mm2+efbthSChCyCa0EE9uMqCNX4978TQBEWpGswQzRlhdmxzIItjey1dvX717FRiALZMuY+dn7168",
-	"Zs7I/KoUFk8iV4UsvFq8vxDfCu/rjj6tevnqoFZGCvvP2nWEzc48ssSwW+soE3FWdH5jU2jQeXXt0Cs9",
-	"m8z318fUvmql5MkGYzrn81Lz4p3Wb7kZY5TsyTebTEBEcUi0eOcn/wuh7sjgZxTEHbE2xHbasdrvVy91",
-	"HxpzxzoV6+gj3fmm+BMPZym6julFgJVlvaqFDKcd4lpXtktqQjPG/ahlRc+BsY/D0ywD3WWZdBQUnBSC",
-	"OqTvS/iUnfDdYhZQa+lxZUpuHbNiDPFEugz9Af6AvDpnQcz0zWrcj58H2d8DJJHfMTndvTiANpXkltm0",
-	"e/otuT65yyedgO3NJK5AqRwZjicSbNe2HhhM4BWo/qkQ/A41zx0G7zB4Y1OOrJUDmYsDW1R+5/5l0+5s",
-	"g1MA3qS///05BvfX2X49OXrJ82bCCH9kRPHFwf/OotiGCCGw7EBnjqeXTuUDMzE6G8ETu/aKrL15N802",
-	"MqbyotX1uFYKolJpLlNX3tYLfGvMGjmzD7+dwJbD74tT0psLvTjHGZMjxtV8p7s+0G6Y4YwsLhxQaqZn",
-	"6nPAC/Chr+btB15ljg6IYW2lEtY2rM7ZYqv0Fr+/VuX8JPL7p3gTOpt0BsmXYObSDzPNSzuzD5h//66S",
-	"8/rrKyJe7zDky2IyhoOwQJnGWwl2E20/C+RplxtYp6vPAYZ09dmg0ENNUt+h4w4dt4aOuvrcwJHCL1XM",
-	"o+6GwO9laFrbzp+kMquOPiLEt+nfc7rU7VYJUVg2aKX9xkAQZin25KLENO2kRDy5FuvE4ZrBisTDy+Sr",
-	"v9LMw3QKHnDbjNZK9Ywv3cM7VH2Qdutlkh/+oHtetPDw6GP6I8bOxcr0xFfnPTmJ6YM+ISkxpPxVEN1Z",
-	"iE0gvlK6Inaou0GuYnh00orpSogKPJCUVRSpl7eV0dih64YNA0Ek8RkHkdro1B13ae2yXR7dLo9ul0e3",
-	"y6P7svPokN43Rb6QTffq/PPTCT4pn25BJ9gg9eLVTbLfdkJzl3uxy3+7TdnxxaMywRNkHry6+8yDW8xq",
-	"2wa2pmltO3DdgesusW2X2LZT8T8xse3VQ01sg7ccGTEywk76fX0X2uHndLnFTtgA/v1NGAsuiKm+FpZp",
-	"Ff1x6D2rjLBCOVFg93PqsY7EbZFCgSFKt2XRBY7vIizHV5mKAp9OM9HnE1JihpO944j6hHQz2OTde/w+",
-	"jm0Ytv8Zn7uO++ns/A0O16ZtcvD0QfcEORbW+YM4kh+EzRIuQZshjap0czaTqtAzuAN665wmh/ial7Vg",
-	"0llRjiBMCcwt1mnjz7ViVcmlYv6owP3458gqMBFGHLJXPJ8woZyZ4/Mtm00EpIuE1hLXggMkZzEcGq7A",
-	"iLP/e5OQAmRVdqJnEITFEfIxl+qQXYhrfQXBBpgVbkT0CbJalcJ6JMrLuhDhSmmZP/jdbFdnlXyHC7EE",
-	"QV2bsrnk6JyDGN3oukv5b7x2kci8nIcP0TMVeHqkZbUV5hQaNvrfG7sJQzRc+asVZoEmOlHQnjz9+yYN",
-	"/0qrWSmt8+uSTHbfi9vz3Xo3sQ8+Ohnx0or47qHWpeBq20Y+rW0fg9cvyuMCsic3B+2hq4d3jLRtBq1m",
-	"mhL8jGj8xxJKHj/tRslwyyHNOVLnrWXEUs0AkHWqSWYb8vxKKGSvRnSySCtblyUb2Ov8fcXd+0GAO7Wg",
-	"opTEx07BBwwh/qsmhtbL12cHT7/5luA2Y1VZw2iEys28QjKQao6HtMG6iDzs1bUw84S5O2F8TTvBQoKK",
-	"/1Zt2ESXhc2QXXYmbej0igxaHSRX1IgW58bDJwL12EB9gjb+AZzITIWxWrHZRLMpLzA8ilNMj0vnGWl/",
-	"oxqC0VIkM/HXSspvgT8+tqyUU+nsicd95MC1TGlWcheYaTy2weQAnwooi7wojLBWxCf6KR8QJ9ibyg7Y",
-	"HldMU93FgJ575oDHuHWdixQoMI1SjcPATtlMFrDS1BB3cf72MaIUZhBnr65Q6UfpiEFk/LtsIXaTV+SB",
-	"O2rJOAjkG4sdAGWIa+EJAOY0x5zhsuxL+QlA9mibSTXhJWuyaTzmL6gZtH7MCC9TcqTW83OwqH+Q7p7o",
-	"tHeZjkNbPE5mzwfi+s64xeUTRSs/AY5lo5UkXEZKO1BZFGoqUZTHBX3oguVLdyP82UUvliDd7Uq0KVeg",
-	"IK5W/48+wr9rw25es7IRnNzE6Ho8AZlhBJ4HD2VGOgFyQIC88afG6JIpXQS8g15vkVqd+NOT7Q2M1sqh",
-	"mt2QJY6k4uVpkhzqf3klKnLdYb/OoCyGXPIU2FBth5RSL0KgrXhbu6TeELbhhFQNH2SwfYIMopZ18K0B",
-	"fQPBrREVijLLR6Kcd/ke/GsTTL2Z3v8OF+zRnaiuK0EqY8pbSKo9/4e7GFTHecdFv4Pznj2q6i4Vlna3",
-	"a0RobSptl2RpYEKNOpE2XXI0QEHoxw+nJ7T9B9F0GjWmkRReaHmdlhwIcMEh+1nM0renumiTLS1urose",
-	"srPFw43UdkNBKlURlMGFW7/L2FDkvLa4nRcQaPks/wpPu6WzfPuaVXt4azQrWianCQrXL+Cdqk/rICks",
-	"7H14K3d5V/erTeE+f0Da1BFa4f3xj5cCLHfKZEJnJ9jwCbaCYZsYAghSiX3vj1y3w4GMA1BPuAPWUcAt",
-	"DTyjXjMbyXENTWvIXAhAbrRDw9Vb5WeLI4EOGTSa1KmqTfSrEvBmXegKg829OogBHqg3aZ4zaDwV4I/9",
-	"ZLP1Au5/2CoWjnG9PYgOIzJdU3DbVVz8NdC4nOgZTGqcYZ4ersbTBwfkvvEEQkkr4qmiKnlOalPyQY2W",
-	"xjg4PrANlCyxTCFobLLIlj0rBC2NUyVrgU1wpXR5NNFVpcuC/op0hjNt0AZzTKvc63kdliI5EkvBW+ob",
-	"mVb+I4sGrERAsvAhyfCXtcAOROrADpjph40dN3MlhQ5ncbGS8NsbdIkq6oy4g5bbsfYw8HtP+oiXjGvi",
-	"ugtiFKWszfwW8TYVdIXNmK3zCdTgpg6SjEAywAOepySikE9EfmXJWe3lM7SzqCqhigOtyjkccHojuMLR",
-	"1x16c2rD0A9VRD+T361n528O2a9WhG570SWjc2ALKM5ibhvku5GfyAqvvmiMsw15fhUfOpFe7ZoTGPqz",
-	"0YzJyOueeO0lTdwZTPJ9xWzDSOGDpcWea8zNK4FUCuIDn1Zloy3htjmMDmVelnD1RnFdeDio+H8pqtsa",
-	"OK2etEzXLtdTQcFm/GGzcDNe2xqUUPUUTlid58LaR9mjEZdlbfxVyAvhz9zNhgp6bdhkYffB0J2cir7R",
-	"4XXd/ey8rXLgb77jlB/Ys8iwsElIegU07GLUK2LUfWbKLUkAeOJyr7cI/4kGtEYIoO6VIHelpXKtMLTS",
-	"M5s1GkTOnRh70MTiN2/wOXQZ2sbYNLqkfk6UWkLaG7ZGFTFDT0yxgalfbaEcBRHI5dditMu546Uee4s2",
-	"eOdgZ6IYgkCuP3b4Um+iziaaImXwmk4kP0/maYuHrnlN35k7K8ulRbCHX9VxWfr8v3ZW/IR0Hw7Ymxsd",
-	"C+hFFjf+0gCzhQyzYS1Lx6RCE8lbltAMtbbCWNiKsQgcEpukZXbqJR6F6g2KFb93PfwWPa0RYfTb9Eno",
-	"UqzapjB9X8/WNDTftwHbOHUb5hnh7gOcXNp5sIEw8ePHV+/YKvwP7rRV6T6fFmEhIx2GefNknzOA6+gx",
-	"DPFYxzc20omHRUOj9m1ETi75NTx+o2yU5PdNB1TyoSQ5J3627pgBRkMRQjeTFgBc411+8CGTXQRkg3wS",
-	"WNZbhaxVrga44uij/2dNCgkWVkdog6OvNKarAfgcsu+9CD2QKlEg8f+sk2XJhroGlZIFudqVRvddo4aG",
-	"p1tZCuXKOSu1FZYZOZ44ewolJcxBP3wU0k5TK318Kdk5PQXiOMk3M/4vYJYe3Wtdcevgk5tl5/O7lROI",
-	"O2ObJ7AntaPl+t9IINEhhBSIKRSMOlHOQwVVrMuK7YRIhuE5CbYVULxYHf12eLCY37vz4OFfOtRNHka4",
-	"DdKsOg8yt6AcoK7Q1hGG88gHCkJ1a3pOX8bHXweA+1NZxGxzteVhqSwhxQNHtcvw+AozPO5Yv3G2OgBv",
-	"wgaqjT8vF+8uz5O2rQi2oIYAivmDtkBMF9QVf7dQY6nEY4uPIR9cSJyFq0o9lio60BTTyltTyQvhqkJj",
-	"HisTH8jZEFu1ErA9R18EfNJfKhAIhDm2Oqvd5EVTvHjjitqFfrQi/aqhKLUaex2tz98Od1/CzZvTFEDg",
-	"os1TUHHnN+Gjk0f//Y+zg//iB/8+Pvjuj+Z/D98f/PHxOHvy9G9//q9N6CN+bdZ+tPBVfZ/itwv87yeT",
-	"LaQf8d8n//ynPfrj45Ps2+edQ75vdTRZ5mWldEd+c1tqqVrEptsCUWerRENd4VftwEfbYB8ef0RA+zhF",
-	"QMt4novKQWTzJRYcAw5iufFy9/GIt4F109oZ1QxQpl1TNxfDyHlZWweVd/OQG9wuNT5loqkyhpjDQqmx",
-	"VzWhfuEWHL1LeGrXASrELNOZDbHhdHowypr+ZqNQ6yK4/tUocDrMJhIclw1HGX/caIgJaG4+uu3yKywu",
-	"4SrHeve5mHJHzLIjWfp138VdV3jrF+fwNgFuM7/9p2mA2oTENigrmqFe15i8oMRR7l2vlohJN214xMRF",
-	"KCG+VSQM5jaa8J+uO4LB2qU5bs06XnrZGlu5vVBxFbNmJjEHipfTbv3uLsnelyZyvcLFwz449TsPVznG",
-	"zeNH7gpHH56jvwGNO1LtVprHR07YFY3Ivq9l2FMEUC2Wc4Y00FSqwPJSYu+fEnqAJAUS8dTNdF0WzArV",
-	"VHuO5bVQbCrcROOp/PXiDfgQL354wZ5+++Rv8Ev/w9++ffItK8RIen3NRVwNiYs4DBqS+MBzV85DI5JO",
-	"6PXWNuJrq0bbX49PCUXaOTdGCkpY4WzC7SShtElPXOMWkC5Nn+HRhJ/RXPGpMNzvhqrkc2FgTuwn+gSy",
-	"kD8D9a/SRh8tcQz4Re6gdRRd+uqWULz7ZWtQPJ0KDV8RZSmsY/D/QnHKhJel8GINIk2Qy34vOA5fujqO",
-	"A3+NlSFADBKFeHqkvFkN+Sk75sHPGfnf4R69L7CH6M+a1KlcK6vLGClqGMO8qVzbLAntoifTyamwpw2w",
-	"F9zxLoXT7/crMYdrwCoibTuYfYykQCGtB0LS0qxeqnwbSSjrZzzPdU3Un7p2kOnYFMMcspeUgo5fsoLl",
-	"K1xIXDt+IPix/jfkzGrSFqPDlXqENIQGXawFnb6BX2Ed7ivzPMYAbXvy04mHch5veVCatPjgGpN+I2ue",
-	"lvoWXA2tnQhmj18bHA7+/2b+Bby2M9kc+2U9yh4VEpiFCkg2h4XfKNu8oTsr0k23hu2M9t3DYTvz+3KT",
-	"tHL6uJ0jo9eRUdMJvw1Yx9neNO0wxe9QNNgydbljpeDQlBODwx2sZaTeWl76vQxaLukorUelEG/BRbEU",
-	"xId8wkb/bPjLUIzcZi6j0vAYKI6O1DxBSEBGY6VnwozqMqY2SsP0DOJvEQg7MxozEhVevAz9zKTHPLtJ",
-	"vqM/Ylvl4PIvWKNMh2/1XyVBp26Mlrb0bWQ9CcQkFdI/5W71api7Fd+0S4X84lIhazwutweja9Xjo481",
-	"8J+uTIW81CN3UMR8SH/HyUpqqzoqkl1aYhYVYczE1qzUaiyM17BjQYKEms+krDsh9sXsK6yTjnlboF4E",
-	"9wsUVKKaw2xdCcN4MZVKWoeKdSePTprYUJXcIYNvOeNzS4LC6qnAcnQNQw8PhaKKvlQDwsCbab/ESnvv",
-	"se4INLvUy62kXm7txG/AqrVgepLIC+nEMQy0AS3Wi8ClFTLwbDBv6amG+PjCwX9s0avn72lOOR5lqrYu",
-	"6rzJ0QTm2mCtRC3HKytMjEYidwtpodYJXsAnOJLgHyjGtFppC0UPdtvpmH8dFLbFvbWBRvXAebdWKk6U",
-	"kInq3M65+AXkV96j0nQULIn+SNKlcJaIbKIxiUTcxFivFlQTI6xwDvk8MWGcALNxOYbAiBLYQ3gsrwmk",
-	"amOgZZISh+ysLDtANsmMT/UoAN3ZRAssohbIM6TLohWCL/UYCC9qF/WuDiYrK8Dldx7m5oHBHIrAMLoN",
-	"cs9TJ0DGNPyZl+U8W5rzu6UX3EB9a+KP3LYKGBJBHLcGNHxqc6LusPGzxEY4g20HVlTn7gsqwzY7wh3W",
-	"j5hv9ThYmYA0UN0+m/jNOfS6XW4EtyHyEdrGiUrnkxC2ngKpPVbFhwuktXXDhiJd7L7USemFxD0ht6np",
-	"Tjflczbh14INhVDMOl0K6sYezVk0YhOOQtSD+TRNT+lmWPbAdykiw8PDsxhpcDja1cjTiSodxPDBv9Za",
-	"yB0j8ypG5rJsifM7OtbOCD61ftRTrop1cVWy/Ywjd6quWLjTj9mLIiVK+5jRc9tsPSeYuRzST+CgAz/Z",
-	"3rlQ4JaulZMlvcU/AIxZCLMaNoG3SBdag6Y5cY8t42OhXIYJNC/DXUXGLmqlpBqHrhbAn8wu6zwXovB/",
-	"/4HL0v/7Tk5F8UvtvFH6gqtclKLYp6YfuhDhO/0AhiIH23qpWiRmRvplxkUcweNRdTvXZQmZPk2KI07Y",
-	"Y5qIjPERNAjBSe5h/oKZeREW7N7aNU0oMQfHH7ZBX7SQrryVtG2YHPAeUPq7rnrfy0Gdar10JRSmk4uq",
-	"WH/2eNj5gXIS1nBV4FZ82jgu4dY/Vy1Eug1vP3t+q8In/dJN4raEDM2G20VweyO4NFelHIl8npcRxVpR",
-	"XYTqLrHyTY9YwTs6uL9ImmAOYL8wObNXKEu0KqUSC4Uge+Rk1ArLyIv9GG6gB3ulToncBU8iU3p2wiqj",
-	"nc51mTEjptqJ0DsgY8O5owjgyEAhhwVZQT8URlcVKJGYG9O8COwrW+pZFn8J1I3YXVs6+I1ltYLkShCJ",
-	"UuUC1MtDdrZYSphmP5K2RI2eOBuBspRrwJPIrSMVG9TKeLEJvNSpD9RLluCcnU2wjj6kCfZJjXNamE1q",
-	"eO4AV7oBLSxyKBxKsKUX5atqCy/G7dwP6P6vW3hte5v1vR7+2D/f3z6/DxjH/dWH4u+aE7xD7XVMdEtI",
-	"16H2bhnGgzmykVEAtyxXUKJdbQT6UTIA9WAUdhZNXk+0dUe8qmgYJ4mdPhTIyvoLig3Q/sCUx6cgX67F",
-	"ZvMxRZ5koBFjdMZKrfbhTb+MRvAYeEJic4w9RvMZnx+yNy5aKw5ZhPMry/ZyXYjcixmry9o/kGQJM6DE",
-	"WyS99T+QBRFEUzpZJDy8BMCLtJFjqdheVZdlxqraTjI2kmV4hp55Oyao3E0HajkVdhXmf7Lr4VYthfsQ",
-	"JAmIM1lsHcej9b41e4CWcgN7IDEsaVS3a5htX5TQt97AImi+dCdb1lkEtgGFbQqQqb4SB85/AdRo9XuH",
-	"X3O7UI+KKA4QrwNID1oIMYDmoxii3g+CEstlqC5K1yYXGZtx6aIJAZ4odiXmiNgeRqeC29oIqmVCIXLC",
-	"rmUhNFsD9bwuZLyIRISyXthRyYs2V0lsxoN1EOQ4EHgYcdQL65hQRWz/OvCX69pdol0wYHuUWM2eHGeM",
-	"OzbV1rFnx/un5GjyH4GV6uSoGwsvrGBiAs3S0Aso4eoqAwG0H8dmBLdaQQfcWP1NZbS/XryFqCLkQDQ5",
-	"s1gNl8X4YVIosewKd7a69NvhnT9t2wkBtt6xJgKIeyPUYd19aVUyzj5/++8haw02xkjXqjhl+opZUBuI",
-	"7IEnWxl2brEjpPrSg4L+rg0+0eOkzMWvil9zCb2EFhsPRXhegMxbkQorog2LcuFoyF0+WdFUqFaW1ZU/",
-	"rU+PGdwNh8Jm/lgYBiWoHiwz4kZpV8taqcalaBoQYyaqKkQlVAFBfsyegLwMCwYHoYM/gR5YbeO48T/C",
-	"1TDmVr1tGc0hLImM+KlN0fBLEfKtgcjvYUbuACfhRRuBpX0AaEmj7YPMX1QsR/XGZVAApMIl2BEIPKBs",
-	"hgR9rFcneJlCkN06Bjlu3EFl9Id5P/A0FUmtGCCR4mAr6pbS6m33BTBlUjm95NbImK6dlYUAGuFg1O9h",
-	"DhlMCvyfVuJAj0bMCK+roY/Zq7N2wWXs74vsKv6bKLXdjwein9ChzOuBUo0x/jjk+ZUejTIKumL7AOvA",
-	"F37IzoDqimN3tHJ+wipdtiKz0drF29Elc8jOWMUhuMldwpbHePzEjhz9Uxbc7q14qHHB3d1B2eL/TD5H",
-	"WMItkbUsvGYzpRKbkggD6mVVD0tpJ1RJcHewmYyagmu9yXBLW5sCrC5spp1KuVMpN1QpMTkEcRCBaIlp",
-	"avvIrqu/AuzYI7L1DXAgAmIlkmMNHp9SjkvjVg4+51ALFdz83roupI3e/kN26ZEY8oVpDIFMnqqqkI2L",
-	"WcxksV0Qqau7QMjWW9YAJH2Jhjn+nPBQVzs43MHhJ8Chru4LDefWiSk08S103h/DuxCFNCIncT80emaF",
-	"CT5KqK3yUOcwBin9NFEBZqHzeiqUQ5O64mNyY1JOR/vPEAHiCt2wLXaW0+US0HatFVnrTowR3GzUFjWB",
-	"KaT48nyFuvijcGeVfOnnYQFinh0/7Z+TMA1rPvtR9ghpjuCJbzXi0/JjwVWAOSnBGbD8tIwNFpbQL99B",
-	"LQeHK4mYFyM0f34FEY1V6+R3VWt204MGE9ucs4TE6OQR7c4DMnAeLR/GJz2HEZ7aEQ3BZfT21th4zD1w",
-	"3F5tElWvhJG6kDlr7mVwL0WzgTUtRBsro3O/s1K2o3wi/KCjj596ldLuk4Za1NYKQt0TUVZgrSE5ESu1",
-	"rhoBWInCXwlBaB04NigJqTv+/H0c9Tv44C1K9/arViWgLE1lSLuBAoGvKsck2USLs7LisPzVc0Dn6ygO",
-	"qFcwNe3d9bWXtF6/nuiZ8kIUvAUkRyZ6isHgk8gZOxXToTB2Iivsgyh46SYZgwLjCL5TLhVE9tC7CbR7",
-	"VPY148ZvdOJTpNtQOvGmcShQX1K/UAiGhcLkkO/CjLiWlhLXlkTSCxz/JU3ENvu0t9/Ux09I8xlm+6s4",
-	"DT9SSdXix2/xBBTc8QMj/LL6pcxLwVVdHVV+s4jZigPhNxWRzccOuHqEYo/q5IG5LmsafwrlYvpSfCWr",
-	"dCnzOdGXGgE9yKKMKAsMRDszZxzK8EWRRYK6IhBycDUHgs5D9gsR2wEhgD+lUCMBFVlBYHBGX8kAZJaP",
-	"wzne+pI7fhGG+QJvWZet+jOE4wPzM8V8eO50DLnQzJ4yip/boDBg+f+K2gFt/lpi0A9GiAMnPjgKrzfj",
-	"jDUgNLi+QeB9faP45snTu03O6VogWrteWKGVjx+6S8/pAiKaRTQLuOPJcc3jQfirkJRrNZLjmyKTqdWB",
-	"VrlYE6EF4rL0mLfoO0ICjhUlGpMEYVJY4J6H0EdZJr/GpB8FHPSGmJWzNAV+xiVAUXw06bsFqrRpZyHL",
-	"xv7IG12PJz2im/CPgrkowgNwohT3P8yx9DHXUyLH4F2h3Fr1INk2fHBdr7qo1To24maencZ1W8gF6uMC",
-	"vTunXe+Xbc5HvCB3dgHgh1POXmN/iW6wwwW7Pcjrd5H59w+5FQe46w5gt29gnTs+LD12SVWID/5/nJHj",
-	"MXjzVcE8xLaNy8eWlTrnJeFNeG1qsOe6rKcK+Iln0eoAegoV8kYyuvTly7dgtPMSeJUasIrPRZ8ZdL+A",
-	"yqR/i1BJHw194nKH4eGwnWaF5GOlrWBTSS43Vhk9LMXUdpoxL+mFlzB9ZzB767quIXcsMvG/fIuZ0lNK",
-	"xaEKf3ga08N/idyt46Atypvxzy7paT/xD3JaT5mqvd3oR+GHlU+44bn/hpjZCMo3Duo0hGLi6NFEdKZW",
-	"OdI39uS58w8vi/LFhBvbPeznx8fH2aORNlPu4Cvds6ePMn+fH+SjkyfHx3DFVCr8xXH8Rlh0IEratha4",
-	"uOQ9aBy3Iy0onK6dDthHIIcpuuR892CxMH/bNEvRz7zWIcMVe/3up7eYfg/uQSNUAa2rofQgeOOXXP2g",
-	"5gHaDXBv/8ecT8sBahx81twZ/LZMOivK0SH7XrsJnC2ImSQOGCDgiJcnFMDYqlIzoUba5CLtKUuUkGIe",
-	"WCCb9laFqEo9FwW7FgbcNh5hpW19Skh8gaYeUw753cM5Gyy6kk/Ygid5cOKnLkY7unjl2KAZ5/tCKCmK",
-	"QXaDAIidSPDTRuPSCKxV3Rv4tdaVULyShzDt+91grnP7q1yH32eoI+MqnrLBxPl1bLZBT2ADl9skjr10",
-	"2fvgknCwEykf+Tc/yiIHOv3oX9TFeX4zTISntDCxQ9nkM/ZLJZRf1qX9e9jVmfOREx/cEQx0zbPhlHXH",
-	"m5aiPZ3Q27EGpNG3jhvWVqRHcofPPTmLEz17+JEmqUZ6LYpXRhd17jLoyFJkbKJD5xlyoUsYqJtHumxd",
-	"ENyjhWzTbOaMOT3GigTAHuksqysod/HPFAopPkOMCjseJ47DGuvpQSVVI2mmpKkOpeKG0mzgFzQKD95e",
-	"1eLlFdTA604wu4T5eOOnY5uZJc1bOg7i99zKnPkl8ccLss+HunZfWczpR+HYcN1MbFG3iQwYR8ATtEnw",
-	"FXYaXp2aaJTeQHw9pCdQ8EgYJ0fgVOqpyP1ZF+IMB7DFDRnfsioOil/29QQ8k+W8hX0W99PGO+7oox/B",
-	"m+LPI6GMLsspLXO3P/WNtTWkJ2olDgBGcz9+arnmgXBgr3P8HoYPHNC/TU46QjqerTdFCGUW2B2YAqlA",
-	"zIxd7bBfhgVK5jF28dLmysZqGn8xovmHShphk3LEb9hUqtoJu3/IzryCJ/0DYcplcZPOEnHrvmomaV34",
-	"h94Cyr4JWer07VGnrLibNColzsjGjc2f9WiS22p/0TEL65y55F+SI+F3Cxzr7eNLskgrxoWFsS/OWCUb",
-	"D3PMr9Tgq981uvgSGl00GMsakIM9cKuQ2+/KbUA3gss6Ud9wYzW3tGkLE76+hQYyaaIwFB5CN6LaqwMr",
-	"FIC34Y2/NGPchJCpGR8mwERWDY91fcZzRLqNkW3ZN+qhNHl5WuTdyUwkp7LHXP9mpVvzm5ZP88kd+zS7",
-	"l2aVCtXMyc5eXqF5dZ2wLahg2arQNO8aBdtDkiCs6AA9qAKqByhiAToDD9AZQRr9IUv1fGaEEjNe7qeJ",
-	"3UHvWigu8f9h1mTSDPJgxHNvwVLPHT3qbDnTqAXLO/TRtjWR5VeuUUbi2O82WNwzPesG6VcqZOXsKju+",
-	"ugh0JzLckboSA6xrYs4vkobgkI/hz4goQkgtPiYNZWglKCBDPgpvtkGdRyxrwkArhK8xmA1h59DWVjrL",
-	"rsT8AFq9+L8sh5sxc7CI9GYeImVRCxsCzdxAu1yiyGSVESP5YXFcTU2bnsXoDH7pPDQdx9woYp+BDAFR",
-	"sLrq9Pr9FKajJxS9hs7sBfo/3xQdfGYhbk0Mb/BpI21oJunr6TPXxKwv4RH21uPW6dBiGnIFCU2bjA5v",
-	"Bzq3zpE9WReYXqPB9U5p2vS+4taK4hQDEzAX6JwgMm26FJohA0/qmqk+h8d1fw+a/XfaoLa9PzGrt09K",
-	"NSkYmIOFK/rFian7EgCwApSPk6CoB5kAZVt0Si/A/xHB6UGA04MwhpCI2e8vxM5zNospjmCJNimOMyMd",
-	"OWISPPY/QlblAjiIBDqo5+3CRkRnYtIhjbPCI2CtQlvywsy9eJUWD3BPE3QD7B+iyVeH0WFe+lgDnQSM",
-	"KJF9sGSRjgfHidp2+IjONpAokKiU0eJ74kND2UcQSdbJsgRx1KGLUxoiLtY5rdVFs122QtnT+bY4lJXq",
-	"+NLaOr2Y8/9Q8j3XfObNsz6bGgDanjtP42ftaYQs5brq1zzvImFUaTL/ofGRmHJZHjlh3ap2cdAhRRGX",
-	"31RYi8lTTT46vrU2omCXP707D3lMQRnWMVQOrcEpSJ545VqDYjOPX0gIiGo7heyfH3+HmAhxoEHrpvdK",
-	"u/fNMAaofsFgJIJtMkaPHN8cP2vIk9NBI/pCh46cK38nqPA8nwCzBXDky8CghMcVcw6sUAWbAsOaxh56",
-	"rWppLNd5bFk+0RKIvbBbnmWDrrUbYOaUBa7OA3BLiuKEmDpoDSyyUEP0CgurYoYG3A2/SlpIsb3nT79j",
-	"A//E9/TEAeW0XQhn5gdnIyfMgA3FXJOd1ZFo5ffDO2HdK/+t22LmgBmBN2zAh2lELivpZSC6qmJDPGbr",
-	"mIJ7h2wdi4NfBf2tMzXzqgCQVzXKS7I3d/j/tVJxCKhph72Swh4TdAa3LjYo+3KdrwdT8qnuOQn5jBbS",
-	"a5scT107sUwJ0BRfJuz6wXOTPDgUdnJ8UBaeF3+vFpgzk3thErAHiTRJjm2W3CKBGRhn8ZCF1Q1vQUNk",
-	"cCTp90cDsOvFB7DcUc5o7LZUKyBGeuPIiw7Fk8iuJopmXoJOK6dVKRIGEq/Vi26PESRwVvLT/EW/qHJ+",
-	"TvUR2+3Tlw5ztdugmYzPyGtwv04A15q2MZdqmSUB9+wWPQIVN9LNb4IQRHSAzeaCGjWC2BU0DZKldPMs",
-	"5FGSfUspP8F/HKxekPzkWg4lj5h9nqevrIQ5iBWR2MBvwu2E5RMuFXLxxj/zsoxDhE4g9PxD9jtooROR",
-	"X72MBUvBvVxTdvjl//dWOsEG5xdnP/50xv6nlvnVe7hn0DT4xMcDLhQCjXtyfJCBb2UplCvnrJDXwoxF",
-	"4W/0CAm6d+43iLK1TYuopsQYMe+Ei3NYpdv3Lp/Rx6ff3hRxwXcvfvYpCgUjODXdxE5QsWgEFg9d6LbU",
-	"s/4mEMk6/EWXdFrb5bcKDtSvDRApS6Dxhx0xWFfWhbfc0ni+Hgdzsj9XiwmEm51reZuuZQ+PNM9D4WZC",
-	"qEWSmi3KE48LUgm7gv4tYG28NOz+tHS1pTvGTKeY6V/UFO9nrYo/RKxKmJE2U8s4eqEPgEKHuIaMrFZW",
-	"5YPbWDpWGX0t6PA2iI12nsXnotteaYdHOfp2Q82BtIyX4A9JKNulZU+PjxEHEFdDqQIN3p9sG7wd2ULn",
-	"Z3I+D3UxzxpPiKIUW3RP82K+ojbhIi7Qmgywc5zFT5rEv4D6PeiVLVeVgGfAS/9ScAt989vdHSnVBise",
-	"VoznFVx3M8z/Y6suaVqh1VAaFh0W/LR/LxU7LXzZtL+PhYqnE7uX+zPsf52c7YCHeMozattJzZ399Ycd",
-	"6SRtKOUNizrsgW1CvS7FulxX3JVpERZ+OxoHV0rPIHMD67iQED5s4ZBxGqVB+zIKoJVzhkVxh+zCjyfU",
-	"x5ZAj3mAFQZG0EWhgZ+EcYSH0yI0KI83hwie+FCV3jhjs8k8WS3/LaTohiEPa8dkUfrXsJEuSz2DxpOd",
-	"nfIQjHUp7PYrxfxrVrbITIvkvmJ6wv552OYxqpWTU3FEJBhOrqTOxVLKH8Fqw/4zUzHVZp6lSooKDEMY",
-	"O7G9BZWH7BLdrV5tHI2SokhbacfG2ujaQeNLQ+9hY6NnbpKxko/HmEYa9yY1vPdXQM8HUBv4xOsNpR53",
-	"6iQX+BUvk2/fpmRdflvHiaCrWLIgX9+Z+FG4sMV6J+IODgXo/5vw1oKdAOEzv5sNV2NwUGP0KERlAk7j",
-	"6DoMjiBiosHhVfjc1bws52iYqwX+wYUyYn/c2EgaMeNQF4f1RsBuG14aWzxhh92h7CIn9F9G+/AcpmD7",
-	"p8K/Z6WQ8BPr5+BrFhDkrgt7BkPBuhLqDs6Cq/3m2+AwzCbSCern/laq+gPWB+D9rDH6WjxQlI+EZneu",
-	"p1OhClEwyMW11GreQQeLcEhgGpC/BKuuuAJnKzYXGsNWRxMxrdM6ZL+QDhbHCJlREIPBUD6H+I0XH04o",
-	"8ttyFYy7pOTLfywOEGvzYyto/72PLdMzleHzCABwBF2C6LW27h1O8Bq7+Kem4mI20VakExr4epd5P0Hx",
-	"TFn4iRgjxNco2P/YhiejaW/IcqDqNlE0n3A7tVfbNGSbOQ39gzuBJd2c1MD4K2IB7j6atwYn2aOq7k0P",
-	"arIx0+NIJ4o2bnLcSIt03IyFg4HHrHuIsVAgAyGEwgNTIPr2D7sWRo7mLV9Y2um8VbgkizQnn7JwMIET",
-	"zKrFgl7pD5qfA0gfgT3Efkcqz/QDGoQKrb/GIuUU6crjpGhUIdgAHvK+bgL+g2UoOfOPb4HJNjJtmhfA",
-	"+9Zk2tCCqVgZ3awwzsZDS8pc+DzkfuqNPOMydmXhNEt/yrRZdJjinphw6rIpFYb1qRUyCFIukf1woUOP",
-	"Dttwb/CzLgR19zmjtw+w991YSQslLsM57M8B3f5uXonB/i4r6HPOCoVt2YJuPFK3ANtQWt2f0tNWBo+q",
-	"kqsVPcfSIDoCPR39GFUIeh98S9ClmtALUr9fiXnLS4fZ8nTwUrspgotH0mteSsyewebdjVaIUu80VpYl",
-	"leaYZ48+ipHDVMiRJPqeQ/afXlUMfSxbum5XJ5/jDtb3kqs7hGf/us3ROQJxISzYrbgg9wW+fvC9oyaN",
-	"peRqR3H8gJApcLqn2EQHb/vghH1NDlrUdDcoNMVgQQMFSwmIEyi6oY8lb2PyOCQunsU0n/OgTp+pAj2n",
-	"7/gYKpbiy6LGnUUdEGOrYbbR8MWspcr4sTmI2hTEm1ocsh95FSy/poKppJ5cnbWlI/nBX4UNK3jSTcw2",
-	"6YXdIVyY4Jfp/N5GCmF3XlCIIYabWlMEHPpxS3bMElwQY+MpccWKUGz3it16xap0YtqwipwmDXSgbRxG",
-	"kCKpMqqNUw1JorKf+GTKP2DWuO2jIllPsXyPbCR9e2t1cLPN+LlL/rxJ8md77vyDSuGESstPCBm26F3c",
-	"tDPcsJalO5AKelg5oSDEDDdnqfrX1M/X/lKFrnNtQi8WUWRRy8FUpY7OcL9Gpzp4ztHpYK+YP2gBNnMO",
-	"fcZD2nmbAqQv3rr1rnDNa1Z2hAtziWuA0/h1edI7p+AWtjlO5crNfvTR//Mzn4o/vTm1psWM1zeqINfD",
-	"oGE3IpVhs7Utm3lBH+2jQqPkqEKPKutlSqPkw0Po4TY+5JCd4V9Aa4AUMkgaCbUV5Dfmjk1rPC+hOR1m",
-	"LSxlN1A9HGRnJ9dlnc6uoK3IYLRhZvRM5rHTHGQ/IOVfRxOa5gBs1EQruhTtFeOWcl9Bf2qf2R5WxbCQ",
-	"K3kVK+78hnx08ui//8EP/n188N0f9O/BHx+Ps2+f/fm/Ht0Z3WJrilZYhr8HSNVx/2hYjezBeeuS77lZ",
-	"oxzYu+Zz6dK1Y0K6/V48cfE9zDaC4NbkgPgg8tp12qpUgrJRM9DFWpZW5U6oZZGuKQCziY7TUfbSCqCz",
-	"FxDdsLE1TufTG4dd+AsoWxNdFhkbipzXFvgwxSyUD/trpnweLdW0io4raLpoQqFeyfMruyJp+DearK2j",
-	"SHhRB378FuY5ofP+KtNyutqGbNFAmInhROsre5Rzx0u9SQKCdVwV3GDZk7NsbHRdoVwf8aks5+SlAZUE",
-	"f/PYsgHxRP3vAZvJssi5KfCowVMYOpfI3ex1kdD7Cp4C1wB7S8mVfxi+esBcKPm3AuwHiy1h8Pn2NGSJ",
-	"wyeCF8dfVLAB/v6Qvv7wn/Xx8bP8tdagb8BPXeG/H4X7He945d//gqZsmyWatRt6kdP12h4pjPNJy/lV",
-	"HBv/1WETtjdnmIbkAOHO2cIBKkQpr4WRwh59lMWfR0Y47EbdbX78BAUonP2AuWJ09zwG1M+FKiDPEvJj",
-	"PPRTeYYesboK8Xs6D+RmYl4XnlbOUhpO+9kSc+L8LSEGA63a/L/5RF6LomHHc0aKgu15o2EQhgZ8HvBV",
-	"EB33J21g62H8qPfhMQOmvXY7k1Z0cFUArQXt55f06LX93YBCYyRFQ79Dd/aYDnJzMvbnd5s2s3Ci4wz0",
-	"eeDo7xlTehY2xeGXpRnfm5LqdyIkgo7ah/AW4GIte0PEDe03xIcbYAbGNhZxg84FPo3Qb89/WyUMnPls",
-	"1cnfX8SdQ3YWKX6eN6kV+Fwqd6E8CnqlF90r8aLpvgtOepvikrT0QavxAg7PB5CC6yCjEYWyYHuoMLwp",
-	"BvuLE6Xc5woiH2BmVpvkyRTHdQ+SBUgJdlByi1CCJ3O0fDJh0ycn804BBpsMrKB/gLawcbiIEntYUpWF",
-	"rPosgQp/0pONNZyH7kVgFouytK2UkULaCjiAyd9IDk3MEvQbEXmwpGv9ORQ1k99Tq3K+v0ojv8SvvDvJ",
-	"TS/sbYc0NmLMnfiKkl7P2t/sN/7CrmrvnLvQylMFdZNAWHvAGThSQuOOxUpvIwqeAwWcdMzyebPtObMi",
-	"NwIkpRUuZFGBGwkCYZi0UWTkh8dGo/6OQ3YWlHGaMiNYKUbO40fgQiWaiHglxR66Y2Nhu7YmYl0/ztJq",
-	"RnlX6WjW8FaEAT2cauvFM5tMwspqGPzYXYi7N8rXPie3dpL7mm5g9wigBU5ffAKSVaii0lK5hkBCzxR7",
-	"/dPZCzpUWXAy5boSGYS3kImsIFPX4tGGCLS0rFbyf2rB+FRTCHqF5ox3xiFIcL/yodVl7QSbOFdZ9uvF",
-	"W7bn/5cqlMGkL0s9e+1ctR+Z0RqqSJsxOGHexh4ZPp5CknN4iUceq8tr7FTJSq0rr71nrJTq6gDbPGvD",
-	"8lLXxcFUOA4d8Yn7UtjlXMoBweV7zFYExR3G5215whwQ2cVUKmkdMi7DFZZVRl57tMd7LdsLTzvzfz/H",
-	"v77DPw72D9lbMeb5nFnFr8T7nFv0zpH3ztb5hHG75KDT6r11RvDpe0JOpHWz3ENTx/W/qEu4/AVdjavU",
-	"gLJQuZlDMjnHRixI9kElSk0/oq62KR1YsqVM0xXotSbt1G/Y0+R7Y63kRCB/x90FEFd8xKrRQ8p/DhNO",
-	"OVwkeCe6LLCbhEQ6P+kaUcxGUpSF3eXffxH931pYf7c2U6otgW8GvDJ1ZyixKnlOme+4/ZA9D3ZxQ4yP",
-	"vBJQJBx2NiS9nykmppUDrOdDC3IKz21DSxny+PEPp+QPDp1UsHCz0SFj4AxG4EXOIXtB6flUIEXVX+KD",
-	"Cz5jf1NM0VWNf9WPr6UEJhTMhMXkJ+72BXcYbb9WRS+M3izRNb35TfFoW2kdn47DfpmaPRFUiQcPwDWs",
-	"UPFZFADsMjduFXzxcD4w8D0iOOl3jZPpaQPujrRhY63JNne6gqZsQoLSjJ+QgeYQvaGqYL9z6aQaozMv",
-	"9XCJXE8Fe8FVLkoiEVbaTfx9kDkOZr5yIVtrmqX+7TmbSOu0gcqCK1G5LKotlPLqn27ZyAgBT0B0D0Cx",
-	"UIGK37k18Hw4GNQSOjs39e146HBOH9rpTlyCG3voKJoNES6IblGLXbT0FxrtShNd1KTtAP13hs641+/e",
-	"nYdWvFh2BHtVFMTNRvOHNmSFQO+PryhHEAoDqxEboAfzqtcN9zL1fv6185qtveMc1mKz66BF23J5DeQR",
-	"pIE64m0jr3ZP0zcghMg2xIaFSHhgk7iHIHyfS/AXv8n4OPVoS2F31La3hEovF+Vkcq7vPEaAiLS6/c4b",
-	"ZQUwUsU+McHv5O8bhOg75bQNNO22A7rqAK7aJ48Z+qDa9lrGhvOKYy8EiUSLjfsSG6pgcD4mjuIVSXxl",
-	"zmRBbs34GwdhfMOvRRlJektWcTdhexiezFhecjnNmJVjxV1tGndpFnyl+6eBIEHGHADKQ1rUeA7ZGSuQ",
-	"KKExHr3l6Gegy8P2TnQGLD4Tw3BNX5yzpAtOaC+DJCmxxYaLIuyU2dY3EL8F1PlnWB0i/qfmJU6/X0JZ",
-	"3KtduWFfHdyoM24DBdRpW1eWEAH2v5rx+c72/Kpsz7SnDu4Tp29TEmyupK5pv+bNNm5T5IMxRyxLiL0B",
-	"9ZCdg9uFMx1OPZAF77V89Psna6QLHRikGcQmBNHbtwpWHz0EJIxOfj/2EH3hy/C4A7QdoH1xgBZRAWsR",
-	"EgzYKsQ5Xl4dWQHX235se2UdR5IKiGRDH61cTxndGfLRC3Etc/HYQmGiZrp2VY1pLUqUh+wHbdhgPHz6",
-	"9yd/fzIIX+yg44CN5HT4DMbZ90bzIueLndQga4ZLiCmTEnopcq0KO8gCBSN7crwfiyTjoN78/Nubd6/Q",
-	"mebHl0WFWbpAdokK/I+Hf3vyBMYE5ZgzbooQ68ZWkclA9WjkATcLS1ZyUIHp12xvkOtC5IP9Q3auraOZ",
-	"wQD7+S+X71jnShx9pP97U/x5BLcMTqkVmZ0cOH3gr2aQVbU3qJwbZBigGc7DFOyzQuSySLg7pQseyUP2",
-	"S238t0g/oydN7dj34LAIUSMYwGOLefutLnGd4gQDdO94eXWJt25JqCy9Z41ICRtKFXEn3qkASWekZ4g0",
-	"1zs58HXJAQ83zJ9kytkJAJogvv9rB95/91033uP99hBu68X5FF16favvWhhANLboLl0CoQzYMvOmUM8r",
-	"PraPd7cNEWvz9eEtzUhk0ZOYH7/poebnf8VAcG+hjcXdE+iYMbwXXNJ/8bQt+RLXyPJ+Pet37DGF+geq",
-	"Cnt/Z1ev/50tyGTSKk7Y2YFXOLxOU+VTnrFpnf6i3qce1yIqcEV4ymmiEXjlBdx+2F/i6TGDVloVz68g",
-	"+9ixqVdenhwzCwXmXgHrbFKNHalPWAW6jg2vqPSVUPuH7KzRGJFHe0mdkZblpbZeodKGrmoWTRiAFiNK",
-	"wS3yCjUtxwc5iZKOIl2YWH8Az2ABHiTs3L6qFD94jYoEO22nFe20ogdjHQP0kVl890rRESAOwnMpnOhw",
-	"9kHySBuTW1YjmBseyDAr1WqPpKeha+ACpskU0pKHJuSwZMNCBAZZ0Kzj867CSHiOP16wnjsNa6dhbbfG",
-	"Efbb0p6+0+NauRV++V8qoSyVPtjQXXpR7zhkL0jrCClcpBmdBI8NZoEBD6zRVRUSvsSMLmio1ZYP5SUa",
-	"PefOfU2ax7lb5+0fU7rITu3YqR33rna4bmTYBpBNpCkOKm7c/CjnFfbPX5XnlhKTyQII+uk1mJsmPlSy",
-	"YXsINKln52+Y84YXkmRX0E6F3jZnOXdiDF0EqYd6fCIQQYrCLtD8S0tPw1ob7PtSlofsDXSPJ9+wf7l/",
-	"AuTaRTpXXTtqGzMSkEBiG+LY2nYRvE6JrSZ+hKWenthwI/PGJbE2D+dsgNPf1MqdMF7JA7hxcIp821aX",
-	"jWK1TIT5JO36Usn3cO/7gEzdvE/v/EKe+3V8kS7jNvGr+419fVKSaxZ3B3zfV1GB/jKw4c3S5kLtE+I3",
-	"YqHTs96c0ebIN/vr0cmjuMEeLSHCk55wnJ/CfiTA4IRd6ZGli6AM23/BSBuIxoXzt9g8fCRL7FKmCmb0",
-	"zIYEhfQ5q09ad+Jqsg/DsG+ajfVJeahrrqXB/KeYz7QpbnDHudFO57q8wS0gty6BTPHNTV71MzZs2/yG",
-	"lyBHPuEW+uFGd/420aDHbHr9WVXd4Gqsv73xDTf6glfITXKTb6id/k0WQt/wnguR32yX/azPSz4X5nsj",
-	"+NUN7nvNLfotb3TLufv3DW54Yy8n3IQ9c6O9Bo1rKEN78wmEHqs3vQs7FvxqbjLAH42uq/8U8x8AC282",
-	"RHkNuAfDDPdv04NBb94k5zzIix0jxQpGijBJbC8RtfvblvNxaZYjQx0C/+hjHoD6z7UmgFZReJ/EeCwJ",
-	"L5Dy6ITRMyWMncjqpsK9rdUSGNxUtCeC5w4Oy6ougZDtsXP13ZKrjxfelCLV8TM5UUdVyedDnl+tqNyw",
-	"thaW2Ql0xZdqXIoDb5X+evHWxjQyeuJjy0p5LRgSj2QskCmSE00UzWnc86YwWl1TzNMfhL/ZAWSATqVz",
-	"otg/ZK94PgFCGF5MobTjA89dOQ9pznMKKICdLyy1yRuUciScnIqQ/8b2Yv7b0+OMccdKwa1jz/AHCOES",
-	"nzi2LS+wpm0fWAbwbxEoHltyK1DDV6hnkzaQXgGqcOX/lSpMBwOuFz9tJ5C4OxrBH8OOaQVribkF6SB5",
-	"MR9g/WusnHPcxLaeEv0KmEGI82GThhhXQlTwa28RaQOtOJUSucuIKwTrf2EXMHRXS2Wd4L1sLg0EvpXX",
-	"4jzsoBsT0iYJZx0O3LhJb+LAnUoVfnxyd+7czvlY4d0N9hRanmGjhmnxO+SO/b7dC9ojObQSBzBeHOjO",
-	"EfwVOYJ/FK5Z/4gaURQ0kJeIgW1LP3yLPfTD+TThdwCwt6JtbKRSM0KJGTQxXoDM3q8PlGmgn0LbY6xx",
-	"tIOMEnhg9nJuoIMjG9jr/L2T+ZVwAxRAGOmXlt6EUW+oJ/bPP42Y0eoqG7seCbrND4mKG/EXtoQE6OGc",
-	"DeAXjZz89vjg2+PjJF/86fG+l4DQVwBnoAyNzqVlRQ2tkAbwlzMvfAdsjw917djfjv8fJhVlKgAX+z4W",
-	"Y0JCeyCcgLsD/9srlOJnbsD24i/fLsjyRHw3X1gJI3XRCPPnz576r8BZwdSrHiF+iteiGtLoHb+EdARk",
-	"HgpuYXCHeqmc4WR4oYqZEM1gqNt6MzhSTqhZ1dIjweN+ra9E4S/AUOwg3diDrJWlRiIcYxxGsLx2oU/3",
-	"N8ziLAEPUdAy4mZcpWScYl2/nwroOqy08wrbtWDXshCacWNwF50thQymfB72p2UzUYIGLNhMDMOlQTf0",
-	"Our+STI1UGI7FKVWYxsrs+i5Gfvno+Xp+ucjxod+WFMRSQbjDUgUgjssknCHYcJn7ZV6TNW519SVNIvq",
-	"HGfGf5dXpbi1M21CX+f9m6lDbwFSdjrRvDUhmyhFWes8Y51bIIcMutLd6kftNe1Rixp0xpQmAPmdevRV",
-	"qUdvY7ZPqgEAtV0w86CSAa20dYrRFjUfMCBXUEOBBww6miK3QjC5FwJk8JgTVumypD5HMCBWKydLUoZu",
-	"6mODwo/PzcsGg15d+drY+YQQUOCS6+mUq2KHE/dbZ3Tfjruu4tP1Z1hXKwruYw5uuvEqXoekW147fWBE",
-	"rrFXTu8J19Up2htexeOjkcgdFT1C+2JjF1WXG593XX1+x11Xq0+7n7cv9nDf31nV1YM/qrU7mAozFmsa",
-	"ib+o3RFcF3qGExkbepDXpZXU7id/b2jffQe5JR0cZzBwbD4im+Ixcy1MH8vZtJUV0mOzPHn692UzZYOw",
-	"dDInodHIynET42+ym6ALx7D05qa29oB6gV4JbKPS+UFcqht+yVbhKZmDTaLkaZ/1XYi8M0TePqbbRhkD",
-	"STNSje2a7g7/R0tKeX2hp1UJnGjNzYEOjgyQvYiZ4H/iVUWMDpg+tE8tzv1cWC/e/zEA5fSdnIpBxgZC",
-	"FfC/++jL8w/+6fw52wttFkSxH1oQpSCAT23yYbPYtcEZrmyu/VBPQmexqnaRYgK9eldiPjJAG+T8qCkL",
-	"Nhla40mMaX1hSGwveAE5ucPoI0Hdsc03nbIxr2wcWTKF0CzhSlaVKDJsAx/G+diyokZshj4yEDREYiED",
-	"lOGHbNBCOohncjbiZYk94/xIoNhJcWMCp8RIlqJxWc1ZKb31xay4Fgb4fZqpJUcuNszHSSNS3lM0xqQj",
-	"G+yyznMhCvQrUgO8PSsE+/FVw64RvxoaXwm/TUW5n6FnTg8dl4pxaJVxyH4Hco6cPuVXUw7CzADhL/Tn",
-	"t5qd/3L5ToC/1QiEVuf3ueIldToCB7YswSAeCnYtjBxJDGn6L5BqDBWxBp3ZHcvT9No7hS2JznScxMCy",
-	"7gzPr2yazzxEjy41ud3DGdnAtZci67aoO+gVa8pCcEaadtr+DN+tO6w1F308T9xeZQvNN3cK8K21eWiL",
-	"pTuUSjfTfo8++n8oc6uvWvRCTLGxr/Jg7k+thzVokIBBLCyTD6zj2rCLWikPEKdEFYRP/gXA+QdZigF2",
-	"NEKhMoI4mNYZJYZQ3MpZADQKwQvuzWIw2mbaXMGeXYSEl/CWXki4ob2a3PymOOdu0qGtQk8xA9OTikn4",
-	"IiJIawncmOECfcNQtMJk4gKysRY2i7IGamSDry4vBVeiYHXVq+suzvLDaVm2CSDh6HFz7bxtdwhg/q4N",
-	"ZsDrSjIXvyp+zWXprbBlymNxv9hHAPZn1m3Rn+FZix3VKqPHRlibRfVW/ltkjENqd9QgM2JMx/oqUOW9",
-	"XhmCXKvyT28bf/54ADrDTlW45XzU+zosq1NRe9SEo0LPVKl5ceBl84r41EIiKlpU4WYbBd/jqAV0ikvO",
-	"MNEmzbOJUjZo2BzSLE5JbBrrWF5KobwVWHKvUFyAQk4WAXm7C0wiIeE6EDGpJWNczcl/js8Jpsn+IUvA",
-	"jxpE5bV7DxP1Hkf1vm4uGezT46OYj8YeMZ6DvpOoQjNugxzc3OJ5SbP61q/IrcHMNjMOIBbsh7vGkvJ7",
-	"DLJS7iOnoGO4q8a5U1nuLejQIE0AGFgRCutHfMUzdpfqCI3m5ii7ad7jWZLviOkte0ZgZst/Sq+vhBcc",
-	"4MeDG5AnPqcFDPagO3GuOhhNq+cAURNI95FXAnIr/adBQ8pSPLanCFVU8R6fgelzmDVXamj3kMyJ/zI2",
-	"5VcQ42S1qqGRwuZgtyZ76yGi3ab5VZibYoXzU2pPYyUGBnbJGzkVywuE7jtcf3KfDrWb7H8mOVg75Lzf",
-	"bKhljET+xaZs5K4Ac3Wa1Hqw/ASV1N+8U0dvUx2NOLBTR3fq6NetjjYlKA9BHV2JrtTXoAHTbqa6W6vH",
-	"iUplLEzNQomOxhKdH7+HEcUGavH+UCqwNwhcZ7IY+NltdyRY/KIjqa6lE4P9k5BEEquiMNsTIvGLVTkQ",
-	"mVRiJoqkNOexZYNUz4bwcWgNcRBeOIh6Trz4TTFoVTvIYplUmAYisbqD6pXmwlFlCncYhMnWloos1VZA",
-	"JH4vaf5gRKUNtaAUqgh5gnHPoKsUmWKwleSTp08yNuFqbFldxVqZhJbKOmAX3Mf4DUZtvIS7wOIZCNTD",
-	"hEKkSIn2V4Spew93vl/BiLwofX7Eyb9RcQd17Gntqs+WsXBXzrEr5/hKyzl4lBVLMuIGxRx3UuUK9gTl",
-	"LW7SGLiVU7TY+re2WWjpIyhMrjlyCw7S7KHWSwdQYkfClg1rK5WwlvlZ8yIAWyGpJjscOgM1LXZA/7Ve",
-	"Bl2LUleCDT5WfCwyyFi8hPiZ046XGfC1/Tlge9oUkHk1nLetKVmcsoG/C+XkIDxgAPJCJy1+IpO2zuup",
-	"3x2P2SAva+sgdWt/XS5uwnR281TcF+E92+lNvM2IXvLdOLDVqabt9LVdlO8Wc1SXTvK2sUjpQqyJ8LVV",
-	"eXv0Ef5dmwnktTib6MeQJ5mLE6CSToueY5QdtGx/pAO/NHuV1Em/fvfu/OCHt79l+H+jn87Rrfn67WXr",
-	"cS2SlFqVHrMGhbR0DWjgoIl5uMIMopxK/earCrBjVTe5T7nyWvfQj/ZaXvvR9hWZT/k8VJVLlzWZUDGf",
-	"lgWt/7FNCGrZ3vPjZ2zQ/OJ9IZQU3oJxE2Fm0grIq6TxgJoL4NnJAhuSZiBrsimyZrzUSqzPkPqLtdBt",
-	"k65Ha6Z9tVJnHmkz5e7RyaO6lv7KjuKChU4zk3lau68Km7ErUbkm0bhhfXDUIsT15U0ZwS00c+pU4p9+",
-	"8+0GA4JMML/HiKGoKf4vwR6Le5cGGNgienO54tZ+OFlcG6nlrfO0EyO3liziZ3WJCOovFygjpW+2nrc7",
-	"+D2Is6/loU6JRbIuopBwyQtdK9e4RWoV0sCD9daAbcNtjFUBhIPNyfbw608WgK9/IgTIIgpj6vqnY7HK",
-	"4TGlto5JB+3hTeqK52UpTDKcSMchPniJv/f8+PkNYBw+ZEMMb6WYfS4A/seD8BYc7rClPxFtK8hyU+Xz",
-	"CHBiVdE09bj16qYtJXgpgbcIHMCdPEmnifYG5ToQYG9zCS2wEHViWMoT5Z/oh5DgIFqxCRQmxE8QG4TQ",
-	"ISDovGE4tzoyAoKKi9Z9okAASRC+pUB2wES+ggcWvKikZXCHpeOL/rtsMz/rScM46L+OmJJWacBIsNSN",
-	"wWvQ94TxFOIJapGEsQ+X91qeCGh3gI4MuFCNk8efBiasoNSLD07AEuIENlfeCKghFtCN1TgHaD9EMqvG",
-	"ryxU0dXwSonZZ4rnt+/FXjUba4Kzcb+SH/sUylWmlZszPfyXyJFnk4oBa2OEAqK8B+jYDnvsy9Sgdw7t",
-	"1bIYWnLdqTBuQsQr6LuTzD/b4zs+aRXJNp1PY9my7a9b3rv44QV79uzZd6EX/7+1EvsZ02XRcC6wgX84",
-	"VesmZABGjIQRKhen4KiWqta1baaQA1kADQzYVRZqxtc5kC+aCXoIXULicG7UICPetXkDj3jLjXuFxDs3",
-	"7K8Rr79Jw4x40w+yFBt3YkheRTvxRne9wi27Xc9968s2oYmAvb2jiVjhgjfpGX4QJTbNdUcTboqDxufe",
-	"Q/NujDdRrByW4oSKThNegsdsOHeC2F68DdEOHe65idH1OIQP+dhP4D4orKgXAXesVIX4wIRyBnimOHsZ",
-	"ijL1dGgd6LhWt3I7VEFlumltLiYReLXfadPkeLjQwQqHyo1gY6+DsbNQ7yrLkg0FmGfGW2Yq5MFITGXB",
-	"Ac6FY3tKu/cjYKw99fr/Eq9F48rnlgyma2LWQlHAqYvbDBgQYEbSdMmOuOJrbopFF3pLOGxHJ/Yv8Ejw",
-	"PXf5ZI0aDJ+WsScHT46PWQFttnLHZGEzXOHK6FxY621JzHDVM3W3OvDS9/SxdHmAM/BXaFHgvyzDTu8w",
-	"AwwCyzvQ6wa91w2k3A/2hVrc9ehHKNGPfN8bIBSxeuQOQsALj7DX7yJ6oM6J0AJnOoHVohXZg/dhptOI",
-	"y5KClXFI7/3j3o87va8XePPu/O/O/4M+/7RP24fmXoBgDSFJAgTJWPvB4DWQ4sM2PyEaJi/YE3MPHW/S",
-	"tEhDsMICPITobs3YsE6VEXDLttWWIeIONMBpIU3wtrYm12IxhWV8zKXyOkkLf7QSNwabSz1yO31jhzef",
-	"Ad5cNkfhoesbH9GLdAMugx4Cg1Y9LNhLinHneD5BhruYAgV/V3wqTmGDTcFrBX+Fdg4X2L0A6gv8q6Tt",
-	"Z+vTM9UYfchJwo2RUGuxXJwmbXMd/BSK06QLvbqgIx8Ulp0kJWthzw+lKqBSN7R9iLVslHgaeqRgaVss",
-	"attrPuyEWSG8UZjhx0s13t+g6K1YLnxrWOIO2atrYeZxmEbkE5FfJTOzxxGdmTZtHIa/Nk/aj3V7TcbB",
-	"Htqh17yUBfEwhmSChWrmsB9CL5KG6hH107FwZB1jed4C6reK8w7ZG0dRSCxKBAM8NGpT2mCOAV+oKgpD",
-	"WF8iESXHXyKMaPmmdiV6uxK9L44xogXrD4kuokuGfTpThFaA/W0h1qaPiC888H8EhIqVNgDhEW67yqXb",
-	"bBIZKt6FhzXkC1wQgMB6Cs5DIDP9Z318/CyHtkbwv4KJUni5mrHRaFqJMTuwFlo/joyegvSbklDFINN/",
-	"4BMo1Ref8Q//z9NvA7VX1yV/DLBEDn2WbCjGUi0z3hLXrXT7WUxne/32kv32y0v4TqiR2JuUfoQjBlnN",
-	"VgDxrcXxxic5Hf8/A1OEKGpDSD/0wReH7ALzGZpMEa8tHLLLZTkXODlQh92AkiMjTo4moW1zao4oEW5c",
-	"fNfaez3ZCrjRv4iKux3Bx07Q3U99XBvkHyK7x2rZtql91rB5LIi1hgmd/XT+/HSVfAnat9f7hbiykNxG",
-	"IscIDubQqTd/2AClyV+UNphMQVXf8BWrZQ4G0eR0ZzF+jhaj31y3Yy2eLeuuLX0BKe2t8FLYCTY2XLlP",
-	"EeY7I3FnJO54XBZ5XO7LSFwpRKkEfU1dOYmaQPDSm82HdFAg3SClo2lRAh0soqnlxH8gS8mA7QVojKwu",
-	"gZnkTdGin2pITqABBXWy6Gl3Dxwp0AUO5Fw5j83KvIwE8XOaPnUocj0VNnCnQKI/ysXQH3dNwt8lzeO9",
-	"9W26k3ZNfS8Oa1P0vTWs6C28MG5CqcLLuRP9L+auzWq/CmlxFS/xDZQfuNW0vdYLN0nbWziJu9jSigS+",
-	"pF+rvSsqj5X5e3TRrXJihR6PwI3VxtHFSxG10y62/pBAZUpCZ1XqnDtt2N5Cv6OMDa4n2kJpJq8q/0+C",
-	"01JZJ3jR6ot7smCk8EAihaRdQuW6EIZVtZ0Ii7wrbfLEi3eX5/BnlByYFlAw+HWzYHY/8/hflyWrjP4w",
-	"x35YyTxQPx0wfUalnnmZsEBPck1/ibXgAdGUn8VcLPTDPEFGk7Q97l6LP6Vj1f/fMFv/cXh4GM3ARhLu",
-	"Z0GYRc8N8GYVbED+03/8cVhDbyYdK3eECQ3rF7r1L7ermvI5G4pQvpZQfUW5SsKPvLwtYbKOyMzP4Ary",
-	"srCnID5VcTfJ2OBja3x/Hn2E3fXn0UdeVX8efQyz9eeA7WFagJfmv168PfD3Hwib80oU+6fkGU5691Oa",
-	"VrDF4pK2Tx2L0tw2/liovANXachKbcjdqhoJKAwoclBsZ4E4p9Re1UkdoWXoqJ/u/jY72zomNr8CzXp0",
-	"9guLHbQWV7p59rFfOK8BhW8FdSjhyTlJDkJIfgldMbN2a64iUiYF4UPFa3wqbLqTksUGr3gJMO38GYMz",
-	"Hpozyg0CkCgfF73E27UJO965xjoMEVfYJg1HWrMhEp40mJIdV9qWTMtdpdgGrt1eDSCc3HulQJsIXnqT",
-	"4ONqhgnO7JSXJcPLmVW8shPtQmEwL9iQl1zlHgj9Lp5qJZ32lgXLuWrsUQ+giS5xyH4PgpEIGyS01Z74",
-	"v+dQ6AsRFqhTtnPrxBR0PjztcRTQL1GqvKwLAcqGFcrW5CKGTMFCOEjtCy1rlS4EFKBKhT5BbWKFMnoM",
-	"ga4Ia40hcUir+VTXlhkO/ks34YoZ8S+Ru8A8SgFJadnT4+NElPl3gSS48m8pxNjwgj7sm+NnWaIFQb15",
-	"+KihLuYZKg4odBP3YifpxGtcym3aT9c5vuSSBtlb69v/yX47gEiNnuXDpMPV/QwzmVn0U/i5jzWMEPFr",
-	"7/sMlAuvVUPnKX/5IR5/kddGuvmjk3989Bb1UHAjzFntj9g//vDGbZoB7OEK3kGPT3dnAgW48TuqSY97",
-	"jvn/bn7t1aichNziABdHl30MDKovtL6SIgyZxrFE9QDDYlJhLTp04sIPyUBBBG9VhsxONmNTLv3aepCg",
-	"/tF4tK1jplaQHADmDCzKHn4jO34CMdTgXsCJWHZV/GohYdhoyHVtGudnS9YLIQfNAg6OOcNlGfWFnDte",
-	"6nEN40m4aCotlbPN0J62hhbmdXlwFwI3sigYkSKyqZgOhbETWVHXsoBY2Nk1vuJZ+gq6ueMNv8lC6EST",
-	"DDrf2Oi6ok+usPnjAc+dvEbttNK6bC7GVwcVJCxJqcfNcL5pDYde1zGen/0SUut+WINzBls9KUkLDYw9",
-	"lIppVYLlHUkO/a7w3wFxsIJ5qYFtZ6XB/YHlcT0TBeR6HcN6m3gousJxOFPSJCp3oP7AKrqRyOd5mX5a",
-	"tIMlfRfsNzvVV4I5BLcFr1zXwN7FgVBXXT3C5OxmNrLQEC+HQ5VrNZLj0EIZcbXiQ1lKJwUcNjTek6LC",
-	"ZOKaeXuezhu+vGN8r6DekPY/MrZF5QSqx8fRtgvMfsH/3JxFdAyHNz9pHexU2emeHnENfBC1G+oPGf5b",
-	"q4LNxHCi9ZU3PyWED6uSKxssUv8rGRp20o4+wH3+uxheaoithmMvFT6SliA82f/6QzpJfiBdi/i91s46",
-	"w6vgvcCwKy+mUkn/B0c9CuFlgEduHj0dHBo2J0gVZ+q779KZIj6wxZf/+P3RO4b2Inp9vI0+lh4v/Pm5",
-	"FoZdvjkP+7sywgqPw7hxAO5OA7MNHWvkZCRsQNOUMsKCzcWITz0ZHf2mEwQDZXlzuEybtKCpCwm+g4wV",
-	"MgiKhhIgbt5v04mJ1nPHy38SmHG1d/HuxT4zWk/tCf6DUencH6rI/+M3+GKwxZ6yf2mJAs64oeAuw7KW",
-	"DD0VqKdYtvf76zfnGIC29TCOAf7w6nwfnk0LtHxW6OO5cTKXFVcuBK87d4JxecengkWS6ynbc7y82m/8",
-	"98SGowr24+HfnjwByafR9sABPbbMVoJfCXMafQ9Do3mRc+uYiJSgoRX9Lz//9uYHTBJITzIvrx79+cef",
-	"/zcAAP//",
+	"6WdiKJQNFg2yDWxQ2+5AKB8VK5Ltv+WL5f/P3t83x21j+aP4W0Gpvr+ytD9Klp3Ek43+UmR57B071kpy",
+	"sndnshZEorsxYgMdAlSrZypV99XcF3ZfyS2cA4AgG+BDS87M7ma3aiI3STweHJzHz2FKu3A5KjYhOsrI",
+	"XnBbzoam0QnLa7unJ3V1kfJ2wt5ae+OW32nsBuM3l8lIJrdmVTyiqWdePbHw2Kd1ufdqvk40p4IUdeXQ",
+	"RBui22aWzneV8NPBoqmEs27soiVAaGDjZRuJ5kkQXdyxsGu/C7BLL/JKp33EYHm6aHzooApD8iEbhpZl",
+	"ByVoTEx+ylju3ZK+cl2ENfUAkw7H+sM0lA/433UO3VDjthG9Fc7WwovpYMk4+JixKQFd7hjhZFvcoHtU",
+	"u6ery6KyrQspdnn+EC2F/tGm4w16LW04QUQ2vnhHPl2+t5XzA/NWhtTtorfoUHJk3JvkWjT3dbd9bBCf",
+	"NI2TqhZG/qKJwCjbhq9H+fOjwn6gj1bUj0WfRCHEVT3w6rJ5/wnjgkqsjT2McsJVuL8Ev7PVdO2Coi5z",
+	"EGfw0wzS3Q13UvBMVq09VLuYm3cJaQFLP9bSu92QhedaJ8EgFTiiaKkkFEvF+DnzZRBs9OjoumTEyfeo",
+	"VTWalt24JphslxgUb2m0/sMm9MSe51aciSu03jU7d49Dir+czqNXqWcyaEzyCSlBUJGbto8gjARFjk3f",
+	"sfZJWE+3atZsxUQly3IZN9KCBf26Fqz/OGHzORURGKr9Sko7QQq2UAjKf24EtedqoxJnK3AanGN5wRjL",
+	"gUdeBATHtg79DSc4MkUqJtiaUE302nAfXhXKWdlKPmO7M5ugsytW8ajrEH53xQD3F+zhID1imy/mmeQ8",
+	"uS/IMi5KKtjoJK4wxweRnwME70dFvQKRetOSi+UtImL5bxMHi1Q9kLOAZOtetVdQ9FjsRhzmGMSjuN96",
+	"MaAZR5erjTuf469luJE9m8fqP5CzDyAODWW0rmJpmBFCYdsUDK4HczyeNHTXRpEdjHGqjnTKDuLW9Qfh",
+	"NqgEXywUN3V1n2KsPDz9zt/H+xQwoWE8yD8yImSHvMmG6YPMXjCZv/qf+C4fVzcXbWwQt79b5Vx7N36g",
+	"Ol8wdRbwwjEXFcTowhhok8LnyhbHUyJHOKa9XNEVFbyA4flB1r6949y8d5YtDre97LEA2e2rKnHNboXd",
+	"OhlgKEDWyzvnnmfFUlGlwI0NWBvSL6otjViU2bQjiYWfRbmBGxsdKLasTrT8BAYRww58qsp4FcUrp6I1",
+	"dOHrLIcnB7OFE7LRW6oWkeh/LjrKIzk7zcgNerG/u/Ex4wv2QAKHuZncVQ3LeVHfljz/E9u8EzN50rol",
+	"0Dfs+SNCo5ydOoy9hLRQJGqU+M3IgfVzDYhVirAHmutyA2sP44Xlx1oCzJFKoi/wayZCJEyz5Ebd561F",
+	"JkdHRzfeUwqMSUOSrQNLG2DZLC0jeoYDJGZkDQVTnFQuauhiafZnzUGGaNguVVNwocw+hdPxRJZ1ibpZ",
+	"6N6jGI9U/8GfMfWI6PTmpGJsumiU0VFOnEY/2jk8PXCk9yhZdqUijAKzIyNQY6zk9wygSJUkM1qNRV+f",
+	"An8aDCt1iq6jxYU8zJ87MYVkqg0kiSz8yAneFfOps5NL7dikI/vaBA8LfvAjp9HgpI4qYt9OlakquFrB",
+	"PTg4TpRzKeDwhWpUS77fXTRrBjJyYuF4uCay1j3a1g8JRmOTb0K7JCjZ++yXmpYYg/eu+A7ce07nYhW8",
+	"E48bA8SVMQfUnq5zeL+f1b5mtEDzBeQ5rRc8X5gpm6VVbuJPXA/piXaVF2y5kpqJfPOnGCbmn9imdQkv",
+	"mdHmgTlQUrHDAvkFK/yRBCFTpgLbl/ThFHmP6mU+tCzlmhVOGUwuZpojDcf3tTiJHfYugN5zfs+EhzLt",
+	"sIxIY+AxLMYI7M5MgVATANzinX9UEEar0rBVuwmbMJDK2hHMiOiccpEKbLBQkt9H9v6sYsC6adnmVEMs",
+	"fAxsAnUKnTWTPxE5p/THnyDaItxvABn2hrB8k5etbOULrwi+9nxvL0tUsnrjLDPXfMkKRHM6sxG4ccsv",
+	"V/y2ZJ+MVJk8BhtSOL6CWZhUONx/WRaKcP2dz5AQbK1sgDkQIVeO85qnQAB2haUhsTVXOy/yVnhWg9Pt",
+	"xbkWT2/f6YFa2OE9bWr0py7zwkqbe4T3d+vO7dyZ3ZurDYIR8NvOtrSlUX9qB4QxX+wgWnDLgpJuV3Hw",
+	"tX3N3+3wyVuzvT1FHk7IyigSIW27ymfW1mWa1KxackHLlFX9CeHrAxz+adKd+TXWxQ4pDVqSQkKtqx1j",
+	"v0ffDSmO46CvVQumIZjRb8FpxpzVxOHsyxAI6P01oIsMqyCNp4eLVa0zw5dWNaLv27Cs37WU37WU37WU",
+	"37WUmEMJOURk4UFOsjwWrekZkWXBlC1NOskmYxfzuqICCzhHS6/9rjEN34oruiklLdJ5EbjRXcxccyNs",
+	"c98EeTT30e/62ST9rPIZsuP35iNe1+3N8c4/K24ygeUeBjfsdw3xdw3xf6yG2HA/f9SaG2xAnD539/52",
+	"nQPqCRMDQTLg77h9skK2Zikqpt7F/GDQW7rc+5gqTsM+HuvaGalPxN02IdZOK7s+M3TduuzHAOxcmKYw",
+	"LunRSDqXT4qg4+a1i9gyBSjHEDu6+pv+fgN8nGC0V5rqKIJxDb45V6xBsRLShdrbHlEVsXzra5tH+SEV",
+	"ZQ8uX7itgR9AeKW0aQhwL3szS3Rp0mHxt5uztk6YKusypsjC9pIAiXmTy2bFIgVczCCaqLUv0L+Vs/dZ",
+	"KHVzRVYVU0y0VJlmTEv60Lcr76WAqIbBjaFbWzMyPwLVAXtdn87Zh3h8kZNtrPbg1lpITTZMB5flCTlu",
+	"gsRGjuFLnkN36vzmd4kxi5yO7r5El2ngCAd6UpRjt9QylxSQdEjHRcHxOumQsWhjpJ5bVkoxV0TL0eAr",
+	"STPjJkMySIVfp2VNC93KhGad+LMvLVSOMomsK6lZ3NLTIb0mhFy3pLB7kKKGrnwfppWC7IFKyT5wcytg",
+	"k/y1hhJf8s4FEcm18LEyqy7XW9OqYMW17APck1jlqZUJoVujMHKWzfoeTURmSGPKKwVV1x+FEm+Yca9u",
+	"5VJS1qDz0Lvx5ywVwGO7zFoLbWee2v/3Tq36CMBWUT5yKjzs1eGM5oZXem3MPoFAb9HKMcmsQ6IIkn+S",
+	"rKfHKPxD0tHBH2WspeoOiyX+85rckozvY61zuYQAWrBSEvvmU4LsyDRBgHGdK1LYy9dxTlQoD0Fz8/rl",
+	"odJy1fzLmtnDH6yeBlpz8DyIDz2EHIooP/XDHOdQ8K/vHGSQ+HCCjQgob5fL6p/CgRUueGBMaMglsAm0",
+	"TQUtS0BgkPA3WEvNH7q5tjlXXG99v82qBlXWtHLYtDFJPYyw2UeFHcanipb4SP7od53r1LDSINFuatyl",
+	"yjrtTTfzP276DfJE2unbwZ2IF7lEHjQ0YHQt2cooWG4Ti9XYCPf52BIiW/e+Ky3XlHBpZb1suqASSdV3",
+	"B/GmP8HXFRH+cqm6iYVIJABt2COSoZ4yg/UHDOU2D58ga2VsfmgEczxCfsPn5W3Ki2cf9B+XXdZxJbnQ",
+	"UZBbLH+I2ZkIywLQWhbrd0cfYheUZnR5VDvO2BJ+XDFxuuIACQVFmxOIVGhphiADqOrWiMYVqWQdi/kZ",
+	"Y98NCifdlgjREhEV9UIW8WwTgg/7pbzYtvrLivAiTBmvRSHzeml05wInphIeSB3LUKF6QRwYdPw7Vi25",
+	"SqSVYhn7Gbl5OFT3+WHz7k0rJRt+xDSLCP4pLGS0+JV5QGayFkVmtk10RFzzb8P/sPXPMPm9bC9cEf+j",
+	"eymYTvOjX/jPUBTK/byURV2yYUZh99uucdaRylo9utn2i1QhjadA3M4AEI8rR5LOFkBz3YDkVWzOFRhV",
+	"AtLYhsozH43OIHcAava7eMW73wzRDKBOBC0vzfTO4tDtjTljaz3M8WEVuXnu2nl+k9lIEFoxwh4Ati4o",
+	"bZf7ZX9cCfuPghHzCOzI28zJZrlZclF4jMxPF+6XqRh6W3wz4h3x4xhcyEb09rXAAnoY40DCeQx2BHNz",
+	"qAEB0x3lVZpIEivItQtOymTUt85Z6mK/dda3NcQoKXfWyW11lGfU+tZwyp/Y7ULKuzOqaSnn5/dJ1Aml",
+	"qShoVRB2HwX3jiesQ4OQsZ4RqgggOHNh9qak4pnCxhKVdWRd5SyFmHzPSrlizxTB17CMv8Vb5aoZ5DZQ",
+	"e8Xn8zjOC9inIEsS/Cb34wCIMTHXNevHPWLRnWU9vuDQvxdIzHphPqf1jpsTDYg3mOyajP6MVZn6eHWt",
+	"yJIaYRjCPzN0GKJfytkLScV0NbZ+xZDhDuvcWkdCEEI0lX+DycwC+0fkUrO4rCDKIv/vU02WUmnyzYuX",
+	"QVXCAEfDyKhY789JIBjdp+o8T5V8go1JGZdx17h2s+1poqfCsQOnS1IxH2UxcyueRICwsR7D+A+GZFww",
+	"URvwAtVBK+bviLxkFCStVynIEBCE24HgMCgMH2urnfZHqGK9pXg6+k2MKIzlYw+Di0PJT5RrLuaX5qAE",
+	"UWqKFLWDw+DCOkUgcUA9LvBq0NrRYSze3qHqWz/8FOUaDrPt44vUXS3Gn/QQpcFivUw68B1eizVY23Np",
+	"zmN4rLKG/W3Rl1vLtlWzmVeHy3SJoXtyJjD64egcfzEWPjL1n7DslWjEoScN32km7a289hacZEdIXbPj",
+	"A3yatVy6EIP2hvwGwT6dWYAkZcW0+Oq1JTSS47seSHmbjlLFf1Bom9ElLzlTuy47tJIAWu6sjh3I2FVI",
+	"lAQ7xSGDHQzlyib86XYDUtSal0VOq8hatJpKZqTYDrgi9DaZ6gBdx7cIv2/JvbssbUtaj1C1SBT2WC6l",
+	"sGDaTRFjM6LoRNxixadyg+0c/cuNXWVpy1rhv5SVJpEWhzqLy9Rhp8Fw/BKPoJerJCDSvGJzcx95BDJ/",
+	"aRkOjH6W5sw7PJE2+mQKz/rCtBCt7goAQlRb4HLz33zBx+P2utcTHZzaxziFkW02k+zjg8FScEEYzRep",
+	"VEjvjuzLtmiqOjFQuczi8gplEPDwJ9YlER/m6jT0d4pGJHBWVITmd0KuS1bMbU4oefnwMLI712bMhxX0",
+	"Z80QIDtzc/DkvBoPMm1dvb0dAIaPk3SsCWpBawVSOm1iPwCOE/Q5swjLkSNwnuneIaAITDQgfeYl5cvR",
+	"uxaKz6M6seVUeAWpqWGN+qn3ceB0b/YypKPO6ALPe8Td3rAfHwlffRTXC67iUMFhJkzzhcsIijAasg9K",
+	"D4CKHqRgw436UExnPcDp7NcjWcaMClnrS3bPE2USoEZIZZ9DZSNpzaQQyGF49AMkbt8yJsiMCmEj8bWM",
+	"864EBXHxpuTzhU7ZOIJTl+bgY1K72IMGQugH9zNEOUInjEe/TtIG0b8GRlodjVqxIcB82Q3MvWjAeKND",
+	"fboxAsraaCJx/oLe7RlztMMruHMsuhdo6/LrLGp70xMnO6DArVPRXYAx0kqg2sbk25aIQqgDsstIxQoK",
+	"cu4+mgQx9D+vmI7V3ChLuTb6cJoxUUEWWq8IEwX4VkHixQTJOPdx69p7PrZudzQGeIqDFCzYvUcA644w",
+	"RPpx7GiEtJ9NzSk03cazv0fpHmifUS7sMZJiDZTef9tAI1YGiljfW/cJbn1c+ndi1DNFPl2+n6wHoVag",
+	"crliGRFm0Utuqwd5fWigqG+2t6DqCmi8h47tKQDQR6bJPi3XdIOuMAsbqagTmA9OgnNDuFasnDVW9orp",
+	"uhIp+h9nj01SQG+SsnsCdhbPApo8Za4ICidjL7NBu3NynLg2n0aYAO0qmlNmFl5WFtlf6l1OnDd+tntD",
+	"ZmEaD/UF5+/HpwHTjwY9mS5lrZNRYOB+dsnhzhvjtYiclmVmxAyF34/cgjFGVDiqLQPqxEWznYxhU61u",
+	"eiggZo+NKuueezR8yXOELLiBtta/m4LqTLXNYd+mwmiiKoSthkbdZjla19XEazluwr0Ojd5egB0blwkf",
+	"7Bgz1SdB7Byn2dPorhUbt0QXdzPKitidGZRUbNnNeA9QIbMrt2RhmYwSSgnKEroVTCNgrRQti1TA0ydf",
+	"y5nVdNrexljB0ae7vE+MAklvSxDprZ8YAHNQx5vNWK7RA6WOyE8oYvkx46cA+83Wzmbq9MNfalZblse1",
+	"L9osV0yExiAoc7qvvaneyKS8LMlc4nW6gci6JfP4EVw5ZbMPuGG09EFvlSxrzWDfQRgh+0ACWEwSLDCO",
+	"ig4yn86fewaoMjNTyMesrF40q+jcAeeHFT6Pv/52sFZsSuo5BwBj5sMhlOkITahmL1En44LcHP3LTRA+",
+	"hIbeE1KyOc03RAl6xz7nVDFiDqZtCXcsKkQFw3/xcnj0S/rwDj99cYzlYN0/I6X7J8ssGXlx+OL4xLrY",
+	"raUKa4hquaSa59ZGxUSBBtiWCauGwhGpmARfx/ZFWMf2xe4CUEZqwX+pGaFLacu2rdJWFJjby2/T537M",
+	"8isvzlKx+Tjb++7P2zogvpORF68A/rvTX9D+q1+zLSJcrvQmI2CSKcDsLcpNRu4YW6lWlVzspDOD419/",
+	"7nLdtx9Oz5yoJ2fbY8qIu29Mp8jyT4L+qbBRF0aEu1WmawzkSQ0JqQLYFb6IAiUklJFzkVcbhAGEgF58",
+	"e1t8D8/0N6++kEz48vCr416p0BPsVyHBvhy0b1h5q1/C6pWqRlz510zpXa/65jIIsQxHxk5fswftsw+p",
+	"IgXV9Mi+7U5n08Gou3V08IOW0PRJQ7QI+ILhpjzHjn1UXoaW019qI0VLG5ulF4QXeNkhbpJ7gm59G6k1",
+	"WMF53P6k036DPXA3dxgM1PV94pN4Gp5LDm64eFORnItwcgEQ4figqXe+vIqtYrrGGR61d3lKCNUpKvmR",
+	"9uJK7YTgGO7XwScw96tITXBKsMqpIBaYTvJ0PvREZ1qTOhO62pzAoTFD9WZBCqbwvpgS88k0SCsYzaFa",
+	"sZzPeE5mnJWFQgmr6bjpxNbkoIrc/Pny/PXp2fX5659vopAXSVrBwAReQFzLLVgLK4l1cxDDTcRcn3UN",
+	"eurTB+GlUmpakABrD4xlXeEVn3ORhE+TOVx4xan+pPORln1seKpJpb/S9QWtlBFJ79vh/C7wNnP3crkZ",
+	"HVeUCuj9CCvSmcz89uW3L759kZFK57Y8ZWbrbXMxzywMZIaEX4vi0B7zQ3PM46CQmlZzpq8GTvsbsAo2",
+	"zCdD5wmE18eZgLVfAz4pqkDN09tNaOs8mgz+tVX+Oxrr1iYav9JBii8c78QSDDCc4aC1xqf3vyhWzW61",
+	"q+SPU+imJo834Twkg3kGQ9TsSOxd3GzEbxWj9gBOsj5pRDrMgxkqcLDJwl9a8YSCvriUdzqMkGw0Mufc",
+	"9JaFp44XHI793kEk4Ik6wxe04nrTm9aFq96tGrWCDzH3KpLCtWD5nUolQuLTEwfSgv+01hQw4QjIcbrA",
+	"x1PTiqCPM9NmbHXt+MfBQfjMsqYAUQxnekUrVqS90DYozruhqQ4CFTA2bEHVwuU6uwZHxif8doltFiY3",
+	"cpGz6hAfkgLAxs3eIuDY9q4iHPn0bDGk1A/QjYU0j2wvklTaxokRg0BxlvxGlM9raKabPrW1+X4EmTsD",
+	"6VPXmktMOjIHzC6oS7x2xw+XO2LOXq1K3keM77Guq2pHRtjPmpJmMeDFFBQd1fSWKvbO/GTG3MdCbi4u",
+	"T//44ZT8UvP87jMs0U2711aaLrzw2nYAJnBaqmk4NtunupldDOElX6Do1Gclt8QeKVEb2JcHpF+MTcGX",
+	"uiJwfP1TMq/hIPFqf1eeuZB8QbmwBq1WL6RBwgdS9kRxtPeIgthDS51Ks282ICx13RVRu1QeLkKMIKNn",
+	"sCeL/COiv9vnBONTQAKoZGmVQC3vmIAoU7AlRWweOdVsHkVTOLNP0LLRdNTkxbRrEaCZgciKKJbXZkqP",
+	"CfJo+gP7YqKqu1Vae1mybwmUhIQV0S9De4D9exLXCE7LcmtfprlBYx+Pu34actnZ59lZr0j0VXd8rYzW",
+	"bUgDIMR5RQFpQcuAOk8v3lkK/Q42HRAQw+atg2jWypR+pgit9cIwzBxtAFVdMpVZwZ9XRFYFq47I90xx",
+	"C7ynWEZu/uUG7nNXYDvoKCM3pkl4vmAlwr2JTdiPEbBoWQJDLcgN5jzfkCUF32mT1g1+QS0JFVJslrJW",
+	"9jN1QjREKetFxZh3m8C6gAkHtxrt+vZhyZXpd8GqFn6Dtefdc7Y2TAX/lUsx4/P4j0sqUKVp/1zR9daj",
+	"Us5VpxH4KfpeIdfCAp/ZnwGJrfuupuqu2yj+xh5YjjgTrlmPkN4Zg/+923i9mle06L7vfvVvA8aTewn/",
+	"4Z/lCyoEK/1j/++mL10xumzmYP+59XxVUuQg9zxvunP/9K+7HxosIveLpuUdXDDWvuPbCH7xzQS/2Y6D",
+	"X4K9CX9lJcP1diwaz5+fWefnZobuAepS3dfhTCd+3W6j0mq1/bL5cfvdWrFqu2X8tVlQrswKHK5pWfpV",
+	"D39r1kzn7X9Elrr9q1va9q9+eWOhVBcl3dzS/O49o4rFK3gJtsZTb19FRhARla1b/zxdj+UtpLoJ7z4o",
+	"Ta87hnIOB1FPzVMXxWUCkBDA6AWCTdpBw99TCxSfN1P3PtKSg/mjkrWYrEHCUMYJ6fDqKBs7vJn2o5o7",
+	"yY55xSouC7xPbzeWVEpr2ykkXAwCzPKCjQYfDguqJ0A0bTlsuB7BbKqsSElTVf4FW5/OdBxCAi9BeCfD",
+	"HEHyh+P/H+HCugF32hloLoFMcunWaVIhr4rhXMdtt3v7BOTekt8zNIrbCwMcMrKy8bRI0QAoi9cDKWUO",
+	"ARw3f29tyK/P/35v7s1fn/+drla/Pv87vv6u+PUGO7IugEPHKzIbWIoyEk8WZ4Gx/imKkOflbBylabmF",
+	"BFdiwKhneIczDtpOXuvDJavm7BDrru1le93RRTmipag45X+6fK9swssmI7Vw8Zc2ywnH+AzLp4wXhe1w",
+	"rtAFELHCJGJpTzGWFqPwuSa0WHKtYHAgxSEnxmyhS3Yv7xgKbDMuaBmu4akLu7Vf7GV79v1haCzHgzr7",
+	"2CLYePp+u5SIP6JZ5CZpHagOi2q2LKoj2MW9qKSWuSyjWoK72Vb2JZTxHcaYekZuFlqvDmfl/U3m/l6u",
+	"vkZ94WZRqhsMLLgxksFNRmRdEeeVBdr48f0ZvPDDj5dEyZlem23Yv7y+QBSX67MLcxo/vb44Ab/9p8v3",
+	"rfqSyjDRG3Wff9Y8v2PaI1g19fItT7S2X6rJ6/Ors8t3358bKV7W80XTkJkuxKKBHrIqaQ4mjMvrq4sw",
+	"yO7AzmnNbiud21n99Pb8olmvfciTpIJcvb4gcjYzTBmZ5qfL95nNdQzHHRmEt143qUTPFHkvrcLk1CDL",
+	"QrQkr8/fn1+fnxCuVA0mNmcQpb7cKCpjHJ2KjsjdFu5le34Hzd+lAplJrfayPZxrr6R0lXKJCkbWdOO4",
+	"A6EpOenW6LOs+oHCmUvaxexreJwBRdvGQVLyb/SeXsEn9qyT/bfvr8xmXtEZrXhG3l5fXxzOPlx8bX48",
+	"W1Ryyevl4S2Fm9o2fGLDrODdN+9/NBRoaCCRrGg0ACZ0vP4j3ss6qGaKO9k2u9zc84LJ5w9wkOCJ25Po",
+	"vbCIBpO+lWu/xjbIdW3rn7KHFUvA1a2C4z+GF3t28Wu2V1cxruGCWM1Z9QbX5iRmTfnP8ACcQFUNKFXn",
+	"g4zMBlJFuBq26/lp4Kjau5J1SMuuYJQrIrjupSwTlGzLdIIFxIcj2bx76z7ty6bvN/dCo1z5gnBCrk9s",
+	"puwhHGdrd6lcbhkecrvK+OJj4r+h/0ImYDRHxXW7Kbi4aB4syjPAaQS83S72eTBUnMZHUW5G9GTTjJtF",
+	"yKVQTKha9S5HFd1fs+sW3y08nVbFN9KRYBmp6Ewf3ksNpGwDNZqEyowovjpUfC5oWdoYbESUd0GOw8QM",
+	"owtDIYMlyZpUoCEj5yWd6deczoVUmufRAkturTxwRB8Boy38nSjYQ0TSNj+3EK0gfss7fOypxo6WNF/w",
+	"0QVzcrlccj26X3xdswJHMLIT8+mZFJrmOlowipclV1sg2rZD+KyBHsXtOiHH2ydz5Ejey/no+ZZyPnmm",
+	"V4Ku1EL2L2oufdyP70zZD8f2BRPvgWruav1u6QLXnJD2V8NW0gV2RL28YFGvcbeky72EyBzrZZ7i/Bo8",
+	"Qm3G8R6HLSvyBkJME75AzaplGj++YWjmvV1iYZyKAf106Kt9urL2IY/RSrCnwZp3z0+UHTFacMGUwpCJ",
+	"Ht8tRqDbt1EMjoTU9BQSc8WsPHWBG54LsgyO8UgSnoKMjcDbvW6udGymn+d2HOVd/00YRhmcEHXHV6sm",
+	"2iWHkm2+UlHChYzfjOlmTTEdq6pFCHjjVQyXh9Uui5OKeLCuO3m31wwiC/e2Hy3a09S4mKKGqGies5Wm",
+	"ho8n6At+Hgh2sUtcUTHZVpuIW3onCn7Pi5qW3RMw3oPYOWgxTK3RIQxNJTAzyWbOqaCGYjMUEuMEw4mh",
+	"Mdh2EAXa7E9vBMwlmL/e8JJ9bwS0OGy+EexnvDQCqg3vG1s29afFBk7DvpD6s4Vr9xa3z6bNz3NppEaQ",
+	"AT/Xgt5TDjGz7idbgeYzVnKNR/uadlKBer62TcqKaD6+GgO4eenG/cZ/0V/1jmqyNlfUupJijlffislV",
+	"mahEhjC0/TxmxlF9EE1CRjNBD9I1QCt2uZouRxDGbglC2AgrYNxgADWCoBQniCrGCyyJCSojKEMFWzFR",
+	"QKx5pDAdjDuyQi8OXxwfG86quci1XaROZdj+NJwp6ZDR1Ry5iPG42QtWgfXZnS6F8KC35huwtbnLA73+",
+	"23EW0K5Kxs9sHYKRfHKbNQyGXNiR9C/GVU7D5PKttMecCifnhKaRZ6rhHaSSUkeVsNgll0uRw/oaTRh0",
+	"OLpaPVNIlolCHb3+pOuu/RRNlmZQgD+SA8xVomANuj7GjRPf7hnqVsGJcNxjtiFOksC9KG4F8G0w5li3",
+	"xRE5t8e35MpVUHf42y+Oj4/N6Tux9obaJZqvF7Jk8VOtPorXXEXEuDeujm3jl7bDsaojrPg+F5h0cTC2",
+	"8oKR1WPy3BvgU1IYZnIHHcCrpKTmMs2A73rguGkQNrbPhG/vrVyTJRUbyykhANl+8TQe0C2K7aNRW+Yk",
+	"ofl6fm5udrtWuDQfmmou4xfGdjZuYYxIvWRhR2NQcFLynFZBfbWEzGbV/JjNA8ZgB2YPyZxy8Sgy8R0O",
+	"rUe7eyCYYAyjncMryqv0SaAkr6hakAUtSMlm2sZ+OYMoZmYR1wopasBVAEtWTscOwlJiP8aQYUS3bE7F",
+	"iZ2xPR0WYYBjUgiMkZZ9WHbb2DnOGzvEDpDHI0NA653SdGNTLiGmfywkkDDiejy8GbvErhQvWE4r22Uu",
+	"6xKLbN+iqkb2m+ke7FKUpM0yAuWh2ZGsxZ8bztnhZ+FB2aLhhp90Dnu49gEtthYofYVdlDSKnLdm7K7c",
+	"BKKCAzjqKrAQ0fAuFaziQuQIVAwzbalpJ3lkgVv72nh6HfZVYN7izuBx7QlvW0MeASpmHvRnhkPi5f6n",
+	"T+9eHzgzp1V0emuRKQYwLsnwI3OsSAkKgEtyD0Ldxh1bsyH/KUVk7u9OfzjF2LG/QUU5m+ReykS9myFM",
+	"MN6G6RpPG0j7cYK258KPaoISYI7aVSmHy/TZ/fVIYX7JQndNcPL8iFMFGvqP//k9Letk9WOHCwgbM6Nl",
+	"qZp6ROPK6gO8gvn6r3WxAypbQXu2oqDgN6jYIxEeG2diRpS0+ZFkMXSIF1z3coBgvQzFkP11umOswKcT",
+	"AQClzGl5zZesZ33b4BJ/Q/x+6waXs5liIG9M4ynXveiGhpr7vUcw7WAlHs0lrtszHOG1d6eJQiVR3gaA",
+	"adYVKS3ouv/UxHM6Llv3pcoILUsC9eKZz6Iek+9tETken9UNZYy9b2oKzP0A/B653YAbewcmOCFpG2G4",
+	"fU0Ra73TI/2cj8/X7nDuqcg+9rZYc1Fsgb/4m+6EUPeGhedY8kLw+QIEEL2WzW3ThSCJocDTjTt7pvcw",
+	"BmsphSXxmin8a80K4f7Wi7qyf84qjn8oquvK/lnD1z/Hg7cjbJCW5WFeyvyOMFFk5O3b7z58cNXCNK20",
+	"Q/97+fV3x8dHWN5Ts8p8+19/Pj58+fOfjw//9efv/nx8+A3++X8SSKcxn0zQu+0M+t+xmw4h2QXxtf37",
+	"bESXUuo3tCxvaX5n5KfIWRdeDWvEbbRkmotjZj/uN9ZFnD9WPog+ZaJwl8m4W7jxDkQfuRSwuGPAcqYR",
+	"jtCWH2HYntiTNxsnlGmTDq2M/RThvQFJbdDsU9BisGzBIoWjbDYpXJbxhBa/oLwy3iIrRagrGWHVzojn",
+	"wHP5Cex+i/rHs/6OzarkLDJsKPOANUxpWFuPlHzJnUt2ebDLbeHuhnRJ0O0pXtrFi3sAQa1060sKXpB9",
+	"WZE1WCQKeYDCmrRuwhi+h8utn3o6L6K1qa8X3iEJMGxYqrel1FnLcMVKCGrMbNCqCxFPOxInHPkqZTw3",
+	"6/JB3jOyv6rYPWfrg4yYfxcZ+SguKm4rVpbgtXWm7JX93Qz8ICM/SP0GM0gCS9sCogvIzJnFgdfawCqu",
+	"CC8OMvK9uTqY/S5slORUCKmJpncQ9i+kGRfiiePbuVxtCHpaTxp/o9JGoLOjdFScWUQEoszD9WLTipn2",
+	"K7CX7cHE97I9P/O9bM9Nbi/bs8Ntyq4MZg54jhUwH7sV02h9N6fmG3+O3XmwUnJoXn+89xI5ANWtZk8c",
+	"dKasrHFkyYyYibED7uY1B2Hr7t3VE7plrt/JM+boF1xFjrKe0J8V39748Twl9lRCTe0afI2z7qZGmFi1",
+	"uawjhobrpsCAbTdRN+CRl1CLQ/86YmO2dxZO4tB1BZzELAu8fjTgUYlEzMMhv4oHBF53eNIzw7SY0Fxv",
+	"XNHQH1nFZ9zwyg9cLdEHbp0dGblktPgoys3BVNIJAdJwIztDdcsz7tp8Zwf9PRdFjys7p6LgAH/buZi0",
+	"JPe05BYZtyC3HKAsEH2Tqzu/KjE81V0O4EJ6Ty2Woqqgjl8cwGKVvHX9d+3cBWh93wN0g6/Y0H1mbquj",
+	"o4MOEOrXx//6aur2wZjGbco7oVYs1zvuy6qSt8xIDrSArIKD37dg/BZcmMUbCCroxHTYq8E6L80Lqd2J",
+	"5ESBENFjJAVkVAyeWVdSo5y9pNUdq8i+O4GHsPWgsjaL69KmnHMtktmUDoH0fks7OfuqDfocGQOJEc69",
+	"Vlqb5Ya9bMXHGAkvke/ipjnUOo2SaYje/8CVVr3N4Cvxz+HKAUCLdMCl9mah5m1wkWCxzqQkj2/GE8+u",
+	"W609U5iDts8e9NcZeZipjOjlyvzn6OjoIHNSlw24B6IItxfyBuPjqBj7fqNjecFXK5ozW0KhhqDgxh8w",
+	"ph6eY3ZFik0Et4gj+RbfsbxoHw1b9jAAVAzCoDICx+vgSQKkqLpLBJs8IjpjDJO0Ry+V3XdbxvVdSBK0",
+	"CtN+uP2wTgnUWaN3p3ab/41tk/HIvYY+e88YhkdAKmuXY24funXF9TC4mmNdoOSjd45Qq56IceHrSREM",
+	"Ns4zj5AfBaNrLWh4lDLL9xse6ZYoZMrpiyqVivvTQiKdWnE+wCBeUlHTkuyHVSpkRYxczoTRummtJdl3",
+	"MAnmX9jXART/sG4ob86G1vayPfPeHrqwouZp75R5zdVdIjHkowhFgGfKXzZDl+eXvr8SMfzX3u7FhXfq",
+	"N6GtE7SjcF2szBHDca0qWcWP+BaZ2+iaNLMa5Oe28DBMB0rxOgb/Zfi6j4HkCrl1HKl+kF83zLaxX4zm",
+	"1NctITTBqfvxQIUEmrDGpzjbSnP7jtjTMP8W5+7d7YOj3mJ0fcRoaPBHWdZLlxWQAlXsskOXeTYGqnSb",
+	"4tO5GkAiNqnLXjJTK+B7dODostyxTfpcP1Pkjm3IPi71oUeSzGBzDi0gbeZp+PDeK/yO9QOezj07nNVl",
+	"6f4u5fpQmSM2QvU34xuRALy1pAm0w3BBEYS72nQIfjpntWnTcDcEHGccb/VMMh7vzwTWQMtILSqmITaz",
+	"GW8GDnBMMH0Exx0MBgpTkIZsKhFWHp2dJTCPMh5aXuN7USRwfa2It8VwRlJ5kl3UMWBmqhRa2gE96cqm",
+	"ICL6iCCMViVnFYylrox+WoCBvhaaYfWLUHgwjVlr+V62Z9satprjmbAjHLcR1/Zy7rvDIVOlOR89vrdu",
+	"qA1qGXBPUnu4EPxD+cL1O1LmqFSVkRT5x5pWhS1QaMt0TT4mf+8siWFz0fB6C8y0L9jaGmPBqXqQkQsK",
+	"aGngpZmbIZGKzWrFFPHvgqT5SfgU8C2QJmxjL9uzLw3TjBvo9iptlQfbkkIDnukz/2HkzxS5Z1XBc30U",
+	"X+0UF7bzrgWCH/3OhpE2vwAbdnaXEcpGR/RKm62/sLbxtFL+rlYpdEQ7oTzetpHS3w0I+YG5BpYVLTVC",
+	"rrOwuCYViNhgjtqzuKT2eG3i0TK0az3hEWrcPbLq8/iELM19s5ftuS/wT5tl4L6J6tT/UE1onGow+oCm",
+	"SxTHzyVvsKabYar/fZzTM7gvwDwvpdSTGWcGnr970CLBdzPgBJzATSFV6HdW+mhW+gjTD9k/xs6s5HXw",
+	"j7UFPRFHbt8M4dT++/PpnaxNcX9sdIWeyNK0i89hN2KcZtMaxSTHXl6/X1n+WvkC11WCCfTcV3hLPf5O",
+	"Mv9u2nqSuwlDiLgK9eAvciWlvGwTL6eYf/a/3S01q8sUBwI3e12WZE01q8wkfScilrX8ZPegpTO8BiOB",
+	"wV29ppc3//e4L0u5hh3u2YpSrh+5E0v6cDrvR/nfDkY5wq8IF65Kuu8brVy0YuSOrTQg8jKL0c8BGXT0",
+	"wP7B0kJVCwaoKiqVuVAxbchIQnFmptFBi2V1913dHE+4eChLrrQ6GI3lMKtVcgw/eJOiEdnBrMiKFkKd",
+	"VT7WVJE34HdpcDz9oOCrkTvi59sfZiDLAuuobiO9GLJwa4Vg9e8tjSdg+v5HyVA94Q/tox5y4HDZu6e1",
+	"QyJtoh0nJ4wR2ZCOfhfaGuHqiaW2RC6eu9VtVsj+rKKAicAK8uHi64Mj8h5SDObKpsKwh5VhOqvFRvGc",
+	"lpBJo07IDSYqNIXEsHZXxWasYiJnI0G3Tler0hYvi5drDZP8kugbDggFq4v4nHbwFTdikTTXTbyXUirW",
+	"V50nNGiYdwFifd8BbBoe+DeWEV3R/E5lZEUrumSaVQp9NIBL3/xKFNMqI6rOF4QqCCCCaFzD8xHK4SAj",
+	"kNl5+Nd6ucqIkId3bDMzn5P9F8dEtaJOM6K0XK0gsR8W4BCKB2Ueb+cgUQi3YHmikDJO5BnBd6bhmVhO",
+	"PIRnouRMHxpJaEGr4tB+NAEzoQe3FqsFuDd2BKwN8keTebeISeBFBgYSyzTshz5MSpu6xgsLdJKR3JC5",
+	"MOzG9GoJ0lG4XDHBCn8DJXWaeDHDoEPEbm/qQZgTP5gHF7kOuRmpZmNX/JEIm3A8YlIV/E728RBCUcG6",
+	"4JIoQJdWB2bpQI0aq2SIgj2kQgPfyrUjcJvxnGEVkn3azsY7cMeT7HtYrPa2YritRdYCpy2AW+17XDvQ",
+	"Zm43BIqkPKcr/vz+5XN/vz4HKeS5+SahreD4JtypLod7ipF4avwvpLKhVsv1I+KAPfp+FKqtKl5HVbRP",
+	"12eksBj+Pk95a7JxYCEoIJOGl3Vijy9WpYPysXFTH9DYWxnDrb4Ocj0NeSG2MKA327tJis/Y6efl6uuk",
+	"LbHJF+9nchYLCTOP7UU0jdGl8Syv7K0ddwxAQbCIMs0rXdNypP9sOHkdu3lkEnsLcLthZy2aa+1rm5uE",
+	"Z3JQsouL2B8tCovZsJacp8bisjQw/5AVY17K8CwY6qX6CRBbPtAHvqyXpJJrBeK1w415FGYLzDJzeiJy",
+	"AqDX6SL5xDx+1NsjEC7qN8VwaV2IidriEIbVUQAUY+SP57ErBBTMw6UsWHlw5AxV3/l74LbWYCXwNxLv",
+	"WE9ceI8vfYG17OEaG761TgiFT+zFByxuxgXcDGRJ76AEV4Of2QBaOjOZf7SX7V3JmX7N3L+av5zRrDeq",
+	"3i0rT1SAOSWqXkKuamABwGWKqEH3rKJz9rpHgL1Gqxa+6AXZsXVexmlMOGIOtQ6svRGyGcqyB+4YIxCV",
+	"vkrfHPDIrYM9jBakYhfZWKWz7kdhL8RO6grxeTQj+55EMhJQSEb8H5Y+wgu0OXfm+mZKD2wlsa81Ggld",
+	"SuQTy9E2Mrw/Niots6BSuANcYR9Tk9b+RkVLTyNaLm+VloLtxOJm1rDkGNv2kYitbWsZetngFcpY0YOK",
+	"wkY7uxR8JpDQA5VaTStPZL64TRrZeUVg+mA6eNqj3TWGcDXWDIJFFFLtg4nLvtOqnaTwzFdgiDjqPcox",
+	"InP3CVY55crJyBMqMZ2PikWxdk2oTAvx3BkiF1psk6Dbp9FjtpEVn1qNafTQYcGmqf/qcf6/38Sz25zd",
+	"3ygSNNdmXzYr9l0qoXEKqqpPnGtdO63sZMW0Ho/a3aN5ObjYhqQ8ZCy1ROu0bEO5YEFRhEKsdBx50Ur+",
+	"I8xbER/IgH40xfJhOZw3flgL4PCo4LUvr7UNI9e6anm7Adg+iVbYUM62YpjUB1VLpfOaW3ikQiIJlyLz",
+	"Fx9eC2PusLFqXmBa+J+v6oUTnabZOclgvHJnv/jn0O9ax35YxQvtTWPVvEB/unQ0vRcMwehSyEX6oLjC",
+	"MZvWP2Cpyjglb1WznJqF6ObrSfmOiyJe8Dbb44JrHtvpax8Y5NuDw+BAfUcWo3N5kfjrbUKTgo4S3hd8",
+	"1iLuqSsSFAllFhB35PCRiMwzQtGzd3rxjqiFOcAJi6xm1ZILWg4UmvVLulGjkQEsPnjYatBf7KxsHeuK",
+	"CgXaY0xxh3qSrmCNsmZfzXrWflbJZWrVbtlMJoC6tUx9BBJI/JuKzw0HiW8xRGQk9qSrb5kxwxiaRofX",
+	"bsxWuMPkCbq94P3MDBiD4TqDNvOQQUSuN/ck7cAHhuAvS7Lv2z60/DGoNwc1tjKS1/pwyao5O9RU3WVg",
+	"yTrEoIWDHS6ekAsOLbWfT+/6YXTKEGYNJI4mcH8sMk7mTvp2JsBvl02wc7Tlvju8Nk22CX00yu5S1hDa",
+	"4Etzt/Hnf5s4zH1K1JpCLq8Z18E/CDLinzEAs5uI8F0LeetI3eeHcPDcRwchkaHhmQclvtziWwEcQi09",
+	"oFdl8abxzSaC4jHBnJhqi6PHAlcOnABctmssbPk/KnizJ17zJBqfJ8vCGRGxqF4Qr7d/TO4YW6kJKMZh",
+	"QFqyLI/1NcwSIZX7gq3Nc6N9Zq2adAdT63CBSel/eSBltyh5taRl5j+G0t2GuVg/kKdOdbIdB21e9pHQ",
+	"Ppd0C5fYp7OHRws73sv2XM9GRanLcqej9oVQumKmcHfttRholwX1xHk6m8Su8Z5hYKEj6LjoAdinF5XU",
+	"MpflJVO8qNmZIYd6tWvpV0Rd1NJSHqmwE7KyvZAKu1H9ULszCmAguqrZNuZAubEFvM2G3bFNE0AHnfLA",
+	"GxPBE6rYjD/EyODCPjGjBxBNW7B2WSvtYNZg7ATbaCI07ElY8rlzCdUF7+Avc+FAOF9Eay8mK89CCelo",
+	"KCOGODYOYHt1QudEV5SXHfjPb168zPpH0rVuuMXyg9iBkOK4Lk0R8mZdc/zEMI2i2pCqFjH7AXC0P7GY",
+	"96yxgQFZFM7vJ60JH7Hrbxu+CA6DoK8xPsgEInQLfnQNkaBBw1MIEbw/5jU4N5YoHZwGrwBoCUusTtBc",
+	"YIX/WMl6Fb/47nncyXalZWWOMT53bBIPmhS23isC8jVvIZLelHXtVixxaM3hdmdterQjjlOkYOvrBa+K",
+	"C1rpzUVJN7c0v3vPqGKP5myVaRwrikGrpDTNblMq/JyUu4xEoUqOtZdYxWXRkrxgWSuG7MS6UPAClUuu",
+	"daJA7BINtHvfvbLlrN2/ogseWbaASrZGbPbAZsNBeShkgrYsKAd8F9h8IdFHXhG5jpmv79gmUea0c3yb",
+	"zDvsa7Q8aV6Ojj9oaNuGBxGkcb5yBc/iozohFtwMCzjDHtloVCzQ6p0JU2TRKCPey5rFi5O9lQrOqGbz",
+	"KNCv5cpYOdnV2y6opiS330QMBenW7BMbZGyOPXvAtVob+exwwRUmSdsYjcMFVf7XeFBKyef8tmSDJMKE",
+	"rjhDU4e7OJC/o8wxklqMvnI606y6TLLAc9uT0QU1E9bLaGGmLcdzyWwje0WxPWZ6ueZNRU0r3LslsfVn",
+	"Ie7mhAhQ8J02CIX53HvWBev2zRUQ0XzJlKbLlUoackyjCBKLotfW9uCQLideF9GJnJBAmx17tmXJ801M",
+	"mnA6Ib7hOvZLwAVZJ7z33bwcR+2+ty5RBtu3tSAxghp1VFNy0mt704KV/ekO61G8yCxctqOPXizPY+QF",
+	"H6xyq9fEWvGKfWh8urtd4RdB/Q9osRM3FKneIn1agFVIErIBtMbuQb2V9XxBbkuZ32F5KptBpRAR/cTK",
+	"cDbwBrX0nIqcpRFQcdzjFCPUSSCl1s5yCcnHtmjTiZXeoJl4d7trGyfE7TCKSab3mAayff4iW37PaMmK",
+	"0xW/lndMxIXke1rW3kVqPoCktdOLd0Sbj7Y3VKfbAnspPLfNetc5SN436j7/vKL6803CIXTHRNrUPePO",
+	"M8+aofWzIdeibTt+MGSZcMJWEvBU4agXRn6EapqsgkrcwCW50AqFt1qxSoHNO1JqoealfjdggzKdgdXX",
+	"vEy4OMG/DrmAR8qZem6ZCw0BDa9hHpEqC+ky2nBB+m6DYtrbFyPa7U3XTQYhhRrZnRHufh+Oc966FYJA",
+	"qSXdmKWASk4TXLmfBP+ltr5cS0qm2Xhiut/pmJ0jQgZ2iPOKdrXKYZupjOe8bVN+crg98UXbux2GGEW3",
+	"3LyEya5DgUiDu2uOxuBtiOfHpzr50WZAeaCoGzbiTA7w+i5Xpl3oLO67dSe1vfnhFCZV25apnJTTsmzO",
+	"TJtZpEN8/AfjjBWyHPaqpsNrdH6a50ypa57fMR2tX0rhBaLhjQziIYxwFc1z7m0Loky4mJfsEBwB8JqP",
+	"gfyr5K5yQCoSlT2seMVUX6if0nKlCC2M3t8NpOx1wlZSLpMpbFJCNDE065LWfLN1DWUV+m+o1sr43sIp",
+	"pbanyhf8nuEu7SbLmSlQbMYtupaEK1VHtzARMAKt4MMTArIhFQXYdaz7GUJaj/AXwOeTa1FKWhBaFMQV",
+	"fRtH08G0tY1Za2rufbXNVks+Y2Zjkwak9/YFL1fAMpyQFy+PW6OfYCf6aqydqDuZRCCX6O4RLUu5bjl5",
+	"QLKFWhigCtj1jceg+V77Tnarw6GjnaALF/TVDHfnPd6qS+EOxyedp48862a2P+6cYwpB4Bq0+eVqxKHP",
+	"+oRmt8qG4d2c1nohK/43YHbfke8ZrVh144wRv9Ss2pCbSuef7R59hoZvRorCIYdxG9dZzgS7OaMresvL",
+	"KLKxDThcGVE/5ysqNIhnhUTPgOkxpNacLllFj1b1bcnVwhwknldytZCCBT/CX5hGoo5UfYuRg+CZo/pI",
+	"tetvt+j7DA3pTXhmfE9rIVzpY1upRlYgA0Xu5LCpkWjmOm8GsI35HR3BljmqqpG62iLW1iXu+0ns3fmD",
+	"UWeHI2RBe2Pwcgs1nwkb5XqJI26iXLO903vKcWyJ3XhTlyUOIJZ7FHTZidJ9pkhlBM8Ix9HaiP0qLueq",
+	"TroB2X+RkVVZK7S3M7BbVJux0FBe2utlNaa/loV6JCSfKD4EMBwxo6nPKvKLMQaoAxY0xc3scmuq7gBK",
+	"YxT/SmQruWDC4LSiqo82IReH5MY+9gZoiCaVd+zpZBBeYNT0gFj696KVxQkzIrNKLtughs8UkRWf87F+",
+	"0HEpLu0j3D3/frfbqxKb1DbJNZES/lh1iN7tfYK5dLYqSiFYXXkGcZfwaoaHsSGaZ8pCkBgBEWFJ5L2z",
+	"jMTZQMHuec6u+kEm8CUX8f9MhX2Opvs+MJpRjQQ3Y6qt4JWxBBvj5pZXZ8Sy6oxc1XnOWIHmojepki0p",
+	"cIj2yLOtRe9FrQ2JI1WZIjw5SBtqdCGUjy5saxKiQetKekSpk7Cd3fUvZCRa+oMxwFPaCzP5AiH77CEv",
+	"68IiYG1xKK/FvEhwq+lcsr+f40GLzRgultigf5NcpFxCoLZC0RwUPP4qYwtsNHufXxSrT3RaYCQBSI8/",
+	"UW5DDAzDW7DSG/jX9klXFnaf72V79uOoHDVk4PAmcQTcsgZTDPj8Dgu+3kM4OI6LVvqWUa0IrSqomvPV",
+	"sYcXDYKATWOE64MTdNNaVDvBHjQCtRWMFiUXEzCIA3Yy4pxeBG+3P+5xZ4RaCC4J6FX/cXh1nx9eXp8d",
+	"wrc3oVJ7AshDAKOB/mij7oGlAm8PaWtoDIR5dYcXblt76tkWXSUI+AMVfMbUmKsVAeoi16RDC+g9tu+0",
+	"mgqq0XcztuBUoiY7OZspNsBLfoL49ABBBVLPskeLXanLLjKmLL5+A9t1bbYivl+wSxkme7lB05IwkUsn",
+	"rHZc0bJgeQrtCj8iRtthQpP9ty9ffZ2Rj6taZeTi7MMnLMKccFP/VuJTgtxmFujAomlVBatOyJyuFLll",
+	"es2Qqy3BtYuhXQ1vAnKYcuO3zlFEm4AG/8SxIPpQW/7dLyHZpZlKQv5qhm7xK4cE9g/hXLvimEsK8yvs",
+	"LiqQzveyPZDNU7r+RZu9dxsPWfM+RGG0yOvAWgDsFflPeRHnzgzG49gd5iyH7/gwJ3TfPFM2TXoK8Qam",
+	"txi2KFerkm7iCJbmV3vRaYlBROBwDnYinghrpKGBrDa7efjmTiLAOIdn8MEJoR2aQfcgBSSetWEVI80Z",
+	"lXX6D5nwrBNtyDg83gT8I8Z3RiJDpEbzCUblb0++iXkYNFsNMBFvAg5px65Jh8S3JZXOPAJSSfCbgCn0",
+	"YGBLuXymwI90z7bIc5Q26E4wSG7umHdbGnvmOqLn7jqii5pOelvM8aw0eXt9fXH45v2P5NPlexdR2rls",
+	"O6rfCJXAtNVxfEKWkNn0rv+8/9DarISYJ3tNN4ostF4dzsr7kKW636KMtK4SKc6thQBTohGUIHIIHSUj",
+	"fB2m8Y707SaQ2qZmqQdurrYQRLiwjNVS8NWbTxEZLh2Ic+bC00EKmogG5+/+JOJzl4dAjixz0ISTRKhQ",
+	"7OleQmPEIPTsdA7lOPNZs94jr4yJUuqTsHeVwD9GdxeCFVeMid1rWLXp1AMdrRd89akqU/qTlgiHbBbm",
+	"p7fvLoiczTABe0X1AitvcUVOL96NKA/e3orgKuneMcqhAAU02tiamwMxfB4HLw1b+rflMBx7aVwvtj8c",
+	"fUcEPONxd0R3U/ucdMFoTzBZws5fCgwSJLeMeH9pcURORWSF2oB4GOhlkV0Mz+WCBCYhi3QMxGNNZvvv",
+	"zs4NSb++fn9lgeMOyC3L5ZIphx23X+n8KDyK9r24b9HXWh4HpRO6VyMMO5dCc1HLOgR46FEvUBFPePnQ",
+	"SQ9KqnmrKWQPyvwzs0AzxbTCxHesO72TQJyIkguEEdWYVpQkM1qNhaNqtiHVSXAKyH5bylbPUCE82LH3",
+	"XmddJMRxkuvuaZj3SP7bBi9pwcz1OoiHUOYGgihTHv82D3bcNSTmCH1FqCHBmPxsU96bLcA1RfYBIJ/m",
+	"mnz/TBEm7lkpV4izMJojN81lxKISTHbyBNEXMXklBv52YWYjICTVGhkfj/YGsWlTYd4SuGuXzSpDoKxF",
+	"CUCIJdN+BCFyjAHUga1tw7D1Xlt+OM66NuTfW9r3TtBqbfQ0dg85f5Z/qgUFQBKWdHjBXiseRSD4wCCY",
+	"OJcrMLyIgjRvkyUtWGCMWTJMcd+HOJsN022Mi+3rxDYUxTzeMsmMMrm/cVZse6tYPQJQN/e1JEKurf2K",
+	"a4gEGgsFAmuqUhyeVMyof5DkgW8CXJDOTGea3UpaFZmrcpF5c8uKsXxx4LBBzf9esV9qBt4TWENfiG7D",
+	"dO9aIvPBvkct54KqD7Ji54lpuSSKpaz8jGayLOU6nhUh2IN2Y0+4BcPpuUsJ3F6xM5xKTpwgUUyIUnzy",
+	"sJcdrz0sh9QTENTcOlnHZgdHEz06d1wUu9jx0cEyGN3ejYaJ3I7Rs+qnl4UMx5+sLkl2aGqIXV749MsJ",
+	"sQKnTttpxFlMrIwFBZjDXQylG8mlS6JxQt0I8EHX9tAch/WYmIR+YhkeqABmitwX3gL+guhetwxBPKkN",
+	"ZXG6xJXNNYtBc7ZROlMaRTQTzPxqVa+2JfqeM6MKofJkzRtt8B0LmLuEiwmcJ+aLdPcxGMVTf1fFNRes",
+	"vdZrBoS9xvd2z+L5ojasNIr4hxBB3KdAOVPbCSaAkVpoXhKbwY0VwSYkhf3QygaTy6MpakYsQ2uk0mFe",
+	"vIYft1AWHDZjajSGJxZ1yYpzkVI9LkoqBCsIE4/Ydd8PHK6BnkDzfURf3rM36JWRS+uN+DXbs6b++Olx",
+	"LO+vkouuPwCcBIiy4nwcIzig17aE85rYTYwXIwWPSTjEEcYv894IkGspl6Nxrb+EanP5pADWMJ0W8PYk",
+	"bc8s7XgE60voLAJf/VuhV7eIuBe1WsqluWxsiU0MTcJ0MyFvZbEJ75uPKwg7OoN3U9fMFdoGVylfBwpr",
+	"z5QzIq6Qtcu27TFGeIM+AHP/fQEHQMeIa/Qlo+Kof4D5KBqNa68ntKGeOwM8gKGqNatYkTkLLYo/ZvAQ",
+	"u3suIG7XaCEVAySkIsN/mrZCv07J6D2U+qqC58GSoBfQFvlQAxZY6DZKPiFJjLsMwy9GLeV6wcZ7M84f",
+	"583oTKfHndH1ezhlwo02ccghEPCSzSqmFlHriNSQdB918yePV0/0o2BrbODEQcaAVNSgSa1ldaeOpocn",
+	"uMarVpjCI6MRXJxkq+v4Uq4uZKUBeix+K15eXxBIa4FjgqC27cLzo12yYVIPHroJNXh5xRLZnBXLmTnj",
+	"RuDAkUH0ra0r0UCcZuigbV7jGn5pnVrbmKHEVCbcUIAAFVC5G2dol81+Axo6sBCzooDQlJeUL6esBDQ4",
+	"jkd46LfRFYE+NNWA5Fq4K9wlrm3fH9Hss2vXdUE+vb54fn124VsY5VGpVlKxHrwKt3gzWbVRvea3L799",
+	"8e2Lw5LfpwoZlQiyl66+jfmtrOj7fpC6/e4Dmo/dYp+FCDZauBMeIdOrKqIwXF1dnhlaY7mG+80vl9Pn",
+	"bAqkJndCrtMe85jsBDyiKVng4xfd5ebm7ANEEjfdUJUfv8O5OcZMjR56hx26cxIUXgVyDXlJQ212RbfK",
+	"79Sqg0wRBr8E5NClrSFmewoSSvzstFlu5nKUWyXRtLS22Aa3GJ7TORPaQqoFwMvW9+wCNck+9+tLbmyb",
+	"Rtm6gctdCjYqEze4O37N+l/+QRbsDPs5zXO20qzY+/XnzqLEdbP2cigXxNV3CQ2ztyQ7+0Aj4IzvqdLE",
+	"5dImE3BSDM20ykUsqrXqNGtG9kwBAUzpIa78wZLu7uhrbe5AuY7wgJmpNkvZq6s1XeyW54UsiZJZxYJT",
+	"Y9eyoY90xvMIqUJWICRMlBFSadlqxXI+4/k2MZ046FSy4mCWxVlFwAc7GBnffPPVN2F+2fHLrx99rXZw",
+	"0V59nQ1BRE+8jzodfPXyKW6KTqMvv3kVk8Z1mQYtAXpy2CYnrVXx17hHclpRZdhRI+sdkdcIXUe+Oj7u",
+	"37VvX33dwjZ5cRzbM8OqW4O1+Hovvsm2KodhRJGWjfGtcyeYGwOuA+fXRiXZY8j1XDH7NxH2fXNAuFCa",
+	"0cLFMVWQEXhCjm3TkC/nwE36UF4mpS3Gbu8e9nLpruXdcJVRfKeicynHoCx6ZUreCIWjyPT3rU/D+6jV",
+	"aa0XZxUDhSdmhkTF9eqC5P4lgiUpKyOHc22dS1hKB2N5lVpHa/EuqLqwD9NmcOobMDvt+gkbNsvEyhlA",
+	"/kHfFdN1JVIQgwPem21dr1URFoMQYQXsLxS2TjnkbrsoCSWHlhGL/2sOhaXhKTTTal4IWQOOqE3Ayxe0",
+	"LBlgObhKuwPdjoHZC7YzhFaUFeLuQQRG7oD3xqvUtutYhdqGyjA0KNkl121dVEMJJ++SVbJs/PSysqAN",
+	"LTDQKL5fAm1RsaqFtdgsTEZqhGJcsWoLQLZfY+q6WXz/jiay1mFolxtt1vDnUYc2jd/XObhhTFa3HuZY",
+	"hL+gtQkS8BafeQTqH7Z1DWDMQyUnNFNYFVV01yKSvlfOZcX1In1g/RukVm2//ofX3+xle1dvTw9ffvMq",
+	"KsbSEDTrLaNFSmXNbW17cmN7PTo6uiEtzC2ygO8tfi2isfqEY+SYDbM0xHv55oy8fPXiD2A0M//4w6sX",
+	"r4B5I9umRs1dZJaddpl4xOQVjUtCeifwFHUwHKa9xzLCeFPOSDAy5/dMOJUc7M9Gfi/kMlndS971R4wE",
+	"TA1ESsToNESQIelbfAA7sNxVCcElxKQsZRm8E09tlZ343fKLjNRP+Pealrbo3aqSGkUsIBkbhwbFPVsD",
+	"sfYDIckvWIrdEZZ5fw+pJ0pWY26YGGNTDbCzv1+iS37v6p71Lry9uyp2aJertf/Knz93qcLCm/X2az2q",
+	"rqi8CxgoUmEWnFvcj/hZC2aSYitXS3nHDF/53jDI3cRcrCwNIqQyzR0a4psUWIxZKSoDsoWa63VFALzO",
+	"3LmTeK6fkJtLC4vy5XFvOaIJ2SHbSxfnywBYjbzZcCWcKQANWGAyTLGPaQTmo2QkNjzcdWVgqMNhejiA",
+	"wfnvRjWn7njAigwRz4BAe90VYbUkWFWvkkvrcxPlBlhwt9BMoEy9ePltTOfnSyZrndT7v4eSipbjrBdG",
+	"VNMQTm3VLvJiQJ3/6ngI4Qcq1catQrCIpVybSbu3TgitzQoAg/30+gLYzoyWpSJQ1EdLcn120cYRwJK7",
+	"ueEldbEanxxaabX67vlz8FVotVLm70+X77OWDGbFeiMSEi5mknDrhsbNF4yhIrXsarfHX3/bMh59OybH",
+	"dATFxg+rQ3ZFwjRvWyoyOxyRnuqCy7M4EMjp6RlgfZwi4odZHsT/8AZ3O/cFtRhrcTgQFwcbobu3cg3u",
+	"Y3/hEy3lXVtvkfVtGSgtGGoEbsiqklXS3oApYU2F2ILHpaLZKhpBb1SLypb0VrURzTxq3Mw8tEI5whwV",
+	"I0e8YHy+iIU5yoIVBJ+OtHhP5iZQcYIKv9KTJTVK7tgG5u5m7SBWkvUq5ywZbOH2G1yNkNojWA4B3Zhe",
+	"mBHFdL3KIGQFPECFK6oa5W7XEpwJsHExSgujsEOpO8AUs/RnVaxKaT/hkdvbw+IgLN89xs0oWMnvmaEs",
+	"3Kj9uoDSejpfxaeZTGy3IodLa5e17up72/IhL1jq3L99+eprM5C3L199E/14zQu9SFExPNwlegNT60FW",
+	"RNJpsY4oQ6zFFVTzvKbq7vF142rQamw5F0KJLXmtqYqAX8WqvkR72Cr7AqRG1V1Q9AU+hEwcYu2XRlp+",
+	"6vovj6022VdishbmEL7mdC6k0jyPnED7Dimal5wnU8giYlCeM8GqQYtY2BzUc8tlWaK7ZaIRbC6TMUp/",
+	"BPKA4dsyekfxFpb0YVXJ2PR/dMVw/vjxw+l/XFx+PLsayernspK1jpfcb8pcNG+NvkGWtg5Vr9iN0/6A",
+	"L/cEznQNslDZpUgYBFZMvOEle21bkFXv1MzrmNhXNB94RIZK5kypE3L4ohFMViXVZglIIZmrMIN+rLH3",
+	"a0Vnw0CCdKZDksec3Wow7QmKsLU+TLmTwyMQEmiL1FoUEl9cv9t2Ym6gPWf5gyeP5FHANiEihsNEImc4",
+	"v6C1YtdS0/KHmCZoHpA5rW7p3B9dKH2DlbtNN1wQQYW0l/fIJLl5fsGqnMXy0f+43Zum1ZyBems+MQ/3",
+	"//jxj2cHDVUVXEF+0kjyWTC6Oi1LmSdqWsPPYAM3L4FB3XxCcBvGTtJ8crVRQ31Ay3az5K2mXLCikYFs",
+	"ARQxJxMKa2dG7Plj3ndqnUW0iG1vvslLNnaaKjlFJJ9bN9GnnWPnUHa2tLP6wSjd2mRd6g+psufkXUQl",
+	"SEjQgJiJCv+LqLu+pNvthlCylEVdxoDti6JiKkYjXEC1lApYKMaZyYrcHB/B/99gEktZErMq1YzmLC5P",
+	"jsoMxNFBKUzhD9O2hFNypZmIwm+Erbm4BJrrmpblhtw6FTfmTFQqqo2cP6xKKkDI3PZe3ZrFAS0zOmec",
+	"TkTVwGm64m3Kj7bdA13xjBhunKGTOrNRuocLrVcZWCIyojj8CYrBmt1WOp8QhmoIyafmOIN9K+SKTo7j",
+	"Oo+hO7aiw6gL52G/1LQ0kjU8wZrTWIxpUjRsEiDs2utT7p3QHNRnB+q6/XAjg74yf2J8zKSbfEPrIaU2",
+	"JDZwsONeP/NEtc4yRm1DR/bcDEjLTyGXxf2Hl25YgKGONZg8A5pgwA242+h4urRDEVuDfKY3dMnLTbTe",
+	"EKJAzOAFBLNlwoVhWTHmECJ6yU/s9krmdyxiuW0qtvVW6xMIhg+1NTF0Dg4c9P1MWQCBhDau+G3JBrxk",
+	"tCzNDRZ4y1z0BtVB8cg4B1zzsshplao30BokONYV1GKkro64+37Yie57Ckvd7TWTHNzNii5ZHEUWYKnB",
+	"AmVa8NGDY/dxoBik1R2wA26Bj8G7aOtNBVF2ibKLSaUPlH4zZjsiXwHZ25d8ZjcrS+kQAcBvpjYiH2Zi",
+	"GjNFw/6HVvpD6lY06/xvVx9/IJo9aLsgUxc7rysVM89+XFEIzpAKbDRk/+by/Md3V+8+/nD07ofX5/9x",
+	"dHX+7zcHcG1QpQwNYmkqbA9Pl6qXjFR8vtBhsW+/lNvSyT0bhoUHyIVziyrUf/N8FAS2KXMaKLznK+zv",
+	"q/v8qLVQR/cvDlKhRlFrzkdBcOMzsl5srK0SYj4rZssPJdoza1P0DXkdOoCxTYuYYEUVc8cAw8EVz83u",
+	"G0k6ZY8aWWu8OVsVm5UTtBzFfolY6I0kdQ9iE2Ssotqx/yIjLzPyVUb+3//7//HG0DldqROoAAWLE581",
+	"tsDF/OAEZBVYLTj+biOw8IFyIpWPJhkxhTh3eONZ2YntDqQz6MlfXZXlxX4ggfulRRHqCbmIWfLMHeFg",
+	"j4c4iucH78RMxt09WhLQ7KfwElqbFdFJGFVod8FIvZpXtGDeL220g+ZTB+CL3FyBh6jGnDS1ZnEZHy7G",
+	"KCL3eSNZcPD7L1hYwZnRfIFOwcz22nuTK8Ya7+EUcSoUgCJZ6lDtvuT3LL1o1kFk3lSEF6XR08EZA3h9",
+	"1HxsS1Zoc2ihNgdAQsaVIrxTrjcrlnD8Nxe4ynCZaOyyUQu6YiRyXe22Ql6oiGK2xdwZF5D1i7eep82M",
+	"VKykkFFtPUWnF+/ILYRIo8bQw5bje0BJXnJDS/iSA3bHgnWwEQ3ZWg4AkUjx3LVe+CnP40hVI/SMYr/E",
+	"26lv09efXw0SvNbMY0k3/gTuX7H80L9/eGFfPjgJSU8xuA4gdxAiG2YzVo0pJgUb1x5s1mUWHZIMlshv",
+	"S3hMgiMfY3ZX9J69mS1XbH7NlquS6h3j6k/RG5jLwvAE25QhKQyvxbRJCKxF6M/gbSPpwAgOEu7877mu",
+	"qGZ/uo15tq/R0okl0W65Ric3F+Tuluvn6oQck5LZMGmoAgJ1uqVUA4HsmHXTF8qe9QYbfKz1qnbjgmoT",
+	"JySXq43lSxBMLFZ1q3ykeW42nOZg9oZMxVW+/ExLurZ/Lmv8GwLyft65QLzfoWh2EHjSIlnSuqKn1TwW",
+	"XlBXcBm4BZYry2yV/fM5xohCZLTKSMmXXKNqebiqmDJ86FDXgmXm33LGS/bdfUYOS3bPyowczjNyeMc2",
+	"XOjPSy4ycng7y8hhXpn/XdIHs+Xmx3qm+N+gDf7webY0jdLK/E8OHOdQ5Z/1omLKqJk9wHtGW8BhG7IN",
+	"Rh5Jotq+L5oiyy+3OTPcBpdRBAxLMDMfqWFIN0IsPST78niIYlMBG7ZzfGxOz4o/sFJNHsLXXw2PYQqM",
+	"VYRWnVV3hgJztdmKiR+OHrMtxiuBfMJoewjGt1m2RrpSuVyhmYpqzSrz5n/9+fTwP+nh344P//Xn5s+j",
+	"z4c///04e/XVr/8nGakwhqVhbccnZWnm/4a2py+SwpIJjmwaU1u8BFVi8fLVN33sKxGKYTuGp48gzz+8",
+	"+nZaalqLUlpr0+L+qZsVwfUuSip2vVUDDMOSimeKKAbFKSKuyXxBhWDluyKVMoHPQSzBZtu2zsFj07C2",
+	"F0BHW2Cug1cPT6SjtlJcJzhhmpmcEF3VrFuIPgJpOghrZ9Z5FBdRbL5kIh2D+oaXjJTQRJNU52CJTwIY",
+	"k2ZXcfzH5toZU02/m3MaPc9GZfhPc9y2LemnP5yiR/pvzkSiSqkRQJJ3/EfntSG259+zquRwL366Phtz",
+	"H64Zu4vZsg1F4jPsdLwW5M/UVSm3YsknBZPbVCi/Qn60yfMsS/bouCwrEVMoc0WcCRBlY/RosbJwzpHJ",
+	"Rl8r4EHb7QuzczYG5T0xeDt6FEd00U7LL29sC6rXC7GSXNjLDiY1r6jQaMwHdxV4l/54fk2e0xV/fv/y",
+	"uWJ5XXG9eR70cIKK+bJWmtyatQ8sG86C4bJH20yxfxKTaS2cdZLKtvLUnozmtvLPIvQHAfkuiVjRZSfw",
+	"1kjStctWnJwV0J/mehJW1iDUiDnavFmRgs852g2gLNuaK2a9RfiOyvAV819p/rcWBatULh1G02KzWjCh",
+	"Ypy9vccjxbsXL/8Ql+9WydRil2fZ5NpaA0Mp5xCPb2Z9Yi9Jmz/HRF5tMAvMbUle1kqDgWsDM9tOPu6Z",
+	"4Lf9yVs28HNP3ed72W7pwpHs4CDFT0jySy0hvKUiJReM3FaM3k3cl//6y95f/lL95S/i57+/yF68/Da+",
+	"E2OybQe3wg87l6UF5BYSAeCJWtF8mPO1Bv7dX/6inptRv/o6Nujx+buezKJcBO7KM1nWSxHXb3N4huEN",
+	"eLPaUK2IIz66hNi4ZwKR5Ez9Q12WAy5gbIQr8sPHa/LDp/fv41LbquJLWm3+xDZj21sFcfD2a3Ng4s3H",
+	"vRmvWV5ScwZtq+atYROekynQ7+BWoTWF9I59xH/Hy+EaWTgjXBTsISO64vM5ssZ7ztax8g9m0Cq1ccpW",
+	"QobiBrYRH1MDffiJK5vaDr+G2rcdw3jRrUWWsWoQRYReXr9+jxhlRtg+IWAuEhpzxzAXRkCZ9tdFCXm1",
+	"Rg0AxIuqFugk0ZIs6cProjxb0CpuZi6K8tq9309iZjhrqprmp+gZuL/pQ1PJdaLmUBOGWMm16iwDbIbZ",
+	"ybEeSHg5bv24BooAOQAHe8tKCXVUZBABBbyz3e3ICAK7BO4w+egmijkoQGRQVQBoyyLBD/v52seumV/m",
+	"D0Jnk6OHENEcLtm9vGPDWf2VeQ/S+svS13/Cc2UY9faZtO+cr2QesXH8wNYeT4KZVxz/Mo2hWCCMHKeY",
+	"lY/Q+mVGkduAP0P3fiBcqZoVKAiZ8ytL8we2TMGRPZvg8TWDGCfQgXBoi6a5sUAiA6zXGDeI7StrL1h0",
+	"xwRdqYXUp3keDQc9Jcq+ASneShGsjBnxNCRQwyB3BrK11qKUNB6lMKbCKHZs4YXXsrrrVh7pzeXQiaKo",
+	"177lDONFnRvPWnuQFS4QnjKR5RHNw7p0bkFbZRWDBSCljC8h+JlW1cbhiTarOuCOx2lkbrmzrQKkw7u8",
+	"oynNbr9EBXIiAaiFXFsrI0yeixLwZx1VeJAko6QAzgDVmuaLpVW2HZsDZpbtuc+iJtBePDOLZOZDsGA9",
+	"m7TmV8dD8ExDGGWdDbOr0rcrV9YiGa0GhVT4TDXn0NVJ6DFg9tovdwvXdt2jcUvTOyYsbmsQeMIV+Qgb",
+	"G7/TIWT8nqZ3xwF3uar8vtORocE9gEmejbjlw8gdsybz8VjDnc1tFjwMAu5Oc8ze73Ymz2D0ChHzRxBI",
+	"cpev6R0LtvgfvLENiMCo47a9uJCF/lrmtWEfcLWf1gXXlyweFt9606epCMPuXIS0qzQYO3QAlPIu7gpt",
+	"xE4Q8EMUmjGJfqMSHl0uKVXEfzA11THhyT2zKDDw2NaAXVXytjRzwdAMUW4u3C9WfRitz2xvkVnGaEQO",
+	"djEo3OMqW+uX/WhsJcRh/QXqvmEX7IEryNsWRjdCmVZB8tZ6VHWrdiJfi4g6sw1H1lcmEcrm+GpUuzEU",
+	"NH9L62f5jtx4DncDyu0NXa1uQCS6cVikN2QflvvmfiGVtg9bdpcbQylVl58II1I291ssdmUVAWU6Xa18",
+	"pQk0vjjkU4SFMs0aXQas2n70o/xR467Pdjljv1Yn4J9qGXqtZ82mmA57B6cBOHiZRXUk1mfqSbxv773j",
+	"DSz/kG3LhS/UvG9+UFgrxhUVaGMk2LA1rg9+O1/dIECuwx98OqoBso8E+vNK15CRofQJ+fzZbtaP5t+f",
+	"P/f4kmK9/Jo67jiri0o+bHZ1kK/qsjSc8mEDeEWurtbEo6ilK0tHuNBykk3XewY+Hx3+/P//P3uPPxs4",
+	"nLIkUjwWKAkJpY+egqnTXd0j6Zn/N0NJQgCgk22gJFAbAK6ucblYF42sSCnn820Y4GGgpJHHD2AhrIbX",
+	"QwER/3sUksScBk8Z8atYrp7oJoYavT7sIbNcisKqRm/8/7b3aHum/5RX5v+m20WuvsDlgqCY08hzemTE",
+	"ZLL4wlfE8KXwD2ZrYxha1Q/m4+sIWo20tAk2wON9rbR4prLRDGmuWXGZTB1zT0i9Alj3Bc8XZMFN6xsE",
+	"vnZtjDTHF1TTW6qgjGICS8I8cjNyr3s5GCAmRvaVzog7q6uKCW1Xyb03stk1LUeOfl1xzQ7pgtHCXLVT",
+	"x7+mOl+wfkgeaqsK2ld3wfvyy5RFKCK2Y50lCAYap2FD3ha3P+rpQOy3Cm8ihClvzK/w9RG5dHBaVBFX",
+	"c9FHlhRMmcnY/DW0LZ6Eem/B1QrHSHRdIbqXkZcJbVcbcBULQjb1TCEsRJ/lvR9kKJj/KX7Sf1uf2Zsa",
+	"IwNwZE346fa9j6+MLNboUi6x2f1Pn969jmfEjiyf53HOJlq+xoFGaqhzImugD+A3VOSsTCTduiJTfWOu",
+	"jFpt6IjMuKAluugHBj9YA21aagDVDmKuXdy6r6p1U/oi1sEPrZIZUB3AQmJzLH7RnIBUujIIGuMqD1B1",
+	"x/CscA3xjHdcFN8lYD193dTRZwQLy49wK0B2A2xf6FOYRohdz4Jf46zlZfBuP1cVNFywdlm2ZtSD3PA0",
+	"74mGpd2zStWdigUfhlol8FJEFYtrlK3+hytQt4cwuhZ1cz/5Us8Z8nlbC/Pxpak/oIEKwkqerkS1m+iO",
+	"tcrad934YtX2i2i9avUbFayOnMG+qtVtyshslR4zdCxc3TCkE3JV5zlgsmTkjWXs14axf6wxNPbMMnUw",
+	"VgBbjpcvfu2Z2B6ku1vEH9/8XraH7e9le66DvWzPNd9zIC5KuolVlDgF2FuodQAZwBiVRbfO33TVamsg",
+	"t33gcTE7bUrCruRqxQpItE4hKiti3yK3LKcOBsBOtTLiqpaSqFKuy83Ibmf9/U2YQLKs7LUdI1jUsByW",
+	"qwOO0UIZ4TNCxeboKWyZGM4c7nsc8QsWLdWiN77zIsjT2SRADtKZ3gutV4ez8j4j+Ndy9XVGFqVCeLIB",
+	"ULKKLaVmp0VRpdcU5VzMnDdXeuM5QEgErlO3ezUgJDYrOFFCHGH2iYM4DevwIzLa3bZmW8HModaOtSab",
+	"nPdgqd2J9kejezTD1UszZORM8Zu62TwLbtEVDSwmVcEL9Pt5fI2x5Yps6xMvQMtNI/dfLUD+plGQrQ9D",
+	"I3c451mj+iFuT2t8ndiLXj1je2UeyzemF7fCEcYoYLjEU3tFe6iokg+bpA5+vVV1z6y9TWmxijlCkMmH",
+	"TSS85Unw/x+/zoNqUneeJ3jXcW2DTV0mlnnneSjzxjj1w2acxo1mWJuvNTgDFRe8uiN/5jQfj0FkT8ia",
+	"NnftAIezU9hmcO1VdGNKE5cNP47bdoBTSxEUSn5SqWmk0wMIWq5t2Sgc1Yk11TtETByqkP4jKLOqyL7L",
+	"PlvVapG5Y3DwJEJGOzYjMUc5m5VcsL5LFhTgtZnMR3x56mUrxaguAIMMQ9Im91DxOe/BjLLLgCUtFNlf",
+	"1WVpxRtc+BkvE3Un7O0TyVyzN3O47VZghBsEA+6aEDt/hySSApqLzEZ4jwT6xKyHnLWtcCeEGjUTjgYE",
+	"eyDKthGZjMi8Ffm3k1HFHk5vVBnjTAtqtNOB86crmt+lSnFBg88UwZfSqz08i2vTQlSgSNuI3tuqmLLS",
+	"U2n1SUTIhkS2WSx2EJElnX1pjBXJbu1oK47Lavgfb8UJJzqByNw9Nt5uc+XyRP7hdpvWMY8QA3BssATj",
+	"/WMrB534+8Lhd3o2CbcJXdNNaIvBhvayPftZj0kFj2yULlkJSXEUahYg129pnHhofVXDaLR9LGwfMavs",
+	"85FUlKdr72RQeScjifpbj6ti5aGlYcb7gNBy8ITlq6JNppfhLorzi4A5RjxyVcWahJCCSQcmE6UCBfgb",
+	"ccyoK8TmcPhAb/9G9qGhsaMdLnw0afqdQwhr4SgjeuTu87eMlnrxmmnKy2iyqlBMqBpz+NHNXODLTgYw",
+	"UnYsLTSAdYjCZmJity2fEM+hhUubFe8gJzF+L+Z+gOiYLtgDsZ+5IB1UMJbUMDY20nYHAdWR9XgnCn7P",
+	"C7g8YeUwIn88h8b1hrj4GH+22ALjNDIHROBDI4Jc0eihLqEGatLx1tj2chtXgB+0AEyEtL+aXb0Tcp12",
+	"9D0aPZ7OdOIiaOhSNYEjQVvueL93VV/fgFkf/jyjouAFiidXi1oXci0SRXWH4i48FnEicGWXq9ND1Te0",
+	"EC5FsItZ+4BkrQgIJODeU++SiCK3BtK2TwnqLRRQNMyjVzbpMhsr/9cxBMB7VtHSn7GA04SbC6XdCgYQ",
+	"vYDOIOg95WXHhNSqYRzfzu+5MHe4g9vudDcgHeMUmtajSw5c7nxJebl7ddgATkYxURCKBQaFNOfJhmKy",
+	"pa3L1kl8rhPABlf4oHHHArKpUehcYJj91Jx2CL9Nxwa+DDDJAsVKxqKxcr4CuI8A49afE5jDcCarHLfS",
+	"Q0nkygbhTFjNvgKkmFUF6Y1un7ggy6BY5MgbyG5FPAwDHh2+e+31cIDJbeCMI9kaQvfjKlx9uG7AZFw1",
+	"7oAmEjU54YMIXYWtWW+MS3Yf0jYhZ8k23CrZGC5Keu/jSOHfU8VzqLNrVt5sLr2VtfYH3UaEYBZxRBKp",
+	"YogBZxefiHnCNct1XTEIIvFCv5WMm/pmccPfF73xc7lc8ti5x0K7+NjVJqI2FhLL4HcQ+seWNdRSlvmC",
+	"cuHZabT1NceinlutL6TScfCOt1LpFu5ZINJ9EflDxm6mTuGvXbZ8VcmijnHjC3zQh09SRos2gmu6Xb8Q",
+	"wNp8YaytCNoJFsK0a9SnkLo+7btTzVT1CnDVh7J/FRd5tL+RLHXk/T/K5QAb2DTpT1q7qGJUlvMUDhSW",
+	"IW8J17m7IG7f0zzvUpYsUQiqRQ2/QcGnKIGeliXqCm3qHK012VmYaU4p9dS/aNdUJew6wKIOuQgr9oLO",
+	"6iP1doWFhJYKmUDsKanS53EnJPzc4IAoCL1sKWbcyGo2gCjZekoeuqqXANE10MGC2uKntSAbptPd1CLG",
+	"L67C6tiuD2QWJ0TUZdnX0W4RragsfRTlAHIZbAzAU0LZZmu+aIwL0EyiYE0tBB2stgUd5FSQW6hTQpZU",
+	"QJXBdJuDBQuhSa6IfZkIuU5IafUKSq1dhDWmxwzUFqW26IdGXlpSQFzCGFWVgHOj6i4FbqXu8AoHXYL7",
+	"ummuoOYY7uubbytIwUZsz7hFCM3yhtTaOiDhWeznIOmIlhgXUVOCVpINjPMFNExuVAhG/zQvazGsS7VK",
+	"nHfqn/faDeJa8N8HqisAOR2qFcuNygblTkqN9QKUEcU6YlQzrb74+nNRBKXJpkoyq+ETxhWIwTRcmMiR",
+	"TUtdLS66wxj9LdHPB0zLsQulxVfg1ogMcSErcx35SwWKzZhpF0b+kJWtVX/L4Ie4R3aYi0ziFSvPCkJJ",
+	"KyCFcGWauWWeTtMHJKkP2QctvTOwLg0oneb8F6+j9s/vzSP0s1MQSZYrVhCqgWfYB/vvrj6Sb18dv8gI",
+	"3rA3tQAhDIvw1sJ9Bt+oL6E/7tgnYuUMrqpdydOLdx5fB8+XHQtfrtBBp/4BeizYfxFwM9kNPu7aHbey",
+	"H8M5sYdVrNJdwr/0ZBpPqOe0dyfQfBp6bWtBkaWInaVrWt6B6zMwj3a25egPL140Pryu738DkG4x0w97",
+	"9bVZ3W/J3du/EWwF3XrKySDW1f5MkZKuM9CSbjeAEo8vthbcPNmyfR5HzJ9bXvFNB3WuPfsLrZNzhyjW",
+	"Wi0OtTzUtLwj86gakoTo+rhiguwbKfnA8F8AXinIPliaD0YADrmGU2NPB88JrPWdSx+5EWN1WKIrkYyK",
+	"HvE15WB50dJcHEnIl+1jAAHMV1ETKLZ8OzU5YSBcr2D3PGfPlC0/JbF6Sh+AXsJ9bxpDei3p2uaImqbB",
+	"xNwq0LjKlxRrVNVR58dQGmTQtmI6PBOkXo0XLrCJ/nWJLgAvemNgIPWgJ1QxkefjMmw9IJ2LWoQ42aoW",
+	"6oRcMsjBKGzoyOvz9+fX5+To6Og5vBwu8pVP4XEfRdd6RfM7phMUd3l9QewLUygunVPxVq5dEitTmgKU",
+	"jDna89uX3774NlEndqWn8JhYlVacfy89tRYbk2zxqx2zGnknS8ETWzvJMbcFggLKwAm3dybkC1mHA4Xn",
+	"JcrxmNJfoEwEuKCoA7bploqgc8qFecHG8bqaiFQUxBYHyBe0LJmtwN9xYZRzWXG96FQa+PD6m1SlAf+F",
+	"dz+ErbszgQ1cvT09fPnNq+hxeFRJCuy4WYS2w+PLlpJYMr2QRXu9Xp9fnV2++/58a9FgS/CLRpKDDWoX",
+	"8nENZOTq/PrThbmML96f/l/d2bxqTearrcn8/Pevshev4uMWMlqx89QtKTyHBEBQPdrjg1JE4MA0EjyU",
+	"DaVls/UnhJJZxdSCVFQUcmkbG3YPj4Et+UWu2qtNayjI2Z7Hv9e05Fjx3DADrCy7RaMnZmTMKhqEkgVG",
+	"rThD1i9ylZEcBw+QUjm4ci7fnJGXr178AaEYsZoGAndjgYrWnSuwaBEMMg57xeNMtnV8P12+y1zgoK2C",
+	"saq1xXYI6QjrdVDhDWc3dcVvsF6Rm/7CGyq3ynsNrP2Yah1ujf1x/AcV3zALG2XLC14VF7TSmzO6ore8",
+	"5FHzfGOPd5WTjQ4JJSbB8llE1AujkBl2GGvOd7YhzWtbVZqb9m2i6vjazE0HZ9h+tDbzIxVnXz53QG/u",
+	"AVsHhyDVFl8nXGCcvP00avIvJEObP760u8l/h8JW7VFuV6EadJLChyN9+GFfIyxYtuWY5h3ONNyXLKTW",
+	"/nPynt+zC5uLHHWGwbKTT5fvlc0vgvrdFs5mJ6y4Jjb7EZlQO5cBgJkAQs8tg7gfF+sy0Yo6tYoq9Ask",
+	"R2giBxlsaol6uIqLeckODef4dPkeUwysIDzei2r3GY13cV//kybVYHNDGAxhrH5rl6BoBVbRiMTu/7xb",
+	"vssgBfZgtE/Ifmkm3j6YbpPHn8rHKRUgv7hTDEfXIw+YNd4+waWtcNCKxrDiGBQ4jsdmQN6XoUylAcZA",
+	"GRbd1EUwX5qLwah/mnyF/1hKpZ2fdcbnmE4ANTT2m3oKxwfTcH2/Ou7Tnvtz6yRSm+d2J1BZBglm2YLI",
+	"wyLqhcUfV89IBNgAo9xLlZnPBZE14pwenMCfiHNA9n96e35xEITNA9Dj5CPtJtEux/lNxO/XQ3XAs95z",
+	"cRdVHRoGVHIBSLCGksLSLKArWBStiiGlj6/z4WUyaN7FSHjzVkk3Q4U7xrB/aNzmgRdmL80dYOVrNfUO",
+	"cJNM3VXuOeJm7NucKuZxPj1a6WE6J9S18adoYkt70TAjNNiR1hK2ezNCQq0Pl6yas0M0UMbTX6wn/ZKK",
+	"+UCIgzn+CylkXSny9vr6gsA3weoqxu4AhbZiql5yMT+IG5eicMEIayR0JcuSFdgB1MbBjZVriIFomQ72",
+	"ESeY4qqvqF4cQB0nByo2pXJOax9aW99TTKe7fD+PO3+PZ/k0PK+e44dn1RDMk3H/4GQ9NffPLNjzLdtI",
+	"iwzilbVnCpWFzeOviH7O6Njse0YVe4rdqZhga6j01gYCirDLWyXLWrP3PTvz9VcQe985L1LTkrgNDbD3",
+	"T0DLUgtZYSgxFdi3bbnZHGw2ANzu3QPkb53f1lwor+FhOjggkR2cYOudS9VcjPlC8pxlpHXBWvODuSXB",
+	"DWvoZEAwsIvid/3VcRKkaSy1lxy8CQjZtGIVl0VrXQN6n1IG6tUjRBZz8P4/9t6+uW0j2Rv9KlOqW2Vy",
+	"C6Rkx8nZSLV1rvyW6Gxs61hKcp7n7F5hBAzFWYEzWMxQNJPKd7813T2DAQmQlC1Kcsx/ElkCMK/93v1r",
+	"mE6mb0RlvjKNpYbpuRfqRKkdGcA1LLe0hhU641ZXXzANt1HlXVDZ7dwCTX906vY7/QRn8uMl7c9FVzny",
+	"Z5OEhuGN57FfDgK/1TAVa4HIdxznLrwgd4/Uvoi2EuO2fwLi/Arw9o7CqvOKK5PpXFTnYlIWre6cY2wi",
+	"Ak8xS4+1sMJpLvULaStuxd8v20AGznl1JSxlTlxKG6rrry+l3TdH7IAVwnqcBRwvG2ttxGrCDEGQFf1/",
+	"YNCX7akY7zGJA+cFIeYjlulyzq6FKKk3pSqnjXaT7u/OPuDZXrKnS6gTLbPJBS/4jH6cTPFniCX989Px",
+	"q+mx22RqbFSwQCcZAXdH1+vbp89a7XBb8eOqrSPlm2kF5qI/OA1/AKRG/HEf0ndRLJmEFXIiCax0ABAD",
+	"NmEDO1Uicf/Wzq47vEnYoBA3okjY4Cphg2sxl8peTKRK2OBylLBBVrn/TvhHd5XcL6cjI3+Db8iPF6OJ",
+	"+yiv3H8yYEgDk13YcSXMWBdNPrPsmMVpQwvveubrOyjELOibZ8s8CLAW20En6CKOAhiHI4mWS7iCFJ6t",
+	"7YTVBc1BgxM2h1SslB9FYW49Bac3rJvDbV3sC3c1bpWOrZoXcdvWSkT/xfY85J+V/PdUoGlC8gAKhDKN",
+	"vbU3TD/47pv2KP562PBP6kEaPrwGIj0u08Eh2lFKZS42YuiIwXKnDB1zLldfIhh2NUvHmd2OpY+fQZ7W",
+	"+Nl3365i3h0ALzQwIrx8OhH9x3d/XbP+xWBifJ+X4xnNcppo5xqS0a8qMImYW7VciGRZ6Mcyogt1Pr6n",
+	"myklHaU4y2rJ5lU4/oW4nGQjpbNFZfrkKpyfYR+OS3nuZMtnJ5khMTOuagMwGBSYTGLgGrpbKEmstaWT",
+	"QavSkzaKfydmPpPFF/9X2GlYKvby5NUHZ71Sy/xKlAXPPOSYB57RSjjLQhELLySko0FGDlfzGDYinMa6",
+	"pk5B3EbSOIjbFaEDtxi7lNfQyGfYnPW2J9i4IeL8mjYdYhNbQmn7Qox0JVasApK6FtchjTtmeQsZsjLJ",
+	"wg1WLiZarD5qiB9C/eWlYDx+O8KRWk7MWHfoUtGhP23pCTytSm069or+uOpE2pTfPzrJl5rh/FDpaflp",
+	"JPwGSRN8UFfuMzUxfwL9rlT/31TCqVMfbWsi2Ya3+pU0ECH0fPNWl3ntRn7+HgZM3c/YReBJgC1yPLXj",
+	"9zeiOi24VB+sKdta4trl9FbCO+YMEUpC+iLT7q+l+xpLqVVmOmTn00phcwqmfQf9uFkmr4RPH1ZCYGhm",
+	"gvgwkD7sOHCKoaufqyJlvecHByyVCsj/4lLn85RpZ6LNZEddSLc3r+2kN2i3x6dWY1usVqQgXWFWKXgv",
+	"V3WRd9/5BeD8Wqo8rB6U06Jof3MzWsBcCqhT1pXZjDIwQ/1ld0rT+3e/nLxhZMo6K/KHF5C1X4M3E9TC",
+	"Wlulu/ICx6DiDpnHo9AvNx6ks7zolTQINOJhK1nGldLAziOUjuW9B072d9Fii/xdQIqvUwI+SgOBenjY",
+	"23VQAhO34cT+WiMwwuDJTczwMTdQA7Q6tG2o3pECx6EEbXk9Y25O7W+rv5bxiag4gByUXA2sLOzgN92A",
+	"24m+KM3ZmFf+Eq35Mu2ENMy4l9BRyaZljRltnYDvqNy/lcUd9UgmLc1bcX6UyIxbe7O2IEOcQoQtHF5U",
+	"gl+33TBRwiJCO/Fg8VIPmULwmy6Yg7giZ2XyLp5J7H52/Pw87sy8wfsfGu+EfMGf23IlnAZDV/bnDz8N",
+	"GUQUQruzCeulf/nLX/7fNGGp29i//eUvf0n7kelJAiSSKwm7nAZwT19LBRMUCfqoucoZQFQbyzFIa/hE",
+	"HDLukzS4ArkSahC8dGqIr1pQJY5NQQZ/i4jqD9kxfNdn88ffqMRE3yBnmLS2hL5tB9ZPE2sbYm9/QnNd",
+	"1IN+NqK6M1uQTY2oPkWLRPp8t9qsMWM9U75oIdPK6EJE1h2ulWWF4JXv0LOWX1S6ECd5h/Hh/shkSL1e",
+	"Y3twvw2VuNFeprgNeWICBLez/rTKxJ1ZH13Ql0C68Ddve+DR3HaSoT87NFbdS9xRLVbwrrxkpg3X770K",
+	"B0jzkpYCy4jn66zzkhszc2pbzi1vqaToDmgEQDH37TiscdvMvNX3svtOTvjcaSxwLzvRjX7SV1Ktnz7I",
+	"EexM78ZZqnkID+L+hSc/o/KBNv4leoRXQ7b5Q3K73Og7qSsGkZbWKg33NM7XP46obHBOi72HbzX5ToKu",
+	"SygCSSCaWdjATyjY6CK/uqPyMgmC+KNGxe43oOMS7vRqknMcuBC2o1x4haN/mSA+vUUoVlBtVqTinhzu",
+	"3apKDKii4cZyzyZsilESPtHqCnIFcOukyoop5FzQ1gAzXp+HSWtolIPF1J7UiLz+RnV7mGNqbiOff3Yw",
+	"xvWtKmCRj7BBhQpD3W2rCjxUjzLpP7mRqxwkzea9KurNwjEBQwf6VsRNKxL0n7j75iZzX00sfhWXY62v",
+	"X4lC3ohqvr79aE5Psl6oxDtO2D/wEawhhLwK0O3MP/b6HR1F8TP4j5d6UiK3SfZ+RcyMD8ICllFoK7qi",
+	"lyjA+mbTSto5gLYQQofglaiOp23hrLp6kigfjIzU3GQXJbcXw+EQ4X8up0YqYQy75Nm1ULlxarxXJ3gG",
+	"wJD4nR68bOjlvtuDG1EYZMFNyBaWaX0txRHZDoZxhnP1vm1Ig6rECOuTnTn8/OApS3kpL+CJC3/mkGSG",
+	"Ro2z9OAj9S0ZW1ui7ZYdV9lY3ohzSB1v2Q78M6WWo8cdEoXo97TSAHnHeqnbV13J3+Dfh+wFLuAf04OD",
+	"b7LjDy9/PPnl9cX5ycu/vz6H34kUW74NYD+gXMVpLhmvqnlUN/zvqbtZaWWzCxobV5z2N10pTqQrRU0A",
+	"fyodn8pkyZWlLY8PobbMkrrWjtz6v/54cgpX/NcfX5/W+2GY0aF1n8p5leOTVIHNZrq63nQBEDJr82R0",
+	"zT2c1r+0jGAJj9ilVLmBfKtK6wlM2/0DPWgJq7TlEQRwJbBIvoFrKKEFqm9JgGJ0738GZzfZ4MP5ywHO",
+	"tWaEpfy7iJt0vYSL3t4MwVFQkyAAxoVmU4Bsji/cxcWP2tgBUBm+lqKOB+Z5jtzzx/Pz07P+EUKeDkDp",
+	"aJTLNJt6QBYs44XRYNxjhTqu7qWpRri81NfhQydw8BEMsKMaS89ENngjbDYenEkrUqeIpu/hbyl4A+xY",
+	"zMHBvUDM37A0M9XoohL/ggatadhr3Il6r6PlLu+zY3yyFTzc3Xb0Bbjln3rv1pmo0KXqrjuEvQcmPOXW",
+	"VwlegDI2yPRkMlU+23XCFb+CCuvaVVa30wfqiUDAPOi3+yK+aYKXNcFgwiAAO+TCJCFrOakrjOBJvPPu",
+	"+hrfZlVWUAelpLH+ooME92mbbnHSGlZOLwuZYdWNl1SYVowi1o4NHU3BQUGm5itwhdglNyKEgrOxNkL5",
+	"q5mLstBzUQ3Za5CD/3X2/h2DTpw+NDI1pOungMf5AmIUZsxLwdLfM52LxGPUJ9ChTZzkbuG2mjvl+z8T",
+	"37DmP/9IccaYDERfj2uB0v8ZnLsPDE7y1NlApVZGBOAIN21K8hL/nvLCsJSGS5PAsTj1CYWQpYdRnWCz",
+	"77rbKx1Xoa/MkJ1yp8pDiDtigb4Ppn9FqBtRaFgz6odeLUkYaCUJKHT/+0+3yMhFNwGNW5VhjGDTEFTn",
+	"ROfTwp2bnVYKDhNvhVAW9gU7iqbu4+mQveZZxNNA28f74WVoHLl1NP3RsZhB/cs04CjTwPVD+Iu07gBM",
+	"uyTUSFeZMK0fswEcA6Lbl3OQi+jnkYbBSfu7TKckatADPxJJ5GrqzEoKXOSVHFnGnYRAB2q0svQvKZsI",
+	"7iTVFFTo8KeEiY9OyEGr0Po08W441ogy2i8FqOqQOZMYzy0bk5RkXGk1n+ipoeh31Bo5nonjwamj0rEo",
+	"gAfT7W6wZvzCkL2vZzTh1bXI/URqKX3IeCkHqCb4qYCWEZQ8Q7zN8WDw96BfN8LoCUqWe9BRaKu2dRRv",
+	"UPd0SD8cBDEVTyprir7G1KIJB0FRT6jew4tcKOmkRrw9SO3xZTYsxeNK1x0kssWVp9i58kJnvAC1Lnws",
+	"Xi5pQNSL3F1z7bMfC61LKFUBtL0RJ1ybpXPye7Hhbahs5m+D5ddUg8W7lb/EK5/ENtMF/SZlPV0l6zRA",
+	"AMRZqRUvDUyKsaeidtXRCJX3sb4E/Uh64ufrZNhRIysqcQqKILLmKlgoqNZDpVCoD6JfWqy8aLM3nBaO",
+	"FEChjHTYtd840AC/mcLhmKCT+gVi+DOUxDUnR6molzqfe8EK4LbGjKZF6EJOZbpYIWRqtniMGp9hvX/s",
+	"0Wvxw2yqCuq+YEX+j73+EZWhFP6O+ZfIi9Ys5cOOXVBpFeukfueeHjytzwe7aAzwlV/F5ZmG5U1LaPo0",
+	"ZO9DwaChqpfmWJAOIQuh7CHOsb7yelQrOS/YCPqDhbgViALWe+E3QmlaGdVdIBW7vXBTpXoYcoH2j5oL",
+	"w57N6Dt0pIzqHQqtHrUdEjcgnziGVKExs/vX6fn/ZRN9I9zPcdvsvgcNhilQC2BCWA5GFjbZmzlNjFYn",
+	"nQgEdy1nzz5+9PcAJZl/L4HSssz7EJqOiSuhRMUL3J6n/SSYQRaHd5cudf+juiu0+91vYfr8Cmz0xbnb",
+	"xb7tvfRd3bv7mCYWSNurbCk9fj4vRdqPWojDKL6FgEd4JoVTHa02PWlPnh08red29uo05OnAsT8H9baS",
+	"2bVT9U5evnZKAzaVMwFG7Pv/ePat14vgurkxF+4GDKG0HWPx2QiCcqSL9Ti6RpH91A57dP66XxX6Sk9t",
+	"y2XgiqXHUJSO4OzpkB2TN6DkFZ8I3yO1nkmAX8pFVvBWJnYQiU8fjoWPpk4RxKwk0LE4c1KzFIUldxyF",
+	"DPw8uWFyRLwSQF4wzltX/x61Vf8ujgkeJZ5jonR/yD4IniPF4zgir435Bqay4yVeW2pCcVciE5Jix55G",
+	"UfnzBNuUas7ylsYKlc1T1qu3Nj27yeK/9SkTwgBBomeAY9N+ynk8ZCmI/jSJy7uSesswsnfE0kIqwZ1Q",
+	"vCxEitXUWEJfTUyjSVRRG9pImI6ZFvWKHYH4VpmgNOItRDhnMOghl7SBQEftdpHuR9AGFC7HtwffLLaH",
+	"9L0uBHe2j7uA9T67oQuNE7eOtQRSW5g85iTgJqDrwZ0xHKtbkZ4pPM/EPwm8IoR5o6wAaCrirFX3iTm2",
+	"7WyusdCGtDMUuA0zMUxw0Sykm3BmeSG8ytbzfzu7yeAPaR/Fj2e4fM4KpzVQGw024bAzlZ5ejUnQgCmP",
+	"3HrIfq0kSCHvVvF9OX36A3JgMYcjqU+kJteoNWJgo0DgZCWH40G9N+eWs1xWIrO6mj8xAKBBBqM0gME5",
+	"gwMYVUIMTOmUzUqAvUZMw7AZzpkm8x/RZIzVFb8SF6NpUaSsF3Y0PVFmOhrJzOlqZ/hQ2o9seWz8jMNJ",
+	"HDxHxxDunE8xwZa0nq06oegmY0GjI+sTLlLC0n1sMZl6f02ODmrIfKivHf4R0lvIfsRkCwhXSVuIkCzS",
+	"6iA6Pj2JekUd7j0dHgwPhk+/+x66jJVC8VLuHe59436JdUNj8Lnv81Lu3zzbd8bc/qXW1tiKQ+5l2Zpb",
+	"8hLCXIbiII4xoHkaeXiwiZCH8JTKWF4UtSxayKUZsvex2UFKO+T7SGtEMUJ2GzQHHiyJy3mnRXPo91AR",
+	"ciewwEz75HRemzLeZQRMQ6J84u4rxgLGkNtSgeoS66WDAf1l4H4jhXGXx6/KGUAjXc04uMM89fbSN/g7",
+	"UC/S/xmEfw7+gr/4IHgxODl1//hF8jTY4IW8FqDpBfsXCx6WxeY3JBNxmrSHoGTCRpK7YRz5IvQUjBoQ",
+	"ERNtPSzokL3RFbxk6mUB6kDBzFgURYJp9ISSgwRdVoByyGsUsHCRkBzJVCi0h8lWeuHCQPqloQCLVJ7l",
+	"vfDfGbzUuWMrkhz2UObhVfhwltGB9zibVRpkTS6CiIOdqkSJCR9aCcOeP/u+7+4g2LKts2pIp+W9//4I",
+	"3F0zzSrM/gm+a/GRZ9YZLEoASskQKnRJGzrJ9w73wvqO3bhAlyTfzd7h/7Y27GnubNA+4gN5AludENIE",
+	"XZr4fi8T2ZrQQfMcfFyEQ4LSmuSyf2LAUxj7QueQguumSrDlUV37/r8MpkbXn14V0W3unE9SAwd7e+TY",
+	"rSepNVxHCnmU+RnCil08bbgXR24dl0HkLJArwEqfHRzc2fIwYN2+mjaG2yjP/iPZe45zaRsizHn/Bc/D",
+	"xrlXvln/yhtdXco8Fwrf+H79Gy+1GhUSQ9fPn24wxCl2sDjX+ideXQl879v17/2sCAhL5JBE7Ew2ePnZ",
+	"BrM81/otV3PaDmgc/e0mW3iirLtaBbbxiuPajn7d5Q8NjEh0rr5lTtjzKwMpPgT5vCjifHZT7NHeO9z7",
+	"/vs9/7vapbh3uIduw/pv+E+8wH8kHfJ/UOcuXYnWflyAOBawhzv4OZsLW8ctoiw40NzNmLwhNU8DlcZp",
+	"DM5s8dXBEFiEv2jVqlYM2YmtHR+L3lB2KTI+NU7oXGqnloeEKq+Zh/GXGfQPwgZOcxaSfrZF9YtDdTCA",
+	"er/wmIaP6pqfC8zlCwUDeNmb98NYWRRgo2GnFeJdndf/Tq95xkubjfn+7zL/Y8UVVznm/ohar6E3oxKq",
+	"gM4E9dQ5RlZP3/3A5IRfOZsHGn6M5I3wUTu4zx7peFrjnkey2uukVPE/kiMrhGITqabo/SGiQK0WggR+",
+	"eK/hoRVYg0lFmPVwJtFc/MMYaWsA3IMqRrHNIS3+JAdXT/1MAe4MWGKYoQRXr5lGm4PXAEdEfgAeNulj",
+	"vEFFe442GBa+5gmC/kPGaFnwDIt8lqj0JU5unQrVgpUdN5wAFcjZRrUCJPMlwR+rPyHhazqFJ1vVn5Xs",
+	"Ai7KfomdOFs+jF25Wj7dyhuio5tAm33MTaJ8WvSTfLKC8Hz9K++0faOnKn9ULAlpOZBNFu7KPTObfUrZ",
+	"6TavT9D/GExsZC/hUJOQJI0ClpwNxkyF4ztKzByvSmLmMhtrb/+BMzCuTSAe5e6NLnLHP5xwVJoVWl0B",
+	"kFvwcw7ZsWLUaM89iAx8jkUcOHI0SzBGY1nPzbXHiY79YRFPWKbqD7hZn0/Z6PAG5vFpRL66wG8DGv90",
+	"lYBW/9KvpYvuGwcw/ER9/vHQKxzWIsFS4KG51nuiYvCiDrz5uMI/Ru7WRv1DrcleiXzgFhTVt1BPMPAW",
+	"S3XFUqLOU3q76UylFBiIawQfh1YNF0cdxoj8bGkf1GTELVpKamj3q63KkThsxLHbfFJtCRDEGgrBrwFy",
+	"y7crUUKihwsLkMjxDpVHYReVrpit6tofE5yy0jqNBPdiafsY+LqcojnjVR7XNHllqal1PTGkHQ3o8rnX",
+	"IT4CrBYKcyFomfoLPPQzusDppwnTUwvextR9alqJtH+EWg240CFgERk3AQgsCe560smeP/uepRW34oJg",
+	"ytIoxDKTKtczqvE1xjFpzwrCpoGKOBEECxB+XepCZvPW0nzD586wm/eH7Lgo6rSXqOKC0vBu9LXTz+oy",
+	"i7j3CMghdPVjiiTGzaACr02HQ8J5P1P+4Pa24zjCcfwgaxxHXlD6mxJv7f06hOJQa9dsG/VWvn6nzkb0",
+	"ubvxQWLHPDjIT1cLn27inOGUaCPynbPp7kRo7VxCxhlTIHE5p7CVNU21C8ua00NKc4PV720sUeGbS7IT",
+	"eNwqiSmyaxPpizRvsIqh5Dv22eoSsgNDm1fgeMQsDYADzDT70dryvSrmCTvjE3Emrfjbma1kZj0rOmyp",
+	"7ohSZ8e6sgNn1uatJSMkASFhvD3L3X0pPXPiQaR10ohfoDQtKfCBx/i0fpoVjkm/DGPitwfNP0VIlml8",
+	"Ak70vyMBS9UTZYmF0NRyGnK4zumnRr7yy7MPb+glMNqJlbRm6y8n67fsMggkI6IOc135+0P2K0ZwYuwZ",
+	"EosHT9uVnBC0MnxOiAvBDwUMD+2mJb/MtBImxJMaTpllBaHDLRPJcwQe4F5vbQTmpcHZ09/qXFXWc0fr",
+	"f+0T+Eg79JoefqRPN2zZM+OzZFrsHwVb+hN6n0CAcyvCnSnr8KJfpruQ9Vb0nCqCw0Kl1wB2EGESskob",
+	"MzDS1nGy3kKpxWH0UIrOLmcFyisVCjD67UrkQt0FpRp6BUuGwLsvB/BaGSpq7kSWlQ3YhS0pGPDtDQJS",
+	"DCNSDbWMq5xMfH8tEmLpaADh8d+v5kGlP775dldQiqh8BjC7QpHmISGTGNU/SMMy2AgFKRzmeibsoKvs",
+	"6HyZf3SxScf36at16RlvKdSGBTxiPeerjpFBC3m+aJ7ej42PqY7disqHCBXD61hBp1ZROQkYue7mk/JA",
+	"OfJwXalaALoDznR1jaYSidVGVkXkJqtFh8EcXpV7KJNLbT0NYKkrwhguSeKGsY55q2HyVjOhkF6vnAr1",
+	"/OB7lmakSqet3NNt1ANbOzHHIROmneUEk/MxGysPZTe89j4QutB3RnnttgCiOnQE3Oy0UhHkxqUYy8XZ",
+	"RZW+7vfXku6tJCcbt41n3F0Qo5FAQI0lvNBamHiwj3mdJIYKce3ELjDDE/Ux8ttolotMQk6jzMYIA+B+",
+	"a8Z6hu/DSqShftWgYkZFQ5SpegMZUfAoeL3aI1zoi4DMkG2K+2iYLq/I0mkEwkNQj3sktIeim1ewK5ei",
+	"43o2NuSuiWhtFAnT1Je1JI9RBWHX2JvekE4wd7Cl8Y9tZrJPw4jNYyd+mh9yAs6A3/OQQWsFZck16Is5",
+	"TMiW9sXtWCniO07oUvpUcPB4juMidBkxfsxdZz2sg8JZhGpAZ1GApaKcoBN5+EKPEJH01Ca1QzNEnqmu",
+	"BAiT/Gn9yNH+lKX0oQt6JR2yn+S1COLcbdigKYuxNsAXWMSphTVcHX31ibmz4vbO6NpZ4POPyICg8+sS",
+	"6HEiwC0MiZa7HGtmn2pI/Cn5XHdoDsi0wVtqpoGtbZFrxJxh6/q7xyroVC5+gnS0GtJAFzn0YpOVsZjA",
+	"TTRLxUQek3ssq3xQ8ooA4qEctaByQwTIrnOqrbzBLHcg8SMPE+Q0ikupiHEev3s1ZGcBN9OgvgHZy4ie",
+	"ecgQONPnOWPJYQf+MvRc07X/QGJJCZV3tYVZ3Ea89Lu1FFJvuyf1I/unHGzNjZ4DOKMNnqXJ/F3MwUG9",
+	"+RsR2Ommr7xtYM9u/t47nYtbvfDKAyXf9pUaxnnzN38BFNDNnz8uy1s8jTUnt37hVit4TZDPt1hDAOK+",
+	"3TsEAn6bo4/hfTd/70eP+XyrV07tb7d44aSJ2nybu2actoLQYbfYwMxOeXHbt84ChvDm7/xAiN1vgIXe",
+	"borEhWGa/v2tZujgyIDX16LbxIh9Xv489lDrQxlVbg99q6RaRnnVIfxqWX04+LZdfQgbfiPFDNALVxa1",
+	"1Q0b4oxUbypB4XnmGXQ6ZC/j2s9mzwOQ0WUhLdOjUcKEyqo5VMwvVaFei3nUOjUIbpYCuHO6n/KyTPdT",
+	"RH1KQ/+SqYIwiQeXpY/10HWHc7zAdy6CJ69Pebsevt3jjCLUQsqbtAOILynh/6VHiE7hXnDLaQDxU1go",
+	"NEdIEVjSBNzzYJ1x/IvvNOpr8cGQw67+/ZbMEDgdz+W2lBUSj7EmeEPpZ+7JJ4Yw0JPQPBVuhMUzNTNp",
+	"szEiQ95jwMbLg84MYTy0uygZ2qV+PILUD6wr4k3OeUeME9Hg9tqMrX1ujLADwA4diWpffPStBlpNsNcf",
+	"sWaIfCN0C2sjKrBegLrDQmZB0KQjUdVIKj1MjQfwz2GYaHMyaeI/wZ72mwaXY83UqACGXbCslLYMVyLy",
+	"I1ZNFVZ+oNsmIFggWOgyr8JFemXETWmrBUM00Dmt+hVtURfpL+3lV+GqxTPBm2biq3a3ysUGFCInnkLa",
+	"9ZBfQY6WlXBfTKGUnTpcI1ZHPwAO1GkPjeQSyt3kls30tMijyqqEESh1wsy1LEtfUoNpFehhnY3nQ7Yw",
+	"B+ju0IBKAc2BMD14UQx0NQizUujbdevlGUI98vpFwo2ZM0puYZLAHhYrqlmKO1WnfYRju0ICdMMNGbQ+",
+	"IGDm0MAHNQlopxh0nZyaf1/OGahV+7ws932v66nyuZKAJY26G+4RRHIJ+QTSambQyqg5D591Aj3v5UQM",
+	"2btaQzCs4HWuU4na1CByFpVaF6tVMLBpRIsL92TSzmy2kzTrtF4YcI16tMywI5QoPFdqwHHvKpGf/8ok",
+	"2oIr1qP733dEUsNe4a3faUtfsrZ0iifLsAjCEbazbIgzb19nQim0mZ/aiyypwEp09lGNEiSrqH/bVFmz",
+	"0tf7Aw77iBy+3sWDXt97cNDAgJt4aXDXdz6aFT6a5gW9Zx8NdeiT1gBZLHhEmi4QeDb2gKz2LsAduQ8X",
+	"Q6NHa4ckgrk/gUUmdTZ89NyDyFDcolVT3nkW/nSehQa935uU3P/dd+78A/lBIdpanbyC35u6ZbGH/1O1",
+	"G/mo7jjLWhiE0vYCGnKlsYvUNwYj5Z1cFbYG15po0G+ptKKAeG2UtokTZr3QClshniFolYhsiOhLh+T9",
+	"vdR2vMyhcH0LHOp2cnxB5m5X3m6SvFkzCmrN9OgZxW2xD76YDFC8XnWrxG3SerJXTlcUTfMg83z1TfTc",
+	"Rq0jm5Sz3Bb9jijn7rWD7g7uHRREmxAabD4+ZYAcTr5P8p+Mvr8qRQBv5wMoAssOsw1TvACPWKorhEKp",
+	"3W09tPTR/ZlLk+kbUYm830wJa7elKRb61aZPLWZlPJKsCroju+yKTSz3FV7orUdDQqeogRG8ygAbiV/K",
+	"AhJNO6j6DCMaWMUbPsCMmHBlZcbwSx4JHDx6V9PKF7T6pv3UM7IJGvgh+hp8hNBR6SmRR/CFcQ3WWCth",
+	"bDFnaQC8PsQ4SdpeuOGzCmi4MxjtZb327ZNR99idJR7+ia8iRPgrXTB/YehC6JIaNlSCiVxaaC68bSr5",
+	"PaQYbWj1GqshnhfnLo0qQV2zFuNdsYHrMYE/TJWS6iphZ9QQNmHvVSEVqOBQ7U0xx+VAnbejK/xEeoSl",
+	"jdILUnZije+xArCbkBfTSP8x2M+/EjwHBHZfhg/122vM4U/V50/yh7eB40ScnRX8SKzgrSbRJKsrH7US",
+	"zZQ6R7855upSwy875YVvR8GnVg+cSKQmEjmUEejRCCE+Tch5cZSLGS+r5NNjJaXN0tn+dJTzUITwQfB8",
+	"S2QQAjzTNcB5V/JGKPJwrHf7sDMyANyrlNkV5+JCcQ32bgG6wNKZKO8rYRzIpKU7BXRHoG49dUNeIM7m",
+	"U1RW6R4bsl9Dc0xPztVUGSxHLsnuSkLm6KKEhmFSyrFNPXgnIeP1WqVu/3BB7K52hX02qW/Z//UluL7W",
+	"eb3+rHxpFzHbyFF237m4kdWwT3a96E40PIfGjrU7Dxo8jVY5ByD//5Z5/22mhi/3ptqDlTaF0vaCptNi",
+	"WVOpj/iy1Rd/VjuG8eAmgL9QjC+6FO+Zfks+NSuI95RD8zNHdhNuZca8DXDIlMZOZgAVlI2Fm1keN+UT",
+	"Hy2V4ED2r63mQ2jFCnqHp1Gy/VFlIhXjKOIWsWsd+m66r+K4lyLTE2EYzLHF3IDf/ykMDspmbthgJa16",
+	"R8EPlNsJfV4aZ3LfpGt/6ybct86SSNhvWk8MgyYouvRwYhNR8Qi43n3viEBDsUbOWRBEyd7hB+QHKefG",
+	"SfAh+3B+dlpHwAJW5vcsLe1vIE6DupQesffvfjl50/143M+xZiGyYjlUqkMP8Cvq7Fr71rEN5w8vnv31",
+	"6V+f1uFCRJOhGndCOUtPz//vy0meBhjvxT5mbKyLHHu+Ghr1qJ5fLg1ZSNQTwUAvYyOsY06Giu/gd1CD",
+	"2dgHSv0Nb2O6Dqwr1PhQN0b3AcJZaPawCd9gbW5KWqWPttnfHqHRVU+O+iCvMbzcVtB9fBCbq56ob9jc",
+	"yaSJauJu1Tu+/FWZYmeAaRjf2c+TBcgezJA41EayoI5wSmE2Qr6D6UYvxZwJGZLIQ4TEmwyPhfG/AVzf",
+	"ReZfcpUwKwuLoi9hI51NqZ1CBf0oQl/8jFte6KsnwMrdDQJQZAgGxaz3ifHMF7vhJ1CwZoQ1dbcHZ8ri",
+	"7+ItLLixgORDHvU0QE0dW6i28v11cplj6V1d6e2b79OecA+A1F/lVXcsK74Dj1vnXZztKjkQPbfjrA/q",
+	"rV88jvsMUS9xufXohMfmukGT3oxcYn38ikv1eLXaJya8hMC8jLO3x+/OXr46ZafAev576iNzgAYcMkiu",
+	"RWlZ79uD5yy9uoRvXuCXLpwyr6c2rfmQ10bxbVJjF97So5Gz2Ou3pNdgrxyrq1phNXx7rT8xn6pxBHcc",
+	"6/FwLEQNvFum9UnKGekHnXpZYFRLBO9ZltcwesQaDjtYwFoLt2aHfQKlDCrh5IiawWP3ceAdXgFcutZs",
+	"PVNpM3U/j7l8Jotu5c0rq1lP7W+ndHaPnk/hRLvyWM9rNXXHkh40MdaRUhku1R2wos3VJxp2/3f8YcPE",
+	"P3zYWz4neeqbEBBx1zwpONqcNlNNITWNHXz86zf9IUNHCleZYFoV1AUIitt80axh3LD09P3ZOVu3knRN",
+	"tl4gh88h2w3y5/0w903lO6/UF5nyV5P+HSshHalOZ1ZXInb8PzGh02CpjQT65G0Uvp6mny7T9GHMFTyo",
+	"ofvV29dnZ8c/vE4Q0Wos2ETfiDvnAGfC7sh/R/6PjvzPhN0m7X+a4N+/0laviSDGEUOrP4lLPLsHyf+D",
+	"tnpH+DvCf3SE/4N2ZPPApO/D1BsFhXCEJwsu0nnoPTDhasoLSs+jwPcj9Js2wli4mLqDt2kL/jxluZ6I",
+	"hD2HPGwrBrTHBVTshrboTR9NOgYg9XRNWObMn8CjdyGEma4Ix/j7tGMrDx6KMfXF2nrVxJmPb7qBG/SP",
+	"vURHulogP2o6luuFHJdkbZgVX4yUjzE30Hr/kTCaNCTkvJgfx+tIWSFGFpKc6zIQb3DFK1xTNnGXTGOb",
+	"yTx+khtk89R3ZWkjHiK7Z8fpduk8qxvcb4HBbprbCRnOK/rYY0NWrFy2elBOi8JXZLLeiMsC+tRZMSmp",
+	"82SUN23lRPQTVgkznVBu94A1ajuptCIuKlN65rvxtbVVGLIPi6UVThz43PZeqLOg31zUJR8pRqF8imX0",
+	"bMi67Ed4G8uhZVvNv4wsb6h436xO28fxca9DHuRO33oghuDoDejBExkFTqu5o4z7Zw7TSg0c3SM1rajf",
+	"mNo22AYoU5WKuth3IYVHrZ/dXaSlQ+tNLNSIG7xsAteglQhFWZ41LD/fwiJayX5aKd+TQBNc0pdd5pEA",
+	"l6Xl74j94Ywrd7WiGqQmmdwlftHGFI+gJoNCr/DinDc8E4BoArK+kEocBrgipG9qK5BEcGVJJ/xD9HQX",
+	"DESyhLMSYa+IG7f7CVNiFlDPQhsCQBrH5gOIipaid7jQV0yPGPdwJTVejuVzExBcVuZufMBt+0l/nhGV",
+	"PCTaWr2Gv0uV37pJ3U/66k2lJ7d741zf7vn37gzvhYPWu7EJWltENkwoW/0Zk/EeNJGFRwwnAl6616Rg",
+	"o3hpxtpu5t6OmqnRe8HESwL2G2re2GPNl6iiz6rg1rEwOeFX4okB9oqcTv4msLENdfNAm0bPlLOIsRkU",
+	"uLQyXjnOycxYV3bACnkjcmZldi0s6313QL1dTJ9duhNG0SNNs1dghuzaaMbZZaVn0DKcK/dNLG2A6QWI",
+	"Ea7Y8elJhCGyyll9FnZziWE2N/UEPjaSdQPjUFSe7Enop8zteC/ZU3wi6lM9yZfcPXHb6wn/+JNQV3a8",
+	"d/j02V+TvYlU4d/JUlPs+7DZwn509RL318jJRHfywx27aE2AcRt3KRosw0SX7TMYBpKqGZYFn9+CX+xj",
+	"2/AVEXBCriDy7KZIUhBTbGOlK5Z6yk8DtWIXqpH7o7XFGZJ5ynpPDwbfHRwkvu0W++6gn4Rg288ffvLU",
+	"FXOempVIQN5D33vNDODP0KtCaQt5v/CJBS4AahatTZcCQMGKeWN1TwwOaAiOqJhTOjC3tLA1TS48+Rzj",
+	"Vn8pPOXuPebNjVjjLcethT0v5EhAo6979ZIvHFtX9y28O95X9fOHn3bI21+y2/uHiitLmgkqJsghMYXh",
+	"0bDtOJ2hNVB5DtpeKSqpc5nV02VaOebs3Xe+XlNWEOirbngB7Pib7w5qPawFYO1Jp3IoeC4qdlXxSwRY",
+	"vBbzkWN3jZqMiTtrZkR1Iyrs8MFtPQE3sTpwSEz/v05f/9CS7MhvFtlsd8jwq2O0GwYmPXLNRh0f7p8B",
+	"rwtSGu7I1C9ix36/bBAB28pmw/Hes9Ox5ri/m0LbPzayrx2r8jzFvcV6KTKxNKG0b2NZJTJo7upUy/6Q",
+	"nVjKVDQtairTVQKZF4Ln7sNO2wVlG7WPFJ2EYa9IYl2BKENdtVZnDxn3SnrQXeoUdVStJTF0Hivx/mkD",
+	"nemt5dkYWhpHoHORtY0fmkeff37wfBOj+0tg28lSI2HMjHNrPmL+sH2mXHzcWomOebqLsnKKQk0n7trj",
+	"192lXzut46U74U2dUeNOuMvFAFHV7+myswSm/O8pQjzRnPFre6s2cv0cMR9p8Vqxnm+8uTCXo2CMPjHe",
+	"SMhFJnNh6p5j/a4Z++vcmDOZnXuH0FQgzPlS60JwtZGPBY5+/1+luGrKN2yd7j4mFUd0rIUNaRVpwEHg",
+	"mztf7V0p9l2SBbb5XrV4y1c1JT8mMUBJJochJIVxqNA7oBmHwkwWaizenp9C7TycSWMYBYtDZXOskTvC",
+	"ukLW3lbZtKj4Y6EyfoBXlbwRZsg+iFJwi2BibEbmAw9pHO7tqRpJJQEuIBZBVBJBKTV+no30mDqZsRIr",
+	"gu4tQXQEoVlKrmkxLNwG7lJqdlH2rWq7cAyE3ltzp/vWca0uu9nRWQ2a6BXIJkM6w7yapBWbk/WMBsEe",
+	"MvSidBmlcfGOAVxxqfpJ4FyeTbhHnBKZS1Ny62wAljl2VMSsTpcbcLohew9xLaf6OlbTVB5ZoY2IuFsb",
+	"Q9Dll8IPdLmaHcCW/Vmp/+GIWZdRwgzEQe8VH7WYGiuq/YlW0uqKUuLWB4MpL3/srBQ3aaGunFDHvl5A",
+	"JwIIGvBToMgB5D1nY2msruZsJlWuZ46goY9EQh4j/2d+Iyp+BW19rWaXU6e6myF7Q9/P9ESwUaUnbCx4",
+	"ZS8Ft4ZGXEJugdb8EzHR1RxDvypMq6k/AITLHNQDx0GoBQX1Fa4EEhhwMF2JdqsUd/NtvZm3Jnr8AiXP",
+	"LPROBBPJ86CFjSSNR+kZ2GUTqaZWmCMmrxQsA7af3kEJ4rd+yA4Cko3S/pkuW4j+/Ba/37CIgtkilf3m",
+	"2V7izDo5cfbn04ODvx6AfYz/PggWDRSKiKrNxvsgnLmT2cZqrQb/sDu/NTN8p3NxkneZmd99s4GVifvU",
+	"ut9rBoc32zcn51YMrJyIvQ1m8Frl7eMfhbCnWjuZ1yq/g6m8ABpkM5nbsbth5OevJ5KNtRHKd+Kjazl2",
+	"JrpFb8bTZweBklfPGMeiUO+Gd+yv3z0/iO/Y05Y7tlU5ukT7LXL0JfFNzycd6wwEtxOpd2azk1hjtVhD",
+	"S4/2Opan+GSbOP2mXZw63tOWYrUkSfdJSt69RE2C0zTi1uulEd2+zxFKj42CdlRzl1Tjqy2XqOeeCKbQ",
+	"GS8GlA+5lmw4K+TV2LJKUBe9OqNsFHWDhXKLWCksK50JYw7Zla701EolTOL0yBJKu2TutsDriy9Pf8YM",
+	"nhJ6nRXCtJLaT27ilGK7zU6x8Tgh9rEmv+6r6A3rri8EJ9wJPzH+jMMmbPMCG8vtdMMkWrcSZaaGWVFN",
+	"nKaei4/C5/xrcEzeSDdscDUQLYJIAAEwEZNLUdW9J810NHK2EioTghd2zLhhRrgb60yksC9D9h4urq4M",
+	"czamtNCeDUuKKTfN52KIj9CpHfPpuFMz/cAFvzLsUoylyleJnTPclccta2iSXQ5Q2ns84J2ouVNarbe3",
+	"Jgrj78yd0ypqU/vw105K/QmuPNGpb1FOehi8mYDxWTrRCIELp6y119G8hrfewXBbvMb1MKuwS+MlDL+a",
+	"JvrxqqMrhb9uu1HPP/lG7f+uwNvwh/vjJvcrXJjgUsbPPTGs0LqEKlOvsxyfnmBbMPBZXTntZGra9JDm",
+	"vTt2M1mTFuGeYzJfmoO/1y0ZB8q7VTZPi7jP4oPG+lfRRH0CO75+p4VNKiY8BKfx1/jeqHDDhi6IcFUH",
+	"sn3XX5PUBOeDQ+4Sm1BeMNb6Gki3udxWfai+kqux+78e0tykK8Cfug/Ag9USSQMBpRYqbQf53y6ZYsBV",
+	"qqvBGhMqYPzTbGnuvRiYDiRjn+DmKLfGWTg4iMGEcWnYRE+EsuhB87IYTXsCWJq6DUSHG8/GCQLAUKES",
+	"Bq+9aUacrSw4kGZYDjMC9iPkyeB0Eu8bpxJxz0xmXNkQGM+4YpfAdkpeiXwFR/ngh+uytJaJqqm1boeF",
+	"LAUO3ofaqIh3dAUAeFnu3dFoPuMo7xoLH+iOET0Qh1w815VKfXztdmBb98lY3Vsb7MCZqG5kJn6uAfMW",
+	"ePKv6HapSbPmb551NYFytsuTb0SFr22gNdE0IaMG7BJ6GTUjb7BwqYxtY5hrtKVfaCZfsaLkt6CDBfjt",
+	"3ulHd5nuu6ga3YR7uCUKnIlLZ08MpLrUHzdwHqDxUZst+BnDSg0dE0lVaRBbE0ImAc2m1oCmJcnK/zp7",
+	"/45xEClC3oh8yF6Dy9mNGNoacSzRS3HYIc1++I/pwcE32Y9aX7/jEwH/Eiki2GCPRqFsNX9iHK1SjQP+",
+	"UeZ9UoWkgQZKoEGN9cw9pI0IKDiYFAifAfgHQD4vtLpy/6+/p6f2Un8Eweho0elhWBcoMUdI2SNWiCue",
+	"zZlR/FpcZNzgpjLHHwwlAFUTXkhIRky1usANukA8nzwNLdTT9+oM/vSS/tJf5Zf5FffqBA76tp7xT4LK",
+	"aVGOgu2KcQE+EawnJKQ5jnQ16ayCGNPRdqbUPN9UPcMZ0HW9JHUtziXvmgI8cwaPPDq1LT7bjSB2iMZw",
+	"Nx47C38ojuy2c6pyvB0DYsywYzE/BgZxC35s5saKybDQV21cGb62j2xkA3aMz3v9A19r8lvPRo3lKudV",
+	"7hmfYbNKWiuU59n4sk85hJoGjAraiivjwQ1MZIoiQ/KwFpA8LWPjVqgbUehSMPGRZ7aYM0CDdkPnwvHQ",
+	"Chgc3mTSNtKEpTDBkzz86Oje/UNnkCOQH9ufbeZ+gZF39xMqVe6nnFue9ofstHJ8EJqE6hH9GvhNlFSZ",
+	"06KgcZ4eodTimWXHwIadGIAVp//74fWr45fnr1/9M01gEcqvADrqvQqrIbgqqvKYaKjGH1lRLQZ2avHQ",
+	"w0W+h93/4H8dFo+/f8s/vsZPd/L4+uF7YO7b5Gi4CFjPJqyMri0Swo6TtXOyU4SfqeEMYm1lI2b27NOZ",
+	"GaXU7Es10p0szSMNIX/xEHDIZ34Vl2c6uxb2EFtqcjtOmJleepd5wibCGFjivBROWXN7pzLB1HRyiUk4",
+	"WGNhphP38QJQEVVODjvcjBGfyEKG5jlY4RJVNM9kUTAjnMLiFFh4fM6UEDn1Eg/7QnxmLCrR3vnbJ9G4",
+	"1YXFnbjt2SJddQ/a2XUSt5dFf/qMCO6DY1ituFhhrRvRwtN2WnDrXXX/Z90+5p/Lq4rngjBb6mmBaPX+",
+	"5AaqJ5k1LeK/7yQUGFNWfLQMoEwM66Xx+b9Fekn7CRsBNqXXhfHmQ0FlvTaDoFOIAIrQKNKwdCyKQqdH",
+	"aM+htErpzx7kii+SIq7oqnIG1uUcbDmfTXrFS0MFUmk2rYyu0iE7BuHJwRullMhswkpuQtaq0VWNtBUm",
+	"F7RbJ7vpU5RsZKWaClZB6h4KZmlrhQWUnsAzjnw3XB5SXbEGDOw+Ny3vVcOXERvGCJUbllbCzJXTUryj",
+	"PSuk4zKV4Hkz6RaPNWbOx6cn7FKMMCOrmDs+RI07yVSmtufHUzt2zCkLvS4A61rwym20vhYAnONTv3Qh",
+	"Qmwg0/paioRlY5Fdu7PH0dAeh6t4yJ4fPK3hEQgIrWaHCXt+8E3dLlhX8koqdL15PDPCifF1c+gXh01y",
+	"Lx/ULy88GBMAzSasA4/cWWy8cAZjW5DifSlUK7Nb5817uXyhvGAJVwoAvpjgVSExe8hdStTjPrz+5eTs",
+	"5P274cm7V6//Z3j2+r8dfVkd5E7j1nWZmbjEVXZuya3jdnuHe//f/x4Mvv/n70+Tp9//8Y9/DDv/9f/s",
+	"rTdKnyJTXyhCgeYfAJ/sw9PYa7o+IbqSTslu4zCe/4x0UejZTkHrEFLuzq4SUHcql6h99z61+9nAzFxs",
+	"EFR39q6ZZ1lw60gyYQAOjRLFt+TJD6nGDtqpOXnQS7XCruG6YqlvIX4E0NHwDvDdqYqGGnPgvhiZ6Ccr",
+	"e6XLip2dnKLtWurKen0P+xPJyvcSo/5GIh9iO3Y3NS9inRUHb6Q4pSFt3PAvqZe8+Ha7SfYDPv2Kdvmh",
+	"XG7+zMDslaY+Abhi3fFJiusuw7ngubkl46G1Abts00Bs7OsmJqJvv7fjPe2BhyZxR6yG7vtdtDZf4Dn7",
+	"v+MP1Mm8I9rnVCUNscjAA4gS2Yk1TVANX8Xs45bAl1IvtlKW0gzS2t+f+jmkrAc+IDsWE3rxh9fLLU3/",
+	"0z//t7TdrmvczE1yIkLbxmcHg1xeSRs4bRYXmTYjiH4WK2OIS0rCs4ON1ICtEWqXlUkHuosi3pEioRal",
+	"9XbpuZA3Yl+qG2nFKkSOpc5USKZe1w504P/cQ1MURfTEWQDS9jdsNgx4HCnLtTDkjB7rGXiOvDZi2Mm7",
+	"X07OX+eHgP/Nzl+eei94A+ezl1a2/FXa8XlWEhIeRQEcuxDK9J3y8vOr04TNuITYYeq0Nz21NVS0L1F+",
+	"etAPOVlhvVgltqj1uKmjKYRQY050y4lgIy6L4ICPMEeQZdGRXOBpXNBE0iFLG6GrFHHT2hoM+Q6OzU1o",
+	"bQuE1pu0TmE1TBRGzNDftYzAVOqiaEdixeaNiMm0zFBPYB3ERH6SN2JvO9ij0Qg45Brw0aXLCrVPeuau",
+	"EN4rMu/uvT/iBrhKvrk03qBd0tbXhVUKXIPXSkYgSMfGiSrvRF60dbpuiIzVEE6nfGrEYuuPJloTeiPJ",
+	"u6aAlUF0sReieC8cx5ZVPih5Zefg9mff9hER7sX/eY2sDrx1DZZcg8U5Dox+CzRmOVNiRiSegAWICP4t",
+	"YFHgnItmi+2PCGEq9KzF9F6ixDb4pntlfojCdCvW90Bcbh1aVMTkdLnjcV8ZjwNQq4dlcWXB55c8u16r",
+	"GSMziTkQNQWJOjSFzH6snkBVsILUi97Zq1OWmr+d0nhpwlL7t5TUQ0TyyPuHjkV9OD9l0MlbGlYIbsiX",
+	"vajwNlXFxDve3RuWuRsivOctJLu6L9P7uhRK5HXpAYYbAlOtoyELCjDjTn92rLF0WtSyEv3twfNOBfcI",
+	"4kOjqeGA0fftwbOlRyvxL5FZyJCDUJa/Sk8MS2mSQ5mnlIMXTf0o7irVS3lZpvupz91P+yEVL8YVbawv",
+	"CpoZwhplPdCIGy6GSFDtU7zvP/0wf0txxxWeW4hYNU2h+AuL13BAqzH7v9NPzk4Kf4XPUgM/HyECubiw",
+	"HPJ2+vzrYL3VN7QHPABrB9jTZ0/7CRtzdWXYtAxXyY8AVRJgf+AmwywMfJfgBdaYBP7Sb1cy+lE2Mg18",
+	"mmnq93ZIM0sRDYF7uxe8rfcrPTvWsxJ1EY8qYe6lXXfTr0CU3lVhibswwakRC7H7E71tPK+7yI/59xpC",
+	"i1vBeindfoxUvVa5cIIReNRsPHfsWLjf9aPmqau8w54Az3CcTdzELXOTkDoZiS7ixSjw+l2Q/X4nNq0/",
+	"acur/uf9MSm/R6v50855fEe68zIVbNd5vJJW16E8B8v9xf95nbCs0N5jUOujCasEqRWQOKhrpdgsKKhh",
+	"4fj8kB0rJOugr9RdQb5npAJeKG0voDF6utJ+35H8XZN8woAP7xSSnUKymUJCboGt8LdV6giFo/cxvWIN",
+	"N+Ps7fG7s5evThnWYZ+okUZTAUxqrZp9ESJHAEWvyE7rxdmErRkyjh028mP6lCFdw8XhuNxAXhfEfI7Y",
+	"suHaus793y031yf5H2RU0rQ8B5UKUjMolQzHkYalZ9MsE8KpV0yrDNMRUzOdvJtO0lBaIR0LV3qqMpGT",
+	"QU3A+umJcnejEFZQeGrJjwC5o3VSIySI9KJ6FRyCClomEM1SjNJcFlcBcsD7GfBvFz6NCbG64DvY7CPe",
+	"0oaDgl6cqkrwbOwubjpk76cV43ku3eU4rMtSXlBlIjV8BTfGtLBPMCW+q6cr8Ve8Uf9NWT5bNJijgVZY",
+	"y5gUkHTc5wexjOMd6pA+cICJ72izkz476bOZ9Dk213WIv9PBu+XUq3YW3WkS14x7YGTuvXyhWI6TD4u9",
+	"5tmYCqPrtP/gAPOttMG1bMcay/pUXmqprPvZO8j6h5A6X//C1xpe6nwO6cX0fvS6s81jH2iH+z3tO/no",
+	"fsmkjSXSE8P0TLFCZ4hL2gMkHsdMTeI7slRM5iZx7LgSxgjTDz0aUFh2wOS0ct21Wj9sKaj6Hdo8Htoj",
+	"V+U3ZaQ7u/3O7PbYrbwcZNk2h8ECabS5N0knj2NOhvU8hoSZlo6RGoy215CTph+yzGUFvdWzeVYIQmxN",
+	"GAYloO+65nl7MvbbOq71aHGBozmuQo9s7N6Ohu4SQLKxtduAAm5Qyv7vjWjrH/uVGIlKqFU1GS/1VFmD",
+	"ZQnwONUMNsO4ACsXQ0iapA4Ao4cr8XWFCUhGUZkErcFMO6FnxaSEvq19BI7jAE6jCcIbkOL+Nc2vBIS0",
+	"rKzEBBsjVG2gxD+ImP4+1KtcIxLfxovqlImLwByfBR/3GS2S6j6/CCUjckBrvias8tYqC+7sVajeaG3v",
+	"+vQgWd3ZaE1fo3viVtGJdvCs+mbvGNZdMqx6X5fZwEPwL8cJur1cvzopXlbCfRZTvOmm90NqATG2wFFm",
+	"elrkLNfUDHEmjaA/L6sSoVmom/whYmt6/oc1IqERYw2xKypHsxm3kBfuW7Nq1dbRLSqTRS9QndCiCAlO",
+	"Gqbcm0yoSteNIofsRaGza6mu4iPD0ciVUy/Zt4WdqkIY4+xFTFo3ooW3foAXI2L8opnqP7fjmlrapBWe",
+	"qVO6n7qiQ4kQbSrBDeKH3p93qjFrN5/VORtlPf3mvdp5q76qPMila3z30qGlpaf7w77nuWsswYZ+2sCs",
+	"qgnO+74hk66wYPC0mXeA7O2HfahK27AWj2/XAnm8oACqz28U2T70AjB829giQH3e6Qx8nbFvXHPr+mJq",
+	"f7yX7L0KPZT3kj1yuu8leyFOtJfsveGygB/O5UTk76d2L9l7SWK+rTB5w+1zr3UiNODDQOGfDUcYRs4g",
+	"WFNDEkbIQz1nQhzKvBMdkUSmyF/MO4EJvzv45Cnpio055ELoqfU4Me39zbpmCM3V3Nfb7ZwRL4wI87vU",
+	"uhBcbT5Bbt0cPdCaOz456ZzKqNKTO2hJ2nF6XkNcMwmrtzYFgrcD+JKxnlbdJChVJn50T2za5fQ//vr8",
+	"to10X3IjBhJ6LEkrbwSCEtEcZZ5QS0n3ocQDwWDijtO03LEKJ9y61nAt5jNdPR44zkgObYJM4A9vB02w",
+	"wsZt6AmR2oLNlT7bpG2oLNgFcgMXdlN5+QROuYDS2arVQMfFx6XaPG7pviPtL4u0UdOJqOKJuV9ydxd1",
+	"rbN9md4twOGBPcKMKEQGxI63nvmOTeQ3yKeh11eLXzy6VWcwlzXem52hsTM0dobGztDYGRo7Q6MhN7pa",
+	"2YEI2ykh7UoICPj71Th+p59WI59hGrZWC40g677btaoRru0q3WKdWlHHrusGc/BiR3goLOLRNjKKF99J",
+	"G7TEXUT67joYNS7sPRLTPgZ3u4PPqKwZxuu2qoDszBHoBYq9IN8f24nxAgq7GAFeUeMKqwvQAiDK7AQM",
+	"z66VnhUiv8LgrQ9BY2p+FFI+wtC2rL9M/Xw80sxU5boNBgvn/WXQ8t1HbpdWv6YC30do/3hg1kKWwZ+W",
+	"x+yCryv1Cjj+u2aG6+KtDXaYC8tl8RkqhlTl1CbOEiunVDbroayc6oHca53e8Qpn8TVrH7QFq3UQbCnk",
+	"HtxpI1vTRupN3pJeQj0Vsc/TGlzjCEzU94XCNg5QW1M79NhSn2loQWWEtdh2t7OP6Uucxm1DBueO9Vry",
+	"1m0QOsDn3zbyxe6h5R2u7pXOpk7v6iavaGt3QvgLLJ37QdhOWtlCW9RlOt53N3VF6favlbQBNAyJEjEm",
+	"0Y645Nm1AVwzjBmIBBrvQSVzQu1gJD6WgDESLbYSTh3CkmdoX2W1z3t1z0/LGqErvIHVxm3gWcduHY+E",
+	"Ndy9oRAvDFa6xlDwZxUyeB8it3Np0sfg7O7kZqBzHTFdJfXJ13VSwZYdSSXNmJpzkAt0xt19WwxlMasJ",
+	"4pT10khpOSYEzRTrIK+UNNDo6HIOciiNQhNpf8dXd3XQG/abd5xvi+y8y0JqMvSy4GoFFAdgLICzxjFq",
+	"6idT8wusSEBSpBAvZ7kcjbztAkXE2G1GQGfjaL3YLpADL+eVPXLkCv2V6n6sy4z7tODqq+DbbqGbsm3o",
+	"5zYpeSUejmW7+Xbm4Rd8p3DuGOOmeImUrQ895luMQmQ398UgKz77VOsVmN+iCeu0WvHRrrBVP/DZn9Vc",
+	"DUPJrF6ml3gdzMPt4o55/MmsVTjVzyFharaMHx1WfBbIOdkrp92mKUS8ABerZUKdtqoucqZVMFe9rQro",
+	"aWCO6qKgf36iFfoYiP7uFZpV9L6JYRrUx51RujNKd7rXQxulW+Taa5WwNZbqS7R/1jD4qJiSOk5rJW5r",
+	"eH59rHoDWxR2d2eH7njh12OHPgAzrMTAO302N0qDm8gjFvmEBTbRxh4iZFhSdzVPWMGtUFkNnvbj+fkp",
+	"JT+sjLFW4szP7k8baY3WuMYtt+M0fwajtaoP9K5CrB0W6i+8kDlfjJ8mTUu0RacB97oPo7IY7hqNjhrU",
+	"2fAJmFH5oGG54j9QdYq/DsHelu7OP5dumo+K6Lfni6+Xh8vehVJ3VutOU3tcTPslqjPb49trFLOy0pkw",
+	"Zm2CaTRBeqUtPBCS27CcDNHgRN7qQQzK1ylN4U+qd9Hyziy3ohvtC57ZsY2HzDJdvuJbTkyjUfYxP6zb",
+	"QfTjYjrZwClCQGxNraduiUGJCaw3BoRz933qmUk47tIsZNUeRVW6DLth+t7w2ECJkOic1IQGHG2I6R9g",
+	"pMdC1tvSrGhlx7CTGxWyhN7yhVZXTsNwu7jd6paWqa5WpfBiPPE1TzudaqdTfaE6FXKhrfDzzbSpfWK/",
+	"K7LToM89dprkdS/eeLL3wq5h9B2/3vHrHb/e8euH49eorD4gw17LrjuYNOvxUFpOf4HG/CMyh5k096F3",
+	"n+3Y+I6N79j4jo0/bG/WB2fiKztNg8q9PD1kwL5pla5YroWhznAol6RlU2VlQeAh8Mu6I8Q9MHdd7nj7",
+	"jrfvePuOtz9o3+37ZO2VLfexw9kGKM4LPdGijkJjbewTH5Ma6yI3gE4pityRh1C2mCcLmK+5rESGOANt",
+	"YM4fbHmqK/sTzm0TmFeaVIxzKj4B5tQxkxsBwXj4Yr6X7ImPJYTlNwYupbl42NLGWtvmEx5onZLbQpyT",
+	"EaprFl96FC8+8FX9HHFrdyz1C+RuAGK9wETuCFsm6dBGj811J5/CztIwFz0Cse3mVlGiAAcldFQJwTRq",
+	"CBh9JxjuiQYAu96lO0ECnEB+ATnOY5Fd9+HX2N8sAuq1M5kJNhvLgi5z3tWLPiaJP5UyGi9sjRYKO8Rm",
+	"XFncp/tLkYonuVr/hDnutM6d1vml8mWgMa4Cb94a9l6tbu7/Dv/HPpjwY7dL4YMgfYp7UnO3HRj3pUBz",
+	"H/i01cQu0GXQljYBHGclW12HtQef6EDaoyVtuQHkF8DZ/U538/Zfx3Py83i5uV2nwubcPMjxHVvfsfUv",
+	"PD9jkbHjnd4qe4daof3f3f9uw9ot+fFuvMqnFSnnCdPwNC+KOdPOuva+XY//diVvhFrlUGgy/nU8P6h0",
+	"OYzfwetJTnYz+u6GDd99++0330YdG55u0rEB/AqVP1K/SX9GB8NOKu2k0k4q/dmlUtClscBhq2aHrbgy",
+	"mc5FNbBiUhbcrvd3h1dYbzSalOKqz8K7CaMm0IOZzJ2oEuDTJny7RjN4R28aF6lVswF/u+P7PAx8Hqa6",
+	"ifs7TA78WlGfM+pd38NyMzcX9wCik8dPdLaxWmxu/zgww5f3aZXXOOzOrrfPqgaD9aW30eXbpoMWPZ3O",
+	"tG8Z/Mj9mn729jdUqLqb6btVwS9MpksR9Q9BSnx+8H2Xb3X5+uxtR/c44zfiDTAQP9Aaj6df8P16O1v2",
+	"Y+38HrnI30nwVT03gAraye5e5fD+7/7Hd3wi/kAOUQgrlnnFK/h9B6/w/AGNQeAHy7SPX2il/ZUS1k3N",
+	"DxDTZ4tdGK/mcx2BOzF/C76Etyb/cvjTl9IaBIlmy6yiA/HigygLnnXrB2DMRsqAo8UArHCp8zmbTI1l",
+	"/KoSogum4stgB//cqSd/LvXktuT/VaknRPf3q5+s8wmgMHVPHnqkndBh2bAe+QTYREwuRWX6gQ/VuSeG",
+	"VVPFLueRx84kAXJQVj5B7nLOxoJX9lJwG4BiZMVuRGXam6O7Gb6DNWy5T9cqKxt396sxlxXtt7+MdAHu",
+	"pj2W2TeiGO2Ha9AdQznn1z6A0tr8+4nB1CVAMHCi1DKtMkSFgmR4eHnCrEYkY+jC0LjbCZPKWMFzJ/Rm",
+	"HNs8jCipHhp7lqKSOpdZfW2Xr+h5Ja+uRHUmitGPYVVbvq1hoA+QGt51ccOsmeXXQn0VV9hdGzQg/CUJ",
+	"m6D07A6udReX3f9dQZToj9CKsftu//dUTMViuQdl7i2n9FGVCNaBSBP3RjxCLusu75nItMqpbJCeFjnS",
+	"RPQGEwrTmJuVIwa63spcTEqNGIjXYs4mQIOcVcJWUuTU9d39c1op6nNSGRt3amzzSt2ib+3bsPoOzRM3",
+	"+VF2qV1c6xqVM9q0+9M4v+KO2DvP2Uaes213q61Epqtcqqt9PrV6gP/cFze8mHIrBsZWgk9WdNqL+ikV",
+	"gueiemKAhVFPJvweutDhUz7PueFP4pal3KaHCIM05kqJ4olhqZvSB/hCynqzsczGbCaV6TuGCXC4/LIQ",
+	"OeAp+65PptBQt6gSJng2hr89cVo1LEhqlURwiCYJ6jPO7olhRsCeOfE0ZCeWUAmNB+deZqqvaa+Ow2TP",
+	"cNM2yABZjNRt4jK7Q2ffL7KyU16g5uZDH3hMvVyM+LSw7OKCfvrFPXVx0enau3F/3/us+RzXjLQ5na4x",
+	"eVne7Y7g0TGZdxf1uAfu+iDApyAnkF3qaY/1Prx5yb755pvv/d3+TSvRP3I3E7My+KVx+kjX3jQPI2QK",
+	"5Y6u3WB79+tkXaSP14Eku0RfTbS7gGq7mPC8h0XMmxRX45mQFxmB07eJje/axUZ45xayo5qqgVNzu4XG",
+	"22BLgqSoZQdpuOgCGYkZM6hFH3pkpTAiPeMlAMkMJJSG2IAamzGgCsfMNmEGUZumVk+4lZnn+1BPR58z",
+	"+LbSUJfs5JS5ht2VFgWH+y5ImYDmBwcAmeHYrpArn3Do5cqMK2tYj4+sqCJMd6pP7w9BEqJD+VIQiTt5",
+	"RylWnE2kmmIkSunZIRpX5LKhxKxom5z4Mw2uApNC89sxgZY8xqmqSfW9O8h1gkzWjmo40D8t4zrlxnTb",
+	"+L+Oua03IZf5jmt1+F2nCvKUYqYFe9Z0CWyTYWVTO5iI6krsX/LsutDdreHhVJ1lbtpUV1RZT4UCanM8",
+	"4QMhCFlurk0Eeo4kBwXD5gnL9FTZyHsLpryjYBsRky5yYeyQncOnKr9rlnF4DIqda+aZ0PPoBGjF6H05",
+	"tW/dol/Qmh+dhrpNMvaLd7v5Era/S++gK7Ej33byPW5ciieGZVO7D8Tkd+7uiHjJa91GwlkhuJqWqwoA",
+	"JvpGGHY2zTIhcoG1tG+4dLoDEir60vAPCOcy0RWU6CqWOsKqzsdc/ainlUkZv9Ks1ygYWMq77DciLti0",
+	"BPokGDZVhTCGpddClO/hD2/c79MjR9oTZ4p9e3DASlGxjBdFk6xZrxKl4FhX7GbYH7JjWAKbQT5Gw67O",
+	"uFIa9QhzLQCfco6RHmlYIQ3AeSuWjmAn0haHIe5sTDpmSylsfgwacmX+vMzGdGzWKTvucO/Xb7c02ZU6",
+	"wYwbmuVOJejyd7mNZNOSaK/mKJau3P0qBThql0rwsjm7hCkxWyF4f5LGLlLQ7crsTzF7ZaPnzuRv+Gxb",
+	"XhfQjFbLKV13n6+1frbxnpwhVsrqeVMdkjf2eugfgnqRrNLGDIjtXYt5dwIal+r2K1k1JzS06+lFXGW1",
+	"2+rxqUVdYff3yhk1V6iYunXv2NiKiP3WmNfqJPf/0pJ6e7ykzpN57QgwvjbEu3e5J6MEnOllSQDW6N3s",
+	"EzaJW6oRmWX/m4J7wpn6acJSoXL4se8e0fDht6fPWW9U8auJUFbk/VZHP3pjALrJjsUkCV0OfAKOVFeY",
+	"9kIaE/l9yLC+FvORYx+QXVCxSzFyOlo0NRZCqsHu8lNiPa9dcXIr0SIzfSMqU6/piF3x0oSZRVvIK8HM",
+	"tSxLkSfM6GieTwzLfeOGEBK+gYgvQL2YIUsbrDRFfMERp7ZXMBOoO1W8qvTMUDi38CiDdizmrJBQsmrE",
+	"jah40dhaghgHTZA2jazSI1bqoqiBD2slWFdeB+4ZIdgPr8/ZslAEi9VdU1H0IXaimL60HFxRhVTXQ/Yr",
+	"ON0yWsrPVZH6ncn0BOoleGE0O31/di7A2q0E8m7r7rniBVrFCMcoi8IpdZeC3YhKjqTInZXrViDVFSi7",
+	"iJ3TdjwQZDfs+cHzI7iSqBHjJmIYJ3cXLbs2cREHGdHkh+vhjvS7gucxu9yyJrwOOhH2oRm/ehgtGPai",
+	"K1OSm+vEX8VdtvRdh4ebsuZh9OR9ArrrUpcX3UhPDClPpXeIsR5dkMS7z5KaTSXEpNBZFsqRySr2iWJA",
+	"7zzY8SvdX5HCufOAdSSduL/utLwO6nO7sxBQarjBtqL3bUSKv7v/neQrK5y8NwyCTzl5wFjv+cH3BBiH",
+	"OWveqa0rT5R9ym9L8cu17yoFL3jk5GJW64RhjAvzNtwDTl1A9xPhcRirSzbT1XVrYgWWhCwI3NsZzvHL",
+	"J/kpt+MWE/PYaSfon4lVT1iH0+fsYvWTT40Y8cJQljZsIYUyrrQwSdDfyOmGuhd4KkXOpmWngbq4tw1D",
+	"kUbeO4ShA/e41Np9+B7Zx9r6KG6udylrXyByQqjD2pZmQVzpj6RdWfDObMdnAICt0leVMCYJFqH8TSSM",
+	"Z5C45I2uhAm3DcBbMrR+fTBt2fKC2DrUc3nKfbJI4c8PnmPAbiaN6K9VJrbDl87bZ/fn0UFW2Qw7U+HO",
+	"ipx4vkVy/gTdZD8Xlstipb0ATCDYtnpaZd6Ql5b9CzxdPZCuMq97XJuSQ96g4Nm4nxAoLgbgSm7Hxrsq",
+	"mvwgcZ9cyxPW8oBXuKjHyAkeH+XTZq2gf4xSWkOHb3b8YJv8oJa3tN0PzCD0TPk2up0sInheL+dWmNj3",
+	"zN6ePu8z6Ks7qvRkWYO340pPr8ZomgCXiCvRvCMxYRyMJG4tz8bu0xTT//H8/JR9APdb79nBd0fs+dPv",
+	"WMmNb5hDropMq1xijgAjP6EZMmdmpdnUXsDKL3AVF9NaIUvJVghmRTNrAY2qyN6acePV7hYbinYyJj60",
+	"Le6EU63nFzcyF3p/Uj5vMoqQ1HcpFQfetciKWjnDbKwLf/JusWPIfIKhX+KYg1fSlNpIfGnx3qT1WaZ1",
+	"iCDcJMc/hw2GuTSrP5K9ZwffbXWRdFfANW3Jz9uxWLiE7eTh3cNUeOZlZFir06PXr/Ub5Gtd1BeQAL17",
+	"3ci6wG3p9j8x7IYXMudWVzvj8Ol361+A832n7Rm30owk2mtfqGFJnKghe7RnRXdlXHrBcUuBA9LhoaWN",
+	"VIVU4suTMQuKMBTQ/Qmky47T7zj9jtN/Aqc/Lfh8q1y+LPi8g8Pn0lwPoDFOAH9bydalFRMDqQms/WP7",
+	"8LGQW7AId0bAAHXBTaW1TTxQlK5y4KPhdTsWk1YG+sF/4JU01y/dkA3EyG0hQ3eP2hUYhN2AXfsq8Cvc",
+	"xsSLvhe7uL533SntP3ITauAqXRQib95In87ilQ8nzAG+IsEiEio/Ayd3P6xw8Sb7EjPBJPQosXM24dW1",
+	"qBLG2aySFroHXooEe6OYEuCUrrhUpKjMuBWVe8UgaGAl3K0Fjz03HRlHsHwslIH+rX0stvM0BAV37jCY",
+	"Hq34wgIXgGQDtzeH7JQbg0kFVJ7DGXokoa78DBO8WM8JOysov7Qu1+NVIUXFRlwWU0q/h/JpzCVbSLh3",
+	"T/mzGFRu5u5rLblFbq4NajT3S/erMj+FstUc9m8SwYF8JXVqnOWBBdxTeg3cf58ZCPVxjs5XizGVi49x",
+	"vic5y+FSUtZgqDV9Yuq8wwVy76XhF0P/zAetbepL0oitZFoB0BNcvv4h5Q1A7WMl3e7h56RhJYcku57j",
+	"LbCTZsYxgRI2Rl0lYDoNIPdRV+zNtCj6TIkZreBKU8ZgBA51KWDCmL8HeY9zVoLSoXLmTUB2OYdPnOSs",
+	"kNdOP55TDZ777ZC9x/whvNKQuX/EXlH0GofmlQCNFwtlOjqI+u16Q7sFpTzr0oqOKRMV0/DdzHDE3tPB",
+	"twcHCfMJBk8PDjrzBAo5kUtwC9jqw31jdeOPf26dubhbE+/JKkQ3XLxW0bXUmiDpxnqGO4S3gFdiZ098",
+	"kQ0ZmoyJB4C3mBPd4A2/Jw1ricXul5WAlzq1roVOnyH1a4W21cAUw+eGOJHh4gTQ85NX8w9T1Uf8AD81",
+	"gtPJde21dnyAWFXiAQI8dEKUutSgqUP2q/vOW30jEvZenRKz7vHCMWEisn7C/P2ED78odOaUmQ4mTzqP",
+	"RaQ3MWE95PkJpugXeobzmBZFrQ6SQoXug3LeH7K3kJPWibJzikezxG8/1NdmK019lpiZH3BNdnYT3wh2",
+	"MtSL1slh5p67ja5YTVcFo9MAQdsuvejc8d8v0CeD5LNNdvsJOu1+NVWrTdwVvPYWjLXPQnLnItdcwzAT",
+	"huU5uu4CAujfU5UT+4p54SEZp8YxNShdEUbmAj8LlS5u+ISZucrIUwsxd/kbeVYc16wEzhEqqwigWOVY",
+	"HATlN1RKjNEG4CQ0YyhK4rgYKN2qpiXUtFvQfkstFejkEsvV8duOSWs79ukySkgnBJAfe00YTHcS3LUJ",
+	"XDnziAQHzKgPKrO3Raj+i/bniBJxUCVPQF+HrW3o7JghnOvI0zwMiBrSErKONGzMqwlU0feCFOu3Qtns",
+	"BMZOYOwExu0FhiP/mhUi7cesMGZ79ylDrqa8ylcgfUzVZu78nBk+NwteLTYjOEvHlYOzBIZkhbAm8ktA",
+	"jaXncU0vyiE7RadHrTDf6GKKpZBvpkWRUAmsx+ECv0jvrTQTbiFzURr2Fr0jUH0heA4l5z06BnB/zCpp",
+	"rVDUg/GIKd2UXO4jMIu5sP2EHSMKWUhqPordOZUw04kw1HVRFKMap9h/6kprAjZLqKKDs8Jp87Q9ThiY",
+	"sZ6ZIftZXSs9U3WpVnAaORMm9o+2hELcxx7IEQpj7xyhGzhCayMUDv8JANDljtvdIyegiIRc0VHhNWLz",
+	"tcVHFhyfPmgOawyxDiyEunSMn1mNgRCMf7De0M0eAg3+8X7ENtgIXqI4IAzhGwoD5yDzeFZpK8i1Bb2I",
+	"8UmqbdZKDMNkzqBQEpjWLALdhRd8RT23uAClZ6z3C9VPQ1RjNp47yjtknss4na7mPolHD8LFSYPzP6Gx",
+	"T6BWXGkl+onnTEngS0P4qVZHcQcMul3XhniOGF8RQCFAw3AigXHPxvM1HllH0if1HbkvLuL3bMdIWhiJ",
+	"v5MNOpPC+PBCkyrvMdoKUcwBKDOfao/ezvfnhhrAqD76yqnBtq7mTewMoA6OwP/NNAOnA7h/kdeMXU4t",
+	"4xiRJSvQkrUYGnIc1h2spGH80uhiatHChOLEhImP0liTIEBFPaVYkHPlew9QTYZKyMYthJkbp/z3PMkm",
+	"zM5LZ/NC3VYdJu538NzV/BVZXcLkyJm0Q5ZNq0ooizwB2XU90Sdt4ew216K+FIGGP6BCu13bMDBWZUqR",
+	"2VuahrRr4WQ0HvlDmYa0f2thUWPJeIT5YVhCGzg6KIdSwXIKMdkZjl+kp9FxH+6YRC5z7E8S0+B9qogo",
+	"RD5bOzxcILhIzcMHDTrresBWl3g3wuYEGxAC8hDu7CH4BQHQ1KkyMZtMYqZac8JN9NVt6mU1fqS39m6p",
+	"mX0g+X4/SpkbbaeQtVaDPZDChZeskzYh0Hp3+W2+jVhMS8vJbkSXiOlc6y+LmgshpUWkG9SNON0tSqUp",
+	"9OzMvfliboVJExZn2UyLAn/tdGDof9LIrRmCx4hNBFdgCXkPFKJlgSWJ9uMR+4lGIZCOkGqX0tuRDM6p",
+	"yXEEpIN+pAZmHObdRZOd8I/HVyJlvRR/oiZXaR/sNGnpu23fgmEqxNMlbDnGmZkJUYKWOlX+vAnfvof/",
+	"+vfUrbHyBgK/EmhIm7F2v+8P2TuMWMDbYWEUBWm4yhL/W7R1tbrA6V1MyudMYnb7XFB3NoTFW0piHrLz",
+	"MWCH8bzuHUPNC3DC6WAQVo36KyxyAAGZG16kCcMLYiO4DFSjffqRVDV6CERTVicZLvPi4J7BNjdDdiZE",
+	"EBcDEkQTno3dXejMooyQ3zZg6GeWGvnfD0eH4XYsfSVLp4M2/mTuibVT5cc6cxryTps2Jmgmq7z3tZm+",
+	"Mv4LxrWfRh+jad79Jqk0hbLLirzpYPLpzZcSu/cdYpqzWev7o0xix58bSllAisTfotC5UtJEEVwF2iDp",
+	"bdUUsooVGuLuHGuvHMZoK+xb640oDg9haDQqNMBodVgYzA+HAKPL8RRKwYxVWyry6UJR+4U29WHM5Rdy",
+	"bRu/9bayvxfwV3fMO7t5Zzc/vN38S7iWbbEJd09ZyKH2RH1PtjRoJ52qegwOje9ECTZLSdbDJbjeALzL",
+	"jChEZhvIt3VLg4BFjMwNix57l9qOWVu7oSOK0BJGsFB5f8h+5FU+yJeSvEl7ggwb1J3d30DD+BvpZOmQ",
+	"vamTwoEL8zyvhCEEWWf5H+J7BO6L6tdIVEJlYl3yeHvS+DZQ4dc8G6b0toEhc5s332FL2Nu88hKhqG/5",
+	"1nFZ3ur5M9+67zYvvfE3oQubfvmmEvyyh9n/+fwlc4TdlciPNPMKS/062l7tbYpKj7OpBPYyRftUBmt5",
+	"rPU16zUMn876AgSC+VHr6y4Eoe+e325WPjEMZjTjc9Zz80ncbLmsEmYyrjqnAy+fwZy65vPNs0/pQhBd",
+	"D2JLt7ofr5F57d1DSQXdxk1A+ilVbAff2gnS35RU92IcwUj7NSpru1l0UlUC2vldFuIwRO+CTHxCABTo",
+	"ZZZVEwS+9ofhH8EjRm3GroUoffWkIyaykCGw6D0PVk8ujdVKgNUCmK2I1AqgrZCcGWO2Yl0m9C50QrY2",
+	"Pkhzxak6kXkFuQzHHhFVFsVCGhMZHuT6wAnOBZh59gJU3/7RAuRuuzekEPwGYOKMl/AGwfNngDsPOxJD",
+	"YfS7gGeXpPM2bJx4KBhnjXlDetXTwdODA6cLWqkyy2RufLvjSmeolFA2s56ph7Bv3FpecJuNV+eJVvDX",
+	"kCkKhfO0zVg8v+Nh7Tws0mS3xso8UusKZkaU383NXlTg/DV6ZBcU70ueXQeOgOoTsgug03GsqdckTuOh",
+	"8waLq0FhD/O6cJ+7AG6znA2OL98LXS9RwY6qd1S9gesWBekyudynpb/vFPFPTYOa8aIVSALdkz3eyIlC",
+	"xcQ9qTKqV4/DHkjbUAeJBnUlDuvYUqgaBpdI0DnwzQK6vMTlKL3IggBTI2GOrUyhEgfSnZucZAilC5lv",
+	"pVQnPtLAmOCJy7oU0Okm9F3C0FDdhklX7EyPbLO8vG4r7ddAn/Hj9PzziCBP/+p7T0TkGizEyDJdCuXj",
+	"niyruBnDLOphyJHtNgVNLpgK+GTeLCeWJwtWW12w6TaPXYorjkH/xRAZ+VTclHgBal/Ky5J8Pb7BVEp9",
+	"jkLWn7sAMjRNazLus4yre+baOOTmnmYUYHDTrYYdeij+jDNf61SGQ6Q7rHKP6rXzHH+BnmN34u1eYyTz",
+	"mi3erxSphdgKYSJzQYbaIfU4c/ZbszwQbdm4ZwjPJ9JaanA/B/TEy2lsczqWuWCdXqIqCiXqDeXT1zA2",
+	"pK5BQESDHB6SoWKVVCtxa/2zFgE7FXSngj5SFfSsJoKHNCyN5dZdwqw77vQmlD/XCiMoHIdRBEmPGK8b",
+	"xmrII+JF0a97jyXUPg/K+eK++/gHfiMqTn32QI8yNuo64gPMajq5xCQl9PbPF/mCWQg+BUcbakvQb0vk",
+	"UUc0x85QrZvaujqio6//UrSCtm4NDBH2sY1a6j4xdZFxmxM+C3Gax9JUoGvlHVyO7vmO+DuIH36SRjyc",
+	"e/x3DKFu2AMA5fcCSj/rpS1g8IdsCfvd+4gJlYHCuhDL7ScRonNkaWGf1pmCbMfNgJ2dnhEADnyl7YYY",
+	"z0MGNFpbksjV/OcOGUetxVmY48XgdtQQ9fsoixNVlBgMurttQIO8bh2gbrz9sKDOrRfl7joIuM8/6v4B",
+	"XoQgHsMdIUzTqj8TXxqOZocuvUOXvnUfgYaQurcmAgtyan3rACKTjsYBI8gzRzOWuesmlHW6UN2Z+vj0",
+	"hGWVgJwvXjDtYdOUcZzNCFjCWnkVNOVNpVYknaRhY6301BG/k1So+DpphelSDRZySCv9y75jDCktEFkI",
+	"CDcsn8r72F+nEiw9GeGraQI/v9NKDN46I4+8hiejwVudQ+Xw4MxxhpSgjv4xPTj4JgP2CT8KJgoBOoAR",
+	"4hqQjqTtEKJuy+9KgLI3sMifP/zErGZjYJC6PlZf0M+jc0zY1FC3sbGs8kHJKzuv/R6FVNduUuD1WK/0",
+	"f1rThUcmoBcE03GWiZIulWkpESpmzs5K4balO7G7E7s7sbv1pg5bErkrOjqUBVfrezlAuQR3DN6xUMV6",
+	"MyGuwQ9z8NfDg4PBU/dfJw5+Pn/ZhxANOHywXgOcuZVe1ZnhtODq/joyuNE6myPSLHYU+FBekuMo1AKX",
+	"zdYXY/tuEjdit1P0Q2NmgOjljNIj7G06koWT++63nGXciIFURihn694IZqaXKDpWZaufwvBrHIunkTPV",
+	"zSMyjdvcivC/x+VRdMtcBVkOu7sjwUeQwhvu+l1TX9KFAc6cbCnmzN0Y91EoZVbs5PjdMXQch/qTw7gy",
+	"2KNEQCTNl3mjL93EsNqOmUC2vhPAtcLnPko9hbiFryeA9WeoiLrQlvVmvCgGWaGza3jehLrDsZ5WBiod",
+	"Gc8qbQzL+byQV2M7MPzGbR9qfwYSbH2spBD4N8CndQMYq0sTWi+QFjBVAMJq9EQ4ISoKEzqf6MqZXsud",
+	"TqCyMBJz2wl+nvGbaJA1sU9iUUZASPlBIFZXSXynorgp7tjNQ7EbvLSNHIsS7+59pFMAd9v/3f3vJP8D",
+	"GZLPqmjellcRrIN7/CgGYKihBymHwjaSryCJT4mPlpXcmNVJ8US4K3UAT1hB6JfcjmuZj6tZorRblBr9",
+	"80GJ0vuJdoT5oO3ZMFFhe4TpUxWSFbWvdMlXWI5fOa3saOQRNPzfFoUEZXnaao4CUoWJLUGvZh0tiB8G",
+	"V1BQhh7HOMEKgfRzmfPHJ5B2quyOEzxeTkDtRB6DHrtPVm53bvD5tFI152BaMcjfG7Vk1sbC9jV996HZ",
+	"wVIp/K8RbLc39bXqcoqJsIzuGdCQl1oXAohuJ+e/XurGe+9oJJcGm9Y+Djq/4cV0VezmFFWElNuU9dqx",
+	"XJSeIYAXvzRC2b6vEydxF7xuMQqp7+Sx6CpL6rStQme8wLfdixQzcu/MuGH/muZXEM1dZjivaU2PSPtI",
+	"2kaEpVmNS2nf3E7EDW678UgG7sN7D2Vn0O67ZXZwIhGe2PGjh+JHXtxxvIVjQGjdshnSyo8oQ+o2CFZu",
+	"fv61hF3Ol2HlsJBxDa7TmR95B+10j9BOLUUO/ixRbiB0bjciE/yxwfw2KkGg0ya0qHUzqcF7EQ1pNTxU",
+	"C/LR+jnRS/dUgUHL3wSeyG/Crg5jo/CmqdnIPXBLdy836ICMDPCJWYDk0TRvp0T1eFRYhM8TrDL+A1se",
+	"Nd7H1peXc5ZOYi6VJiy9GWtj3Q8t1eT9IcNsQa4yAUB+GH/F3Lkajm9hRxOWhuub1j3P4ib31UTk8Bgl",
+	"96UUrwXnVIxAe6UBjSBh6RsuC3gQcmMLbiyccbrUEC3uYO+3RAkReqQV8obiyIvdBiwm+gYP2bWYjxxX",
+	"xDUgym05vSwAKQGzdQkfFqr43Xv+zxidVkpk1iRsqqwsID5UuokBJhoAPfn5WUJjWAgEV8KCtQ6Rbd+T",
+	"BTe5xVx3Xw0bv60IcGOQFW4zLIn39/YhPGY18+zOLV24uTu19kss1Iecw/osPVHdk10e4bmvrFdAvHDM",
+	"Pqm4wkoo06UcV4ud/RuQIJaba5MgBpuENoHuNSYnJebpo7d/dX47KFRvYdr3Qor1cF1VpFChS/j55qsA",
+	"lX8Fm3ApFuVoYyfuST/RZbd6cgZZSuHphvQk5CAUUoCWg9AA2M5URlA3AIrisYHiRh5NTKC0j4j12PhB",
+	"Y9/s40VJicK8IS3rupLncV2J0vaCQ5/WtE1o6nL7MjMaYwORCXkk9e58GaIzYWeo3nQrfDvp+kVK1/gy",
+	"3pNwtVnNmrodTKf8SkBjHyvVVE9No8eOEjPsvwNIXMfscmocMzUs40UhKtY7Pj1h9v9n792b28axfdGv",
+	"gnKdW7FPUX4k6Z5pu3bdcifpTs5OT3xtZ/rWnukdQSQkYUwB3ARoRZPq734Kay2AoERKcmL5EeuPrrRt",
+	"PkA8fuv9W/pKQPxrruzP9/qx6f4cfPb3mBFizvCpG21qPQE7AmoDdzkzVQGc5hMHkrbkVvuGNu7SZ5Ac",
+	"qhgv07G8FszK9EpYejm8je32T2lbcyy3/1nwUpR9X68Ibg0Y6Sd6yif4KD9O4pSh14ENt88aj4wLoCCN",
+	"3YHHzDO8Y9FSpepevgUfOVRifSPcG/sMGt/6KcHXQFo8jbDeOzI7YX1nYX20KZmaVsP/U4+O+Opn5MtJ",
+	"WJprI7KeEy0nrF840ymVBVf2XUZPyYTbw4RY7rdXQhTzSwSCI8iKdv0I3Iw2Pa/33tpcH/Tl0Xbp8jxp",
+	"PZmj+ghBgKqS2Tqk5KesiGoB5iZ9oemrzDpdcrCEnUUCh4frUpHHCZEb8AVGS9LpB6wXLTgBuQW/CFHs",
+	"SYxodQ2JNubNozPrjCScphWDgPNwC0OYX5T5zS8Niw5S12gaZ+3bduwaA8JTHCB4F1wpKfVr6xjh3Mm/",
+	"6Rg3ES9Y1JWa8J5AEv/H8/emwbSd8rKcMc6wlrUTPOZxvuvs/nD0/I7jiNEZXcdZHQPl1l0dGYcirUpp",
+	"ZyBsBiDsnbjeOf7HH253lTY9xfW/hN0Ev/9jwcs9EcLWthFJsqCw2bRW1erS+Z3jHa8k9XTZK23ao63W",
+	"w527s6De/fRTh3q3qDgtKnhOV1qh29U6FeghPM+hsKZmbaCOWk11L2G6wBrrfOa2mlboXKjMPvtQQYsZ",
+	"4i6CLlY6rdBnYsZ6Cq/DxzoQAn2pU02AL7iTIGQbmKKuua60rcyNxK3Wkwu8a/OwofVkLcRwH7wFiyWx",
+	"LX9IoOgkQADt0tbTv9ZJ9hZaV+ke1vEYCDrV73RmR8220nJ2dwEltJ7s0yne22e/g+kjMzEptBUqnf2n",
+	"mPUTSHCw5cyrttCCz/NO+hiJxwqyZUpj4eAHhPD2y5VwikhlREb5OtjNlg10NmtSk0TD+JSSGd8/YXaq",
+	"nb3o4zFuZFIYNuFXAt4InwTBJ1LMG6E4Cpq5CyEqB6E7qPBLx9oIxfhEqxH5TxZa9JrO0j88RxvyYDXe",
+	"sSJXGj7/bn1W9O1LBsR2m7uC2HNg6TLW3G97Wz/VvVcExkByK9jVpnwcfEFb/M8ldf88g/QqjyvdKshJ",
+	"AJL6b8/QLRA7ppsaSHuEJhzlpa4H7N45lHUXZ9zoHz++e73XkQ8ZfA/d+ZCrrKY/7vcgf3dn857rl+72",
+	"oB3wNHXmBdoTZkm7LmMq0CiMVKNc9CojGN7rnaQOwR2SVwYPAFcYfFo4qrWf17ffZZjDC4+RqPYrjFrs",
+	"QrNKaQ0bcwPBqytR2L0EmdENE595ap1RoQT7l5aK7bqj19QH3O+JidRdRu+J7/Qk6HsJE58LWboPBR9V",
+	"n358p36Dbu2mz3aPekcvXx4mLBNDXuWWHR1iew9oeQyJLk7FimJlLADKPjtlzvQCdZASU1jKCz6QubSS",
+	"SJKzkrJSTsnTOo9ZP7G++80n/Gt/iQZyCit06Y3FBwtfG1SQ4ilYGurTxEEBuwO3V0LNs6d3rj41Fq6L",
+	"IYm8V/Vx2epJ9wXeAI9L0HEtZw8vZM/7EG8d6AEslnSpd39eU7OKDUWAoL3jOtUOd7zvXxG6WniTi7KC",
+	"sTkPkD5mCd5cu7bNM5QPQJ+J2GpNcz7jtkJwVhlXM2jC4z4E46Jt4Cktq5RvAgNih6hreG403mGakktp",
+	"sEPH3LCBEIpJBZLu6JBNUCSAvYh9cTxTTgYDd7cU3AS7lp7kuTqXap2wHFu9swP5opXdQt4jTGGA3X33",
+	"um5wgPcKncsUlI3Wcv4LYRvR86iYB24kpt3oCj1VokSfRoSXGE4i0JR2j5LCW1IQJnx2QhCGvqeRG8LL",
+	"w5eMG+8bIWCe+QCVEWKfnea5njYCCyzTArOxkPuxjZ3qQjSi6mc4HU9KQWz5/q5yX1zzB+dBC70d/AC3",
+	"SHhPRJnuDLqzPYQPbiRn3TW0HdTZVwdkAC8hk/V9rAUrK6WaMLLriyISVrNt6hKzCqUa7YHi049yUFWV",
+	"53X1RykwK1SJLqfaKxxfnO35BBWdhVnoOvPzK5QwOXQyY+uBu00PXCz252f8vg5yWS2p6n0vTYe2Yuaj",
+	"8EOfARgpLfvstJENg7aZUx84VJqJjM2EXZ2Zd16t5su9pwO8ibyibebOdw0FIXq/cKbuCwNW1KuCsG7A",
+	"QFsaNpaltoh9Z3fscmZEqqHoHwu46ji+96Vbbq729tkb8G6fQg1H7PZBhyn5vn1bFoND8/Wk7p0mQXe5",
+	"rxMBxwwvS3ktTMJ4lUkNT4LOFUSCIkvImxYq1fgpdbeR3A1jIj+fsEKUUmcm/I3cTpbP2IgXZp95nafv",
+	"tRtI3I7LYwNrSpz5DNQOupQjCU581L/B54PKN6l+sanY0VQFil+cwiiy/sl8WXCcf0j1xT8cviB/W12d",
+	"A4W3e10FpxF6PFHX0UpVqi7l2dpMj7S8dAXS3RdMfwm/dZcMqzzvic+FLpfFVgm7OXOXM7w8nEfojfOP",
+	"PoDobzLPJWK06SesL1TW+NUe9oH1dV+RLaeHQ+N0u1BOj1h2QlBP2fBCZQirEnsf+wawex2a4xuejmsU",
+	"j+QAgihCG1FY4Ydg638DwuG3s5eeJN4Bezfqw1B5HqDfsF2lHd4nTGms3cU/7CUsrSzTKh5rDLDIxUkz",
+	"LA3rnwkFqJ+w/jmKwn7EbLDLsX1Qqqs8sBVMeCZOMP0NHHr906g/1mmjaFTmeTCXl8kD6MuNWXUwSxQu",
+	"cOsQVVPCjTj2T0p/gu9aFvz9pcrzN3D5w9XLV44jLrpsG0V92m5CKjaRKtTU3KXHsV6SVTl7bh/cucsx",
+	"2jFdhGN4dJwauJWdj1B24uoGoAFxsVJm3l2Q+oYi9eAL/g/easvZkvh2BRI2QDve+MwwVKY9qQOQx4Tm",
+	"krEFEKSQLXl6ZdgultNPKmMJ6cVnaexeu5cFgjuUDoRkAg1xEFDdflrWrvjcfeMW2b8e2dcYFy5Fx6D8",
+	"dnvI1s8WxL93EAcYcOYCQpfwSPAADJ51WEsap/+YWLyCmly3iWp4RozgOTWWAgB+1qA2sWOhvNmzH6nc",
+	"nuGrxS3TyARqZyF5+I6UB61Bbx08W3z7eoaTB+TfMZQlv052/FiXtpfLa5HNk4js9nM5FFZOxAW5a9iL",
+	"w96Ph3Eq+fPDBVdLVKKPNCQ8hQTLPtWlXUsxTaCfNvhOfFN3tusf6i6AP7lrTlqu5FkGF+1hQqR031IC",
+	"QSN1JQjT5zAFIBjHwHZbCVmSBZ4W986WX/sR9PdCLSCiJrmERJl0ZkztnTgEJ1f5qOTKsikQUVmWO/2c",
+	"nFOVCb2paRlKkY5FSuSe9K0Yf8BCQHUMJtG1vhJZTUfDYfKzkk9VPB9C0Rz5tHGLedjsNM5npccoaEJv",
+	"LHc3URrpktaB83XlTy07i74eM+GXuEtO8TzAFvInDGB/o/n5jaV5ugn695xvv8DUVKdK3l7QdhVvAiW1",
+	"z4uPseClHQi+JGj7GshSDDOQ587CHRTGlCkQJuxiPPXokMKzBlhvc6HsDFqZxkhjpPs9TMOL+npolMp0",
+	"ZTGSGBPNuD9ln3Rl95IlOfzuLwhiDvFaHBM2fRs+9+nFHBGCzoWp8lYweA1JcHd69B/4QY45VUqbXoJD",
+	"cYE55Vygo2JMPTyJkEgaxp2KtZa/srTpTf2V/3/v4jrtnV++6uG41jzw/9JSLXFAamWqCVGoNCsnKUJG",
+	"fAeZr210/1VGlMderQBtSCqLlWpTLmtqh92+uynw8lemz37Hv+/VdNxw5Zhj9K1uugxjCEnjg1nBjYES",
+	"lTg/dEGdicWa5xYFHgXwcdJKBZQwzPIr6CDdn5vdPihyA4malAwF2k0OKqLJA1rAauI0M1K4ghf1iIoi",
+	"8Q+f/IV94PPDMs6MQUtpXxaOUoJSYrxzNsreX3imVNc8l5i2ERcXrVGR+X+0VI+gnOf2Fbnow1eEvMKK",
+	"ZtFZv/MQGIy3E8gv505CQzY+cIR/6On0kUhoSgG3JL7+hQhivqK4Etiz4mL39eWB0kqsKwRywa+XlFm+",
+	"8QZjvIsWlLJcDG1XTWXSKKiELDpfRrmOpvbeje/pFhZuNbXNaGqwrcIWeWCKWVxavH4aPafs1uhmop2w",
+	"xJ1OGhhGfB0o+T82Drd75FgbzyngU7D2VpUAU4L9WTz4J5nOGc1AVzb8nFw2W7f/w0SJuaz6orm3Hypm",
+	"HHxp8O7+eQAneUlD3yh0QXnzAAA5VNc00GEs8szbfw2DTqpFtcAZmCKL+noirBjWP1vk4AYzsw2Q3PWX",
+	"vBwJ27xrzxl8CwXIL5owhXBWM3QCxXU8eEhuScCSBGvQQ1pLtvqpG13zfD/eMGsbefNc69M57ubHEWqN",
+	"F6cDeNt22RaAHyQAnyJVSgMPQrZbjD+PCY3HBMI3A+MJvwKqF3T7tCJlDbEqC5nrnE3EZCBKj9pAfWqs",
+	"KI7DTCqfge5wRZT4jIgeDH6OXGO7Lw9frFQH33KVfbgW5blN37oP3SLl40NKJaaw+Ft0fJDo+NbrTXBA",
+	"S50Lpq9F+dCwMOezAU+vvBuru4Up+ca5Ym8vL896v7z/O/t4/t4TsC9Wb4bUE0/9hT7YhIHbG/76Ywgq",
+	"7rN31jTp8sBLX78Lzju3zfpQuKTO8asjOjKKUYTONtHYcLgnlKgB9ektORbuTqXneReplB2jGnNck0DY",
+	"xioj0N+GjMSeyhrDEhKagGFtZi6Fss+MA+pSGIP6MMgAty4CmHzqTqO1qv7x/D1mudCjyQ9QBx78A5EZ",
+	"DRumdqeGnNEmeNLUjs1JWBFeiPbSnQcV5larY4Qfz99vBcPjSVdcT6b86tAR0wIXUJjHm/KBSpk4C3Ku",
+	"EEfmwhx8cf+4H30y39KWq1BNyUEkcWt5Op44fXy3/woPWu+1NIU21AukvqK/F1ysbY3ZQh7hCeN1WmMp",
+	"MN4O17ipZ+dQVMfCQKB2Z4DU//PZ0s9MKPShIlCZ+WrVCVdyKIzdO4kkWdTdK8pmR5GSi4hVJc8hmZ18",
+	"yHgrz1aXh+6z0/izdWWjL08Wotzuo5ChgJIcc6fUdKZgdofBGyH20OqoGRFflFSv6cFxtvYvMhfbRPpv",
+	"K1g6xc1IOlznru0YIx7WDQ7vkXXXgkrzg0nxsinOw24ZSMVhPPOPbhXg07EzGaB37k6yg18GL8ae/T3A",
+	"H9OiqOdTPjOsP5hZYeAs1UNZePGfyc7zwx83+h2ktAGRuRV1qSj1pJz/Og/e8HkdDhh4BCJJBHzuYc+c",
+	"Dv5vsfqrX6Dy0SFUxhyNAqrocXp96ptlKvSp8Nx/2TODJg23uvzesjaOflx9A6zU37S94FaaoUSd5jEr",
+	"Xys6sL0OpQ6heCywKgxRKK2ZQHI77deCrrQpZQySQ1ZqYs8MHHDDdn87e+kN8FBdN8+6sVwHgxKP/UjP",
+	"cmrQWCtduQO/+/zwxxP28uhHVnAKAQqV7SXMaMbZP6vDwxcpYBj8r2ACu+YzI8SV8YzZ35HeRgUxX6ez",
+	"0c23q6/92mQEdqrab7CJtvraVl/b6mtbfW2rr231tbvS186gRvVh6GpO2t6injZHCNepn8UiIqKFMwnT",
+	"eRZR+voAgyzx0CaBXoY4bZKlahsU7HbmHtZUImarBzwpQXtLDDTL8jVpQ2+zre8FYiEVkzdgRoSTfqcA",
+	"e5Oa2psBbEwPtjI8capiJkfPkUTFcv/17iwKRziMLQWfBOZiyO3hGdBSWjEpdMnLGcDv3jHre7Nz3x2k",
+	"PkaMA/0YgXY72xiyKfN07DWv+dojCp/TbGGA2VNrFqIkdpy1Yif77FQFZihgUkAFLczJVzGWRWGALWnZ",
+	"YyYt+54E2r9lcSt213+9O9vW/D02D7BawZf2iHy+HaJuufP3gxLBJcVbZd5uH91O/STq3A9F5HxghLJr",
+	"OIJPOhzBmxEy6Lus5cvWcfk9CZmaqRVc9pp4rFq3Zpd0CX7UpyPwtq7Srat06yp9Iq5S1UTJx+0j9fby",
+	"en0LI6PZ3+iExFKHZ8JG8toJDcP6p7SLOSYd/ix4KUoKSTefgLHpPpLwwMsB0iE+24Ty/jFR64SmQahK",
+	"+X4aGOkF9zaY6ZFZn8zZ9Gw3yhFFAx+ZH66kyuoWoODqfcYabT6g/hL9CD4WPuEz6vjB2URDiJ1af0i7",
+	"lzDYp0ZCU+tmDj4T11DvyYdWlKwP/1y4c6JS0We7xNBJnSv6Sny29V8x1t4fc/ObLsUbeBBVmy5Erxsx",
+	"cS9lddkRGQeCjJqN8VYi37/53bfVH79JfzyH7mGdWwjInQztEaaqyaBbVWrstnYlTir748sdGKScVJOd",
+	"48MwRKmsGImyNThv2URDPooE9Jj5Me4e9X5oELMeHu51jW7CP+Oe7hzZi+duZPwzjsw9uB7n0TrjfErB",
+	"g8WD2KHKBbfqNoDQXem2QnuAjqe8VYg+6DBARIq0PqHLYsGbYbtQj0Z/AZJkN0SsBI6vS7liA8FMNXCv",
+	"GLR23/OELfHgniZhSz0DywKALeuxrX962LwtjTPhdDJQKP2hYFbfWRVT0kWzCcWBpllb5Q9Xs64VM0pr",
+	"bdowbq4E1rnyEoxvCzb9YDZfuP7MIULBBzKXVgrknoZ64d1+yiei5PvwdjPuw9PAh5Gw/kSmpS7GWonm",
+	"36H13QnjQMMO3OvXzirAS4TZQ0pyLEnNxdA2G8RRN9FI/X3B+vXsfcqEkgICfI34YSvrTE1SAK8A/pe5",
+	"6kl3EbXNY5WyMgc1/Pe3786c+SFKoGcld8iyCtZG6duTLF+tZ2BJ7ervQH6r/W7YOLN5vC7rlNJuAfsB",
+	"AjbusbspMLU3KiuNBMjBl+gn98fpWC5pHgQIs3v+yyv201+e/7CHLpaL1x51PLtI/UjsvRZRDJQi5zPo",
+	"6tDVHzRQaCKAUQtsj4bPD4+CW8TfBV/5zLD+e41v7RNgLlATOFHJc6NZqidipetp4X7yPnmqZWmw3wW0",
+	"k+BlhgCM9ARIKL/PTlVMxvysQSYaS4uTOWkZR+Y80r88/AmYlHGyF9ozkf1ZGQFJMO9evYmcOoZoHypl",
+	"qqLQpdOuU52J1Oyxl4eHrE/OmU8mK/qt5A/G8lmQOku7ZiPNtK3bZsdg5Rtns1NVe+zxi5AOqJ10YvFB",
+	"4ENrNQLOEKbPbfq7282Pl6WnSZfQxtITH957aL5qsrksjvg1P/zw4sc1Q0IBQtahhTi6yYDWfj3uxZMI",
+	"RKgZzQLMlMLoqkyBLILtvn7z/s3lG88AbJi0CTs7vXz1ltlSple5MHgSucpk5tTivbn4ln9fe/Rp2cuX",
+	"B7USUtj/pm1L2OzUIUsIuzWOMhFnBec3NoUGnVdXFr3S0/Fsb3VM7UkrJUdrjOmMz3LNs0ut3/NyhFGy",
+	"ox/WmYCA4pBocekm/zuh7kjgZxTELbE2xHbasdrtVyd1HxpzxyoV6+AL3fku+xMPZy7ajum5h5VFvaqB",
+	"DCct4loXpk1qQjPGvaBlBc9BaZ75pxkGussi6SgoODEEtUjf1/ApW+G7wSygxtLjyuTcWGbECOKJdBn6",
+	"A9wBeXPGvJjpmtWwHx8H2d8DJJHfMjndvTiANpXkllm3e/otuT65TcetgO3MJK5AqRyWHE8k2K5NPdCb",
+	"wEtQ/Wsh+BI1zy0GbzF4bVOOrJWeTEXPZIXbud9s2p2ucQrAm/TXv77E4P4q268jRy963lSUwh0ZkX13",
+	"8L+1KDYhQggsW9CZ4+mlU/nATIzWRvDErr0ka2/WTrONjKk8a3Q9rpSCqFScy9SWt/UK3xqyRk7Nw28n",
+	"sOHw+/yUdOZCz89xwuSQcTXb6q4PtBumPyPzCweUmvGZegx4AT705bz9wKvM0QExqIxUwpia1TmZb5Xe",
+	"4PfXKp8dB37/GG98Z5PWIPkCzFy4YcZ5aafmAfPv31VyXnd9RcDrLYZ8X0zGcBDmKNN4I8FurM2jQJ5m",
+	"uYGxungMMKSLR4NCDzVJfYuOW3TcGDrq4rGBI4VfipBH3Q6BP0vftLaZP0llVi19RIhv073nZKHbrRIi",
+	"M6zfSPsNgSDMUuzIRQlp2lGJeHQt1onDNf0liYcX0Vc/0czDeAoecNuMxkp1jC/ew1tUfZB260WUH/6g",
+	"e1408PDgS/wjxs7F0vTEN2cdOYnxg74iKdGn/BUQ3ZmLTSC+Uroidqi7Qa6if3TUiulKiAI8kJRVFKiX",
+	"N5XR2KLr+g0DQSTxiINITXRqj7s0dtk2j26bR7fNo9vm0X3feXRI7xsjn8+me3P2+HSCr8qnm9MJ1ki9",
+	"eHOT7Let0NzmXmzz325Tdnz3qEzwBJkHb+4+8+AWs9o2ga1xWtsWXLfguk1s2ya2bVX8r0xse/NQE9vg",
+	"LQelGJbCjLt9fefa4ue0ucWOWR/+/bsoDbggJvpaGKZV8Meh96wohRHKigy7n1OPdSRuCxQKDFG6KYvO",
+	"cXznfjmeZCoKfDrNRJdPSIkpTvaWI+or0s1gk7fv8fs4tn7Y7md87irup9OzdzhcE7fJwdMH3RPkSBjr",
+	"DuJQfhYmibgETYI0qtLO2FSqTE/hDuitcxId4mueV4JJa0Q+hDAlMLcYq0t3rhUrci4Vc0cF7sc/B1aB",
+	"sSjFPnvD0zETypYzfL5h07GAdBHfWuJacIDkJIRD/RUYcXZ/rxNSgKzKjPUUgrA4Qj7iUu2zc3GtryDY",
+	"ALPCSxF8gqxSuTAOidK8yoS/UhrmDn4729VpIS9xIRYgqG1T1pccnHEQo2tddyH/jdfOE5nnM/8heqo8",
+	"T480rDKiPIGGje73pVmHIRqu/GhEOUcTHSloR8//uk7Dv9xolktj3bpEk9314uZ8N95N7IM7x0OeGxHe",
+	"PdA6F1xt2sinte1i8PqgHC4ge3J90B66enjHSNtk0KqnKcLPgMZ/LKDk4fN2lPS37NOcI3XeSkYsVQ8A",
+	"WafqZLYBT6+EQvZqRCeDtLJVnrO+uU4/Fdx+6nu4U3MqSk587BR8wBDivypiaL14e9p7/sOPBLcJK/IK",
+	"RiNUWs4KJAMpZnhIa6wLyMPeXItyFjF3R4yvcSdYSFBx36pLNtZ5ZhJkl51K4zu9IoNWC8kVNaLFuXHw",
+	"iUA9KqE+QZfuAZzITEVptGLTsWYTnmF4FKeYHhfPM9L+BjUEo6VIZuKulZTfAn98ZlguJ9KaY4f7yIFr",
+	"mNIs59Yz0zhsg8kBPhVQFnmWlcIYEZ7oprxPnGDvCtNnu1wxTXUXfXruqQUe48Z1NlCgwDRKNfIDO2FT",
+	"mcFKU0Pc+fnbw4iSn0GcvapApR+lIwaR8e+ygdh1XpED7qAl4yCQbyx0AJQ+roUnAJjTLLMll3lXyo8H",
+	"sp1NJtX4l6zIpnGYP6dm0PqxUjiZkiK1npuDef2DdPdIp73LdBza4mEyOz4Q13fKDS6fyBr5CXAsa60k",
+	"4jJS2oLKolBTCaI8LOhDFyzfuxvhzzZ6sQjpbleiTbgCBXG5+n/wBf5dGXZzmpUJ4GTHpa5GY5AZpcDz",
+	"4KCslFaAHBAgb9ypKXXOlM483kGvt0CtTvzp0fYGRmtlUc2uyRKHUvH8JEoOdb+8EgW57rBfp1cWfS55",
+	"DGyotkNKqRMh0Fa8qV1SbwhTc0Kqmg/S2z5eBlHLOvhWj76e4LYUBYoyw4cin7X5HtxrI0y9md5/iQu2",
+	"cyeq61KQSphyFpJqzv/+NgbVct5x0e/gvCc7RdWmwtLutrUIrcpCmwVZ6plQg06kyzY56qHA9+OH0+Pb",
+	"/oNoOgka01AKJ7ScTksOBLhgn/1NTOO3x7ponS0tbq6L7rPT+cON1HYDQSpV5pXBuVt/SthApLwyuJ3n",
+	"EGjxLH+Ep93SWb59zao5vBWaFS2T1QSFqxfwTtWnVZDkF/Y+vJXbvKv71aZwnz8gbeoArfDu+MdrAZY7",
+	"ZTKhsxNs+AhbwbCNDAEEqci+d0eu3eFAxgGoJ9wC6yjglgaeUaeZDeWogqY1ZC54IC+1RcPVWeWn8yOB",
+	"Dhk0mtipqsvgVyXgTdrQFQabOnUQAzxQb1I/p197KsAf+9Vm6znc/7BVLBzjansQHUZkusbgtq24+DbQ",
+	"uBjrKUxqmGEeH67a0wcH5L7xBEJJS+Kposh5SmpT9EG1lsY4OD6wDZTMsUzBa2wySxY9KwQttVMlaYCN",
+	"d6W0eTTRVaXzjP6KdIZTXaINZplWqdPzWixFciTmgjfUNzKt3EdmNVgJj2T+Q6LhL2qBLYjUgh0w0w8b",
+	"O27mSvIdzsJiReG3d+gSVdQZcQstt2PtYeD3nvQRJxlXxHXnxChKWZO4LeJsKugKmzBTpWOowY0dJAmB",
+	"pIcHPE9RRCEdi/TKkLPayWdoZ1EUQmU9rfIZHHB6I7jC0dfte3PqkqEfKgt+JrdbT8/e7bOPRvhue8El",
+	"o1NgC8hOQ24b5LuRn8gIp75ojLMNeHoVHjqWTu2aERi6s1GPqZTXHfHaC5q4U5jk+4rZ+pHCB0uDPdeY",
+	"nRUCqRTEZz4p8lpbwm2zHxzKPM/h6rXiuvBwUPG/KarbGDitnjRMVzbVE0HBZvxhvXAzXtsYlFDVBE5Y",
+	"labCmJ1kZ8hlXpXuKuSFcGfuZkMFvdZvMr/7YOhWTkTX6PC69n52zlbpuZvvOOUH9iwyLKwTkl4CDdsY",
+	"9ZIYdZeZcksSAJ642OstwH+kAa0QAqh7RchdaKlsIwyt9NQktQaRcitGDjSx+M0ZfBZdhqY2NkudUz8n",
+	"Si0h7Q1bo4qQoScm2MDUrbZQloII5PJrMNql3PJcj5xF671zsDNRDEEg1x07fKkzUadjTZEyeE0rkp9F",
+	"87TBQ1e/puvMneb5wiKY/Sd1XBY+/9vOipuQ9sMBe3OtYwG9yMLGXxhgMpdhNqhkbplUaCI5yxKaoVZG",
+	"lAa2YigCh8QmaZiZOIlHofoSxYrbuw5+s47WiDD6TfokdC6WbVOYvqezNUua79uAbZy6NfOMcPcBTi7s",
+	"PNhAmPjx65tLtgz/vTttWbrP10VYyEiHYd482ecU4Dp4DH081vK1jXTiYdHQqH0TkZMLfg2PXysbJfp9",
+	"3QGVfChRzombrTtmgNFQhNDOpAUAV3uXH3zIZBsBWSOfBJb1ViFrmasBrjj44v5ZkUKChdUB2uDoK43p",
+	"agA+++xnJ0J7UkUKJP6fsTLP2UBXoFIyL1fb0uh+qtVQ/3Qjc6FsPmO5NsKwUo7G1pxASQmz0A8fhbTV",
+	"1EofX0p2TkeBOE7yzYz/c5ilnXutK24cfHKzbH1+t3ICcWds8gR2pHY0XP9rCSQ6hJACMYGCUSvyma+g",
+	"CnVZoZ0QyTA8J962AooXo4PfDg8Wc3t35j38C4e6zsPwt0GaVetB5gaUA9QVmjrCYBb4QEGobkzP6cr4",
+	"+HYAuD+VRUzXV1selsriUzxwVNsMjyeY4XHH+o01RQ+8CWuoNu68nF9enEVtWxFsQQ0BFHMHbY6Yzqsr",
+	"7m6hRlKJZwYfQz44nzgLV+V6JFVwoCmmlbOmohfCVZnGPFYmPpOzIbRqJWB7ib4I+KRvKhDwhDmmOK3s",
+	"+FVdvHjjitq5frQi/qqByLUaOR2ty98Od1/AzevTFEDgoslTUHDrNuHO8c5//+O091+89+/D3k9/1P+7",
+	"/6n3x5fD5Oj5X/78X+vQR3ys134491Vdn+K2C/zvV5MtxB/x38f//Kc5+OPLUfLjy9Yh37c6Gi3zolK6",
+	"Jb+5LbVUzWPTbYGoNUWkoS7xq7bgo6mxD48/IqB5FiOgYTxNRWEhsvkaC44BB7HceLH7eMBbz7ppzJRq",
+	"BijTrq6bC2HkNK+Mhcq7mc8NbpYanzBRVxlDzGGu1NipmlC/cAuO3gU8NasAFWKW8cz62HA8PRhljX+z",
+	"Vqh1Hly/NQocD7OOBIdlw1GGH9caYgSa649us/wK80u4zLHefi4m3BKz7FDmbt23cdcl3vr5ObxNgFvP",
+	"b/91GqAufWIblBVNUa+rTV5Q4ij3rlNLxKSbJjxi4iKUEN8qEnpzG034r9cdwWBt0xw3Zh0vvGyFrdxc",
+	"qLCKST2TmAPF80m7fneXZO8LE7la4eJ+H5y4nYerHOLm4SO3haMPz9Ffg8YdqXZLzeMDK8ySRmQ/V9Lv",
+	"KQKoBss5QxpoKlVgaS6x908OPUCiAolw6qa6yjNmhKqrPUfyWig2EXas8VR+PH8HPsTzX16x5z8e/QV+",
+	"6X74y49HP7JMDKXT12zAVZ+4iMOgIYnPPLX5zDciaYVeZ20jvjZqtN31+BRfpJ3yspSCElY4G3Mzjiht",
+	"4hNXuwWkjdNneDDhpzRXfCJK7nZDkfOZKGFOzFf6BBKfPwP1r9IEHy1xDLhFbqF1FG366oZQvP1lK1A8",
+	"ngoNXxFkKayj9/9CccqY57lwYg0iTZDLfi84Dl+6PI4Dfw2VIUAMEoR4fKScWQ35KVvmwceM/Je4R+8L",
+	"7CH6syJ1KtXK6DxEimrGMGcqVyaJQrvoybRyIsxJDewZt7xN4XT7/UrM4Bqwikjb9mYfIymQSeOAkLQ0",
+	"oxcq34YSyvoZT1NdEfWnrixkOtbFMPvsNaWg45csYfnyFxLXjhsIfqz7DTmz6rTF4HClHiE1oUEba0Gr",
+	"b+AjrMN9ZZ6HGKBpTn488VDO4ywPSpMWn21t0q9lzdNS34KrobETwexxa4PDwf9fz7+A17Ymm2O/rJ1k",
+	"J5PALJRBsjks/FrZ5jXdWRZvuhVsZ7TvHg7bmduX66SV08dtHRmdjoyKTvhtwDrO9rpphzF++6LBhqnL",
+	"LcsFh6acGBxuYS0j9dbw3O1l0HJJR2k8KoZ4Ay6KhSA+5BPW+mfNX4Zi5DZzGZWGx0BxdKDm8UICMhoL",
+	"PRXlsMpDaqMsmZ5C/C0AYWtGY0KiwomXgZuZ+JgnN8l3dEdsoxxc7gUrlGn/re6rJOjUtdHSlL61rCeB",
+	"GKVCuqfcrV4Nc7fkm7apkN9dKmSFx+X2YHSlenzwpQL+06WpkBd6aHtZyId0dxwvpbaqgiLZpiUmQRHG",
+	"TGzNcq1GonQadihIkFDzGZV1R8S+mH2FddIhbwvUC+9+gYJKVHOYqQpRMp5NpJLGomLdyqMTJzYUObfI",
+	"4JtP+cyQoDB6IrAcXcPQ/UOhqKIr1YAw8GbaL7HS3nusOwDNNvVyI6mXGzvxa7BqzZmeJPJ8OnEIA61B",
+	"i/XKc2n5DDzjzVt6akl8fP7gPzPo1XP31KccjzJVW2dVWudoAnOtt1aCluOUFSaGQ5HaubRQYwXP4BMs",
+	"SfDPFGNarrT5ogez6XTMbweFTXFvraFRPXDeraWKEyVkojq3dS5+B/mV96g0HXhLojuSdCGsISKbYEwi",
+	"ETcx1qs51aQURliLfJ6YME6AWbscfWBECewhPJLXBFJVWULLJCX22Wmet4BslBkf61EAutOxFlhELZBn",
+	"SOdZIwSf6xEQXlQ26F0tTFZGgMvvzM/NA4M5FIF+dGvknsdOgIRp+DPP81myMOd3Sy+4hvpWxx+5aRQw",
+	"RII4bA1o+NTkRN1i46PERjiDTQdWUOfuCyr9NjvAHdaNmO/1yFuZgDRQ3T4du805cLpdWgpufOTDt40T",
+	"hU7HPmw9AVJ7rIr3F0hjqpoNRdrQfamV0guJe3xuU92dbsJnbMyvBRsIoZixOhfUjT2Ys2jERhyFqAfz",
+	"SZye0s6w7IDvQgSGh4dnMdLgcLTLkacVVVqI4b1/rbGQW0bmZYzMed4Q53d0rG0p+MS4UU+4ylbFVcn2",
+	"Ky25U3XB/J1uzE4UKZGbZ4ye22TrOcbMZZ9+Agcd+Ml2z4QCt3SlrMzpLe4BYMxCmLVkY3iLtL41aJwT",
+	"98wwPhLKJphA89rflSXsvFJKqpHvagH8yeyiSlMhMvf3X7jM3b+XciKyD5V1RukrrlKRi2yPmn7oTPjv",
+	"dAMYiBRs64VqkZAZ6ZYZF3EIj0fV7UznOWT61CmOOGHPaCISxofQIAQnuYP5C2bmlV+we2vXNKbEHBy/",
+	"3wZd0UK68lbStmFywHtA6e+66HwvB3Wq8dKlUBhPLqpi3dnjfud7yklYw2WBW/F147iAW/9cthDxNrz9",
+	"7PmNCp/4S9eJ2xIy1BtuG8HtjODSXOVyKNJZmgcUa0R1EarbxMoPHWIF72jh/iJpgjmA3cLk1FyhLNEq",
+	"l0rMFYLskpNRKywjz/ZCuIEe7JQ6JVLrPYlM6ekxK0ptdarzhJVioq3wvQMSNphZigAOSyjkMCAr6Ies",
+	"1EUBSiTmxtQvAvvK5HqahF8CdSN215YWfmNYpSC5EkSiVKkA9XKfnc6XEsbZj6QtUaMnzoagLKUa8CRw",
+	"60jF+pUqndgEXurYB+oki3fOTsdYR+/TBLukxhktzDo1PHeAK+2A5hfZFw5F2NKJ8kWxgRfjdu4GdPfX",
+	"Dby2uc26Xg9/7J7vH1/eB4zj/upC8cv6BG9RexUT3QLStai9G4Zxb46sZRTALYsVlGhXlwL9KAmAujcK",
+	"W4smr8fa2ANeFDSM48hOHwhkZf2AYgO0PzDl8SnIl2uw2XxIkScZWIoROmOlVnvwpg/DITwGnhDZHCOH",
+	"0XzKZ/vsnQ3WikUW4fTKsN1UZyJ1YsbovHIPJFnCSlDiDZLeuh/IgvCiKZ4sEh5OAuBFupQjqdhuUeV5",
+	"worKjBM2lLl/hp46O8ar3HUHajkRZhnmf7Xr4VYthfsQJBGIM5ltHMeD9b4xe4CWcg17IDIsaVS3a5ht",
+	"XpTQt97AIqi/dCtbVlkEpgaFTQqQib4SPeu+AGq0ur3Db7mZq0dFFAeI1x6k+w2E6EPzUQxR73lBieUy",
+	"VBelqzIVCZtyaYMJAZ4odiVmiNgORieCm6oUVMuEQuSYXctMaLYC6nmVyXARiQhlnLCjkhddXkWxGQfW",
+	"XpDjQOBhxFEvjGVCZaH9a99drit7gXZBn+1SYjU7OkwYt2yijWUvDvdOyNHkPgIr1clRNxJOWMHEeJql",
+	"gRNQwlZFAgJoL4ytFNxoBR1wQ/U3ldF+PH8PUUXIgahzZrEaLgnxw6hQYtEVbk1x4bbDpTttmwkBNt6x",
+	"IgKIe8PXYd19aVU0zi5/++8+aw02xlBXKjth+ooZUBuI7IFHWxl2brYlpPreg4LurjU+0eGkTMVHxa+5",
+	"hF5C842HAjzPQeatSIUl0YZ5uXAw4DYdL2kqVCnDqsKd1ueHDO6GQ2ESdyxKBiWoDiwT4kZpVssaqUa5",
+	"qBsQYyaqykQhVAZBfsyegLwMAwYHoYM7gQ5YTe24cT/C1TDmRr1tHswhLIkM+KnLrOaXIuRbAZE/w4zc",
+	"AU7Ci9YCS/MA0JJG2wWZH1QoR3XGpVcApMIl2BIIPKBshgh9jFMneB5DkNk4Blle2l5R6s+zbuCpK5Ia",
+	"MUAixcFW1A2l1dnuc2DKpLJ6wa2RMF1ZIzMBNMLeqN/FHDKYFPg/rURPD4esFE5XQx+zU2fNnMvY3RfY",
+	"Vdw3UWq7Gw9EP6FDmdMDpRph/HHA0ys9HCYUdMX2AcaCL3yfnQLVFcfuaPnsmBU6b0Rmg7WLt6NLZp+d",
+	"soJDcJPbiC2P8fCJLTn6J8y73Rvx0NJ6d3cLZYv7M/kcYQk3RNYy95r1lEpsSiJKUC+LapBLM6ZKgruD",
+	"zWjUFFzrTIZb2NoUYLV+M21Vyq1KuaZKickhiIMIRAtMU5tHdl18C7Bjj8jGN8CB8IgVSY4VeHxCOS61",
+	"W9n7nH0tlHfzO+s6kyZ4+/fZhUNiyBemMXgyeaqqQjYuZjCTxbRBpC7uAiEbb1kBkPQlGub4MeGhLrZw",
+	"uIXDr4BDXdwXGs6MFRNo4pvptDuGdy4yWYqUxP2g1FMjSu+jhNoqB3UWY5DSTRMVYGY6rSZCWTSpCz4i",
+	"NybldDT/DBEgrtAN22BnOVksAW3WWpG1bsUIwc0EbVETmEKKL0+XqIu/CntayNduHuYg5sXh8+458dOw",
+	"4rN3kh2kOYInvteIT4uPBVcB5qR4Z8Di0xLWn1tCt3y9Svb3lxIxz0do/nwCEY1l6+R2VWN244MGE1uf",
+	"s4jE6HiHdmePDJydxcN41HEY4akt0RBcRmdvjUqHuT3LzdU6UfVClFJnMmX1vQzupWg2sKb5aGNR6tTt",
+	"rJjtKB0LN+jg46depbT7ZEktaisFoe6xyAuw1pCciOVaF7UALETmroQgtPYcG5SE1B5//jmM+hI+eIPS",
+	"vfmqZQkoC1Pp026gQOBJ5ZhEm2h+VpYclm89B3S+DsKAOgVT3d5dXztJ6/TrsZ4qJ0TBW0ByZKwnGAw+",
+	"DpyxEzEZiNKMZYF9EAXP7ThhUGAcwHfCpYLIHno3gXaPyr6mvHQbnfgU6TaUTrxuHArUl9QvFIJhvjDZ",
+	"57uwUlxLQ4lrCyLpFY7/giZik33am2/q4iek+fSz/SROw69UUjX/8Rs8ARm3vFcKt6xuKdNccFUVB4Xb",
+	"LGK65EC4TUVk86EDrh6i2KM6eWCuS+rGn0LZkL4UXskKnct0RvSlpYAeZEFG5BkGom05YxzK8EWWBIK6",
+	"zBNycDUDgs599oGI7YAQwJ1SqJGAiiwvMDijr2QAMovH4Qxvfc0tP/fDfIW3rMpW/RuE4z3zM8V8eGp1",
+	"CLnQzJ4wip8brzBg+f+S2gFdflti0C+lED0rPlsKr9fjDDUgNLiuQeB9XaP44ej53SbntC0QrV0nrNDK",
+	"hw/dpue0ARHNIpoF3PLouKbhIHwrJKVaDeXopshUVqqnVSpWRGiBuCw+5g36Dp+AY0SOxiRBmBQGuOch",
+	"9JHn0a8x6UcBB31JzMpJnAI/5RKgKDya9N0MVdq4s5BhI3fkS12Nxh2im/CPgrkowj1wohR3P8yw9DHV",
+	"EyLH4G2h3Ep1INkmfHBtrzqv1Co24nqercZ1m8sF6uICvTunXeeXrc9HPCd3tgHgh1POXmF/iXawwwW7",
+	"PcjrdpG59w+4ET3cdT3Y7WtY55YPcoddUmXis/sfW8rRCLz5KmMOYpvG5TPDcp3ynPDGvzY22FOdVxMF",
+	"/MTTYHUAPYXyeSMJXfr69Xsw2nkOvEo1WIXnos8Mul9AZdK/ha+kD4Y+cbnD8HDYVrNM8pHSRrCJJJcb",
+	"K0o9yMXEtJoxr+mFFzB9pzB7q7quIXcsMvG/fo+Z0hNKxaEKf3ga04N/idSu4qDN8pvxzy7oab/xz3JS",
+	"TZiqnN3oRuGGlY55yVP3DSGzEZRvHNSJD8WE0aOJaMtKpUjf2JHnzj+/zvJXY16a9mG/PDw8THaGupxw",
+	"C19pXzzfSdx9bpA7x0eHh3DFRCr8xWH4Rlh0IEratBY4v+QdaBy2Iy0onK6tDthFIIcpuuR8d2AxN3+b",
+	"NEvRz7zSIcMVe3v523tMvwf3YClUBq2rofTAe+MXXP2g5gHa9XFv/8eMT/I+ahx8Wt/p/bZMWiPy4T77",
+	"WdsxnC2ImUQOGCDgCJdHFMDYqlIzoYa6TEXcU5YoIcXMs0DW7a0yUeR6JjJ2LUpw2ziElabxKT7xBZp6",
+	"TDjkdw9mrD/vSj5mc57k/rGbuhDtaOOVY/16nJ8yoaTI+skNAiBmLMFPG4zLUmCt6m7frbUuhOKF3Idp",
+	"32sHc52aj3IVfp+ijoyreML6Y+vWsd4GHYENXO4ycuzFy94Fl4SDrUi54968kwQOdPrRvaiN8/xmmAhP",
+	"aWBii7LJp+xDIZRb1oX9u9/WmXPHis/2AAa64tlwytrjTQvRnlbobVkD0ugbxw1rK+IjucXnjpzFsZ4+",
+	"/EiTVEO9EsWLUmdVahPoyJIlbKx95xlyoUsYqJ0FumydEdyjhWzibOaEWT3CigTAHmkNqwood3HPFAop",
+	"Pn2MCjseR47DCuvpQSVVQ1lOSFMdSMVLSrOBX9AoHHg7VYvnV1ADr1vB7ALm452bjk1mltRvaTmIP3Mj",
+	"U+aWxB0vyD4f6Mo+sZjTr8KywaqZ2KBuExgwDoAnaJ3gK+w0vDo20Si9gfh6SE+g4JEorRyCU6mjIvdv",
+	"OhOnOIANbsjwlmVxUPyypxPwjJbzFvZZ2E9r77iDL24E77I/D4QqdZ5PaJnb/anvjKkgPVEr0QMYTd34",
+	"qeWaA8K+uU7xexg+sE//1jnpCOl4tt5lPpSZYXdgCqQCMTN2tcN+GQYomUfYxUuXVyZU07iLEc0/F7IU",
+	"JipH/IFNpKqsMHv77NQpeNI9EKZcZjfpLBG27pt6klaFf+gtoOyXPkudvj3olAW341qlxBlZu7H5iw5N",
+	"clPtL1pmYZUzl/xLcijcboFjvXl8iRZpybiwMPbVKStk7WEO+ZUafPXbRhffQ6OLGmNZDXKwB24Vcrtd",
+	"uTXoBnBZJeprbqz6liZtYcTXN9dAJk4UhsJD6EZUOXVgiQLw3r/xQz3GdQiZ6vFhAkxg1XBY12U8B6Rb",
+	"G9kWfaMOSqOXx0XercxEciI7zPUflro1f2j4NI/u2KfZvjTLVKh6Trb28hLNq+2EbUAFS5aFpnnbKNgu",
+	"kgRhRQfoQQVQPUARC9AZOIBOCNLoD0ms57NSKDHl+V6c2O31rrniEvcfZk1GzSB7Q546C5Z67uhha8uZ",
+	"Wi1Y3KE7m9ZEFl+5QhkJY7/bYHHH9KwapFspn5Wzrex4chHoVmS4I3UlBFhXxJxfRQ3BIR/DnRGR+ZBa",
+	"eEwcytBKUECGfBTObIM6j1DWhIFWCF9jMBvCzr6trbSGXYlZD1q9uL8shpsxczAL9GYOImVWCeMDzbyE",
+	"drlEkcmKUgzl5/lx1TVtehqiM/ilM990HHOjiH0GMgRExqqi1ev3m5+OjlD0CjqzV+j/fJe18Jn5uDUx",
+	"vMGnDXVJM0lfT5+5ImZ9AY8wtx63jocW0pALSGhaZ3R4O9C5tY7saFVgeoUG1zmlcdP7ghsjshMMTMBc",
+	"oHOCyLTpUmiGDDypK6b6DB7X/j1o9t9pg9rm/sSs3i4pVadgYA4Wruh3J6buSwDAClA+ToSiDmQ8lG3Q",
+	"KT0H/wcEpz0Ppz0/Bp+I2e0vxM5zJgkpjmCJ1imO01JacsREeOx+hKzKOXAQEXRQz9u5jYjOxKhDGmeZ",
+	"Q8BK+bbkWTlz4lUaPMAdTdBLYP8Qdb46jA7z0kca6CRgRJHsgyULdDw4TtS2/Ue0toFEgUSljAbfEx7q",
+	"yz68SDJW5jmIoxZdnNIQcbHOaK3O6+2yEcqe1reFoSxVxxfW1ur5nP+Hku+54jNvnvVZ1wDQ9tx6Gh+1",
+	"pxGylKuiW/O8i4RRpcn8h8ZHYsJlfmCFscvaxUGHFEVcfhNhDCZP1fno+NaqFBm7+O3yzOcxeWVYh1A5",
+	"tAanIHnklWsMik0dfiEhIKrtFLJ/efgTYiLEgfqNmz4pbT/Vw+ij+gWDkQi20Rgdcvxw+KImT44HjegL",
+	"HTpSrtydoMLzdAzMFsCRLz2DEh5XzDkwQmVsAgxrGnvoNaqlsVznmWHpWEsg9sJueYb129auj5lTBrg6",
+	"e+CWFNkxMXXQGhhkoYboFRZWhQwNuBt+FbWQYrsvn//E+u6Jn+iJfcppOxe2nPVOh1aUfTYQM012Vkui",
+	"ldsPl8LYN+5bN8XMATMCb1iDD7MUqSykk4HoqgoN8ZipQgruHbJ1zA9+GfQ3ztTUqQJAXlUrL9He3OL/",
+	"U6XiEFDTDnslhj0m6AxuXGxQ9uUqXw+m5FPdcxTyGc6l19Y5nrqyYpESoC6+jNj1vecmerAv7OT4oMQ/",
+	"L/xezTFnRvfCJGAPEllGObZJdIsEZmCcxX3mV9e/BQ2R/oGk3x/0wa4Xn8FyRzmjsdtSpYAY6Z0lLzoU",
+	"TyK7msjqefE6rZwUuYgYSJxWL9o9RpDAWciv8xd9UPnsjOojNtunLx7mcrdBPRmPyGtwv04A25i2EZdq",
+	"kSUB9+wGPQIFL6Wd3QQhiOgAm815NWoIsStoGiRzaWeJz6Mk+5ZSfrz/2Fu9IPnJtexLHjH7PI1fWYiy",
+	"FyoisYHfmJsxS8dcKuTiDX/meR6GCJ1A6Pn77HfQQscivXodCpa8e7mi7PCL/++9tIL1z85Pf/3tlP1P",
+	"JdOrT3BPv27wiY8HXMgEGvfk+CAD38hcKJvPWCavRTkSmbvRISTo3qnbIMpUJi6imhBjxKwVLs5glW7f",
+	"u3xKHx9/e13EBd89/9knKBRKwanpJnaCCkUjsHjoQje5nnY3gYjW4Rtd0nFtl9sqOFC3NkCkLIHGH3ZE",
+	"f1VZF95yS+N5Og7maH8uFxMIN1vX8iZdyw4eaZ4Hwk6FUPMkNRuUJw4XpBJmCf2bx9pwqd/9celqQ3cM",
+	"mU4h0z+rKN7PGhV/iFiFKIe6nBjG0QvdAwod4hoqZbG0Kh/cxtKyotTXgg5vjdho5xl8LrrtlbZ4lINv",
+	"19ccSMN4Dv6QiLJdGvb88BBxAHHVlyrQ4N3JNt7bkcx1fibn80Bns6T2hChKsUX3NM9mS2oTzsMCrcgA",
+	"O8NZ/KpJ/AbU70CvZLGqBDwDTvrnghvom9/s7kipNljxsGQ8b+C6m2H+Hxt1SdMKLYdSv+iw4Cfdeynb",
+	"auGLpv19LFQ4ndi93J1h9+vobHs8xFOeUNtOau7srt9vSSdpQimvWdRhD2wS6nUuVuW64q6Mi7Dw29E4",
+	"uFJ6CpkbWMeFhPB+C/uM0yANmpdRAC2fMSyK22fnbjy+PjYHesweVhiUgi7yDfwkjMM/nBahRnm82Ufw",
+	"xOcid8YZm45n0Wq5byFF1w95UFkms9y9hg11nuspNJ5s7ZSHYKxzYTZfKeZes7RFZlwk94TpCbvnYZPH",
+	"qFJWTsQBkWBYuZQ6F0spfwWrDfvPTMREl7MkVlKUZxjC2InpLKjcZxfobnVq43AYFUWaQls20qWuLDS+",
+	"LOk9bFTqqR0nLOejEaaRhr1JDe/dFdDzAdQGPnZ6Q65HrTrJOX7F6+jbNylZF9/WciLoKhYtyNM7E78K",
+	"67dY50TcwaEA/X8d3lqwEyB85nZzydUIHNQYPfJRGY/TOLoWg8OLmGBwOBU+tRXP8xka5mqOf3CujNgd",
+	"NzaUpZhyqIvDeiNgt/UvDS2esMPuQLaRE7ovo314BlOw+VPh3rNUSLiJdXPwlAUEuev8nsFQsC6EuoOz",
+	"YCu3+dY4DNOxtIL6ub+XqvqM9QF4P6uNvgYPFOUjodmd6slEqExkDHJxDbWat9DBwh8SmAbkL8GqK67A",
+	"2YrNhUaw1dFEjOu09tkH0sHCGCEzCmIwGMrnEL9x4sMKRX5brrxxF5V8uY/FAWJtfmgF7b73mWF6qhJ8",
+	"HgEAjqBNEL3Vxl7iBK+wi3+rKy6mY21EPKGer3eR9xMUz5iFn4gxfHyNgv3PjH8ymvYlWQ5U3Say+hNu",
+	"p/Zqk4ZsPae+f3ArsMSbkxoYPyEW4PajeWtwkuwUVWd6UJ2NGR9HOlG0caPjRlqk5eVIWBh4yLqHGAsF",
+	"MhBCKDwwAaJv97BrUcrhrOELizudNwqXZBbn5FMWDiZwglk1X9Ar3UFzcwDpI7CH2O9I5Rl/QI1QvvXX",
+	"SMScIm15nBSNygTrw0M+VXXAv78IJafu8Q0w2USmTf0CeN+KTBtaMBUqo+sVxtl4aEmZc5+H3E+dkWdc",
+	"xrYsnHrpT5gu5x2muCfGnLpsSoVhfWqFDIKUS2Q/nOvQo/023O3/TWeCuvuc0tv72PtupKSBEpfBDPZn",
+	"n26/nBWiv7fNCnrMWaGwLRvQjUfqFmAbSqu7U3qayuBBkXO1pOdYHERHoKejH6IKXu+Db/G6VB16Qer3",
+	"KzFreOkwW54OXmw3BXBxSHrNc4nZM9i8u9YKUeqdhMqyqNIc8+zRRzG0mAo5lETfs8/+06mKvo9lQ9dt",
+	"6+Rz2ML6nnN1h/DsXrc+OgcgzoQBuxUX5L7A1w2+c9SkseRcbSmOHxAyeU73GJvo4G0enLCvSa9BTXeD",
+	"QlMMFtRQsJCAOIaiG/pY8jZGj0Pi4mlI8znz6vSpytBzeslHULEUXhY07iTogBhb9bONhi9mLRWlG5uF",
+	"qE1GvKnZPvuVF97yqyuYcurJ1VpbOpSf3VXYsIJH3cRMnV7YHsKFCX4dz+9tpBC25wX5GKK/qTFFwKEf",
+	"tmTLLMEFITYeE1csCcW2r9itV6xKKyY1q8hJ1EAH2sZhBCmQKqPaONGQJCq7iU8m/DNmjZsuKpLVFMv3",
+	"yEbStbeWBzebjJ/b5M+bJH825849KBdWqLj8hJBhg97FdTvDDSqZ255U0MPKCgUhZrg5idW/un6+cpcq",
+	"dJ3r0vdiEVkStBxMVWrpDPcxONXBc45OB3PF3EHzsJly6DPu086bFCBd8daNd4WrX7O0I5yfS1wDnMan",
+	"5UlvnYJb2OY4lUs3+8EX98/f+ET86cypFS1mnL5ReLnuBw27EakM661t2NQJ+mAfZRolR+F7VBknU2ol",
+	"Hx5CDzfhIfvsFP8CWgOkkEHSiK+tIL8xt2xS4Xnxzekwa2Ehu4Hq4SA7O7ouaXV2eW1FeqMNM6OnMg2d",
+	"5iD7ASn/WprQ1AdgrSZawaVorhg3lPsK+lPzzHawKvqFXMqrWHDrNuTO8c5//4P3/n3Y++kP+rf3x5fD",
+	"5McXf/6vnTujW2xM0RLL8HcPqTrsHw2rkTw4b130PTdrlAN7t3wsXbq2TEi334snLL6D2VoQ3JocEJ9F",
+	"WtlWW5VKUNZqBjpfy9Ko3PG1LNLWBWAm0nFayl4aAXT2CqIbJrTGaX167bDzfwFla6zzLGEDkfLKAB+m",
+	"mPryYXfNhM+CpRpX0XEFTRdLX6iX8/TKLEka/jtN1sZRxL+oBT/+7uc5ovN+kmk5bW1DNmggTMVgrPWV",
+	"OUi55bleJwHBWK4yXmLZkzVsVOqqQLk+5BOZz8hLAyoJ/uaZYX3iifrffTaVeZbyMsOjBk9h6Fwid7PT",
+	"RXzvK3gKXAPsLTlX7mH46j6zvuTfCLAfDLaEweebE58lDp8IXhx3Ucb6+Pt9+vr9f1aHhy/St1qDvgE/",
+	"tYX/fhX2d7zjjXv/K5qyTZZoVnbgRE7bazukMM4nLeeTODbuq/0mbG5OPw3RAcKds4EDlIlcXotSCnPw",
+	"RWZ/HpTCYjfqdvPjNyhA4ewXzBWju2choH4mVAZ5lpAf46CfyjP0kFWFj9/TeSA3E3O68KSwhtJwms+W",
+	"mBPnbvExGGjV5v5Nx/JaZDU7ni2lyNiuMxr6fmjA5wFfBdFxd9L6phqEj/rkH9Nn2mm3U2lEC1cF0FrQ",
+	"fn5Nj17Z3w0oNIZS1PQ7dGeH6SDXJ2N/ebdpM3MnOsxAlweO/p4wpad+U+x/X5rxvSmpbidCIuiweQhv",
+	"AS5WsjcE3NBuQ3y+AWZgbGMeN+hc4NMI/XbdtxWihDOfLDv5e/O4s89OA8XPyzq1Ap9L5S6UR0GvdKJ7",
+	"KV7U3XfBSW9iXJKGPmg5XsDh+QxScBVk1KJQZmwXFYZ3WX9vfqKUfawg8hlmZrlJHk1xWHcvWYCUYAsl",
+	"twgleDKHiycTNn10Mu8UYLDJwBL6B2gLG4aLKLGLJVWJz6pPIqhwJz3aWIOZ714EZrHIc9NIGcmkKYAD",
+	"mPyN5NDELEG3EZEHS9rGn31RM/k9tcpne8s08gv8yruT3PTCznZIo1KMuBVPKOn1tPnNbuPP7armzrkL",
+	"rTxWUNcJhDUHnIAjxTfumK/0LkXGU6CAk5YZPqu3PWdGpKUASWmE9VlU4EaCQBgmbWQJ+eGx0ai7Y5+d",
+	"emWcpqwULBdD6/DDc6ESTUS4kmIP7bExv10bE7GqH2duNKO8q3g0K3gr/IAeTrX1/JmNJmFpNQx+7DbE",
+	"3Rnla56TWzvJXU03sHsE0ALHLz4GySpUVmipbE0goaeKvf3t9BUdqsQ7mVJdiATCW8hElpGpa/BoQwRa",
+	"GlYp+T+VYHyiKQS9RHPGO8MQJLhf+cDovLKCja0tDPt4/p7tuv+lCmUw6fNcT99aW+wFZrSaKtIkDE6Y",
+	"s7GHJR9NIMnZv8Qhj9H5NXaqZLnWhdPeE5ZLddXDNs+6ZGmuq6w3EZZDR3zivhRmMZeyT3D5CbMVQXGH",
+	"8TlbnjAHRHY2kUoai4zLcIVhRSmvHdrjvYbt+qedur+f4V8v8Y/9vX32Xox4OmNG8SvxKeUGvXPkvTNV",
+	"OmbcLDjotPpkbCn45BMhJ9K6Ge6gqeX6D+oCLn9FV+Mq1aAsVFrOIJmcYyMWJPugEqW6H1Fb25QWLNlQ",
+	"pukS9FqRduo27En0vaFWciyQv+PuAohLPmLZ6CHlP4UJpxwuErxjnWfYTUIinZ+0tShmQynyzGzz77+L",
+	"/m8NrL9bmynWlsA3A16ZqjWUWOQ8pcx33H7Inge7uCbGR14JKBL2OxuS3k8VE5PCAtbzgQE5hee2pqX0",
+	"efz4hxPyB/tOKli4WeuQIXAGI3AiZ5+9ovR8KpCi6i/x2XqfsbsppOiq2r/qxtdQAiMKZsJi8hO3+4Jb",
+	"jLaPRdYJozdLdI1vfpftbCqt4+tx2C1TvSe8KvHgAbiCFcoeRQHANnPjVsEXD+cDA98DgpNu1ziZnsbj",
+	"7lCXbKQ12eZWF9CUTUhQmvETEtAcgjdUZex3Lq1UI3TmxR4ukeqJYK+4SkVOJMJK27G7DzLHwcxX1mdr",
+	"TZLYvz1jY2msLqGy4EoUNglqC6W8uqcbNiyFgCcgunugmKtAxe/cGHg+HAxqCJ2tm/p2PHQ4pw/tdEcu",
+	"wbU9dBTNhggXRLeoxS5a+nONdmUZXNSk7QD9d4LOuLeXl2e+FS+WHcFeFRlxs9H8oQ1ZINC74yvyIYTC",
+	"wGrEBujevOp0w72OvZ/fdl6TlXecwVqsdx20aFssr4E8gjhQR7xt5NXuaPoGhBDJmtgwFwn3bBL3EITv",
+	"cgl+cJuMj2KPthRmS217S6j0el5ORuf6zmMEiEjL2++8U0YAI1XoE+P9Tu6+vo++U05bX9Nu69FVPbhq",
+	"jzxm6INq2msJG8wKjr0QJBIt1u5LbKiCwfmQOIpXRPGVGZMZuTXDbyyE8Ut+LfJA0puzgtsx28XwZMLS",
+	"nMtJwowcKW6rsnaXJt5XunfiCRJkyAGgPKR5jWefnbIMiRJq49FZjm4G2jxsl6I1YPFIDMMVfXFOoy44",
+	"vr0MkqSEFhs2iLATZhrfQPwWUOefYHWI+J+K5zj9bglldq925Zp9dXCjTrnxFFAnTV1ZQgTY/WrKZ1vb",
+	"80nZnnFPHdwnVt+mJFhfSV3Rfs2ZbdzEyAdjDlgWEXsD6iE7BzdzZ9qfeiAL3m346PeOV0gXOjBIM4hN",
+	"CIK3bxms7jwEJAxOfjd2H33hi/C4BbQtoH13gBZQAWsRIgzYKMRZnl8dGAHXm25se2MsR5IKiGRDH61U",
+	"Txjd6fPRM3EtU/HMQGGiZrqyRYVpLUrk++wXXbL+aPD8r0d/Per7L7bQccAEcjp8BuPs51LzLOXzndQg",
+	"a4ZLiCmTEnohUq0y0088BSM7OtwLRZJhUO/+9vd3l2/QmebGlwSFWVpPdokK/K/7fzk6gjFBOeaUl5mP",
+	"dWOryGigejh0gJv4Jcs5qMD0a7bbT3Um0v7ePjvTxtLMYID97MPFJWtdiYMv9H/vsj8P4Jb+CbUiM+Oe",
+	"1T13NYOsqt1+YW0/wQDNYOanYI9lIpVZxN0prfdI7rMPVem+RboZPa5rx34Gh4WPGsEAnhnM2290iWsV",
+	"Jxigu+T51QXeuiGhsvCeFSLFbyiVhZ14pwIknpGOIdJcb+XA05IDDm6YO8mUs+MBNEJ899cWvP/pp3a8",
+	"x/vNPtzWifMxunT6Vi8bGEA0tuguXQChBNgy07pQzyk+pot3twkRK/P14S31SGTWkZgfvumh5uc/YSC4",
+	"t9DG/O7xdMwY3vMu6W88bQu+xBWyvFvP+h17TKH+garC7l/Z1dt/J3MymbSKY3bacwqH02mKdMITNqni",
+	"X1R71ONaBAUu8085iTQCp7yA2w/7Szw/ZNBKq+DpFWQfWzZxysvRITNQYO4UsNYm1diR+pgVoOsY/4pC",
+	"Xwm1t89Oa40RebQX1BlpWJpr4xQqXdJV9aKJEqClFLngBnmF6pbj/ZRESUuRLkysO4CnsAAPEnZuX1UK",
+	"H7xCRYKdttWKtlrRg7GOAfrILL57pegAEAfhORdWtDj7IHmkickNqxHMDQdkmJVqtEPSE981cA7TZAxp",
+	"0UMjcliyYSECgyxoxvJZW2EkPMcdL1jPrYa11bA2W+MI+21hT9/pcS3sEr/8h0IoQ6UPxneXntc79tkr",
+	"0jp8ChdpRsfeY4NZYMADW+qi8AlfYkoX1NRqi4fyAo2eM2ufkuZxZld5+0eULrJVO7Zqx72rHbYdGTYB",
+	"ZGNZZr2Cl3Z2kPIC++cvy3OLiclkBgT99BrMTROfC1mzPXia1NOzd8w6wwtJsgtop0Jvm7GUWzGCLoLU",
+	"Qz08EYggRWbmaP6loadhrQ32fcnzffYOuseTb9i93D0Bcu0CnauuLLWNGQpIIDE1cWxl2gheJ8RWEz7C",
+	"UE9PbLiROOOSWJsHM9bH6a9r5Y4ZL2QPbuyfIN+20XmtWC0SYR7FXV8K+Qnu/eSRqZ336dIt5Jlbx1fx",
+	"Mm4Sv9rf2NUnJbpmfnfA9z2JCvTXng1vGjcXap4QtxEzHZ/1+ozWR77eXzvHO2GD7SwgwlFHOM5NYTcS",
+	"YHDCLPXI0kVQhu2+YKhLiMb58zffPHwoc+xSpjJW6qnxCQrxc5aftPbE1Wgf+mHfNBvrq/JQV1xLg/lP",
+	"MZvqMrvBHWeltjrV+Q1uAbl1AWSK727yqr9hw7b1b3gNcuQrbqEfbnTn38ca9Jh1rz8tihtcjfW3N77h",
+	"Rl/wBrlJbvINldV/l5nQN7znXKQ322V/02c5n4ny51Lwqxvc95Yb9Fve6JYz++8b3PDOXIx56ffMjfYa",
+	"NK6hDO31JxB6rN70LuxY8LG8yQB/LXVV/KeY/QJYeLMhymvAPRimv3+THgx68zo5515ebBkpljBS+Eli",
+	"u5Go3du0nA9LsxgZahH4B19SD9R/rjQBtArC+zjEY0l4gZRHJ4yeKlGasSxuKtybWi2BwU1FeyR47uCw",
+	"LOsSCNkeW1ffLbn6eOZMKVIdH8mJOihyPhvw9GpJ5YYxlTDMjKErvlSjXPScVfrx/L0JaWT0xGeG5fJa",
+	"MCQeSZgnUyQnmsjq07jrTGG0uiaYp9/3fzN9yACdSGtFtrfP3vB0DIQwPJtAacdnntp85tOcZxRQADtf",
+	"GGqT18/lUFg5ET7/je2G/LfnhwnjluWCG8te4A8QwiU+cWxbnmFN2x6wDODfAlA8M+RWoIavUM8mjSe9",
+	"AlThyv0rlZ8OBlwvbtqOIXF3OIQ/+h3TCNYScwvSQfJs1sf611A5Z3kZ2npK9CtgBiHOh4kaYlwJUcCv",
+	"nUWkS2jFqZRIbUJcIVj/C7uAobtaKmMF72RzqSHwvbwWZ34H3ZiQNko4a3Hghk16EwfuRCr/49HduXNb",
+	"52OJd9fbU2h5+o3qp8XtkDv2+7YvaIfk0Er0YLw40K0j+Ak5gn8Vtl7/gBpBFNSQF4mBTUs/fIvZd8P5",
+	"OuHXA9hb0jY2UKmVQokpNDGeg8zOr/eUaaCfQttjrHE0/YQSeGD2Ul5CB0fWN9fpJyvTK2H7KIAw0i8N",
+	"vQmj3lBP7J5/EjCj0VU2dD0SdJsbEhU34i9MDgnQgxnrwy9qOfnjYe/Hw8MoX/z54Z6TgNBXAGcg943O",
+	"pWFZBa2Q+vCXUyd8+2yXD3Rl2V8O/x8mFWUqABf7HhZjQkK7J5yAuz3/2xuU4qe2z3bDL9/PyfJIfNdf",
+	"WIhS6qwW5i9fPHdfgbOCqVcdQvwEr0U1pNY7Pvh0BGQe8m5hcIc6qZzgZDihipkQ9WCo23o9OFJOqFnV",
+	"wiPB436tr0TmLsBQbD/e2P2kkaVGIhxjHKVgaWV9n+4fmMFZAh4ir2WEzbhMyTjBun43FdB1WGnrFLZr",
+	"wa5lJjTjZYm76HQhZDDhM78/DZuKHDRgwaZi4C/1uqHTUfeOo6mBEtuByLUamVCZRc9N2D93FqfrnzuM",
+	"D9ywJiKQDIYbkCgEd1gg4fbDhM/azfWIqnOvqStpEtQ5zkr3XU6V4sZMden7Ou/dTB16D5Cy1YlmjQlZ",
+	"RylKGucZ69w8OaTXle5WP2quaYdaVKMzpjQByG/VoyelHr0P2T6xBgDUdt7Mg0oGtNJWKUYb1HzAgFxC",
+	"DQUeMOhoitwK3uSeC5DBY45ZofOc+hzBgFilrMxJGbqpjw0KPx6blw0GvbzytbbzCSGgwCXVkwlX2RYn",
+	"7rfO6L4dd23Fp6vPsC6WFNyHHNx44xW88km3vLK6V4pUY6+czhOuixO0N5yKx4dDkVoqeoT2xaWZV11u",
+	"fN518fiOuy6Wn3Y3b9/t4b6/s6qLB39UK9ubiHIkVjQSf1XZA7jO9wwnMjb0IK9KK6nsb+5e3777DnJL",
+	"WjjOYODYfETWxWPltSi7WM4mjayQDpvl6PlfF82UNcLS0Zz4RiNLx02Mv9Fugi4cg9yZm9qYHvUCvRLY",
+	"RqX1g7hUN/ySjcJTNAfrRMnjPuvbEHlriLx5TDeNMiUkzUg1Miu6O/wfLSnl9ZWeFDlwotU3ezo4MkB2",
+	"A2aC/4kXBTE6YPrQHrU4d3NhnHj/Rx+U00s5Ef2E9YXK4H/30JfnHvzb2Uu269ssiGzPtyCKQQCfWufD",
+	"JqFrgy25Mql2Qz32ncWKygaKCfTqXYnZsATaIOtGTVmw0dBqT2JI6/NDYrveC8jJHUYfCeqOqb/phI14",
+	"YcLIoimEZglXsihElmAbeD/OZ4ZlFWIz9JGBoCESC5VAGb7P+g2kg3gmZ0Oe59gzzo0Eip0UL0vPKTGU",
+	"uahdVjOWS2d9MSOuRQn8PvXUkiMXG+bjpBEp7wkaY9KSDXZRpakQGfoVqQHerhGC/fqmZtcIXw2Nr4Tb",
+	"piLfS9AzpweWS8U4tMrYZ78DOUdKn/KxzPt+ZoDwF/rzG83OPlxcCvC3lgKh1bp9rnhOnY7AgS1zMIgH",
+	"gl2LUg4lhjTdF0g1gorYEp3ZLctT99o7gS2JznScRM+ybkueXpk4n3mAHl1qcruLM7KGay9G1k1Rd9Ar",
+	"VpSF4IzU7bTdGb5bd1hjLrp4nri5Suaab24V4Ftr89AUS3colW6m/R58cf9Q5lZXtei5mGBjX+XA3J1a",
+	"B2vQIAGDWFgm71nHdcnOK6UcQJwQVRA++QOA8y8yF33saIRCZQhxMK0TSgyhuJU1AGgUghfcmcVgtE11",
+	"eQV7dh4SXsNbOiHhhvZqdPO77IzbcYu2Cj3FSpieWEzCFxFBWkPghgwX6BuGohUmExeQjbQwSZA1UCPr",
+	"fXVpLrgSGauKTl13fpYfTsuydQAJR4+ba+ttu0MAc3etMQNOV5Kp+Kj4NZe5s8IWKY/F/WIfAdifSbtF",
+	"f4pnLXRUK0o9KoUxSVBv5b9FwjikdgcNMiHGdKyvAlXe6ZU+yLUs//S28eePB6AzbFWFW85Hva/DsjwV",
+	"tUNNOMj0VOWaZz0nm5fEp+YSUdGi8jebIPieBS2gVVxyhok2cZ5NkLJew+aQZnFCYrM0lqW5FMpZgTl3",
+	"CsU5KORkEZC3O8MkEhKufRGSWhLG1Yz85/gcb5rs7bMI/KhBVFrZTzBRn3BUn6r6kv4ePT6I+WDsEeM5",
+	"6DuRKjTlxsvB9S2e1zSr792K3BrMbDLjAGLBbrgrLCm3xyAr5T5yClqGu2ycW5Xl3oIONdJ4gIEVobB+",
+	"wFc8Y3epjtBobo6y6+Y9nkb5jpjeslsKzGz5T+n0Ff+CHn48uAF55HOaw2AHumNri95wUrwEiBpDuo+8",
+	"EpBb6T4NGlLm4pk5QaiiivfwDEyfw6y5XEO7h2hO3JexCb+CGCerVAWNFNYHuxXZWw8R7dbNr8LcFCOs",
+	"m1JzEioxMLBL3siJWFwgdN/h+pP7dKDteO+R5GBtkfN+s6EWMRL5F+uykbsCzOVpUqvB8itUUnfzVh29",
+	"TXU04MBWHd2qo09bHa1LUB6COroUXamvQQ2m7Ux1t1aPE5TKUJia+BIdjSU6v/4MIwoN1ML9vlRgt++5",
+	"zmTWd7Pb7Egw/0UHUl1LK/p7xz6JJFRFYbYnROLnq3IgMqnEVGRRac4zw/qxng3hY98aoudf2A96Trj4",
+	"XdZvVDvIbJFUmAYisbqD6pVmwlJlCrcYhElWloos1FZAJH43av5QikKX1IJSqMznCYY9g65SZIrBVpJH",
+	"z48SNuZqZFhVhFqZiJbKWGAX3MP4DUZtnIQ7x+IZCNTDhEKkSInmV/ip+wR3flrCiDwvfX7Fyb9RcQd1",
+	"7GnsqkfLWLgt59iWczzRcg4eZMWCjLhBMcedVLmCPUF5i+s0Bm7kFM23/q1M4lv6CAqTa47cgv04e6jx",
+	"0j6U2JGwZYPKSCWMYW7WnAjAVkiqzg6HzkB1ix3Qf42TQdci14Vg/S8FH4kEMhYvIH5mteV5Anxtf/bZ",
+	"ri4zyLwazJrWlMxOWN/dhXKy7x/QB3mhoxY/gUlbp9XE7Y5nrJ/mlbGQurW3Khc3Yjq7eSruK/+ezfQm",
+	"3mREL/puHNjyVNNm+to2yneLOaoLJ3nTWKR0JlZE+JqqvDn4Av+uzARyWpyJ9GPIk0zFMVBJx0XPIcoO",
+	"WrY70p5fmr2J6qTfXl6e9X55//cE/2/42xm6Nd++v2g8rkGSUqncYVY/k4auAQ0cNDEHV5hBlFKp32xZ",
+	"AXao6ib3KVdO6x640V7LazfariLzCZ/5qnJpkzoTKuTTMq/1PzMRQS3bfXn4gvXrX3zKhJLCWTB2LMqp",
+	"NALyKmk8oOYCeLaywPqkGciarIusGc+1EqszpL6xFrpp0nVozbSvlurMQ11OuN053qkq6a5sKS6Y6zQz",
+	"nsW1+yozCbsSha0TjWvWB0stQmxX3lQpuIFmTq1K/PMfflxjQJAJ5vYYMRTVxf852GNh79IAPVtEZy5X",
+	"2NoPJ4trLbW8cZ62YuTWkkXcrC4QQX1zgTJS+iarebu934M4+xoe6phYJGkjCvGXvNKVsrVbpFI+Ddxb",
+	"bzXY1tzGWBVAOFifbAe/7mQB+LonQoAsoDCmrn89FqsUHpNrY5m00B6+jF3xPM9FGQ0n0HGIz07i7748",
+	"fHkDGIcPWRPDGylmjwXA/3gQ3oL9LbZ0J6JtBFluqnweAE4sK5qmHrdO3TS5BC8l8BaBA7iVJ+kk0t6g",
+	"XAcC7E0uoTkWolYMi3mi3BPdECIcRCs2gsKI+AligxA6BASd1QznRgdGQFBx0bqPFAggCcK3ZMgOGMlX",
+	"8MCCF5W0DG6xdHzef5es52c9rhkH3dcRU9IyDRgJltoxeAX6HjMeQzxBLZIwduHybsMTAe0O0JEBF6pR",
+	"9PgTz4TllXrx2QpYQpzA+sobATXEAtqxGucA7YdAZlX7lYXK2hpeKTF9pHh++17sZbOxIjgb9iv5sU+g",
+	"XGVS2BnTg3+JFHk2qRiwKkuhgCjvATq2/R77PjXorUN7uSyGllx3KozrEPES+u4o8890+I6PG0WydefT",
+	"ULZsuuuWd89/ecVevHjxk+/F/2+txF7CdJ7VnAus7x5O1boRGUAphqIUKhUn4KiWqtKVqaeQA1kADQzY",
+	"VeZqxlc5kM/rCXoIXULCcG7UICPctX4Dj3DLjXuFhDvX7K8Rrr9Jw4xw0y8yF2t3YoheRTvxRne9wS27",
+	"Wc9948vWoYmAvb2liVjigi/jM/wgSmzq6w7GvMx6tc+9g+a9LJ2JYuQgF8dUdBrxEjxjg5kVxPbibIhm",
+	"6HDXjktdjXz4kI/cBO6Bwop6EXDHSpWJz0woWwLPFGevfVGmngyMBR3X6EZuh8qoTDeuzcUkAqf2W13W",
+	"OR7Wd7DCofJSsJHTwdipr3eVec4GAsyz0llmyufBSExlwQHOhGW7SttPQ2CsPXH6/wKvRe3K54YMpmti",
+	"1kJRwKmL2xQYEGBG4nTJlrjiW15m8y70hnDYjE7sXuCQ4Gdu0/EKNRg+LWFHvaPDQ5ZBm63UMpmZBFe4",
+	"KHUqjHG2JGa46qm6Wx144Xu6WLocwJXwV2hR4L4swU7vMAMMAstb0GsHvbc1pNwP9vla3NXoRyjRjXw/",
+	"l0AoYvTQ9nzAC4+w0+8CeqDOidACZzqC1awR2YP3YabTkMucgpVhSJ/c4z6NWr2v53jz9vxvz/+DPv+0",
+	"T5uH5l6AYAUhSQQE0Vi7weAtkOLDNj8mGiYn2CNzDx1vsmyQhmCFBXgI0d2asEEVKyPglm2qLQPEHWiA",
+	"00Aa721tTK7BYgrD+IhL5XSSBv5oJW4MNhd6aLf6xhZvHgHeXNRH4aHrG1/Qi3QDLoMOAoNGPSzYS4px",
+	"a3k6Roa7kAIFf1d8Ik5gg03AawV/hXYO59i9AOoL3Kuk6Wbr01NVG33IScLLUkKtxWJxmjT1dfCTL06T",
+	"1vfqgo58UFh2HJWs+T0/kCqDSl3f9iHUslHiqe+RgqVtoahtt/6wY2aEcEZhgh8v1WhvjaK3bLHwrWaJ",
+	"22dvrkU5C8MsRToW6VU0M7sc0ZnpsonD8Nf6SXuhbq/OONhFO/Sa5zIjHkafTDBXzez3g+9FUlM9on46",
+	"EpasYyzPm0P9RnHePntnKQqJRYlggPtGbUqXmGPA56qK/BBWl0gEyfFNhBEN39S2RG9bovfdMUY0YP0h",
+	"0UW0ybCvZ4rQCrC/KcSa9BHhhT33R0CoUGkDEB7gtq1cuskmkaDinTlYQ77AOQEIrKfgPAQy039Wh4cv",
+	"UmhrBP8rmMiFk6sJGw4nhRixnjHQ+nFY6glIvwkJVQwy/Qc+gVJ98Rn/cP88/9FTe7Vd8kcfS+TQZ8kG",
+	"YiTVIuMtcd1Ku5eEdLa37y/Y3z+8hu+EGondce5GOGSQ1WwEEN8aHG94ktXh/xMwRYii1of0fR98sc/O",
+	"MZ+hzhRx2sI+u1iUc56TA3XYNSg5EuLkqBPa1qfmCBLhxsV3jb3Xka2AG/27qLjbEnxsBd391Mc1Qf4h",
+	"snssl23r2mc1m8ecWKuZ0NlvZy9PlskXr307vV+IKwPJbSRySsHBHDpx5g/rozT5RmmDyRRU9Q1fsVzm",
+	"YBBNTrYW42O0GN3muh1r8XRRd23oC0hpb4STwlawUcmV/RphvjUSt0bilsdlnsflvozEpUKUStBX1JWT",
+	"qPEEL53ZfEgHBdINUjrqFiXQwSKYWlb8B7KU9Nmuh8bA6uKZSd5lDfqpmuQEGlBQJ4uOdvfAkQJd4EDO",
+	"5bPQrMzJSBA/J/FTByLVE2E8dwok+qNc9P1xVyT8XdA83lvfpjtp19T1Yr82Wddb/YrewgvDJpTKv5xb",
+	"0f1ibpus9suQFlfxAt9A+YEbTdtrvHCdtL25k7iNLS1J4Iv6tZq7ovJYmr9HF90qJ5bv8QjcWE0cnb8U",
+	"UTvuYusOCVSmRHRWuU651SXbnet3lLD+9VgbKM3kReH+iXBaKmMFzxp9cY/njBTuSaSQtEuoVGeiZEVl",
+	"xsIg70qTPPH88uIM/oySA9MCMga/rhfM7CUO/6s8Z0WpP8+wH1Y0D9RPB0yfYa6nTibM0ZNc019CLbhH",
+	"NOVmMRVz/TCPkdEkbo+72+BPaVn1/9fP1n/s7+8HM7CWhHuJF2bBcwO8WRnrk//0H3/sV9CbSYfKHVH6",
+	"hvVz3foX21VN+IwNhC9fi6i+glwl4Ude3oYwWUVk5mZwCXmZ31MQnyq4HSes/6Uxvj8PvsDu+vPgCy+K",
+	"Pw+++Nn6s892MS3ASfOP5+977v6eMCkvRLZ3Qp7hqHc/pWl5WywsafPUsSDNTe2Phco7cJX6rNSa3K2o",
+	"kICiBEUOiu0MEOfk2qk6sSM09x31493fZGdbxcTmVqBej9Z+YaGD1vxK188+dAvnNCD/raAORTw5x9FB",
+	"8Mkvvitm0mzNlQXKJC98qHiNT4SJd1K02OAVzwGmrTtjcMZ9c0a5RgAS5eO8l3izNmHLO1dYhz7iCtuk",
+	"5kirN0TEkwZTsuVK25Bpua0UW8O126kB+JN7rxRoY8FzZxJ8Wc4wwZmZ8DxneDkzihdmrK0vDOYZG/Cc",
+	"q9QBodvFE62k1c6yYClXtT3qADTSJfbZ714wEmGDhLbaY/f3FAp9IcICdcpmZqyYgM6Hpz2MAvolSpXm",
+	"VSZA2TBCmYpcxJApmAkLqX2+Za3SmYACVKnQJ6jLUKGMHkOgK8JaY0gc0mo20ZVhJQf/pR1zxUrxL5Fa",
+	"zzxKAUlp2PPDw0iUuXeBJLhyb8nEqOQZfdgPhy+SSAuCenP/UQOdzRJUHFDoRu7FVtKJt7iUm7SfrlN8",
+	"yQUNsrPWt/uT3XYAkRo8y/tRh6v7GWY0s+incHMfahgh4tfc9wkoF06rhs5T7vJ9PP4irUppZzvH//ji",
+	"LOqB4KUoTyt3xP7xhzNu4wxgB1fwDnp8vDsjKMCN31JNethxzP93/WunRqUk5OYHOD+65ItnUH2l9ZUU",
+	"fsg0jgWqBxgWkwpr0aETF35IAgoieKsSZHYyCZtw6dbWgQT1j8ajbSwrKwXJAWDOwKLs4jeywyOIoXr3",
+	"Ak7Eoqvio4GE4VJDrmvdOD9ZsF4IOWgWcHDMllzmQV9IueW5HlUwnoiLptBSWVMP7XljaH5eFwd3LnAj",
+	"i4wRKSKbiMlAlGYsC+pa5hELO7uGV7yIX0E3t7zh7zITOtIkvc43KnVV0CcX2Pyxx1Mrr1E7LbTO64vx",
+	"1V4F8UuS61E9nB8aw6HXtYznb24JqXU/rMEZg60elaT5BsYOSsWkyMHyDiSHble474A4WMac1MC2s7LE",
+	"/YHlcR0TBeR6LcN6H3ko2sJxOFOyjFRuT/2BVXRDkc7SPP60YAdL+i7Yb2airwSzCG5zXrm2gV2GgVBX",
+	"XT3E5Ox6NhLfEC+FQ5VqNZQj30IZcbXgA5lLKwUcNjTeo6LCaOLqeXsZzxu+vGV8b6DekPY/MrYF5QSq",
+	"x0fBtvPMft7/XJ9FdAz7Nx81Dnas7LRPj7gGPojKDvTnBP+tVMamYjDW+sqZnxLCh0XOlfEWqfuV9A07",
+	"aUf3cJ//LgYXGmKr/thLhY+kJfBPdr/+HE+SG0jbIv6stTW25IX3XmDYlWcTqaT7g6UehfAywCM7C54O",
+	"Dg2bI6QKM/XTT/FM/V+2rmAnQhiI/srEi5AQzV40kZtGVw4q0Y2ePJTSmMrulkyrt/13085MwV1OJJDQ",
+	"FubN8GamD9YDOx58fXu5AeKLlPWJHP3LRn8R8fNrEN6aVux7RONN9MNkOMnd1aJsw7AmTUb2DURNuSNM",
+	"OBewnvpsdnxm0QmKZPkELvwvWjDtC5HcQQW9lUAxSQJk472aP5jMnhcGfzLUcVW8bu5KQOd2/oYOVJXW",
+	"EVRZ/yca+HGxxdfw7SwFOAydUaGibS0VZSroO8VD8fHYtFSA9j9dnkO6cN+W6d78gk6xwotXGKy2o9oH",
+	"KV4vWgIGvbDUxEi020ER1HYop/w9q+Hse1hfXK9WKfI54h40oXMPfjRqMFjn3EOHTvVa+QAmS4LKr+hf",
+	"nt+bB2oSmCNZbYezw+fhLwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
