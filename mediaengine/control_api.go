@@ -43,6 +43,7 @@ func (e *Engine) controlRoutes() http.Handler {
 	mux.HandleFunc("POST "+engineapi.PathRecordingFilesScan, e.scanRecordFiles)
 	mux.HandleFunc("POST "+engineapi.PathRecordingRootProbe, e.probeRecordingRoot)
 	mux.HandleFunc("POST "+engineapi.PathRecordingFallbackRecover, e.recoverFallback)
+	mux.HandleFunc("POST "+engineapi.PathRecordingBrowse, e.browseRecordings)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, engineapi.CodeNotFound, "no such control API route: "+r.Method+" "+r.URL.Path)
 	})

@@ -88,3 +88,12 @@ func (e *Engine) recoverFallback(w http.ResponseWriter, r *http.Request) {
 	items, primary := e.records.RecoverFallback(req.FileIDs, req.DryRun)
 	writeJSON(w, http.StatusOK, engineapi.FallbackRecoveryResult{PrimaryState: primary, FallbackRoot: e.records.FallbackRoot(), Items: items})
 }
+
+// browseRecordings answers POST /api/v1/recordings/browse.
+func (e *Engine) browseRecordings(w http.ResponseWriter, r *http.Request) {
+	var req engineapi.BrowseRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	writeJSON(w, http.StatusOK, e.records.Browse(req))
+}

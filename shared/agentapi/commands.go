@@ -62,6 +62,8 @@ var CommandTypes = map[string]bool{
 	// A recovery run again finds the moved files on the primary
 	// (OnPrimary) and moves what is left.
 	TypeEngineRecordFallbackRecover: true,
+	// A listing only reads; making a directory again finds it made.
+	TypeEngineRecordBrowse: true, TypeEngineRecordMkdir: true,
 }
 
 // PingResult answers TypePing: the agent is alive and runs commands.

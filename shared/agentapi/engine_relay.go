@@ -70,6 +70,11 @@ const (
 	// engineapi.FallbackRecoveryRequest in, engineapi.FallbackRecoveryResult
 	// out.
 	TypeEngineRecordFallbackRecover = "engine.record.fallback-recover"
+	// TypeEngineRecordBrowse lists a directory under a recording root;
+	// TypeEngineRecordMkdir makes one and checks it can be written:
+	// engineapi.BrowseRequest in, engineapi.BrowseResult out.
+	TypeEngineRecordBrowse = "engine.record.browse"
+	TypeEngineRecordMkdir  = "engine.record.mkdir"
 )
 
 // RTPServerRef names one RTP server.

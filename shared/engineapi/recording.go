@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -429,4 +430,85 @@ type FallbackRecoveryResult struct {
 	PrimaryState string                 `json:"primaryState"`
 	FallbackRoot string                 `json:"fallbackRoot,omitempty"`
 	Items        []FallbackRecoveryItem `json:"items"`
+}
+
+// PathRecordingBrowse lists a directory under a recording root, or makes
+// one (POST BrowseRequest, BrowseResult): the console's directory browser,
+// confined to the roots.
+const PathRecordingBrowse = "/api/v1/recordings/browse"
+
+// Browser root names.
+const (
+	BrowseRootPrimary  = "primary"
+	BrowseRootFallback = "fallback"
+)
+
+// BrowseRequest names a directory by root and a path relative to it ("":
+// the root itself); Create makes it (its parent must exist).
+type BrowseRequest struct {
+	Root   string `json:"root,omitempty"`
+	Path   string `json:"path"`
+	Create bool   `json:"create,omitempty"`
+}
+
+// Entry types of a listing.
+const (
+	BrowseDirectory = "directory"
+	BrowseFile      = "file"
+	BrowseSymlink   = "symlink"
+)
+
+// BrowseEntry is one name in a listed directory.
+type BrowseEntry struct {
+	Name       string    `json:"name"`
+	Type       string    `json:"type"`
+	Size       int64     `json:"size"`
+	ModifiedAt time.Time `json:"modifiedAt"`
+}
+
+// Why a browser path was refused (BrowseResult.Problem).
+const (
+	BrowseOutsideRoot  = "outside_root"
+	BrowseBadPath      = "bad_path"
+	BrowseNotFound     = "not_found"
+	BrowseNotDirectory = "not_directory"
+	BrowseFailed       = "failed"
+)
+
+// MaxBrowsePath bounds a browser path (PATH_MAX).
+const MaxBrowsePath = 4096
+
+// BrowsePathProblem checks a client's browser path relative to a root
+// without reading the disk, and answers why it is refused ("" when it is
+// not): NUL, a backslash (a client writing one meant a separator) or too
+// long is BrowseBadPath; absolute, or a ".." component (refused rather
+// than cleaned away: a traversal string is never what a client meant) is
+// BrowseOutsideRoot. Symlinks are the engine's to resolve.
+func BrowsePathProblem(rel string) string {
+	if len(rel) > MaxBrowsePath || strings.ContainsAny(rel, "\x00\\") {
+		return BrowseBadPath
+	}
+	if strings.HasPrefix(rel, "/") {
+		return BrowseOutsideRoot
+	}
+	for _, c := range strings.Split(rel, "/") {
+		if c == ".." {
+			return BrowseOutsideRoot
+		}
+	}
+	return ""
+}
+
+// BrowseResult answers PathRecordingBrowse: the entries, or for Create
+// whether it was made and can be written; Problem (with Detail) when the
+// path was refused.
+type BrowseResult struct {
+	Root      string        `json:"root"`
+	Path      string        `json:"path"`
+	Entries   []BrowseEntry `json:"entries"`
+	Truncated bool          `json:"truncated,omitempty"`
+	Created   bool          `json:"created,omitempty"`
+	Writable  bool          `json:"writable,omitempty"`
+	Problem   string        `json:"problem,omitempty"`
+	Detail    string        `json:"detail,omitempty"`
 }
