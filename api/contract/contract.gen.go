@@ -1014,6 +1014,10 @@ const (
 	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
 	ErrorCodeRecordingNotAllowed        ErrorCode = "recording_not_allowed"
 	ErrorCodeRecordingNotReady          ErrorCode = "recording_not_ready"
+	ErrorCodeRecordingPathInvalid       ErrorCode = "recording_path_invalid"
+	ErrorCodeRecordingPathNotDirectory  ErrorCode = "recording_path_not_directory"
+	ErrorCodeRecordingPathNotFound      ErrorCode = "recording_path_not_found"
+	ErrorCodeRecordingPathOutsideRoot   ErrorCode = "recording_path_outside_root"
 	ErrorCodeRefreshTokenReused         ErrorCode = "refresh_token_reused"
 	ErrorCodeRoomClosed                 ErrorCode = "room_closed"
 	ErrorCodeRoomTicketConsumed         ErrorCode = "room_ticket_consumed"
@@ -1158,6 +1162,14 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRecordingNotAllowed:
 		return true
 	case ErrorCodeRecordingNotReady:
+		return true
+	case ErrorCodeRecordingPathInvalid:
+		return true
+	case ErrorCodeRecordingPathNotDirectory:
+		return true
+	case ErrorCodeRecordingPathNotFound:
+		return true
+	case ErrorCodeRecordingPathOutsideRoot:
 		return true
 	case ErrorCodeRefreshTokenReused:
 		return true
@@ -2089,6 +2101,81 @@ func (e RecordPlanSlotDay) Valid() bool {
 	case RecordPlanSlotDayTuesday:
 		return true
 	case RecordPlanSlotDayWednesday:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordRootBrowserRootRoot.
+const (
+	RecordRootBrowserRootRootFallback RecordRootBrowserRootRoot = "fallback"
+	RecordRootBrowserRootRootPrimary  RecordRootBrowserRootRoot = "primary"
+)
+
+// Valid indicates whether the value is a known member of the RecordRootBrowserRootRoot enum.
+func (e RecordRootBrowserRootRoot) Valid() bool {
+	switch e {
+	case RecordRootBrowserRootRootFallback:
+		return true
+	case RecordRootBrowserRootRootPrimary:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordRootDirectoryBrowseRequestRoot.
+const (
+	RecordRootDirectoryBrowseRequestRootFallback RecordRootDirectoryBrowseRequestRoot = "fallback"
+	RecordRootDirectoryBrowseRequestRootPrimary  RecordRootDirectoryBrowseRequestRoot = "primary"
+)
+
+// Valid indicates whether the value is a known member of the RecordRootDirectoryBrowseRequestRoot enum.
+func (e RecordRootDirectoryBrowseRequestRoot) Valid() bool {
+	switch e {
+	case RecordRootDirectoryBrowseRequestRootFallback:
+		return true
+	case RecordRootDirectoryBrowseRequestRootPrimary:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordRootDirectoryCreateRequestRoot.
+const (
+	RecordRootDirectoryCreateRequestRootFallback RecordRootDirectoryCreateRequestRoot = "fallback"
+	RecordRootDirectoryCreateRequestRootPrimary  RecordRootDirectoryCreateRequestRoot = "primary"
+)
+
+// Valid indicates whether the value is a known member of the RecordRootDirectoryCreateRequestRoot enum.
+func (e RecordRootDirectoryCreateRequestRoot) Valid() bool {
+	switch e {
+	case RecordRootDirectoryCreateRequestRootFallback:
+		return true
+	case RecordRootDirectoryCreateRequestRootPrimary:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordRootDirectoryEntryType.
+const (
+	RecordRootDirectoryEntryTypeDirectory RecordRootDirectoryEntryType = "directory"
+	RecordRootDirectoryEntryTypeFile      RecordRootDirectoryEntryType = "file"
+	RecordRootDirectoryEntryTypeSymlink   RecordRootDirectoryEntryType = "symlink"
+)
+
+// Valid indicates whether the value is a known member of the RecordRootDirectoryEntryType enum.
+func (e RecordRootDirectoryEntryType) Valid() bool {
+	switch e {
+	case RecordRootDirectoryEntryTypeDirectory:
+		return true
+	case RecordRootDirectoryEntryTypeFile:
+		return true
+	case RecordRootDirectoryEntryTypeSymlink:
 		return true
 	default:
 		return false
@@ -7943,6 +8030,91 @@ type RecordPlanSlot struct {
 // RecordPlanSlotDay Day of the week.
 type RecordPlanSlotDay string
 
+// RecordRootBrowserRoot A directory the recording browser may walk.
+type RecordRootBrowserRoot struct {
+	MediaServerId string `json:"mediaServerId"`
+	NodeId        string `json:"nodeId"`
+
+	// Path The directory on the media host.
+	Path string `json:"path"`
+
+	// Root Which root; the name browse and create requests use.
+	Root RecordRootBrowserRootRoot `json:"root"`
+
+	// State The root's volume or identity state.
+	State string `json:"state"`
+}
+
+// RecordRootBrowserRootRoot Which root; the name browse and create requests use.
+type RecordRootBrowserRootRoot string
+
+// RecordRootBrowserRootList The browser's entry points.
+type RecordRootBrowserRootList struct {
+	Items []RecordRootBrowserRoot `json:"items"`
+}
+
+// RecordRootDirectoryBrowseRequest A directory under a recording root to list.
+type RecordRootDirectoryBrowseRequest struct {
+	MediaServerId string `json:"mediaServerId"`
+
+	// Path Relative to the root, / separated; empty for the root itself. No .., not absolute.
+	Path *string `json:"path,omitempty"`
+
+	// Root The root (primary when absent).
+	Root *RecordRootDirectoryBrowseRequestRoot `json:"root,omitempty"`
+}
+
+// RecordRootDirectoryBrowseRequestRoot The root (primary when absent).
+type RecordRootDirectoryBrowseRequestRoot string
+
+// RecordRootDirectoryCreateRequest A directory to create under a recording root.
+type RecordRootDirectoryCreateRequest struct {
+	MediaServerId string `json:"mediaServerId"`
+
+	// Path Relative to the root; its parent must exist. No .., not absolute.
+	Path string `json:"path"`
+
+	// Root The root (primary when absent).
+	Root *RecordRootDirectoryCreateRequestRoot `json:"root,omitempty"`
+}
+
+// RecordRootDirectoryCreateRequestRoot The root (primary when absent).
+type RecordRootDirectoryCreateRequestRoot string
+
+// RecordRootDirectoryEntry One name in a listed directory.
+type RecordRootDirectoryEntry struct {
+	ModifiedAt time.Time `json:"modifiedAt"`
+	Name       string    `json:"name"`
+
+	// Size Bytes of a file (0 for a directory).
+	Size int64                        `json:"size"`
+	Type RecordRootDirectoryEntryType `json:"type"`
+}
+
+// RecordRootDirectoryEntryType defines model for RecordRootDirectoryEntry.Type.
+type RecordRootDirectoryEntryType string
+
+// RecordRootDirectoryListing A directory under a recording root.
+type RecordRootDirectoryListing struct {
+	// Created For a create, whether this request made the directory.
+	Created *bool `json:"created,omitempty"`
+
+	// Entries Directories first, then by name (empty for a create).
+	Entries       []RecordRootDirectoryEntry `json:"entries"`
+	MediaServerId string                     `json:"mediaServerId"`
+	NodeId        string                     `json:"nodeId"`
+
+	// Path As requested, relative to the root.
+	Path string `json:"path"`
+	Root string `json:"root"`
+
+	// Truncated More than 1000 entries; the first 1000 are listed.
+	Truncated *bool `json:"truncated,omitempty"`
+
+	// Writable For a create, whether the engine can create files in it.
+	Writable *bool `json:"writable,omitempty"`
+}
+
 // RecordRootFallbackFile An indexed recording file on a fallback root.
 type RecordRootFallbackFile struct {
 	App           string    `json:"app"`
@@ -8295,6 +8467,15 @@ type RecordingDiskState struct {
 
 	// Error Why the state is Unknown.
 	Error *string `json:"error,omitempty"`
+
+	// FallbackFiles Files on the fallback root awaiting recovery.
+	FallbackFiles *int `json:"fallbackFiles,omitempty"`
+
+	// FallbackRoot The engine's fallback recording root (recording.fallbackRoot), when configured: new files go there while the primary root is paused.
+	FallbackRoot *string `json:"fallbackRoot,omitempty"`
+
+	// FallbackState The fallback root's identity state (Verified, or why it cannot take files).
+	FallbackState *string `json:"fallbackState,omitempty"`
 
 	// FilesystemId Identity of the filesystem under the recording root.
 	FilesystemId *string `json:"filesystemId,omitempty"`
@@ -12241,6 +12422,12 @@ type CleanupCutMergeTasksJSONRequestBody = CutMergeCleanupRequest
 // CreateCutMergeTaskJSONRequestBody defines body for CreateCutMergeTask for application/json ContentType.
 type CreateCutMergeTaskJSONRequestBody = CutMergeRequest
 
+// CreateRecordingRootDirectoryJSONRequestBody defines body for CreateRecordingRootDirectory for application/json ContentType.
+type CreateRecordingRootDirectoryJSONRequestBody = RecordRootDirectoryCreateRequest
+
+// BrowseRecordingRootJSONRequestBody defines body for BrowseRecordingRoot for application/json ContentType.
+type BrowseRecordingRootJSONRequestBody = RecordRootDirectoryBrowseRequest
+
 // PreviewRecordingFallbackRecoveryJSONRequestBody defines body for PreviewRecordingFallbackRecovery for application/json ContentType.
 type PreviewRecordingFallbackRecoveryJSONRequestBody = RecordRootFallbackRecoveryRequest
 
@@ -13013,6 +13200,15 @@ type ServerInterface interface {
 	// GetRecordingDiskCheckTemplate Disk check items
 	// (GET /api/v2/recording/disk-check-template)
 	GetRecordingDiskCheckTemplate(c *gin.Context)
+	// CreateRecordingRootDirectory Create and validate a directory under a recording root
+	// (POST /api/v2/recording/disk/browser/directories)
+	CreateRecordingRootDirectory(c *gin.Context)
+	// BrowseRecordingRoot List a directory under a recording root
+	// (POST /api/v2/recording/disk/browser/entries)
+	BrowseRecordingRoot(c *gin.Context)
+	// ListRecordingBrowserRoots Entry points of the recording directory browser
+	// (POST /api/v2/recording/disk/browser/roots)
+	ListRecordingBrowserRoots(c *gin.Context)
 	// CheckRecordingDisks Run a disk check
 	// (POST /api/v2/recording/disk/check)
 	CheckRecordingDisks(c *gin.Context)
@@ -17034,6 +17230,45 @@ func (siw *ServerInterfaceWrapper) GetRecordingDiskCheckTemplate(c *gin.Context)
 	}
 
 	siw.Handler.GetRecordingDiskCheckTemplate(c)
+}
+
+// CreateRecordingRootDirectory operation middleware
+func (siw *ServerInterfaceWrapper) CreateRecordingRootDirectory(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRecordingRootDirectory(c)
+}
+
+// BrowseRecordingRoot operation middleware
+func (siw *ServerInterfaceWrapper) BrowseRecordingRoot(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.BrowseRecordingRoot(c)
+}
+
+// ListRecordingBrowserRoots operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordingBrowserRoots(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordingBrowserRoots(c)
 }
 
 // CheckRecordingDisks operation middleware
@@ -22283,6 +22518,9 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/recording/disk/fallback-recovery", wrapper.ListRecordingFallbackFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/disk/fallback-recovery/preview", wrapper.PreviewRecordingFallbackRecovery)
 	router.POST(options.BaseURL+"/api/v2/recording/disk/fallback-recovery/run", wrapper.RunRecordingFallbackRecovery)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/browser/roots", wrapper.ListRecordingBrowserRoots)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/browser/entries", wrapper.BrowseRecordingRoot)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/browser/directories", wrapper.CreateRecordingRootDirectory)
 	router.GET(options.BaseURL+"/api/v2/recording/disk/roots", wrapper.ListRecordingDiskRoots)
 	router.GET(options.BaseURL+"/api/v2/recording/disk/states", wrapper.ListRecordingDiskStates)
 	router.GET(options.BaseURL+"/api/v2/rtc/rooms", wrapper.ListRtcRooms)
@@ -35670,6 +35908,410 @@ func (response GetRecordingDiskCheckTemplate500JSONResponse) VisitGetRecordingDi
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectoryRequestObject struct {
+	Body *CreateRecordingRootDirectoryJSONRequestBody
+}
+
+type CreateRecordingRootDirectoryResponseObject interface {
+	VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error
+}
+
+type CreateRecordingRootDirectory200JSONResponse RecordRootDirectoryListing
+
+func (response CreateRecordingRootDirectory200JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRecordingRootDirectory400JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRecordingRootDirectory401JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRecordingRootDirectory403JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRecordingRootDirectory404JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRecordingRootDirectory409JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRecordingRootDirectory429JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRecordingRootDirectory500JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateRecordingRootDirectory503JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRootRequestObject struct {
+	Body *BrowseRecordingRootJSONRequestBody
+}
+
+type BrowseRecordingRootResponseObject interface {
+	VisitBrowseRecordingRootResponse(w http.ResponseWriter) error
+}
+
+type BrowseRecordingRoot200JSONResponse RecordRootDirectoryListing
+
+func (response BrowseRecordingRoot200JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response BrowseRecordingRoot400JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response BrowseRecordingRoot401JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response BrowseRecordingRoot403JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response BrowseRecordingRoot404JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot409JSONResponse struct{ ConflictJSONResponse }
+
+func (response BrowseRecordingRoot409JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response BrowseRecordingRoot429JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response BrowseRecordingRoot500JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response BrowseRecordingRoot503JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRootsRequestObject struct {
+}
+
+type ListRecordingBrowserRootsResponseObject interface {
+	VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error
+}
+
+type ListRecordingBrowserRoots200JSONResponse RecordRootBrowserRootList
+
+func (response ListRecordingBrowserRoots200JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordingBrowserRoots400JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordingBrowserRoots401JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordingBrowserRoots403JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRecordingBrowserRoots404JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRecordingBrowserRoots409JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordingBrowserRoots429JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordingBrowserRoots500JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRecordingBrowserRoots503JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -56075,6 +56717,15 @@ type StrictServerInterface interface {
 	// GetRecordingDiskCheckTemplate Disk check items
 	// (GET /api/v2/recording/disk-check-template)
 	GetRecordingDiskCheckTemplate(ctx context.Context, request GetRecordingDiskCheckTemplateRequestObject) (GetRecordingDiskCheckTemplateResponseObject, error)
+	// CreateRecordingRootDirectory Create and validate a directory under a recording root
+	// (POST /api/v2/recording/disk/browser/directories)
+	CreateRecordingRootDirectory(ctx context.Context, request CreateRecordingRootDirectoryRequestObject) (CreateRecordingRootDirectoryResponseObject, error)
+	// BrowseRecordingRoot List a directory under a recording root
+	// (POST /api/v2/recording/disk/browser/entries)
+	BrowseRecordingRoot(ctx context.Context, request BrowseRecordingRootRequestObject) (BrowseRecordingRootResponseObject, error)
+	// ListRecordingBrowserRoots Entry points of the recording directory browser
+	// (POST /api/v2/recording/disk/browser/roots)
+	ListRecordingBrowserRoots(ctx context.Context, request ListRecordingBrowserRootsRequestObject) (ListRecordingBrowserRootsResponseObject, error)
 	// CheckRecordingDisks Run a disk check
 	// (POST /api/v2/recording/disk/check)
 	CheckRecordingDisks(ctx context.Context, request CheckRecordingDisksRequestObject) (CheckRecordingDisksResponseObject, error)
@@ -60121,6 +60772,114 @@ func (sh *strictHandler) GetRecordingDiskCheckTemplate(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetRecordingDiskCheckTemplateResponseObject); ok {
 		if err := validResponse.VisitGetRecordingDiskCheckTemplateResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRecordingRootDirectory operation middleware
+func (sh *strictHandler) CreateRecordingRootDirectory(ctx *gin.Context) {
+	var request CreateRecordingRootDirectoryRequestObject
+
+	var body CreateRecordingRootDirectoryJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRecordingRootDirectory(ctx, request.(CreateRecordingRootDirectoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRecordingRootDirectory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRecordingRootDirectoryResponseObject); ok {
+		if err := validResponse.VisitCreateRecordingRootDirectoryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// BrowseRecordingRoot operation middleware
+func (sh *strictHandler) BrowseRecordingRoot(ctx *gin.Context) {
+	var request BrowseRecordingRootRequestObject
+
+	var body BrowseRecordingRootJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.BrowseRecordingRoot(ctx, request.(BrowseRecordingRootRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "BrowseRecordingRoot")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(BrowseRecordingRootResponseObject); ok {
+		if err := validResponse.VisitBrowseRecordingRootResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordingBrowserRoots operation middleware
+func (sh *strictHandler) ListRecordingBrowserRoots(ctx *gin.Context) {
+	var request ListRecordingBrowserRootsRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordingBrowserRoots(ctx, request.(ListRecordingBrowserRootsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordingBrowserRoots")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordingBrowserRootsResponseObject); ok {
+		if err := validResponse.VisitListRecordingBrowserRootsResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -66042,1416 +66801,1435 @@ var swaggerSpec = []string{
 	"LV30HjSiZjRf9nri4oFrFk6y96RtjxdsVUlI5A0Xlq9gKkELsJ4C7h5LN7czRH13fwZwgcGvyB6CH/7a",
 	"sDr8TBWVk5duUVa+rdmc1UzkrNh+EoB16qUscLXLUq7hR6NqhS/Zv7X/s117JMka4WHs3xumbx+44ric",
 	"Qhr1Ac+Pgo7anDi4lTelpMWtlvK2pDXe1KZBsATdFkwgKmlV0s2M5ve3JaOKhatc6R/D82X+9L3Uq85v",
-	"qqnQRG5/6xIp2GHsQYcFMQcKJFMjQWMDVHM15/aDmmp2W/IVxxa98nk75yXrNd4+7Dbd/dlvQfd3w6Wx",
-	"NMC8Zmrp+VejLCCrXN3mpQz+sowsl0I1q62fW55V69y2Fv5W3UKwxi37tKSNwtlZ29wt+1RZOlArXbW8",
-	"V2lZ0wW7nWMxB89mLIu2Bsv2STgv1cz85XRreTHUDfcnDMeI3zww6la1u8b22jYsKJcr/MVvOTKYW40l",
-	"Taxkf2t0qJCY3O/akKLubcqazZSEBWyqRU3DQ/Jnw7jAhH/wMkq/WwLMa6MUvxYPrJRVIsJm1hE1HQ8l",
-	"hy7Kkpxl5L+wIcJsS/91cHRK7LbXimhZQplHwkAkBNBXgOcuqKaR4j9U050hOoU+VhXLzSm3HWRtAB3o",
-	"2Uac5JqWXHXyyNw8nig0EWAZQG12MypTWitDxD0IX/MC9CwjzdC8lspo9li+z4gc9icjbapTK+t6rk3u",
-	"2WZSlX0YQlwnN796G4l5zSjIPF8SxUoobAZS6JJivVW3/pNNfudBvHNQ1hkXTtZ8wQWWGzVCNO3VPE+o",
-	"/zIHvL3iTH/U+cSK8Ngh1N7LQGC3v2Mur9ZGaNnBjD5cM+2S1pCz/9ANXnfEnjm8wHJDnp0aqTU48P6j",
-	"VaO0q5GDGgWZbciiYVAUZGq9NSg1HTEZwMp3FicUVK3IgJzW3cMdM37WFliTjYbiOceWCx1rpvR40F+/",
-	"Lps7JiG19vfaTyhrDatw+GN6xO9xEq8SlcHOSM0WXGlIy/z9d/BuUChsGwZWsDKB3Wqe+IJ40MIThVme",
-	"amMkGWfVnLhp2ETKsug7eH5yXPAF137weSoVYsANfccFbN7dy2D0fmXaHCuvLsVzLeB2jYbsmIas67nk",
-	"cwZncgRTZXtFVlQ0c5rrpo5F07+p5YrgNl+IubQWPhdXELfgyiIGU7JHSyLKVTsbBRbPeb9pCLRphOYl",
-	"etjs8beWib0j3256SSZQDsxZE/yQdE2FMj2eutBfc+3QfBlSgV7WslkskyZrf3wGLcuepAzrALBlVyLs",
-	"kGtX9h/sGUrNm5Jcvf79xfXN66udasWupGbxoKnOTlxf+Ix+ZzpyywNrpRjC0x9iwOL7s5ujnTL/L8Gq",
-	"nLNTYtW5oKrsPWPVMQXv6pqLQq4BmBsr6ileMhtf76tu9WOB/5wch/WOJHfhDl+7Q5ZkLevTV9fTSnxx",
-	"zZr6V2JMxBC19RT66C7Q+3RejV8Tnhnao9aNF/GBUe0gO+QQ3BOOR2UtM+/R8PZ6jl4r4wb57s2i/oHM",
-	"8XbGmRFbLEnw6W7a7u39KCN8sPRfwAhvB/49f2AXYHEJ8pj6EghwA7DLeA2DttzK0mlSGkmyf3wcighO",
-	"NKiMqFubF//7TyfHv/vz356f/PQvUZFhRxlk5w52CUuHEgXgNCOyrYLvyw/BXH2yXMkMl8OyLwS5qLtU",
-	"R4vk17r6gevlTV4Nzdvm4humRm7OL52JvKO7HJoHhsHzB9ZJsPr46jJhoB+BM3sLlULNRd7LDfObgYZs",
-	"cujW59nJ0dNkgtazUdoPOG9LcCMUf61llaT3DuXYJsFVo2X1P5HIH7mel9Z2mMo7MQShJaDHYYCjrjex",
-	"AuwFVA9OYLpoiUArh66gplX9vnKWy6/QbHy0L8gMObz8cH2TikzwlDLhKnDr0eWqSTQYP/G2nwmLPcqy",
-	"3boEbPt/JoNmorjhMd3mtQh8hT4YEQnxs8WZTeX/f6/cHkS5+PpeY2rXo1dY59UZGuy31QKj1d+187/L",
-	"tudkE5U85ozTmwIJP/Sc4hqghyAjd/RfFdNN9RJ/6OYYYwoLlGY2d5gVz1wY8/uzG5ePKyAFxaulibjD",
-	"v7s7NNz99pztwJziCdIQtecrVQ5wJ+sT2ZHtXtuvtrGP8fcJ479uO97CKeJKy3rTslfb7A4Ri+ihMXtY",
-	"VcnampO4ctKQZi0XU+wdfifMbxfv/3hx83r60Z3I3PM09klxlYA0sFWSmCgSBq2d+P70KUGHyYULRzSt",
-	"PZ5YHEs3T1QqbHzX4E28eQwH5gMYKbuw8keH65vzZAaE1sOOyQXT1dHbUJBDuEZtLvqz58+OMrKkYqEA",
-	"Cd9lK9jsBUgZhUD2DgoAdnWQme1P5KHjwUstpj+WvCCHnQ4T7p1EXH+nrYedgvzBKbYDK47AX0XSBHxm",
-	"HlSm8pxhgA9isHjcXtTN67D7uZRlLFdp6IhOJ645LxOWIfMr4YJApkPW4sz0qIzriVk2k23ksk4dMncv",
-	"7HhpWd3JJxbEiPRSKt7FCdX1xrlzIGLlCQaRZWjEf5Yo1JTXLI9EXp6AE8/V2Xxm/zXVfzfCW3aQBjfV",
-	"2B5YE715kxyadjJCS1qvMrKioqGl+bM8Gj9ufqlTp8utVbCto6fmf0PoUNSLB6OGjQKX+doIj1tSKrK1",
-	"PdW0RwkEOLI1lIkV+osKAeMXuUtdncoyMB7mM97jNtNpMKIb9QFa1/yBFdmWp1XWNgh1F8Oy5cURw/Lk",
-	"+3y3tUvc5RZPh0BtVTC8my1dsVPi8XWQAdOyJHeqWb1vVnd+YeyanJILYaZaMs222PWaCU3+2nBmI+LJ",
-	"oawtEoQ7GkfhlR9H+Gk7iMsAMLC4xrWiYhNsZXAwhWzAP3544j2hziNoVuJoIpfUVN2nzolj4FFpsMe4",
-	"bDs7ygo+VxCXoCXpnaQC4G8DdqeQzf0DG5yg8o11z/rtyBzK3dfPSEE3ChO6jnY6mz/HkX+8OQJqo4Mr",
-	"0YK9tRcKWKWCY580WTx7/kVtFm8h5/x8yVBYS4G4ScG2MND7RTcTuRiv2+SLVrdCyLoAxRO9Qyy/N5qN",
-	"vN8heCMMievjs4/HALRT7Hzv/fr3wF8gELPoxYKOA6VRz3GaMUC0t1Lpd0zXPI9SHuRHLZqaeQy0OGZ5",
-	"XjXnMhrb03paS7ngOS3J+eXHqRE9OyCBrZeyRLwyNMJ6CH0IS38wcunJ8bOTk4mQYAVXMcDtd7IRmhWI",
-	"c6A2yogSk2WKV1zdu7WOSBQw0DnNo6vI9FrW96R9Z3KvF+6Tga5LSYtnUY3zeMVFoxnYzgl9YHXf559e",
-	"Qmj02xjKw1wzJh7ZcrThh8eMd8VWSWJ7h1hSXBiS242SVmx1IzUtE3BVF0JprCex8n2ARj1Ra16x1Uco",
-	"XhBtvTPuXZtuKnM1jVbOaoG84PTNpIzAeE0Jo+jgCXmO0l/B3pQ7++Yo2ZGIJ8L+ZNwB75y6FH+8gSoB",
-	"Z1VVboageoOKAvam+dVC8/Zm9VhY3q3m9oHktV+Z5dmq0EAeoATijrUy1kup7LZwVw+x8I5B77IqpbmV",
-	"RhEnvmABzgdf8HHPHNlXTJlDZZeNzDakojVdMSMP37PNqfmPwtjxmVknrpmtKGgejBdZtwMcrGMZp7Eh",
-	"wN7OjiMNWJ981L9T8jFoq+BY2ffB9PPAaj53GL4tZSVLgFxMgo4QCahg5SOQEvBfiaocr/jc5rhBsJ1d",
-	"CdyiyZd/uwmmuQvNVrHrf+opgrDcNjB0Ikyd26oucC8Of5hw/JiHFmfG9Jo5SR4zJgi1QFdFeA6cBGvX",
-	"b1s1XozREzZTQN+qLYrqeu2mi4d0hC9AHdeIIGs/t4McAd61U0q0deWpBFqLtnDPNtFklJY/7IZoHSha",
-	"Xby39XJDqJ0WV8Qm4cW9OZCeN7j4dXdqpkX0nmL6v3Tx05vYHvRo0yxBb1t6K5t5inCDG9ejkGj9SsY9",
-	"OCGzDfmdZ9Cx+kaaLWQ9uGvunU6pW16y4yUVBSJSCdQhbEh1dsCrhxdxxOj9yLWjV3MfmTEzW0eLFDGP",
-	"FC+DpJJ2lpiyoPak6wzOv5yTuXoKi7OinzIimH4KYNFKruinXAoR/Fav2Oq2+9q68xOvHr55yqtbkCJu",
-	"MSfaEE7wVOfVrV5jSmvv5zkXLtW692RFP92qjbid0fy+lAv/9MXTXIr5U1qWT21i8K35lSDsJEDcCmkm",
-	"lwTOWq3A+J7YXviZBO/B0ULpyJCPEajVOPe3J8xR7tZh2xpIlxhGjlhJRTSt4oGztdnf8GDhOVYplj9o",
-	"sgAxCS9AJPe1bMoiuMwn2DD+zq53uapovdP97tZx2p1u9u7RCkJlt3rSPu+iI9jZ76kk/L3I7cM7lIC5",
-	"/GHs4hoxEYJA/7G1Yw6FHtm9DK4QK0R27picClAtzM7pOiHtuJfSwkXQWdCTz2ujvYIM2+JdisASOkKX",
-	"5PCTGUvV2XSLG7c5hCTQvrsH/2illsk1Hv3KZqm97Yw/RnRbtsmoyCT6xs9TUlMNHtCOpVcZsRNCsKzJ",
-	"d5sIwfx1xfKHFByvx7RDq9ZMyqnhK9D0ddR6iE0DBNPOzRa1rNRF1PJgR1rR/J5pRSzA6J5dfGh0zMQn",
-	"9OPbB7SloTkgHpPat+XU0Iu92417fDy1pktl2rWKU9ilXcj9acw2H6cy1/x+dFaz/OE7rtUlq9FImt4t",
-	"wNzggsy4xkRATNOeaA83wxvpCPbuMb3EHWLt4Q9Pa2zqsVF2N7e7FwGNh0TZnt7gkMX44L9LLq50fiXl",
-	"aj/Z6Kx1Bv9F8lg8NGRO3wBETjooXCmCKDrAVGeN4sL8ZnQQsyVcqQYvqsCg+fzbF6MGzZyuWE1fT4Gj",
-	"t1EfZhY2ZcDsPzZAUjUQEYxtanlIB90m53pN634WyItvotgIqirpZgAcRUsAfgszGExfuJxP1KRUkxXP",
-	"H7FGK57XslqCiptYJwfPEA0WRpw7O27bxeGslmvF6oxwqTJCRVFLXmTk6dOnR+Pr1juGHRqMHYPvjZB9",
-	"1Qjw1AhaqaVMJMQulpoo+8Zw1c+w8MuWz3rHMlOBqws0ENkoP4pHlqBa5OebPAqKf25DNwqyoPWMLkyz",
-	"ZYm57VM9eQuZPBu/l6TGFR8s7LqQtWy0YQfp4LT2nYmq8ZLR6qwsZf7dUIUEyAV6gDiQiiCxTJ23+eR6",
-	"k6oU9NY0OMM+ZppywYrWqIvO/anywkSYjXh4SbM6r5pYFbU2XoI0YOoxGuFAMaPEMsuKiTfxigsfKmYL",
-	"vrnfZa1OyfGzLazQKSACw/Wyfh2VnaaUUuiVO5oeyrWTx1xthWZP9JN7DQwr+4TVB/pe7uDYbh233vFI",
-	"l/Zp6SfgU55uQ+4SZ+oLLvaVanIplCwZxA6JEIGrbyEHdNIh73y+pDXNwUxh7mnhPLX5kpYlEwtG+Arg",
-	"M0w/YkNKptGurrbSRF9EJRwYQdwM4AUPCzzc9onVCVyA7Slx22wRYRDl17AlLImnyKFijNxZFOWnvtc7",
-	"1wVCFtoWj6aINhVVah1NOLm0T1zbjULvxI7Cn/ksrlABaWBSR9AFOTSLfsyFYkJxzR/Y0c699k6MH0Iw",
-	"3RitvmsTeoYqR2HO18tOCY3Q2exqHMaskb94PVAccGoEUNzOw0yxX7T+2h5lOcmh+fH4zfd/zODx8fzd",
-	"5TcZefv9dbqA5ltGaz1jVE8onliGy9Mpg8dsuvF+BfB+BUXcf4aalECEQ1kga6hQAa+dOqizkin/4yMK",
-	"UI4VcAQcKrsmnfJsn6Wa4+Na/wylHaOH2yIfYBJJS9RcOUwEFzfh6gs1AvFFuXJFwk7d1vgbyvy16jGn",
-	"HVnSaKHFThWQ+mGygjGx5mLHq7CNj5+4VPrZn14sS9Rh7DDesCBjnwntXh0xVnyxPX4jN10cnSxkOYoc",
-	"4uDVUWtDaVQ0WCGN9BXenYj3tQPQV3gzj3kokqBbQSOX0VCWEJJttecC/OJIbZ8Xn627DN3xf8YtTCK1",
-	"demQY4YbJMB9IaS2YNhXDnX+97VsqpiCap97V+g9F5GM0lkp83vDUgasfFzBxwTeVQGfdVfkXNZ5x2vY",
-	"CVxsYlYtl2Y3kShM/4mwHMDfVzGUm841UDFxbNjisYMPNUwRsF6Oa10dm1vyGDDvgwctL/MCx3HL1QDB",
-	"MZcFq4+NLlhS3fFnB3cKxKBFiPpjBbZaeIwp7N5Nq9pEIbeRHeoecu9KEXz2NJ1bneBZsNZu49rRZy2t",
-	"TKXNmB3NGfLbeUGYdaT+WEBnNtalierb4gpeHCpQ4xta0Q1ZSEKXjGI4u2w0km+ceqFIiBo8XrONP1q7",
-	"8p7eIY5wos8gjCeDJa+b1YrWGx+vaFaValn/LCJ9gqVeN2DmN4zUEwQBypsmV02VgxxrtfuZBWQzHEzZ",
-	"2S3z/pTg8YDgXHiQrPuPoqQMhWHOHYeK20jD6G4IFYGPnD2228EUqOqfkcSAQS9pVTHBCrMGeJDxl59H",
-	"dcT1HrnO1lDgttwQ6jYofvzrDifb9VSrQPUc9qJ1mB9oOdoZW6D417pVTdv4fkM4UPEFApBrNm8UQMr5",
-	"ulFRY38qDjl5dNyKtlPJtim1s1QTTxTP2RVdn4fFvlOgCpGy4OApoArKSMaKwQkd9aa9MZ/Zp+Tw/5y9",
-	"+/4oWRY67mI93xrGToT8bjhuTy3p829fRBjl27Pj59++CEt6xIt9pgz0fkKZXxzf267b9IjUqjMi2Hpg",
-	"R7WE2tjsZWAUmFEjdjYV3lIlQM5n+JrKIKIb4wLg5NSyLO2f615tYTwiDgZoIsE4nycOb5tyQlvwi+fP",
-	"vvkmXm0AhMfrxOZewcDa8UJXQkKqPashDw/YVsEXNgNpzJL+RXPE1pR3IQMgXvXg5bNvs4TXqQ8fEBis",
-	"tbT5hg5AoPWl+9IOiRzGw7tIWmAXyZFDzBOm3p94OEgoZZ3HFdQ4kOLJeAapP2QDiWlDh2z/6OQJZ8xG",
-	"F7dL2ksc+h98OBL7FN0evrAMz5yPKxavKdDFT1DaEO3KfYlHK1ESPSLhQU8IwqBOseBCYf9EiQVTWkRe",
-	"NgW7xMdBzPEkDQT6QLyLiMphrUnToohhdmaErQkqvcHDNYjwsa8mBHs648JoKNjCVEvrggmoxRU199/w",
-	"FbNyMhjGjSToP8ByS9N97Lg9adHOCmKA6YHvpsRMxYsmHmewkhBYW0stc2m0JHw1I6DKoNxf1WzOP/XB",
-	"RHqlYyeRxhU2n9RH1U572L9m4Gzso9e1NNnd3my7KFOU2PxWZe7gBYsePflScC3NPl/GscjfMSr6eCQO",
-	"EnbWQNziIVwdFCGDubrPesEizl0rCqvxHsViJTV/YFe6+h5NUxEUEKXBrQPUjAYssmTlVM8Y1SMIQjiZ",
-	"6WdiKJQNFg2yDWxQ2+5AKB8VK5Ltv+WL5f/P3t83x21j+aP4W0Gpvr+ytD9Klp3Ek43+UmR57B071kpy",
-	"sndnshZEorsxYgMdAlSrZypV99XcF3ZfyS2cA4AgG+BDS87M7ma3aiI3STweHJzHz2FKu3A5KjYhOsrI",
-	"XnBbzoam0QnLa7unJ3V1kfJ2wt5ae+OW32nsBuM3l8lIJrdmVTyiqWdePbHw2Kd1ufdqvk40p4IUdeXQ",
-	"RBui22aWzneV8NPBoqmEs27soiVAaGDjZRuJ5kkQXdyxsGu/C7BLL/JKp33EYHm6aHzooApD8iEbhpZl",
-	"ByVoTEx+ylju3ZK+cl2ENfUAkw7H+sM0lA/433UO3VDjthG9Fc7WwovpYMk4+JixKQFd7hjhZFvcoHtU",
-	"u6ery6KyrQspdnn+EC2F/tGm4w16LW04QUQ2vnhHPl2+t5XzA/NWhtTtorfoUHJk3JvkWjT3dbd9bBCf",
-	"NI2TqhZG/qKJwCjbhq9H+fOjwn6gj1bUj0WfRCHEVT3w6rJ5/wnjgkqsjT2McsJVuL8Ev7PVdO2Coi5z",
-	"EGfw0wzS3Q13UvBMVq09VLuYm3cJaQFLP9bSu92QhedaJ8EgFTiiaKkkFEvF+DnzZRBs9OjoumTEyfeo",
-	"VTWalt24JphslxgUb2m0/sMm9MSe51aciSu03jU7d49Dir+czqNXqWcyaEzyCSlBUJGbto8gjARFjk3f",
-	"sfZJWE+3atZsxUQly3IZN9KCBf26Fqz/OGHzORURGKr9Sko7QQq2UAjKf24EtedqoxJnK3AanGN5wRjL",
-	"gUdeBATHtg79DSc4MkUqJtiaUE302nAfXhXKWdlKPmO7M5ugsytW8ajrEH53xQD3F+zhID1imy/mmeQ8",
-	"uS/IMi5KKtjoJK4wxweRnwME70dFvQKRetOSi+UtImL5bxMHi1Q9kLOAZOtetVdQ9FjsRhzmGMSjuN96",
-	"MaAZR5erjTuf469luJE9m8fqP5CzDyAODWW0rmJpmBFCYdsUDK4HczyeNHTXRpEdjHGqjnTKDuLW9Qfh",
-	"NqgEXywUN3V1n2KsPDz9zt/H+xQwoWE8yD8yImSHvMmG6YPMXjCZv/qf+C4fVzcXbWwQt79b5Vx7N36g",
-	"Ol8wdRbwwjEXFcTowhhok8LnyhbHUyJHOKa9XNEVFbyA4flB1r6949y8d5YtDre97LEA2e2rKnHNboXd",
-	"OhlgKEDWyzvnnmfFUlGlwI0NWBvSL6otjViU2bQjiYWfRbmBGxsdKLasTrT8BAYRww58qsp4FcUrp6I1",
-	"dOHrLIcnB7OFE7LRW6oWkeh/LjrKIzk7zcgNerG/u/Ex4wv2QAKHuZncVQ3LeVHfljz/E9u8EzN50rol",
-	"0Dfs+SNCo5ydOoy9hLRQJGqU+M3IgfVzDYhVirAHmutyA2sP44Xlx1oCzJFKoi/wayZCJEyz5Ebd561F",
-	"JkdHRzfeUwqMSUOSrQNLG2DZLC0jeoYDJGZkDQVTnFQuauhiafZnzUGGaNguVVNwocw+hdPxRJZ1ibpZ",
-	"6N6jGI9U/8GfMfWI6PTmpGJsumiU0VFOnEY/2jk8PXCk9yhZdqUijAKzIyNQY6zk9wygSJUkM1qNRV+f",
-	"An8aDCt1iq6jxYU8zJ87MYVkqg0kiSz8yAneFfOps5NL7dikI/vaBA8LfvAjp9HgpI4qYt9OlakquFrB",
-	"PTg4TpRzKeDwhWpUS77fXTRrBjJyYuF4uCay1j3a1g8JRmOTb0K7JCjZ++yXmpYYg/eu+A7ce07nYhW8",
-	"E48bA8SVMQfUnq5zeL+f1b5mtEDzBeQ5rRc8X5gpm6VVbuJPXA/piXaVF2y5kpqJfPOnGCbmn9imdQkv",
-	"mdHmgTlQUrHDAvkFK/yRBCFTpgLbl/ThFHmP6mU+tCzlmhVOGUwuZpojDcf3tTiJHfYugN5zfs+EhzLt",
-	"sIxIY+AxLMYI7M5MgVATANzinX9UEEar0rBVuwmbMJDK2hHMiOiccpEKbLBQkt9H9v6sYsC6adnmVEMs",
-	"fAxsAnUKnTWTPxE5p/THnyDaItxvABn2hrB8k5etbOULrwi+9nxvL0tUsnrjLDPXfMkKRHM6sxG4ccsv",
-	"V/y2ZJ+MVJk8BhtSOL6CWZhUONx/WRaKcP2dz5AQbK1sgDkQIVeO85qnQAB2haUhsTVXOy/yVnhWg9Pt",
-	"xbkWT2/f6YFa2OE9bWr0py7zwkqbe4T3d+vO7dyZ3ZurDYIR8NvOtrSlUX9qB4QxX+wgWnDLgpJuV3Hw",
-	"tX3N3+3wyVuzvT1FHk7IyigSIW27ymfW1mWa1KxackHLlFX9CeHrAxz+adKd+TXWxQ4pDVqSQkKtqx1j",
-	"v0ffDSmO46CvVQumIZjRb8FpxpzVxOHsyxAI6P01oIsMqyCNp4eLVa0zw5dWNaLv27Cs37WU37WU37WU",
-	"37WUmEMJOURk4UFOsjwWrekZkWXBlC1NOskmYxfzuqICCzhHS6/9rjEN34oruiklLdJ5EbjRXcxccyNs",
-	"c98EeTT30e/62ST9rPIZsuP35iNe1+3N8c4/K24ygeUeBjfsdw3xdw3xf6yG2HA/f9SaG2xAnD539/52",
-	"nQPqCRMDQTLg77h9skK2Zikqpt7F/GDQW7rc+5gqTsM+HuvaGalPxN02IdZOK7s+M3TduuzHAOxcmKYw",
-	"LunRSDqXT4qg4+a1i9gyBSjHEDu6+pv+fgN8nGC0V5rqKIJxDb45V6xBsRLShdrbHlEVsXzra5tH+SEV",
-	"ZQ8uX7itgR9AeKW0aQhwL3szS3Rp0mHxt5uztk6YKusypsjC9pIAiXmTy2bFIgVczCCaqLUv0L+Vs/dZ",
-	"KHVzRVYVU0y0VJlmTEv60Lcr76WAqIbBjaFbWzMyPwLVAXtdn87Zh3h8kZNtrPbg1lpITTZMB5flCTlu",
-	"gsRGjuFLnkN36vzmd4kxi5yO7r5El2ngCAd6UpRjt9QylxSQdEjHRcHxOumQsWhjpJ5bVkoxV0TL0eAr",
-	"STPjJkMySIVfp2VNC93KhGad+LMvLVSOMomsK6lZ3NLTIb0mhFy3pLB7kKKGrnwfppWC7IFKyT5wcytg",
-	"k/y1hhJf8s4FEcm18LEyqy7XW9OqYMW17APck1jlqZUJoVujMHKWzfoeTURmSGPKKwVV1x+FEm+Yca9u",
-	"5VJS1qDz0Lvx5ywVwGO7zFoLbWee2v/3Tq36CMBWUT5yKjzs1eGM5oZXem3MPoFAb9HKMcmsQ6IIkn+S",
-	"rKfHKPxD0tHBH2WspeoOiyX+85rckozvY61zuYQAWrBSEvvmU4LsyDRBgHGdK1LYy9dxTlQoD0Fz8/rl",
-	"odJy1fzLmtnDH6yeBlpz8DyIDz2EHIooP/XDHOdQ8K/vHGSQ+HCCjQgob5fL6p/CgRUueGBMaMglsAm0",
-	"TQUtS0BgkPA3WEvNH7q5tjlXXG99v82qBlXWtHLYtDFJPYyw2UeFHcanipb4SP7od53r1LDSINFuatyl",
-	"yjrtTTfzP276DfJE2unbwZ2IF7lEHjQ0YHQt2cooWG4Ti9XYCPf52BIiW/e+Ky3XlHBpZb1suqASSdV3",
-	"B/GmP8HXFRH+cqm6iYVIJABt2COSoZ4yg/UHDOU2D58ga2VsfmgEczxCfsPn5W3Ki2cf9B+XXdZxJbnQ",
-	"UZBbLH+I2ZkIywLQWhbrd0cfYheUZnR5VDvO2BJ+XDFxuuIACQVFmxOIVGhphiADqOrWiMYVqWQdi/kZ",
-	"Y98NCifdlgjREhEV9UIW8WwTgg/7pbzYtvrLivAiTBmvRSHzeml05wInphIeSB3LUKF6QRwYdPw7Vi25",
-	"SqSVYhn7Gbl5OFT3+WHz7k0rJRt+xDSLCP4pLGS0+JV5QGayFkVmtk10RFzzb8P/sPXPMPm9bC9cEf+j",
-	"eymYTvOjX/jPUBTK/byURV2yYUZh99uucdaRylo9utn2i1QhjadA3M4AEI8rR5LOFkBz3YDkVWzOFRhV",
-	"AtLYhsozH43OIHcAava7eMW73wzRDKBOBC0vzfTO4tDtjTljaz3M8WEVuXnu2nl+k9lIEFoxwh4Ati4o",
-	"bZf7ZX9cCfuPghHzCOzI28zJZrlZclF4jMxPF+6XqRh6W3wz4h3x4xhcyEb09rXAAnoY40DCeQx2BHNz",
-	"qAEB0x3lVZpIEivItQtOymTUt85Z6mK/dda3NcQoKXfWyW11lGfU+tZwyp/Y7ULKuzOqaSnn5/dJ1Aml",
-	"qShoVRB2HwX3jiesQ4OQsZ4RqgggOHNh9qak4pnCxhKVdWRd5SyFmHzPSrlizxTB17CMv8Vb5aoZ5DZQ",
-	"e8Xn8zjOC9inIEsS/Cb34wCIMTHXNevHPWLRnWU9vuDQvxdIzHphPqf1jpsTDYg3mOyajP6MVZn6eHWt",
-	"yJIaYRjCPzN0GKJfytkLScV0NbZ+xZDhDuvcWkdCEEI0lX+DycwC+0fkUrO4rCDKIv/vU02WUmnyzYuX",
-	"QVXCAEfDyKhY789JIBjdp+o8T5V8go1JGZdx17h2s+1poqfCsQOnS1IxH2UxcyueRICwsR7D+A+GZFww",
-	"URvwAtVBK+bviLxkFCStVynIEBCE24HgMCgMH2urnfZHqGK9pXg6+k2MKIzlYw+Di0PJT5RrLuaX5qAE",
-	"UWqKFLWDw+DCOkUgcUA9LvBq0NrRYSze3qHqWz/8FOUaDrPt44vUXS3Gn/QQpcFivUw68B1eizVY23Np",
-	"zmN4rLKG/W3Rl1vLtlWzmVeHy3SJoXtyJjD64egcfzEWPjL1n7DslWjEoScN32km7a289hacZEdIXbPj",
-	"A3yatVy6EIP2hvwGwT6dWYAkZcW0+Oq1JTSS47seSHmbjlLFf1Bom9ElLzlTuy47tJIAWu6sjh3I2FVI",
-	"lAQ7xSGDHQzlyib86XYDUtSal0VOq8hatJpKZqTYDrgi9DaZ6gBdx7cIv2/JvbssbUtaj1C1SBT2WC6l",
-	"sGDaTRFjM6LoRNxixadyg+0c/cuNXWVpy1rhv5SVJpEWhzqLy9Rhp8Fw/BKPoJerJCDSvGJzcx95BDJ/",
-	"aRkOjH6W5sw7PJE2+mQKz/rCtBCt7goAQlRb4HLz33zBx+P2utcTHZzaxziFkW02k+zjg8FScEEYzRep",
-	"VEjvjuzLtmiqOjFQuczi8gplEPDwJ9YlER/m6jT0d4pGJHBWVITmd0KuS1bMbU4oefnwMLI712bMhxX0",
-	"Z80QIDtzc/DkvBoPMm1dvb0dAIaPk3SsCWpBawVSOm1iPwCOE/Q5swjLkSNwnuneIaAITDQgfeYl5cvR",
-	"uxaKz6M6seVUeAWpqWGN+qn3ceB0b/YypKPO6ALPe8Td3rAfHwlffRTXC67iUMFhJkzzhcsIijAasg9K",
-	"D4CKHqRgw436UExnPcDp7NcjWcaMClnrS3bPE2USoEZIZZ9DZSNpzaQQyGF49AMkbt8yJsiMCmEj8bWM",
-	"864EBXHxpuTzhU7ZOIJTl+bgY1K72IMGQugH9zNEOUInjEe/TtIG0b8GRlodjVqxIcB82Q3MvWjAeKND",
-	"fboxAsraaCJx/oLe7RlztMMruHMsuhdo6/LrLGp70xMnO6DArVPRXYAx0kqg2sbk25aIQqgDsstIxQoK",
-	"cu4+mgQx9D+vmI7V3ChLuTb6cJoxUUEWWq8IEwX4VkHixQTJOPdx69p7PrZudzQGeIqDFCzYvUcA644w",
-	"RPpx7GiEtJ9NzSk03cazv0fpHmifUS7sMZJiDZTef9tAI1YGiljfW/cJbn1c+ndi1DNFPl2+n6wHoVag",
-	"crliGRFm0Utuqwd5fWigqG+2t6DqCmi8h47tKQDQR6bJPi3XdIOuMAsbqagTmA9OgnNDuFasnDVW9orp",
-	"uhIp+h9nj01SQG+SsnsCdhbPApo8Za4ICidjL7NBu3NynLg2n0aYAO0qmlNmFl5WFtlf6l1OnDd+tntD",
-	"ZmEaD/UF5+/HpwHTjwY9mS5lrZNRYOB+dsnhzhvjtYiclmVmxAyF34/cgjFGVDiqLQPqxEWznYxhU61u",
-	"eiggZo+NKuueezR8yXOELLiBtta/m4LqTLXNYd+mwmiiKoSthkbdZjla19XEazluwr0Ojd5egB0blwkf",
-	"7Bgz1SdB7Byn2dPorhUbt0QXdzPKitidGZRUbNnNeA9QIbMrt2RhmYwSSgnKEroVTCNgrRQti1TA0ydf",
-	"y5nVdNrexljB0ae7vE+MAklvSxDprZ8YAHNQx5vNWK7RA6WOyE8oYvkx46cA+83Wzmbq9MNfalZblse1",
-	"L9osV0yExiAoc7qvvaneyKS8LMlc4nW6gci6JfP4EVw5ZbMPuGG09EFvlSxrzWDfQRgh+0ACWEwSLDCO",
-	"ig4yn86fewaoMjNTyMesrF40q+jcAeeHFT6Pv/52sFZsSuo5BwBj5sMhlOkITahmL1En44LcHP3LTRA+",
-	"hIbeE1KyOc03RAl6xz7nVDFiDqZtCXcsKkQFw3/xcnj0S/rwDj99cYzlYN0/I6X7J8ssGXlx+OL4xLrY",
-	"raUKa4hquaSa59ZGxUSBBtiWCauGwhGpmARfx/ZFWMf2xe4CUEZqwX+pGaFLacu2rdJWFJjby2/T537M",
-	"8isvzlKx+Tjb++7P2zogvpORF68A/rvTX9D+q1+zLSJcrvQmI2CSKcDsLcpNRu4YW6lWlVzspDOD419/",
-	"7nLdtx9Oz5yoJ2fbY8qIu29Mp8jyT4L+qbBRF0aEu1WmawzkSQ0JqQLYFb6IAiUklJFzkVcbhAGEgF58",
-	"e1t8D8/0N6++kEz48vCr416p0BPsVyHBvhy0b1h5q1/C6pWqRlz510zpXa/65jIIsQxHxk5fswftsw+p",
-	"IgXV9Mi+7U5n08Gou3V08IOW0PRJQ7QI+ILhpjzHjn1UXoaW019qI0VLG5ulF4QXeNkhbpJ7gm59G6k1",
-	"WMF53P6k036DPXA3dxgM1PV94pN4Gp5LDm64eFORnItwcgEQ4figqXe+vIqtYrrGGR61d3lKCNUpKvmR",
-	"9uJK7YTgGO7XwScw96tITXBKsMqpIBaYTvJ0PvREZ1qTOhO62pzAoTFD9WZBCqbwvpgS88k0SCsYzaFa",
-	"sZzPeE5mnJWFQgmr6bjpxNbkoIrc/Pny/PXp2fX5659vopAXSVrBwAReQFzLLVgLK4l1cxDDTcRcn3UN",
-	"eurTB+GlUmpakABrD4xlXeEVn3ORhE+TOVx4xan+pPORln1seKpJpb/S9QWtlBFJ79vh/C7wNnP3crkZ",
-	"HVeUCuj9CCvSmcz89uW3L759kZFK57Y8ZWbrbXMxzywMZIaEX4vi0B7zQ3PM46CQmlZzpq8GTvsbsAo2",
-	"zCdD5wmE18eZgLVfAz4pqkDN09tNaOs8mgz+tVX+Oxrr1iYav9JBii8c78QSDDCc4aC1xqf3vyhWzW61",
-	"q+SPU+imJo834Twkg3kGQ9TsSOxd3GzEbxWj9gBOsj5pRDrMgxkqcLDJwl9a8YSCvriUdzqMkGw0Mufc",
-	"9JaFp44XHI793kEk4Ik6wxe04nrTm9aFq96tGrWCDzH3KpLCtWD5nUolQuLTEwfSgv+01hQw4QjIcbrA",
-	"x1PTiqCPM9NmbHXt+MfBQfjMsqYAUQxnekUrVqS90DYozruhqQ4CFTA2bEHVwuU6uwZHxif8doltFiY3",
-	"cpGz6hAfkgLAxs3eIuDY9q4iHPn0bDGk1A/QjYU0j2wvklTaxokRg0BxlvxGlM9raKabPrW1+X4EmTsD",
-	"6VPXmktMOjIHzC6oS7x2xw+XO2LOXq1K3keM77Guq2pHRtjPmpJmMeDFFBQd1fSWKvbO/GTG3MdCbi4u",
-	"T//44ZT8UvP87jMs0U2711aaLrzw2nYAJnBaqmk4NtunupldDOElX6Do1Gclt8QeKVEb2JcHpF+MTcGX",
-	"uiJwfP1TMq/hIPFqf1eeuZB8QbmwBq1WL6RBwgdS9kRxtPeIgthDS51Ks282ICx13RVRu1QeLkKMIKNn",
-	"sCeL/COiv9vnBONTQAKoZGmVQC3vmIAoU7AlRWweOdVsHkVTOLNP0LLRdNTkxbRrEaCZgciKKJbXZkqP",
-	"CfJo+gP7YqKqu1Vae1mybwmUhIQV0S9De4D9exLXCE7LcmtfprlBYx+Pu34actnZ59lZr0j0VXd8rYzW",
-	"bUgDIMR5RQFpQcuAOk8v3lkK/Q42HRAQw+atg2jWypR+pgit9cIwzBxtAFVdMpVZwZ9XRFYFq47I90xx",
-	"C7ynWEZu/uUG7nNXYDvoKCM3pkl4vmAlwr2JTdiPEbBoWQJDLcgN5jzfkCUF32mT1g1+QS0JFVJslrJW",
-	"9jN1QjREKetFxZh3m8C6gAkHtxrt+vZhyZXpd8GqFn6Dtefdc7Y2TAX/lUsx4/P4j0sqUKVp/1zR9daj",
-	"Us5VpxH4KfpeIdfCAp/ZnwGJrfuupuqu2yj+xh5YjjgTrlmPkN4Zg/+923i9mle06L7vfvVvA8aTewn/",
-	"4Z/lCyoEK/1j/++mL10xumzmYP+59XxVUuQg9zxvunP/9K+7HxosIveLpuUdXDDWvuPbCH7xzQS/2Y6D",
-	"X4K9CX9lJcP1diwaz5+fWefnZobuAepS3dfhTCd+3W6j0mq1/bL5cfvdWrFqu2X8tVlQrswKHK5pWfpV",
-	"D39r1kzn7X9Elrr9q1va9q9+eWOhVBcl3dzS/O49o4rFK3gJtsZTb19FRhARla1b/zxdj+UtpLoJ7z4o",
-	"Ta87hnIOB1FPzVMXxWUCkBDA6AWCTdpBw99TCxSfN1P3PtKSg/mjkrWYrEHCUMYJ6fDqKBs7vJn2o5o7",
-	"yY55xSouC7xPbzeWVEpr2ykkXAwCzPKCjQYfDguqJ0A0bTlsuB7BbKqsSElTVf4FW5/OdBxCAi9BeCfD",
-	"HEHyh+P/H+HCugF32hloLoFMcunWaVIhr4rhXMdtt3v7BOTekt8zNIrbCwMcMrKy8bRI0QAoi9cDKWUO",
-	"ARw3f29tyK/P/35v7s1fn/+drla/Pv87vv6u+PUGO7IugEPHKzIbWIoyEk8WZ4Gx/imKkOflbBylabmF",
-	"BFdiwKhneIczDtpOXuvDJavm7BDrru1le93RRTmipag45X+6fK9swssmI7Vw8Zc2ywnH+AzLp4wXhe1w",
-	"rtAFELHCJGJpTzGWFqPwuSa0WHKtYHAgxSEnxmyhS3Yv7xgKbDMuaBmu4akLu7Vf7GV79v1haCzHgzr7",
-	"2CLYePp+u5SIP6JZ5CZpHagOi2q2LKoj2MW9qKSWuSyjWoK72Vb2JZTxHcaYekZuFlqvDmfl/U3m/l6u",
-	"vkZ94WZRqhsMLLgxksFNRmRdEeeVBdr48f0ZvPDDj5dEyZlem23Yv7y+QBSX67MLcxo/vb44Ab/9p8v3",
-	"rfqSyjDRG3Wff9Y8v2PaI1g19fItT7S2X6rJ6/Ors8t3358bKV7W80XTkJkuxKKBHrIqaQ4mjMvrq4sw",
-	"yO7AzmnNbiud21n99Pb8olmvfciTpIJcvb4gcjYzTBmZ5qfL95nNdQzHHRmEt143qUTPFHkvrcLk1CDL",
-	"QrQkr8/fn1+fnxCuVA0mNmcQpb7cKCpjHJ2KjsjdFu5le34Hzd+lAplJrfayPZxrr6R0lXKJCkbWdOO4",
-	"A6EpOenW6LOs+oHCmUvaxexreJwBRdvGQVLyb/SeXsEn9qyT/bfvr8xmXtEZrXhG3l5fXxzOPlx8bX48",
-	"W1Ryyevl4S2Fm9o2fGLDrODdN+9/NBRoaCCRrGg0ACZ0vP4j3ss6qGaKO9k2u9zc84LJ5w9wkOCJ25Po",
-	"vbCIBpO+lWu/xjbIdW3rn7KHFUvA1a2C4z+GF3t28Wu2V1cxruGCWM1Z9QbX5iRmTfnP8ACcQFUNKFXn",
-	"g4zMBlJFuBq26/lp4Kjau5J1SMuuYJQrIrjupSwTlGzLdIIFxIcj2bx76z7ty6bvN/dCo1z5gnBCrk9s",
-	"puwhHGdrd6lcbhkecrvK+OJj4r+h/0ImYDRHxXW7Kbi4aB4syjPAaQS83S72eTBUnMZHUW5G9GTTjJtF",
-	"yKVQTKha9S5HFd1fs+sW3y08nVbFN9KRYBmp6Ewf3ksNpGwDNZqEyowovjpUfC5oWdoYbESUd0GOw8QM",
-	"owtDIYMlyZpUoCEj5yWd6deczoVUmufRAkturTxwRB8Boy38nSjYQ0TSNj+3EK0gfss7fOypxo6WNF/w",
-	"0QVzcrlccj26X3xdswJHMLIT8+mZFJrmOlowipclV1sg2rZD+KyBHsXtOiHH2ydz5Ejey/no+ZZyPnmm",
-	"V4Ku1EL2L2oufdyP70zZD8f2BRPvgWruav1u6QLXnJD2V8NW0gV2RL28YFGvcbeky72EyBzrZZ7i/Bo8",
-	"Qm3G8R6HLSvyBkJME75AzaplGj++YWjmvV1iYZyKAf106Kt9urL2IY/RSrCnwZp3z0+UHTFacMGUwpCJ",
-	"Ht8tRqDbt1EMjoTU9BQSc8WsPHWBG54LsgyO8UgSnoKMjcDbvW6udGymn+d2HOVd/00YRhmcEHXHV6sm",
-	"2iWHkm2+UlHChYzfjOlmTTEdq6pFCHjjVQyXh9Uui5OKeLCuO3m31wwiC/e2Hy3a09S4mKKGqGies5Wm",
-	"ho8n6At+Hgh2sUtcUTHZVpuIW3onCn7Pi5qW3RMw3oPYOWgxTK3RIQxNJTAzyWbOqaCGYjMUEuMEw4mh",
-	"Mdh2EAXa7E9vBMwlmL/e8JJ9bwS0OGy+EexnvDQCqg3vG1s29afFBk7DvpD6s4Vr9xa3z6bNz3NppEaQ",
-	"AT/Xgt5TDjGz7idbgeYzVnKNR/uadlKBer62TcqKaD6+GgO4eenG/cZ/0V/1jmqyNlfUupJijlffislV",
-	"mahEhjC0/TxmxlF9EE1CRjNBD9I1QCt2uZouRxDGbglC2AgrYNxgADWCoBQniCrGCyyJCSojKEMFWzFR",
-	"QKx5pDAdjDuyQi8OXxwfG86quci1XaROZdj+NJwp6ZDR1Ry5iPG42QtWgfXZnS6F8KC35huwtbnLA73+",
-	"23EW0K5Kxs9sHYKRfHKbNQyGXNiR9C/GVU7D5PKttMecCifnhKaRZ6rhHaSSUkeVsNgll0uRw/oaTRh0",
-	"OLpaPVNIlolCHb3+pOuu/RRNlmZQgD+SA8xVomANuj7GjRPf7hnqVsGJcNxjtiFOksC9KG4F8G0w5li3",
-	"xRE5t8e35MpVUHf42y+Oj4/N6Tux9obaJZqvF7Jk8VOtPorXXEXEuDeujm3jl7bDsaojrPg+F5h0cTC2",
-	"8oKR1WPy3BvgU1IYZnIHHcCrpKTmMs2A73rguGkQNrbPhG/vrVyTJRUbyykhANl+8TQe0C2K7aNRW+Yk",
-	"ofl6fm5udrtWuDQfmmou4xfGdjZuYYxIvWRhR2NQcFLynFZBfbWEzGbV/JjNA8ZgB2YPyZxy8Sgy8R0O",
-	"rUe7eyCYYAyjncMryqv0SaAkr6hakAUtSMlm2sZ+OYMoZmYR1wopasBVAEtWTscOwlJiP8aQYUS3bE7F",
-	"iZ2xPR0WYYBjUgiMkZZ9WHbb2DnOGzvEDpDHI0NA653SdGNTLiGmfywkkDDiejy8GbvErhQvWE4r22Uu",
-	"6xKLbN+iqkb2m+ke7FKUpM0yAuWh2ZGsxZ8bztnhZ+FB2aLhhp90Dnu49gEtthYofYVdlDSKnLdm7K7c",
-	"BKKCAzjqKrAQ0fAuFaziQuQIVAwzbalpJ3lkgVv72nh6HfZVYN7izuBx7QlvW0MeASpmHvRnhkPi5f6n",
-	"T+9eHzgzp1V0emuRKQYwLsnwI3OsSAkKgEtyD0Ldxh1bsyH/KUVk7u9OfzjF2LG/QUU5m+ReykS9myFM",
-	"MN6G6RpPG0j7cYK258KPaoISYI7aVSmHy/TZ/fVIYX7JQndNcPL8iFMFGvqP//k9Letk9WOHCwgbM6Nl",
-	"qZp6ROPK6gO8gvn6r3WxAypbQXu2oqDgN6jYIxEeG2diRpS0+ZFkMXSIF1z3coBgvQzFkP11umOswKcT",
-	"AQClzGl5zZesZ33b4BJ/Q/x+6waXs5liIG9M4ynXveiGhpr7vUcw7WAlHs0lrtszHOG1d6eJQiVR3gaA",
-	"adYVKS3ouv/UxHM6Llv3pcoILUsC9eKZz6Iek+9tETken9UNZYy9b2oKzP0A/B653YAbewcmOCFpG2G4",
-	"fU0Ra73TI/2cj8/X7nDuqcg+9rZYc1Fsgb/4m+6EUPeGhedY8kLw+QIEEL2WzW3ThSCJocDTjTt7pvcw",
-	"BmsphSXxmin8a80K4f7Wi7qyf84qjn8oquvK/lnD1z/Hg7cjbJCW5WFeyvyOMFFk5O3b7z58cNXCNK20",
-	"Q/97+fV3x8dHWN5Ts8p8+19/Pj58+fOfjw//9efv/nx8+A3++X8SSKcxn0zQu+0M+t+xmw4h2QXxtf37",
-	"bESXUuo3tCxvaX5n5KfIWRdeDWvEbbRkmotjZj/uN9ZFnD9WPog+ZaJwl8m4W7jxDkQfuRSwuGPAcqYR",
-	"jtCWH2HYntiTNxsnlGmTDq2M/RThvQFJbdDsU9BisGzBIoWjbDYpXJbxhBa/oLwy3iIrRagrGWHVzojn",
-	"wHP5Cex+i/rHs/6OzarkLDJsKPOANUxpWFuPlHzJnUt2ebDLbeHuhnRJ0O0pXtrFi3sAQa1060sKXpB9",
-	"WZE1WCQKeYDCmrRuwhi+h8utn3o6L6K1qa8X3iEJMGxYqrel1FnLcMVKCGrMbNCqCxFPOxInHPkqZTw3",
-	"6/JB3jOyv6rYPWfrg4yYfxcZ+SguKm4rVpbgtXWm7JX93Qz8ICM/SP0GM0gCS9sCogvIzJnFgdfawCqu",
-	"CC8OMvK9uTqY/S5slORUCKmJpncQ9i+kGRfiiePbuVxtCHpaTxp/o9JGoLOjdFScWUQEoszD9WLTipn2",
-	"K7CX7cHE97I9P/O9bM9Nbi/bs8Ntyq4MZg54jhUwH7sV02h9N6fmG3+O3XmwUnJoXn+89xI5ANWtZk8c",
-	"dKasrHFkyYyYibED7uY1B2Hr7t3VE7plrt/JM+boF1xFjrKe0J8V39748Twl9lRCTe0afI2z7qZGmFi1",
-	"uawjhobrpsCAbTdRN+CRl1CLQ/86YmO2dxZO4tB1BZzELAu8fjTgUYlEzMMhv4oHBF53eNIzw7SY0Fxv",
-	"XNHQH1nFZ9zwyg9cLdEHbp0dGblktPgoys3BVNIJAdJwIztDdcsz7tp8Zwf9PRdFjys7p6LgAH/buZi0",
-	"JPe05BYZtyC3HKAsEH2Tqzu/KjE81V0O4EJ6Ty2Woqqgjl8cwGKVvHX9d+3cBWh93wN0g6/Y0H1mbquj",
-	"o4MOEOrXx//6aur2wZjGbco7oVYs1zvuy6qSt8xIDrSArIKD37dg/BZcmMUbCCroxHTYq8E6L80Lqd2J",
-	"5ESBENFjJAVkVAyeWVdSo5y9pNUdq8i+O4GHsPWgsjaL69KmnHMtktmUDoH0fks7OfuqDfocGQOJEc69",
-	"Vlqb5Ya9bMXHGAkvke/ipjnUOo2SaYje/8CVVr3N4Cvxz+HKAUCLdMCl9mah5m1wkWCxzqQkj2/GE8+u",
-	"W609U5iDts8e9NcZeZipjOjlyvzn6OjoIHNSlw24B6IItxfyBuPjqBj7fqNjecFXK5ozW0KhhqDgxh8w",
-	"ph6eY3ZFik0Et4gj+RbfsbxoHw1b9jAAVAzCoDICx+vgSQKkqLpLBJs8IjpjDJO0Ry+V3XdbxvVdSBK0",
-	"CtN+uP2wTgnUWaN3p3ab/41tk/HIvYY+e88YhkdAKmuXY24funXF9TC4mmNdoOSjd45Qq56IceHrSREM",
-	"Ns4zj5AfBaNrLWh4lDLL9xse6ZYoZMrpiyqVivvTQiKdWnE+wCBeUlHTkuyHVSpkRYxczoTRummtJdl3",
-	"MAnmX9jXART/sG4ob86G1vayPfPeHrqwouZp75R5zdVdIjHkowhFgGfKXzZDl+eXvr8SMfzX3u7FhXfq",
-	"N6GtE7SjcF2szBHDca0qWcWP+BaZ2+iaNLMa5Oe28DBMB0rxOgb/Zfi6j4HkCrl1HKl+kF83zLaxX4zm",
-	"1NctITTBqfvxQIUEmrDGpzjbSnP7jtjTMP8W5+7d7YOj3mJ0fcRoaPBHWdZLlxWQAlXsskOXeTYGqnSb",
-	"4tO5GkAiNqnLXjJTK+B7dODostyxTfpcP1Pkjm3IPi71oUeSzGBzDi0gbeZp+PDeK/yO9QOezj07nNVl",
-	"6f4u5fpQmSM2QvU34xuRALy1pAm0w3BBEYS72nQIfjpntWnTcDcEHGccb/VMMh7vzwTWQMtILSqmITaz",
-	"GW8GDnBMMH0Exx0MBgpTkIZsKhFWHp2dJTCPMh5aXuN7USRwfa2It8VwRlJ5kl3UMWBmqhRa2gE96cqm",
-	"ICL6iCCMViVnFYylrox+WoCBvhaaYfWLUHgwjVlr+V62Z9satprjmbAjHLcR1/Zy7rvDIVOlOR89vrdu",
-	"qA1qGXBPUnu4EPxD+cL1O1LmqFSVkRT5x5pWhS1QaMt0TT4mf+8siWFz0fB6C8y0L9jaGmPBqXqQkQsK",
-	"aGngpZmbIZGKzWrFFPHvgqT5SfgU8C2QJmxjL9uzLw3TjBvo9iptlQfbkkIDnukz/2HkzxS5Z1XBc30U",
-	"X+0UF7bzrgWCH/3OhpE2vwAbdnaXEcpGR/RKm62/sLbxtFL+rlYpdEQ7oTzetpHS3w0I+YG5BpYVLTVC",
-	"rrOwuCYViNhgjtqzuKT2eG3i0TK0az3hEWrcPbLq8/iELM19s5ftuS/wT5tl4L6J6tT/UE1onGow+oCm",
-	"SxTHzyVvsKabYar/fZzTM7gvwDwvpdSTGWcGnr970CLBdzPgBJzATSFV6HdW+mhW+gjTD9k/xs6s5HXw",
-	"j7UFPRFHbt8M4dT++/PpnaxNcX9sdIWeyNK0i89hN2KcZtMaxSTHXl6/X1n+WvkC11WCCfTcV3hLPf5O",
-	"Mv9u2nqSuwlDiLgK9eAvciWlvGwTL6eYf/a/3S01q8sUBwI3e12WZE01q8wkfScilrX8ZPegpTO8BiOB",
-	"wV29ppc3//e4L0u5hh3u2YpSrh+5E0v6cDrvR/nfDkY5wq8IF65Kuu8brVy0YuSOrTQg8jKL0c8BGXT0",
-	"wP7B0kJVCwaoKiqVuVAxbchIQnFmptFBi2V1913dHE+4eChLrrQ6GI3lMKtVcgw/eJOiEdnBrMiKFkKd",
-	"VT7WVJE34HdpcDz9oOCrkTvi59sfZiDLAuuobiO9GLJwa4Vg9e8tjSdg+v5HyVA94Q/tox5y4HDZu6e1",
-	"QyJtoh0nJ4wR2ZCOfhfaGuHqiaW2RC6eu9VtVsj+rKKAicAK8uHi64Mj8h5SDObKpsKwh5VhOqvFRvGc",
-	"lpBJo07IDSYqNIXEsHZXxWasYiJnI0G3Tler0hYvi5drDZP8kugbDggFq4v4nHbwFTdikTTXTbyXUirW",
-	"V50nNGiYdwFifd8BbBoe+DeWEV3R/E5lZEUrumSaVQp9NIBL3/xKFNMqI6rOF4QqCCCCaFzD8xHK4SAj",
-	"kNl5+Nd6ucqIkId3bDMzn5P9F8dEtaJOM6K0XK0gsR8W4BCKB2Ueb+cgUQi3YHmikDJO5BnBd6bhmVhO",
-	"PIRnouRMHxpJaEGr4tB+NAEzoQe3FqsFuDd2BKwN8keTebeISeBFBgYSyzTshz5MSpu6xgsLdJKR3JC5",
-	"MOzG9GoJ0lG4XDHBCn8DJXWaeDHDoEPEbm/qQZgTP5gHF7kOuRmpZmNX/JEIm3A8YlIV/E728RBCUcG6",
-	"4JIoQJdWB2bpQI0aq2SIgj2kQgPfyrUjcJvxnGEVkn3azsY7cMeT7HtYrPa2YritRdYCpy2AW+17XDvQ",
-	"Zm43BIqkPKcr/vz+5XN/vz4HKeS5+SahreD4JtypLod7ipF4avwvpLKhVsv1I+KAPfp+FKqtKl5HVbRP",
-	"12eksBj+Pk95a7JxYCEoIJOGl3Vijy9WpYPysXFTH9DYWxnDrb4Ocj0NeSG2MKA327tJis/Y6efl6uuk",
-	"LbHJF+9nchYLCTOP7UU0jdGl8Syv7K0ddwxAQbCIMs0rXdNypP9sOHkdu3lkEnsLcLthZy2aa+1rm5uE",
-	"Z3JQsouL2B8tCovZsJacp8bisjQw/5AVY17K8CwY6qX6CRBbPtAHvqyXpJJrBeK1w415FGYLzDJzeiJy",
-	"AqDX6SL5xDx+1NsjEC7qN8VwaV2IidriEIbVUQAUY+SP57ErBBTMw6UsWHlw5AxV3/l74LbWYCXwNxLv",
-	"WE9ceI8vfYG17OEaG761TgiFT+zFByxuxgXcDGRJ76AEV4Of2QBaOjOZf7SX7V3JmX7N3L+av5zRrDeq",
-	"3i0rT1SAOSWqXkKuamABwGWKqEH3rKJz9rpHgL1Gqxa+6AXZsXVexmlMOGIOtQ6svRGyGcqyB+4YIxCV",
-	"vkrfHPDIrYM9jBakYhfZWKWz7kdhL8RO6grxeTQj+55EMhJQSEb8H5Y+wgu0OXfm+mZKD2wlsa81Ggld",
-	"SuQTy9E2Mrw/Niots6BSuANcYR9Tk9b+RkVLTyNaLm+VloLtxOJm1rDkGNv2kYitbWsZetngFcpY0YOK",
-	"wkY7uxR8JpDQA5VaTStPZL64TRrZeUVg+mA6eNqj3TWGcDXWDIJFFFLtg4nLvtOqnaTwzFdgiDjqPcox",
-	"InP3CVY55crJyBMqMZ2PikWxdk2oTAvx3BkiF1psk6Dbp9FjtpEVn1qNafTQYcGmqf/qcf6/38Sz25zd",
-	"3ygSNNdmXzYr9l0qoXEKqqpPnGtdO63sZMW0Ho/a3aN5ObjYhqQ8ZCy1ROu0bEO5YEFRhEKsdBx50Ur+",
-	"I8xbER/IgH40xfJhOZw3flgL4PCo4LUvr7UNI9e6anm7Adg+iVbYUM62YpjUB1VLpfOaW3ikQiIJlyLz",
-	"Fx9eC2PusLFqXmBa+J+v6oUTnabZOclgvHJnv/jn0O9ax35YxQvtTWPVvEB/unQ0vRcMwehSyEX6oLjC",
-	"MZvWP2Cpyjglb1WznJqF6ObrSfmOiyJe8Dbb44JrHtvpax8Y5NuDw+BAfUcWo3N5kfjrbUKTgo4S3hd8",
-	"1iLuqSsSFAllFhB35PCRiMwzQtGzd3rxjqiFOcAJi6xm1ZILWg4UmvVLulGjkQEsPnjYatBf7KxsHeuK",
-	"CgXaY0xxh3qSrmCNsmZfzXrWflbJZWrVbtlMJoC6tUx9BBJI/JuKzw0HiW8xRGQk9qSrb5kxwxiaRofX",
-	"bsxWuMPkCbq94P3MDBiD4TqDNvOQQUSuN/ck7cAHhuAvS7Lv2z60/DGoNwc1tjKS1/pwyao5O9RU3WVg",
-	"yTrEoIWDHS6ekAsOLbWfT+/6YXTKEGYNJI4mcH8sMk7mTvp2JsBvl02wc7Tlvju8Nk22CX00yu5S1hDa",
-	"4Etzt/Hnf5s4zH1K1JpCLq8Z18E/CDLinzEAs5uI8F0LeetI3eeHcPDcRwchkaHhmQclvtziWwEcQi09",
-	"oFdl8abxzSaC4jHBnJhqi6PHAlcOnABctmssbPk/KnizJ17zJBqfJ8vCGRGxqF4Qr7d/TO4YW6kJKMZh",
-	"QFqyLI/1NcwSIZX7gq3Nc6N9Zq2adAdT63CBSel/eSBltyh5taRl5j+G0t2GuVg/kKdOdbIdB21e9pHQ",
-	"Ppd0C5fYp7OHRws73sv2XM9GRanLcqej9oVQumKmcHfttRholwX1xHk6m8Su8Z5hYKEj6LjoAdinF5XU",
-	"MpflJVO8qNmZIYd6tWvpV0Rd1NJSHqmwE7KyvZAKu1H9ULszCmAguqrZNuZAubEFvM2G3bFNE0AHnfLA",
-	"GxPBE6rYjD/EyODCPjGjBxBNW7B2WSvtYNZg7ATbaCI07ElY8rlzCdUF7+Avc+FAOF9Eay8mK89CCelo",
-	"KCOGODYOYHt1QudEV5SXHfjPb168zPpH0rVuuMXyg9iBkOK4Lk0R8mZdc/zEMI2i2pCqFjH7AXC0P7GY",
-	"96yxgQFZFM7vJ60JH7Hrbxu+CA6DoK8xPsgEInQLfnQNkaBBw1MIEbw/5jU4N5YoHZwGrwBoCUusTtBc",
-	"YIX/WMl6Fb/47nncyXalZWWOMT53bBIPmhS23isC8jVvIZLelHXtVixxaM3hdmdterQjjlOkYOvrBa+K",
-	"C1rpzUVJN7c0v3vPqGKP5myVaRwrikGrpDTNblMq/JyUu4xEoUqOtZdYxWXRkrxgWSuG7MS6UPAClUuu",
-	"daJA7BINtHvfvbLlrN2/ogseWbaASrZGbPbAZsNBeShkgrYsKAd8F9h8IdFHXhG5jpmv79gmUea0c3yb",
-	"zDvsa7Q8aV6Ojj9oaNuGBxGkcb5yBc/iozohFtwMCzjDHtloVCzQ6p0JU2TRKCPey5rFi5O9lQrOqGbz",
-	"KNCv5cpYOdnV2y6opiS330QMBenW7BMbZGyOPXvAtVob+exwwRUmSdsYjcMFVf7XeFBKyef8tmSDJMKE",
-	"rjhDU4e7OJC/o8wxklqMvnI606y6TLLAc9uT0QU1E9bLaGGmLcdzyWwje0WxPWZ6ueZNRU0r3LslsfVn",
-	"Ie7mhAhQ8J02CIX53HvWBev2zRUQ0XzJlKbLlUoackyjCBKLotfW9uCQLideF9GJnJBAmx17tmXJ801M",
-	"mnA6Ib7hOvZLwAVZJ7z33bwcR+2+ty5RBtu3tSAxghp1VFNy0mt704KV/ekO61G8yCxctqOPXizPY+QF",
-	"H6xyq9fEWvGKfWh8urtd4RdB/Q9osRM3FKneIn1agFVIErIBtMbuQb2V9XxBbkuZ32F5KptBpRAR/cTK",
-	"cDbwBrX0nIqcpRFQcdzjFCPUSSCl1s5yCcnHtmjTiZXeoJl4d7trGyfE7TCKSab3mAayff4iW37PaMmK",
-	"0xW/lndMxIXke1rW3kVqPoCktdOLd0Sbj7Y3VKfbAnspPLfNetc5SN436j7/vKL6803CIXTHRNrUPePO",
-	"M8+aofWzIdeibTt+MGSZcMJWEvBU4agXRn6EapqsgkrcwCW50AqFt1qxSoHNO1JqoealfjdggzKdgdXX",
-	"vEy4OMG/DrmAR8qZem6ZCw0BDa9hHpEqC+ky2nBB+m6DYtrbFyPa7U3XTQYhhRrZnRHufh+Oc966FYJA",
-	"qSXdmKWASk4TXLmfBP+ltr5cS0qm2Xhiut/pmJ0jQgZ2iPOKdrXKYZupjOe8bVN+crg98UXbux2GGEW3",
-	"3LyEya5DgUiDu2uOxuBtiOfHpzr50WZAeaCoGzbiTA7w+i5Xpl3oLO67dSe1vfnhFCZV25apnJTTsmzO",
-	"TJtZpEN8/AfjjBWyHPaqpsNrdH6a50ypa57fMR2tX0rhBaLhjQziIYxwFc1z7m0Loky4mJfsEBwB8JqP",
-	"gfyr5K5yQCoSlT2seMVUX6if0nKlCC2M3t8NpOx1wlZSLpMpbFJCNDE065LWfLN1DWUV+m+o1sr43sIp",
-	"pbanyhf8nuEu7SbLmSlQbMYtupaEK1VHtzARMAKt4MMTArIhFQXYdaz7GUJaj/AXwOeTa1FKWhBaFMQV",
-	"fRtH08G0tY1Za2rufbXNVks+Y2Zjkwak9/YFL1fAMpyQFy+PW6OfYCf6aqydqDuZRCCX6O4RLUu5bjl5",
-	"QLKFWhigCtj1jceg+V77Tnarw6GjnaALF/TVDHfnPd6qS+EOxyedp48862a2P+6cYwpB4Bq0+eVqxKHP",
-	"+oRmt8qG4d2c1nohK/43YHbfke8ZrVh144wRv9Ss2pCbSuef7R59hoZvRorCIYdxG9dZzgS7OaMresvL",
-	"KLKxDThcGVE/5ysqNIhnhUTPgOkxpNacLllFj1b1bcnVwhwknldytZCCBT/CX5hGoo5UfYuRg+CZo/pI",
-	"tetvt+j7DA3pTXhmfE9rIVzpY1upRlYgA0Xu5LCpkWjmOm8GsI35HR3BljmqqpG62iLW1iXu+0ns3fmD",
-	"UWeHI2RBe2Pwcgs1nwkb5XqJI26iXLO903vKcWyJ3XhTlyUOIJZ7FHTZidJ9pkhlBM8Ix9HaiP0qLueq",
-	"TroB2X+RkVVZK7S3M7BbVJux0FBe2utlNaa/loV6JCSfKD4EMBwxo6nPKvKLMQaoAxY0xc3scmuq7gBK",
-	"YxT/SmQruWDC4LSiqo82IReH5MY+9gZoiCaVd+zpZBBeYNT0gFj696KVxQkzIrNKLtughs8UkRWf87F+",
-	"0HEpLu0j3D3/frfbqxKb1DbJNZES/lh1iN7tfYK5dLYqSiFYXXkGcZfwaoaHsSGaZ8pCkBgBEWFJ5L2z",
-	"jMTZQMHuec6u+kEm8CUX8f9MhX2Opvs+MJpRjQQ3Y6qt4JWxBBvj5pZXZ8Sy6oxc1XnOWIHmojepki0p",
-	"cIj2yLOtRe9FrQ2JI1WZIjw5SBtqdCGUjy5saxKiQetKekSpk7Cd3fUvZCRa+oMxwFPaCzP5AiH77CEv",
-	"68IiYG1xKK/FvEhwq+lcsr+f40GLzRgultigf5NcpFxCoLZC0RwUPP4qYwtsNHufXxSrT3RaYCQBSI8/",
-	"UW5DDAzDW7DSG/jX9klXFnaf72V79uOoHDVk4PAmcQTcsgZTDPj8Dgu+3kM4OI6LVvqWUa0IrSqomvPV",
-	"sYcXDYKATWOE64MTdNNaVDvBHjQCtRWMFiUXEzCIA3Yy4pxeBG+3P+5xZ4RaCC4J6FX/cXh1nx9eXp8d",
-	"wrc3oVJ7AshDAKOB/mij7oGlAm8PaWtoDIR5dYcXblt76tkWXSUI+AMVfMbUmKsVAeoi16RDC+g9tu+0",
-	"mgqq0XcztuBUoiY7OZspNsBLfoL49ABBBVLPskeLXanLLjKmLL5+A9t1bbYivl+wSxkme7lB05IwkUsn",
-	"rHZc0bJgeQrtCj8iRtthQpP9ty9ffZ2Rj6taZeTi7MMnLMKccFP/VuJTgtxmFujAomlVBatOyJyuFLll",
-	"es2Qqy3BtYuhXQ1vAnKYcuO3zlFEm4AG/8SxIPpQW/7dLyHZpZlKQv5qhm7xK4cE9g/hXLvimEsK8yvs",
-	"LiqQzveyPZDNU7r+RZu9dxsPWfM+RGG0yOvAWgDsFflPeRHnzgzG49gd5iyH7/gwJ3TfPFM2TXoK8Qam",
-	"txi2KFerkm7iCJbmV3vRaYlBROBwDnYinghrpKGBrDa7efjmTiLAOIdn8MEJoR2aQfcgBSSetWEVI80Z",
-	"lXX6D5nwrBNtyDg83gT8I8Z3RiJDpEbzCUblb0++iXkYNFsNMBFvAg5px65Jh8S3JZXOPAJSSfCbgCn0",
-	"YGBLuXymwI90z7bIc5Q26E4wSG7umHdbGnvmOqLn7jqii5pOelvM8aw0eXt9fXH45v2P5NPlexdR2rls",
-	"O6rfCJXAtNVxfEKWkNn0rv+8/9DarISYJ3tNN4ostF4dzsr7kKW636KMtK4SKc6thQBTohGUIHIIHSUj",
-	"fB2m8Y707SaQ2qZmqQdurrYQRLiwjNVS8NWbTxEZLh2Ic+bC00EKmogG5+/+JOJzl4dAjixz0ISTRKhQ",
-	"7OleQmPEIPTsdA7lOPNZs94jr4yJUuqTsHeVwD9GdxeCFVeMid1rWLXp1AMdrRd89akqU/qTlgiHbBbm",
-	"p7fvLoiczTABe0X1AitvcUVOL96NKA/e3orgKuneMcqhAAU02tiamwMxfB4HLw1b+rflMBx7aVwvtj8c",
-	"fUcEPONxd0R3U/ucdMFoTzBZws5fCgwSJLeMeH9pcURORWSF2oB4GOhlkV0Mz+WCBCYhi3QMxGNNZvvv",
-	"zs4NSb++fn9lgeMOyC3L5ZIphx23X+n8KDyK9r24b9HXWh4HpRO6VyMMO5dCc1HLOgR46FEvUBFPePnQ",
-	"SQ9KqnmrKWQPyvwzs0AzxbTCxHesO72TQJyIkguEEdWYVpQkM1qNhaNqtiHVSXAKyH5bylbPUCE82LH3",
-	"XmddJMRxkuvuaZj3SP7bBi9pwcz1OoiHUOYGgihTHv82D3bcNSTmCH1FqCHBmPxsU96bLcA1RfYBIJ/m",
-	"mnz/TBEm7lkpV4izMJojN81lxKISTHbyBNEXMXklBv52YWYjICTVGhkfj/YGsWlTYd4SuGuXzSpDoKxF",
-	"CUCIJdN+BCFyjAHUga1tw7D1Xlt+OM66NuTfW9r3TtBqbfQ0dg85f5Z/qgUFQBKWdHjBXiseRSD4wCCY",
-	"OJcrMLyIgjRvkyUtWGCMWTJMcd+HOJsN022Mi+3rxDYUxTzeMsmMMrm/cVZse6tYPQJQN/e1JEKurf2K",
-	"a4gEGgsFAmuqUhyeVMyof5DkgW8CXJDOTGea3UpaFZmrcpF5c8uKsXxx4LBBzf9esV9qBt4TWENfiG7D",
-	"dO9aIvPBvkct54KqD7Ji54lpuSSKpaz8jGayLOU6nhUh2IN2Y0+4BcPpuUsJ3F6xM5xKTpwgUUyIUnzy",
-	"sJcdrz0sh9QTENTcOlnHZgdHEz06d1wUu9jx0cEyGN3ejYaJ3I7Rs+qnl4UMx5+sLkl2aGqIXV749MsJ",
-	"sQKnTttpxFlMrIwFBZjDXQylG8mlS6JxQt0I8EHX9tAch/WYmIR+YhkeqABmitwX3gL+guhetwxBPKkN",
-	"ZXG6xJXNNYtBc7ZROlMaRTQTzPxqVa+2JfqeM6MKofJkzRtt8B0LmLuEiwmcJ+aLdPcxGMVTf1fFNRes",
-	"vdZrBoS9xvd2z+L5ojasNIr4hxBB3KdAOVPbCSaAkVpoXhKbwY0VwSYkhf3QygaTy6MpakYsQ2uk0mFe",
-	"vIYft1AWHDZjajSGJxZ1yYpzkVI9LkoqBCsIE4/Ydd8PHK6BnkDzfURf3rM36JWRS+uN+DXbs6b++Olx",
-	"LO+vkouuPwCcBIiy4nwcIzig17aE85rYTYwXIwWPSTjEEcYv894IkGspl6Nxrb+EanP5pADWMJ0W8PYk",
-	"bc8s7XgE60voLAJf/VuhV7eIuBe1WsqluWxsiU0MTcJ0MyFvZbEJ75uPKwg7OoN3U9fMFdoGVylfBwpr",
-	"z5QzIq6Qtcu27TFGeIM+AHP/fQEHQMeIa/Qlo+Kof4D5KBqNa68ntKGeOwM8gKGqNatYkTkLLYo/ZvAQ",
-	"u3suIG7XaCEVAySkIsN/mrZCv07J6D2U+qqC58GSoBfQFvlQAxZY6DZKPiFJjLsMwy9GLeV6wcZ7M84f",
-	"583oTKfHndH1ezhlwo02ccghEPCSzSqmFlHriNSQdB918yePV0/0o2BrbODEQcaAVNSgSa1ldaeOpocn",
-	"uMarVpjCI6MRXJxkq+v4Uq4uZKUBeix+K15eXxBIa4FjgqC27cLzo12yYVIPHroJNXh5xRLZnBXLmTnj",
-	"RuDAkUH0ra0r0UCcZuigbV7jGn5pnVrbmKHEVCbcUIAAFVC5G2dol81+Axo6sBCzooDQlJeUL6esBDQ4",
-	"jkd46LfRFYE+NNWA5Fq4K9wlrm3fH9Hss2vXdUE+vb54fn124VsY5VGpVlKxHrwKt3gzWbVRvea3L799",
-	"8e2Lw5LfpwoZlQiyl66+jfmtrOj7fpC6/e4Dmo/dYp+FCDZauBMeIdOrKqIwXF1dnhlaY7mG+80vl9Pn",
-	"bAqkJndCrtMe85jsBDyiKVng4xfd5ebm7ANEEjfdUJUfv8O5OcZMjR56hx26cxIUXgVyDXlJQ212RbfK",
-	"79Sqg0wRBr8E5NClrSFmewoSSvzstFlu5nKUWyXRtLS22Aa3GJ7TORPaQqoFwMvW9+wCNck+9+tLbmyb",
-	"Rtm6gctdCjYqEze4O37N+l/+QRbsDPs5zXO20qzY+/XnzqLEdbP2cigXxNV3CQ2ztyQ7+0Aj4IzvqdLE",
-	"5dImE3BSDM20ykUsqrXqNGtG9kwBAUzpIa78wZLu7uhrbe5AuY7wgJmpNkvZq6s1XeyW54UsiZJZxYJT",
-	"Y9eyoY90xvMIqUJWICRMlBFSadlqxXI+4/k2MZ046FSy4mCWxVlFwAc7GBnffPPVN2F+2fHLrx99rXZw",
-	"0V59nQ1BRE+8jzodfPXyKW6KTqMvv3kVk8Z1mQYtAXpy2CYnrVXx17hHclpRZdhRI+sdkdcIXUe+Oj7u",
-	"37VvX33dwjZ5cRzbM8OqW4O1+Hovvsm2KodhRJGWjfGtcyeYGwOuA+fXRiXZY8j1XDH7NxH2fXNAuFCa",
-	"0cLFMVWQEXhCjm3TkC/nwE36UF4mpS3Gbu8e9nLpruXdcJVRfKeicynHoCx6ZUreCIWjyPT3rU/D+6jV",
-	"aa0XZxUDhSdmhkTF9eqC5P4lgiUpKyOHc22dS1hKB2N5lVpHa/EuqLqwD9NmcOobMDvt+gkbNsvEyhlA",
-	"/kHfFdN1JVIQgwPem21dr1URFoMQYQXsLxS2TjnkbrsoCSWHlhGL/2sOhaXhKTTTal4IWQOOqE3Ayxe0",
-	"LBlgObhKuwPdjoHZC7YzhFaUFeLuQQRG7oD3xqvUtutYhdqGyjA0KNkl121dVEMJJ++SVbJs/PSysqAN",
-	"LTDQKL5fAm1RsaqFtdgsTEZqhGJcsWoLQLZfY+q6WXz/jiay1mFolxtt1vDnUYc2jd/XObhhTFa3HuZY",
-	"hL+gtQkS8BafeQTqH7Z1DWDMQyUnNFNYFVV01yKSvlfOZcX1In1g/RukVm2//ofX3+xle1dvTw9ffvMq",
-	"KsbSEDTrLaNFSmXNbW17cmN7PTo6uiEtzC2ygO8tfi2isfqEY+SYDbM0xHv55oy8fPXiD2A0M//4w6sX",
-	"r4B5I9umRs1dZJaddpl4xOQVjUtCeifwFHUwHKa9xzLCeFPOSDAy5/dMOJUc7M9Gfi/kMlndS971R4wE",
-	"TA1ESsToNESQIelbfAA7sNxVCcElxKQsZRm8E09tlZ343fKLjNRP+Pealrbo3aqSGkUsIBkbhwbFPVsD",
-	"sfYDIckvWIrdEZZ5fw+pJ0pWY26YGGNTDbCzv1+iS37v6p71Lry9uyp2aJertf/Knz93qcLCm/X2az2q",
-	"rqi8CxgoUmEWnFvcj/hZC2aSYitXS3nHDF/53jDI3cRcrCwNIqQyzR0a4psUWIxZKSoDsoWa63VFALzO",
-	"3LmTeK6fkJtLC4vy5XFvOaIJ2SHbSxfnywBYjbzZcCWcKQANWGAyTLGPaQTmo2QkNjzcdWVgqMNhejiA",
-	"wfnvRjWn7njAigwRz4BAe90VYbUkWFWvkkvrcxPlBlhwt9BMoEy9ePltTOfnSyZrndT7v4eSipbjrBdG",
-	"VNMQTm3VLvJiQJ3/6ngI4Qcq1catQrCIpVybSbu3TgitzQoAg/30+gLYzoyWpSJQ1EdLcn120cYRwJK7",
-	"ueEldbEanxxaabX67vlz8FVotVLm70+X77OWDGbFeiMSEi5mknDrhsbNF4yhIrXsarfHX3/bMh59OybH",
-	"dATFxg+rQ3ZFwjRvWyoyOxyRnuqCy7M4EMjp6RlgfZwi4odZHsT/8AZ3O/cFtRhrcTgQFwcbobu3cg3u",
-	"Y3/hEy3lXVtvkfVtGSgtGGoEbsiqklXS3oApYU2F2ILHpaLZKhpBb1SLypb0VrURzTxq3Mw8tEI5whwV",
-	"I0e8YHy+iIU5yoIVBJ+OtHhP5iZQcYIKv9KTJTVK7tgG5u5m7SBWkvUq5ywZbOH2G1yNkNojWA4B3Zhe",
-	"mBHFdL3KIGQFPECFK6oa5W7XEpwJsHExSgujsEOpO8AUs/RnVaxKaT/hkdvbw+IgLN89xs0oWMnvmaEs",
-	"3Kj9uoDSejpfxaeZTGy3IodLa5e17up72/IhL1jq3L99+eprM5C3L199E/14zQu9SFExPNwlegNT60FW",
-	"RNJpsY4oQ6zFFVTzvKbq7vF142rQamw5F0KJLXmtqYqAX8WqvkR72Cr7AqRG1V1Q9AU+hEwcYu2XRlp+",
-	"6vovj6022VdishbmEL7mdC6k0jyPnED7Dimal5wnU8giYlCeM8GqQYtY2BzUc8tlWaK7ZaIRbC6TMUp/",
-	"BPKA4dsyekfxFpb0YVXJ2PR/dMVw/vjxw+l/XFx+PLsayernspK1jpfcb8pcNG+NvkGWtg5Vr9iN0/6A",
-	"L/cEznQNslDZpUgYBFZMvOEle21bkFXv1MzrmNhXNB94RIZK5kypE3L4ohFMViXVZglIIZmrMIN+rLH3",
-	"a0Vnw0CCdKZDksec3Wow7QmKsLU+TLmTwyMQEmiL1FoUEl9cv9t2Ym6gPWf5gyeP5FHANiEihsNEImc4",
-	"v6C1YtdS0/KHmCZoHpA5rW7p3B9dKH2DlbtNN1wQQYW0l/fIJLl5fsGqnMXy0f+43Zum1ZyBems+MQ/3",
-	"//jxj2cHDVUVXEF+0kjyWTC6Oi1LmSdqWsPPYAM3L4FB3XxCcBvGTtJ8crVRQ31Ay3az5K2mXLCikYFs",
-	"ARQxJxMKa2dG7Plj3ndqnUW0iG1vvslLNnaaKjlFJJ9bN9GnnWPnUHa2tLP6wSjd2mRd6g+psufkXUQl",
-	"SEjQgJiJCv+LqLu+pNvthlCylEVdxoDti6JiKkYjXEC1lApYKMaZyYrcHB/B/99gEktZErMq1YzmLC5P",
-	"jsoMxNFBKUzhD9O2hFNypZmIwm+Erbm4BJrrmpblhtw6FTfmTFQqqo2cP6xKKkDI3PZe3ZrFAS0zOmec",
-	"TkTVwGm64m3Kj7bdA13xjBhunKGTOrNRuocLrVcZWCIyojj8CYrBmt1WOp8QhmoIyafmOIN9K+SKTo7j",
-	"Oo+hO7aiw6gL52G/1LQ0kjU8wZrTWIxpUjRsEiDs2utT7p3QHNRnB+q6/XAjg74yf2J8zKSbfEPrIaU2",
-	"JDZwsONeP/NEtc4yRm1DR/bcDEjLTyGXxf2Hl25YgKGONZg8A5pgwA242+h4urRDEVuDfKY3dMnLTbTe",
-	"EKJAzOAFBLNlwoVhWTHmECJ6yU/s9krmdyxiuW0qtvVW6xMIhg+1NTF0Dg4c9P1MWQCBhDau+G3JBrxk",
-	"tCzNDRZ4y1z0BtVB8cg4B1zzsshplao30BokONYV1GKkro64+37Yie57Ckvd7TWTHNzNii5ZHEUWYKnB",
-	"AmVa8NGDY/dxoBik1R2wA26Bj8G7aOtNBVF2ibKLSaUPlH4zZjsiXwHZ25d8ZjcrS+kQAcBvpjYiH2Zi",
-	"GjNFw/6HVvpD6lY06/xvVx9/IJo9aLsgUxc7rysVM89+XFEIzpAKbDRk/+by/Md3V+8+/nD07ofX5/9x",
-	"dHX+7zcHcG1QpQwNYmkqbA9Pl6qXjFR8vtBhsW+/lNvSyT0bhoUHyIVziyrUf/N8FAS2KXMaKLznK+zv",
-	"q/v8qLVQR/cvDlKhRlFrzkdBcOMzsl5srK0SYj4rZssPJdoza1P0DXkdOoCxTYuYYEUVc8cAw8EVz83u",
-	"G0k6ZY8aWWu8OVsVm5UTtBzFfolY6I0kdQ9iE2Ssotqx/yIjLzPyVUb+3//7//HG0DldqROoAAWLE581",
-	"tsDF/OAEZBVYLTj+biOw8IFyIpWPJhkxhTh3eONZ2YntDqQz6MlfXZXlxX4ggfulRRHqCbmIWfLMHeFg",
-	"j4c4iucH78RMxt09WhLQ7KfwElqbFdFJGFVod8FIvZpXtGDeL220g+ZTB+CL3FyBh6jGnDS1ZnEZHy7G",
-	"KCL3eSNZcPD7L1hYwZnRfIFOwcz22nuTK8Ya7+EUcSoUgCJZ6lDtvuT3LL1o1kFk3lSEF6XR08EZA3h9",
-	"1HxsS1Zoc2ihNgdAQsaVIrxTrjcrlnD8Nxe4ynCZaOyyUQu6YiRyXe22Ql6oiGK2xdwZF5D1i7eep82M",
-	"VKykkFFtPUWnF+/ILYRIo8bQw5bje0BJXnJDS/iSA3bHgnWwEQ3ZWg4AkUjx3LVe+CnP40hVI/SMYr/E",
-	"26lv09efXw0SvNbMY0k3/gTuX7H80L9/eGFfPjgJSU8xuA4gdxAiG2YzVo0pJgUb1x5s1mUWHZIMlshv",
-	"S3hMgiMfY3ZX9J69mS1XbH7NlquS6h3j6k/RG5jLwvAE25QhKQyvxbRJCKxF6M/gbSPpwAgOEu7877mu",
-	"qGZ/uo15tq/R0okl0W65Ric3F+Tuluvn6oQck5LZMGmoAgJ1uqVUA4HsmHXTF8qe9QYbfKz1qnbjgmoT",
-	"JySXq43lSxBMLFZ1q3ykeW42nOZg9oZMxVW+/ExLurZ/Lmv8GwLyft65QLzfoWh2EHjSIlnSuqKn1TwW",
-	"XlBXcBm4BZYry2yV/fM5xohCZLTKSMmXXKNqebiqmDJ86FDXgmXm33LGS/bdfUYOS3bPyowczjNyeMc2",
-	"XOjPSy4ycng7y8hhXpn/XdIHs+Xmx3qm+N+gDf7webY0jdLK/E8OHOdQ5Z/1omLKqJk9wHtGW8BhG7IN",
-	"Rh5Jotq+L5oiyy+3OTPcBpdRBAxLMDMfqWFIN0IsPST78niIYlMBG7ZzfGxOz4o/sFJNHsLXXw2PYQqM",
-	"VYRWnVV3hgJztdmKiR+OHrMtxiuBfMJoewjGt1m2RrpSuVyhmYpqzSrz5n/9+fTwP+nh344P//Xn5s+j",
-	"z4c///04e/XVr/8nGakwhqVhbccnZWnm/4a2py+SwpIJjmwaU1u8BFVi8fLVN33sKxGKYTuGp48gzz+8",
-	"+nZaalqLUlpr0+L+qZsVwfUuSip2vVUDDMOSimeKKAbFKSKuyXxBhWDluyKVMoHPQSzBZtu2zsFj07C2",
-	"F0BHW2Cug1cPT6SjtlJcJzhhmpmcEF3VrFuIPgJpOghrZ9Z5FBdRbL5kIh2D+oaXjJTQRJNU52CJTwIY",
-	"k2ZXcfzH5toZU02/m3MaPc9GZfhPc9y2LemnP5yiR/pvzkSiSqkRQJJ3/EfntSG259+zquRwL366Phtz",
-	"H64Zu4vZsg1F4jPsdLwW5M/UVSm3YsknBZPbVCi/Qn60yfMsS/bouCwrEVMoc0WcCRBlY/RosbJwzpHJ",
-	"Rl8r4EHb7QuzczYG5T0xeDt6FEd00U7LL29sC6rXC7GSXNjLDiY1r6jQaMwHdxV4l/54fk2e0xV/fv/y",
-	"uWJ5XXG9eR70cIKK+bJWmtyatQ8sG86C4bJH20yxfxKTaS2cdZLKtvLUnozmtvLPIvQHAfkuiVjRZSfw",
-	"1kjStctWnJwV0J/mehJW1iDUiDnavFmRgs852g2gLNuaK2a9RfiOyvAV819p/rcWBatULh1G02KzWjCh",
-	"Ypy9vccjxbsXL/8Ql+9WydRil2fZ5NpaA0Mp5xCPb2Z9Yi9Jmz/HRF5tMAvMbUle1kqDgWsDM9tOPu6Z",
-	"4Lf9yVs28HNP3ed72W7pwpHs4CDFT0jySy0hvKUiJReM3FaM3k3cl//6y95f/lL95S/i57+/yF68/Da+",
-	"E2OybQe3wg87l6UF5BYSAeCJWtF8mPO1Bv7dX/6inptRv/o6Nujx+buezKJcBO7KM1nWSxHXb3N4huEN",
-	"eLPaUK2IIz66hNi4ZwKR5Ez9Q12WAy5gbIQr8sPHa/LDp/fv41LbquJLWm3+xDZj21sFcfD2a3Ng4s3H",
-	"vRmvWV5ScwZtq+atYROekynQ7+BWoTWF9I59xH/Hy+EaWTgjXBTsISO64vM5ssZ7ztax8g9m0Cq1ccpW",
-	"QobiBrYRH1MDffiJK5vaDr+G2rcdw3jRrUWWsWoQRYReXr9+jxhlRtg+IWAuEhpzxzAXRkCZ9tdFCXm1",
-	"Rg0AxIuqFugk0ZIs6cProjxb0CpuZi6K8tq9309iZjhrqprmp+gZuL/pQ1PJdaLmUBOGWMm16iwDbIbZ",
-	"ybEeSHg5bv24BooAOQAHe8tKCXVUZBABBbyz3e3ICAK7BO4w+egmijkoQGRQVQBoyyLBD/v52seumV/m",
-	"D0Jnk6OHENEcLtm9vGPDWf2VeQ/S+svS13/Cc2UY9faZtO+cr2QesXH8wNYeT4KZVxz/Mo2hWCCMHKeY",
-	"lY/Q+mVGkduAP0P3fiBcqZoVKAiZ8ytL8we2TMGRPZvg8TWDGCfQgXBoi6a5sUAiA6zXGDeI7StrL1h0",
-	"xwRdqYXUp3keDQc9Jcq+ASneShGsjBnxNCRQwyB3BrK11qKUNB6lMKbCKHZs4YXXsrrrVh7pzeXQiaKo",
-	"177lDONFnRvPWnuQFS4QnjKR5RHNw7p0bkFbZRWDBSCljC8h+JlW1cbhiTarOuCOx2lkbrmzrQKkw7u8",
-	"oynNbr9EBXIiAaiFXFsrI0yeixLwZx1VeJAko6QAzgDVmuaLpVW2HZsDZpbtuc+iJtBePDOLZOZDsGA9",
-	"m7TmV8dD8ExDGGWdDbOr0rcrV9YiGa0GhVT4TDXn0NVJ6DFg9tovdwvXdt2jcUvTOyYsbmsQeMIV+Qgb",
-	"G7/TIWT8nqZ3xwF3uar8vtORocE9gEmejbjlw8gdsybz8VjDnc1tFjwMAu5Oc8ze73Ymz2D0ChHzRxBI",
-	"cpev6R0LtvgfvLENiMCo47a9uJCF/lrmtWEfcLWf1gXXlyweFt9606epCMPuXIS0qzQYO3QAlPIu7gpt",
-	"xE4Q8EMUmjGJfqMSHl0uKVXEfzA11THhyT2zKDDw2NaAXVXytjRzwdAMUW4u3C9WfRitz2xvkVnGaEQO",
-	"djEo3OMqW+uX/WhsJcRh/QXqvmEX7IEryNsWRjdCmVZB8tZ6VHWrdiJfi4g6sw1H1lcmEcrm+GpUuzEU",
-	"NH9L62f5jtx4DncDyu0NXa1uQCS6cVikN2QflvvmfiGVtg9bdpcbQylVl58II1I291ssdmUVAWU6Xa18",
-	"pQk0vjjkU4SFMs0aXQas2n70o/xR467Pdjljv1Yn4J9qGXqtZ82mmA57B6cBOHiZRXUk1mfqSbxv773j",
-	"DSz/kG3LhS/UvG9+UFgrxhUVaGMk2LA1rg9+O1/dIECuwx98OqoBso8E+vNK15CRofQJ+fzZbtaP5t+f",
-	"P/f4kmK9/Jo67jiri0o+bHZ1kK/qsjSc8mEDeEWurtbEo6ilK0tHuNBykk3XewY+Hx3+/P//P3uPPxs4",
-	"nLIkUjwWKAkJpY+egqnTXd0j6Zn/N0NJQgCgk22gJFAbAK6ucblYF42sSCnn820Y4GGgpJHHD2AhrIbX",
-	"QwER/3sUksScBk8Z8atYrp7oJoYavT7sIbNcisKqRm/8/7b3aHum/5RX5v+m20WuvsDlgqCY08hzemTE",
-	"ZLL4wlfE8KXwD2ZrYxha1Q/m4+sIWo20tAk2wON9rbR4prLRDGmuWXGZTB1zT0i9Alj3Bc8XZMFN6xsE",
-	"vnZtjDTHF1TTW6qgjGICS8I8cjNyr3s5GCAmRvaVzog7q6uKCW1Xyb03stk1LUeOfl1xzQ7pgtHCXLVT",
-	"x7+mOl+wfkgeaqsK2ld3wfvyy5RFKCK2Y50lCAYap2FD3ha3P+rpQOy3Cm8ihClvzK/w9RG5dHBaVBFX",
-	"c9FHlhRMmcnY/DW0LZ6Eem/B1QrHSHRdIbqXkZcJbVcbcBULQjb1TCEsRJ/lvR9kKJj/KX7Sf1uf2Zsa",
-	"IwNwZE346fa9j6+MLNboUi6x2f1Pn969jmfEjiyf53HOJlq+xoFGaqhzImugD+A3VOSsTCTduiJTfWOu",
-	"jFpt6IjMuKAluugHBj9YA21aagDVDmKuXdy6r6p1U/oi1sEPrZIZUB3AQmJzLH7RnIBUujIIGuMqD1B1",
-	"x/CscA3xjHdcFN8lYD193dTRZwQLy49wK0B2A2xf6FOYRohdz4Jf46zlZfBuP1cVNFywdlm2ZtSD3PA0",
-	"74mGpd2zStWdigUfhlol8FJEFYtrlK3+hytQt4cwuhZ1cz/5Us8Z8nlbC/Pxpak/oIEKwkqerkS1m+iO",
-	"tcrad934YtX2i2i9avUbFayOnMG+qtVtyshslR4zdCxc3TCkE3JV5zlgsmTkjWXs14axf6wxNPbMMnUw",
-	"VgBbjpcvfu2Z2B6ku1vEH9/8XraH7e9le66DvWzPNd9zIC5KuolVlDgF2FuodQAZwBiVRbfO33TVamsg",
-	"t33gcTE7bUrCruRqxQpItE4hKiti3yK3LKcOBsBOtTLiqpaSqFKuy83Ibmf9/U2YQLKs7LUdI1jUsByW",
-	"qwOO0UIZ4TNCxeboKWyZGM4c7nsc8QsWLdWiN77zIsjT2SRADtKZ3gutV4ez8j4j+Ndy9XVGFqVCeLIB",
-	"ULKKLaVmp0VRpdcU5VzMnDdXeuM5QEgErlO3ezUgJDYrOFFCHGH2iYM4DevwIzLa3bZmW8HModaOtSab",
-	"nPdgqd2J9kejezTD1UszZORM8Zu62TwLbtEVDSwmVcEL9Pt5fI2x5Yps6xMvQMtNI/dfLUD+plGQrQ9D",
-	"I3c451mj+iFuT2t8ndiLXj1je2UeyzemF7fCEcYoYLjEU3tFe6iokg+bpA5+vVV1z6y9TWmxijlCkMmH",
-	"TSS85Unw/x+/zoNqUneeJ3jXcW2DTV0mlnnneSjzxjj1w2acxo1mWJuvNTgDFRe8uiN/5jQfj0FkT8ia",
-	"NnftAIezU9hmcO1VdGNKE5cNP47bdoBTSxEUSn5SqWmk0wMIWq5t2Sgc1Yk11TtETByqkP4jKLOqyL7L",
-	"PlvVapG5Y3DwJEJGOzYjMUc5m5VcsL5LFhTgtZnMR3x56mUrxaguAIMMQ9Im91DxOe/BjLLLgCUtFNlf",
-	"1WVpxRtc+BkvE3Un7O0TyVyzN3O47VZghBsEA+6aEDt/hySSApqLzEZ4jwT6xKyHnLWtcCeEGjUTjgYE",
-	"eyDKthGZjMi8Ffm3k1HFHk5vVBnjTAtqtNOB86crmt+lSnFBg88UwZfSqz08i2vTQlSgSNuI3tuqmLLS",
-	"U2n1SUTIhkS2WSx2EJElnX1pjBXJbu1oK47Lavgfb8UJJzqByNw9Nt5uc+XyRP7hdpvWMY8QA3BssATj",
-	"/WMrB534+8Lhd3o2CbcJXdNNaIvBhvayPftZj0kFj2yULlkJSXEUahYg129pnHhofVXDaLR9LGwfMavs",
-	"85FUlKdr72RQeScjifpbj6ti5aGlYcb7gNBy8ITlq6JNppfhLorzi4A5RjxyVcWahJCCSQcmE6UCBfgb",
-	"ccyoK8TmcPhAb/9G9qGhsaMdLnw0afqdQwhr4SgjeuTu87eMlnrxmmnKy2iyqlBMqBpz+NHNXODLTgYw",
-	"UnYsLTSAdYjCZmJity2fEM+hhUubFe8gJzF+L+Z+gOiYLtgDsZ+5IB1UMJbUMDY20nYHAdWR9XgnCn7P",
-	"C7g8YeUwIn88h8b1hrj4GH+22ALjNDIHROBDI4Jc0eihLqEGatLx1tj2chtXgB+0AEyEtL+aXb0Tcp12",
-	"9D0aPZ7OdOIiaOhSNYEjQVvueL93VV/fgFkf/jyjouAFiidXi1oXci0SRXWH4i48FnEicGWXq9ND1Te0",
-	"EC5FsItZ+4BkrQgIJODeU++SiCK3BtK2TwnqLRRQNMyjVzbpMhsr/9cxBMB7VtHSn7GA04SbC6XdCgYQ",
-	"vYDOIOg95WXHhNSqYRzfzu+5MHe4g9vudDcgHeMUmtajSw5c7nxJebl7ddgATkYxURCKBQaFNOfJhmKy",
-	"pa3L1kl8rhPABlf4oHHHArKpUehcYJj91Jx2CL9Nxwa+DDDJAsVKxqKxcr4CuI8A49afE5jDcCarHLfS",
-	"Q0nkygbhTFjNvgKkmFUF6Y1un7ggy6BY5MgbyG5FPAwDHh2+e+31cIDJbeCMI9kaQvfjKlx9uG7AZFw1",
-	"7oAmEjU54YMIXYWtWW+MS3Yf0jYhZ8k23CrZGC5Keu/jSOHfU8VzqLNrVt5sLr2VtfYH3UaEYBZxRBKp",
-	"YogBZxefiHnCNct1XTEIIvFCv5WMm/pmccPfF73xc7lc8ti5x0K7+NjVJqI2FhLL4HcQ+seWNdRSlvmC",
-	"cuHZabT1NceinlutL6TScfCOt1LpFu5ZINJ9EflDxm6mTuGvXbZ8VcmijnHjC3zQh09SRos2gmu6Xb8Q",
-	"wNp8YaytCNoJFsK0a9SnkLo+7btTzVT1CnDVh7J/FRd5tL+RLHXk/T/K5QAb2DTpT1q7qGJUlvMUDhSW",
-	"IW8J17m7IG7f0zzvUpYsUQiqRQ2/QcGnKIGeliXqCm3qHK012VmYaU4p9dS/aNdUJew6wKIOuQgr9oLO",
-	"6iP1doWFhJYKmUDsKanS53EnJPzc4IAoCL1sKWbcyGo2gCjZekoeuqqXANE10MGC2uKntSAbptPd1CLG",
-	"L67C6tiuD2QWJ0TUZdnX0W4RragsfRTlAHIZbAzAU0LZZmu+aIwL0EyiYE0tBB2stgUd5FSQW6hTQpZU",
-	"QJXBdJuDBQuhSa6IfZkIuU5IafUKSq1dhDWmxwzUFqW26IdGXlpSQFzCGFWVgHOj6i4FbqXu8AoHXYL7",
-	"ummuoOYY7uubbytIwUZsz7hFCM3yhtTaOiDhWeznIOmIlhgXUVOCVpINjPMFNExuVAhG/zQvazGsS7VK",
-	"nHfqn/faDeJa8N8HqisAOR2qFcuNygblTkqN9QKUEcU6YlQzrb74+nNRBKXJpkoyq+ETxhWIwTRcmMiR",
-	"TUtdLS66wxj9LdHPB0zLsQulxVfg1ogMcSErcx35SwWKzZhpF0b+kJWtVX/L4Ie4R3aYi0ziFSvPCkJJ",
-	"KyCFcGWauWWeTtMHJKkP2QctvTOwLg0oneb8F6+j9s/vzSP0s1MQSZYrVhCqgWfYB/vvrj6Sb18dv8gI",
-	"3rA3tQAhDIvw1sJ9Bt+oL6E/7tgnYuUMrqpdydOLdx5fB8+XHQtfrtBBp/4BeizYfxFwM9kNPu7aHbey",
-	"H8M5sYdVrNJdwr/0ZBpPqOe0dyfQfBp6bWtBkaWInaVrWt6B6zMwj3a25egPL140Pryu738DkG4x0w97",
-	"9bVZ3W/J3du/EWwF3XrKySDW1f5MkZKuM9CSbjeAEo8vthbcPNmyfR5HzJ9bXvFNB3WuPfsLrZNzhyjW",
-	"Wi0OtTzUtLwj86gakoTo+rhiguwbKfnA8F8AXinIPliaD0YADrmGU2NPB88JrPWdSx+5EWN1WKIrkYyK",
-	"HvE15WB50dJcHEnIl+1jAAHMV1ETKLZ8OzU5YSBcr2D3PGfPlC0/JbF6Sh+AXsJ9bxpDei3p2uaImqbB",
-	"xNwq0LjKlxRrVNVR58dQGmTQtmI6PBOkXo0XLrCJ/nWJLgAvemNgIPWgJ1QxkefjMmw9IJ2LWoQ42aoW",
-	"6oRcMsjBKGzoyOvz9+fX5+To6Og5vBwu8pVP4XEfRdd6RfM7phMUd3l9QewLUygunVPxVq5dEitTmgKU",
-	"jDna89uX3774NlEndqWn8JhYlVacfy89tRYbk2zxqx2zGnknS8ETWzvJMbcFggLKwAm3dybkC1mHA4Xn",
-	"JcrxmNJfoEwEuKCoA7bploqgc8qFecHG8bqaiFQUxBYHyBe0LJmtwN9xYZRzWXG96FQa+PD6m1SlAf+F",
-	"dz+ErbszgQ1cvT09fPnNq+hxeFRJCuy4WYS2w+PLlpJYMr2QRXu9Xp9fnV2++/58a9FgS/CLRpKDDWoX",
-	"8nENZOTq/PrThbmML96f/l/d2bxqTearrcn8/Pevshev4uMWMlqx89QtKTyHBEBQPdrjg1JE4MA0EjyU",
-	"DaVls/UnhJJZxdSCVFQUcmkbG3YPj4Et+UWu2qtNayjI2Z7Hv9e05Fjx3DADrCy7RaMnZmTMKhqEkgVG",
-	"rThD1i9ylZEcBw+QUjm4ci7fnJGXr178AaEYsZoGAndjgYrWnSuwaBEMMg57xeNMtnV8P12+y1zgoK2C",
-	"saq1xXYI6QjrdVDhDWc3dcVvsF6Rm/7CGyq3ynsNrP2Yah1ujf1x/AcV3zALG2XLC14VF7TSmzO6ore8",
-	"5FHzfGOPd5WTjQ4JJSbB8llE1AujkBl2GGvOd7YhzWtbVZqb9m2i6vjazE0HZ9h+tDbzIxVnXz53QG/u",
-	"AVsHhyDVFl8nXGCcvP00avIvJEObP760u8l/h8JW7VFuV6EadJLChyN9+GFfIyxYtuWY5h3ONNyXLKTW",
-	"/nPynt+zC5uLHHWGwbKTT5fvlc0vgvrdFs5mJ6y4Jjb7EZlQO5cBgJkAQs8tg7gfF+sy0Yo6tYoq9Ask",
-	"R2giBxlsaol6uIqLeckODef4dPkeUwysIDzei2r3GY13cV//kybVYHNDGAxhrH5rl6BoBVbRiMTu/7xb",
-	"vssgBfZgtE/Ifmkm3j6YbpPHn8rHKRUgv7hTDEfXIw+YNd4+waWtcNCKxrDiGBQ4jsdmQN6XoUylAcZA",
-	"GRbd1EUwX5qLwah/mnyF/1hKpZ2fdcbnmE4ANTT2m3oKxwfTcH2/Ou7Tnvtz6yRSm+d2J1BZBglm2YLI",
-	"wyLqhcUfV89IBNgAo9xLlZnPBZE14pwenMCfiHNA9n96e35xEITNA9Dj5CPtJtEux/lNxO/XQ3XAs95z",
-	"cRdVHRoGVHIBSLCGksLSLKArWBStiiGlj6/z4WUyaN7FSHjzVkk3Q4U7xrB/aNzmgRdmL80dYOVrNfUO",
-	"cJNM3VXuOeJm7NucKuZxPj1a6WE6J9S18adoYkt70TAjNNiR1hK2ezNCQq0Pl6yas0M0UMbTX6wn/ZKK",
-	"+UCIgzn+CylkXSny9vr6gsA3weoqxu4AhbZiql5yMT+IG5eicMEIayR0JcuSFdgB1MbBjZVriIFomQ72",
-	"ESeY4qqvqF4cQB0nByo2pXJOax9aW99TTKe7fD+PO3+PZ/k0PK+e44dn1RDMk3H/4GQ9NffPLNjzLdtI",
-	"iwzilbVnCpWFzeOviH7O6Njse0YVe4rdqZhga6j01gYCirDLWyXLWrP3PTvz9VcQe985L1LTkrgNDbD3",
-	"T0DLUgtZYSgxFdi3bbnZHGw2ANzu3QPkb53f1lwor+FhOjggkR2cYOudS9VcjPlC8pxlpHXBWvODuSXB",
-	"DWvoZEAwsIvid/3VcRKkaSy1lxy8CQjZtGIVl0VrXQN6n1IG6tUjRBZz8P4/9t6+uW0j2Rv9KlOqW2Vy",
-	"C6Rkx8nZSLV1rvyW6Gxs61hKcp7n7F5hBAzFWYEzWMxQNJPKd7813T2DAQmQlC1Kcsx/ElkCMK/93v1r",
-	"mE6mb0RlvjKNpYbpuRfqRKkdGcA1LLe0hhU641ZXXzANt1HlXVDZ7dwCTX906vY7/QRn8uMl7c9FVzny",
-	"Z5OEhuGN57FfDgK/1TAVa4HIdxznLrwgd4/Uvoi2EuO2fwLi/Arw9o7CqvOKK5PpXFTnYlIWre6cY2wi",
-	"Ak8xS4+1sMJpLvULaStuxd8v20AGznl1JSxlTlxKG6rrry+l3TdH7IAVwnqcBRwvG2ttxGrCDEGQFf1/",
-	"YNCX7akY7zGJA+cFIeYjlulyzq6FKKk3pSqnjXaT7u/OPuDZXrKnS6gTLbPJBS/4jH6cTPFniCX989Px",
-	"q+mx22RqbFSwQCcZAXdH1+vbp89a7XBb8eOqrSPlm2kF5qI/OA1/AKRG/HEf0ndRLJmEFXIiCax0ABAD",
-	"NmEDO1Uicf/Wzq47vEnYoBA3okjY4Cphg2sxl8peTKRK2OBylLBBVrn/TvhHd5XcL6cjI3+Db8iPF6OJ",
-	"+yiv3H8yYEgDk13YcSXMWBdNPrPsmMVpQwvveubrOyjELOibZ8s8CLAW20En6CKOAhiHI4mWS7iCFJ6t",
-	"7YTVBc1BgxM2h1SslB9FYW49Bac3rJvDbV3sC3c1bpWOrZoXcdvWSkT/xfY85J+V/PdUoGlC8gAKhDKN",
-	"vbU3TD/47pv2KP562PBP6kEaPrwGIj0u08Eh2lFKZS42YuiIwXKnDB1zLldfIhh2NUvHmd2OpY+fQZ7W",
-	"+Nl3365i3h0ALzQwIrx8OhH9x3d/XbP+xWBifJ+X4xnNcppo5xqS0a8qMImYW7VciGRZ6Mcyogt1Pr6n",
-	"myklHaU4y2rJ5lU4/oW4nGQjpbNFZfrkKpyfYR+OS3nuZMtnJ5khMTOuagMwGBSYTGLgGrpbKEmstaWT",
-	"QavSkzaKfydmPpPFF/9X2GlYKvby5NUHZ71Sy/xKlAXPPOSYB57RSjjLQhELLySko0FGDlfzGDYinMa6",
-	"pk5B3EbSOIjbFaEDtxi7lNfQyGfYnPW2J9i4IeL8mjYdYhNbQmn7Qox0JVasApK6FtchjTtmeQsZsjLJ",
-	"wg1WLiZarD5qiB9C/eWlYDx+O8KRWk7MWHfoUtGhP23pCTytSm069or+uOpE2pTfPzrJl5rh/FDpaflp",
-	"JPwGSRN8UFfuMzUxfwL9rlT/31TCqVMfbWsi2Ya3+pU0ECH0fPNWl3ntRn7+HgZM3c/YReBJgC1yPLXj",
-	"9zeiOi24VB+sKdta4trl9FbCO+YMEUpC+iLT7q+l+xpLqVVmOmTn00phcwqmfQf9uFkmr4RPH1ZCYGhm",
-	"gvgwkD7sOHCKoaufqyJlvecHByyVCsj/4lLn85RpZ6LNZEddSLc3r+2kN2i3x6dWY1usVqQgXWFWKXgv",
-	"V3WRd9/5BeD8Wqo8rB6U06Jof3MzWsBcCqhT1pXZjDIwQ/1ld0rT+3e/nLxhZMo6K/KHF5C1X4M3E9TC",
-	"Wlulu/ICx6DiDpnHo9AvNx6ks7zolTQINOJhK1nGldLAziOUjuW9B072d9Fii/xdQIqvUwI+SgOBenjY",
-	"23VQAhO34cT+WiMwwuDJTczwMTdQA7Q6tG2o3pECx6EEbXk9Y25O7W+rv5bxiag4gByUXA2sLOzgN92A",
-	"24m+KM3ZmFf+Eq35Mu2ENMy4l9BRyaZljRltnYDvqNy/lcUd9UgmLc1bcX6UyIxbe7O2IEOcQoQtHF5U",
-	"gl+33TBRwiJCO/Fg8VIPmULwmy6Yg7giZ2XyLp5J7H52/Pw87sy8wfsfGu+EfMGf23IlnAZDV/bnDz8N",
-	"GUQUQruzCeulf/nLX/7fNGGp29i//eUvf0n7kelJAiSSKwm7nAZwT19LBRMUCfqoucoZQFQbyzFIa/hE",
-	"HDLukzS4ArkSahC8dGqIr1pQJY5NQQZ/i4jqD9kxfNdn88ffqMRE3yBnmLS2hL5tB9ZPE2sbYm9/QnNd",
-	"1IN+NqK6M1uQTY2oPkWLRPp8t9qsMWM9U75oIdPK6EJE1h2ulWWF4JXv0LOWX1S6ECd5h/Hh/shkSL1e",
-	"Y3twvw2VuNFeprgNeWICBLez/rTKxJ1ZH13Ql0C68Ddve+DR3HaSoT87NFbdS9xRLVbwrrxkpg3X770K",
-	"B0jzkpYCy4jn66zzkhszc2pbzi1vqaToDmgEQDH37TiscdvMvNX3svtOTvjcaSxwLzvRjX7SV1Ktnz7I",
-	"EexM78ZZqnkID+L+hSc/o/KBNv4leoRXQ7b5Q3K73Og7qSsGkZbWKg33NM7XP46obHBOi72HbzX5ToKu",
-	"SygCSSCaWdjATyjY6CK/uqPyMgmC+KNGxe43oOMS7vRqknMcuBC2o1x4haN/mSA+vUUoVlBtVqTinhzu",
-	"3apKDKii4cZyzyZsilESPtHqCnIFcOukyoop5FzQ1gAzXp+HSWtolIPF1J7UiLz+RnV7mGNqbiOff3Yw",
-	"xvWtKmCRj7BBhQpD3W2rCjxUjzLpP7mRqxwkzea9KurNwjEBQwf6VsRNKxL0n7j75iZzX00sfhWXY62v",
-	"X4lC3ohqvr79aE5Psl6oxDtO2D/wEawhhLwK0O3MP/b6HR1F8TP4j5d6UiK3SfZ+RcyMD8ICllFoK7qi",
-	"lyjA+mbTSto5gLYQQofglaiOp23hrLp6kigfjIzU3GQXJbcXw+EQ4X8up0YqYQy75Nm1ULlxarxXJ3gG",
-	"wJD4nR68bOjlvtuDG1EYZMFNyBaWaX0txRHZDoZxhnP1vm1Ig6rECOuTnTn8/OApS3kpL+CJC3/mkGSG",
-	"Ro2z9OAj9S0ZW1ui7ZYdV9lY3ohzSB1v2Q78M6WWo8cdEoXo97TSAHnHeqnbV13J3+Dfh+wFLuAf04OD",
-	"b7LjDy9/PPnl9cX5ycu/vz6H34kUW74NYD+gXMVpLhmvqnlUN/zvqbtZaWWzCxobV5z2N10pTqQrRU0A",
-	"fyodn8pkyZWlLY8PobbMkrrWjtz6v/54cgpX/NcfX5/W+2GY0aF1n8p5leOTVIHNZrq63nQBEDJr82R0",
-	"zT2c1r+0jGAJj9ilVLmBfKtK6wlM2/0DPWgJq7TlEQRwJbBIvoFrKKEFqm9JgGJ0738GZzfZ4MP5ywHO",
-	"tWaEpfy7iJt0vYSL3t4MwVFQkyAAxoVmU4Bsji/cxcWP2tgBUBm+lqKOB+Z5jtzzx/Pz07P+EUKeDkDp",
-	"aJTLNJt6QBYs44XRYNxjhTqu7qWpRri81NfhQydw8BEMsKMaS89ENngjbDYenEkrUqeIpu/hbyl4A+xY",
-	"zMHBvUDM37A0M9XoohL/ggatadhr3Il6r6PlLu+zY3yyFTzc3Xb0Bbjln3rv1pmo0KXqrjuEvQcmPOXW",
-	"VwlegDI2yPRkMlU+23XCFb+CCuvaVVa30wfqiUDAPOi3+yK+aYKXNcFgwiAAO+TCJCFrOakrjOBJvPPu",
-	"+hrfZlVWUAelpLH+ooME92mbbnHSGlZOLwuZYdWNl1SYVowi1o4NHU3BQUGm5itwhdglNyKEgrOxNkL5",
-	"q5mLstBzUQ3Za5CD/3X2/h2DTpw+NDI1pOungMf5AmIUZsxLwdLfM52LxGPUJ9ChTZzkbuG2mjvl+z8T",
-	"37DmP/9IccaYDERfj2uB0v8ZnLsPDE7y1NlApVZGBOAIN21K8hL/nvLCsJSGS5PAsTj1CYWQpYdRnWCz",
-	"77rbKx1Xoa/MkJ1yp8pDiDtigb4Ppn9FqBtRaFgz6odeLUkYaCUJKHT/+0+3yMhFNwGNW5VhjGDTEFTn",
-	"ROfTwp2bnVYKDhNvhVAW9gU7iqbu4+mQveZZxNNA28f74WVoHLl1NP3RsZhB/cs04CjTwPVD+Iu07gBM",
-	"uyTUSFeZMK0fswEcA6Lbl3OQi+jnkYbBSfu7TKckatADPxJJ5GrqzEoKXOSVHFnGnYRAB2q0svQvKZsI",
-	"7iTVFFTo8KeEiY9OyEGr0Po08W441ogy2i8FqOqQOZMYzy0bk5RkXGk1n+ipoeh31Bo5nonjwamj0rEo",
-	"gAfT7W6wZvzCkL2vZzTh1bXI/URqKX3IeCkHqCb4qYCWEZQ8Q7zN8WDw96BfN8LoCUqWe9BRaKu2dRRv",
-	"UPd0SD8cBDEVTyprir7G1KIJB0FRT6jew4tcKOmkRrw9SO3xZTYsxeNK1x0kssWVp9i58kJnvAC1Lnws",
-	"Xi5pQNSL3F1z7bMfC61LKFUBtL0RJ1ybpXPye7Hhbahs5m+D5ddUg8W7lb/EK5/ENtMF/SZlPV0l6zRA",
-	"AMRZqRUvDUyKsaeidtXRCJX3sb4E/Uh64ufrZNhRIysqcQqKILLmKlgoqNZDpVCoD6JfWqy8aLM3nBaO",
-	"FEChjHTYtd840AC/mcLhmKCT+gVi+DOUxDUnR6molzqfe8EK4LbGjKZF6EJOZbpYIWRqtniMGp9hvX/s",
-	"0Wvxw2yqCuq+YEX+j73+EZWhFP6O+ZfIi9Ys5cOOXVBpFeukfueeHjytzwe7aAzwlV/F5ZmG5U1LaPo0",
-	"ZO9DwaChqpfmWJAOIQuh7CHOsb7yelQrOS/YCPqDhbgViALWe+E3QmlaGdVdIBW7vXBTpXoYcoH2j5oL",
-	"w57N6Dt0pIzqHQqtHrUdEjcgnziGVKExs/vX6fn/ZRN9I9zPcdvsvgcNhilQC2BCWA5GFjbZmzlNjFYn",
-	"nQgEdy1nzz5+9PcAJZl/L4HSssz7EJqOiSuhRMUL3J6n/SSYQRaHd5cudf+juiu0+91vYfr8Cmz0xbnb",
-	"xb7tvfRd3bv7mCYWSNurbCk9fj4vRdqPWojDKL6FgEd4JoVTHa02PWlPnh08red29uo05OnAsT8H9baS",
-	"2bVT9U5evnZKAzaVMwFG7Pv/ePat14vgurkxF+4GDKG0HWPx2QiCcqSL9Ti6RpH91A57dP66XxX6Sk9t",
-	"y2XgiqXHUJSO4OzpkB2TN6DkFZ8I3yO1nkmAX8pFVvBWJnYQiU8fjoWPpk4RxKwk0LE4c1KzFIUldxyF",
-	"DPw8uWFyRLwSQF4wzltX/x61Vf8ujgkeJZ5jonR/yD4IniPF4zgir435Bqay4yVeW2pCcVciE5Jix55G",
-	"UfnzBNuUas7ylsYKlc1T1qu3Nj27yeK/9SkTwgBBomeAY9N+ynk8ZCmI/jSJy7uSesswsnfE0kIqwZ1Q",
-	"vCxEitXUWEJfTUyjSVRRG9pImI6ZFvWKHYH4VpmgNOItRDhnMOghl7SBQEftdpHuR9AGFC7HtwffLLaH",
-	"9L0uBHe2j7uA9T67oQuNE7eOtQRSW5g85iTgJqDrwZ0xHKtbkZ4pPM/EPwm8IoR5o6wAaCrirFX3iTm2",
-	"7WyusdCGtDMUuA0zMUxw0Sykm3BmeSG8ytbzfzu7yeAPaR/Fj2e4fM4KpzVQGw024bAzlZ5ejUnQgCmP",
-	"3HrIfq0kSCHvVvF9OX36A3JgMYcjqU+kJteoNWJgo0DgZCWH40G9N+eWs1xWIrO6mj8xAKBBBqM0gME5",
-	"gwMYVUIMTOmUzUqAvUZMw7AZzpkm8x/RZIzVFb8SF6NpUaSsF3Y0PVFmOhrJzOlqZ/hQ2o9seWz8jMNJ",
-	"HDxHxxDunE8xwZa0nq06oegmY0GjI+sTLlLC0n1sMZl6f02ODmrIfKivHf4R0lvIfsRkCwhXSVuIkCzS",
-	"6iA6Pj2JekUd7j0dHgwPhk+/+x66jJVC8VLuHe59436JdUNj8Lnv81Lu3zzbd8bc/qXW1tiKQ+5l2Zpb",
-	"8hLCXIbiII4xoHkaeXiwiZCH8JTKWF4UtSxayKUZsvex2UFKO+T7SGtEMUJ2GzQHHiyJy3mnRXPo91AR",
-	"ciewwEz75HRemzLeZQRMQ6J84u4rxgLGkNtSgeoS66WDAf1l4H4jhXGXx6/KGUAjXc04uMM89fbSN/g7",
-	"UC/S/xmEfw7+gr/4IHgxODl1//hF8jTY4IW8FqDpBfsXCx6WxeY3JBNxmrSHoGTCRpK7YRz5IvQUjBoQ",
-	"ERNtPSzokL3RFbxk6mUB6kDBzFgURYJp9ISSgwRdVoByyGsUsHCRkBzJVCi0h8lWeuHCQPqloQCLVJ7l",
-	"vfDfGbzUuWMrkhz2UObhVfhwltGB9zibVRpkTS6CiIOdqkSJCR9aCcOeP/u+7+4g2LKts2pIp+W9//4I",
-	"3F0zzSrM/gm+a/GRZ9YZLEoASskQKnRJGzrJ9w73wvqO3bhAlyTfzd7h/7Y27GnubNA+4gN5AludENIE",
-	"XZr4fi8T2ZrQQfMcfFyEQ4LSmuSyf2LAUxj7QueQguumSrDlUV37/r8MpkbXn14V0W3unE9SAwd7e+TY",
-	"rSepNVxHCnmU+RnCil08bbgXR24dl0HkLJArwEqfHRzc2fIwYN2+mjaG2yjP/iPZe45zaRsizHn/Bc/D",
-	"xrlXvln/yhtdXco8Fwrf+H79Gy+1GhUSQ9fPn24wxCl2sDjX+ideXQl879v17/2sCAhL5JBE7Ew2ePnZ",
-	"BrM81/otV3PaDmgc/e0mW3iirLtaBbbxiuPajn7d5Q8NjEh0rr5lTtjzKwMpPgT5vCjifHZT7NHeO9z7",
-	"/vs9/7vapbh3uIduw/pv+E+8wH8kHfJ/UOcuXYnWflyAOBawhzv4OZsLW8ctoiw40NzNmLwhNU8DlcZp",
-	"DM5s8dXBEFiEv2jVqlYM2YmtHR+L3lB2KTI+NU7oXGqnloeEKq+Zh/GXGfQPwgZOcxaSfrZF9YtDdTCA",
-	"er/wmIaP6pqfC8zlCwUDeNmb98NYWRRgo2GnFeJdndf/Tq95xkubjfn+7zL/Y8UVVznm/ohar6E3oxKq",
-	"gM4E9dQ5RlZP3/3A5IRfOZsHGn6M5I3wUTu4zx7peFrjnkey2uukVPE/kiMrhGITqabo/SGiQK0WggR+",
-	"eK/hoRVYg0lFmPVwJtFc/MMYaWsA3IMqRrHNIS3+JAdXT/1MAe4MWGKYoQRXr5lGm4PXAEdEfgAeNulj",
-	"vEFFe442GBa+5gmC/kPGaFnwDIt8lqj0JU5unQrVgpUdN5wAFcjZRrUCJPMlwR+rPyHhazqFJ1vVn5Xs",
-	"Ai7KfomdOFs+jF25Wj7dyhuio5tAm33MTaJ8WvSTfLKC8Hz9K++0faOnKn9ULAlpOZBNFu7KPTObfUrZ",
-	"6TavT9D/GExsZC/hUJOQJI0ClpwNxkyF4ztKzByvSmLmMhtrb/+BMzCuTSAe5e6NLnLHP5xwVJoVWl0B",
-	"kFvwcw7ZsWLUaM89iAx8jkUcOHI0SzBGY1nPzbXHiY79YRFPWKbqD7hZn0/Z6PAG5vFpRL66wG8DGv90",
-	"lYBW/9KvpYvuGwcw/ER9/vHQKxzWIsFS4KG51nuiYvCiDrz5uMI/Ru7WRv1DrcleiXzgFhTVt1BPMPAW",
-	"S3XFUqLOU3q76UylFBiIawQfh1YNF0cdxoj8bGkf1GTELVpKamj3q63KkThsxLHbfFJtCRDEGgrBrwFy",
-	"y7crUUKihwsLkMjxDpVHYReVrpit6tofE5yy0jqNBPdiafsY+LqcojnjVR7XNHllqal1PTGkHQ3o8rnX",
-	"IT4CrBYKcyFomfoLPPQzusDppwnTUwvextR9alqJtH+EWg240CFgERk3AQgsCe560smeP/uepRW34oJg",
-	"ytIoxDKTKtczqvE1xjFpzwrCpoGKOBEECxB+XepCZvPW0nzD586wm/eH7Lgo6rSXqOKC0vBu9LXTz+oy",
-	"i7j3CMghdPVjiiTGzaACr02HQ8J5P1P+4Pa24zjCcfwgaxxHXlD6mxJv7f06hOJQa9dsG/VWvn6nzkb0",
-	"ubvxQWLHPDjIT1cLn27inOGUaCPynbPp7kRo7VxCxhlTIHE5p7CVNU21C8ua00NKc4PV720sUeGbS7IT",
-	"eNwqiSmyaxPpizRvsIqh5Dv22eoSsgNDm1fgeMQsDYADzDT70dryvSrmCTvjE3Emrfjbma1kZj0rOmyp",
-	"7ohSZ8e6sgNn1uatJSMkASFhvD3L3X0pPXPiQaR10ohfoDQtKfCBx/i0fpoVjkm/DGPitwfNP0VIlml8",
-	"Ak70vyMBS9UTZYmF0NRyGnK4zumnRr7yy7MPb+glMNqJlbRm6y8n67fsMggkI6IOc135+0P2K0ZwYuwZ",
-	"EosHT9uVnBC0MnxOiAvBDwUMD+2mJb/MtBImxJMaTpllBaHDLRPJcwQe4F5vbQTmpcHZ09/qXFXWc0fr",
-	"f+0T+Eg79JoefqRPN2zZM+OzZFrsHwVb+hN6n0CAcyvCnSnr8KJfpruQ9Vb0nCqCw0Kl1wB2EGESskob",
-	"MzDS1nGy3kKpxWH0UIrOLmcFyisVCjD67UrkQt0FpRp6BUuGwLsvB/BaGSpq7kSWlQ3YhS0pGPDtDQJS",
-	"DCNSDbWMq5xMfH8tEmLpaADh8d+v5kGlP775dldQiqh8BjC7QpHmISGTGNU/SMMy2AgFKRzmeibsoKvs",
-	"6HyZf3SxScf36at16RlvKdSGBTxiPeerjpFBC3m+aJ7ej42PqY7disqHCBXD61hBp1ZROQkYue7mk/JA",
-	"OfJwXalaALoDznR1jaYSidVGVkXkJqtFh8EcXpV7KJNLbT0NYKkrwhguSeKGsY55q2HyVjOhkF6vnAr1",
-	"/OB7lmakSqet3NNt1ANbOzHHIROmneUEk/MxGysPZTe89j4QutB3RnnttgCiOnQE3Oy0UhHkxqUYy8XZ",
-	"RZW+7vfXku6tJCcbt41n3F0Qo5FAQI0lvNBamHiwj3mdJIYKce3ELjDDE/Ux8ttolotMQk6jzMYIA+B+",
-	"a8Z6hu/DSqShftWgYkZFQ5SpegMZUfAoeL3aI1zoi4DMkG2K+2iYLq/I0mkEwkNQj3sktIeim1ewK5ei",
-	"43o2NuSuiWhtFAnT1Je1JI9RBWHX2JvekE4wd7Cl8Y9tZrJPw4jNYyd+mh9yAs6A3/OQQWsFZck16Is5",
-	"TMiW9sXtWCniO07oUvpUcPB4juMidBkxfsxdZz2sg8JZhGpAZ1GApaKcoBN5+EKPEJH01Ca1QzNEnqmu",
-	"BAiT/Gn9yNH+lKX0oQt6JR2yn+S1COLcbdigKYuxNsAXWMSphTVcHX31ibmz4vbO6NpZ4POPyICg8+sS",
-	"6HEiwC0MiZa7HGtmn2pI/Cn5XHdoDsi0wVtqpoGtbZFrxJxh6/q7xyroVC5+gnS0GtJAFzn0YpOVsZjA",
-	"TTRLxUQek3ssq3xQ8ooA4qEctaByQwTIrnOqrbzBLHcg8SMPE+Q0ikupiHEev3s1ZGcBN9OgvgHZy4ie",
-	"ecgQONPnOWPJYQf+MvRc07X/QGJJCZV3tYVZ3Ea89Lu1FFJvuyf1I/unHGzNjZ4DOKMNnqXJ/F3MwUG9",
-	"+RsR2Ommr7xtYM9u/t47nYtbvfDKAyXf9pUaxnnzN38BFNDNnz8uy1s8jTUnt37hVit4TZDPt1hDAOK+",
-	"3TsEAn6bo4/hfTd/70eP+XyrV07tb7d44aSJ2nybu2actoLQYbfYwMxOeXHbt84ChvDm7/xAiN1vgIXe",
-	"borEhWGa/v2tZujgyIDX16LbxIh9Xv489lDrQxlVbg99q6RaRnnVIfxqWX04+LZdfQgbfiPFDNALVxa1",
-	"1Q0b4oxUbypB4XnmGXQ6ZC/j2s9mzwOQ0WUhLdOjUcKEyqo5VMwvVaFei3nUOjUIbpYCuHO6n/KyTPdT",
-	"RH1KQ/+SqYIwiQeXpY/10HWHc7zAdy6CJ69Pebsevt3jjCLUQsqbtAOILynh/6VHiE7hXnDLaQDxU1go",
-	"NEdIEVjSBNzzYJ1x/IvvNOpr8cGQw67+/ZbMEDgdz+W2lBUSj7EmeEPpZ+7JJ4Yw0JPQPBVuhMUzNTNp",
-	"szEiQ95jwMbLg84MYTy0uygZ2qV+PILUD6wr4k3OeUeME9Hg9tqMrX1ujLADwA4diWpffPStBlpNsNcf",
-	"sWaIfCN0C2sjKrBegLrDQmZB0KQjUdVIKj1MjQfwz2GYaHMyaeI/wZ72mwaXY83UqACGXbCslLYMVyLy",
-	"I1ZNFVZ+oNsmIFggWOgyr8JFemXETWmrBUM00Dmt+hVtURfpL+3lV+GqxTPBm2biq3a3ysUGFCInnkLa",
-	"9ZBfQY6WlXBfTKGUnTpcI1ZHPwAO1GkPjeQSyt3kls30tMijyqqEESh1wsy1LEtfUoNpFehhnY3nQ7Yw",
-	"B+ju0IBKAc2BMD14UQx0NQizUujbdevlGUI98vpFwo2ZM0puYZLAHhYrqlmKO1WnfYRju0ICdMMNGbQ+",
-	"IGDm0MAHNQlopxh0nZyaf1/OGahV+7ws932v66nyuZKAJY26G+4RRHIJ+QTSambQyqg5D591Aj3v5UQM",
-	"2btaQzCs4HWuU4na1CByFpVaF6tVMLBpRIsL92TSzmy2kzTrtF4YcI16tMywI5QoPFdqwHHvKpGf/8ok",
-	"2oIr1qP733dEUsNe4a3faUtfsrZ0iifLsAjCEbazbIgzb19nQim0mZ/aiyypwEp09lGNEiSrqH/bVFmz",
-	"0tf7Aw77iBy+3sWDXt97cNDAgJt4aXDXdz6aFT6a5gW9Zx8NdeiT1gBZLHhEmi4QeDb2gKz2LsAduQ8X",
-	"Q6NHa4ckgrk/gUUmdTZ89NyDyFDcolVT3nkW/nSehQa935uU3P/dd+78A/lBIdpanbyC35u6ZbGH/1O1",
-	"G/mo7jjLWhiE0vYCGnKlsYvUNwYj5Z1cFbYG15po0G+ptKKAeG2UtokTZr3QClshniFolYhsiOhLh+T9",
-	"vdR2vMyhcH0LHOp2cnxB5m5X3m6SvFkzCmrN9OgZxW2xD76YDFC8XnWrxG3SerJXTlcUTfMg83z1TfTc",
-	"Rq0jm5Sz3Bb9jijn7rWD7g7uHRREmxAabD4+ZYAcTr5P8p+Mvr8qRQBv5wMoAssOsw1TvACPWKorhEKp",
-	"3W09tPTR/ZlLk+kbUYm830wJa7elKRb61aZPLWZlPJKsCroju+yKTSz3FV7orUdDQqeogRG8ygAbiV/K",
-	"AhJNO6j6DCMaWMUbPsCMmHBlZcbwSx4JHDx6V9PKF7T6pv3UM7IJGvgh+hp8hNBR6SmRR/CFcQ3WWCth",
-	"bDFnaQC8PsQ4SdpeuOGzCmi4MxjtZb327ZNR99idJR7+ia8iRPgrXTB/YehC6JIaNlSCiVxaaC68bSr5",
-	"PaQYbWj1GqshnhfnLo0qQV2zFuNdsYHrMYE/TJWS6iphZ9QQNmHvVSEVqOBQ7U0xx+VAnbejK/xEeoSl",
-	"jdILUnZije+xArCbkBfTSP8x2M+/EjwHBHZfhg/122vM4U/V50/yh7eB40ScnRX8SKzgrSbRJKsrH7US",
-	"zZQ6R7855upSwy875YVvR8GnVg+cSKQmEjmUEejRCCE+Tch5cZSLGS+r5NNjJaXN0tn+dJTzUITwQfB8",
-	"S2QQAjzTNcB5V/JGKPJwrHf7sDMyANyrlNkV5+JCcQ32bgG6wNKZKO8rYRzIpKU7BXRHoG49dUNeIM7m",
-	"U1RW6R4bsl9Dc0xPztVUGSxHLsnuSkLm6KKEhmFSyrFNPXgnIeP1WqVu/3BB7K52hX02qW/Z//UluL7W",
-	"eb3+rHxpFzHbyFF237m4kdWwT3a96E40PIfGjrU7Dxo8jVY5ByD//5Z5/22mhi/3ptqDlTaF0vaCptNi",
-	"WVOpj/iy1Rd/VjuG8eAmgL9QjC+6FO+Zfks+NSuI95RD8zNHdhNuZca8DXDIlMZOZgAVlI2Fm1keN+UT",
-	"Hy2V4ED2r63mQ2jFCnqHp1Gy/VFlIhXjKOIWsWsd+m66r+K4lyLTE2EYzLHF3IDf/ykMDspmbthgJa16",
-	"R8EPlNsJfV4aZ3LfpGt/6ybct86SSNhvWk8MgyYouvRwYhNR8Qi43n3viEBDsUbOWRBEyd7hB+QHKefG",
-	"SfAh+3B+dlpHwAJW5vcsLe1vIE6DupQesffvfjl50/143M+xZiGyYjlUqkMP8Cvq7Fr71rEN5w8vnv31",
-	"6V+f1uFCRJOhGndCOUtPz//vy0meBhjvxT5mbKyLHHu+Ghr1qJ5fLg1ZSNQTwUAvYyOsY06Giu/gd1CD",
-	"2dgHSv0Nb2O6Dqwr1PhQN0b3AcJZaPawCd9gbW5KWqWPttnfHqHRVU+O+iCvMbzcVtB9fBCbq56ob9jc",
-	"yaSJauJu1Tu+/FWZYmeAaRjf2c+TBcgezJA41EayoI5wSmE2Qr6D6UYvxZwJGZLIQ4TEmwyPhfG/AVzf",
-	"ReZfcpUwKwuLoi9hI51NqZ1CBf0oQl/8jFte6KsnwMrdDQJQZAgGxaz3ifHMF7vhJ1CwZoQ1dbcHZ8ri",
-	"7+ItLLixgORDHvU0QE0dW6i28v11cplj6V1d6e2b79OecA+A1F/lVXcsK74Dj1vnXZztKjkQPbfjrA/q",
-	"rV88jvsMUS9xufXohMfmukGT3oxcYn38ikv1eLXaJya8hMC8jLO3x+/OXr46ZafAev576iNzgAYcMkiu",
-	"RWlZ79uD5yy9uoRvXuCXLpwyr6c2rfmQ10bxbVJjF97So5Gz2Ou3pNdgrxyrq1phNXx7rT8xn6pxBHcc",
-	"6/FwLEQNvFum9UnKGekHnXpZYFRLBO9ZltcwesQaDjtYwFoLt2aHfQKlDCrh5IiawWP3ceAdXgFcutZs",
-	"PVNpM3U/j7l8Jotu5c0rq1lP7W+ndHaPnk/hRLvyWM9rNXXHkh40MdaRUhku1R2wos3VJxp2/3f8YcPE",
-	"P3zYWz4neeqbEBBx1zwpONqcNlNNITWNHXz86zf9IUNHCleZYFoV1AUIitt80axh3LD09P3ZOVu3knRN",
-	"tl4gh88h2w3y5/0w903lO6/UF5nyV5P+HSshHalOZ1ZXInb8PzGh02CpjQT65G0Uvp6mny7T9GHMFTyo",
-	"ofvV29dnZ8c/vE4Q0Wos2ETfiDvnAGfC7sh/R/6PjvzPhN0m7X+a4N+/0laviSDGEUOrP4lLPLsHyf+D",
-	"tnpH+DvCf3SE/4N2ZPPApO/D1BsFhXCEJwsu0nnoPTDhasoLSs+jwPcj9Js2wli4mLqDt2kL/jxluZ6I",
-	"hD2HPGwrBrTHBVTshrboTR9NOgYg9XRNWObMn8CjdyGEma4Ix/j7tGMrDx6KMfXF2nrVxJmPb7qBG/SP",
-	"vURHulogP2o6luuFHJdkbZgVX4yUjzE30Hr/kTCaNCTkvJgfx+tIWSFGFpKc6zIQb3DFK1xTNnGXTGOb",
-	"yTx+khtk89R3ZWkjHiK7Z8fpduk8qxvcb4HBbprbCRnOK/rYY0NWrFy2elBOi8JXZLLeiMsC+tRZMSmp",
-	"82SUN23lRPQTVgkznVBu94A1ajuptCIuKlN65rvxtbVVGLIPi6UVThz43PZeqLOg31zUJR8pRqF8imX0",
-	"bMi67Ed4G8uhZVvNv4wsb6h436xO28fxca9DHuRO33oghuDoDejBExkFTqu5o4z7Zw7TSg0c3SM1rajf",
-	"mNo22AYoU5WKuth3IYVHrZ/dXaSlQ+tNLNSIG7xsAteglQhFWZ41LD/fwiJayX5aKd+TQBNc0pdd5pEA",
-	"l6Xl74j94Ywrd7WiGqQmmdwlftHGFI+gJoNCr/DinDc8E4BoArK+kEocBrgipG9qK5BEcGVJJ/xD9HQX",
-	"DESyhLMSYa+IG7f7CVNiFlDPQhsCQBrH5gOIipaid7jQV0yPGPdwJTVejuVzExBcVuZufMBt+0l/nhGV",
-	"PCTaWr2Gv0uV37pJ3U/66k2lJ7d741zf7vn37gzvhYPWu7EJWltENkwoW/0Zk/EeNJGFRwwnAl6616Rg",
-	"o3hpxtpu5t6OmqnRe8HESwL2G2re2GPNl6iiz6rg1rEwOeFX4okB9oqcTv4msLENdfNAm0bPlLOIsRkU",
-	"uLQyXjnOycxYV3bACnkjcmZldi0s6313QL1dTJ9duhNG0SNNs1dghuzaaMbZZaVn0DKcK/dNLG2A6QWI",
-	"Ea7Y8elJhCGyyll9FnZziWE2N/UEPjaSdQPjUFSe7Enop8zteC/ZU3wi6lM9yZfcPXHb6wn/+JNQV3a8",
-	"d/j02V+TvYlU4d/JUlPs+7DZwn509RL318jJRHfywx27aE2AcRt3KRosw0SX7TMYBpKqGZYFn9+CX+xj",
-	"2/AVEXBCriDy7KZIUhBTbGOlK5Z6yk8DtWIXqpH7o7XFGZJ5ynpPDwbfHRwkvu0W++6gn4Rg288ffvLU",
-	"FXOempVIQN5D33vNDODP0KtCaQt5v/CJBS4AahatTZcCQMGKeWN1TwwOaAiOqJhTOjC3tLA1TS48+Rzj",
-	"Vn8pPOXuPebNjVjjLcethT0v5EhAo6979ZIvHFtX9y28O95X9fOHn3bI21+y2/uHiitLmgkqJsghMYXh",
-	"0bDtOJ2hNVB5DtpeKSqpc5nV02VaOebs3Xe+XlNWEOirbngB7Pib7w5qPawFYO1Jp3IoeC4qdlXxSwRY",
-	"vBbzkWN3jZqMiTtrZkR1Iyrs8MFtPQE3sTpwSEz/v05f/9CS7MhvFtlsd8jwq2O0GwYmPXLNRh0f7p8B",
-	"rwtSGu7I1C9ix36/bBAB28pmw/Hes9Ox5ri/m0LbPzayrx2r8jzFvcV6KTKxNKG0b2NZJTJo7upUy/6Q",
-	"nVjKVDQtairTVQKZF4Ln7sNO2wVlG7WPFJ2EYa9IYl2BKENdtVZnDxn3SnrQXeoUdVStJTF0Hivx/mkD",
-	"nemt5dkYWhpHoHORtY0fmkeff37wfBOj+0tg28lSI2HMjHNrPmL+sH2mXHzcWomOebqLsnKKQk0n7trj",
-	"192lXzut46U74U2dUeNOuMvFAFHV7+myswSm/O8pQjzRnPFre6s2cv0cMR9p8Vqxnm+8uTCXo2CMPjHe",
-	"SMhFJnNh6p5j/a4Z++vcmDOZnXuH0FQgzPlS60JwtZGPBY5+/1+luGrKN2yd7j4mFUd0rIUNaRVpwEHg",
-	"mztf7V0p9l2SBbb5XrV4y1c1JT8mMUBJJochJIVxqNA7oBmHwkwWaizenp9C7TycSWMYBYtDZXOskTvC",
-	"ukLW3lbZtKj4Y6EyfoBXlbwRZsg+iFJwi2BibEbmAw9pHO7tqRpJJQEuIBZBVBJBKTV+no30mDqZsRIr",
-	"gu4tQXQEoVlKrmkxLNwG7lJqdlH2rWq7cAyE3ltzp/vWca0uu9nRWQ2a6BXIJkM6w7yapBWbk/WMBsEe",
-	"MvSidBmlcfGOAVxxqfpJ4FyeTbhHnBKZS1Ny62wAljl2VMSsTpcbcLohew9xLaf6OlbTVB5ZoY2IuFsb",
-	"Q9Dll8IPdLmaHcCW/Vmp/+GIWZdRwgzEQe8VH7WYGiuq/YlW0uqKUuLWB4MpL3/srBQ3aaGunFDHvl5A",
-	"JwIIGvBToMgB5D1nY2msruZsJlWuZ46goY9EQh4j/2d+Iyp+BW19rWaXU6e6myF7Q9/P9ESwUaUnbCx4",
-	"ZS8Ft4ZGXEJugdb8EzHR1RxDvypMq6k/AITLHNQDx0GoBQX1Fa4EEhhwMF2JdqsUd/NtvZm3Jnr8AiXP",
-	"LPROBBPJ86CFjSSNR+kZ2GUTqaZWmCMmrxQsA7af3kEJ4rd+yA4Cko3S/pkuW4j+/Ba/37CIgtkilf3m",
-	"2V7izDo5cfbn04ODvx6AfYz/PggWDRSKiKrNxvsgnLmT2cZqrQb/sDu/NTN8p3NxkneZmd99s4GVifvU",
-	"ut9rBoc32zcn51YMrJyIvQ1m8Frl7eMfhbCnWjuZ1yq/g6m8ABpkM5nbsbth5OevJ5KNtRHKd+Kjazl2",
-	"JrpFb8bTZweBklfPGMeiUO+Gd+yv3z0/iO/Y05Y7tlU5ukT7LXL0JfFNzycd6wwEtxOpd2azk1hjtVhD",
-	"S4/2Opan+GSbOP2mXZw63tOWYrUkSfdJSt69RE2C0zTi1uulEd2+zxFKj42CdlRzl1Tjqy2XqOeeCKbQ",
-	"GS8GlA+5lmw4K+TV2LJKUBe9OqNsFHWDhXKLWCksK50JYw7Zla701EolTOL0yBJKu2TutsDriy9Pf8YM",
-	"nhJ6nRXCtJLaT27ilGK7zU6x8Tgh9rEmv+6r6A3rri8EJ9wJPzH+jMMmbPMCG8vtdMMkWrcSZaaGWVFN",
-	"nKaei4/C5/xrcEzeSDdscDUQLYJIAAEwEZNLUdW9J810NHK2EioTghd2zLhhRrgb60yksC9D9h4urq4M",
-	"czamtNCeDUuKKTfN52KIj9CpHfPpuFMz/cAFvzLsUoylyleJnTPclccta2iSXQ5Q2ns84J2ouVNarbe3",
-	"Jgrj78yd0ypqU/vw105K/QmuPNGpb1FOehi8mYDxWTrRCIELp6y119G8hrfewXBbvMb1MKuwS+MlDL+a",
-	"JvrxqqMrhb9uu1HPP/lG7f+uwNvwh/vjJvcrXJjgUsbPPTGs0LqEKlOvsxyfnmBbMPBZXTntZGra9JDm",
-	"vTt2M1mTFuGeYzJfmoO/1y0ZB8q7VTZPi7jP4oPG+lfRRH0CO75+p4VNKiY8BKfx1/jeqHDDhi6IcFUH",
-	"sn3XX5PUBOeDQ+4Sm1BeMNb6Gki3udxWfai+kqux+78e0tykK8Cfug/Ag9USSQMBpRYqbQf53y6ZYsBV",
-	"qqvBGhMqYPzTbGnuvRiYDiRjn+DmKLfGWTg4iMGEcWnYRE+EsuhB87IYTXsCWJq6DUSHG8/GCQLAUKES",
-	"Bq+9aUacrSw4kGZYDjMC9iPkyeB0Eu8bpxJxz0xmXNkQGM+4YpfAdkpeiXwFR/ngh+uytJaJqqm1boeF",
-	"LAUO3ofaqIh3dAUAeFnu3dFoPuMo7xoLH+iOET0Qh1w815VKfXztdmBb98lY3Vsb7MCZqG5kJn6uAfMW",
-	"ePKv6HapSbPmb551NYFytsuTb0SFr22gNdE0IaMG7BJ6GTUjb7BwqYxtY5hrtKVfaCZfsaLkt6CDBfjt",
-	"3ulHd5nuu6ga3YR7uCUKnIlLZ08MpLrUHzdwHqDxUZst+BnDSg0dE0lVaRBbE0ImAc2m1oCmJcnK/zp7",
-	"/45xEClC3oh8yF6Dy9mNGNoacSzRS3HYIc1++I/pwcE32Y9aX7/jEwH/Eiki2GCPRqFsNX9iHK1SjQP+",
-	"UeZ9UoWkgQZKoEGN9cw9pI0IKDiYFAifAfgHQD4vtLpy/6+/p6f2Un8Eweho0elhWBcoMUdI2SNWiCue",
-	"zZlR/FpcZNzgpjLHHwwlAFUTXkhIRky1usANukA8nzwNLdTT9+oM/vSS/tJf5Zf5FffqBA76tp7xT4LK",
-	"aVGOgu2KcQE+EawnJKQ5jnQ16ayCGNPRdqbUPN9UPcMZ0HW9JHUtziXvmgI8cwaPPDq1LT7bjSB2iMZw",
-	"Nx47C38ojuy2c6pyvB0DYsywYzE/BgZxC35s5saKybDQV21cGb62j2xkA3aMz3v9A19r8lvPRo3lKudV",
-	"7hmfYbNKWiuU59n4sk85hJoGjAraiivjwQ1MZIoiQ/KwFpA8LWPjVqgbUehSMPGRZ7aYM0CDdkPnwvHQ",
-	"Chgc3mTSNtKEpTDBkzz86Oje/UNnkCOQH9ufbeZ+gZF39xMqVe6nnFue9ofstHJ8EJqE6hH9GvhNlFSZ",
-	"06KgcZ4eodTimWXHwIadGIAVp//74fWr45fnr1/9M01gEcqvADrqvQqrIbgqqvKYaKjGH1lRLQZ2avHQ",
-	"w0W+h93/4H8dFo+/f8s/vsZPd/L4+uF7YO7b5Gi4CFjPJqyMri0Swo6TtXOyU4SfqeEMYm1lI2b27NOZ",
-	"GaXU7Es10p0szSMNIX/xEHDIZ34Vl2c6uxb2EFtqcjtOmJleepd5wibCGFjivBROWXN7pzLB1HRyiUk4",
-	"WGNhphP38QJQEVVODjvcjBGfyEKG5jlY4RJVNM9kUTAjnMLiFFh4fM6UEDn1Eg/7QnxmLCrR3vnbJ9G4",
-	"1YXFnbjt2SJddQ/a2XUSt5dFf/qMCO6DY1ituFhhrRvRwtN2WnDrXXX/Z90+5p/Lq4rngjBb6mmBaPX+",
-	"5AaqJ5k1LeK/7yQUGFNWfLQMoEwM66Xx+b9Fekn7CRsBNqXXhfHmQ0FlvTaDoFOIAIrQKNKwdCyKQqdH",
-	"aM+htErpzx7kii+SIq7oqnIG1uUcbDmfTXrFS0MFUmk2rYyu0iE7BuHJwRullMhswkpuQtaq0VWNtBUm",
-	"F7RbJ7vpU5RsZKWaClZB6h4KZmlrhQWUnsAzjnw3XB5SXbEGDOw+Ny3vVcOXERvGCJUbllbCzJXTUryj",
-	"PSuk4zKV4Hkz6RaPNWbOx6cn7FKMMCOrmDs+RI07yVSmtufHUzt2zCkLvS4A61rwym20vhYAnONTv3Qh",
-	"Qmwg0/paioRlY5Fdu7PH0dAeh6t4yJ4fPK3hEQgIrWaHCXt+8E3dLlhX8koqdL15PDPCifF1c+gXh01y",
-	"Lx/ULy88GBMAzSasA4/cWWy8cAZjW5DifSlUK7Nb5817uXyhvGAJVwoAvpjgVSExe8hdStTjPrz+5eTs",
-	"5P274cm7V6//Z3j2+r8dfVkd5E7j1nWZmbjEVXZuya3jdnuHe//f/x4Mvv/n70+Tp9//8Y9/DDv/9f/s",
-	"rTdKnyJTXyhCgeYfAJ/sw9PYa7o+IbqSTslu4zCe/4x0UejZTkHrEFLuzq4SUHcql6h99z61+9nAzFxs",
-	"EFR39q6ZZ1lw60gyYQAOjRLFt+TJD6nGDtqpOXnQS7XCruG6YqlvIX4E0NHwDvDdqYqGGnPgvhiZ6Ccr",
-	"e6XLip2dnKLtWurKen0P+xPJyvcSo/5GIh9iO3Y3NS9inRUHb6Q4pSFt3PAvqZe8+Ha7SfYDPv2Kdvmh",
-	"XG7+zMDslaY+Abhi3fFJiusuw7ngubkl46G1Abts00Bs7OsmJqJvv7fjPe2BhyZxR6yG7vtdtDZf4Dn7",
-	"v+MP1Mm8I9rnVCUNscjAA4gS2Yk1TVANX8Xs45bAl1IvtlKW0gzS2t+f+jmkrAc+IDsWE3rxh9fLLU3/",
-	"0z//t7TdrmvczE1yIkLbxmcHg1xeSRs4bRYXmTYjiH4WK2OIS0rCs4ON1ICtEWqXlUkHuosi3pEioRal",
-	"9XbpuZA3Yl+qG2nFKkSOpc5USKZe1w504P/cQ1MURfTEWQDS9jdsNgx4HCnLtTDkjB7rGXiOvDZi2Mm7",
-	"X07OX+eHgP/Nzl+eei94A+ezl1a2/FXa8XlWEhIeRQEcuxDK9J3y8vOr04TNuITYYeq0Nz21NVS0L1F+",
-	"etAPOVlhvVgltqj1uKmjKYRQY050y4lgIy6L4ICPMEeQZdGRXOBpXNBE0iFLG6GrFHHT2hoM+Q6OzU1o",
-	"bQuE1pu0TmE1TBRGzNDftYzAVOqiaEdixeaNiMm0zFBPYB3ERH6SN2JvO9ij0Qg45Brw0aXLCrVPeuau",
-	"EN4rMu/uvT/iBrhKvrk03qBd0tbXhVUKXIPXSkYgSMfGiSrvRF60dbpuiIzVEE6nfGrEYuuPJloTeiPJ",
-	"u6aAlUF0sReieC8cx5ZVPih5Zefg9mff9hER7sX/eY2sDrx1DZZcg8U5Dox+CzRmOVNiRiSegAWICP4t",
-	"YFHgnItmi+2PCGEq9KzF9F6ixDb4pntlfojCdCvW90Bcbh1aVMTkdLnjcV8ZjwNQq4dlcWXB55c8u16r",
-	"GSMziTkQNQWJOjSFzH6snkBVsILUi97Zq1OWmr+d0nhpwlL7t5TUQ0TyyPuHjkV9OD9l0MlbGlYIbsiX",
-	"vajwNlXFxDve3RuWuRsivOctJLu6L9P7uhRK5HXpAYYbAlOtoyELCjDjTn92rLF0WtSyEv3twfNOBfcI",
-	"4kOjqeGA0fftwbOlRyvxL5FZyJCDUJa/Sk8MS2mSQ5mnlIMXTf0o7irVS3lZpvupz91P+yEVL8YVbawv",
-	"CpoZwhplPdCIGy6GSFDtU7zvP/0wf0txxxWeW4hYNU2h+AuL13BAqzH7v9NPzk4Kf4XPUgM/HyECubiw",
-	"HPJ2+vzrYL3VN7QHPABrB9jTZ0/7CRtzdWXYtAxXyY8AVRJgf+AmwywMfJfgBdaYBP7Sb1cy+lE2Mg18",
-	"mmnq93ZIM0sRDYF7uxe8rfcrPTvWsxJ1EY8qYe6lXXfTr0CU3lVhibswwakRC7H7E71tPK+7yI/59xpC",
-	"i1vBeindfoxUvVa5cIIReNRsPHfsWLjf9aPmqau8w54Az3CcTdzELXOTkDoZiS7ixSjw+l2Q/X4nNq0/",
-	"acur/uf9MSm/R6v50855fEe68zIVbNd5vJJW16E8B8v9xf95nbCs0N5jUOujCasEqRWQOKhrpdgsKKhh",
-	"4fj8kB0rJOugr9RdQb5npAJeKG0voDF6utJ+35H8XZN8woAP7xSSnUKymUJCboGt8LdV6giFo/cxvWIN",
-	"N+Ps7fG7s5evThnWYZ+okUZTAUxqrZp9ESJHAEWvyE7rxdmErRkyjh028mP6lCFdw8XhuNxAXhfEfI7Y",
-	"suHaus793y031yf5H2RU0rQ8B5UKUjMolQzHkYalZ9MsE8KpV0yrDNMRUzOdvJtO0lBaIR0LV3qqMpGT",
-	"QU3A+umJcnejEFZQeGrJjwC5o3VSIySI9KJ6FRyCClomEM1SjNJcFlcBcsD7GfBvFz6NCbG64DvY7CPe",
-	"0oaDgl6cqkrwbOwubjpk76cV43ku3eU4rMtSXlBlIjV8BTfGtLBPMCW+q6cr8Ve8Uf9NWT5bNJijgVZY",
-	"y5gUkHTc5wexjOMd6pA+cICJ72izkz476bOZ9Dk213WIv9PBu+XUq3YW3WkS14x7YGTuvXyhWI6TD4u9",
-	"5tmYCqPrtP/gAPOttMG1bMcay/pUXmqprPvZO8j6h5A6X//C1xpe6nwO6cX0fvS6s81jH2iH+z3tO/no",
-	"fsmkjSXSE8P0TLFCZ4hL2gMkHsdMTeI7slRM5iZx7LgSxgjTDz0aUFh2wOS0ct21Wj9sKaj6Hdo8Htoj",
-	"V+U3ZaQ7u/3O7PbYrbwcZNk2h8ECabS5N0knj2NOhvU8hoSZlo6RGoy215CTph+yzGUFvdWzeVYIQmxN",
-	"GAYloO+65nl7MvbbOq71aHGBozmuQo9s7N6Ohu4SQLKxtduAAm5Qyv7vjWjrH/uVGIlKqFU1GS/1VFmD",
-	"ZQnwONUMNsO4ACsXQ0iapA4Ao4cr8XWFCUhGUZkErcFMO6FnxaSEvq19BI7jAE6jCcIbkOL+Nc2vBIS0",
-	"rKzEBBsjVG2gxD+ImP4+1KtcIxLfxovqlImLwByfBR/3GS2S6j6/CCUjckBrvias8tYqC+7sVajeaG3v",
-	"+vQgWd3ZaE1fo3viVtGJdvCs+mbvGNZdMqx6X5fZwEPwL8cJur1cvzopXlbCfRZTvOmm90NqATG2wFFm",
-	"elrkLNfUDHEmjaA/L6sSoVmom/whYmt6/oc1IqERYw2xKypHsxm3kBfuW7Nq1dbRLSqTRS9QndCiCAlO",
-	"Gqbcm0yoSteNIofsRaGza6mu4iPD0ciVUy/Zt4WdqkIY4+xFTFo3ooW3foAXI2L8opnqP7fjmlrapBWe",
-	"qVO6n7qiQ4kQbSrBDeKH3p93qjFrN5/VORtlPf3mvdp5q76qPMila3z30qGlpaf7w77nuWsswYZ+2sCs",
-	"qgnO+74hk66wYPC0mXeA7O2HfahK27AWj2/XAnm8oACqz28U2T70AjB829giQH3e6Qx8nbFvXHPr+mJq",
-	"f7yX7L0KPZT3kj1yuu8leyFOtJfsveGygB/O5UTk76d2L9l7SWK+rTB5w+1zr3UiNODDQOGfDUcYRs4g",
-	"WFNDEkbIQz1nQhzKvBMdkUSmyF/MO4EJvzv45Cnpio055ELoqfU4Me39zbpmCM3V3Nfb7ZwRL4wI87vU",
-	"uhBcbT5Bbt0cPdCaOz456ZzKqNKTO2hJ2nF6XkNcMwmrtzYFgrcD+JKxnlbdJChVJn50T2za5fQ//vr8",
-	"to10X3IjBhJ6LEkrbwSCEtEcZZ5QS0n3ocQDwWDijtO03LEKJ9y61nAt5jNdPR44zkgObYJM4A9vB02w",
-	"wsZt6AmR2oLNlT7bpG2oLNgFcgMXdlN5+QROuYDS2arVQMfFx6XaPG7pviPtL4u0UdOJqOKJuV9ydxd1",
-	"rbN9md4twOGBPcKMKEQGxI63nvmOTeQ3yKeh11eLXzy6VWcwlzXem52hsTM0dobGztDYGRo7Q6MhN7pa",
-	"2YEI2ykh7UoICPj71Th+p59WI59hGrZWC40g677btaoRru0q3WKdWlHHrusGc/BiR3goLOLRNjKKF99J",
-	"G7TEXUT67joYNS7sPRLTPgZ3u4PPqKwZxuu2qoDszBHoBYq9IN8f24nxAgq7GAFeUeMKqwvQAiDK7AQM",
-	"z66VnhUiv8LgrQ9BY2p+FFI+wtC2rL9M/Xw80sxU5boNBgvn/WXQ8t1HbpdWv6YC30do/3hg1kKWwZ+W",
-	"x+yCryv1Cjj+u2aG6+KtDXaYC8tl8RkqhlTl1CbOEiunVDbroayc6oHca53e8Qpn8TVrH7QFq3UQbCnk",
-	"HtxpI1vTRupN3pJeQj0Vsc/TGlzjCEzU94XCNg5QW1M79NhSn2loQWWEtdh2t7OP6Uucxm1DBueO9Vry",
-	"1m0QOsDn3zbyxe6h5R2u7pXOpk7v6iavaGt3QvgLLJ37QdhOWtlCW9RlOt53N3VF6favlbQBNAyJEjEm",
-	"0Y645Nm1AVwzjBmIBBrvQSVzQu1gJD6WgDESLbYSTh3CkmdoX2W1z3t1z0/LGqErvIHVxm3gWcduHY+E",
-	"Ndy9oRAvDFa6xlDwZxUyeB8it3Np0sfg7O7kZqBzHTFdJfXJ13VSwZYdSSXNmJpzkAt0xt19WwxlMasJ",
-	"4pT10khpOSYEzRTrIK+UNNDo6HIOciiNQhNpf8dXd3XQG/abd5xvi+y8y0JqMvSy4GoFFAdgLICzxjFq",
-	"6idT8wusSEBSpBAvZ7kcjbztAkXE2G1GQGfjaL3YLpADL+eVPXLkCv2V6n6sy4z7tODqq+DbbqGbsm3o",
-	"5zYpeSUejmW7+Xbm4Rd8p3DuGOOmeImUrQ895luMQmQ398UgKz77VOsVmN+iCeu0WvHRrrBVP/DZn9Vc",
-	"DUPJrF6ml3gdzMPt4o55/MmsVTjVzyFharaMHx1WfBbIOdkrp92mKUS8ABerZUKdtqoucqZVMFe9rQro",
-	"aWCO6qKgf36iFfoYiP7uFZpV9L6JYRrUx51RujNKd7rXQxulW+Taa5WwNZbqS7R/1jD4qJiSOk5rJW5r",
-	"eH59rHoDWxR2d2eH7njh12OHPgAzrMTAO302N0qDm8gjFvmEBTbRxh4iZFhSdzVPWMGtUFkNnvbj+fkp",
-	"JT+sjLFW4szP7k8baY3WuMYtt+M0fwajtaoP9K5CrB0W6i+8kDlfjJ8mTUu0RacB97oPo7IY7hqNjhrU",
-	"2fAJmFH5oGG54j9QdYq/DsHelu7OP5dumo+K6Lfni6+Xh8vehVJ3VutOU3tcTPslqjPb49trFLOy0pkw",
-	"Zm2CaTRBeqUtPBCS27CcDNHgRN7qQQzK1ylN4U+qd9Hyziy3ohvtC57ZsY2HzDJdvuJbTkyjUfYxP6zb",
-	"QfTjYjrZwClCQGxNraduiUGJCaw3BoRz933qmUk47tIsZNUeRVW6DLth+t7w2ECJkOic1IQGHG2I6R9g",
-	"pMdC1tvSrGhlx7CTGxWyhN7yhVZXTsNwu7jd6paWqa5WpfBiPPE1TzudaqdTfaE6FXKhrfDzzbSpfWK/",
-	"K7LToM89dprkdS/eeLL3wq5h9B2/3vHrHb/e8euH49eorD4gw17LrjuYNOvxUFpOf4HG/CMyh5k096F3",
-	"n+3Y+I6N79j4jo0/bG/WB2fiKztNg8q9PD1kwL5pla5YroWhznAol6RlU2VlQeAh8Mu6I8Q9MHdd7nj7",
-	"jrfvePuOtz9o3+37ZO2VLfexw9kGKM4LPdGijkJjbewTH5Ma6yI3gE4pityRh1C2mCcLmK+5rESGOANt",
-	"YM4fbHmqK/sTzm0TmFeaVIxzKj4B5tQxkxsBwXj4Yr6X7ImPJYTlNwYupbl42NLGWtvmEx5onZLbQpyT",
-	"EaprFl96FC8+8FX9HHFrdyz1C+RuAGK9wETuCFsm6dBGj811J5/CztIwFz0Cse3mVlGiAAcldFQJwTRq",
-	"CBh9JxjuiQYAu96lO0ECnEB+ATnOY5Fd9+HX2N8sAuq1M5kJNhvLgi5z3tWLPiaJP5UyGi9sjRYKO8Rm",
-	"XFncp/tLkYonuVr/hDnutM6d1vml8mWgMa4Cb94a9l6tbu7/Dv/HPpjwY7dL4YMgfYp7UnO3HRj3pUBz",
-	"H/i01cQu0GXQljYBHGclW12HtQef6EDaoyVtuQHkF8DZ/U538/Zfx3Py83i5uV2nwubcPMjxHVvfsfUv",
-	"PD9jkbHjnd4qe4daof3f3f9uw9ot+fFuvMqnFSnnCdPwNC+KOdPOuva+XY//diVvhFrlUGgy/nU8P6h0",
-	"OYzfwetJTnYz+u6GDd99++0330YdG55u0rEB/AqVP1K/SX9GB8NOKu2k0k4q/dmlUtClscBhq2aHrbgy",
-	"mc5FNbBiUhbcrvd3h1dYbzSalOKqz8K7CaMm0IOZzJ2oEuDTJny7RjN4R28aF6lVswF/u+P7PAx8Hqa6",
-	"ifs7TA78WlGfM+pd38NyMzcX9wCik8dPdLaxWmxu/zgww5f3aZXXOOzOrrfPqgaD9aW30eXbpoMWPZ3O",
-	"tG8Z/Mj9mn729jdUqLqb6btVwS9MpksR9Q9BSnx+8H2Xb3X5+uxtR/c44zfiDTAQP9Aaj6df8P16O1v2",
-	"Y+38HrnI30nwVT03gAraye5e5fD+7/7Hd3wi/kAOUQgrlnnFK/h9B6/w/AGNQeAHy7SPX2il/ZUS1k3N",
-	"DxDTZ4tdGK/mcx2BOzF/C76Etyb/cvjTl9IaBIlmy6yiA/HigygLnnXrB2DMRsqAo8UArHCp8zmbTI1l",
-	"/KoSogum4stgB//cqSd/LvXktuT/VaknRPf3q5+s8wmgMHVPHnqkndBh2bAe+QTYREwuRWX6gQ/VuSeG",
-	"VVPFLueRx84kAXJQVj5B7nLOxoJX9lJwG4BiZMVuRGXam6O7Gb6DNWy5T9cqKxt396sxlxXtt7+MdAHu",
-	"pj2W2TeiGO2Ha9AdQznn1z6A0tr8+4nB1CVAMHCi1DKtMkSFgmR4eHnCrEYkY+jC0LjbCZPKWMFzJ/Rm",
-	"HNs8jCipHhp7lqKSOpdZfW2Xr+h5Ja+uRHUmitGPYVVbvq1hoA+QGt51ccOsmeXXQn0VV9hdGzQg/CUJ",
-	"m6D07A6udReX3f9dQZToj9CKsftu//dUTMViuQdl7i2n9FGVCNaBSBP3RjxCLusu75nItMqpbJCeFjnS",
-	"RPQGEwrTmJuVIwa63spcTEqNGIjXYs4mQIOcVcJWUuTU9d39c1op6nNSGRt3amzzSt2ib+3bsPoOzRM3",
-	"+VF2qV1c6xqVM9q0+9M4v+KO2DvP2Uaes213q61Epqtcqqt9PrV6gP/cFze8mHIrBsZWgk9WdNqL+ikV",
-	"gueiemKAhVFPJvweutDhUz7PueFP4pal3KaHCIM05kqJ4olhqZvSB/hCynqzsczGbCaV6TuGCXC4/LIQ",
-	"OeAp+65PptBQt6gSJng2hr89cVo1LEhqlURwiCYJ6jPO7olhRsCeOfE0ZCeWUAmNB+deZqqvaa+Ow2TP",
-	"cNM2yABZjNRt4jK7Q2ffL7KyU16g5uZDH3hMvVyM+LSw7OKCfvrFPXVx0enau3F/3/us+RzXjLQ5na4x",
-	"eVne7Y7g0TGZdxf1uAfu+iDApyAnkF3qaY/1Prx5yb755pvv/d3+TSvRP3I3E7My+KVx+kjX3jQPI2QK",
-	"5Y6u3WB79+tkXaSP14Eku0RfTbS7gGq7mPC8h0XMmxRX45mQFxmB07eJje/axUZ45xayo5qqgVNzu4XG",
-	"22BLgqSoZQdpuOgCGYkZM6hFH3pkpTAiPeMlAMkMJJSG2IAamzGgCsfMNmEGUZumVk+4lZnn+1BPR58z",
-	"+LbSUJfs5JS5ht2VFgWH+y5ImYDmBwcAmeHYrpArn3Do5cqMK2tYj4+sqCJMd6pP7w9BEqJD+VIQiTt5",
-	"RylWnE2kmmIkSunZIRpX5LKhxKxom5z4Mw2uApNC89sxgZY8xqmqSfW9O8h1gkzWjmo40D8t4zrlxnTb",
-	"+L+Oua03IZf5jmt1+F2nCvKUYqYFe9Z0CWyTYWVTO5iI6krsX/LsutDdreHhVJ1lbtpUV1RZT4UCanM8",
-	"4QMhCFlurk0Eeo4kBwXD5gnL9FTZyHsLpryjYBsRky5yYeyQncOnKr9rlnF4DIqda+aZ0PPoBGjF6H05",
-	"tW/dol/Qmh+dhrpNMvaLd7v5Era/S++gK7Ej33byPW5ciieGZVO7D8Tkd+7uiHjJa91GwlkhuJqWqwoA",
-	"JvpGGHY2zTIhcoG1tG+4dLoDEir60vAPCOcy0RWU6CqWOsKqzsdc/ainlUkZv9Ks1ygYWMq77DciLti0",
-	"BPokGDZVhTCGpddClO/hD2/c79MjR9oTZ4p9e3DASlGxjBdFk6xZrxKl4FhX7GbYH7JjWAKbQT5Gw67O",
-	"uFIa9QhzLQCfco6RHmlYIQ3AeSuWjmAn0haHIe5sTDpmSylsfgwacmX+vMzGdGzWKTvucO/Xb7c02ZU6",
-	"wYwbmuVOJejyd7mNZNOSaK/mKJau3P0qBThql0rwsjm7hCkxWyF4f5LGLlLQ7crsTzF7ZaPnzuRv+Gxb",
-	"XhfQjFbLKV13n6+1frbxnpwhVsrqeVMdkjf2eugfgnqRrNLGDIjtXYt5dwIal+r2K1k1JzS06+lFXGW1",
-	"2+rxqUVdYff3yhk1V6iYunXv2NiKiP3WmNfqJPf/0pJ6e7ykzpN57QgwvjbEu3e5J6MEnOllSQDW6N3s",
-	"EzaJW6oRmWX/m4J7wpn6acJSoXL4se8e0fDht6fPWW9U8auJUFbk/VZHP3pjALrJjsUkCV0OfAKOVFeY",
-	"9kIaE/l9yLC+FvORYx+QXVCxSzFyOlo0NRZCqsHu8lNiPa9dcXIr0SIzfSMqU6/piF3x0oSZRVvIK8HM",
-	"tSxLkSfM6GieTwzLfeOGEBK+gYgvQL2YIUsbrDRFfMERp7ZXMBOoO1W8qvTMUDi38CiDdizmrJBQsmrE",
-	"jah40dhaghgHTZA2jazSI1bqoqiBD2slWFdeB+4ZIdgPr8/ZslAEi9VdU1H0IXaimL60HFxRhVTXQ/Yr",
-	"ON0yWsrPVZH6ncn0BOoleGE0O31/di7A2q0E8m7r7rniBVrFCMcoi8IpdZeC3YhKjqTInZXrViDVFSi7",
-	"iJ3TdjwQZDfs+cHzI7iSqBHjJmIYJ3cXLbs2cREHGdHkh+vhjvS7gucxu9yyJrwOOhH2oRm/ehgtGPai",
-	"K1OSm+vEX8VdtvRdh4ebsuZh9OR9ArrrUpcX3UhPDClPpXeIsR5dkMS7z5KaTSXEpNBZFsqRySr2iWJA",
-	"7zzY8SvdX5HCufOAdSSduL/utLwO6nO7sxBQarjBtqL3bUSKv7v/neQrK5y8NwyCTzl5wFjv+cH3BBiH",
-	"OWveqa0rT5R9ym9L8cu17yoFL3jk5GJW64RhjAvzNtwDTl1A9xPhcRirSzbT1XVrYgWWhCwI3NsZzvHL",
-	"J/kpt+MWE/PYaSfon4lVT1iH0+fsYvWTT40Y8cJQljZsIYUyrrQwSdDfyOmGuhd4KkXOpmWngbq4tw1D",
-	"kUbeO4ShA/e41Np9+B7Zx9r6KG6udylrXyByQqjD2pZmQVzpj6RdWfDObMdnAICt0leVMCYJFqH8TSSM",
-	"Z5C45I2uhAm3DcBbMrR+fTBt2fKC2DrUc3nKfbJI4c8PnmPAbiaN6K9VJrbDl87bZ/fn0UFW2Qw7U+HO",
-	"ipx4vkVy/gTdZD8Xlstipb0ATCDYtnpaZd6Ql5b9CzxdPZCuMq97XJuSQ96g4Nm4nxAoLgbgSm7Hxrsq",
-	"mvwgcZ9cyxPW8oBXuKjHyAkeH+XTZq2gf4xSWkOHb3b8YJv8oJa3tN0PzCD0TPk2up0sInheL+dWmNj3",
-	"zN6ePu8z6Ks7qvRkWYO340pPr8ZomgCXiCvRvCMxYRyMJG4tz8bu0xTT//H8/JR9APdb79nBd0fs+dPv",
-	"WMmNb5hDropMq1xijgAjP6EZMmdmpdnUXsDKL3AVF9NaIUvJVghmRTNrAY2qyN6acePV7hYbinYyJj60",
-	"Le6EU63nFzcyF3p/Uj5vMoqQ1HcpFQfetciKWjnDbKwLf/JusWPIfIKhX+KYg1fSlNpIfGnx3qT1WaZ1",
-	"iCDcJMc/hw2GuTSrP5K9ZwffbXWRdFfANW3Jz9uxWLiE7eTh3cNUeOZlZFir06PXr/Ub5Gtd1BeQAL17",
-	"3ci6wG3p9j8x7IYXMudWVzvj8Ol361+A832n7Rm30owk2mtfqGFJnKghe7RnRXdlXHrBcUuBA9LhoaWN",
-	"VIVU4suTMQuKMBTQ/Qmky47T7zj9jtN/Aqc/Lfh8q1y+LPi8g8Pn0lwPoDFOAH9bydalFRMDqQms/WP7",
-	"8LGQW7AId0bAAHXBTaW1TTxQlK5y4KPhdTsWk1YG+sF/4JU01y/dkA3EyG0hQ3eP2hUYhN2AXfsq8Cvc",
-	"xsSLvhe7uL533SntP3ITauAqXRQib95In87ilQ8nzAG+IsEiEio/Ayd3P6xw8Sb7EjPBJPQosXM24dW1",
-	"qBLG2aySFroHXooEe6OYEuCUrrhUpKjMuBWVe8UgaGAl3K0Fjz03HRlHsHwslIH+rX0stvM0BAV37jCY",
-	"Hq34wgIXgGQDtzeH7JQbg0kFVJ7DGXokoa78DBO8WM8JOysov7Qu1+NVIUXFRlwWU0q/h/JpzCVbSLh3",
-	"T/mzGFRu5u5rLblFbq4NajT3S/erMj+FstUc9m8SwYF8JXVqnOWBBdxTeg3cf58ZCPVxjs5XizGVi49x",
-	"vic5y+FSUtZgqDV9Yuq8wwVy76XhF0P/zAetbepL0oitZFoB0BNcvv4h5Q1A7WMl3e7h56RhJYcku57j",
-	"LbCTZsYxgRI2Rl0lYDoNIPdRV+zNtCj6TIkZreBKU8ZgBA51KWDCmL8HeY9zVoLSoXLmTUB2OYdPnOSs",
-	"kNdOP55TDZ777ZC9x/whvNKQuX/EXlH0GofmlQCNFwtlOjqI+u16Q7sFpTzr0oqOKRMV0/DdzHDE3tPB",
-	"twcHCfMJBk8PDjrzBAo5kUtwC9jqw31jdeOPf26dubhbE+/JKkQ3XLxW0bXUmiDpxnqGO4S3gFdiZ098",
-	"kQ0ZmoyJB4C3mBPd4A2/Jw1ricXul5WAlzq1roVOnyH1a4W21cAUw+eGOJHh4gTQ85NX8w9T1Uf8AD81",
-	"gtPJde21dnyAWFXiAQI8dEKUutSgqUP2q/vOW30jEvZenRKz7vHCMWEisn7C/P2ED78odOaUmQ4mTzqP",
-	"RaQ3MWE95PkJpugXeobzmBZFrQ6SQoXug3LeH7K3kJPWibJzikezxG8/1NdmK019lpiZH3BNdnYT3wh2",
-	"MtSL1slh5p67ja5YTVcFo9MAQdsuvejc8d8v0CeD5LNNdvsJOu1+NVWrTdwVvPYWjLXPQnLnItdcwzAT",
-	"huU5uu4CAujfU5UT+4p54SEZp8YxNShdEUbmAj8LlS5u+ISZucrIUwsxd/kbeVYc16wEzhEqqwigWOVY",
-	"HATlN1RKjNEG4CQ0YyhK4rgYKN2qpiXUtFvQfkstFejkEsvV8duOSWs79ukySkgnBJAfe00YTHcS3LUJ",
-	"XDnziAQHzKgPKrO3Raj+i/bniBJxUCVPQF+HrW3o7JghnOvI0zwMiBrSErKONGzMqwlU0feCFOu3Qtns",
-	"BMZOYOwExu0FhiP/mhUi7cesMGZ79ylDrqa8ylcgfUzVZu78nBk+NwteLTYjOEvHlYOzBIZkhbAm8ktA",
-	"jaXncU0vyiE7RadHrTDf6GKKpZBvpkWRUAmsx+ECv0jvrTQTbiFzURr2Fr0jUH0heA4l5z06BnB/zCpp",
-	"rVDUg/GIKd2UXO4jMIu5sP2EHSMKWUhqPordOZUw04kw1HVRFKMap9h/6kprAjZLqKKDs8Jp87Q9ThiY",
-	"sZ6ZIftZXSs9U3WpVnAaORMm9o+2hELcxx7IEQpj7xyhGzhCayMUDv8JANDljtvdIyegiIRc0VHhNWLz",
-	"tcVHFhyfPmgOawyxDiyEunSMn1mNgRCMf7De0M0eAg3+8X7ENtgIXqI4IAzhGwoD5yDzeFZpK8i1Bb2I",
-	"8UmqbdZKDMNkzqBQEpjWLALdhRd8RT23uAClZ6z3C9VPQ1RjNp47yjtknss4na7mPolHD8LFSYPzP6Gx",
-	"T6BWXGkl+onnTEngS0P4qVZHcQcMul3XhniOGF8RQCFAw3AigXHPxvM1HllH0if1HbkvLuL3bMdIWhiJ",
-	"v5MNOpPC+PBCkyrvMdoKUcwBKDOfao/ezvfnhhrAqD76yqnBtq7mTewMoA6OwP/NNAOnA7h/kdeMXU4t",
-	"4xiRJSvQkrUYGnIc1h2spGH80uhiatHChOLEhImP0liTIEBFPaVYkHPlew9QTYZKyMYthJkbp/z3PMkm",
-	"zM5LZ/NC3VYdJu538NzV/BVZXcLkyJm0Q5ZNq0ooizwB2XU90Sdt4ew216K+FIGGP6BCu13bMDBWZUqR",
-	"2VuahrRr4WQ0HvlDmYa0f2thUWPJeIT5YVhCGzg6KIdSwXIKMdkZjl+kp9FxH+6YRC5z7E8S0+B9qogo",
-	"RD5bOzxcILhIzcMHDTrresBWl3g3wuYEGxAC8hDu7CH4BQHQ1KkyMZtMYqZac8JN9NVt6mU1fqS39m6p",
-	"mX0g+X4/SpkbbaeQtVaDPZDChZeskzYh0Hp3+W2+jVhMS8vJbkSXiOlc6y+LmgshpUWkG9SNON0tSqUp",
-	"9OzMvfliboVJExZn2UyLAn/tdGDof9LIrRmCx4hNBFdgCXkPFKJlgSWJ9uMR+4lGIZCOkGqX0tuRDM6p",
-	"yXEEpIN+pAZmHObdRZOd8I/HVyJlvRR/oiZXaR/sNGnpu23fgmEqxNMlbDnGmZkJUYKWOlX+vAnfvof/",
-	"+vfUrbHyBgK/EmhIm7F2v+8P2TuMWMDbYWEUBWm4yhL/W7R1tbrA6V1MyudMYnb7XFB3NoTFW0piHrLz",
-	"MWCH8bzuHUPNC3DC6WAQVo36KyxyAAGZG16kCcMLYiO4DFSjffqRVDV6CERTVicZLvPi4J7BNjdDdiZE",
-	"EBcDEkQTno3dXejMooyQ3zZg6GeWGvnfD0eH4XYsfSVLp4M2/mTuibVT5cc6cxryTps2Jmgmq7z3tZm+",
-	"Mv4LxrWfRh+jad79Jqk0hbLLirzpYPLpzZcSu/cdYpqzWev7o0xix58bSllAisTfotC5UtJEEVwF2iDp",
-	"bdUUsooVGuLuHGuvHMZoK+xb640oDg9haDQqNMBodVgYzA+HAKPL8RRKwYxVWyry6UJR+4U29WHM5Rdy",
-	"bRu/9bayvxfwV3fMO7t5Zzc/vN38S7iWbbEJd09ZyKH2RH1PtjRoJ52qegwOje9ECTZLSdbDJbjeALzL",
-	"jChEZhvIt3VLg4BFjMwNix57l9qOWVu7oSOK0BJGsFB5f8h+5FU+yJeSvEl7ggwb1J3d30DD+BvpZOmQ",
-	"vamTwoEL8zyvhCEEWWf5H+J7BO6L6tdIVEJlYl3yeHvS+DZQ4dc8G6b0toEhc5s332FL2Nu88hKhqG/5",
-	"1nFZ3ur5M9+67zYvvfE3oQubfvmmEvyyh9n/+fwlc4TdlciPNPMKS/062l7tbYpKj7OpBPYyRftUBmt5",
-	"rPU16zUMn876AgSC+VHr6y4Eoe+e325WPjEMZjTjc9Zz80ncbLmsEmYyrjqnAy+fwZy65vPNs0/pQhBd",
-	"D2JLt7ofr5F57d1DSQXdxk1A+ilVbAff2gnS35RU92IcwUj7NSpru1l0UlUC2vldFuIwRO+CTHxCABTo",
-	"ZZZVEwS+9ofhH8EjRm3GroUoffWkIyaykCGw6D0PVk8ujdVKgNUCmK2I1AqgrZCcGWO2Yl0m9C50QrY2",
-	"Pkhzxak6kXkFuQzHHhFVFsVCGhMZHuT6wAnOBZh59gJU3/7RAuRuuzekEPwGYOKMl/AGwfNngDsPOxJD",
-	"YfS7gGeXpPM2bJx4KBhnjXlDetXTwdODA6cLWqkyy2RufLvjSmeolFA2s56ph7Bv3FpecJuNV+eJVvDX",
-	"kCkKhfO0zVg8v+Nh7Tws0mS3xso8UusKZkaU383NXlTg/DV6ZBcU70ueXQeOgOoTsgug03GsqdckTuOh",
-	"8waLq0FhD/O6cJ+7AG6znA2OL98LXS9RwY6qd1S9gesWBekyudynpb/vFPFPTYOa8aIVSALdkz3eyIlC",
-	"xcQ9qTKqV4/DHkjbUAeJBnUlDuvYUqgaBpdI0DnwzQK6vMTlKL3IggBTI2GOrUyhEgfSnZucZAilC5lv",
-	"pVQnPtLAmOCJy7oU0Okm9F3C0FDdhklX7EyPbLO8vG4r7ddAn/Hj9PzziCBP/+p7T0TkGizEyDJdCuXj",
-	"niyruBnDLOphyJHtNgVNLpgK+GTeLCeWJwtWW12w6TaPXYorjkH/xRAZ+VTclHgBal/Ky5J8Pb7BVEp9",
-	"jkLWn7sAMjRNazLus4yre+baOOTmnmYUYHDTrYYdeij+jDNf61SGQ6Q7rHKP6rXzHH+BnmN34u1eYyTz",
-	"mi3erxSphdgKYSJzQYbaIfU4c/ZbszwQbdm4ZwjPJ9JaanA/B/TEy2lsczqWuWCdXqIqCiXqDeXT1zA2",
-	"pK5BQESDHB6SoWKVVCtxa/2zFgE7FXSngj5SFfSsJoKHNCyN5dZdwqw77vQmlD/XCiMoHIdRBEmPGK8b",
-	"xmrII+JF0a97jyXUPg/K+eK++/gHfiMqTn32QI8yNuo64gPMajq5xCQl9PbPF/mCWQg+BUcbakvQb0vk",
-	"UUc0x85QrZvaujqio6//UrSCtm4NDBH2sY1a6j4xdZFxmxM+C3Gax9JUoGvlHVyO7vmO+DuIH36SRjyc",
-	"e/x3DKFu2AMA5fcCSj/rpS1g8IdsCfvd+4gJlYHCuhDL7ScRonNkaWGf1pmCbMfNgJ2dnhEADnyl7YYY",
-	"z0MGNFpbksjV/OcOGUetxVmY48XgdtQQ9fsoixNVlBgMurttQIO8bh2gbrz9sKDOrRfl7joIuM8/6v4B",
-	"XoQgHsMdIUzTqj8TXxqOZocuvUOXvnUfgYaQurcmAgtyan3rACKTjsYBI8gzRzOWuesmlHW6UN2Z+vj0",
-	"hGWVgJwvXjDtYdOUcZzNCFjCWnkVNOVNpVYknaRhY6301BG/k1So+DpphelSDRZySCv9y75jDCktEFkI",
-	"CDcsn8r72F+nEiw9GeGraQI/v9NKDN46I4+8hiejwVudQ+Xw4MxxhpSgjv4xPTj4JgP2CT8KJgoBOoAR",
-	"4hqQjqTtEKJuy+9KgLI3sMifP/zErGZjYJC6PlZf0M+jc0zY1FC3sbGs8kHJKzuv/R6FVNduUuD1WK/0",
-	"f1rThUcmoBcE03GWiZIulWkpESpmzs5K4balO7G7E7s7sbv1pg5bErkrOjqUBVfrezlAuQR3DN6xUMV6",
-	"MyGuwQ9z8NfDg4PBU/dfJw5+Pn/ZhxANOHywXgOcuZVe1ZnhtODq/joyuNE6myPSLHYU+FBekuMo1AKX",
-	"zdYXY/tuEjdit1P0Q2NmgOjljNIj7G06koWT++63nGXciIFURihn694IZqaXKDpWZaufwvBrHIunkTPV",
-	"zSMyjdvcivC/x+VRdMtcBVkOu7sjwUeQwhvu+l1TX9KFAc6cbCnmzN0Y91EoZVbs5PjdMXQch/qTw7gy",
-	"2KNEQCTNl3mjL93EsNqOmUC2vhPAtcLnPko9hbiFryeA9WeoiLrQlvVmvCgGWaGza3jehLrDsZ5WBiod",
-	"Gc8qbQzL+byQV2M7MPzGbR9qfwYSbH2spBD4N8CndQMYq0sTWi+QFjBVAMJq9EQ4ISoKEzqf6MqZXsud",
-	"TqCyMBJz2wl+nvGbaJA1sU9iUUZASPlBIFZXSXynorgp7tjNQ7EbvLSNHIsS7+59pFMAd9v/3f3vJP8D",
-	"GZLPqmjellcRrIN7/CgGYKihBymHwjaSryCJT4mPlpXcmNVJ8US4K3UAT1hB6JfcjmuZj6tZorRblBr9",
-	"80GJ0vuJdoT5oO3ZMFFhe4TpUxWSFbWvdMlXWI5fOa3saOQRNPzfFoUEZXnaao4CUoWJLUGvZh0tiB8G",
-	"V1BQhh7HOMEKgfRzmfPHJ5B2quyOEzxeTkDtRB6DHrtPVm53bvD5tFI152BaMcjfG7Vk1sbC9jV996HZ",
-	"wVIp/K8RbLc39bXqcoqJsIzuGdCQl1oXAohuJ+e/XurGe+9oJJcGm9Y+Djq/4cV0VezmFFWElNuU9dqx",
-	"XJSeIYAXvzRC2b6vEydxF7xuMQqp7+Sx6CpL6rStQme8wLfdixQzcu/MuGH/muZXEM1dZjivaU2PSPtI",
-	"2kaEpVmNS2nf3E7EDW678UgG7sN7D2Vn0O67ZXZwIhGe2PGjh+JHXtxxvIVjQGjdshnSyo8oQ+o2CFZu",
-	"fv61hF3Ol2HlsJBxDa7TmR95B+10j9BOLUUO/ixRbiB0bjciE/yxwfw2KkGg0ya0qHUzqcF7EQ1pNTxU",
-	"C/LR+jnRS/dUgUHL3wSeyG/Crg5jo/CmqdnIPXBLdy836ICMDPCJWYDk0TRvp0T1eFRYhM8TrDL+A1se",
-	"Nd7H1peXc5ZOYi6VJiy9GWtj3Q8t1eT9IcNsQa4yAUB+GH/F3Lkajm9hRxOWhuub1j3P4ib31UTk8Bgl",
-	"96UUrwXnVIxAe6UBjSBh6RsuC3gQcmMLbiyccbrUEC3uYO+3RAkReqQV8obiyIvdBiwm+gYP2bWYjxxX",
-	"xDUgym05vSwAKQGzdQkfFqr43Xv+zxidVkpk1iRsqqwsID5UuokBJhoAPfn5WUJjWAgEV8KCtQ6Rbd+T",
-	"BTe5xVx3Xw0bv60IcGOQFW4zLIn39/YhPGY18+zOLV24uTu19kss1Iecw/osPVHdk10e4bmvrFdAvHDM",
-	"Pqm4wkoo06UcV4ud/RuQIJaba5MgBpuENoHuNSYnJebpo7d/dX47KFRvYdr3Qor1cF1VpFChS/j55qsA",
-	"lX8Fm3ApFuVoYyfuST/RZbd6cgZZSuHphvQk5CAUUoCWg9AA2M5URlA3AIrisYHiRh5NTKC0j4j12PhB",
-	"Y9/s40VJicK8IS3rupLncV2J0vaCQ5/WtE1o6nL7MjMaYwORCXkk9e58GaIzYWeo3nQrfDvp+kVK1/gy",
-	"3pNwtVnNmrodTKf8SkBjHyvVVE9No8eOEjPsvwNIXMfscmocMzUs40UhKtY7Pj1h9v9n792b28axfdGv",
-	"gnKdW7FPUX4k6Z5pu3bdcifpTs5OT3xtZ/rWnukdQSQkYUwB3ARoRZPq734Kay2AoERKcmL5EeuPrrRt",
-	"PkA8fuv9W/pKQPxrruzP9/qx6f4cfPb3mBFizvCpG21qPQE7AmoDdzkzVQGc5hMHkrbkVvuGNu7SZ5Ac",
-	"qhgv07G8FszK9EpYejm8je32T2lbcyy3/1nwUpR9X68Ibg0Y6Sd6yif4KD9O4pSh14ENt88aj4wLoCCN",
-	"3YHHzDO8Y9FSpepevgUfOVRifSPcG/sMGt/6KcHXQFo8jbDeOzI7YX1nYX20KZmaVsP/U4+O+Opn5MtJ",
-	"WJprI7KeEy0nrF840ymVBVf2XUZPyYTbw4RY7rdXQhTzSwSCI8iKdv0I3Iw2Pa/33tpcH/Tl0Xbp8jxp",
-	"PZmj+ghBgKqS2Tqk5KesiGoB5iZ9oemrzDpdcrCEnUUCh4frUpHHCZEb8AVGS9LpB6wXLTgBuQW/CFHs",
-	"SYxodQ2JNubNozPrjCScphWDgPNwC0OYX5T5zS8Niw5S12gaZ+3bduwaA8JTHCB4F1wpKfVr6xjh3Mm/",
-	"6Rg3ES9Y1JWa8J5AEv/H8/emwbSd8rKcMc6wlrUTPOZxvuvs/nD0/I7jiNEZXcdZHQPl1l0dGYcirUpp",
-	"ZyBsBiDsnbjeOf7HH253lTY9xfW/hN0Ev/9jwcs9EcLWthFJsqCw2bRW1erS+Z3jHa8k9XTZK23ao63W",
-	"w527s6De/fRTh3q3qDgtKnhOV1qh29U6FeghPM+hsKZmbaCOWk11L2G6wBrrfOa2mlboXKjMPvtQQYsZ",
-	"4i6CLlY6rdBnYsZ6Cq/DxzoQAn2pU02AL7iTIGQbmKKuua60rcyNxK3Wkwu8a/OwofVkLcRwH7wFiyWx",
-	"LX9IoOgkQADt0tbTv9ZJ9hZaV+ke1vEYCDrV73RmR8220nJ2dwEltJ7s0yne22e/g+kjMzEptBUqnf2n",
-	"mPUTSHCw5cyrttCCz/NO+hiJxwqyZUpj4eAHhPD2y5VwikhlREb5OtjNlg10NmtSk0TD+JSSGd8/YXaq",
-	"nb3o4zFuZFIYNuFXAt4InwTBJ1LMG6E4Cpq5CyEqB6E7qPBLx9oIxfhEqxH5TxZa9JrO0j88RxvyYDXe",
-	"sSJXGj7/bn1W9O1LBsR2m7uC2HNg6TLW3G97Wz/VvVcExkByK9jVpnwcfEFb/M8ldf88g/QqjyvdKshJ",
-	"AJL6b8/QLRA7ppsaSHuEJhzlpa4H7N45lHUXZ9zoHz++e73XkQ8ZfA/d+ZCrrKY/7vcgf3dn857rl+72",
-	"oB3wNHXmBdoTZkm7LmMq0CiMVKNc9CojGN7rnaQOwR2SVwYPAFcYfFo4qrWf17ffZZjDC4+RqPYrjFrs",
-	"QrNKaQ0bcwPBqytR2L0EmdENE595ap1RoQT7l5aK7bqj19QH3O+JidRdRu+J7/Qk6HsJE58LWboPBR9V",
-	"n358p36Dbu2mz3aPekcvXx4mLBNDXuWWHR1iew9oeQyJLk7FimJlLADKPjtlzvQCdZASU1jKCz6QubSS",
-	"SJKzkrJSTsnTOo9ZP7G++80n/Gt/iQZyCit06Y3FBwtfG1SQ4ilYGurTxEEBuwO3V0LNs6d3rj41Fq6L",
-	"IYm8V/Vx2epJ9wXeAI9L0HEtZw8vZM/7EG8d6AEslnSpd39eU7OKDUWAoL3jOtUOd7zvXxG6WniTi7KC",
-	"sTkPkD5mCd5cu7bNM5QPQJ+J2GpNcz7jtkJwVhlXM2jC4z4E46Jt4Cktq5RvAgNih6hreG403mGakktp",
-	"sEPH3LCBEIpJBZLu6JBNUCSAvYh9cTxTTgYDd7cU3AS7lp7kuTqXap2wHFu9swP5opXdQt4jTGGA3X33",
-	"um5wgPcKncsUlI3Wcv4LYRvR86iYB24kpt3oCj1VokSfRoSXGE4i0JR2j5LCW1IQJnx2QhCGvqeRG8LL",
-	"w5eMG+8bIWCe+QCVEWKfnea5njYCCyzTArOxkPuxjZ3qQjSi6mc4HU9KQWz5/q5yX1zzB+dBC70d/AC3",
-	"SHhPRJnuDLqzPYQPbiRn3TW0HdTZVwdkAC8hk/V9rAUrK6WaMLLriyISVrNt6hKzCqUa7YHi049yUFWV",
-	"53X1RykwK1SJLqfaKxxfnO35BBWdhVnoOvPzK5QwOXQyY+uBu00PXCz252f8vg5yWS2p6n0vTYe2Yuaj",
-	"8EOfARgpLfvstJENg7aZUx84VJqJjM2EXZ2Zd16t5su9pwO8ibyibebOdw0FIXq/cKbuCwNW1KuCsG7A",
-	"QFsaNpaltoh9Z3fscmZEqqHoHwu46ji+96Vbbq729tkb8G6fQg1H7PZBhyn5vn1bFoND8/Wk7p0mQXe5",
-	"rxMBxwwvS3ktTMJ4lUkNT4LOFUSCIkvImxYq1fgpdbeR3A1jIj+fsEKUUmcm/I3cTpbP2IgXZp95nafv",
-	"tRtI3I7LYwNrSpz5DNQOupQjCU581L/B54PKN6l+sanY0VQFil+cwiiy/sl8WXCcf0j1xT8cviB/W12d",
-	"A4W3e10FpxF6PFHX0UpVqi7l2dpMj7S8dAXS3RdMfwm/dZcMqzzvic+FLpfFVgm7OXOXM7w8nEfojfOP",
-	"PoDobzLPJWK06SesL1TW+NUe9oH1dV+RLaeHQ+N0u1BOj1h2QlBP2fBCZQirEnsf+wawex2a4xuejmsU",
-	"j+QAgihCG1FY4Ydg638DwuG3s5eeJN4Bezfqw1B5HqDfsF2lHd4nTGms3cU/7CUsrSzTKh5rDLDIxUkz",
-	"LA3rnwkFqJ+w/jmKwn7EbLDLsX1Qqqs8sBVMeCZOMP0NHHr906g/1mmjaFTmeTCXl8kD6MuNWXUwSxQu",
-	"cOsQVVPCjTj2T0p/gu9aFvz9pcrzN3D5w9XLV44jLrpsG0V92m5CKjaRKtTU3KXHsV6SVTl7bh/cucsx",
-	"2jFdhGN4dJwauJWdj1B24uoGoAFxsVJm3l2Q+oYi9eAL/g/easvZkvh2BRI2QDve+MwwVKY9qQOQx4Tm",
-	"krEFEKSQLXl6ZdgultNPKmMJ6cVnaexeu5cFgjuUDoRkAg1xEFDdflrWrvjcfeMW2b8e2dcYFy5Fx6D8",
-	"dnvI1s8WxL93EAcYcOYCQpfwSPAADJ51WEsap/+YWLyCmly3iWp4RozgOTWWAgB+1qA2sWOhvNmzH6nc",
-	"nuGrxS3TyARqZyF5+I6UB61Bbx08W3z7eoaTB+TfMZQlv052/FiXtpfLa5HNk4js9nM5FFZOxAW5a9iL",
-	"w96Ph3Eq+fPDBVdLVKKPNCQ8hQTLPtWlXUsxTaCfNvhOfFN3tusf6i6AP7lrTlqu5FkGF+1hQqR031IC",
-	"QSN1JQjT5zAFIBjHwHZbCVmSBZ4W986WX/sR9PdCLSCiJrmERJl0ZkztnTgEJ1f5qOTKsikQUVmWO/2c",
-	"nFOVCb2paRlKkY5FSuSe9K0Yf8BCQHUMJtG1vhJZTUfDYfKzkk9VPB9C0Rz5tHGLedjsNM5npccoaEJv",
-	"LHc3URrpktaB83XlTy07i74eM+GXuEtO8TzAFvInDGB/o/n5jaV5ugn695xvv8DUVKdK3l7QdhVvAiW1",
-	"z4uPseClHQi+JGj7GshSDDOQ587CHRTGlCkQJuxiPPXokMKzBlhvc6HsDFqZxkhjpPs9TMOL+npolMp0",
-	"ZTGSGBPNuD9ln3Rl95IlOfzuLwhiDvFaHBM2fRs+9+nFHBGCzoWp8lYweA1JcHd69B/4QY45VUqbXoJD",
-	"cYE55Vygo2JMPTyJkEgaxp2KtZa/srTpTf2V/3/v4jrtnV++6uG41jzw/9JSLXFAamWqCVGoNCsnKUJG",
-	"fAeZr210/1VGlMderQBtSCqLlWpTLmtqh92+uynw8lemz37Hv+/VdNxw5Zhj9K1uugxjCEnjg1nBjYES",
-	"lTg/dEGdicWa5xYFHgXwcdJKBZQwzPIr6CDdn5vdPihyA4malAwF2k0OKqLJA1rAauI0M1K4ghf1iIoi",
-	"8Q+f/IV94PPDMs6MQUtpXxaOUoJSYrxzNsreX3imVNc8l5i2ERcXrVGR+X+0VI+gnOf2Fbnow1eEvMKK",
-	"ZtFZv/MQGIy3E8gv505CQzY+cIR/6On0kUhoSgG3JL7+hQhivqK4Etiz4mL39eWB0kqsKwRywa+XlFm+",
-	"8QZjvIsWlLJcDG1XTWXSKKiELDpfRrmOpvbeje/pFhZuNbXNaGqwrcIWeWCKWVxavH4aPafs1uhmop2w",
-	"xJ1OGhhGfB0o+T82Drd75FgbzyngU7D2VpUAU4L9WTz4J5nOGc1AVzb8nFw2W7f/w0SJuaz6orm3Hypm",
-	"HHxp8O7+eQAneUlD3yh0QXnzAAA5VNc00GEs8szbfw2DTqpFtcAZmCKL+noirBjWP1vk4AYzsw2Q3PWX",
-	"vBwJ27xrzxl8CwXIL5owhXBWM3QCxXU8eEhuScCSBGvQQ1pLtvqpG13zfD/eMGsbefNc69M57ubHEWqN",
-	"F6cDeNt22RaAHyQAnyJVSgMPQrZbjD+PCY3HBMI3A+MJvwKqF3T7tCJlDbEqC5nrnE3EZCBKj9pAfWqs",
-	"KI7DTCqfge5wRZT4jIgeDH6OXGO7Lw9frFQH33KVfbgW5blN37oP3SLl40NKJaaw+Ft0fJDo+NbrTXBA",
-	"S50Lpq9F+dCwMOezAU+vvBuru4Up+ca5Ym8vL896v7z/O/t4/t4TsC9Wb4bUE0/9hT7YhIHbG/76Ywgq",
-	"7rN31jTp8sBLX78Lzju3zfpQuKTO8asjOjKKUYTONtHYcLgnlKgB9ektORbuTqXneReplB2jGnNck0DY",
-	"xioj0N+GjMSeyhrDEhKagGFtZi6Fss+MA+pSGIP6MMgAty4CmHzqTqO1qv7x/D1mudCjyQ9QBx78A5EZ",
-	"DRumdqeGnNEmeNLUjs1JWBFeiPbSnQcV5larY4Qfz99vBcPjSVdcT6b86tAR0wIXUJjHm/KBSpk4C3Ku",
-	"EEfmwhx8cf+4H30y39KWq1BNyUEkcWt5Op44fXy3/woPWu+1NIU21AukvqK/F1ysbY3ZQh7hCeN1WmMp",
-	"MN4O17ipZ+dQVMfCQKB2Z4DU//PZ0s9MKPShIlCZ+WrVCVdyKIzdO4kkWdTdK8pmR5GSi4hVJc8hmZ18",
-	"yHgrz1aXh+6z0/izdWWjL08Wotzuo5ChgJIcc6fUdKZgdofBGyH20OqoGRFflFSv6cFxtvYvMhfbRPpv",
-	"K1g6xc1IOlznru0YIx7WDQ7vkXXXgkrzg0nxsinOw24ZSMVhPPOPbhXg07EzGaB37k6yg18GL8ae/T3A",
-	"H9OiqOdTPjOsP5hZYeAs1UNZePGfyc7zwx83+h2ktAGRuRV1qSj1pJz/Og/e8HkdDhh4BCJJBHzuYc+c",
-	"Dv5vsfqrX6Dy0SFUxhyNAqrocXp96ptlKvSp8Nx/2TODJg23uvzesjaOflx9A6zU37S94FaaoUSd5jEr",
-	"Xys6sL0OpQ6heCywKgxRKK2ZQHI77deCrrQpZQySQ1ZqYs8MHHDDdn87e+kN8FBdN8+6sVwHgxKP/UjP",
-	"cmrQWCtduQO/+/zwxxP28uhHVnAKAQqV7SXMaMbZP6vDwxcpYBj8r2ACu+YzI8SV8YzZ35HeRgUxX6ez",
-	"0c23q6/92mQEdqrab7CJtvraVl/b6mtbfW2rr231tbvS186gRvVh6GpO2t6injZHCNepn8UiIqKFMwnT",
-	"eRZR+voAgyzx0CaBXoY4bZKlahsU7HbmHtZUImarBzwpQXtLDDTL8jVpQ2+zre8FYiEVkzdgRoSTfqcA",
-	"e5Oa2psBbEwPtjI8capiJkfPkUTFcv/17iwKRziMLQWfBOZiyO3hGdBSWjEpdMnLGcDv3jHre7Nz3x2k",
-	"PkaMA/0YgXY72xiyKfN07DWv+dojCp/TbGGA2VNrFqIkdpy1Yif77FQFZihgUkAFLczJVzGWRWGALWnZ",
-	"YyYt+54E2r9lcSt213+9O9vW/D02D7BawZf2iHy+HaJuufP3gxLBJcVbZd5uH91O/STq3A9F5HxghLJr",
-	"OIJPOhzBmxEy6Lus5cvWcfk9CZmaqRVc9pp4rFq3Zpd0CX7UpyPwtq7Srat06yp9Iq5S1UTJx+0j9fby",
-	"en0LI6PZ3+iExFKHZ8JG8toJDcP6p7SLOSYd/ix4KUoKSTefgLHpPpLwwMsB0iE+24Ty/jFR64SmQahK",
-	"+X4aGOkF9zaY6ZFZn8zZ9Gw3yhFFAx+ZH66kyuoWoODqfcYabT6g/hL9CD4WPuEz6vjB2URDiJ1af0i7",
-	"lzDYp0ZCU+tmDj4T11DvyYdWlKwP/1y4c6JS0We7xNBJnSv6Sny29V8x1t4fc/ObLsUbeBBVmy5Erxsx",
-	"cS9lddkRGQeCjJqN8VYi37/53bfVH79JfzyH7mGdWwjInQztEaaqyaBbVWrstnYlTir748sdGKScVJOd",
-	"48MwRKmsGImyNThv2URDPooE9Jj5Me4e9X5oELMeHu51jW7CP+Oe7hzZi+duZPwzjsw9uB7n0TrjfErB",
-	"g8WD2KHKBbfqNoDQXem2QnuAjqe8VYg+6DBARIq0PqHLYsGbYbtQj0Z/AZJkN0SsBI6vS7liA8FMNXCv",
-	"GLR23/OELfHgniZhSz0DywKALeuxrX962LwtjTPhdDJQKP2hYFbfWRVT0kWzCcWBpllb5Q9Xs64VM0pr",
-	"bdowbq4E1rnyEoxvCzb9YDZfuP7MIULBBzKXVgrknoZ64d1+yiei5PvwdjPuw9PAh5Gw/kSmpS7GWonm",
-	"36H13QnjQMMO3OvXzirAS4TZQ0pyLEnNxdA2G8RRN9FI/X3B+vXsfcqEkgICfI34YSvrTE1SAK8A/pe5",
-	"6kl3EbXNY5WyMgc1/Pe3786c+SFKoGcld8iyCtZG6duTLF+tZ2BJ7ervQH6r/W7YOLN5vC7rlNJuAfsB",
-	"AjbusbspMLU3KiuNBMjBl+gn98fpWC5pHgQIs3v+yyv201+e/7CHLpaL1x51PLtI/UjsvRZRDJQi5zPo",
-	"6tDVHzRQaCKAUQtsj4bPD4+CW8TfBV/5zLD+e41v7RNgLlATOFHJc6NZqidipetp4X7yPnmqZWmw3wW0",
-	"k+BlhgCM9ARIKL/PTlVMxvysQSYaS4uTOWkZR+Y80r88/AmYlHGyF9ozkf1ZGQFJMO9evYmcOoZoHypl",
-	"qqLQpdOuU52J1Oyxl4eHrE/OmU8mK/qt5A/G8lmQOku7ZiPNtK3bZsdg5Rtns1NVe+zxi5AOqJ10YvFB",
-	"4ENrNQLOEKbPbfq7282Pl6WnSZfQxtITH957aL5qsrksjvg1P/zw4sc1Q0IBQtahhTi6yYDWfj3uxZMI",
-	"RKgZzQLMlMLoqkyBLILtvn7z/s3lG88AbJi0CTs7vXz1ltlSple5MHgSucpk5tTivbn4ln9fe/Rp2cuX",
-	"B7USUtj/pm1L2OzUIUsIuzWOMhFnBec3NoUGnVdXFr3S0/Fsb3VM7UkrJUdrjOmMz3LNs0ut3/NyhFGy",
-	"ox/WmYCA4pBocekm/zuh7kjgZxTELbE2xHbasdrtVyd1HxpzxyoV6+AL3fku+xMPZy7ajum5h5VFvaqB",
-	"DCct4loXpk1qQjPGvaBlBc9BaZ75pxkGussi6SgoODEEtUjf1/ApW+G7wSygxtLjyuTcWGbECOKJdBn6",
-	"A9wBeXPGvJjpmtWwHx8H2d8DJJHfMjndvTiANpXkllm3e/otuT65TcetgO3MJK5AqRyWHE8k2K5NPdCb",
-	"wEtQ/Wsh+BI1zy0GbzF4bVOOrJWeTEXPZIXbud9s2p2ucQrAm/TXv77E4P4q268jRy963lSUwh0ZkX13",
-	"8L+1KDYhQggsW9CZ4+mlU/nATIzWRvDErr0ka2/WTrONjKk8a3Q9rpSCqFScy9SWt/UK3xqyRk7Nw28n",
-	"sOHw+/yUdOZCz89xwuSQcTXb6q4PtBumPyPzCweUmvGZegx4AT705bz9wKvM0QExqIxUwpia1TmZb5Xe",
-	"4PfXKp8dB37/GG98Z5PWIPkCzFy4YcZ5aafmAfPv31VyXnd9RcDrLYZ8X0zGcBDmKNN4I8FurM2jQJ5m",
-	"uYGxungMMKSLR4NCDzVJfYuOW3TcGDrq4rGBI4VfipBH3Q6BP0vftLaZP0llVi19RIhv073nZKHbrRIi",
-	"M6zfSPsNgSDMUuzIRQlp2lGJeHQt1onDNf0liYcX0Vc/0czDeAoecNuMxkp1jC/ew1tUfZB260WUH/6g",
-	"e1408PDgS/wjxs7F0vTEN2cdOYnxg74iKdGn/BUQ3ZmLTSC+Uroidqi7Qa6if3TUiulKiAI8kJRVFKiX",
-	"N5XR2KLr+g0DQSTxiINITXRqj7s0dtk2j26bR7fNo9vm0X3feXRI7xsjn8+me3P2+HSCr8qnm9MJ1ki9",
-	"eHOT7Let0NzmXmzz325Tdnz3qEzwBJkHb+4+8+AWs9o2ga1xWtsWXLfguk1s2ya2bVX8r0xse/NQE9vg",
-	"LQelGJbCjLt9fefa4ue0ucWOWR/+/bsoDbggJvpaGKZV8Meh96wohRHKigy7n1OPdSRuCxQKDFG6KYvO",
-	"cXznfjmeZCoKfDrNRJdPSIkpTvaWI+or0s1gk7fv8fs4tn7Y7md87irup9OzdzhcE7fJwdMH3RPkSBjr",
-	"DuJQfhYmibgETYI0qtLO2FSqTE/hDuitcxId4mueV4JJa0Q+hDAlMLcYq0t3rhUrci4Vc0cF7sc/B1aB",
-	"sSjFPnvD0zETypYzfL5h07GAdBHfWuJacIDkJIRD/RUYcXZ/rxNSgKzKjPUUgrA4Qj7iUu2zc3GtryDY",
-	"ALPCSxF8gqxSuTAOidK8yoS/UhrmDn4729VpIS9xIRYgqG1T1pccnHEQo2tddyH/jdfOE5nnM/8heqo8",
-	"T480rDKiPIGGje73pVmHIRqu/GhEOUcTHSloR8//uk7Dv9xolktj3bpEk9314uZ8N95N7IM7x0OeGxHe",
-	"PdA6F1xt2sinte1i8PqgHC4ge3J90B66enjHSNtk0KqnKcLPgMZ/LKDk4fN2lPS37NOcI3XeSkYsVQ8A",
-	"WafqZLYBT6+EQvZqRCeDtLJVnrO+uU4/Fdx+6nu4U3MqSk587BR8wBDivypiaL14e9p7/sOPBLcJK/IK",
-	"RiNUWs4KJAMpZnhIa6wLyMPeXItyFjF3R4yvcSdYSFBx36pLNtZ5ZhJkl51K4zu9IoNWC8kVNaLFuXHw",
-	"iUA9KqE+QZfuAZzITEVptGLTsWYTnmF4FKeYHhfPM9L+BjUEo6VIZuKulZTfAn98ZlguJ9KaY4f7yIFr",
-	"mNIs59Yz0zhsg8kBPhVQFnmWlcIYEZ7oprxPnGDvCtNnu1wxTXUXfXruqQUe48Z1NlCgwDRKNfIDO2FT",
-	"mcFKU0Pc+fnbw4iSn0GcvapApR+lIwaR8e+ygdh1XpED7qAl4yCQbyx0AJQ+roUnAJjTLLMll3lXyo8H",
-	"sp1NJtX4l6zIpnGYP6dm0PqxUjiZkiK1npuDef2DdPdIp73LdBza4mEyOz4Q13fKDS6fyBr5CXAsa60k",
-	"4jJS2oLKolBTCaI8LOhDFyzfuxvhzzZ6sQjpbleiTbgCBXG5+n/wBf5dGXZzmpUJ4GTHpa5GY5AZpcDz",
-	"4KCslFaAHBAgb9ypKXXOlM483kGvt0CtTvzp0fYGRmtlUc2uyRKHUvH8JEoOdb+8EgW57rBfp1cWfS55",
-	"DGyotkNKqRMh0Fa8qV1SbwhTc0Kqmg/S2z5eBlHLOvhWj76e4LYUBYoyw4cin7X5HtxrI0y9md5/iQu2",
-	"cyeq61KQSphyFpJqzv/+NgbVct5x0e/gvCc7RdWmwtLutrUIrcpCmwVZ6plQg06kyzY56qHA9+OH0+Pb",
-	"/oNoOgka01AKJ7ScTksOBLhgn/1NTOO3x7ponS0tbq6L7rPT+cON1HYDQSpV5pXBuVt/SthApLwyuJ3n",
-	"EGjxLH+Ep93SWb59zao5vBWaFS2T1QSFqxfwTtWnVZDkF/Y+vJXbvKv71aZwnz8gbeoArfDu+MdrAZY7",
-	"ZTKhsxNs+AhbwbCNDAEEqci+d0eu3eFAxgGoJ9wC6yjglgaeUaeZDeWogqY1ZC54IC+1RcPVWeWn8yOB",
-	"Dhk0mtipqsvgVyXgTdrQFQabOnUQAzxQb1I/p197KsAf+9Vm6znc/7BVLBzjansQHUZkusbgtq24+DbQ",
-	"uBjrKUxqmGEeH67a0wcH5L7xBEJJS+Kposh5SmpT9EG1lsY4OD6wDZTMsUzBa2wySxY9KwQttVMlaYCN",
-	"d6W0eTTRVaXzjP6KdIZTXaINZplWqdPzWixFciTmgjfUNzKt3EdmNVgJj2T+Q6LhL2qBLYjUgh0w0w8b",
-	"O27mSvIdzsJiReG3d+gSVdQZcQstt2PtYeD3nvQRJxlXxHXnxChKWZO4LeJsKugKmzBTpWOowY0dJAmB",
-	"pIcHPE9RRCEdi/TKkLPayWdoZ1EUQmU9rfIZHHB6I7jC0dfte3PqkqEfKgt+JrdbT8/e7bOPRvhue8El",
-	"o1NgC8hOQ24b5LuRn8gIp75ojLMNeHoVHjqWTu2aERi6s1GPqZTXHfHaC5q4U5jk+4rZ+pHCB0uDPdeY",
-	"nRUCqRTEZz4p8lpbwm2zHxzKPM/h6rXiuvBwUPG/KarbGDitnjRMVzbVE0HBZvxhvXAzXtsYlFDVBE5Y",
-	"labCmJ1kZ8hlXpXuKuSFcGfuZkMFvdZvMr/7YOhWTkTX6PC69n52zlbpuZvvOOUH9iwyLKwTkl4CDdsY",
-	"9ZIYdZeZcksSAJ642OstwH+kAa0QAqh7RchdaKlsIwyt9NQktQaRcitGDjSx+M0ZfBZdhqY2NkudUz8n",
-	"Si0h7Q1bo4qQoScm2MDUrbZQloII5PJrMNql3PJcj5xF671zsDNRDEEg1x07fKkzUadjTZEyeE0rkp9F",
-	"87TBQ1e/puvMneb5wiKY/Sd1XBY+/9vOipuQ9sMBe3OtYwG9yMLGXxhgMpdhNqhkbplUaCI5yxKaoVZG",
-	"lAa2YigCh8QmaZiZOIlHofoSxYrbuw5+s47WiDD6TfokdC6WbVOYvqezNUua79uAbZy6NfOMcPcBTi7s",
-	"PNhAmPjx65tLtgz/vTttWbrP10VYyEiHYd482ecU4Dp4DH081vK1jXTiYdHQqH0TkZMLfg2PXysbJfp9",
-	"3QGVfChRzombrTtmgNFQhNDOpAUAV3uXH3zIZBsBWSOfBJb1ViFrmasBrjj44v5ZkUKChdUB2uDoK43p",
-	"agA+++xnJ0J7UkUKJP6fsTLP2UBXoFIyL1fb0uh+qtVQ/3Qjc6FsPmO5NsKwUo7G1pxASQmz0A8fhbTV",
-	"1EofX0p2TkeBOE7yzYz/c5ilnXutK24cfHKzbH1+t3ICcWds8gR2pHY0XP9rCSQ6hJACMYGCUSvyma+g",
-	"CnVZoZ0QyTA8J962AooXo4PfDg8Wc3t35j38C4e6zsPwt0GaVetB5gaUA9QVmjrCYBb4QEGobkzP6cr4",
-	"+HYAuD+VRUzXV1selsriUzxwVNsMjyeY4XHH+o01RQ+8CWuoNu68nF9enEVtWxFsQQ0BFHMHbY6Yzqsr",
-	"7m6hRlKJZwYfQz44nzgLV+V6JFVwoCmmlbOmohfCVZnGPFYmPpOzIbRqJWB7ib4I+KRvKhDwhDmmOK3s",
-	"+FVdvHjjitq5frQi/qqByLUaOR2ty98Od1/AzevTFEDgoslTUHDrNuHO8c5//+O091+89+/D3k9/1P+7",
-	"/6n3x5fD5Oj5X/78X+vQR3ys134491Vdn+K2C/zvV5MtxB/x38f//Kc5+OPLUfLjy9Yh37c6Gi3zolK6",
-	"Jb+5LbVUzWPTbYGoNUWkoS7xq7bgo6mxD48/IqB5FiOgYTxNRWEhsvkaC44BB7HceLH7eMBbz7ppzJRq",
-	"BijTrq6bC2HkNK+Mhcq7mc8NbpYanzBRVxlDzGGu1NipmlC/cAuO3gU8NasAFWKW8cz62HA8PRhljX+z",
-	"Vqh1Hly/NQocD7OOBIdlw1GGH9caYgSa649us/wK80u4zLHefi4m3BKz7FDmbt23cdcl3vr5ObxNgFvP",
-	"b/91GqAufWIblBVNUa+rTV5Q4ij3rlNLxKSbJjxi4iKUEN8qEnpzG034r9cdwWBt0xw3Zh0vvGyFrdxc",
-	"qLCKST2TmAPF80m7fneXZO8LE7la4eJ+H5y4nYerHOLm4SO3haMPz9Ffg8YdqXZLzeMDK8ySRmQ/V9Lv",
-	"KQKoBss5QxpoKlVgaS6x908OPUCiAolw6qa6yjNmhKqrPUfyWig2EXas8VR+PH8HPsTzX16x5z8e/QV+",
-	"6X74y49HP7JMDKXT12zAVZ+4iMOgIYnPPLX5zDciaYVeZ20jvjZqtN31+BRfpJ3yspSCElY4G3Mzjiht",
-	"4hNXuwWkjdNneDDhpzRXfCJK7nZDkfOZKGFOzFf6BBKfPwP1r9IEHy1xDLhFbqF1FG366oZQvP1lK1A8",
-	"ngoNXxFkKayj9/9CccqY57lwYg0iTZDLfi84Dl+6PI4Dfw2VIUAMEoR4fKScWQ35KVvmwceM/Je4R+8L",
-	"7CH6syJ1KtXK6DxEimrGMGcqVyaJQrvoybRyIsxJDewZt7xN4XT7/UrM4Bqwikjb9mYfIymQSeOAkLQ0",
-	"oxcq34YSyvoZT1NdEfWnrixkOtbFMPvsNaWg45csYfnyFxLXjhsIfqz7DTmz6rTF4HClHiE1oUEba0Gr",
-	"b+AjrMN9ZZ6HGKBpTn488VDO4ywPSpMWn21t0q9lzdNS34KrobETwexxa4PDwf9fz7+A17Ymm2O/rJ1k",
-	"J5PALJRBsjks/FrZ5jXdWRZvuhVsZ7TvHg7bmduX66SV08dtHRmdjoyKTvhtwDrO9rpphzF++6LBhqnL",
-	"LcsFh6acGBxuYS0j9dbw3O1l0HJJR2k8KoZ4Ay6KhSA+5BPW+mfNX4Zi5DZzGZWGx0BxdKDm8UICMhoL",
-	"PRXlsMpDaqMsmZ5C/C0AYWtGY0KiwomXgZuZ+JgnN8l3dEdsoxxc7gUrlGn/re6rJOjUtdHSlL61rCeB",
-	"GKVCuqfcrV4Nc7fkm7apkN9dKmSFx+X2YHSlenzwpQL+06WpkBd6aHtZyId0dxwvpbaqgiLZpiUmQRHG",
-	"TGzNcq1GonQadihIkFDzGZV1R8S+mH2FddIhbwvUC+9+gYJKVHOYqQpRMp5NpJLGomLdyqMTJzYUObfI",
-	"4JtP+cyQoDB6IrAcXcPQ/UOhqKIr1YAw8GbaL7HS3nusOwDNNvVyI6mXGzvxa7BqzZmeJPJ8OnEIA61B",
-	"i/XKc2n5DDzjzVt6akl8fP7gPzPo1XP31KccjzJVW2dVWudoAnOtt1aCluOUFSaGQ5HaubRQYwXP4BMs",
-	"SfDPFGNarrT5ogez6XTMbweFTXFvraFRPXDeraWKEyVkojq3dS5+B/mV96g0HXhLojuSdCGsISKbYEwi",
-	"ETcx1qs51aQURliLfJ6YME6AWbscfWBECewhPJLXBFJVWULLJCX22Wmet4BslBkf61EAutOxFlhELZBn",
-	"SOdZIwSf6xEQXlQ26F0tTFZGgMvvzM/NA4M5FIF+dGvknsdOgIRp+DPP81myMOd3Sy+4hvpWxx+5aRQw",
-	"RII4bA1o+NTkRN1i46PERjiDTQdWUOfuCyr9NjvAHdaNmO/1yFuZgDRQ3T4du805cLpdWgpufOTDt40T",
-	"hU7HPmw9AVJ7rIr3F0hjqpoNRdrQfamV0guJe3xuU92dbsJnbMyvBRsIoZixOhfUjT2Ys2jERhyFqAfz",
-	"SZye0s6w7IDvQgSGh4dnMdLgcLTLkacVVVqI4b1/rbGQW0bmZYzMed4Q53d0rG0p+MS4UU+4ylbFVcn2",
-	"Ky25U3XB/J1uzE4UKZGbZ4ye22TrOcbMZZ9+Agcd+Ml2z4QCt3SlrMzpLe4BYMxCmLVkY3iLtL41aJwT",
-	"98wwPhLKJphA89rflSXsvFJKqpHvagH8yeyiSlMhMvf3X7jM3b+XciKyD5V1RukrrlKRi2yPmn7oTPjv",
-	"dAMYiBRs64VqkZAZ6ZYZF3EIj0fV7UznOWT61CmOOGHPaCISxofQIAQnuYP5C2bmlV+we2vXNKbEHBy/",
-	"3wZd0UK68lbStmFywHtA6e+66HwvB3Wq8dKlUBhPLqpi3dnjfud7yklYw2WBW/F147iAW/9cthDxNrz9",
-	"7PmNCp/4S9eJ2xIy1BtuG8HtjODSXOVyKNJZmgcUa0R1EarbxMoPHWIF72jh/iJpgjmA3cLk1FyhLNEq",
-	"l0rMFYLskpNRKywjz/ZCuIEe7JQ6JVLrPYlM6ekxK0ptdarzhJVioq3wvQMSNphZigAOSyjkMCAr6Ies",
-	"1EUBSiTmxtQvAvvK5HqahF8CdSN215YWfmNYpSC5EkSiVKkA9XKfnc6XEsbZj6QtUaMnzoagLKUa8CRw",
-	"60jF+pUqndgEXurYB+oki3fOTsdYR+/TBLukxhktzDo1PHeAK+2A5hfZFw5F2NKJ8kWxgRfjdu4GdPfX",
-	"Dby2uc26Xg9/7J7vH1/eB4zj/upC8cv6BG9RexUT3QLStai9G4Zxb46sZRTALYsVlGhXlwL9KAmAujcK",
-	"W4smr8fa2ANeFDSM48hOHwhkZf2AYgO0PzDl8SnIl2uw2XxIkScZWIoROmOlVnvwpg/DITwGnhDZHCOH",
-	"0XzKZ/vsnQ3WikUW4fTKsN1UZyJ1YsbovHIPJFnCSlDiDZLeuh/IgvCiKZ4sEh5OAuBFupQjqdhuUeV5",
-	"worKjBM2lLl/hp46O8ar3HUHajkRZhnmf7Xr4VYthfsQJBGIM5ltHMeD9b4xe4CWcg17IDIsaVS3a5ht",
-	"XpTQt97AIqi/dCtbVlkEpgaFTQqQib4SPeu+AGq0ur3Db7mZq0dFFAeI1x6k+w2E6EPzUQxR73lBieUy",
-	"VBelqzIVCZtyaYMJAZ4odiVmiNgORieCm6oUVMuEQuSYXctMaLYC6nmVyXARiQhlnLCjkhddXkWxGQfW",
-	"XpDjQOBhxFEvjGVCZaH9a99drit7gXZBn+1SYjU7OkwYt2yijWUvDvdOyNHkPgIr1clRNxJOWMHEeJql",
-	"gRNQwlZFAgJoL4ytFNxoBR1wQ/U3ldF+PH8PUUXIgahzZrEaLgnxw6hQYtEVbk1x4bbDpTttmwkBNt6x",
-	"IgKIe8PXYd19aVU0zi5/++8+aw02xlBXKjth+ooZUBuI7IFHWxl2brYlpPreg4LurjU+0eGkTMVHxa+5",
-	"hF5C842HAjzPQeatSIUl0YZ5uXAw4DYdL2kqVCnDqsKd1ueHDO6GQ2ESdyxKBiWoDiwT4kZpVssaqUa5",
-	"qBsQYyaqykQhVAZBfsyegLwMAwYHoYM7gQ5YTe24cT/C1TDmRr1tHswhLIkM+KnLrOaXIuRbAZE/w4zc",
-	"AU7Ci9YCS/MA0JJG2wWZH1QoR3XGpVcApMIl2BIIPKBshgh9jFMneB5DkNk4Blle2l5R6s+zbuCpK5Ia",
-	"MUAixcFW1A2l1dnuc2DKpLJ6wa2RMF1ZIzMBNMLeqN/FHDKYFPg/rURPD4esFE5XQx+zU2fNnMvY3RfY",
-	"Vdw3UWq7Gw9EP6FDmdMDpRph/HHA0ys9HCYUdMX2AcaCL3yfnQLVFcfuaPnsmBU6b0Rmg7WLt6NLZp+d",
-	"soJDcJPbiC2P8fCJLTn6J8y73Rvx0NJ6d3cLZYv7M/kcYQk3RNYy95r1lEpsSiJKUC+LapBLM6ZKgruD",
-	"zWjUFFzrTIZb2NoUYLV+M21Vyq1KuaZKickhiIMIRAtMU5tHdl18C7Bjj8jGN8CB8IgVSY4VeHxCOS61",
-	"W9n7nH0tlHfzO+s6kyZ4+/fZhUNiyBemMXgyeaqqQjYuZjCTxbRBpC7uAiEbb1kBkPQlGub4MeGhLrZw",
-	"uIXDr4BDXdwXGs6MFRNo4pvptDuGdy4yWYqUxP2g1FMjSu+jhNoqB3UWY5DSTRMVYGY6rSZCWTSpCz4i",
-	"NybldDT/DBEgrtAN22BnOVksAW3WWpG1bsUIwc0EbVETmEKKL0+XqIu/CntayNduHuYg5sXh8+458dOw",
-	"4rN3kh2kOYInvteIT4uPBVcB5qR4Z8Di0xLWn1tCt3y9Svb3lxIxz0do/nwCEY1l6+R2VWN244MGE1uf",
-	"s4jE6HiHdmePDJydxcN41HEY4akt0RBcRmdvjUqHuT3LzdU6UfVClFJnMmX1vQzupWg2sKb5aGNR6tTt",
-	"rJjtKB0LN+jg46depbT7ZEktaisFoe6xyAuw1pCciOVaF7UALETmroQgtPYcG5SE1B5//jmM+hI+eIPS",
-	"vfmqZQkoC1Pp026gQOBJ5ZhEm2h+VpYclm89B3S+DsKAOgVT3d5dXztJ6/TrsZ4qJ0TBW0ByZKwnGAw+",
-	"DpyxEzEZiNKMZYF9EAXP7ThhUGAcwHfCpYLIHno3gXaPyr6mvHQbnfgU6TaUTrxuHArUl9QvFIJhvjDZ",
-	"57uwUlxLQ4lrCyLpFY7/giZik33am2/q4iek+fSz/SROw69UUjX/8Rs8ARm3vFcKt6xuKdNccFUVB4Xb",
-	"LGK65EC4TUVk86EDrh6i2KM6eWCuS+rGn0LZkL4UXskKnct0RvSlpYAeZEFG5BkGom05YxzK8EWWBIK6",
-	"zBNycDUDgs599oGI7YAQwJ1SqJGAiiwvMDijr2QAMovH4Qxvfc0tP/fDfIW3rMpW/RuE4z3zM8V8eGp1",
-	"CLnQzJ4wip8brzBg+f+S2gFdflti0C+lED0rPlsKr9fjDDUgNLiuQeB9XaP44ej53SbntC0QrV0nrNDK",
-	"hw/dpue0ARHNIpoF3PLouKbhIHwrJKVaDeXopshUVqqnVSpWRGiBuCw+5g36Dp+AY0SOxiRBmBQGuOch",
-	"9JHn0a8x6UcBB31JzMpJnAI/5RKgKDya9N0MVdq4s5BhI3fkS12Nxh2im/CPgrkowj1wohR3P8yw9DHV",
-	"EyLH4G2h3Ep1INkmfHBtrzqv1Co24nqercZ1m8sF6uICvTunXeeXrc9HPCd3tgHgh1POXmF/iXawwwW7",
-	"PcjrdpG59w+4ET3cdT3Y7WtY55YPcoddUmXis/sfW8rRCLz5KmMOYpvG5TPDcp3ynPDGvzY22FOdVxMF",
-	"/MTTYHUAPYXyeSMJXfr69Xsw2nkOvEo1WIXnos8Mul9AZdK/ha+kD4Y+cbnD8HDYVrNM8pHSRrCJJJcb",
-	"K0o9yMXEtJoxr+mFFzB9pzB7q7quIXcsMvG/fo+Z0hNKxaEKf3ga04N/idSu4qDN8pvxzy7oab/xz3JS",
-	"TZiqnN3oRuGGlY55yVP3DSGzEZRvHNSJD8WE0aOJaMtKpUjf2JHnzj+/zvJXY16a9mG/PDw8THaGupxw",
-	"C19pXzzfSdx9bpA7x0eHh3DFRCr8xWH4Rlh0IEratBY4v+QdaBy2Iy0onK6tDthFIIcpuuR8d2AxN3+b",
-	"NEvRz7zSIcMVe3v523tMvwf3YClUBq2rofTAe+MXXP2g5gHa9XFv/8eMT/I+ahx8Wt/p/bZMWiPy4T77",
-	"WdsxnC2ImUQOGCDgCJdHFMDYqlIzoYa6TEXcU5YoIcXMs0DW7a0yUeR6JjJ2LUpw2ziElabxKT7xBZp6",
-	"TDjkdw9mrD/vSj5mc57k/rGbuhDtaOOVY/16nJ8yoaTI+skNAiBmLMFPG4zLUmCt6m7frbUuhOKF3Idp",
-	"32sHc52aj3IVfp+ijoyreML6Y+vWsd4GHYENXO4ycuzFy94Fl4SDrUi54968kwQOdPrRvaiN8/xmmAhP",
-	"aWBii7LJp+xDIZRb1oX9u9/WmXPHis/2AAa64tlwytrjTQvRnlbobVkD0ugbxw1rK+IjucXnjpzFsZ4+",
-	"/EiTVEO9EsWLUmdVahPoyJIlbKx95xlyoUsYqJ0FumydEdyjhWzibOaEWT3CigTAHmkNqwood3HPFAop",
-	"Pn2MCjseR47DCuvpQSVVQ1lOSFMdSMVLSrOBX9AoHHg7VYvnV1ADr1vB7ALm452bjk1mltRvaTmIP3Mj",
-	"U+aWxB0vyD4f6Mo+sZjTr8KywaqZ2KBuExgwDoAnaJ3gK+w0vDo20Si9gfh6SE+g4JEorRyCU6mjIvdv",
-	"OhOnOIANbsjwlmVxUPyypxPwjJbzFvZZ2E9r77iDL24E77I/D4QqdZ5PaJnb/anvjKkgPVEr0QMYTd34",
-	"qeWaA8K+uU7xexg+sE//1jnpCOl4tt5lPpSZYXdgCqQCMTN2tcN+GQYomUfYxUuXVyZU07iLEc0/F7IU",
-	"JipH/IFNpKqsMHv77NQpeNI9EKZcZjfpLBG27pt6klaFf+gtoOyXPkudvj3olAW341qlxBlZu7H5iw5N",
-	"clPtL1pmYZUzl/xLcijcboFjvXl8iRZpybiwMPbVKStk7WEO+ZUafPXbRhffQ6OLGmNZDXKwB24Vcrtd",
-	"uTXoBnBZJeprbqz6liZtYcTXN9dAJk4UhsJD6EZUOXVgiQLw3r/xQz3GdQiZ6vFhAkxg1XBY12U8B6Rb",
-	"G9kWfaMOSqOXx0XercxEciI7zPUflro1f2j4NI/u2KfZvjTLVKh6Trb28hLNq+2EbUAFS5aFpnnbKNgu",
-	"kgRhRQfoQQVQPUARC9AZOIBOCNLoD0ms57NSKDHl+V6c2O31rrniEvcfZk1GzSB7Q546C5Z67uhha8uZ",
-	"Wi1Y3KE7m9ZEFl+5QhkJY7/bYHHH9KwapFspn5Wzrex4chHoVmS4I3UlBFhXxJxfRQ3BIR/DnRGR+ZBa",
-	"eEwcytBKUECGfBTObIM6j1DWhIFWCF9jMBvCzr6trbSGXYlZD1q9uL8shpsxczAL9GYOImVWCeMDzbyE",
-	"drlEkcmKUgzl5/lx1TVtehqiM/ilM990HHOjiH0GMgRExqqi1ev3m5+OjlD0CjqzV+j/fJe18Jn5uDUx",
-	"vMGnDXVJM0lfT5+5ImZ9AY8wtx63jocW0pALSGhaZ3R4O9C5tY7saFVgeoUG1zmlcdP7ghsjshMMTMBc",
-	"oHOCyLTpUmiGDDypK6b6DB7X/j1o9t9pg9rm/sSs3i4pVadgYA4Wruh3J6buSwDAClA+ToSiDmQ8lG3Q",
-	"KT0H/wcEpz0Ppz0/Bp+I2e0vxM5zJgkpjmCJ1imO01JacsREeOx+hKzKOXAQEXRQz9u5jYjOxKhDGmeZ",
-	"Q8BK+bbkWTlz4lUaPMAdTdBLYP8Qdb46jA7z0kca6CRgRJHsgyULdDw4TtS2/Ue0toFEgUSljAbfEx7q",
-	"yz68SDJW5jmIoxZdnNIQcbHOaK3O6+2yEcqe1reFoSxVxxfW1ur5nP+Hku+54jNvnvVZ1wDQ9tx6Gh+1",
-	"pxGylKuiW/O8i4RRpcn8h8ZHYsJlfmCFscvaxUGHFEVcfhNhDCZP1fno+NaqFBm7+O3yzOcxeWVYh1A5",
-	"tAanIHnklWsMik0dfiEhIKrtFLJ/efgTYiLEgfqNmz4pbT/Vw+ij+gWDkQi20Rgdcvxw+KImT44HjegL",
-	"HTpSrtydoMLzdAzMFsCRLz2DEh5XzDkwQmVsAgxrGnvoNaqlsVznmWHpWEsg9sJueYb129auj5lTBrg6",
-	"e+CWFNkxMXXQGhhkoYboFRZWhQwNuBt+FbWQYrsvn//E+u6Jn+iJfcppOxe2nPVOh1aUfTYQM012Vkui",
-	"ldsPl8LYN+5bN8XMATMCb1iDD7MUqSykk4HoqgoN8ZipQgruHbJ1zA9+GfQ3ztTUqQJAXlUrL9He3OL/",
-	"U6XiEFDTDnslhj0m6AxuXGxQ9uUqXw+m5FPdcxTyGc6l19Y5nrqyYpESoC6+jNj1vecmerAv7OT4oMQ/",
-	"L/xezTFnRvfCJGAPEllGObZJdIsEZmCcxX3mV9e/BQ2R/oGk3x/0wa4Xn8FyRzmjsdtSpYAY6Z0lLzoU",
-	"TyK7msjqefE6rZwUuYgYSJxWL9o9RpDAWciv8xd9UPnsjOojNtunLx7mcrdBPRmPyGtwv04A25i2EZdq",
-	"kSUB9+wGPQIFL6Wd3QQhiOgAm815NWoIsStoGiRzaWeJz6Mk+5ZSfrz/2Fu9IPnJtexLHjH7PI1fWYiy",
-	"FyoisYHfmJsxS8dcKuTiDX/meR6GCJ1A6Pn77HfQQscivXodCpa8e7mi7PCL/++9tIL1z85Pf/3tlP1P",
-	"JdOrT3BPv27wiY8HXMgEGvfk+CAD38hcKJvPWCavRTkSmbvRISTo3qnbIMpUJi6imhBjxKwVLs5glW7f",
-	"u3xKHx9/e13EBd89/9knKBRKwanpJnaCCkUjsHjoQje5nnY3gYjW4Rtd0nFtl9sqOFC3NkCkLIHGH3ZE",
-	"f1VZF95yS+N5Og7maH8uFxMIN1vX8iZdyw4eaZ4Hwk6FUPMkNRuUJw4XpBJmCf2bx9pwqd/9celqQ3cM",
-	"mU4h0z+rKN7PGhV/iFiFKIe6nBjG0QvdAwod4hoqZbG0Kh/cxtKyotTXgg5vjdho5xl8LrrtlbZ4lINv",
-	"19ccSMN4Dv6QiLJdGvb88BBxAHHVlyrQ4N3JNt7bkcx1fibn80Bns6T2hChKsUX3NM9mS2oTzsMCrcgA",
-	"O8NZ/KpJ/AbU70CvZLGqBDwDTvrnghvom9/s7kipNljxsGQ8b+C6m2H+Hxt1SdMKLYdSv+iw4Cfdeynb",
-	"auGLpv19LFQ4ndi93J1h9+vobHs8xFOeUNtOau7srt9vSSdpQimvWdRhD2wS6nUuVuW64q6Mi7Dw29E4",
-	"uFJ6CpkbWMeFhPB+C/uM0yANmpdRAC2fMSyK22fnbjy+PjYHesweVhiUgi7yDfwkjMM/nBahRnm82Ufw",
-	"xOcid8YZm45n0Wq5byFF1w95UFkms9y9hg11nuspNJ5s7ZSHYKxzYTZfKeZes7RFZlwk94TpCbvnYZPH",
-	"qFJWTsQBkWBYuZQ6F0spfwWrDfvPTMREl7MkVlKUZxjC2InpLKjcZxfobnVq43AYFUWaQls20qWuLDS+",
-	"LOk9bFTqqR0nLOejEaaRhr1JDe/dFdDzAdQGPnZ6Q65HrTrJOX7F6+jbNylZF9/WciLoKhYtyNM7E78K",
-	"67dY50TcwaEA/X8d3lqwEyB85nZzydUIHNQYPfJRGY/TOLoWg8OLmGBwOBU+tRXP8xka5mqOf3CujNgd",
-	"NzaUpZhyqIvDeiNgt/UvDS2esMPuQLaRE7ovo314BlOw+VPh3rNUSLiJdXPwlAUEuev8nsFQsC6EuoOz",
-	"YCu3+dY4DNOxtIL6ub+XqvqM9QF4P6uNvgYPFOUjodmd6slEqExkDHJxDbWat9DBwh8SmAbkL8GqK67A",
-	"2YrNhUaw1dFEjOu09tkH0sHCGCEzCmIwGMrnEL9x4sMKRX5brrxxF5V8uY/FAWJtfmgF7b73mWF6qhJ8",
-	"HgEAjqBNEL3Vxl7iBK+wi3+rKy6mY21EPKGer3eR9xMUz5iFn4gxfHyNgv3PjH8ymvYlWQ5U3Say+hNu",
-	"p/Zqk4ZsPae+f3ArsMSbkxoYPyEW4PajeWtwkuwUVWd6UJ2NGR9HOlG0caPjRlqk5eVIWBh4yLqHGAsF",
-	"MhBCKDwwAaJv97BrUcrhrOELizudNwqXZBbn5FMWDiZwglk1X9Ar3UFzcwDpI7CH2O9I5Rl/QI1QvvXX",
-	"SMScIm15nBSNygTrw0M+VXXAv78IJafu8Q0w2USmTf0CeN+KTBtaMBUqo+sVxtl4aEmZc5+H3E+dkWdc",
-	"xrYsnHrpT5gu5x2muCfGnLpsSoVhfWqFDIKUS2Q/nOvQo/023O3/TWeCuvuc0tv72PtupKSBEpfBDPZn",
-	"n26/nBWiv7fNCnrMWaGwLRvQjUfqFmAbSqu7U3qayuBBkXO1pOdYHERHoKejH6IKXu+Db/G6VB16Qer3",
-	"KzFreOkwW54OXmw3BXBxSHrNc4nZM9i8u9YKUeqdhMqyqNIc8+zRRzG0mAo5lETfs8/+06mKvo9lQ9dt",
-	"6+Rz2ML6nnN1h/DsXrc+OgcgzoQBuxUX5L7A1w2+c9SkseRcbSmOHxAyeU73GJvo4G0enLCvSa9BTXeD",
-	"QlMMFtRQsJCAOIaiG/pY8jZGj0Pi4mlI8znz6vSpytBzeslHULEUXhY07iTogBhb9bONhi9mLRWlG5uF",
-	"qE1GvKnZPvuVF97yqyuYcurJ1VpbOpSf3VXYsIJH3cRMnV7YHsKFCX4dz+9tpBC25wX5GKK/qTFFwKEf",
-	"tmTLLMEFITYeE1csCcW2r9itV6xKKyY1q8hJ1EAH2sZhBCmQKqPaONGQJCq7iU8m/DNmjZsuKpLVFMv3",
-	"yEbStbeWBzebjJ/b5M+bJH825849KBdWqLj8hJBhg97FdTvDDSqZ255U0MPKCgUhZrg5idW/un6+cpcq",
-	"dJ3r0vdiEVkStBxMVWrpDPcxONXBc45OB3PF3EHzsJly6DPu086bFCBd8daNd4WrX7O0I5yfS1wDnMan",
-	"5UlvnYJb2OY4lUs3+8EX98/f+ET86cypFS1mnL5ReLnuBw27EakM661t2NQJ+mAfZRolR+F7VBknU2ol",
-	"Hx5CDzfhIfvsFP8CWgOkkEHSiK+tIL8xt2xS4Xnxzekwa2Ehu4Hq4SA7O7ouaXV2eW1FeqMNM6OnMg2d",
-	"5iD7ASn/WprQ1AdgrSZawaVorhg3lPsK+lPzzHawKvqFXMqrWHDrNuTO8c5//4P3/n3Y++kP+rf3x5fD",
-	"5McXf/6vnTujW2xM0RLL8HcPqTrsHw2rkTw4b130PTdrlAN7t3wsXbq2TEi334snLL6D2VoQ3JocEJ9F",
-	"WtlWW5VKUNZqBjpfy9Ko3PG1LNLWBWAm0nFayl4aAXT2CqIbJrTGaX167bDzfwFla6zzLGEDkfLKAB+m",
-	"mPryYXfNhM+CpRpX0XEFTRdLX6iX8/TKLEka/jtN1sZRxL+oBT/+7uc5ovN+kmk5bW1DNmggTMVgrPWV",
-	"OUi55bleJwHBWK4yXmLZkzVsVOqqQLk+5BOZz8hLAyoJ/uaZYX3iifrffTaVeZbyMsOjBk9h6Fwid7PT",
-	"RXzvK3gKXAPsLTlX7mH46j6zvuTfCLAfDLaEweebE58lDp8IXhx3Ucb6+Pt9+vr9f1aHhy/St1qDvgE/",
-	"tYX/fhX2d7zjjXv/K5qyTZZoVnbgRE7bazukMM4nLeeTODbuq/0mbG5OPw3RAcKds4EDlIlcXotSCnPw",
-	"RWZ/HpTCYjfqdvPjNyhA4ewXzBWju2choH4mVAZ5lpAf46CfyjP0kFWFj9/TeSA3E3O68KSwhtJwms+W",
-	"mBPnbvExGGjV5v5Nx/JaZDU7ni2lyNiuMxr6fmjA5wFfBdFxd9L6phqEj/rkH9Nn2mm3U2lEC1cF0FrQ",
-	"fn5Nj17Z3w0oNIZS1PQ7dGeH6SDXJ2N/ebdpM3MnOsxAlweO/p4wpad+U+x/X5rxvSmpbidCIuiweQhv",
-	"AS5WsjcE3NBuQ3y+AWZgbGMeN+hc4NMI/XbdtxWihDOfLDv5e/O4s89OA8XPyzq1Ap9L5S6UR0GvdKJ7",
-	"KV7U3XfBSW9iXJKGPmg5XsDh+QxScBVk1KJQZmwXFYZ3WX9vfqKUfawg8hlmZrlJHk1xWHcvWYCUYAsl",
-	"twgleDKHiycTNn10Mu8UYLDJwBL6B2gLG4aLKLGLJVWJz6pPIqhwJz3aWIOZ714EZrHIc9NIGcmkKYAD",
-	"mPyN5NDELEG3EZEHS9rGn31RM/k9tcpne8s08gv8yruT3PTCznZIo1KMuBVPKOn1tPnNbuPP7armzrkL",
-	"rTxWUNcJhDUHnIAjxTfumK/0LkXGU6CAk5YZPqu3PWdGpKUASWmE9VlU4EaCQBgmbWQJ+eGx0ai7Y5+d",
-	"emWcpqwULBdD6/DDc6ESTUS4kmIP7bExv10bE7GqH2duNKO8q3g0K3gr/IAeTrX1/JmNJmFpNQx+7DbE",
-	"3Rnla56TWzvJXU03sHsE0ALHLz4GySpUVmipbE0goaeKvf3t9BUdqsQ7mVJdiATCW8hElpGpa/BoQwRa",
-	"GlYp+T+VYHyiKQS9RHPGO8MQJLhf+cDovLKCja0tDPt4/p7tuv+lCmUw6fNcT99aW+wFZrSaKtIkDE6Y",
-	"s7GHJR9NIMnZv8Qhj9H5NXaqZLnWhdPeE5ZLddXDNs+6ZGmuq6w3EZZDR3zivhRmMZeyT3D5CbMVQXGH",
-	"8TlbnjAHRHY2kUoai4zLcIVhRSmvHdrjvYbt+qedur+f4V8v8Y/9vX32Xox4OmNG8SvxKeUGvXPkvTNV",
-	"OmbcLDjotPpkbCn45BMhJ9K6Ge6gqeX6D+oCLn9FV+Mq1aAsVFrOIJmcYyMWJPugEqW6H1Fb25QWLNlQ",
-	"pukS9FqRduo27En0vaFWciyQv+PuAohLPmLZ6CHlP4UJpxwuErxjnWfYTUIinZ+0tShmQynyzGzz77+L",
-	"/m8NrL9bmynWlsA3A16ZqjWUWOQ8pcx33H7Inge7uCbGR14JKBL2OxuS3k8VE5PCAtbzgQE5hee2pqX0",
-	"efz4hxPyB/tOKli4WeuQIXAGI3AiZ5+9ovR8KpCi6i/x2XqfsbsppOiq2r/qxtdQAiMKZsJi8hO3+4Jb",
-	"jLaPRdYJozdLdI1vfpftbCqt4+tx2C1TvSe8KvHgAbiCFcoeRQHANnPjVsEXD+cDA98DgpNu1ziZnsbj",
-	"7lCXbKQ12eZWF9CUTUhQmvETEtAcgjdUZex3Lq1UI3TmxR4ukeqJYK+4SkVOJMJK27G7DzLHwcxX1mdr",
-	"TZLYvz1jY2msLqGy4EoUNglqC6W8uqcbNiyFgCcgunugmKtAxe/cGHg+HAxqCJ2tm/p2PHQ4pw/tdEcu",
-	"wbU9dBTNhggXRLeoxS5a+nONdmUZXNSk7QD9d4LOuLeXl2e+FS+WHcFeFRlxs9H8oQ1ZINC74yvyIYTC",
-	"wGrEBujevOp0w72OvZ/fdl6TlXecwVqsdx20aFssr4E8gjhQR7xt5NXuaPoGhBDJmtgwFwn3bBL3EITv",
-	"cgl+cJuMj2KPthRmS217S6j0el5ORuf6zmMEiEjL2++8U0YAI1XoE+P9Tu6+vo++U05bX9Nu69FVPbhq",
-	"jzxm6INq2msJG8wKjr0QJBIt1u5LbKiCwfmQOIpXRPGVGZMZuTXDbyyE8Ut+LfJA0puzgtsx28XwZMLS",
-	"nMtJwowcKW6rsnaXJt5XunfiCRJkyAGgPKR5jWefnbIMiRJq49FZjm4G2jxsl6I1YPFIDMMVfXFOoy44",
-	"vr0MkqSEFhs2iLATZhrfQPwWUOefYHWI+J+K5zj9bglldq925Zp9dXCjTrnxFFAnTV1ZQgTY/WrKZ1vb",
-	"80nZnnFPHdwnVt+mJFhfSV3Rfs2ZbdzEyAdjDlgWEXsD6iE7BzdzZ9qfeiAL3m346PeOV0gXOjBIM4hN",
-	"CIK3bxms7jwEJAxOfjd2H33hi/C4BbQtoH13gBZQAWsRIgzYKMRZnl8dGAHXm25se2MsR5IKiGRDH61U",
-	"Txjd6fPRM3EtU/HMQGGiZrqyRYVpLUrk++wXXbL+aPD8r0d/Per7L7bQccAEcjp8BuPs51LzLOXzndQg",
-	"a4ZLiCmTEnohUq0y0088BSM7OtwLRZJhUO/+9vd3l2/QmebGlwSFWVpPdokK/K/7fzk6gjFBOeaUl5mP",
-	"dWOryGigejh0gJv4Jcs5qMD0a7bbT3Um0v7ePjvTxtLMYID97MPFJWtdiYMv9H/vsj8P4Jb+CbUiM+Oe",
-	"1T13NYOsqt1+YW0/wQDNYOanYI9lIpVZxN0prfdI7rMPVem+RboZPa5rx34Gh4WPGsEAnhnM2290iWsV",
-	"Jxigu+T51QXeuiGhsvCeFSLFbyiVhZ14pwIknpGOIdJcb+XA05IDDm6YO8mUs+MBNEJ899cWvP/pp3a8",
-	"x/vNPtzWifMxunT6Vi8bGEA0tuguXQChBNgy07pQzyk+pot3twkRK/P14S31SGTWkZgfvumh5uc/YSC4",
-	"t9DG/O7xdMwY3vMu6W88bQu+xBWyvFvP+h17TKH+garC7l/Z1dt/J3MymbSKY3bacwqH02mKdMITNqni",
-	"X1R71ONaBAUu8085iTQCp7yA2w/7Szw/ZNBKq+DpFWQfWzZxysvRITNQYO4UsNYm1diR+pgVoOsY/4pC",
-	"Xwm1t89Oa40RebQX1BlpWJpr4xQqXdJV9aKJEqClFLngBnmF6pbj/ZRESUuRLkysO4CnsAAPEnZuX1UK",
-	"H7xCRYKdttWKtlrRg7GOAfrILL57pegAEAfhORdWtDj7IHmkickNqxHMDQdkmJVqtEPSE981cA7TZAxp",
-	"0UMjcliyYSECgyxoxvJZW2EkPMcdL1jPrYa11bA2W+MI+21hT9/pcS3sEr/8h0IoQ6UPxneXntc79tkr",
-	"0jp8ChdpRsfeY4NZYMADW+qi8AlfYkoX1NRqi4fyAo2eM2ufkuZxZld5+0eULrJVO7Zqx72rHbYdGTYB",
-	"ZGNZZr2Cl3Z2kPIC++cvy3OLiclkBgT99BrMTROfC1mzPXia1NOzd8w6wwtJsgtop0Jvm7GUWzGCLoLU",
-	"Qz08EYggRWbmaP6loadhrQ32fcnzffYOuseTb9i93D0Bcu0CnauuLLWNGQpIIDE1cWxl2gheJ8RWEz7C",
-	"UE9PbLiROOOSWJsHM9bH6a9r5Y4ZL2QPbuyfIN+20XmtWC0SYR7FXV8K+Qnu/eSRqZ336dIt5Jlbx1fx",
-	"Mm4Sv9rf2NUnJbpmfnfA9z2JCvTXng1vGjcXap4QtxEzHZ/1+ozWR77eXzvHO2GD7SwgwlFHOM5NYTcS",
-	"YHDCLPXI0kVQhu2+YKhLiMb58zffPHwoc+xSpjJW6qnxCQrxc5aftPbE1Wgf+mHfNBvrq/JQV1xLg/lP",
-	"MZvqMrvBHWeltjrV+Q1uAbl1AWSK727yqr9hw7b1b3gNcuQrbqEfbnTn38ca9Jh1rz8tihtcjfW3N77h",
-	"Rl/wBrlJbvINldV/l5nQN7znXKQ322V/02c5n4ny51Lwqxvc95Yb9Fve6JYz++8b3PDOXIx56ffMjfYa",
-	"NK6hDO31JxB6rN70LuxY8LG8yQB/LXVV/KeY/QJYeLMhymvAPRimv3+THgx68zo5515ebBkpljBS+Eli",
-	"u5Go3du0nA9LsxgZahH4B19SD9R/rjQBtArC+zjEY0l4gZRHJ4yeKlGasSxuKtybWi2BwU1FeyR47uCw",
-	"LOsSCNkeW1ffLbn6eOZMKVIdH8mJOihyPhvw9GpJ5YYxlTDMjKErvlSjXPScVfrx/L0JaWT0xGeG5fJa",
-	"MCQeSZgnUyQnmsjq07jrTGG0uiaYp9/3fzN9yACdSGtFtrfP3vB0DIQwPJtAacdnntp85tOcZxRQADtf",
-	"GGqT18/lUFg5ET7/je2G/LfnhwnjluWCG8te4A8QwiU+cWxbnmFN2x6wDODfAlA8M+RWoIavUM8mjSe9",
-	"AlThyv0rlZ8OBlwvbtqOIXF3OIQ/+h3TCNYScwvSQfJs1sf611A5Z3kZ2npK9CtgBiHOh4kaYlwJUcCv",
-	"nUWkS2jFqZRIbUJcIVj/C7uAobtaKmMF72RzqSHwvbwWZ34H3ZiQNko4a3Hghk16EwfuRCr/49HduXNb",
-	"52OJd9fbU2h5+o3qp8XtkDv2+7YvaIfk0Er0YLw40K0j+Ak5gn8Vtl7/gBpBFNSQF4mBTUs/fIvZd8P5",
-	"OuHXA9hb0jY2UKmVQokpNDGeg8zOr/eUaaCfQttjrHE0/YQSeGD2Ul5CB0fWN9fpJyvTK2H7KIAw0i8N",
-	"vQmj3lBP7J5/EjCj0VU2dD0SdJsbEhU34i9MDgnQgxnrwy9qOfnjYe/Hw8MoX/z54Z6TgNBXAGcg943O",
-	"pWFZBa2Q+vCXUyd8+2yXD3Rl2V8O/x8mFWUqABf7HhZjQkK7J5yAuz3/2xuU4qe2z3bDL9/PyfJIfNdf",
-	"WIhS6qwW5i9fPHdfgbOCqVcdQvwEr0U1pNY7Pvh0BGQe8m5hcIc6qZzgZDihipkQ9WCo23o9OFJOqFnV",
-	"wiPB436tr0TmLsBQbD/e2P2kkaVGIhxjHKVgaWV9n+4fmMFZAh4ir2WEzbhMyTjBun43FdB1WGnrFLZr",
-	"wa5lJjTjZYm76HQhZDDhM78/DZuKHDRgwaZi4C/1uqHTUfeOo6mBEtuByLUamVCZRc9N2D93FqfrnzuM",
-	"D9ywJiKQDIYbkCgEd1gg4fbDhM/azfWIqnOvqStpEtQ5zkr3XU6V4sZMden7Ou/dTB16D5Cy1YlmjQlZ",
-	"RylKGucZ69w8OaTXle5WP2quaYdaVKMzpjQByG/VoyelHr0P2T6xBgDUdt7Mg0oGtNJWKUYb1HzAgFxC",
-	"DQUeMOhoitwK3uSeC5DBY45ZofOc+hzBgFilrMxJGbqpjw0KPx6blw0GvbzytbbzCSGgwCXVkwlX2RYn",
-	"7rfO6L4dd23Fp6vPsC6WFNyHHNx44xW88km3vLK6V4pUY6+czhOuixO0N5yKx4dDkVoqeoT2xaWZV11u",
-	"fN518fiOuy6Wn3Y3b9/t4b6/s6qLB39UK9ubiHIkVjQSf1XZA7jO9wwnMjb0IK9KK6nsb+5e3777DnJL",
-	"WjjOYODYfETWxWPltSi7WM4mjayQDpvl6PlfF82UNcLS0Zz4RiNLx02Mv9Fugi4cg9yZm9qYHvUCvRLY",
-	"RqX1g7hUN/ySjcJTNAfrRMnjPuvbEHlriLx5TDeNMiUkzUg1Miu6O/wfLSnl9ZWeFDlwotU3ezo4MkB2",
-	"A2aC/4kXBTE6YPrQHrU4d3NhnHj/Rx+U00s5Ef2E9YXK4H/30JfnHvzb2Uu269ssiGzPtyCKQQCfWufD",
-	"JqFrgy25Mql2Qz32ncWKygaKCfTqXYnZsATaIOtGTVmw0dBqT2JI6/NDYrveC8jJHUYfCeqOqb/phI14",
-	"YcLIoimEZglXsihElmAbeD/OZ4ZlFWIz9JGBoCESC5VAGb7P+g2kg3gmZ0Oe59gzzo0Eip0UL0vPKTGU",
-	"uahdVjOWS2d9MSOuRQn8PvXUkiMXG+bjpBEp7wkaY9KSDXZRpakQGfoVqQHerhGC/fqmZtcIXw2Nr4Tb",
-	"piLfS9AzpweWS8U4tMrYZ78DOUdKn/KxzPt+ZoDwF/rzG83OPlxcCvC3lgKh1bp9rnhOnY7AgS1zMIgH",
-	"gl2LUg4lhjTdF0g1gorYEp3ZLctT99o7gS2JznScRM+ybkueXpk4n3mAHl1qcruLM7KGay9G1k1Rd9Ar",
-	"VpSF4IzU7bTdGb5bd1hjLrp4nri5Suaab24V4Ftr89AUS3colW6m/R58cf9Q5lZXtei5mGBjX+XA3J1a",
-	"B2vQIAGDWFgm71nHdcnOK6UcQJwQVRA++QOA8y8yF33saIRCZQhxMK0TSgyhuJU1AGgUghfcmcVgtE11",
-	"eQV7dh4SXsNbOiHhhvZqdPO77IzbcYu2Cj3FSpieWEzCFxFBWkPghgwX6BuGohUmExeQjbQwSZA1UCPr",
-	"fXVpLrgSGauKTl13fpYfTsuydQAJR4+ba+ttu0MAc3etMQNOV5Kp+Kj4NZe5s8IWKY/F/WIfAdifSbtF",
-	"f4pnLXRUK0o9KoUxSVBv5b9FwjikdgcNMiHGdKyvAlXe6ZU+yLUs//S28eePB6AzbFWFW85Hva/DsjwV",
-	"tUNNOMj0VOWaZz0nm5fEp+YSUdGi8jebIPieBS2gVVxyhok2cZ5NkLJew+aQZnFCYrM0lqW5FMpZgTl3",
-	"CsU5KORkEZC3O8MkEhKufRGSWhLG1Yz85/gcb5rs7bMI/KhBVFrZTzBRn3BUn6r6kv4ePT6I+WDsEeM5",
-	"6DuRKjTlxsvB9S2e1zSr792K3BrMbDLjAGLBbrgrLCm3xyAr5T5yClqGu2ycW5Xl3oIONdJ4gIEVobB+",
-	"wFc8Y3epjtBobo6y6+Y9nkb5jpjeslsKzGz5T+n0Ff+CHn48uAF55HOaw2AHumNri95wUrwEiBpDuo+8",
-	"EpBb6T4NGlLm4pk5QaiiivfwDEyfw6y5XEO7h2hO3JexCb+CGCerVAWNFNYHuxXZWw8R7dbNr8LcFCOs",
-	"m1JzEioxMLBL3siJWFwgdN/h+pP7dKDteO+R5GBtkfN+s6EWMRL5F+uykbsCzOVpUqvB8itUUnfzVh29",
-	"TXU04MBWHd2qo09bHa1LUB6COroUXamvQQ2m7Ux1t1aPE5TKUJia+BIdjSU6v/4MIwoN1ML9vlRgt++5",
-	"zmTWd7Pb7Egw/0UHUl1LK/p7xz6JJFRFYbYnROLnq3IgMqnEVGRRac4zw/qxng3hY98aoudf2A96Trj4",
-	"XdZvVDvIbJFUmAYisbqD6pVmwlJlCrcYhElWloos1FZAJH43av5QikKX1IJSqMznCYY9g65SZIrBVpJH",
-	"z48SNuZqZFhVhFqZiJbKWGAX3MP4DUZtnIQ7x+IZCNTDhEKkSInmV/ip+wR3flrCiDwvfX7Fyb9RcQd1",
-	"7GnsqkfLWLgt59iWczzRcg4eZMWCjLhBMcedVLmCPUF5i+s0Bm7kFM23/q1M4lv6CAqTa47cgv04e6jx",
-	"0j6U2JGwZYPKSCWMYW7WnAjAVkiqzg6HzkB1ix3Qf42TQdci14Vg/S8FH4kEMhYvIH5mteV5Anxtf/bZ",
-	"ri4zyLwazJrWlMxOWN/dhXKy7x/QB3mhoxY/gUlbp9XE7Y5nrJ/mlbGQurW3Khc3Yjq7eSruK/+ezfQm",
-	"3mREL/puHNjyVNNm+to2yneLOaoLJ3nTWKR0JlZE+JqqvDn4Av+uzARyWpyJ9GPIk0zFMVBJx0XPIcoO",
-	"WrY70p5fmr2J6qTfXl6e9X55//cE/2/42xm6Nd++v2g8rkGSUqncYVY/k4auAQ0cNDEHV5hBlFKp32xZ",
-	"AXao6ib3KVdO6x640V7LazfariLzCZ/5qnJpkzoTKuTTMq/1PzMRQS3bfXn4gvXrX3zKhJLCWTB2LMqp",
-	"NALyKmk8oOYCeLaywPqkGciarIusGc+1EqszpL6xFrpp0nVozbSvlurMQ11OuN053qkq6a5sKS6Y6zQz",
-	"nsW1+yozCbsSha0TjWvWB0stQmxX3lQpuIFmTq1K/PMfflxjQJAJ5vYYMRTVxf852GNh79IAPVtEZy5X",
-	"2NoPJ4trLbW8cZ62YuTWkkXcrC4QQX1zgTJS+iarebu934M4+xoe6phYJGkjCvGXvNKVsrVbpFI+Ddxb",
-	"bzXY1tzGWBVAOFifbAe/7mQB+LonQoAsoDCmrn89FqsUHpNrY5m00B6+jF3xPM9FGQ0n0HGIz07i7748",
-	"fHkDGIcPWRPDGylmjwXA/3gQ3oL9LbZ0J6JtBFluqnweAE4sK5qmHrdO3TS5BC8l8BaBA7iVJ+kk0t6g",
-	"XAcC7E0uoTkWolYMi3mi3BPdECIcRCs2gsKI+AligxA6BASd1QznRgdGQFBx0bqPFAggCcK3ZMgOGMlX",
-	"8MCCF5W0DG6xdHzef5es52c9rhkH3dcRU9IyDRgJltoxeAX6HjMeQzxBLZIwduHybsMTAe0O0JEBF6pR",
-	"9PgTz4TllXrx2QpYQpzA+sobATXEAtqxGucA7YdAZlX7lYXK2hpeKTF9pHh++17sZbOxIjgb9iv5sU+g",
-	"XGVS2BnTg3+JFHk2qRiwKkuhgCjvATq2/R77PjXorUN7uSyGllx3KozrEPES+u4o8890+I6PG0WydefT",
-	"ULZsuuuWd89/ecVevHjxk+/F/2+txF7CdJ7VnAus7x5O1boRGUAphqIUKhUn4KiWqtKVqaeQA1kADQzY",
-	"VeZqxlc5kM/rCXoIXULCcG7UICPctX4Dj3DLjXuFhDvX7K8Rrr9Jw4xw0y8yF2t3YoheRTvxRne9wS27",
-	"Wc9948vWoYmAvb2liVjigi/jM/wgSmzq6w7GvMx6tc+9g+a9LJ2JYuQgF8dUdBrxEjxjg5kVxPbibIhm",
-	"6HDXjktdjXz4kI/cBO6Bwop6EXDHSpWJz0woWwLPFGevfVGmngyMBR3X6EZuh8qoTDeuzcUkAqf2W13W",
-	"OR7Wd7DCofJSsJHTwdipr3eVec4GAsyz0llmyufBSExlwQHOhGW7SttPQ2CsPXH6/wKvRe3K54YMpmti",
-	"1kJRwKmL2xQYEGBG4nTJlrjiW15m8y70hnDYjE7sXuCQ4Gdu0/EKNRg+LWFHvaPDQ5ZBm63UMpmZBFe4",
-	"KHUqjHG2JGa46qm6Wx144Xu6WLocwJXwV2hR4L4swU7vMAMMAstb0GsHvbc1pNwP9vla3NXoRyjRjXw/",
-	"l0AoYvTQ9nzAC4+w0+8CeqDOidACZzqC1awR2YP3YabTkMucgpVhSJ/c4z6NWr2v53jz9vxvz/+DPv+0",
-	"T5uH5l6AYAUhSQQE0Vi7weAtkOLDNj8mGiYn2CNzDx1vsmyQhmCFBXgI0d2asEEVKyPglm2qLQPEHWiA",
-	"00Aa721tTK7BYgrD+IhL5XSSBv5oJW4MNhd6aLf6xhZvHgHeXNRH4aHrG1/Qi3QDLoMOAoNGPSzYS4px",
-	"a3k6Roa7kAIFf1d8Ik5gg03AawV/hXYO59i9AOoL3Kuk6Wbr01NVG33IScLLUkKtxWJxmjT1dfCTL06T",
-	"1vfqgo58UFh2HJWs+T0/kCqDSl3f9iHUslHiqe+RgqVtoahtt/6wY2aEcEZhgh8v1WhvjaK3bLHwrWaJ",
-	"22dvrkU5C8MsRToW6VU0M7sc0ZnpsonD8Nf6SXuhbq/OONhFO/Sa5zIjHkafTDBXzez3g+9FUlM9on46",
-	"EpasYyzPm0P9RnHePntnKQqJRYlggPtGbUqXmGPA56qK/BBWl0gEyfFNhBEN39S2RG9bovfdMUY0YP0h",
-	"0UW0ybCvZ4rQCrC/KcSa9BHhhT33R0CoUGkDEB7gtq1cuskmkaDinTlYQ77AOQEIrKfgPAQy039Wh4cv",
-	"UmhrBP8rmMiFk6sJGw4nhRixnjHQ+nFY6glIvwkJVQwy/Qc+gVJ98Rn/cP88/9FTe7Vd8kcfS+TQZ8kG",
-	"YiTVIuMtcd1Ku5eEdLa37y/Y3z+8hu+EGondce5GOGSQ1WwEEN8aHG94ktXh/xMwRYii1of0fR98sc/O",
-	"MZ+hzhRx2sI+u1iUc56TA3XYNSg5EuLkqBPa1qfmCBLhxsV3jb3Xka2AG/27qLjbEnxsBd391Mc1Qf4h",
-	"snssl23r2mc1m8ecWKuZ0NlvZy9PlskXr307vV+IKwPJbSRySsHBHDpx5g/rozT5RmmDyRRU9Q1fsVzm",
-	"YBBNTrYW42O0GN3muh1r8XRRd23oC0hpb4STwlawUcmV/RphvjUSt0bilsdlnsflvozEpUKUStBX1JWT",
-	"qPEEL53ZfEgHBdINUjrqFiXQwSKYWlb8B7KU9Nmuh8bA6uKZSd5lDfqpmuQEGlBQJ4uOdvfAkQJd4EDO",
-	"5bPQrMzJSBA/J/FTByLVE2E8dwok+qNc9P1xVyT8XdA83lvfpjtp19T1Yr82Wddb/YrewgvDJpTKv5xb",
-	"0f1ibpus9suQFlfxAt9A+YEbTdtrvHCdtL25k7iNLS1J4Iv6tZq7ovJYmr9HF90qJ5bv8QjcWE0cnb8U",
-	"UTvuYusOCVSmRHRWuU651SXbnet3lLD+9VgbKM3kReH+iXBaKmMFzxp9cY/njBTuSaSQtEuoVGeiZEVl",
-	"xsIg70qTPPH88uIM/oySA9MCMga/rhfM7CUO/6s8Z0WpP8+wH1Y0D9RPB0yfYa6nTibM0ZNc019CLbhH",
-	"NOVmMRVz/TCPkdEkbo+72+BPaVn1/9fP1n/s7+8HM7CWhHuJF2bBcwO8WRnrk//0H3/sV9CbSYfKHVH6",
-	"hvVz3foX21VN+IwNhC9fi6i+glwl4Ude3oYwWUVk5mZwCXmZ31MQnyq4HSes/6Uxvj8PvsDu+vPgCy+K",
-	"Pw+++Nn6s892MS3ASfOP5+977v6eMCkvRLZ3Qp7hqHc/pWl5WywsafPUsSDNTe2Phco7cJX6rNSa3K2o",
-	"kICiBEUOiu0MEOfk2qk6sSM09x31493fZGdbxcTmVqBej9Z+YaGD1vxK188+dAvnNCD/raAORTw5x9FB",
-	"8Mkvvitm0mzNlQXKJC98qHiNT4SJd1K02OAVzwGmrTtjcMZ9c0a5RgAS5eO8l3izNmHLO1dYhz7iCtuk",
-	"5kirN0TEkwZTsuVK25Bpua0UW8O126kB+JN7rxRoY8FzZxJ8Wc4wwZmZ8DxneDkzihdmrK0vDOYZG/Cc",
-	"q9QBodvFE62k1c6yYClXtT3qADTSJfbZ714wEmGDhLbaY/f3FAp9IcICdcpmZqyYgM6Hpz2MAvolSpXm",
-	"VSZA2TBCmYpcxJApmAkLqX2+Za3SmYACVKnQJ6jLUKGMHkOgK8JaY0gc0mo20ZVhJQf/pR1zxUrxL5Fa",
-	"zzxKAUlp2PPDw0iUuXeBJLhyb8nEqOQZfdgPhy+SSAuCenP/UQOdzRJUHFDoRu7FVtKJt7iUm7SfrlN8",
-	"yQUNsrPWt/uT3XYAkRo8y/tRh6v7GWY0s+incHMfahgh4tfc9wkoF06rhs5T7vJ9PP4irUppZzvH//ji",
-	"LOqB4KUoTyt3xP7xhzNu4wxgB1fwDnp8vDsjKMCN31JNethxzP93/WunRqUk5OYHOD+65ItnUH2l9ZUU",
-	"fsg0jgWqBxgWkwpr0aETF35IAgoieKsSZHYyCZtw6dbWgQT1j8ajbSwrKwXJAWDOwKLs4jeywyOIoXr3",
-	"Ak7Eoqvio4GE4VJDrmvdOD9ZsF4IOWgWcHDMllzmQV9IueW5HlUwnoiLptBSWVMP7XljaH5eFwd3LnAj",
-	"i4wRKSKbiMlAlGYsC+pa5hELO7uGV7yIX0E3t7zh7zITOtIkvc43KnVV0CcX2Pyxx1Mrr1E7LbTO64vx",
-	"1V4F8UuS61E9nB8aw6HXtYznb24JqXU/rMEZg60elaT5BsYOSsWkyMHyDiSHble474A4WMac1MC2s7LE",
-	"/YHlcR0TBeR6LcN6H3ko2sJxOFOyjFRuT/2BVXRDkc7SPP60YAdL+i7Yb2airwSzCG5zXrm2gV2GgVBX",
-	"XT3E5Ox6NhLfEC+FQ5VqNZQj30IZcbXgA5lLKwUcNjTeo6LCaOLqeXsZzxu+vGV8b6DekPY/MrYF5QSq",
-	"x0fBtvPMft7/XJ9FdAz7Nx81Dnas7LRPj7gGPojKDvTnBP+tVMamYjDW+sqZnxLCh0XOlfEWqfuV9A07",
-	"aUf3cJ//LgYXGmKr/thLhY+kJfBPdr/+HE+SG0jbIv6stTW25IX3XmDYlWcTqaT7g6UehfAywCM7C54O",
-	"Dg2bI6QKM/XTT/FM/V+2rmAnQhiI/srEi5AQzV40kZtGVw4q0Y2ePJTSmMrulkyrt/13085MwV1OJJDQ",
-	"FubN8GamD9YDOx58fXu5AeKLlPWJHP3LRn8R8fNrEN6aVux7RONN9MNkOMnd1aJsw7AmTUb2DURNuSNM",
-	"OBewnvpsdnxm0QmKZPkELvwvWjDtC5HcQQW9lUAxSQJk472aP5jMnhcGfzLUcVW8bu5KQOd2/oYOVJXW",
-	"EVRZ/yca+HGxxdfw7SwFOAydUaGibS0VZSroO8VD8fHYtFSA9j9dnkO6cN+W6d78gk6xwotXGKy2o9oH",
-	"KV4vWgIGvbDUxEi020ER1HYop/w9q+Hse1hfXK9WKfI54h40oXMPfjRqMFjn3EOHTvVa+QAmS4LKr+hf",
-	"nt+bB2oSmCNZbYezw+fhLwAA//8=",
+	"qqnQRG5/6xIp2GHsQYcFMQcKJFMjQWMDVHM15/aDmmp2W/IVxxa98nk75yXrNd4+7Dbd/dlvQfd3w6U3",
+	"nV8rqpcB6+k9MN+gMVjWm/hjt4G9R7LRipvdlhL16XnN1NIzzEZZBFi5us1LGfxlOWcuhWpWWz8HI9W5",
+	"bS38rbqF6JBb9mlJG4XLaY2Bt+xTZQlPrXTVMnulZU0X7HaO1SM8X7N3grWQtk/ChVTNzN+Gt5b5Q6Fy",
+	"f6RxjPjNA6NuG7ubauUEs2q5XOEvnsaQo91qrKFiVYlbo7SF1Ot+14b2dY8K1mymJCxgUy1qGp7KPxtO",
+	"CT6Dg5fRA7MlMb02Wvhr8cBKWSVCemYd2dYxbXLowjrJWUb+CxsizLb0XwdHp8Rue62IliXUlSQMZFBA",
+	"mQU88IJqGqk2RDXdGRNU6GNVsdywFdtB1kbsgWJv5FeuaclVJ3HNzeOJQpsE1h3UZjejQqw1a0T8kfA1",
+	"L0CxM+ITzWupFDFXG2cI/2p/MuKtOrXCtb8myD3bTCrrD0OIGwHMr94oY14zGjnPl0SxEiqpgdi7pFjg",
+	"1a3/ZBvjeRBgHdSRxoWTNV9wgfVNjdROe0XWE/YGmQPAX3GmP+p8Ygl67BCK/WWgIdjfMXlYayMl7WC3",
+	"Hy7SdklrAAl46EbLO2LPHEBhuSHPTo2YHBx4/9GqUdoV5UEVhsw2ZNEwqEIytcAb1LaO2Chg5TuLE0rG",
+	"VkZBTusu/o7fIGsruslGQ7WeY8uFjjVTejzKsF8Izh2TkFr7e+0nlLWWXDj8McXl9ziJV4lSZGekZguu",
+	"NOSB/v47eDeoTLaNOytYmQCLNU98BT5o4YnCtFK1MaKTM6NO3DRsImXK9B08Pzku+IJrP/g8lXsx4Pe+",
+	"4wI27+5lMHq/Mm1Sl9fP4skdcLtGY4RMQ9bXXfI5gzM5AuKyvSIrKpo5zXVTx8L339RyRXCbL8RcWpOi",
+	"C2SIm4xlEcNF2aMlEeWqnY0CE+u83zRE9jRC8xJdevb4W1PI3qF2N72sFqg/5swXfki6pkKZHk9drLG5",
+	"dmi+DKlAL2vZLJZJG7k/PoOmbE9ShnUAurOrSXbItUKrIBpQlJo3Jbl6/fuL65vXVzsVp11JzeJRWp2d",
+	"uL7wEALOVuWWB9ZKMcTDP8QIyfdnN0c7QQ1cghk7Z6fE6o9BGdt7xqpjCu7cNReFXAMSOJbwU7xkNqDf",
+	"l/nqBx//OTkO645J7sIdvnaHLMma8qevrqeV+OKaNfWvxJiIIWrrmvThZKBo6rwavyY8M7RHrRug4iOx",
+	"2kF2yCG4JxyPylpm3qPh7fUcvVbGPQDdm0X9A9n/7YwzI7ZYkuDT/cLd2/tRVv9g6b+A1d8O/Hv+wC7A",
+	"xBMkTvUlEOAGYAjyGgZtuZWl06Q0kmT/+DgUEZxoUBlRtzYv/vefTo5/9+e/PT/56V+iIsOOMsjOHewS",
+	"Bw81EcBLR2Rbdt/XO4K5+uy8khkuh3VmCHJRd6mOVuWvdfUD18ubvBqat03+N0yN3JxfOpt8R3c5NA8M",
+	"g+cPrJPR9fHVZcIjMIKf9hZKk5qLvJeM5jcDLefk0K3Ps5Ojp8mMsGejtB9w3pbgRij+WssqSe8dyrFN",
+	"gm9Iy+p/IpE/cj0vrbEylehiCEJLgKvDiEpdb2IV3wsoV5wAkdESkV0OXQVPq/p95UylX6Gd+mhfVBty",
+	"ePnh+iYVCuEpZcJV4Najy1WT8DN+4m0/ExZ7lGW7dQnY9v9MBs1EccNjus1rETgnffQjEuJnC2ybyv//",
+	"Xrk9iHLx9b3GXLJHr7DOqzP0EGyrBUarv2vnf5dtz8lmRnmQG6c3BRJ+6KrFNUCXREbu6L8qppvqJf7Q",
+	"TWrGnBmoBW3uMCueubjp92c3LgFYQM6LV0sTgY5/d3douPvtOduBOcUzsiFM0JfGHOBO1ieyI9u9tl9t",
+	"gy3j7xPGf912vAWMxJWW9aZlr7bZHUIk0UNj9rCqksU8J3HlpCHNWi6m2Dv8TpjfLt7/8eLm9fSjO5G5",
+	"52mwleIqgaFgyzIxUSQMWjvx/elTgg6TCxeOaFp7PLE4lm6eqFSc+q7RonjzGA7MB0BZdmHlj84PMOfJ",
+	"DAithx2TC+bHo7ehIIdwjdrk92fPnx1lZEnFQgH0vkuPsOkSkKMKkfMd2AHs6iAz259IfMeDl1pMfyx5",
+	"QQ47HSbcO4lEgk5bDztlFYBTbAdWHMHbiuQl+FRAKIXlOcMAH8To9Li9qJtIYvdzKctYctTQEZ1OXHNe",
+	"JixD5lfCBYHUiqwFtulRGdcT03om28hlnTpk7l7Y8dKyupPPZIgR6aVUvAtMquuNc+dAiMwTjFrL0Ij/",
+	"LFEZKq9ZHgn1PAEnnivs+cz+a6r/boS37CANbqqxPbAmevMmOTTtZISWtF5lZEVFQ0vzZ3k0ftz8UqdO",
+	"l1urYFtHT83/hlilqBcPRg0bBS7ztREet6RUZGt7qmmPEghwZGuoSyv0FxUCxi9ylys7lWVgPMxnvMdt",
+	"atVgCDnqA7Su+QMrsi1Pq6xt1OsuhmXLiyOG5cn3+W5rl7jLLYAPgWKuYHg3W7pip8QD+iADpmVJ7lSz",
+	"et+s7vzC2DU5JRfCTLVkmm2x6zUTmvy14cyG4JNDWVvoCXc0jsIrPw4p1HYQlwFgYHGNa0XFJtjK4GAK",
+	"2YB//PDEe0KdR9CsxNFELqmpuk+dE8fAo9Jgj3HZdnaUFXxyIi5BS9I7SQXA3wbsTiGb+wc2OEGpHeue",
+	"9duROVi9r5+Rgm4UZpAd7XQ2f44j/3hzBBRjB1eiRZdrLxSwSgXHPmmyePb8i9os3kKS+/mSobCWQo2T",
+	"gm2BrverfCaSP1632R6tboUYeQFsKHqHWH5vNBt5v0PwRhgS1weEH48BaKfY+d779e+Bv0AgZtGLBR1H",
+	"ZqOe4zRjCGxvpdLvmK55HqU8SMhaNDXzoGtxkPS8as5lNLan9bSWcsFzWpLzy49TI3p2gB5bL2WJAGlo",
+	"hPWY/RAH/2Dk0pPjZycnEzHICq5iCN/vZCM0KxBYQW2UESUmyxSvuLp3ax2RKGCgc5pHV5HptazvSfvO",
+	"5F4v3CcDXZeSFs+iGufxiotGM7CdE/rA6r7PP72E0Oi3MViJuWZMPLLlaMMPjxnviq2SxPYOwau4MCS3",
+	"GyWt2OpGalom8LEuhNJYwGLl+wCNeqLWvGKrj1AtIdp6Z9y7Nt1U5moaLdXVIofB6ZtJGcENmxJG0QEw",
+	"8hylv4K9KXf2zVGyIxFPhP3JuAPeOXUp/ngDZQnOqqrcDGEDByUM7E3zq8UC7s3qsTjAW83tgwFsvzLL",
+	"s1USgjxAzcUdi3Osl1LZbeGuAGPhHYPeZVVKcyuNQlx8wYqfD77C5J5Jua+YMofKLhuZbUhFa7piRh6+",
+	"Z5tT8x+FseMzs05cM1vC0DwYr+puBzhYODNOY0MIwZ0dRxqwPvmof6fkY1hawbGy74Pp54HVfO5Ag1vK",
+	"StYcuZiEVSES2MTKRyAl8MYSZUBe8blNqoNgO7sSuEWTL/92E0xzF5qtYtf/1FMEYbltYOhEXDy3VV2k",
+	"YBz+MOH4MQ8tzozpNXOSPGZMEGqRtYrwHDgJ1q7ftmq8GKMnbKaAvlVbhdX12s1PD+kIX4DCsRFB1n5u",
+	"BzmC9GunlGjrylMJtBZt4Z5toskoLX/YDUI7ULS6AHPr5YZQOy2uiE3Ci3tzID1vcPHr7tRMi+g9RbwB",
+	"6eKnN7E96NGmWYLetvRWNvMU4QY3rkch0fqVjHtwQmYb8jvPoGMFlTRbyHpw19w7ndq6vGTHSyoKhMAS",
+	"qEPYkOrsgFcPL+IQ1fuRa0ev5j4yY2a2jhYpYh6plgZJJe0sMWVB7UnXGZx/OSdz9RQWZ0U/ZUQw/RTQ",
+	"qZVc0U+5FCL4rV6x1W33tXXnJ149fPOUV7cgRdxiErYhnOCpzqtbvcaU1t7Pcy5cbnfvyYp+ulUbcTuj",
+	"+X0pF/7pi6e5FPOntCyf2kzkW/MrQZxLwNQV0kwuidS1WoHxPbG98DMJ3oOjhdKRIR8jUKtx7m9PmKPc",
+	"rcO2NZAuMYwcsZKKaFrFA2drs7/hwcJzrFIsf9BkAWISXoBI7mvZlEVwmU+wYfydXe9yVdF6p/vdreO0",
+	"O93s3aMVhMpu9aR93kVHsLPfU0n4e5Hbh3cogav5w9jFNWIiBIH+Y2vHHAo9snsZXCFWiOzcMTkVoFqY",
+	"ndN1QtpxL6WFi6CzoCef10Z7FSC2xbsUgSV0hC7J4Sczlirs6RY3bnMISaB9dw/+0Uotk4tK+pXNUnvb",
+	"GX+M6LZsk1GRSfSNn6ekpho8oB1LrzJiJ4RgWZPvNhGC+euK5Q8p/F8PoodWrZmUU8NXoOnrqPUQmwbM",
+	"p52bLWpZqYuo5cGOtKL5PdOKWETTPbv40OiYiU/ox7cP8E5Dc0AAKLVvy6mhF3u3G/f4eGpN1+a0axWn",
+	"sEu7kPvTmG0+TmWu+f3orGb5w3dcq0tWo5E0vVuAucEFmXGNiYCYpj3RHm6GN9IR7N1jeok7xNrDH57W",
+	"2NRjo+xubncvAhoPibI9vcEhi/HBf5dcXOn8SsrVfrLRWesM/ovksXhoyJy+AYicdFC4UgRRdICpzhrF",
+	"hfnN6CBmS7hSDV5UgUHz+bcvRg2aOV2xmr6egn9voz7MLGzKgNl/bICkii4i+tvUepQOK07O9ZrW/SyQ",
+	"F99EsRFUVdLNADiKloA0F2YwmL5wOZ+oSakmK54/Yo1WPK9ltQQVN7FODp4hGiyMwHp23LaLw1kt14rV",
+	"GeFSZYSKopa8yMjTp0+Pxtetdww7NBg7Bt8bIfuqEeCpEbRSS5lIiF0sNVH2jeEyo2GlmS2f9Y51rQJX",
+	"F2ggslF+FI+sebXIzzd5FIX/3IZuFGRB6xldmGbLEnPbp3ryFjJ5Nn4vSY0rPlhJdiFr2WjDDtLBae07",
+	"E1XjJaPVWVnK/LuhkgyQC/QAcSAVQWKZOm/zyfUmVZrorWlwhn3MNOWCFa1RF537U+WFiTAb8fCSZnVe",
+	"NbGybW28BGnA1GM0woHqSYlllhUTb+IlHj5UzFaYc7/LWp2S42db4KRTQASGC3T9OkpJTand0KuvND2U",
+	"ayePudoKzZ7oJ/caGJYSCssd9L3cwbHdOm6945GuJdTST8CnPN2G3CXO1Bdc7CvV5FIoWTKIHRIhAlff",
+	"Qg5wqEPe+XxJa5qDmcLc08J5avMlLUsmFozwFcBnmH7EhpRMo11dbaWJvohKODCCuBnACx4W6bjtE8sh",
+	"uADbU+K22SLCIKywYUtYg0+RQ8UYubOwzU99r3euC4QstC0eTRFtKqrUOppwcmmfuLYbhd6JHYU/81lc",
+	"oQLSwKSOoAtyaBb9mAvFhOKaP7CjnXvtnRg/hGC6MVp91yb0DJWqwpyvl52aHaGz2RVVjFkjf/ECpDjg",
+	"1Aigmp6HmWK/aMG3PeqAkkPz4/Gb7/+YwePj+bvLbzLy9vvrdMXOt4zWesaonlCtsQyXp1N3j9l04/0q",
+	"7v0Kqsb/DEUwgQiHskDWUBIDXjt1UGclU/7HR1S8HKsYCThUdk069eA+S/nIx7X+GWpJRg+3RT7AJJKW",
+	"qLlymAgubsIVNGoE4oty5aqSnbqt8TeU+WvVY047sqTRyo6dsiP1w2QFY2KRx45XYRuQP3Gp9LM/vViW",
+	"KPzYYbxhBcg+E9q9HGOs2mN7/EZuujg6WchyFDnEwauj1obSqGiwQhrpK7w7Ee9rB6Cv8GYe81AkQbeC",
+	"Ri6joSwhJNtqzwX4xZHaPi8+W3cZuuP/jFuYRGrr0iHHDDdIgPtCSG3BsK8czP3va9lUMQXVPveu0Hsu",
+	"Ihmls1Lm94alDFj5uIKPCbyrAj7rrsi5rPOO17ATuNjErFouzW4iUZj+E2E5APivYig3nWugYuLYsMVj",
+	"Bx9qmCJgvRzXujo2t+QxgOwHD1pe5gWO45arAYJjLgtWHxtdsKS6488O7hSIQYsQ9ccKbLXwGFPYvZtW",
+	"tYlCbiM71D3k3pUi+OxpOrc6wbNgrd3GtaPPWlqZSpsxO5oz5LfzgjDrSMGzgM5srEsT1bfFFbw4VBHH",
+	"N7SiG7KQhC4ZxXB22Wgk3zj1QlUSNXi8Zht/tHblPb1DHOFEn0EYTwZLXjerFa03Pl7RrCrVsv5ZRPoE",
+	"S71uwMxvGKknCAKUN02umioHOdZq9zMLyGY4mLKzW+b9KcHjAcG58CBZ9x9FSRkq0Zw7DhW3kYbR3RAq",
+	"Ah85e2y3gylQ1T8jiQGDXtKqYoIVZg3wIOMvP4/qiOs9cp2toaJuuSHUbVD8+NcdTrbrqVaB6jnsResw",
+	"P9BytDO2QLWxdauatvH9hnCgxAwEINds3iiAlPOFqqLG/lQccvLouBVtp5JtU2pnqSaeKJ6zK7o+D6uL",
+	"p0AVInXIwVNAFdStjFWfEzrqTXtjPrNPyeH/OXv3/VGyDnXcxXq+NYydCPndcNyeWtLn376IMMq3Z8fP",
+	"v30RlvSIVxdNGej9hDK/OL63XbfpEalVZ0Sw9cCOagnFuNnLwCgwo0bsbCq8pUqAnM/wNZVBRDfGBcDJ",
+	"qWVZ2j/XvWLGeEQcDNBEgnE+TxzeNuWEtuAXz59980282gAIj9eJzb2CgbXjha6EhFR7VkMeHrCtgi9s",
+	"BtKYJf2L5oitKe9CBkC86sHLZ99mCa9THz4gMFhrafMNHYBA60v3pR0SOYyHd5G0wC6SI4eYJ0y9P/Fw",
+	"kFA7O48rqHEgxZPxDFJ/yAYS04YO2f7RyRPOmI0ubpe0lzj0P/hwJPYpuj18YRmeOR9XLF5ToIufoLQh",
+	"2pX7Eo9WogZ7RMKDnhCEQZ1iwYXC/okSC6a0iLxsCnaJj4OY40kaCPSBeBcRlcNak6ZFEcPszAhbE1R6",
+	"g4drEOFjX00I9nTGhdFQsIWpltYFE1CLK2ruv+ErZuVkMIwbSdB/gOWWpvvYcXvSop0VxADTA99NiZmK",
+	"F008zmAlIbC2llrm0mhJ+GpGQJVBub+q2Zx/6oOJ9GrVTiKNK2w+qY+qnfawf83A2dhHr2tpsru92XZR",
+	"piix+a3K3MELFj168qXgWpp9voxjkb9jVPTxSBwk7KyBuMVDuDooQgZzdZ/1gkWcu1YUVuM9isVKav7A",
+	"rnT1PZqmIiggSv//7P37ctw4li8KvwpCsb+wtD9Kll1V7tqlv1Sy3PZuX7QluWvOdNdYEInMRItJZBGg",
+	"UtkdFXGe5jzYeZITWAsAQSZAgim5umemZiK65CSJ68LCuv4WuHWAmtGARRasTPWMUTWCIISTST8TQ6Fs",
+	"sGiQbWCC2qYDoXyWrIi2/5bPF0wqGy5Hq42PjpLYC27L2dg0emF5Xff0pK4uYt5O2Ftjb9zyO6VuMH5z",
+	"GY1ksmtWhyOaBuY1EAuPfRqX+6Dma0VzWpGiqS2aaEt028zS+q4ifjpYNBlx1qUuWgSEBjZedJFongTR",
+	"xR4Ls/a7ALsMIq/02kcMlqeLxocOaj8kH7JhaFn2UIJSYvJjxnLnlnSV6wKsaQCYdDzWH6YhXcD/rnPo",
+	"hxp3jeidcLYOXkwPS8bCx6SmBPS5Y4CTbXGD/lHtn64+i8q2LqTQ5fkxWHv9k0nHG/VamnCCgGx88Y58",
+	"vnxvSvV75q0MqdtGb9Gx5MiwN8m2qO/rfvvYID5pGyd1U2n5i0YCo0wbrh7lz48K+4E+OlE/Bn0ShRBb",
+	"9cCpy/r9J4wLKrEY9zjKCZf+/hL8zlTTNQuKusxBmMFPM0j3N9xKwTNRd/ZQ7mJu3iWkBSz9WEvvdkMW",
+	"jmudeIOU4IiipRRQLBXj5/SXXrDRo6ProhEnP6JW1WpaZuPaYLJdYlCcpdH4D9vQE3OeO3EmtrJ73+zc",
+	"Pw4x/nI6D16ljsmgMcklpHhBRXbaLoIwEBSZmr5j7JOwnnbVjNmKVbUoy2XYSAsW9OumYsPHCZvPaRWA",
+	"odqvhTATpGALhaD851pQey43MnK2PKfBOZYXDLEceOREQHBsK9/fcIIjk6RmFVsTqohaa+7D60JaK1vJ",
+	"Z2x3ZuN1dsVqHnQdwu+2GOD+gj0cxEds8sUck5xH9wVZxkVJK5acxOXn+CDys4fg/aioVyBSZ1qysbxF",
+	"QCz/beJgkapHchaQbO2r5goKHovdiEMfg3AU91snBrTj6HO1tPOZfi3DjezYPFb/gZx9AHFoKaNzFQvN",
+	"jBAK26RgcDWa4/Gkobsmiuwgxama6JQdxa0bDsJtUQm+Wihu7Oo+xVh5ePqDu4/3KWBCw3iQf2SkEj3y",
+	"JhumDjJzwWTu6n/iuzytbi7a2CBuf7fKueZu/EBVvmDyzOOFKRcVxOjCGGibwmfLFodTIhMc006u6IsK",
+	"TsBw/CDr3t5hbj44yw6H2172UIDs9lUVuWa3wm6tDDAWIOvknXPHs0KpqKLCjfVYG9Ivqi2tWJSZtCOB",
+	"hZ+rcgM3NjpQTFmdYPkJDCKGHfhcl+EqildWRWvpwtVZ9k8OZgtHZKO3VC4C0f+86imP5Ow0Izfoxf7h",
+	"xsWML9gD8RzmenJXDSznRXNb8vxPbPOumomTzi2BvmHHHxEa5ezUYuxFpIUiUqPEbUYOrJ8rQKyShD3Q",
+	"XJUbWHsYLyw/1hJgllQifYFfMxIioZslN/I+7ywyOTo6unGeUmBMCpJsLVjaCMtmcRnRMRwgMS1rSJji",
+	"pHJRYxdLuz9rDjJEy3apnIILpffJn44jsqxP1O1CDx7FcKT6R3fG5COi09uTirHpVauMJjlxWv1o5/B0",
+	"z5E+oGSZlQowCsyODECNsZLfM4AilYLMaJ2Kvj4F/tQbVuwUXQeLCzmYP3tiCsFkF0gSWfiRFbxr5lJn",
+	"J5faMUlH5rUJHhb84M+cBoOTeqqIeTtWpqrgcgX34Og4Uc6lgMPnq1Ed+X530awdSOLE/PFwRUSjBrSt",
+	"jxFGY5JvfLskKNn77JeGlhiD9674Adx7VudiNbwTjhsDxJWUA2pO1zm8P8xqXzNaoPkC8pzWC54v9JT1",
+	"0ko78Seuh/REu8oLtlwJxap886cQJuaf2KZzCS+Z1uaBOVBSs8MC+QUr3JEEIVPEAtuX9OEUeY8cZD60",
+	"LMWaFVYZjC5mnCONx/d1OIkZ9i6A3nN+zyoHZdpjGYHGwGNYpAjs1kyBUBMA3OKcf7QijNalZqtmEzZ+",
+	"IJWxI+gR0TnlVSywwUBJ/hjY+7OaAeumZZdTjbHwFNgEahU6YyZ/InKO6Y8/QbSFv98AMuwMYfkmLzvZ",
+	"yhdOEXzt+N5eFqlk9cZaZq75khWI5nRmInDDll8u+W3JPmupMnoMNqSwfAWzMGllcf9FWUjC1Q8uQ6Ji",
+	"a2kCzIEIubScVz8FAjArLDSJrbnceZG3wrNanG4nznV4evdO99TCHu/pUqM7dZkTVrrcw7+/O3du787s",
+	"31xdEAyP3/a2pSuNulM7Ioy5YgfBglsGlHS7ioOr7av/7oZP3urtHSjycEJWWpHwadtWPjO2Lt2kYvWS",
+	"V7SMWdWfEL7ew+GfJt3pX0Nd7JDSoAQpBNS62jH2O/luiHEcC30tOzAN3ox+C06TclYjh3MoQ8Cj99eA",
+	"LjKugrSeHl6tGpVpvrRqEH3fhGX9rqX8rqX8rqX8rqWEHErIIQILD3KS4bFoTc+IKAsmTWnSSTYZs5jX",
+	"Na2wgHOw9NrvGtP4rbiim1LQIp4XgRvdx8zVN8I2942QR3sf/a6fTdLPapchm743n/C67m6Oc/4ZcZNV",
+	"WO5hdMN+1xB/1xD/y2qILfdzR629wUbE6XN772/XOaCOMDEQJAP+jtsnamRrhqJC6l3IDwa9xcu9p1Rx",
+	"GvfxGNdOoj4Rdtv4WDud7PpM03Xnsk8B2LnQTWFc0qORdC6fFEHHzmsXsWUKUI4mdnT1t/39Bvg43miv",
+	"FFVBBOMGfHO2WINkJaQLdbc9oCpi+dbXJo/yQyzKHly+cFsDP4DwSmHSEOBedmaW4NLEw+JvN2ddnTBW",
+	"1iWlyML2kgCJOZPLZsUCBVz0INqota/Qv5Gz95kvdXNJVjWTrOqoMu2YlvRhaFfeiwqiGkY3hm5tTWJ+",
+	"BKoD5ro+nbMP4fgiK9sY7cGudSUU2TDlXZYn5LgNEkscw9c8h/bUuc3vE2MWOB39fQku08gR9vSkIMfu",
+	"qGU2KSDqkA6Lguk66ZixaKOlnltWimouiRLJ4CtRM+MmQzKIhV/HZU0D3coqxXrxZ19bqEwyiaxroVjY",
+	"0tMjvTaEXHWksHuQosaufBemFYPsgUrJLnBzK2CT/K2BEl/izgYRiXXlYmVWfa63pnXBimsxBLgnsMpT",
+	"JxNCdUah5SyT9Z1MRHpIKeWVvKrrj0KJ18x4ULeyKSlr0HnoXfo5iwXwmC6zzkKbmcf2/71Vqz4BsFWQ",
+	"j5xWDvbqcEZzzSudNmaeQKB31ckxyYxDovCSf6KsZ8Ao/DHq6OCPMtZSeYfFEv91TW5RxvepUblYQgAt",
+	"WCmJefMpQXZEnCDAuM4lKczlazknKpSHoLk5/fJQKrFq/2XM7P4PRk8Drdl77sWHHkIORZCfumGmORTc",
+	"6zsHGUQ+nGAjAsrb5bL6l3Bg+QvuGRNacvFsAl1TQccS4Bkk3A3WUfPHbq5tzhXWW99vs6pRlTWuHLZt",
+	"TFIPA2z2UWGH4amiJT6QP/pD7zrVrNRLtJsadymzXnvTzfyPm36LPBF3+vZwJ8JFLpEHjQ0YXUumMgqW",
+	"28RiNSbCfZ5aQmTr3rel5doSLp2sl00fVCKq+u4g3gwn+Noiwl8vVTeyEJEEoA17RDLUU2awfsRQbv3w",
+	"CbJWUvNDA5jjAfIbPy9vY14882D4uOyyjivBKxUEucXyh5idibAsAK1lsH539CH2QWmSy6OacYaW8NOK",
+	"VacrDpBQULQ5gkiFlmYIMoCqbq1oXJNaNKGYnxT7rlc46bZEiJaAqKgWoghnmxB8OCzlhbbVXVaEF37K",
+	"eFMVIm+WWncucGIy4oFUoQwVqhbEgkGHv2P1kstIWimWsZ+Rm4dDeZ8ftu/edFKy4UdMswjgn8JCBotf",
+	"6QdkJpqqyPS2VT0RV/9b8z9s/QtMfi/b81fE/Whf8qbT/ugW/gsUhbI/L0XRlGycUZj9Nmuc9aSyTo92",
+	"tsMilU/jMRC3MwDE49KSpLUF0Fy1IHk1m3MJRhWPNLah8vRHyRnkFkDNfBeuePebIZoB1ElFy0s9vbMw",
+	"dHtrzthaD318WE1untt2nt9kJhKE1oywB4Ct80rb5W7ZH1fC/lPFiH4EduRt5mSy3Ay5SDxG+qcL+8tU",
+	"DL0tvhnwjrhxjC5kK3q7WmAePaQ4kHAeox3B3CxqgMd0k7xKE0liBbl23kmZjPrWO0t97Lfe+naGGCTl",
+	"3jrZrQ7yjEbdak75E7tdCHF3RhUtxfz8Poo6IRWtCloXhN0Hwb3DCevQIGSsZ4RKAgjOvNJ7U9LqmcTG",
+	"IpV1RFPnLIaYfM9KsWLPJMHXsIy/wVvlsh3kNlB7zefzMM4L2KcgSxL8JvdpAMSYmGubdeNOWHRrWQ8v",
+	"OPTvBBK9XpjPabzj+kQD4g0mu0ajP0NVpj5dXUuypFoYhvDPDB2G6Jey9kJSM1Wn1q8YM9xhnVvjSPBC",
+	"iKbybzCZGWD/gFyqF5cVRBrk/32qyFJIRb578dKrSujhaGgZFev9WQkEo/tkk+exkk+wMTHjMu4aV3a2",
+	"A00MVDi24HRRKuZJFjO74lEECBPrMY7/oEnGBhN1AS9QHTRi/o7IS1pBUmoVgwwBQbgbCA6DwvCxrtpp",
+	"foQq1luKp6XfyIj8WD72MLo4lPxEueLV/FIfFC9KTZKisXAYvDJOEUgckI8LvBq1dvQYi7N3yObWDT9G",
+	"uZrDbPv4AnVXi/ST7qM0GKyXSQe+x2uxBmt3Lu159I9V1rK/Lfqya9m1arbz6nGZPjH0T84ERj8eneMu",
+	"xsJFpv4Llr2qWnHoScN32kk7K6+5BSfZEWLXbHqAT7uWSxti0N2Q3yDYpzcLkKSMmBZeva6ERnJ81wEp",
+	"b9NRrPgPCm0zuuQlZ3LXZYdWIkDLvdUxA0ldhUhJsFMcMtjBUK5sw59uNyBFrXlZ5LQOrEWnqWhGiumA",
+	"S0Jvo6kO0HV4i/D7jty7y9J2pPUAVVeRwh7LpagMmHZbxFiPKDgRu1jhqdxgO0f/88assjBlrfBf0kiT",
+	"SItjnYVlar9TbzhuiRPo5SoKiDSv2VzfRw6BzF1amgOjn6U98xZPpIs+GcOzvtAtBKu7AoAQVQa4XP83",
+	"X/B03F77eqSDU/MYp5DYZjvJIT7oLQWvCKP5IpYK6dyRQ9kWbVUnBiqXXlxeowwCHv7IukTiw2ydhuFO",
+	"0YgEzoqa0PyuEuuSFXOTE0pePjwkdmfbDPmwvP6MGQJkZ64PnpjX6SDTxtU72AFg+FhJx5igFrSRIKXT",
+	"NvYD4DhBn9OLsEwcgfVMDw4BRWCiAOkzLylfJu+aLz4ndWLKqfAaUlP9GvVT72PP6d7upU9HvdF5nveA",
+	"u71lPy4Svv5UXS+4DEMF+5kw7Rc2IyjAaMg+KD0AKnoQgw3X6kMxnfUApzNfJ7KMGa1Eoy7ZPY+USYAa",
+	"IbV5DpWNhDGTQiCH5tEPkLh9y1hFZrSqTCS+EmHeFaEgXr0p+XyhYjYO79TFOXhKahd7UEAIw+B+migT",
+	"dMJw9OskbRD9a2CkVcGoFRMCzJf9wNyLFow3ONSnGyOgrCUTifUXDG5PytH2r+DesehfoJ3Lr7eo3U2P",
+	"nGyPArdORX8BUqQVT7UNybcdEYVQC2SXkZoVFOTcfTQJYuh/XjMVqrlRlmKt9eE4Y6IVWSi1IqwqwLcK",
+	"Ei8mSIa5j13XwfOxdbujMcBRHKRgwe49Alg3wRDpxrGjEdJ8NjWnUHcbzv5O0j3QPiNt2GMgxRooffi2",
+	"gUaMDBSwvnfuE9z6sPRvxahnkny+fD9ZD0KtQOZixTJS6UUvuake5PShkaK+2d6Cyiug8QE6NqcAQB+Z",
+	"Ivu0XNMNusIMbKSkVmA+OPHODeFKsnLWWtlrppq6itF/mj02SgGDScr2CdhZHAto85S5JCicpF5mo3bn",
+	"6DhxbT4nmADNKupTphde1AbZX6hdTpwzfnZ7Q2ahG/f1Bevvx6ce0w8GPekuRaOiUWDgfrbJ4dYb47SI",
+	"nJZlpsUMid8nbkGKERWOaseAOnHRTCcpbKrTzQAFhOyxQWXdcY+WLzmOkHk30Nb691NQram2PezbVBhM",
+	"VIWwVd+o2y5H57qaeC2HTbjXvtHbCbCpcZnwwY4xU0MSxM5xmgON7lqxcUt0sTejqInZmVFJxZTdDPcA",
+	"FTL7ckvml8kooZSgKKHbiikErBVVxyLl8fTJ13JmNJ2utzFUcPTpLu8TrUDS2xJEeuMnBsAc1PFmM5Yr",
+	"9EDJI/ITilhuzPgpwH6ztbWZWv3wl4Y1huVx5Yo2ixWrfGMQlDndV85Ur2VSXpZkLvA63UBk3ZI5/Agu",
+	"rbI5BNyQLH3QWynKRjHYdxBGyD6QABaTBAuMpaKDzKXz544BykzPFPIxa6MXzWo6t8D5foXP42+/H60V",
+	"G5N6zgHAmLlwCKk7QhOq3kvUyXhFbo7+540XPoSG3hNSsjnNN0RW9I59yalkRB9M0xLuWFCI8ob/4uX4",
+	"6Jf04R1++uIYy8HafwZK90+WWTLy4vDF8YlxsRtLFdYQVWJJFc+NjYpVBRpgOyasBgpHxGISXB3bF34d",
+	"2xe7C0AZaSr+S8MIXQpTtm0Vt6LA3F5+Hz/3KcsvnThLq82n2d4Pf9nWAfGdjLx4BfDfvf689l/9mm0R",
+	"4XKlNhkBk0wBZu+q3GTkjrGV7FTJxU56Mzj+9ec+13374fTMinpitj2mjNj7RneKLP/E659WJupCi3C3",
+	"UneNgTyxISFVALvCF1GghIQycl7l9QZhACGgF9/eFt/9M/3dq68kE748/OZ4UCp0BPuNT7AvR+0bRt4a",
+	"lrAGpaqEK/+aSbXrVd9eBj6WYWLs9DV7UC77kEpSUEWPzNv2dLYdJN2tycEPSkDTJy3RIuALhpvyHDt2",
+	"UXkZWk5/abQULUxslloQXuBlh7hJ9gm69U2k1mgF57T9iaf9entgb24/GKjv+8Qn4TQ8mxzccvG2Ijmv",
+	"/Ml5QITpQVPvXHkVU8V0jTM86u7ylBCqU1TyA+2FldoJwTHcrYNLYB5WkdrgFG+VY0EsMJ3o6XwYiM40",
+	"JnVWqXpzAodGD9WZBSmYwodiSvQn0yCtYDSHcsVyPuM5mXFWFhIlrLbjthNTk4NKcvOXy/PXp2fX569/",
+	"vglCXkRpBQMTeAFxLbdgLawF1s1BDLcq5PpsGtBTnz4IL5ZS04EEWDtgLOMKr/mcV1H4NJHDhVecqs8q",
+	"T7TsY8NTTSrDla4vaC21SHrfDee3gbeZvZfLTXJcUSyg9xOsSG8y89uX37/4/kVGapWb8pSZqbfNq3lm",
+	"YCAzJPymKg7NMT/UxzwMCqloPWfqauS0vwGrYMt8MnSeQHh9mAkY+zXgk6IK1D693fi2zqPJ4F9b5b+D",
+	"sW5donEr7aX4wvGOLMEIwxkPWmt9ev+NYtXMVttK/jiFfmpyugnnIRrMMxqiZkZi7uJ2I36rGLUHcJIN",
+	"SSPCYh7MUIGDTa7cpRVOKBiKS3mn/AjJViOzzk1nWXjqeMHx2O8dRAIeqTN8QWuuNoNpXbjq/apRK/gQ",
+	"c68CKVwLlt/JWCIkPj2xIC34T2NNARNOBTlOF/h4aloR9HGm2wytrhl/GhyEyyxrCxCFcKZXtGZF3Att",
+	"guKcG5oqL1ABY8MWVC5srrNtMDE+4bdLbDMwuYGLnNWH+JAUADau9xYBx7Z3FeHIp2eLIaV+gG4MpHlg",
+	"e5Gk4jZOjBgEijPkl1A+r6WZfvrU1ua7EWT2DMRPXWcuIelIHzCzoDbx2h4/XO6AOXu1KvkQMb7Huq6y",
+	"GxlhPmtLmoWAF2NQdFTRWyrZO/2THvMQC7m5uDz944dT8kvD87svsEQ33V47abrwwmvTAZjAaSmn4dhs",
+	"n+p2diGEl3yBotOQldwQe6BErWdfHpF+MTYFX+qLwOH1j8m8moOEq/1dOeZC8gXllTFodXohLRI+kLIj",
+	"iqO9RxTEHlvqWJp9uwF+qeu+iNqncn8RQgQZPIMDWeSfEP3dPCcYnwISQC1KowQqcccqiDIFW1LA5pFT",
+	"xeZBNIUz8wQtG21HbV5MtxYBmhmIqIlkeaOn9Jggj7Y/sC9GqrobpXWQJbuWQEmIWBHdMnQHOLwnYY3g",
+	"tCy39mWaGzT0cdr105LLzj7P3noFoq/64+tktG5DGgAhzmsKSAtKeNR5evHOUOgPsOmAgOg3bxxEs06m",
+	"9DNJaKMWmmHmaAOom5LJzAj+vCaiLlh9RH5kkhvgPckycvM/b+A+twW2vY4ycqObhOcLViLcW7Xx+9EC",
+	"Fi1LYKgFucGc5xuypOA7bdO6wS+oBKGVqDZL0UjzmTwhCqKU1aJmzLlNYF3AhINbjXZ987DkUve7YHUH",
+	"v8HY8+45W2umgv/KRTXj8/CPS1qhStP9uabrrUelmMteI/BT8L1CrCsDfGZ+BiS2/ruKyrt+o/gbe2A5",
+	"4kzYZh1Cem8M7vd+481qXtOi/7791b0NGE/2JfyHe5YvaFWx0j12/277UjWjy3YO5p9bz1clRQ5yz/O2",
+	"O/tP97r9ocUisr8oWt7BBWPsO64N7xfXjPeb6dj7xdsb/1dWMlxvy6Lx/LmZ9X5uZ2gfoC7Vfx3OdOTX",
+	"7TZqJVfbL+sft99tJKu3W8Zf2wXlUq/A4ZqWpVt1/7d2zVTe/Udgqbu/2qXt/uqWNxRKdVHSzS3N794z",
+	"Klm4glfF1njqzavICAKisnHrn8frsbyFVLfKuQ9K3euOoZzjQdRT89Sr4jICSAhg9BWCTZpBw99TCxSf",
+	"t1N3PtKSg/mjFk01WYOEoaQJ6fBqko0d3oz7UfWdZMa8YjUXBd6ntxtDKqWx7RQCLoYKzPIVSwYf9guq",
+	"R0A0TTlsuB7BbCqNSEljVf4rtj6dqTCEBF6C8E6GOYLkD8f/P8Ir4wbcaWeguQgyyaVdp0mFvGqGc03b",
+	"bvv2Cci9Jb9naBQ3FwY4ZERt4mmRogFQFq8HUoocAjhu/tHZkF+f/+Ne35u/Pv8HXa1+ff4PfP1d8esN",
+	"dmRcAIeWV2QmsBRlJB4tzgJj/VMQIc/J2ThK3XIHCa7EgFHH8A5nHLSdvFGHS1bP2SHWXdvL9vqjC3JE",
+	"Q1Fhyv98+V6ahJdNRprKxl+aLCcc4zMsn5IuCpvhXKELIGCFicTSnmIsLUbhc0VoseRKwuBAikNOjNlC",
+	"l+xe3DEU2Ga8oqW/hqc27NZ8sZftmffHobEsD+rtY4dgw+n73VIi7ohmgZukc6B6LKrdsqCOYBb3ohZK",
+	"5KIMagn2ZluZl1DGtxhj8hm5WSi1OpyV9zeZ/Xu5+hb1hZtFKW8wsOBGSwY3GRFNTaxXFmjjz+/P4IWP",
+	"f74kUszUWm/D/uX1BaK4XJ9d6NP4+fXFCfjtP1++79SXlJqJ3sj7/Ivi+R1TDsGqrZdveKKx/VJFXp9f",
+	"nV2++/FcS/GimS/ahvR0IRYN9JBVSXMwYVxeX134QXYHZk5rdlur3Mzqp7fnF+167UOeJK3I1esLImYz",
+	"zZSRaX6+fJ+ZXEd/3IFBOOt1m0r0TJL3wihMVg0yLEQJ8vr8/fn1+QnhUjZgYrMGUerKjaIyxtGpaInc",
+	"buFetud2UP9dSpCZ5Gov28O5DkpKVzGXaMXImm4sdyA0Jifdan2W1R8pnLmoXcy8hscZULRNHCQl/5ve",
+	"0yv4xJx1sv/2/ZXezCs6ozXPyNvr64vD2YeLb/WPZ4taLHmzPLylcFObhk9MmBW8++b9nzUFahqIJCtq",
+	"DYBVKlz/Ee9l5VUzxZ3sml1u7nnBxPMHOEjwxO5J8F5YBINJ34q1W2MT5Lo29U/Zw4pF4OpW3vFP4cWO",
+	"Xfya7TV1iGvYIFZ9Vp3BtT2JWVv+0z8AJ1BVA0rVuSAjvYFUEi7H7XpuGjiq7q5kPdIyKxjkigiueynK",
+	"CCWbMp1gAXHhSCbv3rhPh7Lph8290CiXriBcJdYnJlP2EI6zsbvUNrcMD7lZZXzxMfHf0H8hIjCaSXHd",
+	"dgo2Lpp7i/IMcBoBb7ePfe4NFafxqSo3CT2ZNON2EXJRSVbJRg4uRx3cX73rBt/NP51GxdfSUcUyUtOZ",
+	"OrwXCkjZBGq0CZUZkXx1KPm8omVpYrARUd4GOY4TM4zOD4X0liRrU4HGjJyXdKZeczqvhFQ8DxZYsmvl",
+	"gCOGCBht4e+qgj0EJG39cwfRCuK3nMPHnGrsaEnzBU8umJOL5ZKr5H7xdcUKHEFiJ/rTM1EpmqtgwShe",
+	"llxugWibDuGzFnoUt+uEHG+fzMSRvBfz5PmWYj55plcVXcmFGF7UXLi4H9eZNB+m9gUTH4Bq7mv9duk8",
+	"11wlzK+arcQL7FTN8oIFvcb9ki73AiJzjJd5ivNr9Ah1Gcd7HLaoyRsIMY34AhWrl3H8+Jah6fd2iYWx",
+	"Kgb006Ov7unKuoc8RCvennpr3j8/QXbEaMErJiWGTAz4bjEC3byNYnAgpGagkJgtZuWoC9zwvCJL7xgn",
+	"kvAUZGwE3h50c8VjM908t+Mo74ZvQj/K4ITIO75atdEuOZRsc5WKIi5k/CalmzXFdKy6qXzAG6di2Dys",
+	"blmcWMSDcd2Ju712EJm/t8No0Y6m0mKKWqKiec5Wimo+HqEv+Hkk2MUscU2rybbaSNzSu6rg97xoaNk/",
+	"AekexN5BC2FqJYcwtJXA9CTbOceCGorNWEiMFQwnhsZg214UaLs/gxEwl2D+esNL9qMW0MKw+Vqwn/FS",
+	"C6gmvC+1bOpPiw2chv1KqC8Grt1Z3L7oNr/MhZYaQQb80lT0nnKImbU/mQo0X7CSazjaV7cTC9RztW1i",
+	"VkT98VUK4OalHfcb98Vw1TuqyFpfUetaVHO8+lZMrMpIJTKEoR3mMTOO6kPVJmS0E3QgXSO0Ypar7TKB",
+	"MHZLEMJGWAHjBgOoFgRFdYKoYrzAkpigMoIyVLAVqwqINQ8UpoNxB1boxeGL42PNWRWvcmUWqVcZdjgN",
+	"Z0o6ZHA1ExcxHDd7wWqwPtvTJREe9FZ/A7Y2e3mg1387zgLaldH4ma1DkMgnt1nDaMiFGcnwYlzl1E8u",
+	"30p7zGll5RzfNPJMtryD1EKooBIWuuRyUeWwvloTBh2OrlbPJJJlpFDHoD/pum8/RZOlHhTgj+QAcxUp",
+	"WIOuj7Rx4tsDQ90qOOGPO2UbwiQJ3IviVgDfBmOOcVsckXNzfEsubQV1i7/94vj4WJ++E2NvaGyi+Xoh",
+	"ShY+1fJT9ZrLgBj3xtaxbf3SZjhGdYQV3+cVJl0cpFZe0LJ6SJ57A3xKVJqZ3EEH8Copqb5MM+C7Djhu",
+	"GoSN6TPi23sr1mRJq43hlBCAbL54Gg/oFsUO0agpcxLRfB0/1ze7WStcmg9tNZf0hTGdpS2MFqmXzO8o",
+	"BQUnJs8p6dVXi8hsRs0P2TxgDGZg5pDMKa8eRSauw7H16HYPBOONIdk5vKK8jp8ESvKaygVZ0IKUbKZM",
+	"7Jc1iGJmFrGtkKIBXAWwZOU0dRCGEocxhjQjumVzWp2YGZvTYRAGOCaFwBhpOYRlt42dY72xY+wAeTwy",
+	"BLTeSUU3JuUSYvpTIYEqLa6Hw5uxS+xK8oLltDZd5qIpscj2LapqZL+d7sEuRUm6LMNTHtodyTr8ueWc",
+	"PX7mH5QtGm75Se+w+2vv0WJngeJX2EVJg8h5a8buyo0nKliAo74CCxEN72LBKjZEjkDFMN2WnHaSEwvc",
+	"mtfS6XXcV4F5izuDx3UnvG0NeQSomH4wnBkOiZf7nz+/e31gzZxG0RmsRSYZwLhEw4/0sSIlKAA2yd0L",
+	"dUs7tnpD/l1Ugbm/O/14irFjf4eKcibJvRSRejdjmGC8C9OVThtI+2GCNufCjWqCEqCP2lUpxsv0mf11",
+	"SGFuyXx3jXfy3IhjBRqGj//5PS2baPVjiwsIGzOjZSnbekRpZfUBXkF//bem2AGVraADW1FQ8BvU7JEI",
+	"j60zMSNSmPxIshg7xAuuBjmAt16aYsj+Ot4xVuBTkQCAUuS0vOZLNrC+XXCJvyN+v3GDi9lMMpA3pvGU",
+	"60F0Q03Nw94jmLa3Eo/mEtfdGSZ47e1polBJlHcBYNp1RUrzuh4+NeGcjsvOfSkzQsuSQL145rKoU/K9",
+	"DSLH47O6oYyx801Ngbkfgd8jtxtwY+/ABCckbSMMt6spYqx3KtHP+fh87R7nnorsY26LNa+KLfAXd9Od",
+	"EGrfMPAcS15UfL4AAUStRXvb9CFIQijwdGPPnu7dj8FaisqQeMMk/rVmRWX/VoumNn/Oao5/SKqa2vzZ",
+	"wNc/h4O3A2yQluVhXor8jrCqyMjbtz98+GCrhSlaK4v+9/LbH46Pj7C8p2K1/vY//nJ8+PLnvxwf/q+f",
+	"f/jL8eF3+Of/iCCdhnwyXu+mM+h/x256hGQWxNX2H7IRXQqhfsTIIP1nEKWa11AOZGMLLhgWYgKKoBbB",
+	"mpZ3IVSonrliIJE0sWItIHO6AXViq+L6fXBiP0GQpH6GViwIRsc5oR0MZBVrVoXMsE6R6ZqbclL67ohH",
+	"DId95tfGrPVMkntRNksAveXgelKbLSN/kh3QU+1gwq4eLQ4hmQTiiKhmw59JoxnHUgIdv53AePt0OCaE",
+	"xithtu29tnSCDe8MderIDavF0p6FWjOJkodR0cboP0zkl6yEKD3isgyEyshzItmKQj68XwHaWUgR4fqI",
+	"fBTk6ChDNEMTiNjDKPv2+H+9Sj4n184Ca0jeBNQCvN/B5COxoy27s5+QyvME+6mEPeXhnf26O4rh3CsK",
+	"IS6AhskeNBklb+AI+uQ/fzvNaiTu6nmlYrVTgTeDnmJySd0eBrZIFHzGreKdpsRZa8c2+w5KrT9ulPXf",
+	"gUtv/9gky7hhHSRG1igTMW3X3DVgjHKQCroseZWw9lYdx3BfiSKktxqJ2/AeXKzzYUkg9bwYhT8Gy4WP",
+	"M9LqnYByh45QKGir/Ps+hi2swqhCdkqcSYRwgoyjyqoGZL9lonYoBxP1hQABh7wfTy8HncrW4ZuROsBe",
+	"BkWhQBnlpsrDW/UBy8LSCt1+ZrlP2kqx+DuY5uF0hrdpXXMVMYdHaMH5HgD3ARm19QukhVYlSkiWgoZP",
+	"yBvDBd/w0CROK+etaA8FOvw137IsdNinHYiRMma04FNWFdbmksbn2iCa4KOPMTYI8TOGFSZwtU64zbjb",
+	"fcppAK1m2qR9Z/wwB3VBM1G60fvktegtm7dI/ijbTfKXJZ3QwtK481l1yEoSaiurGe/M5umE8w71p1tI",
+	"eq7dkrPAsKEaGpb6p34JalLyJbeRi8uDXYwq1oSSoi/YKV6axQsHyoH3xa4vKXhB9kVN1uC4K8QB2jSF",
+	"iaYLweBZCKqpp/MiqhCbuD1AK8abueP7MPKevSQyk9tlZct4vN2EI1/HYkz0unwQ90zLm+yes/VBRvS/",
+	"i4x8qi6MCLpPSwhutAq9FU31wA8y8lGoN5ho7V0KCwjCJTMbPQK81uQfcEl4cZCRH0uR3zHznd+ovlK0",
+	"fK3oHWTHVkKPC8vu4Nu5WG0IBiSetGF5UtGNKz1nqTgzwGFE6ofrxaYjRrsV2Mv2YOJ72Z6b+V62Zye3",
+	"l+2Z4bbVCUdlPsexPOZjtmIare+mTL1x59ieB2NM9qNQHh/khxyAqk6zJxZhXtRGG14yWtk6tfbm1Qdh",
+	"6+7dNWBwVK5LCiCz9AsRVZaynjDsK7y94eN5Ssyp1KtYNxCSN+tvaoCJ1ZvLJuCPu27rcJl2I+W1HnkJ",
+	"dTj0TgL3Ek7i2HWF+khTEXj9aCTwKJBYCof8Km4D9HnSM9mzAJL9P7MatLeMfOByiaGiJiYoI5eMFp+q",
+	"cnPwCEuh2cjeUO3ypF2b78ygf+RVMRDxmdOq4AWaVPvms3taclNAoiC3HBDfEKSeyzu3KgnmmKQDuBAu",
+	"oDGmXj7SDE32XR0bMCVrus/0bXV0dJBii3u8VcVuyrtKrliudtyXVS1umZYcaAHJtwe/b0H6FlzoxRuJ",
+	"ve2FPpurwcT46RdiuxOADgAhYiCWwDOtrGuhUM5e0vqO1WTfnsBD2HpQWdvFtegCNgYtAAAQzxRy4X1W",
+	"mcdXjQKfmCqEiYCDwQwGDAJ72Qoj1xJeJC3cmdxGWqejhqgHLpUcbAZfCX8OVw7gvsXzkpTznrZvQyQR",
+	"1rSPSvL4Zhif4brT2jOJUA377EF9m5GHmcyIWq70f46Ojg4yK3WZvFQgCn97AV4jPI6aMbCcBrBTVzRn",
+	"ptJYA7lzbdhMStloy+yKGJvwbhFL8h2+Y3jRPvp/zWEAREWsFsAIHK+DJ8kjoPIuEpP9iCDmFCZpjl4M",
+	"BOO2DOu7gKVhFKZ9f/thnSLFGbTeHdtt/ne2TcaJew19Dp4xjCIOGqenWCV/CtghQck3lkhj+3+0KdLa",
+	"IJF5ZB0XgBtdZ0H9o5QZvt/ySLtEPlOOX1QxxJqfFgLp1IjzXqmOJa0aWpJ9v5ibqImWy1mltW7aKEH2",
+	"LZqY/hf2dQA18ky0lov6gNb2sj393h5GegU96S526TWXd5H86U+VLwI8k+6yGfVTfOX7K5Lqeu3sXrxy",
+	"sa9tBtgE7chfFyNzhMod1LWow0d8i8xNEHqcWY3y8zZcxESJWAb/dfh66wiXyK3DBZ1G+XXLbFv7RTKn",
+	"vh4PRxmDza8E0IQxPoXZVpzb98Selvl3OPfgbh8cDdZsHiJGTYN/hoAWkzwbwx7vs0ML0JCC6L9N8fGU",
+	"ZiARg31gLpm+PTYh0n4g4fuObeLn+pkkd2xD9nGpDx3gegabc2jqNmSOhg/vncJvWT/ATt6zw1lTlvbv",
+	"UqwPpT5iCaq/Hl8CTs7WkkZAwf0FxVo19aZH8NM5q0EXgrvB4zhpvNUxyXBaLKuwVHBGmqpmClKY2vFm",
+	"4AxGHJZHcNzRcCU/U3/MphJg5cHZGQJzxXh8y2t4L4pI+Qsj4m0xnEQqj7KLJlS/hEqJlnYAGb0ySB0Y",
+	"hFIRRuuSsxrG0tQMgwC4Ik2lGBaJ84UH3Zixlu9le6atcas5ngkzwrSNuDaX89AdDgEh7fkY8L31I9JR",
+	"y6gxpgIPF2LkgU67fARlJmV0J1LkHxtaF6aOt6lmO/mY/KO3JJrNhaNNENxtv2JrY4wFp+pBRi4ogAqD",
+	"l2auh0RqNmskk8S9C5Lm58ohJW1hmWIbe9meeWmcZuxAt1dpq4rulhTq8UwHkAUjfybJPasLnquj8GrH",
+	"uLCZd1MhRujvbBhp8yuwYWt3SVA2eqJX3Gz9lbWNp5Xyd7VKoSN6MBoJ7JzvRoR8z1wDy4qWmkqsM78G",
+	"Pa0Q2EwftWdhSe3x2sSjZWjbesQj1Lp7RD3k8fFZmv1mL9uzX+CfJhnXfhPUqf+pmlCaapB8QONx6+Fz",
+	"yduSLO0w5X8/zukY3FdgnuGUkhHGmYHnz6RF0KoYcwJO4KaQUf87K300K32E6YfsH2NnRvI6+Ofagp6I",
+	"I3dvBn9q//n59E7WprA/NrhCT2Rp2sXnsBsxTrNpJTHJ1Mvr9yvLXStf4bqKMIGB+wpvqcffSfrfbVtP",
+	"cjdhCBGXvh68zci9qF45EGfshzviUQ+GGgdCwW3EVjQZyTnsO3Fn3cBV8+8jv7UDc2lZOHVW/NAaAMhc",
+	"oAfZFEDZiv+EEt+NjN3Upp+ByK3OagyGbomarDs+VAg6RTvFV5MTYq7PiRJDyGn+n050mDVl7FqAnWzK",
+	"kqypYrWepOukCiEuPZlwYg4/yiaBaO2+sjl4Yf7nEGJKsYYdHtiKUqwfuRNL+nA6H65Qth0hdIRfEV4R",
+	"i29v+0ZuQmtG7thKQTURZuqLcahqkDywf7IIVzcVKwbZfM2UJiNRESyvCF5zgGkl+7bmpyNcPJQll0oe",
+	"JOPQzTTDjYzho2PdmkWCrZcVHXRtoxGuqSRvwBnW1iBwg4KvEnfEzXc49kOUBZOqzTPwUCo1Wdi1wnvm",
+	"vaHxCMT4fynBdiAmpXvUfQ7sL3v/tPZIpEu0acJbihyNdPS7JN1KvE8sSkcSJO2tblJ19mc1BTw3VpAP",
+	"F98eHBGTeSxNfhJ7WGmms1psJM9pCelN8oTcYPZIWwQZ6w7XbMZqVuUsETD4dLUqTeHlo3DIjpd5GUUO",
+	"tCCOWBnR4XGBA78Vi4S+bsK9lEKyocqivpVJvwvlofZtcQDNA//OMqJqmt/JjKxoTZdMsVqi4wxqarW/",
+	"EsmUzIhs8gWhEqK6IERa83yEoTvICKDSHP6tWa4yUonDO7aZ1ZAt/eKYyE4ocEakEqsVgJLBAhxC4dPM",
+	"YYWGpZVcFCxUikdfgTiRZwTfmYbFaDjxGBajFDN1qCWhBa2LQ/PRBLy3gZobWOnMvrFjsQ0vqTeKGYR4",
+	"ak5kYCCxTMOtG8LTN/mEvDAgjRnJNZlD5rzu1RCkpXCxYhUr3A0U1WnChdi9DrHuVFvLTp/40eTEwHXI",
+	"9UgVS13xR1YHgOMRkqrgd7KPhxAKojcFF0RCZRx5oJcO1KhUJaMq2EMsXvOtWFsCN2noGVZQ3KfdFMkD",
+	"ezy1Xm0gfbvbijHQBhUYPOkAzLvvMLlBm7ndECjw+Jyu+PP7l8/d/focpJDn+puItoLjm3Cn2sT6KZb7",
+	"qUHZkF+IWi1XjwjOdpXDgjDTdfE6qKJ9vj4jhak/5pLHtyYbBkWF4pfx0hhW7HGFdhW5ZaXQ92zEJo4l",
+	"U9+KUM2day8BV5MX1kWByjPmbhLVF+z0y3L1bdTA2ybxDzM5g+OK6eDmIprG6OJY/Ffm1g7bgKCYcUCZ",
+	"5rVqaJno1BxHFMBuHoks0CkW1LKzDs119rXLTfwzOSrZhUXsTwZBUm9YR86TqZiSbYkySFXSL2V4FjT1",
+	"UvUEaJMf6ANfNktSi7UE8dpiXj4KbxJmmVk9ETkB0Ot0kXwiuALq7QH4Sfmb4k92LsTAKTN8jfYVAMkY",
+	"+eN56AoBBfNwKQpWHhxZQ9UP7h64bRRYCdyNxHvWExtz5cr2Kb01eI2N31onhMIn5uIDFjfjFdwMZEnv",
+	"oHxwi/3fgvFbM5l7tJftXYmZes3sv9q/rNFsMNXBLiuPVK88JbJZglHbswDgMgXUoHtW0zl7PSDAXqNV",
+	"C190gmxqjco0jQlHzKFOm7E3QopJWQ6UasGwUKmu4jcHPLLrYA6jQQ7ZRTaWcSiEJECM0EldIbaoYmTf",
+	"kUhGPArJiPvD0Id/gbbnTl/fTKqRrSTmtVYjoUuBfGKZbCPD+2Mj4zILKoU7QK0PMTVh7G+06uhpRInl",
+	"rVSiYjuxuJkxLFnGtn0kQmvbWYZBNniFMlbwoKKw0U35BZ8JZFkpYRbwicwXt1EjO68JTB9MB097tPvG",
+	"EC5TzSBYAC7WPpi4zDuduq8Sz3wNhoijwaMcIjJ7nyCMJpdWRp5QRfY8KUDI2DX1SDHIPkM0QwM443X7",
+	"NHrMNir8U6sxrR46LtiYd81ZBMi6HzfhlENr99eKBM2V3pfNiv0QyzKdUhHCZTN2rp1OyrhkSqVXHBrQ",
+	"vGypi5akXLkLaojWatmacsGCIgkF/3UYNd5I/gnmrYAPZEQ/mmL5MBzOGT+MBXB8VPDa19faxqtu2Erf",
+	"uxXfeBKtsKWcbcUwqg/KjkrnNDf/SPlE4i9F5i4+vBZS7rBUNc8zLfzXV/X8iU7T7KxkkK7cmS/+NfS7",
+	"zrEfV/F8e1OqmufpT5eWpve8IWhdCrnIED6aP2bd+gcssx+m5K1K/FNTQ+18HSnf8aogPJJ/UHHFQzt9",
+	"7aK1XHtwGGxBksRC2jZZFX+9jWhS0FHE+4LPOsQ9dUXayDNAY5swfCQiAOal6Nk7vXhH5EIf4IhFVrF6",
+	"yStaDjvw2yXdpCPHGjBlv1Wvv9BZ2TrWNa0kaI8hxR1q4dtim9KYfRUbWPtZLZaxVbtlMxEpMqRE7COQ",
+	"QMLf1HyuOUh4iyEiI7InfX1LjxnG0DY6vnYpW2EPkyPo7oIPMzNgDJrrjNrMfQYRuN7sk7gDHxiCuyy9",
+	"WMZDwx+9WtlQHzgjeaMOl6yes0NF5V0GlqxDDFo42OHi8bng2FK7+QyuH0anjAEJQTZvBIzJwBVl9qRv",
+	"p2f8dikeO0db7tvDa3KX29BHrewuRQOhDYYnApLpbx6HuU+JXFNIsNbjOvgn4Xj8KwZg9rNDfujAoR3J",
+	"+/wQDp796MAnMjQ8c688sV18I4Bj1K9FWasNCDi+2UZQPCaYE/OfcfRYnNciRhzYiOMKI3//ywRvDsRr",
+	"ngTj80RZWCMiFgT34vX2j8kdYys5AVraD0iLlhQ1voZZJKRyv2Jr/Vxrn1mnnvbB1BrCYFL6bx5I2Zu6",
+	"HmuZuY/1QdAztH4gR53yZDsOWr/sIqFdgu8WWLRLMfCPFna8l+3ZnrWK0pTlTkftK0GnhUzh9trrMNA+",
+	"CxqI87Q2iV3jPf3AQkvQYdEDAGkvaqFELspLJnnRsDNNDs1qN+hq8xVRwlAeqbETsjK9kBq7kcP4xzMK",
+	"CC2qbtg2EES5wer4sGF3bNMG0EGn3PPGBECeajbjDyEyuDBPoIKRfv2EMJovsIqQwb6DsRNso43QMCdh",
+	"yefWJdQUvAeKPVxWaMkri4kd4krhUEYMcWwdwObqhM6Jqikve5is3714OVLgqG/dsIvlBrEDIYXBdvB3",
+	"a9/Adc3xE800inpD6qYK2Q+Ao/2JhbxnrQ0MyKKwfj9hTPhYUOC25YvgMPD6SvFBRmC6O5iwa4gE9Rqe",
+	"Qojg/dGvwbkxRGkxTngN6FdwAKaYzGCF/1iLZhW++O552Ml2pUStjzE+t2wSD5qoEMXfoCS2b5nCTRPW",
+	"tV9t0UJo+9uddenRjDhMkRVbXy94XVzQWm0uSrq5pfnde0Z3rVjncbZaN47VkKFVUupmtykVfo7KXVqi",
+	"kCXHurGs5qLoSF6wrDVDdmJcKHiBiiVXATECzK5LNNDu/fDq+BhOuv1XcMEDy+ZRydaI9R6YbDgobYtM",
+	"UKGBigPoDmx+JdBHXhOxDpmv79gGq9iPHd828w77SpYn9cvB8XsNbdvwIII0zFeu4Fl4VCfEIM4R4YQc",
+	"E41K1qxmbUmpKbJokBHvZe3ihcneSAVnVLF5EH3ZcGUic7ECoUdvZUEVJbn5JmAoiLdmnpggY33s2QOu",
+	"1VrLZ4cLLjFz3cRoHC6odL+Gg1JKPue3JRslEVNfCk+KmRXyd5Q5EqlF6yunM8XqyygLPDc9aV1Qscp4",
+	"GQ32t+F4NpktsVcU20Oml2sToOkJ93ZJTIVQiLs5IRUo+FYbhKLi9j3jgrX7Zqu6KL5kUtHlSkYNObpR",
+	"RO5F0Wtre3BIlxOvi+BEToinzaaebVHyfBOSJqxOiG/Yjt0S8IqsI977fl6OpXbXW58ove3bWpAQQSUd",
+	"1Zic9NrctGBlf7rDGjx75rJNPnqhPI/EC95b5U6vkbXiNfvQ+nR3u8IvvKIs0GIvbihQUke4tACjkERk",
+	"A2iN3YN6K5r5gtyWIr/DRH6TQSURpv7EyHAm8Aa19JxWOYvD0uK40xQj1EkgpdbMcgnJx6aS1omR3qCZ",
+	"cHe7axsnxO4wikm695AGsn3+Alt+z2jJitMVvxZ3rAoLyfe0bJyLVH8ASWunF++I0h9tb6iKtwX2Unhu",
+	"mnWuc5C8b+R9/mVF1ZebiEPojlVxU/eMW888a4c2zIZsi6bt8MEQZcQJWwsAuYWjXmj5Ufe+YvWSo/8Y",
+	"q0yj8NZIVkuweQfqXzS8VO9GbFC6M7D66pcJr07wr0NewSNpTT23zIaGgIbXMo9A6QsscRq9IF23WtEy",
+	"L29fjGi31123GYRUgpjSHeHu92Ga89auEARKLelGLwWU15rgyv1c8V8a48s1pKSbDSemu50O2TkCZGCG",
+	"OK9pX6sct5mKcM7bNuVHhzsQX7S9236IUXDL9UuY7DoWiDS6u/pojN6GeH5cqpMbLRabBkVdsxFrcoDX",
+	"d7kyzUJnYd+tPandzfen4J8qf81jnCUCk1qW7ZnpMot4iI/7IM1YIcpxr2o8vEblp3nOpLzm+R1TwaKy",
+	"FF4gCt7IIB5CC1fBPOfBtiDKhFfzkh2CIwBeczGQfxPclnOIRaKyhxWvmRwK9ZNKrCShhdb7+4GUg07Y",
+	"WohlNIVNCIgmhmZt0pprtmmg1sXwDdVZGdebP6XY9tT5gt8z3KXdZDk9BYrN2EVXgnApm+AWRgJGoBV8",
+	"eEJANqRVAXYdv377Ef4CoIliXZWCFoQWBbGV+NJo2pu2MjFrbSHEb7bZaslnTG9s1ID03rzg5ApYhhPy",
+	"4uVxZ/QT7ETfpNqJ+pOJBHJV/T2iZSnWHScPSLZQoARUAbO+4Rg01+vQye50OHa0I3Rhg77a4e68x1vF",
+	"Quzh+Kzy+JFn/cz2x51zTCHwXIMmv1wmHPpsSGi2q6wZ3s1poxai5n8HZvcD+ZHRmtU31hjxS8PqDbmp",
+	"Vf7F7NEXaPgmURT2OYzduN5yRtjNGV3RW14G4aZNwOFKi/o5X9FKgXhWCPQM6B59as3pktX0aNXcllwu",
+	"9EHieS1WC1Ex70f4C9NI5JFsbjFyEDxzVB1JVkXp+wwN6W14ZnhPm6qyIHGmfJCoQQYK3Ml+U4kQ8ypv",
+	"B7ANxB4cwZY5qm6Quroi1tYl7vqJ7N35g1ZnxyNkQXtj8HKnlAGrTJTrJY64jXLN9k7vKcexRXbjTVOW",
+	"OIBQ7pHXZS9K95kktRY8AxxHKS32y7CcK3vpBmT/RUZWZSPR3s7AblFvUqGhnLQ3yGp0fx0LdSJOYlV8",
+	"8GA4QkZTl1XkFiMFqAMWNMbNzHIrKu8ASiOJf0WylWwwoXdaUdVHm5CNQ7JjT70BWqKJ5R07OhmFF0ia",
+	"HhDL8F50sjhhRmRWi2UX1PCZJKLmc57qB01Lceke4f75d7vdXZXQpLZJro2UcMeqR/R27yPMpbdVQQrB",
+	"ktcziLuEVzM8jC3RPJMGgkQLiAhLIu6tZSTMBgp2z3N2NQwygS/ZiP9n0u8zme6HwGiSGvFuxlhb3iup",
+	"BBvi5oZXZ8Sw6oxcNXnOWIHmojexOjoxcIjuyLOtRR+EEvaJI1YuxD85SBsyuTrNJxu2NQnRoHMlPaL+",
+	"jN/O7voXMhIl3MEY4SndhZl8gZB99pCXTWEQsLY4lNNiXkS41XQuOdzP8ajFJoWLRTbofwtexVxCoLZC",
+	"JSMUPP4mQgusNXuXXxQqGnVaYCQBSI8/GeBhDBRcsNIZ+B0kcU8Wtp/vZXvm46AcNWbgcCZxBNwyBlMM",
+	"+PwBq/DeQzg4jovW6pZRJQmtayhl9M2xgxf1goB1Y4SrgxN00xpUu4o9KARqKxgtSl5NAIb22EnCOb3w",
+	"3u5+PODO8LUQXBLQq/7t8Oo+P7y8PjuEb298pfYEkIcARgP90VrdA0sF3h7CFDYZCfPqD8/ftu7Usy26",
+	"ihDwB1rxGZMpVysC1AWuSYsWMHhs3yk5FVRj6GbswKkETXZiNpNshJf8BPHpHoIKpJ5ljxa7YpddYExZ",
+	"eP1Gtutab0V4v2CXMkz2soOmJWFVLqyw2nNFi4LlMbQr/IhobYdViuy/ffnq24x8WjUyIxdnHz5jZeyI",
+	"m/q3Ep8i5DYzQAcGTasuWH1C5nQlyS1Ta4ZcbQmuXQztankTkMOUG79zjgLaBDT4J45V6sfacu9+Dcku",
+	"zlQi8lc7dINfOSawf/Dn2hfHbFKYW2F7UYF0vpftgWwe0/Uvuuy937jPmvchCqNDXgfGAmCuyH/Jizi3",
+	"ZjAexu7QZ9l/x4U5ofvmmTRp0lOI1zO9hbBFuVyVdBNGsNS/motOCQwiAoeztxPhRFgtDY1ktZnNwzd3",
+	"EgHSHJ7eByeE9mgG3YMUkHjWmlUkmjNq4/QfM+EZJ9qYcTjdBPxnjO8MRIYIheYTjMrfnnwb8zBqthph",
+	"Is4E7NOOWZMeiW9LKr15eKQS4TceUxjAwBZi+UyCH+mebZFnkjZoTzBIbvaY91tKPXM90XN3HdFGTUe9",
+	"Lfp41oq8vb6+OHzz/s/k8+V7G1Hau2x7ql+CSqDb6jk+IUtIb3rffz58aE1WQsiTvaYbSRZKrQ5n5b3P",
+	"Uu1vQUba1JEU585CgClRC0oQOYSOkgRfh268J33bCcS2qV3qkZurKwQRXhnGaij46s3ngAwXD8Q5s+Hp",
+	"IAVNRINzd38U8bnPQyBHlllowkkilC/29C+hFDEIPTu9Q5lmPmvXO/HKmCilPgl7lxH8Y3R3IVhxzVi1",
+	"e2GxLp06oKP1gq8+12VMf1IC4ZD1wvz09t0FEbMZJmCvqFpgCSUuyenFu4Sa7d2t8K6S/h0jLQqQR6Ot",
+	"rbk9EOPncfTSMPWYOw7D1EvjerH9YfId4fGMx90R/U0dctJ5oz3BZAkzf1FhkCC5ZcT5S4sjcloFVqgL",
+	"iIeBXgbZRfNcXhHPJGSQjoF4jMls/93ZuSbp19fvrwxw3AG5ZblYMmmx4/ZrlR/5R9G8F/YtugLYaVA6",
+	"vns1wLBzUSleNaLxAR4G1AtUxCNePnTSg5Kq34LgbShrDcr8M71AM8mUxMR3LAa+k0AciZLzhBHZmlak",
+	"IDNap8JRtdsQ68Q7BWS/K2XLZ6gQHuzY+6CzLhDiOMl19zTMO5H/dsFLOjBzgw7iMZS5kSDKmMe/y4Mt",
+	"d/WJOUBfAWqIMCY325j3ZgtwTZJ9AMinuSI/PpOEVfesFCvEWUjmyG1zGTGoBJOdPF70RUheCYG/XejZ",
+	"VBCSaoyMj0d7g9i0qTBvEdy1y3aVIVDWoAQgxJJuP4AQmWIAtWBr2zBsg9eWG461ro3595bmvRO0Wms9",
+	"jd1Dzp/hn3JBAZCERR1esNeSBxEIPjAIJs7FCgwvVUHat8mSFswzxiwZprjvQ5zNhqkuxsX2dWIaCmIe",
+	"b5lkkkzub6wV29wqRo8A1M19JUgl1sZ+xRVEAqVCgcCayhiHJzXT6h8keeCbABekMt2ZYreC1kVmq1xk",
+	"ztyyYixfHFhsUP2/V+yXhoH3BNbQFaLbMDW4lsh8sO+k5VxQ+UHU7DwyLZtEsRS1m9FMlKVYh7MiKvag",
+	"7NgjbkF/evZSArdX6AzHkhMnSBQTohSfPOxlx2sPyyENBAS1t07Ws9nB0USPzh2vil3s+OhgGY1u70fD",
+	"BG7H4Fl108t8huNOVp8kezQ1xi4vXPrlhFiBU6vttOIsJlaGggL04S7G0o3E0ibRWKEuAXzQtj02x3E9",
+	"JiShnxiGByqAniJ3hbeAvyC61y1DEE9qQlmsLnFlcs1C0JxdlM6YRhHMBNO/GtWra4m+50yrQqg8GfNG",
+	"F3zHAOYu4WIC54n+It59CEbx1N1VYc0Fa68NmgFhr/G93bN4vqoNK44i/sFHEHcpUNbUdoIJYKSpFC+J",
+	"yeDGimATksI+drLBxPJoipoRytBKVDr0i9fw4xbKgsVmjI1G88SiKVlxXsVUj4uSVhUrCKseseuuHzhc",
+	"Iz2B5vuIvpxnb9QrI5bGG/FrtmdM/eHTY1ne3wSv+v4AcBIgyor1cSRwQKdtVdZrYjYxXIwUPCb+EBOM",
+	"X/q9BJBrIZbJuNZfQ7W5fFIAa5hOB3h7kranlzYdwfoSOgvAV/9W6NUdIh5ErRZiqS8bU2ITQ5Mw3awS",
+	"t6LY+PfNpxWEHZ3Bu7Fr5gptg6uYrwOFtWfSGhFXyNpF1/YYIrxRH4C+/76CA6BnxNX6klZx5D/BfBSM",
+	"xjXXE9pQz60BHsBQ5ZrVrMishRbFHz14iN09ryBuV2shNQMkpCLDf+q2fL9Oyeg9lPqqvefekqAX0BT5",
+	"kCMWWOg2SD4+SaRdhv4XSUu5XrB0b8b547wZvekMuDP6fg+rTNjRRg45BAJeslnN5CJoHREKku6Dbv7o",
+	"8RqIfqzYGhs4sZAxIBW1aFJrUd/Jo+nhCbbxuhOm8MhoBBsn2ek6vJSrC1ErgB4L34qX1xcE0lrgmCCo",
+	"bbfwfLJL1k/qwUM3oQYvr1kkm7NmOdNnXAscODKIvjV1JVqI0wwdtO1rXMEvnVNrGtOUGMuEGwsQoBVU",
+	"7sYZmmUz34CGDixEryggNOUl5cspKwENpvEIB/2WXBHoQ1sNSKwre4XbxLXt+yOYfXZtuy7I59cXz6/P",
+	"LlwLSR6VeiUkG8CrsIs3E3UX1Wt++/L7F9+/OCz5fayQUYkge/Hq25jfyoqh70ep2+0+oPmYLXZZiGCj",
+	"hTvhETK9rAMKw9XV5ZmmNZYruN/ccll9zqRAKnJXiXXcYx6SnYBHtCULXPyivdzsnF2ASOSmG6vy43Y4",
+	"18eYyeSh99ihPSde4VUgV5+XtNRmVnSr/E4je8gUfvCLRw592hpjtqcgoYTPTpflZjZHuVMSTQlji21x",
+	"i+E5nbNKGUg1D3jZ+J5toCbZ5259yY1pUytbN3C5i4olZeJ6d8ev2fDLH0XBzrCf0zxnK8WKvV9/7i1K",
+	"WDfrLoe0QVxDl9A4e4uysw80AM74nkpFbC5tNAEnxtB0q7wKRbXWvWb1yJ5JIIApPYSVP1jS3R19nc0d",
+	"KdfhHzA91XYpB3W1tovd8ryQJVEyq5l3asxatvQRz3hOkCpEDULCRBkhlpYtVyznM55vE9OJhU4lKw5m",
+	"WZxVAHywh5Hx3XfffOfnlx2//PbR12oPF+3Vt9kYRPTE+6jXwTcvn+Km6DX68rtXIWlclXHQEqAni21y",
+	"0lkVd407JKcVlZodtbLeEXmN0HXkm+Pj4V37/tW3HWyTF8ehPdOsujNYg6/34rtsq3IYRhQp0RrfeneC",
+	"vjHgOrB+bVSSHYbcwBWzfxNg3zcHhFdSMVrYOKYaMgJPyLFpGvLlLLjJEMrLpLTF0O09wF4u7bW8G64y",
+	"iu+06l3KISiLQZmSt0JhEpn+vvVxeB+5Om3U4qxmoPCEzJCouF5dkNy9RLAkZa3lcK6McwlL6WAsr5Tr",
+	"YC3eBZUX5mHcDE5dA3qnbT9+w3qZWDkDyD/ou2aqqasYxOCI92Zb1+tUhMUgRFgB8wuFrZMWudssSkTJ",
+	"oWXA4v+aQ2FpeArNdJqvKtEAjqhJwMsXtCwZYDnYSrsj3abA7Hnb6UMrihpx9yACI7fAe+kqtek6VKG2",
+	"pTIMDYp2yVVXF1VQwsm5ZKUoWz+9qA1oQwcMNIjvF0FblKzuYC22C5ORBqEYV6zeApAd1pj6bhbXv6WJ",
+	"rHMYuuVG2zX8OenQxvH7egfXj8nq18NMRfjzWpsgAW/xmUeg/mFb1wDGPFZyQjGJVVGr/loE0vfKuai5",
+	"WsQPrHuDNLLr1//w+ru9bO/q7enhy+9eBcVY6oNmvWW0iKmsualtT25Mr0dHRzekg7lFFvC9wa9FNFaX",
+	"cIwcs2WWmngv35yRl69e/AGMZvoff3j14hUwb2TbVKu5i8yw0z4TD5i8gnFJSO8EnqIOhsM091hGGG/L",
+	"GVWMzPk9q6xKDvZnLb8XYhmt7iXuhiNGPKYGIiVidGoiyJD0DT6AGVhuq4TgEmJSljQM3oqnpspO+G75",
+	"RQTqJ/yfhpam6N2qFgpFLCAZE4cGxT07AzH2g0qQX7AUuyUs/f4eUk+QrFJumBBjky2ws7tfgkt+b+ue",
+	"DS68ubtqdmiWq7P/0p0/e6nCwuv1dmudVFdU3HkMFKkw884t7kf4rHkzibGVq6W4Y5qv/KgZ5G5iLlaW",
+	"BhFS6uYONfFNCizGrBSZAdlCzfWmJgBep+/cSTzXTcjOpYNF+fJ4sBzRhOyQ7aUL82UArEberLkSzhSA",
+	"BgwwGabYhzQC/VE0Ehse7royMNTxMD0cwOj8d6OaU3s8YEXGiGdEoL3ui7BKEKyqV4ul8blV5QZYcL/Q",
+	"jKdMvXj5fUjn50smGhXV+3+EkoqG46wXWlRTEE5t1C7yYkSd/+Z4DOEHKtWGrUKwiKVY60nbt04IbfQK",
+	"AIP9/PoC2M6MlqUkUNRHCXJ9dtHFEcCSu7nmJU2xSk8OrZVc/fD8OfgqlFxJ/ffny/dZRwYzYr0WCQmv",
+	"ZoJw44bGza8YQ0Vq2dduj7/9vmM8+j4lxzSBYsOH1SK7ImHqtw0V6R0OSE9NwcVZGAjk9PQMsD5OEfFD",
+	"Lw/ifziDu5n7ghqMtTAciI2DDdDdW7EG97G78IkS4q6rt4jmtvSUFgw1AjdkXYs6am/AlLC2QmzBw1LR",
+	"bBWMoNeqRW1KestGi2YONW6mHxqhHGGOisQRLxifL0JhjqJgBcGniRbvydwEKk7Qyq30ZEmNkju2gbnb",
+	"WVuIlWi9yjmLBlvY/QZXI6T2VCyHgG5ML8yIZKpZZRCyAh6gwhZVDXK3awHOBNi4EKX5Udi+1O1hihn6",
+	"MypWLZWbcOL2DrA4CMu3j3EzClbye6YpCzdqvymgtJ7KV+FpRhPbjchh09pFo/r63rZ8yAsWO/dvX776",
+	"Vg/k7ctX3wU/XvNCLWJUDA93id7A1HqQFZF0OqwjyBCb6gqqeV5Teff4unENaDWmnAuhxJS8VlQGwK9C",
+	"VV+CPWyVfQFSo/LOK/oCH0ImDjH2Sy0tP3X9l8dWmxwqMdlU+hC+5nReCal4HjiB5h1StC9ZT2YlioBB",
+	"ec4qVo9axPzmoJ5bLsoS3S0TjWBzEY1R+iOQBwzflNE7CrewpA+rWoSm/2dbDOePnz6c/tvF5aezq0RW",
+	"Pxe1aFS45H5b5qJ9K/kGWZo6VINiN077A748EDjTN8hCZZciYhBYseoNL9lr04KoB6emX8fEvqL9wCEy",
+	"1CJnUp6QwxetYLIqqdJLQArBbIUZ9GOl3q81nY0DCdKZ8kkec3br0bQnKMLW+TDmTvaPgE+gHVLrUEh4",
+	"cd1um4nZgQ6c5Q+OPKJHAduEiBgOEwmc4fyCNpJdC0XLjyFNUD8gc1rf0rk7ulD6Bit36254RSpaCXN5",
+	"JybJzfMLVucslI/+x+3eFK3nDNRb/Yl+uP/HT388O2ipquAS8pMSyWfB6Oq0LEUeqWkNP4MNXL8EBnX9",
+	"CcFtSJ2k/uRqI8f6gJbNZolbRXnFilYGMgVQqjmZUFg702LPH/OhU2stokVoe/NNXrLUacroFJF8bu1E",
+	"n3aOvUPZ29Le6nujtGuT9anfp8qBk3cRlCAhQQNiJmr8L6LuupJutxtCyVIUTRkCti+KmskQjfAKqqXU",
+	"wEIxzkzU5Ob4CP7/BpNYypLoValnNGdheTIpMxBHB6UwK3eYtiWckkvFqiD8ht+ajUuguWpoWW7IrVVx",
+	"Q85EKYPayPnDqqQVCJnb3qtbvTigZQbnjNMJqBo4TVu8TbrRdnugK54RzY0zdFJnJkr3cKHUKgNLREYk",
+	"hz9BMViz21rlE8JQNSG51BxrsO+EXNHJcVznIXTHTnQYteE87JeGllqyhidYcxqLMU2Kho0ChF07fcq+",
+	"45uDhuxAfbcfbqTXV+ZOjIuZtJNvad2n1JbERg522Ounn8jOWcaobejInJsRafkp5LKw//DSDgsw1LEG",
+	"k2NAEwy4HndLjqeLOxSxNchnekOXvNwE6w0hCsQMXkAwW1bZMCwjxhxCRC/5id1eifyOBSy3bcW2wWp9",
+	"FYLhQ21NDJ2DAwd9P5MGQCCijUt+W7IRLxktS32Ded4yG71BlVc8MswB17wsclrH6g10BgmOdQm1GKmt",
+	"I26/H3eiu578Und77SRHd7OmSxZGkQVYarBA6RZc9GDqPo4UgzS6A3bADfAxeBdNvSkvyi5SdjGq9IHS",
+	"r8dsRuQqIDv7ksvsZmUpLCIA+M3kpsrHmZjCTFG//7GV/hC7FfU6/++rTx+JYg/KLMjUxc6bWobMs59W",
+	"FIIzhAQbDdm/uTz/87urd58+Hr37+Pr8346uzv/PzQFcG1RKTYNYmgrbw9MlmyUjNZ8vlF/s2y3ltnRy",
+	"z8Zh4QFy4dygCg3fPJ8qAtuUWQ0U3nMV9vflfX7UWaij+xcHsVCjoDXnU0Vw4zOyXmyMrRJiPmtmyg9F",
+	"2tNrUwwNee07gLFNg5hgRBV9xwDDwRXP9e5rSTpmj0qsNd6erZrNyglajmS/BCz0WpK6B7EJMlZR7dh/",
+	"kZGXGfkmI//v//3/OGPonK7kCVSAgsUJzxpb4NX84ARkFVgtOP52I7DwgbQilYsmSZhCmDu8cazsxHQH",
+	"0hn05K6u2vBiNxDP/dKhCPmEXEQveWaPsLfHYxzF8YN31UyE3T1KENDsp/AS2ugVUVEYVWh3wUizmte0",
+	"YM4vrbWD9lML4IvcXIKHqMGcNLlmYRkfLsYgIvd5K1lw8PsvmF/BmdF8gU7BzPQ6eJNLxlrv4RRxyheA",
+	"AlnqUO2+5PcsvmjGQaTflIQXpdbTwRkDeH1Uf2xKVih9aKE2B0BChpUivFOuNysWcfy3F7jMcJlo6LKR",
+	"C7piJHBd7bZCTqgIYraF3BkXkPWLt56jzYzUrKSQUW08RacX78gthEijxjDAlsN7QEleck1L+JIFdseC",
+	"dbARLdkaDgCRSOHctUH4KcfjSN0g9Ixkv4TbaW7j159bDeK91s5jSTfuBO5fsfzQvX94YV4+OPFJTzK4",
+	"DiB3ECIbZjNWpxSTgo3rDjbrM4seSXpL5LbFPybekQ8xuyt6z97Mlis2v2bLVUnVjnH1p+gNzEWheYJp",
+	"SpMUhtdi2iQE1iL0p/e2lnRgBAcRd/6PXNVUsT/dhjzb12jpxJJot1yhk5tX5O6Wq+fyhByTkpkwaagC",
+	"AnW6hZAjgeyYdTMUyp4NBht8atSqseOCahMnJBerjeFLEExcrZpO+Uj9XG84zcHsDZmKq3z5hZZ0bf5c",
+	"Nvg3BOT9vHOBeLdDwewg8KQFsqRVTU/reSi8oKnhMrALLFaG2Urz53OMEYXIaJmRki+5QtXycFUzqfnQ",
+	"oWoqlul/ixkv2Q/3GTks2T0rM3I4z8jhHdvwSn1Z8iojh7ezjBzmtf7fJX3QW65/bGaS/x3a4A9fZkvd",
+	"KK31/+TAcQ5l/kUtaia1mjkAvKe1BRy2Jltv5IEkqu37oi2y/HKbM8NtcBlEwDAEM3ORGpp0A8QyQLIv",
+	"j8coNhawYTrHx/r0rPgDK+XkIXz7zfgYpsBYBWjVWnVnKDDXm62Y+PHoMdNiuBLIZ4y2h2B8k2WrpSuZ",
+	"ixWaqahSrNZv/sdfTg//nR7+/fjwf/3c/nn05fDnfxxnr7759X9EIxVSWBrWdnxSlqb/b2x7hiIpDJng",
+	"yKYxtcVLUCUWL199N8S+IqEYpmN4+gjy/MOr76elpnUopbM2He4fu1kRXO+ipNWut6qHYVjS6pkkkkFx",
+	"ioBrMl/QqmLluyKWMoHPQSzBZru2ztFj07K2F0BHW2Cuo1cPj6SjdlJcJzhh2pmcEFU3rF+IPgBpOgpr",
+	"p9c5iYtINl+yKh6D+oaXjJTQRJtUZ2GJTzwYk3ZXcfzH+tpJqabfzzkNnmetMvy7Pm7blvTTj6fokf67",
+	"NZHIUigEkOQ9/9F5o4nt+Y+sLjnci5+vz1LuwzVjdyFbtqZIfIadpmtB7kxdlWIrlnxSMLlJhXIr5EYb",
+	"Pc+iZI+OyzISMYUyV8SaAFE2Ro8WKwvrHJls9DUCHrTdvTB7Z2NU3qtGb0eH4ogu2mn55a1tQQ56IVaC",
+	"V+ayg0nNa1opNOaDuwq8S388vybP6Yo/v3/5XLK8qbnaPPd6OEHFfNlIRW712nuWDWvBsNmjXaY4PInJ",
+	"tObPOkplW3lqT0ZzW/lnAfqDgHybRCzpshd4qyXpxmYrTs4KGE5zPfEraxCqxRyl36xJwecc7QZQlm3N",
+	"JTPeInxHZviK/q/Q/9tUBatlLixG02KzWrBKhjh7d48TxbsXL/8Qlu9W0dRim2fZ5toaA0Mp5hCPr2d9",
+	"Yi5Jkz/HqrzeYBaY3ZK8bKQCA9cGZradfDwwwe+Hk7dM4OeevM/3st3ShQPZwV6KXyXIL42A8JaalLxi",
+	"5LZm9G7ivvzHX/f++tf6r3+tfv7Hi+zFy+/DO5GSbTu6FW7YuSgNIHclEACeyBXNxzlfZ+A//PWv8rke",
+	"9atvQ4NOz991ZBbkInBXnomyWVZh/TaHZxjegDerCdUKOOKDS4iNOyYQSM5UH5uyHHEBYyNcko+frsnH",
+	"z+/fh6W2Vc2XtN78iW1S21t5cfDma31gws2HvRmvWV5SfQZNq/qtcROelSnQ72BXoTOF+I59wn+Hy+Fq",
+	"WTgjvCrYQ0ZUzedzZI33nK1D5R/0oGVs46SphAzFDUwjLqYG+nATlya1HX71tW8zhnTRrUOWoWoQRYBe",
+	"Xr9+jxhlWtg+IWAuqhTmjmEuTAVl2l8XJeTVajUAEC/qpkIniRJkSR9eF+XZgtZhM3NRlNf2/WES08NZ",
+	"U9k2P0XPwP2NH5parCM1h9owxFqsZW8ZYDP0TqZ6IOHlsPXjGigC5AAc7C0rBdRREV4EFPDObreJEQRm",
+	"CexhctFNFHNQgMigqgDQlkGCH/fzdY9dO7/MHYTeJgcPIaI5XLJ7ccfGs/pr/R6k9Zelq/+E50oz6u0z",
+	"ad45X4k8YOP4yNYOT4LpVyz/0o2hWFBpOU4yIx+h9UuPIjcBf5ru3UC4lA0rUBDS51eU+g9smYIjezbB",
+	"46sHkSbQgXBoiqbZsUAiA6xXihvE9JV1Fyy4YxVdyYVQp3keDAc9JdK8ASneUhKsjBnwNERQwyB3BrK1",
+	"1lUpaDhKIaXCKHZs4IXXor7rVx4ZzOVQkaKo167lDONFrRvPWHuQFS4QnjKS5RHMw7q0bkFTZRWDBSCl",
+	"jC8h+JnW9cbiibarOuKOx2lkdrmzrQKk47u8oynNbL9ABXIiAciFWBsrI0yeVyXgz1qqcCBJWkkBnAGq",
+	"FM0XS6NsWzYHzCzbs58FTaCDeGYGycyFYMF6tmnNr47H4JnGMMp6G2ZWZWhXroxFMlgNCqnwmWzPoa2T",
+	"MGDAHLRf7haubbtH45aid6wyuK1e4AmX5BNsbPhOh5DxexrfHQvcZavyu04TQ4MHAJMcG7HLh5E7ek3m",
+	"6VjDvc1tF9wPAu5PM2XvdzuTZzB6iYj5CQQS3eVrese8Lf4nb2wLIpB03LYXF7LQX4u80ewDrvbTpuDq",
+	"koXD4jtvujSVSrM7GyFtKw2GDh0ApbwLu0JbsRMEfB+FJiXRLynh0eaSUkncB1NTHSOe3DODAgOPTQ3Y",
+	"VS1uSz0XDM2oys2F/cWoD8n6zPYW6WUMRuRgF6PCPa6ysX6Zj1IrIY7rL1D3DbtgD1xC3naldSOUaSUk",
+	"b62Tqlt1E/k6RNSbrT+yoTKJUDbHVaPajaGg+VsYP8sP5MZxuBtQbm/oanUDItGNxSK9Ifuw3Df3CyGV",
+	"edixu9xoSqn7/KTSImV7v4ViV1YBUKbT1cpVmkDji0U+RVgo3azWZcCq7Uaf5I9Kuz675YzdWp2Af6pj",
+	"6DWeNZNiOu4dnAbg4GQW2ZNYn8kn8b69d443sPxDti2vXKHmff2DxFoxtqhAFyPBhK1xdfDb+epGAXIt",
+	"/uDTUQ2QfSDQn9eqgYwMqU7Ily9ms/6s//3ly4AvKdTLr7HjjrO6qMXDZlcH+aopS80pHzaAV2Trak08",
+	"ikrYsnSEV0pMsuk6z8CXo8Of////Y+/xZwOHU5ZEVI8FSkJCGaInb+p0V/dIfOb/yVCSEADoZBsoCdQG",
+	"gKtrXS7GRSNqUor5fBsGeBwoKfH4ASyE0fAGKCDgfw9CkujT4CgjfBWL1RPdxFCj14U9ZIZLUVjV4I3/",
+	"n/Ye7c70X/LK/O90u4jVV7hcEBRzGnlOj4yYTBZf+YoYvxT+yWwthaHVw2A+ro6g0UhLk2ADPN7VSgtn",
+	"KmvNkOaKFZfR1DH7hDQrgHVf8HxBFly3vkHga9tGojm+oIreUgllFCNYEvqRnZF93cnBADGR2Fc8I+6s",
+	"qWtWKbNK9r3EZte0TBz9uuaKHdIFo4W+aqeOf01VvmDDkDzUVBU0r+6C9+WWKQtQRGjHekvgDTRMw5q8",
+	"DW5/0NOB2G813kQIU96aX+HrI3Jp4bSoJLbmoossKZjUkzH5a2hbPPH13oLLFY6RqKZGdC8tLxParTZg",
+	"Kxb4bOqZRFiIIcv7MMiQN/9T/GT4tj4zNzVGBuDI2vDT7XsfX0ks1mhTLrHZ/c+f370OZ8Qmls9zOGcT",
+	"LV9poJEK6pyIBugD+A2tclZGkm5tkamhMddardZ0RGa8oiW66EcGP1oDbVpqAFUWYq5b3HqoqnVb+iLU",
+	"wcdOyQyoDmAgsTkWv2hPQCxdGQSNtMoDVN4xPCtcQTzjHa+KHyKwnq5uavIZwcLyCW4FyG6A7fN9CtMI",
+	"se9ZcGucdbwMzu1nq4L6C9Yty9aOepQbnuYD0bC0f1apvJOh4ENfqwReiqhiYY2y0/94BeruEJJrUbf3",
+	"kyv1nCGfN7UwH1+a+gMaqCCs5OlKVNuJ7lirrHvXpRerNl8E61XL36hgdeAMDlWt7lJGZqr06KFj4eqW",
+	"IZ2QqybPAZMlI28MY7/WjP1Tg6GxZ4apg7EC2HK4fPFrx8T2IN3dIP645veyPWx/L9uzHexle7b5gQNx",
+	"UdJNqKLEKcDeQq0DyADGqCy6df6mq1ZbA7kdAo8L2WljEnYtVitWQKJ1DFFZEvMWuWU5tTAAZqq1FleV",
+	"EESWYl1uErudDfc3YQLRsrLXZoxgUcNyWLYOOEYLZYTPCK02R09hy8RwZn/fw4hfsGixFp3xnRdens4m",
+	"AnIQz/ReKLU6nJX3GcG/lqtvM7IoJcKTjYCS1WwpFDstijq+pijnYua8vtJbzwFCInAVu93rESGxXcGJ",
+	"EmKC2ScM4jSuwydktNttzbaCmX2tHWtNtjnv3lLbE+2ORv9o+qsXZ8jImcI3dbt5BtyiLxoYTKqCF+j3",
+	"c/gaqeWKTOsTL0DDTQP3X1OB/E2DIFsfxkZucc6zVvVD3J7O+HqxF4N6xvbKPJZvTC9uhSMMUcB4iafu",
+	"ig5QUS0eNlEd/Hqr6p5ee5PSYhRzhCATD5tAeMuT4P8/fp1H1aT+PE/wruPKBJvaTCz9znNf5g1x6odN",
+	"msaNZliTrzU6AxkWvPojf2Y1H4dBZE7ImrZ37QiHM1PYZnDdVbRjihOXCT8O23aAU4vKK5T8pFJTotMD",
+	"CFqsTdkoHNWJMdVbREwcaiXcR1BmVZJ9m322auQis8fg4EmEjG5sRmSOYjYrecWGLllQgNd6Mp/w5amX",
+	"raiSugAMMgxJm9xDzed8ADPKLAOWtJBkf9WUpRFvcOFnvIzUnTC3TyBzzdzM/rYbgRFuEAy4a0Ps3B0S",
+	"SQpoLzIT4Z0I9IlZDznrWuFOCNVqJhwNCPZAlG0tMmmReSvybyejijmczqiS4kzzarTTkfOnaprfxUpx",
+	"QYPPJMGX4qs9Potr3UJQoIjbiN6bqpiiVlNp9UlEyJZEtlksdhCQJa19KcWKZLY22Ypjsxr+y1tx/IlO",
+	"IDJ7j6Xbba5snsg/3W7TOeYBYgCODZZgvH9M5aATd19Y/E7HJuE2oWu68W0x2NBetmc+GzCp4JEN0iUr",
+	"ISmOQs0C5PodjRMPratqGIy2D4XtI2aVeZ5IRXm89k4GlXcyEqm/9bgqVg5aGma8DwgtB09YvirYZHwZ",
+	"7oI4vwiYo8UjW1WsTQgpmLBgMkEqkIC/EcaMukJsDosP9PbvZB8aSh3teOGjSdPvHUJYC0sZwSN3n79l",
+	"tFSL10xRXgaTVSvJKtlgDj+6mQt82coAWsoOpYV6sA5B2ExM7DblE8I5tHBps+Id5CSG78XcDRAd0wV7",
+	"IOYzG6SDCsaSasbGEm13EFAdWI93VcHveQGXJ6wcRuSnc2hcb4iLD/Fngy2QppFZIAIXGuHligYPdQk1",
+	"UKOOt9a2l5u4AvygA2BSCfOr3tW7Sqzjjr5Ho8fTmYpcBC1dyjZwxGvLHu/3turrGzDrw59ntCp4geLJ",
+	"1aJRhVhXkaK6Y3EXDos4Eriyy9XpoOpbWvCXwtvFrHtAsk4EBBLw4Km3SUSBWwNp26UEDRYKKFrmMSib",
+	"9JmNkf+bEALgPatp6c6Yx2n8zYXSbgUDiF5AZ6joPeVlz4TUqWEc3s4feaXvcAu33etuRDrGKbStB5cc",
+	"uNz5kvJy9+qwHpyMZFVBKBYYrIQ+TyYUky1NXbZe4nMTATa4wgetOxaQTbVCZwPDzKf6tEP4bTw28KWH",
+	"SeYpViIUjZXzFcB9eBi37pzAHMYzWUXaSo8lkUsThDNhNYcKkGJWFaQ32n3iFVl6xSITbyCzFeEwDHh0",
+	"+O6108MBJreFMw5ka1RqGFfh6sN1CyZjq3F7NBGpyQkfBOjKb814Y2yy+5i2CTlLpuFOyUZ/UeJ7H0YK",
+	"/5FKnkOdXb3yenPprWiUO+gmIgSziAOSSB1CDDi7+Ez0E65YrpqaQRCJE/qNZNzWNwsb/r7qjZ+L5ZKH",
+	"zj0W2sXHtjYRNbGQWAa/h9CfWtZQCVHmC8orx06Dra85FvXcan0hpAqDd7wVUnVwzzyR7qvIHyJ0M/UK",
+	"f+2y5ataFE2IG1/ggyF8kjJYtBFc0936hQDW5gpjbUXQTrAQxl2jLoXU9mnenWqmalaAqz6W/St5lQf7",
+	"S2Spifd/kssBNrBt0p20blHFoCznKBwoLEPe4q9zf0Hsvsd53qUoWaQQVIcafoOCT0ECPS1L1BW61Jms",
+	"NZlZ6GlOKfU0vGjXVEbsOsCiDnnlV+wFndVF6u0KCwktFSKC2FNSqc7DTkj4ucUBkRB62VHMuJbVTABR",
+	"tPWYPHTVLAGia6SDBTXFT5uKbJiKd9NUIX5x5VfHtn0gszghVVOWQx3tFtGKytKnqhxBLoONAXhKKNts",
+	"zBetcQGaiRSsaaqKjlbbgg5yWpFbqFNClrSCKoPxNkcLFkKTXBLzMqnEOiKlNSsotXbh15hOGagpSm3Q",
+	"D7W8tKSAuIQxqjIC50blXQzcSt7hFQ66BHd102xBzRTu65rvKkjeRmzPuEMI7fL61No5IP5ZHOYg8YiW",
+	"EBeRU4JWog2k+QJaJpcUgjE8zcumGtelOiXOe/XPB+0GYS34HyPVFYCcDuWK5Vplg3InpcJ6AVKLYj0x",
+	"qp3WUHz9eVV4pcmmSjKr8RPGJYjB1F+YwJGNS10dLrrDGN0tMcwHdMuhC6XDV+DWCAxxIWp9HblLBYrN",
+	"6GkXWv4QtalVf8vgh7BHdpyLTOIVK8cKfEnLIwV/Zdq5ZY5O4wckqg+ZBx2907MujSid+vwXr4P2zx/1",
+	"I/SzUxBJlitWEKqAZ5gH+++uPpHvXx2/yAjesDdNBUIYFuFtKvsZfCO/hv64Y5+IlTO6qmYlTy/eOXwd",
+	"PF9mLHy5Qged/CfosWD/RcDNaDf4uG933Mp+9OfEHlahSncR/9KTaTy+ntPdHU/zaem1qwUFliJ0lq5p",
+	"eQeuT8882tuWoz+8eNH68Pq+/w1AuoVMP+zVt3p1vyd3b/9OsBV060krgxhX+zNJSrrOQEu63QBKPL7Y",
+	"WXD9ZMv2eRwwf255xTc91Lnu7C+Uis4dolgbuThU4lDR8o7Mg2pIFKLr04pVZF9LyQea/wLwSkH2wdJ8",
+	"kAA4ZBuOjT0ePFdhre9cuMiNEKvDEl2RZFT0iK8pB8uLEvriiEK+bB8DCGC+CppAseXbqckJI+F6Bbvn",
+	"OXsmTfkpgdVThgD0Iu573RjSa0nXJkdUNw0m5k6BxlW+pFijqgk6P8bSIL22JVP+mSDNKl24wCaG1yW4",
+	"ALwYjIGB1IOBUMVIno/NsHWAdDZqEeJk66aSJ+SSQQ5GYUJHXp+/P78+J0dHR8/hZX+Rr1wKj/0ouNYr",
+	"mt8xFaG4y+sLYl6YQnHxnIq3Ym2TWJlUFKBk9NGe3778/sX3kTqxKzWFx4SqtOL8B+mps9iYZItf7ZjV",
+	"yHtZCo7YukmOuSkQ5FEGTri7Mz5fyHocyD8vQY7HpPoKZSLABUUtsE2/VASdU17pF0wcr62JSKuCmOIA",
+	"+YKWJTMV+HsujHIuaq4WvUoDH15/F6s04L5w7ge/dXsmsIGrt6eHL797FTwOjypJgR23i9B1eHzdUhJL",
+	"phai6K7X6/Ors8t3P55vLRpsCX7RSnKwQd1CPraBjFydX3++0JfxxfvT/6s/m1edyXyzNZmf//FN9uJV",
+	"eNyVCFbsPLVLCs8hARBUj+74oBQRODC1BA9lQ2nZbv0JoWRWM7kgNa0KsTSNjbuHU2BLfhGr7mrTBgpy",
+	"dufxfxpacqx4rpkBVpbdotETPTJmFA1CyQKjVqwh6xexykiOgwdIqRxcOZdvzsjLVy/+gFCMWE0Dgbux",
+	"QEXnzq2waBEMMgx7xcNMtnN8P1++y2zgoKmCsWqUwXbw6QjrddDKGc5umprfYL0iO/2FM1RulfcaWfuU",
+	"ah12jd1x/CcV39ALG2TLC14XF7RWmzO6ore85EHzfGuPt5WTtQ4JJSbB8lkE1AutkGl2GGrOdbYh7Wtb",
+	"VZrb9k2ianpt5raDM2w/WJv5kYqzK587ojcPgK2DQ5Aqg6/jLzBO3nwaNPkXgqHNH1/a3eS/Q2Gr7ii3",
+	"q1CNOknhw0Qfvt9XggXLtBzSvP2Z+vuS+dQ6fE7e83t2YXKRg84wWHby+fK9NPlFUL/bwNnshBXXxmY/",
+	"IhNq5zIAMBNA6LllEPdjY10mWlGnVlGFfoHkCI3kIINNLVIPV/JqXrJDzTk+X77HFAMjCKd7Uc0+o/Eu",
+	"7Ot/0qQabG4Mg8GP1e/sEhStwCoagdj9n3fLdxmlwAGM9gnZL+3EuwfTbnL6qXycUgHyiz3FcHQd8oBe",
+	"4+0TXJoKB51oDCOOQYHjcGwG5H1pypQKYAykZtFtXQT9pb4YtPqnyDf4j6WQyvpZZ3yO6QRQQ2O/radw",
+	"fDAN1/eb4yHteTi3TiC1OW538v+x9+7PbRvJ/ui/MqW6VSa3QEp2nJyNVFvnyq9EZ2Nbx1KS8/2e3SuM",
+	"gCE5K3AGixmKZlL5329Nd89gQAIkZevlmL8ksgRgnv3u/jR0lsELM21A5GET9Zzwx80T1gJsgFnuhUnc",
+	"64rpGeKc9o/gR8Q5YL1ff3x92o/S5gHo8cYk7RfRbMf5bUvcb82tA571k1RXraZDzYAKqQAJ1t2kuDUL",
+	"2AqEolUJvOnb9/kIOhl83udIBPdWwRebGndsw/7h41QHnruzdDKA9GtzUxngF9klq/zfETejRzVVIuB8",
+	"BrTSQXdNqP/G31sLW5qbhhWh0Yk0trA5mlMSZnYwFdVYDNBB2V7+QpH0D1yNN6Q4OPKfaKVnlWE/np+f",
+	"Mngn2l0jxBWg0FbCzKZSjfvtzqVWuGCENVK20kUhchwAeuPgweo55EA0XAc9xAnmuOslt5M+9HHyoGI3",
+	"6ZzTOIfG0a9pprO8ff/cjv4+n+XzmF4Dx49p1V2YW+P+EWXdNvdPCOz5Uiw0IYMEY+2JQWNh8fkiYj1n",
+	"9Gz2J8GNuI3TqYQSc+j01gQCamGXl0YXMyt+WnMyz7+B3PsletGWF8wfaIS9fwRWlpnoClOJucKx6cv1",
+	"4eBnI8DttWeA/G3pd3OpTLDwsBwckMj6R/j1JaHqBGM20TITCWsIWHI/OCkJYVh3TzYoBrQp4dS/O+gE",
+	"adr2thcSogkI2VSKSuq8sa/Rfb9JG6jvPkNlcYQH08n0tajMV6ax1DA990KdKLUjA7iG5ZbWsEJn3Orq",
+	"C6bhNqq8DSq7mVug6Y9O3X6nn+BMfryk/bnoKkf+bJLQMLzxPPbLQeC3GqZiIxD5juPchhfk9pHal9FW",
+	"Ytz2T0CcXwPe3lFYdV5xZTKdi+pcTMui1Z1zjE1E4Clm6bEWVjjLpX4hbcWt+PtlG8jAOa/GwlLmxKW0",
+	"obr+6lLafXPEDlghrMdZwPGyidZGrCfMEARZ0/8HBn3ZnorxHpM4cF4QYj5imS4X7EqIknpTqnLWaDfp",
+	"/u7sA57tJXu6hDrRMpte8ILP6cfpDH+GWNI/Px2/mh67SabGVgULdJIRcHd0vb59+qzVDrcVP67aOlK+",
+	"mVVgLvqD0/AHQGrEH/chfRfFkklYIaeSwEoHADFgEzawMyUS92/t7LrD64QNCnEtioQNxgkbXImFVPZi",
+	"KlXCBpejhA2yyv13yj+6q+R+ORsZ+Rt8Q368GE3dR3nl/pMBQxqY7MJOKmEmumjymVXHLE4bWnjXM9/c",
+	"QSFmQd88W+VBgLXYDjpBF3EUwDgcSbRcwjWk8GxjJ6wuaA4anLA5pGKl/CgKc+MpOL1h0xxu6mJfuqtx",
+	"q3Rs1byM27ZRIvovtuch/6zkv2cCTROSB1AglGnsrb1l+sF337RH8TfDhn9SD9Lw4Q0Q6XGZDg7RjlIq",
+	"c7EVQ0cMlltl6Jhzuf4SwbDrWTrO7GYsffIM8rQmz777dh3z7gB4oYER4eXTieg/vvvrhvUvBxPj+7wa",
+	"z2iW00Q715CMflWBScTcquVCJKtCP5YRXajz8T3dTinpKMVZVUu2r8LxL8TlJFspnS0q0ydX4fwM+3Bc",
+	"ynMnWz47yQyJmXFVG4DBoMBkEgPX0N1CSWKtLZ0MWpWetFH8OzH3mSy++L/CTsNSsZcnrz4465Va5lei",
+	"LHjmIcc88IxWwlkWilh4ISEdDTJyuFrEsBHhNDY1dQriNpLGQdyuCR24xdiVvIZGPsP2rLc9wcYNEefX",
+	"tOkQ29gSStsXYqQrsWYVkNS1vA5p3DHLG8iQtUkWbrByOdFi/VFD/BDqLy8F4/HbEY7UamLGpkOXig79",
+	"aUtP4FlVatOxV/THdSfSpvz+0Um+1Aznh0rPyk8j4TdImuCDGrvP1MT8CfS7Vv1/UwmnTn20rYlkW97q",
+	"V9JAhNDzzRtd5o0b+fl7GDB1P2MXgScBtsjxzE7eX4vqtOBSfbCmbGuJa1fTWwnvmDNEKAnpi0y7v5bu",
+	"ayylVpnpkJ3PKoXNKZj2HfTjZpm8Ej59WAmBoZkp4sNA+rDjwCmGrn6uipT1nh8csFQqIP+LS50vUqad",
+	"iTaXHXUh3d68tpPeot0en1mNbbFakYJ0hVml4L1c10XefecXgPNrqfKwelDOiqL9ze1oAXMpoE5ZV2Y7",
+	"ysAM9ZfdKU3v3/1y8oaRKeusyB9eQNZ+Dd5MUAsbbZXuygscg4o7ZB6PQr/cepDO8qJX0iDQiIetZBlX",
+	"SgM7j1A6VvceONnfRYst8ncBKb5OCfgoDQTq4WFv10EJTNyGE/trjcAIgye3McMn3EAN0PrQtqF6Rwoc",
+	"hxK01fVMuDm1v63/WsanouIAclByNbCysIPfdANuJ/qiNGcTXvlLtOHLtBPSMONeQkclm5U1ZrR1Ar6j",
+	"cv9GFnfUI5m0NG/F+VEiM27jzboDGeIUImzh8KIS/KrthokSFhHaiQeLl3rIFIJfd8EcxBU5a5N38Uxi",
+	"97Pj5+dxZ+Yt3v/QeCfkC/7clivhNBi6sj9/+GnIIKIQ2p1NWS/9y1/+8v+mCUvdxv7tL3/5S9qPTE8S",
+	"IJFcSdjlLIB7+loqmKBI0EfNVc4AotpYjkFaw6fikHGfpMEVyJVQg+ClU0N81YIqcWwKMvhbRFR/yI7h",
+	"uz6bP/5GJab6GjnDtLUl9E07sH6aWNsSe/sTmuuiHvSzEdWt2YJsZkT1KVok0ue79WaNmei58kULmVZG",
+	"FyKy7nCtLCsEr3yHno38otKFOMk7jA/3RyZD6vUG24P7bajEtfYyxW3IExMguJ31p1Umbs366IK+BNKF",
+	"v3nbA4/mppMM/dmhsepe4o5quYJ37SUzbbh+71U4QJqXtBRYRjxfZ52X3Ji5U9tybnlLJUV3QCMAirlv",
+	"x2GNm2bmrb+X3XdyyhdOY4F72Ylu9JMeS7V5+iBHsDO9G2el5iE8iPsXnvyMygfa+JfoEV4P2eYPye1y",
+	"o++krhhEWlqrNNzTOF//OKKywTkt9x6+0eQ7CbouoQgkgWhmYQM/oWCji/zqjsqrJAjijxoVu9+Ajku4",
+	"0+tJznHgQtiOcuE1jv5Vgvj0FqFYQbVdkYp7crh3oyoxoIqGG8s9m7AZRkn4VKsx5Arg1kmVFTPIuaCt",
+	"AWa8OQ+T1tAoB4upPakRef2N6vYwx9TcRj7/7GCMm1tVwCIfYYMKFYa63VYVeKgeZdJ/citXOUia7XtV",
+	"1JuFYwKGDvStiJtWJOg/cffNTea+mlj8Ki4nWl+9EoW8FtVic/vRnJ5kvVCJd5ywf+AjWEMIeRWg25l/",
+	"7PU7OoriZ/AfL/W0RG6T7P2KmBkfhAUso9BWdE0vUYD1zWaVtAsAbSGEDsErUR3P2sJZdfUkUT4YGam5",
+	"zi5Kbi+GwyHC/1zOjFTCGHbJsyuhcuPUeK9O8AyAIfE7PXjZ0Mt9twfXojDIgpuQLSzT+kqKI7IdDOMM",
+	"5+p925AGVYkR1ic7c/j5wVOW8lJewBMX/swhyQyNGmfpwUfqWzKxtkTbLTuusom8FueQOt6yHfhnSi1H",
+	"jzskCtHvaaUB8o71UrevupK/wb8P2QtcwD9mBwffZMcfXv548svri/OTl39/fQ6/Eym2fBvAfkC5itNc",
+	"Ml5Vi6hu+N8zd7PSymYXNDauOO1vu1KcSFeKmgD+VDo+lcmSK0tbHh9CbZklda0dufV//fHkFK74rz++",
+	"Pq33wzCjQ+s+lfMqxyepApvNdXW17QIgZNbmyeiaezitf2kZwRIesUupcgP5VpXWU5i2+wd60BJWacsj",
+	"COBKYJF8A9dQQgtU35IAxeje/wzOrrPBh/OXA5xrzQhL+XcRN+l6CRe9vRmCo6AmQQCMC82mANkcX7iL",
+	"ix+1sQOgMnwtRR0PzPMcueeP5+enZ/0jhDwdgNLRKJdpNvWALFjGC6PBuMcKdVzdS1ONcHmpr8OHTuDg",
+	"IxhgRzWWnols8EbYbDI4k1akThFN38PfUvAG2IlYgIN7iZi/YWlmqtFFJf4FDVrTsNe4E/VeR8td3WfH",
+	"+GQreLi77egLcMs/9d6tM1GhS9Vddwh7D0x4yq2vErwAZWyQ6el0pny265QrPoYK69pVVrfTB+qJQMA8",
+	"6Lf7Ir5pgpc1wWDCIAA75MIkIWs5qSuM4Em88+76Gt9mVVZQB6Wksf6igwT3aZtucdIaVs4uC5lh1Y2X",
+	"VJhWjCLWTgwdTcFBQabmK3CF2CU3IoSCs4k2QvmrmYuy0AtRDdlrkIP/dfb+HYNOnD40MjOk66eAx/kC",
+	"YhRmwkvB0t8znYvEY9Qn0KFNnORu4bZaOOX7PxPfsOY//0hxxpgMRF+Pa4HS/xmcuw8MTvLU2UClVkYE",
+	"4Ag3bUryEv+e8cKwlIZLk8CxOPUJhZClh1GdYrPvutsrHVehx2bITrlT5SHEHbFA3wfTvyLUtSg0rBn1",
+	"Q6+WJAy0kgQUuv/9p1tk5KKbgsatyjBGsGkIqnOq81nhzs3OKgWHibdCKAv7gh1FU/fxdMhe8yziaaDt",
+	"4/3wMjSO3Dqa/uhYzKD+ZRpwlGng+iH8RVp3AKZdEmqkq0yY1o/ZAI4B0e3LBchF9PNIw+Ck/V2mUxI1",
+	"6IEfiSRyNXNmJQUu8kqOLONOQqADNVpZ+peUTQV3kmoGKnT4U8LERyfkoFVofZp4NxxrRBntlwJUdcic",
+	"SYznlk1ISjKutFpM9cxQ9DtqjRzPxPHg1FHpRBTAg+l2N1gzfmHI3tczmvLqSuR+IrWUPmS8lANUE/xU",
+	"QMsISp4h3uZ4MPh70K8bYfQEJcs96Ci0Vds6ijeoezqkHw6CmIonlTVFX2Nq0YSDoKgnVO/hRS6UdFIj",
+	"3h6k9vgyG5bicaWbDhLZ4tpT7Fx5oTNegFoXPhYvlzQg6kXurrn22Y+F1iWUqgDa3ogTrs3KOfm92PI2",
+	"VDbzt8HyK6rB4t3KX+KVT2Kb6ZJ+k7KerpJNGiAA4qzVilcGJsXYU1G76miEyvtYX4J+JD3183Uy7KiR",
+	"FZU4BUUQWXMVLBRU66FSKNQH0S8tVl602RtOC0cKoFBGOuzabxxogN9M4XBM0En9AjH8GUrimpOjVNRL",
+	"nS+8YAVwW2NGsyJ0IacyXawQMjVbPEaNz7DeP/botfhhNlMFdV+wIv/HXv+IylAKf8f8S+RFa5byYccu",
+	"qLSKdVK/c08Pntbng100BvjKr+LyTMPyZiU0fRqy96Fg0FDVS3MsSIeQhVD2EOdYX3k9qpWcF2wE/cFC",
+	"3ApEAeu98BuhNK2M6i6Qit1euKlSPQy5QPtHzYVhz2b0HTpSRvUOhVaP2g6Ja5BPHEOq0JjZ/ev0/P+y",
+	"qb4W7ue4bXbfgwbDFKgFMCEsByMLm+zNnSZGq5NOBIK7lrNnHz/6e4CSzL+XQGlZ5n0ITcfEWChR8QK3",
+	"52k/CWaQxeHdpUvd/6juCu1+91uYPh+Djb48d7vct72Xvqt7dx/TxAJpe5UtpcfPF6VI+1ELcRjFtxDw",
+	"CM+kcKqj9aYn7cmzg6f13M5enYY8HTj256DeVjK7cqreycvXTmnApnImwIh9/x/PvvV6EVw3N+bS3YAh",
+	"lLYTLD4bQVCOdLEeR9cosp/aYY/OX/erQo/1zLZcBq5YegxF6QjOng7ZMXkDSl7xqfA9UuuZBPilXGQF",
+	"b2ViB5H49OFY+GjqFEHMSgIdizMnNUtRWHLHUcjAz5MbJkfEKwHkBeO8dfXvUVv17/KY4FHiOSZK94fs",
+	"g+A5UjyOI/LamG9gKjte4rWlJhR3JTIhKXbsaRSVP0+wTanmLG9prFDZImW9emvTs+ss/lufMiEMECR6",
+	"Bjg27aecx0OWguhPk7i8K6m3DCN7RywtpBLcCcXLQqRYTY0l9NXUNJpEFbWhjYTpmGlRr9gRiG+VCUoj",
+	"3kKEcwaDHnJJGwh01G4X6X4EbUDhcnx78M1ye0jf60JwZ/u4C1jvsxu60Dhx61hLILWlyWNOAm4Cuh7c",
+	"GcOxuhXpucLzTPyTwCtCmDfKCoCmIs5adZ9YYNvO5hoLbUg7Q4HbMBPDBJfNQroJZ5YXwqtsPf+3s+sM",
+	"/pD2Ufx4hssXrHBaA7XRYFMOO1Pp2XhCggZMeeTWQ/ZrJUEKebeK78vp0x+QA4sFHEl9IjW5Rq0RAxsF",
+	"AicrORwP6r05t5zlshKZ1dXiiQEADTIYpQEMzjkcwKgSYmBKp2xWAuw1YhqGzXHONJn/iCZjrK74WFyM",
+	"ZkWRsl7Y0fREmdloJDOnq53hQ2k/suWx8TMOJ3HwHB1DuHM+xQRb0nq26oSim4wFjY6sT7hICUv3scVk",
+	"6v01OTqoIfOhvnb4R0hvIfsRky0gXCVtIUKySKuD6Pj0JOoVdbj3dHgwPBg+/e576DJWCsVLuXe49437",
+	"JdYNTcDnvs9LuX/9bN8Zc/uXWltjKw65l2VrbslLCHMZioM4xoDmaeThwSZCHsJTKmN5UdSyaCmXZsje",
+	"x2YHKe2Q7yOtEcUI2W3QHHiwJC4XnRbNod9DRcidwAIz7ZPTeW3KeJcRMA2J8om7rxgLGENuSwWqS6yX",
+	"Dgb0l4H7jRTGXR6/KmcAjXQ15+AO89TbS9/g70C9SP9nEP45+Av+4oPgxeDk1P3jF8nTYIMX8kqAphfs",
+	"Xyx4WBWb35BMxGnSHoKSCRtJ7oZJ5IvQMzBqQERMtfWwoEP2RlfwkqmXBagDBTMTURQJptETSg4SdFkB",
+	"yiGvUcDCRUJyJFOh0B4mW+mlCwPpl4YCLFJ5lvfCf2fwUueOrUhy2EOZh1fhw1lGB97jbF5pkDW5CCIO",
+	"dqoSJSZ8aCUMe/7s+767g2DLts6qIZ1W9/77I3B3zTWrMPsn+K7FR55ZZ7AoASglQ6jQJW3oJN873Avr",
+	"O3bjAl2SfDd7h//b2rCnubNB+4gP5AlsdUJIE3Rp4vu9SmQbQgfNc/BxEQ4JShuSy/6JAU9h7AudQwqu",
+	"myrBlkd17fv/MpgaXX96XUS3uXM+SQ0c7O2RY7eepNZwHSnkUeZnCCt28bThXhy5dVwGkbNArgArfXZw",
+	"cGvLw4B1+2raGG6jPPuPZO85zqVtiDDn/Rc8DxvnXvlm8ytvdHUp81wofOP7zW+81GpUSAxdP3+6xRCn",
+	"2MHiXOufeDUW+N63m9/7WREQlsghidiZbPDysy1mea71W64WtB3QOPrbbbbwRFl3tQps4xXHtR39ussf",
+	"GhiR6Fx/y5yw52MDKT4E+bws4nx2U+zR3jvc+/77Pf+72qW4d7iHbsP6b/hPvMB/JB3yf1DnLo1Faz8u",
+	"QBwL2MMd/JwthK3jFlEWHGjuZkLekJqngUrjNAZntvjqYAgswl+0alUrhuzE1o6PZW8ouxQZnxkndC61",
+	"U8tDQpXXzMP4qwz6B2EDpzkLST93RfXLQ3UwgHq/8JiGj+qanwvM5QsFA3jZm/fDWFkUYKNhpxXiXZ3X",
+	"/1avecZLm034/u8y/2PNFVc55v6IWq+hN6MSqoDOBPXUOUZWT9/9wOSUj53NAw0/RvJa+Kgd3GePdDyr",
+	"cc8jWe11Uqr4H8mRFUKxqVQz9P4QUaBWC0ECP7zX8NAKrMGkIsx6OJNoLv5hjLQ1AO5BFaPY5pAWf5KD",
+	"q6d+pgB3BiwxzFCCq9fMos3Ba4AjIj8AD5v0Md6goj1HGwwLX/MEQf8hY7QseIZFPitU+hInt0mFasHK",
+	"jhtOgArkbKNaAZL5iuCP1Z+Q8DWbwZOt6s9adgEXZb/ETpwtH8auXC2fbuUN0dFNoc0+5iZRPi36ST5Z",
+	"QXi++ZV32r7RM5U/KpaEtBzIJgt35Z6ZzT6l7HSb1yfofwwmNrKXcKhJSJJGAUvOBmNmwvEdJeaOVyUx",
+	"c5lPtLf/wBkY1yYQj3L3Rhe54x9OOCrNCq3GAOQW/JxDdqwYNdpzDyIDX2ARB44czRKM0VjWc3PlcaJj",
+	"f1jEE1ap+gNu1udTNjq8gXl8GpGvL/DbgsY/XSWg1b/0a+mi+8YBDD9Rn3889AqHtUywFHhorvWeqBi8",
+	"qANvPq7xj5G7tVH/UGuyY5EP3IKi+hbqCQbeYqnGLCXqPKW3m85USoGBuEbwcWjVcHHUYYzIz5b2QU1G",
+	"3KKVpIZ2v9q6HInDRhy7zSfVlgBBrKEQ/Aogt3y7EiUkeriwAIkc71B5FHZR6YrZqq79McEpK63TSHAv",
+	"VraPga/LKZpzXuVxTZNXlppa1xND2tGALp97HeIjwGqhMBeClqm/wEM/owucfpowPbPgbUzdp2aVSPtH",
+	"qNWACx0CFpFxE4DAkuCuJ53s+bPvWVpxKy4IpiyNQixzqXI9pxpfYxyT9qwgbBqoiFNBsADh16UuZLZo",
+	"Lc03fOEMu0V/yI6Lok57iSouKA3vWl85/awus4h7j4AcQlc/pkhi3Awq8Np0OCSc93PlD27vbhxHOI4f",
+	"ZIPjyAtKf1Pirb1fh1Acau2abaPeytfv1NmIPnc3PkjsmAcH+elq4dNtnDOcEm1EvnM23Z4IrZ1LyDhj",
+	"CiQu5xS2sqapdmFZc3pIaW6w+r2tJSp8c0V2Ao9bJzFFdmUifZHmDVYxlHzHPltdQnZgaPMKHI+YpQFw",
+	"gLlmP1pbvlfFImFnfCrOpBV/O7OVzKxnRYct1R1R6uxEV3bgzNq8tWSEJCAkjLdnubsvpWdOPIi0Thrx",
+	"C5SmJQU+8Bif1k+zwjHpl2FM/Pag+acIyTKNT8CJ/nckYKl6oiyxEJpaTkMO1zn91MhXfnn24Q29BEY7",
+	"sZLWbP3VZP2WXQaBZETUYa4rf3/IfsUITow9Q2Lx4Gm7khOCVoYvCHEh+KGA4aHdtOKXmVXChHhSwymz",
+	"qiB0uGUieY7AA9zrrY3AvDQ4e/pbnavKeu5o/a99Ah9ph17Tw4/06YatemZ8lkyL/aNgS39C7xMIcG5F",
+	"uDNlHV70y3QXst6KnlNFcFio9BrADiJMQlZpYwZG2jpO1lsqtTiMHkrR2eWsQDlWoQCj365ELtVdUKqh",
+	"V7BkCLz7cgCvlaGi5k5kVdmAXbgjBQO+vUVAimFEqqGWcZWTie+vRUIsHQ0gPP771Tyo9Mc33+4KShGV",
+	"zwFmVyjSPCRkEqP6B2lYBhuhIIXDXM+EHXSVHZ2v8o8uNun4Pn21Lj3jLYXasIBHrOd81TEyaCHPl83T",
+	"+7HxMdWxW1H5EKFieB0r6NQqKicBI9fdfFIeKEceritVC0B3wLmurtBUIrHayKqI3GS16DCYw6tyD2Vy",
+	"qa2nASx1RRjDFUncMNYxbzVM3momFNLr2KlQzw++Z2lGqnTayj3dRj2wtRNzHDJh2llOMDkfs7HyUHbD",
+	"a+8DoQt9a5TXbgsgqkNHwM3OKhVBblyKiVyeXVTp635/JeneSnKycdt4xt0FMRoJBNRYwQuthYkH+1jU",
+	"SWKoENdO7AIzPFEfI7+NZrnIJOQ0ymyCMADut2ai5/g+rEQa6lcNKmZUNESZqteQEQWPgterPcKFvgjI",
+	"DLlLcR8N0+UVWTmNQHgI6nGPhPZQdPMKduVSdFzPxobcNhFtjCJhmvqqluQxqiDsGnvTG9IJ5g62NP6x",
+	"zUz2aRixeezET/NDTsAZ8HseMmitoCy5Bn0xhwnZ0r64HStFfMcJXUqfCg4ez0lchC4jxo+566yHdVA4",
+	"i1AN6CwKsFSUE3QiD1/oESKSntmkdmiGyDPVlQBhkj+tHznan7KUPnRBr6RD9pO8EkGcuw0bNGUx1gb4",
+	"Aos4tbCGq6OvPjG3VtzeGV07C3z+ERkQdH5dAj1OBLiBIdFyl2PN7FMNiT8ln+sOzQGZNnhLzTSwtS1y",
+	"jZgz3Ln+7rEKOpWLnyAdrYY00EUOvdhkZSwmcBPNUjGRx+SeyCoflLwigHgoRy2o3BABsuucaiuvMcsd",
+	"SPzIwwQ5jeJSKmKcx+9eDdlZwM00qG9A9jKiZx4yBM70ec5YctiBvww913TtP5BYUkLlXW1hFrcRL/1u",
+	"rYTU2+5J/cj+KQdbc6vnAM5oi2dpMn8XC3BQb/9GBHa67StvG9iz27/3TufiRi+88kDJN32lhnHe/s1f",
+	"AAV0++ePy/IGT2PNyY1fuNEKXhPk8w3WEIC4b/YOgYDf5OhjeN/t3/vRYz7f6JVT+9sNXjhpojbf5K4Z",
+	"p60gdNgNNjCzM17c9K2zgCG8/Ts/EGL3G2ChN5sicWGYpn//TjN0cGTA62vRbWLEPi9/Hnuo9aGMKreH",
+	"vlVSLaO86hB+tao+HHzbrj6EDb+WYg7ohWuL2uqGDXFGqjeVoPA88ww6HbKXce1ns+cByOiykJbp0Shh",
+	"QmXVAirmV6pQr8Qiap0aBDdLAdw53U95Wab7KaI+paF/yUxBmMSDy9LHeui6wzle4DsXwZPXp7xdD9/u",
+	"cUYRaiHlTdoBxJeU8P/SI0SncC+45TSA+CksFJojpAgsaQLuebDOOP7Fdxr1tfhgyGFX/35LZgicjudy",
+	"d5QVEo+xIXhD6WfuySeGMNCT0DwVboTFMzVzabMJIkPeY8DGy4PODGE8tNsoGdqlfjyC1A+sK+JNznlL",
+	"jBPR4PbajK19boywA8AOHYlqX3z0rQZaTbDXH7FmiHwjdAtrIyqwXoC6w0JmQdCkI1HVSCo9TI0H8M9h",
+	"mGhzMmniP8Ge9psGl2PN1KgAhl2yrJS2DFci8iNWzRRWfqDbJiBYIFjoKq/CRXplxE3pTguGaKBzWvUr",
+	"2qIu0l/Zy6/CVYtngjfNxFftdpWLLShETj2FtOshv4IcLSvhvphCKTt1uEasjn4AHKjTHhrJJZS7yS2b",
+	"61mRR5VVCSNQ6oSZK1mWvqQG0yrQwzqfLIZsaQ7Q3aEBlQKaA2F68KIY6GoQZqXQt+vWyzOEeuT1i4Qb",
+	"s2CU3MIkgT0sV1SzFHeqTvsIxzZGAnTDDRm0PiBg5tDABzUJaKcYdJ2cmn9fLhioVfu8LPd9r+uZ8rmS",
+	"gCWNuhvuEURyCfkE0mrm0MqoOQ+fdQI97+VUDNm7WkMwrOB1rlOJ2tQgchaVWhfrVTCwaUSLC/dk2s5s",
+	"7iZp1mm9MOAG9WiVYUcoUXiu1IDj3lUiP/+1SbQFV6xH97/viKSGvcJbv9OWvmRt6RRPlmERhCNsZ9kQ",
+	"Z757nQml0HZ+ai+ypAIr0dlHNUqQrKL+bTNlzVpf7w847CNy+HoXD3p978FBAwNu46XBXd/5aNb4aJoX",
+	"9J59NNShT1oDZLHkEWm6QODZ2AOy3rsAd+Q+XAyNHq0dkgjm/gQWmdTZ8NFzDyJDcYvWTXnnWfjTeRYa",
+	"9H5vUnL/d9+58w/kB4Voa3XyCn5v6pbFHv5P1W7ko7rjLGthEErbC2jIlcYuUt8YjJR3clXYGlxrqkG/",
+	"pdKKAuK1UdomTpj1QitshXiGoFUisiGiLx2S9/dS28kqh8L1LXGom8nxJZl7t/J2m+TNmlFQa6ZHzyhu",
+	"in3wxWSA4vWqWyXeJa0ne+VsTdE0DzLPV99Ez23VOrJJOatt0W+Jcm5fO+ju4N5BQbQJocHm41MGyOHk",
+	"+yT/yej7q1IE8HY+gCKw6jDbMsUL8IilGiMUSu1u66Glj+7PXJpMX4tK5P1mSli7LU2x0K82fWo5K+OR",
+	"ZFXQHdllV2xjua/xQt95NCR0ihoYwasMsJH4pSwg0bSDqs8wooFVvOEDzIgpV1ZmDL/kkcDBozeeVb6g",
+	"1Tftp56RTdDAD9HX4COEjkpPiTyCL4xrsCZaCWOLBUsD4PUhxknS9sINn1VAw53BaC/rtd89GXWP3Vni",
+	"4Z/4KkKEv9IF8xeGLoQuqWFDJZjIpYXmwndNJb+HFKMtrV5jNcTz4tylUSWoa9ZyvCs2cD0m8IeZUlKN",
+	"E3ZGDWET9l4VUoEKDtXeFHNcDdR5O7rCT6RHWNoovSBlJ9b4HisAuwl5MY30H4P9/CvBc0Bg92X4UL+9",
+	"wRz+VH3+JH94GzhOxNlZwY/ECr7TJJpkfeWjVqKZUufoN8dcXWr4ZWe88O0o+MzqgROJ1EQihzICPRoh",
+	"xKcJOS+OcjHjZZ18eqyktF0625+Och6KED4Int8RGYQAz2wDcN5YXgtFHo7Nbh92RgaAe5Uyu+JcXCiu",
+	"wd4tQBdYOhPlfSWMA5m0dKeA7gjUraduyAvE2XyKyirdY0P2a2iO6cm5mimD5cgl2V1JyBxdltAwTEo5",
+	"tqkH7yRkvF6r1O0fLond9a6wzyb1O/Z/fQmur01erz8rX9pFzLZylN13Lm5kNeyTXS+6Ew3PobFj7c6D",
+	"Bk+jdc4ByP+/Yd5/m6nhy72p9mCtTaG0vaDptFjWVOojvmz1xZ/VjmE8uAngLxTjyy7Fe6bfks/MGuI9",
+	"5dD8zJHdlFuZMW8DHDKlsZMZQAVlE+FmlsdN+cRHSyU4kP1rq8UQWrGC3uFplGx/VJlIxTiKuEXsWoe+",
+	"m+6rOO6lyPRUGAZzbDE34Pd/CoODspkbNlhJq95R8APldkKfl8aZ3Dfp2t+6CfetsyQS9pvWU8OgCYou",
+	"PZzYVFQ8Aq533zsi0FCskXMWBFGyd/gB+UHKuXESfMg+nJ+d1hGwgJX5PUtL+xuI06AupUfs/btfTt50",
+	"Px73c6xZiKxYDpXq0AN8TJ1da986tuH84cWzvz7969M6XIhoMlTjTihn6en5/305zdMA473cx4xNdJFj",
+	"z1dDox7V88ulIQuJeiIY6GVshHXMyVDxHfwOajAb+0Cpv+FtTNeBdYUaH+rG6D5AOAvNHjbhG6zNTUmr",
+	"9NE2+9sjNLrqyVEf5A2Gl9sKuo8PYnPVE/UNmzuZNFFN3K16x5e/KlPsDDAN4zv7ebIA2YMZEofaShbU",
+	"EU4pzFbIdzDd6KWYMyFDEnmIkHiT4bEw/jeA67vM/EuuEmZlYVH0JWyksxm1U6igH0Xoi59xyws9fgKs",
+	"3N0gAEWGYFDMep8Yz3yxG34CBWtGWFN3e3CmLP4u3sKCGwtIPuRRTwPU1LGFaivfXyeXOZbe1ZXevvk+",
+	"7Qn3AEj9dV51x7LiO/C4dd7l2a6TA9FzO876oN765eO4zxD1CpfbjE54bK4aNOnNyBXWx8dcqser1T4x",
+	"4SUE5mWcvT1+d/by1Sk7Bdbz3zMfmQM04JBBciVKy3rfHjxn6fgSvnmBX7pwyrye2bTmQ14bxbdJjV16",
+	"S49GzmKv35Jegx07Vle1wmr49lp/Yj5V4wjuONbj4ViIGni7TOuTlDPSDzr1ssCoVgjesyyvYfSINRx2",
+	"sICNFm7NDvsEShlUwukRNYPH7uPAO7wCuHKt2Wam0mbqfh5z+UwW3cqb11azntrfTunsHj2fwol25bGe",
+	"12rqjiU9aGKsI6UyXKpbYEXbq0807P7v+MOWiX/4sLd8TvLUNyEg4q55UnC0OW2mmkFqGjv4+Ndv+kOG",
+	"jhSuMsG0KqgLEBS3+aJZw7hh6en7s3O2aSXphmy9QA6fQ7Zb5M/7Ye6byndeqS8y5a8m/VtWQjpSnc6s",
+	"rkTs+H9iQqfBUhsJ9MnbKHwzTT9dpenDmCt4UEP3q7evz86Of3idIKLVRLCpvha3zgHOhN2R/478Hx35",
+	"nwl7l7T/aYJ/f6yt3hBBjCOGVn8Sl3h2D5L/B231jvB3hP/oCP8H7cjmgUnfh6m3CgrhCE+WXKSL0Htg",
+	"ytWMF5SeR4HvR+g3bYSxcDF1B2/TFvx5ynI9FQl7DnnYVgxojwuo2A1t0Zs+mnQCQOrphrDMmT+BR+9C",
+	"CDNdE47x92nHVh48FGPqi3XnVRNnPr7pBm7QP/YSHelqifyo6Viul3Jcko1hVnwxUj4m3EDr/UfCaNKQ",
+	"kPNicRyvI2WFGFlIcq7LQLzBFa9wQ9nEbTKNu0zm8ZPcIpunvisrG/EQ2T07TrdL51nf4P4OGOy2uZ2Q",
+	"4bymjz02ZMXKZasH5awofEUm6424LKBPnRXTkjpPRnnTVk5FP2GVMLMp5XYPWKO2k0or4qIypee+G19b",
+	"W4Uh+7BcWuHEgc9t74U6C/rNRV3ykWIUyqdYRs+GrMt+hLexGlq21eLLyPKGivft6rR9HB/3OuRB7vSt",
+	"B2IIjt6AHjyRUeC0WjjKuH/mMKvUwNE9UtOa+o2ZbYNtgDJVqaiLfRdSeNT62d1FWjq03sRCjbjByzZw",
+	"DVqJUJTlWcPq8y0sopXsZ5XyPQk0wSV92WUeCXBZWv6O2B/OuHJXK6pBapLJbeIXbU3xCGoyKPQaL855",
+	"wzMBiCYg6wupxGGAK0L6prYCSQRXlnTCP0RPd8FAJCs4KxH2irh2u58wJeYB9Sy0IQCkcWw+gKhoKXqH",
+	"Cz1mesS4hyup8XIsX5iA4LI2d+MDbttP+vOMqOQh0dbqNfxdqvzGTep+0uM3lZ7e7I1zfbPn37szvBcO",
+	"Wu/GNmhtEdkwoWz1Z0zGe9BEFh4xnAh46V6Tgo3ipZlou517O2qmRu8FEy8J2G+oeWOPNV+iij6rglvH",
+	"wuSUj8UTA+wVOZ38TWBjG+rmgTaNnitnEWMzKHBpZbxynJOZia7sgBXyWuTMyuxKWNb77oB6u5g+u3Qn",
+	"jKJHmmavwAzZtdGMs8tKz6FlOFfum1jaANMLECNcsePTkwhDZJ2z+izs5grDbG7qCXxsJOsGxqGoPNmT",
+	"0E+Z28lesqf4VNSnepKvuHvittdT/vEnocZ2snf49Nlfk72pVOHfyUpT7Puw2cJ+dPUS99fIyUR38sMd",
+	"u2hNgHEbdykaLMNEl+0zGAaSqhmWBV/cgF/sY9vwNRFwQq4g8uymSFIQU2xjpSuWespPA7ViF6qR+6O1",
+	"xRmSecp6Tw8G3x0cJL7tFvvuoJ+EYNvPH37y1BVznpqVSEDeQ997zQzgz9CrQmkLeb/wiSUuAGoWrU2X",
+	"AkDBikVjdU8MDmgIjqhYUDowt7SwDU0uPPkc41Z/KTzl9j3mzY3Y4C3HrYU9L+RIQKOve/WSLx1bV/ct",
+	"vDveV/Xzh592yNtfstv7h4orS5oJKibIITGF4dGw7TidoTVQeQ7aXikqqXOZ1dNlWjnm7N13vl5TVhDo",
+	"q655Aez4m+8Oaj2sBWDtSadyKHguKjau+CUCLF6Jxcixu0ZNxtSdNTOiuhYVdvjgtp6Am1gdOCSm/1+n",
+	"r39oSXbk18tstjtk+NUx2i0Dkx65ZquOD/fPgDcFKQ13ZOoXsWO/XzaIgG1ls+F479npWHPc302h7R9b",
+	"2deOVXme4t5ivRSZWJpQ2rexrBIZNHd1qmV/yE4sZSqaFjWV6SqBzAvBc/dhp+2Cso3aR4pOwrBXJLHG",
+	"IMpQV63V2UPGvZIedJc6RR1Va0kMncdKvH/aQGd6a3k2gZbGEehcZG3jhxbR558fPN/G6P4S2Hay0kgY",
+	"M+Pcmo+YP2yfKRcft1aiY57uoqydolCzqbv2+HV36TdO63jlTnhTZ9S4E+5yMUBU9Xu66iyBKf97hhBP",
+	"NGf82t66jdw8R8xHWr5WrOcbby7N5SgYo0+MNxJykclcmLrnWL9rxv46N+ZMZufeITQVCHO+1LoQXG3l",
+	"Y4Gj3/9XKcZN+Yat093HpOKIjrW0Ia0iDTgIfHPnq70txb5LssA236sWb/m6puTHJAYoyeQwhKQwDhV6",
+	"BzTjUJjJQo3F2/NTqJ2HM2kMo2BxqGyONXJHWGNk7W2VTcuKPxYq4wd4VclrYYbsgygFtwgmxuZkPvCQ",
+	"xuHenqmRVBLgAmIRRCURlFLj59lIj6mTGSuxJujeEkRHEJqV5JoWw8Jt4C6lZhdlv1NtF46B0Htr7nTf",
+	"Oq7VZTc7OqtBE70C2WRIZ5hXk7Ric7Ke0SDYQ4ZelC6jNC7eMYAxl6qfBM7l2YR7xCmRuTQlt84GYJlj",
+	"R0XM6nS5BacbsvcQ13Kqr2M1TeWRFdqIiLu1MQRdfin8QJfr2QFs2Z+V+h+OmHUZJcxAHPRe8VGLmbGi",
+	"2p9qJa2uKCVuczCY8vInzkpxkxZq7IQ69vUCOhFA0ICfAkUOIO85m0hjdbVgc6lyPXcEDX0kEvIY+T/z",
+	"a1HxMbT1tZpdzpzqbobsDX0/01PBRpWesonglb0U3BoacQW5BVrzT8VUVwsM/aowrab+ABAuC1APHAeh",
+	"FhTUV7gSSGDAwXQl2q1S3M239WbemOjxC5Q8s9Q7EUwkz4OWNpI0HqXnYJdNpZpZYY6YHCtYBmw/vYMS",
+	"xG/9kB0EJBul/TNdthD9+S1+v2ERBbNFKvvNs73EmXVy6uzPpwcHfz0A+xj/fRAsGigUEVWbjfdBOHMn",
+	"s43VWg3+YXd+G2b4TufiJO8yM7/7ZgsrE/epdb83DA5vtm9Ozq0YWDkVe1vM4LXK28c/CmFPtXEyr1V+",
+	"C1N5ATTI5jK3E3fDyM9fTySbaCOU78RH13LiTHSL3oynzw4CJa+fMY5Fod4t79hfv3t+EN+xpy137E7l",
+	"6Artt8jRl8Q3PZ90rDMQ3E6k3prNTmKN1WINLT3a61ie4pNt4vSbdnHqeE9bitWKJN0nKXn7EjUJTtOI",
+	"W2+WRnT7PkcoPTYK2lHNbVKNr7ZcoZ57IphCZ7wYUD7kRrLhrJDjiWWVoC56dUbZKOoGC+UWsVJYVjoT",
+	"xhyysa70zEolTOL0yBJKu2TutsDriy9Pf8YMnhJ6nRXCtJLaT27ilGJ7l51i43FC7GNDft1X0RvWXV8I",
+	"TrgTfmL8GYdNuMsLbCy3sy2TaN1KlJkZZkU1dZp6Lj4Kn/OvwTF5Ld2wwdVAtAgiAQTAVEwvRVX3njSz",
+	"0cjZSqhMCF7YCeOGGeFurDORwr4M2Xu4uLoyzNmY0kJ7Niwpptw0n4shPkKndsyn407N9AMXfGzYpZhI",
+	"la8TO2e4K49b1tAkuxygtPd4wDtRc6u0Wm9vTRTG35lbp1XUpvbhr52U+hNceaJT36Kc9DB4MwHjs3Si",
+	"EQIXTllrr6N5DW+9g+Hu8BrXw6zDLo2XMPxqmujHq46uFP667UY9/+Qbtf+7Am/DH+6P29yvcGGCSxk/",
+	"98SwQusSqky9znJ8eoJtwcBnNXbaycy06SHNe3fsZrIhLcI9x2S+Mgd/r1syDpR3q2yfFnGfxQeN9a+j",
+	"ifoEdnz9VgubVEx4CE7jr/G9UeGWDV0Q4aoOZPuuvyapCc4Hh9wlNqG8YKL1FZBuc7mt+lB9Jddj9389",
+	"pLlNV4A/dR+AB6slkgYCSi1U2g7yf7dkigFXqcaDDSZUwPin2dLcezEwHUjGPsHNUW6Ns3BwEIMJ49Kw",
+	"qZ4KZdGD5mUxmvYEsDRzG4gON55NEgSAoUIlDF5704w4W1lwIM2wHGYE7EfIk8HpJN43TiXinpnMubIh",
+	"MJ5xxS6B7ZS8EvkajvLBD9dlaa0SVVNrvRsWshI4eB9qoyLe0RUA4GW5d0uj+YyjvGssfKA7RvRAHHL5",
+	"XNcq9fG124Ft3SdjdW9tsQNnorqWmfi5Bsxb4sm/otulJs2av3nW1QTKuVuefC0qfG0LrYmmCRk1YJfQ",
+	"y6gZeYOFS2VsG8PcoC39QjP5ihUlvwUdLMBv904/us1032XV6DrcwzuiwLm4dPbEQKpL/XEL5wEaH7XZ",
+	"gp8xrNTQMZFUlQaxNSFkEtBsag1oVpKs/K+z9+8YB5Ei5LXIh+w1uJzdiKGtEccSvRSHHdLsh/+YHRx8",
+	"k/2o9dU7PhXwL5Eigg32aBTKVosnxtEq1TjgH2XeJ1VIGmigBBrURM/dQ9qIgIKDSYHwGYB/AOTzQqux",
+	"+3/9PT2zl/ojCEZHi04Pw7pAiTlCyh6xQox5tmBG8StxkXGDm8ocfzCUAFRNeSEhGTHV6gI36ALxfPI0",
+	"tFBP36sz+NNL+kt/nV/mV9yrEzjom3rGPwkqp0U5CrYrxgX4VLCekJDmONLVtLMKYkJH25lS83xb9Qxn",
+	"QNf1ktS1OJe8awrwzBk88ujUtvhst4LYIRrD3XjsLPyhOLLbzpnK8XYMiDHDjsX8GBjEDfixWRgrpsNC",
+	"j9u4MnxtH9nIFuwYn/f6B77W5LeejRrLVc6r3DM+w+aVtFYoz7PxZZ9yCDUNGBW0FVfGgxuYyBRFhuRh",
+	"LSB5WsbGrVDXotClYOIjz2yxYIAG7YbOheOhFTA4vMmkbaQJS2GCJ3n40dG9+4fOIEcgP7Y/28z9AiPv",
+	"7idUqtxPObc87Q/ZaeX4IDQJ1SP6NfCbKKkyp0VB4zw9QqnFM8uOgQ07MQArTv/3w+tXxy/PX7/6Z5rA",
+	"IpRfAXTUexVWQ3BVVOUx1VCNP7KiWg7s1OKhh4t8D7v/wf86LB5//5Z/fI2f7uTx9cP3wNzvkqPhImA9",
+	"27AyurZICDtO1s7JThF+poYziLWVrZjZs09nZpRSsy/VSHeyNI80hPzFQ8Ahn/lVXJ7p7ErYQ2ypye0k",
+	"YWZ26V3mCZsKY2CJi1I4Zc3tncoEU7PpJSbhYI2FmU3dxwtARVQ5OexwM0Z8KgsZmudghUtU0TyXRcGM",
+	"cAqLU2Dh8QVTQuTUSzzsC/GZiahEe+dvn0TjVhcWd+K25w7pqnvQzq6TuL0s+tNnRHAfHMNqzcUKa92K",
+	"Fp6204Jb77r7P+/2Mf9cjiueC8JsqacFotX7kxuonmTWtIj/vpNQYExZ8dEygDIxrJfG5/8W6SXtJ2wE",
+	"2JReF8abDwWV9doMgk4hAihCo0jD0okoCp0eoT2H0iqlP3uQK75MiriiceUMrMsF2HI+m3TMS0MFUmk2",
+	"q4yu0iE7BuHJwRullMhswkpuQtaq0VWNtBUmF7RbJ7vpU5RsZKWaCVZB6h4KZmlrhQWUnsAzjnw3XB5S",
+	"XbEGDOw+Ny3vVcOXERvGCJUbllbCLJTTUryjPSuk4zKV4Hkz6RaPNWbOx6cn7FKMMCOrWDg+RI07yVSm",
+	"tufHMztxzCkLvS4A61rwym20vhIAnONTv3QhQmwg0/pKioRlE5FdubPH0dAeh6t4yJ4fPK3hEQgIrWaH",
+	"CXt+8E3dLlhXciwVut48nhnhxPi6OfSLwya5lw/ql5cejAmAZhPWgUfuLDZeOIOxLUjxvhSqldlt8ua9",
+	"XL1QXrCEKwUAX0zwqpCYPeQuJepxH17/cnJ28v7d8OTdq9f/Mzx7/d+OvqwOcqdx67rMTFziOju35NZx",
+	"u73Dvf/vfw8G3//z96fJ0+//+Mc/hp3/+n/2NhulT5GpLxWhQPMPgE/24WnsNV2fEF1Jp2S3cRjPf0a6",
+	"KPR8p6B1CCl3Z9cJqFuVS9S+e5/a/WxhZi43CKo7e9fMsyy4dSSZMACHRoniW/Lkh1RjB+3UnDzopVph",
+	"13BdsdS3ED8C6Gh4B/juTEVDTThwX4xM9JO1vdJlxc5OTtF2LXVlvb6H/Ylk5XuJUX8jkQ+xHbubmhex",
+	"zoqDN1Kc0pA2bviX1EtefLvdJPsBn35Fu/xQLjd/ZmD2SlOfAFyx7vgkxXVX4Vzw3NyS8dDagF3u0kBs",
+	"7Os2JqJvv7fjPe2BhyZxR6yG7vtttDZf4jn7v+MP1Mm8I9rnVCUNscjAA4gS2Yk1TVANX8Xs45bAl1Iv",
+	"tlKW0gzS2t+f+jmkrAc+IDsRU3rxh9erLU3/0z//t7TdrmvczG1yIkLbxmcHg1yOpQ2cNouLTJsRRD+L",
+	"tTHEFSXh2cFWasCdEWqXlUkHuosi3pIioZal9d3ScyGvxb5U19KKdYgcK52pkEy9rh3owP+5h6Yoiuip",
+	"swCk7W/ZbBjwOFKWa2HIGT3Rc/AceW3EsJN3v5ycv84PAf+bnb889V7wBs5nL61s+au0k/OsJCQ8igI4",
+	"diGU6Tvl5edXpwmbcwmxw9Rpb3pma6hoX6L89KAfcrLCerFKbFnrcVNHUwihxpzollPBRlwWwQEfYY4g",
+	"y6IjucDTuKCJpEOWNkJXKeKmtTUY8h0cm5vQ2hYIrTdpncJqmCiMmKO/axWBqdRF0Y7Eis0bEZNplaGe",
+	"wDqIifwkr8Xe3WCPRiPgkBvAR1cuK9Q+6bm7QnivyLy79/6IW+Aq+ebSeIN2SVtfF1YpcA1eKxmBIB0b",
+	"J6q8FXnR1um6ITLWQzid8pkRy60/mmhN6I0k75oCVgbRxV6I4r1wHFtW+aDklV2A259920dEuBf/5zWy",
+	"OvDWNVhyDRbnODD6LdCY5UyJOZF4AhYgIvi3gEWBcy6aLbY/IoSp0LMW03uJEtvgm+6V+SEK041Y3wNx",
+	"uU1oURGT0+WOx31lPA5ArR6WxZUFX1zy7GqjZozMJOZA1BQk6tAUMvuxegJVwQpSL3pnr05Zav52SuOl",
+	"CUvt31JSDxHJI+8fOhb14fyUQSdvaVghuCFf9rLC21QVE+94d29Y5m6I8J63kOzqvkzv61IokdelBxhu",
+	"CEy1joYsKcCMO/3ZscbSaVGrSvS3B887FdwjiA+NZoYDRt+3B89WHq3Ev0RmIUMOQln+Kj0xLKVJDmWe",
+	"Ug5eNPWjuKtUL+Vlme6nPnc/7YdUvBhXtLG+KGhmCGuU9UAjbrgYIkG1T/G+//TD/C3FHVd4biFi1TSF",
+	"4i8sX8MBrcbs/04/OTsp/BU+Sw38fIQI5OLScsjb6fOvg/VW39Ae8ACsHWBPnz3tJ2zC1diwWRmukh8B",
+	"qiTA/sBNhlkY+C7BC2wwCfylv1vJ6EfZyjTwaaap39shzSxFNATu7V7wtt6v9OxYz1rURTyqhLmXdt1N",
+	"vwJReluFJe7CBKdGLMTuT/S28bzuIj/m32sILW4F66V0+zFS9VrlwglG4FHzycKxY+F+14+ap67zDnsC",
+	"PMNxtnETt8xNQupkJLqIF6PA63dB9vud2Lb+pC2v+p/3x6T8Hq3nTzvn8S3pzqtUcLfO47W0ugnlOVju",
+	"L/7P64RlhfYeg1ofTVglSK2AxEFdK8VmSUENC8fnh+xYIVkHfaXuCvI9IxXwQml7AY3R07X2+47kb5vk",
+	"EwZ8eKeQ7BSS7RQScgvcCX9bp45QOHof0ys2cDPO3h6/O3v56pRhHfaJGmk0FcCk1qrZFyFyBFD0iuy0",
+	"XpxN2Joh49hhIz+mTxnSNVwcjssN5HVBzOeIrRqurevc/91yc3WS/0FGJU3Lc1CpIDWDUslwHGlYejbL",
+	"MiGcesW0yjAdMTWz6bvZNA2lFdKxcKVnKhM5GdQErJ+eKHc3CmEFhadW/AiQO1onNUKCSC+qV8EhqKBl",
+	"CtEsxSjNZXkVIAe8nwH/duHTmBCrC76DzT7iLW04KOjFmaoEzybu4qZD9n5WMZ7n0l2Ow7os5QVVJlLD",
+	"V3BjzAr7BFPiu3q6En/FG/XflOVzhwZzNNAaaxmTApKO+/wglnG8Qx3SBw4w8R1tdtJnJ322kz7H5qoO",
+	"8Xc6eO849aqdRXeaxDXjHhiZey9fKJbj5MNir3k2ocLoOu0/OMB8K21wLduJxrI+lZdaKut+9g6y/iGk",
+	"zte/8LWGlzpfQHoxvR+97mzz2Afa4X5P+04+ul8yaWOJ9MQwPVes0BnikvYAiccxU5P4jiwVk7lJHDuu",
+	"hDHC9EOPBhSWHTA5rVx3o9YPWwqqfoc2j4f2yFX5bRnpzm6/Nbs9diuvBlnumsNggTTa3Nukk8cxJ8N6",
+	"HkPCzErHSA1G22vISdMPWeaygt7q2SIrBCG2JgyDEtB3XfO8PRn7bR3XerS4wNEc16FHNnZvR0O3CSDZ",
+	"2Nq7gAJuUMr+741o6x/7lRiJSqh1NRkv9UxZg2UJ8DjVDDbDuAArF0NImqQOAKOHK/F1hQlIRlGZBK3B",
+	"TDuhZ8W0hL6tfQSO4wBOownCG5Di/jXLxwJCWlZWYoqNEao2UOIfREx/H+pVbhCJb+NFdcrEZWCOz4KP",
+	"+4wWSXWfX4SSETmgNV8RVnlrlQV39ipUb7S2d316kKzvbLShr9E9cavoRDt4Vn2zdwzrNhlWva+rbOAh",
+	"+JfjBN1erl+dFC8r4T6LKd500/shtYAYW+Aocz0rcpZraoY4l0bQn1dVidAs1E3+ELE1Pf/DGpHQiLGG",
+	"2BWVo9mMW8gL961ZtWrr6BaVyaIXqE5oUYQEJw1T7k0mVKXrRpFD9qLQ2ZVU4/jIcDRy5dRL9m1hZ6oQ",
+	"xjh7EZPWjWjhrR/gxYgYv2im+s+7cU2tbNIaz9Qp3U9d0aFEiDaV4AbxQ+/PO9WYtZvP+pyNsp5+817t",
+	"vFVfVR7kyjW+fenQ0tLT/WHf89wNlmBDP21gVtUE533fkElXWDB42sw7QPb2wz5UpW1Yi8e3a4E8XlIA",
+	"1ec3imwfegkYvm1sEaA+b3UGvs7YN665cX0xtT/eS/ZehR7Ke8keOd33kr0QJ9pL9t5wWcAP53Iq8vcz",
+	"u5fsvSQx31aYvOX2udc6ERrwYaDwz4YjDCNnEKypIQkj5KGeMyEOZd6JjkgiU+QvFp3AhN8dfPKUdMUm",
+	"HHIh9Mx6nJj2/mZdM4Tmau7r7XbOiBdGhPldal0IrrafILdujh5ozR2fnHZOZVTp6S20JO04Pa8hbpiE",
+	"1Xc2BYK3A/iSiZ5V3SQoVSZ+dE9s2+X0P/76/KaNdF9yIwYSeixJK68FghLRHGWeUEtJ96HEA8Fg4o7T",
+	"tNyxCifcutZwJRZzXT0eOM5IDm2DTOAPbwdNsMbGbegJkdqCzZU+26RtqCzYBXILF3ZTefkETrmE0tmq",
+	"1UDHxcel2jxu6b4j7S+LtFHTiajiiblfcncXdaOzfZXeLcDhgT3CjChEBsSOt575jk3kN8hnoddXi188",
+	"ulVnMJcN3pudobEzNHaGxs7Q2BkaO0OjITe6WtmBCNspIe1KCAj4+9U4fqef1iOfYRq2VkuNIOu+27Wq",
+	"Ea7tOt1ik1pRx67rBnPwYkd4KCzi0TYyihffSRu0xF1E+vY6GDUu7D0S0z4Gd7uDz6isGcbrtqqA7MwR",
+	"6AWKvSDfH9uJ8QIKuxgBXlHjCqsL0AIgyuwEDM+ulJ4XIh9j8NaHoDE1PwopH2FoW9Zfpn4+HmlmpnLd",
+	"BoOF8/4yaPn2I7crq99Qge8jtH88MGshy+BPy2N2wde1egUc/20zw03x1gY7zIXlsvgMFUOqcmYTZ4mV",
+	"Myqb9VBWTvVA7rVJ73iFs/iatQ/agvU6CLYUcg/utJE700bqTb4jvYR6KmKfpw24xhGYqO8LhW0coLam",
+	"duixlT7T0ILKCGux7W5nH9OXOI2bhgzOHeu15K3bInSAz79t5IvdQ8s7XN0rnc2c3tVNXtHW7oTwF1g6",
+	"94OwnbRyB21RV+l4393UNaXbv1bSBtAwJErEmEQ74pJnVwZwzTBmIBJovAeVzAm1g5H4WALGSLTYSjh1",
+	"CEueoX2V1T7v1T0/K2uErvAGVhu3gWcdu3U8EtZw+4ZCvDBY6QZDwZ9VyOB9iNzOlUkfg7O7k5uBznXE",
+	"dJXUJ1/XSQVbdiSVNBNqzkEu0Dl39205lMWsJohT1ksjpeWYEDRTrIMcK2mg0dHlAuRQGoUm0v6Or+7q",
+	"oLfsN+843x2y8y4LqcnQy4KrNVAcgLEAzhrHqKmfTM0vsCIBSZFCvJzlcjTytgsUEWO3GQGdjaP1YrtA",
+	"DrycV/bIkSv0V6r7sa4y7tOCq6+Cb7uFbsu2oZ/btOSVeDiW7ebbmYdf8J3CuWOM2+IlUrY+9JhvMQqR",
+	"3dwXg6z4/FOtV2B+yyas02rFR7vGVv3A539WczUMJbN6mV7idTAPt4s75vEns1bhVD+HhKnZMn50WPF5",
+	"IOdkr5x1m6YQ8QJcrJYJddqqusiZVsFc9bYqoKeBOaqLgv75iVboYyD621do1tH7NoZpUB93RunOKN3p",
+	"Xg9tlN4h196ohG2wVF+i/bOBwUfFlNRxWitxU8Pz62PVW9iisLs7O3THC78eO/QBmGElBt7ps71RGtxE",
+	"HrHIJyywqTb2ECHDkrqrecIKboXKavC0H8/PTyn5YW2MtRJnfnZ/2khrtMYNbrkdp/kzGK1VfaC3FWLt",
+	"sFB/4YXM+XL8NGlaoi06DbjXfRiVxXDXaHTUoM6GT8GMygcNyxX/gapT/HUI9rZ0d/65dNN8VER/d774",
+	"enm47F0odWe17jS1x8W0X6I6c3d8e4NiVlY6E8ZsTDCNJkivtIUHQnIblpMhGpzIWz2IQfk6pSn8SfUu",
+	"Wt6Z5VZ0o33BMzu28ZBZpqtX/I4T02iUfcwP63YQ/bicTjZwihAQW1PrqVtiUGIC600A4dx9n3pmEo67",
+	"NEtZtUdRlS7Dbpi+Nzw2UCIkOic1oQFHG2L6BxjpsZD1XWlWtLJj2MmtCllCb/lCq7HTMNwu3m11S8tU",
+	"16tSeDGe+JqnnU6106m+UJ0KudCd8PPttKl9Yr9rstOgzz12muR1L954svfCrmH0Hb/e8esdv97x64fj",
+	"16isPiDD3siuO5g06/FQWk5/gcb8IzKHmTT3oXef7dj4jo3v2PiOjT9sb9YHZ+JrO02Dyr06PWTAvmmV",
+	"rliuhaHOcCiXpGUzZWVB4CHwy7ojxD0wd13uePuOt+94+463P2jf7ftk7ZUt97HD2RYozks90aKOQhNt",
+	"7BMfk5roIjeATimK3JGHULZYJEuYr7msRIY4A21gzh9seaor+xPObRuYV5pUjHMqPgHm1DGTawHBePhi",
+	"vpfsiY8lhOW3Bi6luXjY0sZa2+YTHmidkttCnJMRqmsWX3oULz7wdf0ccWt3LPUL5G4AYr3ERG4JWybp",
+	"0EaPzVUnn8LO0jAXPQKx7eZWUaIAByV0VAnBNGoIGH0nGO6pBgC73qU7QQKcQH4BOc4TkV314dfY3ywC",
+	"6rVzmQk2n8iCLnPe1Ys+Jok/lTIaL2yDFgo7xOZcWdyn+0uRiie5Xv+EOe60zp3W+aXyZaAxrgJvvjPs",
+	"vVrd3P8d/o99MOHHbpfCB0H6FPek5m47MO5LgeY+8GmriV2gy6AtbQI4zlq2uglrDz7RgbRHS7rjBpBf",
+	"AGf3O93N23+dLMjP4+Xm3ToVtufmQY7v2PqOrX/h+RnLjB3v9J2yd6gV2v/d/e8mrN2SH+/aq3xakXKe",
+	"MA1P86JYMO2sa+/b9fhvY3kt1DqHQpPxb+L5QaXLYfwOXk9yspvRdzds+O7bb7/5NurY8HSbjg3gV6j8",
+	"kfpN+jM6GHZSaSeVdlLpzy6Vgi6NBQ53anbYiiuT6VxUAyumZcHtZn93eIX1RqNpKcZ9Ft5NGDWBHsxl",
+	"7kSVAJ824ds1msE7etO4SK2aDfjbHd/nYeDzMNVt3N9hcuDXivqcUe/6Hpabubm4BxCdPH6is43VcnP7",
+	"x4EZvrpP67zGYXd2vX3WNRisL72NLt9dOmjR0+lM+5bBj9yv6Wdvf0OFqruZvlsV/MJkuhRR/xCkxOcH",
+	"33f5Vlevz97d6B5n/Fq8AQbiB9rg8fQLvl9vZ8t+bJzfIxf5Owm+rucGUEE72d2rHN7/3f/4jk/FH8gh",
+	"CmHFKq94Bb/v4BWeP6AxCPxglfbxC620v1bCuqn5AWL6bLEL49V8riNwJ+ZvwJfw1uRfDn/6UlqDINHc",
+	"MavoQLz4IMqCZ936ARizkTLgaDEAK1zqfMGmM2MZH1dCdMFUfBns4J879eTPpZ7clPy/KvWE6P5+9ZNN",
+	"PgEUpu7JQ4+0EzosG9YjnwCbiumlqEw/8KE698SwaqbY5SLy2JkkQA7KyifIXS7YRPDKXgpuA1CMrNi1",
+	"qEx7c3Q3w3ewhjvu07XOysbd/WrMZUX77S8jXYDbaY9l9o0oRvvhGnTHUM75lQ+gtDb/fmIwdQkQDJwo",
+	"tUyrDFGhIBkeXp4yqxHJGLowNO52wqQyVvDcCb05xzYPI0qqh8aepaikzmVWX9vVK3peyfFYVGeiGP0Y",
+	"VnXHtzUM9AFSw7subpg1s/xKqK/iCrtrgwaEvyRhE5Se38K17uKy+78riBL9EVoxdt/t/56JmVgu96DM",
+	"vdWUPqoSwToQaeLeiEfIZd3lPROZVjmVDdLTIkeaiN5gQmEac7NyxEDXW5mLaakRA/FKLNgUaJCzSthK",
+	"ipy6vrt/zipFfU4qY+NOjW1eqRv0rX0bVt+heeImP8outctr3aByRpt2fxrnV9wRe+c528pzdtfdaiuR",
+	"6SqXarzPZ1YP8J/74poXM27FwNhK8OmaTntRP6VC8FxUTwywMOrJhN9DFzp8yuc5N/xJ3LKU2/QQYZAm",
+	"XClRPDEsdVP6AF9IWW8+kdmEzaUyfccwAQ6XXxYiBzxl3/XJFBrqFlXCBM8m8LcnTquGBUmtkggO0SRB",
+	"fcbZPTHMCNgzJ56G7MQSKqHx4NyrTPU17dVxmOwZbtoWGSDLkbptXGa36Oz7RVZ2xgvU3HzoA4+pl4sR",
+	"nxWWXVzQT7+4py4uOl171+7ve581n+OakTan0zUmL8vb3RE8Oibz7qIe98BtHwT4FOQUsks97bHehzcv",
+	"2TfffPO9v9u/aSX6R+5mYlYGvzROH+nam+ZhhEyh3NG1G2zvfp2sy/TxOpBkl+iriXYXUG0XE573sIh5",
+	"k+JqPBPyIiNw+jax8V272Ajv3EB2VDM1cGput9B4G2xJkBS17CANF10gIzFnBrXoQ4+sFEakZ7wEIJmB",
+	"hNIQG1BjMwFU4ZjZJswgatPM6im3MvN8H+rp6HMG31Ya6pKdnDJXsLvSouBw3wUpE9D84AAgMxzbFXLl",
+	"Ew69XJlzZQ3r8ZEVVYTpTvXp/SFIQnQoXwoicSfvKMWKs6lUM4xEKT0/ROOKXDaUmBVtkxN/psFVYFJo",
+	"fjsm0JLHOFM1qb53B7lJkMnaUQ0H+qdlXKfcmG4b/9cJt/Um5DLfca0Ov+tMQZ5SzLRgz5ougbtkWNnM",
+	"DqaiGov9S55dFbq7NTycqrPMTZvqiirrqVBAbY4nfCAEIcvNlYlAz5HkoGDYPGGZnikbeW/BlHcUbCNi",
+	"0kUujB2yc/hU5XfNMg6PQbFzzTwTeh6dAK0YvS9n9q1b9Ata86PTUO+SjP3i3W6+hO3v0jvoSuzIt518",
+	"jxuX4olh2czuAzH5nbs9Il7xWreRcFYIrmblugKAqb4Whp3NskyIXGAt7Rsune6AhIq+NPwDwrlMdQUl",
+	"uoqljrCq8wlXP+pZZVLGx5r1GgUDK3mX/UbEBZuWQJ8Ew2aqEMaw9EqI8j384Y37fXrkSHvqTLFvDw5Y",
+	"KSqW8aJokjXrVaIUHOuK3Qz7Q3YMS2BzyMdo2NUZV0qjHmGuBOBTLjDSIw0rpAE4b8XSEexE2uIwxJ2N",
+	"ScfcUQqbH4OGXJs/L7MJHZt1yo473Pv1261Mdq1OMOeGZrlTCbr8XW4j2awk2qs5iqUrd79KAY7apRK8",
+	"bM4uYUrM1wjen6SxyxR0szL7U8xe2eq5M/kbPtuW1wU0o9VqStft52ttnm28J2eIlbJ+3lSH5I29HvqH",
+	"oF4kq7QxA2J7V2LRnYDGpbr5StbNCQ3tenoRV1nvtnp8alFX2P29ckbNGBVTt+4dG1sTsb8z5rU+yf2/",
+	"tKTeHi+p82ReOwKMrw3x7l3uySgBZ3pZEoA1ejf7hE3ilmpEZtn/puCecKZ+mrBUqBx+7LtHNHz47elz",
+	"1htVfDwVyoq83+roR28MQDfZiZgmocuBT8CRaoxpL6Qxkd+HDOsrsRg59gHZBRW7FCOno0VTYyGkGuwu",
+	"PyXW89oVJ7cSLTLT16Iy9ZqO2JiXJsws2kJeCWauZFmKPGFGR/N8YljuGzeEkPA1RHwB6sUMWdpgpSni",
+	"C444tb2CmUDdqeJVpeeGwrmFRxm0E7FghYSSVSOuRcWLxtYSxDhogrRpZJUesVIXRQ18WCvBuvI6cM8I",
+	"wX54fc5WhSJYrO6aiqIPsRPF9KXl4IoqpLoasl/B6ZbRUn6uitTvTKanUC/BC6PZ6fuzcwHWbiWQd1t3",
+	"zxUv0CpGOEZZFE6puxTsWlRyJEXurFy3AqnGoOwidk7b8UCQ3bDnB8+P4EqiRoybiGGc3F207MrERRxk",
+	"RJMfroc70u8Knsfs8o414U3QibAPzfjVw2jBsBddmZLcXCX+Ku6ypW87PNyUNQ+jJ+8T0F2XurzsRnpi",
+	"SHkqvUOM9eiCJN59ltRsKiEmhc6yUI5MVrFPFAN658GOX+v+ihTOnQesI+nE/XWn5XVQn9udpYBSww12",
+	"J3rfVqT4u/vfSb62wsl7wyD4lJMHjPWeH3xPgHGYs+ad2rryRNmn/LYUv1z7rlLwgkdOLma1ThjGuDBv",
+	"wz3g1AV0PxEeh7G6ZHNdXbUmVmBJyJLAvZnhHL98kp9yO2kxMY+ddoL+mVj1hHU4fc4uVz/51IgRLwxl",
+	"acMWUihjrIVJgv5GTjfUvcBTKXI2KzsN1OW9bRiKNPLeIQwduMel1u7D98g+NtZHcXO1S1n7ApETQh3W",
+	"XWkWxJX+SNqVBe/MdnwGANgqPa6EMUmwCOVvImE8g8Qlb3QlTLhtAN6SofXrg2mrlhfE1qGey1Puk2UK",
+	"f37wHAN2c2lEf6MycTd86bx9dn8eHWSdzbAzFW6tyInnd0jOn6Cb7OfCclmstReACQTbVs+qzBvy0rJ/",
+	"gaerB9JV5nWPa1NyyBsUPJv0EwLFxQBcye3EeFdFkx8k7pMbecJGHvAKF/UYOcHjo3zarDX0j1FKa+jw",
+	"zY4f3CU/qOUtbfcDMwg9V76NbieLCJ7Xy4UVJvY9s7enz/sM+uqOKj1d1eDtpNKz8QRNE+AScSWadyQm",
+	"jIORxK3l2cR9mmL6P56fn7IP4H7rPTv47og9f/odK7nxDXPIVZFplUvMEWDkJzRD5sysNJvZC1j5Ba7i",
+	"YlYrZCnZCsGsaGYtoFEV2Vtzbrza3WJD0U7GxIe2xa1wqs384lrmQu9Py+dNRhGS+i6l4sC7lllRK2eY",
+	"T3ThT94tdgKZTzD0Sxxz8EqaUhuJLy3fm7Q+y7QOEYSb5PjnsMEwV2b1R7L37OC7O10k3RVwTVvy83Ys",
+	"Fi5hO3l49zAVnnkZGdbq9OjNa/0G+VoX9QUkQO9eN7IucFu5/U8Mu+aFzLnV1c44fPrd5hfgfN9pe8at",
+	"NCOJ9toXalgSJ2rIHu1Z0W0Zl15w3FDggHR4aGkjVSGV+PJkzJIiDAV0fwLpsuP0O06/4/SfwOlPC764",
+	"Uy5fFnzRweFzaa4G0BgngL+tZevSiqmB1ATW/rF9+FjILViGOyNggLrgptLaJh4oSlc58NHwup2IaSsD",
+	"/eA/8Eqaq5duyAZi5F0hQ3eP2hUYhN2AXfsq8CvcxsSLvhe7GO7dZaXnRlT7CKquKynMpoo6zvzDCzZT",
+	"7urxddeU9Rp4F5gAM8RnhtOrXFbUA4VXQpGLTHyUxt1vi8YSK4S1oLzkciyt+7+7/jC4yXSF+Sk5N5ME",
+	"hAdkJrnxqTAs15b0GLfFjY6uGVdsXkkrfMaQ+4fjNn3AxoCJuC/VS45xNuD7PqcfgmVD5niyVCJnhbwi",
+	"aGj8xmG9MRcltxOnMBmZiwvYJSinvDS6mFmEfjMJGw4xXW4xxZhmITjGSmehjtq929lzyw/3QWv7yi/g",
+	"jtKJcLDGSH4Wa/OLmuWSsBVetQh7DsX+dnLPPbNWF/QTHmRnVDLckSnPBevpio2cOA8pJVCbJS1cuksB",
+	"984KtdNcvkDtw6dGqdyroKKVMTZ54T1lTjU4u1B2PVdHQLjb5Oo4dP8QISyxAwWH8mTC5cIv/GPvH3s+",
+	"jxV+I60RxaifsEgaYblDEoqWnh4cHDBaU8ImcE1BSDj2OLKONwLnbvBSSD527DQcdpya2VvDl/s+/TeS",
+	"GU4CmCtBrbrrympdXAtTc2tspOiGcLsL04D8W8fFzTIPr+G/53wxZGfhI5XwJVTcMDPLJqvc/gVsd4Pb",
+	"3x+T94N/CpP/opj6E+Ov3Y5hf6kNWx8nh3bjruHP8S2Uwqf9K6ML8cQw+gib8gWb8+LqEKEi1rJu+G9Z",
+	"Sbc1/RACDVUC8GfIgM2cLjueVcAkQUulZ6K602hLG81lfWDVciuSyHFZ80yDKnJ7QQDsENaxD9k7REVi",
+	"xJndNwzyTeOVKdwHqDboTM6FZtx+BGRc1QfY/HthOdGI65BHYVk7HvMF8pjXylYLVmqprAnCPdBeTSdE",
+	"s/fJa8Dy7eYxP3ITsG4qXRQib3IQX7bigwyOsgGmMkGwCIKZgWS2fvBkrHAegpIRTEIvUussperK6QSc",
+	"rPCy0pciwR6opgTY5DGXigISc25F5V4x2BygEo4+ITOPm82MhOVamD6C6nhfGXBLacXUHVj3F5a8fVBU",
+	"4PbmkJ1yY7B4gGA4OMPMI8CPO8NCLqcuW2YF1ZHWsDy8KqSo2IjLYkZl9sA+sWZsqbDePeXPYlC5mbuv",
+	"tZj/bq4Nr5u5X//eugpPgUQC4NI17OdXgkfjFBDv6rtP8vdyG3BwHJ2vd1erXHyM6zopKQ7NF6wODJhS",
+	"T2LNYUnRSMMvhv4ZJ/1Szxy9E47UDLh8/UOqDwCMI1RSyDw0rORosTneAjtp5hwLJWFj1Bg1jQHUOOqK",
+	"vZkVRZ8pMacVjDX5+SIQ6EsBE0ZjEOobF6yE4ILKmQ/1sssFfOKE/HpcLQhrx/12yN5jnRBeaTBZj9gr",
+	"ylLHoZ0l56gZrbkNyskb2i2A7NhUPnRMpjGW27uZ4Yi9p4NvDw4S5gsJnh4cdNYDFHIqV2AVsaWn+8b6",
+	"Bp//vBf1Kd6TdfoTLl6rpkKL9vhEz3GH8BbwSuwUrS+y8WKTMfEA5B5zomu84fcUSVlhsftlJeClTq3r",
+	"2FAwYqnEa422tcbrtjwBtNDyavFhpvqIE+inRrC5ua6tOMcHiFUlHgjQQyRGJUoNmjpkv7rvvNXXImHv",
+	"1Skx6x4vHBMmIusnzN9P+PCLQmdOmelg8qTzWER0F1PWQ56fYCl+oec4j1lR1OogKVRoGZeL/pC9hdqz",
+	"TjTdUzyaFX77ob42d+s/Wx7wBg40bM9Z40LVRWDmoZxpq6vpQipyGiBo26UXnTv++wXmXiD53CW7/QSd",
+	"dr+aqfUm7hpeewPG2mehiHOZa25gmAlDGA5du/shLoC+yGVeSK48aRxTA4gKAd4v+CwgWrjhE2YWKqOM",
+	"LPC4yd8og8JxzUrgHAFBhRoRqRxBQABmgyDDauecnzGAj3BcDEC0VLMS4hAWtF9wc7jJSYSlw287Jq3t",
+	"xJfFKCGdEEB+7DVhMN1JcNcmcOXMIxIcMKM+qMzeFiHfIu3PERXcoEqegL4OW9vQ2TGEkusoo2wYkDOl",
+	"JQRdadiEV1NAy+sFKdZvhazdCYydwNgJjJsLDEf+NStE2o9ZYcz27lOGjGe8ytcges7Udml7OTN8YZa8",
+	"WlHKh6mdJTAkK4Q1kV8CMpY8j2t6UQ7ZKTo9aoX5WhczhDx6MyuKhKCuPN42+EV6b6WZcgsVitKwt+gd",
+	"AZQFwXOAluvRMYD7g3JRnFyRZnLElF6KB0nDYBYLYfsJO0a08VC8vBwKn00FdH7DiH7dj8h/aqw1AZgn",
+	"hNzAWeG0edoeJwzMRM/NkP2srpSeqxqSJTiNnAkT+0dbUh7dxx7IEQpj7xyhWzhCayMUDv8JAM3njtvd",
+	"IyegiIRc0znxNWLwt8VHlhyfdQabuapjHQh4cukYP7MaAyEY/2C9oZs9BBr84/2IbWAemc/3reOzknId",
+	"yTyeVzokMmq3x/gkYZhpJYZhMmcAiARMax4114EXPHIet7gApees9wvhpEFUYz5ZOMo7ZJ7LOJ2u5j6J",
+	"RwnGxUmD8z+hsU8gSqu0Ev3Ec6Yk8KUh/PSpseIjxtcEUKhxQTiRwLjnk8UGj6wj6ZP6jtwXF/F7tmMk",
+	"LYzE38kGnUnREnutKMp/T75AiGIOQJn5VHv0Zr4/N9QARvXRV76alxFpJtysZL4koAO4f5HXjF3OLOMY",
+	"kSUr0JK1GBpvHtadqqWpc+4g17oQXCWYQW0SBKKsp7SUgk09Bgl7QSVk4xbCLIxT/nueZBNmF6WzeQGf",
+	"pQ4T9zt47nr+iqwuYXLkTNohy2YVJKEDT0B2XU/0SVs4u821qC/vORkvMFZlSpHZG5qGS0k8VuORP5Rp",
+	"SPu3sf1JLBmPMAkXU/ADRwflUCpYTiGmO8Pxi/Q0Ou7DHZPIMcv64fL1Qp7e52mHh0sEF6l5+KBBZ10P",
+	"M5eXeTfC4wYbEALyEO7sIcglAc3WqTIxm0xiplpzwm301bvUy+o+Ed7au6Fmdk9ZfNFoO4WsFfXlgRQu",
+	"vGSdtAmB1tvLb/PtwmNaWk12I7rE3k21/rKsuRAiekS6Qd2I092iVJpCz8/cmy8WVpg0YXGWzawo8NdO",
+	"B4Y+p43cmiF4jNhUcAWWkPdAISo2WJJoPx6xn2gUAuMMqXYpvR3JYKzZNzFgLvqRGtjwmHcXTXbKPx6P",
+	"Rcp6Kf5EzazTPthp0tJ3274Fw1TYN4cw5BlnZi5ECVrqTPnzpj52PfzXv2dujZU3EPhYoCFtJtr9vj9k",
+	"7zBiAW+HhVEUpOEqS/xv0dbV6gKndzEtnzOJVewLQV3YEf5+pVh5yM4nUIjC87pHLDUpxAmng0FYNeqv",
+	"sMgBBGSueZEmDC+IjWAxUY326UdS1SihEE1Zn2S4youDewbb2Q7ZmRBBXAxIEE15NnF3oTOLMkJ434Kh",
+	"nyFB3xdHh+F2LH0tS6eDNv5k7om1+/K6Deb0SyztjW1M0EzWee9rM31t/BeMaz+NPkbTvPtNEgQFZZcV",
+	"edPB5NObLyV26T/ENGez0fdHmcSOPzeUstARAn+LQmespIkiuAq0QdLbqtlyKXPtlcMYbSUgdOuNKA4P",
+	"YWg0AhTAaHVYGMwPh6C652OfgtmslYbQa1dBxi+0qQ9jLr+QG9v1b7aV6+pPlcMx7+zmnd388HbzL3VR",
+	"cktswt1TFnKoPVHfky0N2kmnqh43gcJ3ogSblSTr4UpbntBghxlRiMw2OtzUrQtDzyEqP0YIrEttJ6yt",
+	"rfARRWipGFiovD9kP/IqH+QrSd6kPUGGDerO7m+gYfyNdLJ0yN7USeHAhXmeV8JQpxhn+R/ie9TEB9Wv",
+	"kaiEysSm5PH2pPG76P624dkwpbcNrNibvPlO5+KGr7zEllM3fOu4LG/0/Jlv0X+Tl974m9DVg271plKb",
+	"Jd9O7+fzl8wRdlciP9LMK4T06Whvvbdt9zmcTSVKXVnfw0gGa3mi9RXrNQyfzvoCBHz9UeurLqTg757f",
+	"bFY+MQxmNOcL1nPzSdxsuawSZjKuOqcDL5/BnLrm882zT+k2GF0PYks3uh+vkXnt3UNJBd3GbZrxUarY",
+	"rk1LZzO+pqS6F+MIRtqvu6+0m0UnVSWgbf9lIQ5D9C7IxCcENIleZlk1m73V/jD8I3jEqJ34lRClr550",
+	"xEQWMgQWvefB6umlsVoJsFqgNwt2ZIHmLJCcGfdmwbpMVgljEdPJGx+kueJUncgcQy7Dse98IotiKY2J",
+	"DA9yfeAEFwLMPHuBoDxHS6112r0hheDXAAdvvIQ32CRvDmhRsCMx5GW/q8HMinS+CxsnHgrG2WDekF71",
+	"dPD04MDpglaqzDKZmwRPtqx0hkoJZTPruXoI+8at5QW32WR9nmgFfw2ZogCQR9uMIHk7HtbOwyJN9s5Y",
+	"me/IsoaZEeV3c7MXFTh/jR7ZJcX7kmdXgSOg+oTsAuh0EmvqNYnTeOi8weJqUNhrPCD3uQvgNqvZ4Pjy",
+	"vdD1ChXsqHpH1Vu4blGQrpLLfVr6+04R/9Q0qDkvWoEk0D3Z442cqD5BbmVaZVSvHoc9kLahDhIN6koc",
+	"1rGlUDUMLpGgc+CbBXRzjctRepEFAaZGwhxbmUElDqQ7NznJEEoXMt8yuU58pIExwROXdSmgo23or4yh",
+	"obrdsq7YmR7ZZnm50qzQaiyqsAb6jB+n55/HTnH0r773RESuQcRRK4XycU+WVdxMYBb1MOTIdpuCJhdM",
+	"BXwyb1YTy5Mlq60u2DQI4DPmGPRfDpGRT8VNiReg9qW8LMnX4xtJp9TPOGT9uQsgQ3P0JuM+y7i6Z66N",
+	"Q27vaUYBhrhwGnboofgzznyjUxkOke4w4KwCevfOc/wFeo7dibd7jZHMa7Z4v1KkFmJrhInMBRlqh9TL",
+	"3NlvzfJAtGXj3qA8n0oLYS/3IAANX85im9OxzCXr9BJVUShRbyifvoaxIXUNNj4wyOEhGSpWSbUSN9Y/",
+	"axGwU0F3KugjVUHPaiJ4SMPSWG7dJcy6405vQvlzrTCCwnEYRZD0yClDGF4AfGf3i6Lo1z3GE2qTD+V8",
+	"oygjCv/Ar0XFqZ8+6FHGRt1FfYBZzaaXmKSE3v7FMl8wS8Gn4GhDbQn6aos86nzu2JmHx62rI4xd3yXA",
+	"Ryto6zbAEL3HknJp/A49MXWRcZsTPgtxmsfSPLBr5R1cju75jvg7iB9+kkY8nHv8dwyhbtnrD+X3Ujc+",
+	"1ktbmr4dspUeb95HTKgMFNaFWG6/HQAVzUw9V5DtuF0DJ6dnBIADX2m7ZS+nIQMarS1J5Gr+c4eMo9bi",
+	"LMzJcnA7+OOh7dOSihI3fepuD9ggrxsHqBtvP2zzptaLcnudAt3nH3WfQC9CEI/hljpJ0ao/s48UHM2u",
+	"i9Sui9SN+wU2hNS9NQtcklObWwQSmXQ0CIQ2MmTGMnfdhLJOF/LZG4Idn56wrBKQ88ULpqsYUJwZAUvY",
+	"KK+Cpryt1IqkkzRsopVGWPFnB9+h4uukFaZLNVjIIa30L/uOMaS0QGQhINywfCrvYx/dSrD0ZISvpgn8",
+	"/E4rMXjrjDzyGp6MBm91DpXDgzPHGVKCOvrH7ODgmwzYJ/womCgE6ABGiCtAOpK2Q4i6Lb8tAcrewCJ/",
+	"/vATs5pNgEHq+lh9QT+PzjFhM0NdxSeyygclr+yi9nsUUl25SYHXY7PS/2nNFR+ZgF4STMdZJkq6VKal",
+	"RKiYOzsrhduW7sTuTuzuxO6dN2+8I5G7pnNjWXC1uWcjlEtwx+AdC1WsNxfiCvwwB389PDgYPHX/deLg",
+	"5/OXfQjRgMMH6zXAmVvpdR0YTwuu7q/zohuti834rdhR4EN5SY6jUAtcNltfjLt3k7gRu52iHxozA0Qv",
+	"Z5QeYVfGkSyc3He/5SzjRgykMkI5W/daMDO7RNGxLlv9FIbf4Fg8jZypbh6RadzmVoT/PS6PolvmOshy",
+	"2N0dCT6CFN5w12+b+pIuDHDmZEuxYO7GuI9CKbNiJ8fvjpmVUwH1J4dxZbBHiYBImi/zRl+6iWG1HTOB",
+	"bH0ngGuFz32UegdzC19PAOvPUBF1oS3rzfn/z96bN7eNY32jXwXlem/FvkUvWbpn2q6nbrmTdCfvpCe+",
+	"djJ9653pJ4RISMKYAvgQoBVNqr/7LZxzAIISKcmJ5SXWH10d21xALL+z/05R7GeFzi7hehPqDse6rgxU",
+	"OjKeVdoYlvNZIUdju2/4lZs+1P4MJNj6WEkh8G/AT1tAi1ZdmtB6gbSAWgEJq9ET4YSoKEzofKIrZ3ot",
+	"bXQKYm4zwc8LfhW9ZEXskyDKCAgp3wnF6jKJ71QUN8Qt3NwV3PjeoXOQc0vpFIBuh1/c/97mfyIg+ayK",
+	"9m55FdE6uMtPYgKGhnqQcihsK/kKkviU+GxZyY1ZnhRPB3epDuAPVhD6JbfjRubj1yyctGuUGv1xp4fS",
+	"+4m2B/NO27BjosLmDqZPVUiW1L7SJl9iOT7ys7I9I3ebVB4FS27+hARlue40R4GpwsSWoFezTubED4Mt",
+	"KChDj2OcYIlA+ljm/P4JpK0qu0WC+4sE1E7kPuixh2TlLmmjXFeqQQ6mFYP8vWFHZm0sbF/Tc+8aDhZK",
+	"4X+PaLu9qa9Vn1NMhM/oHwG9cqB1IeDQbeX84z3duO/dGcmlwaa19+OcX/GiXha7OUMVIeU2ZbvdXC5K",
+	"T5HAiw+MUHbP14mTuAtet5iF1HfymHeVRY3QC53xAu92N1LMyN0z5Yb9u85HEM1dBJzX9E33SPtIut4I",
+	"n2Y1fkr35PYybnDbz0ey7x68c1d2Bs2++8weJBLhii0e3RUeeXHHcReOgaF1w2ZIJx5RhtR1GKzc+Pxt",
+	"CRvMFmnlsJBxBa/ThX/zltrpFqmdOooc/Fqi3EDq3H5GJvhjC/zWKkGg1Sa2qFUjach7kQ1pOT1UB/PR",
+	"6jHRTbdUgUGfvw49kZ+EbR3GWuFN08DILaCl25drdEBGAHxi5ih5NI3bKVG7PCoswuuJVhl/wJZHrfux",
+	"9eVgxtJJjFJpwtKrsTbW/aOjmnzvgGG2IFeZACI/jL9i7lxDxzc3owlLw/ZNm55ncZP7aiJyuIyS+1KK",
+	"14JzKmagHWlgI0hY+guXBVwIubEFNxbWOF1oiBZ3sPdTooQIPdIKeUVx5PluAxYTfYOH7FLMhg4V8RuQ",
+	"5basBwUwJWC2LvHDQhW/u8//GaPTSonMmoTVysoC4kOlGxhwogHRkx+fJTaGuUBwJSxY6xDZ9j1ZcJI7",
+	"zHX31DDxm4oAt16yxG2GJfF+396Fx6wBz/7c0rmdu1VrH2KhPuQcNmvpD9Ut2eURn/vSegXkC8fsk4or",
+	"rIQyfcpxNd/Zv0UJYrm5NAlysEloE+huY3JSYp4+evuX57eDQvUbDPtWjmLzur4qUqjQJf588yhI5V/B",
+	"JAzEvBxtzcQt6Se67FdPLiBLKVzdkp7EHIRCCthykBoA25nKiOoGSFE8N1DcyKPNCZTuIWM9Nn7Q2Df7",
+	"dF5SojBvScumruRFXFeitP3EoU9r2iU0dbl5mRm9Yw2RCXkkzew8DNGZsAtUb/oVvq10fZDSNd6MtyRc",
+	"bdZAU7+D6YyPBDT2sVLVujatHjtKTLH/DjBxnbJBbRyYGpbxohAV2z09e8usvhQQ/5or+/O9fmx2MAef",
+	"6R4zQswZPk2jTa0nYEdAbeAuZ6YugdN84kDSVtxq39DGXfoEkkMV41U2lleCWZldCksvh7ex3fSUtjXH",
+	"cvufBa9Elfp6RXBrwEg/0VM+wUf5cRKnDL0ObLgD1npkXAAFaewOPGae4R2LlmrV9PIt+cihEkuNcG9M",
+	"GTS+9VOCr4G0eBphs3dkfsJSZ2F9tBmZmlbDv6lHR3z1E/LlJCwrtBH5vhMtJywtnemUyZIr+zanp+TC",
+	"7WFCLPfbSyHK+SUCwRFkRbd+BG5Gm503e29trg/68mi79HmetJ7MUX2EIEBdy3wdUvJTVka1AHOTvtD0",
+	"Vea9LjlYwt4igaOjdanI44TIDfgCoyXp9QM2ixacgNyCX4Qo9iRGtPqGRBvz+tGZdUYSTtOKQcB5uIEh",
+	"zC/K/OaXhkUHqW80rbP2bTt2jQHhKQ4QvAuulIz6tfWMcO7kX3eMm4gXLOpKbXhPIIn/4/k702LaznhV",
+	"zRhnWMvaCx7zON93dn94+uyW44jRGV3HWR0D5dZdHRmHIqsraWcgbAYg7J243jn+5x9ud1U2O8X1/wC7",
+	"CX7/x4KXeyKEbWwjkmRBYbNZo6o1pfM7xzteSdrX1X5ls33aavu4c3cW1LuffupR7xYVp0UFz+lKK3S7",
+	"RqcCPYQXBRTWNKwN1FGrre4lTJdYY13M3FbTCp0LtTlg72toMUPcRdDFSmc1+kzMWE/hdfhYB0KgL/Wq",
+	"CfAFtxKE7AJT1DXXlba1uZa41XpygXdtHja0nqyFGO6Dt2CxJLblDwkUnQQIoF3aefrXOsneQusr3cM6",
+	"HgNBp+adzuxo2FY6zu4uoITWkwM6xXsH7HcwfWQuJqW2QmWzv4lZmkCCg61mXrWFFnyed9LHSDxWkC1T",
+	"GQsHPyCEt18uhVNEaiNyytfBbrZsoPNZm5okGsanjMz49ITZqXb2oo/HuJFJYdiEXwp4I3wSBJ9IMW+F",
+	"4iho5i6EqByE7qDCLxtrIxTjE61G5D9ZaNFrekv/8BxtyIPVeseKXGn4/Nv1WdG3LxkQ223vCmLPgaXL",
+	"WXu/7W39VHdeERgDyY1gV5fycfgFbfE/l9T98xzSqzyu9KsgJwFImr89QbdA7JhuayDdEZpwlJe6HrB7",
+	"51A2XZxxo3/8+PbVXk8+ZPA99OdDrrKa/rjbg/zdnc07rl+63YN2yLPMmRdoT5gl7bqMqUGjMFKNCrFf",
+	"G8HwXu8kdQjukLw2eAC4wuDTwlFt/Ly+/S7DHF54jES1X2HUYheaVUpr2JgbCF5ditLuJciMbpj4zDPr",
+	"jAol2L+1VGzXHb22PuB+T0yk7jJ6T3ynJ0HfS5j4XMrKfSj4qFL68a36Dbq1m5TtPt1/+uLFUcJyMeR1",
+	"YdnTI2zvAS2PIdHFqVhRrIwFQDlgp8yZXqAOUmIKy3jJB7KQVhJJcl5RVsopeVrnMesnlrrffMK/pks0",
+	"kFNYoQ/eWLy38LVBBSmegqWhPk0cFLA7cHsl1Dx7euvqU2vh+hiSyHvVHJetnnRX4A3wuAQd13L28FLu",
+	"ex/ijQM9gMWSLvXuz2tqVrGhCBC0d9yk2uGO9/0rQlcLb3JRVjA25wHSxzzBmxvXtnmC8gHoMxFbrWnP",
+	"Z9xWCM4q42oGTXjch2BctAs8pWW18k1gQOwQdQ0vjMY7TFtyKQ126JgbNhBCMalA0j09YhMUCWAvYl8c",
+	"z5STw8DdLSU3wa6lJ3muzqVaJyzHVu/sQb5oZbeQ9wBTGGB3376uGxzg+6UuZAbKRmc5/4Wwreh5VMwD",
+	"NxLTbnSFnipRoU8jwksMJxFoSrtHSeEdKQgTPjshCEPf08gN4cXRC8aN940QMM98gMoIccBOi0JPW4EF",
+	"lmuB2VjI/djFTnUhWlH1M5yOR6Ugdnx/X7kvrvm986CF3g5+gFskvCOiTHcG3dkewge3krNuG9oOm+yr",
+	"QzKAl5DJ+j7WglW1Um0Y2fVFEQlr2DZ1hVmFUo32QPFJoxxUVRdFU/1RCcwKVaLPqfYSxxdnez5CRWdh",
+	"FvrO/PwKJUwOnczYeuBu0gMXi/35Gb+rg1zVS6p630nTo62Y+Sj80GcARkrLATttZcOgbebUBw6VZiJn",
+	"M2FXZ+ad16v5cu/oAG8ir2ibufNdQ0GI3i+cqbvCgBX1qiCsWzDQlYaNZakdYt/ZHbucGZFpKPrHAq4m",
+	"ju996Zaby70D9hq826dQwxG7fdBhSr5v35bF4NB8Pal7p0nQXe7rRMAxw6tKXgmTMF7nUsOToHMFkaDI",
+	"CvKmhco0fkrTbaRww5jIzyesFJXUuQl/I7eT5TM24qU5YF7nSb12A4nbcXlsYE2JM5+B2kFXciTBiY/6",
+	"N/h8UPkm1S82FXuaqkDxi1MYRZ6ezJcFx/mHVF/8w9Fz8rc11TlQeLvXV3AaoccjdR2tVKWaUp6tzfRA",
+	"y0tXIN1dwfSX8Ft3ybAuin3xudTVstgqYTdn7nKGl4fzCL1x/pkCiP4mi0IiRps0YalQeetXe9gH1td9",
+	"RbacHg6N0+1COT1i2QlBPWXDC5UjrErsfewbwO71aI6veTZuUDySAwiiCG1EYYUfgq3/DQiH385eeJJ4",
+	"B+z9qA9D5UWAfsN2lXZ4nzClsXYX/7CXsKy2TKt4rDHAIhcnzbA0LD0TClA/Yek5isI0YjbY5dg+KNN1",
+	"EdgKJjwXJ5j+Bg699DTqj3XaKhqVRRHM5WXyAPpyY1YdzBKFC9w6RNWUcCOO/ZPSn+C7lgV/f6mL4jVc",
+	"fn/18pXjiIsuu0bRnLbrkIpNpAo1NbfpcWyWZFXOntsHt+5yjHZMH+EYHh2nBm5l5wOUnbi6AWhAXKyU",
+	"mbcXpL6mSD38gv/AW201WxLfrkHCBmjHG58Yhsq0J3UA8pjQXDK2AIIUshXPLg3bxXL6SW0sIb34LI3d",
+	"6/ayQHCH0oGQTKAlDgKq20/L2hWfu2/cIvvXI/sa48Kl6BmU32732frZgvj3DuIAA85cQOgSHgnugcGz",
+	"DmtJ6/QfE4tXUJObNlEtz4gRvKDGUgDAT1rUJnYslDd7DiKV2zN8dbhlWplA3Swk99+Rcq816K2DZ4tv",
+	"X89wco/8O4ay5NfJjh/ryu4X8krk8yQiu2khh8LKibggdw17frT/41GcSv7saMHVEpXoIw0JzyDBMqW6",
+	"tCsppgn00wbfiW/qznb9Q90F8Cd3zUnHlTzP4aI9TIiU7lsqIGikrgRh+hymAATjGNhuJyFLssDT4t7Z",
+	"8Ws/gnQv1AIiapJLSFRJb8bU3olDcHKVjyquLJsCEZVlhdPPyTlVm9CbmpahEtlYZETuSd+K8QcsBFTH",
+	"YBJd6UuRN3Q0HCY/r/hUxfMhFM2RTxu3mIfNTuN8VnqMgib0xnJ3E6WRLmkdOF9X/tiys+jrMRN+ibvk",
+	"FM8DbCF/wgD2N5qf31qax5ugf8f59gtMTU2q5M0FbVfxJlBS+7z4GAte2YHgS4K2r4AsxTADee4s3EFh",
+	"TJkBYcIuxlOfHlF41gDrbSGUnUEr0xhpjHS/h2l43lwPjVKZri1GEmOiGfen/JOu7V6yJIff/QVBzCFe",
+	"h2PCZm/C5z6+mCNC0LkwddEJBq8gCe5Wj/49P8gxp0plsw/gUFxgTjkX6KgYUw9PIiSShnGnYq3lr6xs",
+	"dl1/5f+3f3GV7Z9/eLmP41rzwP9bS7XEAamVqSdEodKunKQIGfEd5L620f1XG1Ede7UCtCGpLFaqTbls",
+	"qB12U3dT4OWvTcp+x7/vNXTccOWYY/StaboMYwhJ44NZyY2BEpU4P3RBnYnFmucWBR4F8HHSSgWUMMzy",
+	"S+ggnc7NbgqK3ECiJiVDgXabg4po8oAWsJ44zYwUruBFfUpFkfiHT/7CFPj8sIwzZ9BS2peFo5SglBjv",
+	"nI2y9xeeKdUVLySmbcTFRWtUZP5vLdUDKOe5eUUu+vAVIa+wonl01m89BAbj7QXyD3MnoSUb7znC3/d0",
+	"+kgktKWAWxJf/0IEMV9RXAnsWXGx+/ryQGkl1hUCheBXS8osX3uDMd5FC0pZIYa2r6YyaRVUQhadL6Nc",
+	"R1N758b3eAsLt5raZjQ12FZhi9wzxSwuLV4/jZ5Tdmt0M9FOWOJOJw0MI74OlPwfW4fbPXKsjecU8ClY",
+	"e6tKgCnB/iwe/KNM54xmoC8bfk4um63b/36ixFxWfdne2/cVMw6/tHh3/zyEk7ykoW8UuqC8eQCAAqpr",
+	"WugwFkXu7b+WQSfVolrgDEyRR309EVYMS88WObjBzOwCJHf9B16NhG3ftecMvoUC5OdtmEI4axg6geI6",
+	"HjwktyRgSYI16CGtI1v91I2ufb4fbpi1i7x5rvXpHHfzwwi1xovTA7xdu2wLwPcSgE+RKqWFByHbLcaf",
+	"h4TGYwLh64HxhF8C1Qu6fTqRsoFYlYfMdc4mYjIQlUdtoD41VpTHYSaVz0B3uCIqfEZEDwY/R66x3RdH",
+	"z1eqg2+4yt9fiercZm/ch26R8uEhpRJTWPwtOt5LdHzj9SY4oJUuBNNXorpvWFjw2YBnl96N1d/ClHzj",
+	"XLE3Hz6c7f/y7h/s4/k7T8C+WL0ZUk889Rf6YBMGbm/4648hqHjA3lrTpssDL33zLjjv3LbrQ+GSJsev",
+	"iejIKEYROttEY8PhnlCiBtSnd+RYuDuVnuddpFJ2jGrMcU0CYRurjUB/GzISeyprDEtIaAKGtZmFFMo+",
+	"MQ6oK2EM6sMgA9y6CGDyaTqNNqr6x/N3mOVCjyY/QBN48A9EZjRsmNqfGnJGm+BRUzu2J2FFeCHaS7ce",
+	"VJhbrZ4Rfjx/txUMDyddcT2Z8qtDR0wLXEBhHm/Keypl4izIuUIcWQhz+MX9z/3ok/mWtlyFakoOIolb",
+	"y7PxxOnju+lLPGj7r6QptaFeIM0V6V5wsXY1Zgt5hCeMN2mNlcB4O1zjpp6dQ1EdCwOB2p0BUv/PZ0s/",
+	"MaHQh4pAZe6rVSdcyaEwdu8kkmRRd68omx1FSiEiVpWigGR28iHjrTxfXR56wE7jz9a1jb48WYhyu49C",
+	"hgJKciycUtObgtkfBm+F2EOro3ZEfFFSvaIHx9nav8hCbBPpv61g6RQ3I+lwvbu2Z4x4WDc4vAfWXQsq",
+	"zQ8n5Yu2OA+7ZSAVh/HMP7pTgE/HzmSA3rk7yQ5+GbwYe/bvA/6YDkW9mPKZYelgZoWBs9QMZeHFfyY7",
+	"z45+3Oh3kNIGROZWNKWi1JNy/us8eMPn9Thg4BGIJBHwuYc9cTr4f8Tqr36OykePUBlzNAqoosfp9Zlv",
+	"lqnQp8IL/2VPDJo03Orqe8vaePrj6htgpf6u7QW30gwl6jQPWfla0YHtVSh1CMVjgVVhiEJpzQSSm2m/",
+	"FnSlTSljkByyUhN7YuCAG7b729kLb4CH6rp51o3lOhiUeBxEepZTg8Za6dod+N1nRz+esBdPf2QlpxCg",
+	"UPlewoxmnP2rPjp6ngGGwT8FE9g1nxkhLo1nzP6O9DYqiPk6nY1uvll97dc2I7BT1X6DTbTV17b62lZf",
+	"2+prW31tq6/dlr52BjWq90NXc9L2BvW0OUK4Xv0sFhERLZxJmC7yiNLXBxhkhYc2CfQyxGmTLFXboGC3",
+	"N/ewoRIxWz3gUQnaG2KgWZavSRt6m219JxALqZi8BTMinPRbBdjr1NReD2BjerCV4YlTFTM5eo4kKpb7",
+	"P2/PonCEw9hK8ElgLobcHp4DLaUVk1JXvJoB/O4ds9SbnQfuIKUYMQ70YwTa3WxjyKbMs7HXvOZrjyh8",
+	"TrOFAWZPrVmKithx1oqdHLBTFZihgEkBFbQwJ1/FWBaFAbakZQ+ZtOx7Emj/keWN2F3/5+3ZtubvoXmA",
+	"1Qq+tAfk8+0Rdcudv++VCC4p3inzdlN0O6VJ1Lkfisj5wAhl13AEn/Q4gjcjZNB32ciXrePyexIyDVMr",
+	"uOw18Vh1bs0+6RL8qI9H4G1dpVtX6dZV+khcpaqNkg/bR+rt5fX6FkZGs7/RCYmlDs+EjeSVExqGpae0",
+	"izkmHf4seCUqCkm3n4Cx6RRJeODlAOkQn21DeXpM1DqhaRCqUr6fBkZ6wb0NZnpk1idzNj3bjXJE0cBH",
+	"5odLqfKmBSi4ep+wVpsPqL9EP4KPhU/4jDp+cDbREGKn1h/S7iUM9qmR0NS6nYPPxBXUe/KhFRVL4X8X",
+	"7pyoTKRslxg6qXNFqsRn2/wVY+3pmJvfdCVew4Oo2nQhet2KiXspq6ueyDgQZDRsjDcS+f7N776t/vhN",
+	"+uM5dA/r3UJA7mRojzBVTwb9qlJrt3UrcVLZH1/swCDlpJ7sHB+FIUplxUhUncF5yyYa8lEkoMfMj3H3",
+	"6f4PLWLWo6O9vtFN+Gfc070je/7MjYx/xpG5BzfjfLrOOB9T8GDxIPaocsGtug0g9Fe6rdAeoOMp7xSi",
+	"9zoMEJEirU/osljwZtgu1KPRX4Ak2Q0RK4Hj6zKu2EAwUw/cKwad3fc8YUs8uMdJ2NLMwLIAYMd6bOuf",
+	"7jdvS+tMOJ0MFEp/KJjVt1bFlPTRbEJxoGnXVvnD1a5rxYzSRps2jJtLgXWuvALj24JNP5jNF64/cYhQ",
+	"8oEspJUCuaehXng3zfhEVPwA3m7GKTwNfBgJSycyq3Q51kq0/w6t704YBxp24F6/clYBXiLMHlKSY0lq",
+	"IYa23SCOuolG6u9zljaz9ykXSgoI8LXih52sMw1JAbwC+F/mqifdRdQ2j9XKygLU8N/fvD1z5oeogJ6V",
+	"3CHLKlhbpW+Psny1mYEltau/A/mt9rth48zm8bqsU0q7Bex7CNi4x26nwNReq6w0EiCHX6Kf3B+nY7mk",
+	"eRAgzO75Ly/ZT3959sMeulguXnnU8ewizSOx91pEMVCJgs+gq0Nff9BAoYkARi2wPRo+O3oa3CL+LvjK",
+	"J4al7zS+NSXAXKAmcKKSF0azTE/EStfTwv3kffJUy9JgvwtoJ8GrHAEY6QmQUP6AnaqYjPlJi0w0lhYn",
+	"c9Iyjsx5pH9x9BMwKeNkL7RnIvuzNgKSYN6+fB05dQzRPtTK1GWpK6ddZzoXmdljL46OWErOmU8mL9NO",
+	"8gdj+SxInaVds5Fm2jZts2Ow8o2z2alqPPb4RUgH1E06sfgg8KF1GgFnCNPnNvvd7eaHy9LTpkvoYumJ",
+	"D+8dNF81+VwWR/yaH354/uOaIaEAIevQQjy9zoDWfj3uxZMIRKgZzQLMVMLousqALILtvnr97vWH154B",
+	"2DBpE3Z2+uHlG2YrmV0WwuBJ5CqXuVOL9+biW/593dGnZS9fHtRKSGH/u7YdYbNThywh7NY6ykScFZzf",
+	"2BQadF5dW/RKT8ezvdUxtUetlDxdY0xnfFZonn/Q+h2vRhgle/rDOhMQUBwSLT64yf9OqDsS+BkFcUes",
+	"DbGddqx2+9VJ3fvG3LFKxTr8Qne+zf/Ew1mIrmN67mFlUa9qIcNJh7jWpemSmtCMcS9oWcFzUJkn/mmG",
+	"ge6ySDoKCk4MQR3S9xV8ylb4bjALqLX0uDIFN5YZMYJ4Il2G/gB3QF6fMS9m+mY17MeHQfZ3D0nkt0xO",
+	"ty8OoE0luWXW7Z5+Q65PbrNxJ2A7M4krUCqHFccTCbZrWw/0JvASVP9aCP6AmucWg7cYvLYpR9bKvszE",
+	"vslLt3O/2bQ7XeMUgDfpr399gcH9VbZfT45e9LypqIQ7MiL/7uB/a1FsQoQQWHagM8fTS6fynpkYnY3g",
+	"iV17SdberJtmGxlTed7qelwrBVGpOJepK2/rJb41ZI2cmvvfTmDD4ff5KenNhZ6f44TJIeNqttVd72k3",
+	"TH9G5hcOKDXjM/UQ8AJ86Mt5+4FXmaMDYlAbqYQxDatzMt8qvcXvr1UxOw78/jHe+M4mnUHyBZi5cMOM",
+	"89JOzT3m37+t5Lz++oqA11sM+b6YjOEgzFGm8VaC3VibB4E87XIDY3X5EGBIlw8Ghe5rkvoWHbfouDF0",
+	"1OVDA0cKv5Qhj7obAn+WvmltO3+Syqw6+ogQ36Z7z8lCt1slRG5Y2kr7DYEgzFLsyUUJadpRiXh0LdaJ",
+	"wzXpksTDi+irH2nmYTwF97htRmulesYX7+Etqt5Lu/Uiyg+/1z0vWnh4+CX+EWPnYml64uuznpzE+EFf",
+	"kZToU/5KiO7MxSYQXyldETvUXSNX0T86asV0KUQJHkjKKgrUy5vKaOzQdf2GgSCSeMBBpDY6dcddWrts",
+	"m0e3zaPb5tFt8+i+7zw6pPeNkc9n070+e3g6wVfl083pBGukXry+TvbbVmhucy+2+W83KTu+e1QmeILM",
+	"g9e3n3lwg1ltm8DWOK1tC65bcN0mtm0T27Yq/lcmtr2+r4lt8JbDSgwrYcb9vr5zbfFzutxixyyF//9D",
+	"VAZcEBN9JQzTKvjj0HtWVsIIZUWO3c+pxzoStwUKBYYo3ZZF5zi+c78cjzIVBT6dZqLPJ6TEFCd7yxH1",
+	"FelmsMm79/hdHFs/bPczPncV99Pp2Vscronb5ODpg+4JciSMdQdxKD8Lk0RcgiZBGlVpZ2wqVa6ncAf0",
+	"1jmJDvEVL2rBpDWiGEKYEphbjNWVO9eKlQWXirmjAvfjnwOrwFhU4oC95tmYCWWrGT7fsOlYQLqIby1x",
+	"JThAchLCof4KjDi7vzcJKUBWZcZ6CkFYHCEfcakO2Lm40pcQbIBZ4ZUIPkFWq0IYh0RZUefCXykNcwe/",
+	"m+3qtJQfcCEWIKhrUzaXHJ5xEKNrXXch/4PXzhOZFzP/IXqqPE+PNKw2ojqBho3u95VZhyEarvxoRDVH",
+	"Ex0paE+f/XWdhn+F0ayQxrp1iSa778Xt+W69m9gHd46HvDAivHugdSG42rSRT2vbx+D1XjlcQPbk5qDd",
+	"d/XwlpG2zaDVTFOEnwGN/1hAyaNn3SjpbzmgOUfqvJWMWKoZALJONclsA55dCoXs1YhOBmll66JgqbnK",
+	"PpXcfko93Kk5FaUgPnYKPmAI8d81MbRevDndf/bDjwS3CSuLGkYjVFbNSiQDKWd4SBusC8jDXl+JahYx",
+	"d0eMr3EnWEhQcd+qKzbWRW4SZJedSuM7vSKDVgfJFTWixblx8IlAPaqgPkFX7gGcyExFZbRi07FmE55j",
+	"eBSnmB4XzzPS/gY1BKOlSGbirpWU3wJ/fGJYISfSmmOH+8iBa5jSrODWM9M4bIPJAT4VUBZ5nlfCGBGe",
+	"6KY8JU6wt6VJ2S5XTFPdRUrPPbXAY9y6zgYKFJhGqUZ+YCdsKnNYaWqIOz9/exhR8jOIs1eXqPSjdMQg",
+	"Mv5dthC7yStywB20ZBwE8o2FDoDSx7XwBABzmmW24rLoS/nxQLazyaQa/5IV2TQO8+fUDFo/VgknUzKk",
+	"1nNzMK9/kO4e6bS3mY5DWzxMZs8H4vpOucHlE3krPwGOZaOVRFxGSltQWRRqKkGUhwW974Lle3cj/NlF",
+	"LxYh3c1KtAlXoCAuV/8Pv8D/V4bdnGZlAjjZcaXr0RhkRiXwPDgoq6QVIAcEyBt3aipdMKVzj3fQ6y1Q",
+	"qxN/erS9gdFaWVSzG7LEoVS8OImSQ90vL0VJrjvs1+mVRZ9LHgMbqu2QUupECLQVb2uX1BvCNJyQquGD",
+	"9LaPl0HUsg6+1aOvJ7itRImizPChKGZdvgf32ghTr6f3f8AF27kV1XUpSCVMOQtJtef/YBuD6jjvuOi3",
+	"cN6TnbLuUmFpd9tGhNZVqc2CLPVMqEEn0lWXHPVQ4Pvxw+nxbf9BNJ0EjWkohRNaTqclBwJccMD+Lqbx",
+	"22NdtMmWFtfXRQ/Y6fzhRmq7gSCVKvfK4NytPyVsIDJeG9zOcwi0eJY/wtNu6CzfvGbVHt4KzYqWyWqC",
+	"wtULeKvq0ypI8gt7F97Kbd7V3WpTuM/vkTZ1iFZ4f/zjlQDLnTKZ0NkJNnyErWDYRoYAglRk37sj1+1w",
+	"IOMA1BNugXUUcEsDz6jTzIZyVEPTGjIXPJBX2qLh6qzy0/mRQIcMGk3sVNVV8KsS8CZd6AqDzZw6iAEe",
+	"qDdpnpM2ngrwx3612XoO999vFQvHuNoeRIcRma4xuG0rLr4NNC7GegqTGmaYx4er8fTBAblrPIFQ0pJ4",
+	"qigLnpHaFH1Qo6UxDo4PbAMlCyxT8BqbzJNFzwpBS+NUSVpg410pXR5NdFXpIqe/Ip3hVFdog1mmVeb0",
+	"vA5LkRyJheAt9Y1MK/eReQNWwiOZ/5Bo+ItaYAcidWAHzPT9xo7ruZJ8h7OwWFH47S26RBV1RtxCy81Y",
+	"exj4vSN9xEnGFXHdOTGKUtYkbos4mwq6wibM1NkYanBjB0lCIOnhAc9TFFHIxiK7NOSsdvIZ2lmUpVD5",
+	"vlbFDA44vRFc4ejr9r05dcXQD5UHP5Pbradnbw/YRyN8t73gktEZsAXkpyG3DfLdyE9khFNfNMbZBjy7",
+	"DA8dS6d2zQgM3dloxlTJq5547QVN3ClM8l3FbP1I4YOlwZ5rzM5KgVQK4jOflEWjLeG2OQgOZV4UcPVa",
+	"cV14OKj43xTVbQ2cVk8apmub6YmgYDP+sF64Ga9tDUqoegInrM4yYcxOsjPksqgrdxXyQrgzd72hgl7r",
+	"N5nffTB0Kyeib3R4XXc/O2er7LubbznlB/YsMiysE5JeAg3bGPWSGHWfmXJDEgCeuNjrLcB/pAGtEAKo",
+	"e0XIXWqpbCsMrfTUJI0GkXErRg40sfjNGXwWXYamMTYrXVA/J0otIe0NW6OKkKEnJtjA1K22UJaCCOTy",
+	"azHaZdzyQo+cReu9c7AzUQxBINcdO3ypM1GnY02RMnhNJ5KfRfO0wUPXvKbvzJ0WxcIimINHdVwWPv/b",
+	"zoqbkO7DAXtzrWMBvcjCxl8YYDKXYTaoZWGZVGgiOcsSmqHWRlQGtmIoAofEJmmYmTiJR6H6CsWK27sO",
+	"fvOe1ogw+k36JHQhlm1TmL7HszUrmu+bgG2cujXzjHD3AU4u7DzYQJj48evrD2wZ/nt32rJ0n6+LsJCR",
+	"DsO8frLPKcB18Bj6eKzlaxvpxMOioVH7JiInF/wKHr9WNkr0+6YDKvlQopwTN1u3zACjoQihm0kLAK7x",
+	"Lt/7kMk2ArJGPgks641C1jJXA1xx+MX9b0UKCRZWB2iDo680pqsB+Bywn50I3ZcqUiDxX8bKomADXYNK",
+	"ybxc7Uqj+6lRQ/3TjSyEssWMFdoIwyo5GltzAiUlzEI/fBTSVlMrfXwp2Tk9BeI4ydcz/s9hlnbutK64",
+	"dfDJzbL1+d3ICcSdsckT2JPa0XL9ryWQ6BBCCsQECkatKGa+girUZYV2QiTD8Jx42wooXowOfjs8WMzt",
+	"3Zn38C8c6iYPw98GaVadB5kbUA5QV2jrCINZ4AMFoboxPacv4+PbAeDuVBYxXV9tuV8qi0/xwFFtMzwe",
+	"YYbHLes31pT74E1YQ7Vx5+X8w8VZ1LYVwRbUEEAxd9DmiOm8uuLuFmoklXhi8DHkg/OJs3BVoUdSBQea",
+	"Ylo5ayp6IVyVa8xjZeIzORtCq1YCthfoi4BP+qYCAU+YY8rT2o5fNsWL166onetHK+KvGohCq5HT0fr8",
+	"7XD3Bdy8Pk0BBC7aPAUlt24T7hzv/Pc/T/f/D9//z9H+T380/zz4tP/Hl6Pk6bO//Pm/1qGP+Nis/XDu",
+	"q/o+xW0X+OdXky3EH/Hfx//6lzn848vT5McXnUO+a3U0WuZFpXRLfnNTaqmax6abAlFrykhDXeJX7cBH",
+	"02AfHn9EQPMkRkDDeJaJ0kJk8xUWHAMOYrnxYvfxgLeeddOYKdUMUKZdUzcXwshZURsLlXcznxvcLjU+",
+	"YaKpMoaYw1ypsVM1oX7hBhy9C3hqVgEqxCzjmfWx4Xh6MMoa/2atUOs8uH5rFDgeZhMJDsuGoww/rjXE",
+	"CDTXH91m+RXml3CZY737XEy4JWbZoSzcum/jrku89fNzeJMAt57f/us0QF35xDYoK5qiXteYvKDEUe5d",
+	"r5aISTdteMTERSghvlEk9OY2mvBfrzuCwdqlOW7MOl542Qpbub1QYRWTZiYxB4oXk2797jbJ3hcmcrXC",
+	"xf0+OHE7D1c5xM3DR24LR++fo78BjVtS7Zaax4dWmCWNyH6upd9TBFAtlnOGNNBUqsCyQmLvnwJ6gEQF",
+	"EuHUTXVd5MwI1VR7juSVUGwi7Fjjqfx4/hZ8iOe/vGTPfnz6F/il++EvPz79keViKJ2+ZgOu+sRFHAYN",
+	"SXzmmS1mvhFJJ/Q6axvxtVWj7a7Hp/gi7YxXlRSUsMLZmJtxRGkTn7jGLSBtnD7Dgwk/pbniE1FxtxvK",
+	"gs9EBXNivtInkPj8Gah/lSb4aIljwC1yB62j6NJXN4Ti3S9bgeLxVGj4iiBLYR29/xeKU8a8KIQTaxBp",
+	"glz2O8Fx+NLlcRz4a6gMAWKQIMTjI+XMashP2TIPPmTk/4B79K7AHqI/K1KnMq2MLkKkqGEMc6ZybZIo",
+	"tIueTCsnwpw0wJ5zy7sUTrffL8UMrgGriLRtb/YxkgK5NA4ISUszeqHybSihrJ/xLNM1UX/q2kKmY1MM",
+	"c8BeUQo6fskSli9/IXHtuIHgx7rfkDOrSVsMDlfqEdIQGnSxFnT6Bj7COtxV5nmIAZr25McTD+U8zvKg",
+	"NGnx2TYm/VrWPC31DbgaWjsRzB63Njgc/Pd6/gW8tjPZHPtl7SQ7uQRmoRySzWHh18o2b+jO8njTrWA7",
+	"o313f9jO3L5cJ62cPm7ryOh1ZNR0wm8C1nG21007jPHbFw22TF1uWSE4NOXE4HAHaxmpt4YXbi+Dlks6",
+	"SutRMcQbcFEsBPEhn7DRPxv+MhQjN5nLqDQ8BoqjAzWPFxKQ0VjqqaiGdRFSG2XF9BTibwEIOzMaExIV",
+	"TrwM3MzExzy5Tr6jO2Ib5eByL1ihTPtvdV8lQadujJa29G1kPQnEKBXSPeV29WqYuyXftE2F/O5SIWs8",
+	"LjcHoyvV48MvNfCfLk2FvNBDu5+HfEh3x/FSaqs6KJJdWmISFGHMxNas0GokKqdhh4IECTWfUVl3ROyL",
+	"2VdYJx3ytkC98O4XKKhENYeZuhQV4/lEKmksKtadPDpxYkNZcIsMvsWUzwwJCqMnAsvRNQzdPxSKKvpS",
+	"DQgDr6f9Eivtnce6A9BsUy83knq5sRO/BqvWnOlJIs+nE4cw0Bq0WC89l5bPwDPevKWnVsTH5w/+E4Ne",
+	"PXdPc8rxKFO1dV5nTY4mMNd6ayVoOU5ZYWI4FJmdSws1VvAcPsGSBP9MMablSpsvejCbTsf8dlDYFPfW",
+	"GhrVPefdWqo4UUImqnNb5+J3kF95h0rTobck+iNJF8IaIrIJxiQScRNjvZpTTSphhLXI54kJ4wSYjcvR",
+	"B0aUwB7CI3lFIFVXFbRMUuKAnRZFB8hGmfGxHgWgOx1rgUXUAnmGdJG3QvCFHgHhRW2D3tXBZGUEuPzO",
+	"/NzcM5hDEehHt0bueewESJiGP/OimCULc3679IJrqG9N/JGbVgFDJIjD1oCGT21O1C02PkhshDPYdmAF",
+	"de6uoNJvs0PcYf2I+U6PvJUJSAPV7dOx25wDp9tlleDGRz582zhR6mzsw9YTILXHqnh/gTSmbthQpA3d",
+	"lzopvZC4x+c2Nd3pJnzGxvxKsIEQihmrC0Hd2IM5i0ZsxFGIejCfxOkp3QzLDvguRGB4uH8WIw0OR7sc",
+	"eTpRpYMY3vvXWgu5ZWRexshcFC1xfkvH2laCT4wb9YSrfFVclWy/ypI7VZfM3+nG7ESREoV5wui5bbae",
+	"Y8xc9ukncNCBn2z3TChwS9fKyoLe4h4AxiyEWSs2hrdI61uDxjlxTwzjI6Fsggk0r/xdecLOa6WkGvmu",
+	"FsCfzC7qLBMid3//hcvC/f+DnIj8fW2dUfqSq0wUIt+jph86F/473QAGIgPbeqFaJGRGumXGRRzC41F1",
+	"O9NFAZk+TYojTtgTmoiE8SE0CMFJ7mH+gpl56Rfszto1jSkxB8fvt0FftJCuvJG0bZgc8B5Q+rsue9/L",
+	"QZ1qvXQpFMaTi6pYf/a43/mechLWcFngVnzdOC7g1j+XLUS8DW8+e36jwif+0nXitoQMzYbbRnB7I7g0",
+	"V4UcimyWFQHFWlFdhOousfJDj1jBOzq4v0iaYA5gvzA5NZcoS7QqpBJzhSC75GTUCsvI870QbqAHO6VO",
+	"icx6TyJTenrMykpbnekiYZWYaCt874CEDWaWIoDDCgo5DMgK+iGvdFmCEom5Mc2LwL4yhZ4m4ZdA3Yjd",
+	"taWF3xhWK0iuBJEoVSZAvTxgp/OlhHH2I2lL1OiJsyEoS5kGPAncOlKxtFaVE5vASx37QJ1k8c7Z6Rjr",
+	"6H2aYJ/UOKOFWaeG5xZwpRvQ/CL7wqEIW3pRviw38GLczv2A7v66gde2t1nf6+GP/fP944u7gHHcX30o",
+	"/qE5wVvUXsVEt4B0HWrvhmHcmyNrGQVwy2IFJdrVlUA/SgKg7o3CzqLJq7E29pCXJQ3jOLLTBwJZWd+j",
+	"2ADtD0x5fAry5RpsNh9S5EkGVmKEzlip1R686f1wCI+BJ0Q2x8hhNJ/y2QF7a4O1YpFFOLs0bDfTucic",
+	"mDG6qN0DSZawCpR4g6S37geyILxoiieLhIeTAHiRruRIKrZb1kWRsLI244QNZeGfoafOjvEqd9OBWk6E",
+	"WYb5X+16uFFL4S4ESQTiTOYbx/FgvW/MHqClXMMeiAxLGtXNGmabFyX0rdewCJov3cqWVRaBaUBhkwJk",
+	"oi/FvnVfADVa/d7hN9zM1aMiigPEaw/SaQshUmg+iiHqPS8osVyG6qJ0XWUiYVMubTAhwBPFLsUMEdvB",
+	"6ERwU1eCaplQiByzK5kLzVZAPa9zGS4iEaGME3ZU8qKryyg248DaC3IcCDyMOOqFsUyoPLR/Td3lurYX",
+	"aBekbJcSq9nTo4RxyybaWPb8aO+EHE3uI7BSnRx1I+GEFUyMp1kaOAElbF0mIID2wtgqwY1W0AE3VH9T",
+	"Ge3H83cQVYQciCZnFqvhkhA/jAolFl3h1pQXbjt8cKdtMyHA1jtWRABxb/g6rNsvrYrG2edv/91nrcHG",
+	"GOpa5SdMXzIDagORPfBoK8POzbeEVN97UNDdtcYnOpyUmfio+BWX0EtovvFQgOc5yLwRqbAk2jAvFw4H",
+	"3GbjJU2FamVYXbrT+uyIwd1wKEzijkXFoATVgWVC3Cjtalkj1agQTQNizERVuSiFyiHIj9kTkJdhwOAg",
+	"dHAn0AGraRw37ke4GsbcqrctgjmEJZEBP3WVN/xShHwrIPJnmJFbwEl40Vpgae4BWtJo+yDzvQrlqM64",
+	"9AqAVLgEWwKBe5TNEKGPceoEL2IIMhvHIMsru19W+vOsH3iaiqRWDJBIcbAVdUtpdbb7HJgyqaxecGsk",
+	"TNfWyFwAjbA36ncxhwwmBf6lldjXwyGrhNPV0Mfs1Fkz5zJ29wV2FfdNlNruxgPRT+hQ5vRAqUYYfxzw",
+	"7FIPhwkFXbF9gLHgCz9gp0B1xbE7WjE7ZqUuWpHZYO3i7eiSOWCnrOQQ3OQ2YstjPHxiR47+CfNu91Y8",
+	"tLLe3d1B2eL+TD5HWMINkbXMvWY9pRKbkogK1MuyHhTSjKmS4PZgMxo1Bdd6k+EWtjYFWK3fTFuVcqtS",
+	"rqlSYnII4iAC0QLT1OaRXZffAuzYI7L1DXAgPGJFkmMFHp9QjkvjVvY+Z18L5d38zrrOpQne/gN24ZAY",
+	"8oVpDJ5MnqqqkI2LGcxkMV0QqcvbQMjWW1YAJH2Jhjl+SHioyy0cbuHwK+BQl3eFhjNjxQSa+OY664/h",
+	"nYtcViIjcT+o9NSIyvsoobbKQZ3FGKR000QFmLnO6olQFk3qko/IjUk5He0/QwSIK3TDtthZThZLQNu1",
+	"VmStWzFCcDNBW9QEppDiy7Ml6uKvwp6W8pWbhzmIeX70rH9O/DSs+OydZAdpjuCJ7zTi0+JjwVWAOSne",
+	"GbD4tISlc0volm+/lunBUiLm+QjNn48gorFsndyuas1ufNBgYptzFpEYHe/Q7twnA2dn8TA+7TmM8NSO",
+	"aAguo7O3RpXD3H3LzeU6UfVSVFLnMmPNvQzupWg2sKb5aGNZ6cztrJjtKBsLN+jg46depbT7ZEUtamsF",
+	"oe6xKEqw1pCciBVal40ALEXuroQgtPYcG5SE1B1//jmM+gN88Aale/tVyxJQFqbSp91AgcCjyjGJNtH8",
+	"rCw5LN96Duh8HYYB9Qqmpr27vnKS1unXYz1VToiCt4DkyFhPMBh8HDhjJ2IyEJUZyxL7IApe2HHCoMA4",
+	"gO+ESwWRPfRuAu0elX1NeeU2OvEp0m0onXjTOBSoL6lfKATDfGGyz3dhlbiShhLXFkTSSxz/BU3EJvu0",
+	"t9/Ux09I8+ln+1Gchl+ppGr+4zd4AnJu+X4l3LK6pcwKwVVdHpZus4jpkgPhNhWRzYcOuHqIYo/q5IG5",
+	"LmkafwplQ/pSeCUrdSGzGdGXVgJ6kAUZUeQYiLbVjHEowxd5Egjqck/IwdUMCDoP2HsitgNCAHdKoUYC",
+	"KrK8wOCMvpIByCwehzO89RW3/NwP8yXesipb9e8QjvfMzxTz4ZnVIeRCM3vCKH5uvMKA5f9Lagd09W2J",
+	"Qb9UQuxb8dlSeL0ZZ6gBocH1DQLv6xvFD0+f3W5yTtcC0dr1wgqtfPjQbXpOFxDRLKJZwC2PjmsWDsK3",
+	"QlKm1VCOrotMVa32tcrEiggtEJfFx7xF3+ETcIwo0JgkCJPCAPc8hD6KIvo1Jv0o4KCviFk5iVPgp1wC",
+	"FIVHk76bo0obdxYybOSOfKXr0bhHdBP+UTAXRbgHTpTi7ocZlj5mekLkGLwrlFurHiTbhA+u61XntVrF",
+	"RtzMs9W4bnO5QH1coLfntOv9svX5iOfkzjYAfH/K2WvsL9ENdrhgNwd5/S4y9/4BN2Ifd90+7PY1rHPL",
+	"B4XDLqly8dn9w1ZyNAJvvsqZg9i2cfnEsEJnvCC88a+NDfZMF/VEAT/xNFgdQE+hfN5IQpe+evUOjHZe",
+	"AK9SA1bhuegzg+4XUJn0H+Er6YOhT1zuMDwcttUsl3yktBFsIsnlxspKDwoxMZ1mzCt64QVM3ynM3qqu",
+	"a8gdi0z8r95hpvSEUnGowh+exvTg3yKzqzho8+J6/LMLetpv/LOc1BOmamc3ulG4YWVjXvHMfUPIbATl",
+	"Gwd14kMxYfRoItqqVhnSN/bkufPPr/Li5ZhXpnvYL46OjpKdoa4m3MJX2ufPdhJ3nxvkzvHToyO4YiIV",
+	"/uIofCMsOhAlbVoLnF/yHjQO25EWFE7XVgfsI5DDFF1yvjuwmJu/TZql6Gde6ZDhir358Ns7TL8H92Al",
+	"VA6tq6H0wHvjF1z9oOYB2qW4t/9rxidFihoHnzZ3er8tk9aIYnjAftZ2DGcLYiaRAwYIOMLlEQUwtqrU",
+	"TKihrjIR95QlSkgx8yyQTXurXJSFnomcXYkK3DYOYaVpfYpPfIGmHhMO+d2DGUvnXcnHbM6TnB67qQvR",
+	"ji5eOZY24/yUCyVFnibXCICYsQQ/bTAuK4G1qrupW2tdCsVLeQDTvtcN5jozH+Uq/D5FHRlX8YSlY+vW",
+	"sdkGPYENXO4qcuzFy94Hl4SDnUi54968kwQOdPrRvaiL8/x6mAhPaWFih7LJp+x9KZRb1oX9e9DVmXPH",
+	"is/2EAa64tlwyrrjTQvRnk7o7VgD0uhbxw1rK+IjucXnnpzFsZ7e/0iTVEO9EsXLSud1ZhPoyJInbKx9",
+	"5xlyoUsYqJ0FumydE9yjhWzibOaEWT3CigTAHmkNq0sod3HPFAopPn2MCjseR47DGuvpQSVVQ1lNSFMd",
+	"SMUrSrOBX9AoHHg7VYsXl1ADrzvB7ALm462bjk1mljRv6TiIP3MjM+aWxB0vyD4f6No+spjTr8KywaqZ",
+	"2KBuExgwDoEnaJ3gK+w0vDo20Si9gfh6SE+g4JGorByCU6mnIvfvOhenOIANbsjwlmVxUPyyxxPwjJbz",
+	"BvZZ2E9r77jDL24Eb/M/D4WqdFFMaJm7/alvjakhPVErsQ8wmrnxU8s1B4Spucrwexg+MKX/NznpCOl4",
+	"tt7mPpSZY3dgCqQCMTN2tcN+GQYomUfYxUtXlyZU07iLEc0/l7ISJipH/IFNpKqtMHsH7NQpeNI9EKZc",
+	"5tfpLBG27utmklaFf+gtoOxXPkudvj3olCW340alxBlZu7H58x5NclPtLzpmYZUzl/xLcijcboFjvXl8",
+	"iRZpybiwMPblKStl42EO+ZUafPXbRhffQ6OLBmNZA3KwB24UcvtduQ3oBnBZJeobbqzmljZtYcTXN9dA",
+	"Jk4UhsJD6EZUO3VgiQLwzr/xfTPGdQiZmvFhAkxg1XBY12c8B6RbG9kWfaMOSqOXx0XencxEciJ7zPUf",
+	"lro1f2j5NJ/esk+ze2mWqVDNnGzt5SWaV9cJ24AKliwLTfOuUbBdJAnCig7Qg0qgeoAiFqAzcACdEKTR",
+	"H5JYz2eVUGLKi704sdvrXXPFJe4/zJqMmkHuD3nmLFjquaOHnS1nGrVgcYfubFoTWXzlCmUkjP12g8U9",
+	"07NqkG6lfFbOtrLj0UWgO5HhltSVEGBdEXN+GTUEh3wMd0ZE7kNq4TFxKEMrQQEZ8lE4sw3qPEJZEwZa",
+	"IXyNwWwIO/u2ttIadilm+9Dqxf1lMdyMmYN5oDdzECnzWhgfaOYVtMslikxWVmIoP8+Pq6lp09MQncEv",
+	"nfmm45gbRewzkCEgclaXnV6/3/x09ISiV9CZvUT/59u8g8/Mx62J4Q0+bagrmkn6evrMFTHrC3iEufG4",
+	"dTy0kIZcQkLTOqPD24HOrXNkT1cFpldocL1TGje9L7kxIj/BwATMBToniEybLoVmyMCTumKqz+Bx3d+D",
+	"Zv+tNqht70/M6u2TUk0KBuZg4Yp+d2LqrgQArADl40Qo6kDGQ9kGndJz8H9IcLrv4XTfj8EnYvb7C7Hz",
+	"nElCiiNYok2K47SSlhwxER67HyGrcg4cRAQd1PN2biOiMzHqkMZZ7hCwVr4teV7NnHiVBg9wTxP0Ctg/",
+	"RJOvDqPDvPSRBjoJGFEk+2DJAh0PjhO1bf8RnW0gUSBRKaPB94SH+rIPL5KMlUUB4qhDF6c0RFysM1qr",
+	"82a7bISyp/NtYShL1fGFtbV6Puf/vuR7rvjM62d9NjUAtD23nsYH7WmELOW67Nc8byNhVGky/6HxkZhw",
+	"WRxaYeyydnHQIUURl99EGIPJU00+Or61rkTOLn77cObzmLwyrEOoHFqDU5A88sq1BsWmDr+QEBDVdgrZ",
+	"vzj6CTER4kBp66ZPSttPzTBSVL9gMBLBNhqjQ44fjp435MnxoBF9oUNHxpW7E1R4no2B2QI48qVnUMLj",
+	"ijkHRqicTYBhTWMPvVa1NJbrPDEsG2sJxF7YLc+wtGvtUsycMsDVuQ9uSZEfE1MHrYFBFmqIXmFhVcjQ",
+	"gLvhV1ELKbb74tlPLHVP/ERPTCmn7VzYarZ/OrSiStlAzDTZWR2JVm4/fBDGvnbfuilmDpgReMMafJiV",
+	"yGQpnQxEV1VoiMdMHVJwb5GtY37wy6C/daamThUA8qpGeYn25hb/HysVh4CadtgrMewxQWdw42KDsi9X",
+	"+XowJZ/qnqOQz3AuvbbJ8dS1FYuUAE3xZcSu7z030YN9YSfHByX+eeH3ao45M7oXJgF7kMgqyrFNolsk",
+	"MAPjLB4wv7r+LWiIpIeSfn+Ygl0vPoPljnJGY7elWgEx0ltLXnQonkR2NZE38+J1WjkpCxExkDitXnR7",
+	"jCCBs5Rf5y96r4rZGdVHbLZPXzzM5W6DZjIekNfgbp0AtjVtIy7VIksC7tkNegRKXkk7uw5CENEBNpvz",
+	"atQQYlfQNEgW0s4Sn0dJ9i2l/Hj/sbd6QfKTa9mXPGL2eRa/shTVfqiIxAZ+Y27GLBtzqZCLN/yZF0UY",
+	"InQCoecfsN9BCx2L7PJVKFjy7uWassMv/t930gqWnp2f/vrbKfufWmaXn+CetGnwiY8HXMgFGvfk+CAD",
+	"38hCKFvMWC6vRDUSubvRISTo3pnbIMrUJi6imhBjxKwTLs5glW7eu3xKHx9/e1PEBd89/9knKBQqwanp",
+	"JnaCCkUjsHjoQjeFnvY3gYjW4Rtd0nFtl9sqOFC3NkCkLIHGH3ZEuqqsC2+5ofE8HgdztD+XiwmEm61r",
+	"eZOuZQePNM8DYadCqHmSmg3KE4cLUgmzhP7NY2241O/+uHS1pTuGTKeQ6Z/XFO9nrYo/RKxSVENdTQzj",
+	"6IXeBwod4hqqZLm0Kh/cxtKystJXgg5vg9ho5xl8LrrtlbZ4lINv19ccSMN4Af6QiLJdGvbs6AhxAHHV",
+	"lyrQ4N3JNt7bkcx1fibn80Dns6TxhChKsUX3NM9nS2oTzsMCrcgAO8NZ/KpJ/AbU70GvZLGqBDwDTvoX",
+	"ghvom9/u7kipNljxsGQ8r+G662H+Hxt1SdMKLYdSv+iw4Cf9eynfauGLpv1dLFQ4ndi93J1h9+vobHs8",
+	"xFOeUNtOau7srj/oSCdpQylvWNRhD2wS6nUhVuW64q6Mi7Dw29E4uFR6CpkbWMeFhPB+C/uM0yAN2pdR",
+	"AK2YMSyKO2Dnbjy+PrYAesx9rDCoBF3kG/hJGId/OC1Cg/J4s4/gic9l4YwzNh3PotVy30KKrh/yoLZM",
+	"5oV7DRvqotBTaDzZ2SkPwVgXwmy+Usy9ZmmLzLhI7hHTE/bPwyaPUa2snIhDIsGwcil1LpZS/gpWG/af",
+	"mYiJrmZJrKQozzCEsRPTW1B5wC7Q3erUxuEwKoo0pbZspCtdW2h8WdF72KjSUztOWMFHI0wjDXuTGt67",
+	"K6DnA6gNfOz0hkKPOnWSc/yKV9G3b1KyLr6t40TQVSxakMd3Jn4V1m+x3om4hUMB+v86vLVgJ0D4zO3m",
+	"iqsROKgxeuSjMh6ncXQdBocXMcHgcCp8ZmteFDM0zNUc/+BcGbE7bmwoKzHlUBeH9UbAbutfGlo8YYfd",
+	"gewiJ3RfRvvwDKZg86fCvWepkHAT6+bgMQsIctf5PYOhYF0KdQtnwdZu861xGKZjaQX1c38nVf0Z6wPw",
+	"ftYYfS0eKMpHQrM705OJULnIGeTiGmo1b6GDhT8kMA3IX4JVV1yBsxWbC41gq6OJGNdpHbD3pIOFMUJm",
+	"FMRgMJTPIX7jxIcVivy2XHnjLir5ch+LA8Ta/NAK2n3vE8P0VCX4PAIAHEGXIHqjjf2AE7zCLv6tqbiY",
+	"jrUR8YR6vt5F3k9QPGMWfiLG8PE1CvY/Mf7JaNpXZDlQdZvIm0+4mdqrTRqyzZz6/sGdwBJvTmpg/IhY",
+	"gLuP5o3BSbJT1r3pQU02Znwc6UTRxo2OG2mRllcjYWHgIeseYiwUyEAIofDABIi+3cOuRCWHs5YvLO50",
+	"3ipcknmck09ZOJjACWbVfEGvdAfNzQGkj8AeYr8jlWf8AQ1C+dZfIxFzinTlcVI0KhcshYd8qpuAf7oI",
+	"Jafu8S0w2USmTfMCeN+KTBtaMBUqo5sVxtm4b0mZc5+H3E+9kWdcxq4snGbpT5iu5h2muCfGnLpsSoVh",
+	"fWqFDIKUS2Q/nOvQo/023E3/rnNB3X1O6e0p9r4bKWmgxGUwg/2Z0u0fZqVI97ZZQQ85KxS2ZQu68Ujd",
+	"AGxDaXV/Sk9bGTwsC66W9ByLg+gI9HT0Q1TB633wLV6XakIvSP1+KWYtLx1my9PBi+2mAC4OSa94ITF7",
+	"Bpt3N1ohSr2TUFkWVZpjnj36KIYWUyGHkuh7DtjfnKro+1i2dN2uTj5HHazvBVe3CM/udeujcwDiXBiw",
+	"W3FB7gp83eB7R00aS8HVluL4HiGT53SPsYkO3ubBCfua7Leo6a5RaIrBggYKFhIQx1B0Qx9L3sbocUhc",
+	"PA1pPmdenT5VOXpOP/ARVCyFlwWNOwk6IMZW/Wyj4YtZS2XlxmYhapMTb2p+wH7lpbf8mgqmgnpyddaW",
+	"DuVndxU2rOBRNzHTpBd2h3Bhgl/F83sTKYTdeUE+huhvak0RcOiHLdkxS3BBiI3HxBVLQrHdK3bjFavS",
+	"iknDKnISNdCBtnEYQQqkyqg2TjQkicp+4pMJ/4xZ46aPimQ1xfIdspH07a3lwc024+c2+fM6yZ/tuXMP",
+	"KoQVKi4/IWTYoHdx3c5wg1oWdl8q6GFlhYIQM9ycxOpfUz9fu0sVus515XuxiDwJWg6mKnV0hvsYnOrg",
+	"OUeng7lk7qB52Mw49Bn3aedtCpC+eOvGu8I1r1naEc7PJa4BTuPj8qR3TsENbHOcyqWb/fCL+9/f+UT8",
+	"6cypFS1mnL5RernuBw27EakMm61t2NQJ+mAf5RolR+l7VBknUxolHx5CDzfhIQfsFP8CWgOkkEHSiK+t",
+	"IL8xt2xS43nxzekwa2Ehu4Hq4SA7O7ou6XR2eW1FeqMNM6OnMgud5iD7ASn/OprQNAdgrSZawaVoLhk3",
+	"lPsK+lP7zPawKvqFXMqrWHLrNuTO8c5//5Pv/+do/6c/6P/7f3w5Sn58/uf/2rk1usXWFC2xDH/3kKrD",
+	"/tGwGsm989ZF33O9Rjmwd6uH0qVry4R08714wuI7mG0EwY3JAfFZZLXttFWpBGWtZqDztSytyh1fyyJt",
+	"UwBmIh2no+ylFUBnLyG6YUJrnM6nNw47/xdQtsa6yBM2EBmvDfBhiqkvH3bXTPgsWKpxFR1X0HSx8oV6",
+	"Bc8uzZKk4X/QZG0cRfyLOvDjH36eIzrvR5mW09U2ZIMGwlQMxlpfmsOMW17odRIQjOUq5xWWPVnDRpWu",
+	"S5TrQz6RxYy8NKCS4G+eGJYST9T/nbKpLPKMVzkeNXgKQ+cSuZudLuJ7X8FT4Bpgbym4cg/DV6fM+pJ/",
+	"I8B+MNgSBp9vTnyWOHwieHHcRTlL8fcH9PUH/6qPjp5nb7QGfQN+6gr//Srs73jHa/f+lzRlmyzRrO3A",
+	"iZyu1/ZIYZxPWs5HcWzcV/tN2N6cfhqiA4Q7ZwMHKBeFvBKVFObwi8z/PKyExW7U3ebHb1CAwtkvmCtG",
+	"d89CQP1MqBzyLCE/xkE/lWfoIatLH7+n80BuJuZ04UlpDaXhtJ8tMSfO3eJjMNCqzf0/G8srkTfseLaS",
+	"Ime7zmhI/dCAzwO+CqLj7qSlph6Ej/rkH5My7bTbqTSig6sCaC1oP7+iR6/s7wYUGkMpGvodurPHdJDr",
+	"k7G/uN20mbkTHWagzwNHf0+Y0lO/KQ6+L834zpRUtxMhEXTYPoQ3ABcr2RsCbmi3IT5fAzMwtjGPG3Qu",
+	"8GmEfrvu20pRwZlPlp38vXncOWCngeLnRZNagc+lchfKo6BXOtG9FC+a7rvgpDcxLklDH7QcL+DwfAYp",
+	"uAoyGlEoc7aLCsPbPN2bnyhlHyqIfIaZWW6SR1Mc1t1LFiAl2ELJDUIJnszh4smETR+dzFsFGGwysIT+",
+	"AdrChuEiSuxiSVXis+qTCCrcSY821mDmuxeBWSyKwrRSRnJpSuAAJn8jOTQxS9BtROTBkrb1Z1/UTH5P",
+	"rYrZ3jKN/AK/8vYkN72wtx3SqBIjbsUjSno9bX+z2/hzu6q9c25DK48V1HUCYe0BJ+BI8Y075iu9K5Hz",
+	"DCjgpGWGz5ptz5kRWSVAUhphfRYVuJEgEIZJG3lCfnhsNOruOGCnXhmnKasEK8TQOvzwXKhEExGupNhD",
+	"d2zMb9fWRKzqx1kYzSjvKh7NCt4KP6D7U209f2ajSVhaDYMfuw1x90b52ufkxk5yX9MN7B4BtMDxi49B",
+	"sgqVl1oq2xBI6Klib347fUmHKvFOpkyXIoHwFjKR5WTqGjzaEIGWhtVK/k8tGJ9oCkEv0ZzxzjAECe5X",
+	"PjC6qK1gY2tLwz6ev2O77p9UoQwmfVHo6Rtry73AjNZQRZqEwQlzNvaw4qMJJDn7lzjkMbq4wk6VrNC6",
+	"dNp7wgqpLvexzbOuWFboOt+fCMuhIz5xXwqzmEuZElx+wmxFUNxhfM6WJ8wBkZ1PpJLGIuMyXGFYWckr",
+	"h/Z4r2G7/mmn7u9n+NcP+Md074C9EyOezZhR/FJ8yrhB7xx570ydjRk3Cw46rT4ZWwk++UTIibRuhjto",
+	"6rj+vbqAy1/S1bhKDSgLlVUzSCbn2IgFyT6oRKnpR9TVNqUDSzaUaboEvVaknboNexJ9b6iVHAvk77i9",
+	"AOKSj1g2ekj5z2DCKYeLBO9YFzl2k5BI5ydtI4rZUIoiN9v8+++i/1sL62/XZoq1JfDNgFem7gwllgXP",
+	"KPMdtx+y58EubojxkVcCioT9zoak91PFxKS0gPV8YEBO4bltaCl9Hj/+4YT8wb6TChZuNjpkCJzBCJzI",
+	"OWAvKT2fCqSo+kt8tt5n7G4KKbqq8a+68bWUwIiCmbCY/MTdvuAOo+1jmffC6PUSXeOb3+Y7m0rr+Hoc",
+	"dsvU7AmvStx7AK5hhfIHUQCwzdy4UfDFw3nPwPeQ4KTfNU6mp/G4O9QVG2lNtrnVJTRlExKUZvyEBDSH",
+	"4A1VOfudSyvVCJ15sYdLZHoi2EuuMlEQibDSduzug8xxMPOV9dlakyT2b8/YWBqrK6gsuBSlTYLaQimv",
+	"7umGDSsh4AmI7h4o5ipQ8Ts3Bp73B4NaQmfrpr4ZDx3O6X073ZFLcG0PHUWzIcIF0S1qsYuW/lyjXVkF",
+	"FzVpO0D/naAz7s2HD2e+FS+WHcFeFTlxs9H8oQ1ZItC74yuKIYTCwGrEBujevOp1w72KvZ/fdl6TlXec",
+	"wVqsdx20aFssr4E8gjhQR7xt5NXuafoGhBDJmtgwFwn3bBJ3EITvcwm+d5uMj2KPthRmS217Q6j0al5O",
+	"Ruf61mMEiEjL2++8VUYAI1XoE+P9Tu6+1EffKact1bTb9umqfbhqjzxm6INq22sJG8xKjr0QJBItNu5L",
+	"bKiCwfmQOIpXRPGVGZM5uTXDbyyE8St+JYpA0luwktsx28XwZMKygstJwowcKW7rqnGXJt5XunfiCRJk",
+	"yAGgPKR5jeeAnbIciRIa49FZjm4GujxsH0RnwOKBGIYr+uKcRl1wfHsZJEkJLTZsEGEnzLS+gfgtoM4/",
+	"weoQ8T81L3D63RLK/E7tyjX76uBGnXLjKaBO2rqyhAiw+9WUz7a256OyPeOeOrhPrL5JSbC+krqi/Zoz",
+	"27iJkQ/GHLAsIvYG1EN2Dm7mzrQ/9UAWvNvy0e8dr5AudGCQZhCbEARv3zJY3bkPSBic/G7sPvrCF+Fx",
+	"C2hbQPvuAC2gAtYiRBiwUYizvLg8NAKuN/3Y9tpYjiQVEMmGPlqZnjC60+ej5+JKZuKJgcJEzXRtyxrT",
+	"WpQoDtgvumLpaPDsr0//+jT1X2yh44AJ5HT4DMbZz5XmecbnO6lB1gyXEFMmJfRCZFrlJk08BSN7erQX",
+	"iiTDoN7+/R9vP7xGZ5obXxIUZmk92SUq8L8e/OXpUxgTlGNOeZX7WDe2iowGqodDB7iJX7KCgwpMv2a7",
+	"aaZzkaV7B+xMG0szgwH2s/cXH1jnShx+oX+9zf88hFvSE2pFZsb7Vu+7qxlkVe2mpbVpggGawcxPwR7L",
+	"RSbziLtTWu+RPGDv68p9i3QzetzUjv0MDgsfNYIBPDGYt9/qEtcpTjBA94EXlxd464aEysJ7VogUv6FU",
+	"HnbirQqQeEZ6hkhzvZUDj0sOOLhh7iRTzo4H0Ajx3V878P6nn7rxHu83B3BbL87H6NLrW/3QwgCisUV3",
+	"6QIIJcCWmTWFek7xMX28u22IWJmvD29pRiLznsT88E33NT//EQPBnYU25nePp2PG8J53SX/jaVvwJa6Q",
+	"5f161u/YYwr1D1QVdv/KLt/8J5mTyaRVHLPTfadwOJ2mzCY8YZM6/kW9Rz2uRVDgcv+Uk0gjcMoLuP2w",
+	"v8SzIwattEqeXUL2sWUTp7w8PWIGCsydAtbZpBo7Uh+zEnQd419R6kuh9g7YaaMxIo/2gjojDcsKbZxC",
+	"pSu6qlk0UQG0VKIQ3CCvUNNyPM1IlHQU6cLEugN4CgtwL2Hn5lWl8MErVCTYaVutaKsV3RvrGKCPzOLb",
+	"V4oOAXEQngthRYezD5JH2pjcshrB3HBAhlmpRjskPfFdA+cwTcaQFj00IoclGxYiMMiCZiyfdRVGwnPc",
+	"8YL13GpYWw1rszWOsN8W9vStHtfSLvHLvy+FMlT6YHx36Xm944C9JK3Dp3CRZnTsPTaYBQY8sJUuS5/w",
+	"JaZ0QUOttngoL9DoObP2MWkeZ3aVt39E6SJbtWOrdty52mG7kWETQDaWVb5f8srODjNeYv/8ZXluMTGZ",
+	"zIGgn16DuWnicykbtgdPk3p69pZZZ3ghSXYJ7VTobTOWcStG0EWQeqiHJwIRpMjNHM2/NPQ0rLXBvi9F",
+	"ccDeQvd48g27l7snQK5doHPVtaW2MUMBCSSmIY6tTRfB64TYasJHGOrpiQ03EmdcEmvzYMZSnP6mVu6Y",
+	"8VLuw43pCfJtG100itUiEebTuOtLKT/BvZ88MnXzPn1wC3nm1vFlvIybxK/uN/b1SYmumd8d8H2PogL9",
+	"lWfDm8bNhdonxG3EXMdnvTmjzZFv9tfO8U7YYDsLiPC0JxznprAfCTA4YZZ6ZOkiKMN2XzDUFUTj/Pmb",
+	"bx4+lAV2KVM5q/TU+ASF+DnLT1p34mq0D/2wr5uN9VV5qCuupcH8TcymusqvccdZpa3OdHGNW0BuXQCZ",
+	"4tvrvOrv2LBt/RtegRz5ilvoh2vd+Y+xBj1m3etPy/IaV2P97bVvuNYXvEZukut8Q231P2Qu9DXvORfZ",
+	"9XbZ3/VZwWei+rkS/PIa973hBv2W17rlzP7nGje8NRdjXvk9c629Bo1rKEN7/QmEHqvXvQs7FnysrjPA",
+	"Xytdl38Ts18AC683RHkFuAfD9Pdv0oNBb14n59zLiy0jxRJGCj9JbDcStXublvNhaRYjQx0C//BL5oH6",
+	"z5UmgFZBeB+HeCwJL5Dy6ITRUyUqM5bldYV7W6slMLiuaI8Ezy0clmVdAiHbY+vquyFXH8+dKUWq4wM5",
+	"UYdlwWcDnl0uqdwwphaGmTF0xZdqVIh9Z5V+PH9nQhoZPfGJYYW8EgyJRxLmyRTJiSby5jTuOlMYra4J",
+	"5umn/m8mhQzQibRW5HsH7DXPxkAIw/MJlHZ85pktZj7NeUYBBbDzhaE2eWkhh8LKifD5b2w35L89O0oY",
+	"t6wQ3Fj2HH+AEC7xiWPb8hxr2vaAZQD/FoDiiSG3AjV8hXo2aTzpFaAKV+7/UvnpYMD14qbtGBJ3h0P4",
+	"o98xrWAtMbcgHSTPZynWv4bKOcur0NZTol8BMwhxPkzUEONSiBJ+7SwiXUErTqVEZhPiCsH6X9gFDN3V",
+	"UhkreC+bSwOB7+SVOPM76NqEtFHCWYcDN2zS6zhwJ1L5H5/enju3cz6WeHe9PYWWp9+oflrcDrllv2/3",
+	"gvZIDq3EPowXB7p1BD8iR/CvwjbrH1AjiIIG8iIxsGnph28xB244Xyf89gH2lrSNDVRqlVBiCk2M5yCz",
+	"9+s9ZRrop9D2GGscTZpQAg/MXsYr6ODIUnOVfbIyuxQ2RQGEkX5p6E0Y9YZ6Yvf8k4AZra6yoeuRoNvc",
+	"kKi4EX9hCkiAHsxYCr9o5OSPR/s/Hh1F+eLPjvacBIS+AjgDhW90Lg3La2iFlMJfTp3wTdkuH+jasr8c",
+	"/V9MKspUAC72PSzGhIR2TzgBd3v+t9coxU9tynbDL9/NyfJIfDdfWIpK6rwR5i+eP3NfgbOCqVc9QvwE",
+	"r0U1pNE73vt0BGQe8m5hcIc6qZzgZDihipkQzWCo23ozOFJOqFnVwiPB436lL0XuLsBQbBpv7DRpZamR",
+	"CMcYRyVYVlvfp/sHZnCWgIfIaxlhMy5TMk6wrt9NBXQdVto6he1KsCuZC814VeEuOl0IGUz4zO9Pw6ai",
+	"AA1YsKkY+Eu9buh01L3jaGqgxHYgCq1GJlRm0XMT9q+dxen61w7jAzesiQgkg+EGJArBHRZIuP0w4bN2",
+	"Cz2i6twr6kqaBHWOs8p9l1OluDFTXfm+znvXU4feAaRsdaJZa0LWUYqS1nnGOjdPDul1pdvVj9pr2qMW",
+	"NeiMKU0A8lv16FGpR+9Ctk+sAQC1nTfzoJIBrbRVitEGNR8wIJdQQ4EHDDqaIreCN7nnAmTwmGNW6qKg",
+	"PkcwIFYrKwtShq7rY4PCj4fmZYNBL698bex8QggocMn0ZMJVvsWJu60zumvHXVfx6eozrMslBfchBzfe",
+	"eCWvfdItr63er0SmsVdO7wnX5QnaG07F48OhyCwVPUL74srMqy7XPu+6fHjHXZfLT7ubt+/2cN/dWdXl",
+	"vT+qtd2fiGokVjQSf1nbQ7jO9wwnMjb0IK9KK6ntb+5e3777FnJLOjjOYODYfEQ2xWPVlaj6WM4mrayQ",
+	"Hpvl6bO/Lpopa4SloznxjUaWjpsYf6PdBF04BoUzN7Ux+9QL9FJgG5XOD+JSXfNLNgpP0RysEyWP+6xv",
+	"Q+SdIfL2Md00ylSQNCPVyKzo7vC/taSU15d6UhbAidbc7OngyADZDZgJ/idelsTogOlDe9Ti3M2FceL9",
+	"nykopx/kRKQJS4XK4Z976MtzD/7t7AXb9W0WRL7nWxDFIIBPbfJhk9C1wVZcmUy7oR77zmJlbQPFBHr1",
+	"LsVsWAFtkHWjpizYaGiNJzGk9fkhsV3vBeTkDqOPBHXHNN90wka8NGFk0RRCs4RLWZYiT7ANvB/nE8Py",
+	"GrEZ+shA0BCJhSqgDD9gaQvpIJ7J2ZAXBfaMcyOBYifFq8pzSgxlIRqX1YwV0llfzIgrUQG/TzO15MjF",
+	"hvk4aUTKe4LGmLRkg13UWSZEjn5FaoC3a4Rgv75u2DXCV0PjK+G2qSj2EvTM6YHlUjEOrTIO2O9AzpHR",
+	"p3ysitTPDBD+Qn9+o9nZ+4sPAvytlUBotW6fK15QpyNwYMsCDOKBYFeikkOJIU33BVKNoCK2Qmd2x/I0",
+	"vfZOYEuiMx0n0bOs24pnlybOZx6gR5ea3O7ijKzh2ouRdVPUHfSKFWUhOCNNO213hm/XHdaaiz6eJ24u",
+	"k7nmm1sF+MbaPLTF0i1Kpetpv4df3P8oc6uvWvRcTLCxr3Jg7k6tgzVokIBBLCyT96zjumLntVIOIE6I",
+	"Kgif/B7A+RdZiBQ7GqFQGUIcTOuEEkMobmUNABqF4AV3ZjEYbVNdXcKenYeEV/CWXki4pr0a3fw2P+N2",
+	"3KGtQk+xCqYnFpPwRUSQ1hK4IcMF+oahaIXJxAVkIy1MEmQN1Mh6X11WCK5EzuqyV9edn+X707JsHUDC",
+	"0ePm2nrbbhHA3F1rzIDTlWQmPip+xWXhrLBFymNxt9hHAPZn0m3Rn+JZCx3VykqPKmFMEtRb+R+RMA6p",
+	"3UGDTIgxHeurQJV3eqUPci3LP71p/PnjHugMW1XhhvNR7+qwLE9F7VETDnM9VYXm+b6TzUviU3OJqGhR",
+	"+ZtNEHxPghbQKS45w0SbOM8mSFmvYXNIszghsVkZy7JCCuWswII7heIcFHKyCMjbnWMSCQnXVISkloRx",
+	"NSP/OT7HmyZ7BywCP2oQldX2E0zUJxzVp7q5JN2jxwcxH4w9YjwHfSdShabceDm4vsXzimb1nVuRG4OZ",
+	"TWYcQCzYDXeFJeX2GGSl3EVOQcdwl41zq7LcWdChQRoPMLAiFNYP+Ipn7DbVERrN9VF23bzH0yjfEdNb",
+	"diuBmS1/k05f8S/Yx48HNyCPfE5zGOxAd2xtuT+clC8AosaQ7iMvBeRWuk+DhpSFeGJOEKqo4j08A9Pn",
+	"MGuu0NDuIZoT92Vswi8hxslqVUMjhfXBbkX21n1Eu3XzqzA3xQjrptSchEoMDOySN3IiFhcI3Xe4/uQ+",
+	"HWg73nsgOVhb5LzbbKhFjET+xaZs5LYAc3ma1Gqw/AqV1N28VUdvUh0NOLBVR7fq6ONWR5sSlPugji5F",
+	"V+pr0IBpN1PdjdXjBKUyFKYmvkRHY4nOrz/DiEIDtXC/LxXYTT3XmcxTN7vtjgTzX3Qo1ZW0It079kkk",
+	"oSoKsz0hEj9flQORSSWmIo9Kc54YlsZ6NoSPfWuIff/CNOg54eK3edqqdpD5IqkwDURidQfVK82EpcoU",
+	"bjEIk6wsFVmorYBI/G7U/KESpa6oBaVQuc8TDHsGXaXIFIOtJJ8+e5qwMVcjw+oy1MpEtFTGArvgHsZv",
+	"MGrjJNw5Fs9AoB4mFCJFSrS/wk/dJ7jz0xJG5Hnp8ytO/rWKO6hjT2tXPVjGwm05x7ac45GWc/AgKxZk",
+	"xDWKOW6lyhXsCcpbXKcxcCunaL71b20S39JHUJhcc+QWTOPsodZLUyixI2HLBrWRShjD3Kw5EYCtkFST",
+	"HQ6dgZoWO6D/GieDrkShS8HSLyUfiQQyFi8gfma15UUCfG1/pmxXVzlkXg1mbWtK5icsdXehnEz9A1KQ",
+	"Fzpq8ROYtHVWT9zueMLSrKiNhdStvVW5uBHT2fVTcV/692ymN/EmI3rRd+PAlqeattPXtlG+G8xRXTjJ",
+	"m8YipXOxIsLXVuXN4Rf4/8pMIKfFmUg/hjzJTBwDlXRc9Byi7KBluyPt+aXZ66hO+s2HD2f7v7z7R4L/",
+	"Gv52hm7NN+8uWo9rkaTUqnCYlebS0DWggYMm5uAKM4gyKvWbLSvADlXd5D7lymndAzfaK3nlRttXZD7h",
+	"M19VLm3SZEKFfFrmtf4nJiKoZbsvjp6ztPnFp1woKZwFY8eimkojIK+SxgNqLoBnJwusT5qBrMmmyJrx",
+	"QiuxOkPqG2uh2yZdj9ZM+2qpzjzU1YTbneOdupbuyo7igrlOM+NZXLuvcpOwS1HaJtG4YX2w1CLE9uVN",
+	"VYIbaObUqcQ/++HHNQYEmWBujxFDUVP8X4A9FvYuDdCzRfTmcoWtfX+yuNZSy1vnaStGbixZxM3qAhHU",
+	"NxcoI6Vvspq32/s9iLOv5aGOiUWSLqIQf8lLXSvbuEVq5dPAvfXWgG3DbYxVAYSDzcl28OtOFoCveyIE",
+	"yAIKY+r612OxyuAxhTaWSQvt4avYFc+LQlTRcAIdh/jsJP7ui6MX14Bx+JA1MbyVYvZQAPyPe+EtONhi",
+	"S38i2kaQ5brK5yHgxLKiaepx69RNU0jwUgJvETiAO3mSTiLtDcp1IMDe5hKaYyHqxLCYJ8o90Q0hwkG0",
+	"YiMojIifIDYIoUNA0FnDcG50YAQEFRet+0iBAJIgfEuO7ICRfAUPLHhRScvgFkvH5/13yXp+1uOGcdB9",
+	"HTElLdOAkWCpG4NXoO8x4zHEE9QiCWMfLu+2PBHQ7gAdGXChGkWPP/FMWF6pF5+tgCXECWyuvBZQQyyg",
+	"G6txDtB+CGRWjV9ZqLyr4ZUS0weK5zfvxV42GyuCs2G/kh/7BMpVJqWdMT34t8iQZ5OKAeuqEgqI8u6h",
+	"Y9vvse9Tg946tJfLYmjJdavCuAkRL6HvjjL/TI/v+LhVJNt0Pg1ly6a/bnn3/JeX7Pnz5z/5Xvz/0Urs",
+	"JUwXecO5wFL3cKrWjcgAKjEUlVCZOAFHtVS1rk0zhRzIAmhgwK4yVzO+yoF83kzQfegSEoZzrQYZ4a71",
+	"G3iEW67dKyTcuWZ/jXD9dRpmhJt+kYVYuxND9Craide66zVu2c167ltftg5NBOztLU3EEhd8FZ/he1Fi",
+	"01x3OOZVvt/43Hto3qvKmShGDgpxTEWnES/BEzaYWUFsL86GaIcOd+240vXIhw/5yE3gHiisqBcBd6xU",
+	"ufjMhLIV8Exx9soXZerJwFjQcY1u5XaonMp049pcTCJwar/VVZPjYX0HKxwqrwQbOR2Mnfp6V1kUbCDA",
+	"PKucZaZ8HozEVBYc4ExYtqu0/TQExtoTp/8v8Fo0rnxuyGC6ImYtFAWcurhNgQEBZiROl+yIK77hVT7v",
+	"Qm8Jh83oxO4FDgl+5jYbr1CD4dMS9nT/6dERy6HNVmaZzE2CK1xWOhPGOFsSM1z1VN2uDrzwPX0sXQ7g",
+	"KvgrtChwX5Zgp3eYAQaB5S3odYPemwZS7gb7fC3uavQjlOhHvp8rIBQxemj3fcALj7DT7wJ6oM6J0AJn",
+	"OoLVvBXZg/dhptOQy4KClWFIn9zjPo06va/nePP2/G/P/70+/7RP24fmToBgBSFJBATRWPvB4A2Q4sM2",
+	"PyYaJifYI3MPHW+yapGGYIUFeAjR3ZqwQR0rI+CWbastA8QdaIDTQhrvbW1NrsFiCsP4iEvldJIW/mgl",
+	"rg02F3pot/rGFm8eAN5cNEfhvusbX9CLdA0ugx4Cg1Y9LNhLinFreTZGhruQAgV/V3wiTmCDTcBrBX+F",
+	"dg7n2L0A6gvcq6TpZ+vTU9UYfchJwqtKQq3FYnGaNM118JMvTpPW9+qCjnxQWHYclaz5PT+QKodKXd/2",
+	"IdSyUeKp75GCpW2hqG23+bBjZoRwRmGCHy/VaG+Nord8sfCtYYk7YK+vRDULw6xENhbZZTQzuxzRmemq",
+	"jcPw1+ZJe6Fur8k42EU79IoXMiceRp9MMFfN7PeD70XSUD2ifjoSlqxjLM+bQ/1Wcd4Be2spColFiWCA",
+	"+0ZtSleYY8Dnqor8EFaXSATJ8U2EES3f1LZEb1ui990xRrRg/T7RRXTJsK9nitAKsL8txNr0EeGF++6P",
+	"gFCh0gYgPMBtV7l0m00iQcU7d7CGfIFzAhBYT8F5CGSm/6qPjp5n0NYI/imYKISTqwkbDielGLF9Y6D1",
+	"47DSE5B+ExKqGGT6L3wCpfriM/7p/vfsR0/t1XXJHymWyKHPkg3ESKpFxlviupV2LwnpbG/eXbB/vH8F",
+	"3wk1Ervjwo1wyCCr2QggvjU43vAkq8O/EzBFiKLWh/R9H3xxwM4xn6HJFHHawgG7WJRznpMDddg1KDkS",
+	"4uRoEtrWp+YIEuHaxXetvdeTrYAb/buouNsSfGwF3d3Ux7VB/j6yeyyXbevaZw2bx5xYa5jQ2W9nL06W",
+	"yRevfTu9X4hLA8ltJHIqwcEcOnHmD0tRmnyjtMFkCqr6hq9YLnMwiCYnW4vxIVqMbnPdjLV4uqi7tvQF",
+	"pLQ3wklhK9io4sp+jTDfGolbI3HL4zLP43JXRuJSIUol6CvqyknUeIKX3mw+pIMC6QYpHU2LEuhgEUwt",
+	"K/4LWUpStuuhMbC6eGaSt3mLfqohOYEGFNTJoqfdPXCkQBc4kHPFLDQrczISxM9J/NSByPREGM+dAon+",
+	"KBd9f9wVCX8XNI931rfpVto19b3Yr03e91a/ojfwwrAJpfIv51b0v5jbNqv9MqTFVbzAN1B+4EbT9lov",
+	"XCdtb+4kbmNLSxL4on6t5raoPJbm79FFN8qJ5Xs8AjdWG0fnL0XUjrvYukMClSkRnVWhM251xXbn+h0l",
+	"LL0aawOlmbws3f8inJbKWMHzVl/c4zkjhXsSKSTtEirTuahYWZuxMMi70iZPPP9wcQZ/RsmBaQE5g183",
+	"C2b2Eof/dVGwstKfZ9gPK5oH6qcDps+w0FMnE+boSa7oL6EW3COacrOYibl+mMfIaBK3x91t8ad0rPr/",
+	"42frvw4ODoIZ2EjCvcQLs+C5Ad6snKXkP/3nHwc19GbSoXJHVL5h/Vy3/sV2VRM+YwPhy9ciqq8gV0n4",
+	"kZe3JUxWEZm5GVxCXub3FMSnSm7HCUu/tMb35+EX2F1/Hn7hZfnn4Rc/W3+mbBfTApw0/3j+bt/dvy9M",
+	"xkuR752QZzjq3U9pWt4WC0vaPnUsSHPT+GOh8g5cpT4rtSF3K2skoKhAkYNiOwPEOYV2qk7sCC3+f/au",
+	"YDeOmwe/ipDLb/+YuOukaRH71ARpYqBNjdiND0EOGo28q+yMNJA0bhZG3r0gKUra3dkmFyOXnAzMjkcU",
+	"RVIkJX7kjvq19G+js30NiQ1WoKzHbL+w3EFrd6XLtxewcOAB8VzRHapwcs4qReDLL9wVs9luzdVlyCTe",
+	"fFLxmhx0qCWpWmzMivdopiPoGOo4N2c033AASfvjbpb4YWPCmTG/Eh3yiSuKScFIKwJR4aQhS35gpT1Q",
+	"aPmjUuwbUrsHPQDW3O8KgbbSsoeQ4P6/ESakCIPse0Gvi2DlGFYucmGw7EQre2kVGEKQ4sFZEx1EFkJJ",
+	"W+JRMKCVL3EibnhjTIANBttqr+B3hYW+eMKCdcphE6Ie0Ocjbc9UYL9EY1U/dRqdjaBtmFKKGG8Kdjri",
+	"1T5uWWtdp7EA1VjKCTqfK5QpY4hwRVRrjBeHnN0MbgrCS8xfxpW0wutPWkVGHk0HkiaIJ4tFtZXBWLgT",
+	"rGGUTi+97NLEni2eNpUXhPXmPKnWdZuGHAfadKv04izoxBtayoeMn+4UDXKViDxY63t4yiAOuKXmzPJJ",
+	"1eHq+5BZcZbyFMD7XMOIJ37bct+gcwFeNXaegtdPSP21mryJm0dnH+4hom619Nr/NoGKffgIwW19AxjM",
+	"FY6RPl9LZ2UKSPBnqkkXB9T8/+UxuFEqbXK7BO5S19wzgupL59ZGM8mJjj2oByRLGEu16NiJiybSoIOI",
+	"2aqGkJ1CIwZpYG3BSKT+0aTaIQo/WbwcgOEMLsoRzVEsTvEMldMLxIj9VMXfAS8Me4d3XUvj/GYvekmW",
+	"I3GBiBPRS9Nnf0HJKHu3nJCeCotmdMbGUEh7skUa83WfuHeaBFl3IoEiikEPrfZhZcbUtYwtFnV2zUM8",
+	"rYdI/zwzwnvTaVd5kuzzLb2bxjTlkZo/PpYqmjvyTkfn+vIyDc0uCC9J75aFnGdb5KThZuh5C0uYWvfj",
+	"GlwKFPWqJI0bGIMp1cPYY+SdQQ5BKmAeeA7WCdg1qO2s8SQfVB53gFEIrjdD1h9VhmLuOI44ZXzlcjP0",
+	"B1XR3Wq1UX09tRwHmzQvlLcwuLUWkYzbTlZujrDrTEjqqutu6XJ24UbDDfEUKpVy9tYsuYUy2dVRtqY3",
+	"0WhUNgreq6LCinGFbz/XfKPBZ+h7hfWGSf4JsS07J1g9vsyxHSP7cf656CIlhnnk0y3Frp2defboO8SD",
+	"mGLrPjf0d7Kd+Ee3K+fWEH4aPD4ce2kDR6TwyHDDziTRj0nOb3R75fBsldXeWPpkWgL+Mjz+XDMJCJlb",
+	"xBfOxRC9HDl7QceushuMNfBDTD0KcTC0R3GTMx0SGzZXlipz6vnzmlMJD2x38NcvfroWFC9S1gdi9KUB",
+	"ewH6c6e9uLq4ZPkevQ4a7DAJDpq7c0a2SWpNmIzJNlBomm6EccwlEp56RV16MmsEGbK8KJffBi0odSGc",
+	"O2hEZ3ijKJAAWXh/qRmTo+eZwf/UdOPq6N31y2PhnRvCGf2hU2kFSpXxf0DAdw9bwrn45AxtcD62WsaG",
+	"yloaylSQnxLE0c2bi0s6gA5Tm2nAH15dHuO30wLt60qavPTRKDNKG/nwelYSfFQzU8WIRLlBHEXZr49L",
+	"/j6h4dhOvD759fQUdz5HsQcR9L8gwqjlWvvznHtovZOdkiEKnSFBuRX9X2/fX/xOlwRqTZb9+tGXj1/+",
+	"DQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
