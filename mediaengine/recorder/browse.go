@@ -109,8 +109,7 @@ func (r *Recorder) Browse(req engineapi.BrowseRequest) engineapi.BrowseResult {
 	}
 	abs, err := Confine(root, req.Path)
 	if err == nil && req.Create {
-		err = createDir(root, abs)
-		res.Created = err == nil
+		res.Created, err = createDir(root, abs)
 	}
 	if err != nil {
 		res.Problem, res.Detail = browseProblem(err), err.Error()
@@ -169,16 +168,30 @@ func (r *Recorder) Browse(req engineapi.BrowseRequest) engineapi.BrowseResult {
 }
 
 // createDir makes the confined directory abs (one level: its parent must
-// exist) with a plain, visible name.
-func createDir(root, abs string) error {
+// exist) with a plain, visible name, and says whether it made it (false:
+// it was there).
+func createDir(root, abs string) (bool, error) {
+	made, err := mkdirOnce(abs)
+	if err != nil {
+		return false, err
+	}
+	return made, confirmWithin(root, abs)
+}
+
+func mkdirOnce(abs string) (bool, error) {
 	if !nameRE.MatchString(filepath.Base(abs)) {
-		return fmt.Errorf("%w: %q is not a directory name (letters, digits, . _ -, not starting with .)", ErrBadPath, filepath.Base(abs))
+		return false, fmt.Errorf("%w: %q is not a directory name (letters, digits, . _ -, not starting with .)", ErrBadPath, filepath.Base(abs))
 	}
-	if err := os.Mkdir(abs, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
+	err := os.Mkdir(abs, 0o750)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
 	}
-	// Made or found: confirm again that what is there now is under root
-	// (a symlink raced in would fail here).
+	return err == nil, err
+}
+
+// confirmWithin checks that what is at abs now, made or found, resolves
+// under root (a symlink raced in would fail here).
+func confirmWithin(root, abs string) error {
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return err

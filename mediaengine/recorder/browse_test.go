@@ -86,6 +86,9 @@ func TestBrowseConfined(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(root, "live/new-dir")); err != nil || !st.IsDir() {
 		t.Fatalf("the new directory: %v", err)
 	}
+	if res := r.Browse(engineapi.BrowseRequest{Path: "live/new-dir", Create: true}); res.Problem != "" || res.Created || !res.Writable {
+		t.Fatalf("create again: %+v", res)
+	}
 	for path, want := range map[string]string{"live/.hidden": engineapi.BrowseBadPath, "missing/parent": engineapi.BrowseNotFound} {
 		if res := r.Browse(engineapi.BrowseRequest{Path: path, Create: true}); res.Problem != want || res.Created {
 			t.Fatalf("create %q: %+v, want %s", path, res, want)
