@@ -110,6 +110,20 @@ func (a *agent) engineRelays() map[string]commands.Handler {
 			var out engineapi.RootProbe
 			return out, call(ctx, http.MethodPost, engineapi.PathRecordingRootProbe, in, &out)
 		}),
+		agentapi.TypeEngineRecordFallbackRecover: with(func(ctx context.Context, in engineapi.FallbackRecoveryRequest) (any, error) {
+			var out engineapi.FallbackRecoveryResult
+			return out, call(ctx, http.MethodPost, engineapi.PathRecordingFallbackRecover, in, &out)
+		}),
+		agentapi.TypeEngineRecordBrowse: with(func(ctx context.Context, in engineapi.BrowseRequest) (any, error) {
+			in.Create = false
+			var out engineapi.BrowseResult
+			return out, call(ctx, http.MethodPost, engineapi.PathRecordingBrowse, in, &out)
+		}),
+		agentapi.TypeEngineRecordMkdir: with(func(ctx context.Context, in engineapi.BrowseRequest) (any, error) {
+			in.Create = true
+			var out engineapi.BrowseResult
+			return out, call(ctx, http.MethodPost, engineapi.PathRecordingBrowse, in, &out)
+		}),
 		agentapi.TypeEngineRecordList: noPayload(func(ctx context.Context) (any, error) {
 			var out engineapi.RecordingList
 			return out, call(ctx, http.MethodGet, engineapi.PathRecordings, nil, &out)

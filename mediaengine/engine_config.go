@@ -55,6 +55,9 @@ func (e *Engine) apply(next engineapi.Config) (engineapi.ConfigResult, error) {
 		// The watermarks apply at once; the recorder's other settings at
 		// its next start.
 		e.records.SetWatermarks(recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention, MaxAge: rc.MaxAge.D()})
+		if err := e.records.SetFallback(rc.FallbackRoot); err != nil {
+			return engineapi.ConfigResult{}, fmt.Errorf("engine: %w", err)
+		}
 	}
 	e.cfg.Store(&next)
 	e.log.Info("configuration applied", zap.Strings("restartRequired", res.RestartRequired))

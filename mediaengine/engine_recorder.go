@@ -23,7 +23,8 @@ func (e *Engine) startRecorder(cfg engineapi.Config) (*recorder.Recorder, error)
 	}
 	rec, err := recorder.New(e.hub, recorder.Config{Root: root, SegmentDuration: rc.SegmentDuration.D(), SegmentMaxBytes: rc.SegmentMaxBytes,
 		PartDuration: rc.PartDuration.D(), Report: e.reportRecordFile,
-		Watermarks: recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention, MaxAge: rc.MaxAge.D()}}, e.log.Named("recorder"))
+		Watermarks:   recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention, MaxAge: rc.MaxAge.D()},
+		FallbackRoot: rc.FallbackRoot}, e.log.Named("recorder"))
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -51,7 +52,7 @@ func (e *Engine) reportRecordFile(ctx context.Context, f recorder.FileInfo) erro
 func recordHook(f recorder.FileInfo) engineapi.RecordMP4Hook {
 	return engineapi.RecordMP4Hook{StreamRef: streamRef(f.Path), FileID: f.FileID,
 		FileName: filepath.Base(f.Rel), FilePath: filepath.ToSlash(f.Rel), FileSize: f.Size, StartTime: f.StartTime,
-		TimeLen: f.Duration.Seconds(), Frames: f.Frames, Codecs: f.Codecs, Reason: f.Reason}
+		TimeLen: f.Duration.Seconds(), Frames: f.Frames, Codecs: f.Codecs, Reason: f.Reason, Fallback: f.Fallback}
 }
 
 // ScanRecordFiles walks the recording root again (see recorder.Scan) and

@@ -1014,6 +1014,10 @@ const (
 	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
 	ErrorCodeRecordingNotAllowed        ErrorCode = "recording_not_allowed"
 	ErrorCodeRecordingNotReady          ErrorCode = "recording_not_ready"
+	ErrorCodeRecordingPathInvalid       ErrorCode = "recording_path_invalid"
+	ErrorCodeRecordingPathNotDirectory  ErrorCode = "recording_path_not_directory"
+	ErrorCodeRecordingPathNotFound      ErrorCode = "recording_path_not_found"
+	ErrorCodeRecordingPathOutsideRoot   ErrorCode = "recording_path_outside_root"
 	ErrorCodeRefreshTokenReused         ErrorCode = "refresh_token_reused"
 	ErrorCodeRoomClosed                 ErrorCode = "room_closed"
 	ErrorCodeRoomTicketConsumed         ErrorCode = "room_ticket_consumed"
@@ -1158,6 +1162,14 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRecordingNotAllowed:
 		return true
 	case ErrorCodeRecordingNotReady:
+		return true
+	case ErrorCodeRecordingPathInvalid:
+		return true
+	case ErrorCodeRecordingPathNotDirectory:
+		return true
+	case ErrorCodeRecordingPathNotFound:
+		return true
+	case ErrorCodeRecordingPathOutsideRoot:
 		return true
 	case ErrorCodeRefreshTokenReused:
 		return true
@@ -2089,6 +2101,111 @@ func (e RecordPlanSlotDay) Valid() bool {
 	case RecordPlanSlotDayTuesday:
 		return true
 	case RecordPlanSlotDayWednesday:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordRootBrowserRootRoot.
+const (
+	RecordRootBrowserRootRootFallback RecordRootBrowserRootRoot = "fallback"
+	RecordRootBrowserRootRootPrimary  RecordRootBrowserRootRoot = "primary"
+)
+
+// Valid indicates whether the value is a known member of the RecordRootBrowserRootRoot enum.
+func (e RecordRootBrowserRootRoot) Valid() bool {
+	switch e {
+	case RecordRootBrowserRootRootFallback:
+		return true
+	case RecordRootBrowserRootRootPrimary:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordRootDirectoryBrowseRequestRoot.
+const (
+	RecordRootDirectoryBrowseRequestRootFallback RecordRootDirectoryBrowseRequestRoot = "fallback"
+	RecordRootDirectoryBrowseRequestRootPrimary  RecordRootDirectoryBrowseRequestRoot = "primary"
+)
+
+// Valid indicates whether the value is a known member of the RecordRootDirectoryBrowseRequestRoot enum.
+func (e RecordRootDirectoryBrowseRequestRoot) Valid() bool {
+	switch e {
+	case RecordRootDirectoryBrowseRequestRootFallback:
+		return true
+	case RecordRootDirectoryBrowseRequestRootPrimary:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordRootDirectoryCreateRequestRoot.
+const (
+	RecordRootDirectoryCreateRequestRootFallback RecordRootDirectoryCreateRequestRoot = "fallback"
+	RecordRootDirectoryCreateRequestRootPrimary  RecordRootDirectoryCreateRequestRoot = "primary"
+)
+
+// Valid indicates whether the value is a known member of the RecordRootDirectoryCreateRequestRoot enum.
+func (e RecordRootDirectoryCreateRequestRoot) Valid() bool {
+	switch e {
+	case RecordRootDirectoryCreateRequestRootFallback:
+		return true
+	case RecordRootDirectoryCreateRequestRootPrimary:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordRootDirectoryEntryType.
+const (
+	RecordRootDirectoryEntryTypeDirectory RecordRootDirectoryEntryType = "directory"
+	RecordRootDirectoryEntryTypeFile      RecordRootDirectoryEntryType = "file"
+	RecordRootDirectoryEntryTypeSymlink   RecordRootDirectoryEntryType = "symlink"
+)
+
+// Valid indicates whether the value is a known member of the RecordRootDirectoryEntryType enum.
+func (e RecordRootDirectoryEntryType) Valid() bool {
+	switch e {
+	case RecordRootDirectoryEntryTypeDirectory:
+		return true
+	case RecordRootDirectoryEntryTypeFile:
+		return true
+	case RecordRootDirectoryEntryTypeSymlink:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordRootFallbackRecoveryItemResult.
+const (
+	RecordRootFallbackRecoveryItemResultBlocked   RecordRootFallbackRecoveryItemResult = "Blocked"
+	RecordRootFallbackRecoveryItemResultFailed    RecordRootFallbackRecoveryItemResult = "Failed"
+	RecordRootFallbackRecoveryItemResultMoved     RecordRootFallbackRecoveryItemResult = "Moved"
+	RecordRootFallbackRecoveryItemResultNotFound  RecordRootFallbackRecoveryItemResult = "NotFound"
+	RecordRootFallbackRecoveryItemResultOnPrimary RecordRootFallbackRecoveryItemResult = "OnPrimary"
+	RecordRootFallbackRecoveryItemResultWouldMove RecordRootFallbackRecoveryItemResult = "WouldMove"
+)
+
+// Valid indicates whether the value is a known member of the RecordRootFallbackRecoveryItemResult enum.
+func (e RecordRootFallbackRecoveryItemResult) Valid() bool {
+	switch e {
+	case RecordRootFallbackRecoveryItemResultBlocked:
+		return true
+	case RecordRootFallbackRecoveryItemResultFailed:
+		return true
+	case RecordRootFallbackRecoveryItemResultMoved:
+		return true
+	case RecordRootFallbackRecoveryItemResultNotFound:
+		return true
+	case RecordRootFallbackRecoveryItemResultOnPrimary:
+		return true
+	case RecordRootFallbackRecoveryItemResultWouldMove:
 		return true
 	default:
 		return false
@@ -7913,6 +8030,154 @@ type RecordPlanSlot struct {
 // RecordPlanSlotDay Day of the week.
 type RecordPlanSlotDay string
 
+// RecordRootBrowserRoot A directory the recording browser may walk.
+type RecordRootBrowserRoot struct {
+	MediaServerId string `json:"mediaServerId"`
+	NodeId        string `json:"nodeId"`
+
+	// Path The directory on the media host.
+	Path string `json:"path"`
+
+	// Root Which root; the name browse and create requests use.
+	Root RecordRootBrowserRootRoot `json:"root"`
+
+	// State The root's volume or identity state.
+	State string `json:"state"`
+}
+
+// RecordRootBrowserRootRoot Which root; the name browse and create requests use.
+type RecordRootBrowserRootRoot string
+
+// RecordRootBrowserRootList The browser's entry points.
+type RecordRootBrowserRootList struct {
+	Items []RecordRootBrowserRoot `json:"items"`
+}
+
+// RecordRootDirectoryBrowseRequest A directory under a recording root to list.
+type RecordRootDirectoryBrowseRequest struct {
+	MediaServerId string `json:"mediaServerId"`
+
+	// Path Relative to the root, / separated; empty for the root itself. No .., not absolute.
+	Path *string `json:"path,omitempty"`
+
+	// Root The root (primary when absent).
+	Root *RecordRootDirectoryBrowseRequestRoot `json:"root,omitempty"`
+}
+
+// RecordRootDirectoryBrowseRequestRoot The root (primary when absent).
+type RecordRootDirectoryBrowseRequestRoot string
+
+// RecordRootDirectoryCreateRequest A directory to create under a recording root.
+type RecordRootDirectoryCreateRequest struct {
+	MediaServerId string `json:"mediaServerId"`
+
+	// Path Relative to the root; its parent must exist. No .., not absolute.
+	Path string `json:"path"`
+
+	// Root The root (primary when absent).
+	Root *RecordRootDirectoryCreateRequestRoot `json:"root,omitempty"`
+}
+
+// RecordRootDirectoryCreateRequestRoot The root (primary when absent).
+type RecordRootDirectoryCreateRequestRoot string
+
+// RecordRootDirectoryEntry One name in a listed directory.
+type RecordRootDirectoryEntry struct {
+	ModifiedAt time.Time `json:"modifiedAt"`
+	Name       string    `json:"name"`
+
+	// Size Bytes of a file (0 for a directory).
+	Size int64                        `json:"size"`
+	Type RecordRootDirectoryEntryType `json:"type"`
+}
+
+// RecordRootDirectoryEntryType defines model for RecordRootDirectoryEntry.Type.
+type RecordRootDirectoryEntryType string
+
+// RecordRootDirectoryListing A directory under a recording root.
+type RecordRootDirectoryListing struct {
+	// Created For a create, whether this request made the directory.
+	Created *bool `json:"created,omitempty"`
+
+	// Entries Directories first, then by name (empty for a create).
+	Entries       []RecordRootDirectoryEntry `json:"entries"`
+	MediaServerId string                     `json:"mediaServerId"`
+	NodeId        string                     `json:"nodeId"`
+
+	// Path As requested, relative to the root.
+	Path string `json:"path"`
+	Root string `json:"root"`
+
+	// Truncated More than 1000 entries; the first 1000 are listed.
+	Truncated *bool `json:"truncated,omitempty"`
+
+	// Writable For a create, whether the engine can create files in it.
+	Writable *bool `json:"writable,omitempty"`
+}
+
+// RecordRootFallbackFile An indexed recording file on a fallback root.
+type RecordRootFallbackFile struct {
+	App           string    `json:"app"`
+	ChannelId     *string   `json:"channelId,omitempty"`
+	EndTime       time.Time `json:"endTime"`
+	FileId        string    `json:"fileId"`
+	FileName      string    `json:"fileName"`
+	FileSize      int64     `json:"fileSize"`
+	FileState     string    `json:"fileState"`
+	MediaServerId string    `json:"mediaServerId"`
+	NodeId        string    `json:"nodeId"`
+	StartTime     time.Time `json:"startTime"`
+	StreamId      string    `json:"streamId"`
+}
+
+// RecordRootFallbackFileList Files on fallback roots awaiting recovery.
+type RecordRootFallbackFileList struct {
+	Items []RecordRootFallbackFile `json:"items"`
+
+	// Total How many files lie on fallback roots (the items are the first limit of them).
+	Total int64 `json:"total"`
+}
+
+// RecordRootFallbackRecoveryItem What recovery did (or would do) with one file.
+type RecordRootFallbackRecoveryItem struct {
+	Detail *string `json:"detail,omitempty"`
+	FileId string  `json:"fileId"`
+
+	// FilePath The file's path under its recording root (relative, never absolute).
+	FilePath *string `json:"filePath,omitempty"`
+	FileSize int64   `json:"fileSize"`
+
+	// Result WouldMove (preview), Moved, OnPrimary (already on the primary root), NotFound (the engine has no finished file with this id), Blocked (the primary root cannot take it now), Failed (the copy failed; the file stays on the fallback, detail says why).
+	Result RecordRootFallbackRecoveryItemResult `json:"result"`
+}
+
+// RecordRootFallbackRecoveryItemResult WouldMove (preview), Moved, OnPrimary (already on the primary root), NotFound (the engine has no finished file with this id), Blocked (the primary root cannot take it now), Failed (the copy failed; the file stays on the fallback, detail says why).
+type RecordRootFallbackRecoveryItemResult string
+
+// RecordRootFallbackRecoveryRequest Fallback recovery on one media server.
+type RecordRootFallbackRecoveryRequest struct {
+	// FileIds 1-100 distinct file ids of that media server; absent or empty means every file on its fallback root.
+	FileIds *[]string `json:"fileIds,omitempty"`
+
+	// MediaServerId The media server whose engine holds the files.
+	MediaServerId string `json:"mediaServerId"`
+}
+
+// RecordRootFallbackRecoveryResult A preview or run of fallback recovery.
+type RecordRootFallbackRecoveryResult struct {
+	// DryRun True for a preview.
+	DryRun        bool                             `json:"dryRun"`
+	Items         []RecordRootFallbackRecoveryItem `json:"items"`
+	MediaServerId string                           `json:"mediaServerId"`
+
+	// Moved How many files this run moved.
+	Moved  int    `json:"moved"`
+	NodeId string `json:"nodeId"`
+
+	// PrimaryState The primary root's identity state (Verified, Mismatch, Missing, ReadOnly).
+	PrimaryState string `json:"primaryState"`
+}
+
 // RecordRootIdentityBindRequest A candidate recording root to validate and bind to its disk identity.
 type RecordRootIdentityBindRequest struct {
 	// MediaServerId The media server whose host holds the directory.
@@ -8202,6 +8467,15 @@ type RecordingDiskState struct {
 
 	// Error Why the state is Unknown.
 	Error *string `json:"error,omitempty"`
+
+	// FallbackFiles Files on the fallback root awaiting recovery.
+	FallbackFiles *int `json:"fallbackFiles,omitempty"`
+
+	// FallbackRoot The engine's fallback recording root (recording.fallbackRoot), when configured: new files go there while the primary root is paused.
+	FallbackRoot *string `json:"fallbackRoot,omitempty"`
+
+	// FallbackState The fallback root's identity state (Verified, or why it cannot take files).
+	FallbackState *string `json:"fallbackState,omitempty"`
 
 	// FilesystemId Identity of the filesystem under the recording root.
 	FilesystemId *string `json:"filesystemId,omitempty"`
@@ -11422,6 +11696,12 @@ type GetCutMergeTaskDetailParams struct {
 	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
 }
 
+// ListRecordingFallbackFilesParams defines parameters for ListRecordingFallbackFiles.
+type ListRecordingFallbackFilesParams struct {
+	// Limit At most this many files (1-500, default 100).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // ListRecordingFilesParams defines parameters for ListRecordingFiles.
 type ListRecordingFilesParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -12141,6 +12421,18 @@ type CleanupCutMergeTasksJSONRequestBody = CutMergeCleanupRequest
 
 // CreateCutMergeTaskJSONRequestBody defines body for CreateCutMergeTask for application/json ContentType.
 type CreateCutMergeTaskJSONRequestBody = CutMergeRequest
+
+// CreateRecordingRootDirectoryJSONRequestBody defines body for CreateRecordingRootDirectory for application/json ContentType.
+type CreateRecordingRootDirectoryJSONRequestBody = RecordRootDirectoryCreateRequest
+
+// BrowseRecordingRootJSONRequestBody defines body for BrowseRecordingRoot for application/json ContentType.
+type BrowseRecordingRootJSONRequestBody = RecordRootDirectoryBrowseRequest
+
+// PreviewRecordingFallbackRecoveryJSONRequestBody defines body for PreviewRecordingFallbackRecovery for application/json ContentType.
+type PreviewRecordingFallbackRecoveryJSONRequestBody = RecordRootFallbackRecoveryRequest
+
+// RunRecordingFallbackRecoveryJSONRequestBody defines body for RunRecordingFallbackRecovery for application/json ContentType.
+type RunRecordingFallbackRecoveryJSONRequestBody = RecordRootFallbackRecoveryRequest
 
 // ProbeRecordingRootJSONRequestBody defines body for ProbeRecordingRoot for application/json ContentType.
 type ProbeRecordingRootJSONRequestBody = RecordRootIdentityInspectRequest
@@ -12908,9 +13200,27 @@ type ServerInterface interface {
 	// GetRecordingDiskCheckTemplate Disk check items
 	// (GET /api/v2/recording/disk-check-template)
 	GetRecordingDiskCheckTemplate(c *gin.Context)
+	// CreateRecordingRootDirectory Create and validate a directory under a recording root
+	// (POST /api/v2/recording/disk/browser/directories)
+	CreateRecordingRootDirectory(c *gin.Context)
+	// BrowseRecordingRoot List a directory under a recording root
+	// (POST /api/v2/recording/disk/browser/entries)
+	BrowseRecordingRoot(c *gin.Context)
+	// ListRecordingBrowserRoots Entry points of the recording directory browser
+	// (POST /api/v2/recording/disk/browser/roots)
+	ListRecordingBrowserRoots(c *gin.Context)
 	// CheckRecordingDisks Run a disk check
 	// (POST /api/v2/recording/disk/check)
 	CheckRecordingDisks(c *gin.Context)
+	// ListRecordingFallbackFiles Recording files awaiting fallback recovery
+	// (GET /api/v2/recording/disk/fallback-recovery)
+	ListRecordingFallbackFiles(c *gin.Context, params ListRecordingFallbackFilesParams)
+	// PreviewRecordingFallbackRecovery Preview fallback recovery
+	// (POST /api/v2/recording/disk/fallback-recovery/preview)
+	PreviewRecordingFallbackRecovery(c *gin.Context)
+	// RunRecordingFallbackRecovery Move fallback files back to the primary root
+	// (POST /api/v2/recording/disk/fallback-recovery/run)
+	RunRecordingFallbackRecovery(c *gin.Context)
 	// GuardRecordingDisks Run a disk check with the guard's verdict
 	// (POST /api/v2/recording/disk/guard)
 	GuardRecordingDisks(c *gin.Context)
@@ -16922,6 +17232,45 @@ func (siw *ServerInterfaceWrapper) GetRecordingDiskCheckTemplate(c *gin.Context)
 	siw.Handler.GetRecordingDiskCheckTemplate(c)
 }
 
+// CreateRecordingRootDirectory operation middleware
+func (siw *ServerInterfaceWrapper) CreateRecordingRootDirectory(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRecordingRootDirectory(c)
+}
+
+// BrowseRecordingRoot operation middleware
+func (siw *ServerInterfaceWrapper) BrowseRecordingRoot(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.BrowseRecordingRoot(c)
+}
+
+// ListRecordingBrowserRoots operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordingBrowserRoots(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordingBrowserRoots(c)
+}
+
 // CheckRecordingDisks operation middleware
 func (siw *ServerInterfaceWrapper) CheckRecordingDisks(c *gin.Context) {
 
@@ -16933,6 +17282,59 @@ func (siw *ServerInterfaceWrapper) CheckRecordingDisks(c *gin.Context) {
 	}
 
 	siw.Handler.CheckRecordingDisks(c)
+}
+
+// ListRecordingFallbackFiles operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordingFallbackFiles(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecordingFallbackFilesParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordingFallbackFiles(c, params)
+}
+
+// PreviewRecordingFallbackRecovery operation middleware
+func (siw *ServerInterfaceWrapper) PreviewRecordingFallbackRecovery(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.PreviewRecordingFallbackRecovery(c)
+}
+
+// RunRecordingFallbackRecovery operation middleware
+func (siw *ServerInterfaceWrapper) RunRecordingFallbackRecovery(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RunRecordingFallbackRecovery(c)
 }
 
 // GuardRecordingDisks operation middleware
@@ -22113,6 +22515,12 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/recording/disk/guard", wrapper.GuardRecordingDisks)
 	router.POST(options.BaseURL+"/api/v2/recording/disk/probe-root", wrapper.ProbeRecordingRoot)
 	router.POST(options.BaseURL+"/api/v2/recording/disk/validate-root", wrapper.ValidateRecordingRoot)
+	router.GET(options.BaseURL+"/api/v2/recording/disk/fallback-recovery", wrapper.ListRecordingFallbackFiles)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/fallback-recovery/preview", wrapper.PreviewRecordingFallbackRecovery)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/fallback-recovery/run", wrapper.RunRecordingFallbackRecovery)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/browser/roots", wrapper.ListRecordingBrowserRoots)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/browser/entries", wrapper.BrowseRecordingRoot)
+	router.POST(options.BaseURL+"/api/v2/recording/disk/browser/directories", wrapper.CreateRecordingRootDirectory)
 	router.GET(options.BaseURL+"/api/v2/recording/disk/roots", wrapper.ListRecordingDiskRoots)
 	router.GET(options.BaseURL+"/api/v2/recording/disk/states", wrapper.ListRecordingDiskStates)
 	router.GET(options.BaseURL+"/api/v2/rtc/rooms", wrapper.ListRtcRooms)
@@ -35504,6 +35912,410 @@ func (response GetRecordingDiskCheckTemplate500JSONResponse) VisitGetRecordingDi
 	return err
 }
 
+type CreateRecordingRootDirectoryRequestObject struct {
+	Body *CreateRecordingRootDirectoryJSONRequestBody
+}
+
+type CreateRecordingRootDirectoryResponseObject interface {
+	VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error
+}
+
+type CreateRecordingRootDirectory200JSONResponse RecordRootDirectoryListing
+
+func (response CreateRecordingRootDirectory200JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRecordingRootDirectory400JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRecordingRootDirectory401JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRecordingRootDirectory403JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRecordingRootDirectory404JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRecordingRootDirectory409JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRecordingRootDirectory429JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRecordingRootDirectory500JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordingRootDirectory503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateRecordingRootDirectory503JSONResponse) VisitCreateRecordingRootDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRootRequestObject struct {
+	Body *BrowseRecordingRootJSONRequestBody
+}
+
+type BrowseRecordingRootResponseObject interface {
+	VisitBrowseRecordingRootResponse(w http.ResponseWriter) error
+}
+
+type BrowseRecordingRoot200JSONResponse RecordRootDirectoryListing
+
+func (response BrowseRecordingRoot200JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response BrowseRecordingRoot400JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response BrowseRecordingRoot401JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response BrowseRecordingRoot403JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response BrowseRecordingRoot404JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot409JSONResponse struct{ ConflictJSONResponse }
+
+func (response BrowseRecordingRoot409JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response BrowseRecordingRoot429JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response BrowseRecordingRoot500JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BrowseRecordingRoot503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response BrowseRecordingRoot503JSONResponse) VisitBrowseRecordingRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRootsRequestObject struct {
+}
+
+type ListRecordingBrowserRootsResponseObject interface {
+	VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error
+}
+
+type ListRecordingBrowserRoots200JSONResponse RecordRootBrowserRootList
+
+func (response ListRecordingBrowserRoots200JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordingBrowserRoots400JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordingBrowserRoots401JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordingBrowserRoots403JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRecordingBrowserRoots404JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRecordingBrowserRoots409JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordingBrowserRoots429JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordingBrowserRoots500JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingBrowserRoots503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRecordingBrowserRoots503JSONResponse) VisitListRecordingBrowserRootsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CheckRecordingDisksRequestObject struct {
 }
 
@@ -35578,6 +36390,411 @@ func (response CheckRecordingDisks500JSONResponse) VisitCheckRecordingDisksRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFilesRequestObject struct {
+	Params ListRecordingFallbackFilesParams
+}
+
+type ListRecordingFallbackFilesResponseObject interface {
+	VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error
+}
+
+type ListRecordingFallbackFiles200JSONResponse RecordRootFallbackFileList
+
+func (response ListRecordingFallbackFiles200JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordingFallbackFiles400JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordingFallbackFiles401JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordingFallbackFiles403JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRecordingFallbackFiles404JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRecordingFallbackFiles409JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordingFallbackFiles429JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordingFallbackFiles500JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFallbackFiles503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRecordingFallbackFiles503JSONResponse) VisitListRecordingFallbackFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecoveryRequestObject struct {
+	Body *PreviewRecordingFallbackRecoveryJSONRequestBody
+}
+
+type PreviewRecordingFallbackRecoveryResponseObject interface {
+	VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error
+}
+
+type PreviewRecordingFallbackRecovery200JSONResponse RecordRootFallbackRecoveryResult
+
+func (response PreviewRecordingFallbackRecovery200JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery400JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery401JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery403JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery404JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery409JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery429JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery500JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewRecordingFallbackRecovery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PreviewRecordingFallbackRecovery503JSONResponse) VisitPreviewRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecoveryRequestObject struct {
+	Body *RunRecordingFallbackRecoveryJSONRequestBody
+}
+
+type RunRecordingFallbackRecoveryResponseObject interface {
+	VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error
+}
+
+type RunRecordingFallbackRecovery200JSONResponse RecordRootFallbackRecoveryResult
+
+func (response RunRecordingFallbackRecovery200JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunRecordingFallbackRecovery400JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunRecordingFallbackRecovery401JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunRecordingFallbackRecovery403JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RunRecordingFallbackRecovery404JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RunRecordingFallbackRecovery409JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RunRecordingFallbackRecovery429JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RunRecordingFallbackRecovery500JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunRecordingFallbackRecovery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RunRecordingFallbackRecovery503JSONResponse) VisitRunRecordingFallbackRecoveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -55500,9 +56717,27 @@ type StrictServerInterface interface {
 	// GetRecordingDiskCheckTemplate Disk check items
 	// (GET /api/v2/recording/disk-check-template)
 	GetRecordingDiskCheckTemplate(ctx context.Context, request GetRecordingDiskCheckTemplateRequestObject) (GetRecordingDiskCheckTemplateResponseObject, error)
+	// CreateRecordingRootDirectory Create and validate a directory under a recording root
+	// (POST /api/v2/recording/disk/browser/directories)
+	CreateRecordingRootDirectory(ctx context.Context, request CreateRecordingRootDirectoryRequestObject) (CreateRecordingRootDirectoryResponseObject, error)
+	// BrowseRecordingRoot List a directory under a recording root
+	// (POST /api/v2/recording/disk/browser/entries)
+	BrowseRecordingRoot(ctx context.Context, request BrowseRecordingRootRequestObject) (BrowseRecordingRootResponseObject, error)
+	// ListRecordingBrowserRoots Entry points of the recording directory browser
+	// (POST /api/v2/recording/disk/browser/roots)
+	ListRecordingBrowserRoots(ctx context.Context, request ListRecordingBrowserRootsRequestObject) (ListRecordingBrowserRootsResponseObject, error)
 	// CheckRecordingDisks Run a disk check
 	// (POST /api/v2/recording/disk/check)
 	CheckRecordingDisks(ctx context.Context, request CheckRecordingDisksRequestObject) (CheckRecordingDisksResponseObject, error)
+	// ListRecordingFallbackFiles Recording files awaiting fallback recovery
+	// (GET /api/v2/recording/disk/fallback-recovery)
+	ListRecordingFallbackFiles(ctx context.Context, request ListRecordingFallbackFilesRequestObject) (ListRecordingFallbackFilesResponseObject, error)
+	// PreviewRecordingFallbackRecovery Preview fallback recovery
+	// (POST /api/v2/recording/disk/fallback-recovery/preview)
+	PreviewRecordingFallbackRecovery(ctx context.Context, request PreviewRecordingFallbackRecoveryRequestObject) (PreviewRecordingFallbackRecoveryResponseObject, error)
+	// RunRecordingFallbackRecovery Move fallback files back to the primary root
+	// (POST /api/v2/recording/disk/fallback-recovery/run)
+	RunRecordingFallbackRecovery(ctx context.Context, request RunRecordingFallbackRecoveryRequestObject) (RunRecordingFallbackRecoveryResponseObject, error)
 	// GuardRecordingDisks Run a disk check with the guard's verdict
 	// (POST /api/v2/recording/disk/guard)
 	GuardRecordingDisks(ctx context.Context, request GuardRecordingDisksRequestObject) (GuardRecordingDisksResponseObject, error)
@@ -59544,6 +60779,114 @@ func (sh *strictHandler) GetRecordingDiskCheckTemplate(ctx *gin.Context) {
 	}
 }
 
+// CreateRecordingRootDirectory operation middleware
+func (sh *strictHandler) CreateRecordingRootDirectory(ctx *gin.Context) {
+	var request CreateRecordingRootDirectoryRequestObject
+
+	var body CreateRecordingRootDirectoryJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRecordingRootDirectory(ctx, request.(CreateRecordingRootDirectoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRecordingRootDirectory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRecordingRootDirectoryResponseObject); ok {
+		if err := validResponse.VisitCreateRecordingRootDirectoryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// BrowseRecordingRoot operation middleware
+func (sh *strictHandler) BrowseRecordingRoot(ctx *gin.Context) {
+	var request BrowseRecordingRootRequestObject
+
+	var body BrowseRecordingRootJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.BrowseRecordingRoot(ctx, request.(BrowseRecordingRootRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "BrowseRecordingRoot")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(BrowseRecordingRootResponseObject); ok {
+		if err := validResponse.VisitBrowseRecordingRootResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordingBrowserRoots operation middleware
+func (sh *strictHandler) ListRecordingBrowserRoots(ctx *gin.Context) {
+	var request ListRecordingBrowserRootsRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordingBrowserRoots(ctx, request.(ListRecordingBrowserRootsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordingBrowserRoots")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordingBrowserRootsResponseObject); ok {
+		if err := validResponse.VisitListRecordingBrowserRootsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // CheckRecordingDisks operation middleware
 func (sh *strictHandler) CheckRecordingDisks(ctx *gin.Context) {
 	var request CheckRecordingDisksRequestObject
@@ -59561,6 +60904,116 @@ func (sh *strictHandler) CheckRecordingDisks(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(CheckRecordingDisksResponseObject); ok {
 		if err := validResponse.VisitCheckRecordingDisksResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordingFallbackFiles operation middleware
+func (sh *strictHandler) ListRecordingFallbackFiles(ctx *gin.Context, params ListRecordingFallbackFilesParams) {
+	var request ListRecordingFallbackFilesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordingFallbackFiles(ctx, request.(ListRecordingFallbackFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordingFallbackFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordingFallbackFilesResponseObject); ok {
+		if err := validResponse.VisitListRecordingFallbackFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PreviewRecordingFallbackRecovery operation middleware
+func (sh *strictHandler) PreviewRecordingFallbackRecovery(ctx *gin.Context) {
+	var request PreviewRecordingFallbackRecoveryRequestObject
+
+	var body PreviewRecordingFallbackRecoveryJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PreviewRecordingFallbackRecovery(ctx, request.(PreviewRecordingFallbackRecoveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PreviewRecordingFallbackRecovery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(PreviewRecordingFallbackRecoveryResponseObject); ok {
+		if err := validResponse.VisitPreviewRecordingFallbackRecoveryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RunRecordingFallbackRecovery operation middleware
+func (sh *strictHandler) RunRecordingFallbackRecovery(ctx *gin.Context) {
+	var request RunRecordingFallbackRecoveryRequestObject
+
+	var body RunRecordingFallbackRecoveryJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunRecordingFallbackRecovery(ctx, request.(RunRecordingFallbackRecoveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunRecordingFallbackRecovery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RunRecordingFallbackRecoveryResponseObject); ok {
+		if err := validResponse.VisitRunRecordingFallbackRecoveryResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -65348,1395 +66801,1435 @@ var swaggerSpec = []string{
 	"LV30HjSiZjRf9nri4oFrFk6y96RtjxdsVUlI5A0Xlq9gKkELsJ4C7h5LN7czRH13fwZwgcGvyB6CH/7a",
 	"sDr8TBWVk5duUVa+rdmc1UzkrNh+EoB16qUscLXLUq7hR6NqhS/Zv7X/s117JMka4WHs3xumbx+44ric",
 	"Qhr1Ac+Pgo7anDi4lTelpMWtlvK2pDXe1KZBsATdFkwgKmlV0s2M5ve3JaOKhatc6R/D82X+9L3Uq85v",
-	"qqnQRG5/6xIp2GHsQYcFMQcKJFMjQWMDVHM15/aDmmp2W/IVxxa98nk75yXrNd4+7Dbd/dlvQfd3w6Wx",
-	"NMC8Zmrp+VejLCCrXN3mpQz+sowsl0I1q62fW55V69y2Fv5W3UKwxi37tKSNwtlZ29wt+1RZOlArXbW8",
-	"V2lZ0wW7nWMxB89mLIu2Bsv2STgv1cz85XRreTHUDfcnDMeI3zww6la1u8b22jYsKJcr/MVvOTKYW40l",
-	"Taxkf2t0qJCY3O/akKLubcqazZSEBWyqRU3DQ/Jnw7jAhH/wMkq/WwLMa6MUvxYPrJRVIsJm1hE1HQ8l",
-	"hy7Kkpxl5L+wIcJsS/91cHRK7LbXimhZQplHwkAkBNBXgOcuqKaR4j9U050hOoU+VhXLzSm3HWRtAB3o",
-	"2Uac5JqWXHXyyNw8nig0EWAZQG12MypTWitDxD0IX/MC9CwjzdC8lspo9li+z4gc9icjbapTK+t6rk3u",
-	"2WZSlX0YQlwnN796G4l5zSjIPF8SxUoobAZS6JJivVW3/pNNfudBvHNQ1hkXTtZ8wQWWGzVCNO3VPE+o",
-	"/zIHvL3iTH/U+cSK8Ngh1N7LQGC3v2Mur9ZGaNnBjD5cM+2S1pCz/9ANXnfEnjm8wHJDnp0aqTU48P6j",
-	"VaO0q5GDGgWZbciiYVAUZGq9NSg1HTEZwMp3FicUVK3IgJzW3cMdM37WFliTjYbiOceWCx1rpvR40F+/",
-	"Lps7JiG19vfaTyhrDatw+GN6xO9xEq8SlcHOSM0WXGlIy/z9d/BuUChsGwZWsDKB3Wqe+IJ40MIThVme",
-	"amMkGWfVnLhp2ETKsug7eH5yXPAF137weSoVYsANfccFbN7dy2D0fmXaHCuvLsVzLeB2jYbsmIas67nk",
-	"cwZncgRTZXtFVlQ0c5rrpo5F07+p5YrgNl+IubQWPhdXELfgyiIGU7JHSyLKVTsbBRbPeb9pCLRphOYl",
-	"etjs8beWib0j3256SSZQDsxZE/yQdE2FMj2eutBfc+3QfBlSgV7WslkskyZrf3wGLcuepAzrALBlVyLs",
-	"kGtX9h/sGUrNm5Jcvf79xfXN66udasWupGbxoKnOTlxf+Ix+ZzpyywNrpRjC0x9iwOL7s5ujnTL/L8Gq",
-	"nLNTYtW5oKrsPWPVMQXv6pqLQq4BmBsr6ileMhtf76tu9WOB/5wch/WOJHfhDl+7Q5ZkLevTV9fTSnxx",
-	"zZr6V2JMxBC19RT66C7Q+3RejV8Tnhnao9aNF/GBUe0gO+QQ3BOOR2UtM+/R8PZ6jl4r4wb57s2i/oHM",
-	"8XbGmRFbLEnw6W7a7u39KCN8sPRfwAhvB/49f2AXYHEJ8pj6EghwA7DLeA2DttzK0mlSGkmyf3wcighO",
-	"NKiMqFubF//7TyfHv/vz356f/PQvUZFhRxlk5w52CUuHEgXgNCOyrYLvyw/BXH2yXMkMl8OyLwS5qLtU",
-	"R4vk17r6gevlTV4Nzdvm4humRm7OL52JvKO7HJoHhsHzB9ZJsPr46jJhoB+BM3sLlULNRd7LDfObgYZs",
-	"cujW59nJ0dNkgtazUdoPOG9LcCMUf61llaT3DuXYJsFVo2X1P5HIH7mel9Z2mMo7MQShJaDHYYCjrjex",
-	"AuwFVA9OYLpoiUArh66gplX9vnKWy6/QbHy0L8gMObz8cH2TikzwlDLhKnDr0eWqSTQYP/G2nwmLPcqy",
-	"3boEbPt/JoNmorjhMd3mtQh8hT4YEQnxs8WZTeX/f6/cHkS5+PpeY2rXo1dY59UZGuy31QKj1d+187/L",
-	"tudkE5U85ozTmwIJP/Sc4hqghyAjd/RfFdNN9RJ/6OYYYwoLlGY2d5gVz1wY8/uzG5ePKyAFxaulibjD",
-	"v7s7NNz99pztwJziCdIQtecrVQ5wJ+sT2ZHtXtuvtrGP8fcJ479uO97CKeJKy3rTslfb7A4Ri+ihMXtY",
-	"VcnampO4ctKQZi0XU+wdfifMbxfv/3hx83r60Z3I3PM09klxlYA0sFWSmCgSBq2d+P70KUGHyYULRzSt",
-	"PZ5YHEs3T1QqbHzX4E28eQwH5gMYKbuw8keH65vzZAaE1sOOyQXT1dHbUJBDuEZtLvqz58+OMrKkYqEA",
-	"Cd9lK9jsBUgZhUD2DgoAdnWQme1P5KHjwUstpj+WvCCHnQ4T7p1EXH+nrYedgvzBKbYDK47AX0XSBHxm",
-	"HlSm8pxhgA9isHjcXtTN67D7uZRlLFdp6IhOJ645LxOWIfMr4YJApkPW4sz0qIzriVk2k23ksk4dMncv",
-	"7HhpWd3JJxbEiPRSKt7FCdX1xrlzIGLlCQaRZWjEf5Yo1JTXLI9EXp6AE8/V2Xxm/zXVfzfCW3aQBjfV",
-	"2B5YE715kxyadjJCS1qvMrKioqGl+bM8Gj9ufqlTp8utVbCto6fmf0PoUNSLB6OGjQKX+doIj1tSKrK1",
-	"PdW0RwkEOLI1lIkV+osKAeMXuUtdncoyMB7mM97jNtNpMKIb9QFa1/yBFdmWp1XWNgh1F8Oy5cURw/Lk",
-	"+3y3tUvc5RZPh0BtVTC8my1dsVPi8XWQAdOyJHeqWb1vVnd+YeyanJILYaZaMs222PWaCU3+2nBmI+LJ",
-	"oawtEoQ7GkfhlR9H+Gk7iMsAMLC4xrWiYhNsZXAwhWzAP3544j2hziNoVuJoIpfUVN2nzolj4FFpsMe4",
-	"bDs7ygo+VxCXoCXpnaQC4G8DdqeQzf0DG5yg8o11z/rtyBzK3dfPSEE3ChO6jnY6mz/HkX+8OQJqo4Mr",
-	"0YK9tRcKWKWCY580WTx7/kVtFm8h5/x8yVBYS4G4ScG2MND7RTcTuRiv2+SLVrdCyLoAxRO9Qyy/N5qN",
-	"vN8heCMMievjs4/HALRT7Hzv/fr3wF8gELPoxYKOA6VRz3GaMUC0t1Lpd0zXPI9SHuRHLZqaeQy0OGZ5",
-	"XjXnMhrb03paS7ngOS3J+eXHqRE9OyCBrZeyRLwyNMJ6CH0IS38wcunJ8bOTk4mQYAVXMcDtd7IRmhWI",
-	"c6A2yogSk2WKV1zdu7WOSBQw0DnNo6vI9FrW96R9Z3KvF+6Tga5LSYtnUY3zeMVFoxnYzgl9YHXf559e",
-	"Qmj02xjKw1wzJh7ZcrThh8eMd8VWSWJ7h1hSXBiS242SVmx1IzUtE3BVF0JprCex8n2ARj1Ra16x1Uco",
-	"XhBtvTPuXZtuKnM1jVbOaoG84PTNpIzAeE0Jo+jgCXmO0l/B3pQ7++Yo2ZGIJ8L+ZNwB75y6FH+8gSoB",
-	"Z1VVboageoOKAvam+dVC8/Zm9VhY3q3m9oHktV+Z5dmq0EAeoATijrUy1kup7LZwVw+x8I5B77IqpbmV",
-	"RhEnvmABzgdf8HHPHNlXTJlDZZeNzDakojVdMSMP37PNqfmPwtjxmVknrpmtKGgejBdZtwMcrGMZp7Eh",
-	"wN7OjiMNWJ981L9T8jFoq+BY2ffB9PPAaj53GL4tZSVLgFxMgo4QCahg5SOQEvBfiaocr/jc5rhBsJ1d",
-	"CdyiyZd/uwmmuQvNVrHrf+opgrDcNjB0Ikyd26oucC8Of5hw/JiHFmfG9Jo5SR4zJgi1QFdFeA6cBGvX",
-	"b1s1XozREzZTQN+qLYrqeu2mi4d0hC9AHdeIIGs/t4McAd61U0q0deWpBFqLtnDPNtFklJY/7IZoHSha",
-	"Xby39XJDqJ0WV8Qm4cW9OZCeN7j4dXdqpkX0nmL6v3Tx05vYHvRo0yxBb1t6K5t5inCDG9ejkGj9SsY9",
-	"OCGzDfmdZ9Cx+kaaLWQ9uGvunU6pW16y4yUVBSJSCdQhbEh1dsCrhxdxxOj9yLWjV3MfmTEzW0eLFDGP",
-	"FC+DpJJ2lpiyoPak6wzOv5yTuXoKi7OinzIimH4KYNFKruinXAoR/Fav2Oq2+9q68xOvHr55yqtbkCJu",
-	"MSfaEE7wVOfVrV5jSmvv5zkXLtW692RFP92qjbid0fy+lAv/9MXTXIr5U1qWT21i8K35lSDsJEDcCmkm",
-	"lwTOWq3A+J7YXviZBO/B0ULpyJCPEajVOPe3J8xR7tZh2xpIlxhGjlhJRTSt4oGztdnf8GDhOVYplj9o",
-	"sgAxCS9AJPe1bMoiuMwn2DD+zq53uapovdP97tZx2p1u9u7RCkJlt3rSPu+iI9jZ76kk/L3I7cM7lIC5",
-	"/GHs4hoxEYJA/7G1Yw6FHtm9DK4QK0R27picClAtzM7pOiHtuJfSwkXQWdCTz2ujvYIM2+JdisASOkKX",
-	"5PCTGUvV2XSLG7c5hCTQvrsH/2illsk1Hv3KZqm97Yw/RnRbtsmoyCT6xs9TUlMNHtCOpVcZsRNCsKzJ",
-	"d5sIwfx1xfKHFByvx7RDq9ZMyqnhK9D0ddR6iE0DBNPOzRa1rNRF1PJgR1rR/J5pRSzA6J5dfGh0zMQn",
-	"9OPbB7SloTkgHpPat+XU0Iu92417fDy1pktl2rWKU9ilXcj9acw2H6cy1/x+dFaz/OE7rtUlq9FImt4t",
-	"wNzggsy4xkRATNOeaA83wxvpCPbuMb3EHWLt4Q9Pa2zqsVF2N7e7FwGNh0TZnt7gkMX44L9LLq50fiXl",
-	"aj/Z6Kx1Bv9F8lg8NGRO3wBETjooXCmCKDrAVGeN4sL8ZnQQsyVcqQYvqsCg+fzbF6MGzZyuWE1fT4Gj",
-	"t1EfZhY2ZcDsPzZAUjUQEYxtanlIB90m53pN634WyItvotgIqirpZgAcRUsAfgszGExfuJxP1KRUkxXP",
-	"H7FGK57XslqCiptYJwfPEA0WRpw7O27bxeGslmvF6oxwqTJCRVFLXmTk6dOnR+Pr1juGHRqMHYPvjZB9",
-	"1Qjw1AhaqaVMJMQulpoo+8Zw1c+w8MuWz3rHMlOBqws0ENkoP4pHlqBa5OebPAqKf25DNwqyoPWMLkyz",
-	"ZYm57VM9eQuZPBu/l6TGFR8s7LqQtWy0YQfp4LT2nYmq8ZLR6qwsZf7dUIUEyAV6gDiQiiCxTJ23+eR6",
-	"k6oU9NY0OMM+ZppywYrWqIvO/anywkSYjXh4SbM6r5pYFbU2XoI0YOoxGuFAMaPEMsuKiTfxigsfKmYL",
-	"vrnfZa1OyfGzLazQKSACw/Wyfh2VnaaUUuiVO5oeyrWTx1xthWZP9JN7DQwr+4TVB/pe7uDYbh233vFI",
-	"l/Zp6SfgU55uQ+4SZ+oLLvaVanIplCwZxA6JEIGrbyEHdNIh73y+pDXNwUxh7mnhPLX5kpYlEwtG+Arg",
-	"M0w/YkNKptGurrbSRF9EJRwYQdwM4AUPCzzc9onVCVyA7Slx22wRYRDl17AlLImnyKFijNxZFOWnvtc7",
-	"1wVCFtoWj6aINhVVah1NOLm0T1zbjULvxI7Cn/ksrlABaWBSR9AFOTSLfsyFYkJxzR/Y0c699k6MH0Iw",
-	"3RitvmsTeoYqR2HO18tOCY3Q2exqHMaskb94PVAccGoEUNzOw0yxX7T+2h5lOcmh+fH4zfd/zODx8fzd",
-	"5TcZefv9dbqA5ltGaz1jVE8onliGy9Mpg8dsuvF+BfB+BUXcf4aalECEQ1kga6hQAa+dOqizkin/4yMK",
-	"UI4VcAQcKrsmnfJsn6Wa4+Na/wylHaOH2yIfYBJJS9RcOUwEFzfh6gs1AvFFuXJFwk7d1vgbyvy16jGn",
-	"HVnSaKHFThWQ+mGygjGx5mLHq7CNj5+4VPrZn14sS9Rh7DDesCBjnwntXh0xVnyxPX4jN10cnSxkOYoc",
-	"4uDVUWtDaVQ0WCGN9BXenYj3tQPQV3gzj3kokqBbQSOX0VCWEJJttecC/OJIbZ8Xn627DN3xf8YtTCK1",
-	"demQY4YbJMB9IaS2YNhXDnX+97VsqpiCap97V+g9F5GM0lkp83vDUgasfFzBxwTeVQGfdVfkXNZ5x2vY",
-	"CVxsYlYtl2Y3kShM/4mwHMDfVzGUm841UDFxbNjisYMPNUwRsF6Oa10dm1vyGDDvgwctL/MCx3HL1QDB",
-	"MZcFq4+NLlhS3fFnB3cKxKBFiPpjBbZaeIwp7N5Nq9pEIbeRHeoecu9KEXz2NJ1bneBZsNZu49rRZy2t",
-	"TKXNmB3NGfLbeUGYdaT+WEBnNtalierb4gpeHCpQ4xta0Q1ZSEKXjGI4u2w0km+ceqFIiBo8XrONP1q7",
-	"8p7eIY5wos8gjCeDJa+b1YrWGx+vaFaValn/LCJ9gqVeN2DmN4zUEwQBypsmV02VgxxrtfuZBWQzHEzZ",
-	"2S3z/pTg8YDgXHiQrPuPoqQMhWHOHYeK20jD6G4IFYGPnD2228EUqOqfkcSAQS9pVTHBCrMGeJDxl59H",
-	"dcT1HrnO1lDgttwQ6jYofvzrDifb9VSrQPUc9qJ1mB9oOdoZW6D417pVTdv4fkM4UPEFApBrNm8UQMr5",
-	"ulFRY38qDjl5dNyKtlPJtim1s1QTTxTP2RVdn4fFvlOgCpGy4OApoArKSMaKwQkd9aa9MZ/Zp+Tw/5y9",
-	"+/4oWRY67mI93xrGToT8bjhuTy3p829fRBjl27Pj59++CEt6xIt9pgz0fkKZXxzf267b9IjUqjMi2Hpg",
-	"R7WE2tjsZWAUmFEjdjYV3lIlQM5n+JrKIKIb4wLg5NSyLO2f615tYTwiDgZoIsE4nycOb5tyQlvwi+fP",
-	"vvkmXm0AhMfrxOZewcDa8UJXQkKqPashDw/YVsEXNgNpzJL+RXPE1pR3IQMgXvXg5bNvs4TXqQ8fEBis",
-	"tbT5hg5AoPWl+9IOiRzGw7tIWmAXyZFDzBOm3p94OEgoZZ3HFdQ4kOLJeAapP2QDiWlDh2z/6OQJZ8xG",
-	"F7dL2ksc+h98OBL7FN0evrAMz5yPKxavKdDFT1DaEO3KfYlHK1ESPSLhQU8IwqBOseBCYf9EiQVTWkRe",
-	"NgW7xMdBzPEkDQT6QLyLiMphrUnToohhdmaErQkqvcHDNYjwsa8mBHs648JoKNjCVEvrggmoxRU199/w",
-	"FbNyMhjGjSToP8ByS9N97Lg9adHOCmKA6YHvpsRMxYsmHmewkhBYW0stc2m0JHw1I6DKoNxf1WzOP/XB",
-	"RHqlYyeRxhU2n9RH1U572L9m4Gzso9e1NNnd3my7KFOU2PxWZe7gBYsePflScC3NPl/GscjfMSr6eCQO",
-	"EnbWQNziIVwdFCGDubrPesEizl0rCqvxHsViJTV/YFe6+h5NUxEUEKXBrQPUjAYssmTlVM8Y1SMIQjiZ",
-	"6WdiKJQNFg2yDWxQ2+5AKB8VK5Ltv+WL5f/P3r8vx3Fje6LwqyAY84XI+bKoi221x/yLpqiWpiWLQ1Lt",
-	"ObPbWwQzUVXYzALKCSSL1R0dcZ7mPNh5khNYC0Ais4C8FCl3997eO8JNVWbiurCwrr/FlHbhclRsQ3SU",
-	"kb3gtpwNTaMTltd2T0/q6iLl7YS9tfbGHb/T2A3Gby6TkUxuzap4RFPPvHpi4bFP63Lv1XydaE4FKerK",
-	"oYk2RLfLLJ3vKuGng0VTCWfd2EVLgNDAxss2Es2TILq4Y2HXfh9gl17klU77iMHydNH40EEVhuRDNgwt",
-	"yw5K0JiY/JSx3LslfeW6CGvqASYdjvWHaSgf8L/vHLqhxm0jeiucrYUX08GScfAxY1MCutwxwsl2uEH3",
-	"qHZPV5dFZTsXUuzy/ClaCv2TTccb9FracIKIbHzxnny+/GAr5wfmrQyp20Vv0aHkyLg3ybVo7utu+9gg",
-	"PmkaJ1UtjPxFE4FRtg1fj/KXR4X9QB+tqB+LPolCiKt64NVl8/4TxgWVWBt7GOWEq3B/CX5nq+naBUVd",
-	"5ijO4KcZpLsb7qTguaxae6j2MTfvE9ICln6spXe7JUvPtU6CQSpwRNFSSSiWivFz5ssg2OjR0XXJiJMf",
-	"UatqNC27cU0w2T4xKN7SaP2HTeiJPc+tOBNXaL1rdu4ehxR/OV1Er1LPZNCY5BNSgqAiN20fQRgJihyb",
-	"vmPtk7CebtWs2YqJSpblKm6kBQv6dS1Y/3HC5nMqIjBUh5WUdoIUbKEQlP/cCGrP1VYlzlbgNDjH8oIx",
-	"lgOPvAgIjm0d+htOcGSKVEywDaGa6I3hPrwqlLOylXzO9mc2QWdXrOJR1yH87ooBHi7Zw1F6xDZfzDPJ",
-	"RXJfkGVclFSw0UlcYY4PIj8HCN6PinoFIvWmJRfLW0TE8t8mDhapeiBnAcnWvWqvoOix2I84zDGIR3G/",
-	"82JAM44uVxt3Psdfy3AjezaP1X8gZx9AHBrKaF3F0jAjhMK2KRhcD+Z4PGnoro0iOxrjVB3plB3EresP",
-	"wm1QCb5aKG7q6j7FWHl4+oO/jw8pYELDeJB/ZETIDnmTLdNHmb1gMn/1P/FdPq5uLtrYIG5/v8q59m78",
-	"SHW+ZOos4IVjLiqI0YUx0CaFz5UtjqdEjnBMe7miKyp4AcPzg6x9e8e5ee8sWxxud9ljAbK7V1Ximt0J",
-	"u3UywFCArJd3zj3PiqWiSoEbG7A2pF9UWxqxKLNpRxILP4tyCzc2OlBsWZ1o+QkMIoYd+FyV8SqKV05F",
-	"a+jC11kOTw5mCydko3dULSPR/1x0lEdydpqRG/Ri/3DjY8aX7IEEDnMzuasalvOivi15/ie2fS/m8qR1",
-	"S6Bv2PNHhEY5O3UYewlpoUjUKPGbkQPr5xoQqxRhDzTX5RbWHsYLy4+1BJgjlURf4NdMhEiYZsmNus9b",
-	"i0yOj49vvKcUGJOGJFsHljbAsllaRvQMB0jMyBoKpjipXNTQxdLsz4aDDNGwXaqm4EKZfQqn44ks6xJ1",
-	"s9C9RzEeqf6TP2PqEdHpzUnF2HTRKKOjnDiNfrR3eHrgSO9RsuxKRRgFZkdGoMZYye8ZQJEqSea0Gou+",
-	"PgX+NBhW6hRdR4sLeZg/d2IKyVQbSBJZ+LETvCvmU2cnl9qxSUf2tQkeFvzgz5xGg5M6qoh9O1WmquBq",
-	"Dffg4DhRzqWAwxeqUS35fn/RrBnIyImF4+GayFr3aFs/JRiNTb4J7ZKgZB+yX2taYgze++IHcO85nYtV",
-	"8E48bgwQV8YcUHu6zuH9flb7htECzReQ57RZ8nxppmyWVrmJP3E9pCfaVV6w1VpqJvLtn2KYmH9i29Yl",
-	"vGJGmwfmQEnFZgXyC1b4IwlCpkwFtq/owynyHtXLfGhZyg0rnDKYXMw0RxqO72txEjvsfQC9F/yeCQ9l",
-	"2mEZkcbAY1iMEdidmQKhJgC4xTv/qCCMVqVhq3YTtmEglbUjmBHRBeUiFdhgoSR/jOz9WcWAddOyzamG",
-	"WPgY2ATqFDprJn8ick7pjz9DtEW43wAy7A1h+TYvW9nKF14RfOP53kGWqGT11llmrvmKFYjmdGYjcOOW",
-	"X674bck+G6kyeQy2pHB8BbMwqXC4/7IsFOH6B58hIdhG2QBzIEKuHOc1T4EA7ApLQ2IbrvZe5J3wrAan",
-	"24tzLZ7evtMDtbDDe9rU6E9d5oWVNvcI7+/Wndu5M7s3VxsEI+C3nW1pS6P+1A4IY77YQbTglgUl3a3i",
-	"4Gv7mr/b4ZO3Znt7ijyckLVRJELadpXPrK3LNKlZteKClimr+hPC1wc4/NOkO/NrrIs9Uhq0JIWEWld7",
-	"xn6PvhtSHMdBX6sWTEMwo9+C04w5q4nD2ZchEND7G0AXGVZBGk8PF+taZ4YvrWtE37dhWb9rKb9rKb9r",
-	"Kb9rKTGHEnKIyMKDnGR5LFrTMyLLgilbmnSSTcYu5nVFBRZwjpZe+11jGr4V13RbSlqk8yJwo7uYueZG",
-	"2OW+CfJo7qPf9bNJ+lnlM2TH780nvK7bm+Odf1bcZALLPQxu2O8a4u8a4n9aDbHhfv6oNTfYgDh97u79",
-	"3ToH1BMmBoJkwN9x+2SFbM1SVEy9i/nBoLd0ufcxVZyGfTzWtTNSn4i7bUKsnVZ2fWbounXZjwHYuTBN",
-	"YVzSo5F0Lp8UQcfNax+xZQpQjiF2dPU3/f0G+DjBaK801VEE4xp8c65Yg2IlpAu1tz2iKmL51jc2j/Jj",
-	"KsoeXL5wWwM/gPBKadMQ4F72Zpbo0qTD4m+3Z22dMFXWZUyRhd0lARLzJpftmkUKuJhBNFFrX6F/K2cf",
-	"slDq5oqsK6aYaKkyzZhW9KFvVz5IAVENgxtDd7ZmZH4EqgP2uj5dsI/x+CIn21jtwa21kJpsmQ4uyxPy",
-	"ogkSGzmGr3kO3anzm98lxixyOrr7El2mgSMc6ElRjt1Sy1xSQNIhHRcFx+ukQ8airZF6blkpxUIRLUeD",
-	"ryTNjNsMySAVfp2WNS10KxOadeLPvrZQOcoksqmkZnFLT4f0mhBy3ZLC7kGKGrryfZhWCrIHKiX7wM2d",
-	"gE3yHzWU+JJ3LohIboSPlVl3ud6GVgUrrmUf4J7EKk+tTAjdGoWRs2zW92giMkMaU14pqLr+KJR4w4x7",
-	"dSuXkrIBnYfejT9nqQAe22XWWmg789T+f3Bq1ScAtorykVPhYa9mc5obXum1MfsEAr1FK8cksw6JIkj+",
-	"SbKeHqPwT0lHB3+UsZaqOyyW+M9rcksyvk+1zuUKAmjBSknsm08JsiPTBAHGda5IYS9fxzlRoZyB5ub1",
-	"y5nSct38y5rZwx+sngZac/A8iA+dQQ5FlJ/6YY5zKPjX9w4ySHw4wUYElLfPZfVP4cAKFzwwJjTkEtgE",
-	"2qaCliUgMEj4G6yl5g/dXLucK663fthlVYMqa1o5bNqYpB5G2Oyjwg7jU0VLfCR/9IfOdWpYaZBoNzXu",
-	"UmWd9qab+R83/QZ5Iu307eBOxItcIg8aGjC6lmxlFCy3icVqbIT7YmwJkZ1735WWa0q4tLJetl1QiaTq",
-	"u4d405/g64oIf71U3cRCJBKAtuwRyVBPmcH6E4Zym4dPkLUyNj80gjkeIb/h8/Iu5cWzD/qPyz7ruJZc",
-	"6CjILZY/xOxMhGUBaC2L9bunD7ELSjO6PKodZ2wJP62ZOF1zgISCos0JRCq0NEOQAVR1a0TjilSyjsX8",
-	"jLHvBoWTbkuEaImIinopi3i2CcGH/VJebFv9ZUV4EaaM16KQeb0yunOBE1MJD6SOZahQvSQODDr+HatW",
-	"XCXSSrGM/ZzcPMzUfT5r3r1ppWTDj5hmEcE/hYWMFr8yD8hc1qLIzLaJjohr/m34H7b+BSZ/kB2EK+J/",
-	"dC8F02l+9Av/BYpCuZ9XsqhLNswo7H7bNc46UlmrRzfbfpEqpPEUiNsZAOJx5UjS2QJorhuQvIotuAKj",
-	"SkAau1B55qPRGeQOQM1+F69495shmgHUiaDlpZneWRy6vTFn7KyHOT6sIjfPXTvPbzIbCUIrRtgDwNYF",
-	"pe1yv+yPK2H/STBiHoEdeZc52Sw3Sy4Kj5H56cL9MhVDb4dvRrwjfhyDC9mI3r4WWEAPYxxIOI/BjmBu",
-	"DjUgYLqjvEoTSWINuXbBSZmM+tY5S13st876toYYJeXOOrmtjvKMWt8aTvkzu11KeXdGNS3l4vw+iTqh",
-	"NBUFrQrC7qPg3vGEdWgQMtYzQhUBBGcuzN6UVDxT2Fiiso6sq5ylEJPvWSnX7Jki+BqW8bd4q1w1g9wF",
-	"aq/4YhHHeQH7FGRJgt/kfhwAMSbmumb9uEcsurOsxxcc+vcCiVkvzOe03nFzogHxBpNdk9GfsSpTn66u",
-	"FVlRIwxD+GeGDkP0Szl7IamYrsbWrxgy3GGdW+tICEKIpvJvMJlZYP+IXGoWlxVEWeT/Q6rJSipNvnv5",
-	"KqhKGOBoGBkV6/05CQSj+1Sd56mST7AxKeMy7hrXbrY9TfRUOHbgdEkq5qMsZm7FkwgQNtZjGP/BkIwL",
-	"JmoDXqA6aMX8PZGXjIKk9ToFGQKCcDsQHAaF4WNttdP+CFWsdxRPR7+JEYWxfOxhcHEo+ZlyzcXi0hyU",
-	"IEpNkaJ2cBhcWKcIJA6oxwVeDVo7OozF2ztUfeuHn6Jcw2F2fXyRuqvF+JMeojRYrJdJB77Da7EGa3su",
-	"zXkMj1XWsL8d+nJr2bZqNvPqcJkuMXRPzgRGPxyd4y/Gwkem/hOWvRKNOPSk4TvNpL2V196Ck+wIqWt2",
-	"fIBPs5YrF2LQ3pDfINinMwuQpKyYFl+9toRGcnzXAynv0lGq+A8KbXO64iVnat9lh1YSQMud1bEDGbsK",
-	"iZJgpzhksIOhXNmEP91uQYra8LLIaRVZi1ZTyYwU2wFXhN4mUx2g6/gW4fctuXefpW1J6xGqFonCHquV",
-	"FBZMuylibEYUnYhbrPhUbrCd4/9+Y1dZ2rJW+C9lpUmkxaHO4jJ12GkwHL/EI+jlKgmItKjYwtxHHoHM",
-	"X1qGA6OfpTnzDk+kjT6ZwrO+MC1Eq7sCgBDVFrjc/G++5ONxe93riQ5O7WOcwsg2m0n28cFgKbggjObL",
-	"VCqkd0f2ZVs0VZ0YqFxmcXmFMgh4+BPrkogPc3Ua+jtFIxI4KypC8zshNyUrFjYnlLx6eBjZnWsz5sMK",
-	"+rNmCJCduTl4clGNB5m2rt7eDgDDx0k61gS1pLUCKZ02sR8Axwn6nFmE1cgROM907xBQBCYakD7zkvLV",
-	"6F0LxedRndhyKryC1NSwRv3U+zhwujd7GdJRZ3SB5z3ibm/Yj4+Erz6J6yVXcajgMBOm+cJlBEUYDTkE",
-	"pQdARY9SsOFGfSimsx7gdPbrkSxjToWs9SW754kyCVAjpLLPobKRtGZSCOQwPPoBErdvGRNkToWwkfha",
-	"xnlXgoK4eFvyxVKnbBzBqUtz8DGpXexBAyH0g/sZohyhE8ajXydpg+hfAyOtjkat2BBgvuoG5l40YLzR",
-	"oT7dGAFlbTSROH9B7/aMOdrhFdw5Ft0LtHX5dRa1vemJkx1Q4M6p6C7AGGklUG1j8m1LRCHUAdllpGIF",
-	"BTn3EE2CGPqfV0zHam6UpdwYfTjNmKggS63XhIkCfKsg8WKCZJz7uHXtPR87tzsaAzzFQQoW7N4jgHVH",
-	"GCL9OPY0QtrPpuYUmm7j2d+jdA+0zygX9hhJsQZK779toBErA0Ws7637BLc+Lv07MeqZIp8vP0zWg1Ar",
-	"ULlcs4wIs+glt9WDvD40UNQ3O1hSdQU03kPH9hQA6CPT5JCWG7pFV5iFjVTUCcxHJ8G5IVwrVs4bK3vF",
-	"dF2JFP2Ps8cmKaA3Sdk9ATuLZwFNnjJXBIWTsZfZoN05OU5cm88jTIB2Fc0pMwsvK4vsL/U+J84bP9u9",
-	"IbMwjYf6gvP349OA6UeDnkyXstbJKDBwP7vkcOeN8VpETssyM2KGwu9HbsEYIyoc1ZYBdeKi2U7GsKlW",
-	"Nz0UELPHRpV1zz0avuQ5QhbcQDvr301Bdaba5rDvUmE0URXCVkOjbrMcretq4rUcN+Feh0ZvL8COjcuE",
-	"D/aMmeqTIPaO0+xpdN+KjTuii7sZZUXszgxKKrbsZrwHqJDZlVuysExGCaUEZQndCqYRsFaKlkUq4OmT",
-	"r+XMajptb2Os4OjTXd4nRoGktyWI9NZPDIA5qOPN5yzX6IFSx+RnFLH8mPFTgP1mG2czdfrhrzWrLcvj",
-	"2hdtlmsmQmMQlDk91N5Ub2RSXpZkIfE63UJk3Yp5/AiunLLZB9wwWvqgt0qWtWaw7yCMkEMgASwmCRYY",
-	"R0VHmU/nzz0DVJmZKeRjVlYvmld04YDzwwqfL779frBWbErqOQcAY+bDIZTpCE2oZi9RJ+OC3Bz/95sg",
-	"fAgNvSekZAuab4kS9I59yalixBxM2xLuWFSICob/8tXw6Ff04T1++vIFloN1/4yU7p8ss2Tk5ezlixPr",
-	"YreWKqwhquWKap5bGxUTBRpgWyasGgpHpGISfB3bl2Ed25f7C0AZqQX/tWaErqQt27ZOW1Fgbq++T5/7",
-	"McuvvDhLxfbT/OCHf9vVAfGdjLx8DfDfnf6C9l//PdshwtVabzMCJpkCzN6i3GbkjrG1alXJxU46M3jx",
-	"91+6XPfdx9MzJ+rJ+e6YMuLuG9MpsvyToH8qbNSFEeFulekaA3lSQ0KqAHaFL6JACQll5Fzk1RZhACGg",
-	"F9/eFd/DM/3d668kE76affOiVyr0BPtNSLCvBu0bVt7ql7B6paoRV/41U3rfq765DEIsw5Gx09fsQfvs",
-	"Q6pIQTU9tm+709l0MOpuHR38oCU0fdIQLQK+YLgpz7FjH5WXoeX019pI0dLGZukl4QVedoib5J6gW99G",
-	"ag1WcB63P+m032AP3M0dBgN1fZ/4JJ6G55KDGy7eVCTnIpxcAEQ4PmjqvS+vYquYbnCGx+1dnhJCdYpK",
-	"fqS9uFI7ITiG+3XwCcz9KlITnBKsciqIBaaTPJ0PPdGZ1qTOhK62J3BozFC9WZCCKbwvpsR8Mg3SCkYz",
-	"U2uW8znPyZyzslAoYTUdN53YmhxUkZt/uzx/c3p2ff7ml5so5EWSVjAwgRcQ13IL1sJKYt0cxHATMddn",
-	"XYOe+vRBeKmUmhYkwMYDY1lXeMUXXCTh02QOF15xqj/rfKRlHxuealLpr3R9QStlRNL7dji/C7zN3L1c",
-	"bkfHFaUCej/BinQms7h99f3L719mpNK5LU+Z2XrbXCwyCwOZIeHXopjZYz4zxzwOCqlptWD6auC0vwWr",
-	"YMN8MnSeQHh9nAlY+zXgk6IK1Dy93Ya2zuPJ4F875b+jsW5tovErHaT4wvFOLMEAwxkOWmt8ev+FYtXs",
-	"VrtK/jiFbmryeBPOQzKYZzBEzY7E3sXNRvxWMWoP4CTrk0akwzyYowIHmyz8pRVPKOiLS3mvwwjJRiNz",
-	"zk1vWXjqeMHh2O89RAKeqDN8QSuut71pXbjq3apRa/gQc68iKVxLlt+pVCIkPj1xIC34T2tNAROOgByn",
-	"C3w8Na0I+jgzbcZW145/HByEzyxrChDFcKbXtGJF2gttg+K8G5rqIFABY8OWVC1drrNrcGR8wm+X2GZh",
-	"ciMXOatm+JAUADZu9hYBx3Z3FeHIp2eLIaV+hG4spHlke5Gk0jZOjBgEirPkN6J8XkMz3fSpnc33I8jc",
-	"GUifutZcYtKROWB2QV3itTt+uNwRc/Z6XfI+YvyAdV1VOzLCftaUNIsBL6ag6Kimt1Sx9+YnM+Y+FnJz",
-	"cXn6x4+n5Nea53dfYIlu2r220nThhTe2AzCB01JNw7HZPdXN7GIIL/kSRac+K7kl9kiJ2sC+PCD9YmwK",
-	"vtQVgePrn5J5DQeJV/u78syF5EvKhTVotXohDRI+kLIniuODRxTEHlrqVJp9swFhqeuuiNql8nARYgQZ",
-	"PYM9WeSfEP3dPicYnwISQCVLqwRqeccERJmCLSli88ipZosomsKZfYKWjaajJi+mXYsAzQxEVkSxvDZT",
-	"ekyQR9Mf2BcTVd2t0trLkn1LoCQkrIh+GdoD7N+TuEZwWpY7+zLNDRr7eNz105DL3j7PznpFoq+642tl",
-	"tO5CGgAhLioKSAtaBtR5evHeUugPsOmAgBg2bx1E81am9DNFaK2XhmHmaAOo6pKpzAr+vCKyKlh1TH5k",
-	"ilvgPcUycvPfb+A+dwW2g44ycmOahOdLViLcm9iG/RgBi5YlMNSC3GDO8w1ZUfCdNmnd4BfUklAhxXYl",
-	"a2U/UydEQ5SyXlaMebcJrAuYcHCr0a5vH5ZcmX6XrGrhN1h73j1nG8NU8F+5FHO+iP+4ogJVmvbPFd3s",
-	"PCrlQnUagZ+i7xVyIyzwmf0ZkNi672qq7rqN4m/sgeWIM+Ga9QjpnTH437uN1+tFRYvu++5X/zZgPLmX",
-	"8B/+Wb6kQrDSP/b/bvrSFaOrZg72nzvP1yVFDnLP86Y790//uvuhwSJyv2ha3sEFY+07vo3gF99M8Jvt",
-	"OPgl2JvwV1YyXG/HovH8+Zl1fm5m6B6gLtV9Hc504tfdNiqt1rsvmx93360Vq3Zbxl+bBeXKrMBsQ8vS",
-	"r3r4W7NmOm//I7LU7V/d0rZ/9csbC6W6KOn2luZ3HxhVLF7BS7ANnnr7KjKCiKhs3frn6Xos7yDVTXj3",
-	"QWl63TOUcziIemqeuiguE4CEAEYvEGzSDhr+nlqg+LyZuveRlhzMH5WsxWQNEoYyTkiHV0fZ2OHNtB/V",
-	"3El2zGtWcVngfXq7taRSWttOIeFiEGCWF2w0+HBYUD0BomnLYcP1CGZTZUVKmqryL9jmdK7jEBJ4CcI7",
-	"GeYIkj+8+P8RLqwbcK+dgeYSyCSXbp0mFfKqGM513Ha7t09A7i35PUOjuL0wwCEjKxtPixQNgLJ4PZBS",
-	"5hDAcfO31ob8/fnf7s29+ffnf6Pr9d+f/w1ff1/8/QY7si6AmeMVmQ0sRRmJJ4uzwFj/FEXI83I2jtK0",
-	"3EKCKzFg1DO82ZyDtpPXerZi1YLNsO7aQXbQHV2UI1qKilP+58sPyia8bDNSCxd/abOccIzPsHzKeFHY",
-	"DucKXQARK0wilvYUY2kxCp9rQosV1woGB1IccmLMFrpk9/KOocA254KW4RqeurBb+8VBdmDfH4bGcjyo",
-	"s48tgo2n77dLifgjmkVuktaB6rCoZsuiOoJd3ItKapnLMqoluJttbV9CGd9hjKln5Gap9Xo2L+9vMvf3",
-	"av0t6gs3y1LdYGDBjZEMbjIi64o4ryzQxp8/nMELP/35kig51xuzDYeX1xeI4nJ9dmFO4+c3Fyfgt/98",
-	"+aFVX1IZJnqj7vMvmud3THsEq6ZevuWJ1vZLNXlzfnV2+f7HcyPFy3qxbBoy04VYNNBD1iXNwYRxeX11",
-	"EQbZHdk5bdhtpXM7q5/fnV8063UIeZJUkKs3F0TO54YpI9P8fPkhs7mO4bgjg/DW6yaV6JkiH6RVmJwa",
-	"ZFmIluTN+Yfz6/MTwpWqwcTmDKLUlxtFZYyjU9ERudvCg+zA76D5u1QgM6n1QXaAc+2VlK5SLlHByIZu",
-	"HXcgNCUn3Rp9llU/UThzSbuYfQ2PM6Bo2zhISv4nvadX8Ik96+Tw3Ycrs5lXdE4rnpF319cXs/nHi2/N",
-	"j2fLSq54vZrdUripbcMnNswK3n374c+GAg0NJJIVjQbAhI7Xf8R7WQfVTHEn22aXm3teMPn8AQ4SPHF7",
-	"Er0XltFg0ndy49fYBrlubP1T9rBmCbi6dXD8x/Bizy7+nh3UVYxruCBWc1a9wbU5iVlT/jM8ACdQVQNK",
-	"1fkgI7OBVBGuhu16fho4qvauZB3SsisY5YoIrnspywQl2zKdYAHx4Ug27966T/uy6fvNvdAoV74gnJCb",
-	"E5spO4PjbO0ulcstw0NuVxlffEz8N/RfyASM5qi4bjcFFxfNg0V5BjiNgLfbxT4PhorT+CTK7YiebJpx",
-	"swi5FIoJVave5aii+2t23eK7hafTqvhGOhIsIxWd69m91EDKNlCjSajMiOLrmeILQcvSxmAjorwLchwm",
-	"ZhhdGAoZLEnWpAINGTkv6Vy/4XQhpNI8jxZYcmvlgSP6CBht4e9FwR4ikrb5uYVoBfFb3uFjTzV2tKL5",
-	"ko8umJPL1Yrr0f3i65oVOIKRnZhPz6TQNNfRglG8LLnaAdG2HcJnDfQobtcJebF7MkeO5INcjJ5vKReT",
-	"Z3ol6FotZf+i5tLH/fjOlP1wbF8w8R6o5q7W75YucM0JaX81bCVdYEfUqwsW9Rp3S7rcS4jMsV7mKc6v",
-	"wSPUZhwfcNiyIm8hxDThC9SsWqXx4xuGZt7bJxbGqRjQT4e+2qcrax/yGK0Eexqseff8RNkRowUXTCkM",
-	"mejx3WIEun0bxeBISE1PITFXzMpTF7jhuSCr4BiPJOEpyNgIvN3r5krHZvp57sZR3vXfhGGUwQlRd3y9",
-	"bqJdcijZ5isVJVzI+M2YbjYU07GqWoSAN17FcHlY7bI4qYgH67qTdwfNILJwb/vRoj1NjYspaoiK5jlb",
-	"a2r4eIK+4OeBYBe7xBUVk221ibil96Lg97yoadk9AeM9iJ2DFsPUGh3C0FQCM5Ns5pwKaii2QyExTjCc",
-	"GBqDbQdRoM3+9EbAXIL56y0v2Y9GQIvD5hvBfs5LI6Da8L6xZVN/Xm7hNBwKqb9YuHZvcfti2vyykEZq",
-	"BBnwSy3oPeUQM+t+shVovmAl13i0r2knFajna9ukrIjm46sxgJuXbtxv/Rf9Ve+oJhtzRW0qKRZ49a2Z",
-	"XJeJSmQIQ9vPY+Yc1QfRJGQ0E/QgXQO0Yper6XIEYeyXIISNsALGDQZQIwhKcYKoYrzAkpigMoIyVLA1",
-	"EwXEmkcK08G4Iyv0cvbyxQvDWTUXubaL1KkM25+GMyUdMrqaIxcxHjd7wSqwPrvTpRAe9NZ8A7Y2d3mg",
-	"1383zgLaVcn4mZ1DMJJP7rKGwZALO5L+xbjKaZhcvpP2mFPh5JzQNPJMNbyDVFLqqBIWu+RyKXJYX6MJ",
-	"gw5H1+tnCskyUaij15903bWfosnSDArwR3KAuUoUrEHXx7hx4ts9Q90pOBGOe8w2xEkSuBfFrQC+DcYc",
-	"67Y4Juf2+JZcuQrqDn/75YsXL8zpO7H2htolmm+WsmTxU60+iTdcRcS4t66ObeOXtsOxqiOs+CEXmHRx",
-	"NLbygpHVY/LcW+BTUhhmcgcdwKukpOYyzYDveuC4aRA2ts+Eb++d3JAVFVvLKSEA2X7xNB7QHYrto1Fb",
-	"5iSh+Xp+bm52u1a4NB+bai7jF8Z2Nm5hjEi9YmFHY1BwUvKcVkF9tYTMZtX8mM0DxmAHZg/JgnLxKDLx",
-	"HQ6tR7t7IJhgDKOdw2vKq/RJoCSvqFqSJS1Iyebaxn45gyhmZhHXCilqwFUAS1ZOxw7CUmI/xpBhRLds",
-	"QcWJnbE9HRZhgGNSCIyRln1YdrvYOc4bO8QOkMcjQ0DrndJ0a1MuIaZ/LCSQMOJ6PLwZu8SuFC9YTivb",
-	"ZS7rEots36KqRg6b6R7tU5SkzTIC5aHZkazFnxvO2eFn4UHZoeGGn3QOe7j2AS22Fih9hV2UNIqct2Hs",
-	"rtwGooIDOOoqsBDR8D4VrOJC5AhUDDNtqWkneWSBW/vaeHod9lVg3uLe4HHtCe9aQx4BKmYe9GeGQ+Ll",
-	"4efP798cOTOnVXR6a5EpBjAuyfAjc6xICQqAS3IPQt3GHVuzIf9Hisjc35/+dIqxY3+FinI2yb2UiXo3",
-	"Q5hgvA3TNZ42kPbjBG3PhR/VBCXAHLWrUg6X6bP765HC/JKF7prg5PkRpwo09B//83ta1snqxw4XEDZm",
-	"TstSNfWIxpXVB3gF8/V/1MUeqGwF7dmKgoLfoGKPRHhsnIkZUdLmR5Ll0CFect3LAYL1MhRDDjfpjrEC",
-	"n04EAJQyp+U1X7Ge9W2DS/wV8futG1zO54qBvDGNp1z3ohsaau73HsG0g5V4NJe4bs9whNfenSYKlUR5",
-	"GwCmWVektKDr/lMTz+m4bN2XKiO0LAnUi2c+i3pMvrdF5Hh8VjeUMfa+qSkw9wPwe+R2C27sPZjghKRt",
-	"hOH2NUWs9U6P9HM+Pl+7w7mnIvvY22LDRbED/uJvuhNC3RsWnmPFC8EXSxBA9EY2t00XgiSGAk+37uyZ",
-	"3sMYrJUUlsRrpvCvDSuE+1sv68r+Oa84/qGoriv7Zw1f/xIP3o6wQVqWs7yU+R1hosjIu3c/fPzoqoVp",
-	"WmmH/vfq2x9evDjG8p6aVebbf/+3F7NXv/zbi9n/+OWHf3sx+w7//G8JpNOYTybo3XYG/e/ZTYeQ7IL4",
-	"2v59NqJLKTW6PPT2Ry6KHpNdTkXBAearbaEzi3RPS24RwApyyyFlD1GGjFLFbQcx3Kh9THBGk7cWKYTc",
-	"r6BeyXZC5dvr8Lt2jBa0fuiBCMEmZu45o/KT4+OjDuDTty/+x+tpFjs7pnGb8l6oNcv1nvuyruQtI4dG",
-	"04LoqaPft2D8FlyYxRswnnZs19ZYYo005oXU7kRiP81HfcIgIEChk2BTSY3+1xWt7lhFDt0JnMHWQ7x+",
-	"s7guPNQZESIRnGlXr7fP2MnZV61ze6SvFyM5eqVRG82Lvez4AYiQm0Rcn5vmUOs0SqYhSukDV1r1NoOv",
-	"xD8HKwok7qUdy9pff83boApiUaKk9xLfjAfYXrdaM3f3ds3IIXvQ32bkYa4yoldr8z/Hx8dHmQNmtIFF",
-	"WOc92F6Ij46Po2Lsx62O5T9crWnOLFRsDcEPjd4zpu6HY3ZFik0Et4gj+RbfsbzoEC9wexggJRbhnhiB",
-	"43X0JI4gqu4SRvVHWKHHMEl79KZVUv95CcHQORXgpQ+3H9Ypga5lZM/UbvO/sl0yHrnX0GfvGUMzMITs",
-	"dznm7qHbVFwPg0g41gXmVbRCEGqdyGJcmE7SkGrLvlvmEfKjYHStBQ2PUmb5fsMj3RKFTDl9UaVSDn5e",
-	"SqRTm8cVYK2tqKhpSQ5DNF5ZkVua3zFRGA5Ra0kOXTqY+Rf2dQQgx1bd9mI7tGYU2FrLA1TVo2K4Vz7f",
-	"cHWXCID7JEIR4Jnyl83Q5fm1769ErJI5nlij3GhP1njZuPAnaJ7huliZI4ZXVVWyih/xHTK3XoQ0sxrk",
-	"57bAGkwHSo45Bv91+Lr39XKF3DpVs3aAXzfMFvn1JE593RJCE5y6H/dISKztP/dVPHbZVprbd8Sehvm3",
-	"OHfvbh8dH+xbcdjQ4J9lWa9c9FMKPKbLDl2E7RhIpl2KT8ekAYnY4FV7yUyt9OlR0KLLcse26XP9TJE7",
-	"tiWHuNQzj5iTwebMLPBW5ml4ds8qPuesyIhj/ZA3fM9m87os3d+l3MyUOWJHwwZCM74RiQ47S5pAdQkX",
-	"FMEGq22H4KdzVpseAndDwHHG8VbPJONxTUxgrYeM1KJiGnzQzXgzMPRhIP0jOO6g0yMMtcQ+xu1CSn00",
-	"s7ME5tEURRANFd+LIoFfZkW8HYYzksqT7CJWavWCKpVBhSLIEr+yodaYZSkIo1XJWeXK8JMVLSD/uBaa",
-	"IcpvKDyYxmwxxoPswLY1nFeMZ8KOcNxGXNvLue8Oh4i85nzsrn+CVN9bqE64J6k9XJjkqHyBzj0pc1RI",
-	"3kiK/GNty//SsrTlCCYfk791lsSwuWgYkU1APxRsY6M5wCJ5lJELCqgQUANzYYZEKjavFVPEvwuS5mfh",
-	"U112ktGxjYPswL40TDNuoLurtFMGYUcKDXimz3CCkT9T5J5VBc/1cXy1U1zYzrsWmOT9OxtG2vwKbNjZ",
-	"XUYoGx3RK222/sraxtNK+ftapWpR+DRTGZeEwc75fkDID8w1sKxoqRFyk4VFhKjAzDRz1J7FJbXHaxOP",
-	"lqFd61fxVLg/e+lPVuQjVyuM7rZhfBm5ZLT4ZAtUOZbmvjnIDtwX+KeNpnLfRHXqf6gmNE41GH1A06XY",
-	"4ueSN5h6zTDVfz3O6RncV2Cel1LqyYwzA8/fPWiRWHe/3wk4gZtCSOTvrPTRrPQRph9y+AI7s5LX0T/W",
-	"FvREHLl9M4RT+9fn03tZm+L+2OgKPZGlaR+fw37EOM2mNYpJjr28fr+y/LXyFa6rBBPoua/wlnr8nWT+",
-	"3bT1JHcT4oRwFerBX+VKSnnZJl5OMf/sv9wtNa/LFAcCNztUtqeaVWaSvhMRy854snvQ0hleg62odh/n",
-	"M543/2vcl6XcwA73bEUpN4/ciRV9OF30o5nuBqMc41dBjXDfN1q5aMXIHVtrQB5jFouUAwLS6IH9g6WF",
-	"qhYMskdVKnepYtqQkYQidEyjgxbLhx06fHBPuHgoS660OhqdszavVXIMP3mTohHZwazIihYSh1U+NlSR",
-	"t+B3afCK/KDgq5E74ufbH2bgS37vZrQasnBrhaCcHyyNJ+BI/lPJUD3hD+2jHnLgcNm7p7VDIm2iHScn",
-	"jBHZkI5+F9oa4eqJpTazYXFo8QBVghy6Et6sIB8vvj06Jh8ACGKhLE4le1gbprNebhXPaQmFW9UJuUHg",
-	"hqZgAtYoqNicVUzkbCS4wOl6XdoiDfGyVC7ZqTfL0CV8Ioqyz90BX3EjFklz3cR7KaVifSjkoUHDvAtQ",
-	"kocOSMjwwL+yjOiK5ncqI2ta0RXTrFLoowH8zeZXophWGVF1viRUQQARROMano8pa0cZgQj22X/Uq3VG",
-	"hJzdse3cfE4OX74gqhV1mhGl5XoNCUywADMASc98XvFRouBXwfJEwTicyDOC70zL27SceChvU8m5nhlJ",
-	"aEmrYmY/mpAb1oPPhaio7o09gbmYKOJJV0F+AeZeeZEBarFPzHHrw96xmEG8sAmdGckNmQvDbkyvliAd",
-	"hcs1E6zwN1BSp4kXbQk6RIzKBvfWnPg09k80+QiuQ25GqtnYFX8kkhAcj5hUBb+TQzyEUDylLrgkClD0",
-	"1JFZOlCjxioZomAPqdDAd3LjCNwmeGeItnxIG9HFTPTIHU9y6NP/29uK4bYWQQCctpDEf+jxO0Cbud0S",
-	"AIN+Ttf8+f2r5/5+fQ5SyHPzTUJbwfFNuFMdZMAUI/HU+F/Iv0StlutHxAF7lNEoJEVVvImqaJ+vz0hh",
-	"sUpBijUsYGey8QRqAMpOw2g5sceD8uugTFbc1Ac09k7G8PkaBQrJCzHUAKXO3k1SfMFOv6zW3yZtiTjD",
-	"YSZnc76hWiuxF9HEIspJ3J4re2vHHQNQ+CCiTPNK17Qc6T/zkF3JSGPsBhAqD4LBBhwzYHfh0jU3RQdY",
-	"sGFnLZpr7Wubm4RnclCyG6413JLz1D9hveGnrTIMs8ycnoicYFp14bbkPD5VFfX2SKqq+k1zVVsXYqKG",
-	"IoRhdRQAxRj543nsCgEFc7aSBSuPjp2h6gd/D9zWGqwE/kbiHeuJC+/xEL9YsxOuseFb64RQ+MRefMDi",
-	"5lzAzUBW9A5KDTQ4QQ1wjzOT+UcH2cGVnOs3zP2r+csZzXqj6t2y8gTS9SlR9WpFq5YxGJcpogbds4ou",
-	"2JseAfYarVr4ohdkx+JZj9OYcMQcMF2tvRGyGcqyB9YNIxCVvkrfHPDIlzrHw4j/Wu0jG6t05vXfRlV1",
-	"jZzUNeYha0YOPYlkJKCQjPg/LH2EF2hz7sz1zZQe2EpiX2s0ErqSyCdWo21keH9sVVpmQaVwD1iWPqYm",
-	"rf2NipaeRrRc3SotBduLxc2tYckxtt0jEVvb1jL0ssErliiIeupMBO3sUvCZQEIPVKQyrTyR+eI2aWTn",
-	"FYHpg+ngaY921xjC1VgzCILFptoHE5d9p4URr/DMV2CIOO49yjEic/cJVnPiysnIExDnz0fFoli7JlTg",
-	"gnjuDBFa3sI/wm6fRo/ZRZB5ajWm0UOHBZumzpXHM/1xG89uc3Z/o0jQXJt92a7ZD6mExinoUT5xrnXt",
-	"tLKTFdN6PDphj+blYLEakvLQWNQSrdOyDeWCBUURCrHScYQZK/mPMG9FfCAD+tEUy4flcN74YS2Aw6OC",
-	"176+1jaM0OWqguwH1PUkWmFDObuKYVIfVC2Vzmtu4ZEKiSRcisxffHgtjLnDxqp5gWnhP7+qF050mmbn",
-	"JIPxyp394p9Dv2sd+2EVL7Q3jVXzAv3p0tH0QTAEo0shF7HJRazoV55gVB+xJE+ckneq9kzNQnTz9aR8",
-	"x0URL+yVHXDBNY/t9LUPDPLtwWFw4GUji264vEj89TahSUFHCe8LPmsR99QVCYohMQv8NXL4SERQPpai",
-	"Z+/04j1RS3OAExZZzaoVF7QcKKjll3SrRiMDWBzEsNWgv9hZ2TnWFRUKtEcVLcQvN8wBcytr9tWsZ+3n",
-	"lVylVu2WzWUCkFDL1EcggcS/qfhiES+eSzWBiIzEnnT1LTNmGEPT6PDajdkKd5g8QbcXvJ+ZAWMwXGfQ",
-	"Zh4yiMj15p6kHfjAEPxlSQ6bsrWWPwZ1NaCWQEaaQraaqrsMLFkzDFo42uPiCbng0FL7+fSuH0anDGHW",
-	"YAHtOO6PRcbJ3EnfzQT47bIJ9o62PHSH16bJNqGPRtldyRpCG3wJwjbO5m8Th3lIidpQyOU14zr6B0FG",
-	"/DMGYHYTEX5oIW8dq/t8BgfPfXQUEhkannlQysAtvhXAIdTSA3pVttg2vtlEUDwmmBNTbXH0COTvwAnA",
-	"ZbvBAj7/qYI3e+I1T6LxebIsnBERi4cE8XqHL8gdY2vM5R47wCYgLQk/bn0N80RI5aFgG/PcaJ9Zq/bG",
-	"0dR6A2BS+i8eSNktvlitaJn5j6FEoWEu1g/kqVOd7MZBQzlkFwntc0nhyFqYLU3vWJPOHh4t7PggO3A9",
-	"GxWlLsu9jtpXQumKmcLdtddioF0W1BPn6WwS+8Z7hoGFjqDjosdK3rPCFWm+ZIoXNTsz5FCv9y1xhaiL",
-	"WlrKIxV24ovCkwq7icHgVtvL2pL7nAIYiK5qtos5UG5toUKzYXds2wTQQac88MZE8IQqNucPMTK4sE/M",
-	"6AFE0xbmWtVKO5g1GDvBNpoIDXsSVnzhXEJ1wdue6hUXDoTzZbTGTLLCFpTKi4YyYohj4wC2Vyd0TnRF",
-	"edmB//zu5ausfyQ7lbLtYvlB7EFIcVyXpthis645fmKYRlFtSVWLmP0AONqf2La3eiuQReH8ftKa8DeQ",
-	"vnrb8EVwGAR9jfFBBmSahB/dQCRo0PAUQgTvj3kNzo0lSgenwSsAWsJSUhM0F1jhP1ayXscvvnsed7Jd",
-	"aVmZY4zPHZvEgybFSasgr38LkfSmrGsXmRkXOWttd9amRzviOEUKtrle8qq4oJXeunr0HxhV7NGcrTKN",
-	"Y+UEaJWUptldSoWfk3KXkShUyRFjnlVcFi3JC5a1YshOrAsFL1CJBaujZtcVGmgPfnhty/a5f0UXPLJs",
-	"AZXsjNjsgc2GAxh8ZIK2/BEHfBfYfCHRR14RuYmZr+/YNlHOqXN8m8w77Gu0PGlejo4/aGjXhgcRpHG+",
-	"coU1mqOjOiEW3AwL1cEe2WhULETlnQlTZNEoIz7ImsWLk72VCs6oZoso0K/lylghztUVLKimJLffRAwF",
-	"6dbsk0gh/I2Rz2ZLrjBJ2sZozJZU+V/jQSklX/Dbkg2SCBO64gxNHe7iQP6OMsdIajH6yulcs+oyyQLP",
-	"bU9GF9RMWC+jhZm2HM8ls43sFcX2ZL3gdsCNWxJbZwvibk6IAAXfaYNQgMS9Z12wbt/IEsowQ+yn0nS1",
-	"VklDjmkUQWJR9NotLw1Dupx4XUQnckICbXbs2ZYlz7cxacLphPiGr5PtloALskl477t5OY7afW9dogy2",
-	"b2dBYgQ16qim5KQ39qYFK/vTHdbjeDEtuGxHH71YnsfICz5Y5VavibXiFfvY+HT3u8IvDFWyjTkdmPXV",
-	"iRuKVOOUPi3AKiQJ2QBaY/eg3sp6sSS3pczvwDLrMqgUIqKfWBnOBt6glp5TkbM0AiqOe5xihDoJpNTa",
-	"Wa4g+RgYYyFPrPQGzcS721/bOCFuh1FMMr3HNJDd8xfZ8ntGS1acrvm1vGMiLiTf07L2LlLzASStnV68",
-	"J9p8tLuhOt0W2EvhuW3Wu85B8r5R9/mXNdVfbhIOoTsmxlVJ90PrZ0OuRdt2/GDIMuGErSTgqcJRL4z8",
-	"CFWDWAUVB4FLcqEVCm+1YpUCm3ek1ELNS/1+wAZlOgOrr3mZcHGCf824gEfKmXpumQsNAQ2vYR6RKgvp",
-	"coG+oD50GxQN3L0Y0W5vum4yCCnUAuyMcP/7cJzz1q0QBEqt6NYsBZTzm+DK/Sz4r7X15VpSqmQiMazZ",
-	"aRUtsL1DBnaIi4p2tcphm6mM57ztUn5yuD3xRbu7HYYYRbfcvITJrkOBSIO7a47G4G2I58enOvnRZkB5",
-	"oKgbNuJMDvD6PlemXegs7rt1J7W9+eEUJlUVlKmclNOybM5Mp/J6MsTHfzDOWCHLYa9qOrxG56dQyf+a",
-	"53csNgNBKLxANLyRQTyEEa6iec69bUGUCReLks3AEQCv+RjI/5DcVQ5IRaKyhzWvmOoL9VNarhWhhdH7",
-	"u4GUvU7YSspVMoVNSogmhmZd0ppvtq6hrEL/DdVaGd9bOKXU9lT5kt8z3KX9ZDkzBYrNuEXXknCl6ugW",
-	"JgJGoBV8eEJANqSiALuOdT9DSOsx/gL4fHIjSkkLQosCPhhP08G0tY1ZW9EHa/T9ZpetlnzOzMYmDUgf",
-	"7AteroBlOCEvX71ojX6CneibsXai7mQSgVyiu0e0LOWm5eQByRZqYYAqYNc3HoPme+072a0Oh452gi5c",
-	"0Fcz3L33eKcuhTscn3WePvKsm9n+uHOOKQSBa9Dml6sRhz7rE5rdKhuGd3Na66Ws+F+B2f1AfmS0YtWN",
-	"M0b8WrNqS24qnX+xe/QFGr4ZKQqHHMZtXGc5E+zmjK7pLS+jyMY24HBtRP2cr6nQIJ4VEj0DpseQWnO6",
-	"YhU9Xte3JVdLqOCdV3K9lIIFP8JfmEaijlV9i5GDWOtXH6t2ncEWfZ+hIb0Jz4zvaS0E6pa+Uo2sQAaK",
-	"3MlhUyPRzHXeDGAX8zs6gh1zVFUjdbVFrJ1L3PeT2LvzB6PODkfIgvbG4OUWaj4TNsr1EkfcRLlmB6f3",
-	"lJedsuqt3XhblyUOIJZ7FHTZidJ9pkhlBM9YWWVtxH4Vl3NVJ92AHL7MyLqsFdrbGdgtqu1YaCgv7fWy",
-	"GtNfy0I9EpJPFB8DGI6Y0dRnFfnFGAPUAQua4mZ2uTVVdwClMYp/JbKVXDBhcFpR1UebkItDcmMfewM0",
-	"RJPKO/Z0MggvMGp6QCz9e9HK4oQZkXklV21Qw2eKyIov+Fg/6LgUl/YR7p5/v9vtVYlNapfkmkgJf6w6",
-	"RO/2PsFcOlsVpRDI/TXHW1jiy/AwNkTzTFkIEiMgIiyJvHeWkTgbKNg9z9lVP8gEvuQi/p+psM/RdN8H",
-	"RjOqkeBmTJYVb14ZS7Axbm55dUYsq87IVZ3njBVoLnqbKtmSAodojzzbWfRe1NqQOFKVKcKTg7ShRhdC",
-	"+eTCtiYhGrSupEeUOgnb2V//QkaipT8YAzylvTCTLxByyB7ysi4sAtYOh/JazMsEt5rOJfv7eTFosRnD",
-	"xRIb9D8lFymXEKitUDQHBY//kLEFNpq9zy+K1Sc6LTCSAKTHnym3IQaG4S1Z6Q38G/ukKwu7zw+yA/tx",
-	"vKb4gIHDm8QRcMsaTDHg8wcs+HoP4eA4LlrpW0a1IrSqoGrONy88vGgQBGwaI1wfnaCb1qLaCfagEait",
-	"YLQouZiAQRywkxHn9CJ4u/1xjzsj1EJwSUCv+t+zq/t8dnl9NoNvb0Kl9gSQhwBGA/3RRt0DSwXeHtLW",
-	"0BgI8+oOL9y29tSzHbpKEPBHKvicqTFXKwLURa5JhxbQe2zfazUVVKPvZmzBqURNdnI+V2yAl/wM8ekB",
-	"ggqknmWPFrtSl11kTFl8/Qa269psRXy/YJcyTPZyg6YlYSKXTljtuKJlwfIU2hV+RIy2w4Qmh+9evf42",
-	"I5/WtcrIxdnHz1iEOeGm/q3EpwS5zS3QgUXTqgpWnZAFXStyy/SGIVdbgWsXQ7sa3gTkMOXGb52jiDYB",
-	"Df6JY0H0obb8u19DskszlYT81Qzd4lcOCewfw7l2xTGXFOZX2F1UIJ0fZAcgm6d0/Ys2e+82HrLmQ4jC",
-	"aJHXkbUA2Cvyn/Iizp0ZjMexO8xZDt/xYU7ovnmmbJr0FOINTG8xbFGu1iXdxhEsza/2otMSg4jA4Rzs",
-	"RDwR1khDA1ltdvPwzb1EgHEOz+CDE0I7NIPuQQpIPBvDKkaaMyrr9B8y4Vkn2pBxeLwJ+M8Y3xmJDJEa",
-	"zScYlb87+SbmYdBsNcBEvAk4pB27Jh0S35VUOvMISCXBbwKm0IOBLeXqmQI/0j3bIc9R2qA7wSC5uWPe",
-	"bWnsmeuInvvriC5qOultMcez0uTd9fXF7O2HP5PPlx9cRGnnsu2ofiNUAtNWx/EJWUJm07v+8/5Da7MS",
-	"Yp7sDd0qstR6PZuX9yFLdb9FGWldJVKcWwsBpkQjKEHkEDpKRvg6TOMd6dtNILVNzVIP3FxtIYhwYRmr",
-	"peCrt58jMlw6EOfMhaeDFDQRDc7f/UnE5y4PgRxZ5qAJJ4lQodjTvYTGiEHo2ekcynHms2a9R14ZE6XU",
-	"J2HvKoF/jO4uBCuuGBP717Bq06kHOtos+fpzVab0Jy0RDtkszM/v3l8QOZ9jAvaa6iVW3uKKnF68H1Ee",
-	"vL0VwVXSvWOUQwEKaLSxNTcHYvg8Dl4atvRvy2E49tK4Xu5+OPqOCHjG4+6I7qb2OemC0Z5gsoSdvxQY",
-	"JEhuGfH+0uKYnIrICrUB8TDQyyK7GJ7LBQlMQhbpGIjHmswO35+dG5J+c/3hygLHHZFblssVUw477rDS",
-	"+XF4FO17cd+ir7U8DkondK9GGHYuheailnUI8NCjXqAinvDyoZMelFTzVlPIHpT5Z2aB5opphYnvWHd6",
-	"L4E4ESUXCCOqMa0oSea0GgtH1WxDqpPgFJDDtpStnqFCeLRn773OukiI4yTX3dMw75H8tw1e0oKZ63UQ",
-	"D6HMDQRRpjz+bR7suGtIzBH6ilBDgjH52aa8NzuAa4ocAkA+zTX58ZkiTNyzUq4RZ2E0R26ay4hFJZjs",
-	"5AmiL2LySgz87cLMRkBIqjUyPh7tDWLTpsK8JXDXLptVhkBZixKAEEum/QhC5BgDqANb24Vh6722/HCc",
-	"dW3Iv7ey752g1droaewecv4s/1RLCoAkLOnwgr1WPIpA8JFBMHEu12B4EQVp3iYrWrDAGLNimOJ+CHE2",
-	"W6bbGBe714ltKIp5vGOSGWVyf+us2PZWsXoEoG4eakmE3Fj7FdcQCTQWCgTWVKU4PKmYUf8gyQPfBLgg",
-	"nZnONLuVtCoyV+Ui8+aWNWP58shhg5r/XrFfawbeE1hDX4huy3TvWiLzwb5HLeeSqo+yYueJabkkipWs",
-	"/IzmsizlJp4VIdiDdmNPuAXD6blLCdxesTOcSk6cIFFMiFJ88rCXPa89LIfUExDU3DpZx2YHRxM9Ondc",
-	"FPvY8dHBMhjd3o2GidyO0bPqp5eFDMefrC5JdmhqiF1e+PTLCbECp07bacRZTKyMBQWYw10MpRvJlUui",
-	"cULdCPBB1/bQHIf1mJiEfmIZHqgAZorcF94C/oLoXrcMQTypDWVxusSVzTWLQXO2UTpTGkU0E8z8alWv",
-	"tiX6njOjCqHyZM0bbfAdC5i7gosJnCfmi3T3MRjFU39XxTUXrL3WawaEvcb39s/i+ao2rDSK+McQQdyn",
-	"QDlT2wkmgJFaaF4Sm8GNFcEmJIX91MoGk6vjKWpGLENrpNJhXryGH3dQFhw2Y2o0hicWdcmKc5FSPS5K",
-	"KgQrCBOP2HXfDxyugZ5A831EX96zN+iVkSvrjfh7dmBN/fHT41jef0guuv4AcBIgyorzcYzggF7bEs5r",
-	"YjcxXowUPCbhEEcYv8x7I0CupVyNxrX+GqrN5ZMCWMN0WsDbk7Q9s7TjEawvobMIfPVvhV7dIuJe1Gop",
-	"V+aysSU2MTQJ082EvJXFNrxvPq0h7OgM3k1dM1doG1ynfB0orD1Tzoi4RtYu27bHGOEN+gDM/fcVHAAd",
-	"I67Rl4yKo/4B5qNoNK69ntCGeu4M8ACGqjasYkXmLLQo/pjBQ+zuuYC4XaOFVAyQkIoM/2naCv06JaP3",
-	"UOqrCp4HS4JeQFvkQw1YYKHbKPmEJDHuMgy/GLWUmyUb7804f5w3ozOdHndG1+/hlAk32sQhh0DASzav",
-	"mFpGrSNSQ9J91M2fPF490Y+CbbCBEwcZA1JRgya1kdWdOp4enuAar1phCo+MRnBxkq2u40u5vpCVBuix",
-	"+K14eX1BIK0FjgmC2rYLz492yYZJPXjoJtTg5RVLZHNWLGfmjBuBA0cG0be2rkQDcZqhg7Z5jWv4pXVq",
-	"bWOGElOZcEMBAlRA5W6coV02+w1o6MBCzIoCQlNeUr6ashLQ4Dge4aHfRlcE+thUA5Ib4a5wl7i2e39E",
-	"s8+uXdcF+fzm4vn12YVvYZRHpVpLxXrwKtzizWXVRvVa3L76/uX3L2clv08VMioRZC9dfRvzW1nR9/0g",
-	"dfvdBzQfu8U+CxFstHAnPEKmV1VEYbi6ujwztMZyDfebXy6nz9kUSE3uhNykPeYx2Ql4RFOywMcvusvN",
-	"zdkHiCRuuqEqP36Hc3OMmRo99A47dOckKLwK5Brykoba7IrulN+pVQeZIgx+CcihS1tDzPYUJJT42Wmz",
-	"3MzlKLdKomlpbbENbjE8pwsmtIVUC4CXre/ZBWqSQ+7Xl9zYNo2ydQOXuxRsVCZucHf8Pet/+SdZsDPs",
-	"5zTP2Vqz4uDvv3QWJa6btZdDuSCuvktomL0l2dlHGgFn/ECVJi6XNpmAk2JoplUuYlGtVadZM7JnCghg",
-	"Sg9x5Q+WdH9HX2tzB8p1hAfMTLVZyl5drelivzwvZEmUzCsWnBq7lg19pDOeR0gVsgIhYaKMkErLVmuW",
-	"8znPd4npxEGnkjUHsyzOKgI+2MHI+O67b74L88tevPr20ddqBxft9bfZEET0xPuo08E3r57ipug0+uq7",
-	"1zFpXJdp0BKgJ4dtctJaFX+NeySnNVWGHTWy3jF5g9B15JsXL/p37fvX37awTV6+iO2ZYdWtwVp8vZff",
-	"ZTuVwzCiSMvG+Na5E8yNAdeB82ujkuwx5HqumMObCPu+OSJcKM1o4eKYKsgIPCEvbNOQL+fATfpQXial",
-	"LcZu7x72cumu5f1wlVF8p6JzKcegLHplSt4IhaPI9PetT8P7qPVprZdnFQOFJ2aGRMX16oLk/iWCJSkr",
-	"I4dzbZ1LWEoHY3mV2kRr8S6purAP02Zw6hswO+36CRs2y8TKOUD+Qd8V03UlUhCDA96bXV2vVREWgxBh",
-	"BewvFLZOOeRuuygJJYeWEYv/Gw6FpeEpNNNqXghZA46oTcDLl7QsGWA5uEq7A92OgdkLtjOEVpQV4u5B",
-	"BEbugPfGq9S261iF2obKMDQo2SXXbV1UQwkn75JVsmz89LKyoA0tMNAovl8CbVGxqoW12CxMRmqEYlyz",
-	"agdAtl9j6rpZfP+OJrLWYWiXG23W8JdRhzaN39c5uGFMVrce5liEv6C1CRLwDp95BOoftnUNYMxDJSc0",
-	"U1gVVXTXIpK+Vy5kxfUyfWD9G6RWbb/+xzffHWQHV+9OZ6++ex0VY2kImvWO0SKlsua2tj25sb0eHx/f",
-	"kBbmFlnC9xa/FtFYfcIxcsyGWRrivXx7Rl69fvkHMJqZf/zh9cvXwLyRbVOj5i4zy067TDxi8orGJSG9",
-	"E3iKOhgO095jGWG8KWckGFnweyacSg72ZyO/F3KVrO4l7/ojRgKmBiIlYnQaIsiQ9C0+gB1Y7qqE4BJi",
-	"UpayDN6Jp7bKTvxu+VVG6if8r5qWtujdupIaRSwgGRuHBsU9WwOx9gMhya9Yit0Rlnn/AKknSlZjbpgY",
-	"Y1MNsLO/X6JLfu/qnvUuvL27Kjazy9Xaf+XPn7tUYeHNevu1HlVXVN4FDBSpMAvOLe5H/KwFM0mxlauV",
-	"vGOGr/xoGOR+Yi5WlgYRUpnmZob4JgUWY1aKyoBsoeZ6XREArzN37iSe6yfk5tLConz1orcc0YTskN2l",
-	"i/NlAKxG3my4Es4UgAYsMBmm2Mc0AvNRMhIbHu67MjDU4TA9HMDg/PejmlN3PGBFhohnQKC97oqwWhKs",
-	"qlfJlfW5iXILLLhbaCZQpl6++j6m8/MVk7VO6v0/QklFy3E2SyOqaQintmoXeTmgzn/zYgjhByrVxq1C",
-	"sIil3JhJu7dOCK3NCgCD/fzmAtjOnJalIlDUR0tyfXbRxhHAkru54SV1sR6fHFpptf7h+XPwVWi1Vubv",
-	"z5cfspYMZsV6IxISLuaScOuGxs0XjKEitepqty++/b5lPPp+TI7pCIqNH1aH7IqEad62VGR2OCI91QWX",
-	"Z3EgkNPTM8D6OEXED7M8iP/hDe527ktqMdbicCAuDjZCd+/kBtzH/sInWsq7tt4i69syUFow1AjckFUl",
-	"q6S9AVPCmgqxBY9LRfN1NILeqBaVLemtaiOaedS4uXlohXKEOSpGjnjJ+GIZC3OUBSsIPh1p8Z7MTaDi",
-	"BBV+pSdLapTcsS3M3c3aQawk61UuWDLYwu03uBohtUewHAK6Mb0wI4rpep1ByAp4gApXVDXK3a4lOBNg",
-	"42KUFkZhh1J3gClm6c+qWJXSfsIjt7eHxUFYvnuMm1Gwkt8zQ1m4UYd1AaX1dL6OTzOZ2G5FDpfWLmvd",
-	"1fd25UNesNS5f/fq9bdmIO9evf4u+vGGF3qZomJ4uE/0BqbWg6yIpNNiHVGGWIsrqOZ5TdXd4+vG1aDV",
-	"2HIuhBJb8lpTFQG/ilV9ifawU/YFSI2qu6DoC3wImTjE2i+NtPzU9V8eW22yr8RkLcwhfMPpQkileR45",
-	"gfYdUjQvOU+mkEXEoLxgglWDFrGwOajnlsuyRHfLRCPYQiZjlP4I5AHDt2X0juMtrOjDupKx6f/ZFcP5",
-	"46ePp//74vLT2dVIVr+Qlax1vOR+U+aieWv0DbKydah6xW6c9kd8uSdwpmuQhcouRcIgsGbiLS/ZG9uC",
-	"rHqnZl7HxL6i+cAjMlQyZ0qdkNnLRjBZl1SbJSCFZK7CDPqxxt6vFZ0PAwnSuQ5JHnN2q8G0JyjC1vow",
-	"5U4Oj0BIoC1Sa1FIfHH9btuJuYH2nOWPnjySRwHbhIgYDhOJnOH8gtaKXUtNy59imqB5QBa0uqULf3Sh",
-	"9A1W7jbdcEEEFdJe3iOT5Bb5BatyFstH/+Nub5pWCwbqrfnEPDz846c/nh01VFVwBflJI8lnyej6tCxl",
-	"nqhpDT+DDdy8BAZ18wnBbRg7SfPJ1VYN9QEt282St5pywYpGBrIFUMSCTCisnRmx549536l1FtEitr35",
-	"Ni/Z2Gmq5BSRfG7dRJ92jp1D2dnSzuoHo3Rrk3WpP6TKnpN3EZUgIUEDYiYq/F9E3fUl3W63hJKVLOoy",
-	"BmxfFBVTMRrhAqqlVMBCMc5MVuTmxTH8/w0msZQlMatSzWnO4vLkqMxAHB2UwhT+MO1KOCVXmoko/EbY",
-	"motLoLmuaVluya1TcWPORKWi2sj5w7qkAoTMXe/VrVkc0DKjc8bpRFQNnKYr3qb8aNs90DXPiOHGGTqp",
-	"MxulO1tqvc7AEpERxeFPUAw27LbS+YQwVENIPjXHGexbIVd0chzXeQzdsRUdRl04D/u1pqWRrOEJ1pzG",
-	"YkyTomGTAGHXXp9y74TmoD47UNfthxsZ9JX5E+NjJt3kG1oPKbUhsYGDHff6mSeqdZYxahs6sudmQFp+",
-	"Crks7j+8dMMCDHWsweQZ0AQDbsDdRsfTpR2K2BrkM72lK15uo/WGEAViDi8gmC0TLgzLijEziOglP7Pb",
-	"K5nfsYjltqnY1lutTyAYPtTWxNA5OHDQ9zNlAQQS2rjityUb8JLRsjQ3WOAtc9EbVAfFI+MccMPLIqdV",
-	"qt5Aa5DgWFdQi5G6OuLu+2Enuu8pLHV30ExycDcrumJxFFmApQYLlGnBRw+O3ceBYpBWd8AOuAU+Bu+i",
-	"rTcVRNklyi4mlT5Q+s2Y7Yh8BWRvX/KZ3awspUMEAL+Z2op8mIlpzBQN+x9a6Y+pW9Gs8/+8+vQT0exB",
-	"2wWZuth5XamYefbTmkJwhlRgoyGHN5fnf35/9f7TT8fvf3pz/r+Pr87/180RXBtUKUODWJoK28PTpeoV",
-	"IxVfLHVY7Nsv5a50cs+GYeEBcuHcogr13zyfBIFtypwGCu/5CvuH6j4/bi3U8f3Lo1SoUdSa80kQ3PiM",
-	"bJZba6uEmM+K2fJDifbM2hR9Q96EDmBs0yImWFHF3DHAcHDFc7P7RpJO2aNG1hpvzlbF5uUELUexXyMW",
-	"eiNJ3YPYBBmrqHYcvszIq4x8k5H/9//+f7wxdEHX6gQqQMHixGeNLXCxODoBWQVWC46/2wgsfKCcSOWj",
-	"SUZMIc4d3npWdmK7A+kMevJXV2V5sR9I4H5pUYR6Qi5iljxzRzjY4yGO4vnBezGXcXePlgQ0+ym8hNZm",
-	"RXQSRhXaXTJSrxcVLZj3SxvtoPnUAfgiN1fgIaoxJ01tWFzGh4sxish93kgWHPz+SxZWcGY0X6JTMLO9",
-	"9t7kirHGezhFnAoFoEiWOlS7L/k9Sy+adRCZNxXhRWn0dHDGAF4fNR/bkhXaHFqozQGQkHGlCO+U6+2a",
-	"JRz/zQWuMlwmGrts1JKuGYlcV/utkBcqophtMXfGBWT94q3naTMjFSspZFRbT9HpxXtyCyHSqDH0sOX4",
-	"HlCSl9zQEr7kgN2xYB1sREO2lgNAJFI8d60XfsrzOFLVCD2j2K/xdurb9PXnV4MErzXzWNGtP4GHVyyf",
-	"+fdnF/blo5OQ9BSD6wByByGyYT5n1ZhiUrBx7cFmXWbRIclgify2hMckOPIxZndF79nb+WrNFtdstS6p",
-	"3jOu/hS9gbksDE+wTRmSwvBaTJuEwFqE/gzeNpIOjOAo4c7/keuKavan25hn+xotnVgS7ZZrdHJzQe5u",
-	"uX6uTsgLUjIbJg1VQKBOt5RqIJAds276Qtmz3mCDT7Ve125cUG3ihORyvbV8CYKJxbpulY80z82G0xzM",
-	"3pCpuM5XX2hJN/bPVY1/Q0DeL3sXiPc7FM0OAk9aJEtaV/S0WsTCC+oKLgO3wHJtma2yfz7HGFGIjFYZ",
-	"KfmKa1QtZ+uKKcOHZroWLDP/lnNesh/uMzIr2T0rMzJbZGR2x7Zc6C8rLjIyu51nZJZX5r8r+mC23PxY",
-	"zxX/K7TBH77MV6ZRWpn/5MBxZir/opcVU0bN7AHeM9oCDtuQbTDySBLV7n3RFFl+tcuZ4Ta4jCJgWIKZ",
-	"+0gNQ7oRYukh2Vcvhig2FbBhO8fH5vSs+QMr1eQhfPvN8BimwFhFaNVZdecoMFfbnZj44egx22K8Eshn",
-	"jLaHYHybZWukK5XLNZqpqNasMm/++7+dzv4Pnf31xex//NL8efxl9svfXmSvv/n7f0tGKoxhaVjb8UlZ",
-	"mvm/oe3pi6SwZIIjm8bUlq9AlVi+ev1dH/tKhGLYjuHpI8jzD6+/n5aa1qKU1tq0uH/qZkVwvYuSin1v",
-	"1QDDsKTimSKKQXGKiGsyX1IhWPm+SKVM4HMQS7DZtq1z8Ng0rO0l0NEOmOvg1cMT6aitFNcJTphmJidE",
-	"VzXrFqKPQJoOwtqZdR7FRRRbrJhIx6C+5SUjJTTRJNU5WOKTAMak2VUc/wtz7Yyppt/NOY2eZ6My/B9z",
-	"3HYt6ac/naJH+q/ORKJKqRFAknf8R+e1IbbnP7Kq5HAvfr4+G3Mfbhi7i9myDUXiM+x0vBbkz9RVKXdi",
-	"yScFk9tUKL9CfrTJ8yxL9ui4LCsRUyhzRZwJEGVj9GixsnDOkclGXyvgQdvtC7NzNgblPTF4O3oUR3TR",
-	"Tssvb2wLqtcLsZZc2MsOJrWoqNBozAd3FXiX/nh+TZ7TNX9+/+q5Ynldcb19HvRwgor5qlaa3Jq1Dywb",
-	"zoLhskfbTLF/EpNpLZx1ksp28tSejOZ28s8i9AcB+S6JWNFVJ/DWSNK1y1acnBXQn+Z6ElbWINSIOdq8",
-	"WZGCLzjaDaAs24YrZr1F+I7K8BXzv9L8txYFq1QuHUbTcrteMqFinL29xyPFu5ev/hCX79bJ1GKXZ9nk",
-	"2loDQykXEI9vZn1iL0mbP8dEXm0xC8xtSV7WSoOBawsz200+7png9/3JWzbw80Dd5wfZfunCkezgIMVP",
-	"SPJrLSG8pSIlF4zcVozeTdyXf//LwV/+Uv3lL+KXv73MXr76Pr4TY7JtB7fCDzuXpQXkFhIB4Ila03yY",
-	"87UG/sNf/qKem1G//jY26PH5u57MolwE7sozWdYrEddvc3iG4Q14s9pQrYgjPrqE2LhnApHkTP1TXZYD",
-	"LmBshCvy06dr8tPnDx/iUtu64itabf/EtmPbWwdx8PZrc2Dizce9GW9YXlJzBm2r5q1hE56TKdDv4Fah",
-	"NYX0jn3Cf8fL4RpZOCNcFOwhI7riiwWyxnvONrHyD2bQKrVxylZChuIGthEfUwN9+Ikrm9oOv4batx3D",
-	"eNGtRZaxahBFhF7evPmAGGVG2D4hYC4SGnPHMBdGQJn2N0UJebVGDQDEi6oW6CTRkqzow5uiPFvSKm5m",
-	"Lory2r3fT2JmOBuqmuan6Bm4v+lDU8lNouZQE4ZYyY3qLANshtnJsR5IeDlu/bgGigA5AAd7y0oJdVRk",
-	"EAEFvLPd7cgIArsE7jD56CaKOShAZFBVAGjLIsEP+/nax66ZX+YPQmeTo4cQ0Rwu2b28Y8NZ/ZV5D9L6",
-	"y9LXf8JzZRj17pm075yvZR6xcfzENh5PgplXHP8yjaFYIIwcp5iVj9D6ZUaR24A/Q/d+IFypmhUoCJnz",
-	"K0vzB7ZMwZE9n+DxNYMYJ9CBcGiLprmxQCIDrNcYN4jtK2svWHTHBF2rpdSneR4NBz0lyr4BKd5KEayM",
-	"GfE0JFDDIHcGsrU2opQ0HqUwpsIodmzhhTeyuutWHunN5dCJoqjXvuUM40WdG89ae5AVLhGeMpHlEc3D",
-	"unRuQVtlFYMFIKWMryD4mVbV1uGJNqs64I7HaWRuubOdAqTDu7ynKc1uv0QFciIBqKXcWCsjTJ6LEvBn",
-	"HVV4kCSjpADOANWa5suVVbYdmwNmlh24z6Im0F48M4tk5kOwYD2btObXL4bgmYYwyjobZlelb1eurEUy",
-	"Wg0KqfCZas6hq5PQY8DstV/uF67tukfjlqZ3TFjc1iDwhCvyCTY2fqdDyPg9Te+OA+5yVfl9pyNDg3sA",
-	"kzwbccuHkTtmTRbjsYY7m9sseBgE3J3mmL3f70yewegVIuaPIJDkLl/TOxZs8T94YxsQgVHHbXdxIQv9",
-	"jcxrwz7gaj+tC64vWTwsvvWmT1MRht25CGlXaTB26AAo5X3cFdqInSDghyg0YxL9RiU8ulxSqoj/YGqq",
-	"Y8KTe2ZRYOCxrQG7ruRtaeaCoRmi3F64X6z6MFqf2d0is4zRiBzsYlC4x1W21i/70dhKiMP6C9R9wy7Y",
-	"A1eQty2MboQyrYLkrc2o6lbtRL4WEXVmG46sr0wilM3x1aj2Yyho/pbWz/IDufEc7gaU2xu6Xt+ASHTj",
-	"sEhvyCEs9839UiptH7bsLjeGUqouPxFGpGzut1jsyjoCynS6XvtKE2h8ccinCAtlmjW6DFi1/ehH+aPG",
-	"XZ/tcsZ+rU7AP9Uy9FrPmk0xHfYOTgNw8DKL6kisz9STeN8+eMcbWP4h25YLX6j50PygsFaMKyrQxkiw",
-	"YWtcH/12vrpBgFyHP/h0VANkHwn055WuISND6RPy5YvdrD+bf3/50uNLivXy99Rxx1ldVPJhu6+DfF2X",
-	"peGUD1vAK3J1tSYeRS1dWTrChZaTbLreM/DlePbL//+/HTz+bOBwypJI8VigJCSUPnoKpk73dY+kZ/4v",
-	"hpKEAEAnu0BJoDYAXF3jcrEuGlmRUi4WuzDAw0BJI48fwEJYDa+HAiL+9ygkiTkNnjLiV7FcP9FNDDV6",
-	"fdhDZrkUhVWN3vj/svdoe6b/lFfmf6XbRa6/wuWCoJjTyHN6ZMRksvjKV8TwpfAPZmtjGFrVD+bj6wha",
-	"jbS0CTbA432ttHimstEMaa5ZcZlMHXNPSL0GWPclz5dkyU3rWwS+dm2MNMcXVNNbqqCMYgJLwjxyM3Kv",
-	"ezkYICZG9pXOiDurq4oJbVfJvTey2Q0tR45+U3HNZnTJaGGu2qnj31CdL1k/JA+1VQXtq/vgffllyiIU",
-	"EduxzhIEA43TsCFvi9sf9XQg9luFNxHClDfmV/j6mFw6OC2qiKu56CNLCqbMZGz+GtoWT0K9t+BqjWMk",
-	"uq4Q3cvIy4S2qw24igUhm3qmEBaiz/LeDzIUzP8UP+m/rc/sTY2RATiyJvx0997HV0YWa3Qpl9js4efP",
-	"79/EM2JHls/zOGcTLV/jQCM11DmRNdAH8BsqclYmkm5dkam+MVdGrTZ0ROZc0BJd9AODH6yBNi01gGoH",
-	"Mdcubt1X1bopfRHr4KdWyQyoDmAhsTkWv2hOQCpdGQSNcZUHqLpjeFa4hnjGOy6KHxKwnr5u6ugzgoXl",
-	"R7gVILsBti/0KUwjxK5nwa9x1vIyeLefqwoaLli7LFsz6kFueJr3RMPS7lml6k7Fgg9DrRJ4KaKKxTXK",
-	"Vv/DFajbQxhdi7q5n3yp5wz5vK2F+fjS1B/RQAVhJU9XotpNdM9aZe27bnyxavtFtF61+o0KVkfOYF/V",
-	"6jZlZLZKjxk6Fq5uGNIJuarzHDBZMvLWMvZrw9g/1Rgae2aZOhgrgC3Hyxe/8UzsANLdLeKPb/4gO8D2",
-	"D7ID18FBduCa7zkQFyXdxipKnALsLdQ6gAxgjMqiO+dvumq1M5DbPvC4mJ02JWFXcr1mBSRapxCVFbFv",
-	"kVuWUwcDYKdaGXFVS0lUKTfldmS38/7+JkwgWVb22o4RLGpYDsvVAcdooYzwOaFie/wUtkwMZw73PY74",
-	"BYuWatEb33kR5OlsEyAH6Uzvpdbr2by8zwj+tVp/m5FlqRCebACUrGIrqdlpUVTpNUU5FzPnzZXeeA4Q",
-	"EoHr1O1eDQiJzQpOlBBHmH3iIE7DOvyIjHa3rdlOMHOotWOtySbnPVhqd6L90egezXD10gwZOVP8pm42",
-	"z4JbdEUDi0lV8AL9fh5fY2y5Itv6xAvQctPI/VcLkL9pFGTr49DIHc551qh+iNvTGl8n9qJXz9hdmcfy",
-	"jenFrXCEMQoYLvHUXtEeKqrkwzapg1/vVN0za29TWqxijhBk8mEbCW95Evz/x6/zoJrUnecJ3nVc22BT",
-	"l4ll3nkeyrwxTv2wHadxoxnW5msNzkDFBa/uyJ85zcdjENkTsqHNXTvA4ewUdhlcexXdmNLEZcOP47Yd",
-	"4NRSBIWSn1RqGun0AIKWG1s2Ckd1Yk31DhEThyqk/wjKrCpy6LLP1rVaZu4YHD2JkNGOzUjMUc7nJRes",
-	"75IFBXhjJvMJX5562UoxqgvAIMOQtMk9VHzBezCj7DJgSQtFDtd1WVrxBhd+zstE3Ql7+0Qy1+zNHG67",
-	"FRjhBsGAuybEzt8hiaSA5iKzEd4jgT4x6yFnbSvcCaFGzYSjAcEeiLJtRCYjMu9E/u1lVLGH0xtVxjjT",
-	"ghrtdOD86Yrmd6lSXNDgM0XwpfRqD8/i2rQQFSjSNqIPtiqmrPRUWn0SEbIhkV0Wix1EZElnXxpjRbJb",
-	"O9qK47Ia/tNbccKJTiAyd4+Nt9tcuTyRf7jdpnXMI8QAHBsswXj/2MpBJ/6+cPidnk3CbUI3dBvaYrCh",
-	"g+zAftZjUsEjG6VLVkJSHIWaBcj1WxonHlpf1TAabR8L20fMKvt8JBXl6do7GVTeyUii/tbjqlh5aGmY",
-	"8SEgtBw9YfmqaJPpZbiL4vwiYI4Rj1xVsSYhpGDSgclEqUAB/kYcM+oKsTkcPtC7v5JDaGjsaIcLH02a",
-	"fucQwlo4yogeufv8HaOlXr5hmvIymqwqFBOqxhx+dDMX+LKTAYyUHUsLDWAdorCZmNhtyyfEc2jh0mbF",
-	"e8hJjN+LuR8gOqYL9kDsZy5IBxWMFTWMjY203UFAdWQ93ouC3/MCLk9YOYzIH8+hcb0hLj7Gny22wDiN",
-	"zAER+NCIIFc0eqhLqIGadLw1tr3cxhXgBy0AEyHtr2ZX74TcpB19j0aPp3OduAgaulRN4EjQljveH1zV",
-	"17dg1oc/z6goeIHiydWy1oXciERR3aG4C49FnAhc2efq9FD1DS2ESxHsYtY+IFkrAgIJuPfUuySiyK2B",
-	"tO1TgnoLBRQN8+iVTbrMxsr/dQwB8J5VtPRnLOA04eZCabeCAUQvoDMIek952TEhtWoYx7fzRy7MHe7g",
-	"tjvdDUjHOIWm9eiSA5c7X1Fe7l8dNoCTUUwUhGKBQSHNebKhmGxl67J1Ep/rBLDBFT5o3LGAbGoUOhcY",
-	"Zj81px3Cb9Oxga8CTLJAsZKxaKycrwHuI8C49ecE5jCcySrHrfRQErmyQTgTVrOvAClmVUF6o9snLsgq",
-	"KBY58gayWxEPw4BHs/dvvB4OMLkNnHEkW0PoflyFq4/XDZiMq8Yd0ESiJid8EKGrsDXrjXHJ7kPaJuQs",
-	"2YZbJRvDRUnvfRwp/EeqeA51ds3Km82lt7LW/qDbiBDMIo5IIlUMMeDs4jMxT7hmua4rBkEkXui3knFT",
-	"3yxu+PuqN34uVyseO/dYaBcfu9pE1MZCYhn8DkL/2LKGWsoyX1IuPDuNtr7hWNRzp/WlVDoO3vFOKt3C",
-	"PQtEuq8if8jYzdQp/LXPlq8rWdQxbnyBD/rwScpo0UZwTbfrFwJYmy+MtRNBO8FCmHaN+hRS16d9d6qZ",
-	"ql4DrvpQ9q/iIo/2N5Kljrz/R7kcYAObJv1JaxdVjMpynsKBwjLkLeE6dxfE7Xua513KkiUKQbWo4Tco",
-	"+BQl0NOyRF2hTZ2jtSY7CzPNKaWe+hftmqqEXQdY1IyLsGIv6Kw+Um9fWEhoqZAJxJ6SKn0ed0LCzw0O",
-	"iILQy5Zixo2sZgOIkq2n5KGregUQXQMdLKktfloLsmU63U0tYvziKqyO7fpAZnFCRF2WfR3tF9GKytIn",
-	"UQ4gl8HGADwllG225ovGuADNJArW1ELQwWpb0EFOBbmFOiVkRQVUGUy3OViwEJrkitiXiZCbhJRWr6HU",
-	"2kVYY3rMQG1Raot+aOSlFQXEJYxRVQk4N6ruUuBW6g6vcNAluK+b5gpqjuG+vvm2ghRsxO6MW4TQLG9I",
-	"ra0DEp7Ffg6SjmiJcRE1JWgl2cA4X0DD5EaFYPRP87IWw7pUq8R5p/55r90grgX/baC6ApDTTK1ZblQ2",
-	"KHdSaqwXoIwo1hGjmmn1xdefiyIoTTZVklkPnzCuQAym4cJEjmxa6mpx0T3G6G+Jfj5gWo5dKC2+ArdG",
-	"ZIhLWZnryF8qUGzGTLsw8oesbK36WwY/xD2yw1xkEq9Ye1YQSloBKYQr08wt83SaPiBJfcg+aOmdgXVp",
-	"QOk05794E7V//mgeoZ+dgkiyWrOCUA08wz44fH/1iXz/+sXLjOANe1MLEMKwCG8t3Gfwjfoa+uOefSJW",
-	"zuCq2pU8vXjv8XXwfNmx8NUaHXTqH6DHgv0XATeT3eDjrt1xJ/sxnBN7WMcq3SX8S0+m8YR6Tnt3As2n",
-	"ode2FhRZithZuqblHbg+A/NoZ1uO//DyZePD6/r+twDpFjP9sNffmtX9nty9+yvBVtCtp5wMYl3tzxQp",
-	"6SYDLel2Cyjx+GJrwc2THdvni4j5c8crvu2gzrVnf6F1cu4QxVqr5UzLmablHVlE1ZAkRNenNRPk0EjJ",
-	"R4b/AvBKQQ7B0nw0AnDINZwaezp4TmCt71z6yI0Yq8MSXYlkVPSIbygHy4uW5uJIQr7sHgMIYL6KmkCx",
-	"5dupyQkD4XoFu+c5e6Zs+SmJ1VP6APQS7nvTGNJrSTc2R9Q0DSbmVoHGdb6iWKOqjjo/htIgg7YV0+GZ",
-	"IPV6vHCBTfSvS3QBeNEbAwOpBz2hiok8H5dh6wHpXNQixMlWtVAn5JJBDkZhQ0fenH84vz4nx8fHz+Hl",
-	"cJGvfAqP+yi61mua3zGdoLjL6wtiX5hCcemcindy45JYmdIUoGTM0V7cvvr+5feJOrFrPYXHxKq04vx7",
-	"6am12Jhki1/tmdXIO1kKntjaSY65LRAUUAZOuL0zIV/IOhwoPC9RjseU/gplIsAFRR2wTbdUBF1QLswL",
-	"No7X1USkoiC2OEC+pGXJbAX+jgujXMiK62Wn0sDHN9+lKg34L7z7IWzdnQls4Ord6ezVd6+jx+FRJSmw",
-	"42YR2g6Pr1tKYsX0Uhbt9XpzfnV2+f7H851Fgy3BLxpJDjaoXcjHNZCRq/PrzxfmMr74cPp/dWfzujWZ",
-	"b3Ym88vfvslevo6PW8hoxc5Tt6TwHBIAQfVojw9KEYED00jwUDaUls3WnxBK5hVTS1JRUciVbWzYPTwG",
-	"tuRXuW6vNq2hIGd7Hv+rpiXHiueGGWBl2R0aPTEjY1bRIJQsMWrFGbJ+leuM5Dh4gJTKwZVz+faMvHr9",
-	"8g8IxYjVNBC4GwtUtO5cgUWLYJBx2CseZ7Kt4/v58n3mAgdtFYx1rS22Q0hHWK+DCm84u6krfoP1itz0",
-	"l95QuVPea2Dtx1TrcGvsj+M/qPiGWdgoW17yqrigld6e0TW95SWPmucbe7yrnGx0SCgxCZbPIqJeGIXM",
-	"sMNYc76zLWle26nS3LRvE1XH12ZuOjjD9qO1mR+pOPvyuQN6cw/YOjgEqbb4OuEC4+Ttp1GTfyEZ2vzx",
-	"pf1N/nsUtmqPcrcK1aCTFD4c6cMP+xphwbItxzTvcKbhvmQhtfafkw/8nl3YXOSoMwyWnXy+/KBsfhHU",
-	"77ZwNnthxTWx2Y/IhNq7DADMBBB6bhnE/bhYl4lW1KlVVKFfIDlCEznIYFNL1MNVXCxKNjOc4/PlB0wx",
-	"sILweC+q3Wc03sV9/U+aVIPNDWEwhLH6rV2CohVYRSMSu//LfvkugxTYg9E+IfulmXj7YLpNHn8qH6dU",
-	"gPziTjEcXY88YNZ49wSXtsJBKxrDimNQ4DgemwF5X4YylQYYA2VYdFMXwXxpLgaj/mnyDf5jJZV2ftY5",
-	"X2A6AdTQOGzqKbw4mobr+82LPu25P7dOIrV5bncClWWQYFYtiDwsol5Y/HH1jESADTDKvVSZ+VwQWSPO",
-	"6dEJ/Ik4B+Tw53fnF0dB2DwAPU4+0m4S7XKc30X8fj1UBzzrAxd3UdWhYUAlF4AEaygpLM0CuoJF0aoY",
-	"Uvr4Oh9eJoPmXYyEN2+VdDtUuGMM+4fGbR54YfbS3AFWvlZT7wA3ydRd5Z4jbsahzaliHufTo5XO0jmh",
-	"ro0/RRNb2ouGGaHBjrSWsN2bERJqPVuxasFmaKCMp79YT/olFYuBEAdz/JdSyLpS5N319QWBb4LVVYzd",
-	"AQptxVS94mJxFDcuReGCEdZI6EqWJSuwA6iNgxsrNxAD0TIdHCJOMMVVX1O9PII6Tg5UbErlnNY+tLa+",
-	"p5hOd/l+GXf+Hs/yaXhePccPz6ohmCfj/sHJemrun1mw51u2lRYZxCtrzxQqC9vHXxH9nNGx2Q+MKvYU",
-	"u1MxwTZQ6a0NBBRhl7dKlrVmH3p25ttvIPa+c16kpiVxGxpg75+AlqWWssJQYiqwb9tysznYbAC43bsH",
-	"yN86v224UF7Dw3RwQCI7OsHWO5equRjzpeQ5y0jrgrXmB3NLghvW0MmAYGAXxe/66xdJkKax1F5y8CYg",
-	"ZNOaVVwWrXUN6H1KGajXjxBZzMGD4eTynlXqv5jE0sD0/CanE2/tQAFuYLm5VqSUOdWy+hc+w7FT+RSn",
-	"bJpZoG2PvjHrfbOHMfmf92g/Fl3lxO1N5guGt97HejkI/NbAVAwCkf/OcZ7CCvL0SO1dtJUQt30PxPke",
-	"8PZEYtV1RYXKZcGqa7Zal1FzzikWEYG3iLavRVhhXXD5I9cV1exPtzGQgWtaLZi2kRO3XPvs+rtbrp+r",
-	"E/KClEw7nAXsL19KqVj/wfROkJ76P9DpWTwU4xMGceC4wMV8QnK53pI7xta2NqVY161yk+a50Q9ofpAd",
-	"yDXkia7z1Rda0o39c1Xj3+BL+mV//Gr72pRIjVEJC3YnA+DugLy+e/kqqofrip5WsYqUb+sK1EW3cRIe",
-	"AFIj/vkcwnfxWlIZKfmKW7DSGUAM6IzMdC1YZv4tjV73w31GZiW7Z2VGZouMzO7Ylgv9ZcVFRma384zM",
-	"8sr8d0UfDCmZH+u54n+FNvjDl/nKNEor858cGNJM5V/0smJqKcs2n9k1zOKwoYR3M/LhCgohC/rm1S4P",
-	"AqzFOOiEJcS5B+MwRyJChD1H4dVgJawUNIft3GJzcEHW/IGVavIQjNwwNIapJvYOrYal0rFUcxe3bfBG",
-	"dC3G45A/C/5rzVA1sfcBJAjlEmtrjww/eP1N3Is/DBu+Vw3S/4+9t29u20j2Rr/KlOpWmdwCKdlxcjZS",
-	"bZ0rvyU6G9s6lpyc59nda4yAoTgrcAYHMxTNpPLdb013z2BAAiRli5Js85/EkgDMa793/zp8eA1Eelym",
-	"g0O0o5TKXGzE0BGD5VYZOuZcrr5EMOxqlo4zuxlLHz+BPK3xkx++X8W8OwBeaGBEePl0IvqPH/66Zv2L",
-	"wcT4Pi/HM5rlNNHONSSjX1VgEjG3arkQybLQj2VEF+p8fE83U0o6SnGW1ZLNq3D8C3E5yUZKZ4vK9MlV",
-	"OO9hH45Lee5ky2cnmSExM65qAzAYFJhMYuAaulsoSay1pZNBq9KTNop/I2Y+k8UX/1fYaVgq9vzkxTtn",
-	"vVLL/EqUBc885JgHntFKOMtCEQsvJKSjQUYOV/MYNiKcxrqmTkHcRtI4iNsVoQO3GLuU19DIZ9ic9bYn",
-	"2Lgh4vyaNh1iE1tCaftMjHQlVqwCkroW1yGNO2Z5AxmyMsnCDVYuJlqsPmqIH0L95YVgPH47wpFaTsxY",
-	"d+hS0aE/bukJPK1KbTr2iv646kTalN8/O8mXmuH8VOlp+Wkk/ApJE3xQl+4zNTF/Av2uVP9fVcKpUx9t",
-	"ayLZhrf6hTQQIfR880aXee1Gfv4eBkzdz9hF4EmALXI8teO316I6LbhU76wp21ri2uX0VsI75gwRSkL6",
-	"ItPur6X7GkupVWY6ZOfTSmFzCqZ9B/24WSavhE8fVkJgaGaC+DCQPuw4cIqhq/dVkbLe04MDlkoF5P/h",
-	"QufzlGlnos1kR11Itzev7aQ3aLfHp1ZjW6xWpCBdYVYpeC9XdZF33/kV4PxaqjysHpTTomh/czNawFwK",
-	"qFPWldmMMjBD/Xl3StPbN7+evGJkyjor8qdnkLVfgzcT1MJaW6W78gLHoOIOmcej0C83HqSzvOiFNAg0",
-	"4mErWcaV0sDOI5SO5b0HTvZ30WKL/F1Aiq9TAj5KA4F6eNjbdVACE7fhxP5aIzDC4MlNzPAxN1ADtDq0",
-	"bajekQLHoQRteT1jbk7t76u/lvGJqDiAHJRcDaws7OB33YDbib4ozdmYV/4Srfky7YQ0zLiX0FHJpmWN",
-	"GW2dgO+o3L+RxR31SCYtzVtxfpTIjFt7s7YgQ5xChC0cnlWCX7XdMFHCIkI78WDxUg+ZQvDrLpiDuCJn",
-	"ZfIunknsfnb8/DzuzLzB++8a74R8wfdtuRJOg6Er+/7dL0MGEYXQ7mzCeulf/vKX/zdNWOo29m9/+ctf",
-	"0n5kepIAieRKwi6mAdzT11LBBEWCPmqucgYQ1cZyDNIaPhGHjPskDa5AroQaBC+dGuKrFlSJY1OQwd8i",
-	"ovpDdgzf9dn88TcqMdHXyBkmrS2hb9qB9dPE2obY25/QXBf1oPdGVLdmC7KpEdWnaJFIn29WmzVmrGfK",
-	"Fy1kWhldiMi6w7WyrBC88h161vKLShfiJO8wPtwfmQyp12tsD+63oRLX2ssUtyGPTIDgdtafVpm4Neuj",
-	"C/oSSBf+5m0PPJqbTjL0Z4fGqnuJO6rFCt6Vl8y04fq9VeEAaV7SUmAZ8XyddV5yY2ZObcu55S2VFN0B",
-	"jQAo5r4dhzVumpm3+l5238kJnzuNBe5lJ7rRL/pSqvXTBzmCnendOEs1D+FB3L/w5GdUPtDGP0eP8GrI",
-	"Nn9IbpcbfSd1xSDS0lql4Z7G+frHEZUNzmmx9/CNJt9J0HUJRSAJRDMLG/gJBRtd5Fd3VF4mQRB/1KjY",
-	"/QZ0XMKdXk1yjgMXwnaUC69w9C8TxKe3CMUKqs2KVNyTw70bVYkBVTTcWO7ZhE0xSsInWl1CrgBunVRZ",
-	"MYWcC9oaYMbr8zBpDY1ysJjakxqR19+obg9zTM1t5POvDsa4vlUFLPIBNqhQYajbbVWBh+pRJv0nN3KV",
-	"g6TZvFdFvVk4JmDoQN+KuGlFgv4Td9/cZO6qicVv4mKs9dULUchrUc3Xtx/N6UnWC5V4xwn7Jz6CNYSQ",
-	"VwG6nfnnXr+joyh+Bn94riclcptk7zfEzHgnLGAZhbaiK3qJAqxvNq2knQNoCyF0CF6J6njaFs6qqyeJ",
-	"8sHISM119qHk9sNwOET4n4upkUoYwy54diVUbpwa79UJngEwJH6nBy8bernv9uBaFAZZcBOyhWVaX0lx",
-	"RLaDYZzhXL1vG9KgKjHC+mRnDj89eMxSXsoP8MQHf+aQZIZGjbP04CP1LRlbW6Ltlh1X2Vhei3NIHW/Z",
-	"DvwzpZajxx0Shej3tNIAecd6qdtXXcnf4edD9gwX8M/pwcF32fG75z+f/Pryw/nJ87+/PIffiRRbvg1g",
-	"P6BcxWkuGa+qeVQ3/L9Td7PSymYfaGxccdrfdKU4ka4UNQH8qXR8KpMlV5a2PD6E2jJL6lo7cuv/9vPJ",
-	"KVzx335+eVrvh2FGh9Z9KudVjk9SBTab6epq0wVAyKzNk9E193Ba/9YygiU8YhdS5QbyrSqtJzBt9wN6",
-	"0BJWacsjCOBKYJF8A9dQQgtU35IAxeje/wzOrrPBu/PnA5xrzQhL+XcRN+l6Dhe9vRmCo6AmQQCMC82m",
-	"ANkcX7gPH37Wxg6AyvC1FHU8MM9z5J4/n5+fnvWPEPJ0AEpHo1ym2dQDsmAZL4wG4x4r1HF1z001wuWl",
-	"vg4fOoGDj2CAHdVYeiaywSths/HgTFqROkU0fQt/S8EbYMdiDg7uBWL+jqWZqUYfKvFvaNCahr3Gnaj3",
-	"Olru8j47xidbwcPdbUdfgFv+qfdunYkKXaruukPYe2DCU259leAFKGODTE8mU+WzXSdc8UuosK5dZXU7",
-	"faCeCATMg367L+KbJnhZEwwmDAKwQy5MErKWk7rCCJ7EO++ur/FtVmUFdVBKGusvOkhwn7bpFietYeX0",
-	"opAZVt14SYVpxShi7djQ0RQcFGRqvgJXiF1wI0IoOBtrI5S/mrkoCz0X1ZC9BDn4X2dv3zDoxOlDI1ND",
-	"un4KeJzPIEZhxrwULP0j07lIPEZ9Ah3axEnuFm6ruVO+/zPxDWv+888UZ4zJQPT1uBYo/Z/BufvA4CRP",
-	"nQ1UamVEAI5w06YkL/G/U14YltJwaRI4Fqc+oRCy9DCqE2z2XXd7peMq9KUZslPuVHkIcUcs0PfB9K8I",
-	"dS0KDWtG/dCrJQkDrSQBhe4f/3KLjFx0E9C4VRnGCDYNQXVOdD4t3LnZaaXgMPFWCGVhX7CjaOo+ng7Z",
-	"S55FPA20fbwfXobGkVtH0x8dixnUv0wDjjINXD+Ev0jrDsC0S0KNdJUJ0/oxG8AxILp9MQe5iH4eaRic",
-	"tL/LdEqiBj3wI5FErqbOrKTARV7JkWXcSQh0oEYrS/+SsongTlJNQYUOf0qY+OiEHLQKrU8T74ZjjSij",
-	"/VKAqg6ZM4nx3LIxSUnGlVbziZ4ain5HrZHjmTgenDoqHYsCeDDd7gZrxi8M2dt6RhNeXYncT6SW0oeM",
-	"l3KAaoKfCmgZQckzxNscDwZ/D/p1I4yeoGS5Bx2FtmpbR/EGdU+H9MNBEFPxpLKm6GtMLZpwEBT1hOo9",
-	"/JALJZ3UiLcHqT2+zIaleFzpuoNEtrjyFDtXXuiMF6DWhY/FyyUNiHqRu2uuffZjoXUJpSqAtjfihGuz",
-	"dE5+Lza8DZXN/G2w/IpqsHi38pd45ZPYZrqg36Ssp6tknQYIgDgrteKlgUkx9lTUrjoaofI+1pegH0lP",
-	"/HydDDtqZEUlTkERRNZcBQsF1XqoFAr1QfRLi5UXbfaG08KRAiiUkQ679hsHGuA3UzgcE3RSv0AMf4aS",
-	"uObkKBX1QudzL1gB3NaY0bQIXcipTBcrhEzNFo9R4zOs9889ei1+mE1VQd0XrMj/udc/ojKUwt8x/xJ5",
-	"0ZqlfNixCyqtYp3U79zjg8f1+WAXjQG+8pu4ONOwvGkJTZ+G7G0oGDRU9dIcC9IhZCGUPcQ51ldej2ol",
-	"5xkbQX+wELcCUcB6z/xGKE0ro7oLpGK3F26qVA9DLtD+UXNh2LMZfYeOlFG9Q6HVo7ZD4hrkE8eQKjRm",
-	"dj+dnv9fNtHXwv07bpvd96DBMAVqAUwIy8HIwiZ7M6eJ0eqkE4HgruXsyceP/h6gJPPvJVBalnkfQtMx",
-	"cSmUqHiB2/O4nwQzyOLw7tKl7n9Ud4V2v/stTJ9fgo2+OHe72Le9l76pe3cf08QCaXuVLaXHz+elSPtR",
-	"C3EYxbcQ8AjPpHCqo9WmJ+3Jk4PH9dzOXpyGPB049qeg3lYyu3Kq3snzl05pwKZyJsCI/fgfT773ehFc",
-	"Nzfmwt2AIZS2Yyw+G0FQjnSxHkfXKLKf2mGPzl/3q0Jf6qltuQxcsfQYitIRnD0dsmPyBpS84hPhe6TW",
-	"MwnwS7nICt7KxA4i8enDsfDR1CmCmJUEOhZnTmqWorDkjqOQgZ8nN0yOiFcCyAvGeevq36O26t/FMcGj",
-	"xHNMlO4P2TvBc6R4HEfktTHfwFR2vMRrS00o7kpkQlLs2NMoKn+eYJtSzVne0lihsnnKevXWpmfXWfy3",
-	"PmVCGCBI9AxwbNpPOY+HLAXRnyZxeVdSbxlG9o5YWkgluBOKF4VIsZoaS+iriWk0iSpqQxsJ0zHTol6x",
-	"IxDfKhOURryFCOcMBj3kkjYQ6KjdLtL9CNqAwuX4/uC7xfaQvteF4M72cRew3mc3dKFx4taxlkBqC5PH",
-	"nATcBHQ9uDOGY3Ur0jOF55n4J4FXhDBvlBUATUWcteo+Mce2nc01FtqQdoYCt2EmhgkumoV0E84sL4RX",
-	"2Xr+b2fXGfwh7aP48QyXz1nhtAZqo8EmHHam0tPLMQkaMOWRWw/Zb5UEKeTdKr4vp09/QA4s5nAk9YnU",
-	"5Bq1RgxsFAicrORwPKj35txylstKZFZX80cGADTIYJQGMDhncACjSoiBKZ2yWQmw14hpGDbDOdNk/iOa",
-	"jLG64pfiw2haFCnrhR1NT5SZjkYyc7raGT6U9iNbHhs/43ASB8/RMYQ751NMsCWtZ6tOKLrJWNDoyPqE",
-	"i5SwdB9bTKbeX5OjgxoyH+prh3+E9BayHzHZAsJV0hYiJIu0OoiOT0+iXlGHe4+HB8OD4eMffoQuY6VQ",
-	"vJR7h3vfuV9i3dAYfO77vJT710/2nTG3f6G1NbbikHtZtuaWPIcwl6E4iGMMaJ5GHh5sIuQhPKUylhdF",
-	"LYsWcmmG7G1sdpDSDvk+0hpRjJDdBs2BB0viYt5p0Rz6PVSE3AksMNM+OZ3Xpox3GQHTkCifuPuKsYAx",
-	"5LZUoLrEeulgQH8ZuN9IYdzl8atyBtBIVzMO7jBPvb30Ff4O1Iv0fwbhx8Ff8BfvBC8GJ6fuh18lT4MN",
-	"XsgrAZpesH+x4GFZbH5HMhGnSXsISiZsJLkbxpEvQk/BqAERMdHWw4IO2StdwUumXhagDhTMjEVRJJhG",
-	"Tyg5SNBlBSiHvEYBCxcJyZFMhUJ7mGylFy4MpF8aCrBI5VneM/+dwXOdO7YiyWEPZR5ehQ9nGR14j7NZ",
-	"pUHW5CKIONipSpSY8KGVMOzpkx/77g6CLds6q4Z0Wt77H4/A3TXTrMLsn+C7Fh95Zp3BogSglAyhQpe0",
-	"oZN873AvrO/YjQt0SfLd7B3+o7VhT3Nng/YRH8gj2OqEkCbo0sT3e5nI1oQOmufg4yIcEpTWJJf9CwOe",
-	"wthnOocUXDdVgi2P6tr3/20wNbr+9KqIbnPnfJIaONjbI8duPUmt4TpSyKPMzxBW7OJpw704cuu4DCJn",
-	"gVwBVvrk4ODWlocB6/bVtDHcRnn2n8neU5xL2xBhzvvPeB42zr3y3fpXXunqQua5UPjGj+vfeK7VqJAY",
-	"un76eIMhTrGDxbnWv/DqUuB7369/770iICyRQxKxM9ng5ScbzPJc69dczWk7oHH095ts4Ymy7moV2MYr",
-	"jms7+nWXPzQwItG5+pY5Yc8vDaT4EOTzoojz2U2xR3vvcO/HH/f872qX4t7hHroN67/hj3iB/0w65P+g",
-	"zl26FK39uABxLGAPd/BzNhe2jltEWXCguZsxeUNqngYqjdMYnNniq4MhsAh/0apVrRiyE1s7Pha9oexC",
-	"ZHxqnNC50E4tDwlVXjMP4y8z6J+EDZzmLCT9bIvqF4fqYAD1fuExDR/UNT8XmMsXCgbwsjfvh7GyKMBG",
-	"w04rxLs6r/+tXvOMlzYb8/0/ZP7niiuucsz9EbVeQ29GJVQBnQnqqXOMrJ6++YnJCb90Ng80/BjJa+Gj",
-	"dnCfPdLxtMY9j2S110mp4n8kR1YIxSZSTdH7Q0SBWi0ECfzwXsNDK7AGk4ow6+FMorn4hzHS1gC4B1WM",
-	"YptDWvxJDq6e+pkC3BmwxDBDCa5eM402B68Bjoj8ADxs0sd4g4r2FG0wLHzNEwT9h4zRsuAZFvksUelz",
-	"nNw6FaoFKztuOAEqkLONagVI5kuCP1Z/QsLXdApPtqo/K9kFXJT9EjtxtnwYu3K1fLqVN0RHN4E2+5ib",
-	"RPm06Cf5ZAXh6fpX3mj7Sk9V/qBYEtJyIJss3JU7Zjb7lLLTbV6foP8xmNjIXsKhJiFJGgUsORuMmQrH",
-	"d5SYOV6VxMxlNtbe/gNnYFybQDzK3Rtd5I5/OOGoNCu0ugQgt+DnHLJjxajRnnsQGfgcizhw5GiWYIzG",
-	"sp6bK48THfvDIp6wTNXvcLM+n7LR4Q3M49OIfHWB3wY0/ukqAa3+uV9LF903DmD4ifr8w6FXOKxFgqXA",
-	"Q3Otd0TF4EUdePNxhX+M3K2N+odak70U+cAtKKpvoZ5g4C2W6pKlRJ2n9HbTmUopMBDXCD4OrRoujjqM",
-	"EfnZ0j6oyYhbtJTU0O5XW5UjcdiIY7f5pNoSIIg1FIJfAeSWb1eihEQPFxYgkeMdKo/CLipdMVvVtT8m",
-	"OGWldRoJ7sXS9jHwdTlFc8arPK5p8spSU+t6ZEg7GtDlc69DfARYLRTmQtAy9Rd46Gf0AaefJkxPLXgb",
-	"U/epaSXS/hFqNeBCh4BFZNwEILAkuOtJJ3v65EeWVtyKDwRTlkYhlplUuZ5Rja8xjkl7VhA2DVTEiSBY",
-	"gPDrUhcym7eW5hs+d4bdvD9kx0VRp71EFReUhnetr5x+VpdZxL1HQA6hqx9TJDFuBhV4bTocEs7bmfIH",
-	"t7cdxxGO4wdZ4zjygtLflHhr79YhFIdau2bbqLfy9Tt1NqLP3Y0PEjvmwUF+ulr4eBPnDKdEG5HvnE23",
-	"J0Jr5xIyzpgCics5ha2saapdWNacHlKaG6x+b2OJCt9ckp3A41ZJTJFdmUhfpHmDVQwl37HPVpeQHRja",
-	"vALHI2ZpABxgptnP1pZvVTFP2BmfiDNpxd/ObCUz61nRYUt1R5Q6O9aVHTizNm8tGSEJCAnj7Vnu7kvp",
-	"mRMPIq2TRvwCpWlJgQ88xqf106xwTPplGBO/PWj+KUKyTOMTcKL/DQlYqp4oSyyEppbTkMN1Tv9q5Cs/",
-	"P3v3il4Co51YSWu2/nKyfssug0AyIuow15W/P2S/YQQnxp4hsXjwuF3JCUErw+eEuBD8UMDw0G5a8stM",
-	"K2FCPKnhlFlWEDrcMpE8R+AB7vXWRmBeGpw9/a3OVWU9d7T+1z6Bj7RDr+nhR/p0w5Y9Mz5LpsX+UbCl",
-	"v6D3CQQ4tyLcmbIOL/plugtZb0XPqSI4LFR6DWAHESYhq7QxAyNtHSfrLZRaHEYPpejsclagvFShAKPf",
-	"rkQu1F1QqqFXsGQIvPtyAK+VoaLmTmRZ2YBd2JKCAd/eICDFMCLVUMu4ysnE99ciIZaOBhAe/91qHlT6",
-	"45tvdwWliMpnALMrFGkeEjKJUf2DNCyDjVCQwmGuZ8IOusqOzpf5RxebdHyfvlqXnvGWQm1YwAPWc77p",
-	"GBm0kOeL5und2PiY6titqLyLUDG8jhV0ahWVk4CR624+KQ+UIw/XlaoFoDvgTFdXaCqRWG1kVURuslp0",
-	"GMzhVbmHMrnQ1tMAlroijOGSJG4Y65i3GiZvNRMK6fXSqVBPD35kaUaqdNrKPd1G3bO1E3McMmHaWU4w",
-	"OR+ysXJfdsNL7wOhC31rlNduCyCqQ0fAzU4rFUFuXIixXJxdVOnrfn8l6d5KcrJx23jG3QUxGgkE1FjC",
-	"C62FiQf7mNdJYqgQ107sAjM8UR8jv41mucgk5DTKbIwwAO63Zqxn+D6sRBrqVw0qZlQ0RJmq15ARBY+C",
-	"16s9woW+CMgM2aa4j4bp8oosnUYgPAT1uENCuy+6eQG7ciE6rmdjQ26biNZGkTBNfVlL8hhVEHaNvekN",
-	"6QRzB1sa/9hmJvs0jNg8duKn+SEn4Az4PQ8ZtFZQllyDvpjDhGxpX9yOlSK+44QupU8FB4/nOC5ClxHj",
-	"x9x11sM6KJxFqAZ0FgVYKsoJOpGHL/QIEUlPbVI7NEPkmepKgDDJn9aPHO2PWUof+kCvpEP2i7wSQZy7",
-	"DRs0ZTHWBvgCizi1sIaro68+MrdW3N4ZXTsLfP4BGRB0fl0CPU4EuIEh0XKXY83sUw2Jr5LPdYfmgEwb",
-	"vKVmGtjaFrlGzBm2rr97rIJO5eIXSEerIQ10kUMvNlkZiwncRLNUTOQxuceyygclrwggHspRCyo3RIDs",
-	"OqfaymvMcgcSP/IwQU6juJCKGOfxmxdDdhZwMw3qG5C9jOiZhwyBM32eM5YcduAvQ881XfsPJJaUUHlX",
-	"W5jFbcRzv1tLIfW2e1I/sn/Kwdbc6DmAM9rgWZrM38UcHNSbvxGBnW76yusG9uzm773RubjRCy88UPJN",
-	"X6lhnDd/81dAAd38+eOyvMHTWHNy4xdutIKXBPl8gzUEIO6bvUMg4Dc5+hjed/P3fvaYzzd65dT+foMX",
-	"TpqozTe5a8ZpKwgddoMNzOyUFzd96yxgCG/+zk+E2P0KWOjNpkhcGKbp399qhg6ODHh9LbpNjNjn5c9D",
-	"D7Xel1Hl9tC3SqpllFcdwq+W1YeD79vVh7Dh11LMAL1wZVFb3bAhzkj1phIUnmeeQadD9jyu/Wz2PAAZ",
-	"XRbSMj0aJUyorJpDxfxSFeqVmEetU4PgZimAO6f7KS/LdD9F1Kc09C+ZKgiTeHBZ+lgPXXc4xw/4zofg",
-	"yetT3q6Hb/c4owi1kPIm7QDiS0r4f+kRolO4F9xyGkD8FBYKzRFSBJY0Afc8WGcc/+I7jfpafDDksKt/",
-	"vyUzBE7Hc7ktZYXEY6wJ3lD6mXvykSEM9CQ0T4UbYfFMzUzabIzIkHcYsPHyoDNDGA/tNkqGdqkfDyD1",
-	"A+uKeJNz3hLjRDS4vTZja58bI+wAsENHotoXH32rgVYT7OVHrBki3wjdwtqICqwXoO6wkFkQNOlIVDWS",
-	"Sg9T4wH8cxgm2pxMmvhPsMf9psHlWDM1KoBhFywrpS3DlYj8iFVThZUf6LYJCBYIFrrMq3CRXhlxU9pq",
-	"wRANdE6rfkFb1EX6S3v5Tbhq8Uzwppn4qt2ucrEBhciJp5B2PeQ3kKNlJdwXUyhlpw7XiNXRD4ADddpD",
-	"I7mEcje5ZTM9LfKosiphBEqdMHMly9KX1GBaBXpYZ+P5kC3MAbo7NKBSQHMgTA9eFANdDcKsFPp23Xp5",
-	"hlCPvH6RcGPmjJJbmCSwh8WKapbiTtVpH+HYLpEA3XBDBq0PCJg5NPBBTQLaKQZdJ6fm3xdzBmrVPi/L",
-	"fd/reqp8riRgSaPuhnsEkVxCPoG0mhm0MmrOw2edQM97ORFD9qbWEAwreJ3rVKI2NYicRaXWxWoVDGwa",
-	"0eLCPZm0M5vtJM06rRcGXKMeLTPsCCUKz5UacNy5SuTnvzKJtuCK9ej+9x2R1LBXeOt32tKXrC2d4sky",
-	"LIJwhO0sG+LM29eZUApt5qf2IksqsBKdfVSjBMkq6t82Vdas9PX+hMM+IIevd/Gg1/cOHDQw4CZeGtz1",
-	"nY9mhY+meUHv2EdDHfqkNUAWCx6RpgsEno09IKu9C3BH7sLF0OjR2iGJYO6PYJFJnQ0fPXcvMhS3aNWU",
-	"d56Fr86z0KD3O5OS+3/4zp1/Ij8oRFurkxfwe1O3LPbwf6p2Ix/VHWdZC4NQ2n6Ahlxp7CL1jcFIeSdX",
-	"ha3BtSYa9FsqrSggXhulbeKEWS+0wlaIZwhaJSIbIvrSIXl/L7QdL3MoXN8Ch7qZHF+QuduVt5skb9aM",
-	"glozPXhGcVPsgy8mAxSvV90qcZu0nuyV0xVF0zzIPF99Ez23UevIJuUst0W/Jcq5fe2gu4N7BwXRJoQG",
-	"mw9PGSCHk++T/JXR9zelCODtvAdFYNlhtmGKF+ARS3WJUCi1u62Hlj66P3NpMn0tKpH3mylh7bY0xUK/",
-	"2fSpxayMB5JVQXdkl12xieW+wgu99WhI6BQ1MIJXGWAj8QtZQKJpB1WfYUQDq3jDB5gRE66szBh+ySOB",
-	"g0fvclr5glbftJ96RjZBA99FX4OPEDoqPSXyCL4wrsEaayWMLeYsDYDXhxgnSdsLN3xWAQ13BqM9r9e+",
-	"fTLqHruzxMM/8U2ECH+jC+YvDF0IXVLDhkowkUsLzYW3TSV/hBSjDa1eYzXE8+LcpVElqGvWYrwrNnA9",
-	"JvC7qVJSXSbsjBrCJuytKqQCFRyqvSnmuByo83Z0hZ9Ij7C0UXpByk6s8T1WAHYT8mIa6T8G+/lXgueA",
-	"wO7L8KF+e405/Kn6/El+/zZwnIizs4IfiBW81SSaZHXlo1aimVLn6DfHXF1q+GWnvPDtKPjU6oETidRE",
-	"IocyAj0aIcSnCTkvjnIx42WVfHqopLRZOttXRzn3RQjvBM+3RAYhwDNdA5x3Ka+FIg/HercPOyMDwL1K",
-	"mV1xLi4U12DvFqALLJ2J8r4SxoFMWrpTQHcE6tZTN+QF4mw+RWWV7rEh+y00x/TkXE2VwXLkkuyuJGSO",
-	"LkpoGCalHNvUg3cSMl6vVer2DxfE7mpX2GeT+pb9X1+C62ud1+tr5Uu7iNlGjrK7zsWNrIZ9sutFd6Lh",
-	"OTR2rN150OBptMo5APn/N8z7bzM1fLk31R6stCmUth9oOi2WNZX6iC9bffFntWMY924C+AvF+KJL8Y7p",
-	"t+RTs4J4Tzk0P3NkN+FWZszbAIdMaexkBlBB2Vi4meVxUz7x0VIJDmT/2mo+hFasoHd4GiXbH1UmUjGO",
-	"Im4Ru9ah76b7Ko57ITI9EYbBHFvMDfj9V2FwUDZzwwYradU7Cr6n3E7o89I4k7smXft7N+G+dpZEwn7X",
-	"emIYNEHRpYcTm4iKR8D17ntHBBqKNXLOgiBK9g4/ID9IOTdOgg/Zu/Oz0zoCFrAyf2RpaX8HcRrUpfSI",
-	"vX3z68mr7sfjfo41C5EVy6FSHXqAX1Jn19q3jm04f3r25K+P//q4DhcimgzVuBPKWXp6/n+fT/I0wHgv",
-	"9jFjY13k2PPV0KhH9fxyachCop4IBnoZG2EdczJUfAe/gxrMxj5Q6m94G9N1YF2hxoe6MboPEM5Cs4dN",
-	"+AZrc1PSKn20zf7+AI2uenLUB3mN4eW2gu7jvdhc9UR9w+ZOJk1UE3er3vHlb8oUOwNMw/jOfp4sQPZg",
-	"hsShNpIFdYRTCrMR8h1MN3op5kzIkEQeIiTeZHgojP8V4PouMv+Sq4RZWVgUfQkb6WxK7RQq6EcR+uJn",
-	"3PJCXz4CVu5uEIAiQzAoZr2PjGe+2A0/gYI1I6ypuz04UxZ/F29hwY0FJB/yqKcBaurYQrWV76+TyxxL",
-	"7+pKb998n/aEewCk/iqvumNZ8R142Drv4mxXyYHouR1nvVdv/eJx3GWIeonLrUcnPDZXDZr0ZuQS6+OX",
-	"XKqHq9U+MuElBOZlnL0+fnP2/MUpOwXW899TH5kDNOCQQXIlSst63x88ZenlBXzzA37pg1Pm9dSmNR/y",
-	"2ii+TWrswlt6NHIWe/2W9BrspWN1VSushm+v9RXzqRpHcMexHg7HQtTA22Van6SckX7QqZcFRrVE8J5l",
-	"eQ2jR6zhsIMFrLVwa3bYJ1DKoBJOjqgZPHYfB97hFcCla83WM5U2U/fzmMtnsuhW3ryymvXU/n5KZ/fg",
-	"+RROtCuP9bxWU3cs6V4TYx0pleFS3QIr2lx9omH3/8B/bJj4hw97y+ckT30TAiLumicFR5vTZqoppKax",
-	"g49//a4/ZOhI4SoTTKuCugBBcZsvmjWMG5aevj07Z+tWkq7J1gvk8Dlku0H+vB/mrql855X6IlP+atK/",
-	"ZSWkI9XpzOpKxI7/RyZ0Giy1kUCfvI3C19P042WaPoy5ggc1dL96/fLs7PinlwkiWo0Fm+hrcesc4EzY",
-	"HfnvyP/Bkf+ZsNuk/U8T/PuX2uo1EcQ4Ymj1J3GJJ3cg+X/SVu8If0f4D47wf9KObO6Z9H2YeqOgEI7w",
-	"aMFFOg+9ByZcTXlB6XkU+H6AftNGGAsXU3fwNm3Bn8cs1xORsKeQh23FgPa4gIrd0Ba96aNJxwCknq4J",
-	"y5z5E3jwLoQw0xXhGH+fdmzl3kMxpr5YW6+aOPPxTTdwg/6xl+hIVwvkR03Hcr2Q45KsDbPii5HyMeYG",
-	"Wu8/EEaThoScZ/PjeB0pK8TIQpJzXQbiDa54hWvKJm6TaWwzmcdPcoNsnvquLG3EfWT37DjdLp1ndYP7",
-	"LTDYTXM7IcN5RR97bMiKlctWD8ppUfiKTNYbcVlAnzorJiV1nozypq2ciH7CKmGmE8rtHrBGbSeVVsRF",
-	"ZUrPfDe+trYKQ/ZusbTCiQOf294LdRb0mw91yUeKUSifYhk9G7Iu+xHexnJo2VbzLyPLGyreN6vT9nF8",
-	"3OuQB7nTt+6JITh6A3rwREaB02ruKOPumcO0UgNH90hNK+o3prYNtgHKVKWiLvZdSOFR62d3F2np0HoT",
-	"CzXiBi+bwDVoJUJRlmcNy8+3sIhWsp9Wyvck0ASX9GWXeSTAZWn5O2K/P+PKXa2oBqlJJreJX7QxxSOo",
-	"yaDQK7w45w3PBCCagKwvpBKHAa4I6ZvaCiQRXFnSCf8QPd0FA5Es4axE2Cvi2u1+wpSYBdSz0IYAkMax",
-	"+QCioqXoHS70JdMjxj1cSY2XY/ncBASXlbkb73DbftGfZ0Ql94m2Vq/h71LlN25S94u+fFXpyc3eONc3",
-	"e/6tO8M74aD1bmyC1haRDRPKVl9jMt69JrLwiOFEwEt3mhRsFC/NWNvN3NtRMzV6L5h4ScB+Q80be6z5",
-	"ElX0WRXcOhYmJ/xSPDLAXpHTyd8FNrahbh5o0+iZchYxNoMCl1bGK8c5mRnryg5YIa9FzqzMroRlvR8O",
-	"qLeL6bMLd8IoeqRp9grMkF0bzTi7qPQMWoZz5b6JpQ0wvQAxwhU7Pj2JMERWOavPwm4uMczmpp7Ax0ay",
-	"bmAcisqTPQn9lLkd7yV7ik9Efaon+ZK7J257PeEffxHq0o73Dh8/+WuyN5Eq/JwsNcW+C5st7EdXL3F/",
-	"jZxMdCc/3LGL1gQYt3EXosEyTHTZPoNhIKmaYVnw+Q34xT62DV8RASfkCiLPbookBTHFNla6Yqmn/DRQ",
-	"K3ahGrk/WlucIZmnrPf4YPDDwUHi226xHw76SQi2vX/3i6eumPPUrEQC8h763mtmAH+GXhVKW8j7hU8s",
-	"cAFQs2htuhQAClbMG6t7ZHBAQ3BExZzSgbmlha1pcuHJ5xi3+kvhKbfvMW9uxBpvOW4t7HkhRwIafd2p",
-	"l3zh2Lq6b+Hd8b6q9+9+2SFvf8lu758qrixpJqiYIIfEFIYHw7bjdIbWQOU5aHulqKTOZVZPl2nlmLN3",
-	"3/l6TVlBoK+65gWw4+9+OKj1sBaAtUedyqHguajYZcUvEGDxSsxHjt01ajIm7qyZEdW1qLDDB7f1BNzE",
-	"6sAhMf3/On35U0uyI79eZLPdIcNvjtFuGJj0yDUbdXy4ewa8LkhpuCNTv4gd+/2yQQRsK5sNx3vHTsea",
-	"4/5hCm3/3Mi+dqzK8xT3FuulyMTShNK+jWWVyKC5q1Mt+0N2YilT0bSoqUxXCWReCJ67DzttF5Rt1D5S",
-	"dBKGvSKJdQmiDHXVWp09ZNwr6UF3qVPUUbWWxNB5rMT7pw10preWZ2NoaRyBzkXWNn5oHn3+6cHTTYzu",
-	"L4FtJ0uNhDEzzq35iPnD9ply8XFrJTrm6S7KyikKNZ24a49fd5d+7bSOl+6EN3VGjTvhLhcDRFW/p8vO",
-	"Epjy/04R4onmjF/bW7WR6+eI+UiL14r1fOPNhbkcBWP0kfFGQi4ymQtT9xzrd83YX+fGnMns3DuEpgJh",
-	"zhdaF4KrjXwscPT7/y7FZVO+Yet09zGpOKJjLWxIq0gDDgLf3Plqb0ux75IssM13qsVbvqop+TGJAUoy",
-	"OQwhKYxDhd4BzTgUZrJQY/H2/BRq5+FMGsMoWBwqm2ON3BHWJbL2tsqmRcUfC5XxA7yq5LUwQ/ZOlIJb",
-	"BBNjMzIfeEjjcG9P1UgqCXABsQiikghKqfHzbKTH1MmMlVgRdG8JoiMIzVJyTYth4TZwl1Kzi7JvVduF",
-	"YyD03po73bWOa3XZzY7OatBEr0A2GdIZ5tUkrdicrGc0CPaQoRelyyiNi3cM4JJL1U8C5/Jswj3ilMhc",
-	"mpJbZwOwzLGjImZ1utyA0w3ZW4hrOdXXsZqm8sgKbUTE3doYgi6/FH6gy9XsALbsa6X++yNmXUYJMxAH",
-	"vVN81GJqrKj2J1pJqytKiVsfDKa8/LGzUtykhbp0Qh37egGdCCBowE+BIgeQ95yNpbG6mrOZVLmeOYKG",
-	"PhIJeYz8n/m1qPgltPW1ml1MnepuhuwVfT/TE8FGlZ6wseCVvRDcGhpxCbkFWvNPxERXcwz9qjCtpv4A",
-	"EC5zUA8cB6EWFNRXuBJIYMDBdCXarVLczdf1Zt6Y6PELlDyz0DsRTCTPgxY2kjQepWdgl02kmlphjpi8",
-	"VLAM2H56ByWI3/ohOwhINkr7Z7psIfrza/x+wyIKZotU9rsne4kz6+TE2Z+PDw7+egD2Mf58ECwaKBQR",
-	"VZuN9044cyezjdVaDf5hd35rZvhG5+Ik7zIzf/huAysT96l1v9cMDm+2b07OrRhYORF7G8zgpcrbxz8K",
-	"YU+1djIvVX4LU3kGNMhmMrdjd8PIz19PJBtrI5TvxEfXcuxMdIvejMdPDgIlr54xjkWh3g3v2F9/eHoQ",
-	"37HHLXdsq3J0ifZb5Ohz4pueTzrWGQhuJ1JvzWYnscZqsYaWHu11LE/xyTZx+l27OHW8py3FakmS7pOU",
-	"vH2JmgSnacSt10sjun2fI5QeGgXtqOY2qcZXWy5Rzx0RTKEzXgwoH3It2XBWyMuxZZWgLnp1Rtko6gYL",
-	"5RaxUlhWOhPGHLJLXemplUqYxOmRJZR2ydxtgdcXn5++xwyeEnqdFcK0ktovbuKUYrvNTrHxOCH2sSa/",
-	"7pvoDeuuLwQn3Ak/Mv6MwyZs8wIby+10wyRatxJlpoZZUU2cpp6Lj8Ln/GtwTF5LN2xwNRAtgkgAATAR",
-	"kwtR1b0nzXQ0crYSKhOCF3bMuGFGuBvrTKSwL0P2Fi6urgxzNqa00J4NS4opN83nYoiP0Kkd8+m4UzP9",
-	"wAW/NOxCjKXKV4mdM9yVhy1raJJdDlDaezzgnai5VVqtt7cmCuPvzK3TKmpT+/DXTkr9Ba480alvUU56",
-	"GLyZgPFZOtEIgQunrLXX0byEt97AcFu8xvUwq7BL4yUMv5km+vGqoyuFv267UU8/+Ubt/6HA2/Cn++Mm",
-	"9ytcmOBSxs89MqzQuoQqU6+zHJ+eYFsw8FldOu1katr0kOa9O3YzWZMW4Z5jMl+ag7/XLRkHyrtVNk+L",
-	"uMvig8b6V9FEfQI7vn6rhU0qJjwEp/HX+M6ocMOGLohwVQeyfddfk9QE54ND7hKbUF4w1voKSLe53FZ9",
-	"qL6Sq7H7vx3S3KQrwFfdB+DeaomkgYBSC5W2g/xvl0wx4CrV5WCNCRUw/mm2NPdeDEwHkrFPcHOUW+Ms",
-	"HBzEYMK4NGyiJ0JZ9KB5WYymPQEsTd0GosONZ+MEAWCoUAmD1940I85WFhxIMyyHGQH7EfJkcDqJ941T",
-	"ibhnJjOubAiMZ1yxC2A7Ja9EvoKjvPPDdVlay0TV1Fq3w0KWAgdvQ21UxDu6AgC8LPduaTSfcZR3jYUP",
-	"dMeI7olDLp7rSqU+vnY7sK27ZKzurQ124ExU1zIT72vAvAWe/Bu6XWrSrPmbZ11NoJzt8uRrUeFrG2hN",
-	"NE3IqAG7hF5GzcgbLFwqY9sY5hpt6VeayTesKPkt6GABfrt3+tFtpvsuqkbX4R5uiQJn4sLZEwOpLvTH",
-	"DZwHaHzUZgt+xrBSQ8dEUlUaxNaEkElAs6k1oGlJsvK/zt6+YRxEipDXIh+yl+BydiOGtkYcS/RSHHZI",
-	"sx/+c3pw8F32s9ZXb/hEwE8iRQQb7NEolK3mj4yjVapxwD/KvE+qkDTQQAk0qLGeuYe0EQEFB5MC4TMA",
-	"/wDI54VWl+7/9ff01F7ojyAYHS06PQzrAiXmCCl7xApxybM5M4pfiQ8ZN7ipzPEHQwlA1YQXEpIRU60+",
-	"4AZ9QDyfPA0t1NO36gz+9Jz+0l/ll/kN9+oEDvqmnvFPgsppUY6C7YpxAT4RrCckpDmOdDXprIIY09F2",
-	"ptQ83VQ9wxnQdb0gdS3OJe+aAjxzBo88OLUtPtuNIHaIxnA3HjoLvy+O7LZzqnK8HQNizLBjMT8GBnED",
-	"fmzmxorJsNCXbVwZvraPbGQDdozPe/0DX2vyW89GjeUq51XuGZ9hs0paK5Tn2fiyTzmEmgaMCtqKK+PB",
-	"DUxkiiJD8rAWkDwtY+NWqGtR6FIw8ZFntpgzQIN2Q+fC8dAKGBzeZNI20oSlMMGTPPzT0b37QWeQI5Af",
-	"2/c2c7/AyLv7FypV7l85tzztD9lp5fggNAnVI/o18JsoqTKnRUHjPD1CqcUzy46BDTsxACtO//Hu5Yvj",
-	"5+cvX/wrTWARyq8AOuq9CKshuCqq8phoqMYfWVEtBnZq8dDDRb6F3X/nfx0Wj79/zT++xE938vj64Ttg",
-	"7tvkaLgIWM8mrIyuLRLCjpO1c7JThJ+p4QxibWUjZvbk05kZpdTsSzXSnSzNIw0hf/EQcMhnfhMXZzq7",
-	"EvYQW2pyO06YmV54l3nCJsIYWOK8FE5Zc3unMsHUdHKBSThYY2GmE/fxAlARVU4OO9yMEZ/IQobmOVjh",
-	"ElU0z2RRMCOcwuIUWHh8zpQQOfUSD/tCfGYsKtHe+dsn0bjVhcWduO3ZIl11D9rZdRK3l0V/+owI7r1j",
-	"WK24WGGtG9HC43ZacOtddf9n3T7m9+VlxXNBmC31tEC0en9yA9WTzJoW8d93EgqMKSs+WgZQJob10vj8",
-	"XyO9pP2EjQCb0uvCePOhoLJem0HQKUQARWgUaVg6FkWh0yO051BapfRnD3LFF0kRV3RZOQPrYg62nM8m",
-	"veSloQKpNJtWRlfpkB2D8OTgjVJKZDZhJTcha9XoqkbaCpML2q2T3fQpSjayUk0FqyB1DwWztLXCAkpP",
-	"4BlHvhsuD6muWAMGdp+blveq4cuIDWOEyg1LK2Hmymkp3tGeFdJxmUrwvJl0i8caM+fj0xN2IUaYkVXM",
-	"HR+ixp1kKlPb8+OpHTvmlIVeF4B1LXjlNlpfCQDO8alfuhAhNpBpfSVFwrKxyK7c2eNoaI/DVTxkTw8e",
-	"1/AIBIRWs8OEPT34rm4XrCt5KRW63jyeGeHE+Lo59IvDJrmXD+qXFx6MCYBmE9aBR+4sNl44g7EtSPG2",
-	"FKqV2a3z5j1fvlBesIQrBQBfTPCqkJg95C4l6nHvXv56cnby9s3w5M2Ll/8zPHv5346+rA5yp3HrusxM",
-	"XOIqO7fk1nG7vcO9/+8fB4Mf//XH4+Txj3/+85/Dzp/+n731RuljZOoLRSjQ/APgk314GntN1ydEV9Ip",
-	"2W0cxvOfkS4KPdspaB1Cyt3ZVQLqVuUSte/ep3Y/G5iZiw2C6s7eNfMsC24dSSYMwKFRoviWPPkh1dhB",
-	"OzUnD3qpVtg1XFcs9S3EjwA6Gt4BvjtV0VBjDtwXIxP9ZGWvdFmxs5NTtF1LXVmv72F/Iln5XmLU30jk",
-	"Q2zH7qbmRayz4uCNFKc0pI0b/iX1khffbjfJfsKnX9Au35fLzZ8ZmL3S1CcAV6w7Pklx3WU4Fzw3t2Q8",
-	"tDZgl20aiI193cRE9O33drynPfDQJO6I1dB9v43W5gs8Z/8P/Ad1Mu+I9jlVSUMsMvAAokR2Yk0TVMNX",
-	"Mfu4JfCl1IutlKU0g7T296d+DinrgQ/IjsWEXvzp5XJL0//0z/8tbbfrGjdzk5yI0LbxycEgl5fSBk6b",
-	"xUWmzQiin8XKGOKSkvDkYCM1YGuE2mVl0oHuooi3pEioRWm9XXou5LXYl+paWrEKkWOpMxWSqde1Ax34",
-	"P/fQFEURPXEWgLT9DZsNAx5HynItDDmjx3oGniOvjRh28ubXk/OX+SHgf7Pz56feC97A+eyllS1/k3Z8",
-	"npWEhEdRAMcuhDJ9p7y8f3GasBmXEDtMnfamp7aGivYlyo8P+iEnK6wXq8QWtR43dTSFEGrMiW45EWzE",
-	"ZREc8BHmCLIsOpIPeBofaCLpkKWN0FWKuGltDYZ8B8fmJrS2BULrTVqnsBomCiNm6O9aRmAqdVG0I7Fi",
-	"80bEZFpmqCewDmIiv8hrsbcd7NFoBBxyDfjo0mWF2ic9c1cI7xWZd3feH3EDXCXfXBpv0C5p69vCKgWu",
-	"wWslIxCkY+NElbciL9o6XTdExmoIp1M+NWKx9UcTrQm9keRdU8DKILrYC1G8Z45jyyoflLyyc3D7s+/7",
-	"iAj37P+8RFYH3roGS67B4hwHRr8FGrOcKTEjEk/AAkQE/xawKHDORbPF9keEMBV61mJ6L1FiG3zTnTI/",
-	"RGG6Eeu7Jy63Di0qYnK63PG4b4zHAajV/bK4suDzC55drdWMkZnEHIiagkQdmkJmP1ZPoCpYQepF7+zF",
-	"KUvN305pvDRhqf1bSuohInnk/UPHot6dnzLo5C0NKwQ35MteVHibqmLiHe/uDcvcDRHe8xaSXd2X6X1d",
-	"CiXyuvQAww2BqdbRkAUFmHGnPzvWWDotalmJ/v7gaaeCewTxodHUcMDo+/7gydKjlfi3yCxkyEEoy1+l",
-	"R4alNMmhzFPKwYumfhR3leqlvCzT/dTn7qf9kIoX44o21hcFzQxhjbIeaMQNF0MkqPYp3veffpi/pbjj",
-	"Cs8tRKyaplD8hcVrOKDVmP0/6F/OTgp/hc9SAz8fIQK5uLAc8nb6/OtgvdU3tAc8AGsH2OMnj/sJG3N1",
-	"adi0DFfJjwBVEmB/4CbDLAx8l+AF1pgE/tJvVzL6UTYyDXyaaer3dkgzSxENgXu7F7ytdys9O9azEnUR",
-	"jyph7qVdd9NvQJTeVmGJuzDBqRELsbsTvW08r7vIj/n3GkKLW8F6Kd1+jFS9VLlwghF41Gw8d+xYuN/1",
-	"o+apq7zDngDPcJxN3MQtc5OQOhmJLuLFKPD6XZD9fic2rT9py6v+190xKb9Hq/nTznl8S7rzMhVs13m8",
-	"klbXoTwHy/3Z/3mZsKzQ3mNQ66MJqwSpFZA4qGul2CwoqGHh+PyQHSsk66Cv1F1BfmSkAn5Q2n6Axujp",
-	"Svt9R/K3TfIJAz68U0h2CslmCgm5BbbC31apIxSO3sf0ijXcjLPXx2/Onr84ZViHfaJGGk0FMKm1avZF",
-	"iBwBFL0iO60XZxO2Zsg4dtjIj+lThnQNF4fjcgN5XRDzOWLLhmvrOvf/sNxcneR/klFJ0/IcVCpIzaBU",
-	"MhxHGpaeTbNMCKdeMa0yTEdMzXTyZjpJQ2mFdCxc6anKRE4GNQHrpyfK3Y1CWEHhqSU/AuSO1kmNkCDS",
-	"i+pVcAgqaJlANEsxSnNZXAXIAe9nwL998GlMiNUF38FmH/GWNhwU9OJUVYJnY3dx0yF7O60Yz3PpLsdh",
-	"XZbyjCoTqeEruDGmhX2EKfFdPV2Jv+KN+m/K8tmiwRwNtMJaxqSApOM+34tlHO9Qh/SBA0x8R5ud9NlJ",
-	"n82kz7G5qkP8nQ7eLadetbPoTpO4ZtwDI3Pv5QvFcpx8WOwlz8ZUGF2n/QcHmG+lDa5lO9ZY1qfyUktl",
-	"3b+9g6x/CKnz9S98reGFzueQXkzvR6872zz2gXa439O+k4/ul0zaWCI9MkzPFCt0hrikPUDicczUJL4j",
-	"S8VkbhLHjithjDD90KMBhWUHTE4r112r9cOWgqrfoc3joT1wVX5TRrqz22/Nbo/dystBlm1zGCyQRpt7",
-	"k3TyOOZkWM9jSJhp6RipwWh7DTlp+iHLXFbQWz2bZ4UgxNaEYVAC+q5rnrcnY7+u41oPFhc4muMq9MjG",
-	"7u1o6DYBJBtbuw0o4Aal7P/RiLb+uV+JkaiEWlWT8VxPlTVYlgCPU81gM4wLsHIxhKRJ6gAwergSX1eY",
-	"gGQUlUnQGsy0E3pWTEro29pH4DgO4DSaILwBKe7f0/xSQEjLykpMsDFC1QZK/JOI6e9dvco1IvF1vKhO",
-	"mbgIzPFZ8HGf0SKp7vOLUDIiB7TmK8Iqb62y4M5eheqN1vaujw+S1Z2N1vQ1uiNuFZ1oB8+qb/aOYd0m",
-	"w6r3dZkN3Af/cpyg28v1m5PiZSXcZzHFm256P6QWEGMLHGWmp0XOck3NEGfSCPrzsioRmoW6yR8itqbn",
-	"f1gjEhox1hC7onI0m3ELeeG+NatWbR3dojJZ9ALVCS2KkOCkYcq9yYSqdN0ocsieFTq7kuoyPjIcjVw5",
-	"9ZJ9W9ipKoQxzl7EpHUjWnjrO3gxIsYvmqn+azuuqaVNWuGZOqX7qSs6lAjRphLcIH7o3XmnGrN281md",
-	"s1HW02/eq5236pvKg1y6xrcvHVpaero/7Hueu8YSbOinDcyqmuC87xsy6QoLBk+beQfI3n7Y+6q0DWvx",
-	"+HYtkMcLCqD6/EaR7UMvAMO3jS0C1OetzsDXGfvGNTeuL6b2x3vJ3ovQQ3kv2SOn+16yF+JEe8neKy4L",
-	"+Me5nIj87dTuJXvPScy3FSZvuH3utU6EBnwYKPyz4QjDyBkEa2pIwgh5qOdMiEOZd6IjksgU+bN5JzDh",
-	"DwefPCVdsTGHXAg9tR4npr2/WdcMobma+3q7nTPihRFhfhdaF4KrzSfIrZujB1pzxycnnVMZVXpyCy1J",
-	"O07Pa4hrJmH11qZA8HYAXzLW06qbBKXKxM/uiU27nP7HX5/etJHuc27EQEKPJWnltUBQIpqjzBNqKek+",
-	"lHggGEzccZqWO1bhhFvXGq7EfKarhwPHGcmhTZAJ/OHtoAlW2LgNPSFSW7C50mebtA2VBbtAbuDCbiov",
-	"n8ApF1A6W7Ua6Lj4sFSbhy3dd6T9ZZE2ajoRVTwyd0vu7qKudbYv07sFODywR5gRhciA2PHWM9+xifwG",
-	"+TT0+mrxi0e36gzmssZ7szM0dobGztDYGRo7Q2NnaDTkRlcrOxBhOyWkXQkBAX+3Gscf9K/VyGeYhq3V",
-	"QiPIuu92rWqEa7tKt1inVtSx67rBHLzYER4Ki3iwjYzixXfSBi1xF5G+vQ5GjQt7h8S0j8Hd7uAzKmuG",
-	"8bqtKiA7cwR6gWIvyPfHdmK8gMIuRoBX1LjC6gK0AIgyOwHDsyulZ4XILzF460PQmJofhZSPMLQt6y9T",
-	"Px+PNDNVuW6DwcJ5fxm0fPuR26XVr6nA9xHaP++ZtZBl8NXymF3wdaVeAcd/28xwXby1wQ5zYbksPkPF",
-	"kKqc2sRZYuWUymY9lJVTPZB7rdM7XuAsvmXtg7ZgtQ6CLYXcgzttZGvaSL3JW9JLqKci9nlag2scgYn6",
-	"vlDYxgFqa2qHHlvqMw0tqIywFtvudvYxfY7TuGnI4NyxXkveug1CB/j860a+2B20vMPVvdDZ1Old3eQV",
-	"be1OCH+BpXM/CdtJK1toi7pMx/vupq4o3f6tkjaAhiFRIsYk2hEXPLsygGuGMQORQOM9qGROqB2MxMcS",
-	"MEaixVbCqUNY8gztq6z2ea/u+WlZI3SFN7DauA0869it44Gwhts3FOKFwUrXGAr+rEIG733kdi5N+hic",
-	"3Z3cDHSuI6arpD75uk4q2LIjqaQZU3MOcoHOuLtvi6EsZjVBnLJeGiktx4SgmWId5KWSBhodXcxBDqVR",
-	"aCLt7/jqrg56w37zjvNtkZ13WUhNhl4WXK2A4gCMBXDWOEZN/WRqfoEVCUiKFOLlLJejkbddoIgYu80I",
-	"6GwcrRfbBXLg5byyR45cob9S3Y91mXGfFlx9E3zbLXRTtg393CYlr8T9sWw33848/ILvFM4dY9wUL5Gy",
-	"9aHHfItRiOzmrhhkxWefar0C81s0YZ1WKz7aFbbqOz77Ws3VMJTM6mV6idfBPNwu7pjHV2atwql+DglT",
-	"s2X86LDis0DOyV457TZNIeIFuFgtE+q0VXWRM62CueptVUBPA3NUFwX9+IlW6EMg+ttXaFbR+yaGaVAf",
-	"d0bpzijd6V73bZRukWuvVcLWWKrP0f5Zw+CjYkrqOK2VuKnh+e2x6g1sUdjdnR2644Xfjh16D8ywEgPv",
-	"9NncKA1uIo9Y5BMW2EQbe4iQYUnd1TxhBbdCZTV42s/n56eU/LAyxlqJMz+7rzbSGq1xjVtux2m+BqO1",
-	"qg/0tkKsHRbqr7yQOV+MnyZNS7RFpwH3ug+jshjuGo2OGtTZ8AmYUfmgYbniD6g6xV+HYG9Ld+f3pZvm",
-	"gyL67fni6+Xhsneh1J3VutPUHhbTfo7qzPb49hrFrKx0JoxZm2AaTZBeaQsPhOQ2LCdDNDiRt3oQg/J1",
-	"SlP4SvUuWt6Z5VZ0o33BMzu2cZ9ZpstXfMuJaTTKPuaHdTuIfl5MJxs4RQiIran11C0xKDGB9caAcO6+",
-	"Tz0zCcddmoWs2qOoSpdhN0zfGx4bKBESnZOa0ICjDTH9HYz0UMh6W5oVrewYdnKjQpbQW77Q6tJpGG4X",
-	"t1vd0jLV1aoUXoxHvuZpp1PtdKovVKdCLrQVfr6ZNrVP7HdFdhr0ucdOk7zuxRtP9k7YNYy+49c7fr3j",
-	"1zt+fX/8GpXVe2TYa9l1B5NmPR5Ky+kv0Jh/ROYwk+Yu9O6zHRvfsfEdG9+x8fvtzXrvTHxlp2lQuZen",
-	"hwzYN63SFcu1MNQZDuWStGyqrCwIPAR+WXeEuAPmrssdb9/x9h1v3/H2e+27fZesvbLlPnY42wDFeaEn",
-	"WtRRaKyNfeRjUmNd5AbQKUWRO/IQyhbzZAHzNZeVyBBnoA3M+Z0tT3Vlf8G5bQLzSpOKcU7FJ8CcOmZy",
-	"LSAYD1/M95I98bGEsPzGwKU0Fw9b2lhr23zCA61TcluIczJCdc3iS4/ixQe+qp8jbu2OpX6B3A1ArBeY",
-	"yC1hyyQd2uixuerkU9hZGuaiRyC23dwqShTgoISOKiGYRg0Bo+8Ewz3RAGDXu3AnSIATyC8gx3kssqs+",
-	"/Br7m0VAvXYmM8FmY1nQZc67etHHJPFVKaPxwtZoobBDbMaVxX26uxSpeJKr9U+Y407r3GmdXypfBhrj",
-	"KvDmrWHv1erm/h/wf+yDCf/sdim8E6RPcU9q7rYD474QaO4Dn7aa2AW6DNrSJoDjrGSr67D24BMdSHu0",
-	"pC03gPwCOLvf6W7e/tt4Tn4eLze361TYnJsHOb5j6zu2/oXnZywydrzTW2XvUCu0/4f7301YuyU/3rVX",
-	"+bQi5TxhGp7mRTFn2lnX3rfr8d8u5bVQqxwKTca/jucHlS6H8Tt4PcnJbkbf3bDhh++//+77qGPD4006",
-	"NoBfofJH6jfpa3Qw7KTSTirtpNLXLpWCLo0FDls1O2zFlcl0LqqBFZOy4Ha9vzu8wnqj0aQUl30W3k0Y",
-	"NYEezGTuRJUAnzbh2zWawTt607hIrZoN+Nsd3+dh4PMw1U3c32Fy4NeK+pxR7/oelpu5ubgHEJ08fqKz",
-	"jdVic/uHgRm+vE+rvMZhd3a9fVY1GKwvvY0u3zYdtOjpdKZ9y+BH7tf0b29/Q4Wqu5m+WxX8wmS6FFH/",
-	"EKTEpwc/dvlWl6/P3nZ0jzN+LV4BA/EDrfF4+gXfrbezZT/Wzu+Bi/ydBF/VcwOooJ3s7lQO7//h//mG",
-	"T8SfyCEKYcUyr3gBv+/gFZ4/oDEI/GCZ9vELrbS/UsK6qfkBYvpssQvj1XyuI3An5m/Al/DW5F8Of/pS",
-	"WoMg0WyZVXQgXrwTZcGzbv0AjNlIGXC0GIAVLnQ+Z5OpsYxfVkJ0wVR8GezgXzv15OtST25K/t+UekJ0",
-	"f7f6yTqfAApT9+ShR9oJHZYN65FPgE3E5EJUph/4UJ17Ylg1VexiHnnsTBIgB2XlE+Qu5mwseGUvBLcB",
-	"KEZW7FpUpr05upvhG1jDlvt0rbKycXe/GXNZ0X77y0gX4HbaY5l9I4rRfrgG3TGUc37lAyitzb8fGUxd",
-	"AgQDJ0ot0ypDVChIhoeXJ8xqRDKGLgyNu50wqYwVPHdCb8axzcOIkuqhsWcpKqlzmdXXdvmKnlfy8lJU",
-	"Z6IY/RxWteXbGgZ6B6nhXRc3zJpZfiXUN3GF3bVBA8JfkrAJSs9u4Vp3cdn9PxREif4MrRi77/Z/T8VU",
-	"LJZ7UObeckofVYlgHYg0cW/EI+Sy7vKeiUyrnMoG6WmRI01EbzChMI25WTlioOutzMWk1IiBeCXmbAI0",
-	"yFklbCVFTl3f3Y/TSlGfk8rYuFNjm1fqBn1rX4fVd2ieuMkPskvt4lrXqJzRpt2dxvkNd8Teec428pxt",
-	"u1ttJTJd5VJd7vOp1QP8cV9c82LKrRgYWwk+WdFpL+qnVAiei+qRARZGPZnwe+hCh0/5POeGP4lblnKb",
-	"HiIM0pgrJYpHhqVuSu/gCynrzcYyG7OZVKbvGCbA4fKLQuSAp+y7PplCQ92iSpjg2Rj+9shp1bAgqVUS",
-	"wSGaJKjPOLtHhhkBe+bE05CdWEIlNB6ce5mpvqS9Og6TPcNN2yADZDFSt4nL7Badfb/Kyk55gZqbD33g",
-	"MfVyMeLTwrIPH+hfv7qnPnzodO1du7/vfdZ8jmtG2pxO15i8LG93R/DomMy7i3rcA7d9EOBTkBPILvW0",
-	"x3rvXj1n33333Y/+bv+ulegfuZuJWRn8wjh9pGtvmocRMoVyR9dusL27dbIu0sfLQJJdoq8m2l1AtV1M",
-	"eN7DIuZNiqvxTMiLjMDp28TGD+1iI7xzA9lRTdXAqbndQuN1sCVBUtSygzRcdIGMxIwZ1KIPPbJSGJGe",
-	"8RKAZAYSSkNsQI3NGFCFY2abMIOoTVOrJ9zKzPN9qKejzxl8W2moS3ZyylzB7kqLgsN9F6RMQPODA4DM",
-	"cGxXyJVPOPRyZcaVNazHR1ZUEaY71af3hyAJ0aF8IYjEnbyjFCvOJlJNMRKl9OwQjSty2VBiVrRNTvyZ",
-	"BleBSaH57ZhASx7jVNWk+tYd5DpBJmtHNRzoV8u4Trkx3Tb+b2Nu603IZb7jWh1+16mCPKWYacGeNV0C",
-	"22RY2dQOJqK6FPsXPLsqdHdreDhVZ5mbNtUVVdZToYDaHE94RwhClpsrE4GeI8lBwbB5xDI9VTby3oIp",
-	"7yjYRsSki1wYO2Tn8KnK75plHB6DYueaeSb0PDoBWjF6n0/ta7foZ7TmB6ehbpOM/eLdbj6H7e/SO+hK",
-	"7Mi3nXyPG5fikWHZ1O4DMfmduz0iXvJat5FwVgiupuWqAoCJvhaGnU2zTIhcYC3tKy6d7oCEir40/APC",
-	"uUx0BSW6iqWOsKrzMVc/62llUsYvNes1CgaW8i77jYgLNi2BPgmGTVUhjGHplRDlW/jDK/f79MiR9sSZ",
-	"Yt8fHLBSVCzjRdEka9arRCk41hW7GfaH7BiWwGaQj9GwqzOulEY9wlwJwKecY6RHGlZIA3DeiqUj2Im0",
-	"xWGIOxuTjtlSCpsfg4ZcmT8vszEdm3XKjjvcu/XbLU12pU4w44ZmuVMJuvxdbiPZtCTaqzmKpSt3t0oB",
-	"jtqlEjxvzi5hSsxWCN5fpLGLFHSzMvtTzF7Z6Lkz+Ts+25bXBTSj1XJK1+3na62fbbwnZ4iVsnreVIfk",
-	"jb0e+oegXiSrtDEDYntXYt6dgMaluvlKVs0JDe16ehFXWe22enhqUVfY/a1yRs0lKqZu3Ts2tiJivzXm",
-	"tTrJ/b+0pN4ez6nzZF47AoyvDfHuXe7JKAFnelkSgDV6N/uETeKWakRm2T9ScE84Uz9NWCpUDv/su0c0",
-	"fPj16VPWG1X8ciKUFXm/1dGP3hiAbrJjMUlClwOfgCPVJaa9kMZEfh8yrK/EfOTYB2QXVOxCjJyOFk2N",
-	"hZBqsLv8lFjPa1ec3Eq0yExfi8rUazpil7w0YWbRFvJKMHMly1LkCTM6mucjw3LfuCGEhK8h4gtQL2bI",
-	"0gYrTRFfcMSp7RXMBOpOFa8qPTMUzi08yqAdizkrJJSsGnEtKl40tpYgxkETpE0jq/SIlbooauDDWgnW",
-	"ldeBe0YI9tPLc7YsFMFidddUFH2InSimLywHV1Qh1dWQ/QZOt4yW8r4qUr8zmZ5AvQQvjGanb8/OBVi7",
-	"lUDebd09V7xAqxjhGGVROKXuQrBrUcmRFLmzct0KpLoEZRexc9qOB4Lshj09eHoEVxI1YtxEDOPk7qJl",
-	"VyYu4iAjmvxwPdyRflfwPGaXW9aE10Enwj4041f3owXDXnRlSnJzlfiruMuWvu3wcFPW3I+evE9Ad13q",
-	"8qIb6ZEh5an0DjHWowuSePdZUrOphJgUOstCOTJZxT5RDOidBzt+pfsrUjh3HrCOpBP3152W10F9bncW",
-	"AkoNN9hW9L6NSPEP97+TfGWFk/eGQfApJw8Y6z09+JEA4zBnzTu1deWJsk/5bSl+ufZdpeAFj5xczGqd",
-	"MIxxYd6Ge8CpC+h+IjwOY3XJZrq6ak2swJKQBYF7M8M5fvkkP+V23GJiHjvtBP0zseoJ63D6nF2sfvKp",
-	"ESNeGMrShi2kUMalFiYJ+hs53VD3Ak+lyNm07DRQF/e2YSjSyHuHMHTgHhdauw/fIftYWx/FzdUuZe0L",
-	"RE4IdVjb0iyIK/2ZtCsL3pnt+AwAsFX6shLGJMEilL+LhPEMEpe80ZUw4bYBeEuG1q8Ppi1bXhBbh3ou",
-	"T7mPFin86cFTDNjNpBH9tcrEdvjSefvsvh4dZJXNsDMVbq3IiedbJOdP0E32c2G5LFbaC8AEgm2rp1Xm",
-	"DXlp2b/B09UD6Srzuse1KTnkDQqejfsJgeJiAK7kdmy8q6LJDxL3ybU8YS0PeIGLeoic4OFRPm3WCvrH",
-	"KKU1dPhmxw+2yQ9qeUvbfc8MQs+Ub6PbySKC5/ViboWJfc/s9enTPoO+uqNKT5Y1eDuu9PRyjKYJcIm4",
-	"Es07EhPGwUji1vJs7D5NMf2fz89P2Ttwv/WeHPxwxJ4+/oGV3PiGOeSqyLTKJeYIMPITmiFzZlaaTe0H",
-	"WPkHXMWHaa2QpWQrBLOimbWARlVkb8248Wp3iw1FOxkTH9oWt8Kp1vOLa5kLvT8pnzYZRUjqu5CKA+9a",
-	"ZEWtnGE21oU/ebfYMWQ+wdDPcczBC2lKbSS+tHhv0vos0zpEEG6S45/DBsNcmtWfyd6Tgx+2uki6K+Ca",
-	"tuTn7VgsXMJ28vDuYSo88zIyrNXp0evX+h3ytS7qC0iA3r1uZF3gtnT7Hxl2zQuZc6urnXH4+If1L8D5",
-	"vtH2jFtpRhLttS/UsCRO1JA92rOi2zIuveC4ocAB6XDf0kaqQirx5cmYBUUYCui+Aumy4/Q7Tr/j9J/A",
-	"6U8LPt8qly8LPu/g8Lk0VwNojBPA31aydWnFxEBqAmv/2D58LOQWLMKdETBAXXBTaW0TDxSlqxz4aHjd",
-	"jsWklYG+8x94Ic3VczdkAzFyW8jQ3aN2BQZhN2DXvgn8Crcx8aLvxC6u7113SvvP3IQauEoXhcibN9Kn",
-	"s3jlwwlzgK9IsIiEys/Ayd0PK1y8yb7ETDAJPUrsnE14dSWqhHE2q6SF7oEXIsHeKKYEOKVLLhUpKjNu",
-	"ReVeMQgaWAl3a8Fjz01HxhEsHwtloH9rH4vtPA1BwZ07DKZHK76wwAUg2cDtzSE75cZgUgGV53CGHkmo",
-	"Kz/DBC/Wc8LOCsovrcv1eFVIUbERl8WU0u+hfBpzyRYS7t1T/iwGlZu5+1pLbpGba4Mazd3S/arMT6Fs",
-	"NYf9m0RwIN9InRpneWABd5ReA/f/csqrfEVFy1RtJrZyZvjcLJwemxFsg6N4vJ2PDIMhWSGsYUrMyN2O",
-	"XZMpl7PJHBwlIQwyZA24B651McWUv1fTokgo1dPXm8JO9l5LM+EWPPTSsNdueyjLQPAcUqt7OPSFcH9w",
-	"XMYKRb0GjpjSddYksChpGMxiLmw/YcdYbRuCd0dxcl8lzHQiDHUXEMWoxuPxn7rUmgp4E8pc4Mzxj4q2",
-	"p5oqZsZ6ZobsvbpSeqbqlCQaJQPki5gPtIh897F7IngYe0fwGxB87SKEw38Ehda5U+vvkBOQ5JUrkANf",
-	"Yg16mx6wIM+9cQhrDDIdE36wy6TVKPBRzrPe0M0eBKp/vB+xDTaCl0jfhSF84xxqrQ755bNKW0Gpv9Bz",
-	"B5+kHF6txDBM5gwSAoFpzSJwGXjBZ45ziwtQesZ6v1KeMEjv2XjuKO+QeS7j1I6a+yS+Sg4XJw3O/4TG",
-	"PoGcaKWV6CeeMyWBLw3hX+jkqcndsEJeifWqzBHjKxQFKtwPJxIY92w87+hdHJP0SX1H7oqL+D3bMZIW",
-	"RuLvZIPOpG/WvChI79CqAG194AZdbVrY5ZzdFRZFAzcPnxviwEM31ABG9VYGp0ZSupo3a0Sw9S0C3DXN",
-	"aacDuJ8Ig4ldTC3jaHlgjp20lMAXgCcPa6RmaRi/MLqYWkyXhyS8hImP0liTYCFGPaVYkHPlMfYo90Al",
-	"sGz4aW6cDdLzJJswOy9FQvlJtTnU7+C5q/krsrqEyRHjaj5k2bSqhLLIE5Bd1xN91Ga2LXONU7dfgYbf",
-	"uTuwpU5YMIYbIDBWZUqR2TUVDU1MsLBr4WQ0Hvkdd+gNi6H9Wwv/EUvGI/SDYqpo4OigHEoFyynEZOch",
-	"/RK9nMB9uGMSucwRhzOmwbtUEVGIfLZ2eLhAcJGahw8aLPfrAVtd4t1YHhZsQMsKkHiK9bDIgwqtapdQ",
-	"zCaTmKnWnHATfXWbelmNk+CtvRtqZu9Ivt+NUuZG2ylkrVlP96Rw4SXrpM1jc3WbflwPlx3T0rJTl+gS",
-	"sYtq/WVRc6GK4Ih0g7oRu3XT8PVhoWdn7s1ncytMmrDoT6NpUeCvnQ4MOJ9aAVg4XPr+EDxGbCK4AkvI",
-	"e6CwKhQsSbQfj9gvNAoVowSXckpvRzI4p2Y+UcFY6FlZHyL6l6PJTvjH40uRsl6K/yIw57QPdpq09N22",
-	"b8EwFeLGUA0148zMhChBS50qf96E49bDn/536tYYGoDzS4GGtBlr9/v+kL0REuxYyCDIQ5ci2KSGqyzx",
-	"v0VbV6sPOL0Pk/IpkxjFnQtCIcfy76Vg3ZCdj6FGluc1RiqB9OGE08EgrBr1V1jkAGrGr3mRJgwviI3K",
-	"QlCNfkE/SVVXyUiVi4+rnenLvDi4ZxDOdcjOhAjiYkCCaMKzsbsLndGCqMJ5A4Z+Zqlh3d1wdBhux9JX",
-	"snQ6aGMXWglumbVThsM6cxriK00bEzSTVd772kxnvXXGtZ9Gn7qDkvtNUgoGAlWC4yx2MPkw3oVElPpD",
-	"DOeZtb4/ipg5/txQygIiAv7WhH6+olbNFGiDpLdVU4ieKTTE3TnWXjlM3a+wP4s3ojg8hOCaUUAdezOG",
-	"hcH8cAgwuhxPmVCQIVJtKZmlq1r4V9rU+zGXn8m1cPXrbWV/L+Cv7ph3dvPObr5/u/nXcC3bYhPunoJ2",
-	"2OAtd2RLg3bSqarHIEj4jldoAkQfEiXCgC3B0gSAGWZEITLbQHipofsC5g4yN0zu611oO2ZtsLpHFKEl",
-	"LByh8v6Q/cyrfNDUuXglvPYEMDOoO7u/gYbxN9LJ0iF7FZ5HLszzvBKGkFKc5X+I7xGIDapfI1EJlYk1",
-	"+hN8+m7Qz9Y8G6b0ulErdZM332Drk5u88hwhl2741nFZ3uj5Mw9Rf5OXXvmb0IXBtnxTCWbIw8m9P3/O",
-	"8rhH4UJVGtLMC0xp64B33tsUfQ1nUwns2YH2qQzW8ljrK9ZrGD6d9fZY8PSz1lddlXI/PL3ZrMCUAXNV",
-	"Okt5znpuPombLZdVwkzGVed04OUzmFPXfL578iloe9H1ILZ0o/vxEpnX3lZLBBu3cRMwOtjwHUzJCjC6",
-	"pqS6E+MIRtqv0UfazaKTqhIAW39RiMMQvQsy8REVWqCXWVZNsLPaH4Z/xCaH6C6+EqL0WYKOmMhChsCi",
-	"9zxYPbkwVisBVgtgkyAiCYCTAExJjE2C+YeA0e+EbG18kOaKU3Ui8xJyGY498ocsioU0JjI8yPWBE5wL",
-	"MPPsB1B9+0cL0DLt3pBC8GsohzZewhsEiZsBvhrsSFzy0e8CWFmSztuwceKhYJw15g3pVY8Hjw8OnC5o",
-	"pcosk7nxbX0qnaFSQggteqbuw75xa3nGbTbutm/eUuJZAQ0MYWWQIE7bjEniOx7WzsMiTXZrrMwjkqxg",
-	"ZkT53dzsWQXOX6NHdkHxvuDZVeAIqD4huwA6Hceaek3iNB46bzCJGBT2MK8P7nMfgNssN/DAl++Erpeo",
-	"YEfVO6rewHWLgnSZXO7S0t93ivinpkHNeNFaMIHuyV6zcR8qJu5JlQFTaIY9qGsoRIsMRrkO69gSshGt",
-	"0CUSdA58swA0U6d5eKujF1kQYGokzLGVqcp8+9EmJxm67w8zDxlcJz7SwJjgicu6EIDoGvCFMTRUww3r",
-	"ip3pkX3RYIB1+yS/BvqMH6fnn0ekNPqp7z0RkWuwECPLdCmUj3uyrOIGe/HXw5Aj220KmlwwFfDJvFpO",
-	"LE8WrDb8MviVM+6WfMkx6L8YIiOfipsSL0DtS3lZkq/HAymnhOcbsv7cBZABHLzJuM8yru6Ya+OQm3ua",
-	"UYDBTbcadui++DPOfK1TGQ6R7rDKffXqznP8BXqO3Ym3e42RzGu2eLdSpBZiK4SJzAUZaoeE5e3sN1YW",
-	"fA6lLHX7/Rgbk+cTaS01cpsDSsDFNLY5HctcsE4vUBWFbusN5ZMXleD5vCl1DRb+G+TwkAwVq6RaiRvr",
-	"n7UI2KmgOxX0gaqgZzUR3KdhaSy37hJm3XGnVz6vMVIYQeE4jCJIesR43RhFQx4RL4p+jbGdEEw8lPPF",
-	"/eXwD/xaVJzw5EGPMjZC1/QBZjWdXGCSEnr754t8wSwEn4KjDbUlwJUWeYT87dgZqnVTW1dHdPSvW4pW",
-	"0NatQfHGfi1R65hHxnuO253wWYjTPBTwvK6Vd3A5uuc74u8gfviXNOL+3ON/YAh1Q6w7lN8LaHSsl7aA",
-	"nh2yJYwz7yMGfDOPi8khlttPIuSiyNLCfiQzBdmOmwEYOT3DLyZU2m6IZTRkQKO1JYlczX/ukHHUWpyF",
-	"OV4MbkeNP36MsjhRRYlBj7rh8RrkdeMAdePt+wUvar0ot4eU5z7/oHHyvAgBp8ZtISnRqj8TRwmOZoei",
-	"tENRujFeXkNI3RlY3oKcWg+RR2TSAZCHXenRjGXuugllnS5Ud2A6Pj1hWSUg54sXjEoZMq2M42zUP32t",
-	"vAqa8qZSK5JO0rCxVnrqiN9JKlR8nbTCdKkGCzmklf5l3zGGlBaILASEG5ZP5X3Eka0ES09G+GqawL/f",
-	"aCUGr52RR17Dk9Hgtc6hcnhw5jhDCvFpzv45PTj4LgP2Cf8UTBQCdAAjxJVxVp+0HULUbfltCVD2Chb5",
-	"/t0vzGo2Bgap62P1Bf08OseETQ2hao9llQ9KXtl57fcopLpykwKvx3ql/9PABR+YgF4QTMdZJkq6VKal",
-	"RKiYOTsrhduW7sTuTuzuxO7WwQu3JHJXIBeWBVfrMQuhXII7Bu9YqGK9mRBX4Ic5+OvhwcHgsfuvEwfv",
-	"z5/3IUQDDh+s1wBnbqVXIRCeFlzdHfKgG62zCQDNYkeB99fnvw61wGWz9cXYvpvEjdjtFH3XmBkgejmj",
-	"9Ah7eIxk4eS++y1nGTdiIJURytm614KZ6QWKjlXZ6qcw/BrH4mnkTHXziEzjNrci/O9heRTdMrsSbc9p",
-	"VWZHgg8ghTfc9bvqJ33MnGwp5szdGPdRKGVW7OT4zTF01oL6k8O4MtijREAkzZd5oy/dRCiBwEwgW98J",
-	"4Frhcx8l7Fxu4esJYP0ZKqIutGW9GS+KQVbo7AqeN6HucKynlYFKR8ahHTzL+byQl2M7MPzabR9qfwYS",
-	"bH2spBD4N+h94gYwVpc+RSRoAVNVCGOY0RPhhKgoTED41JUzvTq6BUdibjvBzzN+HQ2yJvZJLMoICCmb",
-	"+whrrpL4TkVxU9yxm3tvK9xkOXeUTgHcbf8P9781HUxfRLAO7vGjGIChhh6kHArbSL6CJD4lPlpWcmNW",
-	"J8UT4a5tEYy3loR+ye24lvm4mk3b8bWVGv3rXonS+4l2hHmvMOS+K+e2CHNNV06ouaJLvsJy/MZpZUcj",
-	"D6Cx3bYoJCjL01ZzFJAqTGwJejXraEH8MLiCgjL0OMYJVgik92XOH55A2qmyO07wcDkBUOPD0GP3ycrt",
-	"zg0+n1aq5hxMKwb5e6OWzNpY2L6k7943O1gqhf8tgu32pr5WXU4xEZbRPYM7bXO/o+6HTd147x2N5NJg",
-	"c5aHQefXvJiuit2cooqQcpuyXjuWi9IzBPDiF0Yo2/d14iTugtctRiH1nTwWXWVJnbZV6IwX+LZ7kWJG",
-	"7p0ZN+zf0/wSornLDOclrekBaR/tzbHd0qzGpbRvbifiBrfdeCQD9+G9+7IzaPfdMjs4kQhP7PjRffEj",
-	"L+443sIxILRu2Qxp5UeUIXUTBCs3P/9awi7my7ByWMi4BtfpzI+8g3a6Q2inliIHf5YoNxA6txuRCf7Y",
-	"YH4blSDQaRNa1LqZ1OC9iIa0Gh6qBflo/ZzopTuqwKDlbwJP5DdhV4exUXjT1GzkDrilu5fdRhkAc2PF",
-	"lCO5R4s9nTXN2ylRPR4VFuHzBKuMP2DLo8b77tJD4ms6iblUmrD0eqyNdf9oqSbvDxlmC3KVCQDyw/gr",
-	"5s7VcHwLO5qwNFzftO55FvqVqZGsJiKHxyi5L6V4LTinYgTaSw1oBAlLX3FZwIOQG1twY+GM06WGaJUY",
-	"TY3Ih+w87CdTQoQeaYW8pjjyYrcBW7fUBg/ZlZiPHFfENSDKbTm9KAApgdpEIj5s6GDt/4zRaaVEZk1C",
-	"7a+N1WXpJgaYaAD05OdnCY1hIRBcCQvWOkS2fU8W3OQWc919NWz8tiLAjUFWuM2wJN7f2/vwmNXMszu3",
-	"dOHm7tTaL7FQH3IO67P0RHVHdnmE576yXoFazEL2ScUVVkKZLuW4/h3BrTUgQSw3VyZBDDYJbQLda0xO",
-	"SszT36T1MyhUr2Had0KK9XBdVaRQoUv4+d9Iv2fYhAuxKEcbO3FH+okuu9WTM8hSCk83pCchB6GQArQc",
-	"hAbAdqYygroBUBSPDRQ38mhiAqV9RKzHxg/QamTIjhclJQrzhrSs60qexnUlStsPHPq0pm1CU5fbl5nR",
-	"GBuITMgjqXfnyxCdCTtD9aZb4dtJ1y9SusaX8Y6Eq81q1tTtYDrllwIa+1ippnpqGj12lJhh/x1A4jpm",
-	"F1PjmKlhGS8KUbHe8ekJs/pKQPxroezP9/qx2XCBfaZ9ZoRYMHzqRptaT8COgNrAHmdmWgKm+cQxSVtx",
-	"q31DG/foI0gOVYxX2VheC2ZldiUsDQ6jsV56TNeaY7n9M8ErUaW+XhHcGjDTD/SVD7AoP0/ClKHhwIYb",
-	"ssYn4wIoSGN3zGPuEd6xaGmq6l6+Jb90XImlRrgRUwaNb/2W4DCQFk8zrO+OzI9Y6iys9zYjU9Nq+Df1",
-	"6IiffkS+nIRlhTYiHzjRcsTS0plOmSy5sic5fSUX7g4Tx3K/vRKiXDwiEBxBVrTrR+BmtNm7+u5tjPVB",
-	"K4+uS5fnSevJAtRHCAJMpzLfBJT8mJVRLcDCpi81fZV5p0sOjrCzSODgYFMo8jghcgu+wOhIOv2A9aEF",
-	"JyC34BchiD2JEa2uKdHFvHl0ZpOZBGpaMwmgh1uYwuKhLF5+aVhESF2zadDa593YDSaEVBxYcA9cKRn1",
-	"a+uY4QLl33SO24gXLOtKTfaeQBL/+3e/mAbSdsaras44w1rWTuaxyOe7aPf7x0/uOI4Y0egmzuqYUe7c",
-	"1ZFxKLJpJe0chM0FCHsnrvcO//Evd7sqmx3j+Z/DbYLf/2vJyz0Rwta2EUmyoLDZrFbV6tL5vcM9ryQN",
-	"dDWobDagqzbAm7u3pN79+GOHeresOC0reE5XWqPb1ToV6CG8KKCwpkZtoI5aTXUvYbrEGuti7q6aVuhc",
-	"mJohezuFFjOEXQRdrHQ2RZ+JGesZDIefdUwI9KVONQFWcCdByDZmirrmptJ2am4kbrWenOFb22cbWk82",
-	"4hhuwTtmsSK25YkEik4CC6Bb2kr9G1Gyt9C6SvewjsdA0Kke05kdNdpKC+32gEtoPRkSFfeH7DcwfWQu",
-	"JqW2QmXzv4t5mkCCg63mXrWFFnwed9LHSDyvIFumMhYIP3AIb79cCaeITI3IKV8Hu9myC53Pm9Ak0TQ+",
-	"ZGTGp0fMzrSzF308xs1MCsMm/ErAiLAkCD6RYt4IxVHQzD0IUTkI3UGFXzbWRijGJ1pdkv9kqUWv6Sz9",
-	"QzrakgerMcaaXGlY/t36rGjtKybEes1bQeg5cHQ5a963/s5Pde8VgTEjuRXe1aZ87P+BtvifK+r+eQ7p",
-	"VZ6vdKsgR4GR1H97hG6B2DHd1EDaIzSBlFe6HrB750jWXZzxor9/f/Ki35EPGXwP3fmQ66ymf90vIX91",
-	"tHnP9Ut3S2j7PMuceYH2hFnRrsuYKWgURqrLQgymRjB81ztJHQd3nHxqkAC4wuDTEqnWfl7ffpdhDi98",
-	"RqLarzBq0YNmldIaNuYGgldXorT9BJHRDRMfeWadUaEE+7eWivUc6TX1Afd7QiJ1j9E48ZseBL2fMPGx",
-	"lJVbKPioUvrxRL2Gbu0mZb3Hg8dPnx4kLBcjPi0se3yA7T2g5TEkujgVK4qVscBQhuyYOdML1EFKTGEZ",
-	"L/mFLKSVBJKcV5SVckye1kWe9SNL3W8+4F/TFRrIMZzQuTcWHyz7+v/Ze/fmNm5sX/SroFznlqVTrYcf",
-	"yUyk2nVLsZ3YZzuJruQkt/ZMtgl2gyRGTaA3gBbNceW7n8JaC2g02U1SjijJNv9IOZL6gcbjt96/tUUF",
-	"KZ2ClaE+TRwUsDtwe2XUPHt25+pTa+H6GJLIe9Ucl52edF/gDfC4Ah03cvbwSh4EH+KtAz2AxYou9f7P",
-	"G2pWqaEIELR/0qTa4Y4P/StiV4tgclFWMDbnAdLHIsObG9e2fYzyAegzEVudbc9n2lYIzirjag5NePyH",
-	"YFy0CzylY7UKTWBA7BB1DS+txjtsW3IpDXbohFs2FEIxqUDSPTlmUxQJYC9iX5zAlFPAwP0tFbfRrqUn",
-	"Ba7OlVonLMdO7+xBvmRld5D3GaYwwO6+e103OsAPKl3KHJSNznL+S+Fa0fOkmAduJKbd5Ao9U8KgTyPB",
-	"SwwnEWhKt09J4R0pCFM+PyUIQ9/T2A/h+fFzxm3wjRAwz0OAygpxyM7KUs9agQVWaIHZWMj92MVOdSla",
-	"UfVznI6vSkHs+P6+cl9c8wfnQYu9HcIAd0h4T0SZ/gz6sz2CD24lZ901tB012VdHZACvIJMNfawFM7VS",
-	"bRjZC0URGWvYNrXBrEKpxvug+AySHFRVl2VT/WEEZoUq0edUe4HjS7M9v0JFZ2kW+s784gplTI68zNh5",
-	"4G7TA5eK/cUZv6+DbOoVVb1vpe3RVuxiFH4UMgATpeWQnbWyYdA28+oDh0ozUbC5cOsz8y7q9Xy593SA",
-	"t5FXtMvc+aKhIEbvl87UfWHAmnpVENYtGOhKw8ay1A6x7+2OPc6syDUU/WMBVxPHD750x+3V/iF7Bd7t",
-	"M6jhSN0+6DAl33doy2JxaKGe1L/TZuguD3Ui4JjhxshrYTPG60JqeBJ0riASFGkgb1qoXOOnNN1GSj+M",
-	"qfxwyiphpC5s/Bu5nRyfszGv7CELOs8gaDeQuJ2Wx0bWlDTzGagdtJFjCU581L/B54PKN6l+qanY01QF",
-	"il+8wiiKweliWXCaf0j1xd8cPyN/W1OdA4W3+30Fpwl6fKWuo7WqVFPKs7OZPtPy0jVId18w/TH+1l8y",
-	"qsvyQHyotFkVWyXs5sxfzvDyeB6hN84/BgCiP8mylIjRdpCxgVBF61f72Ac21H0ltpwejazX7WI5PWLZ",
-	"KUE9ZcMLVSCsSux9HBrA7vdojq94PmlQPJEDCKIIbURhhR+Crf8tCIefzp8HkngP7P2oD0PlZYR+y/aU",
-	"9nifMaWxdhf/sJ+xvHZMq3SsKcAiFyfNsLRscC4UoH7GBhcoCgcJs8Eex/ZBua7LyFYw5YU4xfQ3cOgN",
-	"zpL+WGetolFZltFcXiUPoC83ZtXBLFG4wK9DUk0JN+LY3yv9Hr5rVfD3h7osX8HlD1cvXzuOtOiyaxTN",
-	"absJqdhUqlhTc5cex2ZJ1uXs+X1w5y7HZMf0EY7h0fFq4E52foayE1c3Ag2Ii7Uy8+6C1DcUqUcf8X/w",
-	"VmfmK+LbNUjYCO1442PLUJkOpA5AHhObS6YWQJRCzvD8yrI9LKef1tYR0osP0rr9bi8LBHcoHQjJBFri",
-	"IKK6e7+qXfGF/8Ydsn86sm8wLlyKnkGF7faQrZ8diH/pIA4w4M0FhC4RkOABGDybsJa0Tv8JsXhFNblp",
-	"E9XyjFjBS2osBQD8uEVt4iZCBbPnMFG5A8NXh1umlQnUzULy8B0pD1qD3jl4dvj26QwnD8i/YylLfpPs",
-	"+Ik27qCU16JYJBHZG5RyJJycikty17BnxwffHqep5E+Pl1wtSYk+0pDwHBIsB1SXdi3FLIN+2uA7CU3d",
-	"2V54qL8A/uSvOe24khcFXLSPCZHSf4sBgkbqShCnz2MKQDCOge11ErJkSzwt/p0dvw4jGOzHWkBETXIJ",
-	"CZP1Zkztn3oEJ1f52HDl2AyIqBwrvX5Ozqnaxt7UtAxG5BORE7knfSvGH7AQUJ2ASXStr0TR0NFwmPzC",
-	"8JlK50MomqOQNu4wD5udpfms9BgFTeit4/4mSiNd0Tpwsa78a8vOoq/HTPgV7pIzPA+whcIJA9jfan5+",
-	"a2m+3gT9e863X2JqalIlby9ou443gZLaF8XHRHDjhoKvCNq+BLIUyyzkubN4B4UxZQ6ECXsYT31yTOFZ",
-	"C6y3pVBuDq1MU6Sx0v8epuFZcz00SmW6dhhJTIlm/J+K97p2+9mKHH7/FwQxj3gdjgmXv46f+/XFHBGC",
-	"LoSty04weAlJcHd69B/4QU45VYzL34FDcYk55UKgo2JCPTyJkEhaxr2KtZG/0rj8pv7K///g8jo/uHj3",
-	"4gDHteGB/5eWaoUDUitbT4lCpV05SREy4jsoQm2j/6+2wpwEtQK0IakcVqrNuGyoHfYG/qbIy1/bAfsd",
-	"/77f0HHDlROO0bem6TKMISaND+cVtxZKVNL80CV1JhVrgVsUeBTAx0krFVHCMsevoIP0YGF2B6DIDSVq",
-	"UjIWaLc5qIgmD2gB66nXzEjhil7UJ1QUiX94Hy4cAJ8flnEWDFpKh7JwlBKUEhOcs0n2/tIzpbrmpcS0",
-	"jbS4aIOKzP+jpfoMynluX5FLPnxNyCuuaJGc9TsPgcF4e4H83cJJaMnGB47wDz2dPhEJbSnglyTUvxBB",
-	"zCcUVwJ7Vlrsvrk8UFqJTYVAKfj1ijLLV8FgTHfRklJWipHrq6nMWgWVkEUXyig30dTe+vF9vYWFO01t",
-	"O5oabKu4RR6YYpaWFm+eRs8puzW5mWgnHHGnkwaGEV8PSuGPrcPtHznRNnAKhBSs/XUlwJRgf54O/qtM",
-	"50xmoC8bfkEu253b/2GixEJWfdXe2w8VM44+tnh3/zyCk7yioW8SuqC8eQCAEqprWugwEWUR7L+WQSfV",
-	"slrgDUxRJH09EVYsG5wvc3CDmdkFSP76d9yMhWvfte8NvqUC5GdtmEI4axg6geI6HTwkt2RgSYI1GCCt",
-	"I1v9zI+ufb4/3zBrF3nzQuvTBe7mzyPUmi5OD/B27bIdAD9IAD5DqpQWHsRstxR/Pic0nhAI3wyMp/wK",
-	"qF7Q7dOJlA3EqiJmrnM2FdOhMAG1gfrUOlGdxJlUIQPd44ow+IyEHgx+Tlxje8+Pn61VB19zVfxyLcyF",
-	"y1/7D90h5eeHlErMYPF36Pgg0fF10JvggBpdCqavhXloWFjy+ZDnV8GN1d/ClHzjXLHX796dH/zw9jf2",
-	"68XbQMC+XL0ZU08C9Rf6YDMGbm/467cxqHjI3jjbpssDL33zLjjv3LXrQ+GSJseviejIJEYRO9skY8Ph",
-	"nlKiBtSnd+RY+DuVXuRdpFJ2jGoscE0CYRurrUB/GzISByprDEtIaAKGtZmlFMo9th6ojbAW9WGQAX5d",
-	"BDD5NJ1GG1X914u3mOVCjyY/QBN4CA9EZjRsmNqfGnJOm+CrpnZsT8Ka8EKyl+48qLCwWj0j/PXi7U4w",
-	"fD7pipvJlB89OmJa4BIK83RTPlApk2ZBLhTiyFLYo4/+H/9jSOZb2XIVqik5iCTuHM8nU6+P7w1e4EE7",
-	"eCltpS31AmmuGOxHF2tXY7aYR3jKeJPWaATG2+EaP/XsAorqWBwI1O4Mkfp/MVv6sY2FPlQEKotQrTrl",
-	"So6EdfuniSRLunsl2ewoUkqRsKqUJSSzkw8Zb+XF+vLQQ3aWfrauXfLl2VKU238UMhRQkmPplZreFMz+",
-	"MHgrxB5bHbUj4suS6iU9OM3W/kGWYpdI/9cKls5wM5IO17tre8aIh3WLw/vMumtBpfnRtHreFudxtwyl",
-	"4jCexUd3CvDZxJsM0Dv3UfYIvwxejD37DwB/bIeiXs743LLBcO6EhbPUDGXpxX9mj54ef7vV7yClDYjM",
-	"nWhKRakn5eLXBfCGz+txwMAjEEkS4PMPe+x18H+L9V/9DJWPHqEy4WgUUEWP1+vz0CxToU+Fl+HLHls0",
-	"abjT5kvL2njy7fobYKV+1u6SO2lHEnWaz1n5WtOB7WUsdYjFY5FVYYRCacMEkttpvxZ1pW0pY5AcslYT",
-	"e2zhgFu299P582CAx+q6RdaN1ToYlHgcJnqWV4MmWunaH/i9p8ffnrLnT75lFacQoFDFfsasZpz9sz4+",
-	"fpYDhsH/Ciawaz6zQlzZwJj9BeltVBDzaTob3Xy7+tqPbUZgr6r9BJtop6/t9LWdvrbT13b62k5fuyt9",
-	"7RxqVB+Grual7S3qaQuEcL36WSoiElo4mzFdFgmlbwgwSIOHNov0MsRpk61U26Bgtzf3sKESsTs94KsS",
-	"tLfEQLMqX5M29C7b+l4gFlIxeQtmRDzpdwqwN6mpvRnApvRga8MTZyplcgwcSVQs919vzpNwhMdYI/g0",
-	"MhdDbg8vgJbSiWmlDTdzgN/9EzYIZuehP0gDjBhH+jEC7W62MWRT5vkkaF6LtUcUPqfZwgBzoNashCF2",
-	"nI1iJ4fsTEVmKGBSQAUtzsknMZYlYYAdadnnTFr2JQm0f8vqVuyu/3pzvqv5+9w8wGoNX9pn5PPtEXWr",
-	"nb+/KBFdUrxT5u0N0O00yJLO/VBEzodWKLeBI/i0xxG8HSGDvstGvuwcl1+SkGmYWsFlr4nHqnNr9kmX",
-	"6Ef9egTezlW6c5XuXKVfiatUtVHy8/aRBnt5s76FidEcbvRCYqXDM2Njee2FhmWDM9rFHJMOvxfcCEMh",
-	"6fYTMDY9QBIeeDlAOsRn21A+OCFqndg0CFWp0E8DI73g3gYzPTHrswWbnu0lOaJo4CPzw5VURdMCFFy9",
-	"j1mrzQfUX6IfIcTCp3xOHT84m2oIsVPrD+n2Mwb71Epoat3OwWfiGuo9+cgJwwbwz6U/JyoXA7ZHDJ3U",
-	"uWKgxAfX/BVj7YMJtz9pI17Bg6jadCl63YqJBymrTU9kHAgyGjbGW4l8/xR2305//Ev64wV0D+vdQkDu",
-	"ZGmPMFVPh/2qUmu3dStxUrlvnz+CQcppPX10chyHKJUTY2E6g/OOTTXko0hAj3kY496Tg29axKzHx/t9",
-	"o5vyD7ine0f27KkfGf+AI/MPbsb5ZJNxfk3Bg+WD2KPKRbfqLoDQX+m2RnuAjqe8U4g+6DBAQoq0OaHL",
-	"csGbZXtQj0Z/AZJkP0SsBE6vy7liQ8FsPfSvGHZ23wuELengvk7ClmYGVgUAO9ZjV//0sHlbWmfC62Sg",
-	"UIZDwZy+syqmrI9mE4oDbbu2Khyudl0rZpQ22rRl3F4JrHPlBoxvBzb9cL5YuP7YI0LFh7KUTgrknoZ6",
-	"4b1BzqfC8EN4u50M4Gngw8jYYCpzo6uJVqL9d2h9d8o40LAD9/q1twrwEmH3kZIcS1JLMXLtBnHUTTRR",
-	"f5+xQTN77wuhpIAAXyt+2Mk605AUwCuA/2WhetJfRG3zWK2cLEEN//31m3NvfggD9KzkDllVwdoqffsq",
-	"y1ebGVhRu/o7kN/qsBu2zmyerssmpbQ7wH6AgI177G4KTN2NykoTAXL0MfnJ/3E2kSuaBwHC7F388IJ9",
-	"97en3+yji+XyZUCdwC7SPBJ7ryUUA0aUfA5dHfr6g0YKTQQwaoEd0PDp8ZPoFgl3wVc+tmzwVuNbBwSY",
-	"S9QEXlTy0mqW66lY63paup+8T4FqWVrsdwHtJLgpEICRngAJ5Q/ZmUrJmB+3yERTaXG6IC3TyFxA+ufH",
-	"3wGTMk72Unsmsj9rKyAJ5s2LV4lTxxLtQ61sXVXaeO0614XI7T57fnzMBuSceW+LatBJ/mAdn0eps7Jr",
-	"NtJMu6ZtdgpWoXE2O1ONxx6/COmAukknlh8EPrROI+AcYfrC5b/73fz5svS06RK6WHrSw3sPzVdtsZDF",
-	"kb7mm2+efbthSChCyCa0EE9uMqCNX4978TQBEWpGswQzRlhdmxzIItjey1dvX717FRiALZMuY+dn7168",
-	"Zs7I/KoUFk8iV4UsvFq8vxDfCu/rjj6tevnqoFZGCvvP2nWEzc48ssSwW+soE3FWdH5jU2jQeXXt0Cs9",
-	"m8z318fUvmql5MkGYzrn81Lz4p3Wb7kZY5TsyTebTEBEcUi0eOcn/wuh7sjgZxTEHbE2xHbasdrvVy91",
-	"HxpzxzoV6+gj3fmm+BMPZym6julFgJVlvaqFDKcd4lpXtktqQjPG/ahlRc+BsY/D0ywD3WWZdBQUnBSC",
-	"OqTvS/iUnfDdYhZQa+lxZUpuHbNiDPFEugz9Af6AvDpnQcz0zWrcj58H2d8DJJHfMTndvTiANpXkltm0",
-	"e/otuT65yyedgO3NJK5AqRwZjicSbNe2HhhM4BWo/qkQ/A41zx0G7zB4Y1OOrJUDmYsDW1R+5/5l0+5s",
-	"g1MA3qS///05BvfX2X49OXrJ82bCCH9kRPHFwf/OotiGCCGw7EBnjqeXTuUDMzE6G8ETu/aKrL15N802",
-	"MqbyotX1uFYKolJpLlNX3tYLfGvMGjmzD7+dwJbD74tT0psLvTjHGZMjxtV8p7s+0G6Y4YwsLhxQaqZn",
-	"6nPAC/Chr+btB15ljg6IYW2lEtY2rM7ZYqv0Fr+/VuX8JPL7p3gTOpt0BsmXYObSDzPNSzuzD5h//66S",
-	"8/rrKyJe7zDky2IyhoOwQJnGWwl2E20/C+RplxtYp6vPAYZ09dmg0ENNUt+h4w4dt4aOuvrcwJHCL1XM",
-	"o+6GwO9laFrbzp+kMquOPiLEt+nfc7rU7VYJUVg2aKX9xkAQZin25KLENO2kRDy5FuvE4ZrBisTDy+Sr",
-	"v9LMw3QKHnDbjNZK9Ywv3cM7VH2Qdutlkh/+oHtetPDw6GP6I8bOxcr0xFfnPTmJ6YM+ISkxpPxVEN1Z",
-	"iE0gvlK6Inaou0GuYnh00orpSogKPJCUVRSpl7eV0dih64YNA0Ek8RkHkdro1B13ae2yXR7dLo9ul0e3",
-	"y6P7svPokN43Rb6QTffq/PPTCT4pn25BJ9gg9eLVTbLfdkJzl3uxy3+7TdnxxaMywRNkHry6+8yDW8xq",
-	"2wa2pmltO3DdgesusW2X2LZT8T8xse3VQ01sg7ccGTEywk76fX0X2uHndLnFTtgA/v1NGAsuiKm+FpZp",
-	"Ff1x6D2rjLBCOVFg93PqsY7EbZFCgSFKt2XRBY7vIizHV5mKAp9OM9HnE1JihpO944j6hHQz2OTde/w+",
-	"jm0Ytv8Zn7uO++ns/A0O16ZtcvD0QfcEORbW+YM4kh+EzRIuQZshjap0czaTqtAzuAN665wmh/ial7Vg",
-	"0llRjiBMCcwt1mnjz7ViVcmlYv6owP3458gqMBFGHLJXPJ8woZyZ4/Mtm00EpIuE1hLXggMkZzEcGq7A",
-	"iLP/e5OQAmRVdqJnEITFEfIxl+qQXYhrfQXBBpgVbkT0CbJalcJ6JMrLuhDhSmmZP/jdbFdnlXyHC7EE",
-	"QV2bsrnk6JyDGN3oukv5b7x2kci8nIcP0TMVeHqkZbUV5hQaNvrfG7sJQzRc+asVZoEmOlHQnjz9+yYN",
-	"/0qrWSmt8+uSTHbfi9vz3Xo3sQ8+Ohnx0or47qHWpeBq20Y+rW0fg9cvyuMCsic3B+2hq4d3jLRtBq1m",
-	"mhL8jGj8xxJKHj/tRslwyyHNOVLnrWXEUs0AkHWqSWYb8vxKKGSvRnSySCtblyUb2Ov8fcXd+0GAO7Wg",
-	"opTEx07BBwwh/qsmhtbL12cHT7/5luA2Y1VZw2iEys28QjKQao6HtMG6iDzs1bUw84S5O2F8TTvBQoKK",
-	"/1Zt2ESXhc2QXXYmbej0igxaHSRX1IgW58bDJwL12EB9gjb+AZzITIWxWrHZRLMpLzA8ilNMj0vnGWl/",
-	"oxqC0VIkM/HXSspvgT8+tqyUU+nsicd95MC1TGlWcheYaTy2weQAnwooi7wojLBWxCf6KR8QJ9ibyg7Y",
-	"HldMU93FgJ575oDHuHWdixQoMI1SjcPATtlMFrDS1BB3cf72MaIUZhBnr65Q6UfpiEFk/LtsIXaTV+SB",
-	"O2rJOAjkG4sdAGWIa+EJAOY0x5zhsuxL+QlA9mibSTXhJWuyaTzmL6gZtH7MCC9TcqTW83OwqH+Q7p7o",
-	"tHeZjkNbPE5mzwfi+s64xeUTRSs/AY5lo5UkXEZKO1BZFGoqUZTHBX3oguVLdyP82UUvliDd7Uq0KVeg",
-	"IK5W/48+wr9rw25es7IRnNzE6Ho8AZlhBJ4HD2VGOgFyQIC88afG6JIpXQS8g15vkVqd+NOT7Q2M1sqh",
-	"mt2QJY6k4uVpkhzqf3klKnLdYb/OoCyGXPIU2FBth5RSL0KgrXhbu6TeELbhhFQNH2SwfYIMopZ18K0B",
-	"fQPBrREVijLLR6Kcd/ke/GsTTL2Z3v8OF+zRnaiuK0EqY8pbSKo9/4e7GFTHecdFv4Pznj2q6i4Vlna3",
-	"a0RobSptl2RpYEKNOpE2XXI0QEHoxw+nJ7T9B9F0GjWmkRReaHmdlhwIcMEh+1nM0renumiTLS1urose",
-	"srPFw43UdkNBKlURlMGFW7/L2FDkvLa4nRcQaPks/wpPu6WzfPuaVXt4azQrWianCQrXL+Cdqk/rICks",
-	"7H14K3d5V/erTeE+f0Da1BFa4f3xj5cCLHfKZEJnJ9jwCbaCYZsYAghSiX3vj1y3w4GMA1BPuAPWUcAt",
-	"DTyjXjMbyXENTWvIXAhAbrRDw9Vb5WeLI4EOGTSa1KmqTfSrEvBmXegKg829OogBHqg3aZ4zaDwV4I/9",
-	"ZLP1Au5/2CoWjnG9PYgOIzJdU3DbVVz8NdC4nOgZTGqcYZ4ersbTBwfkvvEEQkkr4qmiKnlOalPyQY2W",
-	"xjg4PrANlCyxTCFobLLIlj0rBC2NUyVrgU1wpXR5NNFVpcuC/op0hjNt0AZzTKvc63kdliI5EkvBW+ob",
-	"mVb+I4sGrERAsvAhyfCXtcAOROrADpjph40dN3MlhQ5ncbGS8NsbdIkq6oy4g5bbsfYw8HtP+oiXjGvi",
-	"ugtiFKWszfwW8TYVdIXNmK3zCdTgpg6SjEAywAOepySikE9EfmXJWe3lM7SzqCqhigOtyjkccHojuMLR",
-	"1x16c2rD0A9VRD+T361n528O2a9WhG570SWjc2ALKM5ibhvku5GfyAqvvmiMsw15fhUfOpFe7ZoTGPqz",
-	"0YzJyOueeO0lTdwZTPJ9xWzDSOGDpcWea8zNK4FUCuIDn1Zloy3htjmMDmVelnD1RnFdeDio+H8pqtsa",
-	"OK2etEzXLtdTQcFm/GGzcDNe2xqUUPUUTlid58LaR9mjEZdlbfxVyAvhz9zNhgp6bdhkYffB0J2cir7R",
-	"4XXd/ey8rXLgb77jlB/Ys8iwsElIegU07GLUK2LUfWbKLUkAeOJyr7cI/4kGtEYIoO6VIHelpXKtMLTS",
-	"M5s1GkTOnRh70MTiN2/wOXQZ2sbYNLqkfk6UWkLaG7ZGFTFDT0yxgalfbaEcBRHI5dditMu546Uee4s2",
-	"eOdgZ6IYgkCuP3b4Um+iziaaImXwmk4kP0/maYuHrnlN35k7K8ulRbCHX9VxWfr8v3ZW/IR0Hw7Ymxsd",
-	"C+hFFjf+0gCzhQyzYS1Lx6RCE8lbltAMtbbCWNiKsQgcEpukZXbqJR6F6g2KFb93PfwWPa0RYfTb9Eno",
-	"UqzapjB9X8/WNDTftwHbOHUb5hnh7gOcXNp5sIEw8ePHV+/YKvwP7rRV6T6fFmEhIx2GefNknzOA6+gx",
-	"DPFYxzc20omHRUOj9m1ETi75NTx+o2yU5PdNB1TyoSQ5J3627pgBRkMRQjeTFgBc411+8CGTXQRkg3wS",
-	"WNZbhaxVrga44uij/2dNCgkWVkdog6OvNKarAfgcsu+9CD2QKlEg8f+sk2XJhroGlZIFudqVRvddo4aG",
-	"p1tZCuXKOSu1FZYZOZ44ewolJcxBP3wU0k5TK318Kdk5PQXiOMk3M/4vYJYe3Wtdcevgk5tl5/O7lROI",
-	"O2ObJ7AntaPl+t9IINEhhBSIKRSMOlHOQwVVrMuK7YRIhuE5CbYVULxYHf12eLCY37vz4OFfOtRNHka4",
-	"DdKsOg8yt6AcoK7Q1hGG88gHCkJ1a3pOX8bHXweA+1NZxGxzteVhqSwhxQNHtcvw+AozPO5Yv3G2OgBv",
-	"wgaqjT8vF+8uz5O2rQi2oIYAivmDtkBMF9QVf7dQY6nEY4uPIR9cSJyFq0o9lio60BTTyltTyQvhqkJj",
-	"HisTH8jZEFu1ErA9R18EfNJfKhAIhDm2Oqvd5EVTvHjjitqFfrQi/aqhKLUaex2tz98Od1/CzZvTFEDg",
-	"os1TUHHnN+Gjk0f//Y+zg//iB/8+Pvjuj+Z/D98f/PHxOHvy9G9//q9N6CN+bdZ+tPBVfZ/itwv87yeT",
-	"LaQf8d8n//ynPfrj45Ps2+edQ75vdTRZ5mWldEd+c1tqqVrEptsCUWerRENd4VftwEfbYB8ef0RA+zhF",
-	"QMt4novKQWTzJRYcAw5iufFy9/GIt4F109oZ1QxQpl1TNxfDyHlZWweVd/OQG9wuNT5loqkyhpjDQqmx",
-	"VzWhfuEWHL1LeGrXASrELNOZDbHhdHowypr+ZqNQ6yK4/tUocDrMJhIclw1HGX/caIgJaG4+uu3yKywu",
-	"4SrHeve5mHJHzLIjWfp138VdV3jrF+fwNgFuM7/9p2mA2oTENigrmqFe15i8oMRR7l2vlohJN214xMRF",
-	"KCG+VSQM5jaa8J+uO4LB2qU5bs06XnrZGlu5vVBxFbNmJjEHipfTbv3uLsnelyZyvcLFwz449TsPVznG",
-	"zeNH7gpHH56jvwGNO1LtVprHR07YFY3Ivq9l2FMEUC2Wc4Y00FSqwPJSYu+fEnqAJAUS8dTNdF0WzArV",
-	"VHuO5bVQbCrcROOp/PXiDfgQL354wZ5+++Rv8Ev/w9++ffItK8RIen3NRVwNiYs4DBqS+MBzV85DI5JO",
-	"6PXWNuJrq0bbX49PCUXaOTdGCkpY4WzC7SShtElPXOMWkC5Nn+HRhJ/RXPGpMNzvhqrkc2FgTuwn+gSy",
-	"kD8D9a/SRh8tcQz4Re6gdRRd+uqWULz7ZWtQPJ0KDV8RZSmsY/D/QnHKhJel8GINIk2Qy34vOA5fujqO",
-	"A3+NlSFADBKFeHqkvFkN+Sk75sHPGfnf4R69L7CH6M+a1KlcK6vLGClqGMO8qVzbLAntoifTyamwpw2w",
-	"F9zxLoXT7/crMYdrwCoibTuYfYykQCGtB0LS0qxeqnwbSSjrZzzPdU3Un7p2kOnYFMMcspeUgo5fsoLl",
-	"K1xIXDt+IPix/jfkzGrSFqPDlXqENIQGXawFnb6BX2Ed7ivzPMYAbXvy04mHch5veVCatPjgGpN+I2ue",
-	"lvoWXA2tnQhmj18bHA7+/2b+Bby2M9kc+2U9yh4VEpiFCkg2h4XfKNu8oTsr0k23hu2M9t3DYTvz+3KT",
-	"tHL6uJ0jo9eRUdMJvw1Yx9neNO0wxe9QNNgydbljpeDQlBODwx2sZaTeWl76vQxaLukorUelEG/BRbEU",
-	"xId8wkb/bPjLUIzcZi6j0vAYKI6O1DxBSEBGY6VnwozqMqY2SsP0DOJvEQg7MxozEhVevAz9zKTHPLtJ",
-	"vqM/Ylvl4PIvWKNMh2/1XyVBp26Mlrb0bWQ9CcQkFdI/5W71api7Fd+0S4X84lIhazwutweja9Xjo481",
-	"8J+uTIW81CN3UMR8SH/HyUpqqzoqkl1aYhYVYczE1qzUaiyM17BjQYKEms+krDsh9sXsK6yTjnlboF4E",
-	"9wsUVKKaw2xdCcN4MZVKWoeKdSePTprYUJXcIYNvOeNzS4LC6qnAcnQNQw8PhaKKvlQDwsCbab/ESnvv",
-	"se4INLvUy62kXm7txG/AqrVgepLIC+nEMQy0AS3Wi8ClFTLwbDBv6amG+PjCwX9s0avn72lOOR5lqrYu",
-	"6rzJ0QTm2mCtRC3HKytMjEYidwtpodYJXsAnOJLgHyjGtFppC0UPdtvpmH8dFLbFvbWBRvXAebdWKk6U",
-	"kInq3M65+AXkV96j0nQULIn+SNKlcJaIbKIxiUTcxFivFlQTI6xwDvk8MWGcALNxOYbAiBLYQ3gsrwmk",
-	"amOgZZISh+ysLDtANsmMT/UoAN3ZRAssohbIM6TLohWCL/UYCC9qF/WuDiYrK8Dldx7m5oHBHIrAMLoN",
-	"cs9TJ0DGNPyZl+U8W5rzu6UX3EB9a+KP3LYKGBJBHLcGNHxqc6LusPGzxEY4g20HVlTn7gsqwzY7wh3W",
-	"j5hv9ThYmYA0UN0+m/jNOfS6XW4EtyHyEdrGiUrnkxC2ngKpPVbFhwuktXXDhiJd7L7USemFxD0ht6np",
-	"Tjflczbh14INhVDMOl0K6sYezVk0YhOOQtSD+TRNT+lmWPbAdykiw8PDsxhpcDja1cjTiSodxPDBv9Za",
-	"yB0j8ypG5rJsifM7OtbOCD61ftRTrop1cVWy/Ywjd6quWLjTj9mLIiVK+5jRc9tsPSeYuRzST+CgAz/Z",
-	"3rlQ4JaulZMlvcU/AIxZCLMaNoG3SBdag6Y5cY8t42OhXIYJNC/DXUXGLmqlpBqHrhbAn8wu6zwXovB/",
-	"/4HL0v/7Tk5F8UvtvFH6gqtclKLYp6YfuhDhO/0AhiIH23qpWiRmRvplxkUcweNRdTvXZQmZPk2KI07Y",
-	"Y5qIjPERNAjBSe5h/oKZeREW7N7aNU0oMQfHH7ZBX7SQrryVtG2YHPAeUPq7rnrfy0Gdar10JRSmk4uq",
-	"WH/2eNj5gXIS1nBV4FZ82jgu4dY/Vy1Eug1vP3t+q8In/dJN4raEDM2G20VweyO4NFelHIl8npcRxVpR",
-	"XYTqLrHyTY9YwTs6uL9ImmAOYL8wObNXKEu0KqUSC4Uge+Rk1ArLyIv9GG6gB3ulToncBU8iU3p2wiqj",
-	"nc51mTEjptqJ0DsgY8O5owjgyEAhhwVZQT8URlcVKJGYG9O8COwrW+pZFn8J1I3YXVs6+I1ltYLkShCJ",
-	"UuUC1MtDdrZYSphmP5K2RI2eOBuBspRrwJPIrSMVG9TKeLEJvNSpD9RLluCcnU2wjj6kCfZJjXNamE1q",
-	"eO4AV7oBLSxyKBxKsKUX5atqCy/G7dwP6P6vW3hte5v1vR7+2D/f3z6/DxjH/dWH4u+aE7xD7XVMdEtI",
-	"16H2bhnGgzmykVEAtyxXUKJdbQT6UTIA9WAUdhZNXk+0dUe8qmgYJ4mdPhTIyvoLig3Q/sCUx6cgX67F",
-	"ZvMxRZ5koBFjdMZKrfbhTb+MRvAYeEJic4w9RvMZnx+yNy5aKw5ZhPMry/ZyXYjcixmry9o/kGQJM6DE",
-	"WyS99T+QBRFEUzpZJDy8BMCLtJFjqdheVZdlxqraTjI2kmV4hp55Oyao3E0HajkVdhXmf7Lr4VYthfsQ",
-	"JAmIM1lsHcej9b41e4CWcgN7IDEsaVS3a5htX5TQt97AImi+dCdb1lkEtgGFbQqQqb4SB85/AdRo9XuH",
-	"X3O7UI+KKA4QrwNID1oIMYDmoxii3g+CEstlqC5K1yYXGZtx6aIJAZ4odiXmiNgeRqeC29oIqmVCIXLC",
-	"rmUhNFsD9bwuZLyIRISyXthRyYs2V0lsxoN1EOQ4EHgYcdQL65hQRWz/OvCX69pdol0wYHuUWM2eHGeM",
-	"OzbV1rFnx/un5GjyH4GV6uSoGwsvrGBiAs3S0Aso4eoqAwG0H8dmBLdaQQfcWP1NZbS/XryFqCLkQDQ5",
-	"s1gNl8X4YVIosewKd7a69NvhnT9t2wkBtt6xJgKIeyPUYd19aVUyzj5/++8haw02xkjXqjhl+opZUBuI",
-	"7IEnWxl2brEjpPrSg4L+rg0+0eOkzMWvil9zCb2EFhsPRXhegMxbkQorog2LcuFoyF0+WdFUqFaW1ZU/",
-	"rU+PGdwNh8Jm/lgYBiWoHiwz4kZpV8taqcalaBoQYyaqKkQlVAFBfsyegLwMCwYHoYM/gR5YbeO48T/C",
-	"1TDmVr1tGc0hLImM+KlN0fBLEfKtgcjvYUbuACfhRRuBpX0AaEmj7YPMX1QsR/XGZVAApMIl2BEIPKBs",
-	"hgR9rFcneJlCkN06Bjlu3EFl9Id5P/A0FUmtGCCR4mAr6pbS6m33BTBlUjm95NbImK6dlYUAGuFg1O9h",
-	"DhlMCvyfVuJAj0bMCK+roY/Zq7N2wWXs74vsKv6bKLXdjwein9ChzOuBUo0x/jjk+ZUejTIKumL7AOvA",
-	"F37IzoDqimN3tHJ+wipdtiKz0drF29Elc8jOWMUhuMldwpbHePzEjhz9Uxbc7q14qHHB3d1B2eL/TD5H",
-	"WMItkbUsvGYzpRKbkggD6mVVD0tpJ1RJcHewmYyagmu9yXBLW5sCrC5spp1KuVMpN1QpMTkEcRCBaIlp",
-	"avvIrqu/AuzYI7L1DXAgAmIlkmMNHp9SjkvjVg4+51ALFdz83roupI3e/kN26ZEY8oVpDIFMnqqqkI2L",
-	"WcxksV0Qqau7QMjWW9YAJH2Jhjn+nPBQVzs43MHhJ8Chru4LDefWiSk08S103h/DuxCFNCIncT80emaF",
-	"CT5KqK3yUOcwBin9NFEBZqHzeiqUQ5O64mNyY1JOR/vPEAHiCt2wLXaW0+US0HatFVnrTowR3GzUFjWB",
-	"KaT48nyFuvijcGeVfOnnYQFinh0/7Z+TMA1rPvtR9ghpjuCJbzXi0/JjwVWAOSnBGbD8tIwNFpbQL99B",
-	"LQeHK4mYFyM0f34FEY1V6+R3VWt204MGE9ucs4TE6OQR7c4DMnAeLR/GJz2HEZ7aEQ3BZfT21th4zD1w",
-	"3F5tElWvhJG6kDlr7mVwL0WzgTUtRBsro3O/s1K2o3wi/KCjj596ldLuk4Za1NYKQt0TUVZgrSE5ESu1",
-	"rhoBWInCXwlBaB04NigJqTv+/H0c9Tv44C1K9/arViWgLE1lSLuBAoGvKsck2USLs7LisPzVc0Dn6ygO",
-	"qFcwNe3d9bWXtF6/nuiZ8kIUvAUkRyZ6isHgk8gZOxXToTB2Iivsgyh46SYZgwLjCL5TLhVE9tC7CbR7",
-	"VPY148ZvdOJTpNtQOvGmcShQX1K/UAiGhcLkkO/CjLiWlhLXlkTSCxz/JU3ENvu0t9/Ux09I8xlm+6s4",
-	"DT9SSdXix2/xBBTc8QMj/LL6pcxLwVVdHVV+s4jZigPhNxWRzccOuHqEYo/q5IG5LmsafwrlYvpSfCWr",
-	"dCnzOdGXGgE9yKKMKAsMRDszZxzK8EWRRYK6IhBycDUHgs5D9gsR2wEhgD+lUCMBFVlBYHBGX8kAZJaP",
-	"wzne+pI7fhGG+QJvWZet+jOE4wPzM8V8eO50DLnQzJ4yip/boDBg+f+K2gFt/lpi0A9GiAMnPjgKrzfj",
-	"jDUgNLi+QeB9faP45snTu03O6VogWrteWKGVjx+6S8/pAiKaRTQLuOPJcc3jQfirkJRrNZLjmyKTqdWB",
-	"VrlYE6EF4rL0mLfoO0ICjhUlGpMEYVJY4J6H0EdZJr/GpB8FHPSGmJWzNAV+xiVAUXw06bsFqrRpZyHL",
-	"xv7IG12PJz2im/CPgrkowgNwohT3P8yx9DHXUyLH4F2h3Fr1INk2fHBdr7qo1To24maencZ1W8gF6uMC",
-	"vTunXe+Xbc5HvCB3dgHgh1POXmN/iW6wwwW7Pcjrd5H59w+5FQe46w5gt29gnTs+LD12SVWID/5/nJHj",
-	"MXjzVcE8xLaNy8eWlTrnJeFNeG1qsOe6rKcK+Iln0eoAegoV8kYyuvTly7dgtPMSeJUasIrPRZ8ZdL+A",
-	"yqR/i1BJHw194nKH4eGwnWaF5GOlrWBTSS43Vhk9LMXUdpoxL+mFlzB9ZzB767quIXcsMvG/fIuZ0lNK",
-	"xaEKf3ga08N/idyt46Atypvxzy7paT/xD3JaT5mqvd3oR+GHlU+44bn/hpjZCMo3Duo0hGLi6NFEdKZW",
-	"OdI39uS58w8vi/LFhBvbPeznx8fH2aORNlPu4Cvds6ePMn+fH+SjkyfHx3DFVCr8xXH8Rlh0IEratha4",
-	"uOQ9aBy3Iy0onK6dDthHIIcpuuR892CxMH/bNEvRz7zWIcMVe/3up7eYfg/uQSNUAa2rofQgeOOXXP2g",
-	"5gHaDXBv/8ecT8sBahx81twZ/LZMOivK0SH7XrsJnC2ImSQOGCDgiJcnFMDYqlIzoUba5CLtKUuUkGIe",
-	"WCCb9laFqEo9FwW7FgbcNh5hpW19Skh8gaYeUw753cM5Gyy6kk/Ygid5cOKnLkY7unjl2KAZ5/tCKCmK",
-	"QXaDAIidSPDTRuPSCKxV3Rv4tdaVULyShzDt+91grnP7q1yH32eoI+MqnrLBxPl1bLZBT2ADl9skjr10",
-	"2fvgknCwEykf+Tc/yiIHOv3oX9TFeX4zTISntDCxQ9nkM/ZLJZRf1qX9e9jVmfOREx/cEQx0zbPhlHXH",
-	"m5aiPZ3Q27EGpNG3jhvWVqRHcofPPTmLEz17+JEmqUZ6LYpXRhd17jLoyFJkbKJD5xlyoUsYqJtHumxd",
-	"ENyjhWzTbOaMOT3GigTAHuksqysod/HPFAopPkOMCjseJ47DGuvpQSVVI2mmpKkOpeKG0mzgFzQKD95e",
-	"1eLlFdTA604wu4T5eOOnY5uZJc1bOg7i99zKnPkl8ccLss+HunZfWczpR+HYcN1MbFG3iQwYR8ATtEnw",
-	"FXYaXp2aaJTeQHw9pCdQ8EgYJ0fgVOqpyP1ZF+IMB7DFDRnfsioOil/29QQ8k+W8hX0W99PGO+7oox/B",
-	"m+LPI6GMLsspLXO3P/WNtTWkJ2olDgBGcz9+arnmgXBgr3P8HoYPHNC/TU46QjqerTdFCGUW2B2YAqlA",
-	"zIxd7bBfhgVK5jF28dLmysZqGn8xovmHShphk3LEb9hUqtoJu3/IzryCJ/0DYcplcZPOEnHrvmomaV34",
-	"h94Cyr4JWer07VGnrLibNColzsjGjc2f9WiS22p/0TEL65y55F+SI+F3Cxzr7eNLskgrxoWFsS/OWCUb",
-	"D3PMr9Tgq981uvgSGl00GMsakIM9cKuQ2+/KbUA3gss6Ud9wYzW3tGkLE76+hQYyaaIwFB5CN6LaqwMr",
-	"FIC34Y2/NGPchJCpGR8mwERWDY91fcZzRLqNkW3ZN+qhNHl5WuTdyUwkp7LHXP9mpVvzm5ZP88kd+zS7",
-	"l2aVCtXMyc5eXqF5dZ2wLahg2arQNO8aBdtDkiCs6AA9qAKqByhiAToDD9AZQRr9IUv1fGaEEjNe7qeJ",
-	"3UHvWigu8f9h1mTSDPJgxHNvwVLPHT3qbDnTqAXLO/TRtjWR5VeuUUbi2O82WNwzPesG6VcqZOXsKju+",
-	"ugh0JzLckboSA6xrYs4vkobgkI/hz4goQkgtPiYNZWglKCBDPgpvtkGdRyxrwkArhK8xmA1h59DWVjrL",
-	"rsT8AFq9+L8sh5sxc7CI9GYeImVRCxsCzdxAu1yiyGSVESP5YXFcTU2bnsXoDH7pPDQdx9woYp+BDAFR",
-	"sLrq9Pr9FKajJxS9hs7sBfo/3xQdfGYhbk0Mb/BpI21oJunr6TPXxKwv4RH21uPW6dBiGnIFCU2bjA5v",
-	"Bzq3zpE9WReYXqPB9U5p2vS+4taK4hQDEzAX6JwgMm26FJohA0/qmqk+h8d1fw+a/XfaoLa9PzGrt09K",
-	"NSkYmIOFK/rFian7EgCwApSPk6CoB5kAZVt0Si/A/xHB6UGA04MwhpCI2e8vxM5zNospjmCJNimOMyMd",
-	"OWISPPY/QlblAjiIBDqo5+3CRkRnYtIhjbPCI2CtQlvywsy9eJUWD3BPE3QD7B+iyVeH0WFe+lgDnQSM",
-	"KJF9sGSRjgfHidp2+IjONpAokKiU0eJ74kND2UcQSdbJsgRx1KGLUxoiLtY5rdVFs122QtnT+bY4lJXq",
-	"+NLaOr2Y8/9Q8j3XfObNsz6bGgDanjtP42ftaYQs5brq1zzvImFUaTL/ofGRmHJZHjlh3ap2cdAhRRGX",
-	"31RYi8lTTT46vrU2omCXP707D3lMQRnWMVQOrcEpSJ545VqDYjOPX0gIiGo7heyfH3+HmAhxoEHrpvdK",
-	"u/fNMAaofsFgJIJtMkaPHN8cP2vIk9NBI/pCh46cK38nqPA8nwCzBXDky8CghMcVcw6sUAWbAsOaxh56",
-	"rWppLNd5bFk+0RKIvbBbnmWDrrUbYOaUBa7OA3BLiuKEmDpoDSyyUEP0CgurYoYG3A2/SlpIsb3nT79j",
-	"A//E9/TEAeW0XQhn5gdnIyfMgA3FXJOd1ZFo5ffDO2HdK/+t22LmgBmBN2zAh2lELivpZSC6qmJDPGbr",
-	"mIJ7h2wdi4NfBf2tMzXzqgCQVzXKS7I3d/j/tVJxCKhph72Swh4TdAa3LjYo+3KdrwdT8qnuOQn5jBbS",
-	"a5scT107sUwJ0BRfJuz6wXOTPDgUdnJ8UBaeF3+vFpgzk3thErAHiTRJjm2W3CKBGRhn8ZCF1Q1vQUNk",
-	"cCTp90cDsOvFB7DcUc5o7LZUKyBGeuPIiw7Fk8iuJopmXoJOK6dVKRIGEq/Vi26PESRwVvLT/EW/qHJ+",
-	"TvUR2+3Tlw5ztdugmYzPyGtwv04A15q2MZdqmSUB9+wWPQIVN9LNb4IQRHSAzeaCGjWC2BU0DZKldPMs",
-	"5FGSfUspP8F/HKxekPzkWg4lj5h9nqevrIQ5iBWR2MBvwu2E5RMuFXLxxj/zsoxDhE4g9PxD9jtooROR",
-	"X72MBUvBvVxTdvjl//dWOsEG5xdnP/50xv6nlvnVe7hn0DT4xMcDLhQCjXtyfJCBb2UplCvnrJDXwoxF",
-	"4W/0CAm6d+43iLK1TYuopsQYMe+Ei3NYpdv3Lp/Rx6ff3hRxwXcvfvYpCgUjODXdxE5QsWgEFg9d6LbU",
-	"s/4mEMk6/EWXdFrb5bcKDtSvDRApS6Dxhx0xWFfWhbfc0ni+Hgdzsj9XiwmEm51reZuuZQ+PNM9D4WZC",
-	"qEWSmi3KE48LUgm7gv4tYG28NOz+tHS1pTvGTKeY6V/UFO9nrYo/RKxKmJE2U8s4eqEPgEKHuIaMrFZW",
-	"5YPbWDpWGX0t6PA2iI12nsXnotteaYdHOfp2Q82BtIyX4A9JKNulZU+PjxEHEFdDqQIN3p9sG7wd2ULn",
-	"Z3I+D3UxzxpPiKIUW3RP82K+ojbhIi7Qmgywc5zFT5rEv4D6PeiVLVeVgGfAS/9ScAt989vdHSnVBise",
-	"VoznFVx3M8z/Y6suaVqh1VAaFh0W/LR/LxU7LXzZtL+PhYqnE7uX+zPsf52c7YCHeMozattJzZ399Ycd",
-	"6SRtKOUNizrsgW1CvS7FulxX3JVpERZ+OxoHV0rPIHMD67iQED5s4ZBxGqVB+zIKoJVzhkVxh+zCjyfU",
-	"x5ZAj3mAFQZG0EWhgZ+EcYSH0yI0KI83hwie+FCV3jhjs8k8WS3/LaTohiEPa8dkUfrXsJEuSz2DxpOd",
-	"nfIQjHUp7PYrxfxrVrbITIvkvmJ6wv552OYxqpWTU3FEJBhOrqTOxVLKH8Fqw/4zUzHVZp6lSooKDEMY",
-	"O7G9BZWH7BLdrV5tHI2SokhbacfG2ujaQeNLQ+9hY6NnbpKxko/HmEYa9yY1vPdXQM8HUBv4xOsNpR53",
-	"6iQX+BUvk2/fpmRdflvHiaCrWLIgX9+Z+FG4sMV6J+IODgXo/5vw1oKdAOEzv5sNV2NwUGP0KERlAk7j",
-	"6DoMjiBiosHhVfjc1bws52iYqwX+wYUyYn/c2EgaMeNQF4f1RsBuG14aWzxhh92h7CIn9F9G+/AcpmD7",
-	"p8K/Z6WQ8BPr5+BrFhDkrgt7BkPBuhLqDs6Cq/3m2+AwzCbSCern/laq+gPWB+D9rDH6WjxQlI+EZneu",
-	"p1OhClEwyMW11GreQQeLcEhgGpC/BKuuuAJnKzYXGsNWRxMxrdM6ZL+QDhbHCJlREIPBUD6H+I0XH04o",
-	"8ttyFYy7pOTLfywOEGvzYyto/72PLdMzleHzCABwBF2C6LW27h1O8Bq7+Kem4mI20VakExr4epd5P0Hx",
-	"TFn4iRgjxNco2P/YhiejaW/IcqDqNlE0n3A7tVfbNGSbOQ39gzuBJd2c1MD4K2IB7j6atwYn2aOq7k0P",
-	"arIx0+NIJ4o2bnLcSIt03IyFg4HHrHuIsVAgAyGEwgNTIPr2D7sWRo7mLV9Y2um8VbgkizQnn7JwMIET",
-	"zKrFgl7pD5qfA0gfgT3Efkcqz/QDGoQKrb/GIuUU6crjpGhUIdgAHvK+bgL+g2UoOfOPb4HJNjJtmhfA",
-	"+9Zk2tCCqVgZ3awwzsZDS8pc+DzkfuqNPOMydmXhNEt/yrRZdJjinphw6rIpFYb1qRUyCFIukf1woUOP",
-	"Dttwb/CzLgR19zmjtw+w991YSQslLsM57M8B3f5uXonB/i4r6HPOCoVt2YJuPFK3ANtQWt2f0tNWBo+q",
-	"kqsVPcfSIDoCPR39GFUIeh98S9ClmtALUr9fiXnLS4fZ8nTwUrspgotH0mteSsyewebdjVaIUu80VpYl",
-	"leaYZ48+ipHDVMiRJPqeQ/afXlUMfSxbum5XJ5/jDtb3kqs7hGf/us3ROQJxISzYrbgg9wW+fvC9oyaN",
-	"peRqR3H8gJApcLqn2EQHb/vghH1NDlrUdDcoNMVgQQMFSwmIEyi6oY8lb2PyOCQunsU0n/OgTp+pAj2n",
-	"7/gYKpbiy6LGnUUdEGOrYbbR8MWspcr4sTmI2hTEm1ocsh95FSy/poKppJ5cnbWlI/nBX4UNK3jSTcw2",
-	"6YXdIVyY4Jfp/N5GCmF3XlCIIYabWlMEHPpxS3bMElwQY+MpccWKUGz3it16xap0YtqwipwmDXSgbRxG",
-	"kCKpMqqNUw1JorKf+GTKP2DWuO2jIllPsXyPbCR9e2t1cLPN+LlL/rxJ8md77vyDSuGESstPCBm26F3c",
-	"tDPcsJalO5AKelg5oSDEDDdnqfrX1M/X/lKFrnNtQi8WUWRRy8FUpY7OcL9Gpzp4ztHpYK+YP2gBNnMO",
-	"fcZD2nmbAqQv3rr1rnDNa1Z2hAtziWuA0/h1edI7p+AWtjlO5crNfvTR//Mzn4o/vTm1psWM1zeqINfD",
-	"oGE3IpVhs7Utm3lBH+2jQqPkqEKPKutlSqPkw0Po4TY+5JCd4V9Aa4AUMkgaCbUV5Dfmjk1rPC+hOR1m",
-	"LSxlN1A9HGRnJ9dlnc6uoK3IYLRhZvRM5rHTHGQ/IOVfRxOa5gBs1EQruhTtFeOWcl9Bf2qf2R5WxbCQ",
-	"K3kVK+78hnx08ui//8EP/n188N0f9O/BHx+Ps2+f/fm/Ht0Z3WJrilZYhr8HSNVx/2hYjezBeeuS77lZ",
-	"oxzYu+Zz6dK1Y0K6/V48cfE9zDaC4NbkgPgg8tp12qpUgrJRM9DFWpZW5U6oZZGuKQCziY7TUfbSCqCz",
-	"FxDdsLE1TufTG4dd+AsoWxNdFhkbipzXFvgwxSyUD/trpnweLdW0io4raLpoQqFeyfMruyJp+DearK2j",
-	"SHhRB378FuY5ofP+KtNyutqGbNFAmInhROsre5Rzx0u9SQKCdVwV3GDZk7NsbHRdoVwf8aks5+SlAZUE",
-	"f/PYsgHxRP3vAZvJssi5KfCowVMYOpfI3ex1kdD7Cp4C1wB7S8mVfxi+esBcKPm3AuwHiy1h8Pn2NGSJ",
-	"wyeCF8dfVLAB/v6Qvv7wn/Xx8bP8tdagb8BPXeG/H4X7He945d//gqZsmyWatRt6kdP12h4pjPNJy/lV",
-	"HBv/1WETtjdnmIbkAOHO2cIBKkQpr4WRwh59lMWfR0Y47EbdbX78BAUonP2AuWJ09zwG1M+FKiDPEvJj",
-	"PPRTeYYesboK8Xs6D+RmYl4XnlbOUhpO+9kSc+L8LSEGA63a/L/5RF6LomHHc0aKgu15o2EQhgZ8HvBV",
-	"EB33J21g62H8qPfhMQOmvXY7k1Z0cFUArQXt55f06LX93YBCYyRFQ79Dd/aYDnJzMvbnd5s2s3Ci4wz0",
-	"eeDo7xlTehY2xeGXpRnfm5LqdyIkgo7ah/AW4GIte0PEDe03xIcbYAbGNhZxg84FPo3Qb89/WyUMnPls",
-	"1cnfX8SdQ3YWKX6eN6kV+Fwqd6E8CnqlF90r8aLpvgtOepvikrT0QavxAg7PB5CC6yCjEYWyYHuoMLwp",
-	"BvuLE6Xc5woiH2BmVpvkyRTHdQ+SBUgJdlByi1CCJ3O0fDJh0ycn804BBpsMrKB/gLawcbiIEntYUpWF",
-	"rPosgQp/0pONNZyH7kVgFouytK2UkULaCjiAyd9IDk3MEvQbEXmwpGv9ORQ1k99Tq3K+v0ojv8SvvDvJ",
-	"TS/sbYc0NmLMnfiKkl7P2t/sN/7CrmrvnLvQylMFdZNAWHvAGThSQuOOxUpvIwqeAwWcdMzyebPtObMi",
-	"NwIkpRUuZFGBGwkCYZi0UWTkh8dGo/6OQ3YWlHGaMiNYKUbO40fgQiWaiHglxR66Y2Nhu7YmYl0/ztJq",
-	"RnlX6WjW8FaEAT2cauvFM5tMwspqGPzYXYi7N8rXPie3dpL7mm5g9wigBU5ffAKSVaii0lK5hkBCzxR7",
-	"/dPZCzpUWXAy5boSGYS3kImsIFPX4tGGCLS0rFbyf2rB+FRTCHqF5ox3xiFIcL/yodVl7QSbOFdZ9uvF",
-	"W7bn/5cqlMGkL0s9e+1ctR+Z0RqqSJsxOGHexh4ZPp5CknN4iUceq8tr7FTJSq0rr71nrJTq6gDbPGvD",
-	"8lLXxcFUOA4d8Yn7UtjlXMoBweV7zFYExR3G5215whwQ2cVUKmkdMi7DFZZVRl57tMd7LdsLTzvzfz/H",
-	"v77DPw72D9lbMeb5nFnFr8T7nFv0zpH3ztb5hHG75KDT6r11RvDpe0JOpHWz3ENTx/W/qEu4/AVdjavU",
-	"gLJQuZlDMjnHRixI9kElSk0/oq62KR1YsqVM0xXotSbt1G/Y0+R7Y63kRCB/x90FEFd8xKrRQ8p/DhNO",
-	"OVwkeCe6LLCbhEQ6P+kaUcxGUpSF3eXffxH931pYf7c2U6otgW8GvDJ1ZyixKnlOme+4/ZA9D3ZxQ4yP",
-	"vBJQJBx2NiS9nykmppUDrOdDC3IKz21DSxny+PEPp+QPDp1UsHCz0SFj4AxG4EXOIXtB6flUIEXVX+KD",
-	"Cz5jf1NM0VWNf9WPr6UEJhTMhMXkJ+72BXcYbb9WRS+M3izRNb35TfFoW2kdn47DfpmaPRFUiQcPwDWs",
-	"UPFZFADsMjduFXzxcD4w8D0iOOl3jZPpaQPujrRhY63JNne6gqZsQoLSjJ+QgeYQvaGqYL9z6aQaozMv",
-	"9XCJXE8Fe8FVLkoiEVbaTfx9kDkOZr5yIVtrmqX+7TmbSOu0gcqCK1G5LKotlPLqn27ZyAgBT0B0D0Cx",
-	"UIGK37k18Hw4GNQSOjs39e146HBOH9rpTlyCG3voKJoNES6IblGLXbT0FxrtShNd1KTtAP13hs641+/e",
-	"nYdWvFh2BHtVFMTNRvOHNmSFQO+PryhHEAoDqxEboAfzqtcN9zL1fv6185qtveMc1mKz66BF23J5DeQR",
-	"pIE64m0jr3ZP0zcghMg2xIaFSHhgk7iHIHyfS/AXv8n4OPVoS2F31La3hEovF+Vkcq7vPEaAiLS6/c4b",
-	"ZQUwUsU+McHv5O8bhOg75bQNNO22A7rqAK7aJ48Z+qDa9lrGhvOKYy8EiUSLjfsSG6pgcD4mjuIVSXxl",
-	"zmRBbs34GwdhfMOvRRlJektWcTdhexiezFhecjnNmJVjxV1tGndpFnyl+6eBIEHGHADKQ1rUeA7ZGSuQ",
-	"KKExHr3l6Gegy8P2TnQGLD4Tw3BNX5yzpAtOaC+DJCmxxYaLIuyU2dY3EL8F1PlnWB0i/qfmJU6/X0JZ",
-	"3KtduWFfHdyoM24DBdRpW1eWEAH2v5rx+c72/Kpsz7SnDu4Tp29TEmyupK5pv+bNNm5T5IMxRyxLiL0B",
-	"9ZCdg9uFMx1OPZAF77V89Psna6QLHRikGcQmBNHbtwpWHz0EJIxOfj/2EH3hy/C4A7QdoH1xgBZRAWsR",
-	"EgzYKsQ5Xl4dWQHX235se2UdR5IKiGRDH61cTxndGfLRC3Etc/HYQmGiZrp2VY1pLUqUh+wHbdhgPHz6",
-	"9yd/fzIIX+yg44CN5HT4DMbZ90bzIueLndQga4ZLiCmTEnopcq0KO8gCBSN7crwfiyTjoN78/Nubd6/Q",
-	"mebHl0WFWbpAdokK/I+Hf3vyBMYE5ZgzbooQ68ZWkclA9WjkATcLS1ZyUIHp12xvkOtC5IP9Q3auraOZ",
-	"wQD7+S+X71jnShx9pP97U/x5BLcMTqkVmZ0cOH3gr2aQVbU3qJwbZBigGc7DFOyzQuSySLg7pQseyUP2",
-	"S238t0g/oydN7dj34LAIUSMYwGOLefutLnGd4gQDdO94eXWJt25JqCy9Z41ICRtKFXEn3qkASWekZ4g0",
-	"1zs58HXJAQ83zJ9kytkJAJogvv9rB95/91033uP99hBu68X5FF16favvWhhANLboLl0CoQzYMvOmUM8r",
-	"PraPd7cNEWvz9eEtzUhk0ZOYH7/poebnf8VAcG+hjcXdE+iYMbwXXNJ/8bQt+RLXyPJ+Pet37DGF+geq",
-	"Cnt/Z1ev/50tyGTSKk7Y2YFXOLxOU+VTnrFpnf6i3qce1yIqcEV4ymmiEXjlBdx+2F/i6TGDVloVz68g",
-	"+9ixqVdenhwzCwXmXgHrbFKNHalPWAW6jg2vqPSVUPuH7KzRGJFHe0mdkZblpbZeodKGrmoWTRiAFiNK",
-	"wS3yCjUtxwc5iZKOIl2YWH8Az2ABHiTs3L6qFD94jYoEO22nFe20ogdjHQP0kVl890rRESAOwnMpnOhw",
-	"9kHySBuTW1YjmBseyDAr1WqPpKeha+ACpskU0pKHJuSwZMNCBAZZ0Kzj867CSHiOP16wnjsNa6dhbbfG",
-	"Efbb0p6+0+NauRV++V8qoSyVPtjQXXpR7zhkL0jrCClcpBmdBI8NZoEBD6zRVRUSvsSMLmio1ZYP5SUa",
-	"PefOfU2ax7lb5+0fU7rITu3YqR33rna4bmTYBpBNpCkOKm7c/CjnFfbPX5XnlhKTyQII+uk1mJsmPlSy",
-	"YXsINKln52+Y84YXkmRX0E6F3jZnOXdiDF0EqYd6fCIQQYrCLtD8S0tPw1ob7PtSlofsDXSPJ9+wf7l/",
-	"AuTaRTpXXTtqGzMSkEBiG+LY2nYRvE6JrSZ+hKWenthwI/PGJbE2D+dsgNPf1MqdMF7JA7hxcIp821aX",
-	"jWK1TIT5JO36Usn3cO/7gEzdvE/v/EKe+3V8kS7jNvGr+419fVKSaxZ3B3zfV1GB/jKw4c3S5kLtE+I3",
-	"YqHTs96c0ebIN/vr0cmjuMEeLSHCk55wnJ/CfiTA4IRd6ZGli6AM23/BSBuIxoXzt9g8fCRL7FKmCmb0",
-	"zIYEhfQ5q09ad+Jqsg/DsG+ajfVJeahrrqXB/KeYz7QpbnDHudFO57q8wS0gty6BTPHNTV71MzZs2/yG",
-	"lyBHPuEW+uFGd/420aDHbHr9WVXd4Gqsv73xDTf6glfITXKTb6id/k0WQt/wnguR32yX/azPSz4X5nsj",
-	"+NUN7nvNLfotb3TLufv3DW54Yy8n3IQ9c6O9Bo1rKEN78wmEHqs3vQs7FvxqbjLAH42uq/8U8x8AC282",
-	"RHkNuAfDDPdv04NBb94k5zzIix0jxQpGijBJbC8RtfvblvNxaZYjQx0C/+hjHoD6z7UmgFZReJ/EeCwJ",
-	"L5Dy6ITRMyWMncjqpsK9rdUSGNxUtCeC5w4Oy6ougZDtsXP13ZKrjxfelCLV8TM5UUdVyedDnl+tqNyw",
-	"thaW2Ql0xZdqXIoDb5X+evHWxjQyeuJjy0p5LRgSj2QskCmSE00UzWnc86YwWl1TzNMfhL/ZAWSATqVz",
-	"otg/ZK94PgFCGF5MobTjA89dOQ9pznMKKICdLyy1yRuUciScnIqQ/8b2Yv7b0+OMccdKwa1jz/AHCOES",
-	"nzi2LS+wpm0fWAbwbxEoHltyK1DDV6hnkzaQXgGqcOX/lSpMBwOuFz9tJ5C4OxrBH8OOaQVribkF6SB5",
-	"MR9g/WusnHPcxLaeEv0KmEGI82GThhhXQlTwa28RaQOtOJUSucuIKwTrf2EXMHRXS2Wd4L1sLg0EvpXX",
-	"4jzsoBsT0iYJZx0O3LhJb+LAnUoVfnxyd+7czvlY4d0N9hRanmGjhmnxO+SO/b7dC9ojObQSBzBeHOjO",
-	"EfwVOYJ/FK5Z/4gaURQ0kJeIgW1LP3yLPfTD+TThdwCwt6JtbKRSM0KJGTQxXoDM3q8PlGmgn0LbY6xx",
-	"tIOMEnhg9nJuoIMjG9jr/L2T+ZVwAxRAGOmXlt6EUW+oJ/bPP42Y0eoqG7seCbrND4mKG/EXtoQE6OGc",
-	"DeAXjZz89vjg2+PjJF/86fG+l4DQVwBnoAyNzqVlRQ2tkAbwlzMvfAdsjw917djfjv8fJhVlKgAX+z4W",
-	"Y0JCeyCcgLsD/9srlOJnbsD24i/fLsjyRHw3X1gJI3XRCPPnz576r8BZwdSrHiF+iteiGtLoHb+EdARk",
-	"HgpuYXCHeqmc4WR4oYqZEM1gqNt6MzhSTqhZ1dIjweN+ra9E4S/AUOwg3diDrJWlRiIcYxxGsLx2oU/3",
-	"N8ziLAEPUdAy4mZcpWScYl2/nwroOqy08wrbtWDXshCacWNwF50thQymfB72p2UzUYIGLNhMDMOlQTf0",
-	"Our+STI1UGI7FKVWYxsrs+i5Gfvno+Xp+ucjxod+WFMRSQbjDUgUgjssknCHYcJn7ZV6TNW519SVNIvq",
-	"HGfGf5dXpbi1M21CX+f9m6lDbwFSdjrRvDUhmyhFWes8Y51bIIcMutLd6kftNe1Rixp0xpQmAPmdevRV",
-	"qUdvY7ZPqgEAtV0w86CSAa20dYrRFjUfMCBXUEOBBww6miK3QjC5FwJk8JgTVumypD5HMCBWKydLUoZu",
-	"6mODwo/PzcsGg15d+drY+YQQUOCS6+mUq2KHE/dbZ3Tfjruu4tP1Z1hXKwruYw5uuvEqXoekW147fWBE",
-	"rrFXTu8J19Up2htexeOjkcgdFT1C+2JjF1WXG593XX1+x11Xq0+7n7cv9nDf31nV1YM/qrU7mAozFmsa",
-	"ib+o3RFcF3qGExkbepDXpZXU7id/b2jffQe5JR0cZzBwbD4im+Ixcy1MH8vZtJUV0mOzPHn692UzZYOw",
-	"dDInodHIynET42+ym6ALx7D05qa29oB6gV4JbKPS+UFcqht+yVbhKZmDTaLkaZ/1XYi8M0TePqbbRhkD",
-	"STNSje2a7g7/R0tKeX2hp1UJnGjNzYEOjgyQvYiZ4H/iVUWMDpg+tE8tzv1cWC/e/zEA5fSdnIpBxgZC",
-	"FfC/++jL8w/+6fw52wttFkSxH1oQpSCAT23yYbPYtcEZrmyu/VBPQmexqnaRYgK9eldiPjJAG+T8qCkL",
-	"Nhla40mMaX1hSGwveAE5ucPoI0Hdsc03nbIxr2wcWTKF0CzhSlaVKDJsAx/G+diyokZshj4yEDREYiED",
-	"lOGHbNBCOohncjbiZYk94/xIoNhJcWMCp8RIlqJxWc1ZKb31xay4Fgb4fZqpJUcuNszHSSNS3lM0xqQj",
-	"G+yyznMhCvQrUgO8PSsE+/FVw64RvxoaXwm/TUW5n6FnTg8dl4pxaJVxyH4Hco6cPuVXUw7CzADhL/Tn",
-	"t5qd/3L5ToC/1QiEVuf3ueIldToCB7YswSAeCnYtjBxJDGn6L5BqDBWxBp3ZHcvT9No7hS2JznScxMCy",
-	"7gzPr2yazzxEjy41ud3DGdnAtZci67aoO+gVa8pCcEaadtr+DN+tO6w1F308T9xeZQvNN3cK8K21eWiL",
-	"pTuUSjfTfo8++n8oc6uvWvRCTLGxr/Jg7k+thzVokIBBLCyTD6zj2rCLWikPEKdEFYRP/gXA+QdZigF2",
-	"NEKhMoI4mNYZJYZQ3MpZADQKwQvuzWIw2mbaXMGeXYSEl/CWXki4ob2a3PymOOdu0qGtQk8xA9OTikn4",
-	"IiJIawncmOECfcNQtMJk4gKysRY2i7IGamSDry4vBVeiYHXVq+suzvLDaVm2CSDh6HFz7bxtdwhg/q4N",
-	"ZsDrSjIXvyp+zWXprbBlymNxv9hHAPZn1m3Rn+FZix3VKqPHRlibRfVW/ltkjENqd9QgM2JMx/oqUOW9",
-	"XhmCXKvyT28bf/54ADrDTlW45XzU+zosq1NRe9SEo0LPVKl5ceBl84r41EIiKlpU4WYbBd/jqAV0ikvO",
-	"MNEmzbOJUjZo2BzSLE5JbBrrWF5KobwVWHKvUFyAQk4WAXm7C0wiIeE6EDGpJWNczcl/js8Jpsn+IUvA",
-	"jxpE5bV7DxP1Hkf1vm4uGezT46OYj8YeMZ6DvpOoQjNugxzc3OJ5SbP61q/IrcHMNjMOIBbsh7vGkvJ7",
-	"DLJS7iOnoGO4q8a5U1nuLejQIE0AGFgRCutHfMUzdpfqCI3m5ii7ad7jWZLviOkte0ZgZst/Sq+vhBcc",
-	"4MeDG5AnPqcFDPagO3GuOhhNq+cAURNI95FXAnIr/adBQ8pSPLanCFVU8R6fgelzmDVXamj3kMyJ/zI2",
-	"5VcQ42S1qqGRwuZgtyZ76yGi3ab5VZibYoXzU2pPYyUGBnbJGzkVywuE7jtcf3KfDrWb7H8mOVg75Lzf",
-	"bKhljET+xaZs5K4Ac3Wa1Hqw/ASV1N+8U0dvUx2NOLBTR3fq6NetjjYlKA9BHV2JrtTXoAHTbqa6W6vH",
-	"iUplLEzNQomOxhKdH7+HEcUGavH+UCqwNwhcZ7IY+NltdyRY/KIjqa6lE4P9k5BEEquiMNsTIvGLVTkQ",
-	"mVRiJoqkNOexZYNUz4bwcWgNcRBeOIh6Trz4TTFoVTvIYplUmAYisbqD6pXmwlFlCncYhMnWloos1VZA",
-	"JH4vaf5gRKUNtaAUqgh5gnHPoKsUmWKwleSTp08yNuFqbFldxVqZhJbKOmAX3Mf4DUZtvIS7wOIZCNTD",
-	"hEKkSIn2V4Spew93vl/BiLwofX7Eyb9RcQd17Gntqs+WsXBXzrEr5/hKyzl4lBVLMuIGxRx3UuUK9gTl",
-	"LW7SGLiVU7TY+re2WWjpIyhMrjlyCw7S7KHWSwdQYkfClg1rK5WwlvlZ8yIAWyGpJjscOgM1LXZA/7Ve",
-	"Bl2LUleCDT5WfCwyyFi8hPiZ046XGfC1/Tlge9oUkHk1nLetKVmcsoG/C+XkIDxgAPJCJy1+IpO2zuup",
-	"3x2P2SAva+sgdWt/XS5uwnR281TcF+E92+lNvM2IXvLdOLDVqabt9LVdlO8Wc1SXTvK2sUjpQqyJ8LVV",
-	"eXv0Ef5dmwnktTib6MeQJ5mLE6CSToueY5QdtGx/pAO/NHuV1Em/fvfu/OCHt79l+H+jn87Rrfn67WXr",
-	"cS2SlFqVHrMGhbR0DWjgoIl5uMIMopxK/earCrBjVTe5T7nyWvfQj/ZaXvvR9hWZT/k8VJVLlzWZUDGf",
-	"lgWt/7FNCGrZ3vPjZ2zQ/OJ9IZQU3oJxE2Fm0grIq6TxgJoL4NnJAhuSZiBrsimyZrzUSqzPkPqLtdBt",
-	"k65Ha6Z9tVJnHmkz5e7RyaO6lv7KjuKChU4zk3lau68Km7ErUbkm0bhhfXDUIsT15U0ZwS00c+pU4p9+",
-	"8+0GA4JMML/HiKGoKf4vwR6Le5cGGNgienO54tZ+OFlcG6nlrfO0EyO3liziZ3WJCOovFygjpW+2nrc7",
-	"+D2Is6/loU6JRbIuopBwyQtdK9e4RWoV0sCD9daAbcNtjFUBhIPNyfbw608WgK9/IgTIIgpj6vqnY7HK",
-	"4TGlto5JB+3hTeqK52UpTDKcSMchPniJv/f8+PkNYBw+ZEMMb6WYfS4A/seD8BYc7rClPxFtK8hyU+Xz",
-	"CHBiVdE09bj16qYtJXgpgbcIHMCdPEmnifYG5ToQYG9zCS2wEHViWMoT5Z/oh5DgIFqxCRQmxE8QG4TQ",
-	"ISDovGE4tzoyAoKKi9Z9okAASRC+pUB2wES+ggcWvKikZXCHpeOL/rtsMz/rScM46L+OmJJWacBIsNSN",
-	"wWvQ94TxFOIJapGEsQ+X91qeCGh3gI4MuFCNk8efBiasoNSLD07AEuIENlfeCKghFtCN1TgHaD9EMqvG",
-	"ryxU0dXwSonZZ4rnt+/FXjUba4Kzcb+SH/sUylWmlZszPfyXyJFnk4oBa2OEAqK8B+jYDnvsy9Sgdw7t",
-	"1bIYWnLdqTBuQsQr6LuTzD/b4zs+aRXJNp1PY9my7a9b3rv44QV79uzZd6EX/7+1EvsZ02XRcC6wgX84",
-	"VesmZABGjIQRKhen4KiWqta1baaQA1kADQzYVRZqxtc5kC+aCXoIXULicG7UICPetXkDj3jLjXuFxDs3",
-	"7K8Rr79Jw4x40w+yFBt3YkheRTvxRne9wi27Xc9968s2oYmAvb2jiVjhgjfpGX4QJTbNdUcTboqDxufe",
-	"Q/NujDdRrByW4oSKThNegsdsOHeC2F68DdEOHe65idH1OIQP+dhP4D4orKgXAXesVIX4wIRyBnimOHsZ",
-	"ijL1dGgd6LhWt3I7VEFlumltLiYReLXfadPkeLjQwQqHyo1gY6+DsbNQ7yrLkg0FmGfGW2Yq5MFITGXB",
-	"Ac6FY3tKu/cjYKw99fr/Eq9F48rnlgyma2LWQlHAqYvbDBgQYEbSdMmOuOJrbopFF3pLOGxHJ/Yv8Ejw",
-	"PXf5ZI0aDJ+WsScHT46PWQFttnLHZGEzXOHK6FxY621JzHDVM3W3OvDS9/SxdHmAM/BXaFHgvyzDTu8w",
-	"AwwCyzvQ6wa91w2k3A/2hVrc9ehHKNGPfN8bIBSxeuQOQsALj7DX7yJ6oM6J0AJnOoHVohXZg/dhptOI",
-	"y5KClXFI7/3j3o87va8XePPu/O/O/4M+/7RP24fmXoBgDSFJAgTJWPvB4DWQ4sM2PyEaJi/YE3MPHW/S",
-	"tEhDsMICPITobs3YsE6VEXDLttWWIeIONMBpIU3wtrYm12IxhWV8zKXyOkkLf7QSNwabSz1yO31jhzef",
-	"Ad5cNkfhoesbH9GLdAMugx4Cg1Y9LNhLinHneD5BhruYAgV/V3wqTmGDTcFrBX+Fdg4X2L0A6gv8q6Tt",
-	"Z+vTM9UYfchJwo2RUGuxXJwmbXMd/BSK06QLvbqgIx8Ulp0kJWthzw+lKqBSN7R9iLVslHgaeqRgaVss",
-	"attrPuyEWSG8UZjhx0s13t+g6K1YLnxrWOIO2atrYeZxmEbkE5FfJTOzxxGdmTZtHIa/Nk/aj3V7TcbB",
-	"Htqh17yUBfEwhmSChWrmsB9CL5KG6hH107FwZB1jed4C6reK8w7ZG0dRSCxKBAM8NGpT2mCOAV+oKgpD",
-	"WF8iESXHXyKMaPmmdiV6uxK9L44xogXrD4kuokuGfTpThFaA/W0h1qaPiC888H8EhIqVNgDhEW67yqXb",
-	"bBIZKt6FhzXkC1wQgMB6Cs5DIDP9Z318/CyHtkbwv4KJUni5mrHRaFqJMTuwFlo/joyegvSbklDFINN/",
-	"4BMo1Ref8Q//z9NvA7VX1yV/DLBEDn2WbCjGUi0z3hLXrXT7WUxne/32kv32y0v4TqiR2JuUfoQjBlnN",
-	"VgDxrcXxxic5Hf8/A1OEKGpDSD/0wReH7ALzGZpMEa8tHLLLZTkXODlQh92AkiMjTo4moW1zao4oEW5c",
-	"fNfaez3ZCrjRv4iKux3Bx07Q3U99XBvkHyK7x2rZtql91rB5LIi1hgmd/XT+/HSVfAnat9f7hbiykNxG",
-	"IscIDubQqTd/2AClyV+UNphMQVXf8BWrZQ4G0eR0ZzF+jhaj31y3Yy2eLeuuLX0BKe2t8FLYCTY2XLlP",
-	"EeY7I3FnJO54XBZ5XO7LSFwpRKkEfU1dOYmaQPDSm82HdFAg3SClo2lRAh0soqnlxH8gS8mA7QVojKwu",
-	"gZnkTdGin2pITqABBXWy6Gl3Dxwp0AUO5Fw5j83KvIwE8XOaPnUocj0VNnCnQKI/ysXQH3dNwt8lzeO9",
-	"9W26k3ZNfS8Oa1P0vTWs6C28MG5CqcLLuRP9L+auzWq/CmlxFS/xDZQfuNW0vdYLN0nbWziJu9jSigS+",
-	"pF+rvSsqj5X5e3TRrXJihR6PwI3VxtHFSxG10y62/pBAZUpCZ1XqnDtt2N5Cv6OMDa4n2kJpJq8q/0+C",
-	"01JZJ3jR6ot7smCk8EAihaRdQuW6EIZVtZ0Ii7wrbfLEi3eX5/BnlByYFlAw+HWzYHY/8/hflyWrjP4w",
-	"x35YyTxQPx0wfUalnnmZsEBPck1/ibXgAdGUn8VcLPTDPEFGk7Q97l6LP6Vj1f/fMFv/cXh4GM3ARhLu",
-	"Z0GYRc8N8GYVbED+03/8cVhDbyYdK3eECQ3rF7r1L7ermvI5G4pQvpZQfUW5SsKPvLwtYbKOyMzP4Ary",
-	"srCnID5VcTfJ2OBja3x/Hn2E3fXn0UdeVX8efQyz9eeA7WFagJfmv168PfD3Hwib80oU+6fkGU5691Oa",
-	"VrDF4pK2Tx2L0tw2/liovANXachKbcjdqhoJKAwoclBsZ4E4p9Re1UkdoWXoqJ/u/jY72zomNr8CzXp0",
-	"9guLHbQWV7p59rFfOK8BhW8FdSjhyTlJDkJIfgldMbN2a64iUiYF4UPFa3wqbLqTksUGr3gJMO38GYMz",
-	"Hpozyg0CkCgfF73E27UJO965xjoMEVfYJg1HWrMhEp40mJIdV9qWTMtdpdgGrt1eDSCc3HulQJsIXnqT",
-	"4ONqhgnO7JSXJcPLmVW8shPtQmEwL9iQl1zlHgj9Lp5qJZ32lgXLuWrsUQ+giS5xyH4PgpEIGyS01Z74",
-	"v+dQ6AsRFqhTtnPrxBR0PjztcRTQL1GqvKwLAcqGFcrW5CKGTMFCOEjtCy1rlS4EFKBKhT5BbWKFMnoM",
-	"ga4Ia40hcUir+VTXlhkO/ks34YoZ8S+Ru8A8SgFJadnT4+NElPl3gSS48m8pxNjwgj7sm+NnWaIFQb15",
-	"+KihLuYZKg4odBP3YifpxGtcym3aT9c5vuSSBtlb69v/yX47gEiNnuXDpMPV/QwzmVn0U/i5jzWMEPFr",
-	"7/sMlAuvVUPnKX/5IR5/kddGuvmjk3989Bb1UHAjzFntj9g//vDGbZoB7OEK3kGPT3dnAgW48TuqSY97",
-	"jvn/bn7t1aichNziABdHl30MDKovtL6SIgyZxrFE9QDDYlJhLTp04sIPyUBBBG9VhsxONmNTLv3aepCg",
-	"/tF4tK1jplaQHADmDCzKHn4jO34CMdTgXsCJWHZV/GohYdhoyHVtGudnS9YLIQfNAg6OOcNlGfWFnDte",
-	"6nEN40m4aCotlbPN0J62hhbmdXlwFwI3sigYkSKyqZgOhbETWVHXsoBY2Nk1vuJZ+gq6ueMNv8lC6EST",
-	"DDrf2Oi6ok+usPnjAc+dvEbttNK6bC7GVwcVJCxJqcfNcL5pDYde1zGen/0SUut+WINzBls9KUkLDYw9",
-	"lIppVYLlHUkO/a7w3wFxsIJ5qYFtZ6XB/YHlcT0TBeR6HcN6m3gousJxOFPSJCp3oP7AKrqRyOd5mX5a",
-	"tIMlfRfsNzvVV4I5BLcFr1zXwN7FgVBXXT3C5OxmNrLQEC+HQ5VrNZLj0EIZcbXiQ1lKJwUcNjTek6LC",
-	"ZOKaeXuezhu+vGN8r6DekPY/MrZF5QSqx8fRtgvMfsH/3JxFdAyHNz9pHexU2emeHnENfBC1G+oPGf5b",
-	"q4LNxHCi9ZU3PyWED6uSKxssUv8rGRp20o4+wH3+uxheaoithmMvFT6SliA82f/6QzpJfiBdi/i91s46",
-	"w6vgvcCwKy+mUkn/B0c9CuFlgEduHj0dHBo2J0gVZ+q779KZIj6wxZf/+P3RO4b2Inp9vI0+lh4v/Pm5",
-	"FoZdvjkP+7sywgqPw7hxAO5OA7MNHWvkZCRsQNOUMsKCzcWITz0ZHf2mEwQDZXlzuEybtKCpCwm+g4wV",
-	"MgiKhhIgbt5v04mJ1nPHy38SmHG1d/HuxT4zWk/tCf6DUencH6rI/+M3+GKwxZ6yf2mJAs64oeAuw7KW",
-	"DD0VqKdYtvf76zfnGIC29TCOAf7w6nwfnk0LtHxW6OO5cTKXFVcuBK87d4JxecengkWS6ynbc7y82m/8",
-	"98SGowr24+HfnjwByafR9sABPbbMVoJfCXMafQ9Do3mRc+uYiJSgoRX9Lz//9uYHTBJITzIvrx79+cef",
-	"/zcAAP//",
+	"qqnQRG5/6xIp2GHsQYcFMQcKJFMjQWMDVHM15/aDmmp2W/IVxxa98nk75yXrNd4+7Dbd/dlvQfd3w6U3",
+	"nV8rqpcB6+k9MN+gMVjWm/hjt4G9R7LRipvdlhL16XnN1NIzzEZZBFi5us1LGfxlOWcuhWpWWz8HI9W5",
+	"bS38rbqF6JBb9mlJG4XLaY2Bt+xTZQlPrXTVMnulZU0X7HaO1SM8X7N3grWQtk/ChVTNzN+Gt5b5Q6Fy",
+	"f6RxjPjNA6NuG7ubauUEs2q5XOEvnsaQo91qrKFiVYlbo7SF1Ot+14b2dY8K1mymJCxgUy1qGp7KPxtO",
+	"CT6Dg5fRA7MlMb02Wvhr8cBKWSVCemYd2dYxbXLowjrJWUb+CxsizLb0XwdHp8Rue62IliXUlSQMZFBA",
+	"mQU88IJqGqk2RDXdGRNU6GNVsdywFdtB1kbsgWJv5FeuaclVJ3HNzeOJQpsE1h3UZjejQqw1a0T8kfA1",
+	"L0CxM+ITzWupFDFXG2cI/2p/MuKtOrXCtb8myD3bTCrrD0OIGwHMr94oY14zGjnPl0SxEiqpgdi7pFjg",
+	"1a3/ZBvjeRBgHdSRxoWTNV9wgfVNjdROe0XWE/YGmQPAX3GmP+p8Ygl67BCK/WWgIdjfMXlYayMl7WC3",
+	"Hy7SdklrAAl46EbLO2LPHEBhuSHPTo2YHBx4/9GqUdoV5UEVhsw2ZNEwqEIytcAb1LaO2Chg5TuLE0rG",
+	"VkZBTusu/o7fIGsruslGQ7WeY8uFjjVTejzKsF8Izh2TkFr7e+0nlLWWXDj8McXl9ziJV4lSZGekZguu",
+	"NOSB/v47eDeoTLaNOytYmQCLNU98BT5o4YnCtFK1MaKTM6NO3DRsImXK9B08Pzku+IJrP/g8lXsx4Pe+",
+	"4wI27+5lMHq/Mm1Sl9fP4skdcLtGY4RMQ9bXXfI5gzM5AuKyvSIrKpo5zXVTx8L339RyRXCbL8RcWpOi",
+	"C2SIm4xlEcNF2aMlEeWqnY0CE+u83zRE9jRC8xJdevb4W1PI3qF2N72sFqg/5swXfki6pkKZHk9drLG5",
+	"dmi+DKlAL2vZLJZJG7k/PoOmbE9ShnUAurOrSXbItUKrIBpQlJo3Jbl6/fuL65vXVzsVp11JzeJRWp2d",
+	"uL7wEALOVuWWB9ZKMcTDP8QIyfdnN0c7QQ1cghk7Z6fE6o9BGdt7xqpjCu7cNReFXAMSOJbwU7xkNqDf",
+	"l/nqBx//OTkO645J7sIdvnaHLMma8qevrqeV+OKaNfWvxJiIIWrrmvThZKBo6rwavyY8M7RHrRug4iOx",
+	"2kF2yCG4JxyPylpm3qPh7fUcvVbGPQDdm0X9A9n/7YwzI7ZYkuDT/cLd2/tRVv9g6b+A1d8O/Hv+wC7A",
+	"xBMkTvUlEOAGYAjyGgZtuZWl06Q0kmT/+DgUEZxoUBlRtzYv/vefTo5/9+e/PT/56V+iIsOOMsjOHewS",
+	"Bw81EcBLR2Rbdt/XO4K5+uy8khkuh3VmCHJRd6mOVuWvdfUD18ubvBqat03+N0yN3JxfOpt8R3c5NA8M",
+	"g+cPrJPR9fHVZcIjMIKf9hZKk5qLvJeM5jcDLefk0K3Ps5Ojp8mMsGejtB9w3pbgRij+WssqSe8dyrFN",
+	"gm9Iy+p/IpE/cj0vrbEylehiCEJLgKvDiEpdb2IV3wsoV5wAkdESkV0OXQVPq/p95UylX6Gd+mhfVBty",
+	"ePnh+iYVCuEpZcJV4Najy1WT8DN+4m0/ExZ7lGW7dQnY9v9MBs1EccNjus1rETgnffQjEuJnC2ybyv//",
+	"Xrk9iHLx9b3GXLJHr7DOqzP0EGyrBUarv2vnf5dtz8lmRnmQG6c3BRJ+6KrFNUCXREbu6L8qppvqJf7Q",
+	"TWrGnBmoBW3uMCueubjp92c3LgFYQM6LV0sTgY5/d3douPvtOduBOcUzsiFM0JfGHOBO1ieyI9u9tl9t",
+	"gy3j7xPGf912vAWMxJWW9aZlr7bZHUIk0UNj9rCqksU8J3HlpCHNWi6m2Dv8TpjfLt7/8eLm9fSjO5G5",
+	"52mwleIqgaFgyzIxUSQMWjvx/elTgg6TCxeOaFp7PLE4lm6eqFSc+q7RonjzGA7MB0BZdmHlj84PMOfJ",
+	"DAithx2TC+bHo7ehIIdwjdrk92fPnx1lZEnFQgH0vkuPsOkSkKMKkfMd2AHs6iAz259IfMeDl1pMfyx5",
+	"QQ47HSbcO4lEgk5bDztlFYBTbAdWHMHbiuQl+FRAKIXlOcMAH8To9Li9qJtIYvdzKctYctTQEZ1OXHNe",
+	"JixD5lfCBYHUiqwFtulRGdcT03om28hlnTpk7l7Y8dKyupPPZIgR6aVUvAtMquuNc+dAiMwTjFrL0Ij/",
+	"LFEZKq9ZHgn1PAEnnivs+cz+a6r/boS37CANbqqxPbAmevMmOTTtZISWtF5lZEVFQ0vzZ3k0ftz8UqdO",
+	"l1urYFtHT83/hlilqBcPRg0bBS7ztREet6RUZGt7qmmPEghwZGuoSyv0FxUCxi9ylys7lWVgPMxnvMdt",
+	"atVgCDnqA7Su+QMrsi1Pq6xt1OsuhmXLiyOG5cn3+W5rl7jLLYAPgWKuYHg3W7pip8QD+iADpmVJ7lSz",
+	"et+s7vzC2DU5JRfCTLVkmm2x6zUTmvy14cyG4JNDWVvoCXc0jsIrPw4p1HYQlwFgYHGNa0XFJtjK4GAK",
+	"2YB//PDEe0KdR9CsxNFELqmpuk+dE8fAo9Jgj3HZdnaUFXxyIi5BS9I7SQXA3wbsTiGb+wc2OEGpHeue",
+	"9duROVi9r5+Rgm4UZpAd7XQ2f44j/3hzBBRjB1eiRZdrLxSwSgXHPmmyePb8i9os3kKS+/mSobCWQo2T",
+	"gm2BrverfCaSP1632R6tboUYeQFsKHqHWH5vNBt5v0PwRhgS1weEH48BaKfY+d779e+Bv0AgZtGLBR1H",
+	"ZqOe4zRjCGxvpdLvmK55HqU8SMhaNDXzoGtxkPS8as5lNLan9bSWcsFzWpLzy49TI3p2gB5bL2WJAGlo",
+	"hPWY/RAH/2Dk0pPjZycnEzHICq5iCN/vZCM0KxBYQW2UESUmyxSvuLp3ax2RKGCgc5pHV5HptazvSfvO",
+	"5F4v3CcDXZeSFs+iGufxiotGM7CdE/rA6r7PP72E0Oi3MViJuWZMPLLlaMMPjxnviq2SxPYOwau4MCS3",
+	"GyWt2OpGalom8LEuhNJYwGLl+wCNeqLWvGKrj1AtIdp6Z9y7Nt1U5moaLdXVIofB6ZtJGcENmxJG0QEw",
+	"8hylv4K9KXf2zVGyIxFPhP3JuAPeOXUp/ngDZQnOqqrcDGEDByUM7E3zq8UC7s3qsTjAW83tgwFsvzLL",
+	"s1USgjxAzcUdi3Osl1LZbeGuAGPhHYPeZVVKcyuNQlx8wYqfD77C5J5Jua+YMofKLhuZbUhFa7piRh6+",
+	"Z5tT8x+FseMzs05cM1vC0DwYr+puBzhYODNOY0MIwZ0dRxqwPvmof6fkY1hawbGy74Pp54HVfO5Ag1vK",
+	"StYcuZiEVSES2MTKRyAl8MYSZUBe8blNqoNgO7sSuEWTL/92E0xzF5qtYtf/1FMEYbltYOhEXDy3VV2k",
+	"YBz+MOH4MQ8tzozpNXOSPGZMEGqRtYrwHDgJ1q7ftmq8GKMnbKaAvlVbhdX12s1PD+kIX4DCsRFB1n5u",
+	"BzmC9GunlGjrylMJtBZt4Z5toskoLX/YDUI7ULS6AHPr5YZQOy2uiE3Ci3tzID1vcPHr7tRMi+g9RbwB",
+	"6eKnN7E96NGmWYLetvRWNvMU4QY3rkch0fqVjHtwQmYb8jvPoGMFlTRbyHpw19w7ndq6vGTHSyoKhMAS",
+	"qEPYkOrsgFcPL+IQ1fuRa0ev5j4yY2a2jhYpYh6plgZJJe0sMWVB7UnXGZx/OSdz9RQWZ0U/ZUQw/RTQ",
+	"qZVc0U+5FCL4rV6x1W33tXXnJ149fPOUV7cgRdxiErYhnOCpzqtbvcaU1t7Pcy5cbnfvyYp+ulUbcTuj",
+	"+X0pF/7pi6e5FPOntCyf2kzkW/MrQZxLwNQV0kwuidS1WoHxPbG98DMJ3oOjhdKRIR8jUKtx7m9PmKPc",
+	"rcO2NZAuMYwcsZKKaFrFA2drs7/hwcJzrFIsf9BkAWISXoBI7mvZlEVwmU+wYfydXe9yVdF6p/vdreO0",
+	"O93s3aMVhMpu9aR93kVHsLPfU0n4e5Hbh3cogav5w9jFNWIiBIH+Y2vHHAo9snsZXCFWiOzcMTkVoFqY",
+	"ndN1QtpxL6WFi6CzoCef10Z7FSC2xbsUgSV0hC7J4Sczlirs6RY3bnMISaB9dw/+0Uotk4tK+pXNUnvb",
+	"GX+M6LZsk1GRSfSNn6ekpho8oB1LrzJiJ4RgWZPvNhGC+euK5Q8p/F8PoodWrZmUU8NXoOnrqPUQmwbM",
+	"p52bLWpZqYuo5cGOtKL5PdOKWETTPbv40OiYiU/ox7cP8E5Dc0AAKLVvy6mhF3u3G/f4eGpN1+a0axWn",
+	"sEu7kPvTmG0+TmWu+f3orGb5w3dcq0tWo5E0vVuAucEFmXGNiYCYpj3RHm6GN9IR7N1jeok7xNrDH57W",
+	"2NRjo+xubncvAhoPibI9vcEhi/HBf5dcXOn8SsrVfrLRWesM/ovksXhoyJy+AYicdFC4UgRRdICpzhrF",
+	"hfnN6CBmS7hSDV5UgUHz+bcvRg2aOV2xmr6egn9voz7MLGzKgNl/bICkii4i+tvUepQOK07O9ZrW/SyQ",
+	"F99EsRFUVdLNADiKloA0F2YwmL5wOZ+oSakmK54/Yo1WPK9ltQQVN7FODp4hGiyMwHp23LaLw1kt14rV",
+	"GeFSZYSKopa8yMjTp0+Pxtetdww7NBg7Bt8bIfuqEeCpEbRSS5lIiF0sNVH2jeEyo2GlmS2f9Y51rQJX",
+	"F2ggslF+FI+sebXIzzd5FIX/3IZuFGRB6xldmGbLEnPbp3ryFjJ5Nn4vSY0rPlhJdiFr2WjDDtLBae07",
+	"E1XjJaPVWVnK/LuhkgyQC/QAcSAVQWKZOm/zyfUmVZrorWlwhn3MNOWCFa1RF537U+WFiTAb8fCSZnVe",
+	"NbGybW28BGnA1GM0woHqSYlllhUTb+IlHj5UzFaYc7/LWp2S42db4KRTQASGC3T9OkpJTand0KuvND2U",
+	"ayePudoKzZ7oJ/caGJYSCssd9L3cwbHdOm6945GuJdTST8CnPN2G3CXO1Bdc7CvV5FIoWTKIHRIhAlff",
+	"Qg5wqEPe+XxJa5qDmcLc08J5avMlLUsmFozwFcBnmH7EhpRMo11dbaWJvohKODCCuBnACx4W6bjtE8sh",
+	"uADbU+K22SLCIKywYUtYg0+RQ8UYubOwzU99r3euC4QstC0eTRFtKqrUOppwcmmfuLYbhd6JHYU/81lc",
+	"oQLSwKSOoAtyaBb9mAvFhOKaP7CjnXvtnRg/hGC6MVp91yb0DJWqwpyvl52aHaGz2RVVjFkjf/ECpDjg",
+	"1Aigmp6HmWK/aMG3PeqAkkPz4/Gb7/+YwePj+bvLbzLy9vvrdMXOt4zWesaonlCtsQyXp1N3j9l04/0q",
+	"7v0Kqsb/DEUwgQiHskDWUBIDXjt1UGclU/7HR1S8HKsYCThUdk069eA+S/nIx7X+GWpJRg+3RT7AJJKW",
+	"qLlymAgubsIVNGoE4oty5aqSnbqt8TeU+WvVY047sqTRyo6dsiP1w2QFY2KRx45XYRuQP3Gp9LM/vViW",
+	"KPzYYbxhBcg+E9q9HGOs2mN7/EZuujg6WchyFDnEwauj1obSqGiwQhrpK7w7Ee9rB6Cv8GYe81AkQbeC",
+	"Ri6joSwhJNtqzwX4xZHaPi8+W3cZuuP/jFuYRGrr0iHHDDdIgPtCSG3BsK8czP3va9lUMQXVPveu0Hsu",
+	"Ihmls1Lm94alDFj5uIKPCbyrAj7rrsi5rPOO17ATuNjErFouzW4iUZj+E2E5APivYig3nWugYuLYsMVj",
+	"Bx9qmCJgvRzXujo2t+QxgOwHD1pe5gWO45arAYJjLgtWHxtdsKS6488O7hSIQYsQ9ccKbLXwGFPYvZtW",
+	"tYlCbiM71D3k3pUi+OxpOrc6wbNgrd3GtaPPWlqZSpsxO5oz5LfzgjDrSMGzgM5srEsT1bfFFbw4VBHH",
+	"N7SiG7KQhC4ZxXB22Wgk3zj1QlUSNXi8Zht/tHblPb1DHOFEn0EYTwZLXjerFa03Pl7RrCrVsv5ZRPoE",
+	"S71uwMxvGKknCAKUN02umioHOdZq9zMLyGY4mLKzW+b9KcHjAcG58CBZ9x9FSRkq0Zw7DhW3kYbR3RAq",
+	"Ah85e2y3gylQ1T8jiQGDXtKqYoIVZg3wIOMvP4/qiOs9cp2toaJuuSHUbVD8+NcdTrbrqVaB6jnsResw",
+	"P9BytDO2QLWxdauatvH9hnCgxAwEINds3iiAlPOFqqLG/lQccvLouBVtp5JtU2pnqSaeKJ6zK7o+D6uL",
+	"p0AVInXIwVNAFdStjFWfEzrqTXtjPrNPyeH/OXv3/VGyDnXcxXq+NYydCPndcNyeWtLn376IMMq3Z8fP",
+	"v30RlvSIVxdNGej9hDK/OL63XbfpEalVZ0Sw9cCOagnFuNnLwCgwo0bsbCq8pUqAnM/wNZVBRDfGBcDJ",
+	"qWVZ2j/XvWLGeEQcDNBEgnE+TxzeNuWEtuAXz59980282gAIj9eJzb2CgbXjha6EhFR7VkMeHrCtgi9s",
+	"BtKYJf2L5oitKe9CBkC86sHLZ99mCa9THz4gMFhrafMNHYBA60v3pR0SOYyHd5G0wC6SI4eYJ0y9P/Fw",
+	"kFA7O48rqHEgxZPxDFJ/yAYS04YO2f7RyRPOmI0ubpe0lzj0P/hwJPYpuj18YRmeOR9XLF5ToIufoLQh",
+	"2pX7Eo9WogZ7RMKDnhCEQZ1iwYXC/okSC6a0iLxsCnaJj4OY40kaCPSBeBcRlcNak6ZFEcPszAhbE1R6",
+	"g4drEOFjX00I9nTGhdFQsIWpltYFE1CLK2ruv+ErZuVkMIwbSdB/gOWWpvvYcXvSop0VxADTA99NiZmK",
+	"F008zmAlIbC2llrm0mhJ+GpGQJVBub+q2Zx/6oOJ9GrVTiKNK2w+qY+qnfawf83A2dhHr2tpsru92XZR",
+	"piix+a3K3MELFj168qXgWpp9voxjkb9jVPTxSBwk7KyBuMVDuDooQgZzdZ/1gkWcu1YUVuM9isVKav7A",
+	"rnT1PZqmIiggSv//7P37ctw4li8KvwpCsb+wtD9Kll1V7tqlv1Sy3PZuX7QluWvOdNdYEInMRItJZBGg",
+	"UtkdFXGe5jzYeZITWAsAQSZAgim5umemZiK65CSJ68LCuv4WuHWAmtGARRasTPWMUTWCIISTST8TQ6Fs",
+	"sGiQbWCC2qYDoXyWrIi2/5bPF0wqGy5Hq42PjpLYC27L2dg0emF5Xff0pK4uYt5O2Ftjb9zyO6VuMH5z",
+	"GY1ksmtWhyOaBuY1EAuPfRqX+6Dma0VzWpGiqS2aaEt028zS+q4ifjpYNBlx1qUuWgSEBjZedJFongTR",
+	"xR4Ls/a7ALsMIq/02kcMlqeLxocOaj8kH7JhaFn2UIJSYvJjxnLnlnSV6wKsaQCYdDzWH6YhXcD/rnPo",
+	"hxp3jeidcLYOXkwPS8bCx6SmBPS5Y4CTbXGD/lHtn64+i8q2LqTQ5fkxWHv9k0nHG/VamnCCgGx88Y58",
+	"vnxvSvV75q0MqdtGb9Gx5MiwN8m2qO/rfvvYID5pGyd1U2n5i0YCo0wbrh7lz48K+4E+OlE/Bn0ShRBb",
+	"9cCpy/r9J4wLKrEY9zjKCZf+/hL8zlTTNQuKusxBmMFPM0j3N9xKwTNRd/ZQ7mJu3iWkBSz9WEvvdkMW",
+	"jmudeIOU4IiipRRQLBXj5/SXXrDRo6ProhEnP6JW1WpaZuPaYLJdYlCcpdH4D9vQE3OeO3EmtrJ73+zc",
+	"Pw4x/nI6D16ljsmgMcklpHhBRXbaLoIwEBSZmr5j7JOwnnbVjNmKVbUoy2XYSAsW9OumYsPHCZvPaRWA",
+	"odqvhTATpGALhaD851pQey43MnK2PKfBOZYXDLEceOREQHBsK9/fcIIjk6RmFVsTqohaa+7D60JaK1vJ",
+	"Z2x3ZuN1dsVqHnQdwu+2GOD+gj0cxEds8sUck5xH9wVZxkVJK5acxOXn+CDys4fg/aioVyBSZ1qysbxF",
+	"QCz/beJgkapHchaQbO2r5goKHovdiEMfg3AU91snBrTj6HO1tPOZfi3DjezYPFb/gZx9AHFoKaNzFQvN",
+	"jBAK26RgcDWa4/Gkobsmiuwgxama6JQdxa0bDsJtUQm+Wihu7Oo+xVh5ePqDu4/3KWBCw3iQf2SkEj3y",
+	"JhumDjJzwWTu6n/iuzytbi7a2CBuf7fKueZu/EBVvmDyzOOFKRcVxOjCGGibwmfLFodTIhMc006u6IsK",
+	"TsBw/CDr3t5hbj44yw6H2172UIDs9lUVuWa3wm6tDDAWIOvknXPHs0KpqKLCjfVYG9Ivqi2tWJSZtCOB",
+	"hZ+rcgM3NjpQTFmdYPkJDCKGHfhcl+EqildWRWvpwtVZ9k8OZgtHZKO3VC4C0f+86imP5Ow0Izfoxf7h",
+	"xsWML9gD8RzmenJXDSznRXNb8vxPbPOumomTzi2BvmHHHxEa5ezUYuxFpIUiUqPEbUYOrJ8rQKyShD3Q",
+	"XJUbWHsYLyw/1hJgllQifYFfMxIioZslN/I+7ywyOTo6unGeUmBMCpJsLVjaCMtmcRnRMRwgMS1rSJji",
+	"pHJRYxdLuz9rDjJEy3apnIILpffJn44jsqxP1O1CDx7FcKT6R3fG5COi09uTirHpVauMJjlxWv1o5/B0",
+	"z5E+oGSZlQowCsyODECNsZLfM4AilYLMaJ2Kvj4F/tQbVuwUXQeLCzmYP3tiCsFkF0gSWfiRFbxr5lJn",
+	"J5faMUlH5rUJHhb84M+cBoOTeqqIeTtWpqrgcgX34Og4Uc6lgMPnq1Ed+X530awdSOLE/PFwRUSjBrSt",
+	"jxFGY5JvfLskKNn77JeGlhiD9674Adx7VudiNbwTjhsDxJWUA2pO1zm8P8xqXzNaoPkC8pzWC54v9JT1",
+	"0ko78Seuh/REu8oLtlwJxap886cQJuaf2KZzCS+Z1uaBOVBSs8MC+QUr3JEEIVPEAtuX9OEUeY8cZD60",
+	"LMWaFVYZjC5mnCONx/d1OIkZ9i6A3nN+zyoHZdpjGYHGwGNYpAjs1kyBUBMA3OKcf7QijNalZqtmEzZ+",
+	"IJWxI+gR0TnlVSywwUBJ/hjY+7OaAeumZZdTjbHwFNgEahU6YyZ/InKO6Y8/QbSFv98AMuwMYfkmLzvZ",
+	"yhdOEXzt+N5eFqlk9cZaZq75khWI5nRmInDDll8u+W3JPmupMnoMNqSwfAWzMGllcf9FWUjC1Q8uQ6Ji",
+	"a2kCzIEIubScVz8FAjArLDSJrbnceZG3wrNanG4nznV4evdO99TCHu/pUqM7dZkTVrrcw7+/O3du787s",
+	"31xdEAyP3/a2pSuNulM7Ioy5YgfBglsGlHS7ioOr7av/7oZP3urtHSjycEJWWpHwadtWPjO2Lt2kYvWS",
+	"V7SMWdWfEL7ew+GfJt3pX0Nd7JDSoAQpBNS62jH2O/luiHEcC30tOzAN3ox+C06TclYjh3MoQ8Cj99eA",
+	"LjKugrSeHl6tGpVpvrRqEH3fhGX9rqX8rqX8rqX8rqWEHErIIQILD3KS4bFoTc+IKAsmTWnSSTYZs5jX",
+	"Na2wgHOw9NrvGtP4rbiim1LQIp4XgRvdx8zVN8I2942QR3sf/a6fTdLPapchm743n/C67m6Oc/4ZcZNV",
+	"WO5hdMN+1xB/1xD/y2qILfdzR629wUbE6XN772/XOaCOMDEQJAP+jtsnamRrhqJC6l3IDwa9xcu9p1Rx",
+	"GvfxGNdOoj4Rdtv4WDud7PpM03Xnsk8B2LnQTWFc0qORdC6fFEHHzmsXsWUKUI4mdnT1t/39Bvg43miv",
+	"FFVBBOMGfHO2WINkJaQLdbc9oCpi+dbXJo/yQyzKHly+cFsDP4DwSmHSEOBedmaW4NLEw+JvN2ddnTBW",
+	"1iWlyML2kgCJOZPLZsUCBVz0INqota/Qv5Gz95kvdXNJVjWTrOqoMu2YlvRhaFfeiwqiGkY3hm5tTWJ+",
+	"BKoD5ro+nbMP4fgiK9sY7cGudSUU2TDlXZYn5LgNEkscw9c8h/bUuc3vE2MWOB39fQku08gR9vSkIMfu",
+	"qGU2KSDqkA6Lguk66ZixaKOlnltWimouiRLJ4CtRM+MmQzKIhV/HZU0D3coqxXrxZ19bqEwyiaxroVjY",
+	"0tMjvTaEXHWksHuQosaufBemFYPsgUrJLnBzK2CT/K2BEl/izgYRiXXlYmVWfa63pnXBimsxBLgnsMpT",
+	"JxNCdUah5SyT9Z1MRHpIKeWVvKrrj0KJ18x4ULeyKSlr0HnoXfo5iwXwmC6zzkKbmcf2/71Vqz4BsFWQ",
+	"j5xWDvbqcEZzzSudNmaeQKB31ckxyYxDovCSf6KsZ8Ao/DHq6OCPMtZSeYfFEv91TW5RxvepUblYQgAt",
+	"WCmJefMpQXZEnCDAuM4lKczlazknKpSHoLk5/fJQKrFq/2XM7P4PRk8Drdl77sWHHkIORZCfumGmORTc",
+	"6zsHGUQ+nGAjAsrb5bL6l3Bg+QvuGRNacvFsAl1TQccS4Bkk3A3WUfPHbq5tzhXWW99vs6pRlTWuHLZt",
+	"TFIPA2z2UWGH4amiJT6QP/pD7zrVrNRLtJsadymzXnvTzfyPm36LPBF3+vZwJ8JFLpEHjQ0YXUumMgqW",
+	"28RiNSbCfZ5aQmTr3rel5doSLp2sl00fVCKq+u4g3gwn+Noiwl8vVTeyEJEEoA17RDLUU2awfsRQbv3w",
+	"CbJWUvNDA5jjAfIbPy9vY14882D4uOyyjivBKxUEucXyh5idibAsAK1lsH539CH2QWmSy6OacYaW8NOK",
+	"VacrDpBQULQ5gkiFlmYIMoCqbq1oXJNaNKGYnxT7rlc46bZEiJaAqKgWoghnmxB8OCzlhbbVXVaEF37K",
+	"eFMVIm+WWncucGIy4oFUoQwVqhbEgkGHv2P1kstIWimWsZ+Rm4dDeZ8ftu/edFKy4UdMswjgn8JCBotf",
+	"6QdkJpqqyPS2VT0RV/9b8z9s/QtMfi/b81fE/Whf8qbT/ugW/gsUhbI/L0XRlGycUZj9Nmuc9aSyTo92",
+	"tsMilU/jMRC3MwDE49KSpLUF0Fy1IHk1m3MJRhWPNLah8vRHyRnkFkDNfBeuePebIZoB1ElFy0s9vbMw",
+	"dHtrzthaD318WE1untt2nt9kJhKE1oywB4Ct80rb5W7ZH1fC/lPFiH4EduRt5mSy3Ay5SDxG+qcL+8tU",
+	"DL0tvhnwjrhxjC5kK3q7WmAePaQ4kHAeox3B3CxqgMd0k7xKE0liBbl23kmZjPrWO0t97Lfe+naGGCTl",
+	"3jrZrQ7yjEbdak75E7tdCHF3RhUtxfz8Poo6IRWtCloXhN0Hwb3DCevQIGSsZ4RKAgjOvNJ7U9LqmcTG",
+	"IpV1RFPnLIaYfM9KsWLPJMHXsIy/wVvlsh3kNlB7zefzMM4L2KcgSxL8JvdpAMSYmGubdeNOWHRrWQ8v",
+	"OPTvBBK9XpjPabzj+kQD4g0mu0ajP0NVpj5dXUuypFoYhvDPDB2G6Jey9kJSM1Wn1q8YM9xhnVvjSPBC",
+	"iKbybzCZGWD/gFyqF5cVRBrk/32qyFJIRb578dKrSujhaGgZFev9WQkEo/tkk+exkk+wMTHjMu4aV3a2",
+	"A00MVDi24HRRKuZJFjO74lEECBPrMY7/oEnGBhN1AS9QHTRi/o7IS1pBUmoVgwwBQbgbCA6DwvCxrtpp",
+	"foQq1luKp6XfyIj8WD72MLo4lPxEueLV/FIfFC9KTZKisXAYvDJOEUgckI8LvBq1dvQYi7N3yObWDT9G",
+	"uZrDbPv4AnVXi/ST7qM0GKyXSQe+x2uxBmt3Lu159I9V1rK/Lfqya9m1arbz6nGZPjH0T84ERj8eneMu",
+	"xsJFpv4Llr2qWnHoScN32kk7K6+5BSfZEWLXbHqAT7uWSxti0N2Q3yDYpzcLkKSMmBZeva6ERnJ81wEp",
+	"b9NRrPgPCm0zuuQlZ3LXZYdWIkDLvdUxA0ldhUhJsFMcMtjBUK5sw59uNyBFrXlZ5LQOrEWnqWhGiumA",
+	"S0Jvo6kO0HV4i/D7jty7y9J2pPUAVVeRwh7LpagMmHZbxFiPKDgRu1jhqdxgO0f/88assjBlrfBf0kiT",
+	"SItjnYVlar9TbzhuiRPo5SoKiDSv2VzfRw6BzF1amgOjn6U98xZPpIs+GcOzvtAtBKu7AoAQVQa4XP83",
+	"X/B03F77eqSDU/MYp5DYZjvJIT7oLQWvCKP5IpYK6dyRQ9kWbVUnBiqXXlxeowwCHv7IukTiw2ydhuFO",
+	"0YgEzoqa0PyuEuuSFXOTE0pePjwkdmfbDPmwvP6MGQJkZ64PnpjX6SDTxtU72AFg+FhJx5igFrSRIKXT",
+	"NvYD4DhBn9OLsEwcgfVMDw4BRWCiAOkzLylfJu+aLz4ndWLKqfAaUlP9GvVT72PP6d7upU9HvdF5nveA",
+	"u71lPy4Svv5UXS+4DEMF+5kw7Rc2IyjAaMg+KD0AKnoQgw3X6kMxnfUApzNfJ7KMGa1Eoy7ZPY+USYAa",
+	"IbV5DpWNhDGTQiCH5tEPkLh9y1hFZrSqTCS+EmHeFaEgXr0p+XyhYjYO79TFOXhKahd7UEAIw+B+migT",
+	"dMJw9OskbRD9a2CkVcGoFRMCzJf9wNyLFow3ONSnGyOgrCUTifUXDG5PytH2r+DesehfoJ3Lr7eo3U2P",
+	"nGyPArdORX8BUqQVT7UNybcdEYVQC2SXkZoVFOTcfTQJYuh/XjMVqrlRlmKt9eE4Y6IVWSi1IqwqwLcK",
+	"Ei8mSIa5j13XwfOxdbujMcBRHKRgwe49Alg3wRDpxrGjEdJ8NjWnUHcbzv5O0j3QPiNt2GMgxRooffi2",
+	"gUaMDBSwvnfuE9z6sPRvxahnkny+fD9ZD0KtQOZixTJS6UUvuake5PShkaK+2d6Cyiug8QE6NqcAQB+Z",
+	"Ivu0XNMNusIMbKSkVmA+OPHODeFKsnLWWtlrppq6itF/mj02SgGDScr2CdhZHAto85S5JCicpF5mo3bn",
+	"6DhxbT4nmADNKupTphde1AbZX6hdTpwzfnZ7Q2ahG/f1Bevvx6ce0w8GPekuRaOiUWDgfrbJ4dYb47SI",
+	"nJZlpsUMid8nbkGKERWOaseAOnHRTCcpbKrTzQAFhOyxQWXdcY+WLzmOkHk30Nb691NQram2PezbVBhM",
+	"VIWwVd+o2y5H57qaeC2HTbjXvtHbCbCpcZnwwY4xU0MSxM5xmgON7lqxcUt0sTejqInZmVFJxZTdDPcA",
+	"FTL7ckvml8kooZSgKKHbiikErBVVxyLl8fTJ13JmNJ2utzFUcPTpLu8TrUDS2xJEeuMnBsAc1PFmM5Yr",
+	"9EDJI/ITilhuzPgpwH6ztbWZWv3wl4Y1huVx5Yo2ixWrfGMQlDndV85Ur2VSXpZkLvA63UBk3ZI5/Agu",
+	"rbI5BNyQLH3QWynKRjHYdxBGyD6QABaTBAuMpaKDzKXz544BykzPFPIxa6MXzWo6t8D5foXP42+/H60V",
+	"G5N6zgHAmLlwCKk7QhOq3kvUyXhFbo7+540XPoSG3hNSsjnNN0RW9I59yalkRB9M0xLuWFCI8ob/4uX4",
+	"6Jf04R1++uIYy8HafwZK90+WWTLy4vDF8YlxsRtLFdYQVWJJFc+NjYpVBRpgOyasBgpHxGISXB3bF34d",
+	"2xe7C0AZaSr+S8MIXQpTtm0Vt6LA3F5+Hz/3KcsvnThLq82n2d4Pf9nWAfGdjLx4BfDfvf689l/9mm0R",
+	"4XKlNhkBk0wBZu+q3GTkjrGV7FTJxU56Mzj+9ec+13374fTMinpitj2mjNj7RneKLP/E659WJupCi3C3",
+	"UneNgTyxISFVALvCF1GghIQycl7l9QZhACGgF9/eFt/9M/3dq68kE748/OZ4UCp0BPuNT7AvR+0bRt4a",
+	"lrAGpaqEK/+aSbXrVd9eBj6WYWLs9DV7UC77kEpSUEWPzNv2dLYdJN2tycEPSkDTJy3RIuALhpvyHDt2",
+	"UXkZWk5/abQULUxslloQXuBlh7hJ9gm69U2k1mgF57T9iaf9entgb24/GKjv+8Qn4TQ8mxzccvG2Ijmv",
+	"/Ml5QITpQVPvXHkVU8V0jTM86u7ylBCqU1TyA+2FldoJwTHcrYNLYB5WkdrgFG+VY0EsMJ3o6XwYiM40",
+	"JnVWqXpzAodGD9WZBSmYwodiSvQn0yCtYDSHcsVyPuM5mXFWFhIlrLbjthNTk4NKcvOXy/PXp2fX569/",
+	"vglCXkRpBQMTeAFxLbdgLawF1s1BDLcq5PpsGtBTnz4IL5ZS04EEWDtgLOMKr/mcV1H4NJHDhVecqs8q",
+	"T7TsY8NTTSrDla4vaC21SHrfDee3gbeZvZfLTXJcUSyg9xOsSG8y89uX37/4/kVGapWb8pSZqbfNq3lm",
+	"YCAzJPymKg7NMT/UxzwMCqloPWfqauS0vwGrYMt8MnSeQHh9mAkY+zXgk6IK1D693fi2zqPJ4F9b5b+D",
+	"sW5donEr7aX4wvGOLMEIwxkPWmt9ev+NYtXMVttK/jiFfmpyugnnIRrMMxqiZkZi7uJ2I36rGLUHcJIN",
+	"SSPCYh7MUIGDTa7cpRVOKBiKS3mn/AjJViOzzk1nWXjqeMHx2O8dRAIeqTN8QWuuNoNpXbjq/apRK/gQ",
+	"c68CKVwLlt/JWCIkPj2xIC34T2NNARNOBTlOF/h4aloR9HGm2wytrhl/GhyEyyxrCxCFcKZXtGZF3Att",
+	"guKcG5oqL1ABY8MWVC5srrNtMDE+4bdLbDMwuYGLnNWH+JAUADau9xYBx7Z3FeHIp2eLIaV+gG4MpHlg",
+	"e5Gk4jZOjBgEijPkl1A+r6WZfvrU1ua7EWT2DMRPXWcuIelIHzCzoDbx2h4/XO6AOXu1KvkQMb7Huq6y",
+	"GxlhPmtLmoWAF2NQdFTRWyrZO/2THvMQC7m5uDz944dT8kvD87svsEQ33V47abrwwmvTAZjAaSmn4dhs",
+	"n+p2diGEl3yBotOQldwQe6BErWdfHpF+MTYFX+qLwOH1j8m8moOEq/1dOeZC8gXllTFodXohLRI+kLIj",
+	"iqO9RxTEHlvqWJp9uwF+qeu+iNqncn8RQgQZPIMDWeSfEP3dPCcYnwISQC1KowQqcccqiDIFW1LA5pFT",
+	"xeZBNIUz8wQtG21HbV5MtxYBmhmIqIlkeaOn9Jggj7Y/sC9GqrobpXWQJbuWQEmIWBHdMnQHOLwnYY3g",
+	"tCy39mWaGzT0cdr105LLzj7P3noFoq/64+tktG5DGgAhzmsKSAtKeNR5evHOUOgPsOmAgOg3bxxEs06m",
+	"9DNJaKMWmmHmaAOom5LJzAj+vCaiLlh9RH5kkhvgPckycvM/b+A+twW2vY4ycqObhOcLViLcW7Xx+9EC",
+	"Fi1LYKgFucGc5xuypOA7bdO6wS+oBKGVqDZL0UjzmTwhCqKU1aJmzLlNYF3AhINbjXZ987DkUve7YHUH",
+	"v8HY8+45W2umgv/KRTXj8/CPS1qhStP9uabrrUelmMteI/BT8L1CrCsDfGZ+BiS2/ruKyrt+o/gbe2A5",
+	"4kzYZh1Cem8M7vd+481qXtOi/7791b0NGE/2JfyHe5YvaFWx0j12/277UjWjy3YO5p9bz1clRQ5yz/O2",
+	"O/tP97r9ocUisr8oWt7BBWPsO64N7xfXjPeb6dj7xdsb/1dWMlxvy6Lx/LmZ9X5uZ2gfoC7Vfx3OdOTX",
+	"7TZqJVfbL+sft99tJKu3W8Zf2wXlUq/A4ZqWpVt1/7d2zVTe/Udgqbu/2qXt/uqWNxRKdVHSzS3N794z",
+	"Klm4glfF1njqzavICAKisnHrn8frsbyFVLfKuQ9K3euOoZzjQdRT89Sr4jICSAhg9BWCTZpBw99TCxSf",
+	"t1N3PtKSg/mjFk01WYOEoaQJ6fBqko0d3oz7UfWdZMa8YjUXBd6ntxtDKqWx7RQCLoYKzPIVSwYf9guq",
+	"R0A0TTlsuB7BbCqNSEljVf4rtj6dqTCEBF6C8E6GOYLkD8f/P8Ir4wbcaWeguQgyyaVdp0mFvGqGc03b",
+	"bvv2Cci9Jb9naBQ3FwY4ZERt4mmRogFQFq8HUoocAjhu/tHZkF+f/+Ne35u/Pv8HXa1+ff4PfP1d8esN",
+	"dmRcAIeWV2QmsBRlJB4tzgJj/VMQIc/J2ThK3XIHCa7EgFHH8A5nHLSdvFGHS1bP2SHWXdvL9vqjC3JE",
+	"Q1Fhyv98+V6ahJdNRprKxl+aLCcc4zMsn5IuCpvhXKELIGCFicTSnmIsLUbhc0VoseRKwuBAikNOjNlC",
+	"l+xe3DEU2Ga8oqW/hqc27NZ8sZftmffHobEsD+rtY4dgw+n73VIi7ohmgZukc6B6LKrdsqCOYBb3ohZK",
+	"5KIMagn2ZluZl1DGtxhj8hm5WSi1OpyV9zeZ/Xu5+hb1hZtFKW8wsOBGSwY3GRFNTaxXFmjjz+/P4IWP",
+	"f74kUszUWm/D/uX1BaK4XJ9d6NP4+fXFCfjtP1++79SXlJqJ3sj7/Ivi+R1TDsGqrZdveKKx/VJFXp9f",
+	"nV2++/FcS/GimS/ahvR0IRYN9JBVSXMwYVxeX134QXYHZk5rdlur3Mzqp7fnF+167UOeJK3I1esLImYz",
+	"zZSRaX6+fJ+ZXEd/3IFBOOt1m0r0TJL3wihMVg0yLEQJ8vr8/fn1+QnhUjZgYrMGUerKjaIyxtGpaInc",
+	"buFetud2UP9dSpCZ5Gov28O5DkpKVzGXaMXImm4sdyA0Jifdan2W1R8pnLmoXcy8hscZULRNHCQl/5ve",
+	"0yv4xJx1sv/2/ZXezCs6ozXPyNvr64vD2YeLb/WPZ4taLHmzPLylcFObhk9MmBW8++b9nzUFahqIJCtq",
+	"DYBVKlz/Ee9l5VUzxZ3sml1u7nnBxPMHOEjwxO5J8F5YBINJ34q1W2MT5Lo29U/Zw4pF4OpW3vFP4cWO",
+	"Xfya7TV1iGvYIFZ9Vp3BtT2JWVv+0z8AJ1BVA0rVuSAjvYFUEi7H7XpuGjiq7q5kPdIyKxjkigiueynK",
+	"CCWbMp1gAXHhSCbv3rhPh7Lph8290CiXriBcJdYnJlP2EI6zsbvUNrcMD7lZZXzxMfHf0H8hIjCaSXHd",
+	"dgo2Lpp7i/IMcBoBb7ePfe4NFafxqSo3CT2ZNON2EXJRSVbJRg4uRx3cX73rBt/NP51GxdfSUcUyUtOZ",
+	"OrwXCkjZBGq0CZUZkXx1KPm8omVpYrARUd4GOY4TM4zOD4X0liRrU4HGjJyXdKZeczqvhFQ8DxZYsmvl",
+	"gCOGCBht4e+qgj0EJG39cwfRCuK3nMPHnGrsaEnzBU8umJOL5ZKr5H7xdcUKHEFiJ/rTM1EpmqtgwShe",
+	"llxugWibDuGzFnoUt+uEHG+fzMSRvBfz5PmWYj55plcVXcmFGF7UXLi4H9eZNB+m9gUTH4Bq7mv9duk8",
+	"11wlzK+arcQL7FTN8oIFvcb9ki73AiJzjJd5ivNr9Ah1Gcd7HLaoyRsIMY34AhWrl3H8+Jah6fd2iYWx",
+	"Kgb006Ov7unKuoc8RCvennpr3j8/QXbEaMErJiWGTAz4bjEC3byNYnAgpGagkJgtZuWoC9zwvCJL7xgn",
+	"kvAUZGwE3h50c8VjM908t+Mo74ZvQj/K4ITIO75atdEuOZRsc5WKIi5k/CalmzXFdKy6qXzAG6di2Dys",
+	"blmcWMSDcd2Ju712EJm/t8No0Y6m0mKKWqKiec5Wimo+HqEv+Hkk2MUscU2rybbaSNzSu6rg97xoaNk/",
+	"AekexN5BC2FqJYcwtJXA9CTbOceCGorNWEiMFQwnhsZg214UaLs/gxEwl2D+esNL9qMW0MKw+Vqwn/FS",
+	"C6gmvC+1bOpPiw2chv1KqC8Grt1Z3L7oNr/MhZYaQQb80lT0nnKImbU/mQo0X7CSazjaV7cTC9RztW1i",
+	"VkT98VUK4OalHfcb98Vw1TuqyFpfUetaVHO8+lZMrMpIJTKEoR3mMTOO6kPVJmS0E3QgXSO0Ypar7TKB",
+	"MHZLEMJGWAHjBgOoFgRFdYKoYrzAkpigMoIyVLAVqwqINQ8UpoNxB1boxeGL42PNWRWvcmUWqVcZdjgN",
+	"Z0o6ZHA1ExcxHDd7wWqwPtvTJREe9FZ/A7Y2e3mg1387zgLaldH4ma1DkMgnt1nDaMiFGcnwYlzl1E8u",
+	"30p7zGll5RzfNPJMtryD1EKooBIWuuRyUeWwvloTBh2OrlbPJJJlpFDHoD/pum8/RZOlHhTgj+QAcxUp",
+	"WIOuj7Rx4tsDQ90qOOGPO2UbwiQJ3IviVgDfBmOOcVsckXNzfEsubQV1i7/94vj4WJ++E2NvaGyi+Xoh",
+	"ShY+1fJT9ZrLgBj3xtaxbf3SZjhGdYQV3+cVJl0cpFZe0LJ6SJ57A3xKVJqZ3EEH8Copqb5MM+C7Djhu",
+	"GoSN6TPi23sr1mRJq43hlBCAbL54Gg/oFsUO0agpcxLRfB0/1ze7WStcmg9tNZf0hTGdpS2MFqmXzO8o",
+	"BQUnJs8p6dVXi8hsRs0P2TxgDGZg5pDMKa8eRSauw7H16HYPBOONIdk5vKK8jp8ESvKaygVZ0IKUbKZM",
+	"7Jc1iGJmFrGtkKIBXAWwZOU0dRCGEocxhjQjumVzWp2YGZvTYRAGOCaFwBhpOYRlt42dY72xY+wAeTwy",
+	"BLTeSUU3JuUSYvpTIYEqLa6Hw5uxS+xK8oLltDZd5qIpscj2LapqZL+d7sEuRUm6LMNTHtodyTr8ueWc",
+	"PX7mH5QtGm75Se+w+2vv0WJngeJX2EVJg8h5a8buyo0nKliAo74CCxEN72LBKjZEjkDFMN2WnHaSEwvc",
+	"mtfS6XXcV4F5izuDx3UnvG0NeQSomH4wnBkOiZf7nz+/e31gzZxG0RmsRSYZwLhEw4/0sSIlKAA2yd0L",
+	"dUs7tnpD/l1Ugbm/O/14irFjf4eKcibJvRSRejdjmGC8C9OVThtI+2GCNufCjWqCEqCP2lUpxsv0mf11",
+	"SGFuyXx3jXfy3IhjBRqGj//5PS2baPVjiwsIGzOjZSnbekRpZfUBXkF//bem2AGVraADW1FQ8BvU7JEI",
+	"j60zMSNSmPxIshg7xAuuBjmAt16aYsj+Ot4xVuBTkQCAUuS0vOZLNrC+XXCJvyN+v3GDi9lMMpA3pvGU",
+	"60F0Q03Nw94jmLa3Eo/mEtfdGSZ47e1polBJlHcBYNp1RUrzuh4+NeGcjsvOfSkzQsuSQL145rKoU/K9",
+	"DSLH47O6oYyx801Ngbkfgd8jtxtwY+/ABCckbSMMt6spYqx3KtHP+fh87R7nnorsY26LNa+KLfAXd9Od",
+	"EGrfMPAcS15UfL4AAUStRXvb9CFIQijwdGPPnu7dj8FaisqQeMMk/rVmRWX/VoumNn/Oao5/SKqa2vzZ",
+	"wNc/h4O3A2yQluVhXor8jrCqyMjbtz98+GCrhSlaK4v+9/LbH46Pj7C8p2K1/vY//nJ8+PLnvxwf/q+f",
+	"f/jL8eF3+Of/iCCdhnwyXu+mM+h/x256hGQWxNX2H7IRXQqhfsTIIP1nEKWa11AOZGMLLhgWYgKKoBbB",
+	"mpZ3IVSonrliIJE0sWItIHO6AXViq+L6fXBiP0GQpH6GViwIRsc5oR0MZBVrVoXMsE6R6ZqbclL67ohH",
+	"DId95tfGrPVMkntRNksAveXgelKbLSN/kh3QU+1gwq4eLQ4hmQTiiKhmw59JoxnHUgIdv53AePt0OCaE",
+	"xithtu29tnSCDe8MderIDavF0p6FWjOJkodR0cboP0zkl6yEKD3isgyEyshzItmKQj68XwHaWUgR4fqI",
+	"fBTk6ChDNEMTiNjDKPv2+H+9Sj4n184Ca0jeBNQCvN/B5COxoy27s5+QyvME+6mEPeXhnf26O4rh3CsK",
+	"IS6AhskeNBklb+AI+uQ/fzvNaiTu6nmlYrVTgTeDnmJySd0eBrZIFHzGreKdpsRZa8c2+w5KrT9ulPXf",
+	"gUtv/9gky7hhHSRG1igTMW3X3DVgjHKQCroseZWw9lYdx3BfiSKktxqJ2/AeXKzzYUkg9bwYhT8Gy4WP",
+	"M9LqnYByh45QKGir/Ps+hi2swqhCdkqcSYRwgoyjyqoGZL9lonYoBxP1hQABh7wfTy8HncrW4ZuROsBe",
+	"BkWhQBnlpsrDW/UBy8LSCt1+ZrlP2kqx+DuY5uF0hrdpXXMVMYdHaMH5HgD3ARm19QukhVYlSkiWgoZP",
+	"yBvDBd/w0CROK+etaA8FOvw137IsdNinHYiRMma04FNWFdbmksbn2iCa4KOPMTYI8TOGFSZwtU64zbjb",
+	"fcppAK1m2qR9Z/wwB3VBM1G60fvktegtm7dI/ijbTfKXJZ3QwtK481l1yEoSaiurGe/M5umE8w71p1tI",
+	"eq7dkrPAsKEaGpb6p34JalLyJbeRi8uDXYwq1oSSoi/YKV6axQsHyoH3xa4vKXhB9kVN1uC4K8QB2jSF",
+	"iaYLweBZCKqpp/MiqhCbuD1AK8abueP7MPKevSQyk9tlZct4vN2EI1/HYkz0unwQ90zLm+yes/VBRvS/",
+	"i4x8qi6MCLpPSwhutAq9FU31wA8y8lGoN5ho7V0KCwjCJTMbPQK81uQfcEl4cZCRH0uR3zHznd+ovlK0",
+	"fK3oHWTHVkKPC8vu4Nu5WG0IBiSetGF5UtGNKz1nqTgzwGFE6ofrxaYjRrsV2Mv2YOJ72Z6b+V62Zye3",
+	"l+2Z4bbVCUdlPsexPOZjtmIare+mTL1x59ieB2NM9qNQHh/khxyAqk6zJxZhXtRGG14yWtk6tfbm1Qdh",
+	"6+7dNWBwVK5LCiCz9AsRVZaynjDsK7y94eN5Ssyp1KtYNxCSN+tvaoCJ1ZvLJuCPu27rcJl2I+W1HnkJ",
+	"dTj0TgL3Ek7i2HWF+khTEXj9aCTwKJBYCof8Km4D9HnSM9mzAJL9P7MatLeMfOByiaGiJiYoI5eMFp+q",
+	"cnPwCEuh2cjeUO3ypF2b78ygf+RVMRDxmdOq4AWaVPvms3taclNAoiC3HBDfEKSeyzu3KgnmmKQDuBAu",
+	"oDGmXj7SDE32XR0bMCVrus/0bXV0dJBii3u8VcVuyrtKrliudtyXVS1umZYcaAHJtwe/b0H6FlzoxRuJ",
+	"ve2FPpurwcT46RdiuxOADgAhYiCWwDOtrGuhUM5e0vqO1WTfnsBD2HpQWdvFtegCNgYtAAAQzxRy4X1W",
+	"mcdXjQKfmCqEiYCDwQwGDAJ72Qoj1xJeJC3cmdxGWqejhqgHLpUcbAZfCX8OVw7gvsXzkpTznrZvQyQR",
+	"1rSPSvL4Zhif4brT2jOJUA377EF9m5GHmcyIWq70f46Ojg4yK3WZvFQgCn97AV4jPI6aMbCcBrBTVzRn",
+	"ptJYA7lzbdhMStloy+yKGJvwbhFL8h2+Y3jRPvp/zWEAREWsFsAIHK+DJ8kjoPIuEpP9iCDmFCZpjl4M",
+	"BOO2DOu7gKVhFKZ9f/thnSLFGbTeHdtt/ne2TcaJew19Dp4xjCIOGqenWCV/CtghQck3lkhj+3+0KdLa",
+	"IJF5ZB0XgBtdZ0H9o5QZvt/ySLtEPlOOX1QxxJqfFgLp1IjzXqmOJa0aWpJ9v5ibqImWy1mltW7aKEH2",
+	"LZqY/hf2dQA18ky0lov6gNb2sj393h5GegU96S526TWXd5H86U+VLwI8k+6yGfVTfOX7K5Lqeu3sXrxy",
+	"sa9tBtgE7chfFyNzhMod1LWow0d8i8xNEHqcWY3y8zZcxESJWAb/dfh66wiXyK3DBZ1G+XXLbFv7RTKn",
+	"vh4PRxmDza8E0IQxPoXZVpzb98Selvl3OPfgbh8cDdZsHiJGTYN/hoAWkzwbwx7vs0ML0JCC6L9N8fGU",
+	"ZiARg31gLpm+PTYh0n4g4fuObeLn+pkkd2xD9nGpDx3gegabc2jqNmSOhg/vncJvWT/ATt6zw1lTlvbv",
+	"UqwPpT5iCaq/Hl8CTs7WkkZAwf0FxVo19aZH8NM5q0EXgrvB4zhpvNUxyXBaLKuwVHBGmqpmClKY2vFm",
+	"4AxGHJZHcNzRcCU/U3/MphJg5cHZGQJzxXh8y2t4L4pI+Qsj4m0xnEQqj7KLJlS/hEqJlnYAGb0ySB0Y",
+	"hFIRRuuSsxrG0tQMgwC4Ik2lGBaJ84UH3Zixlu9le6atcas5ngkzwrSNuDaX89AdDgEh7fkY8L31I9JR",
+	"y6gxpgIPF2LkgU67fARlJmV0J1LkHxtaF6aOt6lmO/mY/KO3JJrNhaNNENxtv2JrY4wFp+pBRi4ogAqD",
+	"l2auh0RqNmskk8S9C5Lm58ohJW1hmWIbe9meeWmcZuxAt1dpq4rulhTq8UwHkAUjfybJPasLnquj8GrH",
+	"uLCZd1MhRujvbBhp8yuwYWt3SVA2eqJX3Gz9lbWNp5Xyd7VKoSN6MBoJ7JzvRoR8z1wDy4qWmkqsM78G",
+	"Pa0Q2EwftWdhSe3x2sSjZWjbesQj1Lp7RD3k8fFZmv1mL9uzX+CfJhnXfhPUqf+pmlCaapB8QONx6+Fz",
+	"yduSLO0w5X8/zukY3FdgnuGUkhHGmYHnz6RF0KoYcwJO4KaQUf87K300K32E6YfsH2NnRvI6+Ofagp6I",
+	"I3dvBn9q//n59E7WprA/NrhCT2Rp2sXnsBsxTrNpJTHJ1Mvr9yvLXStf4bqKMIGB+wpvqcffSfrfbVtP",
+	"cjdhCBGXvh68zci9qF45EGfshzviUQ+GGgdCwW3EVjQZyTnsO3Fn3cBV8+8jv7UDc2lZOHVW/NAaAMhc",
+	"oAfZFEDZiv+EEt+NjN3Upp+ByK3OagyGbomarDs+VAg6RTvFV5MTYq7PiRJDyGn+n050mDVl7FqAnWzK",
+	"kqypYrWepOukCiEuPZlwYg4/yiaBaO2+sjl4Yf7nEGJKsYYdHtiKUqwfuRNL+nA6H65Qth0hdIRfEV4R",
+	"i29v+0ZuQmtG7thKQTURZuqLcahqkDywf7IIVzcVKwbZfM2UJiNRESyvCF5zgGkl+7bmpyNcPJQll0oe",
+	"JOPQzTTDjYzho2PdmkWCrZcVHXRtoxGuqSRvwBnW1iBwg4KvEnfEzXc49kOUBZOqzTPwUCo1Wdi1wnvm",
+	"vaHxCMT4fynBdiAmpXvUfQ7sL3v/tPZIpEu0acJbihyNdPS7JN1KvE8sSkcSJO2tblJ19mc1BTw3VpAP",
+	"F98eHBGTeSxNfhJ7WGmms1psJM9pCelN8oTcYPZIWwQZ6w7XbMZqVuUsETD4dLUqTeHlo3DIjpd5GUUO",
+	"tCCOWBnR4XGBA78Vi4S+bsK9lEKyocqivpVJvwvlofZtcQDNA//OMqJqmt/JjKxoTZdMsVqi4wxqarW/",
+	"EsmUzIhs8gWhEqK6IERa83yEoTvICKDSHP6tWa4yUonDO7aZ1ZAt/eKYyE4ocEakEqsVgJLBAhxC4dPM",
+	"YYWGpZVcFCxUikdfgTiRZwTfmYbFaDjxGBajFDN1qCWhBa2LQ/PRBLy3gZobWOnMvrFjsQ0vqTeKGYR4",
+	"ak5kYCCxTMOtG8LTN/mEvDAgjRnJNZlD5rzu1RCkpXCxYhUr3A0U1WnChdi9DrHuVFvLTp/40eTEwHXI",
+	"9UgVS13xR1YHgOMRkqrgd7KPhxAKojcFF0RCZRx5oJcO1KhUJaMq2EMsXvOtWFsCN2noGVZQ3KfdFMkD",
+	"ezy1Xm0gfbvbijHQBhUYPOkAzLvvMLlBm7ndECjw+Jyu+PP7l8/d/focpJDn+puItoLjm3Cn2sT6KZb7",
+	"qUHZkF+IWi1XjwjOdpXDgjDTdfE6qKJ9vj4jhak/5pLHtyYbBkWF4pfx0hhW7HGFdhW5ZaXQ92zEJo4l",
+	"U9+KUM2day8BV5MX1kWByjPmbhLVF+z0y3L1bdTA2ybxDzM5g+OK6eDmIprG6OJY/Ffm1g7bgKCYcUCZ",
+	"5rVqaJno1BxHFMBuHoks0CkW1LKzDs119rXLTfwzOSrZhUXsTwZBUm9YR86TqZiSbYkySFXSL2V4FjT1",
+	"UvUEaJMf6ANfNktSi7UE8dpiXj4KbxJmmVk9ETkB0Ot0kXwiuALq7QH4Sfmb4k92LsTAKTN8jfYVAMkY",
+	"+eN56AoBBfNwKQpWHhxZQ9UP7h64bRRYCdyNxHvWExtz5cr2Kb01eI2N31onhMIn5uIDFjfjFdwMZEnv",
+	"oHxwi/3fgvFbM5l7tJftXYmZes3sv9q/rNFsMNXBLiuPVK88JbJZglHbswDgMgXUoHtW0zl7PSDAXqNV",
+	"C190gmxqjco0jQlHzKFOm7E3QopJWQ6UasGwUKmu4jcHPLLrYA6jQQ7ZRTaWcSiEJECM0EldIbaoYmTf",
+	"kUhGPArJiPvD0Id/gbbnTl/fTKqRrSTmtVYjoUuBfGKZbCPD+2Mj4zILKoU7QK0PMTVh7G+06uhpRInl",
+	"rVSiYjuxuJkxLFnGtn0kQmvbWYZBNniFMlbwoKKw0U35BZ8JZFkpYRbwicwXt1EjO68JTB9MB097tPvG",
+	"EC5TzSBYAC7WPpi4zDuduq8Sz3wNhoijwaMcIjJ7nyCMJpdWRp5QRfY8KUDI2DX1SDHIPkM0QwM443X7",
+	"NHrMNir8U6sxrR46LtiYd81ZBMi6HzfhlENr99eKBM2V3pfNiv0QyzKdUhHCZTN2rp1OyrhkSqVXHBrQ",
+	"vGypi5akXLkLaojWatmacsGCIgkF/3UYNd5I/gnmrYAPZEQ/mmL5MBzOGT+MBXB8VPDa19faxqtu2Erf",
+	"uxXfeBKtsKWcbcUwqg/KjkrnNDf/SPlE4i9F5i4+vBZS7rBUNc8zLfzXV/X8iU7T7KxkkK7cmS/+NfS7",
+	"zrEfV/F8e1OqmufpT5eWpve8IWhdCrnIED6aP2bd+gcssx+m5K1K/FNTQ+18HSnf8aogPJJ/UHHFQzt9",
+	"7aK1XHtwGGxBksRC2jZZFX+9jWhS0FHE+4LPOsQ9dUXayDNAY5swfCQiAOal6Nk7vXhH5EIf4IhFVrF6",
+	"yStaDjvw2yXdpCPHGjBlv1Wvv9BZ2TrWNa0kaI8hxR1q4dtim9KYfRUbWPtZLZaxVbtlMxEpMqRE7COQ",
+	"QMLf1HyuOUh4iyEiI7InfX1LjxnG0DY6vnYpW2EPkyPo7oIPMzNgDJrrjNrMfQYRuN7sk7gDHxiCuyy9",
+	"WMZDwx+9WtlQHzgjeaMOl6yes0NF5V0GlqxDDFo42OHi8bng2FK7+QyuH0anjAEJQTZvBIzJwBVl9qRv",
+	"p2f8dikeO0db7tvDa3KX29BHrewuRQOhDYYnApLpbx6HuU+JXFNIsNbjOvgn4Xj8KwZg9rNDfujAoR3J",
+	"+/wQDp796MAnMjQ8c688sV18I4Bj1K9FWasNCDi+2UZQPCaYE/OfcfRYnNciRhzYiOMKI3//ywRvDsRr",
+	"ngTj80RZWCMiFgT34vX2j8kdYys5AVraD0iLlhQ1voZZJKRyv2Jr/Vxrn1mnnvbB1BrCYFL6bx5I2Zu6",
+	"HmuZuY/1QdAztH4gR53yZDsOWr/sIqFdgu8WWLRLMfCPFna8l+3ZnrWK0pTlTkftK0GnhUzh9trrMNA+",
+	"CxqI87Q2iV3jPf3AQkvQYdEDAGkvaqFELspLJnnRsDNNDs1qN+hq8xVRwlAeqbETsjK9kBq7kcP4xzMK",
+	"CC2qbtg2EES5wer4sGF3bNMG0EGn3PPGBECeajbjDyEyuDBPoIKRfv2EMJovsIqQwb6DsRNso43QMCdh",
+	"yefWJdQUvAeKPVxWaMkri4kd4krhUEYMcWwdwObqhM6Jqikve5is3714OVLgqG/dsIvlBrEDIYXBdvB3",
+	"a9/Adc3xE800inpD6qYK2Q+Ao/2JhbxnrQ0MyKKwfj9hTPhYUOC25YvgMPD6SvFBRmC6O5iwa4gE9Rqe",
+	"Qojg/dGvwbkxRGkxTngN6FdwAKaYzGCF/1iLZhW++O552Ml2pUStjzE+t2wSD5qoEMXfoCS2b5nCTRPW",
+	"tV9t0UJo+9uddenRjDhMkRVbXy94XVzQWm0uSrq5pfnde0Z3rVjncbZaN47VkKFVUupmtykVfo7KXVqi",
+	"kCXHurGs5qLoSF6wrDVDdmJcKHiBiiVXATECzK5LNNDu/fDq+BhOuv1XcMEDy+ZRydaI9R6YbDgobYtM",
+	"UKGBigPoDmx+JdBHXhOxDpmv79gGq9iPHd828w77SpYn9cvB8XsNbdvwIII0zFeu4Fl4VCfEIM4R4YQc",
+	"E41K1qxmbUmpKbJokBHvZe3ihcneSAVnVLF5EH3ZcGUic7ECoUdvZUEVJbn5JmAoiLdmnpggY33s2QOu",
+	"1VrLZ4cLLjFz3cRoHC6odL+Gg1JKPue3JRslEVNfCk+KmRXyd5Q5EqlF6yunM8XqyygLPDc9aV1Qscp4",
+	"GQ32t+F4NpktsVcU20Oml2sToOkJ93ZJTIVQiLs5IRUo+FYbhKLi9j3jgrX7Zqu6KL5kUtHlSkYNObpR",
+	"RO5F0Wtre3BIlxOvi+BEToinzaaebVHyfBOSJqxOiG/Yjt0S8IqsI977fl6OpXbXW58ove3bWpAQQSUd",
+	"1Zic9NrctGBlf7rDGjx75rJNPnqhPI/EC95b5U6vkbXiNfvQ+nR3u8IvvKIs0GIvbihQUke4tACjkERk",
+	"A2iN3YN6K5r5gtyWIr/DRH6TQSURpv7EyHAm8Aa19JxWOYvD0uK40xQj1EkgpdbMcgnJx6aS1omR3qCZ",
+	"cHe7axsnxO4wikm695AGsn3+Alt+z2jJitMVvxZ3rAoLyfe0bJyLVH8ASWunF++I0h9tb6iKtwX2Unhu",
+	"mnWuc5C8b+R9/mVF1ZebiEPojlVxU/eMW888a4c2zIZsi6bt8MEQZcQJWwsAuYWjXmj5Ufe+YvWSo/8Y",
+	"q0yj8NZIVkuweQfqXzS8VO9GbFC6M7D66pcJr07wr0NewSNpTT23zIaGgIbXMo9A6QsscRq9IF23WtEy",
+	"L29fjGi31123GYRUgpjSHeHu92Ga89auEARKLelGLwWU15rgyv1c8V8a48s1pKSbDSemu50O2TkCZGCG",
+	"OK9pX6sct5mKcM7bNuVHhzsQX7S9236IUXDL9UuY7DoWiDS6u/pojN6GeH5cqpMbLRabBkVdsxFrcoDX",
+	"d7kyzUJnYd+tPandzfen4J8qf81jnCUCk1qW7ZnpMot4iI/7IM1YIcpxr2o8vEblp3nOpLzm+R1TwaKy",
+	"FF4gCt7IIB5CC1fBPOfBtiDKhFfzkh2CIwBeczGQfxPclnOIRaKyhxWvmRwK9ZNKrCShhdb7+4GUg07Y",
+	"WohlNIVNCIgmhmZt0pprtmmg1sXwDdVZGdebP6XY9tT5gt8z3KXdZDk9BYrN2EVXgnApm+AWRgJGoBV8",
+	"eEJANqRVAXYdv377Ef4CoIliXZWCFoQWBbGV+NJo2pu2MjFrbSHEb7bZaslnTG9s1ID03rzg5ApYhhPy",
+	"4uVxZ/QT7ETfpNqJ+pOJBHJV/T2iZSnWHScPSLZQoARUAbO+4Rg01+vQye50OHa0I3Rhg77a4e68x1vF",
+	"Quzh+Kzy+JFn/cz2x51zTCHwXIMmv1wmHPpsSGi2q6wZ3s1poxai5n8HZvcD+ZHRmtU31hjxS8PqDbmp",
+	"Vf7F7NEXaPgmURT2OYzduN5yRtjNGV3RW14G4aZNwOFKi/o5X9FKgXhWCPQM6B59as3pktX0aNXcllwu",
+	"9EHieS1WC1Ex70f4C9NI5JFsbjFyEDxzVB1JVkXp+wwN6W14ZnhPm6qyIHGmfJCoQQYK3Ml+U4kQ8ypv",
+	"B7ANxB4cwZY5qm6Quroi1tYl7vqJ7N35g1ZnxyNkQXtj8HKnlAGrTJTrJY64jXLN9k7vKcexRXbjTVOW",
+	"OIBQ7pHXZS9K95kktRY8AxxHKS32y7CcK3vpBmT/RUZWZSPR3s7AblFvUqGhnLQ3yGp0fx0LdSJOYlV8",
+	"8GA4QkZTl1XkFiMFqAMWNMbNzHIrKu8ASiOJf0WylWwwoXdaUdVHm5CNQ7JjT70BWqKJ5R07OhmFF0ia",
+	"HhDL8F50sjhhRmRWi2UX1PCZJKLmc57qB01Lceke4f75d7vdXZXQpLZJro2UcMeqR/R27yPMpbdVQQrB",
+	"ktcziLuEVzM8jC3RPJMGgkQLiAhLIu6tZSTMBgp2z3N2NQwygS/ZiP9n0u8zme6HwGiSGvFuxlhb3iup",
+	"BBvi5oZXZ8Sw6oxcNXnOWIHmojexOjoxcIjuyLOtRR+EEvaJI1YuxD85SBsyuTrNJxu2NQnRoHMlPaL+",
+	"jN/O7voXMhIl3MEY4SndhZl8gZB99pCXTWEQsLY4lNNiXkS41XQuOdzP8ajFJoWLRTbofwtexVxCoLZC",
+	"JSMUPP4mQgusNXuXXxQqGnVaYCQBSI8/GeBhDBRcsNIZ+B0kcU8Wtp/vZXvm46AcNWbgcCZxBNwyBlMM",
+	"+PwBq/DeQzg4jovW6pZRJQmtayhl9M2xgxf1goB1Y4SrgxN00xpUu4o9KARqKxgtSl5NAIb22EnCOb3w",
+	"3u5+PODO8LUQXBLQq/7t8Oo+P7y8PjuEb298pfYEkIcARgP90VrdA0sF3h7CFDYZCfPqD8/ftu7Usy26",
+	"ihDwB1rxGZMpVysC1AWuSYsWMHhs3yk5FVRj6GbswKkETXZiNpNshJf8BPHpHoIKpJ5ljxa7YpddYExZ",
+	"eP1Gtutab0V4v2CXMkz2soOmJWFVLqyw2nNFi4LlMbQr/IhobYdViuy/ffnq24x8WjUyIxdnHz5jZeyI",
+	"m/q3Ep8i5DYzQAcGTasuWH1C5nQlyS1Ta4ZcbQmuXQztankTkMOUG79zjgLaBDT4J45V6sfacu9+Dcku",
+	"zlQi8lc7dINfOSawf/Dn2hfHbFKYW2F7UYF0vpftgWwe0/Uvuuy937jPmvchCqNDXgfGAmCuyH/Jizi3",
+	"ZjAexu7QZ9l/x4U5ofvmmTRp0lOI1zO9hbBFuVyVdBNGsNS/motOCQwiAoeztxPhRFgtDY1ktZnNwzd3",
+	"EgHSHJ7eByeE9mgG3YMUkHjWmlUkmjNq4/QfM+EZJ9qYcTjdBPxnjO8MRIYIheYTjMrfnnwb8zBqthph",
+	"Is4E7NOOWZMeiW9LKr15eKQS4TceUxjAwBZi+UyCH+mebZFnkjZoTzBIbvaY91tKPXM90XN3HdFGTUe9",
+	"Lfp41oq8vb6+OHzz/s/k8+V7G1Hau2x7ql+CSqDb6jk+IUtIb3rffz58aE1WQsiTvaYbSRZKrQ5n5b3P",
+	"Uu1vQUba1JEU585CgClRC0oQOYSOkgRfh268J33bCcS2qV3qkZurKwQRXhnGaij46s3ngAwXD8Q5s+Hp",
+	"IAVNRINzd38U8bnPQyBHlllowkkilC/29C+hFDEIPTu9Q5lmPmvXO/HKmCilPgl7lxH8Y3R3IVhxzVi1",
+	"e2GxLp06oKP1gq8+12VMf1IC4ZD1wvz09t0FEbMZJmCvqFpgCSUuyenFu4Sa7d2t8K6S/h0jLQqQR6Ot",
+	"rbk9EOPncfTSMPWYOw7D1EvjerH9YfId4fGMx90R/U0dctJ5oz3BZAkzf1FhkCC5ZcT5S4sjcloFVqgL",
+	"iIeBXgbZRfNcXhHPJGSQjoF4jMls/93ZuSbp19fvrwxw3AG5ZblYMmmx4/ZrlR/5R9G8F/YtugLYaVA6",
+	"vns1wLBzUSleNaLxAR4G1AtUxCNePnTSg5Kq34LgbShrDcr8M71AM8mUxMR3LAa+k0AciZLzhBHZmlak",
+	"IDNap8JRtdsQ68Q7BWS/K2XLZ6gQHuzY+6CzLhDiOMl19zTMO5H/dsFLOjBzgw7iMZS5kSDKmMe/y4Mt",
+	"d/WJOUBfAWqIMCY325j3ZgtwTZJ9AMinuSI/PpOEVfesFCvEWUjmyG1zGTGoBJOdPF70RUheCYG/XejZ",
+	"VBCSaoyMj0d7g9i0qTBvEdy1y3aVIVDWoAQgxJJuP4AQmWIAtWBr2zBsg9eWG461ro3595bmvRO0Wms9",
+	"jd1Dzp/hn3JBAZCERR1esNeSBxEIPjAIJs7FCgwvVUHat8mSFswzxiwZprjvQ5zNhqkuxsX2dWIaCmIe",
+	"b5lkkkzub6wV29wqRo8A1M19JUgl1sZ+xRVEAqVCgcCayhiHJzXT6h8keeCbABekMt2ZYreC1kVmq1xk",
+	"ztyyYixfHFhsUP2/V+yXhoH3BNbQFaLbMDW4lsh8sO+k5VxQ+UHU7DwyLZtEsRS1m9FMlKVYh7MiKvag",
+	"7NgjbkF/evZSArdX6AzHkhMnSBQTohSfPOxlx2sPyyENBAS1t07Ws9nB0USPzh2vil3s+OhgGY1u70fD",
+	"BG7H4Fl108t8huNOVp8kezQ1xi4vXPrlhFiBU6vttOIsJlaGggL04S7G0o3E0ibRWKEuAXzQtj02x3E9",
+	"JiShnxiGByqAniJ3hbeAvyC61y1DEE9qQlmsLnFlcs1C0JxdlM6YRhHMBNO/GtWra4m+50yrQqg8GfNG",
+	"F3zHAOYu4WIC54n+It59CEbx1N1VYc0Fa68NmgFhr/G93bN4vqoNK44i/sFHEHcpUNbUdoIJYKSpFC+J",
+	"yeDGimATksI+drLBxPJoipoRytBKVDr0i9fw4xbKgsVmjI1G88SiKVlxXsVUj4uSVhUrCKseseuuHzhc",
+	"Iz2B5vuIvpxnb9QrI5bGG/FrtmdM/eHTY1ne3wSv+v4AcBIgyor1cSRwQKdtVdZrYjYxXIwUPCb+EBOM",
+	"X/q9BJBrIZbJuNZfQ7W5fFIAa5hOB3h7kranlzYdwfoSOgvAV/9W6NUdIh5ErRZiqS8bU2ITQ5Mw3awS",
+	"t6LY+PfNpxWEHZ3Bu7Fr5gptg6uYrwOFtWfSGhFXyNpF1/YYIrxRH4C+/76CA6BnxNX6klZx5D/BfBSM",
+	"xjXXE9pQz60BHsBQ5ZrVrMishRbFHz14iN09ryBuV2shNQMkpCLDf+q2fL9Oyeg9lPqqvefekqAX0BT5",
+	"kCMWWOg2SD4+SaRdhv4XSUu5XrB0b8b547wZvekMuDP6fg+rTNjRRg45BAJeslnN5CJoHREKku6Dbv7o",
+	"8RqIfqzYGhs4sZAxIBW1aFJrUd/Jo+nhCbbxuhOm8MhoBBsn2ek6vJSrC1ErgB4L34qX1xcE0lrgmCCo",
+	"bbfwfLJL1k/qwUM3oQYvr1kkm7NmOdNnXAscODKIvjV1JVqI0wwdtO1rXMEvnVNrGtOUGMuEGwsQoBVU",
+	"7sYZmmUz34CGDixEryggNOUl5cspKwENpvEIB/2WXBHoQ1sNSKwre4XbxLXt+yOYfXZtuy7I59cXz6/P",
+	"LlwLSR6VeiUkG8CrsIs3E3UX1Wt++/L7F9+/OCz5fayQUYkge/Hq25jfyoqh70ep2+0+oPmYLXZZiGCj",
+	"hTvhETK9rAMKw9XV5ZmmNZYruN/ccll9zqRAKnJXiXXcYx6SnYBHtCULXPyivdzsnF2ASOSmG6vy43Y4",
+	"18eYyeSh99ihPSde4VUgV5+XtNRmVnSr/E4je8gUfvCLRw592hpjtqcgoYTPTpflZjZHuVMSTQlji21x",
+	"i+E5nbNKGUg1D3jZ+J5toCbZ5259yY1pUytbN3C5i4olZeJ6d8ev2fDLH0XBzrCf0zxnK8WKvV9/7i1K",
+	"WDfrLoe0QVxDl9A4e4uysw80AM74nkpFbC5tNAEnxtB0q7wKRbXWvWb1yJ5JIIApPYSVP1jS3R19nc0d",
+	"KdfhHzA91XYpB3W1tovd8ryQJVEyq5l3asxatvQRz3hOkCpEDULCRBkhlpYtVyznM55vE9OJhU4lKw5m",
+	"WZxVAHywh5Hx3XfffOfnlx2//PbR12oPF+3Vt9kYRPTE+6jXwTcvn+Km6DX68rtXIWlclXHQEqAni21y",
+	"0lkVd407JKcVlZodtbLeEXmN0HXkm+Pj4V37/tW3HWyTF8ehPdOsujNYg6/34rtsq3IYRhQp0RrfeneC",
+	"vjHgOrB+bVSSHYbcwBWzfxNg3zcHhFdSMVrYOKYaMgJPyLFpGvLlLLjJEMrLpLTF0O09wF4u7bW8G64y",
+	"iu+06l3KISiLQZmSt0JhEpn+vvVxeB+5Om3U4qxmoPCEzJCouF5dkNy9RLAkZa3lcK6McwlL6WAsr5Tr",
+	"YC3eBZUX5mHcDE5dA3qnbT9+w3qZWDkDyD/ou2aqqasYxOCI92Zb1+tUhMUgRFgB8wuFrZMWudssSkTJ",
+	"oWXA4v+aQ2FpeArNdJqvKtEAjqhJwMsXtCwZYDnYSrsj3abA7Hnb6UMrihpx9yACI7fAe+kqtek6VKG2",
+	"pTIMDYp2yVVXF1VQwsm5ZKUoWz+9qA1oQwcMNIjvF0FblKzuYC22C5ORBqEYV6zeApAd1pj6bhbXv6WJ",
+	"rHMYuuVG2zX8OenQxvH7egfXj8nq18NMRfjzWpsgAW/xmUeg/mFb1wDGPFZyQjGJVVGr/loE0vfKuai5",
+	"WsQPrHuDNLLr1//w+ru9bO/q7enhy+9eBcVY6oNmvWW0iKmsualtT25Mr0dHRzekg7lFFvC9wa9FNFaX",
+	"cIwcs2WWmngv35yRl69e/AGMZvoff3j14hUwb2TbVKu5i8yw0z4TD5i8gnFJSO8EnqIOhsM091hGGG/L",
+	"GVWMzPk9q6xKDvZnLb8XYhmt7iXuhiNGPKYGIiVidGoiyJD0DT6AGVhuq4TgEmJSljQM3oqnpspO+G75",
+	"RQTqJ/yfhpam6N2qFgpFLCAZE4cGxT07AzH2g0qQX7AUuyUs/f4eUk+QrFJumBBjky2ws7tfgkt+b+ue",
+	"DS68ubtqdmiWq7P/0p0/e6nCwuv1dmudVFdU3HkMFKkw884t7kf4rHkzibGVq6W4Y5qv/KgZ5G5iLlaW",
+	"BhFS6uYONfFNCizGrBSZAdlCzfWmJgBep+/cSTzXTcjOpYNF+fJ4sBzRhOyQ7aUL82UArEberLkSzhSA",
+	"BgwwGabYhzQC/VE0Ehse7royMNTxMD0cwOj8d6OaU3s8YEXGiGdEoL3ui7BKEKyqV4ul8blV5QZYcL/Q",
+	"jKdMvXj5fUjn50smGhXV+3+EkoqG46wXWlRTEE5t1C7yYkSd/+Z4DOEHKtWGrUKwiKVY60nbt04IbfQK",
+	"AIP9/PoC2M6MlqUkUNRHCXJ9dtHFEcCSu7nmJU2xSk8OrZVc/fD8OfgqlFxJ/ffny/dZRwYzYr0WCQmv",
+	"ZoJw44bGza8YQ0Vq2dduj7/9vmM8+j4lxzSBYsOH1SK7ImHqtw0V6R0OSE9NwcVZGAjk9PQMsD5OEfFD",
+	"Lw/ifziDu5n7ghqMtTAciI2DDdDdW7EG97G78IkS4q6rt4jmtvSUFgw1AjdkXYs6am/AlLC2QmzBw1LR",
+	"bBWMoNeqRW1KestGi2YONW6mHxqhHGGOisQRLxifL0JhjqJgBcGniRbvydwEKk7Qyq30ZEmNkju2gbnb",
+	"WVuIlWi9yjmLBlvY/QZXI6T2VCyHgG5ML8yIZKpZZRCyAh6gwhZVDXK3awHOBNi4EKX5Udi+1O1hihn6",
+	"MypWLZWbcOL2DrA4CMu3j3EzClbye6YpCzdqvymgtJ7KV+FpRhPbjchh09pFo/r63rZ8yAsWO/dvX776",
+	"Vg/k7ctX3wU/XvNCLWJUDA93id7A1HqQFZF0OqwjyBCb6gqqeV5Teff4unENaDWmnAuhxJS8VlQGwK9C",
+	"VV+CPWyVfQFSo/LOK/oCH0ImDjH2Sy0tP3X9l8dWmxwqMdlU+hC+5nReCal4HjiB5h1StC9ZT2YlioBB",
+	"ec4qVo9axPzmoJ5bLsoS3S0TjWBzEY1R+iOQBwzflNE7CrewpA+rWoSm/2dbDOePnz6c/tvF5aezq0RW",
+	"Pxe1aFS45H5b5qJ9K/kGWZo6VINiN077A748EDjTN8hCZZciYhBYseoNL9lr04KoB6emX8fEvqL9wCEy",
+	"1CJnUp6QwxetYLIqqdJLQArBbIUZ9GOl3q81nY0DCdKZ8kkec3br0bQnKMLW+TDmTvaPgE+gHVLrUEh4",
+	"cd1um4nZgQ6c5Q+OPKJHAduEiBgOEwmc4fyCNpJdC0XLjyFNUD8gc1rf0rk7ulD6Bit36254RSpaCXN5",
+	"JybJzfMLVucslI/+x+3eFK3nDNRb/Yl+uP/HT388O2ipquAS8pMSyWfB6Oq0LEUeqWkNP4MNXL8EBnX9",
+	"CcFtSJ2k/uRqI8f6gJbNZolbRXnFilYGMgVQqjmZUFg702LPH/OhU2stokVoe/NNXrLUacroFJF8bu1E",
+	"n3aOvUPZ29Le6nujtGuT9anfp8qBk3cRlCAhQQNiJmr8L6LuupJutxtCyVIUTRkCti+KmskQjfAKqqXU",
+	"wEIxzkzU5Ob4CP7/BpNYypLoValnNGdheTIpMxBHB6UwK3eYtiWckkvFqiD8ht+ajUuguWpoWW7IrVVx",
+	"Q85EKYPayPnDqqQVCJnb3qtbvTigZQbnjNMJqBo4TVu8TbrRdnugK54RzY0zdFJnJkr3cKHUKgNLREYk",
+	"hz9BMViz21rlE8JQNSG51BxrsO+EXNHJcVznIXTHTnQYteE87JeGllqyhidYcxqLMU2Kho0ChF07fcq+",
+	"45uDhuxAfbcfbqTXV+ZOjIuZtJNvad2n1JbERg522Ounn8jOWcaobejInJsRafkp5LKw//DSDgsw1LEG",
+	"k2NAEwy4HndLjqeLOxSxNchnekOXvNwE6w0hCsQMXkAwW1bZMCwjxhxCRC/5id1eifyOBSy3bcW2wWp9",
+	"FYLhQ21NDJ2DAwd9P5MGQCCijUt+W7IRLxktS32Ded4yG71BlVc8MswB17wsclrH6g10BgmOdQm1GKmt",
+	"I26/H3eiu578Und77SRHd7OmSxZGkQVYarBA6RZc9GDqPo4UgzS6A3bADfAxeBdNvSkvyi5SdjGq9IHS",
+	"r8dsRuQqIDv7ksvsZmUpLCIA+M3kpsrHmZjCTFG//7GV/hC7FfU6/++rTx+JYg/KLMjUxc6bWobMs59W",
+	"FIIzhAQbDdm/uTz/87urd58+Hr37+Pr8346uzv/PzQFcG1RKTYNYmgrbw9MlmyUjNZ8vlF/s2y3ltnRy",
+	"z8Zh4QFy4dygCg3fPJ8qAtuUWQ0U3nMV9vflfX7UWaij+xcHsVCjoDXnU0Vw4zOyXmyMrRJiPmtmyg9F",
+	"2tNrUwwNee07gLFNg5hgRBV9xwDDwRXP9e5rSTpmj0qsNd6erZrNyglajmS/BCz0WpK6B7EJMlZR7dh/",
+	"kZGXGfkmI//v//3/OGPonK7kCVSAgsUJzxpb4NX84ARkFVgtOP52I7DwgbQilYsmSZhCmDu8cazsxHQH",
+	"0hn05K6u2vBiNxDP/dKhCPmEXEQveWaPsLfHYxzF8YN31UyE3T1KENDsp/AS2ugVUVEYVWh3wUizmte0",
+	"YM4vrbWD9lML4IvcXIKHqMGcNLlmYRkfLsYgIvd5K1lw8PsvmF/BmdF8gU7BzPQ6eJNLxlrv4RRxyheA",
+	"AlnqUO2+5PcsvmjGQaTflIQXpdbTwRkDeH1Uf2xKVih9aKE2B0BChpUivFOuNysWcfy3F7jMcJlo6LKR",
+	"C7piJHBd7bZCTqgIYraF3BkXkPWLt56jzYzUrKSQUW08RacX78gthEijxjDAlsN7QEleck1L+JIFdseC",
+	"dbARLdkaDgCRSOHctUH4KcfjSN0g9Ixkv4TbaW7j159bDeK91s5jSTfuBO5fsfzQvX94YV4+OPFJTzK4",
+	"DiB3ECIbZjNWpxSTgo3rDjbrM4seSXpL5LbFPybekQ8xuyt6z97Mlis2v2bLVUnVjnH1p+gNzEWheYJp",
+	"SpMUhtdi2iQE1iL0p/e2lnRgBAcRd/6PXNVUsT/dhjzb12jpxJJot1yhk5tX5O6Wq+fyhByTkpkwaagC",
+	"AnW6hZAjgeyYdTMUyp4NBht8atSqseOCahMnJBerjeFLEExcrZpO+Uj9XG84zcHsDZmKq3z5hZZ0bf5c",
+	"Nvg3BOT9vHOBeLdDwewg8KQFsqRVTU/reSi8oKnhMrALLFaG2Urz53OMEYXIaJmRki+5QtXycFUzqfnQ",
+	"oWoqlul/ixkv2Q/3GTks2T0rM3I4z8jhHdvwSn1Z8iojh7ezjBzmtf7fJX3QW65/bGaS/x3a4A9fZkvd",
+	"KK31/+TAcQ5l/kUtaia1mjkAvKe1BRy2Jltv5IEkqu37oi2y/HKbM8NtcBlEwDAEM3ORGpp0A8QyQLIv",
+	"j8coNhawYTrHx/r0rPgDK+XkIXz7zfgYpsBYBWjVWnVnKDDXm62Y+PHoMdNiuBLIZ4y2h2B8k2WrpSuZ",
+	"ixWaqahSrNZv/sdfTg//nR7+/fjwf/3c/nn05fDnfxxnr7759X9EIxVSWBrWdnxSlqb/b2x7hiIpDJng",
+	"yKYxtcVLUCUWL199N8S+IqEYpmN4+gjy/MOr76elpnUopbM2He4fu1kRXO+ipNWut6qHYVjS6pkkkkFx",
+	"ioBrMl/QqmLluyKWMoHPQSzBZru2ztFj07K2F0BHW2Cuo1cPj6SjdlJcJzhh2pmcEFU3rF+IPgBpOgpr",
+	"p9c5iYtINl+yKh6D+oaXjJTQRJtUZ2GJTzwYk3ZXcfzH+tpJqabfzzkNnmetMvy7Pm7blvTTj6fokf67",
+	"NZHIUigEkOQ9/9F5o4nt+Y+sLjnci5+vz1LuwzVjdyFbtqZIfIadpmtB7kxdlWIrlnxSMLlJhXIr5EYb",
+	"Pc+iZI+OyzISMYUyV8SaAFE2Ro8WKwvrHJls9DUCHrTdvTB7Z2NU3qtGb0eH4ogu2mn55a1tQQ56IVaC",
+	"V+ayg0nNa1opNOaDuwq8S388vybP6Yo/v3/5XLK8qbnaPPd6OEHFfNlIRW712nuWDWvBsNmjXaY4PInJ",
+	"tObPOkplW3lqT0ZzW/lnAfqDgHybRCzpshd4qyXpxmYrTs4KGE5zPfEraxCqxRyl36xJwecc7QZQlm3N",
+	"JTPeInxHZviK/q/Q/9tUBatlLixG02KzWrBKhjh7d48TxbsXL/8Qlu9W0dRim2fZ5toaA0Mp5hCPr2d9",
+	"Yi5Jkz/HqrzeYBaY3ZK8bKQCA9cGZradfDwwwe+Hk7dM4OeevM/3st3ShQPZwV6KXyXIL42A8JaalLxi",
+	"5LZm9G7ivvzHX/f++tf6r3+tfv7Hi+zFy+/DO5GSbTu6FW7YuSgNIHclEACeyBXNxzlfZ+A//PWv8rke",
+	"9atvQ4NOz991ZBbkInBXnomyWVZh/TaHZxjegDerCdUKOOKDS4iNOyYQSM5UH5uyHHEBYyNcko+frsnH",
+	"z+/fh6W2Vc2XtN78iW1S21t5cfDma31gws2HvRmvWV5SfQZNq/qtcROelSnQ72BXoTOF+I59wn+Hy+Fq",
+	"WTgjvCrYQ0ZUzedzZI33nK1D5R/0oGVs46SphAzFDUwjLqYG+nATlya1HX71tW8zhnTRrUOWoWoQRYBe",
+	"Xr9+jxhlWtg+IWAuqhTmjmEuTAVl2l8XJeTVajUAEC/qpkIniRJkSR9eF+XZgtZhM3NRlNf2/WES08NZ",
+	"U9k2P0XPwP2NH5parCM1h9owxFqsZW8ZYDP0TqZ6IOHlsPXjGigC5AAc7C0rBdRREV4EFPDObreJEQRm",
+	"CexhctFNFHNQgMigqgDQlkGCH/fzdY9dO7/MHYTeJgcPIaI5XLJ7ccfGs/pr/R6k9Zelq/+E50oz6u0z",
+	"ad45X4k8YOP4yNYOT4LpVyz/0o2hWFBpOU4yIx+h9UuPIjcBf5ru3UC4lA0rUBDS51eU+g9smYIjezbB",
+	"46sHkSbQgXBoiqbZsUAiA6xXihvE9JV1Fyy4YxVdyYVQp3keDAc9JdK8ASneUhKsjBnwNERQwyB3BrK1",
+	"1lUpaDhKIaXCKHZs4IXXor7rVx4ZzOVQkaKo167lDONFrRvPWHuQFS4QnjKS5RHMw7q0bkFTZRWDBSCl",
+	"jC8h+JnW9cbiibarOuKOx2lkdrmzrQKk47u8oynNbL9ABXIiAciFWBsrI0yeVyXgz1qqcCBJWkkBnAGq",
+	"FM0XS6NsWzYHzCzbs58FTaCDeGYGycyFYMF6tmnNr47H4JnGMMp6G2ZWZWhXroxFMlgNCqnwmWzPoa2T",
+	"MGDAHLRf7haubbtH45aid6wyuK1e4AmX5BNsbPhOh5DxexrfHQvcZavyu04TQ4MHAJMcG7HLh5E7ek3m",
+	"6VjDvc1tF9wPAu5PM2XvdzuTZzB6iYj5CQQS3eVrese8Lf4nb2wLIpB03LYXF7LQX4u80ewDrvbTpuDq",
+	"koXD4jtvujSVSrM7GyFtKw2GDh0ApbwLu0JbsRMEfB+FJiXRLynh0eaSUkncB1NTHSOe3DODAgOPTQ3Y",
+	"VS1uSz0XDM2oys2F/cWoD8n6zPYW6WUMRuRgF6PCPa6ysX6Zj1IrIY7rL1D3DbtgD1xC3naldSOUaSUk",
+	"b62Tqlt1E/k6RNSbrT+yoTKJUDbHVaPajaGg+VsYP8sP5MZxuBtQbm/oanUDItGNxSK9Ifuw3Df3CyGV",
+	"edixu9xoSqn7/KTSImV7v4ViV1YBUKbT1cpVmkDji0U+RVgo3azWZcCq7Uaf5I9Kuz675YzdWp2Af6pj",
+	"6DWeNZNiOu4dnAbg4GQW2ZNYn8kn8b69d443sPxDti2vXKHmff2DxFoxtqhAFyPBhK1xdfDb+epGAXIt",
+	"/uDTUQ2QfSDQn9eqgYwMqU7Ily9ms/6s//3ly4AvKdTLr7HjjrO6qMXDZlcH+aopS80pHzaAV2Trak08",
+	"ikrYsnSEV0pMsuk6z8CXo8Of////Y+/xZwOHU5ZEVI8FSkJCGaInb+p0V/dIfOb/yVCSEADoZBsoCdQG",
+	"gKtrXS7GRSNqUor5fBsGeBwoKfH4ASyE0fAGKCDgfw9CkujT4CgjfBWL1RPdxFCj14U9ZIZLUVjV4I3/",
+	"n/Ye7c70X/LK/O90u4jVV7hcEBRzGnlOj4yYTBZf+YoYvxT+yWwthaHVw2A+ro6g0UhLk2ADPN7VSgtn",
+	"KmvNkOaKFZfR1DH7hDQrgHVf8HxBFly3vkHga9tGojm+oIreUgllFCNYEvqRnZF93cnBADGR2Fc8I+6s",
+	"qWtWKbNK9r3EZte0TBz9uuaKHdIFo4W+aqeOf01VvmDDkDzUVBU0r+6C9+WWKQtQRGjHekvgDTRMw5q8",
+	"DW5/0NOB2G813kQIU96aX+HrI3Jp4bSoJLbmoossKZjUkzH5a2hbPPH13oLLFY6RqKZGdC8tLxParTZg",
+	"Kxb4bOqZRFiIIcv7MMiQN/9T/GT4tj4zNzVGBuDI2vDT7XsfX0ks1mhTLrHZ/c+f370OZ8Qmls9zOGcT",
+	"LV9poJEK6pyIBugD+A2tclZGkm5tkamhMddardZ0RGa8oiW66EcGP1oDbVpqAFUWYq5b3HqoqnVb+iLU",
+	"wcdOyQyoDmAgsTkWv2hPQCxdGQSNtMoDVN4xPCtcQTzjHa+KHyKwnq5uavIZwcLyCW4FyG6A7fN9CtMI",
+	"se9ZcGucdbwMzu1nq4L6C9Yty9aOepQbnuYD0bC0f1apvJOh4ENfqwReiqhiYY2y0/94BeruEJJrUbf3",
+	"kyv1nCGfN7UwH1+a+gMaqCCs5OlKVNuJ7lirrHvXpRerNl8E61XL36hgdeAMDlWt7lJGZqr06KFj4eqW",
+	"IZ2QqybPAZMlI28MY7/WjP1Tg6GxZ4apg7EC2HK4fPFrx8T2IN3dIP645veyPWx/L9uzHexle7b5gQNx",
+	"UdJNqKLEKcDeQq0DyADGqCy6df6mq1ZbA7kdAo8L2WljEnYtVitWQKJ1DFFZEvMWuWU5tTAAZqq1FleV",
+	"EESWYl1uErudDfc3YQLRsrLXZoxgUcNyWLYOOEYLZYTPCK02R09hy8RwZn/fw4hfsGixFp3xnRdens4m",
+	"AnIQz/ReKLU6nJX3GcG/lqtvM7IoJcKTjYCS1WwpFDstijq+pijnYua8vtJbzwFCInAVu93rESGxXcGJ",
+	"EmKC2ScM4jSuwydktNttzbaCmX2tHWtNtjnv3lLbE+2ORv9o+qsXZ8jImcI3dbt5BtyiLxoYTKqCF+j3",
+	"c/gaqeWKTOsTL0DDTQP3X1OB/E2DIFsfxkZucc6zVvVD3J7O+HqxF4N6xvbKPJZvTC9uhSMMUcB4iafu",
+	"ig5QUS0eNlEd/Hqr6p5ee5PSYhRzhCATD5tAeMuT4P8/fp1H1aT+PE/wruPKBJvaTCz9znNf5g1x6odN",
+	"msaNZliTrzU6AxkWvPojf2Y1H4dBZE7ImrZ37QiHM1PYZnDdVbRjihOXCT8O23aAU4vKK5T8pFJTotMD",
+	"CFqsTdkoHNWJMdVbREwcaiXcR1BmVZJ9m322auQis8fg4EmEjG5sRmSOYjYrecWGLllQgNd6Mp/w5amX",
+	"raiSugAMMgxJm9xDzed8ADPKLAOWtJBkf9WUpRFvcOFnvIzUnTC3TyBzzdzM/rYbgRFuEAy4a0Ps3B0S",
+	"SQpoLzIT4Z0I9IlZDznrWuFOCNVqJhwNCPZAlG0tMmmReSvybyejijmczqiS4kzzarTTkfOnaprfxUpx",
+	"QYPPJMGX4qs9Potr3UJQoIjbiN6bqpiiVlNp9UlEyJZEtlksdhCQJa19KcWKZLY22Ypjsxr+y1tx/IlO",
+	"IDJ7j6Xbba5snsg/3W7TOeYBYgCODZZgvH9M5aATd19Y/E7HJuE2oWu68W0x2NBetmc+GzCp4JEN0iUr",
+	"ISmOQs0C5PodjRMPratqGIy2D4XtI2aVeZ5IRXm89k4GlXcyEqm/9bgqVg5aGma8DwgtB09YvirYZHwZ",
+	"7oI4vwiYo8UjW1WsTQgpmLBgMkEqkIC/EcaMukJsDosP9PbvZB8aSh3teOGjSdPvHUJYC0sZwSN3n79l",
+	"tFSL10xRXgaTVSvJKtlgDj+6mQt82coAWsoOpYV6sA5B2ExM7DblE8I5tHBps+Id5CSG78XcDRAd0wV7",
+	"IOYzG6SDCsaSasbGEm13EFAdWI93VcHveQGXJ6wcRuSnc2hcb4iLD/Fngy2QppFZIAIXGuHligYPdQk1",
+	"UKOOt9a2l5u4AvygA2BSCfOr3tW7Sqzjjr5Ho8fTmYpcBC1dyjZwxGvLHu/3turrGzDrw59ntCp4geLJ",
+	"1aJRhVhXkaK6Y3EXDos4Eriyy9XpoOpbWvCXwtvFrHtAsk4EBBLw4Km3SUSBWwNp26UEDRYKKFrmMSib",
+	"9JmNkf+bEALgPatp6c6Yx2n8zYXSbgUDiF5AZ6joPeVlz4TUqWEc3s4feaXvcAu33etuRDrGKbStB5cc",
+	"uNz5kvJy9+qwHpyMZFVBKBYYrIQ+TyYUky1NXbZe4nMTATa4wgetOxaQTbVCZwPDzKf6tEP4bTw28KWH",
+	"SeYpViIUjZXzFcB9eBi37pzAHMYzWUXaSo8lkUsThDNhNYcKkGJWFaQ32n3iFVl6xSITbyCzFeEwDHh0",
+	"+O6108MBJreFMw5ka1RqGFfh6sN1CyZjq3F7NBGpyQkfBOjKb814Y2yy+5i2CTlLpuFOyUZ/UeJ7H0YK",
+	"/5FKnkOdXb3yenPprWiUO+gmIgSziAOSSB1CDDi7+Ez0E65YrpqaQRCJE/qNZNzWNwsb/r7qjZ+L5ZKH",
+	"zj0W2sXHtjYRNbGQWAa/h9CfWtZQCVHmC8orx06Dra85FvXcan0hpAqDd7wVUnVwzzyR7qvIHyJ0M/UK",
+	"f+2y5ataFE2IG1/ggyF8kjJYtBFc0936hQDW5gpjbUXQTrAQxl2jLoXU9mnenWqmalaAqz6W/St5lQf7",
+	"S2Spifd/kssBNrBt0p20blHFoCznKBwoLEPe4q9zf0Hsvsd53qUoWaQQVIcafoOCT0ECPS1L1BW61Jms",
+	"NZlZ6GlOKfU0vGjXVEbsOsCiDnnlV+wFndVF6u0KCwktFSKC2FNSqc7DTkj4ucUBkRB62VHMuJbVTABR",
+	"tPWYPHTVLAGia6SDBTXFT5uKbJiKd9NUIX5x5VfHtn0gszghVVOWQx3tFtGKytKnqhxBLoONAXhKKNts",
+	"zBetcQGaiRSsaaqKjlbbgg5yWpFbqFNClrSCKoPxNkcLFkKTXBLzMqnEOiKlNSsotXbh15hOGagpSm3Q",
+	"D7W8tKSAuIQxqjIC50blXQzcSt7hFQ66BHd102xBzRTu65rvKkjeRmzPuEMI7fL61No5IP5ZHOYg8YiW",
+	"EBeRU4JWog2k+QJaJpcUgjE8zcumGtelOiXOe/XPB+0GYS34HyPVFYCcDuWK5Vplg3InpcJ6AVKLYj0x",
+	"qp3WUHz9eVV4pcmmSjKr8RPGJYjB1F+YwJGNS10dLrrDGN0tMcwHdMuhC6XDV+DWCAxxIWp9HblLBYrN",
+	"6GkXWv4QtalVf8vgh7BHdpyLTOIVK8cKfEnLIwV/Zdq5ZY5O4wckqg+ZBx2907MujSid+vwXr4P2zx/1",
+	"I/SzUxBJlitWEKqAZ5gH+++uPpHvXx2/yAjesDdNBUIYFuFtKvsZfCO/hv64Y5+IlTO6qmYlTy/eOXwd",
+	"PF9mLHy5Qged/CfosWD/RcDNaDf4uG933Mp+9OfEHlahSncR/9KTaTy+ntPdHU/zaem1qwUFliJ0lq5p",
+	"eQeuT8882tuWoz+8eNH68Pq+/w1AuoVMP+zVt3p1vyd3b/9OsBV060krgxhX+zNJSrrOQEu63QBKPL7Y",
+	"WXD9ZMv2eRwwf255xTc91Lnu7C+Uis4dolgbuThU4lDR8o7Mg2pIFKLr04pVZF9LyQea/wLwSkH2wdJ8",
+	"kAA4ZBuOjT0ePFdhre9cuMiNEKvDEl2RZFT0iK8pB8uLEvriiEK+bB8DCGC+CppAseXbqckJI+F6Bbvn",
+	"OXsmTfkpgdVThgD0Iu573RjSa0nXJkdUNw0m5k6BxlW+pFijqgk6P8bSIL22JVP+mSDNKl24wCaG1yW4",
+	"ALwYjIGB1IOBUMVIno/NsHWAdDZqEeJk66aSJ+SSQQ5GYUJHXp+/P78+J0dHR8/hZX+Rr1wKj/0ouNYr",
+	"mt8xFaG4y+sLYl6YQnHxnIq3Ym2TWJlUFKBk9NGe3778/sX3kTqxKzWFx4SqtOL8B+mps9iYZItf7ZjV",
+	"yHtZCo7YukmOuSkQ5FEGTri7Mz5fyHocyD8vQY7HpPoKZSLABUUtsE2/VASdU17pF0wcr62JSKuCmOIA",
+	"+YKWJTMV+HsujHIuaq4WvUoDH15/F6s04L5w7ge/dXsmsIGrt6eHL797FTwOjypJgR23i9B1eHzdUhJL",
+	"phai6K7X6/Ors8t3P55vLRpsCX7RSnKwQd1CPraBjFydX3++0JfxxfvT/6s/m1edyXyzNZmf//FN9uJV",
+	"eNyVCFbsPLVLCs8hARBUj+74oBQRODC1BA9lQ2nZbv0JoWRWM7kgNa0KsTSNjbuHU2BLfhGr7mrTBgpy",
+	"dufxfxpacqx4rpkBVpbdotETPTJmFA1CyQKjVqwh6xexykiOgwdIqRxcOZdvzsjLVy/+gFCMWE0Dgbux",
+	"QEXnzq2waBEMMgx7xcNMtnN8P1++y2zgoKmCsWqUwXbw6QjrddDKGc5umprfYL0iO/2FM1RulfcaWfuU",
+	"ah12jd1x/CcV39ALG2TLC14XF7RWmzO6ore85EHzfGuPt5WTtQ4JJSbB8lkE1AutkGl2GGrOdbYh7Wtb",
+	"VZrb9k2ianpt5raDM2w/WJv5kYqzK587ojcPgK2DQ5Aqg6/jLzBO3nwaNPkXgqHNH1/a3eS/Q2Gr7ii3",
+	"q1CNOknhw0Qfvt9XggXLtBzSvP2Z+vuS+dQ6fE7e83t2YXKRg84wWHby+fK9NPlFUL/bwNnshBXXxmY/",
+	"IhNq5zIAMBNA6LllEPdjY10mWlGnVlGFfoHkCI3kIINNLVIPV/JqXrJDzTk+X77HFAMjCKd7Uc0+o/Eu",
+	"7Ot/0qQabG4Mg8GP1e/sEhStwCoagdj9n3fLdxmlwAGM9gnZL+3EuwfTbnL6qXycUgHyiz3FcHQd8oBe",
+	"4+0TXJoKB51oDCOOQYHjcGwG5H1pypQKYAykZtFtXQT9pb4YtPqnyDf4j6WQyvpZZ3yO6QRQQ2O/radw",
+	"fDAN1/eb4yHteTi3TiC1OW538v+x9+7PbRvJ/ui/MqW6VSa3QEp2nJyNVFvnyq9EZ2Nbx1KS8/2e3SuM",
+	"gCE5K3AGixmKZlL5329Nd89gQAIkZevlmL8ksgRgnv3u/jR0lsELM21A5GET9Zzwx80T1gJsgFnuhUnc",
+	"64rpGeKc9o/gR8Q5YL1ff3x92o/S5gHo8cYk7RfRbMf5bUvcb82tA571k1RXraZDzYAKqQAJ1t2kuDUL",
+	"2AqEolUJvOnb9/kIOhl83udIBPdWwRebGndsw/7h41QHnruzdDKA9GtzUxngF9klq/zfETejRzVVIuB8",
+	"BrTSQXdNqP/G31sLW5qbhhWh0Yk0trA5mlMSZnYwFdVYDNBB2V7+QpH0D1yNN6Q4OPKfaKVnlWE/np+f",
+	"Mngn2l0jxBWg0FbCzKZSjfvtzqVWuGCENVK20kUhchwAeuPgweo55EA0XAc9xAnmuOslt5M+9HHyoGI3",
+	"6ZzTOIfG0a9pprO8ff/cjv4+n+XzmF4Dx49p1V2YW+P+EWXdNvdPCOz5Uiw0IYMEY+2JQWNh8fkiYj1n",
+	"9Gz2J8GNuI3TqYQSc+j01gQCamGXl0YXMyt+WnMyz7+B3PsletGWF8wfaIS9fwRWlpnoClOJucKx6cv1",
+	"4eBnI8DttWeA/G3pd3OpTLDwsBwckMj6R/j1JaHqBGM20TITCWsIWHI/OCkJYVh3TzYoBrQp4dS/O+gE",
+	"adr2thcSogkI2VSKSuq8sa/Rfb9JG6jvPkNlcYQH08n0tajMV6ax1DA990KdKLUjA7iG5ZbWsEJn3Orq",
+	"C6bhNqq8DSq7mVug6Y9O3X6nn+BMfryk/bnoKkf+bJLQMLzxPPbLQeC3GqZiIxD5juPchhfk9pHal9FW",
+	"Ytz2T0CcXwPe3lFYdV5xZTKdi+pcTMui1Z1zjE1E4Clm6bEWVjjLpX4hbcWt+PtlG8jAOa/GwlLmxKW0",
+	"obr+6lLafXPEDlghrMdZwPGyidZGrCfMEARZ0/8HBn3ZnorxHpM4cF4QYj5imS4X7EqIknpTqnLWaDfp",
+	"/u7sA57tJXu6hDrRMpte8ILP6cfpDH+GWNI/Px2/mh67SabGVgULdJIRcHd0vb59+qzVDrcVP67aOlK+",
+	"mVVgLvqD0/AHQGrEH/chfRfFkklYIaeSwEoHADFgEzawMyUS92/t7LrD64QNCnEtioQNxgkbXImFVPZi",
+	"KlXCBpejhA2yyv13yj+6q+R+ORsZ+Rt8Q368GE3dR3nl/pMBQxqY7MJOKmEmumjymVXHLE4bWnjXM9/c",
+	"QSFmQd88W+VBgLXYDjpBF3EUwDgcSbRcwjWk8GxjJ6wuaA4anLA5pGKl/CgKc+MpOL1h0xxu6mJfuqtx",
+	"q3Rs1byM27ZRIvovtuch/6zkv2cCTROSB1AglGnsrb1l+sF337RH8TfDhn9SD9Lw4Q0Q6XGZDg7RjlIq",
+	"c7EVQ0cMlltl6Jhzuf4SwbDrWTrO7GYsffIM8rQmz777dh3z7gB4oYER4eXTieg/vvvrhvUvBxPj+7wa",
+	"z2iW00Q715CMflWBScTcquVCJKtCP5YRXajz8T3dTinpKMVZVUu2r8LxL8TlJFspnS0q0ydX4fwM+3Bc",
+	"ynMnWz47yQyJmXFVG4DBoMBkEgPX0N1CSWKtLZ0MWpWetFH8OzH3mSy++L/CTsNSsZcnrz4465Va5lei",
+	"LHjmIcc88IxWwlkWilh4ISEdDTJyuFrEsBHhNDY1dQriNpLGQdyuCR24xdiVvIZGPsP2rLc9wcYNEefX",
+	"tOkQ29gSStsXYqQrsWYVkNS1vA5p3DHLG8iQtUkWbrByOdFi/VFD/BDqLy8F4/HbEY7UamLGpkOXig79",
+	"aUtP4FlVatOxV/THdSfSpvz+0Um+1Aznh0rPyk8j4TdImuCDGrvP1MT8CfS7Vv1/UwmnTn20rYlkW97q",
+	"V9JAhNDzzRtd5o0b+fl7GDB1P2MXgScBtsjxzE7eX4vqtOBSfbCmbGuJa1fTWwnvmDNEKAnpi0y7v5bu",
+	"ayylVpnpkJ3PKoXNKZj2HfTjZpm8Ej59WAmBoZkp4sNA+rDjwCmGrn6uipT1nh8csFQqIP+LS50vUqad",
+	"iTaXHXUh3d68tpPeot0en1mNbbFakYJ0hVml4L1c10XefecXgPNrqfKwelDOiqL9ze1oAXMpoE5ZV2Y7",
+	"ysAM9ZfdKU3v3/1y8oaRKeusyB9eQNZ+Dd5MUAsbbZXuygscg4o7ZB6PQr/cepDO8qJX0iDQiIetZBlX",
+	"SgM7j1A6VvceONnfRYst8ncBKb5OCfgoDQTq4WFv10EJTNyGE/trjcAIgye3McMn3EAN0PrQtqF6Rwoc",
+	"hxK01fVMuDm1v63/WsanouIAclByNbCysIPfdANuJ/qiNGcTXvlLtOHLtBPSMONeQkclm5U1ZrR1Ar6j",
+	"cv9GFnfUI5m0NG/F+VEiM27jzboDGeIUImzh8KIS/KrthokSFhHaiQeLl3rIFIJfd8EcxBU5a5N38Uxi",
+	"97Pj5+dxZ+Yt3v/QeCfkC/7clivhNBi6sj9/+GnIIKIQ2p1NWS/9y1/+8v+mCUvdxv7tL3/5S9qPTE8S",
+	"IJFcSdjlLIB7+loqmKBI0EfNVc4AotpYjkFaw6fikHGfpMEVyJVQg+ClU0N81YIqcWwKMvhbRFR/yI7h",
+	"uz6bP/5GJab6GjnDtLUl9E07sH6aWNsSe/sTmuuiHvSzEdWt2YJsZkT1KVok0ue79WaNmei58kULmVZG",
+	"FyKy7nCtLCsEr3yHno38otKFOMk7jA/3RyZD6vUG24P7bajEtfYyxW3IExMguJ31p1Umbs366IK+BNKF",
+	"v3nbA4/mppMM/dmhsepe4o5quYJ37SUzbbh+71U4QJqXtBRYRjxfZ52X3Ji5U9tybnlLJUV3QCMAirlv",
+	"x2GNm2bmrb+X3XdyyhdOY4F72Ylu9JMeS7V5+iBHsDO9G2el5iE8iPsXnvyMygfa+JfoEV4P2eYPye1y",
+	"o++krhhEWlqrNNzTOF//OKKywTkt9x6+0eQ7CbouoQgkgWhmYQM/oWCji/zqjsqrJAjijxoVu9+Ajku4",
+	"0+tJznHgQtiOcuE1jv5Vgvj0FqFYQbVdkYp7crh3oyoxoIqGG8s9m7AZRkn4VKsx5Arg1kmVFTPIuaCt",
+	"AWa8OQ+T1tAoB4upPakRef2N6vYwx9TcRj7/7GCMm1tVwCIfYYMKFYa63VYVeKgeZdJ/citXOUia7XtV",
+	"1JuFYwKGDvStiJtWJOg/cffNTea+mlj8Ki4nWl+9EoW8FtVic/vRnJ5kvVCJd5ywf+AjWEMIeRWg25l/",
+	"7PU7OoriZ/AfL/W0RG6T7P2KmBkfhAUso9BWdE0vUYD1zWaVtAsAbSGEDsErUR3P2sJZdfUkUT4YGam5",
+	"zi5Kbi+GwyHC/1zOjFTCGHbJsyuhcuPUeK9O8AyAIfE7PXjZ0Mt9twfXojDIgpuQLSzT+kqKI7IdDOMM",
+	"5+p925AGVYkR1ic7c/j5wVOW8lJewBMX/swhyQyNGmfpwUfqWzKxtkTbLTuusom8FueQOt6yHfhnSi1H",
+	"jzskCtHvaaUB8o71UrevupK/wb8P2QtcwD9mBwffZMcfXv548svri/OTl39/fQ6/Eym2fBvAfkC5itNc",
+	"Ml5Vi6hu+N8zd7PSymYXNDauOO1vu1KcSFeKmgD+VDo+lcmSK0tbHh9CbZklda0dufV//fHkFK74rz++",
+	"Pq33wzCjQ+s+lfMqxyepApvNdXW17QIgZNbmyeiaezitf2kZwRIesUupcgP5VpXWU5i2+wd60BJWacsj",
+	"COBKYJF8A9dQQgtU35IAxeje/wzOrrPBh/OXA5xrzQhL+XcRN+l6CRe9vRmCo6AmQQCMC82mANkcX7iL",
+	"ix+1sQOgMnwtRR0PzPMcueeP5+enZ/0jhDwdgNLRKJdpNvWALFjGC6PBuMcKdVzdS1ONcHmpr8OHTuDg",
+	"IxhgRzWWnols8EbYbDI4k1akThFN38PfUvAG2IlYgIN7iZi/YWlmqtFFJf4FDVrTsNe4E/VeR8td3WfH",
+	"+GQreLi77egLcMs/9d6tM1GhS9Vddwh7D0x4yq2vErwAZWyQ6el0pny265QrPoYK69pVVrfTB+qJQMA8",
+	"6Lf7Ir5pgpc1wWDCIAA75MIkIWs5qSuM4Em88+76Gt9mVVZQB6Wksf6igwT3aZtucdIaVs4uC5lh1Y2X",
+	"VJhWjCLWTgwdTcFBQabmK3CF2CU3IoSCs4k2QvmrmYuy0AtRDdlrkIP/dfb+HYNOnD40MjOk66eAx/kC",
+	"YhRmwkvB0t8znYvEY9Qn0KFNnORu4bZaOOX7PxPfsOY//0hxxpgMRF+Pa4HS/xmcuw8MTvLU2UClVkYE",
+	"4Ag3bUryEv+e8cKwlIZLk8CxOPUJhZClh1GdYrPvutsrHVehx2bITrlT5SHEHbFA3wfTvyLUtSg0rBn1",
+	"Q6+WJAy0kgQUuv/9p1tk5KKbgsatyjBGsGkIqnOq81nhzs3OKgWHibdCKAv7gh1FU/fxdMhe8yziaaDt",
+	"4/3wMjSO3Dqa/uhYzKD+ZRpwlGng+iH8RVp3AKZdEmqkq0yY1o/ZAI4B0e3LBchF9PNIw+Ck/V2mUxI1",
+	"6IEfiSRyNXNmJQUu8kqOLONOQqADNVpZ+peUTQV3kmoGKnT4U8LERyfkoFVofZp4NxxrRBntlwJUdcic",
+	"SYznlk1ISjKutFpM9cxQ9DtqjRzPxPHg1FHpRBTAg+l2N1gzfmHI3tczmvLqSuR+IrWUPmS8lANUE/xU",
+	"QMsISp4h3uZ4MPh70K8bYfQEJcs96Ci0Vds6ijeoezqkHw6CmIonlTVFX2Nq0YSDoKgnVO/hRS6UdFIj",
+	"3h6k9vgyG5bicaWbDhLZ4tpT7Fx5oTNegFoXPhYvlzQg6kXurrn22Y+F1iWUqgDa3ogTrs3KOfm92PI2",
+	"VDbzt8HyK6rB4t3KX+KVT2Kb6ZJ+k7KerpJNGiAA4qzVilcGJsXYU1G76miEyvtYX4J+JD3183Uy7KiR",
+	"FZU4BUUQWXMVLBRU66FSKNQH0S8tVl602RtOC0cKoFBGOuzabxxogN9M4XBM0En9AjH8GUrimpOjVNRL",
+	"nS+8YAVwW2NGsyJ0IacyXawQMjVbPEaNz7DeP/botfhhNlMFdV+wIv/HXv+IylAKf8f8S+RFa5byYccu",
+	"qLSKdVK/c08Pntbng100BvjKr+LyTMPyZiU0fRqy96Fg0FDVS3MsSIeQhVD2EOdYX3k9qpWcF2wE/cFC",
+	"3ApEAeu98BuhNK2M6i6Qit1euKlSPQy5QPtHzYVhz2b0HTpSRvUOhVaP2g6Ja5BPHEOq0JjZ/ev0/P+y",
+	"qb4W7ue4bXbfgwbDFKgFMCEsByMLm+zNnSZGq5NOBIK7lrNnHz/6e4CSzL+XQGlZ5n0ITcfEWChR8QK3",
+	"52k/CWaQxeHdpUvd/6juCu1+91uYPh+Djb48d7vct72Xvqt7dx/TxAJpe5UtpcfPF6VI+1ELcRjFtxDw",
+	"CM+kcKqj9aYn7cmzg6f13M5enYY8HTj256DeVjK7cqreycvXTmnApnImwIh9/x/PvvV6EVw3N+bS3YAh",
+	"lLYTLD4bQVCOdLEeR9cosp/aYY/OX/erQo/1zLZcBq5YegxF6QjOng7ZMXkDSl7xqfA9UuuZBPilXGQF",
+	"b2ViB5H49OFY+GjqFEHMSgIdizMnNUtRWHLHUcjAz5MbJkfEKwHkBeO8dfXvUVv17/KY4FHiOSZK94fs",
+	"g+A5UjyOI/LamG9gKjte4rWlJhR3JTIhKXbsaRSVP0+wTanmLG9prFDZImW9emvTs+ss/lufMiEMECR6",
+	"Bjg27aecx0OWguhPk7i8K6m3DCN7RywtpBLcCcXLQqRYTY0l9NXUNJpEFbWhjYTpmGlRr9gRiG+VCUoj",
+	"3kKEcwaDHnJJGwh01G4X6X4EbUDhcnx78M1ye0jf60JwZ/u4C1jvsxu60Dhx61hLILWlyWNOAm4Cuh7c",
+	"GcOxuhXpucLzTPyTwCtCmDfKCoCmIs5adZ9YYNvO5hoLbUg7Q4HbMBPDBJfNQroJZ5YXwqtsPf+3s+sM",
+	"/pD2Ufx4hssXrHBaA7XRYFMOO1Pp2XhCggZMeeTWQ/ZrJUEKebeK78vp0x+QA4sFHEl9IjW5Rq0RAxsF",
+	"AicrORwP6r05t5zlshKZ1dXiiQEADTIYpQEMzjkcwKgSYmBKp2xWAuw1YhqGzXHONJn/iCZjrK74WFyM",
+	"ZkWRsl7Y0fREmdloJDOnq53hQ2k/suWx8TMOJ3HwHB1DuHM+xQRb0nq26oSim4wFjY6sT7hICUv3scVk",
+	"6v01OTqoIfOhvnb4R0hvIfsRky0gXCVtIUKySKuD6Pj0JOoVdbj3dHgwPBg+/e576DJWCsVLuXe49437",
+	"JdYNTcDnvs9LuX/9bN8Zc/uXWltjKw65l2VrbslLCHMZioM4xoDmaeThwSZCHsJTKmN5UdSyaCmXZsje",
+	"x2YHKe2Q7yOtEcUI2W3QHHiwJC4XnRbNod9DRcidwAIz7ZPTeW3KeJcRMA2J8om7rxgLGENuSwWqS6yX",
+	"Dgb0l4H7jRTGXR6/KmcAjXQ15+AO89TbS9/g70C9SP9nEP45+Av+4oPgxeDk1P3jF8nTYIMX8kqAphfs",
+	"Xyx4WBWb35BMxGnSHoKSCRtJ7oZJ5IvQMzBqQERMtfWwoEP2RlfwkqmXBagDBTMTURQJptETSg4SdFkB",
+	"yiGvUcDCRUJyJFOh0B4mW+mlCwPpl4YCLFJ5lvfCf2fwUueOrUhy2EOZh1fhw1lGB97jbF5pkDW5CCIO",
+	"dqoSJSZ8aCUMe/7s+767g2DLts6qIZ1W9/77I3B3zTWrMPsn+K7FR55ZZ7AoASglQ6jQJW3oJN873Avr",
+	"O3bjAl2SfDd7h//b2rCnubNB+4gP5AlsdUJIE3Rp4vu9SmQbQgfNc/BxEQ4JShuSy/6JAU9h7AudQwqu",
+	"myrBlkd17fv/MpgaXX96XUS3uXM+SQ0c7O2RY7eepNZwHSnkUeZnCCt28bThXhy5dVwGkbNArgArfXZw",
+	"cGvLw4B1+2raGG6jPPuPZO85zqVtiDDn/Rc8DxvnXvlm8ytvdHUp81wofOP7zW+81GpUSAxdP3+6xRCn",
+	"2MHiXOufeDUW+N63m9/7WREQlsghidiZbPDysy1mea71W64WtB3QOPrbbbbwRFl3tQps4xXHtR39ussf",
+	"GhiR6Fx/y5yw52MDKT4E+bws4nx2U+zR3jvc+/77Pf+72qW4d7iHbsP6b/hPvMB/JB3yf1DnLo1Faz8u",
+	"QBwL2MMd/JwthK3jFlEWHGjuZkLekJqngUrjNAZntvjqYAgswl+0alUrhuzE1o6PZW8ouxQZnxkndC61",
+	"U8tDQpXXzMP4qwz6B2EDpzkLST93RfXLQ3UwgHq/8JiGj+qanwvM5QsFA3jZm/fDWFkUYKNhpxXiXZ3X",
+	"/1avecZLm034/u8y/2PNFVc55v6IWq+hN6MSqoDOBPXUOUZWT9/9wOSUj53NAw0/RvJa+Kgd3GePdDyr",
+	"cc8jWe11Uqr4H8mRFUKxqVQz9P4QUaBWC0ECP7zX8NAKrMGkIsx6OJNoLv5hjLQ1AO5BFaPY5pAWf5KD",
+	"q6d+pgB3BiwxzFCCq9fMos3Ba4AjIj8AD5v0Md6goj1HGwwLX/MEQf8hY7QseIZFPitU+hInt0mFasHK",
+	"jhtOgArkbKNaAZL5iuCP1Z+Q8DWbwZOt6s9adgEXZb/ETpwtH8auXC2fbuUN0dFNoc0+5iZRPi36ST5Z",
+	"QXi++ZV32r7RM5U/KpaEtBzIJgt35Z6ZzT6l7HSb1yfofwwmNrKXcKhJSJJGAUvOBmNmwvEdJeaOVyUx",
+	"c5lPtLf/wBkY1yYQj3L3Rhe54x9OOCrNCq3GAOQW/JxDdqwYNdpzDyIDX2ARB44czRKM0VjWc3PlcaJj",
+	"f1jEE1ap+gNu1udTNjq8gXl8GpGvL/DbgsY/XSWg1b/0a+mi+8YBDD9Rn3889AqHtUywFHhorvWeqBi8",
+	"qANvPq7xj5G7tVH/UGuyY5EP3IKi+hbqCQbeYqnGLCXqPKW3m85USoGBuEbwcWjVcHHUYYzIz5b2QU1G",
+	"3KKVpIZ2v9q6HInDRhy7zSfVlgBBrKEQ/Aogt3y7EiUkeriwAIkc71B5FHZR6YrZqq79McEpK63TSHAv",
+	"VraPga/LKZpzXuVxTZNXlppa1xND2tGALp97HeIjwGqhMBeClqm/wEM/owucfpowPbPgbUzdp2aVSPtH",
+	"qNWACx0CFpFxE4DAkuCuJ53s+bPvWVpxKy4IpiyNQixzqXI9pxpfYxyT9qwgbBqoiFNBsADh16UuZLZo",
+	"Lc03fOEMu0V/yI6Lok57iSouKA3vWl85/awus4h7j4AcQlc/pkhi3Awq8Np0OCSc93PlD27vbhxHOI4f",
+	"ZIPjyAtKf1Pirb1fh1Acau2abaPeytfv1NmIPnc3PkjsmAcH+elq4dNtnDOcEm1EvnM23Z4IrZ1LyDhj",
+	"CiQu5xS2sqapdmFZc3pIaW6w+r2tJSp8c0V2Ao9bJzFFdmUifZHmDVYxlHzHPltdQnZgaPMKHI+YpQFw",
+	"gLlmP1pbvlfFImFnfCrOpBV/O7OVzKxnRYct1R1R6uxEV3bgzNq8tWSEJCAkjLdnubsvpWdOPIi0Thrx",
+	"C5SmJQU+8Bif1k+zwjHpl2FM/Pag+acIyTKNT8CJ/nckYKl6oiyxEJpaTkMO1zn91MhXfnn24Q29BEY7",
+	"sZLWbP3VZP2WXQaBZETUYa4rf3/IfsUITow9Q2Lx4Gm7khOCVoYvCHEh+KGA4aHdtOKXmVXChHhSwymz",
+	"qiB0uGUieY7AA9zrrY3AvDQ4e/pbnavKeu5o/a99Ah9ph17Tw4/06YatemZ8lkyL/aNgS39C7xMIcG5F",
+	"uDNlHV70y3QXst6KnlNFcFio9BrADiJMQlZpYwZG2jpO1lsqtTiMHkrR2eWsQDlWoQCj365ELtVdUKqh",
+	"V7BkCLz7cgCvlaGi5k5kVdmAXbgjBQO+vUVAimFEqqGWcZWTie+vRUIsHQ0gPP771Tyo9Mc33+4KShGV",
+	"zwFmVyjSPCRkEqP6B2lYBhuhIIXDXM+EHXSVHZ2v8o8uNun4Pn21Lj3jLYXasIBHrOd81TEyaCHPl83T",
+	"+7HxMdWxW1H5EKFieB0r6NQqKicBI9fdfFIeKEceritVC0B3wLmurtBUIrHayKqI3GS16DCYw6tyD2Vy",
+	"qa2nASx1RRjDFUncMNYxbzVM3momFNLr2KlQzw++Z2lGqnTayj3dRj2wtRNzHDJh2llOMDkfs7HyUHbD",
+	"a+8DoQt9a5TXbgsgqkNHwM3OKhVBblyKiVyeXVTp635/JeneSnKycdt4xt0FMRoJBNRYwQuthYkH+1jU",
+	"SWKoENdO7AIzPFEfI7+NZrnIJOQ0ymyCMADut2ai5/g+rEQa6lcNKmZUNESZqteQEQWPgterPcKFvgjI",
+	"DLlLcR8N0+UVWTmNQHgI6nGPhPZQdPMKduVSdFzPxobcNhFtjCJhmvqqluQxqiDsGnvTG9IJ5g62NP6x",
+	"zUz2aRixeezET/NDTsAZ8HseMmitoCy5Bn0xhwnZ0r64HStFfMcJXUqfCg4ez0lchC4jxo+566yHdVA4",
+	"i1AN6CwKsFSUE3QiD1/oESKSntmkdmiGyDPVlQBhkj+tHznan7KUPnRBr6RD9pO8EkGcuw0bNGUx1gb4",
+	"Aos4tbCGq6OvPjG3VtzeGV07C3z+ERkQdH5dAj1OBLiBIdFyl2PN7FMNiT8ln+sOzQGZNnhLzTSwtS1y",
+	"jZgz3Ln+7rEKOpWLnyAdrYY00EUOvdhkZSwmcBPNUjGRx+SeyCoflLwigHgoRy2o3BABsuucaiuvMcsd",
+	"SPzIwwQ5jeJSKmKcx+9eDdlZwM00qG9A9jKiZx4yBM70ec5YctiBvww913TtP5BYUkLlXW1hFrcRL/1u",
+	"rYTU2+5J/cj+KQdbc6vnAM5oi2dpMn8XC3BQb/9GBHa67StvG9iz27/3TufiRi+88kDJN32lhnHe/s1f",
+	"AAV0++ePy/IGT2PNyY1fuNEKXhPk8w3WEIC4b/YOgYDf5OhjeN/t3/vRYz7f6JVT+9sNXjhpojbf5K4Z",
+	"p60gdNgNNjCzM17c9K2zgCG8/Ts/EGL3G2ChN5sicWGYpn//TjN0cGTA62vRbWLEPi9/Hnuo9aGMKreH",
+	"vlVSLaO86hB+tao+HHzbrj6EDb+WYg7ohWuL2uqGDXFGqjeVoPA88ww6HbKXce1ns+cByOiykJbp0Shh",
+	"QmXVAirmV6pQr8Qiap0aBDdLAdw53U95Wab7KaI+paF/yUxBmMSDy9LHeui6wzle4DsXwZPXp7xdD9/u",
+	"cUYRaiHlTdoBxJeU8P/SI0SncC+45TSA+CksFJojpAgsaQLuebDOOP7Fdxr1tfhgyGFX/35LZgicjudy",
+	"d5QVEo+xIXhD6WfuySeGMNCT0DwVboTFMzVzabMJIkPeY8DGy4PODGE8tNsoGdqlfjyC1A+sK+JNznlL",
+	"jBPR4PbajK19boywA8AOHYlqX3z0rQZaTbDXH7FmiHwjdAtrIyqwXoC6w0JmQdCkI1HVSCo9TI0H8M9h",
+	"mGhzMmniP8Ge9psGl2PN1KgAhl2yrJS2DFci8iNWzRRWfqDbJiBYIFjoKq/CRXplxE3pTguGaKBzWvUr",
+	"2qIu0l/Zy6/CVYtngjfNxFftdpWLLShETj2FtOshv4IcLSvhvphCKTt1uEasjn4AHKjTHhrJJZS7yS2b",
+	"61mRR5VVCSNQ6oSZK1mWvqQG0yrQwzqfLIZsaQ7Q3aEBlQKaA2F68KIY6GoQZqXQt+vWyzOEeuT1i4Qb",
+	"s2CU3MIkgT0sV1SzFHeqTvsIxzZGAnTDDRm0PiBg5tDABzUJaKcYdJ2cmn9fLhioVfu8LPd9r+uZ8rmS",
+	"gCWNuhvuEURyCfkE0mrm0MqoOQ+fdQI97+VUDNm7WkMwrOB1rlOJ2tQgchaVWhfrVTCwaUSLC/dk2s5s",
+	"7iZp1mm9MOAG9WiVYUcoUXiu1IDj3lUiP/+1SbQFV6xH97/viKSGvcJbv9OWvmRt6RRPlmERhCNsZ9kQ",
+	"Z757nQml0HZ+ai+ypAIr0dlHNUqQrKL+bTNlzVpf7w847CNy+HoXD3p978FBAwNu46XBXd/5aNb4aJoX",
+	"9J59NNShT1oDZLHkEWm6QODZ2AOy3rsAd+Q+XAyNHq0dkgjm/gQWmdTZ8NFzDyJDcYvWTXnnWfjTeRYa",
+	"9H5vUnL/d9+58w/kB4Voa3XyCn5v6pbFHv5P1W7ko7rjLGthEErbC2jIlcYuUt8YjJR3clXYGlxrqkG/",
+	"pdKKAuK1UdomTpj1QitshXiGoFUisiGiLx2S9/dS28kqh8L1LXGom8nxJZl7t/J2m+TNmlFQa6ZHzyhu",
+	"in3wxWSA4vWqWyXeJa0ne+VsTdE0DzLPV99Ez23VOrJJOatt0W+Jcm5fO+ju4N5BQbQJocHm41MGyOHk",
+	"+yT/yej7q1IE8HY+gCKw6jDbMsUL8IilGiMUSu1u66Glj+7PXJpMX4tK5P1mSli7LU2x0K82fWo5K+OR",
+	"ZFXQHdllV2xjua/xQt95NCR0ihoYwasMsJH4pSwg0bSDqs8wooFVvOEDzIgpV1ZmDL/kkcDBozeeVb6g",
+	"1Tftp56RTdDAD9HX4COEjkpPiTyCL4xrsCZaCWOLBUsD4PUhxknS9sINn1VAw53BaC/rtd89GXWP3Vni",
+	"4Z/4KkKEv9IF8xeGLoQuqWFDJZjIpYXmwndNJb+HFKMtrV5jNcTz4tylUSWoa9ZyvCs2cD0m8IeZUlKN",
+	"E3ZGDWET9l4VUoEKDtXeFHNcDdR5O7rCT6RHWNoovSBlJ9b4HisAuwl5MY30H4P9/CvBc0Bg92X4UL+9",
+	"wRz+VH3+JH94GzhOxNlZwY/ECr7TJJpkfeWjVqKZUufoN8dcXWr4ZWe88O0o+MzqgROJ1EQihzICPRoh",
+	"xKcJOS+OcjHjZZ18eqyktF0625+Och6KED4Int8RGYQAz2wDcN5YXgtFHo7Nbh92RgaAe5Uyu+JcXCiu",
+	"wd4tQBdYOhPlfSWMA5m0dKeA7gjUraduyAvE2XyKyirdY0P2a2iO6cm5mimD5cgl2V1JyBxdltAwTEo5",
+	"tqkH7yRkvF6r1O0fLond9a6wzyb1O/Z/fQmur01erz8rX9pFzLZylN13Lm5kNeyTXS+6Ew3PobFj7c6D",
+	"Bk+jdc4ByP+/Yd5/m6nhy72p9mCtTaG0vaDptFjWVOojvmz1xZ/VjmE8uAngLxTjyy7Fe6bfks/MGuI9",
+	"5dD8zJHdlFuZMW8DHDKlsZMZQAVlE+FmlsdN+cRHSyU4kP1rq8UQWrGC3uFplGx/VJlIxTiKuEXsWoe+",
+	"m+6rOO6lyPRUGAZzbDE34Pd/CoODspkbNlhJq95R8APldkKfl8aZ3Dfp2t+6CfetsyQS9pvWU8OgCYou",
+	"PZzYVFQ8Aq533zsi0FCskXMWBFGyd/gB+UHKuXESfMg+nJ+d1hGwgJX5PUtL+xuI06AupUfs/btfTt50",
+	"Px73c6xZiKxYDpXq0AN8TJ1da986tuH84cWzvz7969M6XIhoMlTjTihn6en5/305zdMA473cx4xNdJFj",
+	"z1dDox7V88ulIQuJeiIY6GVshHXMyVDxHfwOajAb+0Cpv+FtTNeBdYUaH+rG6D5AOAvNHjbhG6zNTUmr",
+	"9NE2+9sjNLrqyVEf5A2Gl9sKuo8PYnPVE/UNmzuZNFFN3K16x5e/KlPsDDAN4zv7ebIA2YMZEofaShbU",
+	"EU4pzFbIdzDd6KWYMyFDEnmIkHiT4bEw/jeA67vM/EuuEmZlYVH0JWyksxm1U6igH0Xoi59xyws9fgKs",
+	"3N0gAEWGYFDMep8Yz3yxG34CBWtGWFN3e3CmLP4u3sKCGwtIPuRRTwPU1LGFaivfXyeXOZbe1ZXevvk+",
+	"7Qn3AEj9dV51x7LiO/C4dd7l2a6TA9FzO876oN765eO4zxD1CpfbjE54bK4aNOnNyBXWx8dcqser1T4x",
+	"4SUE5mWcvT1+d/by1Sk7Bdbz3zMfmQM04JBBciVKy3rfHjxn6fgSvnmBX7pwyrye2bTmQ14bxbdJjV16",
+	"S49GzmKv35Jegx07Vle1wmr49lp/Yj5V4wjuONbj4ViIGni7TOuTlDPSDzr1ssCoVgjesyyvYfSINRx2",
+	"sICNFm7NDvsEShlUwukRNYPH7uPAO7wCuHKt2Wam0mbqfh5z+UwW3cqb11azntrfTunsHj2fwol25bGe",
+	"12rqjiU9aGKsI6UyXKpbYEXbq0807P7v+MOWiX/4sLd8TvLUNyEg4q55UnC0OW2mmkFqGjv4+Ndv+kOG",
+	"jhSuMsG0KqgLEBS3+aJZw7hh6en7s3O2aSXphmy9QA6fQ7Zb5M/7Ye6byndeqS8y5a8m/VtWQjpSnc6s",
+	"rkTs+H9iQqfBUhsJ9MnbKHwzTT9dpenDmCt4UEP3q7evz86Of3idIKLVRLCpvha3zgHOhN2R/478Hx35",
+	"nwl7l7T/aYJ/f6yt3hBBjCOGVn8Sl3h2D5L/B231jvB3hP/oCP8H7cjmgUnfh6m3CgrhCE+WXKSL0Htg",
+	"ytWMF5SeR4HvR+g3bYSxcDF1B2/TFvx5ynI9FQl7DnnYVgxojwuo2A1t0Zs+mnQCQOrphrDMmT+BR+9C",
+	"CDNdE47x92nHVh48FGPqi3XnVRNnPr7pBm7QP/YSHelqifyo6Viul3Jcko1hVnwxUj4m3EDr/UfCaNKQ",
+	"kPNicRyvI2WFGFlIcq7LQLzBFa9wQ9nEbTKNu0zm8ZPcIpunvisrG/EQ2T07TrdL51nf4P4OGOy2uZ2Q",
+	"4bymjz02ZMXKZasH5awofEUm6424LKBPnRXTkjpPRnnTVk5FP2GVMLMp5XYPWKO2k0or4qIypee+G19b",
+	"W4Uh+7BcWuHEgc9t74U6C/rNRV3ykWIUyqdYRs+GrMt+hLexGlq21eLLyPKGivft6rR9HB/3OuRB7vSt",
+	"B2IIjt6AHjyRUeC0WjjKuH/mMKvUwNE9UtOa+o2ZbYNtgDJVqaiLfRdSeNT62d1FWjq03sRCjbjByzZw",
+	"DVqJUJTlWcPq8y0sopXsZ5XyPQk0wSV92WUeCXBZWv6O2B/OuHJXK6pBapLJbeIXbU3xCGoyKPQaL855",
+	"wzMBiCYg6wupxGGAK0L6prYCSQRXlnTCP0RPd8FAJCs4KxH2irh2u58wJeYB9Sy0IQCkcWw+gKhoKXqH",
+	"Cz1mesS4hyup8XIsX5iA4LI2d+MDbttP+vOMqOQh0dbqNfxdqvzGTep+0uM3lZ7e7I1zfbPn37szvBcO",
+	"Wu/GNmhtEdkwoWz1Z0zGe9BEFh4xnAh46V6Tgo3ipZlou517O2qmRu8FEy8J2G+oeWOPNV+iij6rglvH",
+	"wuSUj8UTA+wVOZ38TWBjG+rmgTaNnitnEWMzKHBpZbxynJOZia7sgBXyWuTMyuxKWNb77oB6u5g+u3Qn",
+	"jKJHmmavwAzZtdGMs8tKz6FlOFfum1jaANMLECNcsePTkwhDZJ2z+izs5grDbG7qCXxsJOsGxqGoPNmT",
+	"0E+Z28lesqf4VNSnepKvuHvittdT/vEnocZ2snf49Nlfk72pVOHfyUpT7Puw2cJ+dPUS99fIyUR38sMd",
+	"u2hNgHEbdykaLMNEl+0zGAaSqhmWBV/cgF/sY9vwNRFwQq4g8uymSFIQU2xjpSuWespPA7ViF6qR+6O1",
+	"xRmSecp6Tw8G3x0cJL7tFvvuoJ+EYNvPH37y1BVznpqVSEDeQ997zQzgz9CrQmkLeb/wiSUuAGoWrU2X",
+	"AkDBikVjdU8MDmgIjqhYUDowt7SwDU0uPPkc41Z/KTzl9j3mzY3Y4C3HrYU9L+RIQKOve/WSLx1bV/ct",
+	"vDveV/Xzh592yNtfstv7h4orS5oJKibIITGF4dGw7TidoTVQeQ7aXikqqXOZ1dNlWjnm7N13vl5TVhDo",
+	"q655Aez4m+8Oaj2sBWDtSadyKHguKjau+CUCLF6Jxcixu0ZNxtSdNTOiuhYVdvjgtp6Am1gdOCSm/1+n",
+	"r39oSXbk18tstjtk+NUx2i0Dkx65ZquOD/fPgDcFKQ13ZOoXsWO/XzaIgG1ls+F479npWHPc302h7R9b",
+	"2deOVXme4t5ivRSZWJpQ2rexrBIZNHd1qmV/yE4sZSqaFjWV6SqBzAvBc/dhp+2Cso3aR4pOwrBXJLHG",
+	"IMpQV63V2UPGvZIedJc6RR1Va0kMncdKvH/aQGd6a3k2gZbGEehcZG3jhxbR558fPN/G6P4S2Hay0kgY",
+	"M+Pcmo+YP2yfKRcft1aiY57uoqydolCzqbv2+HV36TdO63jlTnhTZ9S4E+5yMUBU9Xu66iyBKf97hhBP",
+	"NGf82t66jdw8R8xHWr5WrOcbby7N5SgYo0+MNxJykclcmLrnWL9rxv46N+ZMZufeITQVCHO+1LoQXG3l",
+	"Y4Gj3/9XKcZN+Yat093HpOKIjrW0Ia0iDTgIfHPnq70txb5LssA236sWb/m6puTHJAYoyeQwhKQwDhV6",
+	"BzTjUJjJQo3F2/NTqJ2HM2kMo2BxqGyONXJHWGNk7W2VTcuKPxYq4wd4VclrYYbsgygFtwgmxuZkPvCQ",
+	"xuHenqmRVBLgAmIRRCURlFLj59lIj6mTGSuxJujeEkRHEJqV5JoWw8Jt4C6lZhdlv1NtF46B0Htr7nTf",
+	"Oq7VZTc7OqtBE70C2WRIZ5hXk7Ric7Ke0SDYQ4ZelC6jNC7eMYAxl6qfBM7l2YR7xCmRuTQlt84GYJlj",
+	"R0XM6nS5BacbsvcQ13Kqr2M1TeWRFdqIiLu1MQRdfin8QJfr2QFs2Z+V+h+OmHUZJcxAHPRe8VGLmbGi",
+	"2p9qJa2uKCVuczCY8vInzkpxkxZq7IQ69vUCOhFA0ICfAkUOIO85m0hjdbVgc6lyPXcEDX0kEvIY+T/z",
+	"a1HxMbT1tZpdzpzqbobsDX0/01PBRpWesonglb0U3BoacQW5BVrzT8VUVwsM/aowrab+ABAuC1APHAeh",
+	"FhTUV7gSSGDAwXQl2q1S3M239WbemOjxC5Q8s9Q7EUwkz4OWNpI0HqXnYJdNpZpZYY6YHCtYBmw/vYMS",
+	"xG/9kB0EJBul/TNdthD9+S1+v2ERBbNFKvvNs73EmXVy6uzPpwcHfz0A+xj/fRAsGigUEVWbjfdBOHMn",
+	"s43VWg3+YXd+G2b4TufiJO8yM7/7ZgsrE/epdb83DA5vtm9Ozq0YWDkVe1vM4LXK28c/CmFPtXEyr1V+",
+	"C1N5ATTI5jK3E3fDyM9fTySbaCOU78RH13LiTHSL3oynzw4CJa+fMY5Fod4t79hfv3t+EN+xpy137E7l",
+	"6Artt8jRl8Q3PZ90rDMQ3E6k3prNTmKN1WINLT3a61ie4pNt4vSbdnHqeE9bitWKJN0nKXn7EjUJTtOI",
+	"W2+WRnT7PkcoPTYK2lHNbVKNr7ZcoZ57IphCZ7wYUD7kRrLhrJDjiWWVoC56dUbZKOoGC+UWsVJYVjoT",
+	"xhyysa70zEolTOL0yBJKu2TutsDriy9Pf8YMnhJ6nRXCtJLaT27ilGJ7l51i43FC7GNDft1X0RvWXV8I",
+	"TrgTfmL8GYdNuMsLbCy3sy2TaN1KlJkZZkU1dZp6Lj4Kn/OvwTF5Ld2wwdVAtAgiAQTAVEwvRVX3njSz",
+	"0cjZSqhMCF7YCeOGGeFurDORwr4M2Xu4uLoyzNmY0kJ7Niwpptw0n4shPkKndsyn407N9AMXfGzYpZhI",
+	"la8TO2e4K49b1tAkuxygtPd4wDtRc6u0Wm9vTRTG35lbp1XUpvbhr52U+hNceaJT36Kc9DB4MwHjs3Si",
+	"EQIXTllrr6N5DW+9g+Hu8BrXw6zDLo2XMPxqmujHq46uFP667UY9/+Qbtf+7Am/DH+6P29yvcGGCSxk/",
+	"98SwQusSqky9znJ8eoJtwcBnNXbaycy06SHNe3fsZrIhLcI9x2S+Mgd/r1syDpR3q2yfFnGfxQeN9a+j",
+	"ifoEdnz9VgubVEx4CE7jr/G9UeGWDV0Q4aoOZPuuvyapCc4Hh9wlNqG8YKL1FZBuc7mt+lB9Jddj9389",
+	"pLlNV4A/dR+AB6slkgYCSi1U2g7yf7dkigFXqcaDDSZUwPin2dLcezEwHUjGPsHNUW6Ns3BwEIMJ49Kw",
+	"qZ4KZdGD5mUxmvYEsDRzG4gON55NEgSAoUIlDF5704w4W1lwIM2wHGYE7EfIk8HpJN43TiXinpnMubIh",
+	"MJ5xxS6B7ZS8EvkajvLBD9dlaa0SVVNrvRsWshI4eB9qoyLe0RUA4GW5d0uj+YyjvGssfKA7RvRAHHL5",
+	"XNcq9fG124Ft3SdjdW9tsQNnorqWmfi5Bsxb4sm/otulJs2av3nW1QTKuVuefC0qfG0LrYmmCRk1YJfQ",
+	"y6gZeYOFS2VsG8PcoC39QjP5ihUlvwUdLMBv904/us1032XV6DrcwzuiwLm4dPbEQKpL/XEL5wEaH7XZ",
+	"gp8xrNTQMZFUlQaxNSFkEtBsag1oVpKs/K+z9+8YB5Ei5LXIh+w1uJzdiKGtEccSvRSHHdLsh/+YHRx8",
+	"k/2o9dU7PhXwL5Eigg32aBTKVosnxtEq1TjgH2XeJ1VIGmigBBrURM/dQ9qIgIKDSYHwGYB/AOTzQqux",
+	"+3/9PT2zl/ojCEZHi04Pw7pAiTlCyh6xQox5tmBG8StxkXGDm8ocfzCUAFRNeSEhGTHV6gI36ALxfPI0",
+	"tFBP36sz+NNL+kt/nV/mV9yrEzjom3rGPwkqp0U5CrYrxgX4VLCekJDmONLVtLMKYkJH25lS83xb9Qxn",
+	"QNf1ktS1OJe8awrwzBk88ujUtvhst4LYIRrD3XjsLPyhOLLbzpnK8XYMiDHDjsX8GBjEDfixWRgrpsNC",
+	"j9u4MnxtH9nIFuwYn/f6B77W5LeejRrLVc6r3DM+w+aVtFYoz7PxZZ9yCDUNGBW0FVfGgxuYyBRFhuRh",
+	"LSB5WsbGrVDXotClYOIjz2yxYIAG7YbOheOhFTA4vMmkbaQJS2GCJ3n40dG9+4fOIEcgP7Y/28z9AiPv",
+	"7idUqtxPObc87Q/ZaeX4IDQJ1SP6NfCbKKkyp0VB4zw9QqnFM8uOgQ07MQArTv/3w+tXxy/PX7/6Z5rA",
+	"IpRfAXTUexVWQ3BVVOUx1VCNP7KiWg7s1OKhh4t8D7v/wf86LB5//5Z/fI2f7uTx9cP3wNzvkqPhImA9",
+	"27AyurZICDtO1s7JThF+poYziLWVrZjZs09nZpRSsy/VSHeyNI80hPzFQ8Ahn/lVXJ7p7ErYQ2ypye0k",
+	"YWZ26V3mCZsKY2CJi1I4Zc3tncoEU7PpJSbhYI2FmU3dxwtARVQ5OexwM0Z8KgsZmudghUtU0TyXRcGM",
+	"cAqLU2Dh8QVTQuTUSzzsC/GZiahEe+dvn0TjVhcWd+K25w7pqnvQzq6TuL0s+tNnRHAfHMNqzcUKa92K",
+	"Fp6204Jb77r7P+/2Mf9cjiueC8JsqacFotX7kxuonmTWtIj/vpNQYExZ8dEygDIxrJfG5/8W6SXtJ2wE",
+	"2JReF8abDwWV9doMgk4hAihCo0jD0okoCp0eoT2H0iqlP3uQK75MiriiceUMrMsF2HI+m3TMS0MFUmk2",
+	"q4yu0iE7BuHJwRullMhswkpuQtaq0VWNtBUmF7RbJ7vpU5RsZKWaCVZB6h4KZmlrhQWUnsAzjnw3XB5S",
+	"XbEGDOw+Ny3vVcOXERvGCJUbllbCLJTTUryjPSuk4zKV4Hkz6RaPNWbOx6cn7FKMMCOrWDg+RI07yVSm",
+	"tufHMztxzCkLvS4A61rwym20vhIAnONTv3QhQmwg0/pKioRlE5FdubPH0dAeh6t4yJ4fPK3hEQgIrWaH",
+	"CXt+8E3dLlhXciwVut48nhnhxPi6OfSLwya5lw/ql5cejAmAZhPWgUfuLDZeOIOxLUjxvhSqldlt8ua9",
+	"XL1QXrCEKwUAX0zwqpCYPeQuJepxH17/cnJ28v7d8OTdq9f/Mzx7/d+OvqwOcqdx67rMTFziOju35NZx",
+	"u73Dvf/vfw8G3//z96fJ0+//+Mc/hp3/+n/2NhulT5GpLxWhQPMPgE/24WnsNV2fEF1Jp2S3cRjPf0a6",
+	"KPR8p6B1CCl3Z9cJqFuVS9S+e5/a/WxhZi43CKo7e9fMsyy4dSSZMACHRoniW/Lkh1RjB+3UnDzopVph",
+	"13BdsdS3ED8C6Gh4B/juTEVDTThwX4xM9JO1vdJlxc5OTtF2LXVlvb6H/Ylk5XuJUX8jkQ+xHbubmhex",
+	"zoqDN1Kc0pA2bviX1EtefLvdJPsBn35Fu/xQLjd/ZmD2SlOfAFyx7vgkxXVX4Vzw3NyS8dDagF3u0kBs",
+	"7Os2JqJvv7fjPe2BhyZxR6yG7vtttDZf4jn7v+MP1Mm8I9rnVCUNscjAA4gS2Yk1TVANX8Xs45bAl1Iv",
+	"tlKW0gzS2t+f+jmkrAc+IDsRU3rxh9erLU3/0z//t7TdrmvczG1yIkLbxmcHg1yOpQ2cNouLTJsRRD+L",
+	"tTHEFSXh2cFWasCdEWqXlUkHuosi3pIioZal9d3ScyGvxb5U19KKdYgcK52pkEy9rh3owP+5h6Yoiuip",
+	"swCk7W/ZbBjwOFKWa2HIGT3Rc/AceW3EsJN3v5ycv84PAf+bnb889V7wBs5nL61s+au0k/OsJCQ8igI4",
+	"diGU6Tvl5edXpwmbcwmxw9Rpb3pma6hoX6L89KAfcrLCerFKbFnrcVNHUwihxpzollPBRlwWwQEfYY4g",
+	"y6IjucDTuKCJpEOWNkJXKeKmtTUY8h0cm5vQ2hYIrTdpncJqmCiMmKO/axWBqdRF0Y7Eis0bEZNplaGe",
+	"wDqIifwkr8Xe3WCPRiPgkBvAR1cuK9Q+6bm7QnivyLy79/6IW+Aq+ebSeIN2SVtfF1YpcA1eKxmBIB0b",
+	"J6q8FXnR1um6ITLWQzid8pkRy60/mmhN6I0k75oCVgbRxV6I4r1wHFtW+aDklV2A259920dEuBf/5zWy",
+	"OvDWNVhyDRbnODD6LdCY5UyJOZF4AhYgIvi3gEWBcy6aLbY/IoSp0LMW03uJEtvgm+6V+SEK041Y3wNx",
+	"uU1oURGT0+WOx31lPA5ArR6WxZUFX1zy7GqjZozMJOZA1BQk6tAUMvuxegJVwQpSL3pnr05Zav52SuOl",
+	"CUvt31JSDxHJI+8fOhb14fyUQSdvaVghuCFf9rLC21QVE+94d29Y5m6I8J63kOzqvkzv61IokdelBxhu",
+	"CEy1joYsKcCMO/3ZscbSaVGrSvS3B887FdwjiA+NZoYDRt+3B89WHq3Ev0RmIUMOQln+Kj0xLKVJDmWe",
+	"Ug5eNPWjuKtUL+Vlme6nPnc/7YdUvBhXtLG+KGhmCGuU9UAjbrgYIkG1T/G+//TD/C3FHVd4biFi1TSF",
+	"4i8sX8MBrcbs/04/OTsp/BU+Sw38fIQI5OLScsjb6fOvg/VW39Ae8ACsHWBPnz3tJ2zC1diwWRmukh8B",
+	"qiTA/sBNhlkY+C7BC2wwCfylv1vJ6EfZyjTwaaap39shzSxFNATu7V7wtt6v9OxYz1rURTyqhLmXdt1N",
+	"vwJReluFJe7CBKdGLMTuT/S28bzuIj/m32sILW4F66V0+zFS9VrlwglG4FHzycKxY+F+14+ap67zDnsC",
+	"PMNxtnETt8xNQupkJLqIF6PA63dB9vud2Lb+pC2v+p/3x6T8Hq3nTzvn8S3pzqtUcLfO47W0ugnlOVju",
+	"L/7P64RlhfYeg1ofTVglSK2AxEFdK8VmSUENC8fnh+xYIVkHfaXuCvI9IxXwQml7AY3R07X2+47kb5vk",
+	"EwZ8eKeQ7BSS7RQScgvcCX9bp45QOHof0ys2cDPO3h6/O3v56pRhHfaJGmk0FcCk1qrZFyFyBFD0iuy0",
+	"XpxN2Joh49hhIz+mTxnSNVwcjssN5HVBzOeIrRqurevc/91yc3WS/0FGJU3Lc1CpIDWDUslwHGlYejbL",
+	"MiGcesW0yjAdMTWz6bvZNA2lFdKxcKVnKhM5GdQErJ+eKHc3CmEFhadW/AiQO1onNUKCSC+qV8EhqKBl",
+	"CtEsxSjNZXkVIAe8nwH/duHTmBCrC76DzT7iLW04KOjFmaoEzybu4qZD9n5WMZ7n0l2Ow7os5QVVJlLD",
+	"V3BjzAr7BFPiu3q6En/FG/XflOVzhwZzNNAaaxmTApKO+/wglnG8Qx3SBw4w8R1tdtJnJ322kz7H5qoO",
+	"8Xc6eO849aqdRXeaxDXjHhiZey9fKJbj5MNir3k2ocLoOu0/OMB8K21wLduJxrI+lZdaKut+9g6y/iGk",
+	"zte/8LWGlzpfQHoxvR+97mzz2Afa4X5P+04+ul8yaWOJ9MQwPVes0BnikvYAiccxU5P4jiwVk7lJHDuu",
+	"hDHC9EOPBhSWHTA5rVx3o9YPWwqqfoc2j4f2yFX5bRnpzm6/Nbs9diuvBlnumsNggTTa3Nukk8cxJ8N6",
+	"HkPCzErHSA1G22vISdMPWeaygt7q2SIrBCG2JgyDEtB3XfO8PRn7bR3XerS4wNEc16FHNnZvR0O3CSDZ",
+	"2Nq7gAJuUMr+741o6x/7lRiJSqh1NRkv9UxZg2UJ8DjVDDbDuAArF0NImqQOAKOHK/F1hQlIRlGZBK3B",
+	"TDuhZ8W0hL6tfQSO4wBOownCG5Di/jXLxwJCWlZWYoqNEao2UOIfREx/H+pVbhCJb+NFdcrEZWCOz4KP",
+	"+4wWSXWfX4SSETmgNV8RVnlrlQV39ipUb7S2d316kKzvbLShr9E9cavoRDt4Vn2zdwzrNhlWva+rbOAh",
+	"+JfjBN1erl+dFC8r4T6LKd500/shtYAYW+Aocz0rcpZraoY4l0bQn1dVidAs1E3+ELE1Pf/DGpHQiLGG",
+	"2BWVo9mMW8gL961ZtWrr6BaVyaIXqE5oUYQEJw1T7k0mVKXrRpFD9qLQ2ZVU4/jIcDRy5dRL9m1hZ6oQ",
+	"xjh7EZPWjWjhrR/gxYgYv2im+s+7cU2tbNIaz9Qp3U9d0aFEiDaV4AbxQ+/PO9WYtZvP+pyNsp5+817t",
+	"vFVfVR7kyjW+fenQ0tLT/WHf89wNlmBDP21gVtUE533fkElXWDB42sw7QPb2wz5UpW1Yi8e3a4E8XlIA",
+	"1ec3imwfegkYvm1sEaA+b3UGvs7YN665cX0xtT/eS/ZehR7Ke8keOd33kr0QJ9pL9t5wWcAP53Iq8vcz",
+	"u5fsvSQx31aYvOX2udc6ERrwYaDwz4YjDCNnEKypIQkj5KGeMyEOZd6JjkgiU+QvFp3AhN8dfPKUdMUm",
+	"HHIh9Mx6nJj2/mZdM4Tmau7r7XbOiBdGhPldal0IrrafILdujh5ozR2fnHZOZVTp6S20JO04Pa8hbpiE",
+	"1Xc2BYK3A/iSiZ5V3SQoVSZ+dE9s2+X0P/76/KaNdF9yIwYSeixJK68FghLRHGWeUEtJ96HEA8Fg4o7T",
+	"tNyxCifcutZwJRZzXT0eOM5IDm2DTOAPbwdNsMbGbegJkdqCzZU+26RtqCzYBXILF3ZTefkETrmE0tmq",
+	"1UDHxcel2jxu6b4j7S+LtFHTiajiiblfcncXdaOzfZXeLcDhgT3CjChEBsSOt575jk3kN8hnoddXi188",
+	"ulVnMJcN3pudobEzNHaGxs7Q2BkaO0OjITe6WtmBCNspIe1KCAj4+9U4fqef1iOfYRq2VkuNIOu+27Wq",
+	"Ea7tOt1ik1pRx67rBnPwYkd4KCzi0TYyihffSRu0xF1E+vY6GDUu7D0S0z4Gd7uDz6isGcbrtqqA7MwR",
+	"6AWKvSDfH9uJ8QIKuxgBXlHjCqsL0AIgyuwEDM+ulJ4XIh9j8NaHoDE1PwopH2FoW9Zfpn4+HmlmpnLd",
+	"BoOF8/4yaPn2I7crq99Qge8jtH88MGshy+BPy2N2wde1egUc/20zw03x1gY7zIXlsvgMFUOqcmYTZ4mV",
+	"Myqb9VBWTvVA7rVJ73iFs/iatQ/agvU6CLYUcg/utJE700bqTb4jvYR6KmKfpw24xhGYqO8LhW0coLam",
+	"duixlT7T0ILKCGux7W5nH9OXOI2bhgzOHeu15K3bInSAz79t5IvdQ8s7XN0rnc2c3tVNXtHW7oTwF1g6",
+	"94OwnbRyB21RV+l4393UNaXbv1bSBtAwJErEmEQ74pJnVwZwzTBmIBJovAeVzAm1g5H4WALGSLTYSjh1",
+	"CEueoX2V1T7v1T0/K2uErvAGVhu3gWcdu3U8EtZw+4ZCvDBY6QZDwZ9VyOB9iNzOlUkfg7O7k5uBznXE",
+	"dJXUJ1/XSQVbdiSVNBNqzkEu0Dl39205lMWsJohT1ksjpeWYEDRTrIMcK2mg0dHlAuRQGoUm0v6Or+7q",
+	"oLfsN+843x2y8y4LqcnQy4KrNVAcgLEAzhrHqKmfTM0vsCIBSZFCvJzlcjTytgsUEWO3GQGdjaP1YrtA",
+	"DrycV/bIkSv0V6r7sa4y7tOCq6+Cb7uFbsu2oZ/btOSVeDiW7ebbmYdf8J3CuWOM2+IlUrY+9JhvMQqR",
+	"3dwXg6z4/FOtV2B+yyas02rFR7vGVv3A539WczUMJbN6mV7idTAPt4s75vEns1bhVD+HhKnZMn50WPF5",
+	"IOdkr5x1m6YQ8QJcrJYJddqqusiZVsFc9bYqoKeBOaqLgv75iVboYyD621do1tH7NoZpUB93RunOKN3p",
+	"Xg9tlN4h196ohG2wVF+i/bOBwUfFlNRxWitxU8Pz62PVW9iisLs7O3THC78eO/QBmGElBt7ps71RGtxE",
+	"HrHIJyywqTb2ECHDkrqrecIKboXKavC0H8/PTyn5YW2MtRJnfnZ/2khrtMYNbrkdp/kzGK1VfaC3FWLt",
+	"sFB/4YXM+XL8NGlaoi06DbjXfRiVxXDXaHTUoM6GT8GMygcNyxX/gapT/HUI9rZ0d/65dNN8VER/d774",
+	"enm47F0odWe17jS1x8W0X6I6c3d8e4NiVlY6E8ZsTDCNJkivtIUHQnIblpMhGpzIWz2IQfk6pSn8SfUu",
+	"Wt6Z5VZ0o33BMzu28ZBZpqtX/I4T02iUfcwP63YQ/bicTjZwihAQW1PrqVtiUGIC600A4dx9n3pmEo67",
+	"NEtZtUdRlS7Dbpi+Nzw2UCIkOic1oQFHG2L6BxjpsZD1XWlWtLJj2MmtCllCb/lCq7HTMNwu3m11S8tU",
+	"16tSeDGe+JqnnU6106m+UJ0KudCd8PPttKl9Yr9rstOgzz12muR1L954svfCrmH0Hb/e8esdv97x64fj",
+	"16isPiDD3siuO5g06/FQWk5/gcb8IzKHmTT3oXef7dj4jo3v2PiOjT9sb9YHZ+JrO02Dyr06PWTAvmmV",
+	"rliuhaHOcCiXpGUzZWVB4CHwy7ojxD0wd13uePuOt+94+463P2jf7ftk7ZUt97HD2RYozks90aKOQhNt",
+	"7BMfk5roIjeATimK3JGHULZYJEuYr7msRIY4A21gzh9seaor+xPObRuYV5pUjHMqPgHm1DGTawHBePhi",
+	"vpfsiY8lhOW3Bi6luXjY0sZa2+YTHmidkttCnJMRqmsWX3oULz7wdf0ccWt3LPUL5G4AYr3ERG4JWybp",
+	"0EaPzVUnn8LO0jAXPQKx7eZWUaIAByV0VAnBNGoIGH0nGO6pBgC73qU7QQKcQH4BOc4TkV314dfY3ywC",
+	"6rVzmQk2n8iCLnPe1Ys+Jok/lTIaL2yDFgo7xOZcWdyn+0uRiie5Xv+EOe60zp3W+aXyZaAxrgJvvjPs",
+	"vVrd3P8d/o99MOHHbpfCB0H6FPek5m47MO5LgeY+8GmriV2gy6AtbQI4zlq2uglrDz7RgbRHS7rjBpBf",
+	"AGf3O93N23+dLMjP4+Xm3ToVtufmQY7v2PqOrX/h+RnLjB3v9J2yd6gV2v/d/e8mrN2SH+/aq3xakXKe",
+	"MA1P86JYMO2sa+/b9fhvY3kt1DqHQpPxb+L5QaXLYfwOXk9yspvRdzds+O7bb7/5NurY8HSbjg3gV6j8",
+	"kfpN+jM6GHZSaSeVdlLpzy6Vgi6NBQ53anbYiiuT6VxUAyumZcHtZn93eIX1RqNpKcZ9Ft5NGDWBHsxl",
+	"7kSVAJ824ds1msE7etO4SK2aDfjbHd/nYeDzMNVt3N9hcuDXivqcUe/6Hpabubm4BxCdPH6is43VcnP7",
+	"x4EZvrpP67zGYXd2vX3WNRisL72NLt9dOmjR0+lM+5bBj9yv6Wdvf0OFqruZvlsV/MJkuhRR/xCkxOcH",
+	"33f5Vlevz97d6B5n/Fq8AQbiB9rg8fQLvl9vZ8t+bJzfIxf5Owm+rucGUEE72d2rHN7/3f/4jk/FH8gh",
+	"CmHFKq94Bb/v4BWeP6AxCPxglfbxC620v1bCuqn5AWL6bLEL49V8riNwJ+ZvwJfw1uRfDn/6UlqDINHc",
+	"MavoQLz4IMqCZ936ARizkTLgaDEAK1zqfMGmM2MZH1dCdMFUfBns4J879eTPpZ7clPy/KvWE6P5+9ZNN",
+	"PgEUpu7JQ4+0EzosG9YjnwCbiumlqEw/8KE698SwaqbY5SLy2JkkQA7KyifIXS7YRPDKXgpuA1CMrNi1",
+	"qEx7c3Q3w3ewhjvu07XOysbd/WrMZUX77S8jXYDbaY9l9o0oRvvhGnTHUM75lQ+gtDb/fmIwdQkQDJwo",
+	"tUyrDFGhIBkeXp4yqxHJGLowNO52wqQyVvDcCb05xzYPI0qqh8aepaikzmVWX9vVK3peyfFYVGeiGP0Y",
+	"VnXHtzUM9AFSw7subpg1s/xKqK/iCrtrgwaEvyRhE5Se38K17uKy+78riBL9EVoxdt/t/56JmVgu96DM",
+	"vdWUPqoSwToQaeLeiEfIZd3lPROZVjmVDdLTIkeaiN5gQmEac7NyxEDXW5mLaakRA/FKLNgUaJCzSthK",
+	"ipy6vrt/zipFfU4qY+NOjW1eqRv0rX0bVt+heeImP8outctr3aByRpt2fxrnV9wRe+c528pzdtfdaiuR",
+	"6SqXarzPZ1YP8J/74poXM27FwNhK8OmaTntRP6VC8FxUTwywMOrJhN9DFzp8yuc5N/xJ3LKU2/QQYZAm",
+	"XClRPDEsdVP6AF9IWW8+kdmEzaUyfccwAQ6XXxYiBzxl3/XJFBrqFlXCBM8m8LcnTquGBUmtkggO0SRB",
+	"fcbZPTHMCNgzJ56G7MQSKqHx4NyrTPU17dVxmOwZbtoWGSDLkbptXGa36Oz7RVZ2xgvU3HzoA4+pl4sR",
+	"nxWWXVzQT7+4py4uOl171+7ve581n+OakTan0zUmL8vb3RE8Oibz7qIe98BtHwT4FOQUsks97bHehzcv",
+	"2TfffPO9v9u/aSX6R+5mYlYGvzROH+nam+ZhhEyh3NG1G2zvfp2sy/TxOpBkl+iriXYXUG0XE573sIh5",
+	"k+JqPBPyIiNw+jax8V272Ajv3EB2VDM1cGput9B4G2xJkBS17CANF10gIzFnBrXoQ4+sFEakZ7wEIJmB",
+	"hNIQG1BjMwFU4ZjZJswgatPM6im3MvN8H+rp6HMG31Ya6pKdnDJXsLvSouBw3wUpE9D84AAgMxzbFXLl",
+	"Ew69XJlzZQ3r8ZEVVYTpTvXp/SFIQnQoXwoicSfvKMWKs6lUM4xEKT0/ROOKXDaUmBVtkxN/psFVYFJo",
+	"fjsm0JLHOFM1qb53B7lJkMnaUQ0H+qdlXKfcmG4b/9cJt/Um5DLfca0Ov+tMQZ5SzLRgz5ougbtkWNnM",
+	"DqaiGov9S55dFbq7NTycqrPMTZvqiirrqVBAbY4nfCAEIcvNlYlAz5HkoGDYPGGZnikbeW/BlHcUbCNi",
+	"0kUujB2yc/hU5XfNMg6PQbFzzTwTeh6dAK0YvS9n9q1b9Ata86PTUO+SjP3i3W6+hO3v0jvoSuzIt518",
+	"jxuX4olh2czuAzH5nbs9Il7xWreRcFYIrmblugKAqb4Whp3NskyIXGAt7Rsune6AhIq+NPwDwrlMdQUl",
+	"uoqljrCq8wlXP+pZZVLGx5r1GgUDK3mX/UbEBZuWQJ8Ew2aqEMaw9EqI8j384Y37fXrkSHvqTLFvDw5Y",
+	"KSqW8aJokjXrVaIUHOuK3Qz7Q3YMS2BzyMdo2NUZV0qjHmGuBOBTLjDSIw0rpAE4b8XSEexE2uIwxJ2N",
+	"ScfcUQqbH4OGXJs/L7MJHZt1yo473Pv1261Mdq1OMOeGZrlTCbr8XW4j2awk2qs5iqUrd79KAY7apRK8",
+	"bM4uYUrM1wjen6SxyxR0szL7U8xe2eq5M/kbPtuW1wU0o9VqStft52ttnm28J2eIlbJ+3lSH5I29HvqH",
+	"oF4kq7QxA2J7V2LRnYDGpbr5StbNCQ3tenoRV1nvtnp8alFX2P29ckbNGBVTt+4dG1sTsb8z5rU+yf2/",
+	"tKTeHi+p82ReOwKMrw3x7l3uySgBZ3pZEoA1ejf7hE3ilmpEZtn/puCecKZ+mrBUqBx+7LtHNHz47elz",
+	"1htVfDwVyoq83+roR28MQDfZiZgmocuBT8CRaoxpL6Qxkd+HDOsrsRg59gHZBRW7FCOno0VTYyGkGuwu",
+	"PyXW89oVJ7cSLTLT16Iy9ZqO2JiXJsws2kJeCWauZFmKPGFGR/N8YljuGzeEkPA1RHwB6sUMWdpgpSni",
+	"C444tb2CmUDdqeJVpeeGwrmFRxm0E7FghYSSVSOuRcWLxtYSxDhogrRpZJUesVIXRQ18WCvBuvI6cM8I",
+	"wX54fc5WhSJYrO6aiqIPsRPF9KXl4IoqpLoasl/B6ZbRUn6uitTvTKanUC/BC6PZ6fuzcwHWbiWQd1t3",
+	"zxUv0CpGOEZZFE6puxTsWlRyJEXurFy3AqnGoOwidk7b8UCQ3bDnB8+P4EqiRoybiGGc3F207MrERRxk",
+	"RJMfroc70u8Knsfs8o414U3QibAPzfjVw2jBsBddmZLcXCX+Ku6ypW87PNyUNQ+jJ+8T0F2XurzsRnpi",
+	"SHkqvUOM9eiCJN59ltRsKiEmhc6yUI5MVrFPFAN658GOX+v+ihTOnQesI+nE/XWn5XVQn9udpYBSww12",
+	"J3rfVqT4u/vfSb62wsl7wyD4lJMHjPWeH3xPgHGYs+ad2rryRNmn/LYUv1z7rlLwgkdOLma1ThjGuDBv",
+	"wz3g1AV0PxEeh7G6ZHNdXbUmVmBJyJLAvZnhHL98kp9yO2kxMY+ddoL+mVj1hHU4fc4uVz/51IgRLwxl",
+	"acMWUihjrIVJgv5GTjfUvcBTKXI2KzsN1OW9bRiKNPLeIQwduMel1u7D98g+NtZHcXO1S1n7ApETQh3W",
+	"XWkWxJX+SNqVBe/MdnwGANgqPa6EMUmwCOVvImE8g8Qlb3QlTLhtAN6SofXrg2mrlhfE1qGey1Puk2UK",
+	"f37wHAN2c2lEf6MycTd86bx9dn8eHWSdzbAzFW6tyInnd0jOn6Cb7OfCclmstReACQTbVs+qzBvy0rJ/",
+	"gaerB9JV5nWPa1NyyBsUPJv0EwLFxQBcye3EeFdFkx8k7pMbecJGHvAKF/UYOcHjo3zarDX0j1FKa+jw",
+	"zY4f3CU/qOUtbfcDMwg9V76NbieLCJ7Xy4UVJvY9s7enz/sM+uqOKj1d1eDtpNKz8QRNE+AScSWadyQm",
+	"jIORxK3l2cR9mmL6P56fn7IP4H7rPTv47og9f/odK7nxDXPIVZFplUvMEWDkJzRD5sysNJvZC1j5Ba7i",
+	"YlYrZCnZCsGsaGYtoFEV2Vtzbrza3WJD0U7GxIe2xa1wqs384lrmQu9Py+dNRhGS+i6l4sC7lllRK2eY",
+	"T3ThT94tdgKZTzD0Sxxz8EqaUhuJLy3fm7Q+y7QOEYSb5PjnsMEwV2b1R7L37OC7O10k3RVwTVvy83Ys",
+	"Fi5hO3l49zAVnnkZGdbq9OjNa/0G+VoX9QUkQO9eN7IucFu5/U8Mu+aFzLnV1c44fPrd5hfgfN9pe8at",
+	"NCOJ9toXalgSJ2rIHu1Z0W0Zl15w3FDggHR4aGkjVSGV+PJkzJIiDAV0fwLpsuP0O06/4/SfwOlPC764",
+	"Uy5fFnzRweFzaa4G0BgngL+tZevSiqmB1ATW/rF9+FjILViGOyNggLrgptLaJh4oSlc58NHwup2IaSsD",
+	"/eA/8Eqaq5duyAZi5F0hQ3eP2hUYhN2AXfsq8CvcxsSLvhe7GO7dZaXnRlT7CKquKynMpoo6zvzDCzZT",
+	"7urxddeU9Rp4F5gAM8RnhtOrXFbUA4VXQpGLTHyUxt1vi8YSK4S1oLzkciyt+7+7/jC4yXSF+Sk5N5ME",
+	"hAdkJrnxqTAs15b0GLfFjY6uGVdsXkkrfMaQ+4fjNn3AxoCJuC/VS45xNuD7PqcfgmVD5niyVCJnhbwi",
+	"aGj8xmG9MRcltxOnMBmZiwvYJSinvDS6mFmEfjMJGw4xXW4xxZhmITjGSmehjtq929lzyw/3QWv7yi/g",
+	"jtKJcLDGSH4Wa/OLmuWSsBVetQh7DsX+dnLPPbNWF/QTHmRnVDLckSnPBevpio2cOA8pJVCbJS1cuksB",
+	"984KtdNcvkDtw6dGqdyroKKVMTZ54T1lTjU4u1B2PVdHQLjb5Oo4dP8QISyxAwWH8mTC5cIv/GPvH3s+",
+	"jxV+I60RxaifsEgaYblDEoqWnh4cHDBaU8ImcE1BSDj2OLKONwLnbvBSSD527DQcdpya2VvDl/s+/TeS",
+	"GU4CmCtBrbrrympdXAtTc2tspOiGcLsL04D8W8fFzTIPr+G/53wxZGfhI5XwJVTcMDPLJqvc/gVsd4Pb",
+	"3x+T94N/CpP/opj6E+Ov3Y5hf6kNWx8nh3bjruHP8S2Uwqf9K6ML8cQw+gib8gWb8+LqEKEi1rJu+G9Z",
+	"Sbc1/RACDVUC8GfIgM2cLjueVcAkQUulZ6K602hLG81lfWDVciuSyHFZ80yDKnJ7QQDsENaxD9k7REVi",
+	"xJndNwzyTeOVKdwHqDboTM6FZtx+BGRc1QfY/HthOdGI65BHYVk7HvMF8pjXylYLVmqprAnCPdBeTSdE",
+	"s/fJa8Dy7eYxP3ITsG4qXRQib3IQX7bigwyOsgGmMkGwCIKZgWS2fvBkrHAegpIRTEIvUussperK6QSc",
+	"rPCy0pciwR6opgTY5DGXigISc25F5V4x2BygEo4+ITOPm82MhOVamD6C6nhfGXBLacXUHVj3F5a8fVBU",
+	"4PbmkJ1yY7B4gGA4OMPMI8CPO8NCLqcuW2YF1ZHWsDy8KqSo2IjLYkZl9sA+sWZsqbDePeXPYlC5mbuv",
+	"tZj/bq4Nr5u5X//eugpPgUQC4NI17OdXgkfjFBDv6rtP8vdyG3BwHJ2vd1erXHyM6zopKQ7NF6wODJhS",
+	"T2LNYUnRSMMvhv4ZJ/1Szxy9E47UDLh8/UOqDwCMI1RSyDw0rORosTneAjtp5hwLJWFj1Bg1jQHUOOqK",
+	"vZkVRZ8pMacVjDX5+SIQ6EsBE0ZjEOobF6yE4ILKmQ/1sssFfOKE/HpcLQhrx/12yN5jnRBeaTBZj9gr",
+	"ylLHoZ0l56gZrbkNyskb2i2A7NhUPnRMpjGW27uZ4Yi9p4NvDw4S5gsJnh4cdNYDFHIqV2AVsaWn+8b6",
+	"Bp//vBf1Kd6TdfoTLl6rpkKL9vhEz3GH8BbwSuwUrS+y8WKTMfEA5B5zomu84fcUSVlhsftlJeClTq3r",
+	"2FAwYqnEa422tcbrtjwBtNDyavFhpvqIE+inRrC5ua6tOMcHiFUlHgjQQyRGJUoNmjpkv7rvvNXXImHv",
+	"1Skx6x4vHBMmIusnzN9P+PCLQmdOmelg8qTzWER0F1PWQ56fYCl+oec4j1lR1OogKVRoGZeL/pC9hdqz",
+	"TjTdUzyaFX77ob42d+s/Wx7wBg40bM9Z40LVRWDmoZxpq6vpQipyGiBo26UXnTv++wXmXiD53CW7/QSd",
+	"dr+aqfUm7hpeewPG2mehiHOZa25gmAlDGA5du/shLoC+yGVeSK48aRxTA4gKAd4v+CwgWrjhE2YWKqOM",
+	"LPC4yd8og8JxzUrgHAFBhRoRqRxBQABmgyDDauecnzGAj3BcDEC0VLMS4hAWtF9wc7jJSYSlw287Jq3t",
+	"xJfFKCGdEEB+7DVhMN1JcNcmcOXMIxIcMKM+qMzeFiHfIu3PERXcoEqegL4OW9vQ2TGEkusoo2wYkDOl",
+	"JQRdadiEV1NAy+sFKdZvhazdCYydwNgJjJsLDEf+NStE2o9ZYcz27lOGjGe8ytcges7Udml7OTN8YZa8",
+	"WlHKh6mdJTAkK4Q1kV8CMpY8j2t6UQ7ZKTo9aoX5WhczhDx6MyuKhKCuPN42+EV6b6WZcgsVitKwt+gd",
+	"AZQFwXOAluvRMYD7g3JRnFyRZnLElF6KB0nDYBYLYfsJO0a08VC8vBwKn00FdH7DiH7dj8h/aqw1AZgn",
+	"hNzAWeG0edoeJwzMRM/NkP2srpSeqxqSJTiNnAkT+0dbUh7dxx7IEQpj7xyhWzhCayMUDv8JAM3njtvd",
+	"IyegiIRc0znxNWLwt8VHlhyfdQabuapjHQh4cukYP7MaAyEY/2C9oZs9BBr84/2IbWAemc/3reOzknId",
+	"yTyeVzokMmq3x/gkYZhpJYZhMmcAiARMax4114EXPHIet7gApees9wvhpEFUYz5ZOMo7ZJ7LOJ2u5j6J",
+	"RwnGxUmD8z+hsU8gSqu0Ev3Ec6Yk8KUh/PSpseIjxtcEUKhxQTiRwLjnk8UGj6wj6ZP6jtwXF/F7tmMk",
+	"LYzE38kGnUnREnutKMp/T75AiGIOQJn5VHv0Zr4/N9QARvXRV76alxFpJtysZL4koAO4f5HXjF3OLOMY",
+	"kSUr0JK1GBpvHtadqqWpc+4g17oQXCWYQW0SBKKsp7SUgk09Bgl7QSVk4xbCLIxT/nueZBNmF6WzeQGf",
+	"pQ4T9zt47nr+iqwuYXLkTNohy2YVJKEDT0B2XU/0SVs4u821qC/vORkvMFZlSpHZG5qGS0k8VuORP5Rp",
+	"SPu3sf1JLBmPMAkXU/ADRwflUCpYTiGmO8Pxi/Q0Ou7DHZPIMcv64fL1Qp7e52mHh0sEF6l5+KBBZ10P",
+	"M5eXeTfC4wYbEALyEO7sIcglAc3WqTIxm0xiplpzwm301bvUy+o+Ed7au6Fmdk9ZfNFoO4WsFfXlgRQu",
+	"vGSdtAmB1tvLb/PtwmNaWk12I7rE3k21/rKsuRAiekS6Qd2I092iVJpCz8/cmy8WVpg0YXGWzawo8NdO",
+	"B4Y+p43cmiF4jNhUcAWWkPdAISo2WJJoPx6xn2gUAuMMqXYpvR3JYKzZNzFgLvqRGtjwmHcXTXbKPx6P",
+	"Rcp6Kf5EzazTPthp0tJ3274Fw1TYN4cw5BlnZi5ECVrqTPnzpj52PfzXv2dujZU3EPhYoCFtJtr9vj9k",
+	"7zBiAW+HhVEUpOEqS/xv0dbV6gKndzEtnzOJVewLQV3YEf5+pVh5yM4nUIjC87pHLDUpxAmng0FYNeqv",
+	"sMgBBGSueZEmDC+IjWAxUY326UdS1SihEE1Zn2S4youDewbb2Q7ZmRBBXAxIEE15NnF3oTOLMkJ434Kh",
+	"nyFB3xdHh+F2LH0tS6eDNv5k7om1+/K6Deb0SyztjW1M0EzWee9rM31t/BeMaz+NPkbTvPtNEgQFZZcV",
+	"edPB5NObLyV26T/ENGez0fdHmcSOPzeUstARAn+LQmespIkiuAq0QdLbqtlyKXPtlcMYbSUgdOuNKA4P",
+	"YWg0AhTAaHVYGMwPh6C652OfgtmslYbQa1dBxi+0qQ9jLr+QG9v1b7aV6+pPlcMx7+zmnd388HbzL3VR",
+	"cktswt1TFnKoPVHfky0N2kmnqh43gcJ3ogSblSTr4UpbntBghxlRiMw2OtzUrQtDzyEqP0YIrEttJ6yt",
+	"rfARRWipGFiovD9kP/IqH+QrSd6kPUGGDerO7m+gYfyNdLJ0yN7USeHAhXmeV8JQpxhn+R/ie9TEB9Wv",
+	"kaiEysSm5PH2pPG76P624dkwpbcNrNibvPlO5+KGr7zEllM3fOu4LG/0/Jlv0X+Tl974m9DVg271plKb",
+	"Jd9O7+fzl8wRdlciP9LMK4T06Whvvbdt9zmcTSVKXVnfw0gGa3mi9RXrNQyfzvoCBHz9UeurLqTg757f",
+	"bFY+MQxmNOcL1nPzSdxsuawSZjKuOqcDL5/BnLrm882zT+k2GF0PYks3uh+vkXnt3UNJBd3GbZrxUarY",
+	"rk1LZzO+pqS6F+MIRtqvu6+0m0UnVSWgbf9lIQ5D9C7IxCcENIleZlk1m73V/jD8I3jEqJ34lRClr550",
+	"xEQWMgQWvefB6umlsVoJsFqgNwt2ZIHmLJCcGfdmwbpMVgljEdPJGx+kueJUncgcQy7Dse98IotiKY2J",
+	"DA9yfeAEFwLMPHuBoDxHS6112r0hheDXAAdvvIQ32CRvDmhRsCMx5GW/q8HMinS+CxsnHgrG2WDekF71",
+	"dPD04MDpglaqzDKZmwRPtqx0hkoJZTPruXoI+8at5QW32WR9nmgFfw2ZogCQR9uMIHk7HtbOwyJN9s5Y",
+	"me/IsoaZEeV3c7MXFTh/jR7ZJcX7kmdXgSOg+oTsAuh0EmvqNYnTeOi8weJqUNhrPCD3uQvgNqvZ4Pjy",
+	"vdD1ChXsqHpH1Vu4blGQrpLLfVr6+04R/9Q0qDkvWoEk0D3Z442cqD5BbmVaZVSvHoc9kLahDhIN6koc",
+	"1rGlUDUMLpGgc+CbBXRzjctRepEFAaZGwhxbmUElDqQ7NznJEEoXMt8yuU58pIExwROXdSmgo23or4yh",
+	"obrdsq7YmR7ZZnm50qzQaiyqsAb6jB+n55/HTnH0r773RESuQcRRK4XycU+WVdxMYBb1MOTIdpuCJhdM",
+	"BXwyb1YTy5Mlq60u2DQI4DPmGPRfDpGRT8VNiReg9qW8LMnX4xtJp9TPOGT9uQsgQ3P0JuM+y7i6Z66N",
+	"Q27vaUYBhrhwGnboofgzznyjUxkOke4w4KwCevfOc/wFeo7dibd7jZHMa7Z4v1KkFmJrhInMBRlqh9TL",
+	"3NlvzfJAtGXj3qA8n0oLYS/3IAANX85im9OxzCXr9BJVUShRbyifvoaxIXUNNj4wyOEhGSpWSbUSN9Y/",
+	"axGwU0F3KugjVUHPaiJ4SMPSWG7dJcy6405vQvlzrTCCwnEYRZD0yClDGF4AfGf3i6Lo1z3GE2qTD+V8",
+	"oygjCv/Ar0XFqZ8+6FHGRt1FfYBZzaaXmKSE3v7FMl8wS8Gn4GhDbQn6aos86nzu2JmHx62rI4xd3yXA",
+	"Ryto6zbAEL3HknJp/A49MXWRcZsTPgtxmsfSPLBr5R1cju75jvg7iB9+kkY8nHv8dwyhbtnrD+X3Ujc+",
+	"1ktbmr4dspUeb95HTKgMFNaFWG6/HQAVzUw9V5DtuF0DJ6dnBIADX2m7ZS+nIQMarS1J5Gr+c4eMo9bi",
+	"LMzJcnA7+OOh7dOSihI3fepuD9ggrxsHqBtvP2zzptaLcnudAt3nH3WfQC9CEI/hljpJ0ao/s48UHM2u",
+	"i9Sui9SN+wU2hNS9NQtcklObWwQSmXQ0CIQ2MmTGMnfdhLJOF/LZG4Idn56wrBKQ88ULpqsYUJwZAUvY",
+	"KK+Cpryt1IqkkzRsopVGWPFnB9+h4uukFaZLNVjIIa30L/uOMaS0QGQhINywfCrvYx/dSrD0ZISvpgn8",
+	"/E4rMXjrjDzyGp6MBm91DpXDgzPHGVKCOvrH7ODgmwzYJ/womCgE6ABGiCtAOpK2Q4i6Lb8tAcrewCJ/",
+	"/vATs5pNgEHq+lh9QT+PzjFhM0NdxSeyygclr+yi9nsUUl25SYHXY7PS/2nNFR+ZgF4STMdZJkq6VKal",
+	"RKiYOzsrhduW7sTuTuzuxO6dN2+8I5G7pnNjWXC1uWcjlEtwx+AdC1WsNxfiCvwwB389PDgYPHX/deLg",
+	"5/OXfQjRgMMH6zXAmVvpdR0YTwuu7q/zohuti834rdhR4EN5SY6jUAtcNltfjLt3k7gRu52iHxozA0Qv",
+	"Z5QeYVfGkSyc3He/5SzjRgykMkI5W/daMDO7RNGxLlv9FIbf4Fg8jZypbh6RadzmVoT/PS6PolvmOshy",
+	"2N0dCT6CFN5w12+b+pIuDHDmZEuxYO7GuI9CKbNiJ8fvjpmVUwH1J4dxZbBHiYBImi/zRl+6iWG1HTOB",
+	"bH0ngGuFz32UegdzC19PAOvPUBF1oS3rzfn/z96bN7eNY32jXwXlem/FvkUvWbpn2q6nbrmTdCfvpCe+",
+	"djJ9653pJ4RISMKYAvgQoBVNqr/7LZxzAIISKcmJ5SXWH10d21xALL+z/05R7GeFzi7hehPqDse6rgxU",
+	"OjKeVdoYlvNZIUdju2/4lZs+1P4MJNj6WEkh8G/AT1tAi1ZdmtB6gbSAWgEJq9ET4YSoKEzofKIrZ3ot",
+	"bXQKYm4zwc8LfhW9ZEXskyDKCAgp3wnF6jKJ71QUN8Qt3NwV3PjeoXOQc0vpFIBuh1/c/97mfyIg+ayK",
+	"9m55FdE6uMtPYgKGhnqQcihsK/kKkviU+GxZyY1ZnhRPB3epDuAPVhD6JbfjRubj1yyctGuUGv1xp4fS",
+	"+4m2B/NO27BjosLmDqZPVUiW1L7SJl9iOT7ys7I9I3ebVB4FS27+hARlue40R4GpwsSWoFezTubED4Mt",
+	"KChDj2OcYIlA+ljm/P4JpK0qu0WC+4sE1E7kPuixh2TlLmmjXFeqQQ6mFYP8vWFHZm0sbF/Tc+8aDhZK",
+	"4X+PaLu9qa9Vn1NMhM/oHwG9cqB1IeDQbeX84z3duO/dGcmlwaa19+OcX/GiXha7OUMVIeU2ZbvdXC5K",
+	"T5HAiw+MUHbP14mTuAtet5iF1HfymHeVRY3QC53xAu92N1LMyN0z5Yb9u85HEM1dBJzX9E33SPtIut4I",
+	"n2Y1fkr35PYybnDbz0ey7x68c1d2Bs2++8weJBLhii0e3RUeeXHHcReOgaF1w2ZIJx5RhtR1GKzc+Pxt",
+	"CRvMFmnlsJBxBa/ThX/zltrpFqmdOooc/Fqi3EDq3H5GJvhjC/zWKkGg1Sa2qFUjach7kQ1pOT1UB/PR",
+	"6jHRTbdUgUGfvw49kZ+EbR3GWuFN08DILaCl25drdEBGAHxi5ih5NI3bKVG7PCoswuuJVhl/wJZHrfux",
+	"9eVgxtJJjFJpwtKrsTbW/aOjmnzvgGG2IFeZACI/jL9i7lxDxzc3owlLw/ZNm55ncZP7aiJyuIyS+1KK",
+	"14JzKmagHWlgI0hY+guXBVwIubEFNxbWOF1oiBZ3sPdTooQIPdIKeUVx5PluAxYTfYOH7FLMhg4V8RuQ",
+	"5basBwUwJWC2LvHDQhW/u8//GaPTSonMmoTVysoC4kOlGxhwogHRkx+fJTaGuUBwJSxY6xDZ9j1ZcJI7",
+	"zHX31DDxm4oAt16yxG2GJfF+396Fx6wBz/7c0rmdu1VrH2KhPuQcNmvpD9Ut2eURn/vSegXkC8fsk4or",
+	"rIQyfcpxNd/Zv0UJYrm5NAlysEloE+huY3JSYp4+evuX57eDQvUbDPtWjmLzur4qUqjQJf588yhI5V/B",
+	"JAzEvBxtzcQt6Se67FdPLiBLKVzdkp7EHIRCCthykBoA25nKiOoGSFE8N1DcyKPNCZTuIWM9Nn7Q2Df7",
+	"dF5SojBvScumruRFXFeitP3EoU9r2iU0dbl5mRm9Yw2RCXkkzew8DNGZsAtUb/oVvq10fZDSNd6MtyRc",
+	"bdZAU7+D6YyPBDT2sVLVujatHjtKTLH/DjBxnbJBbRyYGpbxohAV2z09e8usvhQQ/5or+/O9fmx2MAef",
+	"6R4zQswZPk2jTa0nYEdAbeAuZ6YugdN84kDSVtxq39DGXfoEkkMV41U2lleCWZldCksvh7ex3fSUtjXH",
+	"cvufBa9Elfp6RXBrwEg/0VM+wUf5cRKnDL0ObLgD1npkXAAFaewOPGae4R2LlmrV9PIt+cihEkuNcG9M",
+	"GTS+9VOCr4G0eBphs3dkfsJSZ2F9tBmZmlbDv6lHR3z1E/LlJCwrtBH5vhMtJywtnemUyZIr+zanp+TC",
+	"7WFCLPfbSyHK+SUCwRFkRbd+BG5Gm503e29trg/68mi79HmetJ7MUX2EIEBdy3wdUvJTVka1AHOTvtD0",
+	"Vea9LjlYwt4igaOjdanI44TIDfgCoyXp9QM2ixacgNyCX4Qo9iRGtPqGRBvz+tGZdUYSTtOKQcB5uIEh",
+	"zC/K/OaXhkUHqW80rbP2bTt2jQHhKQ4QvAuulIz6tfWMcO7kX3eMm4gXLOpKbXhPIIn/4/k702LaznhV",
+	"zRhnWMvaCx7zON93dn94+uyW44jRGV3HWR0D5dZdHRmHIqsraWcgbAYg7J243jn+5x9ud1U2O8X1/wC7",
+	"CX7/x4KXeyKEbWwjkmRBYbNZo6o1pfM7xzteSdrX1X5ls33aavu4c3cW1LuffupR7xYVp0UFz+lKK3S7",
+	"RqcCPYQXBRTWNKwN1FGrre4lTJdYY13M3FbTCp0LtTlg72toMUPcRdDFSmc1+kzMWE/hdfhYB0KgL/Wq",
+	"CfAFtxKE7AJT1DXXlba1uZa41XpygXdtHja0nqyFGO6Dt2CxJLblDwkUnQQIoF3aefrXOsneQusr3cM6",
+	"HgNBp+adzuxo2FY6zu4uoITWkwM6xXsH7HcwfWQuJqW2QmWzv4lZmkCCg61mXrWFFnyed9LHSDxWkC1T",
+	"GQsHPyCEt18uhVNEaiNyytfBbrZsoPNZm5okGsanjMz49ITZqXb2oo/HuJFJYdiEXwp4I3wSBJ9IMW+F",
+	"4iho5i6EqByE7qDCLxtrIxTjE61G5D9ZaNFrekv/8BxtyIPVeseKXGn4/Nv1WdG3LxkQ223vCmLPgaXL",
+	"WXu/7W39VHdeERgDyY1gV5fycfgFbfE/l9T98xzSqzyu9KsgJwFImr89QbdA7JhuayDdEZpwlJe6HrB7",
+	"51A2XZxxo3/8+PbVXk8+ZPA99OdDrrKa/rjbg/zdnc07rl+63YN2yLPMmRdoT5gl7bqMqUGjMFKNCrFf",
+	"G8HwXu8kdQjukLw2eAC4wuDTwlFt/Ly+/S7DHF54jES1X2HUYheaVUpr2JgbCF5ditLuJciMbpj4zDPr",
+	"jAol2L+1VGzXHb22PuB+T0yk7jJ6T3ynJ0HfS5j4XMrKfSj4qFL68a36Dbq1m5TtPt1/+uLFUcJyMeR1",
+	"YdnTI2zvAS2PIdHFqVhRrIwFQDlgp8yZXqAOUmIKy3jJB7KQVhJJcl5RVsopeVrnMesnlrrffMK/pks0",
+	"kFNYoQ/eWLy38LVBBSmegqWhPk0cFLA7cHsl1Dx7euvqU2vh+hiSyHvVHJetnnRX4A3wuAQd13L28FLu",
+	"ex/ijQM9gMWSLvXuz2tqVrGhCBC0d9yk2uGO9/0rQlcLb3JRVjA25wHSxzzBmxvXtnmC8gHoMxFbrWnP",
+	"Z9xWCM4q42oGTXjch2BctAs8pWW18k1gQOwQdQ0vjMY7TFtyKQ126JgbNhBCMalA0j09YhMUCWAvYl8c",
+	"z5STw8DdLSU3wa6lJ3muzqVaJyzHVu/sQb5oZbeQ9wBTGGB3376uGxzg+6UuZAbKRmc5/4Wwreh5VMwD",
+	"NxLTbnSFnipRoU8jwksMJxFoSrtHSeEdKQgTPjshCEPf08gN4cXRC8aN940QMM98gMoIccBOi0JPW4EF",
+	"lmuB2VjI/djFTnUhWlH1M5yOR6Ugdnx/X7kvrvm986CF3g5+gFskvCOiTHcG3dkewge3krNuG9oOm+yr",
+	"QzKAl5DJ+j7WglW1Um0Y2fVFEQlr2DZ1hVmFUo32QPFJoxxUVRdFU/1RCcwKVaLPqfYSxxdnez5CRWdh",
+	"FvrO/PwKJUwOnczYeuBu0gMXi/35Gb+rg1zVS6p630nTo62Y+Sj80GcARkrLATttZcOgbebUBw6VZiJn",
+	"M2FXZ+ad16v5cu/oAG8ir2ibufNdQ0GI3i+cqbvCgBX1qiCsWzDQlYaNZakdYt/ZHbucGZFpKPrHAq4m",
+	"ju996Zaby70D9hq826dQwxG7fdBhSr5v35bF4NB8Pal7p0nQXe7rRMAxw6tKXgmTMF7nUsOToHMFkaDI",
+	"CvKmhco0fkrTbaRww5jIzyesFJXUuQl/I7eT5TM24qU5YF7nSb12A4nbcXlsYE2JM5+B2kFXciTBiY/6",
+	"N/h8UPkm1S82FXuaqkDxi1MYRZ6ezJcFx/mHVF/8w9Fz8rc11TlQeLvXV3AaoccjdR2tVKWaUp6tzfRA",
+	"y0tXIN1dwfSX8Ft3ybAuin3xudTVstgqYTdn7nKGl4fzCL1x/pkCiP4mi0IiRps0YalQeetXe9gH1td9",
+	"RbacHg6N0+1COT1i2QlBPWXDC5UjrErsfewbwO71aI6veTZuUDySAwiiCG1EYYUfgq3/DQiH385eeJJ4",
+	"B+z9qA9D5UWAfsN2lXZ4nzClsXYX/7CXsKy2TKt4rDHAIhcnzbA0LD0TClA/Yek5isI0YjbY5dg+KNN1",
+	"EdgKJjwXJ5j+Bg699DTqj3XaKhqVRRHM5WXyAPpyY1YdzBKFC9w6RNWUcCOO/ZPSn+C7lgV/f6mL4jVc",
+	"fn/18pXjiIsuu0bRnLbrkIpNpAo1NbfpcWyWZFXOntsHt+5yjHZMH+EYHh2nBm5l5wOUnbi6AWhAXKyU",
+	"mbcXpL6mSD38gv/AW201WxLfrkHCBmjHG58Yhsq0J3UA8pjQXDK2AIIUshXPLg3bxXL6SW0sIb34LI3d",
+	"6/ayQHCH0oGQTKAlDgKq20/L2hWfu2/cIvvXI/sa48Kl6BmU32732frZgvj3DuIAA85cQOgSHgnugcGz",
+	"DmtJ6/QfE4tXUJObNlEtz4gRvKDGUgDAT1rUJnYslDd7DiKV2zN8dbhlWplA3Swk99+Rcq816K2DZ4tv",
+	"X89wco/8O4ay5NfJjh/ryu4X8krk8yQiu2khh8LKibggdw17frT/41GcSv7saMHVEpXoIw0JzyDBMqW6",
+	"tCsppgn00wbfiW/qznb9Q90F8Cd3zUnHlTzP4aI9TIiU7lsqIGikrgRh+hymAATjGNhuJyFLssDT4t7Z",
+	"8Ws/gnQv1AIiapJLSFRJb8bU3olDcHKVjyquLJsCEZVlhdPPyTlVm9CbmpahEtlYZETuSd+K8QcsBFTH",
+	"YBJd6UuRN3Q0HCY/r/hUxfMhFM2RTxu3mIfNTuN8VnqMgib0xnJ3E6WRLmkdOF9X/tiys+jrMRN+ibvk",
+	"FM8DbCF/wgD2N5qf31qax5ugf8f59gtMTU2q5M0FbVfxJlBS+7z4GAte2YHgS4K2r4AsxTADee4s3EFh",
+	"TJkBYcIuxlOfHlF41gDrbSGUnUEr0xhpjHS/h2l43lwPjVKZri1GEmOiGfen/JOu7V6yJIff/QVBzCFe",
+	"h2PCZm/C5z6+mCNC0LkwddEJBq8gCe5Wj/49P8gxp0plsw/gUFxgTjkX6KgYUw9PIiSShnGnYq3lr6xs",
+	"dl1/5f+3f3GV7Z9/eLmP41rzwP9bS7XEAamVqSdEodKunKQIGfEd5L620f1XG1Ede7UCtCGpLFaqTbls",
+	"qB12U3dT4OWvTcp+x7/vNXTccOWYY/StaboMYwhJ44NZyY2BEpU4P3RBnYnFmucWBR4F8HHSSgWUMMzy",
+	"S+ggnc7NbgqK3ECiJiVDgXabg4po8oAWsJ44zYwUruBFfUpFkfiHT/7CFPj8sIwzZ9BS2peFo5SglBjv",
+	"nI2y9xeeKdUVLySmbcTFRWtUZP5vLdUDKOe5eUUu+vAVIa+wonl01m89BAbj7QXyD3MnoSUb7znC3/d0",
+	"+kgktKWAWxJf/0IEMV9RXAnsWXGx+/ryQGkl1hUCheBXS8osX3uDMd5FC0pZIYa2r6YyaRVUQhadL6Nc",
+	"R1N758b3eAsLt5raZjQ12FZhi9wzxSwuLV4/jZ5Tdmt0M9FOWOJOJw0MI74OlPwfW4fbPXKsjecU8ClY",
+	"e6tKgCnB/iwe/KNM54xmoC8bfk4um63b/36ixFxWfdne2/cVMw6/tHh3/zyEk7ykoW8UuqC8eQCAAqpr",
+	"WugwFkXu7b+WQSfVolrgDEyRR309EVYMS88WObjBzOwCJHf9B16NhG3ftecMvoUC5OdtmEI4axg6geI6",
+	"HjwktyRgSYI16CGtI1v91I2ufb4fbpi1i7x5rvXpHHfzwwi1xovTA7xdu2wLwPcSgE+RKqWFByHbLcaf",
+	"h4TGYwLh64HxhF8C1Qu6fTqRsoFYlYfMdc4mYjIQlUdtoD41VpTHYSaVz0B3uCIqfEZEDwY/R66x3RdH",
+	"z1eqg2+4yt9fiercZm/ch26R8uEhpRJTWPwtOt5LdHzj9SY4oJUuBNNXorpvWFjw2YBnl96N1d/ClHzj",
+	"XLE3Hz6c7f/y7h/s4/k7T8C+WL0ZUk889Rf6YBMGbm/4648hqHjA3lrTpssDL33zLjjv3LbrQ+GSJsev",
+	"iejIKEYROttEY8PhnlCiBtSnd+RYuDuVnuddpFJ2jGrMcU0CYRurjUB/GzISeyprDEtIaAKGtZmFFMo+",
+	"MQ6oK2EM6sMgA9y6CGDyaTqNNqr6x/N3mOVCjyY/QBN48A9EZjRsmNqfGnJGm+BRUzu2J2FFeCHaS7ce",
+	"VJhbrZ4Rfjx/txUMDyddcT2Z8qtDR0wLXEBhHm/Keypl4izIuUIcWQhz+MX9z/3ok/mWtlyFakoOIolb",
+	"y7PxxOnju+lLPGj7r6QptaFeIM0V6V5wsXY1Zgt5hCeMN2mNlcB4O1zjpp6dQ1EdCwOB2p0BUv/PZ0s/",
+	"MaHQh4pAZe6rVSdcyaEwdu8kkmRRd68omx1FSiEiVpWigGR28iHjrTxfXR56wE7jz9a1jb48WYhyu49C",
+	"hgJKciycUtObgtkfBm+F2EOro3ZEfFFSvaIHx9nav8hCbBPpv61g6RQ3I+lwvbu2Z4x4WDc4vAfWXQsq",
+	"zQ8n5Yu2OA+7ZSAVh/HMP7pTgE/HzmSA3rk7yQ5+GbwYe/bvA/6YDkW9mPKZYelgZoWBs9QMZeHFfyY7",
+	"z45+3Oh3kNIGROZWNKWi1JNy/us8eMPn9Thg4BGIJBHwuYc9cTr4f8Tqr36OykePUBlzNAqoosfp9Zlv",
+	"lqnQp8IL/2VPDJo03Orqe8vaePrj6htgpf6u7QW30gwl6jQPWfla0YHtVSh1CMVjgVVhiEJpzQSSm2m/",
+	"FnSlTSljkByyUhN7YuCAG7b729kLb4CH6rp51o3lOhiUeBxEepZTg8Za6dod+N1nRz+esBdPf2QlpxCg",
+	"UPlewoxmnP2rPjp6ngGGwT8FE9g1nxkhLo1nzP6O9DYqiPk6nY1uvll97dc2I7BT1X6DTbTV17b62lZf",
+	"2+prW31tq6/dlr52BjWq90NXc9L2BvW0OUK4Xv0sFhERLZxJmC7yiNLXBxhkhYc2CfQyxGmTLFXboGC3",
+	"N/ewoRIxWz3gUQnaG2KgWZavSRt6m219JxALqZi8BTMinPRbBdjr1NReD2BjerCV4YlTFTM5eo4kKpb7",
+	"P2/PonCEw9hK8ElgLobcHp4DLaUVk1JXvJoB/O4ds9SbnQfuIKUYMQ70YwTa3WxjyKbMs7HXvOZrjyh8",
+	"TrOFAWZPrVmKithx1oqdHLBTFZihgEkBFbQwJ1/FWBaFAbakZQ+ZtOx7Emj/keWN2F3/5+3ZtubvoXmA",
+	"1Qq+tAfk8+0Rdcudv++VCC4p3inzdlN0O6VJ1Lkfisj5wAhl13AEn/Q4gjcjZNB32ciXrePyexIyDVMr",
+	"uOw18Vh1bs0+6RL8qI9H4G1dpVtX6dZV+khcpaqNkg/bR+rt5fX6FkZGs7/RCYmlDs+EjeSVExqGpae0",
+	"izkmHf4seCUqCkm3n4Cx6RRJeODlAOkQn21DeXpM1DqhaRCqUr6fBkZ6wb0NZnpk1idzNj3bjXJE0cBH",
+	"5odLqfKmBSi4ep+wVpsPqL9EP4KPhU/4jDp+cDbREGKn1h/S7iUM9qmR0NS6nYPPxBXUe/KhFRVL4X8X",
+	"7pyoTKRslxg6qXNFqsRn2/wVY+3pmJvfdCVew4Oo2nQhet2KiXspq6ueyDgQZDRsjDcS+f7N776t/vhN",
+	"+uM5dA/r3UJA7mRojzBVTwb9qlJrt3UrcVLZH1/swCDlpJ7sHB+FIUplxUhUncF5yyYa8lEkoMfMj3H3",
+	"6f4PLWLWo6O9vtFN+Gfc070je/7MjYx/xpG5BzfjfLrOOB9T8GDxIPaocsGtug0g9Fe6rdAeoOMp7xSi",
+	"9zoMEJEirU/osljwZtgu1KPRX4Ak2Q0RK4Hj6zKu2EAwUw/cKwad3fc8YUs8uMdJ2NLMwLIAYMd6bOuf",
+	"7jdvS+tMOJ0MFEp/KJjVt1bFlPTRbEJxoGnXVvnD1a5rxYzSRps2jJtLgXWuvALj24JNP5jNF64/cYhQ",
+	"8oEspJUCuaehXng3zfhEVPwA3m7GKTwNfBgJSycyq3Q51kq0/w6t704YBxp24F6/clYBXiLMHlKSY0lq",
+	"IYa23SCOuolG6u9zljaz9ykXSgoI8LXih52sMw1JAbwC+F/mqifdRdQ2j9XKygLU8N/fvD1z5oeogJ6V",
+	"3CHLKlhbpW+Psny1mYEltau/A/mt9rth48zm8bqsU0q7Bex7CNi4x26nwNReq6w0EiCHX6Kf3B+nY7mk",
+	"eRAgzO75Ly/ZT3959sMeulguXnnU8ewizSOx91pEMVCJgs+gq0Nff9BAoYkARi2wPRo+O3oa3CL+LvjK",
+	"J4al7zS+NSXAXKAmcKKSF0azTE/EStfTwv3kffJUy9JgvwtoJ8GrHAEY6QmQUP6AnaqYjPlJi0w0lhYn",
+	"c9Iyjsx5pH9x9BMwKeNkL7RnIvuzNgKSYN6+fB05dQzRPtTK1GWpK6ddZzoXmdljL46OWErOmU8mL9NO",
+	"8gdj+SxInaVds5Fm2jZts2Ow8o2z2alqPPb4RUgH1E06sfgg8KF1GgFnCNPnNvvd7eaHy9LTpkvoYumJ",
+	"D+8dNF81+VwWR/yaH354/uOaIaEAIevQQjy9zoDWfj3uxZMIRKgZzQLMVMLousqALILtvnr97vWH154B",
+	"2DBpE3Z2+uHlG2YrmV0WwuBJ5CqXuVOL9+biW/593dGnZS9fHtRKSGH/u7YdYbNThywh7NY6ykScFZzf",
+	"2BQadF5dW/RKT8ezvdUxtUetlDxdY0xnfFZonn/Q+h2vRhgle/rDOhMQUBwSLT64yf9OqDsS+BkFcUes",
+	"DbGddqx2+9VJ3fvG3LFKxTr8Qne+zf/Ew1mIrmN67mFlUa9qIcNJh7jWpemSmtCMcS9oWcFzUJkn/mmG",
+	"ge6ySDoKCk4MQR3S9xV8ylb4bjALqLX0uDIFN5YZMYJ4Il2G/gB3QF6fMS9m+mY17MeHQfZ3D0nkt0xO",
+	"ty8OoE0luWXW7Z5+Q65PbrNxJ2A7M4krUCqHFccTCbZrWw/0JvASVP9aCP6AmucWg7cYvLYpR9bKvszE",
+	"vslLt3O/2bQ7XeMUgDfpr399gcH9VbZfT45e9LypqIQ7MiL/7uB/a1FsQoQQWHagM8fTS6fynpkYnY3g",
+	"iV17SdberJtmGxlTed7qelwrBVGpOJepK2/rJb41ZI2cmvvfTmDD4ff5KenNhZ6f44TJIeNqttVd72k3",
+	"TH9G5hcOKDXjM/UQ8AJ86Mt5+4FXmaMDYlAbqYQxDatzMt8qvcXvr1UxOw78/jHe+M4mnUHyBZi5cMOM",
+	"89JOzT3m37+t5Lz++oqA11sM+b6YjOEgzFGm8VaC3VibB4E87XIDY3X5EGBIlw8Ghe5rkvoWHbfouDF0",
+	"1OVDA0cKv5Qhj7obAn+WvmltO3+Syqw6+ogQ36Z7z8lCt1slRG5Y2kr7DYEgzFLsyUUJadpRiXh0LdaJ",
+	"wzXpksTDi+irH2nmYTwF97htRmulesYX7+Etqt5Lu/Uiyg+/1z0vWnh4+CX+EWPnYml64uuznpzE+EFf",
+	"kZToU/5KiO7MxSYQXyldETvUXSNX0T86asV0KUQJHkjKKgrUy5vKaOzQdf2GgSCSeMBBpDY6dcddWrts",
+	"m0e3zaPb5tFt8+i+7zw6pPeNkc9n070+e3g6wVfl083pBGukXry+TvbbVmhucy+2+W83KTu+e1QmeILM",
+	"g9e3n3lwg1ltm8DWOK1tC65bcN0mtm0T27Yq/lcmtr2+r4lt8JbDSgwrYcb9vr5zbfFzutxixyyF//9D",
+	"VAZcEBN9JQzTKvjj0HtWVsIIZUWO3c+pxzoStwUKBYYo3ZZF5zi+c78cjzIVBT6dZqLPJ6TEFCd7yxH1",
+	"FelmsMm79/hdHFs/bPczPncV99Pp2Vscronb5ODpg+4JciSMdQdxKD8Lk0RcgiZBGlVpZ2wqVa6ncAf0",
+	"1jmJDvEVL2rBpDWiGEKYEphbjNWVO9eKlQWXirmjAvfjnwOrwFhU4oC95tmYCWWrGT7fsOlYQLqIby1x",
+	"JThAchLCof4KjDi7vzcJKUBWZcZ6CkFYHCEfcakO2Lm40pcQbIBZ4ZUIPkFWq0IYh0RZUefCXykNcwe/",
+	"m+3qtJQfcCEWIKhrUzaXHJ5xEKNrXXch/4PXzhOZFzP/IXqqPE+PNKw2ojqBho3u95VZhyEarvxoRDVH",
+	"Ex0paE+f/XWdhn+F0ayQxrp1iSa778Xt+W69m9gHd46HvDAivHugdSG42rSRT2vbx+D1XjlcQPbk5qDd",
+	"d/XwlpG2zaDVTFOEnwGN/1hAyaNn3SjpbzmgOUfqvJWMWKoZALJONclsA55dCoXs1YhOBmll66JgqbnK",
+	"PpXcfko93Kk5FaUgPnYKPmAI8d81MbRevDndf/bDjwS3CSuLGkYjVFbNSiQDKWd4SBusC8jDXl+JahYx",
+	"d0eMr3EnWEhQcd+qKzbWRW4SZJedSuM7vSKDVgfJFTWixblx8IlAPaqgPkFX7gGcyExFZbRi07FmE55j",
+	"eBSnmB4XzzPS/gY1BKOlSGbirpWU3wJ/fGJYISfSmmOH+8iBa5jSrODWM9M4bIPJAT4VUBZ5nlfCGBGe",
+	"6KY8JU6wt6VJ2S5XTFPdRUrPPbXAY9y6zgYKFJhGqUZ+YCdsKnNYaWqIOz9/exhR8jOIs1eXqPSjdMQg",
+	"Mv5dthC7yStywB20ZBwE8o2FDoDSx7XwBABzmmW24rLoS/nxQLazyaQa/5IV2TQO8+fUDFo/VgknUzKk",
+	"1nNzMK9/kO4e6bS3mY5DWzxMZs8H4vpOucHlE3krPwGOZaOVRFxGSltQWRRqKkGUhwW974Lle3cj/NlF",
+	"LxYh3c1KtAlXoCAuV/8Pv8D/V4bdnGZlAjjZcaXr0RhkRiXwPDgoq6QVIAcEyBt3aipdMKVzj3fQ6y1Q",
+	"qxN/erS9gdFaWVSzG7LEoVS8OImSQ90vL0VJrjvs1+mVRZ9LHgMbqu2QUupECLQVb2uX1BvCNJyQquGD",
+	"9LaPl0HUsg6+1aOvJ7itRImizPChKGZdvgf32ghTr6f3f8AF27kV1XUpSCVMOQtJtef/YBuD6jjvuOi3",
+	"cN6TnbLuUmFpd9tGhNZVqc2CLPVMqEEn0lWXHPVQ4Pvxw+nxbf9BNJ0EjWkohRNaTqclBwJccMD+Lqbx",
+	"22NdtMmWFtfXRQ/Y6fzhRmq7gSCVKvfK4NytPyVsIDJeG9zOcwi0eJY/wtNu6CzfvGbVHt4KzYqWyWqC",
+	"wtULeKvq0ypI8gt7F97Kbd7V3WpTuM/vkTZ1iFZ4f/zjlQDLnTKZ0NkJNnyErWDYRoYAglRk37sj1+1w",
+	"IOMA1BNugXUUcEsDz6jTzIZyVEPTGjIXPJBX2qLh6qzy0/mRQIcMGk3sVNVV8KsS8CZd6AqDzZw6iAEe",
+	"qDdpnpM2ngrwx3612XoO999vFQvHuNoeRIcRma4xuG0rLr4NNC7GegqTGmaYx4er8fTBAblrPIFQ0pJ4",
+	"qigLnpHaFH1Qo6UxDo4PbAMlCyxT8BqbzJNFzwpBS+NUSVpg410pXR5NdFXpIqe/Ip3hVFdog1mmVeb0",
+	"vA5LkRyJheAt9Y1MK/eReQNWwiOZ/5Bo+ItaYAcidWAHzPT9xo7ruZJ8h7OwWFH47S26RBV1RtxCy81Y",
+	"exj4vSN9xEnGFXHdOTGKUtYkbos4mwq6wibM1NkYanBjB0lCIOnhAc9TFFHIxiK7NOSsdvIZ2lmUpVD5",
+	"vlbFDA44vRFc4ejr9r05dcXQD5UHP5Pbradnbw/YRyN8t73gktEZsAXkpyG3DfLdyE9khFNfNMbZBjy7",
+	"DA8dS6d2zQgM3dloxlTJq5547QVN3ClM8l3FbP1I4YOlwZ5rzM5KgVQK4jOflEWjLeG2OQgOZV4UcPVa",
+	"cV14OKj43xTVbQ2cVk8apmub6YmgYDP+sF64Ga9tDUqoegInrM4yYcxOsjPksqgrdxXyQrgzd72hgl7r",
+	"N5nffTB0Kyeib3R4XXc/O2er7LubbznlB/YsMiysE5JeAg3bGPWSGHWfmXJDEgCeuNjrLcB/pAGtEAKo",
+	"e0XIXWqpbCsMrfTUJI0GkXErRg40sfjNGXwWXYamMTYrXVA/J0otIe0NW6OKkKEnJtjA1K22UJaCCOTy",
+	"azHaZdzyQo+cReu9c7AzUQxBINcdO3ypM1GnY02RMnhNJ5KfRfO0wUPXvKbvzJ0WxcIimINHdVwWPv/b",
+	"zoqbkO7DAXtzrWMBvcjCxl8YYDKXYTaoZWGZVGgiOcsSmqHWRlQGtmIoAofEJmmYmTiJR6H6CsWK27sO",
+	"fvOe1ogw+k36JHQhlm1TmL7HszUrmu+bgG2cujXzjHD3AU4u7DzYQJj48evrD2wZ/nt32rJ0n6+LsJCR",
+	"DsO8frLPKcB18Bj6eKzlaxvpxMOioVH7JiInF/wKHr9WNkr0+6YDKvlQopwTN1u3zACjoQihm0kLAK7x",
+	"Lt/7kMk2ArJGPgks641C1jJXA1xx+MX9b0UKCRZWB2iDo680pqsB+Bywn50I3ZcqUiDxX8bKomADXYNK",
+	"ybxc7Uqj+6lRQ/3TjSyEssWMFdoIwyo5GltzAiUlzEI/fBTSVlMrfXwp2Tk9BeI4ydcz/s9hlnbutK64",
+	"dfDJzbL1+d3ICcSdsckT2JPa0XL9ryWQ6BBCCsQECkatKGa+girUZYV2QiTD8Jx42wooXowOfjs8WMzt",
+	"3Zn38C8c6iYPw98GaVadB5kbUA5QV2jrCINZ4AMFoboxPacv4+PbAeDuVBYxXV9tuV8qi0/xwFFtMzwe",
+	"YYbHLes31pT74E1YQ7Vx5+X8w8VZ1LYVwRbUEEAxd9DmiOm8uuLuFmoklXhi8DHkg/OJs3BVoUdSBQea",
+	"Ylo5ayp6IVyVa8xjZeIzORtCq1YCthfoi4BP+qYCAU+YY8rT2o5fNsWL166onetHK+KvGohCq5HT0fr8",
+	"7XD3Bdy8Pk0BBC7aPAUlt24T7hzv/Pc/T/f/D9//z9H+T380/zz4tP/Hl6Pk6bO//Pm/1qGP+Nis/XDu",
+	"q/o+xW0X+OdXky3EH/Hfx//6lzn848vT5McXnUO+a3U0WuZFpXRLfnNTaqmax6abAlFrykhDXeJX7cBH",
+	"02AfHn9EQPMkRkDDeJaJ0kJk8xUWHAMOYrnxYvfxgLeeddOYKdUMUKZdUzcXwshZURsLlXcznxvcLjU+",
+	"YaKpMoaYw1ypsVM1oX7hBhy9C3hqVgEqxCzjmfWx4Xh6MMoa/2atUOs8uH5rFDgeZhMJDsuGoww/rjXE",
+	"CDTXH91m+RXml3CZY737XEy4JWbZoSzcum/jrku89fNzeJMAt57f/us0QF35xDYoK5qiXteYvKDEUe5d",
+	"r5aISTdteMTERSghvlEk9OY2mvBfrzuCwdqlOW7MOl542Qpbub1QYRWTZiYxB4oXk2797jbJ3hcmcrXC",
+	"xf0+OHE7D1c5xM3DR24LR++fo78BjVtS7Zaax4dWmCWNyH6upd9TBFAtlnOGNNBUqsCyQmLvnwJ6gEQF",
+	"EuHUTXVd5MwI1VR7juSVUGwi7Fjjqfx4/hZ8iOe/vGTPfnz6F/il++EvPz79keViKJ2+ZgOu+sRFHAYN",
+	"SXzmmS1mvhFJJ/Q6axvxtVWj7a7Hp/gi7YxXlRSUsMLZmJtxRGkTn7jGLSBtnD7Dgwk/pbniE1FxtxvK",
+	"gs9EBXNivtInkPj8Gah/lSb4aIljwC1yB62j6NJXN4Ti3S9bgeLxVGj4iiBLYR29/xeKU8a8KIQTaxBp",
+	"glz2O8Fx+NLlcRz4a6gMAWKQIMTjI+XMashP2TIPPmTk/4B79K7AHqI/K1KnMq2MLkKkqGEMc6ZybZIo",
+	"tIueTCsnwpw0wJ5zy7sUTrffL8UMrgGriLRtb/YxkgK5NA4ISUszeqHybSihrJ/xLNM1UX/q2kKmY1MM",
+	"c8BeUQo6fskSli9/IXHtuIHgx7rfkDOrSVsMDlfqEdIQGnSxFnT6Bj7COtxV5nmIAZr25McTD+U8zvKg",
+	"NGnx2TYm/VrWPC31DbgaWjsRzB63Njgc/Pd6/gW8tjPZHPtl7SQ7uQRmoRySzWHh18o2b+jO8njTrWA7",
+	"o313f9jO3L5cJ62cPm7ryOh1ZNR0wm8C1nG21007jPHbFw22TF1uWSE4NOXE4HAHaxmpt4YXbi+Dlks6",
+	"SutRMcQbcFEsBPEhn7DRPxv+MhQjN5nLqDQ8BoqjAzWPFxKQ0VjqqaiGdRFSG2XF9BTibwEIOzMaExIV",
+	"TrwM3MzExzy5Tr6jO2Ib5eByL1ihTPtvdV8lQadujJa29G1kPQnEKBXSPeV29WqYuyXftE2F/O5SIWs8",
+	"LjcHoyvV48MvNfCfLk2FvNBDu5+HfEh3x/FSaqs6KJJdWmISFGHMxNas0GokKqdhh4IECTWfUVl3ROyL",
+	"2VdYJx3ytkC98O4XKKhENYeZuhQV4/lEKmksKtadPDpxYkNZcIsMvsWUzwwJCqMnAsvRNQzdPxSKKvpS",
+	"DQgDr6f9Eivtnce6A9BsUy83knq5sRO/BqvWnOlJIs+nE4cw0Bq0WC89l5bPwDPevKWnVsTH5w/+E4Ne",
+	"PXdPc8rxKFO1dV5nTY4mMNd6ayVoOU5ZYWI4FJmdSws1VvAcPsGSBP9MMablSpsvejCbTsf8dlDYFPfW",
+	"GhrVPefdWqo4UUImqnNb5+J3kF95h0rTobck+iNJF8IaIrIJxiQScRNjvZpTTSphhLXI54kJ4wSYjcvR",
+	"B0aUwB7CI3lFIFVXFbRMUuKAnRZFB8hGmfGxHgWgOx1rgUXUAnmGdJG3QvCFHgHhRW2D3tXBZGUEuPzO",
+	"/NzcM5hDEehHt0bueewESJiGP/OimCULc3679IJrqG9N/JGbVgFDJIjD1oCGT21O1C02PkhshDPYdmAF",
+	"de6uoNJvs0PcYf2I+U6PvJUJSAPV7dOx25wDp9tlleDGRz582zhR6mzsw9YTILXHqnh/gTSmbthQpA3d",
+	"lzopvZC4x+c2Nd3pJnzGxvxKsIEQihmrC0Hd2IM5i0ZsxFGIejCfxOkp3QzLDvguRGB4uH8WIw0OR7sc",
+	"eTpRpYMY3vvXWgu5ZWRexshcFC1xfkvH2laCT4wb9YSrfFVclWy/ypI7VZfM3+nG7ESREoV5wui5bbae",
+	"Y8xc9ukncNCBn2z3TChwS9fKyoLe4h4AxiyEWSs2hrdI61uDxjlxTwzjI6Fsggk0r/xdecLOa6WkGvmu",
+	"FsCfzC7qLBMid3//hcvC/f+DnIj8fW2dUfqSq0wUIt+jph86F/473QAGIgPbeqFaJGRGumXGRRzC41F1",
+	"O9NFAZk+TYojTtgTmoiE8SE0CMFJ7mH+gpl56Rfszto1jSkxB8fvt0FftJCuvJG0bZgc8B5Q+rsue9/L",
+	"QZ1qvXQpFMaTi6pYf/a43/mechLWcFngVnzdOC7g1j+XLUS8DW8+e36jwif+0nXitoQMzYbbRnB7I7g0",
+	"V4UcimyWFQHFWlFdhOousfJDj1jBOzq4v0iaYA5gvzA5NZcoS7QqpBJzhSC75GTUCsvI870QbqAHO6VO",
+	"icx6TyJTenrMykpbnekiYZWYaCt874CEDWaWIoDDCgo5DMgK+iGvdFmCEom5Mc2LwL4yhZ4m4ZdA3Yjd",
+	"taWF3xhWK0iuBJEoVSZAvTxgp/OlhHH2I2lL1OiJsyEoS5kGPAncOlKxtFaVE5vASx37QJ1k8c7Z6Rjr",
+	"6H2aYJ/UOKOFWaeG5xZwpRvQ/CL7wqEIW3pRviw38GLczv2A7v66gde2t1nf6+GP/fP944u7gHHcX30o",
+	"/qE5wVvUXsVEt4B0HWrvhmHcmyNrGQVwy2IFJdrVlUA/SgKg7o3CzqLJq7E29pCXJQ3jOLLTBwJZWd+j",
+	"2ADtD0x5fAry5RpsNh9S5EkGVmKEzlip1R686f1wCI+BJ0Q2x8hhNJ/y2QF7a4O1YpFFOLs0bDfTucic",
+	"mDG6qN0DSZawCpR4g6S37geyILxoiieLhIeTAHiRruRIKrZb1kWRsLI244QNZeGfoafOjvEqd9OBWk6E",
+	"WYb5X+16uFFL4S4ESQTiTOYbx/FgvW/MHqClXMMeiAxLGtXNGmabFyX0rdewCJov3cqWVRaBaUBhkwJk",
+	"oi/FvnVfADVa/d7hN9zM1aMiigPEaw/SaQshUmg+iiHqPS8osVyG6qJ0XWUiYVMubTAhwBPFLsUMEdvB",
+	"6ERwU1eCaplQiByzK5kLzVZAPa9zGS4iEaGME3ZU8qKryyg248DaC3IcCDyMOOqFsUyoPLR/Td3lurYX",
+	"aBekbJcSq9nTo4RxyybaWPb8aO+EHE3uI7BSnRx1I+GEFUyMp1kaOAElbF0mIID2wtgqwY1W0AE3VH9T",
+	"Ge3H83cQVYQciCZnFqvhkhA/jAolFl3h1pQXbjt8cKdtMyHA1jtWRABxb/g6rNsvrYrG2edv/91nrcHG",
+	"GOpa5SdMXzIDagORPfBoK8POzbeEVN97UNDdtcYnOpyUmfio+BWX0EtovvFQgOc5yLwRqbAk2jAvFw4H",
+	"3GbjJU2FamVYXbrT+uyIwd1wKEzijkXFoATVgWVC3Cjtalkj1agQTQNizERVuSiFyiHIj9kTkJdhwOAg",
+	"dHAn0AGraRw37ke4GsbcqrctgjmEJZEBP3WVN/xShHwrIPJnmJFbwEl40Vpgae4BWtJo+yDzvQrlqM64",
+	"9AqAVLgEWwKBe5TNEKGPceoEL2IIMhvHIMsru19W+vOsH3iaiqRWDJBIcbAVdUtpdbb7HJgyqaxecGsk",
+	"TNfWyFwAjbA36ncxhwwmBf6lldjXwyGrhNPV0Mfs1Fkz5zJ29wV2FfdNlNruxgPRT+hQ5vRAqUYYfxzw",
+	"7FIPhwkFXbF9gLHgCz9gp0B1xbE7WjE7ZqUuWpHZYO3i7eiSOWCnrOQQ3OQ2YstjPHxiR47+CfNu91Y8",
+	"tLLe3d1B2eL+TD5HWMINkbXMvWY9pRKbkogK1MuyHhTSjKmS4PZgMxo1Bdd6k+EWtjYFWK3fTFuVcqtS",
+	"rqlSYnII4iAC0QLT1OaRXZffAuzYI7L1DXAgPGJFkmMFHp9QjkvjVvY+Z18L5d38zrrOpQne/gN24ZAY",
+	"8oVpDJ5MnqqqkI2LGcxkMV0QqcvbQMjWW1YAJH2Jhjl+SHioyy0cbuHwK+BQl3eFhjNjxQSa+OY664/h",
+	"nYtcViIjcT+o9NSIyvsoobbKQZ3FGKR000QFmLnO6olQFk3qko/IjUk5He0/QwSIK3TDtthZThZLQNu1",
+	"VmStWzFCcDNBW9QEppDiy7Ml6uKvwp6W8pWbhzmIeX70rH9O/DSs+OydZAdpjuCJ7zTi0+JjwVWAOSne",
+	"GbD4tISlc0volm+/lunBUiLm+QjNn48gorFsndyuas1ufNBgYptzFpEYHe/Q7twnA2dn8TA+7TmM8NSO",
+	"aAguo7O3RpXD3H3LzeU6UfVSVFLnMmPNvQzupWg2sKb5aGNZ6cztrJjtKBsLN+jg46depbT7ZEUtamsF",
+	"oe6xKEqw1pCciBVal40ALEXuroQgtPYcG5SE1B1//jmM+gN88Aale/tVyxJQFqbSp91AgcCjyjGJNtH8",
+	"rCw5LN96Duh8HYYB9Qqmpr27vnKS1unXYz1VToiCt4DkyFhPMBh8HDhjJ2IyEJUZyxL7IApe2HHCoMA4",
+	"gO+ESwWRPfRuAu0elX1NeeU2OvEp0m0onXjTOBSoL6lfKATDfGGyz3dhlbiShhLXFkTSSxz/BU3EJvu0",
+	"t9/Ux09I8+ln+1Gchl+ppGr+4zd4AnJu+X4l3LK6pcwKwVVdHpZus4jpkgPhNhWRzYcOuHqIYo/q5IG5",
+	"LmkafwplQ/pSeCUrdSGzGdGXVgJ6kAUZUeQYiLbVjHEowxd5Egjqck/IwdUMCDoP2HsitgNCAHdKoUYC",
+	"KrK8wOCMvpIByCwehzO89RW3/NwP8yXesipb9e8QjvfMzxTz4ZnVIeRCM3vCKH5uvMKA5f9Lagd09W2J",
+	"Qb9UQuxb8dlSeL0ZZ6gBocH1DQLv6xvFD0+f3W5yTtcC0dr1wgqtfPjQbXpOFxDRLKJZwC2PjmsWDsK3",
+	"QlKm1VCOrotMVa32tcrEiggtEJfFx7xF3+ETcIwo0JgkCJPCAPc8hD6KIvo1Jv0o4KCviFk5iVPgp1wC",
+	"FIVHk76bo0obdxYybOSOfKXr0bhHdBP+UTAXRbgHTpTi7ocZlj5mekLkGLwrlFurHiTbhA+u61XntVrF",
+	"RtzMs9W4bnO5QH1coLfntOv9svX5iOfkzjYAfH/K2WvsL9ENdrhgNwd5/S4y9/4BN2Ifd90+7PY1rHPL",
+	"B4XDLqly8dn9w1ZyNAJvvsqZg9i2cfnEsEJnvCC88a+NDfZMF/VEAT/xNFgdQE+hfN5IQpe+evUOjHZe",
+	"AK9SA1bhuegzg+4XUJn0H+Er6YOhT1zuMDwcttUsl3yktBFsIsnlxspKDwoxMZ1mzCt64QVM3ynM3qqu",
+	"a8gdi0z8r95hpvSEUnGowh+exvTg3yKzqzho8+J6/LMLetpv/LOc1BOmamc3ulG4YWVjXvHMfUPIbATl",
+	"Gwd14kMxYfRoItqqVhnSN/bkufPPr/Li5ZhXpnvYL46OjpKdoa4m3MJX2ufPdhJ3nxvkzvHToyO4YiIV",
+	"/uIofCMsOhAlbVoLnF/yHjQO25EWFE7XVgfsI5DDFF1yvjuwmJu/TZql6Gde6ZDhir358Ns7TL8H92Al",
+	"VA6tq6H0wHvjF1z9oOYB2qW4t/9rxidFihoHnzZ3er8tk9aIYnjAftZ2DGcLYiaRAwYIOMLlEQUwtqrU",
+	"TKihrjIR95QlSkgx8yyQTXurXJSFnomcXYkK3DYOYaVpfYpPfIGmHhMO+d2DGUvnXcnHbM6TnB67qQvR",
+	"ji5eOZY24/yUCyVFnibXCICYsQQ/bTAuK4G1qrupW2tdCsVLeQDTvtcN5jozH+Uq/D5FHRlX8YSlY+vW",
+	"sdkGPYENXO4qcuzFy94Hl4SDnUi54968kwQOdPrRvaiL8/x6mAhPaWFih7LJp+x9KZRb1oX9e9DVmXPH",
+	"is/2EAa64tlwyrrjTQvRnk7o7VgD0uhbxw1rK+IjucXnnpzFsZ7e/0iTVEO9EsXLSud1ZhPoyJInbKx9",
+	"5xlyoUsYqJ0FumydE9yjhWzibOaEWT3CigTAHmkNq0sod3HPFAopPn2MCjseR47DGuvpQSVVQ1lNSFMd",
+	"SMUrSrOBX9AoHHg7VYsXl1ADrzvB7ALm462bjk1mljRv6TiIP3MjM+aWxB0vyD4f6No+spjTr8KywaqZ",
+	"2KBuExgwDoEnaJ3gK+w0vDo20Si9gfh6SE+g4JGorByCU6mnIvfvOhenOIANbsjwlmVxUPyyxxPwjJbz",
+	"BvZZ2E9r77jDL24Eb/M/D4WqdFFMaJm7/alvjakhPVErsQ8wmrnxU8s1B4Spucrwexg+MKX/NznpCOl4",
+	"tt7mPpSZY3dgCqQCMTN2tcN+GQYomUfYxUtXlyZU07iLEc0/l7ISJipH/IFNpKqtMHsH7NQpeNI9EKZc",
+	"5tfpLBG27utmklaFf+gtoOxXPkudvj3olCW340alxBlZu7H58x5NclPtLzpmYZUzl/xLcijcboFjvXl8",
+	"iRZpybiwMPblKStl42EO+ZUafPXbRhffQ6OLBmNZA3KwB24UcvtduQ3oBnBZJeobbqzmljZtYcTXN9dA",
+	"Jk4UhsJD6EZUO3VgiQLwzr/xfTPGdQiZmvFhAkxg1XBY12c8B6RbG9kWfaMOSqOXx0XencxEciJ7zPUf",
+	"lro1f2j5NJ/esk+ze2mWqVDNnGzt5SWaV9cJ24AKliwLTfOuUbBdJAnCig7Qg0qgeoAiFqAzcACdEKTR",
+	"H5JYz2eVUGLKi704sdvrXXPFJe4/zJqMmkHuD3nmLFjquaOHnS1nGrVgcYfubFoTWXzlCmUkjP12g8U9",
+	"07NqkG6lfFbOtrLj0UWgO5HhltSVEGBdEXN+GTUEh3wMd0ZE7kNq4TFxKEMrQQEZ8lE4sw3qPEJZEwZa",
+	"IXyNwWwIO/u2ttIadilm+9Dqxf1lMdyMmYN5oDdzECnzWhgfaOYVtMslikxWVmIoP8+Pq6lp09MQncEv",
+	"nfmm45gbRewzkCEgclaXnV6/3/x09ISiV9CZvUT/59u8g8/Mx62J4Q0+bagrmkn6evrMFTHrC3iEufG4",
+	"dTy0kIZcQkLTOqPD24HOrXNkT1cFpldocL1TGje9L7kxIj/BwATMBToniEybLoVmyMCTumKqz+Bx3d+D",
+	"Zv+tNqht70/M6u2TUk0KBuZg4Yp+d2LqrgQArADl40Qo6kDGQ9kGndJz8H9IcLrv4XTfj8EnYvb7C7Hz",
+	"nElCiiNYok2K47SSlhwxER67HyGrcg4cRAQd1PN2biOiMzHqkMZZ7hCwVr4teV7NnHiVBg9wTxP0Ctg/",
+	"RJOvDqPDvPSRBjoJGFEk+2DJAh0PjhO1bf8RnW0gUSBRKaPB94SH+rIPL5KMlUUB4qhDF6c0RFysM1qr",
+	"82a7bISyp/NtYShL1fGFtbV6Puf/vuR7rvjM62d9NjUAtD23nsYH7WmELOW67Nc8byNhVGky/6HxkZhw",
+	"WRxaYeyydnHQIUURl99EGIPJU00+Or61rkTOLn77cObzmLwyrEOoHFqDU5A88sq1BsWmDr+QEBDVdgrZ",
+	"vzj6CTER4kBp66ZPSttPzTBSVL9gMBLBNhqjQ44fjp435MnxoBF9oUNHxpW7E1R4no2B2QI48qVnUMLj",
+	"ijkHRqicTYBhTWMPvVa1NJbrPDEsG2sJxF7YLc+wtGvtUsycMsDVuQ9uSZEfE1MHrYFBFmqIXmFhVcjQ",
+	"gLvhV1ELKbb74tlPLHVP/ERPTCmn7VzYarZ/OrSiStlAzDTZWR2JVm4/fBDGvnbfuilmDpgReMMafJiV",
+	"yGQpnQxEV1VoiMdMHVJwb5GtY37wy6C/daamThUA8qpGeYn25hb/HysVh4CadtgrMewxQWdw42KDsi9X",
+	"+XowJZ/qnqOQz3AuvbbJ8dS1FYuUAE3xZcSu7z030YN9YSfHByX+eeH3ao45M7oXJgF7kMgqyrFNolsk",
+	"MAPjLB4wv7r+LWiIpIeSfn+Ygl0vPoPljnJGY7elWgEx0ltLXnQonkR2NZE38+J1WjkpCxExkDitXnR7",
+	"jCCBs5Rf5y96r4rZGdVHbLZPXzzM5W6DZjIekNfgbp0AtjVtIy7VIksC7tkNegRKXkk7uw5CENEBNpvz",
+	"atQQYlfQNEgW0s4Sn0dJ9i2l/Hj/sbd6QfKTa9mXPGL2eRa/shTVfqiIxAZ+Y27GLBtzqZCLN/yZF0UY",
+	"InQCoecfsN9BCx2L7PJVKFjy7uWassMv/t930gqWnp2f/vrbKfufWmaXn+CetGnwiY8HXMgFGvfk+CAD",
+	"38hCKFvMWC6vRDUSubvRISTo3pnbIMrUJi6imhBjxKwTLs5glW7eu3xKHx9/e1PEBd89/9knKBQqwanp",
+	"JnaCCkUjsHjoQjeFnvY3gYjW4Rtd0nFtl9sqOFC3NkCkLIHGH3ZEuqqsC2+5ofE8HgdztD+XiwmEm61r",
+	"eZOuZQePNM8DYadCqHmSmg3KE4cLUgmzhP7NY2241O/+uHS1pTuGTKeQ6Z/XFO9nrYo/RKxSVENdTQzj",
+	"6IXeBwod4hqqZLm0Kh/cxtKystJXgg5vg9ho5xl8LrrtlbZ4lINv19ccSMN4Af6QiLJdGvbs6AhxAHHV",
+	"lyrQ4N3JNt7bkcx1fibn80Dns6TxhChKsUX3NM9nS2oTzsMCrcgAO8NZ/KpJ/AbU70GvZLGqBDwDTvoX",
+	"ghvom9/u7kipNljxsGQ8r+G662H+Hxt1SdMKLYdSv+iw4Cf9eynfauGLpv1dLFQ4ndi93J1h9+vobHs8",
+	"xFOeUNtOau7srj/oSCdpQylvWNRhD2wS6nUhVuW64q6Mi7Dw29E4uFR6CpkbWMeFhPB+C/uM0yAN2pdR",
+	"AK2YMSyKO2Dnbjy+PrYAesx9rDCoBF3kG/hJGId/OC1Cg/J4s4/gic9l4YwzNh3PotVy30KKrh/yoLZM",
+	"5oV7DRvqotBTaDzZ2SkPwVgXwmy+Usy9ZmmLzLhI7hHTE/bPwyaPUa2snIhDIsGwcil1LpZS/gpWG/af",
+	"mYiJrmZJrKQozzCEsRPTW1B5wC7Q3erUxuEwKoo0pbZspCtdW2h8WdF72KjSUztOWMFHI0wjDXuTGt67",
+	"K6DnA6gNfOz0hkKPOnWSc/yKV9G3b1KyLr6t40TQVSxakMd3Jn4V1m+x3om4hUMB+v86vLVgJ0D4zO3m",
+	"iqsROKgxeuSjMh6ncXQdBocXMcHgcCp8ZmteFDM0zNUc/+BcGbE7bmwoKzHlUBeH9UbAbutfGlo8YYfd",
+	"gewiJ3RfRvvwDKZg86fCvWepkHAT6+bgMQsIctf5PYOhYF0KdQtnwdZu861xGKZjaQX1c38nVf0Z6wPw",
+	"ftYYfS0eKMpHQrM705OJULnIGeTiGmo1b6GDhT8kMA3IX4JVV1yBsxWbC41gq6OJGNdpHbD3pIOFMUJm",
+	"FMRgMJTPIX7jxIcVivy2XHnjLir5ch+LA8Ta/NAK2n3vE8P0VCX4PAIAHEGXIHqjjf2AE7zCLv6tqbiY",
+	"jrUR8YR6vt5F3k9QPGMWfiLG8PE1CvY/Mf7JaNpXZDlQdZvIm0+4mdqrTRqyzZz6/sGdwBJvTmpg/IhY",
+	"gLuP5o3BSbJT1r3pQU02Znwc6UTRxo2OG2mRllcjYWHgIeseYiwUyEAIofDABIi+3cOuRCWHs5YvLO50",
+	"3ipcknmck09ZOJjACWbVfEGvdAfNzQGkj8AeYr8jlWf8AQ1C+dZfIxFzinTlcVI0KhcshYd8qpuAf7oI",
+	"Jafu8S0w2USmTfMCeN+KTBtaMBUqo5sVxtm4b0mZc5+H3E+9kWdcxq4snGbpT5iu5h2muCfGnLpsSoVh",
+	"fWqFDIKUS2Q/nOvQo/023E3/rnNB3X1O6e0p9r4bKWmgxGUwg/2Z0u0fZqVI97ZZQQ85KxS2ZQu68Ujd",
+	"AGxDaXV/Sk9bGTwsC66W9ByLg+gI9HT0Q1TB633wLV6XakIvSP1+KWYtLx1my9PBi+2mAC4OSa94ITF7",
+	"Bpt3N1ohSr2TUFkWVZpjnj36KIYWUyGHkuh7DtjfnKro+1i2dN2uTj5HHazvBVe3CM/udeujcwDiXBiw",
+	"W3FB7gp83eB7R00aS8HVluL4HiGT53SPsYkO3ubBCfua7Leo6a5RaIrBggYKFhIQx1B0Qx9L3sbocUhc",
+	"PA1pPmdenT5VOXpOP/ARVCyFlwWNOwk6IMZW/Wyj4YtZS2XlxmYhapMTb2p+wH7lpbf8mgqmgnpyddaW",
+	"DuVndxU2rOBRNzHTpBd2h3Bhgl/F83sTKYTdeUE+huhvak0RcOiHLdkxS3BBiI3HxBVLQrHdK3bjFavS",
+	"iknDKnISNdCBtnEYQQqkyqg2TjQkicp+4pMJ/4xZ46aPimQ1xfIdspH07a3lwc024+c2+fM6yZ/tuXMP",
+	"KoQVKi4/IWTYoHdx3c5wg1oWdl8q6GFlhYIQM9ycxOpfUz9fu0sVus515XuxiDwJWg6mKnV0hvsYnOrg",
+	"OUeng7lk7qB52Mw49Bn3aedtCpC+eOvGu8I1r1naEc7PJa4BTuPj8qR3TsENbHOcyqWb/fCL+9/f+UT8",
+	"6cypFS1mnL5RernuBw27EakMm61t2NQJ+mAf5RolR+l7VBknUxolHx5CDzfhIQfsFP8CWgOkkEHSiK+t",
+	"IL8xt2xS43nxzekwa2Ehu4Hq4SA7O7ou6XR2eW1FeqMNM6OnMgud5iD7ASn/OprQNAdgrSZawaVoLhk3",
+	"lPsK+lP7zPawKvqFXMqrWHLrNuTO8c5//5Pv/+do/6c/6P/7f3w5Sn58/uf/2rk1usXWFC2xDH/3kKrD",
+	"/tGwGsm989ZF33O9Rjmwd6uH0qVry4R08714wuI7mG0EwY3JAfFZZLXttFWpBGWtZqDztSytyh1fyyJt",
+	"UwBmIh2no+ylFUBnLyG6YUJrnM6nNw47/xdQtsa6yBM2EBmvDfBhiqkvH3bXTPgsWKpxFR1X0HSx8oV6",
+	"Bc8uzZKk4X/QZG0cRfyLOvDjH36eIzrvR5mW09U2ZIMGwlQMxlpfmsOMW17odRIQjOUq5xWWPVnDRpWu",
+	"S5TrQz6RxYy8NKCS4G+eGJYST9T/nbKpLPKMVzkeNXgKQ+cSuZudLuJ7X8FT4Bpgbym4cg/DV6fM+pJ/",
+	"I8B+MNgSBp9vTnyWOHwieHHcRTlL8fcH9PUH/6qPjp5nb7QGfQN+6gr//Srs73jHa/f+lzRlmyzRrO3A",
+	"iZyu1/ZIYZxPWs5HcWzcV/tN2N6cfhqiA4Q7ZwMHKBeFvBKVFObwi8z/PKyExW7U3ebHb1CAwtkvmCtG",
+	"d89CQP1MqBzyLCE/xkE/lWfoIatLH7+n80BuJuZ04UlpDaXhtJ8tMSfO3eJjMNCqzf0/G8srkTfseLaS",
+	"Ime7zmhI/dCAzwO+CqLj7qSlph6Ej/rkH5My7bTbqTSig6sCaC1oP7+iR6/s7wYUGkMpGvodurPHdJDr",
+	"k7G/uN20mbkTHWagzwNHf0+Y0lO/KQ6+L834zpRUtxMhEXTYPoQ3ABcr2RsCbmi3IT5fAzMwtjGPG3Qu",
+	"8GmEfrvu20pRwZlPlp38vXncOWCngeLnRZNagc+lchfKo6BXOtG9FC+a7rvgpDcxLklDH7QcL+DwfAYp",
+	"uAoyGlEoc7aLCsPbPN2bnyhlHyqIfIaZWW6SR1Mc1t1LFiAl2ELJDUIJnszh4smETR+dzFsFGGwysIT+",
+	"AdrChuEiSuxiSVXis+qTCCrcSY821mDmuxeBWSyKwrRSRnJpSuAAJn8jOTQxS9BtROTBkrb1Z1/UTH5P",
+	"rYrZ3jKN/AK/8vYkN72wtx3SqBIjbsUjSno9bX+z2/hzu6q9c25DK48V1HUCYe0BJ+BI8Y075iu9K5Hz",
+	"DCjgpGWGz5ptz5kRWSVAUhphfRYVuJEgEIZJG3lCfnhsNOruOGCnXhmnKasEK8TQOvzwXKhEExGupNhD",
+	"d2zMb9fWRKzqx1kYzSjvKh7NCt4KP6D7U209f2ajSVhaDYMfuw1x90b52ufkxk5yX9MN7B4BtMDxi49B",
+	"sgqVl1oq2xBI6Klib347fUmHKvFOpkyXIoHwFjKR5WTqGjzaEIGWhtVK/k8tGJ9oCkEv0ZzxzjAECe5X",
+	"PjC6qK1gY2tLwz6ev2O77p9UoQwmfVHo6Rtry73AjNZQRZqEwQlzNvaw4qMJJDn7lzjkMbq4wk6VrNC6",
+	"dNp7wgqpLvexzbOuWFboOt+fCMuhIz5xXwqzmEuZElx+wmxFUNxhfM6WJ8wBkZ1PpJLGIuMyXGFYWckr",
+	"h/Z4r2G7/mmn7u9n+NcP+Md074C9EyOezZhR/FJ8yrhB7xx570ydjRk3Cw46rT4ZWwk++UTIibRuhjto",
+	"6rj+vbqAy1/S1bhKDSgLlVUzSCbn2IgFyT6oRKnpR9TVNqUDSzaUaboEvVaknboNexJ9b6iVHAvk77i9",
+	"AOKSj1g2ekj5z2DCKYeLBO9YFzl2k5BI5ydtI4rZUIoiN9v8+++i/1sL62/XZoq1JfDNgFem7gwllgXP",
+	"KPMdtx+y58EubojxkVcCioT9zoak91PFxKS0gPV8YEBO4bltaCl9Hj/+4YT8wb6TChZuNjpkCJzBCJzI",
+	"OWAvKT2fCqSo+kt8tt5n7G4KKbqq8a+68bWUwIiCmbCY/MTdvuAOo+1jmffC6PUSXeOb3+Y7m0rr+Hoc",
+	"dsvU7AmvStx7AK5hhfIHUQCwzdy4UfDFw3nPwPeQ4KTfNU6mp/G4O9QVG2lNtrnVJTRlExKUZvyEBDSH",
+	"4A1VOfudSyvVCJ15sYdLZHoi2EuuMlEQibDSduzug8xxMPOV9dlakyT2b8/YWBqrK6gsuBSlTYLaQimv",
+	"7umGDSsh4AmI7h4o5ipQ8Ts3Bp73B4NaQmfrpr4ZDx3O6X073ZFLcG0PHUWzIcIF0S1qsYuW/lyjXVkF",
+	"FzVpO0D/naAz7s2HD2e+FS+WHcFeFTlxs9H8oQ1ZItC74yuKIYTCwGrEBujevOp1w72KvZ/fdl6TlXec",
+	"wVqsdx20aFssr4E8gjhQR7xt5NXuafoGhBDJmtgwFwn3bBJ3EITvcwm+d5uMj2KPthRmS217Q6j0al5O",
+	"Ruf61mMEiEjL2++8VUYAI1XoE+P9Tu6+1EffKact1bTb9umqfbhqjzxm6INq22sJG8xKjr0QJBItNu5L",
+	"bKiCwfmQOIpXRPGVGZM5uTXDbyyE8St+JYpA0luwktsx28XwZMKygstJwowcKW7rqnGXJt5XunfiCRJk",
+	"yAGgPKR5jeeAnbIciRIa49FZjm4GujxsH0RnwOKBGIYr+uKcRl1wfHsZJEkJLTZsEGEnzLS+gfgtoM4/",
+	"weoQ8T81L3D63RLK/E7tyjX76uBGnXLjKaBO2rqyhAiw+9WUz7a256OyPeOeOrhPrL5JSbC+krqi/Zoz",
+	"27iJkQ/GHLAsIvYG1EN2Dm7mzrQ/9UAWvNvy0e8dr5AudGCQZhCbEARv3zJY3bkPSBic/G7sPvrCF+Fx",
+	"C2hbQPvuAC2gAtYiRBiwUYizvLg8NAKuN/3Y9tpYjiQVEMmGPlqZnjC60+ej5+JKZuKJgcJEzXRtyxrT",
+	"WpQoDtgvumLpaPDsr0//+jT1X2yh44AJ5HT4DMbZz5XmecbnO6lB1gyXEFMmJfRCZFrlJk08BSN7erQX",
+	"iiTDoN7+/R9vP7xGZ5obXxIUZmk92SUq8L8e/OXpUxgTlGNOeZX7WDe2iowGqodDB7iJX7KCgwpMv2a7",
+	"aaZzkaV7B+xMG0szgwH2s/cXH1jnShx+oX+9zf88hFvSE2pFZsb7Vu+7qxlkVe2mpbVpggGawcxPwR7L",
+	"RSbziLtTWu+RPGDv68p9i3QzetzUjv0MDgsfNYIBPDGYt9/qEtcpTjBA94EXlxd464aEysJ7VogUv6FU",
+	"HnbirQqQeEZ6hkhzvZUDj0sOOLhh7iRTzo4H0Ajx3V878P6nn7rxHu83B3BbL87H6NLrW/3QwgCisUV3",
+	"6QIIJcCWmTWFek7xMX28u22IWJmvD29pRiLznsT88E33NT//EQPBnYU25nePp2PG8J53SX/jaVvwJa6Q",
+	"5f161u/YYwr1D1QVdv/KLt/8J5mTyaRVHLPTfadwOJ2mzCY8YZM6/kW9Rz2uRVDgcv+Uk0gjcMoLuP2w",
+	"v8SzIwattEqeXUL2sWUTp7w8PWIGCsydAtbZpBo7Uh+zEnQd419R6kuh9g7YaaMxIo/2gjojDcsKbZxC",
+	"pSu6qlk0UQG0VKIQ3CCvUNNyPM1IlHQU6cLEugN4CgtwL2Hn5lWl8MErVCTYaVutaKsV3RvrGKCPzOLb",
+	"V4oOAXEQngthRYezD5JH2pjcshrB3HBAhlmpRjskPfFdA+cwTcaQFj00IoclGxYiMMiCZiyfdRVGwnPc",
+	"8YL13GpYWw1rszWOsN8W9vStHtfSLvHLvy+FMlT6YHx36Xm944C9JK3Dp3CRZnTsPTaYBQY8sJUuS5/w",
+	"JaZ0QUOttngoL9DoObP2MWkeZ3aVt39E6SJbtWOrdty52mG7kWETQDaWVb5f8srODjNeYv/8ZXluMTGZ",
+	"zIGgn16DuWnicykbtgdPk3p69pZZZ3ghSXYJ7VTobTOWcStG0EWQeqiHJwIRpMjNHM2/NPQ0rLXBvi9F",
+	"ccDeQvd48g27l7snQK5doHPVtaW2MUMBCSSmIY6tTRfB64TYasJHGOrpiQ03EmdcEmvzYMZSnP6mVu6Y",
+	"8VLuw43pCfJtG100itUiEebTuOtLKT/BvZ88MnXzPn1wC3nm1vFlvIybxK/uN/b1SYmumd8d8H2PogL9",
+	"lWfDm8bNhdonxG3EXMdnvTmjzZFv9tfO8U7YYDsLiPC0JxznprAfCTA4YZZ6ZOkiKMN2XzDUFUTj/Pmb",
+	"bx4+lAV2KVM5q/TU+ASF+DnLT1p34mq0D/2wr5uN9VV5qCuupcH8TcymusqvccdZpa3OdHGNW0BuXQCZ",
+	"4tvrvOrv2LBt/RtegRz5ilvoh2vd+Y+xBj1m3etPy/IaV2P97bVvuNYXvEZukut8Q231P2Qu9DXvORfZ",
+	"9XbZ3/VZwWei+rkS/PIa973hBv2W17rlzP7nGje8NRdjXvk9c629Bo1rKEN7/QmEHqvXvQs7FnysrjPA",
+	"Xytdl38Ts18AC683RHkFuAfD9Pdv0oNBb14n59zLiy0jxRJGCj9JbDcStXublvNhaRYjQx0C//BL5oH6",
+	"z5UmgFZBeB+HeCwJL5Dy6ITRUyUqM5bldYV7W6slMLiuaI8Ezy0clmVdAiHbY+vquyFXH8+dKUWq4wM5",
+	"UYdlwWcDnl0uqdwwphaGmTF0xZdqVIh9Z5V+PH9nQhoZPfGJYYW8EgyJRxLmyRTJiSby5jTuOlMYra4J",
+	"5umn/m8mhQzQibRW5HsH7DXPxkAIw/MJlHZ85pktZj7NeUYBBbDzhaE2eWkhh8LKifD5b2w35L89O0oY",
+	"t6wQ3Fj2HH+AEC7xiWPb8hxr2vaAZQD/FoDiiSG3AjV8hXo2aTzpFaAKV+7/UvnpYMD14qbtGBJ3h0P4",
+	"o98xrWAtMbcgHSTPZynWv4bKOcur0NZTol8BMwhxPkzUEONSiBJ+7SwiXUErTqVEZhPiCsH6X9gFDN3V",
+	"UhkreC+bSwOB7+SVOPM76NqEtFHCWYcDN2zS6zhwJ1L5H5/enju3cz6WeHe9PYWWp9+oflrcDrllv2/3",
+	"gvZIDq3EPowXB7p1BD8iR/CvwjbrH1AjiIIG8iIxsGnph28xB244Xyf89gH2lrSNDVRqlVBiCk2M5yCz",
+	"9+s9ZRrop9D2GGscTZpQAg/MXsYr6ODIUnOVfbIyuxQ2RQGEkX5p6E0Y9YZ6Yvf8k4AZra6yoeuRoNvc",
+	"kKi4EX9hCkiAHsxYCr9o5OSPR/s/Hh1F+eLPjvacBIS+AjgDhW90Lg3La2iFlMJfTp3wTdkuH+jasr8c",
+	"/V9MKspUAC72PSzGhIR2TzgBd3v+t9coxU9tynbDL9/NyfJIfDdfWIpK6rwR5i+eP3NfgbOCqVc9QvwE",
+	"r0U1pNE73vt0BGQe8m5hcIc6qZzgZDihipkQzWCo23ozOFJOqFnVwiPB436lL0XuLsBQbBpv7DRpZamR",
+	"CMcYRyVYVlvfp/sHZnCWgIfIaxlhMy5TMk6wrt9NBXQdVto6he1KsCuZC814VeEuOl0IGUz4zO9Pw6ai",
+	"AA1YsKkY+Eu9buh01L3jaGqgxHYgCq1GJlRm0XMT9q+dxen61w7jAzesiQgkg+EGJArBHRZIuP0w4bN2",
+	"Cz2i6twr6kqaBHWOs8p9l1OluDFTXfm+znvXU4feAaRsdaJZa0LWUYqS1nnGOjdPDul1pdvVj9pr2qMW",
+	"NeiMKU0A8lv16FGpR+9Ctk+sAQC1nTfzoJIBrbRVitEGNR8wIJdQQ4EHDDqaIreCN7nnAmTwmGNW6qKg",
+	"PkcwIFYrKwtShq7rY4PCj4fmZYNBL698bex8QggocMn0ZMJVvsWJu60zumvHXVfx6eozrMslBfchBzfe",
+	"eCWvfdItr63er0SmsVdO7wnX5QnaG07F48OhyCwVPUL74srMqy7XPu+6fHjHXZfLT7ubt+/2cN/dWdXl",
+	"vT+qtd2fiGokVjQSf1nbQ7jO9wwnMjb0IK9KK6ntb+5e3777FnJLOjjOYODYfEQ2xWPVlaj6WM4mrayQ",
+	"Hpvl6bO/Lpopa4SloznxjUaWjpsYf6PdBF04BoUzN7Ux+9QL9FJgG5XOD+JSXfNLNgpP0RysEyWP+6xv",
+	"Q+SdIfL2Md00ylSQNCPVyKzo7vC/taSU15d6UhbAidbc7OngyADZDZgJ/idelsTogOlDe9Ti3M2FceL9",
+	"nykopx/kRKQJS4XK4Z976MtzD/7t7AXb9W0WRL7nWxDFIIBPbfJhk9C1wVZcmUy7oR77zmJlbQPFBHr1",
+	"LsVsWAFtkHWjpizYaGiNJzGk9fkhsV3vBeTkDqOPBHXHNN90wka8NGFk0RRCs4RLWZYiT7ANvB/nE8Py",
+	"GrEZ+shA0BCJhSqgDD9gaQvpIJ7J2ZAXBfaMcyOBYifFq8pzSgxlIRqX1YwV0llfzIgrUQG/TzO15MjF",
+	"hvk4aUTKe4LGmLRkg13UWSZEjn5FaoC3a4Rgv75u2DXCV0PjK+G2qSj2EvTM6YHlUjEOrTIO2O9AzpHR",
+	"p3ysitTPDBD+Qn9+o9nZ+4sPAvytlUBotW6fK15QpyNwYMsCDOKBYFeikkOJIU33BVKNoCK2Qmd2x/I0",
+	"vfZOYEuiMx0n0bOs24pnlybOZx6gR5ea3O7ijKzh2ouRdVPUHfSKFWUhOCNNO213hm/XHdaaiz6eJ24u",
+	"k7nmm1sF+MbaPLTF0i1Kpetpv4df3P8oc6uvWvRcTLCxr3Jg7k6tgzVokIBBLCyT96zjumLntVIOIE6I",
+	"Kgif/B7A+RdZiBQ7GqFQGUIcTOuEEkMobmUNABqF4AV3ZjEYbVNdXcKenYeEV/CWXki4pr0a3fw2P+N2",
+	"3KGtQk+xCqYnFpPwRUSQ1hK4IcMF+oahaIXJxAVkIy1MEmQN1Mh6X11WCK5EzuqyV9edn+X707JsHUDC",
+	"0ePm2nrbbhHA3F1rzIDTlWQmPip+xWXhrLBFymNxt9hHAPZn0m3Rn+JZCx3VykqPKmFMEtRb+R+RMA6p",
+	"3UGDTIgxHeurQJV3eqUPci3LP71p/PnjHugMW1XhhvNR7+qwLE9F7VETDnM9VYXm+b6TzUviU3OJqGhR",
+	"+ZtNEHxPghbQKS45w0SbOM8mSFmvYXNIszghsVkZy7JCCuWswII7heIcFHKyCMjbnWMSCQnXVISkloRx",
+	"NSP/OT7HmyZ7BywCP2oQldX2E0zUJxzVp7q5JN2jxwcxH4w9YjwHfSdShabceDm4vsXzimb1nVuRG4OZ",
+	"TWYcQCzYDXeFJeX2GGSl3EVOQcdwl41zq7LcWdChQRoPMLAiFNYP+Ipn7DbVERrN9VF23bzH0yjfEdNb",
+	"diuBmS1/k05f8S/Yx48HNyCPfE5zGOxAd2xtuT+clC8AosaQ7iMvBeRWuk+DhpSFeGJOEKqo4j08A9Pn",
+	"MGuu0NDuIZoT92Vswi8hxslqVUMjhfXBbkX21n1Eu3XzqzA3xQjrptSchEoMDOySN3IiFhcI3Xe4/uQ+",
+	"HWg73nsgOVhb5LzbbKhFjET+xaZs5LYAc3ma1Gqw/AqV1N28VUdvUh0NOLBVR7fq6ONWR5sSlPugji5F",
+	"V+pr0IBpN1PdjdXjBKUyFKYmvkRHY4nOrz/DiEIDtXC/LxXYTT3XmcxTN7vtjgTzX3Qo1ZW0It079kkk",
+	"oSoKsz0hEj9flQORSSWmIo9Kc54YlsZ6NoSPfWuIff/CNOg54eK3edqqdpD5IqkwDURidQfVK82EpcoU",
+	"bjEIk6wsFVmorYBI/G7U/KESpa6oBaVQuc8TDHsGXaXIFIOtJJ8+e5qwMVcjw+oy1MpEtFTGArvgHsZv",
+	"MGrjJNw5Fs9AoB4mFCJFSrS/wk/dJ7jz0xJG5Hnp8ytO/rWKO6hjT2tXPVjGwm05x7ac45GWc/AgKxZk",
+	"xDWKOW6lyhXsCcpbXKcxcCunaL71b20S39JHUJhcc+QWTOPsodZLUyixI2HLBrWRShjD3Kw5EYCtkFST",
+	"HQ6dgZoWO6D/GieDrkShS8HSLyUfiQQyFi8gfma15UUCfG1/pmxXVzlkXg1mbWtK5icsdXehnEz9A1KQ",
+	"Fzpq8ROYtHVWT9zueMLSrKiNhdStvVW5uBHT2fVTcV/692ymN/EmI3rRd+PAlqeattPXtlG+G8xRXTjJ",
+	"m8YipXOxIsLXVuXN4Rf4/8pMIKfFmUg/hjzJTBwDlXRc9Byi7KBluyPt+aXZ66hO+s2HD2f7v7z7R4L/",
+	"Gv52hm7NN+8uWo9rkaTUqnCYlebS0DWggYMm5uAKM4gyKvWbLSvADlXd5D7lymndAzfaK3nlRttXZD7h",
+	"M19VLm3SZEKFfFrmtf4nJiKoZbsvjp6ztPnFp1woKZwFY8eimkojIK+SxgNqLoBnJwusT5qBrMmmyJrx",
+	"QiuxOkPqG2uh2yZdj9ZM+2qpzjzU1YTbneOdupbuyo7igrlOM+NZXLuvcpOwS1HaJtG4YX2w1CLE9uVN",
+	"VYIbaObUqcQ/++HHNQYEmWBujxFDUVP8X4A9FvYuDdCzRfTmcoWtfX+yuNZSy1vnaStGbixZxM3qAhHU",
+	"NxcoI6Vvspq32/s9iLOv5aGOiUWSLqIQf8lLXSvbuEVq5dPAvfXWgG3DbYxVAYSDzcl28OtOFoCveyIE",
+	"yAIKY+r612OxyuAxhTaWSQvt4avYFc+LQlTRcAIdh/jsJP7ui6MX14Bx+JA1MbyVYvZQAPyPe+EtONhi",
+	"S38i2kaQ5brK5yHgxLKiaepx69RNU0jwUgJvETiAO3mSTiLtDcp1IMDe5hKaYyHqxLCYJ8o90Q0hwkG0",
+	"YiMojIifIDYIoUNA0FnDcG50YAQEFRet+0iBAJIgfEuO7ICRfAUPLHhRScvgFkvH5/13yXp+1uOGcdB9",
+	"HTElLdOAkWCpG4NXoO8x4zHEE9QiCWMfLu+2PBHQ7gAdGXChGkWPP/FMWF6pF5+tgCXECWyuvBZQQyyg",
+	"G6txDtB+CGRWjV9ZqLyr4ZUS0weK5zfvxV42GyuCs2G/kh/7BMpVJqWdMT34t8iQZ5OKAeuqEgqI8u6h",
+	"Y9vvse9Tg946tJfLYmjJdavCuAkRL6HvjjL/TI/v+LhVJNt0Pg1ly6a/bnn3/JeX7Pnz5z/5Xvz/0Urs",
+	"JUwXecO5wFL3cKrWjcgAKjEUlVCZOAFHtVS1rk0zhRzIAmhgwK4yVzO+yoF83kzQfegSEoZzrQYZ4a71",
+	"G3iEW67dKyTcuWZ/jXD9dRpmhJt+kYVYuxND9Craide66zVu2c167ltftg5NBOztLU3EEhd8FZ/he1Fi",
+	"01x3OOZVvt/43Hto3qvKmShGDgpxTEWnES/BEzaYWUFsL86GaIcOd+240vXIhw/5yE3gHiisqBcBd6xU",
+	"ufjMhLIV8Exx9soXZerJwFjQcY1u5XaonMp049pcTCJwar/VVZPjYX0HKxwqrwQbOR2Mnfp6V1kUbCDA",
+	"PKucZaZ8HozEVBYc4ExYtqu0/TQExtoTp/8v8Fo0rnxuyGC6ImYtFAWcurhNgQEBZiROl+yIK77hVT7v",
+	"Qm8Jh83oxO4FDgl+5jYbr1CD4dMS9nT/6dERy6HNVmaZzE2CK1xWOhPGOFsSM1z1VN2uDrzwPX0sXQ7g",
+	"KvgrtChwX5Zgp3eYAQaB5S3odYPemwZS7gb7fC3uavQjlOhHvp8rIBQxemj3fcALj7DT7wJ6oM6J0AJn",
+	"OoLVvBXZg/dhptOQy4KClWFIn9zjPo06va/nePP2/G/P/70+/7RP24fmToBgBSFJBATRWPvB4A2Q4sM2",
+	"PyYaJifYI3MPHW+yapGGYIUFeAjR3ZqwQR0rI+CWbastA8QdaIDTQhrvbW1NrsFiCsP4iEvldJIW/mgl",
+	"rg02F3pot/rGFm8eAN5cNEfhvusbX9CLdA0ugx4Cg1Y9LNhLinFreTZGhruQAgV/V3wiTmCDTcBrBX+F",
+	"dg7n2L0A6gvcq6TpZ+vTU9UYfchJwqtKQq3FYnGaNM118JMvTpPW9+qCjnxQWHYclaz5PT+QKodKXd/2",
+	"IdSyUeKp75GCpW2hqG23+bBjZoRwRmGCHy/VaG+Nord8sfCtYYk7YK+vRDULw6xENhbZZTQzuxzRmemq",
+	"jcPw1+ZJe6Fur8k42EU79IoXMiceRp9MMFfN7PeD70XSUD2ifjoSlqxjLM+bQ/1Wcd4Be2spColFiWCA",
+	"+0ZtSleYY8Dnqor8EFaXSATJ8U2EES3f1LZEb1ui990xRrRg/T7RRXTJsK9nitAKsL8txNr0EeGF++6P",
+	"gFCh0gYgPMBtV7l0m00iQcU7d7CGfIFzAhBYT8F5CGSm/6qPjp5n0NYI/imYKISTqwkbDielGLF9Y6D1",
+	"47DSE5B+ExKqGGT6L3wCpfriM/7p/vfsR0/t1XXJHymWyKHPkg3ESKpFxlviupV2LwnpbG/eXbB/vH8F",
+	"3wk1Ervjwo1wyCCr2QggvjU43vAkq8O/EzBFiKLWh/R9H3xxwM4xn6HJFHHawgG7WJRznpMDddg1KDkS",
+	"4uRoEtrWp+YIEuHaxXetvdeTrYAb/buouNsSfGwF3d3Ux7VB/j6yeyyXbevaZw2bx5xYa5jQ2W9nL06W",
+	"yRevfTu9X4hLA8ltJHIqwcEcOnHmD0tRmnyjtMFkCqr6hq9YLnMwiCYnW4vxIVqMbnPdjLV4uqi7tvQF",
+	"pLQ3wklhK9io4sp+jTDfGolbI3HL4zLP43JXRuJSIUol6CvqyknUeIKX3mw+pIMC6QYpHU2LEuhgEUwt",
+	"K/4LWUpStuuhMbC6eGaSt3mLfqohOYEGFNTJoqfdPXCkQBc4kHPFLDQrczISxM9J/NSByPREGM+dAon+",
+	"KBd9f9wVCX8XNI931rfpVto19b3Yr03e91a/ojfwwrAJpfIv51b0v5jbNqv9MqTFVbzAN1B+4EbT9lov",
+	"XCdtb+4kbmNLSxL4on6t5raoPJbm79FFN8qJ5Xs8AjdWG0fnL0XUjrvYukMClSkRnVWhM251xXbn+h0l",
+	"LL0aawOlmbws3f8inJbKWMHzVl/c4zkjhXsSKSTtEirTuahYWZuxMMi70iZPPP9wcQZ/RsmBaQE5g183",
+	"C2b2Eof/dVGwstKfZ9gPK5oH6qcDps+w0FMnE+boSa7oL6EW3COacrOYibl+mMfIaBK3x91t8ad0rPr/",
+	"42frvw4ODoIZ2EjCvcQLs+C5Ad6snKXkP/3nHwc19GbSoXJHVL5h/Vy3/sV2VRM+YwPhy9ciqq8gV0n4",
+	"kZe3JUxWEZm5GVxCXub3FMSnSm7HCUu/tMb35+EX2F1/Hn7hZfnn4Rc/W3+mbBfTApw0/3j+bt/dvy9M",
+	"xkuR752QZzjq3U9pWt4WC0vaPnUsSHPT+GOh8g5cpT4rtSF3K2skoKhAkYNiOwPEOYV2qk7sCC3+f/au",
+	"YDeOmwe/ipDLb/+YuOukaRH71ARpYqBNjdiND0EOGo28q+yMNJA0bhZG3r0gKUra3dkmFyOXnAzMjkcU",
+	"RVIkJX7kjvq19G+js30NiQ1WoKzHbL+w3EFrd6XLtxewcOAB8VzRHapwcs4qReDLL9wVs9luzdVlyCTe",
+	"fFLxmhx0qCWpWmzMivdopiPoGOo4N2c033AASfvjbpb4YWPCmTG/Eh3yiSuKScFIKwJR4aQhS35gpT1Q",
+	"aPmjUuwbUrsHPQDW3O8KgbbSsoeQ4P6/ESakCIPse0Gvi2DlGFYucmGw7EQre2kVGEKQ4sFZEx1EFkJJ",
+	"W+JRMKCVL3EibnhjTIANBttqr+B3hYW+eMKCdcphE6Ie0Ocjbc9UYL9EY1U/dRqdjaBtmFKKGG8Kdjri",
+	"1T5uWWtdp7EA1VjKCTqfK5QpY4hwRVRrjBeHnN0MbgrCS8xfxpW0wutPWkVGHk0HkiaIJ4tFtZXBWLgT",
+	"rGGUTi+97NLEni2eNpUXhPXmPKnWdZuGHAfadKv04izoxBtayoeMn+4UDXKViDxY63t4yiAOuKXmzPJJ",
+	"1eHq+5BZcZbyFMD7XMOIJ37bct+gcwFeNXaegtdPSP21mryJm0dnH+4hom619Nr/NoGKffgIwW19AxjM",
+	"FY6RPl9LZ2UKSPBnqkkXB9T8/+UxuFEqbXK7BO5S19wzgupL59ZGM8mJjj2oByRLGEu16NiJiybSoIOI",
+	"2aqGkJ1CIwZpYG3BSKT+0aTaIQo/WbwcgOEMLsoRzVEsTvEMldMLxIj9VMXfAS8Me4d3XUvj/GYvekmW",
+	"I3GBiBPRS9Nnf0HJKHu3nJCeCotmdMbGUEh7skUa83WfuHeaBFl3IoEiikEPrfZhZcbUtYwtFnV2zUM8",
+	"rYdI/zwzwnvTaVd5kuzzLb2bxjTlkZo/PpYqmjvyTkfn+vIyDc0uCC9J75aFnGdb5KThZuh5C0uYWvfj",
+	"GlwKFPWqJI0bGIMp1cPYY+SdQQ5BKmAeeA7WCdg1qO2s8SQfVB53gFEIrjdD1h9VhmLuOI44ZXzlcjP0",
+	"B1XR3Wq1UX09tRwHmzQvlLcwuLUWkYzbTlZujrDrTEjqqutu6XJ24UbDDfEUKpVy9tYsuYUy2dVRtqY3",
+	"0WhUNgreq6LCinGFbz/XfKPBZ+h7hfWGSf4JsS07J1g9vsyxHSP7cf656CIlhnnk0y3Frp2defboO8SD",
+	"mGLrPjf0d7Kd+Ee3K+fWEH4aPD4ce2kDR6TwyHDDziTRj0nOb3R75fBsldXeWPpkWgL+Mjz+XDMJCJlb",
+	"xBfOxRC9HDl7QceushuMNfBDTD0KcTC0R3GTMx0SGzZXlipz6vnzmlMJD2x38NcvfroWFC9S1gdi9KUB",
+	"ewH6c6e9uLq4ZPkevQ4a7DAJDpq7c0a2SWpNmIzJNlBomm6EccwlEp56RV16MmsEGbK8KJffBi0odSGc",
+	"O2hEZ3ijKJAAWXh/qRmTo+eZwf/UdOPq6N31y2PhnRvCGf2hU2kFSpXxf0DAdw9bwrn45AxtcD62WsaG",
+	"yloaylSQnxLE0c2bi0s6gA5Tm2nAH15dHuO30wLt60qavPTRKDNKG/nwelYSfFQzU8WIRLlBHEXZr49L",
+	"/j6h4dhOvD759fQUdz5HsQcR9L8gwqjlWvvznHtovZOdkiEKnSFBuRX9X2/fX/xOlwRqTZb9+tGXj1/+",
+	"DQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

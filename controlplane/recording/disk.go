@@ -54,6 +54,11 @@ type DiskState struct {
 	PrunedFiles     int        `json:"prunedFiles"`
 	CheckedAt       *time.Time `json:"checkedAt,omitempty"`
 	Error           string     `json:"error,omitempty"`
+	// FallbackRoot is the engine's fallback root when configured,
+	// FallbackState its identity state and FallbackFiles the files on it.
+	FallbackRoot  string `json:"fallbackRoot,omitempty"`
+	FallbackState string `json:"fallbackState,omitempty"`
+	FallbackFiles int    `json:"fallbackFiles,omitempty"`
 }
 
 func diskStateOf(rec *nodes.Record, v *engineapi.RecordingVolume) DiskState {
@@ -67,6 +72,7 @@ func diskStateOf(rec *nodes.Record, v *engineapi.RecordingVolume) DiskState {
 	d.LowSpaceBytes, d.FullBytes, d.Retention, d.RefusedFiles, d.PrunedFiles = v.LowSpaceBytes, v.FullBytes, v.Retention, v.Refused, len(v.PrunedFileIDs)
 	d.MaxAgeSeconds, d.Path = v.MaxAgeSeconds, v.Root
 	d.IdentityID, d.FoundIdentityID, d.IdentityState = v.IdentityID, v.FoundIdentityID, v.IdentityState
+	d.FallbackRoot, d.FallbackState, d.FallbackFiles = v.FallbackRoot, v.FallbackState, v.FallbackFiles
 	d.CheckedAt = &at
 	return d
 }

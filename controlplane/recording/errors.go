@@ -25,11 +25,18 @@ var (
 	// ErrOutputUnavailable: a task's output is asked for before the task
 	// succeeded or after its output was deleted.
 	ErrOutputUnavailable = fault.New(fault.Conflict, "cut_merge_output_unavailable", "the cut/merge output is not available")
-	ErrEngine            = fault.NewRetryable(fault.Unavailable, "agent_unavailable", "the media server could not be asked")
+	// Refusals of the directory browser.
+	ErrPathOutsideRoot = fault.New(fault.Invalid, "recording_path_outside_root",
+		"the path leads outside the recording root (absolute, .. or a symlink out of it)")
+	ErrPathInvalid      = fault.New(fault.Invalid, "recording_path_invalid", "the path is not a usable directory name")
+	ErrPathNotFound     = fault.New(fault.NotFound, "recording_path_not_found", "no such directory under the recording root")
+	ErrPathNotDirectory = fault.New(fault.Conflict, "recording_path_not_directory", "the path names a file, not a directory")
+	ErrEngine           = fault.NewRetryable(fault.Unavailable, "agent_unavailable", "the media server could not be asked")
 )
 
 var refusals = []error{ErrInvalid, ErrInvalidQuery, ErrNotFound, ErrNoSession, ErrNoChannel, ErrNoServer, ErrPlanNotFound,
-	ErrFileUnavailable, ErrContended, ErrNoRecordings, ErrTaskNotFound, ErrTaskBusy, ErrOutputUnavailable}
+	ErrFileUnavailable, ErrContended, ErrNoRecordings, ErrTaskNotFound, ErrTaskBusy, ErrOutputUnavailable,
+	ErrPathOutsideRoot, ErrPathInvalid, ErrPathNotFound, ErrPathNotDirectory}
 
 // IsRefusal reports whether err is one of this package's refusals (a
 // request it will not carry out), as opposed to a failure of the store or

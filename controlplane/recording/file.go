@@ -48,13 +48,17 @@ type File struct {
 	Codecs     []string  `json:"codecs,omitempty"`
 	FileState  string    `json:"fileState"`
 	// RecordDate is the UTC date of StartTime (YYYY-MM-DD).
-	RecordDate  string     `json:"recordDate"`
-	SourceHook  string     `json:"sourceHook"`
-	IndexSource string     `json:"indexSource"`
-	CloseReason string     `json:"closeReason,omitempty"`
-	SessionID   string     `json:"sessionId,omitempty"`
-	IndexedAt   time.Time  `json:"indexedAt"`
-	DeletedAt   *time.Time `json:"deletedAt,omitempty"`
+	RecordDate  string `json:"recordDate"`
+	SourceHook  string `json:"sourceHook"`
+	IndexSource string `json:"indexSource"`
+	CloseReason string `json:"closeReason,omitempty"`
+	SessionID   string `json:"sessionId,omitempty"`
+	// Fallback says the file lies on its engine's fallback root (written
+	// while the primary root was paused) until fallback recovery moves it
+	// back; its fileId stays the same wherever it lies.
+	Fallback  bool       `json:"fallback,omitempty"`
+	IndexedAt time.Time  `json:"indexedAt"`
+	DeletedAt *time.Time `json:"deletedAt,omitempty"`
 }
 
 // FileIndex serves the file listing: the filters and the time
@@ -71,6 +75,7 @@ var FileIndex = query.Index{Name: "recording_files", Prefix: FilePrefix, Columns
 	{Name: "index_source", Type: "TEXT", Path: "$.indexSource", NoIndex: true},
 	{Name: "start_ms", Type: "INTEGER", Path: "$.startMs"},
 	{Name: "end_ms", Type: "INTEGER", Path: "$.endMs", NoIndex: true},
+	{Name: "fallback", Type: "INTEGER", Path: "$.fallback", NoIndex: true},
 }, Composite: [][]string{{"stream_id", "start_ms", "end_ms", "file_state"}, {"channel_id", "start_ms", "end_ms", "file_state"}}}
 
 // MaxFileDuration bounds a file's length (the engine's segment duration

@@ -355,7 +355,8 @@ func (s *Service) indexFile(ctx context.Context, mediaServerID, nodeID string, h
 	f := &File{FileID: h.FileID, MediaServerID: mediaServerID, NodeID: nodeID, Vhost: vhost, App: h.App, StreamID: h.Stream,
 		FileName: h.FileName, RelPath: h.FilePath, FileSize: h.FileSize, StartTime: start, EndTime: end, StartMs: start.UnixMilli(),
 		EndMs: end.UnixMilli(), DurationMs: dur.Milliseconds(), Frames: h.Frames, Codecs: h.Codecs, FileState: FileCompleted,
-		RecordDate: start.Format("2006-01-02"), SourceHook: SourceHookRecordMP4, IndexSource: source, CloseReason: h.Reason, IndexedAt: now}
+		RecordDate: start.Format("2006-01-02"), SourceHook: SourceHookRecordMP4, IndexSource: source, CloseReason: h.Reason, IndexedAt: now,
+		Fallback: h.Fallback}
 	r := StreamRef{MediaServerID: mediaServerID, Vhost: vhost, App: h.App, StreamID: h.Stream}
 	if sess, err := s.Session(ctx, r); err == nil && sess != nil {
 		f.SessionID, f.ChannelID = sess.SessionID, sess.ChannelID

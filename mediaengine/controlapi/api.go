@@ -96,6 +96,8 @@ func Handler(secret string, p Parts) http.Handler {
 	mux.HandleFunc("POST "+engineapi.PathRecordingCutMerge, a.cutMerge)
 	mux.HandleFunc("POST "+engineapi.PathRecordingFilesScan, a.scanRecordFiles)
 	mux.HandleFunc("POST "+engineapi.PathRecordingRootProbe, a.probeRecordingRoot)
+	mux.HandleFunc("POST "+engineapi.PathRecordingFallbackRecover, a.recoverFallback)
+	mux.HandleFunc("POST "+engineapi.PathRecordingBrowse, a.browseRecordings)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, engineapi.CodeNotFound, "no such control API route: "+r.Method+" "+r.URL.Path)
 	})

@@ -157,3 +157,22 @@ func (a *api) probeRecordingRoot(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, a.Records.ProbeRoot(req.Path, req.Bind))
 }
+
+// recoverFallback answers POST /api/v1/recordings/fallback/recover.
+func (a *api) recoverFallback(w http.ResponseWriter, r *http.Request) {
+	var req engineapi.FallbackRecoveryRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	items, primary := a.Records.RecoverFallback(req.FileIDs, req.DryRun)
+	writeJSON(w, http.StatusOK, engineapi.FallbackRecoveryResult{PrimaryState: primary, FallbackRoot: a.Records.FallbackRoot(), Items: items})
+}
+
+// browseRecordings answers POST /api/v1/recordings/browse.
+func (a *api) browseRecordings(w http.ResponseWriter, r *http.Request) {
+	var req engineapi.BrowseRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	writeJSON(w, http.StatusOK, a.Records.Browse(req))
+}

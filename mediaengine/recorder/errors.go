@@ -25,4 +25,7 @@ var (
 	// (its identity marker is not the one bound), so no new file is
 	// started there.
 	ErrRootUnusable = errors.New("recorder: the recording root cannot be used")
+	// ErrBadFallback: the fallback root is not an absolute, clean path or
+	// overlaps the primary.
+	ErrBadFallback = errors.New("recorder: unusable fallback root")
 )

@@ -74,15 +74,21 @@ func readIdentity(root string) (string, error) {
 // Missing (the root is gone), Mismatch (another disk: its marker is absent
 // or another, found) or ReadOnly (a file cannot be created there).
 func (r *Recorder) checkIdentity() (state, found string) {
-	st, err := os.Stat(r.root)
+	return checkRoot(r.root, r.identity)
+}
+
+// checkRoot is checkIdentity for any root bound to identity (the primary
+// or the fallback).
+func checkRoot(root, identity string) (state, found string) {
+	st, err := os.Stat(root)
 	if err != nil || !st.IsDir() {
 		return engineapi.VolumeMissing, ""
 	}
-	found, err = readIdentity(r.root)
-	if err != nil || found != r.identity {
+	found, err = readIdentity(root)
+	if err != nil || found != identity {
 		return engineapi.VolumeMismatch, found
 	}
-	f, err := os.CreateTemp(r.root, ".svc-write-probe-*")
+	f, err := os.CreateTemp(root, ".svc-write-probe-*")
 	if err != nil {
 		return engineapi.VolumeReadOnly, found
 	}

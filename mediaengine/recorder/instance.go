@@ -128,7 +128,7 @@ func (in *instance) fileDone(f FileInfo, err error) {
 	if err != nil {
 		in.rec.log.Warn("recording file finished with an error", zap.String("file", f.Rel), zap.Error(err))
 	}
-	in.rec.addFile(f.FileID, f.Rel)
+	in.rec.addFileAtRoot(f.FileID, f.root, f.Rel, f.Fallback)
 	in.mu.Lock()
 	in.info.Files++
 	in.doneBytes += f.Size

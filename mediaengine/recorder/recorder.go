@@ -34,6 +34,9 @@ type Config struct {
 	// Watermarks guard the root's volume: no new file below FullBytes,
 	// retention of the oldest below LowSpaceBytes.
 	Watermarks Watermarks
+	// FallbackRoot, when set, takes new files while Root is paused
+	// (fallback.go).
+	FallbackRoot string
 }
 
 // Recorder records streams of a hub; one instance per recorded stream.
@@ -50,6 +53,11 @@ type Recorder struct {
 	// files maps the id of every finished file under the root to its path
 	// under the root: playback and deletion find files by id only.
 	files map[string]string
+	// fbFiles maps the id of every finished file on a fallback root to
+	// where it lies (fallback.go).
+	fbFiles map[string]fileLoc
+	// started is set once Repair walked the roots.
+	started bool
 	// writing holds the ids of the files being written (claimed before
 	// they are created, released when finished).
 	writing map[string]bool
@@ -64,6 +72,12 @@ type Recorder struct {
 	identity string
 	// wm are the watermarks in force (Config.Watermarks until set).
 	wm atomic.Pointer[Watermarks]
+	// fallback is the fallback root (nil: none); onFallback says the
+	// latest new file went there; recoverMu makes one recovery run at a
+	// time.
+	fallback   atomic.Pointer[fallbackRoot]
+	onFallback atomic.Bool
+	recoverMu  sync.Mutex
 	// The retention sweep (retention.go): woken by a change of the
 	// watermarks, stopped by Close.
 	wake      chan struct{}
@@ -77,13 +91,17 @@ func New(h *hub.Hub, cfg Config, log *zap.Logger) (*Recorder, error) {
 		return nil, fmt.Errorf("recorder: root: %w", err)
 	}
 	var err error
-	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{}, writing: map[string]bool{},
+	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{},
+		fbFiles: map[string]fileLoc{}, writing: map[string]bool{},
 		wake: make(chan struct{}, 1), stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
 	if r.identity, err = bindIdentity(cfg.Root); err != nil {
 		return nil, err
 	}
 	wm := cfg.Watermarks
 	r.wm.Store(&wm)
+	if err := r.SetFallback(cfg.FallbackRoot); err != nil {
+		return nil, err
+	}
 	r.reporter = newReporter(cfg.Root, cfg.Report, log)
 	go r.sweepLoop()
 	return r, nil
@@ -179,12 +197,12 @@ func (r *Recorder) claim(id string) {
 // index. A file still being written is not found.
 func (r *Recorder) Lookup(fileID string) (string, *Index, error) {
 	r.mu.Lock()
-	rel, ok := r.files[fileID]
+	root, rel, _, ok := r.locate(fileID)
 	r.mu.Unlock()
 	if !ok {
 		return "", nil, fmt.Errorf("%w: %q", ErrFileNotFound, fileID)
 	}
-	abs := filepath.Join(r.root, rel)
+	abs := filepath.Join(root, rel)
 	x, err := readIndex(abs + ".idx")
 	if err != nil {
 		return "", nil, err
@@ -196,13 +214,14 @@ func (r *Recorder) Lookup(fileID string) (string, *Index, error) {
 // (or unknown) gives ErrFileNotFound.
 func (r *Recorder) Delete(fileID string) error {
 	r.mu.Lock()
-	rel, ok := r.files[fileID]
+	root, rel, _, ok := r.locate(fileID)
 	delete(r.files, fileID)
+	delete(r.fbFiles, fileID)
 	r.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrFileNotFound, fileID)
 	}
-	abs := filepath.Join(r.root, rel)
+	abs := filepath.Join(root, rel)
 	err := os.Remove(abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		err = nil

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -16,27 +17,54 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 )
 
-// Repair walks the recording root once, before recording starts: a file
-// whose sidecar has no end line was open when the engine died, and is
-// truncated to its last whole fragment, re-indexed from its fragments and
-// reported; a finished file not yet reported is reported again. It
-// answers how many files it repaired and queued for reporting.
+// Repair walks the recording root once, before recording starts (and
+// then the fallback root, when one is set): a file whose sidecar has no
+// end line was open when the engine died, and is truncated to its last
+// whole fragment, re-indexed from its fragments and reported; a finished
+// file not yet reported is reported again. It answers how many files it
+// repaired and queued for reporting.
 func (r *Recorder) Repair() (repaired, queued int, err error) {
-	err = filepath.WalkDir(r.root, func(p string, d fs.DirEntry, werr error) error {
+	repaired, queued, err = r.repairRoot(r.root, false)
+	if fb := r.fallback.Load(); fb != nil {
+		fr, fq, ferr := r.repairRoot(fb.root, true)
+		repaired, queued, err = repaired+fr, queued+fq, errors.Join(err, ferr)
+	}
+	r.mu.Lock()
+	r.started = true
+	r.mu.Unlock()
+	return repaired, queued, err
+}
+
+// repairRoot is Repair of one root. On a fallback root, a file whose id
+// the primary holds is the leftover of a recovery interrupted after the
+// primary copy was whole: it is removed.
+func (r *Recorder) repairRoot(root string, fallback bool) (repaired, queued int, err error) {
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, werr error) error {
 		if werr != nil {
 			return werr
 		}
 		if d.IsDir() || !strings.HasSuffix(p, ".mp4.idx") {
 			return nil
 		}
-		rel, _ := filepath.Rel(r.root, strings.TrimSuffix(p, ".idx"))
+		rel, _ := filepath.Rel(root, strings.TrimSuffix(p, ".idx"))
 		x, err := readIndex(p)
 		if err != nil {
 			r.log.Warn("sidecar index unreadable; file left alone", zap.String("file", rel), zap.Error(err))
 			return nil
 		}
+		if fallback {
+			r.mu.Lock()
+			_, onPrimary := r.files[x.FileID()]
+			r.mu.Unlock()
+			if onPrimary {
+				os.Remove(filepath.Join(root, rel))
+				os.Remove(p)
+				r.log.Info("removed the fallback copy of a recovered file", zap.String("file", rel))
+				return nil
+			}
+		}
 		if x.Finished() {
-			r.addFile(x.FileID(), rel)
+			r.addFileAtRoot(x.FileID(), root, rel, fallback)
 		}
 		if x.Reported {
 			return nil
@@ -45,20 +73,36 @@ func (r *Recorder) Repair() (repaired, queued int, err error) {
 		if x.Finished() {
 			f = x.fileInfo(rel)
 		} else {
-			if f, err = repairFile(r.root, rel, x); err != nil {
+			if f, err = repairFile(root, rel, x); err != nil {
 				r.log.Warn("open recording file not repaired", zap.String("file", rel), zap.Error(err))
 				return nil
 			}
 			repaired++
-			r.addFile(f.FileID, rel)
+			r.addFileAtRoot(f.FileID, root, rel, fallback)
 			r.log.Info("open recording file repaired", zap.String("file", rel), zap.Int64("size", f.Size),
 				zap.Duration("duration", f.Duration), zap.Uint64("frames", f.Frames))
+		}
+		if fallback {
+			f.Fallback, f.root = true, root
 		}
 		queued++
 		r.reporter.add(f)
 		return nil
 	})
 	return repaired, queued, err
+}
+
+// addFileAtRoot makes a finished file under root findable by its id, on
+// the primary or a fallback root.
+func (r *Recorder) addFileAtRoot(id, root, rel string, fallback bool) {
+	if !fallback {
+		r.addFile(id, rel)
+		return
+	}
+	r.mu.Lock()
+	r.fbFiles[id] = fileLoc{root: root, rel: rel}
+	delete(r.writing, id)
+	r.mu.Unlock()
 }
 
 func (x *Index) fileInfo(rel string) FileInfo {

@@ -107,7 +107,11 @@ func (rp *reporter) run() {
 }
 
 func (rp *reporter) markReported(f FileInfo) {
-	idx, err := os.OpenFile(filepath.Join(rp.root, f.Rel)+".idx", os.O_WRONLY|os.O_APPEND, 0)
+	root := rp.root
+	if f.root != "" {
+		root = f.root
+	}
+	idx, err := os.OpenFile(filepath.Join(root, f.Rel)+".idx", os.O_WRONLY|os.O_APPEND, 0)
 	if err == nil {
 		err = appendLine(idx, indexLine{T: lineReported})
 		if cerr := idx.Close(); err == nil {

@@ -26,6 +26,11 @@ type FileInfo struct {
 	Codecs    []string
 	// Reason is why the file closed (engineapi.RecordMP4Hook.Reason).
 	Reason string
+	// Fallback says the file lies under the fallback root (written while
+	// the primary root was paused) rather than the primary.
+	Fallback bool
+	// root is the root the file lies under (empty: the primary).
+	root string
 }
 
 // Reasons a file closes.
@@ -41,6 +46,7 @@ const (
 // segment is one file being written: the MP4 and its sidecar.
 type segment struct {
 	root, rel string
+	fallback  bool
 	file, idx *os.File
 	head      indexLine
 	codecs    []string
@@ -158,5 +164,5 @@ func (s *segment) finish(reason string) (FileInfo, error) {
 
 func (s *segment) info(reason string) FileInfo {
 	return FileInfo{FileID: s.head.FileID, Path: media.Path{Vhost: s.head.Vhost, App: s.head.App, Stream: s.head.Stream}, Rel: s.rel,
-		Size: s.size, StartTime: *s.head.StartTime, Duration: s.endDTS - s.baseDTS, Frames: s.frames, Codecs: s.codecs, Reason: reason}
+		Size: s.size, StartTime: *s.head.StartTime, Duration: s.endDTS - s.baseDTS, Frames: s.frames, Codecs: s.codecs, Reason: reason, Fallback: s.fallback, root: s.root}
 }

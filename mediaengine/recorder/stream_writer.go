@@ -55,9 +55,11 @@ type streamWriter struct {
 	// onFile receives each finished file; onErr a write error (the
 	// instance stops the file and retries at the next keyframe).
 	onFile func(FileInfo, error)
-	// admit, when set, is asked before each new file (the volume guard);
-	// claim learns each new file's id before the file is created.
-	admit func() error
+	// admit, when set, is asked before each new file (the volume guard)
+	// and answers the root the file goes to (the fallback root while the
+	// primary is paused); claim learns each new file's id before the file
+	// is created.
+	admit func() (root string, fallback bool, err error)
 	claim func(id string)
 }
 
@@ -197,15 +199,18 @@ func (w *streamWriter) setTrack(i int, t *media.Track) {
 }
 
 func (w *streamWriter) open(first time.Duration) error {
+	root, fallback := w.root, false
 	if w.admit != nil {
-		if err := w.admit(); err != nil {
+		var err error
+		if root, fallback, err = w.admit(); err != nil {
 			return err
 		}
 	}
-	seg, err := createSegment(w.root, w.path, w.tracks, first, w.wall0.Add(first-w.dts0), w.claim)
+	seg, err := createSegment(root, w.path, w.tracks, first, w.wall0.Add(first-w.dts0), w.claim)
 	if err != nil {
 		return err
 	}
+	seg.fallback = fallback
 	w.seg = seg
 	return nil
 }

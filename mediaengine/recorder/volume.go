@@ -78,7 +78,14 @@ func (r *Recorder) Volume() (engineapi.RecordingVolume, error) {
 	r.mu.Lock()
 	st.PrunedFileIDs = append([]string(nil), r.pruned...)
 	st.Refused = r.refused
+	st.FallbackFiles = len(r.fbFiles)
 	r.mu.Unlock()
+	if fb := r.fallback.Load(); fb != nil {
+		st.FallbackRoot, st.FallbackState = fb.root, engineapi.IdentityVerified
+		if why := fb.usable(*r.wm.Load()); why != "" {
+			st.FallbackState = why
+		}
+	}
 	return st, nil
 }
 
@@ -116,10 +123,13 @@ func (r *Recorder) checkVolume() (engineapi.RecordingVolume, error) {
 }
 
 // admit is asked before a new file is opened: it prunes a low volume when
-// retention allows and refuses a Full one (ErrVolumeFull). The instance
-// then waits and tries again at a later keyframe, so recording resumes by
-// itself once space is freed.
-func (r *Recorder) admit() error {
+// retention allows and answers the root the file goes to. A paused
+// primary (Full, or its disk swapped, missing or read-only) sends the file
+// to the fallback root when one is configured and usable; without one the
+// file is refused (ErrVolumeFull, ErrRootUnusable) and the instance waits
+// and tries again at a later keyframe, so recording resumes by itself once
+// the primary is back.
+func (r *Recorder) admit() (string, bool, error) {
 	wm := *r.wm.Load()
 	r.guardMu.Lock()
 	var v engineapi.RecordingVolume
@@ -131,21 +141,35 @@ func (r *Recorder) admit() error {
 	}
 	r.guardMu.Unlock()
 	if err != nil {
-		return nil // a volume that cannot be read is not known to be full; the write itself will tell
+		return r.root, false, nil // a volume that cannot be read is not known to be full; the write itself will tell
 	}
-	refuse := func(err error) error {
-		r.mu.Lock()
-		r.refused++
-		r.mu.Unlock()
-		return err
+	var refusal error
+	switch {
+	case v.IdentityState != engineapi.IdentityVerified:
+		refusal = fmt.Errorf("%w: %s is %s", ErrRootUnusable, r.root, v.IdentityState)
+	case v.State == engineapi.VolumeFull:
+		refusal = fmt.Errorf("%w: %d bytes free, full below %d", ErrVolumeFull, v.FreeBytes, wm.FullBytes)
 	}
-	if v.IdentityState != engineapi.IdentityVerified {
-		return refuse(fmt.Errorf("%w: %s is %s", ErrRootUnusable, r.root, v.IdentityState))
+	if refusal == nil {
+		if r.onFallback.Swap(false) {
+			r.log.Info("the primary recording root is usable again; new files go there")
+		}
+		return r.root, false, nil
 	}
-	if v.State == engineapi.VolumeFull {
-		return refuse(fmt.Errorf("%w: %d bytes free, full below %d", ErrVolumeFull, v.FreeBytes, wm.FullBytes))
+	if fb := r.fallback.Load(); fb != nil {
+		why := fb.usable(wm)
+		if why == "" {
+			if !r.onFallback.Swap(true) {
+				r.log.Warn("the primary recording root is paused; new files go to the fallback root", zap.String("fallback", fb.root), zap.Error(refusal))
+			}
+			return fb.root, true, nil
+		}
+		refusal = fmt.Errorf("%w (the fallback root %s is %s too)", refusal, fb.root, why)
 	}
-	return nil
+	r.mu.Lock()
+	r.refused++
+	r.mu.Unlock()
+	return "", false, refusal
 }
 
 // prune deletes the oldest finished recordings (by modification time,

@@ -59,6 +59,11 @@ var CommandTypes = map[string]bool{
 	TypeEngineRecordCutMerge: true, TypeEngineRecordScan: true,
 	// A probe only reads; validating again finds the marker it wrote.
 	TypeEngineRecordRootProbe: true, TypeEngineRecordRootValidate: true,
+	// A recovery run again finds the moved files on the primary
+	// (OnPrimary) and moves what is left.
+	TypeEngineRecordFallbackRecover: true,
+	// A listing only reads; making a directory again finds it made.
+	TypeEngineRecordBrowse: true, TypeEngineRecordMkdir: true,
 }
 
 // PingResult answers TypePing: the agent is alive and runs commands.

@@ -65,6 +65,16 @@ const (
 	// (writes the marker when it has none): engineapi.RootProbeRequest in,
 	// engineapi.RootProbe out.
 	TypeEngineRecordRootValidate = "engine.record.root-validate"
+	// TypeEngineRecordFallbackRecover previews or moves recording files
+	// from the fallback root back to the primary:
+	// engineapi.FallbackRecoveryRequest in, engineapi.FallbackRecoveryResult
+	// out.
+	TypeEngineRecordFallbackRecover = "engine.record.fallback-recover"
+	// TypeEngineRecordBrowse lists a directory under a recording root;
+	// TypeEngineRecordMkdir makes one and checks it can be written:
+	// engineapi.BrowseRequest in, engineapi.BrowseResult out.
+	TypeEngineRecordBrowse = "engine.record.browse"
+	TypeEngineRecordMkdir  = "engine.record.mkdir"
 )
 
 // RTPServerRef names one RTP server.

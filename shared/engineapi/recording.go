@@ -3,6 +3,8 @@ package engineapi
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -140,6 +142,12 @@ type RecordingConfig struct {
 	// they were finished), whatever the free space; zero keeps them. A
 	// sweep runs every minute, or every quarter of MaxAge when shorter.
 	MaxAge Duration `yaml:"maxAge,omitempty" json:"maxAge,omitempty"`
+	// FallbackRoot, when set, is where new files go while Root is paused
+	// (its disk swapped, missing, read-only or Full); recording returns to
+	// Root once it is usable again, and fallback recovery moves the files
+	// back. An absolute, clean path apart from Root; it applies without a
+	// restart.
+	FallbackRoot string `yaml:"fallbackRoot,omitempty" json:"fallbackRoot,omitempty"`
 }
 
 // Validate says which recording field is wrong.
@@ -167,6 +175,12 @@ func (c RecordingConfig) Validate() error {
 	}
 	if c.PartDuration.D() > c.SegmentDuration.D() {
 		return errors.New("recording.partDuration: longer than segmentDuration")
+	}
+	if f := c.FallbackRoot; f != "" && (!filepath.IsAbs(f) || filepath.Clean(f) != f) {
+		return fmt.Errorf("recording.fallbackRoot: %q is not an absolute, clean path", f)
+	}
+	if c.FallbackRoot != "" && c.FallbackRoot == c.Root {
+		return errors.New("recording.fallbackRoot: the same as root")
 	}
 	return nil
 }
@@ -287,6 +301,12 @@ type RecordingVolume struct {
 	PrunedFileIDs []string `json:"prunedFileIds,omitempty"`
 	// Refused counts new files not started because the volume was Full.
 	Refused int64 `json:"refused"`
+	// FallbackRoot is the fallback root when one is configured,
+	// FallbackState its identity state (Verified, or why it cannot take
+	// files) and FallbackFiles how many files on it await recovery.
+	FallbackRoot  string `json:"fallbackRoot,omitempty"`
+	FallbackState string `json:"fallbackState,omitempty"`
+	FallbackFiles int    `json:"fallbackFiles,omitempty"`
 }
 
 // MaxPrunedReported bounds RecordingVolume.PrunedFileIDs.
@@ -312,6 +332,9 @@ type RecordMP4Hook struct {
 	Frames    uint64    `json:"frames"`
 	// Codecs lists the tracks ("H264", "AAC").
 	Codecs []string `json:"codecs"`
+	// Fallback says the file lies on the engine's fallback root (written
+	// while the primary root was paused); fallback recovery moves it back.
+	Fallback bool `json:"fallback,omitempty"`
 	// Reason is why the file closed: duration, size, tracks, parameters
 	// (new video parameter sets), clock-jump, no-keyframe, stopped,
 	// stream-ended or repaired (after a crash of the engine).
@@ -363,4 +386,129 @@ type RootProbe struct {
 	Valid     bool      `json:"valid"`
 	Problem   string    `json:"problem,omitempty"`
 	CheckedAt time.Time `json:"checkedAt"`
+}
+
+// PathRecordingFallbackRecover moves recording files from the fallback
+// root back to the primary (POST FallbackRecoveryRequest,
+// FallbackRecoveryResult).
+const PathRecordingFallbackRecover = "/api/v1/recordings/fallback/recover"
+
+// FallbackRecoveryRequest names the files to move (every file on a
+// fallback root when empty); DryRun only says what would happen.
+type FallbackRecoveryRequest struct {
+	FileIDs []string `json:"fileIds,omitempty"`
+	DryRun  bool     `json:"dryRun,omitempty"`
+}
+
+// Results of one file's fallback recovery.
+const (
+	RecoveryWouldMove = "WouldMove"
+	RecoveryMoved     = "Moved"
+	// RecoveryOnPrimary: the file already lies on the primary root (moved
+	// by an earlier run, or never on the fallback).
+	RecoveryOnPrimary = "OnPrimary"
+	RecoveryNotFound  = "NotFound"
+	// RecoveryBlocked: the primary cannot take it now (paused, or it
+	// would fall below its full watermark).
+	RecoveryBlocked = "Blocked"
+	RecoveryFailed  = "Failed"
+)
+
+// FallbackRecoveryItem is one file's outcome. FilePath is relative to
+// the root, never absolute.
+type FallbackRecoveryItem struct {
+	FileID   string `json:"fileId"`
+	FilePath string `json:"filePath,omitempty"`
+	FileSize int64  `json:"fileSize"`
+	Result   string `json:"result"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// FallbackRecoveryResult answers PathRecordingFallbackRecover: the
+// primary root's identity state and one item per file.
+type FallbackRecoveryResult struct {
+	PrimaryState string                 `json:"primaryState"`
+	FallbackRoot string                 `json:"fallbackRoot,omitempty"`
+	Items        []FallbackRecoveryItem `json:"items"`
+}
+
+// PathRecordingBrowse lists a directory under a recording root, or makes
+// one (POST BrowseRequest, BrowseResult): the console's directory browser,
+// confined to the roots.
+const PathRecordingBrowse = "/api/v1/recordings/browse"
+
+// Browser root names.
+const (
+	BrowseRootPrimary  = "primary"
+	BrowseRootFallback = "fallback"
+)
+
+// BrowseRequest names a directory by root and a path relative to it ("":
+// the root itself); Create makes it (its parent must exist).
+type BrowseRequest struct {
+	Root   string `json:"root,omitempty"`
+	Path   string `json:"path"`
+	Create bool   `json:"create,omitempty"`
+}
+
+// Entry types of a listing.
+const (
+	BrowseDirectory = "directory"
+	BrowseFile      = "file"
+	BrowseSymlink   = "symlink"
+)
+
+// BrowseEntry is one name in a listed directory.
+type BrowseEntry struct {
+	Name       string    `json:"name"`
+	Type       string    `json:"type"`
+	Size       int64     `json:"size"`
+	ModifiedAt time.Time `json:"modifiedAt"`
+}
+
+// Why a browser path was refused (BrowseResult.Problem).
+const (
+	BrowseOutsideRoot  = "outside_root"
+	BrowseBadPath      = "bad_path"
+	BrowseNotFound     = "not_found"
+	BrowseNotDirectory = "not_directory"
+	BrowseFailed       = "failed"
+)
+
+// MaxBrowsePath bounds a browser path (PATH_MAX).
+const MaxBrowsePath = 4096
+
+// BrowsePathProblem checks a client's browser path relative to a root
+// without reading the disk, and answers why it is refused ("" when it is
+// not): NUL, a backslash (a client writing one meant a separator) or too
+// long is BrowseBadPath; absolute, or a ".." component (refused rather
+// than cleaned away: a traversal string is never what a client meant) is
+// BrowseOutsideRoot. Symlinks are the engine's to resolve.
+func BrowsePathProblem(rel string) string {
+	if len(rel) > MaxBrowsePath || strings.ContainsAny(rel, "\x00\\") {
+		return BrowseBadPath
+	}
+	if strings.HasPrefix(rel, "/") {
+		return BrowseOutsideRoot
+	}
+	for _, c := range strings.Split(rel, "/") {
+		if c == ".." {
+			return BrowseOutsideRoot
+		}
+	}
+	return ""
+}
+
+// BrowseResult answers PathRecordingBrowse: the entries, or for Create
+// whether it was made and can be written; Problem (with Detail) when the
+// path was refused.
+type BrowseResult struct {
+	Root      string        `json:"root"`
+	Path      string        `json:"path"`
+	Entries   []BrowseEntry `json:"entries"`
+	Truncated bool          `json:"truncated,omitempty"`
+	Created   bool          `json:"created,omitempty"`
+	Writable  bool          `json:"writable,omitempty"`
+	Problem   string        `json:"problem,omitempty"`
+	Detail    string        `json:"detail,omitempty"`
 }
