@@ -116,7 +116,9 @@ func runChild(mode string, n, seconds int, clipPath, dir string) error {
 		}
 		defer rec.Close()
 	}
-	path := func(i int) media.Path { return media.Path{Vhost: media.DefaultVhost, App: "live", Stream: fmt.Sprintf("cam%04d", i)} }
+	path := func(i int) media.Path {
+		return media.Path{Vhost: media.DefaultVhost, App: "live", Stream: fmt.Sprintf("cam%04d", i)}
+	}
 	var fed atomic.Uint64
 	var fedBytes, written atomic.Int64
 	var pubs []*hub.Publisher
