@@ -39,12 +39,13 @@ func main() {
 	out := flag.String("out", "docs/benchmarks.md", "markdown file to write the section to")
 	ladder := flag.String("streams", "50,150,300", "stream counts, comma-separated")
 	seconds := flag.Int("seconds", 20, "seconds of media each stream sends")
-	quick := flag.Bool("quick", false, "one small case (20 streams, 10 s)")
+	invites := flag.Int("invites", 30, "live invites of the SIPp camera timed to the first frame (0: none)")
+	quick := flag.Bool("quick", false, "one small case (20 streams, 10 s, 5 invites)")
 	flag.Parse()
 	if *quick {
-		*ladder, *seconds = "20", 10
+		*ladder, *seconds, *invites = "20", 10, 5
 	}
-	if err := run(*out, *ladder, *seconds); err != nil {
+	if err := run(*out, *ladder, *seconds, *invites); err != nil {
 		fmt.Fprintln(os.Stderr, "gbbench:", err)
 		os.Exit(1)
 	}
@@ -65,8 +66,8 @@ type side struct {
 func (s side) perStream() float64 { return s.cpu / (float64(s.streams) * s.media) * 100 }
 func (s side) lost() int64        { return int64(s.expected) - int64(s.hub) }
 
-func run(outPath, ladder string, seconds int) error {
-	for _, p := range []string{"gst-launch-1.0", "taskset"} {
+func run(outPath, ladder string, seconds, nInvites int) error {
+	for _, p := range []string{"gst-launch-1.0", "taskset", "sipp"} {
 		if _, err := exec.LookPath(p); err != nil {
 			return fmt.Errorf("%s is required (make bench installs GStreamer; taskset is util-linux): %w", p, err)
 		}
@@ -112,6 +113,13 @@ func run(outPath, ladder string, seconds int) error {
 	}
 	kbps := float64(len(ps)) * 8 / clip.Duration.Seconds() / 1000
 	fmt.Printf("clip: %d frames, %s, PS %d packs %.0f kbit/s\n", len(clip.Frames), clip.Duration.Round(time.Millisecond), len(packs), kbps)
+	var atDevice, online []time.Duration
+	if nInvites > 0 {
+		if atDevice, online, err = invites(svc, filepath.Join(dir, "platform"), nInvites, packs); err != nil {
+			return err
+		}
+		fmt.Printf("INVITE -> first frame: p50 %.0f ms p99 %.0f ms\n", pct(online, 50), pct(online, 99))
+	}
 	type row struct{ ps, rtsp side }
 	var rows []row
 	for _, n := range counts {
@@ -128,8 +136,23 @@ func run(outPath, ladder string, seconds int) error {
 		rows = append(rows, r)
 	}
 	var w strings.Builder
-	fmt.Fprintf(&w, "## GB28181 PS/RTP ingest against RTSP ingest (gbbench)\n\n%s. `go run ./test/bench/gbbench` (in `make bench`; "+
+	fmt.Fprintf(&w, "## GB28181: INVITE to first frame, PS/RTP ingest against RTSP ingest (gbbench)\n\n%s. `go run ./test/bench/gbbench` (in `make bench`; "+
 		"`-quick` for one small case), %s.\n\n", benchdoc.Machine(), time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	if nInvites > 0 {
+		fmt.Fprintf(&w, "### INVITE to first frame\n\nA control node with its SIP server (in this process), an enrolled `svc agent` running its `svc engine` "+
+			"(real processes), and a SIPp camera (the e2e tests' `gb28181_device.xml` registering with digest and answering with "+
+			"`gb28181_answer.xml`, which notes each INVITE's port and SSRC in a file before its 200). %d rounds, one at a time: "+
+			"`POST /api/v2/gb28181/live/invite` (UDP), and the moment the INVITE's line appears (polled every 2 ms) this program sends the PS "+
+			"stream below to the offered port with the offered SSRC, as the device would; the stream is timed to Online in "+
+			"`GET /api/v2/third-party/streams?state=Online` (polled every 20 ms by testkit.Within), which the control plane sets when the engine "+
+			"reports the stream's first frame in the hub; then `live/stop` (BYE) and the stream gone before the next round.\n\n", nInvites)
+		fmt.Fprintf(&w, "| measure | p50 ms | p99 ms | max ms | target |\n|---|--:|--:|--:|---|\n")
+		fmt.Fprintf(&w, "| API request -> INVITE at the camera | %.0f | %.0f | %.0f | |\n", pct(atDevice, 50), pct(atDevice, 99), pct(atDevice, 100))
+		fmt.Fprintf(&w, "| API request -> stream Online (first frame in the hub) | %.0f | %.0f | %.0f | p99 < 1000 ms (%s) |\n\n", pct(online, 50),
+			pct(online, 99), pct(online, 100), benchdoc.Verdict(pct(online, 99) < 1000))
+		fmt.Fprintf(&w, "With %d samples the p99 is the largest but one or two; the SIPp camera's INVITE handling includes a shell `echo` it runs "+
+			"before answering.\n\n### PS ingest\n\n", nInvites)
+	}
 	fmt.Fprintf(&w, "- Media: %s of 1280x720 25 fps H.264 (x264enc, keyframe every 2 s) + AAC, encoded once by GStreamer and muxed by `mpegpsmux` "+
 		"(program stream with a PSM, %.0f kbit/s with the PS overhead, %d packs) and, through a tee, by `mpegtsmux` for the RTSP side: %d frames "+
 		"per stream on both sides.\n", clip.Duration.Round(time.Millisecond), kbps, len(packs), len(clip.Frames))
@@ -156,6 +179,10 @@ func run(outPath, ladder string, seconds int) error {
 	fmt.Fprintf(&w, "\nThe machine's two cores are shared with other work, so per-stream figures move by 10-20%% between runs.\n")
 	fmt.Print(w.String())
 	return benchdoc.WriteSection(outPath, "gbbench", w.String())
+}
+
+func pct(lat []time.Duration, p int) float64 {
+	return float64(lat[min(len(lat)*p/100, len(lat)-1)].Microseconds()) / 1000
 }
 
 // runPS sends n PS/RTP streams into a fresh engine.
@@ -185,7 +212,7 @@ func runPS(svc, dir string, n int, packs []pack, frames uint64, media float64) (
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			k, err := sendPS(context.Background(), packs, fmt.Sprintf("127.0.0.1:%d", basePort+i), uint32(i+1))
+			k, err := sendPS(context.Background(), packs, fmt.Sprintf("127.0.0.1:%d", basePort+i), uint32(i+1), rand.N(time.Second))
 			sent.Add(int64(k))
 			if err != nil {
 				errs <- err

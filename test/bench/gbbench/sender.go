@@ -79,17 +79,17 @@ func splitPacks(ps []byte) ([]pack, error) {
 	return packs, nil
 }
 
-// sendPS sends the packs as RTP (payload type 96, 90 kHz, marker on each
-// pack's last packet) over UDP to addr in real time, after a random delay
-// under a second; it returns the packets sent.
-func sendPS(ctx context.Context, packs []pack, addr string, ssrc uint32) (int, error) {
+// sendPS sends the pieces as RTP (payload type 96, 90 kHz, marker on each
+// piece's last packet) over UDP to addr in real time, after delay; it
+// returns the packets sent.
+func sendPS(ctx context.Context, packs []pack, addr string, ssrc uint32, delay time.Duration) (int, error) {
 	conn, err := net.Dial("udp", addr)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close()
 	select {
-	case <-time.After(rand.N(time.Second)):
+	case <-time.After(delay):
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}

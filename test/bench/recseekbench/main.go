@@ -31,7 +31,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-		"time"
+	"time"
 
 	"go.uber.org/zap"
 
