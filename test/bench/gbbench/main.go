@@ -1,4 +1,12 @@
-// Command gbbench measures GB28181 media ingest: N concurrent ~2 Mbps
+// Command gbbench measures GB28181 live invites and media ingest.
+//
+// INVITE to first frame: a control node with its SIP server, an enrolled
+// agent running its engine, and a SIPp camera (the e2e scenarios) that
+// registers with digest and answers INVITEs; each round times the
+// third-party live invite to the INVITE at the camera and to the stream
+// Online, the camera's media (below) sent the moment its INVITE is seen.
+//
+// Ingest: N concurrent ~2 Mbps
 // H.264+AAC MPEG program streams in RTP over UDP into one `svc engine` on
 // one core (GOMAXPROCS=1 under taskset), each to its own RTP server opened
 // through the engine's control API as an INVITE would (port, SSRC): the
