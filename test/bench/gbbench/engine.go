@@ -33,7 +33,11 @@ func freeAddr() string {
 	return ln.Addr().String()
 }
 
-// startEngine runs `svc engine` under taskset on core 1 with GOMAXPROCS=1.
+// engineCores is the taskset CPU list the engines run on; GOMAXPROCS is
+// the number of CPUs in it.
+var engineCores = "1"
+
+// startEngine runs `svc engine` under taskset on engineCores.
 func startEngine(svc, dir string) (*engine, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -55,8 +59,8 @@ func startEngine(svc, dir string) (*engine, error) {
 	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("taskset", "-c", "1", svc, "engine", "--config", cfgFile)
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd := exec.Command("taskset", "-c", engineCores, svc, "engine", "--config", cfgFile)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(len(strings.Split(engineCores, ","))))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err

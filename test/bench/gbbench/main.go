@@ -49,6 +49,7 @@ func main() {
 	seconds := flag.Int("seconds", 20, "seconds of media each stream sends")
 	invites := flag.Int("invites", 30, "live invites of the SIPp camera timed to the first frame (0: none)")
 	quick := flag.Bool("quick", false, "one small case (20 streams, 10 s, 5 invites)")
+	flag.StringVar(&engineCores, "engine-cores", engineCores, "taskset CPU list of the measured engines, comma-separated (GOMAXPROCS is their count)")
 	flag.Parse()
 	if *quick {
 		*ladder, *seconds, *invites = "20", 10, 5
@@ -164,11 +165,11 @@ func run(outPath, ladder string, seconds, nInvites int) error {
 	fmt.Fprintf(&w, "- Media: %s of 1280x720 25 fps H.264 (x264enc, keyframe every 2 s) + AAC, encoded once by GStreamer and muxed by `mpegpsmux` "+
 		"(program stream with a PSM, %.0f kbit/s with the PS overhead, %d packs) and, through a tee, by `mpegtsmux` for the RTSP side: %d frames "+
 		"per stream on both sides.\n", clip.Duration.Round(time.Millisecond), kbps, len(packs), len(clip.Frames))
-	fmt.Fprintf(&w, "- Engine: `svc engine` under `taskset -c 1` with GOMAXPROCS=1, no hooks, nothing playing. PS: one RTP server per stream "+
+	fmt.Fprintf(&w, "- Engine: `svc engine` under `taskset -c %s` with GOMAXPROCS=%d, no hooks, nothing playing. PS: one RTP server per stream "+
 		"opened by `POST /api/v1/rtp-servers` (UDP, the stream's own port and SSRC, as a GB28181 INVITE does); this process sends the stream "+
 		"in RTP packets of at most %d bytes, each PES at its PTS, one UDP socket per stream. RTSP: ANNOUNCE/RECORD over TCP "+
 		"interleaved, one session per stream, frames sent at their timestamps. Starts are spread over the first second; the senders run on the "+
-		"other core (which other work shares).\n", maxPayload)
+		"other core (which other work shares).\n", engineCores, len(strings.Split(engineCores, ",")), maxPayload)
 	fmt.Fprintf(&w, "- CPU is the engine's user+system time from the first packet to 2 s after the last, per stream as %% of one core "+
 		"(CPU seconds / (streams x media seconds)). Frames lost = frames sent - frames that entered the hub (engine stats `framesIn`). "+
 		"A PS stream is published from its first keyframe, and a video frame is complete only when the next video PES starts, so the AAC "+
@@ -184,6 +185,9 @@ func run(outPath, ladder string, seconds, nInvites int) error {
 	fmt.Fprintf(&w, "\nTarget: at least 300 concurrent streams on one engine core with zero frames lost. Largest case: %d streams took %.0f%% of the "+
 		"core with %d frames lost; at that rate one core holds about %.0f streams (%s).\n", last.ps.streams, last.ps.perStream()*float64(last.ps.streams),
 		last.ps.lost(), 100/last.ps.perStream(), benchdoc.Verdict(last.ps.streams >= 300 && last.ps.lost() <= 0 && last.ps.perStream()*float64(last.ps.streams) < 100))
+	fmt.Fprintf(&w, "\nRTP packets lost are the engine's own count (sequence gaps at each RTP server): they were sent and never read, "+
+		"dropped from the socket's receive queue (1 MiB a server) while the engine did not read it, although its CPU time stayed "+
+		"well under the core; the RTSP sessions (TCP, flow-controlled) lose nothing at the same counts.\n")
 	fmt.Fprintf(&w, "\nThe machine's two cores are shared with other work, so per-stream figures move by 10-20%% between runs.\n")
 	fmt.Print(w.String())
 	return benchdoc.WriteSection(outPath, "gbbench", w.String())
