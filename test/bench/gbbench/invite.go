@@ -238,7 +238,7 @@ func invites(svc, dir string, n int, packs []pack) (atDevice, online []time.Dura
 		seen := len(lines())
 		t0 := time.Now()
 		if st, b, err := p.call("POST", "/api/v2/gb28181/live/invite", body, nil); err != nil || st != 200 {
-			return nil, nil, fmt.Errorf("live invite %d: %d %s %v", i, st, b, err)
+			return nil, nil, fmt.Errorf("live invite %d: %d %s %w", i, st, b, err)
 		}
 		var f []string
 		for deadline := time.Now().Add(20 * time.Second); ; {
@@ -269,7 +269,7 @@ func invites(svc, dir string, n int, packs []pack) (atDevice, online []time.Dura
 		}
 		if st, b, err := p.call("POST", "/api/v2/gb28181/live/stop", map[string]any{"deviceId": gbDevice, "channelId": gbChannel}, nil); err != nil || st != 200 {
 			cancel()
-			return nil, nil, fmt.Errorf("live stop %d: %d %s %v", i, st, b, err)
+			return nil, nil, fmt.Errorf("live stop %d: %d %s %w", i, st, b, err)
 		}
 		cancel()
 		<-sent

@@ -176,7 +176,8 @@ func run(outPath, ladder string, seconds, nInvites int) error {
 		"A PS stream is published from its first keyframe, and a video frame is complete only when the next video PES starts, so the AAC "+
 		"frames muxed right after the first keyframe (2 per stream with this mux) reach the engine before it and are not published: "+
 		"those are start-up frames, not losses under load; anything above that count is.\n\n")
-	fmt.Fprintf(&w, "| streams | PS/RTP %%core/stream | PS frames lost | RTP packets lost (of sent) | kernel UDP receive-queue drops | PS streams live | RTSP %%core/stream | RTSP frames lost | PS/RTSP CPU |\n")
+	fmt.Fprintf(&w, "| streams | PS/RTP %%core/stream | PS frames lost | RTP packets lost (of sent) | kernel UDP receive-queue drops | "+
+		"PS streams live | RTSP %%core/stream | RTSP frames lost | PS/RTSP CPU |\n")
 	fmt.Fprintf(&w, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&w, "| %d | %.2f | %d of %d | %d of %d | %d | %d | %.2f | %d of %d | %.2fx |\n", r.ps.streams, r.ps.perStream(), r.ps.lost(), r.ps.expected,

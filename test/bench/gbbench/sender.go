@@ -38,14 +38,14 @@ func splitPacks(ps []byte) ([]pack, error) {
 			return nil, fmt.Errorf("no start code at byte %d of %d", off, len(ps))
 		}
 		id := ps[off+3]
-		switch {
-		case id == 0xba:
+		switch id {
+		case 0xba:
 			if len(ps)-off < 14 {
 				return nil, fmt.Errorf("short pack header at byte %d", off)
 			}
 			off += 14 + int(ps[off+13]&7)
 			continue
-		case id == 0xb9:
+		case 0xb9:
 			off += 4
 			continue
 		}

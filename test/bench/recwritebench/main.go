@@ -165,7 +165,8 @@ func run(outPath, ladder string, seconds, ffmpegMax int) error {
 		"core; it also demuxes the TS, which the recorder's input does not.\n", ffmpegMax)
 	fmt.Fprintf(&w, "- CPU is user+system time of the process(es) over the whole run (set-up excluded for the child), per stream as %% of one core; "+
 		"per GB of files written. Frames lost = frames handed to the hub - frames in the finished files (the recorder's own count).\n\n")
-	fmt.Fprintf(&w, "| streams | rec %%core/stream | rec CPU s/GB | bare CPU s/GB | rec/bare | feed %%core/stream | ffmpeg procs | ffmpeg %%core/stream | rec/ffmpeg per stream | frames fed | frames lost | reader drops |\n")
+	fmt.Fprintf(&w, "| streams | rec %%core/stream | rec CPU s/GB | bare CPU s/GB | rec/bare | feed %%core/stream | ffmpeg procs | "+
+		"ffmpeg %%core/stream | rec/ffmpeg per stream | frames fed | frames lost | reader drops |\n")
 	fmt.Fprintf(&w, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&w, "| %d | %.2f | %.2f | %.2f | %.2fx | %.2f | %d | %.2f | %.2fx | %d | %d | %d |\n", r.rec.Streams, r.rec.perStream(), r.rec.perGB(),
