@@ -39,6 +39,9 @@ bench:
 	$(GO) run ./test/bench/consolebench -out docs/benchmarks.md
 	$(GO) run ./test/bench/whepbench -out docs/benchmarks.md
 	$(GO) run ./test/bench/recordbench -out docs/benchmarks.md
+	$(GO) run ./test/bench/recwritebench -out docs/benchmarks.md
+	$(GO) run ./test/bench/recseekbench -out docs/benchmarks.md
+	$(GO) run ./test/bench/gbbench -out docs/benchmarks.md
 
 ## contract-docs-check: compare api/openapi.yaml with the contract documents it was written
 ## from, which live outside this repository: make contract-docs-check CONTRACT_DOCS=/path/to/spec

@@ -86,8 +86,13 @@ case "${1:-}" in
     # wrk: the load generator of the authentication benchmark.
     packages+=(etcd-server wrk)
     # ffmpeg: rtspbench encodes its clip and publishes it into the RTSP server.
-    # ffmpeg: fanoutbench encodes its 200 kbps and 2 Mbps clips with it.
+    # ffmpeg: fanoutbench encodes its 200 kbps and 2 Mbps clips with it;
+    # recwritebench and recseekbench compare against ffmpeg -c copy.
     packages+=(ffmpeg)
+    # GStreamer (x264enc, avenc_aac, mpegpsmux) and SIPp: gbbench's PS
+    # stream and its GB28181 camera.
+    packages+=(gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+      gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav sip-tester)
     ;;
   *)
     echo "usage: $0 test|bench|console" >&2

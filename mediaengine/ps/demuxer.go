@@ -244,14 +244,21 @@ func (d *Demuxer) readPES(id byte, p []byte) {
 	payload := p[3+hlen:]
 	u := &d.pending[id]
 	if flags&2 != 0 {
-		d.flush(id)
-		u.pts = timestamp(p[3:8])
-		u.dts = u.pts
+		pts := timestamp(p[3:8])
+		dts := pts
 		if flags == 3 {
-			u.dts = timestamp(p[8:13])
+			dts = timestamp(p[8:13])
 		}
-		u.open = true
-		u.data = make([]byte, 0, max(len(payload), 4096))
+		// A video frame larger than one PES (64 KB: a keyframe at 720p
+		// and 2 Mbit/s) is split over several; GStreamer's mpegpsmux
+		// repeats the timestamps on every piece, and those pieces are
+		// one frame, not a new one each.
+		if !u.open || id <= idAudioLast || pts != u.pts || dts != u.dts {
+			d.flush(id)
+			u.pts, u.dts = pts, dts
+			u.open = true
+			u.data = make([]byte, 0, max(len(payload), 4096))
+		}
 	} else if !u.open {
 		d.stats.Dropped++ // a continuation whose start was lost
 		return

@@ -147,6 +147,29 @@ func TestDemuxerResyncsAfterGarbageAndLoss(t *testing.T) {
 	}
 }
 
+// TestDemuxerJoinsAFrameSplitOverPESPackets: GStreamer's mpegpsmux splits
+// a frame larger than one PES (64 KB) over several and repeats the PTS and
+// DTS on every piece; the pieces are one access unit, not one each (a
+// 720p keyframe at 2 Mbit/s was cut in two, its first half published as
+// the keyframe).
+func TestDemuxerJoinsAFrameSplitOverPESPackets(t *testing.T) {
+	b := encode(t, "gst-launch-1.0", "-q", "videotestsrc", "num-buffers=10", "pattern=snow", "!",
+		"video/x-raw,format=I420,width=1280,height=720,framerate=25/1", "!", "x264enc", "speed-preset=ultrafast", "key-int-max=5",
+		"bframes=0", "bitrate=20000", "!", "video/x-h264,profile=main", "!", "h264parse", "!", "mpegpsmux", "!", "fdsink", "fd=1")
+	units, frames, _, _ := demux(b, 1400, 3)
+	var large int
+	for _, u := range units {
+		if len(u.Data) > 0xffff {
+			large++
+		}
+	}
+	n, keys := countFrames(frames)
+	if len(units) != 10 || n[media.CodecH264] != 10 || keys != 2 || large == 0 {
+		t.Fatalf("%d units (%d over 64 KB), %d H.264 frames, %d keyframes; want 10 units, some over 64 KB, 10 frames, 2 keyframes",
+			len(units), large, n[media.CodecH264], keys)
+	}
+}
+
 func TestDemuxerBoundsAnAccessUnit(t *testing.T) {
 	var units int
 	d := NewDemuxer(func(Unit) { units++ })
