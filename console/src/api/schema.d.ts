@@ -4148,6 +4148,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/recording/disk/fallback-recovery": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Recording files awaiting fallback recovery
+         * @description The indexed recording files that lie on an engine's fallback recording root (`recording.fallbackRoot` of the engine configuration): while the primary root is paused (its disk swapped, missing, read-only or Full) new files go there instead of being refused. They play and download by fileId like any other file. Oldest media first; Deleted files are not listed.
+         */
+        get: operations["listRecordingFallbackFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/disk/fallback-recovery/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview fallback recovery
+         * @description Asks the media server's engine (through its agent, node command engine.record.fallback-recover with dryRun) what recovery would do with the named files, or with every file on its fallback root: WouldMove, OnPrimary (already there), NotFound, or Blocked while the primary root cannot take them (paused, or below its full watermark after the copy). Moves nothing.
+         */
+        post: operations["previewRecordingFallbackRecovery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/disk/fallback-recovery/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move fallback files back to the primary root
+         * @description Has the media server's engine (node command engine.record.fallback-recover) move the named files, or every file on its fallback root, back to the same path under the primary root: each is copied beside its final name, synced and its size checked, renamed into place and only then removed from the fallback, so a file interrupted at any point is in one place or both, never neither. Moved files (and files an earlier run already moved) are indexed on the primary; their fileId, playback and download links do not change. Running it again is harmless (OnPrimary).
+         */
+        post: operations["runRecordingFallbackRecovery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/disk/browser/roots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Entry points of the recording directory browser
+         * @description The directories the console's browser may walk: each media host's recording root (root primary) and its fallback root when configured (root fallback), with the directory on the host and its state, read from the engines like GET /api/v2/recording/disk/states. Nothing outside these roots can be browsed or created.
+         */
+        post: operations["listRecordingBrowserRoots"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/disk/browser/entries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List a directory under a recording root
+         * @description Lists a directory under a media host's recording root (node command engine.record.browse): path is relative to the root ("" is the root itself), directories first, at most 1000 entries, hidden names left out. An absolute path or a .. component is refused (recording_path_outside_root) before the engine is asked; the engine resolves symlinks and refuses a path that leads out of the root the same way. Symlinks are listed as such.
+         */
+        post: operations["browseRecordingRoot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/disk/browser/directories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create and validate a directory under a recording root
+         * @description Makes a directory under a media host's recording root (node command engine.record.mkdir; its parent must exist, its name letters, digits, dot, underscore and dash, not starting with a dot) and checks the engine can write there (writable). An existing directory is answered with created false. Confined like the listing: recording_path_outside_root for absolute paths, .. and symlinks leading out of the root.
+         */
+        post: operations["createRecordingRootDirectory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/recording/disk/roots": {
         parameters: {
             query?: never;
@@ -10278,6 +10398,12 @@ export interface components {
         };
         /** @description One media host's recording volume. */
         RecordingDiskState: {
+            /** @description The engine's fallback recording root (recording.fallbackRoot), when configured: new files go there while the primary root is paused. */
+            fallbackRoot?: string;
+            /** @description The fallback root's identity state (Verified, or why it cannot take files). */
+            fallbackState?: string;
+            /** @description Files on the fallback root awaiting recovery. */
+            fallbackFiles?: number;
             /** @description The media host. */
             nodeId: string;
             /** @description Its media server. */
@@ -10449,6 +10575,134 @@ export interface components {
             mediaServerId: string;
             /** @description The directory on the media host (absolute and clean, no ..). */
             path: string;
+        };
+        /** @description Fallback recovery on one media server. */
+        RecordRootFallbackRecoveryRequest: {
+            /** @description The media server whose engine holds the files. */
+            mediaServerId: string;
+            /** @description 1-100 distinct file ids of that media server; absent or empty means every file on its fallback root. */
+            fileIds?: string[];
+        };
+        /** @description What recovery did (or would do) with one file. */
+        RecordRootFallbackRecoveryItem: {
+            fileId: string;
+            /** @description The file's path under its recording root (relative, never absolute). */
+            filePath?: string;
+            /** Format: int64 */
+            fileSize: number;
+            /**
+             * @description WouldMove (preview), Moved, OnPrimary (already on the primary root), NotFound (the engine has no finished file with this id), Blocked (the primary root cannot take it now), Failed (the copy failed; the file stays on the fallback, detail says why).
+             * @enum {string}
+             */
+            result: "WouldMove" | "Moved" | "OnPrimary" | "NotFound" | "Blocked" | "Failed";
+            detail?: string;
+        };
+        /** @description A preview or run of fallback recovery. */
+        RecordRootFallbackRecoveryResult: {
+            mediaServerId: string;
+            nodeId: string;
+            /** @description True for a preview. */
+            dryRun: boolean;
+            /** @description The primary root's identity state (Verified, Mismatch, Missing, ReadOnly). */
+            primaryState: string;
+            /** @description How many files this run moved. */
+            moved: number;
+            items: components["schemas"]["RecordRootFallbackRecoveryItem"][];
+        };
+        /** @description An indexed recording file on a fallback root. */
+        RecordRootFallbackFile: {
+            fileId: string;
+            mediaServerId: string;
+            nodeId: string;
+            channelId?: string;
+            app: string;
+            streamId: string;
+            fileName: string;
+            /** Format: int64 */
+            fileSize: number;
+            /** Format: date-time */
+            startTime: string;
+            /** Format: date-time */
+            endTime: string;
+            fileState: string;
+        };
+        /** @description Files on fallback roots awaiting recovery. */
+        RecordRootFallbackFileList: {
+            /**
+             * Format: int64
+             * @description How many files lie on fallback roots (the items are the first limit of them).
+             */
+            total: number;
+            items: components["schemas"]["RecordRootFallbackFile"][];
+        };
+        /** @description A directory the recording browser may walk. */
+        RecordRootBrowserRoot: {
+            mediaServerId: string;
+            nodeId: string;
+            /**
+             * @description Which root; the name browse and create requests use.
+             * @enum {string}
+             */
+            root: "primary" | "fallback";
+            /** @description The directory on the media host. */
+            path: string;
+            /** @description The root's volume or identity state. */
+            state: string;
+        };
+        /** @description The browser's entry points. */
+        RecordRootBrowserRootList: {
+            items: components["schemas"]["RecordRootBrowserRoot"][];
+        };
+        /** @description A directory under a recording root to list. */
+        RecordRootDirectoryBrowseRequest: {
+            mediaServerId: string;
+            /**
+             * @description The root (primary when absent).
+             * @enum {string}
+             */
+            root?: "primary" | "fallback";
+            /** @description Relative to the root, / separated; empty for the root itself. No .., not absolute. */
+            path?: string;
+        };
+        /** @description A directory to create under a recording root. */
+        RecordRootDirectoryCreateRequest: {
+            mediaServerId: string;
+            /**
+             * @description The root (primary when absent).
+             * @enum {string}
+             */
+            root?: "primary" | "fallback";
+            /** @description Relative to the root; its parent must exist. No .., not absolute. */
+            path: string;
+        };
+        /** @description One name in a listed directory. */
+        RecordRootDirectoryEntry: {
+            name: string;
+            /** @enum {string} */
+            type: "directory" | "file" | "symlink";
+            /**
+             * Format: int64
+             * @description Bytes of a file (0 for a directory).
+             */
+            size: number;
+            /** Format: date-time */
+            modifiedAt: string;
+        };
+        /** @description A directory under a recording root. */
+        RecordRootDirectoryListing: {
+            mediaServerId: string;
+            nodeId: string;
+            root: string;
+            /** @description As requested, relative to the root. */
+            path: string;
+            /** @description Directories first, then by name (empty for a create). */
+            entries: components["schemas"]["RecordRootDirectoryEntry"][];
+            /** @description More than 1000 entries; the first 1000 are listed. */
+            truncated?: boolean;
+            /** @description For a create, whether this request made the directory. */
+            created?: boolean;
+            /** @description For a create, whether the engine can create files in it. */
+            writable?: boolean;
         };
         /** @description What a media server's engine found at a candidate recording root. */
         RecordRootProbeResult: {
@@ -11283,7 +11537,7 @@ export interface components {
          * @example permission_denied
          * @enum {string}
          */
-        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "archive_ticket_invalid" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "cut_merge_output_unavailable" | "delivery_not_retryable" | "export_no_media" | "export_not_available" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_timeout" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "invalid_sdp" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_disabled" | "ptz_not_confirmed" | "ptz_not_supported" | "ptz_unavailable" | "publication_not_active" | "range_not_satisfiable" | "rate_limited" | "recording_file_unavailable" | "recording_not_active" | "recording_not_allowed" | "recording_not_ready" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
+        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "archive_ticket_invalid" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "cut_merge_output_unavailable" | "delivery_not_retryable" | "export_no_media" | "export_not_available" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_timeout" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "invalid_sdp" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_disabled" | "ptz_not_confirmed" | "ptz_not_supported" | "ptz_unavailable" | "publication_not_active" | "range_not_satisfiable" | "rate_limited" | "recording_file_unavailable" | "recording_not_active" | "recording_not_allowed" | "recording_not_ready" | "recording_path_invalid" | "recording_path_not_directory" | "recording_path_not_found" | "recording_path_outside_root" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
         /** @description Body of every JSON error answer. */
         ErrorBody: {
             code: components["schemas"]["ErrorCode"];
@@ -19974,6 +20228,197 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RecordRootProbeResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRecordingFallbackFiles: {
+        parameters: {
+            query?: {
+                /** @description At most this many files (1-500, default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The files on fallback roots and how many there are. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordRootFallbackFileList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    previewRecordingFallbackRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The media server and, optionally, the files. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordRootFallbackRecoveryRequest"];
+            };
+        };
+        responses: {
+            /** @description One item per file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordRootFallbackRecoveryResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    runRecordingFallbackRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The media server and, optionally, the files. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordRootFallbackRecoveryRequest"];
+            };
+        };
+        responses: {
+            /** @description One item per file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordRootFallbackRecoveryResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRecordingBrowserRoots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The roots. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordRootBrowserRootList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    browseRecordingRoot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The media server, root and path. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordRootDirectoryBrowseRequest"];
+            };
+        };
+        responses: {
+            /** @description The directory's entries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordRootDirectoryListing"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createRecordingRootDirectory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The media server, root and the directory's path. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordRootDirectoryCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The directory made (or found) and whether it can be written. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordRootDirectoryListing"];
                 };
             };
             400: components["responses"]["BadRequest"];
