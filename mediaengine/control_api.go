@@ -40,6 +40,7 @@ func (e *Engine) controlRoutes() http.Handler {
 	mux.HandleFunc("POST "+engineapi.PathRecordingStop, e.stopRecording)
 	mux.HandleFunc("POST "+engineapi.PathRecordingFilesDelete, e.deleteRecordFiles)
 	mux.HandleFunc("POST "+engineapi.PathRecordingCutMerge, e.cutMerge)
+	mux.HandleFunc("POST "+engineapi.PathRecordingComposite, e.renderComposite)
 	mux.HandleFunc("POST "+engineapi.PathRecordingFilesScan, e.scanRecordFiles)
 	mux.HandleFunc("POST "+engineapi.PathRecordingRootProbe, e.probeRecordingRoot)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
