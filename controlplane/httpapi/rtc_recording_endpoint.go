@@ -147,7 +147,15 @@ func (e *rtcEndpoints) GetRtcRecordingManifest(ctx context.Context, req contract
 	}
 	out := contract.GetRtcRecordingManifest200JSONResponse{RecordingId: mustUUID(m.Recording.RecordingID), State: contract.RtcRecordingState(m.Recording.State),
 		OriginAtUtc: m.Recording.OriginAt, DurationMilliseconds: m.DurationMs, Tracks: []contract.RtcManifestTrack{},
-		Composites: []map[string]any{}, Events: []map[string]any{}, NextSequence: m.NextSequence}
+		Composites: []contract.RtcComposite{}, Events: []map[string]any{}, NextSequence: m.NextSequence}
+	for i := range m.Composites {
+		out.Composites = append(out.Composites, toComposite(&m.Composites[i]))
+	}
+	exports := []contract.RtcFullExport{}
+	for i := range m.Exports {
+		exports = append(exports, toExport(&m.Exports[i]))
+	}
+	out.Exports = &exports
 	for _, tr := range m.Tracks {
 		ct := contract.RtcManifestTrack{ParticipantId: mustUUID(string(tr.ParticipantID)), DeviceSessionId: mustUUID(tr.DeviceSessionID),
 			MediaKind: contract.RtcMediaKind(tr.MediaKind), Codec: tr.Codec, Files: []contract.RtcManifestFile{}}

@@ -209,6 +209,7 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "POST /api/v2/rtc/rooms/{roomId}/access-tickets": { permission: "rtc.manage", credential: "api-token" },
   "POST /api/v2/rtc/rooms/{roomId}/close": { permission: "rtc.manage" },
   "POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start": { permission: "rtc.manage" },
+  "POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/composites/{compositeId}/retry": { permission: "rtc.manage" },
   "POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports": { permission: "rtc.manage", credential: "api-token" },
   "POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports/{exportId}/retry": { permission: "rtc.manage" },
   "POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/stop": { permission: "rtc.manage" },
