@@ -972,6 +972,7 @@ const (
 	ErrorCodeCommandCanceled            ErrorCode = "command_canceled"
 	ErrorCodeCommandInterrupted         ErrorCode = "command_interrupted"
 	ErrorCodeCompositeNotFailed         ErrorCode = "composite_not_failed"
+	ErrorCodeCompositeRefused           ErrorCode = "composite_refused"
 	ErrorCodeConflict                   ErrorCode = "conflict"
 	ErrorCodeCsrfRejected               ErrorCode = "csrf_rejected"
 	ErrorCodeCutMergeOutputUnavailable  ErrorCode = "cut_merge_output_unavailable"
@@ -1075,6 +1076,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeCommandInterrupted:
 		return true
 	case ErrorCodeCompositeNotFailed:
+		return true
+	case ErrorCodeCompositeRefused:
 		return true
 	case ErrorCodeConflict:
 		return true
@@ -8996,6 +8999,18 @@ type RtcRecording struct {
 	StoppedAtUtc *time.Time `json:"stoppedAtUtc,omitempty"`
 }
 
+// RtcRecordingAttachment A document the platform made of the meeting from what is public in it.
+type RtcRecordingAttachment struct {
+	// AttachmentId Its id in the attachment paths.
+	AttachmentId string `json:"attachmentId"`
+
+	// ContentType Its media type.
+	ContentType string `json:"contentType"`
+
+	// Name Its file name (in the package under `attachments/`).
+	Name string `json:"name"`
+}
+
 // RtcRecordingList A page of recordings (contract B's envelope).
 type RtcRecordingList struct {
 	// Items The recordings, newest first.
@@ -9013,6 +9028,9 @@ type RtcRecordingList struct {
 
 // RtcRecordingManifest A recording's manifest; file and event offsets share one origin.
 type RtcRecordingManifest struct {
+	// Attachments The recording's attachments (read at `.../attachments/{attachmentId}/content`).
+	Attachments *[]RtcRecordingAttachment `json:"attachments,omitempty"`
+
 	// Composites Member copies (one per participant) and the full-meeting MP4, made after the meeting; an `Available` one is read by its `compositeId` as a file of the recording.
 	Composites []RtcComposite `json:"composites"`
 
@@ -11632,6 +11650,18 @@ type ListRtcRecordingRunsParams struct {
 	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 }
 
+// GetRtcRecordingAttachmentContentParams defines parameters for GetRtcRecordingAttachmentContent.
+type GetRtcRecordingAttachmentContentParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// DownloadRtcRecordingAttachmentParams defines parameters for DownloadRtcRecordingAttachment.
+type DownloadRtcRecordingAttachmentParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
 // DownloadRtcRecordingFileParams defines parameters for DownloadRtcRecordingFile.
 type DownloadRtcRecordingFileParams struct {
 	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
@@ -11672,6 +11702,24 @@ type GetRtcRecordingManifestParams struct {
 
 	// MaxEvents At most this many events (1-500, default 100).
 	MaxEvents *int32 `form:"maxEvents,omitempty" json:"maxEvents,omitempty"`
+
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// DownloadRtcRecordingPackageParams defines parameters for DownloadRtcRecordingPackage.
+type DownloadRtcRecordingPackageParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// ListRtcRecordingRunsWithTicketParams defines parameters for ListRtcRecordingRunsWithTicket.
+type ListRtcRecordingRunsWithTicketParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 
 	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
 	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
@@ -13115,6 +13163,15 @@ type ServerInterface interface {
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(c *gin.Context, roomId openapi_types.UUID)
+	// GetRtcSessionPlaybackManifest Read the room's latest recording manifest as a participant
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/manifest)
+	GetRtcSessionPlaybackManifest(c *gin.Context, roomId openapi_types.UUID)
+	// GetRtcRecordingAttachmentContent Show an attachment of a recording
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/attachments/{attachmentId}/content)
+	GetRtcRecordingAttachmentContent(c *gin.Context, roomId openapi_types.UUID, recordingId string, attachmentId string, params GetRtcRecordingAttachmentContentParams)
+	// DownloadRtcRecordingAttachment Download an attachment of a recording
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/attachments/{attachmentId}/download)
+	DownloadRtcRecordingAttachment(c *gin.Context, roomId openapi_types.UUID, recordingId string, attachmentId string, params DownloadRtcRecordingAttachmentParams)
 	// DownloadRtcRecordingFile Download a track's recorded file
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/download)
 	DownloadRtcRecordingFile(c *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params DownloadRtcRecordingFileParams)
@@ -13133,6 +13190,9 @@ type ServerInterface interface {
 	// GetRtcRecordingManifest Read a recording's manifest
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
 	GetRtcRecordingManifest(c *gin.Context, roomId openapi_types.UUID, recordingId string, params GetRtcRecordingManifestParams)
+	// DownloadRtcRecordingPackage Download a recording's package
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/package)
+	DownloadRtcRecordingPackage(c *gin.Context, roomId openapi_types.UUID, recordingId string, params DownloadRtcRecordingPackageParams)
 	// ListRtcPublications List the publications one may subscribe to
 	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
 	ListRtcPublications(c *gin.Context, roomId openapi_types.UUID)
@@ -13151,6 +13211,9 @@ type ServerInterface interface {
 	// GetRtcCurrentRecordingAsParticipant Read the running recording as a participant
 	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current)
 	GetRtcCurrentRecordingAsParticipant(c *gin.Context, roomId openapi_types.UUID)
+	// ListRtcRecordingRunsWithTicket List the room's recordings with an archive ticket
+	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/runs)
+	ListRtcRecordingRunsWithTicket(c *gin.Context, roomId openapi_types.UUID, params ListRtcRecordingRunsWithTicketParams)
 	// StartRtcRecordingAsHost Start the recording as the room's host
 	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/start)
 	StartRtcRecordingAsHost(c *gin.Context, roomId openapi_types.UUID)
@@ -18379,6 +18442,139 @@ func (siw *ServerInterfaceWrapper) CreateRtcPlaybackTicket(c *gin.Context) {
 	siw.Handler.CreateRtcPlaybackTicket(c, roomId)
 }
 
+// GetRtcSessionPlaybackManifest operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcSessionPlaybackManifest(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcSessionPlaybackManifest(c, roomId)
+}
+
+// GetRtcRecordingAttachmentContent operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcRecordingAttachmentContent(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "attachmentId" -------------
+	var attachmentId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "attachmentId", c.Param("attachmentId"), &attachmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter attachmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRtcRecordingAttachmentContentParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcRecordingAttachmentContent(c, roomId, recordingId, attachmentId, params)
+}
+
+// DownloadRtcRecordingAttachment operation middleware
+func (siw *ServerInterfaceWrapper) DownloadRtcRecordingAttachment(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "attachmentId" -------------
+	var attachmentId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "attachmentId", c.Param("attachmentId"), &attachmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter attachmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DownloadRtcRecordingAttachmentParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadRtcRecordingAttachment(c, roomId, recordingId, attachmentId, params)
+}
+
 // DownloadRtcRecordingFile operation middleware
 func (siw *ServerInterfaceWrapper) DownloadRtcRecordingFile(c *gin.Context) {
 
@@ -18709,6 +18905,51 @@ func (siw *ServerInterfaceWrapper) GetRtcRecordingManifest(c *gin.Context) {
 	siw.Handler.GetRtcRecordingManifest(c, roomId, recordingId, params)
 }
 
+// DownloadRtcRecordingPackage operation middleware
+func (siw *ServerInterfaceWrapper) DownloadRtcRecordingPackage(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DownloadRtcRecordingPackageParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadRtcRecordingPackage(c, roomId, recordingId, params)
+}
+
 // ListRtcPublications operation middleware
 func (siw *ServerInterfaceWrapper) ListRtcPublications(c *gin.Context) {
 
@@ -18902,6 +19143,58 @@ func (siw *ServerInterfaceWrapper) GetRtcCurrentRecordingAsParticipant(c *gin.Co
 	}
 
 	siw.Handler.GetRtcCurrentRecordingAsParticipant(c, roomId)
+}
+
+// ListRtcRecordingRunsWithTicket operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcRecordingRunsWithTicket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcRecordingRunsWithTicketParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcRecordingRunsWithTicket(c, roomId, params)
 }
 
 // StartRtcRecordingAsHost operation middleware
@@ -22246,6 +22539,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecording)
 	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/runs", wrapper.ListRtcRecordingRuns)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecordingAsHost)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/runs", wrapper.ListRtcRecordingRunsWithTicket)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/manifest", wrapper.GetRtcSessionPlaybackManifest)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecordingAsParticipant)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecordingAsHost)
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recordings/access", wrapper.CreateRtcArchiveTicket)
@@ -22256,6 +22551,9 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/full-exports", wrapper.CreateRtcFullExport)
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/composites/:compositeId/retry", wrapper.RetryRtcComposite)
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/full-exports/:exportId/retry", wrapper.RetryRtcFullExport)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/attachments/:attachmentId/content", wrapper.GetRtcRecordingAttachmentContent)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/attachments/:attachmentId/download", wrapper.DownloadRtcRecordingAttachment)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/package", wrapper.DownloadRtcRecordingPackage)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/full-exports", wrapper.ListRtcFullExports)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/full-exports/:exportId/media", wrapper.GetRtcFullExportMedia)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/full-exports/:exportId/download", wrapper.DownloadRtcFullExport)
@@ -41255,6 +41553,361 @@ func (response CreateRtcPlaybackTicket503JSONResponse) VisitCreateRtcPlaybackTic
 	return err
 }
 
+type GetRtcSessionPlaybackManifestRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcSessionPlaybackManifestResponseObject interface {
+	VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error
+}
+
+type GetRtcSessionPlaybackManifest200JSONResponse RtcRecordingManifest
+
+func (response GetRtcSessionPlaybackManifest200JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcSessionPlaybackManifest400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcSessionPlaybackManifest400JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcSessionPlaybackManifest401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcSessionPlaybackManifest401JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcSessionPlaybackManifest404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcSessionPlaybackManifest404JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcSessionPlaybackManifest429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcSessionPlaybackManifest429JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcSessionPlaybackManifest500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcSessionPlaybackManifest500JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcSessionPlaybackManifest503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRtcSessionPlaybackManifest503JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContentRequestObject struct {
+	RoomId       openapi_types.UUID `json:"roomId"`
+	RecordingId  string             `json:"recordingId"`
+	AttachmentId string             `json:"attachmentId"`
+	Params       GetRtcRecordingAttachmentContentParams
+}
+
+type GetRtcRecordingAttachmentContentResponseObject interface {
+	VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error
+}
+
+type GetRtcRecordingAttachmentContent200JSONResponse openapi_types.File
+
+func (response GetRtcRecordingAttachmentContent200JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent400JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent401JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent404JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent409JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent429JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent500JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent503JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachmentRequestObject struct {
+	RoomId       openapi_types.UUID `json:"roomId"`
+	RecordingId  string             `json:"recordingId"`
+	AttachmentId string             `json:"attachmentId"`
+	Params       DownloadRtcRecordingAttachmentParams
+}
+
+type DownloadRtcRecordingAttachmentResponseObject interface {
+	VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error
+}
+
+type DownloadRtcRecordingAttachment200JSONResponse openapi_types.File
+
+func (response DownloadRtcRecordingAttachment200JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadRtcRecordingAttachment400JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadRtcRecordingAttachment401JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadRtcRecordingAttachment404JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadRtcRecordingAttachment409JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadRtcRecordingAttachment429JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadRtcRecordingAttachment500JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadRtcRecordingAttachment503JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DownloadRtcRecordingFileRequestObject struct {
 	RoomId      openapi_types.UUID `json:"roomId"`
 	RecordingId string             `json:"recordingId"`
@@ -42168,6 +42821,135 @@ func (response GetRtcRecordingManifest500JSONResponse) VisitGetRtcRecordingManif
 	return err
 }
 
+type DownloadRtcRecordingPackageRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	Params      DownloadRtcRecordingPackageParams
+}
+
+type DownloadRtcRecordingPackageResponseObject interface {
+	VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error
+}
+
+type DownloadRtcRecordingPackage200ApplicationzipResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response DownloadRtcRecordingPackage200ApplicationzipResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/zip")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRtcRecordingPackage400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadRtcRecordingPackage400JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingPackage401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadRtcRecordingPackage401JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingPackage404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadRtcRecordingPackage404JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingPackage409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadRtcRecordingPackage409JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingPackage429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadRtcRecordingPackage429JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingPackage500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadRtcRecordingPackage500JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingPackage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadRtcRecordingPackage503JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRtcPublicationsRequestObject struct {
 	RoomId openapi_types.UUID `json:"roomId"`
 }
@@ -42998,6 +43780,114 @@ func (response GetRtcCurrentRecordingAsParticipant500JSONResponse) VisitGetRtcCu
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicketRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Params ListRtcRecordingRunsWithTicketParams
+}
+
+type ListRtcRecordingRunsWithTicketResponseObject interface {
+	VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error
+}
+
+type ListRtcRecordingRunsWithTicket200JSONResponse RtcRecordingList
+
+func (response ListRtcRecordingRunsWithTicket200JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcRecordingRunsWithTicket400JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcRecordingRunsWithTicket401JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicket404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcRecordingRunsWithTicket404JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcRecordingRunsWithTicket429JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcRecordingRunsWithTicket500JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicket503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRtcRecordingRunsWithTicket503JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -55863,6 +56753,15 @@ type StrictServerInterface interface {
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(ctx context.Context, request CreateRtcPlaybackTicketRequestObject) (CreateRtcPlaybackTicketResponseObject, error)
+	// GetRtcSessionPlaybackManifest Read the room's latest recording manifest as a participant
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/manifest)
+	GetRtcSessionPlaybackManifest(ctx context.Context, request GetRtcSessionPlaybackManifestRequestObject) (GetRtcSessionPlaybackManifestResponseObject, error)
+	// GetRtcRecordingAttachmentContent Show an attachment of a recording
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/attachments/{attachmentId}/content)
+	GetRtcRecordingAttachmentContent(ctx context.Context, request GetRtcRecordingAttachmentContentRequestObject) (GetRtcRecordingAttachmentContentResponseObject, error)
+	// DownloadRtcRecordingAttachment Download an attachment of a recording
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/attachments/{attachmentId}/download)
+	DownloadRtcRecordingAttachment(ctx context.Context, request DownloadRtcRecordingAttachmentRequestObject) (DownloadRtcRecordingAttachmentResponseObject, error)
 	// DownloadRtcRecordingFile Download a track's recorded file
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/download)
 	DownloadRtcRecordingFile(ctx context.Context, request DownloadRtcRecordingFileRequestObject) (DownloadRtcRecordingFileResponseObject, error)
@@ -55881,6 +56780,9 @@ type StrictServerInterface interface {
 	// GetRtcRecordingManifest Read a recording's manifest
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
 	GetRtcRecordingManifest(ctx context.Context, request GetRtcRecordingManifestRequestObject) (GetRtcRecordingManifestResponseObject, error)
+	// DownloadRtcRecordingPackage Download a recording's package
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/package)
+	DownloadRtcRecordingPackage(ctx context.Context, request DownloadRtcRecordingPackageRequestObject) (DownloadRtcRecordingPackageResponseObject, error)
 	// ListRtcPublications List the publications one may subscribe to
 	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
 	ListRtcPublications(ctx context.Context, request ListRtcPublicationsRequestObject) (ListRtcPublicationsResponseObject, error)
@@ -55899,6 +56801,9 @@ type StrictServerInterface interface {
 	// GetRtcCurrentRecordingAsParticipant Read the running recording as a participant
 	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current)
 	GetRtcCurrentRecordingAsParticipant(ctx context.Context, request GetRtcCurrentRecordingAsParticipantRequestObject) (GetRtcCurrentRecordingAsParticipantResponseObject, error)
+	// ListRtcRecordingRunsWithTicket List the room's recordings with an archive ticket
+	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/runs)
+	ListRtcRecordingRunsWithTicket(ctx context.Context, request ListRtcRecordingRunsWithTicketRequestObject) (ListRtcRecordingRunsWithTicketResponseObject, error)
 	// StartRtcRecordingAsHost Start the recording as the room's host
 	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/start)
 	StartRtcRecordingAsHost(ctx context.Context, request StartRtcRecordingAsHostRequestObject) (StartRtcRecordingAsHostResponseObject, error)
@@ -61323,6 +62228,90 @@ func (sh *strictHandler) CreateRtcPlaybackTicket(ctx *gin.Context, roomId openap
 	}
 }
 
+// GetRtcSessionPlaybackManifest operation middleware
+func (sh *strictHandler) GetRtcSessionPlaybackManifest(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcSessionPlaybackManifestRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcSessionPlaybackManifest(ctx, request.(GetRtcSessionPlaybackManifestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcSessionPlaybackManifest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcSessionPlaybackManifestResponseObject); ok {
+		if err := validResponse.VisitGetRtcSessionPlaybackManifestResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcRecordingAttachmentContent operation middleware
+func (sh *strictHandler) GetRtcRecordingAttachmentContent(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, attachmentId string, params GetRtcRecordingAttachmentContentParams) {
+	var request GetRtcRecordingAttachmentContentRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.AttachmentId = attachmentId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcRecordingAttachmentContent(ctx, request.(GetRtcRecordingAttachmentContentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcRecordingAttachmentContent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcRecordingAttachmentContentResponseObject); ok {
+		if err := validResponse.VisitGetRtcRecordingAttachmentContentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadRtcRecordingAttachment operation middleware
+func (sh *strictHandler) DownloadRtcRecordingAttachment(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, attachmentId string, params DownloadRtcRecordingAttachmentParams) {
+	var request DownloadRtcRecordingAttachmentRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.AttachmentId = attachmentId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadRtcRecordingAttachment(ctx, request.(DownloadRtcRecordingAttachmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadRtcRecordingAttachment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadRtcRecordingAttachmentResponseObject); ok {
+		if err := validResponse.VisitDownloadRtcRecordingAttachmentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // DownloadRtcRecordingFile operation middleware
 func (sh *strictHandler) DownloadRtcRecordingFile(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params DownloadRtcRecordingFileParams) {
 	var request DownloadRtcRecordingFileRequestObject
@@ -61488,6 +62477,34 @@ func (sh *strictHandler) GetRtcRecordingManifest(ctx *gin.Context, roomId openap
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetRtcRecordingManifestResponseObject); ok {
 		if err := validResponse.VisitGetRtcRecordingManifestResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadRtcRecordingPackage operation middleware
+func (sh *strictHandler) DownloadRtcRecordingPackage(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, params DownloadRtcRecordingPackageParams) {
+	var request DownloadRtcRecordingPackageRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadRtcRecordingPackage(ctx, request.(DownloadRtcRecordingPackageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadRtcRecordingPackage")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadRtcRecordingPackageResponseObject); ok {
+		if err := validResponse.VisitDownloadRtcRecordingPackageResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -61674,6 +62691,33 @@ func (sh *strictHandler) GetRtcCurrentRecordingAsParticipant(ctx *gin.Context, r
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetRtcCurrentRecordingAsParticipantResponseObject); ok {
 		if err := validResponse.VisitGetRtcCurrentRecordingAsParticipantResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcRecordingRunsWithTicket operation middleware
+func (sh *strictHandler) ListRtcRecordingRunsWithTicket(ctx *gin.Context, roomId openapi_types.UUID, params ListRtcRecordingRunsWithTicketParams) {
+	var request ListRtcRecordingRunsWithTicketRequestObject
+
+	request.RoomId = roomId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcRecordingRunsWithTicket(ctx, request.(ListRtcRecordingRunsWithTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcRecordingRunsWithTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcRecordingRunsWithTicketResponseObject); ok {
+		if err := validResponse.VisitListRtcRecordingRunsWithTicketResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -65591,1407 +66635,1422 @@ var swaggerSpec = []string{
 	"QV38peFXd3Yad2ZtKiarkj0l5xCVRiGtrNxAX4QWRbc8Gljvbq2Ts7VU4s8aM3j8341oI5bNHcJvtbxn",
 	"4rZuMQtpnS/5A7vVPL9n+tbCHpkHjdGBtTVdhJ/YExK8634JX8Lq7bcFV2iEaX9a1LKpbnMp5iXP9dYD",
 	"IfUtWMuCJ+a31sfpfrW/3NJc8weHWO0eBuZd+4sTC4KO7TLmzs3c/mRYal03EF2Ctkr3jarntzX7Czhg",
-	"AItI3wKOzS3a2nqLXthq+jCF9uhmB+xTJWt9K+Qt3PXhL/o2bAGYpuKawRO/44vZ898+++2zWyxagM9k",
-	"IyKPWk9w70FLLr0HjagZzZd2AO4hFw9mFMHce0/a9njBVpWE/N5wvfkKZhi0AMss4Eqy5HQ7QzB492eA",
-	"Ihj8ilwj+OGvDavDz1RROTHqFkXo25rNWc1EzortJwGGp17KAjehLOUafjQaWPiS/Vv7P9u1R0qtETXG",
-	"/r1h+vaBK47LKaTRKvBYKeioTZWDy3pTSlrcailvS1rjBW4aBAPRbcEEgpVWJd3MaH5/WzKqWLjKlf4x",
-	"PHbmT99Lver8ppoKLef2ty7tgnnGnn9YEHPOQGA1gjU2QDVXc24/qKlmtyVfcWzR66S3c16yXuPtw27T",
-	"3Z/9FnR/N8wbKwbMa6aWnq01yuK0ytVtXsrgL8vfcilUs9r6uWVltc5ta+Fv1S3EcNyyT0vaKJydNdnd",
-	"sk+VpQO10lV7QJWWNV2w2znWePDcx3Jua8dsn4TzUs3M31m3lkVDOXF/wnCM+M0Do25Vu2tsb3PDmXK5",
-	"wl/8liPfudVY6cQK/LdGtQqJyf2uDSnq3qas2UxJWMCmWtQ0PCR/NvwMLPsHL6P0uyXXvDa68mvxwEpZ",
-	"JQJvZh0J1LFWcuiCL8lZRv4LGyLMtvRfB0enxG57rYiWJVR/JAwkRcCCBdTugmoaqQlENd0ZuVPoY1Wx",
-	"3Jxy20HWxtWB+m2kTK5pyVUnvczN44lCywFWB9RmN6OipjU+RLyG8DUvQP0yQg7Na6mMwo9V/YwkYn8y",
-	"Qqg6tSKw59rknm0mFd+HIcRVdfOrN52Y14zezPMlUayEemcgnC4plmF16z/ZEngehEEH1Z5x4WTNF1xg",
-	"FVIjW9NeKfSEVUDmAMNXnOmPOp9YKB47hJJ8Gcjx9ndM8dXayDI7WNeHS6ld0hpS+R+6Me2O2DMHI1hu",
-	"yLNTI8wGB95/tGqUdqVzUNEgsw1ZNAxqhUwtwwYVqCOWBFj5zuKE8qsVGZDTunu4Y93P2rprstFQU+fY",
-	"cqFjzZQejwXsl2tzxySk1v5e+wllrb0VDn9Mvfg9TuJVomDYGanZgisN2Zq//w7eDeqHbaPDClYmIF3N",
-	"E18nD1p4ojD5U22MJOOMnRM3DZtIGRx9B89Pjgu+4NoPPk9lSAx4p++4gM27exmM3q9Mm3rltah4Cgbc",
-	"rtFIHtOQ9UiXfM7gTI5ArWyvyIqKZk5z3dSxIPs3tVwR3OYLMZfW8OfCDeKGXVnE0Ev2aElEuWpno8AQ",
-	"Ou83DfE3jdC8RMebPf7WYLF3QNxNL/cEqoQ5I4Mfkq6pUKbHUxcRbK4dmi9DKtDLWjaLZdKS7Y/PoMHZ",
-	"k5RhHYDB7CqHHXKt0HaHZg6l5k1Jrl7//uL65vXVTiVkV1KzeCxVZyeuL3yiv7MoueWBtVIMUesPMY7x",
-	"/dnN0U6AAJdgbM7ZKbHqXFBs9p6x6piC03XNRSHXgNeNhfYUL5kNu/fFuPohwn9OjsM6TZK7cIev3SFL",
-	"sgb36avraSW+uGZN/SsxJmKI2joQfdAX6H06r8avCc8M7VHrhpH4eKl2kB1yCO4Jx6Oylpn3aHh7PUev",
-	"lXE7ffdmUf9AVno748yILZYk+HTvbff2fpRtPlj6L2CbtwP/nj+wC7C4BOlNfQkEuAHYZbyGQVtuZek0",
-	"KY0k2T8+DkUEJxpURtStzYv//aeT49/9+W/PT376l6jIsKMMsnMHu0SrQ+UC8KUR2RbH91WJYK4+h65k",
-	"hsthNRiCXNRdqqO182td/cD18iavhuZtU/QNUyM355fOct7RXQ7NA8Pg+QPr5F19fHWZsNuPoJy9hQKi",
-	"5iLvpYz5zUD7Njl06/Ps5OhpMm/r2SjtB5y3JbgRir/WskrSe4dybJPgwdGy+p9I5I9cz0trO0yloxiC",
-	"0BJA5TDuUdebWF32AooKJ6BetET8lUNXZ9Oqfl85y+VXaDY+2hd7hhxefri+SQUseEqZcBW49ehy1SRI",
-	"jJ9428+ExR5l2W5dArb9P5NBM1Hc8Jhu81oELkQfo4iE+NnCz6by/79Xbg+iXHx9rzHj69ErrPPqDA32",
-	"22qB0erv2vnfZdtzsvlLHorG6U2BhB86VHEN0EOQkTv6r4rppnqJP3RTjzGzBSo2mzvMimcuuvn92Y1L",
-	"0xWQmeLV0kQ44t/dHRrufnvOdmBO8bxpCObzBSwHuJP1iezIdq/tV9uQyPj7hPFftx1vwRdxpWW9admr",
-	"bXaHQEb00Jg9rKpkyc1JXDlpSLOWiyn2Dr8T5reL93+8uHk9/ehOZO55GhKluEogHdjiSUwUCYPWTnx/",
-	"+pSgw+TChSOa1h5PLI6lmycqFU2+a0wn3jyGA/MB6JRdWPmjo/jNeTIDQuthx+SCWezobSjIIVyjNkX9",
-	"2fNnRxlZUrFQAJDvkhhsUgNkkkJ8ewccALs6yMz2J9LT8eClFtMfS16Qw06HCfdOIty/09bDTrH/4BTb",
-	"gRVHULEi2QM+YQ/iPzxnGOCDGEMetxd10z3sfi5lGUthGjqi04lrzsuEZcj8SrggkACRtfAzPSrjemLy",
-	"zWQbuaxTh8zdCzteWlZ38vkGMSK9lIp34UN1vXHuHIhYeYKxZRka8Z8l6jflNcsjAZkn4MRz5Tef2X9N",
-	"9d+N8JYdpMFNNbYH1kRv3iSHpp2M0JLWq4ysqGhoaf4sj8aPm1/q1OlyaxVs6+ip+d8QOhT14sGoYaPA",
-	"Zb42wuOWlIpsbU817VECAY5sDdVjhf6iQsD4Re4yWqeyDIyH+Yz3uE2AGgz0Rn2A1jV/YEW25WmVtY1N",
-	"3cWwbHlxxLA8+T7fbe0Sd7mF2SFQchUM72ZLV+yUeNgdZMC0LMmdalbvm9WdXxi7JqfkQpiplkyzLXa9",
-	"ZkKTvzac2UB5cihrCxDhjsZReOXHgX/aDuIyAAwsrnGtqNgEWxkcTCEb8I8fnnhPqPMImpU4msglNVX3",
-	"qXPiGHhUGuwxLtvOjrKCTyHEJWhJeiepAPjbgN0pZHP/wAYnKIhj3bN+OzIHfvf1M1LQjcI8r6OdzubP",
-	"ceQfb46AkungSrQYcO2FAlap4NgnTRbPnn9Rm8VbSEU/XzIU1lLYblKwLWj0fi3ORIrG6zYno9WtEMku",
-	"APdE7xDL741mI+93CN4IQ+L6sO3jMQDtFDvfe7/+PfAXCMQserGg4/hp1HOcZgwn7a1U+h3TNc+jlAdp",
-	"U4umZh4aLQ5lnlfNuYzG9rSe1lIueE5Lcn75cWpEzw4AYeulLBHGDI2wHlkfwtIfjFx6cvzs5GQiUljB",
-	"VQyH+51shGYFwh+ojTKixGSZ4hVX926tIxIFDHRO8+gqMr2W9T1p35nc64X7ZKDrUtLiWVTjPF5x0WgG",
-	"tnNCH1jd9/mnlxAa/TYG/jDXjIlHthxt+OEx412xVZLY3iHEFBeG5HajpBVb3UhNywSK1YVQGstMrHwf",
-	"oFFP1JpXbPURahpEW++Me9emm8pcTaMFtVp8Lzh9Mykj6F5Twig6MEOeo/RXsDflzr45SnYk4omwPxl3",
-	"wDunLsUfb6B4wFlVlZshBN+g0IC9aX61iL29WT0WrXeruX2Qeu1XZnm2CjeQB6iMuGMJjfVSKrst3JVJ",
-	"LLxj0LusSmlupVEgii9Yl/PB14HcM3X2FVPmUNllI7MNqWhNV8zIw/dsc2r+ozB2fGbWiWtmCw2aB+O1",
-	"1+0AB8tbxmlsCMe3s+NIA9YnH/XvlHwM8So4VvZ9MP08sJrPHbRvS1nJyiAXkxAlRAJBWPkIpAQqWKJY",
-	"xys+tzluEGxnVwK3aPLl326Cae5Cs1Xs+p96iiAstw0MnYhe57aqi+eLwx8mHD/mocWZMb1mTpLHjAlC",
-	"Lf5VEZ4DJ8Ha9dtWjRdj9ITNFNC3amulul67WeQhHeELUN41Isjaz+0gR/B47ZQSbV15KoHWoi3cs000",
-	"GaXlD7sBXQeKVhcGbr3cEGqnxRWxSXhxbw6k5w0uft2dmmkRvaeICiBd/PQmtgc92jRL0NuW3spmniLc",
-	"4Mb1KCRav5JxD07IbEN+5xl0rOyRZgtZD+6ae6dTAZeX7HhJRYFAVQJ1CBtSnR3w6uFFHEh6P3Lt6NXc",
-	"R2bMzNbRIkXMIzXNIKmknSWmLKg96TqD8y/nZK6ewuKs6KeMCKafAoa0kiv6KZdCBL/VK7a67b627vzE",
-	"q4dvnvLqFqSIW8yJNoQTPNV5davXmNLa+3nOhUu17j1Z0U+3aiNuZzS/L+XCP33xNJdi/pSW5VObGHxr",
-	"fiWIRgnIt0KaySXxtFYrML4nthd+JsF7cLRQOjLkYwRqNc797QlzlLt12LYG0iWGkSNWUhFNq3jgbG32",
-	"NzxYeI5ViuUPmixATMILEMl9LZuyCC7zCTaMv7PrXa4qWu90v7t1nHanm717tIJQ2a2etM+76Ah29nsq",
-	"CX8vcvvwDiXQL38Yu7hGTIQg0H9s7ZhDoUd2L4MrxAqRnTsmpwJUC7Nzuk5IO+6ltHARdBb05PPaaK9O",
-	"w7Z4lyKwhI7QJTn8ZMZS5Tfd4sZtDiEJtO/uwT9aqWVy6Ue/sllqbzvjjxHdlm0yKjKJvvHzlNRUgwe0",
-	"Y+lVRuyEECxr8t0mQjB/XbH8IYXS66Hu0Ko1k3Jq+Ao0fR21HmLTgMy0c7NFLSt1EbU82JFWNL9nWhGL",
-	"O7pnFx8aHTPxCf349gGEaWgOCNOk9m05NfRi73bjHh9PrekKmnat4hR2aRdyfxqzzcepzDW/H53VLH/4",
-	"jmt1yWo0kqZ3CzA3uCAzrjERENO0J9rDzfBGOoK9e0wvcYdYe/jD0xqbemyU3c3t7kVA4yFRtqc3OGQx",
-	"PvjvkosrnV9JudpPNjprncF/kTwWDw2Z0zcAkZMOCleKIIoOMNVZo7gwvxkdxGwJV6rBiyowaD7/9sWo",
-	"QTOnK1bT11NQ6m3Uh5mFTRkw+48NkFRpRMRom1o10iG6yble07qfBfLimyg2gqpKuhkAR9ES8ODCDAbT",
-	"Fy7nEzUp1WTF80es0YrntayWoOIm1snBM0SDhRH+zo7bdnE4q+VasTojXKqMUFHUkhcZefr06dH4uvWO",
-	"YYcGY8fgeyNkXzUCPDWCVmopEwmxi6Umyr4xXAw0rAez5bPesfpU4OoCDUQ2yo/ikZWpFvn5Jo9i5Z/b",
-	"0I2CLGg9owvTbFlibvtUT95CJs/G7yWpccUH670uZC0bbdhBOjitfWeiarxktDorS5l/N1Q4AXKBHiAO",
-	"pCJILFPnbT653qQKCL01Dc6wj5mmXLCiNeqic3+qvDARZiMeXtKszqsmVlytjZcgDZh6jEY4UOMoscyy",
-	"YuJNvBDDh4rZOnDud1mrU3L8bAtCdAqIwHAZrV9HwacpFRZ6VZCmh3Lt5DFXW6HZE/3kXgPDgj9hUYK+",
-	"lzs4tlvHrXc80hV/WvoJ+JSn25C7xJn6got9pZpcCiVLBrFDIkTg6lvIAbR0yDufL2lNczBTmHtaOE9t",
-	"vqRlycSCEb4C+AzTj9iQkmm0q6utNNEXUQkHRhA3A3jBw+IRt31i0QIXYHtK3DZbRBgE/zVsCSvlKXKo",
-	"GCN3Flz5qe/1znWBkIW2xaMpok1FlVpHE04u7RPXdqPQO7Gj8Gc+iytUQBqY1BF0QQ7Noh9zoZhQXPMH",
-	"drRzr70T44cQTDdGq+/ahJ6hglKY8/WyU1kjdDa70ocxa+QvXiYUB5waAdS88zBT7Bcty7ZHtU5yaH48",
-	"fvP9HzN4fDx/d/lNRt5+f52uq/mW0VrPGNUTaiqW4fJ0quMxm268X128X0Ft95+hVCUQ4VAWyBoKV8Br",
-	"pw7qrGTK//iIupRjdR0Bh8quSadq22cp8vi41j9Dxcfo4bbIB5hE0hI1Vw4TwcVNuLJDjUB8Ua5c7bBT",
-	"tzX+hjJ/rXrMaUeWNFp/sVMcpH6YrGBMLMXY8Spsw+YnLpV+9qcXyxLlGTuMN6zT2GdCuxdNjNVkbI/f",
-	"yE0XRycLWY4ihzh4ddTaUBoVDVZII32Fdyfife0A9BXezGMeiiToVtDIZTSUJYRkW+25AL84UtvnxWfr",
-	"LkN3/J9xC5NIbV065JjhBglwXwipLRj2lUOd/30tmyqmoNrn3hV6z0Uko3RWyvzesJQBKx9X8DGBd1XA",
-	"Z90VOZd13vEadgIXm5hVy6XZTSQK038iLAfw91UM5aZzDVRMHBu2eOzgQw1TBKyX41pXx+aWPAbM++BB",
-	"y8u8wHHccjVAcMxlwepjowuWVHf82cGdAjFoEaL+WIGtFh5jCrt306o2UchtZIe6h9y7UgSfPU3nVid4",
-	"Fqy127h29FlLK1NpM2ZHc4b8dl4QZh0pSxbQmY11aaL6triCF4fq1viGVnRDFpLQJaMYzi4bjeQbp16o",
-	"HaIGj9ds44/Wrrynd4gjnOgzCOPJYMnrZrWi9cbHK5pVpVrWP4tIn2Cp1w2Y+Q0j9QRBgPKmyVVT5SDH",
-	"Wu1+ZgHZDAdTdnbLvD8leDwgOBceJOv+oygpQ72Yc8eh4jbSMLobQkXgI2eP7XYwBar6ZyQxYNBLWlVM",
-	"sMKsAR5k/OXnUR1xvUeuszXUvS03hLoNih//usPJdj3VKlA9h71oHeYHWo52xhaoCbZuVdM2vt8QDlR8",
-	"gQDkms0bBZByvpxU1NifikNOHh23ou1Usm1K7SzVxBPFc3ZF1+dhDfAUqEKkWjh4CqiC6pKxGnFCR71p",
-	"b8xn9ik5/D9n774/SlaLjrtYz7eGsRMhvxuO21NL+vzbFxFG+fbs+Pm3L8KSHvEaoCkDvZ9Q5hfH97br",
-	"Nj0iteqMCLYe2FEtoWQ2exkYBWbUiJ1NhbdUCZDzGb6mMojoxrgAODm1LEv757pXchiPiIMBmkgwzueJ",
-	"w9umnNAW/OL5s2++iVcbAOHxOrG5VzCwdrzQlZCQas9qyMMDtlXwhc1AGrOkf9EcsTXlXcgAiFc9ePns",
-	"2yzhderDBwQGay1tvqEDEGh96b60QyKH8fAukhbYRXLkEPOEqfcnHg4SKlzncQU1DqR4Mp5B6g/ZQGLa",
-	"0CHbPzp5whmz0cXtkvYSh/4HH47EPkW3hy8swzPn44rFawp08ROUNkS7cl/i0UpUSo9IeNATgjCoUyy4",
-	"UNg/UWLBlBaRl03BLvFxEHM8SQOBPhDvIqJyWGvStChimJ0ZYWuCSm/wcA0ifOyrCcGezrgwGgq2MNXS",
-	"umACanFFzf03fMWsnAyGcSMJ+g+w3NJ0HztuT1q0s4IYYHrguykxU/GiiccZrCQE1tZSy1waLQlfzQio",
-	"Mij3VzWb8099MJFeRdlJpHGFzSf1UbXTHvavGTgb++h1LU12tzfbLsoUJTa/VZk7eMGiR0++FFxLs8+X",
-	"cSzyd4yKPh6Jg4SdNRC3eAhXB0XIYK7us16wiHPXisJqvEexWEnNH9iVrr5H01QEBURpcOsANaMBiyxZ",
-	"OdUzRvUIghBOZvqZGAplg0WDbAMb1LY7EMr/z977L8dxW/mjr4Ji7S2Re5sUJduK1/yLpqhIG8niklS8",
-	"dxOvCHZjZhD2AOMGmsNJylX3ae6D3Sf5Fs4B0OgeoH8MKSfZ9W5VTE134+fBwfn5OZ8UK5Ltv+XzBVPa",
-	"hctRsQnRUUb2gttyNjSNTlhe2z09qauLlLcT9tbaG7f8TmM3GL+5TEYyuTWr4hFNPfPqiYXHPq3LvVfz",
-	"daI5FaSoK4cm2hDdNrN0vquEnw4WTSWcdWMXLQFCAxsv20g0T4Lo4o6FXftdgF16kVc67SMGy9NF40MH",
-	"VRiSD9kwtCw7KEFjYvJTxnLvlvSV6yKsqQeYdDjWH6ahfMD/rnPohhq3jeitcLYWXkwHS8bBx4xNCehy",
-	"xwgn2+IG3aPaPV1dFpVtXUixy/OHaIX0jzYdb9BracMJIrLxxTvy6fK9LagfmLcypG4XvUWHkiPj3iTX",
-	"ormvu+1jg/ikaZxUtTDyF00ERtk2fD3Knx4V9gN9tKJ+LPokCiGu6oFXl837TxgXVGJt7GGUE67C/SX4",
-	"na2maxcUdZmDOIOfZpDubriTgmeyau2h2sXcvEtIC1j6sZbe7YYsPNc6CQapwBFFSyWhWCrGz5kvg2Cj",
-	"R0fXJSNOvketqtG07MY1wWS7xKB4S6P1HzahJ/Y8t+JMXKH1rtm5exxS/OV0Hr1KPZNBY5JPSAmCity0",
-	"fQRhJChybPqOtU/CerpVs2YrJipZlsu4kRYs6Ne1YP3HCZvPqYjAUO1XUtoJUrCFQlD+cyOoPVcblThb",
-	"gdPgHMsLxlgOPPIiIDi2dehvOMGRKVIxwdaEaqLXhvvwqlDOylbyGdud2QSdXbGKR12H8LsrBri/YA8H",
-	"6RHbfDHPJOfJfUGWcVFSwUYncYU5Poj8HCB4PyrqFYjUm5ZcLG8REct/nThYpOqBnAUkW/eqvYKix2I3",
-	"4jDHIB7F/daLAc04ulxt3Pkcfy3DjezZPFb/gZx9AHFoKKN1FUvDjBAK26ZgcD2Y4/Gkobs2iuxgjFN1",
-	"pFN2ELeuPwi3QSX4YqG4qav7FGPl4el3/j7ep4AJDeNB/pERITvkTTZMH2T2gsn81f/Ed/m4urloY4O4",
-	"/d0q59q78QPV+YKps4AXjrmoIEYXxkCbFD5XtjieEjnCMe3liq6o4AUMzw+y9u0d5+a9s2xxuO1ljwXI",
-	"bl9ViWt2K+zWyQBDAbJe3jn3PCuWiioFbmzA2pB+UW1pxKLMph1JLPwsyg3c2OhAsWV1ouUnMIgYduBT",
-	"VcarKF45Fa2hC19nOTw5mC2ckI3eUrWIRP9z0VEeydlpRm7Qi/3djY8ZX7AHEjjMzeSualjOi/q25Pkf",
-	"2OadmMmT1i2BvmHPHxEa5ezUYewlpIUiUaPEb0YOrJ9rQKxShD3QXJcbWHsYLyw/1hJgjlQSfYFfMxEi",
-	"YZolN+o+by0yOTo6uvGeUmBMGpJsHVjaAMtmaRnRMxwgMSNrKJjipHJRQxdLsz9rDjJEw3apmoILZfYp",
-	"nI4nsqxL1M1C9x7FeKT6D/6MqUdEpzcnFWPTRaOMjnLiNPrRzuHpgSO9R8myKxVhFJgdGYEaYyW/ZwBF",
-	"qiSZ0Wos+voU+NNgWKlTdB0tLuRh/tyJKSRTbSBJZOFHTvCumE+dnVxqxyYd2dcmeFjwgz9yGg1O6qgi",
-	"9u1UmaqCqxXcg4PjRDmXAg5fqEa15PvdRbNmICMnFo6HayJr3aNt/ZBgNDb5JrRLgpK9z36uaYkxeO+K",
-	"78C953QuVsE78bgxQFwZc0Dt6TqH9/tZ7WtGCzRfQJ7TesHzhZmyWVrlJv7E9ZCeaFd5wZYrqZnIN3+I",
-	"YWL+gW1al/CSGW0emAMlFTsskF+wwh9JEDJlKrB9SR9OkfeoXuZDy1KuWeGUweRipjnScHxfi5PYYe8C",
-	"6D3n90x4KNMOy4g0Bh7DYozA7swUCDUBwC3e+UcFYbQqDVu1m7AJA6msHcGMiM4pF6nABgsl+X1k788q",
-	"Bqyblm1ONcTCx8AmUKfQWTP5E5FzSn/8EaItwv0GkGFvCMs3ednKVr7wiuBrz/f2skQlqzfOMnPNl6xA",
-	"NKczG4Ebt/xyxW9L9slIlcljsCGF4yuYhUmFw/2XZaEI19/5DAnB1soGmAMRcuU4r3kKBGBXWBoSW3O1",
-	"8yJvhWc1ON1enGvx9PadHqiFHd7TpkZ/6jIvrLS5R3h/t+7czp3ZvbnaIBgBv+1sS1sa9ad2QBjzxQ6i",
-	"BbcsKOl2FQdf29f83Q6fvDXb21Pk4YSsjCIR0rarfGZtXaZJzaolF7RMWdWfEL4+wOGfJt2ZX2Nd7JDS",
-	"oCUpJNS62jH2e/TdkOI4DvpatWAaghn9GpxmzFlNHM6+DIGA3l8DusiwCtJ4erhY1TozfGlVI/q+Dcv6",
-	"TUv5TUv5TUv5TUuJOZSQQ0QWHuQky2PRmp4RWRZM2dKkk2wydjGvKyqwgHO09NpvGtPwrbiim1LSIp0X",
-	"gRvdxcw1N8I2902QR3Mf/aafTdLPKp8hO35vPuJ13d4c7/yz4iYTWO5hcMN+0xB/0xD/x2qIDffzR625",
-	"wQbE6XN372/XOaCeMDEQJAP+jtsnK2RrlqJi6l3MDwa9pcu9j6niNOzjsa6dkfpE3G0TYu20suszQ9et",
-	"y34MwM6FaQrjkh6NpHP5pAg6bl67iC1TgHIMsaOrv+nvV8DHCUZ7pamOIhjX4JtzxRoUKyFdqL3tEVUR",
-	"y7e+tnmUH1JR9uDyhdsa+AGEV0qbhgD3sjezRJcmHRZ/uzlr64Spsi5jiixsLwmQmDe5bFYsUsDFDKKJ",
-	"WvsC/Vs5e5+FUjdXZFUxxURLlWnGtKQPfbvyXgqIahjcGLq1NSPzI1AdsNf16Zx9iMcXOdnGag9urYXU",
-	"ZMN0cFmekOMmSGzkGL7kOXSnzm9+lxizyOno7kt0mQaOcKAnRTl2Sy1zSQFJh3RcFByvkw4ZizZG6rll",
-	"pRRzRbQcDb6SNDNuMiSDVPh1Wta00K1MaNaJP/vSQuUok8i6kprFLT0d0mtCyHVLCrsHKWroyvdhWinI",
-	"HqiU7AM3twI2yV9qKPEl71wQkVwLHyuz6nK9Na0KVlzLPsA9iVWeWpkQujUKI2fZrO/RRGSGNKa8UlB1",
-	"/VEo8YYZ9+pWLiVlDToPvRt/zlIBPLbLrLXQduap/X/v1KqPAGwV5SOnwsNeHc5obnil18bsEwj0Fq0c",
-	"k8w6JIog+SfJenqMwj8kHR38UcZaqu6wWOI/rsktyfg+1jqXSwigBSslsW8+JciOTBMEGNe5IoW9fB3n",
-	"RIXyEDQ3r18eKi1Xzb+smT38weppoDUHz4P40EPIoYjyUz/McQ4F//rOQQaJDyfYiIDydrms/iEcWOGC",
-	"B8aEhlwCm0DbVNCyBAQGCX+DtdT8oZtrm3PF9db326xqUGVNK4dNG5PUwwibfVTYYXyqaImP5I9+17lO",
-	"DSsNEu2mxl2qrNPedDP/46bfIE+knb4d3Il4kUvkQUMDRteSrYyC5TaxWI2NcJ+PLSGyde+70nJNCZdW",
-	"1sumCyqRVH13EG/6E3xdEeEvl6qbWIhEAtCGPSIZ6ikzWH/AUG7z8AmyVsbmh0YwxyPkN3xe3qa8ePZB",
-	"/3HZZR1XkgsdBbnF8oeYnYmwLACtZbF+d/QhdkFpRpdHteOMLeHHFROnKw6QUFC0OYFIhZZmCDKAqm6N",
-	"aFyRStaxmJ8x9t2gcNJtiRAtEVFRL2QRzzYh+LBfyottq7+sCC/ClPFaFDKvl0Z3LnBiKuGB1LEMFaoX",
-	"xIFBx79j1ZKrRFoplrGfkZuHQ3WfHzbv3rRSsuFHTLOI4J/CQkaLX5kHZCZrUWRm20RHxDX/NvwPW/8M",
-	"k9/L9sIV8T+6l4LpND/6hf8MRaHcz0tZ1CUbZhR2v+0aZx2prNWjm22/SBXSeArE7QwA8bhyJOlsATTX",
-	"DUhexeZcgVElII1tqDzz0egMcgegZr+LV7z71RDNAOpE0PLSTO8sDt3emDO21sMcH1aRm+eunec3mY0E",
-	"oRUj7AFg64LSdrlf9seVsP8oGDGPwI68zZxslpslF4XHyPx04X6ZiqG3xTcj3hE/jsGFbERvXwssoIcx",
-	"DiScx2BHMDeHGhAw3VFepYkksYJcu+CkTEZ965ylLvZbZ31bQ4yScmed3FZHeUatbw2n/JHdLqS8O6Oa",
-	"lnJ+fp9EnVCaioJWBWH3UXDveMI6NAgZ6xmhigCCMxdmb0oqnilsLFFZR9ZVzlKIyfeslCv2TBF8Dcv4",
-	"W7xVrppBbgO1V3w+j+O8gH0KsiTBb3I/DoAYE3Nds37cIxbdWdbjCw79e4HErBfmc1rvuDnRgHiDya7J",
-	"6M9YlamPV9eKLKkRhiH8M0OHIfqlnL2QVExXY+tXDBnusM6tdSQEIURT+TeYzCywf0QuNYvLCqIs8v8+",
-	"1WQplSbfvHgZVCUMcDSMjIr1/pwEgtF9qs7zVMkn2JiUcRl3jWs3254meiocO3C6JBXzURYzt+JJBAgb",
-	"6zGM/2BIxgUTtQEvUB20Yv6OyEtGQdJ6lYIMAUG4HQgOg8LwsbbaaX+EKtZbiqej38SIwlg+9jC4OJT8",
-	"SLnmYn5pDkoQpaZIUTs4DC6sUwQSB9TjAq8GrR0dxuLtHaq+9cNPUa7hMNs+vkjd1WL8SQ9RGizWy6QD",
-	"3+G1WIO1PZfmPIbHKmvY3xZ9ubVsWzWbeXW4TJcYuidnAqMfjs7xF2PhI1P/ActeiUYcetLwnWbS3spr",
-	"b8FJdoTUNTs+wKdZy6ULMWhvyK8Q7NOZBUhSVkyLr15bQiM5vuuBlLfpKFX8B4W2GV3ykjO167JDKwmg",
-	"5c7q2IGMXYVESbBTHDLYwVCubMKfbjcgRa15WeS0iqxFq6lkRortgCtCb5OpDtB1fIvw+5bcu8vStqT1",
-	"CFWLRGGP5VIKC6bdFDE2I4pOxC1WfCo32M7Rv97YVZa2rBX+S1lpEmlxqLO4TB12GgzHL/EIerlKAiLN",
-	"KzY395FHIPOXluHA6GdpzrzDE2mjT6bwrC9MC9HqrgAgRLUFLjf/zRd8PG6vez3Rwal9jFMY2WYzyT4+",
-	"GCwFF4TRfJFKhfTuyL5si6aqEwOVyywur1AGAQ9/Yl0S8WGuTkN/p2hEAmdFRWh+J+S6ZMXc5oSSlw8P",
-	"I7tzbcZ8WEF/1gwBsjM3B0/Oq/Eg09bV29sBYPg4SceaoBa0ViCl0yb2A+A4QZ8zi7AcOQLnme4dAorA",
-	"RAPSZ15Svhy9a6H4PKoTW06FV5CaGtaon3ofB073Zi9DOuqMLvC8R9ztDfvxkfDVR3G94CoOFRxmwjRf",
-	"uIygCKMh+6D0AKjoQQo23KgPxXTWA5zOfj2SZcyokLW+ZPc8USYBaoRU9jlUNpLWTAqBHIZHP0Di9i1j",
-	"gsyoEDYSX8s470pQEBdvSj5f6JSNIzh1aQ4+JrWLPWgghH5wP0OUI3TCePTrJG0Q/WtgpNXRqBUbAsyX",
-	"3cDciwaMNzrUpxsjoKyNJhLnL+jdnjFHO7yCO8eie4G2Lr/OorY3PXGyAwrcOhXdBRgjrQSqbUy+bYko",
-	"hDogu4xUrKAg5+6jSRBD//OK6VjNjbKUa6MPpxkTFWSh9YowUYBvFSReTJCMcx+3rr3nY+t2R2OApzhI",
-	"wYLdewSw7ghDpB/HjkZI+9nUnELTbTz7e5TugfYZ5cIeIynWQOn9tw00YmWgiPW9dZ/g1selfydGPVPk",
-	"0+X7yXoQagUqlyuWEWEWveS2epDXhwaK+mZ7C6qugMZ76NieAgB9ZJrs03JNN+gKs7CRijqB+eAkODeE",
-	"a8XKWWNlr5iuK5Gi/3H22CQF9CYpuydgZ/EsoMlT5oqgcDL2Mhu0OyfHiWvzaYQJ0K6iOWVm4WVlkf2l",
-	"3uXEeeNnuzdkFqbxUF9w/n58GjD9aNCT6VLWOhkFBu5nlxzuvDFei8hpWWZGzFD4/cgtGGNEhaPaMqBO",
-	"XDTbyRg21eqmhwJi9tiosu65R8OXPEfIghtoa/27KajOVNsc9m0qjCaqQthqaNRtlqN1XU28luMm3OvQ",
-	"6O0F2LFxmfDBjjFTfRLEznGaPY3uWrFxS3RxN6OsiN2ZQUnFlt2M9wAVMrtySxaWySihlKAsoVvBNALW",
-	"StGySAU8ffK1nFlNp+1tjBUcfbrL+8QokPS2BJHe+okBMAd1vNmM5Ro9UOqI/Igilh8zfgqw32ztbKZO",
-	"P/y5ZrVleVz7os1yxURoDIIyp/vam+qNTMrLkswlXqcbiKxbMo8fwZVTNvuAG0ZLH/RWybLWDPYdhBGy",
-	"DySAxSTBAuOo6CDz6fy5Z4AqMzOFfMzK6kWzis4dcH5Y4fP4628Ha8WmpJ5zADBmPhxCmY7QhGr2EnUy",
-	"LsjN0b/eBOFDaOg9ISWb03xDlKB37HNOFSPmYNqWcMeiQlQw/Bcvh0e/pA/v8NMXx1gO1v0zUrp/ssyS",
-	"kReHL45PrIvdWqqwhqiWS6p5bm1UTBRogG2ZsGooHJGKSfB1bF+EdWxf7C4AZaQW/OeaEbqUtmzbKm1F",
-	"gbm9/DZ97scsv/LiLBWbj7O97/60rQPiOxl58Qrgvzv9Be2/+iXbIsLlSm8yAiaZAszeotxk5I6xlWpV",
-	"ycVOOjM4/uWnLtd9++H0zIl6crY9poy4+8Z0iiz/JOifCht1YUS4W2W6xkCe1JCQKoBd4YsoUEJCGTkX",
-	"ebVBGEAI6MW3t8X38Ex/8+oLyYQvD7867pUKPcF+FRLsy0H7hpW3+iWsXqlqxJV/zZTe9apvLoMQy3Bk",
-	"7PQ1e9A++5AqUlBNj+zb7nQ2HYy6W0cHP2gJTZ80RIuALxhuynPs2EflZWg5/bk2UrS0sVl6QXiBlx3i",
-	"Jrkn6Na3kVqDFZzH7U867TfYA3dzh8FAXd8nPomn4bnk4IaLNxXJuQgnFwARjg+aeufLq9gqpmuc4VF7",
-	"l6eEUJ2ikh9pL67UTgiO4X4dfAJzv4rUBKcEq5wKYoHpJE/nQ090pjWpM6GrzQkcGjNUbxakYArviykx",
-	"n0yDtILRHKoVy/mM52TGWVkolLCajptObE0OqsjNny7PX5+eXZ+//ukmCnmRpBUMTOAFxLXcgrWwklg3",
-	"BzHcRMz1Wdegpz59EF4qpaYFCbD2wFjWFV7xORdJ+DSZw4VXnOpPOh9p2ceGp5pU+itdX9BKGZH0vh3O",
-	"7wJvM3cvl5vRcUWpgN6PsCKdycxvX3774tsXGal0bstTZrbeNhfzzMJAZkj4tSgO7TE/NMc8DgqpaTVn",
-	"+mrgtL8Bq2DDfDJ0nkB4fZwJWPs14JOiCtQ8vd2Ets6jyeBfW+W/o7FubaLxKx2k+MLxTizBAMMZDlpr",
-	"fHr/i2LV7Fa7Sv44hW5q8ngTzkMymGcwRM2OxN7FzUb8WjFqD+Ak65NGpMM8mKECB5ss/KUVTyjoi0t5",
-	"p8MIyUYjc85Nb1l46njB4djvHUQCnqgzfEErrje9aV246t2qUSv4EHOvIilcC5bfqVQiJD49cSAt+E9r",
-	"TQETjoAcpwt8PDWtCPo4M23GVteOfxwchM8sawoQxXCmV7RiRdoLbYPivBua6iBQAWPDFlQtXK6za3Bk",
-	"fMKvl9hmYXIjFzmrDvEhKQBs3OwtAo5t7yrCkU/PFkNK/QDdWEjzyPYiSaVtnBgxCBRnyW9E+byGZrrp",
-	"U1ub70eQuTOQPnWtucSkI3PA7IK6xGt3/HC5I+bs1arkfcT4Huu6qnZkhP2sKWkWA15MQdFRTW+pYu/M",
-	"T2bMfSzk5uLy9PcfTsnPNc/vPsMS3bR7baXpwguvbQdgAqelmoZjs32qm9nFEF7yBYpOfVZyS+yRErWB",
-	"fXlA+sXYFHypKwLH1z8l8xoOEq/2d+WZC8kXlAtr0Gr1QhokfCBlTxRHe48oiD201Kk0+2YDwlLXXRG1",
-	"S+XhIsQIMnoGe7LIPyL6u31OMD4FJIBKllYJ1PKOCYgyBVtSxOaRU83mUTSFM/sELRtNR01eTLsWAZoZ",
-	"iKyIYnltpvSYII+mP7AvJqq6W6W1lyX7lkBJSFgR/TK0B9i/J3GN4LQst/Zlmhs09vG466chl519np31",
-	"ikRfdcfXymjdhjQAQpxXFJAWtAyo8/TinaXQ72DTAQExbN46iGatTOlnitBaLwzDzNEGUNUlU5kV/HlF",
-	"ZFWw6oh8zxS3wHuKZeTmX2/gPncFtoOOMnJjmoTnC1Yi3JvYhP0YAYuWJTDUgtxgzvMNWVLwnTZp3eAX",
-	"1JJQIcVmKWtlP1MnREOUsl5UjHm3CawLmHBwq9Gubx+WXJl+F6xq4TdYe949Z2vDVPBfuRQzPo//uKQC",
-	"VZr2zxVdbz0q5Vx1GoGfou8Vci0s8Jn9GZDYuu9qqu66jeJv7IHliDPhmvUI6Z0x+N+7jdereUWL7vvu",
-	"V/82YDy5l/Af/lm+oEKw0j/2/2760hWjy2YO9p9bz1clRQ5yz/OmO/dP/7r7ocEicr9oWt7BBWPtO76N",
-	"4BffTPCb7Tj4Jdib8FdWMlxvx6Lx/PmZdX5uZugeoC7VfR3OdOLX7TYqrVbbL5sft9+tFau2W8ZfmwXl",
-	"yqzA4ZqWpV/18LdmzXTe/kdkqdu/uqVt/+qXNxZKdVHSzS3N794zqli8gpdgazz19lVkBBFR2br1z9P1",
-	"WN5Cqpvw7oPS9LpjKOdwEPXUPHVRXCYACQGMXiDYpB00/D21QPF5M3XvIy05mD8qWYvJGiQMZZyQDq+O",
-	"srHDm2k/qrmT7JhXrOKywPv0dmNJpbS2nULCxSDALC/YaPDhsKB6AkTTlsOG6xHMpsqKlDRV5V+w9elM",
-	"xyEk8BKEdzLMESS/O/6/CBfWDbjTzkBzCWSSS7dOkwp5VQznOm673dsnIPeW/J6hUdxeGOCQkZWNp0WK",
-	"BkBZvB5IKXMI4Lj5W2tDfnn+t3tzb/7y/G90tfrl+d/w9XfFLzfYkXUBHDpekdnAUpSReLI4C4z1D1GE",
-	"PC9n4yhNyy0kuBIDRj3DO5xx0HbyWh8uWTVnh1h3bS/b644uyhEtRcUp/9Ple2UTXjYZqYWLv7RZTjjG",
-	"Z1g+ZbwobIdzhS6AiBUmEUt7irG0GIXPNaHFkmsFgwMpDjkxZgtdsnt5x1Bgm3FBy3ANT13Yrf1iL9uz",
-	"7w9DYzke1NnHFsHG0/fbpUT8Ec0iN0nrQHVYVLNlUR3BLu5FJbXMZRnVEtzNtrIvoYzvMMbUM3Kz0Hp1",
-	"OCvvbzL393L1NeoLN4tS3WBgwY2RDG4yIuuKOK8s0MYf35/BCz/88ZIoOdNrsw37l9cXiOJyfXZhTuOn",
-	"1xcn4Lf/dPm+VV9SGSZ6o+7zz5rnd0x7BKumXr7lidb2SzV5fX51dvnu+3Mjxct6vmgaMtOFWDTQQ1Yl",
-	"zcGEcXl9dREG2R3YOa3ZbaVzO6sf355fNOu1D3mSVJCr1xdEzmaGKSPT/HT5PrO5juG4I4Pw1usmleiZ",
-	"Iu+lVZicGmRZiJbk9fn78+vzE8KVqsHE5gyi1JcbRWWMo1PREbnbwr1sz++g+btUIDOp1V62h3PtlZSu",
-	"Ui5Rwciabhx3IDQlJ90afZZVP1A4c0m7mH0NjzOgaNs4SEr+nd7TK/jEnnWy//b9ldnMKzqjFc/I2+vr",
-	"i8PZh4uvzY9ni0oueb08vKVwU9uGT2yYFbz75v0fDQUaGkgkKxoNgAkdr/+I97IOqpniTrbNLjf3vGDy",
-	"+QMcJHji9iR6LyyiwaRv5dqvsQ1yXdv6p+xhxRJwdavg+I/hxZ5d/JLt1VWMa7ggVnNWvcG1OYlZU/4z",
-	"PAAnUFUDStX5ICOzgVQRrobten4aOKr2rmQd0rIrGOWKCK57KcsEJdsynWAB8eFINu/euk/7sun7zb3Q",
-	"KFe+IJyQ6xObKXsIx9naXSqXW4aH3K4yvviY+G/ov5AJGM1Rcd1uCi4umgeL8gxwGgFvt4t9HgwVp/FR",
-	"lJsRPdk042YRcikUE6pWvctRRffX7LrFdwtPp1XxjXQkWEYqOtOH91IDKdtAjSahMiOKrw4VnwtaljYG",
-	"GxHlXZDjMDHD6MJQyGBJsiYVaMjIeUln+jWncyGV5nm0wJJbKw8c0UfAaAt/Jwr2EJG0zc8tRCuI3/IO",
-	"H3uqsaMlzRd8dMGcXC6XXI/uF1/XrMARjOzEfHomhaa5jhaM4mXJ1RaItu0QPmugR3G7Tsjx9skcOZL3",
-	"cj56vqWcT57plaArtZD9i5pLH/fjO1P2w7F9wcR7oJq7Wr9busA1J6T91bCVdIEdUS8vWNRr3C3pci8h",
-	"Msd6mac4vwaPUJtxvMdhy4q8gRDThC9Qs2qZxo9vGJp5b5dYGKdiQD8d+mqfrqx9yGO0EuxpsObd8xNl",
-	"R4wWXDClMGSix3eLEej2bRSDIyE1PYXEXDErT13ghueCLINjPJKEpyBjI/B2r5srHZvp57kdR3nXfxOG",
-	"UQYnRN3x1aqJdsmhZJuvVJRwIeM3Y7pZU0zHqmoRAt54FcPlYbXL4qQiHqzrTt7tNYPIwr3tR4v2NDUu",
-	"pqghKprnbKWp4eMJ+oKfB4Jd7BJXVEy21Sbilt6Jgt/zoqZl9wSM9yB2DloMU2t0CENTCcxMsplzKqih",
-	"2AyFxDjBcGJoDLYdRIE2+9MbAXMJ5q83vGTfGwEtDptvBPsZL42AasP7xpZN/XGxgdOwL6T+bOHavcXt",
-	"s2nz81waqRFkwM+1oPeUQ8ys+8lWoPmMlVzj0b6mnVSgnq9tk7Iimo+vxgBuXrpxv/Ff9Fe9o5qszRW1",
-	"rqSY49W3YnJVJiqRIQxtP4+ZcVQfRJOQ0UzQg3QN0IpdrqbLEYSxW4IQNsIKGDcYQI0gKMUJoorxAkti",
-	"gsoIylDBVkwUEGseKUwH446s0IvDF8fHhrNqLnJtF6lTGbY/DWdKOmR0NUcuYjxu9oJVYH12p0shPOit",
-	"+QZsbe7yQK//dpwFtKuS8TNbh2Akn9xmDYMhF3Yk/YtxldMwuXwr7TGnwsk5oWnkmWp4B6mk1FElLHbJ",
-	"5VLksL5GEwYdjq5WzxSSZaJQR68/6bprP0WTpRkU4I/kAHOVKFiDro9x48S3e4a6VXAiHPeYbYiTJHAv",
-	"ilsBfBuMOdZtcUTO7fEtuXIV1B3+9ovj42Nz+k6svaF2iebrhSxZ/FSrj+I1VxEx7o2rY9v4pe1wrOoI",
-	"K77PBSZdHIytvGBk9Zg89wb4lBSGmdxBB/AqKam5TDPgux44bhqEje0z4dt7K9dkScXGckoIQLZfPI0H",
-	"dIti+2jUljlJaL6en5ub3a4VLs2HpprL+IWxnY1bGCNSL1nY0RgUnJQ8p1VQXy0hs1k1P2bzgDHYgdlD",
-	"MqdcPIpMfIdD69HuHggmGMNo5/CK8ip9EijJK6oWZEELUrKZtrFfziCKmVnEtUKKGnAVwJKV07GDsJTY",
-	"jzFkGNEtm1NxYmdsT4dFGOCYFAJjpGUflt02do7zxg6xA+TxyBDQeqc03diUS4jpHwsJJIy4Hg9vxi6x",
-	"K8ULltPKdpnLusQi27eoqpH9ZroHuxQlabOMQHlodiRr8eeGc3b4WXhQtmi44Sedwx6ufUCLrQVKX2EX",
-	"JY0i560Zuys3gajgAI66CixENLxLBau4EDkCFcNMW2raSR5Z4Na+Np5eh30VmLe4M3hce8Lb1pBHgIqZ",
-	"B/2Z4ZB4uf/p07vXB87MaRWd3lpkigGMSzL8yBwrUoIC4JLcg1C3ccfWbMh/SRGZ+7vTH04xduyvUFHO",
-	"JrmXMlHvZggTjLdhusbTBtJ+nKDtufCjmqAEmKN2VcrhMn12fz1SmF+y0F0TnDw/4lSBhv7jf35PyzpZ",
-	"/djhAsLGzGhZqqYe0biy+gCvYL7+S13sgMpW0J6tKCj4DSr2SITHxpmYESVtfiRZDB3iBde9HCBYL0Mx",
-	"ZH+d7hgr8OlEAEApc1pe8yXrWd82uMRfEb/fusHlbKYYyBvTeMp1L7qhoeZ+7xFMO1iJR3OJ6/YMR3jt",
-	"3WmiUEmUtwFgmnVFSgu67j818ZyOy9Z9qTJCy5JAvXjms6jH5HtbRI7HZ3VDGWPvm5oCcz8Av0duN+DG",
-	"3oEJTkjaRhhuX1PEWu/0SD/n4/O1O5x7KrKPvS3WXBRb4C/+pjsh1L1h4TmWvBB8vgABRK9lc9t0IUhi",
-	"KPB0486e6T2MwVpKYUm8Zgr/WrNCuL/1oq7sn7OK4x+K6rqyf9bw9U/x4O0IG6RleZiXMr8jTBQZefv2",
-	"uw8fXLUwTSvt0P9efv3d8fERlvfUrDLf/vefjg9f/vSn48N/++m7Px0ffoN//ksC6TTmkwl6t51B/zt2",
-	"0yEkuyC+tn+fjehSSo0uD735nouix2SXU1FwgPlqW+jMIt3TklsEsILcckjZQ5Qho1Rx20EMN2oXE5zR",
-	"5K1FCiH3K6hXsplQ+fY6/K4dowWt73sgQrCJmXvOqPzk6OigA/j09fG/vZpmsbNjGrcp74RasVzvuC+r",
-	"St4ysm80LYieOvhtC8ZvwYVZvAHjacd2bY0l1khjXkjtTiT203zUJwwCAhQ6CdaV1Oh/XdLqjlVk353A",
-	"Q9h6iNdvFteFhzojQiSCM+3q9fYZOzn7qnVuj/T1YiRHrzRqo3mxly0/ABFynYjrc9Mcap1GyTREKX3g",
-	"SqveZvCV+OdgRYHEvbRjWfvrr3kbVEEsSpT0XuKb8QDb61Zr5u7erBjZZw/664w8zFRG9HJl/nN0dHSQ",
-	"OWBGG1iEdd6D7YX46Pg4Ksa+3+hY/sPViubMQsXWEPzQ6D1j6n44Zlek2ERwiziSb/Edy4v28QK3hwFS",
-	"YhHuiRE4XgdP4gii6i5hVH+EFXoMk7RHb1ol9R8XEAydUwFe+nD7YZ0S6FpG9kztNv8r2ybjkXsNffae",
-	"MTQDQ8h+l2NuH7p1xfUwiIRjXWBeRSsEodaJLMaF6SQNqbbsu2UeIT8KRtda0PAoZZbvNzzSLVHIlNMX",
-	"VSrl4MeFRDq1eVwB1tqSipqWZD9E45UVuaX5HROF4RC1lmTfpYOZf2FfBwBybNVtL7ZDa0aBrbXcQ1U9",
-	"KoZ75fM1V3eJALiPIhQBnil/2Qxdnl/6/krEKpnjiTXKjfZkjZeNC3+C5hmui5U5YnhVVSWr+BHfInPr",
-	"RUgzq0F+bguswXSg5Jhj8F+Gr3tfL1fIrVM1awf4dcNskV9P4tTXLSE0wan7cY+ExNr+M1/FY5ttpbl9",
-	"R+xpmH+Lc/fu9sHR3q4Vhw0N/lGW9dJFP6XAY7rs0EXYjoFk2qb4dEwakIgNXrWXzNRKnx4FLbosd2yT",
-	"PtfPFLljG7KPS33oEXMy2JxDC7yVeRo+vGcVn3FWZMSxfsgbvmeHs7os3d+lXB8qc8QOhg2EZnwjEh22",
-	"ljSB6hIuKIINVpsOwU/nrDY9BO6GgOOM462eScbjmpjAWg8ZqUXFNPigm/FmYOjDQPpHcNxBp0cYaol9",
-	"jNuFlPpoZmcJzKMpiiAaKr4XRQK/zIp4WwxnJJUn2UWs1OoFVSqDCkWQJX5lQ60xy1IQRquSs8qV4SdL",
-	"WkD+cS00Q5TfUHgwjdlijHvZnm1rOK8Yz4Qd4biNuLaXc98dDhF5zfnYXv8Eqb6zUJ1wT1J7uDDJUfkC",
-	"nTtS5qiQvJEU+fvalv+lZWnLEUw+Jn/rLIlhc9EwIpuAvi/Y2kZzgEXyICMXFFAhoAbm3AyJVGxWK6aI",
-	"fxckzU/Cp7psJaNjG3vZnn1pmGbcQLdXaasMwpYUGvBMn+EEI3+myD2rCp7ro/hqp7iwnXctMMn7NzaM",
-	"tPkF2LCzu4xQNjqiV9ps/YW1jaeV8ne1StWi8GmmMi4Jg53z3YCQH5hrYFnRUiPkOguLCFGBmWnmqD2L",
-	"S2qP1yYeLUO71q/iqXB/9NKfrMgHrpYY3W3D+DJyyWjx0RaocizNfbOX7bkv8E8bTeW+ierUf1dNaJxq",
-	"MPqApkuxxc8lbzD1mmGq/32c0zO4L8A8L6XUkxlnBp6/e9Aise5+vxNwAjeFkMjfWOmjWekjTD9k/xg7",
-	"s5LXwd/XFvREHLl9M4RT++fn0ztZm+L+2OgKPZGlaRefw27EOM2mNYpJjr28fruy/LXyBa6rBBPoua/w",
-	"lnr8nWT+3bT1JHcT4oRwFerBX+RKSnnZJl5OMf/sP90tNavLFAcCNztUtqeaVWaSvhMRy854snvQ0hle",
-	"g62odh/nM543/3Pcl6Vcww73bEUp14/ciSV9OJ33o5luB6Mc4VdBjXDfN1q5aMXIHVtpQB5jFouUAwLS",
-	"6IH9naWFqhYMskdVKnepYtqQkYQidEyjgxbLh+07fHBPuHgoS660OhidszarVXIMP3iTohHZwazIihYS",
-	"h1U+1lSRN+B3afCK/KDgq5E74ufbH2bgS35vZ7QasnBrhaCc7y2NJ+BI/kfJUD3hD+2jHnLgcNm7p7VD",
-	"Im2iHScnjBHZkI5+E9oa4eqJpTazYXFo8QBVguy7Et6sIB8uvj44Iu8BCGKuLE4le1gZprNabBTPaQmF",
-	"W9UJuUHghqZgAtYoqNiMVUzkbCS4wOlqVdoiDfGyVC7ZqTfL0CV8Ioqyz90BX3EjFklz3cR7KaVifSjk",
-	"oUHDvAtQkvsOSMjwwL+yjOiK5ncqIyta0SXTrFLoowH8zeZXophWGVF1viBUQQARROMano8pawcZgQj2",
-	"w7/Uy1VGhDy8Y5uZ+ZzsvzgmqhV1mhGl5WoFCUywAIcAkp75vOKDRMGvguWJgnE4kWcE35mWt2k58VDe",
-	"ppIzfWgkoQWtikP70YTcsB58LkRFdW/sCMzFRBFPugryCzD3yosMUIt9Yo5bH/aOxQzihU3ozEhuyFwY",
-	"dmN6tQTpKFyumGCFv4GSOk28aEvQIWJUNri35sSnsX+iyUdwHXIzUs3GrvgjkYTgeMSkKvid7OMhhOIp",
-	"dcElUYCipw7M0oEaNVbJEAV7SIUGvpVrR+A2wTtDtOV92oguZqIH7niSfZ/+395WDLe1CALgtIUk/n2P",
-	"3wHazO2GABj0c7riz+9fPvf363OQQp6bbxLaCo5vwp3qIAOmGImnxv9C/iVqtVw/Ig7Yo4xGISmq4nVU",
-	"Rft0fUYKi1UKUqxhAVuTjSdQA1B2GkbLiT0elF8HZbLipj6gsbcyhs/XKFBIXoihBih19m6S4jN2+nm5",
-	"+jppS8QZDjM5m/MN1VqJvYgmFlFO4vZc2Vs77hiAwgcRZZpXuqblSP+Zh+xKRhpjN4BQuRcMNuCYAbsL",
-	"l665KTrAgg07a9Fca1/b3CQ8k4OS3XCt4Zacp/4B6w0/bZVhmGXm9ETkBNOqC7cl5/Gpqqi3R1JV1a+a",
-	"q9q6EBM1FCEMq6MAKMbI789jVwgomIdLWbDy4MgZqr7z98BtrcFK4G8k3rGeuPAeD/GLNTvhGhu+tU4I",
-	"hU/sxQcsbsYF3AxkSe+g1ECDE9QA9zgzmX+0l+1dyZl+zdy/mr+c0aw3qt4tK08gXZ8SVS+XtGoZg3GZ",
-	"ImrQPavonL3uEWCv0aqFL3pBdiye9TiNCUfMAdPV2hshm6Ese2DdMAJR6av0zQGPfKlzPIz4r+UusrFK",
-	"Z17/bVRV18hJXWEesmZk35NIRgIKyYj/w9JHeIE2585c30zpga0k9rVGI6FLiXxiOdpGhvfHRqVlFlQK",
-	"d4Bl6WNq0trfqGjpaUTL5a3SUrCdWNzMGpYcY9s+ErG1bS1DLxu8YomCqKfORNDOLgWfCST0QEUq08oT",
-	"mS9uk0Z2XhGYPpgOnvZod40hXI01gyBYbKp9MHHZd1oY8QrPfAWGiKPeoxwjMnefYDUnrpyMPAFx/nxU",
-	"LIq1a0IFLojnzhCh5Q38I+z2afSYbQSZp1ZjGj10WLBp6lx5PNPvN/HsNmf3N4oEzbXZl82KfZdKaJyC",
-	"HuUT51rXTis7WTGtx6MT9mheDharISkPjUUt0Tot21AuWFAUoRArHUeYsZL/CPNWxAcyoB9NsXxYDueN",
-	"H9YCODwqeO3La23DCF2uKshuQF1PohU2lLOtGCb1QdVS6bzmFh6pkEjCpcj8xYfXwpg7bKyaF5gW/uer",
-	"euFEp2l2TjIYr9zZL/4x9LvWsR9W8UJ701g1L9CfLh1N7wVDMLoUchGbXMSKfuUJRvUBS/LEKXmras/U",
-	"LEQ3X0/Kd1wU8cJe2R4XXPPYTl/7wCDfHhwGB142suiGy4vEX28TmhR0lPC+4LMWcU9dkaAYErPAXyOH",
-	"j0QE5WMpevZOL94RtTAHOGGR1axackHLgYJafkk3ajQygMVBDFsN+oudla1jXVGhQHtU0UL8cs0cMLey",
-	"Zl/NetZ+VsllatVu2UwmAAm1TH0EEkj8m4rP5/HiuVQTiMhI7ElX3zJjhjE0jQ6v3ZitcIfJE3R7wfuZ",
-	"GTAGw3UGbeYhg4hcb+5J2oEPDMFflmS/KVtr+WNQVwNqCWSkKWSrqbrLwJJ1iEELBztcPCEXHFpqP5/e",
-	"9cPolCHMGiygHcf9scg4mTvp25kAv142wc7Rlvvu8No02Sb00Si7S1lDaIMvQdjG2fx14jD3KVFrCrm8",
-	"ZlwHfyfIiH/EAMxuIsJ3LeStI3WfH8LBcx8dhESGhmcelDJwi28FcAi19IBelS22jW82ERSPCebEVFsc",
-	"PQL5O3ACcNmusYDP/6jgzZ54zZNofJ4sC2dExOIhQbze/jG5Y2yFudxjB9gEpCXhx62vYZYIqdwXbG2e",
-	"G+0za9XeOJhabwBMSv/LAym7xRerJS0z/zGUKDTMxfqBPHWqk+04aCiH7CKhfS4pHFkLs6XpHWvS2cOj",
-	"hR3vZXuuZ6Oi1GW501H7QihdMVO4u/ZaDLTLgnriPJ1NYtd4zzCw0BF0XPRYyntWuCLNl0zxomZnhhzq",
-	"1a4lrhB1UUtLeaTCTnxReFJhNzEY3GpzWVtyn1EAA9FVzbYxB8qNLVRoNuyObZoAOuiUB96YCJ5QxWb8",
-	"IUYGF/aJGT2AaNrCXMtaaQezBmMn2EYToWFPwpLPnUuoLnjbU73kwoFwvojWmElW2IJSedFQRgxxbBzA",
-	"9uqEzomuKC878J/fvHiZ9Y9kq1K2XSw/iB0IKY7r0hRbbNY1x08M0yiqDalqEbMfAEf7A9v0Vm8Fsiic",
-	"309aE/4a0ldvG74IDoOgrzE+yIBMk/Cja4gEDRqeQojg/TGvwbmxROngNHgFQEtYSmqC5gIr/PtK1qv4",
-	"xXfP4062Ky0rc4zxuWOTeNCkOGkV5PVvIZLelHXtIjPjImet7c7a9GhHHKdIwdbXC14VF7TSG1eP/j2j",
-	"ij2as1WmcaycAK2S0jS7Tanwc1LuMhKFKjlizLOKy6IlecGyVgzZiXWh4AUqsWB11Oy6RAPt3nevbNk+",
-	"96/ogkeWLaCSrRGbPbDZcACDj0zQlj/igO8Cmy8k+sgrItcx8/Ud2yTKOXWOb5N5h32NlifNy9HxBw1t",
-	"2/AggjTOV66wRnN0VCfEgpthoTrYIxuNioWovDNhiiwaZcR7WbN4cbK3UsEZ1WweBfq1XBkrxLm6ggXV",
-	"lOT2m4ihIN2afRIphL828tnhgitMkrYxGocLqvyv8aCUks/5bckGSYQJXXGGpg53cSB/R5ljJLUYfeV0",
-	"pll1mWSB57YnowtqJqyX0cJMW47nktlG9opie7JecDvgxi2JrbMFcTcnRICC77RBKEDi3rMuWLdvZAFl",
-	"mCH2U2m6XKmkIcc0iiCxKHptl5eGIV1OvC6iEzkhgTY79mzLkuebmDThdEJ8w9fJdkvABVknvPfdvBxH",
-	"7b63LlEG27e1IDGCGnVUU3LSa3vTgpX96Q7rUbyYFly2o49eLM9j5AUfrHKr18Ra8Yp9aHy6u13hF4Yq",
-	"2dqcDsz66sQNRapxSp8WYBWShGwArbF7UG9lPV+Q21Lmd2CZdRlUChHRT6wMZwNvUEvPqchZGgEVxz1O",
-	"MUKdBFJq7SyXkHwMjLGQJ1Z6g2bi3e2ubZwQt8MoJpneYxrI9vmLbPk9oyUrTlf8Wt4xEReS72lZexep",
-	"+QCS1k4v3hFtPtreUJ1uC+yl8Nw2613nIHnfqPv884rqzzcJh9AdE+OqpPuh9bMh16JtO34wZJlwwlYS",
-	"8FThqBdGfoSqQayCioPAJbnQCoW3WrFKgc07Umqh5qV+N2CDMp2B1de8TLg4wb8OuYBHypl6bpkLDQEN",
-	"r2EekSoL6XKBvqA+dBsUDdy+GNFub7puMggp1ALsjHD3+3Cc89atEARKLenGLAWU85vgyv0k+M+19eVa",
-	"UqpkIjGs2WkVLbC9RQZ2iPOKdrXKYZupjOe8bVN+crg98UXbux2GGEW33LyEya5DgUiDu2uOxuBtiOfH",
-	"pzr50WZAeaCoGzbiTA7w+i5Xpl3oLO67dSe1vfnhFCZVFZSpnJTTsmzOTKfyejLEx38wzlghy2Gvajq8",
-	"RuenUMn/mud3LDYDQSi8QDS8kUE8hBGuonnOvW1BlAkX85IdgiMAXvMxkH+R3FUOSEWisocVr5jqC/VT",
-	"Wq4UoYXR+7uBlL1O2ErKZTKFTUqIJoZmXdKab7auoaxC/w3VWhnfWzil1PZU+YLfM9yl3WQ5MwWKzbhF",
-	"15JwperoFiYCRqAVfHhCQDakogC7jnU/Q0jrEf4C+HxyLUpJC0KLAj4YT9PBtLWNWVvSB2v0/WqbrZZ8",
-	"xszGJg1I7+0LXq6AZTghL14et0Y/wU701Vg7UXcyiUAu0d0jWpZy3XLygGQLtTBAFbDrG49B8732nexW",
-	"h0NHO0EXLuirGe7Oe7xVl8Idjk86Tx951s1sf9w5xxSCwDVo88vViEOf9QnNbpUNw7s5rfVCVvyvwOy+",
-	"I98zWrHqxhkjfq5ZtSE3lc4/2z36DA3fjBSFQw7jNq6znAl2c0ZX9JaXUWRjG3C4MqJ+zldUaBDPCome",
-	"AdNjSK05XbKKHq3q25KrBVTwziu5WkjBgh/hL0wjUUeqvsXIQaz1q49Uu85gi77PDFEprqNIH0sGEkcu",
-	"Vxuyj4VI/aifKZsHb7gU5sZbc8GHi68P3B4YHedwydBF9uHia7KPcNrthlY813XFcAXmFS8yq7MqiItY",
-	"8gdWQMK7KFjla84j6gtrNCZsGnLn4DT52rWzSi7beGrPFJEVn3MBRXvndAVRkxsjq1eMlmC4itUo1kaG",
-	"VjFV1QzNh+1bV7wVDVcllHM3awKiZMV0xRP29EjSjksx6z/ByrUNxmJA8JhQQ8dRQTI1yL1wYvO4jXZR",
-	"AJcjp/eUl656wODZ9hJhLzsKl22/u3NGPDnYAeojAPGIwTwkacQVzHTZSWOxKKIR7eBPz/pWrsdyzGNV",
-	"CE87pwmOa3D+3CFpVYaCkw15C0yn8ldHJEaFNNdT4iIY4LtigNMYftC8PoqmxuW+6Pz8YSUrHa+eEx4B",
-	"u9JNYIQ/+Alq6pB16lpAp2UTCh+/P2sh0I7nq4LJCvTNiP4TNjWycoTOmwFs11eIjmDL9F/VeJO31dkt",
-	"hcn3k1iQcD/6shGAihm83KpQwoTNKLjEETcZBdmeP1upm+9NXZY4gBhBBl12MiKeKVIZJX/K9XDNl5ht",
-	"HqR2kf0XGVmVtULfJgMbcbUZC8M3no+2vIEj4U9F0c8tz5sMTr8YY0CRYEFTl4xdbk3VHcAWjTr7icxQ",
-	"F7gdSEYoJKD93cV8urGPlbYboklhPHg6GYRyGcvaKt2/F62MeZhRn8AzcqeegqX63W6vSmxS2yQXZb4t",
-	"ond7n2Auna2KUgjIMeZ4C0t8GR7GhmgiYq68d1boOBso2D3P2VU/oA++5LKrzJ3X9Dma7vuAv0Y1MnAv",
-	"Q8n+Xe/irglY4F1mWXVGruo8Z6xAufhNSnZIAfG0R55tLXovQnhIHKkqQOHJQdpQo4tOfXQhspPQY1pX",
-	"0iPKSoXt7G7rQkaipT8YAzylvTCTLxCyzx7ysi4s2uAWh/IWoxcJbjWdS/b3czxoHR/DxRIb9O+Si5T7",
-	"HUyEUKAMBY+/yNgC08Ja3K8SteBOC4zaAunxR8ptOJdheAtWemfq2j7p2h3c53vZnv04KkcNGZO9+xHB",
-	"Da1zCoPrv8Pi2veQeoPjopW+ZVQrQqsKKpR9deyhnIOEC9MY4frgBENiLIKoYA8aQTELRouSiwl47wE7",
-	"GXFOL4K32x/3uI5Diw8uCdiw/vPw6j4/vLw+O4Rvb0ID4gmgvAFkEcb+SLlEqzDeHtLWKxoIqe0OL9y2",
-	"9tSzLbpKEPAHKviMqTFXK4KBRq7JUWr5O62mAhj13Ywt6Kqoqoomo/5B/Qi5QAFaFaT5Zo8Wu1KXXWRM",
-	"CUV0YLuuzVbE9wt2KcPEWjdoWhImcumE1U7YjyxYnkIWxI+I0XaY0GT/7ctXX2fk46pWGbk4+/AJC94n",
-	"QoJ+LfEpQW4zCypjkQurglUnaCK8ZXrNkKstIYwGw2gb3gTkMOXGb52jiDYBDf7Bmn2G2vLvfgnJLs1U",
-	"EvJXM3SLFTwksH8I59oVx1wCrl9hd1GBdL6X7YFsntL1L9rsvcd+hnbuNnkdWAuAvSL/IS/i3LkceBwn",
-	"yZzl8J3Ahl5JQO1FSIopxBu4OWI4zlytSrqJowWbX+1FpyUGbEJwT7ATcdABIw0NZBDbzcM3dxIBxgWX",
-	"BB+cENqhGQzFoIB6tjasYqQ5o7IBVkMmPBuwMOSIG+9u+yPG0kdcG1Kj+QQzoLYn38SXDZqtBpiId7eF",
-	"tGPXpEPi25JKZx4BqST4TcAUeuoNSLl8psBnf8+2yHOUNuhOMEhu7ph3Wxp75jqi5+46ostQSXq2zfGs",
-	"NHl7fX1x+Ob9H8mny/cuer9z2XZUvxEqgWmrE2QCGZlm07uxSv2H1maAxaKG1nSjyELr1eGsvA9Zqvst",
-	"ykjrKgEn0VoIMCUaQQmiNNEpPcKvbBrvSN9uAqltapZ62PMTGju5sIzVUvDVm08RGS4d9HjmUoFACpqI",
-	"vOnv/iS6fpeHAB4BczCwk0SoUOzpXkJjxCD0oncO5TjzWbPeI6+MiVLqk7B3lcCax9ACBIavGBNHj3Gt",
-	"BXTqQeXWC776VJUp/UlLhJ43C/Pj23cXRM5mCHaxonqBVQ65IqcX7w5GKLmtrQiuku4doxziWkCjja25",
-	"ORDD53Hw0rBl1lvBGWMvjevF9oej74iAZzzujuhuap+TLhjtCSam2flLgQHZ5JYRH5tSHJFTEVmhNvgo",
-	"BtVaFC3Dc7kggUnIosoD8ViT2f67s3ND0q+v319Zj/QBuWW5XDLlcDr3K50fhUfRvhf3Lfq69uNgy0L3",
-	"aoRh51JoLmpZh2A6PeoFKuIJLx8GRIGSCnEKcmZjYECZf+biXxSGUGCN/50E4kREciCMqMa0oiSZ0Wos",
-	"9F+zDalOglNA9ttStnqGCuHBjr33Ousi4eSTXHdPw7xH8t82UFQL0rPXQTyE6DkQsJ7y+Ld5sOOuITFH",
-	"6CtCDQnG5Geb8t5sgVsqsg/FSGiuyffPFGHinpVyhZg2ozly01xGLALMZCdPEH0Rk1diQJsXZjYCwv+t",
-	"kfHxyJoQBzwVUjOBcXnZrDIkJVhEFoSzM+1H0HjHGEAdsOU25GXvteWH46xrQ/69pX3vxAYPigJS67Tn",
-	"n2pBAfyJJR1ePnwoKvG64CbOlA2kbNs6DqDPWMBkRpa0YNsRjyeECnLjg1xuiM3IBdw0WwjoJohpusFK",
-	"Yc4qv8XNRtt8fLxozOQzLdKuia7D60muyL6WRMi1tY9xDZFGY2GdYM9U6gYhFTPqJSTs4ZsA/aYz05lm",
-	"t5JWReYqFmXenLNiLF8cOJxn879X7OeagXcGYqF8UdENa/OBLZ6Ew4C+o+UAIpHbstJDrOiZCoOV1FP5",
-	"m7O9BVUfZMXOE6vq8vGWsvILOpNlKdfxBDvBHrRbuoTXM1xdR6Xg1YuxqFSe+wSBaULA+5NH9ex4q2Nl",
-	"vZ54p4apZB2TJPAYdFjdcVHs4qZA/9FgolQ32Cdy+SfCKO30spCf+oPdJckOTQ3dBhc+k39CKMSpU+Ya",
-	"aR1z9GMxD4a3FEOZq3Lp8jGdzDoCx9a1PTTHYTUtpoCcWH4LGo6ZIvc1HIG9IVDkLUM8aGojdZyqdGXT",
-	"lmMoz23A55TCFE0qNr9azbJtaL/nzGh6qBta600bx81ir/sgZ/wi3X0MkffU5xbEFTMs49lr5YS9xvd2",
-	"Twj9oia6dEGKD2ExCp9N6yyJJ5hLTGqheelEDywuOSG/+IdWYrFcHk3RomLJviN1KvPiNfy4BdjjYH5T",
-	"ozE8sahLVpyLlGZ1YdMWmHjErvt+4HAN9ASK/SP68o7LQaeTXFpnyy/ZnvVkxE+PY3l/kVx03R3gA0HA",
-	"LufCGcEBvTIpnFPIbmK8rjU4hMIhjrDtmfdG1EuQcjm6RMKX0Nwun7QWAkynVcNhkjJrlnZ8MYRL6CxS",
-	"CeHXKoTQIuLeAghSLs1lY6s1Y+QVZi4LeSuLTXjffFxBVNUZvJu6Zq7Q9LlKuXJQWHumnI10haxdtk2r",
-	"McIbdHGY++8L+Dc6NmqjrhkNS/0drGPRYGN7PaGJ+Nz5FwBXW61ZxYrMGaBR/DGDh9DkcwFhyUYLqRiA",
-	"6hU2Y8u0FbqtSkbvIZ2rCp4HS4JOTlsvSg0YmKHbKPmEJDHuMgy/GLWU6wUb76w5f5yzpjOdHm9N163j",
-	"lAk32sQhhzjHSzarmFpEjT9SA35LNIohebx6gjsFW2MDJw59DKSiBphwLas7dTQ9+sI1XrWiMB4ZbOHC",
-	"QFtdx5dydSErDSiW8Vvx8vqCQNYOHBPER2/Kj03yOIc5S3joJuR48oolgAEqljNzxo3AgSOD4GJboqhB",
-	"y87Q/9y8xjX80jq1tjFDiamk6qH4BypILRxbsctmvwENHViIWVGw5uUl5cspKwENjuMRHkV0dHG5D01h",
-	"ObkW7gp3eXnb90c0ue7adV2QT68vnl+fXfgWRjmMqpVUrAf6yC3eTFZtgMj57ctvX3z74rDk96maeCXi",
-	"tcbxyH5cbCxUQiLN1e3qEHX73QdgOLvFPskSTNBwJzxCpldVRGG4uro8M7TGcg33m18up8/ZDE9N7oRc",
-	"pwMCYrIT8Iim+o0Pz3SXm5uzj39J3HRDBeP8DufmGDM1eugddujOSVDDG8g15CUNtdkV3arkVqsOyFEY",
-	"2xOQQ5e2hpjtKUgo8bPTZrmZS/VuVdfU0tpiGwh8eE7nTGiLzhlg+FvXuotDJfvcry94EUybRtm6gctd",
-	"CjYq0Ti4O37J+l/+QRbsDPs5zXO20qzY++WnzqLEdbP2cigXo9Z3CQ2ztyQ7+0AjOL/vqdLEpQon84tS",
-	"DM20ykUsaLfqNGtG9kwBAUzpIa78wZLu7sdsbe5A5afwgJmpNkvZq6s1XeyWxoYsiZJZxYJTY9eyoY90",
-	"QvcIqUJWICRMlBFSWedqxXI+4/k2MZ04FG6y4mCWxVlFcGw7cEvffPPVN2H63PHLrx99rXYgNl99nQ1V",
-	"G5h4H3U6+OrlU9wUnUZffvMqJo3rMo1/BfTkYLJOWqvir3EPCriiyrCjRtY7Iq8RBZV8dXzcv2vfvvq6",
-	"BZP14ji2Z4ZVtwZroVpffJNtFaHEgCktG+Nb504wNwZcB85tj0qyB9fpuWL2byLs++aAcKE0o4UL06og",
-	"4fGEHNumIR3Q4WT1AYZNysqM3d497OXSXcu7QfSj+E5F51KOIXX0ypS8EQpHkelvW59GilOr01ovzioG",
-	"Ck/MDImK69UFyf1LBKsbV0YO59o6l7AqG4YqK7WOlnVfUHVhH6bN4NQ3YHba9RM2bJaJlTNAj4W+K6br",
-	"SqTQage8N9u6Xqu4OMZYwgrYXyhsnXJFIOyiJJQcWkYs/q/5nAEWEC2R9baaF0LWAElt8wvzBS1LBlAV",
-	"rmj7QLdjEFuD7QxRehvcrVVJc4fhOl6ltl3Hip03VIaRT8kuuW7ronqBAFrWJatk2fjpZWUxKVq40lGo",
-	"2ARwr2JVC7a3WZiM1Ijqu2LVFhZ5v8bUdbP4/h1NZK3D0K5c3azhT6MObRoKtnNww5CzbmnlsWCxQWsT",
-	"JOAtPvMIAFls6xpw/YeqF2mmsMC26K5FJDuxnMuK60X6wPo3SK3afv0Pr7/Zy/au3p4evvzmVVSMpSH+",
-	"4ltGi5TK6jDsyI3t9ejo6Ia04BvJAr63UOgI7O3zqZFjNszSEO/lmzPy8tWL34HRzPzjd69evALmjWyb",
-	"GjV3kVl22mXiEZNXNC4J6Z3AU9TBcJj2HssI401lPMHInN8z4dHXKqYWRn4v5DJZKFLe9UeMBEwNREqM",
-	"EzREkCHpW/gDO7DcFZzCJcScM2UZvBNPbcG2+N3ys4yU4vmPmpa2fuqqkhpFLCAZGwYHdaJbA7H2AyHJ",
-	"z4ib5wjLvL+H1BMlqzE3TIyxqaZGgL9fokt+70po9i68vbsqdmiXq7X/yp8/d6nCwpv19ms9qkS1vAsY",
-	"KFJhFpxb3I/4WQtmkmIrV0t5xwxf+d4wyN3E3CtImQERUpnmDg3xTYqbxqQblQHZsoLMZF0RwEF1QJuj",
-	"ea6fkJtLC9b45XFvZbsJyS/bSxfny1D7AHmz4Uo4U8BRsLhriCAQ0wjMR8noTni468rAUIfD9HAAg/Pf",
-	"jWpO3fGAFRkingGB9rorwmpJsEBrJZfW5ybKDbDgbs2yQJl68fLbmM7Pl0zWOqn3fw8otJbjrBdGVNMQ",
-	"LW7VLvJiQJ3/6ngIwAiKnsetQrCIpVybSbu3TgitzQoAg/30+gLYzoyWpSJQH05Lcn120YZJwOrtueEl",
-	"dbEan/taabX67vlz8FVotVLm70+X77OWDGbFeiMSEi5mknDrhsbNF4yhIrXsarfHX3/bMh59OyaFdgTF",
-	"xg+rAwlHwjRvWyoyOxyRnuqCy7M4zsnp6RlAmZwioIlZHoQ38QZ3O/cFtRByR73gtBG6eyvX4D72Fz7R",
-	"Ut619RZZ35aB0oKhRuCGTAO3cm0z45pi4wWPS0WzVTSA36gWFdTUZ1TVRjTzoHgz89AK5YjiVIwc8YLx",
-	"+SIW5igLVhB8OtLiPZmbQPEiKvxKT5bUKLljG5i7m7VDkEmWPp6zZLCF229wNULmkmA5BHRj9mRGFNP1",
-	"KoOQFfAAFa4+d5S7XUtwJsDGxSgtjMIOpe4AMs3Sn1WxKqX9hEdubw+Lg7B89xg3o2Alvwewb9yo/bqA",
-	"Kq06X8WnmczbtyKHy9qXte7qe9vyIS9Y6ty/ffnqazOQty9ffRP9eM0LvUhRMTzcJXoDkQNAVkTSabGO",
-	"KEOsxRUUhr6m6u7xJUhr0GpsZTBCCRadBrDWSNBMpIBYtIetCmJAalTdBfXD4ENIBCLWfmmk5acuJfbY",
-	"wsV91YprYQ7ha07nQirN8xiAPL5DiuYl58kUsogYlOdMsGrQIhY2B6VBc1mW6G6ZaASby2SM0u+BPGD4",
-	"tiLrUbyFJX1YVTI2/T+6umq///jh9D8vLj+eXY1k9XNZyVpzwXqLMzdvjb5BlrakYa/YjdP+gC/3BM50",
-	"DbJQJKxIGARWTLzhJXttW5BV79TM65jXVzQfeMCJSuZMqRNy+KIRTFYl1WYJSCGZK1aGfqyx92tFZ8M4",
-	"iXSmQ5LHlORqMO0J6nm2Pky5k8MjEBJoi9RaFBJfXL/bdmJuoD1n+YMnj+RRwDYhIobDRCJnOL+gtWLX",
-	"UtPyh5gmaB6QOa1u6dwfXaiiRrH20xJqZggqpL28RybJzfMLVuUslm7/++3eNK3mDNRb84l5uP/7j78/",
-	"O2ioquAK8pNGks+C0dVpWcociiEkaiSADdy8BAZ18wnBbRg7SfPJ1UYN9QEt282St5pywYpGBrK1tMTc",
-	"Xngj+xb18vd536n1VT1i25tv8pKNnaZKThHJ59ZN9Gnn2DmUnS3trH4wSrc2WZf6Q6rsOXkXUQkSEjQg",
-	"ZqLC/yKosK8OershlCxlUZcx3P6iqJiK0QgXUHirAhaKcWayIjfHR/D/N5jEUpbErEo1ozmLy5OjMgNx",
-	"dFBVWfjDtC3hlFxpJqLoImFrLi6B5rqmZbkht07FjTkTlYpqI+cPq5IKEDK3vVe3ZnFAy4zOGacTUTVw",
-	"mq4OqPKjbfdAVzwjhhtn6KTObJTu4ULrVQaWiIwoDn+CYrBmt5XOJ4ShGkLyqTnOYN8KuaKT47jOY+CV",
-	"regw6sJ52M81LY1kDU+AkGxdv0nRsEn8s2uvT7l3QnNQnx2o6/bDjQz6yvyJ8TGTbvINrYeU2pDYwMGO",
-	"e/3ME9U6yxi1DR3ZczMgLT+FXBb3H166YUH2PZbz8wxoggE34G6j4+nSDkVsDfKZ3tAlLzfR0nUIcjGD",
-	"FxCrlwkXhmXFmEOI6CU/stsrmd+xiOW2Kf7ZW/hVINY/lGnG0Dk4cND3M2UBBBLauOK3JRvwktGyNDdY",
-	"4C1z0RtUB3WI4xxwzcsip1WqnEJrkOBYVxniaawqNuMPxH0/7ET3PYVVU/eaSQ7uZkWXLA6SC6jbYIEy",
-	"LfjowbH7OFBX2OoO2AG3uM7gXbSlC4Mou0QF36TSB0q/GbMdkS+m7+1LPrOblaV0iADgN1MbkQ8zMY2Z",
-	"omH/Qyv9IXUrmnX+96uPPxDNHrRdkKmLndeViplnP64oBGdIBTYasn9zef7Hd1fvPv5w9O6H1+f/eXR1",
-	"/h83B3BtUKUMDWKVQ2wPT5eql4xUfL7QHjaGq2Ypt6WTezaMeg+QC+cWNKn/5vkoCGxT5jRQeM+ZBsi+",
-	"us+PWgt1dP/iIBVqFLXmfBQENz4ja1uIzALGVcxWV0q0Z9am6BvyOnQAY5sWMcGKKuaOAYaDK56b3TeS",
-	"dMoeZQ52bA6g5hL3PDhbFZuVE7QcxX6OWOiNJHUPYhNkrKLasf8iIy8z8lVG/v//9//zxtA5XakTKHAF",
-	"ixOfNbbAxfzgBGQVWC04/m4jfDU421mtttXBxBTi3OGNZ2UntjuQzqAnf3VVlhf7gQTulxZFqCfkImbJ",
-	"M3eEgz0e4iieH7wTMxl392hJQLOfwktobVZEJ1Fiod0FI/VqXtGCeb+00Q6aTx0+8cKWzpxRXtaYk6bW",
-	"LC7jw8UYBRw/byQLDn7/BQsuYcJovkCnYGZ77b3JFWON93CKOBUKQJEs9TvGVqclv2fpRbMOIvOmIrwo",
-	"jZ4OzhiAI6TmY1uRQ5tDC6VHAPEyrhThnXK9WbGE47+5wFWGy0Rjl41a0BUjketqtxXyQkUUki7mzriA",
-	"rF+89TxtZqRiJYWMauspOr14R24hRBo1hh62HN8DSvKSG1rClxxuPdbjg41oyNZyAIhEiueu9cJPeR5H",
-	"qhqhZxT7Od5OfZu+/vxqkOC1Zh5LuvEncP+K5Yf+/cML+/LBSUh6isF1ALmDENkwm7FqTK0s2Lj2YLMu",
-	"s+iQZLBEflvCYxIc+Rizu6L37M1suWLza7ZclVTvGFd/it7AXBaGJ9imDElheC2mTUJgLSKbBm8bSQdG",
-	"cJBw53/PdUU1+8NtzLN9jZZOrPh2yzU6ubkgd7dcP1cn5JiUzIZJQ5ETVpF8IaUaCGTHrJu+UPasN9jg",
-	"Y61XtRsXFNM4wTKvyJcgmFis6lZ1TPPcbDjNwewNmYqrfPmZlnRt/1zW+DcE5P0UrcXSqxM4f53boWh2",
-	"EHjSIlnSuqKn1TwWXlBXcBm4BZYry2yV/fM5xohCZLTKSMmXXKNqebiqmDJ86FDXgmXm33LGS/bdfUYO",
-	"S3bPyowczjNyeMc2XOjPSy4ycng7y8hhXpn/XdIHs+Xmx3qm+F+hDf7webY0jdLK/E8OHOdQ5Z/1omLK",
-	"qJk9uH9GW8BhG7INRh5Jotq+L5p6/S+3OTPcBpdRBAxLMDMfqWFIN0IsPST78niIYlMBG7ZzfGxOz4o/",
-	"sFJNHsLXXw2PYQqMVYRWnVV3hgJztdmKiR+OHrMtxgudfMJoewjGt1m2UEo6lys0U1GtWWXe/O8/nR7+",
-	"Fz386/Hhv/3U/Hn0+fCnvx1nr7765V+SkQpjWBqWrnxSlmb+b2h7+iIpLJngyKYxtcVLUCUWL19908e+",
-	"EqEYtmN4+gjy/N2rb6elprUopbU2Le6fulkRXO+ipGLXWzXAMCypeKaIYlB7I+KazBdUCFa+K1IpE/gc",
-	"xBJstm3rHDw2DWt7AXS0hSU7ePXwRDpqK8V1ghOmmckJ0VVtA0nprWrjtYaQpoOwdmadR3ERxeZLJtIx",
-	"qG94yUgJTTRJdQ51+SSAMWl2Fcd/bK6dZhLjc06j59moDP9ljtu2Jf30h1P0SP/VmUhUKTUCSPKO/+i8",
-	"NsT2/HtWlRzuxU/XZ2PuwzVjdzFbtqFIfIadjteC/Jm6KuVWLPmkYHKbCuVXyI82eZ5lyR4dl2UlYgpV",
-	"vIgzAaJsjB4tVhbOOTLZ6GsFPGi7fWF2zsagvCcGb0eP4ogu2mn55Y1tQfV6IVaSC3vZwaTmFRUajfng",
-	"rgLv0u/Pr8lzuuLP718+VyyvK643z4MeTlAxX9ZKk1uz9oFlw1kwXPZomyn2T2IyrYWzTlLZVp7ak9Hc",
-	"Vv5ZhP4gIN8lESu67ATeGkm6dtmKk7MC+tNcT8LCIYQaMUebNytS8DlHuwFUnVtzxay3CN9RGb5i/ivN",
-	"/9aiYJXKpcNoWmxWCyZUjLO393ikePfi5e/i8t0qmVrs8iybXFtrYCjlHOLxzaxP7CVp8+eYyKsNZoG5",
-	"LcnLWmkwcG1gZtvJxz0T/LY/ecsGfu6p+3wv2y1dOJIdHKT4CUl+riWEt1Sk5IKR24rRu4n78t9/3vvz",
-	"n6s//1n89LcX2YuX38Z3Yky27eBW+GHnsrSA3EIi/jxRK5oPc77WwL/785/VczPqV1/HBj0+f9eTWZSL",
-	"wF15Jst6KeL6bQ7PMLwBb1YbqhVxxEeXEBv3TCCSnKl/qMtywAWMjXBFfvh4TX749P59XGpbVXxJq80f",
-	"2GZse6sgDt5+bQ5MvPm4N+M1y0tqzqBt1bw1bMJzMgX6HdwqtKaQ3rGP+O94tV8jC2eEi4I9ZERXfD5H",
-	"1njP2TpW3cIMWqU2TtlCz1BbwTbiY2qgDz9xZVPb4ddQ+7ZjGC+6tcgyVoyiiNDL69fvEaPMCNsnBMxF",
-	"QmPuGObCCKhC/7ooIa/WqAGAeFHVAp0kWpIlfXhdlGcLWsXNzEVRXrv3+0nMDGdNVdP8FD0D9zd9aCq5",
-	"TpRUasIQK7lWnWWAzTA7OdYDCS/HrR/XQBEgB+Bgb1kpoUyMDCKggHe2ux0ZQWCXwB0mH91EMQcFiAyq",
-	"CgBtWST4YT9f+9g188v8QehscvQQIprDJbuXd2w4q78y70Faf1n68lZ4rgyj3j6T9p3zlcwjNo4f2Nrj",
-	"STDziuNfpjEUC4SR4xSz8hFav8wochvwZ+jeD4QrVbMCBSFzfmVp/sCWKTiyZxM8vmYQ4wQ6EA5tTTg3",
-	"FkhkgPUa4waxfWXtBYvumKArtZD6NM+j4aCnRNk3IMVbKYKFPyOehgRqGOTOQLbWWpSSxqMUxhRQxY4t",
-	"vPBaVnfdyiO9uRw6UfP12recYbyoc+NZa4+vUoTzG5+HdencgraILAYLQEoZX0LwM62qjcMTbVZ1wB2P",
-	"08jccmdb9VWHd3lHU5rdfokK5EQCUAu5tlZGmDwXJeDPOqrwIElGSQGcAao1zRdLq2w7NgfMLNtzn0VN",
-	"oL14ZhbJzIdgwXo2ac2vjofgmYYwyjobZlelb1eurEUyWjsRqfCZas6hq5PQY8DstV/uFq7tukfjlqZ3",
-	"TFjc1iDwhCvyETY2fqdDyPg9Te+OA+66ZXrNmGg6HRka3AOY5NmIWz6M3DFrMh+PNdzZ3GbBwyDg7jTH",
-	"7P1uZ/IMRq8QMX8EgSR3+ZresWCL/84b24AIjDpu24sLWeivZV4b9gFX+2ldcH3J4mHxrTd9moow7M5F",
-	"SLtCirFDB0Ap7+Ku0EbsBAE/RKEZk+g3KuHR5ZJSRfwHU1MdE57cM4sCA49tidtVJW9LMxcMzRDl5sL9",
-	"YtWH0frM9haZZYxG5GAXg8I9rrK1ftmPxhZ6HNZfoO4bdsEeuIK8bWF0I5RpFSRvrUdVt2on8rWIqDPb",
-	"cGR9VSChbI6vRrUbQ0Hzt7R+lu/IjedwN6Dc3tDV6gZEohuHRXpD9mG5b+4XUmn7sGV3uTGUUnX5iTAi",
-	"ZXO/xWJXVhFQptPVyleaQOOLQz5FWCjTrNFlwKrtRz/KHzXu+mxXa/ZrdQL+qZah13rWbIrpsHdwGoCD",
-	"l1lUR2J9pp7E+/beO97A8g/Ztlz4OtT75geFtWJcUYE2RoINW+P64Nfz1Q0C5Dr8waejGiD7SKA/r3QN",
-	"GRlKn5DPn+1m/dH8+/PnHl9SrJdfUscdZ3VRyYfNrg7yVV2WhlM+bACvyNXVmngUtXRl6QgXWk6y6XrP",
-	"wOejw5/+73/Ze/zZwOGUJZHisUBJSCh99BRMne7qHknP/J8MJQkBgE62gZJAbQC4usblYl00siKlnM+3",
-	"YYCHgZJGHj+AhbAaXg8FRPzvUUgScxo8ZcSvYrl6opsYSgT7sIfMcikKqxq98f9p79H2TP8hr8z/TbeL",
-	"XH2BywVBMaeR5/TIiMlk8YWviOFL4e/M1sYwtKofzMfXEbQaaWkTbIDH+1pp8UxloxnSXLPiMpk65p6Q",
-	"egWw7gueL8iCm9Y3CHzt2hhpji+oprdUQRnFBJaEeeRm5F73cjBATIzsK50Rd1ZXFRParpJ7b2Sza1qO",
-	"HP264pod0gWjhblqp45/TXW+YP2QPNRWFbSv7oL35Zcpi1BEbMc6SxAMNE7Dhrwtbn/U04HYbxXeRAhT",
-	"3phf4esjcungtKgiruaijywpmDKTsflraFs8CfXegqsVjpHoukJ0LyMvE9quNuAqFoRs6plCWIg+y3s/",
-	"yFAw/1P8pP+2PrM3NUYG4Mia8NPtex9fGVms0aVcYrP7nz69ex3PiB1ZPs/jnE20fI0DjdRQ50TWQB/A",
-	"b6jIWZlIunVFpvrGXBm12tARmXFBS3TRDwx+sAbatNQAqh3EXLu4dV9V66b0RayDH1olM6A6gIXE5lj8",
-	"ojkBqXRlEDTGVR6g6o7hWeEa4hnvuCi+S8B6+rqpo88IFpYf4VaA7AbYvtCnMI0Qu54Fv8ZZy8vg3X6u",
-	"Kmi4YO2ybM2oB7nhad4TDUu7Z5WqOxULPgy1SuCliCoW1yhb/Q9XoG4PYXQt6uZ+8qWeM+Tzthbm40tT",
-	"f0ADFYSVPF2JajfRHWuVte+68cWq7RfRetXqVypYHTmDfVWr25SR2So9ZuhYuLphSCfkqs5zwGTJyBvL",
-	"2K8NY/9YY2jsmWXqYKwAthwvX/zaM7E9SHe3iD+++b1sD9vfy/ZcB3vZnmu+50BclHQTqyhxCrC3UOsA",
-	"MoAxKotunb/pqtXWQG77wONidtqUhF3J1YoVkGidQlRWxL5FbllOHQyAnWplxFUtJVGlXJebkd3O+vub",
-	"MIFkWdlrO0awqGE5LFcHHKOFMsJnhIrN0VPYMjGcOdz3OOIXLFqqRW9850WQp7NJgBykM70XWq8OZ+V9",
-	"RvCv5errjCxKhfBkA6BkFVtKzU6LokqvKcq5mDlvrvTGc4CQCFynbvdqQEhsVnCihDjC7BMHcRrW4Udk",
-	"tLttzbaCmUOtHWtNNjnvwVK7E+2PRvdohquXZsjImeI3dbN5FtyiKxpYTKqCF+j38/gaY8sV2dYnXoCW",
-	"m0buv1qA/E2jIFsfhkbucM6zRvVD3J7W+DqxF716xvbKPJZvTC9uhSOMUcBwiaf2ivZQUSUfNkkd/Hqr",
-	"6p5Ze5vSYhVzhCCTD5tIeMuT4P8/fp0H1aTuPE/wruPaBpu6TCzzzvNQ5o1x6ofNOI0bzbA2X2twBiou",
-	"eHVH/sxpPh6DyJ6QNW3u2gEOZ6ewzeDaq+jGlCYuG34ct+0Ap5YiKJT8pFLTSKcHELRc27JROKoTa6p3",
-	"iJg4VCH9R1BmVZF9l322qtUic8fg4EmEjHZsRmKOcjYruWB9lywowGszmY/48tTLVopRXQAGGYakTe6h",
-	"4nPegxlllwFLWiiyv6rL0oo3uPAzXibqTtjbJ5K5Zm/mcNutwAg3CAbcNSF2/g5JJAU0F5mN8B4J9IlZ",
-	"DzlrW+FOCDVqJhwNCPZAlG0jMhmReSvybyejij2c3qgyxpkW1GinA+dPVzS/S5XiggafKYIvpVd7eBbX",
-	"poWoQJG2Eb23VTFlpafS6pOIkA2JbLNY7CAiSzr70hgrkt3a0VYcl9XwP96KE050ApG5e2y83ebK5Yn8",
-	"3e02rWMeIQbg2GAJxvvHVg468feFw+/0bBJuE7qmm9AWgw3tZXv2sx6TCh7ZKF2yEpLiKNQsQK7f0jjx",
-	"0PqqhtFo+1jYPmJW2ecjqShP197JoPJORhL1tx5XxcpDS8OM9wGh5eAJy1dFm0wvw10U5xcBc4x45KqK",
-	"NQkhBZMOTCZKBQrwN+KYUVeIzeHwgd7+lexDQ2NHO1z4aNL0O4cQ1sJRRvTI3edvGS314jXTlJfRZFWh",
-	"mFA15vCjm7nAl50MYKTsWFpoAOsQhc3ExG5bPiGeQwuXNiveQU5i/F7M/QDRMV2wB2I/c0E6qGAsqWFs",
-	"bKTtDgKqI+vxThT8nhdwecLKYUT+eA6N6w1x8TH+bLEFxmlkDojAh0YEuaLRQ11CDdSk462x7eU2rgA/",
-	"aAGYCGl/Nbt6J+Q67eh7NHo8nenERdDQpWoCR4K23PF+76q+vgGzPvx5RkXBCxRPrha1LuRaJIrqDsVd",
-	"eCziRODKLlenh6pvaCFcimAXs/YByVoREEjAvafeJRFFbg2kbZ8S1FsooGiYR69s0mU2Vv6vYwiA96yi",
-	"pT9jAacJNxdKuxUMIHoBnUHQe8rLjgmpVcM4vp3fc2HucAe33eluQDrGKTStR5ccuNz5kvJy9+qwAZyM",
-	"YqIgFAsMCmnOkw3FZEtbl62T+FwngA2u8EHjjgVkU6PQucAw+6k57RB+m44NfBlgkgWKlYxFY+V8BXAf",
-	"AcatPycwh+FMVjlupYeSyJUNwpmwmn0FSDGrCtIb3T5xQZZBsciRN5DdingYBjw6fPfa6+EAk9vAGUey",
-	"NYTux1W4+nDdgMm4atwBTSRqcsIHEboKW7PeGJfsPqRtQs6SbbhVsjFclPTex5HCv6eK51Bn16y82Vx6",
-	"K2vtD7qNCMEs4ogkUsUQA84uPhHzhGuW67piEETihX4rGTf1zeKGvy964+dyueSxc4+FdvGxq01EbSwk",
-	"lsHvIPSPLWuopSzzBeXCs9No62uORT23Wl9IpePgHW+l0i3cs0Ck+yLyh4zdTJ3CX7ts+aqSRR3jxhf4",
-	"oA+fpIwWbQTXdLt+IYC1+cJYWxG0EyyEadeoTyF1fdp3p5qp6hXgqg9l/you8mh/I1nqyPt/lMsBNrBp",
-	"0p+0dlHFqCznKRwoLEPeEq5zd0Hcvqd53qUsWaIQVIsafoWCT1ECPS1L1BXa1Dlaa7KzMNOcUuqpf9Gu",
-	"qUrYdYBFHXIRVuwFndVH6u0KCwktFTKB2FNSpc/jTkj4ucEBURB62VLMuJHVbABRsvWUPHRVLwGia6CD",
-	"BbXFT2tBNkynu6lFjF9chdWxXR/ILE6IqMuyr6PdIlpRWfooygHkMtgYgKeEss3WfNEYF6CZRMGaWgg6",
-	"WG0LOsipILdQp4QsqYAqg+k2BwsWQpNcEfsyEXKdkNLqFZRauwhrTI8ZqC1KbdEPjby0pIC4hDGqKgHn",
-	"RtVdCtxK3eEVDroE93XTXEHNMdzXN99WkIKN2J5xixCa5Q2ptXVAwrPYz0HSES0xLqKmBK0kGxjnC2iY",
-	"3KgQjP5pXtZiWJdqlTjv1D/vtRvEteC/DVRXAHI6VCuWG5UNyp2UGusFKCOKdcSoZlp98fXnoghKk02V",
-	"ZFbDJ4wrEINpuDCRI5uWulpcdIcx+luinw+YlmMXSouvwK0RGeJCVuY68pcKFJsx0y6M/CErW6v+lsEP",
-	"cY/sMBeZxCtWnhWEklZACuHKNHPLPJ2mD0hSH7IPWnpnYF0aUDrN+S9eR+2f35tH6GenIJIsV6wgVAPP",
-	"sA/23119JN++On6REbxhb2oBQhgW4a2F+wy+UV9Cf9yxT8TKGVxVu5KnF+88vg6eLzsWvlyhg079HfRY",
-	"sP8i4GayG3zctTtuZT+Gc2IPq1ilu4R/6ck0nlDPae9OoPk09NrWgiJLETtL17S8A9dnYB7tbMvR7168",
-	"aHx4Xd//BiDdYqYf9uprs7rfkru3fyXYCrr1lJNBrKv9mSIlXWegJd1uACUeX2wtuHmyZfs8jpg/t7zi",
-	"mw7qXHv2F1on5w5RrLVaHGp5qGl5R+ZRNSQJ0fVxxQTZN1LygeG/ALxSkH2wNB+MABxyDafGng6eE1jr",
-	"O5c+ciPG6rBEVyIZFT3ia8rB8qKluTiSkC/bxwACmK+iJlBs+XZqcsJAuF7B7nnOnilbfkpi9ZQ+AL2E",
-	"+940hvRa0rXNETVNg4m5VaBxlS8p1qiqo86PoTTIoG3FdHgmSL0aL1xgE/3rEl0AXvTGwEDqQU+oYiLP",
-	"x2XYekA6F7UIcbJVLdQJuWSQg1HY0JHX5+/Pr8/J0dHRc3g5XOQrn8LjPoqu9Yrmd0wnKO7y+oLYF6ZQ",
-	"XDqn4q1cuyRWpjQFKBlztOe3L7998W2iTuxKT+ExsSqtOP9eemotNibZ4lc7ZjXyTpaCJ7Z2kmNuCwQF",
-	"lIETbu9MyBeyDgcKz0uU4zGlv0CZCHBBUQds0y0VQeeUC/OCjeN1NRGpKIgtDpAvaFkyW4G/48Io57Li",
-	"etGpNPDh9TepSgP+C+9+CFt3ZwIbuHp7evjym1fR4/CokhTYcbMIbYfHly0lsWR6IYv2er0+vzq7fPf9",
-	"+daiwZbgF40kBxvULuTjGsjI1fn1pwtzGV+8P/1/urN51ZrMV1uT+elvX2UvXsXHLWS0YuepW1J4DgmA",
-	"oHq0xweliMCBaSR4KBtKy2brTwgls4qpBamoKOTSNjbsHh4DW/KzXLVXm9ZQkLM9j/+oacmx4rlhBlhZ",
-	"dotGT8zImFU0CCULjFpxhqyf5SojOQ4eIKVycOVcvjkjL1+9+B1CMWI1DQTuxgIVrTtXYNEiGGQc9orH",
-	"mWzr+H66fJe5wEFbBWNVa4vtENIR1uugwhvObuqK32C9Ijf9hTdUbpX3Glj7MdU63Br74/h3Kr5hFjbK",
-	"lhe8Ki5opTdndEVvecmj5vnGHu8qJxsdEkpMguWziKgXRiEz7DDWnO9sQ5rXtqo0N+3bRNXxtZmbDs6w",
-	"/Wht5kcqzr587oDe3AO2Dg5Bqi2+TrjAOHn7adTkX0iGNn98aXeT/w6Frdqj3K5CNegkhQ9H+vDDvkZY",
-	"sGzLMc07nGm4L1lIrf3n5D2/Zxc2FznqDINlJ58u3yubXwT1uy2czU5YcU1s9iMyoXYuAwAzAYSeWwZx",
-	"Py7WZaIVdWoVVegXSI7QRA4y2NQS9XAVF/OSHRrO8enyPaYYWEF4vBfV7jMa7+K+/idNqsHmhjAYwlj9",
-	"1i5B0QqsohGJ3f9pt3yXQQrswWifkP3STLx9MN0mjz+Vj1MqQH5xpxiOrkceMGu8fYJLW+GgFY1hxTEo",
-	"cByPzYC8L0OZSgOMgTIsuqmLYL40F4NR/zT5Cv+xlEo7P+uMzzGdAGpo7Df1FI4PpuH6fnXcpz3359ZJ",
-	"pDbP7U6gsgwSzLIFkYdF1AuLP66ekQiwAUa5lyoznwsia8Q5PTiBPxHngOz/+Pb84iAImwegx8lH2k2i",
-	"XY7zm4jfr4fqgGe95+Iuqjo0DKjkApBgDSWFpVlAV7AoWhVDSh9f58PLZNC8i5Hw5q2SboYKd4xh/9C4",
-	"zQMvzF6aO8DK12rqHeAmmbqr3HPEzdi3OVXM43x6tNLDdE6oa+MP0cSW9qJhRmiwI60lbPdmhIRaHy5Z",
-	"NWeHaKCMp79YT/olFfOBEAdz/BdSyLpS5O319QWBb4LVVYzdAQptxVS95GJ+EDcuReGCEdZI6EqWJSuw",
-	"A6iNgxsr1xAD0TId7CNOMMVVX1G9OIA6Tg5UbErlnNY+tLa+p5hOd/l+Gnf+Hs/yaXhePccPz6ohmCfj",
-	"/sHJemrun1mw51u2kRYZxCtrzxQqC5vHXxH9nNGx2feMKvYUu1MxwdZQ6a0NBBRhl7dKlrVm73t25uuv",
-	"IPa+c16kpiVxGxpg75+AlqUWssJQYiqwb9tysznYbAC43bsHyN86v625UF7Dw3RwQCI7OMHWO5equRjz",
-	"heQ5y0jrgrXmB3NLghvW0MmAYGAXxe/6q+MkSNNYai85eBMQsmnFKi6L1roG9D6lDNSrR4gs5uDBcHJ5",
-	"zyr1v0xiaWB6fpXTibd2oAA3sNxcK1LKnGpZ/ROf4dipfIpTNs0s0LZH35j1vtnBmPyPe7Qfi65y4vYm",
-	"8wXDW+9jvRwEfmtgKgaByH/jOE9hBXl6pPYu2kqI274D4nwPeHsiseq6okLlsmDVNVuuyqg55xSLiMBb",
-	"RNvXIqywLrj8nuuKavaH2xjIwDWt5kzbyIlbrn12/d0t18/VCTkmJdMOZwH7yxdSKtZ/ML0TpKf+D3R6",
-	"Fg/F+IhBHDgucDGfkFyuNuSOsf/D3ts3t20ke6NfZUp1q0xugZTsODkbqbbOld8SnY1tHUtJzvPs7hVG",
-	"wFCcFTiDgxmKZlL57remu2cwIAGSskVJjvlPIksA5rXfu39dUm9KVU4b7Sbd3519wLO9ZE+XUCdaZpML",
-	"XvAZ/TiZ4s8QS/rXp+NX02O3ydTYqGCBTjIC7o6u17dPn7Xa4bbix1VbR8o30wrMRX9wGv4ASI344z6k",
-	"76JYMgkr5EQSWOkAIAZswgZ2qkTi/q2dXXd4k7BBIW5EkbDBVcIG12Iulb2YSJWwweUoYYOscv+d8I/u",
-	"KrlfTkdG/gbfkB8vRhP3UV65/2TAkAYmu7DjSpixLpp8Ztkxi9OGFt71zNd3UIhZ0DfPlnkQYC22g07Q",
-	"RRwFMA5HEi2XcAUpPFvbCasLmoMGJ2wOqVgpP4rC3HoKTm9YN4fbutgX7mrcKh1bNS/itq2ViP6L7XnI",
-	"Pyv5v1OBpgnJAygQyjT21t4w/eC7b9qj+Othwz+pB2n48BqI9LhMB4doRymVudiIoSMGy50ydMy5XH2J",
-	"YNjVLB1ndjuWPn4GeVrjZ999u4p5dwC80MCI8PLpRPQf3/11zfoXg4nxfV6OZzTLaaKda0hGv6rAJGJu",
-	"1XIhkmWhH8uILtT5+J5uppR0lOIsqyWbV+H4F+Jyko2UzhaV6ZOrcH6GfTgu5bmTLZ+dZIbEzLiqDcBg",
-	"UGAyiYFr6G6hJLHWlk4GrUpP2ij+nZj5TBZf/F9hp2Gp2MuTVx+c9Uot8ytRFjzzkGMeeEYr4SwLRSy8",
-	"kJCOBhk5XM1j2IhwGuuaOgVxG0njIG5XhA7cYuxSXkMjn2Fz1tueYOOGiPNr2nSITWwJpe0LMdKVWLEK",
-	"SOpaXIc07pjlLWTIyiQLN1i5mGix+qghfgj1l5eC8fjtCEdqOTFj3aFLRYf+tKUn8LQqtenYK/rjqhNp",
-	"U37/6CRfaobzQ6Wn5aeR8BskTfBBXbnP1MT8CfS7Uv1/UwmnTn20rYlkG97qV9JAhNDzzVtd5rUb+fl7",
-	"GDB1P2MXgScBtsjx1I7f34jqtOBSfbCmbGuJa5fTWwnvmDNEKAnpi0y7v5buayylVpnpkJ1PK4XNKZj2",
-	"HfTjZpm8Ej59WAmBoZkJ4sNA+rDjwCmGrn6uipT1nh8csFQqIP+LS53PU6adiTaTHXUh3d68tpPeoN0e",
-	"n1qNbbFakYJ0hVml4L1c1UXefecXgPNrqfKwelBOi6L9zc1oAXMpoE5ZV2YzysAM9ZfdKU3v3/1y8oaR",
-	"KeusyB9eQNZ+Dd5MUAtrbZXuygscg4o7ZB6PQr/ceJDO8qJX0iDQiIetZBlXSgM7j1A6lvceONnfRYst",
-	"8ncBKb5OCfgoDQTq4WFv10EJTNyGE/trjcAIgyc3McPH3EAN0OrQtqF6RwochxK05fWMuTm1v63+WsYn",
-	"ouIAclByNbCysIPfdANuJ/qiNGdjXvlLtObLtBPSMONeQkclm5Y1ZrR1Ar6jcv9WFnfUI5m0NG/F+VEi",
-	"M27tzdqCDHEKEbZweFEJft12w0QJiwjtxIPFSz1kCsFvumAO4oqclcm7eCax+9nx8/O4M/MG739ovBPy",
-	"BX9uy5VwGgxd2Z8//DRkEFEI7c4mrJf+5S9/+X/ThKVuY//2l7/8Je1HpicJkEiuJOxyGsA9fS0VTFAk",
-	"6KPmKmcAUW0sxyCt4RNxyLhP0uAK5EqoQfDSqSG+akGVODYFGfwtIqo/ZMfwXZ/NH3+jEhN9g5xh0toS",
-	"+rYdWD9NrG2Ivf0JzXVRD/rZiOrObEE2NaL6FC0S6fPdarPGjPVM+aKFTCujCxFZd7hWlhWCV75Dz1p+",
-	"UelCnOQdxof7I5Mh9XqN7cH9NlTiRnuZ4jbkiQkQ3M760yoTd2Z9dEFfAunC37ztgUdz20mG/uzQWHUv",
-	"cUe1WMG78pKZNly/9yocIM1LWgosI56vs85LbszMqW05t7ylkqI7oBEAxdy347DGbTPzVt/L7js54XOn",
-	"scC97EQ3+klfSbV++iBHsDO9G2ep5iE8iPsXnvyMygfa+JfoEV4N2eYPye1yo++krhhEWlqrNNzTOF//",
-	"OKKywTkt9h6+1eQ7CbouoQgkgWhmYQM/oWCji/zqjsrLJAjijxoVu9+Ajku406tJznHgQtiOcuEVjv5l",
-	"gvj0FqFYQbVZkYp7crh3qyoxoIqGG8s9m7ApRkn4RKsryBXArZMqK6aQc0FbA8x4fR4mraFRDhZTe1Ij",
-	"8vob1e1hjqm5jXz+1cEY17eqgEU+wgYVKgx1t60q8FA9yqT/5EaucpA0m/eqqDcLxwQMHehbETetSNB/",
-	"4u6bm8x9NbH4VVyOtb5+JQp5I6r5+vajOT3JeqES7zhh/8RHsIYQ8ipAtzP/3Ot3dBTFz+A/XupJidwm",
-	"2fsVMTM+CAtYRqGt6IpeogDrm00raecA2kIIHYJXojqetoWz6upJonwwMlJzk12U3F4Mh0OE/7mcGqmE",
-	"MeySZ9dC5cap8V6d4BkAQ+J3evCyoZf7bg9uRGGQBTchW1im9bUUR2Q7GMYZztX7tiENqhIjrE925vDz",
-	"g6cs5aW8gCcu/JlDkhkaNc7Sg4/Ut2RsbYm2W3ZcZWN5I84hdbxlO/DPlFqOHndIFKLf00oD5B3rpW5f",
-	"dSV/g38fshe4gH9ODw6+yY4/vPzx5JfXF+cnL//++hx+J1Js+TaA/YByFae5ZLyq5lHd8P9O3c1KK5td",
-	"0Ni44rS/6UpxIl0pagL4U+n4VCZLrixteXwItWWW1LV25Nb/9ceTU7jiv/74+rTeD8OMDq37VM6rHJ+k",
-	"Cmw209X1pguAkFmbJ6Nr7uG0/q1lBEt4xC6lyg3kW1VaT2Da7h/oQUtYpS2PIIArgUXyDVxDCS1QfUsC",
-	"FKN7/zM4u8kGH85fDnCuNSMs5d9F3KTrJVz09mYIjoKaBAEwLjSbAmRzfOEuLn7Uxg6AyvC1FHU8MM9z",
-	"5J4/np+fnvWPEPJ0AEpHo1ym2dQDsmAZL4wG4x4r1HF1L001wuWlvg4fOoGDj2CAHdVYeiaywRths/Hg",
-	"TFqROkU0fQ9/S8EbYMdiDg7uBWL+hqWZqUYXlfg3NGhNw17jTtR7HS13eZ8d45Ot4OHutqMvwC3/1Hu3",
-	"zkSFLlV33SHsPTDhKbe+SvAClLFBpieTqfLZrhOu+BVUWNeusrqdPlBPBALmQb/dF/FNE7ysCQYTBgHY",
-	"IRcmCVnLSV1hBE/inXfX1/g2q7KCOigljfUXHSS4T9t0i5PWsHJ6WcgMq268pMK0YhSxdmzoaAoOCjI1",
-	"X4ErxC65ESEUnI21EcpfzVyUhZ6Lashegxz8r7P37xh04vShkakhXT8FPM4XEKMwY14Klv6e6VwkHqM+",
-	"gQ5t4iR3C7fV3Cnf/5n4hjX/+UeKM8ZkIPp6XAuU/s/g3H1gcJKnzgYqtTIiAEe4aVOSl/jfKS8MS2m4",
-	"NAkci1OfUAhZehjVCTb7rru90nEV+soM2Sl3qjyEuCMW6Ptg+leEuhGFhjWjfujVkoSBVpKAQvePf7lF",
-	"Ri66CWjcqgxjBJuGoDonOp8W7tzstFJwmHgrhLKwL9hRNHUfT4fsNc8ingbaPt4PL0PjyK2j6Y+OxQzq",
-	"X6YBR5kGrh/CX6R1B2DaJaFGusqEaf2YDeAYEN2+nINcRD+PNAxO2t9lOiVRgx74kUgiV1NnVlLgIq/k",
-	"yDLuJAQ6UKOVpX9J2URwJ6mmoEKHPyVMfHRCDlqF1qeJd8OxRpTRfilAVYfMmcR4btmYpCTjSqv5RE8N",
-	"Rb+j1sjxTBwPTh2VjkUBPJhud4M14xeG7H09owmvrkXuJ1JL6UPGSzlANcFPBbSMoOQZ4m2OB4O/B/26",
-	"EUZPULLcg45CW7Wto3iDuqdD+uEgiKl4UllT9DWmFk04CIp6QvUeXuRCSSc14u1Bao8vs2EpHle67iCR",
-	"La48xc6VFzrjBah14WPxckkDol7k7pprn/1YaF1CqQqg7Y044dosnZPfiw1vQ2Uzfxssv6YaLN6t/CVe",
-	"+SS2mS7oNynr6SpZpwECIM5KrXhpYFKMPRW1q45GqLyP9SXoR9ITP18nw44aWVGJU1AEkTVXwUJBtR4q",
-	"hUJ9EP3SYuVFm73htHCkAAplpMOu/caBBvjNFA7HBJ3ULxDDn6Ekrjk5SkW91PncC1YAtzVmNC1CF3Iq",
-	"08UKIVOzxWPU+Azr/XOPXosfZlNVUPcFK/J/7vWPqAyl8HfMv0RetGYpH3bsgkqrWCf1O/f04Gl9PthF",
-	"Y4Cv/CouzzQsb1pC06chex8KBg1VvTTHgnQIWQhlD3GO9ZXXo1rJecFG0B8sxK1AFLDeC78RStPKqO4C",
-	"qdjthZsq1cOQC7R/1FwY9mxG36EjZVTvUGj1qO2QuAH5xDGkCo2Z3b9Oz/8vm+gb4X6O22b3PWgwTIFa",
-	"ABPCcjCysMnezGlitDrpRCC4azl79vGjvwcoyfx7CZSWZd6H0HRMXAklKl7g9jztJ8EMsji8u3Sp+x/V",
-	"XaHd734L0+dXYKMvzt0u9m3vpe/q3t3HNLFA2l5lS+nx83kp0n7UQhxG8S0EPMIzKZzqaLXpSXvy7OBp",
-	"PbezV6chTweO/Tmot5XMrp2qd/LytVMasKmcCTBi3//Hs2+9XgTXzY25cDdgCKXtGIvPRhCUI12sx9E1",
-	"iuyndtij89f9qtBXempbLgNXLD2GonQEZ0+H7Ji8ASWv+ET4Hqn1TAL8Ui6ygrcysYNIfPpwLHw0dYog",
-	"ZiWBjsWZk5qlKCy54yhk4OfJDZMj4pUA8oJx3rr696it+ndxTPAo8RwTpftD9kHwHCkexxF5bcw3MJUd",
-	"L/HaUhOKuxKZkBQ79jSKyp8n2KZUc5a3NFaobJ6yXr216dlNFv+tT5kQBggSPQMcm/ZTzuMhS0H0p0lc",
-	"3pXUW4aRvSOWFlIJ7oTiZSFSrKbGEvpqYhpNoora0EbCdMy0qFfsCMS3ygSlEW8hwjmDQQ+5pA0EOmq3",
-	"i3Q/gjagcDm+PfhmsT2k73UhuLN93AWs99kNXWicuHWsJZDawuQxJwE3AV0P7ozhWN2K9EzheSb+SeAV",
-	"IcwbZQVAUxFnrbpPzLFtZ3ONhTaknaHAbZiJYYKLZiHdhDPLC+FVtp7/29lNBn9I+yh+PMPlc1Y4rYHa",
-	"aLAJh52p9PRqTIIGTHnk1kP2ayVBCnm3iu/L6dMfkAOLORxJfSI1uUatEQMbBQInKzkcD+q9Obec5bIS",
-	"mdXV/IkBAA0yGKUBDM4ZHMCoEmJgSqdsVgLsNWIahs1wzjSZ/4gmY6yu+JW4GE2LImW9sKPpiTLT0Uhm",
-	"Tlc7w4fSfmTLY+NnHE7i4Dk6hnDnfIoJtqT1bNUJRTcZCxodWZ9wkRKW7mOLydT7a3J0UEPmQ33t8I+Q",
-	"3kL2IyZbQLhK2kKEZJFWB9Hx6UnUK+pw7+nwYHgwfPrd99BlrBSKl3LvcO8b90usGxqDz32fl3L/5tm+",
-	"M+b2L7W2xlYcci/L1tySlxDmMhQHcYwBzdPIw4NNhDyEp1TG8qKoZdFCLs2QvY/NDlLaId9HWiOKEbLb",
-	"oDnwYElczjstmkO/h4qQO4EFZtonp/PalPEuI2AaEuUTd18xFjCG3JYKVJdYLx0M6C8D9xspjLs8flXO",
-	"ABrpasbBHeapt5e+wd+BepH+zyD8c/AX/MUHwYvByan7xy+Sp8EGL+S1AE0v2L9Y8LAsNr8hmYjTpD0E",
-	"JRM2ktwN48gXoadg1ICImGjrYUGH7I2u4CVTLwtQBwpmxqIoEkyjJ5QcJOiyApRDXqOAhYuE5EimQqE9",
-	"TLbSCxcG0i8NBVik8izvhf/O4KXOHVuR5LCHMg+vwoezjA68x9ms0iBrchFEHOxUJUpM+NBKGPb82fd9",
-	"dwfBlm2dVUM6Le/990fg7pppVmH2T/Bdi488s85gUQJQSoZQoUva0Em+d7gX1nfsxgW6JPlu9g7/0dqw",
-	"p7mzQfuID+QJbHVCSBN0aeL7vUxka0IHzXPwcREOCUprksv+hQFPYewLnUMKrpsqwZZHde37/zaYGl1/",
-	"elVEt7lzPkkNHOztkWO3nqTWcB0p5FHmZwgrdvG04V4cuXVcBpGzQK4AK312cHBny8OAdftq2hhuozz7",
-	"j2TvOc6lbYgw5/0XPA8b5175Zv0rb3R1KfNcKHzj+/VvvNRqVEgMXT9/usEQp9jB4lzrn3h1JfC9b9e/",
-	"97MiICyRQxKxM9ng5WcbzPJc67dczWk7oHH0t5ts4Ymy7moV2MYrjms7+nWXPzQwItG5+pY5Yc+vDKT4",
-	"EOTzoojz2U2xR3vvcO/77/f872qX4t7hHroN67/hP/EC/5F0yP9Bnbt0JVr7cQHiWMAe7uDnbC5sHbeI",
-	"suBAczdj8obUPA1UGqcxOLPFVwdDYBH+olWrWjFkJ7Z2fCx6Q9mlyPjUOKFzqZ1aHhKqvGYexl9m0D8I",
-	"GzjNWUj62RbVLw7VwQDq/cJjGj6qa34uMJcvFAzgZW/eD2NlUYCNhp1WiHd1Xv87veYZL2025vu/y/yP",
-	"FVdc5Zj7I2q9ht6MSqgCOhPUU+cYWT199wOTE37lbB5o+DGSN8JH7eA+e6TjaY17Hslqr5NSxf9IjqwQ",
-	"ik2kmqL3h4gCtVoIEvjhvYaHVmANJhVh1sOZRHPxD2OkrQFwD6oYxTaHtPiTHFw99TMFuDNgiWGGEly9",
-	"ZhptDl4DHBH5AXjYpI/xBhXtOdpgWPiaJwj6DxmjZcEzLPJZotKXOLl1KlQLVnbccAJUIGcb1QqQzJcE",
-	"f6z+hISv6RSebFV/VrILuCj7JXbibPkwduVq+XQrb4iObgJt9jE3ifJp0U/yyQrC8/WvvNP2jZ6q/FGx",
-	"JKTlQDZZuCv3zGz2KWWn27w+Qf9jMLGRvYRDTUKSNApYcjYYMxWO7ygxc7wqiZnLbKy9/QfOwLg2gXiU",
-	"uze6yB3/cMJRaVZodQVAbsHPOWTHilGjPfcgMvA5FnHgyNEswRiNZT031x4nOvaHRTxhmao/4GZ9PmWj",
-	"wxuYx6cR+eoCvw1o/NNVAlr9S7+WLrpvHMDwE/X5x0OvcFiLBEuBh+Za74mKwYs68ObjCv8YuVsb9Q+1",
-	"Jnsl8oFbUFTfQj3BwFss1RVLiTpP6e2mM5VSYCCuEXwcWjVcHHUYI/KzpX1QkxG3aCmpod2vtipH4rAR",
-	"x27zSbUlQBBrKAS/Bsgt365ECYkeLixAIsc7VB6FXVS6Yraqa39McMpK6zQS3Iul7WPg63KK5oxXeVzT",
-	"5JWlptb1xJB2NKDL516H+AiwWijMhaBl6i/w0M/oAqefJkxPLXgbU/epaSXS/hFqNeBCh4BFZNwEILAk",
-	"uOtJJ3v+7HuWVtyKC4IpS6MQy0yqXM+oxtcYx6Q9KwibBiriRBAsQPh1qQuZzVtL8w2fO8Nu3h+y46Ko",
-	"016iigtKw7vR104/q8ss4t4jIIfQ1Y8pkhg3gwq8Nh0OCef9TPmD29uO4wjH8YOscRx5QelvSry19+sQ",
-	"ikOtXbNt1Fv5+p06G9Hn7sYHiR3z4CA/XS18uolzhlOijch3zqa7E6G1cwkZZ0yBxOWcwlbWNNUuLGtO",
-	"DynNDVa/t7FEhW8uyU7gcaskpsiuTaQv0rzBKoaS79hnq0vIDgxtXoHjEbM0AA4w0+xHa8v3qpgn7IxP",
-	"xJm04m9ntpKZ9azosKW6I0qdHevKDpxZm7eWjJAEhITx9ix396X0zIkHkdZJI36B0rSkwAce49P6aVY4",
-	"Jv0yjInfHjT/FCFZpvEJONH/jgQsVU+UJRZCU8tpyOE6p58a+covzz68oZfAaCdW0pqtv5ys37LLIJCM",
-	"iDrMdeXvD9mvGMGJsWdILB48bVdyQtDK8DkhLgQ/FDA8tJuW/DLTSpgQT2o4ZZYVhA63TCTPEXiAe721",
-	"EZiXBmdPf6tzVVnPHa3/tU/gI+3Qa3r4kT7dsGXPjM+SabF/FGzpT+h9AgHOrQh3pqzDi36Z7kLWW9Fz",
-	"qggOC5VeA9hBhEnIKm3MwEhbx8l6C6UWh9FDKTq7nBUor1QowOi3K5ELdReUaugVLBkC774cwGtlqKi5",
-	"E1lWNmAXtqRgwLc3CEgxjEg11DKucjLx/bVIiKWjAYTHf7+aB5X++ObbXUEpovIZwOwKRZqHhExiVP8g",
-	"DctgIxSkcJjrmbCDrrKj82X+0cUmHd+nr9alZ7ylUBsW8Ij1nK86RgYt5PmieXo/Nj6mOnYrKh8iVAyv",
-	"YwWdWkXlJGDkuptPygPlyMN1pWoB6A4409U1mkokVhtZFZGbrBYdBnN4Ve6hTC619TSApa4IY7gkiRvG",
-	"OuathslbzYRCer1yKtTzg+9ZmpEqnbZyT7dRD2ztxByHTJh2lhNMzsdsrDyU3fDa+0DoQt8Z5bXbAojq",
-	"0BFws9NKRZAbl2IsF2cXVfq6319LureSnGzcNp5xd0GMRgIBNZbwQmth4sE+5nWSGCrEtRO7wAxP1MfI",
-	"b6NZLjIJOY0yGyMMgPutGesZvg8rkYb6VYOKGRUNUabqDWREwaPg9WqPcKEvAjJDtinuo2G6vCJLpxEI",
-	"D0E97pHQHopuXsGuXIqO69nYkLsmorVRJExTX9aSPEYVhF1jb3pDOsHcwZbGP7aZyT4NIzaPnfhpfsgJ",
-	"OAN+z0MGrRWUJdegL+YwIVvaF7djpYjvOKFL6VPBweM5jovQZcT4MXed9bAOCmcRqgGdRQGWinKCTuTh",
-	"Cz1CRNJTm9QOzRB5proSIEzyp/UjR/tTltKHLuiVdMh+ktciiHO3YYOmLMbaAF9gEacW1nB19NUn5s6K",
-	"2zuja2eBzz8iA4LOr0ugx4kAtzAkWu5yrJl9qiHxp+Rz3aE5INMGb6mZBra2Ra4Rc4at6+8eq6BTufgJ",
-	"0tFqSANd5NCLTVbGYgI30SwVE3lM7rGs8kHJKwKIh3LUgsoNESC7zqm28gaz3IHEjzxMkNMoLqUixnn8",
-	"7tWQnQXcTIP6BmQvI3rmIUPgTJ/njCWHHfjL0HNN1/4DiSUlVN7VFmZxG/HS79ZSSL3tntSP7J9ysDU3",
-	"eg7gjDZ4libzdzEHB/Xmb0Rgp5u+8raBPbv5e+90Lm71wisPlHzbV2oY583f/AVQQDd//rgsb/E01pzc",
-	"+oVbreA1QT7fYg0BiPt27xAI+G2OPob33fy9Hz3m861eObW/3eKFkyZq823umnHaCkKH3WIDMzvlxW3f",
-	"OgsYwpu/8wMhdr8BFnq7KRIXhmn697eaoYMjA15fi24TI/Z5+fPYQ60PZVS5PfStkmoZ5VWH8Ktl9eHg",
-	"23b1IWz4jRQzQC9cWdRWN2yIM1K9qQSF55ln0OmQvYxrP5s9D0BGl4W0TI9GCRMqq+ZQMb9UhXot5lHr",
-	"1CC4WQrgzul+yssy3U8R9SkN/UumCsIkHlyWPtZD1x3O8QLfuQievD7l7Xr4do8zilALKW/SDiC+pIT/",
-	"lx4hOoV7wS2nAcRPYaHQHCFFYEkTcM+DdcbxL77TqK/FB0MOu/r3WzJD4HQ8l9tSVkg8xprgDaWfuSef",
-	"GMJAT0LzVLgRFs/UzKTNxogMeY8BGy8POjOE8dDuomRol/rxCFI/sK6INznnHTFORIPbazO29rkxwg4A",
-	"O3Qkqn3x0bcaaDXBXn/EmiHyjdAtrI2owHoB6g4LmQVBk45EVSOp9DA1HsA/h2Gizcmkif8Ee9pvGlyO",
-	"NVOjAhh2wbJS2jJciciPWDVVWPmBbpuAYIFgocu8ChfplRE3pa0WDNFA57TqV7RFXaS/tJdfhasWzwRv",
-	"momv2t0qFxtQiJx4CmnXQ34FOVpWwn0xhVJ26nCNWB39ADhQpz00kksod5NbNtPTIo8qqxJGoNQJM9ey",
-	"LH1JDaZVoId1Np4P2cIcoLtDAyoFNAfC9OBFMdDVIMxKoW/XrZdnCPXI6xcJN2bOKLmFSQJ7WKyoZinu",
-	"VJ32EY7tCgnQDTdk0PqAgJlDAx/UJKCdYtB1cmr+fTlnoFbt87Lc972up8rnSgKWNOpuuEcQySXkE0ir",
-	"mUEro+Y8fNYJ9LyXEzFk72oNwbCC17lOJWpTg8hZVGpdrFbBwKYRLS7ck0k7s9lO0qzTemHANerRMsOO",
-	"UKLwXKkBx72rRH7+K5NoC65Yj+5/3xFJDXuFt36nLX3J2tIpnizDIghH2M6yIc68fZ0JpdBmfmovsqQC",
-	"K9HZRzVKkKyi/m1TZc1KX+8POOwjcvh6Fw96fe/BQQMDbuKlwV3f+WhW+GiaF/SefTTUoU9aA2Sx4BFp",
-	"ukDg2dgDstq7AHfkPlwMjR6tHZII5v4EFpnU2fDRcw8iQ3GLVk1551n403kWGvR+b1Jy/3ffufMP5AeF",
-	"aGt18gp+b+qWxR7+T9Vu5KO64yxrYRBK2wtoyJXGLlLfGIyUd3JV2Bpca6JBv6XSigLitVHaJk6Y9UIr",
-	"bIV4hqBVIrIhoi8dkvf3UtvxMofC9S1wqNvJ8QWZu115u0nyZs0oqDXTo2cUt8U++GIyQPF61a0St0nr",
-	"yV45XVE0zYPM89U30XMbtY5sUs5yW/Q7opy71w66O7h3UBBtQmiw+fiUAXI4+T7JfzL6/qoUAbydD6AI",
-	"LDvMNkzxAjxiqa4QCqV2t/XQ0kf3Zy5Npm9EJfJ+MyWs3ZamWOhXmz61mJXxSLIq6I7ssis2sdxXeKG3",
-	"Hg0JnaIGRvAqA2wkfikLSDTtoOozjGhgFW/4ADNiwpWVGcMveSRw8OhdTStf0Oqb9lPPyCZo4Ifoa/AR",
-	"Qkelp0QewRfGNVhjrYSxxZylAfD6EOMkaXvhhs8qoOHOYLSX9dq3T0bdY3eWePgnvooQ4a90wfyFoQuh",
-	"S2rYUAkmcmmhufC2qeT3kGK0odVrrIZ4Xpy7NKoEdc1ajHfFBq7HBP4wVUqqq4SdUUPYhL1XhVSggkO1",
-	"N8UclwN13o6u8BPpEZY2Si9I2Yk1vscKwG5CXkwj/cdgP/9K8BwQ2H0ZPtRvrzGHP1WfP8kf3gaOE3F2",
-	"VvAjsYK3mkSTrK581Eo0U+oc/eaYq0sNv+yUF74dBZ9aPXAikZpI5FBGoEcjhPg0IefFUS5mvKyST4+V",
-	"lDZLZ/vTUc5DEcIHwfMtkUEI8EzXAOddyRuhyMOx3u3DzsgAcK9SZleciwvFNdi7BegCS2eivK+EcSCT",
-	"lu4U0B2BuvXUDXmBOJtPUVmle2zIfg3NMT05V1NlsBy5JLsrCZmjixIahkkpxzb14J2EjNdrlbr9wwWx",
-	"u9oV9tmkvmX/15fg+lrn9fqz8qVdxGwjR9l95+JGVsM+2fWiO9HwHBo71u48aPA0WuUcgPz/W+b9t5ka",
-	"vtybag9W2hRK2wuaTotlTaU+4stWX/xZ7RjGg5sA/kIxvuhSvGf6LfnUrCDeUw7NzxzZTbiVGfM2wCFT",
-	"GjuZAVRQNhZuZnnclE98tFSCA9m/tpoPoRUr6B2eRsn2R5WJVIyjiFvErnXou+m+iuNeikxPhGEwxxZz",
-	"A37/pzA4KJu5YYOVtOodBT9Qbif0eWmcyX2Trv2tm3DfOksiYb9pPTEMmqDo0sOJTUTFI+B6970jAg3F",
-	"GjlnQRAle4cfkB+knBsnwYfsw/nZaR0BC1iZ37O0tL+BOA3qUnrE3r/75eRN9+NxP8eahciK5VCpDj3A",
-	"r6iza+1bxzacP7x49tenf31ahwsRTYZq3AnlLD09/78vJ3kaYLwX+5ixsS5y7PlqaNSjen65NGQhUU8E",
-	"A72MjbCOORkqvoPfQQ1mYx8o9Te8jek6sK5Q40PdGN0HCGeh2cMmfIO1uSlplT7aZn97hEZXPTnqg7zG",
-	"8HJbQffxQWyueqK+YXMnkyaqibtV7/jyV2WKnQGmYXxnP08WIHswQ+JQG8mCOsIphdkI+Q6mG70UcyZk",
-	"SCIPERJvMjwWxv8GcH0XmX/JVcKsLCyKvoSNdDaldgoV9KMIffEzbnmhr54AK3c3CECRIRgUs94nxjNf",
-	"7IafQMGaEdbU3R6cKYu/i7ew4MYCkg951NMANXVsodrK99fJZY6ld3Wlt2++T3vCPQBSf5VX3bGs+A48",
-	"bp13cbar5ED03I6zPqi3fvE47jNEvcTl1qMTHpvrBk16M3KJ9fErLtXj1WqfmPASAvMyzt4evzt7+eqU",
-	"nQLr+e+pj8wBGnDIILkWpWW9bw+es/TqEr55gV+6cMq8ntq05kNeG8W3SY1deEuPRs5ir9+SXoO9cqyu",
-	"aoXV8O21/sR8qsYR3HGsx8OxEDXwbpnWJylnpB906mWBUS0RvGdZXsPoEWs47GABay3cmh32CZQyqIST",
-	"I2oGj93HgXd4BXDpWrP1TKXN1P085vKZLLqVN6+sZj21v53S2T16PoUT7cpjPa/V1B1LetDEWEdKZbhU",
-	"d8CKNlefaNj93/GHDRP/8GFv+ZzkqW9CQMRd86TgaHPaTDWF1DR28PGv3/SHDB0pXGWCaVVQFyAobvNF",
-	"s4Zxw9LT92fnbN1K0jXZeoEcPodsN8if98PcN5XvvFJfZMpfTfp3rIR0pDqdWV2J2PH/xIROg6U2EuiT",
-	"t1H4epp+ukzThzFX8KCG7ldvX5+dHf/wOkFEq7FgE30j7pwDnAm7I/8d+T868j8Tdpu0/2mCf/9KW70m",
-	"ghhHDK3+JC7x7B4k/w/a6h3h7wj/0RH+D9qRzQOTvg9TbxQUwhGeLLhI56H3wISrKS8oPY8C34/Qb9oI",
-	"Y+Fi6g7epi3485TleiIS9hzysK0Y0B4XULEb2qI3fTTpGIDU0zVhmTN/Ao/ehRBmuiIc4+/Tjq08eCjG",
-	"1Bdr61UTZz6+6QZu0D/2Eh3paoH8qOlYrhdyXJK1YVZ8MVI+xtxA6/1HwmjSkJDzYn4cryNlhRhZSHKu",
-	"y0C8wRWvcE3ZxF0yjW0m8/hJbpDNU9+VpY14iOyeHafbpfOsbnC/BQa7aW4nZDiv6GOPDVmxctnqQTkt",
-	"Cl+RyXojLgvoU2fFpKTOk1HetJUT0U9YJcx0QrndA9ao7aTSirioTOmZ78bX1lZhyD4sllY4ceBz23uh",
-	"zoJ+c1GXfKQYhfIpltGzIeuyH+FtLIeWbTX/MrK8oeJ9szptH8fHvQ55kDt964EYgqM3oAdPZBQ4reaO",
-	"Mu6fOUwrNXB0j9S0on5jattgG6BMVSrqYt+FFB61fnZ3kZYOrTexUCNu8LIJXINWIhRledaw/HwLi2gl",
-	"+2mlfE8CTXBJX3aZRwJclpa/I/aHM67c1YpqkJpkcpf4RRtTPIKaDAq9wotz3vBMAKIJyPpCKnEY4IqQ",
-	"vqmtQBLBlSWd8A/R010wEMkSzkqEvSJu3O4nTIlZQD0LbQgAaRybDyAqWore4UJfMT1i3MOV1Hg5ls9N",
-	"QHBZmbvxAbftJ/15RlTykGhr9Rr+LlV+6yZ1P+mrN5We3O6Nc32759+7M7wXDlrvxiZobRHZMKFs9WdM",
-	"xnvQRBYeMZwIeOlek4KN4qUZa7uZeztqpkbvBRMvCdhvqHljjzVfooo+q4Jbx8LkhF+JJwbYK3I6+ZvA",
-	"xjbUzQNtGj1TziLGZlDg0sp45TgnM2Nd2QEr5I3ImZXZtbCs990B9XYxfXbpThhFjzTNXoEZsmujGWeX",
-	"lZ5By3Cu3DextAGmFyBGuGLHpycRhsgqZ/VZ2M0lhtnc1BP42EjWDYxDUXmyJ6GfMrfjvWRP8YmoT/Uk",
-	"X3L3xG2vJ/zjT0Jd2fHe4dNnf032JlKFfydLTbHvw2YL+9HVS9xfIycT3ckPd+yiNQHGbdylaLAME122",
-	"z2AYSKpmWBZ8fgt+sY9tw1dEwAm5gsizmyJJQUyxjZWuWOopPw3Uil2oRu6P1hZnSOYp6z09GHx3cJD4",
-	"tlvsu4N+EoJtP3/4yVNXzHlqViIBeQ997zUzgD9DrwqlLeT9wicWuACoWbQ2XQoABSvmjdU9MTigITii",
-	"Yk7pwNzSwtY0ufDkc4xb/aXwlLv3mDc3Yo23HLcW9ryQIwGNvu7VS75wbF3dt/DueF/Vzx9+2iFvf8lu",
-	"7x8qrixpJqiYIIfEFIZHw7bjdIbWQOU5aHulqKTOZVZPl2nlmLN33/l6TVlBoK+64QWw42++O6j1sBaA",
-	"tSedyqHguajYVcUvEWDxWsxHjt01ajIm7qyZEdWNqLDDB7f1BNzE6sAhMf3/On39Q0uyI79ZZLPdIcOv",
-	"jtFuGJj0yDUbdXy4fwa8LkhpuCNTv4gd+/2yQQRsK5sNx3vPTsea4/5uCm3/2Mi+dqzK8xT3FuulyMTS",
-	"hNK+jWWVyKC5q1Mt+0N2YilT0bSoqUxXCWReCJ67DzttF5Rt1D5SdBKGvSKJdQWiDHXVWp09ZNwr6UF3",
-	"qVPUUbWWxNB5rMT7pw10preWZ2NoaRyBzkXWNn5oHn3++cHzTYzuL4FtJ0uNhDEzzq35iPnD9ply8XFr",
-	"JTrm6S7KyikKNZ24a49fd5d+7bSOl+6EN3VGjTvhLhcDRFW/p8vOEpjy/04R4onmjF/bW7WR6+eI+UiL",
-	"14r1fOPNhbkcBWP0ifFGQi4ymQtT9xzrd83YX+fGnMns3DuEpgJhzpdaF4KrjXwscPT7/y7FVVO+Yet0",
-	"9zGpOKJjLWxIq0gDDgLf3Plq70qx75IssM33qsVbvqop+TGJAUoyOQwhKYxDhd4BzTgUZrJQY/H2/BRq",
-	"5+FMGsMoWBwqm2ON3BHWFbL2tsqmRcUfC5XxA7yq5I0wQ/ZBlIJbBBNjMzIfeEjjcG9P1UgqCXABsQii",
-	"kghKqfHzbKTH1MmMlVgRdG8JoiMIzVJyTYth4TZwl1Kzi7JvVduFYyD03po73beOa3XZzY7OatBEr0A2",
-	"GdIZ5tUkrdicrGc0CPaQoRelyyiNi3cM4IpL1U8C5/Jswj3ilMhcmpJbZwOwzLGjImZ1utyA0w3Ze4hr",
-	"OdXXsZqm8sgKbUTE3doYgi6/FH6gy9XsALbsz0r9D0fMuowSZiAOeq/4qMXUWFHtT7SSVleUErc+GEx5",
-	"+WNnpbhJC3XlhDr29QI6EUDQgJ8CRQ4g7zkbS2N1NWczqXI9cwQNfSQS8hj5P/MbUfEraOtrNbucOtXd",
-	"DNkb+n6mJ4KNKj1hY8Ereym4NTTiEnILtOafiImu5hj6VWFaTf0BIFzmoB44DkItKKivcCWQwICD6Uq0",
-	"W6W4m2/rzbw10eMXKHlmoXcimEieBy1sJGk8Ss/ALptINbXCHDF5pWAZsP30DkoQv/VDdhCQbJT2z3TZ",
-	"QvTnt/j9hkUUzBap7DfP9hJn1smJsz+fHhz89QDsY/z3QbBooFBEVG023gfhzJ3MNlZrNfiH3fmtmeE7",
-	"nYuTvMvM/O6bDaxM3KfW/V4zOLzZvjk5t2Jg5UTsbTCD1ypvH/8ohD3V2sm8VvkdTOUF0CCbydyO3Q0j",
-	"P389kWysjVC+Ex9dy7Ez0S16M54+OwiUvHrGOBaFeje8Y3/97vlBfMeettyxrcrRJdpvkaMviW96PulY",
-	"ZyC4nUi9M5udxBqrxRpaerTXsTzFJ9vE6Tft4tTxnrYUqyVJuk9S8u4lahKcphG3Xi+N6PZ9jlB6bBS0",
-	"o5q7pBpfbblEPfdEMIXOeDGgfMi1ZMNZIa/GllWCuujVGWWjqBsslFvESmFZ6UwYc8iudKWnViphEqdH",
-	"llDaJXO3BV5ffHn6M2bwlNDrrBCmldR+chOnFNttdoqNxwmxjzX5dV9Fb1h3fSE44U74ifFnHDZhmxfY",
-	"WG6nGybRupUoMzXMimriNPVcfBQ+51+DY/JGumGDq4FoEUQCCICJmFyKqu49aaajkbOVUJkQvLBjxg0z",
-	"wt1YZyKFfRmy93BxdWWYszGlhfZsWFJMuWk+F0N8hE7tmE/HnZrpBy74lWGXYixVvkrsnOGuPG5ZQ5Ps",
-	"coDS3uMB70TNndJqvb01URh/Z+6cVlGb2oe/dlLqT3DliU59i3LSw+DNBIzP0olGCFw4Za29juY1vPUO",
-	"htviNa6HWYVdGi9h+NU00Y9XHV0p/HXbjXr+yTdq/3cF3oY/3B83uV/hwgSXMn7uiWGF1iVUmXqd5fj0",
-	"BNuCgc/qymknU9OmhzTv3bGbyZq0CPcck/nSHPy9bsk4UN6tsnlaxH0WHzTWv4om6hPY8fU7LWxSMeEh",
-	"OI2/xvdGhRs2dEGEqzqQ7bv+mqQmOB8ccpfYhPKCsdbXQLrN5bbqQ/WVXI3d//WQ5iZdAf7UfQAerJZI",
-	"GggotVBpO8j/dskUA65SXQ3WmFAB459mS3PvxcB0IBn7BDdHuTXOwsFBDCaMS8MmeiKURQ+al8Vo2hPA",
-	"0tRtIDrceDZOEACGCpUweO1NM+JsZcGBNMNymBGwHyFPBqeTeN84lYh7ZjLjyobAeMYVuwS2U/JK5Cs4",
-	"ygc/XJeltUxUTa11OyxkKXDwPtRGRbyjKwDAy3LvjkbzGUd511j4QHeM6IE45OK5rlTq42u3A9u6T8bq",
-	"3tpgB85EdSMz8XMNmLfAk39Ft0tNmjV/86yrCZSzXZ58Iyp8bQOtiaYJGTVgl9DLqBl5g4VLZWwbw1yj",
-	"Lf1CM/mKFSW/BR0swG/3Tj+6y3TfRdXoJtzDLVHgTFw6e2Ig1aX+uIHzAI2P2mzBzxhWauiYSKpKg9ia",
-	"EDIJaDa1BjQtSVb+19n7d4yDSBHyRuRD9hpczm7E0NaIY4leisMOafbDf04PDr7JftT6+h2fCPiXSBHB",
-	"Bns0CmWr+RPjaJVqHPCPMu+TKiQNNFACDWqsZ+4hbURAwcGkQPgMwD8A8nmh1ZX7f/09PbWX+iMIRkeL",
-	"Tg/DukCJOULKHrFCXPFszozi1+Ii4wY3lTn+YCgBqJrwQkIyYqrVBW7QBeL55GlooZ6+V2fwp5f0l/4q",
-	"v8yvuFcncNC39Yx/ElROi3IUbFeMC/CJYD0hIc1xpKtJZxXEmI62M6Xm+abqGc6AruslqWtxLnnXFOCZ",
-	"M3jk0alt8dluBLFDNIa78dhZ+ENxZLedU5Xj7RgQY4Ydi/kxMIhb8GMzN1ZMhoW+auPK8LV9ZCMbsGN8",
-	"3usf+FqT33o2aixXOa9yz/gMm1XSWqE8z8aXfcoh1DRgVNBWXBkPbmAiUxQZkoe1gORpGRu3Qt2IQpeC",
-	"iY88s8WcARq0GzoXjodWwODwJpO2kSYshQme5OFHR/fuHzqDHIH82P5sM/cLjLy7n1Cpcj/l3PK0P2Sn",
-	"leOD0CRUj+jXwG+ipMqcFgWN8/QIpRbPLDsGNuzEAKw4/ceH16+OX56/fvWvNIFFKL8C6Kj3KqyG4Kqo",
-	"ymOioRp/ZEW1GNipxUMPF/kedv+D/3VYPP7+Lf/4Gj/dyePrh++BuW+To+EiYD2bsDK6tkgIO07WzslO",
-	"EX6mhjOItZWNmNmzT2dmlFKzL9VId7I0jzSE/MVDwCGf+VVcnunsWthDbKnJ7ThhZnrpXeYJmwhjYInz",
-	"Ujhlze2dygRT08klJuFgjYWZTtzHC0BFVDk57HAzRnwiCxma52CFS1TRPJNFwYxwCotTYOHxOVNC5NRL",
-	"POwL8ZmxqER752+fRONWFxZ34rZni3TVPWhn10ncXhb96TMiuA+OYbXiYoW1bkQLT9tpwa131f2fdfuY",
-	"fy6vKp4LwmyppwWi1fuTG6ieZNa0iP++k1BgTFnx0TKAMjGsl8bn/xbpJe0nbATYlF4XxpsPBZX12gyC",
-	"TiECKEKjSMPSsSgKnR6hPYfSKqU/e5ArvkiKuKKryhlYl3Ow5Xw26RUvDRVIpdm0MrpKh+wYhCcHb5RS",
-	"IrMJK7kJWatGVzXSVphc0G6d7KZPUbKRlWoqWAWpeyiYpa0VFlB6As848t1weUh1xRowsPvctLxXDV9G",
-	"bBgjVG5YWgkzV05L8Y72rJCOy1SC582kWzzWmDkfn56wSzHCjKxi7vgQNe4kU5nanh9P7dgxpyz0ugCs",
-	"a8Ert9H6WgBwjk/90oUIsYFM62spEpaNRXbtzh5HQ3scruIhe37wtIZHICC0mh0m7PnBN3W7YF3JK6nQ",
-	"9ebxzAgnxtfNoV8cNsm9fFC/vPBgTAA0m7AOPHJnsfHCGYxtQYr3pVCtzG6dN+/l8oXygiVcKQD4YoJX",
-	"hcTsIXcpUY/78PqXk7OT9++GJ+9evf6f4dnr/3b0ZXWQO41b12Vm4hJX2bklt47b7R3u/X//OBh8/6/f",
-	"nyZPv//jn/8cdv7r/9lbb5Q+Raa+UIQCzT8APtmHp7HXdH1CdCWdkt3GYTz/Gemi0LOdgtYhpNydXSWg",
-	"7lQuUfvufWr3s4GZudggqO7sXTPPsuDWkWTCABwaJYpvyZMfUo0dtFNz8qCXaoVdw3XFUt9C/Aigo+Ed",
-	"4LtTFQ015sB9MTLRT1b2SpcVOzs5Rdu11JX1+h72J5KV7yVG/Y1EPsR27G5qXsQ6Kw7eSHFKQ9q44V9S",
-	"L3nx7XaT7Ad8+hXt8kO53PyZgdkrTX0CcMW645MU112Gc8Fzc0vGQ2sDdtmmgdjY101MRN9+b8d72gMP",
-	"TeKOWA3d97tobb7Ac/Z/xx+ok3lHtM+pShpikYEHECWyE2uaoBq+itnHLYEvpV5spSylGaS1vz/1c0hZ",
-	"D3xAdiwm9OIPr5dbmv6nf/5vabtd17iZm+REhLaNzw4GubySNnDaLC4ybUYQ/SxWxhCXlIRnBxupAVsj",
-	"1C4rkw50F0W8I0VCLUrr7dJzIW/EvlQ30opViBxLnamQTL2uHejA/7mHpiiK6ImzAKTtb9hsGPA4UpZr",
-	"YcgZPdYz8Bx5bcSwk3e/nJy/zg8B/5udvzz1XvAGzmcvrWz5q7Tj86wkJDyKAjh2IZTpO+Xl51enCZtx",
-	"CbHD1GlvemprqGhfovz0oB9yssJ6sUpsUetxU0dTCKHGnOiWE8FGXBbBAR9hjiDLoiO5wNO4oImkQ5Y2",
-	"Qlcp4qa1NRjyHRybm9DaFgitN2mdwmqYKIyYob9rGYGp1EXRjsSKzRsRk2mZoZ7AOoiJ/CRvxN52sEej",
-	"EXDINeCjS5cVap/0zF0hvFdk3t17f8QNcJV8c2m8Qbukra8LqxS4Bq+VjECQjo0TVd6JvGjrdN0QGash",
-	"nE751IjF1h9NtCb0RpJ3TQErg+hiL0TxXjiOLat8UPLKzsHtz77tIyLci//zGlkdeOsaLLkGi3McGP0W",
-	"aMxypsSMSDwBCxAR/FvAosA5F80W2x8RwlToWYvpvUSJbfBN98r8EIXpVqzvgbjcOrSoiMnpcsfjvjIe",
-	"B6BWD8viyoLPL3l2vVYzRmYScyBqChJ1aAqZ/Vg9gapgBakXvbNXpyw1fzul8dKEpfZvKamHiOSR9w8d",
-	"i/pwfsqgk7c0rBDckC97UeFtqoqJd7y7NyxzN0R4z1tIdnVfpvd1KZTI69IDDDcEplpHQxYUYMad/uxY",
-	"Y+m0qGUl+tuD550K7hHEh0ZTwwGj79uDZ0uPVuLfIrOQIQehLH+VnhiW0iSHMk8pBy+a+lHcVaqX8rJM",
-	"91Ofu5/2QypejCvaWF8UNDOENcp6oBE3XAyRoNqneN9/+mH+luKOKzy3ELFqmkLxFxav4YBWY/Z/p5+c",
-	"nRT+Cp+lBn4+QgRycWE55O30+dfBeqtvaA94ANYOsKfPnvYTNubqyrBpGa6SHwGqJMD+wE2GWRj4LsEL",
-	"rDEJ/KXfrmT0o2xkGvg009Tv7ZBmliIaAvd2L3hb71d6dqxnJeoiHlXC3Eu77qZfgSi9q8ISd2GCUyMW",
-	"Yvcnett4XneRH/PvNYQWt4L1Urr9GKl6rXLhBCPwqNl47tixcL/rR81TV3mHPQGe4TibuIlb5iYhdTIS",
-	"XcSLUeD1uyD7/U5sWn/Sllf9r/tjUn6PVvOnnfP4jnTnZSrYrvN4Ja2uQ3kOlvuL//M6YVmhvceg1kcT",
-	"VglSKyBxUNdKsVlQUMPC8fkhO1ZI1kFfqbuCfM9IBbxQ2l5AY/R0pf2+I/m7JvmEAR/eKSQ7hWQzhYTc",
-	"Alvhb6vUEQpH72N6xRpuxtnb43dnL1+dMqzDPlEjjaYCmNRaNfsiRI4Ail6RndaLswlbM2QcO2zkx/Qp",
-	"Q7qGi8NxuYG8Loj5HLFlw7V1nfu/W26uT/I/yKikaXkOKhWkZlAqGY4jDUvPplkmhFOvmFYZpiOmZjp5",
-	"N52kobRCOhau9FRlIieDmoD10xPl7kYhrKDw1JIfAXJH66RGSBDpRfUqOAQVtEwgmqUYpbksrgLkgPcz",
-	"4N8ufBoTYnXBd7DZR7ylDQcFvThVleDZ2F3cdMjeTyvG81y6y3FYl6W8oMpEavgKboxpYZ9gSnxXT1fi",
-	"r3ij/puyfLZoMEcDrbCWMSkg6bjPD2IZxzvUIX3gABPf0WYnfXbSZzPpc2yu6xB/p4N3y6lX7Sy60ySu",
-	"GffAyNx7+UKxHCcfFnvNszEVRtdp/8EB5ltpg2vZjjWW9am81FJZ97N3kPUPIXW+/oWvNbzU+RzSi+n9",
-	"6HVnm8c+0A73e9p38tH9kkkbS6QnhumZYoXOEJe0B0g8jpmaxHdkqZjMTeLYcSWMEaYfejSgsOyAyWnl",
-	"umu1fthSUPU7tHk8tEeuym/KSHd2+53Z7bFbeTnIsm0OgwXSaHNvkk4ex5wM63kMCTMtHSM1GG2vISdN",
-	"P2SZywp6q2fzrBCE2JowDEpA33XN8/Zk7Ld1XOvR4gJHc1yFHtnYvR0N3SWAZGNrtwEF3KCU/d8b0dY/",
-	"9isxEpVQq2oyXuqpsgbLEuBxqhlshnEBVi6GkDRJHQBGD1fi6woTkIyiMglag5l2Qs+KSQl9W/sIHMcB",
-	"nEYThDcgxf17ml8JCGlZWYkJNkao2kCJfxAx/X2oV7lGJL6NF9UpExeBOT4LPu4zWiTVfX4RSkbkgNZ8",
-	"TVjlrVUW3NmrUL3R2t716UGyurPRmr5G98StohPt4Fn1zd4xrLtkWPW+LrOBh+BfjhN0e7l+dVK8rIT7",
-	"LKZ4003vh9QCYmyBo8z0tMhZrqkZ4kwaQX9eViVCs1A3+UPE1vT8D2tEQiPGGmJXVI5mM24hL9y3ZtWq",
-	"raNbVCaLXqA6oUUREpw0TLk3mVCVrhtFDtmLQmfXUl3FR4ajkSunXrJvCztVhTDG2YuYtG5EC2/9AC9G",
-	"xPhFM9V/bcc1tbRJKzxTp3Q/dUWHEiHaVIIbxA+9P+9UY9ZuPqtzNsp6+s17tfNWfVV5kEvX+O6lQ0tL",
-	"T/eHfc9z11iCDf20gVlVE5z3fUMmXWHB4Gkz7wDZ2w/7UJW2YS0e364F8nhBAVSf3yiyfegFYPi2sUWA",
-	"+rzTGfg6Y9+45tb1xdT+eC/ZexV6KO8le+R030v2QpxoL9l7w2UBP5zLicjfT+1esveSxHxbYfKG2+de",
-	"60RowIeBwj8bjjCMnEGwpoYkjJCHes6EOJR5JzoiiUyRv5h3AhN+d/DJU9IVG3PIhdBT63Fi2vubdc0Q",
-	"mqu5r7fbOSNeGBHmd6l1IbjafILcujl6oDV3fHLSOZVRpSd30JK04/S8hrhmElZvbQoEbwfwJWM9rbpJ",
-	"UKpM/Oie2LTL6X/89fltG+m+5EYMJPRYklbeCAQlojnKPKGWku5DiQeCwcQdp2m5YxVOuHWt4VrMZ7p6",
-	"PHCckRzaBJnAH94OmmCFjdvQEyK1BZsrfbZJ21BZsAvkBi7spvLyCZxyAaWzVauBjouPS7V53NJ9R9pf",
-	"FmmjphNRxRNzv+TuLupaZ/syvVuAwwN7hBlRiAyIHW898x2byG+QT0Ovrxa/eHSrzmAua7w3O0NjZ2js",
-	"DI2dobEzNHaGRkNudLWyAxG2U0LalRAQ8PercfxOP61GPsM0bK0WGkHWfbdrVSNc21W6xTq1oo5d1w3m",
-	"4MWO8FBYxKNtZBQvvpM2aIm7iPTddTBqXNh7JKZ9DO52B59RWTOM121VAdmZI9ALFHtBvj+2E+MFFHYx",
-	"AryixhVWF6AFQJTZCRieXSs9K0R+hcFbH4LG1PwopHyEoW1Zf5n6+XikmanKdRsMFs77y6Dlu4/cLq1+",
-	"TQW+j9D+8cCshSyDPy2P2QVfV+oVcPx3zQzXxVsb7DAXlsviM1QMqcqpTZwlVk6pbNZDWTnVA7nXOr3j",
-	"Fc7ia9Y+aAtW6yDYUsg9uNNGtqaN1Ju8Jb2Eeipin6c1uMYRmKjvC4VtHKC2pnbosaU+09CCyghrse1u",
-	"Zx/TlziN24YMzh3rteSt2yB0gM+/beSL3UPLO1zdK51Nnd7VTV7R1u6E8BdYOveDsJ20soW2qMt0vO9u",
-	"6orS7V8raQNoGBIlYkyiHXHJs2sDuGYYMxAJNN6DSuaE2sFIfCwBYyRabCWcOoQlz9C+ymqf9+qen5Y1",
-	"Qld4A6uN28Czjt06HglruHtDIV4YrHSNoeDPKmTwPkRu59Kkj8HZ3cnNQOc6YrpK6pOv66SCLTuSSpox",
-	"NecgF+iMu/u2GMpiVhPEKeulkdJyTAiaKdZBXilpoNHR5RzkUBqFJtL+jq/u6qA37DfvON8W2XmXhdRk",
-	"6GXB1QooDsBYAGeNY9TUT6bmF1iRgKRIIV7OcjkaedsFioix24yAzsbRerFdIAdezit75MgV+ivV/ViX",
-	"GfdpwdVXwbfdQjdl29DPbVLySjwcy3bz7czDL/hO4dwxxk3xEilbH3rMtxiFyG7ui0FWfPap1iswv0UT",
-	"1mm14qNdYat+4LM/q7kahpJZvUwv8TqYh9vFHfP4k1mrcKqfQ8LUbBk/Oqz4LJBzsldOu01TiHgBLlbL",
-	"hDptVV3kTKtgrnpbFdDTwBzVRUH//EQr9DEQ/d0rNKvofRPDNKiPO6N0Z5TudK+HNkq3yLXXKmFrLNWX",
-	"aP+sYfBRMSV1nNZK3Nbw/PpY9Qa2KOzuzg7d8cKvxw59AGZYiYF3+mxulAY3kUcs8gkLbKKNPUTIsKTu",
-	"ap6wgluhsho87cfz81NKflgZY63EmZ/dnzbSGq1xjVtux2n+DEZrVR/oXYVYOyzUX3ghc74YP02almiL",
-	"TgPudR9GZTHcNRodNaiz4RMwo/JBw3LFf6DqFH8dgr0t3Z1/Lt00HxXRb88XXy8Pl70Lpe6s1p2m9riY",
-	"9ktUZ7bHt9coZmWlM2HM2gTTaIL0Slt4ICS3YTkZosGJvNWDGJSvU5rCn1TvouWdWW5FN9oXPLNjGw+Z",
-	"Zbp8xbecmEaj7GN+WLeD6MfFdLKBU4SA2JpaT90SgxITWG8MCOfu+9Qzk3DcpVnIqj2KqnQZdsP0veGx",
-	"gRIh0TmpCQ042hDTP8BIj4Wst6VZ0cqOYSc3KmQJveULra6chuF2cbvVLS1TXa1K4cV44muedjrVTqf6",
-	"QnUq5EJb4eebaVP7xH5XZKdBn3vsNMnrXrzxZO+FXcPoO36949c7fr3j1w/Hr1FZfUCGvZZddzBp1uOh",
-	"tJz+Ao35R2QOM2nuQ+8+27HxHRvfsfEdG3/Y3qwPzsRXdpoGlXt5esiAfdMqXbFcC0Od4VAuScumysqC",
-	"wEPgl3VHiHtg7rrc8fYdb9/x9h1vf9C+2/fJ2itb7mOHsw1QnBd6okUdhcba2Cc+JjXWRW4AnVIUuSMP",
-	"oWwxTxYwX3NZiQxxBtrAnD/Y8lRX9iec2yYwrzSpGOdUfALMqWMmNwKC8fDFfC/ZEx9LCMtvDFxKc/Gw",
-	"pY21ts0nPNA6JbeFOCcjVNcsvvQoXnzgq/o54tbuWOoXyN0AxHqBidwRtkzSoY0em+tOPoWdpWEuegRi",
-	"282tokQBDkroqBKCadQQMPpOMNwTDQB2vUt3ggQ4gfwCcpzHIrvuw6+xv1kE1GtnMhNsNpYFXea8qxd9",
-	"TBJ/KmU0XtgaLRR2iM24srhP95ciFU9ytf4Jc9xpnTut80vly0BjXAXevDXsvVrd3P8d/o99MOHHbpfC",
-	"B0H6FPek5m47MO5LgeY+8GmriV2gy6AtbQI4zkq2ug5rDz7RgbRHS9pyA8gvgLP7ne7m7b+O5+Tn8XJz",
-	"u06Fzbl5kOM7tr5j6194fsYiY8c7vVX2DrVC+7+7/92GtVvy4914lU8rUs4TpuFpXhRzpp117X27Hv/t",
-	"St4Itcqh0GT863h+UOlyGL+D15Oc7Gb03Q0bvvv222++jTo2PN2kYwP4FSp/pH6T/owOhp1U2kmlnVT6",
-	"s0uloEtjgcNWzQ5bcWUynYtqYMWkLLhd7+8Or7DeaDQpxVWfhXcTRk2gBzOZO1ElwKdN+HaNZvCO3jQu",
-	"UqtmA/52x/d5GPg8THUT93eYHPi1oj5n1Lu+h+Vmbi7uAUQnj5/obGO12Nz+cWCGL+/TKq9x2J1db59V",
-	"DQbrS2+jy7dNBy16Op1p3zL4kfs1/eztb6hQdTfTd6uCX5hMlyLqH4KU+Pzg+y7f6vL12duO7nHGb8Qb",
-	"YCB+oDUeT7/g+/V2tuzH2vk9cpG/k+Crem4AFbST3b3K4f3f/Y/v+ET8gRyiEFYs84pX8PsOXuH5AxqD",
-	"wA+WaR+/0Er7KyWsm5ofIKbPFrswXs3nOgJ3Yv4WfAlvTf7l8KcvpTUIEs2WWUUH4sUHURY869YPwJiN",
-	"lAFHiwFY4VLnczaZGsv4VSVEF0zFl8EO/rVTT/5c6sltyf+rUk+I7u9XP1nnE0Bh6p489Eg7ocOyYT3y",
-	"CbCJmFyKyvQDH6pzTwyrpopdziOPnUkC5KCsfILc5ZyNBa/speA2AMXIit2IyrQ3R3czfAdr2HKfrlVW",
-	"Nu7uV2MuK9pvfxnpAtxNeyyzb0Qx2g/XoDuGcs6vfQCltfn3E4OpS4Bg4ESpZVpliAoFyfDw8oRZjUjG",
-	"0IWhcbcTJpWxgudO6M04tnkYUVI9NPYsRSV1LrP62i5f0fNKXl2J6kwUox/DqrZ8W8NAHyA1vOvihlkz",
-	"y6+F+iqusLs2aED4SxI2QenZHVzrLi67/7uCKNEfoRVj993+76mYisVyD8rcW07poyoRrAORJu6NeIRc",
-	"1l3eM5FplVPZID0tcqSJ6A0mFKYxNytHDHS9lbmYlBoxEK/FnE2ABjmrhK2kyKnru/vntFLU56QyNu7U",
-	"2OaVukXf2rdh9R2aJ27yo+xSu7jWNSpntGn3p3F+xR2xd56zjTxn2+5WW4lMV7lUV/t8avUA/7kvbngx",
-	"5VYMjK0En6zotBf1UyoEz0X1xAALo55M+D10ocOnfJ5zw5/ELUu5TQ8RBmnMlRLFE8NSN6UP8IWU9WZj",
-	"mY3ZTCrTdwwT4HD5ZSFywFP2XZ9MoaFuUSVM8GwMf3vitGpYkNQqieAQTRLUZ5zdE8OMgD1z4mnITiyh",
-	"EhoPzr3MVF/TXh2HyZ7hpm2QAbIYqdvEZXaHzr5fZGWnvEDNzYc+8Jh6uRjxaWHZxQX99It76uKi07V3",
-	"4/6+91nzOa4ZaXM6XWPysrzbHcGjYzLvLupxD9z1QYBPQU4gu9TTHut9ePOSffPNN9/7u/2bVqJ/5G4m",
-	"ZmXwS+P0ka69aR5GyBTKHV27wfbu18m6SB+vA0l2ib6aaHcB1XYx4XkPi5g3Ka7GMyEvMgKnbxMb37WL",
-	"jfDOLWRHNVUDp+Z2C423wZYESVHLDtJw0QUyEjNmUIs+9MhKYUR6xksAkhlIKA2xATU2Y0AVjpltwgyi",
-	"Nk2tnnArM8/3oZ6OPmfwbaWhLtnJKXMNuystCg73XZAyAc0PDgAyw7FdIVc+4dDLlRlX1rAeH1lRRZju",
-	"VJ/eH4IkRIfypSASd/KOUqw4m0g1xUiU0rNDNK7IZUOJWdE2OfFnGlwFJoXmt2MCLXmMU1WT6nt3kOsE",
-	"mawd1XCgf1rGdcqN6bbxfx1zW29CLvMd1+rwu04V5CnFTAv2rOkS2CbDyqZ2MBHVldi/5Nl1obtbw8Op",
-	"OsvctKmuqLKeCgXU5njCB0IQstxcmwj0HEkOCobNE5bpqbKR9xZMeUfBNiImXeTC2CE7h09Vftcs4/AY",
-	"FDvXzDOh59EJ0IrR+3Jq37pFv6A1PzoNdZtk7BfvdvMlbH+X3kFXYke+7eR73LgUTwzLpnYfiMnv3N0R",
-	"8ZLXuo2Es0JwNS1XFQBM9I0w7GyaZULkAmtp33DpdAckVPSl4R8QzmWiKyjRVSx1hFWdj7n6UU8rkzJ+",
-	"pVmvUTCwlHfZb0RcsGkJ9EkwbKoKYQxLr4Uo38Mf3rjfp0eOtCfOFPv24ICVomIZL4omWbNeJUrBsa7Y",
-	"zbA/ZMewBDaDfIyGXZ1xpTTqEeZaAD7lHCM90rBCGoDzViwdwU6kLQ5D3NmYdMyWUtj8GDTkyvx5mY3p",
-	"2KxTdtzh3q/fbmmyK3WCGTc0y51K0OXvchvJpiXRXs1RLF25+1UKcNQuleBlc3YJU2K2QvD+JI1dpKDb",
-	"ldmfYvbKRs+dyd/w2ba8LqAZrZZTuu4+X2v9bOM9OUOslNXzpjokb+z10D8E9SJZpY0ZENu7FvPuBDQu",
-	"1e1XsmpOaGjX04u4ymq31eNTi7rC7u+VM2quUDF1696xsRUR+60xr9VJ7v+lJfX2eEmdJ/PaEWB8bYh3",
-	"73JPRgk408uSAKzRu9knbBK3VCMyy/6RgnvCmfppwlKhcvix7x7R8OG3p89Zb1Txq4lQVuT9Vkc/emMA",
-	"usmOxSQJXQ58Ao5UV5j2QhoT+X3IsL4W85FjH5BdULFLMXI6WjQ1FkKqwe7yU2I9r11xcivRIjN9IypT",
-	"r+mIXfHShJlFW8grwcy1LEuRJ8zoaJ5PDMt944YQEr6BiC9AvZghSxusNEV8wRGntlcwE6g7Vbyq9MxQ",
-	"OLfwKIN2LOaskFCyasSNqHjR2FqCGAdNkDaNrNIjVuqiqIEPayVYV14H7hkh2A+vz9myUASL1V1TUfQh",
-	"dqKYvrQcXFGFVNdD9is43TJays9VkfqdyfQE6iV4YTQ7fX92LsDarQTybuvuueIFWsUIxyiLwil1l4Ld",
-	"iEqOpMidletWINUVKLuIndN2PBBkN+z5wfMjuJKoEeMmYhgndxctuzZxEQcZ0eSH6+GO9LuC5zG73LIm",
-	"vA46EfahGb96GC0Y9qIrU5Kb68RfxV229F2Hh5uy5mH05H0CuutSlxfdSE8MKU+ld4ixHl2QxLvPkppN",
-	"JcSk0FkWypHJKvaJYkDvPNjxK91fkcK584B1JJ24v+60vA7qc7uzEFBquMG2ovdtRIq/u/+d5CsrnLw3",
-	"DIJPOXnAWO/5wfcEGIc5a96prStPlH3Kb0vxy7XvKgUveOTkYlbrhGGMC/M23ANOXUD3E+FxGKtLNtPV",
-	"dWtiBZaELAjc2xnO8csn+Sm34xYT89hpJ+ifiVVPWIfT5+xi9ZNPjRjxwlCWNmwhhTKutDBJ0N/I6Ya6",
-	"F3gqRc6mZaeBuri3DUORRt47hKED97jU2n34HtnH2voobq53KWtfIHJCqMPalmZBXOmPpF1Z8M5sx2cA",
-	"gK3SV5UwJgkWofxNJIxnkLjkja6ECbcNwFsytH59MG3Z8oLYOtRzecp9skjhzw+eY8BuJo3or1UmtsOX",
-	"zttn9+fRQVbZDDtT4c6KnHi+RXL+BN1kPxeWy2KlvQBMINi2elpl3pCXlv0bPF09kK4yr3tcm5JD3qDg",
-	"2bifECguBuBKbsfGuyqa/CBxn1zLE9bygFe4qMfICR4f5dNmraB/jFJaQ4dvdvxgm/yglre03Q/MIPRM",
-	"+Ta6nSwieF4v51aY2PfM3p4+7zPoqzuq9GRZg7fjSk+vxmiaAJeIK9G8IzFhHIwkbi3Pxu7TFNP/8fz8",
-	"lH0A91vv2cF3R+z50+9YyY1vmEOuikyrXGKOACM/oRkyZ2al2dRewMovcBUX01ohS8lWCGZFM2sBjarI",
-	"3ppx49XuFhuKdjImPrQt7oRTrecXNzIXen9SPm8yipDUdykVB961yIpaOcNsrAt/8m6xY8h8gqFf4piD",
-	"V9KU2kh8afHepPVZpnWIINwkxz+HDYa5NKs/kr1nB99tdZF0V8A1bcnP27FYuITt5OHdw1R45mVkWKvT",
-	"o9ev9Rvka13UF5AAvXvdyLrAben2PzHshhcy51ZXO+Pw6XfrX4DzfaftGbfSjCTaa1+oYUmcqCF7tGdF",
-	"d2VcesFxS4ED0uGhpY1UhVTiy5MxC4owFND9CaTLjtPvOP2O038Cpz8t+HyrXL4s+LyDw+fSXA+gMU4A",
-	"f1vJ1qUVEwOpCaz9Y/vwsZBbsAh3RsAAdcFNpbVNPFCUrnLgo+F1OxaTVgb6wX/glTTXL92QDcTIbSFD",
-	"d4/aFRiE3YBd+yrwK9zGxIu+F7u4vnfdKe0/chNq4CpdFCJv3kifzuKVDyfMAb4iwSISKj8DJ3c/rHDx",
-	"JvsSM8Ek9Cixczbh1bWoEsbZrJIWugdeigR7o5gS4JSuuFSkqMy4FZV7xSBoYCXcrQWPPTcdGUewfCyU",
-	"gf6tfSy28zQEBXfuMJgerfjCAheAZAO3N4fslBuDSQVUnsMZeiShrvwME7xYzwk7Kyi/tC7X41UhRcVG",
-	"XBZTSr+H8mnMJVtIuHdP+bMYVG7m7mstuUVurg1qNPdL96syP4Wy1Rz2bxLBgXwldWqc5YEF3FN6Ddz/",
-	"qymv8hUVLVO1mdjKmeFzs3B6bEawDY7i8XY+MQyGZIWwhikxI3c7dk2mXM4mc3CUhDDIkDXgHrjRxRRT",
-	"/t5MiyKhVE9fbwo72XsrzYRb8NBLw9667aEsA8FzSK3u4dCXwv3BcRkrFPUaOGJK11mTwKKkYTCLubD9",
-	"hB1jtW0I3h3FyX2VMNOJMNRdQBSjGo/Hf+pKayrgTShzgTPHPyranmqqmBnrmRmyn9W10jNVpyTRKBkg",
-	"X8R8oEXku489EMHD2DuC34DgaxchHP4TKLTOnVp/j5yAJK9cgRz4GmvQ2/SABXnujUNYY5DpmPCDXSat",
-	"RoGPcp71hm72IFD94/2IbbARvET6LgzhG+dQa3XIL59V2gpK/YWeO/gk5fBqJYZhMmeQEAhMaxaBy8AL",
-	"PnOcW1yA0jPW+4XyhEF6z8ZzR3mHzHMZp3bU3CfxVXK4OGlw/ic09gnkRCutRD/xnCkJfGkIP6GTpyZ3",
-	"wwp5LdarMkeMr1AUqHA/nEhg3LPxvKN3cUzSJ/UduS8u4vdsx0haGIm/kw06k75Z86IgvUerArT1gRt0",
-	"tWlhl3N2V1gUDdw8fG6IAw/dUAMY1VsZnBpJ6WrerBHB1rcIcNc0p50O4P5FGEzscmoZR8sDc+ykpQS+",
-	"ADx5WCM1S8P4pdHF1GK6PCThJUx8lMaaBAsx6inFgpwrj7FHuQcqgWXDv+bG2SA9T7IJs/NSJJSfVJtD",
-	"/Q6eu5q/IqtLmBwxruZDlk2rSiiLPAHZdT3RJ21m2zLXOHX7FWj4g7sDW+qEBWO4AQJjVaYUmV1T0dDE",
-	"BAu7Fk5G45Hfc4fesBjav7XwH7FkPEI/KKaKBo4OyqFUsJxCTHYe0i/RywnchzsmkcsccThjGrxPFRGF",
-	"yGdrh4cLBBepefigwXK/HrDVJd6N5WHBBrSsAImnWA+LPKjQqnYJxWwyiZlqzQk30Ve3qZfVOAne2rul",
-	"ZvaB5Pv9KGVutJ1C1pr19EAKF16yTto8Ntd36cf1cNkxLS07dYkuEbuo1l8WNReqCI5IN6gbsVs3DV8f",
-	"Fnp25t58MbfCpAmL/jSaFgX+2unAgPOpFYCFw6XvD8FjxCaCK7CEvAcKq0LBkkT78Yj9RKNQMUpwKaf0",
-	"diSDc2rmExWMhZ6V9SGifzma7IR/PL4SKeul+BOBOad9sNOkpe+2fQuGqRA3hmqoGWdmJkQJWupU+fMm",
-	"HLce/ut/p26NoQE4vxJoSJuxdr/vD9k7IcGOhQyCPHQpgk1quMoS/1u0dbW6wOldTMrnTGIUdy4IhRzL",
-	"v5eCdUN2PoYaWZ7XGKkE0ocTTgeDsGrUX2GRA6gZv+FFmjC8IDYqC0E1+hX9S6q6SkaqXHxc7Uxf5sXB",
-	"PYNwrkN2JkQQFwMSRBOejd1d6IwWRBXOGzD0M0sN6+6Ho8NwO5a+kqXTQRu70Epwy6ydMhzWmdMQX2na",
-	"mKCZrPLe12Y6660zrv00+tQdlNxvklIwEKgSHGexg8mH8S4lotQfYjjPrPX9UcTM8eeGUhYQEfC3JvTz",
-	"FbVqpkAbJL2tmkL0TKEh7s6x9sph6n6F/Vm8EcXhIQTXjALq2JsxLAzmh0OA0eV4yoSCDJFqS8ksXdXC",
-	"v9CmPoy5/EKuhatfbyv7ewF/dce8s5t3dvPD282/hGvZFptw9xS0wwZvuSdbGrSTTlU9BkHCd7xCEyD6",
-	"kCgRBmwJliYAzDAjCpHZBsJLDd0XMHeQuWFyX+9S2zFrg9U9oggtYeEIlfeH7Ede5YOmzsUr4bUngJlB",
-	"3dn9DTSMv5FOlg7Zm/A8cmGe55UwhJTiLP9DfI9AbFD9GolKqEys0Z/g0/eDfrbm2TClt41aqdu8+Q5b",
-	"n9zmlZcIuXTLt47L8lbPn3mI+tu89MbfhC4MtuWbSjBDHk7u5/OXLI97FC5UpSHNvMKUtg54571N0ddw",
-	"NpXAnh1on8pgLY+1vma9huHTWW+PBU8/an3dVSn33fPbzQpMGTBXpbOU56zn5pO42XJZJcxkXHVOB14+",
-	"gzl1zeebZ5+CthddD2JLt7ofr5F57W21RLBxGzcBo4MN38GUrACja0qqezGOYKT9Gn2k3Sw6qSoBsPWX",
-	"hTgM0bsgE59QoQV6mWXVBDur/WH4R2xyiO7iayFKnyXoiIksZAgses+D1ZNLY7USYLUANgkikgA4CcCU",
-	"xNgkmH8IGP1OyNbGB2muOFUnMq8gl+HYI3/IolhIYyLDg1wfOMG5ADPPXoDq2z9agJZp94YUgt9AObTx",
-	"Et4gSNwM8NVgR+KSj34XwMqSdN6GjRMPBeOsMW9Ir3o6eHpw4HRBK1VmmcyNb+tT6QyVEkJo0TP1EPaN",
-	"W8sLbrNxt33znhLPCmhgCCuDBHHaZkwS3/Gwdh4WabJbY2UekWQFMyPK7+ZmLypw/ho9sguK9yXPrgNH",
-	"QPUJ2QXQ6TjW1GsSp/HQeYNJxKCwh3lduM9dALdZbuCBL98LXS9RwY6qd1S9gesWBekyudynpb/vFPFP",
-	"TYOa8aK1YALdk71m4z5UTNyTKgOm0Ax7UNdQiBYZjHId1rElZCNaoUsk6Bz4ZgFopk7z8FZHL7IgwNRI",
-	"mGMrU5X59qNNTjJ03x9mHjK4TnykgTHBE5d1KQDRNeALY2iohhvWFTvTI/uqwQDr9kl+DfQZP07PP49I",
-	"afSvvvdERK7BQows06VQPu7Jsoob7MVfD0OObLcpaHLBVMAn82Y5sTxZsNrwy+BXzrhb8hXHoP9iiIx8",
-	"Km5KvAC1L+VlSb4eD6ScEp5vyPpzF0AGcPAm4z7LuLpnro1Dbu5pRgEGN91q2KGH4s8487VOZThEusMq",
-	"99WrO8/xF+g5dife7jVGMq/Z4v1KkVqIrRAmMhdkqB0Slrez31hZ8DmUstTt92NsTJ5PpLXUyG0OKAGX",
-	"09jmdCxzwTq9RFUUuq03lE9eVILn86bUNVj4b5DDQzJUrJJqJW6tf9YiYKeC7lTQR6qCntVE8JCGpbHc",
-	"ukuYdced3vi8xkhhBIXjMIog6RHjdWMUDXlEvCj6NcZ2QjDxUM4X95fDP/AbUXHCkwc9ytgIXdMHmNV0",
-	"colJSujtny/yBbMQfAqONtSWAFda5BHyt2NnqNZNbV0d0dG/bilaQVu3BsUb+7VErWOeGO85bnfCZyFO",
-	"81jA87pW3sHl6J7viL+D+OEnacTDucd/xxDqhlh3KL8X0OhYL20BPTtkSxhn3kcM+GYeF5NDLLefRMhF",
-	"kaWF/UhmCrIdNwMwcnqGX0yotN0Qy2jIgEZrSxK5mv/cIeOotTgLc7wY3I4af3wfZXGiihKDHnXD4zXI",
-	"69YB6sbbDwte1HpR7g4pz33+UePkeRECTo27QlKiVX8mjhIczQ5FaYeidGu8vIaQujewvAU5tR4ij8ik",
-	"AyAPu9KjGcvcdRPKOl2o7sB0fHrCskpAzhcvGJUyZFoZx9mof/paeRU05U2lViSdpGFjrfTUEb+TVKj4",
-	"OmmF6VINFnJIK/3LvmMMKS0QWQgINyyfyvuII1sJlp6M8NU0gZ/faSUGb52RR17Dk9Hgrc6hcnhw5jhD",
-	"CvFpzv45PTj4JgP2CT8KJgoBOoAR4to4q0/aDiHqtvyuBCh7A4v8+cNPzGo2Bgap62P1Bf08OseETQ2h",
-	"ao9llQ9KXtl57fcopLp2kwKvx3ql/9PABR+ZgF4QTMdZJkq6VKalRKiYOTsrhduW7sTuTuzuxO7WwQu3",
-	"JHJXIBeWBVfrMQuhXII7Bu9YqGK9mRDX4Ic5+OvhwcHgqfuvEwc/n7/sQ4gGHD5YrwHO3EqvQiA8Lbi6",
-	"P+RBN1pnEwCaxY4CH67Pfx1qgctm64uxfTeJG7HbKfqhMTNA9HJG6RH28BjJwsl991vOMm7EQCojlLN1",
-	"bwQz00sUHauy1U9h+DWOxdPImermEZnGbW5F+N/j8ii6ZXYl2p7TqsyOBB9BCm+46/fVT/qYOdlSzJm7",
-	"Me6jUMqs2Mnxu2PorAX1J4dxZbBHiYBImi/zRl+6iVACgZlAtr4TwLXC5z5K2LncwtcTwPozVERdaMt6",
-	"M14Ug6zQ2TU8b0Ld4VhPKwOVjoxDO3iW83khr8Z2YPiN2z7U/gwk2PpYSSHwb9D7xA1grC59ikjQAqaq",
-	"EMYwoyfCCVFRmIDwqStnenV0C47E3HaCn2f8JhpkTeyTWJQREFI2DxHWXCXxnYriprhjNw/eVrjJcu4p",
-	"nQK42/7v7n9rOpi+imAd3ONHMQBDDT1IORS2kXwFSXxKfLSs5MasToonwl3bIhhvLQn9kttxLfNxNZu2",
-	"42srNfrXgxKl9xPtCPNBYch9V85tEeaarpxQc0WXfIXl+JXTyo5GHkFju21RSFCWp63mKCBVmNgS9GrW",
-	"0YL4YXAFBWXocYwTrBBIP5c5f3wCaafK7jjB4+UEQI2PQ4/dJyu3Ozf4fFqpmnMwrRjk741aMmtjYfua",
-	"vvvQ7GCpFP7XCLbbm/padTnFRFhG9wzutc39jrofN3XjvXc0kkuDzVkeB53f8GK6KnZziipCym3Keu1Y",
-	"LkrPEMCLXxqhbN/XiZO4C163GIXUd/JYdJUlddpWoTNe4NvuRYoZuXdm3LB/T/MriOYuM5zXtKZHpH20",
-	"N8d2S7Mal9K+uZ2IG9x245EM3If3HsrOoN13y+zgRCI8seNHD8WPvLjjeAvHgNC6ZTOklR9RhtRtEKzc",
-	"/PxrCbucL8PKYSHjGlynMz/yDtrpHqGdWooc/Fmi3EDo3G5EJvhjg/ltVIJAp01oUetmUoP3IhrSanio",
-	"FuSj9XOil+6pAoOWvwk8kd+EXR3GRuFNU7ORe+CW7l52G2UAzI0VU47kniz2dNY0b6dE9XhUWITPE6wy",
-	"/gNbHjXed5ceEl/TScyl0oSlN2NtrPuhpZq8P2SYLchVJgDID+OvmDtXw/Et7GjC0nB907rnWehXpkay",
-	"mogcHqPkvpTiteCcihForzSgESQsfcNlAQ9CbmzBjYUzTpcaolViNDUiH7LzsJ9MCRF6pBXyhuLIi90G",
-	"bN1SGzxk12I+clwR14Aot+X0sgCkBGoTifiwoYO1/zNGp5USmTUJtb82VpelmxhgogHQk5+fJTSGhUBw",
-	"JSxY6xDZ9j1ZcJNbzHX31bDx24oANwZZ4TbDknh/bx/CY1Yzz+7c0oWbu1Nrv8RCfcg5rM/SE9U92eUR",
-	"nvvKegVqMQvZJxVXWAllupTj+ncEt9aABLHcXJsEMdgktAl0rzE5KTFPf5PWz6BQvYVp3wsp1sN1VZFC",
-	"hS7h538l/Z5hEy7Fohxt7MQ96Se67FZPziBLKTzdkJ6EHIRCCtByEBoA25nKCOoGQFE8NlDcyKOJCZT2",
-	"EbEeGz9Aq5EhO16UlCjMG9Kyrit5HteVKG0vOPRpTduEpi63LzOjMTYQmZBHUu/OlyE6E3aG6k23wreT",
-	"rl+kdI0v4z0JV5vVrKnbwXTKrwQ09rFSTfXUNHrsKDHD/juAxHXMLqfGMVPDMl4UomK949MTZvW1gPjX",
-	"Qtmf7/Vjs+EC+0z7zAixYPjUjTa1noAdAbWBPc7MtARM84ljkrbiVvuGNu7RJ5AcqhivsrG8EczK7FpY",
-	"GhxGY730mK41x3L7F4JXokp9vSK4NWCmF/SVC1iUnydhytBwYMMNWeOTcQEUpLE75jH3CO9YtDRVdS/f",
-	"kl85rsRSI9yIKYPGt35LcBhIi6cZ1ndH5kcsdRbWzzYjU9Nq+Jl6dMRPPyFfTsKyQhuRD5xoOWJp6Uyn",
-	"TJZc2ZOcvpILd4eJY7nfXgtRLh4RCI4gK9r1I3Az2uxDffc2xvqglUfXpcvzpPVkAeojBAGmU5lvAkp+",
-	"zMqoFmBh05eavsq80yUHR9hZJHBwsCkUeZwQuQVfYHQknX7A+tCCE5Bb8IsQxJ7EiFbXlOhi3j46s8lM",
-	"AjWtmQTQwx1MYfFQFi+/NCwipK7ZNGjt827sBhNCKg4suAeulIz6tXXMcIHybzvHbcQLlnWlJntPIIn/",
-	"5w8/mQbSdsaras44w1rWTuaxyOe7aPfbp8/uOY4Y0egmzuqYUe7c1ZFxKLJpJe0chM0lCHsnrvcO//Ev",
-	"d7sqmx3j+Z/DbYLf/2vJyz0Rwta2EUmyoLDZrFbV6tL5vcM9ryQNdDWobDagqzbAm7u3pN59/32Heres",
-	"OC0reE5XWqPb1ToV6CG8KKCwpkZtoI5aTXUvYbrEGuti7q6aVuhcmJohez+FFjOEXQRdrHQ2RZ+JGesZ",
-	"DIefdUwI9KVONQFWcC9ByDZmirrmptJ2am4lbrWenOFb22cbWk824hhuwTtmsSK25YkEik4CC6Bb2kr9",
-	"G1Gyt9C6SvewjsdA0Kke05kdNdpKC+32gEtoPRkSFfeH7FcwfWQuJqW2QmXzv4t5mkCCg63mXrWFFnwe",
-	"d9LHSDyvIFumMhYIP3AIb79cC6eITI3IKV8Hu9myS53Pm9Ak0TQuMjLj0yNmZ9rZiz4e42YmhWETfi1g",
-	"RFgSBJ9IMW+E4iho5h6EqByE7qDCLxtrIxTjE62uyH+y1KLXdJb+IR1tyYPVGGNNrjQs/359VrT2FRNi",
-	"veatIPQcOLqc/f/s/XtzGzfWLwp/FZRrv2VpV+viSzITqZ56S7Gd2PtxEh3JnpzaM9km2A2SGDWB3gBa",
-	"NMeV734Kay2g0WQ3STmiJNv8I+VI6gsal9+6/1Z7v+3v/FT3XhGYAsmtYFeX8nH0CW3xP1fU/fMC0qsC",
-	"rvSrIKcRSJq/PUa3QOqYbmsg3RGaeJRXuh6we+dINl2ccaO/f//m5X5PPmT0PfTnQ66zmv6434P81Z3N",
-	"e65futuDdsTz3JsXaE/YFe26rK1Bo7BSjUtxUFvB8N7gJPUI7pG8tngAuMLg09JRbfy8of0uwxxeeIxE",
-	"tV9h1GIPmlVKZ9mEWwheXYnK7WfIjG6Z+Mhz540KJdi/tVRszx+9tj7gf09MpP4yek96ZyBB38+Y+FhJ",
-	"4z8UfFQD+vGN+gW6tdsB23ty8OT58+OMFWLE69KxJ8fY3gNaHkOii1exklgZi4ByyM6YN71AHaTEFJbz",
-	"ig9lKZ0kkuTCUFbKGXlaFzHrBzbwv/mAfx2s0EDOYIXeBWPxwcLXFhWkdApWhvo0cVDA7sDtlVHz7Nmd",
-	"q0+thetjSCLvVXNcdnrSfYE3wOMKdNzI2cMreRB8iLcO9AAWK7rU+z9vqFmlhiJA0P5Jk2qHOz70r4hd",
-	"LYLJRVnB2JwHSB+LDG9uXNv2McoHoM9EbHW2PZ9pWyE4q4yrOTTh8R+CcdEu8JSO1So0gQGxQ9Q1vLQa",
-	"77BtyaU02KETbtlQCMWkAkn35JhNUSSAvYh9cQJTTgED97dU3Ea7lp4UuDpXap2wHDu9swf5kpXdQd4X",
-	"mMIAu/vudd3oAD+odClzUDY6y/kvhWtFz5NiHriRmHaTK/RMCYM+jQQvMZxEoCndPiWFd6QgTPn8lCAM",
-	"fU9jP4Tnx88Zt8E3QsA8DwEqK8QhOytLPWsFFlihBWZjIfdjFzvVpWhF1c9xOr4pBbHj+/vKfXHNH5wH",
-	"LfZ2CAPcIeE9EWX6M+jP9gg+uJWcddfQdtRkXx2RAbyCTDb0sRbM1Eq1YWQvFEVkrGHb1AazCqUa74Pi",
-	"M0hyUFVdlk31hxGYFapEn1PtBY4vzfb8BhWdpVnoO/OLK5QxOfIyY+eBu00PXCr2F2f8vg6yqVdU9b6V",
-	"tkdbsYtR+FHIAEyUlkN21sqGQdvMqw8cKs1EwebCrc/Mu6jX8+Xe0wHeRl7RLnPnq4aCGL1fOlP3hQFr",
-	"6lVBWLdgoCsNG8tSO8S+tzv2OLMi11D0jwVcTRw/+NIdt1f7h+wVeLfPoIYjdfugw5R836Eti8WhhXpS",
-	"/06bobs81ImAY4YbI6+FzRivC6nhSdC5gkhQpIG8aaFyjZ/SdBsp/TCm8uMpq4SRurDxb+R2cnzOxryy",
-	"hyzoPIOg3UDidloeG1lT0sxnoHbQRo4lOPFR/wafDyrfpPqlpmJPUxUofvEKoygGp4tlwWn+IdUXf3f8",
-	"jPxtTXUOFN7u9xWcJujxjbqO1qpSTSnPzmb6QstL1yDdfcH0p/hbcLr7D7TSCXv0Kf4/3uvMvB/Nz6G9",
-	"fFNiPxXQdzXX1RzszLosD4Lz7Jfz59DnmTnNBudCAYqdUp0IvZLNtLmCEnhVkBsc6+RjH60U7BDneMmc",
-	"4fmVZXtYOTitrQdzWZZMfJTW7fcqlCpEPrFusoWEcUyAhAhlHSHMCz9B3joKlz9c3XLtONLCwa5RNDvm",
-	"JsRYU6liXchnjSuuRM+4kg37oO3nuEP6ogXhgozR8cDNf7hD8tuxmh3USeBRbmb7YSAwQKX4WGmzKruF",
-	"tGcOyMrw8nh8oTvZPwegxv4iy1KilmwHGRsIVbR+tY+duEPlbeJN06OR9dZ1JDRBlD0lZZvqkYQqULGV",
-	"2H0+tODe74HaVzyfNHp0oomjGovKJZEI4ocMRa6nQOEiQHRQmw6vWvfr3UEgBOXbsj2lvcadMaWRPQH/",
-	"sJ+xvHZMq3SsqYqLgolmWNpGYmVscIHGyCDhltnj2MAt13UZ+WKmvBCnmIAMIZXBWdKh8KxVtu+FVXBY",
-	"rtLIjeAF5TXDLFHA1q9DUs8ON+LYPyj9Ab5rVfrNT3VZvoLLd9LrRtJrezGfZknWZU37fXDnQZ9kx/RR",
-	"PuLR8Yb4znr5Aq0XXN0INCAu1lotd5cmdEORevQJ/2cDm+bFgk2DNz62QXEgWp1tmSUQXu83SyKquw+r",
-	"GsYHs2SH7NuzS3ApegYVtttDtkh2IP61g/iCzSMCEjwAg2cT3qjW6T8hHsWoJjeN+lq+aSt4Sa39AIAf",
-	"t8il3ESoYPYcJip34FjscIy3cjG7eaAeviv7QWvQOxf7Dt8+n2PqAXnYLdUpbVKfNNHGHZTyWhSLNE57",
-	"g1KOhJNTcUnuGvbs+OD747SY5+nxkqslIUlBIiieQ4r7gCqDr6WYZayCxuGqYIWeqVLzgu2Fh/oL4E/+",
-	"mtOOK3lRwEX7mJIu/bcYoMilvjBx+jymAATjGNheJyVWtsSU5d/Z8eswgsF+rMZG1CSXkDBZb87q/qlH",
-	"cApWjg1Xjs2ACtCx0uvn5JyqrQhASMtgRD4ROdEr07diBBhLsdUJmETX+koUDSEYh8kvDJ+pdD6EojkK",
-	"hTsOK2HYWVpRQI9R4hq1f38TJfKvaN66yOzxreXH0tdjLdIKd8kZngfYQuGEAexvtUKqtTTfbonUPVc8",
-	"LXHlNcnqt5c2s465hsqKFsXHRHDjhoKvSJt5CXRVllmoNGLxDkokkTlQ1uxhRsuTY0qQscA7Xgrl5tBM",
-	"OkUaK/3vYRqeNddDq2qma4e5HCnVl/9T8UHXbj9bUUXl/4Ig5hGvwzHh8tfxc7+9rA+EoAth67ITDF5C",
-	"GvKdHv0HfpBTVivj8nfgUFzirroQ6KiYUBdlooSTlnGvYm3krzQuv6m/8v89uLzODy7evTjAcW144P+t",
-	"pVrhgNTK1lMisWrXrlOEjBhnilBd7v+rrTAnQa0AbUgqh7XCMy4bcp29gb8pdkap7YD9jn/fbxoiwJUT",
-	"jtG3pu09jCGW7QznFbcWigTTDP0ldSYVa4HdGZhswMdJKxVRwjLHr6CH/2BhdgegyA0lalIyUmS0WQCJ",
-	"qBSIWeup18xI4Ype1CdUlo5/+BAuHACjKhbSFwya+gdiDpQSlJQYnLNJ/dTSM6W65qXExLm0vHODmvj/",
-	"paX6Agoqb1+RSz58TcgrrmiRnPU7D4HBeHuB/N3CSWjJxgeO8A89pSMRCW0p4JckVCASRddnlLcDf2FK",
-	"N7K5PFBaiU2FQCn49YpC91fBYEx30ZJSVoqR66tqz1ol7ZDHHArZN9HU3vrxfbul3TtNbTuaGmyruEUe",
-	"mGKWkjtsXsjEqb4guZmIfxx1ryANDCO+HpTCH1uH2z9yom1gdQkpWPvrSBioxOk8Hfw3mVCfzEBfPdKC",
-	"XLY7t//DRImFuqaqvbcfKmYcfWoxn/95BCd5RUv1JHRBlUsAACXUN7bQYSLKIth/LYNOqmW1wBuYokg6",
-	"KyOsWDY4X+6CAGZmFyD5699xMxaufdc+pM4vUkA8a8MUwlnDkQxNBtLBQ3JLBpYkWIMB0jrqhc786Nrn",
-	"+8sNs3bR5y80n15gz/8yQq3p4vQAb9cu2wHwgwTgMySrauFBzHZL8edLQuMJgfDNwHjKr4BsC90+nUjZ",
-	"QKwqYuY6D+VQhNpAPm2dqE7iTKqQge5xRRh8RkLQCD8nrrG958fP1qqDr7kqfrsW5sLlr/2H7pDyy0NK",
-	"JWaw+Dt0fJDo+DroTXBAjS4F09fCPDQsLPl8yPOr4MbqbyJNvnGu2Ot3784Pfnr7D/b+4m1ogbFcPx9T",
-	"TwL5IvpgMwZub/jr9zGoeMjeONsmLAUvffMuOO/ctSv04ZImx6+J6MgkRhF7iyVjw+GeUqIGMIR05Fj4",
-	"O5VeZL4lMhGMaiyw/QJlJqutQH8bcsKHZgIYlpDQhhGr40splHtsPVAbYS3qwyAD/LoI4FJrej03qvr7",
-	"i7eY5UKPJj9AE3gID0RuSmxZ3Z8ack6b4Jsm121PwprwQrKX7jyosLBaPSN8f/F2Jxi+nHTFzWTKzx4d",
-	"MS1wCYV5uikfqJRJsyAXCnFkKezRJ/+P/zEk861seg3VlBxEEneO55Op18f3Bi/woB28lBbKd6EbU3PF",
-	"YD+6WLtaY8Y8wlPGm7RGIzDeDtf4qWcXUFTH4kCgdmeIzVcWs6Uf21joQ0WgsgjVqlOu5EhYt3+aSLKk",
-	"v2KSzY4ipRQJr1VZQjI7+ZDxVl6sLw89ZGfpZ+vaJV+eLUW5/UchRwwlOZZeqelNwewPg7dC7LHZXDsi",
-	"viypXtKD02ztn2S5I1L4iwVLZ7gZSYfr3bU9Y8TDusXhfWH9DaHS/GhaPW+L87hbhlJxGM/iozsF+Gzi",
-	"TQboXv4oe4RfBi8+A/XzAPDHdijq5YzPLRsM505YOEvNUJZe/Gf26Onx91v9DlLaoJWEE02pKHUFXvy6",
-	"AN7weT0OGHgEIkkCfP5hj70O/h+x/qufofLRI1QmHI0Cqujxen0e2hUr9KnwMnzZY4smDXfafG1ZG0++",
-	"X38DrNSv2l1yJ+1Iok7zJStfa3pgvoylDrF4LLIqjFAobZhAcjsNMKOutC1lDJJD1mpijy0ccMv2fjl/",
-	"HgzwWF23yLqxWgeDEo/DRM/yatBEK137A7/39Pj7U/b8yfes4hQCFKrYz5jVjLN/1cfHz3LAMPhfwUQp",
-	"QDO0QlzZ0LPgK9LbqCDm83Q2uvl29bWf25zsXlX7BTbRTl/b6Ws7fW2nr+30tZ2+dlf62jnUqD4MXc1L",
-	"21vU0xYI4Xr1s1REJLRwNmO6LBJS9RBgkAYPbRbpZYjTJluptkHBbm/uYUMlYnd6wDclaG+JgWZVviZt",
-	"6F229b1ALKRi8hbMiHjS7xRgb1JTezOATenB1oYnzlTK5Bg4kqhY7n+/OU/CER5jjeDTyB0PuT28AFpK",
-	"J6aVNtzMAX73T9ggmJ2H/iANMGIc6ccItLvZxpDPnueToHkt1h5R+JxmCwPMgVqzEobYcTaKnRyyMxWZ",
-	"oYBJARW0OCefxViWhAF2pGVfMmnZ1yTQ/iOrW7G7/veb813N35fmAVZr+NK+IJ9vj6hb7fz9TYnokuKd",
-	"Mm9vgG6nQUZGv7EOi8j50ArlNnAEn/Y4grcjZNB32ciXnePyaxIyDVMruOw18Vh1bs0+6RL9qN+OwNu5",
-	"Sneu0p2r9Btxlao2Sn7ZPtJgL2/WOTYxmsONXkisdHhmbCyvvdCwbHBGu5hj0uGPghthKCTdfgLGpgdI",
-	"wgMvB0iH+GwbygcnRK0T27ahKhX6aWCkF9zbYKYnZn22YNOzvSRHFA18ZH64kqpomjCDq/cxa7X5gPpL",
-	"9COEWPiUz6njB2dTDSF2av0h3X7WdE+x2UIOPhPXUO/JR04YNoB/Lv05UbkYsD1i6KTOFQMlPrrmrxhr",
-	"H0y4/UUb8QoeRNWmS9HrVkw8SFlteiLjQJDRsDHeSuT7l7D7dvrjX9IfL6B/Y+8WAnInS3uEqXo67FeV",
-	"WrutW4mTyn3//BEMUk7r6aOT4zhEqZwYC9MZnHdsqiEfRQJ6zMMY954cfNciZj0+3u8b3ZR/xD3dO7Jn",
-	"T/3I+EccmX9wM84nm4zzWwoeLB/EHlUuulV3AYT+Src12gP0nOadQvRBhwESUqTNCV2WC94s24N6NPoL",
-	"kCT7IWIlcHpdzhUbCmbroX/FsLP/aSBsSQf3bRK2NDOwKgDYsR67+qeHzdvSOhNeJwOFMhwK5vSdVTFl",
-	"fTSbUBxo27VVsedkq64VM0obbdoybq8E1rlyA8a3A5t+OF8sXH/sEaHiQ1lKJwVyT0O98N4g51Nh+CG8",
-	"3U4G8DTwYWRsMJW50dVEK9H+O7S+O2UcaNiBe/3aWwV4ibD7SEmOJamlGLl2gzjq55yov8/YoJm9D4VQ",
-	"UkCArxU/7GSdaUgK4BXA/7JQPekvCp0sa+VkCWr476/fnHvzQxigZyV3yKoK1lbp2zdZvtrMwIra1d+B",
-	"/FaH3bB1ZvN0XTYppd0B9gMEbNxjd1Ng6m5UVpoIkKNPyU/+j7OJXNE8CBBm7+KnF+yHvz39bh9dLJcv",
-	"A+oEdpHmkdh7LaEYMKLkc+jq0NcfNFJoIoAxA0ZsQMOnx0+iWyTcBV/52LLBW41vHRBgLlETeFHJS6tZ",
-	"rqdiretp6X7yPgWqZWmx3wW0k+CmQABGegIklD9kZyolY37cIhNNpcXpgrRMI3MB6Z8f/wBMyjjZS+2Z",
-	"yP6srYAkmDcvXiVOHUu0D7WydVVp46BRbyFyu8+eHx+zATlnPtiiGnSSP1jH51HqnAIHT/Ly1AJGmmnH",
-	"vjt+RgRqCVhhwyxwPTUee/wipAPqJp1YfhD40DqNgHOE6QuX/+5385fL0tOmS+hi6UkP7z00X7XFQhZH",
-	"+prvvnv2/YYhoQghm9BCPLnJgDZ+Pe7F0wREqBnNEswYYXVtciCLYHsvX7199e5VYAC2TLqMnZ+9e/Ga",
-	"OSPzq1JYPIlcFbLwavH+QnwrvK87+rTq5auDWhkp7L9q1xE2O/PIEsNuraNMxFnR+Y1NoUHn1bVDr/Rs",
-	"Mt9fH1P7ppWSJxuM6ZzPS82Ld1q/5WaMUbIn320yARHFIdHinZ/8r4S6I4OfURB3xNoQ22nHar9fvdR9",
-	"aMwd61Sso09055viTzycpeg6phcBVpb1qhYynHaIa13ZLqkJzRj3o5YVPQfGPg5Pswx0l2XSUVBwUgjq",
-	"kL4v4VN2wneLWUCtpceVKbl1zIoxxBPpMvQH+APy6pwFMdM3q3E/fhlkfw+QRH7H5HT34gDaVJJbZtPu",
-	"6bfk+uQun3QCtjeTuAKlcmQ4nkiwXdt6YDCBV6D650LwO9Q8dxi8w+CNTTmyVg5kLg5sUfmd+5dNu7MN",
-	"TgF4k/7+9+cY3F9n+/Xk6CXPmwkj/JERxVcH/zuLYhsihMCyA505nl46lQ/MxOhsBE/s2iuy9ubdNNvI",
-	"mMqLVtfjWimISqW5TF15Wy/wrTFr5Mw+/HYCWw6/L05Jby704hxnTI4YV/Od7vpAu2GGM7K4cECpmZ6p",
-	"LwEvwIe+mrcfeJU5OiCGtZVKWNuwOmeLrdJb/P5alfOTyO+f4k3obNIZJF+CmUs/zDQv7cw+YP79u0rO",
-	"66+viHi9w5Cvi8kYDsICZRpvJdhNtP0ikKddbmCdrr4EGNLVF4NCDzVJfYeOO3TcGjrq6ksDRwq/VDGP",
-	"uhsCf5ShaW07f5LKrDr6iBDfpn/P6VK3WyVEYdmglfYbA0GYpdiTixLTtJMS8eRarBOHawYrEg8vk6/+",
-	"RjMP0yl4wG0zWivVM750D+9Q9UHarZdJfviD7nnRwsOjT+mPGDsXK9MTX5335CSmD/qMpMSQ8ldBdGch",
-	"NoH4SumK2KHuBrmK4dFJK6YrISrwQFJWUaRe3lZGY4euGzYMBJHEFxxEaqNTd9yltct2eXS7PLpdHt0u",
-	"j+7rzqNDet8U+UI23avzL08n+Kx8ugWdYIPUi1c3yX7bCc1d7sUu/+02ZcdXj8oET5B58OruMw9uMatt",
-	"G9iaprXtwHUHrrvEtl1i207F/8zEtlcPNbEN3nJkxMgIO+n39V1oh5/T5RY7YQP49x/CWHBBTPW1sEyr",
-	"6I9D71llhBXKiQK7n1OPdSRuixQKDFG6LYsucHwXYTm+yVQU+HSaiT6fkBIznOwdR9RnpJvBJu/e4/dx",
-	"bMOw/c/43HXcT2fnb3C4Nm2Tg6cPuifIsbDOH8SR/ChslnAJ2gxpVKWbs5lUhZ7BHdBb5zQ5xNe8rAWT",
-	"zopyBGFKYG6xTht/rhWrSi4V80cF7sc/R1aBiTDikL3i+YQJ5cwcn2/ZbCIgXSS0lrgWHCA5i+HQcAVG",
-	"nP3fm4QUIKuyEz2DICyOkI+5VIfsQlzrKwg2wKxwI6JPkNWqFNYjUV7WhQhXSsv8we9muzqr5DtciCUI",
-	"6tqUzSVH5xzE6EbXXcr/4LWLROblPHyInqnA0yMtq60wp9Cw0f/e2E0YouHK91aYBZroREF78vTvmzT8",
-	"K61mpbTOr0sy2X0vbs93693EPvjoZMRLK+K7h1qXgqttG/m0tn0MXr8pjwvIntwctIeuHt4x0rYZtJpp",
-	"SvAzovEfSyh5/LQbJcMthzTnSJ23lhFLNQNA1qkmmW3I8yuhkL0a0ckirWxdlmxgr/MPFXcfBgHu1IKK",
-	"UhIfOwUfMIT475oYWi9fnx08/e57gtuMVWUNoxEqN/MKyUCqOR7SBusi8rBX18LME+buhPE17QQLCSr+",
-	"W7VhE10WNkN22Zm0odMrMmh1kFxRI1qcGw+fCNRjA/UJ2vgHcCIzFcZqxWYTzaa8wPAoTjE9Lp1npP2N",
-	"aghGS5HMxF8rKb8F/vjYslJOpbMnHveRA9cypVnJXWCm8dgGkwN8KqAs8qIwwloRn+infECcYG8qO2B7",
-	"XDFNdRcDeu6ZAx7j1nUuUqDANEo1DgM7ZTNZwEpTQ9zF+dvHiFKYQZy9ukKlH6UjBpHx77KF2E1ekQfu",
-	"qCXjIJBvLHYAlCGuhScAmNMcc4bLsi/lJwDZo20m1YSXrMmm8Zi/oGbQ+jEjvEzJkVrPz8Gi/kG6e6LT",
-	"3mU6Dm3xOJk9H4jrO+MWl08UrfwEOJaNVpJwGSntQGVRqKlEUR4X9KELlq/djfBnF71YgnS3K9GmXIGC",
-	"uFr9P/oE/64Nu3nNykZwchOj6/EEZIYReB48lBnpBMgBAfLGnxqjS6Z0EfAOer1FanXiT0+2NzBaK4dq",
-	"dkOWOJKKl6dJcqj/5ZWoyHWH/TqDshhyyVNgQ7UdUkq9CIG24m3tknpD2IYTUjV8kMH2CTKIWtbBtwb0",
-	"DQS3RlQoyiwfiXLe5Xvwr00w9WZ6/ztcsEd3orquBKmMKW8hqfb8H+5iUB3nHRf9Ds579qiqu1RY2t2u",
-	"EaG1qbRdkqWBCTXqRNp0ydEABaEfP5ye0PYfRNNp1JhGUnih5XVaciDABYfsVzFL357qok22tLi5LnrI",
-	"zhYPN1LbDQWpVEVQBhdu/SFjQ5Hz2uJ2XkCg5bP8Hp52S2f59jWr9vDWaFa0TE4TFK5fwDtVn9ZBUljY",
-	"+/BW7vKu7lebwn3+gLSpI7TC++MfLwVY7pTJhM5OsOETbAXDNjEEEKQS+94fuW6HAxkHoJ5wB6yjgFsa",
-	"eEa9ZjaS4xqa1pC5EIDcaIeGq7fKzxZHAh0yaDSpU1Wb6Fcl4M260BUGm3t1EAM8UG/SPGfQeCrAH/vZ",
-	"ZusF3P+wVSwc43p7EB1GZLqm4LaruPhroHE50TOY1DjDPD1cjacPDsh94wmEklbEU0VV8pzUpuSDGi2N",
-	"cXB8YBsoWWKZQtDYZJEte1YIWhqnStYCm+BK6fJooqtKlwX9FekMZ9qgDeaYVrnX8zosRXIkloK31Dcy",
-	"rfxHFg1YiYBk4UOS4S9rgR2I1IEdMNMPGztu5koKHc7iYiXhtzfoElXUGXEHLbdj7WHg9570ES8Z18R1",
-	"F8QoSlmb+S3ibSroCpsxW+cTqMFNHSQZgWSABzxPSUQhn4j8ypKz2stnaGdRVUIVB1qVczjg9EZwhaOv",
-	"O/Tm1IahH6qIfia/W8/O3xyy91aEbnvRJaNzYAsozmJuG+S7kZ/ICq++aIyzDXl+FR86kV7tmhMY+rPR",
-	"jMnI65547SVN3BlM8n3FbMNI4YOlxZ5rzM0rgVQK4iOfVmWjLeG2OYwOZV6WcPVGcV14OKj4fymq2xo4",
-	"rZ60TNcu11NBwWb8YbNwM17bGpRQ9RROWJ3nwtpH2aMRl2Vt/FXIC+HP3M2GCnpt2GRh98HQnZyKvtHh",
-	"dd397LytcuBvvuOUH9izyLCwSUh6BTTsYtQrYtR9ZsotSQB44nKvtwj/iQa0Rgig7pUgd6Wlcq0wtNIz",
-	"mzUaRM6dGHvQxOI3b/A5dBnaxtg0uqR+TpRaQtobtkYVMUNPTLGBqV9toRwFEcjl12K0y7njpR57izZ4",
-	"52BnohiCQK4/dvhSb6LOJpoiZfCaTiQ/T+Zpi4eueU3fmTsry6VFsIff1HFZ+vy/dlb8hHQfDtibGx0L",
-	"6EUWN/7SALOFDLNhLUvHpEITyVuW0Ay1tsJY2IqxCBwSm6RlduolHoXqDYoVv3c9/BY9rRFh9Nv0SehS",
-	"rNqmMH3fztY0NN+3Ads4dRvmGeHuA5xc2nmwgTDx4+dX79gq/A/utFXpPp8XYSEjHYZ582SfM4Dr6DEM",
-	"8VjHNzbSiYdFQ6P2bUROLvk1PH6jbJTk900HVPKhJDknfrbumAFGQxFCN5MWAFzjXX7wIZNdBGSDfBJY",
-	"1luFrFWuBrji6JP/Z00KCRZWR2iDo680pqsB+ByyH70IPZAqUSDx/6yTZcmGugaVkgW52pVG90Ojhoan",
-	"W1kK5co5K7UVlhk5njh7CiUlzEE/fBTSTlMrfXwp2Tk9BeI4yTcz/i9glh7da11x6+CTm2Xn87uVE4g7",
-	"Y5snsCe1o+X630gg0SGEFIgpFIw6Uc5DBVWsy4rthEiG4TkJthVQvFgd/XZ4sJjfu/Pg4V861E0eRrgN",
-	"0qw6DzK3oBygrtDWEYbzyAcKQnVrek5fxsdfB4D7U1nEbHO15WGpLCHFA0e1y/D4BjM87li/cbY6AG/C",
-	"BqqNPy8X7y7Pk7atCLaghgCK+YO2QEwX1BV/t1BjqcRji48hH1xInIWrSj2WKjrQFNPKW1PJC+GqQmMe",
-	"KxMfydkQW7USsD1HXwR80l8qEAiEObY6q93kRVO8eOOK2oV+tCL9qqEotRp7Ha3P3w53X8LNm9MUQOCi",
-	"zVNQcec34aOTR//nn2cH/5sf/Of44Ic/mv89/HDwx6fj7MnTv/35Pzahj3jfrP1o4av6PsVvF/jfzyZb",
-	"SD/i/5z861/26I9PT7Lvn3cO+b7V0WSZl5XSHfnNbamlahGbbgtEna0SDXWFX7UDH22DfXj8EQHt4xQB",
-	"LeN5LioHkc2XWHAMOIjlxsvdxyPeBtZNa2dUM0CZdk3dXAwj52VtHVTezUNucLvU+JSJpsoYYg4LpcZe",
-	"1YT6hVtw9C7hqV0HqBCzTGc2xIbT6cEoa/qbjUKti+D6V6PA6TCbSHBcNhxl/HGjISagufnotsuvsLiE",
-	"qxzr3ediyh0xy45k6dd9F3dd4a1fnMPbBLjN/PafpwFqExLboKxohnpdY/KCEke5d71aIibdtOERExeh",
-	"hPhWkTCY22jCf77uCAZrl+a4Net46WVrbOX2QsVVzJqZxBwoXk679bu7JHtfmsj1ChcP++DU7zxc5Rg3",
-	"jx+5Kxx9eI7+BjTuSLVbaR4fOWFXNCL7sZZhTxFAtVjOGdJAU6kCy0uJvX9K6AGSFEjEUzfTdVkwK1RT",
-	"7TmW10KxqXATjafy/cUb8CFe/PSCPf3+yd/gl/6Hv33/5HtWiJH0+pqLuBoSF3EYNCTxkeeunIdGJJ3Q",
-	"661txNdWjba/Hp8SirRzbowUlLDC2YTbSUJpk564xi0gXZo+w6MJP6O54lNhuN8NVcnnwsCc2M/0CWQh",
-	"fwbqX6WNPlriGPCL3EHrKLr01S2hePfL1qB4OhUaviLKUljH4P+F4pQJL0vhxRpEmiCX/V5wHL50dRwH",
-	"/horQ4AYJArx9Eh5sxryU3bMg18y8r/DPXpfYA/RnzWpU7lWVpcxUtQwhnlTubZZEtpFT6aTU2FPG2Av",
-	"uONdCqff71diDteAVUTadjD7GEmBQloPhKSlWb1U+TaSUNbPeJ7rmqg/de0g07EphjlkLykFHb9kBctX",
-	"uJC4dvxA8GP9b8iZ1aQtRocr9QhpCA26WAs6fQPvYR3uK/M8xgBte/LTiYdyHm95UJq0+Ogak34ja56W",
-	"+hZcDa2dCGaPXxscDv7/Zv4FvLYz2Rz7ZT3KHhUSmIUKSDaHhd8o27yhOyvSTbeG7Yz23cNhO/P7cpO0",
-	"cvq4nSOj15FR0wm/DVjH2d407TDF71A02DJ1uWOl4NCUE4PDHaxlpN5aXvq9DFou6SitR6UQb8FFsRTE",
-	"h3zCRv9s+MtQjNxmLqPS8Bgojo7UPEFIQEZjpWfCjOoypjZKw/QM4m8RCDszGjMSFV68DP3MpMc8u0m+",
-	"oz9iW+Xg8i9Yo0yHb/VfJUGnboyWtvRtZD0JxCQV0j/lbvVqmLsV37RLhfzqUiFrPC63B6Nr1eOjTzXw",
-	"n65MhbzUI3dQxHxIf8fJSmqrOiqSXVpiFhVhzMTWrNRqLIzXsGNBgoSaz6SsOyH2xewrrJOOeVugXgT3",
-	"CxRUoprDbF0Jw3gxlUpah4p1J49OmthQldwhg28543NLgsLqqcBydA1DDw+Fooq+VAPCwJtpv8RKe++x",
-	"7gg0u9TLraRebu3Eb8CqtWB6ksgL6cQxDLQBLdaLwKUVMvBsMG/pqYb4+MLBf2zRq+fvaU45HmWqti7q",
-	"vMnRBObaYK1ELccrK0yMRiJ3C2mh1glewCc4kuAfKca0WmkLRQ922+mYfx0UtsW9tYFG9cB5t1YqTpSQ",
-	"ierczrn4FeRX3qPSdBQsif5I0qVwlohsojGJRNzEWK8WVBMjrHAO+TwxYZwAs3E5hsCIEthDeCyvCaRq",
-	"Y6BlkhKH7KwsO0A2yYxP9SgA3dlECyyiFsgzpMuiFYIv9RgIL2oX9a4OJisrwOV3HubmgcEcisAwug1y",
-	"z1MnQMY0/JmX5TxbmvO7pRfcQH1r4o/ctgoYEkEctwY0fGpzou6w8YvERjiDbQdWVOfuCyrDNjvCHdaP",
-	"mG/1OFiZgDRQ3T6b+M059LpdbgS3IfIR2saJSueTELaeAqk9VsWHC6S1dcOGIl3svtRJ6YXEPSG3qelO",
-	"N+VzNuHXgg2FUMw6XQrqxh7NWTRiE45C1IP5NE1P6WZY9sB3KSLDw8OzGGlwONrVyNOJKh3E8MG/1lrI",
-	"HSPzKkbmsmyJ8zs61s4IPrV+1FOuinVxVbL9jCN3qq5YuNOP2YsiJUr7mNFz22w9J5i5HNJP4KADP9ne",
-	"uVDglq6VkyW9xT8AjFkIsxo2gbdIF1qDpjlxjy3jY6Fchgk0L8NdRcYuaqWkGoeuFsCfzC7rPBei8H//",
-	"icvS//tOTkXxW+28UfqCq1yUotinph+6EOE7/QCGIgfbeqlaJGZG+mXGRRzB41F1O9dlCZk+TYojTthj",
-	"moiM8RE0CMFJ7mH+gpl5ERbs3to1TSgxB8cftkFftJCuvJW0bZgc8B5Q+ruuet/LQZ1qvXQlFKaTi6pY",
-	"f/Z42PmBchLWcFXgVnzeOC7h1j9XLUS6DW8/e36rwif90k3itoQMzYbbRXB7I7g0V6UciXyelxHFWlFd",
-	"hOousfJdj1jBOzq4v0iaYA5gvzA5s1coS7QqpRILhSB75GTUCsvIi/0YbqAHe6VOidwFTyJTenbCKqOd",
-	"znWZMSOm2onQOyBjw7mjCODIQCGHBVlBPxRGVxUokZgb07wI7Ctb6lkWfwnUjdhdWzr4jWW1guRKEIlS",
-	"5QLUy0N2tlhKmGY/krZEjZ44G4GylGvAk8itIxUb1Mp4sQm81KkP1EuW4JydTbCOPqQJ9kmNc1qYTWp4",
-	"7gBXugEtLHIoHEqwpRflq2oLL8bt3A/o/q9beG17m/W9Hv7YP9/fP78PGMf91Yfi75oTvEPtdUx0S0jX",
-	"ofZuGcaDObKRUQC3LFdQol1tBPpRMgD1YBR2Fk1eT7R1R7yqaBgniZ0+FMjK+huKDdD+wJTHpyBfrsVm",
-	"8zFFnmSgEWN0xkqt9uFNv41G8Bh4QmJzjD1G8xmfH7I3LlorDlmE8yvL9nJdiNyLGavL2j+QZAkzoMRb",
-	"JL31P5AFEURTOlkkPLwEwIu0kWOp2F5Vl2XGqtpOMjaSZXiGnnk7JqjcTQdqORV2FeZ/tuvhVi2F+xAk",
-	"CYgzWWwdx6P1vjV7gJZyA3sgMSxpVLdrmG1flNC33sAiaL50J1vWWQS2AYVtCpCpvhIHzn8B1Gj1e4df",
-	"c7tQj4ooDhCvA0gPWggxgOajGKLeD4ISy2WoLkrXJhcZm3HpogkBnih2JeaI2B5Gp4Lb2giqZUIhcsKu",
-	"ZSE0WwP1vC5kvIhEhLJe2FHJizZXSWzGg3UQ5DgQeBhx1AvrmFBFbP868Jfr2l2iXTBge5RYzZ4cZ4w7",
-	"NtXWsWfH+6fkaPIfgZXq5KgbCy+sYGICzdLQCyjh6ioDAbQfx2YEt1pBB9xY/U1ltO8v3kJUEXIgmpxZ",
-	"rIbLYvwwKZRYdoU7W1367fDOn7bthABb71gTAcS9Eeqw7r60Khlnn7/995C1BhtjpGtVnDJ9xSyoDUT2",
-	"wJOtDDu32BFSfe1BQX/XBp/ocVLm4r3i11xCL6HFxkMRnhcg81akwopow6JcOBpyl09WNBWqlWV15U/r",
-	"02MGd8OhsJk/FoZBCaoHy4y4UdrVslaqcSmaBsSYiaoKUQlVQJAfsycgL8OCwUHo4E+gB1bbOG78j3A1",
-	"jLlVb1tGcwhLIiN+alM0/FKEfGsg8keYkTvASXjRRmBpHwBa0mj7IPM3FctRvXEZFACpcAl2BAIPKJsh",
-	"QR/r1QlephBkt45Bjht3UBn9cd4PPE1FUisGSKQ42Iq6pbR6230BTJlUTi+5NTKma2dlIYBGOBj1e5hD",
-	"BpMC/6eVONCjETPC62roY/bqrF1wGfv7IruK/yZKbffjgegndCjzeqBUY4w/Dnl+pUejjIKu2D7AOvCF",
-	"H7IzoLri2B2tnJ+wSpetyGy0dvF2dMkcsjNWcQhucpew5TEeP7EjR/+UBbd7Kx5qXHB3d1C2+D+TzxGW",
-	"cEtkLQuv2UypxKYkwoB6WdXDUtoJVRLcHWwmo6bgWm8y3NLWpgCrC5tpp1LuVMoNVUpMDkEcRCBaYpra",
-	"PrLr6q8AO/aIbH0DHIiAWInkWIPHp5Tj0riVg8851EIFN7+3rgtpo7f/kF16JIZ8YRpDIJOnqipk42IW",
-	"M1lsF0Tq6i4QsvWWNQBJX6Jhjr8kPNTVDg53cPgZcKir+0LDuXViCk18C533x/AuRCGNyEncD42eWWGC",
-	"jxJqqzzUOYxBSj9NVIBZ6LyeCuXQpK74mNyYlNPR/jNEgLhCN2yLneV0uQS0XWtF1roTYwQ3G7VFTWAK",
-	"Kb48X6Eu/izcWSVf+nlYgJhnx0/75yRMw5rPfpQ9QpojeOJbjfi0/FhwFWBOSnAGLD8tY4OFJfTLd1DL",
-	"weFKIubFCM2f30BEY9U6+V3Vmt30oMHENucsITE6eUS784AMnEfLh/FJz2GEp3ZEQ3AZvb01Nh5zDxy3",
-	"V5tE1SthpC5kzpp7GdxL0WxgTQvRxsro3O+slO0onwg/6Ojjp16ltPukoRa1tYJQ90SUFVhrSE7ESq2r",
-	"RgBWovBXQhBaB44NSkLqjj//GEf9Dj54i9K9/apVCShLUxnSbqBA4JvKMUk20eKsrDgsf/Uc0Pk6igPq",
-	"FUxNe3d97SWt168neqa8EAVvAcmRiZ5iMPgkcsZOxXQojJ3ICvsgCl66ScagwDiC75RLBZE99G4C7R6V",
-	"fc248Rud+BTpNpROvGkcCtSX1C8UgmGhMDnkuzAjrqWlxLUlkfQCx39JE7HNPu3tN/XxE9J8htn+Jk7D",
-	"z1RStfjxWzwBBXf8wAi/rH4p81JwVVdHld8sYrbiQPhNRWTzsQOuHqHYozp5YK7LmsafQrmYvhRfySpd",
-	"ynxO9KVGQA+yKCPKAgPRzswZhzJ8UWSRoK4IhBxczYGg85D9RsR2QAjgTynUSEBFVhAYnNFXMgCZ5eNw",
-	"jre+5I5fhGG+wFvWZav+CuH4wPxMMR+eOx1DLjSzp4zi5zYoDFj+v6J2QJu/lhj0kxHiwImPjsLrzThj",
-	"DQgNrm8QeF/fKL578vRuk3O6FojWrhdWaOXjh+7Sc7qAiGYRzQLueHJc83gQ/iok5VqN5PimyGRqdaBV",
-	"LtZEaIG4LD3mLfqOkIBjRYnGJEGYFBa45yH0UZbJrzHpRwEHvSFm5SxNgZ9xCVAUH036boEqbdpZyLKx",
-	"P/JG1+NJj+gm/KNgLorwAJwoxf0Pcyx9zPWUyDF4Vyi3Vj1Itg0fXNerLmq1jo24mWencd0WcoH6uEDv",
-	"zmnX+2Wb8xEvyJ1dAPjhlLPX2F+iG+xwwW4P8vpdZP79Q27FAe66A9jtG1jnjg9Lj11SFeKj/x9n5HgM",
-	"3nxVMA+xbePysWWlznlJeBNemxrsuS7rqQJ+4lm0OoCeQoW8kYwuffnyLRjtvARepQas4nPRZwbdL6Ay",
-	"6T8iVNJHQ5+43GF4OGynWSH5WGkr2FSSy41VRg9LMbWdZsxLeuElTN8ZzN66rmvIHYtM/C/fYqb0lFJx",
-	"qMIfnsb08N8id+s4aIvyZvyzS3raL/yjnNZTpmpvN/pR+GHlE2547r8hZjaC8o2DOg2hmDh6NBGdqVWO",
-	"9I09ee7848uifDHhxnYP+/nx8XH2aKTNlDv4Svfs6aPM3+cH+ejkyfExXDGVCn9xHL8RFh2IkratBS4u",
-	"eQ8ax+1ICwqna6cD9hHIYYouOd89WCzM3zbNUvQzr3XIcMVev/vlLabfg3vQCFVA62ooPQje+CVXP6h5",
-	"gHYD3Nv/NefTcoAaB581dwa/LZPOinJ0yH7UbgJnC2ImiQMGCDji5QkFMLaq1EyokTa5SHvKEiWkmAcW",
-	"yKa9VSGqUs9Fwa6FAbeNR1hpW58SEl+gqceUQ373cM4Gi67kE7bgSR6c+KmL0Y4uXjk2aMb5oRBKimKQ",
-	"3SAAYicS/LTRuDQCa1X3Bn6tdSUUr+QhTPt+N5jr3L6X6/D7DHVkXMVTNpg4v47NNugJbOBym8Sxly57",
-	"H1wSDnYi5SP/5kdZ5ECnH/2LujjPb4aJ8JQWJnYom3zGfquE8su6tH8PuzpzPnLiozuCga55Npyy7njT",
-	"UrSnE3o71oA0+tZxw9qK9Eju8LknZ3GiZw8/0iTVSK9F8croos5dBh1ZioxNdOg8Qy50CQN180iXrQuC",
-	"e7SQbZrNnDGnx1iRANgjnWV1BeUu/plCIcVniFFhx+PEcVhjPT2opGokzZQ01aFU3FCaDfyCRuHB26ta",
-	"vLyCGnjdCWaXMB9v/HRsM7OkeUvHQfyRW5kzvyT+eEH2+VDX7huLOf0sHBuum4kt6jaRAeMIeII2Cb7C",
-	"TsOrUxON0huIr4f0BAoeCePkCJxKPRW5v+pCnOEAtrgh41tWxUHxy76dgGeynLewz+J+2njHHX3yI3hT",
-	"/HkklNFlOaVl7vanvrG2hvRErcQBwGjux08t1zwQDux1jt/D8IED+rfJSUdIx7P1pgihzAK7A1MgFYiZ",
-	"sasd9suwQMk8xi5e2lzZWE3jL0Y0/1hJI2xSjvgdm0pVO2H3D9mZV/CkfyBMuSxu0lkibt1XzSStC//Q",
-	"W0DZNyFLnb496pQVd5NGpcQZ2bix+bMeTXJb7S86ZmGdM5f8S3Ik/G6BY719fEkWacW4sDD2xRmrZONh",
-	"jvmVGnz1u0YXX0OjiwZjWQNysAduFXL7XbkN6EZwWSfqG26s5pY2bWHC17fQQCZNFIbCQ+hGVHt1YIUC",
-	"8Da88bdmjJsQMjXjwwSYyKrhsa7PeI5ItzGyLftGPZQmL0+LvDuZieRU9pjr3610a37X8mk+uWOfZvfS",
-	"rFKhmjnZ2csrNK+uE7YFFSxbFZrmXaNge0gShBUdoAdVQPUARSxAZ+ABOiNIoz9kqZ7PjFBixsv9NLE7",
-	"6F0LxSX+P8yaTJpBHox47i1Y6rmjR50tZxq1YHmHPtq2JrL8yjXKSBz73QaLe6Zn3SD9SoWsnF1lxzcX",
-	"ge5EhjtSV2KAdU3M+UXSEBzyMfwZEUUIqcXHpKEMrQQFZMhH4c02qPOIZU0YaIXwNQazIewc2tpKZ9mV",
-	"mB9Aqxf/l+VwM2YOFpHezEOkLGphQ6CZG2iXSxSZrDJiJD8ujqupadOzGJ3BL52HpuOYG0XsM5AhIApW",
-	"V51ev1/CdPSEotfQmb1A/+ebooPPLMStieENPm2kDc0kfT195pqY9SU8wt563DodWkxDriChaZPR4e1A",
-	"59Y5sifrAtNrNLjeKU2b3lfcWlGcYmAC5gKdE0SmTZdCM2TgSV0z1efwuO7vQbP/ThvUtvcnZvX2Sakm",
-	"BQNzsHBFvzoxdV8CAFaA8nESFPUgE6Bsi07pBfg/Ijg9CHB6EMYQEjH7/YXYec5mMcURLNEmxXFmpCNH",
-	"TILH/kfIqlwAB5FAB/W8XdiI6ExMOqRxVngErFVoS16YuRev0uIB7mmCboD9QzT56jA6zEsfa6CTgBEl",
-	"sg+WLNLx4DhR2w4f0dkGEgUSlTJafE98aCj7CCLJOlmWII46dHFKQ8TFOqe1umi2y1YoezrfFoeyUh1f",
-	"WlunF3P+H0q+55rPvHnWZ1MDQNtz52n8oj2NkKVcV/2a510kjCpN5j80PhJTLssjJ6xb1S4OOqQo4vKb",
-	"CmsxearJR8e31kYU7PKXd+chjykowzqGyqE1OAXJE69ca1Bs5vELCQFRbaeQ/fPjHxATIQ40aN30QWn3",
-	"oRnGANUvGIxEsE3G6JHju+NnDXlyOmhEX+jQkXPl7wQVnucTYLYAjnwZGJTwuGLOgRWqYFNgWNPYQ69V",
-	"LY3lOo8tyydaArEXdsuzbNC1dgPMnLLA1XkAbklRnBBTB62BRRZqiF5hYVXM0IC74VdJCym29/zpD2zg",
-	"n/iBnjignLYL4cz84GzkhBmwoZhrsrM6Eq38fngnrHvlv3VbzBwwI/CGDfgwjchlJb0MRFdVbIjHbB1T",
-	"cO+QrWNx8Kugv3WmZl4VAPKqRnlJ9uYO/79VKg4BNe2wV1LYY4LO4NbFBmVfrvP1YEo+1T0nIZ/RQnpt",
-	"k+OpayeWKQGa4suEXT94bpIHh8JOjg/KwvPi79UCc2ZyL0wC9iCRJsmxzZJbJDAD4ywesrC64S1oiAyO",
-	"JP3+aAB2vfgIljvKGY3dlmoFxEhvHHnRoXgS2dVE0cxL0GnltCpFwkDitXrR7TGCBM5Kfp6/6DdVzs+p",
-	"PmK7ffrSYa52GzST8QV5De7XCeBa0zbmUi2zJOCe3aJHoOJGuvlNEIKIDrDZXFCjRhC7gqZBspRunoU8",
-	"SrJvKeUn+I+D1QuSn1zLoeQRs8/z9JWVMAexIhIb+E24nbB8wqVCLt74Z16WcYjQCYSef8h+By10IvKr",
-	"l7FgKbiXa8oOv/x/3kon2OD84uznX87Y/61lfvUB7hk0DT7x8YALhUDjnhwfZOBbWQrlyjkr5LUwY1H4",
-	"Gz1Cgu6d+w2ibG3TIqopMUbMO+HiHFbp9r3LZ/Tx6bc3RVzw3YuffYpCwQhOTTexE1QsGoHFQxe6LfWs",
-	"vwlEsg5/0SWd1nb5rYID9WsDRMoSaPxhRwzWlXXhLbc0nm/HwZzsz9ViAuFm51repmvZwyPN81C4mRBq",
-	"kaRmi/LE44JUwq6gfwtYGy8Nuz8tXW3pjjHTKWb6FzXF+1mr4g8RqxJmpM3UMo5e6AOg0CGuISOrlVX5",
-	"4DaWjlVGXws6vA1io51n8bnotlfa4VGOvt1QcyAt4yX4QxLKdmnZ0+NjxAHE1VCqQIP3J9sGb0e20PmZ",
-	"nM9DXcyzxhOiKMUW3dO8mK+oTbiIC7QmA+wcZ/GzJvEvoH4PemXLVSXgGfDSvxTcQt/8dndHSrXBiocV",
-	"43kF190M8//YqkuaVmg1lIZFhwU/7d9LxU4LXzbt72Oh4unE7uX+DPtfJ2c74CGe8ozadlJzZ3/9YUc6",
-	"SRtKecOiDntgm1CvS7Eu1xV3ZVqEhd+OxsGV0jPI3MA6LiSED1s4ZJxGadC+jAJo5ZxhUdwhu/DjCfWx",
-	"JdBjHmCFgRF0UWjgJ2Ec4eG0CA3K480hgic+VqU3zthsMk9Wy38LKbphyMPaMVmU/jVspMtSz6DxZGen",
-	"PARjXQq7/Uox/5qVLTLTIrlvmJ6wfx62eYxq5eRUHBEJhpMrqXOxlPJnsNqw/8xUTLWZZ6mSogLDEMZO",
-	"bG9B5SG7RHerVxtHo6Qo0lbasbE2unbQ+NLQe9jY6JmbZKzk4zGmkca9SQ3v/RXQ8wHUBj7xekOpx506",
-	"yQV+xcvk27cpWZff1nEi6CqWLMi3dyZ+Fi5ssd6JuINDAfr/Jry1YCdA+MzvZsPVGBzUGD0KUZmA0zi6",
-	"DoMjiJhocHgVPnc1L8s5GuZqgX9woYzYHzc2kkbMONTFYb0RsNuGl8YWT9hhdyi7yAn9l9E+PIcp2P6p",
-	"8O9ZKST8xPo5+JYFBLnrwp7BULCuhLqDs+Bqv/k2OAyziXSC+rm/lar+iPUBeD9rjL4WDxTlI6HZnevp",
-	"VKhCFAxycS21mnfQwSIcEpgG5C/BqiuuwNmKzYXGsNXRREzrtA7Zb6SDxTFCZhTEYDCUzyF+48WHE4r8",
-	"tlwF4y4p+fIfiwPE2vzYCtp/72PL9Exl+DwCABxBlyB6ra17hxO8xi7+pam4mE20FemEBr7eZd5PUDxT",
-	"Fn4ixgjxNQr2P7bhyWjaG7IcqLpNFM0n3E7t1TYN2WZOQ//gTmBJNyc1MP6GWIC7j+atwUn2qKp704Oa",
-	"bMz0ONKJoo2bHDfSIh03Y+Fg4DHrHmIsFMhACKHwwBSIvv3DroWRo3nLF5Z2Om8VLskizcmnLBxM4ASz",
-	"arGgV/qD5ucA0kdgD7Hfkcoz/YAGoULrr7FIOUW68jgpGlUINoCHfKibgP9gGUrO/ONbYLKNTJvmBfC+",
-	"NZk2tGAqVkY3K4yz8dCSMhc+D7mfeiPPuIxdWTjN0p8ybRYdprgnJpy6bEqFYX1qhQyClEtkP1zo0KPD",
-	"Ntwb/KoLQd19zujtA+x9N1bSQonLcA77c0C3v5tXYrC/ywr6krNCYVu2oBuP1C3ANpRW96f0tJXBo6rk",
-	"akXPsTSIjkBPRz9GFYLeB98SdKkm9ILU71di3vLSYbY8HbzUborg4pH0mpcSs2eweXejFaLUO42VZUml",
-	"OebZo49i5DAVciSJvueQ/bdXFUMfy5au29XJ57iD9b3k6g7h2b9uc3SOQFwIC3YrLsh9ga8ffO+oSWMp",
-	"udpRHD8gZAqc7ik20cHbPjhhX5ODFjXdDQpNMVjQQMFSAuIEim7oY8nbmDwOiYtnMc3nPKjTZ6pAz+k7",
-	"PoaKpfiyqHFnUQfE2GqYbTR8MWupMn5sDqI2BfGmFofsZ14Fy6+pYCqpJ1dnbelIfvRXYcMKnnQTs016",
-	"YXcIFyb4ZTq/t5FC2J0XFGKI4abWFAGHftySHbMEF8TYeEpcsSIU271it16xKp2YNqwip0kDHWgbhxGk",
-	"SKqMauNUQ5Ko7Cc+mfKPmDVu+6hI1lMs3yMbSd/eWh3cbDN+7pI/b5L82Z47/6BSOKHS8hNChi16Fzft",
-	"DDesZekOpIIeVk4oCDHDzVmq/jX187W/VKHrXJvQi0UUWdRyMFWpozPc++hUB885Oh3sFfMHLcBmzqHP",
-	"eEg7b1OA9MVbt94VrnnNyo5wYS5xDXAavy1PeucU3MI2x6lcudmPPvl/fuVT8ac3p9a0mPH6RhXkehg0",
-	"7EakMmy2tmUzL+ijfVRolBxV6FFlvUxplHx4CD3cxoccsjP8C2gNkEIGSSOhtoL8xtyxaY3nJTSnw6yF",
-	"pewGqoeD7OzkuqzT2RW0FRmMNsyMnsk8dpqD7Aek/OtoQtMcgI2aaEWXor1i3FLuK+hP7TPbw6oYFnIl",
-	"r2LFnd+Qj04e/Z9/8oP/HB/88Af9e/DHp+Ps+2d//o9Hd0a32JqiFZbh7wFSddw/GlYje3DeuuR7btYo",
-	"B/au+VK6dO2YkG6/F09cfA+zjSC4NTkgPoq8dp22KpWgbNQMdLGWpVW5E2pZpGsKwGyi43SUvbQC6OwF",
-	"RDdsbI3T+fTGYRf+AsrWRJdFxoYi57UFPkwxC+XD/popn0dLNa2i4wqaLppQqFfy/MquSBr+B03W1lEk",
-	"vKgDP/4R5jmh8/4m03K62oZs0UCYieFE6yt7lHPHS71JAoJ1XBXcYNmTs2xsdF2hXB/xqSzn5KUBlQR/",
-	"89iyAfFE/c8Bm8myyLkp8KjBUxg6l8jd7HWR0PsKngLXAHtLyZV/GL56wFwo+bcC7AeLLWHw+fY0ZInD",
-	"J4IXx19UsAH+/pC+/vBf9fHxs/y11qBvwE9d4b+fhfsd73jl3/+CpmybJZq1G3qR0/XaHimM80nL+U0c",
-	"G//VYRO2N2eYhuQA4c7ZwgEqRCmvhZHCHn2SxZ9HRjjsRt1tfvwCBSic/YS5YnT3PAbUz4UqIM8S8mM8",
-	"9FN5hh6xugrxezoP5GZiXheeVs5SGk772RJz4vwtIQYDrdr8v/lEXouiYcdzRoqC7XmjYRCGBnwe8FUQ",
-	"HfcnbWDrYfyoD+ExA6a9djuTVnRwVQCtBe3nl/Totf3dgEJjJEVDv0N39pgOcnMy9ud3mzazcKLjDPR5",
-	"4OjvGVN6FjbF4delGd+bkup3IiSCjtqH8BbgYi17Q8QN7TfExxtgBsY2FnGDzgU+jdBvz39bJQyc+WzV",
-	"yd9fxJ1DdhYpfp43qRX4XCp3oTwKeqUX3Svxoum+C056m+KStPRBq/ECDs9HkILrIKMRhbJge6gwvCkG",
-	"+4sTpdyXCiIfYWZWm+TJFMd1D5IFSAl2UHKLUIInc7R8MmHTJyfzTgEGmwysoH+AtrBxuIgSe1hSlYWs",
-	"+iyBCn/Sk401nIfuRWAWi7K0rZSRQtoKOIDJ30gOTcwS9BsRebCka/05FDWT31Orcr6/SiO/xK+8O8lN",
-	"L+xthzQ2Ysyd+IaSXs/a3+w3/sKuau+cu9DKUwV1k0BYe8AZOFJC447FSm8jCp4DBZx0zPJ5s+05syI3",
-	"AiSlFS5kUYEbCQJhmLRRZOSHx0aj/o5DdhaUcZoyI1gpRs7jR+BCJZqIeCXFHrpjY2G7tiZiXT/O0mpG",
-	"eVfpaNbwVoQBPZxq68Uzm0zCymoY/NhdiLs3ytc+J7d2kvuabmD3CKAFTl98ApJVqKLSUrmGQELPFHv9",
-	"y9kLOlRZcDLluhIZhLeQiawgU9fi0YYItLSsVvL/1oLxqaYQ9ArNGe+MQ5DgfuVDq8vaCTZxrrLs/cVb",
-	"tuf/lyqUwaQvSz177Vy1H5nRGqpImzE4Yd7GHhk+nkKSc3iJRx6ry2vsVMlKrSuvvWeslOrqANs8a8Py",
-	"UtfFwVQ4Dh3xiftS2OVcygHB5QfMVgTFHcbnbXnCHBDZxVQqaR0yLsMVllVGXnu0x3st2wtPO/N/P8e/",
-	"vsM/DvYP2Vsx5vmcWcWvxIecW/TOkffO1vmEcbvkoNPqg3VG8OkHQk6kdbPcQ1PH9b+pS7j8BV2Nq9SA",
-	"slC5mUMyOcdGLEj2QSVKTT+irrYpHViypUzTFei1Ju3Ub9jT5HtjreREIH/H3QUQV3zEqtFDyn8OE045",
-	"XCR4J7ossJuERDo/6RpRzEZSlIXd5d9/Ff3fWlh/tzZTqi2Bbwa8MnVnKLEqeU6Z77j9kD0PdnFDjI+8",
-	"ElAkHHY2JL2fKSamlQOs50MLcgrPbUNLGfL48Q+n5A8OnVSwcLPRIWPgDEbgRc4he0Hp+VQgRdVf4qML",
-	"PmN/U0zRVY1/1Y+vpQQmFMyExeQn7vYFdxht76uiF0Zvluia3vymeLSttI7Px2G/TM2eCKrEgwfgGlao",
-	"+CIKAHaZG7cKvng4Hxj4HhGc9LvGyfS0AXdH2rCx1mSbO11BUzYhQWnGT8hAc4jeUFWw37l0Uo3RmZd6",
-	"uESup4K94CoXJZEIK+0m/j7IHAczX7mQrTXNUv/2nE2kddpAZcGVqFwW1RZKefVPt2xkhIAnILoHoFio",
-	"QMXv3Bp4PhwMagmdnZv6djx0OKcP7XQnLsGNPXQUzYYIF0S3qMUuWvoLjXaliS5q0naA/jtDZ9zrd+/O",
-	"QyteLDuCvSoK4maj+UMbskKg98dXlCMIhYHViA3Qg3nV64Z7mXo//9p5zdbecQ5rsdl10KJtubwG8gjS",
-	"QB3xtpFXu6fpGxBCZBtiw0IkPLBJ3EMQvs8l+JvfZHycerSlsDtq21tCpZeLcjI513ceI0BEWt1+542y",
-	"AhipYp+Y4Hfy9w1C9J1y2gaadtsBXXUAV+2Txwx9UG17LWPDecWxF4JEosXGfYkNVTA4HxNH8YokvjJn",
-	"siC3ZvyNgzC+4deijCS9Jau4m7A9DE9mLC+5nGbMyrHirjaNuzQLvtL900CQIGMOAOUhLWo8h+yMFUiU",
-	"0BiP3nL0M9DlYXsnOgMWX4hhuKYvzlnSBSe0l0GSlNhiw0URdsps6xuI3wLq/DOsDhH/t+YlTr9fQlnc",
-	"q125YV8d3KgzbgMF1GlbV5YQAfa/mvH5zvb8pmzPtKcO7hOnb1MSbK6krmm/5s02blPkgzFHLEuIvQH1",
-	"kJ2D24UzHU49kAXvtXz0+ydrpAsdGKQZxCYE0du3ClYfPQQkjE5+P/YQfeHL8LgDtB2gfXWAFlEBaxES",
-	"DNgqxDleXh1ZAdfbfmx7ZR1HkgqIZEMfrVxPGd0Z8tELcS1z8dhCYaJmunZVjWktSpSH7Cdt2GA8fPr3",
-	"J39/Mghf7KDjgI3kdPgMxtmPRvMi54ud1CBrhkuIKZMSeilyrQo7yAIFI3tyvB+LJOOg3vz6jzfvXqEz",
-	"zY8viwqzdIHsEhX4nw//9uQJjAnKMWfcFCHWja0ik4Hq0cgDbhaWrOSgAtOv2d4g14XIB/uH7FxbRzOD",
-	"Afbz3y7fsc6VOPpE//em+PMIbhmcUisyOzlw+sBfzSCram9QOTfIMEAznIcp2GeFyGWRcHdKFzySh+y3",
-	"2vhvkX5GT5rasR/BYRGiRjCAxxbz9ltd4jrFCQbo3vHy6hJv3ZJQWXrPGpESNpQq4k68UwGSzkjPEGmu",
-	"d3Lg25IDHm6YP8mUsxMANEF8/9cOvP/hh268x/vtIdzWi/MpuvT6Vt+1MIBobNFdugRCGbBl5k2hnld8",
-	"bB/vbhsi1ubrw1uakciiJzE/ftNDzc//hoHg3kIbi7sn0DFjeC+4pP/iaVvyJa6R5f161u/YYwr1D1QV",
-	"9v7Orl7/J1uQyaRVnLCzA69weJ2myqc8Y9M6/UW9Tz2uRVTgivCU00Qj8MoLuP2wv8TTYwattCqeX0H2",
-	"sWNTr7w8OWYWCsy9AtbZpBo7Up+wCnQdG15R6Suh9g/ZWaMxIo/2kjojLctLbb1CpQ1d1SyaMAAtRpSC",
-	"W+QValqOD3ISJR1FujCx/gCewQI8SNi5fVUpfvAaFQl22k4r2mlFD8Y6Bugjs/julaIjQByE51I40eHs",
-	"g+SRNia3rEYwNzyQYVaq1R5JT0PXwAVMkymkJQ9NyGHJhoUIDLKgWcfnXYWR8Bx/vGA9dxrWTsPabo0j",
-	"7LelPX2nx7VyK/zyv1VCWSp9sKG79KLecchekNYRUrhIMzoJHhvMAgMeWKOrKiR8iRld0FCrLR/KSzR6",
-	"zp37ljSPc7fO2z+mdJGd2rFTO+5d7XDdyLANIJtIUxxU3Lj5Uc4r7J+/Ks8tJSaTBRD002swN018rGTD",
-	"9hBoUs/O3zDnDS8kya6gnQq9bc5y7sQYughSD/X4RCCCFIVdoPmXlp6GtTbY96UsD9kb6B5PvmH/cv8E",
-	"yLWLdK66dtQ2ZiQggcQ2xLG17SJ4nRJbTfwISz09seFG5o1LYm0eztkAp7+plTthvJIHcOPgFPm2rS4b",
-	"xWqZCPNJ2vWlkh/g3g8Bmbp5n975hTz36/giXcZt4lf3G/v6pCTXLO4O+L5vogL9ZWDDm6XNhdonxG/E",
-	"QqdnvTmjzZFv9tejk0dxgz1aQoQnPeE4P4X9SIDBCbvSI0sXQRm2/4KRNhCNC+dvsXn4SJbYpUwVzOiZ",
-	"DQkK6XNWn7TuxNVkH4Zh3zQb67PyUNdcS4P5bzGfaVPc4I5zo53OdXmDW0BuXQKZ4pubvOpXbNi2+Q0v",
-	"QY58xi30w43u/MdEgx6z6fVnVXWDq7H+9sY33OgLXiE3yU2+oXb6H7IQ+ob3XIj8ZrvsV31e8rkwPxrB",
-	"r25w32tu0W95o1vO3X9ucMMbeznhJuyZG+01aFxDGdqbTyD0WL3pXdix4L25yQB/Nrqu/lvMfwIsvNkQ",
-	"5TXgHgwz3L9NDwa9eZOc8yAvdowUKxgpwiSxvUTU7m9bzselWY4MdQj8o095AOo/15oAWkXhfRLjsSS8",
-	"QMqjE0bPlDB2IqubCve2VktgcFPRngieOzgsq7oEQrbHztV3S64+XnhTilTHL+REHVUlnw95frWicsPa",
-	"WlhmJ9AVX6pxKQ68Vfr+4q2NaWT0xMeWlfJaMCQeyVggUyQnmiia07jnTWG0uqaYpz8If7MDyACdSudE",
-	"sX/IXvF8AoQwvJhCacdHnrtyHtKc5xRQADtfWGqTNyjlSDg5FSH/je3F/LenxxnjjpWCW8ee4Q8QwiU+",
-	"cWxbXmBN2z6wDODfIlA8tuRWoIavUM8mbSC9AlThyv8rVZgOBlwvftpOIHF3NII/hh3TCtYScwvSQfJi",
-	"PsD611g557iJbT0l+hUwgxDnwyYNMa6EqODX3iLSBlpxKiVylxFXCNb/wi5g6K6WyjrBe9lcGgh8K6/F",
-	"edhBNyakTRLOOhy4cZPexIE7lSr8+OTu3Lmd87HCuxvsKbQ8w0YN0+J3yB37fbsXtEdyaCUOYLw40J0j",
-	"+BtyBP8sXLP+ETWiKGggLxED25Z++BZ76IfzecLvAGBvRdvYSKVmhBIzaGK8AJm9Xx8o00A/hbbHWONo",
-	"Bxkl8MDs5dxAB0c2sNf5ByfzK+EGKIAw0i8tvQmj3lBP7J9/GjGj1VU2dj0SdJsfEhU34i9sCQnQwzkb",
-	"wC8aOfn98cH3x8dJvvjT430vAaGvAM5AGRqdS8uKGlohDeAvZ174DtgeH+rasb8d//+YVJSpAFzs+1iM",
-	"CQntgXAC7g78b69Qip+5AduLv3y7IMsT8d18YSWM1EUjzJ8/e+q/AmcFU696hPgpXotqSKN3/BbSEZB5",
-	"KLiFwR3qpXKGk+GFKmZCNIOhbuvN4Eg5oWZVS48Ej/u1vhKFvwBDsYN0Yw+yVpYaiXCMcRjB8tqFPt3f",
-	"MYuzBDxEQcuIm3GVknGKdf1+KqDrsNLOK2zXgl3LQmjGjcFddLYUMpjyedifls1ECRqwYDMxDJcG3dDr",
-	"qPsnydRAie1QlFqNbazMoudm7F+PlqfrX48YH/phTUUkGYw3IFEI7rBIwh2GCZ+1V+oxVedeU1fSLKpz",
-	"nBn/XV6V4tbOtAl9nfdvpg69BUjZ6UTz1oRsohRlrfOMdW6BHDLoSnerH7XXtEctatAZU5oA5Hfq0Tel",
-	"Hr2N2T6pBgDUdsHMg0oGtNLWKUZb1HzAgFxBDQUeMOhoitwKweReCJDBY05YpcuS+hzBgFitnCxJGbqp",
-	"jw0KP740LxsMenXla2PnE0JAgUuup1Ouih1O3G+d0X077rqKT9efYV2tKLiPObjpxqt4HZJuee30gRG5",
-	"xl45vSdcV6dob3gVj49GIndU9Ajti41dVF1ufN519eUdd12tPu1+3r7aw31/Z1VXD/6o1u5gKsxYrGkk",
-	"/qJ2R3Bd6BlOZGzoQV6XVlK7X/y9oX33HeSWdHCcwcCx+YhsisfMtTB9LGfTVlZIj83y5Onfl82UDcLS",
-	"yZyERiMrx02Mv8lugi4cw9Kbm9raA+oFeiWwjUrnB3GpbvglW4WnZA42iZKnfdZ3IfLOEHn7mG4bZQwk",
-	"zUg1tmu6O/wvLSnl9YWeViVwojU3Bzo4MkD2ImaC/4lXFTE6YPrQPrU493NhvXj/5wCU03dyKgYZGwhV",
-	"wP/uoy/PP/iX8+dsL7RZEMV+aEGUggA+tcmHzWLXBme4srn2Qz0JncWq2kWKCfTqXYn5yABtkPOjpizY",
-	"ZGiNJzGm9YUhsb3gBeTkDqOPBHXHNt90ysa8snFkyRRCs4QrWVWiyLANfBjnY8uKGrEZ+shA0BCJhQxQ",
-	"hh+yQQvpIJ7J2YiXJfaM8yOBYifFjQmcEiNZisZlNWel9NYXs+JaGOD3aaaWHLnYMB8njUh5T9EYk45s",
-	"sMs6z4Uo0K9IDfD2rBDs51cNu0b8amh8Jfw2FeV+hp45PXRcKsahVcYh+x3IOXL6lPemHISZAcJf6M9v",
-	"NTv/7fKdAH+rEQitzu9zxUvqdAQObFmCQTwU7FoYOZIY0vRfINUYKmINOrM7lqfptXcKWxKd6TiJgWXd",
-	"GZ5f2TSfeYgeXWpyu4czsoFrL0XWbVF30CvWlIXgjDTttP0Zvlt3WGsu+nieuL3KFppv7hTgW2vz0BZL",
-	"dyiVbqb9Hn3y/1DmVl+16IWYYmNf5cHcn1oPa9AgAYNYWCYfWMe1YRe1Uh4gTokqCJ/8G4DzT7IUA+xo",
-	"hEJlBHEwrTNKDKG4lbMAaBSCF9ybxWC0zbS5gj27CAkv4S29kHBDezW5+U1xzt2kQ1uFnmIGpicVk/BF",
-	"RJDWErgxwwX6hqFohcnEBWRjLWwWZQ3UyAZfXV4KrkTB6qpX112c5YfTsmwTQMLR4+baedvuEMD8XRvM",
-	"gNeVZC7eK37NZemtsGXKY3G/2EcA9mfWbdGf4VmLHdUqo8dGWJtF9Vb+R2SMQ2p31CAzYkzH+ipQ5b1e",
-	"GYJcq/JPbxt//ngAOsNOVbjlfNT7OiyrU1F71ISjQs9UqXlx4GXzivjUQiIqWlThZhsF3+OoBXSKS84w",
-	"0SbNs4lSNmjYHNIsTklsGutYXkqhvBVYcq9QXIBCThYBebsLTCIh4ToQMaklY1zNyX+Ozwmmyf4hS8CP",
-	"GkTltfsAE/UBR/Whbi4Z7NPjo5iPxh4xnoO+k6hCM26DHNzc4nlJs/rWr8itwcw2Mw4gFuyHu8aS8nsM",
-	"slLuI6egY7irxrlTWe4t6NAgTQAYWBEK60d8xTN2l+oIjebmKLtp3uNZku+I6S17RmBmy39Lr6+EFxzg",
-	"x4MbkCc+pwUM9qA7ca46GE2r5wBRE0j3kVcCciv9p0FDylI8tqcIVVTxHp+B6XOYNVdqaPeQzIn/Mjbl",
-	"VxDjZLWqoZHC5mC3JnvrIaLdpvlVmJtihfNTak9jJQYGdskbORXLC4TuO1x/cp8OtZvsfyE5WDvkvN9s",
-	"qGWMRP7FpmzkrgBzdZrUerD8DJXU37xTR29THY04sFNHd+rot62ONiUoD0EdXYmu1NegAdNuprpbq8eJ",
-	"SmUsTM1CiY7GEp2ff4QRxQZq8f5QKrA3CFxnshj42W13JFj8oiOprqUTg/2TkEQSq6Iw2xMi8YtVORCZ",
-	"VGImiqQ057Flg1TPhvBxaA1xEF44iHpOvPhNMWhVO8himVSYBiKxuoPqlebCUWUKdxiEydaWiizVVkAk",
-	"fi9p/mBEpQ21oBSqCHmCcc+gqxSZYrCV5JOnTzI24WpsWV3FWpmElso6YBfcx/gNRm28hLvA4hkI1MOE",
-	"QqRIifZXhKn7AHd+WMGIvCh9fsbJv1FxB3Xsae2qL5axcFfOsSvn+EbLOXiUFUsy4gbFHHdS5Qr2BOUt",
-	"btIYuJVTtNj6t7ZZaOkjKEyuOXILDtLsodZLB1BiR8KWDWsrlbCW+VnzIgBbIakmOxw6AzUtdkD/tV4G",
-	"XYtSV4INPlV8LDLIWLyE+JnTjpcZ8LX9OWB72hSQeTWct60pWZyygb8L5eQgPGAA8kInLX4ik7bO66nf",
-	"HY/ZIC9r6yB1a39dLm7CdHbzVNwX4T3b6U28zYhe8t04sNWppu30tV2U7xZzVJdO8raxSOlCrInwtVV5",
-	"e/QJ/l2bCeS1OJvox5AnmYsToJJOi55jlB20bH+kA780e5XUSb9+9+784Ke3/8jw/0a/nKNb8/Xby9bj",
-	"WiQptSo9Zg0Kaeka0MBBE/NwhRlEOZX6zVcVYMeqbnKfcuW17qEf7bW89qPtKzKf8nmoKpcuazKhYj4t",
-	"C1r/Y5sQ1LK958fP2KD5xYdCKCm8BeMmwsykFZBXSeMBNRfAs5MFNiTNQNZkU2TNeKmVWJ8h9Rdrodsm",
-	"XY/WTPtqpc480mbK3aOTR3Ut/ZUdxQULnWYm87R2XxU2Y1eick2iccP64KhFiOvLmzKCW2jm1KnEP/3u",
-	"+w0GBJlgfo8RQ1FT/F+CPRb3Lg0wsEX05nLFrf1wsrg2Ustb52knRm4tWcTP6hIR1F8uUEZK32w9b3fw",
-	"exBnX8tDnRKLZF1EIeGSF7pWrnGL1CqkgQfrrQHbhtsYqwIIB5uT7eHXnywAX/9ECJBFFMbU9c/HYpXD",
-	"Y0ptHZMO2sOb1BXPy1KYZDiRjkN89BJ/7/nx8xvAOHzIhhjeSjH7UgD8jwfhLTjcYUt/ItpWkOWmyucR",
-	"4MSqomnqcevVTVtK8FICbxE4gDt5kk4T7Q3KdSDA3uYSWmAh6sSwlCfKP9EPIcFBtGITKEyInyA2CKFD",
-	"QNB5w3BudWQEBBUXrftEgQCSIHxLgeyAiXwFDyx4UUnL4A5Lxxf9d9lmftaThnHQfx0xJa3SgJFgqRuD",
-	"16DvCeMpxBPUIgljHy7vtTwR0O4AHRlwoRonjz8NTFhBqRcfnYAlxAlsrrwRUEMsoBurcQ7QfohkVo1f",
-	"Waiiq+GVErMvFM9v34u9ajbWBGfjfiU/9imUq0wrN2d6+G+RI88mFQPWxggFRHkP0LEd9tjXqUHvHNqr",
-	"ZTG05LpTYdyEiFfQdyeZf7bHd3zSKpJtOp/GsmXbX7e8d/HTC/bs2bMfQi/+/2gl9jOmy6LhXGAD/3Cq",
-	"1k3IAIwYCSNULk7BUS1VrWvbTCEHsgAaGLCrLNSMr3MgXzQT9BC6hMTh3KhBRrxr8wYe8ZYb9wqJd27Y",
-	"XyNef5OGGfGmn2QpNu7EkLyKduKN7nqFW3a7nvvWl21CEwF7e0cTscIFb9Iz/CBKbJrrjibcFAeNz72H",
-	"5t0Yb6JYOSzFCRWdJrwEj9lw7gSxvXgboh063HMTo+txCB/ysZ/AfVBYUS8C7lipCvGRCeUM8Exx9jIU",
-	"Zerp0DrQca1u5Xaogsp009pcTCLwar/TpsnxcKGDFQ6VG8HGXgdjZ6HeVZYlGwowz4y3zFTIg5GYyoID",
-	"nAvH9pR2H0bAWHvq9f8lXovGlc8tGUzXxKyFooBTF7cZMCDAjKTpkh1xxdfcFIsu9JZw2I5O7F/gkeBH",
-	"7vLJGjUYPi1jTw6eHB+zAtps5Y7Jwma4wpXRubDW25KY4apn6m514KXv6WPp8gBn4K/QosB/WYad3mEG",
-	"GASWd6DXDXqvG0i5H+wLtbjr0Y9Qoh/5fjRAKGL1yB2EgBceYa/fRfRAnROhBc50AqtFK7IH78NMpxGX",
-	"JQUr45A++Md9GHd6Xy/w5t35353/B33+aZ+2D829AMEaQpIECJKx9oPBayDFh21+QjRMXrAn5h463qRp",
-	"kYZghQV4CNHdmrFhnSoj4JZtqy1DxB1ogNNCmuBtbU2uxWIKy/iYS+V1khb+aCVuDDaXeuR2+sYOb74A",
-	"vLlsjsJD1zc+oRfpBlwGPQQGrXpYsJcU487xfIIMdzEFCv6u+FScwgabgtcK/grtHC6wewHUF/hXSdvP",
-	"1qdnqjH6kJOEGyOh1mK5OE3a5jr4KRSnSRd6dUFHPigsO0lK1sKeH0pVQKVuaPsQa9ko8TT0SMHStljU",
-	"ttd82AmzQnijMMOPl2q8v0HRW7Fc+NawxB2yV9fCzOMwjcgnIr9KZmaPIzozbdo4DH9tnrQf6/aajIM9",
-	"tEOveSkL4mEMyQQL1cxhP4ReJA3VI+qnY+HIOsbyvAXUbxXnHbI3jqKQWJQIBnho1Ka0wRwDvlBVFIaw",
-	"vkQiSo6/RBjR8k3tSvR2JXpfHWNEC9YfEl1Elwz7fKYIrQD720KsTR8RX3jg/wgIFSttAMIj3HaVS7fZ",
-	"JDJUvAsPa8gXuCAAgfUUnIdAZvqv+vj4WQ5tjeB/BROl8HI1Y6PRtBJjdmAttH4cGT0F6TcloYpBpv/C",
-	"J1CqLz7jn/6fp98Haq+uS/4YYIkc+izZUIylWma8Ja5b6fazmM72+u0l+8dvL+E7oUZib1L6EY4YZDVb",
-	"AcS3Fscbn+R0/P8MTBGiqA0h/dAHXxyyC8xnaDJFvLZwyC6X5Vzg5EAddgNKjow4OZqEts2pOaJEuHHx",
-	"XWvv9WQr4Eb/KirudgQfO0F3P/VxbZB/iOweq2XbpvZZw+axINYaJnT2y/nz01XyJWjfXu8X4spCchuJ",
-	"HCM4mEOn3vxhA5Qmf1HaYDIFVX3DV6yWORhEk9OdxfglWox+c92OtXi2rLu29AWktLfCS2En2Nhw5T5H",
-	"mO+MxJ2RuONxWeRxuS8jcaUQpRL0NXXlJGoCwUtvNh/SQYF0g5SOpkUJdLCIppYT/4UsJQO2F6AxsroE",
-	"ZpI3RYt+qiE5gQYU1Mmip909cKRAFziQc+U8NivzMhLEz2n61KHI9VTYwJ0Cif4oF0N/3DUJf5c0j/fW",
-	"t+lO2jX1vTisTdH31rCit/DCuAmlCi/nTvS/mLs2q/0qpMVVvMQ3UH7gVtP2Wi/cJG1v4STuYksrEviS",
-	"fq32rqg8Vubv0UW3yokVejwCN1YbRxcvRdROu9j6QwKVKQmdValz7rRhewv9jjI2uJ5oC6WZvKr8PwlO",
-	"S2Wd4EWrL+7JgpHCA4kUknYJletCGFbVdiIs8q60yRMv3l2ew59RcmBaQMHg182C2f3M439dlqwy+uMc",
-	"+2El80D9dMD0GZV65mXCAj3JNf0l1oIHRFN+FnOx0A/zBBlN0va4ey3+lI5V//+H2fqvw8PDaAY2knA/",
-	"C8Isem6AN6tgA/Kf/vOPwxp6M+lYuSNMaFi/0K1/uV3VlM/ZUITytYTqK8pVEn7k5W0Jk3VEZn4GV5CX",
-	"hT0F8amKu0nGBp9a4/vz6BPsrj+PPvGq+vPoU5itPwdsD9MCvDR/f/H2wN9/IGzOK1Hsn5JnOOndT2la",
-	"wRaLS9o+dSxKc9v4Y6HyDlylISu1IXeraiSgMKDIQbGdBeKcUntVJ3WElqGjfrr72+xs65jY/Ao069HZ",
-	"Lyx20Fpc6ebZx37hvAYUvhXUoYQn5yQ5CCH5JXTFzNqtuYpImRSEDxWv8amw6U5KFhu84iXAtPNnDM54",
-	"aM4oNwhAonxc9BJv1ybseOca6zBEXGGbNBxpzYZIeNJgSnZcaVsyLXeVYhu4dns1gHBy75UCbSJ46U2C",
-	"T6sZJjizU16WDC9nVvHKTrQLhcG8YENecpV7IPS7eKqVdNpbFiznqrFHPYAmusQh+z0IRiJskNBWe+L/",
-	"nkOhL0RYoE7Zzq0TU9D58LTHUUC/RKnysi4EKBtWKFuTixgyBQvhILUvtKxVuhBQgCoV+gS1iRXK6DEE",
-	"uiKsNYbEIa3mU11bZjj4L92EK2bEv0XuAvMoBSSlZU+PjxNR5t8FkuDKv6UQY8ML+rDvjp9liRYE9ebh",
-	"o4a6mGeoOKDQTdyLnaQTr3Ept2k/Xef4kksaZG+tb/8n++0AIjV6lg+TDlf3M8xkZtFP4ec+1jBCxK+9",
-	"7zNQLrxWDZ2n/OWHePxFXhvp5o9O/vnJW9RDwY0wZ7U/Yv/8wxu3aQawhyt4Bz0+3Z0JFODG76gmPe45",
-	"5v+z+bVXo3IScosDXBxd9ikwqL7Q+kqKMGQaxxLVAwyLSYW16NCJCz8kAwURvFUZMjvZjE259GvrQYL6",
-	"R+PRto6ZWkFyAJgzsCh7+I3s+AnEUIN7ASdi2VXx3kLCsNGQ69o0zs+WrBdCDpoFHBxzhssy6gs5d7zU",
-	"4xrGk3DRVFoqZ5uhPW0NLczr8uAuBG5kUTAiRWRTMR0KYyeyoq5lAbGws2t8xbP0FXRzxxv+IQuhE00y",
-	"6Hxjo+uKPrnC5o8HPHfyGrXTSuuyuRhfHVSQsCSlHjfD+a41HHpdx3h+9UtIrfthDc4ZbPWkJC00MPZQ",
-	"KqZVCZZ3JDn0u8J/B8TBCualBradlQb3B5bH9UwUkOt1DOtt4qHoCsfhTEmTqNyB+gOr6EYin+dl+mnR",
-	"Dpb0XbDf7FRfCeYQ3Ba8cl0DexcHQl119QiTs5vZyEJDvBwOVa7VSI5DC2XE1YoPZSmdFHDY0HhPigqT",
-	"iWvm7Xk6b/jyjvG9gnpD2v/I2BaVE6geH0fbLjD7Bf9zcxbRMRze/KR1sFNlp3t6xDXwQdRuqD9m+G+t",
-	"CjYTw4nWV978lBA+rEqubLBI/a9kaNhJO/oA9/nvYnipIbYajr1U+EhagvBk/+uP6ST5gXQt4o9aO+sM",
-	"r4L3AsOuvJhKJf0fHPUohJcBHrl59HRwaNicIFWcqR9+SGeK+MAWX/7zj0fvGNqL6PXxNvpYerzw5+da",
-	"GHb55jzs78oIKzwO48YBuDsNzDZ0rJGTkbABTVPKCAs2FyM+9WR09JtOEAyU5c3hMm3SgqYuJPgOMlbI",
-	"ICgaSoC4eb9PJyZazx0v/0VgxtXexbsX+8xoPbUn+A9GpXN/qCL/j9/gi8EWe8r+rSUKOOOGgrsMy1oy",
-	"9FSgnmLZ3u+v35xjANrWwzgG+MOr8314Ni3Q8lmhj+fGyVxWXLkQvO7cCcblHZ8KFkmup2zP8fJqv/Hf",
-	"ExuOKtjPh3978gQkn0bbAwf02DJbCX4lzGn0PQyN5kXOrWMiUoKGVvS//fqPNz9hkkB6knl59ejPP/78",
-	"/wIAAP//",
+	"AItI3wKOzS3a2nqLXthq+jCF9uhmB+xTJWt9K+Qt3PXhL/o2bAGYpuKawRO/4+3PFkXvIDtYzJ7/9tlv",
+	"n91iIQN8XzYi8qj1DvcetCTUe9CImtF8aQflHnLxgEPw69F70rbHC7aqJOT8hnvAVzDroAVYegHXlCWx",
+	"2xkCxLs/A2TB4FfkJMEPf21YHX6misqJVrcoVpu1YzUTOSu2nwS4nnopC9yYspRr+NFoZeFL9m/t/2zX",
+	"Hqm3RiQZ+/eG6dsHrjgup5BG08CjpqCjNn0OLvBNKWlxq6W8LWmNl7ppEIxGtwUTCGBalXQzo/n9bcmo",
+	"YuEqV/rH8CiaP30v9arzm2oqtKbb37r0DCYbyxNgQczZAyHWCNvYANVczbn9oKaa3ZZ8xbFFr6feznnJ",
+	"eo23D7tNd3/2W9D93TB0rCIwr5laelZnz0Yt5eo2L2Xwl+V5uRSqWW393LK3Wue2tfC36hbiOm7ZpyVt",
+	"FM7OmvFu2afK0oFa6ao9tErLmi7Y7RzrPniOZLm5tW22T8J5qWbm77Fby7ahxLg/YThG/OaBUbeq3TW2",
+	"N7zhVrlc4S9+y5EX3WqsfmKVgFujboXE5H7XhhR1b1PWbKYkLGBTLWoaHpI/Gx4H1v6Dl1H63ZJ1Xhv9",
+	"+bV4YKWsEsE4s45U6tgtOXQBmeQsI/+FDRFmW/qvg6NTYre9VkTLEipCEgbSI+DDApJ3QTWN1Amimu6M",
+	"5in0sapYbk657SBrY+1AJTeSJ9e05KqTcubm8UShNQErBmqzm1Hx0xokIp5E+JoXoJIZwYfmtVSKmEuJ",
+	"MwRutT8ZwVSdWrHYc21yzzaTCvLDEOLqu/nVm1PMa0aX5vmSKFZCDTQQWJcUS7O69Z9sHTwPQqODCtC4",
+	"cLLmCy6wMqmRt2mvPHrCUiBzgOYrzvRHnU8sHo8dQpm+DGR7+zum/Wpt5JsdLO7D5dUuaQ3p/Q/dOHdH",
+	"7JmDFiw35NmpEXCDA+8/WjVKu3I6qHyQ2YYsGgb1Q6aWZoOq1BHrAqx8Z3FCmdaKDMhp3T3csfhnbS02",
+	"2Wios3NsudCxZkqPxwf2S7i5YxJSa3+v/YSy1gYLhz+mcvweJ/EqUUTsjNRswZWGDM7ffwfvBjXFthFj",
+	"BSsTMK/mia+dBy08UZgQqjZGknEG0Imbhk2kjJC+g+cnxwVfcO0Hn6eyJgY81ndcwObdvQxG71emTcfy",
+	"mlU8LQNu12h0j2nIeqlLPmdwJkfgV7ZXZEVFM6e5bupY4P2bWq4IbvOFmEtrDHQhCHFjryxiiCZ7tCSi",
+	"XLWzUWAcnfebhpicRmheojPOHn9rxNg7SO6ml48ClcOc4cEPSddUKNPjqYsSNtcOzZchFehlLZvFMmnd",
+	"9sdn0AjtScqwDsBldtXEDrlWaM9D04dS86YkV69/f3F98/pqp7KyK6lZPL6qsxPXFz7531mZ3PLAWimG",
+	"SPaHGNv4/uzmaCeQgEswQOfslFh1LihAe89YdUzBEbvmopBrwPDG4nuKl8yG4vsCXf2w4T8nx2EdKcld",
+	"uMPX7pAlWSP89NX1tBJfXLOm/pUYEzFEbZ2KPhAM9D6dV+PXhGeG9qh1Q0t8DFU7yA45BPeE41FZy8x7",
+	"NLy9nqPXyrjtvnuzqH8gy72dcWbEFksSfLpHt3t7P8peHyz9F7DX24F/zx/YBVhcgpSnvgQC3ADsMl7D",
+	"oC23snSalEaS7B8fhyKCEw0qI+rW5sX//tPJ8e/+/LfnJz/9S1Rk2FEG2bmDXSLYoZoB+NeIbAvm+0pF",
+	"MFefV1cyw+WwQgxBLuou1dF6+rWufuB6eZNXQ/O2afuGqZGb80tnTe/oLofmgWHw/IF1crE+vrpM2PJH",
+	"kM/eQlFRc5H30sj8ZqDNmxy69Xl2cvQ0mcv1bJT2A87bEtwIxV9rWSXpvUM5tknw6mhZ/U8k8keu56W1",
+	"HaZSVAxBaAlAcxgLqetNrFZ7AYWGE/AvWiImy6GrvWlVv6+c5fIrNBsf7YtHQw4vP1zfpIIYPKVMuArc",
+	"enS5ahI4xk+87WfCYo+ybLcuAdv+n8mgmShueEy3eS0Ct6KPW0RC/GwhaVP5/98rtwdRLr6+15gF9ugV",
+	"1nl1hgb7bbXAaPV37fzvsu052ZwmD0/j9KZAwg+drLgG6CHIyB39V8V0U73EH7rpyJjtAlWczR1mxTMX",
+	"8fz+7Mal7grIVvFqaSJE8e/uDg13vz1nOzCneC41BPj5opYD3Mn6RHZku9f2q22YZPx9wviv2463II24",
+	"0rLetOzVNrtDcCN6aMweVlWyDOckrpw0pFnLxRR7h98J89vF+z9e3LyefnQnMvc8DZNSXCXQD2xBJSaK",
+	"hEFrJ74/fUrQYXLhwhFNa48nFsfSzROVijDfNc4Tbx7DgfkAnMourPzRkf3mPJkBofWwY3LBzHb0NhTk",
+	"EK5Rm7b+7Pmzo4wsqVgoAM13iQ020QGySyHmvQMYgF0dZGb7EynrePBSi+mPJS/IYafDhHsnkQLQaeth",
+	"p3wAcIrtwIojSFmRjAKfxAcxIZ4zDPBBjCuP24u6KSB2P5eyjKU1DR3R6cQ152XCMmR+JVwQSIrIWkia",
+	"HpVxPTEhZ7KNXNapQ+buhR0vLas7+RyEGJFeSsW7kKK63jh3DkSsPMF4swyN+M8SNZ3ymuWRIM0TcOK5",
+	"kpzP7L+m+u9GeMsO0uCmGtsDa6I3b5JD005GaEnrVUZWVDS0NH+WR+PHzS916nS5tQq2dfTU/G8IHYp6",
+	"8WDUsFHgMl8b4XFLSkW2tqea9iiBAEe2hoqyQn9RIWD8IndZrlNZBsbDfMZ73CZFDQZ/oz5A65o/sCLb",
+	"8rTK2sar7mJYtrw4YliefJ/vtnaJu9xC7xAowwqGd7OlK3ZKPBQPMmBaluRONav3zerOL4xdk1NyIcxU",
+	"S6bZFrteM6HJXxvObPA8OZS1BY1wR+MovPLjYEBtB3EZAAYW17hWVGyCrQwOppAN+McPT7wn1HkEzUoc",
+	"TeSSmqr71DlxDDwqDfYYl21nR1nBpxXiErQkvZNUAPxtwO4Usrl/YIMTFMmx7lm/HZkDxPv6GSnoRmHu",
+	"19FOZ/PnOPKPN0dAGXVwJVpcuPZCAatUcOyTJotnz7+ozeItpKefLxkKaym8NynYFlx6vz5nIm3jdZun",
+	"0epWiG4XAH6id4jl90azkfc7BG+EIXF9KPfxGIB2ip3vvV//HvgLBGIWvVjQcUw16jlOM4ad9lYq/Y7p",
+	"mudRyoNUqkVTMw+XFoc3z6vmXEZje1pPaykXPKclOb/8ODWiZwfQsPVSlghthkZYj7YPYekPRi49OX52",
+	"cjIRPazgKobN/U42QrMCIRHURhlRYrJM8Yqre7fWEYkCBjqneXQVmV7L+p6070zu9cJ9MtB1KWnxLKpx",
+	"Hq+4aDQD2zmhD6zu+/zTSwiNfhsDhJhrxsQjW442/PCY8a7YKkls7xB2igtDcrtR0oqtbqSmZQLZ6kIo",
+	"jaUnVr4P0Kgnas0rtvoIdQ6irXfGvWvTTWWuptEiWy3mF5y+mZQRxK8pYRQd6CHPUfor2JtyZ98cJTsS",
+	"8UTYn4w74J1Tl+KPN1BQ4Kyqys0Qqm9QfMDeNL9aFN/erB6L4LvV3D7ovfYrszxbxRzIA1RL3LGsxnop",
+	"ld0W7konFt4x6F1WpTS30ig4xRes1fnga0PumU77iilzqOyykdmGVLSmK2bk4Xu2OTX/URg7PjPrxDWz",
+	"xQfNg/F67HaAgyUv4zQ2hO3b2XGkAeuTj/p3Sj6GghUcK/s+mH4eWM3nDu63paxktZCLSSgTIoEqrHwE",
+	"UgIpLFHA4xWf2xw3CLazK4FbNPnybzfBNHeh2Sp2/U89RRCW2waGTkS0c1vVxfjF4Q8Tjh/z0OLMmF4z",
+	"J8ljxgShFhOrCM+Bk2Dt+m2rxosxesJmCuhbtfVTXa/dzPKQjvAFKPkaEWTt53aQIxi9dkqJtq48lUBr",
+	"0Rbu2SaajNLyh93ArwNFqwsNt15uCLXT4orYJLy4NwfS8wYXv+5OzbSI3lNECpAufnoT24MebZol6G1L",
+	"b2UzTxFucON6FBKtX8m4BydktiG/8ww6VgpJs4WsB3fNvdOpistLdrykokDwKoE6hA2pzg549fAiDi69",
+	"H7l29GruIzNmZutokSLmkTpnkFTSzhJTFtSedJ3B+ZdzMldPYXFW9FNGBNNPAVdayRX9lEshgt/qFVvd",
+	"dl9bd37i1cM3T3l1C1LELeZEG8IJnuq8utVrTGnt/TznwqVa956s6KdbtRG3M5rfl3Lhn754mksxf0rL",
+	"8qlNDL41vxJEqAQ0XCHN5JIYW6sVGN8T2ws/k+A9OFooHRnyMQK1Guf+9oQ5yt06bFsD6RLDyBErqYim",
+	"VTxwtjb7Gx4sPMcqxfIHTRYgJuEFiOS+lk1ZBJf5BBvG39n1LlcVrXe63906TrvTzd49WkGo7FZP2udd",
+	"dAQ7+z2VhL8XuX14hxKImD+MXVwjJkIQ6D+2dsyh0CO7l8EVYoXIzh2TUwGqhdk5XSekHfdSWrgIOgt6",
+	"8nlttFe7YVu8SxFYQkfokhx+MmOpkpxuceM2h5AE2nf34B+t1DK5HKRf2Sy1t53xx4huyzYZFZlE3/h5",
+	"SmqqwQPasfQqI3ZCCJY1+W4TIZi/rlj+kELu9fB3aNWaSTk1fAWavo5aD7FpQGvaudmilpW6iFoe7Egr",
+	"mt8zrYjFIt2ziw+Njpn4hH58+wDMNDQHhG5S+7acGnqxd7txj4+n1nRVTbtWcQq7tAu5P43Z5uNU5prf",
+	"j85qlj98x7W6ZDUaSdO7BZgbXJAZ15gIiGnaE+3hZngjHcHePaaXuEOsPfzhaY1NPTbK7uZ29yKg8ZAo",
+	"29MbHLIYH/x3ycWVzq+kXO0nG521zuC/SB6Lh4bM6RuAyEkHhStFEEUHmOqsUVyY34wOYraEK9XgRRUY",
+	"NJ9/+2LUoJnTFavp6ynI9Tbqw8zCpgyY/ccGSKpcIuK2Ta0k6VDe5Fyvad3PAnnxTRQbQVUl3QyAo2gJ",
+	"GHFhBoPpC5fziZqUarLi+SPWaMXzWlZLUHET6+TgGaLBwgiJZ8dtuzic1XKtWJ0RLlVGqChqyYuMPH36",
+	"9Gh83XrHsEODsWPwvRGyrxoBnhpBK7WUiYTYxVITZd8YLhAa1ojZ8lnvWJEqcHWBBiIb5UfxyGpVi/x8",
+	"k0fx889t6EZBFrSe0YVptiwxt32qJ28hk2fj95LUuOKDNWAXspaNNuwgHZzWvjNRNV4yWp2Vpcy/Gyqm",
+	"ALlADxAHUhEklqnzNp9cb1JFhd6aBmfYx0xTLljRGnXRuT9VXpgIsxEPL2lW51UTK7jWxkuQBkw9RiMc",
+	"qHuUWGZZMfEmXpzhQ8VsbTj3u6zVKTl+tgUrOgVEYLi01q+jCNSUqgu9ykjTQ7l28pirrdDsiX5yr4Fh",
+	"EaCwUEHfyx0c263j1jse6SpALf0EfMrTbchd4kx9wcW+Uk0uhZIlg9ghESJw9S3kAGQ65J3Pl7SmOZgp",
+	"zD0tnKc2X9KyZGLBCF8BfIbpR2xIyTTa1dVWmuiLqIQDI4ibAbzgYTGK2z6xkIELsD0lbpstIgwCAhu2",
+	"hNXzFDlUjJE7C7j81Pd657pAyELb4tEU0aaiSq2jCSeX9olru1HondhR+DOfxRUqIA1M6gi6IIdm0Y+5",
+	"UEworvkDO9q5196J8UMIphuj1XdtQs9QkSnM+XrZqbYROptdOcSYNfIXLx2KA06NAOrgeZgp9ouWatuj",
+	"gic5ND8ev/n+jxk8Pp6/u/wmI2+/v07X2nzLaK1njOoJdRbLcHk6FfOYTTfer1ber6De+89QvhKIcCgL",
+	"ZA3FLOC1Uwd1VjLlf3xErcqxWo+AQ2XXpFPJ7bMUfnxc65+hCmT0cFvkA0wiaYmaK4eJ4OImXCmiRiC+",
+	"KFeuntip2xp/Q5m/Vj3mtCNLGq3J2CkYUj9MVjAmlmfseBW2ofQTl0o/+9OLZYmSjR3GG9Zu7DOh3Qsp",
+	"xuo0tsdv5KaLo5OFLEeRQxy8OmptKI2KBiukkb7CuxPxvnYA+gpv5jEPRRJ0K2jkMhrKEkKyrfZcgF8c",
+	"qe3z4rN1l6E7/s+4hUmkti4dcsxwgwS4L4TUFgz7yqHO/76WTRVTUO1z7wq95yKSUTorZX5vWMqAlY8r",
+	"+JjAuyrgs+6KnMs673gNO4GLTcyq5dLsJhKF6T8RlgP4+yqGctO5Biomjg1bPHbwoYYpAtbLca2rY3NL",
+	"HgPmffCg5WVe4DhuuRogOOayYPWx0QVLqjv+7OBOgRi0CFF/rMBWC48xhd27aVWbKOQ2skPdQ+5dKYLP",
+	"nqZzqxM8C9babVw7+qyllam0GbOjOUN+Oy8Is46UKgvozMa6NFF9W1zBi0O1bHxDK7ohC0noklEMZ5eN",
+	"RvKNUy/UE1GDx2u28UdrV97TO8QRTvQZhPFksOR1s1rReuPjFc2qUi3rn0WkT7DU6wbM/IaReoIgQHnT",
+	"5KqpcpBjrXY/s4BshoMpO7tl3p8SPB4QnAsPknX/UZSUoYbMueNQcRtpGN0NoSLwkbPHdjuYAlX9M5IY",
+	"MOglrSomWGHWAA8y/vLzqI643iPX2Rpq4ZYbQt0GxY9/3eFku55qFaiew160DvMDLUc7YwvUCVu3qmkb",
+	"328IByq+QACyLeFDpPAlpqLG/lQccvLouBVtp5JtU2pnqSaeKJ6zK7o+D+uCp0AVIhXEwVNAFVScjNWN",
+	"EzrqTXtjPrNPyeH/OXv3/VGygnTcxXq+NYydCPndcNyeWtLn376IMMq3Z8fPv30RlvSI1wVNGej9hDK/",
+	"OL63XbfpEalVZ0Sw9cCOaglltNnLwCgwo0bsbCq8pUqAnM/wNZVBRDfGBcDJqWVZ2j/XvTLEeEQcDNBE",
+	"gnE+TxzeNuWEtuAXz59980282gAIj9eJzb2CgbXjha6EhFR7VkMeHrCtgi9sBtKYJf2L5oitKe9CBkC8",
+	"6sHLZ99mCa9THz4gMFhrafMNHYBA60v3pR0SOYyHd5G0wC6SI4eYJ0y9P/FwkFD1Oo8rqHEgxZPxDFJ/",
+	"yAYS04YO2f7RyRPOmI0ubpe0lzj0P/hwJPYpuj18YRmeOR9XLF5ToIufoLQh2pX7Eo9Wonp6RMKDnhCE",
+	"QZ1iwYXC/okSC6a0iLxsCnaJj4OY40kaCPSBeBcRlcNak6ZFEcPszAhbE1R6g4drEOFjX00I9nTGhdFQ",
+	"sIWpltYFE1CLK2ruv+ErZuVkMIwbSdB/gOWWpvvYcXvSop0VxADTA99NiZmKF008zmAlIbC2llrm0mhJ",
+	"+GpGQJVBub+q2Zx/6oOJ9KrMTiKNK2w+qY+qnfawf83A2dhHr2tpsru92XZRpiix+a3K3MELFj168qXg",
+	"Wpp9voxjkb9jVPTxSBwk7KyBuMVDuDooQgZzdZ/1gkWcu1YUVuM9isVKav7ArnT1PZqmIiggSoNbB6gZ",
+	"DVhkycqpnjGqRxCEcDLTz8RQKBss2v/P3vsvx3Fb+aOvgmLtLZF7mxQl24rX/IumqEgbyeKSVLx3E68I",
+	"dmNmEPYA4waaw0nKVfdp7oPdJ/kWzgHQ6B6gfwwpJ9n1blVMTXfj58HB+fk5kG1gg9qmA6F8UqxItv+W",
+	"zxdMaRcuR8UmREcZ2Qtuy9nQNDpheW339KSuLlLeTthba2/c8juN3WD85jIZyeTWrIpHNPXMqycWHvu0",
+	"LvdezdeJ5lSQoq4cmmhDdNvM0vmuEn46WDSVcNaNXbQECA1svGwj0TwJoos7FnbtdwF26UVe6bSPGCxP",
+	"F40PHVRhSD5kw9Cy7KAEjYnJTxnLvVvSV66LsKYeYNLhWH+YhvIB/7vOoRtq3Dait8LZWngxHSwZBx8z",
+	"NiWgyx0jnGyLG3SPavd0dVlUtnUhxS7PH6JV0z/adLxBr6UNJ4jIxhfvyKfL97bIfmDeypC6XfQWHUqO",
+	"jHuTXIvmvu62jw3ik6ZxUtXCyF80ERhl2/D1KH96VNgP9NGK+rHokyiEuKoHXl027z9hXFCJtbGHUU64",
+	"CveX4He2mq5dUNRlDuIMfppBurvhTgqeyaq1h2oXc/MuIS1g6cdaercbsvBc6yQYpAJHFC2VhGKpGD9n",
+	"vgyCjR4dXZeMOPketapG07Ib1wST7RKD4i2N1n/YhJ7Y89yKM3GF1rtm5+5xSPGX03n0KvVMBo1JPiEl",
+	"CCpy0/YRhJGgyLHpO9Y+CevpVs2arZioZFku40ZasKBf14L1HydsPqciAkO1X0lpJ0jBFgpB+c+NoPZc",
+	"bVTibAVOg3MsLxhjOfDIi4Dg2Nahv+EER6ZIxQRbE6qJXhvuw6tCOStbyWdsd2YTdHbFKh51HcLvrhjg",
+	"/oI9HKRHbPPFPJOcJ/cFWcZFSQUbncQV5vgg8nOA4P2oqFcgUm9acrG8RUQs/3XiYJGqB3IWkGzdq/YK",
+	"ih6L3YjDHIN4FPdbLwY04+hytXHnc/y1DDeyZ/NY/Qdy9gHEoaGM1lUsDTNCKGybgsH1YI7Hk4bu2iiy",
+	"gzFO1ZFO2UHcuv4g3AaV4IuF4qau7lOMlYen3/n7eJ8CJjSMB/lHRoTskDfZMH2Q2Qsm81f/E9/l4+rm",
+	"oo0N4vZ3q5xr78YPVOcLps4CXjjmooIYXRgDbVL4XNnieErkCMe0lyu6ooIXMDw/yNq3d5yb986yxeG2",
+	"lz0WILt9VSWu2a2wWycDDAXIennn3POsWCqqFLixAWtD+kW1pRGLMpt2JLHwsyg3cGOjA8WW1YmWn8Ag",
+	"YtiBT1UZr6J45VS0hi58neXw5GC2cEI2ekvVIhL9z0VHeSRnpxm5QS/2dzc+ZnzBHkjgMDeTu6phOS/q",
+	"25Lnf2Cbd2ImT1q3BPqGPX9EaJSzU4exl5AWikSNEr8ZObB+rgGxShH2QHNdbmDtYbyw/FhLgDlSSfQF",
+	"fs1EiIRpltyo+7y1yOTo6OjGe0qBMWlIsnVgaQMsm6VlRM9wgMSMrKFgipPKRQ1dLM3+rDnIEA3bpWoK",
+	"LpTZp3A6nsiyLlE3C917FOOR6j/4M6YeEZ3enFSMTReNMjrKidPoRzuHpweO9B4ly65UhFFgdmQEaoyV",
+	"/J4BFKmSZEarsejrU+BPg2GlTtF1tLiQh/lzJ6aQTLWBJJGFHznBu2I+dXZyqR2bdGRfm+BhwQ/+yGk0",
+	"OKmjiti3U2WqCq5WcA8OjhPlXAo4fKEa1ZLvdxfNmoGMnFg4Hq6JrHWPtvVDgtHY5JvQLglK9j77uaYl",
+	"xuC9K74D957TuVgF78TjxgBxZcwBtafrHN7vZ7WvGS3QfAF5TusFzxdmymZplZv4E9dDeqJd5QVbrqRm",
+	"It/8IYaJ+Qe2aV3CS2a0eWAOlFTssEB+wQp/JEHIlKnA9iV9OEXeo3qZDy1LuWaFUwaTi5nmSMPxfS1O",
+	"Yoe9C6D3nN8z4aFMOywj0hh4DIsxArszUyDUBAC3eOcfFYTRqjRs1W7CJgyksnYEMyI6p1ykAhsslOT3",
+	"kb0/qxiwblq2OdUQCx8Dm0CdQmfN5E9Ezin98UeItgj3G0CGvSEs3+RlK1v5wiuCrz3f28sSlazeOMvM",
+	"NV+yAtGczmwEbtzyyxW/LdknI1Umj8GGFI6vYBYmFQ73X5aFIlx/5zMkBFsrG2AORMiV47zmKRCAXWFp",
+	"SGzN1c6LvBWe1eB0e3GuxdPbd3qgFnZ4T5sa/anLvLDS5h7h/d26czt3ZvfmaoNgBPy2sy1tadSf2gFh",
+	"zBc7iBbcsqCk21UcfG1f83c7fPLWbG9PkYcTsjKKREjbrvKZtXWZJjWrllzQMmVVf0L4+gCHf5p0Z36N",
+	"dbFDSoOWpJBQ62rH2O/Rd0OK4zjoa9WCaQhm9GtwmjFnNXE4+zIEAnp/DegiwypI4+nhYlXrzPClVY3o",
+	"+zYs6zct5Tct5Tct5TctJeZQQg4RWXiQkyyPRWt6RmRZMGVLk06yydjFvK6owALO0dJrv2lMw7fiim5K",
+	"SYt0XgRudBcz19wI29w3QR7NffSbfjZJP6t8huz4vfmI13V7c7zzz4qbTGC5h8EN+01D/E1D/B+rITbc",
+	"zx+15gYbEKfP3b2/XeeAesLEQJAM+Dtun6yQrVmKiql3MT8Y9JYu9z6mitOwj8e6dkbqE3G3TYi108qu",
+	"zwxdty77MQA7F6YpjEt6NJLO5ZMi6Lh57SK2TAHKMcSOrv6mv18BHycY7ZWmOopgXINvzhVrUKyEdKH2",
+	"tkdURSzf+trmUX5IRdmDyxdua+AHEF4pbRoC3MvezBJdmnRY/O3mrK0Tpsq6jCmysL0kQGLe5LJZsUgB",
+	"FzOIJmrtC/Rv5ex9FkrdXJFVxRQTLVWmGdOSPvTtynspIKphcGPo1taMzI9AdcBe16dz9iEeX+RkG6s9",
+	"uLUWUpMN08FleUKOmyCxkWP4kufQnTq/+V1izCKno7sv0WUaOMKBnhTl2C21zCUFJB3ScVFwvE46ZCza",
+	"GKnnlpVSzBXRcjT4StLMuMmQDFLh12lZ00K3MqFZJ/7sSwuVo0wi60pqFrf0dEivCSHXLSnsHqSooSvf",
+	"h2mlIHugUrIP3NwK2CR/qaHEl7xzQURyLXyszKrL9da0KlhxLfsA9yRWeWplQujWKIycZbO+RxORGdKY",
+	"8kpB1fVHocQbZtyrW7mUlDXoPPRu/DlLBfDYLrPWQtuZp/b/vVOrPgKwVZSPnAoPe3U4o7nhlV4bs08g",
+	"0Fu0ckwy65AoguSfJOvpMQr/kHR08EcZa6m6w2KJ/7gmtyTj+1jrXC4hgBaslMS++ZQgOzJNEGBc54oU",
+	"9vJ1nBMVykPQ3Lx+eai0XDX/smb28Aerp4HWHDwP4kMPIYciyk/9MMc5FPzrOwcZJD6cYCMCytvlsvqH",
+	"cGCFCx4YExpyCWwCbVNByxIQGCT8DdZS84durm3OFddb32+zqkGVNa0cNm1MUg8jbPZRYYfxqaIlPpI/",
+	"+l3nOjWsNEi0mxp3qbJOe9PN/I+bfoM8kXb6dnAn4kUukQcNDRhdS7YyCpbbxGI1NsJ9PraEyNa970rL",
+	"NSVcWlkvmy6oRFL13UG86U/wdUWEv1yqbmIhEglAG/aIZKinzGD9AUO5zcMnyFoZmx8awRyPkN/weXmb",
+	"8uLZB/3HZZd1XEkudBTkFssfYnYmwrIAtJbF+t3Rh9gFpRldHtWOM7aEH1dMnK44QEJB0eYEIhVamiHI",
+	"AKq6NaJxRSpZx2J+xth3g8JJtyVCtERERb2QRTzbhODDfikvtq3+siK8CFPGa1HIvF4a3bnAiamEB1LH",
+	"MlSoXhAHBh3/jlVLrhJppVjGfkZuHg7VfX7YvHvTSsmGHzHNIoJ/CgsZLX5lHpCZrEWRmW0THRHX/Nvw",
+	"P2z9M0x+L9sLV8T/6F4KptP86Bf+MxSFcj8vZVGXbJhR2P22a5x1pLJWj262/SJVSOMpELczAMTjypGk",
+	"swXQXDcgeRWbcwVGlYA0tqHyzEejM8gdgJr9Ll7x7ldDNAOoE0HLSzO9szh0e2PO2FoPc3xYRW6eu3ae",
+	"32Q2EoRWjLAHgK0LStvlftkfV8L+o2DEPAI78jZzsllullwUHiPz04X7ZSqG3hbfjHhH/DgGF7IRvX0t",
+	"sIAexjiQcB6DHcHcHGpAwHRHeZUmksQKcu2CkzIZ9a1zlrrYb531bQ0xSsqddXJbHeUZtb41nPJHdruQ",
+	"8u6MalrK+fl9EnVCaSoKWhWE3UfBveMJ69AgZKxnhCoCCM5cmL0pqXimsLFEZR1ZVzlLISbfs1Ku2DNF",
+	"8DUs42/xVrlqBrkN1F7x+TyO8wL2KciSBL/J/TgAYkzMdc36cY9YdGdZjy849O8FErNemM9pvePmRAPi",
+	"DSa7JqM/Y1WmPl5dK7KkRhiG8M8MHYbol3L2QlIxXY2tXzFkuMM6t9aREIQQTeXfYDKzwP4RudQsLiuI",
+	"ssj/+1STpVSafPPiZVCVMMDRMDIq1vtzEghG96k6z1Mln2BjUsZl3DWu3Wx7muipcOzA6ZJUzEdZzNyK",
+	"JxEgbKzHMP6DIRkXTNQGvEB10Ir5OyIvGQVJ61UKMgQE4XYgOAwKw8faaqf9EapYbymejn4TIwpj+djD",
+	"4OJQ8iPlmov5pTkoQZSaIkXt4DC4sE4RSBxQjwu8GrR2dBiLt3eo+tYPP0W5hsNs+/gidVeL8Sc9RGmw",
+	"WC+TDnyH12IN1vZcmvMYHqusYX9b9OXWsm3VbObV4TJdYuienAmMfjg6x1+MhY9M/QcseyUacehJw3ea",
+	"SXsrr70FJ9kRUtfs+ACfZi2XLsSgvSG/QrBPZxYgSVkxLb56bQmN5PiuB1LepqNU8R8U2mZ0yUvO1K7L",
+	"Dq0kgJY7q2MHMnYVEiXBTnHIYAdDubIJf7rdgBS15mWR0yqyFq2mkhkptgOuCL1NpjpA1/Etwu9bcu8u",
+	"S9uS1iNULRKFPZZLKSyYdlPE2IwoOhG3WPGp3GA7R/96Y1dZ2rJW+C9lpUmkxaHO4jJ12GkwHL/EI+jl",
+	"KgmINK/Y3NxHHoHMX1qGA6OfpTnzDk+kjT6ZwrO+MC1Eq7sCgBDVFrjc/Ddf8PG4ve71RAen9jFOYWSb",
+	"zST7+GCwFFwQRvNFKhXSuyP7si2aqk4MVC6zuLxCGQQ8/Il1ScSHuToN/Z2iEQmcFRWh+Z2Q65IVc5sT",
+	"Sl4+PIzszrUZ82EF/VkzBMjO3Bw8Oa/Gg0xbV29vB4Dh4yQda4Ja0FqBlE6b2A+A4wR9zizCcuQInGe6",
+	"dwgoAhMNSJ95Sfly9K6F4vOoTmw5FV5BampYo37qfRw43Zu9DOmoM7rA8x5xtzfsx0fCVx/F9YKrOFRw",
+	"mAnTfOEygiKMhuyD0gOgogcp2HCjPhTTWQ9wOvv1SJYxo0LW+pLd80SZBKgRUtnnUNlIWjMpBHIYHv0A",
+	"idu3jAkyo0LYSHwt47wrQUFcvCn5fKFTNo7g1KU5+JjULvaggRD6wf0MUY7QCePRr5O0QfSvgZFWR6NW",
+	"bAgwX3YDcy8aMN7oUJ9ujICyNppInL+gd3vGHO3wCu4ci+4F2rr8Oova3vTEyQ4ocOtUdBdgjLQSqLYx",
+	"+bYlohDqgOwyUrGCgpy7jyZBDP3PK6ZjNTfKUq6NPpxmTFSQhdYrwkQBvlWQeDFBMs593Lr2no+t2x2N",
+	"AZ7iIAULdu8RwLojDJF+HDsaIe1nU3MKTbfx7O9RugfaZ5QLe4ykWAOl99820IiVgSLW99Z9glsfl/6d",
+	"GPVMkU+X7yfrQagVqFyuWEaEWfSS2+pBXh8aKOqb7S2ougIa76FjewoA9JFpsk/LNd2gK8zCRirqBOaD",
+	"k+DcEK4VK2eNlb1iuq5Eiv7H2WOTFNCbpOyegJ3Fs4AmT5krgsLJ2Mts0O6cHCeuzacRJkC7iuaUmYWX",
+	"lUX2l3qXE+eNn+3ekFmYxkN9wfn78WnA9KNBT6ZLWetkFBi4n11yuPPGeC0ip2WZGTFD4fcjt2CMERWO",
+	"asuAOnHRbCdj2FSrmx4KiNljo8q65x4NX/IcIQtuoK3176agOlNtc9i3qTCaqAphq6FRt1mO1nU18VqO",
+	"m3CvQ6O3F2DHxmXCBzvGTPVJEDvHafY0umvFxi3Rxd2MsiJ2ZwYlFVt2M94DVMjsyi1ZWCajhFKCsoRu",
+	"BdMIWCtFyyIV8PTJ13JmNZ22tzFWcPTpLu8To0DS2xJEeusnBsAc1PFmM5Zr9ECpI/Ijilh+zPgpwH6z",
+	"tbOZOv3w55rVluVx7Ys2yxUToTEIypzua2+qNzIpL0syl3idbiCybsk8fgRXTtnsA24YLX3QWyXLWjPY",
+	"dxBGyD6QABaTBAuMo6KDzKfz554BqszMFPIxK6sXzSo6d8D5YYXP46+/HawVm5J6zgHAmPlwCGU6QhOq",
+	"2UvUybggN0f/ehOED6Gh94SUbE7zDVGC3rHPOVWMmINpW8IdiwpRwfBfvBwe/ZI+vMNPXxxjOVj3z0jp",
+	"/skyS0ZeHL44PrEudmupwhqiWi6p5rm1UTFRoAG2ZcKqoXBEKibB17F9EdaxfbG7AJSRWvCfa0boUtqy",
+	"bau0FQXm9vLb9Lkfs/zKi7NUbD7O9r7707YOiO9k5MUrgP/u9Be0/+qXbIsIlyu9yQiYZAowe4tyk5E7",
+	"xlaqVSUXO+nM4PiXn7pc9+2H0zMn6snZ9pgy4u4b0ymy/JOgfyps1IUR4W6V6RoDeVJDQqoAdoUvokAJ",
+	"CWXkXOTVBmEAIaAX394W38Mz/c2rLyQTvjz86rhXKvQE+1VIsC8H7RtW3uqXsHqlqhFX/jVTetervrkM",
+	"QizDkbHT1+xB++xDqkhBNT2yb7vT2XQw6m4dHfygJTR90hAtAr5guCnPsWMflZeh5fTn2kjR0sZm6QXh",
+	"BV52iJvknqBb30ZqDVZwHrc/6bTfYA/czR0GA3V9n/gknobnkoMbLt5UJOcinFwARDg+aOqdL69iq5iu",
+	"cYZH7V2eEkJ1ikp+pL24UjshOIb7dfAJzP0qUhOcEqxyKogFppM8nQ890ZnWpM6ErjYncGjMUL1ZkIIp",
+	"vC+mxHwyDdIKRnOoViznM56TGWdloVDCajpuOrE1OagiN3+6PH99enZ9/vqnmyjkRZJWMDCBFxDXcgvW",
+	"wkpi3RzEcBMx12ddg5769EF4qZSaFiTA2gNjWVd4xedcJOHTZA4XXnGqP+l8pGUfG55qUumvdH1BK2VE",
+	"0vt2OL8LvM3cvVxuRscVpQJ6P8KKdCYzv3357YtvX2Sk0rktT5nZettczDMLA5kh4deiOLTH/NAc8zgo",
+	"pKbVnOmrgdP+BqyCDfPJ0HkC4fVxJmDt14BPiipQ8/R2E9o6jyaDf22V/47GurWJxq90kOILxzuxBAMM",
+	"ZzhorfHp/S+KVbNb7Sr54xS6qcnjTTgPyWCewRA1OxJ7Fzcb8WvFqD2Ak6xPGpEO82CGChxssvCXVjyh",
+	"oC8u5Z0OIyQbjcw5N71l4anjBYdjv3cQCXiizvAFrbje9KZ14ap3q0at4EPMvYqkcC1YfqdSiZD49MSB",
+	"tOA/rTUFTDgCcpwu8PHUtCLo48y0GVtdO/5xcBA+s6wpQBTDmV7RihVpL7QNivNuaKqDQAWMDVtQtXC5",
+	"zq7BkfEJv15im4XJjVzkrDrEh6QAsHGztwg4tr2rCEc+PVsMKfUDdGMhzSPbiySVtnFixCBQnCW/EeXz",
+	"Gprppk9tbb4fQebOQPrUteYSk47MAbML6hKv3fHD5Y6Ys1erkvcR43us66rakRH2s6akWQx4MQVFRzW9",
+	"pYq9Mz+ZMfexkJuLy9PffzglP9c8v/sMS3TT7rWVpgsvvLYdgAmclmoajs32qW5mF0N4yRcoOvVZyS2x",
+	"R0rUBvblAekXY1Pwpa4IHF//lMxrOEi82t+VZy4kX1AurEGr1QtpkPCBlD1RHO09oiD20FKn0uybDQhL",
+	"XXdF1C6Vh4sQI8joGezJIv+I6O/2OcH4FJAAKllaJVDLOyYgyhRsSRGbR041m0fRFM7sE7RsNB01eTHt",
+	"WgRoZiCyIorltZnSY4I8mv7Avpio6m6V1l6W7FsCJSFhRfTL0B5g/57ENYLTstzal2lu0NjH466fhlx2",
+	"9nl21isSfdUdXyujdRvSAAhxXlFAWtAyoM7Ti3eWQr+DTQcExLB56yCatTKlnylCa70wDDNHG0BVl0xl",
+	"VvDnFZFVwaoj8j1T3ALvKZaRm3+9gfvcFdgOOsrIjWkSni9YiXBvYhP2YwQsWpbAUAtygznPN2RJwXfa",
+	"pHWDX1BLQoUUm6Wslf1MnRANUcp6UTHm3SawLmDCwa1Gu759WHJl+l2wqoXfYO1595ytDVPBf+VSzPg8",
+	"/uOSClRp2j9XdL31qJRz1WkEfoq+V8i1sMBn9mdAYuu+q6m66zaKv7EHliPOhGvWI6R3xuB/7zZer+YV",
+	"Lbrvu1/924Dx5F7Cf/hn+YIKwUr/2P+76UtXjC6bOdh/bj1flRQ5yD3Pm+7cP/3r7ocGi8j9oml5BxeM",
+	"te/4NoJffDPBb7bj4Jdgb8JfWclwvR2LxvPnZ9b5uZmhe4C6VPd1ONOJX7fbqLRabb9sftx+t1as2m4Z",
+	"f20WlCuzAodrWpZ+1cPfmjXTefsfkaVu/+qWtv2rX95YKNVFSTe3NL97z6hi8Qpegq3x1NtXkRFERGXr",
+	"1j9P12N5C6luwrsPStPrjqGcw0HUU/PURXGZACQEMHqBYJN20PD31ALF583UvY+05GD+qGQtJmuQMJRx",
+	"Qjq8OsrGDm+m/ajmTrJjXrGKywLv09uNJZXS2nYKCReDALO8YKPBh8OC6gkQTVsOG65HMJsqK1LSVJV/",
+	"wdanMx2HkMBLEN7JMEeQ/O74/yJcWDfgTjsDzSWQSS7dOk0q5FUxnOu47XZvn4DcW/J7hkZxe2GAQ0ZW",
+	"Np4WKRoAZfF6IKXMIYDj5m+tDfnl+d/uzb35y/O/0dXql+d/w9ffFb/cYEfWBXDoeEVmA0tRRuLJ4iww",
+	"1j9EEfK8nI2jNC23kOBKDBj1DO9wxkHbyWt9uGTVnB1i3bW9bK87uihHtBQVp/xPl++VTXjZZKQWLv7S",
+	"ZjnhGJ9h+ZTxorAdzhW6ACJWmEQs7SnG0mIUPteEFkuuFQwOpDjkxJgtdMnu5R1DgW3GBS3DNTx1Ybf2",
+	"i71sz74/DI3leFBnH1sEG0/fb5cS8Uc0i9wkrQPVYVHNlkV1BLu4F5XUMpdlVEtwN9vKvoQyvsMYU8/I",
+	"zULr1eGsvL/J3N/L1deoL9wsSnWDgQU3RjK4yYisK+K8skAbf3x/Bi/88MdLouRMr8027F9eXyCKy/XZ",
+	"hTmNn15fnIDf/tPl+1Z9SWWY6I26zz9rnt8x7RGsmnr5lida2y/V5PX51dnlu+/PjRQv6/miachMF2LR",
+	"QA9ZlTQHE8bl9dVFGGR3YOe0ZreVzu2sfnx7ftGs1z7kSVJBrl5fEDmbGaaMTPPT5fvM5jqG444Mwluv",
+	"m1SiZ4q8l1ZhcmqQZSFaktfn78+vz08IV6oGE5sziFJfbhSVMY5ORUfkbgv3sj2/g+bvUoHMpFZ72R7O",
+	"tVdSukq5RAUja7px3IHQlJx0a/RZVv1A4cwl7WL2NTzOgKJt4yAp+Xd6T6/gE3vWyf7b91dmM6/ojFY8",
+	"I2+vry8OZx8uvjY/ni0queT18vCWwk1tGz6xYVbw7pv3fzQUaGggkaxoNAAmdLz+I97LOqhmijvZNrvc",
+	"3POCyecPcJDgiduT6L2wiAaTvpVrv8Y2yHVt65+yhxVLwNWtguM/hhd7dvFLtldXMa7hgljNWfUG1+Yk",
+	"Zk35z/AAnEBVDShV54OMzAZSRbgatuv5aeCo2ruSdUjLrmCUKyK47qUsE5Rsy3SCBcSHI9m8e+s+7cum",
+	"7zf3QqNc+YJwQq5PbKbsIRxna3epXG4ZHnK7yvjiY+K/of9CJmA0R8V1uym4uGgeLMozwGkEvN0u9nkw",
+	"VJzGR1FuRvRk04ybRcilUEyoWvUuRxXdX7PrFt8tPJ1WxTfSkWAZqehMH95LDaRsAzWahMqMKL46VHwu",
+	"aFnaGGxElHdBjsPEDKMLQyGDJcmaVKAhI+clnenXnM6FVJrn0QJLbq08cEQfAaMt/J0o2ENE0jY/txCt",
+	"IH7LO3zsqcaOljRf8NEFc3K5XHI9ul98XbMCRzCyE/PpmRSa5jpaMIqXJVdbINq2Q/isgR7F7Tohx9sn",
+	"c+RI3sv56PmWcj55pleCrtRC9i9qLn3cj+9M2Q/H9gUT74Fq7mr9bukC15yQ9lfDVtIFdkS9vGBRr3G3",
+	"pMu9hMgc62We4vwaPEJtxvEehy0r8gZCTBO+QM2qZRo/vmFo5r1dYmGcigH9dOirfbqy9iGP0Uqwp8Ga",
+	"d89PlB0xWnDBlMKQiR7fLUag27dRDI6E1PQUEnPFrDx1gRueC7IMjvFIEp6CjI3A271urnRspp/ndhzl",
+	"Xf9NGEYZnBB1x1erJtolh5JtvlJRwoWM34zpZk0xHauqRQh441UMl4fVLouTiniwrjt5t9cMIgv3th8t",
+	"2tPUuJiihqhonrOVpoaPJ+gLfh4IdrFLXFEx2VabiFt6Jwp+z4ualt0TMN6D2DloMUyt0SEMTSUwM8lm",
+	"zqmghmIzFBLjBMOJoTHYdhAF2uxPbwTMJZi/3vCSfW8EtDhsvhHsZ7w0AqoN7xtbNvXHxQZOw76Q+rOF",
+	"a/cWt8+mzc9zaaRGkAE/14LeUw4xs+4nW4HmM1ZyjUf7mnZSgXq+tk3Kimg+vhoDuHnpxv3Gf9Ff9Y5q",
+	"sjZX1LqSYo5X34rJVZmoRIYwtP08ZsZRfRBNQkYzQQ/SNUArdrmaLkcQxm4JQtgIK2DcYAA1gqAUJ4gq",
+	"xgssiQkqIyhDBVsxUUCseaQwHYw7skIvDl8cHxvOqrnItV2kTmXY/jScKemQ0dUcuYjxuNkLVoH12Z0u",
+	"hfCgt+YbsLW5ywO9/ttxFtCuSsbPbB2CkXxymzUMhlzYkfQvxlVOw+TyrbTHnAon54SmkWeq4R2kklJH",
+	"lbDYJZdLkcP6Gk0YdDi6Wj1TSJaJQh29/qTrrv0UTZZmUIA/kgPMVaJgDbo+xo0T3+4Z6lbBiXDcY7Yh",
+	"TpLAvShuBfBtMOZYt8URObfHt+TKVVB3+Nsvjo+Pzek7sfaG2iWarxeyZPFTrT6K11xFxLg3ro5t45e2",
+	"w7GqI6z4PheYdHEwtvKCkdVj8twb4FNSGGZyBx3Aq6Sk5jLNgO964LhpEDa2z4Rv761ckyUVG8spIQDZ",
+	"fvE0HtAtiu2jUVvmJKH5en5ubna7Vrg0H5pqLuMXxnY2bmGMSL1kYUdjUHBS8pxWQX21hMxm1fyYzQPG",
+	"YAdmD8mccvEoMvEdDq1Hu3sgmGAMo53DK8qr9EmgJK+oWpAFLUjJZtrGfjmDKGZmEdcKKWrAVQBLVk7H",
+	"DsJSYj/GkGFEt2xOxYmdsT0dFmGAY1IIjJGWfVh229g5zhs7xA6QxyNDQOud0nRjUy4hpn8sJJAw4no8",
+	"vBm7xK4UL1hOK9tlLusSi2zfoqpG9pvpHuxSlKTNMgLlodmRrMWfG87Z4WfhQdmi4YafdA57uPYBLbYW",
+	"KH2FXZQ0ipy3Zuyu3ASiggM46iqwENHwLhWs4kLkCFQMM22paSd5ZIFb+9p4eh32VWDe4s7gce0Jb1tD",
+	"HgEqZh70Z4ZD4uX+p0/vXh84M6dVdHprkSkGMC7J8CNzrEgJCoBLcg9C3cYdW7Mh/yVFZO7vTn84xdix",
+	"v0JFOZvkXspEvZshTDDehukaTxtI+3GCtufCj2qCEmCO2lUph8v02f31SGF+yUJ3TXDy/IhTBRr6j//5",
+	"PS3rZPVjhwsIGzOjZamaekTjyuoDvIL5+i91sQMqW0F7tqKg4Deo2CMRHhtnYkaUtPmRZDF0iBdc93KA",
+	"YL0MxZD9dbpjrMCnEwEApcxpec2XrGd92+ASf0X8fusGl7OZYiBvTOMp173ohoaa+71HMO1gJR7NJa7b",
+	"MxzhtXeniUIlUd4GgGnWFSkt6Lr/1MRzOi5b96XKCC1LAvXimc+iHpPvbRE5Hp/VDWWMvW9qCsz9APwe",
+	"ud2AG3sHJjghaRthuH1NEWu90yP9nI/P1+5w7qnIPva2WHNRbIG/+JvuhFD3hoXnWPJC8PkCBBC9ls1t",
+	"04UgiaHA0407e6b3MAZrKYUl8Zop/GvNCuH+1ou6sn/OKo5/KKrryv5Zw9c/xYO3I2yQluVhXsr8jjBR",
+	"ZOTt2+8+fHDVwjSttEP/e/n1d8fHR1jeU7PKfPvffzo+fPnTn44P/+2n7/50fPgN/vkvCaTTmE8m6N12",
+	"Bv3v2E2HkOyC+Nr+fTaiSyk1ujz05nsuih6TXU5FwQHmq22hM4t0T0tuEcAKcsshZQ9RhoxSxW0HMdyo",
+	"XUxwRpO3FimE3K+gXslmQuXb6/C7dowWtL7vgQjBJmbuOaPyk6Ojgw7g09fH//ZqmsXOjmncprwTasVy",
+	"veO+rCp5y8i+0bQgeurgty0YvwUXZvEGjKcd27U1llgjjXkhtTuR2E/zUZ8wCAhQ6CRYV1Kj/3VJqztW",
+	"kX13Ag9h6yFev1lcFx7qjAiRCM60q9fbZ+zk7KvWuT3S14uRHL3SqI3mxV62/ABEyHUirs9Nc6h1GiXT",
+	"EKX0gSutepvBV+KfgxUFEvfSjmXtr7/mbVAFsShR0nuJb8YDbK9brZm7e7NiZJ896K8z8jBTGdHLlfnP",
+	"0dHRQeaAGW1gEdZ5D7YX4qPj46gY+36jY/kPVyuaMwsVW0PwQ6P3jKn74ZhdkWITwS3iSL7Fdywv2scL",
+	"3B4GSIlFuCdG4HgdPIkjiKq7hFH9EVboMUzSHr1pldR/XEAwdE4FeOnD7Yd1SqBrGdkztdv8r2ybjEfu",
+	"NfTZe8bQDAwh+12OuX3o1hXXwyASjnWBeRWtEIRaJ7IYF6aTNKTasu+WeYT8KBhda0HDo5RZvt/wSLdE",
+	"IVNOX1SplIMfFxLp1OZxBVhrSypqWpL9EI1XVuSW5ndMFIZD1FqSfZcOZv6FfR0AyLFVt73YDq0ZBbbW",
+	"cg9V9agY7pXP11zdJQLgPopQBHim/GUzdHl+6fsrEatkjifWKDfakzVeNi78CZpnuC5W5ojhVVWVrOJH",
+	"fIvMrRchzawG+bktsAbTgZJjjsF/Gb7ufb1cIbdO1awd4NcNs0V+PYlTX7eE0ASn7sc9EhJr+898FY9t",
+	"tpXm9h2xp2H+Lc7du9sHR3u7Vhw2NPhHWdZLF/2UAo/pskMXYTsGkmmb4tMxaUAiNnjVXjJTK316FLTo",
+	"styxTfpcP1Pkjm3IPi71oUfMyWBzDi3wVuZp+PCeVXzGWZERx/ohb/ieHc7qsnR/l3J9qMwROxg2EJrx",
+	"jUh02FrSBKpLuKAINlhtOgQ/nbPa9BC4GwKOM463eiYZj2tiAms9ZKQWFdPgg27Gm4GhDwPpH8FxB50e",
+	"Yagl9jFuF1Lqo5mdJTCPpiiCaKj4XhQJ/DIr4m0xnJFUnmQXsVKrF1SpDCoUQZb4lQ21xixLQRitSs4q",
+	"V4afLGkB+ce10AxRfkPhwTRmizHuZXu2reG8YjwTdoTjNuLaXs59dzhE5DXnY3v9E6T6zkJ1wj1J7eHC",
+	"JEflC3TuSJmjQvJGUuTva1v+l5alLUcw+Zj8rbMkhs1Fw4hsAvq+YGsbzQEWyYOMXFBAhYAamHMzJFKx",
+	"Wa2YIv5dkDQ/CZ/qspWMjm3sZXv2pWGacQPdXqWtMghbUmjAM32GE4z8mSL3rCp4ro/iq53iwnbetcAk",
+	"79/YMNLmF2DDzu4yQtnoiF5ps/UX1jaeVsrf1SpVi8Knmcq4JAx2zncDQn5groFlRUuNkOssLCJEBWam",
+	"maP2LC6pPV6beLQM7Vq/iqfC/dFLf7IiH7haYnS3DePLyCWjxUdboMqxNPfNXrbnvsA/bTSV+yaqU/9d",
+	"NaFxqsHoA5ouxRY/l7zB1GuGqf73cU7P4L4A87yUUk9mnBl4/u5Bi8S6+/1OwAncFEIif2Olj2aljzD9",
+	"kP1j7MxKXgd/X1vQE3Hk9s0QTu2fn0/vZG2K+2OjK/RElqZdfA67EeM0m9YoJjn28vrtyvLXyhe4rhJM",
+	"oOe+wlvq8XeS+XfT1pPcTYgTwlWoB3+RKynlZZt4OcX8s/90t9SsLlMcCNzsUNmealaZSfpORCw748nu",
+	"QUtneA22otp9nM943vzPcV+Wcg073LMVpVw/cieW9OF03o9muh2McoRfBTXCfd9o5aIVI3dspQF5jFks",
+	"Ug4ISKMH9neWFqpaMMgeVancpYppQ0YSitAxjQ5aLB+27/DBPeHioSy50upgdM7arFbJMfzgTYpGZAez",
+	"IitaSBxW+VhTRd6A36XBK/KDgq9G7oifb3+YgS/5vZ3RasjCrRWCcr63NJ6AI/kfJUP1hD+0j3rIgcNl",
+	"757WDom0iXacnDBGZEM6+k1oa4SrJ5bazIbFocUDVAmy70p4s4J8uPj64Ii8ByCIubI4lexhZZjOarFR",
+	"PKclFG5VJ+QGgRuagglYo6BiM1YxkbOR4AKnq1VpizTEy1K5ZKfeLEOX8Ikoyj53B3zFjVgkzXUT76WU",
+	"ivWhkIcGDfMuQEnuOyAhwwP/yjKiK5rfqYysaEWXTLNKoY8G8DebX4liWmVE1fmCUAUBRBCNa3g+pqwd",
+	"ZAQi2A//Ui9XGRHy8I5tZuZzsv/imKhW1GlGlJarFSQwwQIcAkh65vOKDxIFvwqWJwrG4USeEXxnWt6m",
+	"5cRDeZtKzvShkYQWtCoO7UcTcsN68LkQFdW9sSMwFxNFPOkqyC/A3CsvMkAt9ok5bn3YOxYziBc2oTMj",
+	"uSFzYdiN6dUSpKNwuWKCFf4GSuo08aItQYeIUdng3poTn8b+iSYfwXXIzUg1G7vij0QSguMRk6rgd7KP",
+	"hxCKp9QFl0QBip46MEsHatRYJUMU7CEVGvhWrh2B2wTvDNGW92kjupiJHrjjSfZ9+n97WzHc1iIIgNMW",
+	"kvj3PX4HaDO3GwJg0M/pij+/f/nc36/PQQp5br5JaCs4vgl3qoMMmGIknhr/C/mXqNVy/Yg4YI8yGoWk",
+	"qIrXURXt0/UZKSxWKUixhgVsTTaeQA1A2WkYLSf2eFB+HZTJipv6gMbeyhg+X6NAIXkhhhqg1Nm7SYrP",
+	"2Onn5errpC0RZzjM5GzON1RrJfYimlhEOYnbc2Vv7bhjAAofRJRpXumaliP9Zx6yKxlpjN0AQuVeMNiA",
+	"YwbsLly65qboAAs27KxFc619bXOT8EwOSnbDtYZbcp76B6w3/LRVhmGWmdMTkRNMqy7clpzHp6qi3h5J",
+	"VVW/aq5q60JM1FCEMKyOAqAYI78/j10hoGAeLmXByoMjZ6j6zt8Dt7UGK4G/kXjHeuLCezzEL9bshGts",
+	"+NY6IRQ+sRcfsLgZF3AzkCW9g1IDDU5QA9zjzGT+0V62dyVn+jVz/2r+ckaz3qh6t6w8gXR9SlS9XNKq",
+	"ZQzGZYqoQfesonP2ukeAvUarFr7oBdmxeNbjNCYcMQdMV2tvhGyGsuyBdcMIRKWv0jcHPPKlzvEw4r+W",
+	"u8jGKp15/bdRVV0jJ3WFeciakX1PIhkJKCQj/g9LH+EF2pw7c30zpQe2ktjXGo2ELiXyieVoGxneHxuV",
+	"lllQKdwBlqWPqUlrf6OipacRLZe3SkvBdmJxM2tYcoxt+0jE1ra1DL1s8IolCqKeOhNBO7sUfCaQ0AMV",
+	"qUwrT2S+uE0a2XlFYPpgOnjao901hnA11gyCYLGp9sHEZd9pYcQrPPMVGCKOeo9yjMjcfYLVnLhyMvIE",
+	"xPnzUbEo1q4JFbggnjtDhJY38I+w26fRY7YRZJ5ajWn00GHBpqlz5fFMv9/Es9uc3d8oEjTXZl82K/Zd",
+	"KqFxCnqUT5xrXTut7GTFtB6PTtijeTlYrIakPDQWtUTrtGxDuWBBUYRCrHQcYcZK/iPMWxEfyIB+NMXy",
+	"YTmcN35YC+DwqOC1L6+1DSN0uaoguwF1PYlW2FDOtmKY1AdVS6Xzmlt4pEIiCZci8xcfXgtj7rCxal5g",
+	"Wvifr+qFE52m2TnJYLxyZ7/4x9DvWsd+WMUL7U1j1bxAf7p0NL0XDMHoUshFbHIRK/qVJxjVByzJE6fk",
+	"rao9U7MQ3Xw9Kd9xUcQLe2V7XHDNYzt97QODfHtwGBx42ciiGy4vEn+9TWhS0FHC+4LPWsQ9dUWCYkjM",
+	"An+NHD4SEZSPpejZO714R9TCHOCERVazaskFLQcKavkl3ajRyAAWBzFsNegvdla2jnVFhQLtUUUL8cs1",
+	"c8Dcypp9NetZ+1kll6lVu2UzmQAk1DL1EUgg8W8qPp/Hi+dSTSAiI7EnXX3LjBnG0DQ6vHZjtsIdJk/Q",
+	"7QXvZ2bAGAzXGbSZhwwicr25J2kHPjAEf1mS/aZsreWPQV0NqCWQkaaQrabqLgNL1iEGLRzscPGEXHBo",
+	"qf18etcPo1OGMGuwgHYc98ci42TupG9nAvx62QQ7R1vuu8Nr02Sb0Eej7C5lDaENvgRhG2fz14nD3KdE",
+	"rSnk8ppxHfydICP+EQMwu4kI37WQt47UfX4IB899dBASGRqeeVDKwC2+FcAh1NIDelW22Da+2URQPCaY",
+	"E1NtcfQI5O/ACcBlu8YCPv+jgjd74jVPovF5siycERGLhwTxevvH5I6xFeZyjx1gE5CWhB+3voZZIqRy",
+	"X7C1eW60z6xVe+Ngar0BMCn9Lw+k7BZfrJa0zPzHUKLQMBfrB/LUqU6246ChHLKLhPa5pHBkLcyWpnes",
+	"SWcPjxZ2vJftuZ6NilKX5U5H7QuhdMVM4e7aazHQLgvqifN0Nold4z3DwEJH0HHRYynvWeGKNF8yxYua",
+	"nRlyqFe7lrhC1EUtLeWRCjvxReFJhd3EYHCrzWVtyX1GAQxEVzXbxhwoN7ZQodmwO7ZpAuigUx54YyJ4",
+	"QhWb8YcYGVzYJ2b0AKJpC3Mta6UdzBqMnWAbTYSGPQlLPncuobrgbU/1kgsHwvkiWmMmWWELSuVFQxkx",
+	"xLFxANurEzonuqK87MB/fvPiZdY/kq1K2Xax/CB2IKQ4rktTbLFZ1xw/MUyjqDakqkXMfgAc7Q9s01u9",
+	"FciicH4/aU34a0hfvW34IjgMgr7G+CADMk3Cj64hEjRoeAohgvfHvAbnxhKlg9PgFQAtYSmpCZoLrPDv",
+	"K1mv4hffPY872a60rMwxxueOTeJBk+KkVZDXv4VIelPWtYvMjIuctbY7a9OjHXGcIgVbXy94VVzQSm9c",
+	"Pfr3jCr2aM5WmcaxcgK0SkrT7Dalws9JuctIFKrkiDHPKi6LluQFy1oxZCfWhYIXqMSC1VGz6xINtHvf",
+	"vbJl+9y/ogseWbaASrZGbPbAZsMBDD4yQVv+iAO+C2y+kOgjr4hcx8zXd2yTKOfUOb5N5h32NVqeNC9H",
+	"xx80tG3DgwjSOF+5whrN0VGdEAtuhoXqYI9sNCoWovLOhCmyaJQR72XN4sXJ3koFZ1SzeRTo13JlrBDn",
+	"6goWVFOS228ihoJ0a/ZJpBD+2shnhwuuMEnaxmgcLqjyv8aDUko+57clGyQRJnTFGZo63MWB/B1ljpHU",
+	"YvSV05lm1WWSBZ7bnowuqJmwXkYLM205nktmG9kriu3JesHtgBu3JLbOFsTdnBABCr7TBqEAiXvPumDd",
+	"vpEFlGGG2E+l6XKlkoYc0yiCxKLotV1eGoZ0OfG6iE7khATa7NizLUueb2LShNMJ8Q1fJ9stARdknfDe",
+	"d/NyHLX73rpEGWzf1oLECGrUUU3JSa/tTQtW9qc7rEfxYlpw2Y4+erE8j5EXfLDKrV4Ta8Ur9qHx6e52",
+	"hV8YqmRrczow66sTNxSpxil9WoBVSBKyAbTG7kG9lfV8QW5Lmd+BZdZlUClERD+xMpwNvEEtPaciZ2kE",
+	"VBz3OMUIdRJIqbWzXELyMTDGQp5Y6Q2aiXe3u7ZxQtwOo5hkeo9pINvnL7Ll94yWrDhd8Wt5x0RcSL6n",
+	"Ze1dpOYDSFo7vXhHtPloe0N1ui2wl8Jz26x3nYPkfaPu888rqj/fJBxCd0yMq5Luh9bPhlyLtu34wZBl",
+	"wglbScBThaNeGPkRqgaxCioOApfkQisU3mrFKgU270iphZqX+t2ADcp0BlZf8zLh4gT/OuQCHiln6rll",
+	"LjQENLyGeUSqLKTLBfqC+tBtUDRw+2JEu73puskgpFALsDPC3e/Dcc5bt0IQKLWkG7MUUM5vgiv3k+A/",
+	"19aXa0mpkonEsGanVbTA9hYZ2CHOK9rVKodtpjKe87ZN+cnh9sQXbe92GGIU3XLzEia7DgUiDe6uORqD",
+	"tyGeH5/q5EebAeWBom7YiDM5wOu7XJl2obO479ad1Pbmh1OYVFVQpnJSTsuyOTOdyuvJEB//wThjhSyH",
+	"varp8Bqdn0Il/2ue37HYDASh8ALR8EYG8RBGuIrmOfe2BVEmXMxLdgiOAHjNx0D+RXJXOSAVicoeVrxi",
+	"qi/UT2m5UoQWRu/vBlL2OmErKZfJFDYpIZoYmnVJa77ZuoayCv03VGtlfG/hlFLbU+ULfs9wl3aT5cwU",
+	"KDbjFl1LwpWqo1uYCBiBVvDhCQHZkIoC7DrW/QwhrUf4C+DzybUoJS0ILQr4YDxNB9PWNmZtSR+s0fer",
+	"bbZa8hkzG5s0IL23L3i5ApbhhLx4edwa/QQ70Vdj7UTdySQCuUR3j2hZynXLyQOSLdTCAFXArm88Bs33",
+	"2neyWx0OHe0EXbigr2a4O+/xVl0Kdzg+6Tx95Fk3s/1x5xxTCALXoM0vVyMOfdYnNLtVNgzv5rTWC1nx",
+	"vwKz+458z2jFqhtnjPi5ZtWG3FQ6/2z36DM0fDNSFA45jNu4znIm2M0ZXdFbXkaRjW3A4cqI+jlfUaFB",
+	"PCskegZMjyG15nTJKnq0qm9LrhZQwTuv5GohBQt+hL8wjUQdqfoWIwex1q8+Uu06gy36PjNEpbiOIn0s",
+	"GUgcuVxtyD4WIvWjfqZsHrzhUpgbb80FHy6+PnB7YHScwyVDF9mHi6/JPsJptxta8VzXFcMVmFe8yKzO",
+	"qiAuYskfWAEJ76Jgla85j6gvrNGYsGnInYPT5GvXziq5bOOpPVNEVnzOBRTtndMVRE1ujKxeMVqC4SpW",
+	"o1gbGVrFVFUzNB+2b13xVjRclVDO3awJiJIV0xVP2NMjSTsuxaz/BCvXNhiLAcFjQg0dRwXJ1CD3wonN",
+	"4zbaRQFcjpzeU1666gGDZ9tLhL3sKFy2/e7OGfHkYAeojwDEIwbzkKQRVzDTZSeNxaKIRrSDPz3rW7ke",
+	"yzGPVSE87ZwmOK7B+XOHpFUZCk425C0wncpfHZEYFdJcT4mLYIDvigFOY/hB8/oomhqX+6Lz84eVrHS8",
+	"ek54BOxKN4ER/uAnqKlD1qlrAZ2WTSh8/P6shUA7nq8KJivQNyP6T9jUyMoROm8GsF1fITqCLdN/VeNN",
+	"3lZntxQm309iQcL96MtGACpm8HKrQgkTNqPgEkfcZBRke/5spW6+N3VZ4gBiBBl02cmIeKZIZZT8KdfD",
+	"NV9itnmQ2kX2X2RkVdYKfZsMbMTVZiwM33g+2vIGjoQ/FUU/tzxvMjj9YowBRYIFTV0ydrk1VXcAWzTq",
+	"7CcyQ13gdiAZoZCA9ncX8+nGPlbabogmhfHg6WQQymUsa6t0/160MuZhRn0Cz8idegqW6ne7vSqxSW2T",
+	"XJT5toje7X2CuXS2KkohIMeY4y0s8WV4GBuiiYi58t5ZoeNsoGD3PGdX/YA++JLLrjJ3XtPnaLrvA/4a",
+	"1cjAvQwl+3e9i7smYIF3mWXVGbmq85yxAuXiNynZIQXE0x55trXovQjhIXGkqgCFJwdpQ40uOvXRhchO",
+	"Qo9pXUmPKCsVtrO7rQsZiZb+YAzwlPbCTL5AyD57yMu6sGiDWxzKW4xeJLjVdC7Z38/xoHV8DBdLbNC/",
+	"Sy5S7ncwEUKBMhQ8/iJjC0wLa3G/StSCOy0wagukxx8pt+FchuEtWOmdqWv7pGt3cJ/vZXv246gcNWRM",
+	"9u5HBDe0zikMrv8Oi2vfQ+oNjotW+pZRrQitKqhQ9tWxh3IOEi5MY4TrgxMMibEIooI9aATFLBgtSi4m",
+	"4L0H7GTEOb0I3m5/3OM6Di0+uCRgw/rPw6v7/PDy+uwQvr0JDYgngPIGkEUY+yPlEq3CeHtIW69oIKS2",
+	"O7xw29pTz7boKkHAH6jgM6bGXK0IBhq5Jkep5e+0mgpg1HcztqCroqoqmoz6B/Uj5AIFaFWQ5ps9WuxK",
+	"XXaRMSUU0YHtujZbEd8v2KUME2vdoGlJmMilE1Y7YT+yYHkKWRA/IkbbYUKT/bcvX32dkY+rWmXk4uzD",
+	"Jyx4nwgJ+rXEpwS5zSyojEUurApWnaCJ8JbpNUOutoQwGgyjbXgTkMOUG791jiLaBDT4B2v2GWrLv/sl",
+	"JLs0U0nIX83QLVbwkMD+IZxrVxxzCbh+hd1FBdL5XrYHsnlK179os/ce+xnaudvkdWAtAPaK/Ie8iHPn",
+	"cuBxnCRzlsN3Aht6JQG1FyEpphBv4OaI4ThztSrpJo4WbH61F52WGLAJwT3BTsRBB4w0NJBBbDcP39xJ",
+	"BBgXXBJ8cEJoh2YwFIMC6tnasIqR5ozKBlgNmfBswMKQI268u+2PGEsfcW1IjeYTzIDannwTXzZothpg",
+	"It7dFtKOXZMOiW9LKp15BKSS4DcBU+ipNyDl8pkCn/092yLPUdqgO8Egublj3m1p7JnriJ6764guQyXp",
+	"2TbHs9Lk7fX1xeGb938kny7fu+j9zmXbUf1GqASmrU6QCWRkmk3vxir1H1qbARaLGlrTjSILrVeHs/I+",
+	"ZKnutygjrasEnERrIcCUaAQliNJEp/QIv7JpvCN9uwmktqlZ6mHPT2js5MIyVkvBV28+RWS4dNDjmUsF",
+	"AiloIvKmv/uT6PpdHgJ4BMzBwE4SoUKxp3sJjRGD0IveOZTjzGfNeo+8MiZKqU/C3lUCax5DCxAYvmJM",
+	"HD3GtRbQqQeVWy/46lNVpvQnLRF63izMj2/fXRA5myHYxYrqBVY55IqcXrw7GKHktrYiuEq6d4xyiGsB",
+	"jTa25uZADJ/HwUvDlllvBWeMvTSuF9sfjr4jAp7xuDuiu6l9TrpgtCeYmGbnLwUGZJNbRnxsSnFETkVk",
+	"hdrgoxhUa1G0DM/lggQmIYsqD8RjTWb7787ODUm/vn5/ZT3SB+SW5XLJlMPp3K90fhQeRfte3Lfo69qP",
+	"gy0L3asRhp1LobmoZR2C6fSoF6iIJ7x8GBAFSirEKciZjYEBZf6Zi39RGEKBNf53EogTEcmBMKIa04qS",
+	"ZEarsdB/zTakOglOAdlvS9nqGSqEBzv23uusi4STT3LdPQ3zHsl/20BRLUjPXgfxEKLnQMB6yuPf5sGO",
+	"u4bEHKGvCDUkGJOf7anWNF8sWVyvL2ReQzIS3L0l1WaKZEkL1lQNw/gxsNxBChN3YlSDMbfl5bddpuB3",
+	"eZOq5N/FslcJ1GShmdDX8Hsaztd8NyF5w1myMH1j3w5oRfM7Omc2pfimGZ96fjPilm3N3acFhBMY2rCU",
+	"u20LjVSRfageQ3NNvn+mCBP3rJQrBCEafYU2zWXEQvZM9soF4TIxATOGjHphZiMgX8NahR8PhQqB21Mx",
+	"UBOgpJfNKkMWiYXQQfxB034EPnmMxdohkW5jlPbKGX44zhw65JBd2vdObLSnKCAXUvsLTy0ooHWxpIcy",
+	"IP0B0jHqf/My2QdoOqrJzdHR0fPwBP0tPB6/PLfH4uZgJ2ILOFuE7Hy0WlTBcrF0nCkbt9s2rR3AisXi",
+	"czPkjlsBtieECnLjY6puiE0Ah7WwdadughC6GyxM55xAW5fnaBOjD0+OWRinBXY2wZwoDckV2deSCLm2",
+	"5liuIbBtLIoYUJxKCSykYquSbiA/FN8EpEGdmc40u5W0KjJXICvz1sMVY/niwMGKm/+9Yj/XDJyBEHrn",
+	"a9huWJuLbXFUHAb0Ha0+EUkUkNWY0xDExqmnCm/I9hZUfZAVO0+sqkv/XMrKL+hMlqVcx/M5BXvQbukS",
+	"TvZwdR2VghM5xmBTsAoT5PMJ+RVPHkS2oxCJhRx7wusappJ1LODAY1B0ueOi2MUrhu7Kwby8bmxZRNZM",
+	"RO3a6bX4qT/YXZLs0NTQXXbhgSMmRN6cOttBoxwiJEQsxMbwlmIoUVouXfqvU5FGwCa7tofmOGwViOm7",
+	"J5bfgkJtpsh9yVBgb4hLessQfpzawDCnmV/ZLPkYqHgbXzyln0dz2M2v1pDR9uvcc7ZmlTVFWGNhGzbQ",
+	"Qv37mHr8It19DAD61KsicTsAVo3tNarDXuN7u+cff1GLcLr+yYew9olP3naG6xNMXSe10Lx0ogfWMp2g",
+	"Ef3QymOXy6MpSnsst3ykCm9ejCt3f3Co0qnRGJ5Y1CUrzkVKkb+wWTJMPGLXfT9wuAZ6AjvSI/ryfvJB",
+	"H6dcWt/eL9medZzFT49jeX+RXHS9a+ByQ3w45zEcwQG97UI4H6TdxHgZdfA/hkMcYUo2740ozyHlcnRF",
+	"ji+hd14+aekNmE6rZMgk7cgs7fjaG5fQWaTwxq9Vd6NFxL31NqRcmsvGFgfHQD9MlBfyVhab8L75uIIg",
+	"vjN4N3XNXKGlfZXyHKKw9kw5k/wKWbtsW/JjhDfoUTP33xdwp3VcIkZdMxqW+jsYY6Ox7fZ6Qo/EuXNn",
+	"AYy7WrOKFZnzd6D4YwYPkfDnAqLgjRZSMcBwLGyCoGkr9JKWjN5D9mAVPA+WBH3qtjyZGvBnQLdR8glJ",
+	"YtxlGH4xainXCzbeN3j+ON9gZzo9zsGuF9EpE260iUMOYbWXbFYxtYiarqQGuKBo0EzyePXEEgu2xgZO",
+	"HNgdSEUNDuZaVnfqaHqwj2u8agX9PDK2x0Udt7qOL+XqQlYaQFPjt+Ll9QWBJDE4JgjH31S7mxTgEKbI",
+	"4aGbkFLMK5bAoahYzswZNwIHjgxi2W1FrAacPcNwh+Y1ruGX1qm1jRlKTOXwD4XbUEFq4diKXTb7DWjo",
+	"wELMioI1Ly8pX05ZCWhwHI/woLWjaxl+aOoYyrVwV7hLA92+P6K5nNeu64J8en3x/Prswrcwyj9ZraRi",
+	"PUhbbvFmsmrjkc5vX3774tsXhyW/T5VgLBEeOA5/9+NiY5E5ElnVbleHqNvvPuAQ2i32Ob1gQIc74REy",
+	"vaoiCsPV1eWZoTWWa7jf/HI5fc4mFGtyJ+Q6HX8Sk52ARzTFlnw0sLvc3Jx9uFXiphuqT+h3ODfHmKnR",
+	"Q++wQ3dOgpLxQK4hL2moza7oVuHAWnUwtcJQsoAcurQ1xGxPQUKJn502y80cskCrmKuW1hbbVFyA53TO",
+	"hLZgsEHJCBvJ4cKeyT736wteBNOmUbbQdSIFG5XXHtwdv2T9L/8gC3aG/ZzmOVtpVuz98lNnUeK6WXs5",
+	"lAuJ7LuEhtlbkp19oBFY6fdUaeIy05PpbCmGZlrlIhYjXnWaNSN7poAApvQQV/5gSXf3wrY2d6DQWHjA",
+	"zFSbpezV1ZoudsuaRJZEyaxiwanxgQZur9P4ASOkClmBkDBRRkiBHKgVy/mM59vEdOJA38mKg1kWZxWB",
+	"Te6ge33zzVffhNmaxy+/fvS12kF0ffV1NlTcYuJ91Ongq5dPcVN0Gn35zauYNK7LNNwa0JNDZTtprYq/",
+	"xj0G5Yoqw44aWe+IvEbQXfLV8XH/rn376usWKtuL49ieGVbdGqxFBn7xTbZV8xTj87RsjG+dO8HcGHAd",
+	"uKADVJI9llPPFbN/E2HfNweEC6UZLVxUYAX5tSfk2DYN2acOlq0Pn25SEnDs9u5hL5fuWt6tIgSK71R0",
+	"LuUYMEyvTMkboXAUmf629WlgQrU6rfXirGKg8MTMkKi4Xl2Q3L9EsJh2ZeRwrq1zCYsAYpiWUmtZReCR",
+	"F1Rd2IdpMzj1DZiddv2EDZtlYuUMwIqh74rpuhIpcOQB7822rteqZY8hvbAC9hcKW6dczRG7KAklh5YR",
+	"i/9rPmcAPUVLZL2t5oWQNSCg23TWfEHLkgEyirR1FAa6HQMQHGxnCArdwLytSpo7yODxKrXtOlZbv6Ey",
+	"jNtKdsl1WxfVC8Rrsy5ZJcvGTy8rC4HSgjGPIhMncKIVq1oo0c3CZKRGEOkVq7ag7/s1pq6bxffvaCJr",
+	"HYZ2ofRmDX8adWjTyMOdgxsGzHUreY/FJg5amyABb/GZR+AVY1vXUEZiqFiWZgrruYvuWkSC6sq5rLhe",
+	"pA+sf4PUqu3X//D6m71s7+rt6eHLb15FxVgawn2+ZbRIqawOMpHc2F6Pjo5uSAstlCzge4u8jzjyPn0f",
+	"OWbDLA3xXr45Iy9fvfgdGM3MP3736sUrYN7ItqlRcxeZZaddJh4xeUXjkpDeCTxFHQyHae+xjDDeFGIU",
+	"jMz5PRMe7K9iamHk90Iuk3VJ5V1/xEjA1ECkxDhBQwQZkr5F27ADy119M1xCTHFUlsE78dTWB4zfLT/L",
+	"SOWn/6hpacv1riqpUcQCkrFhcFCWvDUQaz8QkvyMMI2OsMz7e0g9UbIac8PEGJtqSlL4+yW65PeuYmvv",
+	"wtu7q2KHdrla+6/8+XOXKiy8WW+/1qMqosu7gIEiFWbBucX9iJ+1YCYptnK1lHfM8JXvDYPcTcy9ggwt",
+	"ECGVae7QEN+kqG/M8VIZkC0ryEzWFQHYXYfrOprn+gm5ubRQtF8e9xZSnJBrtb10cb4MpTaQNxuuhDMF",
+	"2A4L84eAFTGNwHyUjO6Eh7uuDAx1OEwPBzA4/92o5tQdD1iRIeIZEGivuyKslgTrAVdyaX1uotwAC+6W",
+	"yAuUqRcvv43p/HzJZK2Tev/3AHpsOc56YUQ1DbHuVu0iLwbU+a+Oh/CyoMZ+3CoEi1jKtZm0e+uE0Nqs",
+	"ADDYT68vgO3MaFkqAuUItSTXZxdtVA4tDS/KDS+pi9X4VOtKq9V3z5+Dr0KrlTJ/f7p8n7VkMCvWG5GQ",
+	"cDGThFs3NG6+YAwVqWVXuz3++tuW8ejbMRnbIyg2flgdJj0SpnnbUpHZ4Yj0VBdcnsVhdU5PzwA55xTx",
+	"c8zyIJqON7jbuS+oRSw86sVCjtDdW7kG97G/8ImW8q6tt8j6tgyUFgw1AjdkGieYa5uI2dS2L3hcKpqt",
+	"ogH8RrWoqIZbX9VGNPMYjDPz0ArlCBpWjBzxgvH5IhbmKAtWEHw60uI9mZtArSwq/EpPltQouWMbmLub",
+	"tQMsSlbanrNksIXbb3A1Qt6VYDkEdGOybkYU0/Uqg5AV8AAVrhx8lLtdS3AmwMbFKC2Mwg6l7gChz9Kf",
+	"VbEqpf2ER25vD4uDsHz3GDejYCW/B2x53Kj9uoCiwDpfxaeZhImwIocDiZC17up72/IhL1jq3L99+epr",
+	"M5C3L199E/14zQu9SFExPNwlegOBKkBWRNJpsY4oQ6zFFdQhv6bq7vEVb2vQamwhOkIJ1jgHbOBI0Eyk",
+	"Xl20h62CdUBqVN0F5ergQ0gEItZ+aaTlp65c99g62X3FsWthDuFrTudCKs3zWL0CfIcUzUvOkylkETEo",
+	"z5lg1aBFLGwOKtHmsizR3TLRCDaXyRil3wN5wPBtAeCjeAtL+rCqZGz6f3Rl/H7/8cPpf15cfjy7Gsnq",
+	"57KSteaC9dYCb94afYMsbQXNXrEbp/0BX+4JnOkaZKEmXZEwCKyYeMNL9tq2IKveqZnXMa+vaD7w+CaV",
+	"zJlSJ+TwRSOY+MTrQjJXGw/9WGPv14rOhmE56UyHJI8Z8NVg2hOUj219mHInh0cgJNAWqbUoJL64frft",
+	"xNxAe87yB08eyaOAbUJEDIeJRM5wfkFrxa6lpuUPMU3QPCBzWt3SuT+6ULSPYqmxJZRoEVRIe3mPTJKb",
+	"5xesyqNJ+r/f7k3Tas5AvTWfmIf7v//4+7ODhqoKriA/aST5LBhdnZalzKH2RqIkB9jAzUtgUDefENyG",
+	"sZM0n1xt1FAf0LLdLHmrKResaGQgW7pNzO2FN7JvUS9/n/edWl9EJra9+SYv2dhpquQUkXxu3USfdo6d",
+	"Q9nZ0s7qB6N0a5N1qT+kyp6TdxGVICFBA2ImKvwvYlj7YrS3G0LJUhZ1GSsTURQVUzEa4QLqvFXAQjHO",
+	"TFbk5vgI/v8Gk1jKkphVqWY0Z3F5clRmII4OingLf5i2JZySK81EFMwmbM3FJdBc17QsN+TWqbgxZ6JS",
+	"UW3k/GFVUgFC5rb36tYsDmiZ0TnjdCKqBk7TlZ1VfrTtHuiKZ8Rw4wyd1JmN0j1caL3KwBKREcXhT1AM",
+	"1uy20vmEMFRDSD41xxnsWyFXdHIc13kMK7UVHUZdOA/7uaalkazhCRCSLSM5KRo2Cbd37fUp905oDuqz",
+	"A3XdfriRQV+ZPzE+ZtJNvqH1kFIbEhs42HGvn3miWmcZo7ahI3tuBqTlp5DL4v7DSzcsyL7H6pGeAU0w",
+	"4AbcbXQ8XdqhiK1BPtMbuuTlJlopESE6ZvACQkMz4cKwrBhzCBG95Ed2eyXzOxax3Da1ZnvrDAssLQFV",
+	"wTF0Dg4c9P1MWQCBhDau+G3JBrxktCzNDRZ4y1z0BtVB2es4B1zzsshplare0RokONZVhngaq4rN+ANx",
+	"3w870X1PYZHevWaSg7tZ0SWLYzIDyDtYoEwLPnpw7D4OlLG2ugN2wC2MOHgXbaXMIMouUTA6qfSB0m/G",
+	"bEe0cT96+5LP7GZlKR0iAPjN1Ebkw0xMY6Zo2P/QSn9I3Ypmnf/96uMPRLMHbRdk6mLndaVi5tmPKwrB",
+	"GVKBjYbs31ye//Hd1buPPxy9++H1+X8eXZ3/x80BXBtUKUODWFQT28PTpeolIxWfL7SHjeGqWcpt6eSe",
+	"DRdZAMiFcwv51H/zfBQEtilzGii850wDZF/d50ethTq6f3GQCjWKWnM+CoIbn5G1rXtn8QkrZot5Jdoz",
+	"a1P0DXkdOoCxTYuYYEUVc8cAw8EVz83uG0k6ZY8yBzs2B1BziXsenK2KzcoJWo5iP0cs9EaSugexCTJW",
+	"Ue3Yf5GRlxn5KiP////7/3lj6Jyu1AnUU4PFic8aW+BifnACsgqsFhx/txG++KDtrFbb6mBiCnHu8Maz",
+	"shPbHUhn0JO/uirLi/1AAvdLiyLUE3IRs+SZO8LBHg9xFM8P3omZjLt7tCSg2U/hJbQ2K6KToMTQ7oKR",
+	"ejWvaMG8X9poB82nDg57YSu1zigva8xJU2sWl/HhYozi2583kgUHv/+CBZcwYTRfoFMws7323uSKscZ7",
+	"OEWcCgWgSJb6HWOr05Lfs/SiWQeReVMRXpRGTwdnDKBfUvOxLQCjzaGFSjcAsBpXivBOud6sWMLx31zg",
+	"KsNlorHLRi3oipHIdbXbCnmhIgqoF3NnXEDWL956njYzUrGSQka19RSdXrwjtxAijRpDD1uO7wEleckN",
+	"LeFLrkwCln+EjWjI1nIAiESK5671wk95HkeqGqFnFPs53k59m77+/GqQ4LVmHku68Sdw/4rlh/79wwv7",
+	"8sFJSHqKwXUAuYMQ2TCbsWpMaTbYuPZgsy6z6JBksER+W8JjEhz5GLO7ovfszWy5YvNrtlyVVO8YV3+K",
+	"3sBcFoYn2KYMSWF4LaZNQmAtAukGbxtJB0ZwkHDnf891RTX7w23Ms32Nlk4sMHjLNTq5uSB3t1w/Vyfk",
+	"mJTMhklDTR1WkXwhpRoIZMesm75Q9qw32OBjrVe1GxfUbjnBqsLIlyCYWKzqVjFW89xsOM3B7A2Ziqt8",
+	"+ZmWdG3/XNb4NwTk/RQt/dOrEzh/nduhaHYQeNIiWdK6oqfVPBZeUFdwGbgFlivLbJX98znGiEJktMpI",
+	"yZdco2p5uKqYMnzoUNeCZebfcsZL9t19Rg5Lds/KjBzOM3J4xzZc6M9LLjJyeDvLyGFemf9d0gez5ebH",
+	"eqb4X6EN/vB5tjSN0sr8Tw4c51Dln/WiYsqomT24f0ZbwGEbsg1GHkmi2r4vfGBbkALlOTPcBpdRBAxL",
+	"MDMfqWFIN0IsPST78niIYlMBG7ZzfGxOz4o/sFJNHsLXXw2PYQqMVYRWnVV3hgJztdmKiR+OHrMtxuvq",
+	"fMJoewjGt1m2ULk8lwgevKJas8q8+d9/Oj38L3r41+PDf/up+fPo8+FPfzvOXn31y78kIxXGsDSslPqk",
+	"LM3839D29EVSWDLBkU1jaouXoEosXr76po99JUIxbMfw9BHk+btX305LTWtRSmttWtw/dbMiuN5FScWu",
+	"t2qAYVhS8UwRxaDUS8Q1mS+oEKx8V6RSJvA5iCXYbNvWOXhsGtb2AuhoC0t28OrhiXTUVorrBCdMM5MT",
+	"oqvaBpLSW9XGaw0hTQdh7cw6j+Iiis2XTKRjUN/wkpESmmiS6hxm9EkAY9LsKo7/2Fw7zSTG55xGz7NR",
+	"Gf7LHLdtS/rpD6fokf6rM5GoUmoEkOQd/9F5bYjt+fesKjnci5+uz8bch2vG7mK2bEOR+Aw7Ha8F+TN1",
+	"VcqtWPJJweQ2FcqvkB9t8jzLkj06LstKxBSKxhFnAkTZGD1arCycc2Sy0dcKeNB2+8LsnI1BeU8M3o4e",
+	"xRFdtNPyyxvbgur1QqwkF/ayg0nNKyo0GvPBXQXepd+fX5PndMWf3798rlheV1xvngc9nKBivqyVJrdm",
+	"7QPLhrNguOzRNlPsn8RkWgtnnaSyrTy1J6O5rfyzCP1BQL5LIlZ02Qm8NZJ07bIVJ2cF9Ke5noR1agg1",
+	"Yo42b1ak4HOOdgMocrjmillvEb6jMnzF/Fea/4XqDCqXDqNpsVktmFAxzt7e45Hi3YuXv4vLd6tkarHL",
+	"s2xyba2BoZRziMc3sz6xl6TNn2MirzaYBea2JC9rpcHAtYGZbScf90zw2/7kLRv4uafu871st3ThSHZw",
+	"kOInJPm5lhDeUpGSC0ZuK0bvJu7Lf/95789/rv78Z/HT315kL15+G9+JMdm2g1vhh53L0gJyC4n480St",
+	"aD7M+VoD/+7Pf1bPzahffR0b9Pj8XU9mUS4Cd+WZLOuliOu3OTzD8Aa8WW2oVsQRH11CbNwzgUhypv6h",
+	"LssBFzA2whX54eM1+eHT+/dxqW1V8SWtNn9gm7HtrYI4ePu1OTDx5uPejNcsL6k5g7bVRPGYhEyBfge3",
+	"Cq0ppHfsI/47XlzayMIZ4aJgDxnRFZ/PkTXec7aOlZY2g1apjVO2rjjUVrCN+Jga6MNPXNnUdvg11L7t",
+	"GMaLbi2yjBWjKCL08vr1e8QoM8L2CQFzkdCYO4a5MCIv64K9LkrIqzVqACBeVLVAJ4mWZEkfXhfl2YJW",
+	"cTNzUZTX7v1+EjPDWVPVND9Fz8D9TR+aSq4TFbyaMMRKrlVnGWAzzE6O9UDCy3HrxzVQBMgBONhbVkoo",
+	"ciODCCjgne1uR0YQ2CVwh8lHN1HMQQEig6oCQFsWCX7Yz9c+ds38Mn8QOpscPYSI5nDJ7uUdG87qr8x7",
+	"kNZflr6aGp4rw6i3z6R953wl84iN4we29ngSzLzi+JdpDMUCYeQ4xax8hNYvM4rcBvwZuvcD4UrVrLBl",
+	"qqggsjR/YMsUHNmzCR5fM4hxAh0Ih7YEoRsLJDLAeo1xg9i+svaCRXdM0JVaSH2a59Fw0FOi7BuQ4q0U",
+	"wTqzEU9DAjUMcmcgW2stSknjUQpj6vVixxZeeC2ru27lkd5cDp0oMXztW84wXtS58ay1x1cpwvmNz8O6",
+	"dG5BW7MYgwUgpYwvIfiZVtXG4Yk2qzrgjsdpZG65s61yvsO7vKMpzW6/RAVyIgGohVxbKyNMnosS8Gcd",
+	"VXiQJKOkAM5AU8cqZHPAzLI991nUBNqLZ2aRzHwIFqxnk9b86ngInmkIo6xbrS5PRl65XbmyFsloqU6k",
+	"wmeqOYeuTkKPAbPXfrlbuLbrHo1bmt4xYXFbg8ATrshH2Nj4nQ4h4/c0vTsOuOuW6TVjoul0ZGhwD2CS",
+	"ZyNu+TByx6zJfDzWcGdzmwUPg4C70xyz97udyTMYvULE/BEEktzla3rHgi3+O29sAyIw6rhtLy5kob+2",
+	"hTfhaj+tC64vWTwsvvWmT1MRht25CGlXBjJ26AAo5V3cFdqInSDghyg0YxL9RiU8ulxSqoj/YGqqY8KT",
+	"e2ZRYOCxrai8quRtaeaCoRmi3Fy4X6z6MFqf2d4is4zRiBzsYlC4x1W21i/70dgylcP6C9R9wy7YA1eQ",
+	"ty2MboQyrYLkrfWo6lbtRL4WEXVmG46sr4YllM3x1ah2Yyho/pbWz/IdufEc7gaU2xu6Wt2ASHTjsEhv",
+	"yD4s9839QiptH7bsLjeGUqouPxFGpGzut1jsyioCynS6WvlKE2h8ccinCAtlmjW6DFi1/ehH+aPGXZ/t",
+	"4uB+rU7AP9Uy9FrPmk0xHfYOTgNw8DKL6kisz9STeN/ee8cbWP4h25YLX/Z83/ygsFaMKyrQxkiwYWtc",
+	"H/x6vrpBgFyHP/h0VANkHwn055WuISND6RPy+bPdrD+af3/+3ONLivXyS+q446wuKvmw2dVBvqrL0nDK",
+	"hw3gFbm6WhOPopauLB3hQstJNl3vGfh8dPjT//0ve48/GzicsiRSPBYoCQmlj56CqdNd3SPpmf+ToSQh",
+	"ANDJNlASqA0AV9e4XKyLRlaklPP5NgzwMFDSyOMHsBBWw+uhgIj/PQpJYk6Dp4z4VSxXT3QTQ4lgH/aQ",
+	"WS5FYVWjN/4/7T3anuk/5JX5v+l2kasvcLkgKOY08pweGTGZLL7wFTF8Kfyd2doYhlb1g/n4OoJWIy1t",
+	"gg3weF8rLZ6pbDRDmmtWXCZTx9wTUq8A1n3B8wVZcNP6BoGvXRsjzfEF1fSWKiijmMCSMI/cjNzrXg4G",
+	"iImRfaUz4s7qqmJC21Vy741sdk3LkaNfV1yzQ7pgtDBX7dTxr6nOF6wfkofaqoL21V3wvvwyZRGKiO1Y",
+	"ZwmCgcZp2JC3xe2PejoQ+63CmwhhyhvzK3x9RC4dnBZVxNVc9JElBVNmMjZ/DW2LJ6HeW3C1wjESXVeI",
+	"7mXkZULb1QZcxYKQTT1TCAvRZ3nvBxkK5n+Kn/Tf1mf2psbIABxZE366fe/jKyOLNbqUS2x2/9Ond6/j",
+	"GbEjy+d5nLOJlq9xoJEa6pzIGugD+A0VOSsTSbeuyFTfmCujVhs6IjMuaIku+oHBD9ZAm5YaQLWDmGsX",
+	"t+6rat2Uvoh18EOrZAZUB7CQ2ByLXzQnIJWuDILGuMoDVN0xPCtcQzzjHRfFdwlYT183dfQZwcLyI9wK",
+	"kN0A2xf6FKYRYtez4Nc4a3kZvNvPVQUNF6xdlq0Z9SA3PM17omFp96xSdadiwYehVgm8FFHF4hplq//h",
+	"CtTtIYyuRd3cT77Uc4Z83tbCfHxp6g9ooIKwkqcrUe0mumOtsvZdN75Ytf0iWq9a/UoFqyNnsK9qdZsy",
+	"MlulxwwdC1c3DOmEXNV5DpgsGXljGfu1YewfawyNPbNMHYwVwJbj5Ytfeya2B+nuFvHHN7+X7WH7e9me",
+	"62Av23PN9xyIi5JuYhUlTgH2FmodQAYwRmXRrfM3XbXaGshtH3hczE6bkrAruVqxAhKtU4jKiti3yC3L",
+	"qYMBsFOtjLiqpSSqlOtyM7LbWX9/EyaQLCt7bccIFjUsh+XqgGO0UEb4jFCxOXoKWyaGM4f7Hkf8gkVL",
+	"teiN77wI8nQ2CZCDdKb3QuvV4ay8zwj+tVx9nZFFqRCebACUrGJLqdlpUVTpNUU5FzPnzZXeeA4QEoHr",
+	"1O1eDQiJzQpOlBBHmH3iIE7DOvyIjHa3rdlWMHOotWOtySbnPVhqd6L90egezXD10gwZOVP8pm42z4Jb",
+	"dEUDi0lV8AL9fh5fY2y5Itv6xAvQctPI/VcLkL9pFGTrw9DIHc551qh+iNvTGl8n9qJXz9hemcfyjenF",
+	"rXCEMQoYLvHUXtEeKqrkwyapg19vVd0za29TWqxijhBk8mETCW95Evz/x6/zoJrUnecJ3nVc22BTl4ll",
+	"3nkeyrwxTv2wGadxoxnW5msNzkDFBa/uyJ85zcdjENkTsqbNXTvA4ewUthlcexXdmNLEZcOP47Yd4NRS",
+	"BIWSn1RqGun0AIKWa1s2Ckd1Yk31DhEThyqk/wjKrCqy77LPVrVaZO4YHDyJkNGOzUjMUc5mJRes75IF",
+	"BXhtJvMRX5562UoxqgvAIMOQtMk9VHzOezCj7DJgSQtF9ld1WVrxBhd+xstE3Ql7+0Qy1+zNHG67FRjh",
+	"BsGAuybEzt8hiaSA5iKzEd4jgT4x6yFnbSvcCaFGzYSjAcEeiLJtRCYjMm9F/u1kVLGH0xtVxjjTghrt",
+	"dOD86Yrmd6lSXNDgM0XwpfRqD8/i2rQQFSjSNqL3tiqmrPRUWn0SEbIhkW0Wix1EZElnXxpjRbJbO9qK",
+	"47Ia/sdbccKJTiAyd4+Nt9tcuTyRv7vdpnXMI8QAHBsswXj/2MpBJ/6+cPidnk3CbULXdBPaYrChvWzP",
+	"ftZjUsEjG6VLVkJSHIWaBcj1WxonHlpf1TAabR8L20fMKvt8JBXl6do7GVTeyUii/tbjqlh5aGmY8T4g",
+	"tBw8YfmqaJPpZbiL4vwiYI4Rj1xVsSYhpGDSgclEqUAB/kYcM+oKsTkcPtDbv5J9aGjsaIcLH02afucQ",
+	"wlo4yogeufv8LaOlXrxmmvIymqwqFBOqxhx+dDMX+LKTAYyUHUsLDWAdorCZmNhtyyfEc2jh0mbFO8hJ",
+	"jN+LuR8gOqYL9kDsZy5IBxWMJTWMjY203UFAdWQ93omC3/MCLk9YOYzIH8+hcb0hLj7Gny22wDiNzAER",
+	"+NCIIFc0eqhLqIGadLw1tr3cxhXgBy0AEyHtr2ZX74Rcpx19j0aPpzOduAgaulRN4EjQljve713V1zdg",
+	"1oc/z6goeIHiydWi1oVci0RR3aG4C49FnAhc2eXq9FD1DS2ESxHsYtY+IFkrAgIJuPfUuySiyK2BtO1T",
+	"gnoLBRQN8+iVTbrMxsr/dQwB8J5VtPRnLOA04eZCabeCAUQvoDMIek952TEhtWoYx7fzey7MHe7gtjvd",
+	"DUjHOIWm9eiSA5c7X1Je7l4dNoCTUUwUhGKBQSHNebKhmGxp67J1Ep/rBLDBFT5o3LGAbGoUOhcYZj81",
+	"px3Cb9OxgS8DTLJAsZKxaKycrwDuI8C49ecE5jCcySrHrfRQErmyQTgTVrOvAClmVUF6o9snLsgyKBY5",
+	"8gayWxEPw4BHh+9eez0cYHIbOONItobQ/bgKVx+uGzAZV407oIlETU74IEJXYWvWG+OS3Ye0TchZsg23",
+	"SjaGi5Le+zhS+PdU8Rzq7JqVN5tLb2Wt/UG3ESGYRRyRRKoYYsDZxSdinnDNcl1XDIJIvNBvJeOmvlnc",
+	"8PdFb/xcLpc8du6x0C4+drWJqI2FxDL4HYT+sWUNtZRlvqBceHYabX3NsajnVusLqXQcvOOtVLqFexaI",
+	"dF9E/pCxm6lT+GuXLV9Vsqhj3PgCH/Thk5TRoo3gmm7XLwSwNl8YayuCdoKFMO0a9Smkrk/77lQzVb0C",
+	"XPWh7F/FRR7tbyRLHXn/j3I5wAY2TfqT1i6qGJXlPIUDhWXIW8J17i6I2/c0z7uUJUsUgmpRw69Q8ClK",
+	"oKdlibpCmzpHa012FmaaU0o99S/aNVUJuw6wqEMuwoq9oLP6SL1dYSGhpUImEHtKqvR53AkJPzc4IApC",
+	"L1uKGTeymg0gSraekoeu6iVAdA10sKC2+GktyIbpdDe1iPGLq7A6tusDmcUJEXVZ9nW0W0QrKksfRTmA",
+	"XAYbA/CUULbZmi8a4wI0kyhYUwtBB6ttQQc5FeQW6pSQJRVQZTDd5mDBQmiSK2JfJkKuE1JavYJSaxdh",
+	"jekxA7VFqS36oZGXlhQQlzBGVSXg3Ki6S4FbqTu8wkGX4L5umiuoOYb7+ubbClKwEdszbhFCs7whtbYO",
+	"SHgW+zlIOqIlxkXUlKCVZAPjfAENkxsVgtE/zctaDOtSrRLnnfrnvXaDuBb8t4HqCkBOh2rFcqOyQbmT",
+	"UmO9AGVEsY4Y1UyrL77+XBRBabKpksxq+IRxBWIwDRcmcmTTUleLi+4wRn9L9PMB03LsQmnxFbg1IkNc",
+	"yMpcR/5SgWIzZtqFkT9kZWvV3zL4Ie6RHeYik3jFyrOCUNIKSCFcmWZumafT9AFJ6kP2QUvvDKxLA0qn",
+	"Of/F66j983vzCP3sFESS5YoVhGrgGfbB/rurj+TbV8cvMoI37E0tQAjDIry1cJ/BN+pL6I879olYOYOr",
+	"alfy9OKdx9fB82XHwpcrdNCpv4MeC/ZfBNxMdoOPu3bHrezHcE7sYRWrdJfwLz2ZxhPqOe3dCTSfhl7b",
+	"WlBkKWJn6ZqWd+D6DMyjnW05+t2LF40Pr+v73wCkW8z0w159bVb3W3L39q8EW0G3nnIyiHW1P1OkpOsM",
+	"tKTbDaDE44utBTdPtmyfxxHz55ZXfNNBnWvP/kLr5NwhirVWi0MtDzUt78g8qoYkIbo+rpgg+0ZKPjD8",
+	"F4BXCrIPluaDEYBDruHU2NPBcwJrfefSR27EWB2W6Eoko6JHfE05WF60NBdHEvJl+xhAAPNV1ASKLd9O",
+	"TU4YCNcr2D3P2TNly09JrJ7SB6CXcN+bxpBeS7q2OaKmaTAxtwo0rvIlxRpVddT5MZQGGbStmA7PBKlX",
+	"44ULbKJ/XaILwIveGBhIPegJVUzk+bgMWw9I56IWIU62qoU6IZcMcjAKGzry+vz9+fU5OTo6eg4vh4t8",
+	"5VN43EfRtV7R/I7pBMVdXl8Q+8IUikvnVLyVa5fEypSmACVjjvb89uW3L75N1Ild6Sk8JlalFeffS0+t",
+	"xcYkW/xqx6xG3slS8MTWTnLMbYGggDJwwu2dCflC1uFA4XmJcjym9BcoEwEuKOqAbbqlIuiccmFesHG8",
+	"riYiFQWxxQHyBS1LZivwd1wY5VxWXC86lQY+vP4mVWnAf+HdD2Hr7kxgA1dvTw9ffvMqehweVZICO24W",
+	"oe3w+LKlJJZML2TRXq/X51dnl+++P99aNNgS/KKR5GCD2oV8XAMZuTq//nRhLuOL96f/T3c2r1qT+Wpr",
+	"Mj/97avsxav4uIWMVuw8dUsKzyEBEFSP9vigFBE4MI0ED2VDadls/QmhZFYxtSAVFYVc2saG3cNjYEt+",
+	"lqv2atMaCnK25/EfNS05Vjw3zAAry27R6IkZGbOKBqFkgVErzpD1s1xlJMfBA6RUDq6cyzdn5OWrF79D",
+	"KEaspoHA3VigonXnCixaBIOMw17xOJNtHd9Pl+8yFzhoq2Csam2xHUI6wnodVHjD2U1d8RusV+Smv/CG",
+	"yq3yXgNrP6Zah1tjfxz/TsU3zMJG2fKCV8UFrfTmjK7oLS951Dzf2ONd5WSjQ0KJSbB8FhH1wihkhh3G",
+	"mvOdbUjz2laV5qZ9m6g6vjZz08EZth+tzfxIxdmXzx3Qm3vA1sEhSLXF1wkXGCdvP42a/AvJ0OaPL+1u",
+	"8t+hsFV7lNtVqAadpPDhSB9+2NcIC5ZtOaZ5hzMN9yULqbX/nLzn9+zC5iJHnWGw7OTT5Xtl84ugfreF",
+	"s9kJK66JzX5EJtTOZQBgJoDQc8sg7sfFuky0ok6togr9AskRmshBBptaoh6u4mJeskPDOT5dvscUAysI",
+	"j/ei2n1G413c1/+kSTXY3BAGQxir39olKFqBVTQisfs/7ZbvMkiBPRjtE7Jfmom3D6bb5PGn8nFKBcgv",
+	"7hTD0fXIA2aNt09waSsctKIxrDgGBY7jsRmQ92UoU2mAMVCGRTd1EcyX5mIw6p8mX+E/llJp52ed8Tmm",
+	"E0ANjf2mnsLxwTRc36+O+7Tn/tw6idTmud0JVJZBglm2IPKwiHph8cfVMxIBNsAo91Jl5nNBZI04pwcn",
+	"8CfiHJD9H9+eXxwEYfMA9Dj5SLtJtMtxfhPx+/VQHfCs91zcRVWHhgGVXAASrKGksDQL6AoWRatiSOnj",
+	"63x4mQyadzES3rxV0s1Q4Y4x7B8at3nghdlLcwdY+VpNvQPcJFN3lXuOuBn7NqeKeZxPj1Z6mM4JdW38",
+	"IZrY0l40zAgNdqS1hO3ejJBQ68Mlq+bsEA2U8fQX60m/pGI+EOJgjv9CCllXiry9vr4g8E2wuoqxO0Ch",
+	"rZiql1zMD+LGpShcMMIaCV3JsmQFdgC1cXBj5RpiIFqmg33ECaa46iuqFwdQx8mBik2pnNPah9bW9xTT",
+	"6S7fT+PO3+NZPg3Pq+f44Vk1BPNk3D84WU/N/TML9nzLNtIig3hl7ZlCZWHz+CuinzM6NvueUcWeYncq",
+	"JtgaKr21gYAi7PJWybLW7H3Pznz9FcTed86L1LQkbkMD7P0T0LLUQlYYSkwF9m1bbjYHmw0At3v3APlb",
+	"57c1F8preJgODkhkByfYeudSNRdjvpA8ZxlpXbDW/GBuSXDDGjoZEAzsovhdf3WcBGkaS+0lB28CQjat",
+	"WMVl0VrXgN6nlIF69QiRxRw8GE4u71ml/pdJLA1Mz69yOvHWDhTgBpaba0VKmVMtq3/iMxw7lU9xyqaZ",
+	"Bdr26Buz3jc7GJP/cY/2Y9FVTtzeZL5geOt9rJeDwG8NTMUgEPlvHOcprCBPj9TeRVsJcdt3QJzvAW9P",
+	"JFZdV/+HvbdvbttI9ka/ypTqVpncAinZcXI2Um2dK78lOhvbOpaSnOfZ3SuMgKE4K3AGBzMUzaTy3W9N",
+	"d89gQAIkZYuSHPOfRJYAzGu/d/+aK5PpXFTnYlIWre6cY2wiAk8xS4+1sMJpLvULaStuxd8v20AGznl1",
+	"JSxlTlxKG6rrry+l3TdH7IAVwnqcBRwvG2ttxGrCDEGQFf1/YNCX7akY7zGJA+cFIeYjlulyzq6FKKk3",
+	"pSqnjXaT7u/OPuDZXrKnS6gTLbPJBS/4jH6cTPFniCX969Pxq+mx22RqbFSwQCcZAXdH1+vbp89a7XBb",
+	"8eOqrSPlm2kF5qI/OA1/AKRG/HEf0ndRLJmEFXIiCax0ABADNmEDO1Uicf/Wzq47vEnYoBA3okjY4Cph",
+	"g2sxl8peTKRK2OBylLBBVrn/TvhHd5XcL6cjI3+Db8iPF6OJ+yiv3H8yYEgDk13YcSXMWBdNPrPsmMVp",
+	"QwvveubrOyjELOibZ8s8CLAW20En6CKOAhiHI4mWS7iCFJ6t7YTVBc1BgxM2h1SslB9FYW49Bac3rJvD",
+	"bV3sC3c1bpWOrZoXcdvWSkT/xfY85J+V/N+pQNOE5AEUCGUae2tvmH7w3TftUfz1sOGf1IM0fHgNRHpc",
+	"poNDtKOUylxsxNARg+VOGTrmXK6+RDDsapaOM7sdSx8/gzyt8bPvvl3FvDsAXmhgRHj5dCL6j+/+umb9",
+	"i8HE+D4vxzOa5TTRzjUko19VYBIxt2q5EMmy0I9lRBfqfHxPN1NKOkpxltWSzatw/AtxOclGSmeLyvTJ",
+	"VTg/wz4cl/LcyZbPTjJDYmZc1QZgMCgwmcTANXS3UJJYa0sng1alJ20U/07MfCaLL/6vsNOwVOzlyasP",
+	"znqllvmVKAueecgxDzyjlXCWhSIWXkhIR4OMHK7mMWxEOI11TZ2CuI2kcRC3K0IHbjF2Ka+hkc+wOett",
+	"T7BxQ8T5NW06xCa2hNL2hRjpSqxYBSR1La5DGnfM8hYyZGWShRusXEy0WH3UED+E+stLwXj8doQjtZyY",
+	"se7QpaJDf9rSE3haldp07BX9cdWJtCm/f3SSLzXD+aHS0/LTSPgNkib4oK7cZ2pi/gT6Xan+v6mEU6c+",
+	"2tZEsg1v9StpIELo+eatLvPajfz8PQyYup+xi8CTAFvkeGrH729EdVpwqT5YU7a1xLXL6a2Ed8wZIpSE",
+	"9EWm3V9L9zWWUqvMdMjOp5XC5hRM+w76cbNMXgmfPqyEwNDMBPFhIH3YceAUQ1c/V0XKes8PDlgqFZD/",
+	"xaXO5ynTzkSbyY66kG5vXttJb9Buj0+txrZYrUhBusKsUvBeruoi777zC8D5tVR5WD0op0XR/uZmtIC5",
+	"FFCnrCuzGWVghvrL7pSm9+9+OXnDyJR1VuQPLyBrvwZvJqiFtbZKd+UFjkHFHTKPR6FfbjxIZ3nRK2kQ",
+	"aMTDVrKMK6WBnUcoHct7D5zs76LFFvm7gBRfpwR8lAYC9fCwt+ugBCZuw4n9tUZghMGTm5jhY26gBmh1",
+	"aNtQvSMFjkMJ2vJ6xtyc2t9Wfy3jE1FxADkouRpYWdjBb7oBtxN9UZqzMa/8JVrzZdoJaZhxL6Gjkk3L",
+	"GjPaOgHfUbl/K4s76pFMWpq34vwokRm39mZtQYY4hQhbOLyoBL9uu2GihEWEduLB4qUeMoXgN10wB3FF",
+	"zsrkXTyT2P3s+Pl53Jl5g/c/NN4J+YI/t+VKOA2GruzPH34aMogohHZnE9ZL//KXv/y/acJSt7F/+8tf",
+	"/pL2I9OTBEgkVxJ2OQ3gnr6WCiYoEvRRc5UzgKg2lmOQ1vCJOGTcJ2lwBXIl1CB46dQQX7WgShybggz+",
+	"FhHVH7Jj+K7P5o+/UYmJvkHOMGltCX3bDqyfJtY2xN7+hOa6qAf9bER1Z7YgmxpRfYoWifT5brVZY8Z6",
+	"pnzRQqaV0YWIrDtcK8sKwSvfoWctv6h0IU7yDuPD/ZHJkHq9xvbgfhsqcaO9THEb8sQECG5n/WmViTuz",
+	"PrqgL4F04W/e9sCjue0kQ392aKy6l7ijWqzgXXnJTBuu33sVDpDmJS0FlhHP11nnJTdm5tS2nFveUknR",
+	"HdAIgGLu23FY47aZeavvZfednPC501jgXnaiG/2kr6RaP32QI9iZ3o2zVPMQHsT9C09+RuUDbfxL9Aiv",
+	"hmzzh+R2udF3UlcMIi2tVRruaZyvfxxR2eCcFnsP32rynQRdl1AEkkA0s7CBn1Cw0UV+dUflZRIE8UeN",
+	"it1vQMcl3OnVJOc4cCFsR7nwCkf/MkF8eotQrKDarEjFPTncu1WVGFBFw43lnk3YFKMkfKLVFeQK4NZJ",
+	"lRVTyLmgrQFmvD4Pk9bQKAeLqT2pEXn9jer2MMfU3EY+/+pgjOtbVcAiH2GDChWGuttWFXioHmXSf3Ij",
+	"VzlIms17VdSbhWMChg70rYibViToP3H3zU3mvppY/Coux1pfvxKFvBHVfH370ZyeZL1QiXecsH/iI1hD",
+	"CHkVoNuZf+71OzqK4mfwHy/1pERuk+z9ipgZH4QFLKPQVnRFL1GA9c2mlbRzAG0hhA7BK1EdT9vCWXX1",
+	"JFE+GBmpuckuSm4vhsMhwv9cTo1Uwhh2ybNroXLj1HivTvAMgCHxOz142dDLfbcHN6IwyIKbkC0s0/pa",
+	"iiOyHQzjDOfqfduQBlWJEdYnO3P4+cFTlvJSXsATF/7MIckMjRpn6cFH6lsytrZE2y07rrKxvBHnkDre",
+	"sh34Z0otR487JArR72mlAfKO9VK3r7qSv8G/D9kLXMA/pwcH32THH17+ePLL64vzk5d/f30OvxMptnwb",
+	"wH5AuYrTXDJeVfOobvh/p+5mpZXNLmhsXHHa33SlOJGuFDUB/Kl0fCqTJVeWtjw+hNoyS+paO3Lr//rj",
+	"ySlc8V9/fH1a74dhRofWfSrnVY5PUgU2m+nqetMFQMiszZPRNfdwWv/WMoIlPGKXUuUG8q0qrScwbfcP",
+	"9KAlrNKWRxDAlcAi+QauoYQWqL4lAYrRvf8ZnN1kgw/nLwc415oRlvLvIm7S9RIuenszBEdBTYIAGBea",
+	"TQGyOb5wFxc/amMHQGX4Woo6HpjnOXLPH8/PT8/6Rwh5OgClo1Eu02zqAVmwjBdGg3GPFeq4upemGuHy",
+	"Ul+HD53AwUcwwI5qLD0T2eCNsNl4cCatSJ0imr6Hv6XgDbBjMQcH9wIxf8PSzFSji0r8Gxq0pmGvcSfq",
+	"vY6Wu7zPjvHJVvBwd9vRF+CWf+q9W2eiQpequ+4Q9h6Y8JRbXyV4AcrYINOTyVT5bNcJV/wKKqxrV1nd",
+	"Th+oJwIB86Df7ov4pgle1gSDCYMA7JALk4Ss5aSuMIIn8c6762t8m1VZQR2Uksb6iw4S3KdtusVJa1g5",
+	"vSxkhlU3XlJhWjGKWDs2dDQFBwWZmq/AFWKX3IgQCs7G2gjlr2YuykLPRTVkr0EO/tfZ+3cMOnH60MjU",
+	"kK6fAh7nC4hRmDEvBUt/z3QuEo9Rn0CHNnGSu4Xbau6U7/9MfMOa//wjxRljMhB9Pa4FSv9ncO4+MDjJ",
+	"U2cDlVoZEYAj3LQpyUv875QXhqU0XJoEjsWpTyiELD2M6gSbfdfdXum4Cn1lhuyUO1UeQtwRC/R9MP0r",
+	"Qt2IQsOaUT/0aknCQCtJQKH7x7/cIiMX3QQ0blWGMYJNQ1CdE51PC3dudlopOEy8FUJZ2BfsKJq6j6dD",
+	"9ppnEU8DbR/vh5ehceTW0fRHx2IG9S/TgKNMA9cP4S/SugMw7ZJQI11lwrR+zAZwDIhuX85BLqKfRxoG",
+	"J+3vMp2SqEEP/EgkkaupMyspcJFXcmQZdxICHajRytK/pGwiuJNUU1Chw58SJj46IQetQuvTxLvhWCPK",
+	"aL8UoKpD5kxiPLdsTFKScaXVfKKnhqLfUWvkeCaOB6eOSseiAB5Mt7vBmvELQ/a+ntGEV9ci9xOppfQh",
+	"46UcoJrgpwJaRlDyDPE2x4PB34N+3QijJyhZ7kFHoa3a1lG8Qd3TIf1wEMRUPKmsKfoaU4smHARFPaF6",
+	"Dy9yoaSTGvH2ILXHl9mwFI8rXXeQyBZXnmLnygud8QLUuvCxeLmkAVEvcnfNtc9+LLQuoVQF0PZGnHBt",
+	"ls7J78WGt6Gymb8Nll9TDRbvVv4Sr3wS20wX9JuU9XSVrNMAARBnpVa8NDApxp6K2lVHI1Tex/oS9CPp",
+	"iZ+vk2FHjayoxCkogsiaq2ChoFoPlUKhPoh+abHyos3ecFo4UgCFMtJh137jQAP8ZgqHY4JO6heI4c9Q",
+	"EtecHKWiXup87gUrgNsaM5oWoQs5lelihZCp2eIxanyG9f65R6/FD7OpKqj7ghX5P/f6R1SGUvg75l8i",
+	"L1qzlA87dkGlVayT+p17evC0Ph/sojHAV34Vl2caljctoenTkL0PBYOGql6aY0E6hCyEsoc4x/rK61Gt",
+	"5LxgI+gPFuJWIApY74XfCKVpZVR3gVTs9sJNlephyAXaP2ouDHs2o+/QkTKqdyi0etR2SNyAfOIYUoXG",
+	"zO5fp+f/l030jXA/x22z+x40GKZALYAJYTkYWdhkb+Y0MVqddCIQ3LWcPfv40d8DlGT+vQRKyzLvQ2g6",
+	"Jq6EEhUvcHue9pNgBlkc3l261P2P6q7Q7ne/henzK7DRF+duF/u299J3de/uY5pYIG2vsqX0+Pm8FGk/",
+	"aiEOo/gWAh7hmRROdbTa9KQ9eXbwtJ7b2avTkKcDx/4c1NtKZtdO1Tt5+dopDdhUzgQYse//49m3Xi+C",
+	"6+bGXLgbMITSdozFZyMIypEu1uPoGkX2Uzvs0fnrflXoKz21LZeBK5YeQ1E6grOnQ3ZM3oCSV3wifI/U",
+	"eiYBfikXWcFbmdhBJD59OBY+mjpFELOSQMfizEnNUhSW3HEUMvDz5IbJEfFKAHnBOG9d/XvUVv27OCZ4",
+	"lHiOidL9IfsgeI4Uj+OIvDbmG5jKjpd4bakJxV2JTEiKHXsaReXPE2xTqjnLWxorVDZPWa/e2vTsJov/",
+	"1qdMCAMEiZ4Bjk37KefxkKUg+tMkLu9K6i3DyN4RSwupBHdC8bIQKVZTYwl9NTGNJlFFbWgjYTpmWtQr",
+	"dgTiW2WC0oi3EOGcwaCHXNIGAh2120W6H0EbULgc3x58s9ge0ve6ENzZPu4C1vvshi40Ttw61hJIbWHy",
+	"mJOAm4CuB3fGcKxuRXqm8DwT/yTwihDmjbICoKmIs1bdJ+bYtrO5xkIb0s5Q4DbMxDDBRbOQbsKZ5YXw",
+	"KlvP/+3sJoM/pH0UP57h8jkrnNZAbTTYhMPOVHp6NSZBA6Y8cush+7WSIIW8W8X35fTpD8iBxRyOpD6R",
+	"mlyj1oiBjQKBk5Ucjgf13pxbznJZiczqav7EAIAGGYzSAAbnDA5gVAkxMKVTNisB9hoxDcNmOGeazH9E",
+	"kzFWV/xKXIymRZGyXtjR9ESZ6WgkM6erneFDaT+y5bHxMw4ncfAcHUO4cz7FBFvSerbqhKKbjAWNjqxP",
+	"uEgJS/exxWTq/TU5Oqgh86G+dvhHSG8h+xGTLSBcJW0hQrJIq4Po+PQk6hV1uPd0eDA8GD797nvoMlYK",
+	"xUu5d7j3jfsl1g2Nwee+z0u5f/Ns3xlz+5daW2MrDrmXZWtuyUsIcxmKgzjGgOZp5OHBJkIewlMqY3lR",
+	"1LJoIZdmyN7HZgcp7ZDvI60RxQjZbdAceLAkLuedFs2h30NFyJ3AAjPtk9N5bcp4lxEwDYnyibuvGAsY",
+	"Q25LBapLrJcOBvSXgfuNFMZdHr8qZwCNdDXj4A7z1NtL3+DvQL1I/2cQ/jn4C/7ig+DF4OTU/eMXydNg",
+	"gxfyWoCmF+xfLHhYFpvfkEzEadIegpIJG0nuhnHki9BTMGpAREy09bCgQ/ZGV/CSqZcFqAMFM2NRFAmm",
+	"0RNKDhJ0WQHKIa9RwMJFQnIkU6HQHiZb6YULA+mXhgIsUnmW98J/Z/BS546tSHLYQ5mHV+HDWUYH3uNs",
+	"VmmQNbkIIg52qhIlJnxoJQx7/uz7vruDYMu2zqohnZb3/vsjcHfNNKsw+yf4rsVHnllnsCgBKCVDqNAl",
+	"begk3zvcC+s7duMCXZJ8N3uH/2ht2NPc2aB9xAfyBLY6IaQJujTx/V4msjWhg+Y5+LgIhwSlNcll/8KA",
+	"pzD2hc4hBddNlWDLo7r2/X8bTI2uP70qotvcOZ+kBg729sixW09Sa7iOFPIo8zOEFbt42nAvjtw6LoPI",
+	"WSBXgJU+Ozi4s+VhwLp9NW0Mt1Ge/Uey9xzn0jZEmPP+C56HjXOvfLP+lTe6upR5LhS+8f36N15qNSok",
+	"hq6fP91giFPsYHGu9U+8uhL43rfr3/tZERCWyCGJ2Jls8PKzDWZ5rvVbrua0HdA4+ttNtvBEWXe1Cmzj",
+	"Fce1Hf26yx8aGJHoXH3LnLDnVwZSfAjyeVHE+eym2KO9d7j3/fd7/ne1S3HvcA/dhvXf8J94gf9IOuT/",
+	"oM5duhKt/bgAcSxgD3fwczYXto5bRFlwoLmbMXlDap4GKo3TGJzZ4quDIbAIf9GqVa0YshNbOz4WvaHs",
+	"UmR8apzQudROLQ8JVV4zD+MvM+gfhA2c5iwk/WyL6heH6mAA9X7hMQ0f1TU/F5jLFwoG8LI374exsijA",
+	"RsNOK8S7Oq//nV7zjJc2G/P932X+x4orrnLM/RG1XkNvRiVUAZ0J6qlzjKyevvuByQm/cjYPNPwYyRvh",
+	"o3Zwnz3S8bTGPY9ktddJqeJ/JEdWCMUmUk3R+0NEgVotBAn88F7DQyuwBpOKMOvhTKK5+Icx0tYAuAdV",
+	"jGKbQ1r8SQ6unvqZAtwZsMQwQwmuXjONNgevAY6I/AA8bNLHeIOK9hxtMCx8zRME/YeM0bLgGRb5LFHp",
+	"S5zcOhWqBSs7bjgBKpCzjWoFSOZLgj9Wf0LC13QKT7aqPyvZBVyU/RI7cbZ8GLtytXy6lTdERzeBNvuY",
+	"m0T5tOgn+WQF4fn6V95p+0ZPVf6oWBLSciCbLNyVe2Y2+5Sy021en6D/MZjYyF7CoSYhSRoFLDkbjJkK",
+	"x3eUmDlelcTMZTbW3v4DZ2Bcm0A8yt0bXeSOfzjhqDQrtLoCILfg5xyyY8Wo0Z57EBn4HIs4cORolmCM",
+	"xrKem2uPEx37wyKesEzVH3CzPp+y0eENzOPTiHx1gd8GNP7pKgGt/qVfSxfdNw5g+In6/OOhVzisRYKl",
+	"wENzrfdExeBFHXjzcYV/jNytjfqHWpO9EvnALSiqb6GeYOAtluqKpUSdp/R205lKKTAQ1wg+Dq0aLo46",
+	"jBH52dI+qMmIW7SU1NDuV1uVI3HYiGO3+aTaEiCINRSCXwPklm9XooREDxcWIJHjHSqPwi4qXTFb1bU/",
+	"JjhlpXUaCe7F0vYx8HU5RXPGqzyuafLKUlPremJIOxrQ5XOvQ3wEWC0U5kLQMvUXeOhndIHTTxOmpxa8",
+	"jan71LQSaf8ItRpwoUPAIjJuAhBYEtz1pJM9f/Y9SytuxQXBlKVRiGUmVa5nVONrjGPSnhWETQMVcSII",
+	"FiD8utSFzOatpfmGz51hN+8P2XFR1GkvUcUFpeHd6Gunn9VlFnHvEZBD6OrHFEmMm0EFXpsOh4Tzfqb8",
+	"we1tx3GE4/hB1jiOvKD0NyXe2vt1CMWh1q7ZNuqtfP1OnY3oc3fjg8SOeXCQn64WPt3EOcMp0UbkO2fT",
+	"3YnQ2rmEjDOmQOJyTmEra5pqF5Y1p4eU5gar39tYosI3l2Qn8LhVElNk1ybSF2neYBVDyXfss9UlZAeG",
+	"Nq/A8YhZGgAHmGn2o7Xle1XME3bGJ+JMWvG3M1vJzHpWdNhS3RGlzo51ZQfOrM1bS0ZIAkLCeHuWu/tS",
+	"eubEg0jrpBG/QGlaUuADj/Fp/TQrHJN+GcbEbw+af4qQLNP4BJzof0cClqonyhILoanlNORwndNPjXzl",
+	"l2cf3tBLYLQTK2nN1l9O1m/ZZRBIRkQd5rry94fsV4zgxNgzJBYPnrYrOSFoZficEBeCHwoYHtpNS36Z",
+	"aSVMiCc1nDLLCkKHWyaS5wg8wL3e2gjMS4Ozp7/Vuaqs547W/9on8JF26DU9/EifbtiyZ8ZnybTYPwq2",
+	"9Cf0PoEA51aEO1PW4UW/THch663oOVUEh4VKrwHsIMIkZJU2ZmCkreNkvYVSi8PooRSdXc4KlFcqFGD0",
+	"25XIhboLSjX0CpYMgXdfDuC1MlTU3IksKxuwC1tSMODbGwSkGEakGmoZVzmZ+P5aJMTS0QDC479fzYNK",
+	"f3zz7a6gFFH5DGB2hSLNQ0ImMap/kIZlsBEKUjjM9UzYQVfZ0fky/+hik47v01fr0jPeUqgNC3jEes5X",
+	"HSODFvJ80Ty9HxsfUx27FZUPESqG17GCTq2ichIwct3NJ+WBcuThulK1AHQHnOnqGk0lEquNrIrITVaL",
+	"DoM5vCr3UCaX2noawFJXhDFcksQNYx3zVsPkrWZCIb1eORXq+cH3LM1IlU5buafbqAe2dmKOQyZMO8sJ",
+	"JudjNlYeym547X0gdKHvjPLabQFEdegIuNlppSLIjUsxlouziyp93e+vJd1bSU42bhvPuLsgRiOBgBpL",
+	"eKG1MPFgH/M6SQwV4tqJXWCGJ+pj5LfRLBeZhJxGmY0RBsD91oz1DN+HlUhD/apBxYyKhihT9QYyouBR",
+	"8Hq1R7jQFwGZIdsU99EwXV6RpdMIhIegHvdIaA9FN69gVy5Fx/VsbMhdE9HaKBKmqS9rSR6jCsKusTe9",
+	"IZ1g7mBL4x/bzGSfhhGbx078ND/kBJwBv+chg9YKypJr0BdzmJAt7YvbsVLEd5zQpfSp4ODxHMdF6DJi",
+	"/Ji7znpYB4WzCNWAzqIAS0U5QSfy8IUeISLpqU1qh2aIPFNdCRAm+dP6kaP9KUvpQxf0SjpkP8lrEcS5",
+	"27BBUxZjbYAvsIhTC2u4OvrqE3Nnxe2d0bWzwOcfkQFB59cl0ONEgFsYEi13OdbMPtWQ+FPyue7QHJBp",
+	"g7fUTANb2yLXiDnD1vV3j1XQqVz8BOloNaSBLnLoxSYrYzGBm2iWiok8JvdYVvmg5BUBxEM5akHlhgiQ",
+	"XedUW3mDWe5A4kceJshpFJdSEeM8fvdqyM4CbqZBfQOylxE985AhcKbPc8aSww78Zei5pmv/gcSSEirv",
+	"aguzuI146XdrKaTedk/qR/ZPOdiaGz0HcEYbPEuT+buYg4N68zcisNNNX3nbwJ7d/L13Ohe3euGVB0q+",
+	"7Ss1jPPmb/4CKKCbP39clrd4GmtObv3CrVbwmiCfb7GGAMR9u3cIBPw2Rx/D+27+3o8e8/lWr5za327x",
+	"wkkTtfk2d804bQWhw26xgZmd8uK2b50FDOHN3/mBELvfAAu93RSJC8M0/ftbzdDBkQGvr0W3iRH7vPx5",
+	"7KHWhzKq3B76Vkm1jPKqQ/jVsvpw8G27+hA2/EaKGaAXrixqqxs2xBmp3lSCwvPMM+h0yF7GtZ/Nngcg",
+	"o8tCWqZHo4QJlVVzqJhfqkK9FvOodWoQ3CwFcOd0P+Vlme6niPqUhv4lUwVhEg8uSx/roesO53iB71wE",
+	"T16f8nY9fLvHGUWohZQ3aQcQX1LC/0uPEJ3CveCW0wDip7BQaI6QIrCkCbjnwTrj+BffadTX4oMhh139",
+	"+y2ZIXA6nsttKSskHmNN8IbSz9yTTwxhoCeheSrcCItnambSZmNEhrzHgI2XB50Zwnhod1EytEv9eASp",
+	"H1hXxJuc844YJ6LB7bUZW/vcGGEHgB06EtW++OhbDbSaYK8/Ys0Q+UboFtZGVGC9AHWHhcyCoElHoqqR",
+	"VHqYGg/gn8Mw0eZk0sR/gj3tNw0ux5qpUQEMu2BZKW0ZrkTkR6yaKqz8QLdNQLBAsNBlXoWL9MqIm9JW",
+	"C4ZooHNa9Svaoi7SX9rLr8JVi2eCN83EV+1ulYsNKEROPIW06yG/ghwtK+G+mEIpO3W4RqyOfgAcqNMe",
+	"GskllLvJLZvpaZFHlVUJI1DqhJlrWZa+pAbTKtDDOhvPh2xhDtDdoQGVApoDYXrwohjoahBmpdC369bL",
+	"M4R65PWLhBszZ5TcwiSBPSxWVLMUd6pO+wjHdoUE6IYbMmh9QMDMoYEPahLQTjHoOjk1/76cM1Cr9nlZ",
+	"7vte11PlcyUBSxp1N9wjiOQS8gmk1cyglVFzHj7rBHrey4kYsne1hmBYwetcpxK1qUHkLCq1LlarYGDT",
+	"iBYX7smkndlsJ2nWab0w4Br1aJlhRyhReK7UgOPeVSI//5VJtAVXrEf3v++IpIa9wlu/05a+ZG3pFE+W",
+	"YRGEI2xn2RBn3r7OhFJoMz+1F1lSgZXo7KMaJUhWUf+2qbJmpa/3Bxz2ETl8vYsHvb734KCBATfx0uCu",
+	"73w0K3w0zQt6zz4a6tAnrQGyWPCINF0g8GzsAVntXYA7ch8uhkaP1g5JBHN/AotM6mz46LkHkaG4Raum",
+	"vPMs/Ok8Cw16vzcpuf+779z5B/KDQrS1OnkFvzd1y2IP/6dqN/JR3XGWtTAIpe0FNORKYxepbwxGyju5",
+	"KmwNrjXRoN9SaUUB8doobRMnzHqhFbZCPEPQKhHZENGXDsn7e6nteJlD4foWONTt5PiCzN2uvN0kebNm",
+	"FNSa6dEzittiH3wxGaB4vepWiduk9WSvnK4omuZB5vnqm+i5jVpHNilnuS36HVHO3WsH3R3cOyiINiE0",
+	"2Hx8ygA5nHyf5D8ZfX9VigDezgdQBJYdZhumeAEesVRXCIVSu9t6aOmj+zOXJtM3ohJ5v5kS1m5LUyz0",
+	"q02fWszKeCRZFXRHdtkVm1juK7zQW4+GhE5RAyN4lQE2Er+UBSSadlD1GUY0sIo3fIAZMeHKyozhlzwS",
+	"OHj0rqaVL2j1TfupZ2QTNPBD9DX4CKGj0lMij+AL4xqssVbC2GLO0gB4fYhxkrS9cMNnFdBwZzDay3rt",
+	"2yej7rE7Szz8E19FiPBXumD+wtCF0CU1bKgEE7m00Fx421Tye0gx2tDqNVZDPC/OXRpVgrpmLca7YgPX",
+	"YwJ/mCol1VXCzqghbMLeq0IqUMGh2ptijsuBOm9HV/iJ9AhLG6UXpOzEGt9jBWA3IS+mkf5jsJ9/JXgO",
+	"COy+DB/qt9eYw5+qz5/kD28Dx4k4Oyv4kVjBW02iSVZXPmolmil1jn5zzNWlhl92ygvfjoJPrR44kUhN",
+	"JHIoI9CjEUJ8mpDz4igXM15WyafHSkqbpbP96SjnoQjhg+D5lsggBHima4DzruSNUOThWO/2YWdkALhX",
+	"KbMrzsWF4hrs3QJ0gaUzUd5XwjiQSUt3CuiOQN166oa8QJzNp6is0j02ZL+G5pienKupMliOXJLdlYTM",
+	"0UUJDcOklGObevBOQsbrtUrd/uGC2F3tCvtsUt+y/+tLcH2t83r9WfnSLmK2kaPsvnNxI6thn+x60Z1o",
+	"eA6NHWt3HjR4Gq1yDkD+/y3z/ttMDV/uTbUHK20Kpe0FTafFsqZSH/Flqy/+rHYM48FNAH+hGF90Kd4z",
+	"/ZZ8alYQ7ymH5meO7Cbcyox5G+CQKY2dzAAqKBsLN7M8bsonPloqwYHsX1vNh9CKFfQOT6Nk+6PKRCrG",
+	"UcQtYtc69N10X8VxL0WmJ8IwmGOLuQG//1MYHJTN3LDBSlr1joIfKLcT+rw0zuS+Sdf+1k24b50lkbDf",
+	"tJ4YBk1QdOnhxCai4hFwvfveEYGGYo2csyCIkr3DD8gPUs6Nk+BD9uH87LSOgAWszO9ZWtrfQJwGdSk9",
+	"Yu/f/XLypvvxuJ9jzUJkxXKoVIce4FfU2bX2rWMbzh9ePPvr078+rcOFiCZDNe6Ecpaenv/fl5M8DTDe",
+	"i33M2FgXOfZ8NTTqUT2/XBqykKgngoFexkZYx5wMFd/B76AGs7EPlPob3sZ0HVhXqPGhbozuA4Sz0Oxh",
+	"E77B2tyUtEofbbO/PUKjq54c9UFeY3i5raD7+CA2Vz1R37C5k0kT1cTdqnd8+asyxc4A0zC+s58nC5A9",
+	"mCFxqI1kQR3hlMJshHwH041eijkTMiSRhwiJNxkeC+N/A7i+i8y/5CphVhYWRV/CRjqbUjuFCvpRhL74",
+	"Gbe80FdPgJW7GwSgyBAMilnvE+OZL3bDT6BgzQhr6m4PzpTF38VbWHBjAcmHPOppgJo6tlBt5fvr5DLH",
+	"0ru60ts336c94R4Aqb/Kq+5YVnwHHrfOuzjbVXIgem7HWR/UW794HPcZol7icuvRCY/NdYMmvRm5xPr4",
+	"FZfq8Wq1T0x4CYF5GWdvj9+dvXx1yk6B9fz31EfmAA04ZJBci9Ky3rcHz1l6dQnfvMAvXThlXk9tWvMh",
+	"r43i26TGLrylRyNnsddvSa/BXjlWV7XCavj2Wn9iPlXjCO441uPhWIgaeLdM65OUM9IPOvWywKiWCN6z",
+	"LK9h9Ig1HHawgLUWbs0O+wRKGVTCyRE1g8fu48A7vAK4dK3ZeqbSZup+HnP5TBbdyptXVrOe2t9O6ewe",
+	"PZ/CiXblsZ7XauqOJT1oYqwjpTJcqjtgRZurTzTs/u/4w4aJf/iwt3xO8tQ3ISDirnlScLQ5baaaQmoa",
+	"O/j412/6Q4aOFK4ywbQqqAsQFLf5olnDuGHp6fuzc7ZuJemabL1ADp9Dthvkz/th7pvKd16pLzLlryb9",
+	"O1ZCOlKdzqyuROz4f2JCp8FSGwn0ydsofD1NP12m6cOYK3hQQ/ert6/Pzo5/eJ0gotVYsIm+EXfOAc6E",
+	"3ZH/jvwfHfmfCbtN2v80wb9/pa1eE0GMI4ZWfxKXeHYPkv8HbfWO8HeE/+gI/wftyOaBSd+HqTcKCuEI",
+	"TxZcpPPQe2DC1ZQXlJ5Hge9H6DdthLFwMXUHb9MW/HnKcj0RCXsOedhWDGiPC6jYDW3Rmz6adAxA6uma",
+	"sMyZP4FH70IIM10RjvH3acdWHjwUY+qLtfWqiTMf33QDN+gfe4mOdLVAftR0LNcLOS7J2jArvhgpH2Nu",
+	"oPX+I2E0aUjIeTE/jteRskKMLCQ512Ug3uCKV7imbOIumcY2k3n8JDfI5qnvytJGPER2z47T7dJ5Vje4",
+	"3wKD3TS3EzKcV/Sxx4asWLls9aCcFoWvyGS9EZcF9KmzYlJS58kob9rKiegnrBJmOqHc7gFr1HZSaUVc",
+	"VKb0zHfja2urMGQfFksrnDjwue29UGdBv7moSz5SjEL5FMvo2ZB12Y/wNpZDy7aafxlZ3lDxvlmdto/j",
+	"416HPMidvvVADMHRG9CDJzIKnFZzRxn3zxymlRo4ukdqWlG/MbVtsA1QpioVdbHvQgqPWj+7u0hLh9ab",
+	"WKgRN3jZBK5BKxGKsjxrWH6+hUW0kv20Ur4ngSa4pC+7zCMBLkvL3xH7wxlX7mpFNUhNMrlL/KKNKR5B",
+	"TQaFXuHFOW94JgDRBGR9IZU4DHBFSN/UViCJ4MqSTviH6OkuGIhkCWclwl4RN273E6bELKCehTYEgDSO",
+	"zQcQFS1F73Chr5geMe7hSmq8HMvnJiC4rMzd+IDb9pP+PCMqeUi0tXoNf5cqv3WTup/01ZtKT273xrm+",
+	"3fPv3RneCwetd2MTtLaIbJhQtvozJuM9aCILjxhOBLx0r0nBRvHSjLXdzL0dNVOj94KJlwTsN9S8scea",
+	"L1FFn1XBrWNhcsKvxBMD7BU5nfxNYGMb6uaBNo2eKWcRYzMocGllvHKck5mxruyAFfJG5MzK7FpY1vvu",
+	"gHq7mD67dCeMokeaZq/ADNm10Yyzy0rPoGU4V+6bWNoA0wsQI1yx49OTCENklbP6LOzmEsNsbuoJfGwk",
+	"6wbGoag82ZPQT5nb8V6yp/hE1Kd6ki+5e+K21xP+8Sehrux47/Dps78mexOpwr+TpabY92Gzhf3o6iXu",
+	"r5GTie7khzt20ZoA4zbuUjRYhoku22cwDCRVMywLPr8Fv9jHtuErIuCEXEHk2U2RpCCm2MZKVyz1lJ8G",
+	"asUuVCP3R2uLMyTzlPWeHgy+OzhIfNst9t1BPwnBtp8//OSpK+Y8NSuRgLyHvveaGcCfoVeF0hbyfuET",
+	"C1wA1Cxamy4FgIIV88bqnhgc0BAcUTGndGBuaWFrmlx48jnGrf5SeMrde8ybG7HGW45bC3teyJGARl/3",
+	"6iVfOLau7lt4d7yv6ucPP+2Qt79kt/cPFVeWNBNUTJBDYgrDo2HbcTpDa6DyHLS9UlRS5zKrp8u0cszZ",
+	"u+98vaasINBX3fAC2PE33x3UelgLwNqTTuVQ8FxU7KrilwiweC3mI8fuGjUZE3fWzIjqRlTY4YPbegJu",
+	"YnXgkJj+f52+/qEl2ZHfLLLZ7pDhV8doNwxMeuSajTo+3D8DXhekNNyRqV/Ejv1+2SACtpXNhuO9Z6dj",
+	"zXF/N4W2f2xkXztW5XmKe4v1UmRiaUJp38aySmTQ3NWplv0hO7GUqWha1FSmqwQyLwTP3YedtgvKNmof",
+	"KToJw16RxLoCUYa6aq3OHjLulfSgu9Qp6qhaS2LoPFbi/dMGOtNby7MxtDSOQOciaxs/NI8+//zg+SZG",
+	"95fAtpOlRsKYGefWfMT8YftMufi4tRId83QXZeUUhZpO3LXHr7tLv3Zax0t3wps6o8adcJeLAaKq39Nl",
+	"ZwlM+X+nCPFEc8av7a3ayPVzxHykxWvFer7x5sJcjoIx+sR4IyEXmcyFqXuO9btm7K9zY85kdu4dQlOB",
+	"MOdLrQvB1UY+Fjj6/X+X4qop37B1uvuYVBzRsRY2pFWkAQeBb+58tXel2HdJFtjme9XiLV/VlPyYxAAl",
+	"mRyGkBTGoULvgGYcCjNZqLF4e34KtfNwJo1hFCwOlc2xRu4I6wpZe1tl06Lij4XK+AFeVfJGmCH7IErB",
+	"LYKJsRmZDzykcbi3p2oklQS4gFgEUUkEpdT4eTbSY+pkxkqsCLq3BNERhGYpuabFsHAbuEup2UXZt6rt",
+	"wjEQem/Nne5bx7W67GZHZzVoolcgmwzpDPNqklZsTtYzGgR7yNCL0mWUxsU7BnDFpeongXN5NuEecUpk",
+	"Lk3JrbMBWObYURGzOl1uwOmG7D3EtZzq61hNU3lkhTYi4m5tDEGXXwo/0OVqdgBb9mel/ocjZl1GCTMQ",
+	"B71XfNRiaqyo9idaSasrSolbHwymvPyxs1LcpIW6ckId+3oBnQggaMBPgSIHkPecjaWxupqzmVS5njmC",
+	"hj4SCXmM/J/5jaj4FbT1tZpdTp3qbobsDX0/0xPBRpWesLHglb0U3BoacQm5BVrzT8REV3MM/aowrab+",
+	"ABAuc1APHAehFhTUV7gSSGDAwXQl2q1S3M239WbemujxC5Q8s9A7EUwkz4MWNpI0HqVnYJdNpJpaYY6Y",
+	"vFKwDNh+egcliN/6ITsISDZK+2e6bCH681v8fsMiCmaLVPabZ3uJM+vkxNmfTw8O/noA9jH++yBYNFAo",
+	"Iqo2G++DcOZOZhurtRr8w+781szwnc7FSd5lZn73zQZWJu5T636vGRzebN+cnFsxsHIi9jaYwWuVt49/",
+	"FMKeau1kXqv8DqbyAmiQzWRux+6GkZ+/nkg21kYo34mPruXYmegWvRlPnx0ESl49YxyLQr0b3rG/fvf8",
+	"IL5jT1vu2Fbl6BLtt8jRl8Q3PZ90rDMQ3E6k3pnNTmKN1WINLT3a61ie4pNt4vSbdnHqeE9bitWSJN0n",
+	"KXn3EjUJTtOIW6+XRnT7PkcoPTYK2lHNXVKNr7Zcop57IphCZ7wYUD7kWrLhrJBXY8sqQV306oyyUdQN",
+	"FsotYqWwrHQmjDlkV7rSUyuVMInTI0so7ZK52wKvL748/RkzeErodVYI00pqP7mJU4rtNjvFxuOE2Mea",
+	"/Lqvojesu74QnHAn/MT4Mw6bsM0LbCy30w2TaN1KlJkaZkU1cZp6Lj4Kn/OvwTF5I92wwdVAtAgiAQTA",
+	"REwuRVX3njTT0cjZSqhMCF7YMeOGGeFurDORwr4M2Xu4uLoyzNmY0kJ7Niwpptw0n4shPkKndsyn407N",
+	"9AMX/MqwSzGWKl8lds5wVx63rKFJdjlAae/xgHei5k5ptd7emiiMvzN3TquoTe3DXzsp9Se48kSnvkU5",
+	"6WHwZgLGZ+lEIwQunLLWXkfzGt56B8Nt8RrXw6zCLo2XMPxqmujHq46uFP667UY9/+Qbtf+7Am/DH+6P",
+	"m9yvcGGCSxk/98SwQusSqky9znJ8eoJtwcBndeW0k6lp00Oa9+7YzWRNWoR7jsl8aQ7+XrdkHCjvVtk8",
+	"LeI+iw8a619FE/UJ7Pj6nRY2qZjwEJzGX+N7o8ING7ogwlUdyPZdf01SE5wPDrlLbEJ5wVjrayDd5nJb",
+	"9aH6Sq7G7v96SHOTrgB/6j4AD1ZLJA0ElFqotB3kf7tkigFXqa4Ga0yogPFPs6W592JgOpCMfYKbo9wa",
+	"Z+HgIAYTxqVhEz0RyqIHzctiNO0JYGnqNhAdbjwbJwgAQ4VKGLz2phlxtrLgQJphOcwI2I+QJ4PTSbxv",
+	"nErEPTOZcWVDYDzjil0C2yl5JfIVHOWDH67L0lomqqbWuh0WshQ4eB9qoyLe0RUA4GW5d0ej+YyjvGss",
+	"fKA7RvRAHHLxXFcq9fG124Ft3SdjdW9tsANnorqRmfi5Bsxb4Mm/otulJs2av3nW1QTK2S5PvhEVvraB",
+	"1kTThIwasEvoZdSMvMHCpTK2jWGu0ZZ+oZl8xYqS34IOFuC3e6cf3WW676JqdBPu4ZYocCYunT0xkOpS",
+	"f9zAeYDGR2224GcMKzV0TCRVpUFsTQiZBDSbWgOaliQr/+vs/TvGQaQIeSPyIXsNLmc3YmhrxLFEL8Vh",
+	"hzT74T+nBwffZD9qff2OTwT8S6SIYIM9GoWy1fyJcbRKNQ74R5n3SRWSBhoogQY11jP3kDYioOBgUiB8",
+	"BuAfAPm80OrK/b/+np7aS/0RBKOjRaeHYV2gxBwhZY9YIa54NmdG8WtxkXGDm8ocfzCUAFRNeCEhGTHV",
+	"6gI36ALxfPI0tFBP36sz+NNL+kt/lV/mV9yrEzjo23rGPwkqp0U5CrYrxgX4RLCekJDmONLVpLMKYkxH",
+	"25lS83xT9QxnQNf1ktS1OJe8awrwzBk88ujUtvhsN4LYIRrD3XjsLPyhOLLbzqnK8XYMiDHDjsX8GBjE",
+	"LfixmRsrJsNCX7VxZfjaPrKRDdgxPu/1D3ytyW89GzWWq5xXuWd8hs0qaa1Qnmfjyz7lEGoaMCpoK66M",
+	"BzcwkSmKDMnDWkDytIyNW6FuRKFLwcRHntlizgAN2g2dC8dDK2BweJNJ20gTlsIET/Lwo6N79w+dQY5A",
+	"fmx/tpn7BUbe3U+oVLmfcm552h+y08rxQWgSqkf0a+A3UVJlTouCxnl6hFKLZ5YdAxt2YgBWnP7jw+tX",
+	"xy/PX7/6V5rAIpRfAXTUexVWQ3BVVOUx0VCNP7KiWgzs1OKhh4t8D7v/wf86LB5//5Z/fI2f7uTx9cP3",
+	"wNy3ydFwEbCeTVgZXVskhB0na+dkpwg/U8MZxNrKRszs2aczM0qp2ZdqpDtZmkcaQv7iIeCQz/wqLs90",
+	"di3sIbbU5HacMDO99C7zhE2EMbDEeSmcsub2TmWCqenkEpNwsMbCTCfu4wWgIqqcHHa4GSM+kYUMzXOw",
+	"wiWqaJ7JomBGOIXFKbDw+JwpIXLqJR72hfjMWFSivfO3T6JxqwuLO3Hbs0W66h60s+skbi+L/vQZEdwH",
+	"x7BacbHCWjeihafttODWu+r+z7p9zD+XVxXPBWG21NMC0er9yQ1UTzJrWsR/30koMKas+GgZQJkY1kvj",
+	"83+L9JL2EzYCbEqvC+PNh4LKem0GQacQARShUaRh6VgUhU6P0J5DaZXSnz3IFV8kRVzRVeUMrMs52HI+",
+	"m/SKl4YKpNJsWhldpUN2DMKTgzdKKZHZhJXchKxVo6saaStMLmi3TnbTpyjZyEo1FayC1D0UzNLWCgso",
+	"PYFnHPluuDykumINGNh9blreq4YvIzaMESo3LK2EmSunpXhHe1ZIx2UqwfNm0i0ea8ycj09P2KUYYUZW",
+	"MXd8iBp3kqlMbc+Pp3bsmFMWel0A1rXgldtofS0AOMenfulChNhApvW1FAnLxiK7dmePo6E9DlfxkD0/",
+	"eFrDIxAQWs0OE/b84Ju6XbCu5JVU6HrzeGaEE+Pr5tAvDpvkXj6oX154MCYAmk1YBx65s9h44QzGtiDF",
+	"+1KoVma3zpv3cvlCecESrhQAfDHBq0Ji9pC7lKjHfXj9y8nZyft3w5N3r17/z/Ds9X87+rI6yJ3Gresy",
+	"M3GJq+zcklvH7fYO9/6/fxwMvv/X70+Tp9//8c9/Djv/9f/srTdKnyJTXyhCgeYfAJ/sw9PYa7o+IbqS",
+	"Tslu4zCe/4x0UejZTkHrEFLuzq4SUHcql6h99z61+9nAzFxsEFR39q6ZZ1lw60gyYQAOjRLFt+TJD6nG",
+	"DtqpOXnQS7XCruG6YqlvIX4E0NHwDvDdqYqGGnPgvhiZ6Ccre6XLip2dnKLtWurKen0P+xPJyvcSo/5G",
+	"Ih9iO3Y3NS9inRUHb6Q4pSFt3PAvqZe8+Ha7SfYDPv2KdvmhXG7+zMDslaY+Abhi3fFJiusuw7ngubkl",
+	"46G1Abts00Bs7OsmJqJvv7fjPe2BhyZxR6yG7vtdtDZf4Dn7v+MP1Mm8I9rnVCUNscjAA4gS2Yk1TVAN",
+	"X8Xs45bAl1IvtlKW0gzS2t+f+jmkrAc+IDsWE3rxh9fLLU3/0z//t7TdrmvczE1yIkLbxmcHg1xeSRs4",
+	"bRYXmTYjiH4WK2OIS0rCs4ON1ICtEWqXlUkHuosi3pEioRal9XbpuZA3Yl+qG2nFKkSOpc5USKZe1w50",
+	"4P/cQ1MURfTEWQDS9jdsNgx4HCnLtTDkjB7rGXiOvDZi2Mm7X07OX+eHgP/Nzl+eei94A+ezl1a2/FXa",
+	"8XlWEhIeRQEcuxDK9J3y8vOr04TNuITYYeq0Nz21NVS0L1F+etAPOVlhvVgltqj1uKmjKYRQY050y4lg",
+	"Iy6L4ICPMEeQZdGRXOBpXNBE0iFLG6GrFHHT2hoM+Q6OzU1obQuE1pu0TmE1TBRGzNDftYzAVOqiaEdi",
+	"xeaNiMm0zFBPYB3ERH6SN2JvO9ij0Qg45Brw0aXLCrVPeuauEN4rMu/uvT/iBrhKvrk03qBd0tbXhVUK",
+	"XIPXSkYgSMfGiSrvRF60dbpuiIzVEE6nfGrEYuuPJloTeiPJu6aAlUF0sReieC8cx5ZVPih5Zefg9mff",
+	"9hER7sX/eY2sDrx1DZZcg8U5Dox+CzRmOVNiRiSegAWICP4tYFHgnItmi+2PCGEq9KzF9F6ixDb4pntl",
+	"fojCdCvW90Bcbh1aVMTkdLnjcV8ZjwNQq4dlcWXB55c8u16rGSMziTkQNQWJOjSFzH6snkBVsILUi97Z",
+	"q1OWmr+d0nhpwlL7t5TUQ0TyyPuHjkV9OD9l0MlbGlYIbsiXvajwNlXFxDve3RuWuRsivOctJLu6L9P7",
+	"uhRK5HXpAYYbAlOtoyELCjDjTn92rLF0WtSyEv3twfNOBfcI4kOjqeGA0fftwbOlRyvxb5FZyJCDUJa/",
+	"Sk8MS2mSQ5mnlIMXTf0o7irVS3lZpvupz91P+yEVL8YVbawvCpoZwhplPdCIGy6GSFDtU7zvP/0wf0tx",
+	"xxWeW4hYNU2h+AuL13BAqzH7v9NPzk4Kf4XPUgM/HyECubiwHPJ2+vzrYL3VN7QHPABrB9jTZ0/7CRtz",
+	"dWXYtAxXyY8AVRJgf+AmwywMfJfgBdaYBP7Sb1cy+lE2Mg18mmnq93ZIM0sRDYF7uxe8rfcrPTvWsxJ1",
+	"EY8qYe6lXXfTr0CU3lVhibswwakRC7H7E71tPK+7yI/59xpCi1vBeindfoxUvVa5cIIReNRsPHfsWLjf",
+	"9aPmqau8w54Az3CcTdzELXOTkDoZiS7ixSjw+l2Q/X4nNq0/acur/tf9MSm/R6v50855fEe68zIVbNd5",
+	"vJJW16E8B8v9xf95nbCs0N5jUOujCasEqRWQOKhrpdgsKKhh4fj8kB0rJOugr9RdQb5npAJeKG0voDF6",
+	"utJ+35H8XZN8woAP7xSSnUKymUJCboGt8LdV6giFo/cxvWINN+Ps7fG7s5evThnWYZ+okUZTAUxqrZp9",
+	"ESJHAEWvyE7rxdmErRkyjh028mP6lCFdw8XhuNxAXhfEfI7YsuHaus793y031yf5H2RU0rQ8B5UKUjMo",
+	"lQzHkYalZ9MsE8KpV0yrDNMRUzOdvJtO0lBaIR0LV3qqMpGTQU3A+umJcnejEFZQeGrJjwC5o3VSIySI",
+	"9KJ6FRyCClomEM1SjNJcFlcBcsD7GfBvFz6NCbG64DvY7CPe0oaDgl6cqkrwbOwubjpk76cV43ku3eU4",
+	"rMtSXlBlIjV8BTfGtLBPMCW+q6cr8Ve8Uf9NWT5bNJijgVZYy5gUkHTc5wexjOMd6pA+cICJ72izkz47",
+	"6bOZ9Dk213WIv9PBu+XUq3YW3WkS14x7YGTuvXyhWI6TD4u95tmYCqPrtP/gAPOttMG1bMcay/pUXmqp",
+	"rPvZO8j6h5A6X//C1xpe6nwO6cX0fvS6s81jH2iH+z3tO/nofsmkjSXSE8P0TLFCZ4hL2gMkHsdMTeI7",
+	"slRM5iZx7LgSxgjTDz0aUFh2wOS0ct21Wj9sKaj6Hdo8HtojV+U3ZaQ7u/3O7PbYrbwcZNk2h8ECabS5",
+	"N0knj2NOhvU8hoSZlo6RGoy215CTph+yzGUFvdWzeVYIQmxNGAYloO+65nl7MvbbOq71aHGBozmuQo9s",
+	"7N6Ohu4SQLKxtduAAm5Qyv7vjWjrH/uVGIlKqFU1GS/1VFmDZQnwONUMNsO4ACsXQ0iapA4Ao4cr8XWF",
+	"CUhGUZkErcFMO6FnxaSEvq19BI7jAE6jCcIbkOL+Pc2vBIS0rKzEBBsjVG2gxD+ImP4+1KtcIxLfxovq",
+	"lImLwByfBR/3GS2S6j6/CCUjckBrvias8tYqC+7sVajeaG3v+vQgWd3ZaE1fo3viVtGJdvCs+mbvGNZd",
+	"Mqx6X5fZwEPwL8cJur1cvzopXlbCfRZTvOmm90NqATG2wFFmelrkLNfUDHEmjaA/L6sSoVmom/whYmt6",
+	"/oc1IqERYw2xKypHsxm3kBfuW7Nq1dbRLSqTRS9QndCiCAlOGqbcm0yoSteNIofsRaGza6mu4iPD0ciV",
+	"Uy/Zt4WdqkIY4+xFTFo3ooW3foAXI2L8opnqv7bjmlrapBWeqVO6n7qiQ4kQbSrBDeKH3p93qjFrN5/V",
+	"ORtlPf3mvdp5q76qPMila3z30qGlpaf7w77nuWsswYZ+2sCsqgnO+74hk66wYPC0mXeA7O2HfahK27AW",
+	"j2/XAnm8oACqz28U2T70AjB829giQH3e6Qx8nbFvXHPr+mJqf7yX7L0KPZT3kj1yuu8leyFOtJfsveGy",
+	"gB/O5UTk76d2L9l7SWK+rTB5w+1zr3UiNODDQOGfDUcYRs4gWFNDEkbIQz1nQhzKvBMdkUSmyF/MO4EJ",
+	"vzv45Cnpio055ELoqfU4Me39zbpmCM3V3Nfb7ZwRL4wI87vUuhBcbT5Bbt0cPdCaOz456ZzKqNKTO2hJ",
+	"2nF6XkNcMwmrtzYFgrcD+JKxnlbdJChVJn50T2za5fQ//vr8to10X3IjBhJ6LEkrbwSCEtEcZZ5QS0n3",
+	"ocQDwWDijtO03LEKJ9y61nAt5jNdPR44zkgObYJM4A9vB02wwsZt6AmR2oLNlT7bpG2oLNgFcgMXdlN5",
+	"+QROuYDS2arVQMfFx6XaPG7pviPtL4u0UdOJqOKJuV9ydxd1rbN9md4twOGBPcKMKEQGxI63nvmOTeQ3",
+	"yKeh11eLXzy6VWcwlzXem52hsTM0dobGztDYGRo7Q6MhN7pa2YEI2ykh7UoICPj71Th+p59WI59hGrZW",
+	"C40g677btaoRru0q3WKdWlHHrusGc/BiR3goLOLRNjKKF99JG7TEXUT67joYNS7sPRLTPgZ3u4PPqKwZ",
+	"xuu2qoDszBHoBYq9IN8f24nxAgq7GAFeUeMKqwvQAiDK7AQMz66VnhUiv8LgrQ9BY2p+FFI+wtC2rL9M",
+	"/Xw80sxU5boNBgvn/WXQ8t1HbpdWv6YC30do/3hg1kKWwZ+Wx+yCryv1Cjj+u2aG6+KtDXaYC8tl8Rkq",
+	"hlTl1CbOEiunVDbroayc6oHca53e8Qpn8TVrH7QFq3UQbCnkHtxpI1vTRupN3pJeQj0Vsc/TGlzjCEzU",
+	"94XCNg5QW1M79NhSn2loQWWEtdh2t7OP6Uucxm1DBueO9Vry1m0QOsDn3zbyxe6h5R2u7pXOpk7v6iav",
+	"aGt3QvgLLJ37QdhOWtlCW9RlOt53N3VF6favlbQBNAyJEjEm0Y645Nm1AVwzjBmIBBrvQSVzQu1gJD6W",
+	"gDESLbYSTh3CkmdoX2W1z3t1z0/LGqErvIHVxm3gWcduHY+ENdy9oRAvDFa6xlDwZxUyeB8it3Np0sfg",
+	"7O7kZqBzHTFdJfXJ13VSwZYdSSXNmJpzkAt0xt19WwxlMasJ4pT10khpOSYEzRTrIK+UNNDo6HIOciiN",
+	"QhNpf8dXd3XQG/abd5xvi+y8y0JqMvSy4GoFFAdgLICzxjFq6idT8wusSEBSpBAvZ7kcjbztAkXE2G1G",
+	"QGfjaL3YLpADL+eVPXLkCv2V6n6sy4z7tODqq+DbbqGbsm3o5zYpeSUejmW7+Xbm4Rd8p3DuGOOmeImU",
+	"rQ895luMQmQ398UgKz77VOsVmN+iCeu0WvHRrrBVP/DZn9VcDUPJrF6ml3gdzMPt4o55/MmsVTjVzyFh",
+	"araMHx1WfBbIOdkrp92mKUS8ABerZUKdtqoucqZVMFe9rQroaWCO6qKgf36iFfoYiP7uFZpV9L6JYRrU",
+	"x51RujNKd7rXQxulW+Taa5WwNZbqS7R/1jD4qJiSOk5rJW5reH59rHoDWxR2d2eH7njh12OHPgAzrMTA",
+	"O302N0qDm8gjFvmEBTbRxh4iZFhSdzVPWMGtUFkNnvbj+fkpJT+sjLFW4szP7k8baY3WuMYtt+M0fwaj",
+	"taoP9K5CrB0W6i+8kDlfjJ8mTUu0RacB97oPo7IY7hqNjhrU2fAJmFH5oGG54j9QdYq/DsHelu7OP5du",
+	"mo+K6Lfni6+Xh8vehVJ3VutOU3tcTPslqjPb49trFLOy0pkwZm2CaTRBeqUtPBCS27CcDNHgRN7qQQzK",
+	"1ylN4U+qd9Hyziy3ohvtC57ZsY2HzDJdvuJbTkyjUfYxP6zbQfTjYjrZwClCQGxNraduiUGJCaw3BoRz",
+	"933qmUk47tIsZNUeRVW6DLth+t7w2ECJkOic1IQGHG2I6R9gpMdC1tvSrGhlx7CTGxWyhN7yhVZXTsNw",
+	"u7jd6paWqa5WpfBiPPE1TzudaqdTfaE6FXKhrfDzzbSpfWK/K7LToM89dprkdS/eeLL3wq5h9B2/3vHr",
+	"Hb/e8euH49eorD4gw17LrjuYNOvxUFpOf4HG/CMyh5k096F3n+3Y+I6N79j4jo0/bG/WB2fiKztNg8q9",
+	"PD1kwL5pla5YroWhznAol6RlU2VlQeAh8Mu6I8Q9MHdd7nj7jrfvePuOtz9o3+37ZO2VLfexw9kGKM4L",
+	"PdGijkJjbewTH5Ma6yI3gE4pityRh1C2mCcLmK+5rESGOANtYM4fbHmqK/sTzm0TmFeaVIxzKj4B5tQx",
+	"kxsBwXj4Yr6X7ImPJYTlNwYupbl42NLGWtvmEx5onZLbQpyTEaprFl96FC8+8FX9HHFrdyz1C+RuAGK9",
+	"wETuCFsm6dBGj811J5/CztIwFz0Cse3mVlGiAAcldFQJwTRqCBh9JxjuiQYAu96lO0ECnEB+ATnOY5Fd",
+	"9+HX2N8sAuq1M5kJNhvLgi5z3tWLPiaJP5UyGi9sjRYKO8RmXFncp/tLkYonuVr/hDnutM6d1vml8mWg",
+	"Ma4Cb94a9l6tbu7/Dv/HPpjwY7dL4YMgfYp7UnO3HRj3pUBzH/i01cQu0GXQljYBHGclW12HtQef6EDa",
+	"oyVtuQHkF8DZ/U538/Zfx3Py83i5uV2nwubcPMjxHVvfsfUvPD9jkbHjnd4qe4daof3f3f9uw9ot+fFu",
+	"vMqnFSnnCdPwNC+KOdPOuva+XY//diVvhFrlUGgy/nU8P6h0OYzfwetJTnYz+u6GDd99++0330YdG55u",
+	"0rEB/AqVP1K/SX9GB8NOKu2k0k4q/dmlUtClscBhq2aHrbgymc5FNbBiUhbcrvd3h1dYbzSalOKqz8K7",
+	"CaMm0IOZzJ2oEuDTJny7RjN4R28aF6lVswF/u+P7PAx8Hqa6ifs7TA78WlGfM+pd38NyMzcX9wCik8dP",
+	"dLaxWmxu/zgww5f3aZXXOOzOrrfPqgaD9aW30eXbpoMWPZ3OtG8Z/Mj9mn729jdUqLqb6btVwS9MpksR",
+	"9Q9BSnx+8H2Xb3X5+uxtR/c44zfiDTAQP9Aaj6df8P16O1v2Y+38HrnI30nwVT03gAraye5e5fD+7/7H",
+	"d3wi/kAOUQgrlnnFK/h9B6/w/AGNQeAHy7SPX2il/ZUS1k3NDxDTZ4tdGK/mcx2BOzF/C76Etyb/cvjT",
+	"l9IaBIlmy6yiA/HigygLnnXrB2DMRsqAo8UArHCp8zmbTI1l/KoSogum4stgB//aqSd/LvXktuT/Vakn",
+	"RPf3q5+s8wmgMHVPHnqkndBh2bAe+QTYREwuRWX6gQ/VuSeGVVPFLueRx84kAXJQVj5B7nLOxoJX9lJw",
+	"G4BiZMVuRGXam6O7Gb6DNWy5T9cqKxt396sxlxXtt7+MdAHupj2W2TeiGO2Ha9AdQznn1z6A0tr8+4nB",
+	"1CVAMHCi1DKtMkSFgmR4eHnCrEYkY+jC0LjbCZPKWMFzJ/RmHNs8jCipHhp7lqKSOpdZfW2Xr+h5Ja+u",
+	"RHUmitGPYVVbvq1hoA+QGt51ccOsmeXXQn0VV9hdGzQg/CUJm6D07A6udReX3f9dQZToj9CKsftu//dU",
+	"TMViuQdl7i2n9FGVCNaBSBP3RjxCLusu75nItMqpbJCeFjnSRPQGEwrTmJuVIwa63spcTEqNGIjXYs4m",
+	"QIOcVcJWUuTU9d39c1op6nNSGRt3amzzSt2ib+3bsPoOzRM3+VF2qV1c6xqVM9q0+9M4v+KO2DvP2Uae",
+	"s213q61Epqtcqqt9PrV6gP/cFze8mHIrBsZWgk9WdNqL+ikVgueiemKAhVFPJvweutDhUz7PueFP4pal",
+	"3KaHCIM05kqJ4olhqZvSB/hCynqzsczGbCaV6TuGCXC4/LIQOeAp+65PptBQt6gSJng2hr89cVo1LEhq",
+	"lURwiCYJ6jPO7olhRsCeOfE0ZCeWUAmNB+deZqqvaa+Ow2TPcNM2yABZjNRt4jK7Q2ffL7KyU16g5uZD",
+	"H3hMvVyM+LSw7OKCfvrFPXVx0enau3F/3/us+RzXjLQ5na4xeVne7Y7g0TGZdxf1uAfu+iDApyAnkF3q",
+	"aY/1Prx5yb755pvv/d3+TSvRP3I3E7My+KVx+kjX3jQPI2QK5Y6u3WB79+tkXaSP14Eku0RfTbS7gGq7",
+	"mPC8h0XMmxRX45mQFxmB07eJje/axUZ45xayo5qqgVNzu4XG22BLgqSoZQdpuOgCGYkZM6hFH3pkpTAi",
+	"PeMlAMkMJJSG2IAamzGgCsfMNmEGUZumVk+4lZnn+1BPR58z+LbSUJfs5JS5ht2VFgWH+y5ImYDmBwcA",
+	"meHYrpArn3Do5cqMK2tYj4+sqCJMd6pP7w9BEqJD+VIQiTt5RylWnE2kmmIkSunZIRpX5LKhxKxom5z4",
+	"Mw2uApNC89sxgZY8xqmqSfW9O8h1gkzWjmo40D8t4zrlxnTb+L+Oua03IZf5jmt1+F2nCvKUYqYFe9Z0",
+	"CWyTYWVTO5iI6krsX/LsutDdreHhVJ1lbtpUV1RZT4UCanM84QMhCFlurk0Eeo4kBwXD5gnL9FTZyHsL",
+	"pryjYBsRky5yYeyQncOnKr9rlnF4DIqda+aZ0PPoBGjF6H05tW/dol/Qmh+dhrpNMvaLd7v5Era/S++g",
+	"K7Ej33byPW5ciieGZVO7D8Tkd+7uiHjJa91GwlkhuJqWqwoAJvpGGHY2zTIhcoG1tG+4dLoDEir60vAP",
+	"COcy0RWU6CqWOsKqzsdc/ainlUkZv9Ks1ygYWMq77DciLti0BPokGDZVhTCGpddClO/hD2/c79MjR9oT",
+	"Z4p9e3DASlGxjBdFk6xZrxKl4FhX7GbYH7JjWAKbQT5Gw67OuFIa9QhzLQCfco6RHmlYIQ3AeSuWjmAn",
+	"0haHIe5sTDpmSylsfgwacmX+vMzGdGzWKTvucO/Xb7c02ZU6wYwbmuVOJejyd7mNZNOSaK/mKJau3P0q",
+	"BThql0rwsjm7hCkxWyF4f5LGLlLQ7crsTzF7ZaPnzuRv+GxbXhfQjFbLKV13n6+1frbxnpwhVsrqeVMd",
+	"kjf2eugfgnqRrNLGDIjtXYt5dwIal+r2K1k1JzS06+lFXGW12+rxqUVdYff3yhk1V6iYunXv2NiKiP3W",
+	"mNfqJPf/0pJ6e7ykzpN57QgwvjbEu3e5J6MEnOllSQDW6N3sEzaJW6oRmWX/SME94Uz9NGGpUDn82HeP",
+	"aPjw29PnrDeq+NVEKCvyfqujH70xAN1kx2KShC4HPgFHqitMeyGNifw+ZFhfi/nIsQ/ILqjYpRg5HS2a",
+	"Ggsh1WB3+SmxnteuOLmVaJGZvhGVqdd0xK54acLMoi3klWDmWpalyBNmdDTPJ4blvnFDCAnfQMQXoF7M",
+	"kKUNVpoivuCIU9srmAnUnSpeVXpmKJxbeJRBOxZzVkgoWTXiRlS8aGwtQYyDJkibRlbpESt1UdTAh7US",
+	"rCuvA/eMEOyH1+dsWSiCxequqSj6EDtRTF9aDq6oQqrrIfsVnG4ZLeXnqkj9zmR6AvUSvDCanb4/Oxdg",
+	"7VYCebd191zxAq1ihGOUReGUukvBbkQlR1Lkzsp1K5DqCpRdxM5pOx4Ishv2/OD5EVxJ1IhxEzGMk7uL",
+	"ll2buIiDjGjyw/VwR/pdwfOYXW5ZE14HnQj70IxfPYwWDHvRlSnJzXXir+IuW/quw8NNWfMwevI+Ad11",
+	"qcuLbqQnhpSn0jvEWI8uSOLdZ0nNphJiUugsC+XIZBX7RDGgdx7s+JXur0jh3HnAOpJO3F93Wl4H9bnd",
+	"WQgoNdxgW9H7NiLF393/TvKVFU7eGwbBp5w8YKz3/OB7AozDnDXv1NaVJ8o+5bel+OXad5WCFzxycjGr",
+	"dcIwxoV5G+4Bpy6g+4nwOIzVJZvp6ro1sQJLQhYE7u0M5/jlk/yU23GLiXnstBP0z8SqJ6zD6XN2sfrJ",
+	"p0aMeGEoSxu2kEIZV1qYJOhv5HRD3Qs8lSJn07LTQF3c24ahSCPvHcLQgXtcau0+fI/sY219FDfXu5S1",
+	"LxA5IdRhbUuzIK70R9KuLHhntuMzAMBW6atKGJMEi1D+JhLGM0hc8kZXwoTbBuAtGVq/Ppi2bHlBbB3q",
+	"uTzlPlmk8OcHzzFgN5NG9NcqE9vhS+fts/vz6CCrbIadqXBnRU483yI5f4Jusp8Ly2Wx0l4AJhBsWz2t",
+	"Mm/IS8v+DZ6uHkhXmdc9rk3JIW9Q8GzcTwgUFwNwJbdj410VTX6QuE+u5QlrecArXNRj5ASPj/Jps1bQ",
+	"P0YpraHDNzt+sE1+UMtb2u4HZhB6pnwb3U4WETyvl3MrTOx7Zm9Pn/cZ9NUdVXqyrMHbcaWnV2M0TYBL",
+	"xJVo3pGYMA5GEreWZ2P3aYrp/3h+fso+gPut9+zguyP2/Ol3rOTGN8whV0WmVS4xR4CRn9AMmTOz0mxq",
+	"L2DlF7iKi2mtkKVkKwSzopm1gEZVZG/NuPFqd4sNRTsZEx/aFnfCqdbzixuZC70/KZ83GUVI6ruUigPv",
+	"WmRFrZxhNtaFP3m32DFkPsHQL3HMwStpSm0kvrR4b9L6LNM6RBBukuOfwwbDXJrVH8nes4PvtrpIuivg",
+	"mrbk5+1YLFzCdvLw7mEqPPMyMqzV6dHr1/oN8rUu6gtIgN69bmRd4LZ0+58YdsMLmXOrq51x+PS79S/A",
+	"+b7T9oxbaUYS7bUv1LAkTtSQPdqzorsyLr3guKXAAenw0NJGqkIq8eXJmAVFGAro/gTSZcfpd5x+x+k/",
+	"gdOfFny+VS5fFnzeweFzaa4H0BgngL+tZOvSiomB1ATW/rF9+FjILViEOyNggLrgptLaJh4oSlc58NHw",
+	"uh2LSSsD/eA/8Eqa65duyAZi5LaQobtH7QoMwm7Arn0V+BVuY+JF34tdXN+77pT2H7kJNXCVLgqRN2+k",
+	"T2fxyocT5gBfkWARCZWfgZO7H1a4eJN9iZlgEnqU2Dmb8OpaVAnjbFZJC90DL0WCvVFMCXBKV1wqUlRm",
+	"3IrKvWIQNLAS7taCx56bjowjWD4WykD/1j4W23kagoI7dxhMj1Z8YYELQLKB25tDdsqNwaQCKs/hDD2S",
+	"UFd+hglerOeEnRWUX1qX6/GqkKJiIy6LKaXfQ/k05pItJNy7p/xZDCo3c/e1ltwiN9cGNZr7pftVmZ9C",
+	"2WoO+zeJ4EC+kjo1zvLAAu4pvQbu/9WUV/mKipap2kxs5czwuVk4PTYj2AZH8Xg7nxgGQ7JCWMOUmJG7",
+	"HbsmUy5nkzk4SkIYZMgacA/c6GKKKX9vpkWRUKqnrzeFney9lWbCLXjopWFv3fZQloHgOaRW93DoS+H+",
+	"4LiMFYp6DRwxpeusSWBR0jCYxVzYfsKOsdo2BO+O4uS+SpjpRBjqLiCKUY3H4z91pTUV8CaUucCZ4x8V",
+	"bU81VcyM9cwM2c/qWumZqlOSaJQMkC9iPtAi8t3HHojgYewdwW9A8LWLEA7/CRRa506tv0dOQJJXrkAO",
+	"fI016G16wII898YhrDHIdEz4wS6TVqPARznPekM3exCo/vF+xDbYCF4ifReG8I1zqLU65JfPKm0Fpf5C",
+	"zx18knJ4tRLDMJkzSAgEpjWLwGXgBZ85zi0uQOkZ6/1CecIgvWfjuaO8Q+a5jFM7au6T+Co5XJw0OP8T",
+	"GvsEcqKVVqKfeM6UBL40hJ/QyVOTu2GFvBbrVZkjxlcoClS4H04kMO7ZeN7Ruzgm6ZP6jtwXF/F7tmMk",
+	"LYzE38kGnUnfrHlRkN6jVQHa+sANutq0sMs5uyssigZuHj43xIGHbqgBjOqtDE6NpHQ1b9aIYOtbBLhr",
+	"mtNOB3D/Igwmdjm1jKPlgTl20lICXwCePKyRmqVh/NLoYmoxXR6S8BImPkpjTYKFGPWUYkHOlcfYo9wD",
+	"lcCy4V9z42yQnifZhNl5KRLKT6rNoX4Hz13NX5HVJUyOGFfzIcumVSWURZ6A7Lqe6JM2s22Za5y6/Qo0",
+	"/MHdgS11woIx3ACBsSpTisyuqWhoYoKFXQsno/HI77lDb1gM7d9a+I9YMh6hHxRTRQNHB+VQKlhOISY7",
+	"D+mX6OUE7sMdk8hljjicMQ3ep4qIQuSztcPDBYKL1Dx80GC5Xw/Y6hLvxvKwYANaVoDEU6yHRR5UaFW7",
+	"hGI2mcRMteaEm+ir29TLapwEb+3dUjP7QPL9fpQyN9pOIWvNenoghQsvWSdtHpvru/TjerjsmJaWnbpE",
+	"l4hdVOsvi5oLVQRHpBvUjditm4avDws9O3NvvphbYdKERX8aTYsCf+10YMD51ArAwuHS94fgMWITwRVY",
+	"Qt4DhVWhYEmi/XjEfqJRqBgluJRTejuSwTk184kKxkLPyvoQ0b8cTXbCPx5fiZT1UvyJwJzTPthp0tJ3",
+	"274Fw1SIG0M11IwzMxOiBC11qvx5E45bD//1v1O3xtAAnF8JNKTNWLvf94fsnZBgx0IGQR66FMEmNVxl",
+	"if8t2rpaXeD0LiblcyYxijsXhEKO5d9LwbohOx9DjSzPa4xUAunDCaeDQVg16q+wyAHUjN/wIk0YXhAb",
+	"lYWgGv2K/iVVXSUjVS4+rnamL/Pi4J5BONchOxMiiIsBCaIJz8buLnRGC6IK5w0Y+pmlhnX3w9FhuB1L",
+	"X8nS6aCNXWgluGXWThkO68xpiK80bUzQTFZ572sznfXWGdd+Gn3qDkruN0kpGAhUCY6z2MHkw3iXElHq",
+	"DzGcZ9b6/ihi5vhzQykLiAj4WxP6+YpaNVOgDZLeVk0heqbQEHfnWHvlMHW/wv4s3oji8BCCa0YBdezN",
+	"GBYG88MhwOhyPGVCQYZItaVklq5q4V9oUx/GXH4h18LVr7eV/b2Av7pj3tnNO7v54e3mX8K1bItNuHsK",
+	"2mGDt9yTLQ3aSaeqHoMg4TteoQkQfUiUCAO2BEsTAGaYEYXIbAPhpYbuC5g7yNwwua93qe2YtcHqHlGE",
+	"lrBwhMr7Q/Yjr/JBU+filfDaE8DMoO7s/gYaxt9IJ0uH7E14Hrkwz/NKGEJKcZb/Ib5HIDaofo1EJVQm",
+	"1uhP8On7QT9b82yY0ttGrdRt3nyHrU9u88pLhFy65VvHZXmr5888RP1tXnrjb0IXBtvyTSWYIQ8n9/P5",
+	"S5bHPQoXqtKQZl5hSlsHvPPepuhrOJtKYM8OtE9lsJbHWl+zXsPw6ay3x4KnH7W+7qqU++757WYFpgyY",
+	"q9JZynPWc/NJ3Gy5rBJmMq46pwMvn8GcuubzzbNPQduLrgexpVvdj9fIvPa2WiLYuI2bgNHBhu9gSlaA",
+	"0TUl1b0YRzDSfo0+0m4WnVSVANj6y0IchuhdkIlPqNACvcyyaoKd1f4w/CM2OUR38bUQpc8SdMREFjIE",
+	"Fr3nwerJpbFaCbBaAJsEEUkAnARgSmJsEsw/BIx+J2Rr44M0V5yqE5lXkMtw7JE/ZFEspDGR4UGuD5zg",
+	"XICZZy9A9e0fLUDLtHtDCsFvoBzaeAlvECRuBvhqsCNxyUe/C2BlSTpvw8aJh4Jx1pg3pFc9HTw9OHC6",
+	"oJUqs0zmxrf1qXSGSgkhtOiZegj7xq3lBbfZuNu+eU+JZwU0MISVQYI4bTMmie94WDsPizTZrbEyj0iy",
+	"gpkR5XdzsxcVOH+NHtkFxfuSZ9eBI6D6hOwC6HQca+o1idN46LzBJGJQ2MO8LtznLoDbLDfwwJfvha6X",
+	"qGBH1Tuq3sB1i4J0mVzu09Lfd4r4p6ZBzXjRWjCB7sles3EfKibuSZUBU2iGPahrKESLDEa5DuvYErIR",
+	"rdAlEnQOfLMANFOneXiroxdZEGBqJMyxlanKfPvRJicZuu8PMw8ZXCc+0sCY4InLuhSA6BrwhTE0VMMN",
+	"64qd6ZF91WCAdfskvwb6jB+n559HpDT6V997IiLXYCFGlulSKB/3ZFnFDfbir4chR7bbFDS5YCrgk3mz",
+	"nFieLFht+GXwK2fcLfmKY9B/MURGPhU3JV6A2pfysiRfjwdSTgnPN2T9uQsgAzh4k3GfZVzdM9fGITf3",
+	"NKMAg5tuNezQQ/FnnPlapzIcIt1hlfvq1Z3n+Av0HLsTb/caI5nXbPF+pUgtxFYIE5kLMtQOCcvb2W+s",
+	"LPgcSlnq9vsxNibPJ9JaauQ2B5SAy2lsczqWuWCdXqIqCt3WG8onLyrB83lT6hos/DfI4SEZKlZJtRK3",
+	"1j9rEbBTQXcq6CNVQc9qInhIw9JYbt0lzLrjTm98XmOkMILCcRhFkPSI8boxioY8Il4U/RpjOyGYeCjn",
+	"i/vL4R/4jag44cmDHmVshK7pA8xqOrnEJCX09s8X+YJZCD4FRxtqS4ArLfII+duxM1TrpraujujoX7cU",
+	"raCtW4Pijf1aotYxT4z3HLc74bMQp3ks4HldK+/gcnTPd8TfQfzwkzTi4dzjv2MIdUOsO5TfC2h0rJe2",
+	"gJ4dsiWMM+8jBnwzj4vJIZbbTyLkosjSwn4kMwXZjpsBGDk9wy8mVNpuiGU0ZECjtSWJXM1/7pBx1Fqc",
+	"hTleDG5HjT++j7I4UUWJQY+64fEa5HXrAHXj7YcFL2q9KHeHlOc+/6hx8rwIAafGXSEp0ao/E0cJjmaH",
+	"orRDUbo1Xl5DSN0bWN6CnFoPkUdk0gGQh13p0Yxl7roJZZ0uVHdgOj49YVklIOeLF4xKGTKtjONs1D99",
+	"rbwKmvKmUiuSTtKwsVZ66ojfSSpUfJ20wnSpBgs5pJX+Zd8xhpQWiCwEhBuWT+V9xJGtBEtPRvhqmsDP",
+	"77QSg7fOyCOv4clo8FbnUDk8OHOcIYX4NGf/nB4cfJMB+4QfBROFAB3ACHFtnNUnbYcQdVt+VwKUvYFF",
+	"/vzhJ2Y1GwOD1PWx+oJ+Hp1jwqaGULXHssoHJa/svPZ7FFJdu0mB12O90v9p4IKPTEAvCKbjLBMlXSrT",
+	"UiJUzJydlcJtS3didyd2d2J36+CFWxK5K5ALy4Kr9ZiFUC7BHYN3LFSx3kyIa/DDHPz18OBg8NT914mD",
+	"n89f9iFEAw4frNcAZ26lVyEQnhZc3R/yoButswkAzWJHgQ/X578OtcBls/XF2L6bxI3Y7RT90JgZIHo5",
+	"o/QIe3iMZOHkvvstZxk3YiCVEcrZujeCmeklio5V2eqnMPwax+Jp5Ex184hM4za3IvzvcXkU3TK7Em3P",
+	"aVVmR4KPIIU33PX76id9zJxsKebM3Rj3UShlVuzk+N0xdNaC+pPDuDLYo0RAJM2XeaMv3UQogcBMIFvf",
+	"CeBa4XMfJexcbuHrCWD9GSqiLrRlvRkvikFW6Owanjeh7nCsp5WBSkfGoR08y/m8kFdjOzD8xm0fan8G",
+	"Emx9rKQQ+DfofeIGMFaXPkUkaAFTVQhjmNET4YSoKExA+NSVM706ugVHYm47wc8zfhMNsib2SSzKCAgp",
+	"m4cIa66S+E5FcVPcsZsHbyvcZDn3lE4B3G3/d/e/NR1MX0WwDu7xoxiAoYYepBwK20i+giQ+JT5aVnJj",
+	"VifFE+GubRGMt5aEfsntuJb5uJpN2/G1lRr960GJ0vuJdoT5oDDkvivntghzTVdOqLmiS77CcvzKaWVH",
+	"I4+gsd22KCQoy9NWcxSQKkxsCXo162hB/DC4goIy9DjGCVYIpJ/LnD8+gbRTZXec4PFyAqDGx6HH7pOV",
+	"250bfD6tVM05mFYM8vdGLZm1sbB9Td99aHawVAr/awTb7U19rbqcYiIso3sG99rmfkfdj5u68d47Gsml",
+	"weYsj4POb3gxXRW7OUUVIeU2Zb12LBelZwjgxS+NULbv68RJ3AWvW4xC6jt5LLrKkjptq9AZL/Bt9yLF",
+	"jNw7M27Yv6f5FURzlxnOa1rTI9I+2ptju6VZjUtp39xOxA1uu/FIBu7Dew9lZ9Duu2V2cCIRntjxo4fi",
+	"R17ccbyFY0Bo3bIZ0sqPKEPqNghWbn7+tYRdzpdh5bCQcQ2u05kfeQftdI/QTi1FDv4sUW4gdG43IhP8",
+	"scH8NipBoNMmtKh1M6nBexENaTU8VAvy0fo50Uv3VIFBy98Enshvwq4OY6PwpqnZyD1wS3cvu40yAObG",
+	"iilHck8WezprmrdTono8KizC5wlWGf+BLY8a77tLD4mv6STmUmnC0puxNtb90FJN3h8yzBbkKhMA5Ifx",
+	"V8ydq+H4FnY0YWm4vmnd8yz0K1MjWU1EDo9Rcl9K8VpwTsUItFca0AgSlr7hsoAHITe24MbCGadLDdEq",
+	"MZoakQ/ZedhPpoQIPdIKeUNx5MVuA7ZuqQ0esmsxHzmuiGtAlNtyelkAUgK1iUR82NDB2v8Zo9NKicya",
+	"hNpfG6vL0k0MMNEA6MnPzxIaw0IguBIWrHWIbPueLLjJLea6+2rY+G1FgBuDrHCbYUm8v7cP4TGrmWd3",
+	"bunCzd2ptV9ioT7kHNZn6YnqnuzyCM99Zb0CtZiF7JOKK6yEMl3Kcf07gltrQIJYbq5NghhsEtoEuteY",
+	"nJSYp79J62dQqN7CtO+FFOvhuqpIoUKX8PO/kn7PsAmXYlGONnbinvQTXXarJ2eQpRSebkhPQg5CIQVo",
+	"OQgNgO1MZQR1A6AoHhsobuTRxARK+4hYj40foNXIkB0vSkoU5g1pWdeVPI/rSpS2Fxz6tKZtQlOX25eZ",
+	"0RgbiEzII6l358sQnQk7Q/WmW+HbSdcvUrrGl/GehKvNatbU7WA65VcCGvtYqaZ6aho9dpSYYf8dQOI6",
+	"ZpdT45ipYRkvClGx3vHpCbP6WkD8a6Hsz/f6sdlwgX2mfWaEWDB86kabWk/AjoDawB5nZloCpvnEMUlb",
+	"cat9Qxv36BNIDlWMV9lY3ghmZXYtLA0Oo7FeekzXmmO5/QvBK1Glvl4R3Bow0wv6ygUsys+TMGVoOLDh",
+	"hqzxybgACtLYHfOYe4R3LFqaqrqXb8mvHFdiqRFuxJRB41u/JTgMpMXTDOu7I/MjljoL62ebkalpNfxM",
+	"PTrip5+QLydhWaGNyAdOtByxtHSmUyZLruxJTl/JhbvDxLHcb6+FKBePCARHkBXt+hG4GW32ob57G2N9",
+	"0Mqj69LledJ6sgD1EYIA06nMNwElP2ZlVAuwsOlLTV9l3umSgyPsLBI4ONgUijxOiNyCLzA6kk4/YH1o",
+	"wQnILfhFCGJPYkSra0p0MW8fndlkJoGa1kwC6OEOprB4KIuXXxoWEVLXbBq09nk3doMJIRUHFtwDV0pG",
+	"/do6ZrhA+bed4zbiBcu6UpO9J5DE//OHn0wDaTvjVTVnnGEtayfzWOTzXbT77dNn9xxHjGh0E2d1zCh3",
+	"7urIOBTZtJJ2DsLmEoS9E9d7h//4l7tdlc2O8fzP4TbB7/+15OWeCGFr24gkWVDYbFaranXp/N7hnleS",
+	"BroaVDYb0FUb4M3dW1Lvvv++Q71bVpyWFTynK63R7WqdCvQQXhRQWFOjNlBHraa6lzBdYo11MXdXTSt0",
+	"LkzNkL2fQosZwi6CLlY6m6LPxIz1DIbDzzomBPpSp5oAK7iXIGQbM0Vdc1NpOzW3ErdaT87wre2zDa0n",
+	"G3EMt+Ads1gR2/JEAkUngQXQLW2l/o0o2VtoXaV7WMdjIOhUj+nMjhptpYV2e8AltJ4MiYr7Q/YrmD4y",
+	"F5NSW6Gy+d/FPE0gwcFWc6/aQgu+/5+9f29u28j2RuGv0uV63rL0FHTxJZmJVLveUmwn9t5OrCPJk1N7",
+	"JttsAk2yR2A3NrohmnHlu5/qtVY3GiRAUo6oi4U/piYWcWn05bfuv+V5J32MxGMF2TKlsXDwA0J4++VS",
+	"OEWkMiKjfB3sZsuGOps3qUmiYXxKyYwfHDM7085e9PEYNzIpDJvySwFvhE+C4BMp5o1QHAXN3IUQlYPQ",
+	"HVT4pRNthGJ8qtWY/CdLLXpNZ+kfnqMtebAa71iTKw2ff7s+K/r2FQNiO81dQew5sHQZa+633d5PdecV",
+	"gTGQ3Ah2tSkfB1/QFv9zRd0/zyC9yuNKtwpyHICk/u0pugVix3RTA2mP0ISjvNL1gN07R7Lu4owb/ePH",
+	"d693O/Ihg++hOx9yndX0+90e5G/ubN5x/dLtHrQDnqbOvEB7wqxo12VMBRqFkWqci73KCIb3eiepQ3CH",
+	"5JXBA8AVBp+Wjmrt5/Xtdxnm8MJjJKr9CqMWO9CsUlrDJtxA8OpSFHY3QWZ0w8RnnlpnVCjB/q2lYjvu",
+	"6DX1Afd3YiJ1l9F74js9CfpuwsTnQpbuQ8FHNaB/vlO/QLd2M2A7z/aevXx5mLBMjHiVW/bsENt7QMtj",
+	"SHRxKlYUK2MBUPbZCXOmF6iDlJjCUl7wocyllUSSnJWUlXJCntZFzPqBDdxfPuGvgxUayAms0IU3Fu8t",
+	"fG1RQYqnYGWoTxMHBewO3F4JNc+e3br61Fi4LoYk8l7Vx6XXk+4KvAEeV6DjRs4eXsg970O8caAHsFjR",
+	"pd79vKFmFRuKAEG7R3WqHe54378idLXwJhdlBWNzHiB9zBK8uXZtm6coH4A+E7HVmuZ8xm2F4KwyrubQ",
+	"hMd9CMZF28BTWlYp3wQGxA5R1/DcaLzDNCWX0mCHTrhhQyEUkwok3bNDNkWRAPYi9sXxTDkZDNzdUnAT",
+	"7Fp6kufqXKl1wnL0emcH8kUr20PeA0xhgN19+7pucIDvFTqXKSgbreX858I2oudRMQ/cSEy70RV6pkSJ",
+	"Po0ILzGcRKAp7S4lhbekIEz5/JggDH1PYzeEl4cvGTfeN0LAPPcBKiPEPjvJcz1rBBZYpgVmYyH3Yxs7",
+	"1bloRNVPcToelYLY8v1d5b645vfOgxZ6O/gB9kh4R0SZ7gy6sz2CD24kZ902tB3U2VcHZACvIJP1fawF",
+	"KyulmjCy44siElazbeoSswqlGu+C4jOIclBVled19UcpMCtUiS6n2iscX5zt+QgVnaVZ6DrziyuUMDly",
+	"MqP3wN2kBy4W+4szflcHuaxWVPW+l6ZDWzGLUfiRzwBsKC3L+Y4leNk9P9EgHi5ZcBsPe7C7PqnvrFpP",
+	"tXtHZ38bKUl90s83jSIh8L90HO8KPtaUuoKcbyBIWwY3VrS2aAzOZNnhzIhUA18A1n7VKQDeDW+5udzd",
+	"Z2/AMX4C5R+xxwh9reQ29x1dDA7Nl6K6d5oEPe2+xAR8Orws5ZUwCeNVJjU8CZpeEH+KLCHlWqhU46fU",
+	"jUpyN4yp/HzMClFKnZnwG3msLJ+zMS/MPvPq0sArRpDzHVfWBsKVOGkaWCF0KccS/P+ouoO7CPV20hpj",
+	"K7OjHwvUzThdU2SD48WK4jh1kUqTvzt8Qa66urAHanZ3u2pVI/R4pF6ntVpYXQXUm1sPtDJ1DdLdFUx/",
+	"CX8Ff737QCOtMAdfwn/jvbacd6P5KXSmr6vzpwJatqa6mIOJWuX5nve7/XL6ElpEM6vZ4FQoQLFjKjGh",
+	"V7KZLi+hel5l5EHHEvvQgisGO8Q5njNb8vTSsB0sOpxWxoG5zHMmPktjd9t1UYexPmiKJZcNJAxjAiRE",
+	"KGuJfp65CXKGlb/8/uqWa8cR1xy2jaLeMdfh1JpKFUpKvmpcYSU6xhVt2Htteocd0hVo8BckjI4Hbv79",
+	"HslvxuC2UGKBR7me7fuBwACV4nOhy1WJMaQ9c0BWhpeH4wuNzf45ADX2F5nnErVkM0jYQKis8addbOLt",
+	"i3YjR5wejYywpuZCQZQ9JmWbSpmEylCxldi43nfv3u2A2jc8ndR6dKSJoxqLyiXxD+KHDEWqp8D+IkB0",
+	"UIcPp1p3691eIHjl27AdpZ3GnTClkXgBf9hNWFpZplU81ljFRcFEMyxNLbESNjhDY2QQ0dLscOz9luoq",
+	"D1QzU56JY8xdhmjM4CRqbnjSqPh3wsr7Oldp5KXgGaVEwyxRrNetQ1QKDzfi2D8p/Qm+a1Xmzk9Vnr+B",
+	"y3vpdS3ptb1wUb0k6xKu3T649XhRtGO62CLx6DhDvLdeHqD1gqsbgAbExVqr5fYyjK4pUg++4H9sYNO8",
+	"WrBp8ManxisOxMizLbMEIvPdZklAdftpVa95b5b0yL49uwSXomNQfrvdZ4ukB/FvHcQXbB7hkeAeGDyb",
+	"UE41Tv8RUTAGNbnu8dfwTRvBc+oKCAD8tMFLZSdCebNnP1K5PT1ji2O8kcbZTiF1/13Z91qD7l3sPb59",
+	"PT3VPfKwGypx2qS0aaJLu5fLK5EtZkTsDHI5ElZOxTm5a9iLw73vD+M6oOeHS66WiF8FOaR4CtnxAyoq",
+	"vpJilrACeo6rjGV6pnLNM7bjH+ougJ/cNcctV/Isg4t2MZtdum8pgV2XWsqE6XOYAhCMY2A7rWxayRLJ",
+	"lntny5/9CAa7oZAbUZNcQqJMOtNdd48dglOwclxyZdkMWAQty51+Ts6pyggPhCExJZ2IlJiZ6VsxAoxV",
+	"3OoITKIrfSmymkuMw+RnJZ+peD6EojnyNT8Wi2jYSVyMQI9R4gq1f3cT1QCs6Pu6SAry2FJr6euxjGmF",
+	"u+QEzwNsIX/CAPa3WlzVWJrHW111x8VSS2lndZ77zaXNrCO96chnmwhe2qHgK9JmXgPTlWEGipRYuIMS",
+	"SWQKbDc7mNHy7JASZAxQludC2Tn0oY6Rxkj3d5iGF/X10OWa6cpiLkfMEuZ+yj7pyu4mKwqw3C8IYg7x",
+	"WhwTNn0bPvfxZX0gBJ0JU+WtYPAaMphv9ejf84McE2KVNr0Ah+IS7dWZQEfFhBowE5ucNIw7FWsjf2Vp",
+	"0+v6K//fvfOrdO/s4tUejmvDA/9vLdUKB6RWppoS/1Wz7J0iZERWk/nCdPe/yojyyKsVoA1JZbHMeMZl",
+	"zcuzM3A3haYqlRmw3/D33bqXAlw54Rh9qzvmwxhCxc9wXnBjoL4wTu5fUmdiseaJoYEEB3yctFIBJQyz",
+	"/BLa/w8WZncAitxQoiYlA7tGk0CQOE6B07WaOs2MFK7gRX1GFe34wyd/4QDIWLEGP3MfngROD5QSlJTo",
+	"nbNR6dXSM6W64rnExLm4MnSDcvr/1FI9gFrMm1fkog9fE/IKK5pFZ/3WQ2Aw3k4gv1g4CQ3ZeM8R/r6n",
+	"dEQioSkF3JL44kVi9/qKynigPoyZSjaXB0orsakQyAW/WlEj/8YbjPEuWlLKcjGyXQXxSaMaHvKYfQ38",
+	"Jpraeze+x1sV3mtq29HUYFuFLXLPFLOYF2LzGihO9QXRzcQZZKnxBWlgGPF1oOR/bBxu98iJNp4Qxqdg",
+	"7a7jb6ASp9N48I8yoT6aga56pAW5bHq3//1EiYW6pqK5t+8rZhx8aZCm/3kAJ3lFN/YodEGVSwAAuYAc",
+	"lBgdJiLPvP3XMOikWlYLnIEpsqgpM8KKYYPT5QYKYGa2AZK7/oKXY2Gbd+1C6vwie8SLJkwhnNX0ytCf",
+	"IB48JLckYEmCNeghraVe6MSNrnm+H26YtY15f6Fv9QLx/sMItcaL0wG8bbusB+B7CcAnyHPVwIOQ7Rbj",
+	"z0NC4wmB8PXAeMovgacL3T6tSFlDrMpC5jr35VCE2sBbbawojsJMKp+B7nBFlPiMiNsR/h25xnZeHr5Y",
+	"qw6+5Sr7cCXKM5u+dR/aI+XDQ0olZrD4PTreS3R86/UmOKClzgXTV6K8b1iY8/mQp5fejdXdf5p841yx",
+	"txcXp3s/vf8H+3j23nfPWK6fD6knnrcRfbAJA7c3/Pp9CCrus3fWNLlOwUtfvwvOO7fNCn24pM7xqyM6",
+	"MopRhLZk0dhwuMeUqOH0S96SY+HuVHqRNBfchYXFqMYCUTCwbbLKCPS3IZ2870OAYQkJHRyxOj6XQtmn",
+	"xgF1KYxBfRhkgFsXATRsdZvoWlX/ePYes1zo0eQHqAMP/oFIa4ndrrtTQ05pEzxqXt7mJKwJL0R76daD",
+	"Cgur1THCj2fve8HwcNIVN5MpPzt0xLTAJRTm8aa8p1LmYMqVHAljV/bBzsWYp3Pm5FBgBvA3Ykcm/6+F",
+	"/oY5t9jvJVSqYnlNUlfymoQy3M1xpHBPeCGwV3boxfbU7K7yxDqBxXLw8kJRp8xQYB0DVxWmi8MPWM2D",
+	"+Y9LGUY1/0rgf2kjXXnZRVhHbe08IvziZ/dxU6WEaeiARr97+tDMrYLXIpvd0mkNp5ovODbvK5pFOd3N",
+	"whVuLU8n4NQ8+FL/A2lUwm7v4MBk9Q2UFSNVLpWoI0OdzYD32Un9ZlD+pjwTvsNWkXPrzigqizNqk45S",
+	"w2vMhLfkFpYZZsL6gn/Qt3eUBk+tgYL5j2fvgdbvSpSsKOUVt4KlE253j9jAyqlwIx+49/zn+Ydf8amY",
+	"gegLb2KaK4pDe419zAvDhsLOBOYcTdnOtHJArEuWSUNqMeTvTMXuqkrLurlXLQmeonsZiLRYpS4V8AbU",
+	"c78B/gbIqaf9Fa1vX+Lzl0opwRVcr8VOvZe6Zic+Ztse2LfSrjVsl6FUHIa1+IZ2H32Y6j5L6Z7I3DUt",
+	"X88negaioz5SX1Gtv+2Gr9uQt74saKXFAVZADP3Gq+87AwL0vdfSgOCAtrD1tYPd1XI5lCUdM974BWQp",
+	"9fDXJRtAWVMzBTUAQzNjdFkavaaXtIukXhb1sqiXRb0suiey6HUoFb1H8iiIiRuTScABc/DF/d/GcghE",
+	"DjcLM7OBDNpcBIVC3VJgBQlc8/bi4pSdAU0UCwMBNpohdiJeBOSnJlDXcO8B8/xr3o7H9jIq5jSLaDyh",
+	"LncQETMOjupwuGcHhbj3AkNowt7uP//+JVh0Jyevdo+jCFDtTIhZICR56dAkhmhPngMJBOVe4q2wJdfQ",
+	"qu2zk3hydWWj+U2WqkPc1CG3MhUH59rY7tLl7vKRm9MLfpJ5T0D6FwXvCW55in12no2OMSIk9HqB1wuA",
+	"ofFgWry8EYVgNtE5Apj7HvwyePEJhG33AOVMi+Mtn/G5YYPh3AoDZ6keytKL/0yePD/8fqvfQcFO6N5q",
+	"RU2xZietX+dFBHxeR+ISPAKRJAI+97Cnhhn5h1j/1S9Q7+kQXROOwXRiwmFGqlSQ201hLhLP/Zc9NZgK",
+	"wK0uvzXd7dn362+AlfpV23NupRlJVKcehd4XfL+BjXSEQunbUvnAmb1W33tq4IAbtvPL6Uvvhg+sVIts",
+	"tas1PfAh7EfanFODJlrpyh34neeH3x+zl8++ZwWn1Hmhst2EGc04+1d1ePgiBQyD/xRM5AKDEEJcGt8m",
+	"tNcOr6kdEl3N12mGdPPNaoULsQunEP4CW7XXCnutsNcKe62w1wp7rfC2tMJTYJC7Hxqhk7Y3qA0utGvo",
+	"1AJjERE1bTAJ03kWdUv06b+yxEObBPJnYpzeJEOkqzK4Jvo1vR7Qh2Wuzw+9qpqaNnSfcHcnEAuF0rwB",
+	"MyKc9Acc9e8i718bajlpWp3EYE5UVv/97jQKrTiMLQWfhs6OUHnHM8iCs2Ja6JKXc4Df3SM2CKml7iAN",
+	"sJ4jNAcg0G7PUMNukzydeM1rkRmIiltotrD8wze+KURJ3NUbxYEg483ztlMaoMOjMCdf1U8gCjb0LQUe",
+	"ckuBb0mg/SGLG7G7/vvdaZ9f8PDyC1Z3M3hAnuUOUbfaxfxBieCS4q0yb2eAbqdBQkZ/aSxSPPKhEcpu",
+	"4G4+7nA3b0fIoO+yli+94/JbEjJ1HyVw2WtimW/dml3SJfhRH4/A612lvau0d5U+ElepaqLkw/aRrq0H",
+	"jlmjY6M51ApavdrhmbCxvHJCw7DBCe1ijgmUPwpeipIC380nYAR8gBTZ8HKAdIjPNqF8cETE11MRas2A",
+	"i4K63WKkF9zbYKZHZn2yYNOznaiCGw18rIe7lCqjgjwfq37KGk14gR0N/Qg+4j7lc+rHy9lUQyCfGvNK",
+	"u9usiG4yZDBxheWDIytKNoD/O3fnRKViwHaofw71lR0o8dnWv2KsfTDh5hddijfwIOKCW4peN2LiXsrq",
+	"siMyDvS1da+UG4l83/N66QejP54JW5WqcwsB9bqhPcJUNR12q0qN3dauxEllv3/5BAYpp9X0ydFhGKJU",
+	"VoxF2Rqct2yqIetFAnrM/Rh3nu1912ibdHi42zW6Kf+Me7pzZC+eu5Hxzzgy9+B6nM82GedjCh70Ffs3",
+	"yUO1RnuA8nveKkQfdhig4OklR5W9M8SKNk3ErbGJrz9OCwOffxC1jWaSy5GAYyaULSXdaqwuRZaAoz40",
+	"xjCTUqrLrpBByJFL2CCubaSfoz+5KzCt6OALahPECeJmxmci7k+LlwPf+afZepiy81RonF8nGjqtoM7A",
+	"MweYfLe3QJiIz16+FhLy6MVuzLXbp75sd/N4RbR2sTOJunRulpmHq4auhQhIhz67j4SVt/BQexJZ3ZfN",
+	"bRef1+fmK5OlSK0u575lSaX+kAUrBUU7NynHOKXd26sgjzXm3ocoHnGIoiGPi4AF9ztcEXUR2bwDwjJD",
+	"pGE7UARPv0BXUTdM5NqKr0u5cjBtqqF7xVBku90dDuLBPc4OB/UMrMrJaVmPnjDwfjc6aJwJp7+Cj8cf",
+	"Cmb1rRFlJV196YBN0zTJCP3hahLBYilJ7eAyjJtLgcSwTm0eydyCm92zV9Vq51OHCAUfylxa0LJVhgS7",
+	"O4OUT0XJ9+HtZjKAp0FYIWGDqUxLXUy0Es3feZVJfcw49C2GZsVAZoWXCLOLPXyRwzUXI1JPlbYTMCXy",
+	"XM8aKugLNqhn71MmlBSow8YpPa1tGmpWb3gFNExYoBt1F50KBZpwpazMQRP97e27U6ZHI1FCP0OKUKyi",
+	"fG1wRT5Kvtd6BlaQvf4G3SK13w1bbwUcr8sm3LM9YN9DwMY9djuMrPZazIWRADn4Ev3L/TiboCHSjuyA",
+	"MDtnP71iP/zt+Xe7GPU4f+1Rx9Px1498iv6EmpO7FDmfQxv0WC1suFJ8zzkywEvwK3s0fH74LEQq/F3w",
+	"lU8NG7zX+NYBAeYSl7cTlTw3mqV6KtZGg5bup4CQN/SlQf5E6L/OywwBGPm8sQPzPjtRcffSp43ue7G0",
+	"OF6QlrF/wyP9y8MfoPUoTvaSC4ps28oI8Ea9e/UmirMY4kmvlKmKQoNLI9WZSM0ue3l4yAYUL/lksmLQ",
+	"ypZuLJ8HqXMMdZjRy2PrGvuyWvbd4QvqOBSB1YjL3Knu7ETVQXT8Iuyf0c7Svvwgcsy0GAGnCNNnNv3N",
+	"7eaH29aiyS/e1tYiPrw33NZiE6lrsgWvRfya77578f2GXosAIZvwqD+7zoA2fj3uxeMIRNzxa4OZUhhd",
+	"lSmwq7Od12/ev7l441tmGiZtwk5PLl69ZbaU6WUuDJ5ErjKZObV4dyHlxL+v3We96uWr80wSUth/1bYl",
+	"k+XEIUvIhGkcZeo0E+LRoBmjzqsri4Hi2WS+uz7N5VErJc82GNMpn+eaZxdav+flGBNXnn23yQQEFIfc",
+	"xws3+d8IXXQC/0ZB3JL+gthOO1a7/eqk7n0jh16nYh18MSFCg4czF23H9MzDyrJe1UCG4xZxrQvTJjUh",
+	"VrIbtKzgOSjNU/80w0B3We7SBwpODEEt0vc1fEovfLeYmNtYelyZnBvLjBh7Fr2wWtodkDenzIuZrlkN",
+	"+/FhdMe6h12X+9Ynty8Ozq0uvFvmOoSRN+D65DadtAK2M5O4AqVyVHI8kWC7NvVAbwKvQPWvheAL1Dx7",
+	"DO4xeGNTjqyVPZmKPZMVbuf+ZdPuZINTAN6kv//9JebbrbP9OtLmo+fNRCnckRHZNwf/vUWxDRFCYNmC",
+	"zhxPL53Ke2ZihND9AeVi68ocUDvaFYn08/a+tNhisNmap6yUgqhUnNvTlkr9Ct9ak86b+99/e8vh98Up",
+	"6SxPWpzjhMkR42re6673MqhTt69aXLj73q+qFS/KSq1hJSIoCHlCCVNiFtERtaduwkmWpm5r53tc7PDo",
+	"Et8p213VSW+YbFTl0Z0KFI7gWaXMb9JO7nV/06R959ZDPTjlINU3uu5c/oHX9tUF464sqA9KsIJjUWiU",
+	"DtfXGNwZSZFtwx1EkSWkuc9FC62IC1HL7gB73YcIXb7DykgljKkbTyehpTbNEel82GFcq3x+FIA11vDG",
+	"wnanJS2B57kbZqORkHmrH31P0e4i86Ah91rbt9WvFA7CAm80b6Q0T7R5ELpes17KWF08BBjSxYNBofta",
+	"JtOjY4+OW0NHXTw0cKSAdxEqV9oh8EfpC/6aGevENbFcOOFbG7j3HC8mq1Pv90Gj0CKE3jEvvCP7LxTG",
+	"RMWN0bVIlgXXDFakep9HX/1Ic73jKViR7H2xHHhaF5W4UTxtrFTH+OI93KPqvfQUnkcVObeTBH4TeHjw",
+	"Jf4nZiuJlQnhb047ssDjB31FGrhPsi4gnr4QDT6OK7RTHToYbpYd7h8NDD04pEshCoj5UB5n6HKzrRzy",
+	"Fl3XbxgI24sHHLZvolN7pLuxy/rM5T5zuc9c7jOXv+3MZexxEiOfz19+c/rwdIKvymBe0Ak2SHZ7c518",
+	"415o9tlufcbxTcqObx6VCZ4g1+vN7ed63WAe8TawNU4k7sG1B9c+lbhPJe5V/K9MJX5zX1OJ4S0HpRiV",
+	"wky6fX1n2uLntLnFjtgA/v8fojTggpjqK2GYVsEfh96zohRGKCsyJg2j7D1PqRlIaxiidFMWneH4zvxy",
+	"PMpUFPh0mokun5ASM5zsPontKxJ8YZO37/G7OLZ+2O7f+Nx1bHsnp+9wuCbuFYqnD1rIybEw1h3Ekfws",
+	"TBIRqpsEe0lIO2czqTI9gzugwehxdIiveF4JJq0R+QjClMCVhRS3TCpW5Fwq5o4K3I8/Bx6XiSjFPnvD",
+	"0wkw5M7x+YbNJgLSRXx/vSvBAZKTEA71V2DE2f1eJ6QAPaCZ6BkEYXGEfMyl2mdn4kpfQrABZoWXIvgE",
+	"WaVyYRwSpXmVCX+lNMwd/Pak4pNCXuBCLEHQ9nN3P6h87j9Ez5RnRpOGVUaUx9C13v29NJu0yYErPxpR",
+	"LvTKiRS0Z8//vknX89xolktj3bpEk9314uZ8N95NFOxPjkY8NyK8e6h1LrjatpFPa7tJtnB90O67enjL",
+	"SNtM562nKcLPgMa/L6Hk4fN2lPS37NOcYyruWg5CVQ8AixXqZLYhTy+FwhY+iE5E+F3lORuYq/RTwe2n",
+	"gYc7taCi5NSUioIPGEL8d0VtKs7fnuw9/+57gtuEFXkFoxEqLecF0i8VczykNdYF5GFvgKe7bl8Utb2Y",
+	"uncMBfYUcSaL+1ZdsonOM5NgBcVMGkE4iZyFLbSCCTNOM8W5cfCJQD0uoSJMl8CQTR0dRGm0YrOJZlOe",
+	"YXgUpzgLmdlhnrH3SVBDMFqK9FHuWkn5LfDjU8NyOZXWHDncx0YghinNcm49F5jDNpgcYLACZZFnWSmM",
+	"EeGJbsoHxML4rjADtsMV01TpNqDnnlho5tK4zgbSKZhG4BbHgR2zmcxgpQP9e3P+djGi5GcQZ68qUOlH",
+	"6YhBZPxdNhC7zitywB20ZBwEMjyGNujSx7XwBABXpWW25DLvSvnxQPZkm0k1/iVrsmkc5i+oGbR+rBRO",
+	"pqRIZurmYFH/IN090mlvMx2HtniYzI4PxPWdcYPLJ7JGfgIcy1oridjjsAeAninUVIIoDwt63wXLt+5G",
+	"+LON0DFCupuVaFOuQEFcrf4ffIH/Xxt2c5qVCeBkJ6WuxhOQGaXA8+CgrJRWgBzAvhDu1JQ6Z0pnHu+g",
+	"4XXd9AKbSEXbG9r6KItqdk1PO5KK58dRcqj746UoyHUHOn9QFn0ueQxsqLZDSqkTIdDBoaldUoM8U7Pw",
+	"qpqB19s+XgZR3274Vo++nlK8FAWKMsNHIp+3+R7cayNMvZ7ef4EL9uRWVNeVIJUw5Swk1Zz//T4G1XLe",
+	"cdFv4bwnT4qqTYWl3W1rEVqVhTZLstRzTwedSJdtctRDgW9eAqfHHZsgmo6DxjSSwgktp9OSAwEu2Ge/",
+	"iln89lgXrbOlxfV1Uezu0jjcoTELqlSZVwYXbv0hYUOR8srgdl5AoOWz/BGedkNn+eY1q+bw1mhWtExW",
+	"ExSuX8BbVZ/WQZJf2LvwVvZ5V3erTeE+v0fa1AFa4d3xj9cCLHfKZEJnJ9jwEbaCYRsZAghSkX3vjly7",
+	"w4GMA1BPuAWeZ8AtDczOTjMbyXEFnTvJXPBAXmqLhquzyk8WRwKF/DSa2Kmqy+BXJeBN2tAVBps6dRAD",
+	"PNROyz9nUHsqwB/71WbrGdx/v1UsHON6exAdRmS6xuDWV1z8NdA4n+gZTGqYYR4frtrTBwfkrvEEQkkr",
+	"4qmiyHlKalP0QbWWxjg4PrAXrsyxTMFrbDJLlj0rBC21UyVpgI13pbR5NNFVpfOMfkUC2Zku0QazTKvU",
+	"6XktliI5EnPBG+obmVbuI7MarIRHMv8h0fCXtcAWRGrBDpjp+40d13Ml+TbPYbGi8Ns7dIkqag/fQ8vN",
+	"WHsY+L0jfcRJxjVx3QUxilJ2iY/JVOkEanBjB0lCIOnhAc9TFFFIJyK9NOSsdvIZGggVhVDZnlb5HA44",
+	"vRFc4ejrph3oVAn0Q2XBzwTdPk/f7bOPRviW48Elo1NgC8hOQm4b5LuRn8gIp75ojLMNeXoZHjqRTu2a",
+	"Exi6s1GPqZRXHfHac5q4E5jku4rZ+pF6aixoPM3svBBIpSA+82mR19oSbpv94FDmeQ5XbxTXhYeDiv+X",
+	"orqNgdPqScN0ZVM9FRRsxn9sFm7GaxuDEqqawgmr0lQY8yR5MuIyr0p3FfJCuDN3vaGCXus3md99MHQr",
+	"p6JrdHhde1NvZ6vsuZtvOeUH9iwyLGwSkl4BDX2MekWMustMuSEJAE9c5o4K8B9pQGuEAOpeEXIXWirb",
+	"CEMrPTNJrUGk3IqxA00sfnMGn0WXoamNzVLn1EGPUktIe8MuzaJuej3dZ8AhWtmJUJaCCOTya3CIptzy",
+	"XI+dReu9c7AzUQxBINcdO3ypM1FnE02RMnhNK5KfRvO0xUNXv6brzJ3k+dIimP1HdVyWPv+vnRU3Ie2H",
+	"A/bmRscCuj+Gjb80wGQhw2xYydwyqdBEcpbllKs5hOMNbMVQBA6JTdIwM3USj0L1JYoVt3cd/GYdDJQw",
+	"+m36JHQuVm1TmL7HszVLmu+bgG2cug3zjHD3AU4u7TzYQJj48fObC7YK/707bVW6z9dFWMhIh2FeP9nn",
+	"BOA6eAx9PNbyjY104mHRudhSTso5v4LHb5SNEv297jlNPpQo58TN1i0zwGgoQmhn0gKAq73L9z5k0kdA",
+	"NsgngWW9Ucha5WqAKw6+uP9bk0KChdUB2uDoK43pagA+++xHJ0L3pIoUSPwvY2Wes6GuQKVkXq62pdH9",
+	"UKuh/ulG5kLZfM5ybYRhpRxPrDmGkhJmJ9oIEtJWM88g7V5Kdk5HgThO8vWM/zOYpSd3WlfcOPjkZul9",
+	"fjdyAnFnbPMEdqR2NFz/GwkkOoSQAjGFglEr8rmvoAp1WaGBG8kwPCfetgKKF6OD3w4PFnN7d+49/EuH",
+	"us7D8LdBmlXrQeYGlAPUFZo6wnAe8b3nYnt6TlfGx18HgLtTWcRsc7XlfqksPsUDR9VneDzCDI9b1m+s",
+	"KfbAm7CBauPOy9nF+WnUbwLBFtQQQDF30BaI6by64u4WaiyVeGrwMeSD84mzcFWux1IFB5piWjlrKnoh",
+	"XJVpzGNl4jM5G0JzbAK2l+iLgE/6SwUCnjDHFCeVnbyqixevXVG70AFcxF81FLlWY6ejdfnb4e5zuHlz",
+	"mgIIXDR5Cgpu3SZ8cvTkf/55svfffO+Pw70ffq//c//T3u9fDpNnz//25//ZhD7iY732o4Wv6voUt13g",
+	"P7+abCH+iP85+te/zMHvX54l379sHfJdq6PRMi8rpT35zU2ppWoRm24KRK0pIg11hV+1BR9NjX14/BEB",
+	"zdMYAQ3jaSoKC5HN11hwDDiI5cZN4HB6TMBbz7ppzIxqBijTrq6bC2HkNK+Mhcq7uc8NbpYaHzNRVxlD",
+	"zGGh1NipmlC/cAOO3iU8NesAFWKW8cz62HA8PRhljf+yUah1EVz/ahQ4HmYdCQ7LhqMM/9xoiBFobj66",
+	"7fIrLC7hKsd6+7mYckvMsiOZu3Xv464rvPWLc3iTALeZ3/7rNEBd+sQ2KCuaoV5Xm7ygxFHuXaeWiEk3",
+	"TXjExEUoIb5RJPTmNprwX687gsHapjluzTpeetkaW7m5UGEVk3omMQeK59N2/e42yd6XJnK9wsX9Pjh2",
+	"Ow9XOcTNw0f2haP3z9Ffg8YtqXYrzeMDK8yKRmQ/VtLvKQKoBss5tQSkUgWW5hJ7/+TQAyQqkAinbqar",
+	"PGNGqLracyyvhGJTYScaT+XHs3fgQzz76RV7/v2zv8Ef3T/+9v2z71kmRtLpazbgqk9cxGHQkMRnntp8",
+	"7huRtEKvs7YRXxs12u56fIov0k55WUpBCSucTbiZRJQ28Ymr3QLSxukzPJjwM5orPhUld7uhyPlclDAn",
+	"5it9AonPn4H6V2mCj5Y4Btwit9A6ijZ9dUso3v6yNSgeT4WGrwiyFNbR+3+hOGXC81w4sQaRJshlvxMc",
+	"hy9dHceBX0NlCBCDBCEeHylnVkN+Ss88+JCR/wL36F2BPUR/1qROpVoZnYdIUc0Y5kzlyiRRaBc9mVZO",
+	"hTmugT3jlrcpnG6/X4o5XANWEWnb3uxjJAUyaRwQkpZm9FLl20hCWT/jaaorov7UlYVMx7oYZp+9phR0",
+	"/JIVLF/+QuLacQPBj3V/IWdWnbYYHK7UI6QmNGhjLWj1DXyEdbirzPMQAzTNyY8nHsp5nOVBadLis61N",
+	"+o2seVrqG3A1NHYimD1ubXA4+N+b+Rfw2tZkc+yX9SR5kklgFsog2RwWfqNs85ruLIs33Rq2M9p394ft",
+	"zO3LTdLK6eN6R0anI6OiE34TsI6zvWnaYYzfvmiwYepyy3LBoSknBodbWMtIvTU8d3sZtFzSURqPiiHe",
+	"gItiKYgP+YS1/lnzl6EYuclcRqXhMVAcHah5vJCAjMZCz0Q5qvKQ2ihLpmcQfwtA2JrRmJCocOJl6GYm",
+	"PubJdfId3RHbKgeXe8EaZdp/q/sqCTp1bbQ0pW8t60kgRqmQ7im3q1fD3K34pj4V8ptLhazwuNwcjK5V",
+	"jw++VMB/ujIV8lyP7F4W8iHdHUcrqa2qoEi2aYlJUIQxE1uzXKuxKJ2GHQoSJNR8RmXdEbEvZl9hnXTI",
+	"2wL1wrtfoKAS1RxmqkKUjGdTqaSxqFi38ujEiQ1Fzi0y+OYzPjckKIyeCixH1zB0/1AoquhKNSAMvJ72",
+	"S6y0dx7rDkDTp15uJfVyayd+A1atBdOTRJ5PJw5hoA1osV55Li2fgWe8eUtPLYmPzx/8pwa9eu6e+pTj",
+	"UaZq66xK6xxNYK711krQcpyywsRoJFK7kBZqrOAZfIIlCf6ZYkyrlTZf9GC2nY7510FhW9xbG2hU95x3",
+	"a6XiRAmZqM71zsVvIL/yDpWmA29JdEeSzoU1RGQTjEkk4ibGerWgmpTCCGuRzxMTxgkwa5ejD4wogT2E",
+	"x/KKQKoqS2iZpMQ+O8nzFpCNMuNjPQpAdzbRAouoBfIM6TxrhOBzPQbCi8oGvauFycoIcPmd+rm5ZzCH",
+	"ItCPboPc89gJkDANP/M8nydLc3679IIbqG91/JGbRgFDJIjD1oCGT01O1B4bHyQ2whlsOrCCOndXUOm3",
+	"2QHusG7EfK/H3soEpIHq9tnEbc6h0+3SUnDjIx++bZwodDrxYespkNpjVby/QBpT1Wwo0obuS62UXkjc",
+	"43Ob6u50Uz5nE34l2FAIxYzVuaBu7MGcRSM24ihEPZhP4/SUdoZlB3znIjA83D+LkQaHo12NPK2o0kIM",
+	"7/1rjYXsGZlXMTLneUOc39KxtqXgU+NGPeUqWxdXJduvtORO1QXzd7oxO1GkRG6eMnpuk63nCDOXffoJ",
+	"HHTgJ9s5FQrc0pWyMqe3uAeAMQth1pJN4C3S+tagcU7cU8P4WCibYALNa39XlrCzSimpxr6rBfAns/Mq",
+	"TYXI3O8/cZm7/7+QU5F9qKwzSl9xlYpcZLvU9ENnwn+nG8BQpGBbL1WLhMxIt8y4iCN4PKpupzrPIdOn",
+	"TnHECXtKE5EwPoIGITjJHcxfMDOv/ILdWbumCSXm4Pj9NuiKFtKVN5K2DZMD3gNKf9dF53s5qFONl66E",
+	"wnhyURXrzh73O99TTsIargrciq8bxznc+ueqhYi34c1nz29V+MRfuknclpCh3nB9BLczgktzlcuRSOdp",
+	"HlCsEdVFqG4TK991iBW8o4X7i6QJ5gB2C5MTc4myRKtcKrFQCLJDTkatsIw82w3hBnqwU+qUSK33JDKl",
+	"Z0esKLXVqc4TVoqptsL3DkjYcG4pAjgqoZDDgKygf2SlLgpQIjE3pn4R2Fcm17Mk/BGoG7G7trTwF8Mq",
+	"BcmVIBKlSgWol/vsZLGUMM5+JG2JGj1xNgJlKdWAJ4FbRyo2qFTpxCbwUsc+UCdZvHN2NsE6ep8m2CU1",
+	"TmlhNqnhuQVcaQc0v8i+cCjClk6UL4otvBi3czegu1+38NrmNut6PfzYPd/fv7wLGMf91YXiF/UJ7lF7",
+	"HRPdEtK1qL1bhnFvjmxkFMAtyxWUaFeXAv0oCYC6NwpbiyavJtrYA14UNIyjyE4fCmRl/YBiA7Q/MOXx",
+	"KciXa7DZfEiRJxlYijE6Y6VWu/CmD6MRPAaeENkcY4fRfMbn++ydDdaKRRbh9NKwnVRnInVixui8cg8k",
+	"WcJKUOINkt66f5AF4UVTPFkkPJwEwIt0KcdSsZ2iyvOEFZWZJGwkc/8MPXN2jFe56w7UcirMKsz/atfD",
+	"jVoKdyFIIhBnMts6jgfrfWv2AC3lBvZAZFjSqG7WMNu+KKFvvYZFUH9pL1vWWQSmBoVtCpCpvhR71n0B",
+	"1Gh1e4ffcrNQj4ooDhCvPUgPGggxgOajGKLe9YISy2WoLkpXZSoSNuPSBhMCPFHsUswRsR2MTgU3VSmo",
+	"lgmFyBG7kpnQbA3U8yqT4SISEco4YUclL7q8jGIzDqy9IMeBwMOIo14Yy4TKQvvXgbtcV/Yc7YIB26HE",
+	"avbsMGHcsqk2lr043D0mR5P7CKxUJ0fdWDhhBRPjaZaGTkAJWxUJCKDdMLZScKMVdMAN1d9URvvx7D1E",
+	"FSEHos6ZxWq4JMQPo0KJZVe4NcW52w4X7rRtJwTYeMeaCCDuDV+HdfulVdE4u/ztv/msNdgYI12p7Jjp",
+	"S2ZAbSCyBx5tZdi5WU9I9a0HBd1dG3yiw0mZio+KX3EJvYQWGw8FeF6AzBuRCiuiDYty4WDIbTpZ0VSo",
+	"UoZVhTutzw8Z3A2HwiTuWJQMSlAdWCbEjdKsljVSjXNRNyDGTFSViUKoDIL8mD0BeRkGDA5CB3cCHbCa",
+	"2nHj/glXw5gb9bZ5MIewJDLgpy6zml+KkG8NRP4IM3ILOAkv2ggszT1ASxptF2R+UKEc1RmXXgGQCpeg",
+	"JxC4R9kMEfoYp07wPIYgs3UMsry0e0WpP8+7gaeuSGrEAIkUB1tRN5RWZ7svgCmTyuolt0bCdGWNzATQ",
+	"CHujfgdzyGBS4L+0Ent6NGKlcLoa+pidOmsWXMbuvsCu4r6JUtvdeCD6CR3KnB4o1Rjjj0OeXurRKKGg",
+	"K7YPMBZ84fvsBKiuOHZHy+dHrNB5IzIbrF28HV0y++yEFRyCm9xGbHmMh09sydE/Zt7t3oiHlta7u1so",
+	"W9zP5HOEJdwSWcvCazZTKrEpiShBvSyqYS7NhCoJbg82o1FTcK0zGW5pa1OA1frN1KuUvUq5oUqJySGI",
+	"gwhES0xT20d2XfwVYMcekY1vgAPhESuSHGvw+JhyXGq3svc5+1oo7+Z31nUmTfD277Nzh8SQL0xj8GTy",
+	"VFWFbFzMYCaLaYNIXdwGQjbesgYg6Us0zPFDwkNd9HDYw+FXwKEu7goN58aKKTTxzXTaHcM7E5ksRUri",
+	"fljqmRGl91FCbZWDOosxSOmmiQowM51WU6EsmtQFH5Mbk3I6mj9DBIgrdMM22FmOl0tAm7VWZK1bMUZw",
+	"M0Fb1ASmkOLL0xXq4s/CnhTytZuHBYh5cfi8e078NKz57CfJE6Q5gie+14hPy48FVwHmpHhnwPLTEjZY",
+	"WEK3fHuVHOyvJGJejND8+QgiGqvWye2qxuzGBw0mtj5nEYnR0RPanXtk4DxZPozPOg4jPLUlGoLL6Oyt",
+	"cekwd89yc7lJVL0QpdSZTFl9L4N7KZoNrGk+2liUOnU7K2Y7SifCDTr4+KlXKe0+WVKL2kpBqHsi8gKs",
+	"NSQnYrnWRS0AC5G5KyEIrT3HBiUhtceffwyjvoAP3qJ0b75qVQLK0lT6tBsoEHhUOSbRJlqclRWH5a+e",
+	"AzpfB2FAnYKpbu+ur5ykdfr1RM+UE6LgLSA5MtFTDAYfBc7YqZgORWkmssA+iILndpIwKDAO4DvlUkFk",
+	"D72bQLtHZV8zXrqNTnyKdBtKJ143DgXqS+oXCsEwX5js811YKa6kocS1JZH0Csd/ThOxzT7tzTd18RPS",
+	"fPrZfhSn4WcqqVr8+C2egIxbvlcKt6xuKdNccFUVB4XbLGK24kC4TUVk86EDrh6h2KM6eWCuS+rGn0LZ",
+	"kL4UXskKnct0TvSlpYAeZEFG5BkGom05ZxzK8EWWBIK6zBNycDUHgs599oGI7YAQwJ1SqJGAiiwvMDij",
+	"r2QAMsvH4RRvfc0tP/PDfIW3rMtW/RXC8Z75mWI+PLU6hFxoZo8Zxc+NVxiw/H9F7YAu/1pi0E+lEHtW",
+	"fLYUXq/HGWpAaHBdg8D7ukbx3bPnt5uc07ZAtHadsEIrHz60T89pAyKaRTQLuOXRcU3DQfirkJRqNZLj",
+	"6yJTWak9rVKxJkILxGXxMW/Qd/gEHCNyNCYJwqQwwD0PoY88j/6MST8KOOhLYlZO4hT4GZcAReHRpO9m",
+	"qNLGnYUMG7sjX+pqPOkQ3YR/FMxFEe6BE6W4+8ccSx9TPSVyDN4Wyq1UB5JtwwfX9qqzSq1jI67n2Wpc",
+	"t4VcoC4u0Ntz2nV+2eZ8xAtypw8A359y9gr7S7SDHS7YzUFet4vMvX/IjdjDXbcHu30D69zyYe6wS6pM",
+	"fHb/YUs5HoM3X2XMQWzTuHxqWK5TnhPe+NfGBnuq82qqgJ94FqwOoKdQPm8koUtfv34PRjvPgVepBqvw",
+	"XPSZQfcLqEz6Q/hK+mDoE5c7DA+HbTXLJB8rbQSbSnK5saLUw1xMTasZ85peeA7TdwKzt67rGnLHIhP/",
+	"6/eYKT2lVByq8IenMT38t0jtOg7aLL8e/+ySnvYL/yyn1ZSpytmNbhRuWOmElzx13xAyG0H5xkEd+1BM",
+	"GD2aiLasVIr0jR157vzz6yx/NeGlaR/2y8PDw+TJSJdTbuEr7YvnTxJ3nxvkk6Nnh4dwxVQq/MNh+EZY",
+	"dCBK2rYWuLjkHWgctiMtKJyuXgfsIpDDFF1yvjuwWJi/bZql6Gde65Dhir29+OU9pt+De7AUKoPW1VB6",
+	"4L3xS65+UPMA7Qa4t/9jzqf5ADUOPqvv9H5bJq0R+Wif/ajtBM4WxEwiBwwQcITLIwpgbFWpmVAjXaYi",
+	"7ilLlJBi7lkg6/ZWmShyPRcZuxIluG0cwkrT+BSf+AJNPaYc8ruHczZYdCUfsQVP8uDITV2IdrTxyrFB",
+	"Pc5PmVBSZIPkGgEQM5Hgpw3GZSmwVnVn4NZaF0LxQu7DtO+2g7lOzUe5Dr9PUEfGVTxmg4l161hvg47A",
+	"Bi53GTn24mXvgkvCwVakfOLe/CQJHOj0T/eiNs7z62EiPKWBiS3KJp+xD4VQblmX9u9+W2fOJ1Z8tgcw",
+	"0DXPhlPWHm9aiva0Qm/LGpBG3zhuWFsRH8kenztyFid6dv8jTVKN9FoUL0qdValNoCNLlrCJ9p1nyIUu",
+	"YaB2HuiydUZwjxayibOZE2b1GCsSAHukNawqoNzFPVMopPj0MSrseBw5DiuspweVVI1kOSVNdSgVLynN",
+	"Bv5Ao3Dg7VQtnl9CDbxuBbNzmI93bjq2mVlSv6XlIP7IjUyZWxJ3vCD7fKgr+8hiTj8Ly4brZmKLuk1g",
+	"wDgAnqBNgq+w0/Dq2ESj9Abi6yE9gYJHorRyBE6ljorcX3UmTnAAW9yQ4S2r4qD4ZY8n4Bkt5w3ss7Cf",
+	"Nt5xB1/cCN5lfx4IVeo8n9Iyt/tT3xlTQXqiVmIPYDR146eWaw4IB+Yqxe9h+MAB/X+dk46QjmfrXeZD",
+	"mRl2B6ZAKhAzY1c77JdhgJJ5jF28dHlpQjWNuxjR/HMhS2GicsTv2FSqygqzu89OnIIn3QNhymV2nc4S",
+	"Yeu+qSdpXfiH3gLKfumz1Onbg05ZcDupVUqckY0bm7/o0CS31f6iZRbWOXPJvyRHwu0WONbbx5dokVaM",
+	"CwtjX52wQtYe5pBfqcFX3ze6+BYaXdQYy2qQgz1wo5Db7cqtQTeAyzpRX3Nj1bc0aQsjvr6FBjJxojAU",
+	"HkI3osqpAysUgPf+jR/qMW5CyFSPDxNgAquGw7ou4zkg3cbItuwbdVAavTwu8m5lJpJT2WGuf7fSrfld",
+	"w6f57JZ9mu1Ls0qFquekt5dXaF5tJ2wLKliyKjTN20bBdpAkCCs6QA8qgOoBiliAzsABdEKQRj8ksZ7P",
+	"SqHEjOe7cWK317sWikvc/zBrMmoGuTfiqbNgqeeOHrW2nKnVguUd+mTbmsjyK9coI2Hstxss7piedYN0",
+	"K+WzcvrKjkcXgW5FhltSV0KAdU3M+VXUEBzyMdwZEZkPqYXHxKEMrQQFZMhH4cw2qPMIZU0YaIXwNQaz",
+	"Iezs29pKa9ilmO9Bqxf3y3K4GTMHs0Bv5iBSZpUwPtDMS2iXSxSZrCjFSH5eHFdd06ZnITqDXzr3Tccx",
+	"N4rYZyBDQGSsKlq9fr/46egIRa+hM3uF/s93WQufmY9bE8MbfNpIlzST9PX0mWti1ufwCHPjcet4aCEN",
+	"uYCEpk1Gh7cDnVvryJ6tC0yv0eA6pzRuel9wY0R2jIEJmAt0ThCZNl0KzZCBJ3XNVJ/C49q/B83+W21Q",
+	"29yfmNXbJaXqFAzMwcIV/ebE1F0JAFgByseJUNSBjIeyLTqlF+D/gOB0z8Ppnh+DT8Ts9hdi5zmThBRH",
+	"sETrFMdZKS05YiI8dv+ErMoFcBARdFDP24WNiM7EqEMaZ5lDwEr5tuRZOXfiVRo8wB1N0Etg/xB1vjqM",
+	"DvPSxxroJGBEkeyDJQt0PDhO1Lb9R7S2gUSBRKWMBt8THurLPrxIMlbmOYijFl2c0hBxsU5prc7q7bIV",
+	"yp7Wt4WhrFTHl9bW6sWc//uS77nmM6+f9VnXAND27D2ND9rTCFnKVdGted5GwqjSZP5D4yMx5TI/sMLY",
+	"Ve3ioEOKIi6/qTAGk6fqfHR8a1WKjJ3/cnHq85i8MqxDqBxag1OQPPLKNQbFZg6/kBAQ1XYK2b88/AEx",
+	"EeJAg8ZNn5S2n+phDFD9gsFIBNtojA45vjt8UZMnx4NG9IUOHSlX7k5Q4Xk6AWYL4MiXnkEJjyvmHBih",
+	"MjYFhjWNPfQa1dJYrvPUsHSiJRB7Ybc8wwZtazfAzCkDXJ174JYU2RExddAaGGShhugVFlaFDA24G/4U",
+	"tZBiOy+f/8AG7omf6IkDymk7E7ac752MrCgHbCjmmuyslkQrtx8uhLFv3Ldui5kDZgTesAEfZilSWUgn",
+	"A9FVFRriMVOFFNxbZOtYHPwq6G+cqZlTBYC8qlZeor3Z4/9jpeIQUNMOeyWGPSboDG5dbFD25TpfD6bk",
+	"U91zFPIZLaTX1jmeurJimRKgLr6M2PW95yZ6sC/s5PigxD8v/F0tMGdG98IkYA8SWUY5tkl0iwRmYJzF",
+	"feZX178FDZHBgaS/HwzArhefwXJHOaOx21KlgBjpnSUvOhRPIruayOp58TqtnBa5iBhInFYv2j1GkMBZ",
+	"yK/zF31Q+fyU6iO226cvHuZqt0E9GQ/Ia3C3TgDbmLYxl2qZJQH37BY9AgUvpZ1fByGI6ACbzXk1agSx",
+	"K2gaJHNp54nPoyT7llJ+vP/YW70g+cm17EseMfs8jV9ZiHIvVERiA78JNxOWTrhUyMUbfuZ5HoYInUDo",
+	"+fvsN9BCJyK9fB0Klrx7uaLs8PP/5720gg1Oz05+/uWE/W8l08tPcM+gbvCJjwdcyAQa9+T4IAPfyFwo",
+	"m89ZJq9EORaZu9EhJOjeqdsgylQmLqKaEmPEvBUuTmGVbt67fEIfH397XcQF37342ccoFErBqekmdoIK",
+	"RSOweOhCN7medTeBiNbhL7qk49out1VwoG5tgEhZAo0/7IjBurIuvOWGxvN4HMzR/lwtJhBuetfyNl3L",
+	"Dh5pnofCzoRQiyQ1W5QnDhekEmYF/ZvH2nCp3/1x6WpDdwyZTiHTP6so3s8aFX+IWIUoR7qcGsbRC70H",
+	"FDrENVTKYmVVPriNpWVFqa8EHd4asdHOM/hcdNsrbfEoB9+urzmQhvEc/CERZbs07PnhIeIA4qovVaDB",
+	"u5NtvLcjWej8TM7noc7mSe0JUZRii+5pns1X1CachQVakwF2irP4VZP4F1C/A72S5aoS8Aw46Z8LbqBv",
+	"frO7I6XaYMXDivG8geuuh/m/b9UlTSu0Gkr9osOCH3fvpazXwpdN+7tYqHA6sXu5O8Puz9HZ9niIpzyh",
+	"tp3U3Nldv9+STtKEUl6zqMMe2CbU61ysy3XFXRkXYeG3o3FwqfQMMjewjgsJ4f0W9hmnQRo0L6MAWj5n",
+	"WBS3z87ceHx9bA70mHtYYVAKusg38JMwDv9wWoQa5fFmH8ETn4vcGWdsNplHq+W+hRRdP+RhZZnMcvca",
+	"NtJ5rmfQeLK1Ux6Csc6F2X6lmHvNyhaZcZHcI6Yn7J6HbR6jSlk5FQdEgmHlSupcLKX8Gaw27D8zFVNd",
+	"zpNYSVGeYQhjJ6azoHKfnaO71amNo1FUFGkKbdlYl7qy0PiypPewcalndpKwnI/HmEYa9iY1vHdXQM8H",
+	"UBv4xOkNuR636iRn+BWvo2/fpmRdflvLiaCrWLQgj+9M/Cys32KdE3ELhwL0/014a8FOgPCZ280lV2Nw",
+	"UGP0yEdlPE7j6FoMDi9igsHhVPjUVjzP52iYqwX+wYUyYnfc2EiWYsahLg7rjYDd1r80tHjCDrtD2UZO",
+	"6L6M9uEpTMH2T4V7z0oh4SbWzcFjFhDkrvN7BkPBuhDqFs6Crdzm2+AwzCbSCurn/l6q6jPWB+D9rDb6",
+	"GjxQlI+EZneqp1OhMpExyMU11GreQgcLf0hgGpC/BKuuuAJnKzYXGsNWRxMxrtPaZx9IBwtjhMwoiMFg",
+	"KJ9D/MaJDysU+W258sZdVPLlPhYHiLX5oRW0+96nhumZSvB5BAA4gjZB9FYbe4ETvMYu/qWuuJhNtBHx",
+	"hHq+3mXeT1A8YxZ+Isbw8TUK9j81/slo2pdkOVB1m8jqT7iZ2qttGrL1nPr+wa3AEm9OamD8iFiA24/m",
+	"jcFJ8qSoOtOD6mzM+DjSiaKNGx030iItL8fCwsBD1j3EWCiQgRBC4YEpEH27h12JUo7mDV9Y3Om8Ubgk",
+	"szgnn7JwMIETzKrFgl7pDpqbA0gfgT3EfkMqz/gDaoTyrb/GIuYUacvjpGhUJtgAHvKpqgP+g2UoOXGP",
+	"b4DJNjJt6hfA+9Zk2tCCqVAZXa8wzsZ9S8pc+DzkfuqMPOMytmXh1Et/zHS56DDFPTHh1GVTKgzrUytk",
+	"EKRcIvvhQoce7bfhzuBXnQnq7nNCbx9g77uxkgZKXIZz2J8Duv1iXojBbp8V9JCzQmFbNqAbj9QNwDaU",
+	"Vnen9DSVwYMi52pFz7E4iI5AT0c/RBW83gff4nWpOvSC1O+XYt7w0mG2PB282G4K4OKQ9IrnErNnsHl3",
+	"rRWi1DsOlWVRpTnm2aOPYmQxFXIkib5nn/2XUxV9H8uGrtvWyeewhfU95+oW4dm9bnN0DkCcCQN2Ky7I",
+	"XYGvG3znqEljybnqKY7vETJ5TvcYm+jgbR+csK/JXoOa7hqFphgsqKFgKQFxAkU39LHkbYweh8TFs5Dm",
+	"c+rV6ROVoef0go+hYim8LGjcSdABMbbqZxsNX8xaKko3NgtRm4x4U7N99jMvvOVXVzDl1JOrtbZ0JD+7",
+	"q7BhBY+6iZk6vbA9hAsT/Dqe35tIIWzPC/IxRH9TY4qAQz9syZZZggtCbDwmrlgRim1fsRuvWJVWTGtW",
+	"keOogQ60jcMIUiBVRrVxqiFJVHYTn0z5Z8waN11UJOsplu+QjaRrb60ObjYZP/vkz+skfzbnzj0oF1ao",
+	"uPyEkGGL3sVNO8MNK5nbPamgh5UVCkLMcHMSq391/XzlLlXoOtel78UisiRoOZiq1NIZ7mNwqoPnHJ0O",
+	"5pK5g+ZhM+XQZ9ynnTcpQLrirVvvCle/ZmVHOD+XuAY4jY/Lk946BTewzXEqV272gy/u/37lU/GnM6fW",
+	"tJhx+kbh5bofNOxGpDKst7ZhMyfog32UaZQche9RZZxMqZV8eAg93ISH7LMT/AW0Bkghg6QRX1tBfmNu",
+	"2bTC8+Kb02HWwlJ2A9XDQXZ2dF3S6uzy2or0RhtmRs9kGjrNQfYDUv61NKGpD8BGTbSCS9FcMm4o9xX0",
+	"p+aZ7WBV9Au5klex4NZtyCdHT/7nn3zvj8O9H36n/9/7/cth8v2LP//Pk1ujW2xM0QrL8DcPqTrsHw2r",
+	"kdw7b130PddrlAN7t3woXbp6JqSb78UTFt/BbC0IbkwOiM8irWyrrUolKBs1A12sZWlU7vhaFmnrAjAT",
+	"6TgtZS+NADp7BdENE1rjtD69dtj5X0DZmug8S9hQpLwywIcpZr582F0z5fNgqcZVdFxB08XSF+rlPL00",
+	"K5KG/0GTtXUU8S9qwY9/+HmO6LwfZVpOW9uQLRoIMzGcaH1pDlJuea43SUAwlquMl1j2ZA0bl7oqUK6P",
+	"+FTmc/LSgEqCf3lq2IB4ov7vgM1knqW8zPCowVMYOpfI3ex0Ed/7Cp4C1wB7S86Vexi+esCsL/k3AuwH",
+	"gy1h8Pnm2GeJwyeCF8ddlLEB/n2fvn7/X9Xh4Yv0rdagb8C/2sJ/Pwv7G97xxr3/FU3ZNks0Kzt0Iqft",
+	"tR1SGOeTlvNRHBv31X4TNjenn4boAOHO2cIBykQur0QphTn4IrM/D0phsRt1u/nxCxSgcPYT5orR3fMQ",
+	"UD8VKoM8S8iPcdBP5Rl6xKrCx+/pPJCbiTldeFpYQ2k4zWdLzIlzt/gYDLRqc/+fTuSVyGp2PFtKkbEd",
+	"ZzQM/NCAzwO+CqLj7qQNTDUMH/XJP2bAtNNuZ9KIFq4KoLWg/fyaHr22vxtQaIykqOl36M4O00FuTsb+",
+	"8nbTZhZOdJiBLg8c/Z4wpWd+U+x/W5rxnSmpbidCIuioeQhvAC7WsjcE3NBuQ3y+BmZgbGMRN+hc4NMI",
+	"/XbctxWihDOfrDr5u4u4s89OAsXPyzq1Ap9L5S6UR0GvdKJ7JV7U3XfBSW9iXJKGPmg1XsDh+QxScB1k",
+	"1KJQZmwHFYZ32WB3caKUfagg8hlmZrVJHk1xWHcvWYCUoIeSG4QSPJmj5ZMJmz46mbcKMNhkYAX9A7SF",
+	"DcNFlNjBkqrEZ9UnEVS4kx5trOHcdy8Cs1jkuWmkjGTSFMABTP5GcmhilqDbiMiDJW3jZ1/UTH5PrfL5",
+	"7iqN/By/8vYkN72wsx3SuBRjbsUjSno9aX6z2/gLu6q5c25DK48V1E0CYc0BJ+BI8Y07Fiu9S5HxFCjg",
+	"pGWGz+ttz5kRaSlAUhphfRYVuJEgEIZJG1lCfnhsNOru2GcnXhmnKSsFy8XIOvzwXKhEExGupNhDe2zM",
+	"b9fGRKzrx5kbzSjvKh7NGt4KP6D7U229eGajSVhZDYMf24e4O6N8zXNyYye5q+kGdo8AWuD4xUcgWYXK",
+	"Ci2VrQkk9Eyxt7+cvKJDlXgnU6oLkUB4C5nIMjJ1DR5tiEBLwyol/7cSjE81haBXaM54ZxiCBPcrHxqd",
+	"V1awibWFYR/P3rMd959UoQwmfZ7r2Vtri93AjFZTRZqEwQlzNvao5OMpJDn7lzjkMTq/wk6VLNe6cNp7",
+	"wnKpLvewzbMuWZrrKtubCsuhIz5xXwqznEs5ILj8hNmKoLjD+JwtT5gDIjubSiWNRcZluMKwopRXDu3x",
+	"XsN2/NNO3O+n+OsF/jjY3WfvxZinc2YUvxSfUm7QO0feO1OlE8bNkoNOq0/GloJPPxFyIq2b4Q6aWq7/",
+	"oM7h8ld0Na5SDcpCpeUcksk5NmJBsg8qUar7EbW1TWnBki1lmq5ArzVpp27DHkffG2olJwL5O24vgLji",
+	"I1aNHlL+U5hwyuEiwTvReYbdJCTS+Ulbi2I2kiLPTJ9//030f2tg/e3aTLG2BL4Z8MpUraHEIucpZb7j",
+	"9kP2PNjFNTE+8kpAkbDf2ZD0fqKYmBYWsJ4PDcgpPLc1LaXP48cfjskf7DupYOFmrUOGwBmMwImcffaK",
+	"0vOpQIqqv8Rn633G7qaQoqtq/6obX0MJjCiYCYvJT9zuC24x2j4WWSeMXi/RNb75XfZkW2kdX4/Dbpnq",
+	"PeFViXsPwBWsUPYgCgD6zI0bBV88nPcMfA8ITrpd42R6Go+7I12ysdZkm1tdQFM2IUFpxk9IQHMI3lCV",
+	"sd+4tFKN0ZkXe7hEqqeCveIqFTmRCCttJ+4+yBwHM19Zn601TWL/9pxNpLG6hMqCS1HYJKgtlPLqnm7Y",
+	"qBQCnoDo7oFioQIVv3Nr4Hl/MKghdHo39c146HBO79vpjlyCG3voKJoNES6IblGLXbT0FxrtyjK4qEnb",
+	"AfrvBJ1xby8uTn0rXiw7gr0qMuJmo/lDG7JAoHfHV+QjCIWB1YgN0L151emGex17P//aeU3W3nEKa7HZ",
+	"ddCibbm8BvII4kAd8baRV7uj6RsQQiQbYsNCJNyzSdxBEL7LJfjBbTI+jj3aUpie2vaGUOn1opyMzvWt",
+	"xwgQkVa333mnjABGqtAnxvud3H0DH32nnLaBpt22R1ftwVW75DFDH1TTXkvYcF5w7IUgkWixdl9iQxUM",
+	"zofEUbwiiq/MmczIrRn+YiGMX/IrkQeS3pwV3E7YDoYnE5bmXE4TZuRYcVuVtbs08b7S3WNPkCBDDgDl",
+	"IS1qPPvshGVIlFAbj85ydDPQ5mG7EK0BiwdiGK7pi3MSdcHx7WWQJCW02LBBhB0z0/gG4reAOv8Eq0PE",
+	"/1Y8x+l3SyizO7UrN+yrgxt1xo2ngDpu6soSIsDuTzM+723PR2V7xj11cJ9YfZOSYHMldU37NWe2cRMj",
+	"H4w5YFlE7A2oh+wc3CycaX/qgSx4p+Gj3z1aI13owCDNIDYhCN6+VbD65D4gYXDyu7H76Atfhsce0HpA",
+	"++YALaAC1iJEGLBViLM8vzwwAq433dj2xliOJBUQyYY+WqmeMrrT56Nn4kqm4qmBwkTNdGWLCtNalMj3",
+	"2U+6ZIPx8Pnfn/392cB/sYWOAyaQ0+EzGGc/lppnKV/spAZZM1xCTJmU0HORapWZQeIpGNmzw91QJBkG",
+	"9e7Xf7y7eIPONDe+JCjM0nqyS1Tgf97/27NnMCYox5zxMvOxbmwVGQ1Uj0YOcBO/ZDkHFZj+zHYGqc5E",
+	"OtjdZ6faWJoZDLCffji/YK0rcfCF/utd9ucB3DI4plZkZrJn9Z67mkFW1c6gsHaQYIBmOPdTsMsykcos",
+	"4u6U1nsk99mHqnTfIt2MHtW1Yz+Cw8JHjWAATw3m7Te6xLWKEwzQXfD88hxv3ZJQWXrPGpHiN5TKwk68",
+	"VQESz0jHEGmueznwuOSAgxvmTjLl7HgAjRDf/dqC9z/80I73eL/Zh9s6cT5Gl07f6kUDA4jGFt2lSyCU",
+	"AFtmWhfqOcXHdPHuNiFibb4+vKUeicw6EvPDN93X/PxHDAR3FtpY3D2ejhnDe94l/RdP25IvcY0s79az",
+	"fsMeU6h/oKqw83d2+faPZEEmk1ZxxE72nMLhdJoinfKETav4D9Uu9bgWQYHL/FOOI43AKS/g9sP+Es8P",
+	"GbTSKnh6CdnHlk2d8vLskBkoMHcKWGuTauxIfcQK0HWMf0WhL4Xa3WcntcaIPNpL6ow0LM21cQqVLumq",
+	"etFECdBSilxwg7xCdcvxQUqipKVIFybWHcATWIB7CTs3ryqFD16jIsFO67WiXiu6N9YxQB+ZxbevFB0A",
+	"4iA858KKFmcfJI80MblhNYK54YAMs1KNdkh67LsGLmCajCEtemhEDks2LERgkAXNWD5vK4yE57jjBevZ",
+	"a1i9hrXdGkfYb0t7+laPa2FX+OU/FEIZKn0wvrv0ot6xz16R1uFTuEgzOvIeG8wCAx7YUheFT/gSM7qg",
+	"plZbPpTnaPScWvuYNI9Tu87bP6Z0kV7t6NWOO1c7bDsybAPIJrLM9gpe2vlBygvsn78qzy0mJpMZEPTT",
+	"azA3TXwuZM324GlST07fMesMLyTJLqCdCr1tzlJuxRi6CFIP9fBEIIIUmVmg+ZeGnoa1Ntj3Jc/32Tvo",
+	"Hk++Yfdy9wTItQt0rrqy1DZmJCCBxNTEsZVpI3idEltN+AhDPT2x4UbijEtibR7O2QCnv66VO2K8kHtw",
+	"4+AY+baNzmvFapkI81nc9aWQn+DeTx6Z2nmfLtxCnrp1fBUv4zbxq/2NXX1SomsWdwd836OoQH/t2fBm",
+	"cXOh5glxGzHT8Vmvz2h95Ov99eToSdhgT5YQ4VlHOM5NYTcSYHDCrPTI0kVQhu2+YKRLiMb587fYPHwk",
+	"c+xSpjJW6pnxCQrxc1aftPbE1Wgf+mFfNxvrq/JQ11xLg/kvMZ/pMrvGHaeltjrV+TVuAbl1DmSK767z",
+	"ql+xYdvmN7wGOfIVt9A/rnXnPyYa9JhNrz8pimtcjfW3177hWl/wBrlJrvMNldX/kJnQ17znTKTX22W/",
+	"6tOcz0X5Yyn45TXue8sN+i2vdcup/eMaN7wz5xNe+j1zrb0GjWsoQ3vzCYQeq9e9CzsWfCyvM8CfS10V",
+	"/yXmPwEWXm+I8gpwD4bp79+mB4PevEnOuZcXPSPFCkYKP0lsJxK1u9uW82FpliNDLQL/4EvqgfrPtSaA",
+	"VkF4H4V4LAkvkPLohNEzJUozkcV1hXtTqyUwuK5ojwTPLRyWVV0CIdujd/XdkKuPZ86UItXxgZyogyLn",
+	"8yFPL1dUbhhTCcPMBLriSzXOxZ6zSj+evTchjYye+NSwXF4JhsQjCfNkiuREE1l9GnecKYxW1xTz9Af+",
+	"NzOADNCptFZku/vsDU8nQAjDsymUdnzmqc3nPs15TgEFsPOFoTZ5g1yOhJVT4fPf2E7If3t+mDBuWS64",
+	"sewF/gNCuMQnjm3LM6xp2wWWAfwtAMVTQ24FavgK9WzSeNIrQBWu3P9L5aeDAdeLm7YjSNwdjeBHv2Ma",
+	"wVpibkE6SJ7NB1j/GirnLC9DW0+JfgXMIMT5MFFDjEshCvizs4h0Ca04lRKpTYgrBOt/YRcwdFdLZazg",
+	"nWwuNQS+l1fi1O+gaxPSRglnLQ7csEmv48CdSuX/+ez23Lmt87HCu+vtKbQ8/Ub10+J2yC37fdsXtENy",
+	"aCX2YLw40N4R/IgcwT8LW69/QI0gCmrIi8TAtqUfvsXsu+F8nfDbA9hb0TY2UKmVQokZNDFegMzOr/eU",
+	"aaCfQttjrHE0g4QSeGD2Ul5CB0c2MFfpJyvTS2EHKIAw0i8NvQmj3lBP7J5/HDCj0VU2dD0SdJsbEhU3",
+	"4h9MDgnQwzkbwB9qOfn94d73h4dRvvjzw10nAaGvAM5A7hudS8OyClohDeCXEyd8B2yHD3Vl2d8O/39M",
+	"KspUAC72XSzGhIR2TzgBd3v+tzcoxU/sgO2EP75fkOWR+K6/sBCl1FktzF++eO6+AmcFU686hPgxXotq",
+	"SK13fPDpCMg85N3C4A51UjnByXBCFTMh6sFQt/V6cKScULOqpUeCx/1KX4rMXYCh2EG8sQdJI0uNRDjG",
+	"OErB0sr6Pt3fMYOzBDxEXssIm3GVknGMdf1uKqDrsNLWKWxXgl3JTGjGyxJ30clSyGDK535/GjYTOWjA",
+	"gs3E0F/qdUOno+4eRVMDJbZDkWs1NqEyi56bsH89WZ6ufz1hfOiGNRWBZDDcgEQhuMMCCbcfJnzWTq7H",
+	"VJ17RV1Jk6DOcVa673KqFDdmpkvf13n3eurQe4CUXieaNyZkE6UoaZxnrHPz5JBeV7pd/ai5ph1qUY3O",
+	"mNIEIN+rR49KPXofsn1iDQCo7byZB5UMaKWtU4y2qPmAAbmCGgo8YNDRFLkVvMm9ECCDxxyxQuc59TmC",
+	"AbFKWZmTMnRdHxsUfjw0LxsMenXla23nE0JAgUuqp1Oush4n7rbO6K4dd23Fp+vPsC5WFNyHHNx44xW8",
+	"8km3vLJ6rxSpxl45nSdcF8dobzgVj49GIrVU9Ajti0uzqLpc+7zr4uEdd12sPu1u3r7Zw313Z1UX9/6o",
+	"VnZvKsqxWNNI/FVlD+A63zOcyNjQg7wuraSyv7h7ffvuW8gtaeE4g4Fj8xFZF4+VV6LsYjmbNrJCOmyW",
+	"Z8//vmymbBCWjubENxpZOW5i/I12E3ThGObO3NTG7FEv0EuBbVRaP4hLdc0v2So8RXOwSZQ87rPeh8hb",
+	"Q+TNY7ptlCkhaUaqsVnT3eE/taSU11d6WuTAiVbf7OngyADZCZgJ/ideFMTogOlDu9Ti3M2FceL9nwNQ",
+	"Ti/kVAwSNhAqg//cRV+ee/Avpy/Zjm+zILJd34IoBgF8ap0Pm4SuDbbkyqTaDfXIdxYrKhsoJtCrdynm",
+	"oxJog6wbNWXBRkOrPYkhrc8Pie14LyAndxh9JKg7pv6mYzbmhQkji6YQmiVcyqIQWYJt4P04nxqWVYjN",
+	"0EcGgoZILFQCZfg+GzSQDuKZnI14nmPPODcSKHZSvCw9p8RI5qJ2Wc1ZLp31xYy4EiXw+9RTS45cbJiP",
+	"k0akvMdojElLNth5laZCZOhXpAZ4O0YI9vObml0jfDU0vhJum4p8N0HPnB5aLhXj0Cpjn/0G5BwpfcrH",
+	"Mh/4mQHCX+jPbzQ7/XB+IcDfWgqEVuv2ueI5dToCB7bMwSAeCnYlSjmSGNJ0XyDVGCpiS3RmtyxP3Wvv",
+	"GLYkOtNxEj3Lui15emnifOYhenSpye0OzsgGrr0YWbdF3UGvWFMWgjNSt9N2Z/h23WGNuejieeLmMllo",
+	"vtkrwDfW5qEplm5RKl1P+z344v6PMre6qkXPxBQb+yoH5u7UOliDBgkYxMIyec86rkt2VinlAOKYqILw",
+	"yR8AnH+SuRhgRyMUKiOIg2mdUGIIxa2sAUCjELzgziwGo22my0vYs4uQ8Bre0gkJ17RXo5vfZafcTlq0",
+	"VegpVsL0xGISvogI0hoCN2S4QN8wFK0wmbiAbKyFSYKsgRpZ76tLc8GVyFhVdOq6i7N8f1qWbQJIOHrc",
+	"XL237RYBzN21wQw4XUmm4qPiV1zmzgpbpjwWd4t9BGB/Ju0W/QmetdBRrSj1uBTGJEG9lX+IhHFI7Q4a",
+	"ZEKM6VhfBaq80yt9kGtV/ulN48/v90Bn6FWFG85HvavDsjoVtUNNOMj0TOWaZ3tONq+ITy0koqJF5W82",
+	"QfA9DVpAq7jkDBNt4jybIGW9hs0hzeKYxGZpLEtzKZSzAnPuFIozUMjJIiBvd4ZJJCRcByIktSSMqzn5",
+	"z/E53jTZ3WcR+FGDqLSyn2CiPuGoPlX1JYNdenwQ88HYI8Zz0HciVWjGjZeDm1s8r2lW37sVuTGY2WbG",
+	"AcSC3XDXWFJuj0FWyl3kFLQMd9U4e5XlzoIONdJ4gIEVobB+wFc8Y7epjtBoro+ym+Y9nkT5jpjeslMK",
+	"zGz5L+n0Ff+CPfx4cAPyyOe0gMEOdCfWFnujafESIGoC6T7yUkBupfs0aEiZi6fmGKGKKt7DMzB9DrPm",
+	"cg3tHqI5cV/GpvwSYpysUhU0Utgc7NZkb91HtNs0vwpzU4ywbkrNcajEwMAueSOnYnmB0H2H60/u06G2",
+	"k90HkoPVI+fdZkMtYyTyL9ZlI7cFmKvTpNaD5VeopO7mXh29SXU04ECvjvbq6ONWR+sSlPugjq5EV+pr",
+	"UINpO1PdjdXjBKUyFKYmvkRHY4nOzz/CiEIDtXC/LxXYGXiuM5kN3Ow2OxIsftGBVFfSisHukU8iCVVR",
+	"mO0JkfjFqhyITCoxE1lUmvPUsEGsZ0P42LeG2PMvHAQ9J1z8Lhs0qh1ktkwqTAORWN1B9UpzYakyhVsM",
+	"wiRrS0WWaisgEr8TNX8oRaFLakEpVObzBMOeQVcpMsVgK8lnz58lbMLV2LCqCLUyES2VscAuuIvxG4za",
+	"OAl3hsUzEKiHCYVIkRLNr/BT9wnu/LSCEXlR+vyMk3+t4g7q2NPYVQ+WsbAv5+jLOR5pOQcPsmJJRlyj",
+	"mONWqlzBnqC8xU0aAzdyihZb/1Ym8S19BIXJNUduwUGcPdR46QBK7EjYsmFlpBLGMDdrTgRgKyRVZ4dD",
+	"Z6C6xQ7ov8bJoCuR60KwwZeCj0UCGYvnED+z2vI8Ab62PwdsR5cZZF4N501rSmbHbODuQjk58A8YgLzQ",
+	"UYufwKSt02rqdsdTNkjzylhI3dpdl4sbMZ1dPxX3lX/PdnoTbzOiF303Dmx1qmkzfa2P8t1gjurSSd42",
+	"FimdiTURvqYqbw6+wP+vzQRyWpyJ9GPIk0zFEVBJx0XPIcoOWrY70p5fmr2J6qTfXlyc7v30/h8J/tfo",
+	"l1N0a759f954XIMkpVK5w6xBJg1dAxo4aGIOrjCDKKVSv/mqAuxQ1U3uU66c1j10o72SV260XUXmUz73",
+	"VeXSJnUmVMinZV7rf2oiglq28/LwBRvUf/iUCSWFs2DsRJQzaQTkVdJ4QM0F8GxlgfVJM5A1WRdZM55r",
+	"JdZnSP3FWuimSdehNdO+Wqkzj3Q55fbJ0ZOqku7KluKChU4zk3lcu68yk7BLUdg60bhmfbDUIsR25U2V",
+	"ghto5tSqxD//7vsNBgSZYG6PEUNRXfyfgz0W9i4N0LNFdOZyha19f7K4NlLLG+epFyM3liziZnWJCOov",
+	"FygjpW+ynrfb+z2Is6/hoY6JRZI2ohB/yStdKVu7RSrl08C99VaDbc1tjFUBhIP1yXbw604WgK97IgTI",
+	"Agpj6vrXY7FK4TG5NpZJC+3hy9gVz/NclNFwAh2H+Owk/s7Lw5fXgHH4kA0xvJFi9lAA/Pd74S3Y77Gl",
+	"OxFtK8hyXeXzAHBiVdE09bh16qbJJXgpgbcIHMCtPEnHkfYG5ToQYG9yCS2wELViWMwT5Z7ohhDhIFqx",
+	"ERRGxE8QG4TQISDovGY4NzowAoKKi9Z9pEAASRC+JUN2wEi+ggcWvKikZXCLpeOL/rtkMz/rUc046L6O",
+	"mJJWacBIsNSOwWvQ94jxGOIJapGEsQuXdxqeCGh3gI4MuFCNo8cfeyYsr9SLz1bAEuIE1ldeC6ghFtCO",
+	"1TgHaD8EMqvaryxU1tbwSonZA8Xzm/dir5qNNcHZsF/Jj30M5SrTws6ZHv5bpMizScWAVVkKBUR599Cx",
+	"7ffYt6lB9w7t1bIYWnLdqjCuQ8Qr6LujzD/T4Ts+ahTJ1p1PQ9my6a5b3jn76RV78eLFD74X/x9aid2E",
+	"6TyrORfYwD2cqnUjMoBSjEQpVCqOwVEtVaUrU08hB7IAGhiwqyzUjK9zIJ/VE3QfuoSE4VyrQUa4a/MG",
+	"HuGWa/cKCXdu2F8jXH+dhhnhpp9kLjbuxBC9inbite56g1t2u577xpdtQhMBe7uniVjhgi/jM3wvSmzq",
+	"6w4mvMz2ap97B817WToTxchhLo6o6DTiJXjKhnMriO3F2RDN0OGOnZS6GvvwIR+7CdwFhRX1IuCOlSoT",
+	"n5lQtgSeKc5e+6JMPR0aCzqu0Y3cDpVRmW5cm4tJBE7tt7qsczys72CFQ+WlYGOng7ETX+8q85wNBZhn",
+	"pbPMlM+DkZjKggOcC8t2lLafRsBYe+z0/yVei9qVzw0ZTFfErIWigFMXtxkwIMCMxOmSLXHFt7zMFl3o",
+	"DeGwHZ3YvcAhwY/cppM1ajB8WsKe7T07PGQZtNlKLZOZSXCFi1KnwhhnS2KGq56p29WBl76ni6XLAVwJ",
+	"v0KLAvdlCXZ6hxlgEFjuQa8d9N7WkHI32OdrcdejH6FEN/L9WAKhiNEju+cDXniEnX4X0AN1ToQWONMR",
+	"rGaNyB68DzOdRlzmFKwMQ/rkHvdp3Op9PcOb+/Pfn/97ff5pnzYPzZ0AwRpCkggIorF2g8FbIMWHbX5E",
+	"NExOsEfmHjreZNkgDcEKC/AQors1YcMqVkbALdtUW4aIO9AAp4E03tvamFyDxRSG8TGXyukkDfzRSlwb",
+	"bM71yPb6Ro83DwBvzuujcN/1jS/oRboGl0EHgUGjHhbsJcW4tTydIMNdSIGC3xWfimPYYFPwWsGv0M7h",
+	"DLsXQH2Be5U03Wx9eqZqow85SXhZSqi1WC5Ok6a+Dv7li9Ok9b26oCMfFJYdRSVrfs8PpcqgUte3fQi1",
+	"bJR46nukYGlbKGrbqT/siBkhnFGY4MdLNd7doOgtWy58q1ni9tmbK1HOwzBLkU5EehnNzA5HdGa6bOIw",
+	"/Fo/aTfU7dUZBztoh17xXGbEw+iTCRaqmf1+8L1IaqpH1E/HwpJ1jOV5C6jfKM7bZ+8sRSGxKBEMcN+o",
+	"TekScwz4QlWRH8L6EokgOf4SYUTDN9WX6PUlet8cY0QD1u8TXUSbDPt6pgitAPubQqxJHxFeuOd+BIQK",
+	"lTYA4QFu28qlm2wSCSremYM15AtcEIDAegrOQyAz/Vd1ePgihbZG8J+CiVw4uZqw0WhaiDHbMwZaP45K",
+	"PQXpNyWhikGm/8AnUKovPuOf7v+ef++pvdou+X2AJXLos2RDMZZqmfGWuG6l3U1COtvb9+fsHx9ew3dC",
+	"jcTOJHcjHDHIajYCiG8Njjc8yerw3wmYIkRR60P6vg++2GdnmM9QZ4o4bWGfnS/LOc/JgTrsBpQcCXFy",
+	"1Altm1NzBIlw7eK7xt7ryFbAjf5NVNz1BB+9oLub+rgmyN9Hdo/Vsm1T+6xm81gQazUTOvvl9OXxKvni",
+	"tW+n9wtxaSC5jUROKTiYQ8fO/GEDlCZ/UdpgMgVVfcNXrJY5GEST095ifIgWo9tcN2Mtnizrrg19ASnt",
+	"jXBS2Ao2LrmyXyPMeyOxNxJ7HpdFHpe7MhJXClEqQV9TV06ixhO8dGbzIR0USDdI6ahblEAHi2BqWfEf",
+	"yFIyYDseGgOri2cmeZc16KdqkhNoQEGdLDra3QNHCnSBAzmXz0OzMicjQfwcx08dilRPhfHcKZDoj3LR",
+	"98ddk/B3TvN4Z32bbqVdU9eL/dpkXW/1K3oDLwybUCr/cm5F94u5bbLar0JaXMVzfAPlB241ba/xwk3S",
+	"9hZOYh9bWpHAF/VrNbdF5bEyf48uulFOLN/jEbixmji6eCmidtzF1h0SqEyJ6KxynXKrS7az0O8oYYOr",
+	"iTZQmsmLwv1fhNNSGSt41uiLe7RgpHBPIoWkXUKlOhMlKyozEQZ5V5rkiWcX56fwM0oOTAvIGPy5XjCz",
+	"mzj8r/KcFaX+PMd+WNE8UD8dMH1GuZ45mbBAT3JFv4RacI9oys1iKhb6YR4ho0ncHnenwZ/Ssur/fz9b",
+	"/7G/vx/MwFoS7iZemAXPDfBmZWxA/tN//r5fQW8mHSp3ROkb1i90619uVzXlczYUvnwtovoKcpWEH3l5",
+	"G8JkHZGZm8EV5GV+T0F8quB2krDBl8b4/jz4Arvrz4MvvCj+PPjiZ+vPAdvBtAAnzT+evd9z9+8Jk/JC",
+	"ZLvH5BmOevdTmpa3xcKSNk8dC9Lc1P5YqLwDV6nPSq3J3YoKCShKUOSg2M4AcU6unaoTO0Jz31E/3v1N",
+	"drZ1TGxuBer1aO0XFjpoLa50/exDt3BOA/LfCupQxJNzFB0En/ziu2ImzdZcWaBM8sKHitf4VJh4J0WL",
+	"DV7xHGDaujMGZ9w3Z5QbBCBRPi56ibdrE7a8c4116COusE1qjrR6Q0Q8aTAlPVfalkzLvlJsA9dupwbg",
+	"T+6dUqBNBM+dSfBlNcMEZ2bK85zh5cwoXpiJtr4wmGdsyHOuUgeEbhdPtZJWO8uCpVzV9qgD0EiX2Ge/",
+	"ecFIhA0S2mpP3O8pFPpChAXqlM3cWDEFnQ9PexgF9EuUKs2rTICyYYQyFbmIIVMwExZS+3zLWqUzAQWo",
+	"UqFPUJehQhk9hkBXhLXGkDik1XyqK8NKDv5LO+GKleLfIrWeeZQCktKw54eHkShz7wJJcOnekolxyTP6",
+	"sO8OXySRFgT15v6jhjqbJ6g4oNCN3IutpBNvcSm3aT9dpfiScxpkZ61v9ye77QAiNXiW96MOV3czzGhm",
+	"0U/h5j7UMELEr7nvE1AunFYNnafc5ft4/EValdLOnxz984uzqIeCl6I8qdwR++fvzriNM4AdXME76PHx",
+	"7oygADd+SzXpYccx/7/1n50alZKQWxzg4uiSL55B9ZXWl1L4IdM4lqgeYFhMKqxFh05c+CEJKIjgrUqQ",
+	"2ckkbMqlW1sHEtQ/Go+2saysFCQHgDkDi7KD38gOn0EM1bsXcCKWXRUfDSQMlxpyXevG+cmS9ULIQbOA",
+	"g2O25DIP+kLKLc/1uILxRFw0hZbKmnpozxtD8/O6PLgzgRtZZIxIEdlUTIeiNBNZUNcyj1jY2TW84kX8",
+	"Crq55Q3/kJnQkSbpdb5xqauCPrnA5o97PLXyCrXTQuu8vhhf7VUQvyS5HtfD+a4xHHpdy3h+dUtIrfth",
+	"DU4ZbPWoJM03MHZQKqZFDpZ3IDl0u8J9B8TBMuakBradlSXuDyyP65goINdrGdb7yEPRFo7DmZJlpHJ7",
+	"6g+sohuJdJ7m8acFO1jSd8F+M1N9KZhFcFvwyrUN7CIMhLrq6hEmZ9ezkfiGeCkcqlSrkRz7FsqIq8X/",
+	"x9YV9LYOwuC/gt7ltVLemypNm7reOnVdD9uqtVpPO0CCOpY0REC77tD/PmFjQjtOkRIJiLENn40/uFCN",
+	"ckqCsSF4T4oKE8H1crtO5YadZ8Y3g3rDoP/I2BY3J1A9vo3Yjpj9KP7c2yIGhqnn0Zlhp5udvHjkAfgg",
+	"9k7oY4HPfVuxLyk+tK49/FSQPuwa3lpCpP6Vogs7g0b/Qz3fSLHSkFsls1ctNhmmgFr2r4+pkPxAcpM4",
+	"1dpZZ3hH0QtMu/Jqp1rlP7hwRyF0Bv7IfcdIB4cLmxNPFSU1HqeSCnxgl53Pp1drhngRoz4eo2+V9xfe",
+	"fg7SsNViSfrdGWml98OoOODuJsRsE8waORmDb0BoGk6EEeZigU89GV14k3WCRFneG5c5Jy3o60IodlCw",
+	"StFC0VMCROW9SQUT0XOm8yeJJ64Gr+v7ITNa7+wdPjArXXqjivw/XsEvky12wj61wgXOOCG5K7CspcBI",
+	"Be5TLBtsHhdLTEDbvYhjgA+z5RDaDhP021bCz3PjVKk63jpKXmc1wbgy86uASEq9YwPHm3rYx+8DG05b",
+	"sfn/29EIVj6N2AMH9Ncy20leSzOJsQdhNK9Kbh2TkRKUrqJ/eX5bPOAhgdSSeVP/Ob2ffgIAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -225,7 +225,15 @@ type Manifest struct {
 // RecordingManifest answers a recording's manifest to an archive ticket
 // with view.
 func (s *Service) RecordingManifest(ctx context.Context, id RoomID, ticket, recordingID string, afterSequence int64) (*Manifest, error) {
-	r, err := s.checkArchive(ctx, id, ticket, ActionView)
+	if _, err := s.checkArchive(ctx, id, ticket, ActionView); err != nil {
+		return nil, err
+	}
+	return s.manifest(ctx, id, recordingID, afterSequence)
+}
+
+// manifest is a recording's manifest, its ticket checked.
+func (s *Service) manifest(ctx context.Context, id RoomID, recordingID string, afterSequence int64) (*Manifest, error) {
+	r, _, err := s.room(ctx, id)
 	if err != nil {
 		return nil, err
 	}

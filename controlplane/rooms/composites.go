@@ -63,7 +63,7 @@ var (
 	ErrCompositeNotFailed = fault.New(fault.Conflict, "composite_not_failed", "rooms: only a Failed composite is retried")
 	// ErrComposeRefused is what a Composer answers when the media server
 	// cannot make the composite from these files (it then Fails).
-	ErrComposeRefused = errors.New("rooms: the media server cannot make the composite")
+	ErrComposeRefused = fault.New(fault.Conflict, "composite_refused", "rooms: the media server cannot make the composite")
 )
 
 // maxCompositeAttempts bounds the tries of a composite whose media server

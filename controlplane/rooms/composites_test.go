@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -56,6 +57,7 @@ func TestComposites(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pubs []*Publication
+	var tokens []string
 	for _, who := range []string{"a", "b"} {
 		j, err := s.Join(ctx, r.RoomID, JoinRequest{AccessTicket: mustTicket(t, s, r, TicketRequest{SubjectIssuer: "crm", SubjectID: who, Role: RoleMember,
 			Capabilities: []string{CapCameraPublish, CapMicrophonePublish}})})
@@ -74,6 +76,7 @@ func TestComposites(t *testing.T) {
 			t.Fatal(err)
 		}
 		pubs = append(pubs, pub)
+		tokens = append(tokens, j.Token)
 	}
 	rec, err := s.startRecording(ctx, r.RoomID, "test")
 	if err != nil {
@@ -174,5 +177,86 @@ func TestComposites(t *testing.T) {
 	}
 	if _, err := s.RecordingFileURL(ctx, r.RoomID, view.Token, rec.RecordingID, cs[0].CompositeID, ActionDownload); !errors.Is(err, ErrArchiveTicketInvalid) {
 		t.Fatalf("a download with a play ticket: %v", err)
+	}
+
+	checkPackage(t, s, r.RoomID, rec.RecordingID, held, tokens[0], cs[0])
+}
+
+// checkPackage: the package needs download and holds the track files
+// once each and the Available composites; the timeline attachment shows
+// a track's gap; the runs open with a view ticket of the room only; the
+// session manifest opens with a participant token.
+func checkPackage(t *testing.T, s *Service, room RoomID, recordingID string, held map[string]bool, token string, avail Composite) {
+	t.Helper()
+	ctx := context.Background()
+	issue := func(actions ...string) string {
+		tk, err := s.IssueArchiveTicket(ctx, owner, func(p string) bool { return held[p] }, room, actions, 60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk.Token
+	}
+	view, dl := issue(ActionView), issue(ActionDownload)
+	if _, err := s.RecordingPackage(ctx, room, view, recordingID); !errors.Is(err, ErrArchiveTicketInvalid) {
+		t.Fatalf("a package with a view ticket: %v", err)
+	}
+	p, err := s.RecordingPackage(ctx, room, dl, recordingID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range p.Files {
+		names = append(names, f.Name)
+	}
+	if len(p.Files) != 4 || p.Files[3].Name != "composites/member-"+string(avail.ParticipantID)+".mp4" && p.Files[3].Name != "composites/meeting.mp4" ||
+		p.Files[3].URL != "engine:download:"+avail.CompositeID {
+		t.Fatalf("package files %v", names)
+	}
+	if _, err := s.RecordingAttachment(ctx, room, view, recordingID, AttachmentTimeline, ActionDownload); !errors.Is(err, ErrArchiveTicketInvalid) {
+		t.Fatalf("an attachment download with a view ticket: %v", err)
+	}
+	if _, err := s.RecordingAttachment(ctx, room, view, recordingID, "chat", ActionView); !errors.Is(err, ErrAttachmentNotFound) {
+		t.Fatalf("an unknown attachment: %v", err)
+	}
+	a, err := s.RecordingAttachment(ctx, room, view, recordingID, AttachmentTimeline, ActionView)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Tracks []struct {
+			MediaKind string
+			Media     [][2]int64 `json:"mediaMilliseconds"`
+			Gaps      [][2]int64 `json:"gapMilliseconds"`
+		}
+	}
+	if err := json.Unmarshal(a.Body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	gaps := 0
+	for _, tr := range doc.Tracks {
+		for _, g := range tr.Gaps {
+			if tr.MediaKind != KindAudio || g != [2]int64{2800, 6000} {
+				t.Fatalf("timeline %s", a.Body)
+			}
+			gaps++
+		}
+	}
+	if gaps != 1 {
+		t.Fatalf("timeline %s", a.Body)
+	}
+	runs, total, err := s.RecordingRunsWithTicket(ctx, room, view, 1, 10)
+	if err != nil || total != 1 || runs[0].RecordingID != recordingID {
+		t.Fatalf("runs %+v %d %v", runs, total, err)
+	}
+	other := mustRoom(t, s, CreateRequest{Name: "Other", MediaServerID: "media-1"})
+	if _, _, err := s.RecordingRunsWithTicket(ctx, other.RoomID, view, 1, 10); !errors.Is(err, ErrArchiveTicketInvalid) {
+		t.Fatalf("another room's runs: %v", err)
+	}
+	if _, err := s.SessionManifest(ctx, room, view); !errors.Is(err, ErrTokenInvalid) {
+		t.Fatalf("an archive ticket as a participant token: %v", err)
+	}
+	m, err := s.SessionManifest(ctx, room, token)
+	if err != nil || m.Recording.RecordingID != recordingID || len(m.Composites) != 3 {
+		t.Fatalf("session manifest %+v %v", m, err)
 	}
 }
