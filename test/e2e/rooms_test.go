@@ -382,6 +382,7 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 	}
 	checkTrackFiles(t, cp, be, room.RoomID, recd.RecordingID, archive.Token, manifest.Tracks[0].Files[0].FileID)
 	checkFullExport(t, cp, be, room.RoomID, recd.RecordingID, archive.Token, pub.PublicationID)
+	checkComposites(t, cp, be, room.RoomID, recd.RecordingID, alice)
 
 	h.mu.Lock()
 	h.stop = true
