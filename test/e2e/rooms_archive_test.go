@@ -3,6 +3,7 @@ package e2e
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcplatform/svc/controlplane/rooms"
+	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/test/testkit"
 )
 
@@ -161,4 +164,34 @@ func checkPackage(t *testing.T, cp *controlNode, roomID, recordingID, base, play
 	if st, body := device(t, cp.api, play, "GET", dev+"/playback/manifest", nil, nil); st != 401 {
 		t.Fatalf("an archive ticket as a participant token: %d %s", st, body)
 	}
+}
+
+// checkKilledSubscriber: a WHEP viewer (GStreamer) killed while it plays
+// sends no DELETE; the engine's session ends (ICE gives up, or it never
+// connected), the final flow report names the session, and the room
+// subscription moves to Ended.
+func checkKilledSubscriber(t *testing.T, cp *controlNode, roomID, bob, publicationID string) {
+	t.Helper()
+	dev := "/api/v2/rtc/session/rooms/" + roomID
+	var sub struct{ SubscriptionID, WhepURL string }
+	if st, body := device(t, cp.api, bob, "POST", dev+"/subscriptions", map[string]any{"publicationId": publicationID}, &sub); st != 200 {
+		t.Fatalf("subscription: %d %s", st, body)
+	}
+	state := func() string {
+		kv, _, err := store.Get(context.Background(), cp.s.Node, "/rtc/subscriptions/"+roomID+"/"+sub.SubscriptionID, store.Local)
+		if err != nil || kv == nil {
+			t.Fatalf("the subscription's record: %v", err)
+		}
+		s, err := store.Decode[rooms.Subscription](kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.State
+	}
+	viewer := startProcess(t, "/usr/bin/python3", gstWHEPScript(), "--url", cp.api+sub.WhepURL, "--seconds", "300", "--bearer", bob)
+	testkit.Eventually(t, 60*time.Second, "the viewer's subscription Active", func() bool { return state() == "Active" })
+	killed := time.Now()
+	viewer.Cmd.Process.Kill() // SIGKILL: no DELETE
+	testkit.Eventually(t, 90*time.Second, "the killed viewer's subscription Ended", func() bool { return state() == "Ended" })
+	t.Logf("a killed WHEP viewer's subscription Ended %s after the kill", time.Since(killed).Round(100*time.Millisecond))
 }

@@ -271,6 +271,8 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 		t.Fatalf("Bob's WHEP played %d frames of %dx%d, DELETE %d: %s", frames, width, height, deleted, out)
 	}
 
+	checkKilledSubscriber(t, cp, room.RoomID, bob, pub.PublicationID)
+
 	var pt struct{ URL string }
 	if st, body := device(t, cp.api, bob, "POST", dev+"/playback-ticket", map[string]any{"publicationId": pub.PublicationID}, &pt); st != 200 ||
 		!strings.Contains(pt.URL, "/rtc/"+room.RoomID+"."+pub.PublicationID+".live.flv?svc_ticket=") {
