@@ -28,7 +28,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/proxy"
 	"github.com/svcplatform/svc/mediaengine/recorder"
 	"github.com/svcplatform/svc/mediaengine/rtc"
-	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspserver"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
 
@@ -48,7 +48,7 @@ type Engine struct {
 	hls     *hls.Manager
 	proxies *proxy.Registry
 	flows   *flowReporter
-	rtsp    *rtsp.Server
+	rtsp    *rtspserver.Server
 	// rtpServers receive GB28181 program streams over RTP.
 	rtpServers *rtpServers
 	rtc        *rtc.Server // nil when WebRTC is off
@@ -180,7 +180,7 @@ func (e *Engine) startRTSP(cfg engineapi.Config) error {
 	if err != nil {
 		return fmt.Errorf("engine: rtspAddr: %w", err)
 	}
-	sc := rtsp.ServerConfig{Addr: cfg.RTSPAddr, UDPRTPAddr: net.JoinHostPort(host, strconv.Itoa(cfg.RTPPortMin+cfg.RTPPortMin%2)),
+	sc := rtspserver.Config{Addr: cfg.RTSPAddr, UDPRTPAddr: net.JoinHostPort(host, strconv.Itoa(cfg.RTPPortMin+cfg.RTPPortMin%2)),
 		Realm: rtspRealm, Log: e.log.Named("rtsp")}
 	if e.hooks.Load().Enabled() {
 		// A player with a playback URL's ticket needs no credentials:
@@ -193,7 +193,7 @@ func (e *Engine) startRTSP(cfg engineapi.Config) error {
 			return pw, ok && err == nil
 		}
 	}
-	srv, err := rtsp.NewServer(sc, rtspHandler{e: e})
+	srv, err := rtspserver.New(sc, rtspHandler{e: e})
 	if err != nil {
 		return fmt.Errorf("engine: rtsp: %w", err)
 	}

@@ -54,26 +54,17 @@ func recordHook(f recorder.FileInfo) engineapi.RecordMP4Hook {
 		TimeLen: f.Duration.Seconds(), Frames: f.Frames, Codecs: f.Codecs, Reason: f.Reason}
 }
 
-// scanRecordFiles answers POST /api/v1/recordings/files/scan.
-func (e *Engine) scanRecordFiles(w http.ResponseWriter, _ *http.Request) {
+// ScanRecordFiles walks the recording root again (see recorder.Scan) and
+// describes what it found as on_record_mp4 does.
+func (e *Engine) ScanRecordFiles() (engineapi.RecordFileScanResult, error) {
 	res, err := e.records.Scan()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, engineapi.CodeInternal, err.Error())
-		return
+		return engineapi.RecordFileScanResult{}, err
 	}
 	out := engineapi.RecordFileScanResult{Files: make([]engineapi.RecordMP4Hook, 0, len(res.Files)), Repaired: res.Repaired,
 		Unreadable: res.Unreadable, Forgotten: res.Forgotten}
 	for _, f := range res.Files {
 		out.Files = append(out.Files, recordHook(f))
 	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// probeRecordingRoot answers POST /api/v1/recordings/roots/probe.
-func (e *Engine) probeRecordingRoot(w http.ResponseWriter, r *http.Request) {
-	var req engineapi.RootProbeRequest
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	writeJSON(w, http.StatusOK, e.records.ProbeRoot(req.Path, req.Bind))
+	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/svcplatform/svc/mediaengine/controlapi"
 	"github.com/svcplatform/svc/mediaengine/gbrtp"
 	"github.com/svcplatform/svc/mediaengine/hub"
 	"github.com/svcplatform/svc/mediaengine/media"
@@ -20,8 +21,8 @@ import (
 
 // Errors of the RTP server registry; the control API maps them.
 var (
-	errRTPServerInvalid  = errors.New("invalid RTP server request")
-	errRTPServerExists   = errors.New("an RTP server already publishes that stream")
+	errRTPServerInvalid  = controlapi.ErrRTPServerInvalid
+	errRTPServerExists   = controlapi.ErrRTPServerExists
 	errRTPServerNotFound = errors.New("no such RTP server")
 )
 

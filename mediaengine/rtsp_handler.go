@@ -9,6 +9,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/hub"
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspserver"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
 
@@ -51,7 +52,7 @@ func rtspRefusal(err error) error {
 	return err
 }
 
-func (h rtspHandler) Publish(ctx context.Context, req *rtsp.PublishRequest) (rtsp.FrameWriter, error) {
+func (h rtspHandler) Publish(ctx context.Context, req *rtspserver.PublishRequest) (rtspserver.FrameWriter, error) {
 	pub, err := h.e.Publish(ctx, req.Path, hub.Origin{Kind: "rtsp-push", RemoteAddr: req.ClientAddr.String()}, hookParams(req.Query, req.User), req.Tracks)
 	if err != nil {
 		return nil, rtspRefusal(err)
@@ -65,7 +66,7 @@ type publisherWriter struct{ p *hub.Publisher }
 func (w publisherWriter) WriteFrame(f *media.Frame) error { return w.p.WriteFrame(f) }
 func (w publisherWriter) Close() error                    { w.p.Close(); return nil }
 
-func (h rtspHandler) Play(ctx context.Context, req *rtsp.PlayRequest) (rtsp.FrameSource, error) {
+func (h rtspHandler) Play(ctx context.Context, req *rtspserver.PlayRequest) (rtspserver.FrameSource, error) {
 	rd, leave, err := h.e.Play(ctx, req.Path, ProtocolRTSP, req.ClientAddr.String(), hookParams(req.Query, req.User))
 	if err != nil {
 		return nil, rtspRefusal(err)

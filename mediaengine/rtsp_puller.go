@@ -9,7 +9,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/proxy"
-	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspclient"
 )
 
 // rtspPuller pulls rtsp:// sources for the proxy registry: one session per
@@ -31,8 +31,8 @@ func (r rtspPuller) Pull(ctx context.Context, src proxy.Source, publish func([]*
 		mu sync.Mutex
 		w  proxy.FrameWriter
 	)
-	cfg := rtsp.PullerConfig{URL: src.URL, Log: r.log,
-		Client: rtsp.ClientConfig{Transport: rtsp.TransportMode(src.Transport), UDPPorts: r.udpPorts, AllowBasicAuth: src.AllowBasicAuth, Log: r.log},
+	cfg := rtspclient.PullerConfig{URL: src.URL, Log: r.log,
+		Client: rtspclient.Config{Transport: rtspclient.TransportMode(src.Transport), UDPPorts: r.udpPorts, AllowBasicAuth: src.AllowBasicAuth, Log: r.log},
 		OnTracks: func(tracks []*media.Track) {
 			pw, err := publish(tracks)
 			mu.Lock()
@@ -55,9 +55,9 @@ func (r rtspPuller) Pull(ctx context.Context, src proxy.Source, publish func([]*
 		},
 	}
 	if cfg.Client.Transport == "" {
-		cfg.Client.Transport = rtsp.TransportAuto
+		cfg.Client.Transport = rtspclient.TransportAuto
 	}
-	p, err := rtsp.NewPuller(cfg)
+	p, err := rtspclient.NewPuller(cfg)
 	if err != nil {
 		return err
 	}

@@ -28,11 +28,11 @@ case "${1:-}" in
     # The real peers the tests start on loopback (a test whose peer is
     # missing fails; none is skipped).
     packages=()
-    # ffmpeg (ffmpeg, ffprobe): mediaengine/rtsp TestServerPublishAndPlayWithFFmpeg
+    # ffmpeg (ffmpeg, ffprobe): mediaengine/rtsp/rtspserver TestServerPublishAndPlayWithFFmpeg
     # publishes into the RTSP server and reads back; ffprobe checks the result.
     packages+=(ffmpeg)
     # GStreamer's RTSP server (test/peers/gst_rtsp_server.py, run by Debian's
-    # /usr/bin/python3): mediaengine/rtsp TestPuller* and TestClient* pull from it.
+    # /usr/bin/python3): mediaengine/rtsp/rtspclient TestPuller* pull from it.
     # x264enc is in -ugly, x265enc in -bad, avenc_aac in gstreamer1.0-libav.
     packages+=(python3 python3-gi python3-gst-1.0 gir1.2-gst-rtsp-server-1.0 gstreamer1.0-rtsp
       gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good

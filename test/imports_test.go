@@ -48,16 +48,17 @@ func TestImportDirection(t *testing.T) {
 // controlplane/store): domain packages find records through
 // controlplane/store/query and never see the embedded SQLite backend, so
 // SQL text lives only in store/sqlitefsm and another backend can replace
-// it. The composition root (server) opens the backend; system is the
+// it. The composition root (server) opens the backend; storeaudit is the
 // store's own administration (schema and migration audits) and reads the
-// backend's reports, but writes no SQL either.
+// backend's reports, and system reports the backend's schema version;
+// neither writes SQL.
 func TestDomainsQueryThroughTheStore(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"controlplane/...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	backend := module + "controlplane/store/sqlitefsm"
-	mayOpenBackend := map[string]bool{module + "controlplane/server": true, module + "controlplane/system": true}
+	mayOpenBackend := map[string]bool{module + "controlplane/server": true, module + "controlplane/system": true, module + "controlplane/storeaudit": true}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
@@ -84,8 +85,10 @@ func TestDomainsQueryThroughTheStore(t *testing.T) {
 // formats, parsers and clients of one protocol each. They turn bytes into
 // media.Frames and back and know nothing of streams, readers or the hub;
 // the servers and outputs (flv, fmp4, hls, httpmedia, proxy, recorder,
-// rtc) and the engine's assembly join them to the hub.
-var wireProtocols = []string{"codec", "media", "rtpcodec", "rtsp", "ps", "gbrtp", "filesource", "hooks"}
+// rtc) and the engine's assembly join them to the hub. The RTSP server
+// (rtsp/rtspserver) is listed too: it reaches streams only through the
+// Handler the engine gives it.
+var wireProtocols = []string{"codec", "media", "rtpcodec", "rtsp", "rtsp/rtspclient", "rtsp/rtspserver", "ps", "gbrtp", "filesource", "hooks"}
 
 // TestProtocolPackagesNeverImportTheHub keeps the engine's protocol
 // packages testable and reusable on their own (transitive imports count).
@@ -116,5 +119,39 @@ func TestProtocolPackagesNeverImportTheHub(t *testing.T) {
 		if !checked[p] {
 			t.Errorf("protocol package mediaengine/%s not found; update wireProtocols", p)
 		}
+	}
+}
+
+// TestRTSPWireImportsNoEnd keeps mediaengine/rtsp the wire layer both RTSP
+// ends build on: it never depends on the client (rtspclient) or the
+// server (rtspserver), so either can change, or a third end (a proxy, a
+// recorder) can be added, without touching the codec. The client and the
+// server do not depend on each other either.
+func TestRTSPWireImportsNoEnd(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"mediaengine/rtsp/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	wire, client, server := module+"mediaengine/rtsp", module+"mediaengine/rtsp/rtspclient", module+"mediaengine/rtsp/rtspserver"
+	forbidden := map[string][]string{wire: {client, server}, client: {server}, server: {client}}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, deps := fields[0], fields[1:]
+		bans, ok := forbidden[pkg]
+		if !ok {
+			continue
+		}
+		checked++
+		for _, d := range deps {
+			for _, ban := range bans {
+				if d == ban || strings.HasPrefix(d, ban+"/") {
+					t.Errorf("%s depends on %s: the RTSP ends share only the wire package", pkg, d)
+				}
+			}
+		}
+	}
+	if checked != len(forbidden) {
+		t.Fatalf("checked %d of the %d RTSP packages; the layout changed?", checked, len(forbidden))
 	}
 }

@@ -137,6 +137,18 @@ type Config struct {
 	GB28181ID           string `flag:"gb28181-id" env:"SVC_GB28181_ID" yaml:"gb28181Id" usage:"the platform's 20-digit GB28181 SIP server code"`
 	GB28181Domain       string `flag:"gb28181-domain" env:"SVC_GB28181_DOMAIN" yaml:"gb28181Domain" usage:"the GB28181 SIP domain, also the digest realm"`
 	GB28181PasswordFile string `flag:"gb28181-password-file" env:"SVC_GB28181_PASSWORD_FILE" yaml:"gb28181PasswordFile" usage:"file holding the password GB28181 devices register with; the SIP server runs only when it is set"`
+	// GB28181RTPTimeout is how long a GB28181 stream's RTP server waits
+	// without media before the session ends (on_rtp_server_timeout):
+	// long enough for a device that is slow to start sending, short
+	// enough that a dead stream is retried soon.
+	GB28181RTPTimeout time.Duration `flag:"gb28181-rtp-timeout" env:"SVC_GB28181_RTP_TIMEOUT" yaml:"gb28181RtpTimeout" usage:"silence after which a GB28181 live or playback stream's RTP server closes (whole seconds)"`
+	// GB28181HolderTimeout is how long the control node holding devices'
+	// SIP transports may fail to answer the leader before its devices are
+	// marked offline (a node that left the cluster: at once).
+	GB28181HolderTimeout time.Duration `flag:"gb28181-holder-timeout" env:"SVC_GB28181_HOLDER_TIMEOUT" yaml:"gb28181HolderTimeout" usage:"silence of a control node after which the GB28181 devices it held are marked offline"`
+	// GB28181RecordQueryRetention is how long record queries (and the
+	// playback actions they hand out) are kept.
+	GB28181RecordQueryRetention time.Duration `flag:"gb28181-record-query-retention" env:"SVC_GB28181_RECORD_QUERY_RETENTION" yaml:"gb28181RecordQueryRetention" usage:"how long GB28181 record query results are kept"`
 
 	// The local media host of `svc dev` (tag `dev`: flags of svc dev only,
 	// absent from svc server's). Like `svc agent run`'s engine flags they
@@ -196,6 +208,10 @@ func Defaults() Config {
 		SIPAddr:       "0.0.0.0:5060",
 		GB28181ID:     "34020000002000000001",
 		GB28181Domain: "3402000000",
+
+		GB28181RTPTimeout:           15 * time.Second,
+		GB28181HolderTimeout:        30 * time.Second,
+		GB28181RecordQueryRetention: 24 * time.Hour,
 	}
 }
 
@@ -340,6 +356,15 @@ func (c *Config) Validate() error {
 	}
 	if c.RecordingDiskSweepInterval < time.Second || c.RecordingDiskSweepInterval > time.Hour {
 		return bad("recording-disk-sweep-interval", "%s is outside 1s..1h", c.RecordingDiskSweepInterval)
+	}
+	if c.GB28181RTPTimeout < time.Second || c.GB28181RTPTimeout > 10*time.Minute || c.GB28181RTPTimeout%time.Second != 0 {
+		return bad("gb28181-rtp-timeout", "%s is not whole seconds within 1s..10m", c.GB28181RTPTimeout)
+	}
+	if c.GB28181HolderTimeout < time.Second || c.GB28181HolderTimeout > 10*time.Minute {
+		return bad("gb28181-holder-timeout", "%s is outside 1s..10m", c.GB28181HolderTimeout)
+	}
+	if c.GB28181RecordQueryRetention < 10*time.Minute || c.GB28181RecordQueryRetention > 31*24*time.Hour {
+		return bad("gb28181-record-query-retention", "%s is outside 10m..744h (pruning runs every 10 minutes)", c.GB28181RecordQueryRetention)
 	}
 	if (c.WebhookLegacyEndpoint == "") != (c.WebhookLegacySecretFile == "") {
 		return bad("webhook-legacy-endpoint", "needs webhook-legacy-secret-file, and the other way round")

@@ -70,6 +70,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{[]string{"--history-retention", "5"}, nil, "history-retention"},
 		{[]string{"--raft-segment-mib", "-1"}, nil, "raft-segment-mib"},
 		{nil, map[string]string{"SVC_STORAGE_RESERVE_MIB": "-3"}, "storage-reserve-mib"},
+		{[]string{"--gb28181-rtp-timeout", "1500ms"}, nil, "gb28181-rtp-timeout"},
+		{[]string{"--gb28181-rtp-timeout", "0s"}, nil, "gb28181-rtp-timeout"},
+		{nil, map[string]string{"SVC_GB28181_HOLDER_TIMEOUT": "1h"}, "gb28181-holder-timeout"},
+		{[]string{"--gb28181-record-query-retention", "5m"}, nil, "gb28181-record-query-retention"},
 	}
 	for _, tc := range cases {
 		_, err := Load(tc.args, env(tc.env), Defaults(), nil)

@@ -54,20 +54,26 @@ type InviteRequest struct {
 	SSRC uint32
 	// Timeout bounds waiting for the device's answer; default 10 s.
 	Timeout time.Duration
+	// Origin is the control node that relayed the INVITE ("" when it was
+	// not relayed): the device ending the session is told there.
+	Origin string
 }
 
 // MediaSession is an accepted invitation: a SIP dialog whose media flows
 // until Bye.
 type MediaSession struct {
-	DeviceID  DeviceID
-	ChannelID string
+	DeviceID  DeviceID `json:"deviceId"`
+	ChannelID string   `json:"channelId"`
 	// SSRC is the y= of the offer (the device's answer may override it).
-	SSRC uint32
+	SSRC uint32 `json:"ssrc"`
 	// DeviceMedia is the device's c=/m= address (the peer a TCPActive
 	// engine dials).
-	DeviceMedia string
-	CallID      string
+	DeviceMedia string `json:"deviceMedia,omitempty"`
+	CallID      string `json:"callId"`
+	// NodeID is the control node holding the dialog: its BYE goes there.
+	NodeID string `json:"nodeId"`
 
+	// dialog is set on the holding node only.
 	dialog *sipgo.DialogClientSession
 	once   sync.Once
 }
@@ -121,8 +127,35 @@ func (s *Service) offer(r InviteRequest, ssrc string) string {
 	return b.String()
 }
 
-// Invite asks a device for a channel's media and waits for its answer.
+// Invite asks a device for a channel's media and waits for its answer,
+// through the control node holding the device's transport: this one when
+// the device registered here, otherwise the node its record names.
 func (s *Service) Invite(ctx context.Context, r InviteRequest) (*MediaSession, error) {
+	if !ValidCode(string(r.DeviceID)) || !ValidCode(r.ChannelID) {
+		return nil, fmt.Errorf("%w: deviceId and channelId: %w", ErrInvalid, ErrDeviceID)
+	}
+	h, err := s.holder(ctx, r.DeviceID)
+	if err != nil {
+		return nil, err
+	}
+	if h == "" {
+		return s.LocalInvite(ctx, r)
+	}
+	if r.Timeout <= 0 {
+		r.Timeout = 10 * time.Second
+	}
+	r.Origin = s.nodeID
+	m, err := s.relay.Invite(ctx, h, r)
+	if err != nil {
+		return nil, err
+	}
+	m.NodeID = h
+	return m, nil
+}
+
+// LocalInvite is Invite through this node's transport only: what a
+// relayed INVITE runs. The dialog stays here, found by its Call-ID.
+func (s *Service) LocalInvite(ctx context.Context, r InviteRequest) (*MediaSession, error) {
 	if !ValidCode(string(r.DeviceID)) || !ValidCode(r.ChannelID) {
 		return nil, fmt.Errorf("%w: deviceId and channelId: %w", ErrInvalid, ErrDeviceID)
 	}
@@ -185,7 +218,7 @@ func (s *Service) Invite(ctx context.Context, r InviteRequest) (*MediaSession, e
 		dialog.Close()
 		return nil, fmt.Errorf("ACK %s/%s: %w", r.DeviceID, r.ChannelID, err)
 	}
-	m := &MediaSession{DeviceID: r.DeviceID, ChannelID: r.ChannelID, SSRC: ssrc, dialog: dialog, CallID: req.CallID().Value()}
+	m := &MediaSession{DeviceID: r.DeviceID, ChannelID: r.ChannelID, SSRC: ssrc, dialog: dialog, CallID: req.CallID().Value(), NodeID: s.nodeID}
 	if res := dialog.InviteResponse; res != nil {
 		ip, mport, y := parseAnswer(string(res.Body()))
 		if ip != "" && mport > 0 {
@@ -199,21 +232,47 @@ func (s *Service) Invite(ctx context.Context, r InviteRequest) (*MediaSession, e
 		s.Bye(ctx, m)
 		return nil, fmt.Errorf("%w: no media address for tcp-active", ErrBadAnswer)
 	}
+	if err := s.holdDialog(ctx, m, r.Playback, r.Origin); err != nil {
+		s.Bye(ctx, m)
+		return nil, err
+	}
 	s.log.Info("GB28181 INVITE accepted", zap.String("deviceId", string(r.DeviceID)), zap.String("channelId", r.ChannelID),
 		zap.Uint32("ssrc", m.SSRC), zap.String("transport", r.Transport), zap.String("callId", m.CallID))
 	return m, nil
 }
 
-// Bye ends a media session (once).
+// Bye ends a media session (once): its BYE is sent by the node holding
+// the dialog, relayed there when that is another node.
 func (s *Service) Bye(ctx context.Context, m *MediaSession) error {
 	var err error
 	m.once.Do(func() {
+		if m.dialog == nil {
+			if m.NodeID != s.nodeID && s.relay != nil {
+				err = s.relay.Bye(ctx, m.NodeID, m.CallID)
+				return
+			}
+			err = s.LocalBye(ctx, m.CallID)
+			return
+		}
 		bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		err = m.dialog.Bye(bctx)
 		m.dialog.Close()
+		s.dropDialog(context.WithoutCancel(ctx), m.CallID)
 	})
 	return err
+}
+
+// LocalBye ends the dialog this node holds with callID: what a relayed
+// BYE runs. A dialog already ended (the device hung up) is not an error.
+func (s *Service) LocalBye(ctx context.Context, callID string) error {
+	s.mu.Lock()
+	m := s.sessions[callID]
+	s.mu.Unlock()
+	if m == nil {
+		return nil
+	}
+	return s.Bye(ctx, m)
 }
 
 // parseAnswer reads the c= address, the first m= port and y= of an SDP.
@@ -240,4 +299,11 @@ func (s *Service) onBye(req *sip.Request, tx sip.ServerTransaction) {
 	s.log.Info("GB28181 device hung up", zap.String("callId", callID(req)), zap.String("source", req.Source()))
 	s.respond(tx, req, 200, "OK", nil)
 	s.mediaEnded(callID(req), "the device hung up (BYE)")
+	s.mu.Lock()
+	m := s.sessions[callID(req)]
+	s.mu.Unlock()
+	if m != nil {
+		m.once.Do(func() { m.dialog.Close() })
+		s.dropDialog(s.ctx, m.CallID)
+	}
 }

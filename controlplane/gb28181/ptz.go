@@ -3,7 +3,6 @@ package gb28181
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 )
 
@@ -63,41 +62,6 @@ func PTZCmd(p PTZ) string {
 
 // PresetCmd encodes a preset operation on preset n (1-255).
 func PresetCmd(op byte, n uint8) string { return ptzBytes(op, 0, n, 0) }
-
-// Relay passes commands to holder, the control node that holds the
-// device's SIP transport, and returns what that node answered.
-type Relay interface {
-	DeviceControl(ctx context.Context, holder string, id DeviceID, channelID, ptzCmd string) error
-	QueryPresets(ctx context.Context, holder string, id DeviceID, channelID string) ([]Preset, error)
-}
-
-// SetRelay installs how commands reach devices held by other control
-// nodes. Call it before the API serves.
-func (s *Service) SetRelay(r Relay) { s.relay = r }
-
-// holder is the other control node a command for id must go through: ""
-// when this node holds the device's transport, when no relay is set, or
-// when the record names no other node holding it online (the local
-// attempt then answers device offline).
-func (s *Service) holder(ctx context.Context, id DeviceID) (string, error) {
-	s.mu.Lock()
-	local := s.live[id] != nil && s.live[id].addr != ""
-	s.mu.Unlock()
-	if local || s.relay == nil {
-		return "", nil
-	}
-	d, err := GetDevice(ctx, s.store, id)
-	if errors.Is(err, ErrDeviceNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if d.Status == StatusOnline && d.NodeID != "" && d.NodeID != s.nodeID {
-		return d.NodeID, nil
-	}
-	return "", nil
-}
 
 // DeviceControl sends a PTZCmd to one channel of a device through the
 // node holding its transport: this node when the device registered here,

@@ -100,6 +100,30 @@ func (s *Service) StartRecordQuery(ctx context.Context, id DeviceID, channelID s
 	if idle <= 0 {
 		idle = s.cfg.CatalogTimeout
 	}
+	h, err := s.holder(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if h != "" {
+		return s.relay.StartRecordQuery(ctx, h, RecordQueryRequest{DeviceID: id, ChannelID: channelID, Start: start, End: end, Idle: idle})
+	}
+	return s.LocalStartRecordQuery(ctx, RecordQueryRequest{DeviceID: id, ChannelID: channelID, Start: start, End: end, Idle: idle})
+}
+
+// LocalStartRecordQuery is StartRecordQuery through this node's transport
+// only: what a relayed query runs. This node collects the pages and
+// stores the result, which every node reads.
+func (s *Service) LocalStartRecordQuery(ctx context.Context, r RecordQueryRequest) (*RecordQuery, error) {
+	id, channelID, start, end, idle := r.DeviceID, r.ChannelID, r.Start, r.End, r.Idle
+	if !ValidCode(string(id)) || !ValidCode(channelID) {
+		return nil, fmt.Errorf("%w: deviceId and channelId: %w", ErrInvalid, ErrDeviceID)
+	}
+	if !end.After(start) || end.Sub(start) > MaxRecordSpan {
+		return nil, fmt.Errorf("%w: endTime must be after startTime and within %s of it", ErrInvalid, MaxRecordSpan)
+	}
+	if idle <= 0 {
+		idle = s.cfg.CatalogTimeout
+	}
 	if !s.registered(id) {
 		return nil, fmt.Errorf("%w: %s has no transport on this node", ErrDeviceOffline, id)
 	}

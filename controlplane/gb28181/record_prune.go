@@ -9,7 +9,7 @@ import (
 )
 
 // RecordQueryRetention is how long record queries are kept after they
-// were made: long enough for a client to read and play what a query found
+// were made by default (config gb28181-record-query-retention): long enough for a client to read and play what a query found
 // (its playback actions carry no state of their own), short enough that a
 // client polling queries all day does not grow the store for ever.
 const RecordQueryRetention = 24 * time.Hour

@@ -52,6 +52,11 @@ type Service struct {
 	onMediaEnd func(callID string, why string)
 	sn         int64
 	ssrcSeq    int
+	// sessions are the INVITE dialogs this node holds, by Call-ID.
+	sessions map[string]*MediaSession
+	// origins are the nodes that relayed the INVITEs of sessions, by
+	// Call-ID: the device ending one is told there.
+	origins map[string]string
 	// dialogs sends INVITEs and their BYEs.
 	dialogs *sipgo.DialogUA
 	// relay passes a DeviceControl to the control node holding the
@@ -93,7 +98,7 @@ func New(cfg Config, st store.Store, chans ChannelStore, nodeID string, log *zap
 	}
 	return &Service{cfg: cfg, store: st, channels: chans, nodeID: nodeID, log: log, now: time.Now, nonces: newNonces(cfg.NonceTTL),
 		live: map[DeviceID]*presence{}, authFailed: map[DeviceID]time.Time{}, catalogs: map[DeviceID]*catalogRun{}, records: map[int64]*recordRun{},
-		broadcasts: map[DeviceID]*broadcastWait{}, presetWaits: map[int64]presetWait{}}, nil
+		broadcasts: map[DeviceID]*broadcastWait{}, presetWaits: map[int64]presetWait{}, sessions: map[string]*MediaSession{}, origins: map[string]string{}}, nil
 }
 
 // Start listens on UDP and TCP and starts the presence loop.
@@ -171,8 +176,24 @@ func (s *Service) OnMediaEnd(fn func(callID, why string)) {
 	s.onMediaEnd = fn
 }
 
-// mediaEnded tells onMediaEnd, if set.
+// mediaEnded tells onMediaEnd, if set, or the node that relayed the
+// session's INVITE.
 func (s *Service) mediaEnded(callID, why string) {
+	s.mu.Lock()
+	origin := s.origins[callID]
+	s.mu.Unlock()
+	if origin != "" && s.relay != nil {
+		if err := s.relay.MediaEnded(s.ctx, origin, callID, why); err != nil {
+			s.log.Warn("GB28181 end of a relayed session not passed on", zap.String("callId", callID), zap.String("node", origin), zap.Error(err))
+		}
+		return
+	}
+	s.LocalMediaEnded(callID, why)
+}
+
+// LocalMediaEnded tells this node's onMediaEnd that a device ended the
+// session with callID: what a relayed end runs.
+func (s *Service) LocalMediaEnded(callID, why string) {
 	s.mu.Lock()
 	fn := s.onMediaEnd
 	s.mu.Unlock()
@@ -223,13 +244,18 @@ func (s *Service) adoptDevices(ctx context.Context) error {
 func (s *Service) watchPresence() {
 	t := time.NewTicker(s.cfg.CheckInterval)
 	defer t.Stop()
-	for {
+	for tick := 1; ; tick++ {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
 		}
 		now := s.now()
+		if tick%10 == 0 { // about once per offline window
+			if err := s.reconcile(s.ctx); err != nil && s.ctx.Err() == nil {
+				s.log.Warn("GB28181 presence reconciliation failed", zap.Error(err))
+			}
+		}
 		var due []DeviceID
 		s.mu.Lock()
 		for id, p := range s.live {

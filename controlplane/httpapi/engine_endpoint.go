@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/engines"
 	"github.com/svcplatform/svc/controlplane/mediaserver"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/shared/agentapi"
@@ -19,7 +20,7 @@ import (
 type engineEndpoints struct {
 	nodes    *nodes.Service
 	presence *nodes.Presence
-	servers  *mediaserver.Service
+	engines  *engines.Service
 }
 
 func (e *engineEndpoints) state(ctx context.Context, t mediaserver.Target) (contract.EngineProcessState, error) {
@@ -42,11 +43,12 @@ func (e *engineEndpoints) GetEngineProcess(ctx context.Context, r contract.GetEn
 	return contract.GetEngineProcess200JSONResponse(st), nil
 }
 
-// processAction runs a process action and renders its result; done is
-// false when the agent had not finished within the wait.
+// processAction runs a process action and renders its result; the
+// accepted command is returned instead when the agent had not finished
+// within the wait.
 func (e *engineEndpoints) processAction(
 	ctx context.Context,
-	typ string,
+	action engines.ProcessAction,
 	t mediaserver.Target,
 	body *contract.EngineProcessActionRequest,
 ) (contract.EngineProcessActionResult, *contract.NodeCommandAccepted, error) {
@@ -54,25 +56,25 @@ func (e *engineEndpoints) processAction(
 	if body != nil {
 		reason, wait = deref(body.Reason, ""), waitFor(body.WaitSeconds)
 	}
-	var st agentapi.EngineState
-	o, err := e.servers.Do(ctx, mediaserver.Call{Target: t, Type: typ, Reason: reason, Actor: auditActor(ctx), Wait: wait}, &st)
+	c, err := e.engines.ActOnProcess(ctx, auditActor(ctx), t, action, reason, wait)
 	if err != nil {
 		return contract.EngineProcessActionResult{}, nil, err
 	}
+	o := c.Outcome
 	if !o.Done {
 		a := accepted(o)
 		return contract.EngineProcessActionResult{}, &a, nil
 	}
 	now := time.Now().UTC()
-	hb := agentapi.Heartbeat{Engine: st}
+	hb := agentapi.Heartbeat{Engine: c.Result}
 	ps := toEngineState(o.Node, &hb, &now)
 	return contract.EngineProcessActionResult{NodeId: o.Node.NodeID, CommandId: o.Command.CommandID, Status: contract.EngineProcessActionResultStatus(o.Command.Status),
-		Process: ps, Message: "the engine is " + st.Status}, nil, nil
+		Process: ps, Message: "the engine is " + c.Result.Status}, nil, nil
 }
 
 func (e *engineEndpoints) StartEngineProcess(ctx context.Context, r contract.StartEngineProcessRequestObject) (contract.StartEngineProcessResponseObject, error) {
 	ctx = requestContext(ctx)
-	res, acc, err := e.processAction(ctx, agentapi.TypeEngineStart, target(r.Params.NodeId, r.Params.MediaServerId), r.Body)
+	res, acc, err := e.processAction(ctx, engines.Start, target(r.Params.NodeId, r.Params.MediaServerId), r.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +87,7 @@ func (e *engineEndpoints) StartEngineProcess(ctx context.Context, r contract.Sta
 
 func (e *engineEndpoints) StopEngineProcess(ctx context.Context, r contract.StopEngineProcessRequestObject) (contract.StopEngineProcessResponseObject, error) {
 	ctx = requestContext(ctx)
-	res, acc, err := e.processAction(ctx, agentapi.TypeEngineStop, target(r.Params.NodeId, r.Params.MediaServerId), r.Body)
+	res, acc, err := e.processAction(ctx, engines.Stop, target(r.Params.NodeId, r.Params.MediaServerId), r.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +100,7 @@ func (e *engineEndpoints) StopEngineProcess(ctx context.Context, r contract.Stop
 
 func (e *engineEndpoints) RestartEngineProcess(ctx context.Context, r contract.RestartEngineProcessRequestObject) (contract.RestartEngineProcessResponseObject, error) {
 	ctx = requestContext(ctx)
-	res, acc, err := e.processAction(ctx, agentapi.TypeEngineRestart, target(r.Params.NodeId, r.Params.MediaServerId), r.Body)
+	res, acc, err := e.processAction(ctx, engines.Restart, target(r.Params.NodeId, r.Params.MediaServerId), r.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +113,7 @@ func (e *engineEndpoints) RestartEngineProcess(ctx context.Context, r contract.R
 
 func (e *engineEndpoints) ReloadEngineProcess(ctx context.Context, r contract.ReloadEngineProcessRequestObject) (contract.ReloadEngineProcessResponseObject, error) {
 	ctx = requestContext(ctx)
-	res, acc, err := e.processAction(ctx, agentapi.TypeEngineReload, target(r.Params.NodeId, r.Params.MediaServerId), r.Body)
+	res, acc, err := e.processAction(ctx, engines.Reload, target(r.Params.NodeId, r.Params.MediaServerId), r.Body)
 	if err != nil {
 		return nil, err
 	}

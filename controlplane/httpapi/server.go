@@ -17,7 +17,9 @@ import (
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/cluster"
 	"github.com/svcplatform/svc/controlplane/clusterca"
+	"github.com/svcplatform/svc/controlplane/engines"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/mediaserver"
@@ -27,12 +29,14 @@ import (
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/recording"
+	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/rooms"
 	"github.com/svcplatform/svc/controlplane/rtpports"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/storeaudit"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/talk"
@@ -52,6 +56,9 @@ type Deps struct {
 	// ClientIPHeaders are read, in order, for a trusted proxy's client.
 	ClientIPHeaders []string
 	System          *system.Service
+	Cluster         *cluster.Service
+	StoreAudit      *storeaudit.Auditor
+	Retention       *retention.Cleaner
 	Node            *raftnode.Node
 	LinkKeys        [][]byte
 	ContractYAML    []byte
@@ -92,6 +99,7 @@ type Deps struct {
 	MediaServers *mediaserver.Service
 	Tuning       *tuning.Service
 	RTPPorts     *rtpports.Service
+	Engines      *engines.Service
 	Templates    *transcoder.Service
 	Monitor      *monitoring.Monitor
 	Authority    *clusterca.Authority
@@ -167,8 +175,14 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	var relay *gbRelay
+	if d.GB28181 != nil && len(d.LinkKeys) > 0 {
+		relay = newGBRelay(d.Node, d.LinkKeys)
+		d.GB28181.SetRelay(relay)
+	}
+	talkEP := &talkEndpoints{talk: d.Talk, gb: d.GB28181, store: d.Node, relay: relay}
 	handlers := endpoints{
-		systemEndpoints: &systemEndpoints{svc: d.System, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
+		systemEndpoints: &systemEndpoints{svc: d.System, cluster: d.Cluster, store: d.StoreAudit, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
 			emails: ratelimit.New(testEmailsPerMinute, testEmailsPerMinute), emailsAll: ratelimit.New(testEmailsPerNodeMinute, testEmailsPerNodeMinute)},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},
@@ -179,7 +193,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 			captchas:  ratelimit.New(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
 		channelEndpoints: &channelEndpoints{channels: d.Channels, gb: d.GB28181, store: d.Node},
 		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
-		talkEndpoints:    &talkEndpoints{talk: d.Talk, gb: d.GB28181},
+		talkEndpoints:    talkEP,
 		gb28181Endpoints: &gb28181Endpoints{store: d.Node, gb: d.GB28181, playback: d.GBPlayback, leases: d.Playback, channels: d.Channels,
 			nodes: d.Nodes},
 		webhookEndpoints: &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},
@@ -188,12 +202,12 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		nodeCommandEndpoints: &nodeCommandEndpoints{commands: d.Commands, nodes: d.Nodes},
 		nodesEndpoints: &nodesEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers, monitor: d.Monitor, node: d.Node,
 			system: d.System, ttl: d.NodeTTL},
-		engineEndpoints:     &engineEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers},
+		engineEndpoints:     &engineEndpoints{nodes: d.Nodes, presence: d.Presence, engines: d.Engines},
 		rtpEndpoints:        &rtpEndpoints{ports: d.RTPPorts},
 		transcoderEndpoints: &transcoderEndpoints{templates: d.Templates},
 		tuningEndpoints:     &tuningEndpoints{tuning: d.Tuning},
 		playbackEndpoints:   &playbackEndpoints{playback: d.Playback},
-		streamEndpoints:     &streamEndpoints{channels: d.Channels, streams: d.Streams, servers: d.MediaServers, nodes: d.Nodes},
+		streamEndpoints:     &streamEndpoints{channels: d.Channels, streams: d.Streams, engines: d.Engines, nodes: d.Nodes},
 		snapshotEndpoints:   &snapshotEndpoints{snaps: d.Snapshots},
 		recordingEndpoints:  &recordingEndpoints{recording: d.Recording, auto: d.AutoRecord},
 		rtcEndpoints:        &rtcEndpoints{rooms: d.Rooms},
@@ -227,9 +241,11 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	internal.POST(HeartbeatPath, heartbeatHandler(d.Presence))
 	internal.POST(GB28181ControlPath, gbRelayHandler(d.GB28181, relayedControl))
 	internal.POST(GB28181PresetQueryPath, gbRelayHandler(d.GB28181, relayedPresetQuery))
-	if d.GB28181 != nil && len(d.LinkKeys) > 0 {
-		d.GB28181.SetRelay(newGBRelay(d.Node, d.LinkKeys))
-	}
+	internal.POST(GB28181RecordQueryPath, gbRelayHandler(d.GB28181, relayedRecordQuery))
+	internal.POST(GB28181InvitePath, gbRelayHandler(d.GB28181, relayedInvite))
+	internal.POST(GB28181ByePath, gbRelayHandler(d.GB28181, relayedBYE))
+	internal.POST(GB28181MediaEndedPath, gbRelayHandler(d.GB28181, relayedMediaEnded))
+	internal.POST(TalkPath, talkRelayHandler(talkEP))
 
 	e.GET("/metrics", func(c *gin.Context) {
 		id, err := d.Auth.Authenticate(c.Request, net.ParseIP(c.ClientIP()))

@@ -2,16 +2,11 @@ package httpapi
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
-	"sync"
 	"time"
 
 	"github.com/svcplatform/svc/api/contract"
-	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/channels"
-	"github.com/svcplatform/svc/controlplane/mediaserver"
+	"github.com/svcplatform/svc/controlplane/engines"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/shared/agentapi"
@@ -24,7 +19,7 @@ import (
 type streamEndpoints struct {
 	channels *channels.Service
 	streams  *streams.Service
-	servers  *mediaserver.Service
+	engines  *engines.Service
 	nodes    *nodes.Service
 	// mediaServers answers the media-server listing (shared with
 	// GET /api/v2/media-servers).
@@ -130,18 +125,15 @@ func (e *streamEndpoints) ListThirdPartyMediaServers(
 	return contract.ListThirdPartyMediaServers200JSONResponse{Page: int32(page), PageSize: int32(size), Total: int64(len(all.Rows)), Rows: rows}, nil
 }
 
-// playerWait bounds how long the listing waits for each media server.
-const playerWait = 4 * time.Second
-
 func (e *streamEndpoints) ListStreamPlayers(ctx context.Context, r contract.ListStreamPlayersRequestObject) (contract.ListStreamPlayersResponseObject, error) {
 	rctx := requestContext(ctx)
-	var targets []*nodes.Record
+	var hosts []*nodes.Record
 	if id := deref(r.Params.MediaServerId, ""); id != "" {
 		rec, err := e.nodes.Resolve(rctx, "", id)
 		if err != nil {
 			return nil, err
 		}
-		targets = append(targets, rec)
+		hosts = append(hosts, rec)
 	} else {
 		all, err := e.nodes.List(rctx)
 		if err != nil {
@@ -149,149 +141,99 @@ func (e *streamEndpoints) ListStreamPlayers(ctx context.Context, r contract.List
 		}
 		for _, rec := range all {
 			if rec.Status == nodes.StatusOnline {
-				targets = append(targets, rec)
+				hosts = append(hosts, rec)
 			}
 		}
 	}
-	filter := agentapi.PlayerFilter{App: deref(r.Params.App, ""), Stream: deref(r.Params.Stream, ""), LeaseID: deref(r.Params.LeaseId, "")}
+	found, unreachable := e.engines.Players(rctx, hosts,
+		agentapi.PlayerFilter{App: deref(r.Params.App, ""), Stream: deref(r.Params.Stream, ""), LeaseID: deref(r.Params.LeaseId, "")})
 	out := contract.ListStreamPlayers200JSONResponse{Rows: []contract.StreamPlayer{}, Unreachable: []struct {
 		Error         string `json:"error"`
 		MediaServerId string `json:"mediaServerId"`
 	}{}}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, rec := range targets {
-		wg.Add(1)
-		go func(rec *nodes.Record) {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(rctx, playerWait)
-			defer cancel()
-			var list engineapi.PlayerList
-			_, err := e.servers.Do(cctx, mediaserver.Call{Target: mediaserver.Target{NodeID: rec.NodeID}, Type: agentapi.TypeEnginePlayerList,
-				Payload: filter, Read: true, Actor: audit.Actor{Type: "system", ID: "player-listing"}}, &list)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				out.Unreachable = append(out.Unreachable, struct {
-					Error         string `json:"error"`
-					MediaServerId string `json:"mediaServerId"`
-				}{Error: err.Error(), MediaServerId: rec.MediaServerID})
-				return
-			}
-			for _, p := range list.Players {
-				cp := contract.StreamPlayer{PlayerId: p.ID, MediaServerId: rec.MediaServerID, App: p.App, StreamId: p.Stream, Protocol: p.Protocol,
-					RemoteAddr: p.RemoteAddr, Bytes: int64(p.Bytes), Frames: int64(p.Frames), DroppedFrames: int64(p.Dropped), StartedAt: p.StartedAt}
-				if p.Vhost != "" {
-					v := p.Vhost
-					cp.Vhost = &v
-				}
-				if p.LeaseID != "" {
-					l := p.LeaseID
-					cp.LeaseId = &l
-				}
-				out.Rows = append(out.Rows, cp)
-			}
-		}(rec)
+	for _, u := range unreachable {
+		out.Unreachable = append(out.Unreachable, struct {
+			Error         string `json:"error"`
+			MediaServerId string `json:"mediaServerId"`
+		}{Error: u.Err.Error(), MediaServerId: u.MediaServerID})
 	}
-	wg.Wait()
+	for _, h := range found {
+		for _, p := range h.Players {
+			cp := contract.StreamPlayer{PlayerId: p.ID, MediaServerId: h.MediaServerID, App: p.App, StreamId: p.Stream, Protocol: p.Protocol,
+				RemoteAddr: p.RemoteAddr, Bytes: int64(p.Bytes), Frames: int64(p.Frames), DroppedFrames: int64(p.Dropped), StartedAt: p.StartedAt}
+			if p.Vhost != "" {
+				v := p.Vhost
+				cp.Vhost = &v
+			}
+			if p.LeaseID != "" {
+				l := p.LeaseID
+				cp.LeaseId = &l
+			}
+			out.Rows = append(out.Rows, cp)
+		}
+	}
 	return out, nil
 }
 
-// proxyID names an ad-hoc proxy by its path, so a start is idempotent and a
-// stop needs only the path.
-func proxyID(vhost, app, stream string) string {
-	if vhost == "" {
-		vhost = channels.DefaultVhost
+// toProxyCommand renders where a proxy start or stop ended.
+func toProxyCommand(c engines.ProxyCommand) contract.StreamProxyCommand {
+	out := contract.StreamProxyCommand{ProxyId: c.ID}
+	if c.Outcome.Node != nil {
+		out.MediaServerId = c.Outcome.Node.MediaServerID
 	}
-	return "proxy:" + vhost + "/" + app + "/" + stream
-}
-
-// proxyWait bounds how long start-proxy and stop-proxy wait for the agent.
-const proxyWait = 10 * time.Second
-
-func (e *streamEndpoints) proxyCall(ctx context.Context, mediaServerID, vhost, app, stream, typ string, payload any) (contract.StreamProxyCommand, error) {
-	if _, err := e.channels.ByStream(ctx, vhost, app, stream); err == nil {
-		return contract.StreamProxyCommand{}, &Error{Status: http.StatusConflict, Code: "channel_stream_conflict", Retryable: retryable(false),
-			Message: fmt.Sprintf("%s/%s belongs to a channel; start or stop the channel instead", app, stream)}
-	} else if !errors.Is(err, channels.ErrNotFound) {
-		return contract.StreamProxyCommand{}, err
+	if c.Outcome.Command != nil {
+		out.NodeCommandId, out.State = c.Outcome.Command.CommandID, c.Outcome.Command.Status
 	}
-	a := actor(ctx)
-	o, err := e.servers.Do(ctx, mediaserver.Call{Target: mediaserver.Target{MediaServerID: mediaServerID}, Type: typ, Payload: payload,
-		Reason: typ + " " + app + "/" + stream, Actor: a.Actor, Wait: proxyWait}, nil)
-	out := contract.StreamProxyCommand{ProxyId: proxyID(vhost, app, stream)}
-	if o.Node != nil {
-		out.MediaServerId = o.Node.MediaServerID
-	}
-	if o.Command != nil {
-		out.NodeCommandId, out.State = o.Command.CommandID, o.Command.Status
-	}
-	var ce *mediaserver.CommandError
-	if errors.As(err, &ce) && (ce.Code == engineapi.CodeProxyNotFound || ce.Code == engineapi.CodeProxyExists) {
-		// Stopping a stopped proxy, or starting a running one, converges.
-		return out, nil
-	}
-	if err != nil {
-		if o.Command == nil {
-			return out, err
-		}
-		msg := err.Error()
+	if c.Failure != nil {
+		msg := c.Failure.Error()
 		out.Error = &msg
 	}
-	return out, nil
+	return out
 }
 
 func (e *streamEndpoints) StartStreamProxy(ctx context.Context, r contract.StartStreamProxyRequestObject) (contract.StartStreamProxyResponseObject, error) {
+	ctx = requestContext(ctx)
 	b := r.Body
-	vhost := deref(b.Vhost, "")
 	transport := ""
 	if b.Transport != nil {
 		transport = string(*b.Transport)
 	}
-	req := engineapi.AddProxyRequest{ID: proxyID(vhost, b.App, b.Stream), URL: b.Url, Vhost: vhost, App: b.App, Stream: b.Stream, Transport: transport,
-		Retry: engineapi.RetryPolicy{InitialBackoff: engineapi.Duration(time.Second), MaxBackoff: engineapi.Duration(30 * time.Second)}}
-	out, err := e.proxyCall(requestContext(ctx), deref(b.MediaServerId, ""), vhost, b.App, b.Stream, agentapi.TypeEngineProxyAdd, req)
+	c, err := e.engines.StartProxy(ctx, actor(ctx).Actor, e.channels, deref(b.MediaServerId, ""), deref(b.Vhost, ""), b.App, b.Stream, b.Url, transport)
 	if err != nil {
 		return nil, err
 	}
-	return contract.StartStreamProxy200JSONResponse(out), nil
+	return contract.StartStreamProxy200JSONResponse(toProxyCommand(c)), nil
 }
 
 func (e *streamEndpoints) StopStreamProxy(ctx context.Context, r contract.StopStreamProxyRequestObject) (contract.StopStreamProxyResponseObject, error) {
+	ctx = requestContext(ctx)
 	b := r.Body
-	vhost := deref(b.Vhost, "")
-	out, err := e.proxyCall(requestContext(ctx), deref(b.MediaServerId, ""), vhost, b.App, b.Stream, agentapi.TypeEngineProxyRemove,
-		agentapi.ProxyRef{ID: proxyID(vhost, b.App, b.Stream)})
+	c, err := e.engines.StopProxy(ctx, actor(ctx).Actor, e.channels, deref(b.MediaServerId, ""), deref(b.Vhost, ""), b.App, b.Stream)
 	if err != nil {
 		return nil, err
 	}
-	return contract.StopStreamProxy200JSONResponse(out), nil
+	return contract.StopStreamProxy200JSONResponse(toProxyCommand(c)), nil
 }
 
-// smokeParallel bounds the tests of a batch running at once.
-const smokeParallel = 4
-
-func (e *streamEndpoints) smokeTest(ctx context.Context, req contract.RtspSmokeTestRequest) (contract.RtspSmokeTestResult, error) {
+// smokeRequest turns a contract smoke test into the engine's request.
+func smokeRequest(req contract.RtspSmokeTestRequest) engineapi.SmokeTestRequest {
 	timeout := time.Duration(deref(req.TimeoutSeconds, 10)) * time.Second
 	in := engineapi.SmokeTestRequest{URL: req.Url, TimeoutMs: int(timeout / time.Millisecond)}
 	if req.Transport != nil {
 		in.Transport = string(*req.Transport)
 	}
-	a := actor(ctx)
-	var res engineapi.SmokeTestResult
-	o, err := e.servers.Do(ctx, mediaserver.Call{Target: mediaserver.Target{MediaServerID: deref(req.MediaServerId, "")}, Type: agentapi.TypeEngineSmokeTestRTSP,
-		Payload: in, Reason: "RTSP smoke test", Actor: a.Actor, Wait: timeout + 10*time.Second}, &res)
-	out := contract.RtspSmokeTestResult{Url: engineapi.RedactURL(req.Url)}
-	if o.Node != nil {
-		out.MediaServerId = &o.Node.MediaServerID
+	return in
+}
+
+// toSmokeResult renders a smoke test's answer; the URL is shown without
+// its credentials.
+func toSmokeResult(url string, t engines.SmokeTest) contract.RtspSmokeTestResult {
+	out := contract.RtspSmokeTestResult{Url: engineapi.RedactURL(url)}
+	if t.MediaServerID != "" {
+		id := t.MediaServerID
+		out.MediaServerId = &id
 	}
-	if err != nil {
-		return out, err
-	}
-	if !o.Done {
-		return out, &Error{Status: http.StatusServiceUnavailable, Code: "agent_timeout", Retryable: retryable(true),
-			Message: "the media server did not finish the test in time; see node command " + o.Command.CommandID}
-	}
+	res := t.SmokeTestResult
 	out.Ok, out.Stage, out.DurationMs = res.OK, res.Stage, res.DurationMs
 	str := func(v string) *string {
 		if v == "" {
@@ -305,36 +247,33 @@ func (e *streamEndpoints) smokeTest(ctx context.Context, req contract.RtspSmokeT
 		w, h := int32(res.Width), int32(res.Height)
 		out.TimeToFirstFrameMs, out.Fps, out.Width, out.Height = &ttff, &fps, &w, &h
 	}
-	return out, nil
+	return out
 }
 
 func (e *streamEndpoints) RtspSmokeTest(ctx context.Context, r contract.RtspSmokeTestRequestObject) (contract.RtspSmokeTestResponseObject, error) {
-	out, err := e.smokeTest(requestContext(ctx), *r.Body)
+	ctx = requestContext(ctx)
+	t, err := e.engines.SmokeTestRTSP(ctx, actor(ctx).Actor, deref(r.Body.MediaServerId, ""), smokeRequest(*r.Body))
 	if err != nil {
 		return nil, err
 	}
-	return contract.RtspSmokeTest200JSONResponse(out), nil
+	return contract.RtspSmokeTest200JSONResponse(toSmokeResult(r.Body.Url, t)), nil
 }
 
 func (e *streamEndpoints) RtspSmokeTestBatch(ctx context.Context, r contract.RtspSmokeTestBatchRequestObject) (contract.RtspSmokeTestBatchResponseObject, error) {
-	rctx := requestContext(ctx)
-	results := make([]contract.RtspSmokeTestResult, len(r.Body.Items))
-	sem := make(chan struct{}, smokeParallel)
-	var wg sync.WaitGroup
+	ctx = requestContext(ctx)
+	ids, reqs := make([]string, len(r.Body.Items)), make([]engineapi.SmokeTestRequest, len(r.Body.Items))
 	for i, item := range r.Body.Items {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int, item contract.RtspSmokeTestRequest) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			res, err := e.smokeTest(rctx, item)
-			if err != nil {
-				msg := err.Error()
-				res.Ok, res.Stage, res.Error = false, "dispatch", &msg
-			}
-			results[i] = res
-		}(i, item)
+		ids[i], reqs[i] = deref(item.MediaServerId, ""), smokeRequest(item)
 	}
-	wg.Wait()
+	tests, errs := e.engines.SmokeTestBatch(ctx, actor(ctx).Actor, ids, reqs)
+	results := make([]contract.RtspSmokeTestResult, len(tests))
+	for i := range tests {
+		results[i] = toSmokeResult(r.Body.Items[i].Url, tests[i])
+		if errs[i] != nil {
+			// A test that could not run is a failed result of the batch.
+			msg := errs[i].Error()
+			results[i].Ok, results[i].Stage, results[i].Error = false, "dispatch", &msg
+		}
+	}
 	return contract.RtspSmokeTestBatch200JSONResponse{Results: results}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/storetest"
 	"github.com/svcplatform/svc/shared/agentapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // newService opens a real single-node store and a command service on it.
@@ -102,14 +103,21 @@ func TestLongPollWakesOnCreate(t *testing.T) {
 
 func TestDeadlineHandsOutAgainThenTimesOut(t *testing.T) {
 	s, _ := newService(t)
+	clock := testkit.NewClock(time.Now())
+	s.Now = clock.Now
 	ctx := t.Context()
 	rec, _, _ := s.Create(ctx, CreateRequest{NodeID: "m1", Type: agentapi.TypePing, MaxAttempts: 2, Actor: operator})
 	if c, _ := s.Poll(ctx, "m1", time.Second, 1); len(c) != 1 {
 		t.Fatal("not delivered")
 	}
+	// Before the visibility deadline nothing is handed out again.
+	clock.Advance(200 * time.Millisecond)
+	if rq, to, err := s.Reap(ctx); err != nil || rq != 0 || to != 0 {
+		t.Fatalf("reap before the deadline: %d %d %v", rq, to, err)
+	}
 	// The agent vanishes: after the visibility deadline the reaper puts it
 	// back, and the next poll gets attempt 2.
-	time.Sleep(400 * time.Millisecond)
+	clock.Advance(200 * time.Millisecond)
 	rq, to, err := s.Reap(ctx)
 	if err != nil || rq != 1 || to != 0 {
 		t.Fatalf("reap: %d %d %v", rq, to, err)
@@ -118,7 +126,7 @@ func TestDeadlineHandsOutAgainThenTimesOut(t *testing.T) {
 	if len(c) != 1 || c[0].Attempt != 2 || c[0].CommandID != rec.CommandID {
 		t.Fatalf("second delivery %+v", c)
 	}
-	time.Sleep(400 * time.Millisecond)
+	clock.Advance(400 * time.Millisecond)
 	if _, to, _ := s.Reap(ctx); to != 1 {
 		t.Fatal("attempts exhausted but not timed out")
 	}

@@ -59,9 +59,9 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
 		Commands: s.agents.commands, Log: s.Log.Named("streams")}
 	if s.GB28181 != nil {
-		s.streamDispatcher.GB = s.GB28181
+		s.streamDispatcher.GB, s.streamDispatcher.GBRTPTimeout = s.GB28181, cfg.GB28181RTPTimeout
 		s.gbPlayback = &streams.GBPlayback{Store: node, Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands,
-			GB: s.GB28181, NodeID: cfg.NodeID, Log: s.Log.Named("gb28181"),
+			GB: s.GB28181, NodeID: cfg.NodeID, Log: s.Log.Named("gb28181"), RTPTimeout: cfg.GB28181RTPTimeout,
 			EndLeases: func(ctx context.Context, sessionID, mediaServerID, reason string) error {
 				return s.Playback.EndResourceLeases(ctx, playback.KindGBPlayback, sessionID, mediaServerID, reason)
 			}}

@@ -85,13 +85,17 @@ func (s *Server) loops() []loop {
 		}},
 		{name: "GB28181 record query pruning", leader: true, run: func(ctx context.Context) {
 			glog := log.Named("gb28181")
-			gb28181.PruneRecordQueriesLoop(ctx, node, gb28181.RecordQueryRetention, 10*time.Minute, func(removed int, err error) {
+			gb28181.PruneRecordQueriesLoop(ctx, node, cfg.GB28181RecordQueryRetention, 10*time.Minute, func(removed int, err error) {
 				if err != nil && ctx.Err() == nil {
 					glog.Warn("pruning GB28181 record queries failed", zap.Error(err))
 				} else if removed > 0 {
 					glog.Debug("pruned GB28181 record queries", zap.Int("removed", removed))
 				}
 			})
+		}},
+		{name: "GB28181 stale holders", leader: true, run: func(ctx context.Context) {
+			h := &gb28181.StaleHolders{Store: node, NodeID: cfg.NodeID, Probe: s.probeMember, Timeout: cfg.GB28181HolderTimeout, Log: log.Named("gb28181")}
+			h.Run(ctx, min(cfg.GB28181HolderTimeout/3, 5*time.Second))
 		}},
 		{name: "webhook dispatcher", leader: true, run: s.Dispatcher.Run},
 		{name: "legacy webhook migration", leader: true, run: s.migrateLegacyWebhook},
@@ -140,4 +144,20 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 			fn(ctx)
 		}
 	}
+}
+
+// probeMember answers whether control node id is a member and, if it is,
+// nil when it answers a status request over the internal link.
+func (s *Server) probeMember(ctx context.Context, id string) (bool, error) {
+	members, err := s.Node.Members(ctx)
+	if err != nil {
+		return true, err
+	}
+	for _, m := range members {
+		if m.NodeID == id {
+			_, err := s.Node.PeerStatus(ctx, m.RaftAddress, 0)
+			return true, err
+		}
+	}
+	return false, nil
 }

@@ -30,10 +30,12 @@ import (
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/cluster"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/enginehooks"
+	"github.com/svcplatform/svc/controlplane/engines"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/httpapi"
@@ -42,6 +44,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/recording"
+	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/rooms"
 	"github.com/svcplatform/svc/controlplane/rtpports"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
@@ -50,6 +53,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/storeaudit"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/talk"
@@ -78,6 +82,7 @@ type Server struct {
 	Keys     *keyring.Keyring
 	Node     *raftnode.Node
 	System   *system.Service
+	Cluster  *cluster.Service
 	Accounts *account.Service
 	Sessions *session.Service
 	// Channels is the channel catalogue; the stream dispatcher and the
@@ -215,11 +220,13 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	}
 	tasks := system.NewTasks(log.Named("tasks"), node.Leadership().IsLeader)
 	var routes func() []system.Route
+	cleaner := retention.New(node, cfg.HistoryRetention)
+	s.Cluster = cluster.New(cluster.Deps{Node: node, NodeID: cfg.NodeID, Engines: s.runningEngines})
 	s.System = system.New(system.Deps{
 		Node: node, NodeID: cfg.NodeID, APIURL: cfg.APIURL(), StartedAt: time.Now(), Spec: ops.Spec,
 		Routes: func() []system.Route { return routes() }, Tasks: tasks, Ports: ports(cfg, s.HTTPAddr, node.RaftAddress(), s.agents.agentAddr()),
-		SMTP:             system.SMTP{Host: cfg.SMTPHost, Port: cfg.SMTPPort, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: smtpPassword, StartTLS: cfg.SMTPStartTLS},
-		HistoryRetention: cfg.HistoryRetention, OwnedPrefixes: OwnedPrefixes, Engines: s.runningEngines,
+		SMTP:      system.SMTP{Host: cfg.SMTPHost, Port: cfg.SMTPPort, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: smtpPassword, StartTLS: cfg.SMTPStartTLS},
+		Retention: cleaner, Cluster: s.Cluster,
 	})
 	s.System.RegisterBuiltinTasks()
 	registerAuditRetention(tasks, node, audit.Retention{MaxAge: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries})
@@ -280,6 +287,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Accounts:     accounts,
 		RTSPAuth:     rtspCreds,
 		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ClientIPHeaders: cfg.ClientIPHeaders, System: s.System, Node: node,
+		Cluster: s.Cluster, StoreAudit: storeaudit.New(node, OwnedPrefixes), Retention: cleaner,
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,
@@ -288,6 +296,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Tuning: &tuning.Service{NodeID: cfg.NodeID, Servers: s.agents.servers}, RTPPorts: &rtpports.Service{Servers: s.agents.servers},
+		Engines:   &engines.Service{Servers: s.agents.servers},
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),
 		NodeTTL: cfg.NodeHeartbeatTTL, BootstrapCode: s.bootstrapCode, Console: web,
 	})
@@ -363,8 +372,8 @@ func ports(cfg config.Config, httpAddr, raftAddr, agentAddr string) []system.Por
 func ensureIdentity(ctx context.Context, node *raftnode.Node, log *zap.Logger) {
 	retryEverySecond(ctx, log, "writing cluster identity", func(ctx context.Context) error {
 		id, _ := uuid.NewV7()
-		val, _ := json.Marshal(system.ClusterIdentity{ClusterID: id.String(), CreatedAt: time.Now().UTC()})
-		_, err := node.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.Absent(system.IdentityKey)}, Then: []store.Op{store.Put(system.IdentityKey, val)}})
+		val, _ := json.Marshal(cluster.Identity{ClusterID: id.String(), CreatedAt: time.Now().UTC()})
+		_, err := node.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.Absent(cluster.IdentityKey)}, Then: []store.Op{store.Put(cluster.IdentityKey, val)}})
 		return err
 	})
 }

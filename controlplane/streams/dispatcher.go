@@ -37,6 +37,9 @@ type Dispatcher struct {
 
 	// GB invites GB28181 devices for their channels; nil fails their starts.
 	GB GBInviter
+	// GBRTPTimeout is how long a GB28181 channel's RTP server waits
+	// without media (default 15 s).
+	GBRTPTimeout time.Duration
 
 	mu       sync.Mutex
 	inFlight map[channels.CommandID]bool

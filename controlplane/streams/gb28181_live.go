@@ -23,6 +23,9 @@ import (
 type GBInviter interface {
 	Invite(ctx context.Context, r gb28181.InviteRequest) (*gb28181.MediaSession, error)
 	Bye(ctx context.Context, m *gb28181.MediaSession) error
+	// ByeChannel ends the live dialogs the store records for a device
+	// channel, wherever they are held.
+	ByeChannel(ctx context.Context, id gb28181.DeviceID, channelID string) error
 	NewSSRC(playback bool) uint32
 }
 
@@ -45,9 +48,17 @@ type gbSessions struct {
 	m  map[channels.ChannelID]*gbLive
 }
 
-// gbTimeoutSeconds is how long an RTP server waits for media before it
-// closes and reports on_rtp_server_timeout.
-const gbTimeoutSeconds = 15
+// defaultGBRTPTimeout is how long an RTP server waits for media before it
+// closes and reports on_rtp_server_timeout, unless configured.
+const defaultGBRTPTimeout = 15 * time.Second
+
+// gbTimeoutSeconds is an RTP server's wait for media in whole seconds.
+func gbTimeoutSeconds(t time.Duration) int {
+	if t <= 0 {
+		t = defaultGBRTPTimeout
+	}
+	return int(max(t/time.Second, 1))
+}
 
 // startGB starts a GB28181 channel: an RTP port leased on the media
 // server's agent, the engine's RTP server opened on it, and the device
@@ -70,12 +81,29 @@ func (d *Dispatcher) startGB(ctx context.Context, cmd channels.StreamCommand, ch
 	// A session still held for the channel (its stream was lost and
 	// auto-recovery starts it again before its RTP server's timeout was
 	// reported) is ended first: its dialog gets a BYE, its port goes back.
+	//
+	// A channel that is Online with its session shares it: a second start
+	// answers without a second INVITE (the channel's starts are not
+	// counted, so its one stop ends the session).
 	d.gb.mu.Lock()
 	old := d.gb.m[ch.ChannelID]
-	delete(d.gb.m, ch.ChannelID)
+	shared := old != nil && old.session != nil && ch.ActualState == channels.ActualOnline
+	if !shared {
+		delete(d.gb.m, ch.ChannelID)
+	}
 	d.gb.mu.Unlock()
+	if shared {
+		d.Log.Info("GB28181 channel already playing; the start shares its session", zap.String("channel", string(ch.ChannelID)),
+			zap.String("callId", old.session.CallID))
+		d.mark(ctx, cmd, channels.CommandSucceeded, "", "")
+		return
+	}
 	if old != nil {
 		d.undoGB(context.WithoutCancel(ctx), old.cmd, old)
+	} else if err := d.GB.ByeChannel(ctx, gb28181.DeviceID(ch.DeviceID), ch.DeviceChannelID); err != nil {
+		// Dialogs recorded for the channel that this dispatcher does not
+		// know were started by an earlier leader: ended before a new one.
+		d.Log.Info("ending earlier GB28181 dialogs failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
 	}
 	live := &gbLive{cmd: cmd, channel: ch.ChannelID, rec: rec}
 	undo := func() { d.undoGB(context.WithoutCancel(ctx), cmd, live) }
@@ -92,7 +120,7 @@ func (d *Dispatcher) startGB(ctx context.Context, cmd channels.StreamCommand, ch
 		timeout = time.Duration(cmd.GB.TimeoutSeconds) * time.Second
 	}
 	if err := d.step(ctx, cmd, rec, "open", agentapi.TypeEngineRTPServerOpen, engineapi.OpenRTPServerRequest{Vhost: ch.Vhost, App: ch.App,
-		Stream: ch.Stream, Port: live.lease.Port, Transport: transport, SSRC: ssrc, TimeoutSeconds: gbTimeoutSeconds}, &live.server); err != nil {
+		Stream: ch.Stream, Port: live.lease.Port, Transport: transport, SSRC: ssrc, TimeoutSeconds: gbTimeoutSeconds(d.GBRTPTimeout)}, &live.server); err != nil {
 		undo()
 		fail("opening the RTP server: " + err.Error())
 		return
@@ -126,6 +154,9 @@ func (d *Dispatcher) stopGB(ctx context.Context, cmd channels.StreamCommand, ch 
 	d.gb.mu.Unlock()
 	if live != nil {
 		d.undoGB(ctx, cmd, live)
+	} else if err := d.GB.ByeChannel(ctx, gb28181.DeviceID(ch.DeviceID), ch.DeviceChannelID); err != nil {
+		// Started by an earlier leader: its dialogs are in the store.
+		d.Log.Info("ending GB28181 dialogs failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
 	}
 	d.mark(ctx, cmd, channels.CommandSucceeded, "", "")
 	if _, err := d.Channels.SetCommandState(ctx, system, ch.ChannelID, cmd.CommandID, channels.ActualOffline, "stopped"); err != nil && ctx.Err() == nil {

@@ -99,6 +99,9 @@ type GBPlayback struct {
 	Log       *zap.Logger
 	// CommandWait bounds one node command (default 30 s).
 	CommandWait time.Duration
+	// RTPTimeout is how long a session's RTP server waits without media
+	// (default 15 s).
+	RTPTimeout time.Duration
 
 	mu     sync.Mutex
 	live   map[string]*gbLive
@@ -152,7 +155,7 @@ func (p *GBPlayback) Start(ctx context.Context, r PlaybackRequest) (*PlaybackSes
 	ssrc := p.GB.NewSSRC(true)
 	open := func(peer string, ssrc uint32) error {
 		if err := step("open", agentapi.TypeEngineRTPServerOpen, engineapi.OpenRTPServerRequest{Vhost: s.Vhost, App: s.App, Stream: s.Stream,
-			Port: live.lease.Port, Transport: s.Transport, Peer: peer, SSRC: ssrc, TimeoutSeconds: gbTimeoutSeconds}, &live.server); err != nil {
+			Port: live.lease.Port, Transport: s.Transport, Peer: peer, SSRC: ssrc, TimeoutSeconds: gbTimeoutSeconds(p.RTPTimeout)}, &live.server); err != nil {
 			undo()
 			return fmt.Errorf("opening the RTP server on %s: %w", rec.MediaServerID, err)
 		}

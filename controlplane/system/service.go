@@ -1,45 +1,33 @@
-// Package system answers the "System and health" operations of the
-// contract and the cluster status: health and readiness, build and process
-// information, the audits (parity between members, migrations and residues,
-// database schema, the contract against the routes, documentation), data
-// retention, built-in tasks, runtime diagnostics, listening ports, host
-// tuning and the operations e-mail test. It reads the replicated store and
-// the local node; it knows nothing of HTTP.
+// Package system answers the rest of the "System and health" operations:
+// build and process information, the store's migration, residue and
+// schema audits, the contract audit against the routes, built-in tasks,
+// runtime diagnostics, listening ports and the operations e-mail test.
+// Health, readiness, the cluster's members and the parity audit are
+// controlplane/cluster's; the store's cleanup is controlplane/retention's.
+// It knows nothing of HTTP.
 package system
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/svcplatform/svc/controlplane/cluster"
 	"github.com/svcplatform/svc/controlplane/fault"
-	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 )
 
 // Sentinel errors, mapped to contract codes at the HTTP boundary.
 var (
-	ErrUnknownCluster     = fault.New(fault.NotFound, "not_found", "unknown cluster id")
 	ErrUnknownTask        = fault.New(fault.NotFound, "not_found", "unknown task")
 	ErrTaskRunning        = fault.New(fault.Conflict, "conflict", "task is already running")
 	ErrTaskOnLeader       = fault.NewRetryable(fault.Conflict, "conflict", "task runs on the leader only; this node does not lead now")
-	ErrNotResidue         = fault.New(fault.Conflict, "conflict", "prefix is not a residue prefix")
 	ErrEmailNotConfigured = fault.New(fault.Conflict, "notifications_not_configured", "operations e-mail is not configured: set smtp-host and smtp-from to enable it")
 	ErrEmailFailed        = fault.NewRetryable(fault.Unavailable, "smtp_failed", "SMTP delivery failed")
 	ErrInvalidEmail       = fault.New(fault.Invalid, "invalid_body", "invalid e-mail request")
 )
-
-// IdentityKey holds the cluster's identity record, written once by the
-// first leader.
-const IdentityKey = "/cluster/identity"
-
-// ClusterIdentity is the stored identity of the cluster.
-type ClusterIdentity struct {
-	ClusterID string    `json:"clusterId"`
-	CreatedAt time.Time `json:"createdAt"`
-}
 
 // Route is one registered HTTP route, for the contract audit.
 type Route struct {
@@ -65,22 +53,21 @@ type SMTP struct {
 
 // Deps are what the service reads.
 type Deps struct {
-	Node             *raftnode.Node
-	NodeID           string
-	APIURL           string
-	StartedAt        time.Time
-	Spec             *openapi3.T
-	Routes           func() []Route
-	Tasks            *Tasks
-	Ports            []Port
-	SMTP             SMTP
-	HistoryRetention int64
-	// OwnedPrefixes are the key prefixes this version owns; any other key
-	// is a residue of a removed feature or protocol.
-	OwnedPrefixes []string
-	// Engines counts the media servers whose engine runs now and those
-	// enrolled (not retired), for the readiness check.
-	Engines func(ctx context.Context) (running, enrolled int, err error)
+	Node      *raftnode.Node
+	NodeID    string
+	APIURL    string
+	StartedAt time.Time
+	Spec      *openapi3.T
+	Routes    func() []Route
+	Tasks     *Tasks
+	Ports     []Port
+	SMTP      SMTP
+	// Retention is the store's cleanup, run by the data-retention-cleanup
+	// task.
+	Retention *retention.Cleaner
+	// Cluster answers for the cluster's members (the console summary
+	// and the parity-audit task).
+	Cluster *cluster.Service
 }
 
 // Service implements the system operations.
@@ -94,20 +81,5 @@ func (s *Service) NodeID() string { return s.d.NodeID }
 
 // ClusterID reads the cluster identity ("" before the first leader wrote it).
 func (s *Service) ClusterID(ctx context.Context) string {
-	id, _, err := store.GetRecord[ClusterIdentity](ctx, s.d.Node, IdentityKey, store.Local)
-	if err != nil {
-		return ""
-	}
-	return id.ClusterID
+	return cluster.ID(ctx, s.d.Node)
 }
-
-// checkCluster rejects a clusterId that is not this cluster's.
-func (s *Service) checkCluster(ctx context.Context, clusterID *string) (string, error) {
-	id := s.ClusterID(ctx)
-	if clusterID != nil && *clusterID != "" && *clusterID != id {
-		return "", fmt.Errorf("%w: %q", ErrUnknownCluster, *clusterID)
-	}
-	return id, nil
-}
-
-func ptr[T any](v T) *T { return &v }

@@ -19,12 +19,14 @@ import (
 // segment and the chosen fragments (moof+mdat) copied as they are, so
 // every frame is byte-identical to its source. A span starts at the last
 // fragment beginning with a keyframe at or before its start (every
-// keyframe starts a fragment) and ends with the last fragment beginning
-// before its end. Fragments keep their own timeline where files follow on
-// (a file starts where the previous one ended); where they do not (a gap
-// without recording, or a stream that began again), the decode times of
-// what follows are moved to continue the output without a gap. Only the
-// tfdt and mfhd fields of each moof are rewritten.
+// keyframe starts a fragment) and ends with the last frame decoded before
+// its end: the fragment holding that frame is written again with only the
+// frames before it (trimFragment). Fragments keep their own timeline
+// where files follow on (a file starts where the previous one ended);
+// where they do not (a gap without recording, or a stream that began
+// again), the decode times of what follows are moved to continue the
+// output without a gap. Otherwise only the tfdt and mfhd fields of each
+// moof are rewritten.
 
 // CutMergeDir is the directory under the root that holds outputs, named
 // by task id; they are findable and deletable by that id like files.
@@ -59,10 +61,12 @@ type CutMergeResult struct {
 // one ended before it counts as a gap (rounding of the stream clock).
 const gapTolerance = 100 * time.Millisecond
 
-// chosen is one fragment to copy.
+// chosen is one fragment to copy; until, when set, keeps only its samples
+// decoded before that time past the fragment's start (the end of a span).
 type chosen struct {
-	path string
-	part Part
+	path  string
+	part  Part
+	until time.Duration
 }
 
 // CutMerge writes the output of task id from spans, in order; writing it
@@ -109,7 +113,11 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 				if len(parts) == 0 {
 					res.StartTime = x.StartTime().Add(p.At)
 				}
-				parts = append(parts, chosen{path: path, part: p})
+				c := chosen{path: path, part: p}
+				if s.To > 0 && p.At+p.Duration > s.To {
+					c.until = s.To - p.At
+				}
+				parts = append(parts, c)
 			}
 		}
 	}
@@ -154,10 +162,20 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 	var shift time.Duration            // subtracted from every decode time
 	ends := map[uint32]time.Duration{} // each track's end in the output, in source time minus shift
 	var base time.Duration             // the output's first decode time
-	for i, c := range parts {
+	i := 0                             // fragments written
+	for _, c := range parts {
 		b, err := readAt(c.path, c.part.Offset, c.part.Size)
 		if err != nil {
 			return res, err
+		}
+		frames := c.part.Frames
+		if c.until > 0 {
+			if b, frames, err = trimFragment(b, c.until, scales); err != nil {
+				return res, fmt.Errorf("recorder: fragment at %d of %s: %w", c.part.Offset, filepath.Base(c.path), err)
+			}
+			if frames == 0 {
+				continue
+			}
 		}
 		times, err := fragmentTimes(b, scales)
 		if err != nil {
@@ -188,17 +206,20 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 		if _, err := out.Write(b); err != nil {
 			return res, err
 		}
+		var dur time.Duration
 		for id, tt := range times {
 			ends[id] = tt.start - shift + tt.dur
 			res.Duration = max(res.Duration, ends[id]-base)
+			dur = max(dur, tt.start+tt.dur-first)
 		}
 		if err := appendLine(&idx, indexLine{T: linePart, Off: size, Size: int64(len(b)), At: (first - shift - base).Milliseconds(),
-			Dur: c.part.Duration.Milliseconds(), Key: c.part.Key, Frames: c.part.Frames}); err != nil {
+			Dur: dur.Milliseconds(), Key: c.part.Key, Frames: frames}); err != nil {
 			return res, err
 		}
 		size += int64(len(b))
-		res.Frames += uint64(c.part.Frames)
+		res.Frames += uint64(frames)
 		res.Parts++
+		i++
 	}
 	res.Size = size
 	if err := out.Sync(); err != nil {

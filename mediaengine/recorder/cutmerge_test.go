@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +8,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/svcplatform/svc/mediaengine/fmp4"
 	"github.com/svcplatform/svc/mediaengine/hub"
 	"github.com/svcplatform/svc/mediaengine/internal/mediatest"
 	"github.com/svcplatform/svc/mediaengine/media"
@@ -91,28 +91,38 @@ func TestCutMergeAcrossFilesAndAGap(t *testing.T) {
 	}
 	// The covered media: the first file from its keyframe at or before
 	// 0.9 s (0 s: a keyframe a second), the middle files whole, the last
-	// up to its part beginning before 1.1 s.
+	// up to its last frame decoded before 1.1 s: within a frame (40 ms).
 	want := firstF.Duration + 1100*time.Millisecond
 	for _, f := range files[1 : len(files)-1] {
 		want += f.Duration
 	}
-	if res.Duration < want-50*time.Millisecond || res.Duration > want+300*time.Millisecond {
-		t.Fatalf("the output covers %s, want %s and at most a part (300 ms) more", res.Duration, want)
+	if res.Duration < want-50*time.Millisecond || res.Duration > want+10*time.Millisecond {
+		t.Fatalf("the output covers %s, want %s to within a frame", res.Duration, want)
 	}
-	// Every mdat is byte-identical to a source fragment's.
+	// Every frame is byte-identical to a source frame, and the output
+	// holds as many as its result says.
 	sources := map[string]bool{}
 	for _, f := range files {
 		sx, _ := readIndex(filepath.Join(root, f.Rel) + ".idx")
 		for _, p := range sx.Parts {
 			b, _ := readAt(filepath.Join(root, f.Rel), p.Offset, p.Size)
-			sources[string(mdatOf(t, b))] = true
+			for _, s := range samplesOf(t, b) {
+				sources[string(s)] = true
+			}
 		}
 	}
+	var copied uint64
 	for i, p := range x.Parts {
 		b, _ := readAt(abs, p.Offset, p.Size)
-		if !sources[string(mdatOf(t, b))] {
-			t.Fatalf("output part %d's mdat is not a source's", i)
+		for _, s := range samplesOf(t, b) {
+			if !sources[string(s)] {
+				t.Fatalf("a frame of output part %d is not a source's", i)
+			}
+			copied++
 		}
+	}
+	if copied != res.Frames {
+		t.Fatalf("the output holds %d frames, its result says %d", copied, res.Frames)
 	}
 	// Again: the same output replaces the first.
 	if again, err := r.CutMerge(id, spans); err != nil || again.Size != res.Size {
@@ -132,11 +142,30 @@ func TestCutMergeAcrossFilesAndAGap(t *testing.T) {
 	}
 }
 
-func mdatOf(t *testing.T, frag []byte) []byte {
+// samplesOf is the bytes of each sample of a fragment, found through its
+// truns' data offsets and sizes.
+func samplesOf(t *testing.T, frag []byte) [][]byte {
 	t.Helper()
-	i := bytes.Index(frag, []byte("mdat"))
-	if i < 4 {
-		t.Fatal("no mdat")
+	boxes, err := fmp4.ReadBoxes(frag)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return frag[i+4:]
+	moof := fmp4.Find(boxes, "moof")
+	var out [][]byte
+	for _, traf := range moof.Children {
+		trun := fmp4.Find(traf.Children, "trun")
+		if traf.Type != "traf" || trun == nil {
+			continue
+		}
+		off, samples, err := fmp4.ParseTrun(trun.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos := moof.Offset + int(off)
+		for _, s := range samples {
+			out = append(out, frag[pos:pos+int(s.Size)])
+			pos += int(s.Size)
+		}
+	}
+	return out
 }

@@ -23,7 +23,7 @@ func ResolveControl(base *url.URL, control string) (*url.URL, error) {
 	if lc := strings.ToLower(control); strings.HasPrefix(lc, "rtsp://") || strings.HasPrefix(lc, "rtsps://") {
 		u, err := url.Parse(control)
 		if err != nil {
-			return nil, fmt.Errorf("%w: control %q: %w", ErrBadSDP, truncate(control), err)
+			return nil, fmt.Errorf("%w: control %q: %w", ErrBadSDP, Truncate(control), err)
 		}
 		return u, nil
 	}

@@ -26,10 +26,6 @@ var (
 	ErrTimeout      = errors.New("rtsp: no data from the peer")
 	ErrTrackStalled = errors.New("rtsp: a track stopped giving frames")
 	ErrClosed       = errors.New("rtsp: closed")
-
-	// errTransportRefused: the server answered SETUP with another
-	// transport than asked for (some force TCP).
-	errTransportRefused = fmt.Errorf("%w: server chose another transport", ErrBadTransport)
 )
 
 // StatusError is a response whose status is not 2xx.

@@ -23,8 +23,8 @@ const (
 	MaxBodyBytes   = 256 << 10
 )
 
-// errIdle wraps a read deadline that expired between messages.
-var errIdle = errors.New("rtsp: idle")
+// ErrIdle wraps a read deadline that expired between messages.
+var ErrIdle = errors.New("rtsp: idle")
 
 // Message is what MessageReader.Read found: a request, a response, or an
 // interleaved binary frame (Channel >= 0), whose Payload is valid only
@@ -58,7 +58,7 @@ func (r *MessageReader) Read(m *Message) error {
 			if errors.As(err, &ne) && ne.Timeout() {
 				// Nothing of a message was consumed: the caller may read
 				// on after deciding the peer is still alive.
-				return fmt.Errorf("%w: %w", errIdle, err)
+				return fmt.Errorf("%w: %w", ErrIdle, err)
 			}
 			return err
 		}
@@ -136,7 +136,7 @@ func (r *MessageReader) readMessage(m *Message) error {
 		name, value, ok := strings.Cut(line, ":")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" {
-			return fmt.Errorf("%w: header line %q", ErrMalformed, truncate(line))
+			return fmt.Errorf("%w: header line %q", ErrMalformed, Truncate(line))
 		}
 		h.Add(name, strings.TrimSpace(value))
 	}
@@ -159,7 +159,7 @@ func (r *MessageReader) body(h Header) ([]byte, error) {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil || n < 0 {
-		return nil, fmt.Errorf("%w: Content-Length %q", ErrMalformed, truncate(v))
+		return nil, fmt.Errorf("%w: Content-Length %q", ErrMalformed, Truncate(v))
 	}
 	if n > MaxBodyBytes {
 		return nil, fmt.Errorf("%w: body of %d bytes", ErrMessageTooLarge, n)
@@ -196,11 +196,11 @@ func parseRequestLine(line string) (*Request, error) {
 	uri, proto, ok2 := strings.Cut(strings.TrimLeft(rest, " "), " ")
 	proto = strings.TrimSpace(proto)
 	if !ok1 || !ok2 || method == "" || uri == "" || !strings.HasPrefix(proto, "RTSP/") {
-		return nil, fmt.Errorf("%w: request line %q", ErrMalformed, truncate(line))
+		return nil, fmt.Errorf("%w: request line %q", ErrMalformed, Truncate(line))
 	}
 	for _, c := range method {
 		if c < 'A' || c > 'Z' && c != '_' {
-			return nil, fmt.Errorf("%w: method %q", ErrMalformed, truncate(method))
+			return nil, fmt.Errorf("%w: method %q", ErrMalformed, Truncate(method))
 		}
 	}
 	return &Request{Method: method, URL: uri, Proto: proto}, nil
@@ -211,12 +211,13 @@ func parseStatusLine(line string) (*Response, error) {
 	code, reason, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
 	n, err := strconv.Atoi(code)
 	if !ok || err != nil || n < 100 || n > 999 {
-		return nil, fmt.Errorf("%w: status line %q", ErrMalformed, truncate(line))
+		return nil, fmt.Errorf("%w: status line %q", ErrMalformed, Truncate(line))
 	}
 	return &Response{Proto: proto, StatusCode: n, Reason: reason}, nil
 }
 
-func truncate(s string) string {
+// Truncate shortens text a peer sent to what an error message quotes.
+func Truncate(s string) string {
 	if len(s) > 64 {
 		return s[:64] + "..."
 	}

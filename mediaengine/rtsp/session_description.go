@@ -254,9 +254,9 @@ func cleanMediaLine(v string) string {
 	return strings.Join(f, " ")
 }
 
-// dynamicPayloadType is the payload type the server gives a track (static
+// DynamicPayloadType is the payload type the server gives a track (static
 // formats such as G.711 keep theirs).
-func dynamicPayloadType(t *media.Track) uint8 { return uint8(96 + t.ID%32) }
+func DynamicPayloadType(t *media.Track) uint8 { return uint8(96 + t.ID%32) }
 
 // MarshalSessionDescription writes the SDP the server answers DESCRIBE
 // with: one m= section per track, each with control "trackID=<ID>"
@@ -275,7 +275,7 @@ func MarshalSessionDescription(tracks []*media.Track, host string) ([]byte, erro
 		Attributes: []sdp.Attribute{{Key: "tool", Value: "svc"}, {Key: "range", Value: "npt=0-"}, {Key: "control", Value: "*"}},
 	}
 	for _, t := range tracks {
-		f, err := rtpcodec.FormatForTrack(t, dynamicPayloadType(t))
+		f, err := rtpcodec.FormatForTrack(t, DynamicPayloadType(t))
 		if err != nil {
 			continue // a codec RTP cannot carry is left out
 		}

@@ -56,7 +56,7 @@ func parseTransport(spec string) (Transport, error) {
 	case "RTP/AVP/TCP":
 		t.TCP = true
 	default:
-		return t, fmt.Errorf("%w: protocol %q", ErrBadTransport, truncate(parts[0]))
+		return t, fmt.Errorf("%w: protocol %q", ErrBadTransport, Truncate(parts[0]))
 	}
 	for _, p := range parts[1:] {
 		k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
@@ -85,7 +85,7 @@ func parseTransport(spec string) (Transport, error) {
 			t.Source = v
 		}
 		if err != nil {
-			return t, fmt.Errorf("%w: %s=%q", ErrBadTransport, k, truncate(v))
+			return t, fmt.Errorf("%w: %s=%q", ErrBadTransport, k, Truncate(v))
 		}
 	}
 	return t, nil

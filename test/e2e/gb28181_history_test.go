@@ -162,8 +162,9 @@ func TestGB28181HistoryPlaybackEndToEnd(t *testing.T) {
 
 // startGBPlatform starts a control node whose SIP server (on a free UDP
 // and TCP port, returned) takes devices of domain with the password
-// camera-pass as platform, and a media host media-1 for their streams.
-func startGBPlatform(t *testing.T, domain, platform string) (*controlNode, string) {
+// camera-pass as platform, and a media host media-1 for their streams;
+// tune adjusts the control node's configuration.
+func startGBPlatform(t *testing.T, domain, platform string, tune ...func(*config.Config)) (*controlNode, string) {
 	t.Helper()
 	bin := svcbin.Build(t)
 	pw := filepath.Join(t.TempDir(), "gb-password")
@@ -173,14 +174,13 @@ func startGBPlatform(t *testing.T, domain, platform string) (*controlNode, strin
 	sipAddr := freeUDPAddr(t)
 	cp := startControlNode(t, func(c *config.Config) {
 		c.GB28181PasswordFile, c.SIPAddr, c.GB28181Domain, c.GB28181ID = pw, sipAddr, domain, platform
+		for _, f := range tune {
+			f(c)
+		}
 	})
 	cp.startMediaHost(bin, "media-1")
 	return cp, sipAddr
 }
-
-// startSIPpCamera runs gb28181_device.xml (register, catalog of one
-// channel, keep-alives) with the out-of-call scenario ooc answering the
-// platform (extra are more SIPp arguments); it returns SIPp's working
 
 // catalogChannel waits until the camera deviceID registered and its
 // one-channel catalog became a channel, and answers that channel's id.
@@ -201,6 +201,9 @@ func catalogChannel(t *testing.T, cp *controlNode, deviceID string) string {
 	return chID
 }
 
+// startSIPpCamera runs gb28181_device.xml (register, catalog of one
+// channel, keep-alives) with the out-of-call scenario ooc answering the
+// platform (extra are more SIPp arguments); it returns SIPp's working
 // directory and a reader of its message log.
 func startSIPpCamera(t *testing.T, sipAddr, ooc, deviceID, channelID, platform, domain string, extra ...string) (string, func() string) {
 	t.Helper()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/test/peers/psrtp"
 	"github.com/svcplatform/svc/test/testkit"
 )
@@ -27,7 +28,9 @@ func TestGB28181LiveRTPTimeoutRecovers(t *testing.T) {
 		domain    = "3402000000"
 		platform  = "34020000002000000001"
 	)
-	cp, sipAddr := startGBPlatform(t, domain, platform)
+	// The RTP servers' timeout is configured (12 s, not the default 15 s):
+	// the reason of the media-less attempt names it.
+	cp, sipAddr := startGBPlatform(t, domain, platform, func(c *config.Config) { c.GB28181RTPTimeout = 12 * time.Second })
 	dir, sippLog := startSIPpCamera(t, sipAddr, "gb28181_answer.xml", deviceID, channelID, platform, domain)
 	chID := catalogChannel(t, cp, deviceID)
 	type channel struct{ ActualState, ActualStateReason string }
@@ -83,8 +86,8 @@ func TestGB28181LiveRTPTimeoutRecovers(t *testing.T) {
 		c = state()
 		return c.ActualState == "Retrying" && strings.Contains(c.ActualStateReason, "RTP server timeout")
 	})
-	if !strings.Contains(c.ActualStateReason, deviceID) {
-		t.Fatalf("reason %q names no device", c.ActualStateReason)
+	if !strings.Contains(c.ActualStateReason, deviceID) || !strings.Contains(c.ActualStateReason, "within 12 s") {
+		t.Fatalf("reason %q names no device or not the configured 12 s", c.ActualStateReason)
 	}
 	port, ssrc = invite(3)
 	psrtp.Start(t, psrtp.Config{Transport: psrtp.UDP, Addr: "127.0.0.1:" + strconv.Itoa(port), SSRC: ssrc})

@@ -1,4 +1,4 @@
-// Package rtsptest provides Relay, a minimal in-memory rtsp.Handler for
+// Package rtsptest provides Relay, a minimal in-memory rtspserver.Handler for
 // tests and benchmarks of the RTSP server: a published stream's frames are
 // copied to every player's bounded queue, and a player starts at the next
 // video keyframe. It stands in for the engine's stream hub, which it does
@@ -13,9 +13,10 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspserver"
 )
 
-// Relay is an rtsp.Handler.
+// Relay is an rtspserver.Handler.
 type Relay struct {
 	// QueueSize bounds each player's queue (default 4096 frames); a
 	// player that falls further behind loses frames, counted in Dropped.
@@ -25,8 +26,8 @@ type Relay struct {
 
 	mu        sync.Mutex
 	streams   map[media.Path]*Stream
-	publishes []*rtsp.PublishRequest
-	plays     []*rtsp.PlayRequest
+	publishes []*rtspserver.PublishRequest
+	plays     []*rtspserver.PlayRequest
 }
 
 // Stream is one published stream of a Relay.
@@ -51,20 +52,20 @@ func (r *Relay) Stream(p media.Path) *Stream {
 }
 
 // Publishes and Plays return the requests the server made so far.
-func (r *Relay) Publishes() []*rtsp.PublishRequest {
+func (r *Relay) Publishes() []*rtspserver.PublishRequest {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]*rtsp.PublishRequest(nil), r.publishes...)
+	return append([]*rtspserver.PublishRequest(nil), r.publishes...)
 }
 
-func (r *Relay) Plays() []*rtsp.PlayRequest {
+func (r *Relay) Plays() []*rtspserver.PlayRequest {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]*rtsp.PlayRequest(nil), r.plays...)
+	return append([]*rtspserver.PlayRequest(nil), r.plays...)
 }
 
-// Publish implements rtsp.Handler; a path is published once at a time.
-func (r *Relay) Publish(_ context.Context, req *rtsp.PublishRequest) (rtsp.FrameWriter, error) {
+// Publish implements rtspserver.Handler; a path is published once at a time.
+func (r *Relay) Publish(_ context.Context, req *rtspserver.PublishRequest) (rtspserver.FrameWriter, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.publishes = append(r.publishes, req)
@@ -81,8 +82,8 @@ func (r *Relay) Publish(_ context.Context, req *rtsp.PublishRequest) (rtsp.Frame
 	return &writer{r: r, path: req.Path, s: s}, nil
 }
 
-// Play implements rtsp.Handler.
-func (r *Relay) Play(_ context.Context, req *rtsp.PlayRequest) (rtsp.FrameSource, error) {
+// Play implements rtspserver.Handler.
+func (r *Relay) Play(_ context.Context, req *rtspserver.PlayRequest) (rtspserver.FrameSource, error) {
 	r.mu.Lock()
 	r.plays = append(r.plays, req)
 	s := r.streams[req.Path]

@@ -30,6 +30,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtspserver"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
 	"github.com/svcplatform/svc/test/testkit"
@@ -140,7 +141,7 @@ func runProfile(dir string, p profile, ns []int, dur time.Duration) ([]step, err
 	}
 	relay := rtsptest.NewRelay()
 	relay.QueueSize = 256 // about 5 s of frames: a player further behind loses frames
-	srv, err := rtsp.NewServer(rtsp.ServerConfig{Addr: "127.0.0.1:0"}, relay)
+	srv, err := rtspserver.New(rtspserver.Config{Addr: "127.0.0.1:0"}, relay)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +180,7 @@ func runProfile(dir string, p profile, ns []int, dur time.Duration) ([]step, err
 }
 
 // measure runs n players for dur and reads the server's counters.
-func measure(srv *rtsp.Server, stream *rtsptest.Stream, url string, n int, dur time.Duration) (step, error) {
+func measure(srv *rtspserver.Server, stream *rtsptest.Stream, url string, n int, dur time.Duration) (step, error) {
 	st := step{players: n}
 	child, res, err := startPlayers(url, n)
 	if err != nil {
@@ -197,7 +198,7 @@ func measure(srv *rtsp.Server, stream *rtsptest.Stream, url string, n int, dur t
 	return st, nil
 }
 
-func sessionBytes(srv *rtsp.Server) uint64 {
+func sessionBytes(srv *rtspserver.Server) uint64 {
 	var b uint64
 	for _, s := range srv.Sessions() {
 		if !s.Publishing {

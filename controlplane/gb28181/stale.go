@@ -1,0 +1,188 @@
+package gb28181
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/store"
+)
+
+// StaleHolders is the leader's watch over the control nodes holding
+// devices' SIP transports. A device's presence is tracked by its holder
+// alone, so a holder that dies would leave its devices online for ever:
+// a holder that has left the membership, or has not answered probes for
+// Timeout, has its online devices marked offline (one
+// device.gb28181.offline each, with the reason). A device that registers
+// with another node then comes back there (recovered).
+type StaleHolders struct {
+	Store store.Store
+	// NodeID is the leader's own id: it is alive, and it writes the events.
+	NodeID string
+	// Probe answers whether the control node is still a member and, if
+	// it is, nil when it answers; a node that left the cluster makes its
+	// devices stale at once.
+	Probe   func(ctx context.Context, nodeID string) (member bool, err error)
+	Timeout time.Duration
+	Log     *zap.Logger
+
+	// failing is when each holder's probes started failing.
+	failing map[string]time.Time
+}
+
+// Run sweeps every interval until ctx ends.
+func (h *StaleHolders) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := h.Sweep(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			h.Log.Warn("GB28181 stale holder sweep failed", zap.Error(err))
+		} else if n > 0 {
+			h.Log.Info("GB28181 devices of gone control nodes marked offline", zap.Int("devices", n))
+		}
+	}
+}
+
+// Sweep probes the holders of online devices once and marks the devices of
+// stale holders offline; it reports how many it marked.
+func (h *StaleHolders) Sweep(ctx context.Context, now time.Time) (int, error) {
+	if h.failing == nil {
+		h.failing = map[string]time.Time{}
+	}
+	devs, err := ListDevices(ctx, h.Store)
+	if err != nil {
+		return 0, err
+	}
+	holders := map[string]bool{}
+	for _, d := range devs {
+		if d.Status == StatusOnline && d.NodeID != "" && d.NodeID != h.NodeID {
+			holders[d.NodeID] = true
+		}
+	}
+	for n := range h.failing {
+		if !holders[n] {
+			delete(h.failing, n)
+		}
+	}
+	why := map[string]string{}
+	for n := range holders {
+		pctx, cancel := context.WithTimeout(ctx, min(h.Timeout, 2*time.Second))
+		member, err := h.Probe(pctx, n)
+		cancel()
+		switch {
+		case !member:
+			why[n] = fmt.Sprintf("control node %s, which held its SIP transport, left the cluster", n)
+		case err == nil:
+			delete(h.failing, n)
+		default:
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			first, seen := h.failing[n]
+			if !seen {
+				h.failing[n] = now
+			} else if now.Sub(first) >= h.Timeout {
+				why[n] = fmt.Sprintf("control node %s, which held its SIP transport, has not answered for %s", n, now.Sub(first).Round(time.Second))
+			}
+		}
+	}
+	marked := 0
+	for _, d := range devs {
+		reason, stale := why[d.NodeID]
+		if !stale || d.Status != StatusOnline {
+			continue
+		}
+		ok, err := h.markStale(ctx, d.DeviceID, d.NodeID, reason, now)
+		if err != nil {
+			return marked, err
+		}
+		if ok {
+			marked++
+		}
+	}
+	return marked, nil
+}
+
+// markStale turns a device offline if it is still online on holder.
+func (h *StaleHolders) markStale(ctx context.Context, id DeviceID, holder, reason string, now time.Time) (bool, error) {
+	_, err := store.Update(ctx, h.Store, deviceKey(id), func(kv *store.KeyValue) ([]byte, []store.Op, []store.Compare, error) {
+		if kv == nil {
+			return nil, nil, nil, errUnchanged
+		}
+		d, err := store.Decode[Device](kv)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if d.Status != StatusOnline || d.NodeID != holder {
+			return nil, nil, nil, errUnchanged // it registered elsewhere meanwhile
+		}
+		prev := d.Status
+		d.Status, d.StatusChangedAt = StatusOffline, now.UTC()
+		val, err := json.Marshal(d)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		op, err := deviceEventOp(h.NodeID, events.DeviceGB28181Offline, id, d.Name, StatusOffline, &prev, reason, now)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return val, []store.Op{op}, nil, nil
+	})
+	if errors.Is(err, errUnchanged) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// reconcile brings this node's presence in line with the device records
+// of the devices it believes online: the leader may have marked one
+// offline while this node could not answer it (a partition, a long
+// pause), or the device may have registered elsewhere since. Without this
+// a device whose keep-alives keep arriving here would stay offline in the
+// record until its registration expired. A device marked offline here is
+// written back online (recovered) by its next keep-alive or REGISTER; one
+// held elsewhere is forgotten here.
+func (s *Service) reconcile(ctx context.Context) error {
+	s.mu.Lock()
+	var ids []DeviceID
+	for id, p := range s.live {
+		if p.status == StatusOnline {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		d, err := GetDevice(ctx, s.store, id)
+		if errors.Is(err, ErrDeviceNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if d.Status == StatusOnline && d.NodeID == s.nodeID {
+			continue
+		}
+		s.mu.Lock()
+		if p := s.live[id]; p != nil && p.status == StatusOnline {
+			if d.NodeID == s.nodeID {
+				p.status = d.Status
+			} else {
+				delete(s.live, id)
+			}
+		}
+		s.mu.Unlock()
+		s.log.Info("GB28181 device record differs from this node's presence", zap.String("deviceId", string(id)),
+			zap.String("status", string(d.Status)), zap.String("holder", d.NodeID))
+	}
+	return nil
+}

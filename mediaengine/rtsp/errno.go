@@ -1,6 +1,0 @@
-package rtsp
-
-import "syscall"
-
-// errTooManyFiles is the accept error that calls for a pause, not an exit.
-var errTooManyFiles = syscall.EMFILE
