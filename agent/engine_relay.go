@@ -96,6 +96,10 @@ func (a *agent) engineRelays() map[string]commands.Handler {
 			var out engineapi.CutMergeResult
 			return out, call(ctx, http.MethodPost, engineapi.PathRecordingCutMerge, in, &out)
 		}),
+		agentapi.TypeEngineRecordComposite: with(func(ctx context.Context, in engineapi.CompositeRequest) (any, error) {
+			var out engineapi.CompositeResult
+			return out, call(ctx, http.MethodPost, engineapi.PathRecordingComposite, in, &out)
+		}),
 		agentapi.TypeEngineRecordScan: noPayload(func(ctx context.Context) (any, error) {
 			var out engineapi.RecordFileScanResult
 			return out, call(ctx, http.MethodPost, engineapi.PathRecordingFilesScan, nil, &out)

@@ -16,7 +16,7 @@ var _ controlapi.Engine = (*Engine)(nil)
 
 // controlRoutes is the loopback control API over the engine's parts.
 func (e *Engine) controlRoutes() http.Handler {
-	return controlapi.Handler(e.secret, controlapi.Parts{Engine: e, Hub: e.hub, Players: e.players, Proxies: e.proxies, Records: e.records,
+	return controlapi.Handler(e.secret, controlapi.Parts{Engine: e, Hub: e.hub, Players: e.players, Proxies: e.proxies, Records: e.records, Composites: e.composites,
 		Log: e.log.Named("control")})
 }
 

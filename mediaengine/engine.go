@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/svcplatform/svc/mediaengine/composite"
 	"github.com/svcplatform/svc/mediaengine/filesource"
 	"github.com/svcplatform/svc/mediaengine/flv"
 	"github.com/svcplatform/svc/mediaengine/fmp4"
@@ -52,6 +53,8 @@ type Engine struct {
 	rtpServers *rtpServers
 	rtc        *rtc.Server // nil when WebRTC is off
 	records    *recorder.Recorder
+	// composites renders meeting composites from records' files.
+	composites *composite.Pool
 
 	mediaAddr   net.Addr
 	controlAddr net.Addr
@@ -120,6 +123,9 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 		e.hub.Close()
 		return nil, err
 	}
+	// Two renders at once: ffmpeg encodes on every core it gets, and
+	// the engine's live media must keep some.
+	e.composites = composite.New(e.records, 2)
 	e.media = httpmedia.New(httpmedia.Config{WaitStream: waitStream, Routes: e.recordRoutes()}, e.hub, e.players, e,
 		httpmedia.Formats{FLV: flv.Format{}, FMP4: fmp4.LiveFormat{}}, e.hls, log.Named("media"))
 	e.startWebRTC(cfg.WebRTC)

@@ -971,6 +971,8 @@ const (
 	ErrorCodeChannelStreamConflict      ErrorCode = "channel_stream_conflict"
 	ErrorCodeCommandCanceled            ErrorCode = "command_canceled"
 	ErrorCodeCommandInterrupted         ErrorCode = "command_interrupted"
+	ErrorCodeCompositeNotFailed         ErrorCode = "composite_not_failed"
+	ErrorCodeCompositeRefused           ErrorCode = "composite_refused"
 	ErrorCodeConflict                   ErrorCode = "conflict"
 	ErrorCodeCsrfRejected               ErrorCode = "csrf_rejected"
 	ErrorCodeCutMergeOutputUnavailable  ErrorCode = "cut_merge_output_unavailable"
@@ -1076,6 +1078,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeCommandCanceled:
 		return true
 	case ErrorCodeCommandInterrupted:
+		return true
+	case ErrorCodeCompositeNotFailed:
+		return true
+	case ErrorCodeCompositeRefused:
 		return true
 	case ErrorCodeConflict:
 		return true
@@ -2488,6 +2494,24 @@ func (e RtcCapability) Valid() bool {
 	case RtcCapabilityMicrophonePublish:
 		return true
 	case RtcCapabilityPublicationsSubscribe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtcCompositeKind.
+const (
+	RtcCompositeKindMeeting RtcCompositeKind = "meeting"
+	RtcCompositeKindMember  RtcCompositeKind = "member"
+)
+
+// Valid indicates whether the value is a known member of the RtcCompositeKind enum.
+func (e RtcCompositeKind) Valid() bool {
+	switch e {
+	case RtcCompositeKindMeeting:
+		return true
+	case RtcCompositeKindMember:
 		return true
 	default:
 		return false
@@ -8985,6 +9009,42 @@ type RtcArchiveTicket struct {
 // RtcCapability What a participant may do in a room.
 type RtcCapability string
 
+// RtcComposite A member copy (one participant's audio and video in one MP4) or the full-meeting MP4 (every participant's picture in a grid, their sound mixed), rendered after the meeting with every file at its offset from the recording's origin, so gaps stay as real time.
+type RtcComposite struct {
+	// Attempts Renders started since it was planned or last retried.
+	Attempts int32 `json:"attempts"`
+
+	// CompletedAtUtc When its last render ended.
+	CompletedAtUtc *time.Time `json:"completedAtUtc,omitempty"`
+
+	// CompositeId The composite; its file id once Available.
+	CompositeId openapi_types.UUID `json:"compositeId"`
+
+	// CreatedAtUtc When it was planned (the recording's stop).
+	CreatedAtUtc time.Time `json:"createdAtUtc"`
+
+	// DurationMilliseconds From the recording's origin to its stop.
+	DurationMilliseconds int64 `json:"durationMilliseconds"`
+
+	// FileSize Bytes, once Available.
+	FileSize *int64 `json:"fileSize,omitempty"`
+
+	// Kind A participant's copy or the full meeting.
+	Kind RtcCompositeKind `json:"kind"`
+
+	// LastError Why the last render failed.
+	LastError *string `json:"lastError,omitempty"`
+
+	// ParticipantId A member copy's participant.
+	ParticipantId *openapi_types.UUID `json:"participantId,omitempty"`
+
+	// State State of a full export.
+	State RtcExportState `json:"state"`
+}
+
+// RtcCompositeKind A participant's copy or the full meeting.
+type RtcCompositeKind string
+
 // RtcCurrentRecording The running recording, or null.
 type RtcCurrentRecording struct {
 	// Recording The running recording; null when none runs.
@@ -9213,6 +9273,18 @@ type RtcRecording struct {
 	StoppedAtUtc *time.Time `json:"stoppedAtUtc,omitempty"`
 }
 
+// RtcRecordingAttachment A document the platform made of the meeting from what is public in it.
+type RtcRecordingAttachment struct {
+	// AttachmentId Its id in the attachment paths.
+	AttachmentId string `json:"attachmentId"`
+
+	// ContentType Its media type.
+	ContentType string `json:"contentType"`
+
+	// Name Its file name (in the package under `attachments/`).
+	Name string `json:"name"`
+}
+
 // RtcRecordingList A page of recordings (contract B's envelope).
 type RtcRecordingList struct {
 	// Items The recordings, newest first.
@@ -9230,14 +9302,20 @@ type RtcRecordingList struct {
 
 // RtcRecordingManifest A recording's manifest; file and event offsets share one origin.
 type RtcRecordingManifest struct {
-	// Composites Member copies and composites made after the meeting (none yet).
-	Composites []map[string]interface{} `json:"composites"`
+	// Attachments The recording's attachments (read at `.../attachments/{attachmentId}/content`).
+	Attachments *[]RtcRecordingAttachment `json:"attachments,omitempty"`
+
+	// Composites Member copies (one per participant) and the full-meeting MP4, made after the meeting; an `Available` one is read by its `compositeId` as a file of the recording.
+	Composites []RtcComposite `json:"composites"`
 
 	// DurationMilliseconds From the origin to the stop (to now while it runs).
 	DurationMilliseconds int64 `json:"durationMilliseconds"`
 
 	// Events Public replayable events (chat, whiteboard, control, device speech) after afterSequence; none are kept yet.
 	Events []map[string]interface{} `json:"events"`
+
+	// Exports The recording's full exports.
+	Exports *[]RtcFullExport `json:"exports,omitempty"`
 
 	// HasMoreEvents Whether more events follow.
 	HasMoreEvents bool `json:"hasMoreEvents"`
@@ -11852,6 +11930,18 @@ type ListRtcRecordingRunsParams struct {
 	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 }
 
+// GetRtcRecordingAttachmentContentParams defines parameters for GetRtcRecordingAttachmentContent.
+type GetRtcRecordingAttachmentContentParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// DownloadRtcRecordingAttachmentParams defines parameters for DownloadRtcRecordingAttachment.
+type DownloadRtcRecordingAttachmentParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
 // DownloadRtcRecordingFileParams defines parameters for DownloadRtcRecordingFile.
 type DownloadRtcRecordingFileParams struct {
 	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
@@ -11892,6 +11982,24 @@ type GetRtcRecordingManifestParams struct {
 
 	// MaxEvents At most this many events (1-500, default 100).
 	MaxEvents *int32 `form:"maxEvents,omitempty" json:"maxEvents,omitempty"`
+
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// DownloadRtcRecordingPackageParams defines parameters for DownloadRtcRecordingPackage.
+type DownloadRtcRecordingPackageParams struct {
+	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
+	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
+}
+
+// ListRtcRecordingRunsWithTicketParams defines parameters for ListRtcRecordingRunsWithTicket.
+type ListRtcRecordingRunsWithTicketParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 
 	// RtcArchiveToken The archive ticket, for URLs that cannot carry a header.
 	RtcArchiveToken *string `form:"rtc_archive_token,omitempty" json:"rtc_archive_token,omitempty"`
@@ -13329,6 +13437,9 @@ type ServerInterface interface {
 	// StartRtcRecording Start the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
 	StartRtcRecording(c *gin.Context, roomId openapi_types.UUID)
+	// RetryRtcComposite Retry a failed composite
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/composites/{compositeId}/retry)
+	RetryRtcComposite(c *gin.Context, roomId openapi_types.UUID, recordingId string, compositeId openapi_types.UUID)
 	// CreateRtcFullExport Export a range of a recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports)
 	CreateRtcFullExport(c *gin.Context, roomId openapi_types.UUID, recordingId string)
@@ -13362,6 +13473,15 @@ type ServerInterface interface {
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(c *gin.Context, roomId openapi_types.UUID)
+	// GetRtcSessionPlaybackManifest Read the room's latest recording manifest as a participant
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/manifest)
+	GetRtcSessionPlaybackManifest(c *gin.Context, roomId openapi_types.UUID)
+	// GetRtcRecordingAttachmentContent Show an attachment of a recording
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/attachments/{attachmentId}/content)
+	GetRtcRecordingAttachmentContent(c *gin.Context, roomId openapi_types.UUID, recordingId string, attachmentId string, params GetRtcRecordingAttachmentContentParams)
+	// DownloadRtcRecordingAttachment Download an attachment of a recording
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/attachments/{attachmentId}/download)
+	DownloadRtcRecordingAttachment(c *gin.Context, roomId openapi_types.UUID, recordingId string, attachmentId string, params DownloadRtcRecordingAttachmentParams)
 	// DownloadRtcRecordingFile Download a track's recorded file
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/download)
 	DownloadRtcRecordingFile(c *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params DownloadRtcRecordingFileParams)
@@ -13380,6 +13500,9 @@ type ServerInterface interface {
 	// GetRtcRecordingManifest Read a recording's manifest
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
 	GetRtcRecordingManifest(c *gin.Context, roomId openapi_types.UUID, recordingId string, params GetRtcRecordingManifestParams)
+	// DownloadRtcRecordingPackage Download a recording's package
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/package)
+	DownloadRtcRecordingPackage(c *gin.Context, roomId openapi_types.UUID, recordingId string, params DownloadRtcRecordingPackageParams)
 	// ListRtcPublications List the publications one may subscribe to
 	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
 	ListRtcPublications(c *gin.Context, roomId openapi_types.UUID)
@@ -13398,6 +13521,9 @@ type ServerInterface interface {
 	// GetRtcCurrentRecordingAsParticipant Read the running recording as a participant
 	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current)
 	GetRtcCurrentRecordingAsParticipant(c *gin.Context, roomId openapi_types.UUID)
+	// ListRtcRecordingRunsWithTicket List the room's recordings with an archive ticket
+	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/runs)
+	ListRtcRecordingRunsWithTicket(c *gin.Context, roomId openapi_types.UUID, params ListRtcRecordingRunsWithTicketParams)
 	// StartRtcRecordingAsHost Start the recording as the room's host
 	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/start)
 	StartRtcRecordingAsHost(c *gin.Context, roomId openapi_types.UUID)
@@ -18346,6 +18472,49 @@ func (siw *ServerInterfaceWrapper) StartRtcRecording(c *gin.Context) {
 	siw.Handler.StartRtcRecording(c, roomId)
 }
 
+// RetryRtcComposite operation middleware
+func (siw *ServerInterfaceWrapper) RetryRtcComposite(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "compositeId" -------------
+	var compositeId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "compositeId", c.Param("compositeId"), &compositeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter compositeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RetryRtcComposite(c, roomId, recordingId, compositeId)
+}
+
 // CreateRtcFullExport operation middleware
 func (siw *ServerInterfaceWrapper) CreateRtcFullExport(c *gin.Context) {
 
@@ -18673,6 +18842,139 @@ func (siw *ServerInterfaceWrapper) CreateRtcPlaybackTicket(c *gin.Context) {
 	}
 
 	siw.Handler.CreateRtcPlaybackTicket(c, roomId)
+}
+
+// GetRtcSessionPlaybackManifest operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcSessionPlaybackManifest(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcSessionPlaybackManifest(c, roomId)
+}
+
+// GetRtcRecordingAttachmentContent operation middleware
+func (siw *ServerInterfaceWrapper) GetRtcRecordingAttachmentContent(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "attachmentId" -------------
+	var attachmentId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "attachmentId", c.Param("attachmentId"), &attachmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter attachmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRtcRecordingAttachmentContentParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRtcRecordingAttachmentContent(c, roomId, recordingId, attachmentId, params)
+}
+
+// DownloadRtcRecordingAttachment operation middleware
+func (siw *ServerInterfaceWrapper) DownloadRtcRecordingAttachment(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "attachmentId" -------------
+	var attachmentId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "attachmentId", c.Param("attachmentId"), &attachmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter attachmentId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DownloadRtcRecordingAttachmentParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadRtcRecordingAttachment(c, roomId, recordingId, attachmentId, params)
 }
 
 // DownloadRtcRecordingFile operation middleware
@@ -19005,6 +19307,51 @@ func (siw *ServerInterfaceWrapper) GetRtcRecordingManifest(c *gin.Context) {
 	siw.Handler.GetRtcRecordingManifest(c, roomId, recordingId, params)
 }
 
+// DownloadRtcRecordingPackage operation middleware
+func (siw *ServerInterfaceWrapper) DownloadRtcRecordingPackage(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "recordingId" -------------
+	var recordingId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "recordingId", c.Param("recordingId"), &recordingId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordingId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DownloadRtcRecordingPackageParams
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadRtcRecordingPackage(c, roomId, recordingId, params)
+}
+
 // ListRtcPublications operation middleware
 func (siw *ServerInterfaceWrapper) ListRtcPublications(c *gin.Context) {
 
@@ -19198,6 +19545,58 @@ func (siw *ServerInterfaceWrapper) GetRtcCurrentRecordingAsParticipant(c *gin.Co
 	}
 
 	siw.Handler.GetRtcCurrentRecordingAsParticipant(c, roomId)
+}
+
+// ListRtcRecordingRunsWithTicket operation middleware
+func (siw *ServerInterfaceWrapper) ListRtcRecordingRunsWithTicket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", c.Param("roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roomId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtcRecordingRunsWithTicketParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "rtc_archive_token" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rtc_archive_token", c.Request.URL.Query(), &params.RtcArchiveToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter rtc_archive_token: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtcRecordingRunsWithTicket(c, roomId, params)
 }
 
 // StartRtcRecordingAsHost operation middleware
@@ -22548,6 +22947,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecording)
 	router.GET(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/runs", wrapper.ListRtcRecordingRuns)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/start", wrapper.StartRtcRecordingAsHost)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/runs", wrapper.ListRtcRecordingRunsWithTicket)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/manifest", wrapper.GetRtcSessionPlaybackManifest)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/current", wrapper.GetRtcCurrentRecordingAsParticipant)
 	router.POST(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/recording/continuous/:recordingId/stop", wrapper.StopRtcRecordingAsHost)
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recordings/access", wrapper.CreateRtcArchiveTicket)
@@ -22556,7 +22957,11 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/files/:fileId/media", wrapper.GetRtcRecordingFileMedia)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/files/:fileId/download", wrapper.DownloadRtcRecordingFile)
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/full-exports", wrapper.CreateRtcFullExport)
+	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/composites/:compositeId/retry", wrapper.RetryRtcComposite)
 	router.POST(options.BaseURL+"/api/v2/rtc/rooms/:roomId/recording/continuous/:recordingId/full-exports/:exportId/retry", wrapper.RetryRtcFullExport)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/attachments/:attachmentId/content", wrapper.GetRtcRecordingAttachmentContent)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/attachments/:attachmentId/download", wrapper.DownloadRtcRecordingAttachment)
+	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/package", wrapper.DownloadRtcRecordingPackage)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/full-exports", wrapper.ListRtcFullExports)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/full-exports/:exportId/media", wrapper.GetRtcFullExportMedia)
 	router.GET(options.BaseURL+"/api/v2/rtc/session/rooms/:roomId/playback/recordings/:recordingId/full-exports/:exportId/download", wrapper.DownloadRtcFullExport)
@@ -40943,6 +41348,115 @@ func (response StartRtcRecording503JSONResponse) VisitStartRtcRecordingResponse(
 	return err
 }
 
+type RetryRtcCompositeRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	CompositeId openapi_types.UUID `json:"compositeId"`
+}
+
+type RetryRtcCompositeResponseObject interface {
+	VisitRetryRtcCompositeResponse(w http.ResponseWriter) error
+}
+
+type RetryRtcComposite200JSONResponse RtcComposite
+
+func (response RetryRtcComposite200JSONResponse) VisitRetryRtcCompositeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcComposite401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RetryRtcComposite401JSONResponse) VisitRetryRtcCompositeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcComposite403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RetryRtcComposite403JSONResponse) VisitRetryRtcCompositeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcComposite404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RetryRtcComposite404JSONResponse) VisitRetryRtcCompositeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcComposite409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RetryRtcComposite409JSONResponse) VisitRetryRtcCompositeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcComposite429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RetryRtcComposite429JSONResponse) VisitRetryRtcCompositeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryRtcComposite500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RetryRtcComposite500JSONResponse) VisitRetryRtcCompositeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateRtcFullExportRequestObject struct {
 	RoomId      openapi_types.UUID `json:"roomId"`
 	RecordingId string             `json:"recordingId"`
@@ -42256,6 +42770,361 @@ func (response CreateRtcPlaybackTicket503JSONResponse) VisitCreateRtcPlaybackTic
 	return err
 }
 
+type GetRtcSessionPlaybackManifestRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+}
+
+type GetRtcSessionPlaybackManifestResponseObject interface {
+	VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error
+}
+
+type GetRtcSessionPlaybackManifest200JSONResponse RtcRecordingManifest
+
+func (response GetRtcSessionPlaybackManifest200JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcSessionPlaybackManifest400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcSessionPlaybackManifest400JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcSessionPlaybackManifest401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcSessionPlaybackManifest401JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcSessionPlaybackManifest404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcSessionPlaybackManifest404JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcSessionPlaybackManifest429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcSessionPlaybackManifest429JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcSessionPlaybackManifest500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcSessionPlaybackManifest500JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcSessionPlaybackManifest503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRtcSessionPlaybackManifest503JSONResponse) VisitGetRtcSessionPlaybackManifestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContentRequestObject struct {
+	RoomId       openapi_types.UUID `json:"roomId"`
+	RecordingId  string             `json:"recordingId"`
+	AttachmentId string             `json:"attachmentId"`
+	Params       GetRtcRecordingAttachmentContentParams
+}
+
+type GetRtcRecordingAttachmentContentResponseObject interface {
+	VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error
+}
+
+type GetRtcRecordingAttachmentContent200JSONResponse openapi_types.File
+
+func (response GetRtcRecordingAttachmentContent200JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent400JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent401JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent404JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent409JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent429JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent500JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRtcRecordingAttachmentContent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRtcRecordingAttachmentContent503JSONResponse) VisitGetRtcRecordingAttachmentContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachmentRequestObject struct {
+	RoomId       openapi_types.UUID `json:"roomId"`
+	RecordingId  string             `json:"recordingId"`
+	AttachmentId string             `json:"attachmentId"`
+	Params       DownloadRtcRecordingAttachmentParams
+}
+
+type DownloadRtcRecordingAttachmentResponseObject interface {
+	VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error
+}
+
+type DownloadRtcRecordingAttachment200JSONResponse openapi_types.File
+
+func (response DownloadRtcRecordingAttachment200JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadRtcRecordingAttachment400JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadRtcRecordingAttachment401JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadRtcRecordingAttachment404JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadRtcRecordingAttachment409JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadRtcRecordingAttachment429JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadRtcRecordingAttachment500JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingAttachment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadRtcRecordingAttachment503JSONResponse) VisitDownloadRtcRecordingAttachmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DownloadRtcRecordingFileRequestObject struct {
 	RoomId      openapi_types.UUID `json:"roomId"`
 	RecordingId string             `json:"recordingId"`
@@ -43169,6 +44038,135 @@ func (response GetRtcRecordingManifest500JSONResponse) VisitGetRtcRecordingManif
 	return err
 }
 
+type DownloadRtcRecordingPackageRequestObject struct {
+	RoomId      openapi_types.UUID `json:"roomId"`
+	RecordingId string             `json:"recordingId"`
+	Params      DownloadRtcRecordingPackageParams
+}
+
+type DownloadRtcRecordingPackageResponseObject interface {
+	VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error
+}
+
+type DownloadRtcRecordingPackage200ApplicationzipResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response DownloadRtcRecordingPackage200ApplicationzipResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/zip")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRtcRecordingPackage400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadRtcRecordingPackage400JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingPackage401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadRtcRecordingPackage401JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingPackage404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadRtcRecordingPackage404JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingPackage409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadRtcRecordingPackage409JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingPackage429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadRtcRecordingPackage429JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingPackage500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadRtcRecordingPackage500JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRtcRecordingPackage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadRtcRecordingPackage503JSONResponse) VisitDownloadRtcRecordingPackageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRtcPublicationsRequestObject struct {
 	RoomId openapi_types.UUID `json:"roomId"`
 }
@@ -43999,6 +44997,114 @@ func (response GetRtcCurrentRecordingAsParticipant500JSONResponse) VisitGetRtcCu
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicketRequestObject struct {
+	RoomId openapi_types.UUID `json:"roomId"`
+	Params ListRtcRecordingRunsWithTicketParams
+}
+
+type ListRtcRecordingRunsWithTicketResponseObject interface {
+	VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error
+}
+
+type ListRtcRecordingRunsWithTicket200JSONResponse RtcRecordingList
+
+func (response ListRtcRecordingRunsWithTicket200JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtcRecordingRunsWithTicket400JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtcRecordingRunsWithTicket401JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicket404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtcRecordingRunsWithTicket404JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtcRecordingRunsWithTicket429JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtcRecordingRunsWithTicket500JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtcRecordingRunsWithTicket503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRtcRecordingRunsWithTicket503JSONResponse) VisitListRtcRecordingRunsWithTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -56846,6 +57952,9 @@ type StrictServerInterface interface {
 	// StartRtcRecording Start the room's continuous recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/start)
 	StartRtcRecording(ctx context.Context, request StartRtcRecordingRequestObject) (StartRtcRecordingResponseObject, error)
+	// RetryRtcComposite Retry a failed composite
+	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/composites/{compositeId}/retry)
+	RetryRtcComposite(ctx context.Context, request RetryRtcCompositeRequestObject) (RetryRtcCompositeResponseObject, error)
 	// CreateRtcFullExport Export a range of a recording
 	// (POST /api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports)
 	CreateRtcFullExport(ctx context.Context, request CreateRtcFullExportRequestObject) (CreateRtcFullExportResponseObject, error)
@@ -56879,6 +57988,15 @@ type StrictServerInterface interface {
 	// CreateRtcPlaybackTicket Get a short HTTP-FLV URL of a publication
 	// (POST /api/v2/rtc/session/rooms/{roomId}/playback-ticket)
 	CreateRtcPlaybackTicket(ctx context.Context, request CreateRtcPlaybackTicketRequestObject) (CreateRtcPlaybackTicketResponseObject, error)
+	// GetRtcSessionPlaybackManifest Read the room's latest recording manifest as a participant
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/manifest)
+	GetRtcSessionPlaybackManifest(ctx context.Context, request GetRtcSessionPlaybackManifestRequestObject) (GetRtcSessionPlaybackManifestResponseObject, error)
+	// GetRtcRecordingAttachmentContent Show an attachment of a recording
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/attachments/{attachmentId}/content)
+	GetRtcRecordingAttachmentContent(ctx context.Context, request GetRtcRecordingAttachmentContentRequestObject) (GetRtcRecordingAttachmentContentResponseObject, error)
+	// DownloadRtcRecordingAttachment Download an attachment of a recording
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/attachments/{attachmentId}/download)
+	DownloadRtcRecordingAttachment(ctx context.Context, request DownloadRtcRecordingAttachmentRequestObject) (DownloadRtcRecordingAttachmentResponseObject, error)
 	// DownloadRtcRecordingFile Download a track's recorded file
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/files/{fileId}/download)
 	DownloadRtcRecordingFile(ctx context.Context, request DownloadRtcRecordingFileRequestObject) (DownloadRtcRecordingFileResponseObject, error)
@@ -56897,6 +58015,9 @@ type StrictServerInterface interface {
 	// GetRtcRecordingManifest Read a recording's manifest
 	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/manifest)
 	GetRtcRecordingManifest(ctx context.Context, request GetRtcRecordingManifestRequestObject) (GetRtcRecordingManifestResponseObject, error)
+	// DownloadRtcRecordingPackage Download a recording's package
+	// (GET /api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/package)
+	DownloadRtcRecordingPackage(ctx context.Context, request DownloadRtcRecordingPackageRequestObject) (DownloadRtcRecordingPackageResponseObject, error)
 	// ListRtcPublications List the publications one may subscribe to
 	// (GET /api/v2/rtc/session/rooms/{roomId}/publications)
 	ListRtcPublications(ctx context.Context, request ListRtcPublicationsRequestObject) (ListRtcPublicationsResponseObject, error)
@@ -56915,6 +58036,9 @@ type StrictServerInterface interface {
 	// GetRtcCurrentRecordingAsParticipant Read the running recording as a participant
 	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/current)
 	GetRtcCurrentRecordingAsParticipant(ctx context.Context, request GetRtcCurrentRecordingAsParticipantRequestObject) (GetRtcCurrentRecordingAsParticipantResponseObject, error)
+	// ListRtcRecordingRunsWithTicket List the room's recordings with an archive ticket
+	// (GET /api/v2/rtc/session/rooms/{roomId}/recording/continuous/runs)
+	ListRtcRecordingRunsWithTicket(ctx context.Context, request ListRtcRecordingRunsWithTicketRequestObject) (ListRtcRecordingRunsWithTicketResponseObject, error)
 	// StartRtcRecordingAsHost Start the recording as the room's host
 	// (POST /api/v2/rtc/session/rooms/{roomId}/recording/continuous/start)
 	StartRtcRecordingAsHost(ctx context.Context, request StartRtcRecordingAsHostRequestObject) (StartRtcRecordingAsHostResponseObject, error)
@@ -62162,6 +63286,34 @@ func (sh *strictHandler) StartRtcRecording(ctx *gin.Context, roomId openapi_type
 	}
 }
 
+// RetryRtcComposite operation middleware
+func (sh *strictHandler) RetryRtcComposite(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, compositeId openapi_types.UUID) {
+	var request RetryRtcCompositeRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.CompositeId = compositeId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RetryRtcComposite(ctx, request.(RetryRtcCompositeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetryRtcComposite")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RetryRtcCompositeResponseObject); ok {
+		if err := validResponse.VisitRetryRtcCompositeResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // CreateRtcFullExport operation middleware
 func (sh *strictHandler) CreateRtcFullExport(ctx *gin.Context, roomId openapi_types.UUID, recordingId string) {
 	var request CreateRtcFullExportRequestObject
@@ -62529,6 +63681,90 @@ func (sh *strictHandler) CreateRtcPlaybackTicket(ctx *gin.Context, roomId openap
 	}
 }
 
+// GetRtcSessionPlaybackManifest operation middleware
+func (sh *strictHandler) GetRtcSessionPlaybackManifest(ctx *gin.Context, roomId openapi_types.UUID) {
+	var request GetRtcSessionPlaybackManifestRequestObject
+
+	request.RoomId = roomId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcSessionPlaybackManifest(ctx, request.(GetRtcSessionPlaybackManifestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcSessionPlaybackManifest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcSessionPlaybackManifestResponseObject); ok {
+		if err := validResponse.VisitGetRtcSessionPlaybackManifestResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRtcRecordingAttachmentContent operation middleware
+func (sh *strictHandler) GetRtcRecordingAttachmentContent(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, attachmentId string, params GetRtcRecordingAttachmentContentParams) {
+	var request GetRtcRecordingAttachmentContentRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.AttachmentId = attachmentId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRtcRecordingAttachmentContent(ctx, request.(GetRtcRecordingAttachmentContentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRtcRecordingAttachmentContent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRtcRecordingAttachmentContentResponseObject); ok {
+		if err := validResponse.VisitGetRtcRecordingAttachmentContentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadRtcRecordingAttachment operation middleware
+func (sh *strictHandler) DownloadRtcRecordingAttachment(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, attachmentId string, params DownloadRtcRecordingAttachmentParams) {
+	var request DownloadRtcRecordingAttachmentRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.AttachmentId = attachmentId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadRtcRecordingAttachment(ctx, request.(DownloadRtcRecordingAttachmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadRtcRecordingAttachment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadRtcRecordingAttachmentResponseObject); ok {
+		if err := validResponse.VisitDownloadRtcRecordingAttachmentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // DownloadRtcRecordingFile operation middleware
 func (sh *strictHandler) DownloadRtcRecordingFile(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, fileId string, params DownloadRtcRecordingFileParams) {
 	var request DownloadRtcRecordingFileRequestObject
@@ -62694,6 +63930,34 @@ func (sh *strictHandler) GetRtcRecordingManifest(ctx *gin.Context, roomId openap
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetRtcRecordingManifestResponseObject); ok {
 		if err := validResponse.VisitGetRtcRecordingManifestResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadRtcRecordingPackage operation middleware
+func (sh *strictHandler) DownloadRtcRecordingPackage(ctx *gin.Context, roomId openapi_types.UUID, recordingId string, params DownloadRtcRecordingPackageParams) {
+	var request DownloadRtcRecordingPackageRequestObject
+
+	request.RoomId = roomId
+	request.RecordingId = recordingId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadRtcRecordingPackage(ctx, request.(DownloadRtcRecordingPackageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadRtcRecordingPackage")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadRtcRecordingPackageResponseObject); ok {
+		if err := validResponse.VisitDownloadRtcRecordingPackageResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -62880,6 +64144,33 @@ func (sh *strictHandler) GetRtcCurrentRecordingAsParticipant(ctx *gin.Context, r
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetRtcCurrentRecordingAsParticipantResponseObject); ok {
 		if err := validResponse.VisitGetRtcCurrentRecordingAsParticipantResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtcRecordingRunsWithTicket operation middleware
+func (sh *strictHandler) ListRtcRecordingRunsWithTicket(ctx *gin.Context, roomId openapi_types.UUID, params ListRtcRecordingRunsWithTicketParams) {
+	var request ListRtcRecordingRunsWithTicketRequestObject
+
+	request.RoomId = roomId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtcRecordingRunsWithTicket(ctx, request.(ListRtcRecordingRunsWithTicketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtcRecordingRunsWithTicket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtcRecordingRunsWithTicketResponseObject); ok {
+		if err := validResponse.VisitListRtcRecordingRunsWithTicketResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -66797,1439 +68088,1462 @@ var swaggerSpec = []string{
 	"QV38peFXd3Yad2ZtKiarkj0l5xCVRiGtrNxAX4QWRbc8Gljvbq2Ts7VU4s8aM3j8341oI5bNHcJvtbxn",
 	"4rZuMQtpnS/5A7vVPL9n+tbCHpkHjdGBtTVdhJ/YExK8634JX8Lq7bcFV2iEaX9a1LKpbnMp5iXP9dYD",
 	"IfUtWMuCJ+a31sfpfrW/3NJc8weHWO0eBuZd+4sTC4KO7TLmzs3c/mRYal03EF2Ctkr3jarntzX7Czhg",
-	"AItI3wKOzS3a2nqLXthq+jCF9uhmB+xTJWt9K+Qt3PXhL/o2bGExe/7bZ799dovVCeAxAIFvP2pdvr0H",
-	"LV30HjSiZjRf9nri4oFrFk6y96RtjxdsVUlI5A0Xlq9gKkELsJ4C7h5LN7czRH13fwZwgcGvyB6CH/7a",
-	"sDr8TBWVk5duUVa+rdmc1UzkrNh+EoB16qUscLXLUq7hR6NqhS/Zv7X/s117JMka4WHs3xumbx+44ric",
-	"Qhr1Ac+Pgo7anDi4lTelpMWtlvK2pDXe1KZBsATdFkwgKmlV0s2M5ve3JaOKhatc6R/D82X+9L3Uq85v",
-	"qqnQRG5/6xIp2GHsQYcFMQcKJFMjQWMDVHM15/aDmmp2W/IVxxa98nk75yXrNd4+7Dbd/dlvQfd3w6U3",
-	"nV8rqpcB6+k9MN+gMVjWm/hjt4G9R7LRipvdlhL16XnN1NIzzEZZBFi5us1LGfxlOWcuhWpWWz8HI9W5",
-	"bS38rbqF6JBb9mlJG4XLaY2Bt+xTZQlPrXTVMnulZU0X7HaO1SM8X7N3grWQtk/ChVTNzN+Gt5b5Q6Fy",
-	"f6RxjPjNA6NuG7ubauUEs2q5XOEvnsaQo91qrKFiVYlbo7SF1Ot+14b2dY8K1mymJCxgUy1qGp7KPxtO",
-	"CT6Dg5fRA7MlMb02Wvhr8cBKWSVCemYd2dYxbXLowjrJWUb+CxsizLb0XwdHp8Rue62IliXUlSQMZFBA",
-	"mQU88IJqGqk2RDXdGRNU6GNVsdywFdtB1kbsgWJv5FeuaclVJ3HNzeOJQpsE1h3UZjejQqw1a0T8kfA1",
-	"L0CxM+ITzWupFDFXG2cI/2p/MuKtOrXCtb8myD3bTCrrD0OIGwHMr94oY14zGjnPl0SxEiqpgdi7pFjg",
-	"1a3/ZBvjeRBgHdSRxoWTNV9wgfVNjdROe0XWE/YGmQPAX3GmP+p8Ygl67BCK/WWgIdjfMXlYayMl7WC3",
-	"Hy7SdklrAAl46EbLO2LPHEBhuSHPTo2YHBx4/9GqUdoV5UEVhsw2ZNEwqEIytcAb1LaO2Chg5TuLE0rG",
-	"VkZBTusu/o7fIGsruslGQ7WeY8uFjjVTejzKsF8Izh2TkFr7e+0nlLWWXDj8McXl9ziJV4lSZGekZguu",
-	"NOSB/v47eDeoTLaNOytYmQCLNU98BT5o4YnCtFK1MaKTM6NO3DRsImXK9B08Pzku+IJrP/g8lXsx4Pe+",
-	"4wI27+5lMHq/Mm1Sl9fP4skdcLtGY4RMQ9bXXfI5gzM5AuKyvSIrKpo5zXVTx8L339RyRXCbL8RcWpOi",
-	"C2SIm4xlEcNF2aMlEeWqnY0CE+u83zRE9jRC8xJdevb4W1PI3qF2N72sFqg/5swXfki6pkKZHk9drLG5",
-	"dmi+DKlAL2vZLJZJG7k/PoOmbE9ShnUAurOrSXbItUKrIBpQlJo3Jbl6/fuL65vXVzsVp11JzeJRWp2d",
-	"uL7wEALOVuWWB9ZKMcTDP8QIyfdnN0c7QQ1cghk7Z6fE6o9BGdt7xqpjCu7cNReFXAMSOJbwU7xkNqDf",
-	"l/nqBx//OTkO645J7sIdvnaHLMma8qevrqeV+OKaNfWvxJiIIWrrmvThZKBo6rwavyY8M7RHrRug4iOx",
-	"2kF2yCG4JxyPylpm3qPh7fUcvVbGPQDdm0X9A9n/7YwzI7ZYkuDT/cLd2/tRVv9g6b+A1d8O/Hv+wC7A",
-	"xBMkTvUlEOAGYAjyGgZtuZWl06Q0kmT/+DgUEZxoUBlRtzYv/vefTo5/9+e/PT/56V+iIsOOMsjOHewS",
-	"Bw81EcBLR2Rbdt/XO4K5+uy8khkuh3VmCHJRd6mOVuWvdfUD18ubvBqat03+N0yN3JxfOpt8R3c5NA8M",
-	"g+cPrJPR9fHVZcIjMIKf9hZKk5qLvJeM5jcDLefk0K3Ps5Ojp8mMsGejtB9w3pbgRij+WssqSe8dyrFN",
-	"gm9Iy+p/IpE/cj0vrbEylehiCEJLgKvDiEpdb2IV3wsoV5wAkdESkV0OXQVPq/p95UylX6Gd+mhfVBty",
-	"ePnh+iYVCuEpZcJV4Najy1WT8DN+4m0/ExZ7lGW7dQnY9v9MBs1EccNjus1rETgnffQjEuJnC2ybyv//",
-	"Xrk9iHLx9b3GXLJHr7DOqzP0EGyrBUarv2vnf5dtz8lmRnmQG6c3BRJ+6KrFNUCXREbu6L8qppvqJf7Q",
-	"TWrGnBmoBW3uMCueubjp92c3LgFYQM6LV0sTgY5/d3douPvtOduBOcUzsiFM0JfGHOBO1ieyI9u9tl9t",
-	"gy3j7xPGf912vAWMxJWW9aZlr7bZHUIk0UNj9rCqksU8J3HlpCHNWi6m2Dv8TpjfLt7/8eLm9fSjO5G5",
-	"52mwleIqgaFgyzIxUSQMWjvx/elTgg6TCxeOaFp7PLE4lm6eqFSc+q7RonjzGA7MB0BZdmHlj84PMOfJ",
-	"DAithx2TC+bHo7ehIIdwjdrk92fPnx1lZEnFQgH0vkuPsOkSkKMKkfMd2AHs6iAz259IfMeDl1pMfyx5",
-	"QQ47HSbcO4lEgk5bDztlFYBTbAdWHMHbiuQl+FRAKIXlOcMAH8To9Li9qJtIYvdzKctYctTQEZ1OXHNe",
-	"JixD5lfCBYHUiqwFtulRGdcT03om28hlnTpk7l7Y8dKyupPPZIgR6aVUvAtMquuNc+dAiMwTjFrL0Ij/",
-	"LFEZKq9ZHgn1PAEnnivs+cz+a6r/boS37CANbqqxPbAmevMmOTTtZISWtF5lZEVFQ0vzZ3k0ftz8UqdO",
-	"l1urYFtHT83/hlilqBcPRg0bBS7ztREet6RUZGt7qmmPEghwZGuoSyv0FxUCxi9ylys7lWVgPMxnvMdt",
-	"atVgCDnqA7Su+QMrsi1Pq6xt1OsuhmXLiyOG5cn3+W5rl7jLLYAPgWKuYHg3W7pip8QD+iADpmVJ7lSz",
-	"et+s7vzC2DU5JRfCTLVkmm2x6zUTmvy14cyG4JNDWVvoCXc0jsIrPw4p1HYQlwFgYHGNa0XFJtjK4GAK",
-	"2YB//PDEe0KdR9CsxNFELqmpuk+dE8fAo9Jgj3HZdnaUFXxyIi5BS9I7SQXA3wbsTiGb+wc2OEGpHeue",
-	"9duROVi9r5+Rgm4UZpAd7XQ2f44j/3hzBBRjB1eiRZdrLxSwSgXHPmmyePb8i9os3kKS+/mSobCWQo2T",
-	"gm2BrverfCaSP1632R6tboUYeQFsKHqHWH5vNBt5v0PwRhgS1weEH48BaKfY+d779e+Bv0AgZtGLBR1H",
-	"ZqOe4zRjCGxvpdLvmK55HqU8SMhaNDXzoGtxkPS8as5lNLan9bSWcsFzWpLzy49TI3p2gB5bL2WJAGlo",
-	"hPWY/RAH/2Dk0pPjZycnEzHICq5iCN/vZCM0KxBYQW2UESUmyxSvuLp3ax2RKGCgc5pHV5HptazvSfvO",
-	"5F4v3CcDXZeSFs+iGufxiotGM7CdE/rA6r7PP72E0Oi3MViJuWZMPLLlaMMPjxnviq2SxPYOwau4MCS3",
-	"GyWt2OpGalom8LEuhNJYwGLl+wCNeqLWvGKrj1AtIdp6Z9y7Nt1U5moaLdXVIofB6ZtJGcENmxJG0QEw",
-	"8hylv4K9KXf2zVGyIxFPhP3JuAPeOXUp/ngDZQnOqqrcDGEDByUM7E3zq8UC7s3qsTjAW83tgwFsvzLL",
-	"s1USgjxAzcUdi3Osl1LZbeGuAGPhHYPeZVVKcyuNQlx8wYqfD77C5J5Jua+YMofKLhuZbUhFa7piRh6+",
-	"Z5tT8x+FseMzs05cM1vC0DwYr+puBzhYODNOY0MIwZ0dRxqwPvmof6fkY1hawbGy74Pp54HVfO5Ag1vK",
-	"StYcuZiEVSES2MTKRyAl8MYSZUBe8blNqoNgO7sSuEWTL/92E0xzF5qtYtf/1FMEYbltYOhEXDy3VV2k",
-	"YBz+MOH4MQ8tzozpNXOSPGZMEGqRtYrwHDgJ1q7ftmq8GKMnbKaAvlVbhdX12s1PD+kIX4DCsRFB1n5u",
-	"BzmC9GunlGjrylMJtBZt4Z5toskoLX/YDUI7ULS6AHPr5YZQOy2uiE3Ci3tzID1vcPHr7tRMi+g9RbwB",
-	"6eKnN7E96NGmWYLetvRWNvMU4QY3rkch0fqVjHtwQmYb8jvPoGMFlTRbyHpw19w7ndq6vGTHSyoKhMAS",
-	"qEPYkOrsgFcPL+IQ1fuRa0ev5j4yY2a2jhYpYh6plgZJJe0sMWVB7UnXGZx/OSdz9RQWZ0U/ZUQw/RTQ",
-	"qZVc0U+5FCL4rV6x1W33tXXnJ149fPOUV7cgRdxiErYhnOCpzqtbvcaU1t7Pcy5cbnfvyYp+ulUbcTuj",
-	"+X0pF/7pi6e5FPOntCyf2kzkW/MrQZxLwNQV0kwuidS1WoHxPbG98DMJ3oOjhdKRIR8jUKtx7m9PmKPc",
-	"rcO2NZAuMYwcsZKKaFrFA2drs7/hwcJzrFIsf9BkAWISXoBI7mvZlEVwmU+wYfydXe9yVdF6p/vdreO0",
-	"O93s3aMVhMpu9aR93kVHsLPfU0n4e5Hbh3cogav5w9jFNWIiBIH+Y2vHHAo9snsZXCFWiOzcMTkVoFqY",
-	"ndN1QtpxL6WFi6CzoCef10Z7FSC2xbsUgSV0hC7J4Sczlirs6RY3bnMISaB9dw/+0Uotk4tK+pXNUnvb",
-	"GX+M6LZsk1GRSfSNn6ekpho8oB1LrzJiJ4RgWZPvNhGC+euK5Q8p/F8PoodWrZmUU8NXoOnrqPUQmwbM",
-	"p52bLWpZqYuo5cGOtKL5PdOKWETTPbv40OiYiU/ox7cP8E5Dc0AAKLVvy6mhF3u3G/f4eGpN1+a0axWn",
-	"sEu7kPvTmG0+TmWu+f3orGb5w3dcq0tWo5E0vVuAucEFmXGNiYCYpj3RHm6GN9IR7N1jeok7xNrDH57W",
-	"2NRjo+xubncvAhoPibI9vcEhi/HBf5dcXOn8SsrVfrLRWesM/ovksXhoyJy+AYicdFC4UgRRdICpzhrF",
-	"hfnN6CBmS7hSDV5UgUHz+bcvRg2aOV2xmr6egn9voz7MLGzKgNl/bICkii4i+tvUepQOK07O9ZrW/SyQ",
-	"F99EsRFUVdLNADiKloA0F2YwmL5wOZ+oSakmK54/Yo1WPK9ltQQVN7FODp4hGiyMwHp23LaLw1kt14rV",
-	"GeFSZYSKopa8yMjTp0+Pxtetdww7NBg7Bt8bIfuqEeCpEbRSS5lIiF0sNVH2jeEyo2GlmS2f9Y51rQJX",
-	"F2ggslF+FI+sebXIzzd5FIX/3IZuFGRB6xldmGbLEnPbp3ryFjJ5Nn4vSY0rPlhJdiFr2WjDDtLBae07",
-	"E1XjJaPVWVnK/LuhkgyQC/QAcSAVQWKZOm/zyfUmVZrorWlwhn3MNOWCFa1RF537U+WFiTAb8fCSZnVe",
-	"NbGybW28BGnA1GM0woHqSYlllhUTb+IlHj5UzFaYc7/LWp2S42db4KRTQASGC3T9OkpJTand0KuvND2U",
-	"ayePudoKzZ7oJ/caGJYSCssd9L3cwbHdOm6945GuJdTST8CnPN2G3CXO1Bdc7CvV5FIoWTKIHRIhAlff",
-	"Qg5wqEPe+XxJa5qDmcLc08J5avMlLUsmFozwFcBnmH7EhpRMo11dbaWJvohKODCCuBnACx4W6bjtE8sh",
-	"uADbU+K22SLCIKywYUtYg0+RQ8UYubOwzU99r3euC4QstC0eTRFtKqrUOppwcmmfuLYbhd6JHYU/81lc",
-	"oQLSwKSOoAtyaBb9mAvFhOKaP7CjnXvtnRg/hGC6MVp91yb0DJWqwpyvl52aHaGz2RVVjFkjf/ECpDjg",
-	"1Aigmp6HmWK/aMG3PeqAkkPz4/Gb7/+YwePj+bvLbzLy9vvrdMXOt4zWesaonlCtsQyXp1N3j9l04/0q",
-	"7v0Kqsb/DEUwgQiHskDWUBIDXjt1UGclU/7HR1S8HKsYCThUdk069eA+S/nIx7X+GWpJRg+3RT7AJJKW",
-	"qLlymAgubsIVNGoE4oty5aqSnbqt8TeU+WvVY047sqTRyo6dsiP1w2QFY2KRx45XYRuQP3Gp9LM/vViW",
-	"KPzYYbxhBcg+E9q9HGOs2mN7/EZuujg6WchyFDnEwauj1obSqGiwQhrpK7w7Ee9rB6Cv8GYe81AkQbeC",
-	"Ri6joSwhJNtqzwX4xZHaPi8+W3cZuuP/jFuYRGrr0iHHDDdIgPtCSG3BsK8czP3va9lUMQXVPveu0Hsu",
-	"Ihmls1Lm94alDFj5uIKPCbyrAj7rrsi5rPOO17ATuNjErFouzW4iUZj+E2E5APivYig3nWugYuLYsMVj",
-	"Bx9qmCJgvRzXujo2t+QxgOwHD1pe5gWO45arAYJjLgtWHxtdsKS6488O7hSIQYsQ9ccKbLXwGFPYvZtW",
-	"tYlCbiM71D3k3pUi+OxpOrc6wbNgrd3GtaPPWlqZSpsxO5oz5LfzgjDrSMGzgM5srEsT1bfFFbw4VBHH",
-	"N7SiG7KQhC4ZxXB22Wgk3zj1QlUSNXi8Zht/tHblPb1DHOFEn0EYTwZLXjerFa03Pl7RrCrVsv5ZRPoE",
-	"S71uwMxvGKknCAKUN02umioHOdZq9zMLyGY4mLKzW+b9KcHjAcG58CBZ9x9FSRkq0Zw7DhW3kYbR3RAq",
-	"Ah85e2y3gylQ1T8jiQGDXtKqYoIVZg3wIOMvP4/qiOs9cp2toaJuuSHUbVD8+NcdTrbrqVaB6jnsResw",
-	"P9BytDO2QLWxdauatvH9hnCgxAwEINds3iiAlPOFqqLG/lQccvLouBVtp5JtU2pnqSaeKJ6zK7o+D6uL",
-	"p0AVInXIwVNAFdStjFWfEzrqTXtjPrNPyeH/OXv3/VGyDnXcxXq+NYydCPndcNyeWtLn376IMMq3Z8fP",
-	"v30RlvSIVxdNGej9hDK/OL63XbfpEalVZ0Sw9cCOagnFuNnLwCgwo0bsbCq8pUqAnM/wNZVBRDfGBcDJ",
-	"qWVZ2j/XvWLGeEQcDNBEgnE+TxzeNuWEtuAXz59980282gAIj9eJzb2CgbXjha6EhFR7VkMeHrCtgi9s",
-	"BtKYJf2L5oitKe9CBkC86sHLZ99mCa9THz4gMFhrafMNHYBA60v3pR0SOYyHd5G0wC6SI4eYJ0y9P/Fw",
-	"kFA7O48rqHEgxZPxDFJ/yAYS04YO2f7RyRPOmI0ubpe0lzj0P/hwJPYpuj18YRmeOR9XLF5ToIufoLQh",
-	"2pX7Eo9WogZ7RMKDnhCEQZ1iwYXC/okSC6a0iLxsCnaJj4OY40kaCPSBeBcRlcNak6ZFEcPszAhbE1R6",
-	"g4drEOFjX00I9nTGhdFQsIWpltYFE1CLK2ruv+ErZuVkMIwbSdB/gOWWpvvYcXvSop0VxADTA99NiZmK",
-	"F008zmAlIbC2llrm0mhJ+GpGQJVBub+q2Zx/6oOJ9GrVTiKNK2w+qY+qnfawf83A2dhHr2tpsru92XZR",
-	"piix+a3K3MELFj168qXgWpp9voxjkb9jVPTxSBwk7KyBuMVDuDooQgZzdZ/1gkWcu1YUVuM9isVKav7A",
-	"rnT1PZqmIiggSv//7P37ctw4li8KvwpCsb+wtD9Kll1V7tqlv1Sy3PZuX7QluWvOdNdYEInMRItJZBGg",
-	"UtkdFXGe5jzYeZITWAsAQSZAgim5umemZiK65CSJ68LCuv4WuHWAmtGARRasTPWMUTWCIISTST8TQ6Fs",
-	"sGiQbWCC2qYDoXyWrIi2/5bPF0wqGy5Hq42PjpLYC27L2dg0emF5Xff0pK4uYt5O2Ftjb9zyO6VuMH5z",
-	"GY1ksmtWhyOaBuY1EAuPfRqX+6Dma0VzWpGiqS2aaEt028zS+q4ifjpYNBlx1qUuWgSEBjZedJFongTR",
-	"xR4Ls/a7ALsMIq/02kcMlqeLxocOaj8kH7JhaFn2UIJSYvJjxnLnlnSV6wKsaQCYdDzWH6YhXcD/rnPo",
-	"hxp3jeidcLYOXkwPS8bCx6SmBPS5Y4CTbXGD/lHtn64+i8q2LqTQ5fkxWHv9k0nHG/VamnCCgGx88Y58",
-	"vnxvSvV75q0MqdtGb9Gx5MiwN8m2qO/rfvvYID5pGyd1U2n5i0YCo0wbrh7lz48K+4E+OlE/Bn0ShRBb",
-	"9cCpy/r9J4wLKrEY9zjKCZf+/hL8zlTTNQuKusxBmMFPM0j3N9xKwTNRd/ZQ7mJu3iWkBSz9WEvvdkMW",
-	"jmudeIOU4IiipRRQLBXj5/SXXrDRo6ProhEnP6JW1WpaZuPaYLJdYlCcpdH4D9vQE3OeO3EmtrJ73+zc",
-	"Pw4x/nI6D16ljsmgMcklpHhBRXbaLoIwEBSZmr5j7JOwnnbVjNmKVbUoy2XYSAsW9OumYsPHCZvPaRWA",
-	"odqvhTATpGALhaD851pQey43MnK2PKfBOZYXDLEceOREQHBsK9/fcIIjk6RmFVsTqohaa+7D60JaK1vJ",
-	"Z2x3ZuN1dsVqHnQdwu+2GOD+gj0cxEds8sUck5xH9wVZxkVJK5acxOXn+CDys4fg/aioVyBSZ1qysbxF",
-	"QCz/beJgkapHchaQbO2r5goKHovdiEMfg3AU91snBrTj6HO1tPOZfi3DjezYPFb/gZx9AHFoKaNzFQvN",
-	"jBAK26RgcDWa4/Gkobsmiuwgxama6JQdxa0bDsJtUQm+Wihu7Oo+xVh5ePqDu4/3KWBCw3iQf2SkEj3y",
-	"JhumDjJzwWTu6n/iuzytbi7a2CBuf7fKueZu/EBVvmDyzOOFKRcVxOjCGGibwmfLFodTIhMc006u6IsK",
-	"TsBw/CDr3t5hbj44yw6H2172UIDs9lUVuWa3wm6tDDAWIOvknXPHs0KpqKLCjfVYG9Ivqi2tWJSZtCOB",
-	"hZ+rcgM3NjpQTFmdYPkJDCKGHfhcl+EqildWRWvpwtVZ9k8OZgtHZKO3VC4C0f+86imP5Ow0Izfoxf7h",
-	"xsWML9gD8RzmenJXDSznRXNb8vxPbPOumomTzi2BvmHHHxEa5ezUYuxFpIUiUqPEbUYOrJ8rQKyShD3Q",
-	"XJUbWHsYLyw/1hJgllQifYFfMxIioZslN/I+7ywyOTo6unGeUmBMCpJsLVjaCMtmcRnRMRwgMS1rSJji",
-	"pHJRYxdLuz9rDjJEy3apnIILpffJn44jsqxP1O1CDx7FcKT6R3fG5COi09uTirHpVauMJjlxWv1o5/B0",
-	"z5E+oGSZlQowCsyODECNsZLfM4AilYLMaJ2Kvj4F/tQbVuwUXQeLCzmYP3tiCsFkF0gSWfiRFbxr5lJn",
-	"J5faMUlH5rUJHhb84M+cBoOTeqqIeTtWpqrgcgX34Og4Uc6lgMPnq1Ed+X530awdSOLE/PFwRUSjBrSt",
-	"jxFGY5JvfLskKNn77JeGlhiD9674Adx7VudiNbwTjhsDxJWUA2pO1zm8P8xqXzNaoPkC8pzWC54v9JT1",
-	"0ko78Seuh/REu8oLtlwJxap886cQJuaf2KZzCS+Z1uaBOVBSs8MC+QUr3JEEIVPEAtuX9OEUeY8cZD60",
-	"LMWaFVYZjC5mnCONx/d1OIkZ9i6A3nN+zyoHZdpjGYHGwGNYpAjs1kyBUBMA3OKcf7QijNalZqtmEzZ+",
-	"IJWxI+gR0TnlVSywwUBJ/hjY+7OaAeumZZdTjbHwFNgEahU6YyZ/InKO6Y8/QbSFv98AMuwMYfkmLzvZ",
-	"yhdOEXzt+N5eFqlk9cZaZq75khWI5nRmInDDll8u+W3JPmupMnoMNqSwfAWzMGllcf9FWUjC1Q8uQ6Ji",
-	"a2kCzIEIubScVz8FAjArLDSJrbnceZG3wrNanG4nznV4evdO99TCHu/pUqM7dZkTVrrcw7+/O3du787s",
-	"31xdEAyP3/a2pSuNulM7Ioy5YgfBglsGlHS7ioOr7av/7oZP3urtHSjycEJWWpHwadtWPjO2Lt2kYvWS",
-	"V7SMWdWfEL7ew+GfJt3pX0Nd7JDSoAQpBNS62jH2O/luiHEcC30tOzAN3ox+C06TclYjh3MoQ8Cj99eA",
-	"LjKugrSeHl6tGpVpvrRqEH3fhGX9rqX8rqX8rqX8rqWEHErIIQILD3KS4bFoTc+IKAsmTWnSSTYZs5jX",
-	"Na2wgHOw9NrvGtP4rbiim1LQIp4XgRvdx8zVN8I2942QR3sf/a6fTdLPapchm743n/C67m6Oc/4ZcZNV",
-	"WO5hdMN+1xB/1xD/y2qILfdzR629wUbE6XN772/XOaCOMDEQJAP+jtsnamRrhqJC6l3IDwa9xcu9p1Rx",
-	"GvfxGNdOoj4Rdtv4WDud7PpM03Xnsk8B2LnQTWFc0qORdC6fFEHHzmsXsWUKUI4mdnT1t/39Bvg43miv",
-	"FFVBBOMGfHO2WINkJaQLdbc9oCpi+dbXJo/yQyzKHly+cFsDP4DwSmHSEOBedmaW4NLEw+JvN2ddnTBW",
-	"1iWlyML2kgCJOZPLZsUCBVz0INqota/Qv5Gz95kvdXNJVjWTrOqoMu2YlvRhaFfeiwqiGkY3hm5tTWJ+",
-	"BKoD5ro+nbMP4fgiK9sY7cGudSUU2TDlXZYn5LgNEkscw9c8h/bUuc3vE2MWOB39fQku08gR9vSkIMfu",
-	"qGU2KSDqkA6Lguk66ZixaKOlnltWimouiRLJ4CtRM+MmQzKIhV/HZU0D3coqxXrxZ19bqEwyiaxroVjY",
-	"0tMjvTaEXHWksHuQosaufBemFYPsgUrJLnBzK2CT/K2BEl/izgYRiXXlYmVWfa63pnXBimsxBLgnsMpT",
-	"JxNCdUah5SyT9Z1MRHpIKeWVvKrrj0KJ18x4ULeyKSlr0HnoXfo5iwXwmC6zzkKbmcf2/71Vqz4BsFWQ",
-	"j5xWDvbqcEZzzSudNmaeQKB31ckxyYxDovCSf6KsZ8Ao/DHq6OCPMtZSeYfFEv91TW5RxvepUblYQgAt",
-	"WCmJefMpQXZEnCDAuM4lKczlazknKpSHoLk5/fJQKrFq/2XM7P4PRk8Drdl77sWHHkIORZCfumGmORTc",
-	"6zsHGUQ+nGAjAsrb5bL6l3Bg+QvuGRNacvFsAl1TQccS4Bkk3A3WUfPHbq5tzhXWW99vs6pRlTWuHLZt",
-	"TFIPA2z2UWGH4amiJT6QP/pD7zrVrNRLtJsadymzXnvTzfyPm36LPBF3+vZwJ8JFLpEHjQ0YXUumMgqW",
-	"28RiNSbCfZ5aQmTr3rel5doSLp2sl00fVCKq+u4g3gwn+Noiwl8vVTeyEJEEoA17RDLUU2awfsRQbv3w",
-	"CbJWUvNDA5jjAfIbPy9vY14882D4uOyyjivBKxUEucXyh5idibAsAK1lsH539CH2QWmSy6OacYaW8NOK",
-	"VacrDpBQULQ5gkiFlmYIMoCqbq1oXJNaNKGYnxT7rlc46bZEiJaAqKgWoghnmxB8OCzlhbbVXVaEF37K",
-	"eFMVIm+WWncucGIy4oFUoQwVqhbEgkGHv2P1kstIWimWsZ+Rm4dDeZ8ftu/edFKy4UdMswjgn8JCBotf",
-	"6QdkJpqqyPS2VT0RV/9b8z9s/QtMfi/b81fE/Whf8qbT/ugW/gsUhbI/L0XRlGycUZj9Nmuc9aSyTo92",
-	"tsMilU/jMRC3MwDE49KSpLUF0Fy1IHk1m3MJRhWPNLah8vRHyRnkFkDNfBeuePebIZoB1ElFy0s9vbMw",
-	"dHtrzthaD318WE1untt2nt9kJhKE1oywB4Ct80rb5W7ZH1fC/lPFiH4EduRt5mSy3Ay5SDxG+qcL+8tU",
-	"DL0tvhnwjrhxjC5kK3q7WmAePaQ4kHAeox3B3CxqgMd0k7xKE0liBbl23kmZjPrWO0t97Lfe+naGGCTl",
-	"3jrZrQ7yjEbdak75E7tdCHF3RhUtxfz8Poo6IRWtCloXhN0Hwb3DCevQIGSsZ4RKAgjOvNJ7U9LqmcTG",
-	"IpV1RFPnLIaYfM9KsWLPJMHXsIy/wVvlsh3kNlB7zefzMM4L2KcgSxL8JvdpAMSYmGubdeNOWHRrWQ8v",
-	"OPTvBBK9XpjPabzj+kQD4g0mu0ajP0NVpj5dXUuypFoYhvDPDB2G6Jey9kJSM1Wn1q8YM9xhnVvjSPBC",
-	"iKbybzCZGWD/gFyqF5cVRBrk/32qyFJIRb578dKrSujhaGgZFev9WQkEo/tkk+exkk+wMTHjMu4aV3a2",
-	"A00MVDi24HRRKuZJFjO74lEECBPrMY7/oEnGBhN1AS9QHTRi/o7IS1pBUmoVgwwBQbgbCA6DwvCxrtpp",
-	"foQq1luKp6XfyIj8WD72MLo4lPxEueLV/FIfFC9KTZKisXAYvDJOEUgckI8LvBq1dvQYi7N3yObWDT9G",
-	"uZrDbPv4AnVXi/ST7qM0GKyXSQe+x2uxBmt3Lu159I9V1rK/Lfqya9m1arbz6nGZPjH0T84ERj8eneMu",
-	"xsJFpv4Llr2qWnHoScN32kk7K6+5BSfZEWLXbHqAT7uWSxti0N2Q3yDYpzcLkKSMmBZeva6ERnJ81wEp",
-	"b9NRrPgPCm0zuuQlZ3LXZYdWIkDLvdUxA0ldhUhJsFMcMtjBUK5sw59uNyBFrXlZ5LQOrEWnqWhGiumA",
-	"S0Jvo6kO0HV4i/D7jty7y9J2pPUAVVeRwh7LpagMmHZbxFiPKDgRu1jhqdxgO0f/88assjBlrfBf0kiT",
-	"SItjnYVlar9TbzhuiRPo5SoKiDSv2VzfRw6BzF1amgOjn6U98xZPpIs+GcOzvtAtBKu7AoAQVQa4XP83",
-	"X/B03F77eqSDU/MYp5DYZjvJIT7oLQWvCKP5IpYK6dyRQ9kWbVUnBiqXXlxeowwCHv7IukTiw2ydhuFO",
-	"0YgEzoqa0PyuEuuSFXOTE0pePjwkdmfbDPmwvP6MGQJkZ64PnpjX6SDTxtU72AFg+FhJx5igFrSRIKXT",
-	"NvYD4DhBn9OLsEwcgfVMDw4BRWCiAOkzLylfJu+aLz4ndWLKqfAaUlP9GvVT72PP6d7upU9HvdF5nveA",
-	"u71lPy4Svv5UXS+4DEMF+5kw7Rc2IyjAaMg+KD0AKnoQgw3X6kMxnfUApzNfJ7KMGa1Eoy7ZPY+USYAa",
-	"IbV5DpWNhDGTQiCH5tEPkLh9y1hFZrSqTCS+EmHeFaEgXr0p+XyhYjYO79TFOXhKahd7UEAIw+B+migT",
-	"dMJw9OskbRD9a2CkVcGoFRMCzJf9wNyLFow3ONSnGyOgrCUTifUXDG5PytH2r+DesehfoJ3Lr7eo3U2P",
-	"nGyPArdORX8BUqQVT7UNybcdEYVQC2SXkZoVFOTcfTQJYuh/XjMVqrlRlmKt9eE4Y6IVWSi1IqwqwLcK",
-	"Ei8mSIa5j13XwfOxdbujMcBRHKRgwe49Alg3wRDpxrGjEdJ8NjWnUHcbzv5O0j3QPiNt2GMgxRooffi2",
-	"gUaMDBSwvnfuE9z6sPRvxahnkny+fD9ZD0KtQOZixTJS6UUvuake5PShkaK+2d6Cyiug8QE6NqcAQB+Z",
-	"Ivu0XNMNusIMbKSkVmA+OPHODeFKsnLWWtlrppq6itF/mj02SgGDScr2CdhZHAto85S5JCicpF5mo3bn",
-	"6DhxbT4nmADNKupTphde1AbZX6hdTpwzfnZ7Q2ahG/f1Bevvx6ce0w8GPekuRaOiUWDgfrbJ4dYb47SI",
-	"nJZlpsUMid8nbkGKERWOaseAOnHRTCcpbKrTzQAFhOyxQWXdcY+WLzmOkHk30Nb691NQram2PezbVBhM",
-	"VIWwVd+o2y5H57qaeC2HTbjXvtHbCbCpcZnwwY4xU0MSxM5xmgON7lqxcUt0sTejqInZmVFJxZTdDPcA",
-	"FTL7ckvml8kooZSgKKHbiikErBVVxyLl8fTJ13JmNJ2utzFUcPTpLu8TrUDS2xJEeuMnBsAc1PFmM5Yr",
-	"9EDJI/ITilhuzPgpwH6ztbWZWv3wl4Y1huVx5Yo2ixWrfGMQlDndV85Ur2VSXpZkLvA63UBk3ZI5/Agu",
-	"rbI5BNyQLH3QWynKRjHYdxBGyD6QABaTBAuMpaKDzKXz544BykzPFPIxa6MXzWo6t8D5foXP42+/H60V",
-	"G5N6zgHAmLlwCKk7QhOq3kvUyXhFbo7+540XPoSG3hNSsjnNN0RW9I59yalkRB9M0xLuWFCI8ob/4uX4",
-	"6Jf04R1++uIYy8HafwZK90+WWTLy4vDF8YlxsRtLFdYQVWJJFc+NjYpVBRpgOyasBgpHxGISXB3bF34d",
-	"2xe7C0AZaSr+S8MIXQpTtm0Vt6LA3F5+Hz/3KcsvnThLq82n2d4Pf9nWAfGdjLx4BfDfvf689l/9mm0R",
-	"4XKlNhkBk0wBZu+q3GTkjrGV7FTJxU56Mzj+9ec+13374fTMinpitj2mjNj7RneKLP/E659WJupCi3C3",
-	"UneNgTyxISFVALvCF1GghIQycl7l9QZhACGgF9/eFt/9M/3dq68kE748/OZ4UCp0BPuNT7AvR+0bRt4a",
-	"lrAGpaqEK/+aSbXrVd9eBj6WYWLs9DV7UC77kEpSUEWPzNv2dLYdJN2tycEPSkDTJy3RIuALhpvyHDt2",
-	"UXkZWk5/abQULUxslloQXuBlh7hJ9gm69U2k1mgF57T9iaf9entgb24/GKjv+8Qn4TQ8mxzccvG2Ijmv",
-	"/Ml5QITpQVPvXHkVU8V0jTM86u7ylBCqU1TyA+2FldoJwTHcrYNLYB5WkdrgFG+VY0EsMJ3o6XwYiM40",
-	"JnVWqXpzAodGD9WZBSmYwodiSvQn0yCtYDSHcsVyPuM5mXFWFhIlrLbjthNTk4NKcvOXy/PXp2fX569/",
-	"vglCXkRpBQMTeAFxLbdgLawF1s1BDLcq5PpsGtBTnz4IL5ZS04EEWDtgLOMKr/mcV1H4NJHDhVecqs8q",
-	"T7TsY8NTTSrDla4vaC21SHrfDee3gbeZvZfLTXJcUSyg9xOsSG8y89uX37/4/kVGapWb8pSZqbfNq3lm",
-	"YCAzJPymKg7NMT/UxzwMCqloPWfqauS0vwGrYMt8MnSeQHh9mAkY+zXgk6IK1D693fi2zqPJ4F9b5b+D",
-	"sW5donEr7aX4wvGOLMEIwxkPWmt9ev+NYtXMVttK/jiFfmpyugnnIRrMMxqiZkZi7uJ2I36rGLUHcJIN",
-	"SSPCYh7MUIGDTa7cpRVOKBiKS3mn/AjJViOzzk1nWXjqeMHx2O8dRAIeqTN8QWuuNoNpXbjq/apRK/gQ",
-	"c68CKVwLlt/JWCIkPj2xIC34T2NNARNOBTlOF/h4aloR9HGm2wytrhl/GhyEyyxrCxCFcKZXtGZF3Att",
-	"guKcG5oqL1ABY8MWVC5srrNtMDE+4bdLbDMwuYGLnNWH+JAUADau9xYBx7Z3FeHIp2eLIaV+gG4MpHlg",
-	"e5Gk4jZOjBgEijPkl1A+r6WZfvrU1ua7EWT2DMRPXWcuIelIHzCzoDbx2h4/XO6AOXu1KvkQMb7Huq6y",
-	"GxlhPmtLmoWAF2NQdFTRWyrZO/2THvMQC7m5uDz944dT8kvD87svsEQ33V47abrwwmvTAZjAaSmn4dhs",
-	"n+p2diGEl3yBotOQldwQe6BErWdfHpF+MTYFX+qLwOH1j8m8moOEq/1dOeZC8gXllTFodXohLRI+kLIj",
-	"iqO9RxTEHlvqWJp9uwF+qeu+iNqncn8RQgQZPIMDWeSfEP3dPCcYnwISQC1KowQqcccqiDIFW1LA5pFT",
-	"xeZBNIUz8wQtG21HbV5MtxYBmhmIqIlkeaOn9Jggj7Y/sC9GqrobpXWQJbuWQEmIWBHdMnQHOLwnYY3g",
-	"tCy39mWaGzT0cdr105LLzj7P3noFoq/64+tktG5DGgAhzmsKSAtKeNR5evHOUOgPsOmAgOg3bxxEs06m",
-	"9DNJaKMWmmHmaAOom5LJzAj+vCaiLlh9RH5kkhvgPckycvM/b+A+twW2vY4ycqObhOcLViLcW7Xx+9EC",
-	"Fi1LYKgFucGc5xuypOA7bdO6wS+oBKGVqDZL0UjzmTwhCqKU1aJmzLlNYF3AhINbjXZ987DkUve7YHUH",
-	"v8HY8+45W2umgv/KRTXj8/CPS1qhStP9uabrrUelmMteI/BT8L1CrCsDfGZ+BiS2/ruKyrt+o/gbe2A5",
-	"4kzYZh1Cem8M7vd+481qXtOi/7791b0NGE/2JfyHe5YvaFWx0j12/277UjWjy3YO5p9bz1clRQ5yz/O2",
-	"O/tP97r9ocUisr8oWt7BBWPsO64N7xfXjPeb6dj7xdsb/1dWMlxvy6Lx/LmZ9X5uZ2gfoC7Vfx3OdOTX",
-	"7TZqJVfbL+sft99tJKu3W8Zf2wXlUq/A4ZqWpVt1/7d2zVTe/Udgqbu/2qXt/uqWNxRKdVHSzS3N794z",
-	"Klm4glfF1njqzavICAKisnHrn8frsbyFVLfKuQ9K3euOoZzjQdRT89Sr4jICSAhg9BWCTZpBw99TCxSf",
-	"t1N3PtKSg/mjFk01WYOEoaQJ6fBqko0d3oz7UfWdZMa8YjUXBd6ntxtDKqWx7RQCLoYKzPIVSwYf9guq",
-	"R0A0TTlsuB7BbCqNSEljVf4rtj6dqTCEBF6C8E6GOYLkD8f/P8Ir4wbcaWeguQgyyaVdp0mFvGqGc03b",
-	"bvv2Cci9Jb9naBQ3FwY4ZERt4mmRogFQFq8HUoocAjhu/tHZkF+f/+Ne35u/Pv8HXa1+ff4PfP1d8esN",
-	"dmRcAIeWV2QmsBRlJB4tzgJj/VMQIc/J2ThK3XIHCa7EgFHH8A5nHLSdvFGHS1bP2SHWXdvL9vqjC3JE",
-	"Q1Fhyv98+V6ahJdNRprKxl+aLCcc4zMsn5IuCpvhXKELIGCFicTSnmIsLUbhc0VoseRKwuBAikNOjNlC",
-	"l+xe3DEU2Ga8oqW/hqc27NZ8sZftmffHobEsD+rtY4dgw+n73VIi7ohmgZukc6B6LKrdsqCOYBb3ohZK",
-	"5KIMagn2ZluZl1DGtxhj8hm5WSi1OpyV9zeZ/Xu5+hb1hZtFKW8wsOBGSwY3GRFNTaxXFmjjz+/P4IWP",
-	"f74kUszUWm/D/uX1BaK4XJ9d6NP4+fXFCfjtP1++79SXlJqJ3sj7/Ivi+R1TDsGqrZdveKKx/VJFXp9f",
-	"nV2++/FcS/GimS/ahvR0IRYN9JBVSXMwYVxeX134QXYHZk5rdlur3Mzqp7fnF+167UOeJK3I1esLImYz",
-	"zZSRaX6+fJ+ZXEd/3IFBOOt1m0r0TJL3wihMVg0yLEQJ8vr8/fn1+QnhUjZgYrMGUerKjaIyxtGpaInc",
-	"buFetud2UP9dSpCZ5Gov28O5DkpKVzGXaMXImm4sdyA0Jifdan2W1R8pnLmoXcy8hscZULRNHCQl/5ve",
-	"0yv4xJx1sv/2/ZXezCs6ozXPyNvr64vD2YeLb/WPZ4taLHmzPLylcFObhk9MmBW8++b9nzUFahqIJCtq",
-	"DYBVKlz/Ee9l5VUzxZ3sml1u7nnBxPMHOEjwxO5J8F5YBINJ34q1W2MT5Lo29U/Zw4pF4OpW3vFP4cWO",
-	"Xfya7TV1iGvYIFZ9Vp3BtT2JWVv+0z8AJ1BVA0rVuSAjvYFUEi7H7XpuGjiq7q5kPdIyKxjkigiueynK",
-	"CCWbMp1gAXHhSCbv3rhPh7Lph8290CiXriBcJdYnJlP2EI6zsbvUNrcMD7lZZXzxMfHf0H8hIjCaSXHd",
-	"dgo2Lpp7i/IMcBoBb7ePfe4NFafxqSo3CT2ZNON2EXJRSVbJRg4uRx3cX73rBt/NP51GxdfSUcUyUtOZ",
-	"OrwXCkjZBGq0CZUZkXx1KPm8omVpYrARUd4GOY4TM4zOD4X0liRrU4HGjJyXdKZeczqvhFQ8DxZYsmvl",
-	"gCOGCBht4e+qgj0EJG39cwfRCuK3nMPHnGrsaEnzBU8umJOL5ZKr5H7xdcUKHEFiJ/rTM1EpmqtgwShe",
-	"llxugWibDuGzFnoUt+uEHG+fzMSRvBfz5PmWYj55plcVXcmFGF7UXLi4H9eZNB+m9gUTH4Bq7mv9duk8",
-	"11wlzK+arcQL7FTN8oIFvcb9ki73AiJzjJd5ivNr9Ah1Gcd7HLaoyRsIMY34AhWrl3H8+Jah6fd2iYWx",
-	"Kgb006Ov7unKuoc8RCvennpr3j8/QXbEaMErJiWGTAz4bjEC3byNYnAgpGagkJgtZuWoC9zwvCJL7xgn",
-	"kvAUZGwE3h50c8VjM908t+Mo74ZvQj/K4ITIO75atdEuOZRsc5WKIi5k/CalmzXFdKy6qXzAG6di2Dys",
-	"blmcWMSDcd2Ju712EJm/t8No0Y6m0mKKWqKiec5Wimo+HqEv+Hkk2MUscU2rybbaSNzSu6rg97xoaNk/",
-	"AekexN5BC2FqJYcwtJXA9CTbOceCGorNWEiMFQwnhsZg214UaLs/gxEwl2D+esNL9qMW0MKw+Vqwn/FS",
-	"C6gmvC+1bOpPiw2chv1KqC8Grt1Z3L7oNr/MhZYaQQb80lT0nnKImbU/mQo0X7CSazjaV7cTC9RztW1i",
-	"VkT98VUK4OalHfcb98Vw1TuqyFpfUetaVHO8+lZMrMpIJTKEoR3mMTOO6kPVJmS0E3QgXSO0Ypar7TKB",
-	"MHZLEMJGWAHjBgOoFgRFdYKoYrzAkpigMoIyVLAVqwqINQ8UpoNxB1boxeGL42PNWRWvcmUWqVcZdjgN",
-	"Z0o6ZHA1ExcxHDd7wWqwPtvTJREe9FZ/A7Y2e3mg1387zgLaldH4ma1DkMgnt1nDaMiFGcnwYlzl1E8u",
-	"30p7zGll5RzfNPJMtryD1EKooBIWuuRyUeWwvloTBh2OrlbPJJJlpFDHoD/pum8/RZOlHhTgj+QAcxUp",
-	"WIOuj7Rx4tsDQ90qOOGPO2UbwiQJ3IviVgDfBmOOcVsckXNzfEsubQV1i7/94vj4WJ++E2NvaGyi+Xoh",
-	"ShY+1fJT9ZrLgBj3xtaxbf3SZjhGdYQV3+cVJl0cpFZe0LJ6SJ57A3xKVJqZ3EEH8Copqb5MM+C7Djhu",
-	"GoSN6TPi23sr1mRJq43hlBCAbL54Gg/oFsUO0agpcxLRfB0/1ze7WStcmg9tNZf0hTGdpS2MFqmXzO8o",
-	"BQUnJs8p6dVXi8hsRs0P2TxgDGZg5pDMKa8eRSauw7H16HYPBOONIdk5vKK8jp8ESvKaygVZ0IKUbKZM",
-	"7Jc1iGJmFrGtkKIBXAWwZOU0dRCGEocxhjQjumVzWp2YGZvTYRAGOCaFwBhpOYRlt42dY72xY+wAeTwy",
-	"BLTeSUU3JuUSYvpTIYEqLa6Hw5uxS+xK8oLltDZd5qIpscj2LapqZL+d7sEuRUm6LMNTHtodyTr8ueWc",
-	"PX7mH5QtGm75Se+w+2vv0WJngeJX2EVJg8h5a8buyo0nKliAo74CCxEN72LBKjZEjkDFMN2WnHaSEwvc",
-	"mtfS6XXcV4F5izuDx3UnvG0NeQSomH4wnBkOiZf7nz+/e31gzZxG0RmsRSYZwLhEw4/0sSIlKAA2yd0L",
-	"dUs7tnpD/l1Ugbm/O/14irFjf4eKcibJvRSRejdjmGC8C9OVThtI+2GCNufCjWqCEqCP2lUpxsv0mf11",
-	"SGFuyXx3jXfy3IhjBRqGj//5PS2baPVjiwsIGzOjZSnbekRpZfUBXkF//bem2AGVraADW1FQ8BvU7JEI",
-	"j60zMSNSmPxIshg7xAuuBjmAt16aYsj+Ot4xVuBTkQCAUuS0vOZLNrC+XXCJvyN+v3GDi9lMMpA3pvGU",
-	"60F0Q03Nw94jmLa3Eo/mEtfdGSZ47e1polBJlHcBYNp1RUrzuh4+NeGcjsvOfSkzQsuSQL145rKoU/K9",
-	"DSLH47O6oYyx801Ngbkfgd8jtxtwY+/ABCckbSMMt6spYqx3KtHP+fh87R7nnorsY26LNa+KLfAXd9Od",
-	"EGrfMPAcS15UfL4AAUStRXvb9CFIQijwdGPPnu7dj8FaisqQeMMk/rVmRWX/VoumNn/Oao5/SKqa2vzZ",
-	"wNc/h4O3A2yQluVhXor8jrCqyMjbtz98+GCrhSlaK4v+9/LbH46Pj7C8p2K1/vY//nJ8+PLnvxwf/q+f",
-	"f/jL8eF3+Of/iCCdhnwyXu+mM+h/x256hGQWxNX2H7IRXQqhfsTIIP1nEKWa11AOZGMLLhgWYgKKoBbB",
-	"mpZ3IVSonrliIJE0sWItIHO6AXViq+L6fXBiP0GQpH6GViwIRsc5oR0MZBVrVoXMsE6R6ZqbclL67ohH",
-	"DId95tfGrPVMkntRNksAveXgelKbLSN/kh3QU+1gwq4eLQ4hmQTiiKhmw59JoxnHUgIdv53AePt0OCaE",
-	"xithtu29tnSCDe8MderIDavF0p6FWjOJkodR0cboP0zkl6yEKD3isgyEyshzItmKQj68XwHaWUgR4fqI",
-	"fBTk6ChDNEMTiNjDKPv2+H+9Sj4n184Ca0jeBNQCvN/B5COxoy27s5+QyvME+6mEPeXhnf26O4rh3CsK",
-	"IS6AhskeNBklb+AI+uQ/fzvNaiTu6nmlYrVTgTeDnmJySd0eBrZIFHzGreKdpsRZa8c2+w5KrT9ulPXf",
-	"gUtv/9gky7hhHSRG1igTMW3X3DVgjHKQCroseZWw9lYdx3BfiSKktxqJ2/AeXKzzYUkg9bwYhT8Gy4WP",
-	"M9LqnYByh45QKGir/Ps+hi2swqhCdkqcSYRwgoyjyqoGZL9lonYoBxP1hQABh7wfTy8HncrW4ZuROsBe",
-	"BkWhQBnlpsrDW/UBy8LSCt1+ZrlP2kqx+DuY5uF0hrdpXXMVMYdHaMH5HgD3ARm19QukhVYlSkiWgoZP",
-	"yBvDBd/w0CROK+etaA8FOvw137IsdNinHYiRMma04FNWFdbmksbn2iCa4KOPMTYI8TOGFSZwtU64zbjb",
-	"fcppAK1m2qR9Z/wwB3VBM1G60fvktegtm7dI/ijbTfKXJZ3QwtK481l1yEoSaiurGe/M5umE8w71p1tI",
-	"eq7dkrPAsKEaGpb6p34JalLyJbeRi8uDXYwq1oSSoi/YKV6axQsHyoH3xa4vKXhB9kVN1uC4K8QB2jSF",
-	"iaYLweBZCKqpp/MiqhCbuD1AK8abueP7MPKevSQyk9tlZct4vN2EI1/HYkz0unwQ90zLm+yes/VBRvS/",
-	"i4x8qi6MCLpPSwhutAq9FU31wA8y8lGoN5ho7V0KCwjCJTMbPQK81uQfcEl4cZCRH0uR3zHznd+ovlK0",
-	"fK3oHWTHVkKPC8vu4Nu5WG0IBiSetGF5UtGNKz1nqTgzwGFE6ofrxaYjRrsV2Mv2YOJ72Z6b+V62Zye3",
-	"l+2Z4bbVCUdlPsexPOZjtmIare+mTL1x59ieB2NM9qNQHh/khxyAqk6zJxZhXtRGG14yWtk6tfbm1Qdh",
-	"6+7dNWBwVK5LCiCz9AsRVZaynjDsK7y94eN5Ssyp1KtYNxCSN+tvaoCJ1ZvLJuCPu27rcJl2I+W1HnkJ",
-	"dTj0TgL3Ek7i2HWF+khTEXj9aCTwKJBYCof8Km4D9HnSM9mzAJL9P7MatLeMfOByiaGiJiYoI5eMFp+q",
-	"cnPwCEuh2cjeUO3ypF2b78ygf+RVMRDxmdOq4AWaVPvms3taclNAoiC3HBDfEKSeyzu3KgnmmKQDuBAu",
-	"oDGmXj7SDE32XR0bMCVrus/0bXV0dJBii3u8VcVuyrtKrliudtyXVS1umZYcaAHJtwe/b0H6FlzoxRuJ",
-	"ve2FPpurwcT46RdiuxOADgAhYiCWwDOtrGuhUM5e0vqO1WTfnsBD2HpQWdvFtegCNgYtAAAQzxRy4X1W",
-	"mcdXjQKfmCqEiYCDwQwGDAJ72Qoj1xJeJC3cmdxGWqejhqgHLpUcbAZfCX8OVw7gvsXzkpTznrZvQyQR",
-	"1rSPSvL4Zhif4brT2jOJUA377EF9m5GHmcyIWq70f46Ojg4yK3WZvFQgCn97AV4jPI6aMbCcBrBTVzRn",
-	"ptJYA7lzbdhMStloy+yKGJvwbhFL8h2+Y3jRPvp/zWEAREWsFsAIHK+DJ8kjoPIuEpP9iCDmFCZpjl4M",
-	"BOO2DOu7gKVhFKZ9f/thnSLFGbTeHdtt/ne2TcaJew19Dp4xjCIOGqenWCV/CtghQck3lkhj+3+0KdLa",
-	"IJF5ZB0XgBtdZ0H9o5QZvt/ySLtEPlOOX1QxxJqfFgLp1IjzXqmOJa0aWpJ9v5ibqImWy1mltW7aKEH2",
-	"LZqY/hf2dQA18ky0lov6gNb2sj393h5GegU96S526TWXd5H86U+VLwI8k+6yGfVTfOX7K5Lqeu3sXrxy",
-	"sa9tBtgE7chfFyNzhMod1LWow0d8i8xNEHqcWY3y8zZcxESJWAb/dfh66wiXyK3DBZ1G+XXLbFv7RTKn",
-	"vh4PRxmDza8E0IQxPoXZVpzb98Selvl3OPfgbh8cDdZsHiJGTYN/hoAWkzwbwx7vs0ML0JCC6L9N8fGU",
-	"ZiARg31gLpm+PTYh0n4g4fuObeLn+pkkd2xD9nGpDx3gegabc2jqNmSOhg/vncJvWT/ATt6zw1lTlvbv",
-	"UqwPpT5iCaq/Hl8CTs7WkkZAwf0FxVo19aZH8NM5q0EXgrvB4zhpvNUxyXBaLKuwVHBGmqpmClKY2vFm",
-	"4AxGHJZHcNzRcCU/U3/MphJg5cHZGQJzxXh8y2t4L4pI+Qsj4m0xnEQqj7KLJlS/hEqJlnYAGb0ySB0Y",
-	"hFIRRuuSsxrG0tQMgwC4Ik2lGBaJ84UH3Zixlu9le6atcas5ngkzwrSNuDaX89AdDgEh7fkY8L31I9JR",
-	"y6gxpgIPF2LkgU67fARlJmV0J1LkHxtaF6aOt6lmO/mY/KO3JJrNhaNNENxtv2JrY4wFp+pBRi4ogAqD",
-	"l2auh0RqNmskk8S9C5Lm58ohJW1hmWIbe9meeWmcZuxAt1dpq4rulhTq8UwHkAUjfybJPasLnquj8GrH",
-	"uLCZd1MhRujvbBhp8yuwYWt3SVA2eqJX3Gz9lbWNp5Xyd7VKoSN6MBoJ7JzvRoR8z1wDy4qWmkqsM78G",
-	"Pa0Q2EwftWdhSe3x2sSjZWjbesQj1Lp7RD3k8fFZmv1mL9uzX+CfJhnXfhPUqf+pmlCaapB8QONx6+Fz",
-	"yduSLO0w5X8/zukY3FdgnuGUkhHGmYHnz6RF0KoYcwJO4KaQUf87K300K32E6YfsH2NnRvI6+Ofagp6I",
-	"I3dvBn9q//n59E7WprA/NrhCT2Rp2sXnsBsxTrNpJTHJ1Mvr9yvLXStf4bqKMIGB+wpvqcffSfrfbVtP",
-	"cjdhCBGXvh68zci9qF45EGfshzviUQ+GGgdCwW3EVjQZyTnsO3Fn3cBV8+8jv7UDc2lZOHVW/NAaAMhc",
-	"oAfZFEDZiv+EEt+NjN3Upp+ByK3OagyGbomarDs+VAg6RTvFV5MTYq7PiRJDyGn+n050mDVl7FqAnWzK",
-	"kqypYrWepOukCiEuPZlwYg4/yiaBaO2+sjl4Yf7nEGJKsYYdHtiKUqwfuRNL+nA6H65Qth0hdIRfEV4R",
-	"i29v+0ZuQmtG7thKQTURZuqLcahqkDywf7IIVzcVKwbZfM2UJiNRESyvCF5zgGkl+7bmpyNcPJQll0oe",
-	"JOPQzTTDjYzho2PdmkWCrZcVHXRtoxGuqSRvwBnW1iBwg4KvEnfEzXc49kOUBZOqzTPwUCo1Wdi1wnvm",
-	"vaHxCMT4fynBdiAmpXvUfQ7sL3v/tPZIpEu0acJbihyNdPS7JN1KvE8sSkcSJO2tblJ19mc1BTw3VpAP",
-	"F98eHBGTeSxNfhJ7WGmms1psJM9pCelN8oTcYPZIWwQZ6w7XbMZqVuUsETD4dLUqTeHlo3DIjpd5GUUO",
-	"tCCOWBnR4XGBA78Vi4S+bsK9lEKyocqivpVJvwvlofZtcQDNA//OMqJqmt/JjKxoTZdMsVqi4wxqarW/",
-	"EsmUzIhs8gWhEqK6IERa83yEoTvICKDSHP6tWa4yUonDO7aZ1ZAt/eKYyE4ocEakEqsVgJLBAhxC4dPM",
-	"YYWGpZVcFCxUikdfgTiRZwTfmYbFaDjxGBajFDN1qCWhBa2LQ/PRBLy3gZobWOnMvrFjsQ0vqTeKGYR4",
-	"ak5kYCCxTMOtG8LTN/mEvDAgjRnJNZlD5rzu1RCkpXCxYhUr3A0U1WnChdi9DrHuVFvLTp/40eTEwHXI",
-	"9UgVS13xR1YHgOMRkqrgd7KPhxAKojcFF0RCZRx5oJcO1KhUJaMq2EMsXvOtWFsCN2noGVZQ3KfdFMkD",
-	"ezy1Xm0gfbvbijHQBhUYPOkAzLvvMLlBm7ndECjw+Jyu+PP7l8/d/focpJDn+puItoLjm3Cn2sT6KZb7",
-	"qUHZkF+IWi1XjwjOdpXDgjDTdfE6qKJ9vj4jhak/5pLHtyYbBkWF4pfx0hhW7HGFdhW5ZaXQ92zEJo4l",
-	"U9+KUM2day8BV5MX1kWByjPmbhLVF+z0y3L1bdTA2ybxDzM5g+OK6eDmIprG6OJY/Ffm1g7bgKCYcUCZ",
-	"5rVqaJno1BxHFMBuHoks0CkW1LKzDs119rXLTfwzOSrZhUXsTwZBUm9YR86TqZiSbYkySFXSL2V4FjT1",
-	"UvUEaJMf6ANfNktSi7UE8dpiXj4KbxJmmVk9ETkB0Ot0kXwiuALq7QH4Sfmb4k92LsTAKTN8jfYVAMkY",
-	"+eN56AoBBfNwKQpWHhxZQ9UP7h64bRRYCdyNxHvWExtz5cr2Kb01eI2N31onhMIn5uIDFjfjFdwMZEnv",
-	"oHxwi/3fgvFbM5l7tJftXYmZes3sv9q/rNFsMNXBLiuPVK88JbJZglHbswDgMgXUoHtW0zl7PSDAXqNV",
-	"C190gmxqjco0jQlHzKFOm7E3QopJWQ6UasGwUKmu4jcHPLLrYA6jQQ7ZRTaWcSiEJECM0EldIbaoYmTf",
-	"kUhGPArJiPvD0Id/gbbnTl/fTKqRrSTmtVYjoUuBfGKZbCPD+2Mj4zILKoU7QK0PMTVh7G+06uhpRInl",
-	"rVSiYjuxuJkxLFnGtn0kQmvbWYZBNniFMlbwoKKw0U35BZ8JZFkpYRbwicwXt1EjO68JTB9MB097tPvG",
-	"EC5TzSBYAC7WPpi4zDuduq8Sz3wNhoijwaMcIjJ7nyCMJpdWRp5QRfY8KUDI2DX1SDHIPkM0QwM443X7",
-	"NHrMNir8U6sxrR46LtiYd81ZBMi6HzfhlENr99eKBM2V3pfNiv0QyzKdUhHCZTN2rp1OyrhkSqVXHBrQ",
-	"vGypi5akXLkLaojWatmacsGCIgkF/3UYNd5I/gnmrYAPZEQ/mmL5MBzOGT+MBXB8VPDa19faxqtu2Erf",
-	"uxXfeBKtsKWcbcUwqg/KjkrnNDf/SPlE4i9F5i4+vBZS7rBUNc8zLfzXV/X8iU7T7KxkkK7cmS/+NfS7",
-	"zrEfV/F8e1OqmufpT5eWpve8IWhdCrnIED6aP2bd+gcssx+m5K1K/FNTQ+18HSnf8aogPJJ/UHHFQzt9",
-	"7aK1XHtwGGxBksRC2jZZFX+9jWhS0FHE+4LPOsQ9dUXayDNAY5swfCQiAOal6Nk7vXhH5EIf4IhFVrF6",
-	"yStaDjvw2yXdpCPHGjBlv1Wvv9BZ2TrWNa0kaI8hxR1q4dtim9KYfRUbWPtZLZaxVbtlMxEpMqRE7COQ",
-	"QMLf1HyuOUh4iyEiI7InfX1LjxnG0DY6vnYpW2EPkyPo7oIPMzNgDJrrjNrMfQYRuN7sk7gDHxiCuyy9",
-	"WMZDwx+9WtlQHzgjeaMOl6yes0NF5V0GlqxDDFo42OHi8bng2FK7+QyuH0anjAEJQTZvBIzJwBVl9qRv",
-	"p2f8dikeO0db7tvDa3KX29BHrewuRQOhDYYnApLpbx6HuU+JXFNIsNbjOvgn4Xj8KwZg9rNDfujAoR3J",
-	"+/wQDp796MAnMjQ8c688sV18I4Bj1K9FWasNCDi+2UZQPCaYE/OfcfRYnNciRhzYiOMKI3//ywRvDsRr",
-	"ngTj80RZWCMiFgT34vX2j8kdYys5AVraD0iLlhQ1voZZJKRyv2Jr/Vxrn1mnnvbB1BrCYFL6bx5I2Zu6",
-	"HmuZuY/1QdAztH4gR53yZDsOWr/sIqFdgu8WWLRLMfCPFna8l+3ZnrWK0pTlTkftK0GnhUzh9trrMNA+",
-	"CxqI87Q2iV3jPf3AQkvQYdEDAGkvaqFELspLJnnRsDNNDs1qN+hq8xVRwlAeqbETsjK9kBq7kcP4xzMK",
-	"CC2qbtg2EES5wer4sGF3bNMG0EGn3PPGBECeajbjDyEyuDBPoIKRfv2EMJovsIqQwb6DsRNso43QMCdh",
-	"yefWJdQUvAeKPVxWaMkri4kd4krhUEYMcWwdwObqhM6Jqikve5is3714OVLgqG/dsIvlBrEDIYXBdvB3",
-	"a9/Adc3xE800inpD6qYK2Q+Ao/2JhbxnrQ0MyKKwfj9hTPhYUOC25YvgMPD6SvFBRmC6O5iwa4gE9Rqe",
-	"Qojg/dGvwbkxRGkxTngN6FdwAKaYzGCF/1iLZhW++O552Ml2pUStjzE+t2wSD5qoEMXfoCS2b5nCTRPW",
-	"tV9t0UJo+9uddenRjDhMkRVbXy94XVzQWm0uSrq5pfnde0Z3rVjncbZaN47VkKFVUupmtykVfo7KXVqi",
-	"kCXHurGs5qLoSF6wrDVDdmJcKHiBiiVXATECzK5LNNDu/fDq+BhOuv1XcMEDy+ZRydaI9R6YbDgobYtM",
-	"UKGBigPoDmx+JdBHXhOxDpmv79gGq9iPHd828w77SpYn9cvB8XsNbdvwIII0zFeu4Fl4VCfEIM4R4YQc",
-	"E41K1qxmbUmpKbJokBHvZe3ihcneSAVnVLF5EH3ZcGUic7ECoUdvZUEVJbn5JmAoiLdmnpggY33s2QOu",
-	"1VrLZ4cLLjFz3cRoHC6odL+Gg1JKPue3JRslEVNfCk+KmRXyd5Q5EqlF6yunM8XqyygLPDc9aV1Qscp4",
-	"GQ32t+F4NpktsVcU20Oml2sToOkJ93ZJTIVQiLs5IRUo+FYbhKLi9j3jgrX7Zqu6KL5kUtHlSkYNObpR",
-	"RO5F0Wtre3BIlxOvi+BEToinzaaebVHyfBOSJqxOiG/Yjt0S8IqsI977fl6OpXbXW58ove3bWpAQQSUd",
-	"1Zic9NrctGBlf7rDGjx75rJNPnqhPI/EC95b5U6vkbXiNfvQ+nR3u8IvvKIs0GIvbihQUke4tACjkERk",
-	"A2iN3YN6K5r5gtyWIr/DRH6TQSURpv7EyHAm8Aa19JxWOYvD0uK40xQj1EkgpdbMcgnJx6aS1omR3qCZ",
-	"cHe7axsnxO4wikm695AGsn3+Alt+z2jJitMVvxZ3rAoLyfe0bJyLVH8ASWunF++I0h9tb6iKtwX2Unhu",
-	"mnWuc5C8b+R9/mVF1ZebiEPojlVxU/eMW888a4c2zIZsi6bt8MEQZcQJWwsAuYWjXmj5Ufe+YvWSo/8Y",
-	"q0yj8NZIVkuweQfqXzS8VO9GbFC6M7D66pcJr07wr0NewSNpTT23zIaGgIbXMo9A6QsscRq9IF23WtEy",
-	"L29fjGi31123GYRUgpjSHeHu92Ga89auEARKLelGLwWU15rgyv1c8V8a48s1pKSbDSemu50O2TkCZGCG",
-	"OK9pX6sct5mKcM7bNuVHhzsQX7S9236IUXDL9UuY7DoWiDS6u/pojN6GeH5cqpMbLRabBkVdsxFrcoDX",
-	"d7kyzUJnYd+tPandzfen4J8qf81jnCUCk1qW7ZnpMot4iI/7IM1YIcpxr2o8vEblp3nOpLzm+R1TwaKy",
-	"FF4gCt7IIB5CC1fBPOfBtiDKhFfzkh2CIwBeczGQfxPclnOIRaKyhxWvmRwK9ZNKrCShhdb7+4GUg07Y",
-	"WohlNIVNCIgmhmZt0pprtmmg1sXwDdVZGdebP6XY9tT5gt8z3KXdZDk9BYrN2EVXgnApm+AWRgJGoBV8",
-	"eEJANqRVAXYdv377Ef4CoIliXZWCFoQWBbGV+NJo2pu2MjFrbSHEb7bZaslnTG9s1ID03rzg5ApYhhPy",
-	"4uVxZ/QT7ETfpNqJ+pOJBHJV/T2iZSnWHScPSLZQoARUAbO+4Rg01+vQye50OHa0I3Rhg77a4e68x1vF",
-	"Quzh+Kzy+JFn/cz2x51zTCHwXIMmv1wmHPpsSGi2q6wZ3s1poxai5n8HZvcD+ZHRmtU31hjxS8PqDbmp",
-	"Vf7F7NEXaPgmURT2OYzduN5yRtjNGV3RW14G4aZNwOFKi/o5X9FKgXhWCPQM6B59as3pktX0aNXcllwu",
-	"9EHieS1WC1Ex70f4C9NI5JFsbjFyEDxzVB1JVkXp+wwN6W14ZnhPm6qyIHGmfJCoQQYK3Ml+U4kQ8ypv",
-	"B7ANxB4cwZY5qm6Quroi1tYl7vqJ7N35g1ZnxyNkQXtj8HKnlAGrTJTrJY64jXLN9k7vKcexRXbjTVOW",
-	"OIBQ7pHXZS9K95kktRY8AxxHKS32y7CcK3vpBmT/RUZWZSPR3s7AblFvUqGhnLQ3yGp0fx0LdSJOYlV8",
-	"8GA4QkZTl1XkFiMFqAMWNMbNzHIrKu8ASiOJf0WylWwwoXdaUdVHm5CNQ7JjT70BWqKJ5R07OhmFF0ia",
-	"HhDL8F50sjhhRmRWi2UX1PCZJKLmc57qB01Lceke4f75d7vdXZXQpLZJro2UcMeqR/R27yPMpbdVQQrB",
-	"ktcziLuEVzM8jC3RPJMGgkQLiAhLIu6tZSTMBgp2z3N2NQwygS/ZiP9n0u8zme6HwGiSGvFuxlhb3iup",
-	"BBvi5oZXZ8Sw6oxcNXnOWIHmojexOjoxcIjuyLOtRR+EEvaJI1YuxD85SBsyuTrNJxu2NQnRoHMlPaL+",
-	"jN/O7voXMhIl3MEY4SndhZl8gZB99pCXTWEQsLY4lNNiXkS41XQuOdzP8ajFJoWLRTbofwtexVxCoLZC",
-	"JSMUPP4mQgusNXuXXxQqGnVaYCQBSI8/GeBhDBRcsNIZ+B0kcU8Wtp/vZXvm46AcNWbgcCZxBNwyBlMM",
-	"+PwBq/DeQzg4jovW6pZRJQmtayhl9M2xgxf1goB1Y4SrgxN00xpUu4o9KARqKxgtSl5NAIb22EnCOb3w",
-	"3u5+PODO8LUQXBLQq/7t8Oo+P7y8PjuEb298pfYEkIcARgP90VrdA0sF3h7CFDYZCfPqD8/ftu7Usy26",
-	"ihDwB1rxGZMpVysC1AWuSYsWMHhs3yk5FVRj6GbswKkETXZiNpNshJf8BPHpHoIKpJ5ljxa7YpddYExZ",
-	"eP1Gtutab0V4v2CXMkz2soOmJWFVLqyw2nNFi4LlMbQr/IhobYdViuy/ffnq24x8WjUyIxdnHz5jZeyI",
-	"m/q3Ep8i5DYzQAcGTasuWH1C5nQlyS1Ta4ZcbQmuXQztankTkMOUG79zjgLaBDT4J45V6sfacu9+Dcku",
-	"zlQi8lc7dINfOSawf/Dn2hfHbFKYW2F7UYF0vpftgWwe0/Uvuuy937jPmvchCqNDXgfGAmCuyH/Jizi3",
-	"ZjAexu7QZ9l/x4U5ofvmmTRp0lOI1zO9hbBFuVyVdBNGsNS/motOCQwiAoeztxPhRFgtDY1ktZnNwzd3",
-	"EgHSHJ7eByeE9mgG3YMUkHjWmlUkmjNq4/QfM+EZJ9qYcTjdBPxnjO8MRIYIheYTjMrfnnwb8zBqthph",
-	"Is4E7NOOWZMeiW9LKr15eKQS4TceUxjAwBZi+UyCH+mebZFnkjZoTzBIbvaY91tKPXM90XN3HdFGTUe9",
-	"Lfp41oq8vb6+OHzz/s/k8+V7G1Hau2x7ql+CSqDb6jk+IUtIb3rffz58aE1WQsiTvaYbSRZKrQ5n5b3P",
-	"Uu1vQUba1JEU585CgClRC0oQOYSOkgRfh268J33bCcS2qV3qkZurKwQRXhnGaij46s3ngAwXD8Q5s+Hp",
-	"IAVNRINzd38U8bnPQyBHlllowkkilC/29C+hFDEIPTu9Q5lmPmvXO/HKmCilPgl7lxH8Y3R3IVhxzVi1",
-	"e2GxLp06oKP1gq8+12VMf1IC4ZD1wvz09t0FEbMZJmCvqFpgCSUuyenFu4Sa7d2t8K6S/h0jLQqQR6Ot",
-	"rbk9EOPncfTSMPWYOw7D1EvjerH9YfId4fGMx90R/U0dctJ5oz3BZAkzf1FhkCC5ZcT5S4sjcloFVqgL",
-	"iIeBXgbZRfNcXhHPJGSQjoF4jMls/93ZuSbp19fvrwxw3AG5ZblYMmmx4/ZrlR/5R9G8F/YtugLYaVA6",
-	"vns1wLBzUSleNaLxAR4G1AtUxCNePnTSg5Kq34LgbShrDcr8M71AM8mUxMR3LAa+k0AciZLzhBHZmlak",
-	"IDNap8JRtdsQ68Q7BWS/K2XLZ6gQHuzY+6CzLhDiOMl19zTMO5H/dsFLOjBzgw7iMZS5kSDKmMe/y4Mt",
-	"d/WJOUBfAWqIMCY325j3ZgtwTZJ9AMinuSI/PpOEVfesFCvEWUjmyG1zGTGoBJOdPF70RUheCYG/XejZ",
-	"VBCSaoyMj0d7g9i0qTBvEdy1y3aVIVDWoAQgxJJuP4AQmWIAtWBr2zBsg9eWG461ro3595bmvRO0Wms9",
-	"jd1Dzp/hn3JBAZCERR1esNeSBxEIPjAIJs7FCgwvVUHat8mSFswzxiwZprjvQ5zNhqkuxsX2dWIaCmIe",
-	"b5lkkkzub6wV29wqRo8A1M19JUgl1sZ+xRVEAqVCgcCayhiHJzXT6h8keeCbABekMt2ZYreC1kVmq1xk",
-	"ztyyYixfHFhsUP2/V+yXhoH3BNbQFaLbMDW4lsh8sO+k5VxQ+UHU7DwyLZtEsRS1m9FMlKVYh7MiKvag",
-	"7NgjbkF/evZSArdX6AzHkhMnSBQTohSfPOxlx2sPyyENBAS1t07Ws9nB0USPzh2vil3s+OhgGY1u70fD",
-	"BG7H4Fl108t8huNOVp8kezQ1xi4vXPrlhFiBU6vttOIsJlaGggL04S7G0o3E0ibRWKEuAXzQtj02x3E9",
-	"JiShnxiGByqAniJ3hbeAvyC61y1DEE9qQlmsLnFlcs1C0JxdlM6YRhHMBNO/GtWra4m+50yrQqg8GfNG",
-	"F3zHAOYu4WIC54n+It59CEbx1N1VYc0Fa68NmgFhr/G93bN4vqoNK44i/sFHEHcpUNbUdoIJYKSpFC+J",
-	"yeDGimATksI+drLBxPJoipoRytBKVDr0i9fw4xbKgsVmjI1G88SiKVlxXsVUj4uSVhUrCKseseuuHzhc",
-	"Iz2B5vuIvpxnb9QrI5bGG/FrtmdM/eHTY1ne3wSv+v4AcBIgyor1cSRwQKdtVdZrYjYxXIwUPCb+EBOM",
-	"X/q9BJBrIZbJuNZfQ7W5fFIAa5hOB3h7kranlzYdwfoSOgvAV/9W6NUdIh5ErRZiqS8bU2ITQ5Mw3awS",
-	"t6LY+PfNpxWEHZ3Bu7Fr5gptg6uYrwOFtWfSGhFXyNpF1/YYIrxRH4C+/76CA6BnxNX6klZx5D/BfBSM",
-	"xjXXE9pQz60BHsBQ5ZrVrMishRbFHz14iN09ryBuV2shNQMkpCLDf+q2fL9Oyeg9lPqqvefekqAX0BT5",
-	"kCMWWOg2SD4+SaRdhv4XSUu5XrB0b8b547wZvekMuDP6fg+rTNjRRg45BAJeslnN5CJoHREKku6Dbv7o",
-	"8RqIfqzYGhs4sZAxIBW1aFJrUd/Jo+nhCbbxuhOm8MhoBBsn2ek6vJSrC1ErgB4L34qX1xcE0lrgmCCo",
-	"bbfwfLJL1k/qwUM3oQYvr1kkm7NmOdNnXAscODKIvjV1JVqI0wwdtO1rXMEvnVNrGtOUGMuEGwsQoBVU",
-	"7sYZmmUz34CGDixEryggNOUl5cspKwENpvEIB/2WXBHoQ1sNSKwre4XbxLXt+yOYfXZtuy7I59cXz6/P",
-	"LlwLSR6VeiUkG8CrsIs3E3UX1Wt++/L7F9+/OCz5fayQUYkge/Hq25jfyoqh70ep2+0+oPmYLXZZiGCj",
-	"hTvhETK9rAMKw9XV5ZmmNZYruN/ccll9zqRAKnJXiXXcYx6SnYBHtCULXPyivdzsnF2ASOSmG6vy43Y4",
-	"18eYyeSh99ihPSde4VUgV5+XtNRmVnSr/E4je8gUfvCLRw592hpjtqcgoYTPTpflZjZHuVMSTQlji21x",
-	"i+E5nbNKGUg1D3jZ+J5toCbZ5259yY1pUytbN3C5i4olZeJ6d8ev2fDLH0XBzrCf0zxnK8WKvV9/7i1K",
-	"WDfrLoe0QVxDl9A4e4uysw80AM74nkpFbC5tNAEnxtB0q7wKRbXWvWb1yJ5JIIApPYSVP1jS3R19nc0d",
-	"KdfhHzA91XYpB3W1tovd8ryQJVEyq5l3asxatvQRz3hOkCpEDULCRBkhlpYtVyznM55vE9OJhU4lKw5m",
-	"WZxVAHywh5Hx3XfffOfnlx2//PbR12oPF+3Vt9kYRPTE+6jXwTcvn+Km6DX68rtXIWlclXHQEqAni21y",
-	"0lkVd407JKcVlZodtbLeEXmN0HXkm+Pj4V37/tW3HWyTF8ehPdOsujNYg6/34rtsq3IYRhQp0RrfeneC",
-	"vjHgOrB+bVSSHYbcwBWzfxNg3zcHhFdSMVrYOKYaMgJPyLFpGvLlLLjJEMrLpLTF0O09wF4u7bW8G64y",
-	"iu+06l3KISiLQZmSt0JhEpn+vvVxeB+5Om3U4qxmoPCEzJCouF5dkNy9RLAkZa3lcK6McwlL6WAsr5Tr",
-	"YC3eBZUX5mHcDE5dA3qnbT9+w3qZWDkDyD/ou2aqqasYxOCI92Zb1+tUhMUgRFgB8wuFrZMWudssSkTJ",
-	"oWXA4v+aQ2FpeArNdJqvKtEAjqhJwMsXtCwZYDnYSrsj3abA7Hnb6UMrihpx9yACI7fAe+kqtek6VKG2",
-	"pTIMDYp2yVVXF1VQwsm5ZKUoWz+9qA1oQwcMNIjvF0FblKzuYC22C5ORBqEYV6zeApAd1pj6bhbXv6WJ",
-	"rHMYuuVG2zX8OenQxvH7egfXj8nq18NMRfjzWpsgAW/xmUeg/mFb1wDGPFZyQjGJVVGr/loE0vfKuai5",
-	"WsQPrHuDNLLr1//w+ru9bO/q7enhy+9eBcVY6oNmvWW0iKmsualtT25Mr0dHRzekg7lFFvC9wa9FNFaX",
-	"cIwcs2WWmngv35yRl69e/AGMZvoff3j14hUwb2TbVKu5i8yw0z4TD5i8gnFJSO8EnqIOhsM091hGGG/L",
-	"GVWMzPk9q6xKDvZnLb8XYhmt7iXuhiNGPKYGIiVidGoiyJD0DT6AGVhuq4TgEmJSljQM3oqnpspO+G75",
-	"RQTqJ/yfhpam6N2qFgpFLCAZE4cGxT07AzH2g0qQX7AUuyUs/f4eUk+QrFJumBBjky2ws7tfgkt+b+ue",
-	"DS68ubtqdmiWq7P/0p0/e6nCwuv1dmudVFdU3HkMFKkw884t7kf4rHkzibGVq6W4Y5qv/KgZ5G5iLlaW",
-	"BhFS6uYONfFNCizGrBSZAdlCzfWmJgBep+/cSTzXTcjOpYNF+fJ4sBzRhOyQ7aUL82UArEberLkSzhSA",
-	"BgwwGabYhzQC/VE0Ehse7royMNTxMD0cwOj8d6OaU3s8YEXGiGdEoL3ui7BKEKyqV4ul8blV5QZYcL/Q",
-	"jKdMvXj5fUjn50smGhXV+3+EkoqG46wXWlRTEE5t1C7yYkSd/+Z4DOEHKtWGrUKwiKVY60nbt04IbfQK",
-	"AIP9/PoC2M6MlqUkUNRHCXJ9dtHFEcCSu7nmJU2xSk8OrZVc/fD8OfgqlFxJ/ffny/dZRwYzYr0WCQmv",
-	"ZoJw44bGza8YQ0Vq2dduj7/9vmM8+j4lxzSBYsOH1SK7ImHqtw0V6R0OSE9NwcVZGAjk9PQMsD5OEfFD",
-	"Lw/ifziDu5n7ghqMtTAciI2DDdDdW7EG97G78IkS4q6rt4jmtvSUFgw1AjdkXYs6am/AlLC2QmzBw1LR",
-	"bBWMoNeqRW1KestGi2YONW6mHxqhHGGOisQRLxifL0JhjqJgBcGniRbvydwEKk7Qyq30ZEmNkju2gbnb",
-	"WVuIlWi9yjmLBlvY/QZXI6T2VCyHgG5ML8yIZKpZZRCyAh6gwhZVDXK3awHOBNi4EKX5Udi+1O1hihn6",
-	"MypWLZWbcOL2DrA4CMu3j3EzClbye6YpCzdqvymgtJ7KV+FpRhPbjchh09pFo/r63rZ8yAsWO/dvX776",
-	"Vg/k7ctX3wU/XvNCLWJUDA93id7A1HqQFZF0OqwjyBCb6gqqeV5Teff4unENaDWmnAuhxJS8VlQGwK9C",
-	"VV+CPWyVfQFSo/LOK/oCH0ImDjH2Sy0tP3X9l8dWmxwqMdlU+hC+5nReCal4HjiB5h1StC9ZT2YlioBB",
-	"ec4qVo9axPzmoJ5bLsoS3S0TjWBzEY1R+iOQBwzflNE7CrewpA+rWoSm/2dbDOePnz6c/tvF5aezq0RW",
-	"Pxe1aFS45H5b5qJ9K/kGWZo6VINiN077A748EDjTN8hCZZciYhBYseoNL9lr04KoB6emX8fEvqL9wCEy",
-	"1CJnUp6QwxetYLIqqdJLQArBbIUZ9GOl3q81nY0DCdKZ8kkec3br0bQnKMLW+TDmTvaPgE+gHVLrUEh4",
-	"cd1um4nZgQ6c5Q+OPKJHAduEiBgOEwmc4fyCNpJdC0XLjyFNUD8gc1rf0rk7ulD6Bit36254RSpaCXN5",
-	"JybJzfMLVucslI/+x+3eFK3nDNRb/Yl+uP/HT388O2ipquAS8pMSyWfB6Oq0LEUeqWkNP4MNXL8EBnX9",
-	"CcFtSJ2k/uRqI8f6gJbNZolbRXnFilYGMgVQqjmZUFg702LPH/OhU2stokVoe/NNXrLUacroFJF8bu1E",
-	"n3aOvUPZ29Le6nujtGuT9anfp8qBk3cRlCAhQQNiJmr8L6LuupJutxtCyVIUTRkCti+KmskQjfAKqqXU",
-	"wEIxzkzU5Ob4CP7/BpNYypLoValnNGdheTIpMxBHB6UwK3eYtiWckkvFqiD8ht+ajUuguWpoWW7IrVVx",
-	"Q85EKYPayPnDqqQVCJnb3qtbvTigZQbnjNMJqBo4TVu8TbrRdnugK54RzY0zdFJnJkr3cKHUKgNLREYk",
-	"hz9BMViz21rlE8JQNSG51BxrsO+EXNHJcVznIXTHTnQYteE87JeGllqyhidYcxqLMU2Kho0ChF07fcq+",
-	"45uDhuxAfbcfbqTXV+ZOjIuZtJNvad2n1JbERg522Ounn8jOWcaobejInJsRafkp5LKw//DSDgsw1LEG",
-	"k2NAEwy4HndLjqeLOxSxNchnekOXvNwE6w0hCsQMXkAwW1bZMCwjxhxCRC/5id1eifyOBSy3bcW2wWp9",
-	"FYLhQ21NDJ2DAwd9P5MGQCCijUt+W7IRLxktS32Ded4yG71BlVc8MswB17wsclrH6g10BgmOdQm1GKmt",
-	"I26/H3eiu578Und77SRHd7OmSxZGkQVYarBA6RZc9GDqPo4UgzS6A3bADfAxeBdNvSkvyi5SdjGq9IHS",
-	"r8dsRuQqIDv7ksvsZmUpLCIA+M3kpsrHmZjCTFG//7GV/hC7FfU6/++rTx+JYg/KLMjUxc6bWobMs59W",
-	"FIIzhAQbDdm/uTz/87urd58+Hr37+Pr8346uzv/PzQFcG1RKTYNYmgrbw9MlmyUjNZ8vlF/s2y3ltnRy",
-	"z8Zh4QFy4dygCg3fPJ8qAtuUWQ0U3nMV9vflfX7UWaij+xcHsVCjoDXnU0Vw4zOyXmyMrRJiPmtmyg9F",
-	"2tNrUwwNee07gLFNg5hgRBV9xwDDwRXP9e5rSTpmj0qsNd6erZrNyglajmS/BCz0WpK6B7EJMlZR7dh/",
-	"kZGXGfkmI//v//3/OGPonK7kCVSAgsUJzxpb4NX84ARkFVgtOP52I7DwgbQilYsmSZhCmDu8cazsxHQH",
-	"0hn05K6u2vBiNxDP/dKhCPmEXEQveWaPsLfHYxzF8YN31UyE3T1KENDsp/AS2ugVUVEYVWh3wUizmte0",
-	"YM4vrbWD9lML4IvcXIKHqMGcNLlmYRkfLsYgIvd5K1lw8PsvmF/BmdF8gU7BzPQ6eJNLxlrv4RRxyheA",
-	"AlnqUO2+5PcsvmjGQaTflIQXpdbTwRkDeH1Uf2xKVih9aKE2B0BChpUivFOuNysWcfy3F7jMcJlo6LKR",
-	"C7piJHBd7bZCTqgIYraF3BkXkPWLt56jzYzUrKSQUW08RacX78gthEijxjDAlsN7QEleck1L+JIFdseC",
-	"dbARLdkaDgCRSOHctUH4KcfjSN0g9Ixkv4TbaW7j159bDeK91s5jSTfuBO5fsfzQvX94YV4+OPFJTzK4",
-	"DiB3ECIbZjNWpxSTgo3rDjbrM4seSXpL5LbFPybekQ8xuyt6z97Mlis2v2bLVUnVjnH1p+gNzEWheYJp",
-	"SpMUhtdi2iQE1iL0p/e2lnRgBAcRd/6PXNVUsT/dhjzb12jpxJJot1yhk5tX5O6Wq+fyhByTkpkwaagC",
-	"AnW6hZAjgeyYdTMUyp4NBht8atSqseOCahMnJBerjeFLEExcrZpO+Uj9XG84zcHsDZmKq3z5hZZ0bf5c",
-	"Nvg3BOT9vHOBeLdDwewg8KQFsqRVTU/reSi8oKnhMrALLFaG2Urz53OMEYXIaJmRki+5QtXycFUzqfnQ",
-	"oWoqlul/ixkv2Q/3GTks2T0rM3I4z8jhHdvwSn1Z8iojh7ezjBzmtf7fJX3QW65/bGaS/x3a4A9fZkvd",
-	"KK31/+TAcQ5l/kUtaia1mjkAvKe1BRy2Jltv5IEkqu37oi2y/HKbM8NtcBlEwDAEM3ORGpp0A8QyQLIv",
-	"j8coNhawYTrHx/r0rPgDK+XkIXz7zfgYpsBYBWjVWnVnKDDXm62Y+PHoMdNiuBLIZ4y2h2B8k2WrpSuZ",
-	"ixWaqahSrNZv/sdfTg//nR7+/fjwf/3c/nn05fDnfxxnr7759X9EIxVSWBrWdnxSlqb/b2x7hiIpDJng",
-	"yKYxtcVLUCUWL199N8S+IqEYpmN4+gjy/MOr76elpnUopbM2He4fu1kRXO+ipNWut6qHYVjS6pkkkkFx",
-	"ioBrMl/QqmLluyKWMoHPQSzBZru2ztFj07K2F0BHW2Cuo1cPj6SjdlJcJzhh2pmcEFU3rF+IPgBpOgpr",
-	"p9c5iYtINl+yKh6D+oaXjJTQRJtUZ2GJTzwYk3ZXcfzH+tpJqabfzzkNnmetMvy7Pm7blvTTj6fokf67",
-	"NZHIUigEkOQ9/9F5o4nt+Y+sLjnci5+vz1LuwzVjdyFbtqZIfIadpmtB7kxdlWIrlnxSMLlJhXIr5EYb",
-	"Pc+iZI+OyzISMYUyV8SaAFE2Ro8WKwvrHJls9DUCHrTdvTB7Z2NU3qtGb0eH4ogu2mn55a1tQQ56IVaC",
-	"V+ayg0nNa1opNOaDuwq8S388vybP6Yo/v3/5XLK8qbnaPPd6OEHFfNlIRW712nuWDWvBsNmjXaY4PInJ",
-	"tObPOkplW3lqT0ZzW/lnAfqDgHybRCzpshd4qyXpxmYrTs4KGE5zPfEraxCqxRyl36xJwecc7QZQlm3N",
-	"JTPeInxHZviK/q/Q/9tUBatlLixG02KzWrBKhjh7d48TxbsXL/8Qlu9W0dRim2fZ5toaA0Mp5hCPr2d9",
-	"Yi5Jkz/HqrzeYBaY3ZK8bKQCA9cGZradfDwwwe+Hk7dM4OeevM/3st3ShQPZwV6KXyXIL42A8JaalLxi",
-	"5LZm9G7ivvzHX/f++tf6r3+tfv7Hi+zFy+/DO5GSbTu6FW7YuSgNIHclEACeyBXNxzlfZ+A//PWv8rke",
-	"9atvQ4NOz991ZBbkInBXnomyWVZh/TaHZxjegDerCdUKOOKDS4iNOyYQSM5UH5uyHHEBYyNcko+frsnH",
-	"z+/fh6W2Vc2XtN78iW1S21t5cfDma31gws2HvRmvWV5SfQZNq/qtcROelSnQ72BXoTOF+I59wn+Hy+Fq",
-	"WTgjvCrYQ0ZUzedzZI33nK1D5R/0oGVs46SphAzFDUwjLqYG+nATlya1HX71tW8zhnTRrUOWoWoQRYBe",
-	"Xr9+jxhlWtg+IWAuqhTmjmEuTAVl2l8XJeTVajUAEC/qpkIniRJkSR9eF+XZgtZhM3NRlNf2/WES08NZ",
-	"U9k2P0XPwP2NH5parCM1h9owxFqsZW8ZYDP0TqZ6IOHlsPXjGigC5AAc7C0rBdRREV4EFPDObreJEQRm",
-	"CexhctFNFHNQgMigqgDQlkGCH/fzdY9dO7/MHYTeJgcPIaI5XLJ7ccfGs/pr/R6k9Zelq/+E50oz6u0z",
-	"ad45X4k8YOP4yNYOT4LpVyz/0o2hWFBpOU4yIx+h9UuPIjcBf5ru3UC4lA0rUBDS51eU+g9smYIjezbB",
-	"46sHkSbQgXBoiqbZsUAiA6xXihvE9JV1Fyy4YxVdyYVQp3keDAc9JdK8ASneUhKsjBnwNERQwyB3BrK1",
-	"1lUpaDhKIaXCKHZs4IXXor7rVx4ZzOVQkaKo167lDONFrRvPWHuQFS4QnjKS5RHMw7q0bkFTZRWDBSCl",
-	"jC8h+JnW9cbiibarOuKOx2lkdrmzrQKk47u8oynNbL9ABXIiAciFWBsrI0yeVyXgz1qqcCBJWkkBnAGq",
-	"FM0XS6NsWzYHzCzbs58FTaCDeGYGycyFYMF6tmnNr47H4JnGMMp6G2ZWZWhXroxFMlgNCqnwmWzPoa2T",
-	"MGDAHLRf7haubbtH45aid6wyuK1e4AmX5BNsbPhOh5DxexrfHQvcZavyu04TQ4MHAJMcG7HLh5E7ek3m",
-	"6VjDvc1tF9wPAu5PM2XvdzuTZzB6iYj5CQQS3eVrese8Lf4nb2wLIpB03LYXF7LQX4u80ewDrvbTpuDq",
-	"koXD4jtvujSVSrM7GyFtKw2GDh0ApbwLu0JbsRMEfB+FJiXRLynh0eaSUkncB1NTHSOe3DODAgOPTQ3Y",
-	"VS1uSz0XDM2oys2F/cWoD8n6zPYW6WUMRuRgF6PCPa6ysX6Zj1IrIY7rL1D3DbtgD1xC3naldSOUaSUk",
-	"b62Tqlt1E/k6RNSbrT+yoTKJUDbHVaPajaGg+VsYP8sP5MZxuBtQbm/oanUDItGNxSK9Ifuw3Df3CyGV",
-	"edixu9xoSqn7/KTSImV7v4ViV1YBUKbT1cpVmkDji0U+RVgo3azWZcCq7Uaf5I9Kuz675YzdWp2Af6pj",
-	"6DWeNZNiOu4dnAbg4GQW2ZNYn8kn8b69d443sPxDti2vXKHmff2DxFoxtqhAFyPBhK1xdfDb+epGAXIt",
-	"/uDTUQ2QfSDQn9eqgYwMqU7Ily9ms/6s//3ly4AvKdTLr7HjjrO6qMXDZlcH+aopS80pHzaAV2Trak08",
-	"ikrYsnSEV0pMsuk6z8CXo8Of////Y+/xZwOHU5ZEVI8FSkJCGaInb+p0V/dIfOb/yVCSEADoZBsoCdQG",
-	"gKtrXS7GRSNqUor5fBsGeBwoKfH4ASyE0fAGKCDgfw9CkujT4CgjfBWL1RPdxFCj14U9ZIZLUVjV4I3/",
-	"n/Ye7c70X/LK/O90u4jVV7hcEBRzGnlOj4yYTBZf+YoYvxT+yWwthaHVw2A+ro6g0UhLk2ADPN7VSgtn",
-	"KmvNkOaKFZfR1DH7hDQrgHVf8HxBFly3vkHga9tGojm+oIreUgllFCNYEvqRnZF93cnBADGR2Fc8I+6s",
-	"qWtWKbNK9r3EZte0TBz9uuaKHdIFo4W+aqeOf01VvmDDkDzUVBU0r+6C9+WWKQtQRGjHekvgDTRMw5q8",
-	"DW5/0NOB2G813kQIU96aX+HrI3Jp4bSoJLbmoossKZjUkzH5a2hbPPH13oLLFY6RqKZGdC8tLxParTZg",
-	"Kxb4bOqZRFiIIcv7MMiQN/9T/GT4tj4zNzVGBuDI2vDT7XsfX0ks1mhTLrHZ/c+f370OZ8Qmls9zOGcT",
-	"LV9poJEK6pyIBugD+A2tclZGkm5tkamhMddardZ0RGa8oiW66EcGP1oDbVpqAFUWYq5b3HqoqnVb+iLU",
-	"wcdOyQyoDmAgsTkWv2hPQCxdGQSNtMoDVN4xPCtcQTzjHa+KHyKwnq5uavIZwcLyCW4FyG6A7fN9CtMI",
-	"se9ZcGucdbwMzu1nq4L6C9Yty9aOepQbnuYD0bC0f1apvJOh4ENfqwReiqhiYY2y0/94BeruEJJrUbf3",
-	"kyv1nCGfN7UwH1+a+gMaqCCs5OlKVNuJ7lirrHvXpRerNl8E61XL36hgdeAMDlWt7lJGZqr06KFj4eqW",
-	"IZ2QqybPAZMlI28MY7/WjP1Tg6GxZ4apg7EC2HK4fPFrx8T2IN3dIP645veyPWx/L9uzHexle7b5gQNx",
-	"UdJNqKLEKcDeQq0DyADGqCy6df6mq1ZbA7kdAo8L2WljEnYtVitWQKJ1DFFZEvMWuWU5tTAAZqq1FleV",
-	"EESWYl1uErudDfc3YQLRsrLXZoxgUcNyWLYOOEYLZYTPCK02R09hy8RwZn/fw4hfsGixFp3xnRdens4m",
-	"AnIQz/ReKLU6nJX3GcG/lqtvM7IoJcKTjYCS1WwpFDstijq+pijnYua8vtJbzwFCInAVu93rESGxXcGJ",
-	"EmKC2ScM4jSuwydktNttzbaCmX2tHWtNtjnv3lLbE+2ORv9o+qsXZ8jImcI3dbt5BtyiLxoYTKqCF+j3",
-	"c/gaqeWKTOsTL0DDTQP3X1OB/E2DIFsfxkZucc6zVvVD3J7O+HqxF4N6xvbKPJZvTC9uhSMMUcB4iafu",
-	"ig5QUS0eNlEd/Hqr6p5ee5PSYhRzhCATD5tAeMuT4P8/fp1H1aT+PE/wruPKBJvaTCz9znNf5g1x6odN",
-	"msaNZliTrzU6AxkWvPojf2Y1H4dBZE7ImrZ37QiHM1PYZnDdVbRjihOXCT8O23aAU4vKK5T8pFJTotMD",
-	"CFqsTdkoHNWJMdVbREwcaiXcR1BmVZJ9m322auQis8fg4EmEjG5sRmSOYjYrecWGLllQgNd6Mp/w5amX",
-	"raiSugAMMgxJm9xDzed8ADPKLAOWtJBkf9WUpRFvcOFnvIzUnTC3TyBzzdzM/rYbgRFuEAy4a0Ps3B0S",
-	"SQpoLzIT4Z0I9IlZDznrWuFOCNVqJhwNCPZAlG0tMmmReSvybyejijmczqiS4kzzarTTkfOnaprfxUpx",
-	"QYPPJMGX4qs9Potr3UJQoIjbiN6bqpiiVlNp9UlEyJZEtlksdhCQJa19KcWKZLY22Ypjsxr+y1tx/IlO",
-	"IDJ7j6Xbba5snsg/3W7TOeYBYgCODZZgvH9M5aATd19Y/E7HJuE2oWu68W0x2NBetmc+GzCp4JEN0iUr",
-	"ISmOQs0C5PodjRMPratqGIy2D4XtI2aVeZ5IRXm89k4GlXcyEqm/9bgqVg5aGma8DwgtB09YvirYZHwZ",
-	"7oI4vwiYo8UjW1WsTQgpmLBgMkEqkIC/EcaMukJsDosP9PbvZB8aSh3teOGjSdPvHUJYC0sZwSN3n79l",
-	"tFSL10xRXgaTVSvJKtlgDj+6mQt82coAWsoOpYV6sA5B2ExM7DblE8I5tHBps+Id5CSG78XcDRAd0wV7",
-	"IOYzG6SDCsaSasbGEm13EFAdWI93VcHveQGXJ6wcRuSnc2hcb4iLD/Fngy2QppFZIAIXGuHligYPdQk1",
-	"UKOOt9a2l5u4AvygA2BSCfOr3tW7Sqzjjr5Ho8fTmYpcBC1dyjZwxGvLHu/3turrGzDrw59ntCp4geLJ",
-	"1aJRhVhXkaK6Y3EXDos4Eriyy9XpoOpbWvCXwtvFrHtAsk4EBBLw4Km3SUSBWwNp26UEDRYKKFrmMSib",
-	"9JmNkf+bEALgPatp6c6Yx2n8zYXSbgUDiF5AZ6joPeVlz4TUqWEc3s4feaXvcAu33etuRDrGKbStB5cc",
-	"uNz5kvJy9+qwHpyMZFVBKBYYrIQ+TyYUky1NXbZe4nMTATa4wgetOxaQTbVCZwPDzKf6tEP4bTw28KWH",
-	"SeYpViIUjZXzFcB9eBi37pzAHMYzWUXaSo8lkUsThDNhNYcKkGJWFaQ32n3iFVl6xSITbyCzFeEwDHh0",
-	"+O6108MBJreFMw5ka1RqGFfh6sN1CyZjq3F7NBGpyQkfBOjKb814Y2yy+5i2CTlLpuFOyUZ/UeJ7H0YK",
-	"/5FKnkOdXb3yenPprWiUO+gmIgSziAOSSB1CDDi7+Ez0E65YrpqaQRCJE/qNZNzWNwsb/r7qjZ+L5ZKH",
-	"zj0W2sXHtjYRNbGQWAa/h9CfWtZQCVHmC8orx06Dra85FvXcan0hpAqDd7wVUnVwzzyR7qvIHyJ0M/UK",
-	"f+2y5ataFE2IG1/ggyF8kjJYtBFc0936hQDW5gpjbUXQTrAQxl2jLoXU9mnenWqmalaAqz6W/St5lQf7",
-	"S2Spifd/kssBNrBt0p20blHFoCznKBwoLEPe4q9zf0Hsvsd53qUoWaQQVIcafoOCT0ECPS1L1BW61Jms",
-	"NZlZ6GlOKfU0vGjXVEbsOsCiDnnlV+wFndVF6u0KCwktFSKC2FNSqc7DTkj4ucUBkRB62VHMuJbVTABR",
-	"tPWYPHTVLAGia6SDBTXFT5uKbJiKd9NUIX5x5VfHtn0gszghVVOWQx3tFtGKytKnqhxBLoONAXhKKNts",
-	"zBetcQGaiRSsaaqKjlbbgg5yWpFbqFNClrSCKoPxNkcLFkKTXBLzMqnEOiKlNSsotXbh15hOGagpSm3Q",
-	"D7W8tKSAuIQxqjIC50blXQzcSt7hFQ66BHd102xBzRTu65rvKkjeRmzPuEMI7fL61No5IP5ZHOYg8YiW",
-	"EBeRU4JWog2k+QJaJpcUgjE8zcumGtelOiXOe/XPB+0GYS34HyPVFYCcDuWK5Vplg3InpcJ6AVKLYj0x",
-	"qp3WUHz9eVV4pcmmSjKr8RPGJYjB1F+YwJGNS10dLrrDGN0tMcwHdMuhC6XDV+DWCAxxIWp9HblLBYrN",
-	"6GkXWv4QtalVf8vgh7BHdpyLTOIVK8cKfEnLIwV/Zdq5ZY5O4wckqg+ZBx2907MujSid+vwXr4P2zx/1",
-	"I/SzUxBJlitWEKqAZ5gH+++uPpHvXx2/yAjesDdNBUIYFuFtKvsZfCO/hv64Y5+IlTO6qmYlTy/eOXwd",
-	"PF9mLHy5Qged/CfosWD/RcDNaDf4uG933Mp+9OfEHlahSncR/9KTaTy+ntPdHU/zaem1qwUFliJ0lq5p",
-	"eQeuT8882tuWoz+8eNH68Pq+/w1AuoVMP+zVt3p1vyd3b/9OsBV060krgxhX+zNJSrrOQEu63QBKPL7Y",
-	"WXD9ZMv2eRwwf255xTc91Lnu7C+Uis4dolgbuThU4lDR8o7Mg2pIFKLr04pVZF9LyQea/wLwSkH2wdJ8",
-	"kAA4ZBuOjT0ePFdhre9cuMiNEKvDEl2RZFT0iK8pB8uLEvriiEK+bB8DCGC+CppAseXbqckJI+F6Bbvn",
-	"OXsmTfkpgdVThgD0Iu573RjSa0nXJkdUNw0m5k6BxlW+pFijqgk6P8bSIL22JVP+mSDNKl24wCaG1yW4",
-	"ALwYjIGB1IOBUMVIno/NsHWAdDZqEeJk66aSJ+SSQQ5GYUJHXp+/P78+J0dHR8/hZX+Rr1wKj/0ouNYr",
-	"mt8xFaG4y+sLYl6YQnHxnIq3Ym2TWJlUFKBk9NGe3778/sX3kTqxKzWFx4SqtOL8B+mps9iYZItf7ZjV",
-	"yHtZCo7YukmOuSkQ5FEGTri7Mz5fyHocyD8vQY7HpPoKZSLABUUtsE2/VASdU17pF0wcr62JSKuCmOIA",
-	"+YKWJTMV+HsujHIuaq4WvUoDH15/F6s04L5w7ge/dXsmsIGrt6eHL797FTwOjypJgR23i9B1eHzdUhJL",
-	"phai6K7X6/Ors8t3P55vLRpsCX7RSnKwQd1CPraBjFydX3++0JfxxfvT/6s/m1edyXyzNZmf//FN9uJV",
-	"eNyVCFbsPLVLCs8hARBUj+74oBQRODC1BA9lQ2nZbv0JoWRWM7kgNa0KsTSNjbuHU2BLfhGr7mrTBgpy",
-	"dufxfxpacqx4rpkBVpbdotETPTJmFA1CyQKjVqwh6xexykiOgwdIqRxcOZdvzsjLVy/+gFCMWE0Dgbux",
-	"QEXnzq2waBEMMgx7xcNMtnN8P1++y2zgoKmCsWqUwXbw6QjrddDKGc5umprfYL0iO/2FM1RulfcaWfuU",
-	"ah12jd1x/CcV39ALG2TLC14XF7RWmzO6ore85EHzfGuPt5WTtQ4JJSbB8lkE1AutkGl2GGrOdbYh7Wtb",
-	"VZrb9k2ianpt5raDM2w/WJv5kYqzK587ojcPgK2DQ5Aqg6/jLzBO3nwaNPkXgqHNH1/a3eS/Q2Gr7ii3",
-	"q1CNOknhw0Qfvt9XggXLtBzSvP2Z+vuS+dQ6fE7e83t2YXKRg84wWHby+fK9NPlFUL/bwNnshBXXxmY/",
-	"IhNq5zIAMBNA6LllEPdjY10mWlGnVlGFfoHkCI3kIINNLVIPV/JqXrJDzTk+X77HFAMjCKd7Uc0+o/Eu",
-	"7Ot/0qQabG4Mg8GP1e/sEhStwCoagdj9n3fLdxmlwAGM9gnZL+3EuwfTbnL6qXycUgHyiz3FcHQd8oBe",
-	"4+0TXJoKB51oDCOOQYHjcGwG5H1pypQKYAykZtFtXQT9pb4YtPqnyDf4j6WQyvpZZ3yO6QRQQ2O/radw",
-	"fDAN1/eb4yHteTi3TiC1OW538v+x9+7PbRvJ/ui/MqW6VSa3QEp2nJyNVFvnyq9EZ2Nbx1KS8/2e3SuM",
-	"gCE5K3AGixmKZlL5329Nd89gQAIkZevlmL8ksgRgnv3u/jR0lsELM21A5GET9Zzwx80T1gJsgFnuhUnc",
-	"64rpGeKc9o/gR8Q5YL1ff3x92o/S5gHo8cYk7RfRbMf5bUvcb82tA571k1RXraZDzYAKqQAJ1t2kuDUL",
-	"2AqEolUJvOnb9/kIOhl83udIBPdWwRebGndsw/7h41QHnruzdDKA9GtzUxngF9klq/zfETejRzVVIuB8",
-	"BrTSQXdNqP/G31sLW5qbhhWh0Yk0trA5mlMSZnYwFdVYDNBB2V7+QpH0D1yNN6Q4OPKfaKVnlWE/np+f",
-	"Mngn2l0jxBWg0FbCzKZSjfvtzqVWuGCENVK20kUhchwAeuPgweo55EA0XAc9xAnmuOslt5M+9HHyoGI3",
-	"6ZzTOIfG0a9pprO8ff/cjv4+n+XzmF4Dx49p1V2YW+P+EWXdNvdPCOz5Uiw0IYMEY+2JQWNh8fkiYj1n",
-	"9Gz2J8GNuI3TqYQSc+j01gQCamGXl0YXMyt+WnMyz7+B3PsletGWF8wfaIS9fwRWlpnoClOJucKx6cv1",
-	"4eBnI8DttWeA/G3pd3OpTLDwsBwckMj6R/j1JaHqBGM20TITCWsIWHI/OCkJYVh3TzYoBrQp4dS/O+gE",
-	"adr2thcSogkI2VSKSuq8sa/Rfb9JG6jvPkNlcYQH08n0tajMV6ax1DA990KdKLUjA7iG5ZbWsEJn3Orq",
-	"C6bhNqq8DSq7mVug6Y9O3X6nn+BMfryk/bnoKkf+bJLQMLzxPPbLQeC3GqZiIxD5juPchhfk9pHal9FW",
-	"Ytz2T0CcXwPe3lFYdV5xZTKdi+pcTMui1Z1zjE1E4Clm6bEWVjjLpX4hbcWt+PtlG8jAOa/GwlLmxKW0",
-	"obr+6lLafXPEDlghrMdZwPGyidZGrCfMEARZ0/8HBn3ZnorxHpM4cF4QYj5imS4X7EqIknpTqnLWaDfp",
-	"/u7sA57tJXu6hDrRMpte8ILP6cfpDH+GWNI/Px2/mh67SabGVgULdJIRcHd0vb59+qzVDrcVP67aOlK+",
-	"mVVgLvqD0/AHQGrEH/chfRfFkklYIaeSwEoHADFgEzawMyUS92/t7LrD64QNCnEtioQNxgkbXImFVPZi",
-	"KlXCBpejhA2yyv13yj+6q+R+ORsZ+Rt8Q368GE3dR3nl/pMBQxqY7MJOKmEmumjymVXHLE4bWnjXM9/c",
-	"QSFmQd88W+VBgLXYDjpBF3EUwDgcSbRcwjWk8GxjJ6wuaA4anLA5pGKl/CgKc+MpOL1h0xxu6mJfuqtx",
-	"q3Rs1byM27ZRIvovtuch/6zkv2cCTROSB1AglGnsrb1l+sF337RH8TfDhn9SD9Lw4Q0Q6XGZDg7RjlIq",
-	"c7EVQ0cMlltl6Jhzuf4SwbDrWTrO7GYsffIM8rQmz777dh3z7gB4oYER4eXTieg/vvvrhvUvBxPj+7wa",
-	"z2iW00Q715CMflWBScTcquVCJKtCP5YRXajz8T3dTinpKMVZVUu2r8LxL8TlJFspnS0q0ydX4fwM+3Bc",
-	"ynMnWz47yQyJmXFVG4DBoMBkEgPX0N1CSWKtLZ0MWpWetFH8OzH3mSy++L/CTsNSsZcnrz4465Va5lei",
-	"LHjmIcc88IxWwlkWilh4ISEdDTJyuFrEsBHhNDY1dQriNpLGQdyuCR24xdiVvIZGPsP2rLc9wcYNEefX",
-	"tOkQ29gSStsXYqQrsWYVkNS1vA5p3DHLG8iQtUkWbrByOdFi/VFD/BDqLy8F4/HbEY7UamLGpkOXig79",
-	"aUtP4FlVatOxV/THdSfSpvz+0Um+1Aznh0rPyk8j4TdImuCDGrvP1MT8CfS7Vv1/UwmnTn20rYlkW97q",
-	"V9JAhNDzzRtd5o0b+fl7GDB1P2MXgScBtsjxzE7eX4vqtOBSfbCmbGuJa1fTWwnvmDNEKAnpi0y7v5bu",
-	"ayylVpnpkJ3PKoXNKZj2HfTjZpm8Ej59WAmBoZkp4sNA+rDjwCmGrn6uipT1nh8csFQqIP+LS50vUqad",
-	"iTaXHXUh3d68tpPeot0en1mNbbFakYJ0hVml4L1c10XefecXgPNrqfKwelDOiqL9ze1oAXMpoE5ZV2Y7",
-	"ysAM9ZfdKU3v3/1y8oaRKeusyB9eQNZ+Dd5MUAsbbZXuygscg4o7ZB6PQr/cepDO8qJX0iDQiIetZBlX",
-	"SgM7j1A6VvceONnfRYst8ncBKb5OCfgoDQTq4WFv10EJTNyGE/trjcAIgye3McMn3EAN0PrQtqF6Rwoc",
-	"hxK01fVMuDm1v63/WsanouIAclByNbCysIPfdANuJ/qiNGcTXvlLtOHLtBPSMONeQkclm5U1ZrR1Ar6j",
-	"cv9GFnfUI5m0NG/F+VEiM27jzboDGeIUImzh8KIS/KrthokSFhHaiQeLl3rIFIJfd8EcxBU5a5N38Uxi",
-	"97Pj5+dxZ+Yt3v/QeCfkC/7clivhNBi6sj9/+GnIIKIQ2p1NWS/9y1/+8v+mCUvdxv7tL3/5S9qPTE8S",
-	"IJFcSdjlLIB7+loqmKBI0EfNVc4AotpYjkFaw6fikHGfpMEVyJVQg+ClU0N81YIqcWwKMvhbRFR/yI7h",
-	"uz6bP/5GJab6GjnDtLUl9E07sH6aWNsSe/sTmuuiHvSzEdWt2YJsZkT1KVok0ue79WaNmei58kULmVZG",
-	"FyKy7nCtLCsEr3yHno38otKFOMk7jA/3RyZD6vUG24P7bajEtfYyxW3IExMguJ31p1Umbs366IK+BNKF",
-	"v3nbA4/mppMM/dmhsepe4o5quYJ37SUzbbh+71U4QJqXtBRYRjxfZ52X3Ji5U9tybnlLJUV3QCMAirlv",
-	"x2GNm2bmrb+X3XdyyhdOY4F72Ylu9JMeS7V5+iBHsDO9G2el5iE8iPsXnvyMygfa+JfoEV4P2eYPye1y",
-	"o++krhhEWlqrNNzTOF//OKKywTkt9x6+0eQ7CbouoQgkgWhmYQM/oWCji/zqjsqrJAjijxoVu9+Ajku4",
-	"0+tJznHgQtiOcuE1jv5Vgvj0FqFYQbVdkYp7crh3oyoxoIqGG8s9m7AZRkn4VKsx5Arg1kmVFTPIuaCt",
-	"AWa8OQ+T1tAoB4upPakRef2N6vYwx9TcRj7/7GCMm1tVwCIfYYMKFYa63VYVeKgeZdJ/citXOUia7XtV",
-	"1JuFYwKGDvStiJtWJOg/cffNTea+mlj8Ki4nWl+9EoW8FtVic/vRnJ5kvVCJd5ywf+AjWEMIeRWg25l/",
-	"7PU7OoriZ/AfL/W0RG6T7P2KmBkfhAUso9BWdE0vUYD1zWaVtAsAbSGEDsErUR3P2sJZdfUkUT4YGam5",
-	"zi5Kbi+GwyHC/1zOjFTCGHbJsyuhcuPUeK9O8AyAIfE7PXjZ0Mt9twfXojDIgpuQLSzT+kqKI7IdDOMM",
-	"5+p925AGVYkR1ic7c/j5wVOW8lJewBMX/swhyQyNGmfpwUfqWzKxtkTbLTuusom8FueQOt6yHfhnSi1H",
-	"jzskCtHvaaUB8o71UrevupK/wb8P2QtcwD9mBwffZMcfXv548svri/OTl39/fQ6/Eym2fBvAfkC5itNc",
-	"Ml5Vi6hu+N8zd7PSymYXNDauOO1vu1KcSFeKmgD+VDo+lcmSK0tbHh9CbZklda0dufV//fHkFK74rz++",
-	"Pq33wzCjQ+s+lfMqxyepApvNdXW17QIgZNbmyeiaezitf2kZwRIesUupcgP5VpXWU5i2+wd60BJWacsj",
-	"COBKYJF8A9dQQgtU35IAxeje/wzOrrPBh/OXA5xrzQhL+XcRN+l6CRe9vRmCo6AmQQCMC82mANkcX7iL",
-	"ix+1sQOgMnwtRR0PzPMcueeP5+enZ/0jhDwdgNLRKJdpNvWALFjGC6PBuMcKdVzdS1ONcHmpr8OHTuDg",
-	"IxhgRzWWnols8EbYbDI4k1akThFN38PfUvAG2IlYgIN7iZi/YWlmqtFFJf4FDVrTsNe4E/VeR8td3WfH",
-	"+GQreLi77egLcMs/9d6tM1GhS9Vddwh7D0x4yq2vErwAZWyQ6el0pny265QrPoYK69pVVrfTB+qJQMA8",
-	"6Lf7Ir5pgpc1wWDCIAA75MIkIWs5qSuM4Em88+76Gt9mVVZQB6Wksf6igwT3aZtucdIaVs4uC5lh1Y2X",
-	"VJhWjCLWTgwdTcFBQabmK3CF2CU3IoSCs4k2QvmrmYuy0AtRDdlrkIP/dfb+HYNOnD40MjOk66eAx/kC",
-	"YhRmwkvB0t8znYvEY9Qn0KFNnORu4bZaOOX7PxPfsOY//0hxxpgMRF+Pa4HS/xmcuw8MTvLU2UClVkYE",
-	"4Ag3bUryEv+e8cKwlIZLk8CxOPUJhZClh1GdYrPvutsrHVehx2bITrlT5SHEHbFA3wfTvyLUtSg0rBn1",
-	"Q6+WJAy0kgQUuv/9p1tk5KKbgsatyjBGsGkIqnOq81nhzs3OKgWHibdCKAv7gh1FU/fxdMhe8yziaaDt",
-	"4/3wMjSO3Dqa/uhYzKD+ZRpwlGng+iH8RVp3AKZdEmqkq0yY1o/ZAI4B0e3LBchF9PNIw+Ck/V2mUxI1",
-	"6IEfiSRyNXNmJQUu8kqOLONOQqADNVpZ+peUTQV3kmoGKnT4U8LERyfkoFVofZp4NxxrRBntlwJUdcic",
-	"SYznlk1ISjKutFpM9cxQ9DtqjRzPxPHg1FHpRBTAg+l2N1gzfmHI3tczmvLqSuR+IrWUPmS8lANUE/xU",
-	"QMsISp4h3uZ4MPh70K8bYfQEJcs96Ci0Vds6ijeoezqkHw6CmIonlTVFX2Nq0YSDoKgnVO/hRS6UdFIj",
-	"3h6k9vgyG5bicaWbDhLZ4tpT7Fx5oTNegFoXPhYvlzQg6kXurrn22Y+F1iWUqgDa3ogTrs3KOfm92PI2",
-	"VDbzt8HyK6rB4t3KX+KVT2Kb6ZJ+k7KerpJNGiAA4qzVilcGJsXYU1G76miEyvtYX4J+JD3183Uy7KiR",
-	"FZU4BUUQWXMVLBRU66FSKNQH0S8tVl602RtOC0cKoFBGOuzabxxogN9M4XBM0En9AjH8GUrimpOjVNRL",
-	"nS+8YAVwW2NGsyJ0IacyXawQMjVbPEaNz7DeP/botfhhNlMFdV+wIv/HXv+IylAKf8f8S+RFa5byYccu",
-	"qLSKdVK/c08Pntbng100BvjKr+LyTMPyZiU0fRqy96Fg0FDVS3MsSIeQhVD2EOdYX3k9qpWcF2wE/cFC",
-	"3ApEAeu98BuhNK2M6i6Qit1euKlSPQy5QPtHzYVhz2b0HTpSRvUOhVaP2g6Ja5BPHEOq0JjZ/ev0/P+y",
-	"qb4W7ue4bXbfgwbDFKgFMCEsByMLm+zNnSZGq5NOBIK7lrNnHz/6e4CSzL+XQGlZ5n0ITcfEWChR8QK3",
-	"52k/CWaQxeHdpUvd/6juCu1+91uYPh+Djb48d7vct72Xvqt7dx/TxAJpe5UtpcfPF6VI+1ELcRjFtxDw",
-	"CM+kcKqj9aYn7cmzg6f13M5enYY8HTj256DeVjK7cqreycvXTmnApnImwIh9/x/PvvV6EVw3N+bS3YAh",
-	"lLYTLD4bQVCOdLEeR9cosp/aYY/OX/erQo/1zLZcBq5YegxF6QjOng7ZMXkDSl7xqfA9UuuZBPilXGQF",
-	"b2ViB5H49OFY+GjqFEHMSgIdizMnNUtRWHLHUcjAz5MbJkfEKwHkBeO8dfXvUVv17/KY4FHiOSZK94fs",
-	"g+A5UjyOI/LamG9gKjte4rWlJhR3JTIhKXbsaRSVP0+wTanmLG9prFDZImW9emvTs+ss/lufMiEMECR6",
-	"Bjg27aecx0OWguhPk7i8K6m3DCN7RywtpBLcCcXLQqRYTY0l9NXUNJpEFbWhjYTpmGlRr9gRiG+VCUoj",
-	"3kKEcwaDHnJJGwh01G4X6X4EbUDhcnx78M1ye0jf60JwZ/u4C1jvsxu60Dhx61hLILWlyWNOAm4Cuh7c",
-	"GcOxuhXpucLzTPyTwCtCmDfKCoCmIs5adZ9YYNvO5hoLbUg7Q4HbMBPDBJfNQroJZ5YXwqtsPf+3s+sM",
-	"/pD2Ufx4hssXrHBaA7XRYFMOO1Pp2XhCggZMeeTWQ/ZrJUEKebeK78vp0x+QA4sFHEl9IjW5Rq0RAxsF",
-	"AicrORwP6r05t5zlshKZ1dXiiQEADTIYpQEMzjkcwKgSYmBKp2xWAuw1YhqGzXHONJn/iCZjrK74WFyM",
-	"ZkWRsl7Y0fREmdloJDOnq53hQ2k/suWx8TMOJ3HwHB1DuHM+xQRb0nq26oSim4wFjY6sT7hICUv3scVk",
-	"6v01OTqoIfOhvnb4R0hvIfsRky0gXCVtIUKySKuD6Pj0JOoVdbj3dHgwPBg+/e576DJWCsVLuXe49437",
-	"JdYNTcDnvs9LuX/9bN8Zc/uXWltjKw65l2VrbslLCHMZioM4xoDmaeThwSZCHsJTKmN5UdSyaCmXZsje",
-	"x2YHKe2Q7yOtEcUI2W3QHHiwJC4XnRbNod9DRcidwAIz7ZPTeW3KeJcRMA2J8om7rxgLGENuSwWqS6yX",
-	"Dgb0l4H7jRTGXR6/KmcAjXQ15+AO89TbS9/g70C9SP9nEP45+Av+4oPgxeDk1P3jF8nTYIMX8kqAphfs",
-	"Xyx4WBWb35BMxGnSHoKSCRtJ7oZJ5IvQMzBqQERMtfWwoEP2RlfwkqmXBagDBTMTURQJptETSg4SdFkB",
-	"yiGvUcDCRUJyJFOh0B4mW+mlCwPpl4YCLFJ5lvfCf2fwUueOrUhy2EOZh1fhw1lGB97jbF5pkDW5CCIO",
-	"dqoSJSZ8aCUMe/7s+767g2DLts6qIZ1W9/77I3B3zTWrMPsn+K7FR55ZZ7AoASglQ6jQJW3oJN873Avr",
-	"O3bjAl2SfDd7h//b2rCnubNB+4gP5AlsdUJIE3Rp4vu9SmQbQgfNc/BxEQ4JShuSy/6JAU9h7AudQwqu",
-	"myrBlkd17fv/MpgaXX96XUS3uXM+SQ0c7O2RY7eepNZwHSnkUeZnCCt28bThXhy5dVwGkbNArgArfXZw",
-	"cGvLw4B1+2raGG6jPPuPZO85zqVtiDDn/Rc8DxvnXvlm8ytvdHUp81wofOP7zW+81GpUSAxdP3+6xRCn",
-	"2MHiXOufeDUW+N63m9/7WREQlsghidiZbPDysy1mea71W64WtB3QOPrbbbbwRFl3tQps4xXHtR39ussf",
-	"GhiR6Fx/y5yw52MDKT4E+bws4nx2U+zR3jvc+/77Pf+72qW4d7iHbsP6b/hPvMB/JB3yf1DnLo1Faz8u",
-	"QBwL2MMd/JwthK3jFlEWHGjuZkLekJqngUrjNAZntvjqYAgswl+0alUrhuzE1o6PZW8ouxQZnxkndC61",
-	"U8tDQpXXzMP4qwz6B2EDpzkLST93RfXLQ3UwgHq/8JiGj+qanwvM5QsFA3jZm/fDWFkUYKNhpxXiXZ3X",
-	"/1avecZLm034/u8y/2PNFVc55v6IWq+hN6MSqoDOBPXUOUZWT9/9wOSUj53NAw0/RvJa+Kgd3GePdDyr",
-	"cc8jWe11Uqr4H8mRFUKxqVQz9P4QUaBWC0ECP7zX8NAKrMGkIsx6OJNoLv5hjLQ1AO5BFaPY5pAWf5KD",
-	"q6d+pgB3BiwxzFCCq9fMos3Ba4AjIj8AD5v0Md6goj1HGwwLX/MEQf8hY7QseIZFPitU+hInt0mFasHK",
-	"jhtOgArkbKNaAZL5iuCP1Z+Q8DWbwZOt6s9adgEXZb/ETpwtH8auXC2fbuUN0dFNoc0+5iZRPi36ST5Z",
-	"QXi++ZV32r7RM5U/KpaEtBzIJgt35Z6ZzT6l7HSb1yfofwwmNrKXcKhJSJJGAUvOBmNmwvEdJeaOVyUx",
-	"c5lPtLf/wBkY1yYQj3L3Rhe54x9OOCrNCq3GAOQW/JxDdqwYNdpzDyIDX2ARB44czRKM0VjWc3PlcaJj",
-	"f1jEE1ap+gNu1udTNjq8gXl8GpGvL/DbgsY/XSWg1b/0a+mi+8YBDD9Rn3889AqHtUywFHhorvWeqBi8",
-	"qANvPq7xj5G7tVH/UGuyY5EP3IKi+hbqCQbeYqnGLCXqPKW3m85USoGBuEbwcWjVcHHUYYzIz5b2QU1G",
-	"3KKVpIZ2v9q6HInDRhy7zSfVlgBBrKEQ/Aogt3y7EiUkeriwAIkc71B5FHZR6YrZqq79McEpK63TSHAv",
-	"VraPga/LKZpzXuVxTZNXlppa1xND2tGALp97HeIjwGqhMBeClqm/wEM/owucfpowPbPgbUzdp2aVSPtH",
-	"qNWACx0CFpFxE4DAkuCuJ53s+bPvWVpxKy4IpiyNQixzqXI9pxpfYxyT9qwgbBqoiFNBsADh16UuZLZo",
-	"Lc03fOEMu0V/yI6Lok57iSouKA3vWl85/awus4h7j4AcQlc/pkhi3Awq8Np0OCSc93PlD27vbhxHOI4f",
-	"ZIPjyAtKf1Pirb1fh1Acau2abaPeytfv1NmIPnc3PkjsmAcH+elq4dNtnDOcEm1EvnM23Z4IrZ1LyDhj",
-	"CiQu5xS2sqapdmFZc3pIaW6w+r2tJSp8c0V2Ao9bJzFFdmUifZHmDVYxlHzHPltdQnZgaPMKHI+YpQFw",
-	"gLlmP1pbvlfFImFnfCrOpBV/O7OVzKxnRYct1R1R6uxEV3bgzNq8tWSEJCAkjLdnubsvpWdOPIi0Thrx",
-	"C5SmJQU+8Bif1k+zwjHpl2FM/Pag+acIyTKNT8CJ/nckYKl6oiyxEJpaTkMO1zn91MhXfnn24Q29BEY7",
-	"sZLWbP3VZP2WXQaBZETUYa4rf3/IfsUITow9Q2Lx4Gm7khOCVoYvCHEh+KGA4aHdtOKXmVXChHhSwymz",
-	"qiB0uGUieY7AA9zrrY3AvDQ4e/pbnavKeu5o/a99Ah9ph17Tw4/06YatemZ8lkyL/aNgS39C7xMIcG5F",
-	"uDNlHV70y3QXst6KnlNFcFio9BrADiJMQlZpYwZG2jpO1lsqtTiMHkrR2eWsQDlWoQCj365ELtVdUKqh",
-	"V7BkCLz7cgCvlaGi5k5kVdmAXbgjBQO+vUVAimFEqqGWcZWTie+vRUIsHQ0gPP771Tyo9Mc33+4KShGV",
-	"zwFmVyjSPCRkEqP6B2lYBhuhIIXDXM+EHXSVHZ2v8o8uNun4Pn21Lj3jLYXasIBHrOd81TEyaCHPl83T",
-	"+7HxMdWxW1H5EKFieB0r6NQqKicBI9fdfFIeKEceritVC0B3wLmurtBUIrHayKqI3GS16DCYw6tyD2Vy",
-	"qa2nASx1RRjDFUncMNYxbzVM3momFNLr2KlQzw++Z2lGqnTayj3dRj2wtRNzHDJh2llOMDkfs7HyUHbD",
-	"a+8DoQt9a5TXbgsgqkNHwM3OKhVBblyKiVyeXVTp635/JeneSnKycdt4xt0FMRoJBNRYwQuthYkH+1jU",
-	"SWKoENdO7AIzPFEfI7+NZrnIJOQ0ymyCMADut2ai5/g+rEQa6lcNKmZUNESZqteQEQWPgterPcKFvgjI",
-	"DLlLcR8N0+UVWTmNQHgI6nGPhPZQdPMKduVSdFzPxobcNhFtjCJhmvqqluQxqiDsGnvTG9IJ5g62NP6x",
-	"zUz2aRixeezET/NDTsAZ8HseMmitoCy5Bn0xhwnZ0r64HStFfMcJXUqfCg4ez0lchC4jxo+566yHdVA4",
-	"i1AN6CwKsFSUE3QiD1/oESKSntmkdmiGyDPVlQBhkj+tHznan7KUPnRBr6RD9pO8EkGcuw0bNGUx1gb4",
-	"Aos4tbCGq6OvPjG3VtzeGV07C3z+ERkQdH5dAj1OBLiBIdFyl2PN7FMNiT8ln+sOzQGZNnhLzTSwtS1y",
-	"jZgz3Ln+7rEKOpWLnyAdrYY00EUOvdhkZSwmcBPNUjGRx+SeyCoflLwigHgoRy2o3BABsuucaiuvMcsd",
-	"SPzIwwQ5jeJSKmKcx+9eDdlZwM00qG9A9jKiZx4yBM70ec5YctiBvww913TtP5BYUkLlXW1hFrcRL/1u",
-	"rYTU2+5J/cj+KQdbc6vnAM5oi2dpMn8XC3BQb/9GBHa67StvG9iz27/3TufiRi+88kDJN32lhnHe/s1f",
-	"AAV0++ePy/IGT2PNyY1fuNEKXhPk8w3WEIC4b/YOgYDf5OhjeN/t3/vRYz7f6JVT+9sNXjhpojbf5K4Z",
-	"p60gdNgNNjCzM17c9K2zgCG8/Ts/EGL3G2ChN5sicWGYpn//TjN0cGTA62vRbWLEPi9/Hnuo9aGMKreH",
-	"vlVSLaO86hB+tao+HHzbrj6EDb+WYg7ohWuL2uqGDXFGqjeVoPA88ww6HbKXce1ns+cByOiykJbp0Shh",
-	"QmXVAirmV6pQr8Qiap0aBDdLAdw53U95Wab7KaI+paF/yUxBmMSDy9LHeui6wzle4DsXwZPXp7xdD9/u",
-	"cUYRaiHlTdoBxJeU8P/SI0SncC+45TSA+CksFJojpAgsaQLuebDOOP7Fdxr1tfhgyGFX/35LZgicjudy",
-	"d5QVEo+xIXhD6WfuySeGMNCT0DwVboTFMzVzabMJIkPeY8DGy4PODGE8tNsoGdqlfjyC1A+sK+JNznlL",
-	"jBPR4PbajK19boywA8AOHYlqX3z0rQZaTbDXH7FmiHwjdAtrIyqwXoC6w0JmQdCkI1HVSCo9TI0H8M9h",
-	"mGhzMmniP8Ge9psGl2PN1KgAhl2yrJS2DFci8iNWzRRWfqDbJiBYIFjoKq/CRXplxE3pTguGaKBzWvUr",
-	"2qIu0l/Zy6/CVYtngjfNxFftdpWLLShETj2FtOshv4IcLSvhvphCKTt1uEasjn4AHKjTHhrJJZS7yS2b",
-	"61mRR5VVCSNQ6oSZK1mWvqQG0yrQwzqfLIZsaQ7Q3aEBlQKaA2F68KIY6GoQZqXQt+vWyzOEeuT1i4Qb",
-	"s2CU3MIkgT0sV1SzFHeqTvsIxzZGAnTDDRm0PiBg5tDABzUJaKcYdJ2cmn9fLhioVfu8LPd9r+uZ8rmS",
-	"gCWNuhvuEURyCfkE0mrm0MqoOQ+fdQI97+VUDNm7WkMwrOB1rlOJ2tQgchaVWhfrVTCwaUSLC/dk2s5s",
-	"7iZp1mm9MOAG9WiVYUcoUXiu1IDj3lUiP/+1SbQFV6xH97/viKSGvcJbv9OWvmRt6RRPlmERhCNsZ9kQ",
-	"Z757nQml0HZ+ai+ypAIr0dlHNUqQrKL+bTNlzVpf7w847CNy+HoXD3p978FBAwNu46XBXd/5aNb4aJoX",
-	"9J59NNShT1oDZLHkEWm6QODZ2AOy3rsAd+Q+XAyNHq0dkgjm/gQWmdTZ8NFzDyJDcYvWTXnnWfjTeRYa",
-	"9H5vUnL/d9+58w/kB4Voa3XyCn5v6pbFHv5P1W7ko7rjLGthEErbC2jIlcYuUt8YjJR3clXYGlxrqkG/",
-	"pdKKAuK1UdomTpj1QitshXiGoFUisiGiLx2S9/dS28kqh8L1LXGom8nxJZl7t/J2m+TNmlFQa6ZHzyhu",
-	"in3wxWSA4vWqWyXeJa0ne+VsTdE0DzLPV99Ez23VOrJJOatt0W+Jcm5fO+ju4N5BQbQJocHm41MGyOHk",
-	"+yT/yej7q1IE8HY+gCKw6jDbMsUL8IilGiMUSu1u66Glj+7PXJpMX4tK5P1mSli7LU2x0K82fWo5K+OR",
-	"ZFXQHdllV2xjua/xQt95NCR0ihoYwasMsJH4pSwg0bSDqs8wooFVvOEDzIgpV1ZmDL/kkcDBozeeVb6g",
-	"1Tftp56RTdDAD9HX4COEjkpPiTyCL4xrsCZaCWOLBUsD4PUhxknS9sINn1VAw53BaC/rtd89GXWP3Vni",
-	"4Z/4KkKEv9IF8xeGLoQuqWFDJZjIpYXmwndNJb+HFKMtrV5jNcTz4tylUSWoa9ZyvCs2cD0m8IeZUlKN",
-	"E3ZGDWET9l4VUoEKDtXeFHNcDdR5O7rCT6RHWNoovSBlJ9b4HisAuwl5MY30H4P9/CvBc0Bg92X4UL+9",
-	"wRz+VH3+JH94GzhOxNlZwY/ECr7TJJpkfeWjVqKZUufoN8dcXWr4ZWe88O0o+MzqgROJ1EQihzICPRoh",
-	"xKcJOS+OcjHjZZ18eqyktF0625+Och6KED4Int8RGYQAz2wDcN5YXgtFHo7Nbh92RgaAe5Uyu+JcXCiu",
-	"wd4tQBdYOhPlfSWMA5m0dKeA7gjUraduyAvE2XyKyirdY0P2a2iO6cm5mimD5cgl2V1JyBxdltAwTEo5",
-	"tqkH7yRkvF6r1O0fLond9a6wzyb1O/Z/fQmur01erz8rX9pFzLZylN13Lm5kNeyTXS+6Ew3PobFj7c6D",
-	"Bk+jdc4ByP+/Yd5/m6nhy72p9mCtTaG0vaDptFjWVOojvmz1xZ/VjmE8uAngLxTjyy7Fe6bfks/MGuI9",
-	"5dD8zJHdlFuZMW8DHDKlsZMZQAVlE+FmlsdN+cRHSyU4kP1rq8UQWrGC3uFplGx/VJlIxTiKuEXsWoe+",
-	"m+6rOO6lyPRUGAZzbDE34Pd/CoODspkbNlhJq95R8APldkKfl8aZ3Dfp2t+6CfetsyQS9pvWU8OgCYou",
-	"PZzYVFQ8Aq533zsi0FCskXMWBFGyd/gB+UHKuXESfMg+nJ+d1hGwgJX5PUtL+xuI06AupUfs/btfTt50",
-	"Px73c6xZiKxYDpXq0AN8TJ1da986tuH84cWzvz7969M6XIhoMlTjTihn6en5/305zdMA473cx4xNdJFj",
-	"z1dDox7V88ulIQuJeiIY6GVshHXMyVDxHfwOajAb+0Cpv+FtTNeBdYUaH+rG6D5AOAvNHjbhG6zNTUmr",
-	"9NE2+9sjNLrqyVEf5A2Gl9sKuo8PYnPVE/UNmzuZNFFN3K16x5e/KlPsDDAN4zv7ebIA2YMZEofaShbU",
-	"EU4pzFbIdzDd6KWYMyFDEnmIkHiT4bEw/jeA67vM/EuuEmZlYVH0JWyksxm1U6igH0Xoi59xyws9fgKs",
-	"3N0gAEWGYFDMep8Yz3yxG34CBWtGWFN3e3CmLP4u3sKCGwtIPuRRTwPU1LGFaivfXyeXOZbe1ZXevvk+",
-	"7Qn3AEj9dV51x7LiO/C4dd7l2a6TA9FzO876oN765eO4zxD1CpfbjE54bK4aNOnNyBXWx8dcqser1T4x",
-	"4SUE5mWcvT1+d/by1Sk7Bdbz3zMfmQM04JBBciVKy3rfHjxn6fgSvnmBX7pwyrye2bTmQ14bxbdJjV16",
-	"S49GzmKv35Jegx07Vle1wmr49lp/Yj5V4wjuONbj4ViIGni7TOuTlDPSDzr1ssCoVgjesyyvYfSINRx2",
-	"sICNFm7NDvsEShlUwukRNYPH7uPAO7wCuHKt2Wam0mbqfh5z+UwW3cqb11azntrfTunsHj2fwol25bGe",
-	"12rqjiU9aGKsI6UyXKpbYEXbq0807P7v+MOWiX/4sLd8TvLUNyEg4q55UnC0OW2mmkFqGjv4+Ndv+kOG",
-	"jhSuMsG0KqgLEBS3+aJZw7hh6en7s3O2aSXphmy9QA6fQ7Zb5M/7Ye6byndeqS8y5a8m/VtWQjpSnc6s",
-	"rkTs+H9iQqfBUhsJ9MnbKHwzTT9dpenDmCt4UEP3q7evz86Of3idIKLVRLCpvha3zgHOhN2R/478Hx35",
-	"nwl7l7T/aYJ/f6yt3hBBjCOGVn8Sl3h2D5L/B231jvB3hP/oCP8H7cjmgUnfh6m3CgrhCE+WXKSL0Htg",
-	"ytWMF5SeR4HvR+g3bYSxcDF1B2/TFvx5ynI9FQl7DnnYVgxojwuo2A1t0Zs+mnQCQOrphrDMmT+BR+9C",
-	"CDNdE47x92nHVh48FGPqi3XnVRNnPr7pBm7QP/YSHelqifyo6Viul3Jcko1hVnwxUj4m3EDr/UfCaNKQ",
-	"kPNicRyvI2WFGFlIcq7LQLzBFa9wQ9nEbTKNu0zm8ZPcIpunvisrG/EQ2T07TrdL51nf4P4OGOy2uZ2Q",
-	"4bymjz02ZMXKZasH5awofEUm6424LKBPnRXTkjpPRnnTVk5FP2GVMLMp5XYPWKO2k0or4qIypee+G19b",
-	"W4Uh+7BcWuHEgc9t74U6C/rNRV3ykWIUyqdYRs+GrMt+hLexGlq21eLLyPKGivft6rR9HB/3OuRB7vSt",
-	"B2IIjt6AHjyRUeC0WjjKuH/mMKvUwNE9UtOa+o2ZbYNtgDJVqaiLfRdSeNT62d1FWjq03sRCjbjByzZw",
-	"DVqJUJTlWcPq8y0sopXsZ5XyPQk0wSV92WUeCXBZWv6O2B/OuHJXK6pBapLJbeIXbU3xCGoyKPQaL855",
-	"wzMBiCYg6wupxGGAK0L6prYCSQRXlnTCP0RPd8FAJCs4KxH2irh2u58wJeYB9Sy0IQCkcWw+gKhoKXqH",
-	"Cz1mesS4hyup8XIsX5iA4LI2d+MDbttP+vOMqOQh0dbqNfxdqvzGTep+0uM3lZ7e7I1zfbPn37szvBcO",
-	"Wu/GNmhtEdkwoWz1Z0zGe9BEFh4xnAh46V6Tgo3ipZlou517O2qmRu8FEy8J2G+oeWOPNV+iij6rglvH",
-	"wuSUj8UTA+wVOZ38TWBjG+rmgTaNnitnEWMzKHBpZbxynJOZia7sgBXyWuTMyuxKWNb77oB6u5g+u3Qn",
-	"jKJHmmavwAzZtdGMs8tKz6FlOFfum1jaANMLECNcsePTkwhDZJ2z+izs5grDbG7qCXxsJOsGxqGoPNmT",
-	"0E+Z28lesqf4VNSnepKvuHvittdT/vEnocZ2snf49Nlfk72pVOHfyUpT7Puw2cJ+dPUS99fIyUR38sMd",
-	"u2hNgHEbdykaLMNEl+0zGAaSqhmWBV/cgF/sY9vwNRFwQq4g8uymSFIQU2xjpSuWespPA7ViF6qR+6O1",
-	"xRmSecp6Tw8G3x0cJL7tFvvuoJ+EYNvPH37y1BVznpqVSEDeQ997zQzgz9CrQmkLeb/wiSUuAGoWrU2X",
-	"AkDBikVjdU8MDmgIjqhYUDowt7SwDU0uPPkc41Z/KTzl9j3mzY3Y4C3HrYU9L+RIQKOve/WSLx1bV/ct",
-	"vDveV/Xzh592yNtfstv7h4orS5oJKibIITGF4dGw7TidoTVQeQ7aXikqqXOZ1dNlWjnm7N13vl5TVhDo",
-	"q655Aez4m+8Oaj2sBWDtSadyKHguKjau+CUCLF6Jxcixu0ZNxtSdNTOiuhYVdvjgtp6Am1gdOCSm/1+n",
-	"r39oSXbk18tstjtk+NUx2i0Dkx65ZquOD/fPgDcFKQ13ZOoXsWO/XzaIgG1ls+F479npWHPc302h7R9b",
-	"2deOVXme4t5ivRSZWJpQ2rexrBIZNHd1qmV/yE4sZSqaFjWV6SqBzAvBc/dhp+2Cso3aR4pOwrBXJLHG",
-	"IMpQV63V2UPGvZIedJc6RR1Va0kMncdKvH/aQGd6a3k2gZbGEehcZG3jhxbR558fPN/G6P4S2Hay0kgY",
-	"M+Pcmo+YP2yfKRcft1aiY57uoqydolCzqbv2+HV36TdO63jlTnhTZ9S4E+5yMUBU9Xu66iyBKf97hhBP",
-	"NGf82t66jdw8R8xHWr5WrOcbby7N5SgYo0+MNxJykclcmLrnWL9rxv46N+ZMZufeITQVCHO+1LoQXG3l",
-	"Y4Gj3/9XKcZN+Yat093HpOKIjrW0Ia0iDTgIfHPnq70txb5LssA236sWb/m6puTHJAYoyeQwhKQwDhV6",
-	"BzTjUJjJQo3F2/NTqJ2HM2kMo2BxqGyONXJHWGNk7W2VTcuKPxYq4wd4VclrYYbsgygFtwgmxuZkPvCQ",
-	"xuHenqmRVBLgAmIRRCURlFLj59lIj6mTGSuxJujeEkRHEJqV5JoWw8Jt4C6lZhdlv1NtF46B0Htr7nTf",
-	"Oq7VZTc7OqtBE70C2WRIZ5hXk7Ric7Ke0SDYQ4ZelC6jNC7eMYAxl6qfBM7l2YR7xCmRuTQlt84GYJlj",
-	"R0XM6nS5BacbsvcQ13Kqr2M1TeWRFdqIiLu1MQRdfin8QJfr2QFs2Z+V+h+OmHUZJcxAHPRe8VGLmbGi",
-	"2p9qJa2uKCVuczCY8vInzkpxkxZq7IQ69vUCOhFA0ICfAkUOIO85m0hjdbVgc6lyPXcEDX0kEvIY+T/z",
-	"a1HxMbT1tZpdzpzqbobsDX0/01PBRpWesonglb0U3BoacQW5BVrzT8VUVwsM/aowrab+ABAuC1APHAeh",
-	"FhTUV7gSSGDAwXQl2q1S3M239WbemOjxC5Q8s9Q7EUwkz4OWNpI0HqXnYJdNpZpZYY6YHCtYBmw/vYMS",
-	"xG/9kB0EJBul/TNdthD9+S1+v2ERBbNFKvvNs73EmXVy6uzPpwcHfz0A+xj/fRAsGigUEVWbjfdBOHMn",
-	"s43VWg3+YXd+G2b4TufiJO8yM7/7ZgsrE/epdb83DA5vtm9Ozq0YWDkVe1vM4LXK28c/CmFPtXEyr1V+",
-	"C1N5ATTI5jK3E3fDyM9fTySbaCOU78RH13LiTHSL3oynzw4CJa+fMY5Fod4t79hfv3t+EN+xpy137E7l",
-	"6Artt8jRl8Q3PZ90rDMQ3E6k3prNTmKN1WINLT3a61ie4pNt4vSbdnHqeE9bitWKJN0nKXn7EjUJTtOI",
-	"W2+WRnT7PkcoPTYK2lHNbVKNr7ZcoZ57IphCZ7wYUD7kRrLhrJDjiWWVoC56dUbZKOoGC+UWsVJYVjoT",
-	"xhyysa70zEolTOL0yBJKu2TutsDriy9Pf8YMnhJ6nRXCtJLaT27ilGJ7l51i43FC7GNDft1X0RvWXV8I",
-	"TrgTfmL8GYdNuMsLbCy3sy2TaN1KlJkZZkU1dZp6Lj4Kn/OvwTF5Ld2wwdVAtAgiAQTAVEwvRVX3njSz",
-	"0cjZSqhMCF7YCeOGGeFurDORwr4M2Xu4uLoyzNmY0kJ7Niwpptw0n4shPkKndsyn407N9AMXfGzYpZhI",
-	"la8TO2e4K49b1tAkuxygtPd4wDtRc6u0Wm9vTRTG35lbp1XUpvbhr52U+hNceaJT36Kc9DB4MwHjs3Si",
-	"EQIXTllrr6N5DW+9g+Hu8BrXw6zDLo2XMPxqmujHq46uFP667UY9/+Qbtf+7Am/DH+6P29yvcGGCSxk/",
-	"98SwQusSqky9znJ8eoJtwcBnNXbaycy06SHNe3fsZrIhLcI9x2S+Mgd/r1syDpR3q2yfFnGfxQeN9a+j",
-	"ifoEdnz9VgubVEx4CE7jr/G9UeGWDV0Q4aoOZPuuvyapCc4Hh9wlNqG8YKL1FZBuc7mt+lB9Jddj9389",
-	"pLlNV4A/dR+AB6slkgYCSi1U2g7yf7dkigFXqcaDDSZUwPin2dLcezEwHUjGPsHNUW6Ns3BwEIMJ49Kw",
-	"qZ4KZdGD5mUxmvYEsDRzG4gON55NEgSAoUIlDF5704w4W1lwIM2wHGYE7EfIk8HpJN43TiXinpnMubIh",
-	"MJ5xxS6B7ZS8EvkajvLBD9dlaa0SVVNrvRsWshI4eB9qoyLe0RUA4GW5d0uj+YyjvGssfKA7RvRAHHL5",
-	"XNcq9fG124Ft3SdjdW9tsQNnorqWmfi5Bsxb4sm/otulJs2av3nW1QTKuVuefC0qfG0LrYmmCRk1YJfQ",
-	"y6gZeYOFS2VsG8PcoC39QjP5ihUlvwUdLMBv904/us1032XV6DrcwzuiwLm4dPbEQKpL/XEL5wEaH7XZ",
-	"gp8xrNTQMZFUlQaxNSFkEtBsag1oVpKs/K+z9+8YB5Ei5LXIh+w1uJzdiKGtEccSvRSHHdLsh/+YHRx8",
-	"k/2o9dU7PhXwL5Eigg32aBTKVosnxtEq1TjgH2XeJ1VIGmigBBrURM/dQ9qIgIKDSYHwGYB/AOTzQqux",
-	"+3/9PT2zl/ojCEZHi04Pw7pAiTlCyh6xQox5tmBG8StxkXGDm8ocfzCUAFRNeSEhGTHV6gI36ALxfPI0",
-	"tFBP36sz+NNL+kt/nV/mV9yrEzjom3rGPwkqp0U5CrYrxgX4VLCekJDmONLVtLMKYkJH25lS83xb9Qxn",
-	"QNf1ktS1OJe8awrwzBk88ujUtvhst4LYIRrD3XjsLPyhOLLbzpnK8XYMiDHDjsX8GBjEDfixWRgrpsNC",
-	"j9u4MnxtH9nIFuwYn/f6B77W5LeejRrLVc6r3DM+w+aVtFYoz7PxZZ9yCDUNGBW0FVfGgxuYyBRFhuRh",
-	"LSB5WsbGrVDXotClYOIjz2yxYIAG7YbOheOhFTA4vMmkbaQJS2GCJ3n40dG9+4fOIEcgP7Y/28z9AiPv",
-	"7idUqtxPObc87Q/ZaeX4IDQJ1SP6NfCbKKkyp0VB4zw9QqnFM8uOgQ07MQArTv/3w+tXxy/PX7/6Z5rA",
-	"IpRfAXTUexVWQ3BVVOUx1VCNP7KiWg7s1OKhh4t8D7v/wf86LB5//5Z/fI2f7uTx9cP3wNzvkqPhImA9",
-	"27AyurZICDtO1s7JThF+poYziLWVrZjZs09nZpRSsy/VSHeyNI80hPzFQ8Ahn/lVXJ7p7ErYQ2ypye0k",
-	"YWZ26V3mCZsKY2CJi1I4Zc3tncoEU7PpJSbhYI2FmU3dxwtARVQ5OexwM0Z8KgsZmudghUtU0TyXRcGM",
-	"cAqLU2Dh8QVTQuTUSzzsC/GZiahEe+dvn0TjVhcWd+K25w7pqnvQzq6TuL0s+tNnRHAfHMNqzcUKa92K",
-	"Fp6204Jb77r7P+/2Mf9cjiueC8JsqacFotX7kxuonmTWtIj/vpNQYExZ8dEygDIxrJfG5/8W6SXtJ2wE",
-	"2JReF8abDwWV9doMgk4hAihCo0jD0okoCp0eoT2H0iqlP3uQK75MiriiceUMrMsF2HI+m3TMS0MFUmk2",
-	"q4yu0iE7BuHJwRullMhswkpuQtaq0VWNtBUmF7RbJ7vpU5RsZKWaCVZB6h4KZmlrhQWUnsAzjnw3XB5S",
-	"XbEGDOw+Ny3vVcOXERvGCJUbllbCLJTTUryjPSuk4zKV4Hkz6RaPNWbOx6cn7FKMMCOrWDg+RI07yVSm",
-	"tufHMztxzCkLvS4A61rwym20vhIAnONTv3QhQmwg0/pKioRlE5FdubPH0dAeh6t4yJ4fPK3hEQgIrWaH",
-	"CXt+8E3dLlhXciwVut48nhnhxPi6OfSLwya5lw/ql5cejAmAZhPWgUfuLDZeOIOxLUjxvhSqldlt8ua9",
-	"XL1QXrCEKwUAX0zwqpCYPeQuJepxH17/cnJ28v7d8OTdq9f/Mzx7/d+OvqwOcqdx67rMTFziOju35NZx",
-	"u73Dvf/vfw8G3//z96fJ0+//+Mc/hp3/+n/2NhulT5GpLxWhQPMPgE/24WnsNV2fEF1Jp2S3cRjPf0a6",
-	"KPR8p6B1CCl3Z9cJqFuVS9S+e5/a/WxhZi43CKo7e9fMsyy4dSSZMACHRoniW/Lkh1RjB+3UnDzopVph",
-	"13BdsdS3ED8C6Gh4B/juTEVDTThwX4xM9JO1vdJlxc5OTtF2LXVlvb6H/Ylk5XuJUX8jkQ+xHbubmhex",
-	"zoqDN1Kc0pA2bviX1EtefLvdJPsBn35Fu/xQLjd/ZmD2SlOfAFyx7vgkxXVX4Vzw3NyS8dDagF3u0kBs",
-	"7Os2JqJvv7fjPe2BhyZxR6yG7vtttDZf4jn7v+MP1Mm8I9rnVCUNscjAA4gS2Yk1TVANX8Xs45bAl1Iv",
-	"tlKW0gzS2t+f+jmkrAc+IDsRU3rxh9erLU3/0z//t7TdrmvczG1yIkLbxmcHg1yOpQ2cNouLTJsRRD+L",
-	"tTHEFSXh2cFWasCdEWqXlUkHuosi3pIioZal9d3ScyGvxb5U19KKdYgcK52pkEy9rh3owP+5h6Yoiuip",
-	"swCk7W/ZbBjwOFKWa2HIGT3Rc/AceW3EsJN3v5ycv84PAf+bnb889V7wBs5nL61s+au0k/OsJCQ8igI4",
-	"diGU6Tvl5edXpwmbcwmxw9Rpb3pma6hoX6L89KAfcrLCerFKbFnrcVNHUwihxpzollPBRlwWwQEfYY4g",
-	"y6IjucDTuKCJpEOWNkJXKeKmtTUY8h0cm5vQ2hYIrTdpncJqmCiMmKO/axWBqdRF0Y7Eis0bEZNplaGe",
-	"wDqIifwkr8Xe3WCPRiPgkBvAR1cuK9Q+6bm7QnivyLy79/6IW+Aq+ebSeIN2SVtfF1YpcA1eKxmBIB0b",
-	"J6q8FXnR1um6ITLWQzid8pkRy60/mmhN6I0k75oCVgbRxV6I4r1wHFtW+aDklV2A259920dEuBf/5zWy",
-	"OvDWNVhyDRbnODD6LdCY5UyJOZF4AhYgIvi3gEWBcy6aLbY/IoSp0LMW03uJEtvgm+6V+SEK041Y3wNx",
-	"uU1oURGT0+WOx31lPA5ArR6WxZUFX1zy7GqjZozMJOZA1BQk6tAUMvuxegJVwQpSL3pnr05Zav52SuOl",
-	"CUvt31JSDxHJI+8fOhb14fyUQSdvaVghuCFf9rLC21QVE+94d29Y5m6I8J63kOzqvkzv61IokdelBxhu",
-	"CEy1joYsKcCMO/3ZscbSaVGrSvS3B887FdwjiA+NZoYDRt+3B89WHq3Ev0RmIUMOQln+Kj0xLKVJDmWe",
-	"Ug5eNPWjuKtUL+Vlme6nPnc/7YdUvBhXtLG+KGhmCGuU9UAjbrgYIkG1T/G+//TD/C3FHVd4biFi1TSF",
-	"4i8sX8MBrcbs/04/OTsp/BU+Sw38fIQI5OLScsjb6fOvg/VW39Ae8ACsHWBPnz3tJ2zC1diwWRmukh8B",
-	"qiTA/sBNhlkY+C7BC2wwCfylv1vJ6EfZyjTwaaap39shzSxFNATu7V7wtt6v9OxYz1rURTyqhLmXdt1N",
-	"vwJReluFJe7CBKdGLMTuT/S28bzuIj/m32sILW4F66V0+zFS9VrlwglG4FHzycKxY+F+14+ap67zDnsC",
-	"PMNxtnETt8xNQupkJLqIF6PA63dB9vud2Lb+pC2v+p/3x6T8Hq3nTzvn8S3pzqtUcLfO47W0ugnlOVju",
-	"L/7P64RlhfYeg1ofTVglSK2AxEFdK8VmSUENC8fnh+xYIVkHfaXuCvI9IxXwQml7AY3R07X2+47kb5vk",
-	"EwZ8eKeQ7BSS7RQScgvcCX9bp45QOHof0ys2cDPO3h6/O3v56pRhHfaJGmk0FcCk1qrZFyFyBFD0iuy0",
-	"XpxN2Joh49hhIz+mTxnSNVwcjssN5HVBzOeIrRqurevc/91yc3WS/0FGJU3Lc1CpIDWDUslwHGlYejbL",
-	"MiGcesW0yjAdMTWz6bvZNA2lFdKxcKVnKhM5GdQErJ+eKHc3CmEFhadW/AiQO1onNUKCSC+qV8EhqKBl",
-	"CtEsxSjNZXkVIAe8nwH/duHTmBCrC76DzT7iLW04KOjFmaoEzybu4qZD9n5WMZ7n0l2Ow7os5QVVJlLD",
-	"V3BjzAr7BFPiu3q6En/FG/XflOVzhwZzNNAaaxmTApKO+/wglnG8Qx3SBw4w8R1tdtJnJ322kz7H5qoO",
-	"8Xc6eO849aqdRXeaxDXjHhiZey9fKJbj5MNir3k2ocLoOu0/OMB8K21wLduJxrI+lZdaKut+9g6y/iGk",
-	"zte/8LWGlzpfQHoxvR+97mzz2Afa4X5P+04+ul8yaWOJ9MQwPVes0BnikvYAiccxU5P4jiwVk7lJHDuu",
-	"hDHC9EOPBhSWHTA5rVx3o9YPWwqqfoc2j4f2yFX5bRnpzm6/Nbs9diuvBlnumsNggTTa3Nukk8cxJ8N6",
-	"HkPCzErHSA1G22vISdMPWeaygt7q2SIrBCG2JgyDEtB3XfO8PRn7bR3XerS4wNEc16FHNnZvR0O3CSDZ",
-	"2Nq7gAJuUMr+741o6x/7lRiJSqh1NRkv9UxZg2UJ8DjVDDbDuAArF0NImqQOAKOHK/F1hQlIRlGZBK3B",
-	"TDuhZ8W0hL6tfQSO4wBOownCG5Di/jXLxwJCWlZWYoqNEao2UOIfREx/H+pVbhCJb+NFdcrEZWCOz4KP",
-	"+4wWSXWfX4SSETmgNV8RVnlrlQV39ipUb7S2d316kKzvbLShr9E9cavoRDt4Vn2zdwzrNhlWva+rbOAh",
-	"+JfjBN1erl+dFC8r4T6LKd500/shtYAYW+Aocz0rcpZraoY4l0bQn1dVidAs1E3+ELE1Pf/DGpHQiLGG",
-	"2BWVo9mMW8gL961ZtWrr6BaVyaIXqE5oUYQEJw1T7k0mVKXrRpFD9qLQ2ZVU4/jIcDRy5dRL9m1hZ6oQ",
-	"xjh7EZPWjWjhrR/gxYgYv2im+s+7cU2tbNIaz9Qp3U9d0aFEiDaV4AbxQ+/PO9WYtZvP+pyNsp5+817t",
-	"vFVfVR7kyjW+fenQ0tLT/WHf89wNlmBDP21gVtUE533fkElXWDB42sw7QPb2wz5UpW1Yi8e3a4E8XlIA",
-	"1ec3imwfegkYvm1sEaA+b3UGvs7YN665cX0xtT/eS/ZehR7Ke8keOd33kr0QJ9pL9t5wWcAP53Iq8vcz",
-	"u5fsvSQx31aYvOX2udc6ERrwYaDwz4YjDCNnEKypIQkj5KGeMyEOZd6JjkgiU+QvFp3AhN8dfPKUdMUm",
-	"HHIh9Mx6nJj2/mZdM4Tmau7r7XbOiBdGhPldal0IrrafILdujh5ozR2fnHZOZVTp6S20JO04Pa8hbpiE",
-	"1Xc2BYK3A/iSiZ5V3SQoVSZ+dE9s2+X0P/76/KaNdF9yIwYSeixJK68FghLRHGWeUEtJ96HEA8Fg4o7T",
-	"tNyxCifcutZwJRZzXT0eOM5IDm2DTOAPbwdNsMbGbegJkdqCzZU+26RtqCzYBXILF3ZTefkETrmE0tmq",
-	"1UDHxcel2jxu6b4j7S+LtFHTiajiiblfcncXdaOzfZXeLcDhgT3CjChEBsSOt575jk3kN8hnoddXi188",
-	"ulVnMJcN3pudobEzNHaGxs7Q2BkaO0OjITe6WtmBCNspIe1KCAj4+9U4fqef1iOfYRq2VkuNIOu+27Wq",
-	"Ea7tOt1ik1pRx67rBnPwYkd4KCzi0TYyihffSRu0xF1E+vY6GDUu7D0S0z4Gd7uDz6isGcbrtqqA7MwR",
-	"6AWKvSDfH9uJ8QIKuxgBXlHjCqsL0AIgyuwEDM+ulJ4XIh9j8NaHoDE1PwopH2FoW9Zfpn4+HmlmpnLd",
-	"BoOF8/4yaPn2I7crq99Qge8jtH88MGshy+BPy2N2wde1egUc/20zw03x1gY7zIXlsvgMFUOqcmYTZ4mV",
-	"Myqb9VBWTvVA7rVJ73iFs/iatQ/agvU6CLYUcg/utJE700bqTb4jvYR6KmKfpw24xhGYqO8LhW0coLam",
-	"duixlT7T0ILKCGux7W5nH9OXOI2bhgzOHeu15K3bInSAz79t5IvdQ8s7XN0rnc2c3tVNXtHW7oTwF1g6",
-	"94OwnbRyB21RV+l4393UNaXbv1bSBtAwJErEmEQ74pJnVwZwzTBmIBJovAeVzAm1g5H4WALGSLTYSjh1",
-	"CEueoX2V1T7v1T0/K2uErvAGVhu3gWcdu3U8EtZw+4ZCvDBY6QZDwZ9VyOB9iNzOlUkfg7O7k5uBznXE",
-	"dJXUJ1/XSQVbdiSVNBNqzkEu0Dl39205lMWsJohT1ksjpeWYEDRTrIMcK2mg0dHlAuRQGoUm0v6Or+7q",
-	"oLfsN+843x2y8y4LqcnQy4KrNVAcgLEAzhrHqKmfTM0vsCIBSZFCvJzlcjTytgsUEWO3GQGdjaP1YrtA",
-	"DrycV/bIkSv0V6r7sa4y7tOCq6+Cb7uFbsu2oZ/btOSVeDiW7ebbmYdf8J3CuWOM2+IlUrY+9JhvMQqR",
-	"3dwXg6z4/FOtV2B+yyas02rFR7vGVv3A539WczUMJbN6mV7idTAPt4s75vEns1bhVD+HhKnZMn50WPF5",
-	"IOdkr5x1m6YQ8QJcrJYJddqqusiZVsFc9bYqoKeBOaqLgv75iVboYyD621do1tH7NoZpUB93RunOKN3p",
-	"Xg9tlN4h196ohG2wVF+i/bOBwUfFlNRxWitxU8Pz62PVW9iisLs7O3THC78eO/QBmGElBt7ps71RGtxE",
-	"HrHIJyywqTb2ECHDkrqrecIKboXKavC0H8/PTyn5YW2MtRJnfnZ/2khrtMYNbrkdp/kzGK1VfaC3FWLt",
-	"sFB/4YXM+XL8NGlaoi06DbjXfRiVxXDXaHTUoM6GT8GMygcNyxX/gapT/HUI9rZ0d/65dNN8VER/d774",
-	"enm47F0odWe17jS1x8W0X6I6c3d8e4NiVlY6E8ZsTDCNJkivtIUHQnIblpMhGpzIWz2IQfk6pSn8SfUu",
-	"Wt6Z5VZ0o33BMzu28ZBZpqtX/I4T02iUfcwP63YQ/bicTjZwihAQW1PrqVtiUGIC600A4dx9n3pmEo67",
-	"NEtZtUdRlS7Dbpi+Nzw2UCIkOic1oQFHG2L6BxjpsZD1XWlWtLJj2MmtCllCb/lCq7HTMNwu3m11S8tU",
-	"16tSeDGe+JqnnU6106m+UJ0KudCd8PPttKl9Yr9rstOgzz12muR1L954svfCrmH0Hb/e8esdv97x64fj",
-	"16isPiDD3siuO5g06/FQWk5/gcb8IzKHmTT3oXef7dj4jo3v2PiOjT9sb9YHZ+JrO02Dyr06PWTAvmmV",
-	"rliuhaHOcCiXpGUzZWVB4CHwy7ojxD0wd13uePuOt+94+463P2jf7ftk7ZUt97HD2RYozks90aKOQhNt",
-	"7BMfk5roIjeATimK3JGHULZYJEuYr7msRIY4A21gzh9seaor+xPObRuYV5pUjHMqPgHm1DGTawHBePhi",
-	"vpfsiY8lhOW3Bi6luXjY0sZa2+YTHmidkttCnJMRqmsWX3oULz7wdf0ccWt3LPUL5G4AYr3ERG4JWybp",
-	"0EaPzVUnn8LO0jAXPQKx7eZWUaIAByV0VAnBNGoIGH0nGO6pBgC73qU7QQKcQH4BOc4TkV314dfY3ywC",
-	"6rVzmQk2n8iCLnPe1Ys+Jok/lTIaL2yDFgo7xOZcWdyn+0uRiie5Xv+EOe60zp3W+aXyZaAxrgJvvjPs",
-	"vVrd3P8d/o99MOHHbpfCB0H6FPek5m47MO5LgeY+8GmriV2gy6AtbQI4zlq2uglrDz7RgbRHS7rjBpBf",
-	"AGf3O93N23+dLMjP4+Xm3ToVtufmQY7v2PqOrX/h+RnLjB3v9J2yd6gV2v/d/e8mrN2SH+/aq3xakXKe",
-	"MA1P86JYMO2sa+/b9fhvY3kt1DqHQpPxb+L5QaXLYfwOXk9yspvRdzds+O7bb7/5NurY8HSbjg3gV6j8",
-	"kfpN+jM6GHZSaSeVdlLpzy6Vgi6NBQ53anbYiiuT6VxUAyumZcHtZn93eIX1RqNpKcZ9Ft5NGDWBHsxl",
-	"7kSVAJ824ds1msE7etO4SK2aDfjbHd/nYeDzMNVt3N9hcuDXivqcUe/6Hpabubm4BxCdPH6is43VcnP7",
-	"x4EZvrpP67zGYXd2vX3WNRisL72NLt9dOmjR0+lM+5bBj9yv6Wdvf0OFqruZvlsV/MJkuhRR/xCkxOcH",
-	"33f5Vlevz97d6B5n/Fq8AQbiB9rg8fQLvl9vZ8t+bJzfIxf5Owm+rucGUEE72d2rHN7/3f/4jk/FH8gh",
-	"CmHFKq94Bb/v4BWeP6AxCPxglfbxC620v1bCuqn5AWL6bLEL49V8riNwJ+ZvwJfw1uRfDn/6UlqDINHc",
-	"MavoQLz4IMqCZ936ARizkTLgaDEAK1zqfMGmM2MZH1dCdMFUfBns4J879eTPpZ7clPy/KvWE6P5+9ZNN",
-	"PgEUpu7JQ4+0EzosG9YjnwCbiumlqEw/8KE698SwaqbY5SLy2JkkQA7KyifIXS7YRPDKXgpuA1CMrNi1",
-	"qEx7c3Q3w3ewhjvu07XOysbd/WrMZUX77S8jXYDbaY9l9o0oRvvhGnTHUM75lQ+gtDb/fmIwdQkQDJwo",
-	"tUyrDFGhIBkeXp4yqxHJGLowNO52wqQyVvDcCb05xzYPI0qqh8aepaikzmVWX9vVK3peyfFYVGeiGP0Y",
-	"VnXHtzUM9AFSw7subpg1s/xKqK/iCrtrgwaEvyRhE5Se38K17uKy+78riBL9EVoxdt/t/56JmVgu96DM",
-	"vdWUPqoSwToQaeLeiEfIZd3lPROZVjmVDdLTIkeaiN5gQmEac7NyxEDXW5mLaakRA/FKLNgUaJCzSthK",
-	"ipy6vrt/zipFfU4qY+NOjW1eqRv0rX0bVt+heeImP8outctr3aByRpt2fxrnV9wRe+c528pzdtfdaiuR",
-	"6SqXarzPZ1YP8J/74poXM27FwNhK8OmaTntRP6VC8FxUTwywMOrJhN9DFzp8yuc5N/xJ3LKU2/QQYZAm",
-	"XClRPDEsdVP6AF9IWW8+kdmEzaUyfccwAQ6XXxYiBzxl3/XJFBrqFlXCBM8m8LcnTquGBUmtkggO0SRB",
-	"fcbZPTHMCNgzJ56G7MQSKqHx4NyrTPU17dVxmOwZbtoWGSDLkbptXGa36Oz7RVZ2xgvU3HzoA4+pl4sR",
-	"nxWWXVzQT7+4py4uOl171+7ve581n+OakTan0zUmL8vb3RE8Oibz7qIe98BtHwT4FOQUsks97bHehzcv",
-	"2TfffPO9v9u/aSX6R+5mYlYGvzROH+nam+ZhhEyh3NG1G2zvfp2sy/TxOpBkl+iriXYXUG0XE573sIh5",
-	"k+JqPBPyIiNw+jax8V272Ajv3EB2VDM1cGput9B4G2xJkBS17CANF10gIzFnBrXoQ4+sFEakZ7wEIJmB",
-	"hNIQG1BjMwFU4ZjZJswgatPM6im3MvN8H+rp6HMG31Ya6pKdnDJXsLvSouBw3wUpE9D84AAgMxzbFXLl",
-	"Ew69XJlzZQ3r8ZEVVYTpTvXp/SFIQnQoXwoicSfvKMWKs6lUM4xEKT0/ROOKXDaUmBVtkxN/psFVYFJo",
-	"fjsm0JLHOFM1qb53B7lJkMnaUQ0H+qdlXKfcmG4b/9cJt/Um5DLfca0Ov+tMQZ5SzLRgz5ougbtkWNnM",
-	"DqaiGov9S55dFbq7NTycqrPMTZvqiirrqVBAbY4nfCAEIcvNlYlAz5HkoGDYPGGZnikbeW/BlHcUbCNi",
-	"0kUujB2yc/hU5XfNMg6PQbFzzTwTeh6dAK0YvS9n9q1b9Ata86PTUO+SjP3i3W6+hO3v0jvoSuzIt518",
-	"jxuX4olh2czuAzH5nbs9Il7xWreRcFYIrmblugKAqb4Whp3NskyIXGAt7Rsune6AhIq+NPwDwrlMdQUl",
-	"uoqljrCq8wlXP+pZZVLGx5r1GgUDK3mX/UbEBZuWQJ8Ew2aqEMaw9EqI8j384Y37fXrkSHvqTLFvDw5Y",
-	"KSqW8aJokjXrVaIUHOuK3Qz7Q3YMS2BzyMdo2NUZV0qjHmGuBOBTLjDSIw0rpAE4b8XSEexE2uIwxJ2N",
-	"ScfcUQqbH4OGXJs/L7MJHZt1yo473Pv1261Mdq1OMOeGZrlTCbr8XW4j2awk2qs5iqUrd79KAY7apRK8",
-	"bM4uYUrM1wjen6SxyxR0szL7U8xe2eq5M/kbPtuW1wU0o9VqStft52ttnm28J2eIlbJ+3lSH5I29HvqH",
-	"oF4kq7QxA2J7V2LRnYDGpbr5StbNCQ3tenoRV1nvtnp8alFX2P29ckbNGBVTt+4dG1sTsb8z5rU+yf2/",
-	"tKTeHi+p82ReOwKMrw3x7l3uySgBZ3pZEoA1ejf7hE3ilmpEZtn/puCecKZ+mrBUqBx+7LtHNHz47elz",
-	"1htVfDwVyoq83+roR28MQDfZiZgmocuBT8CRaoxpL6Qxkd+HDOsrsRg59gHZBRW7FCOno0VTYyGkGuwu",
-	"PyXW89oVJ7cSLTLT16Iy9ZqO2JiXJsws2kJeCWauZFmKPGFGR/N8YljuGzeEkPA1RHwB6sUMWdpgpSni",
-	"C444tb2CmUDdqeJVpeeGwrmFRxm0E7FghYSSVSOuRcWLxtYSxDhogrRpZJUesVIXRQ18WCvBuvI6cM8I",
-	"wX54fc5WhSJYrO6aiqIPsRPF9KXl4IoqpLoasl/B6ZbRUn6uitTvTKanUC/BC6PZ6fuzcwHWbiWQd1t3",
-	"zxUv0CpGOEZZFE6puxTsWlRyJEXurFy3AqnGoOwidk7b8UCQ3bDnB8+P4EqiRoybiGGc3F207MrERRxk",
-	"RJMfroc70u8Knsfs8o414U3QibAPzfjVw2jBsBddmZLcXCX+Ku6ypW87PNyUNQ+jJ+8T0F2XurzsRnpi",
-	"SHkqvUOM9eiCJN59ltRsKiEmhc6yUI5MVrFPFAN658GOX+v+ihTOnQesI+nE/XWn5XVQn9udpYBSww12",
-	"J3rfVqT4u/vfSb62wsl7wyD4lJMHjPWeH3xPgHGYs+ad2rryRNmn/LYUv1z7rlLwgkdOLma1ThjGuDBv",
-	"wz3g1AV0PxEeh7G6ZHNdXbUmVmBJyJLAvZnhHL98kp9yO2kxMY+ddoL+mVj1hHU4fc4uVz/51IgRLwxl",
-	"acMWUihjrIVJgv5GTjfUvcBTKXI2KzsN1OW9bRiKNPLeIQwduMel1u7D98g+NtZHcXO1S1n7ApETQh3W",
-	"XWkWxJX+SNqVBe/MdnwGANgqPa6EMUmwCOVvImE8g8Qlb3QlTLhtAN6SofXrg2mrlhfE1qGey1Puk2UK",
-	"f37wHAN2c2lEf6MycTd86bx9dn8eHWSdzbAzFW6tyInnd0jOn6Cb7OfCclmstReACQTbVs+qzBvy0rJ/",
-	"gaerB9JV5nWPa1NyyBsUPJv0EwLFxQBcye3EeFdFkx8k7pMbecJGHvAKF/UYOcHjo3zarDX0j1FKa+jw",
-	"zY4f3CU/qOUtbfcDMwg9V76NbieLCJ7Xy4UVJvY9s7enz/sM+uqOKj1d1eDtpNKz8QRNE+AScSWadyQm",
-	"jIORxK3l2cR9mmL6P56fn7IP4H7rPTv47og9f/odK7nxDXPIVZFplUvMEWDkJzRD5sysNJvZC1j5Ba7i",
-	"YlYrZCnZCsGsaGYtoFEV2Vtzbrza3WJD0U7GxIe2xa1wqs384lrmQu9Py+dNRhGS+i6l4sC7lllRK2eY",
-	"T3ThT94tdgKZTzD0Sxxz8EqaUhuJLy3fm7Q+y7QOEYSb5PjnsMEwV2b1R7L37OC7O10k3RVwTVvy83Ys",
-	"Fi5hO3l49zAVnnkZGdbq9OjNa/0G+VoX9QUkQO9eN7IucFu5/U8Mu+aFzLnV1c44fPrd5hfgfN9pe8at",
-	"NCOJ9toXalgSJ2rIHu1Z0W0Zl15w3FDggHR4aGkjVSGV+PJkzJIiDAV0fwLpsuP0O06/4/SfwOlPC764",
-	"Uy5fFnzRweFzaa4G0BgngL+tZevSiqmB1ATW/rF9+FjILViGOyNggLrgptLaJh4oSlc58NHwup2IaSsD",
-	"/eA/8Eqaq5duyAZi5F0hQ3eP2hUYhN2AXfsq8CvcxsSLvhe7GO7dZaXnRlT7CKquKynMpoo6zvzDCzZT",
-	"7urxddeU9Rp4F5gAM8RnhtOrXFbUA4VXQpGLTHyUxt1vi8YSK4S1oLzkciyt+7+7/jC4yXSF+Sk5N5ME",
-	"hAdkJrnxqTAs15b0GLfFjY6uGVdsXkkrfMaQ+4fjNn3AxoCJuC/VS45xNuD7PqcfgmVD5niyVCJnhbwi",
-	"aGj8xmG9MRcltxOnMBmZiwvYJSinvDS6mFmEfjMJGw4xXW4xxZhmITjGSmehjtq929lzyw/3QWv7yi/g",
-	"jtKJcLDGSH4Wa/OLmuWSsBVetQh7DsX+dnLPPbNWF/QTHmRnVDLckSnPBevpio2cOA8pJVCbJS1cuksB",
-	"984KtdNcvkDtw6dGqdyroKKVMTZ54T1lTjU4u1B2PVdHQLjb5Oo4dP8QISyxAwWH8mTC5cIv/GPvH3s+",
-	"jxV+I60RxaifsEgaYblDEoqWnh4cHDBaU8ImcE1BSDj2OLKONwLnbvBSSD527DQcdpya2VvDl/s+/TeS",
-	"GU4CmCtBrbrrympdXAtTc2tspOiGcLsL04D8W8fFzTIPr+G/53wxZGfhI5XwJVTcMDPLJqvc/gVsd4Pb",
-	"3x+T94N/CpP/opj6E+Ov3Y5hf6kNWx8nh3bjruHP8S2Uwqf9K6ML8cQw+gib8gWb8+LqEKEi1rJu+G9Z",
-	"Sbc1/RACDVUC8GfIgM2cLjueVcAkQUulZ6K602hLG81lfWDVciuSyHFZ80yDKnJ7QQDsENaxD9k7REVi",
-	"xJndNwzyTeOVKdwHqDboTM6FZtx+BGRc1QfY/HthOdGI65BHYVk7HvMF8pjXylYLVmqprAnCPdBeTSdE",
-	"s/fJa8Dy7eYxP3ITsG4qXRQib3IQX7bigwyOsgGmMkGwCIKZgWS2fvBkrHAegpIRTEIvUussperK6QSc",
-	"rPCy0pciwR6opgTY5DGXigISc25F5V4x2BygEo4+ITOPm82MhOVamD6C6nhfGXBLacXUHVj3F5a8fVBU",
-	"4PbmkJ1yY7B4gGA4OMPMI8CPO8NCLqcuW2YF1ZHWsDy8KqSo2IjLYkZl9sA+sWZsqbDePeXPYlC5mbuv",
-	"tZj/bq4Nr5u5X//eugpPgUQC4NI17OdXgkfjFBDv6rtP8vdyG3BwHJ2vd1erXHyM6zopKQ7NF6wODJhS",
-	"T2LNYUnRSMMvhv4ZJ/1Szxy9E47UDLh8/UOqDwCMI1RSyDw0rORosTneAjtp5hwLJWFj1Bg1jQHUOOqK",
-	"vZkVRZ8pMacVjDX5+SIQ6EsBE0ZjEOobF6yE4ILKmQ/1sssFfOKE/HpcLQhrx/12yN5jnRBeaTBZj9gr",
-	"ylLHoZ0l56gZrbkNyskb2i2A7NhUPnRMpjGW27uZ4Yi9p4NvDw4S5gsJnh4cdNYDFHIqV2AVsaWn+8b6",
-	"Bp//vBf1Kd6TdfoTLl6rpkKL9vhEz3GH8BbwSuwUrS+y8WKTMfEA5B5zomu84fcUSVlhsftlJeClTq3r",
-	"2FAwYqnEa422tcbrtjwBtNDyavFhpvqIE+inRrC5ua6tOMcHiFUlHgjQQyRGJUoNmjpkv7rvvNXXImHv",
-	"1Skx6x4vHBMmIusnzN9P+PCLQmdOmelg8qTzWER0F1PWQ56fYCl+oec4j1lR1OogKVRoGZeL/pC9hdqz",
-	"TjTdUzyaFX77ob42d+s/Wx7wBg40bM9Z40LVRWDmoZxpq6vpQipyGiBo26UXnTv++wXmXiD53CW7/QSd",
-	"dr+aqfUm7hpeewPG2mehiHOZa25gmAlDGA5du/shLoC+yGVeSK48aRxTA4gKAd4v+CwgWrjhE2YWKqOM",
-	"LPC4yd8og8JxzUrgHAFBhRoRqRxBQABmgyDDauecnzGAj3BcDEC0VLMS4hAWtF9wc7jJSYSlw287Jq3t",
-	"xJfFKCGdEEB+7DVhMN1JcNcmcOXMIxIcMKM+qMzeFiHfIu3PERXcoEqegL4OW9vQ2TGEkusoo2wYkDOl",
-	"JQRdadiEV1NAy+sFKdZvhazdCYydwNgJjJsLDEf+NStE2o9ZYcz27lOGjGe8ytcges7Udml7OTN8YZa8",
-	"WlHKh6mdJTAkK4Q1kV8CMpY8j2t6UQ7ZKTo9aoX5WhczhDx6MyuKhKCuPN42+EV6b6WZcgsVitKwt+gd",
-	"AZQFwXOAluvRMYD7g3JRnFyRZnLElF6KB0nDYBYLYfsJO0a08VC8vBwKn00FdH7DiH7dj8h/aqw1AZgn",
-	"hNzAWeG0edoeJwzMRM/NkP2srpSeqxqSJTiNnAkT+0dbUh7dxx7IEQpj7xyhWzhCayMUDv8JAM3njtvd",
-	"IyegiIRc0znxNWLwt8VHlhyfdQabuapjHQh4cukYP7MaAyEY/2C9oZs9BBr84/2IbWAemc/3reOzknId",
-	"yTyeVzokMmq3x/gkYZhpJYZhMmcAiARMax4114EXPHIet7gApees9wvhpEFUYz5ZOMo7ZJ7LOJ2u5j6J",
-	"RwnGxUmD8z+hsU8gSqu0Ev3Ec6Yk8KUh/PSpseIjxtcEUKhxQTiRwLjnk8UGj6wj6ZP6jtwXF/F7tmMk",
-	"LYzE38kGnUnREnutKMp/T75AiGIOQJn5VHv0Zr4/N9QARvXRV76alxFpJtysZL4koAO4f5HXjF3OLOMY",
-	"kSUr0JK1GBpvHtadqqWpc+4g17oQXCWYQW0SBKKsp7SUgk09Bgl7QSVk4xbCLIxT/nueZBNmF6WzeQGf",
-	"pQ4T9zt47nr+iqwuYXLkTNohy2YVJKEDT0B2XU/0SVs4u821qC/vORkvMFZlSpHZG5qGS0k8VuORP5Rp",
-	"SPu3sf1JLBmPMAkXU/ADRwflUCpYTiGmO8Pxi/Q0Ou7DHZPIMcv64fL1Qp7e52mHh0sEF6l5+KBBZ10P",
-	"M5eXeTfC4wYbEALyEO7sIcglAc3WqTIxm0xiplpzwm301bvUy+o+Ed7au6Fmdk9ZfNFoO4WsFfXlgRQu",
-	"vGSdtAmB1tvLb/PtwmNaWk12I7rE3k21/rKsuRAiekS6Qd2I092iVJpCz8/cmy8WVpg0YXGWzawo8NdO",
-	"B4Y+p43cmiF4jNhUcAWWkPdAISo2WJJoPx6xn2gUAuMMqXYpvR3JYKzZNzFgLvqRGtjwmHcXTXbKPx6P",
-	"Rcp6Kf5EzazTPthp0tJ3274Fw1TYN4cw5BlnZi5ECVrqTPnzpj52PfzXv2dujZU3EPhYoCFtJtr9vj9k",
-	"7zBiAW+HhVEUpOEqS/xv0dbV6gKndzEtnzOJVewLQV3YEf5+pVh5yM4nUIjC87pHLDUpxAmng0FYNeqv",
-	"sMgBBGSueZEmDC+IjWAxUY326UdS1SihEE1Zn2S4youDewbb2Q7ZmRBBXAxIEE15NnF3oTOLMkJ434Kh",
-	"nyFB3xdHh+F2LH0tS6eDNv5k7om1+/K6Deb0SyztjW1M0EzWee9rM31t/BeMaz+NPkbTvPtNEgQFZZcV",
-	"edPB5NObLyV26T/ENGez0fdHmcSOPzeUstARAn+LQmespIkiuAq0QdLbqtlyKXPtlcMYbSUgdOuNKA4P",
-	"YWg0AhTAaHVYGMwPh6C652OfgtmslYbQa1dBxi+0qQ9jLr+QG9v1b7aV6+pPlcMx7+zmnd388HbzL3VR",
-	"cktswt1TFnKoPVHfky0N2kmnqh43gcJ3ogSblSTr4UpbntBghxlRiMw2OtzUrQtDzyEqP0YIrEttJ6yt",
-	"rfARRWipGFiovD9kP/IqH+QrSd6kPUGGDerO7m+gYfyNdLJ0yN7USeHAhXmeV8JQpxhn+R/ie9TEB9Wv",
-	"kaiEysSm5PH2pPG76P624dkwpbcNrNibvPlO5+KGr7zEllM3fOu4LG/0/Jlv0X+Tl974m9DVg271plKb",
-	"Jd9O7+fzl8wRdlciP9LMK4T06Whvvbdt9zmcTSVKXVnfw0gGa3mi9RXrNQyfzvoCBHz9UeurLqTg757f",
-	"bFY+MQxmNOcL1nPzSdxsuawSZjKuOqcDL5/BnLrm882zT+k2GF0PYks3uh+vkXnt3UNJBd3GbZrxUarY",
-	"rk1LZzO+pqS6F+MIRtqvu6+0m0UnVSWgbf9lIQ5D9C7IxCcENIleZlk1m73V/jD8I3jEqJ34lRClr550",
-	"xEQWMgQWvefB6umlsVoJsFqgNwt2ZIHmLJCcGfdmwbpMVgljEdPJGx+kueJUncgcQy7Dse98IotiKY2J",
-	"DA9yfeAEFwLMPHuBoDxHS6112r0hheDXAAdvvIQ32CRvDmhRsCMx5GW/q8HMinS+CxsnHgrG2WDekF71",
-	"dPD04MDpglaqzDKZmwRPtqx0hkoJZTPruXoI+8at5QW32WR9nmgFfw2ZogCQR9uMIHk7HtbOwyJN9s5Y",
-	"me/IsoaZEeV3c7MXFTh/jR7ZJcX7kmdXgSOg+oTsAuh0EmvqNYnTeOi8weJqUNhrPCD3uQvgNqvZ4Pjy",
-	"vdD1ChXsqHpH1Vu4blGQrpLLfVr6+04R/9Q0qDkvWoEk0D3Z442cqD5BbmVaZVSvHoc9kLahDhIN6koc",
-	"1rGlUDUMLpGgc+CbBXRzjctRepEFAaZGwhxbmUElDqQ7NznJEEoXMt8yuU58pIExwROXdSmgo23or4yh",
-	"obrdsq7YmR7ZZnm50qzQaiyqsAb6jB+n55/HTnH0r773RESuQcRRK4XycU+WVdxMYBb1MOTIdpuCJhdM",
-	"BXwyb1YTy5Mlq60u2DQI4DPmGPRfDpGRT8VNiReg9qW8LMnX4xtJp9TPOGT9uQsgQ3P0JuM+y7i6Z66N",
-	"Q27vaUYBhrhwGnboofgzznyjUxkOke4w4KwCevfOc/wFeo7dibd7jZHMa7Z4v1KkFmJrhInMBRlqh9TL",
-	"3NlvzfJAtGXj3qA8n0oLYS/3IAANX85im9OxzCXr9BJVUShRbyifvoaxIXUNNj4wyOEhGSpWSbUSN9Y/",
-	"axGwU0F3KugjVUHPaiJ4SMPSWG7dJcy6405vQvlzrTCCwnEYRZD0yClDGF4AfGf3i6Lo1z3GE2qTD+V8",
-	"oygjCv/Ar0XFqZ8+6FHGRt1FfYBZzaaXmKSE3v7FMl8wS8Gn4GhDbQn6aos86nzu2JmHx62rI4xd3yXA",
-	"Ryto6zbAEL3HknJp/A49MXWRcZsTPgtxmsfSPLBr5R1cju75jvg7iB9+kkY8nHv8dwyhbtnrD+X3Ujc+",
-	"1ktbmr4dspUeb95HTKgMFNaFWG6/HQAVzUw9V5DtuF0DJ6dnBIADX2m7ZS+nIQMarS1J5Gr+c4eMo9bi",
-	"LMzJcnA7+OOh7dOSihI3fepuD9ggrxsHqBtvP2zzptaLcnudAt3nH3WfQC9CEI/hljpJ0ao/s48UHM2u",
-	"i9Sui9SN+wU2hNS9NQtcklObWwQSmXQ0CIQ2MmTGMnfdhLJOF/LZG4Idn56wrBKQ88ULpqsYUJwZAUvY",
-	"KK+Cpryt1IqkkzRsopVGWPFnB9+h4uukFaZLNVjIIa30L/uOMaS0QGQhINywfCrvYx/dSrD0ZISvpgn8",
-	"/E4rMXjrjDzyGp6MBm91DpXDgzPHGVKCOvrH7ODgmwzYJ/womCgE6ABGiCtAOpK2Q4i6Lb8tAcrewCJ/",
-	"/vATs5pNgEHq+lh9QT+PzjFhM0NdxSeyygclr+yi9nsUUl25SYHXY7PS/2nNFR+ZgF4STMdZJkq6VKal",
-	"RKiYOzsrhduW7sTuTuzuxO6dN2+8I5G7pnNjWXC1uWcjlEtwx+AdC1WsNxfiCvwwB389PDgYPHX/deLg",
-	"5/OXfQjRgMMH6zXAmVvpdR0YTwuu7q/zohuti834rdhR4EN5SY6jUAtcNltfjLt3k7gRu52iHxozA0Qv",
-	"Z5QeYVfGkSyc3He/5SzjRgykMkI5W/daMDO7RNGxLlv9FIbf4Fg8jZypbh6RadzmVoT/PS6PolvmOshy",
-	"2N0dCT6CFN5w12+b+pIuDHDmZEuxYO7GuI9CKbNiJ8fvjpmVUwH1J4dxZbBHiYBImi/zRl+6iWG1HTOB",
-	"bH0ngGuFz32UegdzC19PAOvPUBF1oS3rzfn/z96bN7eNY32jXwXlem/FvkUvWbpn2q6nbrmTdCfvpCe+",
-	"djJ9653pJ4RISMKYAvgQoBVNqr/7LZxzAIISKcmJ5SXWH10d21xALL+z/05R7GeFzi7hehPqDse6rgxU",
-	"OjKeVdoYlvNZIUdju2/4lZs+1P4MJNj6WEkh8G/AT1tAi1ZdmtB6gbSAWgEJq9ET4YSoKEzofKIrZ3ot",
-	"bXQKYm4zwc8LfhW9ZEXskyDKCAgp3wnF6jKJ71QUN8Qt3NwV3PjeoXOQc0vpFIBuh1/c/97mfyIg+ayK",
-	"9m55FdE6uMtPYgKGhnqQcihsK/kKkviU+GxZyY1ZnhRPB3epDuAPVhD6JbfjRubj1yyctGuUGv1xp4fS",
-	"+4m2B/NO27BjosLmDqZPVUiW1L7SJl9iOT7ys7I9I3ebVB4FS27+hARlue40R4GpwsSWoFezTubED4Mt",
-	"KChDj2OcYIlA+ljm/P4JpK0qu0WC+4sE1E7kPuixh2TlLmmjXFeqQQ6mFYP8vWFHZm0sbF/Tc+8aDhZK",
-	"4X+PaLu9qa9Vn1NMhM/oHwG9cqB1IeDQbeX84z3duO/dGcmlwaa19+OcX/GiXha7OUMVIeU2ZbvdXC5K",
-	"T5HAiw+MUHbP14mTuAtet5iF1HfymHeVRY3QC53xAu92N1LMyN0z5Yb9u85HEM1dBJzX9E33SPtIut4I",
-	"n2Y1fkr35PYybnDbz0ey7x68c1d2Bs2++8weJBLhii0e3RUeeXHHcReOgaF1w2ZIJx5RhtR1GKzc+Pxt",
-	"CRvMFmnlsJBxBa/ThX/zltrpFqmdOooc/Fqi3EDq3H5GJvhjC/zWKkGg1Sa2qFUjach7kQ1pOT1UB/PR",
-	"6jHRTbdUgUGfvw49kZ+EbR3GWuFN08DILaCl25drdEBGAHxi5ih5NI3bKVG7PCoswuuJVhl/wJZHrfux",
-	"9eVgxtJJjFJpwtKrsTbW/aOjmnzvgGG2IFeZACI/jL9i7lxDxzc3owlLw/ZNm55ncZP7aiJyuIyS+1KK",
-	"14JzKmagHWlgI0hY+guXBVwIubEFNxbWOF1oiBZ3sPdTooQIPdIKeUVx5PluAxYTfYOH7FLMhg4V8RuQ",
-	"5basBwUwJWC2LvHDQhW/u8//GaPTSonMmoTVysoC4kOlGxhwogHRkx+fJTaGuUBwJSxY6xDZ9j1ZcJI7",
-	"zHX31DDxm4oAt16yxG2GJfF+396Fx6wBz/7c0rmdu1VrH2KhPuQcNmvpD9Ut2eURn/vSegXkC8fsk4or",
-	"rIQyfcpxNd/Zv0UJYrm5NAlysEloE+huY3JSYp4+evuX57eDQvUbDPtWjmLzur4qUqjQJf588yhI5V/B",
-	"JAzEvBxtzcQt6Se67FdPLiBLKVzdkp7EHIRCCthykBoA25nKiOoGSFE8N1DcyKPNCZTuIWM9Nn7Q2Df7",
-	"dF5SojBvScumruRFXFeitP3EoU9r2iU0dbl5mRm9Yw2RCXkkzew8DNGZsAtUb/oVvq10fZDSNd6MtyRc",
-	"bdZAU7+D6YyPBDT2sVLVujatHjtKTLH/DjBxnbJBbRyYGpbxohAV2z09e8usvhQQ/5or+/O9fmx2MAef",
-	"6R4zQswZPk2jTa0nYEdAbeAuZ6YugdN84kDSVtxq39DGXfoEkkMV41U2lleCWZldCksvh7ex3fSUtjXH",
-	"cvufBa9Elfp6RXBrwEg/0VM+wUf5cRKnDL0ObLgD1npkXAAFaewOPGae4R2LlmrV9PIt+cihEkuNcG9M",
-	"GTS+9VOCr4G0eBphs3dkfsJSZ2F9tBmZmlbDv6lHR3z1E/LlJCwrtBH5vhMtJywtnemUyZIr+zanp+TC",
-	"7WFCLPfbSyHK+SUCwRFkRbd+BG5Gm503e29trg/68mi79HmetJ7MUX2EIEBdy3wdUvJTVka1AHOTvtD0",
-	"Vea9LjlYwt4igaOjdanI44TIDfgCoyXp9QM2ixacgNyCX4Qo9iRGtPqGRBvz+tGZdUYSTtOKQcB5uIEh",
-	"zC/K/OaXhkUHqW80rbP2bTt2jQHhKQ4QvAuulIz6tfWMcO7kX3eMm4gXLOpKbXhPIIn/4/k702LaznhV",
-	"zRhnWMvaCx7zON93dn94+uyW44jRGV3HWR0D5dZdHRmHIqsraWcgbAYg7J243jn+5x9ud1U2O8X1/wC7",
-	"CX7/x4KXeyKEbWwjkmRBYbNZo6o1pfM7xzteSdrX1X5ls33aavu4c3cW1LuffupR7xYVp0UFz+lKK3S7",
-	"RqcCPYQXBRTWNKwN1FGrre4lTJdYY13M3FbTCp0LtTlg72toMUPcRdDFSmc1+kzMWE/hdfhYB0KgL/Wq",
-	"CfAFtxKE7AJT1DXXlba1uZa41XpygXdtHja0nqyFGO6Dt2CxJLblDwkUnQQIoF3aefrXOsneQusr3cM6",
-	"HgNBp+adzuxo2FY6zu4uoITWkwM6xXsH7HcwfWQuJqW2QmWzv4lZmkCCg61mXrWFFnyed9LHSDxWkC1T",
-	"GQsHPyCEt18uhVNEaiNyytfBbrZsoPNZm5okGsanjMz49ITZqXb2oo/HuJFJYdiEXwp4I3wSBJ9IMW+F",
-	"4iho5i6EqByE7qDCLxtrIxTjE61G5D9ZaNFrekv/8BxtyIPVeseKXGn4/Nv1WdG3LxkQ223vCmLPgaXL",
-	"WXu/7W39VHdeERgDyY1gV5fycfgFbfE/l9T98xzSqzyu9KsgJwFImr89QbdA7JhuayDdEZpwlJe6HrB7",
-	"51A2XZxxo3/8+PbVXk8+ZPA99OdDrrKa/rjbg/zdnc07rl+63YN2yLPMmRdoT5gl7bqMqUGjMFKNCrFf",
-	"G8HwXu8kdQjukLw2eAC4wuDTwlFt/Ly+/S7DHF54jES1X2HUYheaVUpr2JgbCF5ditLuJciMbpj4zDPr",
-	"jAol2L+1VGzXHb22PuB+T0yk7jJ6T3ynJ0HfS5j4XMrKfSj4qFL68a36Dbq1m5TtPt1/+uLFUcJyMeR1",
-	"YdnTI2zvAS2PIdHFqVhRrIwFQDlgp8yZXqAOUmIKy3jJB7KQVhJJcl5RVsopeVrnMesnlrrffMK/pks0",
-	"kFNYoQ/eWLy38LVBBSmegqWhPk0cFLA7cHsl1Dx7euvqU2vh+hiSyHvVHJetnnRX4A3wuAQd13L28FLu",
-	"ex/ijQM9gMWSLvXuz2tqVrGhCBC0d9yk2uGO9/0rQlcLb3JRVjA25wHSxzzBmxvXtnmC8gHoMxFbrWnP",
-	"Z9xWCM4q42oGTXjch2BctAs8pWW18k1gQOwQdQ0vjMY7TFtyKQ126JgbNhBCMalA0j09YhMUCWAvYl8c",
-	"z5STw8DdLSU3wa6lJ3muzqVaJyzHVu/sQb5oZbeQ9wBTGGB3376uGxzg+6UuZAbKRmc5/4Wwreh5VMwD",
-	"NxLTbnSFnipRoU8jwksMJxFoSrtHSeEdKQgTPjshCEPf08gN4cXRC8aN940QMM98gMoIccBOi0JPW4EF",
-	"lmuB2VjI/djFTnUhWlH1M5yOR6Ugdnx/X7kvrvm986CF3g5+gFskvCOiTHcG3dkewge3krNuG9oOm+yr",
-	"QzKAl5DJ+j7WglW1Um0Y2fVFEQlr2DZ1hVmFUo32QPFJoxxUVRdFU/1RCcwKVaLPqfYSxxdnez5CRWdh",
-	"FvrO/PwKJUwOnczYeuBu0gMXi/35Gb+rg1zVS6p630nTo62Y+Sj80GcARkrLATttZcOgbebUBw6VZiJn",
-	"M2FXZ+ad16v5cu/oAG8ir2ibufNdQ0GI3i+cqbvCgBX1qiCsWzDQlYaNZakdYt/ZHbucGZFpKPrHAq4m",
-	"ju996Zaby70D9hq826dQwxG7fdBhSr5v35bF4NB8Pal7p0nQXe7rRMAxw6tKXgmTMF7nUsOToHMFkaDI",
-	"CvKmhco0fkrTbaRww5jIzyesFJXUuQl/I7eT5TM24qU5YF7nSb12A4nbcXlsYE2JM5+B2kFXciTBiY/6",
-	"N/h8UPkm1S82FXuaqkDxi1MYRZ6ezJcFx/mHVF/8w9Fz8rc11TlQeLvXV3AaoccjdR2tVKWaUp6tzfRA",
-	"y0tXIN1dwfSX8Ft3ybAuin3xudTVstgqYTdn7nKGl4fzCL1x/pkCiP4mi0IiRps0YalQeetXe9gH1td9",
-	"RbacHg6N0+1COT1i2QlBPWXDC5UjrErsfewbwO71aI6veTZuUDySAwiiCG1EYYUfgq3/DQiH385eeJJ4",
-	"B+z9qA9D5UWAfsN2lXZ4nzClsXYX/7CXsKy2TKt4rDHAIhcnzbA0LD0TClA/Yek5isI0YjbY5dg+KNN1",
-	"EdgKJjwXJ5j+Bg699DTqj3XaKhqVRRHM5WXyAPpyY1YdzBKFC9w6RNWUcCOO/ZPSn+C7lgV/f6mL4jVc",
-	"fn/18pXjiIsuu0bRnLbrkIpNpAo1NbfpcWyWZFXOntsHt+5yjHZMH+EYHh2nBm5l5wOUnbi6AWhAXKyU",
-	"mbcXpL6mSD38gv/AW201WxLfrkHCBmjHG58Yhsq0J3UA8pjQXDK2AIIUshXPLg3bxXL6SW0sIb34LI3d",
-	"6/ayQHCH0oGQTKAlDgKq20/L2hWfu2/cIvvXI/sa48Kl6BmU32732frZgvj3DuIAA85cQOgSHgnugcGz",
-	"DmtJ6/QfE4tXUJObNlEtz4gRvKDGUgDAT1rUJnYslDd7DiKV2zN8dbhlWplA3Swk99+Rcq816K2DZ4tv",
-	"X89wco/8O4ay5NfJjh/ryu4X8krk8yQiu2khh8LKibggdw17frT/41GcSv7saMHVEpXoIw0JzyDBMqW6",
-	"tCsppgn00wbfiW/qznb9Q90F8Cd3zUnHlTzP4aI9TIiU7lsqIGikrgRh+hymAATjGNhuJyFLssDT4t7Z",
-	"8Ws/gnQv1AIiapJLSFRJb8bU3olDcHKVjyquLJsCEZVlhdPPyTlVm9CbmpahEtlYZETuSd+K8QcsBFTH",
-	"YBJd6UuRN3Q0HCY/r/hUxfMhFM2RTxu3mIfNTuN8VnqMgib0xnJ3E6WRLmkdOF9X/tiys+jrMRN+ibvk",
-	"FM8DbCF/wgD2N5qf31qax5ugf8f59gtMTU2q5M0FbVfxJlBS+7z4GAte2YHgS4K2r4AsxTADee4s3EFh",
-	"TJkBYcIuxlOfHlF41gDrbSGUnUEr0xhpjHS/h2l43lwPjVKZri1GEmOiGfen/JOu7V6yJIff/QVBzCFe",
-	"h2PCZm/C5z6+mCNC0LkwddEJBq8gCe5Wj/49P8gxp0plsw/gUFxgTjkX6KgYUw9PIiSShnGnYq3lr6xs",
-	"dl1/5f+3f3GV7Z9/eLmP41rzwP9bS7XEAamVqSdEodKunKQIGfEd5L620f1XG1Ede7UCtCGpLFaqTbls",
-	"qB12U3dT4OWvTcp+x7/vNXTccOWYY/StaboMYwhJ44NZyY2BEpU4P3RBnYnFmucWBR4F8HHSSgWUMMzy",
-	"S+ggnc7NbgqK3ECiJiVDgXabg4po8oAWsJ44zYwUruBFfUpFkfiHT/7CFPj8sIwzZ9BS2peFo5SglBjv",
-	"nI2y9xeeKdUVLySmbcTFRWtUZP5vLdUDKOe5eUUu+vAVIa+wonl01m89BAbj7QXyD3MnoSUb7znC3/d0",
-	"+kgktKWAWxJf/0IEMV9RXAnsWXGx+/ryQGkl1hUCheBXS8osX3uDMd5FC0pZIYa2r6YyaRVUQhadL6Nc",
-	"R1N758b3eAsLt5raZjQ12FZhi9wzxSwuLV4/jZ5Tdmt0M9FOWOJOJw0MI74OlPwfW4fbPXKsjecU8ClY",
-	"e6tKgCnB/iwe/KNM54xmoC8bfk4um63b/36ixFxWfdne2/cVMw6/tHh3/zyEk7ykoW8UuqC8eQCAAqpr",
-	"WugwFkXu7b+WQSfVolrgDEyRR309EVYMS88WObjBzOwCJHf9B16NhG3ftecMvoUC5OdtmEI4axg6geI6",
-	"HjwktyRgSYI16CGtI1v91I2ufb4fbpi1i7x5rvXpHHfzwwi1xovTA7xdu2wLwPcSgE+RKqWFByHbLcaf",
-	"h4TGYwLh64HxhF8C1Qu6fTqRsoFYlYfMdc4mYjIQlUdtoD41VpTHYSaVz0B3uCIqfEZEDwY/R66x3RdH",
-	"z1eqg2+4yt9fiercZm/ch26R8uEhpRJTWPwtOt5LdHzj9SY4oJUuBNNXorpvWFjw2YBnl96N1d/ClHzj",
-	"XLE3Hz6c7f/y7h/s4/k7T8C+WL0ZUk889Rf6YBMGbm/4648hqHjA3lrTpssDL33zLjjv3LbrQ+GSJsev",
-	"iejIKEYROttEY8PhnlCiBtSnd+RYuDuVnuddpFJ2jGrMcU0CYRurjUB/GzISeyprDEtIaAKGtZmFFMo+",
-	"MQ6oK2EM6sMgA9y6CGDyaTqNNqr6x/N3mOVCjyY/QBN48A9EZjRsmNqfGnJGm+BRUzu2J2FFeCHaS7ce",
-	"VJhbrZ4Rfjx/txUMDyddcT2Z8qtDR0wLXEBhHm/Keypl4izIuUIcWQhz+MX9z/3ok/mWtlyFakoOIolb",
-	"y7PxxOnju+lLPGj7r6QptaFeIM0V6V5wsXY1Zgt5hCeMN2mNlcB4O1zjpp6dQ1EdCwOB2p0BUv/PZ0s/",
-	"MaHQh4pAZe6rVSdcyaEwdu8kkmRRd68omx1FSiEiVpWigGR28iHjrTxfXR56wE7jz9a1jb48WYhyu49C",
-	"hgJKciycUtObgtkfBm+F2EOro3ZEfFFSvaIHx9nav8hCbBPpv61g6RQ3I+lwvbu2Z4x4WDc4vAfWXQsq",
-	"zQ8n5Yu2OA+7ZSAVh/HMP7pTgE/HzmSA3rk7yQ5+GbwYe/bvA/6YDkW9mPKZYelgZoWBs9QMZeHFfyY7",
-	"z45+3Oh3kNIGROZWNKWi1JNy/us8eMPn9Thg4BGIJBHwuYc9cTr4f8Tqr36OykePUBlzNAqoosfp9Zlv",
-	"lqnQp8IL/2VPDJo03Orqe8vaePrj6htgpf6u7QW30gwl6jQPWfla0YHtVSh1CMVjgVVhiEJpzQSSm2m/",
-	"FnSlTSljkByyUhN7YuCAG7b729kLb4CH6rp51o3lOhiUeBxEepZTg8Za6dod+N1nRz+esBdPf2QlpxCg",
-	"UPlewoxmnP2rPjp6ngGGwT8FE9g1nxkhLo1nzP6O9DYqiPk6nY1uvll97dc2I7BT1X6DTbTV17b62lZf",
-	"2+prW31tq6/dlr52BjWq90NXc9L2BvW0OUK4Xv0sFhERLZxJmC7yiNLXBxhkhYc2CfQyxGmTLFXboGC3",
-	"N/ewoRIxWz3gUQnaG2KgWZavSRt6m219JxALqZi8BTMinPRbBdjr1NReD2BjerCV4YlTFTM5eo4kKpb7",
-	"P2/PonCEw9hK8ElgLobcHp4DLaUVk1JXvJoB/O4ds9SbnQfuIKUYMQ70YwTa3WxjyKbMs7HXvOZrjyh8",
-	"TrOFAWZPrVmKithx1oqdHLBTFZihgEkBFbQwJ1/FWBaFAbakZQ+ZtOx7Emj/keWN2F3/5+3ZtubvoXmA",
-	"1Qq+tAfk8+0Rdcudv++VCC4p3inzdlN0O6VJ1Lkfisj5wAhl13AEn/Q4gjcjZNB32ciXrePyexIyDVMr",
-	"uOw18Vh1bs0+6RL8qI9H4G1dpVtX6dZV+khcpaqNkg/bR+rt5fX6FkZGs7/RCYmlDs+EjeSVExqGpae0",
-	"izkmHf4seCUqCkm3n4Cx6RRJeODlAOkQn21DeXpM1DqhaRCqUr6fBkZ6wb0NZnpk1idzNj3bjXJE0cBH",
-	"5odLqfKmBSi4ep+wVpsPqL9EP4KPhU/4jDp+cDbREGKn1h/S7iUM9qmR0NS6nYPPxBXUe/KhFRVL4X8X",
-	"7pyoTKRslxg6qXNFqsRn2/wVY+3pmJvfdCVew4Oo2nQhet2KiXspq6ueyDgQZDRsjDcS+f7N776t/vhN",
-	"+uM5dA/r3UJA7mRojzBVTwb9qlJrt3UrcVLZH1/swCDlpJ7sHB+FIUplxUhUncF5yyYa8lEkoMfMj3H3",
-	"6f4PLWLWo6O9vtFN+Gfc070je/7MjYx/xpG5BzfjfLrOOB9T8GDxIPaocsGtug0g9Fe6rdAeoOMp7xSi",
-	"9zoMEJEirU/osljwZtgu1KPRX4Ak2Q0RK4Hj6zKu2EAwUw/cKwad3fc8YUs8uMdJ2NLMwLIAYMd6bOuf",
-	"7jdvS+tMOJ0MFEp/KJjVt1bFlPTRbEJxoGnXVvnD1a5rxYzSRps2jJtLgXWuvALj24JNP5jNF64/cYhQ",
-	"8oEspJUCuaehXng3zfhEVPwA3m7GKTwNfBgJSycyq3Q51kq0/w6t704YBxp24F6/clYBXiLMHlKSY0lq",
-	"IYa23SCOuolG6u9zljaz9ykXSgoI8LXih52sMw1JAbwC+F/mqifdRdQ2j9XKygLU8N/fvD1z5oeogJ6V",
-	"3CHLKlhbpW+Psny1mYEltau/A/mt9rth48zm8bqsU0q7Bex7CNi4x26nwNReq6w0EiCHX6Kf3B+nY7mk",
-	"eRAgzO75Ly/ZT3959sMeulguXnnU8ewizSOx91pEMVCJgs+gq0Nff9BAoYkARi2wPRo+O3oa3CL+LvjK",
-	"J4al7zS+NSXAXKAmcKKSF0azTE/EStfTwv3kffJUy9JgvwtoJ8GrHAEY6QmQUP6AnaqYjPlJi0w0lhYn",
-	"c9Iyjsx5pH9x9BMwKeNkL7RnIvuzNgKSYN6+fB05dQzRPtTK1GWpK6ddZzoXmdljL46OWErOmU8mL9NO",
-	"8gdj+SxInaVds5Fm2jZts2Ow8o2z2alqPPb4RUgH1E06sfgg8KF1GgFnCNPnNvvd7eaHy9LTpkvoYumJ",
-	"D+8dNF81+VwWR/yaH354/uOaIaEAIevQQjy9zoDWfj3uxZMIRKgZzQLMVMLousqALILtvnr97vWH154B",
-	"2DBpE3Z2+uHlG2YrmV0WwuBJ5CqXuVOL9+biW/593dGnZS9fHtRKSGH/u7YdYbNThywh7NY6ykScFZzf",
-	"2BQadF5dW/RKT8ezvdUxtUetlDxdY0xnfFZonn/Q+h2vRhgle/rDOhMQUBwSLT64yf9OqDsS+BkFcUes",
-	"DbGddqx2+9VJ3fvG3LFKxTr8Qne+zf/Ew1mIrmN67mFlUa9qIcNJh7jWpemSmtCMcS9oWcFzUJkn/mmG",
-	"ge6ySDoKCk4MQR3S9xV8ylb4bjALqLX0uDIFN5YZMYJ4Il2G/gB3QF6fMS9m+mY17MeHQfZ3D0nkt0xO",
-	"ty8OoE0luWXW7Z5+Q65PbrNxJ2A7M4krUCqHFccTCbZrWw/0JvASVP9aCP6AmucWg7cYvLYpR9bKvszE",
-	"vslLt3O/2bQ7XeMUgDfpr399gcH9VbZfT45e9LypqIQ7MiL/7uB/a1FsQoQQWHagM8fTS6fynpkYnY3g",
-	"iV17SdberJtmGxlTed7qelwrBVGpOJepK2/rJb41ZI2cmvvfTmDD4ff5KenNhZ6f44TJIeNqttVd72k3",
-	"TH9G5hcOKDXjM/UQ8AJ86Mt5+4FXmaMDYlAbqYQxDatzMt8qvcXvr1UxOw78/jHe+M4mnUHyBZi5cMOM",
-	"89JOzT3m37+t5Lz++oqA11sM+b6YjOEgzFGm8VaC3VibB4E87XIDY3X5EGBIlw8Ghe5rkvoWHbfouDF0",
-	"1OVDA0cKv5Qhj7obAn+WvmltO3+Syqw6+ogQ36Z7z8lCt1slRG5Y2kr7DYEgzFLsyUUJadpRiXh0LdaJ",
-	"wzXpksTDi+irH2nmYTwF97htRmulesYX7+Etqt5Lu/Uiyg+/1z0vWnh4+CX+EWPnYml64uuznpzE+EFf",
-	"kZToU/5KiO7MxSYQXyldETvUXSNX0T86asV0KUQJHkjKKgrUy5vKaOzQdf2GgSCSeMBBpDY6dcddWrts",
-	"m0e3zaPb5tFt8+i+7zw6pPeNkc9n070+e3g6wVfl083pBGukXry+TvbbVmhucy+2+W83KTu+e1QmeILM",
-	"g9e3n3lwg1ltm8DWOK1tC65bcN0mtm0T27Yq/lcmtr2+r4lt8JbDSgwrYcb9vr5zbfFzutxixyyF//9D",
-	"VAZcEBN9JQzTKvjj0HtWVsIIZUWO3c+pxzoStwUKBYYo3ZZF5zi+c78cjzIVBT6dZqLPJ6TEFCd7yxH1",
-	"FelmsMm79/hdHFs/bPczPncV99Pp2Vscronb5ODpg+4JciSMdQdxKD8Lk0RcgiZBGlVpZ2wqVa6ncAf0",
-	"1jmJDvEVL2rBpDWiGEKYEphbjNWVO9eKlQWXirmjAvfjnwOrwFhU4oC95tmYCWWrGT7fsOlYQLqIby1x",
-	"JThAchLCof4KjDi7vzcJKUBWZcZ6CkFYHCEfcakO2Lm40pcQbIBZ4ZUIPkFWq0IYh0RZUefCXykNcwe/",
-	"m+3qtJQfcCEWIKhrUzaXHJ5xEKNrXXch/4PXzhOZFzP/IXqqPE+PNKw2ojqBho3u95VZhyEarvxoRDVH",
-	"Ex0paE+f/XWdhn+F0ayQxrp1iSa778Xt+W69m9gHd46HvDAivHugdSG42rSRT2vbx+D1XjlcQPbk5qDd",
-	"d/XwlpG2zaDVTFOEnwGN/1hAyaNn3SjpbzmgOUfqvJWMWKoZALJONclsA55dCoXs1YhOBmll66JgqbnK",
-	"PpXcfko93Kk5FaUgPnYKPmAI8d81MbRevDndf/bDjwS3CSuLGkYjVFbNSiQDKWd4SBusC8jDXl+JahYx",
-	"d0eMr3EnWEhQcd+qKzbWRW4SZJedSuM7vSKDVgfJFTWixblx8IlAPaqgPkFX7gGcyExFZbRi07FmE55j",
-	"eBSnmB4XzzPS/gY1BKOlSGbirpWU3wJ/fGJYISfSmmOH+8iBa5jSrODWM9M4bIPJAT4VUBZ5nlfCGBGe",
-	"6KY8JU6wt6VJ2S5XTFPdRUrPPbXAY9y6zgYKFJhGqUZ+YCdsKnNYaWqIOz9/exhR8jOIs1eXqPSjdMQg",
-	"Mv5dthC7yStywB20ZBwE8o2FDoDSx7XwBABzmmW24rLoS/nxQLazyaQa/5IV2TQO8+fUDFo/VgknUzKk",
-	"1nNzMK9/kO4e6bS3mY5DWzxMZs8H4vpOucHlE3krPwGOZaOVRFxGSltQWRRqKkGUhwW974Lle3cj/NlF",
-	"LxYh3c1KtAlXoCAuV/8Pv8D/V4bdnGZlAjjZcaXr0RhkRiXwPDgoq6QVIAcEyBt3aipdMKVzj3fQ6y1Q",
-	"qxN/erS9gdFaWVSzG7LEoVS8OImSQ90vL0VJrjvs1+mVRZ9LHgMbqu2QUupECLQVb2uX1BvCNJyQquGD",
-	"9LaPl0HUsg6+1aOvJ7itRImizPChKGZdvgf32ghTr6f3f8AF27kV1XUpSCVMOQtJtef/YBuD6jjvuOi3",
-	"cN6TnbLuUmFpd9tGhNZVqc2CLPVMqEEn0lWXHPVQ4Pvxw+nxbf9BNJ0EjWkohRNaTqclBwJccMD+Lqbx",
-	"22NdtMmWFtfXRQ/Y6fzhRmq7gSCVKvfK4NytPyVsIDJeG9zOcwi0eJY/wtNu6CzfvGbVHt4KzYqWyWqC",
-	"wtULeKvq0ypI8gt7F97Kbd7V3WpTuM/vkTZ1iFZ4f/zjlQDLnTKZ0NkJNnyErWDYRoYAglRk37sj1+1w",
-	"IOMA1BNugXUUcEsDz6jTzIZyVEPTGjIXPJBX2qLh6qzy0/mRQIcMGk3sVNVV8KsS8CZd6AqDzZw6iAEe",
-	"qDdpnpM2ngrwx3612XoO999vFQvHuNoeRIcRma4xuG0rLr4NNC7GegqTGmaYx4er8fTBAblrPIFQ0pJ4",
-	"qigLnpHaFH1Qo6UxDo4PbAMlCyxT8BqbzJNFzwpBS+NUSVpg410pXR5NdFXpIqe/Ip3hVFdog1mmVeb0",
-	"vA5LkRyJheAt9Y1MK/eReQNWwiOZ/5Bo+ItaYAcidWAHzPT9xo7ruZJ8h7OwWFH47S26RBV1RtxCy81Y",
-	"exj4vSN9xEnGFXHdOTGKUtYkbos4mwq6wibM1NkYanBjB0lCIOnhAc9TFFHIxiK7NOSsdvIZ2lmUpVD5",
-	"vlbFDA44vRFc4ejr9r05dcXQD5UHP5Pbradnbw/YRyN8t73gktEZsAXkpyG3DfLdyE9khFNfNMbZBjy7",
-	"DA8dS6d2zQgM3dloxlTJq5547QVN3ClM8l3FbP1I4YOlwZ5rzM5KgVQK4jOflEWjLeG2OQgOZV4UcPVa",
-	"cV14OKj43xTVbQ2cVk8apmub6YmgYDP+sF64Ga9tDUqoegInrM4yYcxOsjPksqgrdxXyQrgzd72hgl7r",
-	"N5nffTB0Kyeib3R4XXc/O2er7LubbznlB/YsMiysE5JeAg3bGPWSGHWfmXJDEgCeuNjrLcB/pAGtEAKo",
-	"e0XIXWqpbCsMrfTUJI0GkXErRg40sfjNGXwWXYamMTYrXVA/J0otIe0NW6OKkKEnJtjA1K22UJaCCOTy",
-	"azHaZdzyQo+cReu9c7AzUQxBINcdO3ypM1GnY02RMnhNJ5KfRfO0wUPXvKbvzJ0WxcIimINHdVwWPv/b",
-	"zoqbkO7DAXtzrWMBvcjCxl8YYDKXYTaoZWGZVGgiOcsSmqHWRlQGtmIoAofEJmmYmTiJR6H6CsWK27sO",
-	"fvOe1ogw+k36JHQhlm1TmL7HszUrmu+bgG2cujXzjHD3AU4u7DzYQJj48evrD2wZ/nt32rJ0n6+LsJCR",
-	"DsO8frLPKcB18Bj6eKzlaxvpxMOioVH7JiInF/wKHr9WNkr0+6YDKvlQopwTN1u3zACjoQihm0kLAK7x",
-	"Lt/7kMk2ArJGPgks641C1jJXA1xx+MX9b0UKCRZWB2iDo680pqsB+Bywn50I3ZcqUiDxX8bKomADXYNK",
-	"ybxc7Uqj+6lRQ/3TjSyEssWMFdoIwyo5GltzAiUlzEI/fBTSVlMrfXwp2Tk9BeI4ydcz/s9hlnbutK64",
-	"dfDJzbL1+d3ICcSdsckT2JPa0XL9ryWQ6BBCCsQECkatKGa+girUZYV2QiTD8Jx42wooXowOfjs8WMzt",
-	"3Zn38C8c6iYPw98GaVadB5kbUA5QV2jrCINZ4AMFoboxPacv4+PbAeDuVBYxXV9tuV8qi0/xwFFtMzwe",
-	"YYbHLes31pT74E1YQ7Vx5+X8w8VZ1LYVwRbUEEAxd9DmiOm8uuLuFmoklXhi8DHkg/OJs3BVoUdSBQea",
-	"Ylo5ayp6IVyVa8xjZeIzORtCq1YCthfoi4BP+qYCAU+YY8rT2o5fNsWL166onetHK+KvGohCq5HT0fr8",
-	"7XD3Bdy8Pk0BBC7aPAUlt24T7hzv/Pc/T/f/D9//z9H+T380/zz4tP/Hl6Pk6bO//Pm/1qGP+Nis/XDu",
-	"q/o+xW0X+OdXky3EH/Hfx//6lzn848vT5McXnUO+a3U0WuZFpXRLfnNTaqmax6abAlFrykhDXeJX7cBH",
-	"02AfHn9EQPMkRkDDeJaJ0kJk8xUWHAMOYrnxYvfxgLeeddOYKdUMUKZdUzcXwshZURsLlXcznxvcLjU+",
-	"YaKpMoaYw1ypsVM1oX7hBhy9C3hqVgEqxCzjmfWx4Xh6MMoa/2atUOs8uH5rFDgeZhMJDsuGoww/rjXE",
-	"CDTXH91m+RXml3CZY737XEy4JWbZoSzcum/jrku89fNzeJMAt57f/us0QF35xDYoK5qiXteYvKDEUe5d",
-	"r5aISTdteMTERSghvlEk9OY2mvBfrzuCwdqlOW7MOl542Qpbub1QYRWTZiYxB4oXk2797jbJ3hcmcrXC",
-	"xf0+OHE7D1c5xM3DR24LR++fo78BjVtS7Zaax4dWmCWNyH6upd9TBFAtlnOGNNBUqsCyQmLvnwJ6gEQF",
-	"EuHUTXVd5MwI1VR7juSVUGwi7Fjjqfx4/hZ8iOe/vGTPfnz6F/il++EvPz79keViKJ2+ZgOu+sRFHAYN",
-	"SXzmmS1mvhFJJ/Q6axvxtVWj7a7Hp/gi7YxXlRSUsMLZmJtxRGkTn7jGLSBtnD7Dgwk/pbniE1FxtxvK",
-	"gs9EBXNivtInkPj8Gah/lSb4aIljwC1yB62j6NJXN4Ti3S9bgeLxVGj4iiBLYR29/xeKU8a8KIQTaxBp",
-	"glz2O8Fx+NLlcRz4a6gMAWKQIMTjI+XMashP2TIPPmTk/4B79K7AHqI/K1KnMq2MLkKkqGEMc6ZybZIo",
-	"tIueTCsnwpw0wJ5zy7sUTrffL8UMrgGriLRtb/YxkgK5NA4ISUszeqHybSihrJ/xLNM1UX/q2kKmY1MM",
-	"c8BeUQo6fskSli9/IXHtuIHgx7rfkDOrSVsMDlfqEdIQGnSxFnT6Bj7COtxV5nmIAZr25McTD+U8zvKg",
-	"NGnx2TYm/VrWPC31DbgaWjsRzB63Njgc/Pd6/gW8tjPZHPtl7SQ7uQRmoRySzWHh18o2b+jO8njTrWA7",
-	"o313f9jO3L5cJ62cPm7ryOh1ZNR0wm8C1nG21007jPHbFw22TF1uWSE4NOXE4HAHaxmpt4YXbi+Dlks6",
-	"SutRMcQbcFEsBPEhn7DRPxv+MhQjN5nLqDQ8BoqjAzWPFxKQ0VjqqaiGdRFSG2XF9BTibwEIOzMaExIV",
-	"TrwM3MzExzy5Tr6jO2Ib5eByL1ihTPtvdV8lQadujJa29G1kPQnEKBXSPeV29WqYuyXftE2F/O5SIWs8",
-	"LjcHoyvV48MvNfCfLk2FvNBDu5+HfEh3x/FSaqs6KJJdWmISFGHMxNas0GokKqdhh4IECTWfUVl3ROyL",
-	"2VdYJx3ytkC98O4XKKhENYeZuhQV4/lEKmksKtadPDpxYkNZcIsMvsWUzwwJCqMnAsvRNQzdPxSKKvpS",
-	"DQgDr6f9Eivtnce6A9BsUy83knq5sRO/BqvWnOlJIs+nE4cw0Bq0WC89l5bPwDPevKWnVsTH5w/+E4Ne",
-	"PXdPc8rxKFO1dV5nTY4mMNd6ayVoOU5ZYWI4FJmdSws1VvAcPsGSBP9MMablSpsvejCbTsf8dlDYFPfW",
-	"GhrVPefdWqo4UUImqnNb5+J3kF95h0rTobck+iNJF8IaIrIJxiQScRNjvZpTTSphhLXI54kJ4wSYjcvR",
-	"B0aUwB7CI3lFIFVXFbRMUuKAnRZFB8hGmfGxHgWgOx1rgUXUAnmGdJG3QvCFHgHhRW2D3tXBZGUEuPzO",
-	"/NzcM5hDEehHt0bueewESJiGP/OimCULc3679IJrqG9N/JGbVgFDJIjD1oCGT21O1C02PkhshDPYdmAF",
-	"de6uoNJvs0PcYf2I+U6PvJUJSAPV7dOx25wDp9tlleDGRz582zhR6mzsw9YTILXHqnh/gTSmbthQpA3d",
-	"lzopvZC4x+c2Nd3pJnzGxvxKsIEQihmrC0Hd2IM5i0ZsxFGIejCfxOkp3QzLDvguRGB4uH8WIw0OR7sc",
-	"eTpRpYMY3vvXWgu5ZWRexshcFC1xfkvH2laCT4wb9YSrfFVclWy/ypI7VZfM3+nG7ESREoV5wui5bbae",
-	"Y8xc9ukncNCBn2z3TChwS9fKyoLe4h4AxiyEWSs2hrdI61uDxjlxTwzjI6Fsggk0r/xdecLOa6WkGvmu",
-	"FsCfzC7qLBMid3//hcvC/f+DnIj8fW2dUfqSq0wUIt+jph86F/473QAGIgPbeqFaJGRGumXGRRzC41F1",
-	"O9NFAZk+TYojTtgTmoiE8SE0CMFJ7mH+gpl56Rfszto1jSkxB8fvt0FftJCuvJG0bZgc8B5Q+rsue9/L",
-	"QZ1qvXQpFMaTi6pYf/a43/mechLWcFngVnzdOC7g1j+XLUS8DW8+e36jwif+0nXitoQMzYbbRnB7I7g0",
-	"V4UcimyWFQHFWlFdhOousfJDj1jBOzq4v0iaYA5gvzA5NZcoS7QqpBJzhSC75GTUCsvI870QbqAHO6VO",
-	"icx6TyJTenrMykpbnekiYZWYaCt874CEDWaWIoDDCgo5DMgK+iGvdFmCEom5Mc2LwL4yhZ4m4ZdA3Yjd",
-	"taWF3xhWK0iuBJEoVSZAvTxgp/OlhHH2I2lL1OiJsyEoS5kGPAncOlKxtFaVE5vASx37QJ1k8c7Z6Rjr",
-	"6H2aYJ/UOKOFWaeG5xZwpRvQ/CL7wqEIW3pRviw38GLczv2A7v66gde2t1nf6+GP/fP944u7gHHcX30o",
-	"/qE5wVvUXsVEt4B0HWrvhmHcmyNrGQVwy2IFJdrVlUA/SgKg7o3CzqLJq7E29pCXJQ3jOLLTBwJZWd+j",
-	"2ADtD0x5fAry5RpsNh9S5EkGVmKEzlip1R686f1wCI+BJ0Q2x8hhNJ/y2QF7a4O1YpFFOLs0bDfTucic",
-	"mDG6qN0DSZawCpR4g6S37geyILxoiieLhIeTAHiRruRIKrZb1kWRsLI244QNZeGfoafOjvEqd9OBWk6E",
-	"WYb5X+16uFFL4S4ESQTiTOYbx/FgvW/MHqClXMMeiAxLGtXNGmabFyX0rdewCJov3cqWVRaBaUBhkwJk",
-	"oi/FvnVfADVa/d7hN9zM1aMiigPEaw/SaQshUmg+iiHqPS8osVyG6qJ0XWUiYVMubTAhwBPFLsUMEdvB",
-	"6ERwU1eCaplQiByzK5kLzVZAPa9zGS4iEaGME3ZU8qKryyg248DaC3IcCDyMOOqFsUyoPLR/Td3lurYX",
-	"aBekbJcSq9nTo4RxyybaWPb8aO+EHE3uI7BSnRx1I+GEFUyMp1kaOAElbF0mIID2wtgqwY1W0AE3VH9T",
-	"Ge3H83cQVYQciCZnFqvhkhA/jAolFl3h1pQXbjt8cKdtMyHA1jtWRABxb/g6rNsvrYrG2edv/91nrcHG",
-	"GOpa5SdMXzIDagORPfBoK8POzbeEVN97UNDdtcYnOpyUmfio+BWX0EtovvFQgOc5yLwRqbAk2jAvFw4H",
-	"3GbjJU2FamVYXbrT+uyIwd1wKEzijkXFoATVgWVC3Cjtalkj1agQTQNizERVuSiFyiHIj9kTkJdhwOAg",
-	"dHAn0AGraRw37ke4GsbcqrctgjmEJZEBP3WVN/xShHwrIPJnmJFbwEl40Vpgae4BWtJo+yDzvQrlqM64",
-	"9AqAVLgEWwKBe5TNEKGPceoEL2IIMhvHIMsru19W+vOsH3iaiqRWDJBIcbAVdUtpdbb7HJgyqaxecGsk",
-	"TNfWyFwAjbA36ncxhwwmBf6lldjXwyGrhNPV0Mfs1Fkz5zJ29wV2FfdNlNruxgPRT+hQ5vRAqUYYfxzw",
-	"7FIPhwkFXbF9gLHgCz9gp0B1xbE7WjE7ZqUuWpHZYO3i7eiSOWCnrOQQ3OQ2YstjPHxiR47+CfNu91Y8",
-	"tLLe3d1B2eL+TD5HWMINkbXMvWY9pRKbkogK1MuyHhTSjKmS4PZgMxo1Bdd6k+EWtjYFWK3fTFuVcqtS",
-	"rqlSYnII4iAC0QLT1OaRXZffAuzYI7L1DXAgPGJFkmMFHp9QjkvjVvY+Z18L5d38zrrOpQne/gN24ZAY",
-	"8oVpDJ5MnqqqkI2LGcxkMV0QqcvbQMjWW1YAJH2Jhjl+SHioyy0cbuHwK+BQl3eFhjNjxQSa+OY664/h",
-	"nYtcViIjcT+o9NSIyvsoobbKQZ3FGKR000QFmLnO6olQFk3qko/IjUk5He0/QwSIK3TDtthZThZLQNu1",
-	"VmStWzFCcDNBW9QEppDiy7Ml6uKvwp6W8pWbhzmIeX70rH9O/DSs+OydZAdpjuCJ7zTi0+JjwVWAOSne",
-	"GbD4tISlc0volm+/lunBUiLm+QjNn48gorFsndyuas1ufNBgYptzFpEYHe/Q7twnA2dn8TA+7TmM8NSO",
-	"aAguo7O3RpXD3H3LzeU6UfVSVFLnMmPNvQzupWg2sKb5aGNZ6cztrJjtKBsLN+jg46depbT7ZEUtamsF",
-	"oe6xKEqw1pCciBVal40ALEXuroQgtPYcG5SE1B1//jmM+gN88Aale/tVyxJQFqbSp91AgcCjyjGJNtH8",
-	"rCw5LN96Duh8HYYB9Qqmpr27vnKS1unXYz1VToiCt4DkyFhPMBh8HDhjJ2IyEJUZyxL7IApe2HHCoMA4",
-	"gO+ESwWRPfRuAu0elX1NeeU2OvEp0m0onXjTOBSoL6lfKATDfGGyz3dhlbiShhLXFkTSSxz/BU3EJvu0",
-	"t9/Ux09I8+ln+1Gchl+ppGr+4zd4AnJu+X4l3LK6pcwKwVVdHpZus4jpkgPhNhWRzYcOuHqIYo/q5IG5",
-	"LmkafwplQ/pSeCUrdSGzGdGXVgJ6kAUZUeQYiLbVjHEowxd5Egjqck/IwdUMCDoP2HsitgNCAHdKoUYC",
-	"KrK8wOCMvpIByCwehzO89RW3/NwP8yXesipb9e8QjvfMzxTz4ZnVIeRCM3vCKH5uvMKA5f9Lagd09W2J",
-	"Qb9UQuxb8dlSeL0ZZ6gBocH1DQLv6xvFD0+f3W5yTtcC0dr1wgqtfPjQbXpOFxDRLKJZwC2PjmsWDsK3",
-	"QlKm1VCOrotMVa32tcrEiggtEJfFx7xF3+ETcIwo0JgkCJPCAPc8hD6KIvo1Jv0o4KCviFk5iVPgp1wC",
-	"FIVHk76bo0obdxYybOSOfKXr0bhHdBP+UTAXRbgHTpTi7ocZlj5mekLkGLwrlFurHiTbhA+u61XntVrF",
-	"RtzMs9W4bnO5QH1coLfntOv9svX5iOfkzjYAfH/K2WvsL9ENdrhgNwd5/S4y9/4BN2Ifd90+7PY1rHPL",
-	"B4XDLqly8dn9w1ZyNAJvvsqZg9i2cfnEsEJnvCC88a+NDfZMF/VEAT/xNFgdQE+hfN5IQpe+evUOjHZe",
-	"AK9SA1bhuegzg+4XUJn0H+Er6YOhT1zuMDwcttUsl3yktBFsIsnlxspKDwoxMZ1mzCt64QVM3ynM3qqu",
-	"a8gdi0z8r95hpvSEUnGowh+exvTg3yKzqzho8+J6/LMLetpv/LOc1BOmamc3ulG4YWVjXvHMfUPIbATl",
-	"Gwd14kMxYfRoItqqVhnSN/bkufPPr/Li5ZhXpnvYL46OjpKdoa4m3MJX2ufPdhJ3nxvkzvHToyO4YiIV",
-	"/uIofCMsOhAlbVoLnF/yHjQO25EWFE7XVgfsI5DDFF1yvjuwmJu/TZql6Gde6ZDhir358Ns7TL8H92Al",
-	"VA6tq6H0wHvjF1z9oOYB2qW4t/9rxidFihoHnzZ3er8tk9aIYnjAftZ2DGcLYiaRAwYIOMLlEQUwtqrU",
-	"TKihrjIR95QlSkgx8yyQTXurXJSFnomcXYkK3DYOYaVpfYpPfIGmHhMO+d2DGUvnXcnHbM6TnB67qQvR",
-	"ji5eOZY24/yUCyVFnibXCICYsQQ/bTAuK4G1qrupW2tdCsVLeQDTvtcN5jozH+Uq/D5FHRlX8YSlY+vW",
-	"sdkGPYENXO4qcuzFy94Hl4SDnUi54968kwQOdPrRvaiL8/x6mAhPaWFih7LJp+x9KZRb1oX9e9DVmXPH",
-	"is/2EAa64tlwyrrjTQvRnk7o7VgD0uhbxw1rK+IjucXnnpzFsZ7e/0iTVEO9EsXLSud1ZhPoyJInbKx9",
-	"5xlyoUsYqJ0FumydE9yjhWzibOaEWT3CigTAHmkNq0sod3HPFAopPn2MCjseR47DGuvpQSVVQ1lNSFMd",
-	"SMUrSrOBX9AoHHg7VYsXl1ADrzvB7ALm462bjk1mljRv6TiIP3MjM+aWxB0vyD4f6No+spjTr8KywaqZ",
-	"2KBuExgwDoEnaJ3gK+w0vDo20Si9gfh6SE+g4JGorByCU6mnIvfvOhenOIANbsjwlmVxUPyyxxPwjJbz",
-	"BvZZ2E9r77jDL24Eb/M/D4WqdFFMaJm7/alvjakhPVErsQ8wmrnxU8s1B4Spucrwexg+MKX/NznpCOl4",
-	"tt7mPpSZY3dgCqQCMTN2tcN+GQYomUfYxUtXlyZU07iLEc0/l7ISJipH/IFNpKqtMHsH7NQpeNI9EKZc",
-	"5tfpLBG27utmklaFf+gtoOxXPkudvj3olCW340alxBlZu7H58x5NclPtLzpmYZUzl/xLcijcboFjvXl8",
-	"iRZpybiwMPblKStl42EO+ZUafPXbRhffQ6OLBmNZA3KwB24UcvtduQ3oBnBZJeobbqzmljZtYcTXN9dA",
-	"Jk4UhsJD6EZUO3VgiQLwzr/xfTPGdQiZmvFhAkxg1XBY12c8B6RbG9kWfaMOSqOXx0XencxEciJ7zPUf",
-	"lro1f2j5NJ/esk+ze2mWqVDNnGzt5SWaV9cJ24AKliwLTfOuUbBdJAnCig7Qg0qgeoAiFqAzcACdEKTR",
-	"H5JYz2eVUGLKi704sdvrXXPFJe4/zJqMmkHuD3nmLFjquaOHnS1nGrVgcYfubFoTWXzlCmUkjP12g8U9",
-	"07NqkG6lfFbOtrLj0UWgO5HhltSVEGBdEXN+GTUEh3wMd0ZE7kNq4TFxKEMrQQEZ8lE4sw3qPEJZEwZa",
-	"IXyNwWwIO/u2ttIadilm+9Dqxf1lMdyMmYN5oDdzECnzWhgfaOYVtMslikxWVmIoP8+Pq6lp09MQncEv",
-	"nfmm45gbRewzkCEgclaXnV6/3/x09ISiV9CZvUT/59u8g8/Mx62J4Q0+bagrmkn6evrMFTHrC3iEufG4",
-	"dTy0kIZcQkLTOqPD24HOrXNkT1cFpldocL1TGje9L7kxIj/BwATMBToniEybLoVmyMCTumKqz+Bx3d+D",
-	"Zv+tNqht70/M6u2TUk0KBuZg4Yp+d2LqrgQArADl40Qo6kDGQ9kGndJz8H9IcLrv4XTfj8EnYvb7C7Hz",
-	"nElCiiNYok2K47SSlhwxER67HyGrcg4cRAQd1PN2biOiMzHqkMZZ7hCwVr4teV7NnHiVBg9wTxP0Ctg/",
-	"RJOvDqPDvPSRBjoJGFEk+2DJAh0PjhO1bf8RnW0gUSBRKaPB94SH+rIPL5KMlUUB4qhDF6c0RFysM1qr",
-	"82a7bISyp/NtYShL1fGFtbV6Puf/vuR7rvjM62d9NjUAtD23nsYH7WmELOW67Nc8byNhVGky/6HxkZhw",
-	"WRxaYeyydnHQIUURl99EGIPJU00+Or61rkTOLn77cObzmLwyrEOoHFqDU5A88sq1BsWmDr+QEBDVdgrZ",
-	"vzj6CTER4kBp66ZPSttPzTBSVL9gMBLBNhqjQ44fjp435MnxoBF9oUNHxpW7E1R4no2B2QI48qVnUMLj",
-	"ijkHRqicTYBhTWMPvVa1NJbrPDEsG2sJxF7YLc+wtGvtUsycMsDVuQ9uSZEfE1MHrYFBFmqIXmFhVcjQ",
-	"gLvhV1ELKbb74tlPLHVP/ERPTCmn7VzYarZ/OrSiStlAzDTZWR2JVm4/fBDGvnbfuilmDpgReMMafJiV",
-	"yGQpnQxEV1VoiMdMHVJwb5GtY37wy6C/daamThUA8qpGeYn25hb/HysVh4CadtgrMewxQWdw42KDsi9X",
-	"+XowJZ/qnqOQz3AuvbbJ8dS1FYuUAE3xZcSu7z030YN9YSfHByX+eeH3ao45M7oXJgF7kMgqyrFNolsk",
-	"MAPjLB4wv7r+LWiIpIeSfn+Ygl0vPoPljnJGY7elWgEx0ltLXnQonkR2NZE38+J1WjkpCxExkDitXnR7",
-	"jCCBs5Rf5y96r4rZGdVHbLZPXzzM5W6DZjIekNfgbp0AtjVtIy7VIksC7tkNegRKXkk7uw5CENEBNpvz",
-	"atQQYlfQNEgW0s4Sn0dJ9i2l/Hj/sbd6QfKTa9mXPGL2eRa/shTVfqiIxAZ+Y27GLBtzqZCLN/yZF0UY",
-	"InQCoecfsN9BCx2L7PJVKFjy7uWassMv/t930gqWnp2f/vrbKfufWmaXn+CetGnwiY8HXMgFGvfk+CAD",
-	"38hCKFvMWC6vRDUSubvRISTo3pnbIMrUJi6imhBjxKwTLs5glW7eu3xKHx9/e1PEBd89/9knKBQqwanp",
-	"JnaCCkUjsHjoQjeFnvY3gYjW4Rtd0nFtl9sqOFC3NkCkLIHGH3ZEuqqsC2+5ofE8HgdztD+XiwmEm61r",
-	"eZOuZQePNM8DYadCqHmSmg3KE4cLUgmzhP7NY2241O/+uHS1pTuGTKeQ6Z/XFO9nrYo/RKxSVENdTQzj",
-	"6IXeBwod4hqqZLm0Kh/cxtKystJXgg5vg9ho5xl8LrrtlbZ4lINv19ccSMN4Af6QiLJdGvbs6AhxAHHV",
-	"lyrQ4N3JNt7bkcx1fibn80Dns6TxhChKsUX3NM9nS2oTzsMCrcgAO8NZ/KpJ/AbU70GvZLGqBDwDTvoX",
-	"ghvom9/u7kipNljxsGQ8r+G662H+Hxt1SdMKLYdSv+iw4Cf9eynfauGLpv1dLFQ4ndi93J1h9+vobHs8",
-	"xFOeUNtOau7srj/oSCdpQylvWNRhD2wS6nUhVuW64q6Mi7Dw29E4uFR6CpkbWMeFhPB+C/uM0yAN2pdR",
-	"AK2YMSyKO2Dnbjy+PrYAesx9rDCoBF3kG/hJGId/OC1Cg/J4s4/gic9l4YwzNh3PotVy30KKrh/yoLZM",
-	"5oV7DRvqotBTaDzZ2SkPwVgXwmy+Usy9ZmmLzLhI7hHTE/bPwyaPUa2snIhDIsGwcil1LpZS/gpWG/af",
-	"mYiJrmZJrKQozzCEsRPTW1B5wC7Q3erUxuEwKoo0pbZspCtdW2h8WdF72KjSUztOWMFHI0wjDXuTGt67",
-	"K6DnA6gNfOz0hkKPOnWSc/yKV9G3b1KyLr6t40TQVSxakMd3Jn4V1m+x3om4hUMB+v86vLVgJ0D4zO3m",
-	"iqsROKgxeuSjMh6ncXQdBocXMcHgcCp8ZmteFDM0zNUc/+BcGbE7bmwoKzHlUBeH9UbAbutfGlo8YYfd",
-	"gewiJ3RfRvvwDKZg86fCvWepkHAT6+bgMQsIctf5PYOhYF0KdQtnwdZu861xGKZjaQX1c38nVf0Z6wPw",
-	"ftYYfS0eKMpHQrM705OJULnIGeTiGmo1b6GDhT8kMA3IX4JVV1yBsxWbC41gq6OJGNdpHbD3pIOFMUJm",
-	"FMRgMJTPIX7jxIcVivy2XHnjLir5ch+LA8Ta/NAK2n3vE8P0VCX4PAIAHEGXIHqjjf2AE7zCLv6tqbiY",
-	"jrUR8YR6vt5F3k9QPGMWfiLG8PE1CvY/Mf7JaNpXZDlQdZvIm0+4mdqrTRqyzZz6/sGdwBJvTmpg/IhY",
-	"gLuP5o3BSbJT1r3pQU02Znwc6UTRxo2OG2mRllcjYWHgIeseYiwUyEAIofDABIi+3cOuRCWHs5YvLO50",
-	"3ipcknmck09ZOJjACWbVfEGvdAfNzQGkj8AeYr8jlWf8AQ1C+dZfIxFzinTlcVI0KhcshYd8qpuAf7oI",
-	"Jafu8S0w2USmTfMCeN+KTBtaMBUqo5sVxtm4b0mZc5+H3E+9kWdcxq4snGbpT5iu5h2muCfGnLpsSoVh",
-	"fWqFDIKUS2Q/nOvQo/023E3/rnNB3X1O6e0p9r4bKWmgxGUwg/2Z0u0fZqVI97ZZQQ85KxS2ZQu68Ujd",
-	"AGxDaXV/Sk9bGTwsC66W9ByLg+gI9HT0Q1TB633wLV6XakIvSP1+KWYtLx1my9PBi+2mAC4OSa94ITF7",
-	"Bpt3N1ohSr2TUFkWVZpjnj36KIYWUyGHkuh7DtjfnKro+1i2dN2uTj5HHazvBVe3CM/udeujcwDiXBiw",
-	"W3FB7gp83eB7R00aS8HVluL4HiGT53SPsYkO3ubBCfua7Leo6a5RaIrBggYKFhIQx1B0Qx9L3sbocUhc",
-	"PA1pPmdenT5VOXpOP/ARVCyFlwWNOwk6IMZW/Wyj4YtZS2XlxmYhapMTb2p+wH7lpbf8mgqmgnpyddaW",
-	"DuVndxU2rOBRNzHTpBd2h3Bhgl/F83sTKYTdeUE+huhvak0RcOiHLdkxS3BBiI3HxBVLQrHdK3bjFavS",
-	"iknDKnISNdCBtnEYQQqkyqg2TjQkicp+4pMJ/4xZ46aPimQ1xfIdspH07a3lwc024+c2+fM6yZ/tuXMP",
-	"KoQVKi4/IWTYoHdx3c5wg1oWdl8q6GFlhYIQM9ycxOpfUz9fu0sVus515XuxiDwJWg6mKnV0hvsYnOrg",
-	"OUeng7lk7qB52Mw49Bn3aedtCpC+eOvGu8I1r1naEc7PJa4BTuPj8qR3TsENbHOcyqWb/fCL+9/f+UT8",
-	"6cypFS1mnL5RernuBw27EakMm61t2NQJ+mAf5RolR+l7VBknUxolHx5CDzfhIQfsFP8CWgOkkEHSiK+t",
-	"IL8xt2xS43nxzekwa2Ehu4Hq4SA7O7ou6XR2eW1FeqMNM6OnMgud5iD7ASn/OprQNAdgrSZawaVoLhk3",
-	"lPsK+lP7zPawKvqFXMqrWHLrNuTO8c5//5Pv/+do/6c/6P/7f3w5Sn58/uf/2rk1usXWFC2xDH/3kKrD",
-	"/tGwGsm989ZF33O9Rjmwd6uH0qVry4R08714wuI7mG0EwY3JAfFZZLXttFWpBGWtZqDztSytyh1fyyJt",
-	"UwBmIh2no+ylFUBnLyG6YUJrnM6nNw47/xdQtsa6yBM2EBmvDfBhiqkvH3bXTPgsWKpxFR1X0HSx8oV6",
-	"Bc8uzZKk4X/QZG0cRfyLOvDjH36eIzrvR5mW09U2ZIMGwlQMxlpfmsOMW17odRIQjOUq5xWWPVnDRpWu",
-	"S5TrQz6RxYy8NKCS4G+eGJYST9T/nbKpLPKMVzkeNXgKQ+cSuZudLuJ7X8FT4Bpgbym4cg/DV6fM+pJ/",
-	"I8B+MNgSBp9vTnyWOHwieHHcRTlL8fcH9PUH/6qPjp5nb7QGfQN+6gr//Srs73jHa/f+lzRlmyzRrO3A",
-	"iZyu1/ZIYZxPWs5HcWzcV/tN2N6cfhqiA4Q7ZwMHKBeFvBKVFObwi8z/PKyExW7U3ebHb1CAwtkvmCtG",
-	"d89CQP1MqBzyLCE/xkE/lWfoIatLH7+n80BuJuZ04UlpDaXhtJ8tMSfO3eJjMNCqzf0/G8srkTfseLaS",
-	"Ime7zmhI/dCAzwO+CqLj7qSlph6Ej/rkH5My7bTbqTSig6sCaC1oP7+iR6/s7wYUGkMpGvodurPHdJDr",
-	"k7G/uN20mbkTHWagzwNHf0+Y0lO/KQ6+L834zpRUtxMhEXTYPoQ3ABcr2RsCbmi3IT5fAzMwtjGPG3Qu",
-	"8GmEfrvu20pRwZlPlp38vXncOWCngeLnRZNagc+lchfKo6BXOtG9FC+a7rvgpDcxLklDH7QcL+DwfAYp",
-	"uAoyGlEoc7aLCsPbPN2bnyhlHyqIfIaZWW6SR1Mc1t1LFiAl2ELJDUIJnszh4smETR+dzFsFGGwysIT+",
-	"AdrChuEiSuxiSVXis+qTCCrcSY821mDmuxeBWSyKwrRSRnJpSuAAJn8jOTQxS9BtROTBkrb1Z1/UTH5P",
-	"rYrZ3jKN/AK/8vYkN72wtx3SqBIjbsUjSno9bX+z2/hzu6q9c25DK48V1HUCYe0BJ+BI8Y075iu9K5Hz",
-	"DCjgpGWGz5ptz5kRWSVAUhphfRYVuJEgEIZJG3lCfnhsNOruOGCnXhmnKasEK8TQOvzwXKhEExGupNhD",
-	"d2zMb9fWRKzqx1kYzSjvKh7NCt4KP6D7U209f2ajSVhaDYMfuw1x90b52ufkxk5yX9MN7B4BtMDxi49B",
-	"sgqVl1oq2xBI6Klib347fUmHKvFOpkyXIoHwFjKR5WTqGjzaEIGWhtVK/k8tGJ9oCkEv0ZzxzjAECe5X",
-	"PjC6qK1gY2tLwz6ev2O77p9UoQwmfVHo6Rtry73AjNZQRZqEwQlzNvaw4qMJJDn7lzjkMbq4wk6VrNC6",
-	"dNp7wgqpLvexzbOuWFboOt+fCMuhIz5xXwqzmEuZElx+wmxFUNxhfM6WJ8wBkZ1PpJLGIuMyXGFYWckr",
-	"h/Z4r2G7/mmn7u9n+NcP+Md074C9EyOezZhR/FJ8yrhB7xx570ydjRk3Cw46rT4ZWwk++UTIibRuhjto",
-	"6rj+vbqAy1/S1bhKDSgLlVUzSCbn2IgFyT6oRKnpR9TVNqUDSzaUaboEvVaknboNexJ9b6iVHAvk77i9",
-	"AOKSj1g2ekj5z2DCKYeLBO9YFzl2k5BI5ydtI4rZUIoiN9v8+++i/1sL62/XZoq1JfDNgFem7gwllgXP",
-	"KPMdtx+y58EubojxkVcCioT9zoak91PFxKS0gPV8YEBO4bltaCl9Hj/+4YT8wb6TChZuNjpkCJzBCJzI",
-	"OWAvKT2fCqSo+kt8tt5n7G4KKbqq8a+68bWUwIiCmbCY/MTdvuAOo+1jmffC6PUSXeOb3+Y7m0rr+Hoc",
-	"dsvU7AmvStx7AK5hhfIHUQCwzdy4UfDFw3nPwPeQ4KTfNU6mp/G4O9QVG2lNtrnVJTRlExKUZvyEBDSH",
-	"4A1VOfudSyvVCJ15sYdLZHoi2EuuMlEQibDSduzug8xxMPOV9dlakyT2b8/YWBqrK6gsuBSlTYLaQimv",
-	"7umGDSsh4AmI7h4o5ipQ8Ts3Bp73B4NaQmfrpr4ZDx3O6X073ZFLcG0PHUWzIcIF0S1qsYuW/lyjXVkF",
-	"FzVpO0D/naAz7s2HD2e+FS+WHcFeFTlxs9H8oQ1ZItC74yuKIYTCwGrEBujevOp1w72KvZ/fdl6TlXec",
-	"wVqsdx20aFssr4E8gjhQR7xt5NXuafoGhBDJmtgwFwn3bBJ3EITvcwm+d5uMj2KPthRmS217Q6j0al5O",
-	"Ruf61mMEiEjL2++8VUYAI1XoE+P9Tu6+1EffKact1bTb9umqfbhqjzxm6INq22sJG8xKjr0QJBItNu5L",
-	"bKiCwfmQOIpXRPGVGZM5uTXDbyyE8St+JYpA0luwktsx28XwZMKygstJwowcKW7rqnGXJt5XunfiCRJk",
-	"yAGgPKR5jeeAnbIciRIa49FZjm4GujxsH0RnwOKBGIYr+uKcRl1wfHsZJEkJLTZsEGEnzLS+gfgtoM4/",
-	"weoQ8T81L3D63RLK/E7tyjX76uBGnXLjKaBO2rqyhAiw+9WUz7a256OyPeOeOrhPrL5JSbC+krqi/Zoz",
-	"27iJkQ/GHLAsIvYG1EN2Dm7mzrQ/9UAWvNvy0e8dr5AudGCQZhCbEARv3zJY3bkPSBic/G7sPvrCF+Fx",
-	"C2hbQPvuAC2gAtYiRBiwUYizvLg8NAKuN/3Y9tpYjiQVEMmGPlqZnjC60+ej5+JKZuKJgcJEzXRtyxrT",
-	"WpQoDtgvumLpaPDsr0//+jT1X2yh44AJ5HT4DMbZz5XmecbnO6lB1gyXEFMmJfRCZFrlJk08BSN7erQX",
-	"iiTDoN7+/R9vP7xGZ5obXxIUZmk92SUq8L8e/OXpUxgTlGNOeZX7WDe2iowGqodDB7iJX7KCgwpMv2a7",
-	"aaZzkaV7B+xMG0szgwH2s/cXH1jnShx+oX+9zf88hFvSE2pFZsb7Vu+7qxlkVe2mpbVpggGawcxPwR7L",
-	"RSbziLtTWu+RPGDv68p9i3QzetzUjv0MDgsfNYIBPDGYt9/qEtcpTjBA94EXlxd464aEysJ7VogUv6FU",
-	"HnbirQqQeEZ6hkhzvZUDj0sOOLhh7iRTzo4H0Ajx3V878P6nn7rxHu83B3BbL87H6NLrW/3QwgCisUV3",
-	"6QIIJcCWmTWFek7xMX28u22IWJmvD29pRiLznsT88E33NT//EQPBnYU25nePp2PG8J53SX/jaVvwJa6Q",
-	"5f161u/YYwr1D1QVdv/KLt/8J5mTyaRVHLPTfadwOJ2mzCY8YZM6/kW9Rz2uRVDgcv+Uk0gjcMoLuP2w",
-	"v8SzIwattEqeXUL2sWUTp7w8PWIGCsydAtbZpBo7Uh+zEnQd419R6kuh9g7YaaMxIo/2gjojDcsKbZxC",
-	"pSu6qlk0UQG0VKIQ3CCvUNNyPM1IlHQU6cLEugN4CgtwL2Hn5lWl8MErVCTYaVutaKsV3RvrGKCPzOLb",
-	"V4oOAXEQngthRYezD5JH2pjcshrB3HBAhlmpRjskPfFdA+cwTcaQFj00IoclGxYiMMiCZiyfdRVGwnPc",
-	"8YL13GpYWw1rszWOsN8W9vStHtfSLvHLvy+FMlT6YHx36Xm944C9JK3Dp3CRZnTsPTaYBQY8sJUuS5/w",
-	"JaZ0QUOttngoL9DoObP2MWkeZ3aVt39E6SJbtWOrdty52mG7kWETQDaWVb5f8srODjNeYv/8ZXluMTGZ",
-	"zIGgn16DuWnicykbtgdPk3p69pZZZ3ghSXYJ7VTobTOWcStG0EWQeqiHJwIRpMjNHM2/NPQ0rLXBvi9F",
-	"ccDeQvd48g27l7snQK5doHPVtaW2MUMBCSSmIY6tTRfB64TYasJHGOrpiQ03EmdcEmvzYMZSnP6mVu6Y",
-	"8VLuw43pCfJtG100itUiEebTuOtLKT/BvZ88MnXzPn1wC3nm1vFlvIybxK/uN/b1SYmumd8d8H2PogL9",
-	"lWfDm8bNhdonxG3EXMdnvTmjzZFv9tfO8U7YYDsLiPC0JxznprAfCTA4YZZ6ZOkiKMN2XzDUFUTj/Pmb",
-	"bx4+lAV2KVM5q/TU+ASF+DnLT1p34mq0D/2wr5uN9VV5qCuupcH8TcymusqvccdZpa3OdHGNW0BuXQCZ",
-	"4tvrvOrv2LBt/RtegRz5ilvoh2vd+Y+xBj1m3etPy/IaV2P97bVvuNYXvEZukut8Q231P2Qu9DXvORfZ",
-	"9XbZ3/VZwWei+rkS/PIa973hBv2W17rlzP7nGje8NRdjXvk9c629Bo1rKEN7/QmEHqvXvQs7FnysrjPA",
-	"Xytdl38Ts18AC683RHkFuAfD9Pdv0oNBb14n59zLiy0jxRJGCj9JbDcStXublvNhaRYjQx0C//BL5oH6",
-	"z5UmgFZBeB+HeCwJL5Dy6ITRUyUqM5bldYV7W6slMLiuaI8Ezy0clmVdAiHbY+vquyFXH8+dKUWq4wM5",
-	"UYdlwWcDnl0uqdwwphaGmTF0xZdqVIh9Z5V+PH9nQhoZPfGJYYW8EgyJRxLmyRTJiSby5jTuOlMYra4J",
-	"5umn/m8mhQzQibRW5HsH7DXPxkAIw/MJlHZ85pktZj7NeUYBBbDzhaE2eWkhh8LKifD5b2w35L89O0oY",
-	"t6wQ3Fj2HH+AEC7xiWPb8hxr2vaAZQD/FoDiiSG3AjV8hXo2aTzpFaAKV+7/UvnpYMD14qbtGBJ3h0P4",
-	"o98xrWAtMbcgHSTPZynWv4bKOcur0NZTol8BMwhxPkzUEONSiBJ+7SwiXUErTqVEZhPiCsH6X9gFDN3V",
-	"UhkreC+bSwOB7+SVOPM76NqEtFHCWYcDN2zS6zhwJ1L5H5/enju3cz6WeHe9PYWWp9+oflrcDrllv2/3",
-	"gvZIDq3EPowXB7p1BD8iR/CvwjbrH1AjiIIG8iIxsGnph28xB244Xyf89gH2lrSNDVRqlVBiCk2M5yCz",
-	"9+s9ZRrop9D2GGscTZpQAg/MXsYr6ODIUnOVfbIyuxQ2RQGEkX5p6E0Y9YZ6Yvf8k4AZra6yoeuRoNvc",
-	"kKi4EX9hCkiAHsxYCr9o5OSPR/s/Hh1F+eLPjvacBIS+AjgDhW90Lg3La2iFlMJfTp3wTdkuH+jasr8c",
-	"/V9MKspUAC72PSzGhIR2TzgBd3v+t9coxU9tynbDL9/NyfJIfDdfWIpK6rwR5i+eP3NfgbOCqVc9QvwE",
-	"r0U1pNE73vt0BGQe8m5hcIc6qZzgZDihipkQzWCo23ozOFJOqFnVwiPB436lL0XuLsBQbBpv7DRpZamR",
-	"CMcYRyVYVlvfp/sHZnCWgIfIaxlhMy5TMk6wrt9NBXQdVto6he1KsCuZC814VeEuOl0IGUz4zO9Pw6ai",
-	"AA1YsKkY+Eu9buh01L3jaGqgxHYgCq1GJlRm0XMT9q+dxen61w7jAzesiQgkg+EGJArBHRZIuP0w4bN2",
-	"Cz2i6twr6kqaBHWOs8p9l1OluDFTXfm+znvXU4feAaRsdaJZa0LWUYqS1nnGOjdPDul1pdvVj9pr2qMW",
-	"NeiMKU0A8lv16FGpR+9Ctk+sAQC1nTfzoJIBrbRVitEGNR8wIJdQQ4EHDDqaIreCN7nnAmTwmGNW6qKg",
-	"PkcwIFYrKwtShq7rY4PCj4fmZYNBL698bex8QggocMn0ZMJVvsWJu60zumvHXVfx6eozrMslBfchBzfe",
-	"eCWvfdItr63er0SmsVdO7wnX5QnaG07F48OhyCwVPUL74srMqy7XPu+6fHjHXZfLT7ubt+/2cN/dWdXl",
-	"vT+qtd2fiGokVjQSf1nbQ7jO9wwnMjb0IK9KK6ntb+5e3777FnJLOjjOYODYfEQ2xWPVlaj6WM4mrayQ",
-	"Hpvl6bO/Lpopa4SloznxjUaWjpsYf6PdBF04BoUzN7Ux+9QL9FJgG5XOD+JSXfNLNgpP0RysEyWP+6xv",
-	"Q+SdIfL2Md00ylSQNCPVyKzo7vC/taSU15d6UhbAidbc7OngyADZDZgJ/idelsTogOlDe9Ti3M2FceL9",
-	"nykopx/kRKQJS4XK4Z976MtzD/7t7AXb9W0WRL7nWxDFIIBPbfJhk9C1wVZcmUy7oR77zmJlbQPFBHr1",
-	"LsVsWAFtkHWjpizYaGiNJzGk9fkhsV3vBeTkDqOPBHXHNN90wka8NGFk0RRCs4RLWZYiT7ANvB/nE8Py",
-	"GrEZ+shA0BCJhSqgDD9gaQvpIJ7J2ZAXBfaMcyOBYifFq8pzSgxlIRqX1YwV0llfzIgrUQG/TzO15MjF",
-	"hvk4aUTKe4LGmLRkg13UWSZEjn5FaoC3a4Rgv75u2DXCV0PjK+G2qSj2EvTM6YHlUjEOrTIO2O9AzpHR",
-	"p3ysitTPDBD+Qn9+o9nZ+4sPAvytlUBotW6fK15QpyNwYMsCDOKBYFeikkOJIU33BVKNoCK2Qmd2x/I0",
-	"vfZOYEuiMx0n0bOs24pnlybOZx6gR5ea3O7ijKzh2ouRdVPUHfSKFWUhOCNNO213hm/XHdaaiz6eJ24u",
-	"k7nmm1sF+MbaPLTF0i1Kpetpv4df3P8oc6uvWvRcTLCxr3Jg7k6tgzVokIBBLCyT96zjumLntVIOIE6I",
-	"Kgif/B7A+RdZiBQ7GqFQGUIcTOuEEkMobmUNABqF4AV3ZjEYbVNdXcKenYeEV/CWXki4pr0a3fw2P+N2",
-	"3KGtQk+xCqYnFpPwRUSQ1hK4IcMF+oahaIXJxAVkIy1MEmQN1Mh6X11WCK5EzuqyV9edn+X707JsHUDC",
-	"0ePm2nrbbhHA3F1rzIDTlWQmPip+xWXhrLBFymNxt9hHAPZn0m3Rn+JZCx3VykqPKmFMEtRb+R+RMA6p",
-	"3UGDTIgxHeurQJV3eqUPci3LP71p/PnjHugMW1XhhvNR7+qwLE9F7VETDnM9VYXm+b6TzUviU3OJqGhR",
-	"+ZtNEHxPghbQKS45w0SbOM8mSFmvYXNIszghsVkZy7JCCuWswII7heIcFHKyCMjbnWMSCQnXVISkloRx",
-	"NSP/OT7HmyZ7BywCP2oQldX2E0zUJxzVp7q5JN2jxwcxH4w9YjwHfSdShabceDm4vsXzimb1nVuRG4OZ",
-	"TWYcQCzYDXeFJeX2GGSl3EVOQcdwl41zq7LcWdChQRoPMLAiFNYP+Ipn7DbVERrN9VF23bzH0yjfEdNb",
-	"diuBmS1/k05f8S/Yx48HNyCPfE5zGOxAd2xtuT+clC8AosaQ7iMvBeRWuk+DhpSFeGJOEKqo4j08A9Pn",
-	"MGuu0NDuIZoT92Vswi8hxslqVUMjhfXBbkX21n1Eu3XzqzA3xQjrptSchEoMDOySN3IiFhcI3Xe4/uQ+",
-	"HWg73nsgOVhb5LzbbKhFjET+xaZs5LYAc3ma1Gqw/AqV1N28VUdvUh0NOLBVR7fq6ONWR5sSlPugji5F",
-	"V+pr0IBpN1PdjdXjBKUyFKYmvkRHY4nOrz/DiEIDtXC/LxXYTT3XmcxTN7vtjgTzX3Qo1ZW0It079kkk",
-	"oSoKsz0hEj9flQORSSWmIo9Kc54YlsZ6NoSPfWuIff/CNOg54eK3edqqdpD5IqkwDURidQfVK82EpcoU",
-	"bjEIk6wsFVmorYBI/G7U/KESpa6oBaVQuc8TDHsGXaXIFIOtJJ8+e5qwMVcjw+oy1MpEtFTGArvgHsZv",
-	"MGrjJNw5Fs9AoB4mFCJFSrS/wk/dJ7jz0xJG5Hnp8ytO/rWKO6hjT2tXPVjGwm05x7ac45GWc/AgKxZk",
-	"xDWKOW6lyhXsCcpbXKcxcCunaL71b20S39JHUJhcc+QWTOPsodZLUyixI2HLBrWRShjD3Kw5EYCtkFST",
-	"HQ6dgZoWO6D/GieDrkShS8HSLyUfiQQyFi8gfma15UUCfG1/pmxXVzlkXg1mbWtK5icsdXehnEz9A1KQ",
-	"Fzpq8ROYtHVWT9zueMLSrKiNhdStvVW5uBHT2fVTcV/692ymN/EmI3rRd+PAlqeattPXtlG+G8xRXTjJ",
-	"m8YipXOxIsLXVuXN4Rf4/8pMIKfFmUg/hjzJTBwDlXRc9Byi7KBluyPt+aXZ66hO+s2HD2f7v7z7R4L/",
-	"Gv52hm7NN+8uWo9rkaTUqnCYlebS0DWggYMm5uAKM4gyKvWbLSvADlXd5D7lymndAzfaK3nlRttXZD7h",
-	"M19VLm3SZEKFfFrmtf4nJiKoZbsvjp6ztPnFp1woKZwFY8eimkojIK+SxgNqLoBnJwusT5qBrMmmyJrx",
-	"QiuxOkPqG2uh2yZdj9ZM+2qpzjzU1YTbneOdupbuyo7igrlOM+NZXLuvcpOwS1HaJtG4YX2w1CLE9uVN",
-	"VYIbaObUqcQ/++HHNQYEmWBujxFDUVP8X4A9FvYuDdCzRfTmcoWtfX+yuNZSy1vnaStGbixZxM3qAhHU",
-	"NxcoI6Vvspq32/s9iLOv5aGOiUWSLqIQf8lLXSvbuEVq5dPAvfXWgG3DbYxVAYSDzcl28OtOFoCveyIE",
-	"yAIKY+r612OxyuAxhTaWSQvt4avYFc+LQlTRcAIdh/jsJP7ui6MX14Bx+JA1MbyVYvZQAPyPe+EtONhi",
-	"S38i2kaQ5brK5yHgxLKiaepx69RNU0jwUgJvETiAO3mSTiLtDcp1IMDe5hKaYyHqxLCYJ8o90Q0hwkG0",
-	"YiMojIifIDYIoUNA0FnDcG50YAQEFRet+0iBAJIgfEuO7ICRfAUPLHhRScvgFkvH5/13yXp+1uOGcdB9",
-	"HTElLdOAkWCpG4NXoO8x4zHEE9QiCWMfLu+2PBHQ7gAdGXChGkWPP/FMWF6pF5+tgCXECWyuvBZQQyyg",
-	"G6txDtB+CGRWjV9ZqLyr4ZUS0weK5zfvxV42GyuCs2G/kh/7BMpVJqWdMT34t8iQZ5OKAeuqEgqI8u6h",
-	"Y9vvse9Tg946tJfLYmjJdavCuAkRL6HvjjL/TI/v+LhVJNt0Pg1ly6a/bnn3/JeX7Pnz5z/5Xvz/0Urs",
-	"JUwXecO5wFL3cKrWjcgAKjEUlVCZOAFHtVS1rk0zhRzIAmhgwK4yVzO+yoF83kzQfegSEoZzrQYZ4a71",
-	"G3iEW67dKyTcuWZ/jXD9dRpmhJt+kYVYuxND9Craide66zVu2c167ltftg5NBOztLU3EEhd8FZ/he1Fi",
-	"01x3OOZVvt/43Hto3qvKmShGDgpxTEWnES/BEzaYWUFsL86GaIcOd+240vXIhw/5yE3gHiisqBcBd6xU",
-	"ufjMhLIV8Exx9soXZerJwFjQcY1u5XaonMp049pcTCJwar/VVZPjYX0HKxwqrwQbOR2Mnfp6V1kUbCDA",
-	"PKucZaZ8HozEVBYc4ExYtqu0/TQExtoTp/8v8Fo0rnxuyGC6ImYtFAWcurhNgQEBZiROl+yIK77hVT7v",
-	"Qm8Jh83oxO4FDgl+5jYbr1CD4dMS9nT/6dERy6HNVmaZzE2CK1xWOhPGOFsSM1z1VN2uDrzwPX0sXQ7g",
-	"KvgrtChwX5Zgp3eYAQaB5S3odYPemwZS7gb7fC3uavQjlOhHvp8rIBQxemj3fcALj7DT7wJ6oM6J0AJn",
-	"OoLVvBXZg/dhptOQy4KClWFIn9zjPo06va/nePP2/G/P/70+/7RP24fmToBgBSFJBATRWPvB4A2Q4sM2",
-	"PyYaJifYI3MPHW+yapGGYIUFeAjR3ZqwQR0rI+CWbastA8QdaIDTQhrvbW1NrsFiCsP4iEvldJIW/mgl",
-	"rg02F3pot/rGFm8eAN5cNEfhvusbX9CLdA0ugx4Cg1Y9LNhLinFreTZGhruQAgV/V3wiTmCDTcBrBX+F",
-	"dg7n2L0A6gvcq6TpZ+vTU9UYfchJwqtKQq3FYnGaNM118JMvTpPW9+qCjnxQWHYclaz5PT+QKodKXd/2",
-	"IdSyUeKp75GCpW2hqG23+bBjZoRwRmGCHy/VaG+Nord8sfCtYYk7YK+vRDULw6xENhbZZTQzuxzRmemq",
-	"jcPw1+ZJe6Fur8k42EU79IoXMiceRp9MMFfN7PeD70XSUD2ifjoSlqxjLM+bQ/1Wcd4Be2spColFiWCA",
-	"+0ZtSleYY8Dnqor8EFaXSATJ8U2EES3f1LZEb1ui990xRrRg/T7RRXTJsK9nitAKsL8txNr0EeGF++6P",
-	"gFCh0gYgPMBtV7l0m00iQcU7d7CGfIFzAhBYT8F5CGSm/6qPjp5n0NYI/imYKISTqwkbDielGLF9Y6D1",
-	"47DSE5B+ExKqGGT6L3wCpfriM/7p/vfsR0/t1XXJHymWyKHPkg3ESKpFxlviupV2LwnpbG/eXbB/vH8F",
-	"3wk1Ervjwo1wyCCr2QggvjU43vAkq8O/EzBFiKLWh/R9H3xxwM4xn6HJFHHawgG7WJRznpMDddg1KDkS",
-	"4uRoEtrWp+YIEuHaxXetvdeTrYAb/buouNsSfGwF3d3Ux7VB/j6yeyyXbevaZw2bx5xYa5jQ2W9nL06W",
-	"yRevfTu9X4hLA8ltJHIqwcEcOnHmD0tRmnyjtMFkCqr6hq9YLnMwiCYnW4vxIVqMbnPdjLV4uqi7tvQF",
-	"pLQ3wklhK9io4sp+jTDfGolbI3HL4zLP43JXRuJSIUol6CvqyknUeIKX3mw+pIMC6QYpHU2LEuhgEUwt",
-	"K/4LWUpStuuhMbC6eGaSt3mLfqohOYEGFNTJoqfdPXCkQBc4kHPFLDQrczISxM9J/NSByPREGM+dAon+",
-	"KBd9f9wVCX8XNI931rfpVto19b3Yr03e91a/ojfwwrAJpfIv51b0v5jbNqv9MqTFVbzAN1B+4EbT9lov",
-	"XCdtb+4kbmNLSxL4on6t5raoPJbm79FFN8qJ5Xs8AjdWG0fnL0XUjrvYukMClSkRnVWhM251xXbn+h0l",
-	"LL0aawOlmbws3f8inJbKWMHzVl/c4zkjhXsSKSTtEirTuahYWZuxMMi70iZPPP9wcQZ/RsmBaQE5g183",
-	"C2b2Eof/dVGwstKfZ9gPK5oH6qcDps+w0FMnE+boSa7oL6EW3COacrOYibl+mMfIaBK3x91t8ad0rPr/",
-	"42frvw4ODoIZ2EjCvcQLs+C5Ad6snKXkP/3nHwc19GbSoXJHVL5h/Vy3/sV2VRM+YwPhy9ciqq8gV0n4",
-	"kZe3JUxWEZm5GVxCXub3FMSnSm7HCUu/tMb35+EX2F1/Hn7hZfnn4Rc/W3+mbBfTApw0/3j+bt/dvy9M",
-	"xkuR752QZzjq3U9pWt4WC0vaPnUsSHPT+GOh8g5cpT4rtSF3K2skoKhAkYNiOwPEOYV2qk7sCC3+f/au",
-	"YDeOmwe/ipDLb/+YuOukaRH71ARpYqBNjdiND0EOGo28q+yMNJA0bhZG3r0gKUra3dkmFyOXnAzMjkcU",
-	"RVIkJX7kjvq19G+js30NiQ1WoKzHbL+w3EFrd6XLtxewcOAB8VzRHapwcs4qReDLL9wVs9luzdVlyCTe",
-	"fFLxmhx0qCWpWmzMivdopiPoGOo4N2c033AASfvjbpb4YWPCmTG/Eh3yiSuKScFIKwJR4aQhS35gpT1Q",
-	"aPmjUuwbUrsHPQDW3O8KgbbSsoeQ4P6/ESakCIPse0Gvi2DlGFYucmGw7EQre2kVGEKQ4sFZEx1EFkJJ",
-	"W+JRMKCVL3EibnhjTIANBttqr+B3hYW+eMKCdcphE6Ie0Ocjbc9UYL9EY1U/dRqdjaBtmFKKGG8Kdjri",
-	"1T5uWWtdp7EA1VjKCTqfK5QpY4hwRVRrjBeHnN0MbgrCS8xfxpW0wutPWkVGHk0HkiaIJ4tFtZXBWLgT",
-	"rGGUTi+97NLEni2eNpUXhPXmPKnWdZuGHAfadKv04izoxBtayoeMn+4UDXKViDxY63t4yiAOuKXmzPJJ",
-	"1eHq+5BZcZbyFMD7XMOIJ37bct+gcwFeNXaegtdPSP21mryJm0dnH+4hom619Nr/NoGKffgIwW19AxjM",
-	"FY6RPl9LZ2UKSPBnqkkXB9T8/+UxuFEqbXK7BO5S19wzgupL59ZGM8mJjj2oByRLGEu16NiJiybSoIOI",
-	"2aqGkJ1CIwZpYG3BSKT+0aTaIQo/WbwcgOEMLsoRzVEsTvEMldMLxIj9VMXfAS8Me4d3XUvj/GYvekmW",
-	"I3GBiBPRS9Nnf0HJKHu3nJCeCotmdMbGUEh7skUa83WfuHeaBFl3IoEiikEPrfZhZcbUtYwtFnV2zUM8",
-	"rYdI/zwzwnvTaVd5kuzzLb2bxjTlkZo/PpYqmjvyTkfn+vIyDc0uCC9J75aFnGdb5KThZuh5C0uYWvfj",
-	"GlwKFPWqJI0bGIMp1cPYY+SdQQ5BKmAeeA7WCdg1qO2s8SQfVB53gFEIrjdD1h9VhmLuOI44ZXzlcjP0",
-	"B1XR3Wq1UX09tRwHmzQvlLcwuLUWkYzbTlZujrDrTEjqqutu6XJ24UbDDfEUKpVy9tYsuYUy2dVRtqY3",
-	"0WhUNgreq6LCinGFbz/XfKPBZ+h7hfWGSf4JsS07J1g9vsyxHSP7cf656CIlhnnk0y3Frp2defboO8SD",
-	"mGLrPjf0d7Kd+Ee3K+fWEH4aPD4ce2kDR6TwyHDDziTRj0nOb3R75fBsldXeWPpkWgL+Mjz+XDMJCJlb",
-	"xBfOxRC9HDl7QceushuMNfBDTD0KcTC0R3GTMx0SGzZXlipz6vnzmlMJD2x38NcvfroWFC9S1gdi9KUB",
-	"ewH6c6e9uLq4ZPkevQ4a7DAJDpq7c0a2SWpNmIzJNlBomm6EccwlEp56RV16MmsEGbK8KJffBi0odSGc",
-	"O2hEZ3ijKJAAWXh/qRmTo+eZwf/UdOPq6N31y2PhnRvCGf2hU2kFSpXxf0DAdw9bwrn45AxtcD62WsaG",
-	"yloaylSQnxLE0c2bi0s6gA5Tm2nAH15dHuO30wLt60qavPTRKDNKG/nwelYSfFQzU8WIRLlBHEXZr49L",
-	"/j6h4dhOvD759fQUdz5HsQcR9L8gwqjlWvvznHtovZOdkiEKnSFBuRX9X2/fX/xOlwRqTZb9+tGXj1/+",
-	"DQAA//8=",
+	"AItI3wKOzS3a2nqLXthq+jCF9uhmB+xTJWt9K+Qt3PXhL/o2bAGYpuKawRO/4+3PFkXvIDtYzJ7/9tlv",
+	"n91iIQN8XzYi8qj1DvcetCTUe9CImtF8aQflHnLxgEPw69F70rbHC7aqJOT8hnvAVzDroAVYegHXlCWx",
+	"2xkCxLs/A2TB4FfkJMEPf21YHX6misqJVrcoVpu1YzUTOSu2nwS4nnopC9yYspRr+NFoZeFL9m/t/2zX",
+	"Hqm3RiQZ+/eG6dsHrjgup5BG08CjpqCjNn0OLvBNKWlxq6W8LWmNl7ppEIxGtwUTCGBalXQzo/n9bcmo",
+	"YuEqV/rH8CiaP30v9arzm2oqtKbb37r0DCYbyxNgQczZAyHWCNvYANVczbn9oKaa3ZZ8xbFFr6feznnJ",
+	"eo23D7tNd3/2W9D93TD0TefXiuplwKV6D8w3aDeW9Sb+2G1g75FstOJmt6VE1XteM7X0vNUexlrK1W1e",
+	"yuAvy2RzKVSz2vo5GKnObWvhb9UtBJLcsk9L2ihcTms3vGWfKkt4aqWrlksoLWu6YLdzLDThWaC9Pqwx",
+	"tX0SLqRqZv7ivLX3BNQ090cax4jfPDDqtrG7qVakMKuWyxX+4mkMmd+txnIrVuu4NfpdSL3ud21oX/eo",
+	"YM1mSsICNtWipuGp/LNhquBeOHgZPTBbwtVro7C/Fg+slFUi+mfWEYMdfyeHLgKUnGXkv7AhwmxL/3Vw",
+	"dErstteKaFlCCUrCQFwFQFqADi+oppHCRFTTneFDhT5WFcsNW7EdZG1wH9gAjKjLNS256uS4uXk8UWi+",
+	"wBKF2uxmVN61FpCI6xK+5gXogEbSonktlSLmFuQMkWLtT0YSVqdWDvfXBLlnm47a0zQ8umswhLi9wPzq",
+	"7TfmNaO883xJFCuh6BpIyEuKtWDd+k82R54HsdhByWlcOFnzBRdYCtUI+LRXjz1hmpA5YAEWZ/qjzidW",
+	"q8cOoS5gBsqE/R3zjLU2AtUOJv7hem6XtAY8gYduYL0j9sxhGZYb8uzUSNTBgfcfrRqlXf0e1HbIbEMW",
+	"DYOCJVNrwUEZ7Ig5A1a+szihEG1lFOS07uLvuBiytvibbDQU9jm2XOhYM6XHAxL7NePcMQmptb/XfkJZ",
+	"a/SFwx/TcX6Pk3iVqFp2Rmq24EpDyujvv4N3gyJm2xC1gpUJXFnzxBfrgxaeKMxAVRsjOjmL68RNwyZS",
+	"Vk/fwfOT44IvuPaDz1NpGgMu8jsuYPPuXgaj9yvT5n95VS6eBwK3azScyDRk3eIlnzM4kyN4L9srsqKi",
+	"mdNcN3Us0v9NLVcEt/lCzKW1PrqYh7h1WRYxCJU9WhJRrtrZKLDGzvtNQxBQIzQv0ftnj7+1muwdlXfT",
+	"S4CBUmXO0uGHpGsqlOnx1IUlm2uH5suQCvSyls1imTSn++MzaPX2JGVYBwBBu/Jlh1wrNCCirUWpeVOS",
+	"q9e/v7i+eX21Ux3bldQsHtDV2YnrC4824MxabnlgrRRD6PxDDKZ8f3ZztBMqwSVYvHN2Sqz+GFS8vWes",
+	"Oqbg+V1zUcg1gIZjtT/FS2Zj/31FsH6c8p+T47Cem+Qu3OFrd8iSrNV/+up6WokvrllT/0qMiRiitl5M",
+	"H3kGiqbOq/FrwjNDe9S6sSw+aKsdZIccgnvC8aisZeY9Gt5ez9FrZdxZ0L1Z1D+Qq8DOODNiiyUJPt2F",
+	"3L29H+UgCJb+CzgI7MC/5w/sAkw8QY5VXwIBbgCGIK9h0JZbWTpNSiNJ9o+PQxHBiQaVEXVr8+J//+nk",
+	"+Hd//tvzk5/+JSoy7CiD7NzBLiHzUD4BHHpEthX6fWkkmKtP5CuZ4XJYkoYgF3WX6mgB/1pXP3C9vMmr",
+	"oXlbnADD1MjN+aUz33d0l0PzwDB4/sA6yV8fX10mnAcjUGtvoYqpuch7eWt+M9DITg7d+jw7OXqaTB57",
+	"Nkr7AedtCW6E4q+1rJL03qEc2yS4kbSs/icS+SPX89IaK1M5MYYgtARkOwy+1PUmVhy+gMrGCbwZLREE",
+	"5tAV+7Sq31fOVPoV2qmP9gXAIYeXH65vUlETnlImXAVuPbpcNYlU4yfe9jNhsUdZtluXgG3/z2TQTBQ3",
+	"PKbbvBaBH9MHSiIhfrYYuKn8/++V24MoF1/fa0w7e/QK67w6Qw/BtlpgtPq7dv532facbBKVx8NxelMg",
+	"4YdeXVwDdElk5I7+q2K6qV7iD938Z0yvgbLR5g6z4pkLsX5/duNyhQWkx3i1NBET+Xd3h4a7356zHZhT",
+	"PHkbIgp9Fc0B7mR9Ijuy3Wv71TYuM/4+YfzXbcdbGEpcaVlvWvZqm90hmhI9NGYPqypZ93MSV04a0qzl",
+	"Yoq9w++E+e3i/R8vbl5PP7oTmXuexmUprhJwC7aCExNFwqC1E9+fPiXoMLlw4YimtccTi2Pp5olKhbTv",
+	"GliKN4/hwHwAv2UXVv7oVAJznsyA0HrYMblgKj16GwpyCNeozZN/9vzZUUaWVCwUoPS7TAqbWQHprBBk",
+	"30EowK4OMrP9iRx5PHipxfTHkhfksNNhwr2TyDnotPWwUwICOMV2YMURaK5ICoPPGoQgFM8ZBvggBrLH",
+	"7UXdnBO7n0tZxvKoho7odOKa8zJhGTK/Ei4IZGFkLQZOj8q4npgBNNlGLuvUIXP3wo6XltWdfNJDjEgv",
+	"peJdDFNdb5w7B0JknmCAW4ZG/GeJIlJ5zfJIVOgJOPFcDdBn9l9T/XcjvGUHaXBTje2BNdGbN8mhaScj",
+	"tKT1KiMrKhpamj/Lo/Hj5pc6dbrcWgXbOnpq/jfEKkW9eDBq2Chwma+N8LglpSJb21NNe5RAgCNbQwlb",
+	"ob+oEDB+kbu02qksA+NhPuM9brOwBqPNUR+gdc0fWJFteVplbQNkdzEsW14cMSxPvs93W7vEXW6xfgjU",
+	"fQXDu9nSFTslHvsHGTAtS3KnmtX7ZnXnF8auySm5EGaqJdNsi12vmdDkrw1nNlqfHMraolS4o3EUXvlx",
+	"9KG2g7gMAAOLa1wrKjbBVgYHU8gG/OOHJ94T6jyCZiWOJnJJTdV96pw4Bh6VBnuMy7azo6zg8xhxCVqS",
+	"3kkqAP42YHcK2dw/sMEJqvJY96zfjswh8H39jBR0ozDZ7Gins/lzHPnHmyOgbju4Ei0QXXuhgFUqOPZJ",
+	"k8Wz51/UZvEW8uHPlwyFtRTAnBRsC5+9XxA0kSfyuk0MaXUrhNMLEEbRO8Tye6PZyPsdgjfCkLg+dvx4",
+	"DEA7xc733q9/D/wFAjGLXizoOIgb9RynGQNreyuVfsd0zfMo5UHu1qKpmcdni+Op51VzLqOxPa2ntZQL",
+	"ntOSnF9+nBrRswNK2XopS8RSQyOsh/eHOPgHI5eeHD87OZkIV1ZwFQMDfycboVmBGAxqo4woMVmmeMXV",
+	"vVvriEQBA53TPLqKTK9lfU/adyb3euE+Gei6lLR4FtU4j1dcNJqB7ZzQB1b3ff7pJYRGv40hUMw1Y+KR",
+	"LUcbfnjMeFdslSS2d4hzxYUhud0oacVWN1LTMgGldSGUxloXK98HaNQTteYVW32EwgrR1jvj3rXppjJX",
+	"02hVrxZkDE7fTMoIxNiUMIoO1pHnKP0V7E25s2+Okh2JeCLsT8Yd8M6pS/HHG6hgcFZV5WYIRjiodmBv",
+	"ml8tbHBvVo+FDN5qbh+4YPuVWZ6t6hHkAcoz7ljHY72Uym4Ld7UaC+8Y9C6rUppbaRQN4wsWB33wxSj3",
+	"zN99xZQ5VHbZyGxDKlrTFTPy8D3bnJr/KIwdn5l14prZaofmwXgBeDvAwRqbcRobAhPu7DjSgPXJR/07",
+	"JR+D3QqOlX0fTD8PrOZzhy/cUlayPMnFJFgLkYAxVj4CKQFNlqgY8orPbVIdBNvZlcAtmnz5t5tgmrvQ",
+	"bBW7/qeeIgjLbQNDJ0Loua3qggrj8IcJx495aHFmTK+Zk+QxY4JQC8JVhOfASbB2/bZV48UYPWEzBfSt",
+	"2oKtrtduKntIR/gC1JiNCLL2czvIEVBgO6VEW1eeSqC1aAv3bBNNRmn5w25o24Gi1cWiWy83hNppcUVs",
+	"El7cmwPpeYOLX3enZlpE7ylCE0gXP72J7UGPNs0S9Lalt7KZpwg3uHE9ConWr2TcgxMy25DfeQYdq72k",
+	"2ULWg7vm3umU4eUlO15SUSBalkAdwoZUZwe8engRR7Pej1w7ejX3kRkzs3W0SBHzSGE1SCppZ4kpC2pP",
+	"us7g/Ms5maunsDgr+ikjgumnAGSt5Ip+yqUQwW/1iq1uu6+tOz/x6uGbp7y6BSniFpOwDeEET3Ve3eo1",
+	"prT2fp5z4XK7e09W9NOt2ojbGc3vS7nwT188zaWYP6Vl+dRmIt+aXwlCYgL8rpBmcklQr9UKjO+J7YWf",
+	"SfAeHC2Ujgz5GIFajXN/e8Ic5W4dtq2BdIlh5IiVVETTKh44W5v9DQ8WnmOVYvmDJgsQk/ACRHJfy6Ys",
+	"gst8gg3j7+x6l6uK1jvd724dp93pZu8erSBUdqsn7fMuOoKd/Z5Kwt+L3D68QwkIzh/GLq4REyEI9B9b",
+	"O+ZQ6JHdy+AKsUJk547JqQDVwuycrhPSjnspLVwEnQU9+bw22isWsS3epQgsoSN0SQ4/mbFUDVC3uHGb",
+	"Q0gC7bt78I9Waplcf9KvbJba2874Y0S3ZZuMikyib/w8JTXV4AHtWHqVETshBMuafLeJEMxfVyx/SEEF",
+	"e7w9tGrNpJwavgJNX0eth9g0wEPt3GxRy0pdRC0PdqQVze+ZVsSCn+7ZxYdGx0x8Qj++fUCCGpoDYkWp",
+	"fVtODb3Yu924x8dTa7qMp12rOIVd2oXcn8Zs83Eqc83vR2c1yx++41pdshqNpOndAswNLsiMa0wExDTt",
+	"ifZwM7yRjmDvHtNL3CHWHv7wtMamHhtld3O7exHQeEiU7ekNDlmMD/675OJK51dSrvaTjc5aZ/BfJI/F",
+	"Q0Pm9A1A5KSDwpUiiKIDTHXWKC7Mb0YHMVvClWrwogoMms+/fTFq0MzpitX09RSofBv1YWZhUwbM/mMD",
+	"JFWfEYHippaudLBycq7XtO5ngbz4JoqNoKqSbgbAUbQEULowg8H0hcv5RE1KNVnx/BFrtOJ5LaslqLiJ",
+	"dXLwDNFgYcTgs+O2XRzOarlWrM4IlyojVBS15EVGnj59ejS+br1j2KHB2DH43gjZV40AT42glVrKRELs",
+	"YqmJsm8MVyQNi9Js+ax3LIEVuLpAA5GN8qN4ZHmsRX6+yaOA/ec2dKMgC1rP6MI0W5aY2z7Vk7eQybPx",
+	"e0lqXPHBorMLWctGG3aQDk5r35moGi8Zrc7KUubfDVVvgFygB4gDqQgSy9R5m0+uN6kqRm9NgzPsY6Yp",
+	"F6xojbro3J8qL0yE2YiHlzSr86qJVXhr4yVIA6YeoxEOFFpKLLOsmHgTrwbxoWK2GJ37XdbqlBw/28Ix",
+	"nQIiMFzL69dRdWpKmYdeKabpoVw7eczVVmj2RD+518Cw6lBYGaHv5Q6O7dZx6x2PdNmhln4CPuXpNuQu",
+	"caa+4GJfqSaXQsmSQeyQCBG4+hZyQE4d8s7nS1rTHMwU5p4WzlObL2lZMrFghK8APsP0IzakZBrt6mor",
+	"TfRFVMKBEcTNAF7wsKDIbZ9YOcEF2J4St80WEQYRiA1bwnJ9ihwqxsidRXh+6nu9c10gZKFt8WiKaFNR",
+	"pdbRhJNL+8S13Sj0Tuwo/JnP4goVkAYmdQRdkEOz6MdcKCYU1/yBHe3ca+/E+CEE043R6rs2oWeoqhXm",
+	"fL3slPcInc2u/mLMGvmL1yrFAadGAIX3PMwU+0Vrw+1RMpQcmh+P33z/xwweH8/fXX6TkbffX6eLe75l",
+	"tNYzRvWEwo5luDydEn3MphvvV5zvV1Bg/meolwlEOJQFsobqGfDaqYM6K5nyPz6iOOZYcUnAobJr0ikd",
+	"91kqTT6u9c9QdjJ6uC3yASaRtETNlcNEcHETrvZRIxBflCtXwOzUbY2/ocxfqx5z2pEljRaB7FQoqR8m",
+	"KxgT60F2vArb2P2JS6Wf/enFskSNyA7jDYtF9pnQ7pUbY4Uh2+M3ctPF0clClqPIIQ5eHbU2lEZFgxXS",
+	"SF/h3Yl4XzsAfYU385iHIgm6FTRyGQ1lCSHZVnsuwC+O1PZ58dm6y9Ad/2fcwiRSW5cOOWa4QQLcF0Jq",
+	"C4Z95WDuf1/LpoopqPa5d4XecxHJKJ2VMr83LGXAyscVfEzgXRXwWXdFzmWdd7yGncDFJmbVcml2E4nC",
+	"9J8IywHAfxVDuelcAxUTx4YtHjv4UMMUAevluNbVsbkljwFkP3jQ8jIvcBy3XA0QHHNZsPrY6IIl1R1/",
+	"dnCnQAxahKg/VmCrhceYwu7dtKpNFHIb2aHuIfeuFMFnT9O51QmeBWvtNq4dfdbSylTajNnRnCG/nReE",
+	"WUdqowV0ZmNdmqi+La7gxaHiOb6hFd2QhSR0ySiGs8tGI/nGqRcKmKjB4zXb+KO1K+/pHeIIJ/oMwngy",
+	"WPK6Wa1ovfHximZVqZb1zyLSJ1jqdQNmfsNIPUEQoLxpctVUOcixVrufWUA2w8GUnd0y708JHg8IzoUH",
+	"ybr/KErKULTm3HGouI00jO6GUBH4yNljux1Mgar+GUkMGPSSVhUTrDBrgAcZf/l5VEdc75HrbA3Fd8sN",
+	"oW6D4se/7nCyXU+1ClTPYS9ah/mBlqOdsQUKk61b1bSN7zeEAyVmIADZ1gwiUviaVlFjfyoOOXl03Iq2",
+	"U8m2KbWzVBNPFM/ZFV2fh4XIU6AKkZLl4CmgCkpcxgrVCR31pr0xn9mn5PD/nL37/ihZsjruYj3fGsZO",
+	"hPxuOG5PLenzb19EGOXbs+Pn374IS3rEC5GmDPR+QplfHN/brtv0iNSqMyLYemBHtYS63exlYBSYUSN2",
+	"NhXeUiVAzmf4msogohvjAuDk1LIs7Z/rXt1jPCIOBmgiwTifJw5vm3JCW/CL58+++SZebQCEx+vE5l7B",
+	"wNrxQldCQqo9qyEPD9hWwRc2A2nMkv5Fc8TWlHchAyBe9eDls2+zhNepDx8QGKy1tPmGDkCg9aX70g6J",
+	"HMbDu0haYBfJkUPME6ben3g4SCiznccV1DiQ4sl4Bqk/ZAOJaUOHbP/o5AlnzEYXt0vaSxz6H3w4EvsU",
+	"3R6+sAzPnI8rFq8p0MVPUNoQ7cp9iUcrUa49IuFBTwjCoE6x4EJh/0SJBVNaRF42BbvEx0HM8SQNBPpA",
+	"vIuIymGtSdOiiGF2ZoStCSq9wcM1iPCxryYEezrjwmgo2MJUS+uCCajFFTX33/AVs3IyGMaNJOg/wHJL",
+	"033suD1p0c4KYoDpge+mxEzFiyYeZ7CSEFhbSy1zabQkfDUjoMqg3F/VbM4/9cFEemVtJ5HGFTaf1EfV",
+	"TnvYv2bgbOyj17U02d3ebLsoU5TY/FZl7uAFix49+VJwLc0+X8axyN8xKvp4JA4SdtZA3OIhXB0UIYO5",
+	"us96wSLOXSsKq/EexWIl/3/2/n05jhvLF4VfBcHYX4jcX5KiZFvtbf5FU1RLu3XhJqn2nOn2iGAmqgrN",
+	"LKCcQLJY3eGI8zTnwc6TnMBaABKZBeSlSLl7ZjwT0aYqM3FdWFjX39L8nl3q1Xs0TUVQQJQGtw5QMxqw",
+	"yIKVYz1jVA8gCOFkxp+JvlA2WDTINrBBbdOBUD4rViTbf8vnC6a0C5ejYhOio4zsBbflbGganbC8tnt6",
+	"UlcXKW8n7K21N275ncZuMH5zmYxkcmtWxSOaeubVEwuPfVqXe6/m60RzKkhRVw5NtCG6bWbpfFcJPx0s",
+	"mko468YuWgKEBjZetpFongTRxR0Lu/a7ALv0Iq902kcMlqeLxocOqjAkH7JhaFl2UILGxOSnjOXeLekr",
+	"10VYUw8w6XCsP0xD+YD/XefQDTVuG9Fb4WwtvJgOloyDjxmbEtDljhFOtsUNuke1e7q6LCrbupBil+fH",
+	"aJn2TzYdb9BracMJIrLxxTvy+fK9reofmLcypG4XvUWHkiPj3iTXormvu+1jg/ikaZxUtTDyF00ERtk2",
+	"fD3Knx8V9gN9tKJ+LPokCiGu6oFXl837TxgXVGIx7mGUE67C/SX4na2maxcUdZmDOIOfZpDubriTgs1e",
+	"tbrcxdy8S0gLWPqxlt7thiw81zoJBqnAEUVLJaFYKsbPmS+DYKNHR9clI05+RK2q0bTsxjXBZLvEoHhL",
+	"o/UfNqEn9jy34kxcZfeu2bl7HFL85XQevUo9k0Fjkk9ICYKK3LR9BGEkKHJs+o61T8J6ulWzZismKlmW",
+	"y7iRFizo17Vg/ccJm8+piMBQ7VdS2glSsIVCUP5zI6g9VxuVOFuB0+AcywvGWA488iIgOLZ16G84wZEp",
+	"UjHB1oRqoteG+/CqUM7KVvIZ253ZBJ1dsYpHXYfwuysGuL9gDwfpEdt8Mc8k58l9QZZxUVLBRidxhTk+",
+	"iPwcIHg/KuoViNSbllwsbxERy3+bOFik6oGcBSRb96q9gqLHYjfiMMcgHsX91osBzTi6XG3c+Rx/LcON",
+	"7Nk8Vv+BnH0AcWgoo3UVS8OMEArbpmBwPZjj8aShuzaK7GCMU3WkU3YQt64/CLdBJfhqobipq/sUY+Xh",
+	"6Q/+Pt6ngAkN40H+kREhO+RNNkwfZPaCyfzV/8R3+bi6uWhjg7j93Srn2rvxA9X5gqmzgBeOuaggRhfG",
+	"QJsUPle2OJ4SOcIx7eWKrqjgBQzPD7L27R3n5r2zbHG47WWPBchuX1WJa3Yr7NbJAEMBsl7eOfc8K5aK",
+	"KgVubMDakH5RbWnEosymHUks/CzKDdzY6ECxZXWi5ScwiBh24HNVxqsoXjkVraELX2c5PDmYLZyQjd5S",
+	"tYhE/3PRUR7J2WlGbtCL/cONjxlfsAcSOMzN5K5qWM6L+rbk+Z/Y5p2YyZPWLYG+Yc8fERrl7NRh7CWk",
+	"hSJRo8RvRg6sn2tArFKEPdBclxtYexgvLD/WEmCOVBJ9gV8zESJhmiU36j5vLTI5Ojq68Z5SYEwakmwd",
+	"WNoAy2ZpGdEzHCAxI2somOKkclFDF0uzP2sOMkTDdqmaggtl9imcjieyrEvUzUL3HsV4pPpHf8bUI6LT",
+	"m5OKsemiUUZHOXEa/Wjn8PTAkd6jZNmVijAKzI6MQI2xkt8zgCJVksxoNRZ9fQr8aTCs1Cm6jhYX8jB/",
+	"7sQUkqk2kCSy8CMneFfMp85OLrVjk47saxM8LPjBnzmNBid1VBH7dqpMVcHVCu7BwXGinEsBhy9Uo1ry",
+	"/e6iWTOQkRMLx8M1kbXu0bY+JhiNTb4J7ZKgZO+zX2paYgzeu+IHcO85nYtV8E48bgwQV8YcUHu6zuH9",
+	"flb7mtECzReQ57Re8HxhpmyWVrmJP3E9pCfaVV6w5UpqJvLNn2KYmH9im9YlvGRGmwfmQEnFDgvkF6zw",
+	"RxKETJkKbF/Sh1PkPaqX+dCylGtWOGUwuZhpjjQc39fiJHbYuwB6z/k9Ex7KtMMyIo2Bx7AYI7A7MwVC",
+	"TQBwi3f+UUEYrUrDVu0mbMJAKmtHMCOic8pFKrDBQkn+GNn7s4oB66Zlm1MNsfAxsAnUKXTWTP5E5JzS",
+	"H3+CaItwvwFk2BvC8k1etrKVL7wi+Nrzvb0sUcnqjbPMXPMlKxDN6cxG4MYtv1zx25J9NlJl8hhsSOH4",
+	"CmZhUuFw/2VZKML1Dz5DQrC1sgHmQIRcOc5rngIB2BWWhsTWXO28yFvhWQ1OtxfnWjy9facHamGH97Sp",
+	"0Z+6zAsrbe4R3t+tO7dzZ3ZvrjYIRsBvO9vSlkb9qR0Qxnyxg2jBLQtKul3Fwdf2NX+3wydvzfb2FHk4",
+	"ISujSIS07SqfWVuXaVKzaskFLVNW9SeErw9w+KdJd+bXWBc7pDRoSQoJta52jP0efTekOI6DvlYtmIZg",
+	"Rr8FpxlzVhOHsy9DIKD314AuMqyCNJ4eLla1zgxfWtWIvm/Dsn7XUn7XUn7XUn7XUmIOJeQQkYUHOcny",
+	"WLSmZ0SWBVO2NOkkm4xdzOuKCizgHC299rvGNHwrruimlLRI50XgRncxc82NsM19E+TR3Ee/62eT9LPK",
+	"Z8iO35tPeF23N8c7/6y4yQSWexjcsN81xN81xP+yGmLD/fxRa26wAXH63N3723UOqCdMDATJgL/j9skK",
+	"2ZqlqJh6F/ODQW/pcu9jqjgN+3isa2ekPhF324RYO63s+szQdeuyHwOwc2GawrikRyPpXD4pgo6b1y5i",
+	"yxSgHEPs6Opv+vsN8HGC0V5pqqMIxjX45lyxBsVKSBdqb3tEVcTyra9tHuWHVJQ9uHzhtgZ+AOGV0qYh",
+	"wL3szSzRpUmHxd9uzto6Yaqsy5giC9tLAiTmTS6bFYsUcDGDaKLWvkL/Vs7eZ6HUzRVZVUwx0VJlmjEt",
+	"6UPfrryXAqIaBjeGbm3NyPwIVAfsdX06Zx/i8UVOtrHag1trITXZMB1clifkuAkSGzmGr3kO3anzm98l",
+	"xixyOrr7El2mgSMc6ElRjt1Sy1xSQNIhHRcFx+ukQ8aijZF6blkpxVwRLUeDryTNjJsMySAVfp2WNS10",
+	"KxOadeLPvrZQOcoksq6kZnFLT4f0mhBy3ZLC7kGKGrryfZhWCrIHKiX7wM2tgE3ytxpKfMk7F0Qk18LH",
+	"yqy6XG9Nq4IV17IPcE9iladWJoRujcLIWTbrezQRmSGNKa8UVF1/FEq8Yca9upVLSVmDzkPvxp+zVACP",
+	"7TJrLbSdeWr/3zu16hMAW0X5yKnwsFeHM5obXum1MfsEAr1FK8cksw6JIkj+SbKeHqPwx6Sjgz/KWEvV",
+	"HRZL/Nc1uSUZ36da53IJAbRgpST2zacE2ZFpggDjOleksJev45yoUB6C5ub1y0Ol5ar5lzWzhz9YPQ20",
+	"5uB5EB96CDkUUX7qhznOoeBf3znIIPHhBBsRUN4ul9W/hAMrXPDAmNCQS2ATaJsKWpaAwCDhb7CWmj90",
+	"c21zrrje+n6bVQ2qrGnlsGljknoYYbOPCjuMTxUt8ZH80R8616lhpUGi3dS4S5V12ptu5n/c9BvkibTT",
+	"t4M7ES9yiTxoaMDoWrKVUbDcJharsRHu87ElRLbufVdarinh0sp62XRBJZKq7w7iTX+Crysi/PVSdRML",
+	"kUgA2rBHJEM9ZQbrRwzlNg+fIGtlbH5oBHM8Qn7D5+VtyotnH/Qfl13WcSW50FGQWyx/iNmZCMsC0FoW",
+	"63dHH2IXlGZ0eVQ7ztgSfloxcbriAAkFRZsTiFRoaYYgA6jq1ojGFalkHYv5GWPfDQon3ZYI0RIRFfVC",
+	"FvFsE4IP+6W82Lb6y4rwIkwZr0Uh83ppdOcCJ6YSHkgdy1ChekEcGHT8O1YtuUqklWIZ+xm5eThU9/lh",
+	"8+5NKyUbfsQ0iwj+KSxktPiVeUBmshZFZrZNdERc82/D/7D1LzD5vWwvXBH/o3spmE7zo1/4L1AUyv28",
+	"lEVdsmFGYffbrnHWkcpaPbrZ9otUIY2nQNzOABCPK0eSzhZAc92A5FVszhUYVQLS2IbKMx+NziB3AGr2",
+	"u3jFu98M0QygTgQtL830zuLQ7Y05Y2s9zPFhFbl57tp5fpPZSBBaMcIeALYuKG2X+2V/XAn7T4IR8wjs",
+	"yNvMyWa5WXJReIzMTxful6kYelt8M+Id8eMYXMhG9Pa1wAJ6GONAwnkMdgRzc6gBAdMd5VWaSBIryLUL",
+	"Tspk1LfOWepiv3XWtzXEKCl31sltdZRn1PrWcMqf2O1Cyrszqmkp5+f3SdQJpakoaFUQdh8F944nrEOD",
+	"kLGeEaoIIDhzYfampOKZwsYSlXVkXeUshZh8z0q5Ys8UwdewjL/FW+WqGeQ2UHvF5/M4zgvYpyBLEvwm",
+	"9+MAiDEx1zXrxz1i0Z1lPb7g0L8XSMx6YT6n9Y6bEw2IN5jsmoz+jFWZ+nR1rciSGmEYwj8zdBiiX8rZ",
+	"C0nFdDW2fsWQ4Q7r3FpHQhBCNJV/g8nMAvtH5FKzuKwgyiL/71NNllJp8t2Ll0FVwgBHw8ioWO/PSSAY",
+	"3afqPE+VfIKNSRmXcde4drPtaaKnwrEDp0tSMR9lMXMrnkSAsLEew/gPhmRcMFEb8ALVQSvm74i8ZBQk",
+	"rVcpyBAQhNuB4DAoDB9rq532R6hivaV4OvpNjCiM5WMPg4tDyU+Uay7ml+agBFFqihS1g8PgwjpFIHFA",
+	"PS7watDa0WEs3t6h6ls//BTlGg6z7eOL1F0txp/0EKXBYr1MOvAdXos1WNtzac5jeKyyhv1t0Zdby7ZV",
+	"s5lXh8t0iaF7ciYw+uHoHH8xFj4y9V+w7JVoxKEnDd9pJu2tvPYWnGRHSF2z4wN8mrVcuhCD9ob8BsE+",
+	"nVmAJGXFtPjqtSU0kuO7Hkh5m45SxX9QaJvRJS85U7suO7SSAFrurI4dyNhVSJQEO8Uhgx0M5com/Ol2",
+	"A1LUmpdFTqvIWrSaSmak2A64IvQ2meoAXce3CL9vyb27LG1LWo9QtUgU9lgupbBg2k0RYzOi6ETcYsWn",
+	"coPtHP3PG7vK0pa1wn8pK00iLQ51Fpepw06D4fglHkEvV0lApHnF5uY+8ghk/tIyHBj9LM2Zd3gibfTJ",
+	"FJ71hWkhWt0VAISotsDl5r/5go/H7XWvJzo4tY9xCiPbbCbZxweDpeCCMJovUqmQ3h3Zl23RVHVioHKZ",
+	"xeUVyiDg4U+sSyI+zNVp6O8UjUjgrKgIze+EXJesmNucUPLy4WFkd67NmA8r6M+aIUB25ubgyXk1HmTa",
+	"unp7OwAMHyfpWBPUgtYKpHTaxH4AHCfoc2YRliNH4DzTvUNAEZhoQPrMS8qXo3ctFJ9HdWLLqfAKUlPD",
+	"GvVT7+PA6d7sZUhHndEFnveIu71hPz4SvvokrhdcxaGCw0yY5guXERRhNGQflB4AFT1IwYYb9aGYznqA",
+	"09mvR7KMGRWy1pfsnifKJECNkMo+h8pG0ppJIZDD8OgHSNy+ZUyQGRXCRuJrGeddCQri4k3J5wudsnEE",
+	"py7NwcekdrEHDYTQD+5niHKEThiPfp2kDaJ/DYy0Ohq1YkOA+bIbmHvRgPFGh/p0YwSUtdFE4vwFvdsz",
+	"5miHV3DnWHQv0Nbl11nU9qYnTnZAgVunorsAY6SVQLWNybctEYVQB2SXkYoVFOTcfTQJYuh/XjEdq7lR",
+	"lnJt9OE0Y6KCLLReESYK8K2CxIsJknHu49a193xs3e5oDPAUBylYsHuPANYdYYj049jRCGk/m5pTaLqN",
+	"Z3+P0j3QPqNc2GMkxRoovf+2gUasDBSxvrfuE9z6uPTvxKhniny+fD9ZD0KtQOVyxTIizKKX3FYP8vrQ",
+	"QFHfbG9B1RXQeA8d21MAoI9Mk31arukGXWEWNlJRJzAfnATnhnCtWDlrrOwV03UlUvQ/zh6bpIDeJGX3",
+	"BOwsngU0ecpcERROxl5mg3bn5DhxbT6PMAHaVTSnzCy8rCyyv9S7nDhv/Gz3hszCNB7qC87fj08Dph8N",
+	"ejJdylono8DA/eySw503xmsROS3LzIgZCr8fuQVjjKhwVFsG1ImLZjsZw6Za3fRQQMweG1XWPfdo+JLn",
+	"CFlwA22tfzcF1Zlqm8O+TYXRRFUIWw2Nus1ytK6riddy3IR7HRq9vQA7Ni4TPtgxZqpPgtg5TrOn0V0r",
+	"Nm6JLu5mlBWxOzMoqdiym/EeoEJmV27JwjIZJZQSlCV0K5hGwFopWhapgKdPvpYzq+m0vY2xgqNPd3mf",
+	"GAWS3pYg0ls/MQDmoI43m7FcowdKHZGfUMTyY8ZPAfabrZ3N1OmHv9SstiyPa1+0Wa6YCI1BUOZ0X3tT",
+	"vZFJeVmSucTrdAORdUvm8SO4cspmH3DDaOmD3ipZ1prBvoMwQvaBBLCYJFhgHBUdZD6dP/cMUGVmppCP",
+	"WVm9aFbRuQPODyt8Hn/7/WCt2JTUcw4AxsyHQyjTEZpQzV6iTsYFuTn6nzdB+BAaek9IyeY03xAl6B37",
+	"klPFiDmYtiXcsagQFQz/xcvh0S/pwzv89MUxloN1/4yU7p8ss2TkxeGL4xPrYreWKqwhquWSap5bGxUT",
+	"BRpgWyasGgpHpGISfB3bF2Ed2xe7C0AZqQX/pWaELqUt27ZKW1Fgbi+/T5/7McuvvDhLxebTbO+Hv2zr",
+	"gPhORl68AvjvTn9B+69+zbaIcLnSm4yASaYAs7coNxm5Y2ylWlVysZPODI5//bnLdd9+OD1zop6cbY8p",
+	"I+6+MZ0iyz8J+qfCRl0YEe5Wma4xkCc1JKQKYFf4IgqUkFBGzkVebRAGEAJ68e1t8T0809+9+koy4cvD",
+	"b457pUJPsN+EBPty0L5h5a1+CatXqhpx5V8zpXe96pvLIMQyHBk7fc0etM8+pIoUVNMj+7Y7nU0Ho+7W",
+	"0cEPWkLTJw3RIuALhpvyHDv2UXkZWk5/qY0ULW1sll4QXuBlh7hJ7gm69W2k1mAF53H7k077DfbA3dxh",
+	"MFDX94lP4ml4Ljm44eJNRXIuwskFQITjg6be+fIqtorpGmd41N7lKSFUp6jkR9qLK7UTgmO4XwefwNyv",
+	"IjXBKcEqp4JYYDrJ0/nQE51pTepM6GpzAofGDNWbBSmYwvtiSswn0yCtYDSHasVyPuM5mXFWFgolrKbj",
+	"phNbk4MqcvOXy/PXp2fX569/volCXiRpBQMTeAFxLbdgLawk1s1BDDcRc33WNeipTx+El0qpaUECrD0w",
+	"lnWFV3zORRI+TeZw4RWn+rPOR1r2seGpJpX+StcXtFJGJL1vh/O7wNvM3cvlZnRcUSqg9xOsSGcy89uX",
+	"37/4/kVGKp3b8pSZrbfNxTyzMJAZEn4tikN7zA/NMY+DQmpazZm+Gjjtb8Aq2DCfDJ0nEF4fZwLWfg34",
+	"pKgCNU9vN6Gt82gy+NdW+e9orFubaPxKBym+cLwTSzDAcIaD1hqf3n+jWDW71a6SP06hm5o83oTzkAzm",
+	"GQxRsyOxd3GzEb9VjNoDOMn6pBHpMA9mqMDBJgt/acUTCvriUt7pMEKy0cicc9NbFp46XnA49nsHkYAn",
+	"6gxf0IrrTW9aF656t2rUCj7E3KtICteC5XcqlQiJT08cSAv+01pTwIQjIMfpAh9PTSuCPs5Mm7HVteMf",
+	"BwfhM8uaAkQxnOkVrViR9kLboDjvhqY6CFTA2LAFVQuX6+waHBmf8NsltlmY3MhFzqpDfEgKABs3e4uA",
+	"Y9u7inDk07PFkFI/QDcW0jyyvUhSaRsnRgwCxVnyG1E+r6GZbvrU1ub7EWTuDKRPXWsuMenIHDC7oC7x",
+	"2h0/XO6IOXu1KnkfMb7Huq6qHRlhP2tKmsWAF1NQdFTTW6rYO/OTGXMfC7m5uDz944dT8kvN87svsEQ3",
+	"7V5babrwwmvbAZjAaamm4dhsn+pmdjGEl3yBolOfldwSe6REbWBfHpB+MTYFX+qKwPH1T8m8hoPEq/1d",
+	"eeZC8gXlwhq0Wr2QBgkfSNkTxdHeIwpiDy11Ks2+2YCw1HVXRO1SebgIMYKMnsGeLPJPiP5unxOMTwEJ",
+	"oJKlVQK1vGMCokzBlhSxeeRUs3kUTeHMPkHLRtNRkxfTrkWAZgYiK6JYXpspPSbIo+kP7IuJqu5Wae1l",
+	"yb4lUBISVkS/DO0B9u9JXCM4LcutfZnmBo19PO76achlZ59nZ70i0Vfd8bUyWrchDYAQ5xUFpAUtA+o8",
+	"vXhnKfQH2HRAQAybtw6iWStT+pkitNYLwzBztAFUdclUZgV/XhFZFaw6Ij8yxS3wnmIZufmfN3CfuwLb",
+	"QUcZuTFNwvMFKxHuTWzCfoyARcsSGGpBbjDn+YYsKfhOm7Ru8AtqSaiQYrOUtbKfqROiIUpZLyrGvNsE",
+	"1gVMOLjVaNe3D0uuTL8LVrXwG6w9756ztWEq+K9cihmfx39cUoEqTfvniq63HpVyrjqNwE/R9wq5Fhb4",
+	"zP4MSGzddzVVd91G8Tf2wHLEmXDNeoT0zhj8793G69W8okX3fferfxswntxL+A//LF9QIVjpH/t/N33p",
+	"itFlMwf7z63nq5IiB7nnedOd+6d/3f3QYBG5XzQt7+CCsfYd30bwi28m+M12HPwS7E34KysZrrdj0Xj+",
+	"/Mw6PzczdA9Ql+q+Dmc68et2G5VWq+2XzY/b79aKVdst46/NgnJlVuBwTcvSr3r4W7NmOm//I7LU7V/d",
+	"0rZ/9csbC6W6KOnmluZ37xlVLF7BS7A1nnr7KjKCiKhs3frn6XosbyHVTXj3QWl63TGUcziIemqeuigu",
+	"E4CEAEYvEGzSDhr+nlqg+LyZuveRlhzMH5WsxWQNEoYyTkiHV0fZ2OHNtB/V3El2zCtWcVngfXq7saRS",
+	"WttOIeFiEGCWF2w0+HBYUD0BomnLYcP1CGZTZUVKmqryL9j6dKbjEBJ4CcI7GeYIkj8c//8IF9YNuNPO",
+	"QHMJZJJLt06TCnlVDOc6brvd2ycg95b8nqFR3F4Y4JCRlY2nRYoGQFm8HkgpcwjguPlHa0N+ff6Pe3Nv",
+	"/vr8H3S1+vX5P/D1d8WvN9iRdQEcOl6R2cBSlJF4sjgLjPVPUYQ8L2fjKE3LLSS4EgNGPcM7nHHQdvJa",
+	"Hy5ZNWeHWHdtL9vrji7KES1FxSn/8+V7ZRNeNhmphYu/tFlOOMZnWD5lvChsh3OFLoCIFSYRS3uKsbQY",
+	"hc81ocWSawWDAykOOTFmC12ye3nHUGCbcUHLcA1PXdit/WIv27PvD0NjOR7U2ccWwcbT99ulRPwRzSI3",
+	"SetAdVhUs2VRHcEu7kUltcxlGdUS3M22si+hjO8wxtQzcrPQenU4K+9vMvf3cvUt6gs3i1LdYGDBjZEM",
+	"bjIi64o4ryzQxp/fn8ELH/98SZSc6bXZhv3L6wtEcbk+uzCn8fPrixPw23++fN+qL6kME71R9/kXzfM7",
+	"pj2CVVMv3/JEa/ulmrw+vzq7fPfjuZHiZT1fNA2Z6UIsGughq5LmYMK4vL66CIPsDuyc1uy20rmd1U9v",
+	"zy+a9dqHPEkqyNXrCyJnM8OUkWl+vnyf2VzHcNyRQXjrdZNK9EyR99IqTE4NsixES/L6/P359fkJ4UrV",
+	"YGJzBlHqy42iMsbRqeiI3G3hXrbnd9D8XSqQmdRqL9vDufZKSlcpl6hgZE03jjsQmpKTbo0+y6qPFM5c",
+	"0i5mX8PjDCjaNg6Skv9N7+kVfGLPOtl/+/7KbOYVndGKZ+Tt9fXF4ezDxbfmx7NFJZe8Xh7eUripbcMn",
+	"NswK3n3z/s+GAg0NJJIVjQbAhI7Xf8R7WQfVTHEn22aXm3teMPn8AQ4SPHF7Er0XFtFg0rdy7dfYBrmu",
+	"bf1T9rBiCbi6VXD8x/Bizy5+zfbqKsY1XBCrOave4NqcxKwp/xkegBOoqgGl6nyQkdlAqghXw3Y9Pw0c",
+	"VXtXsg5p2RWMckUE172UZYKSbZlOsID4cCSbd2/dp33Z9P3mXmiUK18QTsj1ic2UPYTjbO0ulcstw0Nu",
+	"VxlffEz8N/RfyASM5qi4bjcFFxfNg0V5BjiNgLfbxT4PhorT+CTKzYiebJpxswi5FIoJVave5aii+2t2",
+	"3eK7hafTqvhGOhIsIxWd6cN7qYGUbaBGk1CZEcVXh4rPBS1LG4ONiPIuyHGYmGF0YShksCRZkwo0ZOS8",
+	"pDP9mtO5kErzPFpgya2VB47oI2C0hb8TBXuISNrm5xaiFcRveYePPdXY0ZLmCz66YE4ul0uuR/eLr2tW",
+	"4AhGdmI+PZNC01xHC0bxsuRqC0TbdgifNdCjuF0n5Hj7ZI4cyXs5Hz3fUs4nz/RK0JVayP5FzaWP+/Gd",
+	"Kfvh2L5g4j1QzV2t3y1d4JoT0v5q2Eq6wI6olxcs6jXulnS5lxCZY73MU5xfg0eozTje47BlRd5AiGnC",
+	"F6hZtUzjxzcMzby3SyyMUzGgnw59tU9X1j7kMVoJ9jRY8+75ibIjRgsumFIYMtHju8UIdPs2isGRkJqe",
+	"QmKumJWnLnDDc0GWwTEeScJTkLEReLvXzZWOzfTz3I6jvOu/CcMogxOi7vhq1US75FCyzVcqSriQ8Zsx",
+	"3awppmNVtQgBb7yK4fKw2mVxUhEP1nUn7/aaQWTh3vajRXuaGhdT1BAVzXO20tTw8QR9wc8DwS52iSsq",
+	"JttqE3FL70TB73lR07J7AsZ7EDsHLYapNTqEoakEZibZzDkV1FBshkJinGA4MTQG2w6iQJv96Y2AuQTz",
+	"1xtesh+NgBaHzTeC/YyXRkC14X1jy6b+tNjAadgXUn+xcO3e4vbFtPllLo3UCDLgl1rQe8ohZtb9ZCvQ",
+	"fMFKrvFoX9NOKlDP17ZJWRHNx1djADcv3bjf+C/6q95RTdbmilpXUszx6lsxuSoTlcgQhrafx8w4qg+i",
+	"SchoJuhBugZoxS5X0+UIwtgtQQgbYQWMGwygRhCU4gRRxXiBJTFBZQRlqGArJgqINY8UpoNxR1boxeGL",
+	"42PDWTUXubaL1KkM25+GMyUdMrqaIxcxHjd7wSqwPrvTpRAe9NZ8A7Y2d3mg1387zgLaVcn4ma1DMJJP",
+	"brOGwZALO5L+xbjKaZhcvpX2mFPh5JzQNPJMNbyDVFLqqBIWu+RyKXJYX6MJgw5HV6tnCskyUaij1590",
+	"3bWfosnSDArwR3KAuUoUrEHXx7hx4ts9Q90qOBGOe8w2xEkSuBfFrQC+DcYc67Y4Iuf2+JZcuQrqDn/7",
+	"xfHxsTl9J9beULtE8/VClix+qtUn8ZqriBj3xtWxbfzSdjhWdYQV3+cCky4OxlZeMLJ6TJ57A3xKCsNM",
+	"7qADeJWU1FymGfBdDxw3DcLG9pnw7b2Va7KkYmM5JQQg2y+exgO6RbF9NGrLnCQ0X8/Pzc1u1wqX5kNT",
+	"zWX8wtjOxi2MEamXLOxoDApOSp7TKqivlpDZrJofs3nAGOzA7CGZUy4eRSa+w6H1aHcPBBOMYbRzeEV5",
+	"lT4JlOQVVQuyoAUp2Uzb2C9nEMXMLOJaIUUNuApgycrp2EFYSuzHGDKM6JbNqTixM7anwyIMcEwKgTHS",
+	"sg/Lbhs7x3ljh9gB8nhkCGi9U5pubMolxPSPhQQSRlyPhzdjl9iV4gXLaWW7zGVdYpHtW1TVyH4z3YNd",
+	"ipK0WUagPDQ7krX4c8M5O/wsPChbNNzwk85hD9c+oMXWAqWvsIuSRpHz1ozdlZtAVHAAR10FFiIa3qWC",
+	"VVyIHIGKYaYtNe0kjyxwa18bT6/DvgrMW9wZPK494W1ryCNAxcyD/sxwSLzc//z53esDZ+a0ik5vLTLF",
+	"AMYlGX5kjhUpQQFwSe5BqNu4Y2s25N+liMz93enHU4wd+ztUlLNJ7qVM1LsZwgTjbZiu8bSBtB8naHsu",
+	"/KgmKAHmqF2VcrhMn91fjxTmlyx01wQnz484VaCh//if39OyTlY/driAsDEzWpaqqUc0rqw+wCuYr/9W",
+	"FzugshW0ZysKCn6Dij0S4bFxJmZESZsfSRZDh3jBdS8HCNbLUAzZX6c7xgp8OhEAUMqcltd8yXrWtw0u",
+	"8XfE77ducDmbKQbyxjSect2Lbmioud97BNMOVuLRXOK6PcMRXnt3mihUEuVtAJhmXZHSgq77T008p+Oy",
+	"dV+qjNCyJFAvnvks6jH53haR4/FZ3VDG2PumpsDcD8DvkdsNuLF3YIITkrYRhtvXFLHWOz3Sz/n4fO0O",
+	"556K7GNvizUXxRb4i7/pTgh1b1h4jiUvBJ8vQADRa9ncNl0IkhgKPN24s2d6D2OwllJYEq+Zwr/WrBDu",
+	"b72oK/vnrOL4h6K6ruyfNXz9czx4O8IGaVke5qXM7wgTRUbevv3hwwdXLUzTSjv0v5ff/nB8fITlPTWr",
+	"zLf/8Zfjw5c//+X48H/9/MNfjg+/wz//RwLpNOaTCXq3nUH/O3bTISS7IL62f5+N6FJK/SNGBpk/oyjV",
+	"vIJyIBtXcMGyEBtQBLUI1rS8i6FCdcwVPYmkIyvWAjKnH1Artiqt30cn9hMESZpnaMWCYHScE9rBQFZx",
+	"ZlXIDGsVma64LSdl7o50xHDcZ35tzVrPFLmXZb0E0FsOrie92TLyj7IDBqodTNjXo8UhjCaBNCKq3fBn",
+	"ymrGqZRAz28nMN4uHQ4JoelKmE17rx2dYMM7Q516csNqsbRjoTZMouRxVLQh+o8T+SUrIUqP+CwDqTPy",
+	"nCi2opAPH1aA9hZSRLg+Ih8lOTrKEM3QBiJ2MMq+Pf5fr0afk2tvgbUkbwNqAd7vYPKR2NGW3dpPSOV5",
+	"gv3U0p3y+M5+3R3FcO4VhRAXQMNkD4aMRm/gAPrkP3877WqM3NVzoVO1U4E3g55ic0n9Hka2SBZ8xp3i",
+	"PU6Jc9aObfYdlVp/3GjnvwOX3v6xTZbxwzoYGVmjbcS0W3PfgDXKQSrosuRixNo7dRzDfRWKkMFqjNyG",
+	"9+BinfdLAmPPi1X4U7Bc+Dgjjd4JKHfoCIWCtjq871PYwjqOKuSmxJlCCCfIOBJONSD7DRN1QzmYqC9E",
+	"CDjm/Xh6OehUNQ7fjFQR9tIrCkXKKNcij2/VBywLSwW6/exynzSVYvF3MM3D6Yxv07riOmEOT9CC9z0A",
+	"7gMyaucXGBdaNVJCchTUf0LeWC74hscmcSq8t6I5FOjwN3zLsdB+n3YkRsqa0aJPmSiczWUcn2uCaKKP",
+	"PqbYIMTPWFY4gqu1wm2G3e5TTgNoNdMmHTrj+zmoD5pJ0o3Zp6DFYNmCRQpH2WxSuCzjCS0ujXufVYus",
+	"FKGuspr1zmyeTjhvUf94C0nHtVtyFhk2VEPDUv80LEFNSr7kLnJxebCLUcWZUMboC26Kl3bx4oFy4H1x",
+	"60sKXpB9WZE1OO4KeYA2TWmj6WIweA6CaurpvEgqxDZuD9CK8WZu+T6svOcuiczmdjnZMh1vN+HIV6kY",
+	"E7MuH+Q9M/Imu+dsfZAR8+8iI5/EhRVB92kJwY1OoXeiqRn4QUY+Sv0GE62DS2EBQbhk5qJHgNfa/AOu",
+	"CC8OMvJjKfM7Zr8LGzVXipGvNb2D7Fghzbiw7A6+ncvVhmBA4kkTlqc03fjSc46KMwscRpR5uF5sWmK0",
+	"X4G9bA8mvpft+ZnvZXtucnvZnh1uU51wUObzHCtgPnYrptH6bsrUG3+O3XmwxuQwCuXxQX7IAahuNXvi",
+	"EOZlZbXhJaPC1al1N685CFt3764Bg4Ny3agAMke/EFHlKOsJw77i2xs/nqfEnkqzilUNIXmz7qZGmFi1",
+	"uawj/rjrpg6XbTdRXuuRl1CLQ+8kcC/hJA5dV6iP1ILA60cDgUeRxFI45FdpG2DIk56pjgWQ7P+ZVaC9",
+	"ZeQDV0sMFbUxQRm5ZLT4JMrNwSMshXYjO0N1yzPu2nxnB/0jF0VPxGdORcELNKl2zWf3tOS2gERBbjkg",
+	"viFIPVd3flVGmGNGHcCF9AGNKfXykWZosu/r2IAp2dB9Zm6ro6ODMba4x1tV3Ka8E2rFcr3jvqwqecuM",
+	"5EALSL49+H0Lxm/BhVm8gdjbTuizvRpsjJ95IbU7EegAECJ6YgkC08q6khrl7CWt7lhF9t0JPIStB5W1",
+	"WVyHLuBi0CIAAOlMIR/e55R5fNUq8CNThTARsDeYwYJBYC9bYeRGwkukhXuT20DrdNAQ9cCVVr3N4Cvx",
+	"z+HKAdy3dF6S9t7T5m2IJMKa9klJHt+M4zNct1p7phCqYZ896G8z8jBTGdHLlfnP0dHRQeakLpuXCkQR",
+	"bi/Aa8THUTEGltMIduqK5sxWGqshd64JmxlTNtoxuyLFJoJbxJF8i+9YXrSP/l97GABREasFMALH6+BJ",
+	"8gioukvEZD8iiHkMk7RHLwWCcVvG9V3A0rAK0364/bBOieIMRu9O7Tb/O9sm45F7DX32njGMIo4ap6dY",
+	"JX+K2CFBybeWSGv7f7Qp0tkgkXlkLReAH11rQcOjlFm+3/BIt0QhU05fVCnEmp8WEunUivNBqY4lFTUt",
+	"yX5YzE1WxMjlTBitm9Zakn2HJmb+hX0dQI08G63loz6gtb1sz7y3h5FeUU+6j116zdVdIn/6kwhFgGfK",
+	"XzaDfoqvfH8lUl2vvd2LCx/72mSATdCOwnWxMkes3EFVySp+xLfI3Aahp5nVID9vwkVslIhj8F+HrzeO",
+	"cIXcOl7QaZBfN8y2sV+M5tTXw+EoQ7D5QgJNWONTnG2luX1H7GmYf4tz9+72wVFvzeY+YjQ0+GcIaLHJ",
+	"syns8S47dAANYxD9tyk+ndIMJGKxD+wl07XHjoi070n4vmOb9Ll+psgd25B9XOpDD7ieweYc2roNmafh",
+	"w3uv8DvWD7CT9+xwVpel+7uU60NljtgI1d+MbwROztaSJkDBwwXFWjXVpkPw0zmrRReCuyHgOON4q2eS",
+	"8bRYJrBUcEZqUTENKUzNeDNwBiMOyyM47mC4UpipP2RTibDy6OwsgfliPKHlNb4XRaL8hRXxthjOSCpP",
+	"sos6Vr+EKoWWdgAZvbJIHRiEIgijVclZBWOpK4ZBAFyTWmiGReJC4cE0Zq3le9mebWvYao5nwo5w3EZc",
+	"28u57w6HgJDmfPT43roR6ahlVBhTgYcLMfJAp10+gjJHZXSPpMg/1rQqbB1vW8128jH5R2dJDJuLR5sg",
+	"uNu+YGtrjAWn6kFGLiiACoOXZm6GRCo2qxVTxL8LkuZn4ZGStrBMsY29bM++NEwzbqDbq7RVRXdLCg14",
+	"pgfIgpE/U+SeVQXP9VF8tVNc2M67FogR+jsbRtr8CmzY2V1GKBsd0Stttv7K2sbTSvm7WqXQEd0bjQR2",
+	"zncDQn5groFlRUuNkOssrEFPBQKbmaP2LC6pPV6beLQM7VpPeIQad4+s+jw+IUtz3+xle+4L/NMm47pv",
+	"ojr1P1UTGqcajD6g6bj1+LnkTUmWZpjqvx/n9AzuKzDPeErJAOPMwPNn0yKoKIacgBO4KWTU/85KH81K",
+	"H2H6IfvH2JmVvA7+ubagJ+LI7ZshnNp/fj69k7Up7o+NrtATWZp28TnsRozTbFqjmOTYy+v3K8tfK1/h",
+	"ukowgZ77Cm+px99J5t9NW09yN2EIEVehHrzNyIOoXtUTZxyGO+JRj4YaR0LBXcRWMhnJO+xbcWftwFX7",
+	"76OwtQN7aTk4dVb80BgAyFyiB9kWQNmK/4QS37VK3dS2n57IrdZq9IZuyYqsWz5UCDpFO8VXkxNSrs+J",
+	"EkPMaf6fTnSY1WXqWoCdrMuSrKlmlZmk70TEEJeeTDixhx9lk0i0dlfZ7L0w/3MIMaVcww73bEUp14/c",
+	"iSV9OJ33VyjbjhA6wq8IF8Th27u+kZvQipE7ttJQTYTZ+mIcqhqMHtg/WYSrasGKXjZfMW3ISAqC5RXB",
+	"aw4wrWTf1fz0hIuHsuRKq4PROHQzw3ATY/joWbdhkWDrZUULXdtqhGuqyBtwhjU1CPyg4KuRO+Ln2x/7",
+	"IcuCKd3kGQQolYYs3FrhPfPe0ngCYvy/lGDbE5PSPuohBw6XvXtaOyTSJtpxwtsYORrp6HdJupF4n1iU",
+	"TiRIulvdpurszyoKeG6sIB8uvj04IjbzWNn8JPawMkxntdgontMS0pvUCbnB7JGmCDLWHa7YjFVM5Gwk",
+	"YPDpalXawstH8ZCdIPMyiRzoQByxMqLH4wIHfiMWSXPdxHsppWJ9lUVDK5N5F8pD7bviAIYH/p1lRFc0",
+	"v1MZWdGKLplmlULHGdTUan4limmVEVXnC0IVRHVBiLTh+QhDd5ARQKU5/Fu9XGVEyMM7tplVkC394pio",
+	"VihwRpSWqxWAksECHELh08xjhcallVwWLFaKx1yBOJFnBN+ZhsVoOfEQFqOSM31oJKEFrYpD+9EEvLee",
+	"mhtY6cy9sWOxjSCpN4kZhHhqXmRgILFMw63rw9O3+YS8sCCNGckNmUPmvOnVEqSjcLlighX+BkrqNPFC",
+	"7EGHWHeqqWVnTvxgcmLkOuRmpJqNXfFHVgeA4xGTquB3so+HEAqi1wWXREFlHHVglg7UqLFKhijYQype",
+	"861cOwK3aegZVlDcp+0UyQN3PI1ebSF929uKMdAWFRg86QDMu+8xuUGbud0QKPD4nK748/uXz/39+hyk",
+	"kOfmm4S2guObcKe6xPoplvupQdmQX4haLdePCM72lcOiMNNV8Tqqon2+PiOFrT/mk8e3JhsHRYXil+nS",
+	"GE7s8YV2NbllpTT3bMImjiVT38pYzZ3rIAHXkBfWRYHKM/ZukuILdvplufo2aeBtkvj7mZzFccV0cHsR",
+	"TWN0aSz+K3trx21AUMw4okzzSte0HOnUHEYUwG4eiSzQKhbUsLMWzbX2tc1NwjM5KNnFRexPFkHSbFhL",
+	"zlNjMSWbEmWQqmReyvAsGOql+gnQJj/QB76sl6SSawXitcO8fBTeJMwyc3oicgKg1+ki+URwBdTbI/CT",
+	"6jfFn2xdiJFTZvka7SoAijHyx/PYFQIK5uFSFqw8OHKGqh/8PXBba7AS+BuJd6wnLubKl+3TZmvwGhu+",
+	"tU4IhU/sxQcsbsYF3AxkSe+gfHCD/d+A8TszmX+0l+1dyZl+zdy/mr+c0aw31cEtK09Urzwlql6CUTuw",
+	"AOAyRdSge1bROXvdI8Beo1ULX/SC7NgaleM0Jhwxhzpt1t4IKSZl2VOqBcNClb5K3xzwyK2DPYwWOWQX",
+	"2ViloRBGAWLETuoKsUU1I/ueRDISUEhG/B+WPsILtDl35vpmSg9sJbGvNRoJXUrkE8vRNjK8PzYqLbOg",
+	"UrgD1HofU5PW/kZFS08jWi5vlZaC7cTiZtaw5Bjb9pGIrW1rGXrZ4BXKWNGDisJGO+UXfCaQZaWlXcAn",
+	"Ml/cJo3svCIwfTAdPO3R7hpDuBprBsECcKn2wcRl32nVfVV45iswRBz1HuUYkbn7BGE0uXIy8oQqsuej",
+	"AoSsXdOMFIPsM0QztIAzQbdPo8dso8I/tRrT6KHDgo19155FgKz7cRNPOXR2f6NI0Fybfdms2A+pLNMp",
+	"FSF8NmPr2mmljCum9fiKQz2alyt10ZCUL3dBLdE6LdtQLlhQFKHgv46jxlvJf4R5K+IDGdCPplg+LIfz",
+	"xg9rARweFbz29bW24aobrtL3bsU3nkQrbChnWzFM6oOqpdJ5zS08UiGRhEuR+YsPr4Uxd9hYNS8wLfzX",
+	"V/XCiU7T7JxkMF65s1/8a+h3rWM/rOKF9qaxal6gP106mt4LhmB0KeQiffho4ZhN6x+wzH6ckrcq8U9N",
+	"DXXz9aR8x0VBeCL/QHDNYzt97aO1fHtwGFxBkpGFtF2yKv56m9CkoKOE9wWftYh76oo0kWeAxjZh+EhE",
+	"AMxL0bN3evGOqIU5wAmLrGbVkgta9jvwmyXdjEeOtWDKYatBf7GzsnWsKyoUaI8xxR1q4btim8qafTXr",
+	"WftZJZepVbtlM5koMqRl6iOQQOLfVHxuOEh8iyEiI7EnXX3LjBnG0DQ6vHZjtsIdJk/Q7QXvZ2bAGAzX",
+	"GbSZhwwicr25J2kHPjAEf1kGsYyHlj8GtbKhPnBG8lofLlk1Z4eaqrsMLFmHGLRwsMPFE3LBoaX28+ld",
+	"P4xOGQISgmzeBBiThSvK3EnfTs/47VI8do623HeH1+YuN6GPRtldyhpCGyxPBCTT3zwOc58StaaQYG3G",
+	"dfBPwvH4VwzA7GaH/NCCQztS9/khHDz30UFIZGh45kF5Yrf4VgDHqF+HslZZEHB8s4mgeEwwJ+Y/4+ix",
+	"OK9DjDhwEccCI3//ywRv9sRrnkTj82RZOCMiFgQP4vX2j8kdYys1AVo6DEhLlhS1voZZIqRyX7C1eW60",
+	"z6xVT/tgag1hMCn9Nw+k7EzdjLXM/MfmIJgZOj+Qp051sh0HbV72kdA+wXcLLNqnGIRHCzvey/Zcz0ZF",
+	"qctyp6P2laDTYqZwd+21GGiXBfXEeTqbxK7xnmFgoSPouOgBgLQXldQyl+UlU7yo2Zkhh3q1G3S1/Ypo",
+	"aSmPVNgJWdleSIXdqH784xkFhBZd1WwbCKLcYHV82LA7tmkC6KBTHnhjIiBPFZvxhxgZXNgnUMHIvH5C",
+	"GM0XWEXIYt/B2Am20URo2JOw5HPnEqoL3gHF7i8rtOTCYWLHuFI8lBFDHBsHsL06oXOiK8rLDibrdy9e",
+	"DhQ46lo33GL5QexASHGwHfzd2TdwXXP8xDCNotqQqhYx+wFwtD+xmPessYEBWRTO7yetCR8LCtw2fBEc",
+	"BkFfY3yQCZjuFibsGiJBg4anECJ4f8xrcG4sUTqME14B+hUcgCkmM1jhP1ayXsUvvnsed7JdaVmZY4zP",
+	"HZvEgyYFovhblMTmLVu4acK6dqstOgjtcLuzNj3aEccpUrD19YJXxQWt9OaipJtbmt+9Z3TXinUBZ6tM",
+	"41gNGVolpWl2m1Lh56TcZSQKVXKsG8sqLouW5AXLWjFkJ9aFgheoXHIdESPA7LpEA+3eD6+Oj+Gku39F",
+	"FzyybAGVbI3Y7IHNhoPStsgENRqoOIDuwOYLiT7yish1zHx9xzZYxX7o+DaZd9jXaHnSvBwdf9DQtg0P",
+	"IkjjfOUKnsVHdUIs4hyRXsix0ahkzSrWlJSaIotGGfFe1ixenOytVHBGNZtH0ZctVyYqlysQesxWFlRT",
+	"kttvIoaCdGv2iQ0yNseePeBarY18drjgCjPXbYzG4YIq/2s8KKXkc35bskESsfWl8KTYWSF/R5ljJLUY",
+	"feV0pll1mWSB57YnowtqJqyX0WJ/W47nktlG9opie8z0cm0DNAPh3i2JrRAKcTcnRICC77RBKCru3rMu",
+	"WLdvrqqL5kumNF2uVNKQYxpF5F4Uvba2B4d0OfG6iE7khATa7NizLUueb2LShNMJ8Q3XsV8CLsg64b3v",
+	"5uU4ave9dYky2L6tBYkR1KijmpKTXtubFqzsT3dYo2fPXrajj14sz2PkBR+scqvXxFrxin1ofLq7XeEX",
+	"QVEWaLETNxQpqSN9WoBVSBKyAbTG7kG9lfV8QW5Lmd9hIr/NoFIIU39iZTgbeINaek5FztKwtDjucYoR",
+	"6iSQUmtnuYTkY1tJ68RKb9BMvLvdtY0T4nYYxSTTe0wD2T5/kS2/Z7RkxemKX8s7JuJC8j0ta+8iNR9A",
+	"0trpxTuizUfbG6rTbYG9FJ7bZr3rHCTvG3Wff1lR/eUm4RC6YyJt6p5x55lnzdD62ZBr0bYdPxiyTDhh",
+	"Kwkgt3DUCyM/mt5XrFpy9B9jlWkU3mrFKgU270j9i5qX+t2ADcp0BlZf8zLh4gT/OuQCHiln6rllLjQE",
+	"NLyGeURKX2CJ0+QF6bs1ipZ9eftiRLu96brJIKQKxJT2CHe/D8c5b90KQaDUkm7MUkB5rQmu3M+C/1Jb",
+	"X64lJdNsPDHd73TMzhEhAzvEeUW7WuWwzVTGc962KT853J74ou3dDkOMoltuXsJk16FApMHdNUdj8DbE",
+	"8+NTnfxosdg0KOqGjTiTA7y+y5VpFzqL+27dSW1vfjiF8FSFa57iLAmY1LJszkybWaRDfPwH44wVshz2",
+	"qqbDa3R+mudMqWue3zEdLSpL4QWi4Y0M4iGMcBXNc+5tC6JMuJiX7BAcAfCaj4H8m+SunEMqEpU9rHjF",
+	"VF+on9JypQgtjN7fDaTsdcJWUi6TKWxSQjQxNOuS1nyzdQ21LvpvqNbK+N7CKaW2p8oX/J7hLu0my5kp",
+	"UGzGLbqWhCtVR7cwETACreDDEwKyIRUF2HXC+u1H+AuAJsq1KCUtCC0K4irxjaPpYNraxqw1hRC/2War",
+	"JZ8xs7FJA9J7+4KXK2AZTsiLl8et0U+wE30z1k7UnUwikEt094iWpVy3nDwg2UKBElAF7PrGY9B8r30n",
+	"u9Xh0NFO0IUL+mqGu/MebxULcYfjs87TR551M9sfd84xhSBwDdr8cjXi0Gd9QrNbZcPwbk5rvZAV/zsw",
+	"ux/Ij4xWrLpxxohfalZtyE2l8y92j75AwzcjReGQw7iN6yxngt2c0RW95WUUbtoGHK6MqJ/zFRUaxLNC",
+	"omfA9BhSa06XrKJHq/q25GphDhLPK7laSMGCH+EvTCNRR6q+xchB8MxRfaSYSNL3mSEqxXUU6WPJQOKA",
+	"Grr7YIFtRv1M2Tx4w6UwN96aCz5cfHvg9sDoOIdLhi6yDxffkn3EOG83tOK5riuGKzCveJFZnVVBXMSS",
+	"P7ACEt5FwYyu58xhjLimQWMKSsbCaVJEzmZGE5lVctnGU3umiKz4nIuMKEnmdAVRkxsjq1eMlmC4ihxf",
+	"rY0MrWKqqhmaD9u3rngrGq5KKgSqICBKVkxXPGFPjyTtuBSz/hOsXNtgLAYEjwmFjRwVJFOD3AsnNo8b",
+	"KvoClyOn95SXrqTD4Nn2EmEvOwqXbb+7c0Y8OdgB6iMA8YjBPCRpxFUxddlJY7EoohHt4E/P+laux3LM",
+	"Y6UhTzunCY5rcP7cIWmV64KTDXkLTKfyV0ckRoU011N3JBjgu2KA00AFdP/6KJoal/ui8/OHlax0vKRR",
+	"eATsSjeBEf7gJ6ipQ9apawGdlk0ofPz+rIVwgJy2VJusQN+M6D9hUyPLeei8GcB20YvoCLZM/1WNN3lb",
+	"nd1SmHw/iQUJ96MvGwGomMHLrbIxTNiMgksccZNRkO35s5W6+d7UZYkDiBFk0GUnI+KZIpVR8qdcD9d8",
+	"idnmQWoX2X+RkVVZK/RtMrARV5uxMHzj+WjLGzgSk1YU/dzyvMng9IsxBhQJFjR1ydjl1lTdAWzRqLOf",
+	"yAx1gduBZIRCAtrfXcynG/tYabshmhTGg6eTQSiXsayt0v170cqYhxn1CTwjd+opWKrf7faqxCa1TXJR",
+	"5tsierf3CebS2aoohYAcY463sMSX4WFsiCYi5sp7Z4WOs4GC3fOcXfUD+uBLLrvK3HlNn6Ppvg/4a1Qj",
+	"A/cylLbf9S7umoAF3mWWVWfkqs5zxgqUi9+kZIcUEE975NnWovfCtofEkSrNFJ4cpA01uhLYJxciOwk9",
+	"pnUlPaLWV9jO7rYuZCRa+oMxwFPaCzP5AiH77CEv68KiDW5xKG8xepHgVtO5ZH8/x4PW8TFcLLFB/1ty",
+	"kXK/g4kQqsah4PE3GVtgWliL+1WiQN9pgVFbID3+ZEHeMSh7wUrvTPXw7x27g/t8L9uzH0flqCFjsnc/",
+	"IrihdU5hcP0PWPH8HlJvcFy00reMakVoVUHZuG+OPZRzkHBhGiNcH5xgSIxFEBXsQSMoZsFoUXIxAYQ/",
+	"YCcjzulF8Hb74x7XcWjxwSUBG9a/HV7d54eX12eH8O1NaEA8AZQ3gCzC2B8pl2gVxttD2iJSAyG13eGF",
+	"29aeerZFVwkC/kAFnzE15mpFMNDINTlKLX+n1VQAo76bsQVdFVVV0WTUP6ifIBcoQKuCNN/s0WJX6rKL",
+	"jCmhiA5s17XZivh+wS5lmFjrBk1LwkQunbDaCfuRBctTyIL4ETHaDhOa7L99+erbjHxa1SojF2cfPmfk",
+	"6OjoIBES9FuJTwlym1lQGYtcWBWsOkET4S3Ta4ZcbQlhNBhG2/AmIIcpN37rHEW0CWjwT9bsM9SWf/dr",
+	"SHZpppKQv5qhW6zgIYH9QzjXrjjmEnD9CruLCqTzvWwPZPOUrn/RZu899jO0c7fJ68BaAOwV+S95EefO",
+	"5cDjOEnmLIfvBDb0SgJqL0JSTCHewM0Rw3HmalXSTRwt2PxqLzotMWATgnuCnYiDDhhpaCCD2G4evrmT",
+	"CDAuuCT44ITQDs1gKAYF1LO1YRUjzRmVDbAaMuHZgIUhR9x4d9ufMZY+4tqQGs0nmAG1PfkmvmzQbDXA",
+	"RLy7LaQduyYdEt+WVDrzCEglwW8CptBTb0DK5TMFPvt7tkWeo7RBd4JBcnPHvNvS2DPXET131xFdhkrS",
+	"s22OZ6XJ2+vri8M37/9MPl++d9H7ncu2o/qNUAlMW50gE8jINJvejVXqP7Q2AywWNbSmG0UWWq8OZ+V9",
+	"yFLdb1FGWlcJOInWQoAp0QhKEKWJTukRfmXTeEf6dhNIbVOz1MOen9DYyYVlrJaCr958jshw6aDHM5cK",
+	"BFLQRORNf/cn0fW7PATwCJiDgZ0kQoViT/cSGiMGoRe9cyjHmc+a9R55ZUyUUp+EvasE1jyGFiAwfMWY",
+	"OHqMay2gUw8qt17w1eeqTOlPWiL0vFmYn96+uyByNkOwixXVCyxXxxU5vXh3MELJbW1FcJV07xjlENcC",
+	"Gm1szc2BGD6Pg5eGrX3fCs4Ye2lcL7Y/HH1HBDzjcXdEd1P7nHTBaE8wMc3OXwoMyCa3jPjYlOKInIrI",
+	"CrXBRzGo1qJoGZ7LBQlMQhZVHojHmsz2352dG5J+ff3+ynqkD8gty+WSKYfTuV/p/Cg8iva9uG8Rxzga",
+	"tix0r0YYdi6F5qKWdQim06NeoCKe8PJhQBQoqRCnIGc2BgaU+Wcu/kVhCAUs48FOAnEiIjkQRlRjWlGS",
+	"zGg1Fvqv2YZUJ8EpIPttKVs9Q4XwYMfee511kXDySa67p2HeI/lvGyiqBenZ6yAeQvQcCFhPefzbPNhx",
+	"15CYI/QVoYYEY/KzPdWa5osli+v1hcxrSEaCu7ek2kyRLGnBmqphGD8GljtIYeJOjGow5ra8/LbLFPwu",
+	"b1KV/LtY9iqBmiw0E/oafk/D+ZrvJiRvOEsWpm/s2wGtaH5H58ymFN8041PPb0bcsq25+7SAcAJDG5Zy",
+	"t22hkSqyD9VjaK7Jj88UYeKelXKFIESjr9CmuYxYyJ7JXrkgXCYmYMaQUS/MbATka1ir8OOhUCFweyoG",
+	"agKU9LJZZcgisRA6iD9o2o/AJ4+xWDsk0m2M0l45ww/HmUOHHLJL+96JjfYUBeRCan/hqQUFtC6W9FAG",
+	"pD9AOkb9b14m+wBNRzW5OTo6eh6eoH+Ex+PX5/ZY3BzsRGwBZ4uQnY9WiypYLpaOM2XjdtumtQNYsVh8",
+	"bobccSvA9oRQQW58TNUNsQngsBa27tRNEEJ3g4XpnBNo6/IcbWL04ckxC+O0wM4mmBOlIbki+1oSIdfW",
+	"HMs1BLaNRREDilMpgYVUbFXSDeSH4puANKgz05lmt5JWReYKZGXeerhiLF8cOFhx879X7JeagTMQQu98",
+	"DdsNa3OxLY6Kw4C+o9UnIokCshpzGoLYOPVU4Q3Z3oKqD7Ji54lVdemfS1n5BZ3JspTreD6nYA/aLV3C",
+	"yR6urqNScCLHGGwKVmGCfD4hv+LJg8h2FCKxkGNPeF3DVLKOBRx4DIoud1wUu3jF0F05mJfXjS2LyJqJ",
+	"qF07vRY/9Qe7S5Idmhq6yy48cMSEyJtTZztolEOEhIiF2BjeUgwlSsulS/91KtII2GTX9tAch60CMX33",
+	"xPJbUKjNFLkvGQrsDXFJbxnCj1MbGOY08yubJR8DFW/ji6f082gOu/nVGjLafp17ztassqYIayxswwZa",
+	"qH8fU49fpLuPAUCfelUkbgfAqrG9RnXYa3xv9/zjr2oRTtc/+RDWPvHJ285wfYKp66QWmpdO9MBaphM0",
+	"oo+tPHa5PJqitMdyy0eq8ObFuHL3J4cqnRqN4YlFXbLiXKQU+QubJcPEI3bd9wOHa6AnsCM9oi/vJx/0",
+	"ccql9e39mu1Zx1n89DiW9zfJRde7Bi43xIdzHsMRHNDbLoTzQdpNjJdRB/9jOMQRpmTz3ojyHFIuR1fk",
+	"+Bp65+WTlt6A6bRKhkzSjszSjq+9cQmdRQpv/FZ1N1pE3FtvQ8qluWxscXAM9MNEeSFvZbEJ75tPKwji",
+	"O4N3U9fMFVraVynPIQprz5Qzya+Qtcu2JT9GeIMeNXP/fQV3WsclYtQ1o2Gpf4IxNhrbbq8n9EicO3cW",
+	"wLirNatYkTl/B4o/ZvAQCX8uIAreaCEVAwzHwiYImrZCL2nJ6D1kD1bB82BJ0Kduy5OpAX8GdBsln5Ak",
+	"xl2G4RejlnK9YON9g+eP8w12ptPjHOx6EZ0y4UabOOQQVnvJZhVTi6jpSmqAC4oGzSSPV08ssWBrbODE",
+	"gd2BVNTgYK5ldaeOpgf7uMarVtDPI2N7XNRxq+v4Uq4uZKUBNDV+K15eXxBIEoNjgnD8TbW7SQEOYYoc",
+	"HroJKcW8YgkciorlzJxxI3DgyCCW3VbEasDZMwx3aF7jGn5pnVrbmKHEVA7/ULgNFaQWjq3YZbPfgIYO",
+	"LMSsKFjz8pLy5ZSVgAbH8QgPWju6luGHpo6hXAt3hbs00O37I5rLee26Lsjn1xfPr88ufAuj/JPVSirW",
+	"g7TlFm8mqzYe6fz25fcvvn9xWPL7VAnGEuGB4/B3Py02FpkjkVXtdnWIuv3uAw6h3WKf0wsGdLgTHiHT",
+	"qyqiMFxdXZ4ZWmO5hvvNL5fT52xCsSZ3Qq7T8Scx2Ql4RFNsyUcDu8vNzdmHWyVuuqH6hH6Hc3OMmRo9",
+	"9A47dOckKBkP5Brykoba7IpuFQ6sVQdTKwwlC8ihS1tDzPYUJJT42Wmz3MwhC7SKuWppbbFNxQV4TudM",
+	"aAsGG5SMsJEcLuyZ7HO/vuBFMG0aZQtdJ1KwUXntwd3xa9b/8kdZsDPs5zTP2UqzYu/XnzuLEtfN2suh",
+	"XEhk3yU0zN6S7OwDjcBKv6dKE5eZnkxnSzE00yoXsRjxqtOsGdkzBQQwpYe48gdLursXtrW5A4XGwgNm",
+	"ptosZa+u1nSxW9YksiRKZhULTo0PNHB7ncYPGCFVyAqEhIkyQgrkQK1Yzmc83yamEwf6TlYczLI4qwhs",
+	"cgfd67vvvvkuzNY8fvnto6/VDqLrq2+zoeIWE++jTgffvHyKm6LT6MvvXsWkcV2m4daAnhwq20lrVfw1",
+	"7jEoV1QZdtTIekfkNYLukm+Oj/t37ftX37ZQ2V4cx/bMsOrWYC0y8Ivvsq2apxifp2VjfOvcCebGgOvA",
+	"BR2gkuyxnHqumP2bCPu+OSBcKM1o4aICK8ivPSHHtmnIPnWwbH34dJOSgGO3dw97uXTX8m4VIVB8p6Jz",
+	"KceAYXplSt4IhaPI9PetTwMTqtVprRdnFQOFJ2aGRMX16oLk/iWCxbQrI4dzbZ1LWAQQw7SUWssqAo+8",
+	"oOrCPkybwalvwOy06yds2CwTK2cAVgx9V0zXlUiBIw94b7Z1vVYtewzphRWwv1DYOuVqjthFSSg5tIxY",
+	"/F/zOQPoKVoi6201L4SsAQHdprPmC1qWDJBRpK2jMNDtGIDgYDtDUOgG5m1V0txBBo9XqW3Xsdr6DZVh",
+	"3FayS67buqheIF6bdckqWTZ+ellZCJQWjHkUmTiBE61Y1UKJbhYmIzWCSK9YtQV9368xdd0svn9HE1nr",
+	"MLQLpTdr+POoQ5tGHu4c3DBgrlvJeyw2cdDaBAl4i888Aq8Y27qGMhJDxbI0U1jPXXTXIhJUV85lxfUi",
+	"fWD9G6RWbb/+h9ff7WV7V29PD19+9yoqxtIQ7vMto0VKZXWQieTG9np0dHRDWmihZAHfW+R9xJH36fvI",
+	"MRtmaYj38s0ZefnqxR/AaGb+8YdXL14B80a2TY2au8gsO+0y8YjJKxqXhPRO4CnqYDhMe49lhPGmEKNg",
+	"ZM7vmfBgfxVTCyO/F3KZrEsq7/ojRgKmBiIlxgkaIsiQ9C3ahh1Y7uqb4RJiiqOyDN6Jp7Y+YPxu+UVG",
+	"Kj/9n5qWtlzvqpIaRSwgGRsGB2XJWwOx9gMhyS8I0+gIy7y/h9QTJasxN0yMsammJIW/X6JLfu8qtvYu",
+	"vL27KnZol6u1/8qfP3epwsKb9fZrPaoiurwLGChSYRacW9yP+FkLZpJiK1dLeccMX/nRMMjdxNwryNAC",
+	"EVKZ5g4N8U2K+sYcL5UB2bKCzGRdEYDddbiuo3mun5CbSwtF++VxbyHFCblW20sX58tQagN5s+FKOFOA",
+	"7bAwfwhYEdMIzEfJ6E54uOvKwFCHw/RwAIPz341qTt3xgBUZIp4Bgfa6K8JqSbAecCWX1ucmyg2w4G6J",
+	"vECZevHy+5jOz5dM1jqp9/8IoMeW46wXRlTTEOtu1S7yYkCd/+Z4CC8LauzHrUKwiKVcm0m7t04Irc0K",
+	"AIP9/PoC2M6MlqUiUI5QS3J9dtFG5dDS8KLc8JK6WI1Pta60Wv3w/Dn4KrRaKfP358v3WUsGs2K9EQkJ",
+	"FzNJuHVD4+YLxlCRWna12+Nvv28Zj74fk7E9gmLjh9Vh0iNhmrctFZkdjkhPdcHlWRxW5/T0DJBzThE/",
+	"xywPoul4g7ud+4JaxMKjXizkCN29lWtwH/sLn2gp79p6i6xvy0BpwVAjcEOmcYK5tomYTW37gselotkq",
+	"GsBvVIuKarj1VW1EM4/BODMPrVCOoGHFyBEvGJ8vYmGOsmAFwacjLd6TuQnUyqLCr/RkSY2SO7aBubtZ",
+	"O8CiZKXtOUsGW7j9Blcj5F0JlkNANybrZkQxXa8yCFkBD1DhysFHudu1BGcCbFyM0sIo7FDqDhD6LP1Z",
+	"FatS2k945Pb2sDgIy3ePcTMKVvJ7wJbHjdqvCygKrPNVfJpJmAgrcjiQCFnrrr63LR/ygqXO/duXr741",
+	"A3n78tV30Y/XvNCLFBXDw12iNxCoAmRFJJ0W64gyxFpcQR3ya6ruHl/xtgatxhaiI5RgjXPABo4EzUTq",
+	"1UV72CpYB6RG1V1Qrg4+hEQgYu2XRlp+6sp1j62T3VccuxbmEL7mdC6k0jyP1SvAd0jRvOQ8mUIWEYPy",
+	"nAlWDVrEwuagEm0uyxLdLRONYHOZjFH6I5AHDN8WAD6Kt7CkD6tKxqb/Z1fG74+fPpz+28Xlp7Orkax+",
+	"LitZay5Yby3w5q3RN8jSVtDsFbtx2h/w5Z7Ama5BFmrSFQmDwIqJN7xkr20Lsuqdmnkd8/qK5gOPb1LJ",
+	"nCl1Qg5fNIKJT7wuJHO18dCPNfZ+rehsGJaTznRI8pgBXw2mPUH52NaHKXdyeARCAm2RWotC4ovrd9tO",
+	"zA205yx/8OSRPArYJkTEcJhI5AznF7RW7FpqWn6MaYLmAZnT6pbO/dGFon0US40toUSLoELay3tkktw8",
+	"v2BVHk3S/+N2b5pWcwbqrfnEPNz/46c/nh00VFVwBflJI8lnwejqtCxlDrU3EiU5wAZuXgKDuvmE4DaM",
+	"naT55GqjhvqAlu1myVtNuWBFIwPZ0m1ibi+8kX2LevnHvO/U+iIyse3NN3nJxk5TJaeI5HPrJvq0c+wc",
+	"ys6WdlY/GKVbm6xL/SFV9py8i6gECQkaEDNR4X8Rw9oXo73dEEqWsqjLWJmIoqiYitEIF1DnrQIWinFm",
+	"siI3x0fw/zeYxFKWxKxKNaM5i8uTozIDcXRQxFv4w7Qt4ZRcaSaiYDZhay4ugea6pmW5IbdOxY05E5WK",
+	"aiPnD6uSChAyt71Xt2ZxQMuMzhmnE1E1cJqu7Kzyo233QFc8I4YbZ+ikzmyU7uFC61UGloiMKA5/gmKw",
+	"ZreVzieEoRpC8qk5zmDfCrmik+O4zmNYqa3oMOrCedgvNS2NZA1PgJBsGclJ0bBJuL1rr0+5d0JzUJ8d",
+	"qOv2w40M+sr8ifExk27yDa2HlNqQ2MDBjnv9zBPVOssYtQ0d2XMzIC0/hVwW9x9eumFB9j1Wj/QMaIIB",
+	"N+Buo+Pp0g5FbA3ymd7QJS830UqJCNExgxcQGpoJF4ZlxZhDiOglP7HbK5nfsYjltqk121tnWGBpCagK",
+	"jqFzcOCg72fKAggktHHFb0s24CWjZWlusMBb5qI3qA7KXsc54JqXRU6rVPWO1iDBsa4yxNNYVWzGH4j7",
+	"ftiJ7nsKi/TuNZMc3M2KLlkckxlA3sECZVrw0YNj93GgjLXVHbADbmHEwbtoK2UGUXaJgtFJpQ+UfjNm",
+	"O6KN+9Hbl3xmNytL6RABwG+mNiIfZmIaM0XD/odW+kPqVjTr/L+vPn0kmj1ouyBTFzuvKxUzz35aUQjO",
+	"kApsNGT/5vL8z++u3n36ePTu4+vzfzu6Ov8/NwdwbVClDA1iUU1sD0+XqpeMVHy+0B42hqtmKbelk3s2",
+	"XGQBIBfOLeRT/83zSRDYpsxpoPCeMw2QfXWfH7UW6uj+xUEq1ChqzfkkCG58Rta27p3FJ6yYLeaVaM+s",
+	"TdE35HXoAMY2LWKCFVXMHQMMB1c8N7tvJOmUPcoc7NgcQM0l7nlwtio2KydoOYr9ErHQG0nqHsQmyFhF",
+	"tWP/RUZeZuSbjPy///f/442hc7pSJ1BPDRYnPmtsgYv5wQnIKrBacPzdRvjig7azWm2rg4kpxLnDG8/K",
+	"Tmx3IJ1BT/7qqiwv9gMJ3C8tilBPyEXMkmfuCAd7PMRRPD94J2Yy7u7RkoBmP4WX0NqsiE6CEkO7C0bq",
+	"1byiBfN+aaMdNJ86OOyFrdQ6o7ysMSdNrVlcxoeLMYpvf95IFhz8/gsWXMKE0XyBTsHM9tp7kyvGGu/h",
+	"FHEqFIAiWep3jK1OS37P0otmHUTmTUV4URo9HZwxgH5Jzce2AIw2hxYq3QDAalwpwjvlerNiCcd/c4Gr",
+	"DJeJxi4btaArRiLX1W4r5IWKKKBezJ1xAVm/eOt52sxIxUoKGdXWU3R68Y7cQog0agw9bDm+B5TkJTe0",
+	"hC+5MglY/hE2oiFbywEgEimeu9YLP+V5HKlqhJ5R7Jd4O/Vt+vrzq0GC15p5LOnGn8D9K5Yf+vcPL+zL",
+	"Bych6SkG1wHkDkJkw2zGqjGl2WDj2oPNusyiQ5LBEvltCY9JcORjzO6K3rM3s+WKza/ZclVSvWNc/Sl6",
+	"A3NZGJ5gmzIkheG1mDYJgbUIpBu8bSQdGMFBwp3/I9cV1exPtzHP9jVaOrHA4C3X6OTmgtzdcv1cnZBj",
+	"UjIbJg01dVhF8oWUaiCQHbNu+kLZs95gg0+1XtVuXFC75QSrCiNfgmBisapbxVjNc7PhNAezN2QqrvLl",
+	"F1rStf1zWePfEJD3c7T0T69O4Px1boei2UHgSYtkSeuKnlbzWHhBXcFl4BZYriyzVfbP5xgjCpHRKiMl",
+	"X3KNquXhqmLK8KFDXQuWmX/LGS/ZD/cZOSzZPSszcjjPyOEd23Chvyy5yMjh7Swjh3ll/ndJH8yWmx/r",
+	"meJ/hzb4w5fZ0jRKK/M/OXCcQ5V/0YuKKaNm9uD+GW0Bh23INhh5JIlq+77wgW1BCpTnzHAbXEYRMCzB",
+	"zHykhiHdCLH0kOzL4yGKTQVs2M7xsTk9K/7ASjV5CN9+MzyGKTBWEVp1Vt0ZCszVZismfjh6zLYYr6vz",
+	"GaPtIRjfZtlC5fJcInjwimrNKvPmf/zl9PDf6eHfjw//18/Nn0dfDn/+x3H26ptf/0cyUmEMS8NKqU/K",
+	"0sz/DW1PXySFJRMc2TSmtngJqsTi5avv+thXIhTDdgxPH0Gef3j1/bTUtBaltNamxf1TNyuC612UVOx6",
+	"qwYYhiUVzxRRDEq9RFyT+YIKwcp3RSplAp+DWILNtm2dg8emYW0vgI62sGQHrx6eSEdtpbhOcMI0Mzkh",
+	"uqptICm9VW281hDSdBDWzqzzKC6i2HzJRDoG9Q0vGSmhiSapzmFGnwQwJs2u4viPzbXTTGJ8zmn0PBuV",
+	"4d/Ncdu2pJ9+PEWP9N+diUSVUiOAJO/4j85rQ2zPf2RVyeFe/Hx9NuY+XDN2F7NlG4rEZ9jpeC3In6mr",
+	"Um7Fkk8KJrepUH6F/GiT51mW7NFxWVYiplA0jjgTIMrG6NFiZeGcI5ONvlbAg7bbF2bnbAzKe2LwdvQo",
+	"juiinZZf3tgWVK8XYiW5sJcdTGpeUaHRmA/uKvAu/fH8mjynK/78/uVzxfK64nrzPOjhBBXzZa00uTVr",
+	"H1g2nAXDZY+2mWL/JCbTWjjrJJVt5ak9Gc1t5Z9F6A8C8l0SsaLLTuCtkaRrl604OSugP831JKxTQ6gR",
+	"c7R5syIFn3O0G0CRwzVXzHqL8B2V4Svmv9L8L1RnULl0GE2LzWrBhIpx9vYejxTvXrz8Q1y+WyVTi12e",
+	"ZZNraw0MpZxDPL6Z9Ym9JG3+HBN5tcEsMLcleVkrDQauDcxsO/m4Z4Lf9ydv2cDPPXWf72W7pQtHsoOD",
+	"FD8hyS+1hPCWipRcMHJbMXo3cV/+4697f/1r9de/ip//8SJ78fL7+E6MybYd3Ao/7FyWFpBbSMSfJ2pF",
+	"82HO1xr4D3/9q3puRv3q29igx+fvejKLchG4K89kWS9FXL/N4RmGN+DNakO1Io746BJi454JRJIz9ce6",
+	"LAdcwNgIV+Tjp2vy8fP793GpbVXxJa02f2Kbse2tgjh4+7U5MPHm496M1ywvqTmDttVE8ZiETIF+B7cK",
+	"rSmkd+wT/jteXNrIwhnhomAPGdEVn8+RNd5zto6VljaDVqmNU7auONRWsI34mBrow09c2dR2+DXUvu0Y",
+	"xotuLbKMFaMoIvTy+vV7xCgzwvYJAXOR0Jg7hrkwIi/rgr0uSsirNWoAIF5UtUAniZZkSR9eF+XZglZx",
+	"M3NRlNfu/X4SM8NZU9U0P0XPwP1NH5pKrhMVvJowxEquVWcZYDPMTo71QMLLcevHNVAEyAE42FtWSihy",
+	"I4MIKOCd7W5HRhDYJXCHyUc3UcxBASKDqgJAWxYJftjP1z52zfwyfxA6mxw9hIjmcMnu5R0bzuqvzHuQ",
+	"1l+WvpoanivDqLfPpH3nfCXziI3jI1t7PAlmXnH8yzSGYoEwcpxiVj5C65cZRW4D/gzd+4FwpWpW2DJV",
+	"VBBZmj+wZQqO7NkEj68ZxDiBDoRDW4LQjQUSGWC9xrhBbF9Ze8GiOyboSi2kPs3zaDjoKVH2DUjxVopg",
+	"ndmIpyGBGga5M5CttRalpPEohTH1erFjCy+8ltVdt/JIby6HTpQYvvYtZxgv6tx41trjqxTh/MbnYV06",
+	"t6CtWYzBApBSxpcQ/EyrauPwRJtVHXDH4zQyt9zZVjnf4V3e0ZRmt1+iAjmRANRCrq2VESbPRQn4s44q",
+	"PEiSUVIAZ6CpYxWyOWBm2Z77LGoC7cUzs0hmPgQL1rNJa351PATPNIRR1q1Wlycjr9yuXFmLZLRUJ1Lh",
+	"M9WcQ1cnoceA2Wu/3C1c23WPxi1N75iwuK1B4AlX5BNsbPxOh5Dxe5reHQfcdcv0mjHRdDoyNLgHMMmz",
+	"Ebd8GLlj1mQ+Hmu4s7nNgodBwN1pjtn73c7kGYxeIWL+CAJJ7vI1vWPBFv+TN7YBERh13LYXF7LQX9vC",
+	"m3C1n9YF15csHhbfetOnqQjD7lyEtCsDGTt0AJTyLu4KbcROEPBDFJoxiX6jEh5dLilVxH8wNdUx4ck9",
+	"sygw8NhWVF5V8rY0c8HQDFFuLtwvVn0Yrc9sb5FZxmhEDnYxKNzjKlvrl/1obJnKYf0F6r5hF+yBK8jb",
+	"FkY3QplWQfLWelR1q3YiX4uIOrMNR9ZXwxLK5vhqVLsxFDR/S+tn+YHceA53A8rtDV2tbkAkunFYpDdk",
+	"H5b75n4hlbYPW3aXG0MpVZefCCNSNvdbLHZlFQFlOl2tfKUJNL445FOEhTLNGl0GrNp+9KP8UeOuz3Zx",
+	"cL9WJ+Cfahl6rWfNppgOewenATh4mUV1JNZn6km8b++94w0s/5Bty4Uve75vflBYK8YVFWhjJNiwNa4P",
+	"fjtf3SBArsMffDqqAbKPBPrzSteQkaH0CfnyxW7Wn82/v3zp8SXFevk1ddxxVheVfNjs6iBf1WVpOOXD",
+	"BvCKXF2tiUdRS1eWjnCh5SSbrvcMfDk6/Pn//z/2Hn82cDhlSaR4LFASEkofPQVTp7u6R9Iz/0+GkoQA",
+	"QCfbQEmgNgBcXeNysS4aWZFSzufbMMDDQEkjjx/AQlgNr4cCIv73KCSJOQ2eMuJXsVw90U0MJYJ92ENm",
+	"uRSFVY3e+P9p79H2TP8lr8z/TreLXH2FywVBMaeR5/TIiMlk8ZWviOFL4Z/M1sYwtKofzMfXEbQaaWkT",
+	"bIDH+1pp8UxloxnSXLPiMpk65p6QegWw7gueL8iCm9Y3CHzt2hhpji+oprdUQRnFBJaEeeRm5F73cjBA",
+	"TIzsK50Rd1ZXFRParpJ7b2Sza1qOHP264pod0gWjhblqp45/TXW+YP2QPNRWFbSv7oL35Zcpi1BEbMc6",
+	"SxAMNE7Dhrwtbn/U04HYbxXeRAhT3phf4esjcungtKgiruaijywpmDKTsflraFs8CfXegqsVjpHoukJ0",
+	"LyMvE9quNuAqFoRs6plCWIg+y3s/yFAw/1P8pP+2PrM3NUYG4Mia8NPtex9fGVms0aVcYrP7nz+/ex3P",
+	"iB1ZPs/jnE20fI0DjdRQ50TWQB/Ab6jIWZlIunVFpvrGXBm12tARmXFBS3TRDwx+sAbatNQAqh3EXLu4",
+	"dV9V66b0RayDj62SGVAdwEJicyx+0ZyAVLoyCBrjKg9QdcfwrHAN8Yx3XBQ/JGA9fd3U0WcEC8uPcCtA",
+	"dgNsX+hTmEaIXc+CX+Os5WXwbj9XFTRcsHZZtmbUg9zwNO+JhqXds0rVnYoFH4ZaJfBSRBWLa5St/ocr",
+	"ULeHMLoWdXM/+VLPGfJ5Wwvz8aWpP6CBCsJKnq5EtZvojrXK2nfd+GLV9otovWr1GxWsjpzBvqrVbcrI",
+	"bJUeM3QsXN0wpBNyVec5YLJk5I1l7NeGsX+qMTT2zDJ1MFYAW46XL37tmdgepLtbxB/f/F62h+3vZXuu",
+	"g71szzXfcyAuSrqJVZQ4BdhbqHUAGcAYlUW3zt901WprILd94HExO21Kwq7kasUKSLROISorYt8ityyn",
+	"DgbATrUy4qqWkqhSrsvNyG5n/f1NmECyrOy1HSNY1LAclqsDjtFCGeEzQsXm6ClsmRjOHO57HPELFi3V",
+	"oje+8yLI09kkQA7Smd4LrVeHs/I+I/jXcvVtRhalQniyAVCyii2lZqdFUaXXFOVczJw3V3rjOUBIBK5T",
+	"t3s1ICQ2KzhRQhxh9omDOA3r8CMy2t22ZlvBzKHWjrUmm5z3YKndifZHo3s0w9VLM2TkTPGbutk8C27R",
+	"FQ0sJlXBC/T7eXyNseWKbOsTL0DLTSP3Xy1A/qZRkK0PQyN3OOdZo/ohbk9rfJ3Yi149Y3tlHss3phe3",
+	"whHGKGC4xFN7RXuoqJIPm6QOfr1Vdc+svU1psYo5QpDJh00kvOVJ8P8fv86DalJ3nid413Ftg01dJpZ5",
+	"53ko88Y49cNmnMaNZlibrzU4AxUXvLojf+Y0H49BZE/ImjZ37QCHs1PYZnDtVXRjShOXDT+O23aAU0sR",
+	"FEp+UqlppNMDCFqubdkoHNWJNdU7REwcqpD+Iyizqsi+yz5b1WqRuWNw8CRCRjs2IzFHOZuVXLC+SxYU",
+	"4LWZzCd8eeplK8WoLgCDDEPSJvdQ8TnvwYyyy4AlLRTZX9VlacUbXPgZLxN1J+ztE8lcszdzuO1WYIQb",
+	"BAPumhA7f4ckkgKai8xGeI8E+sSsh5y1rXAnhBo1E44GBHsgyrYRmYzIvBX5t5NRxR5Ob1QZ40wLarTT",
+	"gfOnK5rfpUpxQYPPFMGX0qs9PItr00JUoEjbiN7bqpiy0lNp9UlEyIZEtlksdhCRJZ19aYwVyW7taCuO",
+	"y2r4L2/FCSc6gcjcPTbebnPl8kT+6Xab1jGPEANwbLAE4/1jKwed+PvC4Xd6Ngm3CV3TTWiLwYb2sj37",
+	"WY9JBY9slC5ZCUlxFGoWINdvaZx4aH1Vw2i0fSxsHzGr7PORVJSna+9kUHknI4n6W4+rYuWhpWHG+4DQ",
+	"cvCE5auiTaaX4S6K84uAOUY8clXFmoSQgkkHJhOlAgX4G3HMqCvE5nD4QG//TvahobGjHS58NGn6nUMI",
+	"a+EoI3rk7vO3jJZ68ZppystosqpQTKgac/jRzVzgy04GMFJ2LC00gHWIwmZiYrctnxDPoYVLmxXvICcx",
+	"fi/mfoDomC7YA7GfuSAdVDCW1DA2NtJ2BwHVkfV4Jwp+zwu4PGHlMCJ/PIfG9Ya4+Bh/ttgC4zQyB0Tg",
+	"QyOCXNHooS6hBmrS8dbY9nIbV4AftABMhLS/ml29E3KddvQ9Gj2eznTiImjoUjWBI0Fb7ni/d1Vf34BZ",
+	"H/48o6LgBYonV4taF3ItEkV1h+IuPBZxInBll6vTQ9U3tBAuRbCLWfuAZK0ICCTg3lPvkogitwbStk8J",
+	"6i0UUDTMo1c26TIbK//XMQTAe1bR0p+xgNOEmwul3QoGEL2AziDoPeVlx4TUqmEc384fuTB3uIPb7nQ3",
+	"IB3jFJrWo0sOXO58SXm5e3XYAE5GMVEQigUGhTTnyYZisqWty9ZJfK4TwAZX+KBxxwKyqVHoXGCY/dSc",
+	"dgi/TccGvgwwyQLFSsaisXK+AriPAOPWnxOYw3Amqxy30kNJ5MoG4UxYzb4CpJhVBemNbp+4IMugWOTI",
+	"G8huRTwMAx4dvnvt9XCAyW3gjCPZGkL34ypcfbhuwGRcNe6AJhI1OeGDCF2FrVlvjEt2H9I2IWfJNtwq",
+	"2RguSnrv40jhP1LFc6iza1bebC69lbX2B91GhGAWcUQSqWKIAWcXn4l5wjXLdV0xCCLxQr+VjJv6ZnHD",
+	"31e98XO5XPLYucdCu/jY1SaiNhYSy+B3EPrHljXUUpb5gnLh2Wm09TXHop5brS+k0nHwjrdS6RbuWSDS",
+	"fRX5Q8Zupk7hr122fFXJoo5x4wt80IdPUkaLNoJrul2/EMDafGGsrQjaCRbCtGvUp5C6Pu27U81U9Qpw",
+	"1YeyfxUXebS/kSx15P0/yuUAG9g06U9au6hiVJbzFA4UliFvCde5uyBu39M871KWLFEIqkUNv0HBpyiB",
+	"npYl6gpt6hytNdlZmGlOKfXUv2jXVCXsOsCiDrkIK/aCzuoj9XaFhYSWCplA7Cmp0udxJyT83OCAKAi9",
+	"bClm3MhqNoAo2XpKHrqqlwDRNdDBgtrip7UgG6bT3dQixi+uwurYrg9kFidE1GXZ19FuEa2oLH0S5QBy",
+	"GWwMwFNC2WZrvmiMC9BMomBNLQQdrLYFHeRUkFuoU0KWVECVwXSbgwULoUmuiH2ZCLlOSGn1CkqtXYQ1",
+	"pscM1BaltuiHRl5aUkBcwhhVlYBzo+ouBW6l7vAKB12C+7pprqDmGO7rm28rSMFGbM+4RQjN8obU2jog",
+	"4Vns5yDpiJYYF1FTglaSDYzzBTRMblQIRv80L2sxrEu1Spx36p/32g3iWvA/BqorADkdqhXLjcoG5U5K",
+	"jfUClBHFOmJUM62++PpzUQSlyaZKMqvhE8YViME0XJjIkU1LXS0uusMY/S3RzwdMy7ELpcVX4NaIDHEh",
+	"K3Md+UsFis2YaRdG/pCVrVV/y+CHuEd2mItM4hUrzwpCSSsghXBlmrllnk7TBySpD9kHLb0zsC4NKJ3m",
+	"/Bevo/bPH80j9LNTEEmWK1YQqoFn2Af7764+ke9fHb/ICN6wN7UAIQyL8NbCfQbfqK+hP+7YJ2LlDK6q",
+	"XcnTi3ceXwfPlx0LX67QQaf+CXos2H8RcDPZDT7u2h23sh/DObGHVazSXcK/9GQaT6jntHcn0Hwaem1r",
+	"QZGliJ2la1regeszMI92tuXoDy9eND68ru9/A5BuMdMPe/WtWd3vyd3bvxNsBd16yskg1tX+TJGSrjPQ",
+	"km43gBKPL7YW3DzZsn0eR8yfW17xTQd1rj37C62Tc4co1lotDrU81LS8I/OoGpKE6Pq0YoLsGyn5wPBf",
+	"AF4pyD5Ymg9GAA65hlNjTwfPCaz1nUsfuRFjdViiK5GMih7xNeVgedHSXBxJyJftYwABzFdREyi2fDs1",
+	"OWEgXK9g9zxnz5QtPyWxekofgF7CfW8aQ3ot6drmiJqmwcTcKtC4ypcUa1TVUefHUBpk0LZiOjwTpF6N",
+	"Fy6wif51iS4AL3pjYCD1oCdUMZHn4zJsPSCdi1qEONmqFuqEXDLIwShs6Mjr8/fn1+fk6OjoObwcLvKV",
+	"T+FxH0XXekXzO6YTFHd5fUHsC1MoLp1T8VauXRIrU5oClIw52vPbl9+/+D5RJ3alp/CYWJVWnH8vPbUW",
+	"G5Ns8asdsxp5J0vBE1s7yTG3BYICysAJt3cm5AtZhwOF5yXK8ZjSX6FMBLigqAO26ZaKoHPKhXnBxvG6",
+	"mohUFMQWB8gXtCyZrcDfcWGUc1lxvehUGvjw+rtUpQH/hXc/hK27M4ENXL09PXz53avocXhUSQrsuFmE",
+	"tsPj65aSWDK9kEV7vV6fX51dvvvxfGvRYEvwi0aSgw1qF/JxDWTk6vz684W5jC/en/5f3dm8ak3mm63J",
+	"/PyPb7IXr+LjFjJasfPULSk8hwTA/4+9d21u48bWRv8KSnWqTE41KdlxsidSTe0j3xLtcWxtSUn2++6Z",
+	"44a6QRKjJtDTAEUzqfz3U1hrAY0mu0nK1s0xvySy1BcAjbWwrs8DrkdzfEBFBAlMZ8EDbSgv6k9/xDgb",
+	"VcJMWMVVrqf0sM3p4W1gS/6ty+Zq8xkQcjbn8d8zXkhkPHfKAJllV/bokRuZIEeDcTbBqhUfyPq3LhOW",
+	"4eABUiqDVM7Zm5fs2XdP/wOhGJFNA4G7kaCiceYqJC2CQbbDXsl2JdsQ35/PThJfOEgsGOXMErZDvI+Q",
+	"r4OrEDhLZ5VMka/IT38SApUr9F4b1n4btg6/xkEcH4h8wy1sq1qeyCo/5ZVdvOQlv5SFbA3P1/F4z5zs",
+	"fEigmITIZ97iXjiHzKnDtseFly1YfdkKS3P9fGpU3Z6buX7BS3x+KzfzZzrOgT53g9+8BmwdEoLcEr5O",
+	"vMA4ebq1NeSfa4Exf7zo00P+n0Bs1RzlKgvVxiQp3LhlDj9+1xYRLHpym+cdzzT+Lkm8W9fLyVt5LU6p",
+	"F7k1GQbLzn4+e2uovwj4uwnO5pOw4ura7M/ohPpkGgCYCSD0XAqo+/G1LjeMot6URRXeC1uO8Y4eZIip",
+	"dfDhGqnGhRg4zfHz2VtsMSBDePssKn1nDN615/pvtakGH7cJgyGu1W98JSCtQBaNltr9f35av8vGHbgG",
+	"o/0G3S/1xJuC6T/y9lL5eU4F2C9eikF0A/KAW+NVCS6I4aBRjUHmGBAct9dmQN+X25nGAoyBcSq65kVw",
+	"d7qDwbl/ln2D/5hqY32edSTH2E4AHBq9mk/hoH8zXN9vDtZ5z+t76zTutqDtjoBZBjfMtAGRhyTqOeGP",
+	"myesBdgAq9wLk7jbFdMzxDntH8GPiHPAer/++Pq0H5XNA9DjjUXaT6JJx/ltS95vza4DnfVWqqtW16FW",
+	"QIVUgATrdlJMzQK+AqFoVQJ3+vY8H8Emg8f7GokQ3ir4YhNxxzbqHx5OfeC5+5buDCD72tz0DPCT7Dqr",
+	"/N8RN6NHPVUi4HwGtNJBd0+of8bfWxtbmouGHaHRF2ksYfNtzkiY2cFUVGMxwABle/sLZdLPuBpvKHFw",
+	"4j/RSs8qw368uDhlcE+0ukaIK0ChrYSZTaUa99uDS61wwQhrpGyli0Lk+ALgxsEPq+dQA9EIHfQQJ5jj",
+	"qpfcTvrA4+RBxW7CnNP4Do1Pv4ZMZ3n5/rmd/H2+yuexvAaNH8uq2zC3pv0jybpt7Z8Q2POlWGhCBgnO",
+	"2hODzsLi84+I9ZrRq9m3ghtxG1+nEkrMgemtCQTUoi4vjS5mVrxd82WefwO190vyoi0vmP+gEfb+EXhZ",
+	"ZqIrLCXmCt9NT64/Dj42Atxe+w1Qvy39bi6VCR4etoMDEln/CJ++dKi6gzGbaJmJhDUOWAo/uFMS0rBu",
+	"n2wwDGhRwlf/7qATpGnb3V5IyCYgZFMpKqnzxrpG+/0mNFDffYbJ4gQPhpPpa1GZr8xiqWF67kU68dSO",
+	"HOAalltawwqdcaurL1iG26TyNqTsZmGBZjw6deudfkIw+fGK9ueiqxz5b5MEwvDG9ciXg8BvNUzFRiDy",
+	"nca5jSjI7SO1L6OtxLjtn4A4vwa8vaOx6qLiymQ6F9WFmJZFazjnGElE4Cpm6bIWVTjLpX4hbcWt+Ptl",
+	"G8jABa/GwlLlxKW0obv+6lLafXPEDlghrMdZwPdlE62NWC+YIQmyhv8HXvqyvRTjPRZx4LggxXzEMl0u",
+	"2JUQJXFTqnLWoJt0f3f+Ac/2kj1dQp9omU0/8ILP6cfpDH+GXNI/Px2/mi67SaXGVg0L9CUj4O5oe337",
+	"9FmrH24rfly1MVK+mVXgLvoPp+EPgNSIP+5D+S4eSyZhhZxKAisdAMSATdjAzpRI3L+18+sOrxM2KMS1",
+	"KBI2GCdscCUWUtkPU6kSNrgcJWyQVe6/U/7RbSX3y9nIyN/gGfLjh9HUPZRX7j8ZKKSByT7YSSXMRBdN",
+	"PbMamMVhA4V3PfLNDAqxCvrm2aoOAqzFdtAJ2oijAMbhRKJlE64RhWcbmbC6oDno5YTNIRUr5UdRmBsP",
+	"wdkNm8Zw0xD70l6NqdKRqnkZt23jieif2F6H/LOS/54JdE3oPIAGoUwjt/aW5QfffdOexd8MG/5JHKTh",
+	"wRsg0uM2HXxFO0qpzMVWCh0xWG5VoWPN5fpNBK9dr9JxZDdT6ZNnUKc1efbdt+uUdwfAC70YEV4+XYj+",
+	"47u/bpj/cjIx3s+r+YxmO020co2T0c8qKIlYW7VsiGT10I/PiC7U+XifbmeUdLTirJol23fh+BvidpKt",
+	"jM4Wk+mTu3B+hnU4LuWFO1s+u8gMhZlxVTuAwaHAYhID29DtQknHWls5GVCVnrRJ/Dsx95Usvvm/QqZh",
+	"qdjLk1dnznslyvxKlAXPPOSYB57RSjjPQpEKLySUo0FFDleLGDYifI1NpE7huI1O43DcrkkduMnYlbqG",
+	"Rj3D9qq3vcDGvSKur2mzIbbxJZS2L8RIV2LNLKCoa3ke0rjPLG9whqwtsnAvK5cLLdZ/asgfQv/lpWA8",
+	"vjvCkVotzNj00aWij/60hRN4VpXadKwV/XHdF2kzfv/oFF8iw/mh0rPy00T4DYomxKDG7jG1MH+C/K41",
+	"/99UwplTH21rIdmWu/qVNJAh9HrzRpt540J+/hoGTN3PWEXQSYAtcjyzk/fXojotuFRn1pRtlLh2tbyV",
+	"8I45Q4SSUL7ItPtr6Z7GUqLKTIfsYlYpJKdg2jPox2SZvBK+fFgJgamZKeLDQPmw08Appq5+roqU9Z4f",
+	"HLBUKhD/D5c6X6RMOxdtLjv6QrqjeW1fegu6PT6zGmmxWpGCdIVVpRC9XMci757zC8D5tXR5WD0oZ0XR",
+	"fud2soC1FNCnrCuznWRghfrL7pKm9+9+OXnDyJV1XuQPL6BqvwZvJqiFjb5Kd+cFvoOaO2Qev4V+ufVL",
+	"OtuLXkmDQCMetpJlXCkN6jxC6Vhde9BkfxctvsjfBZT4OiPgozSQqIeLvV8HLTAxDSfya43ACYMrt3HD",
+	"J9xAD9D61LahfkdKHIcWtNX5TLg5tb+tf1rGp6LiAHJQcjWwsrCD33QDbid6ojTnE175TbThybQS0jDj",
+	"bsJAJZuVNWa0dQd8R+f+jTzuiCOZrDTvxfm3RG7cxp11B2eIM4iQwuFFJfhV2w4TJUwi0IkHj5c4ZArB",
+	"r7tgDuKOnLXFu/hN4vCz0+cXMTPzFvefNe4J9YI/t9VKOAuGtuzPZ2+HDDIKge5synrpX/7yl/83TVjq",
+	"FvZvf/nLX9J+5HrSARKdKwm7nAVwT99LBQMUCcaoucoZQFQbyzFJa/hUHDLuizS4gnMl9CD406lxfNUH",
+	"VeLUFFTwtxxR/SE7huf6av74GZWY6mvUDNNWSuibMrB+2rG2Jfb2J5Droh30sxHVrfmCbGZE9SlWJMrn",
+	"u/VujZnoufJNC5lWRhci8u5wriwrBK88Q89GfVHpQpzkHc6H+yOTofR6g+/B/TJU4lr7M8UtyBMTILid",
+	"96dVJm7N++iCvgTRhb953wM/zU0HGfjZgVh1L3GfarmDd+0mM224fu9V+IA0LmkpsYx4vs47L7kxc2e2",
+	"5dzylk6K7oRGABRzz47TGjetzFu/L7v35JQvnMUC+7IT3eitHku1efhwjiAzvXvPSs9DuBDXL1z5GZ0P",
+	"tPAvMSK8HrLNfyS3yg3eSV0xyLS0dmm4q3G8/nJEZYPvtMw9fKPBdwp03UIRRALRzMICfkLDRpf41YzK",
+	"qyIIxx8RFbvfgI1LuNPrRc5p4ELYjnbhNYH+VYH4dIpQ7KDarknFXTncu1GXGEhFI4zlrk3YDLMkfKrV",
+	"GGoFcOmkyooZ1FzQ0oAy3lyHSXNotIPF0p7UiLx+R3VHmGNpbhOff3Yoxs1UFTDJR0hQocKrbpeqAj+q",
+	"R5n0j9wqVA4nzfZcFfVi4TsBQwd4K2LSigTjJ26/ucHcF4nFr+JyovXVK1HIa1EtNtOP5nQl64VOvOOE",
+	"/QMvwR5CqKsA2878Y6/fwSiKj8F/vNTTErVNsvcrYmacCQtYRoFWdA2XKMD6ZrNK2gWAthBCh+CVqI5n",
+	"bemsunuSJB+cjNRcZx9Kbj8Mh0OE/7mcGamEMeySZ1dC5caZ8d6c4BkAQ+JzenCzoZv7bg2uRWFQBTch",
+	"W1im9ZUUR+Q7GMYZjtXHtqEMqhIj7E927vDzg6cs5aX8AFd88N8ciszQqXGeHjyk3iUTa0v03bLjKpvI",
+	"a3EBpeMty4F/ptJyjLhDoRD9nmYaIO9YL3Xrqiv5G/z7kL3ACfxjdnDwTXZ89vLHk19ef7g4efn31xfw",
+	"O5Ei5dsA1gPaVZzlkvGqWkR9w/+euZ2VVjb7QO/GGaf9bWeKA+kqUROgn0qnpzJZcmVpyeOPUHtmSd1r",
+	"R2H9X388OYUt/uuPr0/r9TDM6EDdp3Je5XgldWCzua6utp0ApMzaIhldYw9f619aRrCER+xSqtxAvVWl",
+	"9RSG7f6BEbSEVdryCAK4Etgk38A1lECB6ikJ8Bjd+5/B+XU2OLt4OcCx1oqwlH8XMUnXS9jo7WQIToKa",
+	"AgEwLjSaAs7meMN9+PCjNnYAUoa3pWjjgXueo/b88eLi9Lx/hJCnAzA6Gu0yTVIPqIJlvDAanHvsUMfZ",
+	"vTTVCKeX+j58YAKHGMEAGdVYei6ywRths8ngXFqROkM0fQ9/SyEaYCdiAQHuJWH+hqWZqUYfKvEvIGhN",
+	"w1rjStRrHU13dZ2d4pOt4OFut2MswE3/1Ee3zkWFIVW33SHtPTDhKje/SvACjLFBpqfTmfLVrlOu+Bg6",
+	"rOtQWU2nD9ITgYB50G/3RLzThChrgsmEQQB2yIVJQtVyUncYwZW45932NZ5mVVbQB6WksX6jwwnuyzbd",
+	"5KQ1rJxdFjLDrht/UmFZMR6xdmLo0xQcDGQiX4EtxC65ESEVnE20EcpvzVyUhV6Iashewzn4X+fv3zFg",
+	"4vSpkZkhWz8FPM4XkKMwE14Klv6e6VwkHqM+AYY2cZK7idtq4Yzv/0w8Yc1//pHiiLEYiJ4e9wKl/zO4",
+	"cA8YnOSp84FKrYwIwBFu2FTkJf4944VhKb0uTYLG4sQTCilLD6M6RbLvmu2VPlehx2bITrkz5SHFHalA",
+	"z4PpbxHqWhQa5oz2oTdLEgZWSQIG3f/+000yCtFNweJWZXhH8GkIqnOq81nhvpudVQo+Ju4KoSysCzKK",
+	"pu7h6ZC95lmk08Dax/3hz9A4c+tk+qNTMYP6l2nAUaYX1xfhL9KaAZhWSaiRrjJhWh9mAzgGZLcvF3Au",
+	"YpxHGgZf2u9l+kqiBj3wb6ITuZo5t5ISF3klR5Zxd0JgADWaWfqXlE0FdyfVDEzo8KeEiY/ukAOq0Ppr",
+	"4t5wqhHPaD8VkKpD5lxi/G7ZhE5JxpVWi6meGcp+R9TI8UicDk6dlE5EATqYdndDNeMThux9PaIpr65E",
+	"7gdSn9KHjJdygGaCHwpYGcHIM6TbnA6GeA/GdSOMnmBkuQudhLZaW0fxAnUPh+zDQTim4kFlzaOvMbRo",
+	"wOGgqAdUr+GHXCjpTo14eVDa481sWIqfK930IVEtrv2KnTMvdMYLMOvCw+LpkgVEXORum2tf/VhoXUKr",
+	"CqDtjTjh2qx8J78WW+6GymZ+N1h+RT1YvNv4S7zxSWozXbJvUtbTVbLJAgRAnLVW8cqLyTD2UtRuOhqh",
+	"8j72l2AcSU/9eN0ZdtSoikqcgSJIrLkKHgqa9dApFPqD6JcWOy/a/A1nhaMEUCojHXatN75ogM9M4eOY",
+	"YJP6CWL6M7TENQdHpaiXOl/4gxXAbY0ZzYrAQk5tutghZGq1eIwWn2G9f+zRbfHFbKYKYl+wIv/HXv+I",
+	"2lAKv8f8TRRFa7byIWMXdFrFNqlfuacHT+vvgywaA7zlV3F5rmF6sxJIn4bsfWgYNNT10nwXlEPIQih7",
+	"iGOst7we1UbOCzYCfrCQt4KjgPVe+IVQmmZGfRcoxW4t3FCpH4ZCoP2j5sSQsxljh06U0bzDQ6tHtEPi",
+	"Gs4njilVIGZ2/zq9+L9sqq+F+zmmze570GAYAlEAE8JycLKQZG/uLDGanXRHIIRrOXv28aPfB3iS+fsS",
+	"aC3LfAyhGZgYCyUqXuDyPO0nwQ2y+Hq36VL3P+q7Qr/f/RaGz8fgoy+P3S7ztvfSdzV39zENLIi2N9lS",
+	"uvxiUYq0H1GIw1s8hYBHeCaDUx2tdz1pTZ4dPK3Hdv7qNNTpwGd/DuZtJbMrZ+qdvHztjAYklTMBRuz7",
+	"/3j2rbeLYLu5dy7tDXiF0naCzWcjSMqRLdbjGBpF9VMH7DH4635V6LGe2ZbNwBVLj6EpHcHZ0yE7pmhA",
+	"ySs+FZ4jtR5JgF/KRVbwViV2EB2fPh0LD02dIYhVSWBjceZOzVIUlsJxlDLw4+SGyRHpSgB5wTxv3f17",
+	"1Nb9u/xOiCjxHAul+0N2JniOEo/vEXntzDcwlZ0u8dZSE4q7EpmQlDv2MorGnxfY5qnmPG9prFDZImW9",
+	"emnT8+ss/lufKiEMCCRGBjiS9lPN4yFL4ehPk7i9K6mXDDN7RywtpBLcHYqXhUixmxpb6KupaZBEFbWj",
+	"jYLplGlRz9gJiKfKBKMRdyHCOYNDD7WkDQQ6ottFuR8BDShsjm8Pvlmmh/RcF4I738dtwHqd3asLjQO3",
+	"TrUEUVsaPNYk4CJg6MF9Y/isbkZ6rvB7Jv5K0BUhzRtVBQCpiPNW3SMWSNvZnGOhDVlneOA23MQwwGW3",
+	"kHbCueWF8CZbz//t/DqDP6R9PH68wuULVjirgWg02JTDylR6Np7QQQOuPGrrIfu1knAK+bCK5+X05Q+o",
+	"gcUCPkn9RWpxjagRgxoFAScvOXwetHtzbjnLZSUyq6vFEwMAGuQwSgMYnHP4AKNKiIEpnbFZCfDXSGkY",
+	"Nscx02D+IxqMsbriY/FhNCuKlPXCiqYnysxGI5k5W+0cL0r7kS+PxM/4OokvzzEwhCvnS0yQktarVXco",
+	"usFYsOjI+4SNlLB0HykmUx+vyTFADZUP9bbDP0J5C/mPWGwB6SppCxGKRVoDRMenJxFX1OHe0+HB8GD4",
+	"9LvvgWWsFIqXcu9w7xv3S+wbmkDMfZ+Xcv/62b5z5vYvtbbGVhxqL8vW2pKXkOYylAdxigHd0yjCgyRC",
+	"HsJTKmN5UdRn0VItzZC9j90OMtqh3kdaI4oRqttgOfDgSVwuOj2aQ7+GipA7QQVm2hen89qV8SEjUBoS",
+	"zyfunmIsYAy5JRVoLrFeOhjQXwbuN1IYt3n8rJwDNNLVnEM4zEtvL32DvwPzIv2fQfjn4C/4izPBi8HJ",
+	"qfvHL5KnwQcv5JUASy/4v9jwsHpsfkNnIg6T1hCMTFhICjdMoliEnoFTA0fEVFsPCzpkb3QFN5l6WoA6",
+	"UDAzEUWRYBk9oeSgQJcVoBzyGgUsbCQUR3IVCu1hspVe2jBQfmkowSKVV3kv/HMGL3Xu1IqkgD20eXgT",
+	"PnzL6IP3OJtXGs6aXIQjDlaqEiUWfGglDHv+7Pu+24Pgy7aOqnE6ra7990cQ7pprVmH1T4hdi488s85h",
+	"UQJQSobQoUvW0Em+d7gX5nfs3gtySee72Tv831bCnubKBusj/iBPYKkTQpqgTRPv71Uh25A6aH4Hnxfh",
+	"UKC0objsn5jwFMa+0DmU4LqhEmx51Ne+/y+DpdH1o9dldJsr54vUIMDenjl280lqC9eJQh5Vfoa0YpdO",
+	"G+7FmVunZRA5C84VUKXPDg5ubXqYsG6fTZvCbbRn/5HsPcextL0ijHn/Bc/Dwrlbvtl8yxtdXco8Fwrv",
+	"+H7zHS+1GhUSU9fPn27xilNksLjQ+i2vxgLv+3bzfT8rAsISORQRO5cNbn62xSgvtP6JqwUtBxBHf7vN",
+	"Ep4o67ZWgTRecV7bya/b/IHAiI7O9bvMHfZ8bKDEhyCfl484X90UR7T3Dve+/37P/64OKe4d7mHYsP4b",
+	"/hM38B9Jx/k/qGuXxqKVjwsQxwL2cIc+Zwth67xFVAUHlruZUDSk1mlg0jiLwbktvjsYEovwF61azYoh",
+	"O7F14GM5GsouRcZnxh06l9qZ5aGgylvm4f2rCvoHYYOmOQ9FP3cl9cuv6lAA9XrhZxo+qm1+IbCWLzQM",
+	"4GZv7g9jZVGAj4ZMK6S7Orf/rW7zjJc2m/D932X+x5otrnKs/RG1XUN3Ri1UAZ0J+qlzzKyevvuBySkf",
+	"O58HCD9G8lr4rB3sZ490PKtxz6Oz2tuk1PE/kiMrhGJTqWYY/SGhQKsWkgT+9d7CQy+wBpOKMOvhm0Rj",
+	"8Rdjpq0BcA+mGOU2hzT5kxxCPfU1BYQzYIphhBJCvWYWLQ5uA3wj6gOIsEmf4w0m2nP0wbDxNU8Q9B8q",
+	"RsuCZ9jksyKlL3Fwm0yoFqzsmHACTCDnG9UGkMxXDv7Y/AkFX7MZXNlq/qxVF7BR9ktk4mx5MLJytTy6",
+	"VTdEn24KNPtYm0T1tBgn+WQD4fnmW95p+0bPVP6oVBLKchCbLOyVe1Y2+1Sy0+1en2D8MbjYqF7CR01C",
+	"kTQesBRsMGYmnN5RYu50VRIrl/lEe/8PgoFxbwLpKLdvdJE7/eEOR6VZodUYgNxCnHPIjhUjoj13ISrw",
+	"BTZx4JujUYIzGp/13Fx5nOg4HhbphFWpPsPF+nzJxoA3KI9PE/L1DX5byPinmwQ0+5d+Ll1y3/gAw0+0",
+	"5x+PvMLHWhZYSjw053pPUgxR1IF3H9fExyjc2uh/qC3ZscgHbkJRfwtxgkG0WKoxS0k6T+nuZjCVSmAg",
+	"rxFiHFo1Qhx1GiOKs6V9MJMRt2ilqKE9rrauRuKwkcdui0m1FUCQaigEvwLILU9XooTECBc2IFHgHTqP",
+	"wioqXTFb1b0/JgRlpXUWCa7FyvIxiHU5Q3POqzzuafLGUtPqemLIOhrQ5nO3Q34EVC005kLSMvUbeOhH",
+	"9AGHnyZMzyxEG1P3qFkl0v4RWjUQQoeEReTcBCCwJITrySZ7/ux7llbcig8EU5ZGKZa5VLmeU4+vMU5J",
+	"e1UQFg1MxKkgWIDw61IXMlu0tuYbvnCO3aI/ZMdFUZe9RB0XVIZ3ra+cfVa3WcTcI3AOYagfSyQxbwYd",
+	"eG02HArO+7nyH27vbgJH+B7/kg2BI39Q+p0SL+39BoTiVGvXaBv9Vr5/p65G9LW78YdExjz4kJ9uFj7d",
+	"JjjDqdBG5Ltg0+0doXVwCRVnLIGk5ZzBVtYy1X5Y1poeSpobqn5v6xMVnrlydoKOW3diiuzKRPYijRu8",
+	"Ymj5jmO2uoTqwEDzChqPlKUBcIC5Zj9aW75XxSJh53wqzqUVfzu3lcysV0WHLd0dUensRFd24NzavLVl",
+	"hE5AKBhvr3J3T0rP3fEg0rpoxE9QmpYS+KBjfFk/jQrfSb8M78RnD5p/ipAs0/gLuKP/HR2w1D1RltgI",
+	"TZTTUMN1QT816pVfnp+9oZvAaSdV0lqtv1qs37LKcCAZETHMddXvD9mvmMGJsWfoWDx42m7khKSV4QtC",
+	"XAhxKFB46DetxGVmlTAhn9QIyqwaCB1hmeg8R+AB7u3WRmJeGhw9/a2uVWU992n9r30BH1mH3tLDh/Rp",
+	"h61GZnyVTIv/o2BJ32L0CQ5wbkXYM2WdXvTTdBuyXoqeM0XwtdDpNYAVRJiErNLGDIy0dZ6st9RqcRhd",
+	"lGKwy3mBcqxCA0a/3Yhc6rugUkNvYMmQePftAN4qQ0PNfZFVYwNW4Y4MDHj2FgkphhmphlnGVU4uvt8W",
+	"Cal0dIDw89+v5UGtP558uyspRVI+B5hdocjykFBJjOYflGEZJEJBCYexngs76Go7uljVH11q0ul9emrd",
+	"esZbGrVhAo/Yzvmqc2RAIc+X3dP78fGx1LHbUDmLUDG8jRVsahW1k4CT63Y+GQ9UIw/blboFgB1wrqsr",
+	"dJXoWG1UVURhsvroMFjDq3IPZXKprZcBbHVFGMOVk7jhrGPdahi81UwolNexM6GeH3zP0oxM6bRVe7qF",
+	"emBvJ9Y45MK0q5zgcj5mZ+Wh/IbXPgZCG/rWJK/dF0BUh46Em51VKoLcuBQTuTy6qNPX/f5K0r6VFGTj",
+	"tnGN2wtiNBIIqLGCF1ofJh7sY1EXiaFBXAexC6zwRHuM4jaa5SKTUNMoswnCALjfmome4/0wE2mIrxpM",
+	"zKhpiCpVr6EiCi6FqFd7hgtjEVAZcpfHffSarqjIytcIgoegHvcoaA8lN69gVS5Fx/ZsLMhtC9HGLBKW",
+	"qa9aSR6jCtKucTS9cTrB2MGXxj+2ucm+DCN2j93x03yQO+AMxD0PGVArKEuhQd/MYUK1tG9ux04Rzzih",
+	"S+lLwSHiOYmb0GWk+LF2nfWwDwpHEboBnUcBnopyB53IwxN6hIikZzapA5oh80x9JSCYFE/rR4H2pyyl",
+	"B32gW9IheyuvRDjO3YINmmcx9gb4Bou4tLCGq6OnPjG31tzemV07D3r+ETkQ9P26DvS4EOAGjkTLXo4t",
+	"s091JP6Ueq47NQdi2tAttdJAalvUGrFmuHP73WMVdBoXb6EcrYY00EUOXGyyMhYLuElmqZnIY3JPZJUP",
+	"Sl4RQDy0oxbUbogA2XVNtZXXWOUOIn7kYYKcRXEpFSnO43evhuw84GYatDegehnRMw8ZAmf6OmdsOezA",
+	"XwbONV3HDyS2lFB7V1uaxS3ES79aKyn1tn1SX7J/ysHX3Oo6gDPa4loazN/FAgLU298RgZ1ue8tPDezZ",
+	"7e97p3NxoxteeaDkm95Swzhvf+cvgAK6/fXHZXmDq7Hn5MY33GgGrwny+QZzCEDcN7uHQMBv8uljeN/t",
+	"7/vRYz7f6JZT+9sNbjhpojbfZK8ZZ60gdNgNFjCzM17c9K7zgCG8/T0/EGL3G1ChNxsiaWEYpr//Tit0",
+	"8M2A19di28SIff78eeyp1odyqtwaeqqk+ozypkP41ar5cPBtu/kQFvxaijmgF65taqsJG+KKVO8qQeN5",
+	"5hV0OmQv497PJucBnNFlIS3To1HChMqqBXTMr3ShXolFRJ0aDm6WArhzup/yskz3U0R9SgN/yUxBmsSD",
+	"y9LDehi6wzF+wHs+hEhen+p2PXy7xxlFqIWUN2UHEF9Swv9LjxCdwt3gptMA4qe0UCBHSBFY0gTc8+Cd",
+	"cfyLZxr1vfjgyCGrf7+lMgS+jtdyd1QVEr9jQ/KGys/clU8MYaAngTwVdoTFb2rm0mYTRIa8x4SNPw86",
+	"K4Txo91Gy9Cu9OMRlH5gXxFvas5bUpyIBrfX5mztc2OEHQB26EhU++KjpxpodcFef8SeIYqN0C6snaig",
+	"egHqDhuZBUGTjkRVI6n0sDQewD+HYaDNwaSJfwR72m86XE41E1EBvHbJs1LaMpyJyI9YNVPY+YFhm4Bg",
+	"gWChq7oKJ+mNETekO20Yohdd0Kxf0RJ1if7KWn4VoVr8JrjTTLzVbte42EJC5NRLSLsd8iuco2Ul3BNT",
+	"aGUnhmvE6ugHwIG67KFRXEK1m9yyuZ4VedRZlTACpU6YuZJl6VtqsKwCI6zzyWLIlsYA7A4NqBSwHAjT",
+	"gxfFQFeDMCqFsV03X54h1COvbyTcmAWj4hYmCexhuaOapbhSddlH+GxjFED3uiED6gMCZg4EPmhJAJ1i",
+	"sHVyIv++XDAwq/Z5We57ruuZ8rWSgCWNthuuEWRyCfkEymrmQGXUHIevOgHOezkVQ/authAMK3hd61Si",
+	"NTWIgkWl1sV6Ewx8GtESwj2ZtiubuymadVYvvHCDebSqsCOUKPyuRMBx7yaRH//aItqCK9aj/d93QlLD",
+	"XuGu31lLX7K1dIpflmEThBNs59mQZr57mwlPoe3i1P7Ikgq8ROcf1ShBsor422bKmrWx3h/wtY8o4OtD",
+	"PBj1vYcADbxwmygNrvouRrMmRtPcoPccoyGGPmkNiMVSRKQZAoFr4wjI+ugC7JH7CDE0OFo7TiIY+xOY",
+	"ZFJXw0fXPcgZiku0bsi7yMKfLrLQkPd7OyX3f/fMnX+gPihEG9XJK/i9qSmLPfyfqsPIRzXjLGtREErb",
+	"D0DIlcYhUk8MRsY7hSpsDa411WDfUmtFAfnaqGwTB8x6gQpbIZ4hWJWIbIjoS4cU/b3UdrKqoXB+Sxrq",
+	"Zuf40pl7t+ftNsWbtaIgaqZHryhuin3wxVSA4vaqqRLvUtaTvXK2pmmahzPPd99E121FHdmUnFVa9FuS",
+	"nNu3DroZ3DskiBYhEGw+PmOAAk6eJ/lPJt9flSGAu/MBDIHVgNmWJV6ARyzVGKFQ6nBbDz19DH/m0mT6",
+	"WlQi7zdLwtp9acqFfrXlU8tVGY+kqoL2yK66YhvPfU0U+s6zIYEpamAErzLARuKXsoBC0w6pPseMBnbx",
+	"hgcwI6ZcWZkxfJJHAoeI3nhW+YZWT9pPnJFN0MCz6GnwEEJHpatEHsEXxj1YE62EscWCpQHw+hDzJGl7",
+	"44avKqDXncPbXtZzv3sx6n53Z4uHv+KrSBH+ShvMbxjaELokwoZKMJFLC+TCdy0lv4cSoy29XmM15PPi",
+	"2qVRJYg1aznfFTu4HhP4bKaUVOOEnRMhbMLeq0IqMMGh25tyjquJOu9HV/iI9AhbG6U/SNmJNZ5jBWA3",
+	"oS6mUf5jkM+/EjwHBHbfhg/92xvc4U+150/yh/eB40KcnRf8SLzgOy2iSdZ3PmolmiV1Tn5zrNUlwi87",
+	"44Wno+AzqwfuSCQSiRzaCPRohBCfJtS8OMnFipd159NjFaXtytn+dJLzUIJwJnh+R2IQEjyzDcB5Y3kt",
+	"FEU4Nod92Dk5AO5WquyKa3GhuQa5W0AusHUmqvtKGAcxaWGnAHYEYuupCXlBOJtXUVulu2zIfg3kmF6c",
+	"q5ky2I5ckt+VhMrR5RMaXpNSjW3qwTsJGa/Xeur2D5eO3fWhsM8W9TuOf30Joa9NUa8/q17aZcy2CpTd",
+	"dy1u5DXsk18vugsNL4DYsQ7nAcHTaF1wAOr/b1j33+Zq+HZv6j1Y61MobT/QcFo8a2r1EV+2+eK/1U5h",
+	"PLgL4DcU48shxXuW35LPzBrhPeVAfubEbsqtzJj3AQ6Z0shkBlBB2US4keUxKZ/4aKkFB6p/bbUYAhUr",
+	"2B1eRsn3R5OJTIyjSFvEoXXg3XRPxfdeikxPhWEwxhZ3A37/p3A4qJq54YOVNOudBD9QbSfwvDS+yX2L",
+	"rv2tW3B/cp5Ewn7TemoYkKDo0sOJTUXFI+B697wjAg3FHjnnQZAk+4AfiB+UnBt3gg/Z2cX5aZ0BC1iZ",
+	"37O0tL/BcRrMpfSIvX/3y8mb7stjPsdahciK5dCpDhzgY2J2rWPrSMP5w4tnf33616d1uhDRZKjHnVDO",
+	"0tOL//tymqcBxnuZx4xNdJEj56uhtx7V48ulIQ+JOBEMcBkbYZ1yMtR8B7+DHszGOlDpb7gby3VgXqHH",
+	"h9gY3QMIZ6HJYROewdrClDRLn22zvz1Cp6seHPEgb3C83FLQfnwQn6seqCds7lTSJDUxW/VOL39Vrtg5",
+	"YBrGe/bzzgJUD2ZIGmqrs6DOcEphtkK+g+FGN8WaCRWSyEOGxLsMj0XxvwFc32XlX3KVMCsLi0dfwkY6",
+	"mxGdQgV8FIEXP+OWF3r8BFS520EAigzJoFj1PjFe+SIbfgINa0ZYU7M9OFcWfxcvYcGNBSQfiqinAWrq",
+	"2EK3lefXyWWOrXd1p7cn36c14R4Aqb8uqu5UVrwHHrfNuzzadedAdN1Osz5otH75c9xninpFy21GJzw2",
+	"Vw2Z9G7kiurjYy7V47Vqn5hwEwLzMs5+On53/vLVKTsF1fPfM5+ZAzTgUEFyJUrLet8ePGfp+BKe+QGf",
+	"9MEZ83pm01oPeWsU7yYzdukuPRo5j72+S3oLduxUXdUKq+Hptf7EeqrGEdxprMejsRA18HaV1icZZ2Qf",
+	"dNplQVGtCLxXWd7C6JFqOOxQARs93Fod9gmUMpiE0yMig0f2cdAd3gBc2dZss1Jpc3U/T7l8popu1c1r",
+	"u1lP7W+n9O0evZ7CgXbVsV7UZupOJT1oYawTpTJsqltQRdubT/Ta/d/xhy0L//Bi7/mc5KknISDhrnVS",
+	"CLQ5a6aaQWkaO/j412/6Q4aBFK4ywbQqiAUImtt806xh3LD09P35Bds0k3RDtV4Qh88R2y3q5/1r7lvK",
+	"d1GpL7Lkrxb9WzZCOkqdzq2uRBz4f2IC02CpjQT55G0Svlmmn67K9GGsFTyoofvVT6/Pz49/eJ0gotVE",
+	"sKm+FreuAc6F3Yn/TvwfnfifC3uXsv9pB//+WFu9IYMYZwyt/iQt8eweTv4ftNU7wd8J/qMT/B+0E5sH",
+	"Fn2fpt4qKYRveLIUIl0E7oEpVzNeUHkeJb4fYdy0kcbCydQM3qYt+fOU5XoqEvYc6rCtGNAaF9CxG2jR",
+	"mzGadAJA6umGtMy5/wKPPoQQRromHeP3006tPHgqxtQb6867Js59ftO9uCH/yCU60tWS+BHpWK6XalyS",
+	"jWlWvDEyPibcAPX+I1E0aSjIebE4jueRskKMLBQ5120g3uGKZ7ihbeI2lcZdFvP4QW5RzVPvlZWFeIjq",
+	"np2m25XzrCe4vwMFu21tJ1Q4r+GxR0JW7Fy2elDOisJ3ZLLeiMsCeOqsmJbEPBnVTVs5Ff2EVcLMplTb",
+	"PWCN3k5qrYibypSeeza+NlqFITtbbq1wx4Gvbe+FPgv6zYe65SPFLJQvsYyuDVWX/QhvYzW1bKvFl1Hl",
+	"DR3v2/Vp+zw+rnWog9zZWw+kEJy8gTx4IaPEabVwknH/ymFWqYGTe5SmNf0bM9sG2wBtqlIRi30XUnhE",
+	"/ez2Ik0dqDexUSMmeNkGrkErEZqyvGpYvb5FRbSK/axSnpNAE1zSl93mkYCWpenvhP3hnCu3taIepKaY",
+	"3CZ+0dYSj6Amg0KvieJcNCITgGgCZ30hlTgMcEUo30QrkERwZUkn/EN0dRcMRLKCsxJhr4hrt/oJU2Ie",
+	"UM8CDQEgjSP5AKKipRgdLvSY6RHjHq6kxsuxfGECgsva2o0zXLa3+vOcqOQh0dbqOfxdqvzGJHVv9fhN",
+	"pac3u+NC3+z69+4b3osGrVdjG7S2SGyYULb6MxbjPWghC48UTgS8dK9FwUbx0ky03S68HZGp0X3BxUsC",
+	"9hta3six5ltUMWZVcOtUmJzysXhiQL2ippO/CSS2ITYP9Gn0XDmPGMmgIKSV8cppTmYmurIDVshrkTMr",
+	"sythWe+7A+J2MX126b4wHj3SNLkCM1TXRjPOLis9B8pwrtwzsbUBhhcgRrhix6cnEYbIumD1eVjNFYXZ",
+	"XNQTeNhI1gTGoak82ZPAp8ztZC/ZU3wq6q96kq+Ee2La6yn/+FaosZ3sHT599tdkbypV+HeyQop9Hz5b",
+	"WI8uLnG/jdyZ6L78cKcuWgtg3MJdiobKMNFm+wyFgaJqhmXBFzfQF/tIG74mA07IFSSe3RJJBmKKNFa6",
+	"YqmX/DRIK7JQjdwfrS3OUcxT1nt6MPju4CDxtFvsu4N+EpJtP5+99dIVa55alUhA3sPYe60M4M/AVaG0",
+	"hbpfeMSSFgAzi+amSwGgYMWiMbsnBl9oCI6oWFA5MLc0sQ0kF158jnGpvxSdcvsR8+ZCbIiW49LCmhdy",
+	"JIDo616j5EufrYt9C/eOj1X9fPZ2h7z9JYe9f6i4smSZoGGCGhJLGB6N2o7LGVoTlRdg7ZWikjqXWT1c",
+	"ppVTzj585/s1ZQWJvuqaF6COv/nuoLbDWgDWnnQah4LnomLjil8iwOKVWIycumv0ZEzdt2ZGVNeiQoYP",
+	"busBuIHViUNS+v91+vqHlmJHfr2sZrtThl+dot0yMemRa7ZifLh/BbwpSWm4E1M/iZ36/bJBBGyrmg2f",
+	"956DjrXG/d0U2v6xlX/tVJXXKe4u1ktRiaUJlX0byyqRAbmrMy37Q3ZiqVLRtJipTFcJVF4InrsHO2sX",
+	"jG20PlIMEoa1ohNrDEcZ2qq1OXvIuDfSg+1Sl6ijaS1JofPYiPdXG2Cmt5ZnE6A0jkDnIm8bH7SIHv/8",
+	"4Pk2TveXoLaTFSJhrIxzcz5i/mP7Srn4c2slOsbpNsraIQo1m7ptj093m37jsI5X9oR3dUaNPeE2FwNE",
+	"Vb+mq8ESGPK/ZwjxRGPGp+2tW8jNY8R6pOVtxXqeeHNpLEfBGX1ivJOQi0zmwtScY/2uEfvt3BgzuZ17",
+	"h0AqEMZ8qXUhuNoqxgKffv9fpRg3zzekTncPk4ojOtbSgrQeaaBB4Jm7WO1tGfZdJwss871a8ZavIyU/",
+	"pmOAikwOQ0oK81CBO6CZh8JKFiIWb69PIToP59IYRsni0NkcW+ROsMao2ts6m5YNf2xUxgfwqpLXwgzZ",
+	"mSgFtwgmxubkPvBQxuHunqmRVBLgAuIjiFoiqKTGj7NRHlMXM1ZiTdK9JYmOIDQrxTUtjoVbwF1JzS7L",
+	"fqfWLnwGQu+ttdN927hWl93q6LwGTfQGZFMhnWNdTdKKzcl6RsPBHir0onIZpXHyTgGMuVT9JGgurybc",
+	"Jc6IzKUpuXU+AMucOipiVafLLTTdkL2HvJYzfZ2qaRqPrNBGRNqtTSHo8kvRB7pcrw5gyf6s0v9wwqzL",
+	"qGAG8qD3io9azIwV1f5UK2l1RSVxm5PBVJc/cV6KG7RQY3eoI68XyIkAgQb8FGhygPOes4k0VlcLNpcq",
+	"13Mn0MAjkVDEyP+ZX4uKj4HW12p2OXOmuxmyN/T8TE8FG1V6yiaCV/ZScGvojSvILUDNPxVTXS0w9avC",
+	"sJr2A0C4LMA8cBqEKCiIV7gSKGCgwXQl2r1SXM2f6sW8sdDjE6h4Zok7EVwkr4OWFpIsHqXn4JdNpZpZ",
+	"YY6YHCuYBiw/3YMniF/6ITsISDZK+2u6fCH680/4/IZHFNwWqew3z/YS59bJqfM/nx4c/PUA/GP890Hw",
+	"aKBRRFRtPt6ZcO5OZhuztRriw+77bRjhO52Lk7zLzfzumy28TFyn1vXe8HK4s31xcm7FwMqp2NtiBK9V",
+	"3v7+o5D2VBsH81rltzCUFyCDbC5zO3E7jOL89UCyiTZCeSY+2pYT56JbjGY8fXYQJHn9iPFdlOrdco/9",
+	"9bvnB/Eee9qyx+70HF2R/ZZz9CXpTa8nneoMArc7Um/NZ6djjdXHGnp6tNbxeYpXth2n37Qfp073tJVY",
+	"rZyk+3RK3v6JmoSgaaStN59GtPs+51B6bBK0k5rblBrfbbkiPfckMIXOeDGgesiNYsNZIccTyypBLHp1",
+	"RdkoYoOFdovYKCwrnQljDtlYV3pmpRImcXZkCa1dMndL4O3Fl6c/YwVPCVxnhTCtovbWDZxKbO+SKTZ+",
+	"T8h9bKiv+yq4Yd32heSE+8JPjP/GYRHucgMby+1syyJaNxNlZoZZUU2dpZ6Lj8LX/GsITF5L99oQaiBZ",
+	"hCMBDoCpmF6KquaeNLPRyPlKaEwIXtgJ44YZ4Xasc5HCugzZe9i4ujLM+ZjSAj0bthRTbZqvxRAfgakd",
+	"6+m4MzP9iws+NuxSTKTK1x0757gqj/usoUF2BUBp7fED746aW5XVenlroTB+z9y6rKI1tQ9/7ZTUt7Dl",
+	"SU49RTnZYXBnAs5n6Y5GSFw4Y629j+Y13PUOXneH27h+zTrs0ngKw6+GRD+edbSl8NdtO+r5J++o/d8V",
+	"RBv+cH/cZn+FDRNCyvi4J4YVWpfQZeptluPTE6QFg5jV2FknM9NmhzT33bEbyYayCHcdk/nKGPy+bqk4",
+	"UD6ssn1ZxH02HzTmv04m6i+w0+u32tikYsFDcBq/je9NCrckdEGEqzqR7Vl/TVILnE8OuU1sQnvBROsr",
+	"EN3mdFvtoXpLrsfu/3pEcxtWgD81D8CD9RJJAwmlFiltB/m/WzHFhKtU48EGFypg/NNoaey9GJgOTsY+",
+	"wc1RbY3zcPAlBgvGpWFTPRXKYgTNn8Xo2hPA0swtIAbceDZJEACGGpUwee1dM9JsZcFBNMN0mBGwHqFO",
+	"BoeT+Ng4tYh7ZTLnyobEeMYVuwS1U/JK5Gs0ypl/XZentSpUTav1blTISuLgfeiNinRHVwKAl+XeLb3N",
+	"VxzlXe/CC7pzRA+kIZe/61qjPt52O7Ct+1Ss7q4tVuBcVNcyEz/XgHlLOvlXDLvUolnrN6+6mkA5d6uT",
+	"r0WFt21hNdEwoaIG/BK6GS0j77BwqYxtU5gbrKVfaCRfsaHkl6BDBfjl3tlHt1nuu2waXYd9eEcSOBeX",
+	"zp8YSHWpP24RPEDno3Zb8DGGlRoYE8lUaQhbE0ImAcumtoBmJZ2V/3X+/h3jcKQIeS3yIXsNIWf3xkBr",
+	"xLFFL8XXDmn0w3/MDg6+yX7U+uodnwr4l0gRwQY5GoWy1eKJcbJKPQ74R5n3yRSSBgiUwIKa6Lm7SBsR",
+	"UHCwKBAeA/APgHxeaDV2/6+fp2f2Un+Eg9HJorPDsC9QYo2QskesEGOeLZhR/Ep8yLjBRWVOPxgqAKqm",
+	"vJBQjJhq9QEX6APi+eRpoFBP36tz+NNL+kt/XVzmV1yrE/jQN42MfxJUTotxFHxXzAvwqWA9IaHMcaSr",
+	"aWcXxIQ+bWdJzfNtzTMcAW3XSzLX4lryriHANedwyaMz2+JvuxXEDskYrsZjV+EPpZHdcs5UjrtjQIoZ",
+	"VizWx6AgbqCPzcJYMR0WetymleFp+6hGtlDHeL23P/C2pr71atRYrnJe5V7xGTavpLVCeZ2NN/uSQ+hp",
+	"wKygrbgyHtzARK4oKiQPawHF0zJ2boW6FoUuBRMfeWaLBQM0aPfqXDgdWoGCw51M1kaasBQGeJKHH53c",
+	"u3/oDGoE8mP7s83cLzDz7n5Co8r9lHPL0/6QnVZODwJJqB7Rr0HfREWVOU0KiPP0CE8tnll2DGrYHQMw",
+	"4/R/z16/On558frVP9MEJqH8DIBR71WYDcFVUZfHVEM3/siKajmxUx8PPZzke1j9M//rMHn8/U/842t8",
+	"dKeOry++B+V+lxoNJwHz2UaV0bZFQdhpsnZNdorwMzWcQWytbKXMnn26MqOSmn2pRrpTpXmkIdQvHgIO",
+	"9cyv4vJcZ1fCHiKlJreThJnZpQ+ZJ2wqjIEpLkrhjDW3dioTTM2ml1iEgz0WZjZ1Dy8AFVHlFLDDxRjx",
+	"qSxkIM/BDpeoo3kui4IZ4QwWZ8DC5QumhMiJSzysC+mZiahEO/O3L6JxswuTO3HLc4dy1f3STtZJXF4W",
+	"/ekzMrgPjmG1ZmOFuW4lC0/bZcHNd93+n3fHmH8uxxXPBWG21MOCo9XHkxuonuTWtBz/fXdCgTNlxUfL",
+	"AMrEsF4af/+fUF7SfsJGgE3pbWHc+dBQWc/NIOgUIoAiNIo0LJ2IotDpEfpzeFql9GcPcsWXRRFnNK6c",
+	"g3W5AF/OV5OOeWmoQSrNZpXRVTpkx3B4cohGKSUym7CSm1C1anRVI22FwQXr1p3d9CgqNrJSzQSroHQP",
+	"D2Zpa4MFjJ6gM448Gy4Ppa7YAwZ+nxuWj6rhzYgNY4TKDUsrYRbKWSk+0J4V0mmZSvC8WXSLnzVWzsen",
+	"J+xSjLAiq1g4PUTEneQqE+358cxOnHLKAtcFYF0LXrmF1lcCgHN86ZcuRMgNZFpfSZGwbCKyK/ft8W3o",
+	"j8NWPGTPD57W8AgEhFarw4Q9P/impgvWlRxLhaE3j2dGODG+bw7j4rBI7uaD+ualC2MBoNGEeeAndx4b",
+	"L5zD2JakeF8K1arsNkXzXq5uKH+whC0FAF9M8KqQWD3kNiXacWevfzk5P3n/bnjy7tXr/xmev/5vJ19W",
+	"h3Onseu63Eyc4jo/t+TWabu9w73/738PBt//8/enydPv//jHP4ad//p/9jY7pU9RqS81oQD5B8An+/Q0",
+	"ck3XX4i2pDOy2zSM1z8jXRR6vjPQOg4pt2fXHVC3ei4Rffc+0f1s4WYuEwTVzN618iwLbp1IJgzAofFE",
+	"8ZQ8+SH12AGdmjsPeqlWyBquK5Z6CvEjgI6Ge0DvzlT0qgkH7YuZiX6ylitdVuz85BR911JX1tt7yE8k",
+	"K88lRvxGIh8iHbsbmj9inRcHd6Q4pCEt3PAvqT958e52l+wHvPoVrfJDhdz8NwO3V5r6C8AW685PUl53",
+	"Fc4Fv5ubMn60NmCXu3QQG+u6jYvo6fd2uqc98dAU7kjV0H6/DWrzJZ2z/zv+QEzmHdk+ZyppyEUGHUCS",
+	"yE6saYJq+C5mn7cEvZT6YytlKY0greP9qR9DynoQA7ITMaUbf3i9Smn6n/76v6Xtfl1jZ25TExFoG58d",
+	"DHI5ljZo2ixuMm1mEP0o1uYQV4yEZwdbmQF3JqhdXiZ90F0W8ZYMCbV8Wt+tPBfyWuxLdS2tWIfIscJM",
+	"hWLqbe0gB/7PPXRF8YieOg9A2v6WZMOAx5GyXAtDweiJnkPkyFsjhp28++Xk4nV+CPjf7OLlqY+CN3A+",
+	"e2lly1+lnVxkJSHhURbAqQuhTN8ZLz+/Ok3YnEvIHabOetMzW0NF+xblpwf9UJMV5otdYstWjxs6ukII",
+	"NeaObjkVbMRlEQLwEeYIqiz6JB/wa3yggaRDljZSVyniprURDHkGx+YitNICofcmrTNYDROFEXOMd60i",
+	"MJW6KNqRWJG8ETGZVhXqCcyDlMhbeS327gZ7NHoDvnID+OjKZoXeJz13Wwj3Fbl3986PuAWukieXxh20",
+	"K9r6urBKQWvw2sgIAunUOEnlrZwXbUzXjSNjPYTTKZ8ZsUz90URrwmgkRdcUqDLILvZCFu+F09iyygcl",
+	"r+wCwv7s2z4iwr34P69R1UG0rqGSa7A4p4ExboHOLGdKzEnEE/AAEcG/BSwKgnPRaJH+iBCmAmctlveS",
+	"JLbBN92r8kMUphupvgfScpvQoiIlp8udjvvKdByAWj2siisLvrjk2dVGyxiVSayBiBQkYmgKlf3YPYGm",
+	"YAWlF73zV6csNX87pfelCUvt31IyDxHJI+8fOhV1dnHKgMlbGlYIbiiWvWzwNk3FxAfe3R2WuR0ifOQt",
+	"FLu6J9P9uhRK5HXrAaYbglKtsyFLBjDjzn52qrF0VtSqEf3twfNOA/cI8kOjmeGA0fftwbOVSyvxL5FZ",
+	"qJCDVJbfSk8MS2mQQ5mnVIMXDf0oZpXqpbws0/3U1+6n/VCKF+OKNuYXJc0MYY2yHljEjRBDdFDtU77v",
+	"P/1r/pbiiiv8biFj1XSF4icsb8MBzcbs/04/OT8p/BUeSwR+PkME5+LSdCja6euvg/dW79Ae6ADsHWBP",
+	"nz3tJ2zC1diwWRm2kn8DdEmA/4GLDKMw8FyCF9jgEvhNf7cno3/LVq6BLzNN/doOaWQpoiFw7/dCtPV+",
+	"T8+O+axFXcRPlTB3047d9Cs4Sm+rscRtmBDUiA+x+zt623Red5Mf8/c1Di1uBeultPsxU/Va5cIdjKCj",
+	"5pOFU8fC/a4fkaeuiw57ATzH92wTJm4Zm4TSyejoIl2MB16/C7Lfr8S2/SdtddX/vD8l5ddovX7aBY9v",
+	"yXZelYK7DR6vldVNKM/Bc3/xf14nLCu0jxjU9mjCKkFmBRQO6tooNksGapg4Xj9kxwrFOtgrNSvI94xM",
+	"wA9K2w9AjJ6u9d93In/bIp8w0MM7g2RnkGxnkFBY4E702zpzhNLR+1hesUGbcfbT8bvzl69OGfZhn6iR",
+	"RlcBXGqtmrwIUSCAslfkp/XiasLWChmnDhv1MX2qkK7h4vC93EBdF+R8jtiq49o6z/3fLTdXJ/kf5FTS",
+	"sLwGlQpKM6iUDN8jDUvPZ1kmhDOvmFYZliOmZjZ9N5umobVCOhWu9ExlIieHmoD10xPl9kYhrKD01Eoc",
+	"AWpH66JGKBDpRf0q+ApqaJlCNksxKnNZngWcAz7OgH/74MuYEKsLnoNkH/GSNgIUdONMVYJnE7dx0yF7",
+	"P6sYz3PpNsdh3ZbygjoTifAVwhizwj7BkvguTlfSr7ij/puqfO7QYY5etMZbxqKApGM/P4hnHK9Qx+kD",
+	"HzDxjDa702d3+mx3+hybqzrF3xngvePSq3YV3ekS14p7YGTuo3yhWY5TDIu95tmEGqPrsv8QAPNU2hBa",
+	"thONbX0qL7VU1v3sA2T9Qyidr3/hew0vdb6A8mK6P7rd+eZxDLQj/J723fnofsmkjU+kJ4bpuWKFzhCX",
+	"tAdIPE6ZmsQzslRM5iZx6rgSxgjTDxwNeFh2wOS0at2NVj8sKZj6HdY8frRHbspvq0h3fvut+e1xWHk1",
+	"yXLXGgYbpNHn3qacPM45GdbzGBJmVjpFajDbXkNOmn6oMpcVcKtni6wQhNiaMExKAO+65nl7MfZPdV7r",
+	"0eICR2Nchx7ZWL2dDN0mgGRjae8CCrghKfu/N7Ktf+xXYiQqodb1ZLzUM2UNtiXA5dQz2EzjAqxcDCFp",
+	"kjoBjBGuxPcVJnAyisok6A1m2h16VkxL4G3tI3AcB3AaTRDegBT3r1k+FpDSsrISUyRGqNpAiX8Qsfyd",
+	"1bPccCT+FE+q80xcBub4LPi4z6BIqnl+EUpG5IDWfEVY5a1dFtz5q9C90Urv+vQgWc9stIHX6J60VfRF",
+	"O3RWvbN3Cus2FVa9rqtq4CH0l9ME3VGuX90pXlbCPRZLvGmn90NpASm2oFHmelbkLNdEhjiXRtCfV02J",
+	"QBbqBn+I2Jpe/2GPSCBirCF2ReVkNuMW6sI9NatWbYxuUZssRoHqghZFSHDSMOXuZEJVuiaKHLIXhc6u",
+	"pBrHnwzfRqGcesqeFnamCmGM8xexaN2IFt16BjdGwvhFK9V/3k1oamWR1kSmTml/6oo+SoRoUwluED/0",
+	"/qJTjVG78ayv2Sjr4Tf31S5a9VXVQa5s49s/HVooPd0f9r3O3eAJNuzTBmZVLXA+9g2VdIUFh6fNvQNk",
+	"b//ah+q0DXPx+HYtkMdLBqD6fKLI9lcvAcO3vVsEqM9bHYHvM/bENTfuLyb6471k71XgUN5L9ijovpfs",
+	"hTzRXrL3hssCfriQU5G/n9m9ZO8lHfNtjclbLp+7rROhAS8GCf9sOMLw5gySNTUkYYQ81HMuxKHMO9ER",
+	"6cgU+YtFJzDhdwefPCRdsQmHWgg9sx4npp3frGuEQK7mnt7u54x4YUQY36XWheBq+wFy68bogdbc55PT",
+	"zqGMKj29BUrSjq/nLcQNg7D6zoZA8HYAXzLRs6pbBKXKxI/uim1ZTv/jr89vSqT7khsxkMCxJK28FghK",
+	"RGOUeUKUku5BiQeCwcIdZ2m5zyrc4dY1hyuxmOvq8cBxRufQNsgE/uPtoAnW+LgNOyEyW5Bc6bNd2obJ",
+	"giyQW4Swm8bLJ2jKJZTOVqsGGBcfl2nzuE/3nWh/WaKNlk4kFU/M/Yq726gbg+2r8m4BDg/8EWZEITIQ",
+	"dtz1zDM2UdwgnwWur5a4eLSrzmEsG6I3O0dj52jsHI2do7FzNHaORuPc6KKygyNsZ4S0GyFwwN+vxfE7",
+	"/bQe+QzLsLVaIoKsebdrUyNs23W2xSazos5d1wRzcGNHeihM4tESGcWT75QNmuIuI317DEaNDXuPwrSP",
+	"yd3u5DMaa4bxmlYVkJ05Ar1AsxfU+yOdGC+gsYsR4BURV1hdgBUAWWZ3wPDsSul5IfIxJm99ChpL86OU",
+	"8hGmtmX9ZOLz8UgzM5XrNhgsHPeXIcu3n7ldmf2GDnyfof3jgVULeQZ/Wh2zS76utSvg89+2MtyUb22o",
+	"w1xYLovPMDGkKmc2cZ5YOaO2WQ9l5UwP1F6b7I5XOIqv2fqgJVhvgyClkLtwZ43cmTVSL/Id2SXEqYg8",
+	"TxtwjSMwUc8LhTQO0FtTB/TYCs80UFAZYS3S7nbymL7EYdw0ZXDhVK+laN0WqQO8/qdGvdg9UN7h7F7p",
+	"bObsrm7xipZ2dwh/ga1zPwjbKSt3QIu6Ksf7bqeuad3+tZI2gIahUCLGJPoRlzy7MoBrhjkDkQDxHnQy",
+	"J0QHI/GyBJyRaLKVcOYQtjwDfZXVvu7VXT8ra4SucAd2G7eBZx27eTwS1XD7jkI8MZjpBkfBf6tQwfsQ",
+	"tZ0rgz6GYHenNgOb64jpKqm/fN0nFXzZkVTSTIicg0Kgc+7223Iqi1lNEKesl0ZGyzEhaKbYBzlW0gDR",
+	"0eUCzqE0Sk2k/Z1e3fVBb8k37zTfHarzLg+pqdDLgqs1UByAsQDBGqeoiU+m1hfYkYCiSCleznI5Gnnf",
+	"BZqIkW1GALNxNF+kC+Sgy3llj5y4Ar9Szce6qrhPC66+Cr3tJrqt2gY+t2nJK/FwKtuNt7MOv+A7g3On",
+	"GLfFS6RqfeCYb3EKUd3cl4Ks+PxTvVdQfssurLNqxUe7xlc94/M/q7saXiWzepr+xOtQHm4Vd8rjT+at",
+	"wlf9HBEmsmV86LDi8yDOyV4563ZNIeMFuFgtA+r0VXWRM62Cu+p9VUBPA3dUFwX98xO90Mcg9Ldv0KyT",
+	"920c02A+7pzSnVO6s70e2im9Q6290Qjb4Km+RP9ng4KPmimJcVorcVPH8+tT1Vv4orC6Oz90pwu/Hj/0",
+	"AZRhJQY+6LO9UxrCRB6xyBcssKk29hAhw5Ka1TxhBbdCZTV42o8XF6dU/LA2x1qJcz+6P22mNZrjhrDc",
+	"TtP8GZzWqv6gt5Vi7fBQf+GFzPly/jRpeqItNg2E130alcVw1+h01KDOhk/BjcoHDc8V/4GmU/x0SPa2",
+	"sDv/XLphPiqhv7tYfD09nPYulbrzWneW2uNS2i/RnLk7vb3BMCsrnQljNhaYRgOkW9rSA6G4DdvJEA1O",
+	"5K0RxGB8ndIQ/qR2F03v3HIrutG+4Jqd2njIKtPVLX7HhWn0ln2sD+sOEP24XE42cIYQCFvT6qkpMagw",
+	"gfUmgHDunk+cmYTjLs1SVe1R1KXLkA3Tc8MjgRIh0blTEwg42hDTz+BNj0Ws78qyopkdw0pu1cgSuOUL",
+	"rcbOwnCreLfdLS1DXW9K4cZ44nuedjbVzqb6Qm0q1EJ3os+3s6b2Sf2uqU4DnntkmuQ1F2882HtR1/D2",
+	"nb7e6eudvt7p64fT12isPqDC3qiuO5Q06/HQWk5/AWL+EbnDTJr7sLvPd2p8p8Z3anynxh+Wm/XBlfha",
+	"pmkwuVeHhwrYk1bpiuVaGGKGw3NJWjZTVhYEHgK/rBkh7kG563Kn23e6fafbd7r9QXm371O1V7bcR4az",
+	"LVCclzjRIkahiTb2ic9JTXSRG0CnFEXuxEMoWyySJczXXFYiQ5yBNjDnM1ue6sq+xbFtA/NKg4pxTsUn",
+	"wJw6ZXItIBkPT8z3kj3xsYS0/NbApTQWD1vamGvbeMIFrUNyS4hjMkJ1jeJLz+LFH3wdnyMu7U6lfoHa",
+	"DUCsl5TILWHLJB3W6LG56tRTyCwNY9EjOLbd2CoqFOBghI4qIZhGCwGz7wTDPdUAYNe7dF+QACdQX0CN",
+	"80RkV334NfKbRUC9di4zweYTWdBmzru46GOR+FMZo/HENlihsEJszpXFdbq/Eql4kOvtTxjjzurcWZ1f",
+	"ql4GGeMq6OY7w96rzc393+H/yIMJP3aHFM4E2VPci5rb7aC4LwW6+6CnrSZ1gSGDtrIJ0Dhr1eomrD14",
+	"RAfSHk3pjgkgvwDN7le6W7f/OllQnMefm3cbVNhem4dzfKfWd2r9C6/PWFbsuKfvVL1Dr9D+7+5/N1Ht",
+	"luJ4197k04qM84RpuJoXxYJp51372K7HfxvLa6HWBRSain+Tzg8mXQ7v79D1dE52K/puwobvvv32m28j",
+	"xoan2zA2QFyh8p/UL9KfMcCwO5V2p9LuVPqzn0rBlsYGhzt1O2zFlcl0LqqBFdOy4HZzvDvcwnqj0bQU",
+	"4z4L9yaMSKAHc5m7o0pATJvw7Rpk8E7eNE5SqyYBf3vg+yK8+CIMdZvwdxgcxLUinjPiru9hu5kbi7sA",
+	"0cnjKzpprJbJ7R8HZvjqOq2LGofV2XH7rCMYrDe9jTbfXQZoMdLpXPuWlx+5X9PP3v+GDlW3Mz1bFfzC",
+	"ZLoUEX8ISuLzg++7Yqur22fvbmyPc34t3oAC8S/aEPH0E77faGfLemwc3yM/8ncn+DrODZCCdrG713N4",
+	"/3f/4zs+FX+ghiiEFau64hX8vkNXeP2AziDog1XZxye0yv7aE9YNzb8gls8WvzCezecGAnfH/A30Eu6a",
+	"/MvRT18KNQgKzR2rig7EizNRFjzrtg/AmY2MASeLAVjhUucLNp0Zy/i4EqILpuLLUAf/3Jknfy7z5Kbi",
+	"/1WZJyT392ufbIoJ4GHqrjz0SDuBYdmwHsUE2FRML0Vl+kEP1bUnhlUzxS4XUcTOJAFyUFa+QO5ywSaC",
+	"V/ZScBuAYmTFrkVl2snR3QjfwRzumKdrnZeNq/vVuMuK1ttvRtoAt0OPZfaNKEb7YRt051Au+JVPoLSS",
+	"fz8xWLoECAbuKLVMqwxRoaAYHm6eMqsRyRhYGBp7O2FSGSt47g69OUeahxEV1QOxZykqqXOZ1dt2dYte",
+	"VHI8FtW5KEY/hlnd8W4NLzqD0vCujRtGzSy/Euqr2MJu26AD4TdJWASl57ewrbu07P7vCrJEfwQqxu69",
+	"/d8zMRPL7R5Uubda0kddItgHIk3MjXiEWtZt3nORaZVT2yBdLXKUiegOJhSWMTc7Rwyw3spcTEuNGIhX",
+	"YsGmIIOcVcJWUuTE+u7+OasU8ZxUxsZMjW1RqRvw1v4UZt9heeIiP0qW2uW5bjA5o0W7P4vzK2bE3kXO",
+	"toqc3TVbbSUyXeVSjff5zOoB/nNfXPNixq0YGFsJPl3DtBfxKRWC56J6YkCFEScTPg9D6PAoX+fciCdx",
+	"y1Ju00OEQZpwpUTxxLDUDekMnpCy3nwiswmbS2X6TmECHC6/LEQOeMqe9ckUGvoWVcIEzybwtyfOqoYJ",
+	"Sa2SCA7RJMF8xtE9McwIWDN3PA3ZiSVUQuPBuVeV6mtaq+Mw2HNctC0qQJYzdduEzG4x2PeLrOyMF2i5",
+	"+dQHfqZeLkZ8Vlj24QP99Iu76sOHztDetfv73meN57hWpM3hdL2Tl+Xtrgh+Oibz7qYed8FtfwiIKcgp",
+	"VJd62WO9szcv2TfffPO939u/aSX6R25nYlUGvzTOHulam+bHCJVCuZNr97K9+w2yLsvH6yCSXUdfLbS7",
+	"hGr7MeF1D4uUNxmuxishf2QETd92bHzXfmyEe25wdlQzNXBmbveh8VPwJeGkqM8OsnAxBDISc2bQij70",
+	"yErhjXSNPwHozEBBaRwb0GMzAVThWNkmzCBq08zqKbcy83of+unocQbvVhr6kt05Za5gdaXFg8M9F06Z",
+	"gOYHHwAqw5GukCtfcOjPlTlX1rAeH1lRRZju1J/eH8JJiAHlS0Ei7s47KrHibCrVDDNRSs8P0bmikA0V",
+	"ZkXL5I4/09AqMCh0v50SaKljnKlaVN+7D7npIJN1oBo+6J9WcZ1yY7p9/F8n3NaLkMt8p7U64q4zBXVK",
+	"sdKCNWuGBO5SYWUzO5iKaiz2L3l2Vehuanj4qs4zN22mK5qsp0KBtDmdcEYIQpabKxOBnqPIQcOwecIy",
+	"PVM2it6CK+8k2EbCpItcGDtkF/Coyq+aZRwug2bnWnkmdD0GAVoxel/O7E9u0i9ozo/OQr1LMfaTd6v5",
+	"Epa/y+6gLbET33bxPW5siieGZTO7D8LkV+72hHglat0mwlkhuJqV6xoApvpaGHY+yzIhcoG9tG+4dLYD",
+	"CirG0vAPCOcy1RW06CqWOsGqLiZc/ahnlUkZH2vWazQMrNRd9hsZFyQtAZ4Ew2aqEMaw9EqI8j384Y37",
+	"fXrkRHvqXLFvDw5YKSqW8aJoijXrVaIUHPuK3Qj7Q3YMU2BzqMdo+NUZV0qjHWGuBOBTLjDTIw0rpAE4",
+	"b8XSEaxE2hIwxJWNRcfcUQmbfwe9cm39vMwm9NmsM3bcx73fuN3KYNfaBHNuaJQ7k6Ar3uUWks1Kkr1a",
+	"o1jacvdrFOBbu0yCl83RJUyJ+ZqD9600dlmCbtZmf4rVK1tddy5/w2vb6rpAZrRaLem6/XqtzaON1+Qc",
+	"sVLWj5v6kLyz18P4EPSLZJU2ZkBq70osugvQuFQ3n8m6MaGjXQ8v0irrw1aPzyzqSru/V86pGaNh6ua9",
+	"U2NrMvZ3przWF7n/l5bE7fGSmCfzOhBgfG+ID+9yL0YJBNPLkgCsMbrZJ2wSN1UjMsv+N4XwhHP104Sl",
+	"QuXwY99douHBP50+Z71RxcdToazI+62BfozGAHSTnYhpElgOfAGOVGMseyGLieI+5FhficXIqQ+oLqjY",
+	"pRg5Gy0aGgsp1eB3+SGxnreuOIWVaJKZvhaVqed0xMa8NGFk0RLySjBzJctS5AkzOhrnE8NyT9wQUsLX",
+	"kPEFqBczZGlDlaaILzjiRHsFI4G+U8WrSs8NpXMLjzJoJ2LBCgktq0Zci4oXjaUliHGwBGnRyCs9YqUu",
+	"ihr4sDaCdeVt4J4Rgv3w+oKtHorgsbptKoo+5E4U05eWQyiqkOpqyH6FoFtGU/m5KlK/MpmeQr8EL4xm",
+	"p+/PLwR4u5VA3W3dPle8QK8Y4RhlUTij7lKwa1HJkRS583LdDKQag7GL2DltnweS7IY9P3h+BFsSLWJc",
+	"REzj5G6jZVcmbuIgJ5ricD1ckX5X8jxWl3dsCW+CToR1aOavHsYKhrXoqpTk5irxW3FXLX3b6eHmWfMw",
+	"dvI+Ad11mcvLYaQnhoyn0gfEWI82SOLDZ0mtphJSUhgsC+3I5BX7QjGQdx78+LXhr8jg3EXAOopO3F93",
+	"Vl6H9LnVWUooNcJgd2L3bSWKv7v/neRrO5x8NAySTzlFwFjv+cH3BBiHNWs+qK0rL5R9qm9L8cl17CqF",
+	"KHgU5GJW64RhjgvrNtwFzlzA8BPhcRirSzbX1VVrYQW2hCwduDdznOObT/JTbictLuaxs04wPhObnjAP",
+	"Z8/Z5e4nXxox4oWhKm1YQkpljLUwSbDfKOiGthdEKkXOZmWng7q8tg1Hkd68dwivDtrjUmv34HtUHxv7",
+	"o7i52pWsfYHICaEP664sC9JKfyTtxoIPZjs9AwBslR5XwpgkeITyN5EwnkHhkne6EibcMoBuydD79cm0",
+	"Vc8LcuvQz+Ul98myhD8/eI4Ju7k0or/RmLgbvXTRPro/jw2yzmfYuQq31uTE8zsU50+wTfZzYbks1voL",
+	"oASCb6tnVeYdeWnZvyDS1YPTVeY1x7UpOdQNCp5N+gmB4mICruR2YnyooqkPEvfIjTphow54hZN6jJrg",
+	"8Uk+LdYa+ccspTX08c1OH9ylPqjPW1ruB1YQeq48jW6nigiR18uFFSaOPbOfTp/3GfDqjio9XbXg7aTS",
+	"s/EEXRPQEnEnmg8kJoyDk8St5dnEPZpy+j9eXJyyMwi/9Z4dfHfEnj/9jpXceMIcClVkWuUSawQYxQnN",
+	"kDk3K81m9gPM/APO4sOsNshS8hWCW9GsWkCnKvK35tx4s7vFh6KVjIUPfYtb0VSb9cW1zIXen5bPm4oi",
+	"FPVdSsVBdy2rolbNMJ/own95N9kJVD7Bq1/iOwevpCm1kXjT8r5J62+Z1imCsJOc/hw2FObKqP5I9p4d",
+	"fHenk6S9AqFpS3HejsnCJmwXDx8epsYzf0aGuTo7evNcv0G91iV9AQnQh9eNrBvcVnb/E8OueSFzbnW1",
+	"cw6ffrf5Bvi+77Q951aakUR/7Qt1LEkTNc4e7VXRbTmX/uC44YEDp8NDnzZSFVKJL++MWTKEoYHuT3C6",
+	"7DT9TtPvNP0naPrTgi/uVMuXBV90aPhcmqsBEOME8Le1al1aMTVQmsDaH7YPDwu1BctwZwQMUDfcVFrb",
+	"xANF6SoHPRputxMxbVWgZ/4Br6S5eule2UCMvCtk6O63diUGYTVg1b4K/Aq3MPGk78Uvhn13Wem5EdU+",
+	"gqrrSgqzqaOOM3/xgs2U23p83TZlvQbeBRbADPGa4fQqlxVxoPBKKAqRiY/SuP1t0VlihbAWjJdcjqV1",
+	"/3fbH15uMl1hfUrOzSSBwwMqk9z7qTEs15bsGLfEDUbXjCs2r6QVvmLI/cNpmz5gY8BA3JPqKcc4G/B8",
+	"X9MPybIhczpZKpGzQl4RNDQ+47BemA8ltxNnMBmZiw+wStBOeWl0MbMI/WYSNhxiudxiijnNQnDMlc5C",
+	"H7W7t5Nzy7/uTGv7yk/gjsqJ8GWNN/lRrK0varZLwlJ40yKsOTT728k9c2atTugtfsjOrGTYI1OeC9bT",
+	"FRu54zyUlEBvlrSw6S4F7Dsr1M5y+QKtD18apXJvgopWxdjUhfdUOdXQ7ELZ9VodAeFuU6vjq/uHCGGJ",
+	"DBQc2pMJlwuf8I+9f+z5Olb4jbRGFKN+wqLTCNsdktC09PTg4IDRnBI2gW0Kh4RTjyPrdCNo7oYuheJj",
+	"p07Dx45LM3tr9HLfl/9GZ4Y7AcyVIKruurNaF9fC1NoaiRTdK9zqwjCg/tZpcbOsw2v47zlfDNl5eEgl",
+	"fAsVN8zMssmqtn8By93Q9ven5P3LP0XJf1FK/Ynx226nsL9UwtbHqaHde9fo53gXSuHL/pXRhXhiGD2E",
+	"TfmCzXlxdYhQEWtVN/y3rKRbmn5IgYYuAfgzVMBmzpYdzypQkmCl0jVR32m0pA1yWZ9YtdyKJApc1jrT",
+	"oInc3hAAK4R97EP2DlGRGGlm9wyDetN4YwrXAboNOotzgYzbvwEVV3UGi38vKid64zrkUZjWTsd8gTrm",
+	"tbLVgpVaKmvC4R5kr5YTktn71DXg+XbrmB+5CVg3lS4KkTc1iG9b8UkGJ9kAU5kgWATBzEAxWz9EMlY0",
+	"D0HJCCaBi9Q6T6m6cjYBJy+8rPSlSJAD1ZQAmzzmUlFCYs6tqNwtBskBKuHkEyrzuNmsSFiuhekjqI6P",
+	"lYG2lFZM3QfrfsJStA+aCtzaHLJTbgw2DxAMB2dYeQT4cefYyOXMZcusoD7SGpaHV4UUFRtxWcyozR7U",
+	"J/aMLTXWu6v8txhUbuTuaS3uvxtrI+pm7je+t67DU6CQALh0Dfv5leDROAPEh/ruU/z9uQ04OE7O14er",
+	"VS4+xn2dVBSH7gt2BwZMqSex5bBkaKThF0N/jTv9Uq8cfRCOzAzYfP1D6g8AjCM0Usg9NKzk6LE53QIr",
+	"aeYcGyVhYdQYLY0B9Djqir2ZFUWfKTGnGYw1xfkiEOhLAQNGZxD6GxeshOSCyplP9bLLBTzihOJ6XC0I",
+	"a8f9dsjeY58QbmlwWY/YK6pSx1c7T85JM3pzG4yTN7RaANmxqX3omFxjbLd3I8M39p4Ovj04SJhvJHh6",
+	"cNDZD1DIqVyBVURKT/eM9QSf/7wX8ylek3X2E05eq6ZBi/74RM9xhXAX8ErsDK0vknixqZh4AHKPNdE1",
+	"7vB7yqSsqNj9shJwU6fVdWwoGbHU4rXG2loTdVseAHpoebU4m6k+4gT6oRFsbq5rL87pAVJViQcC9BCJ",
+	"UYtSQ6YO2a/uOT/pa5Gw9+qUlHWPF04Jk5D1E+b3Jzz4RaEzZ8x0KHmyeSwiuosp66HOT7AVv9BzHMes",
+	"KGpzkAwq9IzLRX/IfoLes0403VP8NCv69qzeNncbP1t+4Q0CaEjPWeNC1U1g5qGCaauz6UIqchYgWNul",
+	"Pzp3+vcLrL1A8blLdfsJNu1+NVPrXdw1uvYGirXPQhPnstbcoDAThjAcug73Q14AY5HLupBCedI4pQYQ",
+	"FQKiX/BYQLRwr0+YWaiMKrIg4iZ/owoKpzUrgWMEBBUiIlI5goAAzAZBhtXBOT9iAB/hOBmAaKlmJeQh",
+	"LFi/EOZwg5MIS4fPdkpa24lvi1FCukMA9bG3hMF1p4O7doEr5x7RwQEj6oPJ7H0Rii3S+hxRww2a5AnY",
+	"67C0DZsdUyi5jirKhgE5U1pC0JWGTXg1BbS8XjjF+q2QtbsDY3dg7A6Mmx8YTvxrVYiyH6vCWO3d5xky",
+	"nvEqX4PoOVPble3lzPCFWYpqRSUfpg6WwCtZIayJ4hJQseR1XDOKcshOMehRG8zXupgh5NGbWVEkBHXl",
+	"8bYhLtL7SZopt9ChKA37CaMjgLIgeA7Qcj36DBD+oFoUd65IMzliSi/lg6RhMIqFsP2EHSPaeGheXk6F",
+	"z6YCmN8wo1/zEflHjbUmAPOEkBs4K5w1T8vjDgMz0XMzZD+rK6XnqoZkCUEj58LE8dGWkkf3sAcKhMK7",
+	"d4HQLQKhtRMKH/8JAM3nTtvdoyagjIRcw5z4GjH42/IjS4HPuoLNXNW5DgQ8uXSKn1mNiRDMf7De0I0e",
+	"Eg3+8n6kNrCOzNf71vlZSbWO5B7PKx0KGbVbY7ySMMy0EsMwmHMARAKlNY/IdeAGj5zHLU5A6Tnr/UI4",
+	"aZDVmE8WTvIOmdcyzqartU/iUYJxctLg+E/o3SeQpVVaiX7iNVMS9NIQfvrUXPER42sSKERcEL5IUNzz",
+	"yWJDRNaJ9Em9R+5Li/g12ymSFkXi92RDzqRoyb1WlOW/p1ggZDEHYMx8qj96s9ife9UA3uqzr3y1LiOy",
+	"TLhZqXxJwAZw/6KoGbucWcYxI0teoCVvMRBvHtZM1dLUNXdQa10IrhKsoDYJAlHWQ1oqwSaOQcJeUAn5",
+	"uIUwC+OM/54X2YTZRel8XsBnqdPE/Q6du16/oqpLmBw5l3bIslkFReigE1Bd1wN90pbObgst6st7LsYL",
+	"ilWZUmT2hq7hUhGP1fjJH8o1pPXbSH8Sn4xHWISLJfhBo4NxKBVMpxDTneP4RUYanfbhTknkWGX9cPV6",
+	"oU7v86zDwyWBi8w8vNBgsK6HlcvLuhvhcYMPCAl5SHf2EOSSgGbrUplYTSaxUq014Tb26l3aZTVPhPf2",
+	"bmiZ3VMVX/S2nUHWivryQAYXbrJO2YRE6+3Vt3m68FiWVovdSC6Ru6m2X5YtF0JEj0Q3mBtxuVtUSlPo",
+	"+bm788XCCpMmLK6ymRUF/trZwMBz2qitGULEiE0FV+AJ+QgUomKDJ4n+4xF7S28hMM5QapfS3dEZjD37",
+	"JgbMxThSAxse6+6iwU75x+OxSFkvxZ+IzDrtg58mLT237Vnwmgp5cwhDnnFm5kKUYKXOlP/exGPXw3/9",
+	"e+bmWHkHgY8FOtJmot3v+0P2DjMWcHeYGGVBGqGyxP8WfV2tPuDwPkzL50xiF/tCEAs7wt+vNCsP2cUE",
+	"GlF4XnPEEkkhDjgdDMKs0X6FSQ4gIXPNizRhuEFsBIuJZrQvP5KqRgmFbMr6IsNVXRzCM0hnO2TnQoTj",
+	"YkAH0ZRnE7cXOqsoI4T3LRT6OQr0fWl0eN1Opa9V6fShjf8y96TafXvdBnf6Jbb2xj4mWCbrove1m742",
+	"/wvOtR9GH7NpPvwmCYKCqsuKvBlg8uXNlxJZ+g+xzNlsjP1RJbHTzw2jLDBC4G/x0BkraaIMrgJrkOy2",
+	"arbcylxH5TBHWwlI3XonisNFmBqNAAUwWx0mBuPDV1Df87EvwWz2SkPqtash4xda1Idxl1/IjXT9m33l",
+	"uvtT5fCZd37zzm9+eL/5l7opuSU34fYpCzXUXqjvyZcG66TTVI9JoPCeqMBmpch6uELLEwh2mBGFyGyD",
+	"4aamLgycQ9R+jBBYl9pOWBut8BFlaKkZWKi8P2Q/8iof5CtF3mQ9QYUN2s7ub2Bh/I1ssnTI3tRF4aCF",
+	"eZ5XwhBTjPP8D/E+IvFB82skKqEysal4vL1o/C7Y3zZcG4b0UwMr9iZ3vtO5uOEtL5Fy6oZ3HZflja4/",
+	"9xT9N7npjd8JXRx0qzuVaJY8nd7PFy+ZE+yuQn6UmVcI6dNBb723LfscjqYSpa6s5zCSwVueaH3Feg3H",
+	"p7O/AAFff9T6qgsp+LvnNxuVLwyDEc35gvXceBI3Wi6rhJmMq87hwM3nMKau8Xzz7FPYBqPtQWrpRvvj",
+	"NSqvvXtoqaDduA0ZH5WK7WhaOsn4mifVvThH8Kb9mn2l3S06qSoBtP2XhTgM2btwJj4hoEmMMsuqSfZW",
+	"x8PwjxARIzrxKyFK3z3phIk8ZEgs+siD1dNLY7US4LUANwsysgA5CxRnxtws2JfJKmEsYjp554MsVxyq",
+	"OzLHUMtw7JlPZFEslTGR40GhDxzgQoCbZz8gKM/RErVOezSkEPwa4OCNP+ENkuTNAS0KViSGvOx3Ecys",
+	"nM534ePEr4L3bHBvyK56Onh6cOBsQStVZpnMTYJftqx0hkYJVTPruXoI/8bN5QW32WR9nWgFfw2VogCQ",
+	"R8uMIHk7HdauwyJL9s5UmWdkWaPMSPK7tdmLCoK/Ro/skuF9ybOroBHQfEJ1AXI6iS31WsTpfRi8weZq",
+	"MNhrPCD3uA+gbVarwfHme5HrFSnYSfVOqrcI3eJBuiou9+np7ztD/FPLoOa8aAWSwPBkjzdqovoEuZVp",
+	"lVG/epz2QNmGPkh0qCtxWOeWQtcwhESCzYF3FsDmGrej9CIPAlyNhDm1MoNOHCh3bmqSIbQuZJ4yuS58",
+	"pBdjgSdO61IAo23gV8bUUE23rCt2rke22V6uNCu0GosqzIEe49/T89cjUxz9q+8jEVFoEHHUSqF83pNl",
+	"FTcTGEX9Ggpku0VBlwuGAjGZN6uF5cmS11Y3bBoE8BlzTPovp8gopuKGxAsw+1JelhTr8UTSKfEZh6o/",
+	"twFkIEdvKu7zjKt71tr4yu0jzXiAIS6chhV6KP2MI98YVIaPSHsYcFYBvXsXOf4CI8fui7dHjVHMa7V4",
+	"v6dIfYitOUxkLshROyQuc+e/NdsD0ZeNuUF5PpUW0l7uQgAavpzFPqdTmUve6SWaotCi3jA+fQ9j49Q1",
+	"SHxgUMNDMVRskmolbmx/1kfAzgTdmaCP1AQ9r4XgIR1LY7l1mzDrzju9Ce3PtcEIBsdhlEHSI2cMYXoB",
+	"8J3dL4qiX3OMJ0STD+18o6giCv/Ar0XFiU8f7ChjI3ZRn2BWs+klFilhtH+xrBfMUvIpBNrQWgJebZFH",
+	"zOdOnXl43Lo7wtj1LAE+W0FLtwGG6D22lEvjV+iJqZuM24LwWcjTPBbywK6Zd2g52uc74e8QfvhJGvFw",
+	"4fHfMYW6Jdcfnt9LbHysl7aQvh2yFY43HyMmVAZK60Iut98OgIpupp4rqHbcjsDJ2RkB4MB32m7J5TRk",
+	"IKO1J4lazT/ukHG0WpyHOVlObod4PNA+LZkoMelTNz1gQ7xunKBu3P2w5E2tG+X2mALd4x81T6A/QhCP",
+	"4ZaYpGjWn8kjBZ9mxyK1Y5G6MV9g45C6N7LApXNqM0UgiUkHQSDQyJAby9x2E8o6W8hXbwh2fHrCskpA",
+	"zRcv2P/P3r82t21ka8PwX+ly3W9ZuguU5EMyE6neD4rtJN7bifVI8uSpvSfbaAJNskdgNza6IZrjyn9/",
+	"qtda3WiQAEk5oiRb/DATS8Kh0Ydrna+lq5hQnBkBn7BWXgVNeVOpFUknadhEK4204s+PvkfF10krTJdq",
+	"Qcgxfen/PXTAkNIHIoSAcMPyqXwf++hWgqVvR3hrmsC/f9NKDH51Rh55Dd+OBr/qHCqHBxcOGVKiOvpn",
+	"fXT0IgP4hH8KJgoBOoAR4gqYjqTtEaJuym9LgLKf4CM/nL9jVrMJAKRultUX9PNoHRNWG+oqPpFVPih5",
+	"ZeeN36OQ6soNCrwe65X+L2uu+MAE9IJgOs0yUdKmMh0lQsXM2Vkp7LZ0J3Z3YncndrfevHFLIndF58ay",
+	"4Gp9z0Yol+AO4B2EKrY3E+IK/DBHfz8+Oho8c//vxMGHy1f7EKIBhw/Wa4Azt9KrOjCeFVzdXedF97Y+",
+	"mPFTsTuB9+UlOY1CLbDZbLMxtu8mcW/sd4qet0YGjF7OKD3BrowjWTi5737LWcaNGEhlhHK27rVgph6i",
+	"6FiVrX4Gr1/jWDyLnKluHJFp3OVWhP88LI+i+8xVlOUwu7sj+ABSeMNev+3Tl/RxgDMnW4o5czvGPRRK",
+	"mRV7e/rbKbNyKqD+5DiuDPYsERBJ82Xe6Es3Ma22AxPI1ncCuFH43EOpdzC38PQEuP4MFVEX2rK9GS+K",
+	"QVbo7AquN6HucKLrykClI+NZpY1hOZ8XcjyxA8Ov3fSh9mcgwdbHSgqBfwN+2gJatOrShNYLpAXUCkhY",
+	"jZ4KJ0RFYULnE10502tlo1MQc9sJfl7w6+gla2KfBFFGQEj5XihWV0l8p6K4Ie7g5r7gxvcOXYCcO0qn",
+	"AHQ7/Oz+8zb/EwHJZ1W0d8vriNbBXX4SEzA01IOUQ2FbyVeQxKfEJ8tKbszqpHg6uCt1AH+wgtAvuZ00",
+	"Mh+/Zumk3aDU6I97PZTeT7Q7mPfahh0TFbZ3MH2qQrKi9pU2+QrL8ZGfld0Zud+k8ihYcvsnJCjLdac5",
+	"CkwVJrYEvZp1siB+GGxBQRl6HOMEKwTShzLnD08g7VTZHRI8XCSgdiIPQY89JCt3RRvlulINcjCtGOTv",
+	"jToya2Nh+4aee99wsFQK/3tE2+1Nfa36nGIifEb/COiVQ60LAYduJ+cf7+nGfe/OSC4NNq19GOf8mhf1",
+	"qtjNGaoIKbcp2+vmclF6hgRefGiEsvu+TpzEXfC6xSykvpPHoqssaoRe6IwXeLe7kWJG7p4ZN+xfdT6G",
+	"aO4y4Lyhb3pA2kfS9Ub4NKvxU7ont5dxg9t+PpKBe/CT+7IzaPbdZ/YgkQhX7PDovvDIizuOu3ACDK1b",
+	"NkM68YgypG7CYOXG529L2HC+TCuHhYxreJ0u/Jt31E53SO3UUeTg1xLlBlLn9jMywR9b4LdRCQKtNrFF",
+	"rRtJQ96LbEir6aE6mI/Wj4luuqMKDPr8TeiJ/CTs6jA2Cm+aBkbuAC3dvtygAzIC4FOzQMmjadxOidrj",
+	"UWERXk+0yvgDtjxq3Y+tL4dzlk5jlEoTll5PtLHuHx3V5PsHDLMFucoEEPlh/BVz5xo6voUZTVgatm/a",
+	"9DyLm9xXU5HDZZTcl1K8FpxTMQPtWAMbQcLSn7gs4ELIjS24sbDG6VJDtLiDvZ8SJUTokVbIa4ojL3Yb",
+	"sJjoGzxkV2I+cqiI34Ast2U9LIApAbN1iR8Wqvjdff7PGJ1WSmTWJKxWVhYQHyrdwIATDYie/PgssTEs",
+	"BIIrYcFah8i278mCk9xhrrunhonfVgS49ZIVbjMsiff79j48Zg149ueWLuzcnVr7NRbqQ85hs5b+UN2R",
+	"XR7xua+sV0C+cMw+qbjCSijTpxxXi539W5QglpsrkyAHm4Q2ge42Jqcl5umjt391fjsoVL/CsO/kKDav",
+	"66sihQpd4s83j4JU/jVMwlAsytHWTNyRfqLLfvXkArKUwtUt6UnMQSikgC0HqQGwnamMqG6AFMVzA8WN",
+	"PNqcQOk+MtZj4weNfbNPFyUlCvOWtGzqSl7GdSVK248c+rSmXUJTl9uXmdE7NhCZkEfSzM7XIToTdoHq",
+	"Tb/Ct5OuX6V0jTfjHQlXmzXQ1O9gOuNjAY19rFS1rk2rx44SM+y/A0xcp2xYGwemhmW8KETF9k7P3jKr",
+	"rwTEvxbK/nyvH5sdLMBnus+MEAuGT9NoU+sp2BFQG7jHmalL4DSfOpC0FbfaN7Rxlz6F5FDFeJVN5LVg",
+	"VmZXwtLL4W1sLz2lbc2x3P5HwStRpb5eEdwaMNKP9JSP8FF+nMQpQ68DG+6AtR4ZF0BBGrsDj7lneMei",
+	"pVo1vXxLPnaoxFIj3BtTBo1v/ZTgayAtnkbY7B2Zn7DUWVgfbEamptXwb+rREV/9lHw5CcsKbUQ+cKLl",
+	"hKWlM50yWXJl3+b0lFy4PUyI5X57JUS5uEQgOIKs6NaPwM1os/Nm723M9UFfHm2XPs+T1tMFqo8QBKhr",
+	"mW9CSn7KyqgWYGHSl5q+yrzXJQdL2FskcHS0KRV5nBC5BV9gtCS9fsBm0YITkFvwixDFnsSIVt+QaGPe",
+	"PDqzyUjCaVozCDgPtzCExUVZ3PzSsOgg9Y2mddb+2o7dYEB4igME74ErJaN+bT0jXDj5Nx3jNuIFy7pS",
+	"G94TSOL/cP7OtJi2M15Vc8YZ1rL2gscizved3e+ePb/jOGJ0RjdxVsdAuXNXR8ahyOpK2jkImyEIeyeu",
+	"nxz/9x9ud1U2O8X1v4TdBL//Y8nLPRXCNrYRSbKgsNmsUdWa0vknx0+8kjTQ1aCy2YC22gB37pMl9e6H",
+	"H3rUu2XFaVnBc7rSGt2u0alAD+FFAYU1DWsDddRqq3sJ0yXWWBdzt9W0QudCbQ7Y+xpazBB3EXSx0lmN",
+	"PhMz0TN4HT7WgRDoS71qAnzBnQQhu8AUdc1NpW1tbiRutZ5e4F3bhw2tpxshhvvgHVisiG35QwJFJwEC",
+	"aJd2nv6NTrK30PpK97COx0DQqXmnMzsatpWOs7sHKKH19IBO8f4B+x1MH5mLaamtUNn8P8U8TSDBwVZz",
+	"r9pCCz7PO+ljJB4ryJapjIWDHxDC2y9XwikitRE55etgN1s21Pm8TU0SDeNjRmZ8esLsTDt70cdj3Mik",
+	"MGzKrwS8ET4Jgk+kmLdCcRQ0cxdCVA5Cd1Dhl020EYrxqVZj8p8steg1vaV/eI625MFqvWNNrjR8/t36",
+	"rOjbVwyI7bV3BbHnwNLlrL3f9nd+qnuvCIyB5Fawq0v5OPyMtvifK+r+eQ7pVR5X+lWQkwAkzd+eolsg",
+	"dky3NZDuCE04yitdD9i9cySbLs640T98ePt6vycfMvge+vMh11lNf9zvQf7mzuY91y/d7UE75FnmzAu0",
+	"J8yKdl3G1KBRGKnGhRjURjC81ztJHYI7JK8NHgCuMPi0dFQbP69vv8swhxceI1HtVxi12INmldIaNuEG",
+	"gldXorT7CTKjGyY+8cw6o0IJ9i8tFdtzR6+tD7jfExOpu4zeE9/pSdD3EyY+lbJyHwo+qpR+fKt+hW7t",
+	"JmV7zwbPXr48SlguRrwuLHt2hO09oOUxJLo4FSuKlbEAKAfslDnTC9RBSkxhGS/5UBbSSiJJzivKSjkl",
+	"T+siZv3AUvebj/jXdIUGcgordOmNxQcLX1tUkOIpWBnq08RBAbsDt1dCzbNnd64+tRaujyGJvFfNcdnp",
+	"SfcF3gCPK9BxI2cPL+XA+xBvHegBLFZ0qXd/3lCzig1FgKD94ybVDne8718Rulp4k4uygrE5D5A+5gne",
+	"3Li2zVOUD0CfidhqTXs+47ZCcFYZV3NowuM+BOOiXeApLauVbwIDYoeoa3hhNN5h2pJLabBDJ9ywoRCK",
+	"SQWS7tkRm6JIAHsR++J4ppwcBu5uKbkJdi09yXN1rtQ6YTl2emcP8kUru4O8rzCFAXb33eu6wQE+KHUh",
+	"M1A2Osv5L4RtRc+jYh64kZh2oyv0TIkKfRoRXmI4iUBT2n1KCu9IQZjy+QlBGPqexm4IL49eMm68b4SA",
+	"ee4DVEaIA3ZaFHrWCiywXAvMxkLuxy52qgvRiqqf4XQ8KgWx4/v7yn1xzR+cBy30dvAD3CHhPRFlujPo",
+	"zvYIPriVnHXX0HbYZF8dkgG8gkzW97EWrKqVasPIni+KSFjDtqkrzCqUarwPik8a5aCquiia6o9KYFao",
+	"En1OtVc4vjjb8xEqOkuz0HfmF1coYXLkZMbOA3ebHrhY7C/O+H0d5KpeUdX7TpoebcUsRuFHPgOwpbQs",
+	"5ztW4GX3/ERpPFyy4DYedrq/PqnvvF5PtXtPZ38bKUm7pJ9vGkVC4H/pON4XfKwpdQU530KQrgxurGjt",
+	"0BicybLHmRGZBr4ArP1qUgC8G95yc7V/wN6AY/wUyj9ijxH6Wslt7ju6GByaL0V17zQJetp9iQn4dHhV",
+	"yWthEsbrXGp4EjS9IP4UWUHKtVCZxk9pGpUUbhhT+emElaKSOjfhb+SxsnzOxrw0B8yrS6lXjCDnO66s",
+	"DYQrcdI0sELoSo4l+P9RdQd3EertpDXGVmZPPxaom3G6psjTk8WK4jh1kUqTvzt6Qa66prAHanb3+2pV",
+	"I/R4pF6ntVpYUwW0M7e+0srUNUh3XzD9OfwW/PXuA420whx+Dv/Ge20170fzM+hM31TnTwW0bM10OQcT",
+	"tS6Kgfe7/Xr2ElpEM6tZeiYUoNgJlZjQK9lMV1dQPa9y8qBjiX1owRWDHeIcL5iteHZl2B4WHU5r48Bc",
+	"FgUTn6Sx+926qMNYHzTFkssWEoYxARIilHVEP8/dBDnDyl/+cHXLteOIaw67RtHsmJtwak2lCiUlXzSu",
+	"sBI944o27IM2vcMO6Qs0+AsSRscDN//BDslvx+C2UGKBR7mZ7YeBwACV4lOpq1WJMaQ9c0BWhpeH4wuN",
+	"zf47BTX2V1kUErVkkyYsFSpv/Wofm3j7ot3IEadHIyOsabhQEGVPSNmmUiahclRsJTau992793ug9g3P",
+	"Jo0eHWniqMaickn8g/ghQ5HpKbC/CBAd1OHDqdb9ercXCF75NmxPaadxJ0xpJF7AP+wnLKst0yoea6zi",
+	"omCiGZamkVgJS8/RGEkjWpo9jr3fMl0XgWpmynNxgrnLEI1JT6Pmhqetin8nrLyvc5VGXgmeU0o0zBLF",
+	"et06RKXwcCOO/aPSH+G7VmXu/FQXxRu4fCe9biS9thcuapZkXcK12wd3Hi+KdkwfWyQeHWeI76yXr9B6",
+	"wdUNQAPiYq3VcncZRjcUqYef8R8b2DSvFmwavPGp8YoDMfJsyyyByHy/WRJQ3X5c1WvemyU7ZN+eXYJL",
+	"0TMov90eskWyA/FvHcQXbB7hkeABGDybUE61Tv8xUTAGNbnp8dfyTRvBC+oKCAD8tMVLZSdCebPnIFK5",
+	"PT1jh2O8lcbZTSH18F3ZD1qD3rnYd/j25fRUD8jDbqjEaZPSpomu7KCQ1yJfzIjYSws5ElZOxQW5a9iL",
+	"o8H3R3Ed0POjJVdLxK+CHFI8g+z4lIqKr6WYJayEnuMqZ7meqULznO35h7oL4E/umpOOK3mew0X7mM0u",
+	"3bdUwK5LLWXC9DlMAQjGMbC9TjatZIlky72z49d+BOl+KORG1CSXkKiS3nTX/ROH4BSsHFdcWTYDFkHL",
+	"Cqefk3OqNsIDYUhMySYiI2Zm+laMAGMVtzoGk+haX4m84RLjMPl5xWcqng+haI58zY/FIhp2Ghcj0GOU",
+	"uEbt391ENQAr+r4ukoI8ttRa+nosY1rhLjnF8wBbyJ8wgP2tFle1lubxVlfdc7HUUtpZk+d+e2kz60hv",
+	"evLZJoJXdij4irSZ18B0ZZiBIiUW7qBEEpkB280eZrQ8O6IEGQOU5YVQdg59qGOkMdL9HqbhRXM9dLlm",
+	"uraYyxGzhLk/5R91bfeTFQVY7i8IYg7xOhwTNvslfO7jy/pACDoXpi46weA1ZDDf6dF/4Ac5JsSqbHYJ",
+	"DsUl2qtzgY6KCTVgJjY5aRh3KtZG/srKZjf1V/6/g4vrbHB++WqA49rwwP9LS7XCAamVqafEf9Uue6cI",
+	"GZHV5L4w3f2vNqI69moFaENSWSwznnHZ8PLspe6m0FSlNin7Hf++3/RSgCsnHKNvTcd8GEOo+BnOS24M",
+	"1BfGyf1L6kws1jwxNJDggI+TViqghGGWX0H7/3RhdlNQ5IYSNSkZ2DXaBILEcQqcrvXUaWakcAUv6jOq",
+	"aMc/fPQXpkDGijX4ufvwJHB6oJSgpETvnI1Kr5aeKdU1LyQmzsWVoRuU0/+HluorqMW8fUUu+vA1Ia+w",
+	"onl01u88BAbj7QXyy4WT0JKNDxzhH3pKRyQS2lLALYkvXiR2ry+ojAfqw5ipZHN5oLQSmwqBQvDrFTXy",
+	"b7zBGO+iJaWsECPbVxCftKrhIY/Z18Bvoqm9c+N7vFXhO01tO5oabKuwRR6YYhbzQmxeA8WpviC6mTiD",
+	"LDW+IA0MI74OlPwfW4fbPXKijSeE8SlY++v4G6jE6Swe/KNMqI9moK8eaUEum53b/2GixEJdU9ne2w8V",
+	"Mw4/t0jT/zyEk7yiG3sUuqDKJQCAQkAOSowOE1Hk3v5rGXRSLasFzsAUedSUGWHFsPRsuYECmJldgOSu",
+	"v+TVWNj2XfuQOr/IHvGiDVMIZw29MvQniAcPyS0JWJJgDXpI66gXOnWja5/vrzfM2sW8v9C3eoF4/+sI",
+	"tcaL0wO8XbtsB8APEoBPkeeqhQch2y3Gn68JjScEwjcD4ym/Ap4udPt0ImUDsSoPmevcl0MRagNvtbGi",
+	"PA4zqXwGusMVUeEzIm5H+Dlyje29PHqxVh38hav8/bWozm32i/vQHVJ+fUipxAwWf4eODxIdf/F6ExzQ",
+	"SheC6WtRPTQsLPh8yLMr78bq7z9NvnGu2C+Xl2eDn979g304f+e7ZyzXz4fUE8/biD7YhIHbG/76fQgq",
+	"HrC31rS5TsFL37wLzju37Qp9uKTJ8WsiOjKKUYS2ZNHYcLgnlKjh9EvekWPh7lR6kTQX3IWlxajGAlEw",
+	"sG2y2gj0tyGdvO9DgGEJCR0csTq+kELZp8YBdSWMQX0YZIBbFwE0bE2b6EZV/3D+DrNc6NHkB2gCD/6B",
+	"SGuJ3a77U0POaBM8al7e9iSsCS9Ee+nOgwoLq9Uzwg/n73aC4etJV9xMpvzs0BHTApdQmMeb8oFKmcMp",
+	"V3IkjF3ZB7sQY57NmZNDgRnA34gdmfxPC/0NC26x30uoVMXymqSp5DUJZbibk0jhnvBSYK/s0Ivtqdlf",
+	"5Yl1AosV4OWFok6Zo8A6Aa4qTBeHP2A1D+Y/LmUYNfwrgf+li3TlZR9hHbW184jwq5/dx02VEqahBxr9",
+	"7tmFZu4UvBbZ7JZOazjVfMGx+VDRLMrpbheucGt5NgGn5uHn5gekUQm7vYcDkzU3UFaMVIVUookM9TYD",
+	"PmCnzZtB+ZvyXPgOW2XBrTujqCzOqE06Sg2vMRPekltY5pgJ6wv+Qd/eUxo8tQYK5j+cvwNav2tRsbKS",
+	"19wKlk243T9mqZVT4Uaeuvf8x8X73/CpmIHoC29imiuKQ3uNfcxLw4bCzgTmHE3Z3rR2QKwrlktDajHk",
+	"70zF/qpKy6a5VyMJnqJ7GYi0WK2uFPAGNHO/Af4GyGmm/RWt767E5y+VUoIruFmLvWYv9c1OfMy2PbBv",
+	"pV1r2C5DqTgMa/EN3T76MNW7LKUHInPXtHy9mOgZiI7mSH1Btf62G75uQ976sqCVFgdYATH0G6++76UE",
+	"6IPX0oDggLawzbXp/mq5HMqSThhv/QVkKfXw1xVLoaypnYIagKGdMbosjV7TS7pF0k4W7WTRThbtZNED",
+	"kUWvQ6noA5JHQUzcmkwCDpjDz+4/G8shEDncLMzMBjJocxEUCnUrgRUkcM0vl5dn7BxoolgYCLDRDLET",
+	"8SIgPzWBuoZ7D5jnX/N2PLaXUTGnWUTjCXW5aUTMmB434XDPDgpx7wWG0IT9cvD8+5dg0Z2evto/iSJA",
+	"jTMhZoGQ5KVDkxiiPUUBJBCUe4m3wpZcQ6t2wE7jydW1jeY3WaoOcVOH3MpUHFxoY/tLl/vLR25PL/hJ",
+	"FjsC0r8oeE9xy1Pss/ds9IwRIWGnF3i9ABgaD6fly1tRCGYTXSCAue/BL4MXn0LYdgAoZzocb8WMzw1L",
+	"h3MrDJylZihLL/4zefL86PutfgcFO6F7qxUNxZqddH6dFxHweT2JS/AIRJII+NzDnhpm5L/F+q9+gXpP",
+	"j+iacAymExMOM1JlgtxuCnOReOG/7KnBVABudfWt6W7Pvl9/A6zUb9pecCvNSKI69Sj0vuD7DWykIxRK",
+	"35bKB87stfreUwMH3LC9X89eejd8YKVaZKtdremBD+Eg0uacGjTRStfuwO89P/r+hL189j0rOaXOC5Xv",
+	"J8xoxtk/66OjFxlgGPxTMFEIDEIIcWV8m9CddnhD7ZDoar5MM6Sbb1crXIhdOIXwV9iqO61wpxXutMKd",
+	"VrjTCnda4V1phWfAIPcwNEInbW9RG1xo19CrBcYiImraYBKmizzqlujTf2WFhzYJ5M/EOL1JhkhfZXBD",
+	"9Gt2esAuLHNzfuhV1dS0oXcJd/cCsVAozVswI8JJ/4qj/n3k/WtDLadtq5MYzInK6r/enkWhFYexleDT",
+	"0NkRKu94DllwVkxLXfFqDvC7f8zSkFrqDlKK9RyhOQCBdneGGnab5NnEa16LzEBU3EKzheUfvvFNKSri",
+	"rt4oDgQZb563ndIAHR6FOfmifgJRsGHXUuBrbinwLQm0f8vyVuyu/3p7tssv+PryC1Z3M/iKPMs9om61",
+	"i/m9EsElxTtl3l6Kbqc0IaO/MhYpHvnQCGU3cDef9LibtyNk0HfZyJed4/JbEjJNHyVw2Wtime/cmn3S",
+	"JfhRH4/A27lKd67Snav0kbhKVRslv24f6dp64Jg1OjaaQ62g1asdngkby2snNAxLT2kXc0yg/FHwSlQU",
+	"+G4/ASPgKVJkw8sB0iE+24by9JiIr6ci1JoBFwV1u8VIL7i3wUyPzPpkwaZne1EFNxr4WA93JVVOBXk+",
+	"Vv2UtZrwAjsa+hF8xH3K59SPl7OphkA+NeaVdr9dEd1myGDiGssHR1ZULIX/XLhzojKRsj3qn0N9ZVMl",
+	"PtnmrxhrTyfc/Kor8QYeRFxwS9HrVkzcS1ld9UTGgb626ZVyK5HvB14v/dXoj+fC1pXq3UJAvW5ojzBV",
+	"T4f9qlJrt3UrcVLZ718+gUHKaT19cnwUhiiVFWNRdQbnLZtqyHqRgB5zP8a9Z4PvWm2Tjo72+0Y35Z9w",
+	"T/eO7MVzNzL+CUfmHtyM89km43xMwYNdxf5t8lCt0R6g/J53CtGvOwxQ8uyKo8reG2JFmybi1tjE1x+n",
+	"hYHPP4jaVjPJ5UjACRPKVpJuNVZXIk/AUR8aY5hJJdVVX8gg5MglLI1rG+nP0a/cFZhWdPgZtQniBHEz",
+	"4zMRD6bly9R3/mm3HqbsPBUa5zeJhk4raDLwzCEm3w0WCBPx2cvXQkIevdiNuXH7NJftbx6viNYudiZR",
+	"l87NMvNw1dC1EAHp0Gf3kbDyFh5qTyJv+rK57eLz+tx85bISmdXV3LcsqdW/ZckqQdHOTcoxzmj37lSQ",
+	"xxpz34UoHnGIoiWPy4AFDztcEXUR2bwDwjJDpGF7UARPf4Guom6YyLUVX5dx5WDa1EP3iqHI9/s7HMSD",
+	"e5wdDpoZWJWT07EeO8LAh93ooHUmnP4KPh5/KJjVd0aUlfT1pQM2TdMmI/SHq00Ei6UkjYPLMG6uBBLD",
+	"OrV5JAsLbnbPXtWonU8dIpR8KAtpQctWORLs7qUZn4qKH8DbzSSFp0FYIWHpVGaVLidaifbfeZ1LfcI4",
+	"9C2GZsVAZoWXCLOPPXyRw7UQI1JPlbYTMCWKQs9aKugLljaz9zEXSgrUYeOUns42DQ2rN7wCGiYs0I26",
+	"i86EAk24VlYWoIn+/svbM6ZHI1FBP0OKUKyifG1xRT5KvtdmBlaQvf4O3SK13w1bbwUcr8sm3LM7wH6A",
+	"gI177G4YWe2NmAsjAXL4OfrJ/XE2QUOkG9kBYfbOf3rFfvjb8+/2Mepx8dqjjqfjbx75FP0JDSd3JQo+",
+	"hzbosVrYcqX4nnNkgFfgV/Zo+PzoWYhU+LvgK58alr7T+NaUAHOJy9uJSl4YzTI9FWujQUv3U0DIG/rS",
+	"IH8i9F/nVY4AjHze2IH5gJ2quHvp01b3vVhanCxIy9i/4ZH+5dEP0HoUJ3vJBUW2bW0EeKPevnoTxVkM",
+	"8aTXytRlqcGlkelcZGafvTw6YinFSz6avEw72dKN5fMgdU6gDjN6eWxdY19Wy747ekEdhyKwGnFZONWd",
+	"naomiI5fhP0zulnalx9EjpkOI+AMYfrcZr+73fz1trVo84t3tbWID+8tt7XYROqafMFrEb/mu+9efL+h",
+	"1yJAyCY86s9uMqCNX4978SQCEXf8umCmEkbXVQbs6mzv9Zt3by7f+JaZhkmbsLPTy1e/MFvJ7KoQBk8i",
+	"V7nMnVq8v5By4t/X7bNe9fLVeSYJKey/aduRyXLqkCVkwrSOMnWaCfFo0IxR59W1xUDxbDLfX5/m8qiV",
+	"kmcbjOmMzwvN80ut3/FqjIkrz77bZAICikPu46Wb/G+ELjqBn1EQd6S/ILbTjtVuvzqp+9DIodepWIef",
+	"TYjQ4OEsRNcxPfewsqxXtZDhpENc69J0SU2IlewHLSt4Dirz1D/NMNBdlrv0gYITQ1CH9H0Nn7ITvltM",
+	"zG0tPa5MwY1lRow9i15YLe0OyJsz5sVM36yG/fh1dMd6gF2Xd61P7l4cXFhderfMTQgjb8H1yW026QRs",
+	"ZyZxBUrlqOJ4IsF2beuB3gRegepfCsGXqHnuMHiHwRubcmStDGQmBiYv3c79y6bd6QanALxJf//7S8y3",
+	"W2f79aTNR8+biUq4IyPybw7+dxbFNkQIgWUHOnM8vXQqH5iJEUL3h5SLrWtzSO1oVyTSz7v70mKLwXZr",
+	"nqpWCqJScW5PVyr1K3xrQzpvHn7/7S2H3xenpLc8aXGOEyZHjKv5Tnd9kEGdpn3V4sI99H5VnXhR1WoN",
+	"KxFBQcgTSpgSs4iOqDt1E06yNE1bO9/jYo9Hl/hO2e6qXnrDZKMqj/5UoHAEz2tlfpd28qD7mybdO7cZ",
+	"6uEZB6m+0XUX8t947a66YNyXBfVeCVZyLAqN0uF2NQb3RlJku3AHUWQJaR5y0UIn4kLUsj/A3vQhQpfv",
+	"sDZSCWOaxtNJaKlNc0Q6H3YY16qYHwdgjTW8sbD9aUlL4HnhhtlqJGR+0Y++p2h/kXnQkHda27fVrxQO",
+	"wgJvNG+lNE+0+Sp0vXa9lLG6/BpgSJdfDQo91DKZHTru0HFr6KjLrw0cKeBdhsqVbgj8UfqCv3bGOnFN",
+	"LBdO+NYG7j0ni8nq1Ps9bRVahNA75oX3ZP+FwpiouDG6Fsmy4Jp0Rar3RfTVjzTXO56CFcnel8uBp3VR",
+	"iVvF09ZK9Ywv3sM7VH2QnsKLqCLnbpLAbwMPDz/HP2K2kliZEP7mrCcLPH7QF6SB+yTrEuLpC9Hgk7hC",
+	"O9Ohg+Fm2eH+0cDQg0O6EqKEmA/lcYYuN9vKIe/Qdf2GgbC9+IrD9m106o50t3bZLnN5l7m8y1zeZS5/",
+	"25nL2OMkRj6fv/zm7OvTCb4og3lBJ9gg2e3NTfKNd0Jzl+22yzi+TdnxzaMywRPker25+1yvW8wj3ga2",
+	"xonEO3DdgesulXiXSrxT8b8wlfjNQ00lhrccVmJUCTPp9/Wda4uf0+UWO2Yp/PcfojLggpjqa2GYVsEf",
+	"h96zshJGKCtyJg2j7D1PqRlIaxiidFsWneP4zv1yPMpUFPh0mok+n5ASM5zsXRLbFyT4wibv3uP3cWz9",
+	"sN3P+Nx1bHunZ29xuCbuFYqnD1rIybEw1h3EkfwkTBIRqpsEe0lIO2czqXI9gzugwehJdIiveVELJq0R",
+	"xQjClMCVhRS3TCpWFlwq5o4K3I9/DjwuE1GJA/aGZxNgyJ3j8w2bTQSki/j+eteCAyQnIRzqr8CIs/t7",
+	"k5AC9IBmomcQhMUR8jGX6oCdi2t9BcEGmBVeieATZLUqhHFIlBV1LvyV0jB38LuTik9LeYkLsQRB28/d",
+	"fa+Kuf8QPVOeGU0aVhtRnUDXevf7ymzSJgeu/GBEtdArJ1LQnj3/+yZdzwujWSGNdesSTXbfi9vz3Xo3",
+	"UbA/OR7xwojw7qHWheBq20Y+re0m2cLNQXvo6uEdI207nbeZpgg/Axr/sYSSR8+7UdLfckBzjqm4azkI",
+	"VTMALFZoktmGPLsSClv4IDoR4XddFCw119nHktuPqYc7taCiFNSUioIPGEL8V01tKi5+OR08/+57gtuE",
+	"lUUNoxEqq+Yl0i+VczykDdYF5GFvgKe7aV8Utb2YuncMBfYUcSaL+1ZdsYkucpNgBcVMGkE4iZyFHbSC",
+	"CTNOM8W5cfCJQD2uoCJMV8CQTR0dRGW0YrOJZlOeY3gUpzgPmdlhnrH3SVBDMFqK9FHuWkn5LfDHp4YV",
+	"ciqtOXa4j41ADFOaFdx6LjCHbTA5wGAFyiLP80oYI8IT3ZSnxML4tjQp2+OKaap0S+m5pxaaubSus4F0",
+	"CqYRuMVxYCdsJnNY6UD/3p6/fYwo+RnE2atLVPpROmIQGf8uW4jd5BU54A5aMg4CGR5DG3Tp41p4AoCr",
+	"0jJbcVn0pfx4IHuyzaQa/5I12TQO8xfUDFo/VgknUzIkM3VzsKh/kO4e6bR3mY5DWzxMZs8H4vrOuMHl",
+	"E3krPwGOZaOVROxx2ANAzxRqKkGUhwV96ILlW3cj/NlF6Bgh3e1KtClXoCCuVv8PP8N/14bdnGZlAjjZ",
+	"SaXr8QRkRiXwPDgoq6QVIAewL4Q7NZUumNK5xztoeN00vcAmUtH2hrY+yqKa3dDTjqTixUmUHOp+eSVK",
+	"ct2Bzh+URZ9LHgMbqu2QUupECHRwaGuX1CDPNCy8qmHg9baPl0HUtxu+1aOvpxSvRImizPCRKOZdvgf3",
+	"2ghTb6b3X+KCPbkT1XUlSCVMOQtJtef/YBeD6jjvuOh3cN6TJ2XdpcLS7raNCK2rUpslWeq5p4NOpKsu",
+	"OeqhwDcvgdPjjk0QTSdBYxpJ4YSW02nJgQAXHLDfxCx+e6yLNtnS4ua6KHZ3aR3u0JgFVarcK4MLt/6Q",
+	"sKHIeG1wOy8g0PJZ/gBPu6WzfPuaVXt4azQrWiarCQrXL+Cdqk/rIMkv7H14K3d5V/erTeE+f0Da1CFa",
+	"4f3xj9cCLHfKZEJnJ9jwEbaCYRsZAghSkX3vjly3w4GMA1BPuAWeZ8AtDczOTjMbyXENnTvJXPBAXmmL",
+	"hquzyk8XRwKF/DSa2Kmqq+BXJeBNutAVBps5dRADPNROyz8nbTwV4I/9YrP1HO5/2CoWjnG9PYgOIzJd",
+	"Y3DbVVz8NdC4mOgZTGqYYR4frsbTBwfkvvEEQkkr4qmiLHhGalP0QY2Wxjg4PrAXriywTMFrbDJPlj0r",
+	"BC2NUyVpgY13pXR5NNFVpYuc/ooEsjNdoQ1mmVaZ0/M6LEVyJBaCt9Q3Mq3cR+YNWAmPZP5DouEva4Ed",
+	"iNSBHTDTDxs7buZK8m2ew2JF4be36BJV1B5+By23Y+1h4Pee9BEnGdfEdRfEKErZJT4mU2cTqMGNHSQJ",
+	"gaSHBzxPUUQhm4jsypCz2slnaCBUlkLlA62KORxweiO4wtHXTTvQqRLoh8qDnwm6fZ69PWAfjPAtx4NL",
+	"RmfAFpCfhtw2yHcjP5ERTn3RGGcb8uwqPHQindo1JzB0Z6MZUyWve+K1FzRxpzDJ9xWz9SP11FjQeJrZ",
+	"eSmQSkF84tOyaLQl3DYHwaHMiwKu3iiuCw8HFf8vRXVbA6fVk4bp2mZ6KijYjD9sFm7Ga1uDEqqewgmr",
+	"s0wY8yR5MuKyqCt3FfJCuDN3s6GCXus3md99MHQrp6JvdHhdd1NvZ6sM3M13nPIDexYZFjYJSa+Ahl2M",
+	"ekWMus9MuSUJAE9c5o4K8B9pQGuEAOpeEXKXWirbCkMrPTNJo0Fk3IqxA00sfnMGn0WXoWmMzUoX1EGP",
+	"UktIe8MuzaJpej09YMAhWtuJUJaCCOTya3GIZtzyQo+dReu9c7AzUQxBINcdO3ypM1FnE02RMnhNJ5Kf",
+	"RfO0xUPXvKbvzJ0WxdIimINHdVyWPv+vnRU3Id2HA/bmRscCuj+Gjb80wGQhw2xYy8IyqdBEcpbllKs5",
+	"hOMNbMVQBA6JTdIwM3USj0L1FYoVt3cd/OY9DJQw+m36JHQhVm1TmL7HszUrmu/bgG2cug3zjHD3AU4u",
+	"7TzYQJj48fObS7YK/707bVW6z5dFWMhIh2HePNnnFOA6eAx9PNbyjY104mHRhdhSTsoFv4bHb5SNEv2+",
+	"6TlNPpQo58TN1h0zwGgoQuhm0gKAa7zLDz5ksouAbJBPAst6q5C1ytUAVxx+dv9Zk0KChdUB2uDoK43p",
+	"agA+B+xHJ0IHUkUKJP7LWFkUbKhrUCmZl6tdaXQ/NGqof7qRhVC2mLNCG2FYJccTa06gpITZiTaChLTV",
+	"zDNIu5eSndNTII6TfDPj/xxm6cm91hW3Dj65WXY+v1s5gbgztnkCe1I7Wq7/jQQSHUJIgZhCwagVxdxX",
+	"UIW6rNDAjWQYnhNvWwHFi9HBb4cHi7m9O/ce/qVD3eRh+NsgzarzIHMDygHqCm0dYTiP+N4LsT09py/j",
+	"468DwP2pLGK2udrysFQWn+KBo9pleDzCDI871m+sKQfgTdhAtXHn5fzy4izqN4FgC2oIoJg7aAvEdF5d",
+	"cXcLNZZKPDX4GPLB+cRZuKrQY6mCA00xrZw1Fb0Qrso15rEy8YmcDaE5NgHbS/RFwCf9pQIBT5hjytPa",
+	"Tl41xYs3rqhd6AAu4q8aikKrsdPR+vztcPcF3Lw5TQEELto8BSW3bhM+OX7yP/99OvgvPvj30eCHP5p/",
+	"Hnwc/PH5KHn2/G9//p9N6CM+NGs/Wviqvk9x2wX++cVkC/FH/M/xP/9pDv/4/Cz5/mXnkO9bHY2WeVkp",
+	"3ZHf3JZaqhax6bZA1Joy0lBX+FU78NE02IfHHxHQPI0R0DCeZaK0ENl8jQXHgINYbtwGDqfHBLz1rJvG",
+	"zKhmgDLtmrq5EEbOitpYqLyb+9zgdqnxCRNNlTHEHBZKjZ2qCfULt+DoXcJTsw5QIWYZz6yPDcfTg1HW",
+	"+DcbhVoXwfWvRoHjYTaR4LBsOMrw40ZDjEBz89Ftl19hcQlXOda7z8WUW2KWHcnCrfsu7rrCW784h7cJ",
+	"cJv57b9MA9SVT2yDsqIZ6nWNyQtKHOXe9WqJmHTThkdMXIQS4ltFQm9uown/5bojGKxdmuPWrOOll62x",
+	"ldsLFVYxaWYSc6B4Me3W7+6S7H1pItcrXNzvgxO383CVQ9w8fOSucPThOfob0Lgj1W6leXxohVnRiOzH",
+	"Wvo9RQDVYjmnloBUqsCyQmLvnwJ6gEQFEuHUzXRd5MwI1VR7juW1UGwq7ETjqfxw/hZ8iOc/vWLPv3/2",
+	"N/il++Fv3z/7nuViJJ2+ZgOu+sRFHAYNSXzimS3mvhFJJ/Q6axvxtVWj7a7Hp/gi7YxXlRSUsMLZhJtJ",
+	"RGkTn7jGLSBtnD7Dgwk/o7niU1FxtxvKgs9FBXNivtAnkPj8Gah/lSb4aIljwC1yB62j6NJXt4Ti3S9b",
+	"g+LxVGj4iiBLYR29/xeKUya8KIQTaxBpglz2e8Fx+NLVcRz4a6gMAWKQIMTjI+XMashP2TEPfs3If4l7",
+	"9L7AHqI/a1KnMq2MLkKkqGEMc6ZybZIotIueTCunwpw0wJ5zy7sUTrffr8QcrgGriLRtb/YxkgK5NA4I",
+	"SUszeqnybSShrJ/xLNM1UX/q2kKmY1MMc8BeUwo6fskKli9/IXHtuIHgx7rfkDOrSVsMDlfqEdIQGnSx",
+	"FnT6Bj7AOtxX5nmIAZr25McTD+U8zvKgNGnxyTYm/UbWPC31LbgaWjsRzB63Njgc/Pdm/gW8tjPZHPtl",
+	"PUme5BKYhXJINoeF3yjbvKE7y+NNt4btjPbdw2E7c/tyk7Ry+ridI6PXkVHTCb8NWMfZ3jTtMMZvXzTY",
+	"MnW5ZYXg0JQTg8MdrGWk3hpeuL0MWi7pKK1HxRBvwEWxFMSHfMJG/2z4y1CM3GYuo9LwGCiODtQ8XkhA",
+	"RmOpZ6Ia1UVIbZQV0zOIvwUg7MxoTEhUOPEydDMTH/PkJvmO7ohtlYPLvWCNMu2/1X2VBJ26MVra0reR",
+	"9SQQo1RI95S71ath7lZ80y4V8ptLhazxuNwejK5Vjw8/18B/ujIV8kKP7CAP+ZDujuOV1FZ1UCS7tMQk",
+	"KMKYia1ZodVYVE7DDgUJEmo+o7LuiNgXs6+wTjrkbYF64d0vUFCJag4zdSkqxvOpVNJYVKw7eXTixIay",
+	"4BYZfIsZnxsSFEZPBZajaxi6fygUVfSlGhAG3kz7JVbae491B6DZpV5uJfVyayd+A1atBdOTRJ5PJw5h",
+	"oA1osV55Li2fgWe8eUtPrYiPzx/8pwa9eu6e5pTjUaZq67zOmhxNYK711krQcpyywsRoJDK7kBZqrOA5",
+	"fIIlCf6JYkyrlTZf9GC2nY7510FhW9xbG2hUD5x3a6XiRAmZqM7tnIvfQH7lPSpNh96S6I8kXQhriMgm",
+	"GJNIxE2M9WpBNamEEdYinycmjBNgNi5HHxhRAnsIj+U1gVRdVdAySYkDdloUHSAbZcbHehSA7myiBRZR",
+	"C+QZ0kXeCsEXegyEF7UNelcHk5UR4PI783PzwGAORaAf3Qa557ETIGEa/syLYp4szfnd0gtuoL418Udu",
+	"WgUMkSAOWwMaPrU5UXfY+FViI5zBtgMrqHP3BZV+mx3iDutHzHd67K1MQBqobp9N3OYcOt0uqwQ3PvLh",
+	"28aJUmcTH7aeAqk9VsX7C6QxdcOGIm3ovtRJ6YXEPT63qelON+VzNuHXgg2FUMxYXQjqxh7MWTRiI45C",
+	"1IP5NE5P6WZYdsB3IQLDw8OzGGlwONrVyNOJKh3E8N6/1lrIHSPzKkbmomiJ8zs61rYSfGrcqKdc5evi",
+	"qmT7VZbcqbpk/k43ZieKlCjMU0bPbbP1HGPmsk8/gYMO/GR7Z0KBW7pWVhb0FvcAMGYhzFqxCbxFWt8a",
+	"NM6Je2oYHwtlE0ygee3vyhN2Xisl1dh3tQD+ZHZRZ5kQufv7T1wW7r+Xciry97V1RukrrjJRiHyfmn7o",
+	"XPjvdAMYigxs66VqkZAZ6ZYZF3EEj0fV7UwXBWT6NCmOOGFPaSISxkfQIAQnuYf5C2bmlV+we2vXNKHE",
+	"HBy/3wZ90UK68lbStmFywHtA6e+67H0vB3Wq9dKVUBhPLqpi/dnjfud7yklYw1WBW/Fl47iAW/9ctRDx",
+	"Nrz97PmtCp/4SzeJ2xIyNBtuF8HtjeDSXBVyJLJ5VgQUa0V1Eaq7xMp3PWIF7+jg/iJpgjmA/cLk1Fyh",
+	"LNGqkEosFILskZNRKywjz/dDuIEe7JQ6JTLrPYlM6dkxKyttdaaLhFViqq3wvQMSNpxbigCOKijkMCAr",
+	"6Ie80mUJSiTmxjQvAvvKFHqWhF8CdSN215YWfmNYrSC5EkSiVJkA9fKAnS6WEsbZj6QtUaMnzkagLGUa",
+	"8CRw60jF0lpVTmwCL3XsA3WSxTtnZxOso/dpgn1S44wWZpManjvAlW5A84vsC4cibOlF+bLcwotxO/cD",
+	"uvvrFl7b3mZ9r4c/9s/39y/vA8Zxf/Wh+GVzgneovY6JbgnpOtTeLcO4N0c2MgrgluUKSrSrK4F+lARA",
+	"3RuFnUWT1xNt7CEvSxrGcWSnDwWysr5HsQHaH5jy+BTkyzXYbD6kyJMMrMQYnbFSq3140/vRCB4DT4hs",
+	"jrHDaD7j8wP21gZrxSKLcHZl2F6mc5E5MWN0UbsHkixhFSjxBklv3Q9kQXjRFE8WCQ8nAfAiXcmxVGyv",
+	"rIsiYWVtJgkbycI/Q8+cHeNV7qYDtZwKswrzv9j1cKuWwn0IkgjEmcy3juPBet+aPUBLuYE9EBmWNKrb",
+	"Ncy2L0roW29gETRfupMt6ywC04DCNgXIVF+JgXVfADVa/d7hX7hZqEdFFAeI1x6k0xZCpNB8FEPU+15Q",
+	"YrkM1UXpuspEwmZc2mBCgCeKXYk5IraD0angpq4E1TKhEDlm1zIXmq2Bel7nMlxEIkIZJ+yo5EVXV1Fs",
+	"xoG1F+Q4EHgYcdQLY5lQeWj/mrrLdW0v0C5I2R4lVrNnRwnjlk21sezF0f4JOZrcR2ClOjnqxsIJK5gY",
+	"T7M0dAJK2LpMQADth7FVghutoANuqP6mMtoP5+8gqgg5EE3OLFbDJSF+GBVKLLvCrSkv3Ha4dKdtOyHA",
+	"1jvWRABxb/g6rLsvrYrG2edv/91nrcHGGOla5SdMXzEDagORPfBoK8POzXeEVN96UNDdtcEnOpyUmfig",
+	"+DWX0EtosfFQgOcFyLwVqbAi2rAoFw6H3GaTFU2FamVYXbrT+vyIwd1wKEzijkXFoATVgWVC3Cjtalkj",
+	"1bgQTQNizERVuSiFyiHIj9kTkJdhwOAgdHAn0AGraRw37ke4GsbcqrctgjmEJZEBP3WVN/xShHxrIPJH",
+	"mJE7wEl40UZgaR4AWtJo+yDzvQrlqM649AqAVLgEOwKBB5TNEKGPceoEL2IIMlvHIMsrOygr/WneDzxN",
+	"RVIrBkikONiKuqW0Ott9AUyZVFYvuTUSpmtrZC6ARtgb9XuYQwaTAv/SSgz0aMQq4XQ19DE7ddYsuIzd",
+	"fYFdxX0Tpba78UD0EzqUOT1QqjHGH4c8u9KjUUJBV2wfYCz4wg/YKVBdceyOVsyPWamLVmQ2WLt4O7pk",
+	"DtgpKzkEN7mN2PIYD5/YkaN/wrzbvRUPrax3d3dQtrg/k88RlnBLZC0Lr9lMqcSmJKIC9bKsh4U0E6ok",
+	"uDvYjEZNwbXeZLilrU0BVus3006l3KmUG6qUmByCOIhAtMQ0tX1k1+VfAXbsEdn6BjgQHrEiybEGj08o",
+	"x6VxK3ufs6+F8m5+Z13n0gRv/wG7cEgM+cI0Bk8mT1VVyMbFDGaymC6I1OVdIGTrLWsAkr5Ewxx/TXio",
+	"yx0c7uDwC+BQl/eFhnNjxRSa+OY664/hnYtcViIjcT+s9MyIyvsoobbKQZ3FGKR000QFmLnO6qlQFk3q",
+	"ko/JjUk5He0/QwSIK3TDtthZTpZLQNu1VmStWzFGcDNBW9QEppDiy7MV6uLPwp6W8rWbhwWIeXH0vH9O",
+	"/DSs+ewnyROkOYInvtOIT8uPBVcB5qR4Z8Dy0xKWLiyhW75BLdODlUTMixGaPx9BRGPVOrld1Zrd+KDB",
+	"xDbnLCIxOn5Cu3NABs6T5cP4rOcwwlM7oiG4jM7eGlcOcweWm6tNouqlqKTOZcaaexncS9FsYE3z0cay",
+	"0pnbWTHbUTYRbtDBx0+9Smn3yYpa1NYKQt0TUZRgrSE5ESu0LhsBWIrcXQlBaO05NigJqTv+/GMY9SV8",
+	"8Bale/tVqxJQlqbSp91AgcCjyjGJNtHirKw4LH/1HND5OgwD6hVMTXt3fe0krdOvJ3qmnBAFbwHJkYme",
+	"YjD4OHDGTsV0KCozkSX2QRS8sJOEQYFxAN8plwoie+jdBNo9Kvua8cptdOJTpNtQOvGmcShQX1K/UAiG",
+	"+cJkn+/CKnEtDSWuLYmkVzj+C5qIbfZpb7+pj5+Q5tPP9qM4DT9TSdXix2/xBOTc8kEl3LK6pcwKwVVd",
+	"HpZus4jZigPhNhWRzYcOuHqEYo/q5IG5LmkafwplQ/pSeCUrdSGzOdGXVgJ6kAUZUeQYiLbVnHEowxd5",
+	"Egjqck/IwdUcCDoP2HsitgNCAHdKoUYCKrK8wOCMvpIByCwfhzO89TW3/NwP8xXesi5b9TcIx3vmZ4r5",
+	"8MzqEHKhmT1hFD83XmHA8v8VtQO6+muJQT9VQgys+GQpvN6MM9SA0OD6BoH39Y3iu2fP7zY5p2uBaO16",
+	"YYVWPnzoLj2nC4hoFtEs4JZHxzULB+GvQlKm1UiOb4pMVa0GWmViTYQWiMviY96i7/AJOEYUaEwShElh",
+	"gHseQh9FEf0ak34UcNBXxKycxCnwMy4BisKjSd/NUaWNOwsZNnZHvtL1eNIjugn/KJiLItwDJ0px98Mc",
+	"Sx8zPSVyDN4Vyq1VD5JtwwfX9arzWq1jI27m2Wpct4VcoD4u0Ltz2vV+2eZ8xAtyZxcAfjjl7DX2l+gG",
+	"O1yw24O8fheZe/+QGzHAXTeA3b6BdW75sHDYJVUuPrl/2EqOx+DNVzlzENs2Lp8aVuiMF4Q3/rWxwZ7p",
+	"op4q4CeeBasD6CmUzxtJ6NLXr9+B0c4L4FVqwCo8F31m0P0CKpP+LXwlfTD0icsdhofDtprlko+VNoJN",
+	"JbncWFnpYSGmptOMeU0vvIDpO4XZW9d1DbljkYn/9TvMlJ5SKg5V+MPTmB7+S2R2HQdtXtyMf3ZJT/uV",
+	"f5LTespU7exGNwo3rGzCK565bwiZjaB846BOfCgmjB5NRFvVKkP6xp48d/7pdV68mvDKdA/75dHRUfJk",
+	"pKspt/CV9sXzJ4m7zw3yyfGzoyO4YioV/uIofCMsOhAlbVsLXFzyHjQO25EWFE7XTgfsI5DDFF1yvjuw",
+	"WJi/bZql6Gde65Dhiv1y+es7TL8H92AlVA6tq6H0wHvjl1z9oOYB2qW4t///cz4tUtQ4+Ky50/ttmbRG",
+	"FKMD9qO2EzhbEDOJHDBAwBEujyiAsVWlZkKNdJWJuKcsUUKKuWeBbNpb5aIs9Fzk7FpU4LZxCCtN61N8",
+	"4gs09ZhyyO8ezlm66Eo+Zgue5PTYTV2IdnTxyrG0GefHXCgp8jS5QQDETCT4aYNxWQmsVd1L3VrrUihe",
+	"ygOY9v1uMNeZ+SDX4fcp6si4iicsnVi3js026Als4HJXkWMvXvY+uCQc7ETKJ+7NT5LAgU4/uhd1cZ7f",
+	"DBPhKS1M7FA2+Yy9L4Vyy7q0fw+6OnM+seKTPYSBrnk2nLLueNNStKcTejvWgDT61nHD2or4SO7wuSdn",
+	"caJnDz/SJNVIr0XxstJ5ndkEOrLkCZto33mGXOgSBmrngS5b5wT3aCGbOJs5YVaPsSIBsEdaw+oSyl3c",
+	"M4VCik8fo8KOx5HjsMZ6elBJ1UhWU9JUh1LxitJs4Bc0CgfeTtXixRXUwOtOMLuA+XjrpmObmSXNWzoO",
+	"4o/cyIy5JXHHC7LPh7q2jyzm9LOwbLhuJrao2wQGjEPgCdok+Ao7Da+OTTRKbyC+HtITKHgkKitH4FTq",
+	"qcj9TefiFAewxQ0Z3rIqDopf9ngCntFy3sI+C/tp4x13+NmN4G3+56FQlS6KKS1ztz/1rTE1pCdqJQYA",
+	"o5kbP7Vcc0CYmusMv4fhA1P6b5OTjpCOZ+tt7kOZOXYHpkAqEDNjVzvsl2GAknmMXbx0dWVCNY27GNH8",
+	"UykrYaJyxO/YVKraCrN/wE6dgifdA2HKZX6TzhJh675pJmld+IfeAsp+5bPU6duDTllyO2lUSpyRjRub",
+	"v+jRJLfV/qJjFtY5c8m/JEfC7RY41tvHl2iRVowLC2NfnbJSNh7mkF+pwVe/a3TxLTS6aDCWNSAHe+BW",
+	"IbfflduAbgCXdaK+4cZqbmnTFkZ8fQsNZOJEYSg8hG5EtVMHVigA7/wb3zdj3ISQqRkfJsAEVg2HdX3G",
+	"c0C6jZFt2TfqoDR6eVzk3clMJKeyx1z/bqVb87uWT/PZHfs0u5dmlQrVzMnOXl6heXWdsC2oYMmq0DTv",
+	"GgXbQ5IgrOgAPagEqgcoYgE6AwfQCUEa/SGJ9XxWCSVmvNiPE7u93rVQXOL+h1mTUTPIwYhnzoKlnjt6",
+	"1NlyplELlnfok21rIsuvXKOMhLHfbbC4Z3rWDdKtlM/K2VV2PLoIdCcy3JG6EgKsa2LOr6KG4JCP4c6I",
+	"yH1ILTwmDmVoJSggQz4KZ7ZBnUcoa8JAK4SvMZgNYWff1lZaw67EfACtXtxflsPNmDmYB3ozB5Eyr4Xx",
+	"gWZeQbtcoshkZSVG8tPiuJqaNj0L0Rn80rlvOo65UcQ+AxkCImd12en1+9VPR08oeg2d2Sv0f77NO/jM",
+	"fNyaGN7g00a6opmkr6fPXBOzvoBHmFuPW8dDC2nIJSQ0bTI6vB3o3DpH9mxdYHqNBtc7pXHT+5IbI/IT",
+	"DEzAXKBzgsi06VJohgw8qWum+gwe1/09aPbfaYPa9v7ErN4+KdWkYGAOFq7oNyem7ksAwApQPk6Eog5k",
+	"PJRt0Sm9AP+HBKcDD6cDPwafiNnvL8TOcyYJKY5giTYpjrNKWnLERHjsfoSsygVwEBF0UM/bhY2IzsSo",
+	"QxpnuUPAWvm25Hk1d+JVGjzAPU3QK2D/EE2+OowO89LHGugkYESR7IMlC3Q8OE7Utv1HdLaBRIFEpYwG",
+	"3xMe6ss+vEgyVhYFiKMOXZzSEHGxzmitzpvtshXKns63haGsVMeX1tbqxZz/h5LvueYzb5712dQA0Pbc",
+	"eRq/ak8jZCnXZb/meRcJo0qT+Q+Nj8SUy+LQCmNXtYuDDimKuPymwhhMnmry0fGtdSVydvHr5ZnPY/LK",
+	"sA6hcmgNTkHyyCvXGhSbOfxCQkBU2ylk//LoB8REiAOlrZs+Km0/NsNIUf2CwUgE22iMDjm+O3rRkCfH",
+	"g0b0hQ4dGVfuTlDheTYBZgvgyJeeQQmPK+YcGKFyNgWGNY099FrV0liu89SwbKIlEHthtzzD0q61SzFz",
+	"ygBX5wDckiI/JqYOWgODLNQQvcLCqpChAXfDr6IWUmzv5fMfWOqe+JGemFJO27mw1XxwOrKiStlQzDXZ",
+	"WR2JVm4/XApj37hv3RYzB8wIvGEDPsxKZLKUTgaiqyo0xGOmDim4d8jWsTj4VdDfOlMzpwoAeVWjvER7",
+	"c4f/j5WKQ0BNO+yVGPaYoDO4dbFB2ZfrfD2Ykk91z1HIZ7SQXtvkeOraimVKgKb4MmLX956b6MG+sJPj",
+	"gxL/vPB7tcCcGd0Lk4A9SGQV5dgm0S0SmIFxFg+YX13/FjRE0kNJvz9Mwa4Xn8ByRzmjsdtSrYAY6a0l",
+	"LzoUTyK7msibefE6rZyWhYgYSJxWL7o9RpDAWcov8xe9V8X8jOojttunLx7mardBMxlfkdfgfp0AtjVt",
+	"Yy7VMksC7tktegRKXkk7vwlCENEBNpvzatQIYlfQNEgW0s4Tn0dJ9i2l/Hj/sbd6QfKTa9mXPGL2eRa/",
+	"shTVIFREYgO/CTcTlk24VMjFG/7MiyIMETqB0PMP2O+ghU5EdvU6FCx593JN2eEX/887aQVLz85Pf/71",
+	"lP1vLbOrj3BP2jT4xMcDLuQCjXtyfJCBb2QhlC3mLJfXohqL3N3oEBJ078xtEGVqExdRTYkxYt4JF2ew",
+	"SrfvXT6lj4+/vSnigu9e/OwTFAqV4NR0EztBhaIRWDx0oZtCz/qbQETr8Bdd0nFtl9sqOFC3NkCkLIHG",
+	"H3ZEuq6sC2+5pfE8HgdztD9XiwmEm51reZuuZQePNM9DYWdCqEWSmi3KE4cLUgmzgv7NY2241O/+uHS1",
+	"pTuGTKeQ6Z/XFO9nrYo/RKxSVCNdTQ3j6IUeAIUOcQ1VslxZlQ9uY2lZWelrQYe3QWy08ww+F932Sls8",
+	"ysG362sOpGG8AH9IRNkuDXt+dIQ4gLjqSxVo8O5kG+/tSBY6P5PzeajzedJ4QhSl2KJ7mufzFbUJ52GB",
+	"1mSAneEsftEk/gXU70GvZLmqBDwDTvoXghvom9/u7kipNljxsGI8b+C6m2H+H1t1SdMKrYZSv+iw4Cf9",
+	"eynfaeHLpv19LFQ4ndi93J1h9+vobHs8xFOeUNtOau7srj/oSCdpQylvWNRhD2wT6nUh1uW64q6Mi7Dw",
+	"29E4uFJ6BpkbWMeFhPB+C/uM0yAN2pdRAK2YMyyKO2Dnbjy+PrYAeswBVhhUgi7yDfwkjMM/nBahQXm8",
+	"2UfwxKeycMYZm03m0Wq5byFF1w95WFsm88K9ho10UegZNJ7s7JSHYKwLYbZfKeZes7JFZlwk94jpCfvn",
+	"YZvHqFZWTsUhkWBYuZI6F0spfwarDfvPTMVUV/MkVlKUZxjC2InpLag8YBfobnVq42gUFUWaUls21pWu",
+	"LTS+rOg9bFzpmZ0krODjMaaRhr1JDe/dFdDzAdQGPnF6Q6HHnTrJOX7F6+jbtylZl9/WcSLoKhYtyOM7",
+	"Ez8L67dY70TcwaEA/X8T3lqwEyB85nZzxdUYHNQYPfJRGY/TOLoOg8OLmGBwOBU+szUvijka5mqBf3Ch",
+	"jNgdNzaSlZhxqIvDeiNgt/UvDS2esMPuUHaRE7ovo314BlOw/VPh3rNSSLiJdXPwmAUEuev8nsFQsC6F",
+	"uoOzYGu3+TY4DLOJtIL6ub+Tqv6E9QF4P2uMvhYPFOUjodmd6elUqFzkDHJxDbWat9DBwh8SmAbkL8Gq",
+	"K67A2YrNhcaw1dFEjOu0Dth70sHCGCEzCmIwGMrnEL9x4sMKRX5brrxxF5V8uY/FAWJtfmgF7b73qWF6",
+	"phJ8HgEAjqBLEP2ijb3ECV5jF//aVFzMJtqIeEI9X+8y7yconjELPxFj+PgaBfufGv9kNO0rshyouk3k",
+	"zSfcTu3VNg3ZZk59/+BOYIk3JzUwfkQswN1H89bgJHlS1r3pQU02Znwc6UTRxo2OG2mRlldjYWHgIese",
+	"YiwUyEAIofDAFIi+3cOuRSVH85YvLO503ipcknmck09ZOJjACWbVYkGvdAfNzQGkj8AeYr8jlWf8AQ1C",
+	"+dZfYxFzinTlcVI0KhcshYd8rJuAf7oMJafu8S0w2UamTfMCeN+aTBtaMBUqo5sVxtl4aEmZC5+H3E+9",
+	"kWdcxq4snGbpT5iuFh2muCcmnLpsSoVhfWqFDIKUS2Q/XOjQo/023Et/07mg7j6n9PYUe9+NlTRQ4jKc",
+	"w/5M6fbLeSnS/V1W0NecFQrbsgXdeKRuAbahtLo/paetDB6WBVcreo7FQXQEejr6Iarg9T74Fq9LNaEX",
+	"pH6/EvOWlw6z5engxXZTABeHpNe8kJg9g827G60Qpd5JqCyLKs0xzx59FCOLqZAjSfQ9B+w/naro+1i2",
+	"dN2uTj5HHazvBVd3CM/udZujcwDiXBiwW3FB7gt83eB7R00aS8HVjuL4ASGT53SPsYkO3vbBCfuaDFrU",
+	"dDcoNMVgQQMFSwmIEyi6oY8lb2P0OCQunoU0nzOvTp+qHD2nl3wMFUvhZUHjToIOiLFVP9to+GLWUlm5",
+	"sVmI2uTEm5ofsJ956S2/poKpoJ5cnbWlI/nJXYUNK3jUTcw06YXdIVyY4Nfx/N5GCmF3XpCPIfqbWlME",
+	"HPphS3bMElwQYuMxccWKUGz3it16xaq0YtqwipxEDXSgbRxGkAKpMqqNUw1JorKf+GTKP2HWuOmjIllP",
+	"sXyPbCR9e2t1cLPN+LlL/rxJ8md77tyDCmGFistPCBm26F3ctDPcsJaFHUgFPaysUBBihpuTWP1r6udr",
+	"d6lC17mufC8WkSdBy8FUpY7OcB+CUx085+h0MFfMHTQPmxmHPuM+7bxNAdIXb916V7jmNSs7wvm5xDXA",
+	"aXxcnvTOKbiFbY5TuXKzH352//mNT8Wfzpxa02LG6Rull+t+0LAbkcqw2dqGzZygD/ZRrlFylL5HlXEy",
+	"pVHy4SH0cBMecsBO8S+gNUAKGSSN+NoK8htzy6Y1nhffnA6zFpayG6geDrKzo+uSTmeX11akN9owM3om",
+	"s9BpDrIfkPKvowlNcwA2aqIVXIrminFDua+gP7XPbA+rol/IlbyKJbduQz45fvI//80H/z4a/PAH/Xfw",
+	"x+ej5PsXf/6fJ3dGt9iaohWW4e8eUnXYPxpWI3lw3rroe27WKAf2bvW1dOnaMSHdfi+esPgOZhtBcGty",
+	"QHwSWW07bVUqQdmoGehiLUurcsfXskjbFICZSMfpKHtpBdDZK4humNAap/PpjcPO/wWUrYku8oQNRcZr",
+	"A3yYYubLh901Uz4PlmpcRccVNF2sfKFewbMrsyJp+B80WVtHEf+iDvz4h5/niM77UabldLUN2aKBMBPD",
+	"idZX5jDjlhd6kwQEY7nKeYVlT9awcaXrEuX6iE9lMScvDagk+JunhqXEE/V/UzaTRZ7xKsejBk9h6Fwi",
+	"d7PTRXzvK3gKXAPsLQVX7mH46pRZX/JvBNgPBlvC4PPNic8Sh08EL467KGcp/v6Avv7gn/XR0YvsF61B",
+	"34CfusJ/Pwv7O97xxr3/FU3ZNks0azt0IqfrtT1SGOeTlvNRHBv31X4Ttjenn4boAOHO2cIBykUhr0Ul",
+	"hTn8LPM/DythsRt1t/nxKxSgcPYT5orR3fMQUD8TKoc8S8iPcdBP5Rl6xOrSx+/pPJCbiTldeFpaQ2k4",
+	"7WdLzIlzt/gYDLRqc//NJvJa5A07nq2kyNmeMxpSPzTg84Cvgui4O2mpqYfhoz76x6RMO+12Jo3o4KoA",
+	"Wgvaz6/p0Wv7uwGFxkiKhn6H7uwxHeTmZOwv7zZtZuFEhxno88DR3xOm9MxvioNvSzO+NyXV7URIBB21",
+	"D+EtwMVa9oaAG9ptiE83wAyMbSziBp0LfBqh3577tlJUcOaTVSd/fxF3DthpoPh52aRW4HOp3IXyKOiV",
+	"TnSvxIum+y446U2MS9LQB63GCzg8n0AKroOMRhTKnO2hwvA2T/cXJ0rZrxVEPsHMrDbJoykO6+4lC5AS",
+	"7KDkFqEET+Zo+WTCpo9O5p0CDDYZWEH/AG1hw3ARJfawpCrxWfVJBBXupEcbazj33YvALBZFYVopI7k0",
+	"JXAAk7+RHJqYJeg2IvJgSdv6sy9qJr+nVsV8f5VGfoFfeXeSm17Y2w5pXIkxt+IRJb2etr/ZbfyFXdXe",
+	"OXehlccK6iaBsPaAE3Ck+MYdi5Xelch5BhRw0jLD582258yIrBIgKY2wPosK3EgQCMOkjTwhPzw2GnV3",
+	"HLBTr4zTlFWCFWJkHX54LlSiiQhXUuyhOzbmt2trItb14yyMZpR3FY9mDW+FH9DDqbZePLPRJKyshsGP",
+	"3YW4e6N87XNyaye5r+kGdo8AWuD4xccgWYXKSy2VbQgk9EyxX349fUWHKvFOpkyXIoHwFjKR5WTqGjza",
+	"EIGWhtVK/m8tGJ9qCkGv0JzxzjAECe5XPjS6qK1gE2tLwz6cv2N77p9UoQwmfVHo2S/WlvuBGa2hijQJ",
+	"gxPmbOxRxcdTSHL2L3HIY3RxjZ0qWaF16bT3hBVSXQ2wzbOuWFboOh9MheXQEZ+4L4VZzqVMCS4/YrYi",
+	"KO4wPmfLE+aAyM6nUkljkXEZrjCsrOS1Q3u817A9/7RT9/cz/Osl/jHdP2DvxJhnc2YUvxIfM27QO0fe",
+	"O1NnE8bNkoNOq4/GVoJPPxJyIq2b4Q6aOq5/ry7g8ld0Na5SA8pCZdUcksk5NmJBsg8qUWr6EXW1TenA",
+	"ki1lmq5ArzVpp27DnkTfG2olJwL5O+4ugLjiI1aNHlL+M5hwyuEiwTvRRY7dJCTS+UnbiGI2kqLIzS7/",
+	"/pvo/9bC+ru1mWJtCXwz4JWpO0OJZcEzynzH7YfsebCLG2J85JWAImG/syHp/VQxMS0tYD0fGpBTeG4b",
+	"Wkqfx49/OCF/sO+kgoWbjQ4ZAmcwAidyDtgrSs+nAimq/hKfrPcZu5tCiq5q/KtufC0lMKJgJiwmP3G3",
+	"L7jDaPtQ5r0werNE1/jmt/mTbaV1fDkOu2Vq9oRXJR48ANewQvlXUQCwy9y4VfDFw/nAwPeQ4KTfNU6m",
+	"p/G4O9IVG2tNtrnVJTRlExKUZvyEBDSH4A1VOfudSyvVGJ15sYdLZHoq2CuuMlEQibDSduLug8xxMPOV",
+	"9dla0yT2b8/ZRBqrK6gsuBKlTYLaQimv7umGjSoh4AmI7h4oFipQ8Tu3Bp4PB4NaQmfnpr4dDx3O6UM7",
+	"3ZFLcGMPHUWzIcIF0S1qsYuW/kKjXVkFFzVpO0D/naAz7pfLyzPfihfLjmCvipy42Wj+0IYsEejd8RXF",
+	"CEJhYDViA3RvXvW64V7H3s+/dl6TtXecwVpsdh20aFsur4E8gjhQR7xt5NXuafoGhBDJhtiwEAn3bBL3",
+	"EITvcwm+d5uMj2OPthRmR217S6j0elFORuf6zmMEiEir2++8VUYAI1XoE+P9Tu6+1EffKact1bTbBnTV",
+	"AK7aJ48Z+qDa9lrChvOSYy8EiUSLjfsSG6pgcD4kjuIVUXxlzmRObs3wGwth/IpfiyKQ9Bas5HbC9jA8",
+	"mbCs4HKaMCPHitu6atylifeV7p94ggQZcgAoD2lR4zlgpyxHooTGeHSWo5uBLg/bpegMWHwlhuGavjin",
+	"URcc314GSVJCiw0bRNgJM61vIH4LqPNPsDpE/G/NC5x+t4Qyv1e7csO+OrhRZ9x4CqiTtq4sIQLsfjXj",
+	"853t+ahsz7inDu4Tq29TEmyupK5pv+bMNm5i5IMxByyLiL0B9ZCdg5uFM+1PPZAF77V89PvHa6QLHRik",
+	"GcQmBMHbtwpWnzwEJAxOfjd2H33hy/C4A7QdoH1zgBZQAWsRIgzYKsRZXlwdGgHXm35se2MsR5IKiGRD",
+	"H61MTxnd6fPRc3EtM/HUQGGiZrq2ZY1pLUoUB+wnXbF0PHz+92d/f5b6L7bQccAEcjp8BuPsx0rzPOOL",
+	"ndQga4ZLiCmTEnohMq1ykyaegpE9O9oPRZJhUG9/+8fbyzfoTHPjS4LCLK0nu0QF/ueDvz17BmOCcswZ",
+	"r3If68ZWkdFA9WjkADfxS1ZwUIHp12wvzXQusnT/gJ1pY2lmMMB+9v7iknWuxOFn+tfb/M9DuCU9oVZk",
+	"ZjKweuCuZpBVtZeW1qYJBmiGcz8F+ywXmcwj7k5pvUfygL2vK/ct0s3ocVM79iM4LHzUCAbw1GDefqtL",
+	"XKc4wQDdJS+uLvDWLQmVpfesESl+Q6k87MQ7FSDxjPQMkeZ6JwcelxxwcMPcSaacHQ+gEeK7v3bg/Q8/",
+	"dOM93m8O4LZenI/Rpde3etnCAKKxRXfpEgglwJaZNYV6TvExfby7bYhYm68Pb2lGIvOexPzwTQ81P/8R",
+	"A8G9hTYWd4+nY8bwnndJ/8XTtuRLXCPL+/Ws37HHFOofqCrs/Z1d/fLvZEEmk1ZxzE4HTuFwOk2ZTXnC",
+	"pnX8i3qfelyLoMDl/iknkUbglBdw+2F/iedHDFpplTy7guxjy6ZOeXl2xAwUmDsFrLNJNXakPmYl6DrG",
+	"v6LUV0LtH7DTRmNEHu0ldUYalhXaOIVKV3RVs2iiAmipRCG4QV6hpuV4mpEo6SjShYl1B/AUFuBBws7t",
+	"q0rhg9eoSLDTdlrRTit6MNYxQB+ZxXevFB0C4iA8F8KKDmcfJI+0MbllNYK54YAMs1KNdkh64rsGLmCa",
+	"jCEtemhEDks2LERgkAXNWD7vKoyE57jjBeu507B2GtZ2axxhvy3t6Ts9rqVd4Zd/XwplqPTB+O7Si3rH",
+	"AXtFWodP4SLN6Nh7bDALDHhgK12WPuFLzOiChlpt+VBeoNFzZu1j0jzO7Dpv/5jSRXZqx07tuHe1w3Yj",
+	"wzaAbCKrfFDyys4PM15i//xVeW4xMZnMgaCfXoO5aeJTKRu2B0+Tenr2lllneCFJdgntVOhtc5ZxK8bQ",
+	"RZB6qIcnAhGkyM0Czb809DSstcG+L0VxwN5C93jyDbuXuydArl2gc9W1pbYxIwEJJKYhjq1NF8HrlNhq",
+	"wkcY6umJDTcSZ1wSa/NwzlKc/qZW7pjxUg7gxvQE+baNLhrFapkI81nc9aWUH+Hejx6ZunmfLt1Cnrl1",
+	"fBUv4zbxq/uNfX1SomsWdwd836OoQH/t2fBmcXOh9glxGzHX8Vlvzmhz5Jv99eT4SdhgT5YQ4VlPOM5N",
+	"YT8SYHDCrPTI0kVQhu2+YKQriMb587fYPHwkC+xSpnJW6ZnxCQrxc1aftO7E1Wgf+mHfNBvri/JQ11xL",
+	"g/lPMZ/pKr/BHWeVtjrTxQ1uAbl1AWSKb2/yqt+wYdvmN7wGOfIFt9APN7rzHxMNesym15+W5Q2uxvrb",
+	"G99woy94g9wkN/mG2up/yFzoG95zLrKb7bLf9FnB56L6sRL86gb3/cIN+i1vdMuZ/fcNbnhrLia88nvm",
+	"RnsNGtdQhvbmEwg9Vm96F3Ys+FDdZIA/V7ou/1PMfwIsvNkQ5TXgHgzT379NDwa9eZOccy8vdowUKxgp",
+	"/CSxvUjU7m9bzoelWY4MdQj8w8+ZB+o/15oAWgXhfRzisSS8QMqjE0bPlKjMRJY3Fe5trZbA4KaiPRI8",
+	"d3BYVnUJhGyPnavvllx9PHemFKmOX8mJOiwLPh/y7GpF5YYxtTDMTKArvlTjQgycVfrh/J0JaWT0xKeG",
+	"FfJaMCQeSZgnUyQnmsib07jnTGG0uqaYp5/6v5kUMkCn0lqR7x+wNzybACEMz6dQ2vGJZ7aY+zTnOQUU",
+	"wM4XhtrkpYUcCSunwue/sb2Q//b8KGHcskJwY9kL/AFCuMQnjm3Lc6xp2weWAfxbAIqnhtwK1PAV6tmk",
+	"8aRXgCpcuf9K5aeDAdeLm7ZjSNwdjeCPfse0grXE3IJ0kDyfp1j/GirnLK9CW0+JfgXMIMT5MFFDjCsh",
+	"Svi1s4h0Ba04lRKZTYgrBOt/YRcwdFdLZazgvWwuDQS+k9fizO+gGxPSRglnHQ7csElv4sCdSuV/fHZ3",
+	"7tzO+Vjh3fX2FFqefqP6aXE75I79vt0L2iM5tBIDGC8OdOcIfkSO4J+FbdY/oEYQBQ3kRWJg29IP32IO",
+	"3HC+TPgNAPZWtI0NVGqVUGIGTYwXILP36z1lGuin0PYYaxxNmlACD8xexivo4MhSc519tDK7EjZFAYSR",
+	"fmnoTRj1hnpi9/yTgBmtrrKh65Gg29yQqLgRf2EKSIAezlkKv2jk5PdHg++PjqJ88edH+04CQl8BnIHC",
+	"NzqXhuU1tEJK4S+nTvimbI8PdW3Z347+f0wqylQALvZ9LMaEhHZPOAF3e/63NyjFT23K9sIv3y3I8kh8",
+	"N19YikrqvBHmL188d1+Bs4KpVz1C/ASvRTWk0Tve+3QEZB7ybmFwhzqpnOBkOKGKmRDNYKjbejM4Uk6o",
+	"WdXSI8Hjfq2vRO4uwFBsGm/sNGllqZEIxxhHJVhWW9+n+ztmcJaAh8hrGWEzrlIyTrCu300FdB1W2jqF",
+	"7Vqwa5kLzXhV4S46XQoZTPnc70/DZqIADViwmRj6S71u6HTU/eNoaqDEdigKrcYmVGbRcxP2zyfL0/XP",
+	"J4wP3bCmIpAMhhuQKAR3WCDh9sOEz9or9Jiqc6+pK2kS1DnOKvddTpXixsx05fs6799MHXoHkLLTieat",
+	"CdlEKUpa5xnr3Dw5pNeV7lY/aq9pj1rUoDOmNAHI79SjR6UevQvZPrEGANR23syDSga00tYpRlvUfMCA",
+	"XEENBR4w6GiK3Are5F4IkMFjjlmpi4L6HMGAWK2sLEgZuqmPDQo/vjYvGwx6deVrY+cTQkCBS6anU67y",
+	"HU7cb53RfTvuuopP159hXa4ouA85uPHGK3ntk255bfWgEpnGXjm9J1yXJ2hvOBWPj0Yis1T0CO2LK7Oo",
+	"utz4vOvy6zvuulx92t28fbOH+/7Oqi4f/FGt7WAqqrFY00j8VW0P4TrfM5zI2NCDvC6tpLa/unt9++47",
+	"yC3p4DiDgWPzEdkUj1XXoupjOZu2skJ6bJZnz/++bKZsEJaO5sQ3Glk5bmL8jXYTdOEYFs7c1MYMqBfo",
+	"lcA2Kp0fxKW64ZdsFZ6iOdgkSh73Wd+FyDtD5O1jum2UqSBpRqqxWdPd4T+0pJTXV3paFsCJ1tzs6eDI",
+	"ANkLmAn+J16WxOiA6UP71OLczYVx4v2/U1BOL+VUpAlLhcrhn/voy3MP/vXsJdvzbRZEvu9bEMUggE9t",
+	"8mGT0LXBVlyZTLuhHvvOYmVtA8UEevWuxHxUAW2QdaOmLNhoaI0nMaT1+SGxPe8F5OQOo48Edcc033TC",
+	"xrw0YWTRFEKzhCtZliJPsA28H+dTw/IasRn6yEDQEImFKqAMP2BpC+kgnsnZiBcF9oxzI4FiJ8WrynNK",
+	"jGQhGpfVnBXSWV/MiGtRAb9PM7XkyMWG+ThpRMp7gsaYtGSDXdRZJkSOfkVqgLdnhGA/v2nYNcJXQ+Mr",
+	"4bapKPYT9MzpoeVSMQ6tMg7Y70DOkdGnfKiK1M8MEP5Cf36j2dn7i0sB/tZKILRat88VL6jTETiwZQEG",
+	"8VCwa1HJkcSQpvsCqcZQEVuhM7tjeZpeeyewJdGZjpPoWdZtxbMrE+czD9GjS01u93BGNnDtxci6LeoO",
+	"esWashCckaadtjvDd+sOa81FH88TN1fJQvPNnQJ8a20e2mLpDqXSzbTfw8/uP5S51Vctei6m2NhXOTB3",
+	"p9bBGjRIwCAWlsl71nFdsfNaKQcQJ0QVhE9+D+D8kyxEih2NUKiMIA6mdUKJIRS3sgYAjULwgjuzGIy2",
+	"ma6uYM8uQsJreEsvJNzQXo1ufpufcTvp0Fahp1gF0xOLSfgiIkhrCdyQ4QJ9w1C0wmTiArKxFiYJsgZq",
+	"ZL2vLisEVyJnddmr6y7O8sNpWbYJIOHocXPtvG13CGDurg1mwOlKMhMfFL/msnBW2DLlsbhf7CMA+zPp",
+	"tuhP8ayFjmplpceVMCYJ6q38t0gYh9TuoEEmxJiO9VWgyju90ge5VuWf3jb+/PEAdIadqnDL+aj3dVhW",
+	"p6L2qAmHuZ6pQvN84GTzivjUQiIqWlT+ZhME39OgBXSKS84w0SbOswlS1mvYHNIsTkhsVsayrJBCOSuw",
+	"4E6hOAeFnCwC8nbnmERCwjUVIaklYVzNyX+Oz/Gmyf4Bi8CPGkRltf0IE/URR/Wxbi5J9+nxQcwHY48Y",
+	"z0HfiVShGTdeDm5u8bymWX3nVuTWYGabGQcQC3bDXWNJuT0GWSn3kVPQMdxV49ypLPcWdGiQxgMMrAiF",
+	"9QO+4hm7S3WERnNzlN007/E0ynfE9Ja9SmBmy39Kp6/4Fwzw48ENyCOf0wIGO9CdWFsORtPyJUDUBNJ9",
+	"5JWA3Er3adCQshBPzQlCFVW8h2dg+hxmzRUa2j1Ec+K+jE35FcQ4Wa1qaKSwOdityd56iGi3aX4V5qYY",
+	"Yd2UmpNQiYGBXfJGTsXyAqH7Dtef3KdDbSf7X0kO1g457zcbahkjkX+xKRu5K8BcnSa1Hiy/QCV1N+/U",
+	"0dtURwMO7NTRnTr6uNXRpgTlIaijK9GV+ho0YNrNVHdr9ThBqQyFqYkv0dFYovPzjzCi0EAt3O9LBfZS",
+	"z3Um89TNbrsjweIXHUp1La1I9499EkmoisJsT4jEL1blQGRSiZnIo9Kcp4alsZ4N4WPfGmLgX5gGPSdc",
+	"/DZPW9UOMl8mFaaBSKzuoHqlubBUmcItBmGStaUiS7UVEInfi5o/VKLUFbWgFCr3eYJhz6CrFJlisJXk",
+	"s+fPEjbhamxYXYZamYiWylhgF9zH+A1GbZyEO8fiGQjUw4RCpEiJ9lf4qfsId35cwYi8KH1+xsm/UXEH",
+	"dexp7aqvlrFwV86xK+d4pOUcPMiKJRlxg2KOO6lyBXuC8hY3aQzcyilabP1bm8S39BEUJtccuQXTOHuo",
+	"9dIUSuxI2LJhbaQSxjA3a04EYCsk1WSHQ2egpsUO6L/GyaBrUehSsPRzyccigYzFC4ifWW15kQBf258p",
+	"29NVDplXw3nbmpL5CUvdXSgnU/+AFOSFjlr8BCZtndVTtzuesjQramMhdWt/XS5uxHR281TcV/492+lN",
+	"vM2IXvTdOLDVqabt9LVdlO8Wc1SXTvK2sUjpXKyJ8LVVeXP4Gf67NhPIaXEm0o8hTzITx0AlHRc9hyg7",
+	"aNnuSHt+afYmqpP+5fLybPDTu38k+K/Rr2fo1vzl3UXrcS2SlFoVDrPSXBq6BjRw0MQcXGEGUUalfvNV",
+	"Bdihqpvcp1w5rXvoRnstr91o+4rMp3zuq8qlTZpMqJBPy7zW/9REBLVs7+XRC5Y2v/iYCyWFs2DsRFQz",
+	"aQTkVdJ4QM0F8OxkgfVJM5A12RRZM15oJdZnSP3FWui2SdejNdO+Wqkzj3Q15fbJ8ZO6lu7KjuKChU4z",
+	"k3lcu69yk7ArUdom0bhhfbDUIsT25U1Vghto5tSpxD//7vsNBgSZYG6PEUNRU/xfgD0W9i4N0LNF9OZy",
+	"ha39cLK4NlLLW+dpJ0ZuLVnEzeoSEdRfLlBGSt9kPW+393sQZ1/LQx0TiyRdRCH+kle6VrZxi9TKp4F7",
+	"660B24bbGKsCCAebk+3g150sAF/3RAiQBRTG1PUvx2KVwWMKbSyTFtrDV7ErnheFqKLhBDoO8clJ/L2X",
+	"Ry9vAOPwIRtieCvF7GsB8D8ehLfgYIct/YloW0GWmyqfh4ATq4qmqcetUzdNIcFLCbxF4ADu5Ek6ibQ3",
+	"KNeBAHubS2iBhagTw2KeKPdEN4QIB9GKjaAwIn6C2CCEDgFB5w3DudGBERBUXLTuIwUCSILwLTmyA0by",
+	"FTyw4EUlLYNbLB1f9N8lm/lZjxvGQfd1xJS0SgNGgqVuDF6DvseMxxBPUIskjH24vNfyREC7A3RkwIVq",
+	"HD3+xDNheaVefLIClhAnsLnyRkANsYBurMY5QPshkFk1fmWh8q6GV0rMvlI8v30v9qrZWBOcDfuV/Ngn",
+	"UK4yLe2c6eG/RIY8m1QMWFeVUECU9wAd236PfZsa9M6hvVoWQ0uuOxXGTYh4BX13lPlnenzHx60i2abz",
+	"aShbNv11y3vnP71iL168+MH34v+3VmI/YbrIG84FlrqHU7VuRAZQiZGohMrECTiqpap1bZop5EAWQAMD",
+	"dpWFmvF1DuTzZoIeQpeQMJwbNcgId23ewCPccuNeIeHODftrhOtv0jAj3PSTLMTGnRiiV9FOvNFdb3DL",
+	"btdz3/qyTWgiYG/vaCJWuOCr+Aw/iBKb5rrDCa/yQeNz76F5rypnohg5LMQxFZ1GvARP2XBuBbG9OBui",
+	"HTrcs5NK12MfPuRjN4H7oLCiXgTcsVLl4hMTylbAM8XZa1+UqadDY0HHNbqV26FyKtONa3MxicCp/VZX",
+	"TY6H9R2scKi8EmzsdDB26utdZVGwoQDzrHKWmfJ5MBJTWXCAc/H/sXe1vW3cSPivEP1y8mGtyE3bQ20E",
+	"h6aXqw2krWGlyYdcEFO7lMR6l1yQlB3B8H8/cIZDclcr22njOC30SYlWXr7PG2eex7GR0u79HBBrj7z9",
+	"v4FrkUL53AaH6TIga6Eq4IHF7QoQEGBG8nTJgXvFY26qfgi9oxwexib2DXhJ8Jy7cnmHGQxDK9jB/sFk",
+	"wiqg2Sodk5UtcIVbo0thrfclMcNVX6nPawNvjGcbSpcXcAaeAkWBH1mBTO8wAwwulndCb1joHSeR8jiy",
+	"j2px75Z+QUpsl3zPDQCKWD13+3ThhUfY23dReqDNiaIFznQmVqvOzR60h5lOcy7rcFkZu/Tev+79YjD6",
+	"eoZ/vDv/u/P/RZ//sE+7h+ZRBMEdgCSZIMj6ul0YHAMoPmzzwwDD5BV75u5h4E2aDmgIVlhAhBDDrQWb",
+	"rXJjBMKyXbNlhnIHCHA6koairZ3JtVhMYRlfcKm8TdKRP1qJjxY2Uz13O3tjJ2/+AvJmmo7Cl25vXGMU",
+	"6SOwDLYAGHTqYcFfUow7x8slItzFFCh4rngjjmCDNRC1gqdA53CG7AVQX+CbknY7Wp++UsnpQ0wSboyE",
+	"WovN4jRp0+/gf1ScJh1xdQEjHxSWHWYla7TnZ1JVUKlLtA+xli0knhJHCpa2xaK2URrYIbNCeKewwMFL",
+	"tdi7R9FbtVn4llDixuzFpTDr2E0jyqUoL7KZGXGUzkybrhyGp+lNe7FuL2UcjNAPveS1rAIOIyUT9KqZ",
+	"aT8QF0mCekT7dCFc8I6xPK8n9TvFeWN24sItJBYlggNORG1KG8wx4L2qIurC3SUSUXP8KcCITmxqV6K3",
+	"K9H72yFGdMT6lwQXMaTD/jhShFYg+7tKrAsfERvc9w9BQsVKGxDhUdwOlUt30SQKNLwrL9YQL7CnAAH1",
+	"FIKHAGb6v9Vk8rQEWiP4p2CiFl6vFmw+b1qxYPvWAvXj3OgGtF8TlCpeMj3DN4RUX3zHW//x9XcE7TX0",
+	"k3fnWCKHMUs2EwupNhFvA9atdHtFTGc7fjllr3/9D4wTaiRGy9r3cM4gq9kKAL612N/4JqfjvwtwRQJE",
+	"LV3pEw++GLMzzGdImSLeWhiz6aaeI0wOtGHvAclRBEyOlNB2f2iOqBE+uvius/e2ZCvgRv9bVNztAD52",
+	"iu5x6uO6Qv5LRPe4Xbfd1z9LaB49tZaQ0NnPp98c3aZfyPr2dr8QFxaS24LKMYKDO3Tk3R92jtrkT2ob",
+	"TKYIVd8witt1Dl6iyWbnMf4VPUa/uT6Nt/jDpu3asRcQ0t4Kr4WdYAvDlfsjynznJO6cxB2OSx/H5bGc",
+	"xFuVaChBv6OuPKgaAnjZms2HcFCg3SClI1GUAINFdLWceIYoJedsRKIxoroQMslJ1YGfSiAnQEARmCy2",
+	"0N0DRgqwwIGeq9eRrMzrSFA/R/lbZ6LUjbCEnQKJ/qgXiR/3joS/aZjHR+Nt+ix0TdsaprWptrVKK/oJ",
+	"GoybUCpqnDuxvWHuuqj2t0laXMUpthDyAx80ba/T4H3S9noncXe3dEsCX8bXaj8XlMet+XvhR58UE4s4",
+	"HgEbqytH+z9FqZ2z2PpDApUpGZxVrUvutGGjHt9Rwc4vl9pCaSZvW/+RyWmprBO86vDiHvacFE4gUgja",
+	"JVSpK2FYu7JLYRF3pQueePZqegqPUXNgWkDF4Ou0YHav8PJ/VdesNfrDGvmwsnkIfDrg+sxrfeV1Qg+e",
+	"5DI8ibXgJNGUn8VS9PgwDxHRJKfHHXXwUwZW/d80W8/G43F0A5Mm3CtImcXIDeBmVew8xE/fvhuvgJtJ",
+	"x8odYYiwvsfWv0lX1fA1mwkqX8ugvqJeDcovRHk7yuQuIDM/g7eAl9Gegvuplrtlwc6vO/27eXINu+vm",
+	"yTVv25sn1zRbN+dshGkBXpv/dvZy3//9vrAlb0W1dxQiwxl3f0jTIl8sLmn31LGozW2Kx0LlHYRKKSs1",
+	"gbu1KwSgMGDIQbGdBeCcWntTJw+E1sSon+/+LjrbXUhsfgXSegzyhUUGrf5Kp3dP/MJ5C4jGCuZQhpNz",
+	"mB0ESn4hVsyiS81VRcgkUj6heI03wuY7KVtsiIrXIKadP2NwxomcUd7jAhL1Yz9K/LA+4UCbd3iHdOMK",
+	"2yRhpKUNkeGkwZTssNIeyLXcVYrdI7S71QKgk/uoEGhLwWvvElzfjjDBmW14XTP8ObOKt3apHRUG84rN",
+	"eM1V6QWh38WNVtJp71mwkqvkj3oBmtkSY/aGFGMAbJBAq730z0so9IUbFqhTtmvrRAM2H5722AvgS5Sq",
+	"rFeVAGPDCmVXIUQMmYKVcJDaR5S1SlcCClClwpigNrFCGSOGAFeEtcaQOKTVutErywyH+KVbcsWM+F2U",
+	"jpBHw4WktOzrySRTZb4t0AQXvpVKLAyvwsC+nTwtMisI6s1pUDNdrQs0HFDpZuHFQdCJY1zKh/SfLkts",
+	"ZBo6ubXWd/uQ/XYAlRojy+OM4epxupnNLMYp/NzHGka48evu+wKMC29VA/OU//kYj78oV0a69VeHb6+9",
+	"Rz0T3Ajzw8ofsbfvvHObZwB7cQVthNfnuzMTBbjxB6pJJ1uO+T/T196MKoOS63ew37vimhBUf9T6Qgrq",
+	"cujHBtQDdItJhbXowMSFAynAQIRoVYHITrZgDZd+bb2QCPzReLStY2alIDkA3BlYlBGOkU0O4A6Vwgs4",
+	"EZuhit8sJAwbDbmuiTi/2PBeguQIs4CdY85wWUd7oeSO13qxgv5kWDStlsrZ1LWvO12jed3s3JnAjSwq",
+	"FkARWSOamTB2KdvAWkYSC5ldYxNP8ybCHw+08FpWQmeWJNl8C6NXbRhyi+SP+7x08hKt01brOv0YmyYT",
+	"hJak1ovUnW873QnNDfTnF7+Egbof1uCUwVbPStKIwNiLUtG0NXjeEeTQ7wo/DrgHq5jXGkg7Kw3uDyyP",
+	"2zJRAK430K2XWYRi6DoOZ0qazOQm6A+sopuLcl3W+dCiHyzDuGC/2UZfCOZQuPWickMdexU7Elh19RyT",
+	"s9NsFESIV8KhKrWaywVRKKNcbflM1tJJAYcNnfesqDCbuDRv3+Tzho0P9O8F1BuG/Y+IbdE4gerxRfTt",
+	"CNmP4s/pLGJgmFo+6Bzs3NgZnh5xCXgQKzfTHwr8XKmKXYnZUusL735KuD5sa64seaT+K0mEnWFH7+M+",
+	"fyNmUw13q3TspcJXhiWgN/uvP+ST5DsytIjPtXbWGd5S9AKvXXnVSCX9Axc4CqExkEduHSMdHAibM0kV",
+	"Z+r77/OZCnhg/cZ/ev7kFUN/EaM+3kdfSC8v/Pm5FIZNT05pf7dGWOHlMG4cEHdHhGwTjjViMgbZgK5p",
+	"yAgjn4sFPPWsd+GbQSFIkOXpcJkuaEGqC6HYQcEqSYoiQQLEzftdPjHRex5o/GeBGVejs1c/7jGjdWMP",
+	"8QNvpUt/qCL+j9/g/csWe8R+1xIVnHEzwV2BZS0FRirQTrFs9Ob45BQvoO1qFvsAD16c7sG7wwJtnpUw",
+	"eG6cLGXLlaPL68GdYFw5MFTwSErdsJHj9cVeit8HNBxVsZ/G/zo4AM2n0ffADv3DMtsKfiHMUYw9zIzm",
+	"VcmtYyJCghIV/a+/vD75LyYJ5CeZ1xdf3by7+X8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -155,6 +155,24 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 			}
 		}
 		return answer(true, ""), nil
+	case "OnFlowReport":
+		var req engineapi.FlowReportHook
+		if err := json.Unmarshal(h.Body, &req); err != nil {
+			return answer(false, "malformed on_flow_report body"), nil
+		}
+		if s.Rooms != nil {
+			for _, p := range req.Players {
+				// A WHEP viewer of a room stream that left: its
+				// subscription ends with it (a killed subscriber sends
+				// no DELETE).
+				if p.Final && p.App == rooms.App && p.Protocol == rooms.WebRTCProtocol && p.Viewer != "" {
+					if err := s.Rooms.SubscriberSessionEnded(ctx, p.Stream, p.Viewer); err != nil {
+						return engineapi.HookAnswer{}, err
+					}
+				}
+			}
+		}
+		return answer(true, ""), nil
 	case "OnRtspAuth":
 		var req engineapi.RTSPAuthHook
 		if err := json.Unmarshal(h.Body, &req); err != nil || req.User == "" {

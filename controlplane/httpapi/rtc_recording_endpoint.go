@@ -145,9 +145,30 @@ func (e *rtcEndpoints) GetRtcRecordingManifest(ctx context.Context, req contract
 	if err != nil {
 		return nil, err
 	}
-	out := contract.GetRtcRecordingManifest200JSONResponse{RecordingId: mustUUID(m.Recording.RecordingID), State: contract.RtcRecordingState(m.Recording.State),
+	out, err := toManifest(m)
+	if err != nil {
+		return nil, err
+	}
+	return contract.GetRtcRecordingManifest200JSONResponse(out), nil
+}
+
+func (e *rtcEndpoints) GetRtcSessionPlaybackManifest(ctx context.Context, req contract.GetRtcSessionPlaybackManifestRequestObject) (
+	contract.GetRtcSessionPlaybackManifestResponseObject, error) {
+	m, err := e.rooms.SessionManifest(requestContext(ctx), roomID(req.RoomId), participantToken(ctx, false))
+	if err != nil {
+		return nil, err
+	}
+	out, err := toManifest(m)
+	if err != nil {
+		return nil, err
+	}
+	return contract.GetRtcSessionPlaybackManifest200JSONResponse(out), nil
+}
+
+func toManifest(m *rooms.Manifest) (contract.RtcRecordingManifest, error) {
+	out := contract.RtcRecordingManifest{RecordingId: mustUUID(m.Recording.RecordingID), State: contract.RtcRecordingState(m.Recording.State),
 		OriginAtUtc: m.Recording.OriginAt, DurationMilliseconds: m.DurationMs, Tracks: []contract.RtcManifestTrack{},
-		Composites: []map[string]any{}, Events: []map[string]any{}, NextSequence: m.NextSequence}
+		Composites: []contract.RtcComposite{}, Events: []map[string]any{}, NextSequence: m.NextSequence}
 	for _, tr := range m.Tracks {
 		ct := contract.RtcManifestTrack{ParticipantId: mustUUID(string(tr.ParticipantID)), DeviceSessionId: mustUUID(tr.DeviceSessionID),
 			MediaKind: contract.RtcMediaKind(tr.MediaKind), Codec: tr.Codec, Files: []contract.RtcManifestFile{}}
@@ -156,5 +177,22 @@ func (e *rtcEndpoints) GetRtcRecordingManifest(ctx context.Context, req contract
 		}
 		out.Tracks = append(out.Tracks, ct)
 	}
+	for i := range m.Composites {
+		out.Composites = append(out.Composites, toComposite(&m.Composites[i]))
+	}
+	exports := []contract.RtcFullExport{}
+	for i := range m.Exports {
+		exports = append(exports, toExport(&m.Exports[i]))
+	}
+	out.Exports = &exports
+	atts, err := rooms.Attachments(m)
+	if err != nil {
+		return out, err
+	}
+	list := []contract.RtcRecordingAttachment{}
+	for _, a := range atts {
+		list = append(list, contract.RtcRecordingAttachment{AttachmentId: a.AttachmentID, Name: a.Name, ContentType: a.ContentType})
+	}
+	out.Attachments = &list
 	return out, nil
 }

@@ -212,6 +212,10 @@ type Manifest struct {
 	Recording  *Recording
 	DurationMs int64
 	Tracks     []ManifestTrack
+	// Composites are its member copies and full-meeting MP4, Exports
+	// its full exports.
+	Composites []Composite
+	Exports    []Export
 	// NextSequence continues the public events after afterSequence; the
 	// platform keeps no public (chat, whiteboard, control, speech)
 	// events yet, so there are none.
@@ -221,7 +225,15 @@ type Manifest struct {
 // RecordingManifest answers a recording's manifest to an archive ticket
 // with view.
 func (s *Service) RecordingManifest(ctx context.Context, id RoomID, ticket, recordingID string, afterSequence int64) (*Manifest, error) {
-	r, err := s.checkArchive(ctx, id, ticket, ActionView)
+	if _, err := s.checkArchive(ctx, id, ticket, ActionView); err != nil {
+		return nil, err
+	}
+	return s.manifest(ctx, id, recordingID, afterSequence)
+}
+
+// manifest is a recording's manifest, its ticket checked.
+func (s *Service) manifest(ctx context.Context, id RoomID, recordingID string, afterSequence int64) (*Manifest, error) {
+	r, _, err := s.room(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +248,12 @@ func (s *Service) RecordingManifest(ctx context.Context, id RoomID, ticket, reco
 	m := &Manifest{Recording: rec, DurationMs: end.Sub(rec.OriginAt).Milliseconds(), Tracks: []ManifestTrack{}, NextSequence: afterSequence}
 	byPub, err := s.recordingFiles(ctx, r, rec)
 	if err != nil {
+		return nil, err
+	}
+	if m.Composites, err = s.composites(ctx, id, recordingID); err != nil {
+		return nil, err
+	}
+	if m.Exports, err = s.recordingExports(ctx, id, recordingID); err != nil {
 		return nil, err
 	}
 	for _, pubID := range rec.Publications {

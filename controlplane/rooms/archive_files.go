@@ -102,8 +102,8 @@ func (s *Service) listRecordings(ctx context.Context, where []query.Cond, f Reco
 		Order: []query.Order{query.Desc("origin_ms"), query.Desc(query.Key)}}, f.Page, f.PageSize, query.JSON[Recording])
 }
 
-// RecordingFileURL is where the file of a recording's track is read
-// from, for an archive ticket holding action (play for the media,
+// RecordingFileURL is where the file of a recording's track, or one of
+// its Available composites, is read from, for an archive ticket holding action (play for the media,
 // download for the attachment). The file must be one of the recording's
 // tracks; while the recording stops, its files are not all sealed and
 // none is handed out.
@@ -118,6 +118,9 @@ func (s *Service) RecordingFileURL(ctx context.Context, id RoomID, ticket, recor
 	}
 	if rec.State == RecordingStopping || rec.State == RecordingStarting {
 		return "", ErrRecordingNotReady
+	}
+	if u, found, err := s.compositeURL(ctx, r, rec, fileID, action); found || err != nil {
+		return u, err
 	}
 	if s.Archive == nil {
 		return "", ErrRecordingNotFound

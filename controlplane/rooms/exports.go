@@ -213,6 +213,11 @@ func (s *Service) Exports(ctx context.Context, id RoomID, ticket, recordingID st
 	if _, err := s.recording(ctx, id, recordingID); err != nil {
 		return nil, err
 	}
+	return s.recordingExports(ctx, id, recordingID)
+}
+
+// recordingExports are a recording's exports with their states.
+func (s *Service) recordingExports(ctx context.Context, id RoomID, recordingID string) ([]Export, error) {
 	all, err := store.Records[Export](ctx, s.Store, exportKey(id, recordingID, ""), store.Local)
 	if err != nil {
 		return nil, err

@@ -71,6 +71,8 @@ type Recording struct {
 	// TrackRetries counts the tracks the sweep started again after their
 	// recorder failed.
 	TrackRetries int `json:"trackRetries,omitempty"`
+	// CompositesPlanned is set, with the composites, once it Stopped.
+	CompositesPlanned bool `json:"compositesPlanned,omitempty"`
 }
 
 // Active reports whether the recording still runs (a second start
@@ -420,6 +422,9 @@ func (s *Service) stopRecording(ctx context.Context, id RoomID, recordingID stri
 		room.CurrentRecordingID = ""
 		return true, nil
 	}); err != nil {
+		return nil, err
+	}
+	if err := s.planComposites(ctx, id, recordingID); err != nil {
 		return nil, err
 	}
 	return rec, nil

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -73,6 +74,11 @@ type Service struct {
 	Issuer Issuer
 	// Exporter cuts full exports of recordings.
 	Exporter Exporter
+	// Composer renders member copies and the full-meeting MP4.
+	Composer Composer
+
+	wakeOnce sync.Once
+	wake     chan struct{}
 }
 
 // Caller is the API token calling a management operation.

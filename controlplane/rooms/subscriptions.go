@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -234,4 +235,68 @@ func (s *Service) endSubscriptions(ctx context.Context, r *Room, match func(*Sub
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// WebRTCProtocol is the engine's protocol name of WHEP viewers in flow
+// reports.
+const WebRTCProtocol = "webrtc"
+
+// SubscriberSessionEnded takes the engine's report that a WHEP viewer of
+// a room stream left (on_flow_report, final), named by its session (the
+// WHEP resource's id): the subscription holding that session moves to
+// Ended. A DELETE through the platform ended it already; a viewer that
+// vanished (ICE failed, the device killed) or a session the engine
+// closed ends here. Contract A has no subscription event, so none is
+// written. Other streams and sessions are ignored.
+func (s *Service) SubscriberSessionEnded(ctx context.Context, stream, session string) error {
+	roomID, pubID, ok := strings.Cut(stream, ".")
+	if !ok || session == "" {
+		return nil
+	}
+	r, _, err := s.room(ctx, RoomID(roomID))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		prefix := subscriptionsPrefix + string(r.RoomID) + "/"
+		resp, err := s.Store.Range(ctx, prefix, store.RangeOptions{End: store.PrefixEnd(prefix), Consistency: store.Local})
+		if err != nil {
+			return err
+		}
+		var found *store.KeyValue
+		var sub Subscription
+		for _, kv := range resp.KVs {
+			x, err := store.Decode[Subscription](kv)
+			if err != nil {
+				return err
+			}
+			if x.PublicationID == pubID && x.State == SubscriptionActive && x.EngineSession == session {
+				found, sub = kv, x
+				break
+			}
+		}
+		if found == nil {
+			return nil
+		}
+		sub.State, sub.EngineSession = SubscriptionEnded, ""
+		val, err := json.Marshal(sub)
+		if err != nil {
+			return err
+		}
+		tr, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(found.Key, found.ModRevision)},
+			Then: []store.Op{store.Put(found.Key, val)}})
+		if err != nil {
+			return err
+		}
+		if tr.Succeeded {
+			return nil
+		}
+		if err := s.Store.WaitForRevision(ctx, tr.Header.Revision); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: subscriptions of room %s", store.ErrContended, roomID)
 }

@@ -110,6 +110,9 @@ func (s *Server) loops() []loop {
 		{name: "meeting room sweep", leader: true, run: func(ctx context.Context) {
 			s.Rooms.RunSweeper(ctx, roomSweepInterval, func(err error) { log.Named("rooms").Warn("room sweep", zap.Error(err)) })
 		}},
+		{name: "meeting composites", leader: true, run: func(ctx context.Context) {
+			s.Rooms.RunComposites(ctx, roomCompositeInterval, func(err error) { log.Named("rooms").Warn("meeting composites", zap.Error(err)) })
+		}},
 		{name: "playback lease sweeper", leader: true, run: func(ctx context.Context) { s.Playback.RunSweeper(ctx, log.Named("playback")) }},
 	}
 }

@@ -33,7 +33,7 @@ func (s *Server) startRooms(cfg config.Config, keys *keyring.Keyring) {
 			}
 			return rec.MediaServerID, nil
 		}}, Recorder: roomRecorder{s.Recording}, Archive: roomArchive{s.Recording},
-		Exporter: roomExporter{s.Recording},
+		Exporter: roomExporter{s.Recording}, Composer: roomComposer{s},
 		Issuer: func(ctx context.Context, credentialID, perm string) (bool, error) {
 			// The same answer playback grants get: the token or console
 			// session as it is now, within its owner's permissions.
@@ -43,6 +43,7 @@ func (s *Server) startRooms(cfg config.Config, keys *keyring.Keyring) {
 			}
 			return ts.Valid && permission.Grants(ts.Permissions, perm), nil
 		}}
+	s.Playback.Resources = s.roomResources(s.Playback.Resources)
 }
 
 // roomArchive reads the files recorded of room streams from the

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/svcplatform/svc/mediaengine/composite"
 	"github.com/svcplatform/svc/mediaengine/hub"
 	"github.com/svcplatform/svc/mediaengine/player"
 	"github.com/svcplatform/svc/mediaengine/proxy"
@@ -64,7 +65,9 @@ type Parts struct {
 	Players *player.Registry
 	Proxies *proxy.Registry
 	Records *recorder.Recorder
-	Log     *zap.Logger
+	// Composites renders meeting composites from Records' files.
+	Composites *composite.Pool
+	Log        *zap.Logger
 }
 
 type api struct{ Parts }
@@ -94,6 +97,7 @@ func Handler(secret string, p Parts) http.Handler {
 	mux.HandleFunc("POST "+engineapi.PathRecordingStop, a.stopRecording)
 	mux.HandleFunc("POST "+engineapi.PathRecordingFilesDelete, a.deleteRecordFiles)
 	mux.HandleFunc("POST "+engineapi.PathRecordingCutMerge, a.cutMerge)
+	mux.HandleFunc("POST "+engineapi.PathRecordingComposite, a.renderComposite)
 	mux.HandleFunc("POST "+engineapi.PathRecordingFilesScan, a.scanRecordFiles)
 	mux.HandleFunc("POST "+engineapi.PathRecordingRootProbe, a.probeRecordingRoot)
 	mux.HandleFunc("POST "+engineapi.PathRecordingFallbackRecover, a.recoverFallback)

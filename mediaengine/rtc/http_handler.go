@@ -95,6 +95,10 @@ func (s *Server) postWHEP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) openWHEP(ctx context.Context, id string, path media.Path, params map[string]string, remote string, o *offer,
 	offerSDP string) (*whepSession, string, error) {
+	// The player carries the session's id as its viewer id, so the flow
+	// report of its end names the WHEP resource the control plane knows
+	// (a room subscription then ends with it).
+	params[SessionParam] = id
 	rd, sent, leave, err := s.host.Play(ctx, path, Protocol, remote, params)
 	if err != nil {
 		return nil, "", err

@@ -71,6 +71,11 @@ const (
 // Protocol names WebRTC players and publishers in hooks and listings.
 const Protocol = "webrtc"
 
+// SessionParam is the player parameter that carries a WHEP session's id
+// (the last segment of its resource URL); flow reports show it as the
+// player's viewer id.
+const SessionParam = "svc_viewer"
+
 // Server is the WebRTC server.
 type Server struct {
 	cfg  Config

@@ -57,6 +57,8 @@ var CommandTypes = map[string]bool{
 	// A cut/merge rewrites the same output when repeated; a scan only
 	// reads (and repairs what no one writes, which a repeat finds done).
 	TypeEngineRecordCutMerge: true, TypeEngineRecordScan: true,
+	// A composite render joins the running one or answers the output.
+	TypeEngineRecordComposite: true,
 	// A probe only reads; validating again finds the marker it wrote.
 	TypeEngineRecordRootProbe: true, TypeEngineRecordRootValidate: true,
 	// A recovery run again finds the moved files on the primary

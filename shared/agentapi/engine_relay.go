@@ -57,6 +57,9 @@ const (
 	// TypeEngineRecordCutMerge writes a cut/merge output:
 	// engineapi.CutMergeRequest in, engineapi.CutMergeResult out.
 	TypeEngineRecordCutMerge = "engine.record.cutmerge"
+	// TypeEngineRecordComposite renders a meeting composite:
+	// engineapi.CompositeRequest in, engineapi.CompositeResult out.
+	TypeEngineRecordComposite = "engine.record.composite"
 	// TypeEngineRecordRootProbe checks a candidate recording root without
 	// writing to it: engineapi.RootProbeRequest in (Bind ignored),
 	// engineapi.RootProbe out.

@@ -271,6 +271,8 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 		t.Fatalf("Bob's WHEP played %d frames of %dx%d, DELETE %d: %s", frames, width, height, deleted, out)
 	}
 
+	checkKilledSubscriber(t, cp, room.RoomID, bob, pub.PublicationID)
+
 	var pt struct{ URL string }
 	if st, body := device(t, cp.api, bob, "POST", dev+"/playback-ticket", map[string]any{"publicationId": pub.PublicationID}, &pt); st != 200 ||
 		!strings.Contains(pt.URL, "/rtc/"+room.RoomID+"."+pub.PublicationID+".live.flv?svc_ticket=") {
@@ -382,6 +384,7 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 	}
 	checkTrackFiles(t, cp, be, room.RoomID, recd.RecordingID, archive.Token, manifest.Tracks[0].Files[0].FileID)
 	checkFullExport(t, cp, be, room.RoomID, recd.RecordingID, archive.Token, pub.PublicationID)
+	checkComposites(t, cp, be, room.RoomID, recd.RecordingID, alice)
 
 	h.mu.Lock()
 	h.stop = true
