@@ -97,27 +97,8 @@ func (e *systemEndpoints) GetHealth(ctx context.Context, _ contract.GetHealthReq
 	return contract.GetHealth200JSONResponse(snap), nil
 }
 
-func (e *systemEndpoints) GetSystemInfo(ctx context.Context, _ contract.GetSystemInfoRequestObject) (contract.GetSystemInfoResponseObject, error) {
-	ctx = requestContext(ctx)
-	return contract.GetSystemInfo200JSONResponse(e.svc.Info(ctx)), nil
-}
-
-func (e *systemEndpoints) GetSystemVersion(_ context.Context, _ contract.GetSystemVersionRequestObject) (contract.GetSystemVersionResponseObject, error) {
-	return contract.GetSystemVersion200JSONResponse(e.svc.Version()), nil
-}
-
-func (e *systemEndpoints) ListSystemRoles(_ context.Context, _ contract.ListSystemRolesRequestObject) (contract.ListSystemRolesResponseObject, error) {
-	return contract.ListSystemRoles200JSONResponse(e.svc.Roles()), nil
-}
-
 func (e *systemEndpoints) ListBackgroundTasks(_ context.Context, _ contract.ListBackgroundTasksRequestObject) (contract.ListBackgroundTasksResponseObject, error) {
 	return contract.ListBackgroundTasks200JSONResponse(e.svc.BackgroundTasks()), nil
-}
-
-func (e *systemEndpoints) GetConsoleSummary(ctx context.Context, _ contract.GetConsoleSummaryRequestObject) (contract.GetConsoleSummaryResponseObject, error) {
-	ctx = requestContext(ctx)
-	s, err := e.svc.ConsoleSummary(ctx)
-	return contract.GetConsoleSummary200JSONResponse(s), err
 }
 
 func (e *systemEndpoints) GetSystemReadiness(ctx context.Context, r contract.GetSystemReadinessRequestObject) (contract.GetSystemReadinessResponseObject, error) {
@@ -245,28 +226,6 @@ func (e *systemEndpoints) RunSystemTask(ctx context.Context, r contract.RunSyste
 	ctx = requestContext(ctx)
 	res, err := e.svc.RunTask(ctx, r.TaskName, deref(r.Body.Preview, false))
 	return contract.RunSystemTask200JSONResponse(res), err
-}
-
-func (e *systemEndpoints) GetRuntimeDiagnostics(_ context.Context, _ contract.GetRuntimeDiagnosticsRequestObject) (contract.GetRuntimeDiagnosticsResponseObject, error) {
-	return contract.GetRuntimeDiagnostics200JSONResponse(e.svc.Diagnostics()), nil
-}
-
-func (e *systemEndpoints) ListRuntimePorts(_ context.Context, _ contract.ListRuntimePortsRequestObject) (contract.ListRuntimePortsResponseObject, error) {
-	return contract.ListRuntimePorts200JSONResponse(e.svc.Ports()), nil
-}
-
-func (e *systemEndpoints) SendTestEmail(ctx context.Context, r contract.SendTestEmailRequestObject) (contract.SendTestEmailResponseObject, error) {
-	ctx = requestContext(ctx)
-	for _, l := range []struct {
-		lim *ratelimit.Limiter
-		key string
-	}{{e.emails, identity.From(ctx).CredentialID}, {e.emailsAll, "node"}} {
-		if ok, wait := l.lim.Allow(l.key); !ok {
-			return nil, rateLimited(wait)
-		}
-	}
-	res, err := e.svc.SendTestEmail(string(r.Body.To), deref(r.Body.Subject, ""), actorOf(ctx))
-	return contract.SendTestEmail200JSONResponse(res), err
 }
 
 func (e *systemEndpoints) GetClusterStatus(ctx context.Context, r contract.GetClusterStatusRequestObject) (contract.GetClusterStatusResponseObject, error) {
