@@ -40,6 +40,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/talk"
+	"github.com/svcplatform/svc/controlplane/tasks"
 	"github.com/svcplatform/svc/controlplane/transcoder"
 	"github.com/svcplatform/svc/controlplane/tuning"
 	"github.com/svcplatform/svc/controlplane/webhooks"
@@ -59,6 +60,7 @@ type Deps struct {
 	Cluster         *cluster.Service
 	StoreAudit      *storeaudit.Auditor
 	Retention       *retention.Cleaner
+	Tasks           *tasks.Registry
 	Node            *raftnode.Node
 	LinkKeys        [][]byte
 	ContractYAML    []byte
@@ -182,7 +184,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	}
 	talkEP := &talkEndpoints{talk: d.Talk, gb: d.GB28181, store: d.Node, relay: relay}
 	handlers := endpoints{
-		systemEndpoints: &systemEndpoints{svc: d.System, cluster: d.Cluster, store: d.StoreAudit, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
+		systemEndpoints: &systemEndpoints{svc: d.System, tasks: d.Tasks, cluster: d.Cluster, store: d.StoreAudit, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
 			emails: ratelimit.New(testEmailsPerMinute, testEmailsPerMinute), emailsAll: ratelimit.New(testEmailsPerNodeMinute, testEmailsPerNodeMinute)},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},

@@ -15,12 +15,14 @@ import (
 	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/storeaudit"
 	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/tasks"
 )
 
 // systemEndpoints implements the strict server interface for module 01 and
 // the cluster status; each method hands over to system.Service.
 type systemEndpoints struct {
 	svc       *system.Service
+	tasks     *tasks.Registry
 	cluster   *cluster.Service
 	store     *storeaudit.Auditor
 	retention *retention.Cleaner
@@ -95,10 +97,6 @@ func (e *systemEndpoints) GetHealth(ctx context.Context, _ contract.GetHealthReq
 		return contract.GetHealth503JSONResponse(snap), nil
 	}
 	return contract.GetHealth200JSONResponse(snap), nil
-}
-
-func (e *systemEndpoints) ListBackgroundTasks(_ context.Context, _ contract.ListBackgroundTasksRequestObject) (contract.ListBackgroundTasksResponseObject, error) {
-	return contract.ListBackgroundTasks200JSONResponse(e.svc.BackgroundTasks()), nil
 }
 
 func (e *systemEndpoints) GetSystemReadiness(ctx context.Context, r contract.GetSystemReadinessRequestObject) (contract.GetSystemReadinessResponseObject, error) {
@@ -216,16 +214,6 @@ func (e *systemEndpoints) GetSourceDocumentationAudit(
 ) (contract.GetSourceDocumentationAuditResponseObject, error) {
 	rep := e.svc.DocumentationAudit(deref(r.Params.OnlyProblems, false), deref(r.Params.CheckParameterAndReturnTags, false), int(deref(r.Params.MaxResults, 500)))
 	return contract.GetSourceDocumentationAudit200JSONResponse(rep), nil
-}
-
-func (e *systemEndpoints) ListSystemTasks(_ context.Context, _ contract.ListSystemTasksRequestObject) (contract.ListSystemTasksResponseObject, error) {
-	return contract.ListSystemTasks200JSONResponse(e.svc.SystemTasks()), nil
-}
-
-func (e *systemEndpoints) RunSystemTask(ctx context.Context, r contract.RunSystemTaskRequestObject) (contract.RunSystemTaskResponseObject, error) {
-	ctx = requestContext(ctx)
-	res, err := e.svc.RunTask(ctx, r.TaskName, deref(r.Body.Preview, false))
-	return contract.RunSystemTask200JSONResponse(res), err
 }
 
 func (e *systemEndpoints) GetClusterStatus(ctx context.Context, r contract.GetClusterStatusRequestObject) (contract.GetClusterStatusResponseObject, error) {

@@ -17,13 +17,11 @@ import (
 	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/tasks"
 )
 
 // Sentinel errors, mapped to contract codes at the HTTP boundary.
 var (
-	ErrUnknownTask        = fault.New(fault.NotFound, "not_found", "unknown task")
-	ErrTaskRunning        = fault.New(fault.Conflict, "conflict", "task is already running")
-	ErrTaskOnLeader       = fault.NewRetryable(fault.Conflict, "conflict", "task runs on the leader only; this node does not lead now")
 	ErrEmailNotConfigured = fault.New(fault.Conflict, "notifications_not_configured", "operations e-mail is not configured: set smtp-host and smtp-from to enable it")
 	ErrEmailFailed        = fault.NewRetryable(fault.Unavailable, "smtp_failed", "SMTP delivery failed")
 	ErrInvalidEmail       = fault.New(fault.Invalid, "invalid_body", "invalid e-mail request")
@@ -59,7 +57,7 @@ type Deps struct {
 	StartedAt time.Time
 	Spec      *openapi3.T
 	Routes    func() []Route
-	Tasks     *Tasks
+	Tasks     *tasks.Registry
 	Ports     []Port
 	SMTP      SMTP
 	// Retention is the store's cleanup, run by the data-retention-cleanup
