@@ -9,6 +9,7 @@ import (
 
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/cluster"
+	"github.com/svcplatform/svc/controlplane/contractaudit"
 	"github.com/svcplatform/svc/controlplane/identity"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/ratelimit"
@@ -23,6 +24,7 @@ import (
 type systemEndpoints struct {
 	svc       *system.Service
 	tasks     *tasks.Registry
+	contract  *contractaudit.Auditor
 	cluster   *cluster.Service
 	store     *storeaudit.Auditor
 	retention *retention.Cleaner
@@ -202,18 +204,6 @@ func (e *systemEndpoints) GetDocsUi(_ context.Context, r contract.GetDocsUiReque
 		return contract.GetDocsUi200ApplicationyamlResponse{Body: bytes.NewReader(e.yaml), ContentLength: int64(len(e.yaml))}, nil
 	}
 	return contract.GetDocsUi200TexthtmlResponse{Body: bytes.NewReader(e.docs), ContentLength: int64(len(e.docs))}, nil
-}
-
-func (e *systemEndpoints) GetOpenApiAudit(_ context.Context, r contract.GetOpenApiAuditRequestObject) (contract.GetOpenApiAuditResponseObject, error) {
-	return contract.GetOpenApiAudit200JSONResponse(e.svc.OpenAPIAudit(deref(r.Params.OnlyProblems, false))), nil
-}
-
-func (e *systemEndpoints) GetSourceDocumentationAudit(
-	_ context.Context,
-	r contract.GetSourceDocumentationAuditRequestObject,
-) (contract.GetSourceDocumentationAuditResponseObject, error) {
-	rep := e.svc.DocumentationAudit(deref(r.Params.OnlyProblems, false), deref(r.Params.CheckParameterAndReturnTags, false), int(deref(r.Params.MaxResults, 500)))
-	return contract.GetSourceDocumentationAudit200JSONResponse(rep), nil
 }
 
 func (e *systemEndpoints) GetClusterStatus(ctx context.Context, r contract.GetClusterStatusRequestObject) (contract.GetClusterStatusResponseObject, error) {

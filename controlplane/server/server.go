@@ -34,6 +34,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/connguard"
+	"github.com/svcplatform/svc/controlplane/contractaudit"
 	"github.com/svcplatform/svc/controlplane/enginehooks"
 	"github.com/svcplatform/svc/controlplane/engines"
 	"github.com/svcplatform/svc/controlplane/events"
@@ -220,12 +221,12 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		smtpPassword = strings.TrimSpace(string(b))
 	}
 	registry := tasks.New(log.Named("tasks"), node.Leadership().IsLeader)
-	var routes func() []system.Route
+	var routes func() []contractaudit.Route
 	cleaner := retention.New(node, cfg.HistoryRetention)
 	s.Cluster = cluster.New(cluster.Deps{Node: node, NodeID: cfg.NodeID, Engines: s.runningEngines})
 	s.System = system.New(system.Deps{
-		Node: node, NodeID: cfg.NodeID, APIURL: cfg.APIURL(), StartedAt: time.Now(), Spec: ops.Spec,
-		Routes: func() []system.Route { return routes() }, Tasks: registry, Ports: ports(cfg, s.HTTPAddr, node.RaftAddress(), s.agents.agentAddr()),
+		Node: node, NodeID: cfg.NodeID, APIURL: cfg.APIURL(), StartedAt: time.Now(),
+		Tasks: registry, Ports: ports(cfg, s.HTTPAddr, node.RaftAddress(), s.agents.agentAddr()),
 		SMTP:      system.SMTP{Host: cfg.SMTPHost, Port: cfg.SMTPPort, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: smtpPassword, StartTLS: cfg.SMTPStartTLS},
 		Retention: cleaner, Cluster: s.Cluster,
 	})
@@ -289,7 +290,8 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		RTSPAuth:     rtspCreds,
 		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ClientIPHeaders: cfg.ClientIPHeaders, System: s.System, Node: node,
 		Cluster: s.Cluster, StoreAudit: storeaudit.New(node, OwnedPrefixes), Retention: cleaner, Tasks: registry,
-		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
+		ContractAudit: contractaudit.New(ops.Spec, func() []contractaudit.Route { return routes() }),
+		LinkKeys:      keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,
 		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, GB28181: s.GB28181, GBPlayback: s.gbPlayback,
@@ -304,7 +306,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	routes = func() []system.Route { return httpapi.Routes(engine) }
+	routes = func() []contractaudit.Route { return httpapi.Routes(engine) }
 	s.http = &http.Server{Handler: connguard.BodyDeadline(engine, cfg.RequestBodyTimeout), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 
 	go func() {

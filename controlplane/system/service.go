@@ -1,17 +1,17 @@
-// Package system answers the rest of the "System and health" operations:
-// build and process information, the store's migration, residue and
-// schema audits, the contract audit against the routes, built-in tasks,
-// runtime diagnostics, listening ports and the operations e-mail test.
-// Health, readiness, the cluster's members and the parity audit are
-// controlplane/cluster's; the store's cleanup is controlplane/retention's.
+// Package system answers for this control node as a process: its build
+// and version, its roles, the console's overview, runtime diagnostics, the
+// ports its modules listen on and the operations e-mail test; it also
+// registers the built-in tasks every control node offers. Health,
+// readiness, the cluster's members and the parity audit are
+// controlplane/cluster's; the store's cleanup is controlplane/retention's,
+// its audits controlplane/storeaudit's; the task registry is
+// controlplane/tasks; the contract's audits are controlplane/contractaudit.
 // It knows nothing of HTTP.
 package system
 
 import (
 	"context"
 	"time"
-
-	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/svcplatform/svc/controlplane/cluster"
 	"github.com/svcplatform/svc/controlplane/fault"
@@ -26,12 +26,6 @@ var (
 	ErrEmailFailed        = fault.NewRetryable(fault.Unavailable, "smtp_failed", "SMTP delivery failed")
 	ErrInvalidEmail       = fault.New(fault.Invalid, "invalid_body", "invalid e-mail request")
 )
-
-// Route is one registered HTTP route, for the contract audit.
-type Route struct {
-	Method string
-	Path   string // router form, /a/:b
-}
 
 // Port is one port a module of this node uses.
 type Port struct {
@@ -55,8 +49,6 @@ type Deps struct {
 	NodeID    string
 	APIURL    string
 	StartedAt time.Time
-	Spec      *openapi3.T
-	Routes    func() []Route
 	Tasks     *tasks.Registry
 	Ports     []Port
 	SMTP      SMTP
