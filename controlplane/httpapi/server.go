@@ -186,7 +186,8 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	}
 	talkEP := &talkEndpoints{talk: d.Talk, gb: d.GB28181, store: d.Node, relay: relay}
 	handlers := endpoints{
-		systemEndpoints: &systemEndpoints{svc: d.System, tasks: d.Tasks, contract: d.ContractAudit, cluster: d.Cluster, store: d.StoreAudit, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
+		systemEndpoints: &systemEndpoints{svc: d.System, tasks: d.Tasks, contract: d.ContractAudit, cluster: d.Cluster, store: d.StoreAudit, retention: d.Retention,
+			nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
 			emails: ratelimit.New(testEmailsPerMinute, testEmailsPerMinute), emailsAll: ratelimit.New(testEmailsPerNodeMinute, testEmailsPerNodeMinute)},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},
