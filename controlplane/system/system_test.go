@@ -202,4 +202,3 @@ func TestSendTestEmail(t *testing.T) {
 		t.Fatalf("no server: %v", err)
 	}
 }
-
