@@ -19,6 +19,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/cluster"
 	"github.com/svcplatform/svc/controlplane/clusterca"
+	"github.com/svcplatform/svc/controlplane/contractaudit"
 	"github.com/svcplatform/svc/controlplane/engines"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/gb28181"
@@ -40,6 +41,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/talk"
+	"github.com/svcplatform/svc/controlplane/tasks"
 	"github.com/svcplatform/svc/controlplane/transcoder"
 	"github.com/svcplatform/svc/controlplane/tuning"
 	"github.com/svcplatform/svc/controlplane/webhooks"
@@ -59,6 +61,8 @@ type Deps struct {
 	Cluster         *cluster.Service
 	StoreAudit      *storeaudit.Auditor
 	Retention       *retention.Cleaner
+	Tasks           *tasks.Registry
+	ContractAudit   *contractaudit.Auditor
 	Node            *raftnode.Node
 	LinkKeys        [][]byte
 	ContractYAML    []byte
@@ -182,7 +186,8 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	}
 	talkEP := &talkEndpoints{talk: d.Talk, gb: d.GB28181, store: d.Node, relay: relay}
 	handlers := endpoints{
-		systemEndpoints: &systemEndpoints{svc: d.System, cluster: d.Cluster, store: d.StoreAudit, retention: d.Retention, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
+		systemEndpoints: &systemEndpoints{svc: d.System, tasks: d.Tasks, contract: d.ContractAudit, cluster: d.Cluster, store: d.StoreAudit, retention: d.Retention,
+			nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
 			emails: ratelimit.New(testEmailsPerMinute, testEmailsPerMinute), emailsAll: ratelimit.New(testEmailsPerNodeMinute, testEmailsPerNodeMinute)},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},
@@ -264,10 +269,10 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 }
 
 // Routes lists the registered routes for the contract audit.
-func Routes(e *gin.Engine) []system.Route {
-	var out []system.Route
+func Routes(e *gin.Engine) []contractaudit.Route {
+	var out []contractaudit.Route
 	for _, r := range e.Routes() {
-		out = append(out, system.Route{Method: r.Method, Path: r.Path})
+		out = append(out, contractaudit.Route{Method: r.Method, Path: r.Path})
 	}
 	return out
 }

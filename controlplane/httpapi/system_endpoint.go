@@ -9,18 +9,22 @@ import (
 
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/cluster"
+	"github.com/svcplatform/svc/controlplane/contractaudit"
 	"github.com/svcplatform/svc/controlplane/identity"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/storeaudit"
 	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/tasks"
 )
 
 // systemEndpoints implements the strict server interface for module 01 and
 // the cluster status; each method hands over to system.Service.
 type systemEndpoints struct {
 	svc       *system.Service
+	tasks     *tasks.Registry
+	contract  *contractaudit.Auditor
 	cluster   *cluster.Service
 	store     *storeaudit.Auditor
 	retention *retention.Cleaner
@@ -95,29 +99,6 @@ func (e *systemEndpoints) GetHealth(ctx context.Context, _ contract.GetHealthReq
 		return contract.GetHealth503JSONResponse(snap), nil
 	}
 	return contract.GetHealth200JSONResponse(snap), nil
-}
-
-func (e *systemEndpoints) GetSystemInfo(ctx context.Context, _ contract.GetSystemInfoRequestObject) (contract.GetSystemInfoResponseObject, error) {
-	ctx = requestContext(ctx)
-	return contract.GetSystemInfo200JSONResponse(e.svc.Info(ctx)), nil
-}
-
-func (e *systemEndpoints) GetSystemVersion(_ context.Context, _ contract.GetSystemVersionRequestObject) (contract.GetSystemVersionResponseObject, error) {
-	return contract.GetSystemVersion200JSONResponse(e.svc.Version()), nil
-}
-
-func (e *systemEndpoints) ListSystemRoles(_ context.Context, _ contract.ListSystemRolesRequestObject) (contract.ListSystemRolesResponseObject, error) {
-	return contract.ListSystemRoles200JSONResponse(e.svc.Roles()), nil
-}
-
-func (e *systemEndpoints) ListBackgroundTasks(_ context.Context, _ contract.ListBackgroundTasksRequestObject) (contract.ListBackgroundTasksResponseObject, error) {
-	return contract.ListBackgroundTasks200JSONResponse(e.svc.BackgroundTasks()), nil
-}
-
-func (e *systemEndpoints) GetConsoleSummary(ctx context.Context, _ contract.GetConsoleSummaryRequestObject) (contract.GetConsoleSummaryResponseObject, error) {
-	ctx = requestContext(ctx)
-	s, err := e.svc.ConsoleSummary(ctx)
-	return contract.GetConsoleSummary200JSONResponse(s), err
 }
 
 func (e *systemEndpoints) GetSystemReadiness(ctx context.Context, r contract.GetSystemReadinessRequestObject) (contract.GetSystemReadinessResponseObject, error) {
@@ -223,50 +204,6 @@ func (e *systemEndpoints) GetDocsUi(_ context.Context, r contract.GetDocsUiReque
 		return contract.GetDocsUi200ApplicationyamlResponse{Body: bytes.NewReader(e.yaml), ContentLength: int64(len(e.yaml))}, nil
 	}
 	return contract.GetDocsUi200TexthtmlResponse{Body: bytes.NewReader(e.docs), ContentLength: int64(len(e.docs))}, nil
-}
-
-func (e *systemEndpoints) GetOpenApiAudit(_ context.Context, r contract.GetOpenApiAuditRequestObject) (contract.GetOpenApiAuditResponseObject, error) {
-	return contract.GetOpenApiAudit200JSONResponse(e.svc.OpenAPIAudit(deref(r.Params.OnlyProblems, false))), nil
-}
-
-func (e *systemEndpoints) GetSourceDocumentationAudit(
-	_ context.Context,
-	r contract.GetSourceDocumentationAuditRequestObject,
-) (contract.GetSourceDocumentationAuditResponseObject, error) {
-	rep := e.svc.DocumentationAudit(deref(r.Params.OnlyProblems, false), deref(r.Params.CheckParameterAndReturnTags, false), int(deref(r.Params.MaxResults, 500)))
-	return contract.GetSourceDocumentationAudit200JSONResponse(rep), nil
-}
-
-func (e *systemEndpoints) ListSystemTasks(_ context.Context, _ contract.ListSystemTasksRequestObject) (contract.ListSystemTasksResponseObject, error) {
-	return contract.ListSystemTasks200JSONResponse(e.svc.SystemTasks()), nil
-}
-
-func (e *systemEndpoints) RunSystemTask(ctx context.Context, r contract.RunSystemTaskRequestObject) (contract.RunSystemTaskResponseObject, error) {
-	ctx = requestContext(ctx)
-	res, err := e.svc.RunTask(ctx, r.TaskName, deref(r.Body.Preview, false))
-	return contract.RunSystemTask200JSONResponse(res), err
-}
-
-func (e *systemEndpoints) GetRuntimeDiagnostics(_ context.Context, _ contract.GetRuntimeDiagnosticsRequestObject) (contract.GetRuntimeDiagnosticsResponseObject, error) {
-	return contract.GetRuntimeDiagnostics200JSONResponse(e.svc.Diagnostics()), nil
-}
-
-func (e *systemEndpoints) ListRuntimePorts(_ context.Context, _ contract.ListRuntimePortsRequestObject) (contract.ListRuntimePortsResponseObject, error) {
-	return contract.ListRuntimePorts200JSONResponse(e.svc.Ports()), nil
-}
-
-func (e *systemEndpoints) SendTestEmail(ctx context.Context, r contract.SendTestEmailRequestObject) (contract.SendTestEmailResponseObject, error) {
-	ctx = requestContext(ctx)
-	for _, l := range []struct {
-		lim *ratelimit.Limiter
-		key string
-	}{{e.emails, identity.From(ctx).CredentialID}, {e.emailsAll, "node"}} {
-		if ok, wait := l.lim.Allow(l.key); !ok {
-			return nil, rateLimited(wait)
-		}
-	}
-	res, err := e.svc.SendTestEmail(string(r.Body.To), deref(r.Body.Subject, ""), actorOf(ctx))
-	return contract.SendTestEmail200JSONResponse(res), err
 }
 
 func (e *systemEndpoints) GetClusterStatus(ctx context.Context, r contract.GetClusterStatusRequestObject) (contract.GetClusterStatusResponseObject, error) {

@@ -7,13 +7,13 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/tasks"
 )
 
 // registerAuditRetention adds the leader task that keeps the audit log
 // within its retention (age and count), 500 records per Txn.
-func registerAuditRetention(tasks *system.Tasks, st store.Store, r audit.Retention) {
-	tasks.Register(system.Task{
+func registerAuditRetention(reg *tasks.Registry, st store.Store, r audit.Retention) {
+	reg.Register(tasks.Task{
 		Name: "audit-retention", Description: "remove security audit records older than --audit-retention or beyond --audit-max-entries",
 		LeaderOnly: true, Interval: time.Minute, Preview: true,
 		Run: func(ctx context.Context, preview bool) (string, map[string]string, error) {

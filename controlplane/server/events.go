@@ -14,13 +14,13 @@ import (
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
-	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/tasks"
 	"github.com/svcplatform/svc/controlplane/webhooks"
 )
 
 // startEvents assembles the event outbox, the delivery plans and the
 // leader-only dispatcher, and registers the retention task.
-func (s *Server) startEvents(bg context.Context, cfg config.Config, keys *keyring.Keyring, tasks *system.Tasks) error {
+func (s *Server) startEvents(bg context.Context, cfg config.Config, keys *keyring.Keyring, reg *tasks.Registry) error {
 	node := s.Node
 	targets := &webhooks.TargetGuard{AllowPrivate: cfg.WebhookAllowPrivateTargets}
 	s.Events = &events.Service{Store: node, Reader: node.State(), NodeID: cfg.NodeID}
@@ -35,7 +35,7 @@ func (s *Server) startEvents(bg context.Context, cfg config.Config, keys *keyrin
 		s.legacyWebhook = webhooks.LegacyEndpoint{URL: cfg.WebhookLegacyEndpoint, Secret: strings.TrimSpace(string(b))}
 	}
 	retention := webhooks.Retention{MaxAge: cfg.EventOutboxRetention, MaxEntries: cfg.EventOutboxMaxEntries}
-	tasks.Register(system.Task{
+	reg.Register(tasks.Task{
 		Name: "event-retention", Description: "remove delivered outbox events (the webhook inbox's engine hooks among them) beyond the configured retention",
 		LeaderOnly: true, Interval: time.Minute,
 		Run: func(ctx context.Context, preview bool) (string, map[string]string, error) {

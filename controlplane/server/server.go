@@ -34,6 +34,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/connguard"
+	"github.com/svcplatform/svc/controlplane/contractaudit"
 	"github.com/svcplatform/svc/controlplane/enginehooks"
 	"github.com/svcplatform/svc/controlplane/engines"
 	"github.com/svcplatform/svc/controlplane/events"
@@ -57,6 +58,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/talk"
+	"github.com/svcplatform/svc/controlplane/tasks"
 	"github.com/svcplatform/svc/controlplane/tuning"
 	"github.com/svcplatform/svc/controlplane/webhooks"
 )
@@ -124,7 +126,7 @@ type Server struct {
 	denials       *httpapi.DenialAuditor
 	agents        *agentSide
 	// tasks and tokenUsage are run by loops (loops.go).
-	tasks      *system.Tasks
+	tasks      *tasks.Registry
 	tokenUsage *apitoken.Usage
 	// bootstrapCode stands in for a loopback connection on the bootstrap
 	// until an administrator exists (printed in the log, see
@@ -218,18 +220,18 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		}
 		smtpPassword = strings.TrimSpace(string(b))
 	}
-	tasks := system.NewTasks(log.Named("tasks"), node.Leadership().IsLeader)
-	var routes func() []system.Route
+	registry := tasks.New(log.Named("tasks"), node.Leadership().IsLeader)
+	var routes func() []contractaudit.Route
 	cleaner := retention.New(node, cfg.HistoryRetention)
 	s.Cluster = cluster.New(cluster.Deps{Node: node, NodeID: cfg.NodeID, Engines: s.runningEngines})
 	s.System = system.New(system.Deps{
-		Node: node, NodeID: cfg.NodeID, APIURL: cfg.APIURL(), StartedAt: time.Now(), Spec: ops.Spec,
-		Routes: func() []system.Route { return routes() }, Tasks: tasks, Ports: ports(cfg, s.HTTPAddr, node.RaftAddress(), s.agents.agentAddr()),
+		Node: node, NodeID: cfg.NodeID, APIURL: cfg.APIURL(), StartedAt: time.Now(),
+		Tasks: registry, Ports: ports(cfg, s.HTTPAddr, node.RaftAddress(), s.agents.agentAddr()),
 		SMTP:      system.SMTP{Host: cfg.SMTPHost, Port: cfg.SMTPPort, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: smtpPassword, StartTLS: cfg.SMTPStartTLS},
 		Retention: cleaner, Cluster: s.Cluster,
 	})
 	s.System.RegisterBuiltinTasks()
-	registerAuditRetention(tasks, node, audit.Retention{MaxAge: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries})
+	registerAuditRetention(registry, node, audit.Retention{MaxAge: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries})
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	defer func() {
@@ -265,7 +267,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 			s.GB28181.Close()
 		}
 	}()
-	if err := s.startEvents(bg, cfg, keys, tasks); err != nil {
+	if err := s.startEvents(bg, cfg, keys, registry); err != nil {
 		return nil, err
 	}
 	tokens := &apitoken.Service{Store: node, Reader: node.State(), Keys: keys, Propagated: node.WaitMembersApplied}
@@ -287,8 +289,9 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Accounts:     accounts,
 		RTSPAuth:     rtspCreds,
 		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ClientIPHeaders: cfg.ClientIPHeaders, System: s.System, Node: node,
-		Cluster: s.Cluster, StoreAudit: storeaudit.New(node, OwnedPrefixes), Retention: cleaner,
-		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
+		Cluster: s.Cluster, StoreAudit: storeaudit.New(node, OwnedPrefixes), Retention: cleaner, Tasks: registry,
+		ContractAudit: contractaudit.New(ops.Spec, func() []contractaudit.Route { return routes() }),
+		LinkKeys:      keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,
 		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, GB28181: s.GB28181, GBPlayback: s.gbPlayback,
@@ -303,7 +306,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	routes = func() []system.Route { return httpapi.Routes(engine) }
+	routes = func() []contractaudit.Route { return httpapi.Routes(engine) }
 	s.http = &http.Server{Handler: connguard.BodyDeadline(engine, cfg.RequestBodyTimeout), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 
 	go func() {
@@ -324,7 +327,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	}
 	s.agents.start()
 	s.AgentPort().SetHooks(s.Hooks)
-	s.tasks, s.tokenUsage = tasks, usage
+	s.tasks, s.tokenUsage = registry, usage
 	s.runLoops(bg)
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/cluster"
+	"github.com/svcplatform/svc/controlplane/tasks"
 )
 
 // RegisterBuiltinTasks adds the tasks every control node offers.
 func (s *Service) RegisterBuiltinTasks() {
-	s.d.Tasks.Register(Task{
+	s.d.Tasks.Register(tasks.Task{
 		Name: "data-retention-cleanup", Description: "compact watch history beyond the retention window and remove stale readiness records",
 		LeaderOnly: true, Interval: 10 * time.Minute, Preview: true,
 		Run: func(ctx context.Context, preview bool) (string, map[string]string, error) {
@@ -35,7 +36,7 @@ func (s *Service) RegisterBuiltinTasks() {
 			return "retention applied", details, nil
 		},
 	})
-	s.d.Tasks.Register(Task{
+	s.d.Tasks.Register(tasks.Task{
 		Name: "store-snapshot", Description: "take a raft snapshot of this node's state now (truncates the local log)",
 		Run: func(ctx context.Context, preview bool) (string, map[string]string, error) {
 			f := s.d.Node.Raft().Snapshot()
@@ -49,7 +50,7 @@ func (s *Service) RegisterBuiltinTasks() {
 			return "snapshot taken", map[string]string{"index": fmt.Sprint(meta.Index), "sizeBytes": fmt.Sprint(meta.Size)}, nil
 		},
 	})
-	s.d.Tasks.Register(Task{
+	s.d.Tasks.Register(tasks.Task{
 		Name: "parity-audit", Description: "compare the state hash of every member at a common revision",
 		Run: func(ctx context.Context, preview bool) (string, map[string]string, error) {
 			r, err := s.d.Cluster.Parity(ctx, cluster.ParityOptions{})

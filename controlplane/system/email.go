@@ -10,18 +10,24 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/svcplatform/svc/api/contract"
 )
 
+// EmailResult is the outcome of a test e-mail.
+type EmailResult struct {
+	Sent      bool
+	Server    string // host:port of the SMTP server
+	Duration  time.Duration
+	MessageID string
+}
+
 // SendTestEmail sends one message through the configured SMTP server.
-func (s *Service) SendTestEmail(to, subject, actor string) (contract.SystemEmailTestResult, error) {
+func (s *Service) SendTestEmail(to, subject, actor string) (EmailResult, error) {
 	cfg := s.d.SMTP
 	if cfg.Host == "" {
-		return contract.SystemEmailTestResult{}, ErrEmailNotConfigured
+		return EmailResult{}, ErrEmailNotConfigured
 	}
 	if strings.ContainsAny(to, "\r\n") || strings.ContainsAny(subject, "\r\n") {
-		return contract.SystemEmailTestResult{}, fmt.Errorf("%w: line breaks are not allowed in the address or subject", ErrInvalidEmail)
+		return EmailResult{}, fmt.Errorf("%w: line breaks are not allowed in the address or subject", ErrInvalidEmail)
 	}
 	if subject == "" {
 		subject = "svc operations e-mail test"
@@ -35,9 +41,9 @@ func (s *Service) SendTestEmail(to, subject, actor string) (contract.SystemEmail
 		cfg.From, to, subject, msgID, time.Now().UTC().Format(time.RFC1123Z), s.d.NodeID, actor)
 	start := time.Now()
 	if err := sendMail(cfg, addr, to, []byte(body)); err != nil {
-		return contract.SystemEmailTestResult{Server: addr}, fmt.Errorf("%w: %w", ErrEmailFailed, err)
+		return EmailResult{Server: addr}, fmt.Errorf("%w: %w", ErrEmailFailed, err)
 	}
-	return contract.SystemEmailTestResult{Sent: true, Server: addr, DurationMs: time.Since(start).Milliseconds(), MessageId: msgID}, nil
+	return EmailResult{Sent: true, Server: addr, Duration: time.Since(start), MessageID: msgID}, nil
 }
 
 func sendMail(cfg SMTP, addr, to string, msg []byte) error {

@@ -7,64 +7,109 @@ import (
 	"runtime"
 	"strconv"
 	"time"
-
-	"github.com/svcplatform/svc/api/contract"
 )
 
+// Diagnostics are the Go runtime, raft and store figures of this node.
+type Diagnostics struct {
+	NodeID      string
+	GeneratedAt time.Time
+	GoVersion   string
+	GOMAXPROCS  int
+	Goroutines  int
+	// OpenFileDescriptors is -1 where /proc is not there to count them.
+	OpenFileDescriptors int
+	Memory              MemoryFigures
+	Raft                RaftFigures
+	Store               StoreFigures
+}
+
+// MemoryFigures are the Go heap and collector figures.
+type MemoryFigures struct {
+	HeapAllocBytes, HeapSysBytes, SysBytes uint64
+	NumGC                                  uint32
+	GCPauseTotal                           time.Duration
+	GCPercent                              int
+}
+
+// RaftFigures are this node's raft state.
+type RaftFigures struct {
+	State                                         string
+	Term, LastLogIndex, CommitIndex, AppliedIndex uint64
+	LastSnapshotIndex                             int64
+	LeaderID                                      string
+	NumPeers                                      int
+	// LastContact is the time since the leader was last heard (0 on the
+	// leader, or before any contact).
+	LastContact time.Duration
+}
+
+// StoreFigures are the replicated store's revision, size and watchers.
+type StoreFigures struct {
+	Revision, CompactedRevision     int64
+	DatabaseSizeBytes, WALSizeBytes int64
+	Watchers                        int
+}
+
+// PortStatus is one port of this node's modules and whether it is really
+// listening.
+type PortStatus struct {
+	Module    string
+	Protocol  string // tcp or udp
+	Host      string
+	Port      int
+	PortEnd   int
+	Enabled   bool
+	Listening bool
+	Message   string
+}
+
 // Diagnostics reports the Go runtime, raft and store figures of this node.
-func (s *Service) Diagnostics() contract.RuntimeDiagnostics {
+func (s *Service) Diagnostics() Diagnostics {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	fds := int32(-1)
+	fds := -1
 	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
-		fds = int32(len(ents))
+		fds = len(ents)
 	}
-	gc := int32(100)
+	gc := 100
 	if v, err := strconv.Atoi(os.Getenv("GOGC")); err == nil {
-		gc = int32(v)
+		gc = v
 	}
 	n := s.d.Node
 	stats := n.Raft().Stats()
 	num := func(k string) int64 { v, _ := strconv.ParseInt(stats[k], 10, 64); return v }
 	_, leaderID := n.Raft().LeaderWithID()
-	var lastContact int64
+	var lastContact time.Duration
 	if lc := n.Raft().LastContact(); !lc.IsZero() {
-		lastContact = time.Since(lc).Milliseconds()
+		lastContact = time.Since(lc)
 	}
 	dbSize, walSize := n.State().FileSizes()
-	return contract.RuntimeDiagnostics{
-		NodeId: s.d.NodeID, GeneratedAt: time.Now().UTC(), GoVersion: runtime.Version(),
-		Gomaxprocs: int32(runtime.GOMAXPROCS(0)), Goroutines: int32(runtime.NumGoroutine()), OpenFileDescriptors: fds,
-		Memory: contract.RuntimeMemory{HeapAllocBytes: int64(ms.HeapAlloc), HeapSysBytes: int64(ms.HeapSys), SysBytes: int64(ms.Sys),
-			NumGc: int64(ms.NumGC), GcPauseTotalNs: int64(ms.PauseTotalNs), GcPercent: gc},
-		Raft: contract.RaftDiagnostics{State: n.Raft().State().String(), Term: int64(n.Raft().CurrentTerm()),
-			LastLogIndex: int64(n.Raft().LastIndex()), CommitIndex: int64(n.Raft().CommitIndex()), AppliedIndex: int64(n.State().AppliedIndex()),
-			LastSnapshotIndex: num("last_snapshot_index"), LeaderId: string(leaderID), NumPeers: int32(num("num_peers")), LastContactMs: lastContact},
-		Store: contract.StoreDiagnostics{Revision: n.Revision(), CompactedRevision: n.State().CompactRevision(),
-			DatabaseSizeBytes: dbSize, WalSizeBytes: walSize, Watchers: n.State().Watchers()},
+	return Diagnostics{
+		NodeID: s.d.NodeID, GeneratedAt: time.Now().UTC(), GoVersion: runtime.Version(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0), Goroutines: runtime.NumGoroutine(), OpenFileDescriptors: fds,
+		Memory: MemoryFigures{HeapAllocBytes: ms.HeapAlloc, HeapSysBytes: ms.HeapSys, SysBytes: ms.Sys,
+			NumGC: ms.NumGC, GCPauseTotal: time.Duration(ms.PauseTotalNs), GCPercent: gc},
+		Raft: RaftFigures{State: n.Raft().State().String(), Term: n.Raft().CurrentTerm(),
+			LastLogIndex: n.Raft().LastIndex(), CommitIndex: n.Raft().CommitIndex(), AppliedIndex: n.State().AppliedIndex(),
+			LastSnapshotIndex: num("last_snapshot_index"), LeaderID: string(leaderID), NumPeers: int(num("num_peers")), LastContact: lastContact},
+		Store: StoreFigures{Revision: n.Revision(), CompactedRevision: n.State().CompactRevision(),
+			DatabaseSizeBytes: dbSize, WALSizeBytes: walSize, Watchers: int(n.State().Watchers())},
 	}
 }
 
 // Ports lists the ports of this node's modules and probes whether each is
 // really listening.
-func (s *Service) Ports() contract.RuntimePortList {
-	out := contract.RuntimePortList{NodeId: s.d.NodeID, Rows: []contract.RuntimePort{}}
+func (s *Service) Ports() []PortStatus {
+	out := []PortStatus{}
 	for _, p := range s.d.Ports {
 		host, portStr, _ := net.SplitHostPort(p.Address)
 		port, _ := strconv.Atoi(portStr)
-		row := contract.RuntimePort{
-			Module:   p.Module,
-			Protocol: contract.RuntimePortProtocol(p.Protocol),
-			Address:  host,
-			Port:     int32(port),
-			PortEnd:  int32(max(p.PortEnd, port)),
-			Enabled:  p.Enabled,
-		}
+		row := PortStatus{Module: p.Module, Protocol: p.Protocol, Host: host, Port: port, PortEnd: max(p.PortEnd, port), Enabled: p.Enabled}
 		row.Listening, row.Message = probe(p.Protocol, host, port)
 		if !p.Enabled {
 			row.Message = "module not enabled on this node; " + row.Message
 		}
-		out.Rows = append(out.Rows, row)
+		out = append(out, row)
 	}
 	return out
 }

@@ -1,9 +1,11 @@
-// Package system answers the rest of the "System and health" operations:
-// build and process information, the store's migration, residue and
-// schema audits, the contract audit against the routes, built-in tasks,
-// runtime diagnostics, listening ports and the operations e-mail test.
-// Health, readiness, the cluster's members and the parity audit are
-// controlplane/cluster's; the store's cleanup is controlplane/retention's.
+// Package system answers for this control node as a process: its build
+// and version, its roles, the console's overview, runtime diagnostics, the
+// ports its modules listen on and the operations e-mail test; it also
+// registers the built-in tasks every control node offers. Health,
+// readiness, the cluster's members and the parity audit are
+// controlplane/cluster's; the store's cleanup is controlplane/retention's,
+// its audits controlplane/storeaudit's; the task registry is
+// controlplane/tasks; the contract's audits are controlplane/contractaudit.
 // It knows nothing of HTTP.
 package system
 
@@ -11,29 +13,19 @@ import (
 	"context"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-
 	"github.com/svcplatform/svc/controlplane/cluster"
 	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/retention"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/tasks"
 )
 
 // Sentinel errors, mapped to contract codes at the HTTP boundary.
 var (
-	ErrUnknownTask        = fault.New(fault.NotFound, "not_found", "unknown task")
-	ErrTaskRunning        = fault.New(fault.Conflict, "conflict", "task is already running")
-	ErrTaskOnLeader       = fault.NewRetryable(fault.Conflict, "conflict", "task runs on the leader only; this node does not lead now")
 	ErrEmailNotConfigured = fault.New(fault.Conflict, "notifications_not_configured", "operations e-mail is not configured: set smtp-host and smtp-from to enable it")
 	ErrEmailFailed        = fault.NewRetryable(fault.Unavailable, "smtp_failed", "SMTP delivery failed")
 	ErrInvalidEmail       = fault.New(fault.Invalid, "invalid_body", "invalid e-mail request")
 )
-
-// Route is one registered HTTP route, for the contract audit.
-type Route struct {
-	Method string
-	Path   string // router form, /a/:b
-}
 
 // Port is one port a module of this node uses.
 type Port struct {
@@ -57,9 +49,7 @@ type Deps struct {
 	NodeID    string
 	APIURL    string
 	StartedAt time.Time
-	Spec      *openapi3.T
-	Routes    func() []Route
-	Tasks     *Tasks
+	Tasks     *tasks.Registry
 	Ports     []Port
 	SMTP      SMTP
 	// Retention is the store's cleanup, run by the data-retention-cleanup

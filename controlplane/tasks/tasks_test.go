@@ -1,4 +1,4 @@
-package system
+package tasks
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // reports its error as the summary.
 func TestTaskRuns(t *testing.T) {
 	var leading atomic.Bool
-	tasks := NewTasks(zaptest.NewLogger(t), leading.Load)
+	tasks := New(zaptest.NewLogger(t), leading.Load)
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
 	tasks.Register(Task{Name: "slow", Preview: true, Run: func(_ context.Context, preview bool) (string, map[string]string, error) {
@@ -79,7 +79,7 @@ func TestTaskLoop(t *testing.T) {
 	count := func(n *atomic.Int32) func(context.Context, bool) (string, map[string]string, error) {
 		return func(context.Context, bool) (string, map[string]string, error) { n.Add(1); return "", nil, nil }
 	}
-	tasks := NewTasks(zaptest.NewLogger(t), leading.Load)
+	tasks := New(zaptest.NewLogger(t), leading.Load)
 	tasks.Register(Task{Name: "everywhere", Interval: time.Second, Run: count(&everywhere)})
 	tasks.Register(Task{Name: "on-leader", LeaderOnly: true, Interval: time.Second, Run: count(&onLeader)})
 	tasks.Register(Task{Name: "manual", Run: count(&manual)})
