@@ -4713,7 +4713,7 @@ export interface paths {
         };
         /**
          * List the room's recordings
-         * @description Lists the room's recordings, newest first, for the room's owner. Archive tickets are not accepted yet.
+         * @description Lists the room's recordings, newest first, for the room's owner (an archive ticket reads them at `/api/v2/rtc/session/rooms/{roomId}/recording/continuous/runs`).
          */
         get: operations["listRtcRecordingRuns"];
         put?: never;
@@ -4738,6 +4738,46 @@ export interface paths {
          * @description The same as the business operation, for the room's current host only: another participant gets 403 `permission_denied`.
          */
         post: operations["startRtcRecordingAsHost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/recording/continuous/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the room's recordings with an archive ticket
+         * @description The room's recordings, newest first, for an archive ticket of this room with `view` (a ticket of another room, or any other credential, answers 401 `archive_ticket_invalid`).
+         */
+        get: operations["listRtcRecordingRunsWithTicket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/playback/manifest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the room's latest recording manifest as a participant
+         * @description The legacy post-meeting manifest: the manifest of the room's latest recording (tracks, composites, exports; the same shape as the archive's) for an admitted participant. It lists file ids only; reading a file still needs an archive ticket. A room without a recording answers 404.
+         */
+        get: operations["getRtcSessionPlaybackManifest"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4853,7 +4893,7 @@ export interface paths {
         };
         /**
          * Play a track's recorded file
-         * @description The file's bytes (MP4 in the track's original encoding) for an archive ticket with `play`. HTTP Range is honoured (206; 416 past the end), so a <video> element seeks in it. The file must be one of the recording's tracks (a file id of its manifest); while the recording is Stopping its files are not all sealed and the read answers 409 `recording_not_ready`. A ticket without `play`, an expired one, one whose issuer lost `rtc.recordings.play`, or any other credential answers 401 `archive_ticket_invalid`.
+         * @description The file's bytes (MP4 in the track's original encoding) for an archive ticket with `play`. HTTP Range is honoured (206; 416 past the end), so a <video> element seeks in it. The file must be one of the recording's tracks (a file id of its manifest) or an `Available` composite (its `compositeId`: a member copy or the full-meeting MP4, H.264 and AAC); while the recording is Stopping its files are not all sealed and the read answers 409 `recording_not_ready`. A ticket without `play`, an expired one, one whose issuer lost `rtc.recordings.play`, or any other credential answers 401 `archive_ticket_invalid`.
          */
         get: operations["getRtcRecordingFileMedia"];
         put?: never;
@@ -4873,7 +4913,7 @@ export interface paths {
         };
         /**
          * Download a track's recorded file
-         * @description The file as an attachment (`Content-Disposition: attachment`) for an archive ticket with `download`; a download resumes with HTTP Range. The file must be one of the recording's tracks (a file id of its manifest); while the recording is Stopping its files are not all sealed and the read answers 409 `recording_not_ready`. A ticket without `download`, an expired one, one whose issuer lost `rtc.recordings.download`, or any other credential answers 401 `archive_ticket_invalid`.
+         * @description The file as an attachment (`Content-Disposition: attachment`) for an archive ticket with `download`; a download resumes with HTTP Range. The file must be one of the recording's tracks (a file id of its manifest) or an `Available` composite (its `compositeId`: a member copy or the full-meeting MP4, H.264 and AAC); while the recording is Stopping its files are not all sealed and the read answers 409 `recording_not_ready`. A ticket without `download`, an expired one, one whose issuer lost `rtc.recordings.download`, or any other credential answers 401 `archive_ticket_invalid`.
          */
         get: operations["downloadRtcRecordingFile"];
         put?: never;
@@ -4904,6 +4944,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/composites/{compositeId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a failed composite
+         * @description Puts a `Failed` member copy or full-meeting MP4 back to `Pending`; the composite worker renders it again from the recording's original tracks (which must still exist), for the room's owner. Any other state answers 409 `composite_not_failed`.
+         */
+        post: operations["retryRtcComposite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/rtc/rooms/{roomId}/recording/continuous/{recordingId}/full-exports/{exportId}/retry": {
         parameters: {
             query?: never;
@@ -4918,6 +4978,66 @@ export interface paths {
          * @description Cuts a `Failed` export's failed files again from the recording's original tracks (which must still exist), for the room's owner; any other state answers 409 `export_not_available`.
          */
         post: operations["retryRtcFullExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/attachments/{attachmentId}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Show an attachment of a recording
+         * @description An attachment shown inline, for an archive ticket with `view`. Attachments are made by the platform from what is public in the meeting, with ids and offsets only (no names, no URLs, never private chat): `timeline` is JSON with every track's periods with media and the gaps between them (muted or disconnected time) from the recording's origin, and the composites' states. An unknown attachment answers 404.
+         */
+        get: operations["getRtcRecordingAttachmentContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/attachments/{attachmentId}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an attachment of a recording
+         * @description The same attachment as a file (`Content-Disposition: attachment`), for an archive ticket with `download`; a ticket with only `view` or `play` answers 401 `archive_ticket_invalid`.
+         */
+        get: operations["downloadRtcRecordingAttachment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/rtc/session/rooms/{roomId}/playback/recordings/{recordingId}/package": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a recording's package
+         * @description The whole recording as one ZIP attachment, streamed as its files are read from the media server (no temporary file; entries are stored, MP4 does not shrink): `manifest.json` (the manifest), `attachments/` (the attachments), `tracks/{deviceSessionId}/{fileId}.mp4` (every original track file in its own encoding) and `composites/member-{participantId}.mp4` and `composites/meeting.mp4` (the Available composites), for an archive ticket with `download`. A recording that is not Stopped answers 409 `recording_not_ready`. A media file that cannot be read after the answer started ends the ZIP without its directory, which unzip reports.
+         */
+        get: operations["downloadRtcRecordingPackage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -11359,8 +11479,12 @@ export interface components {
             durationMilliseconds: number;
             /** @description One per participant, device session and media kind. */
             tracks: components["schemas"]["RtcManifestTrack"][];
-            /** @description Member copies and composites made after the meeting (none yet). */
-            composites: Record<string, never>[];
+            /** @description Member copies (one per participant) and the full-meeting MP4, made after the meeting; an `Available` one is read by its `compositeId` as a file of the recording. */
+            composites: components["schemas"]["RtcComposite"][];
+            /** @description The recording's full exports. */
+            exports?: components["schemas"]["RtcFullExport"][];
+            /** @description The recording's attachments (read at `.../attachments/{attachmentId}/content`). */
+            attachments?: components["schemas"]["RtcRecordingAttachment"][];
             /** @description Public replayable events (chat, whiteboard, control, device speech) after afterSequence; none are kept yet. */
             events: Record<string, never>[];
             /** @description Whether more events follow. */
@@ -11375,6 +11499,61 @@ export interface components {
         RtcParticipantList: {
             /** @description Admitted and waiting participants. */
             items: components["schemas"]["RtcParticipant"][];
+        };
+        /** @description A member copy (one participant's audio and video in one MP4) or the full-meeting MP4 (every participant's picture in a grid, their sound mixed), rendered after the meeting with every file at its offset from the recording's origin, so gaps stay as real time. */
+        RtcComposite: {
+            /**
+             * Format: uuid
+             * @description The composite; its file id once Available.
+             */
+            compositeId: string;
+            /**
+             * @description A participant's copy or the full meeting.
+             * @enum {string}
+             */
+            kind: "member" | "meeting";
+            /**
+             * Format: uuid
+             * @description A member copy's participant.
+             */
+            participantId?: string;
+            state: components["schemas"]["RtcExportState"];
+            /**
+             * Format: int32
+             * @description Renders started since it was planned or last retried.
+             */
+            attempts: number;
+            /** @description Why the last render failed. */
+            lastError?: string;
+            /**
+             * Format: int64
+             * @description Bytes, once Available.
+             */
+            fileSize?: number;
+            /**
+             * Format: int64
+             * @description From the recording's origin to its stop.
+             */
+            durationMilliseconds: number;
+            /**
+             * Format: date-time
+             * @description When it was planned (the recording's stop).
+             */
+            createdAtUtc: string;
+            /**
+             * Format: date-time
+             * @description When its last render ended.
+             */
+            completedAtUtc?: string;
+        };
+        /** @description A document the platform made of the meeting from what is public in it. */
+        RtcRecordingAttachment: {
+            /** @description Its id in the attachment paths. */
+            attachmentId: string;
+            /** @description Its file name (in the package under `attachments/`). */
+            name: string;
+            /** @description Its media type. */
+            contentType: string;
         };
         /**
          * @description State of a full export.
@@ -11537,7 +11716,7 @@ export interface components {
          * @example permission_denied
          * @enum {string}
          */
-        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "archive_ticket_invalid" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "cut_merge_output_unavailable" | "delivery_not_retryable" | "export_no_media" | "export_not_available" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_timeout" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "invalid_sdp" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_disabled" | "ptz_not_confirmed" | "ptz_not_supported" | "ptz_unavailable" | "publication_not_active" | "range_not_satisfiable" | "rate_limited" | "recording_file_unavailable" | "recording_not_active" | "recording_not_allowed" | "recording_not_ready" | "recording_path_invalid" | "recording_path_not_directory" | "recording_path_not_found" | "recording_path_outside_root" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
+        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "archive_ticket_invalid" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "cut_merge_output_unavailable" | "delivery_not_retryable" | "export_no_media" | "export_not_available" | "composite_not_failed" | "composite_refused" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_timeout" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "invalid_sdp" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_disabled" | "ptz_not_confirmed" | "ptz_not_supported" | "ptz_unavailable" | "publication_not_active" | "range_not_satisfiable" | "rate_limited" | "recording_file_unavailable" | "recording_not_active" | "recording_not_allowed" | "recording_not_ready" | "recording_path_invalid" | "recording_path_not_directory" | "recording_path_not_found" | "recording_path_outside_root" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
         /** @description Body of every JSON error answer. */
         ErrorBody: {
             code: components["schemas"]["ErrorCode"];
@@ -21320,6 +21499,71 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listRtcRecordingRunsWithTicket: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description The archive ticket, for URLs that cannot carry a header. */
+                rtc_archive_token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of recordings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRecordingList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getRtcSessionPlaybackManifest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The manifest. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcRecordingManifest"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getRtcCurrentRecordingAsParticipant: {
         parameters: {
             query?: never;
@@ -21654,6 +21898,39 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    retryRtcComposite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+                /** @description Identifier of the composite. */
+                compositeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The composite, Pending again. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtcComposite"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     retryRtcFullExport: {
         parameters: {
             query?: never;
@@ -21682,6 +21959,115 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getRtcRecordingAttachmentContent: {
+        parameters: {
+            query?: {
+                /** @description The archive ticket, for URLs that cannot carry a header. */
+                rtc_archive_token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+                /** @description The attachment (`timeline`). */
+                attachmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attachment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    downloadRtcRecordingAttachment: {
+        parameters: {
+            query?: {
+                /** @description The archive ticket, for URLs that cannot carry a header. */
+                rtc_archive_token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+                /** @description The attachment (`timeline`). */
+                attachmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attachment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    downloadRtcRecordingPackage: {
+        parameters: {
+            query?: {
+                /** @description The archive ticket, for URLs that cannot carry a header. */
+                rtc_archive_token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the room (UUID). */
+                roomId: string;
+                /** @description Identifier of the recording. */
+                recordingId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ZIP. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
