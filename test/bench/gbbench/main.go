@@ -41,6 +41,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/filesource"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
+	"github.com/svcplatform/svc/test/bench/rtsppub"
 )
 
 func main() {
@@ -293,14 +294,14 @@ func runRTSP(svc, dir string, n int, clip *filesource.Clip) (side, error) {
 		return s, err
 	}
 	defer e.stop()
-	var pubs []*publisher
+	var pubs []*rtsppub.Publisher
 	defer func() {
 		for _, p := range pubs {
 			p.Close()
 		}
 	}()
 	for i := range n {
-		p, err := publish(e.rtsp, fmt.Sprintf("live/rtsp%04d", i), clip.Tracks, false)
+		p, err := rtsppub.Publish(e.rtsp, fmt.Sprintf("live/rtsp%04d", i), clip.Tracks, false)
 		if err != nil {
 			return s, err
 		}
@@ -323,7 +324,7 @@ func runRTSP(svc, dir string, n int, clip *filesource.Clip) (side, error) {
 				if wait := time.Until(start.Add(f.DTS)); wait > time.Millisecond {
 					time.Sleep(wait)
 				}
-				if err := p.send(f.Track.ID, f); err != nil {
+				if err := p.Send(f.Track.ID, f); err != nil {
 					errs <- err
 					return
 				}

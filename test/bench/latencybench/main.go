@@ -43,6 +43,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/shared/engineapi"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
+	"github.com/svcplatform/svc/test/bench/rtsppub"
 )
 
 func main() {
@@ -117,7 +118,7 @@ func measure(svc, dir string, clip *filesource.Clip, transport string, others in
 		return res, err
 	}
 	defer eng.stop()
-	pub, err := publish(eng.rtsp, "bench/live", clip.Tracks, transport == "udp")
+	pub, err := rtsppub.Publish(eng.rtsp, "bench/live", clip.Tracks, transport == "udp")
 	if err != nil {
 		return res, fmt.Errorf("publish: %w", err)
 	}
@@ -255,7 +256,7 @@ func seiCounter(tag []byte) (int64, bool) {
 
 // play publishes the clip in real time, looped, until ctx ends; each video
 // frame gets the next counter in an SEI and its send time in sent.
-func play(ctx context.Context, pub *publisher, clip *filesource.Clip, sent *stamps, count *atomic.Int64) error {
+func play(ctx context.Context, pub *rtsppub.Publisher, clip *filesource.Clip, sent *stamps, count *atomic.Int64) error {
 	start := time.Now()
 	for loop := 0; ; loop++ {
 		off := time.Duration(loop) * clip.Duration
@@ -275,7 +276,7 @@ func play(ctx context.Context, pub *publisher, clip *filesource.Clip, sent *stam
 				k = count.Load()
 				g.NALUs = withSEI(f.NALUs, seiNALU(k))
 			}
-			if err := pub.send(f.Track.ID, &g); err != nil {
+			if err := pub.Send(f.Track.ID, &g); err != nil {
 				return err
 			}
 			if k >= 0 {

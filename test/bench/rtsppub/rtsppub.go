@@ -1,4 +1,9 @@
-package main
+// Package rtsppub is the benchmarks' small RTSP publisher: it announces
+// tracks and sends frames as RTP over TCP interleaved or UDP with no
+// encoder behind it, so hundreds of them cost less CPU than the engine
+// they measure, and a benchmark knows the instant each frame's last packet
+// left (which no external publisher reports).
+package rtsppub
 
 import (
 	"bufio"
@@ -17,11 +22,9 @@ import (
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 )
 
-// publisher is a minimal RTSP publisher (ANNOUNCE, SETUP, RECORD; RFC 2326
-// section 10) that sends frames as RTP over TCP interleaved or UDP (the
-// one of latencybench): hundreds of ffmpeg publishers would take more CPU
-// than the engine they measure on this machine.
-type publisher struct {
+// Publisher is one RTSP publication (ANNOUNCE, SETUP, RECORD; RFC 2326
+// section 10).
+type Publisher struct {
 	conn    net.Conn
 	bw      *bufio.Writer
 	mr      *rtsp.MessageReader
@@ -44,14 +47,14 @@ type publishTrack struct {
 // errRefused is a non-2xx answer from the server.
 var errRefused = errors.New("the RTSP server refused")
 
-// publish connects to the RTSP server at addr and records tracks at path
+// Publish connects to the RTSP server at addr and records tracks at path
 // ("app/stream") over UDP or TCP.
-func publish(addr, path string, tracks []*media.Track, udp bool) (*publisher, error) {
+func Publish(addr, path string, tracks []*media.Track, udp bool) (*Publisher, error) {
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	p := &publisher{conn: conn, bw: bufio.NewWriter(conn), mr: rtsp.NewMessageReader(conn), url: "rtsp://" + addr + "/" + path}
+	p := &Publisher{conn: conn, bw: bufio.NewWriter(conn), mr: rtsp.NewMessageReader(conn), url: "rtsp://" + addr + "/" + path}
 	if err := p.setup(tracks, udp); err != nil {
 		p.Close()
 		return nil, err
@@ -60,8 +63,8 @@ func publish(addr, path string, tracks []*media.Track, udp bool) (*publisher, er
 	return p, nil
 }
 
-func (p *publisher) setup(tracks []*media.Track, udp bool) error {
-	sdp := "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=gbbench\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+func (p *Publisher) setup(tracks []*media.Track, udp bool) error {
+	sdp := "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=svc-bench\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
 	for i, t := range tracks {
 		f, err := rtpcodec.FormatForTrack(t, uint8(96+i))
 		if err != nil {
@@ -120,7 +123,7 @@ func (p *publisher) setup(tracks []*media.Track, udp bool) error {
 
 // connectUDP re-binds the track's socket as a connected one, so a send
 // is one system call to the server's RTP port.
-func (p *publisher) connectUDP(i int, conn *net.UDPConn, port int) error {
+func (p *Publisher) connectUDP(i int, conn *net.UDPConn, port int) error {
 	local := conn.LocalAddr().(*net.UDPAddr)
 	conn.Close()
 	c, err := net.DialUDP("udp", local, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
@@ -142,7 +145,7 @@ func serverPort(transport string) (int, error) {
 	return 0, fmt.Errorf("no server_port in %q", transport)
 }
 
-func (p *publisher) request(method, url string, h rtsp.Header, body []byte) (*rtsp.Response, error) {
+func (p *Publisher) request(method, url string, h rtsp.Header, body []byte) (*rtsp.Response, error) {
 	p.cseq++
 	h.Set("CSeq", strconv.Itoa(p.cseq))
 	if p.session != "" {
@@ -172,9 +175,9 @@ func (p *publisher) request(method, url string, h rtsp.Header, body []byte) (*rt
 	return m.Response, nil
 }
 
-// send packetises frame f of track i and sends it; it returns when the
+// Send packetises frame f of track i and sends it; it returns when the
 // last packet has been handed to the kernel.
-func (p *publisher) send(i int, f *media.Frame) error {
+func (p *Publisher) Send(i int, f *media.Frame) error {
 	t := p.tracks[i]
 	ts := t.base + uint32(f.PTS*time.Duration(t.format.ClockRate)/time.Second)
 	return t.pkt.Packetize(f, ts, func(pkt []byte) error {
@@ -191,7 +194,7 @@ func (p *publisher) send(i int, f *media.Frame) error {
 }
 
 // Close ends the session.
-func (p *publisher) Close() {
+func (p *Publisher) Close() {
 	for _, c := range p.udp {
 		c.Close()
 	}
