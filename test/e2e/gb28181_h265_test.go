@@ -39,22 +39,8 @@ func TestGB28181LiveH265AndG711(t *testing.T) {
 	if st, body := be.call("POST", "/api/v2/third-party/channels/"+chID+"/start", nil, nil); st != 200 {
 		t.Fatalf("start: %d %s", st, body)
 	}
-	var port int
-	var ssrc uint64
-	testkit.Eventually(t, 60*time.Second, "the INVITE at the camera", func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, "invite.txt"))
-		if err != nil {
-			return false
-		}
-		f := strings.Fields(string(b))
-		if len(f) != 2 {
-			return false
-		}
-		port, _ = strconv.Atoi(f[0])
-		ssrc, _ = strconv.ParseUint(f[1], 10, 32)
-		return port > 0
-	})
-	psrtp.StartH265G711(t, psrtp.Config{Transport: psrtp.UDP, Addr: "127.0.0.1:" + strconv.Itoa(port), SSRC: uint32(ssrc)})
+	port, ssrc := liveInviteAtCamera(t, dir)
+	psrtp.StartH265G711(t, psrtp.Config{Transport: psrtp.UDP, Addr: "127.0.0.1:" + strconv.Itoa(port), SSRC: ssrc})
 	var session struct {
 		Rows []struct {
 			StreamId string

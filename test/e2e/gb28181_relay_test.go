@@ -157,19 +157,8 @@ func TestGB28181CommandRelayedToHoldingNode(t *testing.T) {
 	if r := via.Do("POST", "/api/v2/gb28181/live/invite", control, "application/json", live); r.Status != 200 {
 		t.Fatalf("live invite: %d %s", r.Status, r.Body)
 	}
-	var port int
-	var ssrc uint64
-	testkit.Eventually(t, 60*time.Second, "the INVITE at the camera", func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, "invite.txt"))
-		f := strings.Fields(string(b))
-		if err != nil || len(f) != 2 {
-			return false
-		}
-		port, _ = strconv.Atoi(f[0])
-		ssrc, _ = strconv.ParseUint(f[1], 10, 32)
-		return port > 0
-	})
-	psrtp.Start(t, psrtp.Config{Transport: psrtp.UDP, Addr: "127.0.0.1:" + strconv.Itoa(port), SSRC: uint32(ssrc)})
+	port, ssrc := liveInviteAtCamera(t, dir)
+	psrtp.Start(t, psrtp.Config{Transport: psrtp.UDP, Addr: "127.0.0.1:" + strconv.Itoa(port), SSRC: ssrc})
 	testkit.Eventually(t, 60*time.Second, "the stream Online", func() bool {
 		var ss struct{ Total int }
 		lead.call("GET", "/api/v2/third-party/streams?streamId="+ch.Stream+"&state=Online", nil, &ss)

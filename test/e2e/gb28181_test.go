@@ -93,22 +93,8 @@ func TestGB28181LiveEndToEnd(t *testing.T) {
 		t.Fatalf("start: %d %s", st, body)
 	}
 	// The INVITE reaches the camera, which writes the offered port and SSRC.
-	var port int
-	var ssrc uint64
-	testkit.Eventually(t, 60*time.Second, "the INVITE at the camera", func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, "invite.txt"))
-		if err != nil {
-			return false
-		}
-		f := strings.Fields(string(b))
-		if len(f) != 2 {
-			return false
-		}
-		port, _ = strconv.Atoi(f[0])
-		ssrc, _ = strconv.ParseUint(f[1], 10, 32)
-		return port > 0
-	})
-	psrtp.Start(t, psrtp.Config{Transport: psrtp.UDP, Addr: "127.0.0.1:" + strconv.Itoa(port), SSRC: uint32(ssrc)})
+	port, ssrc := liveInviteAtCamera(t, dir)
+	psrtp.Start(t, psrtp.Config{Transport: psrtp.UDP, Addr: "127.0.0.1:" + strconv.Itoa(port), SSRC: ssrc})
 	online := func() bool {
 		var ss struct{ Total int }
 		be.call("GET", "/api/v2/third-party/streams?streamId="+ch.Stream+"&state=Online", nil, &ss)
@@ -195,3 +181,21 @@ func freeUDPPort(t *testing.T) int {
 }
 
 func freeUDPAddr(t *testing.T) string { return "127.0.0.1:" + strconv.Itoa(freeUDPPort(t)) }
+
+// liveInviteAtCamera waits for the live INVITE a SIPp camera wrote to
+// invite.txt in its directory and answers the offered RTP port and SSRC.
+func liveInviteAtCamera(t *testing.T, dir string) (port int, ssrc uint32) {
+	t.Helper()
+	testkit.Eventually(t, 60*time.Second, "the INVITE at the camera", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "invite.txt"))
+		f := strings.Fields(string(b))
+		if err != nil || len(f) != 2 {
+			return false
+		}
+		port, _ = strconv.Atoi(f[0])
+		v, _ := strconv.ParseUint(f[1], 10, 32)
+		ssrc = uint32(v)
+		return port > 0
+	})
+	return port, ssrc
+}
