@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/svcplatform/svc/controlplane/clusterlink"
 	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/talk"
@@ -202,7 +203,7 @@ func (g *gbRelay) post(ctx context.Context, holder, path, what string, timeout t
 	if err != nil {
 		return err
 	}
-	hr.Header = SignInternal(g.keys[0], http.MethodPost, hr.URL.Host, path, body, time.Now())
+	hr.Header = clusterlink.Sign(g.keys[0], http.MethodPost, hr.URL.Host, path, body, time.Now())
 	hr.Header.Set("Content-Type", "application/json")
 	resp, err := g.client.Do(hr)
 	if err != nil {

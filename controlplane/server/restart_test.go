@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/svcplatform/svc/controlplane/clusterlink"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/server"
@@ -29,7 +30,7 @@ func TestInternalRequestsCannotBeReplayedOrRetargeted(t *testing.T) {
 	// request is safe to send for real.
 	body, _ := json.Marshal(raftnode.JoinRequest{NodeID: "rb", RaftAddress: b.S.Node.RaftAddress(), HTTPAddress: b.URL})
 	u, _ := url.Parse(a.URL + httpapi.JoinPath)
-	headers := httpapi.SignInternal(keys.LinkKeys()[0], "POST", u.Host, httpapi.JoinPath, body, time.Now())
+	headers := clusterlink.Sign(keys.LinkKeys()[0], "POST", u.Host, httpapi.JoinPath, body, time.Now())
 	send := func(target string) int {
 		req, _ := http.NewRequest("POST", target+httpapi.JoinPath, bytes.NewReader(body))
 		req.Header = headers.Clone()

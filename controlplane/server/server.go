@@ -32,6 +32,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/cluster"
 	"github.com/svcplatform/svc/controlplane/clusterca"
+	"github.com/svcplatform/svc/controlplane/clusterlink"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/contractaudit"
@@ -443,7 +444,7 @@ func callInternal(ctx context.Context, keys *keyring.Keyring, base, path string,
 	if err != nil {
 		return 0, err
 	}
-	hr.Header = httpapi.SignInternal(keys.LinkKeys()[0], http.MethodPost, hr.URL.Host, path, body, time.Now())
+	hr.Header = clusterlink.Sign(keys.LinkKeys()[0], http.MethodPost, hr.URL.Host, path, body, time.Now())
 	hr.Header.Set("Content-Type", "application/json")
 	resp, err := internalClient.Do(hr)
 	if err != nil {
