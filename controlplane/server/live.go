@@ -183,17 +183,28 @@ func (c leaseCutter) Cut(ctx context.Context, mediaServerID, leaseID string) err
 func (s *Server) rtpServerTimeout(h engineapi.RTPServerTimeoutHook) {
 	if h.App != streams.PlaybackApp {
 		if s.streamDispatcher != nil {
-			go s.streamDispatcher.RTPServerTimeout(context.Background(), h)
+			s.goBackground(func(ctx context.Context) { s.streamDispatcher.RTPServerTimeout(ctx, h) })
 		}
 		return
 	}
 	if s.gbPlayback == nil {
 		return
 	}
-	go func() {
-		err := s.gbPlayback.Stop(context.Background(), h.Stream, fmt.Sprintf("no media from the device for %d s (RTP server timeout)", h.TimeoutSeconds))
+	s.goBackground(func(ctx context.Context) {
+		err := s.gbPlayback.Stop(ctx, h.Stream, fmt.Sprintf("no media from the device for %d s (RTP server timeout)", h.TimeoutSeconds))
 		if err != nil && !errors.Is(err, streams.ErrPlaybackEnded) && !errors.Is(err, streams.ErrPlaybackNotFound) {
 			s.Log.Warn("ending a silent GB28181 playback session failed", zap.String("session", h.Stream), zap.Error(err))
 		}
+	})
+}
+
+// goBackground runs work a hook starts and must not hold the hook's answer
+// for: it gets the node's background context, and Shutdown waits for it as
+// for the loops (hooks stop arriving before that wait).
+func (s *Server) goBackground(fn func(ctx context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn(s.bg)
 	}()
 }

@@ -122,10 +122,14 @@ type Server struct {
 	http          *http.Server
 	ln            net.Listener
 	cancel        context.CancelFunc
-	done          chan struct{}
-	wg            sync.WaitGroup
-	denials       *httpapi.DenialAuditor
-	agents        *agentSide
+	// bg is the context of the background work, canceled by Shutdown.
+	bg   context.Context
+	done chan struct{}
+	// wg counts the loops and the work hooks start (goBackground), which
+	// Shutdown waits for.
+	wg      sync.WaitGroup
+	denials *httpapi.DenialAuditor
+	agents  *agentSide
 	// tasks and tokenUsage are run by loops (loops.go).
 	tasks      *tasks.Registry
 	tokenUsage *apitoken.Usage
@@ -329,6 +333,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	s.agents.start()
 	s.AgentPort().SetHooks(s.Hooks)
 	s.tasks, s.tokenUsage = registry, usage
+	s.bg = bg
 	s.runLoops(bg)
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))
