@@ -242,7 +242,7 @@ func TestAuditsAndTasks(t *testing.T) {
 	var da struct{ ProblemCount int }
 	ts.Get("/api/v2/system/source-documentation-audit?onlyProblems=true&checkParameterAndReturnTags=true", tok).JSON(t, &da)
 	if da.ProblemCount != 0 {
-		t.Fatalf("documentation audit found %d problems", da.ProblemCount)
+		t.Fatalf("documentation audit found %d problems: %s", da.ProblemCount, ts.Get("/api/v2/system/source-documentation-audit?onlyProblems=true&checkParameterAndReturnTags=true", tok).Body)
 	}
 	var schema struct {
 		Integrity string

@@ -10705,21 +10705,28 @@ export interface components {
         };
         /** @description What recovery did (or would do) with one file. */
         RecordRootFallbackRecoveryItem: {
+            /** @description Stable id of the recording file. */
             fileId: string;
             /** @description The file's path under its recording root (relative, never absolute). */
             filePath?: string;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Size in bytes.
+             */
             fileSize: number;
             /**
              * @description WouldMove (preview), Moved, OnPrimary (already on the primary root), NotFound (the engine has no finished file with this id), Blocked (the primary root cannot take it now), Failed (the copy failed; the file stays on the fallback, detail says why).
              * @enum {string}
              */
             result: "WouldMove" | "Moved" | "OnPrimary" | "NotFound" | "Blocked" | "Failed";
+            /** @description What happened to the file, or what stopped it. */
             detail?: string;
         };
         /** @description A preview or run of fallback recovery. */
         RecordRootFallbackRecoveryResult: {
+            /** @description Media server id. */
             mediaServerId: string;
+            /** @description Media host (node id). */
             nodeId: string;
             /** @description True for a preview. */
             dryRun: boolean;
@@ -10727,23 +10734,41 @@ export interface components {
             primaryState: string;
             /** @description How many files this run moved. */
             moved: number;
+            /** @description The rows. */
             items: components["schemas"]["RecordRootFallbackRecoveryItem"][];
         };
         /** @description An indexed recording file on a fallback root. */
         RecordRootFallbackFile: {
+            /** @description Stable id of the recording file. */
             fileId: string;
+            /** @description Media server id. */
             mediaServerId: string;
+            /** @description Media host (node id). */
             nodeId: string;
+            /** @description Channel the file was recorded for, when it has one. */
             channelId?: string;
+            /** @description Application of the recorded stream. */
             app: string;
+            /** @description Stream id of the recorded stream. */
             streamId: string;
+            /** @description File name, without a path. */
             fileName: string;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Size in bytes.
+             */
             fileSize: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Time of the file's first frame.
+             */
             startTime: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Time of the file's last frame.
+             */
             endTime: string;
+            /** @description The file's state in the index. */
             fileState: string;
         };
         /** @description Files on fallback roots awaiting recovery. */
@@ -10753,11 +10778,14 @@ export interface components {
              * @description How many files lie on fallback roots (the items are the first limit of them).
              */
             total: number;
+            /** @description The rows. */
             items: components["schemas"]["RecordRootFallbackFile"][];
         };
         /** @description A directory the recording browser may walk. */
         RecordRootBrowserRoot: {
+            /** @description Media server id. */
             mediaServerId: string;
+            /** @description Media host (node id). */
             nodeId: string;
             /**
              * @description Which root; the name browse and create requests use.
@@ -10771,10 +10799,12 @@ export interface components {
         };
         /** @description The browser's entry points. */
         RecordRootBrowserRootList: {
+            /** @description The rows. */
             items: components["schemas"]["RecordRootBrowserRoot"][];
         };
         /** @description A directory under a recording root to list. */
         RecordRootDirectoryBrowseRequest: {
+            /** @description Media server id. */
             mediaServerId: string;
             /**
              * @description The root (primary when absent).
@@ -10786,6 +10816,7 @@ export interface components {
         };
         /** @description A directory to create under a recording root. */
         RecordRootDirectoryCreateRequest: {
+            /** @description Media server id. */
             mediaServerId: string;
             /**
              * @description The root (primary when absent).
@@ -10797,21 +10828,31 @@ export interface components {
         };
         /** @description One name in a listed directory. */
         RecordRootDirectoryEntry: {
+            /** @description The entry's name (one path element). */
             name: string;
-            /** @enum {string} */
+            /**
+             * @description Whether the entry is a directory or a file.
+             * @enum {string}
+             */
             type: "directory" | "file" | "symlink";
             /**
              * Format: int64
              * @description Bytes of a file (0 for a directory).
              */
             size: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Last modification time.
+             */
             modifiedAt: string;
         };
         /** @description A directory under a recording root. */
         RecordRootDirectoryListing: {
+            /** @description Media server id. */
             mediaServerId: string;
+            /** @description Media host (node id). */
             nodeId: string;
+            /** @description Which root (primary or fallback) the path is under. */
             root: string;
             /** @description As requested, relative to the root. */
             path: string;
