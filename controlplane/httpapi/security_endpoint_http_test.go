@@ -158,29 +158,33 @@ func TestAPITokenLifecycle(t *testing.T) {
 	}
 
 	// The audit log has the token events and the denials, without secrets.
-	time.Sleep(300 * time.Millisecond) // denials are written in the background
-	var audit struct {
-		Total int
-		Rows  []struct{ EventType, Outcome, Target string }
-	}
-	r = ts.Get("/api/v2/security/audit?pageSize=200", admin)
-	responses = append(responses, string(r.Body))
-	r.JSON(t, &audit)
+	// Denials are written in the background, so the log is read until they
+	// are there.
+	wants := []string{"security.token.created/success", "security.token.revealed/success", "security.token.rotated/success",
+		"security.token.updated/success", "security.token.revoked/success", "security.permission_denied/denied"}
 	seen := map[string]int{}
-	for _, a := range audit.Rows {
-		seen[a.EventType+"/"+a.Outcome]++
-	}
-	for _, want := range []string{"security.token.created/success", "security.token.revealed/success", "security.token.rotated/success",
-		"security.token.updated/success", "security.token.revoked/success", "security.permission_denied/denied"} {
-		if seen[want] == 0 {
-			t.Errorf("audit lacks %s (have %v)", want, seen)
-		}
-	}
 	var denied struct{ Total int }
-	ts.Get("/api/v2/security/audit?outcome=denied", admin).JSON(t, &denied)
-	if denied.Total < 2 {
-		t.Errorf("denied records: %d", denied.Total)
+	complete := func() bool {
+		var audit struct {
+			Total int
+			Rows  []struct{ EventType, Outcome, Target string }
+		}
+		r := ts.Get("/api/v2/security/audit?pageSize=200", admin)
+		responses = append(responses, string(r.Body))
+		r.JSON(t, &audit)
+		seen = map[string]int{}
+		for _, a := range audit.Rows {
+			seen[a.EventType+"/"+a.Outcome]++
+		}
+		ts.Get("/api/v2/security/audit?outcome=denied", admin).JSON(t, &denied)
+		for _, want := range wants {
+			if seen[want] == 0 {
+				return false
+			}
+		}
+		return denied.Total >= 2
 	}
+	testkit.Eventually(t, 20*time.Second, "every token event and two denials in the audit log", complete)
 
 	// No token value appears in any log line or in any other controlnode.Response.
 	ts.S.Shutdown()
