@@ -240,9 +240,10 @@ func TestAuditsAndTasks(t *testing.T) {
 		t.Fatalf("openapi audit = %+v", oa)
 	}
 	var da struct{ ProblemCount int }
-	ts.Get("/api/v2/system/source-documentation-audit?onlyProblems=true&checkParameterAndReturnTags=true", tok).JSON(t, &da)
-	if da.ProblemCount != 0 {
-		t.Fatalf("documentation audit found %d problems: %s", da.ProblemCount, ts.Get("/api/v2/system/source-documentation-audit?onlyProblems=true&checkParameterAndReturnTags=true", tok).Body)
+	const docAudit = "/api/v2/system/source-documentation-audit?onlyProblems=true&checkParameterAndReturnTags=true"
+	audit := ts.Get(docAudit, tok)
+	if audit.JSON(t, &da); da.ProblemCount != 0 {
+		t.Fatalf("documentation audit found %d problems: %s", da.ProblemCount, audit.Body)
 	}
 	var schema struct {
 		Integrity string
