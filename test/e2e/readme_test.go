@@ -169,16 +169,27 @@ func TestReadmeCommandsRun(t *testing.T) {
 		t.Fatalf("found only %d runnable command blocks in README.md", len(run))
 	}
 
-	// Every loopback port the README uses, and svc dev's, moves to a free one.
-	ports := map[int]int{}
+	// Every loopback port the README uses, and svc dev's, moves to a free
+	// one, each to its own: a port free a moment ago can be handed out
+	// twice, and two listeners on one port broke a run (a node's agent port
+	// on svc dev's RTSP port).
+	ports, taken := map[int]int{}, map[int]bool{}
+	distinct := func() int {
+		for {
+			if p := freePort(t); !taken[p] {
+				taken[p] = true
+				return p
+			}
+		}
+	}
 	for _, p := range svcDevPorts {
-		ports[p] = freePort(t)
+		ports[p] = distinct()
 	}
 	for _, b := range run {
 		for _, m := range loopbackPort.FindAllStringSubmatch(b.text, -1) {
 			p, _ := strconv.Atoi(m[1] + m[2])
 			if _, ok := ports[p]; !ok {
-				ports[p] = freePort(t)
+				ports[p] = distinct()
 			}
 		}
 	}
