@@ -10,15 +10,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,28 +51,7 @@ type bench struct {
 }
 
 func (b *bench) call(method, path string, body, out any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		j, _ := json.Marshal(body)
-		rd = bytes.NewReader(j)
-	}
-	req, _ := http.NewRequest(method, b.api+path, rd)
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, data, err
-		}
-	}
-	return resp.StatusCode, data, nil
+	return benchdoc.Call(b.api, b.token, method, path, body, out)
 }
 
 func (b *bench) start(name string, args ...string) (*exec.Cmd, error) {

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,28 +33,7 @@ type platform struct {
 }
 
 func (p *platform) call(method, path string, body, out any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		j, _ := json.Marshal(body)
-		rd = bytes.NewReader(j)
-	}
-	req, _ := http.NewRequest(method, p.api+path, rd)
-	req.Header.Set("Authorization", "Bearer "+p.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, data, err
-		}
-	}
-	return resp.StatusCode, data, nil
+	return benchdoc.Call(p.api, p.token, method, path, body, out)
 }
 
 func (p *platform) start(dir, name string, args ...string) (*exec.Cmd, error) {
