@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/bench/benchdoc"
 )
 
 // proc is a server process under measurement: the engine (`svc engine`)
@@ -121,30 +122,10 @@ func startFloor(clip, statsPath string) (*proc, error) {
 	}
 }
 
-func (p *proc) stop() {
-	p.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		p.cmd.Process.Kill()
-		<-done
-	}
-}
+func (p *proc) stop() { benchdoc.Stop(p.cmd) }
 
 // cpuSeconds is the process's user+system CPU time.
-func (p *proc) cpuSeconds() float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100 // USER_HZ
-}
+func (p *proc) cpuSeconds() float64 { return benchdoc.CPUSeconds(p.cmd.Process.Pid) }
 
 // rssBytes is the process's resident set size.
 func (p *proc) rssBytes() int64 {

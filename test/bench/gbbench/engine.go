@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/bench/benchdoc"
 )
 
 // engine is `svc engine` as its own process on one core.
@@ -78,31 +79,11 @@ func startEngine(svc, dir string) (*engine, error) {
 	}
 }
 
-func (e *engine) stop() {
-	e.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { e.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		e.cmd.Process.Kill()
-		<-done
-	}
-}
+func (e *engine) stop() { benchdoc.Stop(e.cmd) }
 
 // cpuSeconds is the engine's user+system CPU time (taskset execs the
 // engine in place, so the pid is the engine's).
-func (e *engine) cpuSeconds() float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", e.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100 // USER_HZ
-}
+func (e *engine) cpuSeconds() float64 { return benchdoc.CPUSeconds(e.cmd.Process.Pid) }
 
 func (e *engine) do(method, path string, body, out any) error {
 	var rd *bytes.Reader

@@ -224,13 +224,13 @@ func measure(self string, pid int, url string, n int, window time.Duration, stat
 	if err != nil {
 		return step{}, err
 	}
-	cpu0, t0 := cpuSeconds(pid), time.Now()
+	cpu0, t0 := benchdoc.CPUSeconds(pid), time.Now()
 	time.Sleep(window)
 	after, err := readStats(statsPath)
 	if err != nil {
 		return step{}, err
 	}
-	cpu1, elapsed := cpuSeconds(pid), time.Since(t0)
+	cpu1, elapsed := benchdoc.CPUSeconds(pid), time.Since(t0)
 	pkts, lost := after.Packets-before.Packets, after.Lost-before.Lost
 	st := step{viewers: n, cores: (cpu1 - cpu0) / elapsed.Seconds(), mbps: float64(after.Bytes-before.Bytes) * 8 / elapsed.Seconds() / 1e6,
 		connected: after.Connected}
@@ -239,19 +239,6 @@ func measure(self string, pid int, url string, n int, window time.Duration, stat
 	}
 	st.firstP50, st.firstP99 = after.FirstP50, after.FirstP99
 	return st, nil
-}
-
-// cpuSeconds is a process's user+system CPU time.
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100 // USER_HZ
 }
 
 func pctMs(d []time.Duration, p float64) float64 {
