@@ -131,6 +131,11 @@ func (in *instance) fileDone(f FileInfo, err error) {
 	in.rec.addFileAtRoot(f.FileID, f.root, f.Rel, f.Fallback)
 	in.mu.Lock()
 	in.info.Files++
+	if in.info.FileID == f.FileID {
+		// Until the next frame opens a file, none is open: the snapshot
+		// must not show a finished file as the one being written.
+		in.info.FileID = ""
+	}
 	in.doneBytes += f.Size
 	in.doneFrames += f.Frames
 	in.mu.Unlock()
