@@ -96,14 +96,14 @@ func (e *recordingEndpoints) GetRecordingStateModel(context.Context, contract.Ge
 
 func (e *recordingEndpoints) RunAutoRecordOnce(ctx context.Context, r contract.RunAutoRecordOnceRequestObject) (contract.RunAutoRecordOnceResponseObject, error) {
 	if at := r.Params.At; at != nil && (time.Since(*at) > time.Minute || time.Until(*at) > time.Minute) {
-		return nil, newError(http.StatusBadRequest, "invalid_query", "at: this version has no recording plans, so a pass runs only now (at absent or within a minute of now)")
+		return nil, newError(http.StatusBadRequest, "invalid_query", "at: a pass acts on the present (at absent or within a minute of now); GET /api/v2/recording/plans/{planId}/evaluate?at= answers for another time")
 	}
 	res, err := e.auto.RunOnce(requestContext(ctx))
 	if err != nil {
 		return nil, err
 	}
 	return contract.RunAutoRecordOnce200JSONResponse{Started: int32(res.Started), Stopped: int32(res.Stopped), Resumed: int32(res.Resumed),
-		Failed: int32(res.Failed)}, nil
+		Failed: int32(res.Failed), Unplaced: int32(res.Unplaced)}, nil
 }
 
 func (e *recordingEndpoints) EvaluateAutoRecordStream(

@@ -2,6 +2,7 @@ package recording
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -9,6 +10,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/mediaserver"
+	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
@@ -49,15 +51,58 @@ func (r *Reconciler) Run(ctx context.Context) {
 	}
 }
 
-// PassResult counts what one pass did.
+// PassResult counts what one pass did. Unplaced counts the channels that
+// want recording on a media server the cluster does not know: no session
+// is opened for them until it is enrolled.
 type PassResult struct {
-	Started, Stopped, Resumed, Failed int
+	Started, Stopped, Resumed, Failed, Unplaced int
 }
 
-// RunOnce makes one pass.
+// RunOnce makes one pass. Its reads are one listing of the channels that
+// want recording, one of the active sessions and one of the media
+// servers, whatever the number of channels; only a change is written.
 func (r *Reconciler) RunOnce(ctx context.Context) (PassResult, error) {
 	var res PassResult
 	s := r.Recording
+	known, err := s.knownServers(ctx)
+	if err != nil {
+		return res, err
+	}
+	active := map[string]Session{}
+	for _, state := range []string{SessionRecording, SessionRequested} {
+		for page := 1; ; page++ {
+			ss, total, err := s.Sessions(ctx, SessionFilter{State: state, Page: page, PageSize: MaxPageSize})
+			if err != nil {
+				return res, err
+			}
+			for _, sess := range ss {
+				active[sessionKey(sess.MediaServerID, sess.Vhost, sess.App, sess.StreamID)] = sess
+			}
+			if int64(page*MaxPageSize) >= total {
+				break
+			}
+		}
+	}
+	var firstErr error
+	start := func(ch channels.Channel, source string, segment int) {
+		key := sessionKey(ch.MediaServerID, ch.Vhost, ch.App, ch.Stream)
+		if _, ok := active[key]; ok {
+			return
+		}
+		if known != nil && !known[ch.MediaServerID] {
+			res.Unplaced++
+			return
+		}
+		if _, err := s.Start(ctx, autoActor, StartRequest{StreamRef: StreamRef{ChannelID: string(ch.ChannelID)}, RecordSource: source,
+			SegmentSeconds: segment}); err != nil {
+			res.Failed++
+			if firstErr == nil {
+				firstErr = fmt.Errorf("channel %s: %w", ch.ChannelID, err)
+			}
+			return
+		}
+		res.Started++
+	}
 	want := map[string]string{} // session keys auto-record and plans want, with the source
 	yes := true
 	for page := 1; ; page++ {
@@ -69,54 +114,32 @@ func (r *Reconciler) RunOnce(ctx context.Context) (PassResult, error) {
 			if !ch.Enabled || ch.MediaServerID == "" {
 				continue
 			}
-			ref := StreamRef{ChannelID: string(ch.ChannelID), MediaServerID: ch.MediaServerID, Vhost: ch.Vhost, App: ch.App, StreamID: ch.Stream}
-			want[sessionKey(ref.MediaServerID, ref.Vhost, ref.App, ref.StreamID)] = RecordAuto
-			sess, err := s.Session(ctx, ref)
-			if err != nil {
-				return res, err
-			}
-			if sess != nil && sess.Active() {
-				continue
-			}
-			if _, err := s.Start(ctx, autoActor, StartRequest{StreamRef: StreamRef{ChannelID: ref.ChannelID}, RecordSource: RecordAuto}); err != nil {
-				res.Failed++
-				r.Log.Warn("auto-record could not start", zap.String("channel", ref.ChannelID), zap.Error(err))
-				continue
-			}
-			res.Started++
+			want[sessionKey(ch.MediaServerID, ch.Vhost, ch.App, ch.Stream)] = RecordAuto
+			start(ch, RecordAuto, 0)
 		}
 		if int64(page*1000) >= total {
 			break
 		}
 	}
-	if err := r.plans(ctx, want, &res); err != nil {
+	if err := r.plans(ctx, want, start); err != nil {
 		return res, err
 	}
 	// Active sessions: stop automatic and planned ones nobody wants; make
 	// the engines record the others.
 	byServer := map[string][]Session{}
-	for _, state := range []string{SessionRecording, SessionRequested} {
-		for page := 1; ; page++ {
-			ss, total, err := s.Sessions(ctx, SessionFilter{State: state, Page: page, PageSize: MaxPageSize})
-			if err != nil {
-				return res, err
-			}
-			for _, sess := range ss {
-				key := sessionKey(sess.MediaServerID, sess.Vhost, sess.App, sess.StreamID)
-				if (sess.RecordSource == RecordAuto || sess.RecordSource == RecordPlan) && want[key] == "" {
-					if _, err := s.Stop(ctx, autoActor, StreamRef{MediaServerID: sess.MediaServerID, Vhost: sess.Vhost, App: sess.App, StreamID: sess.StreamID}); err != nil {
-						res.Failed++
-						continue
-					}
-					res.Stopped++
-					continue
+	for key, sess := range active {
+		if (sess.RecordSource == RecordAuto || sess.RecordSource == RecordPlan) && want[key] == "" {
+			if _, err := s.Stop(ctx, autoActor, StreamRef{MediaServerID: sess.MediaServerID, Vhost: sess.Vhost, App: sess.App, StreamID: sess.StreamID}); err != nil {
+				res.Failed++
+				if firstErr == nil {
+					firstErr = fmt.Errorf("stop %s/%s: %w", sess.App, sess.StreamID, err)
 				}
-				byServer[sess.MediaServerID] = append(byServer[sess.MediaServerID], sess)
+				continue
 			}
-			if int64(page*MaxPageSize) >= total {
-				break
-			}
+			res.Stopped++
+			continue
 		}
+		byServer[sess.MediaServerID] = append(byServer[sess.MediaServerID], sess)
 	}
 	for server, ss := range byServer {
 		var list engineapi.RecordingList
@@ -140,7 +163,31 @@ func (r *Reconciler) RunOnce(ctx context.Context) (PassResult, error) {
 			res.Resumed++
 		}
 	}
+	if firstErr != nil {
+		// One line a pass, not one per channel: a thousand channels on a
+		// missing server must not flood the log every few seconds.
+		r.Log.Warn("auto-record could not start or stop some channels", zap.Int("failed", res.Failed), zap.Error(firstErr))
+	}
 	return res, nil
+}
+
+// knownServers is the set of media servers enrolled in the cluster (nil
+// when the service has no node list, and then every server counts).
+func (s *Service) knownServers(ctx context.Context) (map[string]bool, error) {
+	if s.Nodes == nil {
+		return nil, nil
+	}
+	recs, err := s.Nodes.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	known := make(map[string]bool, len(recs))
+	for _, rec := range recs {
+		if rec.Status != nodes.StatusRetired {
+			known[rec.MediaServerID] = true
+		}
+	}
+	return known, nil
 }
 
 // resume asks the engine again to record what an active session wants.
@@ -154,7 +201,7 @@ func (s *Service) resume(ctx context.Context, r StreamRef, sess Session) (*Sessi
 
 // plans starts recording the channels of every enabled plan whose slot
 // holds now, and notes them in want.
-func (r *Reconciler) plans(ctx context.Context, want map[string]string, res *PassResult) error {
+func (r *Reconciler) plans(ctx context.Context, want map[string]string, start func(channels.Channel, string, int)) error {
 	s := r.Recording
 	plans, err := s.Plans(ctx, "")
 	if err != nil {
@@ -175,20 +222,7 @@ func (r *Reconciler) plans(ctx context.Context, want map[string]string, res *Pas
 				continue
 			}
 			want[key] = RecordPlan
-			sess, err := s.Session(ctx, StreamRef{MediaServerID: ch.MediaServerID, Vhost: ch.Vhost, App: ch.App, StreamID: ch.Stream})
-			if err != nil {
-				return err
-			}
-			if sess != nil && sess.Active() {
-				continue
-			}
-			if _, err := s.Start(ctx, autoActor, StartRequest{StreamRef: StreamRef{ChannelID: id}, RecordSource: RecordPlan,
-				SegmentSeconds: p.SegmentSeconds}); err != nil {
-				res.Failed++
-				r.Log.Warn("a recording plan could not start a channel", zap.String("plan", p.PlanID), zap.String("channel", id), zap.Error(err))
-				continue
-			}
-			res.Started++
+			start(*ch, RecordPlan, p.SegmentSeconds)
 		}
 	}
 	return nil
