@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/svcplatform/svc/controlplane/store"
 )
@@ -113,9 +114,22 @@ func (st *statements) close() {
 // inside transactions, instead of SQLite parsing the text for every read.
 // They are prepared up front because the writer pool has a single
 // connection, which an apply transaction holds.
+//
+// The query layer's texts depend on each listing's shape (its conditions
+// and order), so they are prepared on first use instead, up to
+// maxDynamic texts; past that a text runs unprepared.
 type stmtCache struct {
-	m map[string]*sql.Stmt
+	m  map[string]*sql.Stmt
+	db *sql.DB
+
+	mu     sync.Mutex
+	dyn    map[string]*sql.Stmt // nil while being prepared
+	closed bool
 }
+
+// maxDynamic bounds the prepared query shapes: every listing filter
+// combination is one, and a connection keeps each it has run.
+const maxDynamic = 256
 
 // readQueries are every text the read path runs: the revision, the point
 // read, the watch's history, and rangeIn's shapes.
@@ -129,7 +143,7 @@ func readQueries() []string {
 }
 
 func newStmtCache(db *sql.DB) (*stmtCache, error) {
-	c := &stmtCache{m: map[string]*sql.Stmt{}}
+	c := &stmtCache{m: map[string]*sql.Stmt{}, db: db, dyn: map[string]*sql.Stmt{}}
 	for _, q := range readQueries() {
 		st, err := db.Prepare(q)
 		if err != nil {
@@ -148,8 +162,45 @@ func (c *stmtCache) get(query string) (*sql.Stmt, error) {
 	return nil, fmt.Errorf("sqlitefsm: query not prepared: %s", query)
 }
 
+// dynamic answers text prepared on the pool, or nil when it is not (yet):
+// the caller then runs the text unprepared. The first use starts the
+// preparation aside, because preparing on the pool needs a free
+// connection while the caller holds one in its transaction: with every
+// connection held by a caller waiting here, nothing would ever free one.
+func (c *stmtCache) dynamic(text string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.dyn[text]; ok || c.closed || len(c.dyn) >= maxDynamic {
+		return st
+	}
+	c.dyn[text] = nil // being prepared
+	go func() {
+		st, err := c.db.Prepare(text)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		switch {
+		case err != nil:
+			delete(c.dyn, text) // the next use tries again
+		case c.closed:
+			st.Close()
+		default:
+			c.dyn[text] = st
+		}
+	}()
+	return nil
+}
+
 func (c *stmtCache) close() {
 	for _, st := range c.m {
 		st.Close()
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, st := range c.dyn {
+		if st != nil {
+			st.Close()
+		}
+	}
+	c.dyn = map[string]*sql.Stmt{}
 }

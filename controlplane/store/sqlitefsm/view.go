@@ -14,7 +14,7 @@ import (
 // query.Reader, and this file is where a Query becomes SQL.
 func (s *State) View(ctx context.Context, fn func(v query.View) error) error {
 	return s.ReadTx(ctx, func(tx *sql.Tx, rev int64) error {
-		return fn(&view{ctx: ctx, tx: tx, rev: rev, specs: s.specs})
+		return fn(&view{ctx: ctx, tx: tx, rev: rev, specs: s.specs, stmts: s.rq})
 	})
 }
 
@@ -23,6 +23,23 @@ type view struct {
 	tx    *sql.Tx
 	rev   int64
 	specs []IndexSpec
+	stmts *stmtCache
+}
+
+// query runs a read through the statement cache, so SQLite parses each
+// query shape once per connection rather than at every request.
+func (v *view) query(text string, args ...any) (*sql.Rows, error) {
+	if st := v.stmts.dynamic(text); st != nil {
+		return v.tx.StmtContext(v.ctx, st).QueryContext(v.ctx, args...)
+	}
+	return v.tx.QueryContext(v.ctx, text, args...)
+}
+
+func (v *view) queryRow(text string, args ...any) *sql.Row {
+	if st := v.stmts.dynamic(text); st != nil {
+		return v.tx.StmtContext(v.ctx, st).QueryRowContext(v.ctx, args...)
+	}
+	return v.tx.QueryRowContext(v.ctx, text, args...)
 }
 
 func (v *view) Revision() int64 { return v.rev }
@@ -191,9 +208,13 @@ func selectKeys(s IndexSpec, q query.Query) (text string, args []any, order stri
 	text = "SELECT i.key FROM " + tableOf(s) + " i" + cond + order
 	switch {
 	case q.Limit > 0:
-		text += fmt.Sprintf(" LIMIT %d OFFSET %d", q.Limit, max(q.Offset, 0))
+		// Limit and offset are arguments, so every page of one listing
+		// runs the same prepared statement.
+		text += " LIMIT ? OFFSET ?"
+		args = append(args, q.Limit, max(q.Offset, 0))
 	case q.Offset > 0:
-		text += fmt.Sprintf(" LIMIT -1 OFFSET %d", q.Offset)
+		text += " LIMIT -1 OFFSET ?"
+		args = append(args, q.Offset)
 	}
 	return text, args, order, nil
 }
@@ -207,7 +228,7 @@ func (v *view) Keys(q query.Query) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := v.tx.QueryContext(v.ctx, text, args...)
+	rows, err := v.query(text, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +259,7 @@ func (v *view) Find(q query.Query) ([]query.Row, error) {
 	}
 	text := "SELECT kv.key, kv.create_revision, kv.mod_revision, kv.value FROM " + tableOf(s) + " i JOIN kv ON kv.key = i.key WHERE i.key IN (" +
 		keys + ")" + order
-	rows, err := v.tx.QueryContext(v.ctx, text, args...)
+	rows, err := v.query(text, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +294,7 @@ func (v *view) Span(index, from, to string, conds ...query.Cond) (float64, int64
 	}
 	var avg sql.NullFloat64
 	var largest sql.NullInt64
-	err = v.tx.QueryRowContext(v.ctx, "SELECT avg("+b+" - "+a+"), max("+b+" - "+a+") FROM "+tableOf(s)+" i"+cond, args...).Scan(&avg, &largest)
+	err = v.queryRow("SELECT avg("+b+" - "+a+"), max("+b+" - "+a+") FROM "+tableOf(s)+" i"+cond, args...).Scan(&avg, &largest)
 	return avg.Float64, largest.Int64, err
 }
 
@@ -290,6 +311,7 @@ func (v *view) Get(keys ...string) ([]query.Row, error) {
 			args[i] = k
 		}
 		keys = keys[n:]
+		// One text per key count: not worth a slot in the statement cache.
 		rows, err := v.tx.QueryContext(v.ctx, "SELECT key, create_revision, mod_revision, value FROM kv WHERE key IN (?"+
 			strings.Repeat(",?", n-1)+") ORDER BY key", args...)
 		if err != nil {
@@ -311,7 +333,7 @@ func (v *view) Get(keys ...string) ([]query.Row, error) {
 }
 
 func (v *view) Scan(prefix string, fn func(query.Row) error) error {
-	rows, err := v.tx.QueryContext(v.ctx, `SELECT key, create_revision, mod_revision, value FROM kv WHERE key >= ? AND key < ? ORDER BY key`,
+	rows, err := v.query(`SELECT key, create_revision, mod_revision, value FROM kv WHERE key >= ? AND key < ? ORDER BY key`,
 		prefix, store.PrefixEnd(prefix))
 	if err != nil {
 		return err
@@ -339,7 +361,7 @@ func (v *view) Count(index string, conds ...query.Cond) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	err = v.tx.QueryRowContext(v.ctx, "SELECT count(*) FROM "+tableOf(s)+" i"+cond, args...).Scan(&n)
+	err = v.queryRow("SELECT count(*) FROM "+tableOf(s)+" i"+cond, args...).Scan(&n)
 	return n, err
 }
 
@@ -356,7 +378,7 @@ func (v *view) CountBy(index, name string, conds ...query.Cond) (map[string]int6
 	if err != nil {
 		return nil, err
 	}
-	rows, err := v.tx.QueryContext(v.ctx, "SELECT coalesce(CAST("+col+" AS TEXT), ''), count(*) FROM "+tableOf(s)+" i"+cond+" GROUP BY 1", args...)
+	rows, err := v.query("SELECT coalesce(CAST("+col+" AS TEXT), ''), count(*) FROM "+tableOf(s)+" i"+cond+" GROUP BY 1", args...)
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +409,7 @@ func (v *view) Min(index, name string, conds ...query.Cond) (int64, bool, error)
 		return 0, false, err
 	}
 	var m sql.NullInt64
-	err = v.tx.QueryRowContext(v.ctx, "SELECT min("+col+") FROM "+tableOf(s)+" i"+cond, args...).Scan(&m)
+	err = v.queryRow("SELECT min("+col+") FROM "+tableOf(s)+" i"+cond, args...).Scan(&m)
 	return m.Int64, m.Valid, err
 }
 
@@ -411,7 +433,7 @@ func (v *view) Distinct(index string, names []string, conds ...query.Cond) ([][]
 	if err != nil {
 		return nil, err
 	}
-	rows, err := v.tx.QueryContext(v.ctx, "SELECT DISTINCT "+strings.Join(cols, ", ")+" FROM "+tableOf(s)+" i"+cond, args...)
+	rows, err := v.query("SELECT DISTINCT "+strings.Join(cols, ", ")+" FROM "+tableOf(s)+" i"+cond, args...)
 	if err != nil {
 		return nil, err
 	}

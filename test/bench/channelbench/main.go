@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -28,11 +29,34 @@ func main() {
 	out := flag.String("out", "docs/benchmarks.md", "markdown file to write the section to")
 	n := flag.Int("channels", 5000, "channels to create")
 	clients := flag.Int("clients", 16, "concurrent API clients")
+	flag.StringVar(&profilePrefix, "cpuprofile", "", "write a CPU profile of each phase to this prefix plus .create, .start, .list0, .list1 and so on")
 	flag.Parse()
 	if err := run(*out, *n, *clients); err != nil {
 		fmt.Fprintln(os.Stderr, "channelbench:", err)
 		os.Exit(1)
 	}
+}
+
+// profilePrefix, when set, names the files each phase's CPU profile is
+// written to (list0 is the first listing case, list1 the next), so a regression is found in the phase that shows it.
+var profilePrefix string
+
+// profiled runs one phase under a CPU profile written to the prefix plus
+// the phase's name.
+func profiled(phase string, fn func() error) error {
+	if profilePrefix == "" {
+		return fn()
+	}
+	f, err := os.Create(profilePrefix + "." + phase)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	return fn()
 }
 
 type bench struct {
@@ -65,7 +89,15 @@ func (b *bench) call(method, path string, body any) (int, []byte, error) {
 
 // timed runs op for indexes 0..n-1 over clients workers and returns the
 // rate and the sorted latencies.
-func timed(n, clients int, op func(i int) error) (float64, []time.Duration, error) {
+func timed(phase string, n, clients int, op func(i int) error) (rate float64, lat []time.Duration, err error) {
+	err = profiled(phase, func() error {
+		rate, lat, err = timedRun(n, clients, op)
+		return err
+	})
+	return rate, lat, err
+}
+
+func timedRun(n, clients int, op func(i int) error) (float64, []time.Duration, error) {
 	lat := make([]time.Duration, n)
 	var next atomic.Int64
 	var firstErr atomic.Value
@@ -117,7 +149,7 @@ func run(outPath string, n, clients int) error {
 		}
 	}
 	ids := make([]string, n)
-	createRate, createLat, err := timed(n, clients, func(i int) error {
+	createRate, createLat, err := timed("create", n, clients, func(i int) error {
 		body := map[string]any{"name": fmt.Sprintf("Camera %d", i), "protocol": "rtsp", "app": "live", "stream": fmt.Sprintf("cam%d", i),
 			"sourceUrl": fmt.Sprintf("rtsp://viewer:secret%d@10.%d.%d.%d:554/Streaming/101", i, i/65536%256, i/256%256, i%256),
 			"enabled":   i%10 != 0, "autoRecord": i%3 == 0, "mediaServerId": fmt.Sprintf("ms-%d", i%8)}
@@ -137,7 +169,7 @@ func run(outPath string, n, clients int) error {
 		return err
 	}
 	pairs := min(n/10, 500) // channels i*10+1 are enabled
-	startRate, startLat, err := timed(pairs, clients, func(i int) error {
+	startRate, startLat, err := timed("start", pairs, clients, func(i int) error {
 		for _, action := range []string{"start", "stop"} {
 			if st, raw, err := b.call("POST", "/api/v2/channels/"+ids[i*10+1]+"/"+action, nil); err != nil || st != 200 {
 				return fmt.Errorf("%s: %d %s %w", action, st, raw, err)
@@ -164,10 +196,10 @@ func run(outPath string, n, clients int) error {
 		p50, p99 float64
 	}
 	var results []listResult
-	for _, lc := range lists {
+	for li, lc := range lists {
 		var total int64
 		const reps = 200
-		_, lat, err := timed(reps, 1, func(int) error {
+		_, lat, err := timed(fmt.Sprintf("list%d", li), reps, 1, func(int) error {
 			st, raw, err := b.call("GET", "/api/v2/channels?"+strings.ReplaceAll(lc.query, " ", "%20"), nil)
 			if err != nil || st != 200 {
 				return fmt.Errorf("list %s: %d %s %w", lc.query, st, raw, err)
