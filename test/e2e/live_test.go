@@ -264,13 +264,22 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 		t.Fatalf("renewAfter %s is not about 70%% into a 60 s round", l.RenewAfter)
 	}
 	for _, s := range l.Sources {
-		r, err := probe(t, s.URL, 5)
-		if err != nil {
-			t.Fatalf("%s: %v", s.Protocol, err)
+		// 100 frames at 25 fps span 3.96 s from the first to the last. A
+		// CI host that stalls the player for seconds can cut one read
+		// short, so a short read is tried once more; both are reported.
+		var tries []string
+		for len(tries) < 2 {
+			r, err := probe(t, s.URL, 5)
+			if err == nil && r.codec == "h264" && r.width == 320 && r.height == 240 && r.span >= 3.9 && r.packets >= 100 && r.audio {
+				break
+			}
+			tries = append(tries, fmt.Sprintf("%+v %v", r, err))
 		}
-		// 100 frames at 25 fps span 3.96 s from the first to the last.
-		if r.codec != "h264" || r.width != 320 || r.height != 240 || r.span < 3.9 || r.packets < 100 || !r.audio {
-			t.Fatalf("%s played %+v", s.Protocol, r)
+		if len(tries) == 2 {
+			t.Fatalf("%s did not play: %s", s.Protocol, strings.Join(tries, "; "))
+		}
+		if len(tries) == 1 {
+			t.Logf("%s played at the second try; the first read: %s", s.Protocol, tries[0])
 		}
 	}
 	// 5. Renew: the same URLs.
