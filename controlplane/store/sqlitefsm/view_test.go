@@ -9,10 +9,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/query"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 type item struct {
@@ -287,5 +290,70 @@ func TestCompositeTreesServeEqualityThenRange(t *testing.T) {
 	bad.Composite = [][]string{{"stream", "end_ms"}}
 	if _, err := Open(filepath.Join(t.TempDir(), "state.db"), []IndexSpec{bad}); err == nil {
 		t.Fatal("a composite over an unknown column was accepted")
+	}
+}
+
+// TestListingShapesPreparedWithEveryConnectionHeld runs more concurrent
+// listings than the read pool has connections, each of a shape never run
+// before: preparing a new shape must not wait for a free connection while
+// every caller holds one. Later runs of those shapes use the prepared
+// statements, and their answers do not change.
+func TestListingShapesPreparedWithEveryConnectionHeld(t *testing.T) {
+	h := itemHarness(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const callers = 48
+	shape := func(i int) query.Query {
+		values := make([]string, i%12+1) // one text per value count
+		for j := range values {
+			values[j] = fmt.Sprint("state-", j)
+		}
+		values[0] = "on"
+		return query.Query{Index: itemIndex.Name, Where: []query.Cond{query.In("state", values...)}, Limit: i%4 + 1}
+	}
+	run := func() []int {
+		counts := make([]int, callers)
+		var wg sync.WaitGroup
+		errs := make(chan error, callers)
+		for i := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := h.s.View(ctx, func(v query.View) error {
+					rows, err := v.Find(shape(i))
+					counts[i] = len(rows)
+					return err
+				})
+				if err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		return counts
+	}
+	first := run()
+	for i, n := range first {
+		if want := min(i%4+1, 3); n != want {
+			t.Fatalf("shape %d found %d rows, want %d", i, n, want)
+		}
+	}
+	testkit.Eventually(t, 30*time.Second, "the shapes prepared", func() bool {
+		h.s.rq.mu.Lock()
+		defer h.s.rq.mu.Unlock()
+		prepared := 0
+		for _, st := range h.s.rq.dyn {
+			if st != nil {
+				prepared++
+			}
+		}
+		return prepared >= 12
+	})
+	if again := run(); !reflect.DeepEqual(again, first) {
+		t.Fatalf("prepared statements answered %v, unprepared %v", again, first)
 	}
 }
