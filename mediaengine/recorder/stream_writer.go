@@ -76,7 +76,7 @@ func newStreamWriter(root string, p media.Path, tracks []*media.Track, segDur ti
 	}
 	for _, t := range tracks {
 		switch t.Codec {
-		case media.CodecH264, media.CodecH265, media.CodecAAC, media.CodecOpus, media.CodecPCMA, media.CodecPCMU:
+		case media.CodecH264, media.CodecH265, media.CodecVP8, media.CodecAAC, media.CodecOpus, media.CodecPCMA, media.CodecPCMU:
 		default:
 			continue
 		}
