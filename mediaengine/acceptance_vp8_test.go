@@ -3,9 +3,9 @@ package mediaengine
 import (
 	"bytes"
 	"io"
-	"os/exec"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"

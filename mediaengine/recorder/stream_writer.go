@@ -48,7 +48,7 @@ type streamWriter struct {
 	// keyframe to end at; a source that sends keyframes only when asked
 	// (a WebRTC publisher) is asked for one.
 	keyDue bool
-	runs    []fmp4.Run
+	runs   []fmp4.Run
 	// The open part: its frames, the first completed sample's time and
 	// the latest end of a completed sample.
 	partFrames int
