@@ -84,6 +84,11 @@ type browserReport struct {
 	AudioPackets int     `json:"audioPackets"`
 	Notes        string  `json:"notes"`
 	Deleted      int     `json:"deleted"`
+	// The retransmission test's page (lossyHarness) reports these too.
+	Nacks         int    `json:"nacks"`
+	Frames        int    `json:"frames"`
+	Retransmitted int    `json:"retransmitted"`
+	Answer        string `json:"answer"`
 }
 
 // hubPath is a stream's path on the default vhost.

@@ -17,10 +17,12 @@ import (
 )
 
 // whipHarness is the page Chromium runs to publish: its fake camera and
-// microphone go to a WHIP URL; it reports the connection state to /report
-// and, when the answer says stop, releases the session with DELETE.
+// microphone go to a WHIP URL (with codec=VP8, offering VP8 and RTX only);
+// it reports the connection state to /report and, when the answer says
+// stop, releases the session with DELETE.
 const whipHarness = `<!doctype html><html><body><script>
 const whip = new URLSearchParams(location.search).get('whip');
+const codec = new URLSearchParams(location.search).get('codec');
 async function report(o) {
   const r = await fetch('/report', {method: 'POST', body: JSON.stringify(o)});
   return r.json();
@@ -29,7 +31,13 @@ async function report(o) {
   try {
     const media = await navigator.mediaDevices.getUserMedia({video: {width: 640, height: 480, frameRate: 25}, audio: true});
     const pc = new RTCPeerConnection();
-    for (const track of media.getTracks()) pc.addTransceiver(track, {direction: 'sendonly'});
+    for (const track of media.getTracks()) {
+      const tr = pc.addTransceiver(track, {direction: 'sendonly'});
+      if (codec && track.kind === 'video') {
+        tr.setCodecPreferences(RTCRtpSender.getCapabilities('video').codecs.filter(c =>
+          c.mimeType === 'video/' + codec || c.mimeType === 'video/rtx'));
+      }
+    }
     const offer = await pc.createOffer();
     await pc.setLocalDescription(offer);
     const r = await fetch(whip, {method: 'POST', headers: {'Content-Type': 'application/sdp'}, body: offer.sdp});

@@ -21,7 +21,7 @@ func (Format) Name() string { return "flv" }
 func (Format) NewMuxer(tracks []*media.Track) (hub.Muxer, error) { return NewMuxer(tracks) }
 
 // ErrNoTrack is returned when a stream has no track FLV can carry.
-var ErrNoTrack = errors.New("flv: the stream has no H.264, H.265, AAC or G.711 track")
+var ErrNoTrack = errors.New("flv: the stream has no H.264, H.265, AAC or G.711 track (FLV has no VP8 or Opus format)")
 
 // Muxer turns one stream's frames into FLV tags. It carries the first
 // video track and the first audio track FLV supports and ignores others.

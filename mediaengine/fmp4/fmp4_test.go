@@ -40,7 +40,7 @@ func TestInitSegmentStructure(t *testing.T) {
 			t.Fatalf("%s: no %s box", audio, want)
 		}
 	}
-	if _, err := InitSegment([]*media.Track{{ID: 0, Codec: "VP8"}}); err == nil {
+	if _, err := InitSegment([]*media.Track{{ID: 0, Codec: "VP9"}}); err == nil {
 		t.Fatal("an unknown codec was accepted")
 	}
 }

@@ -39,7 +39,7 @@ const (
 )
 
 func sampleSize(f *media.Frame) int {
-	if f.Track.Kind() == media.KindVideo {
+	if f.Track.Codec.NALUnits() {
 		return nalu.LengthPrefixedSize(f.NALUs)
 	}
 	return len(f.Payload)
@@ -106,7 +106,7 @@ func AppendFragment(dst []byte, seq uint32, runs []Run) []byte {
 	for i, r := range runs {
 		binary.BigEndian.PutUint32(w.b[offsets[i]:], uint32(len(w.b)-base))
 		for _, s := range r.Samples {
-			if s.Frame.Track.Kind() == media.KindVideo {
+			if s.Frame.Track.Codec.NALUnits() {
 				w.b = nalu.AppendLengthPrefixed(w.b, s.Frame.NALUs)
 			} else {
 				w.b = append(w.b, s.Frame.Payload...)

@@ -190,6 +190,21 @@ func writeSampleEntry(w *boxWriter, t *media.Track) error {
 		w.raw(c.Marshal())
 		w.end()
 		w.end()
+	case media.CodecVP8:
+		// VP Codec ISO Media File Format Binding 2.2: vp08 with a vpcC
+		// (version 1) saying profile 0, 8 bits, 4:2:0, colours
+		// unspecified; VP8 has no codec initialisation data.
+		visualEntry(w, "vp08", t)
+		w.startFull("vpcC", 1, 0)
+		w.u8(0)           // profile
+		w.u8(10)          // level 1 (VP8 has no levels)
+		w.u8(8<<4 | 1<<1) // bit depth 8, chroma 4:2:0 colocated, limited range
+		w.u8(2)           // colour primaries: unspecified
+		w.u8(2)           // transfer characteristics: unspecified
+		w.u8(2)           // matrix coefficients: unspecified
+		w.u16(0)          // codec initialisation data size
+		w.end()
+		w.end()
 	case media.CodecAAC:
 		audioEntry(w, "mp4a", t, Timescale(t))
 		writeESDS(w, t)

@@ -38,7 +38,7 @@ func NewLiveMuxer(tracks []*media.Track) (*LiveMuxer, error) {
 	m := &LiveMuxer{pending: make([]*media.Frame, len(tracks))}
 	for _, t := range tracks {
 		switch t.Codec {
-		case media.CodecH264, media.CodecH265, media.CodecAAC, media.CodecOpus, media.CodecPCMA, media.CodecPCMU:
+		case media.CodecH264, media.CodecH265, media.CodecVP8, media.CodecAAC, media.CodecOpus, media.CodecPCMA, media.CodecPCMU:
 			m.tracks = append(m.tracks, t)
 			if t.Kind() == media.KindVideo {
 				m.hasVideo = true

@@ -24,6 +24,10 @@ const (
 	CodecPCMA Codec = "PCMA" // G.711 A-law
 	CodecPCMU Codec = "PCMU" // G.711 µ-law
 	CodecOpus Codec = "Opus"
+	// CodecVP8 is VP8 video (RFC 6386) as WebRTC publishers send it. A
+	// VP8 frame has no NAL units: Frame.Payload holds the whole
+	// compressed frame.
+	CodecVP8 Codec = "VP8"
 )
 
 // Kind is video or audio.
@@ -37,11 +41,15 @@ const (
 // Kind reports whether the codec carries video or audio.
 func (c Codec) Kind() Kind {
 	switch c {
-	case CodecH264, CodecH265:
+	case CodecH264, CodecH265, CodecVP8:
 		return KindVideo
 	}
 	return KindAudio
 }
+
+// NALUnits reports whether the codec's frames are NAL units (Frame.NALUs)
+// rather than one payload (Frame.Payload).
+func (c Codec) NALUnits() bool { return c == CodecH264 || c == CodecH265 }
 
 // Track describes one elementary stream of a stream. Parameter sets may be
 // unknown when the track is announced (an SDP without sprop-parameter-sets);
@@ -111,7 +119,7 @@ type Frame struct {
 	// length prefixes, in decoding order; parameter sets may be among them.
 	NALUs [][]byte
 	// Payload holds an audio frame: an AAC raw data block without ADTS
-	// header, an Opus packet, or G.711 samples.
+	// header, an Opus packet, or G.711 samples; or a VP8 frame.
 	Payload []byte
 }
 

@@ -77,6 +77,10 @@ func (in *instance) run(ctx context.Context) {
 
 // record writes one publisher's frames until its stream ends, the
 // instance stops or a file cannot be written.
+// keyframeAskInterval spaces a recording's keyframe requests while its
+// file waits for a keyframe to end at.
+const keyframeAskInterval = time.Second
+
 func (in *instance) record(ctx context.Context, rd *hub.Reader, log *zap.Logger) error {
 	w := newStreamWriter(in.rec.root, in.path, rd.Tracks(), in.segDur, in.rec.cfg.SegmentMaxBytes, in.rec.cfg.PartDuration, in.fileDone)
 	w.admit = in.rec.admit
@@ -87,6 +91,7 @@ func (in *instance) record(ctx context.Context, rd *hub.Reader, log *zap.Logger)
 		return hub.ErrStreamClosed
 	}
 	var pkts []*hub.Packet
+	var asked time.Time
 	for {
 		var err error
 		pkts, err = rd.Next(ctx, pkts[:0])
@@ -113,6 +118,10 @@ func (in *instance) record(ctx context.Context, rd *hub.Reader, log *zap.Logger)
 			}
 		}
 		clear(pkts)
+		if w.keyDue && time.Since(asked) >= keyframeAskInterval {
+			rd.Stream().RequestKeyframe()
+			asked = time.Now()
+		}
 		id, size, frames := w.written()
 		in.mu.Lock()
 		in.info.FileID = id

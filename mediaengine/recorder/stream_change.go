@@ -6,6 +6,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/codec/h264"
 	"github.com/svcplatform/svc/mediaengine/codec/h265"
+	"github.com/svcplatform/svc/mediaengine/codec/vp8"
 	"github.com/svcplatform/svc/mediaengine/fmp4"
 	"github.com/svcplatform/svc/mediaengine/media"
 )
@@ -48,6 +49,16 @@ const (
 // carries in band, and whether they differ from t's; t itself is never
 // changed (the hub's readers share it).
 func withParameters(t *media.Track, f *media.Frame) (*media.Track, bool) {
+	if t.Codec == media.CodecVP8 {
+		// A VP8 keyframe carries its size; the file's sample entry has it.
+		w, h, ok := vp8.KeyframeSize(f.Payload)
+		if !ok || (w == t.Width && h == t.Height) {
+			return t, false
+		}
+		n := *t
+		n.Width, n.Height = w, h
+		return &n, true
+	}
 	var vps, sps, pps []byte
 	for _, u := range f.NALUs {
 		switch t.Codec {

@@ -44,7 +44,11 @@ type streamWriter struct {
 	// lastKey is the DTS of the latest video keyframe (or plain frame a
 	// segment was cut at), for the no-keyframe cut.
 	lastKey time.Duration
-	runs    []fmp4.Run
+	// keyDue says the open file has reached its duration and waits for a
+	// keyframe to end at; a source that sends keyframes only when asked
+	// (a WebRTC publisher) is asked for one.
+	keyDue bool
+	runs   []fmp4.Run
 	// The open part: its frames, the first completed sample's time and
 	// the latest end of a completed sample.
 	partFrames int
@@ -76,7 +80,7 @@ func newStreamWriter(root string, p media.Path, tracks []*media.Track, segDur ti
 	}
 	for _, t := range tracks {
 		switch t.Codec {
-		case media.CodecH264, media.CodecH265, media.CodecAAC, media.CodecOpus, media.CodecPCMA, media.CodecPCMU:
+		case media.CodecH264, media.CodecH265, media.CodecVP8, media.CodecAAC, media.CodecOpus, media.CodecPCMA, media.CodecPCMU:
 		default:
 			continue
 		}
@@ -159,6 +163,9 @@ func (w *streamWriter) frame(f *media.Frame) error {
 	}
 	if key {
 		w.lastKey = dts
+	}
+	if video {
+		w.keyDue = !key && dts-w.seg.baseDTS >= w.segDur
 	}
 	if w.held[i] != nil {
 		w.complete(i, dts)

@@ -2,6 +2,8 @@ package rtc
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/pion/webrtc/v4"
 
@@ -21,30 +23,39 @@ var feedback = []webrtc.RTCPFeedback{{Type: "goog-remb"}, {Type: "ccm", Paramete
 // every browser decoder takes these.
 var h264Profiles = []string{"42e01f", "42001f", "4d001f", "640032"}
 
+// rtxOffset is added to a video codec's payload type to give its RTX
+// (RFC 4588) payload type: 102-105 H.264 -> 112-115, 96 VP8 -> 106,
+// 49 H.265 -> 59.
+const rtxOffset = 10
+
 // registerCodecs puts the codecs the server can carry into m, with fixed
 // payload types so answers are stable. A publisher's answer keeps only
-// what the hub carries (H.264; Opus and G.711): browsers send the first
-// codec of the answer, and would pick VP8, which no output of the engine
-// can mux, if it were there.
+// what the hub carries (H.264, VP8; Opus and G.711), H.264 first (see
+// preferH264). Each video codec has its RTX format (apt=), so the NACK
+// responder resends lost packets on the RTX stream of a viewer that
+// offered RTX, and a publisher's retransmissions are taken from its RTX
+// stream; pion's NACK interceptors do the rest.
 func registerCodecs(m *webrtc.MediaEngine, publish bool) error {
+	var video []webrtc.RTPCodecParameters
 	pt := webrtc.PayloadType(102)
 	for _, profile := range h264Profiles {
-		for _, mode := range []string{"1"} {
-			c := webrtc.RTPCodecParameters{PayloadType: pt, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264,
-				ClockRate: 90000, SDPFmtpLine: "level-asymmetry-allowed=1;packetization-mode=" + mode + ";profile-level-id=" + profile,
-				RTCPFeedback: feedback}}
-			if err := m.RegisterCodec(c, webrtc.RTPCodecTypeVideo); err != nil {
-				return fmt.Errorf("rtc: register H264: %w", err)
-			}
-			pt++
-		}
+		video = append(video, webrtc.RTPCodecParameters{PayloadType: pt, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264,
+			ClockRate: 90000, SDPFmtpLine: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=" + profile,
+			RTCPFeedback: feedback}})
+		pt++
 	}
-	video := []webrtc.RTPCodecParameters{
-		{PayloadType: 49, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH265, ClockRate: 90000, RTCPFeedback: feedback}},
-		{PayloadType: 96, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000, RTCPFeedback: feedback}},
+	if !publish {
+		video = append(video, webrtc.RTPCodecParameters{PayloadType: 49,
+			RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH265, ClockRate: 90000, RTCPFeedback: feedback}})
 	}
-	if publish {
-		video = nil
+	video = append(video, webrtc.RTPCodecParameters{PayloadType: 96,
+		RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000, RTCPFeedback: feedback}})
+	// RTX formats go after every media format: pion keeps this order where
+	// it answers with its own, and a section's first format must be one a
+	// sender can use.
+	for _, c := range video {
+		video = append(video, webrtc.RTPCodecParameters{PayloadType: c.PayloadType + rtxOffset, RTPCodecCapability: webrtc.RTPCodecCapability{
+			MimeType: webrtc.MimeTypeRTX, ClockRate: 90000, SDPFmtpLine: fmt.Sprintf("apt=%d", c.PayloadType)}})
 	}
 	for _, c := range video {
 		if err := m.RegisterCodec(c, webrtc.RTPCodecTypeVideo); err != nil {
@@ -65,6 +76,37 @@ func registerCodecs(m *webrtc.MediaEngine, publish bool) error {
 	return nil
 }
 
+// preferH264 reorders a publisher's video sections so the answer lists
+// H.264 before VP8 (RTX last) when the offer has both: a browser sends the
+// answer's first format, pion answers in the offer's order, and browsers
+// offer VP8 first. H.264 is what every output (FLV, HLS, RTSP) carries; a
+// publisher that wants VP8 offers only VP8.
+func preferH264(pc *webrtc.PeerConnection) {
+	rank := func(c webrtc.RTPCodecParameters) int {
+		switch {
+		case strings.EqualFold(c.MimeType, webrtc.MimeTypeH264):
+			return 0
+		case strings.EqualFold(c.MimeType, webrtc.MimeTypeRTX):
+			return 2
+		}
+		return 1
+	}
+	for _, tr := range pc.GetTransceivers() {
+		if tr.Kind() != webrtc.RTPCodecTypeVideo || tr.Receiver() == nil {
+			continue
+		}
+		codecs := tr.Receiver().GetParameters().Codecs
+		if len(codecs) < 2 || rank(codecs[0]) == 0 {
+			continue
+		}
+		sorted := slices.Clone(codecs)
+		slices.SortStableFunc(sorted, func(a, b webrtc.RTPCodecParameters) int { return rank(a) - rank(b) })
+		// A refusal leaves the offer's order: the publisher then sends what
+		// it listed first, which the hub carries too.
+		_ = tr.SetCodecPreferences(sorted)
+	}
+}
+
 // sendCapability is how a hub track goes to a WHEP viewer whose offer is
 // o, or a note saying why it cannot.
 func sendCapability(t *media.Track, o *offer) (webrtc.RTPCodecCapability, string) {
@@ -83,6 +125,11 @@ func sendCapability(t *media.Track, o *offer) (webrtc.RTPCodecCapability, string
 			return webrtc.RTPCodecCapability{}, "video: H265 is not in the offer (no transcoding), so the session has no video"
 		}
 		return webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH265, ClockRate: 90000, RTCPFeedback: feedback}, ""
+	case media.CodecVP8:
+		if !o.offers("video", "VP8") {
+			return webrtc.RTPCodecCapability{}, "video: VP8 is not in the offer (no transcoding), so the session has no video"
+		}
+		return webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000, RTCPFeedback: feedback}, ""
 	case media.CodecOpus:
 		if !o.offers("audio", "OPUS") {
 			return webrtc.RTPCodecCapability{}, "audio: the offer has no Opus, so audio is dropped"

@@ -9,20 +9,24 @@
 // player: its bounded queue drops frames until the next keyframe when the
 // viewer falls behind, and each frame is packetised once for that viewer
 // (rtpcodec) and sent through pion, whose interceptors answer NACKs from
-// their send buffer and send RTCP reports. Audio the browser cannot take
-// (AAC, or G.711 it did not offer) is left out and the session says so in
-// its notes; video that is not H.264 (or H.265 a browser offered) leaves the
-// session without video. A viewer starts at a keyframe that arrives after
+// their send buffer (on the RTX stream, RFC 4588, when the viewer offered
+// RTX) and send RTCP reports. Audio the browser cannot take (AAC, or G.711
+// it did not offer) is left out and the session says so in its notes;
+// video in a codec the viewer did not offer (H.264, VP8, or H.265 a
+// browser offered) leaves the session without video. A viewer starts at a keyframe that arrives after
 // it joined, and asks the source for one (RequestKeyframe): a WHIP
 // publisher relays that as a PLI; a camera's next GOP comes on its own.
 // Viewers' PLI and FIR are relayed the same way.
 //
 // A WHIP publisher is admitted by on_publish with the tracks the answer
-// negotiated (H.264, Opus, G.711: what the hub carries; VP8, which no
-// output could mux, is not answered), before the answer is sent; its RTP
-// is put back in order (NACK retransmissions arrive late) and
-// depacketised into the hub like an RTSP publisher's, and keyframe
-// requests from any reader reach it as PLI.
+// negotiated (H.264, VP8, Opus, G.711: what the hub carries; H.264 is
+// answered first when both video codecs are offered, since FLV, HLS and
+// RTSP players take it and only fMP4, recording, RTSP and WHEP take VP8),
+// before the answer is sent. pion's NACK generator asks the publisher for
+// lost packets and unwraps its RTX retransmissions; the RTP is put back in
+// order (retransmissions arrive late) and depacketised into the hub like
+// an RTSP publisher's, and keyframe requests from any reader reach it as
+// PLI.
 //
 // Signalling is plain HTTP (RFC 9725 WHIP, and WHEP drafted on it): POST
 // an SDP offer, get the answer with a session resource URL (Location);

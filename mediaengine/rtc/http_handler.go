@@ -120,7 +120,7 @@ func (s *Server) openWHEP(ctx context.Context, id string, path media.Path, param
 	if err := sess.setup(o); err != nil {
 		return fail(err)
 	}
-	answerSDP, err := answer(ctx, pc, offerSDP)
+	answerSDP, err := answer(ctx, pc, offerSDP, false)
 	if err != nil {
 		return fail(err)
 	}

@@ -297,10 +297,13 @@ func (s *Server) newPeerConnection(publish bool) (*webrtc.PeerConnection, error)
 
 // answer applies the offer, makes the answer and waits for the candidates
 // of the shared ports (immediate with a mux), so the answer is complete
-// and the client need not trickle.
-func answer(ctx context.Context, pc *webrtc.PeerConnection, offerSDP string) (string, error) {
+// and the client need not trickle. A publisher's answer prefers H.264.
+func answer(ctx context.Context, pc *webrtc.PeerConnection, offerSDP string, publish bool) (string, error) {
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offerSDP}); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidSDP, err)
+	}
+	if publish {
+		preferH264(pc)
 	}
 	ans, err := pc.CreateAnswer(nil)
 	if err != nil {

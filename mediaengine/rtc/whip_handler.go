@@ -67,7 +67,7 @@ func (s *Server) openWHIP(ctx context.Context, id string, path media.Path, param
 	if err != nil {
 		return "", err
 	}
-	answerSDP, err := answer(ctx, pc, offerSDP)
+	answerSDP, err := answer(ctx, pc, offerSDP, true)
 	if err != nil {
 		_ = pc.Close()
 		return "", err

@@ -104,6 +104,8 @@ func negotiatedTracks(o *offer, answerSDP string) (map[webrtc.RTPCodecType]whipT
 		switch name {
 		case "H264":
 			t.Codec = media.CodecH264
+		case "VP8":
+			t.Codec = media.CodecVP8
 		case "OPUS":
 			t.Codec, t.SampleRate, t.Channels = media.CodecOpus, 48000, 2
 		case "PCMU", "PCMA":

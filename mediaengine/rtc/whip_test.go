@@ -59,7 +59,7 @@ func TestWHIPOffers(t *testing.T) {
 	h264 := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000,
 		SDPFmtpLine: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f"}
 	opus := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2}
-	vp8 := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000}
+	vp9 := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP9, ClockRate: 90000}
 	var published []*media.Track
 	ts.publish = func(path media.Path, tracks []*media.Track) (*hub.Publisher, error) {
 		switch path.Stream {
@@ -85,7 +85,7 @@ func TestWHIPOffers(t *testing.T) {
 		status           int
 		code             string
 	}{
-		{"VP8 only", "/live/vp8/whip", publisherOffer(t, vp8), 400, "no_common_codec"},
+		{"VP9 only", "/live/vp9/whip", publisherOffer(t, vp9), 400, "no_common_codec"},
 		{"receives instead of sending", "/live/x/whip", viewer, 400, "invalid_sdp"},
 		{"stream already published", "/live/cam/whip", publisherOffer(t, h264), 409, "already_publishing"},
 		{"refused by on_publish", "/live/denied/whip", publisherOffer(t, h264), 403, "publish_denied"},
@@ -102,4 +102,91 @@ func TestWHIPOffers(t *testing.T) {
 	if n := ts.Sessions(); n != 1 {
 		t.Fatalf("%d sessions, want the one admitted publisher", n)
 	}
+}
+
+// TestWHIPCodecChoice: an offer of VP8 before H.264 (as browsers offer),
+// each with RTX, is answered with H.264 first and its RTX format, and the
+// stream carries H.264; an offer of VP8 alone publishes VP8.
+func TestWHIPCodecChoice(t *testing.T) {
+	ts := startServer(t)
+	var published []*media.Track
+	ts.publish = func(path media.Path, tracks []*media.Track) (*hub.Publisher, error) {
+		published = tracks
+		return ts.hub.Publish(path, hub.Origin{Kind: "whip"}, tracks)
+	}
+	browserLike := publisherOfferWith(t, []webrtc.RTPCodecParameters{
+		{PayloadType: 96, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000}},
+		{PayloadType: 97, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeRTX, ClockRate: 90000, SDPFmtpLine: "apt=96"}},
+		{PayloadType: 109, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000,
+			SDPFmtpLine: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f"}},
+		{PayloadType: 110, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeRTX, ClockRate: 90000, SDPFmtpLine: "apt=109"}},
+	})
+	resp, body := ts.post(t, "/live/both/whip", "application/sdp", browserLike)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("VP8 + H.264 publisher: %d %s", resp.StatusCode, body)
+	}
+	video := mediaSection(body, "video")
+	if len(published) != 1 || published[0].Codec != media.CodecH264 || !strings.HasPrefix(video, "m=video 9 UDP/TLS/RTP/SAVPF 109 ") ||
+		!strings.Contains(video, "a=fmtp:110 apt=109") {
+		t.Fatalf("published %v; answer's video section:\n%s", published, video)
+	}
+	resp, body = ts.post(t, "/live/vp8/whip", "application/sdp", publisherOffer(t, webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8,
+		ClockRate: 90000}))
+	if resp.StatusCode != http.StatusCreated || len(published) != 1 || published[0].Codec != media.CodecVP8 {
+		t.Fatalf("VP8 publisher: %d %s, published %v", resp.StatusCode, body, published)
+	}
+}
+
+// publisherOfferWith is the offer of a pion peer that sends one video
+// track with the video formats given, in their order.
+func publisherOfferWith(t *testing.T, codecs []webrtc.RTPCodecParameters) string {
+	t.Helper()
+	me := &webrtc.MediaEngine{}
+	for _, c := range codecs {
+		if err := me.RegisterCodec(c, webrtc.RTPCodecTypeVideo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(me)).NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	tr, err := webrtc.NewTrackLocalStaticRTP(codecs[0].RTPCodecCapability, "v", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pc.AddTransceiverFromTrack(tr, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
+		t.Fatal(err)
+	}
+	offer, err := pc.CreateOffer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(offer); err != nil {
+		t.Fatal(err)
+	}
+	<-gathered
+	return pc.LocalDescription().SDP
+}
+
+// mediaSection is the first media section of kind in an SDP, lines
+// joined with \n.
+func mediaSection(sdpText, kind string) string {
+	var out []string
+	in := false
+	for _, line := range strings.Split(sdpText, "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.HasPrefix(line, "m=") {
+			if in {
+				break
+			}
+			in = strings.HasPrefix(line, "m="+kind+" ")
+		}
+		if in {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }

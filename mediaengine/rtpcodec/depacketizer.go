@@ -42,6 +42,8 @@ func NewDepacketizer(f Format, track *media.Track, clock *StreamClock, emit func
 		return newAACDepacketizer(f, track, clock, emit)
 	case media.CodecPCMA, media.CodecPCMU, media.CodecOpus:
 		return newFrameDepacketizer(track, clock, emit), nil
+	case media.CodecVP8:
+		return newVP8Depacketizer(track, clock, emit), nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnsupportedCodec, track.Codec)
 }

@@ -61,6 +61,8 @@ func (f Format) Codec() (media.Codec, bool) {
 		return media.CodecPCMU, true
 	case "OPUS":
 		return media.CodecOpus, true
+	case "VP8":
+		return media.CodecVP8, true
 	case "":
 		// Static payload types need no rtpmap (RFC 3551 table 4).
 		switch f.PayloadType {
@@ -236,6 +238,8 @@ func FormatForTrack(t *media.Track, pt uint8) (Format, error) {
 		if t.Channels == 2 {
 			f.FMTP["sprop-stereo"] = "1"
 		}
+	case media.CodecVP8:
+		f.EncodingName, f.ClockRate = "VP8", 90000
 	default:
 		return Format{}, fmt.Errorf("%w: %s", ErrUnsupportedCodec, t.Codec)
 	}

@@ -79,8 +79,8 @@ func TestFormatTrack(t *testing.T) {
 			}
 		})
 	}
-	if _, err := (Format{EncodingName: "VP8", ClockRate: 90000}).Track(0); err == nil {
-		t.Fatal("VP8 accepted")
+	if _, err := (Format{EncodingName: "VP9", ClockRate: 90000}).Track(0); err == nil {
+		t.Fatal("VP9 accepted")
 	}
 	if _, err := (Format{EncodingName: "mpeg4-generic", ClockRate: 44100, FMTP: ParseFMTP("config=zz")}).Track(0); err == nil {
 		t.Fatal("bad AAC config accepted")

@@ -46,6 +46,8 @@ func NewPacketizer(f Format, track *media.Track, ssrc uint32, seq uint16, mtu in
 		return &framePacketizer{packetWriter: w, split: true}, nil
 	case media.CodecOpus:
 		return &framePacketizer{packetWriter: w}, nil
+	case media.CodecVP8:
+		return &vp8Packetizer{packetWriter: w}, nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnsupportedCodec, track.Codec)
 }

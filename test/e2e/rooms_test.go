@@ -23,14 +23,15 @@ import (
 )
 
 // publisherPage is the page a meeting participant's browser runs: its
-// fake camera and microphone go to the room's WHIP URL on the platform's
+// fake camera and microphone (with codec=VP8, VP8 and RTX only) go to
+// the room's WHIP URL on the platform's
 // API (same origin: the page's server passes /api/ on), with the
 // participant token as a bearer credential, as standard WHIP clients
 // send it. It reports the connection state to /report and, when the
 // answer says stop, DELETEs the session's Location.
 const publisherPage = `<!doctype html><html><body><script>
 const q = new URLSearchParams(location.search);
-const whip = q.get('whip'), token = q.get('token');
+const whip = q.get('whip'), token = q.get('token'), codec = q.get('codec');
 async function report(o) {
   const r = await fetch('/report', {method: 'POST', body: JSON.stringify(o)});
   return r.json();
@@ -39,7 +40,13 @@ async function report(o) {
   try {
     const media = await navigator.mediaDevices.getUserMedia({video: {width: 640, height: 480, frameRate: 25}, audio: true});
     const pc = new RTCPeerConnection();
-    for (const track of media.getTracks()) pc.addTransceiver(track, {direction: 'sendonly'});
+    for (const track of media.getTracks()) {
+      const tr = pc.addTransceiver(track, {direction: 'sendonly'});
+      if (codec && track.kind === 'video') {
+        tr.setCodecPreferences(RTCRtpSender.getCapabilities('video').codecs.filter(c =>
+          c.mimeType === 'video/' + codec || c.mimeType === 'video/rtx'));
+      }
+    }
     await pc.setLocalDescription(await pc.createOffer());
     await new Promise(res => { if (pc.iceGatheringState === 'complete') res(); else pc.onicegatheringstatechange = () => pc.iceGatheringState === 'complete' && res(); });
     const auth = {'Authorization': 'Bearer ' + token};

@@ -136,7 +136,7 @@ func TestServerSurvivesBadClients(t *testing.T) {
 		{"endless header", "OPTIONS " + url + " RTSP/1.0\r\nX: " + strings.Repeat("a", rtsp.MaxHeaderBytes+10), 0},
 		{"huge body", "ANNOUNCE " + url + " RTSP/1.0\r\nCSeq: 1\r\nContent-Length: 100000000\r\n\r\n", 0},
 		{"SDP without a track the engine carries", "ANNOUNCE " + url + " RTSP/1.0\r\nCSeq: 1\r\nContent-Type: application/sdp\r\nContent-Length: 50\r\n\r\n" +
-			"v=0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 VP8/90000\r\n", rtsp.StatusBadRequest},
+			"v=0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 VP9/90000\r\n", rtsp.StatusBadRequest},
 		{"SETUP without transport", "SETUP " + url + "/trackID=0 RTSP/1.0\r\nCSeq: 1\r\n\r\n", rtsp.StatusUnsupportedTransport},
 		{"PLAY before SETUP", "PLAY " + url + " RTSP/1.0\r\nCSeq: 1\r\n\r\n", rtsp.StatusMethodNotValidInState},
 		{"RTSP/2.0", "OPTIONS * RTSP/2.0\r\nCSeq: 1\r\n\r\n", rtsp.StatusVersionNotSupported},
