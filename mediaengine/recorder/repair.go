@@ -57,6 +57,7 @@ func (r *Recorder) repairRoot(root string, fallback bool) (repaired, queued int,
 			_, onPrimary := r.files[x.FileID()]
 			r.mu.Unlock()
 			if onPrimary {
+				r.indexes.drop(x.FileID())
 				os.Remove(filepath.Join(root, rel))
 				os.Remove(p)
 				r.log.Info("removed the fallback copy of a recovered file", zap.String("file", rel))
@@ -78,6 +79,7 @@ func (r *Recorder) repairRoot(root string, fallback bool) (repaired, queued int,
 				return nil
 			}
 			repaired++
+			r.indexes.drop(f.FileID)
 			r.addFileAtRoot(f.FileID, root, rel, fallback)
 			r.log.Info("open recording file repaired", zap.String("file", rel), zap.Int64("size", f.Size),
 				zap.Duration("duration", f.Duration), zap.Uint64("frames", f.Frames))
