@@ -32,8 +32,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -534,8 +534,11 @@ func bareCopy(src, dst string) error {
 	var from int64 = -1
 	for off := int64(0); ; {
 		bx, err := nextBox(b, off)
-		if err != nil || bx == nil {
-			return fmt.Errorf("%s: no moof after an sidx (%v)", src, err)
+		if err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		if bx == nil {
+			return fmt.Errorf("%s: no moof after an sidx", src)
 		}
 		if bx.typ == "sidx" && from < 0 {
 			from = off
