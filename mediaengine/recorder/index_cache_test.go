@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +113,46 @@ func TestIndexCacheBounded(t *testing.T) {
 	if c.len() != 0 {
 		t.Fatalf("%d cached after drops", c.len())
 	}
+}
+
+// BenchmarkLookup compares a seek's sidecar cost with the cache (a stat)
+// and without it (reading and parsing the sidecar of a 10-minute file
+// with 1 s parts).
+func BenchmarkLookup(b *testing.B) {
+	h := hub.New(hub.Config{}, zaptest.NewLogger(b))
+	defer h.Close()
+	r, err := New(h, Config{Root: b.TempDir()}, zaptest.NewLogger(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	const id = "0190f2c4-7b7e-7a1c-9d2e-3f4a5b6c7d8e"
+	rel := "live/cam/file.mp4"
+	abs := filepath.Join(r.Root(), rel)
+	os.MkdirAll(filepath.Dir(abs), 0o750)
+	os.WriteFile(abs, nil, 0o640)
+	var sb strings.Builder
+	start := time.Now().UTC()
+	appendLine(&sb, indexLine{T: lineHead, V: indexVersion, FileID: id, App: "live", Stream: "cam", StartTime: &start, InitSize: 900,
+		Tracks: []indexTrack{{ID: 1, Codec: "H264", Timescale: 90000}, {ID: 2, Codec: "AAC", Timescale: 48000}}})
+	for i := range 600 {
+		appendLine(&sb, indexLine{T: linePart, Off: 1000 + int64(i)*250000, Size: 250000, At: int64(i) * 1000, Dur: 1000, Key: i%2 == 0, Frames: 72})
+	}
+	appendLine(&sb, indexLine{T: lineEnd, Size: 150001000, Frames: 43200, DurationMs: 600000, Reason: ReasonDuration})
+	os.WriteFile(abs+".idx", []byte(sb.String()), 0o640)
+	r.addFile(id, rel)
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := r.Lookup(id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parsed", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := readIndex(abs + ".idx"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
