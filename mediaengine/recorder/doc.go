@@ -1,7 +1,10 @@
 // Package recorder writes a stream from the hub into fragmented MP4 files
 // (segments) under a recording root, one directory per stream and day.
 //
-// A segment is ftyp+moov and then one moof+mdat per part. A part holds at
+// A segment is ftyp+moov, the space for its segment index (sidx.go: a
+// free box while the file is open, an sidx per track once it is finished,
+// so that a player seeks over HTTP Range without reading every moof) and
+// then one moof+mdat per part. A part holds at
 // most PartDuration of media and is written the moment it closes, so a
 // crash of the engine loses at most the open part; a keyframe always
 // starts a new part, so every keyframe is a seek point whose byte offset
@@ -22,10 +25,14 @@
 //
 // A sidecar without its end line marks a segment that was open when the
 // engine died: Repair truncates the file to its last whole fragment,
-// rebuilds the index from the fragments themselves and reports the file
+// rebuilds the index and the sidx from the fragments themselves and
+// reports the file
 // like any other. Every finished file is reported through the Report
 // function (the engine's on_record_mp4 hook) until it succeeds, across
 // restarts: the sidecar notes the report once it was accepted.
+//
+// Lookup answers a file's parsed sidecar from a bounded cache
+// (index_cache.go), so a seek costs a stat rather than a read and parse.
 //
 // Cost: one raw hub reader per recorded stream, one fmp4.Fragment
 // allocation and one write(2) per part plus one small sidecar append; the

@@ -222,6 +222,7 @@ func (r *Recorder) moveToPrimary(id, fbRoot, rel string) error {
 	r.files[id] = rel
 	delete(r.fbFiles, id)
 	r.mu.Unlock()
+	r.indexes.drop(id)
 	var errs []error
 	for _, ext := range []string{"", ".idx"} {
 		if err := os.Remove(src + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {

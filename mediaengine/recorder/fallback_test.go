@@ -106,6 +106,13 @@ func TestFallbackRootAndRecovery(t *testing.T) {
 			t.Fatalf("preview item: %+v", it)
 		}
 	}
+	// Looked up (so cached) at their fallback paths: after the recovery
+	// Lookup must answer the primary's.
+	for _, f := range files {
+		if _, _, err := r.Lookup(f.FileID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	moved, _ := r.RecoverFallback(nil, false)
 	for _, it := range moved {
 		if it.Result != RecoverMoved {

@@ -39,9 +39,13 @@ type indexLine struct {
 	StartTime *time.Time `json:"startTime,omitempty"`
 	// BaseDTS is the stream time of the file's first frame, nanoseconds
 	// (fragments carry it as fmp4.ToTimescale).
-	BaseDTS  int64        `json:"baseDts,omitempty"`
-	InitSize int64        `json:"initSize,omitempty"`
-	Tracks   []indexTrack `json:"tracks,omitempty"`
+	BaseDTS  int64 `json:"baseDts,omitempty"`
+	InitSize int64 `json:"initSize,omitempty"`
+	// SidxSpace is the size of the space after the initialisation
+	// segment reserved for the segment index (sidx.go); zero in files
+	// written before there was one, whose fragments follow the init.
+	SidxSpace int64        `json:"sidxSpace,omitempty"`
+	Tracks    []indexTrack `json:"tracks,omitempty"`
 
 	// Part: the fragment's byte range, its time from the file's start
 	// and its duration (milliseconds), whether it starts with a video

@@ -56,6 +56,8 @@ type Recorder struct {
 	// fbFiles maps the id of every finished file on a fallback root to
 	// where it lies (fallback.go).
 	fbFiles map[string]fileLoc
+	// indexes keeps parsed sidecars for Lookup (index_cache.go).
+	indexes *indexCache
 	// started is set once Repair walked the roots.
 	started bool
 	// writing holds the ids of the files being written (claimed before
@@ -92,7 +94,7 @@ func New(h *hub.Hub, cfg Config, log *zap.Logger) (*Recorder, error) {
 	}
 	var err error
 	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{},
-		fbFiles: map[string]fileLoc{}, writing: map[string]bool{},
+		fbFiles: map[string]fileLoc{}, writing: map[string]bool{}, indexes: newIndexCache(indexCacheFiles),
 		wake: make(chan struct{}, 1), stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
 	if r.identity, err = bindIdentity(cfg.Root); err != nil {
 		return nil, err
@@ -194,7 +196,10 @@ func (r *Recorder) claim(id string) {
 }
 
 // Lookup finds a finished file by id: its absolute path and its sidecar
-// index. A file still being written is not found.
+// index. A file still being written is not found. The index is shared
+// with other callers (it comes from the recorder's cache of parsed
+// sidecars, so a seek costs a stat, not a read and parse of the sidecar):
+// it must not be modified.
 func (r *Recorder) Lookup(fileID string) (string, *Index, error) {
 	r.mu.Lock()
 	root, rel, _, ok := r.locate(fileID)
@@ -203,10 +208,20 @@ func (r *Recorder) Lookup(fileID string) (string, *Index, error) {
 		return "", nil, fmt.Errorf("%w: %q", ErrFileNotFound, fileID)
 	}
 	abs := filepath.Join(root, rel)
-	x, err := readIndex(abs + ".idx")
+	sidecar := abs + ".idx"
+	st, err := os.Stat(sidecar)
+	if err != nil {
+		r.indexes.drop(fileID)
+		return "", nil, err
+	}
+	if x, ok := r.indexes.get(fileID, sidecar, st); ok {
+		return abs, x, nil
+	}
+	x, err := readIndex(sidecar)
 	if err != nil {
 		return "", nil, err
 	}
+	r.indexes.put(fileID, sidecar, st, x)
 	return abs, x, nil
 }
 
@@ -218,6 +233,7 @@ func (r *Recorder) Delete(fileID string) error {
 	delete(r.files, fileID)
 	delete(r.fbFiles, fileID)
 	r.mu.Unlock()
+	r.indexes.drop(fileID)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrFileNotFound, fileID)
 	}

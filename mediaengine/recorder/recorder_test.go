@@ -147,6 +147,11 @@ func TestRecorderSegmentsAndReports(t *testing.T) {
 		if !x.Parts[0].Key || uint64(pf) != f.Frames {
 			t.Fatalf("%s: first part key %v, parts hold %d frames of %d", f.Rel, x.Parts[0].Key, pf, f.Frames)
 		}
+		b, err := os.ReadFile(filepath.Join(root, f.Rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSidx(t, b, x)
 		p := mediaprobe.ProbeFile(t, filepath.Join(root, f.Rel))
 		if uint64(len(p.Packets)) != f.Frames {
 			t.Fatalf("%s: ffprobe reads %d packets, the recorder wrote %d", f.Rel, len(p.Packets), f.Frames)
@@ -209,6 +214,10 @@ func TestRepairOpenSegment(t *testing.T) {
 	whole := len(mp4)
 	// A torn fragment: a moof header that promises more than is there.
 	mp4 = append(mp4, 0, 0, 0x10, 0, 'm', 'o', 'o', 'f', 1, 2, 3)
+	// And an index write cut short in the space reserved for it: an sidx
+	// header over half of it, zeros after (boxes that no longer chain).
+	copy(mp4[before.InitSize():], []byte{0, 0, byte(before.head.SidxSpace / 2 >> 8), byte(before.head.SidxSpace / 2), 's', 'i', 'd', 'x'})
+	clear(mp4[before.InitSize()+8 : before.InitSize()+before.head.SidxSpace])
 	idx = append(idx, []byte(`{"t":"part","off":`)...) // and a torn sidecar line
 	os.MkdirAll(filepath.Dir(filepath.Join(crashed, rel)), 0o750)
 	os.WriteFile(filepath.Join(crashed, rel), mp4, 0o640)
@@ -240,6 +249,11 @@ func TestRepairOpenSegment(t *testing.T) {
 			t.Fatalf("part %d: rebuilt %+v, written %+v", i, after.Parts[i], p)
 		}
 	}
+	repairedMP4, err := os.ReadFile(filepath.Join(crashed, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSidx(t, repairedMP4, after)
 	p := mediaprobe.ProbeFile(t, filepath.Join(crashed, rel))
 	if uint64(len(p.Packets)) != f.Frames || f.Duration < 3*time.Second {
 		t.Fatalf("ffprobe reads %d packets; repaired file holds %d frames, %s", len(p.Packets), f.Frames, f.Duration)

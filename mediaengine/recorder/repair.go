@@ -57,6 +57,7 @@ func (r *Recorder) repairRoot(root string, fallback bool) (repaired, queued int,
 			_, onPrimary := r.files[x.FileID()]
 			r.mu.Unlock()
 			if onPrimary {
+				r.indexes.drop(x.FileID())
 				os.Remove(filepath.Join(root, rel))
 				os.Remove(p)
 				r.log.Info("removed the fallback copy of a recovered file", zap.String("file", rel))
@@ -78,6 +79,7 @@ func (r *Recorder) repairRoot(root string, fallback bool) (repaired, queued int,
 				return nil
 			}
 			repaired++
+			r.indexes.drop(f.FileID)
 			r.addFileAtRoot(f.FileID, root, rel, fallback)
 			r.log.Info("open recording file repaired", zap.String("file", rel), zap.Int64("size", f.Size),
 				zap.Duration("duration", f.Duration), zap.Uint64("frames", f.Frames))
@@ -135,6 +137,13 @@ func repairFile(root, rel string, x *Index) (FileInfo, error) {
 	for _, t := range x.head.Tracks {
 		tracks[t.ID] = t
 	}
+	if space := x.head.SidxSpace; space > 0 && st.Size() >= x.head.InitSize+space {
+		// The engine may have died while it wrote the index there: make
+		// the space a plain free box again so that the boxes chain.
+		if _, err := file.WriteAt(freeBox(space), x.head.InitSize); err != nil {
+			return FileInfo{}, err
+		}
+	}
 	frags, end, err := scanFragments(file, st.Size(), tracks)
 	if err != nil {
 		return FileInfo{}, err
@@ -144,6 +153,19 @@ func repairFile(root, rel string, x *Index) (FileInfo, error) {
 	}
 	if end < st.Size() {
 		if err := file.Truncate(end); err != nil {
+			return FileInfo{}, err
+		}
+	}
+	if x.head.SidxSpace > 0 {
+		parts := make([]sidxPart, 0, len(frags))
+		ends := map[uint32]uint64{}
+		for _, fr := range frags {
+			parts = append(parts, sidxPart{off: fr.off, size: fr.size, key: fr.key, bases: fr.spans})
+			for _, sp := range fr.spans {
+				ends[sp.id] = max(ends[sp.id], sp.end)
+			}
+		}
+		if err := writeSidx(file, parts, x.head.Tracks, ends, x.head.InitSize, x.head.SidxSpace); err != nil {
 			return FileInfo{}, err
 		}
 	}
@@ -182,6 +204,14 @@ type fragment struct {
 	start, end time.Duration
 	key        bool
 	frames     int64
+	// spans are its tracks' decode times (timescale units), for the
+	// segment index.
+	spans []trackSpan
+}
+
+type trackSpan struct {
+	id        uint32
+	base, end uint64
 }
 
 // maxMoof bounds a moof scanFragments reads; ours hold a second of
@@ -284,6 +314,7 @@ func parseMoof(b []byte, tracks map[uint32]indexTrack) (fragment, error) {
 		if !ok || t.Timescale == 0 {
 			return fragment{}, fmt.Errorf("%w: traf of unknown track %d", fmp4.ErrBox, id)
 		}
+		fr.spans = append(fr.spans, trackSpan{id: id, base: base, end: base + uint64(total)})
 		start := ticks(base, t.Timescale)
 		stop := ticks(base+uint64(total), t.Timescale)
 		if first || start < fr.start {

@@ -71,6 +71,7 @@ func (r *Recorder) Scan() (ScanResult, error) {
 				return nil
 			}
 			res.Repaired++
+			r.indexes.drop(f.FileID)
 		}
 		found[f.FileID] = rel
 		res.Files = append(res.Files, f)
@@ -83,6 +84,7 @@ func (r *Recorder) Scan() (ScanResult, error) {
 	for id, rel := range r.files {
 		if _, ok := found[id]; !ok && !strings.HasPrefix(filepath.ToSlash(rel), CutMergeDir+"/") {
 			delete(r.files, id)
+			r.indexes.drop(id)
 			res.Forgotten++
 		}
 	}

@@ -55,6 +55,10 @@ type segment struct {
 	baseDTS   time.Duration
 	endDTS    time.Duration
 	seq       uint32
+	// The segment index written when the file finishes (sidx.go): the
+	// track it refers to, its parts and where that track's samples end.
+	sidxParts []sidxPart
+	sidxEnds  map[uint32]uint64
 	// buf is reused for every fragment: a part of a 2 Mbps stream is
 	// about 250 KB, which would otherwise be garbage once a second.
 	buf []byte
@@ -70,9 +74,10 @@ func segmentPath(p media.Path, wall time.Time, id string) string {
 
 // createSegment opens a new file for tracks whose first frame has stream
 // time first at wall-clock time wall, and writes its initialisation
-// segment and sidecar head. claim, when set, learns the file's id before
-// the file exists (a scan must never take it for a crash's leftover).
-func createSegment(root string, p media.Path, tracks []*media.Track, first time.Duration, wall time.Time, claim func(string)) (*segment, error) {
+// segment, the space for its segment index (refs references) and its
+// sidecar head. claim, when set, learns the file's id before the file
+// exists (a scan must never take it for a crash's leftover).
+func createSegment(root string, p media.Path, tracks []*media.Track, first time.Duration, wall time.Time, refs int, claim func(string)) (*segment, error) {
 	init, err := fmp4.InitSegment(tracks)
 	if err != nil {
 		return nil, err
@@ -98,20 +103,23 @@ func createSegment(root string, p media.Path, tracks []*media.Track, first time.
 	}
 	w := wall.UTC()
 	s.head = indexLine{T: lineHead, V: indexVersion, FileID: id.String(), Vhost: p.Vhost, App: p.App, Stream: p.Stream,
-		StartTime: &w, BaseDTS: int64(first), InitSize: int64(len(init))}
+		StartTime: &w, BaseDTS: int64(first), InitSize: int64(len(init)), SidxSpace: int64(len(tracks)) * sidxSpace(refs)}
 	for _, t := range tracks {
 		s.head.Tracks = append(s.head.Tracks, indexTrack{ID: fmp4.TrackID(t), Codec: string(t.Codec), Timescale: fmp4.Timescale(t)})
 		s.codecs = append(s.codecs, string(t.Codec))
 	}
+	s.sidxEnds = map[uint32]uint64{}
 	if err := appendLine(s.idx, s.head); err != nil {
 		s.abandon()
 		return nil, err
 	}
-	if _, err := s.file.Write(init); err != nil {
+	space := make([]byte, s.head.SidxSpace)
+	copy(space, freeBox(s.head.SidxSpace))
+	if _, err := s.file.Write(append(init, space...)); err != nil {
 		s.abandon()
 		return nil, err
 	}
-	s.size = int64(len(init))
+	s.size = int64(len(init)) + s.head.SidxSpace
 	return s, nil
 }
 
@@ -136,6 +144,19 @@ func (s *segment) writePart(runs []fmp4.Run, start, end time.Duration, key bool,
 	}
 	off := s.size
 	s.size += int64(len(data))
+	sp := sidxPart{off: off, size: int64(len(data)), key: key}
+	for _, r := range runs {
+		if len(r.Samples) == 0 {
+			continue
+		}
+		id, end := fmp4.TrackID(r.Track), r.BaseTime
+		for _, smp := range r.Samples {
+			end += uint64(smp.Duration)
+		}
+		sp.bases = append(sp.bases, trackSpan{id: id, base: r.BaseTime, end: end})
+		s.sidxEnds[id] = max(s.sidxEnds[id], end)
+	}
+	s.sidxParts = append(s.sidxParts, sp)
 	s.frames += uint64(frames)
 	s.endDTS = max(s.endDTS, end)
 	return appendLine(s.idx, indexLine{T: linePart, Off: off, Size: int64(len(data)), At: (start - s.baseDTS).Milliseconds(),
@@ -145,7 +166,10 @@ func (s *segment) writePart(runs []fmp4.Run, start, end time.Duration, key bool,
 // finish syncs and closes the file, writes the sidecar's end line and
 // describes the file.
 func (s *segment) finish(reason string) (FileInfo, error) {
-	err := s.file.Sync()
+	err := writeSidx(s.file, s.sidxParts, s.head.Tracks, s.sidxEnds, s.head.InitSize, s.head.SidxSpace)
+	if serr := s.file.Sync(); err == nil {
+		err = serr
+	}
 	if cerr := s.file.Close(); err == nil {
 		err = cerr
 	}

@@ -213,7 +213,7 @@ func (w *streamWriter) open(first time.Duration) error {
 			return err
 		}
 	}
-	seg, err := createSegment(root, w.path, w.tracks, first, w.wall0.Add(first-w.dts0), w.claim)
+	seg, err := createSegment(root, w.path, w.tracks, first, w.wall0.Add(first-w.dts0), sidxRefs(w.segDur, w.partDur), w.claim)
 	if err != nil {
 		return err
 	}
