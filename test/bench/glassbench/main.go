@@ -19,7 +19,6 @@ package main
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -38,18 +37,7 @@ import (
 
 	"github.com/svcplatform/svc/shared/engineapi"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
-)
-
-//go:embed page.html
-var page string
-
-// The source picture: blocks of block x block pixels, cols a row; rows 0
-// and 1 hold the stamp's high and low 16 bits, rows 2 and 3 their
-// complements.
-const (
-	width, height = 640, 360
-	fps           = 25
-	block, cols   = 40, 16
+	"github.com/svcplatform/svc/test/glass"
 )
 
 func main() {
@@ -88,7 +76,9 @@ func run(outPath string, window time.Duration) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srcDone := make(chan error, 1)
-	go func() { srcDone <- source(ctx, "rtsp://"+eng.rtsp+"/live/glass") }()
+	go func() {
+		srcDone <- glass.Publish(ctx, "rtsp://"+eng.rtsp+"/live/glass", func(s string) { fmt.Fprint(os.Stderr, s) })
+	}()
 	if err := eng.waitReady(ctx, "live", "glass", 30*time.Second, srcDone); err != nil {
 		return err
 	}
@@ -127,115 +117,17 @@ func loadAverage() string {
 	return "unknown"
 }
 
-// source draws the stamped frames in real time and has ffmpeg encode and
-// publish them to url until ctx ends.
-func source(ctx context.Context, url string) error {
-	cmd := exec.CommandContext(ctx, "ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "gray",
-		"-s", fmt.Sprintf("%dx%d", width, height), "-r", fmt.Sprint(fps), "-i", "pipe:0",
-		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-profile:v", "baseline", "-bf", "0", "-g", fmt.Sprint(2*fps),
-		"-pix_fmt", "yuv420p", "-f", "rtsp", "-rtsp_transport", "tcp", url)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("ffmpeg: %w", err)
-	}
-	defer cmd.Wait()
-	defer in.Close()
-	frame := make([]byte, width*height)
-	tick := time.NewTicker(time.Second / fps)
-	defer tick.Stop()
-	for n := 0; ; n++ {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		drawFrame(frame, n, uint32(time.Now().UnixMilli()))
-		if _, err := in.Write(frame); err != nil {
-			return fmt.Errorf("ffmpeg stopped reading: %w", err)
-		}
-	}
-}
-
-// drawFrame draws the stamp's blocks and, below them, a bar that moves so
-// the encoder has motion to code.
-func drawFrame(f []byte, n int, stamp uint32) {
-	for y := range height {
-		row := f[y*width : (y+1)*width]
-		for x := range width {
-			row[x] = 64
-		}
-		if y >= 4*block {
-			bar := (n * 8) % width
-			for x := bar; x < min(bar+48, width); x++ {
-				row[x] = 200
-			}
-			continue
-		}
-		r := y / block
-		for c := range cols {
-			bit := stamp >> (31 - (r%2)*16 - c) & 1
-			if r >= 2 {
-				bit ^= 1
-			}
-			v := byte(16)
-			if bit == 1 {
-				v = 235
-			}
-			for x := c * block; x < (c+1)*block; x++ {
-				row[x] = v
-			}
-		}
-	}
-}
-
-// readStamp reads a decoded grey frame's stamp; ok is false when a block
-// and its complement agree (the picture is damaged there).
-func readStamp(f []byte) (uint32, bool) {
-	bit := func(r, c int) uint32 {
-		if f[(r*block+block/2)*width+c*block+block/2] > 128 {
-			return 1
-		}
-		return 0
-	}
-	var v uint32
-	for r := range 2 {
-		for c := range cols {
-			b := bit(r, c)
-			if b == bit(r+2, c) {
-				return 0, false
-			}
-			v = v<<1 | b
-		}
-	}
-	return v, true
-}
-
-// browserReport is what the page posts.
-type browserReport struct {
-	Error         string    `json:"error"`
-	Samples       []float64 `json:"samples"`
-	Bad, Seen     int
-	JitterBuffer  float64 `json:"jitterBufferMs"`
-	FramesDecoded int     `json:"framesDecoded"`
-	FramesDropped int     `json:"framesDropped"`
-	Width, Height int
-}
-
 // playWHEP serves the page, runs Chromium on it and waits for its report.
 func playWHEP(ctx context.Context, whep, dir string, window time.Duration) (result, error) {
 	const warmup = 3 * time.Second
-	reports := make(chan browserReport, 1)
+	reports := make(chan glass.Report, 1)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, page)
+		io.WriteString(w, glass.Page)
 	})
 	mux.HandleFunc("POST /report", func(w http.ResponseWriter, r *http.Request) {
-		var rep browserReport
+		var rep glass.Report
 		if err := json.NewDecoder(r.Body).Decode(&rep); err != nil {
 			rep.Error = "undecodable report: " + err.Error()
 		}
@@ -261,7 +153,7 @@ func playWHEP(ctx context.Context, whep, dir string, window time.Duration) (resu
 		return result{}, fmt.Errorf("chromium: %w", err)
 	}
 	defer benchdoc.Stop(browser)
-	var rep browserReport
+	var rep glass.Report
 	select {
 	case rep = <-reports:
 	case <-time.After(warmup + window + 90*time.Second):
@@ -270,7 +162,7 @@ func playWHEP(ctx context.Context, whep, dir string, window time.Duration) (resu
 	if rep.Error != "" {
 		return result{}, errors.New(rep.Error)
 	}
-	if len(rep.Samples) < int(window.Seconds())*fps/2 {
+	if len(rep.Samples) < int(window.Seconds())*glass.FPS/2 {
 		return result{}, fmt.Errorf("the browser read %d stamps of %d frames (%d unreadable)", len(rep.Samples), rep.Seen, rep.Bad)
 	}
 	slices.Sort(rep.Samples)
@@ -311,7 +203,7 @@ func playFLV(ctx context.Context, flvURL string, window time.Duration) (result, 
 	r := result{protocol: "HTTP-FLV", player: "ffmpeg " + ffmpegVersion() + " (`-fflags nobuffer -flags low_delay`, one decoder thread)",
 		note: "no player buffer: an MSE player (flv.js, mpegts.js) adds its own on top"}
 	start := time.Now()
-	frame := make([]byte, width*height)
+	frame := make([]byte, glass.Width*glass.Height)
 	for {
 		if _, err := io.ReadFull(out, frame); err != nil {
 			break
@@ -321,14 +213,14 @@ func playFLV(ctx context.Context, flvURL string, window time.Duration) (result, 
 			continue
 		}
 		r.seen++
-		stamp, ok := readStamp(frame)
+		stamp, ok := glass.ReadStamp(frame)
 		if !ok {
 			r.unreadable++
 			continue
 		}
-		r.latency = append(r.latency, float64(uint32(now.UnixMilli())-stamp))
+		r.latency = append(r.latency, glass.Latency(now.UnixMilli(), stamp))
 	}
-	if len(r.latency) < int(window.Seconds())*fps/2 {
+	if len(r.latency) < int(window.Seconds())*glass.FPS/2 {
 		return r, fmt.Errorf("ffmpeg decoded %d readable frames in %s", len(r.latency), window)
 	}
 	slices.Sort(r.latency)
@@ -458,7 +350,7 @@ func report(cmd string, window time.Duration, load string, results []result) str
 		"camera's stream arrives. Latency is the time a player shows a frame minus the time burned into it: it includes the x264 "+
 		"encode, the RTSP hop, the engine, the player's network, jitter buffer, decoder and (in Chromium) the compositor, but not a "+
 		"camera's sensor and encoder or a screen's scan-out.\n",
-		width, height, fps)
+		glass.Width, glass.Height, glass.FPS)
 	fmt.Fprintf(&b, "- WHEP: headless Chromium plays the stream (video only); for every frame it presents (`requestVideoFrameCallback`, "+
 		"its expected display time) it draws the picture to a canvas and reads the blocks. HTTP-FLV: ffmpeg decodes the stream to raw "+
 		"frames that this program reads at once. Each is measured for %s after 3 s of warm-up, one after the other.\n\n", window)
