@@ -1,12 +1,15 @@
 package mediaengine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/internal/peers"
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/test/glass"
 	"github.com/svcplatform/svc/test/testkit"
 )
 
@@ -325,7 +329,9 @@ func TestAcceptanceWHEPBytesInFlowReports(t *testing.T) {
 		}
 		return out
 	}
-	testkit.Eventually(t, 30*time.Second, "a flow report of the playing WHEP viewer with bytes", func() bool {
+	// 30 s was missed once on a 2-core machine at load 28: GStreamer and
+	// the engine under -race start slowly there.
+	testkit.Eventually(t, 90*time.Second, "a flow report of the playing WHEP viewer with bytes", func() bool {
 		for _, p := range flows(false) {
 			if p.Bytes > 0 {
 				return true
@@ -350,4 +356,58 @@ func TestAcceptanceWHEPBytesInFlowReports(t *testing.T) {
 		t.Fatalf("final flow of the WHEP viewer: %+v", f)
 	}
 	t.Logf("WHEP viewer: %d bytes in %.1f s (%.0f kbit/s) in its final flow report", f.Bytes, f.DurationSec, float64(f.Bytes)*8/f.DurationSec/1000)
+}
+
+// TestAcceptanceWHEPGlassToGlass: a camera's stream with the wall-clock
+// time burned into every frame (test/glass: x264 zerolatency over RTSP)
+// plays over WHEP in headless Chromium, which reads the time back from
+// each frame it presents: the median delay from drawing to display is
+// under the 500 ms (the p99 is logged; docs/benchmarks.md has the
+// benchmark's figures).
+func TestAcceptanceWHEPGlassToGlass(t *testing.T) {
+	te := startEngine(t, noDemo)
+	ctx, cancel := context.WithCancel(context.Background())
+	srcDone := make(chan error, 1)
+	go func() {
+		srcDone <- glass.Publish(ctx, te.rtspURL("live/glass"), func(s string) { t.Log("ffmpeg: " + s) })
+	}()
+	defer func() { cancel(); <-srcDone }()
+	waitStreamReady(t, te, "live", "glass", 60*time.Second)
+
+	reports := make(chan glass.Report, 1)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, glass.Page) })
+	mux.HandleFunc("POST /report", func(w http.ResponseWriter, r *http.Request) {
+		var rep glass.Report
+		if err := json.NewDecoder(r.Body).Decode(&rep); err != nil {
+			rep.Error = err.Error()
+		}
+		select {
+		case reports <- rep:
+		default:
+		}
+	})
+	page := httptest.NewServer(mux)
+	defer page.Close()
+	const warmup, window = 3 * time.Second, 8 * time.Second
+	browser := peers.StartChromium(t, fmt.Sprintf("%s/?whep=%s&warmup=%d&window=%d", page.URL, url.QueryEscape(te.mediaURL("/live/glass/whep")),
+		warmup.Milliseconds(), window.Milliseconds()))
+	var rep glass.Report
+	select {
+	case rep = <-reports:
+	case <-time.After(warmup + window + 120*time.Second):
+		t.Fatalf("no report from Chromium: %s", browser.Output())
+	}
+	// A loaded machine presents fewer frames (a third of them under
+	// -race here); a few dozen readable stamps are plenty for a median.
+	if rep.Error != "" || len(rep.Samples) < 25 {
+		t.Fatalf("Chromium read %d stamps of %d frames (%d unreadable), error %q: %s", len(rep.Samples), rep.Seen, rep.Bad, rep.Error, browser.Output())
+	}
+	slices.Sort(rep.Samples)
+	p50, p99 := rep.Samples[len(rep.Samples)/2], rep.Samples[len(rep.Samples)*99/100]
+	t.Logf("WHEP glass-to-glass over %d frames: p50 %.0f ms, p99 %.0f ms, max %.0f ms; jitter buffer %.0f ms", len(rep.Samples), p50, p99,
+		rep.Samples[len(rep.Samples)-1], rep.JitterBuffer)
+	if p50 >= 500 {
+		t.Fatalf("WHEP glass-to-glass median %.0f ms, want under 500 ms", p50)
+	}
 }

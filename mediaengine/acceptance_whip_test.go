@@ -13,6 +13,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/internal/mediaprobe"
 	"github.com/svcplatform/svc/mediaengine/internal/peers"
+	"github.com/svcplatform/svc/shared/engineapi"
 	"github.com/svcplatform/svc/test/testkit"
 )
 
@@ -120,4 +121,66 @@ func probePackets(t *testing.T, url string, n int) string {
 	}
 	sort.Strings(got)
 	return strings.Join(got, ",")
+}
+
+// TestAcceptanceWHIPBytesInFlowReports: a WHIP publisher (Chromium) is in
+// the flow reports as WHEP viewers are: while it publishes, the periodic
+// report counts the bytes received from it under its session, and when it
+// stops the final one has them all.
+func TestAcceptanceWHIPBytesInFlowReports(t *testing.T) {
+	rc, hooks := startHookReceiver(t)
+	te := startEngine(t, func(c *engineapi.Config) {
+		noDemo(c)
+		c.Hooks.URL = hooks
+		c.Hooks.FlowReportInterval = engineapi.Duration(time.Second)
+	})
+	h := startBrowserHarness(t)
+	h.page = whipHarness
+	whip := te.mediaURL("/live/browser/whip?svc_ticket=good")
+	browser := peers.StartChromium(t, "http://"+h.addr+"/?whip="+url.QueryEscape(whip))
+	h.waitReport(t, "the publisher to connect", 60*time.Second, func(r browserReport) bool { return r.State == "connected" })
+	flows := func(final bool) []engineapi.PublisherFlow {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		var out []engineapi.PublisherFlow
+		for _, raw := range rc.got[engineapi.HookOnFlowReport] {
+			var f engineapi.FlowReportHook
+			json.Unmarshal(raw, &f)
+			for _, p := range f.Publishers {
+				if p.Final == final {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	}
+	var running engineapi.PublisherFlow
+	testkit.Eventually(t, 60*time.Second, "a flow report of the publishing WHIP session with 50 kB received", func() bool {
+		for _, p := range flows(false) {
+			if p.Bytes > 50_000 {
+				running = p
+				return true
+			}
+		}
+		return false
+	})
+	if running.ID == "" || running.Protocol != "whip" || running.App != "live" || running.Stream != "browser" || running.RemoteAddr == "" {
+		t.Fatalf("the running publisher's flow: %+v; browser: %s", running, browser.Output())
+	}
+	h.requestStop()
+	if del := h.waitReport(t, "the session's DELETE", 30*time.Second, func(r browserReport) bool { return r.Deleted != 0 }); del.Deleted != http.StatusOK {
+		t.Fatalf("DELETE of the WHIP session answered %d, want 200", del.Deleted)
+	}
+	var final []engineapi.PublisherFlow
+	testkit.Eventually(t, 15*time.Second, "the WHIP publisher's final flow report", func() bool {
+		final = flows(true)
+		return len(final) > 0
+	})
+	f := final[0]
+	// Chromium's fake camera at 640x480 sends some hundreds of kbit/s;
+	// the total is at least what a running report counted and no flood.
+	if len(final) != 1 || f.ID != running.ID || f.Bytes < running.Bytes || float64(f.Bytes) > f.DurationSec*2_000_000 || f.Stream != "browser" {
+		t.Fatalf("final flows of the WHIP publisher: %+v (running %+v)", final, running)
+	}
+	t.Logf("WHIP publisher: %d bytes in %.1f s (%.0f kbit/s) in its final flow report", f.Bytes, f.DurationSec, float64(f.Bytes)*8/f.DurationSec/1000)
 }

@@ -54,9 +54,16 @@ func (h rtcHost) Play(ctx context.Context, path media.Path, protocol, remoteAddr
 	return rd, p.AddBytes, leave, nil
 }
 
-func (h rtcHost) Publish(ctx context.Context, path media.Path, origin hub.Origin, params map[string]string, tracks []*media.Track) (*hub.Publisher, error) {
+func (h rtcHost) Publish(ctx context.Context, path media.Path, origin hub.Origin, params map[string]string, tracks []*media.Track) (*hub.Publisher, func(int),
+	func(), error) {
 	pub, err := h.e.Publish(ctx, path, origin, params, tracks)
-	return pub, rtcRefusal(err)
+	if err != nil {
+		return nil, nil, nil, rtcRefusal(err)
+	}
+	key := hub.Key(path)
+	received, leave := h.e.flows.publishing(engineapi.PublisherFlow{ID: params[rtc.SessionParam], Vhost: key.Vhost, App: key.App, Stream: key.Stream,
+		Protocol: origin.Kind, RemoteAddr: origin.RemoteAddr})
+	return pub, received, leave, nil
 }
 
 func rtcRefusal(err error) error {

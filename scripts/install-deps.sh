@@ -80,12 +80,13 @@ case "${1:-}" in
     ;;
   bench)
     # chromium (and Node.js): consolebench measures the console's first
-    # load in the browser.
+    # load in the browser; glassbench plays WHEP in it.
     packages=(chromium $(node_packages))
     # etcd-server: the store benchmark compares against etcd on loopback.
     # wrk: the load generator of the authentication benchmark.
     packages+=(etcd-server wrk)
-    # ffmpeg: rtspbench encodes its clip and publishes it into the RTSP server.
+    # ffmpeg: rtspbench encodes its clip and publishes it into the RTSP server;
+    # glassbench encodes its stamped frames and decodes HTTP-FLV with it.
     # ffmpeg: fanoutbench encodes its 200 kbps and 2 Mbps clips with it;
     # recwritebench and recseekbench compare against ffmpeg -c copy.
     packages+=(ffmpeg)

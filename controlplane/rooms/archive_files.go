@@ -24,6 +24,9 @@ var RecordingIndex = query.Index{Name: "rtc_recordings", Prefix: recordingsPrefi
 	// it by a substring search.
 	{Name: "participants", Type: query.Text, Path: "$.participants", NoIndex: true},
 	{Name: "publications", Type: query.Text, Path: "$.publications", NoIndex: true},
+	// composites_planned is NULL until a Stopped recording's composites
+	// are planned: the composite worker finds the ones a failed plan left.
+	{Name: "composites_planned", Type: query.Integer, Path: "$.compositesPlanned"},
 }}
 
 // ErrRecordingNotReady is a track read while its recording still stops

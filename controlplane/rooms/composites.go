@@ -116,7 +116,9 @@ type Composite struct {
 
 // planComposites plans a Stopped recording's composites once: a member
 // copy per recorded participant and, with any participant, the full
-// meeting.
+// meeting. It is idempotent (the plan and the recording's mark are one
+// Txn, compared on the recording's revision), so the stop, a repeated
+// stop and the composite worker may all call it.
 func (s *Service) planComposites(ctx context.Context, id RoomID, recordingID string) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		kv, _, err := store.Get(ctx, s.Store, recordingKey(id, recordingID), store.Local)
@@ -172,6 +174,22 @@ func (s *Service) planComposites(ctx context.Context, id RoomID, recordingID str
 		}
 	}
 	return fmt.Errorf("%w: recording %s", store.ErrContended, recordingID)
+}
+
+// planLeftovers plans the Stopped recordings whose plan failed after
+// they stopped (the store refused the write, the node lost leadership):
+// without it their composites would never be made.
+func (s *Service) planLeftovers(ctx context.Context) error {
+	recs, err := query.All(ctx, s.Reader, query.Query{Index: RecordingIndex.Name, Limit: 32,
+		Where: []query.Cond{query.IsNull("composites_planned"), query.Eq("state", RecordingStopped)}}, query.JSON[Recording])
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rec := range recs {
+		errs = append(errs, s.planComposites(ctx, rec.RoomID, rec.RecordingID))
+	}
+	return errors.Join(errs...)
 }
 
 // Composites lists a recording's composites, oldest first.
@@ -285,6 +303,9 @@ func (s *Service) RunComposites(ctx context.Context, interval time.Duration, rep
 const composeWorkers = 4
 
 func (s *Service) composeOnce(ctx context.Context) error {
+	if err := s.planLeftovers(ctx); err != nil {
+		return err
+	}
 	if s.Composer == nil {
 		return nil
 	}

@@ -385,7 +385,9 @@ func (s *Service) stopRecording(ctx context.Context, id RoomID, recordingID stri
 		return nil, err
 	}
 	if rec.State == RecordingStopped {
-		return rec, nil
+		// A stop whose plan failed after the recording stopped plans
+		// it now (the leader's composite worker would, too).
+		return rec, s.planComposites(ctx, id, recordingID)
 	}
 	r, _, err := s.room(ctx, id)
 	if err != nil {

@@ -44,8 +44,12 @@ type Host interface {
 	// leave ends it.
 	Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (rd *hub.Reader, sent func(n int), leave func(),
 		err error)
-	// Publish admits a publisher of path with these tracks.
-	Publish(ctx context.Context, path media.Path, origin hub.Origin, params map[string]string, tracks []*media.Track) (*hub.Publisher, error)
+	// Publish admits a publisher of path with these tracks; received
+	// counts the bytes received from it (the flow reports' bytes), leave
+	// ends its flow once it has stopped. params carries the session's id
+	// as SessionParam.
+	Publish(ctx context.Context, path media.Path, origin hub.Origin, params map[string]string, tracks []*media.Track) (pub *hub.Publisher,
+		received func(n int), leave func(), err error)
 }
 
 // Refusals a Host wraps.
@@ -71,9 +75,9 @@ const (
 // Protocol names WebRTC players and publishers in hooks and listings.
 const Protocol = "webrtc"
 
-// SessionParam is the player parameter that carries a WHEP session's id
-// (the last segment of its resource URL); flow reports show it as the
-// player's viewer id.
+// SessionParam is the player (and publisher) parameter that carries a
+// WHEP (WHIP) session's id (the last segment of its resource URL); flow
+// reports show it as the player's viewer id (the publisher's id).
 const SessionParam = "svc_viewer"
 
 // Server is the WebRTC server.

@@ -39,8 +39,10 @@ func (h fakeHost) Play(ctx context.Context, path media.Path, _, _ string, _ map[
 	return rd, func(int) {}, rd.Close, nil
 }
 
-func (h fakeHost) Publish(_ context.Context, path media.Path, _ hub.Origin, _ map[string]string, tracks []*media.Track) (*hub.Publisher, error) {
-	return h.publish(path, tracks)
+func (h fakeHost) Publish(_ context.Context, path media.Path, _ hub.Origin, _ map[string]string, tracks []*media.Track) (*hub.Publisher, func(int),
+	func(), error) {
+	pub, err := h.publish(path, tracks)
+	return pub, func(int) {}, func() {}, err
 }
 
 type testServer struct {

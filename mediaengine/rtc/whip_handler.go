@@ -77,17 +77,19 @@ func (s *Server) openWHIP(ctx context.Context, id string, path media.Path, param
 		_ = pc.Close()
 		return "", err
 	}
-	pub, err := s.host.Publish(ctx, path, hub.Origin{Kind: "whip", RemoteAddr: remote}, params, tracks)
+	params[SessionParam] = id
+	pub, received, leave, err := s.host.Publish(ctx, path, hub.Origin{Kind: "whip", RemoteAddr: remote}, params, tracks)
 	if err != nil {
 		_ = pc.Close()
 		return "", err
 	}
 	sctx, scancel := context.WithCancel(context.Background())
-	sess := &whipSession{id: id, srv: s, p: path, pc: pc, pub: pub, formats: formats, clock: rtpcodec.NewStreamClock(),
-		ctx: sctx, cancel: scancel, connected: make(chan struct{})}
+	sess := &whipSession{id: id, srv: s, p: path, pc: pc, pub: pub, received: received, leave: leave, formats: formats,
+		clock: rtpcodec.NewStreamClock(), ctx: sctx, cancel: scancel, connected: make(chan struct{})}
 	if !s.register(id, sess) {
 		scancel()
 		pub.Close()
+		leave()
 		_ = pc.Close()
 		return "", ErrClosed
 	}

@@ -28,6 +28,10 @@ type whipSession struct {
 	p   media.Path
 	pc  *webrtc.PeerConnection
 	pub *hub.Publisher
+	// received counts the RTP bytes the peer sent (its flow); leave ends
+	// the flow, once the tracks' readers have stopped.
+	received func(n int)
+	leave    func()
 	// formats are the negotiated formats of the stream's tracks, by kind.
 	formats map[webrtc.RTPCodecType]whipTrack
 	clock   *rtpcodec.StreamClock
@@ -214,6 +218,7 @@ func (s *whipSession) readTrack(remote *webrtc.TrackRemote, wt whipTrack, d *loc
 		if err != nil {
 			return
 		}
+		s.received(n)
 		d.mu.Lock()
 		reorder.Push(buf[:n], time.Now(), deliver)
 		d.mu.Unlock()
@@ -274,6 +279,7 @@ func (s *whipSession) close(reason error) {
 		go func() {
 			_ = s.pc.Close()
 			s.wg.Wait()
+			s.leave()
 			s.srv.release(s.id, true)
 		}()
 		log := s.srv.log.Info

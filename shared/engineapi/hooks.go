@@ -129,14 +129,36 @@ type StreamNoneReaderHook struct {
 // hooks.flowReportInterval for the players still playing, and within about
 // a second for each player that left (Final true). Reports are batched, at
 // most FlowReportBatch players per hook, so thousands of players cost a
-// few calls rather than thousands.
+// few calls rather than thousands. WebRTC (WHIP) publishers' received
+// traffic is reported the same way, in Publishers.
 type FlowReportHook struct {
 	HookHeader
-	Players []PlayerFlow `json:"players"`
+	Players    []PlayerFlow    `json:"players"`
+	Publishers []PublisherFlow `json:"publishers,omitempty"`
 }
 
-// FlowReportBatch bounds the players of one on_flow_report.
+// FlowReportBatch bounds the players (and the publishers) of one
+// on_flow_report.
 const FlowReportBatch = 500
+
+// PublisherFlow is one publisher's traffic in a flow report: the bytes
+// received from it (RTP, after SRTP), as a player's are the bytes sent.
+type PublisherFlow struct {
+	// ID is the publisher's session (a WHIP resource's last segment).
+	ID     string `json:"id"`
+	Vhost  string `json:"vhost"`
+	App    string `json:"app"`
+	Stream string `json:"stream"`
+	// Protocol is the publisher's origin, "whip".
+	Protocol    string    `json:"protocol"`
+	RemoteAddr  string    `json:"remoteAddr"`
+	Bytes       uint64    `json:"bytes"`
+	StartedAt   time.Time `json:"startedAt"`
+	DurationSec float64   `json:"durationSec"`
+	// Final is set once the publisher has stopped; Bytes is then its
+	// total.
+	Final bool `json:"final"`
+}
 
 // PlayerFlow is one player's traffic in a flow report.
 type PlayerFlow struct {
