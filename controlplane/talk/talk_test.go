@@ -90,9 +90,9 @@ func TestSenderPacesAudioThroughThePushToTalkGate(t *testing.T) {
 		t.Fatalf("%d packets with the gate closed", after-before)
 	}
 	// The device hangs up: its media is released.
-	s.ReleaseByRef("call-1")
+	s.ReleaseByRef("call-1", "the device hung up (BYE)")
 	g, err := s.Get(sess.SessionID)
-	if err != nil || g.MediaState != MediaReleased || g.ReleasedAt == nil {
+	if err != nil || g.MediaState != MediaReleased || g.ReleasedAt == nil || g.ReleaseReason != "the device hung up (BYE)" {
 		t.Fatalf("%+v %v", g, err)
 	}
 	if _, err := s.Write(sess.SessionID, make([]byte, 160)); !errors.Is(err, ErrNotSending) {
