@@ -265,6 +265,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 		s.mu.Unlock()
 		s.log.Info("GB28181 device record differs from this node's presence", zap.String("deviceId", string(id)),
 			zap.String("status", string(d.Status)), zap.String("holder", d.NodeID))
+		s.deviceOffline(id, fmt.Sprintf("GB28181 device %s is %s in the cluster's records (holder %q), not online here", id, d.Status, d.NodeID))
 	}
 	return nil
 }

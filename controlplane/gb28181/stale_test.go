@@ -101,8 +101,9 @@ func TestStaleHoldersMarkDevicesOffline(t *testing.T) {
 // TestHolderMarkedStaleRecoversOnNextKeepalive: the leader marked a device
 // offline while its holder could not answer (a partition); the holder still
 // believes it online, so a keep-alive alone writes nothing, until the
-// holder reconciles its presence with the record: the next keep-alive is
-// then a recovered device, online on the holder again.
+// holder reconciles its presence with the record (what it sends the device,
+// talk, is told to stop): the next keep-alive is then a recovered device,
+// online on the holder again.
 func TestHolderMarkedStaleRecoversOnNextKeepalive(t *testing.T) {
 	s, st := testService(t, time.Minute, 3)
 	ctx := context.Background()
@@ -121,8 +122,14 @@ func TestHolderMarkedStaleRecoversOnNextKeepalive(t *testing.T) {
 	if d, _ := GetDevice(ctx, st, testDeviceID); d.Status != StatusOffline {
 		t.Fatalf("before reconciling, a keep-alive changed the record: %s", d.Status)
 	}
+	var told []string
+	s.OnDeviceOffline(func(id DeviceID, why string) { told = append(told, string(id)+": "+why) })
 	if err := s.reconcile(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// What this node still sends the device (talk) is told to stop.
+	if len(told) != 1 || !strings.HasPrefix(told[0], string(testDeviceID)+": ") || !strings.Contains(told[0], "offline in the cluster's records") {
+		t.Fatalf("told %q", told)
 	}
 	if err := s.keepalive(testDeviceID, "udp", addr, time.Now()); err != nil {
 		t.Fatal(err)

@@ -77,6 +77,7 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 			playback.MediaEnded(callID, why)
 			talks.ReleaseByRef(callID, why)
 		})
+		s.GB28181.OnDeviceOffline(func(id gb28181.DeviceID, why string) { talks.ReleaseDevice("gb28181", string(id), why) })
 	}
 	s.streamReconciler = &streams.Reconciler{Store: node, Sessions: s.Streams, Channels: s.Channels, Nodes: s.agents.nodes,
 		Presence: s.agents.presence, Servers: s.agents.servers, Log: s.Log.Named("streams")}

@@ -286,6 +286,22 @@ func (s *Service) ReleaseByRef(ref, why string) {
 	}
 }
 
+// ReleaseDevice releases the media of the sessions of a protocol's
+// device (it went offline), saying why.
+func (s *Service) ReleaseDevice(protocol, deviceID, why string) {
+	s.mu.Lock()
+	var ids []string
+	for id, ss := range s.sessions {
+		if ss.info.Protocol == protocol && ss.info.DeviceID == deviceID {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.release(id, why)
+	}
+}
+
 // Close releases every session's media.
 func (s *Service) Close() {
 	s.mu.Lock()
