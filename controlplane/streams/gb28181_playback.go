@@ -271,9 +271,20 @@ func (p *GBPlayback) Stop(ctx context.Context, sessionID, reason string) error {
 	return p.end(ctx, s, live, reason)
 }
 
-// end undoes a Playing session and records its end, once.
+// end undoes a Playing session and records its end, once. Its leases end
+// before the record says Ended, so whoever reads Ended finds them over
+// too, and once more after, for a lease taken in between.
 func (p *GBPlayback) end(ctx context.Context, s *PlaybackSession, live *gbLive, reason string) error {
 	p.undo(ctx, s.SessionID, live)
+	endLeases := func() error {
+		if p.EndLeases == nil {
+			return nil
+		}
+		return p.EndLeases(ctx, s.SessionID, s.MediaServerID, "the GB28181 playback session ended: "+reason)
+	}
+	if err := endLeases(); err != nil {
+		return err
+	}
 	now := time.Now().UTC()
 	_, err := store.UpdateRecord(ctx, p.Store, PlaybackSessionPrefix+s.SessionID, func(cur *PlaybackSession) (*PlaybackSession, []store.Op, []store.Compare, error) {
 		if cur == nil || cur.State == PlaybackEnded {
@@ -287,10 +298,7 @@ func (p *GBPlayback) end(ctx context.Context, s *PlaybackSession, live *gbLive, 
 		return fmt.Errorf("%w: %s", err, s.SessionID)
 	}
 	p.Log.Info("GB28181 playback ended", zap.String("session", s.SessionID), zap.String("reason", reason))
-	if p.EndLeases != nil {
-		return p.EndLeases(ctx, s.SessionID, s.MediaServerID, "the GB28181 playback session ended: "+reason)
-	}
-	return nil
+	return endLeases()
 }
 
 // EndGB ends the Playing sessions that depend on what is gone: their
