@@ -150,6 +150,9 @@ func (s *Service) markOffline(id DeviceID, now time.Time) error {
 	if errors.Is(err, errUnchanged) {
 		return nil
 	}
+	if err == nil {
+		s.deviceOffline(id, "GB28181 device "+string(id)+" went offline (no keep-alive or REGISTER within the heartbeat window)")
+	}
 	return err
 }
 

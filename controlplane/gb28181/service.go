@@ -50,8 +50,10 @@ type Service struct {
 	// onMediaEnd is told the Call-ID of a media session the device ended
 	// (MediaStatus 121 at the end of a playback, or its BYE).
 	onMediaEnd func(callID string, why string)
-	sn         int64
-	ssrcSeq    int
+	// onDeviceOffline is told of a device this node no longer holds online.
+	onDeviceOffline func(id DeviceID, why string)
+	sn              int64
+	ssrcSeq         int
 	// sessions are the INVITE dialogs this node holds, by Call-ID.
 	sessions map[string]*MediaSession
 	// origins are the nodes that relayed the INVITEs of sessions, by
@@ -174,6 +176,25 @@ func (s *Service) OnMediaEnd(fn func(callID, why string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onMediaEnd = fn
+}
+
+// OnDeviceOffline sets who is told that a device this node held is
+// offline here (silent, or the records say another node or nobody holds
+// it): what this node still sends it (talk) stops. Set it before devices
+// may register.
+func (s *Service) OnDeviceOffline(fn func(id DeviceID, why string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onDeviceOffline = fn
+}
+
+func (s *Service) deviceOffline(id DeviceID, why string) {
+	s.mu.Lock()
+	fn := s.onDeviceOffline
+	s.mu.Unlock()
+	if fn != nil {
+		fn(id, why)
+	}
 }
 
 // mediaEnded tells onMediaEnd, if set, or the node that relayed the

@@ -30,6 +30,11 @@ type StaleHolders struct {
 	Probe   func(ctx context.Context, nodeID string) (member bool, err error)
 	Timeout time.Duration
 	Log     *zap.Logger
+	// End ends the sessions that depend on what is gone (a stale control
+	// node, a device gone offline): live and playback sessions, talk. Each
+	// is told in turn; the dialog records go once all succeeded, so a
+	// failure is tried again at the next sweep.
+	End []func(ctx context.Context, gone Gone) error
 
 	// failing is when each holder's probes started failing.
 	failing map[string]time.Time
@@ -63,10 +68,24 @@ func (h *StaleHolders) Sweep(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	dialogs, err := store.Records[Dialog](ctx, h.Store, DialogPrefix, store.Local)
+	if err != nil {
+		return 0, err
+	}
 	holders := map[string]bool{}
 	for _, d := range devs {
 		if d.Status == StatusOnline && d.NodeID != "" && d.NodeID != h.NodeID {
 			holders[d.NodeID] = true
+		}
+	}
+	// A node holding dialogs, or running the session a dialog serves, is
+	// probed too: its devices may be offline already while its sessions
+	// still hold ports and RTP servers.
+	for _, d := range dialogs {
+		for _, n := range []string{d.NodeID, d.Origin} {
+			if n != "" && n != h.NodeID {
+				holders[n] = true
+			}
 		}
 	}
 	for n := range h.failing {
@@ -74,14 +93,14 @@ func (h *StaleHolders) Sweep(ctx context.Context, now time.Time) (int, error) {
 			delete(h.failing, n)
 		}
 	}
-	why := map[string]string{}
+	why := map[string]string{} // the cause, by stale node
 	for n := range holders {
 		pctx, cancel := context.WithTimeout(ctx, min(h.Timeout, 2*time.Second))
 		member, err := h.Probe(pctx, n)
 		cancel()
 		switch {
 		case !member:
-			why[n] = fmt.Sprintf("control node %s, which held its SIP transport, left the cluster", n)
+			why[n] = "left the cluster"
 		case err == nil:
 			delete(h.failing, n)
 		default:
@@ -92,16 +111,17 @@ func (h *StaleHolders) Sweep(ctx context.Context, now time.Time) (int, error) {
 			if !seen {
 				h.failing[n] = now
 			} else if now.Sub(first) >= h.Timeout {
-				why[n] = fmt.Sprintf("control node %s, which held its SIP transport, has not answered for %s", n, now.Sub(first).Round(time.Second))
+				why[n] = "has not answered for " + now.Sub(first).Round(time.Second).String()
 			}
 		}
 	}
 	marked := 0
 	for _, d := range devs {
-		reason, stale := why[d.NodeID]
+		cause, stale := why[d.NodeID]
 		if !stale || d.Status != StatusOnline {
 			continue
 		}
+		reason := fmt.Sprintf("control node %s, which held its SIP transport, %s", d.NodeID, cause)
 		ok, err := h.markStale(ctx, d.DeviceID, d.NodeID, reason, now)
 		if err != nil {
 			return marked, err
@@ -110,7 +130,69 @@ func (h *StaleHolders) Sweep(ctx context.Context, now time.Time) (int, error) {
 			marked++
 		}
 	}
-	return marked, nil
+	var errs []error
+	for n, cause := range why {
+		errs = append(errs, h.end(ctx, Gone{Node: n, Reason: fmt.Sprintf("control node %s %s", n, cause)}, dialogs))
+	}
+	// The dialogs of a device that went offline (its holder is alive)
+	// end too: the device no longer answers, and its sessions would
+	// otherwise wait for their RTP servers to time out, or for ever.
+	offline := map[DeviceID]bool{}
+	for _, d := range devs {
+		if d.Status != StatusOnline {
+			offline[d.DeviceID] = true
+		}
+	}
+	ended := map[DeviceID]bool{}
+	for _, d := range dialogs {
+		if offline[d.DeviceID] && !ended[d.DeviceID] && why[d.NodeID] == "" {
+			ended[d.DeviceID] = true
+			errs = append(errs, h.end(ctx, Gone{Device: d.DeviceID, Reason: "GB28181 device " + string(d.DeviceID) + " went offline"}, dialogs))
+		}
+	}
+	return marked, errors.Join(errs...)
+}
+
+// Gone is what sessions may depend on and is gone: a control node (Node:
+// it held their SIP dialog, or ran them) or a device that went offline
+// (Device). Reason says which, for the sessions' end.
+type Gone struct {
+	Node   string
+	Device DeviceID
+	Reason string
+}
+
+// Ends reports whether a session whose dialog holder holds, run by runner
+// ("" when not known), with device, depends on what is gone.
+func (g Gone) Ends(holder, runner string, device DeviceID) bool {
+	if g.Node != "" {
+		return holder == g.Node || runner == g.Node
+	}
+	return g.Device != "" && device == g.Device
+}
+
+// end tells every session owner what is gone, then deletes the dialog
+// records it ended (each only if unchanged since the sweep read it).
+func (h *StaleHolders) end(ctx context.Context, gone Gone, dialogs []Dialog) error {
+	for _, fn := range h.End {
+		if err := fn(ctx, gone); err != nil {
+			return fmt.Errorf("ending the sessions of %s: %w", gone.Reason, err)
+		}
+	}
+	var ops []store.Op
+	for _, d := range dialogs {
+		if gone.Node != "" && d.NodeID == gone.Node || gone.Device != "" && d.DeviceID == gone.Device {
+			ops = append(ops, store.Delete(dialogKey(d.DeviceID, d.ChannelID, d.CallID)))
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if _, err := h.Store.Txn(ctx, store.TxnRequest{Then: ops}); err != nil {
+		return err
+	}
+	h.Log.Info("GB28181 dialogs ended", zap.Int("dialogs", len(ops)), zap.String("reason", gone.Reason))
+	return nil
 }
 
 // markStale turns a device offline if it is still online on holder.
@@ -183,6 +265,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 		s.mu.Unlock()
 		s.log.Info("GB28181 device record differs from this node's presence", zap.String("deviceId", string(id)),
 			zap.String("status", string(d.Status)), zap.String("holder", d.NodeID))
+		s.deviceOffline(id, fmt.Sprintf("GB28181 device %s is %s in the cluster's records (holder %q), not online here", id, d.Status, d.NodeID))
 	}
 	return nil
 }

@@ -101,8 +101,9 @@ func TestStaleHoldersMarkDevicesOffline(t *testing.T) {
 // TestHolderMarkedStaleRecoversOnNextKeepalive: the leader marked a device
 // offline while its holder could not answer (a partition); the holder still
 // believes it online, so a keep-alive alone writes nothing, until the
-// holder reconciles its presence with the record: the next keep-alive is
-// then a recovered device, online on the holder again.
+// holder reconciles its presence with the record (what it sends the device,
+// talk, is told to stop): the next keep-alive is then a recovered device,
+// online on the holder again.
 func TestHolderMarkedStaleRecoversOnNextKeepalive(t *testing.T) {
 	s, st := testService(t, time.Minute, 3)
 	ctx := context.Background()
@@ -121,8 +122,14 @@ func TestHolderMarkedStaleRecoversOnNextKeepalive(t *testing.T) {
 	if d, _ := GetDevice(ctx, st, testDeviceID); d.Status != StatusOffline {
 		t.Fatalf("before reconciling, a keep-alive changed the record: %s", d.Status)
 	}
+	var told []string
+	s.OnDeviceOffline(func(id DeviceID, why string) { told = append(told, string(id)+": "+why) })
 	if err := s.reconcile(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// What this node still sends the device (talk) is told to stop.
+	if len(told) != 1 || !strings.HasPrefix(told[0], string(testDeviceID)+": ") || !strings.Contains(told[0], "offline in the cluster's records") {
+		t.Fatalf("told %q", told)
 	}
 	if err := s.keepalive(testDeviceID, "udp", addr, time.Now()); err != nil {
 		t.Fatal(err)
@@ -133,5 +140,89 @@ func TestHolderMarkedStaleRecoversOnNextKeepalive(t *testing.T) {
 	}
 	if got := strings.Join(eventNames(deviceEvents(t, st)), " "); got != "registered offline recovered" {
 		t.Fatalf("events %q", got)
+	}
+}
+
+// TestStaleHolderSessionsEnd: a holder that left the cluster has its
+// sessions' owners told (once the devices are marked) and its dialog
+// records deleted; a failing owner keeps the records, so the next sweep,
+// which probes the node again for its dialogs, tries again. A device
+// offline on a live holder has its dialogs ended too; a live holder's
+// dialogs of an online device stay.
+func TestStaleHolderSessionsEnd(t *testing.T) {
+	st := storetest.SingleNode(t)
+	ctx := context.Background()
+	put := func(key string, v any) {
+		op, err := store.PutRecord(key, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Txn(ctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const onGone, onAlive, offAlive = DeviceID("34020000001320000001"), DeviceID("34020000001320000002"), DeviceID("34020000001320000003")
+	put(deviceKey(onGone), Device{DeviceID: onGone, Status: StatusOnline, NodeID: "gone"})
+	put(deviceKey(onAlive), Device{DeviceID: onAlive, Status: StatusOnline, NodeID: "alive"})
+	put(deviceKey(offAlive), Device{DeviceID: offAlive, Status: StatusOffline, NodeID: "alive"})
+	const ch = "34020000001310000001"
+	put(dialogKey(onGone, ch, "c1"), Dialog{CallID: "c1", DeviceID: onGone, ChannelID: ch, NodeID: "gone"})
+	put(dialogKey(onGone, ch, "c2"), Dialog{CallID: "c2", DeviceID: onGone, ChannelID: ch, NodeID: "gone", Playback: true, Origin: "alive"})
+	put(dialogKey(onAlive, ch, "c3"), Dialog{CallID: "c3", DeviceID: onAlive, ChannelID: ch, NodeID: "alive"})
+	put(dialogKey(offAlive, ch, "c4"), Dialog{CallID: "c4", DeviceID: offAlive, ChannelID: ch, NodeID: "alive"})
+	var told []Gone
+	fail := true
+	h := &StaleHolders{Store: st, NodeID: "leader", Timeout: 30 * time.Second, Log: zaptest.NewLogger(t),
+		Probe: func(_ context.Context, n string) (bool, error) { return n != "gone", nil },
+		End: []func(context.Context, Gone) error{func(_ context.Context, g Gone) error {
+			told = append(told, g)
+			if fail && g.Node != "" {
+				return errors.New("store busy")
+			}
+			return nil
+		}}}
+	callIDs := func() string {
+		ds, err := store.Records[Dialog](ctx, st, DialogPrefix, store.Local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, d := range ds {
+			ids = append(ids, d.CallID)
+		}
+		return strings.Join(ids, " ")
+	}
+	if n, err := h.Sweep(ctx, time.Now()); err == nil || n != 1 {
+		t.Fatalf("first sweep: %d, %v (want the owner's failure reported)", n, err)
+	}
+	if got := callIDs(); got != "c1 c2 c3" {
+		t.Fatalf("after a failed end: dialogs %q, want the gone node's kept and the offline device's deleted", got)
+	}
+	fail = false
+	if _, err := h.Sweep(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := callIDs(); got != "c3" {
+		t.Fatalf("dialogs %q, want c3 alone", got)
+	}
+	var nodes, devices []string
+	for _, g := range told {
+		if g.Node != "" {
+			nodes = append(nodes, g.Node+": "+g.Reason)
+		} else {
+			devices = append(devices, string(g.Device)+": "+g.Reason)
+		}
+	}
+	if len(nodes) != 2 || nodes[1] != "gone: control node gone left the cluster" {
+		t.Fatalf("nodes told %q", nodes)
+	}
+	if len(devices) != 1 || !strings.Contains(devices[0], string(offAlive)+" went offline") {
+		t.Fatalf("devices told %q", devices)
+	}
+	if _, err := h.Sweep(ctx, time.Now()); err != nil || len(told) != 3 {
+		t.Fatalf("a later sweep told %d, %v", len(told)-3, err)
+	}
+	if !(Gone{Node: "gone"}).Ends("", "gone", "") || (Gone{Node: "gone"}).Ends("alive", "alive", onGone) || !(Gone{Device: onGone}).Ends("alive", "", onGone) {
+		t.Fatal("Gone.Ends")
 	}
 }

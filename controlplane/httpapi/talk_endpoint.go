@@ -46,9 +46,13 @@ func (e *talkEndpoints) run(ctx context.Context, op talkOp) (*talk.Session, erro
 				holder, err = e.gb.Holder(ctx, gb28181.DeviceID(op.DeviceID))
 			}
 		} else if _, lerr := e.service().Get(op.SessionID); errors.Is(lerr, talk.ErrNotFound) {
-			holder, err = talk.OwnerOf(ctx, e.store, op.SessionID)
-			if holder == e.gb.NodeID() {
-				holder = ""
+			var o *talk.Owner
+			if o, err = talk.GetOwner(ctx, e.store, op.SessionID); err == nil && o.Ended && o.Session != nil {
+				// Its node is gone: the record says how it ended.
+				return o.EndedSession(op.Op == "audio" || op.Op == "ptt")
+			}
+			if err == nil && o.NodeID != e.gb.NodeID() {
+				holder = o.NodeID
 			}
 		}
 		if err != nil {
@@ -80,7 +84,7 @@ func (e *talkEndpoints) local(ctx context.Context, op talkOp) (*talk.Session, er
 			return nil, err
 		}
 		if e.store != nil {
-			if err := talk.PutOwner(ctx, e.store, s.SessionID, e.gb.NodeID()); err != nil {
+			if err := talk.PutOwner(ctx, e.store, s, e.gb.NodeID()); err != nil {
 				e.talk.ReleaseMedia(s.SessionID)
 				return nil, err
 			}
@@ -157,7 +161,11 @@ func (e *talkEndpoints) service() *talk.Service {
 }
 
 func talkOut(s *talk.Session) contract.TalkSession {
-	return contract.TalkSession{Id: s.SessionID, Protocol: s.Protocol, DeviceId: s.DeviceID, ChannelId: s.ChannelID, Codec: contract.TalkSessionCodec(s.Codec),
+	out := contract.TalkSession{Id: s.SessionID, Protocol: s.Protocol, DeviceId: s.DeviceID, ChannelId: s.ChannelID, Codec: contract.TalkSessionCodec(s.Codec),
 		MediaState: contract.TalkSessionMediaState(s.MediaState), Ptt: s.PTT, PacketsSent: s.PacketsSent, BytesSent: s.BytesSent,
 		BufferedBytes: int32(s.Buffered), CreatedAt: s.CreatedAt, ReleasedAt: s.ReleasedAt}
+	if s.ReleaseReason != "" {
+		out.ReleaseReason = &s.ReleaseReason
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/enginehooks"
+	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/mediaserver"
 	"github.com/svcplatform/svc/controlplane/permission"
@@ -59,7 +60,7 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
 		Commands: s.agents.commands, Log: s.Log.Named("streams")}
 	if s.GB28181 != nil {
-		s.streamDispatcher.GB, s.streamDispatcher.GBRTPTimeout = s.GB28181, cfg.GB28181RTPTimeout
+		s.streamDispatcher.GB, s.streamDispatcher.GBRTPTimeout, s.streamDispatcher.Store = s.GB28181, cfg.GB28181RTPTimeout, node
 		s.gbPlayback = &streams.GBPlayback{Store: node, Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands,
 			GB: s.GB28181, NodeID: cfg.NodeID, Log: s.Log.Named("gb28181"), RTPTimeout: cfg.GB28181RTPTimeout,
 			EndLeases: func(ctx context.Context, sessionID, mediaServerID, reason string) error {
@@ -74,8 +75,9 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 		playback, talks := s.gbPlayback, s.talk
 		s.GB28181.OnMediaEnd(func(callID, why string) {
 			playback.MediaEnded(callID, why)
-			talks.ReleaseByRef(callID)
+			talks.ReleaseByRef(callID, why)
 		})
+		s.GB28181.OnDeviceOffline(func(id gb28181.DeviceID, why string) { talks.ReleaseDevice("gb28181", string(id), why) })
 	}
 	s.streamReconciler = &streams.Reconciler{Store: node, Sessions: s.Streams, Channels: s.Channels, Nodes: s.agents.nodes,
 		Presence: s.agents.presence, Servers: s.agents.servers, Log: s.Log.Named("streams")}
@@ -207,4 +209,27 @@ func (s *Server) goBackground(fn func(ctx context.Context)) {
 		defer s.wg.Done()
 		fn(s.bg)
 	}()
+}
+
+// gbSessionEnders end the GB28181 sessions that depend on a control node
+// or a device that is gone (the stale-holder loop calls them): live
+// channels, playback sessions, and the talk sessions of a dead node.
+func (s *Server) gbSessionEnders() []func(context.Context, gb28181.Gone) error {
+	if s.GB28181 == nil {
+		return nil
+	}
+	return []func(context.Context, gb28181.Gone) error{
+		s.streamDispatcher.EndGB,
+		s.gbPlayback.EndGB,
+		func(ctx context.Context, gone gb28181.Gone) error {
+			if gone.Node == "" {
+				return nil
+			}
+			n, err := talk.EndNode(ctx, s.Node, gone.Node, gone.Reason, time.Now())
+			if n > 0 {
+				s.Log.Info("talk sessions of a gone control node ended", zap.String("node", gone.Node), zap.Int("sessions", n))
+			}
+			return err
+		},
+	}
 }

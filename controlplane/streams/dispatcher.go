@@ -15,6 +15,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/nodes"
+	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
@@ -37,6 +38,9 @@ type Dispatcher struct {
 
 	// GB invites GB28181 devices for their channels; nil fails their starts.
 	GB GBInviter
+	// Store keeps the GB28181 live sessions' records (GBLivePrefix), so a
+	// later leader ends what an earlier one started.
+	Store store.Store
 	// GBRTPTimeout is how long a GB28181 channel's RTP server waits
 	// without media (default 15 s).
 	GBRTPTimeout time.Duration

@@ -85,14 +85,14 @@ func (d *Dispatcher) startGB(ctx context.Context, cmd channels.StreamCommand, ch
 	// A channel that is Online with its session shares it: a second start
 	// answers without a second INVITE (the channel's starts are not
 	// counted, so its one stop ends the session).
-	d.gb.mu.Lock()
-	old := d.gb.m[ch.ChannelID]
-	shared := old != nil && old.session != nil && ch.ActualState == channels.ActualOnline
-	if !shared {
-		delete(d.gb.m, ch.ChannelID)
+	old, err := d.takeGBLive(ctx, ch.ChannelID)
+	if err != nil {
+		fail("reading the channel's GB28181 session: " + err.Error())
+		return
 	}
-	d.gb.mu.Unlock()
+	shared := old != nil && old.session != nil && ch.ActualState == channels.ActualOnline
 	if shared {
+		d.keepGBLive(old)
 		d.Log.Info("GB28181 channel already playing; the start shares its session", zap.String("channel", string(ch.ChannelID)),
 			zap.String("callId", old.session.CallID))
 		d.mark(ctx, cmd, channels.CommandSucceeded, "", "")
@@ -137,25 +137,39 @@ func (d *Dispatcher) startGB(ctx context.Context, cmd channels.StreamCommand, ch
 		return
 	}
 	live.session = session
+	if err := d.putGBLive(ctx, live); err != nil {
+		undo()
+		fail("recording the GB28181 session: " + err.Error())
+		return
+	}
+	d.keepGBLive(live)
+	d.mark(ctx, cmd, channels.CommandSucceeded, "", "")
+}
+
+// keepGBLive remembers a running session (its record is the truth; this
+// spares a read on the leader that started it).
+func (d *Dispatcher) keepGBLive(live *gbLive) {
 	d.gb.mu.Lock()
 	if d.gb.m == nil {
 		d.gb.m = map[channels.ChannelID]*gbLive{}
 	}
-	d.gb.m[ch.ChannelID] = live
+	d.gb.m[live.channel] = live
 	d.gb.mu.Unlock()
-	d.mark(ctx, cmd, channels.CommandSucceeded, "", "")
 }
 
 // stopGB sends the BYE, closes the RTP server and releases the port.
 func (d *Dispatcher) stopGB(ctx context.Context, cmd channels.StreamCommand, ch *channels.Channel) {
-	d.gb.mu.Lock()
-	live := d.gb.m[ch.ChannelID]
-	delete(d.gb.m, ch.ChannelID)
-	d.gb.mu.Unlock()
+	live, err := d.takeGBLive(ctx, ch.ChannelID)
+	if err != nil {
+		d.Log.Warn("reading a GB28181 live session failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
+	}
 	if live != nil {
-		d.undoGB(ctx, cmd, live)
-	} else if err := d.GB.ByeChannel(ctx, gb28181.DeviceID(ch.DeviceID), ch.DeviceChannelID); err != nil {
-		// Started by an earlier leader: its dialogs are in the store.
+		// Under the start's keys, so a repeated undo repeats nothing.
+		d.undoGB(ctx, live.cmd, live)
+	}
+	if err := d.GB.ByeChannel(ctx, gb28181.DeviceID(ch.DeviceID), ch.DeviceChannelID); err != nil {
+		// Dialogs recorded for the channel that no session record names
+		// (a BYE that failed above, a start cut short) end here.
 		d.Log.Info("ending GB28181 dialogs failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
 	}
 	d.mark(ctx, cmd, channels.CommandSucceeded, "", "")
@@ -165,8 +179,9 @@ func (d *Dispatcher) stopGB(ctx context.Context, cmd channels.StreamCommand, ch 
 }
 
 // undoGB ends what a start set up, in reverse; each step is logged and
-// the rest still run.
+// the rest still run. The session's record goes last.
 func (d *Dispatcher) undoGB(ctx context.Context, cmd channels.StreamCommand, live *gbLive) {
+	defer d.dropGBLive(ctx, live.channel, live.cmd.CommandID)
 	if live.session != nil {
 		if err := d.GB.Bye(ctx, live.session); err != nil {
 			d.Log.Info("GB28181 BYE failed", zap.String("device", string(live.session.DeviceID)), zap.Error(err))
@@ -239,16 +254,10 @@ func runStep(ctx context.Context, cmds *nodecommand.Service, wait time.Duration,
 // arrived was already counted when it went offline (on_stream_changed).
 // It reports whether the server was one of the dispatcher's.
 func (d *Dispatcher) RTPServerTimeout(ctx context.Context, h engineapi.RTPServerTimeoutHook) bool {
-	d.gb.mu.Lock()
-	var live *gbLive
-	for id, l := range d.gb.m {
-		if l.server.ID == h.ID {
-			live = l
-			delete(d.gb.m, id)
-			break
-		}
+	live, err := d.gbLiveByServer(ctx, h.ID)
+	if err != nil {
+		d.Log.Warn("finding the GB28181 session of an RTP server failed", zap.String("server", h.ID), zap.Error(err))
 	}
-	d.gb.mu.Unlock()
 	if live == nil {
 		return false
 	}

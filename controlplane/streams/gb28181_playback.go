@@ -69,6 +69,26 @@ type PlaybackSession struct {
 	NodeID        string     `json:"nodeId"`
 	CreatedAt     time.Time  `json:"createdAt"`
 	EndedAt       *time.Time `json:"endedAt,omitempty"`
+
+	// What ending the session undoes, so that any node can (the one
+	// that started it may be gone); never shown.
+	EngineNodeID string `json:"engineNodeId,omitempty"`
+	LeaseID      string `json:"leaseId,omitempty"`
+	Port         int    `json:"port,omitempty"`
+	ServerID     string `json:"serverId,omitempty"`
+	CallID       string `json:"callId,omitempty"`
+	// Holder is the control node holding the session's SIP dialog.
+	Holder string `json:"holder,omitempty"`
+}
+
+// live is what undoing the recorded session needs.
+func (s *PlaybackSession) live() *gbLive {
+	l := &gbLive{rec: &nodes.Record{NodeID: s.EngineNodeID, MediaServerID: s.MediaServerID}}
+	l.lease.LeaseID, l.lease.Port, l.server.ID = s.LeaseID, s.Port, s.ServerID
+	if s.CallID != "" {
+		l.session = &gb28181.MediaSession{DeviceID: gb28181.DeviceID(s.DeviceID), ChannelID: s.ChannelID, CallID: s.CallID, NodeID: s.Holder}
+	}
+	return l
 }
 
 // PlaybackRequest asks for a device's recording of a channel.
@@ -188,6 +208,8 @@ func (p *GBPlayback) Start(ctx context.Context, r PlaybackRequest) (*PlaybackSes
 			return nil, err
 		}
 	}
+	s.EngineNodeID, s.LeaseID, s.Port, s.ServerID = rec.NodeID, live.lease.LeaseID, live.lease.Port, live.server.ID
+	s.CallID, s.Holder = session.CallID, session.NodeID
 	if err := p.put(ctx, s); err != nil {
 		p.undo(context.WithoutCancel(ctx), s.SessionID, live)
 		return nil, err
@@ -221,7 +243,8 @@ func (p *GBPlayback) MediaEnded(callID, why string) {
 }
 
 // Stop ends a session: BYE, the RTP server closed, the port released, the
-// record Ended and its leases ended.
+// record Ended and its leases ended. Any node may: what to undo is in the
+// record when this node did not start the session.
 func (p *GBPlayback) Stop(ctx context.Context, sessionID, reason string) error {
 	p.mu.Lock()
 	live := p.live[sessionID]
@@ -234,22 +257,77 @@ func (p *GBPlayback) Stop(ctx context.Context, sessionID, reason string) error {
 	if err != nil {
 		return err
 	}
-	if live == nil && s.State == PlaybackEnded {
+	if s.State == PlaybackEnded {
+		if live != nil {
+			// Ended elsewhere (its holder died): what is left here goes,
+			// under the same keys, so nothing runs twice.
+			p.undo(ctx, sessionID, live)
+		}
 		return fmt.Errorf("%w: %s", ErrPlaybackEnded, sessionID)
 	}
-	if live != nil {
-		p.undo(ctx, sessionID, live)
+	if live == nil {
+		live = s.live()
 	}
-	now := time.Now().UTC()
-	s.State, s.EndReason, s.EndedAt = PlaybackEnded, reason, &now
-	if err := p.put(ctx, s); err != nil {
+	return p.end(ctx, s, live, reason)
+}
+
+// end undoes a Playing session and records its end, once. Its leases end
+// before the record says Ended, so whoever reads Ended finds them over
+// too, and once more after, for a lease taken in between.
+func (p *GBPlayback) end(ctx context.Context, s *PlaybackSession, live *gbLive, reason string) error {
+	p.undo(ctx, s.SessionID, live)
+	endLeases := func() error {
+		if p.EndLeases == nil {
+			return nil
+		}
+		return p.EndLeases(ctx, s.SessionID, s.MediaServerID, "the GB28181 playback session ended: "+reason)
+	}
+	if err := endLeases(); err != nil {
 		return err
 	}
-	p.Log.Info("GB28181 playback ended", zap.String("session", sessionID), zap.String("reason", reason))
-	if p.EndLeases != nil {
-		return p.EndLeases(ctx, sessionID, s.MediaServerID, "the GB28181 playback session ended: "+reason)
+	now := time.Now().UTC()
+	_, err := store.UpdateRecord(ctx, p.Store, PlaybackSessionPrefix+s.SessionID, func(cur *PlaybackSession) (*PlaybackSession, []store.Op, []store.Compare, error) {
+		if cur == nil || cur.State == PlaybackEnded {
+			return nil, nil, nil, ErrPlaybackEnded
+		}
+		cur.State, cur.EndReason, cur.EndedAt = PlaybackEnded, reason, &now
+		*s = *cur
+		return cur, nil, nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, s.SessionID)
 	}
-	return nil
+	p.Log.Info("GB28181 playback ended", zap.String("session", s.SessionID), zap.String("reason", reason))
+	return endLeases()
+}
+
+// EndGB ends the Playing sessions that depend on what is gone: their
+// dialog's holder or the node running them, or their device. No BYE is
+// sent through a dead holder (nobody can send it).
+func (p *GBPlayback) EndGB(ctx context.Context, gone gb28181.Gone) error {
+	ss, err := store.Records[PlaybackSession](ctx, p.Store, PlaybackSessionPrefix, store.Local)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := range ss {
+		s := &ss[i]
+		if s.State != PlaybackPlaying || !gone.Ends(s.Holder, s.NodeID, gb28181.DeviceID(s.DeviceID)) {
+			continue
+		}
+		p.mu.Lock()
+		delete(p.live, s.SessionID)
+		delete(p.byCall, s.CallID)
+		p.mu.Unlock()
+		live := s.live()
+		if gone.Node != "" && s.Holder == gone.Node {
+			live.session = nil
+		}
+		if err := p.end(ctx, s, live, gone.Reason); err != nil && !errors.Is(err, ErrPlaybackEnded) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // undo sends the BYE, closes the RTP server and releases the port; each

@@ -87,6 +87,8 @@ type Session struct {
 	Buffered    int
 	CreatedAt   time.Time
 	ReleasedAt  *time.Time
+	// ReleaseReason says why the media sender was released.
+	ReleaseReason string
 }
 
 type session struct {
@@ -248,6 +250,10 @@ func (s *Service) SetPTT(id string, on bool) (*Session, error) {
 // ReleaseMedia stops the session's sender and closes its socket; the
 // session (and the protocol's signalling) stays.
 func (s *Service) ReleaseMedia(id string) (*Session, error) {
+	return s.release(id, "released through the API")
+}
+
+func (s *Service) release(id, reason string) (*Session, error) {
 	ss, err := s.get(id)
 	if err != nil {
 		return nil, err
@@ -255,7 +261,7 @@ func (s *Service) ReleaseMedia(id string) (*Session, error) {
 	ss.mu.Lock()
 	if ss.info.MediaState == MediaSending {
 		now := time.Now().UTC()
-		ss.info.MediaState, ss.info.ReleasedAt, ss.buf = MediaReleased, &now, nil
+		ss.info.MediaState, ss.info.ReleasedAt, ss.info.ReleaseReason, ss.buf = MediaReleased, &now, reason, nil
 		close(ss.stop)
 	}
 	ss.mu.Unlock()
@@ -265,8 +271,8 @@ func (s *Service) ReleaseMedia(id string) (*Session, error) {
 }
 
 // ReleaseByRef releases the media of the session the protocol names ref
-// (its device hung up).
-func (s *Service) ReleaseByRef(ref string) {
+// (its device hung up), saying why.
+func (s *Service) ReleaseByRef(ref, why string) {
 	s.mu.Lock()
 	var ids []string
 	for id, ss := range s.sessions {
@@ -276,7 +282,23 @@ func (s *Service) ReleaseByRef(ref string) {
 	}
 	s.mu.Unlock()
 	for _, id := range ids {
-		s.ReleaseMedia(id)
+		s.release(id, why)
+	}
+}
+
+// ReleaseDevice releases the media of the sessions of a protocol's
+// device (it went offline), saying why.
+func (s *Service) ReleaseDevice(protocol, deviceID, why string) {
+	s.mu.Lock()
+	var ids []string
+	for id, ss := range s.sessions {
+		if ss.info.Protocol == protocol && ss.info.DeviceID == deviceID {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.release(id, why)
 	}
 }
 
@@ -289,7 +311,7 @@ func (s *Service) Close() {
 	}
 	s.mu.Unlock()
 	for _, id := range ids {
-		s.ReleaseMedia(id)
+		s.release(id, "the control node holding the session shut down")
 	}
 }
 

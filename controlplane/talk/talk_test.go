@@ -90,9 +90,9 @@ func TestSenderPacesAudioThroughThePushToTalkGate(t *testing.T) {
 		t.Fatalf("%d packets with the gate closed", after-before)
 	}
 	// The device hangs up: its media is released.
-	s.ReleaseByRef("call-1")
+	s.ReleaseByRef("call-1", "the device hung up (BYE)")
 	g, err := s.Get(sess.SessionID)
-	if err != nil || g.MediaState != MediaReleased || g.ReleasedAt == nil {
+	if err != nil || g.MediaState != MediaReleased || g.ReleasedAt == nil || g.ReleaseReason != "the device hung up (BYE)" {
 		t.Fatalf("%+v %v", g, err)
 	}
 	if _, err := s.Write(sess.SessionID, make([]byte, 160)); !errors.Is(err, ErrNotSending) {
@@ -100,5 +100,30 @@ func TestSenderPacesAudioThroughThePushToTalkGate(t *testing.T) {
 	}
 	if _, err := s.Get("nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)
+	}
+}
+
+// TestReleaseDeviceStopsOnlyItsSessions: a device gone offline has its
+// sessions' media released with the reason; another device's session
+// goes on sending.
+func TestReleaseDeviceStopsOnlyItsSessions(t *testing.T) {
+	c, _, _ := device(t)
+	s := &Service{BindIP: "127.0.0.1"}
+	t.Cleanup(s.Close)
+	gone, err := s.Create(context.Background(), "gb28181", "dev-1", "ch", true, establish(c.LocalAddr().String(), 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.Create(context.Background(), "gb28181", "dev-2", "ch", true, establish(c.LocalAddr().String(), 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ReleaseDevice("onvif", "dev-1", "wrong protocol")
+	s.ReleaseDevice("gb28181", "dev-1", "GB28181 device dev-1 went offline")
+	if g, err := s.Get(gone.SessionID); err != nil || g.MediaState != MediaReleased || g.ReleaseReason != "GB28181 device dev-1 went offline" {
+		t.Fatalf("the offline device's session: %+v %v", g, err)
+	}
+	if g, err := s.Get(other.SessionID); err != nil || g.MediaState != MediaSending || g.ReleaseReason != "" {
+		t.Fatalf("the other device's session: %+v %v", g, err)
 	}
 }
