@@ -39,11 +39,18 @@ type regResult struct {
 
 // The device: REGISTER, 401, REGISTER with digest, 200, then a keep-alive
 // every interval. "full" times the first REGISTER to the 200 (two round
-// trips), "auth" the REGISTER carrying the digest to its 200.
+// trips), "auth" the REGISTER carrying the digest to its 200. SIPp runs
+// without its retransmissions (-nr): it answers a duplicate response by
+// resending its last request, and with the platform's transactions
+// answering each resend, one retransmitted keep-alive became an endless
+// exchange of thousands of messages a second. A REGISTER without an answer
+// in 5 s is sent again (the time restarts); a keep-alive without one in
+// 10 s is given up and the next is sent on time.
 const regScenario = `<?xml version="1.0" encoding="ISO-8859-1" ?>
 <!DOCTYPE scenario SYSTEM "sipp.dtd">
 <scenario name="gbbench device">
-  <send retrans="500" start_rtd="full">
+  <label id="1"/>
+  <send start_rtd="full">
     <![CDATA[
 
       REGISTER sip:{{platform}}@{{domain}} SIP/2.0
@@ -59,8 +66,9 @@ const regScenario = `<?xml version="1.0" encoding="ISO-8859-1" ?>
 
     ]]>
   </send>
-  <recv response="401" auth="true"/>
-  <send retrans="500" start_rtd="auth">
+  <recv response="401" auth="true" timeout="5000" ontimeout="1"/>
+  <label id="2"/>
+  <send start_rtd="auth">
     <![CDATA[
 
       REGISTER sip:{{platform}}@{{domain}} SIP/2.0
@@ -77,12 +85,12 @@ const regScenario = `<?xml version="1.0" encoding="ISO-8859-1" ?>
 
     ]]>
   </send>
-  <recv response="200" rtd="auth"/>
+  <recv response="200" rtd="auth" timeout="5000" ontimeout="2"/>
   <nop rtd="full"/>
   <nop><action><assign assign_to="k" value="0"/></action></nop>
-  <label id="1"/>
+  <label id="3"/>
   <pause milliseconds="{{interval}}"/>
-  <send retrans="500">
+  <send>
     <![CDATA[
 
       MESSAGE sip:{{platform}}@{{domain}} SIP/2.0
@@ -104,14 +112,15 @@ const regScenario = `<?xml version="1.0" encoding="ISO-8859-1" ?>
       </Notify>
     ]]>
   </send>
-  <recv response="200"/>
+  <recv response="200" timeout="10000" ontimeout="4"/>
+  <label id="4"/>
   <nop>
     <action>
       <add assign_to="k" value="1"/>
       <test assign_to="more" variable="k" compare="less_than" value="{{rounds}}"/>
     </action>
   </nop>
-  <nop next="1" test="more"/>
+  <nop next="3" test="more"/>
 </scenario>
 `
 
@@ -182,8 +191,7 @@ func registrations(dir string, c regConfig) (regResult, error) {
 	// Registration: every device online (or SIPp gave up).
 	start := time.Now()
 	if err := waitFor("every device registered", time.Duration(c.devices/c.rate+60)*time.Second, func() bool { return count("online") >= c.devices }); err != nil {
-		r.registered = count("online")
-		return r, fmt.Errorf("%w (%d of %d online)", err, r.registered, c.devices)
+		fmt.Printf("registrations: %v (%d of %d online)\n", err, count("online"), c.devices)
 	}
 	r.registered = count("online")
 	fmt.Printf("registrations: %d devices online after %s\n", r.registered, time.Since(start).Round(time.Second))
@@ -317,7 +325,9 @@ func (r regResult) markdown(w *strings.Builder) {
 	fmt.Fprintf(w, "### Device registrations and keep-alives\n\n")
 	fmt.Fprintf(w, "%d SIPp devices (`sipp -t un`: one UDP socket and port each, ids from an injection file) register with the control "+
 		"node's SIP server (in this process, defaults: 60 s x 3 offline window) at %d new devices a second: REGISTER, 401, REGISTER with "+
-		"the MD5 digest, 200; the platform's catalog query on registering is answered 200. Then each device sends a MANSCDP `Keepalive` "+
+		"the MD5 digest, 200; the platform's catalog query on registering is answered 200. SIPp runs without its own retransmissions "+
+		"(`-nr`; it answers a duplicate response by resending its last request, which against a transaction layer never stops): a REGISTER "+
+		"unanswered for 5 s is sent again, a keep-alive unanswered for 10 s is given up. Then each device sends a MANSCDP `Keepalive` "+
 		"every %s, %d times (%s). SIPp traces each device's response times (`-trace_rtt`); the devices in `offline` are polled every 5 s "+
 		"(`GET /api/v2/gb28181/devices?status=offline`) and the outbox is searched for `device.gb28181.offline` at the end. The control "+
 		"node's CPU is this process's user+system time (the control node and the bench's polls; SIPp is its own process) from 10 s after "+
