@@ -246,7 +246,7 @@ func (s *Session) runUDP() error {
 			}
 			return fmt.Errorf("gbrtp: %w", err)
 		}
-		grow := false
+		grow, accepted := false, false
 		for i := 0; i < n && s.err == nil; i++ {
 			pkt, from, truncated := rd.datagram(i)
 			if truncated {
@@ -268,13 +268,13 @@ func (s *Session) runUDP() error {
 				s.wrongSource.Add(1)
 				continue
 			}
-			dl.last = now
+			dl.last, accepted = now, true
 			reorder.Push(pkt, now, deliver)
 		}
 		if grow {
 			rd.grow()
 		}
-		if dl.last == now && now.Sub(dl.set) > dl.timeout/4 {
+		if accepted && now.Sub(dl.set) > dl.timeout/4 {
 			dl.set = now
 			s.udp.SetReadDeadline(now.Add(dl.timeout))
 		}
