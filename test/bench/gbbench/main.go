@@ -252,9 +252,9 @@ func run(outPath, ladder string, seconds, nInvites int) error {
 	rmem, _ := os.ReadFile("/proc/sys/net/core/rmem_max")
 	fmt.Fprintf(&w, "\nThe engine reads each RTP server's socket with recvmmsg(2), up to 16 datagrams a call into buffers it reuses, and asks "+
 		"for an 8 MiB receive buffer, which the kernel caps at `net.core.rmem_max` (%s bytes on this machine; the agent's host tuning "+
-		"recommends 32 MiB) and doubles for its bookkeeping. Packets lost on this machine come from the sockets' queues overflowing while "+
-		"the engine or the senders wait for a core (see the load average and the senders' lateness in the runs below), not from the "+
-		"engine's CPU: RTSP over TCP is flow-controlled, so the same wait costs it nothing.\n", strings.TrimSpace(string(rmem)))
+		"recommends 32 MiB) and doubles for its bookkeeping. Where PS packets are lost on this machine (the runs noted "+
+		"below), they are lost in the sockets' queues, which overflow while the engine or the senders wait for a core (see the load "+
+		"average and the senders' lateness), not for want of engine CPU: RTSP over TCP is flow-controlled, so the same wait costs it nothing.\n", strings.TrimSpace(string(rmem)))
 	fmt.Fprintf(&w, "\nThe machine's two cores are shared with other work, so per-stream figures move by 10-20%% between runs.\n")
 	fmt.Print(w.String())
 	return benchdoc.WriteSection(outPath, "gbbench", w.String())
