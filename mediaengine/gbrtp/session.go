@@ -132,7 +132,7 @@ func Listen(cfg Config) (*Session, error) {
 		if s.udp, err = net.ListenUDP("udp", a); err != nil {
 			return nil, fmt.Errorf("gbrtp: %w", err)
 		}
-		s.udp.SetReadBuffer(1 << 20)
+		s.udp.SetReadBuffer(udpReadBuffer)
 		s.local = s.udp.LocalAddr()
 	case TCPPassive:
 		ln, err := net.Listen("tcp", cfg.Listen)
@@ -221,7 +221,7 @@ type deadline struct {
 }
 
 func (s *Session) runUDP() error {
-	buf := make([]byte, maxUDPPacket)
+	rd := newUDPReader(s.udp)
 	reorder := rtpcodec.NewReorderBuffer(reorderPackets, reorderDelay)
 	var source *net.UDPAddr
 	dl := deadline{timeout: s.cfg.Timeout, set: time.Now(), last: time.Now()}
@@ -231,7 +231,7 @@ func (s *Session) runUDP() error {
 		s.packet(pkt)
 	}
 	for s.err == nil {
-		n, from, err := s.udp.ReadFromUDP(buf)
+		n, err := rd.read()
 		now := time.Now()
 		if err != nil {
 			var ne net.Error
@@ -246,26 +246,38 @@ func (s *Session) runUDP() error {
 			}
 			return fmt.Errorf("gbrtp: %w", err)
 		}
-		h, _, ok := parseRTP(buf[:n])
-		if !ok {
-			s.malformed.Add(1)
-			continue
+		grow, accepted := false, false
+		for i := 0; i < n && s.err == nil; i++ {
+			pkt, from, truncated := rd.datagram(i)
+			if truncated {
+				s.malformed.Add(1)
+				grow = true
+				continue
+			}
+			h, _, ok := parseRTP(pkt)
+			if !ok {
+				s.malformed.Add(1)
+				continue
+			}
+			if !s.acceptSSRC(h.ssrc) {
+				continue
+			}
+			if source == nil {
+				source = from
+			} else if from == nil || !from.IP.Equal(source.IP) || from.Port != source.Port {
+				s.wrongSource.Add(1)
+				continue
+			}
+			dl.last, accepted = now, true
+			reorder.Push(pkt, now, deliver)
 		}
-		if !s.acceptSSRC(h.ssrc) {
-			continue
+		if grow {
+			rd.grow()
 		}
-		if source == nil {
-			source = from
-		} else if !from.IP.Equal(source.IP) || from.Port != source.Port {
-			s.wrongSource.Add(1)
-			continue
-		}
-		dl.last = now
-		if now.Sub(dl.set) > dl.timeout/4 {
+		if accepted && now.Sub(dl.set) > dl.timeout/4 {
 			dl.set = now
 			s.udp.SetReadDeadline(now.Add(dl.timeout))
 		}
-		reorder.Push(buf[:n], now, deliver)
 	}
 	return s.err
 }

@@ -38,6 +38,9 @@ func freeAddr() string {
 // the number of CPUs in it.
 var engineCores = "1"
 
+// engineLog is the engines' log level (their log goes to stderr).
+var engineLog = "error"
+
 // startEngine runs `svc engine` under taskset on engineCores.
 func startEngine(svc, dir string) (*engine, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -51,7 +54,7 @@ func startEngine(svc, dir string) (*engine, error) {
 	cfg := engineapi.Defaults()
 	cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.RTSPAddr, cfg.ControlSecretFile = "bench", freeAddr(), freeAddr(), freeAddr(), secretFile
 	cfg.RTPPortMin, cfg.RTPPortMax = 39000, 39099
-	cfg.DataDir, cfg.LogLevel = dir, "error"
+	cfg.DataDir, cfg.LogLevel = dir, engineLog
 	b, err := cfg.Marshal()
 	if err != nil {
 		return nil, err

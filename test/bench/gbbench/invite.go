@@ -86,28 +86,29 @@ const (
 	gbChannel  = "34020000001310000007"
 )
 
-// startPlatform starts the control node, the media host and the camera.
-func startPlatform(svc, dir string) (*platform, error) {
-	p := &platform{}
+// startControl starts a control node with its SIP server (devices
+// authenticate with the password "camera-pass") and an API token.
+func startControl(dir string) (p *platform, sipAddr string, err error) {
+	p = &platform{}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	pw := filepath.Join(dir, "gb-password")
 	if err := os.WriteFile(pw, []byte("camera-pass"), 0o600); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	sipAddr := fmt.Sprintf("127.0.0.1:%d", freeUDPPort())
+	sipAddr = fmt.Sprintf("127.0.0.1:%d", freeUDPPort())
 	ctx := context.Background()
 	cfg := config.Defaults()
 	cfg.NodeID, cfg.DataDir, cfg.LogLevel = "cp1", filepath.Join(dir, "cp1"), "error"
 	cfg.HTTPAddr, cfg.RaftAddr, cfg.AgentAddr = benchdoc.FreeAddr(), benchdoc.FreeAddr(), benchdoc.FreeAddr()
 	cfg.GB28181PasswordFile, cfg.SIPAddr, cfg.GB28181Domain, cfg.GB28181ID = pw, sipAddr, gbDomain, gbPlatform
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	s, err := server.Start(ctx, cfg, zap.NewNop())
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	p.stop = func() { s.Shutdown() }
 	for !s.Node.Leadership().IsLeader() {
@@ -119,6 +120,15 @@ func startPlatform(svc, dir string) (*platform, error) {
 		TokenPrefix: p.token[:12], Permissions: []string{"*"}, CreatedAt: time.Now()})
 	if _, err := s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
 		p.close()
+		return nil, "", err
+	}
+	return p, sipAddr, nil
+}
+
+// startPlatform starts the control node, the media host and the camera.
+func startPlatform(svc, dir string) (*platform, error) {
+	p, sipAddr, err := startControl(dir)
+	if err != nil {
 		return nil, err
 	}
 	var en struct{ Code, CaHash, AgentServerUrl string }
@@ -234,7 +244,7 @@ func invites(svc, dir string, n int, packs []pack) (atDevice, online []time.Dura
 		sent := make(chan struct{})
 		go func() {
 			defer close(sent)
-			sendPS(ctx, packs, "127.0.0.1:"+f[0], uint32(ssrc), 0)
+			sendPS(ctx, packs, "127.0.0.1:"+f[0], uint32(ssrc), 0, nil)
 		}()
 		ok := testkit.Within(20*time.Second, isOnline)
 		online = append(online, time.Since(t0))

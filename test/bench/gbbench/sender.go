@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/pion/rtp"
+	"golang.org/x/net/ipv4"
 )
 
 // maxPayload is the RTP payload size a pack is split at (as
@@ -79,10 +81,36 @@ func splitPacks(ps []byte) ([]pack, error) {
 	return packs, nil
 }
 
+// lateness is how far behind their PTS the senders sent pieces: a sender
+// that falls behind sends in bursts the engine would not otherwise see.
+type lateness struct {
+	max  atomic.Int64 // nanoseconds
+	over atomic.Int64 // pieces sent more than lateLimit late
+	all  atomic.Int64
+}
+
+const lateLimit = 20 * time.Millisecond
+
+func (l *lateness) add(d time.Duration) {
+	if l == nil {
+		return
+	}
+	l.all.Add(1)
+	if d > lateLimit {
+		l.over.Add(1)
+	}
+	for {
+		m := l.max.Load()
+		if int64(d) <= m || l.max.CompareAndSwap(m, int64(d)) {
+			return
+		}
+	}
+}
+
 // sendPS sends the pieces as RTP (payload type 96, 90 kHz, marker on each
 // piece's last packet) over UDP to addr in real time, after delay; it
-// returns the packets sent.
-func sendPS(ctx context.Context, packs []pack, addr string, ssrc uint32, delay time.Duration) (int, error) {
+// returns the packets sent. late (may be nil) notes how late each piece went.
+func sendPS(ctx context.Context, packs []pack, addr string, ssrc uint32, delay time.Duration, late *lateness) (int, error) {
 	conn, err := net.Dial("udp", addr)
 	if err != nil {
 		return 0, err
@@ -96,7 +124,13 @@ func sendPS(ctx context.Context, packs []pack, addr string, ssrc uint32, delay t
 	start := time.Now()
 	seq := uint16(rand.Uint32())
 	sent := 0
-	buf := make([]byte, 0, 1500)
+	// A piece goes out in one sendmmsg(2) (x/net falls back to a write a
+	// packet elsewhere): the senders of hundreds of streams share a core
+	// with other work, and one syscall a packet made them fall behind and
+	// send in catch-up bursts no device sends.
+	pc := ipv4.NewPacketConn(conn.(*net.UDPConn))
+	var msgs []ipv4.Message
+	var bufs [][]byte
 	for _, p := range packs {
 		if wait := time.Until(start.Add(p.at)); wait > time.Millisecond {
 			select {
@@ -105,17 +139,27 @@ func sendPS(ctx context.Context, packs []pack, addr string, ssrc uint32, delay t
 				return sent, ctx.Err()
 			}
 		}
+		late.add(time.Since(start.Add(p.at)))
 		ts := uint32(p.at * 90000 / time.Second)
-		for off := 0; off < len(p.data); off += maxPayload {
+		msgs = msgs[:0]
+		for i, off := 0, 0; off < len(p.data); i, off = i+1, off+maxPayload {
 			end := min(off+maxPayload, len(p.data))
+			if i == len(bufs) {
+				bufs = append(bufs, make([]byte, 0, 12+maxPayload))
+			}
 			h := rtp.Header{Version: 2, PayloadType: 96, SequenceNumber: seq, Timestamp: ts, SSRC: ssrc, Marker: end == len(p.data)}
-			hl, _ := h.MarshalTo(buf[:cap(buf)])
-			buf = append(buf[:hl], p.data[off:end]...)
+			hl, _ := h.MarshalTo(bufs[i][:cap(bufs[i])])
+			bufs[i] = append(bufs[i][:hl], p.data[off:end]...)
+			msgs = append(msgs, ipv4.Message{Buffers: [][]byte{bufs[i]}})
 			seq++
-			if _, err := conn.Write(buf); err != nil {
+		}
+		for len(msgs) > 0 {
+			n, err := pc.WriteBatch(msgs, 0)
+			sent += n
+			if err != nil {
 				return sent, err
 			}
-			sent++
+			msgs = msgs[n:]
 		}
 	}
 	return sent, nil
