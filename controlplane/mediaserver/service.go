@@ -72,7 +72,7 @@ func (e *CommandError) ErrorCode() string {
 	case agentapi.CodeNotPermitted:
 		return "not_permitted"
 	case agentapi.CodeFallbackRootOverlaps:
-		return agentapi.CodeFallbackRootOverlaps
+		return "recording_fallback_root_overlaps"
 	case agentapi.CodeInterrupted:
 		return "command_interrupted"
 	}
