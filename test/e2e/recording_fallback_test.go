@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,13 +128,22 @@ func TestRecordingFallbackRootAndRecovery(t *testing.T) {
 		t.Fatalf("the fallback file decodes as %+v", p)
 	}
 	// A scan walks the fallback root too: its files are on disk (none
-	// turns Missing) and stay marked fallback.
-	var scan struct {
-		FilesOnDisk, MissingCount, RelocatedCount int
+	// turns Missing) and stay marked fallback. The files of the swapped
+	// primary are hidden under the tmpfs, so they are Missing until a
+	// scan finds them again.
+	type scanResult struct {
+		FilesOnDisk, MissingCount, RelocatedCount, RecoveredCount int
+		Missing                                                   []string
 	}
+	var scan scanResult
 	if st, body := be.call("POST", "/api/v2/recording/files/scan", map[string]any{"mediaServerId": "media-1", "streamId": "fb"}, &scan); st != 200 ||
-		scan.MissingCount != 0 || scan.RelocatedCount != 0 || scan.FilesOnDisk < onFallback.Total {
+		scan.RelocatedCount != 0 || scan.FilesOnDisk < onFallback.Total || scan.MissingCount == 0 {
 		t.Fatalf("scan while files are on the fallback: %d %s", st, body)
+	}
+	for _, f := range onFallback.Items {
+		if slices.Contains(scan.Missing, f.FileID) {
+			t.Fatalf("the scan made fallback file %s Missing: %+v", f.FileID, scan)
+		}
 	}
 	var still struct{ Total int }
 	if be.call("GET", "/api/v2/recording/disk/fallback-recovery?limit=50", nil, &still); still.Total < onFallback.Total {
@@ -156,6 +166,11 @@ func TestRecordingFallbackRootAndRecovery(t *testing.T) {
 		return files.Total >= during+2 && len(onFallback.Items) == onFallback.Total && newestOnPrimary(files.Rows, onFallback.Items)
 	})
 
+	var rescan scanResult
+	if st, body := be.call("POST", "/api/v2/recording/files/scan", map[string]any{"mediaServerId": "media-1", "streamId": "fb"}, &rescan); st != 200 ||
+		rescan.MissingCount != 0 || rescan.RecoveredCount != scan.MissingCount || rescan.RelocatedCount != 0 {
+		t.Fatalf("scan with the primary back: %d %s (before: %+v)", st, body, scan)
+	}
 	type recoveryResult struct {
 		MediaServerID, NodeID, PrimaryState string
 		DryRun                              bool
