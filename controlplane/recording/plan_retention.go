@@ -67,15 +67,15 @@ func (s *Service) RetentionDue(ctx context.Context, now time.Time, limit int) ([
 }
 
 // SweepPlanRetention hard-deletes the files the plans' retention makes
-// due now (as POST /api/v2/recording/files/delete does: the bytes on
+// due at now (as POST /api/v2/recording/files/delete does: the bytes on
 // their media servers, then a Deleted tombstone), at most MaxBatch at a
 // time until none is due. It answers how many files it deleted; a media
 // server that cannot be asked keeps its files until a later pass.
-func (s *Service) SweepPlanRetention(ctx context.Context) (int, error) {
+func (s *Service) SweepPlanRetention(ctx context.Context, now time.Time) (int, error) {
 	deleted := 0
 	tried := map[string]bool{}
 	for {
-		due, err := s.RetentionDue(ctx, s.now(), MaxBatch)
+		due, err := s.RetentionDue(ctx, now, MaxBatch)
 		if err != nil {
 			return deleted, err
 		}
@@ -112,7 +112,7 @@ func (s *Service) RunPlanRetention(ctx context.Context, interval time.Duration, 
 			return
 		case <-t.C:
 		}
-		n, err := s.SweepPlanRetention(ctx)
+		n, err := s.SweepPlanRetention(ctx, s.now())
 		if err != nil && ctx.Err() == nil {
 			log.Warn("recording plan retention", zap.Error(err))
 		}
