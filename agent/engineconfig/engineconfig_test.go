@@ -228,7 +228,8 @@ func TestFallbackRootNestedRefused(t *testing.T) {
 		t.Fatal("a refused fallback root changed the file")
 	}
 	sibling := filepath.Join(filepath.Dir(f.Path), "record-fallback")
-	if res, err := f.ApplyPatch(context.Background(), agentapi.ConfigPatch{Settings: map[string]any{"recording": map[string]any{"fallbackRoot": sibling}}}); err != nil || !res.Applied {
+	patch := agentapi.ConfigPatch{Settings: map[string]any{"recording": map[string]any{"fallbackRoot": sibling}}}
+	if res, err := f.ApplyPatch(context.Background(), patch); err != nil || !res.Applied {
 		t.Fatalf("a sibling fallback root: %+v %v", res, err)
 	}
 }
