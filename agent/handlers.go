@@ -16,6 +16,7 @@ import (
 	"github.com/svcplatform/svc/agent/supervisor"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/buildinfo"
+	"github.com/svcplatform/svc/shared/engineapi"
 	"github.com/svcplatform/svc/shared/pki"
 )
 
@@ -45,6 +46,8 @@ func fail(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, engineapi.ErrFallbackOverlap):
+		code = agentapi.CodeFallbackRootOverlaps
 	case errors.Is(err, engineconfig.ErrInvalid), errors.Is(err, hosttune.ErrInvalid), errors.Is(err, rtpport.ErrInvalid):
 		code = agentapi.CodeInvalid
 	case errors.Is(err, engineconfig.ErrConflict), errors.Is(err, rtpport.ErrTaken), errors.Is(err, hosttune.ErrVerify):

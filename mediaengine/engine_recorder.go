@@ -17,10 +17,7 @@ import (
 // open and starts reporting finished files with on_record_mp4.
 func (e *Engine) startRecorder(cfg engineapi.Config) (*recorder.Recorder, error) {
 	rc := cfg.Recording
-	root := rc.Root
-	if root == "" {
-		root = filepath.Join(cfg.DataDir, "record")
-	}
+	root := cfg.RecordingRoot()
 	rec, err := recorder.New(e.hub, recorder.Config{Root: root, SegmentDuration: rc.SegmentDuration.D(), SegmentMaxBytes: rc.SegmentMaxBytes,
 		PartDuration: rc.PartDuration.D(), Report: e.reportRecordFile,
 		Watermarks:   recorder.Watermarks{LowSpaceBytes: rc.LowSpaceBytes, FullBytes: rc.FullBytes, Retention: rc.Retention, MaxAge: rc.MaxAge.D()},

@@ -261,6 +261,9 @@ func (f *File) Raw() (agentapi.RawConfig, error) {
 type proposal struct {
 	plan agentapi.ConfigPlan
 	data []byte
+	// err is why the proposed content is not valid (plan.Message says
+	// it in words).
+	err error
 }
 
 // propose builds a plan from the current file and the proposed content
@@ -278,7 +281,7 @@ func (f *File) propose(expected string, next func(cur engineapi.Config, curOK bo
 	data, newCfg, err := next(curCfg, perr == nil)
 	if err != nil {
 		p.Valid, p.Message = false, err.Error()
-		return proposal{plan: p}, nil
+		return proposal{plan: p, err: err}, nil
 	}
 	if perr == nil {
 		if m := managedDiff(curCfg, newCfg); m != "" {
@@ -322,6 +325,9 @@ func patchNext(settings map[string]any) func(engineapi.Config, bool) ([]byte, en
 		if err := c.Validate(); err != nil {
 			return nil, engineapi.Config{}, err
 		}
+		if err := c.CheckFallbackRoot(); err != nil {
+			return nil, engineapi.Config{}, err
+		}
 		data, err := c.Marshal()
 		return data, c, err
 	}
@@ -330,6 +336,9 @@ func patchNext(settings map[string]any) func(engineapi.Config, bool) ([]byte, en
 func rawNext(content string) func(engineapi.Config, bool) ([]byte, engineapi.Config, error) {
 	return func(engineapi.Config, bool) ([]byte, engineapi.Config, error) {
 		c, err := engineapi.Parse([]byte(content))
+		if err == nil {
+			err = c.CheckFallbackRoot()
+		}
 		return []byte(content), c, err
 	}
 }
@@ -370,6 +379,9 @@ func (f *File) apply(ctx context.Context, expected string, next func(engineapi.C
 	p := pr.plan
 	res := agentapi.ConfigApplyResult{FileName: f.Path, Sha256: p.CurrentSha256, Changes: p.Changes, RestartRequired: p.RestartRequired}
 	if !p.Valid {
+		if errors.Is(pr.err, engineapi.ErrFallbackOverlap) {
+			return res, pr.err
+		}
 		return res, fmt.Errorf("%w: %s", ErrInvalid, p.Message)
 	}
 	if !p.Changed {

@@ -201,3 +201,35 @@ func mustLoad(t *testing.T, f *File) engineapi.Config {
 	}
 	return c
 }
+
+// TestFallbackRootNestedRefused: a recording.fallbackRoot inside the
+// recording root (<dataDir>/record here) or around it is refused by the
+// plan and by the apply, as ErrFallbackOverlap, and the file is left as
+// it was; a sibling directory is taken. A raw file with one is refused the
+// same way.
+func TestFallbackRootNestedRefused(t *testing.T) {
+	f := newFile(t, func(context.Context) error { return nil })
+	before, _ := f.Raw()
+	root := filepath.Join(filepath.Dir(f.Path), "record")
+	for _, nested := range []string{filepath.Join(root, "fb"), filepath.Dir(f.Path), root} {
+		patch := agentapi.ConfigPatch{Settings: map[string]any{"recording": map[string]any{"fallbackRoot": nested}}}
+		if p, err := f.PlanPatch(patch); err != nil || p.Valid || !strings.Contains(p.Message, "overlaps") {
+			t.Fatalf("plan %s: %+v %v", nested, p, err)
+		}
+		if _, err := f.ApplyPatch(context.Background(), patch); !errors.Is(err, engineapi.ErrFallbackOverlap) {
+			t.Fatalf("apply %s: %v", nested, err)
+		}
+		raw := strings.Replace(before.Content, "recording:", "recording:\n    fallbackRoot: "+nested, 1)
+		if _, err := f.ApplyRaw(context.Background(), agentapi.RawConfigChange{Content: raw}); !errors.Is(err, engineapi.ErrFallbackOverlap) {
+			t.Fatalf("raw apply %s: %v", nested, err)
+		}
+	}
+	if after, _ := f.Raw(); after.Content != before.Content {
+		t.Fatal("a refused fallback root changed the file")
+	}
+	sibling := filepath.Join(filepath.Dir(f.Path), "record-fallback")
+	patch := agentapi.ConfigPatch{Settings: map[string]any{"recording": map[string]any{"fallbackRoot": sibling}}}
+	if res, err := f.ApplyPatch(context.Background(), patch); err != nil || !res.Applied {
+		t.Fatalf("a sibling fallback root: %+v %v", res, err)
+	}
+}

@@ -12,7 +12,7 @@ import (
 
 func recordPlanInput(b *contract.SaveRecordPlanRequest) recording.PlanInput {
 	in := recording.PlanInput{Name: b.Name, Description: deref(b.Description, ""), TimeZone: b.TimeZone, Enabled: b.Enabled,
-		SegmentSeconds: int(deref(b.SegmentSeconds, 0))}
+		SegmentSeconds: int(deref(b.SegmentSeconds, 0)), RetentionDays: int(deref(b.RetentionDays, 0))}
 	if b.ChannelIds != nil {
 		in.ChannelIDs = *b.ChannelIds
 	}

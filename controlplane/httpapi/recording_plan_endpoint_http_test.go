@@ -18,7 +18,7 @@ func TestRecordingPlansEndpoints(t *testing.T) {
 		b, _ := json.Marshal(body)
 		return ts.Do("POST", path, tok, "application/json", b)
 	}
-	plan := map[string]any{"name": "Sunday mornings", "timeZone": "Europe/Berlin", "channelIds": []string{},
+	plan := map[string]any{"name": "Sunday mornings", "timeZone": "Europe/Berlin", "channelIds": []string{}, "retentionDays": 30,
 		"weekly": []map[string]string{{"day": "sunday", "start": "08:00", "end": "09:00"}}}
 	if r := post("/api/v2/recording/plans", view, plan); r.Status != 403 {
 		t.Fatalf("create with recordings.view: %d", r.Status)
@@ -27,13 +27,20 @@ func TestRecordingPlansEndpoints(t *testing.T) {
 	if r := post("/api/v2/recording/plans", manage, bad); r.Status != 400 {
 		t.Fatalf("an unknown zone: %d %s", r.Status, r.Body)
 	}
+	for _, days := range []int{-1, 3651} {
+		long := map[string]any{"name": "x", "timeZone": "UTC", "weekly": plan["weekly"], "retentionDays": days}
+		if r := post("/api/v2/recording/plans", manage, long); r.Status != 400 {
+			t.Fatalf("retentionDays %d: %d %s", days, r.Status, r.Body)
+		}
+	}
 	r := post("/api/v2/recording/plans", manage, plan)
 	var p struct {
-		PlanID  string
-		Enabled bool
+		PlanID        string
+		Enabled       bool
+		RetentionDays int
 	}
 	r.JSON(t, &p)
-	if r.Status != 200 || !p.Enabled {
+	if r.Status != 200 || !p.Enabled || p.RetentionDays != 30 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	for at, hit := range map[string]bool{"2026-03-22T07:30:00Z": true, "2026-03-29T06:30:00Z": true, "2026-03-29T07:30:00Z": false} {

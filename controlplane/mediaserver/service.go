@@ -44,7 +44,7 @@ func (e *CommandError) Error() string {
 // code.
 func (e *CommandError) Kind() fault.Kind {
 	switch e.ErrorCode() {
-	case "invalid_body":
+	case "invalid_body", agentapi.CodeFallbackRootOverlaps:
 		return fault.Invalid
 	case "not_found":
 		return fault.NotFound
@@ -71,6 +71,8 @@ func (e *CommandError) ErrorCode() string {
 		return "rtp_ports_exhausted"
 	case agentapi.CodeNotPermitted:
 		return "not_permitted"
+	case agentapi.CodeFallbackRootOverlaps:
+		return "recording_fallback_root_overlaps"
 	case agentapi.CodeInterrupted:
 		return "command_interrupted"
 	}

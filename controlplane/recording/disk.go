@@ -38,22 +38,25 @@ type DiskState struct {
 	// Path is the recording root directory on the media host.
 	Path         string `json:"path,omitempty"`
 	FilesystemID string `json:"filesystemId,omitempty"`
-	// IdentityID is the disk identity the engine bound its root to,
-	// FoundIdentityID the marker the root holds now when another, and
-	// IdentityState Verified or why not (Mismatch, Missing, ReadOnly).
-	IdentityID      string     `json:"identityId,omitempty"`
-	FoundIdentityID string     `json:"foundIdentityId,omitempty"`
-	IdentityState   string     `json:"identityState,omitempty"`
-	TotalBytes      int64      `json:"totalBytes"`
-	FreeBytes       int64      `json:"freeBytes"`
-	LowSpaceBytes   int64      `json:"lowSpaceBytes"`
-	FullBytes       int64      `json:"fullBytes"`
-	Retention       bool       `json:"retention"`
-	MaxAgeSeconds   int64      `json:"maxAgeSeconds"`
-	RefusedFiles    int64      `json:"refusedFiles"`
-	PrunedFiles     int        `json:"prunedFiles"`
-	CheckedAt       *time.Time `json:"checkedAt,omitempty"`
-	Error           string     `json:"error,omitempty"`
+	// IdentityID is the disk identity the engine's root is bound to (by
+	// validate-root; empty while Unbound), BoundFilesystemID the
+	// filesystem it was bound on, FoundIdentityID the marker the root
+	// holds now when another, and IdentityState Verified, Unbound or why
+	// not (Mismatch, Missing, ReadOnly).
+	IdentityID        string     `json:"identityId,omitempty"`
+	BoundFilesystemID string     `json:"boundFilesystemId,omitempty"`
+	FoundIdentityID   string     `json:"foundIdentityId,omitempty"`
+	IdentityState     string     `json:"identityState,omitempty"`
+	TotalBytes        int64      `json:"totalBytes"`
+	FreeBytes         int64      `json:"freeBytes"`
+	LowSpaceBytes     int64      `json:"lowSpaceBytes"`
+	FullBytes         int64      `json:"fullBytes"`
+	Retention         bool       `json:"retention"`
+	MaxAgeSeconds     int64      `json:"maxAgeSeconds"`
+	RefusedFiles      int64      `json:"refusedFiles"`
+	PrunedFiles       int        `json:"prunedFiles"`
+	CheckedAt         *time.Time `json:"checkedAt,omitempty"`
+	Error             string     `json:"error,omitempty"`
 	// FallbackRoot is the engine's fallback root when configured,
 	// FallbackState its identity state and FallbackFiles the files on it.
 	FallbackRoot  string `json:"fallbackRoot,omitempty"`
@@ -71,7 +74,7 @@ func diskStateOf(rec *nodes.Record, v *engineapi.RecordingVolume) DiskState {
 	d.State, d.FilesystemID, d.TotalBytes, d.FreeBytes = v.State, v.FilesystemID, v.TotalBytes, v.FreeBytes
 	d.LowSpaceBytes, d.FullBytes, d.Retention, d.RefusedFiles, d.PrunedFiles = v.LowSpaceBytes, v.FullBytes, v.Retention, v.Refused, len(v.PrunedFileIDs)
 	d.MaxAgeSeconds, d.Path = v.MaxAgeSeconds, v.Root
-	d.IdentityID, d.FoundIdentityID, d.IdentityState = v.IdentityID, v.FoundIdentityID, v.IdentityState
+	d.IdentityID, d.FoundIdentityID, d.IdentityState, d.BoundFilesystemID = v.IdentityID, v.FoundIdentityID, v.IdentityState, v.BoundFilesystemID
 	d.FallbackRoot, d.FallbackState, d.FallbackFiles = v.FallbackRoot, v.FallbackState, v.FallbackFiles
 	d.CheckedAt = &at
 	return d

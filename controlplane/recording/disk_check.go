@@ -25,7 +25,7 @@ type DiskCheckItem struct {
 var DiskCheckItems = []DiskCheckItem{
 	{"engine-reachable", "The media host's engine answers through its agent."},
 	{"root-present", "The recording root exists and is a directory."},
-	{"identity-verified", "The root holds the disk identity marker it is bound to (not a swapped disk)."},
+	{"identity-verified", "The root was validated and holds the disk identity marker it is bound to, on the bound filesystem (not a swapped disk)."},
 	{"writable", "The engine can create files in the root."},
 	{"above-full", "Free space is at or above the full watermark (new files may start)."},
 	{"above-low-space", "Free space is at or above the low watermark."},
@@ -79,11 +79,15 @@ func checkDisk(d DiskState) DiskCheck {
 	set("engine-reachable", !unknown, false, d.Error)
 	missing := unknown || d.State == VolumeMissing
 	set("root-present", d.State != VolumeMissing, unknown, "the root is gone")
-	set("identity-verified", d.IdentityState == engineapi.IdentityVerified || d.IdentityState == VolumeReadOnly, missing,
-		"bound to "+d.IdentityID+", found "+strconv.Quote(d.FoundIdentityID))
-	// The engine tries a write only on the bound disk.
+	identity := "bound to " + d.IdentityID + ", found " + strconv.Quote(d.FoundIdentityID)
+	if d.IdentityState == engineapi.IdentityUnbound {
+		identity = "the root was never validated (no identity marker): it records, but a swapped disk cannot be told until " +
+			"POST /api/v2/recording/disk/validate-root binds it"
+	}
+	set("identity-verified", d.IdentityState == engineapi.IdentityVerified || d.IdentityState == VolumeReadOnly, missing, identity)
+	// The engine tries a write only on the bound disk (or an unbound root).
 	set("writable", d.IdentityState != VolumeReadOnly, missing || d.IdentityState == VolumeMismatch, "no file can be created in the root")
-	noSpace := missing || d.IdentityState != engineapi.IdentityVerified
+	noSpace := missing || d.IdentityState != engineapi.IdentityVerified && d.IdentityState != engineapi.IdentityUnbound
 	set("above-full", d.FullBytes == 0 || d.FreeBytes >= d.FullBytes, noSpace,
 		strconv.FormatInt(d.FreeBytes, 10)+" bytes free, full below "+strconv.FormatInt(d.FullBytes, 10))
 	set("above-low-space", d.LowSpaceBytes == 0 || d.FreeBytes >= d.LowSpaceBytes, noSpace,

@@ -15,6 +15,7 @@ func TestCheckDisk(t *testing.T) {
 		{"low", DiskState{State: VolumeLowSpace, IdentityState: "Verified", FreeBytes: 4, LowSpaceBytes: 5, FullBytes: 2}, false, "PPPPPF"},
 		{"full", DiskState{State: VolumeFull, IdentityState: "Verified", FreeBytes: 1, LowSpaceBytes: 5, FullBytes: 2}, false, "PPPPFF"},
 		{"swapped", DiskState{State: VolumeMismatch, IdentityState: "Mismatch", IdentityID: "a", FoundIdentityID: "b"}, false, "PPFSSS"},
+		{"unbound", DiskState{State: VolumeNormal, IdentityState: "Unbound", FreeBytes: 10, LowSpaceBytes: 5, FullBytes: 2}, false, "PPFPPP"},
 		{"read-only", DiskState{State: VolumeReadOnly, IdentityState: "ReadOnly"}, false, "PPPFSS"},
 		{"missing", DiskState{State: VolumeMissing, IdentityState: "Missing"}, false, "PFSSSS"},
 		{"unknown", DiskState{State: VolumeUnknown, Error: "agent offline"}, false, "FSSSSS"},

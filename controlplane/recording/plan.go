@@ -44,14 +44,17 @@ type Plan struct {
 	Description string `json:"description,omitempty"`
 	// TimeZone is an IANA zone (Europe/Berlin); slots are its wall-clock
 	// times, so a plan keeps its hours across daylight-saving changes.
-	TimeZone       string    `json:"timeZone"`
-	Enabled        bool      `json:"enabled"`
-	ChannelIDs     []string  `json:"channelIds"`
-	Weekly         []Slot    `json:"weekly"`
-	SegmentSeconds int       `json:"segmentSeconds,omitempty"`
-	CreatedAt      time.Time `json:"createdAt"`
-	UpdatedAt      time.Time `json:"updatedAt"`
-	Revision       int64     `json:"-"`
+	TimeZone       string   `json:"timeZone"`
+	Enabled        bool     `json:"enabled"`
+	ChannelIDs     []string `json:"channelIds"`
+	Weekly         []Slot   `json:"weekly"`
+	SegmentSeconds int      `json:"segmentSeconds,omitempty"`
+	// RetentionDays keeps its channels' finished recordings this many
+	// days (plan_retention.go); 0 leaves them to the engine's retention.
+	RetentionDays int       `json:"retentionDays,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+	Revision      int64     `json:"-"`
 }
 
 // PlanInput is SaveRecordPlanRequest.
@@ -61,6 +64,7 @@ type PlanInput struct {
 	ChannelIDs                  []string
 	Weekly                      []Slot
 	SegmentSeconds              int
+	RetentionDays               int
 }
 
 // minutes parses HH:MM (00:00-24:00) into minutes of the day.
@@ -116,6 +120,9 @@ func (in PlanInput) validate() (*time.Location, error) {
 	}
 	if in.SegmentSeconds < 0 || in.SegmentSeconds > 86400 {
 		return nil, fmt.Errorf("%w: segmentSeconds is not within 0-86400", ErrInvalid)
+	}
+	if in.RetentionDays < 0 || in.RetentionDays > MaxRetentionDays {
+		return nil, fmt.Errorf("%w: retentionDays is not within 0-%d", ErrInvalid, MaxRetentionDays)
 	}
 	return loc, nil
 }
@@ -192,6 +199,7 @@ func (s *Service) CreatePlan(ctx context.Context, in PlanInput) (*Plan, error) {
 
 func (p *Plan) apply(in PlanInput, now time.Time) {
 	p.Name, p.Description, p.TimeZone, p.Weekly, p.SegmentSeconds = strings.TrimSpace(in.Name), in.Description, in.TimeZone, in.Weekly, in.SegmentSeconds
+	p.RetentionDays = in.RetentionDays
 	p.ChannelIDs = append([]string{}, in.ChannelIDs...)
 	p.Enabled = in.Enabled == nil || *in.Enabled
 	p.UpdatedAt = now

@@ -51,6 +51,11 @@ type ScanResult struct {
 	RecoveredCount int      `json:"recoveredCount"`
 	Missing        []string `json:"missing"`
 	MissingCount   int      `json:"missingCount"`
+	// Relocated: indexed files found on the other root (primary or
+	// fallback) than the index said; their fallback flag now follows the
+	// disk.
+	Relocated      []string `json:"relocated"`
+	RelocatedCount int      `json:"relocatedCount"`
 	Unchanged      int      `json:"unchanged"`
 	// Repaired counts files a crash had left open that the engine
 	// repaired during the scan; Unreadable files it could not read.
@@ -65,13 +70,14 @@ func (r *ScanResult) note(list *[]string, count *int, id string) {
 	}
 }
 
-// Scan has a media server's engine walk its recording root again and
-// reconciles the index with what is there: files on disk the index lacks
-// are indexed (and announced with recording.file.completed, once, like
-// any file), Missing files found again become Completed, and Completed or
-// SoftDeleted files the disk no longer holds become Missing. Files indexed
-// after the scan began are left alone (the engine may have finished them
-// after it listed the disk).
+// Scan has a media server's engine walk its recording roots again (the
+// primary and the fallback root) and reconciles the index with what is
+// there: files on disk the index lacks are indexed (and announced with
+// recording.file.completed, once, like any file), Missing files found
+// again become Completed, Completed or SoftDeleted files the disk no
+// longer holds become Missing, and a file's fallback flag follows the
+// root it was found on. Files indexed after the scan began are left alone
+// (the engine may have finished them after it listed the disk).
 func (s *Service) Scan(ctx context.Context, actor audit.Actor, req ScanRequest) (*ScanResult, error) {
 	if req.MediaServerID == "" {
 		return nil, fmt.Errorf("%w: mediaServerId is required", ErrInvalid)
@@ -90,7 +96,7 @@ func (s *Service) Scan(ctx context.Context, actor audit.Actor, req ScanRequest) 
 		return nil, fmt.Errorf("%w: media server %s did not finish the scan in time; see node command %s", ErrEngine, req.MediaServerID, o.Command.CommandID)
 	}
 	res := &ScanResult{MediaServerID: req.MediaServerID, NodeID: o.Node.NodeID, ScannedAt: began, Indexed: []string{}, Recovered: []string{},
-		Missing: []string{}, Repaired: disk.Repaired, Unreadable: disk.Unreadable}
+		Missing: []string{}, Relocated: []string{}, Repaired: disk.Repaired, Unreadable: disk.Unreadable}
 	inScope := func(app, stream string) bool {
 		return (req.App == "" || app == req.App) && (req.StreamID == "" || stream == req.StreamID)
 	}
@@ -118,12 +124,25 @@ func (s *Service) Scan(ctx context.Context, actor audit.Actor, req ScanRequest) 
 				if f.FileState == FileMissing {
 					f.FileState = FileCompleted
 				}
+				f.Fallback = h.Fallback
 				return nil, nil
 			})
 			if !r.Success {
 				return nil, errors.New("recording: scan: " + r.Message)
 			}
 			res.note(&res.Recovered, &res.RecoveredCount, h.FileID)
+		case f.Fallback != h.Fallback:
+			// Found on the other root than the index says (moved by hand,
+			// or a recovery whose report was lost): the index follows the
+			// disk.
+			r := s.changeFile(ctx, h.FileID, func(f *File) (*ItemResult, error) {
+				f.Fallback = h.Fallback
+				return nil, nil
+			})
+			if !r.Success {
+				return nil, errors.New("recording: scan: " + r.Message)
+			}
+			res.note(&res.Relocated, &res.RelocatedCount, h.FileID)
 		default:
 			res.Unchanged++
 		}

@@ -1,5 +1,7 @@
 package recording
 
+import "github.com/svcplatform/svc/shared/engineapi"
+
 // StateModel describes the recording state machines the contract leaves
 // to the implementation, for GET /api/v2/recording/state-model.
 type StateModel struct {
@@ -128,6 +130,32 @@ var Model = StateModel{Machines: []Machine{
 			{VolumeMissing, VolumeNormal, "the root is back"},
 			{VolumeNormal, VolumeReadOnly, "the root became read-only"},
 			{VolumeReadOnly, VolumeNormal, "the root can be written again"},
+		},
+	},
+	{
+		Name: "disk-identity",
+		Description: "The disk identity binding of a media server's recording root (and of its fallback root), as identityState " +
+			"and fallbackState report it. Only POST /api/v2/recording/disk/validate-root binds: on first success it writes the " +
+			"identity marker (.svc-disk-identity, naming a new identity and the filesystem it was written on) and binds the " +
+			"running engine's root to both; the engine reads the marker again when it starts. A root never validated records " +
+			"but is Unbound: a swapped disk cannot be told there.",
+		Initial: engineapi.IdentityUnbound,
+		States: []State{
+			{engineapi.IdentityUnbound, "never validated (no marker): the root records and retention runs, but a swap cannot be told", false},
+			{engineapi.IdentityVerified, "the root holds the bound marker on the bound filesystem and can be written", false},
+			{VolumeMismatch, "the root holds another disk: its marker is absent or another, or it lies on another filesystem than " +
+				"the bound one (a copied marker); no new file there (the fallback root takes them), no retention, validation refused", false},
+			{VolumeMissing, "the root is gone: no new file there", false},
+			{VolumeReadOnly, "the root holds the bound disk but no file can be created there: no new file there", false},
+		},
+		Transitions: []Transition{
+			{engineapi.IdentityUnbound, engineapi.IdentityVerified, "POST /api/v2/recording/disk/validate-root bound it"},
+			{engineapi.IdentityVerified, VolumeMismatch, "another disk was mounted at the root"},
+			{VolumeMismatch, engineapi.IdentityVerified, "the bound disk is back (recording resumes there by itself)"},
+			{engineapi.IdentityVerified, VolumeMissing, "the root disappeared"},
+			{VolumeMissing, engineapi.IdentityVerified, "the root is back"},
+			{engineapi.IdentityVerified, VolumeReadOnly, "the root became read-only"},
+			{VolumeReadOnly, engineapi.IdentityVerified, "the root can be written again"},
 		},
 	},
 }}

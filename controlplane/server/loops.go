@@ -108,6 +108,11 @@ func (s *Server) loops() []loop {
 		{name: "recording disk sweep", leader: true, run: func(ctx context.Context) {
 			s.Recording.RunDiskSweep(ctx, cfg.RecordingDiskSweepInterval, log.Named("recording"))
 		}},
+		// The plans' retention deletes by days, so the disk sweep's
+		// interval is fine-grained enough.
+		{name: "recording plan retention", leader: true, run: func(ctx context.Context) {
+			s.Recording.RunPlanRetention(ctx, cfg.RecordingDiskSweepInterval, log.Named("recording"))
+		}},
 		{name: "meeting room sweep", leader: true, run: func(ctx context.Context) {
 			s.Rooms.RunSweeper(ctx, roomSweepInterval, func(err error) { log.Named("rooms").Warn("room sweep", zap.Error(err)) })
 		}},

@@ -18,13 +18,14 @@ import (
 // fallbackRoot is the root new files go to while the primary is paused.
 // It is bound to a disk identity of its own, like the primary.
 type fallbackRoot struct {
-	root, identity string
+	root  string
+	bound binding
 }
 
 // usable says why the fallback cannot take a new file ("" when it can):
 // its identity state, or Full by the same watermark as the primary.
 func (fb *fallbackRoot) usable(wm Watermarks) string {
-	if st, _ := checkRoot(fb.root, fb.identity); st != engineapi.IdentityVerified {
+	if st, _ := checkRoot(fb.root, fb.bound); !usableIdentity(st) {
 		return st
 	}
 	if wm.FullBytes > 0 {
@@ -43,8 +44,10 @@ type fileLoc struct {
 }
 
 // SetFallback makes root the fallback root (empty: none). A root that is
-// the primary or nested with it is refused. A new root is bound to its
-// disk identity and, when the recorder is already running, walked so that
+// the primary or nested with it is refused (ErrBadFallback: a scan, the
+// retention and recovery of one root would walk the other's files). A
+// new root is bound to the marker it holds (unbound without one, until
+// validated) and, when the recorder is already running, walked so that
 // the files it holds are found by id (and reported when they never were).
 func (r *Recorder) SetFallback(root string) error {
 	if root == "" {
@@ -63,11 +66,13 @@ func (r *Recorder) SetFallback(root string) error {
 	if err := os.MkdirAll(root, 0o750); err != nil {
 		return fmt.Errorf("recorder: fallback root: %w", err)
 	}
-	id, err := bindIdentity(root)
+	b, err := loadBinding(root)
 	if err != nil {
 		return err
 	}
-	r.fallback.Store(&fallbackRoot{root: root, identity: id})
+	r.bindMu.Lock()
+	r.fallback.Store(&fallbackRoot{root: root, bound: b})
+	r.bindMu.Unlock()
 	r.mu.Lock()
 	started := r.started
 	r.mu.Unlock()
@@ -76,7 +81,7 @@ func (r *Recorder) SetFallback(root string) error {
 			r.log.Warn("fallback root not fully scanned", zap.String("root", root), zap.Error(err))
 		}
 	}
-	r.log.Info("fallback recording root set", zap.String("root", root), zap.String("identity", id))
+	r.log.Info("fallback recording root set", zap.String("root", root), zap.String("identity", b.IdentityID))
 	return nil
 }
 
@@ -177,7 +182,7 @@ func (r *Recorder) RecoverFallback(ids []string, dryRun bool) ([]engineapi.Fallb
 			it.Result = RecoverNotFound
 		case !fallback:
 			it.Result = RecoverOnPrimary
-		case primary != engineapi.IdentityVerified:
+		case !usableIdentity(primary):
 			it.Result, it.Detail = RecoverBlocked, "the primary root is "+primary
 		default:
 			if _, _, free, err := statVolume(r.root); err == nil && wm.FullBytes > 0 && free-it.FileSize < wm.FullBytes {

@@ -1,8 +1,10 @@
 package recorder
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,15 +44,30 @@ func TestFallbackRootAndRecovery(t *testing.T) {
 	if _, _, err := r.Repair(); err != nil {
 		t.Fatal(err)
 	}
+	for _, root := range []string{root, fbRoot} {
+		if p := r.ProbeRoot(root, true); !p.Valid || !p.Bound {
+			t.Fatalf("validating %s: %+v", root, p)
+		}
+	}
 	closed := false
 	defer func() {
 		if !closed {
 			r.Close()
 		}
 	}()
-	if _, err := New(h, Config{Root: root, FallbackRoot: filepath.Join(root, "inside")}, zaptest.NewLogger(t)); err == nil {
-		t.Fatal("a fallback root inside the primary was taken")
+	// A fallback root nested with the primary is refused when set, and
+	// ignored (the primary records alone) when a recorder starts with it.
+	nested, err := New(h, Config{Root: root, FallbackRoot: filepath.Join(root, "inside")}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatalf("a nested fallback root kept the recorder from starting: %v", err)
 	}
+	if fb := nested.FallbackRoot(); fb != "" {
+		t.Fatalf("a fallback root inside the primary was taken: %q", fb)
+	}
+	if err := nested.SetFallback(filepath.Dir(root)); !errors.Is(err, ErrBadFallback) {
+		t.Fatalf("a fallback root around the primary: %v", err)
+	}
+	nested.Close()
 	path := media.Path{App: "live", Stream: "fb"}
 	if _, err := r.Start(path, 0); err != nil {
 		t.Fatal(err)
@@ -97,6 +114,22 @@ func TestFallbackRootAndRecovery(t *testing.T) {
 		t.Fatalf("%d of %d files on the fallback, %d frames, volume %+v", len(onFallback), len(files), frames, v)
 	}
 
+	// A scan walks both roots: every file listed once, those on the
+	// fallback marked so, nothing forgotten, every file still found.
+	scan, err := r.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanned := map[string]bool{}
+	for _, f := range scan.Files {
+		if scanned[f.FileID] || f.Fallback != slices.Contains(onFallback, f.FileID) {
+			t.Fatalf("scan listed %s (fallback %v) twice or on the wrong root", f.FileID, f.Fallback)
+		}
+		scanned[f.FileID] = true
+	}
+	if len(scan.Files) != len(files) || scan.Forgotten != 0 || scan.Unreadable != 0 || len(r.FallbackFiles()) != len(onFallback) {
+		t.Fatalf("scan of both roots: %+v, %d files, %d on the fallback", scan, len(files), len(onFallback))
+	}
 	preview, primary := r.RecoverFallback(nil, true)
 	if primary != engineapi.IdentityVerified || len(preview) != len(onFallback) {
 		t.Fatalf("preview: %s %+v", primary, preview)

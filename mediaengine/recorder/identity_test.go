@@ -3,6 +3,7 @@ package recorder
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,12 +17,15 @@ import (
 	"github.com/svcplatform/svc/test/testkit"
 )
 
-// TestDiskIdentity binds a recording root to the marker the recorder
-// writes in it, records a live stream in 1 s files, and then: mounts
-// another filesystem (a tmpfs) over the root, which is a swapped disk
-// (Mismatch, no new file, retention idle); makes the root read-only (a
-// read-only bind mount of itself: the marker matches, writes fail:
-// ReadOnly); and moves the root away (Missing). Each time recording
+// TestDiskIdentity starts a recorder on a root nobody validated (Unbound:
+// it records, no marker is written), validates the root (the marker is
+// written and the running recorder bound to it and to the filesystem),
+// records a live stream in 1 s files, and then: mounts another filesystem
+// (a tmpfs) over the root, which is a swapped disk (Mismatch, no new file,
+// retention idle, validation refused), also when the tmpfs holds a copy of
+// the marker (the filesystem is not the bound one); makes the root
+// read-only (a read-only bind mount of itself: the marker matches, writes
+// fail: ReadOnly); and moves the root away (Missing). Each time recording
 // pauses without an error and resumes by itself once the bound disk is
 // back, and a recorder started again on the root keeps the identity.
 func TestDiskIdentity(t *testing.T) {
@@ -31,9 +35,17 @@ func TestDiskIdentity(t *testing.T) {
 	c := &collector{}
 	r := newVolumeRecorder(t, h, root, c, Watermarks{MaxAge: time.Hour})
 	v, err := r.Volume()
-	id, rerr := readIdentity(root)
-	if err != nil || rerr != nil || v.IdentityID != id || v.IdentityState != engineapi.IdentityVerified || v.State != engineapi.VolumeNormal {
-		t.Fatalf("a fresh root: %+v %v (marker %q %v)", v, err, id, rerr)
+	if _, merr := os.Stat(filepath.Join(root, IdentityFile)); err != nil || !os.IsNotExist(merr) || v.IdentityID != "" ||
+		v.IdentityState != engineapi.IdentityUnbound || v.State != engineapi.VolumeNormal {
+		t.Fatalf("a fresh root: %+v %v (marker: %v)", v, err, merr)
+	}
+	p := r.ProbeRoot(root, true)
+	d, rerr := readIdentity(root)
+	id := d.IdentityID
+	v, err = r.Volume()
+	if !p.Valid || !p.Bound || err != nil || rerr != nil || v.IdentityID != id || p.IdentityID != id || v.IdentityState != engineapi.IdentityVerified ||
+		v.BoundFilesystemID != d.FilesystemID || v.FilesystemID != d.FilesystemID {
+		t.Fatalf("validated: %+v, volume %+v %v (marker %+v %v)", p, v, err, d, rerr)
 	}
 	path := media.Path{App: "live", Stream: "disk"}
 	if _, err := r.Start(path, time.Second); err != nil {
@@ -73,10 +85,29 @@ func TestDiskIdentity(t *testing.T) {
 		})
 	}
 
+	marker, err := os.ReadFile(filepath.Join(root, IdentityFile))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := unix.Mount("tmpfs", root, "tmpfs", 0, "size=4m"); err != nil {
 		t.Fatalf("mount a tmpfs (the test runs as root): %v", err)
 	}
-	paused(engineapi.VolumeMismatch, func() { unix.Unmount(root, unix.MNT_DETACH) })
+	if p := r.ProbeRoot(root, true); p.Valid || p.Bound || !strings.HasPrefix(p.Problem, engineapi.VolumeMismatch) {
+		t.Fatalf("validating the swapped disk: %+v", p)
+	}
+	if _, err := os.Stat(filepath.Join(root, IdentityFile)); !os.IsNotExist(err) {
+		t.Fatalf("validation wrote a marker on the swapped disk: %v", err)
+	}
+	paused(engineapi.VolumeMismatch, func() {
+		// A copy of the marker does not make it the bound disk.
+		if err := os.WriteFile(filepath.Join(root, IdentityFile), marker, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := r.Volume(); v.IdentityState != engineapi.VolumeMismatch || v.FoundIdentityID != "" {
+			t.Fatalf("a copied marker on another filesystem: %+v", v)
+		}
+		unix.Unmount(root, unix.MNT_DETACH)
+	})
 
 	if err := unix.Mount(root, root, "", unix.MS_BIND, ""); err != nil {
 		t.Fatal(err)

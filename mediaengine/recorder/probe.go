@@ -2,12 +2,14 @@ package recorder
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/svcplatform/svc/shared/engineapi"
@@ -22,9 +24,14 @@ var filesystemTypes = map[int64]string{
 
 // ProbeRoot checks a candidate recording root: an absolute, clean path to
 // a directory the engine can write (tested by creating and removing a
-// probe file, the only thing a plain probe writes). With bind it also
-// writes the identity marker when the directory has none, so the disk is
-// recognised from then on; an existing marker is never replaced.
+// probe file, the only thing a plain probe writes), holding no marker or
+// one written on the filesystem it lies on now. With bind (validation) it
+// also binds the disk identity on first success: it writes the marker
+// when the directory has none (an existing marker is never replaced),
+// and when the directory is the engine's primary or fallback root and
+// that root is unbound, binds the root to it at once. A root already
+// bound is only checked: validating it while it holds another disk is
+// refused (Mismatch), never re-bound.
 func (r *Recorder) ProbeRoot(path string, bind bool) engineapi.RootProbe {
 	p := engineapi.RootProbe{Path: path, CheckedAt: time.Now().UTC()}
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.Contains(path, "\x00") {
@@ -55,12 +62,31 @@ func (r *Recorder) ProbeRoot(path string, bind bool) engineapi.RootProbe {
 		os.Remove(f.Name())
 		p.Writable = true
 	}
-	id, err := readIdentity(path)
+	// Binding is one change at a time: two validations of one root must
+	// not write two markers.
+	r.bindMu.Lock()
+	defer r.bindMu.Unlock()
+	d, err := readIdentity(path)
 	switch {
 	case err == nil:
-		p.IdentityID = id
+		p.IdentityID = d.IdentityID
 	case !errors.Is(err, fs.ErrNotExist):
 		p.Problem = err.Error()
+		return p
+	}
+	if p.IdentityID != "" && d.FilesystemID != "" && p.FilesystemID != "" && !sameFilesystem(p.FilesystemID, d.FilesystemID) {
+		p.Problem = fmt.Sprintf("%s: the identity marker was written on filesystem %s, the directory now lies on %s (another disk holding a copy of the marker)",
+			engineapi.VolumeMismatch, d.FilesystemID, p.FilesystemID)
+		return p
+	}
+	cur, isRoot := r.rootBinding(path)
+	if isRoot && cur.bound() && p.IdentityID != cur.IdentityID {
+		found := p.IdentityID
+		if found == "" {
+			found = "none"
+		}
+		p.Problem = fmt.Sprintf("%s: the root is bound to disk identity %s and holds %s (a swapped disk); it stays paused until the bound disk is back",
+			engineapi.VolumeMismatch, cur.IdentityID, found)
 		return p
 	}
 	if !p.Writable {
@@ -68,13 +94,43 @@ func (r *Recorder) ProbeRoot(path string, bind bool) engineapi.RootProbe {
 		return p
 	}
 	if bind && p.IdentityID == "" {
-		id, err := bindIdentity(path)
+		d, err = writeIdentity(path)
 		if err != nil {
 			p.Problem = err.Error()
 			return p
 		}
-		p.IdentityID, p.Bound = id, true
+		p.IdentityID, p.Bound = d.IdentityID, true
+	}
+	if bind && isRoot && !cur.bound() {
+		r.setRootBinding(path, d.binding())
+		p.Bound = true
+		r.log.Info("recording root bound to its disk identity", zap.String("root", path), zap.String("identity", d.IdentityID),
+			zap.String("filesystem", d.FilesystemID))
 	}
 	p.Valid = true
 	return p
+}
+
+// rootBinding is the binding of the primary or fallback root at path;
+// isRoot is false for any other path. bindMu is held.
+func (r *Recorder) rootBinding(path string) (b binding, isRoot bool) {
+	if filepath.Clean(r.root) == path {
+		return *r.bound.Load(), true
+	}
+	if fb := r.fallback.Load(); fb != nil && fb.root == path {
+		return fb.bound, true
+	}
+	return binding{}, false
+}
+
+// setRootBinding binds the primary or fallback root at path; bindMu is
+// held.
+func (r *Recorder) setRootBinding(path string, b binding) {
+	if filepath.Clean(r.root) == path {
+		r.bound.Store(&b)
+		return
+	}
+	if fb := r.fallback.Load(); fb != nil && fb.root == path {
+		r.fallback.Store(&fallbackRoot{root: fb.root, bound: b})
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/svcplatform/svc/mediaengine/hub"
+	"github.com/svcplatform/svc/shared/engineapi"
 )
 
 // TestProbeRoot checks candidate roots: a fresh tmpfs is a valid, writable
@@ -39,8 +40,9 @@ func TestProbeRoot(t *testing.T) {
 		t.Fatalf("a probe wrote %d entries", len(ents))
 	}
 	v := r.ProbeRoot(cand, true)
-	id, err := readIdentity(cand)
-	if !v.Valid || !v.Bound || v.IdentityID == "" || err != nil || id != v.IdentityID {
+	d, err := readIdentity(cand)
+	id := d.IdentityID
+	if !v.Valid || !v.Bound || v.IdentityID == "" || err != nil || id != v.IdentityID || d.FilesystemID != v.FilesystemID {
 		t.Fatalf("validation: %+v (marker %q %v)", v, id, err)
 	}
 	if again := r.ProbeRoot(cand, true); !again.Valid || again.Bound || again.IdentityID != id {
@@ -65,8 +67,19 @@ func TestProbeRoot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(base, "missing")); err == nil {
 		t.Fatal("validation created a missing directory")
 	}
-	own := r.ProbeRoot(filepath.Join(base, "root"), false)
-	if !own.Valid || !own.Current || own.IdentityID != r.identity || own.Bound {
-		t.Fatalf("the recorder's root: %+v (bound to %s)", own, r.identity)
+	// The recorder's own root starts unbound (nothing wrote a marker);
+	// validating it binds the running recorder at once.
+	rootDir := filepath.Join(base, "root")
+	own := r.ProbeRoot(rootDir, false)
+	if !own.Valid || !own.Current || own.IdentityID != "" || own.Bound {
+		t.Fatalf("the recorder's root: %+v", own)
+	}
+	if v, _ := r.Volume(); v.IdentityState != engineapi.IdentityUnbound || v.IdentityID != "" {
+		t.Fatalf("the unvalidated root: %+v", v)
+	}
+	bound := r.ProbeRoot(rootDir, true)
+	if v, _ := r.Volume(); !bound.Valid || !bound.Bound || !bound.Current || v.IdentityID != bound.IdentityID ||
+		v.IdentityState != engineapi.IdentityVerified || v.BoundFilesystemID != bound.FilesystemID {
+		t.Fatalf("validating the recorder's root: %+v, volume %+v", bound, v)
 	}
 }

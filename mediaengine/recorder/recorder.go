@@ -70,8 +70,10 @@ type Recorder struct {
 
 	// guardMu makes one volume check (and prune) run at a time.
 	guardMu sync.Mutex
-	// identity is the disk identity the root is bound to (identity.go).
-	identity string
+	// bound is what the primary root is bound to (identity.go); bindMu
+	// makes one binding change (of either root) at a time.
+	bound  atomic.Pointer[binding]
+	bindMu sync.Mutex
 	// wm are the watermarks in force (Config.Watermarks until set).
 	wm atomic.Pointer[Watermarks]
 	// fallback is the fallback root (nil: none); onFallback says the
@@ -92,17 +94,21 @@ func New(h *hub.Hub, cfg Config, log *zap.Logger) (*Recorder, error) {
 	if err := os.MkdirAll(cfg.Root, 0o750); err != nil {
 		return nil, fmt.Errorf("recorder: root: %w", err)
 	}
-	var err error
 	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{},
 		fbFiles: map[string]fileLoc{}, writing: map[string]bool{}, indexes: newIndexCache(indexCacheFiles),
 		wake: make(chan struct{}, 1), stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
-	if r.identity, err = bindIdentity(cfg.Root); err != nil {
+	b, err := loadBinding(cfg.Root)
+	if err != nil {
 		return nil, err
 	}
+	r.bound.Store(&b)
 	wm := cfg.Watermarks
 	r.wm.Store(&wm)
+	// A fallback root the recorder cannot use (one nested with the
+	// primary, say) must not keep the primary from recording: it is
+	// left out, loudly. Configuring one is refused where it is set.
 	if err := r.SetFallback(cfg.FallbackRoot); err != nil {
-		return nil, err
+		log.Warn("the fallback recording root is ignored; the primary root records alone", zap.String("fallback", cfg.FallbackRoot), zap.Error(err))
 	}
 	r.reporter = newReporter(cfg.Root, cfg.Report, log)
 	go r.sweepLoop()

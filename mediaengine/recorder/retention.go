@@ -69,7 +69,7 @@ func (r *Recorder) Sweep(now time.Time) int {
 	defer r.guardMu.Unlock()
 	wm := *r.wm.Load()
 	n := 0
-	if ident, _ := r.checkIdentity(); ident != engineapi.IdentityVerified {
+	if ident, _ := r.checkIdentity(); !usableIdentity(ident) {
 		return 0 // not the bound disk (or none): nothing on it is ours to delete
 	}
 	if wm.MaxAge > 0 {

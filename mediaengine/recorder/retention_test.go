@@ -59,7 +59,10 @@ func TestRetentionByAge(t *testing.T) {
 	c.fail = true
 	c.mu.Unlock()
 	publish(t, pub, tracks, 150, 50, 25) // two more finished, unreported
-	testkit.Eventually(t, 20*time.Second, "seven files", func() bool { l := r.List(); return len(l) == 1 && l[0].Files == 7 })
+	testkit.Eventually(t, 20*time.Second, "seven files and the open one", func() bool {
+		l := r.List()
+		return len(l) == 1 && l[0].Files == 7 && l[0].FileID != ""
+	})
 
 	// Every finished file is made an hour old. The open file is left
 	// alone: it is still being written, so its time cannot be in the past

@@ -81,7 +81,8 @@ func (r *Recorder) Volume() (engineapi.RecordingVolume, error) {
 	st.FallbackFiles = len(r.fbFiles)
 	r.mu.Unlock()
 	if fb := r.fallback.Load(); fb != nil {
-		st.FallbackRoot, st.FallbackState = fb.root, engineapi.IdentityVerified
+		st.FallbackRoot = fb.root
+		st.FallbackState, _ = checkRoot(fb.root, fb.bound)
 		if why := fb.usable(*r.wm.Load()); why != "" {
 			st.FallbackState = why
 		}
@@ -91,14 +92,16 @@ func (r *Recorder) Volume() (engineapi.RecordingVolume, error) {
 
 // checkVolume reads the volume and prunes it when low; guardMu is held.
 // A root that is missing, read-only or another disk is reported so (its
-// state says which) and never pruned.
+// state says which) and never pruned; an Unbound root is used and pruned
+// like a Verified one (it is the root the engine was configured with).
 func (r *Recorder) checkVolume() (engineapi.RecordingVolume, error) {
 	wm := *r.wm.Load()
-	v := engineapi.RecordingVolume{Root: r.root, IdentityID: r.identity, LowSpaceBytes: wm.LowSpaceBytes, FullBytes: wm.FullBytes, Retention: wm.Retention,
-		MaxAgeSeconds: int64(wm.MaxAge / time.Second), CheckedAt: time.Now().UTC()}
-	ident, found := r.checkIdentity()
+	b := *r.bound.Load()
+	v := engineapi.RecordingVolume{Root: r.root, IdentityID: b.IdentityID, BoundFilesystemID: b.FilesystemID, LowSpaceBytes: wm.LowSpaceBytes,
+		FullBytes: wm.FullBytes, Retention: wm.Retention, MaxAgeSeconds: int64(wm.MaxAge / time.Second), CheckedAt: time.Now().UTC()}
+	ident, found := checkRoot(r.root, b)
 	v.IdentityState = ident
-	if found != r.identity {
+	if found != b.IdentityID {
 		v.FoundIdentityID = found
 	}
 	if ident == engineapi.VolumeMissing {
@@ -109,14 +112,14 @@ func (r *Recorder) checkVolume() (engineapi.RecordingVolume, error) {
 	if err != nil {
 		return engineapi.RecordingVolume{}, fmt.Errorf("recorder: volume: %w", err)
 	}
-	if ident == engineapi.IdentityVerified && wm.Retention && wm.state(free) != engineapi.VolumeNormal {
+	if usableIdentity(ident) && wm.Retention && wm.state(free) != engineapi.VolumeNormal {
 		r.prune(func() (int64, error) {
 			_, _, f, err := statVolume(r.root)
 			return f, err
 		}, &free)
 	}
 	v.FilesystemID, v.TotalBytes, v.FreeBytes, v.State = id, total, free, wm.state(free)
-	if ident != engineapi.IdentityVerified {
+	if !usableIdentity(ident) {
 		v.State = ident
 	}
 	return v, nil
@@ -145,7 +148,7 @@ func (r *Recorder) admit() (string, bool, error) {
 	}
 	var refusal error
 	switch {
-	case v.IdentityState != engineapi.IdentityVerified:
+	case !usableIdentity(v.IdentityState):
 		refusal = fmt.Errorf("%w: %s is %s", ErrRootUnusable, r.root, v.IdentityState)
 	case v.State == engineapi.VolumeFull:
 		refusal = fmt.Errorf("%w: %d bytes free, full below %d", ErrVolumeFull, v.FreeBytes, wm.FullBytes)

@@ -64,6 +64,9 @@ const (
 	// Codes of failed node commands beyond the ones above.
 	CodeRTPPortsExhausted = "rtp_ports_exhausted"
 	CodeNotPermitted      = "not_permitted"
+	// CodeFallbackRootOverlaps: the engine configuration's
+	// recording.fallbackRoot lies inside the recording root or holds it.
+	CodeFallbackRootOverlaps = "recording_fallback_root_overlaps"
 	// CodeInterrupted: the agent restarted while running a command whose
 	// repetition is not safe, so its outcome is unknown.
 	CodeInterrupted  = "command_interrupted"

@@ -179,10 +179,45 @@ func (c RecordingConfig) Validate() error {
 	if f := c.FallbackRoot; f != "" && (!filepath.IsAbs(f) || filepath.Clean(f) != f) {
 		return fmt.Errorf("recording.fallbackRoot: %q is not an absolute, clean path", f)
 	}
-	if c.FallbackRoot != "" && c.FallbackRoot == c.Root {
-		return errors.New("recording.fallbackRoot: the same as root")
+	return nil
+}
+
+// ErrFallbackOverlap: recording.fallbackRoot is the recording root, lies
+// inside it or holds it.
+var ErrFallbackOverlap = errors.New("recording.fallbackRoot overlaps the recording root")
+
+// RecordingRoot is the directory recordings go to: recording.root, or
+// <dataDir>/record.
+func (c Config) RecordingRoot() string {
+	if c.Recording.Root != "" {
+		return c.Recording.Root
+	}
+	return filepath.Join(c.DataDir, "record")
+}
+
+// CheckFallbackRoot says whether recording.fallbackRoot can stand beside
+// the recording root: nested with it (either inside the other, or the
+// same), a scan, retention or recovery of one root would walk the other's
+// files, so it is ErrFallbackOverlap. Validate leaves this out on purpose:
+// an engine that starts with such a file records on its root alone (the
+// recorder ignores the fallback root with a warning) rather than not at
+// all; the node agent refuses to write one.
+func (c Config) CheckFallbackRoot() error {
+	fb := c.Recording.FallbackRoot
+	if fb == "" {
+		return nil
+	}
+	root := filepath.Clean(c.RecordingRoot())
+	if nested(root, fb) || nested(fb, root) {
+		return fmt.Errorf("%w: %q and the recording root %q lie inside one another", ErrFallbackOverlap, fb, root)
 	}
 	return nil
+}
+
+// nested says whether p is dir or lies under it.
+func nested(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // RecordingDefaults are the recorder's settings unless configured.
@@ -266,9 +301,14 @@ const (
 )
 
 // Identity states of a recording root (RecordingVolume.IdentityState):
-// Verified when its marker is the bound one and the root can be written,
+// Verified when its marker is the bound one on the bound filesystem and
+// the root can be written; Unbound when the root was never validated (it
+// holds no marker, so it records but a swapped disk cannot be told);
 // else the volume state that says why not.
-const IdentityVerified = "Verified"
+const (
+	IdentityVerified = "Verified"
+	IdentityUnbound  = "Unbound"
+)
 
 // RecordingVolume is the filesystem a recording root lies on.
 type RecordingVolume struct {
@@ -278,19 +318,22 @@ type RecordingVolume struct {
 	// FilesystemID is the filesystem's identity (statfs f_fsid with the
 	// device number of the root): another disk mounted there changes it.
 	FilesystemID string `json:"filesystemId"`
-	// IdentityID is the disk identity bound to the root (the marker the
-	// engine found or wrote in it when it started); FoundIdentityID what
-	// the root holds now when that differs; IdentityState Verified or
-	// Mismatch, Missing, ReadOnly.
-	IdentityID      string `json:"identityId"`
-	FoundIdentityID string `json:"foundIdentityId,omitempty"`
-	IdentityState   string `json:"identityState"`
-	TotalBytes      int64  `json:"totalBytes"`
-	FreeBytes       int64  `json:"freeBytes"`
-	State           string `json:"state"`
-	LowSpaceBytes   int64  `json:"lowSpaceBytes"`
-	FullBytes       int64  `json:"fullBytes"`
-	Retention       bool   `json:"retention"`
+	// IdentityID is the disk identity bound to the root (the marker
+	// validation wrote, read when the engine started or when it validated
+	// the root; empty while Unbound) and BoundFilesystemID the filesystem
+	// the marker was written on; FoundIdentityID what the root holds now
+	// when that differs; IdentityState Verified, Unbound or Mismatch,
+	// Missing, ReadOnly.
+	IdentityID        string `json:"identityId"`
+	BoundFilesystemID string `json:"boundFilesystemId,omitempty"`
+	FoundIdentityID   string `json:"foundIdentityId,omitempty"`
+	IdentityState     string `json:"identityState"`
+	TotalBytes        int64  `json:"totalBytes"`
+	FreeBytes         int64  `json:"freeBytes"`
+	State             string `json:"state"`
+	LowSpaceBytes     int64  `json:"lowSpaceBytes"`
+	FullBytes         int64  `json:"fullBytes"`
+	Retention         bool   `json:"retention"`
 	// MaxAgeSeconds is recording.maxAge (0: files are kept whatever their
 	// age).
 	MaxAgeSeconds int64     `json:"maxAgeSeconds"`
@@ -378,7 +421,8 @@ type RootProbe struct {
 	TotalBytes     int64  `json:"totalBytes"`
 	FreeBytes      int64  `json:"freeBytes"`
 	// IdentityID is the marker the directory holds (after binding, when
-	// Bind wrote it); Bound says this request wrote it.
+	// Bind wrote it); Bound says this request wrote it or bound the
+	// engine's root to it.
 	IdentityID string `json:"identityId,omitempty"`
 	Bound      bool   `json:"bound"`
 	// Current says it is the engine's recording root now.

@@ -21,20 +21,22 @@ import (
 func TestRecordingDirectoryBrowser(t *testing.T) {
 	bin := svcbin.Build(t)
 	cp := startControlNode(t, nil)
-	dataDir := cp.startMediaHost(bin, "media-1")
+	cp.startMediaHost(bin, "media-1")
 	fallback := filepath.Join(t.TempDir(), "fallback")
 	var applied struct{ Applied, Reloaded bool }
 	if st := cp.call("POST", "/api/v2/node/engine/config/apply", map[string]any{"settings": map[string]any{"recording": map[string]any{
 		"fallbackRoot": fallback}}, "reason": "e2e fallback root"}, &applied); st != 200 || !applied.Applied {
 		t.Fatalf("apply the fallback root: %d %+v", st, applied)
 	}
-	var root string
-	filepath.WalkDir(dataDir, func(p string, d os.DirEntry, _ error) error {
-		if filepath.Base(p) == ".svc-disk-identity" && !strings.HasPrefix(p, fallback) {
-			root = filepath.Dir(p)
-		}
-		return nil
-	})
+	be := backend{t: t, api: cp.api, token: cp.newToken("recordings.manage")}
+	var diskRoots struct{ Items []struct{ Path string } }
+	if st := cp.call("GET", "/api/v2/recording/disk/roots", nil, &diskRoots); st != 200 || len(diskRoots.Items) != 1 {
+		t.Fatalf("recording roots: %d %+v", st, diskRoots)
+	}
+	root := diskRoots.Items[0].Path
+	if st, body := be.call("POST", "/api/v2/recording/disk/validate-root", map[string]any{"mediaServerId": "media-1", "path": fallback}, nil); st != 200 {
+		t.Fatalf("validate the fallback root: %d %s", st, body)
+	}
 	if err := os.MkdirAll(filepath.Join(root, "live"), 0o750); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +49,6 @@ func TestRecordingDirectoryBrowser(t *testing.T) {
 	if err := os.Symlink(strings.Repeat("../", 4), filepath.Join(root, "live", "up")); err != nil {
 		t.Fatal(err)
 	}
-	be := backend{t: t, api: cp.api, token: cp.newToken("recordings.manage")}
 	viewer := backend{t: t, api: cp.api, token: cp.newToken("recordings.view")}
 
 	var roots struct {

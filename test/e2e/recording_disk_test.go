@@ -195,20 +195,24 @@ func TestRecordingRetentionByAge(t *testing.T) {
 	}
 }
 
-// TestRecordingDiskSwap: a real media host records an ffmpeg push in 2 s
-// files; its recording root is bound to the identity marker the engine
-// wrote there (disk states: Verified, Normal). Another filesystem (a
-// tmpfs) mounted over the root is a swapped disk: the disk states show
-// Mismatch with the bound identity (so do GET /api/v2/recording/disk/roots,
-// which also names the root directory, and GET
-// /api/v2/recording/disk/identities), the engine refuses new files there
-// without failing (disk check: identity-verified fails; guard: Paused), and
-// once the tmpfs is gone the root is Normal again (guard: Active) and
+// TestRecordingDiskSwap: a real media host starts with a recording root
+// nobody validated: the disk states say Unbound (it records, no marker was
+// written) and the disk check fails identity-verified while the guard
+// stays Active. POST /api/v2/recording/disk/validate-root writes the
+// identity marker and binds the running engine's root to it (Verified,
+// Normal; validating again keeps the identity). Recording an ffmpeg push
+// in 2 s files, another filesystem (a tmpfs) mounted over the root is a
+// swapped disk: the disk states show Mismatch with the bound identity (so
+// do GET /api/v2/recording/disk/roots, which also names the root
+// directory, and GET /api/v2/recording/disk/identities), validate-root
+// refuses to bind the swapped disk, the engine refuses new files there
+// without failing (disk check: identity-verified fails; guard: Paused),
+// and once the tmpfs is gone the root is Normal again (guard: Active) and
 // recording goes on into new files.
 func TestRecordingDiskSwap(t *testing.T) {
 	bin := svcbin.Build(t)
 	cp := startControlNode(t, func(c *config.Config) {})
-	dataDir := cp.startMediaHost(bin, "media-1")
+	cp.startMediaHost(bin, "media-1")
 	var servers struct {
 		Rows []struct{ RtspAddr string }
 	}
@@ -220,27 +224,64 @@ func TestRecordingDiskSwap(t *testing.T) {
 	}
 	be := backend{t: t, api: cp.api, token: cp.newToken("recordings.view", "recordings.manage")}
 	type identityState struct {
-		State, IdentityID, FoundIdentityID, IdentityState, FilesystemID string
-		RefusedFiles                                                    int64
+		State, IdentityID, BoundFilesystemID, FoundIdentityID, IdentityState, FilesystemID string
+		RefusedFiles                                                                       int64
 	}
 	var states struct{ Items []identityState }
 	if st, body := be.call("GET", "/api/v2/recording/disk/states", nil, &states); st != 200 || len(states.Items) != 1 ||
-		states.Items[0].State != "Normal" || states.Items[0].IdentityState != "Verified" || states.Items[0].IdentityID == "" {
-		t.Fatalf("disk states: %d %s", st, body)
-	}
-	bound := states.Items[0].IdentityID
-	var root string
-	filepath.WalkDir(dataDir, func(p string, d os.DirEntry, _ error) error {
-		if filepath.Base(p) == ".svc-disk-identity" {
-			root = filepath.Dir(p)
-		}
-		return nil
-	})
-	if marker, err := os.ReadFile(filepath.Join(root, ".svc-disk-identity")); err != nil || !strings.Contains(string(marker), bound) {
-		t.Fatalf("the identity marker in %q: %s %v", root, marker, err)
+		states.Items[0].State != "Normal" || states.Items[0].IdentityState != "Unbound" || states.Items[0].IdentityID != "" {
+		t.Fatalf("disk states of a root never validated: %d %s", st, body)
 	}
 	type rootEntry struct{ NodeID, Path, State, IdentityID, IdentityState, FilesystemID string }
 	var roots struct{ Items []rootEntry }
+	if st, body := be.call("GET", "/api/v2/recording/disk/roots", nil, &roots); st != 200 || len(roots.Items) != 1 || roots.Items[0].Path == "" ||
+		roots.Items[0].IdentityState != "Unbound" {
+		t.Fatalf("recording roots: %d %s", st, body)
+	}
+	root := roots.Items[0].Path
+	if _, err := os.Stat(filepath.Join(root, ".svc-disk-identity")); !os.IsNotExist(err) {
+		t.Fatalf("the engine wrote an identity marker by itself: %v", err)
+	}
+	var check struct {
+		Items []struct {
+			Passed bool
+			Checks []struct{ Key, Status, Detail string }
+		}
+	}
+	var guard struct {
+		Items []struct{ Writing, State string }
+	}
+	if st, body := be.call("POST", "/api/v2/recording/disk/guard", nil, &guard); st != 200 || len(guard.Items) != 1 || guard.Items[0].Writing != "Active" {
+		t.Fatalf("disk guard on an unbound root: %d %s", st, body)
+	}
+	if st, body := be.call("POST", "/api/v2/recording/disk/check", nil, &check); st != 200 || len(check.Items) != 1 || check.Items[0].Passed ||
+		check.Items[0].Checks[2].Key != "identity-verified" || check.Items[0].Checks[2].Status != "Fail" ||
+		!strings.Contains(check.Items[0].Checks[2].Detail, "validate-root") {
+		t.Fatalf("disk check of an unbound root: %d %s", st, body)
+	}
+	type probe struct {
+		Valid, Bound, Current             bool
+		IdentityID, Problem, FilesystemID string
+	}
+	var bind probe
+	if st, body := be.call("POST", "/api/v2/recording/disk/validate-root", map[string]any{"mediaServerId": "media-1", "path": root}, &bind); st != 200 ||
+		!bind.Valid || !bind.Bound || !bind.Current || bind.IdentityID == "" {
+		t.Fatalf("validate the root: %d %s", st, body)
+	}
+	bound := bind.IdentityID
+	var again probe
+	if st, body := be.call("POST", "/api/v2/recording/disk/validate-root", map[string]any{"mediaServerId": "media-1", "path": root}, &again); st != 200 ||
+		!again.Valid || again.Bound || again.IdentityID != bound {
+		t.Fatalf("validate the root again: %d %s", st, body)
+	}
+	if st, body := be.call("GET", "/api/v2/recording/disk/states", nil, &states); st != 200 || len(states.Items) != 1 ||
+		states.Items[0].State != "Normal" || states.Items[0].IdentityState != "Verified" || states.Items[0].IdentityID != bound ||
+		states.Items[0].BoundFilesystemID != bind.FilesystemID {
+		t.Fatalf("disk states of the validated root: %d %s", st, body)
+	}
+	if marker, err := os.ReadFile(filepath.Join(root, ".svc-disk-identity")); err != nil || !strings.Contains(string(marker), bound) {
+		t.Fatalf("the identity marker in %q: %s %v", root, marker, err)
+	}
 	if st, body := be.call("GET", "/api/v2/recording/disk/roots", nil, &roots); st != 200 || len(roots.Items) != 1 ||
 		roots.Items[0] != (rootEntry{NodeID: "media-1", Path: root, State: "Normal", IdentityID: bound, IdentityState: "Verified",
 			FilesystemID: states.Items[0].FilesystemID}) {
@@ -272,6 +313,11 @@ func TestRecordingDiskSwap(t *testing.T) {
 	if d := states.Items[0]; d.IdentityState != "Mismatch" || d.IdentityID != bound || d.FoundIdentityID != "" {
 		t.Fatalf("a swapped disk: %+v", d)
 	}
+	var swapped probe
+	if st, body := be.call("POST", "/api/v2/recording/disk/validate-root", map[string]any{"mediaServerId": "media-1", "path": root}, &swapped); st != 200 ||
+		swapped.Valid || swapped.Bound || !strings.HasPrefix(swapped.Problem, "Mismatch") {
+		t.Fatalf("validate the swapped disk: %d %s", st, body)
+	}
 	var identities struct {
 		Items []struct{ NodeID, IdentityID, IdentityState, FilesystemID string }
 	}
@@ -284,18 +330,9 @@ func TestRecordingDiskSwap(t *testing.T) {
 		roots.Items[0].Path != root || roots.Items[0].State != "Mismatch" || roots.Items[0].IdentityID != bound {
 		t.Fatalf("recording roots of a swapped disk: %d %s", st, body)
 	}
-	var check struct {
-		Items []struct {
-			Passed bool
-			Checks []struct{ Key, Status, Detail string }
-		}
-	}
 	if st, body := be.call("POST", "/api/v2/recording/disk/check", nil, &check); st != 200 || len(check.Items) != 1 || check.Items[0].Passed ||
 		check.Items[0].Checks[2].Key != "identity-verified" || check.Items[0].Checks[2].Status != "Fail" || check.Items[0].Checks[1].Status != "Pass" {
 		t.Fatalf("disk check of a swapped disk: %d %s", st, body)
-	}
-	var guard struct {
-		Items []struct{ Writing, State string }
 	}
 	if st, body := be.call("POST", "/api/v2/recording/disk/guard", nil, &guard); st != 200 || len(guard.Items) != 1 ||
 		guard.Items[0].Writing != "Paused" || guard.Items[0].State != "Mismatch" {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ import (
 func TestRecordingFallbackRootAndRecovery(t *testing.T) {
 	bin := svcbin.Build(t)
 	cp := startControlNode(t, func(c *config.Config) {})
-	dataDir := cp.startMediaHost(bin, "media-1")
+	cp.startMediaHost(bin, "media-1")
 	var servers struct {
 		Rows []struct{ RtspAddr string }
 	}
@@ -38,23 +39,39 @@ func TestRecordingFallbackRootAndRecovery(t *testing.T) {
 	if st := cp.call("POST", "/api/v2/security/rtsp-auth", map[string]any{"mediaServerId": "media-1", "username": "encoder", "password": "encoder-Pa55word"}, nil); st != 200 {
 		t.Fatalf("RTSP credential: %d", st)
 	}
+	be := backend{t: t, api: cp.api, token: cp.newToken("recordings.view", "recordings.manage")}
+	var roots struct{ Items []struct{ Path string } }
+	if st, body := be.call("GET", "/api/v2/recording/disk/roots", nil, &roots); st != 200 || len(roots.Items) != 1 || roots.Items[0].Path == "" {
+		t.Fatalf("recording roots: %d %s", st, body)
+	}
+	root := roots.Items[0].Path
+	// A fallback root nested with the primary is refused where it is
+	// configured, and nothing is written.
+	var refused struct{ Code, Message string }
+	for _, nested := range []string{filepath.Join(root, "nested"), filepath.Dir(root), root} {
+		if st := cp.call("POST", "/api/v2/node/engine/config/apply", map[string]any{"settings": map[string]any{"recording": map[string]any{
+			"fallbackRoot": nested}}, "reason": "e2e nested fallback root"}, &refused); st != 400 || refused.Code != "recording_fallback_root_overlaps" {
+			t.Fatalf("apply a nested fallback root %s: %d %+v", nested, st, refused)
+		}
+	}
 	fallback := filepath.Join(t.TempDir(), "fallback")
 	var applied struct{ Applied, Reloaded bool }
 	if st := cp.call("POST", "/api/v2/node/engine/config/apply", map[string]any{"settings": map[string]any{"recording": map[string]any{
 		"fallbackRoot": fallback}}, "reason": "e2e fallback root"}, &applied); st != 200 || !applied.Applied || !applied.Reloaded {
 		t.Fatalf("apply the fallback root: %d %+v", st, applied)
 	}
+	// Both roots are bound to their disks by validation (the engine never
+	// writes a marker by itself).
+	for _, dir := range []string{root, fallback} {
+		var bind struct{ Valid, Bound bool }
+		if st, body := be.call("POST", "/api/v2/recording/disk/validate-root", map[string]any{"mediaServerId": "media-1", "path": dir}, &bind); st != 200 ||
+			!bind.Valid || !bind.Bound {
+			t.Fatalf("validate %s: %d %s", dir, st, body)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(fallback, ".svc-disk-identity")); err != nil {
 		t.Fatalf("the fallback root is not bound to a disk identity: %v", err)
 	}
-	var root string
-	filepath.WalkDir(dataDir, func(p string, d os.DirEntry, _ error) error {
-		if filepath.Base(p) == ".svc-disk-identity" {
-			root = filepath.Dir(p)
-		}
-		return nil
-	})
-	be := backend{t: t, api: cp.api, token: cp.newToken("recordings.view", "recordings.manage")}
 	viewer := backend{t: t, api: cp.api, token: cp.newToken("recordings.view")}
 	if st, body := be.call("POST", "/api/v2/recording/start", map[string]any{"mediaServerId": "media-1", "app": "live", "streamId": "fb",
 		"segmentSeconds": 2}, nil); st != 200 {
@@ -110,6 +127,28 @@ func TestRecordingFallbackRootAndRecovery(t *testing.T) {
 	if p := probeFile(t, found); p.videoCodec != "h264" || p.videoFrames < 25 || p.audioCodec != "aac" {
 		t.Fatalf("the fallback file decodes as %+v", p)
 	}
+	// A scan walks the fallback root too: its files are on disk (none
+	// turns Missing) and stay marked fallback. The files of the swapped
+	// primary are hidden under the tmpfs, so they are Missing until a
+	// scan finds them again.
+	type scanResult struct {
+		FilesOnDisk, MissingCount, RelocatedCount, RecoveredCount int
+		Missing                                                   []string
+	}
+	var scan scanResult
+	if st, body := be.call("POST", "/api/v2/recording/files/scan", map[string]any{"mediaServerId": "media-1", "streamId": "fb"}, &scan); st != 200 ||
+		scan.RelocatedCount != 0 || scan.FilesOnDisk < onFallback.Total || scan.MissingCount == 0 {
+		t.Fatalf("scan while files are on the fallback: %d %s", st, body)
+	}
+	for _, f := range onFallback.Items {
+		if slices.Contains(scan.Missing, f.FileID) {
+			t.Fatalf("the scan made fallback file %s Missing: %+v", f.FileID, scan)
+		}
+	}
+	var still struct{ Total int }
+	if be.call("GET", "/api/v2/recording/disk/fallback-recovery?limit=50", nil, &still); still.Total < onFallback.Total {
+		t.Fatalf("after the scan %d files on the fallback, %d before", still.Total, onFallback.Total)
+	}
 	if st, body := be.call("POST", "/api/v2/recording/disk/fallback-recovery/preview", map[string]any{"mediaServerId": "media-1"}, nil); st != 200 ||
 		!strings.Contains(string(body), `"Blocked"`) {
 		t.Fatalf("preview while the primary is swapped: %d %s", st, body)
@@ -127,6 +166,11 @@ func TestRecordingFallbackRootAndRecovery(t *testing.T) {
 		return files.Total >= during+2 && len(onFallback.Items) == onFallback.Total && newestOnPrimary(files.Rows, onFallback.Items)
 	})
 
+	var rescan scanResult
+	if st, body := be.call("POST", "/api/v2/recording/files/scan", map[string]any{"mediaServerId": "media-1", "streamId": "fb"}, &rescan); st != 200 ||
+		rescan.MissingCount != 0 || rescan.RecoveredCount != scan.MissingCount || rescan.RelocatedCount != 0 {
+		t.Fatalf("scan with the primary back: %d %s (before: %+v)", st, body, scan)
+	}
 	type recoveryResult struct {
 		MediaServerID, NodeID, PrimaryState string
 		DryRun                              bool

@@ -14,7 +14,8 @@ import (
 // its agent, checks candidate recording roots on its host. A fresh
 // directory probes valid and writable without a marker, and the probe
 // leaves it empty; validate-root writes the identity marker once (bound),
-// again answers the same identity; the engine's own root is current; a
+// again answers the same identity; the engine's own root is current and
+// unbound until validate-root binds the running engine to it; a
 // missing directory and a relative path are not valid (nothing created);
 // both operations need recordings.manage. A disk check of the healthy root
 // passes every item of the disk-check template.
@@ -67,8 +68,16 @@ func TestRecordingRootProbeAndValidate(t *testing.T) {
 	if st, body := be.call("GET", "/api/v2/recording/disk/roots", nil, &roots); st != 200 || len(roots.Items) != 1 || roots.Items[0].Path == "" {
 		t.Fatalf("recording roots: %d %s", st, body)
 	}
-	if st, body, p = call("probe-root", roots.Items[0].Path); st != 200 || !p.Valid || !p.Current || p.IdentityID != roots.Items[0].IdentityID {
-		t.Fatalf("probe of the engine's own root: %d %s", st, body)
+	if st, body, p = call("probe-root", roots.Items[0].Path); st != 200 || !p.Valid || !p.Current || p.IdentityID != "" || roots.Items[0].IdentityID != "" {
+		t.Fatalf("probe of the engine's own root, never validated: %d %s", st, body)
+	}
+	// Validating the engine's own root binds the running engine to it.
+	if st, body, p = call("validate-root", roots.Items[0].Path); st != 200 || !p.Valid || !p.Current || !p.Bound || p.IdentityID == "" {
+		t.Fatalf("validate the engine's own root: %d %s", st, body)
+	}
+	ownID := p.IdentityID
+	if st, body := be.call("GET", "/api/v2/recording/disk/roots", nil, &roots); st != 200 || len(roots.Items) != 1 || roots.Items[0].IdentityID != ownID {
+		t.Fatalf("recording roots after validation: %d %s", st, body)
 	}
 	missing := filepath.Join(dataDir, "absent")
 	for _, bad := range []string{missing, "relative/dir"} {
