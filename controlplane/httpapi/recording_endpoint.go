@@ -96,7 +96,8 @@ func (e *recordingEndpoints) GetRecordingStateModel(context.Context, contract.Ge
 
 func (e *recordingEndpoints) RunAutoRecordOnce(ctx context.Context, r contract.RunAutoRecordOnceRequestObject) (contract.RunAutoRecordOnceResponseObject, error) {
 	if at := r.Params.At; at != nil && (time.Since(*at) > time.Minute || time.Until(*at) > time.Minute) {
-		return nil, newError(http.StatusBadRequest, "invalid_query", "at: a pass acts on the present (at absent or within a minute of now); GET /api/v2/recording/plans/{planId}/evaluate?at= answers for another time")
+		return nil, newError(http.StatusBadRequest, "invalid_query",
+			"at: a pass acts on the present (at absent or within a minute of now); GET /api/v2/recording/plans/{planId}/evaluate?at= answers for another time")
 	}
 	res, err := e.auto.RunOnce(requestContext(ctx))
 	if err != nil {

@@ -26,7 +26,7 @@ type recordingEngine struct {
 func (e *recordingEngine) Do(_ context.Context, c mediaserver.Call, out any) (mediaserver.Outcome, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	done := mediaserver.Outcome{Node: &nodes.Record{NodeID: c.Target.MediaServerID, MediaServerID: c.Target.MediaServerID}, Done: true}
+	done := mediaserver.Outcome{Node: &nodes.Record{NodeID: c.MediaServerID, MediaServerID: c.MediaServerID}, Done: true}
 	switch c.Type {
 	case agentapi.TypeEngineRecordStart:
 		req := c.Payload.(engineapi.StartRecordingRequest)

@@ -2035,7 +2035,7 @@ export interface paths {
         put?: never;
         /**
          * Write the engine configuration
-         * @description Writes the settings: the agent backs up the file, writes it, reads it back, has the engine reload it and restores the backup when the engine refuses it.
+         * @description Writes the settings: the agent backs up the file, writes it, reads it back, has the engine reload it and restores the backup when the engine refuses it. A `recording.fallbackRoot` that is the recording root, lies inside it or holds it is refused before anything is written (400 `recording_fallback_root_overlaps`); an engine that meets such a file when it starts records on its root alone and logs a warning.
          */
         post: operations["applyEngineConfig"];
         delete?: never;
@@ -3579,7 +3579,7 @@ export interface paths {
         put?: never;
         /**
          * Run one auto-record pass now
-         * @description Makes the pass the leader makes every few seconds: starts recording every enabled channel with `autoRecord` that has a media server, stops automatic sessions of channels that no longer ask for it, and has each engine record again what an active session wants (after an engine restart). `at` must be absent or within a minute of now: this version has no recording plans to evaluate at another time.
+         * @description Makes the pass the leader makes every few seconds: starts recording every enabled channel with `autoRecord` that has a media server, stops automatic sessions of channels that no longer ask for it, and has each engine record again what an active session wants (after an engine restart); channels of enabled plans whose slot holds now are recorded too. Channels on a media server the cluster does not know get no session until it is enrolled. `at` must be absent or within a minute of now: a pass acts on the present (`GET /api/v2/recording/plans/{planId}/evaluate?at=` answers for another time).
          */
         post: operations["runAutoRecordOnce"];
         delete?: never;
@@ -3699,7 +3699,7 @@ export interface paths {
         put?: never;
         /**
          * Scan a recording root and repair the index
-         * @description Has the media server's engine walk its recording root again (a node command) and reconciles the file index with what is there: finished files on disk that the index lacks are indexed (indexSource scan, announced once with recording.file.completed), Missing files found again become Completed, and Completed or SoftDeleted files no longer on disk become Missing (Deleted stays Deleted). Files the engine left open after a crash and no longer writes are repaired first. Files being written, files indexed after the scan began and cut/merge outputs are left alone. `app` and `streamId` narrow the reconciliation.
+         * @description Has the media server's engine walk its recording roots again (a node command: the primary root, then the fallback root) and reconciles the file index with what is there; a file's fallback flag follows the root it was found on (relocated lists the files whose flag changed). Finished files on disk that the index lacks are indexed (indexSource scan, announced once with recording.file.completed), Missing files found again become Completed, and Completed or SoftDeleted files no longer on disk become Missing (Deleted stays Deleted). Files the engine left open after a crash and no longer writes are repaired first. Files being written, files indexed after the scan began and cut/merge outputs are left alone. `app` and `streamId` narrow the reconciliation.
          */
         post: operations["scanRecordingFiles"];
         delete?: never;
@@ -4037,7 +4037,7 @@ export interface paths {
         };
         /**
          * Verified disk identities of the recording roots
-         * @description Each enrolled media host's recording root and the disk identity it is bound to: the marker (.svc-disk-identity) its engine found in the root when it started, or wrote there on a root without one. identityState says whether the root holds that disk now (Verified) or why not: Mismatch (another disk, whose marker is foundIdentityId or none), Missing, ReadOnly. Read from the engines like GET /api/v2/recording/disk/states; a host that cannot be asked has no identity and says why.
+         * @description Each enrolled media host's recording root and the disk identity it is bound to: the marker (.svc-disk-identity) POST /api/v2/recording/disk/validate-root wrote and bound, read by the engine again when it starts, with the filesystem it was written on. identityState says whether the root holds that disk now (Verified), was never validated (Unbound: it records, but a swap cannot be told) or why not: Mismatch (another disk, whose marker is foundIdentityId or none, or a copy of the marker on another filesystem), Missing, ReadOnly. Read from the engines like GET /api/v2/recording/disk/states; a host that cannot be asked has no identity and says why.
          */
         get: operations["listRecordingDiskIdentities"];
         put?: never;
@@ -4139,7 +4139,7 @@ export interface paths {
         put?: never;
         /**
          * Validate a recording root and bind its disk identity
-         * @description Checks a directory like POST /api/v2/recording/disk/probe-root (node command engine.record.root-validate) and, when it is valid and holds no identity marker, binds it: writes the marker (.svc-disk-identity) with a new disk identity, so the disk is recognised from then on (bound true). An existing marker is never replaced; validating again answers the same identity with bound false. A missing directory is not created.
+         * @description Checks a directory like POST /api/v2/recording/disk/probe-root (node command engine.record.root-validate) and, when it is valid, binds it on first success: writes the marker (.svc-disk-identity) with a new disk identity and the filesystem it lies on when there is none, and when the directory is the engine's recording root or fallback root and that root is Unbound, binds the running engine's root to the marker and filesystem at once (bound true; the disk states then say Verified). This is the only place a marker is written: an engine never writes one by itself. An existing marker is never replaced; validating again answers the same identity with bound false. A bound root that holds another disk (a marker absent or another, or a marker on another filesystem than the one it was written on) is not valid and is never re-bound (problem starts with Mismatch). A missing directory is not created.
          */
         post: operations["validateRecordingRoot"];
         delete?: never;
@@ -10142,7 +10142,7 @@ export interface components {
         AutoRecordPassResult: {
             /**
              * Format: int32
-             * @description Sessions started for channels with autoRecord.
+             * @description Sessions started for channels with autoRecord or in a plan's slot.
              */
             started: number;
             /**
@@ -10160,6 +10160,11 @@ export interface components {
              * @description Starts, stops or resumptions that failed (see the sessions' lastError).
              */
             failed: number;
+            /**
+             * Format: int32
+             * @description Channels that want recording on a media server the cluster does not know (not enrolled, or retired); they get a session once it is enrolled.
+             */
+            unplaced: number;
         };
         /** @description Whether auto-record or a plan wants a stream recorded at a time, and why. */
         AutoRecordStreamEvaluation: {
@@ -10375,6 +10380,11 @@ export interface components {
              * @description File length of its recordings; the engine's setting when 0 or absent.
              */
             segmentSeconds?: number;
+            /**
+             * Format: int32
+             * @description How many days the finished recordings of its channels are kept: the leader's retention sweep hard-deletes a channel's files once they ended this many days ago (a channel in several plans keeps the longest of their retentionDays). 0 or absent leaves the files to the engine's own retention (recording.maxAge). The engine's watermark guard still prunes the oldest files sooner when its disk runs low, and its recording.maxAge still applies.
+             */
+            retentionDays?: number;
         };
         /** @description A weekly recording plan. */
         RecordPlan: {
@@ -10397,6 +10407,11 @@ export interface components {
              * @description File length of its recordings.
              */
             segmentSeconds?: number;
+            /**
+             * Format: int32
+             * @description Days its channels' finished recordings are kept (0 leaves them to the engine's retention).
+             */
+            retentionDays?: number;
             /**
              * Format: date-time
              * @description When it was created.
@@ -10477,15 +10492,17 @@ export interface components {
              * @enum {string}
              */
             state: "Normal" | "LowSpace" | "Full" | "Mismatch" | "Missing" | "ReadOnly";
-            /** @description The disk identity the root is bound to: the marker (.svc-disk-identity) the engine found in the root when it started, or wrote there on a root without one. */
+            /** @description The disk identity the root is bound to: the marker (.svc-disk-identity) POST /api/v2/recording/disk/validate-root wrote, read by the engine when it started or when it validated the root; empty while the root is Unbound. */
             identityId: string;
+            /** @description The filesystem the marker was written on (absent while Unbound). */
+            boundFilesystemId?: string;
             /** @description The identity marker the root holds now, when it is another (a swapped disk). */
             foundIdentityId?: string;
             /**
-             * @description Verified (the bound disk, writable) or why not.
+             * @description Verified (the bound disk on the bound filesystem, writable), Unbound (never validated: no marker; the root records and retention runs, but a swapped disk cannot be told) or why not: Mismatch, Missing, ReadOnly.
              * @enum {string}
              */
-            identityState: "Verified" | "Mismatch" | "Missing" | "ReadOnly";
+            identityState: "Verified" | "Unbound" | "Mismatch" | "Missing" | "ReadOnly";
             /**
              * Format: int64
              * @description The low watermark (0 when none).
@@ -10520,7 +10537,7 @@ export interface components {
         RecordingDiskState: {
             /** @description The engine's fallback recording root (recording.fallbackRoot), when configured: new files go there while the primary root is paused. */
             fallbackRoot?: string;
-            /** @description The fallback root's identity state (Verified, or why it cannot take files). */
+            /** @description The fallback root's identity state (Verified or Unbound, or why it cannot take files: Mismatch, Missing, ReadOnly, Full). */
             fallbackState?: string;
             /** @description Files on the fallback root awaiting recovery. */
             fallbackFiles?: number;
@@ -10531,15 +10548,17 @@ export interface components {
             state: components["schemas"]["DiskVolumeState"];
             /** @description Identity of the filesystem under the recording root. */
             filesystemId?: string;
-            /** @description The disk identity the engine bound its recording root to (absent when Unknown). */
+            /** @description The disk identity the engine's recording root is bound to (absent when Unknown or Unbound). */
             identityId?: string;
+            /** @description The filesystem the identity was bound on; the root is Mismatch when it lies on another, even with a copy of the marker (absent when Unknown or Unbound). */
+            boundFilesystemId?: string;
             /** @description The identity marker the root holds now, when it is another disk's. */
             foundIdentityId?: string;
             /**
-             * @description Verified, or Mismatch, Missing, ReadOnly (absent when Unknown).
+             * @description Verified, Unbound (never validated), or Mismatch, Missing, ReadOnly (absent when Unknown).
              * @enum {string}
              */
-            identityState?: "Verified" | "Mismatch" | "Missing" | "ReadOnly";
+            identityState?: "Verified" | "Unbound" | "Mismatch" | "Missing" | "ReadOnly";
             /**
              * Format: int64
              * @description Size of the filesystem (0 when Unknown).
@@ -10607,7 +10626,7 @@ export interface components {
             scannedAt: string;
             /**
              * Format: int32
-             * @description Finished recordings found on the root (in scope).
+             * @description Finished recordings found on the primary and fallback roots (in scope).
              */
             filesOnDisk: number;
             /** @description Files on disk the index lacked, now Completed. */
@@ -10631,6 +10650,13 @@ export interface components {
              * @description How many files became Missing.
              */
             missingCount: number;
+            /** @description Indexed files found on the other root (primary or fallback) than the index said; their fallback flag now follows the disk. */
+            relocated: string[];
+            /**
+             * Format: int32
+             * @description How many files were relocated.
+             */
+            relocatedCount: number;
             /**
              * Format: int32
              * @description Files on disk whose index entry stayed as it was.
@@ -10653,13 +10679,15 @@ export interface components {
             nodeId: string;
             /** @description Its media server. */
             mediaServerId: string;
-            /** @description The disk identity the root is bound to (absent when the engine could not be asked). */
+            /** @description The disk identity the root is bound to (absent when the engine could not be asked, or Unbound). */
             identityId?: string;
+            /** @description The filesystem the identity was bound on (absent when Unknown or Unbound). */
+            boundFilesystemId?: string;
             /**
-             * @description Verified, or Mismatch, Missing, ReadOnly.
+             * @description Verified, Unbound (never validated), or Mismatch, Missing, ReadOnly.
              * @enum {string}
              */
-            identityState?: "Verified" | "Mismatch" | "Missing" | "ReadOnly";
+            identityState?: "Verified" | "Unbound" | "Mismatch" | "Missing" | "ReadOnly";
             /** @description The marker the root holds now, when it is another disk's. */
             foundIdentityId?: string;
             /** @description Identity of the filesystem under the root. */
@@ -10730,7 +10758,7 @@ export interface components {
             nodeId: string;
             /** @description True for a preview. */
             dryRun: boolean;
-            /** @description The primary root's identity state (Verified, Mismatch, Missing, ReadOnly). */
+            /** @description The primary root's identity state (Verified, Unbound, Mismatch, Missing, ReadOnly). */
             primaryState: string;
             /** @description How many files this run moved. */
             moved: number;
@@ -10942,8 +10970,10 @@ export interface components {
             /** @description The recording root directory (absent when the engine could not be asked). */
             path?: string;
             state: components["schemas"]["DiskVolumeState"];
-            /** @description The disk identity the root is bound to. */
+            /** @description The disk identity the root is bound to (absent while Unbound). */
             identityId?: string;
+            /** @description The filesystem the identity was bound on (absent while Unbound). */
+            boundFilesystemId?: string;
             /**
              * Format: int64
              * @description Space the recorder may still use.
@@ -11000,13 +11030,15 @@ export interface components {
             state: components["schemas"]["DiskVolumeState"];
             /** @description Identity of the filesystem under the root. */
             filesystemId?: string;
-            /** @description The disk identity the root is bound to. */
+            /** @description The disk identity the root is bound to (absent while Unbound). */
             identityId?: string;
+            /** @description The filesystem the identity was bound on (absent while Unbound). */
+            boundFilesystemId?: string;
             /**
-             * @description Verified, or Mismatch, Missing, ReadOnly (absent when Unknown).
+             * @description Verified, Unbound (never validated), or Mismatch, Missing, ReadOnly (absent when Unknown).
              * @enum {string}
              */
-            identityState?: "Verified" | "Mismatch" | "Missing" | "ReadOnly";
+            identityState?: "Verified" | "Unbound" | "Mismatch" | "Missing" | "ReadOnly";
             /** @description The marker the root holds now, when it is another disk's. */
             foundIdentityId?: string;
             /**
@@ -11720,7 +11752,7 @@ export interface components {
              */
             codec: "pcma" | "pcmu";
             /**
-             * @description Sending while the media sender runs; Released after DELETE .../media.
+             * @description Sending while the media sender runs; Released after DELETE .../media, the device's BYE or the loss of the node holding it.
              * @enum {string}
              */
             mediaState: "Sending" | "Released";
@@ -11751,13 +11783,15 @@ export interface components {
              * @description When the media sender was released.
              */
             releasedAt?: string;
+            /** @description Why the media sender was released: through the API, the device hung up, or the control node holding the device's SIP transport is gone (the session then ends there, and its counts are the last the cluster recorded). */
+            releaseReason?: string;
         };
         /**
          * @description Machine-readable error code of an error answer. This list is every code the platform answers with; a client switches on it and shows `message` to people. Codes are only ever added.
          * @example permission_denied
          * @enum {string}
          */
-        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "archive_ticket_invalid" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "cut_merge_output_unavailable" | "delivery_not_retryable" | "export_no_media" | "export_not_available" | "composite_not_failed" | "composite_refused" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_timeout" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "invalid_sdp" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_disabled" | "ptz_not_confirmed" | "ptz_not_supported" | "ptz_unavailable" | "publication_not_active" | "range_not_satisfiable" | "rate_limited" | "recording_file_unavailable" | "recording_not_active" | "recording_not_allowed" | "recording_not_ready" | "recording_path_invalid" | "recording_path_not_directory" | "recording_path_not_found" | "recording_path_outside_root" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
+        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "archive_ticket_invalid" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "cut_merge_output_unavailable" | "delivery_not_retryable" | "export_no_media" | "export_not_available" | "composite_not_failed" | "composite_refused" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_timeout" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "invalid_sdp" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_disabled" | "ptz_not_confirmed" | "ptz_not_supported" | "ptz_unavailable" | "publication_not_active" | "range_not_satisfiable" | "rate_limited" | "recording_fallback_root_overlaps" | "recording_file_unavailable" | "recording_not_active" | "recording_not_allowed" | "recording_not_ready" | "recording_path_invalid" | "recording_path_not_directory" | "recording_path_not_found" | "recording_path_outside_root" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
         /** @description Body of every JSON error answer. */
         ErrorBody: {
             code: components["schemas"]["ErrorCode"];
@@ -12231,7 +12265,7 @@ export interface components {
              * @enum {string}
              */
             kind: "video" | "audio";
-            /** @description H264, H265, AAC, PCMA, PCMU or Opus. */
+            /** @description H264, H265, VP8, AAC, PCMA, PCMU or Opus. */
             codec: string;
             /**
              * Format: int32
