@@ -193,6 +193,12 @@ func orderBy(s IndexSpec, orders []query.Order) (string, error) {
 // selectKeys renders the keys q selects, in order, paged, and the ORDER
 // BY clause it sorts them with.
 func selectKeys(s IndexSpec, q query.Query) (text string, args []any, order string, err error) {
+	return selectFrom(s, q, "SELECT i.key FROM "+tableOf(s)+" i")
+}
+
+// selectFrom renders q's conditions, order and window after head, a
+// SELECT from the index table named i.
+func selectFrom(s IndexSpec, q query.Query, head string) (text string, args []any, order string, err error) {
 	if q.Using != "" {
 		if _, err := column(s, q.Using); err != nil {
 			return "", nil, "", err
@@ -205,7 +211,7 @@ func selectKeys(s IndexSpec, q query.Query) (text string, args []any, order stri
 	if order, err = orderBy(s, q.Order); err != nil {
 		return "", nil, "", err
 	}
-	text = "SELECT i.key FROM " + tableOf(s) + " i" + cond + order
+	text = head + cond + order
 	switch {
 	case q.Limit > 0:
 		// Limit and offset are arguments, so every page of one listing
@@ -253,12 +259,20 @@ func (v *view) Find(q query.Query) ([]query.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, args, order, err := selectKeys(s, q)
-	if err != nil {
+	const columns = "SELECT kv.key, kv.create_revision, kv.mod_revision, kv.value FROM "
+	var text string
+	var args []any
+	if q.Offset > 0 {
+		keys, keyArgs, order, err := selectKeys(s, q)
+		if err != nil {
+			return nil, err
+		}
+		text, args = columns+tableOf(s)+" i JOIN kv ON kv.key = i.key WHERE i.key IN ("+keys+")"+order, keyArgs
+	} else if text, args, _, err = selectFrom(s, q, columns+tableOf(s)+" i JOIN kv ON kv.key = i.key"); err != nil {
+		// With nothing to skip, one join is cheaper than paging the keys
+		// first (SQLite builds the key list as a temporary table).
 		return nil, err
 	}
-	text := "SELECT kv.key, kv.create_revision, kv.mod_revision, kv.value FROM " + tableOf(s) + " i JOIN kv ON kv.key = i.key WHERE i.key IN (" +
-		keys + ")" + order
 	rows, err := v.query(text, args...)
 	if err != nil {
 		return nil, err
