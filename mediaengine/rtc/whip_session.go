@@ -44,6 +44,7 @@ type whipSession struct {
 	wg        sync.WaitGroup
 
 	mu        sync.Mutex
+	closing   bool // set under mu once close waits for the readers
 	videoSSRC uint32
 
 	// decodeMu serialises the depacketisers of all the peer's tracks:
@@ -162,7 +163,17 @@ func (s *whipSession) start() {
 			return
 		}
 		d := &lockedDepacketizer{mu: &s.decodeMu, d: depack}
+		// A track can arrive while the session closes: its readers are
+		// counted only if close has not begun, and close waits for the
+		// lock to mark it closing before it waits for the readers (an Add racing a Wait on
+		// an empty group is a misuse the race detector reports).
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			return
+		}
 		s.wg.Add(2)
+		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
 			s.readTrack(remote, wt, d)
@@ -278,6 +289,9 @@ func (s *whipSession) close(reason error) {
 		s.pub.Close()
 		go func() {
 			_ = s.pc.Close()
+			s.mu.Lock()
+			s.closing = true // no track counts readers after this
+			s.mu.Unlock()
 			s.wg.Wait()
 			s.leave()
 			s.srv.release(s.id, true)
