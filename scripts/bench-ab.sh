@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench-ab.sh REF [BENCH...]: runs the control-plane benchmarks of REF (a
+# commit) and of the working tree one after the other, alternating, on this
+# machine, and prints where each run's section was written. A regression is
+# judged on runs made minutes apart on one machine, not on figures from
+# another day. Default benches: channelbench storebench authbench leasebench.
+set -euo pipefail
+ref=${1:?usage: scripts/bench-ab.sh REF [BENCH...]}
+shift
+benches=("$@")
+[ ${#benches[@]} -gt 0 ] || benches=(channelbench storebench authbench leasebench)
+root=$(git rev-parse --show-toplevel)
+work=$(mktemp -d)
+trap 'git -C "$root" worktree remove --force "$work/old" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+git -C "$root" worktree add --detach "$work/old" "$ref" >/dev/null
+for b in "${benches[@]}"; do
+	(cd "$work/old" && go build -o "$work/old-$b" "./test/bench/$b")
+	(cd "$root" && go build -o "$work/new-$b" "./test/bench/$b")
+done
+for round in 1 2; do
+	for b in "${benches[@]}"; do
+		for side in old new; do
+			dir=$root
+			[ "$side" = old ] && dir=$work/old
+			out=/tmp/bench-ab-$b-$side-$round.md
+			(cd "$dir" && "$work/$side-$b" -out "$out" >/dev/null)
+			echo "$b $side round $round: $out (load $(cut -d' ' -f1 /proc/loadavg))"
+		done
+	done
+done
