@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/svcplatform/svc/shared/engineapi"
 )
 
 // Stop interrupts a started process and waits for it, killing it when it
@@ -35,4 +38,15 @@ func CPUSeconds(pid int) float64 {
 	ut, _ := strconv.ParseFloat(fields[11], 64)
 	st, _ := strconv.ParseFloat(fields[12], 64)
 	return (ut + st) / 100 // USER_HZ
+}
+
+// WriteEngineConfig writes cfg as engine.yaml in dir, for `svc engine
+// --config`, and answers the file's path.
+func WriteEngineConfig(dir string, cfg engineapi.Config) (string, error) {
+	b, err := cfg.Marshal()
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "engine.yaml")
+	return file, os.WriteFile(file, b, 0o600)
 }

@@ -313,12 +313,8 @@ func startCamera(b *bench, svc, dir string) (string, error) {
 	cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.RTSPAddr, cfg.ControlSecretFile = "camera", benchdoc.FreeAddr(), benchdoc.FreeAddr(), benchdoc.FreeAddr(), secretFile
 	cfg.RTPPortMin, cfg.RTPPortMax = 32000, 32099
 	cfg.DataDir, cfg.LogLevel, cfg.DemoFile, cfg.DemoPath = dir, "error", "builtin", "live/demo"
-	data, err := cfg.Marshal()
+	file, err := benchdoc.WriteEngineConfig(dir, cfg)
 	if err != nil {
-		return "", err
-	}
-	file := filepath.Join(dir, "engine.yaml")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
 		return "", err
 	}
 	if _, err := b.start(svc, "engine", "--config", file); err != nil {

@@ -56,12 +56,8 @@ func startEngine(svc, dir, clip string, mergeWrite time.Duration) (*proc, error)
 	cfg.RTPPortMin, cfg.RTPPortMax = 30000+k*100, 30000+k*100+99
 	cfg.DataDir, cfg.LogLevel, cfg.DemoFile, cfg.DemoPath = dir, "error", clip, "live/bench"
 	cfg.MergeWrite = engineapi.Duration(mergeWrite)
-	b, err := cfg.Marshal()
+	cfgFile, err := benchdoc.WriteEngineConfig(dir, cfg)
 	if err != nil {
-		return nil, err
-	}
-	cfgFile := filepath.Join(dir, "engine.yaml")
-	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
 		return nil, err
 	}
 	args := []string{"engine", "--config", cfgFile}

@@ -55,12 +55,8 @@ func startEngine(svc, dir string) (*engine, error) {
 	cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.RTSPAddr, cfg.ControlSecretFile = "bench", freeAddr(), freeAddr(), freeAddr(), secretFile
 	cfg.RTPPortMin, cfg.RTPPortMax = 39000, 39099
 	cfg.DataDir, cfg.LogLevel = dir, engineLog
-	b, err := cfg.Marshal()
+	cfgFile, err := benchdoc.WriteEngineConfig(dir, cfg)
 	if err != nil {
-		return nil, err
-	}
-	cfgFile := filepath.Join(dir, "engine.yaml")
-	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command("taskset", "-c", engineCores, svc, "engine", "--config", cfgFile)

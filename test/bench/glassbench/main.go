@@ -262,12 +262,8 @@ func startEngine(svc, dir string) (*engine, error) {
 	cfg.RTPPortMin, cfg.RTPPortMax = 34000, 34099
 	cfg.WebRTC.UDPAddr, cfg.WebRTC.TCPAddr = webrtcAddr, ""
 	cfg.DataDir, cfg.LogLevel, cfg.DemoFile, cfg.DemoPath = dir, "error", "", ""
-	b, err := cfg.Marshal()
+	cfgFile, err := benchdoc.WriteEngineConfig(dir, cfg)
 	if err != nil {
-		return nil, err
-	}
-	cfgFile := filepath.Join(dir, "engine.yaml")
-	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
 		return nil, err
 	}
 	e.cmd = exec.Command(svc, "engine", "--config", cfgFile)
