@@ -150,6 +150,13 @@ func (r *lossyRelay) pass(b []byte, dir int) bool {
 	return true
 }
 
+// droppedSoFar is how many packets the relay has dropped.
+func (r *lossyRelay) droppedSoFar() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dropped
+}
+
 // packets is how many RTP packets of the payload types pts went way dir.
 func (r *lossyRelay) packets(dir int, pts []uint8) int {
 	r.mu.Lock()
@@ -216,7 +223,7 @@ func TestAcceptanceWebRTCRetransmission(t *testing.T) {
 				t.Fatalf("%d RTX packets (payload types %v) passed the relay; the answer: %s; browser: %s", resent, rtx, got.Answer, browser.Output())
 			}
 			t.Logf("%s: %d packets dropped, Chromium reports %d NACKs, %d retransmitted, %d frames; %d RTX packets on the wire",
-				tc.mode, relay.dropped, got.Nacks, got.Retransmitted, got.Frames, resent)
+				tc.mode, relay.droppedSoFar(), got.Nacks, got.Retransmitted, got.Frames, resent)
 		})
 	}
 }
