@@ -343,8 +343,8 @@ func TestRecordingEndToEnd(t *testing.T) {
 	var model struct {
 		Machines []struct{ Name string }
 	}
-	if st, _ := viewer.call("GET", "/api/v2/recording/state-model", nil, &model); st != 200 || len(model.Machines) != 4 ||
-		model.Machines[2].Name != "cut-merge-task" || model.Machines[3].Name != "disk-volume" {
+	if st, _ := viewer.call("GET", "/api/v2/recording/state-model", nil, &model); st != 200 || len(model.Machines) != 5 ||
+		model.Machines[2].Name != "cut-merge-task" || model.Machines[3].Name != "disk-volume" || model.Machines[4].Name != "disk-identity" {
 		t.Fatalf("state model: %d %+v", st, model)
 	}
 }
