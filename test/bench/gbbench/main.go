@@ -61,6 +61,8 @@ func main() {
 	flag.DurationVar(&reg.keepalive, "keepalive", time.Minute, "interval of the devices' keep-alives")
 	flag.IntVar(&reg.rounds, "keepalives", 10, "keep-alives each device sends after registering")
 	flag.StringVar(&reg.cpuProfile, "reg-cpuprofile", "", "write a CPU profile of the registration run's keep-alive phase (this process) to this file")
+	flag.StringVar(&reg.registerProfile, "reg-register-cpuprofile", "", "write a CPU profile of the registration phase (this process) to this file")
+	flag.StringVar(&reg.registerTrace, "reg-register-trace", "", "write an execution trace of the registration phase (this process) to this file")
 	flag.Parse()
 	if *quick {
 		*ladder, *seconds, *invites = "20", 10, 5
