@@ -56,40 +56,13 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer speaker.Close()
-	sip := map[string]string{}
-	withSIP := func(id string) func(*config.Config) {
-		sip[id] = freeUDPAddr(t)
-		return func(c *config.Config) {
-			c.GB28181PasswordFile, c.SIPAddr, c.GB28181Domain, c.GB28181ID = pw, sip[id], domain, platform
-			c.GB28181HolderTimeout = 3 * time.Second
-			// Long enough that no session here ends by its RTP timeout.
-			c.GB28181RTPTimeout = 5 * time.Minute
-		}
-	}
-	a := controlnode.StartNodeWith(t, "gfa", "", "", withSIP("gfa"), nil)
-	b := controlnode.StartNodeWith(t, "gfb", a.URL, a.KeyFile(), withSIP("gfb"), nil)
-	c := controlnode.StartNodeWith(t, "gfc", a.URL, a.KeyFile(), withSIP("gfc"), nil)
-	ids := map[*controlnode.Node]string{a: "gfa", b: "gfb", c: "gfc"}
-	var leader *controlnode.Node
-	testkit.Eventually(t, 30*time.Second, "a leader", func() bool {
-		for _, n := range []*controlnode.Node{a, b, c} {
-			if n.S.Node.Leadership().IsLeader() {
-				leader = n
-			}
-		}
-		return leader != nil
-	})
-	var followers []*controlnode.Node
-	for _, n := range []*controlnode.Node{a, b, c} {
-		if n != leader {
-			followers = append(followers, n)
-		}
-	}
-	holder, via := followers[0], followers[1]
+	// Long enough that no session here ends by its RTP timeout.
+	g := startGBCluster(t, "gf", pw, domain, platform, func(c *config.Config) { c.GB28181RTPTimeout = 5 * time.Minute })
+	holder, via, ids, sip := g.holder, g.via, g.ids, g.sip
 	media := &controlNode{t: t, s: via.S, api: via.URL}
 	media.token = media.newToken("*")
 	media.startMediaHost(bin, "media-1")
-	dir, sippLog := startSIPpCamera(t, sip[ids[holder]], "gb28181_fault_answer.xml", deviceID, channelID, platform, domain,
+	dir, sippLog := startSIPpCamera(t, sip[holder], "gb28181_fault_answer.xml", deviceID, channelID, platform, domain,
 		"-key", "audioport", strconv.Itoa(speaker.LocalAddr().(*net.UDPAddr).Port))
 
 	var ch struct{ ChannelID, Stream string }
@@ -167,7 +140,7 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 		if via.S.Node.Leadership().IsLeader() {
 			return true
 		}
-		for _, n := range []*controlnode.Node{a, b, c} {
+		for _, n := range g.nodes {
 			if n.S.Node.Leadership().IsLeader() {
 				if err := n.S.Node.Raft().LeadershipTransferToServer(raft.ServerID(ids[via]), raft.ServerAddress(via.S.Node.RaftAddress())).Error(); err != nil {
 					t.Logf("leadership transfer: %v", err)

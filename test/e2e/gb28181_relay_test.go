@@ -45,38 +45,12 @@ func TestGB28181CommandRelayedToHoldingNode(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("camera-pass"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sip := map[string]string{}
-	withSIP := func(id string) func(*config.Config) {
-		sip[id] = freeUDPAddr(t)
-		return func(c *config.Config) {
-			c.GB28181PasswordFile, c.SIPAddr, c.GB28181Domain, c.GB28181ID = pw, sip[id], domain, platform
-			c.GB28181HolderTimeout = 3 * time.Second
-		}
-	}
-	a := controlnode.StartNodeWith(t, "gba", "", "", withSIP("gba"), nil)
-	b := controlnode.StartNodeWith(t, "gbb", a.URL, a.KeyFile(), withSIP("gbb"), nil)
-	c := controlnode.StartNodeWith(t, "gbc", a.URL, a.KeyFile(), withSIP("gbc"), nil)
-	ids := map[*controlnode.Node]string{a: "gba", b: "gbb", c: "gbc"}
-	var leader *controlnode.Node
-	testkit.Eventually(t, 30*time.Second, "a leader", func() bool {
-		for _, n := range []*controlnode.Node{a, b, c} {
-			if n.S.Node.Leadership().IsLeader() {
-				leader = n
-			}
-		}
-		return leader != nil
-	})
-	var followers []*controlnode.Node
-	for _, n := range []*controlnode.Node{a, b, c} {
-		if n != leader {
-			followers = append(followers, n)
-		}
-	}
-	holder, via := followers[0], followers[1]
+	g := startGBCluster(t, "gb", pw, domain, platform, nil)
+	leader, holder, via, ids, sip := g.leader, g.holder, g.via, g.ids, g.sip
 	lead := &controlNode{t: t, s: leader.S, api: leader.URL}
 	lead.token = lead.newToken("*")
 	lead.startMediaHost(bin, "media-1")
-	dir, sippLog := startSIPpCamera(t, sip[ids[holder]], "gb28181_relay_answer.xml", deviceID, channelID, platform, domain)
+	dir, sippLog := startSIPpCamera(t, sip[holder], "gb28181_relay_answer.xml", deviceID, channelID, platform, domain)
 
 	view := via.Token("channels.view")
 	var ch struct{ ChannelID, Stream string }
@@ -267,7 +241,7 @@ func TestGB28181CommandRelayedToHoldingNode(t *testing.T) {
 	t.Logf("the camera was offline %v after its holder stopped", time.Since(start))
 	// The camera registers with the other follower, which takes it over;
 	// commands through the leader reach it there.
-	dir2, sippLog2 := startSIPpCamera(t, sip[ids[via]], "gb28181_relay_answer.xml", deviceID, channelID, platform, domain)
+	dir2, sippLog2 := startSIPpCamera(t, sip[via], "gb28181_relay_answer.xml", deviceID, channelID, platform, domain)
 	testkit.Eventually(t, 60*time.Second, "the camera online on the other follower", func() bool {
 		r := via.Get("/api/v2/gb28181/devices/"+deviceID, devView)
 		return r.Status == 200 && json.Unmarshal(r.Body, &dev) == nil && dev.Status == "online" && dev.NodeId == ids[via]
@@ -279,4 +253,52 @@ func TestGB28181CommandRelayedToHoldingNode(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(dir2, "ptz.txt"))
 		return strings.TrimSpace(string(b)) == "A50F01820007003E"
 	})
+}
+
+// gbCluster is three control nodes, each taking device registrations on
+// its own SIP address (GB28181 holder timeout 3 s): the leader, the holder
+// (the follower a camera registers with) and via (the other follower).
+type gbCluster struct {
+	nodes               []*controlnode.Node
+	leader, holder, via *controlnode.Node
+	// ids are the nodes' ids; sip their SIP addresses.
+	ids, sip map[*controlnode.Node]string
+}
+
+// startGBCluster starts the nodes prefix+"a", "b" and "c", with the GB28181
+// password in passwordFile and tune (when not nil) applied to each node's
+// configuration, and waits for a leader.
+func startGBCluster(t *testing.T, prefix, passwordFile, domain, platform string, tune func(*config.Config)) gbCluster {
+	t.Helper()
+	g := gbCluster{ids: map[*controlnode.Node]string{}, sip: map[*controlnode.Node]string{}}
+	start := func(id, join, key string) *controlnode.Node {
+		addr := freeUDPAddr(t)
+		n := controlnode.StartNodeWith(t, id, join, key, func(c *config.Config) {
+			c.GB28181PasswordFile, c.SIPAddr, c.GB28181Domain, c.GB28181ID = passwordFile, addr, domain, platform
+			c.GB28181HolderTimeout = 3 * time.Second
+			if tune != nil {
+				tune(c)
+			}
+		}, nil)
+		g.ids[n], g.sip[n] = id, addr
+		return n
+	}
+	a := start(prefix+"a", "", "")
+	g.nodes = []*controlnode.Node{a, start(prefix+"b", a.URL, a.KeyFile()), start(prefix+"c", a.URL, a.KeyFile())}
+	testkit.Eventually(t, 30*time.Second, "a leader", func() bool {
+		for _, n := range g.nodes {
+			if n.S.Node.Leadership().IsLeader() {
+				g.leader = n
+			}
+		}
+		return g.leader != nil
+	})
+	var followers []*controlnode.Node
+	for _, n := range g.nodes {
+		if n != g.leader {
+			followers = append(followers, n)
+		}
+	}
+	g.holder, g.via = followers[0], followers[1]
+	return g
 }
