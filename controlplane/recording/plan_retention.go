@@ -101,23 +101,14 @@ func (s *Service) SweepPlanRetention(ctx context.Context, now time.Time) (int, e
 	}
 }
 
-// RunPlanRetention runs SweepPlanRetention each interval until ctx ends
-// (the leader's loop).
-func (s *Service) RunPlanRetention(ctx context.Context, interval time.Duration, log *zap.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		n, err := s.SweepPlanRetention(ctx, s.now())
-		if err != nil && ctx.Err() == nil {
-			log.Warn("recording plan retention", zap.Error(err))
-		}
-		if n > 0 {
-			log.Info("recording plan retention deleted expired files", zap.Int("files", n))
-		}
+// PlanRetentionPass runs SweepPlanRetention at the service's clock and logs
+// what it did (a pass of the leader's loop).
+func (s *Service) PlanRetentionPass(ctx context.Context, log *zap.Logger) {
+	n, err := s.SweepPlanRetention(ctx, s.now())
+	if err != nil && ctx.Err() == nil {
+		log.Warn("recording plan retention", zap.Error(err))
+	}
+	if n > 0 {
+		log.Info("recording plan retention deleted expired files", zap.Int("files", n))
 	}
 }

@@ -111,7 +111,7 @@ func (s *Server) loops() []loop {
 		// The plans' retention deletes by days, so the disk sweep's
 		// interval is fine-grained enough.
 		{name: "recording plan retention", leader: true, run: func(ctx context.Context) {
-			s.Recording.RunPlanRetention(ctx, cfg.RecordingDiskSweepInterval, log.Named("recording"))
+			every(ctx, cfg.RecordingDiskSweepInterval, func(ctx context.Context) { s.Recording.PlanRetentionPass(ctx, log.Named("recording")) })
 		}},
 		{name: "meeting room sweep", leader: true, run: func(ctx context.Context) {
 			s.Rooms.RunSweeper(ctx, roomSweepInterval, func(err error) { log.Named("rooms").Warn("room sweep", zap.Error(err)) })
