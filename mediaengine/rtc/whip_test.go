@@ -25,30 +25,7 @@ func publisherOffer(t *testing.T, codecs ...webrtc.RTPCodecCapability) string {
 			t.Fatal(err)
 		}
 	}
-	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(me)).NewPeerConnection(webrtc.Configuration{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	for i, c := range codecs {
-		tr, err := webrtc.NewTrackLocalStaticRTP(c, "t"+string(rune('0'+i)), "s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pc.AddTransceiverFromTrack(tr, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	offer, err := pc.CreateOffer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(offer); err != nil {
-		t.Fatal(err)
-	}
-	<-gathered
-	return pc.LocalDescription().SDP
+	return sendOffer(t, me, codecs...)
 }
 
 // TestWHIPOffers: a publisher of H.264 and Opus is admitted with those
@@ -147,17 +124,26 @@ func publisherOfferWith(t *testing.T, codecs []webrtc.RTPCodecParameters) string
 			t.Fatal(err)
 		}
 	}
+	return sendOffer(t, me, codecs[0].RTPCodecCapability)
+}
+
+// sendOffer is the gathered offer of a pion peer with the media engine me
+// that sends one track of each of tracks.
+func sendOffer(t *testing.T, me *webrtc.MediaEngine, tracks ...webrtc.RTPCodecCapability) string {
+	t.Helper()
 	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(me)).NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pc.Close() })
-	tr, err := webrtc.NewTrackLocalStaticRTP(codecs[0].RTPCodecCapability, "v", "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pc.AddTransceiverFromTrack(tr, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
-		t.Fatal(err)
+	for i, c := range tracks {
+		tr, err := webrtc.NewTrackLocalStaticRTP(c, "t"+string(rune('0'+i)), "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pc.AddTransceiverFromTrack(tr, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	offer, err := pc.CreateOffer(nil)
 	if err != nil {
