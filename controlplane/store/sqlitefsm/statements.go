@@ -117,7 +117,8 @@ func (st *statements) close() {
 //
 // The query layer's texts depend on each listing's shape (its conditions
 // and order), so they are prepared on first use instead, up to
-// maxDynamic texts; past that a text runs unprepared.
+// maxDynamic texts; past that a text runs unprepared. SQLite re-plans
+// (and so parses again) those whose bound values can change their plan.
 type stmtCache struct {
 	m  map[string]*sql.Stmt
 	db *sql.DB

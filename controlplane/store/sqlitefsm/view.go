@@ -26,8 +26,10 @@ type view struct {
 	stmts *stmtCache
 }
 
-// query runs a read through the statement cache, so SQLite parses each
-// query shape once per connection rather than at every request.
+// query runs a read through the statement cache, so database/sql does not
+// prepare and finalize each query shape at every request. SQLite still
+// parses a statement again when a bound value can change its plan (a
+// condition on an indexed column), as a token lookup by digest does.
 func (v *view) query(text string, args ...any) (*sql.Rows, error) {
 	if st := v.stmts.dynamic(text); st != nil {
 		return v.tx.StmtContext(v.ctx, st).QueryContext(v.ctx, args...)
