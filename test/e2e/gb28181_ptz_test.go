@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,8 +103,7 @@ func TestGB28181PTZSettingsAndPresets(t *testing.T) {
 	// (0x08) at full speed (pan and tilt speed 0xFF, zoom nibble 0xF0).
 	want := "A50F01810005003B A50F01820005003C A50F01830005003D A50F0108FFFFF0AB"
 	testkit.Eventually(t, 30*time.Second, "the PTZCmds at the camera", func() bool {
-		b, _ := os.ReadFile(filepath.Join(dir, "ptz.txt"))
-		return strings.Join(strings.Fields(string(b)), " ") == want
+		return strings.Join(ptzCmdsAtCamera(dir), " ") == want
 	})
 
 	// Switched off: refused again.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -139,13 +140,12 @@ func TestGB28181LiveEndToEnd(t *testing.T) {
 		t.Fatalf("ptz: %d %s", st, body)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		b, _ := os.ReadFile(filepath.Join(dir, "ptz.txt"))
-		if strings.Contains(string(b), "A50F01027F7F7025") {
+		cmds := ptzCmdsAtCamera(dir)
+		if slices.Contains(cmds, "A50F01027F7F7025") {
 			break
 		}
 		if time.Now().After(deadline) {
-			entries, _ := os.ReadDir(dir)
-			t.Fatalf("no PTZCmd at the camera: ptz.txt %q, files %v\nSIPp: %s\n%s", b, entries, out.String(), sippLog())
+			t.Fatalf("no PTZCmd at the camera: got %q\nSIPp: %s\n%s", cmds, out.String(), sippLog())
 		}
 	}
 	if st, _ := ptz.call("POST", "/api/v2/channels/"+ch.ChannelID+"/ptz", map[string]any{"command": "sideways"}, nil); st != 400 {
