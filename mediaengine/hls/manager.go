@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -156,6 +157,11 @@ func (m *Manager) Playlist(w http.ResponseWriter, r *http.Request, path media.Pa
 		m.mu.Lock()
 		m.release(path, time.Now())
 		m.mu.Unlock()
+		if errors.Is(err, ErrNoTSVideo) {
+			// The same code as a WHEP offer without a codec of the stream.
+			writeError(w, http.StatusNotAcceptable, "no_common_codec", err.Error())
+			return
+		}
 		writeError(w, http.StatusNotFound, "stream_not_found", err.Error())
 		return
 	}

@@ -138,6 +138,11 @@ func (s *Segmenter) segment(ctx context.Context, rd *hub.Reader) error {
 	}
 	if err != nil {
 		s.log.Warn("stream cannot be segmented", zap.Error(err))
+		s.mu.Lock()
+		if s.tracks == nil {
+			s.firstErr = err // the first viewer is told why
+		}
+		s.mu.Unlock()
 		return err
 	}
 	hasVideo := false
@@ -293,6 +298,11 @@ func codecs(tracks []*media.Track) string {
 			if c, err := aac.ParseConfig(t.AudioSpecificConfig); err == nil {
 				out = append(out, c.Codec())
 			}
+		case media.CodecVP8:
+			// The VP codec string (VP Codec ISO Media File Format
+			// Binding, "Codecs Parameter String"): profile 0, the level
+			// and bit depth the vpcC of the init segment says.
+			out = append(out, "vp08.00.10.08")
 		case media.CodecOpus:
 			out = append(out, "opus")
 		}

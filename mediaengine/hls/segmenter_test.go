@@ -1,6 +1,7 @@
 package hls
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,15 @@ func TestMediaPlaylistAcrossPublishers(t *testing.T) {
 func TestCodecsAttribute(t *testing.T) {
 	if got := codecs(mediatest.Tracks()); got != "avc1.64001E,mp4a.40.2" {
 		t.Fatalf("codecs %q", got)
+	}
+	vp8 := []*media.Track{{ID: 0, Codec: media.CodecVP8, ClockRate: 90000}, {ID: 1, Codec: media.CodecOpus, ClockRate: 48000, Channels: 2}}
+	if got := codecs(vp8); got != "vp08.00.10.08,opus" {
+		t.Fatalf("codecs of VP8 and Opus %q", got)
+	}
+	// MPEG-TS has no VP8: the segmenter refuses rather than serve sound
+	// without its picture.
+	if _, err := newTSWriter(vp8); !errors.Is(err, ErrNoTSVideo) {
+		t.Fatalf("MPEG-TS of VP8: %v", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package hls
 import (
 	"bytes"
 	"context"
+	"errors"
 	"time"
 
 	"github.com/asticode/go-astits"
@@ -32,10 +33,17 @@ type tsWriter struct {
 	pes          []byte
 }
 
+// ErrNoTSVideo refuses MPEG-TS segments of a stream whose video MPEG-TS
+// has no format for (VP8 from a WHIP publisher): sound without its picture
+// would look like a broken stream, and the fMP4 format carries it.
+var ErrNoTSVideo = errors.New("hls: MPEG-TS has no VP8 format; this stream plays over HLS with hls.format fmp4, HTTP-fMP4, RTSP or WebRTC")
+
 func newTSWriter(tracks []*media.Track) (*tsWriter, error) {
 	w := &tsWriter{out: &bytes.Buffer{}}
 	for _, t := range tracks {
 		switch t.Codec {
+		case media.CodecVP8:
+			return nil, ErrNoTSVideo
 		case media.CodecH264, media.CodecH265:
 			if w.video == nil {
 				w.video = t
