@@ -1,7 +1,8 @@
 // Package snapshots keeps a recent JPEG of each channel that asks for one:
 // while a channel's stream is Online, the leader grabs one keyframe through
-// the engine's HTTP-FLV output with a single-use system ticket and decodes it
-// with ffmpeg, at the channel's interval. Images are read with the API
+// the engine's HTTP-fMP4 output with a single-use system ticket and decodes
+// it with ffmpeg, at the channel's interval. HTTP-fMP4 carries every codec
+// of the hub (HTTP-FLV has no VP8, which WebRTC publishers send). Images are read with the API
 // credential or with a short-lived ticket bound to the channel and to the
 // view or download action, so a browser can show one in an <img> without
 // ever holding an API token.
@@ -198,7 +199,7 @@ func (s *Service) CheckTicket(channelID, tok string) (string, error) {
 
 // Capture grabs one keyframe of a channel's Online stream now.
 func (s *Service) Capture(ctx context.Context, channelID string) (*Image, error) {
-	url, err := s.Playback.SystemLink(ctx, channelID, playback.ProtoFLV, 20*time.Second)
+	url, err := s.Playback.SystemLink(ctx, channelID, playback.ProtoFMP4, 20*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +209,8 @@ func (s *Service) Capture(ctx context.Context, channelID string) (*Image, error)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	// The first decodable frame of an FLV stream is its GOP cache's keyframe.
+	// A live fMP4 stream starts at the keyframe of the hub's GOP cache, so
+	// its first frame decodes.
 	cmd := exec.CommandContext(cctx, bin, "-nostdin", "-v", "error", "-rw_timeout", "10000000", "-i", url,
 		"-frames:v", "1", "-vf", "scale='min(1280,iw)':-2", "-q:v", "4", "-f", "image2", "-c:v", "mjpeg", "pipe:1")
 	var out, errb bytes.Buffer

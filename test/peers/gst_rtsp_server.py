@@ -42,6 +42,9 @@ MOUNTS = {
     "/h265pcma": f"( {VIDEO} ! {X265} ! rtph265pay name=pay0 pt=96 config-interval=-1 "
                  f"audiotestsrc is-live=true ! audio/x-raw,rate=8000,channels=1 ! audioconvert ! alawenc ! rtppcmapay name=pay1 pt=8 )",
     "/tcponly": f"( {VIDEO} ! {X264} ! rtph264pay name=pay0 pt=96 config-interval=-1 {AUDIO} ! {AAC} )",
+    # VP8 and Opus, as a WebRTC publisher sends them.
+    "/vp8": f"( {VIDEO} ! vp8enc deadline=1 keyframe-max-dist=25 ! rtpvp8pay name=pay0 pt=96 "
+            f"audiotestsrc is-live=true wave=sine freq=440 ! audio/x-raw,rate=48000,channels=2 ! audioconvert ! opusenc ! rtpopuspay name=pay1 pt=97 )",
     "/latm": f"( {VIDEO} ! {X264} ! rtph264pay name=pay0 pt=96 config-interval=-1 {AUDIO} ! avenc_aac ! rtpmp4apay name=pay1 pt=97 )",
 }
 
