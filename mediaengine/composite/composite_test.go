@@ -1,7 +1,9 @@
 package composite
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcplatform/svc/mediaengine/codec/vp8"
+	"github.com/svcplatform/svc/mediaengine/fmp4"
+	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/recorder"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
@@ -48,9 +53,44 @@ func source(t *testing.T, dir, id string, seconds float64) {
 	}
 }
 
+// vp8Source writes a VP8 track file as the recorder writes a WebRTC
+// publisher's video: libvpx encodes a test picture (ffmpeg 5's mp4 muxer
+// cannot write VP8) into IVF, whose frames the engine's own fMP4 writer
+// puts in a vp08 track.
+func vp8Source(t *testing.T, dir, id string, seconds float64) {
+	t.Helper()
+	d := strconv.FormatFloat(seconds, 'f', 2, 64)
+	ivf, err := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=s=640x480:r=25:d="+d,
+		"-c:v", "libvpx", "-deadline", "realtime", "-g", "25", "-f", "ivf", "pipe:1").Output()
+	if err != nil || len(ivf) < 32 || string(ivf[:4]) != "DKIF" {
+		t.Fatalf("ffmpeg VP8 source: %v", err)
+	}
+	track := &media.Track{ID: 0, Codec: media.CodecVP8, ClockRate: 90000, Width: 640, Height: 480}
+	run := fmp4.Run{Track: track}
+	const frameTime = 40 * time.Millisecond
+	for b, i := ivf[binary.LittleEndian.Uint16(ivf[6:]):], 0; len(b) >= 12; i++ { // IVF: header, then 12-byte frame headers
+		n := int(binary.LittleEndian.Uint32(b))
+		if len(b) < 12+n {
+			t.Fatalf("a truncated IVF frame")
+		}
+		f := &media.Frame{Track: track, PTS: time.Duration(i) * frameTime, DTS: time.Duration(i) * frameTime, Payload: b[12 : 12+n]}
+		f.Keyframe = vp8.IsKeyframe(f.Payload)
+		run.Samples = append(run.Samples, fmp4.Sample{Frame: f, Duration: uint32(fmp4.ToTimescale(frameTime, 90000))})
+		b = b[12+n:]
+	}
+	init, err := fmp4.InitSegment([]*media.Track{track})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, id+".mp4"), append(init, fmp4.Fragment(1, []fmp4.Run{run})...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 type probed struct {
 	Streams []struct {
 		CodecType string `json:"codec_type"`
+		CodecName string `json:"codec_name"`
 		Width     int    `json:"width"`
 		Height    int    `json:"height"`
 	} `json:"streams"`
@@ -182,6 +222,65 @@ func TestMeetingCompositeIsAGridOfLanes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCompositeOfVP8Tracks: a WebRTC participant's VP8 track file, alone
+// and beside an H.264 + AAC one, renders into an H.264 + AAC grid whose every
+// frame decodes, the VP8 lane's picture included.
+func TestCompositeOfVP8Tracks(t *testing.T) {
+	dir := t.TempDir()
+	vp8Source(t, dir, fileA, 2)
+	source(t, dir, fileB1, 2)
+	if pr, _ := probe(t, filepath.Join(dir, fileA+".mp4")); len(pr.Streams) != 1 || pr.Streams[0].CodecName != "vp8" {
+		t.Fatalf("the VP8 source: %+v", pr.Streams)
+	}
+	p := New(dirFiles{dir}, 1)
+	for _, c := range []struct {
+		id    string
+		lanes []engineapi.CompositeLane
+		width int
+	}{
+		{"0190a000-0000-7000-8000-0000000000e1", []engineapi.CompositeLane{{Files: []engineapi.CompositeFile{{FileID: fileA, OffsetMs: 500, Video: true}}}}, laneWidth},
+		{"0190a000-0000-7000-8000-0000000000e2", []engineapi.CompositeLane{
+			{Files: []engineapi.CompositeFile{{FileID: fileA, OffsetMs: 0, Video: true}}},
+			{Files: []engineapi.CompositeFile{{FileID: fileB1, OffsetMs: 0, Video: true, Audio: true}}}}, 2 * laneWidth},
+	} {
+		if _, err := p.Render(context.Background(), engineapi.CompositeRequest{CompositeID: c.id, DurationMs: 2500, Lanes: c.lanes}); err != nil {
+			t.Fatalf("%d lanes: %v", len(c.lanes), err)
+		}
+		out := filepath.Join(dir, c.id+".mp4")
+		pr, d := probe(t, out)
+		if len(pr.Streams) != 2 || pr.Streams[0].CodecName != "h264" || pr.Streams[0].Width != c.width || pr.Streams[1].CodecName != "aac" ||
+			d < 2.4 || d > 2.65 {
+			t.Fatalf("%d lanes: %+v, %.3f s; want H.264 %d wide and AAC, 2.5 s", len(c.lanes), pr.Streams, d, c.width)
+		}
+		frames, err := exec.Command("ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames",
+			"-of", "csv=p=0", out).CombinedOutput()
+		if n, _ := strconv.Atoi(string(bytes.TrimSpace(frames))); err != nil || n < 60 {
+			t.Fatalf("%d lanes: %s frames decoded (%v), want 2.5 s at 25 fps", len(c.lanes), frames, err)
+		}
+		// The VP8 lane's picture is there: the testsrc2 picture is not black.
+		if lum := meanLuma(t, out, 1.5); lum < 40 {
+			t.Fatalf("%d lanes: mean luma %.1f at 1.5 s; the VP8 picture is missing", len(c.lanes), lum)
+		}
+	}
+}
+
+// meanLuma is the mean Y of the left lane (the first 640x360) of the
+// frame at second at.
+func meanLuma(t *testing.T, path string, at float64) float64 {
+	t.Helper()
+	out, err := exec.Command("ffmpeg", "-hide_banner", "-nostdin", "-ss", strconv.FormatFloat(at, 'f', 2, 64), "-i", path, "-frames:v", "1",
+		"-vf", fmt.Sprintf("crop=%d:%d:0:0,signalstats,metadata=print:key=lavfi.signalstats.YAVG", laneWidth, laneHeight), "-f", "null", "-").CombinedOutput()
+	if err != nil {
+		t.Fatalf("signalstats: %v: %s", err, out)
+	}
+	m := regexp.MustCompile(`YAVG=([0-9.]+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no YAVG in %s", out)
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
 }
 
 func TestRefusedRequests(t *testing.T) {
