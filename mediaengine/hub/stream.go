@@ -361,8 +361,15 @@ func (s *Stream) Info() engineapi.StreamInfo {
 		UptimeSec: time.Since(s.startedAt).Seconds(), Tracks: make([]engineapi.TrackInfo, 0, len(s.tracks))}
 	for i, t := range s.tracks {
 		st := s.stats[i]
-		ti := engineapi.TrackInfo{ID: t.ID, Kind: string(t.Kind()), Codec: string(t.Codec), Ready: t.Ready(),
-			BitrateKbps: st.kbps, Frames: st.frames}
+		ti := engineapi.TrackInfo{ID: t.ID, Kind: string(t.Kind()), Codec: string(t.Codec), BitrateKbps: st.kbps, Frames: st.frames}
+		if st.frames == 0 {
+			// The input may still be filling the track in (parameter sets,
+			// the size of the first keyframe) without this lock; it stops
+			// before its first frame, which write takes under the lock.
+			info.Tracks = append(info.Tracks, ti)
+			continue
+		}
+		ti.Ready = t.Ready()
 		if t.Kind() == media.KindVideo {
 			ti.Width, ti.Height, ti.FPS = t.Width, t.Height, st.fps
 		} else {
