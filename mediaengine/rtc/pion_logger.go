@@ -2,7 +2,7 @@ package rtc
 
 import (
 	"fmt"
-	"sync/atomic"
+	"sync"
 
 	"github.com/pion/logging"
 	"go.uber.org/zap"
@@ -16,7 +16,22 @@ import (
 // too: the engine's logger may be gone by then.
 type pionLogs struct {
 	log    *zap.Logger
-	closed *atomic.Bool
+	closed *logGate
+}
+
+// logGate lets pion log until the server closes. pion's goroutines (an
+// undeclared SSRC's processor) outlive a peer connection's Close; a log
+// that began before turnOff ends before turnOff returns, so none is
+// written after the server's Close (a test's logger panics on that).
+type logGate struct {
+	mu  sync.RWMutex
+	off bool
+}
+
+func (g *logGate) turnOff() {
+	g.mu.Lock()
+	g.off = true
+	g.mu.Unlock()
 }
 
 func (f pionLogs) NewLogger(scope string) logging.LeveledLogger {
@@ -25,7 +40,7 @@ func (f pionLogs) NewLogger(scope string) logging.LeveledLogger {
 
 type pionLogger struct {
 	s      *zap.SugaredLogger
-	closed *atomic.Bool
+	closed *logGate
 }
 
 func (pionLogger) Trace(string)          {}
@@ -46,7 +61,9 @@ func (l pionLogger) Error(msg string) { l.logf(zap.ErrorLevel, "%s", msg) }
 func (l pionLogger) Errorf(format string, a ...any) { l.logf(zap.ErrorLevel, format, a...) }
 
 func (l pionLogger) logf(level zapcore.Level, format string, a ...any) {
-	if l.closed.Load() {
+	l.closed.mu.RLock()
+	defer l.closed.mu.RUnlock()
+	if l.closed.off {
 		return
 	}
 	l.s.Logf(level, "%s", fmt.Sprintf(format, a...))

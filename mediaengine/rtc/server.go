@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pion/interceptor"
@@ -92,7 +91,7 @@ type Server struct {
 	tcp     net.Listener
 
 	// logsOff silences pion once the server has closed.
-	logsOff atomic.Bool
+	logsOff logGate
 
 	mu       sync.Mutex
 	sessions map[string]session
@@ -230,7 +229,7 @@ func (s *Server) Close() {
 	}
 	s.wg.Wait()
 	// The mux's reader reports the closed socket as an error: not one.
-	s.logsOff.Store(true)
+	s.logsOff.turnOff()
 	s.closePorts()
 }
 

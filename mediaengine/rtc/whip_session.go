@@ -184,7 +184,16 @@ func (s *whipSession) start() {
 		}()
 	})
 	s.pub.OnKeyframeRequest(s.requestKeyframe)
+	// The session is registered before start: a DELETE or the server's
+	// Close may already have begun close, whose Wait this Add must not
+	// race.
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
 	s.wg.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
 		t := time.NewTimer(connectTimeout)
