@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 )
 
 // TestAcceptanceWHIPVP8: Chromium publishes VP8 (and Opus) over WHIP; the
-// hub carries VP8 as sent. HTTP-fMP4 and RTSP play it (ffprobe reads vp8),
+// hub carries VP8 as sent. HTTP-fMP4, RTSP and HLS (fMP4 segments, CODECS
+// vp08) play it (ffprobe reads vp8, and decodes HLS's frames),
 // a second Chromium plays it over WHEP (VP8 passed through), the
 // recording's files hold vp8 and opus that ffmpeg decodes without an
 // error, and HTTP-FLV, which has no VP8 or Opus format, refuses the
@@ -45,7 +47,24 @@ func TestAcceptanceWHIPVP8(t *testing.T) {
 			t.Fatalf("%s of the VP8 stream carries %q, want audio:opus,video:vp8", o.name, got)
 		}
 	}
-	resp, err := http.Get(te.mediaURL("/live/vp8.live.flv"))
+	// HLS with fMP4 segments: the master playlist names vp08 and Opus, and
+	// ffprobe reads and decodes the segments.
+	resp, err := http.Get(te.mediaURL("/live/vp8/hls.m3u8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(master), `CODECS="vp08.00.10.08,opus"`) {
+		t.Fatalf("the HLS master playlist of the VP8 stream: %d %s", resp.StatusCode, master)
+	}
+	if got := probePackets(t, te.mediaURL("/live/vp8/hls.m3u8"), 150); got != "audio:opus,video:vp8" {
+		t.Fatalf("HLS of the VP8 stream carries %q, want audio:opus,video:vp8", got)
+	}
+	if n := decodeURLFrames(t, te.mediaURL("/live/vp8/hls.m3u8"), 150); n < 25 {
+		t.Fatalf("%d video frames decoded from HLS, want 25 or more", n)
+	}
+	resp, err = http.Get(te.mediaURL("/live/vp8.live.flv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,4 +135,19 @@ func decodeFrames(t *testing.T, path string) int {
 		t.Fatalf("%s: no video frame decoded", path)
 	}
 	return n
+}
+
+// decodeURLFrames decodes the first n packets of a live URL with ffprobe,
+// fails on any decoder message and answers the number of video frames.
+func decodeURLFrames(t *testing.T, url string, n int) int {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.Command("ffprobe", "-v", "error", "-rw_timeout", "10000000", "-read_intervals", "%+#"+strconv.Itoa(n),
+		"-show_entries", "frame=media_type", "-of", "csv", url)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || stderr.Len() > 0 {
+		t.Fatalf("decoding %s: %v: %s", url, err, stderr.String())
+	}
+	return bytes.Count(out, []byte("frame,video"))
 }
