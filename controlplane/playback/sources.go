@@ -25,7 +25,9 @@ var sourceShape = map[Protocol]struct {
 	hint                string
 }{
 	ProtoFLV: {".live.flv", "video/x-flv", false,
-		"One long HTTP connection: browsers play it with mpegts.js or flv.js over MSE; ffmpeg, ffplay and VLC play it directly."},
+		"One long HTTP connection: browsers play it with mpegts.js or flv.js over MSE; ffmpeg, ffplay and VLC play it directly. " +
+			"FLV carries H.264 or H.265 with AAC or G.711: a VP8 stream (a WebRTC publisher's) is refused (503 saying FLV has no VP8); play it over " +
+			"HTTP-fMP4, HLS, RTSP or WebRTC."},
 	ProtoFMP4: {".live.mp4", "video/mp4", true,
 		"A long-lived fragmented MP4 stream, not a file: Chromium-based browsers play it in a <video> element as it is (H.264 and AAC), other " +
 			"browsers through MSE; ffmpeg, ffplay and VLC play it directly."},
@@ -35,7 +37,7 @@ var sourceShape = map[Protocol]struct {
 		"RTSP for VLC, ffplay and NVR software, RTP over TCP (interleaved) or UDP; the ticket in the URL stands for credentials and is checked at DESCRIBE. Browsers do not play RTSP."},
 	ProtoWebRTC: {"/whep", "application/sdp", true,
 		"WHEP, sub-second latency in a plain <video>: POST the browser's SDP offer (Content-Type application/sdp) to this URL and apply the answer; " +
-			"the answer's Location is the session, DELETE it when done. Video is H.264 as the camera sends it; Opus and G.711 audio pass through, " +
+			"the answer's Location is the session, DELETE it when done. Video is H.264 (or a WebRTC publisher's VP8) as sent; Opus and G.711 audio pass through, " +
 			"AAC audio is left out (no transcoding; the answer's X-Svc-Note says so). Media uses the media server's WebRTC UDP port (ICE-TCP as a fallback)."},
 }
 
