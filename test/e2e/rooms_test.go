@@ -206,23 +206,7 @@ func TestMeetingRoomEndToEnd(t *testing.T) {
 	alice := join(ticket("alice", "camera.publish", "microphone.publish"))
 	bob := join(ticket("bob", "publications.subscribe"))
 	// Both devices keep their heartbeats going, as real ones do.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			for _, tok := range []string{alice, bob} {
-				req, _ := http.NewRequestWithContext(ctx, "POST", cp.api+dev+"/heartbeat", nil)
-				req.Header.Set("X-Svc-RTC-Token", tok)
-				if resp, err := http.DefaultClient.Do(req); err == nil {
-					resp.Body.Close()
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(5 * time.Second):
-			}
-		}
-	}()
+	keepHeartbeats(t, cp.api+dev, alice, bob)
 
 	var pub struct{ PublicationID, WhipURL, State string }
 	if st, body := device(t, cp.api, alice, "POST", dev+"/publications", map[string]any{"source": "camera"}, &pub); st != 200 {
@@ -565,4 +549,27 @@ func gstWHEPWith(t *testing.T, url, bearer string, seconds int) string {
 		t.Fatalf("the GStreamer WHEP client: %v %s", err, out)
 	}
 	return out
+}
+
+// keepHeartbeats sends each participant token's heartbeat every 5 s until
+// the test ends, as real devices do (a silent participant's token
+// expires).
+func keepHeartbeats(t *testing.T, roomURL string, tokens ...string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		for ctx.Err() == nil {
+			for _, tok := range tokens {
+				req, _ := http.NewRequestWithContext(ctx, "POST", roomURL+"/heartbeat", nil)
+				req.Header.Set("X-Svc-RTC-Token", tok)
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}()
 }

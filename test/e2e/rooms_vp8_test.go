@@ -17,7 +17,8 @@ import (
 // Opus) is recorded by the room's continuous recording in its own
 // encoding: the manifest lists video:VP8 and audio:Opus, and the track's
 // file, fetched with an archive ticket, holds vp8 and opus that ffprobe
-// reads.
+// reads; the member copy and the full-meeting MP4 made from it are H.264
+// and AAC as long as the recording (checkComposites).
 func TestMeetingRecordingVP8(t *testing.T) {
 	bin := svcbin.Build(t)
 	cp := startControlNode(t, nil)
@@ -38,6 +39,7 @@ func TestMeetingRecordingVP8(t *testing.T) {
 		t.Fatalf("join: %d %s", st, body)
 	}
 	alice := j.ParticipantToken
+	keepHeartbeats(t, cp.api+dev, alice)
 	var pub struct{ PublicationID, WhipURL string }
 	if st, body := device(t, cp.api, alice, "POST", dev+"/publications", map[string]any{"source": "camera"}, &pub); st != 200 {
 		t.Fatalf("publication: %d %s", st, body)
@@ -102,4 +104,7 @@ func TestMeetingRecordingVP8(t *testing.T) {
 		t.Fatalf("the track's media: %+v", p)
 	}
 	t.Logf("VP8 track file: %d bytes, %d video and %d audio frames, %.1f s", len(body), p.videoFrames, p.audioFrames, p.duration)
+	// The engine's ffmpeg pool decodes the VP8 track into Alice's member
+	// copy and the full-meeting MP4 (H.264 and AAC).
+	checkComposites(t, cp, be, room.RoomID, recd.RecordingID, alice)
 }
