@@ -70,7 +70,7 @@ func TestAcceptanceWHIPVP8(t *testing.T) {
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
-	if resp.StatusCode == http.StatusOK || !strings.Contains(string(body), "no H.264") {
+	if resp.StatusCode != http.StatusNotAcceptable || !strings.Contains(string(body), "no H.264") {
 		t.Fatalf("HTTP-FLV of a VP8 + Opus stream answered %d %q, want a refusal that says why", resp.StatusCode, body)
 	}
 

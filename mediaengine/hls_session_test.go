@@ -66,12 +66,12 @@ func TestHLSViewerSessions(t *testing.T) {
 	}
 }
 
-// TestHLSMPEGTSRefusesVP8: ffmpeg publishes VP8 and Opus over RTSP to an
-// engine whose HLS segments are MPEG-TS, which has no VP8 (nor Opus)
-// format: the master playlist is refused with 406 no_common_codec saying
-// to use fMP4, not 404 as if the stream were missing, while HTTP-fMP4
-// plays the stream.
-func TestHLSMPEGTSRefusesVP8(t *testing.T) {
+// TestVP8RefusedByFLVAndMPEGTS: ffmpeg publishes VP8 and Opus over RTSP
+// to an engine whose HLS segments are MPEG-TS. Neither MPEG-TS nor FLV has
+// a VP8 (or Opus) format: the HLS master playlist and HTTP-FLV are refused
+// with 406 no_common_codec saying why, not 404 as if the stream were
+// missing nor 503 as if it might come, while HTTP-fMP4 plays the stream.
+func TestVP8RefusedByFLVAndMPEGTS(t *testing.T) {
 	te := startEngine(t, func(c *engineapi.Config) { noDemo(c); c.HLS.Format = "ts" })
 	peers.Start(t, "ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25",
 		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "60", "-c:v", "libvpx", "-deadline", "realtime", "-g", "25",
@@ -79,14 +79,19 @@ func TestHLSMPEGTSRefusesVP8(t *testing.T) {
 	if got := trackCodecs(waitStreamReady(t, te, "live", "vp8", 30*time.Second)); got != "video:VP8,audio:Opus" {
 		t.Fatalf("the published stream has %s, want video:VP8,audio:Opus", got)
 	}
-	resp, err := http.Get(te.mediaURL("/live/vp8/hls.m3u8"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotAcceptable || !strings.Contains(string(body), "no_common_codec") || !strings.Contains(string(body), "fmp4") {
-		t.Fatalf("HLS (MPEG-TS) of a VP8 stream: %d %s; want 406 no_common_codec naming fmp4", resp.StatusCode, body)
+	for _, c := range []struct{ name, path, says string }{
+		{"HLS (MPEG-TS)", "/live/vp8/hls.m3u8", "hls.format fmp4"},
+		{"HTTP-FLV", "/live/vp8.live.flv", "FLV has no VP8"},
+	} {
+		resp, err := http.Get(te.mediaURL(c.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotAcceptable || !strings.Contains(string(body), `"no_common_codec"`) || !strings.Contains(string(body), c.says) {
+			t.Fatalf("%s of a VP8 stream: %d %s; want 406 no_common_codec saying %q", c.name, resp.StatusCode, body, c.says)
+		}
 	}
 	if got := probePackets(t, te.mediaURL("/live/vp8.live.mp4"), 100); got != "audio:opus,video:vp8" {
 		t.Fatalf("HTTP-fMP4 of the VP8 stream carries %q", got)

@@ -26,7 +26,7 @@ var sourceShape = map[Protocol]struct {
 }{
 	ProtoFLV: {".live.flv", "video/x-flv", false,
 		"One long HTTP connection: browsers play it with mpegts.js or flv.js over MSE; ffmpeg, ffplay and VLC play it directly. " +
-			"FLV carries H.264 or H.265 with AAC or G.711: a VP8 stream (a WebRTC publisher's) is refused (503 saying FLV has no VP8); play it over " +
+			"FLV carries H.264 or H.265 with AAC or G.711: a VP8 stream (a WebRTC publisher's) is refused (406 no_common_codec); play it over " +
 			"HTTP-fMP4, HLS, RTSP or WebRTC."},
 	ProtoFMP4: {".live.mp4", "video/mp4", true,
 		"A long-lived fragmented MP4 stream, not a file: Chromium-based browsers play it in a <video> element as it is (H.264 and AAC), other " +

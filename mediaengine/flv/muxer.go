@@ -1,7 +1,6 @@
 package flv
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/svcplatform/svc/mediaengine/codec/h264"
@@ -20,8 +19,17 @@ func (Format) Name() string { return "flv" }
 // NewMuxer implements hub.Format.
 func (Format) NewMuxer(tracks []*media.Track) (hub.Muxer, error) { return NewMuxer(tracks) }
 
-// ErrNoTrack is returned when a stream has no track FLV can carry.
-var ErrNoTrack = errors.New("flv: the stream has no H.264, H.265, AAC or G.711 track (FLV has no VP8 or Opus format)")
+// ErrNoTrack is returned when a stream has no track FLV can carry; it
+// matches hub.ErrNoCarriedTrack.
+var ErrNoTrack error = noTrackError{}
+
+type noTrackError struct{}
+
+func (noTrackError) Error() string {
+	return "flv: the stream has no H.264, H.265, AAC or G.711 track (FLV has no VP8 or Opus format)"
+}
+
+func (noTrackError) Is(target error) bool { return target == hub.ErrNoCarriedTrack }
 
 // Muxer turns one stream's frames into FLV tags. It carries the first
 // video track and the first audio track FLV supports and ignores others.

@@ -208,7 +208,11 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, stream string
 	cancel()
 	if err != nil {
 		status, code := http.StatusNotFound, "stream_not_found"
-		if !errors.Is(err, hub.ErrStreamNotFound) {
+		switch {
+		case errors.Is(err, hub.ErrNoCarriedTrack):
+			// The same code as a WHEP offer without a codec of the stream.
+			status, code = http.StatusNotAcceptable, "no_common_codec"
+		case !errors.Is(err, hub.ErrStreamNotFound):
 			status, code = http.StatusServiceUnavailable, "stream_unavailable"
 		}
 		writeError(w, status, code, err.Error())

@@ -11,6 +11,11 @@ var (
 	ErrReaderClosed      = errors.New("hub: the reader was closed")
 	ErrHubClosed         = errors.New("hub: closed")
 	ErrNoTracks          = errors.New("hub: a stream needs at least one track")
+	// ErrNoCarriedTrack is what a Format's NewMuxer error matches when the
+	// format has no way to carry any of the stream's tracks (FLV of a VP8 +
+	// Opus stream): not a passing state, so players are told it is the
+	// codecs.
+	ErrNoCarriedTrack = errors.New("hub: the format carries none of the stream's tracks")
 )
 
 // ErrUnknownTrack is returned for a frame whose Track is not one of the
