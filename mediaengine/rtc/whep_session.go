@@ -52,6 +52,9 @@ type whepSession struct {
 
 	keyMu   sync.Mutex
 	lastKey time.Time
+
+	mu      sync.Mutex
+	closing bool // set under mu once close waits for the goroutines
 }
 
 // sendTrack is one hub track on its way to the viewer.
@@ -116,7 +119,16 @@ func (s *whepSession) start() {
 			s.close(nil)
 		}
 	})
+	// The session is registered before start: a DELETE or the server's
+	// Close may already have begun close, whose Wait this Add must not
+	// race.
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
 	s.wg.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
 		s.run()
@@ -230,6 +242,9 @@ func (s *whepSession) close(reason error) {
 			// pion's Close waits for its own goroutines, some of which may
 			// be the caller (a state-change callback): close elsewhere.
 			_ = s.pc.Close()
+			s.mu.Lock()
+			s.closing = true
+			s.mu.Unlock()
 			s.wg.Wait()
 			s.srv.release(s.id, true)
 		}()
