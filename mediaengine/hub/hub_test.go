@@ -274,3 +274,40 @@ func TestKeyframeRequests(t *testing.T) {
 		t.Fatal("RequestKeyframe did not reach the source")
 	}
 }
+
+// TestInfoWhileTheInputFillsTheTrack: an input fills a track's parameter
+// sets and size in, without the stream lock, until it writes the track's
+// first frame (media.Track's contract); a listing polled meanwhile reads
+// none of them (the race detector fails this test otherwise) and shows the
+// track ready once the frame is in.
+func TestInfoWhileTheInputFillsTheTrack(t *testing.T) {
+	h := newHub(t, Config{ReaderQueueFrames: 8})
+	tr := testTracks()
+	sps, pps := tr[0].SPS, tr[0].PPS
+	tr[0].SPS, tr[0].PPS = nil, nil
+	pub, err := h.Publish(media.Path{App: "live", Stream: "fill"}, Origin{Kind: "whip"}, tr[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	filled := make(chan struct{})
+	go func() {
+		defer close(filled)
+		tr[0].SPS, tr[0].PPS, tr[0].Width, tr[0].Height = sps, pps, 640, 360
+		if err := pub.WriteFrame(frames(tr, 0, 1, 25)[0]); err != nil {
+			t.Error(err)
+		}
+	}()
+	for polling := true; polling; {
+		select {
+		case <-filled:
+			polling = false
+		default:
+		}
+		if ti := pub.Stream().Info().Tracks[0]; ti.Frames == 0 && (ti.Ready || ti.Width != 0) {
+			t.Fatalf("a track without frames listed as %+v", ti)
+		}
+	}
+	if ti := pub.Stream().Info().Tracks[0]; !ti.Ready || ti.Width != 640 || ti.Frames != 1 {
+		t.Fatalf("after the first frame the track is listed as %+v", ti)
+	}
+}
