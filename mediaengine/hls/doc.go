@@ -5,7 +5,9 @@
 // one Segmenter, shared by all its viewers, that reads the hub's frames and
 // cuts segments at keyframes once hls.segmentDuration has passed, as
 // fragmented MP4 (one moof per segment) or MPEG-TS (go-astits) per
-// hls.format; playlists are rendered with grafov/m3u8.
+// hls.format; playlists are rendered with grafov/m3u8. MPEG-TS has no VP8
+// format: such a stream's playlist is refused (ErrNoTSVideo), while fMP4
+// segments carry it as vp08.
 //
 // Viewers that stop asking for the playlist expire after
 // hls.sessionTimeout; a segmenter without sessions stops. A segmenter
