@@ -8,6 +8,9 @@
 //   - a player's time to first frame: ffmpeg reading the file's URL with
 //     -ss T (HTTP Range seeking in the plain file) and the time-addressed
 //     URL, until it has decoded one video frame;
+//   - a browser's time to first frame: headless Chromium playing the
+//     time-addressed URL through Media Source Extensions (browser.go,
+//     test/mseplay), to the first presented frame;
 //   - cut/merge: the recorder's CutMerge of the whole hour over the 6
 //     segments against ffmpeg's concat demuxer with -c copy on the same
 //     files, several runs each, alternating.
@@ -46,6 +49,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/recordplay"
 	"github.com/svcplatform/svc/shared/engineapi"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
+	"github.com/svcplatform/svc/test/mseplay"
 )
 
 func main() {
@@ -55,12 +59,19 @@ func main() {
 	players := flag.Int("players", 40, "ffmpeg players per URL form")
 	runs := flag.Int("runs", 3, "cut/merge runs of each side")
 	speed := flag.Int("speed", 30, "times real time the recording is fed at")
-	quick := flag.Bool("quick", false, "a small run: 12 minutes, 100 seeks, 15 players, 2 runs")
+	plays := flag.Int("browser", 150, "Chromium plays of each kind (keyframe, exact seek)")
+	only := flag.String("only", "", `"browser": record, then only the Chromium plays (their own section)`)
+	quick := flag.Bool("quick", false, "a small run: 12 minutes, 100 seeks, 15 players, 30 Chromium plays, 2 runs")
 	flag.Parse()
 	if *quick {
-		*minutes, *seeks, *players, *runs = 12, 100, 15, 2
+		*minutes, *seeks, *players, *plays, *runs = 12, 100, 15, 30, 2
 	}
-	if err := run(*out, *minutes, *seeks, *players, *runs, *speed); err != nil {
+	if *only != "" && *only != "browser" {
+		fmt.Fprintln(os.Stderr, "recseekbench: -only is browser or absent")
+		os.Exit(2)
+	}
+	command := strings.Join(append([]string{"go run ./test/bench/recseekbench"}, os.Args[1:]...), " ")
+	if err := run(*out, *minutes, *seeks, *players, *runs, *speed, *plays, *only == "browser", command); err != nil {
 		fmt.Fprintln(os.Stderr, "recseekbench:", err)
 		os.Exit(1)
 	}
@@ -73,7 +84,10 @@ func (allow) AllowPlay(context.Context, engineapi.PlayHook) (engineapi.HookAnswe
 	return engineapi.HookAnswer{Allow: true}, nil
 }
 
-func run(outPath string, minutes, seeks, players, runs, speed int) error {
+func run(outPath string, minutes, seeks, players, runs, speed, plays int, onlyBrowser bool, command string) error {
+	if err := mseplay.CheckChromium(); err != nil {
+		return err
+	}
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
 		return fmt.Errorf("ffmpeg is required (Debian package ffmpeg; make bench installs it): %w", err)
 	}
@@ -138,11 +152,23 @@ func run(outPath string, minutes, seeks, players, runs, speed int) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /record/{file}", &recordplay.Handler{Files: rec, Gate: allow{}, Log: log})
+	mux.Handle("GET /record/{file}", withCORS(&recordplay.Handler{Files: rec, Gate: allow{}, Log: log}))
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	defer srv.Close()
 	base := "http://" + ln.Addr().String() + "/record/"
+	playBrowser := func() error {
+		b, err := browserPlayers(rec, base, files, plays, dir)
+		if err != nil {
+			return err
+		}
+		section := browserSection(b, total, len(files), command)
+		fmt.Print(section)
+		return benchdoc.WriteSection(outPath, "recseekbench-browser", section)
+	}
+	if onlyBrowser {
+		return playBrowser()
+	}
 
 	seek, err := seekLatencies(base, rec, files, seeks)
 	if err != nil {
@@ -270,7 +296,10 @@ func run(outPath string, minutes, seeks, players, runs, speed int) error {
 		benchdoc.Verdict(ratio <= 1.2), cm.frames, frames)
 	fmt.Fprintf(&w, "The machine's two cores are shared with other agents building and testing while this runs, so the tails (p99, max) and every ffmpeg row move between runs.\n")
 	fmt.Print(w.String())
-	return benchdoc.WriteSection(outPath, "recseekbench", w.String())
+	if err := benchdoc.WriteSection(outPath, "recseekbench", w.String()); err != nil {
+		return err
+	}
+	return playBrowser()
 }
 
 // record feeds total of the clip, looped, into the hub as fast as the
