@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/mediaengine/recorder"
+	"github.com/svcplatform/svc/mediaengine/recordplay"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
 	"github.com/svcplatform/svc/test/mseplay"
 )
@@ -30,18 +31,19 @@ func withCORS(next http.Handler) http.Handler {
 // answer's first frame (the keyframe at or before S), exact seeks to S,
 // span asks for 2 s only (&duration=2), local shows the first frame of
 // such an answer read into memory before the clock starts (the browser's
-// own share).
+// own share), unpaced is key from a handler that sends the rest of the
+// file as fast as the connection takes it (as before pacing).
 type browserTimes struct {
-	key, exact, span, local []mseplay.Result
-	version                 string
-	loadBefore, load        string
-	warmup                  int
+	key, exact, span, local, unpaced []mseplay.Result
+	version                          string
+	loadBefore, load                 string
+	warmup                           int
 }
 
 // browserPlayers has one headless Chromium play n time-addressed answers
-// at random points of random files in each of the four ways, in turn,
+// at random points of random files in each of the five ways, in turn,
 // after a few plays not counted (the browser's first media pipeline).
-func browserPlayers(rec *recorder.Recorder, base string, files []recorder.FileInfo, n int, dir string) (browserTimes, error) {
+func browserPlayers(rec *recorder.Recorder, base, unpacedBase string, files []recorder.FileInfo, n int, dir string) (browserTimes, error) {
 	res := browserTimes{version: mseplay.Version(), loadBefore: loadAverage(), warmup: 3}
 	if err := mseplay.CheckChromium(); err != nil {
 		return res, err
@@ -59,7 +61,7 @@ func browserPlayers(rec *recorder.Recorder, base string, files []recorder.FileIn
 	}
 	defer benchdoc.Stop(browser)
 	id := 0
-	const key, exact, span, local = 0, 1, 2, 3
+	const key, exact, span, local, unpaced = 0, 1, 2, 3, 4
 	play := func(kind int) (mseplay.Result, error) {
 		f := files[rand.IntN(len(files))]
 		at := rand.Float64() * (f.Duration - 5*time.Second).Seconds()
@@ -78,7 +80,11 @@ func browserPlayers(rec *recorder.Recorder, base string, files []recorder.FileIn
 			}
 		}
 		id++
-		u := fmt.Sprintf("%s%s.mp4?start=%.3f", base, f.FileID, at)
+		b := base
+		if kind == unpaced {
+			b = unpacedBase
+		}
+		u := fmt.Sprintf("%s%s.mp4?start=%.3f", b, f.FileID, at)
 		if kind == span || kind == local {
 			u += "&duration=2"
 		}
@@ -90,12 +96,12 @@ func browserPlayers(rec *recorder.Recorder, base string, files []recorder.FileIn
 		return r, nil
 	}
 	for i := range res.warmup {
-		if _, err := play(i % 4); err != nil {
+		if _, err := play(i % 5); err != nil {
 			return res, err
 		}
 	}
 	for range n {
-		for _, kind := range []int{key, exact, span, local} {
+		for _, kind := range []int{key, unpaced, exact, span, local} {
 			r, err := play(kind)
 			if err != nil {
 				return res, err
@@ -107,6 +113,8 @@ func browserPlayers(rec *recorder.Recorder, base string, files []recorder.FileIn
 				res.exact = append(res.exact, r)
 			case span:
 				res.span = append(res.span, r)
+			case unpaced:
+				res.unpaced = append(res.unpaced, r)
 			default:
 				res.local = append(res.local, r)
 			}
@@ -161,9 +169,11 @@ func browserSection(b browserTimes, total time.Duration, nfiles int, command str
 	fmt.Fprintf(&w, "- Keyframe: the answer's first frame is shown (the keyframe at or before S, what `?start=` returns). Exact: currentTime is "+
 		"put at S itself (the keyframe's media time plus S minus the keyframe's time in the file, from the file's index), so the "+
 		"frames from the keyframe to S are decoded and not shown (up to 2 s of them here); timed to the first frame presented at S. Span: the keyframe kind asking for 2 s only "+
-		"(`&duration=2`), as a player fetching the recording in short spans does; the other kinds get the rest of the file (minutes, "+
-		"as fast as loopback carries it). Floor: the span kind's answer read whole into memory before the clock starts and appended "+
-		"from there: the browser's own append, decode and presentation, without the server and HTTP.\n\n")
+		"(`&duration=2`), as a player fetching the recording in short spans does; the other kinds get the rest of the file (minutes): "+
+		"its first %s of media at once and the rest at %dx real time (recordplay's pacing), or, for the unpaced row, all of it as "+
+		"fast as loopback carries it (a handler with `Unpaced`, as the engine answered before pacing, alternating with the paced one). Floor: the span kind's answer read whole into memory before the clock starts and appended "+
+		"from there: the browser's own append, decode and presentation, without the server and HTTP.\n\n", recordplay.PaceBurst,
+		recordplay.PaceFactor)
 	fmt.Fprintf(&w, "| measure | p50 ms | p95 ms | p99 ms | max ms | target |\n|---|--:|--:|--:|--:|---|\n")
 	row := func(name string, v []float64, target string) {
 		fmt.Fprintf(&w, "| %s | %.0f | %.0f | %.0f | %.0f | %s |\n", name, pctf(v, 50), pctf(v, 95), pctf(v, 99), pctf(v, 100), target)
@@ -171,13 +181,15 @@ func browserSection(b browserTimes, total time.Duration, nfiles int, command str
 	key := ms(b.key, func(r mseplay.Result) float64 { return r.FrameMs })
 	exact := ms(b.exact, func(r mseplay.Result) float64 { return r.ExactMs })
 	row("Chromium first frame, keyframe", key, fmt.Sprintf("p99 < 300 ms (%s)", benchdoc.Verdict(pctf(key, 99) < 300)))
+	unp := ms(b.unpaced, func(r mseplay.Result) float64 { return r.FrameMs })
+	row("Chromium first frame, keyframe, unpaced (before)", unp, fmt.Sprintf("p99 < 300 ms (%s)", benchdoc.Verdict(pctf(unp, 99) < 300)))
 	row("Chromium first frame at S (exact seek)", exact, fmt.Sprintf("p99 < 300 ms (%s)", benchdoc.Verdict(pctf(exact, 99) < 300)))
 	span := ms(b.span, func(r mseplay.Result) float64 { return r.FrameMs })
 	row("Chromium first frame, keyframe, `&duration=2`", span, fmt.Sprintf("p99 < 300 ms (%s)", benchdoc.Verdict(pctf(span, 99) < 300)))
 	row("floor: the `&duration=2` answer already in memory", ms(b.local, func(r mseplay.Result) float64 { return r.FrameMs }), "")
-	fmt.Fprintf(&w, "\nWhere the keyframe plays' time goes, the rest of the file and `&duration=2` (each column sorted on its own, so the rows "+
-		"do not add up):\n\n")
-	fmt.Fprintf(&w, "| stage (from the request) | rest p50 ms | rest p95 ms | rest p99 ms | 2 s p50 ms | 2 s p95 ms | 2 s p99 ms |\n"+
+	fmt.Fprintf(&w, "\nWhere the keyframe plays' time goes: the rest of the file paced, unpaced, and `&duration=2` (each column sorted on its "+
+		"own, so the rows do not add up):\n\n")
+	fmt.Fprintf(&w, "| stage (from the request) | paced p50 ms | paced p99 ms | unpaced p50 ms | unpaced p99 ms | 2 s p50 ms | 2 s p99 ms |\n"+
 		"|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, s := range []struct {
 		name string
@@ -192,8 +204,8 @@ func browserSection(b browserTimes, total time.Duration, nfiles int, command str
 		{"first frame minus first fragment appended", func(r mseplay.Result) float64 { return r.FrameMs - r.AppendedMs }},
 	} {
 		fmt.Fprintf(&w, "| %s |", s.name)
-		v, sp := ms(b.key, s.of), ms(b.span, s.of)
-		fmt.Fprintf(&w, " %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", pctf(v, 50), pctf(v, 95), pctf(v, 99), pctf(sp, 50), pctf(sp, 95), pctf(sp, 99))
+		v, u, sp := ms(b.key, s.of), ms(b.unpaced, s.of), ms(b.span, s.of)
+		fmt.Fprintf(&w, " %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", pctf(v, 50), pctf(v, 99), pctf(u, 50), pctf(u, 99), pctf(sp, 50), pctf(sp, 99))
 	}
 	frag := ms(b.key, func(r mseplay.Result) float64 { return float64(r.FragmentBytes) })
 	fmt.Fprintf(&w, "\nThe first fragment (init, moof, mdat) is a median %.0f KB. Codecs read from the init segment: %s.\n\n", pctf(frag, 50)/1024,

@@ -153,12 +153,13 @@ func run(outPath string, minutes, seeks, players, runs, speed, plays int, onlyBr
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /record/{file}", withCORS(&recordplay.Handler{Files: rec, Gate: allow{}, Log: log}))
+	mux.Handle("GET /unpaced/record/{file}", withCORS(&recordplay.Handler{Files: rec, Gate: allow{}, Log: log, Unpaced: true}))
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	defer srv.Close()
 	base := "http://" + ln.Addr().String() + "/record/"
 	playBrowser := func() error {
-		b, err := browserPlayers(rec, base, files, plays, dir)
+		b, err := browserPlayers(rec, base, "http://"+ln.Addr().String()+"/unpaced/record/", files, plays, dir)
 		if err != nil {
 			return err
 		}
@@ -196,7 +197,7 @@ func run(outPath string, minutes, seeks, players, runs, speed, plays int, onlyBr
 		},
 		func() []string {
 			f, at := pick()
-			if err := save(fmt.Sprintf("%s%s.mp4?start=%.3f", base, f.FileID, at.Seconds()), local); err != nil {
+			if err := save(fmt.Sprintf("%s%s.mp4?start=%.3f&duration=2", base, f.FileID, at.Seconds()), local); err != nil {
 				saveErr = err
 			}
 			return []string{"-v", "error", "-nostdin", "-i", local, "-frames:v", "1", "-f", "null", "-"}
@@ -260,7 +261,7 @@ func run(outPath string, minutes, seeks, players, runs, speed, plays int, onlyBr
 	fmt.Fprintf(&w, "- ffmpeg player: `ffmpeg -ss T -i <url>.mp4 -frames:v 1 -f null -` (ffmpeg seeks the plain file over HTTP Range, "+
 		"by the file's sidx) and `ffmpeg -i '<url>.mp4?start=T' -frames:v 1 -f null -`, %d each (the four ffmpeg commands of this table in turn), wall time of the process until it "+
 		"exits after one decoded frame. Two floors split ffmpeg's own time from the server's: the same command on a synthetic source "+
-		"(process start, no input I/O, no H.264 decode), and on a `?start=` answer saved to a local file (process start, mov "+
+		"(process start, no input I/O, no H.264 decode), and on a `?start=` answer (`&duration=2`) saved to a local file (process start, mov "+
 		"demuxing and one H.264 decode, no HTTP).\n\n", players)
 	fmt.Fprintf(&w, "| measure | p50 ms | p99 ms | max ms | target |\n|---|--:|--:|--:|---|\n")
 	fmt.Fprintf(&w, "| seek: request to first keyframe byte | %.1f | %.1f | %.1f | p99 < 100 ms (%s) |\n", pct(seek, 50), pct(seek, 99), pct(seek, 100),
@@ -397,7 +398,7 @@ func seekLatencies(base string, rec *recorder.Recorder, files []recorder.FileInf
 			return nil, err
 		}
 		lat = append(lat, time.Since(t))
-		io.Copy(io.Discard, resp.Body)
+		// Not read to its end: the rest of the file is paced.
 		resp.Body.Close()
 	}
 	slices.Sort(lat)
