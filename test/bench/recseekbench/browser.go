@@ -171,7 +171,8 @@ func browserSection(b browserTimes, total time.Duration, nfiles int, command str
 		"frames from the keyframe to S are decoded and not shown (up to 2 s of them here); timed to the first frame presented at S. Span: the keyframe kind asking for 2 s only "+
 		"(`&duration=2`), as a player fetching the recording in short spans does; the other kinds get the rest of the file (minutes): "+
 		"its first %s of media at once and the rest at %dx real time (recordplay's pacing), or, for the unpaced row, all of it as "+
-		"fast as loopback carries it (a handler with `Unpaced`, as the engine answered before pacing, alternating with the paced one). Floor: the span kind's answer read whole into memory before the clock starts and appended "+
+		"fast as loopback carries it (a handler with `Unpaced`, as the engine answered before pacing, alternating with the paced one). "+
+		"Floor: the span kind's answer read whole into memory before the clock starts and appended "+
 		"from there: the browser's own append, decode and presentation, without the server and HTTP.\n\n", recordplay.PaceBurst,
 		recordplay.PaceFactor)
 	fmt.Fprintf(&w, "| measure | p50 ms | p95 ms | p99 ms | max ms | target |\n|---|--:|--:|--:|--:|---|\n")
