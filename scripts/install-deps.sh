@@ -68,8 +68,9 @@ case "${1:-}" in
     # players: mediaengine/acceptance_*_test.go).
     # chromium: the web console's browser test (test/consolerun
     # TestConsoleInABrowser drives it with Playwright; node and npm come
-    # from the console mode below), and the WHEP viewer of mediaengine's
-    # TestAcceptanceWHEPPlaysInChromium (headless, driven by its page).
+    # from the console mode below), the WHEP viewer of mediaengine's
+    # TestAcceptanceWHEPPlaysInChromium (headless, driven by its page), and
+    # the MSE player of test/mseplay and e2e TestRecordingPlaysInChromiumMSE.
     packages+=(chromium)
     packages+=($(node_packages))
     ;;
@@ -80,7 +81,8 @@ case "${1:-}" in
     ;;
   bench)
     # chromium (and Node.js): consolebench measures the console's first
-    # load in the browser; glassbench plays WHEP in it.
+    # load in the browser; glassbench plays WHEP in it; recseekbench plays
+    # recorded fMP4 in it over MSE.
     packages=(chromium $(node_packages))
     # etcd-server: the store benchmark compares against etcd on loopback.
     # wrk: the load generator of the authentication benchmark.

@@ -8,6 +8,9 @@
 //   - a player's time to first frame: ffmpeg reading the file's URL with
 //     -ss T (HTTP Range seeking in the plain file) and the time-addressed
 //     URL, until it has decoded one video frame;
+//   - a browser's time to first frame: headless Chromium playing the
+//     time-addressed URL through Media Source Extensions (browser.go,
+//     test/mseplay), to the first presented frame;
 //   - cut/merge: the recorder's CutMerge of the whole hour over the 6
 //     segments against ffmpeg's concat demuxer with -c copy on the same
 //     files, several runs each, alternating.
@@ -46,6 +49,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/recordplay"
 	"github.com/svcplatform/svc/shared/engineapi"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
+	"github.com/svcplatform/svc/test/mseplay"
 )
 
 func main() {
@@ -55,12 +59,19 @@ func main() {
 	players := flag.Int("players", 40, "ffmpeg players per URL form")
 	runs := flag.Int("runs", 3, "cut/merge runs of each side")
 	speed := flag.Int("speed", 30, "times real time the recording is fed at")
-	quick := flag.Bool("quick", false, "a small run: 12 minutes, 100 seeks, 15 players, 2 runs")
+	plays := flag.Int("browser", 150, "Chromium plays of each kind (keyframe, exact seek)")
+	only := flag.String("only", "", `"browser": record, then only the Chromium plays (their own section)`)
+	quick := flag.Bool("quick", false, "a small run: 12 minutes, 100 seeks, 15 players, 30 Chromium plays, 2 runs")
 	flag.Parse()
 	if *quick {
-		*minutes, *seeks, *players, *runs = 12, 100, 15, 2
+		*minutes, *seeks, *players, *plays, *runs = 12, 100, 15, 30, 2
 	}
-	if err := run(*out, *minutes, *seeks, *players, *runs, *speed); err != nil {
+	if *only != "" && *only != "browser" {
+		fmt.Fprintln(os.Stderr, "recseekbench: -only is browser or absent")
+		os.Exit(2)
+	}
+	command := strings.Join(append([]string{"go run ./test/bench/recseekbench"}, os.Args[1:]...), " ")
+	if err := run(*out, *minutes, *seeks, *players, *runs, *speed, *plays, *only == "browser", command); err != nil {
 		fmt.Fprintln(os.Stderr, "recseekbench:", err)
 		os.Exit(1)
 	}
@@ -73,7 +84,10 @@ func (allow) AllowPlay(context.Context, engineapi.PlayHook) (engineapi.HookAnswe
 	return engineapi.HookAnswer{Allow: true}, nil
 }
 
-func run(outPath string, minutes, seeks, players, runs, speed int) error {
+func run(outPath string, minutes, seeks, players, runs, speed, plays int, onlyBrowser bool, command string) error {
+	if err := mseplay.CheckChromium(); err != nil {
+		return err
+	}
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
 		return fmt.Errorf("ffmpeg is required (Debian package ffmpeg; make bench installs it): %w", err)
 	}
@@ -138,11 +152,24 @@ func run(outPath string, minutes, seeks, players, runs, speed int) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /record/{file}", &recordplay.Handler{Files: rec, Gate: allow{}, Log: log})
+	mux.Handle("GET /record/{file}", withCORS(&recordplay.Handler{Files: rec, Gate: allow{}, Log: log}))
+	mux.Handle("GET /unpaced/record/{file}", withCORS(&recordplay.Handler{Files: rec, Gate: allow{}, Log: log, Unpaced: true}))
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
 	defer srv.Close()
 	base := "http://" + ln.Addr().String() + "/record/"
+	playBrowser := func() error {
+		b, err := browserPlayers(rec, base, "http://"+ln.Addr().String()+"/unpaced/record/", files, plays, dir)
+		if err != nil {
+			return err
+		}
+		section := browserSection(b, total, len(files), command)
+		fmt.Print(section)
+		return benchdoc.WriteSection(outPath, "recseekbench-browser", section)
+	}
+	if onlyBrowser {
+		return playBrowser()
+	}
 
 	seek, err := seekLatencies(base, rec, files, seeks)
 	if err != nil {
@@ -170,7 +197,7 @@ func run(outPath string, minutes, seeks, players, runs, speed int) error {
 		},
 		func() []string {
 			f, at := pick()
-			if err := save(fmt.Sprintf("%s%s.mp4?start=%.3f", base, f.FileID, at.Seconds()), local); err != nil {
+			if err := save(fmt.Sprintf("%s%s.mp4?start=%.3f&duration=2", base, f.FileID, at.Seconds()), local); err != nil {
 				saveErr = err
 			}
 			return []string{"-v", "error", "-nostdin", "-i", local, "-frames:v", "1", "-f", "null", "-"}
@@ -234,7 +261,7 @@ func run(outPath string, minutes, seeks, players, runs, speed int) error {
 	fmt.Fprintf(&w, "- ffmpeg player: `ffmpeg -ss T -i <url>.mp4 -frames:v 1 -f null -` (ffmpeg seeks the plain file over HTTP Range, "+
 		"by the file's sidx) and `ffmpeg -i '<url>.mp4?start=T' -frames:v 1 -f null -`, %d each (the four ffmpeg commands of this table in turn), wall time of the process until it "+
 		"exits after one decoded frame. Two floors split ffmpeg's own time from the server's: the same command on a synthetic source "+
-		"(process start, no input I/O, no H.264 decode), and on a `?start=` answer saved to a local file (process start, mov "+
+		"(process start, no input I/O, no H.264 decode), and on a `?start=` answer (`&duration=2`) saved to a local file (process start, mov "+
 		"demuxing and one H.264 decode, no HTTP).\n\n", players)
 	fmt.Fprintf(&w, "| measure | p50 ms | p99 ms | max ms | target |\n|---|--:|--:|--:|---|\n")
 	fmt.Fprintf(&w, "| seek: request to first keyframe byte | %.1f | %.1f | %.1f | p99 < 100 ms (%s) |\n", pct(seek, 50), pct(seek, 99), pct(seek, 100),
@@ -270,7 +297,10 @@ func run(outPath string, minutes, seeks, players, runs, speed int) error {
 		benchdoc.Verdict(ratio <= 1.2), cm.frames, frames)
 	fmt.Fprintf(&w, "The machine's two cores are shared with other agents building and testing while this runs, so the tails (p99, max) and every ffmpeg row move between runs.\n")
 	fmt.Print(w.String())
-	return benchdoc.WriteSection(outPath, "recseekbench", w.String())
+	if err := benchdoc.WriteSection(outPath, "recseekbench", w.String()); err != nil {
+		return err
+	}
+	return playBrowser()
 }
 
 // record feeds total of the clip, looped, into the hub as fast as the
@@ -368,7 +398,7 @@ func seekLatencies(base string, rec *recorder.Recorder, files []recorder.FileInf
 			return nil, err
 		}
 		lat = append(lat, time.Since(t))
-		io.Copy(io.Discard, resp.Body)
+		// Not read to its end: the rest of the file is paced.
 		resp.Body.Close()
 	}
 	slices.Sort(lat)
