@@ -59,6 +59,11 @@ type Service struct {
 	// origins are the nodes that relayed the INVITEs of sessions, by
 	// Call-ID: the device ending one is told there.
 	origins map[string]string
+	// cutOff are the dialogs ended while this node was cut off from the
+	// cluster, whose records and owners it could not reach then.
+	cutOff []cutOffDialog
+	// wasCutOff: EndDialogsCutOff ran and Rejoined has not finished.
+	wasCutOff bool
 	// dialogs sends INVITEs and their BYEs.
 	dialogs *sipgo.DialogUA
 	// relay passes a DeviceControl to the control node holding the
