@@ -59,11 +59,19 @@ type Service struct {
 	// origins are the nodes that relayed the INVITEs of sessions, by
 	// Call-ID: the device ending one is told there.
 	origins map[string]string
+	// cutOff are the dialogs ended while this node was cut off from the
+	// cluster, whose records and owners it could not reach then.
+	cutOff []cutOffDialog
+	// wasCutOff: EndDialogsCutOff ran and Rejoined has not finished.
+	wasCutOff bool
 	// dialogs sends INVITEs and their BYEs.
 	dialogs *sipgo.DialogUA
 	// relay passes a DeviceControl to the control node holding the
 	// device's transport; nil answers device offline instead.
 	relay Relay
+	// branches keeps a request that reuses an answered one's Via branch
+	// from being taken for its retransmission.
+	branches branches
 
 	udpAddr, tcpAddr net.Addr
 	ctx              context.Context
@@ -105,7 +113,7 @@ func New(cfg Config, st store.Store, chans ChannelStore, nodeID string, log *zap
 
 // Start listens on UDP and TCP and starts the presence loop.
 func (s *Service) Start(ctx context.Context) error {
-	ua, err := sipgo.NewUA(sipgo.WithUserAgent("svc"))
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent("svc"), sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerReadFilter(s.branches.filter)))
 	if err != nil {
 		return fmt.Errorf("gb28181: %w", err)
 	}
@@ -118,8 +126,8 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("gb28181: %w", err)
 	}
 	s.ua, s.server = ua, srv
-	srv.OnRegister(s.onRegister)
-	srv.OnMessage(s.onMessage)
+	srv.OnRegister(s.branches.track(s.onRegister))
+	srv.OnMessage(s.branches.track(s.onMessage))
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	udp, err := net.ListenPacket("udp", s.cfg.ListenAddr)
 	if err != nil {
@@ -147,8 +155,8 @@ func (s *Service) Start(ctx context.Context) error {
 	p, _ := strconv.Atoi(port)
 	s.dialogs = &sipgo.DialogUA{Client: s.client, RewriteContact: true,
 		ContactHDR: sip.ContactHeader{Address: sip.Uri{User: s.cfg.ID, Host: host, Port: p}}}
-	srv.OnBye(s.onBye)
-	srv.OnInvite(s.onInvite)
+	srv.OnBye(s.branches.track(s.onBye))
+	srv.OnInvite(s.branches.track(s.onInvite))
 	srv.OnAck(func(*sip.Request, sip.ServerTransaction) {})
 	if err := s.adoptDevices(ctx); err != nil {
 		udp.Close()

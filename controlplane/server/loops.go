@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -48,6 +49,7 @@ func (s *Server) loops() []loop {
 		{name: "own heartbeat", run: a.monitor.Run},
 		{name: "heartbeat relay", run: a.relay.Run},
 		{name: "engine hook inbox", run: s.Hooks.Run},
+		{name: "GB28181 cut-off holder", run: s.watchGBCutOff},
 
 		// The leader.
 		{name: "cluster identity", leader: true, run: func(ctx context.Context) { ensureIdentity(ctx, node, log) }},
@@ -166,4 +168,36 @@ func (s *Server) probeMember(ctx context.Context, id string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// watchGBCutOff ends the GB28181 dialogs this node holds once it has been
+// out of contact with a leader for the holder timeout, as long as the
+// leader takes to give up on it and end their sessions without a BYE;
+// back in contact, it finishes what it could not do meanwhile
+// (Service.Rejoined). Out of contact means not heard from a leader within
+// one check interval, at every check for the whole timeout: a node that
+// just gave up the lead has a stale last contact for a moment.
+func (s *Server) watchGBCutOff(ctx context.Context) {
+	if s.GB28181 == nil {
+		return
+	}
+	timeout := s.Config.GB28181HolderTimeout
+	interval := min(timeout/3, 5*time.Second)
+	var since time.Time // the first check of the current time out of contact
+	every(ctx, interval, func(ctx context.Context) {
+		if s.Node.InContact(interval) {
+			since = time.Time{}
+			if err := s.GB28181.Rejoined(ctx); err != nil && ctx.Err() == nil {
+				s.Log.Warn("GB28181 dialogs ended while cut off: records not removed", zap.Error(err))
+			}
+			return
+		}
+		now := time.Now()
+		if since.IsZero() {
+			since = now
+		}
+		if now.Sub(since) >= timeout {
+			s.GB28181.EndDialogsCutOff(fmt.Sprintf("control node %s was cut off from the cluster (no leader for %s)", s.Config.NodeID, now.Sub(since).Round(time.Second)))
+		}
+	})
 }

@@ -309,12 +309,14 @@ func (p *GBPlayback) EndGB(ctx context.Context, gone gb28181.Gone) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	var ending []*PlaybackSession
 	for i := range ss {
-		s := &ss[i]
-		if s.State != PlaybackPlaying || !gone.Ends(s.Holder, s.NodeID, gb28181.DeviceID(s.DeviceID)) {
-			continue
+		if s := &ss[i]; s.State == PlaybackPlaying && gone.Ends(s.Holder, s.NodeID, gb28181.DeviceID(s.DeviceID)) {
+			ending = append(ending, s)
 		}
+	}
+	// Concurrently, as the live sessions (Dispatcher.EndGB).
+	return eachAtMost(ending, endGBAtOnce, func(s *PlaybackSession) error {
 		p.mu.Lock()
 		delete(p.live, s.SessionID)
 		delete(p.byCall, s.CallID)
@@ -324,10 +326,10 @@ func (p *GBPlayback) EndGB(ctx context.Context, gone gb28181.Gone) error {
 			live.session = nil
 		}
 		if err := p.end(ctx, s, live, gone.Reason); err != nil && !errors.Is(err, ErrPlaybackEnded) {
-			errs = append(errs, err)
+			return err
 		}
-	}
-	return errors.Join(errs...)
+		return nil
+	})
 }
 
 // undo sends the BYE, closes the RTP server and releases the port; each

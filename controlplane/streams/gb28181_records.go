@@ -155,11 +155,15 @@ func (d *Dispatcher) EndGB(ctx context.Context, gone gb28181.Gone) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	var ending []gbLiveRecord
 	for _, r := range rs {
-		if !gone.Ends(r.Holder, "", gb28181.DeviceID(r.DeviceID)) {
-			continue
+		if gone.Ends(r.Holder, "", gb28181.DeviceID(r.DeviceID)) {
+			ending = append(ending, r)
 		}
+	}
+	// Concurrently: a device gone silent answers none of its BYEs, and
+	// each waits for its timeout.
+	return eachAtMost(ending, endGBAtOnce, func(r gbLiveRecord) error {
 		d.gb.mu.Lock()
 		if l := d.gb.m[r.ChannelID]; l != nil && l.cmd.CommandID == r.CommandID {
 			delete(d.gb.m, r.ChannelID)
@@ -175,8 +179,8 @@ func (d *Dispatcher) EndGB(ctx context.Context, gone gb28181.Gone) error {
 		// closed); one still waiting for media is counted here.
 		if _, err := d.Channels.RecordFailedStart(ctx, system, r.ChannelID, r.CommandID, "GB28181 session ended: "+gone.Reason); err != nil &&
 			!errors.Is(err, channels.ErrNotFound) {
-			errs = append(errs, fmt.Errorf("channel %s: %w", r.ChannelID, err))
+			return fmt.Errorf("channel %s: %w", r.ChannelID, err)
 		}
-	}
-	return errors.Join(errs...)
+		return nil
+	})
 }

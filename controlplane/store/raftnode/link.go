@@ -54,6 +54,7 @@ type linkMux struct {
 	lastWarn   atomic.Int64
 	closeOnce  sync.Once
 	closed     chan struct{}
+	conns      linkConns
 }
 
 // maxHandshakes bounds concurrent handshakes from unauthenticated peers.
@@ -179,10 +180,14 @@ func (m *linkMux) handshake(raw net.Conn) {
 	if kind == streamForward {
 		target = m.fwdConns
 	}
+	tc, err := m.track(c)
+	if err != nil {
+		return
+	}
 	select {
-	case target <- c:
+	case target <- tc:
 	case <-m.closed:
-		c.Close()
+		tc.Close()
 	}
 }
 
@@ -218,6 +223,9 @@ func (m *linkMux) serverSide(c *tls.Conn) (byte, error) {
 
 // dial opens an authenticated stream of the given kind to a peer.
 func (m *linkMux) dial(ctx context.Context, addr string, kind byte) (net.Conn, error) {
+	if m.isCut() {
+		return nil, errLinkCut
+	}
 	d := &net.Dialer{Timeout: handshakeLimit}
 	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -234,7 +242,7 @@ func (m *linkMux) dial(ctx context.Context, addr string, kind byte) (net.Conn, e
 		return nil, err
 	}
 	raw.SetDeadline(time.Time{})
-	return c, nil
+	return m.track(c)
 }
 
 func (m *linkMux) clientSide(c *tls.Conn, kind byte) error {

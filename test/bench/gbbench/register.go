@@ -41,13 +41,15 @@ type regResult struct {
 
 // The device: REGISTER, 401, REGISTER with digest, 200, then a keep-alive
 // every interval. "full" times the first REGISTER to the 200 (two round
-// trips), "auth" the REGISTER carrying the digest to its 200. SIPp runs
-// without its retransmissions (-nr): it answers a duplicate response by
-// resending its last request, and with the platform's transactions
-// answering each resend, one retransmitted keep-alive became an endless
-// exchange of thousands of messages a second. A REGISTER without an answer
-// in 5 s is sent again (the time restarts); a keep-alive without one in
-// 10 s is given up and the next is sent on time.
+// trips), "auth" the REGISTER carrying the digest to its 200. SIPp
+// retransmits unanswered requests (T1 500 ms). Its keep-alives come from
+// one place in a loop, so all carry the same Via branch: the platform
+// used to take each for a retransmission of the previous one and resend
+// the old 200, which SIPp answered by resending its keep-alive, an
+// endless exchange (the bench ran with -nr until the platform told the
+// two apart; see controlplane/gb28181/branches.go). A REGISTER without an
+// answer in 5 s is sent again (the time restarts); a keep-alive without
+// one in 10 s is given up and the next is sent on time.
 const regScenario = `<?xml version="1.0" encoding="ISO-8859-1" ?>
 <!DOCTYPE scenario SYSTEM "sipp.dtd">
 <scenario name="gbbench device">
@@ -184,7 +186,7 @@ func registrations(dir string, c regConfig) (regResult, error) {
 	sipp, err := p.start(sippDir, "sipp", "-sf", "device.xml", "-oocsf", "answers.xml", "-inf", "devices.csv", "-t", "un",
 		"-max_socket", strconv.Itoa(c.devices+100), "-r", strconv.Itoa(c.rate), "-m", strconv.Itoa(c.devices), "-l", strconv.Itoa(c.devices),
 		"-i", "127.0.0.1", "-p", strconv.Itoa(freeUDPPort()), "-trace_rtt", "-rtt_freq", "1", "-trace_stat", "-stf", "stat.csv", "-fd", "5",
-		"-trace_err", "-nr", "-recv_timeout", "30000", "-nostdin", "-timeout", strconv.Itoa(int(c.keepalive.Seconds())*c.rounds+300)+"s", sipAddr)
+		"-trace_err", "-recv_timeout", "30000", "-nostdin", "-timeout", strconv.Itoa(int(c.keepalive.Seconds())*c.rounds+300)+"s", sipAddr)
 	if err != nil {
 		return r, err
 	}
@@ -347,8 +349,8 @@ func (r regResult) markdown(w *strings.Builder) {
 	fmt.Fprintf(w, "### Device registrations and keep-alives\n\n")
 	fmt.Fprintf(w, "%d SIPp devices (`sipp -t un`: one UDP socket and port each, ids from an injection file) register with the control "+
 		"node's SIP server (in this process, defaults: 60 s x 3 offline window) at %d new devices a second: REGISTER, 401, REGISTER with "+
-		"the MD5 digest, 200; the platform's catalog query on registering is answered 200. SIPp runs without its own retransmissions "+
-		"(`-nr`; it answers a duplicate response by resending its last request, which against a transaction layer never stops): a REGISTER "+
+		"the MD5 digest, 200; the platform's catalog query on registering is answered 200. SIPp retransmits unanswered requests "+
+		"(T1 500 ms; its keep-alives all carry one Via branch, which the platform tells from a retransmission by the CSeq): a REGISTER "+
 		"unanswered for 5 s is sent again, a keep-alive unanswered for 10 s is given up. Then each device sends a MANSCDP `Keepalive` "+
 		"every %s, %d times (%s). SIPp traces each device's response times (`-trace_rtt`); the devices in `offline` are polled every 5 s "+
 		"(`GET /api/v2/gb28181/devices?status=offline`) and the outbox is searched for `device.gb28181.offline` at the end. The control "+

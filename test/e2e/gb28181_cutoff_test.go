@@ -1,0 +1,113 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/gb28181"
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
+)
+
+// TestGB28181CutOffHolderEndsItsDialogs: three control nodes; a SIPp
+// camera registers with a follower (the holder) and a live session,
+// started through the other follower, has its dialog there. The holder's
+// internal link is then cut (the process, its SIP port and the camera go
+// on): the leader gives up on it and ends the session without a BYE (the
+// RTP lease released, the dialog record gone), and the holder, having
+// heard from no leader for the holder timeout, sends the camera the BYE
+// itself and forgets the dialog. Let back in, the holder catches up and
+// takes nothing back: no dialog in its memory or in the records, no
+// second BYE, and the camera is online again through its keep-alives.
+func TestGB28181CutOffHolderEndsItsDialogs(t *testing.T) {
+	const (
+		deviceID  = "34020000001320000010"
+		channelID = "34020000001310000010"
+		domain    = "3402000000"
+		platform  = "34020000002000000001"
+	)
+	bin := svcbin.Build(t)
+	pw := filepath.Join(t.TempDir(), "gb-password")
+	if err := os.WriteFile(pw, []byte("camera-pass"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	speaker, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer speaker.Close()
+	g := startGBCluster(t, "gc", pw, domain, platform, func(c *config.Config) { c.GB28181RTPTimeout = 5 * time.Minute })
+	holder, via := g.holder, g.via
+	media := &controlNode{t: t, s: via.S, api: via.URL}
+	media.token = media.newToken("*")
+	media.startMediaHost(bin, "media-1")
+	dir, sippLog := startSIPpCamera(t, g.sip[holder], "gb28181_fault_answer.xml", deviceID, channelID, platform, domain,
+		"-key", "audioport", strconv.Itoa(speaker.LocalAddr().(*net.UDPAddr).Port))
+	testkit.Eventually(t, 60*time.Second, "the camera registered with the holder and its channel seen through via", func() bool {
+		r := via.Get("/api/v2/channels?deviceId="+deviceID, via.Token("channels.view"))
+		var list struct{ Total int }
+		return r.Status == 200 && json.Unmarshal(r.Body, &list) == nil && list.Total == 1
+	})
+	byes := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "bye.txt"))
+		return len(strings.Fields(string(b)))
+	}
+	dialogs := func(st store.Store) int {
+		ds, err := gb28181.ChannelDialogs(context.Background(), st, deviceID, channelID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ds)
+	}
+	gbLeases := func() int {
+		var list struct{ Rows []struct{ Purpose string } }
+		media.call("GET", "/api/v2/node/rtp/leases?status=active&mediaServerId=media-1", nil, &list)
+		n := 0
+		for _, l := range list.Rows {
+			if l.Purpose == "gb28181" {
+				n++
+			}
+		}
+		return n
+	}
+	control := via.Token("devices.control")
+	live := []byte(`{"deviceId":"` + deviceID + `","channelId":"` + channelID + `","mediaServerId":"media-1"}`)
+	if r := via.Do("POST", "/api/v2/gb28181/live/invite", control, "application/json", live); r.Status != 200 {
+		t.Fatalf("live invite: %d %s\n%s", r.Status, r.Body, sippLog())
+	}
+	liveInviteAtCamera(t, dir)
+	testkit.Eventually(t, 60*time.Second, "the dialog held by the holder, its RTP port leased", func() bool {
+		return holder.S.GB28181.HeldDialogs() == 1 && dialogs(via.S.Node) == 1 && gbLeases() == 1
+	})
+
+	holder.S.Node.SetCutOff(true)
+	cut := time.Now()
+	testkit.Eventually(t, 90*time.Second, "the BYE from the cut-off holder at the camera, the session ended by the leader", func() bool {
+		return byes() == 1 && holder.S.GB28181.HeldDialogs() == 0 && dialogs(via.S.Node) == 0 && gbLeases() == 0
+	})
+	t.Logf("the cut-off holder's dialog ended %v after the cut", time.Since(cut).Round(time.Millisecond))
+
+	holder.S.Node.SetCutOff(false)
+	testkit.Eventually(t, 90*time.Second, "the holder back in contact and caught up, the camera online again", func() bool {
+		var dev struct{ Status string }
+		r := via.Get("/api/v2/gb28181/devices/"+deviceID, via.Token("devices.view"))
+		return holder.S.Node.InContact(time.Second) && r.Status == 200 && json.Unmarshal(r.Body, &dev) == nil && dev.Status == "online"
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := holder.S.Node.WaitForRevision(ctx, via.S.Node.Revision()); err != nil {
+		t.Fatalf("the holder catching up: %v", err)
+	}
+	if n, held, b := dialogs(holder.S.Node), holder.S.GB28181.HeldDialogs(), byes(); n != 0 || held != 0 || b != 1 {
+		t.Fatalf("after the holder came back: %d dialog records, %d dialogs held, %d BYEs at the camera\n%s", n, held, b, sippLog())
+	}
+}
