@@ -42,6 +42,7 @@ func main() {
 	stats := flag.String("stats", "", "client: where to write its counters")
 	flag.BoolVar(&pin, "pin", runtime.NumCPU() >= 2, "pin the engine to CPU 0 and the load client to CPU 1 (taskset)")
 	flag.IntVar(&niceness, "nice", 0, "run the engine and the load client at this niceness (negative needs root: other work on a shared machine then waits)")
+	svcBin := flag.String("svc", "", "the svc binary to run as the engine (default: built from this tree), for an A/B against another build")
 	flag.StringVar(&engineProfile, "engine-cpuprofile", "", "have the engine write a CPU profile to this file")
 	flag.Parse()
 	if *client {
@@ -51,7 +52,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*out, *window, *ladder); err != nil {
+	if err := run(*out, *window, *ladder, *svcBin); err != nil {
 		fmt.Fprintln(os.Stderr, "whepbench:", err)
 		os.Exit(1)
 	}
@@ -71,7 +72,7 @@ type step struct {
 	load      string
 }
 
-func run(outPath string, window time.Duration, ladderFlag string) error {
+func run(outPath string, window time.Duration, ladderFlag, svc string) error {
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
 		return fmt.Errorf("ffmpeg is required (Debian package ffmpeg; make bench installs it): %w", err)
 	}
@@ -80,9 +81,11 @@ func run(outPath string, window time.Duration, ladderFlag string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	svc := filepath.Join(dir, "svc")
-	if out, err := exec.Command("go", "build", "-o", svc, "./cmd/svc").CombinedOutput(); err != nil {
-		return fmt.Errorf("building svc (run from the repository root): %w\n%s", err, out)
+	if svc == "" {
+		svc = filepath.Join(dir, "svc")
+		if out, err := exec.Command("go", "build", "-o", svc, "./cmd/svc").CombinedOutput(); err != nil {
+			return fmt.Errorf("building svc (run from the repository root): %w\n%s", err, out)
+		}
 	}
 	clip := filepath.Join(dir, "clip.ts")
 	if out, err := exec.Command("ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25",
