@@ -102,8 +102,9 @@ type clientStats struct {
 	Bytes     uint64  `json:"bytes"`
 	FirstP50  float64 `json:"firstPacketP50Ms"`
 	FirstP99  float64 `json:"firstPacketP99Ms"`
-	// Window is set once the parent closed its window (a second SIGUSR1);
-	// DelayP50 and DelayP99 are then the window's forwarding delay.
+	// Window is set once the parent closed its window (a second SIGUSR1):
+	// Packets, Lost and Bytes are then the window's, and DelayP50 and
+	// DelayP99 its forwarding delay.
 	Window   bool    `json:"window"`
 	DelayP50 float64 `json:"delayP50Ms"`
 	DelayP99 float64 `json:"delayP99Ms"`
@@ -150,39 +151,47 @@ func runClient(url string, n int, seconds int, statsPath string) error {
 	var mu sync.Mutex
 	var firsts []time.Duration
 	pcs := make([]*webrtc.PeerConnection, n)
-	stop := make(chan struct{})
-	var stopOnce sync.Once
-	stopWriter := func() { stopOnce.Do(func() { close(stop) }) }
-	defer stopWriter()
+	// writeMu orders the periodic writes before the window's final one.
+	var writeMu sync.Mutex
+	final := false
+	snapshot := func() clientStats {
+		mu.Lock()
+		p50, p99 := pctMs(firsts, 0.5), pctMs(firsts, 0.99)
+		mu.Unlock()
+		return clientStats{Connected: int(connected.Load()), Packets: totalPackets.Load(), Lost: lostPackets(&mu), Bytes: totalBytes.Load(),
+			FirstP50: p50, FirstP99: p99}
+	}
 	go func() {
 		for {
-			select {
-			case <-stop:
+			time.Sleep(200 * time.Millisecond)
+			st := snapshot()
+			writeMu.Lock()
+			if final {
+				writeMu.Unlock()
 				return
-			case <-time.After(200 * time.Millisecond):
 			}
-			mu.Lock()
-			p50, p99 := pctMs(firsts, 0.5), pctMs(firsts, 0.99)
-			mu.Unlock()
-			_ = writeStats(statsPath, clientStats{Connected: int(connected.Load()), Packets: totalPackets.Load(), Lost: lostPackets(&mu), Bytes: totalBytes.Load(),
-				FirstP50: p50, FirstP99: p99})
+			_ = writeStats(statsPath, st)
+			writeMu.Unlock()
 		}
 	}()
-	// The parent opens and closes its window with SIGUSR1.
+	// The parent opens and closes its window with SIGUSR1; the counters
+	// are taken at each signal, so the window's are exactly the parent's.
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGUSR1)
 	go func() {
 		<-signals
 		recording.Store(true)
+		open := snapshot()
 		<-signals
 		recording.Store(false)
-		d50, d99 := forwardingDelay(&mu)
-		stopWriter()
-		mu.Lock()
-		p50, p99 := pctMs(firsts, 0.5), pctMs(firsts, 0.99)
-		mu.Unlock()
-		_ = writeStats(statsPath, clientStats{Connected: int(connected.Load()), Packets: totalPackets.Load(), Lost: lostPackets(&mu), Bytes: totalBytes.Load(),
-			FirstP50: p50, FirstP99: p99, Window: true, DelayP50: d50, DelayP99: d99})
+		st := snapshot()
+		st.Window = true
+		st.Packets, st.Lost, st.Bytes = st.Packets-open.Packets, st.Lost-open.Lost, st.Bytes-open.Bytes
+		st.DelayP50, st.DelayP99 = forwardingDelay(&mu)
+		writeMu.Lock()
+		final = true
+		_ = writeStats(statsPath, st)
+		writeMu.Unlock()
 	}()
 	// Viewers join eight at a time, as a crowd would.
 	jobs := make(chan int)

@@ -181,7 +181,9 @@ func startEngine(svc, dir, clip string) (*exec.Cmd, string, error) {
 	}
 	cfg := engineapi.Defaults()
 	cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.RTSPAddr, cfg.ControlSecretFile = "bench", freeAddr("tcp"), freeAddr("tcp"), freeAddr("tcp"), secretFile
-	cfg.RTPPortMin, cfg.RTPPortMax = 33000, 33099
+	// A range of its own, apart from another run's on the same machine.
+	cfg.RTPPortMin = 33000 + os.Getpid()%200*100
+	cfg.RTPPortMax = cfg.RTPPortMin + 99
 	cfg.WebRTC.UDPAddr, cfg.WebRTC.TCPAddr = freeAddr("udp"), ""
 	cfg.DataDir, cfg.LogLevel, cfg.DemoFile, cfg.DemoPath = dir, "error", clip, "live/bench"
 	b, err := cfg.Marshal()
@@ -248,10 +250,6 @@ func measure(self string, pid int, url string, n int, window time.Duration, stat
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(warmup)
-	before, err := readStats(statsPath)
-	if err != nil {
-		return step{}, err
-	}
 	if err := client.Process.Signal(syscall.SIGUSR1); err != nil {
 		return step{}, err
 	}
@@ -263,6 +261,7 @@ func measure(self string, pid int, url string, n int, window time.Duration, stat
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	var after clientStats
+	var err error
 	for end := time.Now().Add(30 * time.Second); ; {
 		after, err = readStats(statsPath)
 		if err == nil && after.Window {
@@ -273,8 +272,8 @@ func measure(self string, pid int, url string, n int, window time.Duration, stat
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	pkts, lost := after.Packets-before.Packets, after.Lost-before.Lost
-	st := step{viewers: n, cores: (cpu1 - cpu0) / elapsed.Seconds(), mbps: float64(after.Bytes-before.Bytes) * 8 / elapsed.Seconds() / 1e6,
+	pkts, lost := after.Packets, after.Lost
+	st := step{viewers: n, cores: (cpu1 - cpu0) / elapsed.Seconds(), mbps: float64(after.Bytes) * 8 / elapsed.Seconds() / 1e6,
 		connected: after.Connected}
 	if pkts+lost > 0 {
 		st.lossPct = 100 * float64(lost) / float64(pkts+lost)
