@@ -60,7 +60,7 @@ func newBatchConn(c *net.UDPConn) *batchConn {
 
 // ReadFromAddrPort reads a datagram (ice.AddrPortReaderWriter).
 func (b *batchConn) ReadFromAddrPort(p []byte) (int, netip.AddrPort, error) {
-	return b.UDPConn.ReadFromUDPAddrPort(p)
+	return b.ReadFromUDPAddrPort(p)
 }
 
 // WriteTo queues p for addr.
@@ -75,7 +75,7 @@ func (b *batchConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 // WriteToAddrPort queues p for addr (ice.AddrPortReaderWriter).
 func (b *batchConn) WriteToAddrPort(p []byte, addr netip.AddrPort) (int, error) {
 	if len(p) > 1500 {
-		return b.UDPConn.WriteToUDPAddrPort(p, addr)
+		return b.WriteToUDPAddrPort(p, addr)
 	}
 	d := b.bufs.Get().(*datagram)
 	n := copy(d.data[:], p)

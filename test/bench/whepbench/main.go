@@ -312,7 +312,8 @@ func report(cmd string, window time.Duration, steps []step, stopped string) stri
 		"(the source is paced by its timestamps, so this is the time a frame spent queued in the engine's fan-out and in the client beyond "+
 		"the fastest frame); first packet is the time from a viewer's offer to its first RTP packet, while the others were joining.\n\n",
 		where, window)
-	fmt.Fprintf(&b, "| viewers (receiving) | engine cores | viewers per core | delivered Mbit/s | loss | forwarding delay p50 / p99 | first packet p50 / p99 | load average |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| viewers (receiving) | engine cores | viewers per core | delivered Mbit/s | loss | forwarding delay p50 / p99 | "+
+		"first packet p50 / p99 | load average |\n|---|---|---|---|---|---|---|---|\n")
 	for _, s := range steps {
 		fmt.Fprintf(&b, "| %d (%d) | %.3f | %.0f | %.1f | %.3f%% | %.1f / %.1f ms | %.0f / %.0f ms | %s |\n", s.viewers, s.connected, s.cores,
 			float64(s.connected)/s.cores, s.mbps, s.lossPct, s.delayP50, s.delayP99, s.firstP50, s.firstP99, s.load)
