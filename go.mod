@@ -17,6 +17,7 @@ require (
 	github.com/hashicorp/raft-wal v0.4.1
 	github.com/icholy/digest v1.2.0
 	github.com/oapi-codegen/runtime v1.8.0
+	github.com/pion/dtls/v3 v3.1.15
 	github.com/pion/interceptor v0.1.51
 	github.com/pion/logging v0.2.4
 	github.com/pion/rtcp v1.2.20
@@ -90,7 +91,6 @@ require (
 	github.com/oasdiff/yaml3 v0.0.14 // indirect
 	github.com/pelletier/go-toml/v2 v2.2.4 // indirect
 	github.com/pion/datachannel v1.6.3 // indirect
-	github.com/pion/dtls/v3 v3.1.15 // indirect
 	github.com/pion/ice/v4 v4.4.8 // indirect
 	github.com/pion/mdns/v2 v2.2.2 // indirect
 	github.com/pion/randutil v0.1.0 // indirect
