@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/test/testkit"
 )
 
@@ -21,6 +22,11 @@ func TestSIPpDeviceLifecycleEmitsOnlyTransitions(t *testing.T) {
 			d, err := GetDevice(context.Background(), st, testDeviceID)
 			if err != nil || d.Status != StatusOnline || d.Transport != transport || d.NodeID != "cp1" {
 				t.Fatalf("device %+v, %v", d, err)
+			}
+			// Only the first registration wrote the record: the refreshes
+			// and keep-alives were no Raft write (no Txn touched it).
+			if kv, _, err := store.Get(context.Background(), st, deviceKey(testDeviceID), store.Local); err != nil || kv == nil || kv.Version != 1 {
+				t.Fatalf("device record after 10 refreshes and 11 keep-alives: %+v, %v (want version 1)", kv, err)
 			}
 			// Keep-alives stop: offline after the 3 s window.
 			testkit.Eventually(t, 30*time.Second, "offline", func() bool { return slices.Contains(eventNames(deviceEvents(t, st)), "offline") })

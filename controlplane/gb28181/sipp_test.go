@@ -23,6 +23,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/controlplane/store/storetest"
 )
 
@@ -40,7 +41,7 @@ const (
 // interval x count.
 func testService(t *testing.T, interval time.Duration, count int, mutate ...func(*Config)) (*Service, store.Store) {
 	t.Helper()
-	st, keys := storetest.WithKeys(t, channels.Indexes...)
+	st, keys := storetest.WithKeys(t, append([]query.Index{DeviceIndex}, channels.Indexes...)...)
 	chans := &channels.Service{Store: st, Reader: st.State(), Keys: keys}
 	cfg := DefaultConfig()
 	cfg.CatalogOnRegister = false

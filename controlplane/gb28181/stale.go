@@ -11,6 +11,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // StaleHolders is the leader's watch over the control nodes holding
@@ -22,6 +23,8 @@ import (
 // with another node then comes back there (recovered).
 type StaleHolders struct {
 	Store store.Store
+	// Reader finds the online devices other nodes hold (DeviceIndex).
+	Reader query.Reader
 	// NodeID is the leader's own id: it is alive, and it writes the events.
 	NodeID string
 	// Probe answers whether the control node is still a member and, if
@@ -64,13 +67,32 @@ func (h *StaleHolders) Sweep(ctx context.Context, now time.Time) (int, error) {
 	if h.failing == nil {
 		h.failing = map[string]time.Time{}
 	}
-	devs, err := ListDevices(ctx, h.Store)
+	// Only devices online on another node can be stale: the leader's own
+	// are alive. Reading just those keeps a sweep of a single node with
+	// 2,000 devices from decoding 2,000 records every few seconds (a
+	// sixth of the node's CPU at steady keep-alive state).
+	devs, err := query.All(ctx, h.Reader, query.Query{Index: DeviceIndex.Name,
+		Where: []query.Cond{query.Eq("status", string(StatusOnline)), query.Ne("node_id", h.NodeID)}}, query.JSON[Device])
 	if err != nil {
 		return 0, err
 	}
 	dialogs, err := store.Records[Dialog](ctx, h.Store, DialogPrefix, store.Local)
 	if err != nil {
 		return 0, err
+	}
+	// The devices of dialogs that are offline now: their dialogs end
+	// below. Dialogs are few (running sessions), so each device is read
+	// on its own.
+	offline := map[DeviceID]bool{}
+	for _, d := range dialogs {
+		if _, seen := offline[d.DeviceID]; seen {
+			continue
+		}
+		dev, err := GetDevice(ctx, h.Store, d.DeviceID)
+		if err != nil && !errors.Is(err, ErrDeviceNotFound) {
+			return 0, err
+		}
+		offline[d.DeviceID] = err == nil && dev.Status != StatusOnline
 	}
 	holders := map[string]bool{}
 	for _, d := range devs {
@@ -137,12 +159,6 @@ func (h *StaleHolders) Sweep(ctx context.Context, now time.Time) (int, error) {
 	// The dialogs of a device that went offline (its holder is alive)
 	// end too: the device no longer answers, and its sessions would
 	// otherwise wait for their RTP servers to time out, or for ever.
-	offline := map[DeviceID]bool{}
-	for _, d := range devs {
-		if d.Status != StatusOnline {
-			offline[d.DeviceID] = true
-		}
-	}
 	ended := map[DeviceID]bool{}
 	for _, d := range dialogs {
 		if offline[d.DeviceID] && !ended[d.DeviceID] && why[d.NodeID] == "" {

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/storetest"
 )
 
@@ -21,7 +22,7 @@ import (
 // are. Each device gets one offline event with the reason; later sweeps
 // write nothing (rule 7).
 func TestStaleHoldersMarkDevicesOffline(t *testing.T) {
-	st := storetest.SingleNode(t)
+	st := storetest.SingleNode(t, DeviceIndex)
 	ctx := context.Background()
 	put := func(id, node string, status Status) {
 		op, err := store.PutRecord(deviceKey(DeviceID(id)), Device{DeviceID: DeviceID(id), Direction: DirectionInbound, Status: status, NodeID: node, Transport: "udp"})
@@ -38,7 +39,7 @@ func TestStaleHoldersMarkDevicesOffline(t *testing.T) {
 	put("34020000001320000004", "leader", StatusOnline)
 	put("34020000001320000005", "silent", StatusOffline)
 	probed := map[string]int{}
-	h := &StaleHolders{Store: st, NodeID: "leader", Timeout: 30 * time.Second, Log: zaptest.NewLogger(t),
+	h := &StaleHolders{Store: st, Reader: st.State(), NodeID: "leader", Timeout: 30 * time.Second, Log: zaptest.NewLogger(t),
 		Probe: func(_ context.Context, n string) (bool, error) {
 			probed[n]++
 			switch n {
@@ -114,7 +115,7 @@ func TestHolderMarkedStaleRecoversOnNextKeepalive(t *testing.T) {
 	if _, err := s.register(testDeviceID, "udp", addr, 3600, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	h := &StaleHolders{Store: st, NodeID: "leader", Timeout: time.Second, Log: zaptest.NewLogger(t),
+	h := &StaleHolders{Store: st, Reader: st.(*raftnode.Node).State(), NodeID: "leader", Timeout: time.Second, Log: zaptest.NewLogger(t),
 		Probe: func(context.Context, string) (bool, error) { return false, nil }}
 	if n, err := h.Sweep(ctx, time.Now()); err != nil || n != 1 {
 		t.Fatalf("sweep: %d, %v", n, err)
@@ -153,7 +154,7 @@ func TestHolderMarkedStaleRecoversOnNextKeepalive(t *testing.T) {
 // offline on a live holder has its dialogs ended too; a live holder's
 // dialogs of an online device stay.
 func TestStaleHolderSessionsEnd(t *testing.T) {
-	st := storetest.SingleNode(t)
+	st := storetest.SingleNode(t, DeviceIndex)
 	ctx := context.Background()
 	put := func(key string, v any) {
 		op, err := store.PutRecord(key, v)
@@ -175,7 +176,7 @@ func TestStaleHolderSessionsEnd(t *testing.T) {
 	put(dialogKey(offAlive, ch, "c4"), Dialog{CallID: "c4", DeviceID: offAlive, ChannelID: ch, NodeID: "alive"})
 	var told []Gone
 	fail := true
-	h := &StaleHolders{Store: st, NodeID: "leader", Timeout: 30 * time.Second, Log: zaptest.NewLogger(t),
+	h := &StaleHolders{Store: st, Reader: st.State(), NodeID: "leader", Timeout: 30 * time.Second, Log: zaptest.NewLogger(t),
 		Probe: func(_ context.Context, n string) (bool, error) { return n != "gone", nil },
 		End: []func(context.Context, Gone) error{func(_ context.Context, g Gone) error {
 			told = append(told, g)

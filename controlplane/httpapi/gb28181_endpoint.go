@@ -11,12 +11,15 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/controlplane/streams"
 )
 
 // gb28181Endpoints serves the GB28181 device registry.
 type gb28181Endpoints struct {
 	store store.Store
+	// reader answers the device list from the status index.
+	reader query.Reader
 	// gb is the node's SIP server and playback its history playback
 	// sessions, nil when it runs none.
 	gb       *gb28181.Service
@@ -29,19 +32,17 @@ type gb28181Endpoints struct {
 // ListGb28181Devices answers GET /api/v2/gb28181/devices.
 func (e *gb28181Endpoints) ListGb28181Devices(ctx context.Context, r contract.ListGb28181DevicesRequestObject) (contract.ListGb28181DevicesResponseObject, error) {
 	page, size := int(deref(r.Params.Page, 1)), int(deref(r.Params.PageSize, 50))
-	all, err := gb28181.ListDevices(requestContext(ctx), e.store)
+	var status gb28181.Status
+	if r.Params.Status != nil {
+		status = gb28181.Status(*r.Params.Status)
+	}
+	rows, total, err := gb28181.DevicePage(requestContext(ctx), e.reader, status, page, size)
 	if err != nil {
 		return nil, err
 	}
-	var rows []gb28181.Device
-	for _, d := range all {
-		if r.Params.Status == nil || string(d.Status) == string(*r.Params.Status) {
-			rows = append(rows, d)
-		}
-	}
-	out := contract.ListGb28181Devices200JSONResponse{Page: int32(page), PageSize: int32(size), Total: int64(len(rows)), Rows: []contract.Gb28181Device{}}
-	for i := (page - 1) * size; i < len(rows) && i < page*size; i++ {
-		out.Rows = append(out.Rows, deviceOut(rows[i]))
+	out := contract.ListGb28181Devices200JSONResponse{Page: int32(page), PageSize: int32(size), Total: total, Rows: []contract.Gb28181Device{}}
+	for _, d := range rows {
+		out.Rows = append(out.Rows, deviceOut(d))
 	}
 	return out, nil
 }

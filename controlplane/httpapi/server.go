@@ -199,7 +199,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		channelEndpoints: &channelEndpoints{channels: d.Channels, gb: d.GB28181, store: d.Node},
 		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
 		talkEndpoints:    talkEP,
-		gb28181Endpoints: &gb28181Endpoints{store: d.Node, gb: d.GB28181, playback: d.GBPlayback, leases: d.Playback, channels: d.Channels,
+		gb28181Endpoints: &gb28181Endpoints{store: d.Node, reader: d.Node.State(), gb: d.GB28181, playback: d.GBPlayback, leases: d.Playback, channels: d.Channels,
 			nodes: d.Nodes},
 		webhookEndpoints: &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},
 		lifecycleEndpoints: &lifecycleEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers, authority: d.Authority,

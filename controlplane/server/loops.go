@@ -96,7 +96,7 @@ func (s *Server) loops() []loop {
 			})
 		}},
 		{name: "GB28181 stale holders", leader: true, run: func(ctx context.Context) {
-			h := &gb28181.StaleHolders{Store: node, NodeID: cfg.NodeID, Probe: s.probeMember, Timeout: cfg.GB28181HolderTimeout, Log: log.Named("gb28181"),
+			h := &gb28181.StaleHolders{Store: node, Reader: node.State(), NodeID: cfg.NodeID, Probe: s.probeMember, Timeout: cfg.GB28181HolderTimeout, Log: log.Named("gb28181"),
 				End: s.gbSessionEnders()}
 			h.Run(ctx, min(cfg.GB28181HolderTimeout/3, 5*time.Second))
 		}},
