@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -181,7 +182,7 @@ func (s *Service) recordPage(id DeviceID, m Manscdp) {
 			continue // a page sent twice
 		}
 		run.seen[key] = true
-		run.q.Records = append(run.q.Records, RecordSpan{RecordID: strconv.Itoa(len(run.q.Records) + 1), Name: it.Name,
+		run.q.Records = append(run.q.Records, RecordSpan{Name: it.Name,
 			StartTime: start.UTC(), EndTime: end.UTC(), Type: it.Type, Secrecy: it.Secrecy, FileSize: it.FileSize})
 	}
 	done := len(run.q.Records) >= run.q.SumNum
@@ -206,6 +207,18 @@ func (s *Service) finishRecords(run *recordRun) {
 	delete(s.records, run.q.SN)
 	q := run.q
 	s.mu.Unlock()
+	// Pages are handled as they arrive, possibly at once: the result is
+	// ordered by time, not by which page's handler ran first, and numbered
+	// in that order.
+	slices.SortStableFunc(q.Records, func(a, b RecordSpan) int {
+		if c := a.StartTime.Compare(b.StartTime); c != 0 {
+			return c
+		}
+		return a.EndTime.Compare(b.EndTime)
+	})
+	for i := range q.Records {
+		q.Records[i].RecordID = strconv.Itoa(i + 1)
+	}
 	q.State = QueryIncomplete
 	if q.SumNum > 0 && len(q.Records) >= q.SumNum {
 		q.State = QuerySucceeded
