@@ -62,25 +62,27 @@ type File struct {
 }
 
 // FileIndex serves the file listing: the filters and the time
-// intersection (start_ms, end_ms).
+// intersection (start_ms, end_ms, and span_ms, each file's length, which
+// bounds how far back before a range a file that meets it can start).
+// stream_id and channel_id are searched through the composite trees they
+// lead, so they need no tree of their own.
 var FileIndex = query.Index{Name: "recording_files", Prefix: FilePrefix, Columns: []query.Column{
 	{Name: "media_server_id", Type: "TEXT", Path: "$.mediaServerId"},
 	{Name: "node_id", Type: "TEXT", Path: "$.nodeId", NoIndex: true},
-	{Name: "channel_id", Type: "TEXT", Path: "$.channelId"},
+	{Name: "channel_id", Type: "TEXT", Path: "$.channelId", NoIndex: true},
 	{Name: "app", Type: "TEXT", Path: "$.app", NoIndex: true},
-	{Name: "stream_id", Type: "TEXT", Path: "$.streamId"},
+	{Name: "stream_id", Type: "TEXT", Path: "$.streamId", NoIndex: true},
 	{Name: "file_state", Type: "TEXT", Path: "$.fileState", NoIndex: true},
 	{Name: "record_date", Type: "TEXT", Path: "$.recordDate", NoIndex: true},
 	{Name: "source_hook", Type: "TEXT", Path: "$.sourceHook", NoIndex: true},
 	{Name: "index_source", Type: "TEXT", Path: "$.indexSource", NoIndex: true},
 	{Name: "start_ms", Type: "INTEGER", Path: "$.startMs"},
 	{Name: "end_ms", Type: "INTEGER", Path: "$.endMs", NoIndex: true},
+	{Name: "span_ms", Type: "INTEGER", Path: "$.endMs", MinusPath: "$.startMs"},
 	{Name: "fallback", Type: "INTEGER", Path: "$.fallback", NoIndex: true},
-}, Composite: [][]string{{"stream_id", "start_ms", "end_ms", "file_state"}, {"channel_id", "start_ms", "end_ms", "file_state"}}}
-
-// MaxFileDuration bounds a file's length (the engine's segment duration
-// is at most 24 h): the time query narrows the start_ms index to files
-// that started at most this long before the range.
-const MaxFileDuration = 25 * time.Hour
+}, Composite: [][]string{
+	{"stream_id", "start_ms", "end_ms", "file_state"}, {"channel_id", "start_ms", "end_ms", "file_state"},
+	{"stream_id", "span_ms"}, {"channel_id", "span_ms"},
+}}
 
 func fileKey(id string) string { return FilePrefix + id }

@@ -3,6 +3,7 @@ package recording
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/store/query"
@@ -37,12 +38,14 @@ func pageSize(n int) int {
 
 // Files lists one page of files, oldest media first, and the total.
 //
-// The time intersection is start_ms < end AND end_ms > start. Bounding
-// start_ms below by start - MaxFileDuration turns the query into one range
-// scan of the files that began in [start - 25 h, end); for one stream or
-// channel the composite trees (stream_id or channel_id, start_ms, end_ms,
-// file_state) hold every column the query tests, so it reads that
-// stream's index entries alone, whatever the table's size.
+// The time intersection is start_ms < end AND end_ms > start, which
+// query.Overlaps bounds below by start minus the longest file of the
+// stream or channel (of all files when neither is given): one range scan
+// of the files that began in [start - longest, end), each of which can
+// meet the range, instead of every file of the 25 hours before it. For one
+// stream or channel the composite trees (stream_id or channel_id,
+// start_ms, end_ms, file_state) hold every column the query tests, and
+// (stream_id or channel_id, span_ms) gives the longest file in one step.
 func (s *Service) Files(ctx context.Context, f FileFilter) ([]File, int64, error) {
 	var where query.Where
 	eq := where.EqIfSet
@@ -61,10 +64,14 @@ func (s *Service) Files(ctx context.Context, f FileFilter) ([]File, int64, error
 	if f.Start != nil && f.End != nil && !f.Start.Before(*f.End) {
 		return nil, 0, fmt.Errorf("%w: startTime must be before endTime", ErrInvalidQuery)
 	}
-	if f.Start != nil {
-		where.Add(query.Gt("end_ms", f.Start.UnixMilli()), query.Ge("start_ms", f.Start.Add(-MaxFileDuration).UnixMilli()))
-	}
-	if f.End != nil {
+	switch {
+	case f.Start != nil:
+		to := int64(math.MaxInt64)
+		if f.End != nil {
+			to = f.End.UnixMilli()
+		}
+		where.Add(query.Overlaps("start_ms", "end_ms", "span_ms", f.Start.UnixMilli(), to))
+	case f.End != nil:
 		where.Add(query.Lt("start_ms", f.End.UnixMilli()))
 	}
 	return query.Page(ctx, s.Reader, query.Query{Index: FileIndex.Name, Where: where, Order: []query.Order{query.Asc("start_ms")}},

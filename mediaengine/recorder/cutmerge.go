@@ -26,7 +26,9 @@ import (
 // where they do not (a gap without recording, or a stream that began
 // again), the decode times of what follows are moved to continue the
 // output without a gap. Otherwise only the tfdt and mfhd fields of each
-// moof are rewritten.
+// moof are rewritten. Like a finished recording, the output carries an
+// sidx per track after its init (sidx.go), so a player seeks in it over
+// HTTP Range with one read of the index, and a sidecar index.
 
 // CutMergeDir is the directory under the root that holds outputs, named
 // by task id; they are findable and deletable by that id like files.
@@ -125,9 +127,20 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 		return res, fmt.Errorf("%w: the spans hold no media", ErrCutMerge)
 	}
 	scales := map[uint32]uint32{}
+	tracks := map[uint32]indexTrack{}
 	for _, t := range head.Tracks {
 		scales[t.ID] = t.Timescale
+		tracks[t.ID] = t
 	}
+	// The index's space holds a reference per keyframe part (trimming
+	// only drops parts), one more for a first part without a keyframe.
+	refs := 1
+	for _, c := range parts {
+		if c.part.Key {
+			refs++
+		}
+	}
+	space := int64(len(head.Tracks)) * sidxSpace(refs)
 	rel := filepath.Join(CutMergeDir, id+".mp4")
 	abs := filepath.Join(r.root, rel)
 	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
@@ -142,14 +155,18 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 	var idx bytes.Buffer
 	start := res.StartTime.UTC()
 	h := indexLine{T: lineHead, V: indexVersion, FileID: id, Vhost: head.Vhost, App: head.App, Stream: head.Stream, StartTime: &start,
-		InitSize: int64(len(init)), Tracks: head.Tracks}
+		InitSize: int64(len(init)), SidxSpace: space, Tracks: head.Tracks}
 	if err := appendLine(&idx, h); err != nil {
 		return res, err
 	}
-	if _, err := out.Write(init); err != nil {
+	reserved := make([]byte, space)
+	copy(reserved, freeBox(space))
+	if _, err := out.Write(append(init, reserved...)); err != nil {
 		return res, err
 	}
-	size := int64(len(init))
+	size := int64(len(init)) + space
+	var sidxParts []sidxPart
+	sidxEnds := map[uint32]uint64{}
 	video := uint32(0) // the track a gap is measured on: video, else the first
 	for _, t := range head.Tracks {
 		if video == 0 || media.Codec(t.Codec).Kind() == media.KindVideo {
@@ -206,6 +223,14 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 		if _, err := out.Write(b); err != nil {
 			return res, err
 		}
+		spans, err := moofSpans(b, tracks)
+		if err != nil {
+			return res, fmt.Errorf("recorder: fragment at %d of %s: %w", c.part.Offset, filepath.Base(c.path), err)
+		}
+		sidxParts = append(sidxParts, sidxPart{off: size, size: int64(len(b)), key: c.part.Key, bases: spans})
+		for _, sp := range spans {
+			sidxEnds[sp.id] = max(sidxEnds[sp.id], sp.end)
+		}
 		var dur time.Duration
 		for id, tt := range times {
 			ends[id] = tt.start - shift + tt.dur
@@ -222,6 +247,9 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 		i++
 	}
 	res.Size = size
+	if err := writeSidx(out, sidxParts, head.Tracks, sidxEnds, int64(len(init)), space); err != nil {
+		return res, err
+	}
 	if err := out.Sync(); err != nil {
 		return res, err
 	}
@@ -243,6 +271,25 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 	}
 	r.addFile(id, rel)
 	return res, nil
+}
+
+// moofSpans reads the decode times of the tracks with samples in a
+// fragment (moof+mdat), as written: what the segment index refers to.
+func moofSpans(frag []byte, tracks map[uint32]indexTrack) ([]trackSpan, error) {
+	if len(frag) < 8 || string(frag[4:8]) != "moof" || int(binary.BigEndian.Uint32(frag)) > len(frag) {
+		return nil, fmt.Errorf("%w: a fragment not starting with a moof", fmp4.ErrBox)
+	}
+	fr, err := parseMoof(frag[:binary.BigEndian.Uint32(frag)], tracks)
+	if err != nil {
+		return nil, err
+	}
+	spans := fr.spans[:0]
+	for _, sp := range fr.spans {
+		if sp.end > sp.base {
+			spans = append(spans, sp)
+		}
+	}
+	return spans, nil
 }
 
 func readAt(path string, off, n int64) ([]byte, error) {

@@ -54,6 +54,10 @@ type Column struct {
 	// (substring searches, yes/no flags) without a search tree of its own,
 	// which every new record would otherwise have to write.
 	NoIndex bool
+	// MinusPath, when set, makes the column the number at Path minus the
+	// number at MinusPath: an interval's length from its two ends, which
+	// Overlaps reads to bound its scan (NULL when either is missing).
+	MinusPath string
 }
 
 // Key is the column every index has: the record's key.
@@ -79,6 +83,7 @@ const (
 	OpNotNull
 	OpAnyOf // any of Any holds
 	OpAllOf // every one of Any holds
+	OpOverlaps
 )
 
 // Cond is one condition on an index row. Build them with the functions
@@ -88,6 +93,9 @@ type Cond struct {
 	Op     Op
 	Values []any
 	Any    []Cond
+	// With names the other columns a condition reads (Overlaps: the end
+	// and the span).
+	With []string
 }
 
 // Eq holds when column equals v.
@@ -129,6 +137,18 @@ func IsNull(column string) Cond { return Cond{Column: column, Op: OpIsNull} }
 
 // NotNull holds when the record has a value at the column's path.
 func NotNull(column string) Cond { return Cond{Column: column, Op: OpNotNull} }
+
+// Overlaps holds when a row's interval [start, end) meets [from, to):
+// start < to and end > from. span names the column declared as end minus
+// start (Path of end, MinusPath of start). The store bounds start from
+// below by from minus the longest span among the rows that can match (of
+// the stream or channel an Eq of the same query names, when a composite
+// tree (that column, span) exists, else of the whole index), so a range
+// scan of start reads only rows that can meet the range, however long the
+// longest interval anywhere could be.
+func Overlaps(start, end, span string, from, to int64) Cond {
+	return Cond{Column: start, Op: OpOverlaps, Values: []any{from, to}, With: []string{end, span}}
+}
 
 // AnyOf holds when at least one of cs holds.
 func AnyOf(cs ...Cond) Cond { return Cond{Op: OpAnyOf, Any: cs} }

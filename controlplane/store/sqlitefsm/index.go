@@ -60,6 +60,9 @@ func validate(s IndexSpec) error {
 		if !pathRe.MatchString(c.Path) {
 			return fmt.Errorf("index %q: column %q has bad JSON path %q", s.Name, c.Name, c.Path)
 		}
+		if c.MinusPath != "" && (!pathRe.MatchString(c.MinusPath) || c.Type == query.Text) {
+			return fmt.Errorf("index %q: column %q: a difference needs a number type and a JSON path, got %s and %q", s.Name, c.Name, c.Type, c.MinusPath)
+		}
 	}
 	for _, tree := range s.Composite {
 		if len(tree) < 2 {
@@ -84,6 +87,9 @@ func fingerprint(s IndexSpec) string {
 	fmt.Fprintf(h, "%s|%s|layout %d", s.Name, s.Prefix, indexLayout)
 	for _, c := range s.Columns {
 		fmt.Fprintf(h, "|%s:%s:%s:%v", c.Name, c.Type, c.Path, c.NoIndex)
+		if c.MinusPath != "" {
+			fmt.Fprintf(h, ":-%s", c.MinusPath)
+		}
 	}
 	for _, tree := range s.Composite {
 		fmt.Fprintf(h, "|(%s)", strings.Join(tree, ","))
@@ -111,7 +117,11 @@ func createDDL(s IndexSpec) []string {
 // extract is the column's value in the JSON value argument v: values that
 // are not valid JSON index as NULL instead of failing the transaction.
 func extract(c IndexColumn, v string) string {
-	return fmt.Sprintf("CASE WHEN json_valid(%s) THEN json_extract(%s, '%s') END", v, v, c.Path)
+	value := fmt.Sprintf("json_extract(%s, '%s')", v, c.Path)
+	if c.MinusPath != "" {
+		value += fmt.Sprintf(" - json_extract(%s, '%s')", v, c.MinusPath)
+	}
+	return fmt.Sprintf("CASE WHEN json_valid(%s) THEN %s END", v, value)
 }
 
 // upsertSQL writes rows index rows from kv values, each given as two

@@ -84,7 +84,7 @@ func where(s IndexSpec, conds []query.Cond, using string) (string, []any, error)
 	parts := make([]string, 0, len(conds))
 	var args []any
 	for _, c := range conds {
-		sqlText, a, err := cond(s, c)
+		sqlText, a, err := cond(s, c, conds)
 		if err != nil {
 			return "", nil, err
 		}
@@ -99,7 +99,12 @@ func where(s IndexSpec, conds []query.Cond, using string) (string, []any, error)
 
 var comparisons = map[query.Op]string{query.OpEq: "=", query.OpNe: "!=", query.OpLt: "<", query.OpLe: "<=", query.OpGt: ">", query.OpGe: ">="}
 
-func cond(s IndexSpec, c query.Cond) (string, []any, error) {
+// cond renders one condition; top are the query's conditions (an Overlaps
+// takes its bound's scope from them).
+func cond(s IndexSpec, c query.Cond, top []query.Cond) (string, []any, error) {
+	if c.Op == query.OpOverlaps {
+		return overlaps(s, c, top)
+	}
 	if c.Op == query.OpAnyOf || c.Op == query.OpAllOf {
 		joiner, empty := " OR ", "0"
 		if c.Op == query.OpAllOf {
@@ -111,7 +116,7 @@ func cond(s IndexSpec, c query.Cond) (string, []any, error) {
 		parts := make([]string, 0, len(c.Any))
 		var args []any
 		for _, sub := range c.Any {
-			sqlText, a, err := cond(s, sub)
+			sqlText, a, err := cond(s, sub, top)
 			if err != nil {
 				return "", nil, err
 			}
