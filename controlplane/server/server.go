@@ -67,7 +67,8 @@ import (
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
 var IndexSpecs = append([]query.Index{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex,
-	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex, rooms.Index, rooms.RecordingIndex, rooms.CompositeIndex, gb28181.DeviceIndex}, append(channels.Indexes, recording.Indexes...)...)
+	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex, rooms.Index, rooms.RecordingIndex, rooms.CompositeIndex,
+	gb28181.DeviceIndex}, append(channels.Indexes, recording.Indexes...)...)
 
 // AuthContactWindow is how long a follower keeps deciding on credentials
 // after it last heard from the leader.
