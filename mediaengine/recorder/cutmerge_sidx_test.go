@@ -1,16 +1,10 @@
 package recorder
 
 import (
-	"context"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"sort"
-	"strconv"
 	"testing"
 	"time"
 
@@ -106,30 +100,7 @@ func TestCutMergeOutputSeeksByItsSegmentIndex(t *testing.T) {
 		t.Fatalf("ffprobe reads %d packets with the index and %d, not the same, without", len(probe.Packets), len(p.Packets))
 	}
 
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		p := abs
-		if req.URL.Path == "/bare.mp4" {
-			p = bare
-		}
-		http.ServeFile(w, req, p)
-	}))
-	defer srv.Close()
-	stats := regexp.MustCompile(`Statistics: (\d+) bytes read, (\d+) seeks`)
-	seek := func(name string) (read, seeks int64) {
-		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-		defer cancel()
-		url := srv.URL + "/" + name
-		out, err := exec.CommandContext(ctx, "ffmpeg", "-v", "verbose", "-nostdin", "-ss", "20", "-i", url, "-frames:v", "1", "-f", "null", "-").CombinedOutput()
-		m := stats.FindSubmatch(out)
-		if err != nil || m == nil {
-			t.Fatalf("ffmpeg -ss 20 -i %s: %v: %s", url, err, out)
-		}
-		read, _ = strconv.ParseInt(string(m[1]), 10, 64)
-		seeks, _ = strconv.ParseInt(string(m[2]), 10, 64)
-		return read, seeks
-	}
-	with, seeks := seek("out.mp4")
-	without, seeksWithout := seek("bare.mp4")
+	with, seeks, without, seeksWithout := seekOverRange(t, abs, bare, 20)
 	t.Logf("ffmpeg -ss 20 over Range read %d bytes of %d (%d seeks) with the index, %d (%d seeks) without", with, len(b), seeks, without, seeksWithout)
 	if with > int64(len(b))/4 || without <= int64(len(b))/2 {
 		t.Fatalf("ffmpeg read %d bytes of %d to seek with the index, %d without", with, len(b), without)

@@ -60,33 +60,8 @@ func TestFinishedFileSeeksByItsSegmentIndex(t *testing.T) {
 		t.Fatalf("ffprobe reads %d packets with the index and %d, not the same, without", len(probes[0].Packets), len(p.Packets))
 	}
 
-	// ffmpeg -ss over HTTP Range; what it read is its own count (the
-	// server's would include what loopback's socket buffers took and
-	// ffmpeg never read).
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := abs
-		if r.URL.Path == "/bare.mp4" {
-			p = bare
-		}
-		http.ServeFile(w, r, p)
-	}))
-	defer srv.Close()
-	stats := regexp.MustCompile(`Statistics: (\d+) bytes read, (\d+) seeks`)
-	seek := func(name string) (read, seeks int64) {
-		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-		defer cancel()
-		url := srv.URL + "/" + name
-		out, err := exec.CommandContext(ctx, "ffmpeg", "-v", "verbose", "-nostdin", "-ss", "30", "-i", url, "-frames:v", "1", "-f", "null", "-").CombinedOutput()
-		m := stats.FindSubmatch(out)
-		if err != nil || m == nil {
-			t.Fatalf("ffmpeg -ss 30 -i %s: %v: %s", url, err, out)
-		}
-		read, _ = strconv.ParseInt(string(m[1]), 10, 64)
-		seeks, _ = strconv.ParseInt(string(m[2]), 10, 64)
-		return read, seeks
-	}
-	with, seeks := seek("file.mp4")
-	without, seeksWithout := seek("bare.mp4")
+	// ffmpeg -ss over HTTP Range.
+	with, seeks, without, seeksWithout := seekOverRange(t, abs, bare, 30)
 	t.Logf("ffmpeg -ss 30 over Range read %d bytes of %d (%d seeks) with the index, %d (%d seeks) without", with, len(b), seeks, without, seeksWithout)
 	if with > int64(len(b))/4 {
 		t.Fatalf("ffmpeg read %d bytes of %d to seek with the index", with, len(b))
@@ -217,4 +192,39 @@ func TestBuildSidxFitsItsSpace(t *testing.T) {
 	if _, _, ok := buildSidx(parts, tracks, ends, at, space); ok {
 		t.Fatal("parts with a gap were indexed")
 	}
+}
+
+// seekOverRange serves a file and its copy without the index over HTTP and
+// has ffmpeg seek to at seconds in each and decode one frame; it returns
+// what ffmpeg itself counted it read and how many seeks it made in each
+// (the server's count would include what loopback's socket buffers took
+// and ffmpeg never read).
+func seekOverRange(t *testing.T, indexed, bare string, at int) (read, seeks, readBare, seeksBare int64) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := indexed
+		if r.URL.Path == "/bare.mp4" {
+			p = bare
+		}
+		http.ServeFile(w, r, p)
+	}))
+	defer srv.Close()
+	stats := regexp.MustCompile(`Statistics: (\d+) bytes read, (\d+) seeks`)
+	seek := func(name string) (read, seeks int64) {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		url := srv.URL + "/" + name
+		ss := strconv.Itoa(at)
+		out, err := exec.CommandContext(ctx, "ffmpeg", "-v", "verbose", "-nostdin", "-ss", ss, "-i", url, "-frames:v", "1", "-f", "null", "-").CombinedOutput()
+		m := stats.FindSubmatch(out)
+		if err != nil || m == nil {
+			t.Fatalf("ffmpeg -ss %s -i %s: %v: %s", ss, url, err, out)
+		}
+		read, _ = strconv.ParseInt(string(m[1]), 10, 64)
+		seeks, _ = strconv.ParseInt(string(m[2]), 10, 64)
+		return read, seeks
+	}
+	read, seeks = seek("indexed.mp4")
+	readBare, seeksBare = seek("bare.mp4")
+	return read, seeks, readBare, seeksBare
 }
