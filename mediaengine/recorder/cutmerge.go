@@ -159,14 +159,11 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 	if err := appendLine(&idx, h); err != nil {
 		return res, err
 	}
-	reserved := make([]byte, space)
-	copy(reserved, freeBox(space))
-	if _, err := out.Write(append(init, reserved...)); err != nil {
+	if _, err := out.Write(append(init, freeSpace(space)...)); err != nil {
 		return res, err
 	}
 	size := int64(len(init)) + space
-	var sidxParts []sidxPart
-	sidxEnds := map[uint32]uint64{}
+	var sidx sidxIndex
 	video := uint32(0) // the track a gap is measured on: video, else the first
 	for _, t := range head.Tracks {
 		if video == 0 || media.Codec(t.Codec).Kind() == media.KindVideo {
@@ -227,10 +224,7 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 		if err != nil {
 			return res, fmt.Errorf("recorder: fragment at %d of %s: %w", c.part.Offset, filepath.Base(c.path), err)
 		}
-		sidxParts = append(sidxParts, sidxPart{off: size, size: int64(len(b)), key: c.part.Key, bases: spans})
-		for _, sp := range spans {
-			sidxEnds[sp.id] = max(sidxEnds[sp.id], sp.end)
-		}
+		sidx.add(sidxPart{off: size, size: int64(len(b)), key: c.part.Key, bases: spans})
 		var dur time.Duration
 		for id, tt := range times {
 			ends[id] = tt.start - shift + tt.dur
@@ -247,7 +241,7 @@ func (r *Recorder) CutMerge(id string, spans []Span) (CutMergeResult, error) {
 		i++
 	}
 	res.Size = size
-	if err := writeSidx(out, sidxParts, head.Tracks, sidxEnds, int64(len(init)), space); err != nil {
+	if err := sidx.write(out, head.Tracks, int64(len(init)), space); err != nil {
 		return res, err
 	}
 	if err := out.Sync(); err != nil {

@@ -157,15 +157,11 @@ func repairFile(root, rel string, x *Index) (FileInfo, error) {
 		}
 	}
 	if x.head.SidxSpace > 0 {
-		parts := make([]sidxPart, 0, len(frags))
-		ends := map[uint32]uint64{}
+		var idx sidxIndex
 		for _, fr := range frags {
-			parts = append(parts, sidxPart{off: fr.off, size: fr.size, key: fr.key, bases: fr.spans})
-			for _, sp := range fr.spans {
-				ends[sp.id] = max(ends[sp.id], sp.end)
-			}
+			idx.add(sidxPart{off: fr.off, size: fr.size, key: fr.key, bases: fr.spans})
 		}
-		if err := writeSidx(file, parts, x.head.Tracks, ends, x.head.InitSize, x.head.SidxSpace); err != nil {
+		if err := idx.write(file, x.head.Tracks, x.head.InitSize, x.head.SidxSpace); err != nil {
 			return FileInfo{}, err
 		}
 	}

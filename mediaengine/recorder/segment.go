@@ -55,10 +55,9 @@ type segment struct {
 	baseDTS   time.Duration
 	endDTS    time.Duration
 	seq       uint32
-	// The segment index written when the file finishes (sidx.go): the
-	// track it refers to, its parts and where that track's samples end.
-	sidxParts []sidxPart
-	sidxEnds  map[uint32]uint64
+	// sidx is what the segment index written when the file finishes is
+	// built from (sidx.go).
+	sidx sidxIndex
 	// buf is reused for every fragment: a part of a 2 Mbps stream is
 	// about 250 KB, which would otherwise be garbage once a second.
 	buf []byte
@@ -108,14 +107,11 @@ func createSegment(root string, p media.Path, tracks []*media.Track, first time.
 		s.head.Tracks = append(s.head.Tracks, indexTrack{ID: fmp4.TrackID(t), Codec: string(t.Codec), Timescale: fmp4.Timescale(t)})
 		s.codecs = append(s.codecs, string(t.Codec))
 	}
-	s.sidxEnds = map[uint32]uint64{}
 	if err := appendLine(s.idx, s.head); err != nil {
 		s.abandon()
 		return nil, err
 	}
-	space := make([]byte, s.head.SidxSpace)
-	copy(space, freeBox(s.head.SidxSpace))
-	if _, err := s.file.Write(append(init, space...)); err != nil {
+	if _, err := s.file.Write(append(init, freeSpace(s.head.SidxSpace)...)); err != nil {
 		s.abandon()
 		return nil, err
 	}
@@ -154,9 +150,8 @@ func (s *segment) writePart(runs []fmp4.Run, start, end time.Duration, key bool,
 			end += uint64(smp.Duration)
 		}
 		sp.bases = append(sp.bases, trackSpan{id: id, base: r.BaseTime, end: end})
-		s.sidxEnds[id] = max(s.sidxEnds[id], end)
 	}
-	s.sidxParts = append(s.sidxParts, sp)
+	s.sidx.add(sp)
 	s.frames += uint64(frames)
 	s.endDTS = max(s.endDTS, end)
 	return appendLine(s.idx, indexLine{T: linePart, Off: off, Size: int64(len(data)), At: (start - s.baseDTS).Milliseconds(),
@@ -166,7 +161,7 @@ func (s *segment) writePart(runs []fmp4.Run, start, end time.Duration, key bool,
 // finish syncs and closes the file, writes the sidecar's end line and
 // describes the file.
 func (s *segment) finish(reason string) (FileInfo, error) {
-	err := writeSidx(s.file, s.sidxParts, s.head.Tracks, s.sidxEnds, s.head.InitSize, s.head.SidxSpace)
+	err := s.sidx.write(s.file, s.head.Tracks, s.head.InitSize, s.head.SidxSpace)
 	if serr := s.file.Sync(); err == nil {
 		err = serr
 	}

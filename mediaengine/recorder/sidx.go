@@ -54,6 +54,14 @@ func freeBox(n int64) []byte {
 	return b
 }
 
+// freeSpace is a free box of n bytes, zeros after its header: the space a
+// file reserves after its init for the index.
+func freeSpace(n int64) []byte {
+	b := make([]byte, n)
+	copy(b, freeBox(n))
+	return b
+}
+
 // sidxPart is one fragment as the index needs it: its bytes, whether it
 // starts with a keyframe and the decode time of each track's first sample
 // in it (timescale units; tracks without samples in it are absent).
@@ -218,11 +226,30 @@ func buildSidx(parts []sidxPart, tracks []indexTrack, ends map[uint32]uint64, at
 	return b, n, true
 }
 
-// writeSidx writes the index of parts into the space reserved at at; the
-// free box's header goes first, so that a crash in between leaves a file
-// whose boxes still chain (Repair rewrites the space anyway).
-func writeSidx(w io.WriterAt, parts []sidxPart, tracks []indexTrack, ends map[uint32]uint64, at, space int64) error {
-	b, n, ok := buildSidx(parts, tracks, ends, at, space)
+// sidxIndex is what a file's segment index is built from, gathered
+// fragment by fragment as the file is written, repaired or cut: its parts
+// and where each track's samples end.
+type sidxIndex struct {
+	parts []sidxPart
+	ends  map[uint32]uint64
+}
+
+// add notes one fragment.
+func (x *sidxIndex) add(p sidxPart) {
+	if x.ends == nil {
+		x.ends = map[uint32]uint64{}
+	}
+	for _, sp := range p.bases {
+		x.ends[sp.id] = max(x.ends[sp.id], sp.end)
+	}
+	x.parts = append(x.parts, p)
+}
+
+// write writes the index into the space reserved at at; the free box's
+// header goes first, so that a crash in between leaves a file whose boxes
+// still chain (Repair rewrites the space anyway).
+func (x *sidxIndex) write(w io.WriterAt, tracks []indexTrack, at, space int64) error {
+	b, n, ok := buildSidx(x.parts, tracks, x.ends, at, space)
 	if !ok {
 		return nil
 	}
