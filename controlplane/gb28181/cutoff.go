@@ -2,11 +2,11 @@ package gb28181
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/svcplatform/svc/controlplane/parallel"
 	"github.com/svcplatform/svc/controlplane/store"
 )
 
@@ -41,25 +41,18 @@ func (s *Service) EndDialogsCutOff(why string) int {
 	if len(ms) == 0 {
 		return 0
 	}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, byeAtOnce)
-	for _, m := range ms {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			m.once.Do(func() {
-				ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-				defer cancel()
-				if err := m.dialog.Bye(ctx); err != nil {
-					s.log.Info("GB28181 BYE of a cut-off node not answered", zap.String("callId", m.CallID), zap.Error(err))
-				}
-				m.dialog.Close()
-			})
-		}()
-	}
-	wg.Wait()
+	// Each BYE's failure is logged with its call; nothing is joined.
+	_ = parallel.Each(ms, byeAtOnce, func(m *MediaSession) error {
+		m.once.Do(func() {
+			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+			defer cancel()
+			if err := m.dialog.Bye(ctx); err != nil {
+				s.log.Info("GB28181 BYE of a cut-off node not answered", zap.String("callId", m.CallID), zap.Error(err))
+			}
+			m.dialog.Close()
+		})
+		return nil
+	})
 	s.mu.Lock()
 	for _, m := range ms {
 		s.cutOff = append(s.cutOff, cutOffDialog{m: m, why: why})

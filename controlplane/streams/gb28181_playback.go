@@ -17,6 +17,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/nodes"
+	"github.com/svcplatform/svc/controlplane/parallel"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
@@ -316,7 +317,7 @@ func (p *GBPlayback) EndGB(ctx context.Context, gone gb28181.Gone) error {
 		}
 	}
 	// Concurrently, as the live sessions (Dispatcher.EndGB).
-	return eachAtMost(ending, endGBAtOnce, func(s *PlaybackSession) error {
+	return parallel.Each(ending, endGBAtOnce, func(s *PlaybackSession) error {
 		p.mu.Lock()
 		delete(p.live, s.SessionID)
 		delete(p.byCall, s.CallID)

@@ -11,6 +11,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/nodes"
+	"github.com/svcplatform/svc/controlplane/parallel"
 	"github.com/svcplatform/svc/controlplane/store"
 )
 
@@ -140,6 +141,14 @@ func (d *Dispatcher) gbLiveByServer(ctx context.Context, serverID string) (*gbLi
 	return nil, nil
 }
 
+// endGBAtOnce bounds the GB28181 sessions ended at once when what they
+// depend on is gone. Each end may wait on its device's BYE (up to 10 s
+// when the device went silent) and on two node commands: one after the
+// other, a device with 16 live channels took minutes to release its
+// ports; all at once, a node with thousands of devices would open as many
+// transactions and commands together.
+const endGBAtOnce = 16
+
 // EndGB ends the live sessions that depend on what is gone: a control
 // node (it held their SIP dialog) or a device that went offline. The BYE
 // of a dead holder's dialog is not attempted (nobody can send it); the RTP
@@ -163,7 +172,7 @@ func (d *Dispatcher) EndGB(ctx context.Context, gone gb28181.Gone) error {
 	}
 	// Concurrently: a device gone silent answers none of its BYEs, and
 	// each waits for its timeout.
-	return eachAtMost(ending, endGBAtOnce, func(r gbLiveRecord) error {
+	return parallel.Each(ending, endGBAtOnce, func(r gbLiveRecord) error {
 		d.gb.mu.Lock()
 		if l := d.gb.m[r.ChannelID]; l != nil && l.cmd.CommandID == r.CommandID {
 			delete(d.gb.m, r.ChannelID)

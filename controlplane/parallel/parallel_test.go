@@ -1,4 +1,4 @@
-package streams
+package parallel
 
 import (
 	"errors"
@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// TestEachAtMostRunsConcurrentlyWithinItsBound: 12 ends that each wait
+// TestEachRunsConcurrentlyWithinItsBound: 12 calls that each wait
 // for one another in groups of 4 finish only if 4 run at once; no more
 // than 4 ever do; every failure is returned.
-func TestEachAtMostRunsConcurrentlyWithinItsBound(t *testing.T) {
+func TestEachRunsConcurrentlyWithinItsBound(t *testing.T) {
 	var (
 		mu            sync.Mutex
 		running, most int
@@ -27,19 +27,19 @@ func TestEachAtMostRunsConcurrentlyWithinItsBound(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- eachAtMost(items, 4, func(i int) error {
+		done <- Each(items, 4, func(i int) error {
 			mu.Lock()
 			running++
 			most = max(most, running)
 			mu.Unlock()
-			// Sequential ends would wait here for ever.
+			// Sequential calls would wait here for ever.
 			groups[i/4].Done()
 			groups[i/4].Wait()
 			mu.Lock()
 			running--
 			mu.Unlock()
 			if i%5 == 0 {
-				return fmt.Errorf("end %d failed", i)
+				return fmt.Errorf("call %d failed", i)
 			}
 			return nil
 		})
@@ -51,7 +51,7 @@ func TestEachAtMostRunsConcurrentlyWithinItsBound(t *testing.T) {
 			t.Fatalf("errors: %v", err)
 		}
 	case <-time.After(time.Minute):
-		t.Fatal("the ends did not run four at a time")
+		t.Fatal("the calls did not run four at a time")
 	}
 	if most != 4 {
 		t.Fatalf("at most %d ran at once, want 4", most)
