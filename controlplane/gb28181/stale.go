@@ -95,8 +95,8 @@ func (h *StaleHolders) Sweep(ctx context.Context, now time.Time) (int, error) {
 		offline[d.DeviceID] = err == nil && dev.Status != StatusOnline
 	}
 	holders := map[string]bool{}
-	for _, d := range devs {
-		if d.Status == StatusOnline && d.NodeID != "" && d.NodeID != h.NodeID {
+	for _, d := range devs { // online on other nodes, as read
+		if d.NodeID != "" {
 			holders[d.NodeID] = true
 		}
 	}
@@ -140,7 +140,7 @@ func (h *StaleHolders) Sweep(ctx context.Context, now time.Time) (int, error) {
 	marked := 0
 	for _, d := range devs {
 		cause, stale := why[d.NodeID]
-		if !stale || d.Status != StatusOnline {
+		if !stale {
 			continue
 		}
 		reason := fmt.Sprintf("control node %s, which held its SIP transport, %s", d.NodeID, cause)
