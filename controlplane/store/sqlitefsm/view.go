@@ -61,10 +61,8 @@ func column(s IndexSpec, name string) (string, error) {
 	if name == query.Key {
 		return "i.key", nil
 	}
-	for _, c := range s.Columns {
-		if c.Name == name {
-			return "i." + c.Name, nil
-		}
+	if c := declared(s, name); c != nil {
+		return "i." + c.Name, nil
 	}
 	return "", fmt.Errorf("%w: index %q has no column %q", query.ErrBadQuery, s.Name, name)
 }
