@@ -2,7 +2,6 @@ package sqlitefsm
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -93,31 +92,7 @@ func TestOverlapsReadsTheStartTreeFromTheLongestSpan(t *testing.T) {
 	}
 	plan := func(where ...query.Cond) string {
 		t.Helper()
-		text, args, _, err := selectKeys(spanIndex, query.Query{Index: "clips", Where: where, Order: []query.Order{query.Asc("start_ms")}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var steps []string
-		err = h.s.ReadTx(context.Background(), func(tx *sql.Tx, _ int64) error {
-			rows, err := tx.Query("EXPLAIN QUERY PLAN "+text, args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					return err
-				}
-				steps = append(steps, detail)
-			}
-			return rows.Err()
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(steps, "; ")
+		return h.plan(spanIndex, query.Query{Index: "clips", Where: where, Order: []query.Order{query.Asc("start_ms")}})
 	}
 	one := plan(query.Eq("stream", "cam1"), query.Overlaps("start_ms", "end_ms", "span_ms", 300, 600))
 	if !strings.Contains(one, "idx_clips_c_stream_start_ms_end_ms (stream=? AND start_ms>? AND start_ms<?)") ||

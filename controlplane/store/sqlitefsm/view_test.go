@@ -254,31 +254,7 @@ func TestCompositeTreesServeEqualityThenRange(t *testing.T) {
 	}
 	q := query.Query{Index: "segs", Where: []query.Cond{query.Eq("stream", "cam1"), query.Ge("start_ms", 900), query.Lt("start_ms", 950)},
 		Order: []query.Order{query.Asc("start_ms")}}
-	text, args, _, err := selectKeys(spec, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	err = h.s.ReadTx(context.Background(), func(tx *sql.Tx, _ int64) error {
-		rows, err := tx.Query("EXPLAIN QUERY PLAN "+text, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				return err
-			}
-			plan = append(plan, detail)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	joined := strings.Join(plan, "; ")
+	joined := h.plan(spec, q)
 	if !strings.Contains(joined, "idx_segs_c_stream_start_ms") || strings.Contains(joined, "TEMP B-TREE") {
 		t.Fatalf("plan %q: want the composite tree and no sort", joined)
 	}
@@ -356,4 +332,35 @@ func TestListingShapesPreparedWithEveryConnectionHeld(t *testing.T) {
 	if again := run(); !reflect.DeepEqual(again, first) {
 		t.Fatalf("prepared statements answered %v, unprepared %v", again, first)
 	}
+}
+
+// plan is SQLite's query plan of the keys q selects from spec, its steps
+// joined with "; ".
+func (h *harness) plan(spec IndexSpec, q query.Query) string {
+	h.t.Helper()
+	text, args, _, err := selectKeys(spec, q)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var steps []string
+	err = h.s.ReadTx(context.Background(), func(tx *sql.Tx, _ int64) error {
+		rows, err := tx.Query("EXPLAIN QUERY PLAN "+text, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				return err
+			}
+			steps = append(steps, detail)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return strings.Join(steps, "; ")
 }
