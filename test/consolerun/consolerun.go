@@ -29,11 +29,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/svcplatform/svc/test/peers/chromium"
 	"github.com/svcplatform/svc/test/testkit"
 )
-
-// Chromium is Debian's browser (package chromium).
-const Chromium = "/usr/bin/chromium"
 
 // Options of one run.
 type Options struct {
@@ -85,8 +83,8 @@ func CheckPeers(log io.Writer) error {
 	if _, err := exec.LookPath("node"); err != nil {
 		return fmt.Errorf("node is required for the console test (scripts/install-deps.sh test installs nodejs): %w", err)
 	}
-	if _, err := os.Stat(Chromium); err != nil {
-		return fmt.Errorf("%s is required for the console test (scripts/install-deps.sh test installs chromium): %w", Chromium, err)
+	if _, err := os.Stat(chromium.Path); err != nil {
+		return fmt.Errorf("%s is required for the console test (scripts/install-deps.sh test installs chromium): %w", chromium.Path, err)
 	}
 	dir := ConsoleDir()
 	for _, m := range []string{"playwright-core", "axe-core"} {
@@ -151,7 +149,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		fmt.Sprintf("CAMERA_URL=rtsp://127.0.0.1:%d/h264", cam.Port),
 		"CAMERA_USER="+cam.User, "CAMERA_PASSWORD="+cam.Password,
 		"RECEIVER_URL="+rcv.url, "WEBHOOK_SECRET="+secret,
-		"RESULT_FILE="+resultFile, "SCREENSHOT_DIR="+o.Screenshots, "CHROMIUM="+Chromium)
+		"RESULT_FILE="+resultFile, "SCREENSHOT_DIR="+o.Screenshots, "CHROMIUM="+chromium.Path)
 	var nodeOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &nodeOut, &nodeOut
 	runErr := cmd.Run()

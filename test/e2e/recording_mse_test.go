@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/test/mseplay"
+	"github.com/svcplatform/svc/test/peers/chromium"
 	"github.com/svcplatform/svc/test/svcbin"
 	"github.com/svcplatform/svc/test/testkit"
 )
@@ -64,7 +65,7 @@ func TestRecordingPlaysInChromiumMSE(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Close)
-	startProcess(t, mseplay.Chromium, h.BrowserArgs(t.TempDir())...)
+	startProcess(t, chromium.Path, h.BrowserArgs(t.TempDir())...)
 	// Generous bounds: the first play includes Chromium's start, and this
 	// machine's two cores are shared; the page itself waits for the
 	// conditions, not for a fixed window.

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcplatform/svc/test/peers/chromium"
 	"github.com/svcplatform/svc/test/svcbin"
 	"github.com/svcplatform/svc/test/testkit"
 )
@@ -536,9 +537,7 @@ func checkFullExport(t *testing.T, cp *controlNode, be backend, roomID, recordin
 // microphone.
 func startChromium(t *testing.T, url string) *process {
 	t.Helper()
-	return startProcess(t, "/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-		"--user-data-dir="+t.TempDir(), "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-		"--disable-features=WebRtcHideLocalIpsWithMdns", "--disable-dev-shm-usage", url)
+	return startProcess(t, chromium.Path, chromium.Args(t.TempDir(), url, chromium.WebRTCFlags...)...)
 }
 
 // gstWHEPWith runs the GStreamer WHEP client with a bearer token.

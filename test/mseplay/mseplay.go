@@ -20,14 +20,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"time"
-)
 
-// Chromium is Debian's browser (package chromium).
-const Chromium = "/usr/bin/chromium"
+	"github.com/svcplatform/svc/test/peers/chromium"
+)
 
 // Page is the player page.
 //
@@ -185,28 +182,14 @@ func (h *Harness) Close() {
 // BrowserArgs are headless Chromium's arguments to open the page with a
 // profile in userDataDir.
 func (h *Harness) BrowserArgs(userDataDir string) []string {
-	return []string{"--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-		"--user-data-dir=" + userDataDir, "--autoplay-policy=no-user-gesture-required", "--disable-dev-shm-usage",
-		"--disable-background-timer-throttling", "--disable-renderer-backgrounding", h.URL}
+	return chromium.Args(userDataDir, h.URL, "--autoplay-policy=no-user-gesture-required", "--disable-background-timer-throttling",
+		"--disable-renderer-backgrounding")
 }
 
 // CheckChromium fails when Debian's Chromium is not installed.
 func CheckChromium() error {
-	if _, err := os.Stat(Chromium); err != nil {
-		return fmt.Errorf("%s is required (Debian package chromium; scripts/install-deps.sh test installs it): %w", Chromium, err)
+	if _, err := os.Stat(chromium.Path); err != nil {
+		return fmt.Errorf("%s is required (Debian package chromium; scripts/install-deps.sh test installs it): %w", chromium.Path, err)
 	}
 	return nil
-}
-
-// Version is Chromium's version, or "" when it cannot be read.
-func Version() string {
-	out, err := exec.Command(Chromium, "--version").Output()
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(out))
-	if len(f) < 2 {
-		return ""
-	}
-	return f[1]
 }

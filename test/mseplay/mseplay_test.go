@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/svc/test/peers/chromium"
 )
 
 // TestPagePlaysFragmentedMP4: the page plays an fMP4 that ffmpeg made
@@ -39,7 +41,7 @@ func TestPagePlaysFragmentedMP4(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	browser := exec.Command(Chromium, h.BrowserArgs(filepath.Join(dir, "chromium"))...)
+	browser := exec.Command(chromium.Path, h.BrowserArgs(filepath.Join(dir, "chromium"))...)
 	var out strings.Builder
 	browser.Stdout, browser.Stderr = &out, &out
 	if err := browser.Start(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/svcplatform/svc/test/peers/chromium"
 )
 
 // Browser is a headless Chromium whose page a test reads through the
@@ -30,10 +31,8 @@ var devtoolsLine = regexp.MustCompile(`DevTools listening on (ws://127\.0\.0\.1:
 // protocol on a loopback port, and connects to the page.
 func StartChromiumDevTools(t testing.TB, url string) *Browser {
 	t.Helper()
-	p := Start(t, Chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-		"--user-data-dir="+t.TempDir(), "--autoplay-policy=no-user-gesture-required", "--use-fake-ui-for-media-stream",
-		"--use-fake-device-for-media-stream", "--disable-features=WebRtcHideLocalIpsWithMdns", "--disable-dev-shm-usage",
-		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", url)
+	p := Start(t, chromium.Path, chromium.Args(t.TempDir(), url,
+		append([]string{"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0"}, chromium.WebRTCFlags...)...)...)
 	var base string
 	deadline := time.Now().Add(60 * time.Second)
 	for base == "" {

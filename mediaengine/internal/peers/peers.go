@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/svc/test/peers/chromium"
 )
 
 // Require returns the path of a peer program or fails the test.
@@ -216,16 +218,10 @@ func (g *GStreamer) URL(userinfo, mount string) string {
 	return "rtsp://" + userinfo + "127.0.0.1:" + strconv.Itoa(g.Port) + "/" + strings.TrimPrefix(mount, "/")
 }
 
-// Chromium is Debian's browser (package chromium).
-const Chromium = "/usr/bin/chromium"
-
 // StartChromium opens url in a headless Chromium with its own profile in
-// a temporary directory: media plays without a user gesture, the fake
-// camera and microphone stand in for real ones, and host candidates are
-// real addresses rather than mDNS names, so WebRTC works on loopback.
+// a temporary directory, ready for WebRTC on loopback
+// (chromium.WebRTCFlags).
 func StartChromium(t testing.TB, url string) *Process {
 	t.Helper()
-	return Start(t, Chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-		"--user-data-dir="+t.TempDir(), "--autoplay-policy=no-user-gesture-required", "--use-fake-ui-for-media-stream",
-		"--use-fake-device-for-media-stream", "--disable-features=WebRtcHideLocalIpsWithMdns", "--disable-dev-shm-usage", url)
+	return Start(t, chromium.Path, chromium.Args(t.TempDir(), url, chromium.WebRTCFlags...)...)
 }

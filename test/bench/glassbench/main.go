@@ -38,6 +38,7 @@ import (
 	"github.com/svcplatform/svc/shared/engineapi"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
 	"github.com/svcplatform/svc/test/glass"
+	"github.com/svcplatform/svc/test/peers/chromium"
 )
 
 func main() {
@@ -144,9 +145,7 @@ func playWHEP(ctx context.Context, whep, dir string, window time.Duration) (resu
 	go srv.Serve(ln)
 	defer srv.Close()
 	pageURL := fmt.Sprintf("http://%s/?whep=%s&warmup=%d&window=%d", ln.Addr(), url.QueryEscape(whep), warmup.Milliseconds(), window.Milliseconds())
-	browser := exec.CommandContext(ctx, "chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-		"--user-data-dir="+filepath.Join(dir, "chromium"), "--autoplay-policy=no-user-gesture-required",
-		"--disable-features=WebRtcHideLocalIpsWithMdns", "--disable-dev-shm-usage", pageURL)
+	browser := exec.CommandContext(ctx, chromium.Path, chromium.Args(filepath.Join(dir, "chromium"), pageURL, chromium.WebRTCFlags...)...)
 	var output strings.Builder
 	browser.Stdout, browser.Stderr = &output, &output
 	if err := browser.Start(); err != nil {
@@ -166,21 +165,9 @@ func playWHEP(ctx context.Context, whep, dir string, window time.Duration) (resu
 		return result{}, fmt.Errorf("the browser read %d stamps of %d frames (%d unreadable)", len(rep.Samples), rep.Seen, rep.Bad)
 	}
 	slices.Sort(rep.Samples)
-	return result{protocol: "WHEP", player: "headless Chromium " + chromiumVersion(), latency: rep.Samples, unreadable: rep.Bad, seen: rep.Seen,
+	return result{protocol: "WHEP", player: "headless Chromium " + chromium.Version(), latency: rep.Samples, unreadable: rep.Bad, seen: rep.Seen,
 		note: fmt.Sprintf("%dx%d, %d frames decoded, %d dropped; WebRTC jitter buffer %.0f ms a frame on average", rep.Width, rep.Height,
 			rep.FramesDecoded, rep.FramesDropped, rep.JitterBuffer)}, nil
-}
-
-func chromiumVersion() string {
-	out, err := exec.Command("chromium", "--version").Output()
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(out))
-	if len(f) < 2 {
-		return ""
-	}
-	return f[1]
 }
 
 // playFLV has ffmpeg play the HTTP-FLV stream with no buffering of its own

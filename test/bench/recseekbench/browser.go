@@ -15,6 +15,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/recordplay"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
 	"github.com/svcplatform/svc/test/mseplay"
+	"github.com/svcplatform/svc/test/peers/chromium"
 )
 
 // withCORS answers Access-Control-Allow-Origin: * as the engine's media
@@ -44,7 +45,7 @@ type browserTimes struct {
 // at random points of random files in each of the five ways, in turn,
 // after a few plays not counted (the browser's first media pipeline).
 func browserPlayers(rec *recorder.Recorder, base, unpacedBase string, files []recorder.FileInfo, n int, dir string) (browserTimes, error) {
-	res := browserTimes{version: mseplay.Version(), loadBefore: loadAverage(), warmup: 3}
+	res := browserTimes{version: chromium.Version(), loadBefore: loadAverage(), warmup: 3}
 	if err := mseplay.CheckChromium(); err != nil {
 		return res, err
 	}
@@ -53,7 +54,7 @@ func browserPlayers(rec *recorder.Recorder, base, unpacedBase string, files []re
 		return res, err
 	}
 	defer h.Close()
-	browser := exec.Command(mseplay.Chromium, h.BrowserArgs(filepath.Join(dir, "chromium"))...)
+	browser := exec.Command(chromium.Path, h.BrowserArgs(filepath.Join(dir, "chromium"))...)
 	var output strings.Builder
 	browser.Stdout, browser.Stderr = &output, &output
 	if err := browser.Start(); err != nil {
