@@ -47,17 +47,13 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 		platform  = "34020000002000000001"
 	)
 	bin := svcbin.Build(t)
-	pw := filepath.Join(t.TempDir(), "gb-password")
-	if err := os.WriteFile(pw, []byte("camera-pass"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	speaker, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer speaker.Close()
 	// Long enough that no session here ends by its RTP timeout.
-	g := startGBCluster(t, "gf", pw, domain, platform, func(c *config.Config) { c.GB28181RTPTimeout = 5 * time.Minute })
+	g := startGBCluster(t, "gf", "camera-pass", domain, platform, func(c *config.Config) { c.GB28181RTPTimeout = 5 * time.Minute })
 	holder, via, ids, sip := g.holder, g.via, g.ids, g.sip
 	media := &controlNode{t: t, s: via.S, api: via.URL}
 	media.token = media.newToken("*")

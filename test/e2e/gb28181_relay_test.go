@@ -41,11 +41,7 @@ func TestGB28181CommandRelayedToHoldingNode(t *testing.T) {
 		platform  = "34020000002000000001"
 	)
 	bin := svcbin.Build(t)
-	pw := filepath.Join(t.TempDir(), "gb-password")
-	if err := os.WriteFile(pw, []byte("camera-pass"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	g := startGBCluster(t, "gb", pw, domain, platform, nil)
+	g := startGBCluster(t, "gb", "camera-pass", domain, platform, nil)
 	leader, holder, via, ids, sip := g.leader, g.holder, g.via, g.ids, g.sip
 	lead := &controlNode{t: t, s: leader.S, api: leader.URL}
 	lead.token = lead.newToken("*")
@@ -264,10 +260,14 @@ type gbCluster struct {
 }
 
 // startGBCluster starts the nodes prefix+"a", "b" and "c", with the GB28181
-// password in passwordFile and tune (when not nil) applied to each node's
+// device password and tune (when not nil) applied to each node's
 // configuration, and waits for a leader.
-func startGBCluster(t *testing.T, prefix, passwordFile, domain, platform string, tune func(*config.Config)) gbCluster {
+func startGBCluster(t *testing.T, prefix, password, domain, platform string, tune func(*config.Config)) gbCluster {
 	t.Helper()
+	passwordFile := filepath.Join(t.TempDir(), "gb-password")
+	if err := os.WriteFile(passwordFile, []byte(password), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	g := gbCluster{ids: map[*controlnode.Node]string{}, sip: map[*controlnode.Node]string{}}
 	start := func(id, join, key string) *controlnode.Node {
 		addr := freeUDPAddr(t)
