@@ -63,7 +63,7 @@ func (c *controlNode) startMediaHost(bin, nodeID string) string {
 		c.t.Fatalf("enroll: %v %s", err, out)
 	}
 	startProcess(c.t, bin, agentArgs(c.t, dataDir)...)
-	testkit.Eventually(c.t, 60*time.Second, "the media server online", func() bool {
+	testkit.Eventually(c.t, 120*time.Second, "the media server online", func() bool {
 		m := c.mediaServer(nodeID)
 		return m.AgentStatus == "online" && m.EngineStatus == "running"
 	})
