@@ -431,3 +431,68 @@ func TestWebRTCSource(t *testing.T) {
 		t.Fatalf("a lease without webrtc admitted a WebRTC player: %+v", d)
 	}
 }
+
+// A live source's hint says what its protocol leaves out of this stream,
+// by the codecs its media server reported; the general advice follows.
+func TestSourcesNoteTheStreamsCodecs(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	codecs := map[string][]string{"cam1": {"VP8", "Opus"}, "cam2": {"H264", "AAC"}}
+	f.s.Codecs = func(_ context.Context, server, _, app, stream string) ([]string, error) {
+		if server != "ms1" || app != "live" {
+			t.Errorf("codecs asked of %s %s", server, app)
+		}
+		return codecs[stream], nil
+	}
+	hints := func(channel string) map[Protocol]string {
+		t.Helper()
+		_, srcs, err := f.s.CreateLiveLease(ctx, callerA, channel, LeaseRequest{Protocols: []string{"http-flv", "hls", "webrtc", "rtsp"}, LeaseSeconds: ip(60)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[Protocol]string{}
+		for _, s := range srcs {
+			out[s.Protocol] = s.Hint
+		}
+		return out
+	}
+	vp8 := hints("cam1")
+	if !strings.HasPrefix(vp8[ProtoFLV], "This stream (VP8, Opus) has no track FLV can carry: this URL answers 406 no_common_codec. One long") ||
+		!strings.HasPrefix(vp8[ProtoHLS], "This stream's video is VP8: HLS plays it when") ||
+		strings.HasPrefix(vp8[ProtoWebRTC], "This stream") || strings.HasPrefix(vp8[ProtoRTSP], "This stream") {
+		t.Fatalf("VP8 + Opus hints: %q", vp8)
+	}
+	h264 := hints("cam2")
+	if !strings.HasPrefix(h264[ProtoWebRTC], "This stream's audio is AAC, which WebRTC cannot carry: the session has no audio. WHEP") ||
+		strings.HasPrefix(h264[ProtoFLV], "This stream") || strings.HasPrefix(h264[ProtoHLS], "This stream") {
+		t.Fatalf("H.264 + AAC hints: %q", h264)
+	}
+	// A stream whose tracks cannot be read still gets its URLs.
+	f.s.Codecs = func(context.Context, string, string, string, string) ([]string, error) {
+		return nil, errors.New("store unavailable")
+	}
+	if h := hints("cam1"); strings.HasPrefix(h[ProtoFLV], "This stream") || !strings.HasPrefix(h[ProtoFLV], "One long") {
+		t.Fatalf("hints without codecs: %q", h)
+	}
+}
+
+func TestStreamNoteByCodecs(t *testing.T) {
+	for _, c := range []struct {
+		p      Protocol
+		codecs []string
+		want   string
+	}{
+		{ProtoFLV, []string{"VP8", "AAC"}, "This stream's video is VP8, which FLV cannot carry: this URL plays its audio only. "},
+		{ProtoFLV, []string{"H264", "Opus"}, "This stream's audio is Opus, which FLV cannot carry: this URL plays its video only. "},
+		{ProtoFLV, []string{"H265", "PCMA"}, ""},
+		{ProtoWebRTC, []string{"H265", "AAC"}, "This stream's video is H.265: only a browser whose offer has H265 gets video. " +
+			"This stream's audio is AAC, which WebRTC cannot carry: the session has no audio. "},
+		{ProtoWebRTC, []string{"H264", "PCMU"}, ""},
+		{ProtoFMP4, []string{"VP8", "Opus"}, ""},
+		{ProtoFLV, nil, ""},
+	} {
+		if got := streamNote(c.p, c.codecs); got != c.want {
+			t.Errorf("%s %v: %q, want %q", c.p, c.codecs, got, c.want)
+		}
+	}
+}

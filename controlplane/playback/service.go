@@ -111,7 +111,11 @@ type Service struct {
 	// Resources checks a recorded resource at each play (nil: none is
 	// refused for its own state).
 	Resources ResourceCheck
-	Now       func() time.Time
+	// Codecs are the codecs of a stream's tracks as its media server last
+	// reported them ("H264", "AAC", ...); a live source's hint then says
+	// what its protocol leaves out of this stream. Nil: general hints only.
+	Codecs func(ctx context.Context, mediaServerID, vhost, app, stream string) ([]string, error)
+	Now    func() time.Time
 
 	leases revcache.Cache[*Lease]
 }

@@ -3,6 +3,7 @@ package playback
 import (
 	"context"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/svcplatform/svc/controlplane/store"
@@ -55,6 +56,12 @@ func (s *Service) sources(ctx context.Context, kind, mediaServerID, vhost, app, 
 		return nil, err
 	}
 	base = strings.TrimRight(base, "/")
+	var codecs []string
+	if s.Codecs != nil {
+		// The note is advice: a stream whose tracks cannot be read now still
+		// gets its URLs, with the protocol's general hint only.
+		codecs, _ = s.Codecs(ctx, mediaServerID, vhost, app, stream)
+	}
 	out := make([]Source, 0, len(protos))
 	for _, p := range protos {
 		sh := sourceShape[p]
@@ -70,9 +77,47 @@ func (s *Service) sources(ctx context.Context, kind, mediaServerID, vhost, app, 
 			b = strings.TrimRight(b, "/")
 		}
 		out = append(out, Source{Protocol: p, URL: b + "/" + url.PathEscape(app) + "/" + url.PathEscape(stream) + sh.suffix + "?" + q.Encode(),
-			ContentType: sh.contentType, BrowserNative: sh.native, Hint: sh.hint + grantHint[kind]})
+			ContentType: sh.contentType, BrowserNative: sh.native, Hint: streamNote(p, codecs) + sh.hint + grantHint[kind]})
 	}
 	return out, nil
+}
+
+// streamNote says, ahead of a protocol's general hint, what this stream's
+// own codecs (as its media server last reported them) mean for that
+// protocol; "" when nothing is lost. The engine never transcodes, so a
+// track a protocol cannot carry is left out, and a stream with none it can
+// carry is refused.
+func streamNote(p Protocol, codecs []string) string {
+	has := func(c string) bool { return slices.Contains(codecs, c) }
+	var notes []string
+	switch p {
+	case ProtoFLV:
+		video, audio := has("H264") || has("H265"), has("AAC") || has("PCMA") || has("PCMU")
+		switch {
+		case !video && !audio && (has("VP8") || has("Opus")):
+			notes = append(notes, "This stream ("+strings.Join(codecs, ", ")+") has no track FLV can carry: this URL answers 406 no_common_codec.")
+		case has("VP8") && !video:
+			notes = append(notes, "This stream's video is VP8, which FLV cannot carry: this URL plays its audio only.")
+		case has("Opus") && !audio:
+			notes = append(notes, "This stream's audio is Opus, which FLV cannot carry: this URL plays its video only.")
+		}
+	case ProtoHLS:
+		if has("VP8") {
+			notes = append(notes, "This stream's video is VP8: HLS plays it when the media server writes fMP4 segments (hls.format fmp4); "+
+				"with MPEG-TS segments this URL answers 406 no_common_codec.")
+		}
+	case ProtoWebRTC:
+		if has("H265") {
+			notes = append(notes, "This stream's video is H.265: only a browser whose offer has H265 gets video.")
+		}
+		if has("AAC") {
+			notes = append(notes, "This stream's audio is AAC, which WebRTC cannot carry: the session has no audio.")
+		}
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return strings.Join(notes, " ") + " "
 }
 
 // DefaultVhost is the vhost URLs do not need to name.

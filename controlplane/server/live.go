@@ -50,7 +50,7 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 			tokenState(tokens, owner, tokensRev),
 			s.Sessions,
 		), TokensRevision: tokensRev, Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
-		Revision: areaRevision(st, playback.LeasesPrefix), Catchup: node.LinearizableBarrier}
+		Revision: areaRevision(st, playback.LeasesPrefix), Catchup: node.LinearizableBarrier, Codecs: s.Streams.Codecs}
 	s.Snapshots = &snapshots.Service{Store: node, Channels: s.Channels, Playback: s.Playback, MACKeys: keys.SubKeys("snapshot-ticket"),
 		Log: s.Log.Named("snapshots")}
 	s.startRecording(cfg)

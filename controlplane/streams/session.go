@@ -266,6 +266,20 @@ func (s *Service) Session(ctx context.Context, mediaServerID, vhost, app, stream
 	return &sess, err
 }
 
+// Codecs are the codecs of a stream's tracks as its media server last
+// reported them; none for a stream it never reported.
+func (s *Service) Codecs(ctx context.Context, mediaServerID, vhost, app, stream string) ([]string, error) {
+	sess, err := s.Session(ctx, mediaServerID, vhost, app, stream)
+	if err != nil || sess == nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(sess.Tracks))
+	for _, t := range sess.Tracks {
+		out = append(out, t.Codec)
+	}
+	return out, nil
+}
+
 // Locate implements playback.Streams: the channel's stream and whether it
 // is Online on the channel's media server.
 func (s *Service) Locate(ctx context.Context, channelID string) (playback.StreamLocation, error) {

@@ -61,6 +61,11 @@ func TestWebRTCLeaseEndToEnd(t *testing.T) {
 		l.Sources[0].Protocol != "webrtc" || !strings.Contains(l.Sources[0].URL, "/live/door/whep?svc_ticket=") {
 		t.Fatalf("webrtc lease: %d %s", st, body)
 	}
+	// The camera sends H.264 + AAC, as its media server reported: the hint
+	// says this stream's audio stays out of WebRTC.
+	if !strings.HasPrefix(l.Sources[0].Hint, "This stream's audio is AAC, which WebRTC cannot carry") {
+		t.Fatalf("the webrtc source's hint does not note this stream's AAC: %q", l.Sources[0].Hint)
+	}
 	whep := l.Sources[0].URL
 	out := gstWHEP(t, whep, 8)
 	var frames, width, height, deleted int

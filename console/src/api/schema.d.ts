@@ -9153,7 +9153,7 @@ export interface components {
             contentType: string;
             /** @description Whether browsers play it without a JavaScript player (HLS in Safari, HTTP-fMP4 in Chromium-based browsers; never HTTP-FLV or RTSP). */
             browserNative: boolean;
-            /** @description How to play it and what to expect. */
+            /** @description How to play it and what to expect. For a live stream whose media server has reported its tracks, it starts with what this protocol leaves out of this stream (no transcoding), e.g. AAC audio over WebRTC or VP8 video over HTTP-FLV. */
             hint: string;
         };
         /** @description Request for a single-use playback or download link. */
