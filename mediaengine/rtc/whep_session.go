@@ -249,7 +249,7 @@ func (s *whepSession) send(p *hub.Packet) {
 	}
 }
 
-// readRTCP reads a sender's RTCP (which also runs pion's NACK responder
+// readRTCP reads a sender's RTCP (which also runs the NACK responder
 // and report interceptors) and relays keyframe requests to the source.
 func (s *whepSession) readRTCP(sender *webrtc.RTPSender) {
 	for {
