@@ -275,13 +275,14 @@ func (e *Engine) Publish(ctx context.Context, path media.Path, origin hub.Origin
 // calls it. The player ends when the reader is closed (by the caller, a
 // kick or the stream's end); the caller must call leave when it stops.
 func (e *Engine) Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (rd *hub.Reader, leave func(), err error) {
-	rd, _, leave, err = e.play(ctx, path, protocol, remoteAddr, params)
+	rd, _, leave, err = e.play(ctx, path, nil, protocol, remoteAddr, params)
 	return rd, leave, err
 }
 
-// play is Play that also answers the registered player, for outputs that
-// count the bytes they send to it themselves.
-func (e *Engine) play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (*hub.Reader, *player.Player, func(),
+// play is Play in format (nil for raw frames) that also answers the
+// registered player, for outputs that count the bytes they send to it
+// themselves.
+func (e *Engine) play(ctx context.Context, path media.Path, format hub.Format, protocol, remoteAddr string, params map[string]string) (*hub.Reader, *player.Player, func(),
 	error) {
 	path = hub.Key(path)
 	ans, err := e.hooks.Load().AllowPlay(ctx, engineapi.PlayHook{StreamRef: streamRef(path), Protocol: protocol, RemoteAddr: remoteAddr, Params: params})
@@ -293,7 +294,7 @@ func (e *Engine) play(ctx context.Context, path media.Path, protocol, remoteAddr
 	}
 	wctx, cancel := context.WithTimeout(ctx, waitStream)
 	defer cancel()
-	rd, err := e.hub.Subscribe(wctx, path, nil, protocol+" "+remoteAddr)
+	rd, err := e.hub.Subscribe(wctx, path, format, protocol+" "+remoteAddr)
 	if err != nil {
 		return nil, nil, nil, err
 	}

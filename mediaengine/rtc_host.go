@@ -45,9 +45,9 @@ func (e *Engine) WebRTCAddr() net.Addr {
 // with the refusals the WebRTC server answers with.
 type rtcHost struct{ e *Engine }
 
-func (h rtcHost) Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (*hub.Reader, func(int), func(),
-	error) {
-	rd, p, leave, err := h.e.play(ctx, path, protocol, remoteAddr, params)
+func (h rtcHost) Play(ctx context.Context, path media.Path, format hub.Format, protocol, remoteAddr string, params map[string]string) (*hub.Reader,
+	func(int), func(), error) {
+	rd, p, leave, err := h.e.play(ctx, path, format, protocol, remoteAddr, params)
 	if err != nil {
 		return nil, nil, nil, rtcRefusal(err)
 	}

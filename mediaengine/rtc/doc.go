@@ -8,12 +8,17 @@
 // writer (batch_conn.go): a frame fanned out to many viewers costs a
 // system call per batch, not per viewer.
 //
-// Nothing is transcoded. A WHEP viewer is a raw hub reader like an RTSP
-// player: its bounded queue drops frames until the next keyframe when the
-// viewer falls behind, and each frame is packetised once for that viewer
-// (rtpcodec) and sent through pion, whose interceptors answer NACKs from
-// their send buffer (on the RTX stream, RFC 4588, when the viewer offered
-// RTX) and send RTCP reports. Audio the browser cannot take (AAC, or G.711
+// Nothing is transcoded. A WHEP viewer is a hub reader of the stream's
+// webrtc-rtp format (rtp_format.go): each frame is packetised once
+// (rtpcodec) for all the stream's viewers, and a viewer writes those shared,
+// never modified payloads under its own RTP header (SSRC, sequence number,
+// timestamp base, payload type) to pion, which encrypts them with the
+// viewer's SRTP keys into a buffer of its own. Its bounded queue drops
+// frames until the next keyframe when the viewer falls behind. The engine's
+// NACK responder (nack_responder.go) answers NACKs from a per-viewer
+// history of references to the shared payloads (on the RTX stream, RFC
+// 4588, when the viewer offered RTX), and pion's interceptors send RTCP
+// reports. Audio the browser cannot take (AAC, or G.711
 // it did not offer) is left out and the session says so in its notes;
 // video in a codec the viewer did not offer (H.264, VP8, or H.265 a
 // browser offered) leaves the session without video. A viewer starts at a keyframe that arrives after

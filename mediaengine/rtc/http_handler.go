@@ -99,7 +99,7 @@ func (s *Server) openWHEP(ctx context.Context, id string, path media.Path, param
 	// report of its end names the WHEP resource the control plane knows
 	// (a room subscription then ends with it).
 	params[SessionParam] = id
-	rd, sent, leave, err := s.host.Play(ctx, path, Protocol, remote, params)
+	rd, sent, leave, err := s.host.Play(ctx, path, rtpFormat{}, Protocol, remote, params)
 	if err != nil {
 		return nil, "", err
 	}

@@ -39,11 +39,11 @@ type Config struct {
 // ErrStreamNotFound or ErrAlreadyPublishing so the server answers with
 // their codes.
 type Host interface {
-	// Play admits a player of path and subscribes it to the stream's raw
-	// frames; sent counts the bytes sent to it (the flow reports' bytes),
+	// Play admits a player of path and subscribes it to the stream in
+	// format; sent counts the bytes sent to it (the flow reports' bytes),
 	// leave ends it.
-	Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (rd *hub.Reader, sent func(n int), leave func(),
-		err error)
+	Play(ctx context.Context, path media.Path, format hub.Format, protocol, remoteAddr string, params map[string]string) (rd *hub.Reader,
+		sent func(n int), leave func(), err error)
 	// Publish admits a publisher of path with these tracks; received
 	// counts the bytes received from it (the flow reports' bytes), leave
 	// ends its flow once it has stopped. params carries the session's id
@@ -175,7 +175,7 @@ func New(cfg Config, host Host, log *zap.Logger) (*Server, error) {
 			s.closePorts()
 			return nil, err
 		}
-		ir, err := interceptors(me)
+		ir, err := interceptors(me, publish)
 		if err != nil {
 			s.closePorts()
 			return nil, fmt.Errorf("rtc: interceptors: %w", err)
@@ -192,11 +192,19 @@ func New(cfg Config, host Host, log *zap.Logger) (*Server, error) {
 }
 
 // interceptors are pion's defaults but its stats interceptor, which
-// records every packet sent for GetStats, which the engine never calls.
-func interceptors(me *webrtc.MediaEngine) (*interceptor.Registry, error) {
+// records every packet sent for GetStats, which the engine never calls;
+// and, for WHEP viewers (not publish), with the engine's NACK responder,
+// which keeps references to the shared payloads where pion's copies every
+// packet (nack_responder.go). It is registered first: its writer is the
+// one under the others, for retransmissions.
+func interceptors(me *webrtc.MediaEngine, publish bool) (*interceptor.Registry, error) {
 	ir := &interceptor.Registry{}
-	if err := webrtc.ConfigureNack(me, ir); err != nil {
-		return nil, err
+	if publish {
+		if err := webrtc.ConfigureNack(me, ir); err != nil {
+			return nil, err
+		}
+	} else {
+		ir.Add(nackResponderFactory{})
 	}
 	if err := webrtc.ConfigureRTCPReports(ir); err != nil {
 		return nil, err

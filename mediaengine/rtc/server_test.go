@@ -26,10 +26,11 @@ type fakeHost struct {
 	publish func(path media.Path, tracks []*media.Track) (*hub.Publisher, error)
 }
 
-func (h fakeHost) Play(ctx context.Context, path media.Path, _, _ string, _ map[string]string) (*hub.Reader, func(int), func(), error) {
+func (h fakeHost) Play(ctx context.Context, path media.Path, format hub.Format, _, _ string, _ map[string]string) (*hub.Reader, func(int), func(),
+	error) {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	rd, err := h.hub.Subscribe(wctx, path, nil, "test")
+	rd, err := h.hub.Subscribe(wctx, path, format, "test")
 	if errors.Is(err, hub.ErrStreamNotFound) {
 		return nil, nil, nil, ErrStreamNotFound
 	}

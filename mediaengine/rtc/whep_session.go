@@ -7,15 +7,16 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pion/rtcp"
+	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/mediaengine/hub"
 	"github.com/svcplatform/svc/mediaengine/media"
-	"github.com/svcplatform/svc/mediaengine/rtpcodec"
 )
 
 // mtu is the RTP packet size sent to browsers: less than the usual 1400
@@ -28,8 +29,9 @@ const connectTimeout = 20 * time.Second
 // keyframeInterval spaces the keyframe requests one viewer relays.
 const keyframeInterval = 500 * time.Millisecond
 
-// whepSession is one WHEP viewer: a raw hub reader whose frames are
-// packetised and sent to the peer.
+// whepSession is one WHEP viewer: a hub reader of the stream packetised
+// once for all viewers (rtpFormat), whose packets it sends to the peer
+// under its own headers.
 type whepSession struct {
 	id    string
 	srv   *Server
@@ -57,12 +59,48 @@ type whepSession struct {
 	closing bool // set under mu once close waits for the goroutines
 }
 
-// sendTrack is one hub track on its way to the viewer.
+// sendTrack is one hub track on its way to the viewer: the rtpFormat
+// packets of its frames, under the viewer's own RTP header.
 type sendTrack struct {
-	local *webrtc.TrackLocalStaticRTP
-	pack  rtpcodec.Packetizer
+	local *viewerTrack
 	clock int64
-	base  uint32
+	base  uint32 // the viewer's RTP time of the stream's time zero
+	seq   uint16
+	// header is reused for every packet: nothing keeps it once WriteRTP
+	// returns (SRTP marshals it; the NACK responder copies its fields).
+	header rtp.Header
+}
+
+// viewerTrack is a track of one viewer's peer connection. pion's
+// TrackLocalStaticRTP picks the negotiated codec; its Write, which takes
+// whole packets, is not used: the session writes each shared payload under
+// its own header straight to the connection's stream.
+type viewerTrack struct {
+	*webrtc.TrackLocalStaticRTP
+	bound atomic.Pointer[binding]
+}
+
+// binding is where a bound track writes, and as what.
+type binding struct {
+	out  webrtc.TrackLocalWriter
+	ssrc uint32
+	pt   uint8
+}
+
+// Bind picks the codec and keeps the stream to write to.
+func (t *viewerTrack) Bind(ctx webrtc.TrackLocalContext) (webrtc.RTPCodecParameters, error) {
+	codec, err := t.TrackLocalStaticRTP.Bind(ctx)
+	if err != nil {
+		return codec, err
+	}
+	t.bound.Store(&binding{out: ctx.WriteStream(), ssrc: uint32(ctx.SSRC()), pt: uint8(codec.PayloadType)})
+	return codec, nil
+}
+
+// Unbind stops the writes.
+func (t *viewerTrack) Unbind(ctx webrtc.TrackLocalContext) error {
+	t.bound.Store(nil)
+	return t.TrackLocalStaticRTP.Unbind(ctx)
 }
 
 func (s *whepSession) path() media.Path { return s.p }
@@ -77,22 +115,19 @@ func (s *whepSession) setup(o *offer) error {
 			s.notes = append(s.notes, note)
 			continue
 		}
-		local, err := webrtc.NewTrackLocalStaticRTP(capability, string(t.Kind()), "svc")
+		static, err := webrtc.NewTrackLocalStaticRTP(capability, string(t.Kind()), "svc")
 		if err != nil {
 			return err
 		}
+		local := &viewerTrack{TrackLocalStaticRTP: static}
 		sender, err := s.pc.AddTrack(local)
 		if err != nil {
 			return err
 		}
-		var rnd [8]byte
+		var rnd [6]byte
 		_, _ = rand.Read(rnd[:])
-		pack, err := rtpcodec.NewPacketizer(rtpcodec.Format{PayloadType: 96, ClockRate: t.ClockRate}, t, binary.BigEndian.Uint32(rnd[:4]),
-			binary.BigEndian.Uint16(rnd[4:6]), mtu)
-		if err != nil {
-			return err
-		}
-		s.tracks[t.ID] = &sendTrack{local: local, pack: pack, clock: int64(capability.ClockRate), base: binary.BigEndian.Uint32(rnd[4:])}
+		s.tracks[t.ID] = &sendTrack{local: local, clock: int64(capability.ClockRate), base: binary.BigEndian.Uint32(rnd[:4]),
+			seq: binary.BigEndian.Uint16(rnd[4:])}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -175,32 +210,46 @@ func (s *whepSession) run() {
 			started = true
 		}
 		for i := from; i < len(buf); i++ {
-			if err := s.send(buf[i].Frame); err != nil {
-				s.close(err)
-				return
-			}
+			s.send(buf[i])
 		}
 		clear(buf)
 	}
 }
 
-func (s *whepSession) send(f *media.Frame) error {
-	st := s.tracks[f.Track.ID]
+// send writes an rtpFormat packet's RTP packets under the viewer's headers.
+// A write fails only when the connection is going away, which the
+// connection state reports; the other tracks keep going until then.
+func (s *whepSession) send(p *hub.Packet) {
+	st := s.tracks[p.Frame.Track.ID]
 	if st == nil {
-		return nil
+		return
 	}
-	ts := st.base + uint32(int64(f.PTS)*st.clock/int64(time.Second))
-	return st.pack.Packetize(f, ts, func(pkt []byte) error {
-		// A write fails only when the connection is going away, which the
-		// connection state reports; the other tracks keep going until then.
-		if n, err := st.local.Write(pkt); err == nil {
-			s.sent(n)
+	b := st.local.bound.Load()
+	if b == nil {
+		return
+	}
+	ts := st.base + uint32(int64(p.Frame.PTS)*st.clock/int64(time.Second))
+	h := &st.header
+	sent := 0
+	for data := p.Data; ; {
+		payload, marker, offset, rest, ok := nextPacket(data)
+		if !ok {
+			break
 		}
-		return nil
-	})
+		data = rest
+		*h = rtp.Header{Version: 2, Marker: marker, PayloadType: b.pt, SequenceNumber: st.seq, Timestamp: ts + offset, SSRC: b.ssrc,
+			Extensions: h.Extensions[:0]}
+		st.seq++
+		if _, err := b.out.WriteRTP(h, payload); err == nil {
+			sent += rtpHeaderSize + len(payload)
+		}
+	}
+	if sent > 0 {
+		s.sent(sent)
+	}
 }
 
-// readRTCP reads a sender's RTCP (which also runs pion's NACK responder
+// readRTCP reads a sender's RTCP (which also runs the NACK responder
 // and report interceptors) and relays keyframe requests to the source.
 func (s *whepSession) readRTCP(sender *webrtc.RTPSender) {
 	for {

@@ -184,7 +184,9 @@ func startEngine(svc, dir, clip string) (*exec.Cmd, string, error) {
 	// A range of its own, apart from another run's on the same machine.
 	cfg.RTPPortMin = 33000 + os.Getpid()%200*100
 	cfg.RTPPortMax = cfg.RTPPortMin + 99
-	cfg.WebRTC.UDPAddr, cfg.WebRTC.TCPAddr = freeAddr("udp"), ""
+	// ICE-TCP on a port of its own too: an empty address means the default
+	// 8189, which another engine on the machine may hold.
+	cfg.WebRTC.UDPAddr, cfg.WebRTC.TCPAddr = freeAddr("udp"), freeAddr("tcp")
 	cfg.DataDir, cfg.LogLevel, cfg.DemoFile, cfg.DemoPath = dir, "error", clip, "live/bench"
 	b, err := cfg.Marshal()
 	if err != nil {
