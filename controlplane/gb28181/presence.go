@@ -113,6 +113,9 @@ func (s *Service) keepalive(id DeviceID, transport, addr string, now time.Time) 
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
+	s.recorded[id] = struct{}{} // just read: register need not guess
+	s.mu.Unlock()
 	// A keep-alive keeps the registration the device made; it does not
 	// extend it.
 	_, err = s.register(id, transport, addr, d.Expires, now)
