@@ -32,6 +32,7 @@ func (s *Service) register(id DeviceID, transport, addr string, expires int, now
 	}
 	known := p.status == StatusOnline && p.transport == transport && p.addr == addr
 	p.lastSeen, p.expiresAt = now, now.Add(time.Duration(expires)*time.Second)
+	_, recorded := s.recorded[id]
 	s.mu.Unlock()
 	if known {
 		return false, nil // a refresh: rule 7, nothing to write or emit
@@ -41,7 +42,13 @@ func (s *Service) register(id DeviceID, transport, addr string, expires int, now
 	var status Status
 	var window time.Duration
 	cameOnline := false
-	_, err := store.Update(ctx, s.store, deviceKey(id), func(kv *store.KeyValue) ([]byte, []store.Op, []store.Compare, error) {
+	// A device without a record here is most likely new: its first
+	// registration does not read the record it believes absent.
+	update := store.Update
+	if !recorded {
+		update = store.UpdateAbsent
+	}
+	_, err := update(ctx, s.store, deviceKey(id), func(kv *store.KeyValue) ([]byte, []store.Op, []store.Compare, error) {
 		var d Device
 		var evName, reason string
 		var previous *Status
@@ -86,6 +93,7 @@ func (s *Service) register(id DeviceID, transport, addr string, expires int, now
 	}
 	s.mu.Lock()
 	p.status, p.window, p.transport, p.addr = status, window, transport, addr
+	s.recorded[id] = struct{}{}
 	s.mu.Unlock()
 	return cameOnline && err == nil, nil
 }
@@ -105,6 +113,9 @@ func (s *Service) keepalive(id DeviceID, transport, addr string, now time.Time) 
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
+	s.recorded[id] = struct{}{} // just read: register need not guess
+	s.mu.Unlock()
 	// A keep-alive keeps the registration the device made; it does not
 	// extend it.
 	_, err = s.register(id, transport, addr, d.Expires, now)
@@ -193,6 +204,7 @@ func (s *Service) unregister(id DeviceID, now time.Time) error {
 	if p := s.live[id]; p != nil {
 		p.status = StatusUnregistered
 	}
+	delete(s.recorded, id)
 	s.mu.Unlock()
 	return nil
 }

@@ -36,6 +36,12 @@ type Service struct {
 
 	mu   sync.Mutex
 	live map[DeviceID]*presence
+	// recorded are the devices this node knows to have a record: those
+	// in the store when it started and those it has registered since. A
+	// first REGISTER of any other device skips reading its record (the
+	// Txn's guard that the key is absent keeps a wrong guess from writing
+	// over a record made elsewhere).
+	recorded map[DeviceID]struct{}
 	// authFailed is when each device's last auth_failed event was
 	// written: a device hammering a wrong password emits one a minute.
 	authFailed map[DeviceID]time.Time
@@ -107,7 +113,7 @@ func New(cfg Config, st store.Store, chans ChannelStore, nodeID string, log *zap
 		cfg.CatalogTimeout = 10 * time.Second
 	}
 	return &Service{cfg: cfg, store: st, channels: chans, nodeID: nodeID, log: log, now: time.Now, nonces: newNonces(cfg.NonceTTL),
-		live: map[DeviceID]*presence{}, authFailed: map[DeviceID]time.Time{}, catalogs: map[DeviceID]*catalogRun{}, records: map[int64]*recordRun{},
+		live: map[DeviceID]*presence{}, recorded: map[DeviceID]struct{}{}, authFailed: map[DeviceID]time.Time{}, catalogs: map[DeviceID]*catalogRun{}, records: map[int64]*recordRun{},
 		broadcasts: map[DeviceID]*broadcastWait{}, presetWaits: map[int64]presetWait{}, sessions: map[string]*MediaSession{}, origins: map[string]string{}}, nil
 }
 
@@ -259,6 +265,7 @@ func (s *Service) adoptDevices(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, d := range devs {
+		s.recorded[d.DeviceID] = struct{}{}
 		if d.NodeID != s.nodeID {
 			continue
 		}

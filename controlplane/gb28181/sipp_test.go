@@ -22,8 +22,10 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/query"
+	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/storetest"
 )
 
@@ -42,6 +44,13 @@ const (
 func testService(t *testing.T, interval time.Duration, count int, mutate ...func(*Config)) (*Service, store.Store) {
 	t.Helper()
 	st, keys := storetest.WithKeys(t, append([]query.Index{DeviceIndex}, channels.Indexes...)...)
+	return serviceOn(t, st, keys, "cp1", interval, count, mutate...), st
+}
+
+// serviceOn starts a service of control node nodeID on st, as
+// testService does.
+func serviceOn(t *testing.T, st *raftnode.Node, keys *keyring.Keyring, nodeID string, interval time.Duration, count int, mutate ...func(*Config)) *Service {
+	t.Helper()
 	chans := &channels.Service{Store: st, Reader: st.State(), Keys: keys}
 	cfg := DefaultConfig()
 	cfg.CatalogOnRegister = false
@@ -52,7 +61,7 @@ func testService(t *testing.T, interval time.Duration, count int, mutate ...func
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	s, err := New(cfg, st, chans, "cp1", zaptest.NewLogger(t).Named("gb28181"))
+	s, err := New(cfg, st, chans, nodeID, zaptest.NewLogger(t).Named("gb28181"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +69,7 @@ func testService(t *testing.T, interval time.Duration, count int, mutate ...func
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	return s, st
+	return s
 }
 
 // device is one SIPp device agent.

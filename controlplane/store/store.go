@@ -139,11 +139,30 @@ var ErrContended = errors.New("store: key is being changed concurrently; try aga
 // state and runs fn again, a few times at most. fn sees nil for a missing
 // key; an error from fn ends the update.
 func Update(ctx context.Context, s Store, key string, fn func(kv *KeyValue) (value []byte, ops []Op, cmps []Compare, err error)) (*TxnResponse, error) {
+	return update(ctx, s, key, false, fn)
+}
+
+// UpdateAbsent is Update for a key the caller believes absent (a device
+// this node has never seen a record of): the first attempt skips the read
+// and runs fn(nil) under the same guard, the key's mod revision being 0.
+// A wrong belief costs one Txn whose compare fails; its else branch reads
+// the key, and the next attempt runs fn on that, as Update would. Nothing
+// is ever written over a key fn did not see.
+func UpdateAbsent(ctx context.Context, s Store, key string, fn func(kv *KeyValue) (value []byte, ops []Op, cmps []Compare, err error)) (*TxnResponse, error) {
+	return update(ctx, s, key, true, fn)
+}
+
+func update(ctx context.Context, s Store, key string, absent bool, fn func(kv *KeyValue) (value []byte, ops []Op, cmps []Compare, err error)) (*TxnResponse, error) {
+	var kv *KeyValue
+	read := !absent
 	for attempt := 0; attempt < 5; attempt++ {
-		kv, _, err := Get(ctx, s, key, Local)
-		if err != nil {
-			return nil, err
+		if read {
+			var err error
+			if kv, _, err = Get(ctx, s, key, Local); err != nil {
+				return nil, err
+			}
 		}
+		read = true
 		value, ops, cmps, err := fn(kv)
 		if err != nil {
 			return nil, err
@@ -152,10 +171,14 @@ func Update(ctx context.Context, s Store, key string, fn func(kv *KeyValue) (val
 		if kv != nil {
 			rev = kv.ModRevision
 		}
-		resp, err := s.Txn(ctx, TxnRequest{
+		req := TxnRequest{
 			Compares: append([]Compare{ModRevisionIs(key, rev)}, cmps...),
 			Then:     append([]Op{Put(key, value)}, ops...),
-		})
+		}
+		if absent {
+			req.Else = []Op{GetOp(key)}
+		}
+		resp, err := s.Txn(ctx, req)
 		if err != nil {
 			return nil, err
 		}
@@ -164,6 +187,14 @@ func Update(ctx context.Context, s Store, key string, fn func(kv *KeyValue) (val
 		}
 		if err := s.WaitForRevision(ctx, resp.Header.Revision); err != nil {
 			return nil, err
+		}
+		if absent && len(resp.Responses) == 1 {
+			// The else branch read the key at the Txn's revision: the
+			// next attempt starts from that instead of reading it again.
+			absent, read, kv = false, false, nil
+			if kvs := resp.Responses[0].KVs; len(kvs) == 1 {
+				kv = kvs[0]
+			}
 		}
 	}
 	return nil, fmt.Errorf("%w: %s", ErrContended, key)
