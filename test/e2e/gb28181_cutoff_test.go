@@ -28,6 +28,15 @@ import (
 // itself and forgets the dialog. Let back in, the holder catches up and
 // takes nothing back: no dialog in its memory or in the records, no
 // second BYE, and the camera is online again through its keep-alives.
+//
+// The RTP server is the leader's to close, not the holder's: it was
+// opened by a node command of the leader's dispatcher, and a control node
+// reaches a media host only through node commands in the replicated store
+// (the agent polls them; no control node dials an agent or an engine, and
+// the engine's control secret stays on its host), which a cut-off node
+// cannot write. So the test asserts that, once the leader has taken over
+// (the holder timeout, 3 s here), the engine's RTP server is closed (its
+// port binds again) and the lease is released within a bound.
 func TestGB28181CutOffHolderEndsItsDialogs(t *testing.T) {
 	const (
 		deviceID  = "34020000001320000010"
@@ -80,9 +89,17 @@ func TestGB28181CutOffHolderEndsItsDialogs(t *testing.T) {
 	if r := via.Do("POST", "/api/v2/gb28181/live/invite", control, "application/json", live); r.Status != 200 {
 		t.Fatalf("live invite: %d %s\n%s", r.Status, r.Body, sippLog())
 	}
-	liveInviteAtCamera(t, dir)
-	testkit.Eventually(t, 60*time.Second, "the dialog held by the holder, its RTP port leased", func() bool {
-		return holder.S.GB28181.HeldDialogs() == 1 && dialogs(via.S.Node) == 1 && gbLeases() == 1
+	port, _ := liveInviteAtCamera(t, dir)
+	portFree := func() bool {
+		l, err := net.ListenPacket("udp", ":"+strconv.Itoa(port))
+		if err != nil {
+			return false
+		}
+		l.Close()
+		return true
+	}
+	testkit.Eventually(t, 60*time.Second, "the dialog held by the holder, its RTP port leased and its RTP server open", func() bool {
+		return holder.S.GB28181.HeldDialogs() == 1 && dialogs(via.S.Node) == 1 && gbLeases() == 1 && !portFree()
 	})
 
 	holder.S.Node.SetCutOff(true)
@@ -91,6 +108,11 @@ func TestGB28181CutOffHolderEndsItsDialogs(t *testing.T) {
 		return byes() == 1 && holder.S.GB28181.HeldDialogs() == 0 && dialogs(via.S.Node) == 0 && gbLeases() == 0
 	})
 	t.Logf("the cut-off holder's dialog ended %v after the cut", time.Since(cut).Round(time.Millisecond))
+	// The leader has taken over (the lease is released): the RTP server
+	// it opened is closed within a bound, though the holder could not.
+	took := time.Now()
+	testkit.Eventually(t, 60*time.Second, "the RTP server closed by the leader (its port binds again)", portFree)
+	t.Logf("the RTP server's port was free %v after the leader released the lease", time.Since(took).Round(time.Millisecond))
 
 	holder.S.Node.SetCutOff(false)
 	testkit.Eventually(t, 90*time.Second, "the holder back in contact and caught up, the camera online again", func() bool {
