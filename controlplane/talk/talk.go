@@ -330,16 +330,23 @@ func (s *Service) ReleaseDevice(protocol, deviceID, why string) {
 
 // Close releases every session's media.
 func (s *Service) Close() {
+	why := "the control node holding the session shut down"
+	if s.NodeID != "" {
+		why = "control node " + s.NodeID + ", which held the session, shut down"
+	}
+	s.ReleaseAll(why)
+}
+
+// ReleaseAll releases the media of every session still sending, saying
+// why: what a node cut off from the cluster does, since the leader
+// records its sessions as released meanwhile (EndNode).
+func (s *Service) ReleaseAll(why string) {
 	s.mu.Lock()
 	ids := make([]string, 0, len(s.sessions))
 	for id := range s.sessions {
 		ids = append(ids, id)
 	}
 	s.mu.Unlock()
-	why := "the control node holding the session shut down"
-	if s.NodeID != "" {
-		why = "control node " + s.NodeID + ", which held the session, shut down"
-	}
 	for _, id := range ids {
 		s.release(id, why)
 	}
