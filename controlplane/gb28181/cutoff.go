@@ -29,6 +29,14 @@ type cutOffDialog struct {
 // still reachable gets its BYE (several at once); the dialogs are
 // forgotten here, and their records and the sessions' owners are told when
 // the node is back in contact (Rejoined). It returns how many it ended.
+//
+// The sessions' RTP servers and port leases stay for the leader to undo
+// (its EndGB, once it takes this node for dead): they were opened by node
+// commands, and a control node reaches a media host only through node
+// commands in the replicated store, which a cut-off node cannot write (the
+// agents poll their control node; no control node dials an agent or an
+// engine, and an engine's control secret never leaves its host). Until
+// then the server receives nothing, the device having had its BYE.
 func (s *Service) EndDialogsCutOff(why string) int {
 	s.mu.Lock()
 	s.wasCutOff = true

@@ -69,7 +69,7 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 		// Talk senders send from the SIP server's address, the one devices
 		// already reach.
 		host, _, _ := net.SplitHostPort(s.GB28181.UDPAddr().String())
-		s.talk = &talk.Service{Log: s.Log.Named("talk"), BindIP: host}
+		s.talk = &talk.Service{Log: s.Log.Named("talk"), BindIP: host, NodeID: cfg.NodeID, Record: s.recordTalk}
 		// A device's BYE or end of file ends its playback session or
 		// releases its talk session's media, whichever the Call-ID names.
 		playback, talks := s.gbPlayback, s.talk
@@ -196,6 +196,22 @@ func (s *Server) rtpServerTimeout(h engineapi.RTPServerTimeoutHook) {
 		err := s.gbPlayback.Stop(ctx, h.Stream, fmt.Sprintf("no media from the device for %d s (RTP server timeout)", h.TimeoutSeconds))
 		if err != nil && !errors.Is(err, streams.ErrPlaybackEnded) && !errors.Is(err, streams.ErrPlaybackNotFound) {
 			s.Log.Warn("ending a silent GB28181 playback session failed", zap.String("session", h.Stream), zap.Error(err))
+		}
+	})
+}
+
+// recordTalk writes what the talk service tells of a session into its
+// owner record (talk.RecordState), in the background: it is told from SIP
+// handlers and from shutdown, and a node cut off from the cluster cannot
+// write (the leader's talk.EndNode then records the end). Not cancelled by
+// shutdown, which releases the sessions after the background context is
+// done and waits for this work before closing the store.
+func (s *Server) recordTalk(sess talk.Session) {
+	s.goBackground(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := talk.RecordState(ctx, s.Node, sess, time.Now()); err != nil {
+			s.Log.Info("recording a talk session's state failed", zap.String("session", sess.SessionID), zap.Error(err))
 		}
 	})
 }

@@ -172,7 +172,8 @@ func (s *Server) probeMember(ctx context.Context, id string) (bool, error) {
 
 // watchGBCutOff ends the GB28181 dialogs this node holds once it has been
 // out of contact with a leader for the holder timeout, as long as the
-// leader takes to give up on it and end their sessions without a BYE;
+// leader takes to give up on it and end their sessions without a BYE
+// (and its talk sessions' senders stop);
 // back in contact, it finishes what it could not do meanwhile
 // (Service.Rejoined). Out of contact means not heard from a leader within
 // one check interval, at every check for the whole timeout: a node that
@@ -197,7 +198,15 @@ func (s *Server) watchGBCutOff(ctx context.Context) {
 			since = now
 		}
 		if now.Sub(since) >= timeout {
-			s.GB28181.EndDialogsCutOff(fmt.Sprintf("control node %s was cut off from the cluster (no leader for %s)", s.Config.NodeID, now.Sub(since).Round(time.Second)))
+			why := fmt.Sprintf("control node %s was cut off from the cluster (no leader for %s)", s.Config.NodeID, now.Sub(since).Round(time.Second))
+			s.GB28181.EndDialogsCutOff(why)
+			// The leader records this node's talk sessions as released
+			// (talk.EndNode): their senders stop here too, so audio posted
+			// to this node is refused, not sent to a device the cluster
+			// says is no longer talked to.
+			if s.talk != nil {
+				s.talk.ReleaseAll(why)
+			}
 		}
 	})
 }

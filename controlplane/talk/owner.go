@@ -20,9 +20,13 @@ type Owner struct {
 	NodeID    string `json:"nodeId"`
 	// Session is the session as created; once Ended, as it ended.
 	Session *Session `json:"session,omitempty"`
-	// Ended is set when the session ended without its node (the node is
-	// gone): reads answer the recorded Session from then on.
+	// Ended is set when the session's media was released (by its node,
+	// which recorded how, or without it, the node being gone): reads
+	// answer the recorded Session from then on, and nothing changes it.
 	Ended bool `json:"ended,omitempty"`
+	// CountedAt is when the node last recorded the session's counts
+	// (packets and bytes sent); zero: never since its creation.
+	CountedAt *time.Time `json:"countedAt,omitempty"`
 }
 
 // PutOwner records that nodeID holds session s.
@@ -61,9 +65,33 @@ func (o *Owner) EndedSession(write bool) (*Session, error) {
 
 var errUnchanged = errors.New("unchanged")
 
+// RecordState records what the node holding session s tells of it (its
+// talk.Service's Record): a released session's final state, or its
+// counts when its push-to-talk gate closed, so that once the node is gone
+// the record says how the session ended and how much it sent, not what it
+// was at its creation. A session already Ended keeps its record, and
+// counts older than those recorded (two writes crossing) are not kept.
+func RecordState(ctx context.Context, st store.Store, s Session, now time.Time) error {
+	_, err := store.UpdateRecord(ctx, st, OwnerPrefix+s.SessionID, func(cur *Owner) (*Owner, []store.Op, []store.Compare, error) {
+		if cur == nil || cur.Ended || (cur.Session != nil && cur.Session.PacketsSent > s.PacketsSent) {
+			return nil, nil, nil, errUnchanged
+		}
+		at := now.UTC()
+		s.Buffered = 0
+		cur.Session, cur.CountedAt, cur.Ended = &s, &at, s.MediaState == MediaReleased
+		return cur, nil, nil, nil
+	})
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
+}
+
 // EndNode records the end of every session held by nodeID, which is gone
-// (its sender went with it): Released, with reason, from then on. The
-// counts are those the record last had: the node that knew them is gone.
+// (its sender went with it): Released, with reason, from then on. Sessions
+// the node recorded as released keep their own end. The counts are those
+// the node last recorded (when push-to-talk last closed), and the reason
+// says as of when: the node that knew the rest is gone.
 func EndNode(ctx context.Context, st store.Store, nodeID, reason string, now time.Time) (int, error) {
 	owners, err := store.Records[Owner](ctx, st, OwnerPrefix, store.Local)
 	if err != nil {
@@ -84,7 +112,7 @@ func EndNode(ctx context.Context, st store.Store, nodeID, reason string, now tim
 			at := now.UTC()
 			cur.Ended = true
 			cur.Session.MediaState, cur.Session.PTT, cur.Session.Buffered = MediaReleased, false, 0
-			cur.Session.ReleasedAt, cur.Session.ReleaseReason = &at, reason
+			cur.Session.ReleasedAt, cur.Session.ReleaseReason = &at, reason+countsNote(cur.CountedAt)
 			return cur, nil, nil, nil
 		})
 		if errors.Is(err, errUnchanged) {
@@ -96,4 +124,13 @@ func EndNode(ctx context.Context, st store.Store, nodeID, reason string, now tim
 		n++
 	}
 	return n, nil
+}
+
+// countsNote says how old the counts of a session ended without its node
+// are.
+func countsNote(at *time.Time) string {
+	if at == nil {
+		return " (packets and bytes sent are unknown: the node recorded none since the session's creation)"
+	}
+	return " (packets and bytes sent as the node last recorded them, at " + at.UTC().Format(time.RFC3339) + ")"
 }

@@ -6,7 +6,10 @@
 // packet in real time, through the push-to-talk gate.
 //
 // Sessions live on the control node that established them (it holds the
-// device's signalling and sends the media); they are not replicated.
+// device's signalling and sends the media); they are not replicated, but
+// what the other nodes must be able to tell once that node is gone is
+// passed to Record: the end of a session's media, and its counts each
+// time its push-to-talk gate closes.
 package talk
 
 import (
@@ -112,6 +115,13 @@ type Service struct {
 	// BindIP is the address the senders bind to (default 0.0.0.0; the
 	// answer names 127.0.0.1 then).
 	BindIP string
+	// NodeID names this control node in the reason of the sessions
+	// released when it shuts down.
+	NodeID string
+	// Record, when set, is told of a session's state worth keeping beyond
+	// this node (see owner.go): after its media is released, and after
+	// its push-to-talk gate closes (its counts then). It must not block.
+	Record func(Session)
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -238,13 +248,24 @@ func (s *Service) SetPTT(id string, on bool) (*Session, error) {
 		return nil, err
 	}
 	ss.mu.Lock()
+	closed := ss.info.PTT && !on && ss.info.MediaState == MediaSending
 	ss.info.PTT = on
 	if !on {
 		ss.buf = nil
 	}
 	ss.mu.Unlock()
 	out := ss.snapshot()
+	if closed {
+		s.record(out)
+	}
 	return &out, nil
+}
+
+// record passes a session's state to Record, if set.
+func (s *Service) record(out Session) {
+	if s.Record != nil {
+		s.Record(out)
+	}
 }
 
 // ReleaseMedia stops the session's sender and closes its socket; the
@@ -259,14 +280,19 @@ func (s *Service) release(id, reason string) (*Session, error) {
 		return nil, err
 	}
 	ss.mu.Lock()
-	if ss.info.MediaState == MediaSending {
+	released := ss.info.MediaState == MediaSending
+	if released {
 		now := time.Now().UTC()
 		ss.info.MediaState, ss.info.ReleasedAt, ss.info.ReleaseReason, ss.buf = MediaReleased, &now, reason, nil
 		close(ss.stop)
 	}
 	ss.mu.Unlock()
 	<-ss.done
+	// After the sender stopped, so the counts are final.
 	out := ss.snapshot()
+	if released {
+		s.record(out)
+	}
 	return &out, nil
 }
 
@@ -304,6 +330,17 @@ func (s *Service) ReleaseDevice(protocol, deviceID, why string) {
 
 // Close releases every session's media.
 func (s *Service) Close() {
+	why := "the control node holding the session shut down"
+	if s.NodeID != "" {
+		why = "control node " + s.NodeID + ", which held the session, shut down"
+	}
+	s.ReleaseAll(why)
+}
+
+// ReleaseAll releases the media of every session still sending, saying
+// why: what a node cut off from the cluster does, since the leader
+// records its sessions as released meanwhile (EndNode).
+func (s *Service) ReleaseAll(why string) {
 	s.mu.Lock()
 	ids := make([]string, 0, len(s.sessions))
 	for id := range s.sessions {
@@ -311,7 +348,7 @@ func (s *Service) Close() {
 	}
 	s.mu.Unlock()
 	for _, id := range ids {
-		s.release(id, "the control node holding the session shut down")
+		s.release(id, why)
 	}
 }
 

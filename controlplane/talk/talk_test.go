@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -125,5 +126,50 @@ func TestReleaseDeviceStopsOnlyItsSessions(t *testing.T) {
 	}
 	if g, err := s.Get(other.SessionID); err != nil || g.MediaState != MediaSending || g.ReleaseReason != "" {
 		t.Fatalf("the other device's session: %+v %v", g, err)
+	}
+}
+
+// TestReleaseAllStopsEverySenderOnce: a node cut off from the cluster
+// releases every session it still sends, each told to Record once with
+// the reason; a session released before keeps its own end.
+func TestReleaseAllStopsEverySenderOnce(t *testing.T) {
+	c, _, _ := device(t)
+	var mu sync.Mutex
+	recorded := map[string]Session{}
+	s := &Service{BindIP: "127.0.0.1", Record: func(sess Session) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, dup := recorded[sess.SessionID]; dup {
+			t.Errorf("%s recorded twice", sess.SessionID)
+		}
+		recorded[sess.SessionID] = sess
+	}}
+	t.Cleanup(s.Close)
+	var ids []string
+	for _, dev := range []string{"dev-1", "dev-2", "dev-3"} {
+		sess, err := s.Create(context.Background(), "gb28181", dev, "ch", true, establish(c.LocalAddr().String(), 8))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sess.SessionID)
+	}
+	if _, err := s.ReleaseMedia(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	s.ReleaseAll("control node a was cut off from the cluster")
+	s.ReleaseAll("again")
+	mu.Lock()
+	defer mu.Unlock()
+	for i, id := range ids {
+		want := "control node a was cut off from the cluster"
+		if i == 0 {
+			want = "released through the API"
+		}
+		if r := recorded[id]; r.MediaState != MediaReleased || r.ReleaseReason != want {
+			t.Fatalf("session %d recorded %+v", i, r)
+		}
+		if _, err := s.Write(id, make([]byte, frameBytes)); !errors.Is(err, ErrNotSending) {
+			t.Fatalf("session %d takes audio: %v", i, err)
+		}
 	}
 }

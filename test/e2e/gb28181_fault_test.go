@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,8 +37,9 @@ import (
 // holder; the holder stops. Within the holder timeout the leader ends them
 // all: the camera offline, the live channel's start counted as failed with the reason, both
 // playback sessions Ended with the reason, the talk session Released with
-// the reason (audio refused with it), no RTP lease active, the RTP servers'
-// ports free and no dialog record left.
+// the reason (audio refused with it) and the packets it sent counted (the
+// node recorded them), no RTP lease active, the RTP servers' ports free and
+// no dialog record left.
 func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 	const (
 		deviceID  = "34020000001320000009"
@@ -52,6 +54,16 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer speaker.Close()
+	var heard atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := speaker.ReadFrom(buf); err != nil {
+				return
+			}
+			heard.Add(1)
+		}
+	}()
 	// Long enough that no session here ends by its RTP timeout.
 	g := startGBCluster(t, "gf", "camera-pass", domain, platform, func(c *config.Config) { c.GB28181RTPTimeout = 5 * time.Minute })
 	holder, via, ids, sip := g.holder, g.via, g.ids, g.sip
@@ -180,6 +192,12 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 	} else if r.JSON(t, &talk); talk.MediaState != "Sending" {
 		t.Fatalf("talk session: %s", r.Body)
 	}
+	// Ten packets of audio reach the camera's speaker before the holder goes.
+	audio, _ := json.Marshal(map[string]any{"payload": make([]byte, 10*160)})
+	if r := via.Do("POST", "/api/v2/talk/sessions/"+talk.Id+"/audio", via.Token("devices.talk"), "application/json", audio); r.Status != 200 {
+		t.Fatalf("talk audio: %d %s", r.Status, r.Body)
+	}
+	testkit.Eventually(t, 60*time.Second, "ten packets at the camera's speaker", func() bool { return heard.Load() == 10 })
 	var ports []int
 	testkit.Eventually(t, 60*time.Second, "three RTP leases and three dialogs", func() bool {
 		ports = gbLeases()
@@ -222,11 +240,14 @@ func TestGB28181SessionsEndWithTheirNodes(t *testing.T) {
 			t.Fatalf("playback session %s: %+v", id, s)
 		}
 	}
-	var ended struct{ MediaState, ReleaseReason string }
+	var ended struct {
+		MediaState, ReleaseReason string
+		PacketsSent               int
+	}
 	if r := via.Get("/api/v2/talk/sessions/"+talk.Id, view); r.Status != 200 || json.Unmarshal(r.Body, &ended) != nil {
 		t.Fatalf("talk session: %d %s", r.Status, r.Body)
 	}
-	if ended.MediaState != "Released" || !strings.Contains(ended.ReleaseReason, gone) {
+	if ended.MediaState != "Released" || !strings.Contains(ended.ReleaseReason, gone) || ended.PacketsSent != 10 {
 		t.Fatalf("talk session: %+v", ended)
 	}
 	body, _ := json.Marshal(map[string]any{"payload": make([]byte, 160)})

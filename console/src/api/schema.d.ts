@@ -11760,12 +11760,12 @@ export interface components {
             ptt: boolean;
             /**
              * Format: int64
-             * @description RTP packets sent.
+             * @description RTP packets sent. For a session that ended with the loss of the node holding it, the count that node last recorded (when the session's push-to-talk gate last closed); its releaseReason says as of when.
              */
             packetsSent: number;
             /**
              * Format: int64
-             * @description Audio bytes sent.
+             * @description Audio bytes sent (as packetsSent, the last count recorded once the node holding the session is lost).
              */
             bytesSent: number;
             /**
@@ -11783,7 +11783,7 @@ export interface components {
              * @description When the media sender was released.
              */
             releasedAt?: string;
-            /** @description Why the media sender was released: through the API, the device hung up, or the control node holding the device's SIP transport is gone (the session then ends there, and its counts are the last the cluster recorded). */
+            /** @description Why the media sender was released: through the API, the device hung up, or the control node holding the device's SIP transport is gone (the session then ends there, and its counts are the last that node recorded, as of the time the reason gives). */
             releaseReason?: string;
         };
         /**
