@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +26,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/storetest"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // The tests' devices are SIPp (Debian sip-tester) running scenarios made
@@ -197,24 +197,8 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// freeUDPPort returns a UDP and TCP port on loopback free a moment ago.
-func freeUDPPort(t *testing.T) int {
-	t.Helper()
-	for i := 0; i < 20; i++ {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := c.LocalAddr().(*net.UDPAddr).Port
-		c.Close()
-		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			l.Close()
-			return port
-		}
-	}
-	t.Fatal("no free port")
-	return 0
-}
+// freeUDPPort is a port free for UDP and TCP, claimed for the test.
+func freeUDPPort(t *testing.T) int { return testkit.FreePort(t) }
 
 // deviceEvents reads the gb28181 events in the outbox, oldest first.
 func deviceEvents(t *testing.T, st store.Store) []events.Entry {

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,24 +159,8 @@ func TestGB28181LiveEndToEnd(t *testing.T) {
 	})
 }
 
-// freeUDPPort is a port free for UDP and TCP on loopback a moment ago.
-func freeUDPPort(t *testing.T) int {
-	t.Helper()
-	for i := 0; i < 20; i++ {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := c.LocalAddr().(*net.UDPAddr).Port
-		c.Close()
-		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			l.Close()
-			return port
-		}
-	}
-	t.Fatal("no free port")
-	return 0
-}
+// freeUDPPort is a port free for UDP and TCP, claimed for the test (testkit.FreePort).
+func freeUDPPort(t *testing.T) int { return testkit.FreePort(t) }
 
 func freeUDPAddr(t *testing.T) string { return "127.0.0.1:" + strconv.Itoa(freeUDPPort(t)) }
 

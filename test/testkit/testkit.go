@@ -32,15 +32,11 @@ import (
 // the server under test reads its address back.
 const AnyPort = "127.0.0.1:0"
 
-// FreeAddr is a loopback address with a port nobody listens on now.
+// FreeAddr is a loopback address with a port nobody listens on now,
+// claimed for the test (FreePort).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(FreePort(t))
 }
 
 // Eventually fails the test when cond does not hold within the time; it
@@ -141,12 +137,28 @@ func Tail(s string, n int) string {
 // dies), and the ranges are tried from a random one on.
 func FreeRTPRange(t testing.TB) int {
 	t.Helper()
-	const first, last, size = 26000, 32600, 100
+	return claimPorts(t, "rtp-range", 26000, 32600, 100)
+}
+
+// FreePort is a port free on UDP and TCP for a server the test starts
+// later (a SIP server, a SIPp device), claimed the way FreeRTPRange claims
+// its ranges and from ports below those: a port the kernel picked as
+// ephemeral could be taken by another test's outgoing connection before
+// the server binds it.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	return claimPorts(t, "port", 20000, 25999, 1)
+}
+
+// claimPorts claims size ports from first (a multiple of size above it, up
+// to last) with a lock file named by kind, held until the test ends.
+func claimPorts(t testing.TB, kind string, first, last, size int) int {
+	t.Helper()
 	n := (last-first)/size + 1
 	from := rand.IntN(n)
 	for i := 0; i < n; i++ {
 		start := first + ((from+i)%n)*size
-		lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("svc-test-rtp-range-%d.lock", start)), os.O_CREATE|os.O_RDWR, 0o600)
+		lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("svc-test-%s-%d.lock", kind, start)), os.O_CREATE|os.O_RDWR, 0o600)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +166,7 @@ func FreeRTPRange(t testing.TB) int {
 			lock.Close() // another running test holds it
 			continue
 		}
-		ok := portFree(start) && portFree(start+1)
+		ok := portFree(start) && (size == 1 || portFree(start+1))
 		for p := start + 2; p < start+size && ok; p += 9 {
 			ok = portFree(p)
 		}
@@ -165,7 +177,7 @@ func FreeRTPRange(t testing.TB) int {
 		t.Cleanup(func() { lock.Close() })
 		return start
 	}
-	t.Fatal("no free RTP range")
+	t.Fatalf("no free %s", kind)
 	return 0
 }
 
