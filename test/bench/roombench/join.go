@@ -22,21 +22,27 @@ import (
 type room struct {
 	b   *bench
 	id  string
-	api *webrtc.API
-	pub string // the publication the joiners play
+	api *webrtc.API // the subscribers'
+	// pubAPI is the publishers'.
+	pubAPI *webrtc.API
+	pub    string // the publication the joiners play
 }
 
 func (b *bench) newRoom() (*room, error) {
 	var r struct{ RoomID, MediaServerID string }
 	if st, body, err := b.call("POST", "/api/v2/rtc/rooms", map[string]any{"name": "roombench", "idempotencyKey": "roombench-1"}, &r); err != nil ||
 		st != 200 || r.MediaServerID != "media-1" {
-		return nil, fmt.Errorf("create room: %d %s %v", st, body, err)
+		return nil, fmt.Errorf("create room: %d %s %w", st, body, err)
 	}
-	api, err := newAPI()
+	api, err := newAPI(false)
 	if err != nil {
 		return nil, err
 	}
-	return &room{b: b, id: r.RoomID, api: api}, nil
+	pubAPI, err := newAPI(true)
+	if err != nil {
+		return nil, err
+	}
+	return &room{b: b, id: r.RoomID, api: api, pubAPI: pubAPI}, nil
 }
 
 func (r *room) device() string { return "/api/v2/rtc/session/rooms/" + r.id }
@@ -46,7 +52,7 @@ func (r *room) ticket(subject string, caps ...string) (string, error) {
 	var tk struct{ AccessTicket string }
 	if st, body, err := r.b.call("POST", "/api/v2/rtc/rooms/"+r.id+"/access-tickets", map[string]any{"subjectIssuer": "roombench",
 		"subjectId": subject, "capabilities": caps}, &tk); err != nil || st != 200 {
-		return "", fmt.Errorf("ticket: %d %s %v", st, body, err)
+		return "", fmt.Errorf("ticket: %d %s %w", st, body, err)
 	}
 	return tk.AccessTicket, nil
 }
@@ -136,7 +142,7 @@ func (r *room) addPublisher(c *clip, name string) (string, error) {
 		"mediaKinds": []string{"audio", "video"}}, &pub); err != nil {
 		return "", err
 	}
-	p, err := publish(r.api, c, r.url(pub.WhipURL), token)
+	p, err := publish(r.pubAPI, c, r.url(pub.WhipURL), token)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
@@ -171,8 +177,8 @@ var phases = []struct {
 	{"join", "POST join with the ticket, answered with the participant token", func(j joinTimes) time.Duration { return j.join }},
 	{"subscribe", "POST subscriptions, answered with the WHEP URL", func(j joinTimes) time.Duration { return j.subscribe }},
 	{"offer", "pion creates its offer (audio and video, receive only) and gathers its candidates", func(j joinTimes) time.Duration { return j.offer }},
-	{"WHEP", "POST of the offer to the room's WHEP URL (the control node checks the token and relays it to the engine, which asks the control node about the ticket) until the answer is applied",
-		func(j joinTimes) time.Duration { return j.whep }},
+	{"WHEP", "POST of the offer to the room's WHEP URL (the control node checks the token and relays it to the engine, " +
+		"which asks the control node about the ticket) until the answer is applied", func(j joinTimes) time.Duration { return j.whep }},
 	{"ICE", "until pion's ICE is connected", func(j joinTimes) time.Duration { return j.ice }},
 	{"DTLS", "until the DTLS handshake is done (peer connection connected)", func(j joinTimes) time.Duration { return j.dtls }},
 	{"first frame", "until the last packet of the first complete IDR frame", func(j joinTimes) time.Duration { return j.frame }},

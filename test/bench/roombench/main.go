@@ -49,6 +49,11 @@ func main() {
 	quick := flag.Bool("quick", false, "a small run: 20 joins, 2 rounds of 5 s windows")
 	pin := flag.Bool("pin", runtime.NumCPU() >= 2, "run the agent and engine on CPU 0 and this process (control node, pion peers) on CPU 1 (taskset)")
 	flag.Parse()
+	cpus := runtime.NumCPU()
+	if n, err := strconv.Atoi(os.Getenv(pinnedEnv)); err == nil {
+		// Re-run pinned: the machine's CPUs are the parent's count.
+		*pin, cpus = true, n
+	}
 	if *quick {
 		*joins, *window, *rounds = 20, 5*time.Second, 2
 	}
@@ -62,14 +67,17 @@ func main() {
 		taskset, err := exec.LookPath("taskset")
 		if err == nil {
 			self, _ := os.Executable()
-			os.Setenv(pinnedEnv, "1")
+			os.Setenv(pinnedEnv, strconv.Itoa(cpus))
 			err = syscall.Exec(taskset, append([]string{"taskset", "-c", "1", self}, os.Args[1:]...), os.Environ())
 		}
 		fmt.Fprintln(os.Stderr, "roombench: pinning:", err)
 		os.Exit(1)
 	}
-	b := &bench{pin: *pin}
+	b := &bench{pin: *pin, cpus: cpus}
 	err := b.run(*out, cmd, *joins, *window, *rounds)
+	if err != nil && b.dir != "" {
+		fmt.Fprintf(os.Stderr, "roombench: the agent's and engine's log ends:\n%s\n", b.agentOutput())
+	}
 	b.stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "roombench:", err)
@@ -80,6 +88,7 @@ func main() {
 // bench is the running platform.
 type bench struct {
 	pin        bool
+	cpus       int // the machine's
 	dir        string
 	api, token string
 	agent      *exec.Cmd
@@ -123,7 +132,7 @@ func (b *bench) run(outPath, cmd string, joins int, window time.Duration, rounds
 	if err != nil {
 		return err
 	}
-	return benchdoc.WriteSection(outPath, "roombench", report(cmd, b.pin, js, rec))
+	return benchdoc.WriteSection(outPath, "roombench", report(cmd, b.machine(), b.pin, js, rec))
 }
 
 // start runs the control node in this process and the media host (agent
@@ -135,7 +144,7 @@ func (b *bench) start(svc string) error {
 	cfg.HTTPAddr, cfg.RaftAddr, cfg.AgentAddr = benchdoc.FreeAddr(), benchdoc.FreeAddr(), benchdoc.FreeAddr()
 	cfg.NodeHeartbeatTTL = 5 * time.Second
 	// The load comes from one address but stands for many participants.
-	cfg.MaxConnectionsPerClient = 1 << 20
+	cfg.MaxConnectionsPerClient = 1_000_000
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -194,10 +203,16 @@ func (b *bench) start(svc string) error {
 	}
 	var proc struct{ Pid int }
 	if st, body, err := b.call("GET", "/api/v2/node/engine/process?nodeId=media-1", nil, &proc); err != nil || st != 200 || proc.Pid == 0 {
-		return fmt.Errorf("engine process: %d %s %v", st, body, err)
+		return fmt.Errorf("engine process: %d %s %w", st, body, err)
 	}
 	b.enginePid = proc.Pid
 	return nil
+}
+
+// machine is benchdoc.Machine with the machine's CPUs (this process may
+// run pinned to one).
+func (b *bench) machine() string {
+	return strings.Replace(benchdoc.Machine(), fmt.Sprintf(", %d cores,", runtime.NumCPU()), fmt.Sprintf(", %d cores,", b.cpus), 1)
 }
 
 func (b *bench) agentOutput() string {

@@ -146,12 +146,25 @@ var (
 		SDPFmtpLine: "minptime=10;useinbandfec=1"}
 )
 
-// newAPI is a pion API as a browser peer would use: the default codecs
-// and interceptors (NACK, RTCP reports, TWCC), host candidates on
-// loopback only.
-func newAPI() (*webrtc.API, error) {
+// newAPI is a pion API as a browser peer would use: the default
+// interceptors (NACK, RTCP reports, TWCC), host candidates on loopback
+// only, and the default codecs, or for a publisher only the two it sends
+// (pion sends a track in the first negotiated format that fits it, which
+// among its many H.264 variants need not be the answer's first, the one
+// the engine takes).
+func newAPI(publisher bool) (*webrtc.API, error) {
 	me := &webrtc.MediaEngine{}
-	if err := me.RegisterDefaultCodecs(); err != nil {
+	if publisher {
+		for _, c := range []struct {
+			cap  webrtc.RTPCodecCapability
+			pt   webrtc.PayloadType
+			kind webrtc.RTPCodecType
+		}{{h264Capability, 102, webrtc.RTPCodecTypeVideo}, {opusCapability, 111, webrtc.RTPCodecTypeAudio}} {
+			if err := me.RegisterCodec(webrtc.RTPCodecParameters{RTPCodecCapability: c.cap, PayloadType: c.pt}, c.kind); err != nil {
+				return nil, err
+			}
+		}
+	} else if err := me.RegisterDefaultCodecs(); err != nil {
 		return nil, err
 	}
 	ir := &interceptor.Registry{}

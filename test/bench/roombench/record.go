@@ -55,18 +55,14 @@ func (r *room) measureRecording(c *clip, length time.Duration, rounds int) (reco
 	}
 	base := "/api/v2/rtc/rooms/" + r.id
 	if st, body, err := r.b.call("PUT", base+"/recording-policy", map[string]any{"enabled": true}, nil); err != nil || st != 200 {
-		return res, fmt.Errorf("recording policy: %d %s %v", st, body, err)
-	}
-	var archive struct{ Token string }
-	if st, body, err := r.b.call("POST", base+"/recordings/access", map[string]any{"lifetimeSeconds": 3600}, &archive); err != nil || st != 200 {
-		return res, fmt.Errorf("archive ticket: %d %s %v", st, body, err)
+		return res, fmt.Errorf("recording policy: %d %s %w", st, body, err)
 	}
 	const settle = 3 * time.Second
 	time.Sleep(settle)
 	for round := 1; round <= rounds; round++ {
 		var rec struct{ RecordingID, State string }
 		if st, body, err := r.b.call("POST", base+"/recording/continuous/start", nil, &rec); err != nil || st != 200 {
-			return res, fmt.Errorf("recording start: %d %s %v", st, body, err)
+			return res, fmt.Errorf("recording start: %d %s %w", st, body, err)
 		}
 		if !testkit.Within(30*time.Second, func() bool {
 			var cur struct {
@@ -81,13 +77,13 @@ func (r *room) measureRecording(c *clip, length time.Duration, rounds int) (reco
 		on := r.b.measureWindow(true, length)
 		res.windows = append(res.windows, on)
 		if st, body, err := r.b.call("POST", base+"/recording/continuous/"+rec.RecordingID+"/stop", nil, nil); err != nil || st != 200 {
-			return res, fmt.Errorf("recording stop: %d %s %v", st, body, err)
+			return res, fmt.Errorf("recording stop: %d %s %w", st, body, err)
 		}
 		stopped := time.Now()
 		// The stop plans the member copies and the full-meeting MP4,
 		// which the engine renders with ffmpeg: that is the meeting's
 		// after-cost, not recording's, so the next window waits for it.
-		if err := r.waitComposites(rec.RecordingID, archive.Token); err != nil {
+		if err := r.waitComposites(rec.RecordingID); err != nil {
 			return res, fmt.Errorf("round %d: %w", round, err)
 		}
 		res.composites = append(res.composites, time.Since(stopped))
@@ -106,6 +102,7 @@ func (r *room) measureRecording(c *clip, length time.Duration, rounds int) (reco
 			return res, fmt.Errorf("publication %s: %d files with %v after %d recordings", p, tf.files, tf.codecs, rounds)
 		}
 		res.tracks = append(res.tracks, tf)
+		fmt.Fprintf(os.Stderr, "   publication %s: %d files, %d bytes, %.1f s, %v\n", p, tf.files, tf.bytes, float64(tf.ms)/1000, tf.codecs)
 	}
 	probe, err := r.b.probeOneTrack(r.id + "." + pubs[len(pubs)-1])
 	if err != nil {
@@ -126,9 +123,15 @@ func (b *bench) measureWindow(recording bool, length time.Duration) window {
 
 // waitComposites waits until the stopped recording's composites are all
 // Available or Failed (the archive's manifest lists them).
-func (r *room) waitComposites(recordingID, archiveToken string) error {
+func (r *room) waitComposites(recordingID string) error {
+	var archive struct{ Token string }
+	if st, body, err := r.b.call("POST", "/api/v2/rtc/rooms/"+r.id+"/recordings/access", map[string]any{"lifetimeSeconds": 600}, &archive); err != nil ||
+		st != 200 {
+		return fmt.Errorf("archive ticket: %d %s %w", st, body, err)
+	}
+	archiveToken := archive.Token
 	var last string
-	if testkit.Within(10*time.Minute, func() bool {
+	if testkit.Within(9*time.Minute, func() bool {
 		var m struct {
 			State      string
 			Composites []struct{ State string }
@@ -151,7 +154,7 @@ func (r *room) waitComposites(recordingID, archiveToken string) error {
 	}) {
 		return nil
 	}
-	return fmt.Errorf("the composites were not done within 10 minutes (%s)", last)
+	return fmt.Errorf("the composites were not done within 9 minutes (%s)", last)
 }
 
 // trackFiles lists the recorded files of a room stream.
@@ -165,7 +168,7 @@ func (b *bench) trackFiles(stream string) (trackFiles, error) {
 		}
 	}
 	if st, body, err := b.call("GET", "/api/v2/recording/files?app=rtc&pageSize=100&streamId="+stream, nil, &list); err != nil || st != 200 {
-		return trackFiles{}, fmt.Errorf("recorded files of %s: %d %s %v", stream, st, body, err)
+		return trackFiles{}, fmt.Errorf("recorded files of %s: %d %s %w", stream, st, body, err)
 	}
 	var tf trackFiles
 	for _, f := range list.Rows {
@@ -184,14 +187,14 @@ func (b *bench) trackFiles(stream string) (trackFiles, error) {
 	return tf, nil
 }
 
-// probeOneTrack downloads the newest recorded file of a room stream and
+// probeOneTrack downloads one recorded file of a room stream and
 // answers what ffprobe finds in it.
 func (b *bench) probeOneTrack(stream string) (string, error) {
 	var list struct {
 		Rows []struct{ FileID string }
 	}
 	if st, body, err := b.call("GET", "/api/v2/recording/files?app=rtc&pageSize=1&streamId="+stream, nil, &list); err != nil || st != 200 || len(list.Rows) == 0 {
-		return "", fmt.Errorf("recorded files of %s: %d %s %v", stream, st, body, err)
+		return "", fmt.Errorf("recorded files of %s: %d %s %w", stream, st, body, err)
 	}
 	req, _ := http.NewRequest("GET", b.api+"/api/v2/recording/files/"+list.Rows[0].FileID+"/download", nil)
 	req.Header.Set("Authorization", "Bearer "+b.token)

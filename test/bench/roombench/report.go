@@ -29,10 +29,10 @@ func recordingCost(ws []window) (on, off, diff float64) {
 	return on, off, on - off
 }
 
-func report(cmd string, pinned bool, js joinResult, rec recordResult) string {
+func report(cmd, machine string, pinned bool, js joinResult, rec recordResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Meeting rooms: join to first frame, recording cost (roombench)\n\n")
-	fmt.Fprintf(&b, "- Command: `%s` on %s, %s.\n", cmd, benchdoc.Machine(), time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "- Command: `%s` on %s, %s.\n", cmd, machine, time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	where := "The engine, the agent and this program share the machine's cores."
 	if pinned {
 		where = "The agent and its engine run on CPU 0 (`taskset`; the engine's GOMAXPROCS is 1), the control node and the pion peers on CPU 1; " +
@@ -63,15 +63,15 @@ func report(cmd string, pinned bool, js joinResult, rec recordResult) string {
 	}
 	slowest := slices.Clone(js.times)
 	slices.SortFunc(slowest, func(a, b joinTimes) int { return int(b.total - a.total) })
-	fmt.Fprintf(&b, "\nThe three slowest joins, phase by phase (ms):")
+	var worst []string
 	for _, j := range slowest[:min(3, len(slowest))] {
 		var parts []string
 		for _, p := range phases[:len(phases)-1] {
 			parts = append(parts, p.name+" "+ms(p.get(j)))
 		}
-		fmt.Fprintf(&b, " %s (%s);", ms(j.total), strings.Join(parts, ", "))
+		worst = append(worst, fmt.Sprintf("%s (%s)", ms(j.total), strings.Join(parts, ", ")))
 	}
-	fmt.Fprintf(&b, "\n\n")
+	fmt.Fprintf(&b, "\nThe three slowest joins, phase by phase (ms): %s.\n\n", strings.Join(worst, "; "))
 
 	fmt.Fprintf(&b, "### Recording six participants\n\n")
 	on, off, diff := recordingCost(rec.windows)
