@@ -191,7 +191,10 @@ func (b *bench) trackFiles(stream string) (trackFiles, error) {
 // answers what ffprobe finds in it.
 func (b *bench) probeOneTrack(stream string) (string, error) {
 	var list struct {
-		Rows []struct{ FileID string }
+		Rows []struct {
+			FileID     string
+			DurationMs int64
+		}
 	}
 	if st, body, err := b.call("GET", "/api/v2/recording/files?app=rtc&pageSize=1&streamId="+stream, nil, &list); err != nil || st != 200 || len(list.Rows) == 0 {
 		return "", fmt.Errorf("recorded files of %s: %d %s %w", stream, st, body, err)
@@ -217,7 +220,7 @@ func (b *bench) probeOneTrack(stream string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=codec_name,width,height,sample_rate:format=duration", "-of", "json", path).Output()
+	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=codec_name,width,height,sample_rate,duration:format=duration", "-of", "json", path).Output()
 	if err != nil {
 		return "", fmt.Errorf("ffprobe: %w", err)
 	}
@@ -226,6 +229,7 @@ func (b *bench) probeOneTrack(stream string) (string, error) {
 			CodecName     string `json:"codec_name"`
 			Width, Height int
 			SampleRate    string `json:"sample_rate"`
+			Duration      string
 		}
 		Format struct{ Duration string }
 	}
@@ -235,13 +239,14 @@ func (b *bench) probeOneTrack(stream string) (string, error) {
 	var parts []string
 	for _, s := range p.Streams {
 		if s.Width > 0 {
-			parts = append(parts, fmt.Sprintf("%s %dx%d", s.CodecName, s.Width, s.Height))
+			parts = append(parts, fmt.Sprintf("%s %dx%d (%s s)", s.CodecName, s.Width, s.Height, s.Duration))
 		} else {
-			parts = append(parts, fmt.Sprintf("%s %s Hz", s.CodecName, s.SampleRate))
+			parts = append(parts, fmt.Sprintf("%s %s Hz (%s s)", s.CodecName, s.SampleRate, s.Duration))
 		}
 	}
 	if len(parts) < 2 {
 		return "", fmt.Errorf("ffprobe found %v in a recorded track", parts)
 	}
-	return strings.Join(parts, " + ") + ", " + p.Format.Duration + " s", nil
+	return fmt.Sprintf("%s, file %s s (the file listing says %.1f s)", strings.Join(parts, " + "), p.Format.Duration,
+		float64(list.Rows[0].DurationMs)/1000), nil
 }
