@@ -220,7 +220,7 @@ func (b *bench) probeOneTrack(stream string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=codec_name,width,height,sample_rate,duration:format=duration", "-of", "json", path).Output()
+	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=codec_name,width,height,sample_rate,start_time,duration:format=start_time,duration", "-of", "json", path).Output()
 	if err != nil {
 		return "", fmt.Errorf("ffprobe: %w", err)
 	}
@@ -229,9 +229,13 @@ func (b *bench) probeOneTrack(stream string) (string, error) {
 			CodecName     string `json:"codec_name"`
 			Width, Height int
 			SampleRate    string `json:"sample_rate"`
+			StartTime     string `json:"start_time"`
 			Duration      string
 		}
-		Format struct{ Duration string }
+		Format struct {
+			StartTime string `json:"start_time"`
+			Duration  string
+		}
 	}
 	if err := json.Unmarshal(out, &p); err != nil {
 		return "", err
@@ -239,14 +243,14 @@ func (b *bench) probeOneTrack(stream string) (string, error) {
 	var parts []string
 	for _, s := range p.Streams {
 		if s.Width > 0 {
-			parts = append(parts, fmt.Sprintf("%s %dx%d (%s s)", s.CodecName, s.Width, s.Height, s.Duration))
+			parts = append(parts, fmt.Sprintf("%s %dx%d (%s s from %s)", s.CodecName, s.Width, s.Height, s.Duration, s.StartTime))
 		} else {
-			parts = append(parts, fmt.Sprintf("%s %s Hz (%s s)", s.CodecName, s.SampleRate, s.Duration))
+			parts = append(parts, fmt.Sprintf("%s %s Hz (%s s from %s)", s.CodecName, s.SampleRate, s.Duration, s.StartTime))
 		}
 	}
 	if len(parts) < 2 {
 		return "", fmt.Errorf("ffprobe found %v in a recorded track", parts)
 	}
-	return fmt.Sprintf("%s, file %s s (the file listing says %.1f s)", strings.Join(parts, " + "), p.Format.Duration,
+	return fmt.Sprintf("%s; file %s s from %s (the file listing says %.1f s)", strings.Join(parts, " + "), p.Format.Duration, p.Format.StartTime,
 		float64(list.Rows[0].DurationMs)/1000), nil
 }
