@@ -39,6 +39,7 @@ bench:
 	$(GO) run ./test/bench/consolebench -out docs/benchmarks.md
 	$(GO) run ./test/bench/whepbench -out docs/benchmarks.md
 	$(GO) run ./test/bench/glassbench -out docs/benchmarks.md
+	$(GO) run ./test/bench/roombench -out docs/benchmarks.md
 	$(GO) run ./test/bench/recordbench -out docs/benchmarks.md
 	$(GO) run ./test/bench/recwritebench -out docs/benchmarks.md
 	$(GO) run ./test/bench/recseekbench -out docs/benchmarks.md
