@@ -63,7 +63,7 @@ func (s *whipSession) path() media.Path { return s.p }
 
 // negotiatedTracks reads the stream's tracks from the server's answer: for
 // each media section it kept, the first format, which the sender uses
-// (a second format's packets are dropped), if the offer had it: pion
+// (or another format of the same codec: see start), if the offer had it: pion
 // answers a section whose codecs it could not match with its own list.
 // H.264 parameter sets come in-band; the stream is ready at the first
 // keyframe with them.
@@ -150,6 +150,19 @@ func (s *whipSession) start() {
 		wt, ok := s.formats[remote.Kind()]
 		if !ok {
 			return
+		}
+		// A sender may use another format of the answer's section than the
+		// first: pion sends H.264 in the first one whose parameters fit its
+		// track (another profile or packetization mode). The same codec
+		// under another payload type is the same track; another codec is
+		// not what the stream was published with.
+		if c := remote.Codec(); uint8(c.PayloadType) != wt.format.PayloadType {
+			_, name, _ := strings.Cut(c.MimeType, "/")
+			if !strings.EqualFold(name, wt.format.EncodingName) || c.ClockRate != uint32(wt.format.ClockRate) {
+				s.close(fmt.Errorf("the peer sends %s on payload type %d, not the answer's %s", c.MimeType, c.PayloadType, wt.format.EncodingName))
+				return
+			}
+			wt.format.PayloadType = uint8(c.PayloadType)
 		}
 		if remote.Kind() == webrtc.RTPCodecTypeVideo {
 			s.mu.Lock()
