@@ -90,11 +90,16 @@ func (in *instance) record(ctx context.Context, rd *hub.Reader, log *zap.Logger)
 		<-rd.Stream().Done()
 		return hub.ErrStreamClosed
 	}
+	// Stopping closes the reader: Next then waits on a plain receive,
+	// which costs a fraction of a select with the context, once per
+	// frame of every recorded stream.
+	stop := context.AfterFunc(ctx, rd.Close)
+	defer stop()
 	var pkts []*hub.Packet
 	var asked time.Time
 	for {
 		var err error
-		pkts, err = rd.Next(ctx, pkts[:0])
+		pkts, err = rd.Next(context.Background(), pkts[:0])
 		if err != nil {
 			reason := ReasonStreamEnded
 			if ctx.Err() != nil {
