@@ -75,12 +75,21 @@ func (in *instance) run(ctx context.Context) {
 	}
 }
 
-// record writes one publisher's frames until its stream ends, the
-// instance stops or a file cannot be written.
 // keyframeAskInterval spaces a recording's keyframe requests while its
 // file waits for a keyframe to end at.
 const keyframeAskInterval = time.Second
 
+// The reader wakes the recording for a batch of frames rather than for
+// each (hub.Reader.SetBatch): at a keyframe, where a part usually closes,
+// or after 16 frames or 200 ms, so a part that closes on its duration is
+// written at most that late.
+const (
+	batchFrames = 16
+	batchSpan   = 200 * time.Millisecond
+)
+
+// record writes one publisher's frames until its stream ends, the
+// instance stops or a file cannot be written.
 func (in *instance) record(ctx context.Context, rd *hub.Reader, log *zap.Logger) error {
 	w := newStreamWriter(in.rec.root, in.path, rd.Tracks(), in.segDur, in.rec.cfg.SegmentMaxBytes, in.rec.cfg.PartDuration, in.fileDone)
 	w.admit = in.rec.admit
@@ -95,6 +104,7 @@ func (in *instance) record(ctx context.Context, rd *hub.Reader, log *zap.Logger)
 	// frame of every recorded stream.
 	stop := context.AfterFunc(ctx, rd.Close)
 	defer stop()
+	rd.SetBatch(batchFrames, batchSpan)
 	var pkts []*hub.Packet
 	var asked time.Time
 	for {
