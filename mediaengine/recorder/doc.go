@@ -9,7 +9,8 @@
 // the frame that closes it. The hub wakes the recorder at every keyframe
 // and otherwise per 16 frames or 200 ms (hub.Reader.SetBatch), so a crash
 // of the engine loses at most the open part, and a part that closed on
-// its duration rather than at a keyframe less than 200 ms before; a keyframe always
+// its duration rather than at a keyframe less than 200 ms before (or, when
+// the source stalled right after, before its next frame); a keyframe always
 // starts a new part, so every keyframe is a seek point whose byte offset
 // the sidecar index (<file>.idx, JSON lines) records with the part's time,
 // duration and frame count.
